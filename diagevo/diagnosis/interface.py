@@ -1,0 +1,117 @@
+"""What a diagnostician decides, independent of who decides it.
+
+The four semantic decisions of Appendix J (Prompts 1-4) form the :class:`Diagnostician`
+protocol. The LLM client implements it over an OpenAI-compatible API; the simulator world
+implements it by comparing its text trajectories. Code around it (screening, shortlists,
+routing, event emission) is shared: :mod:`diagevo.diagnosis.pipeline`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class KnownCause:
+    """A cause as shown to the diagnostician: id, state (active/mastered), description."""
+
+    id: str
+    state: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """A skill node as shown to the diagnostician (Prompt 3 uses one representative cause,
+    Prompt 4 all of them)."""
+
+    id: str
+    label: str
+    causes: tuple[str, ...] = ()
+
+    @property
+    def representative(self) -> str:
+        return self.causes[0] if self.causes else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionInput:
+    """One failure for Prompt 1: a failed optimization trajectory and the stored reference."""
+
+    failure_id: str
+    question_id: str
+    question: str
+    pseudo_label: str
+    response: str  # the trajectory that disagrees with the pseudo-label
+    reference: str  # the construction response that agrees with it
+    known: tuple[KnownCause, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    matched_cause_id: str | None
+    error_cause: str | None  # both None: a non-skill slip
+
+
+@dataclass(frozen=True, slots=True)
+class Dedup:
+    duplicate: bool
+    matched_cause_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    create_new_node: bool
+    new_node_label: str | None
+    assigned_node: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Consolidation:
+    merge: bool
+    merged_label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply(Generic[T]):
+    """A decision and how it was reached. ``value`` is None when no valid decision was obtained;
+    ``error`` then says why in one line."""
+
+    value: T | None
+    raw: str = ""
+    model: str = ""
+    latency_s: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    attempts: int = 1
+    error: str | None = None
+    calls: tuple[dict, ...] = field(default=())  # per-attempt records (raw, latency, tokens)
+
+
+class Diagnostician(Protocol):
+    """Prompts 1-4. Implementations must only return ids that were supplied to them; the
+    pipeline checks again and treats an unknown id as a failed decision."""
+
+    model_name: str
+
+    async def extract(self, item: ExtractionInput) -> Reply[Extraction]: ...
+
+    async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]: ...
+
+    async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]: ...
+
+    async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]: ...
+
+
+class Embedder(Protocol):
+    """Text -> L2-normalised float32 rows, so a dot product is the cosine similarity."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...

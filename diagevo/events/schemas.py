@@ -1,0 +1,246 @@
+"""The event catalog: one pydantic model for the ``data`` of each event type.
+
+Core types change the memory (see :mod:`diagevo.memory.fold`); bookkeeping types are recorded
+by the training loop and the diagnostician for audit and resumption and are ignored by the fold.
+An unknown ``type`` or ``data`` that does not fit its model is rejected.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+
+GenerationMode = Literal["free", "targeted", "stitched"]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Open(BaseModel):
+    """Bookkeeping and summaries: declared fields are checked, extra fields are carried."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+# --- core types -------------------------------------------------------------------------------
+
+
+class RunStarted(_Data):
+    config: dict[str, Any]
+    seed: int = 0
+
+    @field_validator("config")
+    @classmethod
+    def _has_k(cls, v: dict[str, Any]) -> dict[str, Any]:
+        k = v.get("k", v.get("memory", {}).get("k") if isinstance(v.get("memory"), dict) else None)
+        if not isinstance(k, (int, float)) or isinstance(k, bool) or k <= 0:
+            raise ValueError("config needs a positive k (config.k or config.memory.k)")
+        return v
+
+
+class RoundStarted(_Data):
+    pass
+
+
+class QuestionGenerated(_Data):
+    question_id: str
+    mode: GenerationMode
+    active_cause: str | None = None
+    mastered_cause: str | None = None
+    text: str = ""
+    node: str | None = None  # skill node of the active cause at generation time
+
+    @model_validator(mode="after")
+    def _causes_fit_mode(self) -> QuestionGenerated:
+        want = {"free": (False, False), "targeted": (True, False), "stitched": (True, True)}[self.mode]
+        if (self.active_cause is not None, self.mastered_cause is not None) != want:
+            raise ValueError(f"mode {self.mode!r} does not fit active_cause/mastered_cause")
+        return self
+
+
+class QuestionScored(_Data):
+    question_id: str
+    n: int = Field(ge=1)
+    p1: float = Field(ge=0.0, le=1.0)
+    p2: float = Field(ge=0.0, le=1.0)
+    pseudo_label: str | None = None
+    retained: bool
+
+
+class CausePromoted(_Data):
+    cause_id: str
+    acc: float = Field(ge=0.0, le=1.0)
+    n_candidates: int = Field(ge=1)
+
+
+class FailureRecorded(_Data):
+    failure_id: str
+    question_id: str
+    response: str = ""
+    reference: str = ""
+
+
+class FailureDiagnosed(_Data):
+    failure_id: str
+    matched_cause: str | None = None
+    error_cause: str | None = None
+    model: str = ""
+    raw: str = ""
+
+
+class DiagnosisFailed(_Data):
+    """The diagnostician could not produce a valid decision; the round goes on without it."""
+
+    failure_id: str | None = None
+    stage: str
+    reason: str
+    model: str = ""
+    raw: str = ""
+
+
+class FailureAttributed(_Data):
+    failure_id: str
+    cause_id: str
+    via: Literal["recurrence", "dedup"]
+    similarity: float | None = None
+
+
+class CauseReactivated(_Data):
+    cause_id: str
+    failure_id: str
+
+
+class NodeCreated(_Data):
+    node_id: str
+    label: str
+
+
+class CauseCreated(_Data):
+    cause_id: str
+    node_id: str
+    description: str
+    failure_id: str | None = None
+
+
+class NodesMerged(_Data):
+    survivor: str
+    absorbed: str
+    label: str
+    similarity: float | None = None
+
+
+class RoundCommitted(_Open):
+    pass
+
+
+# --- bookkeeping types (ignored by the fold) --------------------------------------------------
+
+
+class PhaseCompleted(_Open):
+    phase: str
+
+
+class CheckpointWritten(_Open):
+    path: str
+
+
+class LLMCalled(_Open):
+    stage: str
+    model: str = ""
+    latency_s: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    raw: str = ""
+
+
+class EvalRecorded(_Open):
+    pass
+
+
+CORE_TYPES: dict[str, type[BaseModel]] = {
+    "run.started": RunStarted,
+    "round.started": RoundStarted,
+    "question.generated": QuestionGenerated,
+    "question.scored": QuestionScored,
+    "cause.promoted": CausePromoted,
+    "failure.recorded": FailureRecorded,
+    "failure.diagnosed": FailureDiagnosed,
+    "failure.attributed": FailureAttributed,
+    "cause.reactivated": CauseReactivated,
+    "node.created": NodeCreated,
+    "cause.created": CauseCreated,
+    "nodes.merged": NodesMerged,
+    "round.committed": RoundCommitted,
+}
+
+BOOKKEEPING_TYPES: dict[str, type[BaseModel]] = {
+    "diagnosis.failed": DiagnosisFailed,
+    "phase.completed": PhaseCompleted,
+    "checkpoint.written": CheckpointWritten,
+    "llm.called": LLMCalled,
+    "eval.recorded": EvalRecorded,
+}
+
+EVENT_TYPES: dict[str, type[BaseModel]] = {**CORE_TYPES, **BOOKKEEPING_TYPES}
+
+# Fields whose (possibly long) text is moved to the content-addressed ``artifacts`` table.
+TEXT_FIELDS: dict[str, tuple[str, ...]] = {
+    "question.generated": ("text",),
+    "failure.recorded": ("response", "reference"),
+    "failure.diagnosed": ("raw",),
+    "diagnosis.failed": ("raw",),
+    "llm.called": ("raw",),
+}
+
+
+class EventIn(BaseModel):
+    """An event as produced (and as one line of the JSONL interchange format)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str
+    run: str = Field(min_length=1)
+    round: int = Field(ge=0)
+    event_id: str = Field(min_length=1)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, v: str) -> str:
+        if v not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {v!r}")
+        return v
+
+
+class InvalidEvent(ValueError):
+    """An event whose envelope or data does not fit the catalog."""
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{loc}: {msg}" if loc else msg
+
+
+def validate_event(raw: dict[str, Any]) -> EventIn:
+    """Validate envelope and data; the returned event's data is normalised by its model."""
+    try:
+        ev = EventIn.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidEvent(_first_error(exc)) from None
+    model = EVENT_TYPES[ev.type]
+    try:
+        data = model.model_validate(ev.data)
+    except ValidationError as exc:
+        raise InvalidEvent(f"{ev.type}: data.{_first_error(exc)}") from None
+    return ev.model_copy(update={"data": data.model_dump(mode="json", exclude_none=False)})
+
+
+def new_event(type: str, run: str, round: int, event_id: str, **data: Any) -> EventIn:
+    """Build and validate an event in one call (what producers use)."""
+    return validate_event({"type": type, "run": run, "round": round, "event_id": event_id, "data": data})

@@ -1,0 +1,128 @@
+"""The error-cause memory M_t = (V_t, E_t, a_t) of Eq. 4, as immutable values.
+
+A :class:`Memory` is only ever produced by folding events (:mod:`diagevo.memory.fold`); code that
+wants to change it decides new events instead (:mod:`diagevo.memory.deciders`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class CauseState(StrEnum):
+    ACTIVE = "active"
+    MASTERED = "mastered"
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    id: str
+    node: str
+    description: str
+    state: CauseState
+    frequency: int
+    created_round: int
+
+    @property
+    def active(self) -> bool:
+        return self.state is CauseState.ACTIVE
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    id: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """The memory of one run after some prefix of its log.
+
+    ``committed`` is the last committed round (0 before the first commit); ``open_round`` is the
+    round whose events follow that commit, if any. ``F1`` is the reference failure count of Eq. 1:
+    F at the commit of round 1, or the first later non-zero F when round 1 ended with none.
+    """
+
+    run: str
+    k: float
+    seed: int = 0
+    config: Mapping[str, Any] = EMPTY
+    committed: int = 0
+    open_round: int | None = None
+    F1: int | None = None
+    causes: Mapping[str, Cause] = EMPTY
+    nodes: Mapping[str, Node] = EMPTY
+    n_causes_created: int = 0
+    n_nodes_created: int = 0
+    last_seq: int = 0
+    committed_rounds: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def F(self) -> int:
+        """F_t: total active-episode frequency over Active causes."""
+        return sum(c.frequency for c in self.causes.values() if c.active)
+
+    def active(self) -> list[Cause]:
+        return [c for c in self.causes.values() if c.active]
+
+    def mastered(self) -> list[Cause]:
+        return [c for c in self.causes.values() if not c.active]
+
+    def members(self, node_id: str) -> list[Cause]:
+        return [c for c in self.causes.values() if c.node == node_id]
+
+    def next_cause_id(self) -> str:
+        return f"C{self.n_causes_created + 1}"
+
+    def next_node_id(self) -> str:
+        return f"N{self.n_nodes_created + 1}"
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain-JSON image of the memory (what snapshots store)."""
+        return {
+            "run": self.run,
+            "k": self.k,
+            "seed": self.seed,
+            "config": dict(self.config),
+            "committed": self.committed,
+            "open_round": self.open_round,
+            "F1": self.F1,
+            "n_causes_created": self.n_causes_created,
+            "n_nodes_created": self.n_nodes_created,
+            "last_seq": self.last_seq,
+            "committed_rounds": sorted(self.committed_rounds),
+            "nodes": [[n.id, n.label] for n in self.nodes.values()],
+            "causes": [
+                [c.id, c.node, c.description, c.state.value, c.frequency, c.created_round]
+                for c in self.causes.values()
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Memory:
+        return cls(
+            run=data["run"],
+            k=data["k"],
+            seed=data.get("seed", 0),
+            config=MappingProxyType(dict(data.get("config", {}))),
+            committed=data["committed"],
+            open_round=data["open_round"],
+            F1=data["F1"],
+            n_causes_created=data["n_causes_created"],
+            n_nodes_created=data["n_nodes_created"],
+            last_seq=data["last_seq"],
+            committed_rounds=frozenset(data["committed_rounds"]),
+            nodes=MappingProxyType({i: Node(i, label) for i, label in data["nodes"]}),
+            causes=MappingProxyType(
+                {
+                    c[0]: Cause(c[0], c[1], c[2], CauseState(c[3]), c[4], c[5])
+                    for c in data["causes"]
+                }
+            ),
+        )

@@ -1,0 +1,92 @@
+"""The interface between the co-evolution loop and the models.
+
+The loop (``diagevo/train/loop.py``) owns the schedule, votes, filtering, rewards and events; a
+backend owns the models: it generates questions, answers them, and runs GRPO updates given a
+reward function the loop supplies. ``sim`` implements it with a procedural world on the CPU;
+``hf`` with transformers + TRL ``GRPOTrainer`` (whose reward functions are batch-level, which is
+why the reward functions here are too).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.memory.sampler import GenerationRequest
+
+# Progress callback: (phase, done, total). Nothing below cli/ prints; the CLI renders these.
+ProgressFn = Callable[[str, int, int | None], None]
+
+
+def no_progress(phase: str, done: int, total: int | None) -> None:
+    """The default progress callback: report nothing."""
+
+
+# rewards for a batch of challenger outputs (one per request), computed by the loop with the
+# frozen solver's votes and the repetition penalty over the whole batch
+ChallengerRewardFn = Callable[[Sequence[GenerationRequest], Sequence[str]], list[float]]
+# rewards for the responses to question i (+1 agrees with its pseudo-label, -1 otherwise)
+SolverRewardFn = Callable[[int, Sequence[str]], list[float]]
+
+
+@dataclass(frozen=True)
+class SolverRound:
+    """What a solver update produced: the G optimization responses per question, their rewards
+    (failed ones, reward < 0, go to diagnosis) and training statistics."""
+
+    responses: list[list[str]]
+    rewards: list[list[float]]
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    name: str
+
+    def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:
+        """One raw challenger output per request (``<question>...</question>`` expected)."""
+        ...
+
+    def train_challenger(
+        self,
+        requests: Sequence[GenerationRequest],
+        reward_fn: ChallengerRewardFn,
+        rng: random.Random,
+        progress: ProgressFn = no_progress,
+    ) -> dict[str, float]:
+        """GRPO on the challenger for Q^chal built from ``requests``; returns statistics."""
+        ...
+
+    def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
+        """``n`` solver responses per question (construction responses, or the frozen solver's
+        answers for the challenger reward)."""
+        ...
+
+    def train_solver(
+        self,
+        questions: Sequence[str],
+        reward_fn: SolverRewardFn,
+        group_size: int,
+        rng: random.Random,
+        progress: ProgressFn = no_progress,
+    ) -> SolverRound:
+        """GRPO on the solver over the retained questions, ``group_size`` responses each."""
+        ...
+
+    def evaluate(self, rng: random.Random) -> dict[str, float]:
+        """Held-out metrics after the round (``heldout_acc`` at least; the sim also reports
+        ``pseudo_label_acc`` and per-family accuracies as ``acc/<family>``)."""
+        ...
+
+    def diagnostician(self) -> Diagnostician: ...
+
+    def embedder(self) -> Embedder: ...
+
+    def save(self, path: Path) -> None:
+        """Write the models' state (a checkpoint) under ``path``."""
+        ...
+
+    def load(self, path: Path) -> None: ...
