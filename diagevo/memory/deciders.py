@@ -1,0 +1,142 @@
+"""Deciders: the paper's rules as pure functions from (memory, evidence) to new events.
+
+Each returns a list of ``(type, data)`` changes; the caller stamps run, round and event ids and
+appends them. Applying the changes with :func:`diagevo.memory.fold.evolve` gives the new memory.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from diagevo.memory.fold import evolve
+from diagevo.memory.state import Memory
+
+Change = tuple[str, dict[str, Any]]
+
+
+class DecisionError(ValueError):
+    """A decision names something the memory does not hold (or is otherwise impossible)."""
+
+
+def promotion_scores(evidence: Iterable[tuple[str | None, float]]) -> dict[str, tuple[float, int]]:
+    """Eq. 5: acc_t(e) = mean p1 over P_t(e), the candidates of Q^cur_t whose Active cause is e
+    (filtered-out candidates included). ``evidence`` is (active_cause, p1) per scored candidate."""
+    sums: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for cause, p1 in evidence:
+        if cause is not None:
+            sums[cause] += p1
+            counts[cause] += 1
+    return {c: (sums[c] / counts[c], counts[c]) for c in sorted(counts)}
+
+
+def decide_promotions(
+    memory: Memory,
+    evidence: Iterable[tuple[str | None, float]],
+    theta_up: float,
+    *,
+    enabled: bool = True,
+) -> list[Change]:
+    """Eq. 6: an Active cause with |P_t(e)| > 0 and acc_t(e) >= θ_up becomes (Mastered, 0).
+
+    ``memory`` is M_{t-1} (the state at round start); causes that are not Active there, or
+    unknown, are never promoted. ``enabled=False`` is the "no state updates" ablation.
+    """
+    if not enabled:
+        return []
+    out: list[Change] = []
+    for cause_id, (acc, n) in promotion_scores(evidence).items():
+        cause = memory.causes.get(cause_id)
+        if cause is not None and cause.active and acc >= theta_up:
+            out.append(("cause.promoted", {"cause_id": cause_id, "acc": acc, "n_candidates": n}))
+    return out
+
+
+def decide_attribution(
+    memory: Memory,
+    failure_id: str,
+    cause_id: str,
+    via: Literal["recurrence", "dedup"],
+    similarity: float | None = None,
+) -> list[Change]:
+    """Eq. 7: one failure adds one to Δ_t(e). A Mastered cause is reactivated first, so it ends
+    the round at (Active, Δ_t(e)); an Active one at (Active, f̃ + Δ_t(e))."""
+    cause = memory.causes.get(cause_id)
+    if cause is None:
+        raise DecisionError(f"unknown cause {cause_id!r}")
+    out: list[Change] = []
+    if not cause.active:
+        out.append(("cause.reactivated", {"cause_id": cause_id, "failure_id": failure_id}))
+    out.append(
+        (
+            "failure.attributed",
+            {"failure_id": failure_id, "cause_id": cause_id, "via": via, "similarity": similarity},
+        )
+    )
+    return out
+
+
+def decide_new_cause(
+    memory: Memory,
+    failure_id: str | None,
+    description: str,
+    *,
+    node_id: str | None = None,
+    new_node_label: str | None = None,
+) -> list[Change]:
+    """Stage 3.5 routing: the new cause starts (Active, 1) under an existing node or a new one."""
+    if (node_id is None) == (new_node_label is None):
+        raise DecisionError("give exactly one of node_id and new_node_label")
+    out: list[Change] = []
+    if node_id is None:
+        node_id = memory.next_node_id()
+        out.append(("node.created", {"node_id": node_id, "label": new_node_label}))
+    elif node_id not in memory.nodes:
+        raise DecisionError(f"unknown node {node_id!r}")
+    out.append(
+        (
+            "cause.created",
+            {
+                "cause_id": memory.next_cause_id(),
+                "node_id": node_id,
+                "description": description,
+                "failure_id": failure_id,
+            },
+        )
+    )
+    return out
+
+
+def decide_merge(
+    memory: Memory, survivor: str, absorbed: str, label: str, similarity: float | None = None
+) -> list[Change]:
+    """Prompt 4 confirmed: re-parent ``absorbed``'s causes under ``survivor`` and relabel it.
+    States and frequencies are untouched."""
+    for node in (survivor, absorbed):
+        if node not in memory.nodes:
+            raise DecisionError(f"unknown node {node!r}")
+    if survivor == absorbed:
+        raise DecisionError("a node cannot be merged with itself")
+    return [
+        (
+            "nodes.merged",
+            {"survivor": survivor, "absorbed": absorbed, "label": label, "similarity": similarity},
+        )
+    ]
+
+
+def apply_changes(memory: Memory, round: int, changes: Iterable[Change]) -> Memory:
+    """Convenience for producers that keep a working memory in step with what they append."""
+    for etype, data in changes:
+        memory = evolve(memory, etype, round, data)
+    return memory
+
+
+def evidence_from_events(
+    generated: Iterable[Mapping[str, Any]], scored: Iterable[Mapping[str, Any]]
+) -> list[tuple[str | None, float]]:
+    """Join ``question.generated`` and ``question.scored`` data into (active_cause, p1) pairs."""
+    p1 = {d["question_id"]: d["p1"] for d in scored}
+    return [(g["active_cause"], p1[g["question_id"]]) for g in generated if g["question_id"] in p1]
