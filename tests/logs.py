@@ -1,0 +1,65 @@
+"""A tiny builder for hand-written event logs used across the tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diagevo.events.schemas import EventIn, validate_event
+
+
+class Log:
+    """Appends events round by round; ``rows()`` feeds the fold, ``events()`` the store,
+    ``jsonl()`` the CLI ingest."""
+
+    def __init__(self, run: str = "r1", k: float = 0.5, seed: int = 0) -> None:
+        self.run = run
+        self.round = 0
+        self._events: list[EventIn] = []
+        self.add("run.started", config={"k": k}, seed=seed)
+        self.round = 1
+
+    def add(self, type: str, **data: Any) -> Log:
+        n = len(self._events)
+        self._events.append(
+            validate_event(
+                {"type": type, "run": self.run, "round": self.round, "event_id": f"{self.run}-{n}", "data": data}
+            )
+        )
+        return self
+
+    def commit(self, **summary: Any) -> Log:
+        self.add("round.committed", **summary)
+        self.round += 1
+        return self
+
+    # --- shorthands ------------------------------------------------------------------------
+    def node(self, node_id: str, label: str | None = None) -> Log:
+        return self.add("node.created", node_id=node_id, label=label or f"label of {node_id}")
+
+    def cause(self, cause_id: str, node_id: str, description: str | None = None, failure: str | None = None) -> Log:
+        return self.add(
+            "cause.created",
+            cause_id=cause_id,
+            node_id=node_id,
+            description=description or f"description of {cause_id}",
+            failure_id=failure or f"f-{cause_id}-{self.round}",
+        )
+
+    def attribute(self, cause_id: str, failure: str, via: str = "recurrence", similarity: float | None = None) -> Log:
+        return self.add("failure.attributed", failure_id=failure, cause_id=cause_id, via=via, similarity=similarity)
+
+    def question(self, qid: str, p1: float, active: str | None = None, mastered: str | None = None, retained: bool = True) -> Log:
+        mode = "free" if active is None else ("stitched" if mastered else "targeted")
+        self.add("question.generated", question_id=qid, mode=mode, active_cause=active, mastered_cause=mastered, text=f"question {qid}")
+        return self.add("question.scored", question_id=qid, n=12, p1=p1, p2=min(p1, 1 - p1), pseudo_label="1", retained=retained)
+
+    def events(self) -> list[EventIn]:
+        return list(self._events)
+
+    def rows(self) -> list[tuple[int, int, str, dict[str, Any]]]:
+        return [(i + 1, e.round, e.type, e.data) for i, e in enumerate(self._events)]
+
+    def jsonl(self) -> str:
+        import json
+
+        return "".join(json.dumps(e.model_dump(mode="json")) + "\n" for e in self._events)
