@@ -1,0 +1,751 @@
+"""The event store: an append-only, hash-chained SQL log (SQLite or PostgreSQL).
+
+Writers are serialised so that the order of ``seq`` is the order of commit: SQLite takes the
+write lock up front with ``BEGIN IMMEDIATE`` (WAL, busy timeout), PostgreSQL takes a
+transaction-scoped advisory lock. The store assigns ``seq`` itself under that lock, which is
+what lets it compute each run's hash chain before inserting and insert with one executemany.
+The advisory lock (not ``LOCK TABLE``) is used because it needs no UPDATE/DELETE privilege, so
+the store works under a role that may only INSERT into ``events`` and ``artifacts``.
+
+Hot paths (append, iter_rows, read) use the DBAPI cursor directly; everything else SQLAlchemy
+Core. The schema is owned by Alembic: a brand-new empty database is migrated to head on first
+use, a database at another revision is never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, event, inspect, text
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+
+from diagevo.config import redact_url
+from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
+
+__all__ = [
+    "ARTIFACT_KEY",
+    "GENESIS_HASH",
+    "AppendResult",
+    "ConflictError",
+    "EventStore",
+    "RevisionStatus",
+    "SchemaOutdated",
+    "StoreError",
+    "StoredEvent",
+    "canonical_event_json",
+    "chain_hash",
+    "current",
+    "revision_status",
+    "upgrade",
+]
+
+GENESIS_HASH = "0" * 64
+ARTIFACT_KEY = "$artifact"
+BUSY_TIMEOUT_S = 30.0
+PG_APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # pg_advisory_xact_lock key of appenders
+_PG_MIGRATE_LOCK_KEY = int.from_bytes(b"diagevo2", "big")
+_OUR_TABLES = frozenset({"events", "artifacts", "snapshots", "checkpoints", "alembic_version"})
+_FETCH = 4096  # rows per DBAPI fetch on the read paths
+_SQLITE_MAX_PARAMS = 500
+
+_canonical = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+# --- public types -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    seq: int
+    event_id: str
+    run: str
+    round: int
+    type: str
+    schema_version: int
+    data: dict[str, Any]
+    recorded_at: str
+    prev_hash: str
+    hash: str
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    appended: int
+    skipped: int
+    last_seq: int  # last seq of the batch's run after the append (0 for an empty batch)
+
+
+class StoreError(Exception):
+    """Base of the store's errors; the message is one line meant for the user."""
+
+
+class ConflictError(StoreError):
+    """``expected_last_seq`` did not match: the run moved on. Nothing was stored."""
+
+
+class SchemaOutdated(StoreError):
+    """The database is at an older revision (or empty and auto-migration is off)."""
+
+
+@dataclass(frozen=True)
+class RevisionStatus:
+    url: str  # redacted
+    current: str | None
+    head: str
+    state: Literal["up_to_date", "outdated", "empty", "unknown"]
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.state == "up_to_date"
+
+
+# --- hashing ----------------------------------------------------------------------------------
+
+
+def _canonical_prefix(event_id: str, run: str, round: int, type: str, schema_version: int) -> str:
+    return f"[{_canonical(event_id)},{_canonical(run)},{round},{_canonical(type)},{schema_version},"
+
+
+def canonical_event_json(
+    event_id: str, run: str, round: int, type: str, schema_version: int, data_json: str
+) -> str:
+    """Canonical JSON of ``[event_id, run, round, type, schema_version, data]``.
+
+    ``data_json`` is the data exactly as stored (compact, sorted keys), so this equals
+    ``json.dumps([...], sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` without
+    serialising the data twice.
+    """
+    return _canonical_prefix(event_id, run, round, type, schema_version) + data_json + "]"
+
+
+def chain_hash(prev_hash: str, canonical: str) -> str:
+    return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+def _one_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    lines = [ln.strip() for ln in str(orig).splitlines() if ln.strip()]
+    return lines[0] if lines else type(orig).__name__
+
+
+# --- engine -----------------------------------------------------------------------------------
+
+
+def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None  # the driver must not BEGIN on its own; see _sqlite_on_begin
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    cur.execute("PRAGMA journal_mode = WAL")
+    # WAL + NORMAL: a commit survives a crash of the process, not necessarily a power loss.
+    cur.execute("PRAGMA synchronous = NORMAL")
+    cur.close()
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+    conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def _normalise_url(url: str) -> URL:
+    try:
+        u = make_url(url)
+    except sa_exc.ArgumentError:
+        raise StoreError(f"invalid database URL {redact_url(url)!r}") from None
+    if u.drivername == "postgresql":
+        u = u.set(drivername="postgresql+psycopg")  # psycopg 3 is the driver we ship
+    return u
+
+
+def _make_engine(url: str) -> Engine:
+    u = _normalise_url(url)
+    backend = u.get_backend_name()
+    try:
+        if backend == "sqlite":
+            engine = create_engine(u, connect_args={"timeout": BUSY_TIMEOUT_S})
+            event.listen(engine, "connect", _sqlite_on_connect)
+            event.listen(engine, "begin", _sqlite_on_begin)
+            return engine
+        if backend == "postgresql":
+            return create_engine(u, pool_pre_ping=True)
+    except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as exc:
+        raise StoreError(f"cannot use database URL {redact_url(url)!r}: {_one_line(exc)}") from None
+    raise StoreError(f"unsupported database {backend!r}: use sqlite:///FILE or postgresql+psycopg://...")
+
+
+@contextmanager
+def _connect(engine: Engine, url: str) -> Iterator[Connection]:
+    try:
+        conn = engine.connect()
+    except sa_exc.DBAPIError as exc:
+        raise StoreError(f"cannot open database {redact_url(url)}: {_one_line(exc)}") from None
+    with conn:
+        yield conn
+
+
+# --- migrations -------------------------------------------------------------------------------
+
+
+def _migrations_dir() -> Path:
+    """``migrations/`` sits next to the ``diagevo`` package (source tree, editable or wheel)."""
+    import diagevo
+
+    here = Path(diagevo.__file__).resolve().parent.parent / "migrations"
+    if (here / "env.py").is_file():
+        return here
+    import importlib.util
+
+    spec = importlib.util.find_spec("migrations")
+    if spec is not None and spec.submodule_search_locations:
+        for loc in spec.submodule_search_locations:
+            if (Path(loc) / "env.py").is_file():
+                return Path(loc)
+    raise StoreError("cannot find the diagevo migrations directory")
+
+
+def _alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_migrations_dir()))
+    return cfg
+
+
+@cache
+def _script() -> ScriptDirectory:
+    return ScriptDirectory.from_config(_alembic_config())
+
+
+def head_revision() -> str:
+    head = _script().get_current_head()
+    if head is None:
+        raise StoreError("the diagevo migrations have no head revision")
+    return head
+
+
+def _status_of(conn: Connection, url: str) -> RevisionStatus:
+    head = head_revision()
+    cur = MigrationContext.configure(conn).get_current_revision()
+    if cur is None:
+        ours = _OUR_TABLES & set(inspect(conn).get_table_names())
+        if ours:
+            raise StoreError(
+                f"database has diagevo tables ({', '.join(sorted(ours))}) but no Alembic revision; "
+                "restore it or use a fresh database"
+            )
+        state: Literal["up_to_date", "outdated", "empty", "unknown"] = "empty"
+    elif cur == head:
+        state = "up_to_date"
+    else:
+        known = {s.revision for s in _script().walk_revisions()}
+        state = "outdated" if cur in known else "unknown"
+    return RevisionStatus(redact_url(url), cur, head, state)
+
+
+def _outdated_message(status: RevisionStatus) -> str:
+    if status.state == "unknown":
+        return (
+            f"database is at revision {status.current}, unknown to this diagevo (expected {status.head}): "
+            "upgrade diagevo"
+        )
+    at = status.current or "no revision (empty)"
+    return f"database is at revision {at}, expected {status.head}: run `diagevo db upgrade`"
+
+
+@contextmanager
+def _migration_tx(engine: Engine, url: str) -> Iterator[Connection]:
+    """A transaction that excludes concurrent migrators (and, on SQLite, all writers)."""
+    with _connect(engine, url) as conn:
+        if conn.dialect.name == "sqlite":
+            conn.execution_options(sqlite_begin="IMMEDIATE")
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_MIGRATE_LOCK_KEY})")
+            yield conn
+
+
+def _upgrade_in(conn: Connection, target: str = "head") -> None:
+    cfg = _alembic_config()
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, target)
+
+
+def _sqlite_file_missing(url: str) -> bool:
+    u = _normalise_url(url)
+    db = u.database
+    return u.get_backend_name() == "sqlite" and bool(db) and db != ":memory:" and not Path(db).exists()
+
+
+def revision_status(url: str) -> RevisionStatus:
+    """Where the database stands relative to the migrations' head (touches nothing)."""
+    if _sqlite_file_missing(url):
+        return RevisionStatus(redact_url(url), None, head_revision(), "empty")
+    engine = _make_engine(url)
+    try:
+        with _connect(engine, url) as conn:
+            return _status_of(conn, url)
+    except sa_exc.DBAPIError as exc:
+        raise StoreError(f"cannot read the revision of {redact_url(url)}: {_one_line(exc)}") from None
+    finally:
+        engine.dispose()
+
+
+def current(url: str) -> str | None:
+    """The database's Alembic revision (None when it has none)."""
+    return revision_status(url).current
+
+
+def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
+    """Migrate the database to ``target``; returns (revision before, revision after)."""
+    engine = _make_engine(url)
+    try:
+        with _migration_tx(engine, url) as conn:
+            before = _status_of(conn, url)
+            if before.state == "unknown":
+                raise StoreError(_outdated_message(before))
+            _upgrade_in(conn, target)
+            after = MigrationContext.configure(conn).get_current_revision()
+        return before.current, after
+    except sa_exc.DBAPIError as exc:
+        raise StoreError(f"upgrade of {redact_url(url)} failed: {_one_line(exc)}") from None
+    finally:
+        engine.dispose()
+
+
+# --- the store --------------------------------------------------------------------------------
+
+# (event_id, run, round, type, data_json, canonical utf-8 bytes, [(sha, text), ...])
+_Prepared = tuple[str, str, int, str, str, bytes, list[tuple[str, str]]]
+
+
+def _externalise_texts(type_: str, data: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    fields = TEXT_FIELDS.get(type_)
+    if not fields:
+        return data, []
+    out: dict[str, Any] | None = None
+    arts: list[tuple[str, str]] = []
+    for f in fields:
+        value = data.get(f)
+        if isinstance(value, str) and value:
+            sha = hashlib.sha256(value.encode()).hexdigest()
+            arts.append((sha, value))
+            if out is None:
+                out = dict(data)
+            out[f] = {ARTIFACT_KEY: sha}
+    return (out if out is not None else data), arts
+
+
+def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
+    """Serialise outside the lock; drops in-batch duplicates (first wins). Returns (rows, dups)."""
+    seen: set[str] = set()
+    rows: list[_Prepared] = []
+    for ev in events:
+        eid = ev.event_id
+        if eid in seen:
+            continue
+        seen.add(eid)
+        data, arts = _externalise_texts(ev.type, ev.data)
+        try:
+            data_json = _canonical(data)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"event {eid}: data is not JSON-serialisable: {exc}") from None
+        canon = _canonical_prefix(eid, ev.run, ev.round, ev.type, SCHEMA_VERSION) + data_json + "]"
+        rows.append((eid, ev.run, ev.round, ev.type, data_json, canon.encode(), arts))
+    return rows, len(events) - len(rows)
+
+
+class EventStore:
+    """Append-only event log with per-run hash chains, artifacts, snapshots and checkpoints."""
+
+    def __init__(self, url: str, *, migrate_empty: bool = True) -> None:
+        self.url = url
+        self._engine = _make_engine(url)
+        self._dialect = self._engine.dialect.name
+        self._p = "?" if self._dialect == "sqlite" else "%s"
+        try:
+            self._ensure_schema(migrate_empty)
+        except sa_exc.DBAPIError as exc:
+            self._engine.dispose()
+            raise StoreError(f"cannot open database {redact_url(url)}: {_one_line(exc)}") from None
+        except StoreError:
+            self._engine.dispose()
+            raise
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EventStore({redact_url(self.url)!r})"
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # --- schema -------------------------------------------------------------------------------
+
+    def _ensure_schema(self, migrate_empty: bool) -> None:
+        with _connect(self._engine, self.url) as conn:
+            status = _status_of(conn, self.url)
+        if status.up_to_date:
+            return
+        if status.state != "empty" or not migrate_empty:
+            raise SchemaOutdated(_outdated_message(status))
+        with _migration_tx(self._engine, self.url) as conn:
+            status = _status_of(conn, self.url)  # another process may have migrated meanwhile
+            if status.state == "empty":
+                _upgrade_in(conn)
+            elif not status.up_to_date:
+                raise SchemaOutdated(_outdated_message(status))
+
+    # --- transactions -------------------------------------------------------------------------
+
+    @contextmanager
+    def _write_tx(self, *, append_lock: bool = False) -> Iterator[Connection]:
+        with _connect(self._engine, self.url) as conn:
+            if self._dialect == "sqlite":
+                conn.execution_options(sqlite_begin="IMMEDIATE")
+            try:
+                with conn.begin():
+                    if append_lock and self._dialect == "postgresql":
+                        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({PG_APPEND_LOCK_KEY})")
+                    yield conn
+            except Exception as exc:
+                if isinstance(exc, StoreError) or not _is_dbapi_error(exc):
+                    raise
+                raise StoreError(f"write to {redact_url(self.url)} failed: {_one_line(exc)}") from None
+
+    @contextmanager
+    def _cursor(self, *, stream: bool = False) -> Iterator[Any]:
+        """A raw DBAPI cursor; ``stream`` uses a server-side cursor on PostgreSQL."""
+        try:
+            raw = self._engine.raw_connection()
+        except sa_exc.DBAPIError as exc:
+            raise StoreError(f"cannot open database {redact_url(self.url)}: {_one_line(exc)}") from None
+        try:
+            if stream and self._dialect == "postgresql":
+                cur = raw.driver_connection.cursor(name=f"diagevo_{uuid.uuid4().hex}")  # type: ignore[union-attr]
+                cur.itersize = _FETCH
+            else:
+                cur = raw.cursor()
+            try:
+                yield cur
+            finally:
+                cur.close()
+                raw.rollback()
+        except Exception as exc:
+            if isinstance(exc, StoreError) or not _is_dbapi_error(exc):
+                raise
+            raise StoreError(f"read from {redact_url(self.url)} failed: {_one_line(exc)}") from None
+        finally:
+            raw.close()
+
+    # --- append -------------------------------------------------------------------------------
+
+    def append(self, events: Sequence[EventIn], *, expected_last_seq: int | None = None) -> AppendResult:
+        """Append a batch in one transaction. Already stored event ids are skipped silently."""
+        if not events:
+            return AppendResult(0, 0, 0)
+        prepared, dups = _prepare(events)
+        runs = {p[1] for p in prepared}
+        if expected_last_seq is not None and len(runs) > 1:
+            raise StoreError("expected_last_seq needs a batch of a single run")
+        result_run = prepared[-1][1]
+        with self._write_tx(append_lock=True) as conn:
+            cur = conn.connection.cursor()
+            try:
+                existing = self._existing_ids(cur, [p[0] for p in prepared])
+                heads = {run: self._run_head(cur, run) for run in runs}
+                if expected_last_seq is not None and heads[result_run][0] != expected_last_seq:
+                    raise ConflictError(
+                        f"run {result_run!r} is at seq {heads[result_run][0]}, expected {expected_last_seq}"
+                    )
+                fresh = [p for p in prepared if p[0] not in existing]
+                if fresh:
+                    self._insert(cur, fresh, heads)
+            finally:
+                cur.close()
+        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[result_run][0])
+
+    def _insert(self, cur: Any, fresh: list[_Prepared], heads: dict[str, tuple[int, str]]) -> None:
+        cur.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
+        seq = int(cur.fetchone()[0])
+        recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
+        prev = {run: h for run, (_, h) in heads.items()}
+        sha256 = hashlib.sha256
+        rows = []
+        artifacts: dict[str, str] = {}
+        for eid, run, rnd, typ, data_json, canon, arts in fresh:
+            seq += 1
+            p = prev[run]
+            h = sha256(p.encode() + canon).hexdigest()
+            rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h))
+            prev[run] = h
+            heads[run] = (seq, h)
+            for sha, txt in arts:
+                artifacts[sha] = txt
+        q = self._p
+        if artifacts:
+            ignore = "OR IGNORE " if self._dialect == "sqlite" else ""
+            conflict = "" if self._dialect == "sqlite" else " ON CONFLICT (sha256) DO NOTHING"
+            cur.executemany(
+                f"INSERT {ignore}INTO artifacts (sha256, text) VALUES ({q}, {q}){conflict}", list(artifacts.items())
+            )
+        cur.executemany(
+            "INSERT INTO events (seq, event_id, run_id, round, type, schema_version, data, recorded_at, "
+            f"prev_hash, hash) VALUES ({', '.join([q] * 10)})",
+            rows,
+        )
+
+    def _existing_ids(self, cur: Any, ids: list[str]) -> set[str]:
+        found: set[str] = set()
+        if self._dialect == "postgresql":
+            cur.execute("SELECT event_id FROM events WHERE event_id = ANY(%s)", (ids,))
+            found.update(r[0] for r in cur.fetchall())
+            return found
+        for i in range(0, len(ids), _SQLITE_MAX_PARAMS):
+            chunk = ids[i : i + _SQLITE_MAX_PARAMS]
+            cur.execute(f"SELECT event_id FROM events WHERE event_id IN ({','.join('?' * len(chunk))})", chunk)
+            found.update(r[0] for r in cur.fetchall())
+        return found
+
+    def _run_head(self, cur: Any, run: str) -> tuple[int, str]:
+        """(last seq, last hash) of a run; (0, GENESIS_HASH) when it has no events."""
+        cur.execute(f"SELECT seq, hash FROM events WHERE run_id = {self._p} ORDER BY seq DESC LIMIT 1", (run,))
+        row = cur.fetchone()
+        return (int(row[0]), row[1]) if row else (0, GENESIS_HASH)
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def _where(
+        self, run: str, after_seq: int, upto_seq: int | None, types: Collection[str] | None
+    ) -> tuple[str, list[Any]]:
+        q = self._p
+        sql = f"WHERE run_id = {q} AND seq > {q}"
+        params: list[Any] = [run, after_seq]
+        if upto_seq is not None:
+            sql += f" AND seq <= {q}"
+            params.append(upto_seq)
+        if types is not None:
+            types = list(types)
+            if not types:
+                sql += " AND 1 = 0"
+            else:
+                sql += f" AND type IN ({', '.join([q] * len(types))})"
+                params.extend(types)
+        return sql, params
+
+    def iter_rows(
+        self, run: str, *, after_seq: int = 0, types: Collection[str] | None = None
+    ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
+        """(seq, round, type, data) in seq order, texts left as artifact refs: the replay path."""
+        where, params = self._where(run, after_seq, None, types)
+        loads = json.loads
+        with self._cursor(stream=True) as cur:
+            cur.execute(f"SELECT seq, round, type, data FROM events {where} ORDER BY seq", params)
+            while rows := cur.fetchmany(_FETCH):
+                for seq, rnd, typ, data in rows:
+                    yield seq, rnd, typ, loads(data)
+
+    def read(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        texts: bool = False,
+    ) -> Iterator[StoredEvent]:
+        """Events of a run in seq order; ``texts=True`` puts artifact texts back inline."""
+        where, params = self._where(run, after_seq, upto_seq, types)
+        loads = json.loads
+        with self._cursor(stream=True) as cur, self._cursor() as art_cur:
+            cur.execute(
+                "SELECT seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash "
+                f"FROM events {where} ORDER BY seq",
+                params,
+            )
+            while rows := cur.fetchmany(_FETCH):
+                batch = [
+                    StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]) for r in rows
+                ]
+                if texts:
+                    self._restore_texts(art_cur, batch)
+                yield from batch
+
+    def _restore_texts(self, cur: Any, batch: list[StoredEvent]) -> None:
+        refs: list[tuple[dict[str, Any], str, str]] = []
+        for ev in batch:
+            for f in TEXT_FIELDS.get(ev.type, ()):
+                v = ev.data.get(f)
+                if isinstance(v, dict) and ARTIFACT_KEY in v:
+                    refs.append((ev.data, f, v[ARTIFACT_KEY]))
+        if not refs:
+            return
+        texts = self._artifacts(cur, list({sha for _, _, sha in refs}))
+        for data, f, sha in refs:
+            try:
+                data[f] = texts[sha]
+            except KeyError:
+                raise StoreError(f"artifact {sha} is missing from the database") from None
+
+    def _artifacts(self, cur: Any, shas: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for i in range(0, len(shas), _SQLITE_MAX_PARAMS):
+            chunk = shas[i : i + _SQLITE_MAX_PARAMS]
+            cur.execute(
+                f"SELECT sha256, text FROM artifacts WHERE sha256 IN ({', '.join([self._p] * len(chunk))})", chunk
+            )
+            out.update(cur.fetchall())
+        return out
+
+    def artifact(self, sha256: str) -> str:
+        with self._cursor() as cur:
+            found = self._artifacts(cur, [sha256])
+        if sha256 not in found:
+            raise StoreError(f"unknown artifact {sha256}")
+        return found[sha256]
+
+    def last_seq(self, run: str) -> int:
+        with self._cursor() as cur:
+            return self._run_head(cur, run)[0]
+
+    def runs(self) -> list[str]:
+        """Run ids in order of their first event."""
+        with self._cursor() as cur:
+            cur.execute("SELECT run_id FROM events GROUP BY run_id ORDER BY MIN(seq)")
+            return [r[0] for r in cur.fetchall()]
+
+    def latest_run(self) -> str | None:
+        """The run of the most recently appended event (the run last worked on)."""
+        with self._cursor() as cur:
+            cur.execute("SELECT run_id FROM events ORDER BY seq DESC LIMIT 1")
+            row = cur.fetchone()
+        return row[0] if row else None
+
+    # --- hash chain ---------------------------------------------------------------------------
+
+    def verify_chain(self, run: str) -> list[str]:
+        """Recompute the run's hash chain; returns one line per problem (empty: intact)."""
+        problems: list[str] = []
+        prev = GENESIS_HASH
+        where, params = self._where(run, 0, None, None)
+        with self._cursor(stream=True) as cur:
+            cur.execute(
+                "SELECT seq, event_id, run_id, round, type, schema_version, data, prev_hash, hash "
+                f"FROM events {where} ORDER BY seq",
+                params,
+            )
+            while rows := cur.fetchmany(_FETCH):
+                for seq, eid, run_id, rnd, typ, sv, data, stored_prev, stored_hash in rows:
+                    if stored_prev != prev:
+                        problems.append(f"seq {seq}: prev_hash does not match the hash of the run's previous event")
+                    want = chain_hash(stored_prev, canonical_event_json(eid, run_id, rnd, typ, sv, data))
+                    if want != stored_hash:
+                        problems.append(f"seq {seq}: hash mismatch (event {eid} was altered)")
+                    prev = stored_hash
+        return problems
+
+    # --- snapshots and checkpoints ------------------------------------------------------------
+
+    def _upsert(self, conn: Connection, table: str, keys: tuple[str, ...], values: dict[str, Any]) -> None:
+        cols = ", ".join(values)
+        binds = ", ".join(f":{c}" for c in values)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in values if c not in keys)
+        conn.execute(
+            text(f"INSERT INTO {table} ({cols}) VALUES ({binds}) ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {sets}"),
+            values,
+        )
+
+    def put_snapshot(self, run: str, round: int, seq: int, state: dict[str, Any]) -> None:
+        """Store (or replace) the cached memory of ``run`` at committed ``round``."""
+        state_json = _json_or_error(state, "snapshot state")
+        with self._write_tx() as conn:
+            self._upsert(
+                conn, "snapshots", ("run_id", "round"), {"run_id": run, "round": round, "seq": seq, "state": state_json}
+            )
+
+    def get_snapshot(self, run: str, round: int) -> tuple[int, dict[str, Any]] | None:
+        """(seq, state) of the snapshot at ``round``, or None."""
+        with self._read_conn() as conn:
+            row = conn.execute(
+                text("SELECT seq, state FROM snapshots WHERE run_id = :run AND round = :round"),
+                {"run": run, "round": round},
+            ).first()
+        return (int(row[0]), json.loads(row[1])) if row else None
+
+    def latest_snapshot(self, run: str, upto_round: int | None = None) -> tuple[int, int, dict[str, Any]] | None:
+        """(round, seq, state) of the latest snapshot at or before ``upto_round``."""
+        sql = "SELECT round, seq, state FROM snapshots WHERE run_id = :run"
+        params: dict[str, Any] = {"run": run}
+        if upto_round is not None:
+            sql += " AND round <= :upto"
+            params["upto"] = upto_round
+        with self._read_conn() as conn:
+            row = conn.execute(text(sql + " ORDER BY round DESC LIMIT 1"), params).first()
+        return (int(row[0]), int(row[1]), json.loads(row[2])) if row else None
+
+    def drop_snapshots(self, run: str) -> int:
+        """Delete the run's snapshots (they are a cache); returns how many were dropped."""
+        with self._write_tx() as conn:
+            res = conn.execute(text("DELETE FROM snapshots WHERE run_id = :run"), {"run": run})
+        return int(res.rowcount)
+
+    def get_checkpoint(self, name: str, run: str) -> int:
+        """Last seq applied by projection ``name`` for ``run``; 0 when none."""
+        with self._read_conn() as conn:
+            row = conn.execute(
+                text("SELECT seq FROM checkpoints WHERE name = :name AND run_id = :run"), {"name": name, "run": run}
+            ).first()
+        return int(row[0]) if row else 0
+
+    def checkpoint_info(self, name: str, run: str) -> dict[str, Any]:
+        """The ``info`` stored with a checkpoint (e.g. the embed model name); {} when none."""
+        with self._read_conn() as conn:
+            row = conn.execute(
+                text("SELECT info FROM checkpoints WHERE name = :name AND run_id = :run"), {"name": name, "run": run}
+            ).first()
+        return json.loads(row[0]) if row else {}
+
+    def set_checkpoint(self, name: str, run: str, seq: int, info: dict[str, Any] | None = None) -> None:
+        info_json = _json_or_error(info or {}, "checkpoint info")
+        with self._write_tx() as conn:
+            self._upsert(
+                conn, "checkpoints", ("name", "run_id"), {"name": name, "run_id": run, "seq": seq, "info": info_json}
+            )
+
+    @contextmanager
+    def _read_conn(self) -> Iterator[Connection]:
+        try:
+            with _connect(self._engine, self.url) as conn:
+                yield conn
+        except sa_exc.DBAPIError as exc:
+            raise StoreError(f"read from {redact_url(self.url)} failed: {_one_line(exc)}") from None
+
+
+def _json_or_error(obj: Any, what: str) -> str:
+    try:
+        return _compact(obj)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def _is_dbapi_error(exc: BaseException) -> bool:
+    return isinstance(exc, sa_exc.DBAPIError) or type(exc).__module__.split(".")[0] in {"sqlite3", "psycopg"}
+

@@ -1,0 +1,77 @@
+"""SQLModel tables of the event log.
+
+The schema is created only through Alembic (``migrations/``); these declarations are the
+target metadata for autogenerate and the column reference for the store's Core statements.
+The store writes through SQLAlchemy Core / the DBAPI (executemany), never the ORM per row.
+
+JSON columns are TEXT holding compact JSON: the hash chain covers ``events.data`` byte for byte,
+so the database must store exactly the text the store hashed (PostgreSQL's JSONB would not).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Index, Integer, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+# On SQLite ``INTEGER PRIMARY KEY`` aliases the rowid (fast, 64-bit); BIGINT would not.
+SeqType = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Event(SQLModel, table=True):
+    """One appended event. Rows are never updated or deleted (database triggers refuse it)."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        UniqueConstraint("event_id", name="uq_events_event_id"),
+        Index("ix_events_run_seq", "run_id", "seq"),
+        Index("ix_events_run_round", "run_id", "round"),
+    )
+
+    seq: int = Field(sa_column=Column("seq", SeqType, primary_key=True, autoincrement=False))
+    event_id: str = Field(sa_column=Column("event_id", String, nullable=False))
+    run_id: str = Field(sa_column=Column("run_id", String, nullable=False))
+    round: int = Field(sa_column=Column("round", Integer, nullable=False))
+    type: str = Field(sa_column=Column("type", String, nullable=False))
+    schema_version: int = Field(sa_column=Column("schema_version", Integer, nullable=False))
+    data: str = Field(sa_column=Column("data", Text, nullable=False))
+    recorded_at: str = Field(sa_column=Column("recorded_at", String(40), nullable=False))
+    prev_hash: str = Field(sa_column=Column("prev_hash", String(64), nullable=False))
+    hash: str = Field(sa_column=Column("hash", String(64), nullable=False))
+
+
+class Artifact(SQLModel, table=True):
+    """A large text (question, trajectory, raw LLM reply), content-addressed by its sha256."""
+
+    __tablename__ = "artifacts"
+
+    sha256: str = Field(sa_column=Column("sha256", String(64), primary_key=True))
+    text: str = Field(sa_column=Column("text", Text, nullable=False))
+
+
+class Snapshot(SQLModel, table=True):
+    """Cache of the memory M_t at a committed round; always rebuildable from the log."""
+
+    __tablename__ = "snapshots"
+
+    run_id: str = Field(sa_column=Column("run_id", String, primary_key=True))
+    round: int = Field(sa_column=Column("round", Integer, primary_key=True, autoincrement=False))
+    seq: int = Field(sa_column=Column("seq", BigInteger, nullable=False))
+    state: str = Field(sa_column=Column("state", Text, nullable=False))
+
+
+class Checkpoint(SQLModel, table=True):
+    """How far a rebuildable projection (e.g. the vector index) has applied a run's log."""
+
+    __tablename__ = "checkpoints"
+
+    name: str = Field(sa_column=Column("name", String, primary_key=True))
+    run_id: str = Field(sa_column=Column("run_id", String, primary_key=True))
+    seq: int = Field(sa_column=Column("seq", BigInteger, nullable=False))
+    info: str = Field(sa_column=Column("info", Text, nullable=False, server_default="{}"))
+
+
+events_table = Event.__table__
+artifacts_table = Artifact.__table__
+snapshots_table = Snapshot.__table__
+checkpoints_table = Checkpoint.__table__
+metadata = SQLModel.metadata
