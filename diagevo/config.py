@@ -126,7 +126,7 @@ class HFConfig(_Section):
 
 
 class Config(_Section):
-    db: str = DEFAULT_DB_URL
+    db: str | None = None  # None: $DIAGEVO_DB, else sqlite:///diagevo.db
     train: TrainConfig = Field(default_factory=TrainConfig)
     grpo: GRPOConfig = Field(default_factory=GRPOConfig)
     filter: FilterConfig = Field(default_factory=FilterConfig)
@@ -150,7 +150,7 @@ class Config(_Section):
         data = self.model_dump(mode="json")
         if data["diagnosis"].get("api_key"):
             data["diagnosis"]["api_key"] = REDACTED
-        data["db"] = redact_url(self.db)
+        data["db"] = redact_url(self.db) if self.db else None
         return data
 
 

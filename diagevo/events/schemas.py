@@ -69,6 +69,7 @@ class QuestionScored(_Data):
     p2: float = Field(ge=0.0, le=1.0)
     pseudo_label: str | None = None
     retained: bool
+    reference: str = ""  # the construction response kept for diagnosis (retained questions)
 
 
 class CausePromoted(_Data):
@@ -190,6 +191,7 @@ EVENT_TYPES: dict[str, type[BaseModel]] = {**CORE_TYPES, **BOOKKEEPING_TYPES}
 # Fields whose (possibly long) text is moved to the content-addressed ``artifacts`` table.
 TEXT_FIELDS: dict[str, tuple[str, ...]] = {
     "question.generated": ("text",),
+    "question.scored": ("reference",),
     "failure.recorded": ("response", "reference"),
     "failure.diagnosed": ("raw",),
     "diagnosis.failed": ("raw",),

@@ -1,0 +1,47 @@
+"""Shared CLI plumbing: options, opening the store, one-line errors, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from diagevo.config import resolve_db_url
+
+console = Console()
+err_console = Console(stderr=True)
+
+DbOpt = Annotated[
+    str | None,
+    typer.Option("--db", help="Database URL (default: $DIAGEVO_DB, else sqlite:///diagevo.db)."),
+]
+RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the latest run).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit code 1."""
+
+
+@contextmanager
+def open_store(db: str | None) -> Iterator[Any]:
+    from diagevo.events.store import EventStore
+
+    store = EventStore(resolve_db_url(db))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+
+
+def fail(message: str) -> None:
+    raise CLIError(message)

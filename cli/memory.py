@@ -1,0 +1,290 @@
+"""``diagevo memory ...``: read, audit, move and verify the error-cause memory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.tree import Tree
+
+from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
+from diagevo.memory.audit import cause_story, round_stats
+from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
+
+memory_app = typer.Typer(help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True)
+
+
+def memory_json(mem: Memory) -> dict[str, Any]:
+    """The ``replay --json`` object."""
+    s = schedule(mem)
+    members: dict[str, list[str]] = {n: [] for n in mem.nodes}
+    for c in mem.causes.values():
+        members[c.node].append(c.id)
+    return {
+        "run": mem.run,
+        "round": mem.committed,
+        "F": s.F,
+        "F1": s.F1,
+        "k": mem.k,
+        "epsilon_next": s.epsilon,
+        "p_next": s.p,
+        "causes": [
+            {"id": c.id, "node": c.node, "description": c.description, "state": c.state.value, "frequency": c.frequency}
+            for c in mem.causes.values()
+        ],
+        "nodes": [{"id": n.id, "label": n.label, "causes": members[n.id]} for n in mem.nodes.values()],
+    }
+
+
+def render_memory(mem: Memory, title: str) -> None:
+    s = schedule(mem)
+    tree = Tree(f"[bold]{title}[/]  run {mem.run}")
+    for node in sorted(mem.nodes.values(), key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else n.id):
+        causes = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
+        branch = tree.add(f"[bold cyan]{node.id}[/] {node.label}  [dim]({len(causes)} causes)[/]")
+        for c in causes:
+            style = "yellow" if c.active else "green"
+            p = f"  p={s.p[c.id]:.3f}" if c.id in s.p else ""
+            branch.add(f"[{style}]{c.id} {c.state.value:8s} f={c.frequency}[/]{p}  {c.description}")
+    console.print(tree)
+    console.print(
+        f"F_{mem.committed} = {s.F}   F_1 = {s.F1}   k = {mem.k:g}   "
+        f"ε_{mem.committed + 1} = {s.epsilon:.4f}   active {len(mem.active())}, mastered {len(mem.mastered())}, "
+        f"nodes {len(mem.nodes)}"
+    )
+
+
+@memory_app.command()
+def replay(
+    round: Annotated[int, typer.Option("--round", "-r", help="Committed round to rebuild.")],
+    db: DbOpt = None,
+    run: RunOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
+    from diagevo.replay import load_memory, resolve_run
+
+    with open_store(db) as store:
+        mem = load_memory(store, resolve_run(store, run), round)
+    if json:
+        emit_json(memory_json(mem))
+    else:
+        render_memory(mem, f"M_{round}")
+
+
+@memory_app.command()
+def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
+    """The memory after the run's last event (an unfinished round included)."""
+    from diagevo.replay import load_memory, resolve_run
+
+    with open_store(db) as store:
+        mem = load_memory(store, resolve_run(store, run))
+    if json:
+        emit_json({**memory_json(mem), "open_round": mem.open_round})
+    else:
+        title = f"M_{mem.committed}" + (f" + round {mem.open_round} so far" if mem.open_round else "")
+        render_memory(mem, title)
+
+
+def _describe(entry: dict[str, Any]) -> str:
+    kind = entry["kind"]
+    f = entry.get("failure") or {}
+    q = f.get("question") or {}
+    qtxt = f" on {q.get('question_id')} ({q.get('mode')})" if q else ""
+    if kind == "created":
+        diag = (f.get("diagnosis") or {}).get("model") or "?"
+        return f"created under {entry['node']} from failure {f.get('failure_id')}{qtxt}, diagnosed by {diag}"
+    if kind == "attributed":
+        sim = f", similarity {entry['similarity']:.3f}" if entry.get("similarity") is not None else ""
+        return f"failure {f.get('failure_id')}{qtxt} attributed via {entry['via']}{sim}"
+    if kind == "promoted":
+        return f"promoted to Mastered: acc {entry['acc']:.3f} over {entry['n_candidates']} candidates"
+    if kind == "reactivated":
+        sim = f", similarity {entry['similarity']:.3f}" if entry.get("similarity") is not None else ""
+        return f"reactivated by failure {f.get('failure_id')}{qtxt} via {entry.get('via')}{sim}"
+    return f"node {entry['from_node']} merged: {entry['absorbed']} into {entry['survivor']} as '{entry['label']}'"
+
+
+@memory_app.command()
+def why(
+    cause: Annotated[str, typer.Argument(help="Cause id, e.g. C12.")],
+    db: DbOpt = None,
+    run: RunOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """The story of one cause: creation, attributions, promotions, reactivations, merges."""
+    from diagevo.replay import resolve_run
+
+    with open_store(db) as store:
+        run_id = resolve_run(store, run)
+        rows = ((e.seq, e.round, e.type, e.data) for e in store.read(run_id, texts=True))
+        story = cause_story(rows, cause)
+    if json:
+        emit_json({"run": run_id, **story})
+        return
+    console.print(f"[bold]{cause}[/] ({story['node']}): {story['description']}")
+    table = Table("round", "seq", "what")
+    for entry in story["timeline"]:
+        table.add_row(str(entry["round"]), str(entry["seq"]), _describe(entry))
+    console.print(table)
+    created = next((e for e in story["timeline"] if e["kind"] == "created"), None)
+    q = ((created or {}).get("failure") or {}).get("question")
+    if q:
+        console.print(f"[dim]question {q['question_id']}:[/] {q['text']}")
+
+
+@memory_app.command()
+def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
+    """One row per committed round."""
+    import polars as pl
+
+    from diagevo.replay import resolve_run
+
+    with open_store(db) as store:
+        run_id = resolve_run(store, run)
+        rows = round_stats(store.iter_rows(run_id), run_id)
+    if json:
+        emit_json({"run": run_id, "rounds": rows})
+        return
+    df = pl.DataFrame(rows)
+    table = Table(title=f"run {run_id}")
+    for col in df.columns:
+        table.add_column(col, justify="right")
+    for row in df.iter_rows():
+        table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in row))
+    console.print(table)
+
+
+@memory_app.command()
+def events(
+    db: DbOpt = None,
+    run: RunOpt = None,
+    type: Annotated[list[str] | None, typer.Option("--type", help="Only these event types.")] = None,
+    cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
+    round: Annotated[int | None, typer.Option("--round", help="Only this round.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = 200,
+    json: JsonOpt = False,
+) -> None:
+    """List events, filtered."""
+    from diagevo.replay import resolve_run
+
+    with open_store(db) as store:
+        run_id = resolve_run(store, run)
+        picked = []
+        for e in store.read(run_id, types=type or None):
+            if round is not None and e.round != round:
+                continue
+            if cause is not None and cause not in {
+                e.data.get(k) for k in ("cause_id", "active_cause", "mastered_cause", "matched_cause")
+            }:
+                continue
+            picked.append(e)
+            if limit and len(picked) >= limit:
+                break
+    if json:
+        for e in picked:
+            emit_json({"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data})
+        return
+    table = Table("seq", "round", "type", "data")
+    for e in picked:
+        data = ", ".join(f"{k}={v}" for k, v in e.data.items() if v is not None and not isinstance(v, dict))
+        table.add_row(str(e.seq), str(e.round), e.type, data[:140])
+    console.print(table)
+
+
+@memory_app.command()
+def ingest(
+    file: Annotated[Path, typer.Argument(help="JSONL file of events ('-' for stdin).")],
+    db: DbOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
+    from diagevo.interchange import ingest as do_ingest
+
+    if str(file) == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        if not file.is_file():
+            raise CLIError(f"no such file: {file}")
+        lines = file.read_text(encoding="utf-8").splitlines()
+    with open_store(db) as store:
+        result = do_ingest(store, lines)
+    if json:
+        emit_json(result.__dict__)
+    else:
+        console.print(f"ingested {result.appended} events ({result.skipped} already stored) into run(s) {', '.join(result.runs)}")
+
+
+@memory_app.command()
+def export(
+    db: DbOpt = None,
+    run: RunOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Write the run's log as JSONL (with seq, recorded_at, hash)."""
+    from diagevo.interchange import export_lines
+    from diagevo.replay import resolve_run
+
+    with open_store(db) as store:
+        run_id = resolve_run(store, run)
+        if out is None:
+            for line in export_lines(store, run_id):
+                sys.stdout.write(line)
+        else:
+            with out.open("w", encoding="utf-8") as fh:
+                fh.writelines(export_lines(store, run_id))
+
+
+@memory_app.command()
+def verify(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
+    """Check the hash chain, the invariants and that snapshots equal the fold."""
+    from diagevo.replay import resolve_run, verify_run
+
+    with open_store(db) as store:
+        run_id = resolve_run(store, run)
+        problems = verify_run(store, run_id)
+    if json:
+        emit_json({"run": run_id, "ok": not problems, "problems": problems})
+    elif problems:
+        for p in problems:
+            console.print(f"[red]✗[/] {p}")
+    else:
+        console.print(f"[green]✓[/] run {run_id}: hash chain intact, invariants hold, snapshots equal the fold")
+    if problems:
+        raise typer.Exit(1)
+
+
+@memory_app.command()
+def plot(
+    db: DbOpt = None,
+    run: RunOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the series as CSV.")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Memory lifecycle per round (the paper's Figure 3b) as terminal bars."""
+    import polars as pl
+
+    from diagevo.replay import resolve_run
+
+    with open_store(db) as store:
+        run_id = resolve_run(store, run)
+        rows = round_stats(store.iter_rows(run_id), run_id)
+    df = pl.DataFrame(rows).select("round", "active", "mastered", "nodes", "F", "epsilon_next") if rows else pl.DataFrame()
+    if out is not None:
+        df.write_csv(out)
+    if json:
+        emit_json({"run": run_id, "series": df.to_dicts()})
+        return
+    top = max([1, *(r["active"] + r["mastered"] for r in rows)])
+    width = 50
+    for r in rows:
+        a = round(width * r["active"] / top)
+        m = round(width * r["mastered"] / top)
+        console.print(
+            f"round {r['round']:>3} [yellow]{'█' * a}[/][green]{'█' * m}[/]{' ' * (width - a - m)} "
+            f"active {r['active']:>4}  mastered {r['mastered']:>4}  nodes {r['nodes']:>3}  ε_next {r['epsilon_next']:.3f}"
+        )

@@ -1,0 +1,169 @@
+"""``diagevo train`` and ``diagevo ablate``: the co-evolution loop with Rich progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from cli.common import DbOpt, JsonOpt, console, emit_json, open_store
+from diagevo.config import load_config, resolve_db_url
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
+
+PHASE_NAMES = {
+    "rounds": "rounds",
+    "challenger": "challenger GRPO",
+    "generate": "Q^cur generation",
+    "construct": "votes & filter",
+    "solver": "solver GRPO",
+    "extract": "diagnosis: extraction",
+    "maintain": "diagnosis: memory",
+    "consolidate": "diagnosis: merges",
+}
+
+
+class RateColumn(ProgressColumn):
+    """Items per second of a phase bar."""
+
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.speed:7.1f}/s" if task.speed else " " * 9, style="progress.data.speed")
+
+
+class RichProgress:
+    """Renders ``(phase, done, total)`` callbacks: one bar for rounds, one per phase."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[str, Any] = {}
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        if phase == "load":
+            return
+        if phase not in self.tasks:
+            self.tasks[phase] = self.progress.add_task(PHASE_NAMES.get(phase, phase), total=total)
+        task = self.tasks[phase]
+        self.progress.update(task, completed=done, total=total)
+        if phase == "rounds" and done and total and done < total:
+            for name, other in list(self.tasks.items()):  # a new round: phase bars start over
+                if name != "rounds":
+                    self.progress.remove_task(other)
+                    del self.tasks[name]
+
+
+def round_table(reports: list[Any]) -> Table:
+    table = Table(title="rounds")
+    cols = ["round", "retained", "failures", "new causes", "promoted", "reactivated", "merges", "F_t", "ε_t+1", "held-out acc", "pseudo-label acc", "seconds"]
+    for c in cols:
+        table.add_column(c, justify="right")
+    for r in reports:
+        table.add_row(
+            str(r.round), f"{r.retained}/{r.questions}", str(r.failures), str(r.new_causes), str(r.promotions),
+            str(r.reactivations), str(r.merges), str(r.F), f"{r.epsilon_next:.3f}",
+            f"{r.metrics.get('heldout_acc', float('nan')):.3f}", f"{r.metrics.get('pseudo_label_acc', float('nan')):.3f}",
+            f"{sum(r.seconds.values()):.1f}",
+        )
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def train(
+        config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml).")] = None,
+        rounds: Annotated[int | None, typer.Option("--rounds", help="Train up to this round.")] = None,
+        seed: Annotated[int | None, typer.Option("--seed")] = None,
+        run: Annotated[str | None, typer.Option("--run", help="Run id (default: derived from seed and time).")] = None,
+        db: DbOpt = None,
+        resume: Annotated[bool, typer.Option("--resume", help="Continue the run from its log and last checkpoint.")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+        set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
+    ) -> None:
+        """Run the co-evolution loop (CPU simulator by default)."""
+        from diagevo import train as training
+
+        overrides = list(set_ or [])
+        overrides += [f"train.seed={seed}"] if seed is not None else []
+        overrides += [f'train.run="{run}"'] if run is not None else []
+        overrides += [f"train.rounds={rounds}"] if rounds is not None else []
+        path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+        cfg = load_config(path, overrides)
+        cfg = cfg.model_copy(update={"db": resolve_db_url(db or cfg.db)})
+        reports: list[Any] = []
+
+        def on_round(report: Any) -> None:
+            reports.append(report)
+            if not quiet:
+                console.print(round_table([report]))
+
+        with open_store(cfg.db) as store:
+            if quiet:
+                run_id, _ = training.train(cfg, store, resume=resume, rounds=rounds, on_round=on_round)
+            else:
+                columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+                with Progress(*columns, console=console, transient=False) as progress:
+                    run_id, _ = training.train(cfg, store, resume=resume, rounds=rounds, progress=RichProgress(progress), on_round=on_round)
+            last = max((r.round for r in reports), default=None)
+        console.print(round_table(reports) if reports else "nothing to do: every round is committed")
+        db_arg = f" --db {cfg.db}" if cfg.db != "sqlite:///diagevo.db" else ""
+        console.print(f"\nlog: [bold]{cfg.db}[/]  run: [bold]{run_id}[/]")
+        if last is not None:
+            console.print("try:")
+            console.print(f"  diagevo memory replay --round {last}{db_arg} --run {run_id}")
+            console.print(f"  diagevo memory stats{db_arg} --run {run_id}")
+            console.print(f"  diagevo memory why <cause-id>{db_arg} --run {run_id}   (ids are in the replay tree)")
+
+    @app.command()
+    def ablate(
+        seeds: Annotated[int, typer.Option("--seeds")] = 3,
+        rounds: Annotated[int, typer.Option("--rounds")] = 7,
+        config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
+        out: Annotated[Path, typer.Option("--out", help="SQLite file for the ablation runs.")] = Path("runs/ablate.db"),
+        variants: Annotated[list[str] | None, typer.Option("--variant", help="Only these variants.")] = None,
+        worlds: Annotated[list[str] | None, typer.Option("--world", help="Only these world settings.")] = None,
+        json: JsonOpt = False,
+        set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
+    ) -> None:
+        """Table 2 and Table 4 variants on the simulator, with each world property on and off."""
+        from diagevo.train.ablate import VARIANTS, WORLDS, run_ablation
+
+        out.parent.mkdir(parents=True, exist_ok=True)
+        path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+        picked_v = variants or list(VARIANTS)
+        picked_w = worlds or list(WORLDS)
+        for name in picked_v:
+            if name not in VARIANTS:
+                raise ValueError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
+        for name in picked_w:
+            if name not in WORLDS:
+                raise ValueError(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
+        total = len(picked_v) * len(picked_w) * seeds
+        with Progress(TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=json) as progress:
+            task = progress.add_task("ablation runs", total=total)
+
+            def tick(name: str, done: int, _total: int | None) -> None:
+                progress.update(task, completed=done, description=name)
+
+            results = run_ablation(path, list(set_ or []), f"sqlite:///{out}", seeds, rounds, picked_v, picked_w, tick)
+        if json:
+            emit_json(results)
+            return
+        for world, rows in results.items():
+            table = Table(title=f"held-out accuracy, world: {world} ({seeds} seeds, {rounds} rounds)")
+            for c in ("variant", "best-round acc", "final acc", "best round (mean curve)"):
+                table.add_column(c, justify="right")
+            for r in rows:
+                table.add_row(r["variant"], f"{r['best_mean']:.3f} ± {r['best_std']:.3f}", f"{r['final_mean']:.3f} ± {r['final_std']:.3f}", str(r["best_round"]))
+            console.print(table)

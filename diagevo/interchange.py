@@ -1,0 +1,115 @@
+"""The JSONL interchange format: ``memory ingest`` and ``memory export``.
+
+Ingest is all-or-nothing: every line is checked against the catalog and, run by run, against the
+memory's invariants (continuing from what the store already holds) before one append stores it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from diagevo.events.schemas import EventIn, InvalidEvent, validate_event
+from diagevo.events.store import EventStore
+from diagevo.memory.fold import InvariantError, evolve, start
+from diagevo.memory.state import Memory
+from diagevo.replay import load_memory, refresh_snapshots
+
+EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash", "schema_version")
+
+
+class IngestError(ValueError):
+    """``line N: reason``."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(f"line {line}: {reason}")
+        self.line = line
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    lines: int
+    appended: int
+    skipped: int
+    runs: tuple[str, ...]
+
+
+def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventIn]]:
+    """Parse and validate every non-blank line (schema only)."""
+    out: list[tuple[int, EventIn]] = []
+    for no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise IngestError(no, f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(raw, dict):
+            raise IngestError(no, "expected a JSON object")
+        for key in EXPORT_ONLY_FIELDS:
+            raw.pop(key, None)
+        try:
+            out.append((no, validate_event(raw)))
+        except InvalidEvent as exc:
+            raise IngestError(no, str(exc)) from None
+    return out
+
+
+def _existing_ids(store: EventStore, run: str) -> set[str]:
+    return {e.event_id for e in store.read(run)}
+
+
+def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> list[EventIn]:
+    """Fold the new events on top of each run's stored memory; returns those not yet stored."""
+    memories: dict[str, Memory | None] = {}
+    stored: dict[str, set[str]] = {}
+    fresh: list[EventIn] = []
+    for no, ev in events:
+        if ev.run not in memories:
+            known = ev.run in store.runs()
+            memories[ev.run] = load_memory(store, ev.run) if known else None
+            stored[ev.run] = _existing_ids(store, ev.run) if known else set()
+        if ev.event_id in stored[ev.run]:
+            continue  # idempotent re-ingest of a stored event
+        stored[ev.run].add(ev.event_id)
+        mem = memories[ev.run]
+        try:
+            if mem is None:
+                if ev.type != "run.started":
+                    raise InvariantError(f"run {ev.run!r} has {ev.type} before run.started")
+                if ev.round != 0:
+                    raise InvariantError("run.started must be in round 0")
+                memories[ev.run] = start(ev.run, ev.data)
+            else:
+                memories[ev.run] = evolve(mem, ev.type, ev.round, ev.data)
+        except InvariantError as exc:
+            raise IngestError(no, str(exc)) from None
+        fresh.append(ev)
+    return fresh
+
+
+def ingest(store: EventStore, lines: Iterable[str]) -> IngestResult:
+    events = parse_lines(lines)
+    fresh = check_invariants(store, events)
+    result = store.append(fresh) if fresh else None
+    runs = tuple(dict.fromkeys(ev.run for _, ev in events))
+    for run in runs:
+        refresh_snapshots(store, run)
+    appended = result.appended if result else 0
+    return IngestResult(lines=len(events), appended=appended, skipped=len(events) - appended, runs=runs)
+
+
+def export_lines(store: EventStore, run: str) -> Iterator[str]:
+    for e in store.read(run, texts=True):
+        obj = {
+            "type": e.type,
+            "run": e.run,
+            "round": e.round,
+            "event_id": e.event_id,
+            "data": e.data,
+            "seq": e.seq,
+            "recorded_at": e.recorded_at,
+            "hash": e.hash,
+        }
+        yield json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -1,0 +1,129 @@
+"""Audit projections: a cause's story, and one row of statistics per committed round."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from diagevo.memory.fold import InvariantError, Row, evolve, start
+from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
+
+
+def _question_view(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if q is None:
+        return None
+    return {k: q.get(k) for k in ("question_id", "mode", "active_cause", "mastered_cause", "text")}
+
+
+def cause_story(rows: Iterable[Row], cause_id: str) -> dict[str, Any]:
+    """Everything the log says about one cause, oldest first: its creation (failure, question,
+    diagnosis), attributions, promotions, reactivations (with the failure's question and its
+    generation mode, recurrence or dedup, similarity) and the merges of its node."""
+    questions: dict[str, Mapping[str, Any]] = {}
+    failures: dict[str, Mapping[str, Any]] = {}
+    diagnoses: dict[str, Mapping[str, Any]] = {}
+    timeline: list[dict[str, Any]] = []
+    node: str | None = None
+    description = None
+    pending_reactivation: dict[str, dict[str, Any]] = {}
+
+    def failure_view(fid: str | None) -> dict[str, Any] | None:
+        if fid is None:
+            return None
+        f = failures.get(fid, {})
+        d = diagnoses.get(fid)
+        return {
+            "failure_id": fid,
+            "question": _question_view(questions.get(f.get("question_id", ""))),
+            "response": f.get("response"),
+            "reference": f.get("reference"),
+            "diagnosis": None if d is None else {k: d.get(k) for k in ("matched_cause", "error_cause", "model", "raw")},
+        }
+
+    for seq, rnd, etype, d in rows:
+        base = {"seq": seq, "round": rnd}
+        if etype == "question.generated":
+            questions[d["question_id"]] = d
+        elif etype == "failure.recorded":
+            failures[d["failure_id"]] = d
+        elif etype == "failure.diagnosed":
+            diagnoses[d["failure_id"]] = d
+        elif d.get("cause_id") != cause_id and etype != "nodes.merged":
+            continue
+        elif etype == "cause.created":
+            node, description = d["node_id"], d["description"]
+            timeline.append({**base, "kind": "created", "node": node, "description": description, "failure": failure_view(d.get("failure_id"))})
+        elif etype == "failure.attributed":
+            entry = {**base, "kind": "attributed", "via": d["via"], "similarity": d.get("similarity"), "failure": failure_view(d["failure_id"])}
+            react = pending_reactivation.pop(d["failure_id"], None)
+            if react is not None:  # the reactivation is explained by this attribution
+                react.update(via=d["via"], similarity=d.get("similarity"))
+            timeline.append(entry)
+        elif etype == "cause.promoted":
+            timeline.append({**base, "kind": "promoted", "acc": d["acc"], "n_candidates": d["n_candidates"]})
+        elif etype == "cause.reactivated":
+            entry = {**base, "kind": "reactivated", "via": None, "similarity": None, "failure": failure_view(d["failure_id"])}
+            pending_reactivation[d["failure_id"]] = entry
+            timeline.append(entry)
+        elif etype == "nodes.merged" and node is not None and node in (d["survivor"], d["absorbed"]):
+            timeline.append({**base, "kind": "node_merged", "from_node": node, "survivor": d["survivor"], "absorbed": d["absorbed"], "label": d["label"], "similarity": d.get("similarity")})
+            node = d["survivor"]
+    if description is None:
+        raise InvariantError(f"unknown cause {cause_id!r}")
+    return {"cause": cause_id, "description": description, "node": node, "timeline": timeline}
+
+
+_COUNTED = {
+    "question.generated": "questions",
+    "failure.recorded": "failures",
+    "cause.created": "new_causes",
+    "failure.attributed": "attributions",
+    "cause.promoted": "promotions",
+    "cause.reactivated": "reactivations",
+    "nodes.merged": "merges",
+    "diagnosis.failed": "failed_diagnoses",
+}
+
+
+def round_stats(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
+    """One row per committed round: memory sizes, F_t, ε_{t+1} and what the round did."""
+    mem: Memory | None = None
+    counts: Counter[str] = Counter()
+    retained = 0
+    out: list[dict[str, Any]] = []
+    for seq, rnd, etype, d in rows:
+        if mem is None:
+            mem = start(run, d, seq)
+            continue
+        mem = evolve(mem, etype, rnd, d)
+        if etype in _COUNTED:
+            counts[_COUNTED[etype]] += 1
+        elif etype == "question.scored" and d.get("retained"):
+            retained += 1
+        elif etype == "round.committed":
+            s = schedule(mem)
+            out.append(
+                {
+                    "round": rnd,
+                    "active": len(mem.active()),
+                    "mastered": len(mem.mastered()),
+                    "nodes": len(mem.nodes),
+                    "F": s.F,
+                    "epsilon_next": s.epsilon,
+                    "questions": counts["questions"],
+                    "retained": retained,
+                    "failures": counts["failures"],
+                    "new_causes": counts["new_causes"],
+                    "attributions": counts["attributions"],
+                    "promotions": counts["promotions"],
+                    "reactivations": counts["reactivations"],
+                    "merges": counts["merges"],
+                    "failed_diagnoses": counts["failed_diagnoses"],
+                    **{k: v for k, v in d.items() if isinstance(v, (int, float)) and k.startswith("heldout")},
+                }
+            )
+            counts.clear()
+            retained = 0
+    return out

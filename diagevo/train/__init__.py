@@ -1,0 +1,76 @@
+"""Training: the co-evolution loop and its backends."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from diagevo.config import Config
+from diagevo.events.store import EventStore
+from diagevo.train.backend import Backend, ProgressFn, no_progress
+
+
+class BackendUnavailable(ValueError):
+    """The configured backend cannot run on this installation."""
+
+
+def make_backend(config: Config) -> Backend:
+    if config.train.backend == "sim":
+        from diagevo.train.sim import SimBackend
+
+        return SimBackend(config, config.train.seed)
+    raise BackendUnavailable(
+        f"backend {config.train.backend!r} is not part of this build; use backend = \"sim\""
+    )
+
+
+def default_run_id(config: Config) -> str:
+    return config.train.run or f"{config.train.backend}-s{config.train.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
+    """The run to train: the configured id, the latest run when resuming, else a new id."""
+    if config.train.run:
+        return config.train.run
+    if resume:
+        latest = store.latest_run()
+        if latest is None:
+            raise ValueError(f"nothing to resume in {store.url}")
+        return latest
+    return default_run_id(config)
+
+
+def stored_config(store: EventStore, run: str) -> Config | None:
+    """The resolved config recorded in the run's ``run.started`` (None for a new run)."""
+    for e in store.read(run, types=("run.started",)):
+        data = dict(e.data["config"])
+        data.pop("k", None)
+        data.pop("db", None)
+        data["diagnosis"] = {k: v for k, v in data.get("diagnosis", {}).items() if k != "api_key"}
+        return Config.model_validate(data)
+    return None
+
+
+def train(
+    config: Config,
+    store: EventStore,
+    *,
+    resume: bool = False,
+    rounds: int | None = None,
+    progress: ProgressFn = no_progress,
+    on_round: Callable[..., None] = lambda r: None,
+    backend: Backend | None = None,
+) -> tuple[str, list]:
+    """Train (or resume) a run; returns the run id and the reports of the rounds it ran."""
+    from diagevo.train.loop import Trainer
+
+    run = run_id_for(store, config, resume)
+    if run in store.runs():
+        if not resume:
+            raise ValueError(f"run {run!r} already exists in {store.url}; pass --resume to continue it")
+        saved = stored_config(store, run)
+        if saved is not None:
+            config = saved.model_copy(update={"db": config.db})
+    progress("load", 0, None)
+    trainer = Trainer(config, store, backend or make_backend(config), run, progress=progress, on_round=on_round)
+    return run, trainer.train(rounds)
