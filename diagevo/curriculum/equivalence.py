@@ -1,0 +1,250 @@
+"""Time-bounded answer equivalence.
+
+Order of checks, cheapest first: identical normalised keys; two plain rationals compared by
+value; otherwise math-verify ``parse`` + ``verify`` in a child process
+(:mod:`diagevo.curriculum.mathverify_worker`). math-verify's own timeouts use ``signal.alarm``
+(main thread only) and cannot interrupt C code such as sympy's big-integer powers, so the child
+is killed instead when an operation overruns ``timeout_s``. A check that times out, raises, or
+cannot reach the worker answers "different" and is counted in :class:`CheckStats`; nothing
+blocks for longer than the timeouts or raises into the caller.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from diagevo.curriculum.answers import answer_key, normalize_answer, simple_number
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+MAX_ANSWER_CHARS = 2000  # longer answers are compared as strings only
+
+
+@dataclass
+class CheckStats:
+    """Counters of the equivalence checks (a metric: read with :meth:`snapshot`)."""
+
+    fast: int = 0  # decided by key or rational value, no math-verify
+    parses: int = 0  # math-verify parse operations sent
+    verifies: int = 0  # math-verify verify operations sent
+    unparsed: int = 0  # math-verify found no expression (compared as strings only)
+    timeouts: int = 0  # an operation overran its timeout; the worker was killed
+    errors: int = 0  # math-verify raised, or the worker died / could not start
+    skipped: int = 0  # not attempted: answer too long, or the per-call budget was spent
+    starts: int = 0  # workers started (the first start included)
+
+    @property
+    def failures(self) -> int:
+        """Checks that answered "different" because of a problem rather than a decision."""
+        return self.timeouts + self.errors + self.skipped
+
+    def snapshot(self) -> dict[str, int]:
+        return {**asdict(self), "failures": self.failures}
+
+
+class _WorkerGone(Exception):
+    pass
+
+
+class EquivalenceChecker:
+    """math-verify behind a killable child process; parsed answers are cached in the child.
+
+    Thread-safe (one lock); meant to be shared, e.g. through :func:`default_checker`.
+    """
+
+    def __init__(self, timeout_s: float = 2.0, start_timeout_s: float = 30.0, max_cached: int = 20000):
+        self.timeout_s = timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.max_cached = max_cached
+        self.stats = CheckStats()
+        self._lock = threading.RLock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pid = 0  # the process that started the worker (a forked child must not use it)
+        self._ready = False
+        self._buf = b""
+        self._parse_ids: dict[str, tuple[int, bool]] = {}  # text -> (id, parsed ok) in this worker
+        self._bad: set[str] = set()  # texts whose parse timed out or raised: never retried
+        self._next_id = 0
+
+    # -- worker management -------------------------------------------------------------
+    def _start(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = _PACKAGE_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "diagevo.curriculum.mathverify_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            bufsize=0,
+            close_fds=True,
+        )
+        self._pid = os.getpid()
+        self._ready = False
+        self._buf = b""
+        self._parse_ids.clear()
+        self.stats.starts += 1
+
+    def close(self) -> None:
+        """Kill the worker (it is restarted on the next symbolic check)."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+            if proc is not None and self._pid == os.getpid():
+                proc.kill()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+                for stream in (proc.stdin, proc.stdout):
+                    if stream is not None:
+                        stream.close()
+            self._ready = False
+            self._parse_ids.clear()
+
+    def _restart(self) -> None:
+        self.close()
+        self._start()  # begins importing math-verify in the background right away
+
+    def _readline(self, deadline: float) -> dict[str, Any] | None:
+        """The next reply, or None at the deadline. Raises _WorkerGone on EOF."""
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise _WorkerGone
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return json.loads(line)
+
+    def _ensure_ready(self) -> bool:
+        if self._proc is None or self._pid != os.getpid() or self._proc.poll() is not None:
+            if self._proc is not None and self._pid == os.getpid():
+                self.close()
+            self._start()
+        if self._ready:
+            return True
+        try:
+            reply = self._readline(time.monotonic() + self.start_timeout_s)
+        except (_WorkerGone, ValueError):
+            reply = None
+        if not reply or not reply.get("ready"):
+            self.stats.errors += 1
+            self._restart()
+            return False
+        self._ready = True
+        return True
+
+    def _call(self, request: dict[str, Any]) -> bool | None:
+        """Send one operation; True/False is its answer, None a counted failure."""
+        if not self._ensure_ready():
+            return None
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write((json.dumps(request) + "\n").encode())
+            reply = self._readline(time.monotonic() + self.timeout_s)
+        except (_WorkerGone, OSError, ValueError):
+            self.stats.errors += 1
+            self._restart()
+            return None
+        if reply is None:
+            self.stats.timeouts += 1
+            self._restart()
+            return None
+        if "error" in reply:
+            self.stats.errors += 1
+            return None
+        return bool(reply["ok"])
+
+    # -- checks ----------------------------------------------------------------------------
+    def _parse(self, text: str) -> int | None:
+        """Worker-side id of the parsed ``text``; None when it does not parse or failed."""
+        if text in self._bad:
+            return None
+        if len(text) > MAX_ANSWER_CHARS:
+            self.stats.skipped += 1
+            return None
+        cached = self._parse_ids.get(text)
+        if cached is not None:
+            return cached[0] if cached[1] else None
+        if len(self._parse_ids) >= self.max_cached and self._call({"op": "forget"}):
+            self._parse_ids.clear()
+        pid = self._next_id
+        self._next_id += 1
+        self.stats.parses += 1
+        ok = self._call({"op": "parse", "id": pid, "text": text})
+        if ok is None:
+            self._bad.add(text)
+            if len(self._bad) > self.max_cached:
+                self._bad.clear()
+            return None
+        if not ok:
+            self.stats.unparsed += 1
+        if self._proc is not None and self._ready:
+            self._parse_ids[text] = (pid, ok)
+        return pid if ok else None
+
+    def symbolic_equal(self, a: str, b: str) -> bool:
+        """math-verify's verdict on two normalised answers (``a`` is the gold side)."""
+        with self._lock:
+            ia = self._parse(a)
+            if ia is None:
+                return False
+            ib = self._parse(b)
+            if ib is None:
+                return False
+            if self._parse_ids.get(a, (None,))[0] != ia:
+                return False  # the worker restarted while parsing b: a's parse is gone
+            self.stats.verifies += 1
+            return bool(self._call({"op": "verify", "a": ia, "b": ib}))
+
+    def equivalent(self, a: str, b: str) -> bool:
+        """Whether two answers are the same mathematical object (never raises, bounded time)."""
+        ka, kb = answer_key(a), answer_key(b)
+        if ka == kb:
+            self.stats.fast += 1
+            return bool(ka)
+        va, vb = simple_number(ka), simple_number(kb)
+        if va is not None and vb is not None:
+            self.stats.fast += 1
+            return va == vb
+        return self.symbolic_equal(normalize_answer(a), normalize_answer(b))
+
+
+_default: EquivalenceChecker | None = None
+_default_lock = threading.Lock()
+
+
+def default_checker() -> EquivalenceChecker:
+    """The process-wide checker used when none is passed."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = EquivalenceChecker()
+            atexit.register(_default.close)
+        return _default
+
+
+def answers_equivalent(a: str, b: str, checker: EquivalenceChecker | None = None) -> bool:
+    """Time-bounded equivalence of two answers; failures count as different (see CheckStats)."""
+    return (checker or default_checker()).equivalent(a, b)
+
+
+def check_stats() -> dict[str, int]:
+    """Counters of the default checker."""
+    return default_checker().stats.snapshot()

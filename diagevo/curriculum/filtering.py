@@ -1,0 +1,37 @@
+"""Double-confidence filtering (Eq. 3) and its Table 2 ablations."""
+
+from __future__ import annotations
+
+from diagevo.config import FilterConfig
+
+# Vote shares are ratios of small integers; 1.6 * (5/13) != 8/13 in binary floating point, so
+# the paper's non-strict inequalities are evaluated with this slack to keep exact boundaries.
+EPS = 1e-9
+
+
+def absolute_confidence(p1: float, p_low: float, p_high: float) -> bool:
+    """``p_low <= p1 <= p_high`` (both bounds inclusive)."""
+    return p_low - EPS <= p1 <= p_high + EPS
+
+
+def double_confidence(p1: float, p2: float, p_low: float, p_high: float, tau: float) -> bool:
+    """Eq. 3: ``p_low <= p1 <= p_high`` and ``p1 >= tau * p2`` (p2 = 0 when one class)."""
+    return absolute_confidence(p1, p_low, p_high) and p1 >= tau * p2 - EPS
+
+
+def keep(p1: float, p2: float, cfg: FilterConfig) -> bool:
+    """Whether a candidate enters the solver training set under ``cfg.mode``.
+
+    ``double`` is Eq. 3, ``absolute`` drops the relative constraint, ``none`` keeps every
+    candidate that has a pseudo-label at all (p1 > 0); a question no response answered cannot
+    be trained on in any mode.
+    """
+    if p1 <= 0.0:
+        return False
+    if cfg.mode == "double":
+        return double_confidence(p1, p2, cfg.p_low, cfg.p_high, cfg.tau)
+    if cfg.mode == "absolute":
+        return absolute_confidence(p1, cfg.p_low, cfg.p_high)
+    if cfg.mode == "none":
+        return True
+    raise ValueError(f"unknown filter mode {cfg.mode!r}")

@@ -1,0 +1,66 @@
+"""Challenger reward (Appendix C, Eq. 8-10), following R-Zero.
+
+Invalid questions (None, or blank) get reward 0 and do not take part in the clustering, but
+they do count in B: B is the size of the challenger-update batch as generated, as in R-Zero,
+where an invalid output enters the BLEU clustering as an empty string. Empty text has BLEU 0
+against everything (distance 1), so it could never join a cluster; leaving it out of the
+clustering is the same partition of the valid questions. With B = all questions, a lone valid
+question among invalid ones is penalised 1/B rather than 1.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from sklearn.cluster import AgglomerativeClustering
+
+from diagevo.curriculum.bleu import pairwise_bleu_distance
+
+
+def uncertainty_reward(p1: float) -> float:
+    """Eq. 8: ``1 - 2 |p1 - 1/2|``; 1 at 50% self-consistency, 0 at 0% and 100%."""
+    return 1.0 - 2.0 * abs(p1 - 0.5)
+
+
+def _valid(question: str | None) -> bool:
+    return question is not None and question.strip() != ""
+
+
+def cluster_labels(texts: list[str], threshold: float = 0.5) -> np.ndarray:
+    """Average-linkage agglomerative clusters on BLEU distances, merged while below threshold."""
+    if len(texts) < 2:
+        return np.zeros(len(texts), dtype=np.int64)
+    model = AgglomerativeClustering(
+        n_clusters=None, metric="precomputed", linkage="average", distance_threshold=threshold
+    )
+    return model.fit_predict(pairwise_bleu_distance(texts))
+
+
+def repetition_penalties(questions: list[str | None], threshold: float = 0.5) -> list[float]:
+    """``r_rep(x_i) = |C_k| / B`` for valid questions (B counts invalid ones too); 0 for invalid."""
+    batch = len(questions)
+    valid = [i for i, q in enumerate(questions) if _valid(q)]
+    out = [0.0] * batch
+    labels = cluster_labels([questions[i] or "" for i in valid], threshold)
+    sizes = Counter(labels.tolist())
+    for i, label in zip(valid, labels.tolist()):
+        out[i] = sizes[label] / batch
+    return out
+
+
+def challenger_rewards(
+    questions: list[str | None], p1: list[float], lam: float = 1.0, threshold: float = 0.5
+) -> list[float]:
+    """Eq. 10: ``max(0, r_unc - lam * r_rep)`` per question; 0 for format-invalid ones.
+
+    ``p1[i]`` is the frozen solver's majority vote share on ``questions[i]`` (ignored when the
+    question is invalid).
+    """
+    if len(questions) != len(p1):
+        raise ValueError(f"{len(questions)} questions but {len(p1)} vote shares")
+    rep = repetition_penalties(questions, threshold)
+    return [
+        max(0.0, uncertainty_reward(p) - lam * r) if _valid(q) else 0.0
+        for q, p, r in zip(questions, p1, rep)
+    ]
