@@ -1,0 +1,173 @@
+"""Shared fixtures: database backends for the event-store contract (and anyone needing a db).
+
+``backend`` is parametrised over SQLite (a temporary file) and the real PostgreSQL on
+127.0.0.1:5432. PostgreSQL tests get one scratch database per session
+(``diagevo_test_<random>``, dropped at the end) and a fresh schema per ``fresh_url()`` call;
+they are marked ``postgres`` and skipped only when the server is unreachable.
+Override the admin URL with env ``DIAGEVO_TEST_PG``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine, make_url
+
+from diagevo.events.store import PG_APPEND_LOCK_KEY, EventStore
+
+_PG_CANDIDATES = (
+    "postgresql+psycopg://postgres@127.0.0.1:5432/test",
+    "postgresql+psycopg://root@127.0.0.1:5432/test",
+)
+
+
+def _reachable_pg_admin() -> str | None:
+    candidates = [os.environ["DIAGEVO_TEST_PG"]] if os.environ.get("DIAGEVO_TEST_PG") else list(_PG_CANDIDATES)
+    for url in candidates:
+        engine = create_engine(url, connect_args={"connect_timeout": 3}, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            return url
+        except Exception:
+            continue
+        finally:
+            engine.dispose()
+    return None
+
+
+class Backend:
+    """One database backend: hands out fresh, empty database URLs and raw access for tests."""
+
+    name: str
+
+    def fresh_url(self) -> str:
+        raise AssertionError("abstract")
+
+    def engine(self, url: str) -> Engine:
+        """A plain SQLAlchemy engine (no store semantics), for raw SQL in tests."""
+        return create_engine(url)
+
+    def writer_lock_held(self, url: str) -> bool:
+        """True while some other connection holds the store's append lock."""
+        raise AssertionError("abstract")
+
+    def disable_append_only(self, url: str) -> None:
+        """Remove the UPDATE/DELETE guard (to simulate tampering that bypasses the database)."""
+        raise AssertionError("abstract")
+
+
+class SQLiteBackend(Backend):
+    name = "sqlite"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def fresh_url(self) -> str:
+        return f"sqlite:///{self.root / f'{uuid.uuid4().hex[:12]}.db'}"
+
+    def writer_lock_held(self, url: str) -> bool:
+        import sqlite3
+
+        conn = sqlite3.connect(make_url(url).database, timeout=0, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return False
+        except sqlite3.OperationalError:
+            return True
+        finally:
+            conn.close()
+
+    def disable_append_only(self, url: str) -> None:
+        engine = self.engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("DROP TRIGGER events_no_update"))
+            conn.execute(text("DROP TRIGGER events_no_delete"))
+        engine.dispose()
+
+
+class PostgresBackend(Backend):
+    name = "postgres"
+
+    def __init__(self, db_url: str) -> None:
+        self.db_url = db_url
+        self._admin = create_engine(db_url, isolation_level="AUTOCOMMIT")
+
+    def fresh_url(self) -> str:
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        with self._admin.connect() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        url = make_url(self.db_url).update_query_dict({"options": f"-csearch_path={schema}"})
+        return url.render_as_string(hide_password=False)
+
+    def writer_lock_held(self, url: str) -> bool:
+        key = PG_APPEND_LOCK_KEY
+        sql = text(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND classid = :hi AND objid = :lo AND pid <> pg_backend_pid()"
+        )
+        with self._admin.connect() as conn:
+            n = conn.execute(sql, {"hi": key >> 32, "lo": key & 0xFFFFFFFF}).scalar_one()
+        return n > 0
+
+    def disable_append_only(self, url: str) -> None:
+        engine = self.engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("ALTER TABLE events DISABLE TRIGGER USER"))
+        engine.dispose()
+
+    def dispose(self) -> None:
+        self._admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """URL of a scratch PostgreSQL database for this session (skips if the server is down)."""
+    admin_url = _reachable_pg_admin()
+    if admin_url is None:
+        pytest.skip("PostgreSQL on 127.0.0.1:5432 is unreachable")
+    name = f"diagevo_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_backend(pg_database: str) -> Iterator[PostgresBackend]:
+    be = PostgresBackend(pg_database)
+    yield be
+    be.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """Every backend the event store supports; tests using it run once per backend."""
+    if request.param == "sqlite":
+        return SQLiteBackend(tmp_path)
+    return request.getfixturevalue("postgres_backend")
+
+
+@pytest.fixture
+def db_url(backend: Backend) -> str:
+    """A fresh, empty database (not migrated yet) on the current backend."""
+    return backend.fresh_url()
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[EventStore]:
+    """A migrated, empty event store on the current backend."""
+    s = EventStore(db_url)
+    yield s
+    s.close()
