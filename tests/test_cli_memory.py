@@ -1,0 +1,198 @@
+"""``diagevo memory ...`` and ``diagevo db ...`` end to end, including every bad input."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.app import main
+from diagevo.events.store import EventStore
+from tests.logs import Log
+from tests.strategies import random_log
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    old = sys.argv
+    sys.argv = ["diagevo", *args]
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = old
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *needles: str) -> None:
+    assert code != 0
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'mem.db'}"
+
+
+def write(tmp_path: Path, log: Log | str, name: str = "log.jsonl") -> Path:
+    p = tmp_path / name
+    p.write_text(log if isinstance(log, str) else log.jsonl(), encoding="utf-8")
+    return p
+
+
+def case_study() -> Log:
+    log = Log()
+    log.node("N1", "Checking Conditions after Algebraic Steps").cause("C1", "N1", "AM-GM equality not checked")
+    log.question("q1", 0.5)
+    log.commit()
+    log.question("q2", 0.8, active="C1")
+    log.add("cause.promoted", cause_id="C1", acc=0.8, n_candidates=1)
+    log.commit()
+    log.add("question.generated", question_id="q3", mode="targeted", active_cause="C1", text="Solve sqrt(x+6)=x")
+    log.add("failure.recorded", failure_id="fx", question_id="q3", response="x=3 or x=-2", reference="x=3")
+    log.add("failure.diagnosed", failure_id="fx", matched_cause="C1", model="diag-model", raw='{"matched_cause_id": "C1"}')
+    log.add("cause.reactivated", cause_id="C1", failure_id="fx")
+    log.attribute("C1", "fx", via="recurrence")
+    log.commit()
+    return log
+
+
+def test_ingest_replay_why_stats_events_verify(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "memory", "replay", "--round", "2", "--db", db, "--json")
+    assert code == 0
+    m2 = json.loads(out)
+    assert set(m2) == {"run", "round", "F", "F1", "k", "epsilon_next", "p_next", "causes", "nodes"}
+    assert m2["round"] == 2 and m2["F"] == 0 and m2["F1"] == 1 and m2["epsilon_next"] == 1.0
+    assert m2["causes"] == [{"id": "C1", "node": "N1", "description": "AM-GM equality not checked", "state": "mastered", "frequency": 0}]
+    assert m2["nodes"] == [{"id": "N1", "label": "Checking Conditions after Algebraic Steps", "causes": ["C1"]}]
+    m3 = json.loads(run_cli(capsys, "memory", "replay", "--round", "3", "--db", db, "--json")[1])
+    assert m3["causes"][0]["state"] == "active" and m3["causes"][0]["frequency"] == 1
+    assert m3["epsilon_next"] == pytest.approx(1 / (1 + 1 / 0.5)) and m3["p_next"] == {"C1": 1.0}
+    code, out, _ = run_cli(capsys, "memory", "replay", "--round", "3", "--db", db)
+    assert code == 0 and "C1" in out and "Checking Conditions" in out
+
+    why = json.loads(run_cli(capsys, "memory", "why", "C1", "--db", db, "--json")[1])
+    kinds = [e["kind"] for e in why["timeline"]]
+    assert kinds == ["created", "promoted", "reactivated", "attributed"]
+    react = why["timeline"][2]
+    assert react["via"] == "recurrence" and react["failure"]["failure_id"] == "fx"
+    assert react["failure"]["question"]["mode"] == "targeted"
+    assert react["failure"]["question"]["text"] == "Solve sqrt(x+6)=x"
+    assert why["timeline"][1]["acc"] == 0.8 and why["timeline"][1]["n_candidates"] == 1
+    code, out, _ = run_cli(capsys, "memory", "why", "C1", "--db", db)
+    assert code == 0 and "reactivated by failure fx" in out
+
+    stats = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])["rounds"]
+    assert [(r["round"], r["active"], r["mastered"], r["promotions"], r["reactivations"]) for r in stats] == [
+        (1, 1, 0, 0, 0), (2, 0, 1, 1, 0), (3, 1, 0, 0, 1)
+    ]
+    out = run_cli(capsys, "memory", "events", "--db", db, "--cause", "C1", "--round", "3", "--json")[1]
+    assert [json.loads(x)["type"] for x in out.splitlines()] == ["question.generated", "failure.diagnosed", "cause.reactivated", "failure.attributed"]
+    code, out, _ = run_cli(capsys, "memory", "verify", "--db", db)
+    assert code == 0 and "hash chain intact" in out
+    assert run_cli(capsys, "memory", "plot", "--db", db)[0] == 0
+    assert run_cli(capsys, "memory", "show", "--db", db, "--json")[0] == 0
+
+
+def test_export_ingest_round_trip(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    log = random_log(random.Random(3), 4)
+    run_cli(capsys, "memory", "ingest", str(write(tmp_path, log)), "--db", db)
+    out_file = tmp_path / "export.jsonl"
+    assert run_cli(capsys, "memory", "export", "--db", db, "-o", str(out_file))[0] == 0
+    first = json.loads(out_file.read_text().splitlines()[0])
+    assert {"seq", "recorded_at", "hash"} <= set(first)
+    db2 = f"sqlite:///{tmp_path / 'copy.db'}"
+    assert run_cli(capsys, "memory", "ingest", str(out_file), "--db", db2)[0] == 0
+    for t in range(1, 5):
+        a = run_cli(capsys, "memory", "replay", "--round", str(t), "--db", db, "--json")[1]
+        b = run_cli(capsys, "memory", "replay", "--round", str(t), "--db", db2, "--json")[1]
+        assert a == b
+
+
+BREACHES = {
+    "attribution to a Mastered cause": (
+        lambda log: log.add("cause.promoted", cause_id="C1", acc=0.9, n_candidates=1).attribute("C1", "f9"),
+        "without cause.reactivated",
+    ),
+    "unknown cause": (lambda log: log.attribute("C404", "f9"), "unknown cause 'C404'"),
+    "unknown node": (lambda log: log.cause("C9", "N404"), "unknown node 'N404'"),
+    "round going backwards": (
+        lambda log: log.commit().__setattr__("round", 1) or log.add("round.started"),
+        "goes backwards",
+    ),
+    "second commit": (lambda log: log.commit().__setattr__("round", 1) or log.commit(), "committed twice"),
+    "unknown type": (lambda log: log._events.append(log._events[-1].model_copy(update={"type": "cause.exploded", "event_id": "x"})), "unknown event type"),
+}
+
+
+@pytest.mark.parametrize("breach", sorted(BREACHES))
+def test_ingest_rejects_invariant_breaches_and_stores_nothing(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], breach: str) -> None:
+    log = Log()
+    log.node("N1").cause("C1", "N1")
+    mutate, message = BREACHES[breach]
+    mutate(log)
+    n_lines = len(log.jsonl().splitlines())
+    code, _, err = run_cli(capsys, "memory", "ingest", str(write(tmp_path, log)), "--db", db)
+    assert_one_line_error(code, err, f"line {n_lines}:", message)
+    with EventStore(db) as s:
+        assert s.runs() == []
+
+
+def test_ingest_bad_files(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    good = Log().jsonl()
+    code, _, err = run_cli(capsys, "memory", "ingest", str(write(tmp_path, good + "{not json\n")), "--db", db)
+    assert_one_line_error(code, err, "line 2:", "malformed JSON")
+    bad_data = good + json.dumps({"type": "round.started", "run": "r1", "round": 1, "event_id": "e", "data": {"surprise": 1}}) + "\n"
+    code, _, err = run_cli(capsys, "memory", "ingest", str(write(tmp_path, bad_data)), "--db", db)
+    assert_one_line_error(code, err, "line 2:", "surprise")
+    code, _, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "missing.jsonl"), "--db", db)
+    assert_one_line_error(code, err, "no such file")
+    with EventStore(db) as s:
+        assert s.runs() == []
+
+
+def test_replay_of_uncommitted_round_names_last_committed(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
+    code, _, err = run_cli(capsys, "memory", "replay", "--round", "7", "--db", db)
+    assert_one_line_error(code, err, "round 7 was never committed", "last committed round: 3")
+    code, _, err = run_cli(capsys, "memory", "why", "C99", "--db", db)
+    assert_one_line_error(code, err, "unknown cause 'C99'")
+    code, _, err = run_cli(capsys, "memory", "stats", "--db", db, "--run", "nope")
+    assert_one_line_error(code, err, "no run 'nope'")
+
+
+def test_verify_detects_a_tampered_snapshot(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
+    with EventStore(db) as s:
+        seq, state = s.get_snapshot("r1", 2)
+        state["causes"][0][4] = 5  # frequency
+        s.put_snapshot("r1", 2, seq, state)
+    code, out, _ = run_cli(capsys, "memory", "verify", "--db", db)
+    assert code == 1 and "snapshot of round 2 differs" in out
+
+
+def test_old_schema_revision_is_refused_untouched(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "old.db"
+    db = f"sqlite:///{path}"
+    with EventStore(db):
+        pass
+    con = sqlite3.connect(path)
+    con.execute("UPDATE alembic_version SET version_num = '0000_older'")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    code, _, err = run_cli(capsys, "memory", "stats", "--db", db)
+    assert_one_line_error(code, err, "diagevo db upgrade")
+    assert path.read_bytes() == before

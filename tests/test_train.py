@@ -1,0 +1,113 @@
+"""``diagevo train`` end to end on the simulator: CLI, replay/why/verify on its log, determinism,
+and a SIGKILL in the middle of round 2's diagnosis followed by ``--resume``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from diagevo.events.store import EventStore
+from tests.test_cli_memory import run_cli
+
+pytestmark = pytest.mark.slow
+
+SMALL = [
+    "--set", "train.challenger_questions=16",
+    "--set", "train.curriculum_questions=48",
+]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def small_args(db: str, run: str, rounds: int, tmp: Path) -> list[str]:
+    return ["train", "--db", db, "--run", run, "--rounds", str(rounds), "--quiet", "--set", f'train.out_dir="{tmp / "ckpt"}"', *SMALL]
+
+
+def comparable(db: str, run: str) -> list[tuple[str, str, str]]:
+    """The log without wall-clock fields, ordered by event id."""
+    out = []
+    with EventStore(db) as s:
+        for e in s.read(run, texts=True):
+            data = {k: v for k, v in e.data.items() if k not in ("seconds", "timing", "latency_s")}
+            out.append((e.event_id, e.type, json.dumps(data, sort_keys=True)))
+    return sorted(out)
+
+
+def test_train_cli_then_replay_why_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'train.db'}"
+    code, out, err = run_cli(capsys, *small_args(db, "t1", 3, tmp_path))
+    assert code == 0, err
+    assert "diagevo memory replay --round 3" in out
+    stats = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])["rounds"]
+    assert [r["round"] for r in stats] == [1, 2, 3]
+    assert stats[0]["epsilon_next"] <= 1.0 and stats[0]["new_causes"] > 0
+    m = json.loads(run_cli(capsys, "memory", "replay", "--round", "2", "--db", db, "--json")[1])
+    assert m["round"] == 2 and m["causes"]
+    cause = m["causes"][0]["id"]
+    why = json.loads(run_cli(capsys, "memory", "why", cause, "--db", db, "--json")[1])
+    assert why["timeline"][0]["kind"] == "created" and why["timeline"][0]["failure"]["question"]["text"]
+    code, out, _ = run_cli(capsys, "memory", "verify", "--db", db)
+    assert code == 0, out
+    # a second run with the same seed and config writes the same log
+    db2 = f"sqlite:///{tmp_path / 'again.db'}"
+    assert run_cli(capsys, *small_args(db2, "t1", 3, tmp_path / "again"))[0] == 0
+    assert comparable(db, "t1") == comparable(db2, "t1")
+
+
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from diagevo.config import load_config
+    from diagevo.events.store import EventStore
+    from diagevo import train
+
+    db, run, out_dir = sys.argv[1:4]
+    overrides = [a for a in sys.argv[4:]]
+    cfg = load_config("configs/sim.toml", overrides + [f'train.out_dir="{out_dir}"', f'train.run="{run}"', "train.rounds=3"])
+    state = {"round": 0}
+
+    def progress(phase, done, total):
+        if phase == "rounds":
+            state["round"] = done + 1
+        if phase == "maintain" and state["round"] == 2 and done >= 3:
+            os.kill(os.getpid(), signal.SIGKILL)  # die in the middle of round 2's diagnosis
+
+    with EventStore(db) as store:
+        train.train(cfg, store, progress=progress)
+    """
+)
+
+
+def test_sigkill_during_diagnosis_then_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'crash.db'}"
+    overrides = [a for a in SMALL if a != "--set"]
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, db, "c1", str(tmp_path / "ckpt"), *overrides],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    with EventStore(db) as s:
+        rounds_committed = [e.round for e in s.read("c1", types=("round.committed",))]
+        diagnosed_r2 = [e for e in s.read("c1", types=("failure.diagnosed", "cause.created", "failure.attributed")) if e.round == 2]
+    assert rounds_committed == [1] and diagnosed_r2, "the kill must land inside round 2's diagnosis"
+
+    code, _, err = run_cli(capsys, *small_args(db, "c1", 3, tmp_path), "--resume")
+    assert code == 0, err
+    ref_db = f"sqlite:///{tmp_path / 'ref.db'}"
+    assert run_cli(capsys, *small_args(ref_db, "c1", 3, tmp_path / "ref"))[0] == 0
+    for t in (1, 2, 3):
+        a = json.loads(run_cli(capsys, "memory", "replay", "--round", str(t), "--db", db, "--json")[1])
+        b = json.loads(run_cli(capsys, "memory", "replay", "--round", str(t), "--db", ref_db, "--json")[1])
+        assert a == b
+    with EventStore(db) as s:
+        ids = Counter(e.event_id for e in s.read("c1"))
+    assert max(ids.values()) == 1
+    assert {i for i, _, _ in comparable(db, "c1")} == {i for i, _, _ in comparable(ref_db, "c1")}
+    assert run_cli(capsys, "memory", "verify", "--db", db)[0] == 0
