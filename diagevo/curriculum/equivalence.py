@@ -33,13 +33,13 @@ MAX_ANSWER_CHARS = 2000  # longer answers are compared as strings only
 class CheckStats:
     """Counters of the equivalence checks (a metric: read with :meth:`snapshot`)."""
 
-    fast: int = 0  # decided by key or rational value, no math-verify
+    fast: int = 0  # equivalent() calls decided by key or rational value, no math-verify
     parses: int = 0  # math-verify parse operations sent
     verifies: int = 0  # math-verify verify operations sent
     unparsed: int = 0  # math-verify found no expression (compared as strings only)
     timeouts: int = 0  # an operation overran its timeout; the worker was killed
     errors: int = 0  # math-verify raised, or the worker died / could not start
-    skipped: int = 0  # not attempted: answer too long, or the per-call budget was spent
+    skipped: int = 0  # not attempted: answer too long, failed before, or votes() budget spent
     starts: int = 0  # workers started (the first start included)
 
     @property
@@ -61,10 +61,21 @@ class EquivalenceChecker:
     Thread-safe (one lock); meant to be shared, e.g. through :func:`default_checker`.
     """
 
-    def __init__(self, timeout_s: float = 2.0, start_timeout_s: float = 30.0, max_cached: int = 20000):
+    def __init__(
+        self,
+        timeout_s: float = 2.0,
+        start_timeout_s: float = 30.0,
+        max_cached: int = 20000,
+        command: list[str] | None = None,
+    ):
+        """``timeout_s`` bounds one parse or verify, ``start_timeout_s`` a worker start;
+        ``command`` replaces the worker command line (tests use fakes that hang or fail)."""
+        self.command = command or [sys.executable, "-m", "diagevo.curriculum.mathverify_worker"]
         self.timeout_s = timeout_s
         self.start_timeout_s = start_timeout_s
         self.max_cached = max_cached
+        self.max_start_failures = 3  # then symbolic checks fail fast for retry_after_s
+        self.retry_after_s = 60.0
         self.stats = CheckStats()
         self._lock = threading.RLock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -74,25 +85,35 @@ class EquivalenceChecker:
         self._parse_ids: dict[str, tuple[int, bool]] = {}  # text -> (id, parsed ok) in this worker
         self._bad: set[str] = set()  # texts whose parse timed out or raised: never retried
         self._next_id = 0
+        self._blamed = False
+        self._bad_pairs: set[tuple[str, str]] = set()
+        self._verify_failures: dict[str, int] = {}
+        self._start_failures = 0  # consecutive worker starts that never became ready
+        self._retry_after = 0.0
 
     # -- worker management -------------------------------------------------------------
-    def _start(self) -> None:
+    def _start(self) -> bool:
         env = dict(os.environ)
         env["PYTHONPATH"] = _PACKAGE_ROOT + os.pathsep + env.get("PYTHONPATH", "")
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "diagevo.curriculum.mathverify_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            bufsize=0,
-            close_fds=True,
-        )
-        self._pid = os.getpid()
         self._ready = False
         self._buf = b""
         self._parse_ids.clear()
+        self._pid = os.getpid()
+        try:
+            self._proc = subprocess.Popen(
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                bufsize=0,
+                close_fds=True,
+            )
+        except OSError:
+            self._proc = None
+            return False
         self.stats.starts += 1
+        return True
 
     def close(self) -> None:
         """Kill the worker (it is restarted on the next symbolic check)."""
@@ -133,10 +154,15 @@ class EquivalenceChecker:
         return json.loads(line)
 
     def _ensure_ready(self) -> bool:
+        if self._start_failures >= self.max_start_failures and time.monotonic() < self._retry_after:
+            self.stats.errors += 1  # the worker keeps failing to start: do not wait for it again
+            return False
         if self._proc is None or self._pid != os.getpid() or self._proc.poll() is not None:
             if self._proc is not None and self._pid == os.getpid():
                 self.close()
-            self._start()
+            if not self._start():
+                self.stats.errors += 1
+                return False
         if self._ready:
             return True
         try:
@@ -145,13 +171,18 @@ class EquivalenceChecker:
             reply = None
         if not reply or not reply.get("ready"):
             self.stats.errors += 1
+            self._start_failures += 1
+            self._retry_after = time.monotonic() + self.retry_after_s
             self._restart()
             return False
         self._ready = True
+        self._start_failures = 0
         return True
 
     def _call(self, request: dict[str, Any]) -> bool | None:
-        """Send one operation; True/False is its answer, None a counted failure."""
+        """Send one operation; True/False is its answer, None a counted failure. After a
+        failure, ``_blamed`` says whether the request itself timed out or raised."""
+        self._blamed = False
         if not self._ensure_ready():
             return None
         assert self._proc is not None and self._proc.stdin is not None
@@ -160,14 +191,17 @@ class EquivalenceChecker:
             reply = self._readline(time.monotonic() + self.timeout_s)
         except (_WorkerGone, OSError, ValueError):
             self.stats.errors += 1
+            self._blamed = True
             self._restart()
             return None
         if reply is None:
             self.stats.timeouts += 1
+            self._blamed = True
             self._restart()
             return None
         if "error" in reply:
             self.stats.errors += 1
+            self._blamed = True
             return None
         return bool(reply["ok"])
 
@@ -175,6 +209,7 @@ class EquivalenceChecker:
     def _parse(self, text: str) -> int | None:
         """Worker-side id of the parsed ``text``; None when it does not parse or failed."""
         if text in self._bad:
+            self.stats.skipped += 1
             return None
         if len(text) > MAX_ANSWER_CHARS:
             self.stats.skipped += 1
@@ -189,6 +224,8 @@ class EquivalenceChecker:
         self.stats.parses += 1
         ok = self._call({"op": "parse", "id": pid, "text": text})
         if ok is None:
+            if not self._blamed:
+                return None  # no worker: the text is not to blame, try it again next time
             self._bad.add(text)
             if len(self._bad) > self.max_cached:
                 self._bad.clear()
@@ -200,18 +237,36 @@ class EquivalenceChecker:
         return pid if ok else None
 
     def symbolic_equal(self, a: str, b: str) -> bool:
-        """math-verify's verdict on two normalised answers (``a`` is the gold side)."""
+        """math-verify's verdict on two normalised answers (``a`` is the gold side).
+
+        A pair whose verify timed out or raised is not tried again, nor is an answer involved
+        in two such failures (a sympy-hostile expression would otherwise cost a timeout and a
+        worker restart against every other answer)."""
         with self._lock:
-            ia = self._parse(a)
-            if ia is None:
+            if (a, b) in self._bad_pairs:
+                self.stats.skipped += 1
                 return False
-            ib = self._parse(b)
-            if ib is None:
+            for _ in range(2):  # a second round if the worker restarted while parsing b
+                ia = self._parse(a)
+                ib = None if ia is None else self._parse(b)
+                if ia is None or ib is None:
+                    return False
+                if self._parse_ids.get(a, (None, False))[0] == ia:
+                    break
+            else:
                 return False
-            if self._parse_ids.get(a, (None,))[0] != ia:
-                return False  # the worker restarted while parsing b: a's parse is gone
             self.stats.verifies += 1
-            return bool(self._call({"op": "verify", "a": ia, "b": ib}))
+            ok = self._call({"op": "verify", "a": ia, "b": ib})
+            if ok is None and self._blamed:
+                if len(self._bad_pairs) > self.max_cached:
+                    self._bad_pairs.clear()
+                    self._verify_failures.clear()
+                self._bad_pairs.add((a, b))
+                for text in (a, b):
+                    self._verify_failures[text] = self._verify_failures.get(text, 0) + 1
+                    if self._verify_failures[text] >= 2:
+                        self._bad.add(text)
+            return bool(ok)
 
     def equivalent(self, a: str, b: str) -> bool:
         """Whether two answers are the same mathematical object (never raises, bounded time)."""

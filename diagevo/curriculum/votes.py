@@ -139,14 +139,12 @@ def votes(
 def reference_index(
     answers: Sequence[str | None], label: str | None, checker: EquivalenceChecker | None = None
 ) -> int | None:
-    """Earliest response whose answer agrees with ``label`` (the same choice as
-    ``votes(answers).reference`` when ``label`` came from that vote); None when none agrees."""
+    """Earliest response whose answer agrees with ``label``; None when none does.
+
+    For a label from :func:`votes` this is ``Votes.reference`` (the label class's earliest
+    member); prefer that attribute, it costs nothing."""
     if label is None or not label.strip():
         return None
-    key = answer_key(label)
-    for i, a in enumerate(answers):
-        if _present(a) and answer_key(a or "") == key:
-            return i
     chk = checker or default_checker()
     for i, a in enumerate(answers):
         if _present(a) and chk.equivalent(label, a or ""):

@@ -1,0 +1,194 @@
+"""Answer extraction, the fast comparison keys, and the time-bounded math-verify check."""
+
+from __future__ import annotations
+
+import sys
+import time
+from fractions import Fraction
+
+import pytest
+
+from diagevo.curriculum import EquivalenceChecker, answer_key, extract_answer, normalize_answer
+from diagevo.curriculum.answers import simple_number
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("so the answer is \\boxed{42}.", "42"),
+        ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        ("first \\boxed{1}, finally \\boxed{2}", "2"),
+        ("\\boxed{\\{1,2\\}}", "\\{1,2\\}"),
+        ("$\\boxed{x + 1}$", "x + 1"),
+        ("\\boxed{\\dfrac{3}{4}}", "\\frac{3}{4}"),
+        ("\\boxed{ 7 . }", "7"),
+        ("\\boxed{\\left( 1,  2 \\right)}", "( 1, 2 )"),
+        ("\\boxed 5", "5"),
+        ("so $\\boxed 12$.", "12"),
+        ("\\boxed{a_{n+1}} = x", "a_{n+1}"),
+        ("no box here", None),
+        ("", None),
+        (None, None),
+        ("\\boxed{}", None),
+        ("\\boxed{  }", None),
+        ("\\boxed{3} then, truncated: \\boxed{\\frac{1}{2", None),
+        ("\\boxed5", None),
+        ("\\boxedfoo{1}", None),
+        ("\\boxed{9} \\boxedfoo{1}", "9"),
+    ],
+)
+def test_extract_answer(response: str | None, expected: str | None) -> None:
+    assert extract_answer(response) == expected
+
+
+def test_normalize_and_key() -> None:
+    assert normalize_answer(" $\\displaystyle \\tfrac{1}{3}$ ") == "\\frac{1}{3}"
+    assert normalize_answer("x\\,y\\!z") == "x y z"
+    assert answer_key("x + 1") == answer_key("x+1") == "x+1"
+    assert answer_key("\\left(1, 2\\right)") == "(1,2)"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("3", Fraction(3)),
+        ("-12", Fraction(-12)),
+        ("+4", Fraction(4)),
+        ("0.25", Fraction(1, 4)),
+        (".5", Fraction(1, 2)),
+        ("-0.5", Fraction(-1, 2)),
+        ("7/2", Fraction(7, 2)),
+        ("-6/4", Fraction(-3, 2)),
+        ("\\frac{7}{2}", Fraction(7, 2)),
+        ("-\\frac{7}{2}", Fraction(-7, 2)),
+        ("\\frac{-7}{2}", Fraction(-7, 2)),
+        ("\\frac34", Fraction(3, 4)),
+        ("1/0", None),
+        ("1e999999999", None),
+        ("x", None),
+        ("\\sqrt{2}", None),
+        ("1,000", None),
+        ("1" * 41, None),
+    ],
+)
+def test_simple_number(key: str, value: Fraction | None) -> None:
+    assert simple_number(key) == value
+
+
+def test_fast_path_never_starts_a_worker() -> None:
+    checker = EquivalenceChecker(command=["/nonexistent/worker"])
+    assert checker.equivalent("1/2", "0.5")
+    assert checker.equivalent("\\frac{1}{2}", "0.50")
+    assert checker.equivalent("x + 1", "x+1")
+    assert not checker.equivalent("2", "3")
+    assert not checker.equivalent("", "")
+    assert checker.stats.fast == 5
+    assert checker.stats.starts == 0 and checker.stats.failures == 0
+
+
+@pytest.fixture(scope="module")
+def checker() -> EquivalenceChecker:
+    chk = EquivalenceChecker(timeout_s=1.0)
+    yield chk
+    chk.close()
+
+
+def test_symbolic_equivalence(checker: EquivalenceChecker) -> None:
+    # bare \sqrt{2}/2 only parses once wrapped as LaTeX
+    assert checker.equivalent("\\sqrt{2}/2", "\\frac{\\sqrt{2}}{2}")
+    assert checker.equivalent("\\frac{1}{\\sqrt{2}}", "\\frac{\\sqrt{2}}{2}")
+    assert checker.equivalent("x=3", "3")
+    assert not checker.equivalent("\\sqrt{2}", "\\sqrt{3}")
+    assert not checker.equivalent("\\pi", "3.14")
+    assert checker.stats.failures == 0
+    parses = checker.stats.parses
+    assert checker.equivalent("\\sqrt{2}/2", "\\frac{\\sqrt{2}}{2}")
+    assert checker.stats.parses == parses  # parsed answers are cached in the worker
+
+
+def test_hanging_check_counts_as_different(checker: EquivalenceChecker) -> None:
+    """sympy hangs in C on this power tower: no signal reaches it, the worker is killed."""
+    before = checker.stats.timeouts
+    start = time.monotonic()
+    assert not checker.equivalent("9^{9^{9^{9}}}", "1")
+    assert time.monotonic() - start < checker.timeout_s + 5
+    assert checker.stats.timeouts == before + 1
+    # the next check gets a fresh worker and works
+    assert checker.equivalent("\\sqrt{4}", "2")
+
+
+def _fake_worker(body: str) -> list[str]:
+    return [sys.executable, "-c", "import sys, time, json\n" + body]
+
+
+def test_worker_that_raises_counts_errors() -> None:
+    chk = EquivalenceChecker(
+        timeout_s=2.0,
+        command=_fake_worker(
+            'print(json.dumps({"ready": True}), flush=True)\n'
+            "for line in sys.stdin:\n"
+            '    print(json.dumps({"ok": False, "error": "ValueError"}), flush=True)\n'
+        ),
+    )
+    try:
+        assert not chk.equivalent("\\sqrt{2}", "\\sqrt{2}/1")
+        assert chk.stats.errors == 1 and chk.stats.timeouts == 0
+    finally:
+        chk.close()
+
+
+def test_worker_that_never_starts_is_bounded() -> None:
+    chk = EquivalenceChecker(start_timeout_s=0.3, command=_fake_worker("time.sleep(60)"))
+    chk.retry_after_s = 60.0
+    try:
+        start = time.monotonic()
+        for _ in range(6):
+            assert not chk.equivalent("\\sqrt{2}", "\\sqrt{8}/2")
+        # three start attempts time out, then checks fail fast without waiting
+        assert time.monotonic() - start < 3 * 0.3 + 3
+        assert chk.stats.errors == 6
+        assert chk.stats.starts <= 4
+    finally:
+        chk.close()
+
+
+def test_missing_worker_binary_does_not_raise() -> None:
+    chk = EquivalenceChecker(command=["/nonexistent/worker"])
+    assert not chk.equivalent("\\sqrt{2}", "\\sqrt{8}/2")
+    assert chk.stats.errors == 1
+
+
+def test_worker_that_dies_mid_check() -> None:
+    chk = EquivalenceChecker(
+        timeout_s=2.0,
+        command=_fake_worker('print(json.dumps({"ready": True}), flush=True)\nsys.stdin.readline()\nsys.exit(1)\n'),
+    )
+    try:
+        assert not chk.equivalent("\\sqrt{2}", "\\sqrt{8}/2")
+        assert chk.stats.errors >= 1
+    finally:
+        chk.close()
+
+
+def test_garbage_reply_counts_error() -> None:
+    chk = EquivalenceChecker(
+        timeout_s=2.0,
+        command=_fake_worker(
+            'print(json.dumps({"ready": True}), flush=True)\n'
+            "for line in sys.stdin:\n"
+            "    print('not json', flush=True)\n"
+        ),
+    )
+    try:
+        assert not chk.equivalent("\\sqrt{2}", "\\sqrt{8}/2")
+        assert chk.stats.errors == 1
+    finally:
+        chk.close()
+
+
+def test_long_answers_are_not_sent(checker: EquivalenceChecker) -> None:
+    skipped = checker.stats.skipped
+    long = "x+" * 2000 + "1"
+    assert not checker.equivalent(long, "y")
+    assert checker.equivalent(long, long)  # identical strings still agree
+    assert checker.stats.skipped == skipped + 1
