@@ -1,0 +1,287 @@
+"""``SimBackend``: the simulator world behind the :class:`~diagevo.train.backend.Backend` interface.
+
+Ground truth is known here, so :meth:`SimBackend.evaluate` measures what the paper measures with
+benchmarks and human-verified labels: accuracy on a fixed held-out set per family, and the
+accuracy of majority-of-12 pseudo-labels on a fixed shared set of challenger-style questions
+(Figure 3c). Both sets depend only on the world seed, so every run and variant sees the same ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from diagevo.config import Config
+from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.memory.sampler import GenerationRequest
+from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
+from diagevo.train.sim.challenger import Challenger, Choice
+from diagevo.train.sim.diagnostician import SimDiagnostician
+from diagevo.train.sim.families import families
+from diagevo.train.sim.params import WorldParams
+from diagevo.train.sim.solver import Solver, group_advantages, sigmoid
+from diagevo.train.sim.text import boxed
+from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Question, Registry, Spec
+
+STATE_FILE = "sim_backend.json"
+PSEUDO_LABEL_VOTES = 12  # Figure 3c: majority over 12 responses, as for curriculum construction
+
+
+def wrap(text: str) -> str:
+    return f"<question>\n{text}\n</question>"
+
+
+class SimBackend:
+    """The CPU simulator world: challenger, solver and diagnostician in one process."""
+
+    name = "sim"
+
+    def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
+        self.config = config
+        self.seed = seed
+        self.params = WorldParams.from_config(config.sim)
+        self.fams = families(config.sim.n_families)
+        self.registry = Registry({f.name: f for f in self.fams})
+        self.solver = Solver(self.fams, self.params, config.sim)
+        self.challenger = Challenger(self.fams, self.params, self.embedder)
+        self._emb = embedder
+        self._diag: SimDiagnostician | None = None
+        self._heldout: list[Question] | None = None
+        self._shared: list[Question] | None = None
+
+    # ------------------------------------------------------------------ models
+
+    def embedder(self) -> Embedder:
+        if self._emb is None:
+            from diagevo.diagnosis.embedder import LocalEmbedder
+
+            self._emb = LocalEmbedder()
+        return self._emb
+
+    def diagnostician(self) -> Diagnostician:
+        if self._diag is None:
+            self._diag = SimDiagnostician(
+                self.fams, self.config.sim.diagnostician_error_rate, self.embedder, self.params.world_seed
+            )
+        return self._diag
+
+    # ------------------------------------------------------------------ challenger
+
+    def _propose(self, requests: Sequence[GenerationRequest], rng: random.Random) -> tuple[list[Question], list[Choice]]:
+        qs, choices = [], []
+        for req in requests:
+            spec, choice = self.challenger.propose(req, rng)
+            qs.append(self.registry.register(spec))
+            choices.append(choice)
+        return qs, choices
+
+    def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:
+        qs, _ = self._propose(requests, rng)
+        return [wrap(q.text) for q in qs]
+
+    def train_challenger(
+        self,
+        requests: Sequence[GenerationRequest],
+        reward_fn: ChallengerRewardFn,
+        rng: random.Random,
+        progress: ProgressFn = no_progress,
+    ) -> dict[str, float]:
+        """REINFORCE with GRPO advantages. Identical prompts form a group (all free requests are one
+        prompt); a prompt drawn once is normalised against the batch of its kind instead."""
+        steps = max(1, min(self.params.challenger_steps, self.config.grpo.challenger_max_steps))
+        rewards_seen: list[float] = []
+        words: list[int] = []
+        progress("challenger", 0, steps)
+        for step in range(steps):
+            qs, choices = self._propose(requests, rng)
+            rewards = list(reward_fn(requests, [wrap(q.text) for q in qs]))
+            self.challenger.update(choices, _advantages(requests, choices, rewards))
+            rewards_seen.extend(rewards)
+            words.extend(q.words for q in qs)
+            progress("challenger", step + 1, steps)
+        stats = {
+            "reward_mean": float(np.mean(rewards_seen)) if rewards_seen else 0.0,
+            "question_words": float(np.mean(words)) if words else 0.0,
+            "steps": float(steps),
+        }
+        for kind in ("free", "guided"):
+            for h, v in self.challenger.expected(kind).items():
+                stats[f"{kind}_{h}"] = v
+        return stats
+
+    # ------------------------------------------------------------------ solver
+
+    def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
+        out = []
+        for text in questions:
+            q = self.registry.lookup(text)
+            if q is None:
+                out.append(_unknown_responses(text, n, rng))
+            else:
+                out.append([Solver.text(q, o) for o in self.solver.outcomes(q, n, rng)])
+        return out
+
+    def train_solver(
+        self,
+        questions: Sequence[str],
+        reward_fn: SolverRewardFn,
+        group_size: int,
+        rng: random.Random,
+        progress: ProgressFn = no_progress,
+    ) -> SolverRound:
+        """GRPO over the retained questions in ``solver_max_steps`` minibatches; then drift."""
+        n = len(questions)
+        steps = max(1, min(self.config.grpo.solver_max_steps, n))
+        bounds = [round(i * n / steps) for i in range(steps + 1)]
+        responses: list[list[str]] = [[] for _ in range(n)]
+        rewards: list[list[float]] = [[] for _ in range(n)]
+        practice = [0] * len(self.fams)
+        index = self.solver.index
+        progress("solver", 0, n)
+        for s in range(steps):
+            grad = self.solver.new_grad()
+            for i in range(bounds[s], bounds[s + 1]):
+                q = self.registry.lookup(questions[i])
+                if q is None:
+                    responses[i] = _unknown_responses(questions[i], group_size, rng)
+                    rewards[i] = list(reward_fn(i, responses[i]))
+                    continue
+                outs = self.solver.outcomes(q, group_size, rng)
+                responses[i] = [Solver.text(q, o) for o in outs]
+                rewards[i] = list(reward_fn(i, responses[i]))
+                self.solver.accumulate(grad, q, outs, group_advantages(rewards[i]))
+                for part in q.parts:
+                    practice[index[part.family]] += group_size
+            self.solver.apply(grad)
+            progress("solver", bounds[s + 1], n)
+        self.solver.drift(practice)
+        flat = [r for rs in rewards for r in rs]
+        stats = {
+            "reward_mean": float(np.mean(flat)) if flat else 0.0,
+            "failed_fraction": float(np.mean([r < 0 for r in flat])) if flat else 0.0,
+            "steps": float(steps),
+            "skill_mean": float(np.mean([sigmoid(t) for t in self.solver.theta])),
+            "care": self.solver.care,
+        }
+        return SolverRound(responses, rewards, stats)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def _eval_sets(self) -> tuple[list[Question], list[Question]]:
+        if self._heldout is None or self._shared is None:
+            rng = random.Random(f"sim-eval:{self.params.world_seed}")
+            per = self.config.sim.heldout_per_family
+            # held-out: benchmark-like, unpadded, every difficulty equally often
+            self._heldout = [
+                self.registry.question(Spec((f.name,), j % (MAX_DIFFICULTY + 1), 0, 0, rng.getrandbits(48)))
+                for f in self.fams
+                for j in range(per)
+            ]
+            # shared pseudo-label set: challenger-style questions over the whole range of lengths
+            # and distractors (Figure 3c uses round-5 challenger questions), one in five stitched
+            shared = []
+            names = [f.name for f in self.fams]
+            by_area = defaultdict(list)
+            for f in self.fams:
+                by_area[f.area].append(f.name)
+            for _ in range(self.config.sim.shared_label_questions):
+                a = rng.choice(names)
+                same = [x for x in by_area[self.fams[names.index(a)].area] if x != a]
+                fams = (a, rng.choice(same)) if same and rng.random() < 0.2 else (a,)
+                spec = Spec(
+                    fams,
+                    rng.randint(0, MAX_DIFFICULTY),
+                    rng.randint(0, MAX_PAD),
+                    rng.randint(0, MAX_DISTRACT),
+                    rng.getrandbits(48),
+                )
+                shared.append(self.registry.question(spec))
+            self._shared = shared
+        return self._heldout, self._shared
+
+    def evaluate(self, rng: random.Random) -> dict[str, float]:
+        heldout, shared = self._eval_sets()
+        k = self.params.eval_samples
+        per_family: dict[str, list[float]] = defaultdict(list)
+        for q in heldout:
+            outs = self.solver.outcomes(q, k, rng)
+            per_family[q.parts[0].family].append(sum(o.value == q.answer for o in outs) / k)
+        labels_ok = []
+        for q in shared:
+            votes = Counter(o.value for o in self.solver.outcomes(q, PSEUDO_LABEL_VOTES, rng))
+            labels_ok.append(votes.most_common(1)[0][0] == q.answer)
+        accs = [a for v in per_family.values() for a in v]
+        out = {
+            "heldout_acc": float(np.mean(accs)) if accs else 0.0,
+            "pseudo_label_acc": float(np.mean(labels_ok)) if labels_ok else 0.0,
+        }
+        for f in self.fams:
+            out[f"acc/{f.name}"] = float(np.mean(per_family[f.name])) if per_family[f.name] else 0.0
+        return out
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save(self, path: Path) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        data = {
+            "version": 1,
+            "seed": self.seed,
+            "families": [f.name for f in self.fams],
+            "solver": self.solver.state(),
+            "challenger": self.challenger.state(),
+            "registry": [spec.to_list() for spec in self.registry.specs.values()],
+        }
+        tmp = path / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        tmp.replace(path / STATE_FILE)
+
+    def load(self, path: Path) -> None:
+        data = json.loads((Path(path) / STATE_FILE).read_text(encoding="utf-8"))
+        if data.get("families") != [f.name for f in self.fams]:
+            raise ValueError(f"{path}: checkpoint was written for a different set of sim families")
+        self.solver.load_state(data["solver"])
+        self.challenger.load_state(data["challenger"])
+        self.registry.specs.clear()
+        for item in data["registry"]:
+            self.registry.register(Spec.from_list(item))
+
+
+def _advantages(requests: Sequence[GenerationRequest], choices: Sequence[Choice], rewards: Sequence[float]) -> list[float]:
+    groups: dict[GenerationRequest, list[int]] = defaultdict(list)
+    for i, req in enumerate(requests):
+        groups[req].append(i)
+    by_kind: dict[str, list[float]] = defaultdict(list)
+    for c, r in zip(choices, rewards, strict=True):
+        by_kind[c.kind].append(r)
+    kind_stats = {k: (float(np.mean(v)), float(np.std(v))) for k, v in by_kind.items()}
+    adv = [0.0] * len(rewards)
+    for idx in groups.values():
+        if len(idx) >= 2:
+            for i, a in zip(idx, group_advantages([rewards[i] for i in idx]), strict=True):
+                adv[i] = a
+        else:
+            i = idx[0]
+            mean, std = kind_stats[choices[i].kind]
+            adv[i] = (rewards[i] - mean) / std if std > 1e-8 else 0.0
+    return adv
+
+
+def _unknown_responses(text: str, n: int, rng: random.Random) -> list[str]:
+    """Answers to a text the world did not write: a few hash-derived guesses, no known truth."""
+    h = hashlib.sha256(text.encode()).digest()
+    guesses = [int(b) % 50 for b in h[:3]]
+    out = []
+    for _ in range(n):
+        v = rng.choices(guesses, weights=(5, 3, 2))[0]
+        out.append(
+            "Step 1: The statement does not follow a familiar pattern, so estimate the quantity directly.\n"
+            f"Step 2: Therefore, the final answer is {boxed(v)}."
+        )
+    return out

@@ -1,0 +1,152 @@
+"""The simulated challenger: a learned distribution over what to ask, trained by REINFORCE.
+
+Policy heads (softmax logits): skill family (free exploration only), and per prompt kind
+("free" or "guided" by the memory) difficulty 0-3, padding level 0-4 and distractor count 0-3.
+The initial padding/distractor logits put the mean question at about 46 words, the unguided
+round-1 length of Figure 4a. In targeted and stitched modes the challenger reads only the cause
+text and node label: it embeds them and picks the skill whose description is most similar
+(softmax over cosine similarities at ``target_temperature``), never a cause or skill id.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from diagevo.diagnosis.interface import Embedder
+from diagevo.memory.sampler import GenerationRequest
+from diagevo.train.sim.families import AREAS, Family
+from diagevo.train.sim.params import WorldParams
+from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Spec
+
+HEADS = {"difficulty": MAX_DIFFICULTY + 1, "pad": MAX_PAD + 1, "distract": MAX_DISTRACT + 1}
+_INIT = {
+    "difficulty": [0.0, 0.0, 0.0, 0.0],
+    "pad": [0.0, 0.3, -0.7, -2.0, -3.0],
+    "distract": [0.0, -1.5, -2.5, -3.5],
+}
+_CLIP = 8.0
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def _draw(logits: np.ndarray, rng: random.Random) -> int:
+    p = softmax(logits)
+    u, acc = rng.random(), 0.0
+    for i, pi in enumerate(p):
+        acc += pi
+        if u < acc:
+            return i
+    return len(p) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What the policy sampled for one question (for the score-function gradient)."""
+
+    kind: str  # "free" | "guided"
+    family: int | None  # family head draw (free mode only)
+    difficulty: int
+    pad: int
+    distract: int
+
+
+class Challenger:
+    def __init__(self, fams: Sequence[Family], params: WorldParams, embedder: Callable[[], Embedder]) -> None:
+        self.fams = tuple(fams)
+        self.params = params
+        self._embedder = embedder
+        self.family_logits = np.zeros(len(fams))
+        self.heads = {kind: {h: np.array(_INIT[h]) for h in HEADS} for kind in ("free", "guided")}
+        self._skill_emb: np.ndarray | None = None
+        self._area_emb: dict[str, np.ndarray] | None = None
+
+    # ------------------------------------------------------------------ reading causes
+
+    def _tables(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        if self._skill_emb is None or self._area_emb is None:
+            emb = self._embedder()
+            self._skill_emb = emb.embed([f.skill for f in self.fams])
+            self._area_emb = {a: emb.embed(list(labels)) for a, labels in AREAS.items()}
+        return self._skill_emb, self._area_emb
+
+    def skill_scores(self, cause: str, node_label: str | None = None) -> np.ndarray:
+        """Cosine similarity of a cause text to every skill description, plus a small bonus for
+        skills of the knowledge area the node label reads like."""
+        skills, areas = self._tables()
+        emb = self._embedder()
+        scores = skills @ emb.embed([cause])[0]
+        if node_label:
+            v = emb.embed([node_label])[0]
+            area_sim = {a: float((m @ v).max()) for a, m in areas.items()}
+            scores = scores + self.params.node_label_weight * np.array([area_sim[f.area] for f in self.fams])
+        return scores
+
+    def read_cause(self, cause: str, node_label: str | None, rng: random.Random, exclude: int | None = None) -> int:
+        scores = self.skill_scores(cause, node_label) / self.params.target_temperature
+        if exclude is not None and len(scores) > 1:
+            scores[exclude] = -np.inf
+        return _draw(scores, rng)
+
+    # ------------------------------------------------------------------ acting
+
+    def propose(self, req: GenerationRequest, rng: random.Random) -> tuple[Spec, Choice]:
+        kind = "free" if req.mode == "free" or not req.active_text else "guided"
+        if kind == "free":
+            fam_idx: int | None = _draw(self.family_logits, rng)
+            names = (self.fams[fam_idx].name,)
+        else:
+            fam_idx = None
+            a = self.read_cause(req.active_text or "", req.node_label, rng)
+            names = (self.fams[a].name,)
+            if req.mode == "stitched" and req.mastered_text:
+                b = self.read_cause(req.mastered_text, req.node_label, rng, exclude=a)
+                names = (self.fams[a].name, self.fams[b].name)
+        h = self.heads[kind]
+        choice = Choice(kind, fam_idx, _draw(h["difficulty"], rng), _draw(h["pad"], rng), _draw(h["distract"], rng))
+        spec = Spec(names, choice.difficulty, choice.pad, choice.distract, rng.getrandbits(48))
+        return spec, choice
+
+    # ------------------------------------------------------------------ learning
+
+    def update(self, choices: Sequence[Choice], advantages: Sequence[float]) -> None:
+        """One REINFORCE step: logits += lr * mean(advantage * (onehot - softmax))."""
+        if not choices:
+            return
+        lr = self.params.challenger_lr / len(choices)
+        g_fam = np.zeros_like(self.family_logits)
+        g = {kind: {h: np.zeros(n) for h, n in HEADS.items()} for kind in self.heads}
+        for c, adv in zip(choices, advantages, strict=True):
+            if adv == 0.0:
+                continue
+            if c.family is not None:
+                g_fam += adv * (np.eye(len(g_fam))[c.family] - softmax(self.family_logits))
+            for h, n in HEADS.items():
+                logits = self.heads[c.kind][h]
+                g[c.kind][h] += adv * (np.eye(n)[getattr(c, h)] - softmax(logits))
+        self.family_logits = np.clip(self.family_logits + lr * g_fam, -_CLIP, _CLIP)
+        for kind in self.heads:
+            for h in HEADS:
+                self.heads[kind][h] = np.clip(self.heads[kind][h] + lr * g[kind][h], -_CLIP, _CLIP)
+
+    def expected(self, kind: str) -> dict[str, float]:
+        """Mean difficulty, padding and distractors the policy currently asks for."""
+        return {h: float(softmax(v) @ np.arange(len(v))) for h, v in self.heads[kind].items()}
+
+    # ------------------------------------------------------------------ state
+
+    def state(self) -> dict:
+        return {
+            "family_logits": self.family_logits.tolist(),
+            "heads": {k: {h: v.tolist() for h, v in hs.items()} for k, hs in self.heads.items()},
+        }
+
+    def load_state(self, data: dict) -> None:
+        self.family_logits = np.asarray(data["family_logits"], dtype=float)
+        self.heads = {k: {h: np.asarray(v, dtype=float) for h, v in hs.items()} for k, hs in data["heads"].items()}

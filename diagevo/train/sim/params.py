@@ -1,0 +1,81 @@
+"""World parameters of the simulator and where each value comes from.
+
+Numbers are read off the paper's reported dynamics (Qwen3-8B-Base runs), never tuned to make
+one training variant win:
+
+- Base solver. ``skill_logit_lo/hi`` spread the per-skill competences so that held-out accuracy
+  of the untrained solver is about 0.63 (Table 1: Qwen3-8B-Base math average 63.4) and the
+  pseudo-label accuracy on the shared set starts near 0.83 (Figure 3c, round 1).
+  ``difficulty_slope`` (logits per difficulty level, 4 levels) makes the hardest level of a mid
+  skill fail about half the time, so that a 50% self-consistency target (R-Zero reward) is
+  reachable through real difficulty as well as through padding.
+- Cheap difficulty (a). Attention slips (non-skill errors) follow
+  ``sigmoid(attention_bias + attention_per_100_words * words/100 + attention_per_distractor *
+  distractors - care)``: about 3% at 46 words and no distractors, about 50% at 169 words with
+  three distractors -- the start and end lengths of unguided questions in Figure 4a, with 50%
+  the self-consistency the challenger reward (Eq. 8) pays most for. Switched off, the slip rate
+  stays at its 46-word value whatever the length. ``slip_base`` is the rare arithmetic slip
+  unrelated to any skill.
+- Label noise (b). A slip on a long or distractor-laden question lands on one shared misreading
+  with probability ``sigmoid(shared_bias + shared_per_100_words * words/100 +
+  shared_per_distractor * distractors)`` (about 15% at 46 words, about 75% at 169 words with
+  three distractors), so majority votes can agree on a wrong answer; chosen so that training on
+  unguided questions can move pseudo-label accuracy on the shared set from 0.83 towards the
+  0.65 of Figure 3c. Switched off, slips scatter over unrelated wrong numbers.
+- Transfer (c). On, a skill's update moves the skill parameter shared by every question needing
+  it; off, only ``transfer_off_share`` of it does and the rest stays with the question's context
+  (family template x difficulty level).
+- Drift (d). After each round, a skill moves back towards its base competence by
+  ``drift_rate * exp(-practice / drift_practice_scale)`` (practice = skill applications in the
+  round's solver update), so a skill mastered and then left alone for about two rounds falls back
+  below the promotion threshold; this is what lets Mastered causes be reactivated (Eq. 7), and it
+  keeps Mastered below the whole memory as in Figure 3b (127 of 244 by round 5).
+- Learning rates. ``solver_lr`` lets a skill practised throughout a round (12 GRPO steps, Table 8)
+  gain about 0.3-0.5 logits, so five rounds add the 5-9 points of held-out accuracy that
+  Figure 3a reports (63.4 -> 69.5 free, -> 72.3 DiagEvo). ``challenger_lr`` lets the free
+  policy's length move from 46 towards 169 words over five rounds when the reward favours it
+  (Figure 4a), the paper's pace for an unguided challenger.
+- Challenger reading. ``target_temperature`` is the softmax temperature over cosine similarities
+  when the challenger maps a cause text to a skill (a real LLM occasionally misreads a cause);
+  ``node_label_weight`` is how much the knowledge-area label adds to that match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from diagevo.config import SimConfig
+
+
+@dataclass(frozen=True, slots=True)
+class WorldParams:
+    world_seed: int = 0  # fixes the base competences and the evaluation sets (the "base model")
+    skill_logit_lo: float = 0.8
+    skill_logit_hi: float = 2.4
+    difficulty_slope: float = 0.4
+    slip_base: float = 0.02
+    attention_bias: float = -4.2
+    attention_per_100_words: float = 1.6
+    attention_per_distractor: float = 0.5
+    shared_bias: float = -2.3
+    shared_per_100_words: float = 1.2
+    shared_per_distractor: float = 0.6
+    solver_lr: float = 0.5
+    care_lr_scale: float = 0.3
+    transfer_off_share: float = 0.15
+    drift_rate: float = 0.35
+    drift_practice_scale: float = 16.0
+    challenger_lr: float = 5.0
+    challenger_steps: int = 2
+    target_temperature: float = 0.03
+    node_label_weight: float = 0.3
+    eval_samples: int = 4  # responses per held-out question (mean@4 accuracy)
+
+    @classmethod
+    def from_config(cls, sim: SimConfig) -> WorldParams:
+        known = {f.name: f.type for f in fields(cls)}
+        unknown = sorted(set(sim.params) - set(known))
+        if unknown:
+            raise ValueError(f"sim.params: unknown world parameter(s) {', '.join(unknown)}")
+        values = {k: (int(v) if known[k] == "int" else float(v)) for k, v in sim.params.items()}
+        return replace(cls(), **values)
