@@ -49,7 +49,8 @@ def _match_counts(ids: np.ndarray, owner: np.ndarray, lens: np.ndarray, n_texts:
             # extend every (n-1)-gram by the token that follows it, then renumber densely;
             # positions whose n-gram crosses a text boundary get codes that are never used
             nxt = np.zeros_like(ids)
-            nxt[: len(ids) - n + 1] = ids[n - 1 :]
+            shifted = ids[n - 1 :]
+            nxt[: len(shifted)] = shifted
             code = np.unique(code * vocab + nxt, return_inverse=True)[1].astype(np.int64).ravel()
         valid = pos_in_text + n <= np.repeat(lens, lens)
         g, t = code[valid], owner[valid]
