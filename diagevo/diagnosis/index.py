@@ -1,0 +1,375 @@
+"""The vector index of causes and skill nodes: a rebuildable projection of the log.
+
+Two layers:
+
+* an in-memory mirror (numpy) used for screening: a growable cause matrix with the node of each
+  row, and node-label vectors. Stage 2a/3a cost one matrix-vector product and one reduction,
+  O(1) amortised to add a cause, so maintenance stays in the low milliseconds at 10,000 causes;
+* an optional LanceDB table (one per run) holding ``id, kind, text, vector, model, seq, run``
+  rows. It is caught up from the log after its own checkpoint (``vector_index``), upserts are
+  idempotent, and it is the cache that spares re-embedding every stored cause each round.
+  A different embedding model, a missing table or a checkpoint the table does not hold lead to a
+  rebuild from the log (:func:`reindex` forces one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diagevo.diagnosis.interface import Embedder
+from diagevo.memory.state import Memory
+
+CHECKPOINT = "vector_index"
+INDEX_TYPES = ("node.created", "cause.created", "nodes.merged")
+
+
+def table_name(run: str) -> str:
+    """One table per run; run ids are free text, so the name is derived from a hash."""
+    return "vectors_" + hashlib.sha256(run.encode()).hexdigest()[:16]
+
+
+def default_index_path(db_url: str) -> Path:
+    """``sqlite:///dir/x.db`` -> ``dir/x.lance``; other databases -> ``./diagevo.lance``."""
+    prefix = "sqlite:///"
+    if db_url.startswith(prefix) and db_url[len(prefix) :] not in ("", ":memory:"):
+        return Path(db_url[len(prefix) :]).with_suffix(".lance")
+    return Path("diagevo.lance")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    id: str
+    kind: str  # "cause" | "node"
+    text: str
+    seq: int
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _has_table(db: Any, name: str) -> bool:
+    try:
+        db.open_table(name)
+    except (ValueError, FileNotFoundError):
+        return False
+    return True
+
+
+class _Matrix:
+    """Rows of unit vectors with amortised O(1) append."""
+
+    def __init__(self, dim: int, capacity: int = 256) -> None:
+        self._buf = np.zeros((capacity, dim), dtype=np.float32)
+        self.n = 0
+
+    def append(self, vec: np.ndarray) -> int:
+        if self.n == len(self._buf):
+            grown = np.zeros((2 * len(self._buf), self._buf.shape[1]), dtype=np.float32)
+            grown[: self.n] = self._buf[: self.n]
+            self._buf = grown
+        self._buf[self.n] = vec
+        self.n += 1
+        return self.n - 1
+
+    def extend(self, vecs: np.ndarray) -> None:
+        for v in vecs:
+            self.append(v)
+
+    @property
+    def view(self) -> np.ndarray:
+        return self._buf[: self.n]
+
+
+class VectorIndex:
+    """Cause and node vectors of one run for one embedder.
+
+    ``path=None`` keeps only the mirror (vectors are computed from the memory's texts).
+    """
+
+    def __init__(self, embedder: Embedder, path: str | Path | None = None, run: str | None = None) -> None:
+        self.embedder = embedder
+        self.path = Path(path) if path is not None else None
+        self.run = run
+        self._vec: dict[tuple[str, str], np.ndarray] = {}  # (kind, id) -> vector of its current text
+        self._text: dict[tuple[str, str], str] = {}
+        self._seq: dict[tuple[str, str], int] = {}
+        self._table: Any = None
+        # the mirror, built by attach()
+        self.cause_ids: list[str] = []
+        self._cause_row: dict[str, int] = {}
+        self._causes: _Matrix | None = None
+        self._cause_node = np.zeros(0, dtype=np.int64)
+        self.node_ids: list[str] = []  # creation order (age); absorbed nodes keep their slot
+        self._node_pos: dict[str, int] = {}
+        self._node_live = np.zeros(0, dtype=bool)
+
+    # --- texts -> vectors -------------------------------------------------------------------
+
+    def vectors(self, kind: str, items: Sequence[tuple[str, str]]) -> np.ndarray:
+        """Vectors for ``(id, text)`` pairs, reusing stored ones whose text is unchanged."""
+        out: list[np.ndarray | None] = []
+        missing: list[int] = []
+        for i, (id_, text) in enumerate(items):
+            key = (kind, id_)
+            if self._text.get(key) == text:
+                out.append(self._vec[key])
+            else:
+                out.append(None)
+                missing.append(i)
+        if missing:
+            fresh = self.embedder.embed([items[i][1] for i in missing])
+            for i, v in zip(missing, fresh, strict=True):
+                out[i] = v
+                key = (kind, items[i][0])
+                self._vec[key], self._text[key] = v, items[i][1]
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack(out).astype(np.float32, copy=False)  # type: ignore[arg-type]
+
+    @property
+    def dim(self) -> int:
+        if self._vec:
+            return int(next(iter(self._vec.values())).shape[0])
+        return int(self.embedder.embed(["dimension probe"]).shape[1])
+
+    # --- the mirror ---------------------------------------------------------------------------
+
+    def attach(self, memory: Memory) -> None:
+        """Build the screening mirror for ``memory`` (embedding only texts not yet known)."""
+        self.node_ids = list(memory.nodes)
+        self._node_pos = {n: i for i, n in enumerate(self.node_ids)}
+        self._node_live = np.ones(max(64, 2 * len(self.node_ids)), dtype=bool)
+        self.cause_ids = list(memory.causes)
+        self._cause_row = {c: i for i, c in enumerate(self.cause_ids)}
+        mat = self.vectors("cause", [(c.id, c.description) for c in memory.causes.values()])
+        self._causes = _Matrix(mat.shape[1] if len(mat) else self.dim, capacity=max(256, 2 * len(mat)))
+        self._causes.extend(mat)
+        self._cause_node = np.array([self._node_pos.get(c.node, -1) for c in memory.causes.values()], dtype=np.int64)
+
+    def add_node(self, node_id: str) -> None:
+        if node_id not in self._node_pos:
+            self._node_pos[node_id] = len(self.node_ids)
+            self.node_ids.append(node_id)
+            if len(self._node_live) < len(self.node_ids):
+                self._node_live = np.concatenate([self._node_live, np.ones(len(self._node_live) + 64, dtype=bool)])
+            self._node_live[len(self.node_ids) - 1] = True
+
+    def add_cause(self, cause_id: str, node_id: str, text: str, vec: np.ndarray | None = None) -> None:
+        assert self._causes is not None, "attach() first"
+        if cause_id in self._cause_row:
+            return
+        if vec is None:
+            vec = self.vectors("cause", [(cause_id, text)])[0]
+        else:
+            self._vec[("cause", cause_id)], self._text[("cause", cause_id)] = vec, text
+        self.add_node(node_id)
+        self._cause_row[cause_id] = self._causes.append(vec)
+        self.cause_ids.append(cause_id)
+        pos = self._node_pos[node_id]
+        if len(self._cause_node) < len(self.cause_ids):
+            grown = np.full(max(256, 2 * len(self.cause_ids)), -1, dtype=np.int64)
+            grown[: len(self._cause_node)] = self._cause_node
+            self._cause_node = grown
+        self._cause_node[len(self.cause_ids) - 1] = pos
+
+    def merge(self, survivor: str, absorbed: str) -> None:
+        """Re-parent the absorbed node's causes (the absorbed node keeps its slot, unused)."""
+        a, s = self._node_pos.get(absorbed), self._node_pos.get(survivor)
+        if a is None or s is None:
+            return
+        n = len(self.cause_ids)
+        view = self._cause_node[:n]
+        view[view == a] = s
+        self._node_live[a] = False
+
+    def apply(self, type: str, data: dict[str, Any], vec: np.ndarray | None = None) -> None:
+        """Keep the mirror in step with one appended memory event."""
+        if type == "node.created":
+            self.add_node(data["node_id"])
+        elif type == "cause.created":
+            self.add_cause(data["cause_id"], data["node_id"], data["description"], vec)
+        elif type == "nodes.merged":
+            self.merge(data["survivor"], data["absorbed"])
+
+    def cause_sims(self, vec: np.ndarray) -> np.ndarray:
+        """Cosine similarity of ``vec`` with every stored cause (aligned with ``cause_ids``)."""
+        if self._causes is None or self._causes.n == 0:
+            return np.zeros(0, dtype=np.float32)
+        return self._causes.view @ vec.astype(np.float32, copy=False)
+
+    def top_causes(self, sims: np.ndarray, threshold: float, limit: int) -> list[tuple[str, float]]:
+        """Causes with similarity >= ``threshold``, best first (ties by id), at most ``limit``."""
+        rows = np.flatnonzero(sims >= threshold)
+        if len(rows) > limit:
+            rows = rows[np.argpartition(-sims[rows], limit - 1)[:limit]]
+        ranked = sorted(((self.cause_ids[r], float(sims[r])) for r in rows), key=lambda t: (-t[1], t[0]))
+        return ranked[:limit]
+
+    def node_shortlist(self, sims: np.ndarray, k: int) -> list[tuple[str, float, str | None]]:
+        """Stage 3a: each live node scored by its best member's similarity; the top ``k`` (all
+        nodes when there are at most ``k``), ties by node age. Returns ``(node_id, score,
+        best_member_id)``; a node without members scores -inf and has no representative."""
+        n_nodes = len(self.node_ids)
+        if n_nodes == 0 or k <= 0:
+            return []
+        scores = np.full(n_nodes, -np.inf, dtype=np.float64)
+        n = len(self.cause_ids)
+        node_of = self._cause_node[:n]
+        if n:
+            np.maximum.at(scores, node_of, sims.astype(np.float64))
+        positions = np.flatnonzero(self._node_live[:n_nodes])
+        order = positions[np.lexsort((positions, -scores[positions]))][:k]
+        out: list[tuple[str, float, str | None]] = []
+        for p in order:
+            members = np.flatnonzero(node_of == p)
+            best = self.cause_ids[members[np.argmax(sims[members])]] if len(members) else None
+            out.append((self.node_ids[p], float(scores[p]), best))
+        return out
+
+    def node_vectors(self, memory: Memory) -> tuple[list[str], np.ndarray]:
+        """Label vectors of the memory's nodes, in creation order (stage 4a)."""
+        ids = list(memory.nodes)
+        return ids, self.vectors("node", [(n, memory.nodes[n].label) for n in ids])
+
+    # --- persistence (LanceDB) --------------------------------------------------------------
+
+    def _db(self) -> Any:
+        import lancedb
+
+        assert self.path is not None
+        self.path.mkdir(parents=True, exist_ok=True)
+        return lancedb.connect(str(self.path))
+
+    def _schema(self, dim: int) -> Any:
+        import pyarrow as pa
+
+        return pa.schema(
+            [
+                pa.field("id", pa.string()),
+                pa.field("kind", pa.string()),
+                pa.field("text", pa.string()),
+                pa.field("vector", pa.list_(pa.float32(), dim)),
+                pa.field("model", pa.string()),
+                pa.field("seq", pa.int64()),
+                pa.field("run", pa.string()),
+            ]
+        )
+
+    def _open_table(self, run: str, rebuild: bool) -> bool:
+        """Open (or create) the run's table; True when it was (re)created empty."""
+        db = self._db()
+        name = table_name(run)
+        if not rebuild and _has_table(db, name):
+            tbl = db.open_table(name)
+            data = tbl.to_arrow()
+            if set(data.column("model").to_pylist()) <= {self.embedder.name}:
+                self._table = tbl
+                ids, kinds, texts, seqs = (data.column(c).to_pylist() for c in ("id", "kind", "text", "seq"))
+                flat = np.asarray(data.column("vector").combine_chunks().flatten(), dtype=np.float32)
+                mat = flat.reshape(len(ids), -1) if ids else flat.reshape(0, 1)
+                for i, (id_, kind, text, seq) in enumerate(zip(ids, kinds, texts, seqs, strict=True)):
+                    key = (kind, id_)
+                    self._vec[key], self._text[key], self._seq[key] = mat[i], text, seq
+                return False
+        self._table = db.create_table(name, schema=self._schema(self.dim), mode="overwrite")
+        return True
+
+    def sync(self, store: Any, run: str, *, rebuild: bool = False) -> int:
+        """Catch the LanceDB table up with the log (after its checkpoint); returns the rows written.
+        Without a path only the vectors are brought up to date."""
+        self.run = run
+        cp = 0 if rebuild else store.get_checkpoint(CHECKPOINT, run)
+        if self.path is not None:
+            info = store.checkpoint_info(CHECKPOINT, run) if cp else {}
+            stale = bool(cp) and info.get("model") not in (None, self.embedder.name)
+            created = self._open_table(run, rebuild or stale)
+            if created:
+                cp = 0
+        upserts: dict[tuple[str, str], Row] = {}
+        deletes: set[tuple[str, str]] = set()
+        last = cp
+        for seq, _rnd, etype, d in store.iter_rows(run, after_seq=cp, types=INDEX_TYPES):
+            last = seq
+            if etype == "node.created":
+                key = ("node", d["node_id"])
+                upserts[key] = Row(d["node_id"], "node", d["label"], seq)
+                deletes.discard(key)
+            elif etype == "cause.created":
+                key = ("cause", d["cause_id"])
+                upserts[key] = Row(d["cause_id"], "cause", d["description"], seq)
+            elif etype == "nodes.merged":
+                upserts[("node", d["survivor"])] = Row(d["survivor"], "node", d["label"], seq)
+                gone = ("node", d["absorbed"])
+                upserts.pop(gone, None)
+                deletes.add(gone)
+        rows = list(upserts.values())
+        for kind in ("cause", "node"):
+            sel = [r for r in rows if r.kind == kind]
+            self.vectors(kind, [(r.id, r.text) for r in sel])
+        for r in rows:
+            self._seq[(r.kind, r.id)] = r.seq
+        for key in deletes:
+            self._vec.pop(key, None)
+            self._text.pop(key, None)
+            self._seq.pop(key, None)
+        if self.path is None or last == cp:
+            return len(rows)
+        if rows:
+            self._write(rows, run)
+        if deletes:
+            ids = ", ".join(_quote(k[1]) for k in sorted(deletes))
+            self._table.delete(f"kind = 'node' AND id IN ({ids})")
+        store.set_checkpoint(CHECKPOINT, run, last, {"model": self.embedder.name, "path": str(self.path)})
+        return len(rows)
+
+    def _write(self, rows: Iterable[Row], run: str) -> None:
+        import pyarrow as pa
+
+        rows = list(rows)
+        vecs = np.stack([self._vec[(r.kind, r.id)] for r in rows]).astype(np.float32)
+        dim = vecs.shape[1]
+        batch = pa.table(
+            {
+                "id": [r.id for r in rows],
+                "kind": [r.kind for r in rows],
+                "text": [r.text for r in rows],
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), dim),
+                "model": [self.embedder.name] * len(rows),
+                "seq": pa.array([r.seq for r in rows], pa.int64()),
+                "run": [run] * len(rows),
+            },
+            schema=self._schema(dim),
+        )
+        (
+            self._table.merge_insert(["kind", "id"])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(batch)
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The persisted rows (for inspection and tests); [] without a path."""
+        if self._table is None:
+            return []
+        data = self._table.to_arrow().select(["id", "kind", "text", "model", "seq", "run"]).to_pylist()
+        return sorted(data, key=lambda r: (r["kind"], r["seq"], r["id"]))
+
+
+def open_index(store: Any, run: str, embedder: Embedder, path: str | Path | None) -> VectorIndex:
+    """The index of ``run``, caught up with the log."""
+    index = VectorIndex(embedder, path, run)
+    index.sync(store, run)
+    return index
+
+
+def reindex(store: Any, run: str, path: str | Path, embedder: Embedder) -> int:
+    """Rebuild the run's LanceDB table from the log; returns the number of rows written."""
+    index = VectorIndex(embedder, path, run)
+    return index.sync(store, run, rebuild=True)

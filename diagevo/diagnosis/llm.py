@@ -1,0 +1,232 @@
+"""The diagnostician over an OpenAI-compatible chat API (vLLM's server or any provider).
+
+One :class:`LLMDiagnostician` serves a whole round: at most ``concurrency`` requests in flight,
+each with a timeout, transport errors (timeouts, connection errors, 429, 5xx) retried with
+exponential backoff, temperature 0 and Qwen3's non-thinking mode. A reply that does not validate
+gets exactly one re-ask stating the violation; after that, or when the endpoint stays
+unreachable, the :class:`Reply` carries ``value=None`` and a one-line ``error``. Every HTTP
+attempt is described in ``Reply.calls`` so the pipeline can store it as ``llm.called``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+import weakref
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, TypeVar
+
+import openai
+from openai import AsyncOpenAI
+
+from diagevo.config import DiagnosisConfig
+from diagevo.diagnosis import parsing, prompts
+from diagevo.diagnosis.interface import (
+    Assignment,
+    Consolidation,
+    Dedup,
+    Extraction,
+    ExtractionInput,
+    KnownCause,
+    NodeView,
+    Reply,
+)
+
+T = TypeVar("T")
+
+_RETRYABLE = (
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+)
+
+
+class _Transport(Exception):
+    """The endpoint did not answer usefully after the allowed retries."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]
+
+
+class LLMDiagnostician:
+    """Prompts 1-4 through ``chat.completions``; implements :class:`~diagevo.diagnosis.interface.Diagnostician`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        concurrency: int = 64,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        min_words: int = 10,
+        max_words: int = 20,
+        max_tokens: int | None = 512,
+        thinking: bool = False,
+    ) -> None:
+        self.model_name = model
+        self.base_url = base_url
+        self._api_key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY") or "unused"
+        self.concurrency = max(1, concurrency)
+        self.timeout_s = timeout_s
+        self.max_retries = max(0, max_retries)
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.min_words, self.max_words = min_words, max_words
+        self.max_tokens = max_tokens
+        self._extra_body = {"chat_template_kwargs": {"enable_thinking": thinking}}
+        # asyncio primitives and httpx pools belong to one event loop; a CLI or a test may run
+        # several loops over the life of one diagnostician
+        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[AsyncOpenAI, asyncio.Semaphore]]
+        self._per_loop = weakref.WeakKeyDictionary()
+        self._rng = random.Random()
+
+    @classmethod
+    def from_config(cls, cfg: DiagnosisConfig, **overrides: Any) -> LLMDiagnostician:
+        if not cfg.llm_url and "base_url" not in overrides:
+            raise ValueError("diagnosis.llm_url is not set")
+        kwargs: dict[str, Any] = {
+            "base_url": cfg.llm_url,
+            "model": cfg.model,
+            "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
+            "concurrency": cfg.concurrency,
+            "timeout_s": cfg.request_timeout_s,
+            "max_retries": cfg.max_retries,
+            "min_words": cfg.min_words,
+            "max_words": cfg.max_words,
+        }
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+    # --- the four decisions -------------------------------------------------------------------
+
+    async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
+        supplied = frozenset(c.id for c in item.known)
+        return await self._ask(
+            "extract",
+            prompts.extract_messages(item),
+            lambda raw: parsing.parse_extraction(raw, supplied, self.min_words, self.max_words),
+        )
+
+    async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
+        ids = frozenset(c.id for c in candidates)
+        return await self._ask(
+            "deduplicate", prompts.dedup_messages(new_cause, candidates), lambda raw: parsing.parse_dedup(raw, ids)
+        )
+
+    async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
+        ids: Collection[str] = frozenset(n.id for n in shortlist)
+        return await self._ask(
+            "assign_node",
+            prompts.assign_messages(new_cause, shortlist),
+            lambda raw: parsing.parse_assignment(raw, ids, self.min_words, self.max_words),
+        )
+
+    async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
+        return await self._ask(
+            "consolidate",
+            prompts.consolidate_messages(a, b),
+            lambda raw: parsing.parse_consolidation(raw, self.min_words, self.max_words),
+        )
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _loop_state(self) -> tuple[AsyncOpenAI, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        state = self._per_loop.get(loop)
+        if state is None:
+            client = AsyncOpenAI(
+                base_url=self.base_url, api_key=self._api_key, timeout=self.timeout_s, max_retries=0
+            )
+            state = (client, asyncio.Semaphore(self.concurrency))
+            self._per_loop[loop] = state
+        return state
+
+    async def aclose(self) -> None:
+        """Close the HTTP pool of the running loop (optional: pools die with their loop)."""
+        state = self._per_loop.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            await state[0].close()
+
+    async def _ask(self, stage: str, messages: list[dict[str, str]], parse: Callable[[str], T]) -> Reply[T]:
+        calls: list[dict[str, Any]] = []
+        raw, error = "", None
+        for ask in range(2):  # the first ask and one re-ask
+            try:
+                raw = await self._complete(stage, messages, calls)
+            except _Transport as exc:
+                return self._reply(None, raw, calls, ask + 1, f"endpoint: {exc}")
+            try:
+                value = parse(raw)
+            except parsing.ReplyError as exc:
+                error = str(exc)
+                calls[-1]["violation"] = error
+                messages = [*messages, {"role": "assistant", "content": raw}, prompts.reask_message(error)]
+                continue
+            return self._reply(value, raw, calls, ask + 1, None)
+        return self._reply(None, raw, calls, 2, f"invalid reply after a re-ask: {error}")
+
+    def _reply(self, value: T | None, raw: str, calls: list[dict[str, Any]], asks: int, error: str | None) -> Reply[T]:
+        def total(key: str) -> int | None:
+            vals = [c[key] for c in calls if c.get(key) is not None]
+            return sum(vals) if vals else None
+
+        return Reply(
+            value=value,
+            raw=raw,
+            model=self.model_name,
+            latency_s=sum(c["latency_s"] for c in calls),
+            prompt_tokens=total("prompt_tokens"),
+            completion_tokens=total("completion_tokens"),
+            attempts=asks,
+            error=error,
+            calls=tuple(calls),
+        )
+
+    async def _complete(self, stage: str, messages: list[dict[str, str]], calls: list[dict[str, Any]]) -> str:
+        """One chat completion with bounded retries; appends one record per HTTP attempt."""
+        client, sem = self._loop_state()
+        for attempt in range(self.max_retries + 1):
+            record: dict[str, Any] = {"stage": stage, "model": self.model_name, "attempt": len(calls) + 1}
+            t0 = time.perf_counter()
+            try:
+                async with sem:
+                    t0 = time.perf_counter()
+                    resp = await client.chat.completions.create(
+                        model=self.model_name,
+                        messages=messages,  # type: ignore[arg-type]
+                        temperature=0.0,
+                        max_tokens=self.max_tokens,
+                        extra_body=self._extra_body,
+                    )
+            except _RETRYABLE as exc:
+                record.update(latency_s=time.perf_counter() - t0, raw="", error=_one_line(exc))
+                calls.append(record)
+                if attempt == self.max_retries:
+                    raise _Transport(f"{_one_line(exc)} (after {attempt + 1} attempts)") from None
+                delay = min(self.max_backoff_s, self.backoff_s * 2**attempt)
+                await asyncio.sleep(delay * (0.5 + self._rng.random() / 2))
+                continue
+            except openai.APIError as exc:  # 4xx other than 429: retrying will not help
+                record.update(latency_s=time.perf_counter() - t0, raw="", error=_one_line(exc))
+                calls.append(record)
+                raise _Transport(_one_line(exc)) from None
+            usage = getattr(resp, "usage", None)
+            content = resp.choices[0].message.content if resp.choices else None
+            record.update(
+                latency_s=time.perf_counter() - t0,
+                prompt_tokens=getattr(usage, "prompt_tokens", None),
+                completion_tokens=getattr(usage, "completion_tokens", None),
+                raw=content or "",
+            )
+            calls.append(record)
+            return content or ""
+        raise _Transport("no attempt was made")  # unreachable: the loop returns or raises

@@ -1,0 +1,216 @@
+"""A loopback OpenAI-compatible server for tests and benchmarks.
+
+Speaks ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` over real HTTP on 127.0.0.1.
+Chat replies are scripted per diagnostician stage (recognised from the system message) and
+consumed in order; a stage without a script falls back to its default (a callable or a string).
+Every request is recorded. Embeddings are deterministic: a text's vector is set explicitly with
+:meth:`LLMServer.set_vector` / :meth:`LLMServer.similar`, or derived from a hash of the text
+(random unit vectors in 64 dimensions are nearly orthogonal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+from diagevo.diagnosis.prompts import STAGES
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Answer with an HTTP error status (e.g. 500, 429)."""
+
+    status: int = 500
+    message: str = "scripted failure"
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Answer only after ``seconds`` (longer than the client's timeout: a timeout)."""
+
+    seconds: float
+    content: str = "{}"
+
+
+Scripted = str | Fail | Hang | Callable[[dict[str, Any]], Any]
+
+
+def stage_of(body: dict[str, Any]) -> str:
+    msgs = body.get("messages") or []
+    system = next((m.get("content", "") for m in msgs if m.get("role") == "system"), "")
+    for stage, text in STAGES.items():
+        if system == text:
+            return stage
+    return "other"
+
+
+class LLMServer:
+    """Start with ``with LLMServer() as srv:``; ``srv.url`` is the ``/v1`` base URL."""
+
+    def __init__(self, delay_s: float = 0.0, dim: int = 64) -> None:
+        self.delay_s = delay_s
+        self.dim = dim
+        self.scripts: dict[str, deque[Scripted]] = defaultdict(deque)
+        self.defaults: dict[str, Scripted] = {}
+        self.requests: list[dict[str, Any]] = []
+        self.vectors: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- scripting ------------------------------------------------------------------------------
+
+    def script(self, stage: str, *replies: Scripted) -> LLMServer:
+        with self._lock:
+            self.scripts[stage].extend(replies)
+        return self
+
+    def default(self, stage: str, reply: Scripted) -> LLMServer:
+        self.defaults[stage] = reply
+        return self
+
+    def set_vector(self, text: str, vec: np.ndarray) -> None:
+        v = np.asarray(vec, dtype=np.float64)
+        self.vectors[text] = v / np.linalg.norm(v)
+
+    def vector(self, text: str) -> np.ndarray:
+        if text in self.vectors:
+            return self.vectors[text]
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(self.dim)
+        return v / np.linalg.norm(v)
+
+    def similar(self, text: str, like: str, cosine: float) -> None:
+        """Make ``text``'s vector have exactly ``cosine`` similarity with ``like``'s."""
+        base = self.vector(like)
+        noise = self.vector("orthogonal:" + text)
+        noise = noise - (noise @ base) * base
+        noise /= np.linalg.norm(noise)
+        self.set_vector(text, cosine * base + np.sqrt(max(0.0, 1 - cosine**2)) * noise)
+
+    def calls(self, stage: str | None = None) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.requests if stage is None or r["stage"] == stage]
+
+    # --- serving ----------------------------------------------------------------------------------
+
+    def _next(self, stage: str) -> Scripted | None:
+        with self._lock:
+            if self.scripts[stage]:
+                return self.scripts[stage].popleft()
+        return self.defaults.get(stage)
+
+    def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], float]:
+        """(status, json body, delay before answering)."""
+        if path.endswith("/embeddings"):
+            inputs = body.get("input")
+            texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+            with self._lock:
+                self.requests.append({"path": path, "stage": "embeddings", "body": body})
+            data = [
+                {"object": "embedding", "index": i, "embedding": self.vector(t).tolist()} for i, t in enumerate(texts)
+            ]
+            usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+            return 200, {"object": "list", "data": data, "model": body.get("model", ""), "usage": usage}, 0.0
+        if not path.endswith("/chat/completions"):
+            return 404, {"error": {"message": f"no route {path}"}}, 0.0
+        stage = stage_of(body)
+        with self._lock:
+            self.requests.append({"path": path, "stage": stage, "body": body})
+        reply = self._next(stage)
+        if callable(reply) and not isinstance(reply, (Fail, Hang)):
+            reply = reply(body)
+        delay = self.delay_s
+        if reply is None:
+            return 500, {"error": {"message": f"nothing scripted for stage {stage}"}}, delay
+        if isinstance(reply, Fail):
+            return reply.status, {"error": {"message": reply.message, "type": "server_error"}}, delay
+        if isinstance(reply, Hang):
+            delay, reply = reply.seconds, reply.content
+        content = reply if isinstance(reply, str) else json.dumps(reply)
+        return 200, _completion(body.get("model", ""), content), delay
+
+    def __enter__(self) -> LLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> LLMServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server naming
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    body = {}
+                status, payload, delay = server.handle(self.path, body)
+                if delay > 0 and server._stop.wait(delay):
+                    return
+                out = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(out)))
+                    self.end_headers()
+                    self.wfile.write(out)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 256
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+
+_counter = 0
+
+
+def _completion(model: str, content: str) -> dict[str, Any]:
+    global _counter
+    _counter += 1
+    return {
+        "id": f"chatcmpl-test-{_counter}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop", "logprobs": None}
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": max(1, len(content.split())), "total_tokens": 100 + len(content.split())},
+    }
