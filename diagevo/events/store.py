@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -63,6 +63,7 @@ _FETCH = 4096  # rows per DBAPI fetch on the read paths
 _SQLITE_MAX_PARAMS = 500
 
 _canonical = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+_json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -118,7 +119,7 @@ class RevisionStatus:
 
 
 def _canonical_prefix(event_id: str, run: str, round: int, type: str, schema_version: int) -> str:
-    return f"[{_canonical(event_id)},{_canonical(run)},{round},{_canonical(type)},{schema_version},"
+    return f"[{_json_str(event_id)},{_json_str(run)},{round},{_json_str(type)},{schema_version},"
 
 
 def canonical_event_json(
@@ -354,18 +355,21 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
     """Serialise outside the lock; drops in-batch duplicates (first wins). Returns (rows, dups)."""
     seen: set[str] = set()
     rows: list[_Prepared] = []
+    quoted: dict[str, str] = {}  # runs and types repeat within a batch
     for ev in events:
-        eid = ev.event_id
+        eid, run, typ = ev.event_id, ev.run, ev.type
         if eid in seen:
             continue
         seen.add(eid)
-        data, arts = _externalise_texts(ev.type, ev.data)
+        data, arts = _externalise_texts(typ, ev.data)
         try:
             data_json = _canonical(data)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"event {eid}: data is not JSON-serialisable: {exc}") from None
-        canon = _canonical_prefix(eid, ev.run, ev.round, ev.type, SCHEMA_VERSION) + data_json + "]"
-        rows.append((eid, ev.run, ev.round, ev.type, data_json, canon.encode(), arts))
+        q_run = quoted.get(run) or quoted.setdefault(run, _json_str(run))
+        q_typ = quoted.get(typ) or quoted.setdefault(typ, _json_str(typ))
+        canon = f"[{_json_str(eid)},{q_run},{ev.round},{q_typ},{SCHEMA_VERSION},{data_json}]"
+        rows.append((eid, run, ev.round, typ, data_json, canon.encode(), arts))
     return rows, len(events) - len(rows)
 
 

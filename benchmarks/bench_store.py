@@ -1,0 +1,305 @@
+"""Event-store benchmark (a script, not a test).
+
+(a) batched append throughput of ``EventStore.append`` against raw ``sqlite3`` executemany of the
+    very same rows into an identical schema (same migration, same pragmas), in the same run;
+(b) reading a 1,000,000-event log back with ``iter_rows``: wall time and peak memory, measured in
+    a fresh process so that building the log does not count.
+
+``build_log(url, n_events)`` builds a realistic log (question.generated / question.scored /
+failure.recorded / failure.diagnosed with small texts, plus attributions, new nodes and causes,
+promotions and reactivations, one ``round.committed`` per round) that the memory fold accepts;
+other benchmarks reuse it.
+
+    python benchmarks/bench_store.py [--events 1000000] [--append-events 100000] [--db URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import random
+import resource
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import make_url
+
+from diagevo.events.schemas import EVENT_TYPES, EventIn, validate_event
+from diagevo.events.store import ARTIFACT_KEY, EventStore, upgrade
+
+WORDS = (
+    "let the number of apples be x then twice that plus seven equals the total so we subtract "
+    "seven and divide by two which gives the answer after checking units and the remainder"
+).split()
+
+
+def _text(rng: random.Random, tag: str, n_words: int) -> str:
+    return f"[{tag}] " + " ".join(rng.choices(WORDS, k=n_words))
+
+
+@dataclass
+class _World:
+    """Just enough memory state to emit a log that respects the fold's invariants."""
+
+    rng: random.Random
+    active: list[str] = field(default_factory=list)
+    mastered: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    node_of: dict[str, str] = field(default_factory=dict)
+
+
+def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    rng = w.rng
+    yield "round.started", {}
+    qids = []
+    for i in range(questions):
+        qid = f"q{rnd}-{i}"
+        qids.append(qid)
+        active = rng.choice(w.active) if w.active and rng.random() < 0.7 else None
+        mastered = rng.choice(w.mastered) if active and w.mastered and rng.random() < 0.3 else None
+        mode = "stitched" if mastered else "targeted" if active else "free"
+        node = w.node_of[active] if active else None
+        yield "question.generated", {
+            "question_id": qid, "mode": mode, "active_cause": active, "mastered_cause": mastered,
+            "text": _text(rng, qid, 24), "node": node,
+        }  # fmt: skip
+    for qid in qids:
+        p1 = rng.random()
+        yield "question.scored", {
+            "question_id": qid, "n": 12, "p1": round(p1, 4), "p2": round(rng.random() * p1, 4),
+            "pseudo_label": str(rng.randint(0, 999)), "retained": 0.25 <= p1 <= 0.75,
+        }  # fmt: skip
+    for j, qid in enumerate(rng.sample(qids, len(qids) // 2)):
+        fid = f"f{rnd}-{j}"
+        yield "failure.recorded", {
+            "failure_id": fid, "question_id": qid,
+            "response": _text(rng, fid + "/response", 36), "reference": _text(rng, fid + "/reference", 36),
+        }  # fmt: skip
+        if w.active or w.mastered:
+            if rng.random() < 0.6:
+                pool_active = rng.random() < 0.9 or not w.mastered
+                cause = rng.choice(w.active) if pool_active and w.active else rng.choice(w.mastered or w.active)
+                yield "failure.diagnosed", {
+                    "failure_id": fid, "matched_cause": cause, "error_cause": None,
+                    "model": "sim-diagnostician", "raw": _text(rng, fid + "/raw", 20),
+                }  # fmt: skip
+                if cause in w.mastered:
+                    w.mastered.remove(cause)
+                    w.active.append(cause)
+                    yield "cause.reactivated", {"cause_id": cause, "failure_id": fid}
+                via = "recurrence" if rng.random() < 0.8 else "dedup"
+                yield "failure.attributed", {
+                    "failure_id": fid, "cause_id": cause, "via": via, "similarity": round(rng.uniform(0.7, 1), 3),
+                }  # fmt: skip
+                continue
+        if rng.random() < 0.01 or not w.active:  # a new cause, sometimes under a new node
+            desc = _text(rng, "cause", 14)
+            yield "failure.diagnosed", {
+                "failure_id": fid, "matched_cause": None, "error_cause": desc,
+                "model": "sim-diagnostician", "raw": _text(rng, fid + "/raw", 20),
+            }  # fmt: skip
+            if not w.nodes or rng.random() < 0.3:
+                nid = f"n{len(w.nodes)}"
+                w.nodes.append(nid)
+                yield "node.created", {"node_id": nid, "label": f"skill {nid}"}
+            cid = f"c{len(w.node_of)}"
+            w.node_of[cid] = rng.choice(w.nodes)
+            w.active.append(cid)
+            yield "cause.created", {"cause_id": cid, "node_id": w.node_of[cid], "description": desc, "failure_id": fid}
+    for cid in list(w.active):
+        if rng.random() < 0.1:
+            w.active.remove(cid)
+            w.mastered.append(cid)
+            yield "cause.promoted", {"cause_id": cid, "acc": round(rng.uniform(0.7, 1), 3), "n_candidates": 5}
+    yield "round.committed", {}
+
+
+@cache
+def _defaults(type_: str) -> dict[str, Any]:
+    """Optional data fields with their defaults, as ``validate_event`` fills them in."""
+    fields = EVENT_TYPES[type_].model_fields
+    return {name: f.get_default(call_default_factory=True) for name, f in fields.items() if not f.is_required()}
+
+
+def realistic_events(run: str, n_events: int, *, seed: int = 0, questions: int = 3000) -> Iterator[EventIn]:
+    """About ``n_events`` events (whole rounds) of one run; the first round is schema-validated."""
+    w = _World(random.Random(seed))
+    k = 0
+
+    def make(rnd: int, type_: str, data: dict[str, Any]) -> EventIn:
+        nonlocal k
+        k += 1
+        raw = {"type": type_, "run": run, "round": rnd, "event_id": f"{run}:{k}", "data": data}
+        if rnd <= 1:  # validated: the generator must produce what validate_event would
+            return validate_event(raw)
+        raw["data"] = {**_defaults(type_), **data}
+        return EventIn.model_construct(**raw)
+
+    yield make(0, "run.started", {"config": {"k": 0.5}, "seed": seed})
+    rnd = 0
+    while k < n_events:
+        rnd += 1
+        for type_, data in _round_events(w, run, rnd, questions):
+            yield make(rnd, type_, data)
+
+
+def _chunks(it: Iterator[EventIn], size: int) -> Iterator[list[EventIn]]:
+    chunk: list[EventIn] = []
+    for ev in it:
+        chunk.append(ev)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def build_log(url: str, n_events: int = 1_000_000, *, run: str | None = None, seed: int = 0, batch: int = 5000) -> str:
+    """Append a realistic log of about ``n_events`` events to ``url``; returns its run id."""
+    run = run or f"bench-{seed}-{n_events}"
+    with EventStore(url) as store:
+        for chunk in _chunks(realistic_events(run, n_events, seed=seed), batch):
+            store.append(chunk)
+    return run
+
+
+# --- (a) append throughput ------------------------------------------------------------------
+
+
+def _sqlite_path(url: str) -> str:
+    return str(make_url(url).database)
+
+
+def _bench_store_append(url: str, batches: list[list[EventIn]]) -> float:
+    with EventStore(url) as store:
+        t0 = time.perf_counter()
+        for b in batches:
+            store.append(b)
+        return time.perf_counter() - t0
+
+
+def _stored_rows(url: str, batches: list[list[EventIn]]) -> list[tuple[list[tuple], list[tuple]]]:
+    """The exact rows the store wrote, grouped by batch: (events rows, artifacts rows)."""
+    conn = sqlite3.connect(_sqlite_path(url))
+    events = conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
+    arts = dict(conn.execute("SELECT sha256, text FROM artifacts").fetchall())
+    conn.close()
+    out, i = [], 0
+    for b in batches:
+        rows = events[i : i + len(b)]
+        i += len(b)
+        shas = {v[ARTIFACT_KEY] for r in rows for v in json.loads(r[6]).values() if isinstance(v, dict) and ARTIFACT_KEY in v}
+        out.append((rows, [(s, arts[s]) for s in shas]))
+    return out
+
+
+def _bench_raw_sqlite(url: str, grouped: list[tuple[list[tuple], list[tuple]]]) -> float:
+    upgrade(url)  # identical schema: same migration, indexes and triggers
+    conn = sqlite3.connect(_sqlite_path(url), isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    t0 = time.perf_counter()
+    for rows, arts in grouped:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT OR IGNORE INTO artifacts (sha256, text) VALUES (?, ?)", arts)
+        conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - t0
+    conn.close()
+    return elapsed
+
+
+def small_events(run: str, n_events: int) -> Iterator[EventIn]:
+    """The bulk of a log: question.scored events, small data dicts, no texts."""
+    for i in range(n_events):
+        data = {**_defaults("question.scored"), "question_id": f"q{i}", "n": 12, "p1": 0.5 + (i % 7) / 20,
+                "p2": 0.25, "pseudo_label": str(i % 997), "retained": i % 3 == 0}  # fmt: skip
+        yield EventIn.model_construct(type="question.scored", run=run, round=1 + i // 5000, event_id=f"{run}:{i}", data=data)
+
+
+def bench_append(tmp: Path, events: list[EventIn], batch: int = 1000, repeats: int = 3) -> dict[str, float]:
+    """Best of ``repeats`` for the store and for raw sqlite3, alternating (the machine is shared)."""
+    batches = [events[i : i + batch] for i in range(0, len(events), batch)]
+    best_store = best_raw = float("inf")
+    for r in range(repeats):
+        store_url = f"sqlite:///{tmp / f'store-{r}.db'}"
+        raw_url = f"sqlite:///{tmp / f'raw-{r}.db'}"
+        EventStore(store_url).close()  # migration outside the timing
+        best_store = min(best_store, _bench_store_append(store_url, batches))
+        best_raw = min(best_raw, _bench_raw_sqlite(raw_url, _stored_rows(store_url, batches)))
+        for f in tmp.glob(f"*-{r}.db*"):
+            f.unlink()
+    n = len(events)
+    return {"events": n, "store_eps": n / best_store, "raw_eps": n / best_raw, "ratio": best_raw / best_store}
+
+
+# --- (b) reading a million events -----------------------------------------------------------
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def measure_iter_rows(url: str, run: str) -> dict[str, float]:
+    """Run in a fresh process: time and peak memory of reading the whole run via iter_rows."""
+    with EventStore(url) as store:
+        base = _peak_rss_mib()
+        t0 = time.perf_counter()
+        n = 0
+        for _ in store.iter_rows(run):
+            n += 1
+        elapsed = time.perf_counter() - t0
+    return {"rows": n, "seconds": elapsed, "peak_rss_mib": _peak_rss_mib(), "rss_growth_mib": _peak_rss_mib() - base}
+
+
+def in_fresh_process(fn: Any, *args: Any) -> Any:
+    """Call ``fn(*args)`` in a spawned process, so its peak memory is its own."""
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000, help="size of the log read back in (b)")
+    ap.add_argument("--append-events", type=int, default=100_000, help="events appended in (a)")
+    ap.add_argument("--db", help="database for (b) (default: a temporary SQLite file)")
+    args = ap.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="bench_store_") as d:
+        tmp = Path(d)
+        n = args.append_events
+        workloads = {
+            "small dicts (question.scored)": list(small_events("small", n)),
+            "realistic mix with texts": list(realistic_events("mixed", n, seed=1)),
+        }
+        print("(a) append in batches of 1000 to a SQLite file (WAL, synchronous=NORMAL), best of 3")
+        print(f"    {'workload':<32}{'events':>9}{'store ev/s':>13}{'raw ev/s':>13}{'ratio':>8}")
+        ok = True
+        for name, events in workloads.items():
+            a = bench_append(tmp, events)
+            ok = ok and a["ratio"] >= 0.5
+            print(f"    {name:<32}{a['events']:>9,}{a['store_eps']:>13,.0f}{a['raw_eps']:>13,.0f}{a['ratio']:>8.2f}")
+        print("    targets: ratio >= 0.5, >= 50,000 events/s")
+
+        url = args.db or f"sqlite:///{tmp / 'million.db'}"
+        t0 = time.perf_counter()
+        run = build_log(url, args.events)
+        build_s = time.perf_counter() - t0
+        b = in_fresh_process(measure_iter_rows, url, run)
+        print(f"(b) log of {b['rows']:,} events built in {build_s:.1f} s ({b['rows'] / build_s:,.0f} events/s)")
+        print(f"    {'iter_rows, full run':<28}{b['seconds']:>12.2f} s   ({b['rows'] / b['seconds']:,.0f} rows/s)")
+        print(f"    {'peak RSS of reader':<28}{b['peak_rss_mib']:>12.0f} MiB (+{b['rss_growth_mib']:.0f} while reading)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
