@@ -23,6 +23,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
-from diagevo.train.sim.families import AREAS, Family
+from diagevo.train.sim.families import AREAS, FAMILY_BY_NAME, Family
 from diagevo.train.sim.text import signature
 
 MODEL = "sim-diagnostician"
@@ -71,6 +72,21 @@ def first_divergence(a: str, b: str) -> tuple[str, str] | None:
     return None
 
 
+@lru_cache(maxsize=8)
+def _step_signatures(names: tuple[str, ...], seed: int) -> dict[str, str]:
+    """Signatures of every skill step the families write (right and wrong paths) -> family."""
+    rng = random.Random(f"sim-steps:{seed}")
+    table: dict[str, str] = {}
+    for name in names:
+        f = FAMILY_BY_NAME[name]
+        for d in range(4):
+            for _ in range(60):
+                inst = f.make(rng, d)
+                for s in (*inst.right, *inst.wrong):
+                    table.setdefault(signature(s), f.name)
+    return table
+
+
 def _words(s: str) -> set[str]:
     return set(re.findall(r"[a-z]+", s.lower()))
 
@@ -92,20 +108,9 @@ class SimDiagnostician(Diagnostician):
         self.seed = seed
         self.cause_table = {c: f.name for f in self.fams for c in (*f.causes, f.skill)}
         self.label_table = {lbl: a for a, labels in AREAS.items() for lbl in labels}
-        self.step_table = self._step_signatures()
+        self.step_table = _step_signatures(tuple(f.name for f in self.fams), seed)
         self._step_words = [(_words(s), fam) for s, fam in self.step_table.items()]
         self._text_emb: tuple[list[str], np.ndarray] | None = None
-
-    def _step_signatures(self) -> dict[str, str]:
-        rng = random.Random(f"sim-steps:{self.seed}")
-        table: dict[str, str] = {}
-        for f in self.fams:
-            for d in range(4):
-                for _ in range(60):
-                    inst = f.make(rng, d)
-                    for s in (*inst.right, *inst.wrong):
-                        table.setdefault(signature(s), f.name)
-        return table
 
     # ------------------------------------------------------------------ reading texts
 
