@@ -189,7 +189,7 @@ def test_old_schema_revision_is_refused_untouched(tmp_path: Path, capsys: pytest
     with EventStore(db):
         pass
     con = sqlite3.connect(path)
-    con.execute("UPDATE alembic_version SET version_num = '0000_older'")
+    con.execute("UPDATE alembic_version SET version_num = '0001'")
     con.commit()
     con.close()
     before = path.read_bytes()

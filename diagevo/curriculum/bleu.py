@@ -55,7 +55,7 @@ def _match_counts(ids: np.ndarray, owner: np.ndarray, lens: np.ndarray, n_texts:
         valid = pos_in_text + n <= np.repeat(lens, lens)
         g, t = code[valid], owner[valid]
         if len(g) == 0:
-            out.append(np.zeros((n_texts, n_texts), dtype=np.int64))
+            out.append(np.zeros((n_texts, n_texts), dtype=np.int32))
             continue
         order = np.lexsort((g, t))
         g, t = g[order], t[order]
@@ -67,7 +67,7 @@ def _match_counts(ids: np.ndarray, owner: np.ndarray, lens: np.ndarray, n_texts:
         x = sparse.csr_matrix(
             (np.ones(len(g), dtype=np.int32), (t, col.ravel())), shape=(n_texts, int(col.max()) + 1)
         )
-        out.append((x @ x.T).toarray().astype(np.int64))
+        out.append((x @ x.T).toarray())
     return out
 
 

@@ -1,14 +1,28 @@
-"""The event log: event schemas, SQL tables and the append-only :class:`EventStore`."""
+"""The event log: event schemas, SQL tables and the append-only :class:`EventStore`.
+
+The store's names are loaded lazily, so that importing the schemas (as the pure ``memory``
+package does) does not pull in SQLAlchemy and Alembic.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from diagevo.events.schemas import EVENT_TYPES, SCHEMA_VERSION, TEXT_FIELDS, EventIn, InvalidEvent, validate_event
-from diagevo.events.store import (
-    AppendResult,
-    ConflictError,
-    EventStore,
-    RevisionStatus,
-    SchemaOutdated,
-    StoredEvent,
-    StoreError,
+
+if TYPE_CHECKING:
+    from diagevo.events.store import (
+        AppendResult,
+        ConflictError,
+        EventStore,
+        RevisionStatus,
+        SchemaOutdated,
+        StoredEvent,
+        StoreError,
+    )
+
+_STORE_NAMES = frozenset(
+    {"AppendResult", "ConflictError", "EventStore", "RevisionStatus", "SchemaOutdated", "StoreError", "StoredEvent"}
 )
 
 __all__ = [
@@ -26,3 +40,11 @@ __all__ = [
     "StoredEvent",
     "validate_event",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _STORE_NAMES:
+        from diagevo.events import store
+
+        return getattr(store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

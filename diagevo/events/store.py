@@ -18,7 +18,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -579,7 +579,7 @@ class EventStore:
         """Events of a run in seq order; ``texts=True`` puts artifact texts back inline."""
         where, params = self._where(run, after_seq, upto_seq, types)
         loads = json.loads
-        with self._cursor(stream=True) as cur, self._cursor() as art_cur:
+        with self._cursor(stream=True) as cur, (self._cursor() if texts else nullcontext()) as art_cur:
             cur.execute(
                 "SELECT seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash "
                 f"FROM events {where} ORDER BY seq",
