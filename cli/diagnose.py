@@ -1,0 +1,226 @@
+"""``diagevo diagnose FAILURES.jsonl`` and ``diagevo memory reindex``.
+
+``diagnose`` runs the diagnosis pipeline (Prompts 1-4, stages 2a/3a/3.5/4a) for failures produced
+by any trainer, appends the decisions to the run's log and prints a summary. The whole file is
+validated before anything is stored; a bad line is reported as ``line N: reason``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json as jsonlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
+
+PHASES = {"extract": "Prompt 1 (extraction)", "maintain": "stages 2a-3.5 (memory)", "consolidate": "stage 4a (merges)"}
+
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option("--embedder", help="'local' (MiniLM, offline) or an OpenAI-compatible embeddings base URL."),
+]
+EmbedModelOpt = Annotated[str | None, typer.Option("--embed-model", help="Model name for an embeddings endpoint.")]
+IndexOpt = Annotated[
+    Path | None,
+    typer.Option("--index", help="LanceDB directory of the vector index (default: next to a SQLite db, else ./diagevo.lance)."),
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="TOML config; its [diagnosis] section sets the defaults (e.g. configs/diagnosis_api.toml).")
+]
+
+
+class FailureLine(BaseModel):
+    """One line of FAILURES.jsonl."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    failure_id: StrictStr = Field(min_length=1)
+    question_id: StrictStr = Field(min_length=1)
+    question: StrictStr
+    pseudo_label: StrictStr
+    response: StrictStr
+    reference: StrictStr
+    known_causes: list[StrictStr] = Field(default_factory=list)
+
+
+def _reason(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = {"missing": "is missing", "extra_forbidden": "is not a known field"}.get(err["type"], err["msg"])
+    return f"{loc} {msg}" if loc else msg
+
+
+def read_failures(path: Path, known_cause_ids: set[str]) -> list[FailureLine]:
+    """Parse and validate every line; the first problem raises ``CLIError('line N: ...')``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CLIError(f"cannot read {path}: {exc}") from None
+    out: list[FailureLine] = []
+    seen: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = jsonlib.loads(line)
+        except jsonlib.JSONDecodeError as exc:
+            raise CLIError(f"line {n}: not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise CLIError(f"line {n}: expected a JSON object")
+        try:
+            item = FailureLine.model_validate(obj)
+        except ValidationError as exc:
+            raise CLIError(f"line {n}: {_reason(exc)}") from None
+        if item.failure_id in seen:
+            raise CLIError(f"line {n}: failure_id {item.failure_id!r} already appears on line {seen[item.failure_id]}")
+        seen[item.failure_id] = n
+        unknown = [c for c in item.known_causes if c not in known_cause_ids]
+        if unknown:
+            raise CLIError(f"line {n}: known_causes names {unknown[0]!r}, which is not a cause of this run")
+        if len(set(item.known_causes)) != len(item.known_causes):
+            raise CLIError(f"line {n}: known_causes repeats a cause")
+        out.append(item)
+    if not out:
+        raise CLIError(f"{path} holds no failures")
+    return out
+
+
+def _diagnosis_config(config: Path | None, **overrides: Any) -> Any:
+    from diagevo.config import load_config
+
+    cfg = load_config(config).diagnosis
+    values = {k: v for k, v in overrides.items() if v is not None}
+    return cfg.model_copy(update=values) if values else cfg
+
+
+def _embedder(cfg: Any) -> Any:
+    from diagevo.diagnosis.embedder import make_embedder
+
+    api_key = cfg.api_key.get_secret_value() if cfg.api_key else None
+    return make_embedder(cfg.embedder, cfg.embed_model, api_key)
+
+
+def _summary_table(s: Any) -> Table:
+    table = Table(title=f"diagnosis of run {s.run}, round {s.round}", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("failures", s.failures),
+        ("already decided (resumed)", s.resumed),
+        ("recurrence matches", s.recurrences),
+        ("duplicates of stored causes", s.duplicates),
+        ("reactivations", s.reactivations),
+        ("new causes", s.new_causes),
+        ("new skill nodes", s.new_nodes),
+        ("non-skill slips", s.non_skill),
+        ("failed diagnoses", s.failed),
+        ("merge candidates / merges", f"{s.merge_candidates} / {s.merges}"),
+        ("LLM calls", s.llm_calls),
+        ("θ_dup / θ_merge", f"{s.theta_dup:g} / {s.theta_merge:g}"),
+        ("seconds (extract / memory / merges)", f"{s.extraction_s:.1f} / {s.maintenance_s:.1f} / {s.consolidation_s:.1f}"),
+    ]
+    for k, v in rows:
+        table.add_row(k, str(v))
+    return table
+
+
+def diagnose(
+    failures_file: Annotated[Path, typer.Argument(help="JSONL, one failure a line (see README).", show_default=False)],
+    run: Annotated[str, typer.Option("--run", help="Run id whose memory the failures update.")],
+    round: Annotated[int, typer.Option("--round", help="The run's open round (last committed round + 1).")],
+    llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible base URL of the diagnostician.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Diagnostician model name.")] = None,
+    embedder: EmbedderOpt = None,
+    db: DbOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    embed_model: EmbedModelOpt = None,
+    index: IndexOpt = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Requests in flight.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log."""
+    from diagevo.config import resolve_db_url
+    from diagevo.diagnosis.index import VectorIndex, default_index_path
+    from diagevo.diagnosis.llm import LLMDiagnostician
+    from diagevo.diagnosis.pipeline import diagnose_round, failures_from_records
+    from diagevo.replay import load_memory
+
+    cfg = _diagnosis_config(
+        config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
+    )
+    if not cfg.llm_url:
+        raise CLIError("no diagnostician endpoint: pass --llm-url (or set diagnosis.llm_url in --config)")
+    if not failures_file.is_file():
+        raise CLIError(f"no such file: {failures_file}")
+    with open_store(db) as store:
+        if run not in store.runs():
+            raise CLIError(f"no run {run!r} in the database")
+        memory = load_memory(store, run)
+        if round != memory.committed + 1:
+            raise CLIError(f"round {round} is not open in run {run!r}: its last committed round is {memory.committed}")
+        lines = read_failures(failures_file, set(memory.causes))
+        emb = _embedder(cfg)
+        vindex = VectorIndex(emb, index or default_index_path(resolve_db_url(db)), run)
+        dx = LLMDiagnostician.from_config(cfg)
+        inputs = failures_from_records(line.model_dump() for line in lines)
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err_console, transient=True, disable=json_out,
+        ) as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(phase: str, done: int, total: int | None) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
+                bar.update(tasks[phase], completed=done, total=total)
+
+            summary = asyncio.run(
+                diagnose_round(
+                    store=store, run=run, round=round, failures=inputs, diagnostician=dx,
+                    embedder=emb, cfg=cfg, index=vindex, progress=progress,
+                )
+            )
+    if json_out:
+        emit_json(summary.to_json())
+    else:
+        console.print(_summary_table(summary))
+
+
+def reindex(
+    db: DbOpt = None,
+    run: RunOpt = None,
+    embedder: EmbedderOpt = None,
+    embed_model: EmbedModelOpt = None,
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Rebuild the vector index (LanceDB) of a run from its event log."""
+    from diagevo.config import resolve_db_url
+    from diagevo.diagnosis.index import CHECKPOINT, default_index_path
+    from diagevo.diagnosis.index import reindex as rebuild
+    from diagevo.replay import resolve_run
+
+    cfg = _diagnosis_config(config, embedder=embedder, embed_model=embed_model)
+    emb = _embedder(cfg)
+    path = index or default_index_path(resolve_db_url(db))
+    with open_store(db) as store:
+        run_id = resolve_run(store, run)
+        rows = rebuild(store, run_id, path, emb)
+        seq = store.get_checkpoint(CHECKPOINT, run_id)
+    result = {"run": run_id, "rows": rows, "path": str(path), "model": emb.name, "checkpoint": seq}
+    if json:
+        emit_json(result)
+    else:
+        console.print(f"reindexed run {run_id}: {rows} rows ({emb.name}) in {path}, checkpoint at seq {seq}")
+
+
+def register(app: typer.Typer, memory_app: typer.Typer) -> None:
+    app.command("diagnose")(diagnose)
+    memory_app.command("reindex")(reindex)
