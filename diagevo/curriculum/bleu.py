@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import sparse
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 MAX_ORDER = 4
@@ -39,6 +38,8 @@ def _token_ids(tokens: list[list[str]]) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 def _match_counts(ids: np.ndarray, owner: np.ndarray, lens: np.ndarray, n_texts: int) -> list[np.ndarray]:
     """Clipped n-gram match counts for every pair, one symmetric int matrix per order."""
+    from scipy import sparse  # deferred: a slow import most users of the package never need
+
     starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64) if n_texts else lens
     pos_in_text = np.arange(len(ids), dtype=np.int64) - np.repeat(starts, lens)
     vocab = int(ids.max()) + 1 if len(ids) else 1

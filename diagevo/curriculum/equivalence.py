@@ -25,7 +25,6 @@ from typing import Any
 
 from diagevo.curriculum.answers import answer_key, normalize_answer, simple_number
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 MAX_ANSWER_CHARS = 2000  # longer answers are compared as strings only
 
 
@@ -70,7 +69,8 @@ class EquivalenceChecker:
     ):
         """``timeout_s`` bounds one parse or verify, ``start_timeout_s`` a worker start;
         ``command`` replaces the worker command line (tests use fakes that hang or fail)."""
-        self.command = command or [sys.executable, "-m", "diagevo.curriculum.mathverify_worker"]
+        # run by path: "-m diagevo..." would import the whole package (sklearn, scipy) first
+        self.command = command or [sys.executable, str(Path(__file__).with_name("mathverify_worker.py"))]
         self.timeout_s = timeout_s
         self.start_timeout_s = start_timeout_s
         self.max_cached = max_cached
@@ -93,8 +93,6 @@ class EquivalenceChecker:
 
     # -- worker management -------------------------------------------------------------
     def _start(self) -> bool:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = _PACKAGE_ROOT + os.pathsep + env.get("PYTHONPATH", "")
         self._ready = False
         self._buf = b""
         self._parse_ids.clear()
@@ -105,7 +103,6 @@ class EquivalenceChecker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env=env,
                 bufsize=0,
                 close_fds=True,
             )

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from sklearn.cluster import AgglomerativeClustering
 
 from diagevo.curriculum.bleu import pairwise_bleu_distance
 
@@ -31,6 +30,8 @@ def cluster_labels(texts: list[str], threshold: float = 0.5) -> np.ndarray:
     """Average-linkage agglomerative clusters on BLEU distances, merged while below threshold."""
     if len(texts) < 2:
         return np.zeros(len(texts), dtype=np.int64)
+    from sklearn.cluster import AgglomerativeClustering  # deferred: a slow import
+
     model = AgglomerativeClustering(
         n_clusters=None, metric="precomputed", linkage="average", distance_threshold=threshold
     )
