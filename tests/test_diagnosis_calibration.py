@@ -1,0 +1,68 @@
+"""Thresholds belong to an embedding model: the local MiniLM's are measured here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from diagevo.config import DiagnosisConfig
+from diagevo.diagnosis import calibration as cal
+from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME, LocalEmbedder
+
+
+@pytest.fixture(scope="module")
+def sims() -> dict[str, np.ndarray]:
+    e = LocalEmbedder()
+    return {
+        "cause_paraphrase": cal.pair_similarities(e, cal.CAUSE_PARAPHRASES),
+        "cause_unrelated": cal.pair_similarities(e, cal.CAUSE_UNRELATED),
+        "cause_near": cal.pair_similarities(e, cal.CAUSE_NEAR),
+        "label_paraphrase": cal.pair_similarities(e, cal.LABEL_PARAPHRASES),
+        "label_unrelated": cal.pair_similarities(e, cal.LABEL_UNRELATED),
+    }
+
+
+def test_the_labelled_set_is_made_of_10_to_20_word_phrases() -> None:
+    groups = [cal.CAUSE_PARAPHRASES, cal.CAUSE_UNRELATED, cal.CAUSE_NEAR, cal.LABEL_PARAPHRASES, cal.LABEL_UNRELATED]
+    assert sum(len(g) for g in groups) >= 60
+    for group in groups:
+        for a, b in group:
+            assert a != b
+            for t in (a, b):
+                assert 10 <= len(t.split()) <= 20, t
+
+
+def test_recorded_figures_match_a_fresh_measurement(sims: dict[str, np.ndarray]) -> None:
+    for name, (lo, mean, hi, n) in cal.LOCAL_FIGURES.items():
+        s = sims[name]
+        assert len(s) == n
+        assert (s.min(), s.mean(), s.max()) == pytest.approx((lo, mean, hi), abs=0.01), name
+
+
+def test_local_dup_threshold_separates_paraphrases_from_unrelated_causes(sims: dict[str, np.ndarray]) -> None:
+    theta = cal.CALIBRATED[LOCAL_MODEL_NAME].dup
+    para, unrel = sims["cause_paraphrase"], sims["cause_unrelated"]
+    assert (unrel < theta).all()  # no unrelated pair reaches Prompt 2
+    assert (para >= theta).sum() >= len(para) - 1  # one lexically disjoint paraphrase is a known miss
+    assert (para >= 0.5).sum() < (para >= theta).sum()  # the paper's 0.5 would miss more duplicates
+    assert theta == pytest.approx(cal.choose_threshold(para, unrel), abs=0.01)
+
+
+def test_local_merge_threshold_separates_label_pairs(sims: dict[str, np.ndarray]) -> None:
+    theta = cal.CALIBRATED[LOCAL_MODEL_NAME].merge
+    assert sims["label_paraphrase"].min() >= theta > sims["label_unrelated"].max()
+    assert theta == pytest.approx(cal.choose_threshold(sims["label_paraphrase"], sims["label_unrelated"]), abs=0.01)
+
+
+def test_the_pipeline_uses_the_threshold_of_the_embedder_in_use() -> None:
+    default = DiagnosisConfig()
+    assert cal.thresholds_for(default, LOCAL_MODEL_NAME) == cal.CALIBRATED[LOCAL_MODEL_NAME]
+    assert cal.thresholds_for(default, "text-embedding-v4") == cal.Thresholds(0.5, 0.5)
+    explicit = DiagnosisConfig(theta_dup=0.6)
+    assert cal.thresholds_for(explicit, LOCAL_MODEL_NAME) == cal.Thresholds(0.6, cal.CALIBRATED[LOCAL_MODEL_NAME].merge)
+
+
+def test_choose_threshold() -> None:
+    assert cal.choose_threshold(np.array([0.6, 0.8]), np.array([0.1, 0.4])) == pytest.approx(0.5)
+    # overlapping: the cut with the fewest errors (one), in the widest gap
+    assert cal.choose_threshold(np.array([0.2, 0.6, 0.7]), np.array([0.1, 0.3])) == pytest.approx(0.45)

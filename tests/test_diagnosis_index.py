@@ -1,0 +1,151 @@
+"""The vector index: screening mirror and the LanceDB projection of the log."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from diagevo.diagnosis.index import CHECKPOINT, VectorIndex, default_index_path, reindex
+from diagevo.events.schemas import new_event
+from diagevo.events.store import EventStore
+from diagevo.replay import load_memory
+
+RUN = "run-index"
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from a hash of the text; counts what it embeds."""
+
+    def __init__(self, name: str = "hash-embed", dim: int = 16) -> None:
+        self.name, self.dim, self.embedded = name, dim, 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded += len(texts)
+        out = []
+        for t in texts:
+            seed = int.from_bytes(hashlib.sha256((self.name + t).encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(self.dim)
+            out.append(v / np.linalg.norm(v))
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[EventStore]:
+    s = EventStore(f"sqlite:///{tmp_path / 'idx.db'}")
+    s.append([new_event("run.started", RUN, 0, "start", config={"k": 0.5})])
+    yield s
+    s.close()
+
+
+def add(store: EventStore, rnd: int, nodes: int, causes_per_node: int, start: int = 0) -> None:
+    events = []
+    c = start * causes_per_node
+    for n in range(start + 1, start + nodes + 1):
+        events.append(new_event("node.created", RUN, rnd, f"n{n}", node_id=f"N{n}", label=f"label {n}"))
+        for _ in range(causes_per_node):
+            c += 1
+            events.append(new_event("cause.created", RUN, rnd, f"c{c}", cause_id=f"C{c}", node_id=f"N{n}", description=f"cause {c}"))
+    store.append(events)
+
+
+def test_shortlist_and_screening_agree_with_brute_force(store: EventStore) -> None:
+    rng = random.Random(3)
+    events = []
+    for n in range(1, 9):
+        events.append(new_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label=f"label {n}"))
+    for c in range(1, 41):
+        events.append(new_event("cause.created", RUN, 1, f"c{c}", cause_id=f"C{c}", node_id=f"N{rng.randint(1, 8)}", description=f"cause {c}"))
+    store.append(events)
+    mem = load_memory(store, RUN)
+    emb = HashEmbedder()
+    index = VectorIndex(emb)
+    index.attach(mem)
+    q = emb.embed(["a new cause"])[0]
+    sims = index.cause_sims(q)
+    vec = {cid: emb.embed([c.description])[0] for cid, c in mem.causes.items()}
+    brute = {cid: float(v @ q) for cid, v in vec.items()}
+    assert dict(zip(index.cause_ids, sims.tolist(), strict=True)) == pytest.approx(brute, abs=1e-5)
+    best = {nid: max((brute[c.id], c.id) for c in mem.members(nid)) for nid in mem.nodes if mem.members(nid)}
+    want = sorted(best, key=lambda nid: (-best[nid][0], list(mem.nodes).index(nid)))[:5]
+    got = index.node_shortlist(sims, 5)
+    assert [g[0] for g in got] == want
+    assert [g[2] for g in got] == [best[nid][1] for nid in want]
+    assert [g[1] for g in got] == pytest.approx([best[nid][0] for nid in want], abs=1e-5)
+    top = index.top_causes(sims, -1.0, 3)
+    assert [t[0] for t in top] == [c for c, _ in sorted(brute.items(), key=lambda t: (-t[1], t[0]))[:3]]
+    assert index.top_causes(sims, 2.0, 3) == []
+
+
+def test_mirror_follows_new_causes_and_merges(store: EventStore) -> None:
+    add(store, 1, nodes=2, causes_per_node=1)
+    emb = HashEmbedder()
+    index = VectorIndex(emb)
+    index.attach(load_memory(store, RUN))
+    v = emb.embed(["cause 3"])[0]
+    index.apply("node.created", {"node_id": "N3", "label": "label 3"})
+    index.apply("cause.created", {"cause_id": "C3", "node_id": "N3", "description": "cause 3"}, v)
+    sims = index.cause_sims(v)
+    assert index.node_shortlist(sims, 1)[0][:3:2] == ("N3", "C3")
+    index.apply("nodes.merged", {"survivor": "N1", "absorbed": "N3", "label": "merged", "similarity": None})
+    short = index.node_shortlist(sims, 5)
+    assert [s[0] for s in short][0] == "N1" and "N3" not in [s[0] for s in short]
+    assert short[0][2] == "C3"  # C3 now speaks for N1
+
+
+def test_lancedb_projection_is_idempotent_and_follows_merges(store: EventStore, tmp_path: Path) -> None:
+    add(store, 1, nodes=3, causes_per_node=2)
+    emb = HashEmbedder()
+    path = tmp_path / "v.lance"
+    index = VectorIndex(emb, path, RUN)
+    assert index.sync(store, RUN) == 9
+    rows = index.rows()
+    assert len(rows) == 9 and {r["model"] for r in rows} == {"hash-embed"}
+    cp = store.get_checkpoint(CHECKPOINT, RUN)
+    assert cp == store.last_seq(RUN)
+    # nothing new: no rows, no embedding, same checkpoint
+    before = emb.embedded
+    assert index.sync(store, RUN) == 0 and emb.embedded == before and index.rows() == rows
+    # a fresh process reopens the table instead of re-embedding
+    emb2 = HashEmbedder()
+    reopened = VectorIndex(emb2, path, RUN)
+    reopened.sync(store, RUN)
+    reopened.attach(load_memory(store, RUN))
+    assert emb2.embedded <= 1 and reopened.rows() == rows  # at most a dimension probe
+    # re-applying from an older checkpoint is an idempotent upsert
+    store.set_checkpoint(CHECKPOINT, RUN, 0, {"model": "hash-embed"})
+    reopened.sync(store, RUN)
+    assert reopened.rows() == rows
+    # a merge relabels the survivor and drops the absorbed node's row
+    store.append([new_event("nodes.merged", RUN, 1, "m1", survivor="N1", absorbed="N2", label="merged label", similarity=0.9)])
+    index.sync(store, RUN)
+    nodes = {r["id"]: r for r in index.rows() if r["kind"] == "node"}
+    assert set(nodes) == {"N1", "N3"} and nodes["N1"]["text"] == "merged label"
+    assert nodes["N1"]["seq"] == store.last_seq(RUN)
+    # a rebuild from the log gives the same table
+    assert reindex(store, RUN, tmp_path / "w.lance", emb) == 8
+    again = VectorIndex(emb, tmp_path / "w.lance", RUN)
+    again.sync(store, RUN)
+    assert again.rows() == index.rows()
+
+
+def test_another_embedding_model_or_a_lost_table_rebuilds(store: EventStore, tmp_path: Path) -> None:
+    add(store, 1, nodes=2, causes_per_node=1)
+    path = tmp_path / "v.lance"
+    VectorIndex(HashEmbedder(), path, RUN).sync(store, RUN)
+    other = VectorIndex(HashEmbedder("other-model"), path, RUN)
+    assert other.sync(store, RUN) == 4
+    assert {r["model"] for r in other.rows()} == {"other-model"}
+    assert store.checkpoint_info(CHECKPOINT, RUN)["model"] == "other-model"
+    lost = tmp_path / "elsewhere.lance"  # the checkpoint says done, the table is not there
+    fresh = VectorIndex(HashEmbedder("other-model"), lost, RUN)
+    assert fresh.sync(store, RUN) == 4 and len(fresh.rows()) == 4
+
+
+def test_default_index_path() -> None:
+    assert default_index_path("sqlite:///runs/x.db") == Path("runs/x.lance")
+    assert default_index_path("postgresql+psycopg://u:p@h/db") == Path("diagevo.lance")
