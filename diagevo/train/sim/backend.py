@@ -4,6 +4,11 @@ Ground truth is known here, so :meth:`SimBackend.evaluate` measures what the pap
 benchmarks and human-verified labels: accuracy on a fixed held-out set per family, and the
 accuracy of majority-of-12 pseudo-labels on a fixed shared set of challenger-style questions
 (Figure 3c). Both sets depend only on the world seed, so every run and variant sees the same ones.
+
+Scale note: the world has one trap per skill family, so the memory holds about one cause per
+family (plus duplicates the screening misses), not the paper's 150-250 fine-grained causes. A
+single cause then collects every failure of its skill, and a promoted cause is usually
+reactivated in the same round by a failure on a harder question of that skill.
 """
 
 from __future__ import annotations
