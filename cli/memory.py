@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 from rich.tree import Tree
 
@@ -137,6 +138,24 @@ def why(
         console.print(f"[dim]question {q['question_id']}:[/] {q['text']}")
 
 
+STATS_COLUMNS = {
+    "round": "t",
+    "active": "active",
+    "mastered": "mastered",
+    "nodes": "nodes",
+    "F": "F_t",
+    "epsilon_next": "ε_t+1",
+    "retained": "kept",
+    "failures": "fail",
+    "new_causes": "new",
+    "attributions": "attr",
+    "promotions": "prom",
+    "reactivations": "react",
+    "merges": "merge",
+    "heldout_acc": "acc",
+}
+
+
 @memory_app.command()
 def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     """One row per committed round."""
@@ -150,12 +169,13 @@ def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     if json:
         emit_json({"run": run_id, "rounds": rows})
         return
-    df = pl.DataFrame(rows)
-    table = Table(title=f"run {run_id}")
+    df = pl.DataFrame(rows).select([c for c in STATS_COLUMNS if rows and c in rows[0]])
+    table = Table(title=f"run {run_id}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for col in df.columns:
-        table.add_column(col, justify="right")
+        table.add_column(STATS_COLUMNS[col], justify="right", no_wrap=True, min_width=len(STATS_COLUMNS[col]))
     for row in df.iter_rows():
-        table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in row))
+        table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
+    table.caption = "kept: retained questions  new: new causes  attr: attributions  prom/react: promotions/reactivations"
     console.print(table)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -65,10 +66,11 @@ class RichProgress:
 
 
 def round_table(reports: list[Any]) -> Table:
-    table = Table(title="rounds")
-    cols = ["round", "retained", "failures", "new causes", "promoted", "reactivated", "merges", "F_t", "ε_t+1", "held-out acc", "pseudo-label acc", "seconds"]
-    for c in cols:
-        table.add_column(c, justify="right")
+    """After each round: what it retained, diagnosed and changed, and the held-out metrics."""
+    table = Table(title="rounds", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    heads = ["t", "kept", "fail", "new", "prom", "react", "merge", "F_t", "ε_t+1", "acc", "label acc", "s"]
+    for h in heads:
+        table.add_column(h, justify="right", no_wrap=True, min_width=len(h))
     for r in reports:
         table.add_row(
             str(r.round), f"{r.retained}/{r.questions}", str(r.failures), str(r.new_causes), str(r.promotions),
@@ -76,6 +78,7 @@ def round_table(reports: list[Any]) -> Table:
             f"{r.metrics.get('heldout_acc', float('nan')):.3f}", f"{r.metrics.get('pseudo_label_acc', float('nan')):.3f}",
             f"{sum(r.seconds.values()):.1f}",
         )
+    table.caption = "kept: retained/candidates  fail: failed trajectories  new: new causes  prom/react: promotions/reactivations  acc: held-out accuracy"
     return table
 
 

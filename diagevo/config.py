@@ -148,11 +148,11 @@ class Config(_Section):
         return self
 
     def redacted(self) -> dict[str, Any]:
-        """The config as stored in ``run.started``: secrets and credentials never leave memory."""
-        data = self.model_dump(mode="json")
+        """The config as stored in ``run.started``: secrets never leave memory, and where the log
+        itself lives (``db``) is not part of the method's configuration."""
+        data = self.model_dump(mode="json", exclude={"db"})
         if data["diagnosis"].get("api_key"):
             data["diagnosis"]["api_key"] = REDACTED
-        data["db"] = redact_url(self.db) if self.db else None
         return data
 
 

@@ -35,7 +35,9 @@ def comparable(db: str, run: str) -> list[tuple[str, str, str]]:
     out = []
     with EventStore(db) as s:
         for e in s.read(run, texts=True):
-            data = {k: v for k, v in e.data.items() if k not in ("seconds", "timing", "latency_s")}
+            data = {k: v for k, v in e.data.items() if k not in ("seconds", "timing", "latency_s", "path")}
+            if e.type == "run.started":
+                data["config"]["train"].pop("out_dir")
             out.append((e.event_id, e.type, json.dumps(data, sort_keys=True)))
     return sorted(out)
 
