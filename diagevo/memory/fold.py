@@ -20,9 +20,9 @@ class InvariantError(ValueError):
     """The log breaks a rule of the memory (the message says which)."""
 
 
-def _with_cause(mem: Memory, cause: Cause, **changes: Any) -> dict[str, Any]:
+def _with_cause(mem: Memory, cause: Cause, state: CauseState, frequency: int) -> dict[str, Any]:
     causes = dict(mem.causes)
-    causes[cause.id] = replace(cause, **changes)
+    causes[cause.id] = Cause(cause.id, cause.node, cause.description, state, frequency, cause.created_round)
     return {"causes": MappingProxyType(causes)}
 
 
@@ -58,14 +58,14 @@ def _promoted(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
     cause = _cause(mem, d["cause_id"])
     if not cause.active:
         raise InvariantError(f"cause {cause.id} promoted but it is not Active")
-    return _with_cause(mem, cause, state=CauseState.MASTERED, frequency=0)
+    return _with_cause(mem, cause, CauseState.MASTERED, 0)
 
 
 def _reactivated(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
     cause = _cause(mem, d["cause_id"])
     if cause.active:
         raise InvariantError(f"cause {cause.id} reactivated but it is not Mastered")
-    return _with_cause(mem, cause, state=CauseState.ACTIVE, frequency=0)
+    return _with_cause(mem, cause, CauseState.ACTIVE, 0)
 
 
 def _attributed(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,7 +74,7 @@ def _attributed(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
         raise InvariantError(
             f"failure {d['failure_id']} attributed to Mastered cause {cause.id} without cause.reactivated"
         )
-    return _with_cause(mem, cause, frequency=cause.frequency + 1)
+    return _with_cause(mem, cause, CauseState.ACTIVE, cause.frequency + 1)
 
 
 def _node_created(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:

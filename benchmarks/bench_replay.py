@@ -1,0 +1,97 @@
+"""Replay benchmark (a script, not a test).
+
+Builds a 1,000,000-event log with ``bench_store.build_log`` and measures, each in a fresh process:
+(a) a full replay from the log with no snapshot: ``load_memory`` reads the run's memory events
+    (the query skips evidence and bookkeeping rows, whose fold is a no-op) and folds them;
+(b) a validating fold of every event of the run (what ``memory verify`` and ingest do);
+(c) replay of the latest committed round from its snapshot (what ``memory replay --round N`` does).
+Targets: (a) <= 10 s and <= 1 GiB peak RSS; (c) <= 50 ms.
+
+    python benchmarks/bench_replay.py [--events 1000000] [--db URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_store import _peak_rss_mib, build_log, in_fresh_process  # noqa: E402
+
+from diagevo.events.store import EventStore  # noqa: E402
+from diagevo.memory.fold import fold  # noqa: E402
+from diagevo.replay import committed_rounds, load_memory, refresh_snapshots  # noqa: E402
+
+
+def full_replay(url: str, run: str) -> dict[str, float]:
+    with EventStore(url) as store:
+        t0 = time.perf_counter()
+        mem = load_memory(store, run)
+        seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "peak_rss_mib": _peak_rss_mib(), "causes": len(mem.causes), "round": mem.committed}
+
+
+def validating_fold(url: str, run: str) -> dict[str, float]:
+    with EventStore(url) as store:
+        t0 = time.perf_counter()
+        fold(store.iter_rows(run), run)
+        seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "peak_rss_mib": _peak_rss_mib()}
+
+
+def snapshot_replay(url: str, run: str, rnd: int, repeats: int = 20) -> dict[str, float]:
+    with EventStore(url) as store:
+        load_memory(store, run, rnd)  # warm the connection
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            load_memory(store, run, rnd)
+            best = min(best, time.perf_counter() - t0)
+    return {"seconds": best}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--db", default=None, help="database URL (default: a SQLite file in a temp dir)")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.db or f"sqlite:///{Path(tmp) / 'replay.db'}"
+        t0 = time.perf_counter()
+        run = build_log(url, args.events)
+        build_s = time.perf_counter() - t0
+        with EventStore(url) as store:
+            t0 = time.perf_counter()
+            n_snap = refresh_snapshots(store, run)
+            snap_s = time.perf_counter() - t0
+            last = max(committed_rounds(store, run))
+        snap = in_fresh_process(snapshot_replay, url, run, last)
+        with EventStore(url) as store:
+            store.drop_snapshots(run)
+        full = in_fresh_process(full_replay, url, run)
+        every = in_fresh_process(validating_fold, url, run)
+    print(f"log: {args.events:,} events, {last} rounds, built in {build_s:.1f} s; {n_snap} snapshots written in {snap_s:.1f} s")
+    print(f"{'measurement':<44}{'value':>14}{'target':>12}")
+    rows = [
+        ("(a) full replay from the log, no snapshot", f"{full['seconds']:.2f} s", "<= 10 s", full["seconds"] <= 10),
+        ("    log events/s", f"{args.events / full['seconds']:,.0f}", "", True),
+        ("    peak RSS", f"{full['peak_rss_mib']:.0f} MiB", "<= 1024", full["peak_rss_mib"] <= 1024),
+        ("(b) validating fold of every event", f"{every['seconds']:.2f} s", "", True),
+        ("    events/s", f"{args.events / every['seconds']:,.0f}", "", True),
+        ("    peak RSS", f"{every['peak_rss_mib']:.0f} MiB", "<= 1024", every["peak_rss_mib"] <= 1024),
+        (f"(c) replay round {last} from its snapshot", f"{snap['seconds'] * 1000:.1f} ms", "<= 50 ms", snap["seconds"] <= 0.05),
+        ("    speed-up over (a)", f"{full['seconds'] / snap['seconds']:,.0f}x", "", True),
+    ]
+    ok = True
+    for name, value, target, passed in rows:
+        ok &= passed
+        print(f"{name:<44}{value:>14}{target:>12}{'' if passed else '  MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
