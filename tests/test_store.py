@@ -88,6 +88,19 @@ def test_empty_batch_stores_nothing(store: EventStore) -> None:
     assert store.runs() == [] and store.latest_run() is None
 
 
+def test_data_that_is_not_json_is_refused_and_nothing_is_stored(store: EventStore) -> None:
+    bad = EventIn.model_construct(
+        type="failure.attributed",
+        run="r",
+        round=1,
+        event_id="nan",
+        data={"failure_id": "f", "cause_id": "c", "via": "dedup", "similarity": float("nan")},
+    )
+    with pytest.raises(StoreError, match="event nan: data is not JSON-serialisable"):
+        store.append([scored("r", "ok"), bad])
+    assert store.last_seq("r") == 0
+
+
 # --- optimistic concurrency ---------------------------------------------------------------------
 
 

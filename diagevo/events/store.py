@@ -62,7 +62,31 @@ _OUR_TABLES = frozenset({"events", "artifacts", "snapshots", "checkpoints", "ale
 _FETCH = 4096  # rows per DBAPI fetch on the read paths
 _SQLITE_MAX_PARAMS = 500
 
-_canonical = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+
+
+def _not_json(o: object) -> Any:
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+def _make_canonical() -> Callable[[Any], str]:
+    """Compact, sorted-key, non-ASCII-preserving JSON; the C encoder without per-call setup."""
+    encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    c_make = getattr(json.encoder, "c_make_encoder", None)
+    if c_make is None:
+        return encoder.encode
+    # markers=None skips the cycle check (data is parsed JSON); a cycle ends in RecursionError
+    iterencode = c_make(None, _not_json, json.encoder.encode_basestring, None, ":", ",", True, False, False)
+    if "".join(iterencode({"b": [1.5, None, "é"], "a": True}, 0)) != encoder.encode({"a": True, "b": [1.5, None, "é"]}):
+        return encoder.encode  # a C encoder with another signature: stay on the public API
+    join = "".join
+
+    def canonical(obj: Any) -> str:
+        return join(iterencode(obj, 0))
+
+    return canonical
+
+
+_canonical = _make_canonical()
 _json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
@@ -334,21 +358,24 @@ def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
 _Prepared = tuple[str, str, int, str, str, bytes, list[tuple[str, str]]]
 
 
-def _externalise_texts(type_: str, data: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    fields = TEXT_FIELDS.get(type_)
-    if not fields:
-        return data, []
+_NO_ARTIFACTS: list[tuple[str, str]] = []  # shared, never mutated
+
+
+def _externalise_texts(
+    fields: tuple[str, ...], data: dict[str, Any]
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Replace non-empty texts by ``{"$artifact": sha256}``; returns (data, [(sha, text)])."""
     out: dict[str, Any] | None = None
-    arts: list[tuple[str, str]] = []
+    arts = _NO_ARTIFACTS
     for f in fields:
         value = data.get(f)
-        if isinstance(value, str) and value:
+        if value and isinstance(value, str):
             sha = hashlib.sha256(value.encode()).hexdigest()
-            arts.append((sha, value))
             if out is None:
-                out = dict(data)
+                out, arts = dict(data), []
+            arts.append((sha, value))
             out[f] = {ARTIFACT_KEY: sha}
-    return (out if out is not None else data), arts
+    return (data if out is None else out), arts
 
 
 def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
@@ -356,20 +383,23 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
     seen: set[str] = set()
     rows: list[_Prepared] = []
     quoted: dict[str, str] = {}  # runs and types repeat within a batch
+    text_fields = TEXT_FIELDS
     for ev in events:
-        eid, run, typ = ev.event_id, ev.run, ev.type
+        eid = ev.event_id
         if eid in seen:
             continue
         seen.add(eid)
-        data, arts = _externalise_texts(typ, ev.data)
+        run, typ, rnd, data = ev.run, ev.type, ev.round, ev.data
+        fields = text_fields.get(typ)
+        data, arts = _externalise_texts(fields, data) if fields else (data, _NO_ARTIFACTS)
         try:
             data_json = _canonical(data)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise StoreError(f"event {eid}: data is not JSON-serialisable: {exc}") from None
         q_run = quoted.get(run) or quoted.setdefault(run, _json_str(run))
         q_typ = quoted.get(typ) or quoted.setdefault(typ, _json_str(typ))
-        canon = f"[{_json_str(eid)},{q_run},{ev.round},{q_typ},{SCHEMA_VERSION},{data_json}]"
-        rows.append((eid, run, ev.round, typ, data_json, canon.encode(), arts))
+        canon = f"[{_json_str(eid)},{q_run},{rnd},{q_typ},{SCHEMA_VERSION},{data_json}]".encode()
+        rows.append((eid, run, rnd, typ, data_json, canon, arts))
     return rows, len(events) - len(rows)
 
 
@@ -492,18 +522,21 @@ class EventStore:
         seq = int(cur.fetchone()[0])
         recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
         prev = {run: h for run, (_, h) in heads.items()}
+        last: dict[str, int] = {}
         sha256 = hashlib.sha256
         rows = []
         artifacts: dict[str, str] = {}
         for eid, run, rnd, typ, data_json, canon, arts in fresh:
             seq += 1
             p = prev[run]
-            h = sha256(p.encode() + canon).hexdigest()
+            h = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
             rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h))
             prev[run] = h
-            heads[run] = (seq, h)
-            for sha, txt in arts:
-                artifacts[sha] = txt
+            last[run] = seq
+            if arts:
+                artifacts.update(arts)
+        for run, run_last in last.items():
+            heads[run] = (run_last, prev[run])
         q = self._p
         if artifacts:
             ignore = "OR IGNORE " if self._dialect == "sqlite" else ""
