@@ -151,6 +151,7 @@ class LLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms stalls
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -198,6 +199,55 @@ class LLMServer:
         return f"http://{host}:{port}/v1"
 
 
+class ServerProcess:
+    """An :class:`LLMServer` in its own process (benchmarks: the client keeps its GIL to itself),
+    answering each stage in ``defaults`` with a fixed reply."""
+
+    def __init__(self, delay_s: float = 0.0, defaults: dict[str, str] | None = None) -> None:
+        self.delay_s = delay_s
+        self.defaults = defaults or {}
+        self.url = ""
+        self._proc: Any = None
+
+    def __enter__(self) -> ServerProcess:
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parent.parent
+        cmd = [sys.executable, "-m", "tests.llm_server", "--delay", str(self.delay_s), "--defaults", json.dumps(self.defaults)]
+        self._proc = subprocess.Popen(cmd, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.url = self._proc.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            self._proc.kill()
+            raise RuntimeError("the test server process did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._proc.stdin.close()  # the child exits when its stdin closes
+        try:
+            self._proc.wait(timeout=10)
+        except Exception:
+            self._proc.kill()
+
+
+def _main() -> None:
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(description="loopback OpenAI-compatible test server")
+    ap.add_argument("--delay", type=float, default=0.0)
+    ap.add_argument("--defaults", default="{}", help='JSON object: {"stage": "reply content"}')
+    args = ap.parse_args()
+    server = LLMServer(delay_s=args.delay)
+    for stage, reply in json.loads(args.defaults).items():
+        server.default(stage, reply)
+    with server:
+        sys.stdout.write(server.url + "\n")
+        sys.stdout.flush()
+        sys.stdin.read()
+
+
 _counter = 0
 
 
@@ -214,3 +264,7 @@ def _completion(model: str, content: str) -> dict[str, Any]:
         ],
         "usage": {"prompt_tokens": 100, "completion_tokens": max(1, len(content.split())), "total_tokens": 100 + len(content.split())},
     }
+
+
+if __name__ == "__main__":
+    _main()

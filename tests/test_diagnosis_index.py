@@ -149,3 +149,22 @@ def test_another_embedding_model_or_a_lost_table_rebuilds(store: EventStore, tmp
 def test_default_index_path() -> None:
     assert default_index_path("sqlite:///runs/x.db") == Path("runs/x.lance")
     assert default_index_path("postgresql+psycopg://u:p@h/db") == Path("diagevo.lance")
+
+
+def test_shortlist_widens_its_search_when_the_best_causes_share_a_node(store: EventStore) -> None:
+    events = [new_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label=f"label {n}") for n in range(1, 5)]
+    events += [
+        new_event("cause.created", RUN, 1, f"c{c}", cause_id=f"C{c}", node_id="N1" if c <= 100 else f"N{2 + c % 3}", description=f"cause {c}")
+        for c in range(1, 131)
+    ]
+    store.append(events)
+    index = VectorIndex(HashEmbedder())
+    index.attach(load_memory(store, RUN))
+    sims = np.zeros(len(index.cause_ids), dtype=np.float32)
+    sims[:100] = np.linspace(0.9, 0.5, 100)  # N1 holds the 100 best causes
+    sims[100:] = np.linspace(0.4, 0.1, 30)
+    sims[129] = 0.4  # C130 (in N3) ties with C101 (in N4): the older node ranks first
+    got = index.node_shortlist(sims, 3)
+    assert [g[0] for g in got] == ["N1", "N3", "N4"]
+    assert [g[2] for g in got] == ["C1", "C130", "C101"]
+    assert [g[1] for g in got] == pytest.approx([0.9, 0.4, 0.4])

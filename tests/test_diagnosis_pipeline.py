@@ -447,3 +447,23 @@ def test_bad_inputs_are_refused_before_anything_is_stored(srv: LLMServer, store:
     with pytest.raises(ValueError, match="round 1 is not open"):
         run_round(srv, store, [failure("f1")], 1)
     assert store.last_seq(RUN) == before and not srv.calls()
+
+
+def test_the_httpx_transport_retries_and_times_out_as_well(srv: LLMServer, store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the aiohttp extra the client falls back to sharded httpx pools."""
+    from diagevo.diagnosis import llm
+
+    monkeypatch.setattr(llm, "_HAVE_AIOHTTP", False)
+    rnd = seed(store, {"N1": (L1, [("C1", D1)])})
+    answers = {"f1": [Fail(500), j(matched_cause_id="C1", error_cause=None)], "f2": [Hang(5.0), Hang(5.0)]}
+
+    def reply(body: dict[str, Any]) -> Any:
+        fid = "f2" if "slow" in body["messages"][1]["content"] else "f1"
+        return answers[fid].pop(0)
+
+    srv.default("extract", reply)
+    c = cfg(request_timeout_s=0.3, max_retries=1, concurrency=16)
+    dxn = dx(srv, c)
+    s = run_round(srv, store, [failure("f1", ("C1",)), failure("f2", ("C1",), question="slow")], rnd, c=c, diagnostician=dxn)
+    assert (s.recurrences, s.failed) == (1, 1)
+    assert not llm._HAVE_AIOHTTP and len(dxn._clients()) == 2  # 16 in flight over pools of 8

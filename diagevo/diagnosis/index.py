@@ -109,6 +109,7 @@ class VectorIndex:
         self.node_ids: list[str] = []  # creation order (age); absorbed nodes keep their slot
         self._node_pos: dict[str, int] = {}
         self._node_live = np.zeros(0, dtype=bool)
+        self._pre_vecs: np.ndarray | None = None
 
     # --- texts -> vectors -------------------------------------------------------------------
 
@@ -143,6 +144,7 @@ class VectorIndex:
 
     def attach(self, memory: Memory) -> None:
         """Build the screening mirror for ``memory`` (embedding only texts not yet known)."""
+        self._pre_vecs = None
         self.node_ids = list(memory.nodes)
         self._node_pos = {n: i for i, n in enumerate(self.node_ids)}
         self._node_live = np.ones(max(64, 2 * len(self.node_ids)), dtype=bool)
@@ -198,11 +200,34 @@ class VectorIndex:
         elif type == "nodes.merged":
             self.merge(data["survivor"], data["absorbed"])
 
-    def cause_sims(self, vec: np.ndarray) -> np.ndarray:
-        """Cosine similarity of ``vec`` with every stored cause (aligned with ``cause_ids``)."""
+    def prescreen(self, vecs: np.ndarray, block: int = 256) -> None:
+        """Announce the round's new-cause vectors (rows in processing order).
+
+        A matrix-vector product over 10,000 stored causes is memory-bound (~15 MB read per
+        failure); one matrix-matrix product per ``block`` new causes reads the stored causes once
+        per block instead. Causes added later in the round are still compared one by one."""
+        assert self._causes is not None, "attach() first"
+        self._pre_vecs = np.asarray(vecs, dtype=np.float32)
+        self._pre_n0 = self._causes.n
+        self._pre_base = self._causes.view  # rows [:n0] never change, even if the buffer grows
+        self._pre_block = block
+        self._pre_cache: tuple[int, np.ndarray] | None = None
+
+    def cause_sims(self, vec: np.ndarray, row: int | None = None) -> np.ndarray:
+        """Cosine similarity of ``vec`` with every stored cause (aligned with ``cause_ids``);
+        ``row`` is ``vec``'s row in the last :meth:`prescreen` batch, if it is one."""
         if self._causes is None or self._causes.n == 0:
             return np.zeros(0, dtype=np.float32)
-        return self._causes.view @ vec.astype(np.float32, copy=False)
+        vec = vec.astype(np.float32, copy=False)
+        if row is None or getattr(self, "_pre_vecs", None) is None:
+            return self._causes.view @ vec
+        b = row // self._pre_block
+        if self._pre_cache is None or self._pre_cache[0] != b:
+            rows = self._pre_vecs[b * self._pre_block : (b + 1) * self._pre_block]
+            self._pre_cache = (b, rows @ self._pre_base.T)
+        head = self._pre_cache[1][row - b * self._pre_block]
+        tail = self._causes.view[self._pre_n0 :] @ vec
+        return np.concatenate([head, tail]) if len(tail) else head
 
     def top_causes(self, sims: np.ndarray, threshold: float, limit: int) -> list[tuple[str, float]]:
         """Causes with similarity >= ``threshold``, best first (ties by id), at most ``limit``."""
@@ -215,22 +240,35 @@ class VectorIndex:
     def node_shortlist(self, sims: np.ndarray, k: int) -> list[tuple[str, float, str | None]]:
         """Stage 3a: each live node scored by its best member's similarity; the top ``k`` (all
         nodes when there are at most ``k``), ties by node age. Returns ``(node_id, score,
-        best_member_id)``; a node without members scores -inf and has no representative."""
-        n_nodes = len(self.node_ids)
-        if n_nodes == 0 or k <= 0:
+        best_member_id)``; a node without members scores -inf and has no representative.
+
+        Walking the causes from the most similar down, a node's first member is its best, so
+        the top ``k`` nodes are found among the top causes (every cause tied with the last one
+        included); the candidate set only grows when those span fewer than ``k`` nodes."""
+        if not self.node_ids or k <= 0:
             return []
-        scores = np.full(n_nodes, -np.inf, dtype=np.float64)
         n = len(self.cause_ids)
         node_of = self._cause_node[:n]
-        if n:
-            np.maximum.at(scores, node_of, sims.astype(np.float64))
-        positions = np.flatnonzero(self._node_live[:n_nodes])
-        order = positions[np.lexsort((positions, -scores[positions]))][:k]
-        out: list[tuple[str, float, str | None]] = []
-        for p in order:
-            members = np.flatnonzero(node_of == p)
-            best = self.cause_ids[members[np.argmax(sims[members])]] if len(members) else None
-            out.append((self.node_ids[p], float(scores[p]), best))
+        m = min(n, 8 * k)
+        picked: list[tuple[int, float, int]] = []
+        while n:
+            if m < n:
+                cutoff = sims[np.argpartition(-sims, m - 1)[m - 1]]
+                cand = np.flatnonzero(sims >= cutoff)
+            else:
+                cand = np.arange(n)
+            order = cand[np.lexsort((node_of[cand], -sims[cand]))]
+            nodes, first = np.unique(node_of[order], return_index=True)
+            ranked = np.argsort(first, kind="stable")[:k]
+            picked = [(int(nodes[i]), float(sims[order[first[i]]]), int(order[first[i]])) for i in ranked]
+            if len(picked) >= k or m >= n:
+                break
+            m = min(n, 4 * m)
+        out = [(self.node_ids[p], score, self.cause_ids[row]) for p, score, row in picked]
+        if len(out) < k:  # live nodes without members (only a hand-written log makes them)
+            have = {p for p, _, _ in picked}
+            empty = [p for p in np.flatnonzero(self._node_live[: len(self.node_ids)]) if p not in have]
+            out.extend((self.node_ids[p], float("-inf"), None) for p in empty[: k - len(out)])
         return out
 
     def node_vectors(self, memory: Memory) -> tuple[list[str], np.ndarray]:

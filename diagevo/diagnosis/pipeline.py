@@ -272,7 +272,7 @@ class _Round:
 
     # --- stages 2a-3.5 --------------------------------------------------------------------------
 
-    async def maintain(self, f: FailureInput, ext: Extraction, vec: np.ndarray | None) -> None:
+    async def maintain(self, f: FailureInput, ext: Extraction, vec: np.ndarray | None, row: int | None) -> None:
         fid = f.failure_id
         outcome: dict[str, Any] = {"failure_id": fid}
         events: list[EventIn] = []
@@ -286,7 +286,7 @@ class _Round:
                 self.summary.outcomes.append({**outcome, "outcome": "non_skill"})
                 return
             else:
-                changes, failed = await self.route_new(fid, ext.error_cause, vec, events, outcome)
+                changes, failed = await self.route_new(fid, ext.error_cause, vec, row, events, outcome)
                 if failed is not None:
                     events.append(failed)
         except DecisionError as exc:
@@ -324,10 +324,16 @@ class _Round:
         s.outcomes.append(outcome)
 
     async def route_new(
-        self, fid: str, description: str, vec: np.ndarray, events: list[EventIn], outcome: dict[str, Any]
+        self,
+        fid: str,
+        description: str,
+        vec: np.ndarray,
+        row: int | None,
+        events: list[EventIn],
+        outcome: dict[str, Any],
     ) -> tuple[list[tuple[str, dict[str, Any]]], EventIn | None]:
         theta_dup = self.summary.theta_dup
-        sims = self.index.cause_sims(vec)
+        sims = self.index.cause_sims(vec, row)
         # stage 2a: every stored cause at or above θ_dup is a candidate for Prompt 2
         screened = self.index.top_causes(sims, theta_dup, max(1, self.cfg.dedup_candidates))
         if screened:
@@ -487,13 +493,24 @@ async def _run(
     if index.path is not None:
         index.sync(store, run)
     index.attach(state.mem)
-    texts = sorted({e.error_cause for e in extractions.values() if e.matched_cause_id is None and e.error_cause})
-    vectors = dict(zip(texts, embedder.embed(texts), strict=True)) if texts else {}
+    # the round's new causes, embedded in one batch, in processing order
+    texts = list(
+        dict.fromkeys(
+            e.error_cause
+            for f in todo
+            if (e := extractions.get(f.failure_id)) is not None and e.matched_cause_id is None and e.error_cause
+        )
+    )
+    vecs = embedder.embed(texts) if texts else np.zeros((0, 1), dtype=np.float32)
+    rows = {t: i for i, t in enumerate(texts)}
+    if texts:
+        index.prescreen(vecs)
     state.model_s = time.perf_counter() - t0
     for done, f in enumerate(todo, 1):
         ext = extractions.get(f.failure_id)
         if ext is not None:  # None: Prompt 1 failed, already recorded
-            await state.maintain(f, ext, vectors.get(ext.error_cause) if ext.error_cause else None)
+            row = rows.get(ext.error_cause) if ext.error_cause else None
+            await state.maintain(f, ext, None if row is None else vecs[row], row)
         progress("maintain", done, len(todo))
     summary.maintenance_s = time.perf_counter() - t0
     summary.maintenance_model_s = state.model_s

@@ -1,0 +1,252 @@
+"""Diagnosis benchmarks (issue: diagnostician pipeline).
+
+1. Prompt 1 stage: 1,000 failures against a loopback OpenAI-compatible server (its own process)
+   that answers after 50 ms, concurrency 64, through ``diagnose_round`` (replies stored in a SQLite log). Target:
+   at most 3 s wall time; printed beside the sequential estimate (sum of request latencies).
+2. Maintenance (stages 2a-3.5) with 10,000 causes stored, excluding model latency: an in-process
+   diagnostician that answers at once and a hash embedder with MiniLM's 384 dimensions, so what is
+   timed is screening, shortlist, deciders, fold, mirror updates and the per-failure append.
+   Target: at most 2 ms per failure.
+
+Run: ``.venv/bin/python benchmarks/bench_diagnosis.py`` (``--quick`` for a smaller run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from diagevo.config import DiagnosisConfig  # noqa: E402
+from diagevo.diagnosis.interface import (  # noqa: E402
+    Assignment,
+    Consolidation,
+    Dedup,
+    Extraction,
+    ExtractionInput,
+    KnownCause,
+    NodeView,
+    Reply,
+)
+from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
+from diagevo.diagnosis.pipeline import FailureInput, diagnose_round  # noqa: E402
+from diagevo.events.schemas import new_event  # noqa: E402
+from diagevo.events.store import EventStore  # noqa: E402
+from tests.llm_server import ServerProcess  # noqa: E402
+
+RUN = "bench"
+WORDS = "sign domain root term count order factor bound limit angle ratio series digit prime modulus chord".split()
+
+
+class HashEmbedder:
+    """384-dimensional unit vectors from a hash: costs microseconds, like a cached embedder."""
+
+    name = "hash-384"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(384)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+def phrase(i: int) -> str:
+    """A distinct 12-word cause description."""
+    picks = [WORDS[(i >> (2 * k)) % len(WORDS)] for k in range(8)]
+    return f"fails to handle the {' '.join(picks)} case {i}"
+
+
+class InstantDiagnostician:
+    """Answers at once: every failure a new cause, never a duplicate, routed to the best node
+    (a new node every tenth failure), never a merge."""
+
+    model_name = "instant"
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
+        return Reply(Extraction(None, phrase(100_000 + int(item.failure_id[1:]))), raw="{}", model=self.model_name)
+
+    async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
+        return Reply(Dedup(False, None), raw="{}", model=self.model_name)
+
+    async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
+        self.n += 1
+        if self.n % 10 == 0 or not shortlist:
+            return Reply(Assignment(True, "handle " + new_cause, None), raw="{}", model=self.model_name)
+        return Reply(Assignment(False, None, shortlist[0].id), raw="{}", model=self.model_name)
+
+    async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
+        return Reply(Consolidation(False, None), raw="{}", model=self.model_name)
+
+
+def new_store(tmp: Path, name: str, nodes: int = 0, per_node: int = 0) -> EventStore:
+    store = EventStore(f"sqlite:///{tmp / name}")
+    events = [new_event("run.started", RUN, 0, "start", config={"k": 0.5})]
+    c = 0
+    for n in range(1, nodes + 1):
+        events.append(new_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label="handle " + phrase(n)))
+        for _ in range(per_node):
+            c += 1
+            events.append(
+                new_event("cause.created", RUN, 1, f"c{c}", cause_id=f"C{c}", node_id=f"N{n}", description=phrase(c), failure_id=f"f0-{c}")
+            )
+    events.append(new_event("round.committed", RUN, 1, "commit-1"))
+    for i in range(0, len(events), 5000):
+        store.append(events[i : i + 5000])
+    return store
+
+
+def failures(n: int) -> list[FailureInput]:
+    return [
+        FailureInput(f"f{i:05d}", f"q{i}", f"Question {i}: find x with x^2 = {i}.", str(i), "x = 1", f"x = {i}", ())
+        for i in range(n)
+    ]
+
+
+def bench_extraction(tmp: Path, n: int, delay_s: float, concurrency: int) -> dict[str, Any]:
+    store = new_store(tmp, "extract.db")
+    cfg = DiagnosisConfig(concurrency=concurrency, request_timeout_s=30.0, theta_dup=0.5, theta_merge=0.5)
+    reply = json.dumps({"matched_cause_id": None, "error_cause": None})
+    with ServerProcess(delay_s=delay_s, defaults={"extract": reply}) as srv:
+        dx = LLMDiagnostician.from_config(cfg, base_url=srv.url, model="bench-model")
+        summary = asyncio.run(
+            diagnose_round(store=store, run=RUN, round=2, failures=failures(n), diagnostician=dx, embedder=HashEmbedder(), cfg=cfg)
+        )
+    latencies = [e.data["latency_s"] for e in store.read(RUN, types=("llm.called",))]
+    store.close()
+    return {
+        "failures": n,
+        "concurrency": concurrency,
+        "server_delay_s": delay_s,
+        "stage1_wall_s": round(summary.extraction_s, 3),
+        "mean_request_latency_at_concurrency_ms": round(1000 * float(np.mean(latencies)), 2),
+        "llm_calls": summary.llm_calls,
+        "non_skill": summary.non_skill,
+    }
+
+
+def bench_maintenance(tmp: Path, causes: int, n: int) -> dict[str, Any]:
+    from diagevo.diagnosis import pipeline
+
+    per_node = 5
+    t0 = time.perf_counter()
+    store = new_store(tmp, "maintain.db", nodes=causes // per_node, per_node=per_node)
+    build_s = time.perf_counter() - t0
+    cfg = DiagnosisConfig(theta_dup=0.5, theta_merge=0.99)  # random 384-d vectors: nothing screens in
+    timers: dict[str, list[float]] = {"append": [], "evolve": []}
+    real_append, real_evolve = store.append, pipeline.evolve
+
+    def timed(name: str, fn: Any) -> Any:
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                timers[name].append(time.perf_counter() - start)
+
+        return wrapper
+
+    store.append = timed("append", real_append)  # type: ignore[method-assign]
+    pipeline.evolve = timed("evolve", real_evolve)
+    try:
+        summary = asyncio.run(
+            pipeline.diagnose_round(
+                store=store, run=RUN, round=2, failures=failures(n), diagnostician=InstantDiagnostician(),
+                embedder=HashEmbedder(), cfg=cfg,
+            )
+        )
+    finally:
+        pipeline.evolve = real_evolve
+    store.close()
+    code_s = summary.maintenance_s - summary.maintenance_model_s
+    append_s = float(sum(timers["append"][-n:]))  # stages 2a-3.5 append one batch per failure, last
+    evolve_s = float(sum(timers["evolve"]))  # only stages 2a-4a fold events into the working memory
+    ms = lambda x: round(1000 * x / n, 3)  # noqa: E731
+    return {
+        "causes_stored": causes,
+        "failures": n,
+        "new_causes": summary.new_causes,
+        "new_nodes": summary.new_nodes,
+        "maintenance_ms_per_failure": ms(code_s),
+        "append_ms_per_failure": ms(append_s),
+        "fold_evolve_ms_per_failure": ms(evolve_s),
+        "screening_routing_ms_per_failure": ms(code_s - append_s - evolve_s),
+        "embedding_and_model_s": round(summary.maintenance_model_s, 3),
+        "store_build_s": round(build_s, 2),
+    }
+
+
+def sequential_latency(n: int, delay_s: float) -> float:
+    """Mean latency of one request when nothing else is in flight (concurrency 1)."""
+    reply = json.dumps({"matched_cause_id": None, "error_cause": None})
+    with ServerProcess(delay_s=delay_s, defaults={"extract": reply}) as srv:
+        dx = LLMDiagnostician(srv.url, "bench-model", concurrency=1)
+
+        async def go() -> list[float]:
+            out = []
+            for i in range(n):
+                r = await dx.extract(ExtractionInput(f"s{i}", "q", f"Question {i}", "1", "a", "b"))
+                out.append(r.latency_s)
+            await dx.aclose()
+            return out
+
+        return float(np.mean(asyncio.run(go())[1:]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="200 failures, 2,000 causes")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    n, causes = (200, 2000) if args.quick else (1000, 10_000)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        ext = bench_extraction(tmp, n, 0.05, 64)
+        one = sequential_latency(21, 0.05)
+        ext["sequential_request_ms"] = round(1000 * one, 2)
+        ext["sequential_estimate_s"] = round(n * one, 2)
+        mnt = bench_maintenance(tmp, causes, 300 if not args.quick else 100)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    ext["load_average_1min"] = mnt["load_average_1min"] = round(load, 2)
+    ok1 = ext["stage1_wall_s"] <= 3.0 * n / 1000
+    ok2 = mnt["maintenance_ms_per_failure"] <= 2.0
+    if args.json:
+        sys.stdout.write(json.dumps({"extraction": ext, "maintenance": mnt}, indent=2) + "\n")
+    else:
+        sys.stdout.write(
+            f"Prompt 1 stage: {ext['failures']} failures, concurrency {ext['concurrency']}, server delay "
+            f"{1000 * ext['server_delay_s']:.0f} ms\n"
+            f"  wall {ext['stage1_wall_s']:.2f} s  vs  sequential estimate {ext['sequential_estimate_s']:.1f} s "
+            f"({ext['failures']} x {ext['sequential_request_ms']:.1f} ms per request alone)  "
+            f"[target <= 3 s: {'ok' if ok1 else 'MISSED'}]\n"
+            f"Maintenance (stages 2a-3.5) with {mnt['causes_stored']:,} causes stored, {mnt['failures']} failures, "
+            f"model latency excluded\n"
+            f"  {mnt['maintenance_ms_per_failure']:.3f} ms per failure = "
+            f"{mnt['screening_routing_ms_per_failure']:.3f} screening, shortlist, routing, events, index mirror "
+            f"+ {mnt['fold_evolve_ms_per_failure']:.3f} memory fold (evolve) "
+            f"+ {mnt['append_ms_per_failure']:.3f} SQLite append  "
+            f"[target <= 2 ms: {'ok' if ok2 else 'MISSED'}]\n"
+            f"(load average {load:.2f} on {os.cpu_count()} CPUs while measuring)\n"
+        )
+    return 0 if ok1 and ok2 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
