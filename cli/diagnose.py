@@ -31,7 +31,7 @@ IndexOpt = Annotated[
     typer.Option("--index", help="LanceDB directory of the vector index (default: next to a SQLite db, else ./diagevo.lance)."),
 ]
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="TOML config; its [diagnosis] section sets the defaults (e.g. configs/diagnosis_api.toml).")
+    Path | None, typer.Option("--config", help="TOML config whose diagnosis section sets the defaults (e.g. configs/diagnosis_api.toml).")
 ]
 
 

@@ -467,3 +467,23 @@ def test_the_httpx_transport_retries_and_times_out_as_well(srv: LLMServer, store
     s = run_round(srv, store, [failure("f1", ("C1",)), failure("f2", ("C1",), question="slow")], rnd, c=c, diagnostician=dxn)
     assert (s.recurrences, s.failed) == (1, 1)
     assert not llm._HAVE_AIOHTTP and len(dxn._clients()) == 2  # 16 in flight over pools of 8
+
+
+def test_with_the_local_embedder_a_paraphrase_reaches_prompt_2(srv: LLMServer, store: EventStore) -> None:
+    """MiniLM scores this paraphrase below the paper's 0.5; its calibrated θ_dup lets it through."""
+    from diagevo.diagnosis.calibration import CALIBRATED
+    from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME, LocalEmbedder
+
+    paraphrase = "neglects to test whether values obtained after rewriting the equation satisfy the initial constraints"
+    embedder = LocalEmbedder()
+    sim = float(embedder.embed([D1])[0] @ embedder.embed([paraphrase])[0])
+    assert CALIBRATED[LOCAL_MODEL_NAME].dup <= sim < 0.5
+    rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)])})
+    srv.script("extract", j(matched_cause_id=None, error_cause=paraphrase))
+    srv.script("deduplicate", j(duplicate=True, matched_cause_id="C1"))
+    c = DiagnosisConfig(max_retries=1, request_timeout_s=5.0)  # thresholds: the embedder's own
+    s = asyncio.run(
+        diagnose_round(store=store, run=RUN, round=rnd, failures=[failure("f1")], diagnostician=dx(srv, c), embedder=embedder, cfg=c)
+    )
+    assert (s.theta_dup, s.duplicates) == (CALIBRATED[LOCAL_MODEL_NAME].dup, 1)
+    assert "C2" not in srv.calls("deduplicate")[0]["body"]["messages"][1]["content"]

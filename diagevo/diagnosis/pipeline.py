@@ -297,8 +297,9 @@ class _Round:
         try:
             self.commit(events, vec)
         except InvariantError as exc:  # the decision does not fit the memory: record, go on
-            kept = [e for e in events if e.type == "llm.called"]
-            self.commit([*kept, self.failed(fid, "route", str(exc), None, fid, "route")])
+            events = [e for e in events if e.type == "llm.called"]
+            events.append(self.failed(fid, "route", str(exc), None, fid, "route"))
+            self.commit(events)
             outcome = {"failure_id": fid}
         self._count(events, outcome)
 
