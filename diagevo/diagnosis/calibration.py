@@ -9,8 +9,8 @@ distributions (or, when they overlap, the value with the fewest misclassified pa
 
 Figures for ``all-MiniLM-L6-v2`` (local, normalised, cosine) are recorded in
 :data:`LOCAL_FIGURES`; ``tests/test_diagnosis_calibration.py`` re-measures them and checks that
-the chosen thresholds separate the set. Recompute for another model with
-``python -m diagevo.diagnosis.calibration [local|URL MODEL]``.
+the chosen thresholds separate the set. For another model, ``measure(make_embedder(url, model))``
+gives the same figures and suggested thresholds.
 """
 
 from __future__ import annotations
@@ -338,20 +338,3 @@ def measure(embedder: Embedder) -> dict[str, dict[str, float]]:
     }
     return out
 
-
-def _main(argv: Sequence[str]) -> int:  # pragma: no cover - a measuring tool for humans
-    import json
-    import sys
-
-    from diagevo.diagnosis.embedder import make_embedder
-
-    spec = argv[0] if argv else "local"
-    embedder = make_embedder(spec, argv[1] if len(argv) > 1 else LOCAL_MODEL_NAME)
-    sys.stdout.write(json.dumps(measure(embedder), indent=2) + "\n")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    import sys
-
-    raise SystemExit(_main(sys.argv[1:]))
