@@ -161,3 +161,21 @@ def test_cli_errors_are_one_line_without_traceback(args: list[str], needle: str)
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0]
     assert "Traceback" not in res.output and "pw" not in res.output
+
+
+def test_migrations_match_the_sqlmodel_tables(backend: Backend, db_url: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from diagevo.events.tables import metadata
+
+    upgrade(db_url)
+    ours = {"events", "artifacts", "snapshots", "checkpoints"}
+    engine = backend.engine(db_url)
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(
+            conn, opts={"compare_type": True, "include_name": lambda name, kind, _p: kind != "table" or name in ours}
+        )
+        diffs = [d for d in compare_metadata(ctx, metadata) if not (isinstance(d, tuple) and d[0] == "remove_table")]
+    engine.dispose()
+    assert diffs == []
