@@ -175,12 +175,12 @@ class LLMDiagnostician:
                 base_url=self.base_url, api_key=self._api_key, timeout=self.timeout_s, max_retries=0, http_client=http_client
             )
 
-        if _HAVE_AIOHTTP:
-            return [client(DefaultAioHttpClient(timeout=self.timeout_s))]
-        shards = max(1, -(-self.concurrency // _CONNECTIONS_PER_CLIENT))
-        per = -(-self.concurrency // shards)
         # one TLS context for all pools (loading the CA bundle costs ~35 ms each); none for http
         verify: Any = ssl.create_default_context() if self.base_url.startswith("https") else False
+        if _HAVE_AIOHTTP:
+            return [client(DefaultAioHttpClient(timeout=self.timeout_s, verify=verify))]
+        shards = max(1, -(-self.concurrency // _CONNECTIONS_PER_CLIENT))
+        per = -(-self.concurrency // shards)
         limits = _httpx.Limits(max_connections=per, max_keepalive_connections=per)
         return [
             client(DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout_s, verify=verify)) for _ in range(shards)
