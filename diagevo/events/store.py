@@ -548,18 +548,21 @@ class EventStore:
                 artifacts.update(arts)
         for run, run_last in last.items():
             heads[run] = (run_last, prev[run])
-        q = self._p
-        if artifacts:
-            ignore = "OR IGNORE " if self._dialect == "sqlite" else ""
-            conflict = "" if self._dialect == "sqlite" else " ON CONFLICT (sha256) DO NOTHING"
-            cur.executemany(
-                f"INSERT {ignore}INTO artifacts (sha256, text) VALUES ({q}, {q}){conflict}", list(artifacts.items())
+        if artifacts and self._dialect == "postgresql":  # one statement, two arrays
+            cur.execute(
+                "INSERT INTO artifacts (sha256, text) SELECT * FROM unnest(%s::text[], %s::text[]) "
+                "ON CONFLICT (sha256) DO NOTHING",
+                (list(artifacts), list(artifacts.values())),
             )
-        cur.executemany(
-            "INSERT INTO events (seq, event_id, run_id, round, type, schema_version, data, recorded_at, "
-            f"prev_hash, hash) VALUES ({', '.join([q] * 10)})",
-            rows,
-        )
+        elif artifacts:
+            cur.executemany("INSERT OR IGNORE INTO artifacts (sha256, text) VALUES (?, ?)", list(artifacts.items()))
+        columns = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash"
+        if self._dialect == "postgresql":  # COPY: every row is new (checked under the lock)
+            with cur.copy(f"COPY events ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cur.executemany(f"INSERT INTO events ({columns}) VALUES ({', '.join('?' * 10)})", rows)
 
     def _existing_ids(self, cur: Any, ids: list[str]) -> set[str]:
         found: set[str] = set()
