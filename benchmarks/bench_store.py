@@ -197,8 +197,8 @@ def _stored_rows(url: str, batches: list[list[EventIn]]) -> list[tuple[list[tupl
     for b in batches:
         rows = events[i : i + len(b)]
         i += len(b)
-        shas = {v[ARTIFACT_KEY] for r in rows for v in json.loads(r[6]).values() if isinstance(v, dict) and ARTIFACT_KEY in v}
-        out.append((rows, [(s, arts[s]) for s in shas]))
+        refs = [v for r in rows for v in json.loads(r[6]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
+        out.append((rows, [(sha, arts[sha]) for sha in dict.fromkeys(v[ARTIFACT_KEY] for v in refs)]))
     return out
 
 
@@ -223,7 +223,9 @@ def small_events(run: str, n_events: int) -> Iterator[EventIn]:
     for i in range(n_events):
         data = {**_defaults("question.scored"), "question_id": f"q{i}", "n": 12, "p1": 0.5 + (i % 7) / 20,
                 "p2": 0.25, "pseudo_label": str(i % 997), "retained": i % 3 == 0}  # fmt: skip
-        yield EventIn.model_construct(type="question.scored", run=run, round=1 + i // 5000, event_id=f"{run}:{i}", data=data)
+        yield EventIn.model_construct(
+            type="question.scored", run=run, round=1 + i // 5000, event_id=f"{run}:{i}", data=data
+        )
 
 
 def bench_append(tmp: Path, events: list[EventIn], batch: int = 1000, repeats: int = 3) -> dict[str, float]:
@@ -331,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         how = "reused" if reuse else f"built in {build_s:.1f} s ({b['rows'] / build_s:,.0f} events/s)"
         print(f"(b) log of {b['rows']:,} events {how}")
         print(f"    {'iter_rows, full run':<28}{b['seconds']:>12.2f} s   ({b['rows'] / b['seconds']:,.0f} rows/s)")
-        print(f"    {'peak RSS of reader':<28}{b['peak_rss_mib']:>12.0f} MiB (+{b['rss_growth_mib']:.0f} while reading)")
+        peak, growth = b["peak_rss_mib"], b["rss_growth_mib"]
+        print(f"    {'peak RSS of reader':<28}{peak:>12.0f} MiB (+{growth:.0f} while reading)")
     return 0 if ok else 1
 
 

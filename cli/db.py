@@ -11,7 +11,9 @@ from rich.console import Console
 from diagevo.config import redact_url, resolve_db_url
 from diagevo.events.store import StoreError, revision_status, upgrade
 
-db_app = typer.Typer(help="Database schema: upgrade to the latest revision, show the current one.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="Database schema: upgrade to the latest revision, show the current one.", no_args_is_help=True
+)
 
 DbOption = Annotated[
     str | None,

@@ -8,6 +8,7 @@ an engine from env ``DIAGEVO_DB`` or ``sqlalchemy.url`` in ``alembic.ini``.
 from __future__ import annotations
 
 import os
+from logging.config import fileConfig
 
 from alembic import context
 from sqlalchemy import create_engine, pool
@@ -16,6 +17,8 @@ from sqlalchemy.engine import Connection
 from diagevo.events.tables import metadata
 
 config = context.config
+if config.config_file_name is not None:  # the `alembic` command line; the store logs nothing
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 
 def _run(connection: Connection) -> None:

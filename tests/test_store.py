@@ -186,9 +186,8 @@ def test_texts_go_to_artifacts_and_come_back(store: EventStore) -> None:
     assert store.artifact(sha) == long_text
     full = {e.event_id: e.data for e in store.read("r", texts=True)}
     assert full == {e.event_id: e.data for e in evs}
-    assert dict((r[0], r[3]) for r in [(s, rd, t, d) for s, rd, t, d in store.iter_rows("r")])[1]["text"] == {
-        ARTIFACT_KEY: sha
-    }
+    fast = {seq: data for seq, _, _, data in store.iter_rows("r")}
+    assert fast[1]["text"] == {ARTIFACT_KEY: sha}
 
 
 def test_artifacts_are_deduplicated_in_the_database(backend: Backend, store: EventStore) -> None:
@@ -226,7 +225,10 @@ def test_read_and_iter_rows_filter_by_seq_and_type(store: EventStore) -> None:
     assert [e.event_id for e in store.read("r", types={"question.scored"})] == ["s1", "s2"]
     assert list(store.read("r", types=[])) == []
     rows = list(store.iter_rows("r", after_seq=2, types=["cause.promoted", "round.committed"]))
-    assert rows == [(3, 1, "cause.promoted", {"cause_id": "c", "acc": 0.8, "n_candidates": 2}), (5, 1, "round.committed", {})]
+    assert rows == [
+        (3, 1, "cause.promoted", {"cause_id": "c", "acc": 0.8, "n_candidates": 2}),
+        (5, 1, "round.committed", {}),
+    ]
 
 
 def test_read_streams_many_events_in_order(store: EventStore) -> None:

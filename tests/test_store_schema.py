@@ -11,7 +11,15 @@ from typer.testing import CliRunner
 
 from cli.db import db_app
 from diagevo.events.schemas import new_event
-from diagevo.events.store import EventStore, SchemaOutdated, StoreError, current, head_revision, revision_status, upgrade
+from diagevo.events.store import (
+    EventStore,
+    SchemaOutdated,
+    StoreError,
+    current,
+    head_revision,
+    revision_status,
+    upgrade,
+)
 from tests.conftest import Backend
 
 HEAD = "0002"
