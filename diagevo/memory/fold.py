@@ -21,7 +21,7 @@ class InvariantError(ValueError):
 
 
 def _with_cause(mem: Memory, cause: Cause, state: CauseState, frequency: int) -> dict[str, Any]:
-    causes = dict(mem.causes)
+    causes = mem.causes.copy()
     causes[cause.id] = Cause(cause.id, cause.node, cause.description, state, frequency, cause.created_round)
     return {"causes": MappingProxyType(causes)}
 
@@ -80,7 +80,7 @@ def _attributed(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
 def _node_created(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
     if d["node_id"] in mem.nodes:
         raise InvariantError(f"node {d['node_id']!r} created twice")
-    nodes = dict(mem.nodes)
+    nodes = mem.nodes.copy()
     nodes[d["node_id"]] = Node(d["node_id"], d["label"])
     return {"nodes": MappingProxyType(nodes), "n_nodes_created": mem.n_nodes_created + 1}
 
@@ -90,7 +90,7 @@ def _cause_created(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any
         raise InvariantError(f"cause {d['cause_id']!r} created twice")
     _node(mem, d["node_id"])
     cause = Cause(d["cause_id"], d["node_id"], d["description"], CauseState.ACTIVE, 1, rnd)
-    causes = dict(mem.causes)
+    causes = mem.causes.copy()
     causes[cause.id] = cause
     return {"causes": MappingProxyType(causes), "n_causes_created": mem.n_causes_created + 1}
 
@@ -99,7 +99,7 @@ def _merged(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
     survivor, absorbed = _node(mem, d["survivor"]), _node(mem, d["absorbed"])
     if survivor.id == absorbed.id:
         raise InvariantError(f"node {survivor.id} merged with itself")
-    nodes = dict(mem.nodes)
+    nodes = mem.nodes.copy()
     del nodes[absorbed.id]
     nodes[survivor.id] = Node(survivor.id, d["label"])
     causes = {

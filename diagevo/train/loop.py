@@ -21,6 +21,7 @@ from typing import Any
 
 from diagevo import curriculum as cur
 from diagevo.config import Config
+from diagevo.diagnosis.index import VectorIndex, default_index_path
 from diagevo.diagnosis.pipeline import FailureInput, diagnose_round
 from diagevo.events.schemas import EventIn, new_event
 from diagevo.events.store import EventStore
@@ -84,6 +85,7 @@ class Trainer:
         self.on_round = on_round
         self.seed = config.train.seed
         self.ckpt_dir = Path(config.train.out_dir) / run
+        self.index: VectorIndex | None = None
 
     # --- plumbing -----------------------------------------------------------------------------
     def rng(self, t: int, phase: str) -> random.Random:
@@ -314,11 +316,13 @@ class Trainer:
                     response=f["response"], reference=f["reference"], known_causes=known,
                 )
             )
+        if self.index is None:  # the LanceDB projection, kept in step across rounds
+            self.index = VectorIndex(self.backend.embedder(), default_index_path(self.store.url), self.run)
         asyncio.run(
             diagnose_round(
                 store=self.store, run=self.run, round=r.t, failures=inputs,
                 diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(),
-                cfg=self.cfg.diagnosis, progress=self.progress,
+                cfg=self.cfg.diagnosis, index=self.index, progress=self.progress,
             )
         )
 
