@@ -122,3 +122,25 @@ def test_writer_killed_inside_an_append_leaves_nothing_partial(backend: Backend,
         res = store.append([_event("victim", "after", 0)], expected_last_seq=10)
         assert (res.appended, res.last_seq) == (1, 11)
         assert store.verify_chain("victim") == []
+
+
+def _open_and_append(url: str, worker: int, start: mp.synchronize.Event) -> None:
+    start.wait()
+    with EventStore(url) as store:
+        store.append([_event("opened", f"open-{worker}", worker)])
+
+
+def test_processes_racing_to_open_a_brand_new_database_migrate_it_once(backend: Backend, db_url: str) -> None:
+    ctx = mp.get_context("spawn")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_open_and_append, args=(db_url, w, start)) for w in range(WORKERS)]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)  # let every process import before the race
+    start.set()
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0] * WORKERS
+    with EventStore(db_url, migrate_empty=False) as store:
+        assert sorted(e.event_id for e in store.read("opened")) == [f"open-{w}" for w in range(WORKERS)]
+        assert store.verify_chain("opened") == []
