@@ -119,6 +119,7 @@ def register(app: typer.Typer) -> None:
                 with Progress(*columns, console=console, transient=False) as progress:
                     run_id, _ = training.train(cfg, store, resume=resume, rounds=rounds, progress=RichProgress(progress), on_round=on_round)
             last = max((r.round for r in reports), default=None)
+            cause = training.cause_to_audit(store, run_id)
         console.print(round_table(reports) if reports else "nothing to do: every round is committed")
         db_arg = f" --db {cfg.db}" if cfg.db != "sqlite:///diagevo.db" else ""
         console.print(f"\nlog: [bold]{cfg.db}[/]  run: [bold]{run_id}[/]")
@@ -126,7 +127,8 @@ def register(app: typer.Typer) -> None:
             console.print("try:")
             console.print(f"  diagevo memory replay --round {last}{db_arg} --run {run_id}")
             console.print(f"  diagevo memory stats{db_arg} --run {run_id}")
-            console.print(f"  diagevo memory why <cause-id>{db_arg} --run {run_id}   (ids are in the replay tree)")
+            if cause is not None:
+                console.print(f"  diagevo memory why {cause}{db_arg} --run {run_id}")
 
     @app.command()
     def ablate(

@@ -113,3 +113,30 @@ def test_sigkill_during_diagnosis_then_resume(tmp_path: Path, capsys: pytest.Cap
     assert max(ids.values()) == 1
     assert {i for i, _, _ in comparable(db, "c1")} == {i for i, _, _ in comparable(ref_db, "c1")}
     assert run_cli(capsys, "memory", "verify", "--db", db)[0] == 0
+
+
+def test_default_config_run_has_promotions_reactivations_and_merges(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What `make train` runs (configs/sim.toml, 5 rounds), in its own database."""
+    db = f"sqlite:///{tmp_path / 'default.db'}"
+    code, out, err = run_cli(capsys, "train", "--db", db, "--run", "d", "--quiet", "--set", f'train.out_dir="{tmp_path / "ck"}"')
+    assert code == 0, err
+    rounds = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])["rounds"]
+    assert len(rounds) == 5
+    assert sum(r["promotions"] for r in rounds) > 0
+    assert sum(r["reactivations"] for r in rounds) >= 1
+    assert sum(r["merges"] for r in rounds) >= 1
+    assert "diagevo memory why C" in out
+
+
+def test_ablate_runs_variants_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(
+        capsys, "ablate", "--seeds", "1", "--rounds", "1", "--variant", "full", "--variant", "pure free",
+        "--world", "all on", "--out", str(tmp_path / "ab.db"), "--json", *SMALL,
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    rows = result["all on"]
+    assert [r["variant"] for r in rows] == ["full", "pure free"]
+    assert all(0.0 <= r["best_mean"] <= 1.0 and r["best_round"] == 1 for r in rows)
+    code, _, err = run_cli(capsys, "ablate", "--variant", "nonsense", "--out", str(tmp_path / "ab.db"))
+    assert code == 1 and "unknown variant" in err

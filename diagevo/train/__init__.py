@@ -74,3 +74,15 @@ def train(
     progress("load", 0, None)
     trainer = Trainer(config, store, backend or make_backend(config), run, progress=progress, on_round=on_round)
     return run, trainer.train(rounds)
+
+
+def cause_to_audit(store: EventStore, run: str) -> str | None:
+    """A cause worth ``memory why``: the last one reactivated, else the last one promoted, else
+    the most recently created."""
+    last: dict[str, str] = {}
+    for e in store.read(run, types=("cause.reactivated", "cause.promoted", "cause.created")):
+        last[e.type] = e.data["cause_id"]
+    for kind in ("cause.reactivated", "cause.promoted", "cause.created"):
+        if kind in last:
+            return last[kind]
+    return None

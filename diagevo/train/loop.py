@@ -267,7 +267,7 @@ class Trainer:
             answers = [cur.extract_answer(x) for x in resp]
             v = cur.votes(answers)
             retained = v.label is not None and cur.keep(v.p1, v.p2, self.cfg.filter)
-            ref = cur.reference_index(answers, v.label) if retained else None
+            ref = v.reference if retained else None  # earliest response of the label's class
             data = {
                 "question_id": qid, "n": n, "p1": v.p1, "p2": v.p2, "pseudo_label": v.label,
                 "retained": retained, "reference": resp[ref] if ref is not None else "",
