@@ -1,6 +1,7 @@
 """Questions of the simulator world: specs, rendering, and the registry of texts seen so far.
 
-A :class:`Spec` is what the challenger decides (skills, difficulty, padding, distractors, a seed);
+A :class:`Spec` is what the challenger decides (the trap variants a question exercises -- one, or
+two for a stitched question --, difficulty, padding, distractors, a seed);
 rendering it is deterministic, so a checkpoint only stores specs. The registry maps every
 question text the challenger wrote back to its spec, so ``sample()`` can answer texts the loop
 hands back (possibly after a restart).
@@ -15,7 +16,7 @@ from fractions import Fraction
 from itertools import product
 
 from diagevo.train.sim import text as tx
-from diagevo.train.sim.families import Family, Instance
+from diagevo.train.sim.families import Instance, Variant
 
 MAX_DIFFICULTY = 3
 MAX_PAD = 4
@@ -24,19 +25,19 @@ MAX_DISTRACT = 3
 
 @dataclass(frozen=True, slots=True)
 class Spec:
-    families: tuple[str, ...]  # one skill, or two for a stitched question
+    skills: tuple[str, ...]  # one variant key ("family.variant"), or two for a stitched question
     difficulty: int
     pad: int
     distract: int
     seed: int
 
     def to_list(self) -> list:
-        return [list(self.families), self.difficulty, self.pad, self.distract, self.seed]
+        return [list(self.skills), self.difficulty, self.pad, self.distract, self.seed]
 
     @classmethod
     def from_list(cls, data: list) -> Spec:
-        fams, d, p, x, s = data
-        return cls(tuple(fams), int(d), int(p), int(x), int(s))
+        skills, d, p, x, s = data
+        return cls(tuple(skills), int(d), int(p), int(x), int(s))
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +66,9 @@ def _combo_text(coef: tuple[int, ...]) -> str:
     return f"{'' if a == 1 else a}A + {'' if b == 1 else b}B"
 
 
-def build(spec: Spec, fams: dict[str, Family]) -> Question:
+def build(spec: Spec, variants: dict[str, Variant]) -> Question:
     rng = random.Random(spec.seed)
-    parts = tuple(fams[f].make(rng, spec.difficulty) for f in spec.families)
+    parts = tuple(variants[k].make(rng, spec.difficulty) for k in spec.skills)
     if len(parts) == 1:
         coef: tuple[int, ...] = (1,)
         core = parts[0].text
@@ -118,8 +119,8 @@ def render_response(steps: tuple[str, ...], value: Fraction) -> str:
 class Registry:
     """Question text -> spec, plus a bounded cache of rendered questions."""
 
-    def __init__(self, fams: dict[str, Family], cache_size: int = 20_000) -> None:
-        self._fams = fams
+    def __init__(self, variants: dict[str, Variant], cache_size: int = 20_000) -> None:
+        self._variants = variants
         self.specs: dict[str, Spec] = {}
         self._cache: OrderedDict[Spec, Question] = OrderedDict()
         self._cache_size = cache_size
@@ -127,7 +128,7 @@ class Registry:
     def question(self, spec: Spec) -> Question:
         q = self._cache.get(spec)
         if q is None:
-            q = build(spec, self._fams)
+            q = build(spec, self._variants)
             self._cache[spec] = q
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
