@@ -14,7 +14,6 @@ from diagevo.config import Config
 from diagevo.curriculum.answers import extract_answer
 from diagevo.memory.sampler import FREE, GenerationRequest
 from diagevo.train.sim import SimBackend
-from diagevo.train.sim.families import AREAS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -32,28 +31,35 @@ def _backend(embedder, **params: float) -> SimBackend:  # noqa: ANN001
     return SimBackend(cfg, seed=0, embedder=embedder)
 
 
-def _families_of(b: SimBackend, outputs: list[str]) -> list[tuple[str, ...]]:
-    return [b.registry.lookup(o).spec.families for o in outputs]
+def _skills_of(b: SimBackend, outputs: list[str]) -> list[tuple[str, ...]]:
+    return [b.registry.lookup(o).spec.skills for o in outputs]
 
 
-# paraphrases written for this test: none of them is in the world's own paraphrase tables
+# paraphrases written for this test: none of them is in the world's own paraphrase tables; the
+# pairs within a family name sibling mechanisms, which the challenger must tell apart
 TARGETS = {
-    "extraneous_roots": "does not substitute roots back into the square root equation after squaring it",
-    "negative_remainder": "gives a remainder below zero when the number being divided is negative",
-    "inclusion_exclusion": "sums two overlapping counts and never removes the elements shared by both conditions",
-    "sampling_without_replacement": "keeps the same odds for the second pick although the first item was not put back",
-    "successive_percentages": "adds a percentage rise and a later percentage drop as if both used the same base",
-    "circular_arrangements": "counts seatings around a round table as if the seats were in a straight row",
+    "extraneous_roots.radical_sign": "does not substitute roots back into the square root equation after squaring it",
+    "extraneous_roots.plus_minus_root": "solves a squared binomial equal to a number but reports only the positive root",
+    "negative_remainder.negated_residue": "gives a remainder below zero when the number being divided is negative",
+    "negative_remainder.floor_quotient": "rounds the quotient of a negative number towards zero instead of down",
+    "inclusion_exclusion.union_two": "sums two overlapping counts and never removes the elements shared by both conditions",
+    "inclusion_exclusion.three_sets": "leaves out the numbers divisible by all three values when counting a union of three",
+    "sampling_without_replacement.both_same": "keeps the same odds for the second pick although the first item was not put back",
+    "successive_percentages.up_then_down": "adds a percentage rise and a later percentage drop as if both used the same base",
+    "successive_percentages.compound_years": "treats several years of percentage growth as simple interest without compounding",
+    "circular_arrangements.round_table": "counts seatings around a round table as if the seats were in a straight row",
+    "circular_arrangements.necklace_reflection": "counts a bracelet and its mirror image as two different bracelets",
 }
 
 
-@pytest.mark.parametrize("family", sorted(TARGETS))
-def test_targeted_generation_reads_the_cause_text(embedder, family: str) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("key", sorted(TARGETS))
+def test_targeted_generation_reads_the_cause_text(embedder, key: str) -> None:  # noqa: ANN001
     b = _backend(embedder)
-    area = next(f.area for f in b.fams if f.name == family)
-    req = GenerationRequest(mode="targeted", active_cause="c9", active_text=TARGETS[family], node="n1", node_label=AREAS[area][0])
-    fams = _families_of(b, b.generate([req] * 10, random.Random(0)))
-    assert Counter(f[0] for f in fams).most_common(1)[0][0] == family
+    fam = next(f for f in b.fams if f.name == key.split(".")[0])
+    req = GenerationRequest(mode="targeted", active_cause="c9", active_text=TARGETS[key], node="n1", node_label=fam.labels[0])
+    skills = Counter(s[0] for s in _skills_of(b, b.generate([req] * 10, random.Random(0))))
+    assert skills.most_common(1)[0][0] == key
+    assert all(k.startswith(fam.name + ".") for k in skills)  # misreadings stay within the skill
 
 
 def test_stitched_generation_needs_both_skills(embedder) -> None:  # noqa: ANN001
@@ -61,16 +67,18 @@ def test_stitched_generation_needs_both_skills(embedder) -> None:  # noqa: ANN00
     req = GenerationRequest(
         mode="stitched",
         active_cause="c1",
-        active_text=TARGETS["inclusion_exclusion"],
+        active_text=TARGETS["inclusion_exclusion.union_two"],
         mastered_cause="c2",
-        mastered_text=TARGETS["circular_arrangements"],
+        mastered_text=TARGETS["inclusion_exclusion.three_sets"],
         node="n1",
-        node_label=AREAS["combinatorics"][0],
+        node_label=b.fams[2].labels[0],
     )
     outs = b.generate([req] * 8, random.Random(1))
+    pairs = Counter(b.registry.lookup(out).spec.skills for out in outs)
+    assert pairs.most_common(1)[0][0] == ("inclusion_exclusion.union_two", "inclusion_exclusion.three_sets")
     for out in outs:
         q = b.registry.lookup(out)
-        assert q.spec.families == ("inclusion_exclusion", "circular_arrangements")
+        assert len(set(q.spec.skills)) == 2 and all(k.startswith("inclusion_exclusion.") for k in q.spec.skills)
         assert len({q.values[k] for k in q.values}) == 4  # each skill's trap changes the answer
     # the solver fails stitched questions through either trap
     answers = Counter()
@@ -107,7 +115,7 @@ def test_challenger_learns_from_the_reward_on_its_texts(embedder) -> None:  # no
 def test_realistic_round_costs_milliseconds(embedder) -> None:  # noqa: ANN001
     b = _backend(embedder)
     rng = random.Random(4)
-    causes = [GenerationRequest("targeted", f"c{i}", t, None, None, "n1", None) for i, t in enumerate(TARGETS.values())]
+    causes = [GenerationRequest("targeted", f"c{i}", t, None, None, "n1", None) for i, t in enumerate(list(TARGETS.values())[:6])]
     reqs = ([FREE] * 6 + causes) * 16  # 192 requests, a third of them targeted
     b.generate(causes, rng)  # warm the embedding cache, as the loop's earlier phases would
 

@@ -1,11 +1,13 @@
 """The simulated challenger: a learned distribution over what to ask, trained by REINFORCE.
 
-Policy heads (softmax logits): skill family (free exploration only), and per prompt kind
+Policy heads (softmax logits): the trap variant to exercise (free exploration only), and per prompt kind
 ("free" or "guided" by the memory) difficulty 0-3, padding level 0-4 and distractor count 0-3.
 The initial padding/distractor logits put the mean question at about 46 words, the unguided
 round-1 length of Figure 4a. In targeted and stitched modes the challenger reads only the cause
-text and node label: it embeds them and picks the skill whose description is most similar
-(softmax over cosine similarities at ``target_temperature``), never a cause or skill id.
+text and node label: it embeds them and picks the variant whose prototype (skill description plus
+the mean of the ways that mechanism is described) is most similar
+(softmax over cosine similarities at ``target_temperature``, plus ``node_label_weight`` times how
+much the node label reads like the variant's family), never a cause or skill id.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from diagevo.diagnosis.interface import Embedder
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.train.sim.families import AREAS, Family
+from diagevo.train.sim.families import Family, variants_of
 from diagevo.train.sim.params import WorldParams
 from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Spec
 
@@ -51,7 +53,7 @@ class Choice:
     """What the policy sampled for one question (for the score-function gradient)."""
 
     kind: str  # "free" | "guided"
-    family: int | None  # family head draw (free mode only)
+    skill: int | None  # variant head draw (free mode only)
     difficulty: int
     pad: int
     distract: int
@@ -60,32 +62,42 @@ class Choice:
 class Challenger:
     def __init__(self, fams: Sequence[Family], params: WorldParams, embedder: Callable[[], Embedder]) -> None:
         self.fams = tuple(fams)
+        self.variants = variants_of(self.fams)
+        fam_index = {f.name: i for i, f in enumerate(self.fams)}
+        self._family_of = np.array([fam_index[v.family] for v in self.variants], dtype=int)
         self.params = params
         self._embedder = embedder
-        self.family_logits = np.zeros(len(fams))
+        self.skill_logits = np.zeros(len(self.variants))
         self.heads = {kind: {h: np.array(_INIT[h]) for h in HEADS} for kind in ("free", "guided")}
         self._skill_emb: np.ndarray | None = None
-        self._area_emb: dict[str, np.ndarray] | None = None
+        self._label_emb: list[np.ndarray] | None = None
 
     # ------------------------------------------------------------------ reading causes
 
-    def _tables(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        if self._skill_emb is None or self._area_emb is None:
+    def _tables(self) -> tuple[np.ndarray, list[np.ndarray]]:
+        if self._skill_emb is None or self._label_emb is None:
             emb = self._embedder()
-            self._skill_emb = emb.embed([f.skill for f in self.fams])
-            self._area_emb = {a: emb.embed(list(labels)) for a, labels in AREAS.items()}
-        return self._skill_emb, self._area_emb
+            # the challenger's picture of each sub-skill: its description together with the ways
+            # its failure mechanism is described (a prototype, never one exact cause text)
+            skills = emb.embed([v.skill for v in self.variants])
+            protos = []
+            for v, s in zip(self.variants, skills, strict=True):
+                p = s + emb.embed(list(v.causes)).mean(axis=0)
+                protos.append(p / np.linalg.norm(p))
+            self._skill_emb = np.stack(protos).astype(np.float32)
+            self._label_emb = [emb.embed([f.skill, *f.labels]) for f in self.fams]
+        return self._skill_emb, self._label_emb
 
     def skill_scores(self, cause: str, node_label: str | None = None) -> np.ndarray:
-        """Cosine similarity of a cause text to every skill description, plus a small bonus for
-        skills of the knowledge area the node label reads like."""
-        skills, areas = self._tables()
+        """Cosine similarity of a cause text to every variant's skill description, plus a small
+        bonus for the variants of the family the node label reads like."""
+        skills, labels = self._tables()
         emb = self._embedder()
         scores = skills @ emb.embed([cause])[0]
         if node_label:
             v = emb.embed([node_label])[0]
-            area_sim = {a: float((m @ v).max()) for a, m in areas.items()}
-            scores = scores + self.params.node_label_weight * np.array([area_sim[f.area] for f in self.fams])
+            fam_sim = np.array([float((m @ v).max()) for m in labels])
+            scores = scores + self.params.node_label_weight * fam_sim[self._family_of]
         return scores
 
     def read_cause(self, cause: str, node_label: str | None, rng: random.Random, exclude: int | None = None) -> int:
@@ -99,17 +111,17 @@ class Challenger:
     def propose(self, req: GenerationRequest, rng: random.Random) -> tuple[Spec, Choice]:
         kind = "free" if req.mode == "free" or not req.active_text else "guided"
         if kind == "free":
-            fam_idx: int | None = _draw(self.family_logits, rng)
-            names = (self.fams[fam_idx].name,)
+            idx: int | None = _draw(self.skill_logits, rng)
+            names = (self.variants[idx].key,)
         else:
-            fam_idx = None
+            idx = None
             a = self.read_cause(req.active_text or "", req.node_label, rng)
-            names = (self.fams[a].name,)
+            names = (self.variants[a].key,)
             if req.mode == "stitched" and req.mastered_text:
                 b = self.read_cause(req.mastered_text, req.node_label, rng, exclude=a)
-                names = (self.fams[a].name, self.fams[b].name)
+                names = (self.variants[a].key, self.variants[b].key)
         h = self.heads[kind]
-        choice = Choice(kind, fam_idx, _draw(h["difficulty"], rng), _draw(h["pad"], rng), _draw(h["distract"], rng))
+        choice = Choice(kind, idx, _draw(h["difficulty"], rng), _draw(h["pad"], rng), _draw(h["distract"], rng))
         spec = Spec(names, choice.difficulty, choice.pad, choice.distract, rng.getrandbits(48))
         return spec, choice
 
@@ -120,17 +132,17 @@ class Challenger:
         if not choices:
             return
         lr = self.params.challenger_lr / len(choices)
-        g_fam = np.zeros_like(self.family_logits)
+        g_skill = np.zeros_like(self.skill_logits)
         g = {kind: {h: np.zeros(n) for h, n in HEADS.items()} for kind in self.heads}
         for c, adv in zip(choices, advantages, strict=True):
             if adv == 0.0:
                 continue
-            if c.family is not None:
-                g_fam += adv * (np.eye(len(g_fam))[c.family] - softmax(self.family_logits))
+            if c.skill is not None:
+                g_skill += adv * (np.eye(len(g_skill))[c.skill] - softmax(self.skill_logits))
             for h, n in HEADS.items():
                 logits = self.heads[c.kind][h]
                 g[c.kind][h] += adv * (np.eye(n)[getattr(c, h)] - softmax(logits))
-        self.family_logits = np.clip(self.family_logits + lr * g_fam, -_CLIP, _CLIP)
+        self.skill_logits = np.clip(self.skill_logits + lr * g_skill, -_CLIP, _CLIP)
         for kind in self.heads:
             for h in HEADS:
                 self.heads[kind][h] = np.clip(self.heads[kind][h] + lr * g[kind][h], -_CLIP, _CLIP)
@@ -143,10 +155,10 @@ class Challenger:
 
     def state(self) -> dict:
         return {
-            "family_logits": self.family_logits.tolist(),
+            "skill_logits": self.skill_logits.tolist(),
             "heads": {k: {h: v.tolist() for h, v in hs.items()} for k, hs in self.heads.items()},
         }
 
     def load_state(self, data: dict) -> None:
-        self.family_logits = np.asarray(data["family_logits"], dtype=float)
+        self.skill_logits = np.asarray(data["skill_logits"], dtype=float)
         self.heads = {k: {h: np.asarray(v, dtype=float) for h, v in hs.items()} for k, hs in data["heads"].items()}

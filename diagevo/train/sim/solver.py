@@ -1,8 +1,11 @@
-"""The simulated solver: per-skill competences learned by group-normalised policy gradient.
+"""The simulated solver: per-sub-skill competences learned by group-normalised policy gradient.
 
-A response to a question applies each needed skill correctly with probability
-``sigmoid(theta[skill] + ctx[skill, template, difficulty] - difficulty_slope * difficulty)``;
-a misapplied skill takes that family's wrong path (the trap). Independently it may slip
+Every trap variant of every family is a sub-skill with its own competence logit. A response to a
+question applies each needed sub-skill correctly with probability
+``sigmoid(theta[variant] + ctx[variant, template, difficulty] - difficulty_slope * difficulty)``;
+a misapplied sub-skill takes that variant's wrong path (its trap). Practice on a variant trains
+that variant; a share ``sibling_transfer`` of each update also reaches the other variants of the
+same family (practising one way of checking roots helps a little with the others). Independently it may slip
 (``slip_base``, plus attention slips that grow with length and distractors when cheap difficulty
 is on, reduced by the learned ``care``); a slip changes the final number, to the question's
 shared misreading with a probability that grows with length when label noise is on.
@@ -24,7 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from diagevo.config import SimConfig
-from diagevo.train.sim.families import Family
+from diagevo.train.sim.families import Family, variants_of
 from diagevo.train.sim.params import WorldParams
 from diagevo.train.sim.world import Question, render_response
 
@@ -56,11 +59,23 @@ class Solver:
     def __init__(self, fams: Sequence[Family], params: WorldParams, sim: SimConfig) -> None:
         self.params = params
         self.sim = sim
-        self.index = {f.name: i for i, f in enumerate(fams)}
-        # base competences spread evenly over [lo, hi], assigned to skills by the world seed
+        self.variants = variants_of(tuple(fams))
+        self.index = {v.key: i for i, v in enumerate(self.variants)}
+        fam_index = {f.name: i for i, f in enumerate(fams)}
+        self.family_of = np.array([fam_index[v.family] for v in self.variants], dtype=int)
+        # siblings[i, j] = 1 when variants i != j belong to the same family
+        same = self.family_of[:, None] == self.family_of[None, :]
+        self.siblings = (same & ~np.eye(len(self.variants), dtype=bool)).astype(float)
+        # family competences spread evenly over [lo, hi], assigned to families by the world seed;
+        # the variants of a family scatter around it by up to +-variant_logit_spread (mean kept)
+        gen = np.random.default_rng(params.world_seed)
         spread = np.linspace(params.skill_logit_lo, params.skill_logit_hi, len(fams))
-        np.random.default_rng(params.world_seed).shuffle(spread)
-        self.theta0 = spread.astype(float)
+        gen.shuffle(spread)
+        offsets = gen.uniform(-params.variant_logit_spread, params.variant_logit_spread, len(self.variants))
+        for f in range(len(fams)):
+            members = self.family_of == f
+            offsets[members] -= offsets[members].mean()
+        self.theta0 = (spread[self.family_of] + offsets).astype(float)
         self.theta = self.theta0.copy()
         self.ctx: dict[tuple[int, int, int], float] = {}
         self.care = 0.0
@@ -69,7 +84,7 @@ class Solver:
 
     def _key(self, q: Question, j: int) -> tuple[int, int, int]:
         part = q.parts[j]
-        return (self.index[part.family], part.template, q.spec.difficulty)
+        return (self.index[part.skill], part.template, q.spec.difficulty)
 
     def p_skill(self, q: Question, j: int) -> float:
         key = self._key(q, j)
@@ -143,13 +158,14 @@ class Solver:
         if not g.count:
             return
         lr = self.params.solver_lr / g.count
-        self.theta += lr * g.theta
+        self.theta += lr * (g.theta + self.params.sibling_transfer * (self.siblings @ g.theta))
         for key, v in g.ctx.items():
             self.ctx[key] = self.ctx.get(key, 0.0) + lr * v
         self.care += lr * self.params.care_lr_scale * g.care
 
     def drift(self, practice: Sequence[int]) -> None:
-        """Unpractised skills fall back towards their base competence (world property d)."""
+        """Unpractised sub-skills fall back towards their base competence (world property d);
+        ``practice`` counts applications per variant in the round's solver update."""
         if not self.sim.drift:
             return
         p = self.params
