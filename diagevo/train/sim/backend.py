@@ -5,10 +5,12 @@ benchmarks and human-verified labels: accuracy on a fixed held-out set per famil
 accuracy of majority-of-12 pseudo-labels on a fixed shared set of challenger-style questions
 (Figure 3c). Both sets depend only on the world seed, so every run and variant sees the same ones.
 
-Scale note: the world has one trap per skill family, so the memory holds about one cause per
-family (plus duplicates the screening misses), not the paper's 150-250 fine-grained causes. A
-single cause then collects every failure of its skill, and a promoted cause is usually
-reactivated in the same round by a failure on a harder question of that skill.
+Granularity: every skill family has several trap variants (44 in the default 12-family world),
+each its own sub-skill of the solver with its own wrong path and cause paraphrases, and skill
+nodes correspond to families. The memory therefore holds tens of causes under about one node per
+family, and a cause collects only the failures of its own mechanism: at the default scale
+(|Q^cur| = 192) a cause is targeted by a few questions a round, as at the paper's (256 candidates
+for 150-190 Active causes), so a promoted cause stays Mastered unless its mechanism fails again.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from diagevo.memory.sampler import GenerationRequest
 from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician
-from diagevo.train.sim.families import families
+from diagevo.train.sim.families import families, variants_of
 from diagevo.train.sim.params import WorldParams
 from diagevo.train.sim.solver import Solver, group_advantages, sigmoid
 from diagevo.train.sim.text import boxed
@@ -52,7 +54,8 @@ class SimBackend:
         self.seed = seed
         self.params = WorldParams.from_config(config.sim)
         self.fams = families(config.sim.n_families)
-        self.registry = Registry({f.name: f for f in self.fams})
+        self.variants = variants_of(self.fams)
+        self.registry = Registry({v.key: v for v in self.variants})
         self.solver = Solver(self.fams, self.params, config.sim)
         self.challenger = Challenger(self.fams, self.params, self.embedder)
         self._emb = embedder
@@ -72,7 +75,13 @@ class SimBackend:
     def diagnostician(self) -> Diagnostician:
         if self._diag is None:
             self._diag = SimDiagnostician(
-                self.fams, self.config.sim.diagnostician_error_rate, self.embedder, self.params.world_seed
+                self.fams,
+                self.config.sim.diagnostician_error_rate,
+                self.embedder,
+                self.params.world_seed,
+                dedup_mid=self.params.dedup_mid,
+                dedup_width=self.params.dedup_width,
+                assign_mid=self.params.assign_mid,
             )
         return self._diag
 
@@ -146,7 +155,7 @@ class SimBackend:
         bounds = [round(i * n / steps) for i in range(steps + 1)]
         responses: list[list[str]] = [[] for _ in range(n)]
         rewards: list[list[float]] = [[] for _ in range(n)]
-        practice = [0] * len(self.fams)
+        practice = [0] * len(self.variants)
         index = self.solver.index
         progress("solver", 0, n)
         for s in range(steps):
@@ -162,7 +171,7 @@ class SimBackend:
                 rewards[i] = list(reward_fn(i, responses[i]))
                 self.solver.accumulate(grad, q, outs, group_advantages(rewards[i]))
                 for part in q.parts:
-                    practice[index[part.family]] += group_size
+                    practice[index[part.skill]] += group_size
             self.solver.apply(grad)
             progress("solver", bounds[s + 1], n)
         self.solver.drift(practice)
@@ -182,25 +191,32 @@ class SimBackend:
         if self._heldout is None or self._shared is None:
             rng = random.Random(f"sim-eval:{self.params.world_seed}")
             per = self.config.sim.heldout_per_family
-            # held-out: benchmark-like, unpadded, every difficulty equally often
+            # held-out: benchmark-like, unpadded, every variant of a family and every difficulty
+            # equally often
             self._heldout = [
-                self.registry.question(Spec((f.name,), j % (MAX_DIFFICULTY + 1), 0, 0, rng.getrandbits(48)))
+                self.registry.question(
+                    Spec(
+                        (f.variants[j % len(f.variants)].key,),
+                        (j // len(f.variants)) % (MAX_DIFFICULTY + 1),
+                        0,
+                        0,
+                        rng.getrandbits(48),
+                    )
+                )
                 for f in self.fams
                 for j in range(per)
             ]
             # shared pseudo-label set: challenger-style questions over the whole range of lengths
             # and distractors (Figure 3c uses round-5 challenger questions), one in five stitched
+            # with a sibling variant (stitching pairs causes of one skill node)
             shared = []
-            names = [f.name for f in self.fams]
-            by_area = defaultdict(list)
-            for f in self.fams:
-                by_area[f.area].append(f.name)
+            keys = [v.key for v in self.variants]
+            siblings = {v.key: [w.key for w in self.variants if w.family == v.family and w.key != v.key] for v in self.variants}
             for _ in range(self.config.sim.shared_label_questions):
-                a = rng.choice(names)
-                same = [x for x in by_area[self.fams[names.index(a)].area] if x != a]
-                fams = (a, rng.choice(same)) if same and rng.random() < 0.2 else (a,)
+                a = rng.choice(keys)
+                skills = (a, rng.choice(siblings[a])) if siblings[a] and rng.random() < 0.2 else (a,)
                 spec = Spec(
-                    fams,
+                    skills,
                     rng.randint(0, MAX_DIFFICULTY),
                     rng.randint(0, MAX_PAD),
                     rng.randint(0, MAX_DISTRACT),
@@ -236,9 +252,9 @@ class SimBackend:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         data = {
-            "version": 1,
+            "version": 2,
             "seed": self.seed,
-            "families": [f.name for f in self.fams],
+            "skills": [v.key for v in self.variants],
             "solver": self.solver.state(),
             "challenger": self.challenger.state(),
             "registry": [spec.to_list() for spec in self.registry.specs.values()],
@@ -249,8 +265,8 @@ class SimBackend:
 
     def load(self, path: Path) -> None:
         data = json.loads((Path(path) / STATE_FILE).read_text(encoding="utf-8"))
-        if data.get("families") != [f.name for f in self.fams]:
-            raise ValueError(f"{path}: checkpoint was written for a different set of sim families")
+        if data.get("skills") != [v.key for v in self.variants]:
+            raise ValueError(f"{path}: checkpoint was written for a different set of sim skills and variants")
         self.solver.load_state(data["solver"])
         self.challenger.load_state(data["challenger"])
         self.registry.specs.clear()

@@ -2,16 +2,23 @@
 
 Extraction (Prompt 1) reads the two numbered trajectories, finds the first step where they
 differ, and classifies it: a purely numerical difference (same wording, other numbers) is a
-non-skill slip; a difference in reasoning is recognised as one family's skill step (it knows the
-world's solution steps, as an LLM knows mathematics) and named with one of that family's
+non-skill slip; a difference in reasoning is recognised as one trap variant's step (it knows the
+world's solution steps, as an LLM knows mathematics) and named with one of that variant's
 10-20 word paraphrases, chosen per failure, so similarity screening and deduplication have real
-wording differences to handle. Supplied known causes are matched when their text describes the
-same skill. Dedup (Prompt 2), node assignment (Prompt 3, by knowledge area) and consolidation
-(Prompt 4) work on the cause and label texts they are given, mapped back to skills through the
-paraphrase tables or, for unfamiliar text, the embedding model.
+wording differences to handle (sibling variants of one family read alike but are different
+causes). Supplied known causes are matched when their text describes the same mechanism (the same
+variant). Dedup (Prompt 2) confirms a duplicate only for the same variant, and the more readily the
+closer the two wordings are (so a mechanism can end up with a few differently worded causes, as
+in a real memory); node assignment
+(Prompt 3) and consolidation (Prompt 4) work at the level of skills (families): a new cause goes
+to a node of its family -- the more readily the closer it reads to the node's representative
+cause, so a skill is sometimes opened a second node under another label wording --, and
+consolidation merges two nodes of one family. Texts are mapped back to
+variants through the paraphrase tables or, for unfamiliar text, the embedding model.
 
-Each call errs with probability ``diagnostician_error_rate`` (a wrong skill, a slip called a
-skill or the reverse, a missed match, a flipped dedup/merge, a wrong or spurious node). Each call
+Each call errs with probability ``diagnostician_error_rate`` (a sibling or other wrong variant, a
+slip called a skill or the reverse, a missed match, a flipped dedup/merge, a wrong or spurious
+node). Each call
 seeds its own RNG from a hash of its inputs, so decisions are reproducible under any concurrency.
 """
 
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 from collections import Counter
@@ -39,7 +47,7 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
-from diagevo.train.sim.families import AREAS, FAMILY_BY_NAME, Family
+from diagevo.train.sim.families import VARIANT_BY_KEY, Family, variants_of
 from diagevo.train.sim.text import signature
 
 MODEL = "sim-diagnostician"
@@ -73,17 +81,18 @@ def first_divergence(a: str, b: str) -> tuple[str, str] | None:
 
 
 @lru_cache(maxsize=8)
-def _step_signatures(names: tuple[str, ...], seed: int) -> dict[str, str]:
-    """Signatures of every skill step the families write (right and wrong paths) -> family."""
+def _step_signatures(keys: tuple[str, ...], seed: int) -> dict[str, str]:
+    """Signatures of the steps where each variant's right and wrong paths diverge -> variant key
+    (the steps after the divergence are not needed, and some read alike across variants)."""
     rng = random.Random(f"sim-steps:{seed}")
     table: dict[str, str] = {}
-    for name in names:
-        f = FAMILY_BY_NAME[name]
+    for key in keys:
+        v = VARIANT_BY_KEY[key]
         for d in range(4):
-            for _ in range(60):
-                inst = f.make(rng, d)
-                for s in (*inst.right, *inst.wrong):
-                    table.setdefault(signature(s), f.name)
+            for _ in range(40):
+                inst = v.make(rng, d)
+                for s in (inst.right[0], inst.wrong[0]):
+                    table.setdefault(signature(s), key)
     return table
 
 
@@ -100,25 +109,34 @@ class SimDiagnostician(Diagnostician):
         error_rate: float,
         embedder: Callable[[], Embedder],
         seed: int = 0,
+        dedup_mid: float = 0.5,
+        dedup_width: float = 0.05,
+        assign_mid: float = -1.0,
     ) -> None:
         self.fams = tuple(fams)
         self.by_name = {f.name: f for f in self.fams}
+        self.variants = variants_of(self.fams)
+        self.by_key = {v.key: v for v in self.variants}
         self.error_rate = error_rate
         self._embedder = embedder
         self.seed = seed
-        self.cause_table = {c: f.name for f in self.fams for c in (*f.causes, f.skill)}
-        self.label_table = {lbl: a for a, labels in AREAS.items() for lbl in labels}
-        self.step_table = _step_signatures(tuple(f.name for f in self.fams), seed)
-        self._step_words = [(_words(s), fam) for s, fam in self.step_table.items()]
+        self.dedup_mid = dedup_mid
+        self.dedup_width = dedup_width
+        self.assign_mid = assign_mid
+        self.cause_table = {c: v.key for v in self.variants for c in (*v.causes, v.skill)}
+        self.label_table = {lbl: f.name for f in self.fams for lbl in (*f.labels, f.skill)}
+        self.step_table = _step_signatures(tuple(v.key for v in self.variants), seed)
+        self._step_words = [(_words(s), key) for s, key in self.step_table.items()]
         self._text_emb: tuple[list[str], np.ndarray] | None = None
+        self._label_emb: tuple[list[str], np.ndarray] | None = None
 
     # ------------------------------------------------------------------ reading texts
 
-    def step_family(self, step: str) -> str | None:
+    def step_variant(self, step: str) -> str | None:
         sig = signature(step)
-        fam = self.step_table.get(sig)
-        if fam is not None:
-            return fam
+        key = self.step_table.get(sig)
+        if key is not None:
+            return key
         w = _words(sig)
         best, best_j = None, 0.6
         for ws, name in self._step_words:
@@ -127,56 +145,94 @@ class SimDiagnostician(Diagnostician):
                 best, best_j = name, j
         return best
 
-    def cause_family(self, text: str) -> str:
-        fam = self.cause_table.get(text.strip())
-        if fam is not None:
-            return fam
+    def _table_emb(self) -> tuple[dict[str, int], np.ndarray]:
         if self._text_emb is None:
             texts = list(self.cause_table)
-            self._text_emb = (texts, self._embedder().embed(texts))
-        texts, mat = self._text_emb
-        v = self._embedder().embed([text])[0]
-        return self.cause_table[texts[int(np.argmax(mat @ v))]]
+            self._text_emb = ({t: i for i, t in enumerate(texts)}, self._embedder().embed(texts))
+        return self._text_emb
 
-    def node_area(self, node: NodeView) -> str:
-        """The knowledge area most of a node's causes belong to (its label when it has none)."""
+    def _vec(self, text: str) -> np.ndarray:
+        rows, mat = self._table_emb()
+        i = rows.get(text.strip())
+        return mat[i] if i is not None else self._embedder().embed([text])[0]
+
+    def cause_variant(self, text: str) -> str:
+        key = self.cause_table.get(text.strip())
+        if key is not None:
+            return key
+        rows, mat = self._table_emb()
+        texts = list(rows)
+        return self.cause_table[texts[int(np.argmax(mat @ self._vec(text)))]]
+
+    def same_cause(self, a: str, b: str, rng: random.Random) -> bool:
+        """Prompt 2's judgement on one pair: the same mechanism (variant) is confirmed the more
+        readily the closer the two wordings are, ``sigmoid((cos - dedup_mid) / dedup_width)``, as
+        an LLM judge keeps differently emphasised phrasings of one mechanism apart now and then;
+        different mechanisms are never confirmed (except through ``error_rate``)."""
+        if a.strip() == b.strip():
+            return True
+        if self.cause_variant(a) != self.cause_variant(b):
+            return False
+        cos = float(self._vec(a) @ self._vec(b))
+        return rng.random() < 1.0 / (1.0 + math.exp(-(cos - self.dedup_mid) / self.dedup_width))
+
+    def cause_family(self, text: str) -> str:
+        return self.by_key[self.cause_variant(text)].family
+
+    def label_family(self, label: str) -> str:
+        fam = self.label_table.get(label.strip())
+        if fam is not None:
+            return fam
+        if self._label_emb is None:
+            texts = list(self.label_table)
+            self._label_emb = (texts, self._embedder().embed(texts))
+        texts, mat = self._label_emb
+        v = self._embedder().embed([label])[0]
+        return self.label_table[texts[int(np.argmax(mat @ v))]]
+
+    def node_family(self, node: NodeView) -> str:
+        """The skill (family) most of a node's causes belong to (its label when it has none)."""
         if node.causes:
-            votes = Counter(self.by_name[self.cause_family(c)].area for c in node.causes)
+            votes = Counter(self.cause_family(c) for c in node.causes)
             return votes.most_common(1)[0][0]
-        area = self.label_table.get(node.label.strip())
-        if area is not None:
-            return area
-        return self.by_name[self.cause_family(node.label)].area
+        return self.label_family(node.label)
+
+    def _wrong_variant(self, key: str, rng: random.Random) -> str:
+        """A plausible misreading: usually a sibling mechanism of the same skill, else a skill of
+        the same knowledge area."""
+        fam = self.by_key[key].family
+        siblings = [v.key for v in self.by_name[fam].variants if v.key != key]
+        area = self.by_name[fam].area
+        near = [v.key for v in self.variants if v.family != fam and self.by_name[v.family].area == area]
+        pool = siblings if siblings and (not near or rng.random() < 0.7) else near
+        pool = pool or [v.key for v in self.variants if v.key != key]
+        return rng.choice(pool) if pool else key
 
     # ------------------------------------------------------------------ Prompt 1
 
     async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
         rng = _rng("extract", self.seed, item.question, item.response, item.reference, [k.id for k in item.known])
         div = first_divergence(item.response, item.reference)
-        fam: str | None = None
+        key: str | None = None
         if div is not None and signature(div[0]) != signature(div[1]):
-            fam = self.step_family(div[0]) or self.step_family(div[1])
-        known = [(k, self.cause_family(k.description)) for k in item.known]
+            key = self.step_variant(div[0]) or self.step_variant(div[1])
+        known = [(k, self.cause_variant(k.description)) for k in item.known]
         skip_match = False
         if rng.random() < self.error_rate:
             kind = rng.choice(("wrong_skill", "flip_slip", "miss_match"))
-            if kind == "wrong_skill" and fam is not None:
-                area = self.by_name[fam].area
-                pool = [f.name for f in self.fams if f.area == area and f.name != fam] or [
-                    f.name for f in self.fams if f.name != fam
-                ]
-                fam = rng.choice(pool) if pool else fam
+            if kind == "wrong_skill" and key is not None:
+                key = self._wrong_variant(key, rng)
             elif kind == "flip_slip":
-                fam = None if fam is not None else rng.choice(self.fams).name
+                key = None if key is not None else rng.choice(self.variants).key
             else:
                 skip_match = True
         value = Extraction(None, None)
-        if fam is not None:
-            match = next((k for k, kf in known if kf == fam), None)
+        if key is not None:
+            match = next((k for k, kv in known if kv == key), None)
             if match is not None and not skip_match:
                 value = Extraction(match.id, None)
             else:
-                value = Extraction(None, rng.choice(self.by_name[fam].causes))
+                value = Extraction(None, rng.choice(self.by_key[key].causes))
         raw = json.dumps({"matched_cause_id": value.matched_cause_id, "error_cause": value.error_cause})
         return Reply(value=value, raw=raw, model=MODEL)
 
@@ -184,8 +240,7 @@ class SimDiagnostician(Diagnostician):
 
     async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
         rng = _rng("dedup", self.seed, new_cause, [(c.id, c.description) for c in candidates])
-        fam = self.cause_family(new_cause)
-        match = next((c for c in candidates if self.cause_family(c.description) == fam), None)
+        match = next((c for c in candidates if self.same_cause(new_cause, c.description, rng)), None)
         if rng.random() < self.error_rate and candidates:
             match = None if match is not None else rng.choice(list(candidates))
         value = Dedup(True, match.id) if match is not None else Dedup(False, None)
@@ -196,17 +251,23 @@ class SimDiagnostician(Diagnostician):
 
     async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
         rng = _rng("assign", self.seed, new_cause, [(n.id, n.label, n.causes) for n in shortlist])
-        area = self.by_name[self.cause_family(new_cause)].area
-        target = next((n for n in shortlist if self.node_area(n) == area), None)
+        fam = self.cause_family(new_cause)
+        target = next((n for n in shortlist if self.node_family(n) == fam), None)
+        if target is not None and target.causes:
+            # Prompt 3 shows one representative cause per node: a different mechanism of the same
+            # skill is recognised as belonging there the more readily the closer it reads
+            cos = float(self._vec(new_cause) @ self._vec(target.representative))
+            if rng.random() >= 1.0 / (1.0 + math.exp(-(cos - self.assign_mid) / self.dedup_width)):
+                target = None  # a second node for the skill, under another label; Prompt 4 merges them
         if rng.random() < self.error_rate:
             if target is not None:
-                target = None  # a spurious new node for an existing area; consolidation repairs it
+                target = None  # a spurious new node for an existing skill; consolidation repairs it
             elif shortlist:
                 target = rng.choice(list(shortlist))
         if target is not None:
             value = Assignment(False, None, target.id)
         else:
-            value = Assignment(True, rng.choice(AREAS[area]), None)
+            value = Assignment(True, rng.choice(self.by_name[fam].labels), None)
         raw = json.dumps(
             {"create_new_node": value.create_new_node, "new_node_label": value.new_node_label, "assigned_node": value.assigned_node}
         )
@@ -216,11 +277,11 @@ class SimDiagnostician(Diagnostician):
 
     async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
         rng = _rng("consolidate", self.seed, a.id, a.label, a.causes, b.id, b.label, b.causes)
-        area_a, area_b = self.node_area(a), self.node_area(b)
-        merge = area_a == area_b
+        fam_a, fam_b = self.node_family(a), self.node_family(b)
+        merge = fam_a == fam_b
         if rng.random() < self.error_rate:
             merge = not merge
-        label = (rng.choice(AREAS[area_a]) if area_a == area_b else a.label) if merge else None
+        label = (rng.choice(self.by_name[fam_a].labels) if fam_a == fam_b else a.label) if merge else None
         value = Consolidation(merge, label)
         raw = json.dumps({"merge": value.merge, "merged_label": value.merged_label})
         return Reply(value=value, raw=raw, model=MODEL)

@@ -3,7 +3,8 @@
 Numbers are read off the paper's reported dynamics (Qwen3-8B-Base runs), never tuned to make
 one training variant win:
 
-- Base solver. ``skill_logit_lo/hi`` spread the per-skill competences and ``difficulty_slope``
+- Base solver. ``skill_logit_lo/hi`` spread the per-family competences (each family's trap
+  variants scatter around it by up to +-``variant_logit_spread``) and ``difficulty_slope``
   (logits per difficulty level, 4 levels) sets how much harder the top level is. Calibrated to
   the pseudo-label accuracy of the untrained solver on the shared set, about 0.81 (Figure 3c,
   round 1: 83%); held-out accuracy then starts near 0.70 (Table 1: Qwen3-8B-Base math average
@@ -22,23 +23,38 @@ one training variant win:
   three distractors), so majority votes can agree on a wrong answer; chosen so that training on
   unguided questions can move pseudo-label accuracy on the shared set from 0.83 towards the
   0.65 of Figure 3c. Switched off, slips scatter over unrelated wrong numbers.
-- Transfer (c). On, a skill's update moves the skill parameter shared by every question needing
-  it; off, only ``transfer_off_share`` of it does and the rest stays with the question's context
-  (family template x difficulty level).
-- Drift (d). After each round, a skill moves back towards its base competence by
-  ``drift_rate * exp(-practice / drift_practice_scale)`` (practice = skill applications in the
-  round's solver update), so a skill mastered and then left alone for about two rounds falls back
+- Transfer (c). On, a sub-skill's update moves the variant parameter shared by every question
+  needing it, and ``sibling_transfer`` of it reaches each sibling variant of the same family; off,
+  only ``transfer_off_share`` of both does and the rest stays with the question's context
+  (variant template x difficulty level). ``sibling_transfer`` = 0.25 is a modelling choice (the
+  paper reports no number): practice on one mechanism helps related ones a little.
+- Drift (d). After each round, a sub-skill (variant) moves back towards its base competence by
+  ``drift_rate * exp(-practice / drift_practice_scale)`` (practice = applications of that variant
+  in the round's solver update), so a skill mastered and then left alone for about two rounds falls back
   below the promotion threshold; this is what lets Mastered causes be reactivated (Eq. 7), and it
   keeps Mastered below the whole memory as in Figure 3b (127 of 244 by round 5).
-- Learning rates. ``solver_lr`` is set so five rounds of pure free exploration add a few points
-  of held-out accuracy, the order of Figure 3a (63.4 -> 69.5 free, -> 72.3 DiagEvo); a skill
-  trained alone on 48 correctly labelled questions gains about 0.5-1 logit a round. ``challenger_lr`` lets a head's
+- Learning rates. ``solver_lr`` is set so pure free exploration (``memory.generation = "free"``)
+  gains about six points of held-out accuracy, peaking around round 3, as in Figure 3a (63.4 ->
+  69.5 at round 3, then falling); measured on the default world: 0.746 -> 0.811 at round 3, 0.794
+  at round 5. With 44 sub-skills each gets a small share of every update, hence the larger value
+  than a per-family world needs. ``challenger_lr`` lets a head's
   logits move by about half a unit a round under a consistent reward, enough for the free
   policy's length to go from 46 towards 169 words in five rounds if the reward favours it
   (Figure 4a); whether it does is left to the reward.
 - Challenger reading. ``target_temperature`` is the softmax temperature over cosine similarities
   when the challenger maps a cause text to a skill (a real LLM occasionally misreads a cause);
-  ``node_label_weight`` is how much the knowledge-area label adds to that match.
+  ``node_label_weight`` is how much the node label (read as a family) adds to that match.
+- Deduplication (Prompt 2). The sim diagnostician confirms two causes of the same variant with
+  probability ``sigmoid((cos - dedup_mid) / dedup_width)`` (cos: MiniLM cosine of the two
+  wordings), so a mechanism can end up with up to one cause per paraphrase, as an LLM judge keeps
+  differently emphasised phrasings apart now and then. Set from the paper's memory size relative
+  to the candidate pool (151 causes from 256 candidates after round 1, about 0.6): the default
+  world reaches about 0.3 (62 causes from 192), the most its four paraphrases per variant allow
+  without making the judge implausibly strict. Node assignment (Prompt 3) accepts the node of the
+  cause's own skill with probability ``sigmoid((cos - assign_mid) / dedup_width)`` against the
+  representative cause it is shown (sibling mechanisms read at cos ~0.5), otherwise it opens a
+  second node for the skill under another label; consolidation merges such nodes at round end,
+  as the paper's does every round (node count stabilising after round 3, Figure 3b).
 """
 
 from __future__ import annotations
@@ -61,7 +77,9 @@ class WorldParams:
     shared_bias: float = -2.3
     shared_per_100_words: float = 1.2
     shared_per_distractor: float = 0.6
-    solver_lr: float = 0.5
+    variant_logit_spread: float = 0.6
+    solver_lr: float = 3.0
+    sibling_transfer: float = 0.25
     care_lr_scale: float = 0.3
     transfer_off_share: float = 0.15
     drift_rate: float = 0.35
@@ -70,6 +88,9 @@ class WorldParams:
     challenger_steps: int = 2
     target_temperature: float = 0.03
     node_label_weight: float = 0.3
+    dedup_mid: float = 0.75
+    dedup_width: float = 0.05
+    assign_mid: float = 0.4
     eval_samples: int = 4  # responses per held-out question (mean@4 accuracy)
 
     @classmethod
