@@ -144,6 +144,10 @@ def test_node_assignment_and_consolidation_follow_skills() -> None:
     assert not _run(_diag().consolidate(roots, counting)).value.merge
     amgm = NodeView("n4", FAMILY_BY_NAME["amgm_equality"].labels[0], (V["amgm_equality.endpoint_lower"].causes[0],))
     assert not _run(_diag().consolidate(roots, amgm)).value.merge  # same area, different skills
+    # a judge that reads sibling mechanisms as different skills opens a second node for the skill
+    strict = SimDiagnostician(FAMILIES, 0.0, _Embedder(), assign_mid=2.0)
+    reply = _run(strict.assign_node(V["log_domain.power_rule"].causes[1], (counting, roots)))
+    assert reply.value.create_new_node and reply.value.new_node_label in logs.labels
     # an empty node is read from its label
     assert _run(_diag().assign_node(V["log_domain.base_domain"].causes[2], (NodeView("n5", logs.labels[1]),))).value.assigned_node == "n5"
 

@@ -253,7 +253,7 @@ class SimDiagnostician(Diagnostician):
         rng = _rng("assign", self.seed, new_cause, [(n.id, n.label, n.causes) for n in shortlist])
         fam = self.cause_family(new_cause)
         target = next((n for n in shortlist if self.node_family(n) == fam), None)
-        if target is not None and target.causes:
+        if target is not None and target.causes and self.assign_mid > -1.0:
             # Prompt 3 shows one representative cause per node: a different mechanism of the same
             # skill is recognised as belonging there the more readily the closer it reads
             cos = float(self._vec(new_cause) @ self._vec(target.representative))
