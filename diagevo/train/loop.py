@@ -98,23 +98,26 @@ class Trainer:
         if events:
             self.store.append(events)
 
-    def phase_done(self, r: _Round, phase: str, started: float, **stats: Any) -> None:
+    def finish_phase(self, r: _Round, phase: str, started: float, *, checkpoint: bool = False, **stats: Any) -> None:
+        """Record a finished phase; with ``checkpoint``, first save the models. The checkpoint
+        and the phase land in one append, so a resumed round never starts from a checkpoint
+        whose phase it would then run again."""
+        events = []
+        if checkpoint:
+            path = self.ckpt_dir / f"round{r.t:03d}-{phase}"
+            self.backend.save(path)
+            r.checkpoint = str(path)
+            events.append(self.event(r.t, f"checkpoint/{phase}", "checkpoint.written", path=str(path), phase=phase))
         r.seconds[phase] = time.perf_counter() - started
-        self.append([self.event(r.t, f"phase/{phase}", "phase.completed", phase=phase, seconds=r.seconds[phase], **stats)])
+        events.append(self.event(r.t, f"phase/{phase}", "phase.completed", phase=phase, seconds=r.seconds[phase], **stats))
+        self.append(events)
         r.done.add(phase)
-
-    def save_checkpoint(self, r: _Round, phase: str) -> None:
-        path = self.ckpt_dir / f"round{r.t:03d}-{phase}"
-        self.backend.save(path)
-        r.checkpoint = str(path)
-        self.append([self.event(r.t, f"checkpoint/{phase}", "checkpoint.written", path=str(path), phase=phase)])
 
     # --- run ----------------------------------------------------------------------------------
     def start(self) -> None:
         """Append ``run.started`` (a no-op when the run exists)."""
-        self.append(
-            [new_event("run.started", self.run, 0, f"{self.run}/0/run.started", config=self.cfg.redacted() | {"k": self.cfg.memory.k}, seed=self.seed)]
-        )
+        config = self.cfg.redacted() | {"k": self.cfg.memory.k}
+        self.append([new_event("run.started", self.run, 0, f"{self.run}/0/run.started", config=config, seed=self.seed)])
 
     def train(self, rounds: int | None = None) -> list[RoundReport]:
         self.start()
@@ -176,14 +179,14 @@ class Trainer:
                     requests(n_chal, "chal-requests"), self._challenger_reward(t), self.rng(t, "challenger"),
                     lambda _p, d, n: self.progress("challenger", d, n),
                 )
-            self.save_checkpoint(r, "challenger")
-            self.phase_done(r, "challenger", started, **stats)
+            self.finish_phase(r, "challenger", started, checkpoint=True, **stats)
 
         # (2) Q^cur under the same schedule, (3) N construction responses, votes, filter (Eq. 3)
         if "construct" not in r.done:
             started = time.perf_counter()
             self._generate_and_score(r, requests(n_cur, "cur-requests"))
-            self.phase_done(r, "construct", started, questions=len(r.questions), retained=sum(s["retained"] for s in r.scored.values()))
+            retained = sum(s["retained"] for s in r.scored.values())
+            self.finish_phase(r, "construct", started, questions=len(r.questions), retained=retained)
 
         # (4) promotions from M_{t-1} and the round's evidence (Eq. 5-6)
         evidence = [(q["active_cause"], r.scored[qid]["p1"]) for qid, q in r.questions.items() if qid in r.scored]
@@ -194,14 +197,13 @@ class Trainer:
         if "solver" not in r.done:
             started = time.perf_counter()
             stats = self._train_solver(r)
-            self.save_checkpoint(r, "solver")
-            self.phase_done(r, "solver", started, **stats)
+            self.finish_phase(r, "solver", started, checkpoint=True, **stats)
 
         # (6) diagnosis and memory maintenance (Sec. 2.3)
         if "diagnose" not in r.done:
             started = time.perf_counter()
             self._diagnose(r)
-            self.phase_done(r, "diagnose", started)
+            self.finish_phase(r, "diagnose", started)
 
         # (7) held-out evaluation, then commit M_t
         started = time.perf_counter()
