@@ -12,6 +12,7 @@ from cli.common import CLIError, err_console
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("LANCE_LOG", "error")  # lance logs table creation as a warning
 
 app = typer.Typer(
     name="diagevo",
