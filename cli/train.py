@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.common import DbOpt, JsonOpt, console, emit_json, open_store
-from diagevo.config import load_config, resolve_db_url
+from diagevo.config import DEFAULT_DB_URL, load_config, redact_url, resolve_db_url
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 
@@ -121,14 +121,13 @@ def register(app: typer.Typer) -> None:
             last = max((r.round for r in reports), default=None)
             cause = training.cause_to_audit(store, run_id)
         console.print(round_table(reports) if reports else "nothing to do: every round is committed")
-        db_arg = f" --db {cfg.db}" if cfg.db != "sqlite:///diagevo.db" else ""
-        console.print(f"\nlog: [bold]{cfg.db}[/]  run: [bold]{run_id}[/]")
+        shown = redact_url(cfg.db)  # a password never reaches the terminal
+        db_arg = f" --db {shown}" if cfg.db != DEFAULT_DB_URL else ""
+        console.print(f"\nlog: [bold]{shown}[/]  run: [bold]{run_id}[/]", soft_wrap=True)
         if last is not None:
             console.print("try:")
-            console.print(f"  diagevo memory replay --round {last}{db_arg} --run {run_id}")
-            console.print(f"  diagevo memory stats{db_arg} --run {run_id}")
-            if cause is not None:
-                console.print(f"  diagevo memory why {cause}{db_arg} --run {run_id}")
+            for cmd in (f"replay --round {last}", "stats", *([f"why {cause}"] if cause else [])):
+                console.print(f"  diagevo memory {cmd}{db_arg} --run {run_id}", soft_wrap=True, highlight=False)
 
     @app.command()
     def ablate(
