@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 DEFAULT_DB_URL = "sqlite:///diagevo.db"
 REDACTED = "***"
@@ -199,6 +199,15 @@ def load_config(path: Path | str | None = None, overrides: list[str] | None = No
     data: dict[str, Any] = {}
     if path is not None:
         text = Path(path).read_text(encoding="utf-8")
-        data = tomllib.loads(text)
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path}: {exc}") from None
     data = apply_overrides(data, overrides or [])
-    return Config.model_validate(data)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = "".join(f"{p}." for p in err["loc"])[:-1]
+        msg = err["msg"].removeprefix("Value error, ")
+        raise ValueError(f"config: {where}: {msg}" if where else f"config: {msg}") from None

@@ -196,3 +196,19 @@ def test_old_schema_revision_is_refused_untouched(tmp_path: Path, capsys: pytest
     code, _, err = run_cli(capsys, "memory", "stats", "--db", db)
     assert_one_line_error(code, err, "diagevo db upgrade")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "memory.k=-1"], "config: memory.k must be positive"),
+        (["--set", "memory.nope=1"], "config: memory.nope: Extra inputs are not permitted"),
+        (["--set", 'filter.mode="weird"'], "config: filter.mode: Input should be"),
+        (["--set", "bad"], "not of the form section.field=value"),
+        (["--config", "/nonexistent/x.toml"], "No such file or directory"),
+    ],
+)
+def test_train_rejects_bad_config_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    db = f"sqlite:///{tmp_path / 'cfg.db'}"
+    code, _, err = run_cli(capsys, "train", "--db", db, "--quiet", *args)
+    assert_one_line_error(code, err, message)
