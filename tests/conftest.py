@@ -131,6 +131,8 @@ def pg_database() -> Iterator[str]:
     """URL of a scratch PostgreSQL database for this session (skips if the server is down)."""
     admin_url = _reachable_pg_admin()
     if admin_url is None:
+        if os.environ.get("DIAGEVO_REQUIRE_POSTGRES"):  # CI: a missing server is a failure
+            pytest.fail("PostgreSQL on 127.0.0.1:5432 is unreachable and DIAGEVO_REQUIRE_POSTGRES is set")
         pytest.skip("PostgreSQL on 127.0.0.1:5432 is unreachable")
     name = f"diagevo_test_{uuid.uuid4().hex[:10]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
