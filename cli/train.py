@@ -103,7 +103,8 @@ def register(app: typer.Typer) -> None:
         overrides += [f"train.rounds={rounds}"] if rounds is not None else []
         path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
         cfg = load_config(path, overrides)
-        cfg = cfg.model_copy(update={"db": resolve_db_url(db or cfg.db)})
+        db_url = resolve_db_url(db or cfg.db)
+        cfg = cfg.model_copy(update={"db": db_url})
         reports: list[Any] = []
 
         def on_round(report: Any) -> None:
@@ -121,8 +122,8 @@ def register(app: typer.Typer) -> None:
             last = max((r.round for r in reports), default=None)
             cause = training.cause_to_audit(store, run_id)
         console.print(round_table(reports) if reports else "nothing to do: every round is committed")
-        shown = redact_url(cfg.db)  # a password never reaches the terminal
-        db_arg = f" --db {shown}" if cfg.db != DEFAULT_DB_URL else ""
+        shown = redact_url(db_url)  # a password never reaches the terminal
+        db_arg = f" --db {shown}" if db_url != DEFAULT_DB_URL else ""
         console.print(f"\nlog: [bold]{shown}[/]  run: [bold]{run_id}[/]", soft_wrap=True)
         if last is not None:
             console.print("try:")

@@ -12,7 +12,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-EMPTY: Mapping[str, Any] = MappingProxyType({})
+EMPTY: MappingProxyType[str, Any] = MappingProxyType({})
 
 
 class CauseState(StrEnum):
@@ -52,12 +52,12 @@ class Memory:
     run: str
     k: float
     seed: int = 0
-    config: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    config: MappingProxyType[str, Any] = field(default_factory=lambda: EMPTY)
     committed: int = 0
     open_round: int | None = None
     F1: int | None = None
-    causes: Mapping[str, Cause] = field(default_factory=lambda: EMPTY)
-    nodes: Mapping[str, Node] = field(default_factory=lambda: EMPTY)
+    causes: MappingProxyType[str, Cause] = field(default_factory=lambda: EMPTY)
+    nodes: MappingProxyType[str, Node] = field(default_factory=lambda: EMPTY)
     n_causes_created: int = 0
     n_nodes_created: int = 0
     last_seq: int = 0

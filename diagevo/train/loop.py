@@ -234,8 +234,8 @@ class Trainer:
         def reward(requests: Sequence[GenerationRequest], outputs: Sequence[str]) -> list[float]:
             calls[0] += 1
             questions = [cur.parse_question(o) for o in outputs]
-            valid = [i for i, q in enumerate(questions) if q is not None]
-            answers = self.backend.sample([questions[i] for i in valid], n, self.rng(t, f"chal-votes-{calls[0]}"))
+            valid = {i: q for i, q in enumerate(questions) if q is not None}
+            answers = self.backend.sample(list(valid.values()), n, self.rng(t, f"chal-votes-{calls[0]}"))
             p1 = [0.0] * len(questions)
             for i, responses in zip(valid, answers, strict=True):
                 p1[i] = cur.votes([cur.extract_answer(x) for x in responses]).p1
@@ -253,7 +253,7 @@ class Trainer:
             if text is None:
                 continue  # format-invalid: not a candidate
             qid = f"q{t}-{i:05d}"
-            data = {
+            data: dict[str, Any] = {
                 "question_id": qid, "mode": req.mode, "active_cause": req.active_cause,
                 "mastered_cause": req.mastered_cause, "node": req.node, "text": text,
             }
