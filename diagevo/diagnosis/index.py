@@ -219,11 +219,12 @@ class VectorIndex:
         if self._causes is None or self._causes.n == 0:
             return np.zeros(0, dtype=np.float32)
         vec = vec.astype(np.float32, copy=False)
-        if row is None or getattr(self, "_pre_vecs", None) is None:
+        pre_vecs = self._pre_vecs  # set in __init__, so no getattr fallback is needed
+        if row is None or pre_vecs is None:
             return self._causes.view @ vec
         b = row // self._pre_block
         if self._pre_cache is None or self._pre_cache[0] != b:
-            rows = self._pre_vecs[b * self._pre_block : (b + 1) * self._pre_block]
+            rows = pre_vecs[b * self._pre_block : (b + 1) * self._pre_block]
             self._pre_cache = (b, rows @ self._pre_base.T)
         head = self._pre_cache[1][row - b * self._pre_block]
         tail = self._causes.view[self._pre_n0 :] @ vec
@@ -264,7 +265,9 @@ class VectorIndex:
             if len(picked) >= k or m >= n:
                 break
             m = min(n, 4 * m)
-        out = [(self.node_ids[p], score, self.cause_ids[row]) for p, score, row in picked]
+        out: list[tuple[str, float, str | None]] = [
+            (self.node_ids[p], score, self.cause_ids[row]) for p, score, row in picked
+        ]
         if len(out) < k:  # live nodes without members (only a hand-written log makes them)
             have = {p for p, _, _ in picked}
             empty = [p for p in np.flatnonzero(self._node_live[: len(self.node_ids)]) if p not in have]

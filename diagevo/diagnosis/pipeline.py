@@ -241,7 +241,9 @@ class _Round:
             events = _call_events(self.run, self.round, (fid, "extract"), reply, failure_id=fid) if reply else []
             value = reply.value if reply else None
             if reply is None or value is None:
-                events.append(self.failed(fid, "extract", crash or reply.error or "no decision", reply, fid, "extract"))
+                # without a reply, ``crash`` always holds the exception that prevented it
+                reply_error = reply.error if reply is not None else None
+                events.append(self.failed(fid, "extract", crash or reply_error or "no decision", reply, fid, "extract"))
             elif value.matched_cause_id is not None and value.matched_cause_id not in f.known_causes:
                 reason = f"matched_cause_id {value.matched_cause_id!r} was not supplied"
                 events.append(self.failed(fid, "extract", reason, reply, fid, "extract"))

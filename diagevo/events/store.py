@@ -324,7 +324,9 @@ def _upgrade_in(conn: Connection, target: str = "head") -> None:
 def _sqlite_file_missing(url: str) -> bool:
     u = _normalise_url(url)
     db = u.database
-    return u.get_backend_name() == "sqlite" and bool(db) and db != ":memory:" and not Path(db).exists()
+    if u.get_backend_name() != "sqlite" or not db or db == ":memory:":
+        return False
+    return not Path(db).exists()
 
 
 def revision_status(url: str) -> RevisionStatus:

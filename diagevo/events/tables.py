@@ -10,7 +10,7 @@ so the database must store exactly the text the store hashed (PostgreSQL's JSONB
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 # On SQLite ``INTEGER PRIMARY KEY`` aliases the rowid (fast, 64-bit); BIGINT would not.
@@ -70,8 +70,9 @@ class Checkpoint(SQLModel, table=True):
     info: str = Field(sa_column=Column("info", Text, nullable=False, server_default="{}"))
 
 
-events_table = Event.__table__
-artifacts_table = Artifact.__table__
-snapshots_table = Snapshot.__table__
-checkpoints_table = Checkpoint.__table__
+# SQLModel sets ``__table__`` on table models at class creation, but its stubs do not declare it
+events_table: Table = Event.__table__  # type: ignore[attr-defined]
+artifacts_table: Table = Artifact.__table__  # type: ignore[attr-defined]
+snapshots_table: Table = Snapshot.__table__  # type: ignore[attr-defined]
+checkpoints_table: Table = Checkpoint.__table__  # type: ignore[attr-defined]
 metadata = SQLModel.metadata

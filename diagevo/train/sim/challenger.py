@@ -110,11 +110,12 @@ class Challenger:
 
     def propose(self, req: GenerationRequest, rng: random.Random) -> tuple[Spec, Choice]:
         kind = "free" if req.mode == "free" or not req.active_text else "guided"
+        idx: int | None = None
+        names: tuple[str, ...]
         if kind == "free":
-            idx: int | None = _draw(self.skill_logits, rng)
+            idx = _draw(self.skill_logits, rng)
             names = (self.variants[idx].key,)
         else:
-            idx = None
             a = self.read_cause(req.active_text or "", req.node_label, rng)
             names = (self.variants[a].key,)
             if req.mode == "stitched" and req.mastered_text:

@@ -127,7 +127,7 @@ class SimDiagnostician(Diagnostician):
         self.label_table = {lbl: f.name for f in self.fams for lbl in (*f.labels, f.skill)}
         self.step_table = _step_signatures(tuple(v.key for v in self.variants), seed)
         self._step_words = [(_words(s), key) for s, key in self.step_table.items()]
-        self._text_emb: tuple[list[str], np.ndarray] | None = None
+        self._text_emb: tuple[dict[str, int], np.ndarray] | None = None
         self._label_emb: tuple[list[str], np.ndarray] | None = None
 
     # ------------------------------------------------------------------ reading texts

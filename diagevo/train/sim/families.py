@@ -46,8 +46,10 @@ class Instance:
     wrong: tuple[str, ...]
 
 
-# a generator returns (template, text, answer, trap, lead, right, wrong)
-Raw = tuple[int, str, object, object, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+# a generator returns (template, text, answer, trap, lead, right, wrong); answer and trap are
+# exact numbers (ints, or Fractions where the result is not whole)
+Num = int | Fraction
+Raw = tuple[int, str, Num, Num, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 Gen = Callable[[random.Random, int], Raw]
 
 

@@ -60,6 +60,7 @@ one training variant win:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from diagevo.config import SimConfig
 
@@ -99,5 +100,6 @@ class WorldParams:
         unknown = sorted(set(sim.params) - set(known))
         if unknown:
             raise ValueError(f"sim.params: unknown world parameter(s) {', '.join(unknown)}")
-        values = {k: (int(v) if known[k] == "int" else float(v)) for k, v in sim.params.items()}
+        # each value is converted to its field's declared type, which mypy cannot follow per key
+        values: dict[str, Any] = {k: (int(v) if known[k] == "int" else float(v)) for k, v in sim.params.items()}
         return replace(cls(), **values)
