@@ -48,7 +48,7 @@ class LocalEngine:
 
         if isinstance(model, str):
             path = check_local_model(model)
-            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device)
+            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device)  # type: ignore[arg-type]
             self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
         else:
             if tokenizer is None:
@@ -62,7 +62,7 @@ class LocalEngine:
 
     def render(self, messages: Messages) -> str:
         if getattr(self.tokenizer, "chat_template", None):
-            return str(self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True))
+            return str(self.tokenizer.apply_chat_template([dict(m) for m in messages], tokenize=False, add_generation_prompt=True))
         return render_plain(messages)
 
     def generate(

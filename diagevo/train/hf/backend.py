@@ -101,7 +101,7 @@ class HFBackend:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         dtype = torch.bfloat16 if self.config.hf.bf16 and self.config.hf.device != "cpu" else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.config.hf.device)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.config.hf.device)  # type: ignore[arg-type]
         tok = AutoTokenizer.from_pretrained(path)
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
@@ -216,7 +216,7 @@ class HFBackend:
             total = args.max_steps
 
             class Tick(TrainerCallback):
-                def on_step_end(self, _args: Any, state: Any, _control: Any, **_: Any) -> None:
+                def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                     progress(role, state.global_step, total)
 
             reward.__name__ = f"{role}_reward"
