@@ -84,6 +84,7 @@ class HFBackend:
         self._emb = embedder
         self._diag: Diagnostician | None = None
         self._engine: dict[Role, Any] = {}
+        self._weights: dict[Role, Path] = dict(self.sources)  # where vLLM reads each role's latest weights
 
     # ------------------------------------------------------------------ models
 
@@ -116,7 +117,7 @@ class HFBackend:
                 from diagevo.generation.vllm_engine import VLLMEngine
                 from diagevo.train.hf.args import vllm_kwargs
 
-                self._engine[role] = VLLMEngine(**vllm_kwargs(self.config, str(self.sources[role])))
+                self._engine[role] = VLLMEngine(**vllm_kwargs(self.config, str(self._weights[role])))
             else:
                 self._engine[role] = LocalEngine(
                     self.model(role), tokenizer=self.tokenizer(role), device=h.device, batch_size=h.generation_batch
@@ -208,6 +209,8 @@ class HFBackend:
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
         from trl import GRPOConfig, GRPOTrainer
 
+        if self.config.hf.use_vllm:  # TRL colocates its own vLLM: release ours first
+            self._close_engines()
         model, tok = self.model(role), self.tokenizer(role)
         model.config._name_or_path = str(self.sources[role])  # the KL reference TRL loads
         seed = rng.getrandbits(31)
@@ -313,11 +316,20 @@ class HFBackend:
             else:  # never loaded: the checkpoint still holds the role, as its source
                 self.model(role).save_pretrained(path / role)
                 self._tokenizers[role].save_pretrained(path / role)
+            self._weights[role] = path / role
+        if self.config.hf.use_vllm:  # vLLM reads weights from disk: the next engine loads these
+            self._close_engines()
+
+    def _close_engines(self) -> None:
+        for engine in self._engine.values():
+            engine.close()
+        self._engine.clear()
+        self._free()
 
     def load(self, path: Path) -> None:
         for role in ("challenger", "solver"):
             d = Path(path) / role
             if not (d / "config.json").is_file():
                 raise ValueError(f"{path}: not an hf checkpoint (no {role}/config.json)")
-            self.sources[role] = d
+            self.sources[role] = self._weights[role] = d
             self._load_role(role, d)
