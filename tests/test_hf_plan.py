@@ -152,3 +152,37 @@ def test_tiny_corpus_holds_out_its_heldout_questions() -> None:
     seen = {p[0][-1]["content"] for p in pairs}
     assert heldout and not any(h["question"] in seen for h in heldout)
     assert any("<question>" in c for _, c in pairs) and any("\\boxed{" in c for _, c in pairs)
+
+
+def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from cli.app import main; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.mark.slow
+def test_models_tiny_cli_writes_a_loadable_pair(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    out = _cli("models", "tiny", "--out", str(tmp_path / "t"), "--steps", "2", "--hidden", "16", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["solver"] == str(tmp_path / "t" / "solver")
+    from transformers import AutoConfig, AutoTokenizer
+
+    for role in ("challenger", "solver"):
+        cfg = AutoConfig.from_pretrained(tmp_path / "t" / role)
+        assert cfg.hidden_size == 16 and cfg.head_dim == 4 and cfg.tie_word_embeddings
+        tok = AutoTokenizer.from_pretrained(tmp_path / "t" / role)
+        text = tok.apply_chat_template([{"role": "user", "content": "What is 12 + 3?"}], tokenize=False, add_generation_prompt=True)
+        assert text.endswith("<|im_start|>assistant\n")
+        assert [tok.decode([i]) for i in tok("123", add_special_tokens=False)["input_ids"]] == ["1", "2", "3"]
+    assert (tmp_path / "t" / "heldout.jsonl").read_text().strip()
+
+
+def test_bad_models_and_hub_ids_are_one_line_errors(tmp_path: Path) -> None:
+    bad = _cli("models", "tiny", "--out", str(tmp_path / "t"), "--hidden", "18")
+    assert bad.returncode != 0 and "multiple of 4" in bad.stderr and not (tmp_path / "t").exists()
+    hub = _cli(
+        "train", "--config", str(ROOT / "configs" / "tiny-hf.toml"), "--db", f"sqlite:///{tmp_path / 'x.db'}",
+        "--set", 'hf.solver_model="Qwen/Qwen3-4B-Base"', "--quiet",
+    )
+    assert hub.returncode == 1, hub.stderr
+    assert "no network: pass a local model directory" in hub.stderr and len(hub.stderr.strip().splitlines()) == 1
