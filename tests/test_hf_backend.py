@@ -119,7 +119,7 @@ def test_load_reloads_a_checkpoint(tiny_round, tiny_dir: Path) -> None:  # noqa:
         fresh.load(tmp)
 
 
-def test_a_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_path: Path) -> None:
+def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_path: Path) -> None:
     cause = "Adds the two numbers correctly but then writes a different value in the final box"
     label = "Keeping intermediate arithmetic results consistent through to the final boxed answer"
     with LLMServer() as server:
@@ -133,7 +133,20 @@ def test_a_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_path: Path)
         )
         store = EventStore(f"sqlite:///{tmp_path / 'y.db'}", create=True)
         try:
-            run, (report,) = train(cfg, store)
+            # cut the round short in the solver phase; the resumed process reloads the checkpoint
+            crashing = HFBackend(cfg, cfg.train.seed)
+
+            def crash(*_a: object, **_k: object) -> None:
+                raise KeyboardInterrupt
+
+            crashing.train_solver = crash  # type: ignore[method-assign]
+            with pytest.raises(KeyboardInterrupt):
+                train(cfg, store, backend=crashing)
+            (ckpt,) = [Path(e.data["path"]) for e in store.read("r", types=("checkpoint.written",))]
+            resumed = HFBackend(cfg, cfg.train.seed)
+            run, (report,) = train(cfg, store, resume=True, backend=resumed)
+            assert resumed.sources["solver"] == ckpt / "solver"
+            assert resumed.sources["challenger"] == ckpt / "challenger"
             texts = [e.data["description"] for e in store.read(run, texts=True, types=("cause.created",))]
         finally:
             store.close()
