@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from diagevo.events.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.events.store import EventStore
-from diagevo.memory.fold import InvariantError, evolve, start
-from diagevo.memory.state import Memory
+from diagevo.memory.fold import Draft, InvariantError, start
 from diagevo.replay import load_memory, refresh_snapshots
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash", "schema_version")
@@ -62,13 +61,13 @@ def _existing_ids(store: EventStore, run: str) -> set[str]:
 
 def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> list[EventIn]:
     """Fold the new events on top of each run's stored memory; returns those not yet stored."""
-    memories: dict[str, Memory | None] = {}
+    memories: dict[str, Draft | None] = {}  # a working copy per run
     stored: dict[str, set[str]] = {}
     fresh: list[EventIn] = []
     for no, ev in events:
         if ev.run not in memories:
             known = ev.run in store.runs()
-            memories[ev.run] = load_memory(store, ev.run) if known else None
+            memories[ev.run] = Draft(load_memory(store, ev.run)) if known else None
             stored[ev.run] = _existing_ids(store, ev.run) if known else set()
         if ev.event_id in stored[ev.run]:
             continue  # idempotent re-ingest of a stored event
@@ -80,9 +79,9 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
                     raise InvariantError(f"run {ev.run!r} has {ev.type} before run.started")
                 if ev.round != 0:
                     raise InvariantError("run.started must be in round 0")
-                memories[ev.run] = start(ev.run, ev.data)
+                memories[ev.run] = Draft(start(ev.run, ev.data))
             else:
-                memories[ev.run] = evolve(mem, ev.type, ev.round, ev.data)
+                mem.apply(ev.type, ev.round, ev.data)
         except InvariantError as exc:
             raise IngestError(no, str(exc)) from None
         fresh.append(ev)

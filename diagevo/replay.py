@@ -7,11 +7,9 @@ the database, the store never interprets events.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
-
 from diagevo.config import redact_url
 from diagevo.events.store import EventStore
-from diagevo.memory.fold import MEMORY_TYPES, InvariantError, Row, evolve, fold, fold_until, start
+from diagevo.memory.fold import MEMORY_TYPES, InvariantError, Row, commits, fold, fold_until, start
 from diagevo.memory.state import Memory
 
 # what the memory depends on (evidence and bookkeeping only open rounds)
@@ -59,12 +57,9 @@ def refresh_snapshots(store: EventStore, run: str) -> int:
     snap = store.latest_snapshot(run)
     mem = Memory.from_json(snap[2]) if snap else None
     written = 0
-    for seq, rnd, etype, data in _rows(store, run, mem.last_seq if mem else 0):
-        mem = start(run, data, seq) if mem is None else evolve(mem, etype, rnd, data)
-        if etype == "round.committed":
-            mem = replace(mem, last_seq=seq)
-            store.put_snapshot(run, rnd, seq, mem.to_json())
-            written += 1
+    for m in commits(_rows(store, run, mem.last_seq if mem else 0), run, mem):
+        store.put_snapshot(run, m.committed, m.last_seq, m.to_json())
+        written += 1
     return written
 
 
@@ -75,13 +70,10 @@ def committed_rounds(store: EventStore, run: str) -> list[int]:
 def verify_run(store: EventStore, run: str) -> list[str]:
     """Hash chain intact, every invariant holds over the full log, snapshots equal the fold."""
     problems = list(store.verify_chain(run))
-    mem: Memory | None = None
     folded: dict[int, dict] = {}
     try:
-        for seq, rnd, etype, data in _rows(store, run, all_types=True):
-            mem = start(run, data, seq) if mem is None else evolve(mem, etype, rnd, data)
-            if etype == "round.committed":
-                folded[rnd] = replace(mem, last_seq=seq).to_json()
+        for m in commits(_rows(store, run, all_types=True), run):
+            folded[m.committed] = m.to_json()
     except InvariantError as exc:
         problems.append(f"invariant: {exc}")
     for rnd, image in folded.items():
