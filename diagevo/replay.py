@@ -64,7 +64,38 @@ def refresh_snapshots(store: EventStore, run: str) -> int:
 
 
 def committed_rounds(store: EventStore, run: str) -> list[int]:
+    """Read through the (run_id, type, seq) index: as many rows as rounds."""
     return [rnd for _, rnd, _, _ in store.iter_rows(run, types=("round.committed",))]
+
+
+def commit_memories(store: EventStore, run: str) -> Iterator[Memory]:
+    """M_t of every committed round, in order: from the snapshots, folding only the stretches of
+    the log that no snapshot covers (a read-only pass: nothing is written)."""
+    snaps = {rnd: state for rnd, _, state in store.snapshots(run)}
+    mem: Memory | None = None
+    for rnd in committed_rounds(store, run):
+        state = snaps.get(rnd)
+        if state is not None:
+            mem = Memory.from_json(state)
+        else:
+            mem = fold_until(_rows(store, run, mem.last_seq if mem else 0), run, rnd, mem)
+        yield mem
+
+
+def cause_rows(store: EventStore, run: str, cause: str) -> list[Row]:
+    """The events :func:`diagevo.memory.audit.cause_story` needs for one cause, texts inline,
+    in seq order: the cause's own events, its failures with their diagnoses, their questions
+    and the merges of nodes. Indexed reads only; the rest of the run is never read."""
+    own = store.read_naming(run, {"cause_id": [cause]})
+    fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
+    failures = store.read_naming(
+        run, {"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True
+    )
+    qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
+    questions = store.read_naming(run, {"question_id": qids}, types=("question.generated",), texts=True)
+    merges = list(store.read(run, types=("nodes.merged",)))
+    events = {e.seq: e for e in (*own, *failures, *questions, *merges)}
+    return [(e.seq, e.round, e.type, e.data) for _, e in sorted(events.items())]
 
 
 def verify_run(store: EventStore, run: str) -> list[str]:
@@ -81,3 +112,43 @@ def verify_run(store: EventStore, run: str) -> list[str]:
         if snap is not None and snap[1] != image:
             problems.append(f"snapshot of round {rnd} differs from the fold of the log")
     return problems
+
+
+def stored_round_stats(store: EventStore, run: str) -> list[dict]:
+    """:func:`diagevo.memory.audit.round_stats` without a pass over the log: memory sizes and the
+    schedule from the commits' memories (snapshots), what each round did from the per-(round,
+    type) counts of the index, held-out figures from the ``round.committed`` events and
+    benchmark scores from ``eval.recorded``."""
+    from diagevo.memory.audit import COUNTED
+    from diagevo.memory.schedule import schedule
+
+    counts = store.type_counts(run)
+    retained = store.count_true(run, "question.scored", "retained")
+    commits_data = {e.round: e.data for e in store.read(run, types=("round.committed",))}
+    scores: dict[int, dict] = {}
+    for e in store.read(run, types=("eval.recorded",)):
+        if "benchmark" in e.data:
+            scores.setdefault(e.round, {})[f"bench/{e.data['benchmark']}"] = e.data.get("accuracy")
+    out: list[dict] = []
+    for mem in commit_memories(store, run):
+        rnd = mem.committed
+        s = schedule(mem)
+        row = {
+            "round": rnd,
+            "active": len(mem.active()),
+            "mastered": len(mem.mastered()),
+            "nodes": len(mem.nodes),
+            "F": s.F,
+            "epsilon_next": s.epsilon,
+        }
+        for etype, name in COUNTED.items():
+            if name == "questions":
+                row["questions"] = counts.get((rnd, etype), 0)
+                row["retained"] = retained.get(rnd, 0)
+            else:
+                row[name] = counts.get((rnd, etype), 0)
+        d = commits_data.get(rnd, {})
+        row.update({k: v for k, v in d.items() if isinstance(v, (int, float)) and k.startswith("heldout")})
+        row.update(scores.get(rnd, {}))
+        out.append(row)
+    return out

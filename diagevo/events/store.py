@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from alembic import command
 from alembic.config import Config
@@ -39,6 +39,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from diagevo.config import redact_url
 from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
+from diagevo.events.tables import KEY_FIELDS, key_expr
 
 __all__ = [
     "ARTIFACT_KEY",
@@ -662,12 +663,21 @@ class EventStore:
     # --- reads --------------------------------------------------------------------------------
 
     def _where(
-        self, run: str, after_seq: int, upto_seq: int | None, types: Collection[str] | None
+        self,
+        run: str,
+        after_seq: int,
+        upto_seq: int | None,
+        types: Collection[str] | None,
+        round: int | None = None,
     ) -> tuple[str, list[Any]]:
-        """WHERE clause selecting a run's events (served by the (run_id, seq) index)."""
+        """WHERE clause selecting a run's events (served by the (run_id, seq), (run_id, type, seq)
+        or (run_id, round, type) index)."""
         q = self._p
         sql = f"WHERE run_id = {q} AND seq > {q}"
         params: list[Any] = [run, after_seq]
+        if round is not None:
+            sql += f" AND round = {q}"
+            params.append(round)
         if upto_seq is not None:
             sql += f" AND seq <= {q}"
             params.append(upto_seq)
@@ -699,15 +709,55 @@ class EventStore:
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: Collection[str] | None = None,
+        round: int | None = None,
         texts: bool = False,
+        limit: int | None = None,
     ) -> Iterator[StoredEvent]:
-        """Events of a run in seq order; ``texts=True`` puts artifact texts back inline."""
+        """Events of a run in seq order (of one ``round`` only, if given; at most ``limit``);
+        ``texts=True`` puts artifact texts back inline."""
+        where, params = self._where(run, after_seq, upto_seq, types, round)
+        if limit:
+            where += f" ORDER BY seq LIMIT {int(limit)}"
+        else:
+            where += " ORDER BY seq"
+        return self._select(where, params, texts)
+
+    def read_naming(
+        self,
+        run: str,
+        keys: dict[str, Collection[str]],
+        *,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        texts: bool = False,
+        limit: int | None = None,
+    ) -> list[StoredEvent]:
+        """Events of a run whose data names one of the given ids in one of the given fields
+        (``{"cause_id": ["C3"], "matched_cause": ["C3"]}``), in seq order: indexed reads, one per
+        field, never a scan of the run. Fields: :data:`diagevo.events.tables.KEY_FIELDS`."""
+        found: dict[int, StoredEvent] = {}
+        for field, values in keys.items():
+            if field not in KEY_FIELDS:
+                raise StoreError(f"events cannot be looked up by {field!r}: use one of {', '.join(KEY_FIELDS)}")
+            values = list(dict.fromkeys(values))
+            expr = key_expr(self._dialect, field)
+            for i in range(0, len(values), _SQLITE_MAX_PARAMS):
+                chunk = values[i : i + _SQLITE_MAX_PARAMS]
+                where, params = self._where(run, 0, None, types, round)
+                where += f" AND {expr} IN ({', '.join([self._p] * len(chunk))}) ORDER BY seq"
+                if limit:
+                    where += f" LIMIT {int(limit)}"
+                for e in self._select(where, [*params, *chunk], texts):
+                    found[e.seq] = e
+        picked = [found[seq] for seq in sorted(found)]
+        return picked[:limit] if limit else picked
+
+    def _select(self, where: str, params: list[Any], texts: bool) -> Iterator[StoredEvent]:
         loads = _loads
         with self._cursor(stream=True) as cur, (self._cursor() if texts else nullcontext()) as art_cur:
-            where, params = self._where(run, after_seq, upto_seq, types)
             cur.execute(
                 "SELECT seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash "
-                f"FROM events {where} ORDER BY seq",
+                f"FROM events {where}",
                 params,
             )
             while rows := cur.fetchmany(_FETCH):
@@ -756,10 +806,55 @@ class EventStore:
             return self._run_head(cur, run)[0]
 
     def runs(self) -> list[str]:
-        """Run ids in order of their first event."""
+        """Run ids in order of their first event: a skip scan of the (run_id, seq) index, one
+        probe per run, never a pass over the events."""
         with self._cursor() as cur:
-            cur.execute("SELECT run_id FROM events GROUP BY run_id ORDER BY MIN(seq)")
+            cur.execute(
+                "WITH RECURSIVE r(run_id) AS ("
+                " SELECT MIN(run_id) FROM events"
+                " UNION ALL SELECT (SELECT MIN(e.run_id) FROM events e WHERE e.run_id > r.run_id)"
+                " FROM r WHERE r.run_id IS NOT NULL) "
+                "SELECT run_id, (SELECT MIN(e.seq) FROM events e WHERE e.run_id = r.run_id) AS first_seq "
+                "FROM r WHERE run_id IS NOT NULL ORDER BY first_seq"
+            )
             return [r[0] for r in cur.fetchall()]
+
+    def has_run(self, run: str) -> bool:
+        return self.last_seq(run) > 0
+
+    def existing_ids(self, ids: Collection[str]) -> set[str]:
+        """Which of these event ids are already stored (an indexed lookup per chunk)."""
+        with self._cursor() as cur:
+            return self._existing_ids(cur, list(ids))
+
+    def count_true(self, run: str, type: str, field: str) -> dict[int, int]:
+        """Per round, how many events of ``type`` have a true boolean ``field`` in their data
+        (read through the (run_id, type, seq) index)."""
+        if not field.isidentifier():
+            raise StoreError(f"not a data field: {field!r}")
+        cond = (
+            f"(data::json ->> '{field}') = 'true'"
+            if self._dialect == "postgresql"
+            else f"json_extract(data, '$.{field}') = 1"
+        )
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT round, COUNT(*) FROM events WHERE run_id = {self._p} AND type = {self._p} AND {cond} "
+                "GROUP BY round",
+                (run, type),
+            )
+            return {int(r[0]): int(r[1]) for r in cur.fetchall()}
+
+    def type_counts(self, run: str, round: int | None = None) -> dict[tuple[int, str], int]:
+        """Events per (round, type) of a run, or of one round: read from the (run_id, round,
+        type) index alone."""
+        where, params = f"WHERE run_id = {self._p}", [cast(Any, run)]
+        if round is not None:
+            where += f" AND round = {self._p}"
+            params.append(round)
+        with self._cursor() as cur:
+            cur.execute(f"SELECT round, type, COUNT(*) FROM events {where} GROUP BY round, type", params)
+            return {(int(r[0]), r[1]): int(r[2]) for r in cur.fetchall()}
 
     def latest_run(self) -> str | None:
         """The run of the most recently appended event (the run last worked on)."""
@@ -829,6 +924,14 @@ class EventStore:
         with self._read_conn() as conn:
             row = conn.execute(text(sql + " ORDER BY round DESC LIMIT 1"), params).first()
         return (int(row[0]), int(row[1]), _loads(row[2])) if row else None
+
+    def snapshots(self, run: str) -> list[tuple[int, int, dict[str, Any]]]:
+        """(round, seq, state) of every snapshot of the run, by round."""
+        with self._read_conn() as conn:
+            rows = conn.execute(
+                text("SELECT round, seq, state FROM snapshots WHERE run_id = :run ORDER BY round"), {"run": run}
+            ).all()
+        return [(int(r[0]), int(r[1]), _loads(r[2])) for r in rows]
 
     def drop_snapshots(self, run: str) -> int:
         """Delete the run's snapshots (they are a cache); returns how many were dropped."""

@@ -96,7 +96,7 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
     return stories
 
 
-_COUNTED = {
+COUNTED = {
     "question.generated": "questions",
     "failure.recorded": "failures",
     "cause.created": "new_causes",
@@ -120,8 +120,8 @@ def round_stats(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
             continue
         if etype == "eval.recorded" and "benchmark" in d:
             scores.setdefault(rnd, {})[f"bench/{d['benchmark']}"] = d.get("accuracy")
-        elif etype in _COUNTED:
-            counts[_COUNTED[etype]] += 1
+        elif etype in COUNTED:
+            counts[COUNTED[etype]] += 1
         elif etype == "question.scored" and d.get("retained"):
             retained += 1
         elif etype == "round.committed":
