@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -12,15 +12,16 @@ from rich.table import Table
 from rich.tree import Tree
 
 from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
-from diagevo.memory.audit import cause_story
-from diagevo.memory.schedule import schedule
-from diagevo.memory.state import Memory
+if TYPE_CHECKING:
+    from diagevo.memory.state import Memory
 
 memory_app = typer.Typer(help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True)
 
 
 def memory_json(mem: Memory) -> dict[str, Any]:
     """The ``replay --json`` object."""
+    from diagevo.memory.schedule import schedule
+
     s = schedule(mem)
     members: dict[str, list[str]] = {n: [] for n in mem.nodes}
     for c in mem.causes.values():
@@ -42,6 +43,8 @@ def memory_json(mem: Memory) -> dict[str, Any]:
 
 
 def render_memory(mem: Memory, title: str) -> None:
+    from diagevo.memory.schedule import schedule
+
     s = schedule(mem)
     tree = Tree(f"[bold]{title}[/]  run {mem.run}")
     for node in sorted(mem.nodes.values(), key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else n.id):
@@ -118,6 +121,7 @@ def why(
     json: JsonOpt = False,
 ) -> None:
     """The story of one cause: creation, attributions, promotions, reactivations, merges."""
+    from diagevo.memory.audit import cause_story
     from diagevo.replay import cause_rows, resolve_run
 
     with open_store(db) as store:

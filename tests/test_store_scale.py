@@ -103,3 +103,13 @@ def test_runs_in_order_of_their_first_event(store: EventStore) -> None:
     store.append(Log(run="alpha").add("round.started").events()[1:])
     assert store.runs() == ["zeta", "alpha", "mid"]
     assert store.existing_ids(["zeta-0", "nope", "mid-0"]) == {"zeta-0", "mid-0"}
+
+
+def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
+    import subprocess
+    import sys
+
+    heavy = ("pydantic", "sqlalchemy", "alembic", "polars", "torch", "transformers", "diagevo.config", "asyncio")
+    code = "import sys, cli.app; print(' '.join(m for m in %r if m in sys.modules))" % (heavy,)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == []
