@@ -123,8 +123,12 @@ def stored_round_stats(store: EventStore, run: str) -> list[dict]:
     from diagevo.memory.schedule import schedule
 
     counts = store.type_counts(run)
-    retained = store.count_true(run, "question.scored", "retained")
     commits_data = {e.round: e.data for e in store.read(run, types=("round.committed",))}
+    # the training loop's commits say how many questions the round retained; other logs are counted
+    if all(isinstance(d.get("retained"), int) for d in commits_data.values()):
+        retained = {rnd: d["retained"] for rnd, d in commits_data.items()}
+    else:
+        retained = store.count_true(run, "question.scored", "retained")
     scores: dict[int, dict] = {}
     for e in store.read(run, types=("eval.recorded",)):
         if "benchmark" in e.data:

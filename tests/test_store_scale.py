@@ -113,3 +113,13 @@ def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
     code = "import sys, cli.app; print(' '.join(m for m in %r if m in sys.modules))" % (heavy,)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == []
+
+
+def test_stored_round_stats_take_the_retained_count_from_the_commit_summary(store: EventStore) -> None:
+    log = Log()
+    log.node("N1").cause("C1", "N1").question("q1", 0.5, active="C1").question("q2", 0.9, retained=False)
+    log.commit(retained=1)
+    log.question("q3", 0.5, active="C1").question("q4", 0.4, active="C1").commit(retained=2)
+    store.append(log.events())
+    assert [r["retained"] for r in stored_round_stats(store, log.run)] == [1, 2]
+    assert stored_round_stats(store, log.run) == round_stats(log.rows(), log.run)

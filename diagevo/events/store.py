@@ -736,6 +736,7 @@ class EventStore:
         (``{"cause_id": ["C3"], "matched_cause": ["C3"]}``), in seq order: indexed reads, one per
         field, never a scan of the run. Fields: :data:`diagevo.events.tables.KEY_FIELDS`."""
         found: dict[int, StoredEvent] = {}
+        wanted_types = None if types is None else set(types)
         for field, values in keys.items():
             if field not in KEY_FIELDS:
                 raise StoreError(f"events cannot be looked up by {field!r}: use one of {', '.join(KEY_FIELDS)}")
@@ -743,14 +744,19 @@ class EventStore:
             expr = key_expr(self._dialect, field)
             for i in range(0, len(values), _SQLITE_MAX_PARAMS):
                 chunk = values[i : i + _SQLITE_MAX_PARAMS]
-                where, params = self._where(run, 0, None, types, round)
-                where += f" AND {expr} IN ({', '.join([self._p] * len(chunk))}) ORDER BY seq"
-                if limit:
-                    where += f" LIMIT {int(limit)}"
-                for e in self._select(where, [*params, *chunk], texts):
-                    found[e.seq] = e
+                # only the run and the ids in SQL: any other condition (a seq range, a type list)
+                # can lure the planner onto an index that scans the run; the rest is checked here
+                where = f"WHERE run_id = {self._p} AND {expr} IN ({', '.join([self._p] * len(chunk))})"
+                for e in self._select(where, [run, *chunk], texts=False):
+                    if (wanted_types is None or e.type in wanted_types) and (round is None or e.round == round):
+                        found[e.seq] = e
         picked = [found[seq] for seq in sorted(found)]
-        return picked[:limit] if limit else picked
+        if limit:
+            picked = picked[:limit]
+        if texts and picked:
+            with self._cursor() as cur:
+                self._restore_texts(cur, picked)
+        return picked
 
     def _select(self, where: str, params: list[Any], texts: bool) -> Iterator[StoredEvent]:
         loads = _loads
