@@ -197,7 +197,7 @@ def events(
     json: JsonOpt = False,
 ) -> None:
     """List events, filtered (every filter is an indexed read)."""
-    from diagevo.events.tables import CAUSE_FIELDS
+    from diagevo.events.keys import CAUSE_FIELDS
     from diagevo.replay import resolve_run
 
     if limit < 0:

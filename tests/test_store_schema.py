@@ -268,7 +268,8 @@ def test_migrations_match_the_sqlmodel_tables(backend: Backend, db_url: str) -> 
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from diagevo.events.tables import KEY_FIELDS, metadata
+    from diagevo.events.keys import KEY_FIELDS
+    from diagevo.events.tables import metadata
 
     upgrade(db_url)
     ours = {"events", "artifacts", "snapshots", "checkpoints"}
@@ -287,3 +288,10 @@ def test_migrations_match_the_sqlmodel_tables(backend: Backend, db_url: str) -> 
         diffs = [d for d in compare_metadata(ctx, metadata) if not (isinstance(d, tuple) and d[0] == "remove_table")]
     engine.dispose()
     assert diffs == []
+
+
+def test_head_revision_constant_is_alembics_head() -> None:
+    from diagevo.events.store import HEAD_REVISION
+
+    assert HEAD_REVISION == head_revision()
+

@@ -26,7 +26,7 @@ class Event(SQLModel, table=True):
         Index("ix_events_run_seq", "run_id", "seq"),
         Index("ix_events_run_type_seq", "run_id", "type", "seq"),
         Index("ix_events_run_round_type", "run_id", "round", "type"),
-        # plus, from migration 0003, a partial expression index per KEY_FIELDS entry
+        # plus, from migration 0003, a partial expression index per diagevo.events.keys.KEY_FIELDS
     )
 
     seq: int = Field(sa_column=Column("seq", SeqType, primary_key=True, autoincrement=False))
@@ -70,21 +70,6 @@ class Checkpoint(SQLModel, table=True):
     run_id: str = Field(sa_column=Column("run_id", String, primary_key=True))
     seq: int = Field(sa_column=Column("seq", BigInteger, nullable=False))
     info: str = Field(sa_column=Column("info", Text, nullable=False, server_default="{}"))
-
-
-# Data fields that name a cause, a failure or a question: each has a partial expression index
-# ``ix_events_<field>`` on (run_id, <the field extracted from data>) (migration 0003).
-KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
-CAUSE_FIELDS = KEY_FIELDS[:4]
-
-
-def key_expr(dialect: str, field: str) -> str:
-    """The SQL expression of ``field`` exactly as the index declares it (so queries use it)."""
-    if field not in KEY_FIELDS:
-        raise ValueError(f"no index on data field {field!r}")
-    if dialect == "postgresql":
-        return f"(data::json ->> '{field}')"
-    return f"json_extract(data, '$.{field}')"
 
 
 # SQLModel sets ``__table__`` on table models at class creation, but its stubs do not declare it
