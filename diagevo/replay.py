@@ -7,7 +7,7 @@ the database, the store never interprets events.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from diagevo.config import redact_url
+from diagevo.urls import redact_url
 from diagevo.events.store import EventStore
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, Row, commits, fold, fold_until, start
 from diagevo.memory.state import Memory

@@ -33,7 +33,7 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
-from diagevo.config import redact_url
+from diagevo.urls import redact_url
 from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
 from diagevo.events.keys import KEY_FIELDS, key_expr
 
