@@ -721,12 +721,13 @@ class EventStore:
         return sql, params
 
     def iter_rows(
-        self, run: str, *, after_seq: int = 0, types: Collection[str] | None = None
+        self, run: str, *, after_seq: int = 0, types: Collection[str] | None = None, round: int | None = None
     ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
-        """(seq, round, type, data) in seq order, texts left as artifact refs: the replay path."""
+        """(seq, round, type, data) in seq order (of one ``round`` only, if given), texts left as
+        artifact refs: the replay path."""
         loads = _loads
         with self._cursor(stream=True) as cur:
-            where, params = self._where(run, after_seq, None, types)
+            where, params = self._where(run, after_seq, None, types, round)
             cur.execute(f"SELECT seq, round, type, data FROM events {where} ORDER BY seq", params)
             while rows := cur.fetchmany(_FETCH):
                 for seq, rnd, typ, data in rows:
