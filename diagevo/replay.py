@@ -128,7 +128,7 @@ def stored_round_stats(store: EventStore, run: str) -> list[dict]:
     if all(isinstance(d.get("retained"), int) for d in commits_data.values()):
         retained = {rnd: d["retained"] for rnd, d in commits_data.items()}
     else:
-        retained = store.count_true(run, "question.scored", "retained")
+        retained = store.retained_counts(run)
     scores: dict[int, dict] = {}
     for e in store.read(run, types=("eval.recorded",)):
         if "benchmark" in e.data:

@@ -55,6 +55,11 @@ def test_key_lookups_use_the_expression_indexes(tmp_path) -> None:  # noqa: ANN0
         "EXPLAIN QUERY PLAN SELECT round, type, COUNT(*) FROM events WHERE run_id = 'r' GROUP BY round, type"
     ).fetchall()
     assert "COVERING INDEX ix_events_run_round_type" in str(plan)
+    plan = conn.execute(
+        "EXPLAIN QUERY PLAN SELECT round, COUNT(*) FROM events WHERE run_id = 'r' AND "
+        "type = 'question.scored' AND json_extract(data, '$.retained') = 1 GROUP BY round"
+    ).fetchall()
+    assert "ix_events_retained" in str(plan)
     conn.close()
 
 
@@ -89,7 +94,7 @@ def test_read_naming_and_round_filters(store: EventStore) -> None:
     fid = next(d["failure_id"] for _, _, t, d in rows if t == "failure.recorded")
     got = [e.type for e in store.read_naming(log.run, {"failure_id": [fid]})]
     assert got == [t for _, _, t, d in rows if d.get("failure_id") == fid]
-    assert store.count_true(log.run, "question.scored", "retained") == {
+    assert store.retained_counts(log.run) == {
         r: n
         for r in {r for _, r, _, _ in rows}
         if (n := sum(1 for _, rr, t, d in rows if rr == r and t == "question.scored" and d["retained"]))

@@ -16,3 +16,10 @@ def key_expr(dialect: str, field: str) -> str:
     if dialect == "postgresql":
         return f"(data::json ->> '{field}')"
     return f"json_extract(data, '$.{field}')"
+
+
+# The condition of the partial index ``ix_events_retained`` (migration 0003), spelled exactly so.
+RETAINED_CONDITION = {
+    "sqlite": "type = 'question.scored' AND json_extract(data, '$.retained') = 1",
+    "postgresql": "type = 'question.scored' AND (data::json ->> 'retained') = 'true'",
+}

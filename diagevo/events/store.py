@@ -35,7 +35,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from diagevo.urls import redact_url
 from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
-from diagevo.events.keys import KEY_FIELDS, key_expr
+from diagevo.events.keys import KEY_FIELDS, RETAINED_CONDITION, key_expr
 
 if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
     from alembic.config import Config
@@ -864,21 +864,14 @@ class EventStore:
         with self._cursor() as cur:
             return self._existing_ids(cur, list(ids))
 
-    def count_true(self, run: str, type: str, field: str) -> dict[int, int]:
-        """Per round, how many events of ``type`` have a true boolean ``field`` in their data
-        (read through the (run_id, type, seq) index)."""
-        if not field.isidentifier():
-            raise StoreError(f"not a data field: {field!r}")
-        cond = (
-            f"(data::json ->> '{field}') = 'true'"
-            if self._dialect == "postgresql"
-            else f"json_extract(data, '$.{field}') = 1"
-        )
+    def retained_counts(self, run: str) -> dict[int, int]:
+        """Per round, how many ``question.scored`` events say ``retained: true`` (read from the
+        partial index ``ix_events_retained`` alone)."""
         with self._cursor() as cur:
             cur.execute(
-                f"SELECT round, COUNT(*) FROM events WHERE run_id = {self._p} AND type = {self._p} AND {cond} "
+                f"SELECT round, COUNT(*) FROM events WHERE run_id = {self._p} AND {RETAINED_CONDITION[self._dialect]} "
                 "GROUP BY round",
-                (run, type),
+                (run,),
             )
             return {int(r[0]): int(r[1]) for r in cur.fetchall()}
 

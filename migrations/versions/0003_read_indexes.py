@@ -22,6 +22,12 @@ depends_on: str | Sequence[str] | None = None
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
 
 
+_RETAINED = {
+    "sqlite": "type = 'question.scored' AND json_extract(data, '$.retained') = 1",
+    "postgresql": "type = 'question.scored' AND (data::json ->> 'retained') = 'true'",
+}
+
+
 def _expr(dialect: str, field: str) -> str:
     if dialect == "postgresql":
         return f"((data::json ->> '{field}'))"
@@ -36,9 +42,12 @@ def upgrade() -> None:
     for field in KEY_FIELDS:
         expr = _expr(dialect, field)
         op.execute(f"CREATE INDEX ix_events_{field} ON events (run_id, {expr}) WHERE {expr} IS NOT NULL")
+    # retained questions per round (``memory stats`` of a log whose commits carry no summary)
+    op.execute(f"CREATE INDEX ix_events_retained ON events (run_id, round) WHERE {_RETAINED[dialect]}")
 
 
 def downgrade() -> None:
+    op.drop_index("ix_events_retained", table_name="events")
     for field in KEY_FIELDS:
         op.drop_index(f"ix_events_{field}", table_name="events")
     op.drop_index("ix_events_run_round_type", table_name="events")
