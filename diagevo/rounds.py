@@ -515,7 +515,10 @@ def commit(
         return [*events, _event(run, t, "round.committed", "round.committed", **committed)]
 
     try:
-        store.append_checked(run, decide, types=(*_MILESTONES, *FOLD_TYPES, "failure.recorded", "failure.diagnosed", "diagnosis.failed"))
+        store.append_checked(
+            run, decide,
+            types=(*_MILESTONES, *FOLD_TYPES, "question.scored", "failure.recorded", "failure.diagnosed", "diagnosis.failed"),
+        )
     except InvariantError as exc:
         raise ProtocolError(f"cannot commit round {t}: {exc}") from None
     refresh_snapshots(store, run)
