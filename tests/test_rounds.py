@@ -145,3 +145,37 @@ def test_external_trainer_example_writes_the_log_of_diagevo_train(tmp_path, caps
     log_a, log_b = comparable(a, "r"), comparable(b, "r")
     assert len(log_a) > 100 and {t for _, t, _ in log_a} >= {"cause.created", "question.scored", "promotions.decided"}
     assert log_a == log_b
+
+
+def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from tests.test_cli_memory import run_cli
+
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    code, out, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--set", "memory.k=1.0", "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"run": "x", "round": 1, "created": True}
+    reqs = json.loads(run_cli(capsys, "round", "requests", "--n", "3", "--run", "x", "--db", db, "--json")[1])["requests"]
+    assert [q["question_id"] for q in reqs] == ["q1-00000", "q1-00001", "q1-00002"] and reqs[0]["messages"][0]["role"] == "system"
+    lines = [json.dumps(q | {"text": f"what is 3+4 ({i})?", "answers": ["7"] * 6 + ["8"] * 2 + ["1", "2", "3", "4"]}) for i, q in enumerate(reqs)]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "bad.jsonl").write_text(lines[0] + "\n{\"question_id\": \"z\", \"mode\": \"free\"}\n")
+    code, _, err = run_cli(capsys, "round", "record", str(tmp_path / "bad.jsonl"), "--run", "x", "--db", db)
+    assert code == 1 and "line 2: text must be a non-empty string" in err
+    code, out, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db, "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["recorded"] == 3 and all(q["pseudo_label"] == "7" for q in got["retained"])
+    code, _, err = run_cli(capsys, "round", "commit", "--run", "x", "--db", db)
+    assert code == 1 and "promotions are not decided" in err
+    assert json.loads(run_cli(capsys, "round", "promote", "--run", "x", "--db", db, "--json")[1])["promoted"] == []
+    code, _, err = run_cli(capsys, "round", "promote", "--run", "x", "--db", db)
+    assert code == 1 and "decided already" in err
+    code, out, err = run_cli(capsys, "round", "commit", "--run", "x", "--db", db, "--metric", "acc=0.5", "--json")
+    assert code == 0, err
+    assert json.loads(out)["questions"] == 3
+    code, _, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db)
+    assert code == 1 and "no open round" in err
+    with EventStore(db) as s:
+        assert sum(1 for _ in s.read("x", types=("question.generated",))) == 3
