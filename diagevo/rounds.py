@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from diagevo import curriculum as cur
@@ -223,6 +223,8 @@ def requests(
     _require_open(st, t, "draw requests")
     cfg = run_config(store, run).memory
     memory = load_memory(store, run, t - 1)
+    if memory.k != cfg.k:  # k changed for the rounds after a fork (run.configured before round t)
+        memory = replace(memory, k=cfg.k)
     phase, prefix = PURPOSES[purpose]
     rng = random.Random(f"{st.seed if seed is None else seed}/{t}/{phase}")
     drawn = sample_requests(

@@ -42,6 +42,11 @@ class RunStarted(_Data):
         return v
 
 
+class RunConfigured(RunStarted):
+    """The run's config from here on (``diagevo train --resume --set ...``): k and the switches
+    of the rounds that follow. Recorded before the round it applies to."""
+
+
 class RoundStarted(_Data):
     pass
 
@@ -190,6 +195,7 @@ class RunForked(_Open):
 
 CORE_TYPES: dict[str, type[BaseModel]] = {
     "run.started": RunStarted,
+    "run.configured": RunConfigured,
     "round.started": RoundStarted,
     "question.generated": QuestionGenerated,
     "question.scored": QuestionScored,

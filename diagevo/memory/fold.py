@@ -44,6 +44,11 @@ def _run_started(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
     raise InvariantError(f"run {mem.run!r} started twice")
 
 
+def _configured(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
+    configured = start(mem.run, d, mem.last_seq)
+    return {"k": configured.k, "config": configured.config}
+
+
 def _round_committed(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
     F = mem.F
     return {
@@ -115,6 +120,7 @@ def _nothing(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
 _APPLY: dict[str, Callable[[Memory, int, Mapping[str, Any]], dict[str, Any]]] = {
     "run.started": _run_started,
     "round.committed": _round_committed,
+    "run.configured": _configured,
     "cause.promoted": _promoted,
     "cause.reactivated": _reactivated,
     "failure.attributed": _attributed,
@@ -136,7 +142,7 @@ def start(run: str, data: Mapping[str, Any], seq: int = 0) -> Memory:
 
 
 # Bookkeeping about a round that is over: a checkpoint evaluated, or chosen, after the fact.
-RETROSPECTIVE_TYPES = frozenset({"eval.recorded", "checkpoint.selected"})
+RETROSPECTIVE_TYPES = frozenset({"eval.recorded", "checkpoint.selected", "run.forked"})
 
 
 def evolve(mem: Memory, type: str, round: int, data: Mapping[str, Any]) -> Memory:
