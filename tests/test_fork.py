@@ -80,9 +80,10 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0, err
     with EventStore(db) as s:
         [conf] = [e for e in s.read("k1", types=("run.configured",))]
-        assert conf.round == 2 and conf.data["k"] == 1.0
-        loads = [e.data["path"] for e in s.read("k1", types=("checkpoint.written",)) if e.round == 1]
-        assert all("/src/" in p or p.endswith("src") or "src" in Path(p).parts for p in loads)  # round 1's checkpoints are the source's
+        assert conf.round == 2 and conf.data["config"]["k"] == 1.0
+        paths = {r: [(e.round, e.data["path"]) for e in s.read(r, types=("checkpoint.written",))] for r in ("src", "k1")}
+        assert [p for p in paths["k1"] if p[0] == 1] == [p for p in paths["src"] if p[0] == 1]  # continues from these
+        assert {p for p in paths["k1"] if p[0] == 2}.isdisjoint(paths["src"])  # round 2 writes its own
     stats = {r: json.loads(run_cli(capsys, "memory", "stats", "--run", r, "--db", db, "--json")[1])["rounds"] for r in ("src", "k1")}
     assert stats["src"][0] == {**stats["k1"][0]}  # round 1 is shared history
     assert stats["k1"][1]["epsilon_next"] != stats["src"][1]["epsilon_next"]  # k = 1.0 from round 2 on
