@@ -161,7 +161,7 @@ def register(app: typer.Typer) -> None:
                         if phase == "rounds":
                             running["round"] = done + 1
 
-                    training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round)
+                    training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, overrides=list(set_ or []))
                 else:
                     columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
                     # a live display only on a terminal: piped, it would leave a blank line before an error
@@ -173,7 +173,7 @@ def register(app: typer.Typer) -> None:
                                 running["round"] = done + 1
                             bars(phase, done, total)
 
-                        training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round)
+                        training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round, overrides=list(set_ or []))
             except KeyboardInterrupt:
                 where = f"in round {running['round']}" if running["round"] else "before the first round"
                 again = shlex.join([prog, "train", "--resume", "--run", run_id, *dbs])
