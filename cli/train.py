@@ -118,9 +118,9 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
 def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     """``train --dry-run``: what a run would do, read from the config alone."""
     from diagevo.paths import beside_database, run_dir
-    from diagevo.paths import beside_database, run_dir
-    from diagevo.urls import redact_url
+    from diagevo.train import default_run_id
     from diagevo.train.hf.args import plan
+    from diagevo.urls import redact_url
 
     run = default_run_id(cfg)
     root = cfg.train.out_dir or beside_database(db_url, ".runs")
