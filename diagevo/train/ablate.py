@@ -35,6 +35,7 @@ WORLDS: dict[str, list[str]] = {
     "(b) off: no label noise": ["sim.label_noise=false"],
     "(c) off: no transfer": ["sim.transfer=false"],
     "(d) off: no drift": ["sim.drift=false"],
+    "composition off": ["sim.composition=false"],
 }
 
 
