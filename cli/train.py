@@ -238,10 +238,12 @@ def register(app: typer.Typer) -> None:
 # per-round measures shown by `diagevo ablate` (key, column title, format)
 DYNAMICS_COLUMNS = (
     ("question_words", "words", "{:.0f}"),
+    ("parts_per_question", "parts", "{:.2f}"),
     ("bigram_diversity", "2-gram %", "{:.1f}"),
     ("skill_coverage", "skill cov.", "{:.2f}"),
     ("bleu_repetition", "BLEU r_rep", "{:.3f}"),
     ("shared_label_acc", "label acc", "{:.2f}"),
+    ("solver_care", "care", "{:.2f}"),
     ("active", "Active", "{:.0f}"),
     ("mastered", "Mastered", "{:.0f}"),
     ("promotions", "prom.", "{:.1f}"),

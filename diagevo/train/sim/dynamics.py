@@ -59,9 +59,13 @@ def run_measures(store: EventStore, run: str, backend: SimBackend) -> dict[int, 
     reactivated: dict[int, list[str]] = {}
     targets: dict[str, tuple[str, ...]] = {}  # question id -> the causes it was generated for
     retained_for: dict[int, set[str]] = {}  # round -> causes with a retained question that round
-    kinds = ("question.generated", "question.scored", "cause.promoted", "cause.reactivated")
+    care: dict[int, float] = {}
+    kinds = ("question.generated", "question.scored", "cause.promoted", "cause.reactivated", "phase.completed")
     for e in store.read(run, types=kinds, texts=True):
-        if e.type == "question.scored":
+        if e.type == "phase.completed":
+            if e.data.get("phase") == "solver" and "care" in e.data:
+                care[e.round] = float(e.data["care"])
+        elif e.type == "question.scored":
             if e.data["retained"]:
                 retained_for.setdefault(e.round, set()).update(targets.get(e.data["question_id"], ()))
         elif e.type == "question.generated":
@@ -77,19 +81,24 @@ def run_measures(store: EventStore, run: str, backend: SimBackend) -> dict[int, 
     out: dict[int, dict[str, float]] = {}
     for t in committed_rounds(store, run):
         qs = texts.get(t, [])
-        skills = [p.skill for q in map(backend.registry.lookup, qs) if q is not None for p in q.parts]
+        known = [q for q in map(backend.registry.lookup, qs) if q is not None]
+        skills = [p.skill for q in known for p in q.parts]
         react = reactivated.get(t, [])
         memory = load_memory(store, run, t)
         out[t] = {
             "question_words": mean_words(qs),
             "free_question_words": mean_words(free.get(t, [])),
             "bigram_diversity": bigram_diversity(qs),
+            "parts_per_question": sum(len(q.parts) for q in known) / len(known) if known else 0.0,
             "skill_coverage": skill_coverage(skills, n_variants),
             "skills_covered": share_covered(skills, n_variants),
             "bleu_repetition": _mean_repetition(qs, backend.config),
             "active": float(len(memory.active())),
             "mastered": float(len(memory.mastered())),
             "nodes": float(len(memory.nodes)),
+            # the solver's learned attention to long or distracting text (its slip rate falls
+            # as care rises); GRPO on wrong pseudo-labels that agree on a slip lowers it
+            "solver_care": care.get(t, 0.0),
             "promotions": float(len(promoted.get(t, set()))),
             "reactivations": float(len(react)),
             "reactivated_same_round": float(sum(c in promoted.get(t, set()) for c in react)),
