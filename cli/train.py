@@ -242,6 +242,7 @@ DYNAMICS_COLUMNS = (
     ("bigram_diversity", "2-gram %", "{:.1f}"),
     ("skill_coverage", "skill cov.", "{:.2f}"),
     ("bleu_repetition", "BLEU r_rep", "{:.3f}"),
+    ("train_label_acc", "train labels", "{:.2f}"),
     ("shared_label_acc", "label acc", "{:.2f}"),
     ("solver_care", "care", "{:.2f}"),
     ("active", "Active", "{:.0f}"),

@@ -97,6 +97,7 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
         assert all(0.0 < c <= 1.0 for c in dyn["skill_coverage"])
         assert dyn["promotions"][0] == 0.0  # nothing to promote in round 1
         assert all(1.0 <= p <= 3.0 for p in dyn["parts_per_question"])
+        assert all(0.3 < a <= 1.0 for a in dyn["train_label_acc"])
         assert dyn["solver_care"][0] != 0.0  # read from the solver phase
     # both variants were measured on the same shared questions
     assert rows["full"]["dynamics"]["shared_question_words"] == rows["pure free"]["dynamics"]["shared_question_words"]

@@ -3,6 +3,7 @@
 Read from a finished run's log and checkpoints, then stored back as one ``eval.recorded`` event
 per round (``measure = "sim-dynamics"``) so the run report and ``diagevo ablate`` read them:
 
+- how often the pseudo-labels of the questions the solver trained on were right;
 - question length in words and pooled 2-gram diversity of the round's generated questions
   (Q^cur, every mode; the free-exploration share separately), Figure 4a/b;
 - skill-space coverage of those questions (normalised entropy over the world's sub-skills, and
@@ -32,6 +33,7 @@ from diagevo.memory.sampler import FREE
 from diagevo.replay import committed_rounds, load_memory
 from diagevo.train.sim.backend import PSEUDO_LABEL_VOTES, STATE_FILE, SimBackend
 from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
+from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Question
 
 MEASURE = "sim-dynamics"
@@ -59,6 +61,8 @@ def run_measures(store: EventStore, run: str, backend: SimBackend) -> dict[int, 
     reactivated: dict[int, list[str]] = {}
     targets: dict[str, tuple[str, ...]] = {}  # question id -> the causes it was generated for
     retained_for: dict[int, set[str]] = {}  # round -> causes with a retained question that round
+    labels: dict[int, list[tuple[str, str | None]]] = {}  # round -> (text, pseudo-label) retained
+    text_of: dict[str, str] = {}
     care: dict[int, float] = {}
     kinds = ("question.generated", "question.scored", "cause.promoted", "cause.reactivated", "phase.completed")
     for e in store.read(run, types=kinds, texts=True):
@@ -68,8 +72,10 @@ def run_measures(store: EventStore, run: str, backend: SimBackend) -> dict[int, 
         elif e.type == "question.scored":
             if e.data["retained"]:
                 retained_for.setdefault(e.round, set()).update(targets.get(e.data["question_id"], ()))
+                labels.setdefault(e.round, []).append((text_of.get(e.data["question_id"], ""), e.data["pseudo_label"]))
         elif e.type == "question.generated":
             targets[e.data["question_id"]] = tuple(c for c in (e.data["active_cause"], e.data["mastered_cause"]) if c)
+            text_of[e.data["question_id"]] = e.data["text"]
             texts.setdefault(e.round, []).append(e.data["text"])
             if e.data["mode"] == "free":
                 free.setdefault(e.round, []).append(e.data["text"])
@@ -93,6 +99,7 @@ def run_measures(store: EventStore, run: str, backend: SimBackend) -> dict[int, 
             "skill_coverage": skill_coverage(skills, n_variants),
             "skills_covered": share_covered(skills, n_variants),
             "bleu_repetition": _mean_repetition(qs, backend.config),
+            "train_label_acc": _label_truth(labels.get(t, []), backend),
             "active": float(len(memory.active())),
             "mastered": float(len(memory.mastered())),
             "nodes": float(len(memory.nodes)),
@@ -107,6 +114,19 @@ def run_measures(store: EventStore, run: str, backend: SimBackend) -> dict[int, 
             "promoted_with_retained": float(len(promoted.get(t, set()) & retained_for.get(t, set()))),
         }
     return out
+
+
+def _label_truth(labelled: Sequence[tuple[str, str | None]], backend: SimBackend) -> float:
+    """Share of the round's retained questions whose pseudo-label is the true answer: how often
+    the solver's GRPO reward pointed the right way."""
+    ok = n = 0
+    for text, label in labelled:
+        q = backend.registry.lookup(text)
+        if q is None:
+            continue
+        n += 1
+        ok += cur.agrees(cur.extract_answer(boxed(q.answer)), label)
+    return ok / n if n else 0.0
 
 
 def _mean_repetition(texts: Sequence[str], config: Config) -> float:
