@@ -26,7 +26,6 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.common import DbOpt, Interrupted, JsonOpt, console, emit_json, open_store
-from diagevo.config import load_config, redact_url, resolve_db_url
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 
@@ -130,6 +129,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the co-evolution loop (CPU simulator by default)."""
         from diagevo import train as training
+        from diagevo.config import load_config, redact_url, resolve_db_url
 
         # --rounds says where to stop, not how the run is configured (it is not stored in
         # run.started): a run trained to round 1 and resumed to 3 logs what one trained to 3 does

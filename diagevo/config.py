@@ -7,15 +7,16 @@ configured by one TOML file (``configs/sim.toml`` is the embedded default) valid
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
-DEFAULT_DB_URL = "sqlite:///diagevo.db"
-REDACTED = "***"
+from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
+from diagevo.urls import REDACTED
+from diagevo.urls import redact_url as redact_url
+from diagevo.urls import resolve_db_url as resolve_db_url
 
 
 class _Section(BaseModel):
@@ -175,21 +176,6 @@ class Config(_Section):
         if data["diagnosis"].get("api_key"):
             data["diagnosis"]["api_key"] = REDACTED
         return data
-
-
-def redact_url(url: str) -> str:
-    """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    creds, _, host = rest.rpartition("@")
-    if ":" in creds:
-        creds = creds.split(":", 1)[0] + ":" + REDACTED
-    return f"{scheme}://{creds}@{host}"
-
-
-def resolve_db_url(url: str | None) -> str:
-    return url or os.environ.get("DIAGEVO_DB") or DEFAULT_DB_URL
 
 
 def _coerce(value: str) -> Any:
