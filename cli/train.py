@@ -264,3 +264,38 @@ def register(app: typer.Typer) -> None:
             for r in rows:
                 table.add_row(r["variant"], f"{r['best_mean']:.3f} ± {r['best_std']:.3f}", f"{r['final_mean']:.3f} ± {r['final_std']:.3f}", str(r["best_round"]))
             console.print(table)
+            console.print(dynamics_table(world, rows, seeds))
+
+
+# per-round measures shown by `diagevo ablate` (key, column title, format)
+DYNAMICS_COLUMNS = (
+    ("question_words", "words", "{:.0f}"),
+    ("parts_per_question", "parts", "{:.2f}"),
+    ("bigram_diversity", "2-gram %", "{:.1f}"),
+    ("skill_coverage", "skill cov.", "{:.2f}"),
+    ("bleu_repetition", "BLEU r_rep", "{:.3f}"),
+    ("train_label_acc", "train labels", "{:.2f}"),
+    ("shared_label_acc", "label acc", "{:.2f}"),
+    ("solver_care", "care", "{:.2f}"),
+    ("active", "Active", "{:.0f}"),
+    ("mastered", "Mastered", "{:.0f}"),
+    ("promotions", "prom.", "{:.1f}"),
+    ("reactivated_same_round", "react. same rd", "{:.1f}"),
+)
+
+
+def dynamics_table(world: str, rows: list[dict], seeds: int) -> Table:
+    """Per-round measures (mean over seeds), one row per variant and round."""
+    ref = rows[0].get("reference", "") if rows else ""
+    table = Table(title=f"per round, mean of {seeds} seeds, world: {world}; label acc on the shared questions of {ref!r}")
+    table.add_column("variant")
+    table.add_column("round", justify="right")
+    for _, title, _ in DYNAMICS_COLUMNS:
+        table.add_column(title, justify="right")
+    for r in rows:
+        dyn = r.get("dynamics", {})
+        n = max((len(v) for v in dyn.values()), default=0)
+        for t in range(n):
+            cells = [fmt.format(dyn[k][t]) if k in dyn else "" for k, _, fmt in DYNAMICS_COLUMNS]
+            table.add_row(r["variant"] if t == 0 else "", str(t + 1), *cells, end_section=t == n - 1)
+    return table

@@ -105,6 +105,9 @@ class SimConfig(_Section):
     label_noise: bool = True  # (b) pseudo-labels degrade on long or ambiguous questions
     transfer: bool = True  # (c) practising a cause transfers to every question sharing it
     drift: bool = True  # (d) unpractised skills drift back
+    # the free challenger can chain up to three sub-problems into one question (Figure 4a's drift
+    # to long compound questions); off, every free question is a single sub-problem
+    composition: bool = True
     diagnostician_error_rate: float = Field(default=0.05, ge=0, le=1)
     heldout_per_family: int = Field(default=20, ge=1)
     shared_label_questions: int = Field(default=200, ge=1)
