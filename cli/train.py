@@ -26,7 +26,6 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.common import DbOpt, Interrupted, JsonOpt, console, emit_json, open_store
-from diagevo.config import load_config, redact_url, resolve_db_url
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 
@@ -121,6 +120,7 @@ def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     from diagevo.paths import beside_database, run_dir
     from diagevo.train import default_run_id
     from diagevo.train.hf.args import plan
+    from diagevo.urls import redact_url
 
     run = default_run_id(cfg)
     root = cfg.train.out_dir or beside_database(db_url, ".runs")
@@ -158,6 +158,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the co-evolution loop (CPU simulator by default)."""
         from diagevo import train as training
+        from diagevo.config import load_config, redact_url, resolve_db_url
 
         # --rounds says where to stop, not how the run is configured (it is not stored in
         # run.started): a run trained to round 1 and resumed to 3 logs what one trained to 3 does
@@ -192,7 +193,7 @@ def register(app: typer.Typer) -> None:
                         if phase == "rounds":
                             running["round"] = done + 1
 
-                    training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round)
+                    training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, overrides=list(set_ or []))
                 else:
                     columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
                     # a live display only on a terminal: piped, it would leave a blank line before an error
@@ -204,7 +205,7 @@ def register(app: typer.Typer) -> None:
                                 running["round"] = done + 1
                             bars(phase, done, total)
 
-                        training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round)
+                        training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round, overrides=list(set_ or []))
             except KeyboardInterrupt:
                 where = f"in round {running['round']}" if running["round"] else "before the first round"
                 again = shlex.join([prog, "train", "--resume", "--run", run_id, *dbs])
@@ -263,3 +264,38 @@ def register(app: typer.Typer) -> None:
             for r in rows:
                 table.add_row(r["variant"], f"{r['best_mean']:.3f} ± {r['best_std']:.3f}", f"{r['final_mean']:.3f} ± {r['final_std']:.3f}", str(r["best_round"]))
             console.print(table)
+            console.print(dynamics_table(world, rows, seeds))
+
+
+# per-round measures shown by `diagevo ablate` (key, column title, format)
+DYNAMICS_COLUMNS = (
+    ("question_words", "words", "{:.0f}"),
+    ("parts_per_question", "parts", "{:.2f}"),
+    ("bigram_diversity", "2-gram %", "{:.1f}"),
+    ("skill_coverage", "skill cov.", "{:.2f}"),
+    ("bleu_repetition", "BLEU r_rep", "{:.3f}"),
+    ("train_label_acc", "train labels", "{:.2f}"),
+    ("shared_label_acc", "label acc", "{:.2f}"),
+    ("solver_care", "care", "{:.2f}"),
+    ("active", "Active", "{:.0f}"),
+    ("mastered", "Mastered", "{:.0f}"),
+    ("promotions", "prom.", "{:.1f}"),
+    ("reactivated_same_round", "react. same rd", "{:.1f}"),
+)
+
+
+def dynamics_table(world: str, rows: list[dict], seeds: int) -> Table:
+    """Per-round measures (mean over seeds), one row per variant and round."""
+    ref = rows[0].get("reference", "") if rows else ""
+    table = Table(title=f"per round, mean of {seeds} seeds, world: {world}; label acc on the shared questions of {ref!r}")
+    table.add_column("variant")
+    table.add_column("round", justify="right")
+    for _, title, _ in DYNAMICS_COLUMNS:
+        table.add_column(title, justify="right")
+    for r in rows:
+        dyn = r.get("dynamics", {})
+        n = max((len(v) for v in dyn.values()), default=0)
+        for t in range(n):
+            cells = [fmt.format(dyn[k][t]) if k in dyn else "" for k, _, fmt in DYNAMICS_COLUMNS]
+            table.add_row(r["variant"] if t == 0 else "", str(t + 1), *cells, end_section=t == n - 1)
+    return table

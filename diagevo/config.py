@@ -7,15 +7,16 @@ configured by one TOML file (``configs/sim.toml`` is the embedded default) valid
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
-DEFAULT_DB_URL = "sqlite:///diagevo.db"
-REDACTED = "***"
+from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
+from diagevo.urls import REDACTED
+from diagevo.urls import redact_url as redact_url
+from diagevo.urls import resolve_db_url as resolve_db_url
 
 
 class _Section(BaseModel):
@@ -104,6 +105,9 @@ class SimConfig(_Section):
     label_noise: bool = True  # (b) pseudo-labels degrade on long or ambiguous questions
     transfer: bool = True  # (c) practising a cause transfers to every question sharing it
     drift: bool = True  # (d) unpractised skills drift back
+    # the free challenger can chain up to three sub-problems into one question (Figure 4a's drift
+    # to long compound questions); off, every free question is a single sub-problem
+    composition: bool = True
     diagnostician_error_rate: float = Field(default=0.05, ge=0, le=1)
     heldout_per_family: int = Field(default=20, ge=1)
     shared_label_questions: int = Field(default=200, ge=1)
@@ -186,21 +190,6 @@ class Config(_Section):
         if data["diagnosis"].get("api_key"):
             data["diagnosis"]["api_key"] = REDACTED
         return data
-
-
-def redact_url(url: str) -> str:
-    """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    creds, _, host = rest.rpartition("@")
-    if ":" in creds:
-        creds = creds.split(":", 1)[0] + ":" + REDACTED
-    return f"{scheme}://{creds}@{host}"
-
-
-def resolve_db_url(url: str | None) -> str:
-    return url or os.environ.get("DIAGEVO_DB") or DEFAULT_DB_URL
 
 
 def _coerce(value: str) -> Any:
