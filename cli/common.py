@@ -11,8 +11,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from diagevo.config import resolve_db_url
-
 console = Console()
 err_console = Console(stderr=True)
 
@@ -36,6 +34,7 @@ class Interrupted(CLIError):
 def open_store(db: str | None, *, create: bool = False) -> Iterator[Any]:
     """The event store at ``db``. Read commands leave ``create`` off, so a missing SQLite file is
     ``no database at PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it."""
+    from diagevo.urls import resolve_db_url
     from diagevo.events.store import EventStore
 
     store = EventStore(resolve_db_url(db), create=create)

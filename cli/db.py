@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from diagevo.config import redact_url, resolve_db_url
 
 db_app = typer.Typer(
     help="Database schema: upgrade to the latest revision, show the current one.", no_args_is_help=True
@@ -31,6 +30,7 @@ def _fail(message: str) -> typer.Exit:
 @db_app.command("upgrade")
 def upgrade_cmd(db: DbOption = None) -> None:
     """Migrate the database to the latest schema revision (creates it when empty)."""
+    from diagevo.urls import redact_url, resolve_db_url
     from diagevo.events.store import StoreError, upgrade  # alembic: not for `diagevo --help`
 
     url = resolve_db_url(db)
@@ -51,6 +51,7 @@ def current_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show the database's schema revision and whether it is up to date (creates nothing)."""
+    from diagevo.urls import resolve_db_url
     from diagevo.events.store import StoreError, revision_status
 
     url = resolve_db_url(db)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -12,15 +12,16 @@ from rich.table import Table
 from rich.tree import Tree
 
 from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
-from diagevo.memory.audit import cause_story, round_stats
-from diagevo.memory.schedule import schedule
-from diagevo.memory.state import Memory
+if TYPE_CHECKING:
+    from diagevo.memory.state import Memory
 
 memory_app = typer.Typer(help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True)
 
 
 def memory_json(mem: Memory) -> dict[str, Any]:
     """The ``replay --json`` object."""
+    from diagevo.memory.schedule import schedule
+
     s = schedule(mem)
     members: dict[str, list[str]] = {n: [] for n in mem.nodes}
     for c in mem.causes.values():
@@ -42,6 +43,8 @@ def memory_json(mem: Memory) -> dict[str, Any]:
 
 
 def render_memory(mem: Memory, title: str) -> None:
+    from diagevo.memory.schedule import schedule
+
     s = schedule(mem)
     tree = Tree(f"[bold]{title}[/]  run {mem.run}")
     for node in sorted(mem.nodes.values(), key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else n.id):
@@ -118,12 +121,12 @@ def why(
     json: JsonOpt = False,
 ) -> None:
     """The story of one cause: creation, attributions, promotions, reactivations, merges."""
-    from diagevo.replay import resolve_run
+    from diagevo.memory.audit import cause_story
+    from diagevo.replay import cause_rows, resolve_run
 
     with open_store(db) as store:
         run_id = resolve_run(store, run)
-        rows = ((e.seq, e.round, e.type, e.data) for e in store.read(run_id, texts=True))
-        story = cause_story(rows, cause)
+        story = cause_story(cause_rows(store, run_id, cause), cause)
     if json:
         emit_json({"run": run_id, **story})
         return
@@ -161,11 +164,11 @@ def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     """One row per committed round."""
     import polars as pl
 
-    from diagevo.replay import resolve_run
+    from diagevo.replay import resolve_run, stored_round_stats
 
     with open_store(db) as store:
         run_id = resolve_run(store, run)
-        rows = round_stats(store.iter_rows(run_id), run_id)
+        rows = stored_round_stats(store, run_id)
     if json:
         emit_json({"run": run_id, "rounds": rows})
         return
@@ -187,26 +190,41 @@ def events(
     run: RunOpt = None,
     type: Annotated[list[str] | None, typer.Option("--type", help="Only these event types.")] = None,
     cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
+    failure: Annotated[str | None, typer.Option("--failure", help="Only events naming this failure.")] = None,
+    question: Annotated[str | None, typer.Option("--question", help="Only events naming this question.")] = None,
     round: Annotated[int | None, typer.Option("--round", help="Only this round.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = 200,
     json: JsonOpt = False,
 ) -> None:
-    """List events, filtered."""
+    """List events, filtered (every filter is an indexed read)."""
+    from diagevo.events.keys import CAUSE_FIELDS
     from diagevo.replay import resolve_run
 
+    if limit < 0:
+        raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
+    wanted = {
+        **{f: cause for f in CAUSE_FIELDS if cause is not None},
+        **({"failure_id": failure} if failure is not None else {}),
+        **({"question_id": question} if question is not None else {}),
+    }
     with open_store(db) as store:
         run_id = resolve_run(store, run)
-        picked = []
-        for e in store.read(run_id, types=type or None):
-            if round is not None and e.round != round:
-                continue
-            if cause is not None and cause not in {
-                e.data.get(k) for k in ("cause_id", "active_cause", "mastered_cause", "matched_cause")
-            }:
-                continue
-            picked.append(e)
-            if limit and len(picked) >= limit:
-                break
+        types = type or None
+        if cause is not None:
+            found = store.read_naming(run_id, {f: [cause] for f in CAUSE_FIELDS}, types=types, round=round)
+        elif failure is not None or question is not None:
+            field = "failure_id" if failure is not None else "question_id"
+            found = store.read_naming(run_id, {field: [wanted[field]]}, types=types, round=round)
+        else:
+            found = list(store.read(run_id, types=types, round=round, limit=limit or None))
+        # several id filters: all must hold (the first one was the indexed read)
+        picked = [
+            e for e in found
+            if (cause is None or cause in {e.data.get(f) for f in CAUSE_FIELDS})
+            and all(e.data.get(f) == v for f, v in wanted.items() if f in ("failure_id", "question_id"))
+        ]
+        if limit:
+            picked = picked[:limit]
     if json:
         for e in picked:
             emit_json({"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data})
@@ -296,14 +314,14 @@ def plot(
     """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an image with -o."""
     import polars as pl
 
-    from diagevo.replay import resolve_run
+    from diagevo.replay import resolve_run, stored_round_stats
 
     suffix = out.suffix.lower() if out is not None else ""
     if out is not None and suffix not in (".png", ".svg", ".csv"):
         raise CLIError(f"{out}: write a .png or .svg figure, or the series as .csv")
     with open_store(db) as store:
         run_id = resolve_run(store, run)
-        rows = round_stats(store.iter_rows(run_id), run_id)
+        rows = stored_round_stats(store, run_id)
     if not rows:
         if out is not None:
             raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {out} not written")

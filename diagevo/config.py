@@ -7,15 +7,16 @@ configured by one TOML file (``configs/sim.toml`` is the embedded default) valid
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
-DEFAULT_DB_URL = "sqlite:///diagevo.db"
-REDACTED = "***"
+from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
+from diagevo.urls import REDACTED
+from diagevo.urls import redact_url as redact_url
+from diagevo.urls import resolve_db_url as resolve_db_url
 
 
 class _Section(BaseModel):
@@ -104,6 +105,9 @@ class SimConfig(_Section):
     label_noise: bool = True  # (b) pseudo-labels degrade on long or ambiguous questions
     transfer: bool = True  # (c) practising a cause transfers to every question sharing it
     drift: bool = True  # (d) unpractised skills drift back
+    # the free challenger can chain up to three sub-problems into one question (Figure 4a's drift
+    # to long compound questions); off, every free question is a single sub-problem
+    composition: bool = True
     diagnostician_error_rate: float = Field(default=0.05, ge=0, le=1)
     heldout_per_family: int = Field(default=20, ge=1)
     shared_label_questions: int = Field(default=200, ge=1)
@@ -126,10 +130,24 @@ class TrainConfig(_Section):
 class HFConfig(_Section):
     """Real-model backend (transformers + TRL; vLLM on GPUs)."""
 
-    solver_model: str = "Qwen/Qwen3-8B-Base"
+    solver_model: str = "Qwen/Qwen3-8B-Base"  # a local model directory (no downloads)
     challenger_model: str = "Qwen/Qwen3-8B-Base"
-    use_vllm: bool = False
-    max_new_tokens: int = Field(default=1024, ge=1)
+    use_vllm: bool = False  # vLLM for GRPO rollouts and sampling (CUDA only)
+    vllm_mode: Literal["colocate", "server"] = "colocate"  # server: `trl vllm-serve` at vllm_server_url
+    vllm_server_url: str | None = None
+    vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
+    max_new_tokens: int = Field(default=1024, ge=1)  # solver responses and GRPO completions
+    challenger_max_new_tokens: int = Field(default=512, ge=1)
+    device: str = "cpu"  # cpu | cuda
+    bf16: bool = False
+    gradient_checkpointing: bool = False
+    per_device_batch: int = Field(default=8, ge=1)  # GRPO completions per device per micro-step
+    generation_batch: int = Field(default=8, ge=1)  # prompts per local generate call
+    heldout: Path | None = None  # JSONL of {"question", "answer"}; None = <solver_model>/heldout.jsonl if present
+    heldout_max_new_tokens: int | None = Field(default=None, ge=1)  # None = max_new_tokens
+    # GPUs: each GRPO phase runs under `accelerate launch --config_file <accelerate_config>`
+    accelerate_config: Path | None = None
+    num_processes: int = Field(default=1, ge=1)
 
 
 class EvalConfig(_Section):
@@ -172,21 +190,6 @@ class Config(_Section):
         if data["diagnosis"].get("api_key"):
             data["diagnosis"]["api_key"] = REDACTED
         return data
-
-
-def redact_url(url: str) -> str:
-    """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    creds, _, host = rest.rpartition("@")
-    if ":" in creds:
-        creds = creds.split(":", 1)[0] + ":" + REDACTED
-    return f"{scheme}://{creds}@{host}"
-
-
-def resolve_db_url(url: str | None) -> str:
-    return url or os.environ.get("DIAGEVO_DB") or DEFAULT_DB_URL
 
 
 def _coerce(value: str) -> Any:

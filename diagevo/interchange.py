@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from diagevo.events.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.events.store import EventStore
-from diagevo.memory.fold import InvariantError, evolve, start
-from diagevo.memory.state import Memory
+from diagevo.memory.fold import Draft, InvariantError, start
 from diagevo.replay import load_memory, refresh_snapshots
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash", "schema_version")
@@ -56,23 +55,19 @@ def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventIn]]:
     return out
 
 
-def _existing_ids(store: EventStore, run: str) -> set[str]:
-    return {e.event_id for e in store.read(run)}
-
-
 def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> list[EventIn]:
     """Fold the new events on top of each run's stored memory; returns those not yet stored."""
-    memories: dict[str, Memory | None] = {}
-    stored: dict[str, set[str]] = {}
+    memories: dict[str, Draft | None] = {}  # a working copy per run
+    # only the part's own ids are looked up, and each run's memory comes from its latest
+    # snapshot plus the tail: the cost does not grow with the stored log
+    stored = store.existing_ids([ev.event_id for _, ev in events])
     fresh: list[EventIn] = []
     for no, ev in events:
         if ev.run not in memories:
-            known = ev.run in store.runs()
-            memories[ev.run] = load_memory(store, ev.run) if known else None
-            stored[ev.run] = _existing_ids(store, ev.run) if known else set()
-        if ev.event_id in stored[ev.run]:
+            memories[ev.run] = Draft(load_memory(store, ev.run)) if store.has_run(ev.run) else None
+        if ev.event_id in stored:
             continue  # idempotent re-ingest of a stored event
-        stored[ev.run].add(ev.event_id)
+        stored.add(ev.event_id)
         mem = memories[ev.run]
         try:
             if mem is None:
@@ -80,9 +75,9 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
                     raise InvariantError(f"run {ev.run!r} has {ev.type} before run.started")
                 if ev.round != 0:
                     raise InvariantError("run.started must be in round 0")
-                memories[ev.run] = start(ev.run, ev.data)
+                memories[ev.run] = Draft(start(ev.run, ev.data))
             else:
-                memories[ev.run] = evolve(mem, ev.type, ev.round, ev.data)
+                mem.apply(ev.type, ev.round, ev.data)
         except InvariantError as exc:
             raise IngestError(no, str(exc)) from None
         fresh.append(ev)

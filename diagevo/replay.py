@@ -7,11 +7,9 @@ the database, the store never interprets events.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
-
-from diagevo.config import redact_url
+from diagevo.urls import redact_url
 from diagevo.events.store import EventStore
-from diagevo.memory.fold import MEMORY_TYPES, InvariantError, Row, evolve, fold, fold_until, start
+from diagevo.memory.fold import MEMORY_TYPES, InvariantError, Row, commits, fold, fold_until, start
 from diagevo.memory.state import Memory
 
 # what the memory depends on (evidence and bookkeeping only open rounds)
@@ -59,29 +57,54 @@ def refresh_snapshots(store: EventStore, run: str) -> int:
     snap = store.latest_snapshot(run)
     mem = Memory.from_json(snap[2]) if snap else None
     written = 0
-    for seq, rnd, etype, data in _rows(store, run, mem.last_seq if mem else 0):
-        mem = start(run, data, seq) if mem is None else evolve(mem, etype, rnd, data)
-        if etype == "round.committed":
-            mem = replace(mem, last_seq=seq)
-            store.put_snapshot(run, rnd, seq, mem.to_json())
-            written += 1
+    for m in commits(_rows(store, run, mem.last_seq if mem else 0), run, mem):
+        store.put_snapshot(run, m.committed, m.last_seq, m.to_json())
+        written += 1
     return written
 
 
 def committed_rounds(store: EventStore, run: str) -> list[int]:
+    """Read through the (run_id, type, seq) index: as many rows as rounds."""
     return [rnd for _, rnd, _, _ in store.iter_rows(run, types=("round.committed",))]
+
+
+def commit_memories(store: EventStore, run: str) -> Iterator[Memory]:
+    """M_t of every committed round, in order: from the snapshots, folding only the stretches of
+    the log that no snapshot covers (a read-only pass: nothing is written)."""
+    snaps = {rnd: state for rnd, _, state in store.snapshots(run)}
+    mem: Memory | None = None
+    for rnd in committed_rounds(store, run):
+        state = snaps.get(rnd)
+        if state is not None:
+            mem = Memory.from_json(state)
+        else:
+            mem = fold_until(_rows(store, run, mem.last_seq if mem else 0), run, rnd, mem)
+        yield mem
+
+
+def cause_rows(store: EventStore, run: str, cause: str) -> list[Row]:
+    """The events :func:`diagevo.memory.audit.cause_story` needs for one cause, texts inline,
+    in seq order: the cause's own events, its failures with their diagnoses, their questions
+    and the merges of nodes. Indexed reads only; the rest of the run is never read."""
+    own = store.read_naming(run, {"cause_id": [cause]})
+    fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
+    failures = store.read_naming(
+        run, {"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True
+    )
+    qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
+    questions = store.read_naming(run, {"question_id": qids}, types=("question.generated",), texts=True)
+    merges = list(store.read(run, types=("nodes.merged",)))
+    events = {e.seq: e for e in (*own, *failures, *questions, *merges)}
+    return [(e.seq, e.round, e.type, e.data) for _, e in sorted(events.items())]
 
 
 def verify_run(store: EventStore, run: str) -> list[str]:
     """Hash chain intact, every invariant holds over the full log, snapshots equal the fold."""
     problems = list(store.verify_chain(run))
-    mem: Memory | None = None
     folded: dict[int, dict] = {}
     try:
-        for seq, rnd, etype, data in _rows(store, run, all_types=True):
-            mem = start(run, data, seq) if mem is None else evolve(mem, etype, rnd, data)
-            if etype == "round.committed":
-                folded[rnd] = replace(mem, last_seq=seq).to_json()
+        for m in commits(_rows(store, run, all_types=True), run):
+            folded[m.committed] = m.to_json()
     except InvariantError as exc:
         problems.append(f"invariant: {exc}")
     for rnd, image in folded.items():
@@ -89,3 +112,47 @@ def verify_run(store: EventStore, run: str) -> list[str]:
         if snap is not None and snap[1] != image:
             problems.append(f"snapshot of round {rnd} differs from the fold of the log")
     return problems
+
+
+def stored_round_stats(store: EventStore, run: str) -> list[dict]:
+    """:func:`diagevo.memory.audit.round_stats` without a pass over the log: memory sizes and the
+    schedule from the commits' memories (snapshots), what each round did from the per-(round,
+    type) counts of the index, held-out figures from the ``round.committed`` events and
+    benchmark scores from ``eval.recorded``."""
+    from diagevo.memory.audit import COUNTED
+    from diagevo.memory.schedule import schedule
+
+    counts = store.type_counts(run)
+    commits_data = {e.round: e.data for e in store.read(run, types=("round.committed",))}
+    # the training loop's commits say how many questions the round retained; other logs are counted
+    if all(isinstance(d.get("retained"), int) for d in commits_data.values()):
+        retained = {rnd: d["retained"] for rnd, d in commits_data.items()}
+    else:
+        retained = store.retained_counts(run)
+    scores: dict[int, dict] = {}
+    for e in store.read(run, types=("eval.recorded",)):
+        if "benchmark" in e.data:
+            scores.setdefault(e.round, {})[f"bench/{e.data['benchmark']}"] = e.data.get("accuracy")
+    out: list[dict] = []
+    for mem in commit_memories(store, run):
+        rnd = mem.committed
+        s = schedule(mem)
+        row = {
+            "round": rnd,
+            "active": len(mem.active()),
+            "mastered": len(mem.mastered()),
+            "nodes": len(mem.nodes),
+            "F": s.F,
+            "epsilon_next": s.epsilon,
+        }
+        for etype, name in COUNTED.items():
+            if name == "questions":
+                row["questions"] = counts.get((rnd, etype), 0)
+                row["retained"] = retained.get(rnd, 0)
+            else:
+                row[name] = counts.get((rnd, etype), 0)
+        d = commits_data.get(rnd, {})
+        row.update({k: v for k, v in d.items() if isinstance(v, (int, float)) and k.startswith("heldout")})
+        row.update(scores.get(rnd, {}))
+        out.append(row)
+    return out

@@ -142,9 +142,9 @@ def _prior_outcomes(store: Any, run: str, round: int) -> tuple[dict[str, Extract
     types = ("failure.diagnosed", "failure.attributed", "cause.created", "diagnosis.failed")
     diagnosed: dict[str, Extraction] = {}
     decided: set[str] = set()
-    for _seq, rnd, etype, d in store.iter_rows(run, types=types):
+    for _seq, _rnd, etype, d in store.iter_rows(run, types=types, round=round):
         fid = d.get("failure_id")
-        if rnd != round or fid is None:
+        if fid is None:
             continue
         if etype == "failure.diagnosed":
             ext = Extraction(d.get("matched_cause"), d.get("error_cause"))

@@ -26,19 +26,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from pydantic_core import from_json as _from_json
 from sqlalchemy import create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
-from diagevo.config import redact_url
+from diagevo.urls import redact_url
 from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
+from diagevo.events.keys import KEY_FIELDS, RETAINED_CONDITION, key_expr
+
+if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 __all__ = [
     "ARTIFACT_KEY",
@@ -278,6 +279,8 @@ def _migrations_dir() -> Path:
 
 
 def _alembic_config() -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(_migrations_dir()))
     return cfg
@@ -285,7 +288,26 @@ def _alembic_config() -> Config:
 
 @cache
 def _script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(_alembic_config())
+
+
+# The newest migration; a test checks it against Alembic's head. A database already there is
+# opened without importing Alembic at all (about a fifth of a second of every command).
+HEAD_REVISION = "0003"
+
+
+def _revision_if_plain(engine: Engine, url: str) -> str | None:
+    """The database's single ``alembic_version`` row when it also has diagevo's events table;
+    None when that is not simply so (then Alembic looks closer)."""
+    with _connect(engine, url) as conn:
+        try:
+            rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
+            conn.exec_driver_sql("SELECT seq, event_id, run_id, data, hash FROM events WHERE 1 = 0").fetchall()
+        except sa_exc.DBAPIError:
+            return None
+    return str(rows[0][0]) if len(rows) == 1 else None
 
 
 def head_revision() -> str:
@@ -310,6 +332,8 @@ def _schema_objects(conn: Connection) -> list[str]:
 
 def _status_of(conn: Connection, url: str) -> RevisionStatus:
     head = head_revision()
+    from alembic.runtime.migration import MigrationContext
+
     cur = MigrationContext.configure(conn).get_current_revision()
     state: Literal["up_to_date", "outdated", "empty", "unknown", "foreign"]
     objects: list[str] = []
@@ -375,6 +399,8 @@ def _migration_tx(engine: Engine, url: str) -> Iterator[Connection]:
 def _upgrade_in(conn: Connection, target: str = "head") -> None:
     cfg = _alembic_config()
     cfg.attributes["connection"] = conn
+    from alembic import command
+
     command.upgrade(cfg, target)
 
 
@@ -425,6 +451,8 @@ def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
             if before.state in ("unknown", "foreign"):
                 raise StoreError(_refusal(before))
             _upgrade_in(conn, target)
+            from alembic.runtime.migration import MigrationContext
+
             after = MigrationContext.configure(conn).get_current_revision()
         return before.current, after
     except sa_exc.DBAPIError as exc:
@@ -523,8 +551,11 @@ class EventStore:
     # --- schema -------------------------------------------------------------------------------
 
     def _ensure_schema(self, migrate_empty: bool) -> None:
-        status = _consistent_status(self._engine, self.url)
-        if not status.up_to_date:
+        if _revision_if_plain(self._engine, self.url) == HEAD_REVISION:
+            status = None
+        else:
+            status = _consistent_status(self._engine, self.url)
+        if status is not None and not status.up_to_date:
             if status.state != "empty" or not migrate_empty:
                 raise SchemaOutdated(_refusal(status))
             with _migration_tx(self._engine, self.url) as conn:
@@ -693,12 +724,21 @@ class EventStore:
     # --- reads --------------------------------------------------------------------------------
 
     def _where(
-        self, run: str, after_seq: int, upto_seq: int | None, types: Collection[str] | None
+        self,
+        run: str,
+        after_seq: int,
+        upto_seq: int | None,
+        types: Collection[str] | None,
+        round: int | None = None,
     ) -> tuple[str, list[Any]]:
-        """WHERE clause selecting a run's events (served by the (run_id, seq) index)."""
+        """WHERE clause selecting a run's events (served by the (run_id, seq), (run_id, type, seq)
+        or (run_id, round, type) index)."""
         q = self._p
         sql = f"WHERE run_id = {q} AND seq > {q}"
         params: list[Any] = [run, after_seq]
+        if round is not None:
+            sql += f" AND round = {q}"
+            params.append(round)
         if upto_seq is not None:
             sql += f" AND seq <= {q}"
             params.append(upto_seq)
@@ -712,12 +752,13 @@ class EventStore:
         return sql, params
 
     def iter_rows(
-        self, run: str, *, after_seq: int = 0, types: Collection[str] | None = None
+        self, run: str, *, after_seq: int = 0, types: Collection[str] | None = None, round: int | None = None
     ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
-        """(seq, round, type, data) in seq order, texts left as artifact refs: the replay path."""
+        """(seq, round, type, data) in seq order (of one ``round`` only, if given), texts left as
+        artifact refs: the replay path."""
         loads = _loads
         with self._cursor(stream=True) as cur:
-            where, params = self._where(run, after_seq, None, types)
+            where, params = self._where(run, after_seq, None, types, round)
             cur.execute(f"SELECT seq, round, type, data FROM events {where} ORDER BY seq", params)
             while rows := cur.fetchmany(_FETCH):
                 for seq, rnd, typ, data in rows:
@@ -730,15 +771,61 @@ class EventStore:
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: Collection[str] | None = None,
+        round: int | None = None,
         texts: bool = False,
+        limit: int | None = None,
     ) -> Iterator[StoredEvent]:
-        """Events of a run in seq order; ``texts=True`` puts artifact texts back inline."""
+        """Events of a run in seq order (of one ``round`` only, if given; at most ``limit``);
+        ``texts=True`` puts artifact texts back inline."""
+        where, params = self._where(run, after_seq, upto_seq, types, round)
+        if limit:
+            where += f" ORDER BY seq LIMIT {int(limit)}"
+        else:
+            where += " ORDER BY seq"
+        return self._select(where, params, texts)
+
+    def read_naming(
+        self,
+        run: str,
+        keys: dict[str, Collection[str]],
+        *,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        texts: bool = False,
+        limit: int | None = None,
+    ) -> list[StoredEvent]:
+        """Events of a run whose data names one of the given ids in one of the given fields
+        (``{"cause_id": ["C3"], "matched_cause": ["C3"]}``), in seq order: indexed reads, one per
+        field, never a scan of the run. Fields: :data:`diagevo.events.tables.KEY_FIELDS`."""
+        found: dict[int, StoredEvent] = {}
+        wanted_types = None if types is None else set(types)
+        for field, values in keys.items():
+            if field not in KEY_FIELDS:
+                raise StoreError(f"events cannot be looked up by {field!r}: use one of {', '.join(KEY_FIELDS)}")
+            values = list(dict.fromkeys(values))
+            expr = key_expr(self._dialect, field)
+            for i in range(0, len(values), _SQLITE_MAX_PARAMS):
+                chunk = values[i : i + _SQLITE_MAX_PARAMS]
+                # only the run and the ids in SQL: any other condition (a seq range, a type list)
+                # can lure the planner onto an index that scans the run; the rest is checked here
+                where = f"WHERE run_id = {self._p} AND {expr} IN ({', '.join([self._p] * len(chunk))})"
+                for e in self._select(where, [run, *chunk], texts=False):
+                    if (wanted_types is None or e.type in wanted_types) and (round is None or e.round == round):
+                        found[e.seq] = e
+        picked = [found[seq] for seq in sorted(found)]
+        if limit:
+            picked = picked[:limit]
+        if texts and picked:
+            with self._cursor() as cur:
+                self._restore_texts(cur, picked)
+        return picked
+
+    def _select(self, where: str, params: list[Any], texts: bool) -> Iterator[StoredEvent]:
         loads = _loads
         with self._cursor(stream=True) as cur, (self._cursor() if texts else nullcontext()) as art_cur:
-            where, params = self._where(run, after_seq, upto_seq, types)
             cur.execute(
                 "SELECT seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash "
-                f"FROM events {where} ORDER BY seq",
+                f"FROM events {where}",
                 params,
             )
             while rows := cur.fetchmany(_FETCH):
@@ -787,10 +874,48 @@ class EventStore:
             return self._run_head(cur, run)[0]
 
     def runs(self) -> list[str]:
-        """Run ids in order of their first event."""
+        """Run ids in order of their first event: a skip scan of the (run_id, seq) index, one
+        probe per run, never a pass over the events."""
         with self._cursor() as cur:
-            cur.execute("SELECT run_id FROM events GROUP BY run_id ORDER BY MIN(seq)")
+            cur.execute(
+                "WITH RECURSIVE r(run_id) AS ("
+                " SELECT MIN(run_id) FROM events"
+                " UNION ALL SELECT (SELECT MIN(e.run_id) FROM events e WHERE e.run_id > r.run_id)"
+                " FROM r WHERE r.run_id IS NOT NULL) "
+                "SELECT run_id, (SELECT MIN(e.seq) FROM events e WHERE e.run_id = r.run_id) AS first_seq "
+                "FROM r WHERE run_id IS NOT NULL ORDER BY first_seq"
+            )
             return [r[0] for r in cur.fetchall()]
+
+    def has_run(self, run: str) -> bool:
+        return self.last_seq(run) > 0
+
+    def existing_ids(self, ids: Collection[str]) -> set[str]:
+        """Which of these event ids are already stored (an indexed lookup per chunk)."""
+        with self._cursor() as cur:
+            return self._existing_ids(cur, list(ids))
+
+    def retained_counts(self, run: str) -> dict[int, int]:
+        """Per round, how many ``question.scored`` events say ``retained: true`` (read from the
+        partial index ``ix_events_retained`` alone)."""
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT round, COUNT(*) FROM events WHERE run_id = {self._p} AND {RETAINED_CONDITION[self._dialect]} "
+                "GROUP BY round",
+                (run,),
+            )
+            return {int(r[0]): int(r[1]) for r in cur.fetchall()}
+
+    def type_counts(self, run: str, round: int | None = None) -> dict[tuple[int, str], int]:
+        """Events per (round, type) of a run, or of one round: read from the (run_id, round,
+        type) index alone."""
+        where, params = f"WHERE run_id = {self._p}", [cast(Any, run)]
+        if round is not None:
+            where += f" AND round = {self._p}"
+            params.append(round)
+        with self._cursor() as cur:
+            cur.execute(f"SELECT round, type, COUNT(*) FROM events {where} GROUP BY round, type", params)
+            return {(int(r[0]), r[1]): int(r[2]) for r in cur.fetchall()}
 
     def latest_run(self) -> str | None:
         """The run of the most recently appended event (the run last worked on)."""
@@ -860,6 +985,14 @@ class EventStore:
         with self._read_conn() as conn:
             row = conn.execute(text(sql + " ORDER BY round DESC LIMIT 1"), params).first()
         return (int(row[0]), int(row[1]), _loads(row[2])) if row else None
+
+    def snapshots(self, run: str) -> list[tuple[int, int, dict[str, Any]]]:
+        """(round, seq, state) of every snapshot of the run, by round."""
+        with self._read_conn() as conn:
+            rows = conn.execute(
+                text("SELECT round, seq, state FROM snapshots WHERE run_id = :run ORDER BY round"), {"run": run}
+            ).all()
+        return [(int(r[0]), int(r[1]), _loads(r[2])) for r in rows]
 
     def drop_snapshots(self, run: str) -> int:
         """Delete the run's snapshots (they are a cache); returns how many were dropped."""

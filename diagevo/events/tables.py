@@ -24,7 +24,9 @@ class Event(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("event_id", name="uq_events_event_id"),
         Index("ix_events_run_seq", "run_id", "seq"),
-        Index("ix_events_run_round", "run_id", "round"),
+        Index("ix_events_run_type_seq", "run_id", "type", "seq"),
+        Index("ix_events_run_round_type", "run_id", "round", "type"),
+        # plus, from migration 0003, a partial expression index per diagevo.events.keys.KEY_FIELDS
     )
 
     seq: int = Field(sa_column=Column("seq", SeqType, primary_key=True, autoincrement=False))

@@ -6,9 +6,8 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from diagevo.memory.fold import InvariantError, Row, evolve, start
+from diagevo.memory.fold import InvariantError, Row, drafts
 from diagevo.memory.schedule import schedule
-from diagevo.memory.state import Memory
 
 
 def _question_view(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -97,7 +96,7 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
     return stories
 
 
-_COUNTED = {
+COUNTED = {
     "question.generated": "questions",
     "failure.recorded": "failures",
     "cause.created": "new_causes",
@@ -112,23 +111,21 @@ _COUNTED = {
 def round_stats(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
     """One row per committed round: memory sizes, F_t, ε_{t+1}, what the round did, and the
     benchmark scores of its checkpoint (``bench/NAME``: accuracy, the latest recorded)."""
-    mem: Memory | None = None
     counts: Counter[str] = Counter()
     retained = 0
     out: list[dict[str, Any]] = []
     scores: dict[int, dict[str, Any]] = {}
-    for seq, rnd, etype, d in rows:
-        if mem is None:
-            mem = start(run, d, seq)
+    for draft, (_, rnd, etype, d) in drafts(rows, run):
+        if etype == "run.started":
             continue
-        mem = evolve(mem, etype, rnd, d)
         if etype == "eval.recorded" and "benchmark" in d:
             scores.setdefault(rnd, {})[f"bench/{d['benchmark']}"] = d.get("accuracy")
-        elif etype in _COUNTED:
-            counts[_COUNTED[etype]] += 1
+        elif etype in COUNTED:
+            counts[COUNTED[etype]] += 1
         elif etype == "question.scored" and d.get("retained"):
             retained += 1
         elif etype == "round.committed":
+            mem = draft.freeze()
             s = schedule(mem)
             out.append(
                 {

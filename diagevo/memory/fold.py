@@ -2,11 +2,16 @@
 
 ``evolve`` never decides anything (that is :mod:`diagevo.memory.deciders`); it only applies.
 A log that breaks an invariant raises :class:`InvariantError` with the reason in one line.
+
+Folding many events goes through a :class:`Draft`, a private mutable working copy: each event
+costs the same however many causes the memory holds, and :meth:`Draft.freeze` hands out an
+immutable :class:`Memory` without copying (the draft copies a table again only if it changes it
+afterwards). From the outside the memory stays a value: no frozen memory is ever mutated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -20,116 +25,176 @@ class InvariantError(ValueError):
     """The log breaks a rule of the memory (the message says which)."""
 
 
-def _with_cause(mem: Memory, cause: Cause, state: CauseState, frequency: int) -> dict[str, Any]:
-    causes = mem.causes.copy()
-    causes[cause.id] = Cause(cause.id, cause.node, cause.description, state, frequency, cause.created_round)
-    return {"causes": MappingProxyType(causes)}
-
-
-def _cause(mem: Memory, cause_id: str) -> Cause:
-    try:
-        return mem.causes[cause_id]
-    except KeyError:
-        raise InvariantError(f"unknown cause {cause_id!r}") from None
-
-
-def _node(mem: Memory, node_id: str) -> Node:
-    try:
-        return mem.nodes[node_id]
-    except KeyError:
-        raise InvariantError(f"unknown node {node_id!r}") from None
-
-
-def _run_started(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    raise InvariantError(f"run {mem.run!r} started twice")
-
-
-def _configured(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    configured = start(mem.run, d, mem.last_seq)
-    return {"k": configured.k, "config": configured.config}
-
-
-def _round_committed(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    F = mem.F
-    return {
-        "committed": rnd,
-        "open_round": None,
-        "committed_rounds": mem.committed_rounds | {rnd},
-        "F1": mem.F1 if mem.F1 is not None or F == 0 else F,
+_MEMORY_APPLY = frozenset(
+    {
+        "run.started",
+        "round.committed",
+        "run.configured",
+        "cause.promoted",
+        "cause.reactivated",
+        "failure.attributed",
+        "node.created",
+        "cause.created",
+        "nodes.merged",
     }
-
-
-def _promoted(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    cause = _cause(mem, d["cause_id"])
-    if not cause.active:
-        raise InvariantError(f"cause {cause.id} promoted but it is not Active")
-    return _with_cause(mem, cause, CauseState.MASTERED, 0)
-
-
-def _reactivated(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    cause = _cause(mem, d["cause_id"])
-    if cause.active:
-        raise InvariantError(f"cause {cause.id} reactivated but it is not Mastered")
-    return _with_cause(mem, cause, CauseState.ACTIVE, 0)
-
-
-def _attributed(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    cause = _cause(mem, d["cause_id"])
-    if not cause.active:
-        raise InvariantError(
-            f"failure {d['failure_id']} attributed to Mastered cause {cause.id} without cause.reactivated"
-        )
-    return _with_cause(mem, cause, CauseState.ACTIVE, cause.frequency + 1)
-
-
-def _node_created(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    if d["node_id"] in mem.nodes:
-        raise InvariantError(f"node {d['node_id']!r} created twice")
-    nodes = mem.nodes.copy()
-    nodes[d["node_id"]] = Node(d["node_id"], d["label"])
-    return {"nodes": MappingProxyType(nodes), "n_nodes_created": mem.n_nodes_created + 1}
-
-
-def _cause_created(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    if d["cause_id"] in mem.causes:
-        raise InvariantError(f"cause {d['cause_id']!r} created twice")
-    _node(mem, d["node_id"])
-    cause = Cause(d["cause_id"], d["node_id"], d["description"], CauseState.ACTIVE, 1, rnd)
-    causes = mem.causes.copy()
-    causes[cause.id] = cause
-    return {"causes": MappingProxyType(causes), "n_causes_created": mem.n_causes_created + 1}
-
-
-def _merged(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    survivor, absorbed = _node(mem, d["survivor"]), _node(mem, d["absorbed"])
-    if survivor.id == absorbed.id:
-        raise InvariantError(f"node {survivor.id} merged with itself")
-    nodes = mem.nodes.copy()
-    del nodes[absorbed.id]
-    nodes[survivor.id] = Node(survivor.id, d["label"])
-    causes = {
-        cid: replace(c, node=survivor.id) if c.node == absorbed.id else c for cid, c in mem.causes.items()
-    }
-    return {"nodes": MappingProxyType(nodes), "causes": MappingProxyType(causes)}
-
-
-def _nothing(mem: Memory, rnd: int, d: Mapping[str, Any]) -> dict[str, Any]:
-    return {}
-
-
-_APPLY: dict[str, Callable[[Memory, int, Mapping[str, Any]], dict[str, Any]]] = {
-    "run.started": _run_started,
-    "round.committed": _round_committed,
-    "run.configured": _configured,
-    "cause.promoted": _promoted,
-    "cause.reactivated": _reactivated,
-    "failure.attributed": _attributed,
-    "node.created": _node_created,
-    "cause.created": _cause_created,
-    "nodes.merged": _merged,
-}
+)
 # Evidence and bookkeeping: they open a round but change nothing.
-MEMORY_TYPES = frozenset(_APPLY) - {"run.started"}
+MEMORY_TYPES = _MEMORY_APPLY - {"run.started"}
+# Bookkeeping about a round that is over: a checkpoint evaluated, or chosen, after the fact.
+RETROSPECTIVE_TYPES = frozenset({"eval.recorded", "checkpoint.selected", "run.forked"})
+
+
+class Draft:
+    """A mutable working copy of a :class:`Memory`, private to whoever folds with it.
+
+    Tables (causes, nodes, committed rounds) are shared with the memory they came from until the
+    first change, then copied once; :meth:`freeze` shares them with the frozen memory and marks
+    them to be copied again on the next change."""
+
+    __slots__ = (
+        "run", "k", "seed", "config", "committed", "open_round", "F1", "n_causes_created",
+        "n_nodes_created", "last_seq", "_causes", "_nodes", "_rounds", "_owned",
+    )
+
+    def __init__(self, mem: Memory) -> None:
+        self.run, self.k, self.seed, self.config = mem.run, mem.k, mem.seed, mem.config
+        self.committed, self.open_round, self.F1 = mem.committed, mem.open_round, mem.F1
+        self.n_causes_created, self.n_nodes_created = mem.n_causes_created, mem.n_nodes_created
+        self.last_seq = mem.last_seq
+        self._causes: Mapping[str, Cause] = mem.causes
+        self._nodes: Mapping[str, Node] = mem.nodes
+        self._rounds: frozenset[int] | set[int] = mem.committed_rounds
+        self._owned: set[str] = set()  # tables this draft may mutate in place
+
+    # --- copy on first write ------------------------------------------------------------------
+
+    def _causes_w(self) -> dict[str, Cause]:
+        if "causes" not in self._owned:
+            self._causes = dict(self._causes)
+            self._owned.add("causes")
+        return self._causes  # type: ignore[return-value]
+
+    def _nodes_w(self) -> dict[str, Node]:
+        if "nodes" not in self._owned:
+            self._nodes = dict(self._nodes)
+            self._owned.add("nodes")
+        return self._nodes  # type: ignore[return-value]
+
+    def _rounds_w(self) -> set[int]:
+        if "rounds" not in self._owned:
+            self._rounds = set(self._rounds)
+            self._owned.add("rounds")
+        return self._rounds  # type: ignore[return-value]
+
+    # --- reads --------------------------------------------------------------------------------
+
+    @property
+    def F(self) -> int:
+        return sum(c.frequency for c in self._causes.values() if c.active)
+
+    def _cause(self, cause_id: str) -> Cause:
+        try:
+            return self._causes[cause_id]
+        except KeyError:
+            raise InvariantError(f"unknown cause {cause_id!r}") from None
+
+    def _node(self, node_id: str) -> Node:
+        try:
+            return self._nodes[node_id]
+        except KeyError:
+            raise InvariantError(f"unknown node {node_id!r}") from None
+
+    def freeze(self) -> Memory:
+        """The memory as it stands, as an immutable value (no table is copied here)."""
+        causes = self._causes if isinstance(self._causes, MappingProxyType) else MappingProxyType(self._causes)
+        nodes = self._nodes if isinstance(self._nodes, MappingProxyType) else MappingProxyType(self._nodes)
+        rounds = self._rounds if isinstance(self._rounds, frozenset) else frozenset(self._rounds)
+        self._causes, self._nodes, self._rounds = causes, nodes, rounds
+        self._owned.clear()
+        return Memory(
+            run=self.run, k=self.k, seed=self.seed, config=self.config, committed=self.committed,
+            open_round=self.open_round, F1=self.F1, causes=causes, nodes=nodes,
+            n_causes_created=self.n_causes_created, n_nodes_created=self.n_nodes_created,
+            last_seq=self.last_seq, committed_rounds=rounds,
+        )
+
+    # --- apply --------------------------------------------------------------------------------
+
+    def apply(self, type: str, round: int, data: Mapping[str, Any]) -> bool:
+        """Apply one event (the rules of :func:`evolve`); False when it changed nothing at all."""
+        if round != self.committed + 1:
+            if type in RETROSPECTIVE_TYPES and round <= self.committed:
+                return False
+            if round > self.committed:
+                raise InvariantError(f"round {round} starts before round {self.committed + 1} was committed")
+            if type == "round.committed" and round in self._rounds:
+                raise InvariantError(f"round {round} committed twice")
+            raise InvariantError(f"round {round} goes backwards: round {self.committed} is already committed")
+        if type not in _MEMORY_APPLY:  # evidence and bookkeeping
+            if self.open_round == round:
+                return False
+            self.open_round = round
+            return True
+        if type == "round.committed":
+            if self.F1 is None:
+                F = self.F
+                self.F1 = F if F != 0 else None
+            self.committed, self.open_round = round, None
+            self._rounds_w().add(round)
+            return True
+        if type == "failure.attributed":
+            cause = self._cause(data["cause_id"])
+            if not cause.active:
+                raise InvariantError(
+                    f"failure {data['failure_id']} attributed to Mastered cause {cause.id} without cause.reactivated"
+                )
+            self._set_cause(cause, CauseState.ACTIVE, cause.frequency + 1)
+        elif type == "cause.promoted":
+            cause = self._cause(data["cause_id"])
+            if not cause.active:
+                raise InvariantError(f"cause {cause.id} promoted but it is not Active")
+            self._set_cause(cause, CauseState.MASTERED, 0)
+        elif type == "cause.reactivated":
+            cause = self._cause(data["cause_id"])
+            if cause.active:
+                raise InvariantError(f"cause {cause.id} reactivated but it is not Mastered")
+            self._set_cause(cause, CauseState.ACTIVE, 0)
+        elif type == "cause.created":
+            if data["cause_id"] in self._causes:
+                raise InvariantError(f"cause {data['cause_id']!r} created twice")
+            self._node(data["node_id"])
+            cid = data["cause_id"]
+            self._causes_w()[cid] = Cause(cid, data["node_id"], data["description"], CauseState.ACTIVE, 1, round)
+            self.n_causes_created += 1
+        elif type == "node.created":
+            if data["node_id"] in self._nodes:
+                raise InvariantError(f"node {data['node_id']!r} created twice")
+            self._nodes_w()[data["node_id"]] = Node(data["node_id"], data["label"])
+            self.n_nodes_created += 1
+        elif type == "nodes.merged":
+            self._merge(data)
+        elif type == "run.configured":  # a new config from here on (a fork continued under other values)
+            configured = start(self.run, data, self.last_seq)
+            self.k, self.config = configured.k, configured.config
+        else:  # run.started
+            raise InvariantError(f"run {self.run!r} started twice")
+        self.open_round = round
+        return True
+
+    def _set_cause(self, cause: Cause, state: CauseState, frequency: int) -> None:
+        self._causes_w()[cause.id] = Cause(cause.id, cause.node, cause.description, state, frequency, cause.created_round)
+
+    def _merge(self, d: Mapping[str, Any]) -> None:
+        survivor, absorbed = self._node(d["survivor"]), self._node(d["absorbed"])
+        if survivor.id == absorbed.id:
+            raise InvariantError(f"node {survivor.id} merged with itself")
+        nodes = self._nodes_w()
+        del nodes[absorbed.id]
+        nodes[survivor.id] = Node(survivor.id, d["label"])
+        causes = self._causes_w()
+        for cid, c in causes.items():
+            if c.node == absorbed.id:
+                causes[cid] = replace(c, node=survivor.id)
 
 
 def start(run: str, data: Mapping[str, Any], seq: int = 0) -> Memory:
@@ -141,50 +206,53 @@ def start(run: str, data: Mapping[str, Any], seq: int = 0) -> Memory:
     return Memory(run=run, k=float(k), seed=int(data.get("seed", 0)), config=MappingProxyType(config), last_seq=seq)
 
 
-# Bookkeeping about a round that is over: a checkpoint evaluated, or chosen, after the fact.
-RETROSPECTIVE_TYPES = frozenset({"eval.recorded", "checkpoint.selected", "run.forked"})
-
-
 def evolve(mem: Memory, type: str, round: int, data: Mapping[str, Any]) -> Memory:
     """Apply one event. Rounds move forward one commit at a time; ``last_seq`` is set by ``fold``.
     Only retrospective bookkeeping may name a round that is already committed (round 0, the
-    base model, included)."""
-    if round != mem.committed + 1:
-        if type in RETROSPECTIVE_TYPES and round <= mem.committed:
-            return mem
-        if round > mem.committed:
-            raise InvariantError(f"round {round} starts before round {mem.committed + 1} was committed")
-        if type == "round.committed" and round in mem.committed_rounds:
-            raise InvariantError(f"round {round} committed twice")
-        raise InvariantError(f"round {round} goes backwards: round {mem.committed} is already committed")
-    apply = _APPLY.get(type)
-    if apply is None:  # evidence and bookkeeping
-        return mem if mem.open_round == round else replace(mem, open_round=round)
-    changes = apply(mem, round, data)
-    if type != "round.committed":
-        changes["open_round"] = round
-    return replace(mem, **changes)
+    base model, included). Folding many events: use :class:`Draft` (or :func:`fold`)."""
+    draft = Draft(mem)
+    return draft.freeze() if draft.apply(type, round, data) else mem
 
 
-def _start_or_evolve(mem: Memory | None, run: str, seq: int, rnd: int, etype: str, data: Mapping[str, Any]) -> Memory:
-    if mem is not None:
-        return evolve(mem, etype, rnd, data)
+def _first(run: str, seq: int, rnd: int, etype: str, data: Mapping[str, Any]) -> Draft:
     if etype != "run.started":
         raise InvariantError(f"run {run!r} has {etype} before run.started")
     if rnd != 0:
         raise InvariantError("run.started must be in round 0")
-    return start(run, data, seq)
+    return Draft(start(run, data, seq))
+
+
+def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[tuple[Draft, Row]]:
+    """The working copy after each row (the same draft every time): for projections that look at
+    the memory as the log goes, e.g. at every commit. The draft must not be kept past the loop."""
+    draft = Draft(memory) if memory is not None else None
+    for row in rows:
+        seq, rnd, etype, data = row
+        if draft is None:
+            draft = _first(run, seq, rnd, etype, data)
+        else:
+            draft.apply(etype, rnd, data)
+        yield draft, row
+
+
+def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Memory]:
+    """M_t at every ``round.committed`` of the rows, in order (``last_seq`` set to the commit's)."""
+    for draft, (seq, _, etype, _) in drafts(rows, run, memory):
+        if etype == "round.committed":
+            draft.last_seq = seq
+            yield draft.freeze()
 
 
 def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
     """Fold ``(seq, round, type, data)`` rows of one run, starting from ``memory`` (a snapshot)
     or from the run's ``run.started``."""
-    mem, seq = memory, memory.last_seq if memory else 0
-    for seq, rnd, etype, data in rows:
-        mem = _start_or_evolve(mem, run, seq, rnd, etype, data)
-    if mem is None:
+    draft, seq = (Draft(memory), memory.last_seq) if memory is not None else (None, 0)
+    for draft, (seq, _, _, _) in drafts(rows, run, memory):  # noqa: B007 - the last one is the result
+        pass
+    if draft is None:
         raise InvariantError(f"run {run!r} has no events")
-    return mem if mem.last_seq == seq else replace(mem, last_seq=seq)
+    draft.last_seq = seq
+    return draft.freeze()
 
 
 def fold_until(rows: Iterable[Row], run: str, round: int, memory: Memory | None = None) -> Memory:
@@ -194,9 +262,10 @@ def fold_until(rows: Iterable[Row], run: str, round: int, memory: Memory | None 
         if mem.committed == round:
             return mem
         raise InvariantError(f"the starting memory is past round {round}")
-    for seq, rnd, etype, data in rows:
-        mem = _start_or_evolve(mem, run, seq, rnd, etype, data)
-        if etype == "round.committed" and rnd == round:
-            return replace(mem, last_seq=seq)
     last = mem.committed if mem is not None else 0
+    for draft, (seq, rnd, etype, _) in drafts(rows, run, memory):
+        last = draft.committed
+        if etype == "round.committed" and rnd == round:
+            draft.last_seq = seq
+            return draft.freeze()
     raise InvariantError(f"round {round} was never committed (last committed round: {last})")

@@ -21,6 +21,12 @@ def make_backend(config: Config) -> Backend:
         from diagevo.train.sim import SimBackend
 
         return SimBackend(config, config.train.seed)
+    if config.train.backend == "hf":
+        try:
+            from diagevo.train.hf.backend import HFBackend
+        except ImportError as exc:
+            raise BackendUnavailable(f"backend \"hf\" needs the hf extra (pip install -e '.[hf]'): {exc}") from None
+        return HFBackend(config, config.train.seed)
     raise BackendUnavailable(
         f"backend {config.train.backend!r} is not part of this build; use backend = \"sim\""
     )

@@ -136,14 +136,14 @@ class Trainer:
         return reports
 
     def _rebuild(self, t: int) -> _Round:
-        """What round t already did, read back from the log."""
+        """What round t already did, read back from the log: the round's own events and the
+        checkpoints (indexed reads; the rest of the run is not read)."""
         r = _Round(t=t, done=set())
         last_ckpt: str | None = None
-        for e in self.store.read(self.run, texts=True):
-            if e.round != t:
-                if e.type == "checkpoint.written" and e.round < t:
-                    last_ckpt = e.data["path"]
-                continue
+        for e in self.store.read(self.run, types=("checkpoint.written",)):
+            if e.round < t:
+                last_ckpt = e.data["path"]
+        for e in self.store.read(self.run, round=t, texts=True):
             if e.type == "phase.completed":
                 r.done.add(e.data["phase"])
                 r.seconds[e.data["phase"]] = e.data.get("seconds", 0.0)
@@ -311,7 +311,7 @@ class Trainer:
         )
 
     def _report(self, r: _Round, metrics: dict[str, float], committed: dict[str, Any]) -> RoundReport:
-        counts = Counter(etype for _, rnd, etype, _ in self.store.iter_rows(self.run) if rnd == r.t)
+        counts = Counter({etype: n for (_, etype), n in self.store.type_counts(self.run, round=r.t).items()})
         return RoundReport(
             round=r.t,
             questions=len(r.questions),

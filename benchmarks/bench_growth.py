@@ -1,0 +1,131 @@
+"""Work that must not grow with the stored log (a script, not a test).
+
+(a) ``memory ingest`` of a 50,000-event part (validation against the stored memory, the append,
+    the snapshots) into a log of ~50k events and into a log of ~1M events of the same run: the
+    ratio should be about 1;
+(b) one training round's own log work (the reads ``Trainer`` does: committed rounds, the round's
+    rebuild, M_{t-1}, the diagnosis pipeline's prior outcomes, the report, the snapshot refresh)
+    at ~50k and at ~1M stored events, against the baseline measured in the same run: the same
+    answers from full scans of the run (how they were read before the indexes of migration 0003).
+
+The 1M log is ``bench_store.build_log``'s (``--db``; built once if missing, then reused; the
+benchmark works on a copy of it).
+
+    python benchmarks/bench_growth.py [--db sqlite:////tmp/diagevo-bench-1m.db] [--part 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_store import build_log, realistic_events  # noqa: E402
+
+from diagevo.diagnosis.pipeline import _prior_outcomes  # noqa: E402
+from diagevo.events.store import EventStore, sqlite_path  # noqa: E402
+from diagevo.interchange import ingest  # noqa: E402
+from diagevo.replay import committed_rounds, load_memory, refresh_snapshots  # noqa: E402
+from diagevo.train.loop import Trainer, _Round  # noqa: E402
+
+
+def _line(e) -> str:  # noqa: ANN001
+    return json.dumps({"type": e.type, "run": e.run, "round": e.round, "event_id": e.event_id, "data": e.data})
+
+
+def part_after(run: str, start: int, size: int) -> list[str]:
+    """Events ``start+1 .. start+size`` of the generator's run, as JSONL lines."""
+    events = realistic_events(run, start + size + 20_000)
+    return [_line(e) for e in itertools.islice(events, start, start + size)]
+
+
+def round_work(store: EventStore, run: str, t: int) -> None:
+    """The log reads of round t, through the code the training loop runs."""
+    me = SimpleNamespace(store=store, run=run)
+    committed_rounds(store, run)
+    r = Trainer._rebuild(me, t)  # type: ignore[arg-type]
+    load_memory(store, run, t - 1)
+    _prior_outcomes(store, run, t)
+    Trainer._report(me, r, {})  # type: ignore[arg-type]
+    refresh_snapshots(store, run)
+
+
+def round_work_scans(store: EventStore, run: str, t: int) -> None:
+    """The same answers from full scans of the run (the baseline)."""
+    [rnd for _, rnd, typ, _ in store.iter_rows(run) if typ == "round.committed"]
+    r = _Round(t=t, done=set())
+    for e in store.read(run, texts=True):
+        if e.round == t and e.type == "question.generated":
+            r.questions[e.data["question_id"]] = e.data
+    load_memory(store, run, t - 1)
+    [d for _, rnd, typ, d in store.iter_rows(run, types=("failure.diagnosed", "failure.attributed")) if rnd == t]
+    Counter(typ for _, rnd, typ, _ in store.iter_rows(run) if rnd == t)
+    load_memory(store, run)
+
+
+def best(fn, n: int = 3) -> float:  # noqa: ANN001
+    out = float("inf")
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out = min(out, time.perf_counter() - t0)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", default="sqlite:////tmp/diagevo-bench-1m.db")
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--part", type=int, default=50_000)
+    args = ap.parse_args(argv)
+    src = sqlite_path(args.db)
+    if src is None:
+        raise SystemExit("--db must be a SQLite file (the benchmark copies it)")
+    if not src.exists():
+        build_log(args.db, args.events)
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        big = f"sqlite:///{Path(tmp) / 'big.db'}"
+        shutil.copy(src, sqlite_path(big))
+        with EventStore(big) as store:
+            run = store.runs()[0]
+            n_big = store.last_seq(run)
+            refresh_snapshots(store, run)  # as the training run left it
+        small = f"sqlite:///{Path(tmp) / 'small.db'}"
+        with EventStore(small) as store:
+            first = list(realistic_events(run, args.part))
+            store.append(first)
+            refresh_snapshots(store, run)
+            n_small = store.last_seq(run)
+        rows = []
+        for name, url, start in (("small", small, n_small), ("big", big, n_big)):
+            lines = part_after(run, start, args.part)
+            with EventStore(url) as store:
+                t0 = time.perf_counter()
+                res = ingest(store, lines)
+                ingest_s = time.perf_counter() - t0
+                t = max(committed_rounds(store, run))
+                work = best(lambda s=store, t=t: round_work(s, run, t))
+                scans = best(lambda s=store, t=t: round_work_scans(s, run, t), n=1)
+            rows.append((name, start, res.appended, ingest_s, work, scans))
+    print(f"{'stored log':<12}{'events':>10}{'ingest part':>13}{'':>12}{'round log work':>16}{'full scans':>12}{'speed-up':>10}")
+    for name, start, appended, ingest_s, work, scans in rows:
+        print(
+            f"{name:<12}{start:>10,}{ingest_s:>12.2f}s{f'({appended:,} ev)':>12}"
+            f"{work * 1000:>14.0f}ms{scans:>11.2f}s{scans / work:>9.0f}x"
+        )
+    (_, _, _, i_small, w_small, _), (_, _, _, i_big, w_big, _) = rows
+    print(f"growth from the small to the big log: ingest {i_big / i_small:.2f}x, round log work {w_big / w_small:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

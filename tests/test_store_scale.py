@@ -1,0 +1,130 @@
+"""The log at scale: migration 0003's indexes, indexed reads and the reads that replace scans.
+Each read is checked against the full-scan projection it replaces, on every backend."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+from alembic import command
+
+from diagevo.events.store import EventStore, _alembic_config, current, sqlite_path, upgrade
+from diagevo.memory.audit import cause_stories, cause_story, round_stats
+from diagevo.replay import cause_rows, commit_memories, refresh_snapshots, stored_round_stats
+from diagevo.memory.fold import commits
+from tests.conftest import Backend
+from tests.logs import Log
+from tests.strategies import random_log
+
+
+def _stored(db_url: str, log: Log) -> None:
+    with EventStore(db_url) as store:
+        store.append(log.events())
+
+
+def test_upgrade_from_0002_keeps_the_data_and_adds_the_indexes(backend: Backend, db_url: str) -> None:
+    log = random_log(random.Random(3), 4)
+    _stored(db_url, log)
+    engine = backend.engine(db_url)
+    with engine.begin() as conn:  # take the database back to 0002, as an older diagevo left it
+        cfg = _alembic_config()
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0002")
+    engine.dispose()
+    assert current(db_url) == "0002"
+    assert upgrade(db_url) == ("0002", "0003")
+    with EventStore(db_url) as store:
+        stored = [(e.seq, e.round, e.type, e.data) for e in store.read(log.run, texts=True)]
+        assert [r[1:] for r in stored] == [r[1:] for r in log.rows()]
+        assert store.verify_chain(log.run) == []
+        cause = next(d["cause_id"] for _, _, t, d in log.rows() if t == "cause.created")
+        assert cause_story(cause_rows(store, log.run, cause), cause) == cause_story(log.rows(), cause)
+
+
+def test_key_lookups_use_the_expression_indexes(tmp_path) -> None:  # noqa: ANN001
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    EventStore(url).close()
+    conn = sqlite3.connect(sqlite_path(url))
+    for field in ("cause_id", "failure_id", "question_id", "matched_cause"):
+        plan = conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT seq FROM events WHERE run_id = 'r' AND seq > 0 "
+            f"AND json_extract(data, '$.{field}') IN ('x') ORDER BY seq"
+        ).fetchall()
+        assert f"ix_events_{field}" in str(plan)
+    plan = conn.execute(
+        "EXPLAIN QUERY PLAN SELECT round, type, COUNT(*) FROM events WHERE run_id = 'r' GROUP BY round, type"
+    ).fetchall()
+    assert "COVERING INDEX ix_events_run_round_type" in str(plan)
+    plan = conn.execute(
+        "EXPLAIN QUERY PLAN SELECT round, COUNT(*) FROM events WHERE run_id = 'r' AND "
+        "type = 'question.scored' AND json_extract(data, '$.retained') = 1 GROUP BY round"
+    ).fetchall()
+    assert "ix_events_retained" in str(plan)
+    conn.close()
+
+
+def test_cause_rows_tell_every_story_as_the_full_log_does(store: EventStore) -> None:
+    log = random_log(random.Random(11), 6)
+    store.append(log.events())
+    full = cause_stories(log.rows())
+    assert len(full) >= 2
+    for cause, story in full.items():
+        assert cause_story(cause_rows(store, log.run, cause), cause) == story
+
+
+def test_stored_round_stats_equal_the_scan_with_and_without_snapshots(store: EventStore) -> None:
+    log = random_log(random.Random(5), 6)
+    log.add("eval.recorded", benchmark="gsm8k", accuracy=0.25)  # a retrospective score of round 6
+    store.append(log.events())
+    want = round_stats(log.rows(), log.run)
+    assert stored_round_stats(store, log.run) == want  # no snapshots: folds the log
+    refresh_snapshots(store, log.run)
+    assert stored_round_stats(store, log.run) == want  # all from snapshots
+    assert [m.to_json() for m in commit_memories(store, log.run)] == [m.to_json() for m in commits(log.rows(), log.run)]
+
+
+def test_read_naming_and_round_filters(store: EventStore) -> None:
+    log = random_log(random.Random(7), 3)
+    store.append(log.events())
+    rows = log.rows()
+    for rnd in (1, 2, 3):
+        got = [(e.round, e.type) for e in store.read(log.run, round=rnd)]
+        assert got == [(r, t) for _, r, t, _ in rows if r == rnd]
+    assert len(list(store.read(log.run, limit=5))) == 5
+    fid = next(d["failure_id"] for _, _, t, d in rows if t == "failure.recorded")
+    got = [e.type for e in store.read_naming(log.run, {"failure_id": [fid]})]
+    assert got == [t for _, _, t, d in rows if d.get("failure_id") == fid]
+    assert store.retained_counts(log.run) == {
+        r: n
+        for r in {r for _, r, _, _ in rows}
+        if (n := sum(1 for _, rr, t, d in rows if rr == r and t == "question.scored" and d["retained"]))
+    }
+
+
+def test_runs_in_order_of_their_first_event(store: EventStore) -> None:
+    assert store.runs() == []
+    for run in ("zeta", "alpha", "mid"):
+        store.append(Log(run=run).events())
+    store.append(Log(run="alpha").add("round.started").events()[1:])
+    assert store.runs() == ["zeta", "alpha", "mid"]
+    assert store.existing_ids(["zeta-0", "nope", "mid-0"]) == {"zeta-0", "mid-0"}
+
+
+def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
+    import subprocess
+    import sys
+
+    heavy = ("pydantic", "sqlalchemy", "alembic", "polars", "torch", "transformers", "diagevo.config", "asyncio")
+    code = "import sys, cli.app; print(' '.join(m for m in %r if m in sys.modules))" % (heavy,)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == []
+
+
+def test_stored_round_stats_take_the_retained_count_from_the_commit_summary(store: EventStore) -> None:
+    log = Log()
+    log.node("N1").cause("C1", "N1").question("q1", 0.5, active="C1").question("q2", 0.9, retained=False)
+    log.commit(retained=1)
+    log.question("q3", 0.5, active="C1").question("q4", 0.4, active="C1").commit(retained=2)
+    store.append(log.events())
+    assert [r["retained"] for r in stored_round_stats(store, log.run)] == [1, 2]
+    assert stored_round_stats(store, log.run) == round_stats(log.rows(), log.run)
