@@ -210,12 +210,13 @@ class _Round:
             return
         pending = self.pending
 
-        def check(foreign: list[Any]) -> list[EventIn]:
+        def check(read: Any) -> list[EventIn]:
+            foreign = read(MEMORY_TYPES, after_seq=self.seen_seq)
             if foreign:
                 raise MemoryMoved(f"{len(foreign)} memory events by another producer")
             return pending
 
-        result = self.store.append_checked(self.run, check, types=MEMORY_TYPES, after_seq=self.seen_seq)
+        result = self.store.append_checked(self.run, check)
         self.seen_seq = result.last_seq
         self.pending, self.pending_failures, self.pending_inputs = [], 0, []
         self.saved = _counts(self.summary)
