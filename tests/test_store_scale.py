@@ -47,8 +47,7 @@ def test_key_lookups_use_the_expression_indexes(tmp_path) -> None:  # noqa: ANN0
     conn = sqlite3.connect(sqlite_path(url))
     for field in ("cause_id", "failure_id", "question_id", "matched_cause"):
         plan = conn.execute(
-            f"EXPLAIN QUERY PLAN SELECT seq FROM events WHERE run_id = 'r' AND seq > 0 "
-            f"AND json_extract(data, '$.{field}') IN ('x') ORDER BY seq"
+            f"EXPLAIN QUERY PLAN SELECT seq FROM events WHERE run_id = 'r' AND {field} IN ('x', 'y')"
         ).fetchall()
         assert f"ix_events_{field}" in str(plan)
     plan = conn.execute(

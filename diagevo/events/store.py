@@ -35,7 +35,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from diagevo.urls import redact_url
 from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
-from diagevo.events.keys import KEY_FIELDS, RETAINED_CONDITION, key_expr
+from diagevo.events.keys import KEY_FIELDS, RETAINED_CONDITION, key_values
 
 if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
     from alembic.config import Config
@@ -463,10 +463,11 @@ def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
 
 # --- the store --------------------------------------------------------------------------------
 
-# (event_id, run, round, type, data_json, canonical utf-8 bytes, [(sha, text), ...])
-_Prepared = tuple[str, str, int, str, str, bytes, list[tuple[str, str]]]
+# (event_id, run, round, type, data_json, canonical utf-8 bytes, [(sha, text), ...], key columns)
+_Prepared = tuple[str, str, int, str, str, bytes, list[tuple[str, str]], tuple[str | None, ...]]
 
 
+_KEY_COLUMNS = ", ".join(KEY_FIELDS)
 _NO_ARTIFACTS: list[tuple[str, str]] = []  # shared, never mutated
 
 
@@ -508,7 +509,7 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
         q_run = quoted.get(run) or quoted.setdefault(run, _json_str(run))
         q_typ = quoted.get(typ) or quoted.setdefault(typ, _json_str(typ))
         canon = f"[{_json_str(eid)},{q_run},{rnd},{q_typ},{SCHEMA_VERSION},{data_json}]".encode()
-        rows.append((eid, run, rnd, typ, data_json, canon, arts))
+        rows.append((eid, run, rnd, typ, data_json, canon, arts, key_values(data)))
     return rows, len(events) - len(rows)
 
 
@@ -645,11 +646,11 @@ class EventStore:
         sha256 = hashlib.sha256
         rows = []
         artifacts: dict[str, str] = {}
-        for eid, run, rnd, typ, data_json, canon, arts in fresh:
+        for eid, run, rnd, typ, data_json, canon, arts, keys in fresh:
             seq += 1
             p = prev[run]
             h = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
-            rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h))
+            rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, *keys))
             prev[run] = h
             last[run] = seq
             if arts:
@@ -664,13 +665,13 @@ class EventStore:
             )
         elif artifacts:
             cur.executemany("INSERT OR IGNORE INTO artifacts (sha256, text) VALUES (?, ?)", list(artifacts.items()))
-        columns = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash"
+        columns = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, " + _KEY_COLUMNS
         if self._dialect == "postgresql":  # COPY: every row is new (checked under the lock)
             with cur.copy(f"COPY events ({columns}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
         else:
-            cur.executemany(f"INSERT INTO events ({columns}) VALUES ({', '.join('?' * 10)})", rows)
+            cur.executemany(f"INSERT INTO events ({columns}) VALUES ({', '.join('?' * (10 + len(KEY_FIELDS)))})", rows)
 
     def _existing_ids(self, cur: Any, ids: list[str]) -> set[str]:
         found: set[str] = set()
@@ -772,7 +773,7 @@ class EventStore:
             if field not in KEY_FIELDS:
                 raise StoreError(f"events cannot be looked up by {field!r}: use one of {', '.join(KEY_FIELDS)}")
             values = list(dict.fromkeys(values))
-            expr = key_expr(self._dialect, field)
+            expr = field  # a column of its own (migration 0003)
             for i in range(0, len(values), _SQLITE_MAX_PARAMS):
                 chunk = values[i : i + _SQLITE_MAX_PARAMS]
                 # only the run and the ids in SQL: any other condition (a seq range, a type list)
