@@ -704,8 +704,11 @@ class EventStore:
         """WHERE clause selecting a run's events (served by the (run_id, seq), (run_id, type, seq)
         or (run_id, round, type) index)."""
         q = self._p
-        sql = f"WHERE run_id = {q} AND seq > {q}"
-        params: list[Any] = [run, after_seq]
+        sql = f"WHERE run_id = {q}"
+        params: list[Any] = [run]
+        if after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
+            sql += f" AND seq > {q}"
+            params.append(after_seq)
         if round is not None:
             sql += f" AND round = {q}"
             params.append(round)
@@ -721,6 +724,14 @@ class EventStore:
                 params.extend(types)
         return sql, params
 
+    def _order(self, after_seq: int, types: Collection[str] | None, round: int | None) -> str:
+        """``ORDER BY seq``. Without a seq range but with a round or types, SQLite's planner would
+        rather walk the whole run in (run_id, seq) order than sort the few rows the round or
+        type index finds; ``+seq`` tells it to sort them."""
+        if self._dialect == "sqlite" and after_seq <= 0 and (round is not None or types is not None):
+            return "ORDER BY +seq"
+        return "ORDER BY seq"
+
     def iter_rows(
         self, run: str, *, after_seq: int = 0, types: Collection[str] | None = None, round: int | None = None
     ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
@@ -729,7 +740,7 @@ class EventStore:
         loads = _loads
         with self._cursor(stream=True) as cur:
             where, params = self._where(run, after_seq, None, types, round)
-            cur.execute(f"SELECT seq, round, type, data FROM events {where} ORDER BY seq", params)
+            cur.execute(f"SELECT seq, round, type, data FROM events {where} {self._order(after_seq, types, round)}", params)
             while rows := cur.fetchmany(_FETCH):
                 for seq, rnd, typ, data in rows:
                     yield seq, rnd, typ, loads(data)
@@ -748,10 +759,9 @@ class EventStore:
         """Events of a run in seq order (of one ``round`` only, if given; at most ``limit``);
         ``texts=True`` puts artifact texts back inline."""
         where, params = self._where(run, after_seq, upto_seq, types, round)
+        where += " " + self._order(after_seq, types, round)
         if limit:
-            where += f" ORDER BY seq LIMIT {int(limit)}"
-        else:
-            where += " ORDER BY seq"
+            where += f" LIMIT {int(limit)}"
         return self._select(where, params, texts)
 
     def read_naming(
