@@ -13,8 +13,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]'
+$(STAMP): pyproject.toml Makefile | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,hf]'
 	touch $(STAMP)
 
 install: $(STAMP)

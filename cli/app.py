@@ -25,14 +25,19 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from cli import diagnose, eval, report, train
+    from cli import diagnose, eval, fork, report, train
     from cli.db import db_app
     from cli.memory import memory_app
+    from cli.rounds import round_app
+    from cli.models import models_app
 
     app.add_typer(memory_app, name="memory")
+    app.add_typer(round_app, name="round")
     app.add_typer(db_app, name="db", help="Database schema: upgrade, current revision.")
+    app.add_typer(models_app, name="models", help="Local models for the hf backend (a tiny pair built here).")
     train.register(app)
     diagnose.register(app, memory_app)
+    fork.register(memory_app)
     eval.register(app)
     report.register(app)
 

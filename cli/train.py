@@ -115,6 +115,33 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
     return ["--db", without_password(db_url)], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
 
 
+def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
+    """``train --dry-run``: what a run would do, read from the config alone."""
+    from diagevo.paths import beside_database, run_dir
+    from diagevo.train import default_run_id
+    from diagevo.train.hf.args import plan
+    from diagevo.urls import redact_url
+
+    run = default_run_id(cfg)
+    root = cfg.train.out_dir or beside_database(db_url, ".runs")
+    data = plan(cfg, config_path=str(path) if path else None, run=cfg.train.run, checkpoints=run_dir(Path(root), run), db=redact_url(db_url))
+    data["run"] = run
+    if as_json:
+        emit_json(data)
+        return
+    table = Table(title="plan (nothing loaded)", title_justify="left", box=box.SIMPLE_HEAD, show_header=False)
+    table.add_column("what", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for key, value in data.items():
+        if isinstance(value, dict):
+            for sub, v in value.items():
+                shown = " ".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v)
+                table.add_row(f"{key}.{sub}", shown)
+        else:
+            table.add_row(key, str(value))
+    console.print(table)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def train(
@@ -126,6 +153,8 @@ def register(app: typer.Typer) -> None:
         resume: Annotated[bool, typer.Option("--resume", help="Continue the run from its log and last checkpoint.")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
         set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (models, engines, batches, launch command, paths); load nothing.")] = False,
+        json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: the plan as JSON.")] = False,
     ) -> None:
         """Run the co-evolution loop (CPU simulator by default)."""
         from diagevo import train as training
@@ -141,6 +170,9 @@ def register(app: typer.Typer) -> None:
         cfg = load_config(path, overrides)
         explicit_db = db or cfg.db
         db_url = resolve_db_url(explicit_db)
+        if dry_run:
+            show_plan(cfg, path, db_url, json_out)
+            return
         cfg = cfg.model_copy(update={"db": db_url})
         reports: list[Any] = []
         running = {"round": 0}
@@ -161,7 +193,7 @@ def register(app: typer.Typer) -> None:
                         if phase == "rounds":
                             running["round"] = done + 1
 
-                    training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round)
+                    training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, overrides=list(set_ or []))
                 else:
                     columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
                     # a live display only on a terminal: piped, it would leave a blank line before an error
@@ -173,7 +205,7 @@ def register(app: typer.Typer) -> None:
                                 running["round"] = done + 1
                             bars(phase, done, total)
 
-                        training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round)
+                        training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round, overrides=list(set_ or []))
             except KeyboardInterrupt:
                 where = f"in round {running['round']}" if running["round"] else "before the first round"
                 again = shlex.join([prog, "train", "--resume", "--run", run_id, *dbs])
@@ -232,3 +264,38 @@ def register(app: typer.Typer) -> None:
             for r in rows:
                 table.add_row(r["variant"], f"{r['best_mean']:.3f} ± {r['best_std']:.3f}", f"{r['final_mean']:.3f} ± {r['final_std']:.3f}", str(r["best_round"]))
             console.print(table)
+            console.print(dynamics_table(world, rows, seeds))
+
+
+# per-round measures shown by `diagevo ablate` (key, column title, format)
+DYNAMICS_COLUMNS = (
+    ("question_words", "words", "{:.0f}"),
+    ("parts_per_question", "parts", "{:.2f}"),
+    ("bigram_diversity", "2-gram %", "{:.1f}"),
+    ("skill_coverage", "skill cov.", "{:.2f}"),
+    ("bleu_repetition", "BLEU r_rep", "{:.3f}"),
+    ("train_label_acc", "train labels", "{:.2f}"),
+    ("shared_label_acc", "label acc", "{:.2f}"),
+    ("solver_care", "care", "{:.2f}"),
+    ("active", "Active", "{:.0f}"),
+    ("mastered", "Mastered", "{:.0f}"),
+    ("promotions", "prom.", "{:.1f}"),
+    ("reactivated_same_round", "react. same rd", "{:.1f}"),
+)
+
+
+def dynamics_table(world: str, rows: list[dict], seeds: int) -> Table:
+    """Per-round measures (mean over seeds), one row per variant and round."""
+    ref = rows[0].get("reference", "") if rows else ""
+    table = Table(title=f"per round, mean of {seeds} seeds, world: {world}; label acc on the shared questions of {ref!r}")
+    table.add_column("variant")
+    table.add_column("round", justify="right")
+    for _, title, _ in DYNAMICS_COLUMNS:
+        table.add_column(title, justify="right")
+    for r in rows:
+        dyn = r.get("dynamics", {})
+        n = max((len(v) for v in dyn.values()), default=0)
+        for t in range(n):
+            cells = [fmt.format(dyn[k][t]) if k in dyn else "" for k, _, fmt in DYNAMICS_COLUMNS]
+            table.add_row(r["variant"] if t == 0 else "", str(t + 1), *cells, end_section=t == n - 1)
+    return table

@@ -105,6 +105,9 @@ class SimConfig(_Section):
     label_noise: bool = True  # (b) pseudo-labels degrade on long or ambiguous questions
     transfer: bool = True  # (c) practising a cause transfers to every question sharing it
     drift: bool = True  # (d) unpractised skills drift back
+    # the free challenger can chain up to three sub-problems into one question (Figure 4a's drift
+    # to long compound questions); off, every free question is a single sub-problem
+    composition: bool = True
     diagnostician_error_rate: float = Field(default=0.05, ge=0, le=1)
     heldout_per_family: int = Field(default=20, ge=1)
     shared_label_questions: int = Field(default=200, ge=1)
@@ -127,10 +130,24 @@ class TrainConfig(_Section):
 class HFConfig(_Section):
     """Real-model backend (transformers + TRL; vLLM on GPUs)."""
 
-    solver_model: str = "Qwen/Qwen3-8B-Base"
+    solver_model: str = "Qwen/Qwen3-8B-Base"  # a local model directory (no downloads)
     challenger_model: str = "Qwen/Qwen3-8B-Base"
-    use_vllm: bool = False
-    max_new_tokens: int = Field(default=1024, ge=1)
+    use_vllm: bool = False  # vLLM for GRPO rollouts and sampling (CUDA only)
+    vllm_mode: Literal["colocate", "server"] = "colocate"  # server: `trl vllm-serve` at vllm_server_url
+    vllm_server_url: str | None = None
+    vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
+    max_new_tokens: int = Field(default=1024, ge=1)  # solver responses and GRPO completions
+    challenger_max_new_tokens: int = Field(default=512, ge=1)
+    device: str = "cpu"  # cpu | cuda
+    bf16: bool = False
+    gradient_checkpointing: bool = False
+    per_device_batch: int = Field(default=8, ge=1)  # GRPO completions per device per micro-step
+    generation_batch: int = Field(default=8, ge=1)  # prompts per local generate call
+    heldout: Path | None = None  # JSONL of {"question", "answer"}; None = <solver_model>/heldout.jsonl if present
+    heldout_max_new_tokens: int | None = Field(default=None, ge=1)  # None = max_new_tokens
+    # GPUs: each GRPO phase runs under `accelerate launch --config_file <accelerate_config>`
+    accelerate_config: Path | None = None
+    num_processes: int = Field(default=1, ge=1)
 
 
 class EvalConfig(_Section):

@@ -23,6 +23,7 @@ decided in the log, reuses stored Prompt 1 replies, and re-appending anything is
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -156,8 +157,21 @@ def _prior_outcomes(store: Any, run: str, round: int) -> tuple[dict[str, Extract
     return diagnosed, decided
 
 
+class MemoryMoved(Exception):
+    """Another producer changed the memory since the working memory was read."""
+
+
+Pending = tuple[FailureInput, Extraction, "np.ndarray | None", "int | None"]
+
+
 class _Round:
-    """The state of one diagnose_round call."""
+    """The state of one diagnose_round call.
+
+    The working memory is the log's memory as of ``seen_seq``. Decisions are appended only if
+    no other producer has appended a memory event since (checked under the store's append lock);
+    otherwise the working memory is read again and the undecided failures are decided anew, so
+    two processes naming the same new cause end with one cause (the second finds the first's
+    cause in stage 2a and Prompt 2 deduplicates)."""
 
     def __init__(
         self,
@@ -179,12 +193,65 @@ class _Round:
         self.model_s = 0.0
         self.pending: list[EventIn] = []  # decided, not yet appended (whole failures only)
         self.pending_failures = 0
+        self.pending_inputs: list[Pending] = []  # the failures whose decisions are pending
+        self.current: Pending | None = None  # the failure being decided
+        self.seen_seq = memory.last_seq
+        self.saved = copy.deepcopy(summary)  # the summary as of the last append
+        self.pre_vecs: np.ndarray | None = None
 
     def flush(self) -> None:
-        """Append the deferred decisions in one transaction."""
-        if self.pending:
-            self.store.append(self.pending)
-            self.pending, self.pending_failures = [], 0
+        """Append the deferred decisions in one transaction, if the memory they were decided
+        against is still the log's; else raise :class:`MemoryMoved` and append nothing."""
+        if not self.pending:
+            return
+        pending = self.pending
+
+        def check(foreign: list[Any]) -> list[EventIn]:
+            if foreign:
+                raise MemoryMoved(f"{len(foreign)} memory events by another producer")
+            return pending
+
+        result = self.store.append_checked(self.run, check, types=MEMORY_TYPES, after_seq=self.seen_seq)
+        self.seen_seq = result.last_seq
+        self.pending, self.pending_failures, self.pending_inputs = [], 0, []
+        self.saved = copy.deepcopy(self.summary)
+
+    def reread(self) -> list[Pending]:
+        """Drop the pending decisions, adopt the log's memory; returns the failures to decide
+        again (those another producer has decided meanwhile are left out)."""
+        inputs = self.pending_inputs
+        self.pending, self.pending_failures, self.pending_inputs = [], 0, []
+        self.summary.__dict__.update(copy.deepcopy(self.saved).__dict__)
+        self.mem = load_memory(self.store, self.run)
+        self.seen_seq = self.mem.last_seq
+        self.index.attach(self.mem)
+        if self.pre_vecs is not None:
+            self.index.prescreen(self.pre_vecs)
+        _, decided = _prior_outcomes(self.store, self.run, self.round)
+        return [p for p in inputs if p[0].failure_id not in decided]
+
+    async def decide(self, todo: Sequence[Pending]) -> None:
+        """Decide ``todo`` in order; when another producer moved the memory, decide the
+        failures whose decisions were not appended again against the new memory."""
+        queue = list(todo)
+        while queue:
+            i = 0
+            try:
+                while i < len(queue):
+                    await self.maintain(*queue[i])
+                    i += 1
+                return
+            except MemoryMoved:
+                queue = [*self.reread(), *queue[i + 1 :]]
+
+    async def settle(self) -> None:
+        """Append what is pending, deciding again as often as other producers move the memory."""
+        while True:
+            try:
+                self.flush()
+                return
+            except MemoryMoved:
+                await self.decide(self.reread())
 
     def eid(self, *parts: object) -> str:
         return event_id(self.run, self.round, *parts)
@@ -215,6 +282,8 @@ class _Round:
         if events:
             self.pending.extend(events)
             self.pending_failures += 1
+            if self.current is not None:
+                self.pending_inputs.append(self.current)
             if not defer or self.pending_failures >= DECISIONS_PER_COMMIT:
                 self.flush()
         self.mem = mem
@@ -295,6 +364,7 @@ class _Round:
 
     async def maintain(self, f: FailureInput, ext: Extraction, vec: np.ndarray | None, row: int | None) -> None:
         fid = f.failure_id
+        self.current = (f, ext, vec, row)
         outcome: dict[str, Any] = {"failure_id": fid}
         events: list[EventIn] = []
         changes: list[tuple[str, dict[str, Any]]] = []
@@ -322,6 +392,8 @@ class _Round:
             events.append(self.failed(fid, "route", str(exc), None, fid, "route"))
             self.commit(events, defer=True)
             outcome = {"failure_id": fid}
+        finally:
+            self.current = None
         self._count(events, outcome)
 
     def _count(self, events: list[EventIn], outcome: dict[str, Any]) -> None:
@@ -427,24 +499,37 @@ class _Round:
         self.summary.merge_candidates = len(pairs)
         absorbed: set[str] = set()
         for done, (sim, a, b) in enumerate(pairs, 1):
-            # a is the older node (earlier in creation order) and survives
-            if a in absorbed or b in absorbed or a not in self.mem.nodes or b not in self.mem.nodes:
-                self.progress("consolidate", done, len(pairs))
-                continue
-            key = ("merge", a, b)
-            reply = await self.timed(self.dx.consolidate(self.view(a), self.view(b)))
-            events = _call_events(self.run, self.round, (*key, "consolidate"), reply, nodes=[a, b])
-            decision = reply.value
-            if decision is None:
-                reason = f"nodes {a} and {b}: {reply.error or 'no decision'}"
-                events.append(self.failed(None, "consolidate", reason, reply, *key))
-            elif decision.merge:
-                for i, (etype, data) in enumerate(decide_merge(self.mem, a, b, decision.merged_label, similarity=sim)):
-                    events.append(self.event(etype, *key, "decide", i, **data))
-                absorbed.add(b)
-                self.summary.merges += 1
-            self.commit(events)
+            while True:  # again when another producer moved the memory meanwhile
+                merged = await self._consolidate_pair(sim, a, b, absorbed)
+                if merged is not None:
+                    if merged:
+                        absorbed.add(b)
+                    break
             self.progress("consolidate", done, len(pairs))
+
+    async def _consolidate_pair(self, sim: float, a: str, b: str, absorbed: set[str]) -> bool | None:
+        """Prompt 4 for one node pair; whether it merged, None when the memory moved."""
+        if a in absorbed or b in absorbed or a not in self.mem.nodes or b not in self.mem.nodes:
+            return False
+        key = ("merge", a, b)
+        reply = await self.timed(self.dx.consolidate(self.view(a), self.view(b)))
+        events = _call_events(self.run, self.round, (*key, "consolidate"), reply, nodes=[a, b])
+        decision = reply.value
+        merged = False
+        if decision is None:
+            reason = f"nodes {a} and {b}: {reply.error or 'no decision'}"
+            events.append(self.failed(None, "consolidate", reason, reply, *key))
+        elif decision.merge:
+            for i, (etype, data) in enumerate(decide_merge(self.mem, a, b, decision.merged_label, similarity=sim)):
+                events.append(self.event(etype, *key, "decide", i, **data))
+            merged = True
+            self.summary.merges += 1
+        try:
+            self.commit(events)
+        except MemoryMoved:
+            self.reread()
+            return None
+        return merged
 
 
 async def diagnose_round(
@@ -531,14 +616,16 @@ async def _run(
     rows = {t: i for i, t in enumerate(texts)}
     if texts:
         index.prescreen(vecs)
+        state.pre_vecs = vecs
     state.model_s = time.perf_counter() - t0
+    state.saved = copy.deepcopy(summary)
     for done, f in enumerate(todo, 1):
         ext = extractions.get(f.failure_id)
         if ext is not None:  # None: Prompt 1 failed, already recorded
             row = rows.get(ext.error_cause) if ext.error_cause else None
-            await state.maintain(f, ext, None if row is None else vecs[row], row)
+            await state.decide([(f, ext, None if row is None else vecs[row], row)])
         progress("maintain", done, len(todo))
-    state.flush()
+    await state.settle()
     summary.maintenance_s = time.perf_counter() - t0
     summary.maintenance_model_s = state.model_s
 

@@ -42,6 +42,11 @@ class RunStarted(_Data):
         return v
 
 
+class RunConfigured(RunStarted):
+    """The run's config from here on (``diagevo train --resume --set ...``): k and the switches
+    of the rounds that follow. Recorded before the round it applies to."""
+
+
 class RoundStarted(_Data):
     pass
 
@@ -171,8 +176,26 @@ class CheckpointSelected(_Open):
     scores: dict[str, float]  # round -> validation accuracy of every round compared
 
 
+class PromotionsDecided(_Open):
+    """Round t's promotions are decided (Eq. 5-6, once): the evidence is closed."""
+
+    promoted: list[str]
+    candidates: int = Field(ge=0)
+
+
+class RunForked(_Open):
+    """Provenance of a forked run: its log up to here is a copy of ``source_run`` through
+    ``source_round``'s commit, whose hash there was ``source_hash``."""
+
+    source_run: str
+    source_round: int = Field(ge=0)
+    source_hash: str
+    source_seq: int = Field(ge=0)
+
+
 CORE_TYPES: dict[str, type[BaseModel]] = {
     "run.started": RunStarted,
+    "run.configured": RunConfigured,
     "round.started": RoundStarted,
     "question.generated": QuestionGenerated,
     "question.scored": QuestionScored,
@@ -194,6 +217,8 @@ BOOKKEEPING_TYPES: dict[str, type[BaseModel]] = {
     "llm.called": LLMCalled,
     "eval.recorded": EvalRecorded,
     "checkpoint.selected": CheckpointSelected,
+    "promotions.decided": PromotionsDecided,
+    "run.forked": RunForked,
 }
 
 EVENT_TYPES: dict[str, type[BaseModel]] = {**CORE_TYPES, **BOOKKEEPING_TYPES}

@@ -637,6 +637,37 @@ class EventStore:
                 cur.close()
         return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[result_run][0])
 
+    def append_checked(
+        self,
+        run: str,
+        decide: Callable[[list[tuple[int, int, str, dict[str, Any]]]], Sequence[EventIn]],
+        *,
+        types: Collection[str] | None = None,
+        after_seq: int = 0,
+    ) -> AppendResult:
+        """Read ``run``'s events after ``after_seq`` (of ``types``: (seq, round, type, data), texts as artifact refs)
+        and append the events ``decide`` makes of them, under the append lock in one transaction:
+        no writer appends between the read and the write. ``decide`` raising stores nothing."""
+        with self._write_tx(append_lock=True) as conn:
+            cur = conn.connection.cursor()
+            try:
+                where, params = self._where(run, after_seq, None, types)
+                cur.execute(f"SELECT seq, round, type, data FROM events {where} ORDER BY seq", params)
+                rows = [(int(s), int(r), t, _loads(d)) for s, r, t, d in cur.fetchall()]
+                events = list(decide(rows))
+                if not events:
+                    return AppendResult(0, 0, self._run_head(cur, run)[0])
+                prepared, dups = _prepare(events)
+                runs = {p[1] for p in prepared}
+                existing = self._existing_ids(cur, [p[0] for p in prepared])
+                heads = {r: self._run_head(cur, r) for r in runs}
+                fresh = [p for p in prepared if p[0] not in existing]
+                if fresh:
+                    self._insert(cur, fresh, heads)
+            finally:
+                cur.close()
+        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
+
     def _insert(self, cur: Any, fresh: list[_Prepared], heads: dict[str, tuple[int, str]]) -> None:
         cur.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
         seq = int(cur.fetchone()[0])

@@ -29,6 +29,7 @@ _MEMORY_APPLY = frozenset(
     {
         "run.started",
         "round.committed",
+        "run.configured",
         "cause.promoted",
         "cause.reactivated",
         "failure.attributed",
@@ -40,7 +41,7 @@ _MEMORY_APPLY = frozenset(
 # Evidence and bookkeeping: they open a round but change nothing.
 MEMORY_TYPES = _MEMORY_APPLY - {"run.started"}
 # Bookkeeping about a round that is over: a checkpoint evaluated, or chosen, after the fact.
-RETROSPECTIVE_TYPES = frozenset({"eval.recorded", "checkpoint.selected"})
+RETROSPECTIVE_TYPES = frozenset({"eval.recorded", "checkpoint.selected", "run.forked"})
 
 
 class Draft:
@@ -172,6 +173,9 @@ class Draft:
             self.n_nodes_created += 1
         elif type == "nodes.merged":
             self._merge(data)
+        elif type == "run.configured":  # a new config from here on (a fork continued under other values)
+            configured = start(self.run, data, self.last_seq)
+            self.k, self.config = configured.k, configured.config
         else:  # run.started
             raise InvariantError(f"run {self.run!r} started twice")
         self.open_round = round

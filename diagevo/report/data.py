@@ -87,7 +87,7 @@ def load_run(store: EventStore, run: str) -> RunData:
             texts[rnd][data["mode"]].append(data.get("text") or "")
         elif etype == "eval.recorded" and "benchmark" in data:
             bench.append({"round": rnd, **{k: data.get(k) for k in ("benchmark", "n", "accuracy", "k", "mean_at_k", "model")}})
-        elif etype == "eval.recorded":
+        elif etype == "eval.recorded" and "measure" not in data:  # not a sim-dynamics measure
             heldout[rnd] = data
         elif etype == "checkpoint.selected":
             selected = {"round": rnd, **data}

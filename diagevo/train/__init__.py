@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable
 
@@ -19,6 +21,12 @@ def make_backend(config: Config) -> Backend:
         from diagevo.train.sim import SimBackend
 
         return SimBackend(config, config.train.seed)
+    if config.train.backend == "hf":
+        try:
+            from diagevo.train.hf.backend import HFBackend
+        except ImportError as exc:
+            raise BackendUnavailable(f"backend \"hf\" needs the hf extra (pip install -e '.[hf]'): {exc}") from None
+        return HFBackend(config, config.train.seed)
     raise BackendUnavailable(
         f"backend {config.train.backend!r} is not part of this build; use backend = \"sim\""
     )
@@ -47,14 +55,39 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
 
 
 def stored_config(store: EventStore, run: str) -> Config | None:
-    """The resolved config recorded in the run's ``run.started`` (None for a new run)."""
-    for e in store.read(run, types=("run.started",)):
+    """The resolved config recorded in the run's ``run.started``, or its latest
+    ``run.configured`` (None for a new run)."""
+    found = None
+    for e in store.read(run, types=("run.started", "run.configured")):
         data = dict(e.data["config"])
         data.pop("k", None)
         data.pop("db", None)
         data["diagnosis"] = {k: v for k, v in data.get("diagnosis", {}).items() if k != "api_key"}
-        return Config.model_validate(data)
-    return None
+        found = Config.model_validate(data)
+    return found
+
+
+def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]) -> Config:
+    """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
+    the next round (a round already under way keeps the config it started with)."""
+    from diagevo.config import apply_overrides
+    from diagevo.events.schemas import new_event
+    from diagevo.replay import committed_rounds
+
+    data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), overrides)
+    try:
+        config = Config.model_validate(data)
+    except Exception as exc:  # pydantic's message, first line
+        raise ValueError(f"config: {str(exc).splitlines()[0]}") from None
+    if config.redacted() == saved.redacted():
+        return config
+    t = max(committed_rounds(store, run), default=0) + 1
+    if any(rnd >= t for _, rnd, _, _ in store.iter_rows(run, after_seq=0, types=None) if rnd):
+        raise ValueError(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
+    record = config.redacted() | {"k": config.memory.k}
+    digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
+    store.append([new_event("run.configured", run, t, f"{run}/{t}/run.configured/{digest}", config=record, seed=config.train.seed)])
+    return config
 
 
 def train(
@@ -66,6 +99,7 @@ def train(
     progress: ProgressFn = no_progress,
     on_round: Callable[..., None] = lambda r: None,
     backend: Backend | None = None,
+    overrides: list[str] | None = None,
 ) -> tuple[str, list]:
     """Train (or resume) a run up to round ``rounds`` (default: the config's); returns the run id
     and the reports of the rounds it ran."""
@@ -79,6 +113,8 @@ def train(
             raise ValueError(f"run {run!r} already exists in {redact_url(store.url)}; pass --resume to continue it")
         saved = stored_config(store, run)
         if saved is not None:
+            if overrides:
+                saved = reconfigure(store, run, saved, overrides)
             config = saved.model_copy(update={"db": config.db})
     progress("load", 0, None)
     trainer = Trainer(config, store, backend or make_backend(config), run, progress=progress, on_round=on_round)

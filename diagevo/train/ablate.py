@@ -15,6 +15,8 @@ VARIANTS: dict[str, list[str]] = {
     "full": [],
     "frozen challenger": ["memory.challenger_updates=false"],
     "pure free": ['memory.generation="free"'],
+    # Figure 3c's baseline: pure free exploration with the absolute confidence constraint only
+    "pure free, absolute only": ['memory.generation="free"', 'filter.mode="absolute"'],
     "pure targeted": ['memory.generation="targeted"'],
     "no state updates": ["memory.state_updates=false"],
     "no stitching": ['memory.stitching="none"'],
@@ -33,7 +35,28 @@ WORLDS: dict[str, list[str]] = {
     "(b) off: no label noise": ["sim.label_noise=false"],
     "(c) off: no transfer": ["sim.transfer=false"],
     "(d) off: no drift": ["sim.drift=false"],
+    "composition off": ["sim.composition=false"],
 }
+
+
+# Figure 3c's reference: the shared pseudo-label questions come from this variant's challenger
+# when it is run (else from "pure free", else from the first variant run)
+REFERENCES = ("pure free, absolute only", "pure free")
+
+
+def reference_variant(variants: list[str]) -> str:
+    return next((v for v in REFERENCES if v in variants), variants[0])
+
+
+def _mean_curves(per_seed: list[dict[int, dict[str, float]]]) -> dict[str, list[float]]:
+    """Measure -> mean over seeds per round (rounds every seed has)."""
+    rounds = sorted(set.intersection(*(set(m) for m in per_seed))) if per_seed else []
+    keys = sorted({k for m in per_seed for t in rounds for k in m[t]})
+    return {
+        k: [statistics.fmean(m[t][k] for m in per_seed if k in m[t]) for t in rounds]
+        for k in keys
+        if all(k in m[t] for m in per_seed for t in rounds)
+    }
 
 
 def _summary(variant: str, curves: list[list[float]]) -> dict[str, Any]:
@@ -62,29 +85,45 @@ def run_ablation(
     worlds: list[str],
     tick: Callable[[str, int, int | None], None],
 ) -> dict[str, list[dict[str, Any]]]:
-    """Run every (world, variant, seed); held-out accuracy per round comes from the log."""
+    """Run every (world, seed, variant); held-out accuracy per round comes from the log, the
+    per-round dynamics (question length and diversity, skill coverage, lifecycle, pseudo-label
+    accuracy on a shared set) from :mod:`diagevo.train.sim.dynamics`, stored back in the log."""
     from diagevo.train import train
+    from diagevo.train.sim.backend import SimBackend
+    from diagevo.train.sim.dynamics import measure_seed
 
     total = len(worlds) * len(variants) * seeds
     done = 0
+    reference = reference_variant(variants)
     results: dict[str, list[dict[str, Any]]] = {}
+    out_dir = Path(db.removeprefix("sqlite:///")).parent / "ablate-ckpt"
     with EventStore(db) as store:
         for world in worlds:
-            rows = []
-            for variant in variants:
-                curves = []
-                for seed in range(seeds):
+            curves: dict[str, list[list[float]]] = {v: [] for v in variants}
+            dynamics: dict[str, list[dict[int, dict[str, float]]]] = {v: [] for v in variants}
+            for seed in range(seeds):
+                runs: dict[str, str] = {}
+                ref_cfg = None
+                for variant in variants:
                     run = f"ablate/{world}/{variant}/s{seed}"
                     tick(f"{world[:14]} | {variant} | seed {seed}", done, total)
                     cfg = load_config(
                         config,
-                        [*overrides, *WORLDS[world], *VARIANTS[variant], f"train.seed={seed}", f"train.rounds={rounds}", f'train.run="{run}"', f'train.out_dir="{Path(db.removeprefix("sqlite:///")).parent / "ablate-ckpt"}"'],
+                        [*overrides, *WORLDS[world], *VARIANTS[variant], f"train.seed={seed}", f"train.rounds={rounds}", f'train.run="{run}"', f'train.out_dir="{out_dir}"'],
                     )
                     train(cfg, store, resume=run in store.runs(), rounds=rounds)
-                    curves.append(heldout_curve(store, run))
+                    curves[variant].append(heldout_curve(store, run))
+                    runs[variant] = run
+                    if variant == reference:
+                        ref_cfg = cfg
                     done += 1
-                rows.append(_summary(variant, curves))
-            results[world] = rows
+                assert ref_cfg is not None  # the reference is one of the variants run
+                measured = measure_seed(store, runs, reference, SimBackend(ref_cfg, seed), seed)
+                for v, m in measured.items():
+                    dynamics[v].append(m)
+            results[world] = [
+                {**_summary(v, curves[v]), "dynamics": _mean_curves(dynamics[v]), "reference": reference} for v in variants
+            ]
     tick("done", done, total)
     return results
 

@@ -6,11 +6,13 @@ failures of retained questions, diagnoses them, and commits. The loop never chan
 itself: it reads projections and appends events. Every event id is derived from (run, round,
 phase, item), every random stream from (seed, round, phase), so a round cut short is finished
 by ``resume`` without counting anything twice.
+
+Every read of the schedule and every write to the memory goes through :mod:`diagevo.rounds`, the
+protocol any external trainer uses too: one path into the memory.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections import Counter
@@ -22,14 +24,13 @@ from typing import Any
 from diagevo import curriculum as cur
 from diagevo.config import Config
 from diagevo.diagnosis.index import VectorIndex, default_index_path
-from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
+from diagevo.diagnosis.pipeline import DiagnosisSummary
 from diagevo.events.schemas import EventIn, new_event
 from diagevo.events.store import EventStore
-from diagevo.memory.deciders import decide_promotions
-from diagevo.memory.sampler import GenerationRequest, sample_requests
-from diagevo.memory.schedule import schedule
+from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_dir
-from diagevo.replay import committed_rounds, load_memory, refresh_snapshots
+from diagevo.replay import committed_rounds
+from diagevo import rounds as protocol
 from diagevo.train.backend import Backend, ProgressFn, no_progress
 
 @dataclass
@@ -121,8 +122,7 @@ class Trainer:
     # --- run ----------------------------------------------------------------------------------
     def start(self) -> None:
         """Append ``run.started`` (a no-op when the run exists)."""
-        config = self.cfg.redacted() | {"k": self.cfg.memory.k}
-        self.append([new_event("run.started", self.run, 0, f"{self.run}/0/run.started", config=config, seed=self.seed)])
+        protocol.start_run(self.store, self.run, self.cfg, self.seed)
 
     def train(self, rounds: int | None = None) -> list[RoundReport]:
         self.start()
@@ -156,6 +156,8 @@ class Trainer:
                 r.scored[e.data["question_id"]] = e.data
             elif e.type == "failure.recorded":
                 r.failures[e.data["failure_id"]] = e.data
+            elif e.type == "promotions.decided":
+                r.done.add("promote")
         r.checkpoint = last_ckpt
         return r
 
@@ -163,18 +165,14 @@ class Trainer:
         r = self._rebuild(t)
         if r.checkpoint is not None:
             self.backend.load(Path(r.checkpoint))
-        self.append([self.event(t, "round.started", "round.started")])
-        memory = load_memory(self.store, self.run, t - 1)  # M_{t-1}
-        sched = schedule(memory)
+        protocol.open_round(self.store, self.run, t)
         m = self.cfg.memory
         n_chal = self.cfg.train.challenger_questions or self.cfg.grpo.challenger_batch_size
         n_cur = self.cfg.train.curriculum_questions or self.cfg.grpo.solver_batch_size
 
-        def requests(n: int, phase: str) -> list[GenerationRequest]:
-            return sample_requests(
-                memory, sched, n, self.rng(t, phase),
-                generation=m.generation, fixed_free_ratio=m.fixed_free_ratio, stitching=m.stitching,
-            )
+        def requests(n: int, purpose: str) -> list[protocol.Request]:
+            # drawn from the schedule of M_{t-1} (Eq. 1-2)
+            return protocol.requests(self.store, self.run, t, n, purpose=purpose, seed=self.seed)
 
         # (1) challenger GRPO on Q^chal against the frozen solver's votes (Eq. 8-10)
         if "challenger" not in r.done:
@@ -182,7 +180,8 @@ class Trainer:
             stats: dict[str, float] = {}
             if m.challenger_updates:
                 stats = self.backend.train_challenger(
-                    requests(n_chal, "chal-requests"), self._challenger_reward(t), self.rng(t, "challenger"),
+                    [q.generation_request() for q in requests(n_chal, "challenger")],
+                    self._challenger_reward(t), self.rng(t, "challenger"),
                     lambda _p, d, n: self.progress("challenger", d, n),
                 )
             self.finish_phase(r, "challenger", started, checkpoint=True, **stats)
@@ -190,14 +189,14 @@ class Trainer:
         # (2) Q^cur under the same schedule, (3) N construction responses, votes, filter (Eq. 3)
         if "construct" not in r.done:
             started = time.perf_counter()
-            self._generate_and_score(r, requests(n_cur, "cur-requests"))
+            self._generate_and_score(r, requests(n_cur, "curriculum"))
             retained = sum(s["retained"] for s in r.scored.values())
             self.finish_phase(r, "construct", started, questions=len(r.questions), retained=retained)
 
         # (4) promotions from M_{t-1} and the round's evidence (Eq. 5-6)
-        evidence = [(q["active_cause"], r.scored[qid]["p1"]) for qid, q in r.questions.items() if qid in r.scored]
-        promotions = decide_promotions(memory, evidence, m.theta_up, enabled=m.state_updates)
-        self.append([self.event(t, f"promote/{d['cause_id']}", typ, **d) for typ, d in promotions])
+        if "promote" not in r.done:
+            protocol.promote(self.store, self.run, t)
+            r.done.add("promote")
 
         # (5) solver GRPO on retained questions; failed responses go to diagnosis
         if "solver" not in r.done:
@@ -215,20 +214,15 @@ class Trainer:
         started = time.perf_counter()
         metrics = self.backend.evaluate(self.rng(t, "evaluate"))
         r.seconds["evaluate"] = time.perf_counter() - started
-        report = self._report(r, metrics)
-        self.append(
-            [
-                self.event(t, "eval", "eval.recorded", **metrics),
-                self.event(
-                    t, "round.committed", "round.committed",
-                    questions=report.questions, retained=report.retained, failures=report.failures,
-                    F=report.F, epsilon_next=report.epsilon_next, dedup_truncated=report.dedup_truncated,
-                    heldout_acc=metrics.get("heldout_acc"), pseudo_label_acc=metrics.get("pseudo_label_acc"),
-                    timing=report.seconds,
-                ),
-            ]
+        committed = protocol.commit(
+            self.store, self.run, t, metrics,
+            summary={
+                "dedup_truncated": int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
+                "heldout_acc": metrics.get("heldout_acc"), "pseudo_label_acc": metrics.get("pseudo_label_acc"),
+                "timing": dict(r.seconds),
+            },
         )
-        refresh_snapshots(self.store, self.run)
+        report = self._report(r, metrics, committed)
         self.on_round(report)
         return report
 
@@ -249,43 +243,37 @@ class Trainer:
 
         return reward
 
-    def _generate_and_score(self, r: _Round, reqs: list[GenerationRequest]) -> None:
+    def _generate_and_score(self, r: _Round, reqs: list[protocol.Request]) -> None:
         t = r.t
         self.progress("generate", 0, len(reqs))
-        outputs = self.backend.generate(reqs, self.rng(t, "generate"))
-        generated: list[EventIn] = []
-        for i, (req, out) in enumerate(zip(reqs, outputs, strict=True)):
+        outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
+        candidates: list[tuple[protocol.Request, str]] = []
+        for req, out in zip(reqs, outputs, strict=True):
             text = cur.parse_question(out)
-            if text is None:
-                continue  # format-invalid: not a candidate
-            qid = f"q{t}-{i:05d}"
-            data: dict[str, Any] = {
-                "question_id": qid, "mode": req.mode, "active_cause": req.active_cause,
-                "mastered_cause": req.mastered_cause, "node": req.node, "text": text,
-            }
-            r.questions[qid] = data
-            generated.append(self.event(t, f"gen/{qid}", "question.generated", **data))
+            if text is not None:  # a format-invalid output is not a candidate
+                candidates.append((req, text))
         self.progress("generate", len(reqs), len(reqs))
 
-        qids = list(r.questions)
         n = self.cfg.grpo.construction_responses
-        responses = self.backend.sample([r.questions[q]["text"] for q in qids], n, self.rng(t, "construct"))
-        scored: list[EventIn] = []
-        for j, (qid, resp) in enumerate(zip(qids, responses, strict=True)):
-            answers = [cur.extract_answer(x) for x in resp]
-            v = cur.votes(answers)
-            retained = v.label is not None and cur.keep(v.p1, v.p2, self.cfg.filter)
-            ref = v.reference if retained else None  # earliest response of the label's class
-            data = {
-                "question_id": qid, "n": n, "p1": v.p1, "p2": v.p2, "pseudo_label": v.label,
-                "retained": retained, "reference": resp[ref] if ref is not None else "",
+        self.progress("construct", 0, len(candidates))
+        responses = self.backend.sample([text for _, text in candidates], n, self.rng(t, "construct"))
+        scored = protocol.record(self.store, self.run, t, [
+            protocol.Candidate(
+                question_id=q.question_id, mode=q.mode, text=text, active_cause=q.active_cause,
+                mastered_cause=q.mastered_cause, node=q.node, responses=tuple(resp),
+            )
+            for (q, text), resp in zip(candidates, responses, strict=True)
+        ])
+        for s in scored:
+            r.questions[s.question_id] = {
+                "question_id": s.question_id, "mode": s.mode, "active_cause": s.active_cause,
+                "mastered_cause": s.mastered_cause, "text": s.text,
             }
-            r.scored[qid] = data
-            scored.append(self.event(t, f"score/{qid}", "question.scored", **data))
-            if j % 32 == 0:
-                self.progress("construct", j, len(qids))
-        self.progress("construct", len(qids), len(qids))
-        self.append(generated + scored)
+            r.scored[s.question_id] = {
+                "question_id": s.question_id, "n": s.n, "p1": s.p1, "p2": s.p2, "pseudo_label": s.pseudo_label,
+                "retained": s.retained, "reference": s.reference,
+            }
+        self.progress("construct", len(candidates), len(candidates))
 
     def _train_solver(self, r: _Round) -> dict[str, float]:
         t = r.t
@@ -302,42 +290,28 @@ class Trainer:
             [r.questions[q]["text"] for q in retained], reward, self.cfg.grpo.solver_group_size,
             self.rng(t, "solver"), lambda _p, d, n: self.progress("solver", d, n),
         )
-        failures: list[EventIn] = []
+        failures: list[dict[str, Any]] = []
         for qid, responses, rewards in zip(retained, out.responses, out.rewards, strict=True):
             for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)):
                 if rew < 0:
                     fid = f"f{t}-{qid[qid.index('-') + 1:]}-{j}"
                     data = {"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid]["reference"]}
                     r.failures[fid] = data
-                    failures.append(self.event(t, f"fail/{fid}", "failure.recorded", **data))
-        self.append(failures)
+                    failures.append(data)
+        if failures:
+            protocol.record_failures(self.store, self.run, t, failures)
         return {**out.stats, "failures": len(failures)}
 
     def _diagnose(self, r: _Round) -> DiagnosisSummary:
-        inputs = []
-        for fid, f in sorted(r.failures.items()):
-            q = r.questions[f["question_id"]]
-            known = tuple(c for c in (q["active_cause"], q["mastered_cause"]) if c is not None)
-            inputs.append(
-                FailureInput(
-                    failure_id=fid, question_id=q["question_id"], question=q["text"],
-                    pseudo_label=r.scored[q["question_id"]]["pseudo_label"] or "",
-                    response=f["response"], reference=f["reference"], known_causes=known,
-                )
-            )
         if self.index is None:  # the LanceDB projection, kept in step across rounds
             self.index = VectorIndex(self.backend.embedder(), default_index_path(self.store.url), self.run)
-        return asyncio.run(
-            diagnose_round(
-                store=self.store, run=self.run, round=r.t, failures=inputs,
-                diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(),
-                cfg=self.cfg.diagnosis, index=self.index, progress=self.progress,
-            )
+        return protocol.diagnose(
+            self.store, self.run, r.t, diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(),
+            cfg=self.cfg.diagnosis, index=self.index, progress=self.progress,
         )
 
-    def _report(self, r: _Round, metrics: dict[str, float]) -> RoundReport:
+    def _report(self, r: _Round, metrics: dict[str, float], committed: dict[str, Any]) -> RoundReport:
         counts = Counter({etype: n for (_, etype), n in self.store.type_counts(self.run, round=r.t).items()})
-        s = schedule(load_memory(self.store, self.run))
         return RoundReport(
             round=r.t,
             questions=len(r.questions),
@@ -350,8 +324,8 @@ class Trainer:
             merges=counts["nodes.merged"],
             failed_diagnoses=counts["diagnosis.failed"],
             dedup_truncated=int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
-            F=s.F,
-            epsilon_next=s.epsilon,
+            F=committed["F"],
+            epsilon_next=committed["epsilon_next"],
             metrics=metrics,
             seconds=dict(r.seconds),
         )

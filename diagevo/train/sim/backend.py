@@ -57,7 +57,7 @@ class SimBackend:
         self.variants = variants_of(self.fams)
         self.registry = Registry({v.key: v for v in self.variants})
         self.solver = Solver(self.fams, self.params, config.sim)
-        self.challenger = Challenger(self.fams, self.params, self.embedder)
+        self.challenger = Challenger(self.fams, self.params, self.embedder, composition=config.sim.composition)
         self._emb = embedder
         self._diag: SimDiagnostician | None = None
         self._heldout: list[Question] | None = None

@@ -2,8 +2,12 @@
 
 Policy heads (softmax logits): the trap variant to exercise (free exploration only), and per prompt kind
 ("free" or "guided" by the memory) difficulty 0-3, padding level 0-4 and distractor count 0-3.
-The initial padding/distractor logits put the mean question at about 46 words, the unguided
-round-1 length of Figure 4a. In targeted and stitched modes the challenger reads only the cause
+With ``sim.composition`` on, free exploration also has a depth head: how many sub-problems
+(1 to ``MAX_PARTS``, each a variant drawn from the variant head) one question chains into a
+single answer, so length and compositional depth are choices the update can make (the drift to
+long compound questions of Figure 4a). Guided prompts fix the content to the cause (one part,
+two when stitched). The initial padding/distractor/depth logits put the mean question at about
+46 words, the unguided round-1 length of Figure 4a. In targeted and stitched modes the challenger reads only the cause
 text and node label: it embeds them and picks the variant whose prototype (skill description plus
 the mean of the ways that mechanism is described) is most similar
 (softmax over cosine similarities at ``target_temperature``, plus ``node_label_weight`` times how
@@ -22,13 +26,15 @@ from diagevo.diagnosis.interface import Embedder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.train.sim.families import Family, variants_of
 from diagevo.train.sim.params import WorldParams
-from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Spec
+from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, MAX_PARTS, Spec
 
-HEADS = {"difficulty": MAX_DIFFICULTY + 1, "pad": MAX_PAD + 1, "distract": MAX_DISTRACT + 1}
+HEADS = {"difficulty": MAX_DIFFICULTY + 1, "pad": MAX_PAD + 1, "distract": MAX_DISTRACT + 1, "depth": MAX_PARTS}
 _INIT = {
     "difficulty": [0.0, 0.0, 0.0, 0.0],
     "pad": [0.0, 0.3, -0.7, -2.0, -3.0],
     "distract": [0.0, -1.5, -2.5, -3.5],
+    # depth - 1; see params.py ("Composition") for the source of the initial mix
+    "depth": [0.0, -2.5, -4.0],
 }
 _CLIP = 8.0
 
@@ -53,14 +59,18 @@ class Choice:
     """What the policy sampled for one question (for the score-function gradient)."""
 
     kind: str  # "free" | "guided"
-    skill: int | None  # variant head draw (free mode only)
+    skills: tuple[int, ...]  # variant head draws (free mode only; one per chained part)
     difficulty: int
     pad: int
     distract: int
+    depth: int | None  # depth head draw, parts - 1 (free mode with composition only)
 
 
 class Challenger:
-    def __init__(self, fams: Sequence[Family], params: WorldParams, embedder: Callable[[], Embedder]) -> None:
+    def __init__(
+        self, fams: Sequence[Family], params: WorldParams, embedder: Callable[[], Embedder], *, composition: bool = True
+    ) -> None:
+        self.composition = composition
         self.fams = tuple(fams)
         self.variants = variants_of(self.fams)
         fam_index = {f.name: i for i, f in enumerate(self.fams)}
@@ -110,11 +120,13 @@ class Challenger:
 
     def propose(self, req: GenerationRequest, rng: random.Random) -> tuple[Spec, Choice]:
         kind = "free" if req.mode == "free" or not req.active_text else "guided"
-        idx: int | None = None
+        idx: tuple[int, ...] = ()
+        depth: int | None = None
         names: tuple[str, ...]
         if kind == "free":
-            idx = _draw(self.skill_logits, rng)
-            names = (self.variants[idx].key,)
+            depth = _draw(self.heads["free"]["depth"], rng) if self.composition else None
+            idx = tuple(_draw(self.skill_logits, rng) for _ in range(1 + (depth or 0)))
+            names = tuple(self.variants[i].key for i in idx)
         else:
             a = self.read_cause(req.active_text or "", req.node_label, rng)
             names = (self.variants[a].key,)
@@ -122,7 +134,7 @@ class Challenger:
                 b = self.read_cause(req.mastered_text, req.node_label, rng, exclude=a)
                 names = (self.variants[a].key, self.variants[b].key)
         h = self.heads[kind]
-        choice = Choice(kind, idx, _draw(h["difficulty"], rng), _draw(h["pad"], rng), _draw(h["distract"], rng))
+        choice = Choice(kind, idx, _draw(h["difficulty"], rng), _draw(h["pad"], rng), _draw(h["distract"], rng), depth)
         spec = Spec(names, choice.difficulty, choice.pad, choice.distract, rng.getrandbits(48))
         return spec, choice
 
@@ -138,9 +150,11 @@ class Challenger:
         for c, adv in zip(choices, advantages, strict=True):
             if adv == 0.0:
                 continue
-            if c.skill is not None:
-                g_skill += adv * (np.eye(len(g_skill))[c.skill] - softmax(self.skill_logits))
+            for i in c.skills:
+                g_skill += adv * (np.eye(len(g_skill))[i] - softmax(self.skill_logits))
             for h, n in HEADS.items():
+                if h == "depth" and c.depth is None:
+                    continue
                 logits = self.heads[c.kind][h]
                 g[c.kind][h] += adv * (np.eye(n)[getattr(c, h)] - softmax(logits))
         self.skill_logits = np.clip(self.skill_logits + lr * g_skill, -_CLIP, _CLIP)
@@ -149,8 +163,12 @@ class Challenger:
                 self.heads[kind][h] = np.clip(self.heads[kind][h] + lr * g[kind][h], -_CLIP, _CLIP)
 
     def expected(self, kind: str) -> dict[str, float]:
-        """Mean difficulty, padding and distractors the policy currently asks for."""
-        return {h: float(softmax(v) @ np.arange(len(v))) for h, v in self.heads[kind].items()}
+        """Mean difficulty, padding, distractors (and parts per free question) the policy asks for."""
+        return {
+            h: float(softmax(v) @ np.arange(len(v))) + (1.0 if h == "depth" else 0.0)
+            for h, v in self.heads[kind].items()
+            if h != "depth" or (kind == "free" and self.composition)
+        }
 
     # ------------------------------------------------------------------ state
 
@@ -163,3 +181,5 @@ class Challenger:
     def load_state(self, data: dict) -> None:
         self.skill_logits = np.asarray(data["skill_logits"], dtype=float)
         self.heads = {k: {h: np.asarray(v, dtype=float) for h, v in hs.items()} for k, hs in data["heads"].items()}
+        for hs in self.heads.values():  # a checkpoint from before the depth head
+            hs.setdefault("depth", np.array(_INIT["depth"]))

@@ -41,6 +41,14 @@ one training variant win:
   logits move by about half a unit a round under a consistent reward, enough for the free
   policy's length to go from 46 towards 169 words in five rounds if the reward favours it
   (Figure 4a); whether it does is left to the reward.
+- Composition (``sim.composition``). The free challenger's depth head chooses how many
+  sub-problems (1-3) one question chains into a single answer; each extra part adds its own
+  statement (about 30-40 words) and its own chance to misapply a skill. Initial mix 1 : 2 : 3
+  parts = 0.92 : 0.08 : 0.02 (logits 0, -2.5, -4), a stated assumption: a base model asked for
+  one challenging question mostly writes one problem (Figure 4a: 45.6 words in round 1, the
+  length of one unpadded statement plus a little story). Whether depth grows is left to the
+  challenger reward (Eq. 10); the paper attributes its length growth (45.6 -> 168.9 words) to
+  such drift towards compound questions. Switched off, every free question is one sub-problem.
 - Challenger reading. ``target_temperature`` is the softmax temperature over cosine similarities
   when the challenger maps a cause text to a skill (a real LLM occasionally misreads a cause);
   ``node_label_weight`` is how much the node label (read as a family) adds to that match.

@@ -156,8 +156,20 @@ def distractors(count: int, rng: random.Random) -> list[tuple[str, int]]:
     return out
 
 
-def composite(a: str, b: str, combo: str, rng: random.Random) -> str:
-    return rng.choice(_COMPOSITE).format(a=a, b=b, combo=combo)
+_CHAIN = (
+    "This problem has {n} parts that feed a single answer. {parts} Compute {combo}.",
+    "Several quantities are defined by separate questions. {parts} What is the value of {combo}?",
+    "Work out each lettered value, then combine them. {parts} Report the single number {combo}.",
+)
+
+
+def composite(texts: list[str], combo: str, rng: random.Random) -> str:
+    """One question whose answer combines the answers of ``texts`` (two parts: the stitched form
+    of Prompt 2; more: a chained question the free challenger composes)."""
+    if len(texts) == 2:
+        return rng.choice(_COMPOSITE).format(a=texts[0], b=texts[1], combo=combo)
+    parts = " ".join(f"Let {chr(65 + i)} be the answer to this: {t}" for i, t in enumerate(texts))
+    return rng.choice(_CHAIN).format(n=len(texts), parts=parts, combo=combo)
 
 
 _NUM = re.compile(r"[-+]?\s?\d+(?:[./]\d+)?")

@@ -21,11 +21,12 @@ from diagevo.train.sim.families import Instance, Variant
 MAX_DIFFICULTY = 3
 MAX_PAD = 4
 MAX_DISTRACT = 3
+MAX_PARTS = 3  # a free question chains at most this many sub-problems (composition switch)
 
 
 @dataclass(frozen=True, slots=True)
 class Spec:
-    skills: tuple[str, ...]  # one variant key ("family.variant"), or two for a stitched question
+    skills: tuple[str, ...]  # variant keys ("family.variant"): one, two (stitched) or up to MAX_PARTS (chained)
     difficulty: int
     pad: int
     distract: int
@@ -62,8 +63,7 @@ class Question:
 
 
 def _combo_text(coef: tuple[int, ...]) -> str:
-    a, b = coef
-    return f"{'' if a == 1 else a}A + {'' if b == 1 else b}B"
+    return " + ".join(f"{'' if c == 1 else c}{chr(65 + i)}" for i, c in enumerate(coef))
 
 
 def build(spec: Spec, variants: dict[str, Variant]) -> Question:
@@ -73,8 +73,8 @@ def build(spec: Spec, variants: dict[str, Variant]) -> Question:
         coef: tuple[int, ...] = (1,)
         core = parts[0].text
     else:
-        coef = (rng.randint(1, 3), rng.randint(1, 3))
-        core = tx.composite(parts[0].text, parts[1].text, _combo_text(coef), rng)
+        coef = tuple(rng.randint(1, 3) for _ in parts)
+        core = tx.composite([p.text for p in parts], _combo_text(coef), rng)
     pad = tx.padding(spec.pad, rng)
     dis = tx.distractors(spec.distract, rng)
     extra = pad + [s for s, _ in dis]
@@ -92,11 +92,10 @@ def build(spec: Spec, variants: dict[str, Variant]) -> Question:
             steps.extend(part.right if good else part.wrong)
             vals.append(part.answer if good else part.trap)
         value = sum((c * v for c, v in zip(coef, vals, strict=True)), Fraction(0))
-        if len(parts) == 2:
-            steps.append(
-                f"Combine the parts: {coef[0]} \\cdot A + {coef[1]} \\cdot B = "
-                f"{coef[0]} \\cdot {tx.fmt_num(vals[0])} + {coef[1]} \\cdot {tx.fmt_num(vals[1])} = {tx.fmt_num(value)}."
-            )
+        if len(parts) >= 2:
+            letters = " + ".join(f"{c} \\cdot {chr(65 + i)}" for i, c in enumerate(coef))
+            numbers = " + ".join(f"{c} \\cdot {tx.fmt_num(v)}" for c, v in zip(coef, vals, strict=True))
+            steps.append(f"Combine the parts: {letters} = {numbers} = {tx.fmt_num(value)}.")
         paths[ok] = tuple(steps)
         values[ok] = value
     answer = values[tuple(True for _ in parts)]

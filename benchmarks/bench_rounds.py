@@ -1,0 +1,121 @@
+"""Round-protocol benchmark (a script, not a test): what driving a round through
+``diagevo.rounds`` costs against doing the same work in process with direct appends.
+
+Both sides run the memory's share of R rounds (|Q^cur| candidates with N construction answers
+each, 40 causes in the memory) on their own SQLite file:
+(a) baseline: sample requests from M_{t-1}, vote and filter, decide promotions, and append
+    ``round.started`` / questions / promotions / ``round.committed`` with plain ``append``
+    (what the loop did before the protocol);
+(b) protocol: ``open_round``, ``requests``, ``record`` (in batches of ``--batch`` questions, as a
+    data-parallel trainer would), ``promote``, ``commit``: every write is checked and appended
+    under the append lock.
+Prints seconds per round and the ratio (b)/(a).
+
+    python benchmarks/bench_rounds.py [--rounds 5] [--questions 256] [--batch 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from diagevo import curriculum as cur
+from diagevo import rounds
+from diagevo.config import Config
+from diagevo.events.schemas import EventIn, new_event
+from diagevo.events.store import EventStore
+from diagevo.memory.deciders import decide_promotions
+from diagevo.memory.sampler import sample_requests
+from diagevo.memory.schedule import schedule
+from diagevo.replay import load_memory, refresh_snapshots
+
+RUN = "bench"
+N = 12
+
+
+def seed_memory(store: EventStore, causes: int) -> None:
+    """Round 1: ``causes`` causes in 8 nodes, committed."""
+    rounds.start_run(store, RUN, Config(), seed=1)
+    rounds.open_round(store, RUN)
+    ev: list[EventIn] = []
+    for n in range(8):
+        ev.append(new_event("node.created", RUN, 1, f"{RUN}/1/n{n}", node_id=f"N{n + 1}", label=f"skill family number {n}"))
+    for c in range(causes):
+        ev.append(new_event("cause.created", RUN, 1, f"{RUN}/1/c{c}", cause_id=f"C{c + 1}", node_id=f"N{c % 8 + 1}",
+                            description=f"a reasoning mistake of kind {c} made while solving the problem"))
+    store.append(ev)
+    rounds.promote(store, RUN, 1)
+    rounds.commit(store, RUN, 1)
+
+
+def answers(rng: random.Random) -> list[str]:
+    agree = rng.randint(2, 11)
+    return ["42"] * agree + [str(rng.randint(0, 9)) for _ in range(N - agree)]
+
+
+def baseline_round(store: EventStore, t: int, n: int, cfg: Config, rng: random.Random) -> None:
+    ev = lambda key, typ, **d: new_event(typ, RUN, t, f"{RUN}/{t}/{key}", **d)  # noqa: E731
+    store.append([ev("round.started", "round.started")])
+    memory = load_memory(store, RUN, t - 1)
+    reqs = sample_requests(memory, schedule(memory), n, random.Random(f"1/{t}/cur-requests"))
+    out: list[EventIn] = []
+    evidence = []
+    for i, q in enumerate(reqs):
+        qid = f"q{t}-{i:05d}"
+        v = cur.votes(answers(rng))
+        kept = v.label is not None and cur.keep(v.p1, v.p2, cfg.filter)
+        out.append(ev(f"gen/{qid}", "question.generated", question_id=qid, mode=q.mode, active_cause=q.active_cause,
+                      mastered_cause=q.mastered_cause, node=q.node, text=f"question {qid}"))
+        out.append(ev(f"score/{qid}", "question.scored", question_id=qid, n=N, p1=v.p1, p2=v.p2, pseudo_label=v.label, retained=kept))
+        evidence.append((q.active_cause, v.p1))
+    store.append(out)
+    promos = decide_promotions(memory, evidence, cfg.memory.theta_up)
+    store.append([ev(f"promote/{d['cause_id']}", typ, **d) for typ, d in promos])
+    s = schedule(load_memory(store, RUN))
+    store.append([ev("round.committed", "round.committed", F=s.F, epsilon_next=s.epsilon)])
+    refresh_snapshots(store, RUN)
+
+
+def protocol_round(store: EventStore, t: int, n: int, batch: int, rng: random.Random) -> None:
+    rounds.open_round(store, RUN, t)
+    reqs = rounds.requests(store, RUN, t, n)
+    cands = [rounds.Candidate(q.question_id, q.mode, f"question {q.question_id}", q.active_cause, q.mastered_cause,
+                              q.node, answers=tuple(answers(rng))) for q in reqs]
+    for i in range(0, len(cands), batch):
+        rounds.record(store, RUN, t, cands[i:i + batch])
+    rounds.promote(store, RUN, t)
+    rounds.commit(store, RUN, t)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--questions", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--causes", type=int, default=40)
+    args = ap.parse_args()
+    cfg = Config()
+    with tempfile.TemporaryDirectory() as tmp:
+        times = {}
+        for name in ("baseline", "protocol"):
+            with EventStore(f"sqlite:///{Path(tmp) / name}.db") as store:
+                seed_memory(store, args.causes)
+                rng = random.Random(7)
+                t0 = time.perf_counter()
+                for t in range(2, args.rounds + 2):
+                    if name == "baseline":
+                        baseline_round(store, t, args.questions, cfg, rng)
+                    else:
+                        protocol_round(store, t, args.questions, args.batch, rng)
+                times[name] = (time.perf_counter() - t0) / args.rounds
+        print(f"{args.rounds} rounds x {args.questions} questions (N={N}, {args.causes} causes), record batches of {args.batch}")
+        print(f"baseline (direct appends): {times['baseline'] * 1000:8.1f} ms/round")
+        print(f"protocol (diagevo.rounds): {times['protocol'] * 1000:8.1f} ms/round")
+        print(f"ratio protocol/baseline:   {times['protocol'] / times['baseline']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""``diagevo memory fork`` and ``diagevo memory diff``: what-if experiments from a stored run."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cli.common import DbOpt, JsonOpt, console, emit_json, open_store
+
+
+def register(memory_app: typer.Typer) -> None:
+    @memory_app.command()
+    def fork(
+        run: Annotated[str, typer.Option("--run", help="The run to fork.")],
+        round: Annotated[int, typer.Option("--round", min=0, help="Its committed round to fork at.")],
+        to: Annotated[str, typer.Option("--to", help="The new run's id.")],
+        db: DbOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """A new run whose log is RUN's log through ROUND's commit (continue it with train --resume)."""
+        from diagevo.fork import fork_run
+
+        with open_store(db) as store:
+            done = fork_run(store, run, round, to)
+        if json:
+            emit_json(done)
+            return
+        console.print(
+            f"run {to}: {done['events']} events, a copy of run {run} through round {round} "
+            f"(source hash {done['source_hash'][:12]}); continue with: diagevo train --run {to} --resume",
+            soft_wrap=True, highlight=False,
+        )
+
+    @memory_app.command()
+    def diff(
+        runs: Annotated[list[str], typer.Option("--run", help="Two runs to compare (give --run twice).")],
+        round: Annotated[int | None, typer.Option("--round", min=0, help="Compare M_t of this round (default: each run's last).")] = None,
+        db: DbOpt = None,
+        json: JsonOpt = False,
+    ) -> None:
+        """Causes whose state or frequency differ, nodes in one run only, F_t and ε side by side."""
+        from cli.common import CLIError
+        from diagevo.fork import diff_runs
+
+        if len(runs) != 2:
+            raise CLIError(f"give --run exactly twice, not {len(runs)} times")
+        with open_store(db) as store:
+            d = diff_runs(store, runs[0], runs[1], round)
+        if json:
+            emit_json(d)
+            return
+        a, b = runs
+        sched = Table(title="schedule", title_justify="left")
+        sched.add_column("")
+        sched.add_column(a, justify="right")
+        sched.add_column(b, justify="right")
+        for key in ("round", "k", "F", "epsilon_next", "causes", "active", "mastered", "nodes"):
+            va, vb = d["schedule"][a][key], d["schedule"][b][key]
+            fmt = (lambda v: f"{v:.3f}") if isinstance(va, float) else str
+            sched.add_row(key.replace("epsilon_next", "ε_t+1").replace("F", "F_t"), fmt(va), fmt(vb))
+        console.print(sched)
+        causes = Table(title=f"{len(d['causes_differing'])} causes differ", title_justify="left")
+        for h in ("cause", a, b, "description"):
+            causes.add_column(h)
+        for c in d["causes_differing"]:
+            causes.add_row(c["cause_id"], f"{c[a]['state']} f={c[a]['frequency']}", f"{c[b]['state']} f={c[b]['frequency']}", c["description"])
+        console.print(causes)
+        for run in runs:
+            console.print(f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes {', '.join(d['nodes_only_in'][run]) or '-'}", soft_wrap=True)

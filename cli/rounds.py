@@ -1,0 +1,194 @@
+"""``diagevo round {start,requests,record,promote,commit}``: the round protocol for any trainer.
+
+Thin: each command parses, calls :mod:`diagevo.rounds` and renders. Failures go through
+``diagevo diagnose``. Every command takes ``--run``, ``--db`` and ``--json``.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
+
+round_app = typer.Typer(no_args_is_help=True, help="Drive one round of the memory from another trainer.")
+
+RoundOpt = Annotated[int | None, typer.Option("--round", min=1, help="Round (default: the run's open round).")]
+
+
+def _round(store: Any, run: str, t: int | None) -> int:
+    from diagevo import rounds
+
+    return t if t is not None else rounds.current_round(store, run)
+
+
+def _run(store: Any, run: str | None) -> str:
+    from diagevo.replay import resolve_run
+
+    return resolve_run(store, run)
+
+
+@round_app.command("start")
+def start(
+    run: Annotated[str, typer.Option("--run", help="Run id (created when new).")],
+    db: DbOpt = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config of a new run (default: built-in defaults).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field of a new run's config: section.field=value.")] = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of a new run's request streams.")] = 0,
+    json: JsonOpt = False,
+) -> None:
+    """Start the run (when new) and open its next round."""
+    from diagevo import rounds
+    from diagevo.config import load_config
+
+    with open_store(db, create=True) as store:
+        created = False
+        if run not in store.runs():
+            cfg = load_config(config, [*(set_ or []), f"train.seed={seed}", f"train.run={jsonlib.dumps(run)}"])
+            created = rounds.start_run(store, run, cfg, seed)
+        elif config is not None or set_:
+            raise CLIError(f"run {run!r} exists: its config is fixed (fork it to change it)")
+        t = rounds.open_round(store, run)
+    if json:
+        emit_json({"run": run, "round": t, "created": created})
+    else:
+        console.print(f"run {run}: round {t} is open" + (" (new run)" if created else ""))
+
+
+@round_app.command("requests")
+def requests_(
+    n: Annotated[int, typer.Option("--n", min=0, help="How many generation requests.")],
+    run: RunOpt = None,
+    db: DbOpt = None,
+    round: RoundOpt = None,
+    purpose: Annotated[str, typer.Option("--purpose", help="curriculum (Q^cur) or challenger (Q^chal).")] = "curriculum",
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed (default: the run's).")] = None,
+    json: JsonOpt = False,
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON request a line.")] = False,
+) -> None:
+    """Generation requests drawn from the schedule of M_{t-1} (Eq. 1-2), with challenger prompts."""
+    from diagevo import rounds
+
+    with open_store(db) as store:
+        r = _run(store, run)
+        t = _round(store, r, round)
+        reqs = rounds.requests(store, r, t, n, purpose=purpose, seed=seed)
+    if jsonl:
+        for q in reqs:
+            sys.stdout.write(jsonlib.dumps(q.to_json(), ensure_ascii=False) + "\n")
+        return
+    if json:
+        emit_json({"run": r, "round": t, "requests": [q.to_json() for q in reqs]})
+        return
+    table = Table(title=f"run {r}, round {t}: {len(reqs)} requests", title_justify="left")
+    for h in ("question_id", "mode", "active", "mastered", "node", "cause text"):
+        table.add_column(h)
+    for q in reqs:
+        table.add_row(q.question_id, q.mode, q.active_cause or "", q.mastered_cause or "", q.node_label or "", q.active_text or "")
+    console.print(table)
+
+
+def read_candidates(path: Path) -> list[Any]:
+    """Every line of the file as a candidate; the first bad line is ``line N: reason``."""
+    from diagevo import rounds
+
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CLIError(f"cannot read {path}: {exc}") from None
+    out = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(rounds.Candidate.from_json(jsonlib.loads(line)))
+        except jsonlib.JSONDecodeError as exc:
+            raise CLIError(f"line {i}: not valid JSON ({exc.msg})") from None
+        except rounds.ProtocolError as exc:
+            raise CLIError(f"line {i}: {exc}") from None
+    if not out:
+        raise CLIError(f"{path}: no questions")
+    return out
+
+
+@round_app.command("record")
+def record(
+    questions: Annotated[Path, typer.Argument(help="JSONL: question_id, mode, text, causes, node, and responses or answers ('-': stdin).")],
+    run: RunOpt = None,
+    db: DbOpt = None,
+    round: RoundOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Record generated questions with their construction responses: votes, filter (Eq. 3)."""
+    from diagevo import rounds
+
+    candidates = read_candidates(questions)
+    with open_store(db) as store:
+        r = _run(store, run)
+        t = _round(store, r, round)
+        scored = rounds.record(store, r, t, candidates)
+    kept = [s for s in scored if s.retained]
+    if json:
+        emit_json({"run": r, "round": t, "recorded": len(scored), "retained": [s.to_json() for s in kept]})
+        return
+    table = Table(title=f"run {r}, round {t}: {len(kept)}/{len(scored)} retained", title_justify="left")
+    for h in ("question_id", "mode", "p1", "p2", "pseudo-label"):
+        table.add_column(h)
+    for s in kept:
+        table.add_row(s.question_id, s.mode, f"{s.p1:.3f}", f"{s.p2:.3f}", s.pseudo_label or "")
+    console.print(table)
+
+
+@round_app.command("promote")
+def promote(run: RunOpt = None, db: DbOpt = None, round: RoundOpt = None, json: JsonOpt = False) -> None:
+    """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once."""
+    from diagevo import rounds
+
+    with open_store(db) as store:
+        r = _run(store, run)
+        t = _round(store, r, round)
+        promoted = rounds.promote(store, r, t)
+    if json:
+        emit_json({"run": r, "round": t, "promoted": promoted})
+        return
+    console.print(f"run {r}, round {t}: {len(promoted)} promoted" + "".join(
+        f"\n  {p['cause_id']}  acc={p['acc']:.3f}  n={p['n_candidates']}" for p in promoted))
+
+
+@round_app.command("commit")
+def commit(
+    run: RunOpt = None,
+    db: DbOpt = None,
+    round: RoundOpt = None,
+    metric: Annotated[list[str] | None, typer.Option("--metric", help="A metric of the round: name=value (repeatable).")] = None,
+    allow_undiagnosed: Annotated[bool, typer.Option("--allow-undiagnosed", help="Commit although recorded failures are not diagnosed.")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Commit the round: M_t is the memory here."""
+    from diagevo import rounds
+
+    metrics: dict[str, float] = {}
+    for item in metric or []:
+        name, sep, value = item.partition("=")
+        try:
+            metrics[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise CLIError(f"metric {item!r} is not of the form name=number")
+    with open_store(db) as store:
+        r = _run(store, run)
+        t = _round(store, r, round)
+        done = rounds.commit(store, r, t, metrics, allow_undiagnosed=allow_undiagnosed)
+    if json:
+        emit_json({"run": r, "round": t, **done})
+        return
+    console.print(
+        f"run {r}: round {t} committed  kept {done['retained']}/{done['questions']}  failures {done['failures']}  "
+        f"F_t={done['F']}  ε_t+1={done['epsilon_next']:.3f}"
+    )

@@ -1,0 +1,335 @@
+"""``HFBackend``: the :class:`~diagevo.train.backend.Backend` protocol with transformers + TRL.
+
+Challenger phase: TRL ``GRPOTrainer`` on the Appendix J challenger prompts of Q^chal (free,
+targeted, stitched), rewarded by the loop's batch reward (frozen-solver votes, Eq. 8-10).
+Solver phase: ``GRPOTrainer`` on the retained questions with the loop's ±1 reward; the first G
+completions of each question and their rewards are returned (failed ones go to diagnosis).
+Sampling (Q^cur, construction votes, the frozen solver) goes through an engine: ``local``
+(``generate`` in this process, on the models being trained) or ``vllm`` on GPUs.
+
+GPU memory between phases: each phase builds its trainer, trains, and drops it (trainer,
+optimizer state, reference model and vLLM engine are deleted, then ``gc.collect()`` and
+``torch.cuda.empty_cache()``), so only the two policies stay resident between phases. The KL
+reference of a phase is the model directory the role was last loaded from (the base model, or
+the checkpoint a resumed run reloaded).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import random
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from diagevo import curriculum as cur
+from diagevo.config import Config
+from diagevo.curriculum.prompts import challenger_messages, solver_messages
+from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.generation import Sampling
+from diagevo.generation.local import LocalEngine, check_local_model
+from diagevo.memory.sampler import GenerationRequest
+from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
+from diagevo.train.hf.args import Role, grpo_kwargs
+from diagevo.train.hf.tiny import HELDOUT_FILE
+
+STAT_KEYS = {
+    "loss": "loss",
+    "kl": "kl",
+    "reward": "reward",
+    "reward_std": "reward_std",
+    "completions/mean_length": "completion_length",
+    "frac_reward_zero_std": "frac_reward_zero_std",
+}
+
+
+def completion_text(completion: Any) -> str:
+    """TRL passes a conversational completion as a list of messages."""
+    if isinstance(completion, list):
+        return "".join(str(m.get("content", "")) for m in completion)
+    return str(completion)
+
+
+def grpo_stats(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Mean over the training steps of loss, KL, reward and completion length."""
+    sums: dict[str, list[float]] = defaultdict(list)
+    for row in log_history:
+        for key, name in STAT_KEYS.items():
+            if key in row and isinstance(row[key], int | float) and math.isfinite(row[key]):
+                sums[name].append(float(row[key]))
+    return {name: sum(v) / len(v) for name, v in sums.items()}
+
+
+class HFBackend:
+    """Challenger and solver as transformers models, trained with TRL GRPO."""
+
+    name = "hf"
+
+    def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
+        self.config = config
+        self.seed = seed
+        h = config.hf
+        self.sources: dict[Role, Path] = {
+            "challenger": check_local_model(h.challenger_model),
+            "solver": check_local_model(h.solver_model),
+        }
+        if h.use_vllm and h.device == "cpu":
+            raise ValueError("hf.use_vllm needs hf.device = \"cuda\"")
+        self._models: dict[Role, Any] = {}
+        self._tokenizers: dict[Role, Any] = {}
+        self._emb = embedder
+        self._diag: Diagnostician | None = None
+        self._engine: dict[Role, Any] = {}
+        self._weights: dict[Role, Path] = dict(self.sources)  # where vLLM reads each role's latest weights
+
+    # ------------------------------------------------------------------ models
+
+    def model(self, role: Role) -> Any:
+        if role not in self._models:
+            self._load_role(role, self.sources[role])
+        return self._models[role]
+
+    def tokenizer(self, role: Role) -> Any:
+        self.model(role)
+        return self._tokenizers[role]
+
+    def _load_role(self, role: Role, path: Path) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        dtype = torch.bfloat16 if self.config.hf.bf16 and self.config.hf.device != "cpu" else torch.float32
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.config.hf.device)  # type: ignore[arg-type]
+        tok = AutoTokenizer.from_pretrained(path)
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        self._models[role], self._tokenizers[role] = model, tok
+        self._engine.pop(role, None)
+
+    def engine(self, role: Role) -> Any:
+        """The sampling engine of a role, on the role's current weights."""
+        if role not in self._engine:
+            h = self.config.hf
+            if h.use_vllm:
+                from diagevo.generation.vllm_engine import VLLMEngine
+                from diagevo.train.hf.args import vllm_kwargs
+
+                self._engine[role] = VLLMEngine(**vllm_kwargs(self.config, str(self._weights[role])))
+            else:
+                self._engine[role] = LocalEngine(
+                    self.model(role), tokenizer=self.tokenizer(role), device=h.device, batch_size=h.generation_batch
+                )
+        return self._engine[role]
+
+    def _sampling(self, n: int, rng: random.Random, max_new_tokens: int, greedy: bool = False) -> Sampling:
+        g = self.config.grpo
+        return Sampling(
+            n=n, temperature=0.0 if greedy else g.temperature, top_p=g.top_p,
+            max_new_tokens=max_new_tokens, seed=rng.getrandbits(31),
+        )
+
+    # ------------------------------------------------------------------ challenger
+
+    def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:
+        if not requests:
+            return []
+        prompts = [challenger_messages(r) for r in requests]
+        outs = self.engine("challenger").generate(prompts, self._sampling(1, rng, self.config.hf.challenger_max_new_tokens))
+        return [o[0] for o in outs]
+
+    def train_challenger(
+        self,
+        requests: Sequence[GenerationRequest],
+        reward_fn: ChallengerRewardFn,
+        rng: random.Random,
+        progress: ProgressFn = no_progress,
+    ) -> dict[str, float]:
+        reqs = list(requests)
+        rows = [{"prompt": challenger_messages(r), "request": i} for i, r in enumerate(reqs)]
+
+        def reward(prompts: list[Any], completions: list[Any], request: list[int], **_: Any) -> list[float]:
+            return list(reward_fn([reqs[i] for i in request], [completion_text(c) for c in completions]))
+
+        return self._grpo("challenger", rows, reward, rng, progress)
+
+    # ------------------------------------------------------------------ solver
+
+    def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
+        if not questions:
+            return []
+        prompts = [solver_messages(q) for q in questions]
+        return self.engine("solver").generate(prompts, self._sampling(n, rng, self.config.hf.max_new_tokens))
+
+    def train_solver(
+        self,
+        questions: Sequence[str],
+        reward_fn: SolverRewardFn,
+        group_size: int,
+        rng: random.Random,
+        progress: ProgressFn = no_progress,
+    ) -> SolverRound:
+        n = len(questions)
+        responses: list[list[str]] = [[] for _ in range(n)]
+        rewards: list[list[float]] = [[] for _ in range(n)]
+        rows = [{"prompt": solver_messages(q), "question": i} for i, q in enumerate(questions)]
+
+        def reward(prompts: list[Any], completions: list[Any], question: list[int], **_: Any) -> list[float]:
+            texts = [completion_text(c) for c in completions]
+            out = [0.0] * len(texts)
+            groups: dict[int, list[int]] = defaultdict(list)
+            for j, i in enumerate(question):
+                groups[i].append(j)
+            for i, js in groups.items():
+                rs = list(reward_fn(i, [texts[j] for j in js]))
+                for j, r in zip(js, rs, strict=True):
+                    out[j] = r
+                if not responses[i]:  # the question's first group: its G optimization responses
+                    responses[i] = [texts[j] for j in js][:group_size]
+                    rewards[i] = rs[:group_size]
+            return out
+
+        stats = self._grpo("solver", rows, reward, rng, progress) if n else {}
+        missing = [i for i in range(n) if not responses[i]]
+        if missing:  # not drawn in the phase's steps: responses of the updated solver
+            outs = self.sample([questions[i] for i in missing], group_size, rng)
+            for i, resp in zip(missing, outs, strict=True):
+                responses[i], rewards[i] = resp, list(reward_fn(i, resp))
+        flat = [r for rs in rewards for r in rs]
+        stats["failed_fraction"] = sum(r < 0 for r in flat) / len(flat) if flat else 0.0
+        return SolverRound(responses, rewards, stats)
+
+    # ------------------------------------------------------------------ GRPO
+
+    def _grpo(self, role: Role, rows: list[dict[str, Any]], reward: Any, rng: random.Random, progress: ProgressFn) -> dict[str, float]:
+        from datasets import Dataset
+        from transformers import TrainerCallback
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+        from trl import GRPOConfig, GRPOTrainer
+
+        if self.config.hf.use_vllm:  # TRL colocates its own vLLM: release ours first
+            self._close_engines()
+        model, tok = self.model(role), self.tokenizer(role)
+        model.config._name_or_path = str(self.sources[role])  # the KL reference TRL loads
+        seed = rng.getrandbits(31)
+        with tempfile.TemporaryDirectory(prefix=f"diagevo-trl-{role}-") as tmp:
+            args = GRPOConfig(**grpo_kwargs(self.config, role, len(rows), tmp, seed))
+            total = args.max_steps
+
+            class Tick(TrainerCallback):
+                def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                    progress(role, state.global_step, total)
+
+            reward.__name__ = f"{role}_reward"
+            trainer = GRPOTrainer(
+                model=model, reward_funcs=reward, args=args, train_dataset=Dataset.from_list(rows),
+                processing_class=tok, callbacks=[Tick()],
+            )
+            for quiet in (PrinterCallback, ProgressCallback):  # nothing below cli/ prints
+                trainer.remove_callback(quiet)
+            progress(role, 0, total)
+            trainer.train()
+            stats = grpo_stats(trainer.state.log_history)
+            stats["steps"] = float(trainer.state.global_step)
+            self._models[role] = trainer.accelerator.unwrap_model(trainer.model)
+            del trainer
+        self._engine.pop(role, None)
+        self._free()
+        return stats
+
+    def _free(self) -> None:
+        gc.collect()
+        if self.config.hf.device.startswith("cuda"):
+            import torch
+
+            torch.cuda.empty_cache()
+
+    # ------------------------------------------------------------------ evaluation
+
+    def heldout(self) -> list[dict[str, str]]:
+        solver = Path(self.config.hf.solver_model)
+        default = next((p for p in (solver / HELDOUT_FILE, solver.parent / HELDOUT_FILE) if p.is_file()), solver / HELDOUT_FILE)
+        path = self.config.hf.heldout or default
+        if not Path(path).is_file():
+            if self.config.hf.heldout is not None:
+                raise ValueError(f"no held-out file at {path}")
+            return []
+        rows = []
+        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    item = json.loads(line)
+                    rows.append({"question": str(item["question"]), "answer": str(item["answer"])})
+                except (ValueError, KeyError, TypeError):
+                    raise ValueError(f"{path}:{n}: expected a JSON object with question and answer") from None
+        return rows
+
+    def evaluate(self, rng: random.Random) -> dict[str, float]:
+        """Greedy pass@1 of the solver on the held-out questions (none: no metrics)."""
+        items = self.heldout()
+        if not items:
+            return {}
+        h = self.config.hf
+        outs = self.engine("solver").generate(
+            [solver_messages(i["question"]) for i in items],
+            self._sampling(1, rng, h.heldout_max_new_tokens or h.max_new_tokens, greedy=True),
+        )
+        right = [cur.agrees(cur.extract_answer(o[0]), i["answer"]) for o, i in zip(outs, items, strict=True)]
+        return {"heldout_acc": sum(right) / len(right)}
+
+    # ------------------------------------------------------------------ diagnosis
+
+    def embedder(self) -> Embedder:
+        if self._emb is None:
+            from diagevo.diagnosis.embedder import make_embedder
+
+            d = self.config.diagnosis
+            self._emb = make_embedder(d.embedder, d.embed_model, d.api_key.get_secret_value() if d.api_key else None)
+        return self._emb
+
+    def diagnostician(self) -> Diagnostician:
+        if self._diag is None:
+            d = self.config.diagnosis
+            if d.llm_url:
+                from diagevo.diagnosis.llm import LLMDiagnostician
+
+                self._diag = LLMDiagnostician.from_config(d)
+            else:
+                from diagevo.diagnosis.calibration import thresholds_for
+                from diagevo.train.hf.heuristic import HeuristicDiagnostician
+
+                th = thresholds_for(d, self.embedder().name)
+                self._diag = HeuristicDiagnostician(self.embedder(), th.dup, th.merge, d.min_words, d.max_words)
+        return self._diag
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save(self, path: Path) -> None:
+        """``path/challenger`` and ``path/solver``: weights, config and tokenizer each."""
+        path = Path(path)
+        for role in ("challenger", "solver"):
+            if role in self._models:
+                self._models[role].save_pretrained(path / role)
+                self._tokenizers[role].save_pretrained(path / role)
+            else:  # never loaded: the checkpoint still holds the role, as its source
+                self.model(role).save_pretrained(path / role)
+                self._tokenizers[role].save_pretrained(path / role)
+            self._weights[role] = path / role
+        if self.config.hf.use_vllm:  # vLLM reads weights from disk: the next engine loads these
+            self._close_engines()
+
+    def _close_engines(self) -> None:
+        for engine in self._engine.values():
+            engine.close()
+        self._engine.clear()
+        self._free()
+
+    def load(self, path: Path) -> None:
+        for role in ("challenger", "solver"):
+            d = Path(path) / role
+            if not (d / "config.json").is_file():
+                raise ValueError(f"{path}: not an hf checkpoint (no {role}/config.json)")
+            self.sources[role] = self._weights[role] = d
+            self._load_role(role, d)

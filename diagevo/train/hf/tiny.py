@@ -1,0 +1,208 @@
+"""A tiny challenger/solver pair built on this machine, so the real loop runs on a CPU offline.
+
+A byte-level BPE tokenizer (digits one per token) is trained on a templated arithmetic corpus,
+and a small ``Qwen3ForCausalLM`` is warmed up on it for a few supervised steps: the solver
+prompt (Appendix J) answered step by step ending in ``\\boxed{}``, and the three challenger
+prompts (free, targeted, stitched) answered with a ``<question>`` block. Without the warm-up a
+random model never writes a parseable question or answer, and the loop would have nothing to
+filter, train or diagnose. Both roles start from the same weights, as in the paper (both are
+initialised from one base model). Held-out questions never occur in the warm-up data.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from diagevo.curriculum.prompts import challenger_messages, solver_messages
+from diagevo.memory.sampler import GenerationRequest
+from diagevo.progress import ProgressFn, no_progress
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+HELDOUT_FILE = "heldout.jsonl"
+ROLES = ("challenger", "solver")
+
+NODES = ["Arithmetic", "Multi-step arithmetic", "Remainders"]
+CAUSES = [
+    "Adds the two numbers but drops the carry from the units column into the tens",
+    "Subtracts in the wrong order when the second number is larger than the first",
+    "Multiplies before adding even though the parentheses say to add first",
+    "Confuses the remainder of a division with the quotient of the same division",
+    "Forgets to apply the last operation after computing the intermediate result",
+]
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    """Size and warm-up of the tiny model (defaults: ~0.2M parameters, about a minute on 2 cores)."""
+
+    hidden: int = 64
+    layers: int = 2
+    heads: int = 4
+    vocab: int = 1200
+    steps: int = 300
+    batch: int = 32
+    lr: float = 3e-3
+    seed: int = 0
+    heldout: int = 40
+
+
+def _problem(rng: random.Random) -> tuple[str, list[str], int]:
+    """(question, solution steps, answer) of one templated arithmetic family."""
+    kind = rng.randrange(4)
+    a, b, c = rng.randint(2, 49), rng.randint(2, 49), rng.randint(2, 9)
+    if kind == 0:
+        return f"What is {a} + {b}?", [f"Add {a} and {b} to get {a + b}."], a + b
+    if kind == 1:
+        return f"What is {a} - {b}?", [f"Subtract {b} from {a} to get {a - b}."], a - b
+    if kind == 2:
+        return (
+            f"What is ({a} + {b}) * {c}?",
+            [f"First {a} + {b} = {a + b}.", f"Then {a + b} * {c} = {(a + b) * c}."],
+            (a + b) * c,
+        )
+    return f"What is the remainder when {a} is divided by {c}?", [f"{a} = {a // c} * {c} + {a % c}."], a % c
+
+
+def _solution(steps: list[str], answer: int) -> str:
+    lines = [f"Step {i + 1}: {s}" for i, s in enumerate(steps)]
+    lines.append(f"Step {len(steps) + 1}: The final answer is \\boxed{{{answer}}}.")
+    return "\n".join(lines)
+
+
+def _request(rng: random.Random) -> GenerationRequest:
+    mode = rng.choice(["free", "targeted", "stitched"])
+    if mode == "free":
+        return GenerationRequest(mode="free")
+    a, m = rng.sample(CAUSES, 2)
+    node = rng.choice(NODES)
+    if mode == "targeted":
+        return GenerationRequest(mode="targeted", active_cause="c", active_text=a, node="n", node_label=node)
+    return GenerationRequest(
+        mode="stitched", active_cause="c", active_text=a, mastered_cause="m", mastered_text=m, node="n", node_label=node
+    )
+
+
+def corpus(n: int, seed: int) -> tuple[list[tuple[list[dict[str, str]], str]], list[dict[str, str]]]:
+    """Warm-up pairs (chat prompt, completion) and held-out questions (question, answer) that
+    never occur in the warm-up pairs."""
+    rng = random.Random(seed)
+    pairs: list[tuple[list[dict[str, str]], str]] = []
+    seen: set[str] = set()
+    for _ in range(n):
+        q, steps, ans = _problem(rng)
+        if rng.random() < 0.7:
+            pairs.append((solver_messages(q), _solution(steps, ans)))
+            seen.add(q)
+        else:
+            pairs.append((challenger_messages(_request(rng)), f"<question>\n{q}\n</question>"))
+    heldout: list[dict[str, str]] = []
+    hrng = random.Random(seed + 1)
+    while len(heldout) < max(1, n // 50):
+        q, _, ans = _problem(hrng)
+        if q not in seen and all(h["question"] != q for h in heldout):
+            heldout.append({"question": q, "answer": str(ans)})
+    return pairs, heldout
+
+
+def build_tokenizer(texts: list[str], vocab: int):  # noqa: ANN201 - transformers is imported lazily
+    """A byte-level BPE tokenizer with digits split one per token and a ChatML chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(texts, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None,
+        additional_special_tokens=["<|im_start|>"],
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.padding_side = "left"
+    return fast
+
+
+def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no_progress) -> Path:
+    """Write ``out/challenger`` and ``out/solver`` (config, weights, tokenizer, chat template)
+    and ``out/heldout.jsonl``; returns ``out``."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} exists and is not a directory")
+    torch.manual_seed(spec.seed)
+    pairs, heldout = corpus(max(spec.steps * spec.batch // 4, 400), spec.seed)
+    texts = [_render(p, c) for p, c in pairs]
+    tok = build_tokenizer(texts, spec.vocab)
+    config = Qwen3Config(
+        vocab_size=len(tok), hidden_size=spec.hidden, intermediate_size=3 * spec.hidden,
+        num_hidden_layers=spec.layers, num_attention_heads=spec.heads, num_key_value_heads=spec.heads,
+        head_dim=spec.hidden // spec.heads, max_position_embeddings=2048, tie_word_embeddings=True,
+        bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+    )
+    model = Qwen3ForCausalLM(config)
+    _warm_up(model, tok, pairs, spec, lambda d, n: progress("warm-up", d, n))
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.bos_token_id = None
+    for role in ROLES:
+        model.save_pretrained(out / role)
+        tok.save_pretrained(out / role)
+    (out / HELDOUT_FILE).write_text("".join(json.dumps(h) + "\n" for h in heldout), encoding="utf-8")
+    (out / "tiny.json").write_text(json.dumps(asdict(spec)), encoding="utf-8")
+    return out
+
+
+def _render(prompt: list[dict[str, str]], completion: str) -> str:
+    return _prompt_text(prompt) + completion + "<|im_end|>\n"
+
+
+def _prompt_text(prompt: list[dict[str, str]]) -> str:
+    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in prompt) + "<|im_start|>assistant\n"
+
+
+def _warm_up(model, tok, pairs, spec: TinySpec, tick: Callable[[int, int], None]) -> None:  # noqa: ANN001
+    """Supervised steps on completions only (the prompt tokens carry no loss)."""
+    import torch
+
+    rows = []
+    for prompt, completion in pairs:
+        p = tok(_prompt_text(prompt), add_special_tokens=False)["input_ids"]
+        c = tok(completion + "<|im_end|>\n", add_special_tokens=False)["input_ids"]
+        rows.append((p + c, [-100] * len(p) + c))
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=spec.lr, total_steps=spec.steps, pct_start=0.1)
+    rng = random.Random(spec.seed)
+    model.train()
+    for step in range(spec.steps):
+        batch = rng.sample(rows, min(spec.batch, len(rows)))
+        width = max(len(ids) for ids, _ in batch)
+        ids = torch.full((len(batch), width), tok.pad_token_id)
+        labels = torch.full((len(batch), width), -100)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, (x, y) in enumerate(batch):
+            ids[i, : len(x)] = torch.tensor(x)
+            labels[i, : len(y)] = torch.tensor(y)
+            mask[i, : len(x)] = 1
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+        tick(step + 1, spec.steps)
+    model.eval()

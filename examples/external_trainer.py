@@ -1,0 +1,162 @@
+"""An external trainer driving the memory round by round through ``diagevo.rounds``.
+
+The simulator stands in for someone else's RL stack: this script owns the models (generation,
+construction responses, GRPO updates, checkpoints) and asks the memory only for what the round
+protocol offers: generation requests, votes and filtering, promotions, diagnosis, the commit.
+With the same seed and config it writes the same log as ``diagevo train`` (apart from wall-clock
+fields), which is how the tests check that the protocol is the loop's only path into the memory.
+
+    python examples/external_trainer.py --db sqlite:///ext.db --run ext --rounds 3 \\
+        --set train.challenger_questions=16 --set train.curriculum_questions=48
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from diagevo import curriculum as cur
+from diagevo import rounds
+from diagevo.config import Config, load_config
+from diagevo.diagnosis.index import VectorIndex, default_index_path
+from diagevo.events.store import EventStore
+from diagevo.memory.sampler import GenerationRequest
+from diagevo.paths import beside_database, run_dir
+from diagevo.train.sim import SimBackend
+
+CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
+
+
+class ExternalTrainer:
+    def __init__(self, cfg: Config, store: EventStore, run: str) -> None:
+        self.cfg, self.store, self.run = cfg, store, run
+        self.seed = cfg.train.seed
+        self.backend = SimBackend(cfg, self.seed)
+        root = cfg.train.out_dir or beside_database(store.url, ".runs")
+        self.ckpt_dir = run_dir(Path(root), run).resolve()
+        self.index: VectorIndex | None = None
+
+    def rng(self, t: int, phase: str) -> random.Random:
+        return random.Random(f"{self.seed}/{t}/{phase}")
+
+    def phase(self, t: int, name: str, started: float, *, checkpoint: bool = False, **stats: Any) -> float:
+        """Save the models (optionally) and note the finished phase, as any trainer may."""
+        if checkpoint:
+            path = self.ckpt_dir / f"round{t:03d}-{name}"
+            self.backend.save(path)
+            rounds.note(self.store, self.run, t, f"checkpoint/{name}", "checkpoint.written", path=str(path), phase=name)
+        seconds = time.perf_counter() - started
+        rounds.note(self.store, self.run, t, f"phase/{name}", "phase.completed", phase=name, seconds=seconds, **stats)
+        return seconds
+
+    def challenger_reward(self, t: int) -> Any:
+        n, calls = self.cfg.grpo.construction_responses, [0]
+
+        def reward(_requests: Sequence[GenerationRequest], outputs: Sequence[str]) -> list[float]:
+            calls[0] += 1
+            questions = [cur.parse_question(o) for o in outputs]
+            valid = {i: q for i, q in enumerate(questions) if q is not None}
+            answers = self.backend.sample(list(valid.values()), n, self.rng(t, f"chal-votes-{calls[0]}"))
+            p1 = [0.0] * len(questions)
+            for i, responses in zip(valid, answers, strict=True):
+                p1[i] = cur.votes([cur.extract_answer(x) for x in responses]).p1
+            return cur.challenger_rewards(questions, p1, lam=self.cfg.reward.lam, threshold=self.cfg.reward.cluster_distance_threshold)
+
+        return reward
+
+    def round(self, t: int) -> dict[str, Any]:
+        cfg, store, run = self.cfg, self.store, self.run
+        seconds: dict[str, float] = {}
+        rounds.open_round(store, run, t)
+
+        # challenger GRPO on Q^chal drawn from the schedule
+        started = time.perf_counter()
+        stats: dict[str, float] = {}
+        if cfg.memory.challenger_updates:
+            chal = rounds.requests(store, run, t, cfg.train.challenger_questions or cfg.grpo.challenger_batch_size, purpose="challenger")
+            stats = self.backend.train_challenger(
+                [q.generation_request() for q in chal], self.challenger_reward(t), self.rng(t, "challenger")
+            )
+        seconds["challenger"] = self.phase(t, "challenger", started, checkpoint=True, **stats)
+
+        # Q^cur, N construction responses each; the memory votes and filters (Eq. 3)
+        started = time.perf_counter()
+        reqs = rounds.requests(store, run, t, cfg.train.curriculum_questions or cfg.grpo.solver_batch_size)
+        outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
+        kept = [(q, text) for q, o in zip(reqs, outputs, strict=True) if (text := cur.parse_question(o)) is not None]
+        responses = self.backend.sample([text for _, text in kept], cfg.grpo.construction_responses, self.rng(t, "construct"))
+        scored = rounds.record(store, run, t, [
+            rounds.Candidate(q.question_id, q.mode, text, q.active_cause, q.mastered_cause, q.node, responses=tuple(resp))
+            for (q, text), resp in zip(kept, responses, strict=True)
+        ])
+        retained = [s for s in scored if s.retained]
+        seconds["construct"] = self.phase(t, "construct", started, questions=len(scored), retained=len(retained))
+
+        # promotions (Eq. 5-6), decided by the memory
+        rounds.promote(store, run, t)
+
+        # solver GRPO on the retained questions; failed responses are recorded for diagnosis
+        started = time.perf_counter()
+        stats = {"questions": 0}
+        if retained:
+            def reward(i: int, resp: Sequence[str]) -> list[float]:
+                return [1.0 if cur.agrees(cur.extract_answer(x), retained[i].pseudo_label) else -1.0 for x in resp]
+
+            out = self.backend.train_solver(
+                [s.text for s in retained], reward, cfg.grpo.solver_group_size, self.rng(t, "solver")
+            )
+            failures = [
+                {"failure_id": f"f{t}-{s.question_id[s.question_id.index('-') + 1:]}-{j}", "question_id": s.question_id,
+                 "response": resp, "reference": s.reference}
+                for s, group, rewards in zip(retained, out.responses, out.rewards, strict=True)
+                for j, (resp, rew) in enumerate(zip(group, rewards, strict=True)) if rew < 0
+            ]
+            if failures:
+                rounds.record_failures(store, run, t, failures)
+            stats = {**out.stats, "failures": len(failures)}
+        seconds["solver"] = self.phase(t, "solver", started, checkpoint=True, **stats)
+
+        # diagnosis (Sec. 2.3)
+        started = time.perf_counter()
+        if self.index is None:
+            self.index = VectorIndex(self.backend.embedder(), default_index_path(store.url), run)
+        summary = rounds.diagnose(
+            store, run, t, diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(),
+            cfg=cfg.diagnosis, index=self.index,
+        )
+        seconds["diagnose"] = self.phase(t, "diagnose", started, dedup_truncated=summary.dedup_truncated)
+
+        # held-out metrics, then the commit
+        started = time.perf_counter()
+        metrics = self.backend.evaluate(self.rng(t, "evaluate"))
+        seconds["evaluate"] = time.perf_counter() - started
+        return rounds.commit(store, run, t, metrics, summary={
+            "dedup_truncated": summary.dedup_truncated, "heldout_acc": metrics.get("heldout_acc"),
+            "pseudo_label_acc": metrics.get("pseudo_label_acc"), "timing": seconds,
+        })
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    args = parser.parse_args(argv)
+    cfg = load_config(CONFIG, [*args.overrides, f"train.seed={args.seed}", f"train.run={json.dumps(args.run)}"])
+    with EventStore(args.db) as store:
+        rounds.start_run(store, args.run, cfg, cfg.train.seed)
+        trainer = ExternalTrainer(cfg, store, args.run)
+        for t in range(1, args.rounds + 1):
+            done = trainer.round(t)
+            print(f"round {t}: kept {done['retained']}/{done['questions']}, F={done['F']}, eps_next={done['epsilon_next']:.3f}")
+
+
+if __name__ == "__main__":
+    main()

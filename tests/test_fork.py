@@ -1,0 +1,90 @@
+"""``diagevo memory fork`` / ``diff``: a fork replays like its source through the fork round,
+has its own chain and provenance, tells the story from before the fork, and continues under
+another k with ``train --resume --set``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from diagevo import rounds
+from diagevo.events.store import EventStore
+from tests.test_cli_memory import run_cli
+from tests.test_rounds import RUN, candidate, round_one
+
+
+def two_rounds(db: str) -> None:
+    with EventStore(db) as store:
+        round_one(store)
+        rounds.open_round(store, RUN)
+        reqs = rounds.requests(store, RUN, 2, 20)
+        rounds.record(store, RUN, 2, [candidate(q.question_id, q, agree=9) for q in reqs])
+        assert rounds.promote(store, RUN, 2)  # C1 and/or C2 mastered in round 2
+        rounds.commit(store, RUN, 2)
+
+
+def test_fork_replay_why_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'f.db'}"
+    two_rounds(db)
+    code, out, err = run_cli(capsys, "memory", "fork", "--run", RUN, "--round", "1", "--to", "what-if", "--db", db, "--json")
+    assert code == 0, err
+    prov = json.loads(out)
+    with EventStore(db) as s:
+        src = list(s.read(RUN))
+        new = list(s.read("what-if"))
+        commit1 = next(e for e in src if e.type == "round.committed" and e.round == 1)
+        assert prov["source_hash"] == commit1.hash and prov["source_seq"] == commit1.seq
+        copied = [e for e in src if e.seq <= commit1.seq]
+        assert [(e.type, e.round, e.data) for e in new[:-1]] == [(e.type, e.round, e.data) for e in copied]
+        assert new[-1].type == "run.forked" and new[-1].data["source_run"] == RUN
+        assert new[0].hash != src[0].hash  # its own chain
+    for r in ("0", "1"):
+        a = json.loads(run_cli(capsys, "memory", "replay", "--round", r, "--run", RUN, "--db", db, "--json")[1])
+        b = json.loads(run_cli(capsys, "memory", "replay", "--round", r, "--run", "what-if", "--db", db, "--json")[1])
+        assert {**a, "run": "what-if"} == b
+    code, out, _ = run_cli(capsys, "memory", "replay", "--round", "2", "--run", "what-if", "--db", db, "--json")
+    assert code == 1
+    why = json.loads(run_cli(capsys, "memory", "why", "C1", "--run", "what-if", "--db", db, "--json")[1])
+    assert why["timeline"][0]["kind"] == "created"
+    assert run_cli(capsys, "memory", "verify", "--run", "what-if", "--db", db)[0] == 0
+
+    d = json.loads(run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "what-if", "--round", "1", "--db", db, "--json")[1])
+    assert d["causes_differing"] == [] and d["schedule"][RUN] == d["schedule"]["what-if"]
+    d = json.loads(run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "what-if", "--db", db, "--json")[1])
+    assert d["schedule"][RUN]["round"] == 2 and d["schedule"]["what-if"]["round"] == 1
+    differing = {c["cause_id"]: c for c in d["causes_differing"]}
+    assert differing and all(c[RUN]["state"] == "mastered" and c["what-if"]["state"] == "active" for c in differing.values())
+    code, out, err = run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "what-if", "--db", db)
+    assert code == 0 and "ε_t+1" in out and "causes differ" in out
+
+    for args, msg in [
+        (["--round", "3", "--to", "x"], "round 3 of run 'ext' is not committed"),
+        (["--round", "1", "--to", "what-if"], "run 'what-if' exists already"),
+    ]:
+        code, _, err = run_cli(capsys, "memory", "fork", "--run", RUN, *args, "--db", db)
+        assert code == 1 and msg in err and "Traceback" not in err
+    code, _, err = run_cli(capsys, "memory", "diff", "--run", RUN, "--db", db)
+    assert code == 1 and "exactly twice" in err
+
+
+@pytest.mark.slow
+def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_train import small_args
+
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    assert run_cli(capsys, *small_args(db, "src", 2, tmp_path))[0] == 0
+    assert run_cli(capsys, "memory", "fork", "--run", "src", "--round", "1", "--to", "k1", "--db", db)[0] == 0
+    code, _, err = run_cli(capsys, "train", "--run", "k1", "--resume", "--db", db, "--rounds", "2", "--quiet", "--set", "memory.k=1.0")
+    assert code == 0, err
+    with EventStore(db) as s:
+        [conf] = [e for e in s.read("k1", types=("run.configured",))]
+        assert conf.round == 2 and conf.data["config"]["k"] == 1.0
+        paths = {r: [(e.round, e.data["path"]) for e in s.read(r, types=("checkpoint.written",))] for r in ("src", "k1")}
+        assert [p for p in paths["k1"] if p[0] == 1] == [p for p in paths["src"] if p[0] == 1]  # continues from these
+        assert {p for p in paths["k1"] if p[0] == 2}.isdisjoint(paths["src"])  # round 2 writes its own
+    stats = {r: json.loads(run_cli(capsys, "memory", "stats", "--run", r, "--db", db, "--json")[1])["rounds"] for r in ("src", "k1")}
+    assert stats["src"][0] == {**stats["k1"][0]}  # round 1 is shared history
+    assert stats["k1"][1]["epsilon_next"] != stats["src"][1]["epsilon_next"]  # k = 1.0 from round 2 on
+    assert run_cli(capsys, "memory", "verify", "--run", "k1", "--db", db)[0] == 0

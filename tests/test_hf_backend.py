@@ -1,0 +1,155 @@
+"""The hf backend on a tiny local model pair: a real round of the loop on the CPU (TRL GRPO,
+local engine, offline heuristic or loopback-endpoint diagnostician), checkpoints and resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+import torch  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+
+from diagevo.config import load_config  # noqa: E402
+from diagevo.events.store import EventStore  # noqa: E402
+from diagevo.generation import Sampling, make_engine  # noqa: E402
+from diagevo.curriculum.prompts import solver_messages  # noqa: E402
+from diagevo.train import train  # noqa: E402
+from diagevo.train.hf.backend import HFBackend  # noqa: E402
+from diagevo.train.hf.heuristic import MODEL as HEURISTIC  # noqa: E402
+from tests.hf_fixtures import tiny_pair  # noqa: E402
+from tests.llm_server import LLMServer  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(request: pytest.FixtureRequest) -> Path:
+    return tiny_pair(request.config)
+
+
+def tiny_config(tiny_dir: Path, tmp: Path, *extra: str):  # noqa: ANN201
+    return load_config(
+        ROOT / "configs" / "tiny-hf.toml",
+        [
+            f"hf.solver_model={json.dumps(str(tiny_dir / 'solver'))}",
+            f"hf.challenger_model={json.dumps(str(tiny_dir / 'challenger'))}",
+            f"train.out_dir={json.dumps(str(tmp / 'ckpt'))}",
+            "train.run=\"r\"",
+            *extra,
+        ],
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_round(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    tmp = tmp_path_factory.mktemp("hf-round")
+    cfg = tiny_config(tiny_dir, tmp)
+    url = f"sqlite:///{tmp / 'x.db'}"
+    store = EventStore(url, create=True)
+    backend = HFBackend(cfg, cfg.train.seed)
+    run, reports = train(cfg, store, backend=backend)
+    yield cfg, store, run, reports, backend, tmp
+    store.close()
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(path / "model.safetensors"))
+
+
+def test_local_engine_is_seeded_and_batched(tiny_dir: Path) -> None:
+    engine = make_engine("local", str(tiny_dir / "solver"), batch_size=2)
+    prompts = [solver_messages(f"What is {a} + 7?") for a in (3, 12, 25)]
+    s = Sampling(n=3, temperature=1.0, max_new_tokens=24, seed=5)
+    first = engine.generate(prompts, s)
+    assert [len(o) for o in first] == [3, 3, 3]
+    assert engine.generate(prompts, s) == first
+    assert engine.generate(prompts, Sampling(n=3, temperature=1.0, max_new_tokens=24, seed=6)) != first
+    greedy = engine.generate(prompts[:1], Sampling(n=1, temperature=0.0, max_new_tokens=24))
+    assert "\\boxed{" in greedy[0][0] or "Step" in greedy[0][0]
+
+
+def test_a_hub_id_is_one_line_no_network() -> None:
+    with pytest.raises(ValueError, match="no network: pass a local model directory"):
+        make_engine("local", "Qwen/Qwen3-4B-Base")
+
+
+def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
+    cfg, store, run, reports, backend, tmp = tiny_round
+    (report,) = reports
+    events = list(store.read(run, texts=True))
+    phases = {e.data["phase"]: e.data for e in events if e.type == "phase.completed"}
+    assert set(phases) == {"challenger", "construct", "solver", "diagnose"}
+    for phase in ("challenger", "solver"):
+        for key in ("loss", "kl", "reward", "completion_length"):
+            assert key in phases[phase], (phase, key)
+        assert phases[phase]["steps"] >= 1
+    assert report.questions > 0 and report.retained > 0
+    assert report.failures > 0
+    diagnosed = [e for e in events if e.type == "failure.diagnosed"]
+    assert diagnosed and all(e.data.get("model", HEURISTIC) == HEURISTIC for e in diagnosed)
+    assert any(e.type == "cause.created" for e in events)
+    assert "heldout_acc" in report.metrics
+
+
+def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
+    cfg, store, run, reports, backend, tmp = tiny_round
+    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",))}
+    base = weights(tiny_dir / "solver")
+    after = weights(ckpts["solver"] / "solver")
+    changed = [k for k in base if not torch.equal(base[k], after[k])]
+    assert len(changed) >= len(base) // 2
+    assert (ckpts["solver"] / "challenger" / "config.json").is_file()
+    assert (ckpts["solver"] / "solver" / "tokenizer.json").is_file()
+
+
+def test_load_reloads_a_checkpoint(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
+    cfg, store, run, reports, backend, tmp = tiny_round
+    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",))}
+    fresh = HFBackend(cfg, cfg.train.seed)
+    fresh.load(ckpts["solver"])
+    saved = weights(ckpts["solver"] / "solver")
+    loaded = dict(fresh.model("solver").state_dict())
+    assert all(torch.equal(loaded[k], v) for k, v in saved.items() if k in loaded)
+    with pytest.raises(ValueError, match="not an hf checkpoint"):
+        fresh.load(tmp)
+
+
+def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_path: Path) -> None:
+    cause = "Adds the two numbers correctly but then writes a different value in the final box"
+    label = "Keeping intermediate arithmetic results consistent through to the final boxed answer"
+    with LLMServer() as server:
+        server.default("extract", json.dumps({"matched_cause_id": None, "error_cause": cause}))
+        server.default("deduplicate", json.dumps({"duplicate": False, "matched_cause_id": None}))
+        server.default("assign_node", json.dumps({"create_new_node": True, "new_node_label": label, "assigned_node": None}))
+        server.default("consolidate", json.dumps({"merge": False, "merged_label": None}))
+        cfg = tiny_config(
+            tiny_dir, tmp_path, f"diagnosis.llm_url={json.dumps(server.url)}", "memory.challenger_updates=false",
+            "train.curriculum_questions=4",
+        )
+        store = EventStore(f"sqlite:///{tmp_path / 'y.db'}", create=True)
+        try:
+            # cut the round short in the solver phase; the resumed process reloads the checkpoint
+            crashing = HFBackend(cfg, cfg.train.seed)
+
+            def crash(*_a: object, **_k: object) -> None:
+                raise KeyboardInterrupt
+
+            crashing.train_solver = crash  # type: ignore[method-assign]
+            with pytest.raises(KeyboardInterrupt):
+                train(cfg, store, backend=crashing)
+            (ckpt,) = [Path(e.data["path"]) for e in store.read("r", types=("checkpoint.written",))]
+            resumed = HFBackend(cfg, cfg.train.seed)
+            run, (report,) = train(cfg, store, resume=True, backend=resumed)
+            assert resumed.sources["solver"] == ckpt / "solver"
+            assert resumed.sources["challenger"] == ckpt / "challenger"
+            texts = [e.data["description"] for e in store.read(run, texts=True, types=("cause.created",))]
+        finally:
+            store.close()
+        assert server.calls("extract"), "no failure reached the endpoint"
+    assert report.failures > 0
+    assert cause in texts

@@ -1,0 +1,181 @@
+"""The round protocol (``diagevo.rounds``): order, idempotency, votes/filter, promotions, commit."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from diagevo import rounds
+from diagevo.events.schemas import new_event
+from diagevo.events.store import EventStore
+from diagevo.replay import load_memory
+
+RUN = "ext"
+
+
+def _cause_events(t: int) -> list:
+    e = []
+    e.append(new_event("node.created", RUN, t, f"{RUN}/{t}/n1", node_id="N1", label="fractions and ratios"))
+    for i, text in enumerate(("adds numerators and denominators separately when summing fractions",
+                              "forgets to reduce the final ratio to lowest terms before answering"), 1):
+        e.append(new_event("cause.created", RUN, t, f"{RUN}/{t}/c{i}", cause_id=f"C{i}", node_id="N1", description=text))
+    e.append(new_event("failure.attributed", RUN, t, f"{RUN}/{t}/a1", failure_id="x", cause_id="C1", via="recurrence"))
+    return e
+
+
+def answers(label: str, agree: int, n: int = 12) -> list[str | None]:
+    return [label] * agree + [str(1000 + i) for i in range(n - agree)]
+
+
+def candidate(qid: str, req: rounds.Request | None = None, label: str = "7", agree: int = 6) -> rounds.Candidate:
+    if req is None:
+        return rounds.Candidate(qid, "free", f"question {qid}?", answers=tuple(answers(label, agree)))
+    return rounds.Candidate(qid, req.mode, f"question {qid}?", req.active_cause, req.mastered_cause, req.node,
+                            answers=tuple(answers(label, agree)))
+
+
+def round_one(store: EventStore) -> None:
+    """Round 1 with two causes (C1: f=2, C2: f=1), committed."""
+    assert rounds.start_run(store, RUN, {"k": 1.0, "memory": {"theta_up": 0.5}}, seed=3)
+    assert rounds.open_round(store, RUN) == 1
+    reqs = rounds.requests(store, RUN, 1, 4)
+    assert {r.mode for r in reqs} == {"free"}  # F_0 = 0: free exploration only
+    rounds.record(store, RUN, 1, [candidate(r.question_id) for r in reqs])
+    store.append(_cause_events(1))
+    rounds.promote(store, RUN, 1)
+    rounds.commit(store, RUN, 1, {"heldout_acc": 0.5})
+
+
+def test_a_round_through_the_protocol(store: EventStore) -> None:
+    round_one(store)
+    assert rounds.open_round(store, RUN) == 2
+    reqs = rounds.requests(store, RUN, 2, 40)
+    assert reqs == rounds.requests(store, RUN, 2, 40)  # deterministic for (run, round, seed)
+    assert reqs != rounds.requests(store, RUN, 2, 40, seed=4)
+    modes = Counter(r.mode for r in reqs)
+    assert modes["targeted"] > 0 and modes["free"] > 0  # ε_2 = F1/(F1+F/k) = 1/2
+    targeted = [r for r in reqs if r.mode == "targeted"]
+    assert {r.active_cause for r in targeted} <= {"C1", "C2"}
+    assert "adds numerators" in " ".join(m["content"] for m in next(r for r in targeted if r.active_cause == "C1").messages())
+    c2 = [r for r in targeted if r.active_cause == "C2"]
+    c1 = [r for r in targeted if r.active_cause == "C1"]
+    # C2's candidates are answered with p1 = 9/12 (mastered at θ_up = 0.5), C1's with 3/12
+    cands = [candidate(r.question_id, r, agree=9) for r in c2] + [candidate(r.question_id, r, agree=3) for r in c1]
+    scored = rounds.record(store, RUN, 2, cands)
+    assert all(s.pseudo_label == "7" for s in scored)
+    assert {s.retained for s in scored if s.active_cause == "C2"} == {True}  # 0.25 <= 0.75 <= 0.75, >= 1.6 * 1/12
+    assert rounds.record(store, RUN, 2, cands) == scored  # a retry stores nothing new
+    promoted = rounds.promote(store, RUN, 2)
+    assert [p["cause_id"] for p in promoted] == ["C2"] and promoted[0]["n_candidates"] == len(c2)
+    with pytest.raises(rounds.ProtocolError, match="decided already"):
+        rounds.promote(store, RUN, 2)
+    with pytest.raises(rounds.ProtocolError, match="evidence is closed"):
+        rounds.record(store, RUN, 2, [candidate("late")])
+    done = rounds.commit(store, RUN, 2, {"heldout_acc": 0.6})
+    assert done["questions"] == len(cands) and done["F"] == 2
+    mem = load_memory(store, RUN, 2)
+    assert not mem.causes["C2"].active and mem.causes["C1"].frequency == 2
+    with pytest.raises(rounds.ProtocolError, match="round 2 of run 'ext' is committed"):
+        rounds.record(store, RUN, 2, [candidate("late")])
+    n = len(list(store.read(RUN)))
+    with pytest.raises(rounds.ProtocolError):
+        rounds.commit(store, RUN, 2)
+    assert len(list(store.read(RUN))) == n  # nothing partial
+
+
+def test_wrong_order_is_refused(store: EventStore) -> None:
+    with pytest.raises(rounds.ProtocolError, match="no run"):
+        rounds.open_round(store, RUN)
+    rounds.start_run(store, RUN, {"k": 0.5})
+    with pytest.raises(rounds.ProtocolError, match="not open"):
+        rounds.record(store, RUN, 1, [candidate("q")])
+    with pytest.raises(rounds.ProtocolError, match="round 1 comes first"):
+        rounds.open_round(store, RUN, 2)
+    rounds.open_round(store, RUN)
+    assert rounds.open_round(store, RUN) == 1  # idempotent
+    with pytest.raises(rounds.ProtocolError, match="promotions are not decided"):
+        rounds.commit(store, RUN, 1)
+    with pytest.raises(rounds.ProtocolError, match="exactly one of responses and answers"):
+        rounds.record(store, RUN, 1, [rounds.Candidate("q", "free", "x?")])
+    with pytest.raises(rounds.ProtocolError, match="unknown cause"):
+        rounds.record(store, RUN, 1, [rounds.Candidate("q", "targeted", "x?", "C9", answers=("1",))])
+    rounds.record(store, RUN, 1, [candidate("q1", agree=6)])
+    with pytest.raises(rounds.ProtocolError, match="not a retained question"):
+        rounds.record_failures(store, RUN, 1, [{"failure_id": "f", "question_id": "nope", "response": "r"}])
+    rounds.record_failures(store, RUN, 1, [{"failure_id": "f", "question_id": "q1", "response": "r"}])
+    rounds.promote(store, RUN, 1)
+    with pytest.raises(rounds.ProtocolError, match="1 recorded failures are not diagnosed"):
+        rounds.commit(store, RUN, 1)
+    assert rounds.commit(store, RUN, 1, allow_undiagnosed=True)["failures"] == 1
+    with pytest.raises(rounds.ProtocolError, match="config needs a positive k"):
+        rounds.start_run(store, "other", {"memory": {}})
+
+
+def test_record_with_responses_keeps_a_reference(store: EventStore) -> None:
+    rounds.start_run(store, RUN, {"k": 0.5})
+    rounds.open_round(store, RUN)
+    responses = [f"so the answer is \\boxed{{{x}}}" for x in ["5", "7", "7", "7", "7", "3", "4", "6", "8", "9", "10", "11"]]
+    [s] = rounds.record(store, RUN, 1, [rounds.Candidate("q", "free", "x?", responses=tuple(responses))])
+    assert s.pseudo_label == "7" and s.p1 == pytest.approx(4 / 12) and s.retained
+    assert s.reference == responses[1]  # the earliest response of the label's class
+    [stored] = [e.data for e in store.read(RUN, types=("question.scored",), texts=True)]
+    assert stored["reference"] == responses[1] and stored["retained"]
+
+
+@pytest.mark.slow
+def test_external_trainer_example_writes_the_log_of_diagevo_train(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """examples/external_trainer.py drives the simulator through the protocol; ``diagevo train``
+    with the same seed and config writes the same log apart from wall-clock fields: one path."""
+    import subprocess
+    import sys
+
+    from tests.test_cli_memory import run_cli
+    from tests.test_train import ROOT, SMALL, comparable, small_args
+
+    a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    code, _, err = run_cli(capsys, *small_args(a, "r", 2, tmp_path))
+    assert code == 0, err
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "external_trainer.py"), "--db", b, "--run", "r", "--rounds", "2",
+         *SMALL, "--set", f'train.out_dir="{tmp_path / "ckpt-ext"}"'],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    log_a, log_b = comparable(a, "r"), comparable(b, "r")
+    assert len(log_a) > 100 and {t for _, t, _ in log_a} >= {"cause.created", "question.scored", "promotions.decided"}
+    assert log_a == log_b
+
+
+def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from tests.test_cli_memory import run_cli
+
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    code, out, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--set", "memory.k=1.0", "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"run": "x", "round": 1, "created": True}
+    reqs = json.loads(run_cli(capsys, "round", "requests", "--n", "3", "--run", "x", "--db", db, "--json")[1])["requests"]
+    assert [q["question_id"] for q in reqs] == ["q1-00000", "q1-00001", "q1-00002"] and reqs[0]["messages"][0]["role"] == "system"
+    lines = [json.dumps(q | {"text": f"what is 3+4 ({i})?", "answers": ["7"] * 6 + ["8"] * 2 + ["1", "2", "3", "4"]}) for i, q in enumerate(reqs)]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "bad.jsonl").write_text(lines[0] + "\n{\"question_id\": \"z\", \"mode\": \"free\"}\n")
+    code, _, err = run_cli(capsys, "round", "record", str(tmp_path / "bad.jsonl"), "--run", "x", "--db", db)
+    assert code == 1 and "line 2: text must be a non-empty string" in err
+    code, out, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db, "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["recorded"] == 3 and all(q["pseudo_label"] == "7" for q in got["retained"])
+    code, _, err = run_cli(capsys, "round", "commit", "--run", "x", "--db", db)
+    assert code == 1 and "promotions are not decided" in err
+    assert json.loads(run_cli(capsys, "round", "promote", "--run", "x", "--db", db, "--json")[1])["promoted"] == []
+    code, _, err = run_cli(capsys, "round", "promote", "--run", "x", "--db", db)
+    assert code == 1 and "decided already" in err
+    code, out, err = run_cli(capsys, "round", "commit", "--run", "x", "--db", db, "--metric", "acc=0.5", "--json")
+    assert code == 0, err
+    assert json.loads(out)["questions"] == 3
+    code, _, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db)
+    assert code == 1 and "no open round" in err
+    with EventStore(db) as s:
+        assert sum(1 for _ in s.read("x", types=("question.generated",))) == 3
