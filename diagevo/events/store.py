@@ -652,7 +652,9 @@ class EventStore:
             cur = conn.connection.cursor()
             try:
                 where, params = self._where(run, after_seq, None, types)
-                cur.execute(f"SELECT seq, round, type, data FROM events {where} ORDER BY seq", params)
+                cur.execute(
+                    f"SELECT seq, round, type, data FROM events {where} {self._order(after_seq, types, None)}", params
+                )
                 rows = [(int(s), int(r), t, _loads(d)) for s, r, t, d in cur.fetchall()]
                 events = list(decide(rows))
                 if not events:
