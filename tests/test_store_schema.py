@@ -22,7 +22,7 @@ from diagevo.events.store import (
 )
 from tests.conftest import Backend
 
-HEAD = "0003"
+HEAD = "0004"
 OLDER = "0001"
 
 

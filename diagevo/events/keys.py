@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # Data fields that name a cause, a failure or a question: each is also a column of ``events``,
 # filled by the store at append time (a string value, else NULL), with a partial index
-# ``ix_events_<field>`` on (run_id, field) (migration 0003).
+# ``ix_events_<field>`` on (run_id, field) (migration 0004).
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
 CAUSE_FIELDS = KEY_FIELDS[:4]
 

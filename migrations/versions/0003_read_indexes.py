@@ -1,10 +1,6 @@
-"""Indexed reads that never scan a run: by type, by round (covering the type), and by the ids
-events name (cause, failure, question).
-
-The ids get columns of their own, which the store fills from ``data`` at append time (a plain
-column costs an append almost nothing; an expression index would parse the JSON once per index
-and row). Existing rows are filled from their JSON here, with the append-only triggers lifted
-for that one statement only; the hash chain covers ``data`` alone, so it is unaffected.
+"""Indexes for the reads that must not scan a whole run: by type, by round (covering the type),
+and by the ids events name (cause, failure, question) as partial expression indexes over the
+JSON data, on SQLite and PostgreSQL alike.
 
 Revision ID: 0003
 Revises: 0002
@@ -15,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003"
@@ -23,47 +18,30 @@ down_revision: str | Sequence[str] | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# the data fields that name a cause, a failure or a question (a migration keeps its own copy of
-# diagevo.events.keys.KEY_FIELDS)
+# the data fields that name a cause, a failure or a question (diagevo.events.keys.KEY_FIELDS; a migration keeps its own copy)
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
+
 
 _RETAINED = {
     "sqlite": "type = 'question.scored' AND json_extract(data, '$.retained') = 1",
     "postgresql": "type = 'question.scored' AND (data::json ->> 'retained') = 'true'",
 }
-_SQLITE_UPDATE_TRIGGER = (
-    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
-    "BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END"
-)
 
 
-def _extract(dialect: str, field: str) -> str:
+def _expr(dialect: str, field: str) -> str:
     if dialect == "postgresql":
-        return f"CASE WHEN json_typeof(data::json -> '{field}') = 'string' THEN data::json ->> '{field}' END"
-    return f"CASE WHEN json_type(data, '$.{field}') = 'text' THEN json_extract(data, '$.{field}') END"
+        return f"((data::json ->> '{field}'))"
+    return f"json_extract(data, '$.{field}')"
 
 
 def upgrade() -> None:
     dialect = op.get_context().dialect.name
-    for field in KEY_FIELDS:
-        op.add_column("events", sa.Column(field, sa.String(), nullable=True))
-    sets = ", ".join(f"{f} = {_extract(dialect, f)}" for f in KEY_FIELDS)
-    if dialect == "postgresql":
-        op.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
-        op.execute(f"UPDATE events SET {sets}")
-        op.execute("ALTER TABLE events ENABLE TRIGGER events_append_only")
-    else:
-        op.execute("DROP TRIGGER events_no_update")
-        op.execute(f"UPDATE events SET {sets}")
-        op.execute(_SQLITE_UPDATE_TRIGGER)
     op.create_index("ix_events_run_type_seq", "events", ["run_id", "type", "seq"])
     op.drop_index("ix_events_run_round", table_name="events")
     op.create_index("ix_events_run_round_type", "events", ["run_id", "round", "type"])
     for field in KEY_FIELDS:
-        op.create_index(
-            f"ix_events_{field}", "events", ["run_id", field],
-            sqlite_where=sa.text(f"{field} IS NOT NULL"), postgresql_where=sa.text(f"{field} IS NOT NULL"),
-        )
+        expr = _expr(dialect, field)
+        op.execute(f"CREATE INDEX ix_events_{field} ON events (run_id, {expr}) WHERE {expr} IS NOT NULL")
     # retained questions per round (``memory stats`` of a log whose commits carry no summary)
     op.execute(f"CREATE INDEX ix_events_retained ON events (run_id, round) WHERE {_RETAINED[dialect]}")
 
@@ -75,5 +53,3 @@ def downgrade() -> None:
     op.drop_index("ix_events_run_round_type", table_name="events")
     op.create_index("ix_events_run_round", "events", ["run_id", "round"])
     op.drop_index("ix_events_run_type_seq", table_name="events")
-    for field in KEY_FIELDS:  # SQLite >= 3.35 and PostgreSQL drop a column in place (triggers kept)
-        op.execute(f"ALTER TABLE events DROP COLUMN {field}")
