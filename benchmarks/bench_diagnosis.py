@@ -168,6 +168,8 @@ def bench_maintenance(tmp: Path, causes: int, n: int, synchronous: str = "full")
         return wrapper
 
     store.append = timed("append", real_append)  # type: ignore[method-assign]
+    # decisions are appended by append_checked (checked against other producers' memory events)
+    store.append_checked = timed("append", store.append_checked)  # type: ignore[method-assign]
     pipeline.evolve = timed("evolve", real_evolve)
     try:
         summary = asyncio.run(

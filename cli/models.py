@@ -18,8 +18,8 @@ def tiny(
     out: Annotated[Path, typer.Option("--out", help="Directory to write (challenger/, solver/, heldout.jsonl).")],
     steps: Annotated[int, typer.Option("--steps", min=0, help="Supervised warm-up steps.")] = 300,
     hidden: Annotated[int, typer.Option("--hidden", min=8, help="Hidden size (a multiple of 4).")] = 64,
-    layers: Annotated[int, typer.Option("--layers", min=1)] = 2,
-    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
+    layers: Annotated[int, typer.Option("--layers", min=1, help="Decoder layers.")] = 2,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the corpus, initialisation and warm-up.")] = 0,
     json: JsonOpt = False,
 ) -> None:
     """Build a tiny Qwen3 challenger/solver pair and its tokenizer on this machine (no download)."""

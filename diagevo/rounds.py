@@ -35,7 +35,7 @@ from diagevo.diagnosis.index import VectorIndex
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
 from diagevo.events.schemas import EventIn, InvalidEvent, new_event
-from diagevo.events.store import EventStore
+from diagevo.events.store import CheckedReader, EventStore
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.fold import InvariantError, fold
 from diagevo.memory.sampler import GenerationRequest, sample_requests
@@ -163,8 +163,8 @@ def open_round(store: EventStore, run: str, t: int | None = None) -> int:
     round again is a no-op. Returns the round."""
     chosen: list[int] = []
 
-    def decide(rows: list[Row]) -> list[EventIn]:
-        st = _state(run, rows)
+    def decide(read: CheckedReader) -> list[EventIn]:
+        st = _state(run, read(_MILESTONES))
         nxt = st.last_committed + 1
         want = nxt if t is None else t
         if want <= st.last_committed:
@@ -174,7 +174,7 @@ def open_round(store: EventStore, run: str, t: int | None = None) -> int:
         chosen.append(want)
         return [] if want in st.started else [_event(run, want, "round.started", "round.started")]
 
-    store.append_checked(run, decide, types=_MILESTONES)
+    store.append_checked(run, decide)
     return chosen[0]
 
 
@@ -342,14 +342,14 @@ def record(store: EventStore, run: str, t: int, candidates: Sequence[Candidate])
         ))
         scored.append(s)
 
-    def decide(rows: list[Row]) -> list[EventIn]:
-        st = _state(run, rows)
+    def decide(read: CheckedReader) -> list[EventIn]:
+        st = _state(run, read(_MILESTONES))
         _require_open(st, t, "record questions")
         if t in st.promoted:
             raise ProtocolError(f"cannot record questions: promotions of round {t} are decided (the evidence is closed)")
         return generated + scores
 
-    store.append_checked(run, decide, types=_MILESTONES)
+    store.append_checked(run, decide)
     return scored
 
 
@@ -363,16 +363,14 @@ def promote(store: EventStore, run: str, t: int) -> list[dict[str, Any]]:
     memory = load_memory(store, run, t - 1)
     decided: list[dict[str, Any]] = []
 
-    def decide(rows: list[Row]) -> list[EventIn]:
-        st = _state(run, rows)
+    def decide(read: CheckedReader) -> list[EventIn]:
+        st = _state(run, read(_MILESTONES))
         _require_open(st, t, "decide promotions")
         if t in st.promoted:
             raise ProtocolError(f"promotions of round {t} in run {run!r} are decided already")
         active: dict[str, str | None] = {}
         p1: dict[str, float] = {}
-        for _seq, rnd, typ, data in rows:
-            if rnd != t:
-                continue
+        for _seq, _rnd, typ, data in read(("question.generated", "question.scored"), round=t):
             if typ == "question.generated":
                 active[data["question_id"]] = data["active_cause"]
             elif typ == "question.scored":
@@ -385,7 +383,7 @@ def promote(store: EventStore, run: str, t: int) -> list[dict[str, Any]]:
                              promoted=[d["cause_id"] for d in decided], candidates=len(evidence)))
         return events
 
-    store.append_checked(run, decide, types=(*_MILESTONES, "question.generated", "question.scored"))
+    store.append_checked(run, decide)
     return decided
 
 
@@ -403,16 +401,16 @@ def record_failures(store: EventStore, run: str, t: int, failures: Sequence[Mapp
             raise ProtocolError(f"failure: {exc}") from None
     wanted = {e.data["question_id"] for e in events}
 
-    def decide(rows: list[Row]) -> list[EventIn]:
-        st = _state(run, rows)
+    def decide(read: CheckedReader) -> list[EventIn]:
+        st = _state(run, read(_MILESTONES))
         _require_open(st, t, "record failures")
-        retained = {d["question_id"] for _s, rnd, typ, d in rows if rnd == t and typ == "question.scored" and d["retained"]}
+        retained = {d["question_id"] for _s, _r, _t, d in read(("question.scored",), round=t) if d["retained"]}
         missing = sorted(wanted - retained)
         if missing:
             raise ProtocolError(f"question {missing[0]} is not a retained question of round {t}")
         return events
 
-    return store.append_checked(run, decide, types=(*_MILESTONES, "question.scored")).appended
+    return store.append_checked(run, decide).appended
 
 
 def failure_inputs(store: EventStore, run: str, t: int) -> list[FailureInput]:
@@ -481,17 +479,15 @@ def commit(
     base = load_memory(store, run, t - 1)
     committed: dict[str, Any] = {}
 
-    def decide(rows: list[Row]) -> list[EventIn]:
-        st = _state(run, rows)
+    def decide(read: CheckedReader) -> list[EventIn]:
+        st = _state(run, read(_MILESTONES))
         _require_open(st, t, "commit")
         if t not in st.promoted:
             raise ProtocolError(f"cannot commit round {t}: its promotions are not decided (diagevo round promote)")
         questions = retained = 0
         failures: set[str] = set()
         diagnosed: set[str] = set()
-        for _s, rnd, typ, d in rows:
-            if rnd != t:
-                continue
+        for _s, _r, typ, d in read(("question.scored", "failure.recorded", "failure.diagnosed", "diagnosis.failed"), round=t):
             if typ == "question.scored":
                 questions += 1
                 retained += bool(d["retained"])
@@ -505,7 +501,7 @@ def commit(
                 f"cannot commit round {t}: {len(pending)} recorded failures are not diagnosed (first: {pending[0]}); "
                 "diagnose them or allow undiagnosed failures"
             )
-        after = fold(((s, r, ty, d) for s, r, ty, d in rows if s > base.last_seq and ty in FOLD_TYPES), run, base)
+        after = fold(read(FOLD_TYPES, after_seq=base.last_seq), run, base)
         sched = schedule(after)
         committed.update(
             questions=questions, retained=retained, failures=len(failures), F=sched.F,
@@ -515,10 +511,7 @@ def commit(
         return [*events, _event(run, t, "round.committed", "round.committed", **committed)]
 
     try:
-        store.append_checked(
-            run, decide,
-            types=(*_MILESTONES, *FOLD_TYPES, "question.scored", "failure.recorded", "failure.diagnosed", "diagnosis.failed"),
-        )
+        store.append_checked(run, decide)
     except InvariantError as exc:
         raise ProtocolError(f"cannot commit round {t}: {exc}") from None
     refresh_snapshots(store, run)

@@ -15,7 +15,12 @@ TEST_SPEC = tiny.TinySpec(steps=200)
 
 def tiny_pair(config: pytest.Config) -> Path:
     key = hashlib.sha256((inspect.getsource(tiny) + repr(TEST_SPEC)).encode()).hexdigest()[:12]
-    out = Path(config.cache.mkdir(f"diagevo-tiny-{key}"))
+    if config.cache is None:  # pytest -p no:cacheprovider: build it in a fresh directory
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix="diagevo-tiny-"))
+    else:
+        out = Path(config.cache.mkdir(f"diagevo-tiny-{key}"))
     if not (out / "tiny.json").is_file():
         tiny.build_tiny(out, TEST_SPEC)
     return out

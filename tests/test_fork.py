@@ -88,3 +88,17 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
     assert stats["src"][0] == {**stats["k1"][0]}  # round 1 is shared history
     assert stats["k1"][1]["epsilon_next"] != stats["src"][1]["epsilon_next"]  # k = 1.0 from round 2 on
     assert run_cli(capsys, "memory", "verify", "--run", "k1", "--db", db)[0] == 0
+
+
+def test_reconfiguring_a_run_is_refused_mid_round_and_for_bad_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    two_rounds(db)
+    code, _, err = run_cli(capsys, "train", "--run", RUN, "--resume", "--db", db, "--quiet", "--set", "memory.k=-1")
+    assert code == 1 and err.startswith("error: config:") and "Traceback" not in err
+    with EventStore(db) as s:
+        rounds.open_round(s, RUN)
+        n = len(list(s.read(RUN)))
+    code, _, err = run_cli(capsys, "train", "--run", RUN, "--resume", "--db", db, "--quiet", "--set", "memory.k=2.0")
+    assert code == 1 and "in the middle of round 3" in err
+    with EventStore(db) as s:
+        assert len(list(s.read(RUN))) == n  # nothing stored

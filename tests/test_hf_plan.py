@@ -186,3 +186,23 @@ def test_bad_models_and_hub_ids_are_one_line_errors(tmp_path: Path) -> None:
     )
     assert hub.returncode == 1, hub.stderr
     assert "no network: pass a local model directory" in hub.stderr and len(hub.stderr.strip().splitlines()) == 1
+
+
+def test_bad_heldout_files_are_one_line_errors(tmp_path: Path) -> None:
+    from diagevo.train.hf.backend import HFBackend
+
+    for role in ("solver", "challenger"):
+        (tmp_path / role).mkdir()
+        (tmp_path / role / "config.json").write_text("{}")
+    bad = tmp_path / "h.jsonl"
+    bad.write_text('{"question": "What is 1 + 1?", "answer": "2"}\n{"question": "x"}\n')
+    models = [f"hf.solver_model={json.dumps(str(tmp_path / 'solver'))}", f"hf.challenger_model={json.dumps(str(tmp_path / 'challenger'))}"]
+    cfg = load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.heldout={json.dumps(str(bad))}"])
+    with pytest.raises(ValueError, match=r"h\.jsonl:2: expected a JSON object with question and answer"):
+        HFBackend(cfg, 0).heldout()
+    gone = load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.heldout={json.dumps(str(tmp_path / 'none.jsonl'))}"])
+    with pytest.raises(ValueError, match="no held-out file"):
+        HFBackend(gone, 0).heldout()
+    assert HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", models), 0).heldout() == []
+    with pytest.raises(ValueError, match="not a model directory"):
+        HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.solver_model={json.dumps(str(tmp_path))}"]), 0)

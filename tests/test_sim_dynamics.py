@@ -107,6 +107,14 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
         stored = [e for e in store.read("ablate/all on/full/s0", types=("eval.recorded",)) if e.data.get("measure") == "sim-dynamics"]
     assert [e.round for e in stored] == [1, 2]
     assert stored[1].data["shared_label_acc"] == rows["full"]["dynamics"]["shared_label_acc"][1]
+    with EventStore(f"sqlite:///{db}") as store:
+        from diagevo.replay import verify_run
+        from diagevo.report.data import load_run
+
+        assert verify_run(store, "ablate/all on/full/s0") == []  # measures appended after commit
+        report = load_run(store, "ablate/all on/full/s0")
+    # the loop's per-family held-out accuracy is still what the report draws for those rounds
+    assert sorted(set(report.heldout_detail["round"].to_list())) == [1, 2]
     # a second call resumes: nothing is trained or stored twice
     code, out2, err = run_cli(
         capsys, "ablate", "--seeds", "1", "--rounds", "2", "--variant", "full", "--variant", "pure free",

@@ -23,7 +23,6 @@ decided in the log, reuses stored Prompt 1 replies, and re-appending anything is
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -157,6 +156,11 @@ def _prior_outcomes(store: Any, run: str, round: int) -> tuple[dict[str, Extract
     return diagnosed, decided
 
 
+def _counts(summary: DiagnosisSummary) -> tuple[dict[str, Any], int]:
+    """The summary's counters and how many outcomes it lists (outcomes are only appended)."""
+    return {k: v for k, v in summary.__dict__.items() if k != "outcomes"}, len(summary.outcomes)
+
+
 class MemoryMoved(Exception):
     """Another producer changed the memory since the working memory was read."""
 
@@ -196,7 +200,7 @@ class _Round:
         self.pending_inputs: list[Pending] = []  # the failures whose decisions are pending
         self.current: Pending | None = None  # the failure being decided
         self.seen_seq = memory.last_seq
-        self.saved = copy.deepcopy(summary)  # the summary as of the last append
+        self.saved = _counts(summary)  # the summary as of the last append
         self.pre_vecs: np.ndarray | None = None
 
     def flush(self) -> None:
@@ -206,22 +210,25 @@ class _Round:
             return
         pending = self.pending
 
-        def check(foreign: list[Any]) -> list[EventIn]:
+        def check(read: Any) -> list[EventIn]:
+            foreign = read(MEMORY_TYPES, after_seq=self.seen_seq)
             if foreign:
                 raise MemoryMoved(f"{len(foreign)} memory events by another producer")
             return pending
 
-        result = self.store.append_checked(self.run, check, types=MEMORY_TYPES, after_seq=self.seen_seq)
+        result = self.store.append_checked(self.run, check)
         self.seen_seq = result.last_seq
         self.pending, self.pending_failures, self.pending_inputs = [], 0, []
-        self.saved = copy.deepcopy(self.summary)
+        self.saved = _counts(self.summary)
 
     def reread(self) -> list[Pending]:
         """Drop the pending decisions, adopt the log's memory; returns the failures to decide
         again (those another producer has decided meanwhile are left out)."""
         inputs = self.pending_inputs
         self.pending, self.pending_failures, self.pending_inputs = [], 0, []
-        self.summary.__dict__.update(copy.deepcopy(self.saved).__dict__)
+        counts, outcomes = self.saved
+        self.summary.__dict__.update(counts)
+        del self.summary.outcomes[outcomes:]
         self.mem = load_memory(self.store, self.run)
         self.seen_seq = self.mem.last_seq
         self.index.attach(self.mem)
@@ -618,7 +625,7 @@ async def _run(
         index.prescreen(vecs)
         state.pre_vecs = vecs
     state.model_s = time.perf_counter() - t0
-    state.saved = copy.deepcopy(summary)
+    state.saved = _counts(summary)
     for done, f in enumerate(todo, 1):
         ext = extractions.get(f.failure_id)
         if ext is not None:  # None: Prompt 1 failed, already recorded

@@ -132,6 +132,10 @@ class AppendResult:
     last_seq: int  # last seq of the batch's run after the append (0 for an empty batch)
 
 
+# what ``append_checked`` hands its decide function: read(types, *, round=None, after_seq=0)
+CheckedReader = Callable[..., list[tuple[int, int, str, dict[str, Any]]]]
+
+
 class StoreError(Exception):
     """Base of the store's errors; the message is one line meant for the user."""
 
@@ -637,26 +641,24 @@ class EventStore:
                 cur.close()
         return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[result_run][0])
 
-    def append_checked(
-        self,
-        run: str,
-        decide: Callable[[list[tuple[int, int, str, dict[str, Any]]]], Sequence[EventIn]],
-        *,
-        types: Collection[str] | None = None,
-        after_seq: int = 0,
-    ) -> AppendResult:
-        """Read ``run``'s events after ``after_seq`` (of ``types``: (seq, round, type, data), texts as artifact refs)
-        and append the events ``decide`` makes of them, under the append lock in one transaction:
-        no writer appends between the read and the write. ``decide`` raising stores nothing."""
+    def append_checked(self, run: str, decide: Callable[[CheckedReader], Sequence[EventIn]]) -> AppendResult:
+        """Append the events ``decide`` returns, having let it read ``run``'s events, under the
+        append lock in one transaction: no writer appends between its reads and the write.
+        ``decide`` gets ``read(types, *, round=None, after_seq=0)`` -> [(seq, round, type, data)]
+        (texts as artifact refs); ``decide`` raising stores nothing."""
         with self._write_tx(append_lock=True) as conn:
             cur = conn.connection.cursor()
             try:
-                where, params = self._where(run, after_seq, None, types)
-                cur.execute(
-                    f"SELECT seq, round, type, data FROM events {where} {self._order(after_seq, types, None)}", params
-                )
-                rows = [(int(s), int(r), t, _loads(d)) for s, r, t, d in cur.fetchall()]
-                events = list(decide(rows))
+
+                def read(
+                    types: Collection[str] | None, *, round: int | None = None, after_seq: int = 0
+                ) -> list[tuple[int, int, str, dict[str, Any]]]:
+                    where, params = self._where(run, after_seq, None, types, round)
+                    order = self._order(after_seq, types, round)
+                    cur.execute(f"SELECT seq, round, type, data FROM events {where} {order}", params)
+                    return [(int(s), int(r), t, _loads(d)) for s, r, t, d in cur.fetchall()]
+
+                events = list(decide(read))
                 if not events:
                     return AppendResult(0, 0, self._run_head(cur, run)[0])
                 prepared, dups = _prepare(events)
