@@ -694,7 +694,7 @@ class EventStore:
             heads[run] = (run_last, prev[run])
         if artifacts and self._dialect == "postgresql":  # one statement, two arrays
             cur.execute(
-                "INSERT INTO artifacts (sha256, text) SELECT * FROM unnest(%s::text[], %s::text[]) "
+                "INSERT INTO artifacts (sha256, text) SELECT * FROM unnest(%b::text[], %b::text[]) "
                 "ON CONFLICT (sha256) DO NOTHING",
                 (list(artifacts), list(artifacts.values())),
             )
@@ -711,7 +711,7 @@ class EventStore:
     def _existing_ids(self, cur: Any, ids: list[str]) -> set[str]:
         found: set[str] = set()
         if self._dialect == "postgresql":
-            cur.execute("SELECT event_id FROM events WHERE event_id = ANY(%s)", (ids,))
+            cur.execute("SELECT event_id FROM events WHERE event_id = ANY(%b)", (ids,))  # %b: binary arrays, no quoting
             found.update(r[0] for r in cur.fetchall())
             return found
         for i in range(0, len(ids), _SQLITE_MAX_PARAMS):
