@@ -68,6 +68,14 @@ class _Round:
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # phase -> its phase.completed data
 
 
+# what _rebuild takes back from a round's events (not the diagnoses' raw texts nor the memory's
+# own events, about a fifth of a round)
+_REBUILD_TYPES = (
+    "phase.completed", "checkpoint.written", "question.generated", "question.scored", "failure.recorded",
+    "promotions.decided",
+)
+
+
 class Trainer:
     """Runs rounds of one run against one store and one backend."""
 
@@ -143,7 +151,7 @@ class Trainer:
         for e in self.store.read(self.run, types=("checkpoint.written",)):
             if e.round < t:
                 last_ckpt = e.data["path"]
-        for e in self.store.read(self.run, round=t, texts=True):
+        for e in self.store.read(self.run, round=t, types=_REBUILD_TYPES, texts=True):
             if e.type == "phase.completed":
                 r.done.add(e.data["phase"])
                 r.seconds[e.data["phase"]] = e.data.get("seconds", 0.0)
