@@ -29,7 +29,8 @@ def grpo_kwargs(cfg: Config, role: Role, n_prompts: int, output_dir: Path | str,
     g, h = cfg.grpo, cfg.hf
     group = g.challenger_group_size if role == "challenger" else g.solver_group_size
     steps, per_step = steps_and_prompts(cfg, role, n_prompts)
-    per_device = max(1, min(h.per_device_batch // group, per_step)) * group
+    per_process = math.ceil(per_step / h.num_processes)  # a step's prompts, spread over the processes
+    per_device = max(1, min(h.per_device_batch // group, per_process)) * group
     accumulate = max(1, math.ceil(per_step * group / (per_device * h.num_processes)))
     cpu = h.device == "cpu"
     kwargs: dict[str, Any] = {

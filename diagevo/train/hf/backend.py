@@ -35,6 +35,7 @@ from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
 from diagevo.train.hf.args import Role, grpo_kwargs
+from diagevo.train.hf.distributed import global_rewards, rank
 from diagevo.train.hf.tiny import HELDOUT_FILE
 
 STAT_KEYS = {
@@ -150,8 +151,11 @@ class HFBackend:
         reqs = list(requests)
         rows = [{"prompt": challenger_messages(r), "request": i} for i, r in enumerate(reqs)]
 
+        def batch_reward(batch: list[tuple[int, str]]) -> list[float]:  # on rank 0, the global batch
+            return list(reward_fn([reqs[i] for i, _ in batch], [text for _, text in batch]))
+
         def reward(prompts: list[Any], completions: list[Any], request: list[int], **_: Any) -> list[float]:
-            return list(reward_fn([reqs[i] for i in request], [completion_text(c) for c in completions]))
+            return global_rewards([(i, completion_text(c)) for i, c in zip(request, completions, strict=True)], batch_reward)
 
         return self._grpo("challenger", rows, reward, rng, progress)
 
@@ -176,11 +180,11 @@ class HFBackend:
         rewards: list[list[float]] = [[] for _ in range(n)]
         rows = [{"prompt": solver_messages(q), "question": i} for i, q in enumerate(questions)]
 
-        def reward(prompts: list[Any], completions: list[Any], question: list[int], **_: Any) -> list[float]:
-            texts = [completion_text(c) for c in completions]
+        def batch_reward(batch: list[tuple[int, str]]) -> list[float]:  # on rank 0, the global batch
+            texts = [text for _, text in batch]
             out = [0.0] * len(texts)
             groups: dict[int, list[int]] = defaultdict(list)
-            for j, i in enumerate(question):
+            for j, (i, _) in enumerate(batch):
                 groups[i].append(j)
             for i, js in groups.items():
                 rs = list(reward_fn(i, [texts[j] for j in js]))
@@ -191,7 +195,12 @@ class HFBackend:
                     rewards[i] = rs[:group_size]
             return out
 
+        def reward(prompts: list[Any], completions: list[Any], question: list[int], **_: Any) -> list[float]:
+            return global_rewards([(i, completion_text(c)) for i, c in zip(question, completions, strict=True)], batch_reward)
+
         stats = self._grpo("solver", rows, reward, rng, progress) if n else {}
+        if rank() != 0:  # a follower: rank 0 recorded the responses and rewards
+            return SolverRound([], [], stats)
         missing = [i for i in range(n) if not responses[i]]
         if missing:  # not drawn in the phase's steps: responses of the updated solver
             outs = self.sample([questions[i] for i in missing], group_size, rng)
