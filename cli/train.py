@@ -187,6 +187,7 @@ def register(app: typer.Typer) -> None:
         cfg, leads = distributed.for_this_rank(cfg)  # under accelerate launch: rank 0 leads
         if not leads:  # a model worker: rank 0's phase commands, no database
             distributed.follow(training.make_backend(cfg))
+            distributed.finish()
             return
         leader = distributed.Leader(training.make_backend(cfg)) if distributed.world_size() > 1 else None
         try:
@@ -232,6 +233,7 @@ def register(app: typer.Typer) -> None:
         finally:
             if leader is not None:
                 leader.stop()
+                distributed.finish()
 
     @app.command()
     def ablate(

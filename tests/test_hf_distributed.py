@@ -48,3 +48,40 @@ def test_the_challenger_penalty_is_computed_over_the_global_batch(tmp_path: Path
     # the question both shards hold is penalised only when the batch is global
     per_shard = [cur.challenger_rewards(list(s), [P1] * len(s)) for s in SHARDS]
     assert per_shard[0] + per_shard[1] != expected
+
+
+@pytest.mark.slow
+def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    from diagevo.events.store import EventStore
+    from tests.hf_fixtures import tiny_pair
+
+    tiny = tiny_pair(request.config)
+    db = tmp_path / "x.db"
+    done = launch([
+        "-m", "cli.app", "train", "--config", "configs/tiny-hf.toml", "--db", f"sqlite:///{db}", "--run", "r", "--quiet",
+        "--set", f"hf.solver_model={json.dumps(str(tiny / 'solver'))}",
+        "--set", f"hf.challenger_model={json.dumps(str(tiny / 'challenger'))}",
+        "--set", f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}",
+        "--set", "train.challenger_questions=2", "--set", "train.curriculum_questions=4",
+        "--set", "grpo.solver_max_steps=1", "--set", "grpo.construction_responses=4",
+    ], timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "x.db", "x.lance"]  # one log, its vector index
+    assert done.stdout.count("log: sqlite") == 1  # one rank reports
+    store = EventStore(f"sqlite:///{db}")
+    try:
+        events = list(store.read("r"))
+    finally:
+        store.close()
+    ids = [e.event_id for e in events]
+    assert len(ids) == len(set(ids))
+    assert sum(e.type == "run.started" for e in events) == 1
+    assert sum(e.type == "round.committed" for e in events) == 1
+    phases = [e.data for e in events if e.type == "phase.completed"]
+    assert sorted(p["phase"] for p in phases) == ["challenger", "construct", "diagnose", "solver"]
+    trained = {p["phase"]: p for p in phases if p["phase"] in ("challenger", "solver")}
+    assert all(p["processes"] == 2 and p["steps"] >= 1 and "reward" in p for p in trained.values())
+    ckpts = [e.data["path"] for e in events if e.type == "checkpoint.written"]
+    assert len(ckpts) == 2 == len(set(ckpts))
+    assert sorted(p.name for p in (tmp_path / "ckpt").rglob("round*") if p.is_dir()) == sorted(Path(c).name for c in ckpts)
+    assert sum(e.type == "failure.recorded" for e in events) > 0

@@ -242,6 +242,7 @@ class HFBackend:
             trainer.train()
             stats = grpo_stats(trainer.state.log_history)
             stats["steps"] = float(trainer.state.global_step)
+            stats["processes"] = float(trainer.accelerator.num_processes)
             self._models[role] = trainer.accelerator.unwrap_model(trainer.model)
             del trainer
         self._engine.pop(role, None)
