@@ -97,6 +97,17 @@ def launch_command(cfg: Config, config_path: str | None, run: str | None) -> lis
     ]
 
 
+def ranks(n: int) -> str:
+    """How ``n`` launched processes share a run (``diagevo/train/hf/distributed.py``)."""
+    if n == 1:
+        return "1: the loop, the store, both GRPO phases, sampling, checkpoints"
+    workers = "rank 1" if n == 2 else f"ranks 1-{n - 1}"
+    return (
+        f"{n}: rank 0 leads (the loop, the store, sampling, checkpoints, rewards over the global batch); "
+        f"{workers} follow its GRPO phases on their shards"
+    )
+
+
 def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: Path, db: str) -> dict[str, Any]:
     """What ``train`` would do, without loading a model."""
     n_chal = cfg.train.challenger_questions or cfg.grpo.challenger_batch_size
@@ -108,6 +119,7 @@ def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: 
         "database": db,
         "checkpoints": str(checkpoints),
         "launch": shlex.join(launch_command(cfg, config_path, run)),
+        "processes": ranks(cfg.hf.num_processes if cfg.train.backend == "hf" else 1),
         "batches": {
             "challenger_questions": n_chal,
             "curriculum_questions": n_cur,
