@@ -214,7 +214,7 @@ def _bench_raw_sqlite(url: str, grouped: list[tuple[list[tuple], list[tuple]]]) 
     for rows, arts in grouped:
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany("INSERT OR IGNORE INTO artifacts (sha256, text) VALUES (?, ?)", arts)
-        conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany(f"INSERT INTO events VALUES ({', '.join('?' * len(rows[0]))})", rows)  # every column
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - t0
     conn.close()

@@ -162,8 +162,6 @@ STATS_COLUMNS = {
 @memory_app.command()
 def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     """One row per committed round."""
-    import polars as pl
-
     from diagevo.replay import resolve_run, stored_round_stats
 
     with open_store(db) as store:
@@ -172,6 +170,8 @@ def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     if json:
         emit_json({"run": run_id, "rounds": rows})
         return
+    import polars as pl  # the table only: --json goes without it
+
     benches = sorted({k for r in rows for k in r if k.startswith("bench/")})
     heads = {**STATS_COLUMNS, **{b: b.removeprefix("bench/") for b in benches}}
     df = pl.DataFrame(rows).select([c for c in heads if rows and any(c in r for r in rows)])

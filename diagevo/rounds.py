@@ -419,7 +419,7 @@ def failure_inputs(store: EventStore, run: str, t: int) -> list[FailureInput]:
     labels: dict[str, str] = {}
     failures: dict[str, dict[str, Any]] = {}
     types = ("question.generated", "question.scored", "failure.recorded")
-    for e in store.read(run, types=types, round=t, texts=True):
+    for e in store.read(run, types=types, round=t, texts=True):  # the round's events only (indexed)
         if e.type == "question.generated":
             questions[e.data["question_id"]] = e.data
         elif e.type == "question.scored":

@@ -3,19 +3,20 @@
 
 from __future__ import annotations
 
-# Data fields that name a cause, a failure or a question: each has a partial expression index
-# ``ix_events_<field>`` on (run_id, <the field extracted from data>) (migration 0003).
+# Data fields that name a cause, a failure or a question: each is also a column of ``events``,
+# filled by the store at append time (a string value, else NULL), with a partial index
+# ``ix_events_<field>`` on (run_id, field) (migration 0004).
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
 CAUSE_FIELDS = KEY_FIELDS[:4]
 
 
-def key_expr(dialect: str, field: str) -> str:
-    """The SQL expression of ``field`` exactly as the index declares it (so queries use it)."""
-    if field not in KEY_FIELDS:
-        raise ValueError(f"no index on data field {field!r}")
-    if dialect == "postgresql":
-        return f"(data::json ->> '{field}')"
-    return f"json_extract(data, '$.{field}')"
+def key_values(data: dict) -> tuple[str | None, ...]:
+    """The key columns of an event with this data."""
+    out = []
+    for f in KEY_FIELDS:
+        v = data.get(f)
+        out.append(v if isinstance(v, str) else None)
+    return tuple(out)
 
 
 # The condition of the partial index ``ix_events_retained`` (migration 0003), spelled exactly so.

@@ -35,7 +35,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from diagevo.urls import redact_url
 from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
-from diagevo.events.keys import KEY_FIELDS, RETAINED_CONDITION, key_expr
+from diagevo.events.keys import KEY_FIELDS, RETAINED_CONDITION, key_values
 
 if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
     from alembic.config import Config
@@ -299,7 +299,7 @@ def _script() -> ScriptDirectory:
 
 # The newest migration; a test checks it against Alembic's head. A database already there is
 # opened without importing Alembic at all (about a fifth of a second of every command).
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 
 
 def _revision_if_plain(engine: Engine, url: str) -> str | None:
@@ -467,10 +467,11 @@ def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
 
 # --- the store --------------------------------------------------------------------------------
 
-# (event_id, run, round, type, data_json, canonical utf-8 bytes, [(sha, text), ...])
-_Prepared = tuple[str, str, int, str, str, bytes, list[tuple[str, str]]]
+# (event_id, run, round, type, data_json, canonical utf-8 bytes, [(sha, text), ...], key columns)
+_Prepared = tuple[str, str, int, str, str, bytes, list[tuple[str, str]], tuple[str | None, ...]]
 
 
+_KEY_COLUMNS = ", ".join(KEY_FIELDS)
 _NO_ARTIFACTS: list[tuple[str, str]] = []  # shared, never mutated
 
 
@@ -512,7 +513,7 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
         q_run = quoted.get(run) or quoted.setdefault(run, _json_str(run))
         q_typ = quoted.get(typ) or quoted.setdefault(typ, _json_str(typ))
         canon = f"[{_json_str(eid)},{q_run},{rnd},{q_typ},{SCHEMA_VERSION},{data_json}]".encode()
-        rows.append((eid, run, rnd, typ, data_json, canon, arts))
+        rows.append((eid, run, rnd, typ, data_json, canon, arts, key_values(data)))
     return rows, len(events) - len(rows)
 
 
@@ -653,7 +654,8 @@ class EventStore:
                     types: Collection[str] | None, *, round: int | None = None, after_seq: int = 0
                 ) -> list[tuple[int, int, str, dict[str, Any]]]:
                     where, params = self._where(run, after_seq, None, types, round)
-                    cur.execute(f"SELECT seq, round, type, data FROM events {where} ORDER BY seq", params)
+                    order = self._order(after_seq, types, round)
+                    cur.execute(f"SELECT seq, round, type, data FROM events {where} {order}", params)
                     return [(int(s), int(r), t, _loads(d)) for s, r, t, d in cur.fetchall()]
 
                 events = list(decide(read))
@@ -679,11 +681,11 @@ class EventStore:
         sha256 = hashlib.sha256
         rows = []
         artifacts: dict[str, str] = {}
-        for eid, run, rnd, typ, data_json, canon, arts in fresh:
+        for eid, run, rnd, typ, data_json, canon, arts, keys in fresh:
             seq += 1
             p = prev[run]
             h = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
-            rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h))
+            rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, *keys))
             prev[run] = h
             last[run] = seq
             if arts:
@@ -698,13 +700,13 @@ class EventStore:
             )
         elif artifacts:
             cur.executemany("INSERT OR IGNORE INTO artifacts (sha256, text) VALUES (?, ?)", list(artifacts.items()))
-        columns = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash"
+        columns = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, " + _KEY_COLUMNS
         if self._dialect == "postgresql":  # COPY: every row is new (checked under the lock)
             with cur.copy(f"COPY events ({columns}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
         else:
-            cur.executemany(f"INSERT INTO events ({columns}) VALUES ({', '.join('?' * 10)})", rows)
+            cur.executemany(f"INSERT INTO events ({columns}) VALUES ({', '.join('?' * (10 + len(KEY_FIELDS)))})", rows)
 
     def _existing_ids(self, cur: Any, ids: list[str]) -> set[str]:
         found: set[str] = set()
@@ -737,8 +739,11 @@ class EventStore:
         """WHERE clause selecting a run's events (served by the (run_id, seq), (run_id, type, seq)
         or (run_id, round, type) index)."""
         q = self._p
-        sql = f"WHERE run_id = {q} AND seq > {q}"
-        params: list[Any] = [run, after_seq]
+        sql = f"WHERE run_id = {q}"
+        params: list[Any] = [run]
+        if after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
+            sql += f" AND seq > {q}"
+            params.append(after_seq)
         if round is not None:
             sql += f" AND round = {q}"
             params.append(round)
@@ -754,6 +759,14 @@ class EventStore:
                 params.extend(types)
         return sql, params
 
+    def _order(self, after_seq: int, types: Collection[str] | None, round: int | None) -> str:
+        """``ORDER BY seq``. Without a seq range but with a round or types, SQLite's planner would
+        rather walk the whole run in (run_id, seq) order than sort the few rows the round or
+        type index finds; ``+seq`` tells it to sort them."""
+        if self._dialect == "sqlite" and after_seq <= 0 and (round is not None or types is not None):
+            return "ORDER BY +seq"
+        return "ORDER BY seq"
+
     def iter_rows(
         self, run: str, *, after_seq: int = 0, types: Collection[str] | None = None, round: int | None = None
     ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
@@ -762,7 +775,7 @@ class EventStore:
         loads = _loads
         with self._cursor(stream=True) as cur:
             where, params = self._where(run, after_seq, None, types, round)
-            cur.execute(f"SELECT seq, round, type, data FROM events {where} ORDER BY seq", params)
+            cur.execute(f"SELECT seq, round, type, data FROM events {where} {self._order(after_seq, types, round)}", params)
             while rows := cur.fetchmany(_FETCH):
                 for seq, rnd, typ, data in rows:
                     yield seq, rnd, typ, loads(data)
@@ -781,10 +794,9 @@ class EventStore:
         """Events of a run in seq order (of one ``round`` only, if given; at most ``limit``);
         ``texts=True`` puts artifact texts back inline."""
         where, params = self._where(run, after_seq, upto_seq, types, round)
+        where += " " + self._order(after_seq, types, round)
         if limit:
-            where += f" ORDER BY seq LIMIT {int(limit)}"
-        else:
-            where += " ORDER BY seq"
+            where += f" LIMIT {int(limit)}"
         return self._select(where, params, texts)
 
     def read_naming(
@@ -806,7 +818,7 @@ class EventStore:
             if field not in KEY_FIELDS:
                 raise StoreError(f"events cannot be looked up by {field!r}: use one of {', '.join(KEY_FIELDS)}")
             values = list(dict.fromkeys(values))
-            expr = key_expr(self._dialect, field)
+            expr = field  # a column of its own (migration 0004)
             for i in range(0, len(values), _SQLITE_MAX_PARAMS):
                 chunk = values[i : i + _SQLITE_MAX_PARAMS]
                 # only the run and the ids in SQL: any other condition (a seq range, a type list)

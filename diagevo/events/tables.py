@@ -10,8 +10,10 @@ so the database must store exactly the text the store hashed (PostgreSQL's JSONB
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
+
+from diagevo.events.keys import KEY_FIELDS
 
 # On SQLite ``INTEGER PRIMARY KEY`` aliases the rowid (fast, 64-bit); BIGINT would not.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")
@@ -26,7 +28,11 @@ class Event(SQLModel, table=True):
         Index("ix_events_run_seq", "run_id", "seq"),
         Index("ix_events_run_type_seq", "run_id", "type", "seq"),
         Index("ix_events_run_round_type", "run_id", "round", "type"),
-        # plus, from migration 0003, a partial expression index per diagevo.events.keys.KEY_FIELDS
+        *(
+            Index(f"ix_events_{f}", "run_id", f, sqlite_where=text(f"{f} IS NOT NULL"), postgresql_where=text(f"{f} IS NOT NULL"))
+            for f in KEY_FIELDS
+        ),
+        # plus ix_events_retained, a partial index on (run_id, round) over retained question.scored
     )
 
     seq: int = Field(sa_column=Column("seq", SeqType, primary_key=True, autoincrement=False))
@@ -39,6 +45,13 @@ class Event(SQLModel, table=True):
     recorded_at: str = Field(sa_column=Column("recorded_at", String(40), nullable=False))
     prev_hash: str = Field(sa_column=Column("prev_hash", String(64), nullable=False))
     hash: str = Field(sa_column=Column("hash", String(64), nullable=False))
+    # ids the data names, copied out of it at append time (diagevo.events.keys), for indexed reads
+    cause_id: str | None = Field(default=None, sa_column=Column("cause_id", String, nullable=True))
+    active_cause: str | None = Field(default=None, sa_column=Column("active_cause", String, nullable=True))
+    mastered_cause: str | None = Field(default=None, sa_column=Column("mastered_cause", String, nullable=True))
+    matched_cause: str | None = Field(default=None, sa_column=Column("matched_cause", String, nullable=True))
+    failure_id: str | None = Field(default=None, sa_column=Column("failure_id", String, nullable=True))
+    question_id: str | None = Field(default=None, sa_column=Column("question_id", String, nullable=True))
 
 
 class Artifact(SQLModel, table=True):

@@ -82,7 +82,7 @@ def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]
     if config.redacted() == saved.redacted():
         return config
     t = max(committed_rounds(store, run), default=0) + 1
-    if any(rnd >= t for _, rnd, _, _ in store.iter_rows(run, after_seq=0, types=None) if rnd):
+    if any(True for _ in store.read(run, round=t, limit=1)):  # round t has begun (an indexed read)
         raise ValueError(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
     record = config.redacted() | {"k": config.memory.k}
     digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
