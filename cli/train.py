@@ -186,10 +186,10 @@ def register(app: typer.Typer) -> None:
 
         cfg, leads = distributed.for_this_rank(cfg)  # under accelerate launch: rank 0 leads
         if not leads:  # a model worker: rank 0's phase commands, no database
-            distributed.follow(training.make_backend(cfg))
+            distributed.follow(training.make_backend)
             distributed.finish()
             return
-        leader = distributed.Leader(training.make_backend(cfg)) if distributed.world_size() > 1 else None
+        leader = distributed.Leader if distributed.world_size() > 1 else None
         try:
             with open_store(cfg.db, create=True) as store:
                 run_id = training.run_id_for(store, cfg, resume)
@@ -202,7 +202,7 @@ def register(app: typer.Typer) -> None:
                             if phase == "rounds":
                                 running["round"] = done + 1
 
-                        training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, backend=leader, overrides=list(set_ or []))
+                        training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, lead=leader, overrides=list(set_ or []))
                     else:
                         columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
                         # a live display only on a terminal: piped, it would leave a blank line before an error
@@ -214,7 +214,7 @@ def register(app: typer.Typer) -> None:
                                     running["round"] = done + 1
                                 bars(phase, done, total)
 
-                            training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round, backend=leader, overrides=list(set_ or []))
+                            training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round, lead=leader, overrides=list(set_ or []))
                 except KeyboardInterrupt:
                     where = f"in round {running['round']}" if running["round"] else "before the first round"
                     again = shlex.join([prog, "train", "--resume", "--run", run_id, *dbs])
@@ -232,7 +232,7 @@ def register(app: typer.Typer) -> None:
                     console.print(f"  ({note})", soft_wrap=True, highlight=False, markup=False)
         finally:
             if leader is not None:
-                leader.stop()
+                distributed.stop()
                 distributed.finish()
 
     @app.command()

@@ -58,15 +58,20 @@ def init(cpu: bool = False) -> tuple[int, int]:
     return state.process_index, state.num_processes
 
 
+def with_processes(cfg: Config) -> Config:
+    """``cfg`` with ``hf.num_processes`` = this launch's processes (a stored config may hold
+    another count)."""
+    return cfg.model_copy(update={"hf": cfg.hf.model_copy(update={"num_processes": world_size()})})
+
+
 def for_this_rank(cfg: Config) -> tuple[Config, bool]:
     """The config this rank trains with (``hf.num_processes`` = the launch's processes) and
     whether it leads; one process leads alone and starts nothing."""
-    n = world_size()
-    if n == 1:
+    if world_size() == 1:
         return cfg, True
     if cfg.train.backend != "hf":
         raise ValueError(f"backend {cfg.train.backend!r} runs in one process: start it without accelerate launch")
-    cfg = cfg.model_copy(update={"hf": cfg.hf.model_copy(update={"num_processes": n})})
+    cfg = with_processes(cfg)
     index, _ = init(cpu=cfg.hf.device == "cpu")
     return cfg, index == 0
 
@@ -123,6 +128,7 @@ class Command:
     """One phase command from rank 0 to the followers."""
 
     op: str  # "train_challenger" | "train_solver" | "load" | STOP
+    config: Config | None = None  # the config rank 0 runs with (a resumed run's stored one)
     requests: tuple[GenerationRequest, ...] = ()
     questions: tuple[str, ...] = ()
     group_size: int = 0
@@ -143,6 +149,7 @@ class Leader:
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.name = backend.name
+        backend.config = with_processes(backend.config)  # built from the run's (stored) config
 
     def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:
         out: list[str] = self.backend.generate(requests, rng)
@@ -171,7 +178,7 @@ class Leader:
         self, requests: Sequence[GenerationRequest], reward_fn: ChallengerRewardFn, rng: random.Random,
         progress: ProgressFn = no_progress,
     ) -> dict[str, float]:
-        broadcast(Command("train_challenger", requests=tuple(requests), rng_state=rng.getstate()))
+        broadcast(Command("train_challenger", self.backend.config, requests=tuple(requests), rng_state=rng.getstate()))
         result: dict[str, float] = self.backend.train_challenger(requests, reward_fn, rng, progress)
         return result
 
@@ -179,30 +186,38 @@ class Leader:
         self, questions: Sequence[str], reward_fn: SolverRewardFn, group_size: int, rng: random.Random,
         progress: ProgressFn = no_progress,
     ) -> SolverRound:
-        broadcast(Command("train_solver", questions=tuple(questions), group_size=group_size, rng_state=rng.getstate()))
+        broadcast(Command("train_solver", self.backend.config, questions=tuple(questions), group_size=group_size, rng_state=rng.getstate()))
         result: SolverRound = self.backend.train_solver(questions, reward_fn, group_size, rng, progress)
         return result
 
     def load(self, path: Path) -> None:
-        broadcast(Command("load", path=str(path)))
+        broadcast(Command("load", self.backend.config, path=str(path)))
         self.backend.load(path)
 
-    def stop(self) -> None:
-        """Release the followers (after the last round, or when rank 0 fails)."""
-        broadcast(Command(STOP))
+
+
+def stop() -> None:
+    """Rank 0: release the followers (after the last round, or when rank 0 fails)."""
+    broadcast(Command(STOP))
 
 
 def _never(*_: Any) -> list[float]:
     raise RuntimeError("a follower computes no rewards: rank 0 does")
 
 
-def follow(backend: Any) -> int:
-    """Run rank 0's phase commands on this rank's models until it stops; the number run."""
+def follow(make_backend: Callable[[Config], Any]) -> int:
+    """Run rank 0's phase commands until it stops; the number run. This rank's backend is built
+    from the config of rank 0's first command (for a resumed run, the run's stored config)."""
     done = 0
+    backend: Any = None
     while True:
         cmd: Command = broadcast(None)
         if cmd.op == STOP:
             return done
+        if cmd.config is None:
+            raise ValueError(f"phase command {cmd.op!r} without the leader's config")
+        if backend is None or cmd.config != backend.config:
+            backend = make_backend(cmd.config)
         if cmd.op == "train_challenger":
             backend.train_challenger(list(cmd.requests), _never, _rng(cmd.rng_state))
         elif cmd.op == "train_solver":
