@@ -85,3 +85,19 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     assert len(ckpts) == 2 == len(set(ckpts))
     assert sorted(p.name for p in (tmp_path / "ckpt").rglob("round*") if p.is_dir()) == sorted(Path(c).name for c in ckpts)
     assert sum(e.type == "failure.recorded" for e in events) > 0
+
+    # round 2, resumed: every rank reloads round 1's checkpoint; the run's stored sizes hold
+    again = launch([
+        "-m", "cli.app", "train", "--config", "configs/tiny-hf.toml", "--db", f"sqlite:///{db}", "--run", "r",
+        "--quiet", "--resume", "--rounds", "2",
+    ], timeout=400)
+    assert again.returncode == 0, again.stderr[-3000:]
+    store = EventStore(f"sqlite:///{db}")
+    try:
+        second = list(store.read("r", round=2))
+    finally:
+        store.close()
+    assert sum(e.type == "round.committed" for e in second) == 1
+    assert sum(e.type == "checkpoint.written" for e in second) == 2
+    assert all(e.data["processes"] == 2 for e in second if e.type == "phase.completed" and "processes" in e.data)
+    assert sum(e.type == "question.generated" for e in second) <= 4  # train.curriculum_questions of the run
