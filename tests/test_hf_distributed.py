@@ -86,7 +86,8 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     assert sorted(p.name for p in (tmp_path / "ckpt").rglob("round*") if p.is_dir()) == sorted(Path(c).name for c in ckpts)
     assert sum(e.type == "failure.recorded" for e in events) > 0
 
-    # round 2, resumed: every rank reloads round 1's checkpoint; the run's stored sizes hold
+    # round 2, resumed: every rank reloads round 1's checkpoint; the run's stored config holds (the
+    # command line's models/tiny does not exist: a rank built from it would fail)
     again = launch([
         "-m", "cli.app", "train", "--config", "configs/tiny-hf.toml", "--db", f"sqlite:///{db}", "--run", "r",
         "--quiet", "--resume", "--rounds", "2",
