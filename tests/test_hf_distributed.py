@@ -102,3 +102,16 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     assert sum(e.type == "checkpoint.written" for e in second) == 2
     assert all(e.data["processes"] == 2 for e in second if e.type == "phase.completed" and "processes" in e.data)
     assert sum(e.type == "question.generated" for e in second) <= 4  # train.curriculum_questions of the run
+
+
+def test_only_the_hf_backend_runs_on_several_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diagevo.config import load_config
+    from diagevo.train.hf.distributed import for_this_rank, with_processes
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match="backend 'sim' runs in one process: start it without accelerate launch"):
+        for_this_rank(load_config(ROOT / "configs" / "sim.toml"))
+    assert with_processes(load_config(ROOT / "configs" / "tiny-hf.toml")).hf.num_processes == 2
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    cfg = load_config(ROOT / "configs" / "sim.toml")
+    assert for_this_rank(cfg) == (cfg, True)
