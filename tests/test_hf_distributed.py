@@ -37,6 +37,7 @@ def launch(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*cmd, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_the_challenger_penalty_is_computed_over_the_global_batch(tmp_path: Path) -> None:
     done = launch([str(ROOT / "tests" / "dist_rewards.py"), str(tmp_path)], timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
