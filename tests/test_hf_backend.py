@@ -153,3 +153,21 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
         assert server.calls("extract"), "no failure reached the endpoint"
     assert report.failures > 0
     assert cause in texts
+
+
+def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
+    """``diagevo eval --run`` finds the solver this round saved, and the base model as round 0."""
+    from tests.test_cli_memory import run_cli
+    from tests.test_eval_local import MATH500
+
+    cfg, store, run, reports, backend, tmp = tiny_round
+    (solver_ckpt,) = [Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",)) if e.data["phase"] == "solver"]
+    code, out, err = run_cli(
+        capsys, "eval", "--db", store.url, "--run", run, "--bench", f"math500={MATH500}", "--limit", "3",
+        "--max-new-tokens", "32", "--out", str(tmp / "eval"), "--json",
+    )
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    assert [(r["round"], r["model"], r["n"]) for r in results] == [(0, str(tiny_dir / "solver"), 3), (1, str(solver_ckpt / "solver"), 3)]
+    evals = [e for e in store.read(run, types=("eval.recorded",)) if "benchmark" in e.data]  # not the loop's held-out metrics
+    assert [(e.round, e.data["benchmark"], e.data["model"]) for e in evals] == [(r["round"], "math500", r["model"]) for r in results]

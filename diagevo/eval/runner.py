@@ -96,12 +96,16 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
     return done
 
 
-def _graded(q: Question, settings: str, greedy: str, samples: Sequence[str], k: int | None) -> dict[str, Any]:
-    """The outputs line of one question."""
+def _graded(
+    q: Question, settings: str, greedy: str, samples: Sequence[str], k: int | None, prompt: str | None = None
+) -> dict[str, Any]:
+    """The outputs line of one question; ``prompt`` is the text the model saw, where the engine
+    renders it in this process (a server applies its own template and does not say how)."""
     g = grade(q, greedy)
     row: dict[str, Any] = {
         "index": q.index, "id": q.source_id, "settings": settings, "question": q.text, "gold": q.gold,
         "response": greedy, "answer": g.answer, "correct": g.correct, **({"extra": dict(q.extra)} if q.extra else {}),
+        **({"prompt": prompt} if prompt is not None else {}),
     }
     if k:
         row["samples"] = []
@@ -143,10 +147,12 @@ def evaluate(
     for phase in phases[: 2 if k else 1]:
         progress(phase, total - len(todo), total)
 
+    render = getattr(engine, "render", None)
+
     def write(fh: TextIO, batch: list[Question], first: list[list[str]], many: list[list[str]]) -> None:
         lines = []
         for q, g_out, s_out in zip(batch, first, many, strict=True):
-            row = _graded(q, settings, g_out[0], s_out, k)
+            row = _graded(q, settings, g_out[0], s_out, k, render(solver_messages(q.text)) if render else None)
             lines.append(json.dumps(row, ensure_ascii=False) + "\n")
             done[q.index] = row
         fh.write("".join(lines))
