@@ -195,7 +195,6 @@ class Leader:
         self.backend.load(path)
 
 
-
 def stop() -> None:
     """Rank 0: release the followers (after the last round, or when rank 0 fails)."""
     broadcast(Command(STOP))
