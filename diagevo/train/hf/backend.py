@@ -35,7 +35,7 @@ from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
 from diagevo.train.hf.args import Role, grpo_kwargs
-from diagevo.train.hf.distributed import global_rewards, rank
+from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank
 from diagevo.train.hf.tiny import HELDOUT_FILE
 
 STAT_KEYS = {
@@ -98,12 +98,12 @@ class HFBackend:
         self.model(role)
         return self._tokenizers[role]
 
-    def _load_role(self, role: Role, path: Path) -> None:
+    def _load_role(self, role: Role, path: Path, device: str | None = None) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         dtype = torch.bfloat16 if self.config.hf.bf16 and self.config.hf.device != "cpu" else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.config.hf.device)  # type: ignore[arg-type]
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device or self.config.hf.device)  # type: ignore[arg-type]
         tok = AutoTokenizer.from_pretrained(path)
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
@@ -213,6 +213,7 @@ class HFBackend:
     # ------------------------------------------------------------------ GRPO
 
     def _grpo(self, role: Role, rows: list[dict[str, Any]], reward: Any, rng: random.Random, progress: ProgressFn) -> dict[str, float]:
+        from accelerate import PartialState
         from datasets import Dataset
         from transformers import TrainerCallback
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -243,8 +244,15 @@ class HFBackend:
             stats = grpo_stats(trainer.state.log_history)
             stats["steps"] = float(trainer.state.global_step)
             stats["processes"] = float(trainer.accelerator.num_processes)
-            self._models[role] = trainer.accelerator.unwrap_model(trainer.model)
-            del trainer
+            if is_zero3(trainer):  # the policy is sharded across the ranks: gather it, load it whole
+                gathered, device = gather_policy(trainer, Path(tmp) / "policy"), trainer.accelerator.device
+                del trainer
+                self._free()
+                self._load_role(role, gathered, device=str(device))
+                PartialState().wait_for_everyone()  # rank 0's staging directory is read by all
+            else:
+                self._models[role] = trainer.accelerator.unwrap_model(trainer.model)
+                del trainer
         self._engine.pop(role, None)
         self._free()
         return stats

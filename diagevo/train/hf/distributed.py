@@ -103,6 +103,23 @@ def gather(items: list[Any]) -> list[Any]:
     return list(gather_object(items))
 
 
+def is_zero3(trainer: Any) -> bool:
+    """Whether ``trainer`` runs under DeepSpeed ZeRO-3, where each rank holds only a shard of the
+    policy once GRPO is over."""
+    plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
+    return bool(getattr(trainer, "is_deepspeed_enabled", False) and plugin is not None and plugin.zero_stage == 3)
+
+
+def gather_policy(trainer: Any, staging: Path) -> Path:
+    """The whole policy of a ZeRO-3 ``trainer`` written to rank 0's ``staging`` directory; every
+    rank must call it (``save_model`` gathers the shards, a collective; rank 0 writes the 16-bit
+    weights, ``zero3_save_16bit_model: true`` in the accelerate config). Returns rank 0's path on
+    every rank, for each to load the whole weights back."""
+    trainer.save_model(str(staging))
+    trainer.accelerator.wait_for_everyone()
+    return Path(broadcast(str(staging)))
+
+
 def global_rewards(local: Sequence[T], compute: Callable[[list[T]], list[float]]) -> list[float]:
     """Rewards of this rank's ``local`` items, computed once on rank 0 over all ranks' items.
 
