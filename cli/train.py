@@ -182,45 +182,58 @@ def register(app: typer.Typer) -> None:
             if not quiet:
                 console.print(round_table([report]))
 
-        with open_store(cfg.db, create=True) as store:
-            run_id = training.run_id_for(store, cfg, resume)
-            cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"run": run_id})})
-            prog, (dbs, note) = program(), db_args(explicit_db, db_url)
-            try:
-                if quiet:
+        from diagevo.train.hf import distributed
 
-                    def track(phase: str, done: int, total: int | None) -> None:
-                        if phase == "rounds":
-                            running["round"] = done + 1
+        cfg, leads = distributed.for_this_rank(cfg)  # under accelerate launch: rank 0 leads
+        if not leads:  # a model worker: rank 0's phase commands, no database
+            distributed.follow(training.make_backend)
+            distributed.finish()
+            return
+        leader = distributed.Leader if distributed.world_size() > 1 else None
+        try:
+            with open_store(cfg.db, create=True) as store:
+                run_id = training.run_id_for(store, cfg, resume)
+                cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"run": run_id})})
+                prog, (dbs, note) = program(), db_args(explicit_db, db_url)
+                try:
+                    if quiet:
 
-                    training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, overrides=list(set_ or []))
-                else:
-                    columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-                    # a live display only on a terminal: piped, it would leave a blank line before an error
-                    with Progress(*columns, console=console, transient=False, disable=not console.is_terminal) as progress:
-                        bars = RichProgress(progress)
-
-                        def show(phase: str, done: int, total: int | None) -> None:
+                        def track(phase: str, done: int, total: int | None) -> None:
                             if phase == "rounds":
                                 running["round"] = done + 1
-                            bars(phase, done, total)
 
-                        training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round, overrides=list(set_ or []))
-            except KeyboardInterrupt:
-                where = f"in round {running['round']}" if running["round"] else "before the first round"
-                again = shlex.join([prog, "train", "--resume", "--run", run_id, *dbs])
-                raise Interrupted(f"interrupted {where}: continue with `{again}`") from None
-            last = max((r.round for r in reports), default=None)
-            cause = training.cause_to_audit(store, run_id)
-        console.print(round_table(reports) if reports else "nothing to do: every round is committed")
-        console.print(f"\nlog: [bold]{redact_url(db_url)}[/]  run: [bold]{run_id}[/]", soft_wrap=True)  # no password
-        if last is not None:
-            console.print("try:")
-            for cmd in (["replay", "--round", str(last)], ["stats"], *([["why", cause]] if cause else [])):
-                line = shlex.join([prog, "memory", *cmd, *dbs, "--run", run_id])
-                console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)
-            if note:
-                console.print(f"  ({note})", soft_wrap=True, highlight=False, markup=False)
+                        training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, lead=leader, overrides=list(set_ or []))
+                    else:
+                        columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+                        # a live display only on a terminal: piped, it would leave a blank line before an error
+                        with Progress(*columns, console=console, transient=False, disable=not console.is_terminal) as progress:
+                            bars = RichProgress(progress)
+
+                            def show(phase: str, done: int, total: int | None) -> None:
+                                if phase == "rounds":
+                                    running["round"] = done + 1
+                                bars(phase, done, total)
+
+                            training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round, lead=leader, overrides=list(set_ or []))
+                except KeyboardInterrupt:
+                    where = f"in round {running['round']}" if running["round"] else "before the first round"
+                    again = shlex.join([prog, "train", "--resume", "--run", run_id, *dbs])
+                    raise Interrupted(f"interrupted {where}: continue with `{again}`") from None
+                last = max((r.round for r in reports), default=None)
+                cause = training.cause_to_audit(store, run_id)
+            console.print(round_table(reports) if reports else "nothing to do: every round is committed")
+            console.print(f"\nlog: [bold]{redact_url(db_url)}[/]  run: [bold]{run_id}[/]", soft_wrap=True)  # no password
+            if last is not None:
+                console.print("try:")
+                for cmd in (["replay", "--round", str(last)], ["stats"], *([["why", cause]] if cause else [])):
+                    line = shlex.join([prog, "memory", *cmd, *dbs, "--run", run_id])
+                    console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)
+                if note:
+                    console.print(f"  ({note})", soft_wrap=True, highlight=False, markup=False)
+        finally:
+            if leader is not None:
+                distributed.stop()
+                distributed.finish()
 
     @app.command()
     def ablate(

@@ -119,8 +119,7 @@ def stored_round_stats(store: EventStore, run: str) -> list[dict]:
     schedule from the commits' memories (snapshots), what each round did from the per-(round,
     type) counts of the index, held-out figures from the ``round.committed`` events and
     benchmark scores from ``eval.recorded``."""
-    from diagevo.memory.audit import COUNTED
-    from diagevo.memory.schedule import schedule
+    from diagevo.memory.audit import COUNTED, memory_sizes
 
     counts = store.type_counts(run)
     commits_data = {e.round: e.data for e in store.read(run, types=("round.committed",))}
@@ -136,15 +135,7 @@ def stored_round_stats(store: EventStore, run: str) -> list[dict]:
     out: list[dict] = []
     for mem in commit_memories(store, run):
         rnd = mem.committed
-        s = schedule(mem)
-        row = {
-            "round": rnd,
-            "active": len(mem.active()),
-            "mastered": len(mem.mastered()),
-            "nodes": len(mem.nodes),
-            "F": s.F,
-            "epsilon_next": s.epsilon,
-        }
+        row = memory_sizes(mem)
         for etype, name in COUNTED.items():
             if name == "questions":
                 row["questions"] = counts.get((rnd, etype), 0)

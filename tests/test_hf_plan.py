@@ -206,3 +206,28 @@ def test_bad_heldout_files_are_one_line_errors(tmp_path: Path) -> None:
     assert HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", models), 0).heldout() == []
     with pytest.raises(ValueError, match="not a model directory"):
         HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.solver_model={json.dumps(str(tmp_path))}"]), 0)
+
+
+def test_the_plan_says_how_the_ranks_share_the_work() -> None:
+    eight = plan(load_config(ROOT / "configs" / "qwen3-8b-base.toml"), config_path="c.toml", run=None, checkpoints=Path("/tmp/c"), db="sqlite:///x.db")
+    assert eight["processes"].startswith("8: rank 0 leads") and "ranks 1-7 follow" in eight["processes"]
+    assert "--num_processes 8" in eight["launch"]
+    one = plan(load_config(ROOT / "configs" / "tiny-hf.toml"), config_path="c.toml", run=None, checkpoints=Path("/tmp/c"), db="sqlite:///x.db")
+    assert one["processes"].startswith("1:")
+
+
+def test_only_a_zero3_trainer_has_its_policy_gathered() -> None:
+    """Under ZeRO-3 the policy is sharded after GRPO and must be gathered before rank 0 saves it;
+    under DDP (as the CPU tests run) or ZeRO-2 every rank already holds it whole."""
+    from types import SimpleNamespace
+
+    from diagevo.train.hf.distributed import is_zero3
+
+    def trainer(enabled: bool, stage: int | None) -> SimpleNamespace:
+        plugin = None if stage is None else SimpleNamespace(zero_stage=stage)
+        return SimpleNamespace(is_deepspeed_enabled=enabled, accelerator=SimpleNamespace(state=SimpleNamespace(deepspeed_plugin=plugin)))
+
+    assert is_zero3(trainer(True, 3))
+    assert not is_zero3(trainer(True, 2))
+    assert not is_zero3(trainer(False, None))
+    assert not is_zero3(trainer(False, 3))

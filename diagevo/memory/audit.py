@@ -8,6 +8,7 @@ from typing import Any
 
 from diagevo.memory.fold import InvariantError, Row, drafts
 from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
 
 
 def _question_view(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -108,6 +109,19 @@ COUNTED = {
 }
 
 
+def memory_sizes(mem: Memory) -> dict[str, Any]:
+    """A committed memory's sizes and schedule: one row of ``memory stats``' memory columns."""
+    s = schedule(mem)
+    return {
+        "round": mem.committed,
+        "active": len(mem.active()),
+        "mastered": len(mem.mastered()),
+        "nodes": len(mem.nodes),
+        "F": s.F,
+        "epsilon_next": s.epsilon,
+    }
+
+
 def round_stats(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
     """One row per committed round: memory sizes, F_t, ε_{t+1}, what the round did, and the
     benchmark scores of its checkpoint (``bench/NAME``: accuracy, the latest recorded)."""
@@ -125,16 +139,9 @@ def round_stats(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
         elif etype == "question.scored" and d.get("retained"):
             retained += 1
         elif etype == "round.committed":
-            mem = draft.freeze()
-            s = schedule(mem)
             out.append(
                 {
-                    "round": rnd,
-                    "active": len(mem.active()),
-                    "mastered": len(mem.mastered()),
-                    "nodes": len(mem.nodes),
-                    "F": s.F,
-                    "epsilon_next": s.epsilon,
+                    **memory_sizes(draft.freeze()),
                     "questions": counts["questions"],
                     "retained": retained,
                     "failures": counts["failures"],

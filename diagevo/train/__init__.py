@@ -100,9 +100,11 @@ def train(
     on_round: Callable[..., None] = lambda r: None,
     backend: Backend | None = None,
     overrides: list[str] | None = None,
+    lead: Callable[[Backend], Backend] | None = None,
 ) -> tuple[str, list]:
     """Train (or resume) a run up to round ``rounds`` (default: the config's); returns the run id
-    and the reports of the rounds it ran."""
+    and the reports of the rounds it ran. ``lead`` wraps the backend, built from the run's
+    config, for the rank that leads a multi-process launch."""
     from diagevo.train.loop import Trainer
 
     if rounds is not None and rounds < 1:
@@ -117,7 +119,8 @@ def train(
                 saved = reconfigure(store, run, saved, overrides)
             config = saved.model_copy(update={"db": config.db})
     progress("load", 0, None)
-    trainer = Trainer(config, store, backend or make_backend(config), run, progress=progress, on_round=on_round)
+    models = backend or make_backend(config)
+    trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)
     return run, trainer.train(rounds)
 
 

@@ -29,7 +29,8 @@ def grpo_kwargs(cfg: Config, role: Role, n_prompts: int, output_dir: Path | str,
     g, h = cfg.grpo, cfg.hf
     group = g.challenger_group_size if role == "challenger" else g.solver_group_size
     steps, per_step = steps_and_prompts(cfg, role, n_prompts)
-    per_device = max(1, min(h.per_device_batch // group, per_step)) * group
+    per_process = math.ceil(per_step / h.num_processes)  # a step's prompts, spread over the processes
+    per_device = max(1, min(h.per_device_batch // group, per_process)) * group
     accumulate = max(1, math.ceil(per_step * group / (per_device * h.num_processes)))
     cpu = h.device == "cpu"
     kwargs: dict[str, Any] = {
@@ -96,6 +97,17 @@ def launch_command(cfg: Config, config_path: str | None, run: str | None) -> lis
     ]
 
 
+def ranks(n: int) -> str:
+    """How ``n`` launched processes share a run (``diagevo/train/hf/distributed.py``)."""
+    if n == 1:
+        return "1: the loop, the store, both GRPO phases, sampling, checkpoints"
+    workers = "rank 1" if n == 2 else f"ranks 1-{n - 1}"
+    return (
+        f"{n}: rank 0 leads (the loop, the store, sampling, checkpoints, rewards over the global batch); "
+        f"{workers} follow its GRPO phases on their shards"
+    )
+
+
 def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: Path, db: str) -> dict[str, Any]:
     """What ``train`` would do, without loading a model."""
     n_chal = cfg.train.challenger_questions or cfg.grpo.challenger_batch_size
@@ -107,6 +119,7 @@ def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: 
         "database": db,
         "checkpoints": str(checkpoints),
         "launch": shlex.join(launch_command(cfg, config_path, run)),
+        "processes": ranks(cfg.hf.num_processes if cfg.train.backend == "hf" else 1),
         "batches": {
             "challenger_questions": n_chal,
             "curriculum_questions": n_cur,

@@ -35,6 +35,7 @@ from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
 from diagevo.train.hf.args import Role, grpo_kwargs
+from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank
 from diagevo.train.hf.tiny import HELDOUT_FILE
 
 STAT_KEYS = {
@@ -97,12 +98,12 @@ class HFBackend:
         self.model(role)
         return self._tokenizers[role]
 
-    def _load_role(self, role: Role, path: Path) -> None:
+    def _load_role(self, role: Role, path: Path, device: str | None = None) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         dtype = torch.bfloat16 if self.config.hf.bf16 and self.config.hf.device != "cpu" else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.config.hf.device)  # type: ignore[arg-type]
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device or self.config.hf.device)  # type: ignore[arg-type]
         tok = AutoTokenizer.from_pretrained(path)
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
@@ -150,8 +151,11 @@ class HFBackend:
         reqs = list(requests)
         rows = [{"prompt": challenger_messages(r), "request": i} for i, r in enumerate(reqs)]
 
+        def batch_reward(batch: list[tuple[int, str]]) -> list[float]:  # on rank 0, the global batch
+            return list(reward_fn([reqs[i] for i, _ in batch], [text for _, text in batch]))
+
         def reward(prompts: list[Any], completions: list[Any], request: list[int], **_: Any) -> list[float]:
-            return list(reward_fn([reqs[i] for i in request], [completion_text(c) for c in completions]))
+            return global_rewards([(i, completion_text(c)) for i, c in zip(request, completions, strict=True)], batch_reward)
 
         return self._grpo("challenger", rows, reward, rng, progress)
 
@@ -176,11 +180,11 @@ class HFBackend:
         rewards: list[list[float]] = [[] for _ in range(n)]
         rows = [{"prompt": solver_messages(q), "question": i} for i, q in enumerate(questions)]
 
-        def reward(prompts: list[Any], completions: list[Any], question: list[int], **_: Any) -> list[float]:
-            texts = [completion_text(c) for c in completions]
+        def batch_reward(batch: list[tuple[int, str]]) -> list[float]:  # on rank 0, the global batch
+            texts = [text for _, text in batch]
             out = [0.0] * len(texts)
             groups: dict[int, list[int]] = defaultdict(list)
-            for j, i in enumerate(question):
+            for j, (i, _) in enumerate(batch):
                 groups[i].append(j)
             for i, js in groups.items():
                 rs = list(reward_fn(i, [texts[j] for j in js]))
@@ -191,7 +195,12 @@ class HFBackend:
                     rewards[i] = rs[:group_size]
             return out
 
+        def reward(prompts: list[Any], completions: list[Any], question: list[int], **_: Any) -> list[float]:
+            return global_rewards([(i, completion_text(c)) for i, c in zip(question, completions, strict=True)], batch_reward)
+
         stats = self._grpo("solver", rows, reward, rng, progress) if n else {}
+        if rank() != 0:  # a follower: rank 0 recorded the responses and rewards
+            return SolverRound([], [], stats)
         missing = [i for i in range(n) if not responses[i]]
         if missing:  # not drawn in the phase's steps: responses of the updated solver
             outs = self.sample([questions[i] for i in missing], group_size, rng)
@@ -204,6 +213,7 @@ class HFBackend:
     # ------------------------------------------------------------------ GRPO
 
     def _grpo(self, role: Role, rows: list[dict[str, Any]], reward: Any, rng: random.Random, progress: ProgressFn) -> dict[str, float]:
+        from accelerate import PartialState
         from datasets import Dataset
         from transformers import TrainerCallback
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -233,8 +243,16 @@ class HFBackend:
             trainer.train()
             stats = grpo_stats(trainer.state.log_history)
             stats["steps"] = float(trainer.state.global_step)
-            self._models[role] = trainer.accelerator.unwrap_model(trainer.model)
-            del trainer
+            stats["processes"] = float(trainer.accelerator.num_processes)
+            if is_zero3(trainer):  # the policy is sharded across the ranks: gather it, load it whole
+                gathered, device = gather_policy(trainer, Path(tmp) / "policy"), trainer.accelerator.device
+                del trainer
+                self._free()
+                self._load_role(role, gathered, device=str(device))
+                PartialState().wait_for_everyone()  # rank 0's staging directory is read by all
+            else:
+                self._models[role] = trainer.accelerator.unwrap_model(trainer.model)
+                del trainer
         self._engine.pop(role, None)
         self._free()
         return stats

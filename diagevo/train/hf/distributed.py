@@ -1,0 +1,245 @@
+"""The ``hf`` backend on several processes (``accelerate launch``): rank 0 leads, the rest follow.
+
+Rank 0 owns the loop and the store: it runs :class:`~diagevo.train.loop.Trainer` as in one
+process, on a :class:`Leader` around its backend. The other ranks are model workers: they never
+open the database; :func:`follow` receives rank 0's phase commands (GRPO on the challenger or
+the solver, loading a checkpoint, stop) through ``broadcast_object_list`` and runs them on their
+own copy of the models, so every rank steps the same ``GRPOTrainer`` together.
+
+Rewards are batch-level: TRL calls a reward function on each process with that process's shard
+of completions. :func:`global_rewards` gathers every shard to rank 0, where the loop's reward
+(frozen-solver votes and the repetition penalty over the whole batch, Eq. 8-10; the ±1 solver
+reward) is computed once, and scatters the rewards back, so the penalty clusters the global
+batch, never a shard. Sampling (Q^cur, votes, held-out accuracy), checkpoints and events stay
+on rank 0 alone.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from diagevo.config import Config
+from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.memory.sampler import GenerationRequest
+from diagevo.progress import ProgressFn, no_progress
+from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
+
+T = TypeVar("T")
+
+STOP = "stop"
+
+
+def world_size() -> int:
+    """Processes of this launch (``WORLD_SIZE``, set by ``accelerate launch``/``torchrun``)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def rank() -> int:
+    """This process's global rank (0 outside a launch)."""
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def init(cpu: bool = False) -> tuple[int, int]:
+    """Start the process group (gloo on a CPU, NCCL on GPUs); (rank, world size)."""
+    from accelerate import PartialState
+
+    state = PartialState(cpu=cpu)
+    return state.process_index, state.num_processes
+
+
+def with_processes(cfg: Config) -> Config:
+    """``cfg`` with ``hf.num_processes`` = this launch's processes (a stored config may hold
+    another count)."""
+    return cfg.model_copy(update={"hf": cfg.hf.model_copy(update={"num_processes": world_size()})})
+
+
+def for_this_rank(cfg: Config) -> tuple[Config, bool]:
+    """The config this rank trains with (``hf.num_processes`` = the launch's processes) and
+    whether it leads; one process leads alone and starts nothing."""
+    if world_size() == 1:
+        return cfg, True
+    if cfg.train.backend != "hf":
+        raise ValueError(f"backend {cfg.train.backend!r} runs in one process: start it without accelerate launch")
+    cfg = with_processes(cfg)
+    index, _ = init(cpu=cfg.hf.device == "cpu")
+    return cfg, index == 0
+
+
+def finish() -> None:
+    """Wait for every rank, then close the process group (a clean exit on every rank)."""
+    if world_size() == 1:
+        return
+    from accelerate import PartialState
+
+    state = PartialState()
+    state.wait_for_everyone()
+    state.destroy_process_group()
+
+
+def broadcast(obj: Any) -> Any:
+    """Rank 0's ``obj`` on every rank."""
+    from accelerate.utils import broadcast_object_list
+
+    box = [obj]
+    broadcast_object_list(box, from_process=0)
+    return box[0]
+
+
+def gather(items: list[Any]) -> list[Any]:
+    """Every rank's ``items``, concatenated in rank order, on every rank."""
+    from accelerate.utils import gather_object
+
+    return list(gather_object(items))
+
+
+def is_zero3(trainer: Any) -> bool:
+    """Whether ``trainer`` runs under DeepSpeed ZeRO-3, where each rank holds only a shard of the
+    policy once GRPO is over."""
+    plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
+    return bool(getattr(trainer, "is_deepspeed_enabled", False) and plugin is not None and plugin.zero_stage == 3)
+
+
+def gather_policy(trainer: Any, staging: Path) -> Path:
+    """The whole policy of a ZeRO-3 ``trainer`` written to rank 0's ``staging`` directory; every
+    rank must call it (``save_model`` gathers the shards, a collective; rank 0 writes the 16-bit
+    weights, ``zero3_save_16bit_model: true`` in the accelerate config). Returns rank 0's path on
+    every rank, for each to load the whole weights back."""
+    trainer.save_model(str(staging))
+    trainer.accelerator.wait_for_everyone()
+    return Path(broadcast(str(staging)))
+
+
+def global_rewards(local: Sequence[T], compute: Callable[[list[T]], list[float]]) -> list[float]:
+    """Rewards of this rank's ``local`` items, computed once on rank 0 over all ranks' items.
+
+    Every rank calls this together (it is a collective); ``compute`` runs on rank 0 only, on the
+    global batch in rank order, and each rank gets back the slice of its own items."""
+    if world_size() == 1:
+        return list(compute(list(local)))
+    from accelerate import PartialState
+
+    state = PartialState()
+    tagged = gather([(state.process_index, item) for item in local])
+    rewards: list[float] | None = None
+    if state.process_index == 0:
+        rewards = [float(x) for x in compute([item for _, item in tagged])]
+        if len(rewards) != len(tagged):
+            raise ValueError(f"reward function returned {len(rewards)} rewards for {len(tagged)} completions")
+    everything = broadcast(rewards)
+    return [r for (who, _), r in zip(tagged, everything, strict=True) if who == state.process_index]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One phase command from rank 0 to the followers."""
+
+    op: str  # "train_challenger" | "train_solver" | "load" | STOP
+    config: Config | None = None  # the config rank 0 runs with (a resumed run's stored one)
+    requests: tuple[GenerationRequest, ...] = ()
+    questions: tuple[str, ...] = ()
+    group_size: int = 0
+    rng_state: Any = None
+    path: str = ""
+
+
+def _rng(state: Any) -> random.Random:
+    rng = random.Random()
+    rng.setstate(state)
+    return rng
+
+
+class Leader:
+    """Rank 0's backend: the wrapped backend, with every collective phase announced to the
+    followers first. Everything else (sampling, evaluation, diagnosis, checkpoints) is rank 0's."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.name = backend.name
+        backend.config = with_processes(backend.config)  # built from the run's (stored) config
+
+    def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:
+        out: list[str] = self.backend.generate(requests, rng)
+        return out
+
+    def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
+        out: list[list[str]] = self.backend.sample(questions, n, rng)
+        return out
+
+    def evaluate(self, rng: random.Random) -> dict[str, float]:
+        out: dict[str, float] = self.backend.evaluate(rng)
+        return out
+
+    def diagnostician(self) -> Diagnostician:
+        out: Diagnostician = self.backend.diagnostician()
+        return out
+
+    def embedder(self) -> Embedder:
+        out: Embedder = self.backend.embedder()
+        return out
+
+    def save(self, path: Path) -> None:
+        self.backend.save(path)
+
+    def train_challenger(
+        self, requests: Sequence[GenerationRequest], reward_fn: ChallengerRewardFn, rng: random.Random,
+        progress: ProgressFn = no_progress,
+    ) -> dict[str, float]:
+        broadcast(Command("train_challenger", self.backend.config, requests=tuple(requests), rng_state=rng.getstate()))
+        result: dict[str, float] = self.backend.train_challenger(requests, reward_fn, rng, progress)
+        return result
+
+    def train_solver(
+        self, questions: Sequence[str], reward_fn: SolverRewardFn, group_size: int, rng: random.Random,
+        progress: ProgressFn = no_progress,
+    ) -> SolverRound:
+        broadcast(Command("train_solver", self.backend.config, questions=tuple(questions), group_size=group_size, rng_state=rng.getstate()))
+        result: SolverRound = self.backend.train_solver(questions, reward_fn, group_size, rng, progress)
+        return result
+
+    def load(self, path: Path) -> None:
+        broadcast(Command("load", self.backend.config, path=str(path)))
+        self.backend.load(path)
+
+
+def stop() -> None:
+    """Rank 0: release the followers (after the last round, or when rank 0 fails)."""
+    broadcast(Command(STOP))
+
+
+def _never(*_: Any) -> list[float]:
+    raise RuntimeError("a follower computes no rewards: rank 0 does")
+
+
+def follow(make_backend: Callable[[Config], Any]) -> int:
+    """Run rank 0's phase commands until it stops; the number run. This rank's backend is built
+    from the config of rank 0's first command (for a resumed run, the run's stored config)."""
+    done = 0
+    backend: Any = None
+    while True:
+        cmd: Command = broadcast(None)
+        if cmd.op == STOP:
+            return done
+        if cmd.config is None:
+            raise ValueError(f"phase command {cmd.op!r} without the leader's config")
+        if backend is None or cmd.config != backend.config:
+            backend = make_backend(cmd.config)
+        if cmd.op == "train_challenger":
+            backend.train_challenger(list(cmd.requests), _never, _rng(cmd.rng_state))
+        elif cmd.op == "train_solver":
+            backend.train_solver(list(cmd.questions), _never, cmd.group_size, _rng(cmd.rng_state))
+        elif cmd.op == "load":
+            backend.load(Path(cmd.path))
+        else:
+            raise ValueError(f"unknown phase command {cmd.op!r}")
+        done += 1

@@ -1,0 +1,118 @@
+"""The hf backend on two real processes (``accelerate launch --cpu``, gloo): the challenger
+reward over the global batch, and one tiny round led by rank 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("accelerate")
+
+from diagevo import curriculum as cur  # noqa: E402
+from tests.dist_rewards import P1, SHARDS  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def launch(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``accelerate launch`` of two processes on this CPU. ``--cpu`` alone starts one process
+    here (accelerate's multi-CPU launcher is mpirun); ``--multi_gpu`` starts two through torchrun,
+    as on GPUs, and ``ACCELERATE_USE_CPU`` puts them on the CPU with gloo."""
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "--main_process_ip", "127.0.0.1", "--main_process_port", str(free_port())]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([*cmd, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_the_challenger_penalty_is_computed_over_the_global_batch(tmp_path: Path) -> None:
+    done = launch([str(ROOT / "tests" / "dist_rewards.py"), str(tmp_path)], timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [g["size"] for g in got] == [2, 2]
+    everything = [q for shard in SHARDS for q in shard]
+    expected = cur.challenger_rewards(list(everything), [P1] * len(everything))
+    assert got[0]["rewards"] + got[1]["rewards"] == expected
+    # the question both shards hold is penalised only when the batch is global
+    per_shard = [cur.challenger_rewards(list(s), [P1] * len(s)) for s in SHARDS]
+    assert per_shard[0] + per_shard[1] != expected
+
+
+@pytest.mark.slow
+def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    from diagevo.events.store import EventStore
+    from tests.hf_fixtures import tiny_pair
+
+    tiny = tiny_pair(request.config)
+    db = tmp_path / "x.db"
+    done = launch([
+        "-m", "cli.app", "train", "--config", "configs/tiny-hf.toml", "--db", f"sqlite:///{db}", "--run", "r", "--quiet",
+        "--set", f"hf.solver_model={json.dumps(str(tiny / 'solver'))}",
+        "--set", f"hf.challenger_model={json.dumps(str(tiny / 'challenger'))}",
+        "--set", f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}",
+        "--set", "train.challenger_questions=2", "--set", "train.curriculum_questions=4",
+        "--set", "grpo.solver_max_steps=1", "--set", "grpo.construction_responses=4",
+    ], timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "x.db", "x.lance"]  # one log, its vector index
+    assert done.stdout.count("log: sqlite") == 1  # one rank reports
+    store = EventStore(f"sqlite:///{db}")
+    try:
+        events = list(store.read("r"))
+    finally:
+        store.close()
+    ids = [e.event_id for e in events]
+    assert len(ids) == len(set(ids))
+    assert sum(e.type == "run.started" for e in events) == 1
+    assert sum(e.type == "round.committed" for e in events) == 1
+    phases = [e.data for e in events if e.type == "phase.completed"]
+    assert sorted(p["phase"] for p in phases) == ["challenger", "construct", "diagnose", "solver"]
+    trained = {p["phase"]: p for p in phases if p["phase"] in ("challenger", "solver")}
+    assert all(p["processes"] == 2 and p["steps"] >= 1 and "reward" in p for p in trained.values())
+    ckpts = [e.data["path"] for e in events if e.type == "checkpoint.written"]
+    assert len(ckpts) == 2 == len(set(ckpts))
+    assert sorted(p.name for p in (tmp_path / "ckpt").rglob("round*") if p.is_dir()) == sorted(Path(c).name for c in ckpts)
+    assert sum(e.type == "failure.recorded" for e in events) > 0
+
+    # round 2, resumed: every rank reloads round 1's checkpoint; the run's stored config holds (the
+    # command line's models/tiny does not exist: a rank built from it would fail)
+    again = launch([
+        "-m", "cli.app", "train", "--config", "configs/tiny-hf.toml", "--db", f"sqlite:///{db}", "--run", "r",
+        "--quiet", "--resume", "--rounds", "2",
+    ], timeout=400)
+    assert again.returncode == 0, again.stderr[-3000:]
+    store = EventStore(f"sqlite:///{db}")
+    try:
+        second = list(store.read("r", round=2))
+    finally:
+        store.close()
+    assert sum(e.type == "round.committed" for e in second) == 1
+    assert sum(e.type == "checkpoint.written" for e in second) == 2
+    assert all(e.data["processes"] == 2 for e in second if e.type == "phase.completed" and "processes" in e.data)
+    assert sum(e.type == "question.generated" for e in second) <= 4  # train.curriculum_questions of the run
+
+
+def test_only_the_hf_backend_runs_on_several_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diagevo.config import load_config
+    from diagevo.train.hf.distributed import for_this_rank, with_processes
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match="backend 'sim' runs in one process: start it without accelerate launch"):
+        for_this_rank(load_config(ROOT / "configs" / "sim.toml"))
+    assert with_processes(load_config(ROOT / "configs" / "tiny-hf.toml")).hf.num_processes == 2
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    cfg = load_config(ROOT / "configs" / "sim.toml")
+    assert for_this_rank(cfg) == (cfg, True)
