@@ -628,15 +628,12 @@ class EventStore:
         with self._write_tx(append_lock=True) as conn:
             cur = conn.connection.cursor()
             try:
-                existing = self._existing_ids(cur, [p[0] for p in prepared])
                 heads = {run: self._run_head(cur, run) for run in runs}
                 if expected_last_seq is not None and heads[result_run][0] != expected_last_seq:
                     raise ConflictError(
                         f"run {result_run!r} is at seq {heads[result_run][0]}, expected {expected_last_seq}"
                     )
-                fresh = [p for p in prepared if p[0] not in existing]
-                if fresh:
-                    self._insert(cur, fresh, heads)
+                fresh = self._insert_fresh(cur, prepared, heads)
             finally:
                 cur.close()
         return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[result_run][0])
@@ -663,14 +660,35 @@ class EventStore:
                     return AppendResult(0, 0, self._run_head(cur, run)[0])
                 prepared, dups = _prepare(events)
                 runs = {p[1] for p in prepared}
-                existing = self._existing_ids(cur, [p[0] for p in prepared])
                 heads = {r: self._run_head(cur, r) for r in runs}
-                fresh = [p for p in prepared if p[0] not in existing]
-                if fresh:
-                    self._insert(cur, fresh, heads)
+                fresh = self._insert_fresh(cur, prepared, heads)
             finally:
                 cur.close()
         return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
+
+    def _insert_fresh(self, cur: Any, prepared: list[_Prepared], heads: dict[str, tuple[int, str]]) -> list[_Prepared]:
+        """Insert the events whose ids are not stored yet and return them (``heads`` moves on).
+
+        Optimistic: the unique index on event_id checks every row as it goes in anyway, so the
+        batch is inserted under a savepoint without looking its ids up first; only when one is
+        already stored (a retried batch) is that undone, the stored ids looked up and the rest
+        inserted. Either way the rows and the chain are those of the fresh events alone."""
+        start = dict(heads)
+        cur.execute("SAVEPOINT diagevo_append")
+        try:
+            self._insert(cur, prepared, heads)
+        except Exception as exc:
+            if not _is_integrity_error(exc):
+                raise
+            cur.execute("ROLLBACK TO SAVEPOINT diagevo_append")
+            heads.update(start)
+            existing = self._existing_ids(cur, [p[0] for p in prepared])
+            fresh = [p for p in prepared if p[0] not in existing]
+            if fresh:
+                self._insert(cur, fresh, heads)  # another constraint than event_id fails here again
+            return fresh
+        cur.execute("RELEASE SAVEPOINT diagevo_append")
+        return prepared
 
     def _insert(self, cur: Any, fresh: list[_Prepared], heads: dict[str, tuple[int, str]]) -> None:
         cur.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
@@ -1057,3 +1075,8 @@ def _json_or_error(obj: Any, what: str) -> str:
 def _is_dbapi_error(exc: BaseException) -> bool:
     return isinstance(exc, sa_exc.DBAPIError) or type(exc).__module__.split(".")[0] in {"sqlite3", "psycopg"}
 
+
+def _is_integrity_error(exc: BaseException) -> bool:
+    """A DBAPI IntegrityError of sqlite3 or psycopg (a unique violation among them)."""
+    return any(c.__name__ == "IntegrityError" and c.__module__.split(".")[0] in {"sqlite3", "psycopg"}
+               for c in type(exc).__mro__)
