@@ -63,10 +63,10 @@ def _engine_factory(engine: str | None, url: str | None) -> tuple[str, Any]:
 
     def build(model: str) -> Any:
         try:
-            if kind == "local":  # our bars show progress; transformers' own would interleave with them
-                from transformers.utils import logging as hf_logging
+            if kind == "local":
+                from diagevo.progress import quiet_libraries
 
-                hf_logging.disable_progress_bar()
+                quiet_libraries()
             return make_engine(kind, model, **({"url": url} if kind == "endpoint" else {}))  # type: ignore[arg-type]
         except ImportError as exc:
             raise CLIError(f"the {kind} engine cannot be loaded here ({exc}); evaluate through a server with --url") from None

@@ -79,11 +79,18 @@ def round_table(reports: list[Any]) -> Table:
         table.add_row(
             str(r.round), f"{r.retained}/{r.questions}", str(r.failures), str(r.new_causes), str(r.promotions),
             str(r.reactivations), str(r.merges), str(r.F), f"{r.epsilon_next:.3f}",
-            f"{r.metrics.get('heldout_acc', float('nan')):.3f}", f"{r.metrics.get('pseudo_label_acc', float('nan')):.3f}",
+            _metric(r.metrics, "heldout_acc"), _metric(r.metrics, "pseudo_label_acc"),
             f"{sum(r.seconds.values()):.1f}",
         )
     table.caption = "kept: retained/candidates  fail: failed trajectories  new: new causes  prom/react: promotions/reactivations  acc: held-out accuracy"
     return table
+
+
+def _metric(metrics: dict[str, float], key: str) -> str:
+    """A round's metric, or a dash where the backend has none (the hf backend knows no true
+    answers, so no pseudo-label accuracy)."""
+    value = metrics.get(key)
+    return "–" if value is None or value != value else f"{value:.3f}"
 
 
 def program() -> str:

@@ -13,3 +13,11 @@ ProgressFn = Callable[[str, int, int | None], None]
 
 def no_progress(phase: str, done: int, total: int | None) -> None:
     """The default progress callback: report nothing."""
+
+
+def quiet_libraries() -> None:
+    """Turn off transformers' own tqdm bars (loading weights, writing shards): progress belongs
+    to the callback the CLI renders, and those bars would interleave with it on stderr."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()

@@ -165,6 +165,7 @@ def test_models_tiny_cli_writes_a_loadable_pair(tmp_path: Path) -> None:
     out = _cli("models", "tiny", "--out", str(tmp_path / "t"), "--steps", "2", "--hidden", "16", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["solver"] == str(tmp_path / "t" / "solver")
+    assert "Writing model shards" not in out.stderr  # transformers' own bars stay off the CLI's output
     from transformers import AutoConfig, AutoTokenizer
 
     for role in ("challenger", "solver"):

@@ -251,7 +251,7 @@ def test_cli_current_does_not_create_a_missing_sqlite_file(tmp_path) -> None:
     ("args", "needle"),
     [
         (["upgrade", "--db", "postgresql://u:pw@127.0.0.1:1/x"], "cannot open database"),
-        (["current", "--db", "bogus"], "invalid database URL"),
+        (["current", "--db", "bogus"], "invalid database URL 'bogus' (a SQLite file is sqlite:///bogus)"),
         (["upgrade", "--db", "sqlite:////nonexistent-dir/x.db"], "cannot open database"),
     ],
 )

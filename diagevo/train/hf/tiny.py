@@ -19,7 +19,7 @@ from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -141,6 +141,7 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
+    quiet_libraries()
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory")
