@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from diagevo import curriculum as cur
@@ -181,33 +181,22 @@ def open_round(store: EventStore, run: str, t: int | None = None) -> int:
 # --- generation requests ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Request:
-    """One generation request: the question id to record its question under, the mode, the
-    causes (ids and texts), the node, and the Appendix J challenger prompt."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request(GenerationRequest):
+    """One generation request: the schedule's draw (mode, causes and their texts, node) and the
+    question id to record its question under; ``messages()`` is the Appendix J challenger prompt."""
 
     question_id: str
-    mode: str
-    active_cause: str | None = None
-    active_text: str | None = None
-    mastered_cause: str | None = None
-    mastered_text: str | None = None
-    node: str | None = None
-    node_label: str | None = None
 
     def generation_request(self) -> GenerationRequest:
-        return GenerationRequest(
-            mode=self.mode,  # type: ignore[arg-type]  # checked when built
-            active_cause=self.active_cause, active_text=self.active_text,
-            mastered_cause=self.mastered_cause, mastered_text=self.mastered_text,
-            node=self.node, node_label=self.node_label,
-        )
+        """The draw alone, without the question id."""
+        return GenerationRequest(**{f.name: getattr(self, f.name) for f in fields(GenerationRequest)})
 
     def messages(self) -> list[dict[str, str]]:
         return cur.challenger_messages(self.generation_request())
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self) | {"messages": self.messages()}
+        return {"question_id": self.question_id} | asdict(self.generation_request()) | {"messages": self.messages()}
 
 
 def requests(
@@ -231,7 +220,7 @@ def requests(
         memory, schedule(memory), n, rng,
         generation=cfg.generation, fixed_free_ratio=cfg.fixed_free_ratio, stitching=cfg.stitching,
     )
-    return [Request(f"{prefix}{t}-{i:05d}", **asdict(r)) for i, r in enumerate(drawn)]
+    return [Request(question_id=f"{prefix}{t}-{i:05d}", **asdict(r)) for i, r in enumerate(drawn)]
 
 
 # --- recording questions ---------------------------------------------------------------------
