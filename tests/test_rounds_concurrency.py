@@ -33,20 +33,26 @@ def _produce(url: str, rank: int, barrier: Any, out: Any) -> None:
             out.put(("refused", str(exc)))
 
 
+def _run_producers(target: Any, url: str, timeout: float) -> list[Any]:
+    """Start PRODUCERS spawned processes on ``target(url, rank, barrier, out)`` and return what
+    each put on ``out``; every one must exit cleanly."""
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(PRODUCERS), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(url, r, barrier, out)) for r in range(PRODUCERS)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout)
+        assert p.exitcode == 0
+    return [out.get(timeout=5) for _ in procs]
+
+
 def test_four_producers_record_into_one_round(backend) -> None:  # type: ignore[no-untyped-def]
     url = backend.fresh_url()
     with EventStore(url) as store:
         round_one(store)
         rounds.open_round(store, RUN)
-    ctx = mp.get_context("spawn")
-    barrier, out = ctx.Barrier(PRODUCERS), ctx.Queue()
-    procs = [ctx.Process(target=_produce, args=(url, r, barrier, out)) for r in range(PRODUCERS)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
-    results = [out.get(timeout=5) for _ in procs]
+    results = _run_producers(_produce, url, timeout=120)
     assert Counter(kind for kind, _ in results) == {"promoted": 1, "refused": 3}
     with EventStore(url) as store:
         events = list(store.read(RUN))
@@ -140,15 +146,7 @@ def test_four_producers_diagnose_one_round(backend) -> None:  # type: ignore[no-
     with EventStore(url) as store:
         round_one(store)
         rounds.open_round(store, RUN)
-    ctx = mp.get_context("spawn")
-    barrier, out = ctx.Barrier(PRODUCERS), ctx.Queue()
-    procs = [ctx.Process(target=_diagnose, args=(url, r, barrier, out)) for r in range(PRODUCERS)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(300)
-        assert p.exitcode == 0
-    results = [out.get(timeout=5) for _ in procs]
+    results = _run_producers(_diagnose, url, timeout=300)
     with EventStore(url) as store:
         mem = load_memory(store, RUN)
         same = [c for c in mem.causes.values() if c.description == SAME]
