@@ -10,13 +10,19 @@ KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "fa
 CAUSE_FIELDS = KEY_FIELDS[:4]
 
 
+_KEY_SET = frozenset(KEY_FIELDS)
+_STR_OR_NONE = frozenset({str, type(None)})
+_NO_KEYS: tuple[str | None, ...] = (None,) * len(KEY_FIELDS)
+
+
 def key_values(data: dict) -> tuple[str | None, ...]:
     """The key columns of an event with this data."""
-    out = []
-    for f in KEY_FIELDS:
-        v = data.get(f)
-        out.append(v if isinstance(v, str) else None)
-    return tuple(out)
+    if _KEY_SET.isdisjoint(data):
+        return _NO_KEYS
+    values = tuple(map(data.get, KEY_FIELDS))
+    if _STR_OR_NONE.issuperset(map(type, values)):
+        return values
+    return tuple(v if isinstance(v, str) else None for v in values)
 
 
 # The condition of the partial index ``ix_events_retained`` (migration 0003), spelled exactly so.

@@ -35,6 +35,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from diagevo.urls import redact_url
 from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
+from diagevo.events.canonical import canonical_bytes
 from diagevo.events.keys import KEY_FIELDS, RETAINED_CONDITION, key_values
 
 if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
@@ -69,31 +70,6 @@ SYNCHRONOUS = ("full", "normal")  # SQLite durability levels a URL may ask for
 _FETCH = 4096  # rows per DBAPI fetch on the read paths
 _SQLITE_MAX_PARAMS = 500
 
-
-
-def _not_json(o: object) -> Any:
-    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
-
-
-def _make_canonical() -> Callable[[Any], str]:
-    """Compact, sorted-key, non-ASCII-preserving JSON; the C encoder without per-call setup."""
-    encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    c_make = getattr(json.encoder, "c_make_encoder", None)
-    if c_make is None:
-        return encoder.encode
-    # markers=None skips the cycle check (data is parsed JSON); a cycle ends in RecursionError
-    iterencode = c_make(None, _not_json, json.encoder.encode_basestring, None, ":", ",", True, False, False)
-    if "".join(iterencode({"b": [1.5, None, "é"], "a": True}, 0)) != encoder.encode({"a": True, "b": [1.5, None, "é"]}):
-        return encoder.encode  # a C encoder with another signature: stay on the public API
-    join = "".join
-
-    def canonical(obj: Any) -> str:
-        return join(iterencode(obj, 0))
-
-    return canonical
-
-
-_canonical = _make_canonical()
 
 
 def _loads(text_: str) -> Any:
@@ -494,27 +470,38 @@ def _externalise_texts(
 
 
 def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
-    """Serialise outside the lock; drops in-batch duplicates (first wins). Returns (rows, dups)."""
+    """Serialise outside the lock; drops in-batch duplicates (first wins). Returns (rows, dups).
+
+    The canonical JSON of each event (``canonical_event_json``) is built as bytes around its
+    data's canonical JSON; the middle part (run, round, type, schema version) repeats within a
+    batch and is cached."""
     seen: set[str] = set()
+    add = seen.add
     rows: list[_Prepared] = []
-    quoted: dict[str, str] = {}  # runs and types repeat within a batch
-    text_fields = TEXT_FIELDS
-    for ev in events:
-        eid = ev.event_id
-        if eid in seen:
-            continue
-        seen.add(eid)
-        run, typ, rnd, data = ev.run, ev.type, ev.round, ev.data
-        fields = text_fields.get(typ)
-        data, arts = _externalise_texts(fields, data) if fields else (data, _NO_ARTIFACTS)
-        try:
-            data_json = _canonical(data)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise StoreError(f"event {eid}: data is not JSON-serialisable: {exc}") from None
-        q_run = quoted.get(run) or quoted.setdefault(run, _json_str(run))
-        q_typ = quoted.get(typ) or quoted.setdefault(typ, _json_str(typ))
-        canon = f"[{_json_str(eid)},{q_run},{rnd},{q_typ},{SCHEMA_VERSION},{data_json}]".encode()
-        rows.append((eid, run, rnd, typ, data_json, canon, arts, key_values(data)))
+    append = rows.append
+    middles: dict[tuple[str, int, str], bytes] = {}  # (run, round, type) -> b',"run",round,"type",v,'
+    text_fields, json_str, to_json, keys_of = TEXT_FIELDS, _json_str, canonical_bytes, key_values
+    eid = ""
+    try:
+        for ev in events:
+            eid = ev.event_id
+            if eid in seen:
+                continue
+            add(eid)
+            run, typ, rnd, data = ev.run, ev.type, ev.round, ev.data
+            fields = text_fields.get(typ)
+            if fields:
+                data, arts = _externalise_texts(fields, data)
+            else:
+                arts = _NO_ARTIFACTS
+            data_b = to_json(data)
+            middle = middles.get((run, rnd, typ))
+            if middle is None:
+                middle = middles[run, rnd, typ] = f",{json_str(run)},{rnd},{json_str(typ)},{SCHEMA_VERSION},".encode()
+            canon = b"[%b%b%b]" % (json_str(eid).encode(), middle, data_b)
+            append((eid, run, rnd, typ, data_b.decode(), canon, arts, keys_of(data)))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StoreError(f"event {eid}: data is not JSON-serialisable: {exc}") from None
     return rows, len(events) - len(rows)
 
 
