@@ -63,6 +63,9 @@ class _World:
 def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tuple[str, dict[str, Any]]]:
     rng = w.rng
     yield "round.started", {}
+    # the trainer's bookkeeping: a checkpoint and a phase.completed per phase, promotions.decided
+    yield "checkpoint.written", {"path": f"/runs/{run}/round{rnd:03d}-challenger", "phase": "challenger"}
+    yield "phase.completed", {"phase": "challenger", "seconds": round(rng.uniform(50, 70), 3)}
     qids = []
     for i in range(questions):
         qid = f"q{rnd}-{i}"
@@ -75,12 +78,25 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
             "question_id": qid, "mode": mode, "active_cause": active, "mastered_cause": mastered,
             "text": _text(rng, qid, 24), "node": node,
         }  # fmt: skip
+    retained = 0
     for qid in qids:
         p1 = rng.random()
+        retained += 0.25 <= p1 <= 0.75
         yield "question.scored", {
             "question_id": qid, "n": 12, "p1": round(p1, 4), "p2": round(rng.random() * p1, 4),
             "pseudo_label": str(rng.randint(0, 999)), "retained": 0.25 <= p1 <= 0.75,
         }  # fmt: skip
+    yield "phase.completed", {"phase": "construct", "seconds": round(rng.uniform(20, 30), 3), "questions": len(qids), "retained": retained}
+    promoted = []
+    for cid in list(w.active):
+        if rng.random() < 0.1:
+            w.active.remove(cid)
+            w.mastered.append(cid)
+            promoted.append(cid)
+            yield "cause.promoted", {"cause_id": cid, "acc": round(rng.uniform(0.7, 1), 3), "n_candidates": 5}
+    yield "promotions.decided", {"promoted": promoted, "candidates": len(promoted)}
+    yield "checkpoint.written", {"path": f"/runs/{run}/round{rnd:03d}-solver", "phase": "solver"}
+    yield "phase.completed", {"phase": "solver", "seconds": round(rng.uniform(80, 100), 3), "failures": len(qids) // 2}
     for j, qid in enumerate(rng.sample(qids, len(qids) // 2)):
         fid = f"f{rnd}-{j}"
         yield "failure.recorded", {
@@ -118,11 +134,7 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
             w.node_of[cid] = rng.choice(w.nodes)
             w.active.append(cid)
             yield "cause.created", {"cause_id": cid, "node_id": w.node_of[cid], "description": desc, "failure_id": fid}
-    for cid in list(w.active):
-        if rng.random() < 0.1:
-            w.active.remove(cid)
-            w.mastered.append(cid)
-            yield "cause.promoted", {"cause_id": cid, "acc": round(rng.uniform(0.7, 1), 3), "n_candidates": 5}
+    yield "phase.completed", {"phase": "diagnose", "seconds": round(rng.uniform(30, 40), 3), "dedup_truncated": 0}
     yield "round.committed", {}
 
 

@@ -62,18 +62,15 @@ class _Round:
     done: set[str]
     questions: dict[str, dict[str, Any]] = field(default_factory=dict)  # question_id -> generated
     scored: dict[str, dict[str, Any]] = field(default_factory=dict)
-    failures: dict[str, dict[str, Any]] = field(default_factory=dict)
     checkpoint: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # phase -> its phase.completed data
 
 
-# what _rebuild takes back from a round's events (not the diagnoses' raw texts nor the memory's
-# own events, about a fifth of a round)
-_REBUILD_TYPES = (
-    "phase.completed", "checkpoint.written", "question.generated", "question.scored", "failure.recorded",
-    "promotions.decided",
-)
+# what _rebuild reads of a round first: which phases are done and their figures
+_PHASE_TYPES = ("phase.completed", "checkpoint.written", "promotions.decided")
+# and, only when the solver is still to train, the questions it trains on (with their texts)
+_SOLVER_INPUT_TYPES = ("question.generated", "question.scored")
 
 
 class Trainer:
@@ -144,28 +141,29 @@ class Trainer:
         return reports
 
     def _rebuild(self, t: int) -> _Round:
-        """What round t already did, read back from the log: the round's own events and the
-        checkpoints (indexed reads; the rest of the run is not read)."""
+        """What round t already did, read back from the log: its phases (with their figures) and
+        checkpoints, and its questions only when the solver has still to train on them. A round
+        that starts fresh or got past its solver reads a few dozen events, however long the log."""
         r = _Round(t=t, done=set())
         last_ckpt: str | None = None
         for e in self.store.read(self.run, types=("checkpoint.written",)):
             if e.round < t:
                 last_ckpt = e.data["path"]
-        for e in self.store.read(self.run, round=t, types=_REBUILD_TYPES, texts=True):
+        for e in self.store.read(self.run, round=t, types=_PHASE_TYPES):
             if e.type == "phase.completed":
                 r.done.add(e.data["phase"])
                 r.seconds[e.data["phase"]] = e.data.get("seconds", 0.0)
                 r.stats[e.data["phase"]] = e.data
             elif e.type == "checkpoint.written":
                 last_ckpt = e.data["path"]
-            elif e.type == "question.generated":
-                r.questions[e.data["question_id"]] = e.data
-            elif e.type == "question.scored":
-                r.scored[e.data["question_id"]] = e.data
-            elif e.type == "failure.recorded":
-                r.failures[e.data["failure_id"]] = e.data
             elif e.type == "promotions.decided":
                 r.done.add("promote")
+        if "construct" in r.done and "solver" not in r.done:
+            for e in self.store.read(self.run, round=t, types=_SOLVER_INPUT_TYPES, texts=True):
+                if e.type == "question.generated":
+                    r.questions[e.data["question_id"]] = e.data
+                else:
+                    r.scored[e.data["question_id"]] = e.data
         r.checkpoint = last_ckpt
         return r
 
@@ -303,9 +301,7 @@ class Trainer:
             for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)):
                 if rew < 0:
                     fid = f"f{t}-{qid[qid.index('-') + 1:]}-{j}"
-                    data = {"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid]["reference"]}
-                    r.failures[fid] = data
-                    failures.append(data)
+                    failures.append({"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid]["reference"]})
         if failures:
             protocol.record_failures(self.store, self.run, t, failures)
         return {**out.stats, "failures": len(failures)}
@@ -322,9 +318,9 @@ class Trainer:
         counts = Counter({etype: n for (_, etype), n in self.store.type_counts(self.run, round=r.t).items()})
         return RoundReport(
             round=r.t,
-            questions=len(r.questions),
-            retained=sum(1 for d in r.scored.values() if d["retained"]),
-            failures=len(r.failures),
+            questions=int(r.stats.get("construct", {}).get("questions", 0)),  # the phases' own figures
+            retained=int(r.stats.get("construct", {}).get("retained", 0)),
+            failures=int(r.stats.get("solver", {}).get("failures", 0)),
             new_causes=counts["cause.created"],
             attributions=counts["failure.attributed"],
             promotions=counts["cause.promoted"],
