@@ -332,7 +332,7 @@ def _pg_stored_rows(url: str, batches: list[list[EventIn]]) -> list[tuple[list[t
 
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
         events = conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
-        arts = dict(conn.execute("SELECT sha256, text FROM artifacts").fetchall())
+        arts: dict[str, str] = dict(conn.execute("SELECT sha256, text FROM artifacts").fetchall())
     out, i, seen = [], 0, set()
     for b in batches:
         rows = events[i : i + len(b)]
