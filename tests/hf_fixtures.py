@@ -15,12 +15,13 @@ TEST_SPEC = tiny.TinySpec(steps=200)
 
 def tiny_pair(config: pytest.Config) -> Path:
     key = hashlib.sha256((inspect.getsource(tiny) + repr(TEST_SPEC)).encode()).hexdigest()[:12]
-    if config.cache is None:  # pytest -p no:cacheprovider: build it in a fresh directory
+    cache = getattr(config, "cache", None)  # absent under pytest -p no:cacheprovider
+    if cache is None:  # then build it in a fresh directory
         import tempfile
 
         out = Path(tempfile.mkdtemp(prefix="diagevo-tiny-"))
     else:
-        out = Path(config.cache.mkdir(f"diagevo-tiny-{key}"))
+        out = Path(cache.mkdir(f"diagevo-tiny-{key}"))
     if not (out / "tiny.json").is_file():
         tiny.build_tiny(out, TEST_SPEC)
     return out
