@@ -6,7 +6,9 @@
     a fresh process so that building the log does not count;
 (c) what durability costs: the same appends with SQLite's default ``synchronous = FULL`` (a
     committed event survives a power loss) and with ``?synchronous=normal`` (it survives a crash
-    of the process only), in batches of 1000 and in the small batches the training loop appends.
+    of the process only), in batches of 1000 and in the small batches the training loop appends;
+(d) where an append's time goes: the store's Python alone, and raw executemany of its rows into
+    the full schema, without the read indexes, and without the artifact rows.
 
 ``build_log(url, n_events)`` builds a realistic log (question.generated / question.scored /
 failure.recorded / failure.diagnosed with small texts, plus attributions, new nodes and causes,
@@ -19,6 +21,7 @@ other benchmarks reuse it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import multiprocessing as mp
 import random
@@ -259,6 +262,69 @@ def bench_append(tmp: Path, events: list[EventIn], batch: int = 1000, repeats: i
     return {"events": n, "store_eps": n / best_store, "raw_eps": n / best_raw, "ratio": best_raw / best_store}
 
 
+def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
+    """Print part (d): where an append's time goes, for the realistic mix. The store's own
+    Python (serialising, texts out, key columns, then the chain and the rows under the lock)
+    timed alone, and raw executemany of the store's rows into the full schema, into it without
+    the read indexes of migrations 0003/0004, and without the artifact rows."""
+    from diagevo.events.store import _prepare  # the store's own serialisation
+
+    events = list(realistic_events("breakdown", n, seed=3))
+    batches = [events[i : i + 1000] for i in range(0, len(events), 1000)]
+    store_s = float("inf")
+    for r in range(repeats):
+        url = f"sqlite:///{tmp / f'breakdown-{r}.db'}"
+        EventStore(url).close()  # migration outside the timing
+        store_s = min(store_s, _bench_store_append(url, batches))
+    grouped = _stored_rows(url, batches)
+    python_s = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for b in batches:
+            prepared, _ = _prepare(b)
+            prev = "0" * 64
+            for p in prepared:  # the chain and the row, as EventStore._insert builds them
+                prev = hashlib.sha256(prev.encode() + p[5]).hexdigest()
+                (0, p[0], p[1], p[2], p[3], 1, p[4], "", prev, prev, *p[7])
+        python_s = min(python_s, time.perf_counter() - t0)
+
+    def raw(label: str, drop_indexes: bool, artifacts: bool) -> float:
+        best = float("inf")
+        for r in range(repeats):
+            path = tmp / f"raw-{label}-{r}.db"
+            target = f"sqlite:///{path}"
+            upgrade(target)
+            conn = sqlite3.connect(path, isolation_level=None)
+            if drop_indexes:
+                for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'ix_%'").fetchall():
+                    conn.execute(f"DROP INDEX {name}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            t0 = time.perf_counter()
+            for rows, arts in grouped:
+                conn.execute("BEGIN IMMEDIATE")
+                if artifacts:
+                    conn.executemany("INSERT OR IGNORE INTO artifacts (sha256, text) VALUES (?, ?)", arts)
+                conn.executemany(f"INSERT INTO events VALUES ({', '.join('?' * len(rows[0]))})", rows)
+                conn.execute("COMMIT")
+            best = min(best, time.perf_counter() - t0)
+            conn.close()
+            for f in tmp.glob(f"raw-{label}-{r}.db*"):
+                f.unlink()
+        return best
+
+    full = raw("full", False, True)
+    lean = raw("lean", True, True)
+    bare = raw("bare", True, False)
+    us = 1e6 / len(events)
+    print(f"(d) where an append's time goes: {len(events):,} realistic events, batches of 1000, SQLite, best of {repeats}")
+    print(f"    {'the store, EventStore.append':<58}{store_s * us:>8.1f} µs/event")
+    print(f"    {'its Python alone (serialise, texts, keys, chain, rows)':<58}{python_s * us:>8.1f}")
+    print(f"    {'raw executemany of its rows, full schema (11 indexes)':<58}{full * us:>8.1f}")
+    print(f"    {'same without the read indexes (unique event_id only)':<58}{lean * us:>8.1f}")
+    print(f"    {'same without the artifact rows either':<58}{bare * us:>8.1f}")
+
+
 # --- (b) reading a million events -----------------------------------------------------------
 
 
@@ -437,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         ok = args.skip_append or bench_append_table(tmp, args.append_events, args.pg)
         bench_durability(tmp, args.durability_events)
+        bench_breakdown(tmp, args.durability_events)
 
         url = args.db or f"sqlite:///{tmp / 'million.db'}"
         run = f"bench-0-{args.events}"
