@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store import realistic_events  # noqa: E402
+from bench_store import _drop_pg_database, _pg_database, realistic_events  # noqa: E402
 
 from diagevo.events.store import EventStore  # noqa: E402
 
@@ -69,22 +69,6 @@ def _default_synchronous() -> str:
     return {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[level]
 
 
-def _pg_db(admin: str) -> tuple[str, str]:
-    import psycopg
-
-    name = f"bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(f"{admin}/postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return name, f"{admin.replace('postgresql://', 'postgresql+psycopg://')}/{name}"
-
-
-def _drop_pg_db(admin: str, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{admin}/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=20_000)
@@ -111,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresDatastore
 
                 for label, cls in (("diagevo EventStore", None), ("PostgresAggregateRecorder", PostgresAggregateRecorder), ("PostgresApplicationRecorder", PostgresApplicationRecorder)):
-                    name, url = _pg_db(args.pg)
+                    name, url = _pg_database(args.pg)
                     try:
                         if cls is None:
                             seconds = time_diagevo(url, events)
@@ -124,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                             seconds = time_recorder(rec, events)
                             ds.close()
                     finally:
-                        _drop_pg_db(args.pg, name)
+                        _drop_pg_database(args.pg, name)
                     results.setdefault("postgresql", {})[label] = min(results.get("postgresql", {}).get(label, 1e9), seconds / n)
     print(f"append {args.events:,} realistic events in batches of 1000, best of 3; payloads serialised in the timing")
     print(f"SQLite: all WAL; diagevo synchronous=FULL, eventsourcing synchronous={_default_synchronous()} (library default)")
