@@ -59,13 +59,11 @@ class ExternalTrainer:
 
         def reward(_requests: Sequence[GenerationRequest], outputs: Sequence[str]) -> list[float]:
             calls[0] += 1
-            questions = [cur.parse_question(o) for o in outputs]
-            valid = {i: q for i, q in enumerate(questions) if q is not None}
-            answers = self.backend.sample(list(valid.values()), n, self.rng(t, f"chal-votes-{calls[0]}"))
-            p1 = [0.0] * len(questions)
-            for i, responses in zip(valid, answers, strict=True):
-                p1[i] = cur.votes([cur.extract_answer(x) for x in responses]).p1
-            return cur.challenger_rewards(questions, p1, lam=self.cfg.reward.lam, threshold=self.cfg.reward.cluster_distance_threshold)
+            rng = self.rng(t, f"chal-votes-{calls[0]}")
+            return cur.challenger_output_rewards(
+                outputs, lambda qs: self.backend.sample(qs, n, rng),
+                lam=self.cfg.reward.lam, threshold=self.cfg.reward.cluster_distance_threshold,
+            )
 
         return reward
 

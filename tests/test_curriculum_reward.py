@@ -7,6 +7,7 @@ import pytest
 
 import diagevo.curriculum.reward as reward
 from diagevo.curriculum import (
+    challenger_output_rewards,
     challenger_rewards,
     pairwise_bleu_distance,
     repetition_penalties,
@@ -89,3 +90,24 @@ def test_threshold_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
     _fixed_distances(monkeypatch, [[0, 0.4999], [0.4999, 0]])
     assert repetition_penalties(["x", "y"]) == pytest.approx([1.0, 1.0])
     assert repetition_penalties(["x", "y"], threshold=0.3) == pytest.approx([0.5, 0.5])
+
+
+def test_output_rewards_answer_only_the_valid_questions() -> None:
+    asked: list[list[str]] = []
+
+    def answer(questions: list[str]) -> list[list[str]]:
+        asked.append(questions)
+        # 4 responses each: 2 of 4 agree on the first question (p1 = 0.5), all 4 on the second
+        return [["\\boxed{1}", "\\boxed{1}", "\\boxed{2}", "\\boxed{3}"], ["\\boxed{7}"] * 4]
+
+    outputs = [
+        "<question>How many apples are left when 3 of 5 are eaten?</question>",
+        "no question here",
+        "<question>What is the remainder of 17 divided by 5 in this puzzle?</question>",
+    ]
+    rewards = challenger_output_rewards(outputs, answer, lam=1.0, threshold=0.5)
+    assert asked == [[
+        "How many apples are left when 3 of 5 are eaten?", "What is the remainder of 17 divided by 5 in this puzzle?",
+    ]]  # fmt: skip
+    # Eq. 9: r_unc = 1 - 2|p1 - 1/2|; the two valid questions are far apart, so r_rep = 1/3 each (B = 3)
+    assert rewards == pytest.approx([1.0 - 1 / 3, 0.0, 0.0])

@@ -11,10 +11,14 @@ question among invalid ones is penalised 1/B rather than 1.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.bleu import pairwise_bleu_distance
+from diagevo.curriculum.prompts import parse_question
+from diagevo.curriculum.votes import votes
 
 
 def uncertainty_reward(p1: float) -> float:
@@ -65,3 +69,20 @@ def challenger_rewards(
         max(0.0, uncertainty_reward(p) - lam * r) if _valid(q) else 0.0
         for q, p, r in zip(questions, p1, rep)
     ]
+
+
+def challenger_output_rewards(
+    outputs: Sequence[str],
+    answer: Callable[[list[str]], list[list[str]]],
+    lam: float = 1.0,
+    threshold: float = 0.5,
+) -> list[float]:
+    """Eq. 8-10 for a batch of raw challenger outputs: each is parsed into a question, the frozen
+    solver answers the valid ones (``answer``: questions -> responses per question), and each
+    gets ``challenger_rewards`` from its majority vote share."""
+    questions = [parse_question(o) for o in outputs]
+    valid = {i: q for i, q in enumerate(questions) if q is not None}
+    p1 = [0.0] * len(questions)
+    for i, responses in zip(valid, answer(list(valid.values())), strict=True):
+        p1[i] = votes([extract_answer(x) for x in responses]).p1
+    return challenger_rewards(questions, p1, lam=lam, threshold=threshold)
