@@ -817,19 +817,18 @@ class EventStore:
     ) -> list[StoredEvent]:
         """Events of a run whose data names one of the given ids in one of the given fields
         (``{"cause_id": ["C3"], "matched_cause": ["C3"]}``), in seq order: indexed reads, one per
-        field, never a scan of the run. Fields: :data:`diagevo.events.tables.KEY_FIELDS`."""
+        field, never a scan of the run. Fields: :data:`diagevo.events.keys.KEY_FIELDS`."""
         found: dict[int, StoredEvent] = {}
         wanted_types = None if types is None else set(types)
         for field, values in keys.items():
             if field not in KEY_FIELDS:
                 raise StoreError(f"events cannot be looked up by {field!r}: use one of {', '.join(KEY_FIELDS)}")
             values = list(dict.fromkeys(values))
-            expr = field  # a column of its own (migration 0004)
             for i in range(0, len(values), _SQLITE_MAX_PARAMS):
                 chunk = values[i : i + _SQLITE_MAX_PARAMS]
                 # only the run and the ids in SQL: any other condition (a seq range, a type list)
                 # can lure the planner onto an index that scans the run; the rest is checked here
-                where = f"WHERE run_id = {self._p} AND {expr} IN ({', '.join([self._p] * len(chunk))})"
+                where = f"WHERE run_id = {self._p} AND {field} IN ({', '.join([self._p] * len(chunk))})"
                 for e in self._select(where, [run, *chunk], texts=False):
                     if (wanted_types is None or e.type in wanted_types) and (round is None or e.round == round):
                         found[e.seq] = e

@@ -68,7 +68,7 @@ class _Round:
 
 
 # what _rebuild reads of a round first: which phases are done and their figures
-_PHASE_TYPES = ("phase.completed", "checkpoint.written", "promotions.decided")
+_PHASE_TYPES = ("phase.completed", "promotions.decided")
 # and, only when the solver is still to train, the questions it trains on (with their texts)
 _SOLVER_INPUT_TYPES = ("question.generated", "question.scored")
 
@@ -147,16 +147,14 @@ class Trainer:
         r = _Round(t=t, done=set())
         last_ckpt: str | None = None
         for e in self.store.read(self.run, types=("checkpoint.written",)):
-            if e.round < t:
+            if e.round <= t:  # in seq order: the last one up to this round's own
                 last_ckpt = e.data["path"]
         for e in self.store.read(self.run, round=t, types=_PHASE_TYPES):
             if e.type == "phase.completed":
                 r.done.add(e.data["phase"])
                 r.seconds[e.data["phase"]] = e.data.get("seconds", 0.0)
                 r.stats[e.data["phase"]] = e.data
-            elif e.type == "checkpoint.written":
-                last_ckpt = e.data["path"]
-            elif e.type == "promotions.decided":
+            else:  # promotions.decided
                 r.done.add("promote")
         if "construct" in r.done and "solver" not in r.done:
             for e in self.store.read(self.run, round=t, types=_SOLVER_INPUT_TYPES, texts=True):
