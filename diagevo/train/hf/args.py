@@ -1,50 +1,121 @@
 """TRL and vLLM arguments of the ``hf`` backend, built from the config without loading a model
-(so GPU configurations are checked on any machine, and ``train --dry-run`` can print them)."""
+(so GPU configurations are checked on any machine, and ``train --dry-run`` can print them).
+
+A GRPO phase follows Table 8 of the paper per optimizer step: each step draws a global batch of
+``grpo.<role>_batch_size`` prompts (256) with a group of G completions each (8), for up to
+``grpo.<role>_max_steps`` steps (6 for the challenger, 12 for the solver). So |Q^chal| is
+steps x 256 prompts, each seen once, and the solver takes as many steps as its retained questions
+fill (a step's batch that the questions cannot fill is topped up with questions drawn again). The
+learning rate is constant (R-Zero's recipe: 1e-6, no warmup, no decay); every phase builds a
+fresh optimizer, as each R-Zero round starts a fresh training run from the merged checkpoint.
+"""
 
 from __future__ import annotations
 
 import math
+import random
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from diagevo.config import Config
+from diagevo.errors import BadInput
 
 Role = Literal["challenger", "solver"]
 
 
-def steps_and_prompts(cfg: Config, role: Role, n_prompts: int) -> tuple[int, int]:
-    """(optimizer steps, prompts per step): every prompt of the phase is seen once in at most
-    ``<role>_max_steps`` steps."""
-    max_steps = cfg.grpo.challenger_max_steps if role == "challenger" else cfg.grpo.solver_max_steps
-    n = max(1, n_prompts)
-    steps = min(max_steps, n)
-    return steps, math.ceil(n / steps)
+@dataclass(frozen=True)
+class PhasePlan:
+    """How one GRPO phase uses its prompts: the numbers ``train --dry-run`` prints per phase."""
+
+    role: Role
+    prompts: int  # distinct prompts the phase has (|Q^chal|, or the retained questions)
+    steps: int  # optimizer steps
+    prompts_per_step: int  # the global batch of a step (Table 8: 256)
+    group: int  # completions per prompt (Table 8: 8)
+    processes: int
+    per_device: int  # completions per device per micro-step
+    accumulation: int  # micro-steps per optimizer step on each device
+
+    @property
+    def completions_per_step(self) -> int:
+        return self.prompts_per_step * self.group
+
+    @property
+    def rows(self) -> int:
+        """Prompts drawn in the whole phase (steps x prompts per step)."""
+        return self.steps * self.prompts_per_step
 
 
-def grpo_kwargs(cfg: Config, role: Role, n_prompts: int, output_dir: Path | str, seed: int = 0) -> dict[str, Any]:
-    """Keyword arguments of ``trl.GRPOConfig`` for one phase: Table 7 (shared) and Table 8
-    (group size per role). One prompt's group of G completions per micro-batch; the prompts of
-    one step are gradient-accumulated, so one generation batch is exactly one step's prompts."""
+def _divisor_at_most(n: int, cap: int) -> int:
+    """The largest divisor of ``n`` that is at most ``cap`` (1 at least)."""
+    return max(d for d in range(1, min(n, max(1, cap)) + 1) if n % d == 0)
+
+
+def phase_plan(cfg: Config, role: Role, n_prompts: int) -> PhasePlan:
+    """The plan of a phase with ``n_prompts`` distinct prompts: steps = min(max steps, ⌈n / batch⌉),
+    each step a global batch of min(batch, n) prompts, rounded up to a multiple of the processes so
+    every process gets whole prompts."""
     g, h = cfg.grpo, cfg.hf
+    batch = g.challenger_batch_size if role == "challenger" else g.solver_batch_size
+    max_steps = g.challenger_max_steps if role == "challenger" else g.solver_max_steps
     group = g.challenger_group_size if role == "challenger" else g.solver_group_size
-    steps, per_step = steps_and_prompts(cfg, role, n_prompts)
-    per_process = math.ceil(per_step / h.num_processes)  # a step's prompts, spread over the processes
-    per_device = max(1, min(h.per_device_batch // group, per_process)) * group
-    accumulate = max(1, math.ceil(per_step * group / (per_device * h.num_processes)))
+    n = max(1, n_prompts)
+    procs = h.num_processes
+    per_step = math.ceil(min(batch, n) / procs) * procs
+    steps = min(max_steps, math.ceil(n / min(batch, n)))
+    per_process = per_step // procs * group
+    per_device = _divisor_at_most(per_process, h.per_device_batch)
+    return PhasePlan(
+        role=role, prompts=n_prompts, steps=steps, prompts_per_step=per_step, group=group, processes=procs,
+        per_device=per_device, accumulation=per_process // per_device,
+    )
+
+
+def step_order(plan: PhasePlan, rng: random.Random) -> list[int]:
+    """Which prompt (an index into the phase's prompts) each row of the phase trains on, in step
+    order: every prompt once in a random order, the last batches topped up with prompts drawn again
+    (each draw without repetition until all are used); cut to the phase's rows when there are more
+    prompts than its steps can take."""
+    order: list[int] = []
+    while len(order) < plan.rows:
+        draw = list(range(plan.prompts))
+        rng.shuffle(draw)
+        order.extend(draw)
+    return order[: plan.rows]
+
+
+def attention(cfg: Config) -> str:
+    """The attention implementation a role loads with: the config's on CUDA (FlashAttention 2 in
+    the paper's configs), SDPA on a CPU, where FlashAttention does not exist."""
+    h = cfg.hf
+    if h.device == "cpu":
+        return "sdpa" if h.attn_implementation == "flash_attention_2" else h.attn_implementation
+    return h.attn_implementation
+
+
+def grpo_kwargs(cfg: Config, plan: PhasePlan, output_dir: Path | str, seed: int = 0) -> dict[str, Any]:
+    """Keyword arguments of ``trl.GRPOConfig`` for one phase: Table 7 (shared) and Table 8 (per
+    step: a generation batch of ``prompts_per_step`` x G completions is exactly one optimizer step,
+    split into ``per_device``-completion micro-batches)."""
+    g, h = cfg.grpo, cfg.hf
     cpu = h.device == "cpu"
     kwargs: dict[str, Any] = {
         "output_dir": str(output_dir),
         "learning_rate": g.learning_rate,
+        "lr_scheduler_type": "constant",  # R-Zero: 1e-6 throughout, no warmup, no decay
+        "warmup_steps": 0,
         "weight_decay": g.weight_decay,
         "beta": g.kl_beta,
         "temperature": g.temperature,
         "top_p": g.top_p,
-        "num_generations": group,
-        "per_device_train_batch_size": per_device,
-        "gradient_accumulation_steps": accumulate,
-        "max_steps": steps,
-        "max_completion_length": h.challenger_max_new_tokens if role == "challenger" else h.max_new_tokens,
+        "num_generations": plan.group,
+        "per_device_train_batch_size": plan.per_device,
+        "gradient_accumulation_steps": plan.accumulation,
+        "max_steps": plan.steps,
+        "shuffle_dataset": False,  # the rows come in step order (step_order), drawn by the loop's seed
+        "max_completion_length": h.challenger_max_new_tokens if plan.role == "challenger" else h.max_new_tokens,
         "logging_steps": 1,
         "save_strategy": "no",
         "report_to": "none",
@@ -55,31 +126,42 @@ def grpo_kwargs(cfg: Config, role: Role, n_prompts: int, output_dir: Path | str,
         "disable_tqdm": True,
         "use_vllm": h.use_vllm,
     }
-    if h.use_vllm:
-        if cpu:
-            raise ValueError("hf.use_vllm needs hf.device = \"cuda\"")
+    if h.use_vllm:  # on GPUs; vLLM's own CPU build (and the tests' stand-in) run on a CPU too
         kwargs["vllm_mode"] = h.vllm_mode
         if h.vllm_mode == "colocate":
             kwargs["vllm_gpu_memory_utilization"] = h.vllm_gpu_memory_utilization
             kwargs["vllm_enable_sleep_mode"] = True  # frees the KV cache while the optimizer steps
         else:
             if not h.vllm_server_url:
-                raise ValueError("hf.vllm_mode = \"server\" needs hf.vllm_server_url")
+                raise BadInput("hf.vllm_mode = \"server\" needs hf.vllm_server_url")
             kwargs["vllm_server_base_url"] = h.vllm_server_url
     return kwargs
 
 
 def vllm_kwargs(cfg: Config, model: str) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.LLM`` for the sampling engine (construction votes, Q^cur)."""
+    """Keyword arguments of ``vllm.LLM`` for the process's one colocated engine. It is built once,
+    from the base model, and shared by TRL's GRPO rollouts and the loop's sampling; weights are
+    pushed into it in memory. Several processes each run one under ``external_launcher``, as TRL's
+    colocate mode does."""
     h = cfg.hf
     return {
         "model": model,
         "dtype": "bfloat16" if h.bf16 else "auto",
         "gpu_memory_utilization": h.vllm_gpu_memory_utilization,
         "seed": cfg.train.seed,
-        "enable_sleep_mode": h.vllm_mode == "colocate",
+        "enable_sleep_mode": True,
         "tensor_parallel_size": 1,
+        "distributed_executor_backend": "external_launcher",
+        "max_model_len": h.vllm_max_model_len,
     }
+
+
+def engines_per_process(cfg: Config) -> str:
+    if not cfg.hf.use_vllm:
+        return "0 vLLM engines: transformers generate on the policies being trained"
+    if cfg.hf.vllm_mode == "server":
+        return f"0: generation and weight sync go to the vLLM server at {cfg.hf.vllm_server_url}"
+    return "1 vLLM engine (colocated, sleep mode), shared by GRPO rollouts, Q^cur, votes and evaluation"
 
 
 def launch_command(cfg: Config, config_path: str | None, run: str | None) -> list[str]:
@@ -108,10 +190,32 @@ def ranks(n: int) -> str:
     )
 
 
+def _phase_summary(cfg: Config, plan: PhasePlan, kwargs: dict[str, Any]) -> dict[str, Any]:
+    g = cfg.grpo
+    max_steps = g.challenger_max_steps if plan.role == "challenger" else g.solver_max_steps
+    batch = g.challenger_batch_size if plan.role == "challenger" else g.solver_batch_size
+    out = {
+        "prompts_per_step": plan.prompts_per_step,
+        "completions_per_step": plan.completions_per_step,
+        "group": plan.group,
+        "steps": plan.steps,
+        "scheduler": f"{kwargs['lr_scheduler_type']}, learning rate {kwargs['learning_rate']:g}, warmup {kwargs['warmup_steps']}",
+        "attention": attention(cfg),
+        "per_device_completions": plan.per_device,
+        "accumulation_steps": plan.accumulation,
+        "engines_per_process": engines_per_process(cfg),
+    }
+    if plan.role == "solver":
+        out["steps"] = f"min({max_steps}, ceil(retained / {batch}))"
+        out["max_steps"] = max_steps
+    else:
+        out["prompts"] = plan.prompts
+    return out
+
+
 def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: Path, db: str) -> dict[str, Any]:
     """What ``train`` would do, without loading a model."""
-    n_chal = cfg.train.challenger_questions or cfg.grpo.challenger_batch_size
-    n_cur = cfg.train.curriculum_questions or cfg.grpo.solver_batch_size
+    n_chal, n_cur = cfg.challenger_questions, cfg.curriculum_questions
     engine = "vllm" if cfg.hf.use_vllm else "local"
     out: dict[str, Any] = {
         "backend": cfg.train.backend,
@@ -130,12 +234,28 @@ def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: 
         "diagnostician": cfg.diagnosis.llm_url or ("heuristic (offline)" if cfg.train.backend == "hf" else "sim"),
     }
     if cfg.train.backend == "hf":
+        chal = phase_plan(cfg, "challenger", n_chal)
+        # the solver's steps depend on how many questions the filter retains: shown for a full phase
+        full = cfg.grpo.solver_max_steps * cfg.grpo.solver_batch_size
+        solver = phase_plan(cfg, "solver", full)
+        kwargs = {
+            "challenger": grpo_kwargs(cfg, chal, checkpoints / "trl-challenger", cfg.train.seed),
+            "solver": grpo_kwargs(cfg, solver, checkpoints / "trl-solver", cfg.train.seed),
+        }
         out["models"] = {"challenger": cfg.hf.challenger_model, "solver": cfg.hf.solver_model}
         out["engine"] = engine
-        out["grpo"] = {
-            "challenger": grpo_kwargs(cfg, "challenger", n_chal, checkpoints / "trl-challenger", cfg.train.seed),
-            "solver": grpo_kwargs(cfg, "solver", n_cur, checkpoints / "trl-solver", cfg.train.seed),
+        out["attention"] = attention(cfg)
+        out["phases"] = {
+            "challenger": _phase_summary(cfg, chal, kwargs["challenger"]),
+            "solver": _phase_summary(cfg, solver, kwargs["solver"]),
         }
-        if cfg.hf.use_vllm:
+        out["grpo"] = kwargs
+        if cfg.hf.use_vllm and cfg.hf.vllm_mode == "colocate":
             out["vllm"] = vllm_kwargs(cfg, cfg.hf.solver_model)
     return out
+
+
+__all__ = [
+    "PhasePlan", "Role", "attention", "engines_per_process", "grpo_kwargs", "launch_command", "phase_plan", "plan",
+    "ranks", "step_order", "vllm_kwargs",
+]

@@ -2,8 +2,9 @@
 
 Challenger phase: TRL ``GRPOTrainer`` on the Appendix J challenger prompts of Q^chal (free,
 targeted, stitched), rewarded by the loop's batch reward (frozen-solver votes, Eq. 8-10).
-Solver phase: ``GRPOTrainer`` on the retained questions with the loop's ±1 reward; the first G
-completions of each question and their rewards are returned (failed ones go to diagnosis).
+Solver phase: ``GRPOTrainer`` on the retained questions with the loop's ±1 reward; every
+completion of every draw of a question and its reward are returned (failed ones go to diagnosis).
+Both phases follow Table 8 per step (``diagevo/train/hf/args.py``).
 Sampling (Q^cur, construction votes, the frozen solver) goes through an engine: ``local``
 (``generate`` in this process, on the models being trained) or ``vllm`` on GPUs.
 
@@ -30,12 +31,13 @@ from diagevo import curriculum as cur
 from diagevo.config import Config
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.errors import BadInput, NotFound, Unavailable
 from diagevo.generation import Sampling
 from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import quiet_libraries
 from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
-from diagevo.train.hf.args import Role, grpo_kwargs
+from diagevo.train.hf.args import PhasePlan, Role, attention, grpo_kwargs, phase_plan, step_order
 from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank
 from diagevo.train.hf.tiny import HELDOUT_FILE
 
@@ -47,6 +49,39 @@ STAT_KEYS = {
     "completions/mean_length": "completion_length",
     "frac_reward_zero_std": "frac_reward_zero_std",
 }
+
+
+def check_flash_attention() -> None:
+    """FlashAttention 2 was asked for on CUDA: it needs the flash-attn package."""
+    import importlib.util
+
+    if importlib.util.find_spec("flash_attn") is None:
+        raise Unavailable(
+            'hf.attn_implementation = "flash_attention_2" needs the flash-attn package on CUDA: '
+            "pip install -e '.[gpu]', or set hf.attn_implementation = \"sdpa\""
+        )
+
+
+def weight_dtype(cfg: Config) -> str:
+    """The dtype a policy is held in. BF16 training (Appendix E) computes in bf16 under autocast
+    (TRL's ``bf16=True``) but keeps fp32 master weights: an AdamW step at the paper's learning rate
+    of 1e-6 moves a weight by about 1e-6 of its size, far below bf16's resolution (2^-8), so
+    weights held in bf16 would not change at all. Only under DeepSpeed, which keeps its own fp32
+    master copy in the optimizer, are the policies loaded in bf16."""
+    import os
+
+    if cfg.hf.bf16 and cfg.hf.device != "cpu" and os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
+        return "bfloat16"
+    return "float32"
+
+
+def check_one_architecture(sources: dict[Role, Path]) -> None:
+    """Both roles are sampled by one vLLM engine (their weights pushed in turn), so they must share
+    one architecture, as they do in the paper (both start from one base model)."""
+    keys = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")
+    shapes = {role: {k: json.loads((d / "config.json").read_text(encoding="utf-8")).get(k) for k in keys} for role, d in sources.items()}
+    if shapes["challenger"] != shapes["solver"]:
+        raise BadInput(f"one vLLM engine samples both roles, so they must share one architecture: {shapes}")
 
 
 def completion_text(completion: Any) -> str:
@@ -80,14 +115,15 @@ class HFBackend:
             "challenger": check_local_model(h.challenger_model),
             "solver": check_local_model(h.solver_model),
         }
-        if h.use_vllm and h.device == "cpu":
-            raise ValueError("hf.use_vllm needs hf.device = \"cuda\"")
         self._models: dict[Role, Any] = {}
         self._tokenizers: dict[Role, Any] = {}
         self._emb = embedder
         self._diag: Diagnostician | None = None
-        self._engine: dict[Role, Any] = {}
-        self._weights: dict[Role, Path] = dict(self.sources)  # where vLLM reads each role's latest weights
+        self._local: dict[Role, LocalEngine] = {}  # transformers generate on each policy (no vLLM)
+        self._vllm: Any = None  # colocate: the process's one VLLMEngine, built on first use
+        self._server: Any = None  # server: the process's one ServerClient
+        self._version: dict[Role, int] = {"challenger": 0, "solver": 0}  # bumped whenever a policy changes
+        self._in_phase = False  # inside a GRPO phase the optimizer owns the GPU between rollouts
 
     # ------------------------------------------------------------------ models
 
@@ -104,28 +140,70 @@ class HFBackend:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        dtype = torch.bfloat16 if self.config.hf.bf16 and self.config.hf.device != "cpu" else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device or self.config.hf.device)  # type: ignore[arg-type]
+        dtype = getattr(torch, weight_dtype(self.config))
+        attn = attention(self.config)
+        if attn == "flash_attention_2":
+            check_flash_attention()
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn).to(device or self.config.hf.device)  # type: ignore[arg-type]
         tok = AutoTokenizer.from_pretrained(path)
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
         self._models[role], self._tokenizers[role] = model, tok
-        self._engine.pop(role, None)
+        self._changed(role)
+
+    def _changed(self, role: Role) -> None:
+        """The role's policy has new weights: the next sample of it pushes them first."""
+        self._version[role] += 1
+        self._local.pop(role, None)
 
     def engine(self, role: Role) -> Any:
-        """The sampling engine of a role, on the role's current weights."""
-        if role not in self._engine:
-            h = self.config.hf
-            if h.use_vllm:
-                from diagevo.generation.vllm_engine import VLLMEngine
-                from diagevo.train.hf.args import vllm_kwargs
+        """The sampling engine, holding the role's current weights. Without vLLM: transformers
+        ``generate`` on the policy itself. With vLLM, one engine (colocate) or one server (server
+        mode) per process, for both roles: the policy's weights are pushed in memory when the
+        engine holds other ones (the other role's, or a GRPO step's)."""
+        h = self.config.hf
+        if not h.use_vllm:
+            if role not in self._local:
+                self._local[role] = LocalEngine(self.model(role), tokenizer=self.tokenizer(role), device=h.device, batch_size=h.generation_batch)
+            return self._local[role]
+        key = (role, self._version[role])
+        if h.vllm_mode == "server":
+            from diagevo.generation.endpoint import EndpointEngine
 
-                self._engine[role] = VLLMEngine(**vllm_kwargs(self.config, str(self._weights[role])))
-            else:
-                self._engine[role] = LocalEngine(
-                    self.model(role), tokenizer=self.tokenizer(role), device=h.device, batch_size=h.generation_batch
-                )
-        return self._engine[role]
+            server = self._server_client()
+            if server.holding != key:
+                server.push(key, self.model(role))
+            return EndpointEngine(server.model, url=f"{server.url}/v1")
+        engine = self._vllm_engine()
+        if engine.llm.holding != key:
+            engine.llm.load_weights(key, self.model(role).named_parameters())
+        return engine
+
+    def _vllm_engine(self) -> Any:
+        if self._vllm is None:
+            from diagevo.generation.vllm_engine import VLLMEngine
+            from diagevo.train.hf.args import vllm_kwargs
+
+            check_one_architecture(self.sources)
+            kwargs = vllm_kwargs(self.config, str(self.sources["solver"]))
+            kwargs["seed"] = self.config.train.seed + rank()  # as TRL: each process samples its own
+            self._vllm = VLLMEngine(**kwargs)
+        return self._vllm
+
+    def _server_client(self) -> Any:
+        if self._server is None:
+            from diagevo.train.hf.vllm_share import ServerClient
+
+            if not self.config.hf.vllm_server_url:
+                raise BadInput('hf.vllm_mode = "server" needs hf.vllm_server_url')
+            self._server = ServerClient(self.config.hf.vllm_server_url, device=self.config.hf.device)
+        return self._server
+
+    def _generate(self, role: Role, prompts: list[Any], sampling: Sampling) -> list[list[str]]:
+        out: list[list[str]] = self.engine(role).generate(prompts, sampling)
+        if self._in_phase and self._vllm is not None:  # a reward's votes: the optimizer steps next
+            self._vllm.sleep()
+        return out
 
     def _sampling(self, n: int, rng: random.Random, max_new_tokens: int, greedy: bool = False) -> Sampling:
         g = self.config.grpo
@@ -140,7 +218,7 @@ class HFBackend:
         if not requests:
             return []
         prompts = [challenger_messages(r) for r in requests]
-        outs = self.engine("challenger").generate(prompts, self._sampling(1, rng, self.config.hf.challenger_max_new_tokens))
+        outs = self._generate("challenger", prompts, self._sampling(1, rng, self.config.hf.challenger_max_new_tokens))
         return [o[0] for o in outs]
 
     def train_challenger(
@@ -151,7 +229,8 @@ class HFBackend:
         progress: ProgressFn = no_progress,
     ) -> dict[str, float]:
         reqs = list(requests)
-        rows = [{"prompt": challenger_messages(r), "request": i} for i, r in enumerate(reqs)]
+        plan = phase_plan(self.config, "challenger", len(reqs))
+        rows = [{"prompt": challenger_messages(reqs[i]), "request": i} for i in step_order(plan, rng)]
 
         def batch_reward(batch: list[tuple[int, str]]) -> list[float]:  # on rank 0, the global batch
             return list(reward_fn([reqs[i] for i, _ in batch], [text for _, text in batch]))
@@ -159,7 +238,7 @@ class HFBackend:
         def reward(prompts: list[Any], completions: list[Any], request: list[int], **_: Any) -> list[float]:
             return global_rewards([(i, completion_text(c)) for i, c in zip(request, completions, strict=True)], batch_reward)
 
-        return self._grpo("challenger", rows, reward, rng, progress)
+        return self._grpo(plan, rows, reward, rng, progress)
 
     # ------------------------------------------------------------------ solver
 
@@ -167,7 +246,7 @@ class HFBackend:
         if not questions:
             return []
         prompts = [solver_messages(q) for q in questions]
-        return self.engine("solver").generate(prompts, self._sampling(n, rng, self.config.hf.max_new_tokens))
+        return self._generate("solver", prompts, self._sampling(n, rng, self.config.hf.max_new_tokens))
 
     def train_solver(
         self,
@@ -180,7 +259,10 @@ class HFBackend:
         n = len(questions)
         responses: list[list[str]] = [[] for _ in range(n)]
         rewards: list[list[float]] = [[] for _ in range(n)]
-        rows = [{"prompt": solver_messages(q), "question": i} for i, q in enumerate(questions)]
+        if not n:
+            return SolverRound(responses, rewards, {})
+        plan = phase_plan(self.config, "solver", n)
+        rows = [{"prompt": solver_messages(questions[i]), "question": i} for i in step_order(plan, rng)]
 
         def batch_reward(batch: list[tuple[int, str]]) -> list[float]:  # on rank 0, the global batch
             texts = [text for _, text in batch]
@@ -192,42 +274,46 @@ class HFBackend:
                 rs = list(reward_fn(i, [texts[j] for j in js]))
                 for j, r in zip(js, rs, strict=True):
                     out[j] = r
-                if not responses[i]:  # the question's first group: its G optimization responses
-                    responses[i] = [texts[j] for j in js][:group_size]
-                    rewards[i] = rs[:group_size]
+                # every draw of the question in the phase: its G optimization responses each time
+                responses[i].extend(texts[j] for j in js)
+                rewards[i].extend(rs)
             return out
 
         def reward(prompts: list[Any], completions: list[Any], question: list[int], **_: Any) -> list[float]:
             return global_rewards([(i, completion_text(c)) for i, c in zip(question, completions, strict=True)], batch_reward)
 
-        stats = self._grpo("solver", rows, reward, rng, progress) if n else {}
+        stats = self._grpo(plan, rows, reward, rng, progress)
         if rank() != 0:  # a follower: rank 0 recorded the responses and rewards
             return SolverRound([], [], stats)
-        missing = [i for i in range(n) if not responses[i]]
-        if missing:  # not drawn in the phase's steps: responses of the updated solver
-            outs = self.sample([questions[i] for i in missing], group_size, rng)
-            for i, resp in zip(missing, outs, strict=True):
-                responses[i], rewards[i] = resp, list(reward_fn(i, resp))
+        # a question the phase's steps did not draw has no optimization responses: none are sampled
+        # for diagnosis (Appendix J: "No extra responses are sampled for diagnosis")
+        stats["questions_trained"] = float(sum(1 for rs in responses if rs))
         flat = [r for rs in rewards for r in rs]
         stats["failed_fraction"] = sum(r < 0 for r in flat) / len(flat) if flat else 0.0
         return SolverRound(responses, rewards, stats)
 
     # ------------------------------------------------------------------ GRPO
 
-    def _grpo(self, role: Role, rows: list[dict[str, Any]], reward: Any, rng: random.Random, progress: ProgressFn) -> dict[str, float]:
+    def _grpo(self, plan: PhasePlan, rows: list[dict[str, Any]], reward: Any, rng: random.Random, progress: ProgressFn) -> dict[str, float]:
         from accelerate import PartialState
         from datasets import Dataset
         from transformers import TrainerCallback
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
         from trl import GRPOConfig, GRPOTrainer
 
-        if self.config.hf.use_vllm:  # TRL colocates its own vLLM: release ours first
-            self._close_engines()
+        from diagevo.train.hf.vllm_share import shared_with_trl
+
+        role = plan.role
+        h = self.config.hf
+        engine = self._vllm_engine() if h.use_vllm and h.vllm_mode == "colocate" else None
+        server = self._server_client() if h.use_vllm and h.vllm_mode == "server" and rank() == 0 else None
+        if engine is not None:
+            engine.sleep()  # the optimizer's turn: TRL wakes it for each step's rollouts
         model, tok = self.model(role), self.tokenizer(role)
         model.config._name_or_path = str(self.sources[role])  # the KL reference TRL loads
         seed = rng.getrandbits(31)
         with tempfile.TemporaryDirectory(prefix=f"diagevo-trl-{role}-") as tmp:
-            args = GRPOConfig(**grpo_kwargs(self.config, role, len(rows), tmp, seed))
+            args = GRPOConfig(**grpo_kwargs(self.config, plan, tmp, seed))
             total = args.max_steps
 
             class Tick(TrainerCallback):
@@ -235,16 +321,23 @@ class HFBackend:
                     progress(role, state.global_step, total)
 
             reward.__name__ = f"{role}_reward"
-            trainer = GRPOTrainer(
-                model=model, reward_funcs=reward, args=args, train_dataset=Dataset.from_list(rows),
-                processing_class=tok, callbacks=[Tick()],
-            )
+            with shared_with_trl(engine, server):  # TRL takes this process's engine, builds none
+                trainer = GRPOTrainer(
+                    model=model, reward_funcs=reward, args=args, train_dataset=Dataset.from_list(rows),
+                    processing_class=tok, callbacks=[Tick()],
+                )
             for quiet in (PrinterCallback, ProgressCallback):  # nothing below cli/ prints
                 trainer.remove_callback(quiet)
             progress(role, 0, total)
-            trainer.train()
+            self._in_phase = True
+            try:
+                trainer.train()
+            finally:
+                self._in_phase = False
             stats = grpo_stats(trainer.state.log_history)
             stats["steps"] = float(trainer.state.global_step)
+            stats["prompts_per_step"] = float(plan.prompts_per_step)
+            stats["completions_per_step"] = float(plan.completions_per_step)
             stats["processes"] = float(trainer.accelerator.num_processes)
             if is_zero3(trainer):  # the policy is sharded across the ranks: gather it, load it whole
                 gathered, device = gather_policy(trainer, Path(tmp) / "policy"), trainer.accelerator.device
@@ -255,7 +348,7 @@ class HFBackend:
             else:
                 self._models[role] = trainer.accelerator.unwrap_model(trainer.model)
                 del trainer
-        self._engine.pop(role, None)
+        self._changed(role)
         self._free()
         return stats
 
@@ -274,16 +367,17 @@ class HFBackend:
         path = self.config.hf.heldout or default
         if not Path(path).is_file():
             if self.config.hf.heldout is not None:
-                raise ValueError(f"no held-out file at {path}")
+                raise NotFound(f"no held-out file at {path}")
             return []
+        from diagevo.parsing import loads, read_text, split_lines
+
         rows = []
-        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    item = json.loads(line)
-                    rows.append({"question": str(item["question"]), "answer": str(item["answer"])})
-                except (ValueError, KeyError, TypeError):
-                    raise ValueError(f"{path}:{n}: expected a JSON object with question and answer") from None
+        for n, line in split_lines(read_text(path)):
+            try:
+                item = loads(line, f"{path}:{n}")
+                rows.append({"question": str(item["question"]), "answer": str(item["answer"])})
+            except (ValueError, KeyError, TypeError):  # BadInput is a ValueError
+                raise BadInput(f"{path}:{n}: expected a JSON object with question and answer") from None
         return rows
 
     def evaluate(self, rng: random.Random) -> dict[str, float]:
@@ -292,8 +386,8 @@ class HFBackend:
         if not items:
             return {}
         h = self.config.hf
-        outs = self.engine("solver").generate(
-            [solver_messages(i["question"]) for i in items],
+        outs = self._generate(
+            "solver", [solver_messages(i["question"]) for i in items],
             self._sampling(1, rng, h.heldout_max_new_tokens or h.max_new_tokens, greedy=True),
         )
         right = [cur.agrees(cur.extract_answer(o[0]), i["answer"]) for o, i in zip(outs, items, strict=True)]
@@ -330,26 +424,13 @@ class HFBackend:
         """``path/challenger`` and ``path/solver``: weights, config and tokenizer each."""
         path = Path(path)
         for role in ("challenger", "solver"):
-            if role in self._models:
-                self._models[role].save_pretrained(path / role)
-                self._tokenizers[role].save_pretrained(path / role)
-            else:  # never loaded: the checkpoint still holds the role, as its source
-                self.model(role).save_pretrained(path / role)
-                self._tokenizers[role].save_pretrained(path / role)
-            self._weights[role] = path / role
-        if self.config.hf.use_vllm:  # vLLM reads weights from disk: the next engine loads these
-            self._close_engines()
-
-    def _close_engines(self) -> None:
-        for engine in self._engine.values():
-            engine.close()
-        self._engine.clear()
-        self._free()
+            self.model(role).save_pretrained(path / role)
+            self._tokenizers[role].save_pretrained(path / role)
 
     def load(self, path: Path) -> None:
         for role in ("challenger", "solver"):
             d = Path(path) / role
             if not (d / "config.json").is_file():
-                raise ValueError(f"{path}: not an hf checkpoint (no {role}/config.json)")
-            self.sources[role] = self._weights[role] = d
+                raise BadInput(f"{path}: not an hf checkpoint (no {role}/config.json)")
+            self.sources[role] = d
             self._load_role(role, d)

@@ -16,6 +16,8 @@ on rank 0 alone.
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput
+
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -70,7 +72,7 @@ def for_this_rank(cfg: Config) -> tuple[Config, bool]:
     if world_size() == 1:
         return cfg, True
     if cfg.train.backend != "hf":
-        raise ValueError(f"backend {cfg.train.backend!r} runs in one process: start it without accelerate launch")
+        raise BadInput(f"backend {cfg.train.backend!r} runs in one process: start it without accelerate launch")
     cfg = with_processes(cfg)
     index, _ = init(cpu=cfg.hf.device == "cpu")
     return cfg, index == 0

@@ -11,6 +11,8 @@ initialised from one base model). Held-out questions never occur in the warm-up 
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput
+
 import json
 import random
 from collections.abc import Callable
@@ -144,7 +146,7 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
     quiet_libraries()
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"{out} exists and is not a directory")
+        raise BadInput(f"{out} exists and is not a directory")
     torch.manual_seed(spec.seed)
     pairs, heldout = corpus(max(spec.steps * spec.batch // 4, 400), spec.seed)
     texts = [_render(p, c) for p, c in pairs]
@@ -156,7 +158,7 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
         bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
     )
     model = Qwen3ForCausalLM(config)
-    _warm_up(model, tok, pairs, spec, lambda d, n: progress("warm-up", d, n))
+    warm_up(model, tok, pairs, steps=spec.steps, batch=spec.batch, lr=spec.lr, seed=spec.seed, tick=lambda d, n: progress("warm-up", d, n))
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.bos_token_id = None
@@ -176,34 +178,47 @@ def _prompt_text(prompt: list[dict[str, str]]) -> str:
     return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in prompt) + "<|im_start|>assistant\n"
 
 
-def _warm_up(model, tok, pairs, spec: TinySpec, tick: Callable[[int, int], None]) -> None:  # noqa: ANN001
-    """Supervised steps on completions only (the prompt tokens carry no loss)."""
+def warm_up(
+    model, tok, pairs, *, steps: int, batch: int, lr: float, seed: int,  # noqa: ANN001
+    tick: Callable[[int, int], None] = lambda d, n: None, schedule: str = "one_cycle",
+) -> list[float]:
+    """Supervised steps on completions only (the prompt, rendered with the tokenizer's chat
+    template, carries no loss; each completion ends with the end-of-turn token). Returns the loss
+    of every step."""
     import torch
 
     rows = []
     for prompt, completion in pairs:
-        p = tok(_prompt_text(prompt), add_special_tokens=False)["input_ids"]
-        c = tok(completion + "<|im_end|>\n", add_special_tokens=False)["input_ids"]
+        p = tok(tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
+        c = tok(completion + tok.eos_token + "\n", add_special_tokens=False)["input_ids"]
         rows.append((p + c, [-100] * len(p) + c))
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=spec.lr, total_steps=spec.steps, pct_start=0.1)
-    rng = random.Random(spec.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    sched = (
+        torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
+        if schedule == "one_cycle" else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
+    )
+    rng = random.Random(seed)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    losses = []
     model.train()
-    for step in range(spec.steps):
-        batch = rng.sample(rows, min(spec.batch, len(rows)))
-        width = max(len(ids) for ids, _ in batch)
-        ids = torch.full((len(batch), width), tok.pad_token_id)
-        labels = torch.full((len(batch), width), -100)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for i, (x, y) in enumerate(batch):
+    for step in range(steps):
+        chosen = rng.sample(rows, min(batch, len(rows)))
+        width = max(len(ids) for ids, _ in chosen)
+        ids = torch.full((len(chosen), width), pad)
+        labels = torch.full((len(chosen), width), -100)
+        mask = torch.zeros((len(chosen), width), dtype=torch.long)
+        for i, (x, y) in enumerate(chosen):
             ids[i, : len(x)] = torch.tensor(x)
             labels[i, : len(y)] = torch.tensor(y)
             mask[i, : len(x)] = 1
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        dev = model.device
+        loss = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), labels=labels.to(dev)).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
         opt.zero_grad()
-        tick(step + 1, spec.steps)
+        losses.append(float(loss.detach()))
+        tick(step + 1, steps)
     model.eval()
+    return losses

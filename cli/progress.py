@@ -1,0 +1,103 @@
+"""Progress of long commands, in and out of a terminal.
+
+On a terminal: Rich bars, one per phase. Into a pipe or a log file: plain lines on stderr,
+at most one every ``every`` seconds per phase (and one when a phase completes), each with the
+phase, the count, the rate and an ETA, so a long ``models tiny`` or ``train`` is never silent.
+Both take the library's ``(phase, done, total)`` callbacks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+ProgressFn = Callable[[str, int, int | None], None]
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class PlainProgress:
+    """Rate-limited plain lines: ``[  1m05s] solver GRPO 30/64 (2.4/s, ETA 14s)``."""
+
+    def __init__(self, out: TextIO, names: Mapping[str, str] | None = None, every: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.out, self.names, self.every, self.clock = out, dict(names or {}), every, clock
+        self.started = clock()
+        self.phases: dict[str, tuple[float, int]] = {}  # phase -> (started, done at start)
+        self.last: dict[str, float] = {}
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        now = self.clock()
+        if phase not in self.phases or (done == 0 and self.phases[phase][1] > 0):  # a phase (re)starts
+            self.phases[phase] = (now, done)
+            self.last.pop(phase, None)
+        finished = total is not None and done >= total
+        last = self.last.get(phase)
+        if not finished and last is not None and now - last < self.every:
+            return
+        if finished and last is not None and self.last.get(phase + "/done") == done:
+            return  # said already
+        self.last[phase] = now
+        if finished:
+            self.last[phase + "/done"] = done
+        began, at = self.phases[phase]
+        rate = (done - at) / (now - began) if now > began and done > at else None
+        count = f"{done}/{total}" if total is not None else str(done)
+        extra = []
+        if rate:
+            extra.append(f"{rate:.1f}/s")
+            if total is not None and not finished:
+                extra.append(f"ETA {_duration((total - done) / rate)}")
+        elif finished:
+            extra.append("done")
+        tail = f" ({', '.join(extra)})" if extra else ""
+        self.out.write(f"[{_duration(now - self.started):>6}] {self.names.get(phase, phase)} {count}{tail}\n")
+        self.out.flush()
+
+
+class RichBars:
+    """One Rich bar per phase; ``reset_on`` names the phase whose advance starts the others over."""
+
+    def __init__(self, progress: Progress, names: Mapping[str, str], reset_on: str | None) -> None:
+        self.progress, self.names, self.reset_on = progress, names, reset_on
+        self.tasks: dict[str, Any] = {}
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        if phase not in self.tasks:
+            self.tasks[phase] = self.progress.add_task(self.names.get(phase, phase), total=total)
+        self.progress.update(self.tasks[phase], completed=done, total=total)
+        if phase == self.reset_on and done and total and done < total:
+            for name, other in list(self.tasks.items()):  # a new round: phase bars start over
+                if name != phase:
+                    self.progress.remove_task(other)
+                    del self.tasks[name]
+
+
+@contextmanager
+def progress_for(console: Console, *, names: Mapping[str, str] | None = None, enabled: bool = True,
+                 reset_on: str | None = None, transient: bool = False, ignore: tuple[str, ...] = ("load",),
+                 columns: tuple[Any, ...] | None = None) -> Iterator[ProgressFn]:
+    """A progress callback for ``console``: Rich bars on a terminal, plain rate-limited lines on
+    stderr otherwise, nothing when not ``enabled``."""
+    names = dict(names or {})
+    if not enabled:
+        yield lambda _phase, _done, _total: None
+        return
+    if not console.is_terminal:
+        import sys
+
+        plain = PlainProgress(sys.stderr, names)
+        yield lambda phase, done, total: None if phase in ignore else plain(phase, done, total)
+        return
+    cols = columns or (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*cols, console=console, transient=transient) as progress:
+        bars = RichBars(progress, names, reset_on)
+        yield lambda phase, done, total: None if phase in ignore else bars(phase, done, total)

@@ -1,0 +1,39 @@
+"""Progress in and out of a terminal: plain, rate-limited lines with counts, rate and ETA when
+the output is a pipe or a file, so long commands are never silent."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from cli.progress import PlainProgress
+from tests.test_cli_memory import run_cli
+from tests.test_train import small_args
+
+
+def test_plain_lines_are_rate_limited_with_count_rate_and_eta() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    p = PlainProgress(out, {"solver": "solver GRPO"}, every=10.0, clock=lambda: now[0])
+    for step in range(0, 101):
+        now[0] = step * 0.5  # 2 items a second, 50 s in all
+        p("solver", step, 100)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[    0s] solver GRPO 0/100"
+    assert lines[1] == "[   10s] solver GRPO 20/100 (2.0/s, ETA 40s)"
+    assert lines[-1] == "[   50s] solver GRPO 100/100 (2.0/s)"
+    assert len(lines) == 6  # 0, 10, 20, 30, 40 s and the end at 50 s: not one line per step
+    p("solver", 100, 100)
+    assert len(out.getvalue().splitlines()) == 6  # the end is said once
+
+
+@pytest.mark.slow  # a simulator round
+def test_train_into_a_pipe_prints_plain_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'p.db'}"
+    args = [a for a in small_args(db, "p", 1, tmp_path) if a != "--quiet"]
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    assert "rounds 0/1" in err and "rounds 1/1" in err and "votes & filter" in err and "solver GRPO" in err
+    assert "\x1b[" not in err  # no terminal control sequences in a log file
