@@ -2,6 +2,8 @@
 
 Ingest is all-or-nothing: every line is checked against the catalog and, run by run, against the
 memory's invariants (continuing from what the store already holds) before one append stores it.
+Lines are read and written by one codec: split on ``\n`` only, each parsed with a bounded depth
+(:mod:`diagevo.parsing`), so whatever :func:`export_lines` writes, :func:`parse_lines` reads back.
 """
 
 from __future__ import annotations
@@ -9,20 +11,23 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
+from diagevo.errors import BadInput
 from diagevo.events.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.events.store import EventStore
 from diagevo.memory.fold import Draft, InvariantError, start
+from diagevo.parsing import loads, one_line, split_lines
 from diagevo.replay import load_memory, refresh_snapshots
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash", "schema_version")
 
 
-class IngestError(ValueError):
-    """``line N: reason``."""
+class IngestError(BadInput):
+    """``line N: reason``, one short line."""
 
     def __init__(self, line: int, reason: str) -> None:
-        super().__init__(f"line {line}: {reason}")
+        super().__init__(one_line(f"line {line}: {reason}"))
         self.line = line
 
 
@@ -34,16 +39,18 @@ class IngestResult:
     runs: tuple[str, ...]
 
 
-def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventIn]]:
-    """Parse and validate every non-blank line (schema only)."""
+def parse_lines(lines: Iterable[str] | str) -> list[tuple[int, EventIn]]:
+    """Parse and validate every non-blank line (schema only). A text is split on ``\n`` only;
+    an iterable of lines is taken as given (numbered from 1)."""
+    numbered = split_lines(lines) if isinstance(lines, str) else enumerate(lines, start=1)
     out: list[tuple[int, EventIn]] = []
-    for no, line in enumerate(lines, start=1):
+    for no, line in numbered:
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise IngestError(no, f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+            raw = loads(line)
+        except BadInput as exc:
+            raise IngestError(no, str(exc)) from None
         if not isinstance(raw, dict):
             raise IngestError(no, "expected a JSON object")
         for key in EXPORT_ONLY_FIELDS:
@@ -84,8 +91,13 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
     return fresh
 
 
-def ingest(store: EventStore, lines: Iterable[str]) -> IngestResult:
-    events = parse_lines(lines)
+def ingest(store: EventStore, lines: Iterable[str] | str) -> IngestResult:
+    """Store a JSONL text (or its lines): all or nothing."""
+    return ingest_events(store, parse_lines(lines))
+
+
+def ingest_events(store: EventStore, events: list[tuple[int, EventIn]]) -> IngestResult:
+    """Store what :func:`parse_lines` read (so that a bad file is refused before a store opens)."""
     fresh = check_invariants(store, events)
     result = store.append(fresh) if fresh else None
     runs = tuple(dict.fromkeys(ev.run for _, ev in events))
@@ -95,7 +107,22 @@ def ingest(store: EventStore, lines: Iterable[str]) -> IngestResult:
     return IngestResult(lines=len(events), appended=appended, skipped=len(events) - appended, runs=runs)
 
 
+# Characters that some line readers (Python's str.splitlines, JavaScript) take for line ends:
+# written as JSON escapes, so an export is one event a line for every reader, not only ours.
+_LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def encode_line(obj: dict[str, Any]) -> str:
+    """One JSONL line (with its ``\n``) that :func:`diagevo.parsing.split_lines` and
+    :func:`diagevo.parsing.loads` read back as ``obj``."""
+    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    if "\u2028" in line or "\u2029" in line or "\x85" in line:
+        line = line.translate(_LINE_BREAKERS)
+    return line + "\n"
+
+
 def export_lines(store: EventStore, run: str) -> Iterator[str]:
+    """The run's events, one JSON object a line (``\n``-terminated, no other line breaks)."""
     for e in store.read(run, texts=True):
         obj = {
             "type": e.type,
@@ -107,4 +134,4 @@ def export_lines(store: EventStore, run: str) -> Iterator[str]:
             "recorded_at": e.recorded_at,
             "hash": e.hash,
         }
-        yield json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+        yield encode_line(obj)

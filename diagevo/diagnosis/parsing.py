@@ -16,26 +16,31 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from diagevo.diagnosis.interface import Assignment, Consolidation, Dedup, Extraction
+from diagevo.errors import BadInput
+from diagevo.parsing import MAX_DEPTH, depth, loads
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _NULLS = {"", "null", "none", "n/a"}
 
 
-class ReplyError(ValueError):
+class ReplyError(BadInput):
     """The reply cannot be used; the message says why in one line."""
 
 
 def extract_json(text: str) -> dict[str, Any]:
-    """The first JSON object in ``text``: the whole text, a fenced block, or embedded in prose."""
+    """The first JSON object in ``text``: the whole text, a fenced block, or embedded in prose.
+    Parsed with a bounded depth (:mod:`diagevo.parsing`): a reply nested too deep is refused."""
     text = _THINK.sub("", text or "").strip()
     if not text:
         raise ReplyError("the reply is empty")
     candidates = [text, *(m.group(1).strip() for m in _FENCE.finditer(text))]
     for cand in candidates:
         try:
-            obj = json.loads(cand)
-        except json.JSONDecodeError:
+            obj = loads(cand, "the reply")
+        except BadInput as exc:
+            if "nested deeper" in str(exc):
+                raise ReplyError(str(exc)) from None
             continue
         if isinstance(obj, dict):
             return obj
@@ -45,7 +50,11 @@ def extract_json(text: str) -> dict[str, Any]:
             obj, _ = decoder.raw_decode(text, m.start())
         except json.JSONDecodeError:
             continue
+        except RecursionError:  # the C decoder stops cleanly at the interpreter's limit
+            raise ReplyError(f"the reply: JSON nested deeper than {MAX_DEPTH} levels") from None
         if isinstance(obj, dict):
+            if depth(obj) > MAX_DEPTH:
+                raise ReplyError(f"the reply: JSON nested deeper than {MAX_DEPTH} levels")
             return obj
     raise ReplyError("the reply contains no JSON object")
 

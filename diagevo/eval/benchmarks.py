@@ -9,7 +9,6 @@ checker, ``choice`` by the option letter, ``text`` (BBEH) by normalised exact ma
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from diagevo.curriculum.answers import extract_answer
+from diagevo.errors import BadInput
 
 Grader = Literal["math", "choice", "text"]
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -61,7 +61,7 @@ class Benchmark:
     questions: tuple[Question, ...]
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(BadInput):
     """A benchmark file or its spec cannot be used (one line, names the file and line)."""
 
 
@@ -271,24 +271,29 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
             raise BenchmarkError(f"{path}: not a readable CSV file ({' '.join(str(exc).split())[:200]})") from None
         yield from enumerate(frame.iter_rows(named=True), 2)
     elif suffix == ".json":
+        from diagevo.parsing import MAX_CHARS, loads, read_text
+
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BenchmarkError(f"{path}: malformed JSON ({exc})") from None
+            data = loads(read_text(path), str(path), max_chars=4 * MAX_CHARS)
+        except BadInput as exc:
+            raise BenchmarkError(str(exc)) from None
         if isinstance(data, dict) and isinstance(data.get("examples"), list):  # BBEH's task.json
             data = data["examples"]
         if not isinstance(data, list):
             raise BenchmarkError(f"{path}: a JSON file must hold a list of questions (or {{\"examples\": [...]}})")
         yield from enumerate(data, 1)
     else:
-        with path.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield n, json.loads(line)
-                except ValueError:
-                    raise BenchmarkError(f"{path} line {n}: malformed JSON") from None
+        from diagevo.parsing import loads, read_text, split_lines
+
+        try:
+            text = read_text(path)
+        except BadInput as exc:
+            raise BenchmarkError(str(exc)) from None
+        for n, line in split_lines(text):  # on "\n" only, as every JSONL diagevo reads
+            try:
+                yield n, loads(line, f"{path} line {n}")
+            except BadInput as exc:
+                raise BenchmarkError(str(exc)) from None
 
 
 def _sha256(path: Path) -> str:

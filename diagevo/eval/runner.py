@@ -22,9 +22,11 @@ from typing import Any, TextIO
 
 from diagevo.config import EvalConfig
 from diagevo.curriculum.prompts import SOLVER_SYSTEM, solver_messages
+from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark, Question
 from diagevo.eval.grading import grade
 from diagevo.generation import Engine, Sampling
+from diagevo.parsing import decode, loads, split_lines
 from diagevo.progress import ProgressFn, no_progress
 
 PROMPT_VERSION = 1  # bump when the prompt or grading changes what a stored line means
@@ -55,7 +57,7 @@ class BenchResult:
         return asdict(self)
 
 
-class OutputsMismatch(ValueError):
+class OutputsMismatch(BadInput):
     """The outputs file holds lines written under other settings."""
 
 
@@ -80,13 +82,15 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
         with path.open("r+b") as fh:
             fh.truncate(len(raw))
     done: dict[int, dict[str, Any]] = {}
-    for n, line in enumerate(raw.decode("utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    try:
+        text = decode(raw, str(path))
+    except BadInput:
+        raise OutputsMismatch(f"{path} is not UTF-8 text, not an evaluation output; use another --out") from None
+    for n, line in split_lines(text):
         try:
-            row = json.loads(line)
+            row = loads(line)
             index, theirs = int(row["index"]), row["settings"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):  # BadInput is a ValueError
             raise OutputsMismatch(f"{path} line {n} is not an evaluation output; use another --out") from None
         if theirs != settings:
             raise OutputsMismatch(

@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.config import EvalConfig
+from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.runner import BenchResult, evaluate
+from diagevo.events.keys import event_id
 from diagevo.events.schemas import EventIn, new_event
 from diagevo.events.store import EventStore
 from diagevo.generation import Engine
 from diagevo.progress import ProgressFn, no_progress
 
 
-class RunEvalError(ValueError):
+class RunEvalError(BadInput):
     """A run whose checkpoints cannot be evaluated as asked."""
 
 
@@ -97,7 +99,7 @@ def eval_event(run: str, round: int, result: BenchResult, engine: str) -> EventI
         "seconds": result.seconds, "settings": result.settings,
     }
     key = f"{result.benchmark}/{result.settings}/{result.n}"
-    return new_event("eval.recorded", run, round, f"{run}/{round}/eval/{key}", **data)
+    return new_event("eval.recorded", run, round, event_id(run, round, "eval", key), **data)
 
 
 def best_round(scores: Mapping[int, float]) -> int:
@@ -112,7 +114,7 @@ def selection_event(run: str, results: Mapping[int, BenchResult]) -> EventIn:
     chosen = results[best]
     key = hashlib.sha256(json.dumps(sorted((t, r.settings) for t, r in results.items())).encode()).hexdigest()[:16]
     return new_event(
-        "checkpoint.selected", run, best, f"{run}/{best}/select/{key}",
+        "checkpoint.selected", run, best, event_id(run, best, "select", key),
         benchmark=chosen.benchmark, accuracy=chosen.accuracy, n=chosen.n, model=chosen.model,
         file=chosen.file, file_sha256=chosen.file_sha256, scores={str(t): s for t, s in sorted(scores.items())},
     )

@@ -1,0 +1,233 @@
+"""Reading external JSON and JSONL safely: the one place where outside text becomes Python data.
+
+Every file, stdin line or model reply that diagevo reads as JSON goes through :func:`loads` (a
+bounded depth and size, never a ``RecursionError``) and every JSONL text through
+:func:`split_lines` (``\\n`` only: U+2028, U+2029 and U+0085 are characters of a text, not line
+ends, so whatever ``export`` wrote, ``ingest`` reads back). Problems raise
+:class:`~diagevo.errors.BadInput` with one short line that names the line and field and shows
+at most :data:`SHOWN` characters of the offending value.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+from pydantic import AfterValidator, StrictStr, ValidationError
+
+from diagevo.errors import BadInput
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted in one JSON document. Far above anything
+diagevo writes (a run config is 3 levels), far below Python's recursion limit and the 254
+levels the canonical encoder of the event log accepts."""
+
+MAX_CHARS = 256 * 2**20
+"""Longest JSON document (one JSONL line, one model reply) in characters: long trajectories fit."""
+
+MAX_ID_CHARS = 512
+"""Longest id (run, question, failure, cause, node); an event id, which may be built of a run
+id and others, may be four times as long."""
+
+SHOWN = 60
+"""Characters of an offending value shown in an error line."""
+
+MAX_MESSAGE = 300
+"""Longest error line built here."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def shorten(value: Any, limit: int = SHOWN) -> str:
+    """``repr`` of ``value`` (of its start, for a long one), at most about ``limit`` characters."""
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        return f"{value[:limit]!r}… ({len(value):,} {'characters' if isinstance(value, str) else 'bytes'})"
+    if isinstance(value, (dict, list, tuple)):
+        text = type(value).__name__ if not value else repr(value)
+        return text if len(text) <= limit else f"{text[:limit]}… (a {type(value).__name__} of {len(value):,})"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}…"
+
+
+def one_line(message: str, limit: int = MAX_MESSAGE) -> str:
+    """``message`` on one line of at most ``limit`` characters."""
+    text = " ".join(message.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def bad(where: str, reason: str) -> BadInput:
+    """``BadInput('WHERE: REASON')``, one short line."""
+    return BadInput(one_line(f"{where}: {reason}" if where else reason))
+
+
+def depth(obj: Any) -> int:
+    """Nesting depth of arrays and objects in ``obj`` (a scalar is 0), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
+
+
+def loads(text: str | bytes, where: str = "", *, max_depth: int = MAX_DEPTH, max_chars: int = MAX_CHARS) -> Any:
+    """Parse one JSON document with bounded depth and size; :class:`BadInput` naming ``where``.
+
+    Strict JSON: no NaN or Infinity, no raw control characters inside strings, no lone
+    surrogates (none of these can be stored or written back by the event log)."""
+    if len(text) > max_chars:
+        raise bad(where, f"{len(text):,} characters, more than the limit of {max_chars:,}")
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc) or "recursion" in str(exc).lower():
+            raise bad(where, f"JSON nested deeper than {max_depth} levels") from None
+        raise bad(where, f"malformed JSON ({_json_reason(exc)})") from None
+    # the walk is needed only where there are enough brackets (in strings or not) to nest so deep
+    if isinstance(obj, (dict, list)) and _brackets(text) > max_depth and depth(obj) > max_depth:
+        raise bad(where, f"JSON nested deeper than {max_depth} levels")
+    return obj
+
+
+def _brackets(text: str | bytes) -> int:
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
+
+
+def _json_reason(exc: orjson.JSONDecodeError) -> str:
+    msg = str(exc.msg) if getattr(exc, "msg", None) else str(exc)
+    return f"{msg.split(':')[0]} at column {exc.colno}" if getattr(exc, "colno", None) else msg.split(":")[0]
+
+
+def loads_object(text: str | bytes, where: str = "", **limits: Any) -> dict[str, Any]:
+    """:func:`loads`, and the document must be a JSON object."""
+    obj = loads(text, where, **limits)
+    if not isinstance(obj, dict):
+        raise bad(where, f"expected a JSON object, not {_json_type(obj)}")
+    return obj
+
+
+def _json_type(obj: Any) -> str:
+    if obj is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}.get(type(obj), "a value")
+
+
+def toml_loads(text: str, where: str = "") -> dict[str, Any]:
+    """Parse TOML with the same bounded depth as JSON (tomllib recurses into inline arrays and
+    tables); a syntax error is ``tomllib.TOMLDecodeError`` as usual, too deep is :class:`BadInput`."""
+    import tomllib
+
+    if len(text) > MAX_CHARS:
+        raise bad(where, f"{len(text):,} characters, more than the limit of {MAX_CHARS:,}")
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise bad(where, f"TOML nested deeper than {MAX_DEPTH} levels") from None
+    if depth(data) > MAX_DEPTH + 1:  # the document itself is a table
+        raise bad(where, f"TOML nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+# --- text and lines ---------------------------------------------------------------------------
+
+
+def decode(raw: bytes, what: str) -> str:
+    """``raw`` as UTF-8 (a leading BOM dropped); bad bytes are ``WHAT line N: not UTF-8``."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        byte = raw[exc.start : exc.start + 1].hex()
+        raise bad(f"{what} line {line}", f"not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
+
+
+def read_text(path: Path | str, what: str | None = None) -> str:
+    """The UTF-8 text of a file, or of stdin for ``-``; an unreadable one is :class:`BadInput`."""
+    name = "stdin" if str(path) == "-" else str(path)
+    try:
+        if str(path) == "-":
+            raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
+        else:
+            p = Path(path)
+            if p.is_dir():
+                raise bad("", f"{p} is a directory, not a file")
+            raw = p.read_bytes()
+    except FileNotFoundError:
+        raise bad("", f"no such file: {name}") from None
+    except OSError as exc:
+        raise bad("", f"cannot read {name}: {exc.strerror or exc}") from None
+    return decode(raw, what or name)
+
+
+def split_lines(text: str) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a JSONL text, split on ``\\n`` only (a ``\\r`` before it is
+    dropped); blank lines are skipped but counted."""
+    for no, line in enumerate(text.split("\n"), start=1):
+        if line.endswith("\r"):
+            line = line[:-1]
+        if line.strip(" \t\r"):
+            yield no, line
+
+
+def jsonl_objects(text: str, what: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line of a JSONL text."""
+    prefix = f"{what} " if what else ""
+    for no, line in split_lines(text):
+        yield no, loads_object(line, f"{prefix}line {no}")
+
+
+# --- ids and validation errors ----------------------------------------------------------------
+
+
+def check_id(value: str, field: str = "id", max_chars: int = MAX_ID_CHARS) -> str:
+    """An id is a non-empty string of at most :data:`MAX_ID_CHARS` characters without control
+    characters (NUL, line breaks, tabs, DEL, C1 controls, U+2028/U+2029)."""
+    if not value:
+        raise ValueError(f"{field} is empty")
+    if len(value) > max_chars:
+        raise ValueError(f"{field} is {len(value):,} characters long (at most {max_chars}): {value[:40]!r}…")
+    m = _CONTROL.search(value)
+    if m:
+        raise ValueError(f"{field} contains the control character U+{ord(m.group()):04X}: {shorten(value, 40)}")
+    return value
+
+
+def _check_id(value: str) -> str:
+    return check_id(value, "the id")
+
+
+Id = Annotated[StrictStr, AfterValidator(_check_id)]
+"""A pydantic field type for ids read from outside (see :func:`check_id`)."""
+
+
+def validation_reason(exc: ValidationError) -> str:
+    """The first error of ``exc`` as ``FIELD: message (got VALUE)``, one short line."""
+    err = exc.errors(include_url=False)[0]
+    loc = ".".join(map(_field_name, err["loc"]))
+    kind = err["type"]
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if kind == "missing":
+        return f"{loc} is missing"
+    if kind == "extra_forbidden":
+        return one_line(f"{loc} is not a known field")
+    got = "" if kind == "value_error" else f" (got {shorten(err.get('input'))})"
+    return one_line(f"{loc}: {msg}{got}" if loc else f"{msg}{got}")
+
+
+def _field_name(part: Any) -> str:
+    """A path element of a validation error: as is when short and plain, else shortened."""
+    text = str(part)
+    return text if len(text) <= 40 and not _CONTROL.search(text) else shorten(part, 40)
