@@ -2,18 +2,61 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
-import typer
+from typing import Annotated, Any
 
-from cli.common import CLIError, Interrupted, err_console
+import typer
+from rich.markup import escape
+
+from cli.common import Interrupted, err_console
+from diagevo.errors import DiagevoError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("LANCE_LOG", "error")  # lance logs table creation as a warning
 os.environ.setdefault("LANCEDB_LOG", "error")  # ... and so does lancedb (its own variable)
+
+def _metavar(original: Any) -> Any:
+    """Help's type column in the user's terms: nothing for a flag, ``INT`` for ``<int range>``,
+    ``TEXT (repeatable)`` for ``<list[str]>``."""
+    names = {"str": "TEXT", "int range": "INT", "float range": "FLOAT"}
+
+    def display(self: Any, ctx: Any) -> str | None:
+        if getattr(self, "is_flag", False) and getattr(self, "metavar", None) is None:
+            return None
+        label = original(self, ctx)
+        if not isinstance(label, str) or getattr(self, "metavar", None) is not None:
+            return label
+        label = label.strip("<>")
+        many = label.startswith("list[") and label.endswith("]")
+        inner = label[5:-1] if many else label
+        shown = names.get(inner, inner.upper() if inner.isidentifier() else inner)
+        return f"{shown} (repeatable)" if many else shown
+
+    return display
+
+
+def _clean_help_types() -> None:
+    from typer import core
+
+    for cls in (core.TyperOption, core.TyperArgument):
+        cls.display_type_rich = _metavar(cls.display_type_rich)  # type: ignore[method-assign]
+
+
+_clean_help_types()
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from diagevo.api import version
+
+        sys.stdout.write(f"diagevo {version()}\n")
+        raise typer.Exit()
+
 
 app = typer.Typer(
     name="diagevo",
@@ -24,17 +67,27 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print diagevo's version and exit.", is_eager=True, callback=_show_version)
+    ] = False,
+) -> None:
+    """DiagEvo: diagnosis-guided self-play around an event-sourced error-cause memory."""
+
+
 def _register() -> None:
     from cli import diagnose, eval, fork, report, train
     from cli.db import db_app
     from cli.memory import memory_app
     from cli.rounds import round_app
-    from cli.models import models_app
+    from cli.models import gpu_check, models_app
 
     app.add_typer(memory_app, name="memory")
     app.add_typer(round_app, name="round")
     app.add_typer(db_app, name="db", help="Database schema: upgrade, current revision.")
-    app.add_typer(models_app, name="models", help="Local models for the hf backend (a tiny pair built here).")
+    app.add_typer(models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI).")
+    app.command("gpu-check")(gpu_check)
     train.register(app)
     diagnose.register(app, memory_app)
     fork.register(memory_app)
@@ -45,15 +98,54 @@ def _register() -> None:
 _register()
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Errors caused by input or environment: shown as one line, never a traceback."""
-    from diagevo.events.schemas import InvalidEvent
-    from diagevo.events.store import StoreError
-    from diagevo.generation import GenerationError
-    from diagevo.memory.deciders import DecisionError
-    from diagevo.memory.fold import InvariantError
+# OSErrors that say something about the machine, not about diagevo: one line, like a DiagevoError
+_ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EROFS, errno.EDQUOT, errno.EMFILE})
 
-    return (CLIError, StoreError, InvariantError, DecisionError, InvalidEvent, GenerationError, ValueError, OSError)
+
+def _environmental(exc: OSError) -> bool:
+    """An OSError about the machine (disk full, permissions) or about a path the user named."""
+    named = exc.filename is not None and exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST)
+    return exc.errno in _ENVIRONMENT_ERRNOS or named
+
+
+def _runnable(message: str) -> str:
+    """A library message's suggested ``diagevo ...`` command, spelled with the executable the
+    user invoked when ``diagevo`` on PATH is not it."""
+    from cli.common import program
+
+    prog = program()
+    if prog == "diagevo":
+        return message
+    return message.replace("(diagevo ", f"({prog} ").replace("`diagevo ", f"`{prog} ")
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of the message, at most a few hundred characters (a huge bad value is not echoed)."""
+    from diagevo.parsing import one_line
+
+    text = str(exc).strip()
+    return one_line(text.splitlines()[0]) if text else type(exc).__name__
+
+
+def _internal_error(exc: BaseException) -> str:
+    """A bug in diagevo: one line that names the exception and a file holding its traceback."""
+    import tempfile
+    import traceback
+
+    fd, path = tempfile.mkstemp(prefix="diagevo-traceback-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(f"diagevo {_version()}\nargv: {sys.argv!r}\n\n")
+        fh.write("".join(traceback.format_exception(exc)))
+    return f"internal error: {type(exc).__name__}: {_one_line(exc)} (traceback written to {path})"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("diagevo")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _usage_error(exc: BaseException) -> str | None:
@@ -76,9 +168,15 @@ def main() -> None:
     except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
         sys.exit(130)
-    except _user_errors() as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        err_console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True, markup=True)
+    except DiagevoError as exc:
+        err_console.print(f"[red]error:[/] {escape(_runnable(_one_line(exc)))}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    except OSError as exc:
+        if not _environmental(exc):
+            err_console.print(_internal_error(exc), highlight=False, soft_wrap=True, markup=False)
+            sys.exit(70)
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_console.print(f"[red]error:[/] {escape(where + (exc.strerror or _one_line(exc)).lower())}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except Exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # `diagevo memory` alone: the help
@@ -87,9 +185,12 @@ def main() -> None:
                 sys.stdout.write(text + "\n")
             sys.exit(0)
         usage = _usage_error(exc)
-        if usage is None:
-            raise
-        err_console.print(f"[red]error:[/] {usage}", highlight=False, soft_wrap=True, markup=True)
+        if usage is None:  # not the user's doing: a bug, shown as one
+            if os.environ.get("DIAGEVO_TRACEBACK"):
+                raise
+            err_console.print(_internal_error(exc), highlight=False, soft_wrap=True, markup=False)
+            sys.exit(70)
+        err_console.print(f"[red]error:[/] {escape(usage)}", highlight=False, soft_wrap=True)
         sys.exit(int(getattr(exc, "exit_code", 2)))
     if code == 130:  # typer turns Ctrl-C in a command into exit code 130
         err_console.print("interrupted")

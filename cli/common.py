@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+
+from diagevo.errors import DiagevoError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -20,9 +26,10 @@ DbOpt = Annotated[
 ]
 RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the latest run).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal (default: those that fit).")]
 
 
-class CLIError(Exception):
+class CLIError(DiagevoError):
     """A user-facing error: printed as one line, exit code 1."""
 
 
@@ -31,15 +38,26 @@ class Interrupted(CLIError):
 
 
 @contextmanager
-def open_store(db: str | None, *, create: bool = False) -> Iterator[Any]:
+def open_store(db: str | None, *, create: bool = False, keep_if_refused: bool = True) -> Iterator[Any]:
     """The event store at ``db``. Read commands leave ``create`` off, so a missing SQLite file is
-    ``no database at PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it."""
+    ``no database at PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it.
+    With ``keep_if_refused=False``, a SQLite file this call created is removed again when the
+    command refuses its input (a DiagevoError): a refusal leaves nothing behind."""
+    from diagevo.events.store import EventStore, sqlite_path
     from diagevo.urls import resolve_db_url
-    from diagevo.events.store import EventStore
 
-    store = EventStore(resolve_db_url(db), create=create)
+    url = resolve_db_url(db)
+    path = sqlite_path(url)
+    fresh = create and not keep_if_refused and path is not None and not path.exists()
+    store = EventStore(url, create=create)
     try:
         yield store
+    except DiagevoError:
+        store.close()
+        if fresh and path is not None:
+            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+        raise
     finally:
         store.close()
 
@@ -50,3 +68,42 @@ def emit_json(obj: Any) -> None:
 
 def fail(message: str) -> None:
     raise CLIError(message)
+
+
+def program() -> str:
+    """How to run diagevo again from the user's shell: ``diagevo`` when that is what PATH finds,
+    else the entry point that is running (``.venv/bin/diagevo`` after ``make train``)."""
+    exe = Path(sys.argv[0])
+    if exe.name != "diagevo" or not exe.is_file():
+        return "diagevo"  # run as `python -m cli.app` or from a test
+    found = shutil.which("diagevo")
+    if found is not None and Path(found).resolve() == exe.resolve():
+        return "diagevo"
+    here = Path.cwd().resolve()
+    target = exe.resolve() if exe.is_absolute() else (here / exe)
+    return os.path.relpath(target, here) if target.is_relative_to(here) else str(target)
+
+
+def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
+    """``--db`` for the commands printed after a run, and a note when the URL's password is left
+    out. Without an explicit URL, the next command finds the same database ($DIAGEVO_DB or the
+    default) on its own."""
+    if explicit is None:
+        return [], None
+    from sqlalchemy.engine import make_url
+
+    from diagevo.paths import without_password
+
+    if make_url(db_url).password is None:  # the store has parsed this URL already
+        return ["--db", db_url], None
+    return ["--db", without_password(db_url)], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
+
+
+def suggest(*args: str, db: str | None = None) -> str:
+    """A command for the user to run next, runnable as printed: the executable they invoked
+    (when ``diagevo`` on PATH is another one, or none), ``args``, and ``--db`` when the database
+    was named explicitly (without its password)."""
+    from diagevo.urls import resolve_db_url
+
+    dbs = db_args(db, resolve_db_url(db))[0] if db else []
+    return shlex.join([program(), *args, *dbs])

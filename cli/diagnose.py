@@ -90,8 +90,8 @@ def diagnose(
     from diagevo.diagnosis.index import VectorIndex, default_index_path
     from diagevo.diagnosis.llm import LLMDiagnostician
     from diagevo.openai_client import check_endpoint
-    from diagevo.diagnosis.pipeline import diagnose_round, failures_from_records
-    from diagevo.replay import load_memory
+    from diagevo.diagnosis.pipeline import failures_from_records
+    from diagevo.rounds import Round, round_state
 
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
@@ -105,12 +105,13 @@ def diagnose(
     with open_store(db) as store:
         if run not in store.runs():
             raise CLIError(f"no run {run!r} in the database")
-        memory = load_memory(store, run)
-        if round != memory.committed + 1:
-            raise CLIError(f"round {round} is not open in run {run!r}: its last committed round is {memory.committed}")
+        last = round_state(store, run).last_committed
+        if round != last + 1:
+            raise CLIError(f"round {round} is not open in run {run!r}: its last committed round is {last}")
         from cli.failures import read_failures
 
-        lines = read_failures(failures_file, set(memory.causes))
+        rnd = Round(store, run, round)  # the round protocol: M_{t-1} read once
+        lines = read_failures(failures_file, set(rnd.memory().causes))
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
         key = cfg.api_key.get_secret_value() if cfg.api_key else None
@@ -121,8 +122,6 @@ def diagnose(
         vindex = VectorIndex(emb, index or default_index_path(resolve_db_url(db)), run)
         dx = LLMDiagnostician.from_config(cfg)
         inputs = failures_from_records(line.model_dump() for line in lines)
-        import asyncio
-
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(
@@ -136,11 +135,8 @@ def diagnose(
                     tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
                 bar.update(tasks[phase], completed=done, total=total)
 
-            summary = asyncio.run(
-                diagnose_round(
-                    store=store, run=run, round=round, failures=inputs, diagnostician=dx,
-                    embedder=emb, cfg=cfg, index=vindex, progress=progress,
-                )
+            summary = rnd.diagnose(
+                diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
             )
     if json_out:
         emit_json(summary.to_json())

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.common import DbOpt, JsonOpt, console, emit_json, open_store
+from cli.common import DbOpt, JsonOpt, console, emit_json, open_store, suggest
 
 
 def register(memory_app: typer.Typer) -> None:
@@ -29,8 +29,8 @@ def register(memory_app: typer.Typer) -> None:
             return
         console.print(
             f"run {to}: {done['events']} events, a copy of run {run} through round {round} "
-            f"(source hash {done['source_hash'][:12]}); continue with: diagevo train --run {to} --resume",
-            soft_wrap=True, highlight=False,
+            f"(source hash {done['source_hash'][:12]}); continue with: {suggest('train', '--run', to, '--resume', db=db)}",
+            soft_wrap=True, highlight=False, markup=False,
         )
 
     @memory_app.command()
@@ -43,9 +43,10 @@ def register(memory_app: typer.Typer) -> None:
         """Causes whose state or frequency differ, nodes in one run only, F_t and ε side by side."""
         from cli.common import CLIError
         from diagevo.fork import diff_runs
+        from diagevo.words import plural, times
 
         if len(runs) != 2:
-            raise CLIError(f"give --run exactly twice, not {len(runs)} times")
+            raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
         with open_store(db) as store:
             d = diff_runs(store, runs[0], runs[1], round)
         if json:
@@ -61,11 +62,20 @@ def register(memory_app: typer.Typer) -> None:
             fmt = (lambda v: f"{v:.3f}") if isinstance(va, float) else str
             sched.add_row(key.replace("epsilon_next", "ε_t+1").replace("F", "F_t"), fmt(va), fmt(vb))
         console.print(sched)
-        causes = Table(title=f"{len(d['causes_differing'])} causes differ", title_justify="left")
+        n = len(d["causes_differing"])
+        causes = Table(title=f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}", title_justify="left",
+                       caption="causes matched by the event that created them, not by id", caption_justify="left")
         for h in ("cause", a, b, "description"):
-            causes.add_column(h)
+            causes.add_column(h, overflow="fold")
         for c in d["causes_differing"]:
             causes.add_row(c["cause_id"], f"{c[a]['state']} f={c[a]['frequency']}", f"{c[b]['state']} f={c[b]['frequency']}", c["description"])
         console.print(causes)
         for run in runs:
             console.print(f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes {', '.join(d['nodes_only_in'][run]) or '-'}", soft_wrap=True)
+        clash = d["same_id_differs"]
+        if clash:
+            ids = ", ".join(c["cause_id"] for c in clash[:10]) + (" ..." if len(clash) > 10 else "")
+            console.print(
+                f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each run "
+                f"(created after the fork): {ids}", soft_wrap=True, highlight=False,
+            )

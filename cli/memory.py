@@ -7,49 +7,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
-from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
+from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, open_store
 if TYPE_CHECKING:
     from diagevo.memory.state import Memory
 
 memory_app = typer.Typer(help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True)
 
 
-def memory_json(mem: Memory) -> dict[str, Any]:
-    """The ``replay --json`` object."""
-    from diagevo.memory.schedule import schedule
-
-    s = schedule(mem)
-    members: dict[str, list[str]] = {n: [] for n in mem.nodes}
-    for c in mem.causes.values():
-        members[c.node].append(c.id)
-    return {
-        "run": mem.run,
-        "round": mem.committed,
-        "F": s.F,
-        "F1": s.F1,
-        "k": mem.k,
-        "epsilon_next": s.epsilon,
-        "p_next": s.p,
-        "causes": [
-            {"id": c.id, "node": c.node, "description": c.description, "state": c.state.value, "frequency": c.frequency}
-            for c in mem.causes.values()
-        ],
-        "nodes": [{"id": n.id, "label": n.label, "causes": members[n.id]} for n in mem.nodes.values()],
-    }
-
-
 def render_memory(mem: Memory, title: str) -> None:
     from diagevo.memory.schedule import schedule
+    from diagevo.words import plural
 
     s = schedule(mem)
     tree = Tree(f"[bold]{title}[/]  run {mem.run}")
     for node in sorted(mem.nodes.values(), key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else n.id):
         causes = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
-        branch = tree.add(f"[bold cyan]{node.id}[/] {node.label}  [dim]({len(causes)} causes)[/]")
+        branch = tree.add(f"[bold cyan]{node.id}[/] {node.label}  [dim]({plural(len(causes), 'cause')})[/]")
         for c in causes:
             style = "yellow" if c.active else "green"
             p = f"  p={s.p[c.id]:.3f}" if c.id in s.p else ""
@@ -70,12 +47,13 @@ def replay(
     json: JsonOpt = False,
 ) -> None:
     """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
+    from diagevo.queries import memory_view
     from diagevo.replay import load_memory, resolve_run
 
     with open_store(db) as store:
         mem = load_memory(store, resolve_run(store, run), round)
     if json:
-        emit_json(memory_json(mem))
+        emit_json(memory_view(mem))
     else:
         render_memory(mem, f"M_{round}")
 
@@ -83,12 +61,13 @@ def replay(
 @memory_app.command()
 def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     """The memory after the run's last event (an unfinished round included)."""
+    from diagevo.queries import memory_view
     from diagevo.replay import load_memory, resolve_run
 
     with open_store(db) as store:
         mem = load_memory(store, resolve_run(store, run))
     if json:
-        emit_json({**memory_json(mem), "open_round": mem.open_round})
+        emit_json({**memory_view(mem), "open_round": mem.open_round})
     else:
         title = f"M_{mem.committed}" + (f" + round {mem.open_round} so far" if mem.open_round else "")
         render_memory(mem, title)
@@ -121,24 +100,51 @@ def why(
     json: JsonOpt = False,
 ) -> None:
     """The story of one cause: creation, attributions, promotions, reactivations, merges."""
-    from diagevo.memory.audit import cause_story
-    from diagevo.replay import cause_rows, resolve_run
+    from diagevo import queries
 
     with open_store(db) as store:
-        run_id = resolve_run(store, run)
-        story = cause_story(cause_rows(store, run_id, cause), cause)
+        story = queries.why(store, cause, run)
     if json:
-        emit_json({"run": run_id, **story})
+        emit_json(story)
         return
-    console.print(f"[bold]{cause}[/] ({story['node']}): {story['description']}")
+    console.print(Text.assemble((cause, "bold"), f" ({story['node']}): {story['description']}"))
     table = Table("round", "seq", "what")
     for entry in story["timeline"]:
-        table.add_row(str(entry["round"]), str(entry["seq"]), _describe(entry))
+        table.add_row(str(entry["round"]), str(entry["seq"]), Text(_describe(entry)))
     console.print(table)
     created = next((e for e in story["timeline"] if e["kind"] == "created"), None)
-    q = ((created or {}).get("failure") or {}).get("question")
+    if created is not None and created.get("failure"):
+        console.print(creation_story(created["failure"]))
+
+
+def _shorten(text: str | None, limit: int = 400) -> str:
+    """A trajectory on a few lines: whitespace folded, the middle cut when it is long."""
+    flat = " ".join((text or "").split())
+    if len(flat) <= limit:
+        return flat or "-"
+    half = limit // 2
+    return f"{flat[:half]} … {flat[-half:]}"
+
+
+def creation_story(failure: dict[str, Any]) -> Text:
+    """How the cause came to be, told in the terminal as ``--json`` has it: the question, how
+    sure its pseudo-label was, the failing and the reference trajectories (shortened) and the
+    diagnosis. Model text is shown as text, never read as markup."""
+    out = Text()
+    q = failure.get("question") or {}
     if q:
-        console.print(f"[dim]question {q['question_id']}:[/] {q['text']}")
+        out.append(f"question {q.get('question_id')} ({q.get('mode')}): ", "dim").append(str(q.get("text") or "")).append("\n")
+    if "pseudo_label" in q:
+        sure = f"p1={q['p1']:.3f}, p2={q['p2']:.3f}" if isinstance(q.get("p1"), float) and isinstance(q.get("p2"), float) else "votes unknown"
+        over = f" of {q['n']} construction answers" if q.get("n") else ""
+        out.append("pseudo-label: ", "dim").append(f"{q['pseudo_label']} ({sure}{over})\n")
+    out.append(f"failing response ({failure.get('failure_id')}): ", "dim").append(_shorten(failure.get("response"))).append("\n")
+    out.append("reference: ", "dim").append(_shorten(failure.get("reference"))).append("\n")
+    d = failure.get("diagnosis") or {}
+    if d:
+        said = d.get("error_cause") or (f"matches {d['matched_cause']}" if d.get("matched_cause") else "no skill error")
+        out.append(f"diagnosis ({d.get('model') or '?'}): ", "dim").append(str(said))
+    return out
 
 
 STATS_COLUMNS = {
@@ -160,28 +166,36 @@ STATS_COLUMNS = {
 
 
 @memory_app.command()
-def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
+def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False, wide: WideOpt = False) -> None:
     """One row per committed round."""
-    from diagevo.replay import resolve_run, stored_round_stats
+    from diagevo import queries
 
     with open_store(db) as store:
-        run_id = resolve_run(store, run)
-        rows = stored_round_stats(store, run_id)
+        data = queries.stats(store, run)
+    run_id, rows = data["run"], data["rounds"]
     if json:
-        emit_json({"run": run_id, "rounds": rows})
+        emit_json(data)
         return
-    import polars as pl  # the table only: --json goes without it
+    from cli.tables import print_fitted
 
     benches = sorted({k for r in rows for k in r if k.startswith("bench/")})
-    heads = {**STATS_COLUMNS, **{b: b.removeprefix("bench/") for b in benches}}
-    df = pl.DataFrame(rows).select([c for c in heads if rows and any(c in r for r in rows)])
-    table = Table(title=f"run {run_id}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for col in df.columns:
-        table.add_column(heads[col], justify="right", no_wrap=True, min_width=len(heads[col]))
-    for row in df.iter_rows():
-        table.add_row(*(f"{v:.3f}" if isinstance(v, float) else "-" if v is None else str(v) for v in row))
-    table.caption = "kept: retained questions  new: new causes  attr: attributions  prom/react: promotions/reactivations"
-    console.print(table)
+    heads = {**STATS_COLUMNS, **{b: b for b in benches}}  # bench/NAME, as the README and --json call it
+    cols = [c for c in heads if rows and any(c in r for r in rows)]
+    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+    caption = "kept: retained questions  new: new causes  attr: attributions  prom/react: promotions/reactivations"
+    print_fitted(console, [heads[c] for c in cols], cells, title=f"run {run_id}", wide=wide, caption=caption)
+
+
+def _cell(v: Any) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else "-" if v is None else str(v)
+
+
+DEFAULT_LIMIT = 200
+
+
+def _short(value: Any) -> str:
+    """A value of an event's data in a table cell: floats rounded (``p1=0.667``)."""
+    return str(round(value, 3)) if isinstance(value, float) else str(value)
 
 
 @memory_app.command()
@@ -193,15 +207,22 @@ def events(
     failure: Annotated[str | None, typer.Option("--failure", help="Only events naming this failure.")] = None,
     question: Annotated[str | None, typer.Option("--question", help="Only events naming this question.")] = None,
     round: Annotated[int | None, typer.Option("--round", help="Only this round.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = 200,
-    json: JsonOpt = False,
+    limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = DEFAULT_LIMIT,
+    json: Annotated[bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")] = False,
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream the events as JSON lines, one event a line.")] = False,
 ) -> None:
     """List events, filtered (every filter is an indexed read)."""
     from diagevo.events.keys import CAUSE_FIELDS
+    from diagevo.events.schemas import EVENT_TYPES
     from diagevo.replay import resolve_run
 
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
+    if json and jsonl:
+        raise CLIError("give --json or --jsonl, not both")
+    unknown = sorted(set(type or ()) - set(EVENT_TYPES))
+    if unknown:
+        raise CLIError(f"unknown event type {unknown[0]!r}; known types: {', '.join(sorted(EVENT_TYPES))}")
     wanted = {
         **{f: cause for f in CAUSE_FIELDS if cause is not None},
         **({"failure_id": failure} if failure is not None else {}),
@@ -215,25 +236,34 @@ def events(
         elif failure is not None or question is not None:
             field = "failure_id" if failure is not None else "question_id"
             found = store.read_naming(run_id, {field: [wanted[field]]}, types=types, round=round)
-        else:
-            found = list(store.read(run_id, types=types, round=round, limit=limit or None))
+        else:  # one more than shown: whether the list was cut
+            found = list(store.read(run_id, types=types, round=round, limit=limit + 1 if limit else None))
         # several id filters: all must hold (the first one was the indexed read)
         picked = [
             e for e in found
             if (cause is None or cause in {e.data.get(f) for f in CAUSE_FIELDS})
             and all(e.data.get(f) == v for f, v in wanted.items() if f in ("failure_id", "question_id"))
         ]
+        more = bool(limit) and len(picked) > limit
         if limit:
             picked = picked[:limit]
-    if json:
-        for e in picked:
-            emit_json({"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data})
+    rows = [{"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data} for e in picked]
+    if jsonl:
+        for row in rows:
+            emit_json(row)
         return
-    table = Table("seq", "round", "type", "data")
+    if json:
+        emit_json({"run": run_id, "events": rows, "limit": limit or None, "truncated": more})
+        return
+    table = Table("seq", "round", "type", "data", title=f"run {run_id}", title_justify="left")
     for e in picked:
-        data = ", ".join(f"{k}={v}" for k, v in e.data.items() if v is not None and not isinstance(v, dict))
+        data = ", ".join(f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict))
         table.add_row(str(e.seq), str(e.round), e.type, data[:140])
     console.print(table)
+    if more:
+        console.print(f"[dim]the first {limit} events shown; more match (--limit 0 for all, --limit N for more)[/]")
+    elif not picked:
+        console.print("[dim]no events match[/]")
 
 
 @memory_app.command()
@@ -243,20 +273,16 @@ def ingest(
     json: JsonOpt = False,
 ) -> None:
     """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
-    from diagevo.interchange import ingest as do_ingest
+    from diagevo.interchange import ingest_events, parse_lines
+    from diagevo.parsing import read_text
 
-    if str(file) == "-":
-        lines = sys.stdin.read().splitlines()
-    else:
-        if file.is_dir():
-            raise CLIError(f"{file} is a directory, not a JSONL file")
-        if not file.is_file():
-            raise CLIError(f"no such file: {file}")
-        lines = file.read_text(encoding="utf-8").splitlines()
-    if not any(line.strip() for line in lines):
+    if str(file) != "-" and not file.exists():
+        raise CLIError(f"no such file: {file}")
+    events = parse_lines(read_text(file))  # a bad file is refused before the database is opened
+    if not events:
         raise CLIError(f"{'stdin' if str(file) == '-' else file} is empty: no events to ingest")
-    with open_store(db, create=True) as store:
-        result = do_ingest(store, lines)
+    with open_store(db, create=True, keep_if_refused=False) as store:
+        result = ingest_events(store, events)
     if json:
         emit_json(result.__dict__)
     else:
@@ -314,14 +340,14 @@ def plot(
     """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an image with -o."""
     import polars as pl
 
-    from diagevo.replay import resolve_run, stored_round_stats
+    from diagevo import queries
 
     suffix = out.suffix.lower() if out is not None else ""
     if out is not None and suffix not in (".png", ".svg", ".csv"):
         raise CLIError(f"{out}: write a .png or .svg figure, or the series as .csv")
     with open_store(db) as store:
-        run_id = resolve_run(store, run)
-        rows = stored_round_stats(store, run_id)
+        data = queries.lifecycle(store, run)
+    run_id, rows = data["run"], data["series"]
     if not rows:
         if out is not None:
             raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {out} not written")
@@ -330,7 +356,7 @@ def plot(
         else:
             console.print(f"run {run_id} has no committed round yet: nothing to plot")
         return
-    df = pl.DataFrame(rows).select("round", "active", "mastered", "nodes", "F", "epsilon_next")
+    df = pl.DataFrame(rows)
     if suffix == ".csv":
         df.write_csv(out)
     elif out is not None:
@@ -341,14 +367,16 @@ def plot(
         emit_json({"run": run_id, "series": df.to_dicts()})
         return
     top = max(1, *(r["active"] + r["mastered"] for r in rows))
-    width = 50
-    console.print(f"[yellow]█[/] active  [green]▒[/] mastered   (run {run_id}; bar length: causes, at most {top})")
+    # a row is "round NNN " + bar + " act NNNN mas NNNN nod NNN ε 0.000": the bar takes what is left
+    width = max(10, min(50, console.width - 10 - 36))
+    console.print(f"[yellow]█[/] active  [green]▒[/] mastered   (run {run_id}; bar: causes, at most {top})", soft_wrap=True)
     for r in rows:
         a = round(width * r["active"] / top)
         m = round(width * r["mastered"] / top)
         console.print(
             f"round {r['round']:>3} [yellow]{'█' * a}[/][green]{'▒' * m}[/]{' ' * (width - a - m)} "
-            f"active {r['active']:>4}  mastered {r['mastered']:>4}  nodes {r['nodes']:>3}  ε_next {r['epsilon_next']:.3f}"
+            f"act {r['active']:>4} mas {r['mastered']:>4} nod {r['nodes']:>3} ε {r['epsilon_next']:.3f}"
         )
+    console.print("[dim]act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1[/]")
     if out is not None:
         console.print(f"wrote {out}")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
+from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store, program
 
 
 def report_command(
@@ -18,6 +19,8 @@ def report_command(
 ) -> None:
     """Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, trees, timing, config."""
     from diagevo.config import redact_url, resolve_db_url
+    from diagevo.paths import without_password
+    from diagevo.words import plural
     from diagevo.replay import resolve_run
     from diagevo.report import write_report
 
@@ -26,11 +29,12 @@ def report_command(
     if not out.parent.is_dir():
         raise CLIError(f"no directory {out.parent} to write {out.name} into")
     url = redact_url(resolve_db_url(db))
+    plain_url = without_password(resolve_db_url(db))  # in commands: libpq finds the password itself
     with open_store(db) as store:
         run_id = resolve_run(store, run)
 
-        def command(args: str) -> str:
-            return f"diagevo {args} --db {url} --run {run_id}"
+        def command(args: str) -> str:  # runnable as printed: the executable invoked, the database
+            return shlex.join([program(), *shlex.split(args), "--db", plain_url, "--run", run_id])
 
         data = write_report(store, run_id, out, url, command)
     size = out.stat().st_size
@@ -38,8 +42,8 @@ def report_command(
         emit_json({"run": run_id, "path": str(out), "bytes": size, "rounds": data.committed, "causes": len(data.stories)})
         return
     console.print(
-        f"wrote {out} ({size / 1024:.0f} KiB): run {run_id}, {len(data.committed)} committed rounds, "
-        f"{len(data.stories)} causes; it opens offline in any browser"
+        f"wrote {out} ({size / 1024:.0f} KiB): run {run_id}, {plural(len(data.committed), 'committed round')}, "
+        f"{plural(len(data.stories), 'cause')}; it opens offline in any browser"
     )
 
 

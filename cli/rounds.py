@@ -9,6 +9,8 @@ from __future__ import annotations
 import json as jsonlib
 import sys
 from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -27,10 +29,19 @@ def _round(store: Any, run: str, t: int | None) -> int:
     return t if t is not None else rounds.current_round(store, run)
 
 
-def _run(store: Any, run: str | None) -> str:
+@contextmanager
+def _picked(store: Any, run: str | None) -> Iterator[str]:
+    """The run to work on; when ``--run`` was not given, an error says which run was picked."""
+    from diagevo.errors import DiagevoError
     from diagevo.replay import resolve_run
 
-    return resolve_run(store, run)
+    r = resolve_run(store, run)
+    try:
+        yield r
+    except DiagevoError as exc:
+        if run is None and exc.args and isinstance(exc.args[0], str):
+            exc.args = (f"{exc.args[0]} [run {r}: the latest run, as --run was not given]", *exc.args[1:])
+        raise
 
 
 @round_app.command("start")
@@ -75,9 +86,9 @@ def requests_(
     from diagevo import rounds
 
     with open_store(db) as store:
-        r = _run(store, run)
-        t = _round(store, r, round)
-        reqs = rounds.requests(store, r, t, n, purpose=purpose, seed=seed)
+        with _picked(store, run) as r:
+            t = _round(store, r, round)
+            reqs = rounds.requests(store, r, t, n, purpose=purpose, seed=seed)
     if jsonl:
         for q in reqs:
             sys.stdout.write(jsonlib.dumps(q.to_json(), ensure_ascii=False) + "\n")
@@ -96,21 +107,15 @@ def requests_(
 def read_candidates(path: Path) -> list[Any]:
     """Every line of the file as a candidate; the first bad line is ``line N: reason``."""
     from diagevo import rounds
+    from diagevo.formats import CandidateLine, read_lines
+    from diagevo.parsing import one_line, read_text
 
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CLIError(f"cannot read {path}: {exc}") from None
     out = []
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for i, obj, _ in read_lines(read_text(path), CandidateLine):
         try:
-            out.append(rounds.Candidate.from_json(jsonlib.loads(line)))
-        except jsonlib.JSONDecodeError as exc:
-            raise CLIError(f"line {i}: not valid JSON ({exc.msg})") from None
+            out.append(rounds.Candidate.from_json(obj))
         except rounds.ProtocolError as exc:
-            raise CLIError(f"line {i}: {exc}") from None
+            raise CLIError(one_line(f"line {i}: {exc}")) from None
     if not out:
         raise CLIError(f"{path}: no questions")
     return out
@@ -129,9 +134,9 @@ def record(
 
     candidates = read_candidates(questions)
     with open_store(db) as store:
-        r = _run(store, run)
-        t = _round(store, r, round)
-        scored = rounds.record(store, r, t, candidates)
+        with _picked(store, run) as r:
+            t = _round(store, r, round)
+            scored = rounds.record(store, r, t, candidates)
     kept = [s for s in scored if s.retained]
     if json:
         emit_json({"run": r, "round": t, "recorded": len(scored), "retained": [s.to_json() for s in kept]})
@@ -150,9 +155,9 @@ def promote(run: RunOpt = None, db: DbOpt = None, round: RoundOpt = None, json: 
     from diagevo import rounds
 
     with open_store(db) as store:
-        r = _run(store, run)
-        t = _round(store, r, round)
-        promoted = rounds.promote(store, r, t)
+        with _picked(store, run) as r:
+            t = _round(store, r, round)
+            promoted = rounds.promote(store, r, t)
     if json:
         emit_json({"run": r, "round": t, "promoted": promoted})
         return
@@ -182,9 +187,9 @@ def commit(
         if not sep or not name.strip():
             raise CLIError(f"metric {item!r} is not of the form name=number")
     with open_store(db) as store:
-        r = _run(store, run)
-        t = _round(store, r, round)
-        done = rounds.commit(store, r, t, metrics, allow_undiagnosed=allow_undiagnosed)
+        with _picked(store, run) as r:
+            t = _round(store, r, round)
+            done = rounds.commit(store, r, t, metrics, allow_undiagnosed=allow_undiagnosed)
     if json:
         emit_json({"run": r, "round": t, **done})
         return

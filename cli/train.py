@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput
+
 import json
-import os
 import shlex
-import shutil
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,7 +24,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from cli.common import DbOpt, Interrupted, JsonOpt, console, emit_json, open_store
+from cli.progress import progress_for
+from cli.common import DbOpt, Interrupted, JsonOpt, console, db_args, emit_json, open_store, program
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 
@@ -46,27 +46,6 @@ class RateColumn(ProgressColumn):
 
     def render(self, task: Task) -> Text:
         return Text(f"{task.speed:7.1f}/s" if task.speed else " " * 9, style="progress.data.speed")
-
-
-class RichProgress:
-    """Renders ``(phase, done, total)`` callbacks: one bar for rounds, one per phase."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.tasks: dict[str, Any] = {}
-
-    def __call__(self, phase: str, done: int, total: int | None) -> None:
-        if phase == "load":
-            return
-        if phase not in self.tasks:
-            self.tasks[phase] = self.progress.add_task(PHASE_NAMES.get(phase, phase), total=total)
-        task = self.tasks[phase]
-        self.progress.update(task, completed=done, total=total)
-        if phase == "rounds" and done and total and done < total:
-            for name, other in list(self.tasks.items()):  # a new round: phase bars start over
-                if name != "rounds":
-                    self.progress.remove_task(other)
-                    del self.tasks[name]
 
 
 def round_table(reports: list[Any]) -> Table:
@@ -91,35 +70,6 @@ def _metric(metrics: dict[str, float], key: str) -> str:
     answers, so no pseudo-label accuracy)."""
     value = metrics.get(key)
     return "–" if value is None or value != value else f"{value:.3f}"
-
-
-def program() -> str:
-    """How to run diagevo again from the user's shell: ``diagevo`` when that is what PATH finds,
-    else the entry point that is running (``.venv/bin/diagevo`` after ``make train``)."""
-    exe = Path(sys.argv[0])
-    if exe.name != "diagevo" or not exe.is_file():
-        return "diagevo"  # run as `python -m cli.app` or from a test
-    found = shutil.which("diagevo")
-    if found is not None and Path(found).resolve() == exe.resolve():
-        return "diagevo"
-    here = Path.cwd().resolve()
-    target = exe.resolve() if exe.is_absolute() else (here / exe)
-    return os.path.relpath(target, here) if target.is_relative_to(here) else str(target)
-
-
-def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
-    """``--db`` for the commands printed after a run, and a note when the URL's password is left
-    out. Without an explicit URL, the next command finds the same database ($DIAGEVO_DB or the
-    default) on its own."""
-    if explicit is None:
-        return [], None
-    from sqlalchemy.engine import make_url
-
-    from diagevo.paths import without_password
-
-    if make_url(db_url).password is None:  # the store has parsed this URL already
-        return ["--db", db_url], None
-    return ["--db", without_password(db_url)], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
 
 
 def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
@@ -189,15 +139,10 @@ def register(app: typer.Typer) -> None:
             if not quiet:
                 console.print(round_table([report]))
 
-        from diagevo.train.hf import distributed
-
-        cfg, leads = distributed.for_this_rank(cfg)  # under accelerate launch: rank 0 leads
-        if not leads:  # a model worker: rank 0's phase commands, no database
-            distributed.follow(training.make_backend)
-            distributed.finish()
-            return
-        leader = distributed.Leader if distributed.world_size() > 1 else None
-        try:
+        with training.this_rank(cfg) as role:  # under accelerate launch: rank 0 leads, the others follow
+            if role is None:
+                return
+            cfg, leader = role
             with open_store(cfg.db, create=True) as store:
                 run_id = training.run_id_for(store, cfg, resume)
                 cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"run": run_id})})
@@ -212,9 +157,8 @@ def register(app: typer.Typer) -> None:
                         training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, lead=leader, overrides=list(set_ or []))
                     else:
                         columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-                        # a live display only on a terminal: piped, it would leave a blank line before an error
-                        with Progress(*columns, console=console, transient=False, disable=not console.is_terminal) as progress:
-                            bars = RichProgress(progress)
+                        # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s
+                        with progress_for(console, names=PHASE_NAMES, reset_on="rounds", columns=columns) as bars:
 
                             def show(phase: str, done: int, total: int | None) -> None:
                                 if phase == "rounds":
@@ -237,10 +181,6 @@ def register(app: typer.Typer) -> None:
                     console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)
                 if note:
                     console.print(f"  ({note})", soft_wrap=True, highlight=False, markup=False)
-        finally:
-            if leader is not None:
-                distributed.stop()
-                distributed.finish()
 
     @app.command()
     def ablate(
@@ -262,10 +202,10 @@ def register(app: typer.Typer) -> None:
         picked_w = worlds or list(WORLDS)
         for name in picked_v:
             if name not in VARIANTS:
-                raise ValueError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
+                raise BadInput(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
         for name in picked_w:
             if name not in WORLDS:
-                raise ValueError(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
+                raise BadInput(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
         total = len(picked_v) * len(picked_w) * seeds
         with Progress(TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=json) as progress:
             task = progress.add_task("ablation runs", total=total)

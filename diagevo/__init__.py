@@ -1,0 +1,123 @@
+"""diagevo: diagnosis-guided self-play around an event-sourced error-cause memory.
+
+The public API, for a trainer that drives the memory itself and for anyone reading a log::
+
+    import diagevo
+
+    with diagevo.open_store("sqlite:///runs.db") as store:
+        diagevo.start_run(store, "mine", diagevo.Config())
+        rnd = diagevo.Round.open(store, "mine")          # round 1: M_0 and the config read once
+        reqs = rnd.requests(8)                           # Eq. 1-2 schedule draws, with prompts
+        scored = rnd.record([...Candidate...])           # votes, Eq. 3 filter
+        rnd.promote()                                    # Eq. 5-6
+        rnd.record_failures([...]); rnd.diagnose(...)    # Sec. 2.3
+        rnd.commit({"acc": 0.5})                         # M_1
+        diagevo.stats(store, "mine")                     # what `diagevo memory stats --json` prints
+
+Names that are also submodules (``diagevo.train``, ``diagevo.replay``) stay the submodules.
+Names are imported on first use, so ``import diagevo`` (and any ``diagevo.x`` submodule) stays
+cheap. Errors a caller can fix derive from :class:`DiagevoError`.
+"""
+
+# ruff: noqa: F401  (the TYPE_CHECKING imports below are the exports, for type checkers)
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # the store
+    "EventStore": "diagevo.events.store",
+    "open_store": "diagevo.api",
+    # configuration
+    "Config": "diagevo.config",
+    "load_config": "diagevo.config",
+    # the round protocol
+    "Round": "diagevo.rounds",
+    "RoundState": "diagevo.rounds",
+    "Request": "diagevo.rounds",
+    "Candidate": "diagevo.rounds",
+    "Scored": "diagevo.rounds",
+    "start_run": "diagevo.rounds",
+    "open_round": "diagevo.rounds",
+    "round_state": "diagevo.rounds",
+    "run_config": "diagevo.rounds",
+    "failure_inputs": "diagevo.rounds",
+    "FailureInput": "diagevo.diagnosis.pipeline",
+    "DiagnosisSummary": "diagevo.diagnosis.pipeline",
+    # state and schedule
+    "Memory": "diagevo.memory.state",
+    "load_memory": "diagevo.replay",
+    "schedule": "diagevo.memory.schedule",
+    "committed_rounds": "diagevo.replay",
+    "verify_run": "diagevo.replay",
+    # the read commands as values
+    "memory_at": "diagevo.queries",
+    "show": "diagevo.queries",
+    "why": "diagevo.queries",
+    "stats": "diagevo.queries",
+    "lifecycle": "diagevo.queries",
+    "memory_view": "diagevo.queries",
+    # what-if
+    "fork_run": "diagevo.fork",
+    "diff_runs": "diagevo.fork",
+    # diagevo's own loop (``diagevo.train.train``; the name ``train`` is the subpackage)
+    "Trainer": "diagevo.train.loop",
+    "make_backend": "diagevo.train",
+    # errors
+    "DiagevoError": "diagevo.errors",
+    "BadInput": "diagevo.errors",
+    "Conflict": "diagevo.errors",
+    "NotFound": "diagevo.errors",
+    "NotADiagevoDatabase": "diagevo.errors",
+    "Unavailable": "diagevo.errors",
+    "ProtocolError": "diagevo.rounds",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from diagevo.api import version
+
+        return version()
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'diagevo' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from diagevo.api import open_store
+    from diagevo.config import Config, load_config
+    from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput
+    from diagevo.errors import BadInput, Conflict, DiagevoError, NotADiagevoDatabase, NotFound, Unavailable
+    from diagevo.events.store import EventStore
+    from diagevo.fork import diff_runs, fork_run
+    from diagevo.memory.schedule import schedule
+    from diagevo.memory.state import Memory
+    from diagevo.queries import lifecycle, memory_at, memory_view, show, stats, why
+    from diagevo.replay import committed_rounds, load_memory, verify_run
+    from diagevo.rounds import (
+        Candidate,
+        ProtocolError,
+        Request,
+        Round,
+        RoundState,
+        Scored,
+        failure_inputs,
+        open_round,
+        round_state,
+        run_config,
+        start_run,
+    )
+    from diagevo.train import make_backend
+    from diagevo.train.loop import Trainer

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from diagevo.parsing import toml_loads
+from diagevo.errors import BadInput, NotFound
 from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
 from diagevo.urls import REDACTED
 from diagevo.urls import redact_url as redact_url
@@ -92,6 +94,10 @@ class DiagnosisConfig(_Section):
     # prompt-length guard caps the list: 64 causes of <= 20 words are ~2,000 tokens. The best
     # ones are kept and every truncation is counted (``dedup_truncated`` in the round summary).
     dedup_candidates: int = Field(default=64, ge=1)
+    # Every failed optimization response of a retained question goes to diagnosis, in whichever
+    # solver step it was drawn (Appendix E). A cap per question only when set; the solver phase's
+    # `phase.completed` then counts what it left out (`failures_capped`).
+    max_failures_per_question: int | None = Field(default=None, ge=1)
     min_words: int = Field(default=10, ge=1)
     max_words: int = Field(default=20, ge=1)
 
@@ -122,9 +128,13 @@ class TrainConfig(_Section):
     # model checkpoints; None = beside the database (dir/x.db -> dir/x.runs/<run>/), as its vector
     # index is (dir/x.lance), so two databases never share checkpoints
     out_dir: Path | None = None
-    # the sim backend needs far smaller batches than the paper's 256 to run in minutes on 2 cores
-    challenger_questions: int | None = Field(default=None, ge=1)  # |Q^chal|; None = grpo.challenger_batch_size
-    curriculum_questions: int | None = Field(default=None, ge=1)  # |Q^cur|; None = grpo.solver_batch_size
+    # |Q^chal| per round; None = grpo.challenger_max_steps x grpo.challenger_batch_size (6 x 256: every
+    # challenger step a global batch of 256 prompts, Table 8). The simulator sets far smaller numbers.
+    challenger_questions: int | None = Field(default=None, ge=1)
+    # |Q^cur|, the pool of curriculum candidates per round. The paper does not give its size; 8000 is
+    # R-Zero's (1,000 questions generated on each of 8 GPUs), which the paper follows. With a retention
+    # of about a third it fills the solver's 12 steps of 256 questions.
+    curriculum_questions: int = Field(default=8000, ge=1)
 
 
 class HFConfig(_Section):
@@ -136,6 +146,10 @@ class HFConfig(_Section):
     vllm_mode: Literal["colocate", "server"] = "colocate"  # server: `trl vllm-serve` at vllm_server_url
     vllm_server_url: str | None = None
     vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
+    # attention of both policies (and of TRL's KL reference): the paper trains with FlashAttention 2;
+    # on a CPU, flash_attention_2 falls back to SDPA; on CUDA it needs the flash-attn package
+    attn_implementation: Literal["flash_attention_2", "sdpa", "eager"] = "sdpa"
+    vllm_max_model_len: int | None = Field(default=None, ge=1)  # None = the model's own context length
     max_new_tokens: int = Field(default=1024, ge=1)  # solver responses and GRPO completions
     challenger_max_new_tokens: int = Field(default=512, ge=1)
     device: str = "cpu"  # cpu | cuda
@@ -183,6 +197,17 @@ class Config(_Section):
             raise ValueError("diagnosis: need min_words <= max_words")
         return self
 
+    @property
+    def challenger_questions(self) -> int:
+        """|Q^chal| of a round (Table 8: steps x the global batch)."""
+        g = self.grpo
+        return self.train.challenger_questions or g.challenger_max_steps * g.challenger_batch_size
+
+    @property
+    def curriculum_questions(self) -> int:
+        """|Q^cur|: the pool of curriculum candidates of a round."""
+        return self.train.curriculum_questions
+
     def redacted(self) -> dict[str, Any]:
         """The config as stored in ``run.started``: secrets never leave memory, and where the log
         itself lives (``db``) is not part of the method's configuration."""
@@ -194,7 +219,7 @@ class Config(_Section):
 
 def _coerce(value: str) -> Any:
     try:
-        return tomllib.loads(f"v = {value}")["v"]
+        return toml_loads(f"v = {value}", f"value {value[:40]!r}")["v"]
     except tomllib.TOMLDecodeError:
         return value
 
@@ -204,13 +229,13 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"override {item!r} is not of the form section.field=value")
+            raise BadInput(f"override {item!r} is not of the form section.field=value")
         node = data
         parts = key.strip().split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise ValueError(f"override {item!r}: {part} is not a section")
+                raise BadInput(f"override {item!r}: {part} is not a section")
         node[parts[-1]] = _coerce(value.strip())
     return data
 
@@ -221,17 +246,17 @@ def load_config(path: Path | str | None = None, overrides: list[str] | None = No
     if path is not None:
         path = Path(path)
         if path.is_dir():
-            raise ValueError(f"config {path} is a directory, not a TOML file")
+            raise BadInput(f"config {path} is a directory, not a TOML file")
         if not path.is_file():
-            raise ValueError(f"no config file at {path}")
+            raise NotFound(f"no config file at {path}")
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"cannot read config {path}: {exc}") from None
+            raise BadInput(f"cannot read config {path}: {exc}") from None
         try:
-            data = tomllib.loads(text)
+            data = toml_loads(text, str(path))
         except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+            raise BadInput(f"{path}: {exc}") from None
     data = apply_overrides(data, overrides or [])
     try:
         return Config.model_validate(data)
@@ -239,4 +264,4 @@ def load_config(path: Path | str | None = None, overrides: list[str] | None = No
         err = exc.errors()[0]
         where = "".join(f"{p}." for p in err["loc"])[:-1]
         msg = err["msg"].removeprefix("Value error, ")
-        raise ValueError(f"config: {where}: {msg}" if where else f"config: {msg}") from None
+        raise BadInput(f"config: {where}: {msg}" if where else f"config: {msg}") from None

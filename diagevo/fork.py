@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from diagevo.errors import BadInput, NotFound
+from diagevo.events.keys import event_id, rebase_event_id
 from diagevo.events.schemas import EventIn, new_event, validate_event
 from diagevo.events.store import EventStore
 from diagevo.memory.schedule import schedule
@@ -18,13 +20,8 @@ from diagevo.memory.state import Memory
 from diagevo.replay import committed_rounds, load_memory, refresh_snapshots
 
 
-class ForkError(ValueError):
+class ForkError(BadInput):
     """A fork or diff that cannot be made as asked."""
-
-
-def _new_id(event_id: str, source: str, new: str) -> str:
-    prefix = f"{source}/"
-    return new + "/" + event_id[len(prefix):] if event_id.startswith(prefix) else f"{new}/fork/{event_id}"
 
 
 def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, Any]:
@@ -43,44 +40,90 @@ def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, 
     last_hash = ""
     for e in store.read(source, upto_seq=commit_seq, texts=True):
         events.append(validate_event({"type": e.type, "run": new, "round": e.round,
-                                      "event_id": _new_id(e.event_id, source, new), "data": e.data}))
+                                      "event_id": rebase_event_id(e.event_id, source, new), "data": e.data}))
         last_hash = e.hash
     provenance = {"source_run": source, "source_round": round, "source_hash": last_hash, "source_seq": commit_seq}
-    events.append(new_event("run.forked", new, round, f"{new}/{round}/run.forked", **provenance))
+    events.append(new_event("run.forked", new, round, event_id(new, round, "run.forked"), **provenance))
     store.append(events)
     refresh_snapshots(store, new)
     return provenance | {"run": new, "events": len(events)}
 
 
-def _cause_row(m: Memory, cid: str) -> dict[str, Any] | None:
-    c = m.causes.get(cid)
-    if c is None:
-        return None
-    return {"state": c.state.value, "frequency": c.frequency, "node": c.node}
+def _cause_row(m: Memory, cid: str) -> dict[str, Any]:
+    c = m.causes[cid]
+    return {"cause_id": cid, "state": c.state.value, "frequency": c.frequency, "node": c.node}
+
+
+def _original_id(eid: str, source: str, new: str) -> str:
+    """The id in ``source`` of the event that :func:`rebase_event_id` copied as ``eid`` into ``new``."""
+    if eid.startswith(f"{new}/fork/"):
+        return eid[len(f"{new}/fork/"):]
+    return source + eid[len(new):] if eid.startswith(f"{new}/") else eid
+
+
+def _creations(store: EventStore, run: str, depth: int = 0) -> dict[str, tuple[str, str]]:
+    """``cause.created`` event id -> (cause id, identity) for every cause ``run`` created or
+    inherited; a copied event's identity is that of its original in the source run."""
+    events = list(store.read(run, types=("cause.created", "run.forked")))
+    fork = next((e for e in events if e.type == "run.forked"), None)
+    source = fork.data.get("source_run") if fork is not None else None
+    inherited = _creations(store, source, depth + 1) if isinstance(source, str) and depth < 64 else {}
+    out: dict[str, tuple[str, str]] = {}
+    for e in events:
+        if e.type != "cause.created":
+            continue
+        identity = f"{run}:{e.event_id}"
+        if fork is not None and e.seq < fork.seq and isinstance(source, str):  # copied by the fork
+            original = _original_id(e.event_id, source, run)
+            identity = inherited.get(original, ("", f"{source}:{original}"))[1]
+        out[e.event_id] = (e.data["cause_id"], identity)
+    return out
+
+
+def cause_identities(store: EventStore, run: str) -> dict[str, str]:
+    """Cause id -> the identity of the cause: the ``cause.created`` event that made it, in the
+    run where it was first appended (a fork inherits its source's causes up to the fork; causes
+    created after it in two runs never share an identity, even when they share an id)."""
+    return {cid: identity for cid, identity in _creations(store, run).values()}
 
 
 def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> dict[str, Any]:
     """Causes whose state or frequency differ, causes and nodes in one run only, and F_t and
-    ε_{t+1} side by side, at ``round`` (default: each run's last committed round)."""
+    ε_{t+1} side by side, at ``round`` (default: each run's last committed round).
+
+    Causes are matched by identity (the event that created them), not by id: after a fork, the
+    same id may name different causes in the two runs; those are listed in ``same_id_differs``
+    and count as one cause only in each run."""
     memories: list[Memory] = []
+    runs = store.runs()
     for run in (a, b):
-        if run not in store.runs():
-            raise ForkError(f"no run {run!r}")
+        if run not in runs:
+            raise NotFound(f"no run {run!r} in the database")
         rounds = committed_rounds(store, run)
         if round is not None and round not in rounds:
             raise ForkError(f"round {round} of run {run!r} is not committed")
         memories.append(load_memory(store, run, round if round is not None else max(rounds, default=0)))
     ma, mb = memories
+    ida, idb = cause_identities(store, a), cause_identities(store, b)
+    key_a = {cid: ida.get(cid, f"id:{cid}") for cid in ma.causes}  # a cause without its event: by id
+    key_b = {cid: idb.get(cid, f"id:{cid}") for cid in mb.causes}
+    by_key_b = {k: cid for cid, k in key_b.items()}
+    order = lambda c: (len(c), c)  # noqa: E731  (C2 before C10)
     causes = []
-    only = {a: [], b: []}  # type: dict[str, list[str]]
-    for cid in sorted(set(ma.causes) | set(mb.causes), key=lambda c: (len(c), c)):
-        ra, rb = _cause_row(ma, cid), _cause_row(mb, cid)
-        if ra is None or rb is None:
-            only[a if rb is None else b].append(cid)
+    only: dict[str, list[str]] = {a: [], b: []}
+    matched_b: set[str] = set()
+    for cid in sorted(ma.causes, key=order):
+        other = by_key_b.get(key_a[cid])
+        if other is None:
+            only[a].append(cid)
             continue
+        matched_b.add(other)
+        ra, rb = _cause_row(ma, cid), _cause_row(mb, other)
         if (ra["state"], ra["frequency"]) != (rb["state"], rb["frequency"]):
-            desc = (ma.causes[cid].description, mb.causes[cid].description)
-            causes.append({"cause_id": cid, a: ra, b: rb, "description": desc[0], "same_text": desc[0] == desc[1]})
+            causes.append({"cause_id": cid if cid == other else f"{cid}/{other}", a: ra, b: rb,
+                           "description": ma.causes[cid].description})
+    only[b] = sorted((cid for cid in mb.causes if cid not in matched_b), key=order)
+    same_id = sorted((cid for cid in set(ma.causes) & set(mb.causes) if key_a[cid] != key_b[cid]), key=order)
     nodes_a = {n.id: n.label for n in ma.nodes.values()}
     nodes_b = {n.id: n.label for n in mb.nodes.values()}
 
@@ -92,8 +135,12 @@ def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> di
     return {
         "runs": [a, b],
         "round": round,
+        "matched_by": "creating event",
         "schedule": {a: schedule_row(ma), b: schedule_row(mb)},
         "causes_differing": causes,
         "causes_only_in": only,
+        "same_id_differs": [
+            {"cause_id": cid, a: ma.causes[cid].description, b: mb.causes[cid].description} for cid in same_id
+        ],
         "nodes_only_in": {a: sorted(set(nodes_a) - set(nodes_b)), b: sorted(set(nodes_b) - set(nodes_a))},
     }

@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 import openai
 from openai import AsyncOpenAI, DefaultAioHttpClient, DefaultAsyncHttpxClient
 
+from diagevo.errors import Unavailable
+
 try:  # the HTTP library the installed openai client is built on
     import httpx2 as _httpx
 except ImportError:  # pragma: no cover - older openai releases use httpx
@@ -59,7 +61,7 @@ def one_line(exc: BaseException) -> str:
     return text[:300]
 
 
-class EndpointUnreachable(ValueError):
+class EndpointUnreachable(Unavailable, ValueError):
     """An OpenAI-compatible endpoint did not answer at all (the message is one line)."""
 
 
@@ -209,10 +211,13 @@ class OpenAIClient:
 
 
 def _parse_json(text: str) -> Any:
+    from diagevo.errors import BadInput
+    from diagevo.parsing import loads, shorten
+
     try:
-        return json.loads(text)
-    except ValueError:
-        raise BadResponse(f"not JSON: {text[:200]!r}") from None
+        return loads(text, "the response")
+    except BadInput as exc:
+        raise BadResponse(f"not usable JSON ({exc}): {shorten(text, 200)}") from None
 
 
 def first_message(data: Any) -> tuple[str, dict[str, Any]]:

@@ -32,10 +32,13 @@ def resolve_run(store: EventStore, run: str | None) -> str:
     return latest
 
 
-def load_memory(store: EventStore, run: str, round: int | None = None) -> Memory:
+def load_memory(store: EventStore, run: str, round: int | None = None, *, since: Memory | None = None) -> Memory:
     """M_round from the nearest snapshot at or before it plus the events after; with
     ``round=None``, the memory after the run's last event (an open round included).
-    M_0 is the memory right after ``run.started``."""
+    M_0 is the memory right after ``run.started``. ``since``, a memory of this run the caller
+    holds already (M_{t-1} in round t), is the base the fold starts from instead."""
+    if since is not None and round is None:
+        return fold(_rows(store, run, since.last_seq), run, since)
     if round == 0:
         for seq, _, etype, data in _rows(store, run):
             if etype != "run.started":
@@ -92,7 +95,7 @@ def cause_rows(store: EventStore, run: str, cause: str) -> list[Row]:
         run, {"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True
     )
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
-    questions = store.read_naming(run, {"question_id": qids}, types=("question.generated",), texts=True)
+    questions = store.read_naming(run, {"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
     merges = list(store.read(run, types=("nodes.merged",)))
     events = {e.seq: e for e in (*own, *failures, *questions, *merges)}
     return [(e.seq, e.round, e.type, e.data) for _, e in sorted(events.items())]

@@ -24,6 +24,7 @@ committed round, promoting twice, committing with undiagnosed failures) raises
 from __future__ import annotations
 
 import asyncio
+import shlex
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
@@ -34,14 +35,19 @@ from diagevo.config import Config, DiagnosisConfig
 from diagevo.diagnosis.index import VectorIndex
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
+from diagevo.errors import BadInput, Conflict, NotFound
+from diagevo.events import keys
 from diagevo.events.schemas import EventIn, InvalidEvent, new_event
 from diagevo.events.store import CheckedReader, EventStore
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.fold import InvariantError, fold
+from diagevo.memory.state import Memory
 from diagevo.memory.sampler import GenerationRequest, sample_requests
 from diagevo.memory.schedule import schedule
+from diagevo.paths import without_password
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.replay import FOLD_TYPES, load_memory, refresh_snapshots
+from diagevo.words import plural
 
 Row = tuple[int, int, str, dict[str, Any]]
 
@@ -50,13 +56,17 @@ _MILESTONES = ("run.started", "round.started", "round.committed", "promotions.de
 PURPOSES = {"curriculum": ("cur-requests", "q"), "challenger": ("chal-requests", "c")}
 
 
-class ProtocolError(ValueError):
+class ProtocolError(Conflict, BadInput):
     """A round operation out of order or with input that does not fit the round."""
+
+
+class UnknownRun(ProtocolError, NotFound):
+    """A step for a run the log does not hold."""
 
 
 def event_id(run: str, t: int, key: str) -> str:
     """The id of the event ``key`` of round ``t``: the same for every retry of a step."""
-    return f"{run}/{t}/{key}"
+    return keys.event_id(run, t, key)
 
 
 def _event(run: str, t: int, key: str, type: str, **data: Any) -> EventIn:
@@ -68,17 +78,28 @@ def _event(run: str, t: int, key: str, type: str, **data: Any) -> EventIn:
 
 def run_config(store: EventStore, run: str) -> Config:
     """The config recorded in the run's ``run.started`` (defaults for what it leaves out), with
-    the latest ``run.configured`` applied."""
+    the latest ``run.configured`` applied: the one place the run's config is read from the log."""
+    cfg = stored_config(store, run)
+    if cfg is None:
+        raise UnknownRun(f"no run {run!r}: start it first (diagevo round start --run {run})")
+    return cfg
+
+
+def stored_config(store: EventStore, run: str) -> Config | None:
+    """:func:`run_config`, or None for a run the log does not hold."""
     data: dict[str, Any] | None = None
     for e in store.read(run, types=("run.started", "run.configured")):
         data = dict(e.data["config"])
     if data is None:
-        raise ProtocolError(f"no run {run!r}: start it first (diagevo round start)")
+        return None
     k = data.pop("k", None)
     data.pop("db", None)
     if isinstance(data.get("diagnosis"), dict):
         data["diagnosis"] = {key: v for key, v in data["diagnosis"].items() if key != "api_key"}
-    cfg = Config.model_validate(data)
+    try:
+        cfg = Config.model_validate(data)
+    except ValueError as exc:  # pydantic's ValidationError: a log written by another version
+        raise BadInput(f"the config stored for run {run!r} does not validate: {str(exc).splitlines()[0]}") from None
     if k is not None and k != cfg.memory.k:
         cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"k": float(k)})})
     return cfg
@@ -133,7 +154,7 @@ def _state(run: str, rows: Iterable[Row]) -> RoundState:
         elif typ == "promotions.decided":
             promoted.add(rnd)
     if not exists:
-        raise ProtocolError(f"no run {run!r}: start it first (diagevo round start)")
+        raise UnknownRun(f"no run {run!r}: start it first (diagevo round start --run {run})")
     return RoundState(run, last, frozenset(started), frozenset(promoted), seed)
 
 
@@ -197,30 +218,6 @@ class Request(GenerationRequest):
 
     def to_json(self) -> dict[str, Any]:
         return {"question_id": self.question_id} | asdict(self.generation_request()) | {"messages": self.messages()}
-
-
-def requests(
-    store: EventStore, run: str, t: int, n: int, *, purpose: str = "curriculum", seed: int | None = None
-) -> list[Request]:
-    """``n`` requests for round ``t`` from the schedule of M_{t-1}; the same for the same (run,
-    round, seed, purpose). ``purpose`` is ``curriculum`` (Q^cur) or ``challenger`` (Q^chal)."""
-    if n < 0:
-        raise ProtocolError(f"n must be at least 0, not {n}")
-    if purpose not in PURPOSES:
-        raise ProtocolError(f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}")
-    st = round_state(store, run)
-    _require_open(st, t, "draw requests")
-    cfg = run_config(store, run).memory
-    memory = load_memory(store, run, t - 1)
-    if memory.k != cfg.k:  # k changed for the rounds after a fork (run.configured before round t)
-        memory = replace(memory, k=cfg.k)
-    phase, prefix = PURPOSES[purpose]
-    rng = random.Random(f"{st.seed if seed is None else seed}/{t}/{phase}")
-    drawn = sample_requests(
-        memory, schedule(memory), n, rng,
-        generation=cfg.generation, fixed_free_ratio=cfg.fixed_free_ratio, stitching=cfg.stitching,
-    )
-    return [Request(question_id=f"{prefix}{t}-{i:05d}", **asdict(r)) for i, r in enumerate(drawn)]
 
 
 # --- recording questions ---------------------------------------------------------------------
@@ -301,105 +298,7 @@ def score(c: Candidate, cfg: Config) -> Scored:
                   v.label, retained, reference)
 
 
-def record(store: EventStore, run: str, t: int, candidates: Sequence[Candidate]) -> list[Scored]:
-    """Vote, filter and append ``question.generated`` + ``question.scored`` for each candidate
-    (one transaction); returns them scored. Recording a question id again is a no-op."""
-    cfg = run_config(store, run)
-    memory = load_memory(store, run, t - 1)
-    seen: set[str] = set()
-    scored: list[Scored] = []
-    generated: list[EventIn] = []
-    scores: list[EventIn] = []
-    for c in candidates:
-        if c.question_id in seen:
-            raise ProtocolError(f"question {c.question_id} appears twice")
-        seen.add(c.question_id)
-        for cause in (c.active_cause, c.mastered_cause):
-            if cause is not None and cause not in memory.causes:
-                raise ProtocolError(f"question {c.question_id}: unknown cause {cause!r} (not in M_{t - 1})")
-        s = score(c, cfg)
-        try:
-            generated.append(_event(
-                run, t, f"gen/{c.question_id}", "question.generated", question_id=c.question_id, mode=c.mode,
-                active_cause=c.active_cause, mastered_cause=c.mastered_cause, node=c.node, text=c.text,
-            ))
-        except InvalidEvent as exc:
-            raise ProtocolError(f"question {c.question_id}: {exc}") from None
-        scores.append(_event(
-            run, t, f"score/{c.question_id}", "question.scored", question_id=c.question_id, n=s.n, p1=s.p1,
-            p2=s.p2, pseudo_label=s.pseudo_label, retained=s.retained, reference=s.reference,
-        ))
-        scored.append(s)
-
-    def decide(read: CheckedReader) -> list[EventIn]:
-        st = _state(run, read(_MILESTONES))
-        _require_open(st, t, "record questions")
-        if t in st.promoted:
-            raise ProtocolError(f"cannot record questions: promotions of round {t} are decided (the evidence is closed)")
-        return generated + scores
-
-    store.append_checked(run, decide)
-    return scored
-
-
-# --- promotions ------------------------------------------------------------------------------
-
-
-def promote(store: EventStore, run: str, t: int) -> list[dict[str, Any]]:
-    """Decide Eq. 5-6 once, from every candidate recorded in round ``t`` against M_{t-1}; appends
-    the promotions and ``promotions.decided``. Returns the promotions."""
-    cfg = run_config(store, run).memory
-    memory = load_memory(store, run, t - 1)
-    decided: list[dict[str, Any]] = []
-
-    def decide(read: CheckedReader) -> list[EventIn]:
-        st = _state(run, read(_MILESTONES))
-        _require_open(st, t, "decide promotions")
-        if t in st.promoted:
-            raise ProtocolError(f"promotions of round {t} in run {run!r} are decided already")
-        active: dict[str, str | None] = {}
-        p1: dict[str, float] = {}
-        for _seq, _rnd, typ, data in read(("question.generated", "question.scored"), round=t):
-            if typ == "question.generated":
-                active[data["question_id"]] = data["active_cause"]
-            elif typ == "question.scored":
-                p1[data["question_id"]] = data["p1"]
-        evidence = [(active[q], p1[q]) for q in active if q in p1]
-        changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
-        decided.extend(d for _, d in changes)
-        events = [_event(run, t, f"promote/{d['cause_id']}", typ, **d) for typ, d in changes]
-        events.append(_event(run, t, "promotions", "promotions.decided",
-                             promoted=[d["cause_id"] for d in decided], candidates=len(evidence)))
-        return events
-
-    store.append_checked(run, decide)
-    return decided
-
-
 # --- failures --------------------------------------------------------------------------------
-
-
-def record_failures(store: EventStore, run: str, t: int, failures: Sequence[Mapping[str, Any]]) -> int:
-    """Append ``failure.recorded`` for failed optimization responses of retained questions
-    (``failure_id``, ``question_id``, ``response``, ``reference``); returns how many were new."""
-    events = []
-    for f in failures:
-        try:
-            events.append(_event(run, t, f"fail/{f['failure_id']}", "failure.recorded", **f))
-        except (InvalidEvent, KeyError, TypeError) as exc:
-            raise ProtocolError(f"failure: {exc}") from None
-    wanted = {e.data["question_id"] for e in events}
-
-    def decide(read: CheckedReader) -> list[EventIn]:
-        st = _state(run, read(_MILESTONES))
-        _require_open(st, t, "record failures")
-        retained = {d["question_id"] for _s, _r, _t, d in read(("question.scored",), round=t) if d["retained"]}
-        missing = sorted(wanted - retained)
-        if missing:
-            raise ProtocolError(f"question {missing[0]} is not a retained question of round {t}")
-        return events
-
-    return store.append_checked(run, decide).appended
 
 
 def failure_inputs(store: EventStore, run: str, t: int) -> list[FailureInput]:
@@ -426,6 +325,282 @@ def failure_inputs(store: EventStore, run: str, t: int) -> list[FailureInput]:
     return out
 
 
+# --- one round -------------------------------------------------------------------------------
+
+
+class Round:
+    """Round ``t`` of a run, the unit a trainer works in: the run's config and M_{t-1} are read
+    from the log once, on first use, and every step of the round reuses them.
+
+    The steps, in order: :meth:`requests` (any number of times), :meth:`record`, :meth:`promote`,
+    :meth:`record_failures`, :meth:`diagnose`, :meth:`commit`; :meth:`note` for the trainer's
+    own bookkeeping. Each write re-checks the round's milestones under the store's append lock."""
+
+    def __init__(self, store: EventStore, run: str, t: int) -> None:
+        self.store, self.run, self.t = store, run, t
+        self._config: Config | None = None
+        self._base: Memory | None = None
+
+    @classmethod
+    def open(cls, store: EventStore, run: str, t: int | None = None) -> Round:
+        """Open the next round (``t`` defaults to it; opening the open round again is a no-op)."""
+        return cls(store, run, open_round(store, run, t))
+
+    @classmethod
+    def current(cls, store: EventStore, run: str) -> Round:
+        """The run's open round."""
+        return cls(store, run, current_round(store, run))
+
+    @property
+    def config(self) -> Config:
+        """The run's config as it stands for this round (``run.configured`` before it applied)."""
+        if self._config is None:
+            self._config = run_config(self.store, self.run)
+        return self._config
+
+    @property
+    def base(self) -> Memory:
+        """M_{t-1}, the memory the round's schedule and decisions read (with the run's current
+        ``k``: a ``run.configured`` after a fork may change it for the rounds that follow)."""
+        if self._base is None:
+            memory = load_memory(self.store, self.run, self.t - 1)
+            k = self.config.memory.k
+            self._base = memory if memory.k == k else replace(memory, k=k)
+        return self._base
+
+    def event(self, key: str, type: str, **data: Any) -> EventIn:
+        return _event(self.run, self.t, key, type, **data)
+
+    # --- the steps ------------------------------------------------------------------------------
+    def requests(self, n: int, *, purpose: str = "curriculum", seed: int | None = None) -> list[Request]:
+        """``n`` requests from the schedule of M_{t-1}; the same for the same (run, round, seed,
+        purpose). ``purpose`` is ``curriculum`` (Q^cur) or ``challenger`` (Q^chal)."""
+        if n < 0:
+            raise ProtocolError(f"n must be at least 0, not {n}")
+        if purpose not in PURPOSES:
+            raise ProtocolError(f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}")
+        st = round_state(self.store, self.run)
+        _require_open(st, self.t, "draw requests")
+        cfg, memory, t = self.config.memory, self.base, self.t
+        phase, prefix = PURPOSES[purpose]
+        rng = random.Random(f"{st.seed if seed is None else seed}/{t}/{phase}")
+        drawn = sample_requests(
+            memory, schedule(memory), n, rng,
+            generation=cfg.generation, fixed_free_ratio=cfg.fixed_free_ratio, stitching=cfg.stitching,
+        )
+        return [Request(question_id=f"{prefix}{t}-{i:05d}", **asdict(r)) for i, r in enumerate(drawn)]
+
+    def record(self, candidates: Sequence[Candidate]) -> list[Scored]:
+        """Vote, filter and append ``question.generated`` + ``question.scored`` for each candidate
+        (one transaction); returns them scored. Recording a question id again is a no-op."""
+        run, t, cfg, memory = self.run, self.t, self.config, self.base
+        seen: set[str] = set()
+        scored: list[Scored] = []
+        generated: list[EventIn] = []
+        scores: list[EventIn] = []
+        for c in candidates:
+            if c.question_id in seen:
+                raise ProtocolError(f"question {c.question_id} appears twice")
+            seen.add(c.question_id)
+            for cause in (c.active_cause, c.mastered_cause):
+                if cause is not None and cause not in memory.causes:
+                    raise ProtocolError(f"question {c.question_id}: unknown cause {cause!r} (not in M_{t - 1})")
+            s = score(c, cfg)
+            try:
+                generated.append(self.event(
+                    f"gen/{c.question_id}", "question.generated", question_id=c.question_id, mode=c.mode,
+                    active_cause=c.active_cause, mastered_cause=c.mastered_cause, node=c.node, text=c.text,
+                ))
+            except InvalidEvent as exc:
+                raise ProtocolError(f"question {c.question_id}: {exc}") from None
+            scores.append(self.event(
+                f"score/{c.question_id}", "question.scored", question_id=c.question_id, n=s.n, p1=s.p1,
+                p2=s.p2, pseudo_label=s.pseudo_label, retained=s.retained, reference=s.reference,
+            ))
+            scored.append(s)
+
+        def decide(read: CheckedReader) -> list[EventIn]:
+            st = _state(run, read(_MILESTONES))
+            _require_open(st, t, "record questions")
+            if t in st.promoted:
+                raise ProtocolError(f"cannot record questions: promotions of round {t} are decided (the evidence is closed)")
+            return generated + scores
+
+        self.store.append_checked(run, decide)
+        return scored
+
+    def promote(self) -> list[dict[str, Any]]:
+        """Decide Eq. 5-6 once, from every candidate recorded in the round against M_{t-1};
+        appends the promotions and ``promotions.decided``. Returns the promotions."""
+        run, t, cfg, memory = self.run, self.t, self.config.memory, self.base
+        decided: list[dict[str, Any]] = []
+
+        def decide(read: CheckedReader) -> list[EventIn]:
+            st = _state(run, read(_MILESTONES))
+            _require_open(st, t, "decide promotions")
+            if t in st.promoted:
+                raise ProtocolError(f"promotions of round {t} in run {run!r} are decided already")
+            active: dict[str, str | None] = {}
+            p1: dict[str, float] = {}
+            for _seq, _rnd, typ, data in read(("question.generated", "question.scored"), round=t):
+                if typ == "question.generated":
+                    active[data["question_id"]] = data["active_cause"]
+                elif typ == "question.scored":
+                    p1[data["question_id"]] = data["p1"]
+            evidence = [(active[q], p1[q]) for q in active if q in p1]
+            changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
+            decided.extend(d for _, d in changes)
+            events = [self.event(f"promote/{d['cause_id']}", typ, **d) for typ, d in changes]
+            events.append(self.event("promotions", "promotions.decided",
+                                     promoted=[d["cause_id"] for d in decided], candidates=len(evidence)))
+            return events
+
+        self.store.append_checked(run, decide)
+        return decided
+
+    def record_failures(self, failures: Sequence[Mapping[str, Any]]) -> int:
+        """Append ``failure.recorded`` for failed optimization responses of retained questions
+        (``failure_id``, ``question_id``, ``response``, ``reference``); returns how many were new."""
+        run, t = self.run, self.t
+        events = []
+        for f in failures:
+            try:
+                events.append(self.event(f"fail/{f['failure_id']}", "failure.recorded", **f))
+            except (InvalidEvent, KeyError, TypeError) as exc:
+                raise ProtocolError(f"failure: {exc}") from None
+        wanted = {e.data["question_id"] for e in events}
+
+        def decide(read: CheckedReader) -> list[EventIn]:
+            st = _state(run, read(_MILESTONES))
+            _require_open(st, t, "record failures")
+            retained = {d["question_id"] for _s, _r, _t, d in read(("question.scored",), round=t) if d["retained"]}
+            missing = sorted(wanted - retained)
+            if missing:
+                raise ProtocolError(f"question {missing[0]} is not a retained question of round {t}")
+            return events
+
+        return self.store.append_checked(run, decide).appended
+
+    def memory(self) -> Memory:
+        """The memory now: M_{t-1} and what the round has appended so far (folded from M_{t-1})."""
+        return load_memory(self.store, self.run, since=self.base)
+
+    def diagnose(
+        self,
+        *,
+        diagnostician: Diagnostician,
+        embedder: Embedder,
+        cfg: DiagnosisConfig | None = None,
+        index: VectorIndex | None = None,
+        failures: Sequence[FailureInput] | None = None,
+        progress: ProgressFn = no_progress,
+    ) -> DiagnosisSummary:
+        """Diagnose failures with the pipeline of Sec. 2.3 (``cfg`` defaults to the run's
+        diagnosis config): the round's recorded failures, or ``failures`` given by a trainer
+        that records nothing else (``diagevo diagnose FILE``; the round need not be opened then,
+        only be the next one)."""
+        st = round_state(self.store, self.run)
+        if failures is None:
+            _require_open(st, self.t, "diagnose")
+            failures = failure_inputs(self.store, self.run, self.t)
+        elif self.t != st.last_committed + 1:
+            raise ProtocolError(
+                f"round {self.t} is not open in run {self.run!r}: its last committed round is {st.last_committed}"
+            )
+        return asyncio.run(diagnose_round(
+            store=self.store, run=self.run, round=self.t, failures=failures, diagnostician=diagnostician,
+            embedder=embedder, cfg=cfg if cfg is not None else self.config.diagnosis, index=index,
+            progress=progress, memory=self.memory(),
+        ))
+
+    def note(self, key: str, type: str, **data: Any) -> None:
+        """Append a trainer's bookkeeping event (``phase.completed``, ``checkpoint.written`` ...)."""
+        self.store.append([self.event(key, type, **data)])
+
+    def commit(
+        self,
+        metrics: Mapping[str, float] | None = None,
+        *,
+        summary: Mapping[str, Any] | None = None,
+        allow_undiagnosed: bool = False,
+    ) -> dict[str, Any]:
+        """Append ``eval.recorded`` (the metrics) and ``round.committed``: M_t is the memory here.
+        Refused before promotions are decided and, unless ``allow_undiagnosed``, while a recorded
+        failure has no diagnosis. Returns the commit's data (counts, F_t, ε_{t+1}, ``summary``)."""
+        run, t, base = self.run, self.t, self.base
+        committed: dict[str, Any] = {}
+
+        def decide(read: CheckedReader) -> list[EventIn]:
+            st = _state(run, read(_MILESTONES))
+            _require_open(st, t, "commit")
+            if t not in st.promoted:
+                raise ProtocolError(f"cannot commit round {t}: its promotions are not decided ({self._hint('promote')})")
+            questions = retained = 0
+            failures: set[str] = set()
+            diagnosed: set[str] = set()
+            for _s, _r, typ, d in read(("question.scored", "failure.recorded", "failure.diagnosed", "diagnosis.failed"), round=t):
+                if typ == "question.scored":
+                    questions += 1
+                    retained += bool(d["retained"])
+                elif typ == "failure.recorded":
+                    failures.add(d["failure_id"])
+                elif typ in ("failure.diagnosed", "diagnosis.failed") and d.get("failure_id"):
+                    diagnosed.add(d["failure_id"])
+            pending = sorted(failures - diagnosed)
+            if pending and not allow_undiagnosed:
+                raise ProtocolError(
+                    f"cannot commit round {t}: {plural(len(pending), 'recorded failure')} "
+                    f"{'is' if len(pending) == 1 else 'are'} not diagnosed "
+                    f"(first: {pending[0]}); diagnose them or allow undiagnosed failures"
+                )
+            after = fold(read(FOLD_TYPES, after_seq=base.last_seq), run, base)
+            sched = schedule(after)
+            committed.update(
+                questions=questions, retained=retained, failures=len(failures), F=sched.F,
+                epsilon_next=sched.epsilon, **dict(summary or {}),
+            )
+            events = [self.event("eval", "eval.recorded", **metrics)] if metrics else []
+            return [*events, self.event("round.committed", "round.committed", **committed)]
+
+        try:
+            self.store.append_checked(run, decide)
+        except InvariantError as exc:
+            raise ProtocolError(f"cannot commit round {t}: {exc}") from None
+        refresh_snapshots(self.store, run)
+        return committed
+
+    def _hint(self, step: str) -> str:
+        """The command that takes ``step`` for this round (the database without its password)."""
+        return shlex.join(["diagevo", "round", step, "--run", self.run, "--round", str(self.t), "--db", without_password(self.store.url)])
+
+
+# --- the steps as functions of (store, run, round) -------------------------------------------
+# Each builds a Round, so each reads the config and M_{t-1} afresh; a trainer that takes several
+# steps of one round keeps a :class:`Round` instead.
+
+
+def requests(
+    store: EventStore, run: str, t: int, n: int, *, purpose: str = "curriculum", seed: int | None = None
+) -> list[Request]:
+    """:meth:`Round.requests` of round ``t``."""
+    return Round(store, run, t).requests(n, purpose=purpose, seed=seed)
+
+
+def record(store: EventStore, run: str, t: int, candidates: Sequence[Candidate]) -> list[Scored]:
+    """:meth:`Round.record` of round ``t``."""
+    return Round(store, run, t).record(candidates)
+
+
+def promote(store: EventStore, run: str, t: int) -> list[dict[str, Any]]:
+    """:meth:`Round.promote` of round ``t``."""
+    return Round(store, run, t).promote()
+
+
+def record_failures(store: EventStore, run: str, t: int, failures: Sequence[Mapping[str, Any]]) -> int:
+    """:meth:`Round.record_failures` of round ``t``."""
+    return Round(store, run, t).record_failures(failures)
+
+
 def diagnose(
     store: EventStore,
     run: str,
@@ -433,24 +608,20 @@ def diagnose(
     *,
     diagnostician: Diagnostician,
     embedder: Embedder,
-    cfg: DiagnosisConfig,
-    index: VectorIndex,
+    cfg: DiagnosisConfig | None = None,
+    index: VectorIndex | None = None,
+    failures: Sequence[FailureInput] | None = None,
     progress: ProgressFn = no_progress,
 ) -> DiagnosisSummary:
-    """Diagnose the round's recorded failures (the pipeline of Sec. 2.3)."""
-    _require_open(round_state(store, run), t, "diagnose")
-    return asyncio.run(diagnose_round(
-        store=store, run=run, round=t, failures=failure_inputs(store, run, t), diagnostician=diagnostician,
-        embedder=embedder, cfg=cfg, index=index, progress=progress,
-    ))
-
-
-# --- bookkeeping and commit ------------------------------------------------------------------
+    """:meth:`Round.diagnose` of round ``t``."""
+    return Round(store, run, t).diagnose(
+        diagnostician=diagnostician, embedder=embedder, cfg=cfg, index=index, failures=failures, progress=progress
+    )
 
 
 def note(store: EventStore, run: str, t: int, key: str, type: str, **data: Any) -> None:
-    """Append a trainer's bookkeeping event (``phase.completed``, ``checkpoint.written`` ...)."""
-    store.append([_event(run, t, key, type, **data)])
+    """:meth:`Round.note` of round ``t``."""
+    Round(store, run, t).note(key, type, **data)
 
 
 def commit(
@@ -462,46 +633,6 @@ def commit(
     summary: Mapping[str, Any] | None = None,
     allow_undiagnosed: bool = False,
 ) -> dict[str, Any]:
-    """Append ``eval.recorded`` (the metrics) and ``round.committed``: M_t is the memory here.
-    Refused before promotions are decided and, unless ``allow_undiagnosed``, while a recorded
-    failure has no diagnosis. Returns the commit's data (counts, F_t, ε_{t+1}, ``summary``)."""
-    base = load_memory(store, run, t - 1)
-    committed: dict[str, Any] = {}
+    """:meth:`Round.commit` of round ``t``."""
+    return Round(store, run, t).commit(metrics, summary=summary, allow_undiagnosed=allow_undiagnosed)
 
-    def decide(read: CheckedReader) -> list[EventIn]:
-        st = _state(run, read(_MILESTONES))
-        _require_open(st, t, "commit")
-        if t not in st.promoted:
-            raise ProtocolError(f"cannot commit round {t}: its promotions are not decided (diagevo round promote)")
-        questions = retained = 0
-        failures: set[str] = set()
-        diagnosed: set[str] = set()
-        for _s, _r, typ, d in read(("question.scored", "failure.recorded", "failure.diagnosed", "diagnosis.failed"), round=t):
-            if typ == "question.scored":
-                questions += 1
-                retained += bool(d["retained"])
-            elif typ == "failure.recorded":
-                failures.add(d["failure_id"])
-            elif typ in ("failure.diagnosed", "diagnosis.failed") and d.get("failure_id"):
-                diagnosed.add(d["failure_id"])
-        pending = sorted(failures - diagnosed)
-        if pending and not allow_undiagnosed:
-            raise ProtocolError(
-                f"cannot commit round {t}: {len(pending)} recorded failures are not diagnosed (first: {pending[0]}); "
-                "diagnose them or allow undiagnosed failures"
-            )
-        after = fold(read(FOLD_TYPES, after_seq=base.last_seq), run, base)
-        sched = schedule(after)
-        committed.update(
-            questions=questions, retained=retained, failures=len(failures), F=sched.F,
-            epsilon_next=sched.epsilon, **dict(summary or {}),
-        )
-        events = [_event(run, t, "eval", "eval.recorded", **metrics)] if metrics else []
-        return [*events, _event(run, t, "round.committed", "round.committed", **committed)]
-
-    try:
-        store.append_checked(run, decide)
-    except InvariantError as exc:
-        raise ProtocolError(f"cannot commit round {t}: {exc}") from None
-    refresh_snapshots(store, run)
-    return committed

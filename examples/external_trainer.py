@@ -1,4 +1,4 @@
-"""An external trainer driving the memory round by round through ``diagevo.rounds``.
+"""An external trainer driving the memory round by round through the public API (``import diagevo``).
 
 The simulator stands in for someone else's RL stack: this script owns the models (generation,
 construction responses, GRPO updates, checkpoints) and asks the memory only for what the round
@@ -20,11 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import diagevo
 from diagevo import curriculum as cur
-from diagevo import rounds
-from diagevo.config import Config, load_config
+from diagevo.config import Config
 from diagevo.diagnosis.index import VectorIndex, default_index_path
-from diagevo.events.store import EventStore
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_dir
 from diagevo.train.sim import SimBackend
@@ -33,7 +32,7 @@ CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 
 
 class ExternalTrainer:
-    def __init__(self, cfg: Config, store: EventStore, run: str) -> None:
+    def __init__(self, cfg: Config, store: diagevo.EventStore, run: str) -> None:
         self.cfg, self.store, self.run = cfg, store, run
         self.seed = cfg.train.seed
         self.backend = SimBackend(cfg, self.seed)
@@ -44,14 +43,14 @@ class ExternalTrainer:
     def rng(self, t: int, phase: str) -> random.Random:
         return random.Random(f"{self.seed}/{t}/{phase}")
 
-    def phase(self, t: int, name: str, started: float, *, checkpoint: bool = False, **stats: Any) -> float:
+    def phase(self, rnd: diagevo.Round, name: str, started: float, *, checkpoint: bool = False, **stats: Any) -> float:
         """Save the models (optionally) and note the finished phase, as any trainer may."""
         if checkpoint:
-            path = self.ckpt_dir / f"round{t:03d}-{name}"
+            path = self.ckpt_dir / f"round{rnd.t:03d}-{name}"
             self.backend.save(path)
-            rounds.note(self.store, self.run, t, f"checkpoint/{name}", "checkpoint.written", path=str(path), phase=name)
+            rnd.note(f"checkpoint/{name}", "checkpoint.written", path=str(path), phase=name)
         seconds = time.perf_counter() - started
-        rounds.note(self.store, self.run, t, f"phase/{name}", "phase.completed", phase=name, seconds=seconds, **stats)
+        rnd.note(f"phase/{name}", "phase.completed", phase=name, seconds=seconds, **stats)
         return seconds
 
     def challenger_reward(self, t: int) -> Any:
@@ -70,33 +69,33 @@ class ExternalTrainer:
     def round(self, t: int) -> dict[str, Any]:
         cfg, store, run = self.cfg, self.store, self.run
         seconds: dict[str, float] = {}
-        rounds.open_round(store, run, t)
+        rnd = diagevo.Round.open(store, run, t)  # the run's config and M_{t-1}, read once for the round
 
         # challenger GRPO on Q^chal drawn from the schedule
         started = time.perf_counter()
         stats: dict[str, float] = {}
         if cfg.memory.challenger_updates:
-            chal = rounds.requests(store, run, t, cfg.train.challenger_questions or cfg.grpo.challenger_batch_size, purpose="challenger")
+            chal = rnd.requests(cfg.train.challenger_questions or cfg.grpo.challenger_batch_size, purpose="challenger")
             stats = self.backend.train_challenger(
                 [q.generation_request() for q in chal], self.challenger_reward(t), self.rng(t, "challenger")
             )
-        seconds["challenger"] = self.phase(t, "challenger", started, checkpoint=True, **stats)
+        seconds["challenger"] = self.phase(rnd, "challenger", started, checkpoint=True, **stats)
 
         # Q^cur, N construction responses each; the memory votes and filters (Eq. 3)
         started = time.perf_counter()
-        reqs = rounds.requests(store, run, t, cfg.train.curriculum_questions or cfg.grpo.solver_batch_size)
+        reqs = rnd.requests(cfg.train.curriculum_questions or cfg.grpo.solver_batch_size)
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
         kept = [(q, text) for q, o in zip(reqs, outputs, strict=True) if (text := cur.parse_question(o)) is not None]
         responses = self.backend.sample([text for _, text in kept], cfg.grpo.construction_responses, self.rng(t, "construct"))
-        scored = rounds.record(store, run, t, [
-            rounds.Candidate(q.question_id, q.mode, text, q.active_cause, q.mastered_cause, q.node, responses=tuple(resp))
+        scored = rnd.record([
+            diagevo.Candidate(q.question_id, q.mode, text, q.active_cause, q.mastered_cause, q.node, responses=tuple(resp))
             for (q, text), resp in zip(kept, responses, strict=True)
         ])
         retained = [s for s in scored if s.retained]
-        seconds["construct"] = self.phase(t, "construct", started, questions=len(scored), retained=len(retained))
+        seconds["construct"] = self.phase(rnd, "construct", started, questions=len(scored), retained=len(retained))
 
         # promotions (Eq. 5-6), decided by the memory
-        rounds.promote(store, run, t)
+        rnd.promote()
 
         # solver GRPO on the retained questions; failed responses are recorded for diagnosis
         started = time.perf_counter()
@@ -115,25 +114,24 @@ class ExternalTrainer:
                 for j, (resp, rew) in enumerate(zip(group, rewards, strict=True)) if rew < 0
             ]
             if failures:
-                rounds.record_failures(store, run, t, failures)
+                rnd.record_failures(failures)
             stats = {**out.stats, "failures": len(failures)}
-        seconds["solver"] = self.phase(t, "solver", started, checkpoint=True, **stats)
+        seconds["solver"] = self.phase(rnd, "solver", started, checkpoint=True, **stats)
 
         # diagnosis (Sec. 2.3)
         started = time.perf_counter()
         if self.index is None:
             self.index = VectorIndex(self.backend.embedder(), default_index_path(store.url), run)
-        summary = rounds.diagnose(
-            store, run, t, diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(),
-            cfg=cfg.diagnosis, index=self.index,
+        summary = rnd.diagnose(
+            diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(), cfg=cfg.diagnosis, index=self.index,
         )
-        seconds["diagnose"] = self.phase(t, "diagnose", started, dedup_truncated=summary.dedup_truncated)
+        seconds["diagnose"] = self.phase(rnd, "diagnose", started, dedup_truncated=summary.dedup_truncated)
 
         # held-out metrics, then the commit
         started = time.perf_counter()
         metrics = self.backend.evaluate(self.rng(t, "evaluate"))
         seconds["evaluate"] = time.perf_counter() - started
-        return rounds.commit(store, run, t, metrics, summary={
+        return rnd.commit(metrics, summary={
             "dedup_truncated": summary.dedup_truncated, "heldout_acc": metrics.get("heldout_acc"),
             "pseudo_label_acc": metrics.get("pseudo_label_acc"), "timing": seconds,
         })
@@ -147,9 +145,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args(argv)
-    cfg = load_config(CONFIG, [*args.overrides, f"train.seed={args.seed}", f"train.run={json.dumps(args.run)}"])
-    with EventStore(args.db) as store:
-        rounds.start_run(store, args.run, cfg, cfg.train.seed)
+    cfg = diagevo.load_config(CONFIG, [*args.overrides, f"train.seed={args.seed}", f"train.run={json.dumps(args.run)}"])
+    with diagevo.open_store(args.db) as store:
+        diagevo.start_run(store, args.run, cfg, cfg.train.seed)
         trainer = ExternalTrainer(cfg, store, args.run)
         for t in range(1, args.rounds + 1):
             done = trainer.round(t)

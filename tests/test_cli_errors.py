@@ -244,3 +244,67 @@ def test_no_stray_blank_line_before_an_error(tmp_path: Path, capsys: pytest.Capt
     code, out, err = run_cli(capsys, "train", "--run", "r1", "--db", db)
     assert_one_line_error(code, err, "run 'r1' already exists")
     assert out == ""
+
+
+def test_a_bug_is_one_internal_error_line_with_its_traceback_in_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ValueError that no raise site declared is a bug: not a "user error", but one line that
+    names a file with the whole traceback (exit 70)."""
+    import diagevo.queries
+
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    assert run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)[0] == 0
+
+    def broken(*_a: Any, **_k: Any) -> Any:
+        raise ValueError("an undeclared slip")
+
+    monkeypatch.setattr(diagevo.queries, "stored_round_stats", broken)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    code, _, err = run_cli(capsys, "memory", "stats", "--db", db)
+    assert code == 70
+    assert_one_line_error(code, err, "internal error: ValueError: an undeclared slip (traceback written to ")
+    path = Path(err.split("traceback written to ")[1].strip().rstrip(")"))
+    assert path.parent == tmp_path and "Traceback" in path.read_text() and "an undeclared slip" in path.read_text()
+
+
+def test_declared_errors_are_one_line_and_derive_from_diagevo_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from diagevo import errors
+    from diagevo.events.store import ConflictError, SchemaOutdated, StoreError
+    from diagevo.fork import ForkError
+    from diagevo.interchange import IngestError
+    from diagevo.memory.fold import InvariantError
+    from diagevo.rounds import ProtocolError
+
+    for cls in (StoreError, IngestError, InvariantError, ProtocolError, ForkError):
+        assert issubclass(cls, errors.DiagevoError), cls
+    assert issubclass(ConflictError, errors.Conflict) and issubclass(SchemaOutdated, errors.NotADiagevoDatabase)
+    missing = tmp_path / "models" / "nosuch"
+    (tmp_path / "models").mkdir()
+    from diagevo.generation.local import check_local_model
+
+    with pytest.raises(errors.NotFound, match="no such directory"):
+        check_local_model(str(missing))
+    with pytest.raises(errors.BadInput, match="no network"):
+        check_local_model("Qwen/Qwen3-4B-Base")
+
+
+def test_a_refused_ingest_leaves_no_database_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "bogus"}\n')
+    path = tmp_path / "new.db"
+    code, _, err = run_cli(capsys, "memory", "ingest", str(bad), "--db", f"sqlite:///{path}")
+    assert_one_line_error(code, err, "unknown event type 'bogus'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
+
+
+def test_version_and_help_in_the_users_terms(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0 and out.startswith("diagevo ")
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run_cli(capsys, "train", "--help")
+    assert code == 0 and "<bool>" not in out and "list[str]" not in out and "<int" not in out
+    assert "TEXT (repeatable)" in out

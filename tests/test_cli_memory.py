@@ -98,8 +98,18 @@ def test_ingest_replay_why_stats_events_verify(tmp_path: Path, db: str, capsys: 
     assert [(r["round"], r["active"], r["mastered"], r["promotions"], r["reactivations"]) for r in stats] == [
         (1, 1, 0, 0, 0), (2, 0, 1, 1, 0), (3, 1, 0, 0, 1)
     ]
+    types = ["question.generated", "failure.diagnosed", "cause.reactivated", "failure.attributed"]
     out = run_cli(capsys, "memory", "events", "--db", db, "--cause", "C1", "--round", "3", "--json")[1]
-    assert [json.loads(x)["type"] for x in out.splitlines()] == ["question.generated", "failure.diagnosed", "cause.reactivated", "failure.attributed"]
+    doc = json.loads(out)  # one document, like every read command
+    assert [e["type"] for e in doc["events"]] == types and doc["truncated"] is False
+    out = run_cli(capsys, "memory", "events", "--db", db, "--cause", "C1", "--round", "3", "--jsonl")[1]
+    assert [json.loads(x)["type"] for x in out.splitlines()] == types
+    doc = json.loads(run_cli(capsys, "memory", "events", "--db", db, "--limit", "2", "--json")[1])
+    assert len(doc["events"]) == 2 and doc["truncated"] is True
+    code, out, _ = run_cli(capsys, "memory", "events", "--db", db, "--limit", "2")
+    assert code == 0 and "the first 2 events shown; more match" in out
+    code, _, err = run_cli(capsys, "memory", "events", "--db", db, "--type", "bogus.type")
+    assert_one_line_error(code, err, "unknown event type 'bogus.type'", "cause.promoted")
     code, out, _ = run_cli(capsys, "memory", "verify", "--db", db)
     assert code == 0 and "hash chain intact" in out
     assert run_cli(capsys, "memory", "plot", "--db", db)[0] == 0
@@ -212,3 +222,46 @@ def test_train_rejects_bad_config_in_one_line(tmp_path: Path, capsys: pytest.Cap
     db = f"sqlite:///{tmp_path / 'cfg.db'}"
     code, _, err = run_cli(capsys, "train", "--db", db, "--quiet", *args)
     assert_one_line_error(code, err, message)
+
+
+def test_why_in_the_terminal_tells_the_whole_story(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Question, the pseudo-label's confidence, failing and reference trajectories and the
+    diagnosis: what ``--json`` has, shown (model text as text, not markup)."""
+    from tests.logs import Log
+
+    log = Log()
+    log.question("q1", 0.75)
+    log.add("failure.recorded", failure_id="f1", question_id="q1", response="[bold]x = 3 or x = -2[/bold] " + "step " * 200,
+            reference="x = 3, since x = -2 fails the check")
+    log.add("failure.diagnosed", failure_id="f1", error_cause="keeps a root that fails the original equation", model="diag-m", raw="{}")
+    log.node("N1", "roots").cause("C1", "N1", "keeps a root that fails the original equation", failure="f1")
+    log.commit()
+    assert run_cli(capsys, "memory", "ingest", str(write(tmp_path, log)), "--db", db)[0] == 0
+    code, out, err = run_cli(capsys, "memory", "why", "C1", "--db", db)
+    text = " ".join(out.split())
+    assert code == 0, err
+    assert "question q1 (free): question q1" in text
+    assert "pseudo-label: 1 (p1=0.750, p2=0.250 of 12 construction answers)" in text
+    assert "failing response (f1): [bold]x = 3 or x = -2[/bold] step" in text and " … " in text
+    assert "reference: x = 3, since x = -2 fails the check" in text
+    assert "diagnosis (diag-m): keeps a root that fails the original equation" in text
+    story = json.loads(run_cli(capsys, "memory", "why", "C1", "--db", db, "--json")[1])
+    assert story["timeline"][0]["failure"]["question"]["p1"] == 0.75
+
+
+def test_tables_fit_80_columns_and_say_what_they_left_out(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli.common import console
+
+    log = case_study()
+    log.add("eval.recorded", benchmark="gsm8k", n=10, accuracy=0.25)
+    log.commit(heldout_acc=0.5)
+    assert run_cli(capsys, "memory", "ingest", str(write(tmp_path, log)), "--db", db)[0] == 0
+    monkeypatch.setattr(console, "width", 80)
+    code, out, _ = run_cli(capsys, "memory", "stats", "--db", db)
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    assert "left out to fit 80 columns:" in out and "bench/gsm8k" in out and "--wide" in out
+    code, out, _ = run_cli(capsys, "memory", "stats", "--db", db, "--wide")
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("t "))
+    assert "merge" in header and "acc" in header and "bench/gsm8k" in header and "left out" not in out
+    code, out, _ = run_cli(capsys, "memory", "plot", "--db", db)
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80

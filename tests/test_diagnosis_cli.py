@@ -100,7 +100,7 @@ def test_diagnose_appends_decisions_and_why_shows_them(
 @pytest.mark.parametrize(
     ("lines", "needle"),
     [
-        (["{not json"], "line 1: not valid JSON"),
+        (["{not json"], "line 1: malformed JSON"),
         ([line("f1"), "[1, 2]"], "line 2: expected a JSON object"),
         ([line("f1", question=None)], "line 1: question"),
         ([json.dumps({"failure_id": "f1"})], "line 1: question_id is missing"),

@@ -19,6 +19,7 @@ from diagevo.diagnosis.index import CHECKPOINT, VectorIndex, reindex
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
 from diagevo.events.schemas import new_event
+from diagevo.errors import Conflict
 from diagevo.events.store import EventStore
 from diagevo.memory.state import CauseState
 from diagevo.replay import load_memory
@@ -475,7 +476,7 @@ def test_bad_inputs_are_refused_before_anything_is_stored(srv: LLMServer, store:
         run_round(srv, store, [failure("f1", ("C9",))], rnd)
     with pytest.raises(ValueError, match="appears twice"):
         run_round(srv, store, [failure("f1"), failure("f1")], rnd)
-    with pytest.raises(ValueError, match="round 1 is not open"):
+    with pytest.raises(Conflict, match="round 1 is not open"):
         run_round(srv, store, [failure("f1")], 1)
     assert store.last_seq(RUN) == before and not srv.calls()
 

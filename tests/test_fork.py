@@ -102,3 +102,33 @@ def test_reconfiguring_a_run_is_refused_mid_round_and_for_bad_values(tmp_path: P
     assert code == 1 and "in the middle of round 3" in err
     with EventStore(db) as s:
         assert len(list(s.read(RUN))) == n  # nothing stored
+
+
+def _new_cause_in_round_two(store: EventStore, run: str, text: str) -> None:
+    """Round 2 of ``run`` creates cause C3 (each run numbers its new causes on its own)."""
+    from diagevo.events.keys import event_id
+    from diagevo.events.schemas import new_event
+
+    rounds.open_round(store, run)
+    rounds.record(store, run, 2, [candidate("q2-x")])
+    store.append([new_event("cause.created", run, 2, event_id(run, 2, "c3"), cause_id="C3", node_id="N1", description=text)])
+    rounds.promote(store, run, 2)
+    rounds.commit(store, run, 2)
+
+
+def test_diff_matches_causes_by_the_event_that_created_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    with EventStore(db) as store:
+        round_one(store)
+    code, out, _ = run_cli(capsys, "memory", "fork", "--run", RUN, "--round", "1", "--to", "other", "--db", db)
+    assert code == 0 and f"continue with: diagevo train --run other --resume --db {db}" in " ".join(out.split())
+    with EventStore(db) as store:
+        _new_cause_in_round_two(store, RUN, "misreads the question's units and converts hours to minutes twice")
+        _new_cause_in_round_two(store, "other", "drops a negative sign when moving a term across the equals sign")
+    d = json.loads(run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "other", "--db", db, "--json")[1])
+    assert d["matched_by"] == "creating event"
+    assert d["causes_only_in"] == {RUN: ["C3"], "other": ["C3"]}  # two different causes named C3
+    assert [c["cause_id"] for c in d["same_id_differs"]] == ["C3"]
+    assert d["causes_differing"] == []  # C1 and C2 are the same causes, in the same state
+    code, out, _ = run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "other", "--db", db)
+    assert code == 0 and "1 id names a different cause in each run" in " ".join(out.split())

@@ -105,7 +105,7 @@ def test_wrong_order_is_refused(store: EventStore) -> None:
         rounds.record_failures(store, RUN, 1, [{"failure_id": "f", "question_id": "nope", "response": "r"}])
     rounds.record_failures(store, RUN, 1, [{"failure_id": "f", "question_id": "q1", "response": "r"}])
     rounds.promote(store, RUN, 1)
-    with pytest.raises(rounds.ProtocolError, match="1 recorded failures are not diagnosed"):
+    with pytest.raises(rounds.ProtocolError, match="1 recorded failure is not diagnosed"):
         rounds.commit(store, RUN, 1)
     assert rounds.commit(store, RUN, 1, allow_undiagnosed=True)["failures"] == 1
     with pytest.raises(rounds.ProtocolError, match="config needs a positive k"):
@@ -149,6 +149,7 @@ def test_external_trainer_example_writes_the_log_of_diagevo_train(tmp_path, caps
 
 def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     import json
+    import shlex
 
     from tests.test_cli_memory import run_cli
 
@@ -169,7 +170,11 @@ def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert got["recorded"] == 3 and all(q["pseudo_label"] == "7" for q in got["retained"])
     code, _, err = run_cli(capsys, "round", "commit", "--run", "x", "--db", db)
     assert code == 1 and "promotions are not decided" in err
-    assert json.loads(run_cli(capsys, "round", "promote", "--run", "x", "--db", db, "--json")[1])["promoted"] == []
+    code, _, picked = run_cli(capsys, "round", "commit", "--db", db)  # no --run: the error names the run it picked
+    assert code == 1 and "[run x: the latest run, as --run was not given]" in " ".join(picked.split())
+    hint = " ".join(err.split()).split("(", 1)[1].rsplit(")", 1)[0]  # the command it suggests, run as printed
+    assert hint == f"diagevo round promote --run x --round 1 --db {db}"
+    assert json.loads(run_cli(capsys, *shlex.split(hint)[1:], "--json")[1])["promoted"] == []
     code, _, err = run_cli(capsys, "round", "promote", "--run", "x", "--db", db)
     assert code == 1 and "decided already" in err
     code, out, err = run_cli(capsys, "round", "commit", "--run", "x", "--db", db, "--metric", "acc=0.5", "--json")

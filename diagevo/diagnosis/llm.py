@@ -10,6 +10,8 @@ attempt is described in ``Reply.calls`` so the pipeline can store it as ``llm.ca
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput
+
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
@@ -62,7 +64,7 @@ class LLMDiagnostician:
     @classmethod
     def from_config(cls, cfg: DiagnosisConfig, **overrides: Any) -> LLMDiagnostician:
         if not cfg.llm_url and "base_url" not in overrides:
-            raise ValueError("diagnosis.llm_url is not set")
+            raise BadInput("diagnosis.llm_url is not set")
         kwargs: dict[str, Any] = {
             "base_url": cfg.llm_url,
             "model": cfg.model,

@@ -22,8 +22,9 @@ decided in the log, reuses stored Prompt 1 replies, and re-appending anything is
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput, Conflict
+
 import asyncio
-import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -43,6 +44,7 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
+from diagevo.events.keys import digest_event_id
 from diagevo.events.schemas import EventIn, new_event
 from diagevo.memory.deciders import DecisionError, decide_attribution, decide_merge, decide_new_cause
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
@@ -106,8 +108,7 @@ class DiagnosisSummary:
 
 def event_id(run: str, round: int, *parts: object) -> str:
     """Deterministic id of a diagnosis event: the idempotency key of a resumed round."""
-    key = "\x1f".join([run, str(round), *(str(p) for p in parts)])
-    return "dx-" + hashlib.sha256(key.encode()).hexdigest()[:32]
+    return digest_event_id(run, round, *parts)
 
 
 def _no_progress(phase: str, done: int, total: int | None) -> None:
@@ -550,29 +551,32 @@ async def diagnose_round(
     cfg: DiagnosisConfig,
     index: VectorIndex | None = None,
     progress: ProgressFn | None = None,
+    memory: Memory | None = None,
 ) -> DiagnosisSummary:
     """Diagnose the round's failures and maintain the memory; everything is appended to ``store``.
 
     ``round`` must be the run's open round (its last committed round + 1). ``index`` (a
     :class:`VectorIndex`, LanceDB-backed when it has a path) is caught up with the log first and
-    after the round; without one, vectors are computed from the memory's texts.
+    after the round; without one, vectors are computed from the memory's texts. ``memory`` is
+    the run's memory as it stands (read from the log when not given).
     """
     progress = progress or _no_progress
     ids = [f.failure_id for f in failures]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
-        raise ValueError(f"failure {dup!r} appears twice")
-    memory = load_memory(store, run)
+        raise BadInput(f"failure {dup!r} appears twice")
+    if memory is None:  # the memory now (the round protocol hands it over, folded from M_{t-1})
+        memory = load_memory(store, run)
     if memory.committed + 1 != round:
-        raise ValueError(f"round {round} is not open in run {run!r}: its last committed round is {memory.committed}")
+        raise Conflict(f"round {round} is not open in run {run!r}: its last committed round is {memory.committed}")
     for f in failures:
         unknown = [c for c in f.known_causes if c not in memory.causes]
         if unknown:
-            raise ValueError(f"failure {f.failure_id!r}: unknown known cause {unknown[0]!r}")
+            raise BadInput(f"failure {f.failure_id!r}: unknown known cause {unknown[0]!r}")
     if index is None:
         index = VectorIndex(embedder)
     elif index.embedder.name != embedder.name:
-        raise ValueError(f"the index holds {index.embedder.name} vectors, not {embedder.name}")
+        raise BadInput(f"the index holds {index.embedder.name} vectors, not {embedder.name}")
     th = thresholds_for(cfg, embedder.name)
     summary = DiagnosisSummary(run=run, round=round, theta_dup=th.dup, theta_merge=th.merge, failures=len(failures))
     state = _Round(store, run, round, diagnostician, index, cfg, memory, summary, progress)

@@ -11,6 +11,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from diagevo.errors import BadInput
+from diagevo.events.keys import KEY_FIELDS
+from diagevo.parsing import MAX_ID_CHARS, check_id, one_line, shorten
+
 SCHEMA_VERSION = 1
 
 GenerationMode = Literal["free", "targeted", "stitched"]
@@ -241,7 +245,7 @@ class EventIn(BaseModel):
 
     type: str
     run: str = Field(min_length=1)
-    round: int = Field(ge=0)
+    round: int = Field(ge=0, le=2**31 - 1)  # an INTEGER column on both backends
     event_id: str = Field(min_length=1)
     data: dict[str, Any] = Field(default_factory=dict)
 
@@ -249,19 +253,30 @@ class EventIn(BaseModel):
     @classmethod
     def _known_type(cls, v: str) -> str:
         if v not in EVENT_TYPES:
-            raise ValueError(f"unknown event type {v!r}")
+            raise ValueError(f"unknown event type {shorten(v)}")
         return v
 
+    # ids are columns: no NUL (PostgreSQL refuses it, SQLite would store it) nor other controls
+    @field_validator("run")
+    @classmethod
+    def _run_id(cls, v: str) -> str:
+        return check_id(v, "run id")
 
-class InvalidEvent(ValueError):
+    @field_validator("event_id")
+    @classmethod
+    def _event_id(cls, v: str) -> str:
+        return check_id(v, "event id", 4 * MAX_ID_CHARS)
+
+
+class InvalidEvent(BadInput):
     """An event whose envelope or data does not fit the catalog."""
 
 
 def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = ".".join(str(p) if len(str(p)) <= 40 else shorten(p, 40) for p in err["loc"])
     msg = err["msg"].removeprefix("Value error, ")
-    return f"{loc}: {msg}" if loc else msg
+    return one_line(f"{loc}: {msg}" if loc else msg)
 
 
 def validate_event(raw: dict[str, Any]) -> EventIn:
@@ -275,7 +290,29 @@ def validate_event(raw: dict[str, Any]) -> EventIn:
         data = model.model_validate(ev.data)
     except ValidationError as exc:
         raise InvalidEvent(f"{ev.type}: data.{_first_error(exc)}") from None
-    return ev.model_copy(update={"data": data.model_dump(mode="json", exclude_none=False)})
+    dumped = data.model_dump(mode="json", exclude_none=False)
+    _check_columns(ev.type, dumped)
+    return ev.model_copy(update={"data": dumped})
+
+
+def _check_columns(type: str, data: dict[str, Any]) -> None:
+    """Values the store copies out of ``data`` into columns or artifacts: ids without control
+    characters, texts without NUL (refused by PostgreSQL, so refused on every backend)."""
+    if not _KEYS.isdisjoint(data):
+        for f in KEY_FIELDS:
+            v = data.get(f)
+            if v and isinstance(v, str):
+                try:
+                    check_id(v, f)
+                except ValueError as exc:
+                    raise InvalidEvent(f"{type}: data.{exc}") from None
+    for f in TEXT_FIELDS.get(type, ()):
+        v = data.get(f)
+        if isinstance(v, str) and "\x00" in v:
+            raise InvalidEvent(f"{type}: data.{f} contains a NUL character (U+0000)")
+
+
+_KEYS = frozenset(KEY_FIELDS)
 
 
 def new_event(type: str, run: str, round: int, event_id: str, **data: Any) -> EventIn:

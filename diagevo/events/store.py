@@ -33,10 +33,12 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
-from diagevo.urls import redact_url
-from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
+from diagevo.errors import Conflict, DiagevoError, NotADiagevoDatabase
 from diagevo.events.canonical import canonical_bytes
 from diagevo.events.keys import KEY_FIELDS, RETAINED_CONDITION, key_values
+from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
+from diagevo.urls import redact_url
+from diagevo.errors import NotFound
 
 if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
     from alembic.config import Config
@@ -112,15 +114,19 @@ class AppendResult:
 CheckedReader = Callable[..., list[tuple[int, int, str, dict[str, Any]]]]
 
 
-class StoreError(Exception):
+class StoreError(DiagevoError):
     """Base of the store's errors; the message is one line meant for the user."""
 
 
-class ConflictError(StoreError):
+class ConflictError(StoreError, Conflict):
     """``expected_last_seq`` did not match: the run moved on. Nothing was stored."""
 
 
-class SchemaOutdated(StoreError):
+class MissingDatabase(StoreError, NotFound):
+    """The SQLite file a read names does not exist (nothing is created)."""
+
+
+class SchemaOutdated(StoreError, NotADiagevoDatabase):
     """The database is at an older revision (or empty and auto-migration is off)."""
 
 
@@ -394,12 +400,12 @@ def sqlite_path(url: str) -> Path | None:
     return Path(db)
 
 
-def _missing_database(url: str) -> StoreError | None:
+def _missing_database(url: str) -> MissingDatabase | None:
     """``no database at PATH`` when ``url`` names a SQLite file that does not exist."""
     path = sqlite_path(url)
     if path is None or path.exists():
         return None
-    return StoreError(f"no database at {path}")
+    return MissingDatabase(f"no database at {path}")
 
 
 def revision_status(url: str) -> RevisionStatus:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from diagevo.errors import BadInput, Unavailable
 from diagevo.progress import ProgressFn, no_progress
 
 Messages = Sequence[Mapping[str, str]]  # [{"role": "system"|"user"|"assistant", "content": ...}]
@@ -36,7 +37,7 @@ class Sampling:
     seed: int = 0
 
 
-class GenerationError(RuntimeError):
+class GenerationError(Unavailable, RuntimeError):
     """An engine could not generate (an unreachable server, a refused request); one line."""
 
 
@@ -74,7 +75,7 @@ def make_engine(kind: EngineKind, model: str, **options: object) -> Engine:
         from diagevo.generation.endpoint import EndpointEngine
 
         return EndpointEngine(model, **options)  # type: ignore[arg-type]
-    raise ValueError(f"unknown engine {kind!r}: use local, vllm or endpoint")
+    raise BadInput(f"unknown engine {kind!r}: use local, vllm or endpoint")
 
 
 __all__ = ["Engine", "EngineKind", "GenerationError", "Messages", "ProgressFn", "Sampling", "make_engine", "no_progress", "render_plain"]

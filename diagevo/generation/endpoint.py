@@ -13,6 +13,8 @@ providers do) is asked again for the missing ones, each with its own seed.
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput
+
 import asyncio
 from collections.abc import Sequence
 from typing import Any
@@ -57,7 +59,7 @@ class EndpointEngine:
         extra_body: dict[str, Any] | None = None,
     ) -> None:
         if not url:
-            raise ValueError("the endpoint engine needs the server's base URL (e.g. http://host:8000/v1)")
+            raise BadInput("the endpoint engine needs the server's base URL (e.g. http://host:8000/v1)")
         self.model = model
         self.url = url
         self.name = f"endpoint:{model}"

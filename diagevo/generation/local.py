@@ -11,21 +11,37 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from diagevo.errors import BadInput, NotFound
 from diagevo.generation import GenerationError, Messages, Sampling, render_plain
 from diagevo.progress import ProgressFn, no_progress
 
 
-def no_network(model: str) -> ValueError:
-    return ValueError(f"{model}: no network: pass a local model directory")
+def _looks_local(model: str) -> bool:
+    """Whether ``model`` names a local path rather than a hub id (``org/name``): it starts like
+    a path, has more than one ``/``, or its first part is a directory here."""
+    if model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model:
+        return True
+    head = model.split("/", 1)[0]
+    return "/" in model and Path(head).expanduser().is_dir()
+
+
+def no_network(model: str) -> BadInput | NotFound:
+    """A missing local path is ``no such directory``; a hub id cannot be fetched (no network)."""
+    if _looks_local(model):
+        return NotFound(f"{model}: no such directory")
+    return BadInput(f"{model}: no network: pass a local model directory")
 
 
 def check_local_model(model: str) -> Path:
-    """The directory of a local model; a hub id (or a missing path) is a one-line error."""
+    """The directory of a local model. A missing path is ``no such directory``; a name that
+    looks like a hub id (``org/name``, nothing of it on disk) says no hub can be reached."""
     path = Path(model).expanduser()
+    if path.exists() and not path.is_dir():
+        raise BadInput(f"{model}: a file, not a model directory")
     if not path.is_dir():
         raise no_network(model)
     if not (path / "config.json").is_file():
-        raise ValueError(f"{model}: not a model directory (no config.json)")
+        raise BadInput(f"{model}: not a model directory (no config.json)")
     return path
 
 
@@ -39,13 +55,19 @@ class LocalEngine:
         model: str | Any,
         *,
         tokenizer: Any = None,
-        device: str = "cpu",
-        dtype: str = "float32",
+        device: str = "auto",
+        dtype: str = "auto",
         batch_size: int = 8,
     ) -> None:
+        if isinstance(model, str):
+            check_local_model(model)  # before importing torch: a typo is answered at once
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        if device == "auto":  # a GPU when there is one (evaluation on a GPU machine), else the CPU
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if dtype == "auto":
+            dtype = "bfloat16" if device.startswith("cuda") else "float32"
         if isinstance(model, str):
             path = check_local_model(model)
             self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device)  # type: ignore[arg-type]

@@ -14,7 +14,9 @@ from diagevo.memory.state import Memory
 def _question_view(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if q is None:
         return None
-    return {k: q.get(k) for k in ("question_id", "mode", "active_cause", "mastered_cause", "text")}
+    view = {k: q.get(k) for k in ("question_id", "mode", "active_cause", "mastered_cause", "text")}
+    # how sure the pseudo-label was (Eq. 3's votes), when the log holds the question's score
+    return view | {k: q[k] for k in ("pseudo_label", "p1", "p2", "n") if k in q}
 
 
 def cause_story(rows: Iterable[Row], cause_id: str) -> dict[str, Any]:
@@ -53,7 +55,10 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
     for seq, rnd, etype, d in rows:
         base = {"seq": seq, "round": rnd}
         if etype == "question.generated":
-            questions[d["question_id"]] = d
+            questions[d["question_id"]] = {**questions.get(d["question_id"], {}), **d}
+        elif etype == "question.scored":
+            scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
+            questions[d["question_id"]] = {**questions.get(d["question_id"], {}), **scored}
         elif etype == "failure.recorded":
             failures[d["failure_id"]] = d
         elif etype == "failure.diagnosed":

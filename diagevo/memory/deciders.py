@@ -11,13 +11,14 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any, Literal
 
+from diagevo.errors import BadInput
 from diagevo.memory.fold import evolve
 from diagevo.memory.state import Memory
 
 Change = tuple[str, dict[str, Any]]
 
 
-class DecisionError(ValueError):
+class DecisionError(BadInput):
     """A decision names something the memory does not hold (or is otherwise impossible)."""
 
 

@@ -16,12 +16,13 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from diagevo.errors import BadInput
 from diagevo.memory.state import Cause, CauseState, Memory, Node
 
 Row = tuple[int, int, str, Mapping[str, Any]]  # (seq, round, type, data)
 
 
-class InvariantError(ValueError):
+class InvariantError(BadInput):
     """The log breaks a rule of the memory (the message says which)."""
 
 

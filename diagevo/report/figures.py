@@ -9,6 +9,8 @@ to PNG/SVG files (``memory plot -o``). matplotlib is imported inside the functio
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput
+
 import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -234,6 +236,6 @@ def save(fig: Any, path: Path) -> None:
     """Write ``fig`` as PNG (150 dpi) or SVG, by the file's suffix."""
     suffix = path.suffix.lower()
     if suffix not in (".png", ".svg"):
-        raise ValueError(f"{path}: write a .png or .svg file")
+        raise BadInput(f"{path}: write a .png or .svg file")
     fig.savefig(path, format=suffix[1:], dpi=150, metadata={"Date": None} if suffix == ".svg" else None)
     _pyplot().close(fig)

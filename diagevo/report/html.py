@@ -16,6 +16,7 @@ import polars as pl
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.report import figures
+from diagevo.words import plural
 from diagevo.report.data import PHASES, RunData
 
 EXCERPT = 600  # characters of a trajectory shown in a story
@@ -240,7 +241,7 @@ def tree_html(memories: Mapping[int, Memory]) -> str:
                 f'{f" p={s.p[c.id]:.3f}" if c.id in s.p else ""} — {_e(c.description)}</li>'
                 for c in causes
             )
-            nodes.append(f"<li><b><code>{_e(node.id)}</code> {_e(node.label)}</b> ({len(causes)} causes)<ul>{items}</ul></li>")
+            nodes.append(f"<li><b><code>{_e(node.id)}</code> {_e(node.label)}</b> ({plural(len(causes), 'cause')})<ul>{items}</ul></li>")
         summary = (
             f"M_{t}: F_{t} = {s.F}, F_1 = {s.F1}, ε_{t + 1} = {s.epsilon:.4f}; {len(mem.active())} Active, "
             f"{len(mem.mastered())} Mastered, {len(mem.nodes)} nodes"
@@ -350,7 +351,7 @@ def render(data: RunData, db_url: str, command: Callable[[str], str]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>diagevo run {_e(data.run)}</title><style>{CSS}</style></head><body>"
         f"<header><h1>diagevo run <code>{_e(data.run)}</code></h1>"
-        f"<p>{len(data.committed)} committed rounds{_e(open_note)} · backend {_e(backend)} · seed {data.seed} · "
+        f"<p>{plural(len(data.committed), 'committed round')}{_e(open_note)} · backend {_e(backend)} · seed {data.seed} · "
         f"log {_e(db_url)} up to seq {data.last_seq} ({_e(data.recorded_at)})</p></header>"
         f"<nav>{nav}</nav><main>{body}</main><script>{SCRIPT}</script></body></html>"
     )

@@ -5,14 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from diagevo.config import Config, redact_url
+from diagevo.errors import BadInput, Conflict, NotFound, Unavailable
 from diagevo.events.store import EventStore
 from diagevo.train.backend import Backend, ProgressFn, no_progress
 
 
-class BackendUnavailable(ValueError):
+class BackendUnavailable(Unavailable, ValueError):
     """The configured backend cannot run on this installation."""
 
 
@@ -42,35 +44,30 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
     if config.train.run:
         exists = config.train.run in store.runs()
         if resume and not exists:
-            raise ValueError(f"no run {config.train.run!r} to resume in {redact_url(store.url)}")
+            raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}")
         if exists and not resume:
-            raise ValueError(f"run {config.train.run!r} already exists in {redact_url(store.url)}; pass --resume to continue it")
+            raise Conflict(f"run {config.train.run!r} already exists in {redact_url(store.url)}; pass --resume to continue it")
         return config.train.run
     if resume:
         latest = store.latest_run()
         if latest is None:
-            raise ValueError(f"nothing to resume in {redact_url(store.url)}")
+            raise NotFound(f"nothing to resume in {redact_url(store.url)}")
         return latest
     return default_run_id(config)
 
 
 def stored_config(store: EventStore, run: str) -> Config | None:
-    """The resolved config recorded in the run's ``run.started``, or its latest
-    ``run.configured`` (None for a new run)."""
-    found = None
-    for e in store.read(run, types=("run.started", "run.configured")):
-        data = dict(e.data["config"])
-        data.pop("k", None)
-        data.pop("db", None)
-        data["diagnosis"] = {k: v for k, v in data.get("diagnosis", {}).items() if k != "api_key"}
-        found = Config.model_validate(data)
-    return found
+    """The run's config as the log records it (None for a new run): :func:`diagevo.rounds.stored_config`."""
+    from diagevo.rounds import stored_config as recorded
+
+    return recorded(store, run)
 
 
 def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]) -> Config:
     """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
     the next round (a round already under way keeps the config it started with)."""
     from diagevo.config import apply_overrides
+    from diagevo.events.keys import event_id
     from diagevo.events.schemas import new_event
     from diagevo.replay import committed_rounds
 
@@ -78,15 +75,15 @@ def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]
     try:
         config = Config.model_validate(data)
     except Exception as exc:  # pydantic's message, first line
-        raise ValueError(f"config: {str(exc).splitlines()[0]}") from None
+        raise BadInput(f"config: {str(exc).splitlines()[0]}") from None
     if config.redacted() == saved.redacted():
         return config
     t = max(committed_rounds(store, run), default=0) + 1
     if any(True for _ in store.read(run, round=t, limit=1)):  # round t has begun (an indexed read)
-        raise ValueError(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
+        raise Conflict(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
     record = config.redacted() | {"k": config.memory.k}
     digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
-    store.append([new_event("run.configured", run, t, f"{run}/{t}/run.configured/{digest}", config=record, seed=config.train.seed)])
+    store.append([new_event("run.configured", run, t, event_id(run, t, "run.configured", digest), config=record, seed=config.train.seed)])
     return config
 
 
@@ -108,11 +105,11 @@ def train(
     from diagevo.train.loop import Trainer
 
     if rounds is not None and rounds < 1:
-        raise ValueError(f"rounds must be at least 1, not {rounds}")
+        raise BadInput(f"rounds must be at least 1, not {rounds}")
     run = run_id_for(store, config, resume)
     if run in store.runs():
         if not resume:
-            raise ValueError(f"run {run!r} already exists in {redact_url(store.url)}; pass --resume to continue it")
+            raise Conflict(f"run {run!r} already exists in {redact_url(store.url)}; pass --resume to continue it")
         saved = stored_config(store, run)
         if saved is not None:
             if overrides:
@@ -122,6 +119,35 @@ def train(
     models = backend or make_backend(config)
     trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)
     return run, trainer.train(rounds)
+
+
+@contextmanager
+def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Backend] | None] | None]:
+    """The role of this process in a launch, for :func:`train`'s ``lead``.
+
+    One process: yields ``(config, None)``. Under ``accelerate launch`` (the hf backend on several
+    GPUs): rank 0 gets ``(config, lead)``, the config with the launch's process count and the hook
+    that makes its backend send each phase to every rank, and trains against the store; any other
+    rank follows rank 0's phase commands here, without a database, and gets None when rank 0 is
+    done. On leaving, the leader tells the followers to stop and the process group is closed."""
+    from diagevo.train.hf import distributed
+
+    config, leads = distributed.for_this_rank(config)
+    if not leads:  # a model worker: rank 0's phase commands, no database
+        try:
+            distributed.follow(make_backend)
+        finally:
+            distributed.finish()
+        yield None
+        return
+    if distributed.world_size() == 1:
+        yield config, None
+        return
+    try:
+        yield config, distributed.Leader
+    finally:
+        distributed.stop()
+        distributed.finish()
 
 
 def cause_to_audit(store: EventStore, run: str) -> str | None:

@@ -28,7 +28,8 @@ SolverRewardFn = Callable[[int, Sequence[str]], list[float]]
 
 @dataclass(frozen=True)
 class SolverRound:
-    """What a solver update produced: the G optimization responses per question, their rewards
+    """What a solver update produced: every optimization response per question, in the order they
+    were drawn (G per draw; a question drawn in two steps has 2G, one never drawn none), their rewards
     (failed ones, reward < 0, go to diagnosis) and training statistics."""
 
     responses: list[list[str]]

@@ -25,6 +25,7 @@ from diagevo import curriculum as cur
 from diagevo.config import Config
 from diagevo.diagnosis.index import VectorIndex, default_index_path
 from diagevo.diagnosis.pipeline import DiagnosisSummary
+from diagevo.events.keys import event_id
 from diagevo.events.schemas import EventIn, new_event
 from diagevo.events.store import EventStore
 from diagevo.memory.sampler import GenerationRequest
@@ -102,7 +103,7 @@ class Trainer:
         return random.Random(f"{self.seed}/{t}/{phase}")
 
     def event(self, t: int, key: str, type: str, **data: Any) -> EventIn:
-        return new_event(type, self.run, t, f"{self.run}/{t}/{key}", **data)
+        return new_event(type, self.run, t, event_id(self.run, t, key), **data)
 
     def append(self, events: Sequence[EventIn]) -> None:
         if events:
@@ -169,14 +170,13 @@ class Trainer:
         r = self._rebuild(t)
         if r.checkpoint is not None:
             self.backend.load(Path(r.checkpoint))
-        protocol.open_round(self.store, self.run, t)
+        rnd = protocol.Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         m = self.cfg.memory
-        n_chal = self.cfg.train.challenger_questions or self.cfg.grpo.challenger_batch_size
-        n_cur = self.cfg.train.curriculum_questions or self.cfg.grpo.solver_batch_size
+        n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
 
         def requests(n: int, purpose: str) -> list[protocol.Request]:
             # drawn from the schedule of M_{t-1} (Eq. 1-2)
-            return protocol.requests(self.store, self.run, t, n, purpose=purpose, seed=self.seed)
+            return rnd.requests(n, purpose=purpose, seed=self.seed)
 
         # (1) challenger GRPO on Q^chal against the frozen solver's votes (Eq. 8-10)
         if "challenger" not in r.done:
@@ -193,33 +193,33 @@ class Trainer:
         # (2) Q^cur under the same schedule, (3) N construction responses, votes, filter (Eq. 3)
         if "construct" not in r.done:
             started = time.perf_counter()
-            self._generate_and_score(r, requests(n_cur, "curriculum"))
+            self._generate_and_score(rnd, r, requests(n_cur, "curriculum"))
             retained = sum(s["retained"] for s in r.scored.values())
             self.finish_phase(r, "construct", started, questions=len(r.questions), retained=retained)
 
         # (4) promotions from M_{t-1} and the round's evidence (Eq. 5-6)
         if "promote" not in r.done:
-            protocol.promote(self.store, self.run, t)
+            rnd.promote()
             r.done.add("promote")
 
         # (5) solver GRPO on retained questions; failed responses go to diagnosis
         if "solver" not in r.done:
             started = time.perf_counter()
-            stats = self._train_solver(r)
+            stats = self._train_solver(rnd, r)
             self.finish_phase(r, "solver", started, checkpoint=True, **stats)
 
         # (6) diagnosis and memory maintenance (Sec. 2.3)
         if "diagnose" not in r.done:
             started = time.perf_counter()
-            summary = self._diagnose(r)
+            summary = self._diagnose(rnd)
             self.finish_phase(r, "diagnose", started, dedup_truncated=summary.dedup_truncated)
 
         # (7) held-out evaluation, then commit M_t
         started = time.perf_counter()
         metrics = self.backend.evaluate(self.rng(t, "evaluate"))
         r.seconds["evaluate"] = time.perf_counter() - started
-        committed = protocol.commit(
-            self.store, self.run, t, metrics,
+        committed = rnd.commit(
+            metrics,
             summary={
                 "dedup_truncated": int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
                 "heldout_acc": metrics.get("heldout_acc"), "pseudo_label_acc": metrics.get("pseudo_label_acc"),
@@ -245,7 +245,7 @@ class Trainer:
 
         return reward
 
-    def _generate_and_score(self, r: _Round, reqs: list[protocol.Request]) -> None:
+    def _generate_and_score(self, rnd: protocol.Round, r: _Round, reqs: list[protocol.Request]) -> None:
         t = r.t
         self.progress("generate", 0, len(reqs))
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
@@ -259,7 +259,7 @@ class Trainer:
         n = self.cfg.grpo.construction_responses
         self.progress("construct", 0, len(candidates))
         responses = self.backend.sample([text for _, text in candidates], n, self.rng(t, "construct"))
-        scored = protocol.record(self.store, self.run, t, [
+        scored = rnd.record([
             protocol.Candidate(
                 question_id=q.question_id, mode=q.mode, text=text, active_cause=q.active_cause,
                 mastered_cause=q.mastered_cause, node=q.node, responses=tuple(resp),
@@ -277,7 +277,7 @@ class Trainer:
             }
         self.progress("construct", len(candidates), len(candidates))
 
-    def _train_solver(self, r: _Round) -> dict[str, float]:
+    def _train_solver(self, rnd: protocol.Round, r: _Round) -> dict[str, float]:
         t = r.t
         retained = [qid for qid, s in r.scored.items() if s["retained"]]
         labels = [r.scored[q]["pseudo_label"] for q in retained]
@@ -292,21 +292,27 @@ class Trainer:
             [r.questions[q]["text"] for q in retained], reward, self.cfg.grpo.solver_group_size,
             self.rng(t, "solver"), lambda _p, d, n: self.progress("solver", d, n),
         )
+        # every failed optimization response, in whichever step its question was drawn (Appendix E)
+        cap = self.cfg.diagnosis.max_failures_per_question
         failures: list[dict[str, Any]] = []
+        capped = 0
         for qid, responses, rewards in zip(retained, out.responses, out.rewards, strict=True):
-            for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)):
-                if rew < 0:
-                    fid = f"f{t}-{qid[qid.index('-') + 1:]}-{j}"
-                    failures.append({"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid]["reference"]})
+            failed = [(j, resp) for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)) if rew < 0]
+            if cap is not None and len(failed) > cap:
+                capped += len(failed) - cap
+                failed = failed[:cap]
+            for j, resp in failed:
+                fid = f"f{t}-{qid[qid.index('-') + 1:]}-{j}"
+                failures.append({"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid]["reference"]})
         if failures:
-            protocol.record_failures(self.store, self.run, t, failures)
-        return {**out.stats, "failures": len(failures)}
+            rnd.record_failures(failures)
+        return {**out.stats, "failures": len(failures), **({"failures_capped": capped} if cap is not None else {})}
 
-    def _diagnose(self, r: _Round) -> DiagnosisSummary:
+    def _diagnose(self, rnd: protocol.Round) -> DiagnosisSummary:
         if self.index is None:  # the LanceDB projection, kept in step across rounds
             self.index = VectorIndex(self.backend.embedder(), default_index_path(self.store.url), self.run)
-        return protocol.diagnose(
-            self.store, self.run, r.t, diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(),
+        return rnd.diagnose(
+            diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(),
             cfg=self.cfg.diagnosis, index=self.index, progress=self.progress,
         )
 

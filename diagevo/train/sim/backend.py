@@ -15,6 +15,8 @@ for 150-190 Active causes), so a promoted cause stays Mastered unless its mechan
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput
+
 import hashlib
 import json
 import random
@@ -266,7 +268,7 @@ class SimBackend:
     def load(self, path: Path) -> None:
         data = json.loads((Path(path) / STATE_FILE).read_text(encoding="utf-8"))
         if data.get("skills") != [v.key for v in self.variants]:
-            raise ValueError(f"{path}: checkpoint was written for a different set of sim skills and variants")
+            raise BadInput(f"{path}: checkpoint was written for a different set of sim skills and variants")
         self.solver.load_state(data["solver"])
         self.challenger.load_state(data["challenger"])
         self.registry.specs.clear()

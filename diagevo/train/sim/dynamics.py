@@ -27,6 +27,7 @@ from pathlib import Path
 
 from diagevo import curriculum as cur
 from diagevo.config import Config
+from diagevo.events.keys import event_id
 from diagevo.events.schemas import new_event
 from diagevo.events.store import EventStore
 from diagevo.memory.sampler import FREE
@@ -177,7 +178,7 @@ def measure_seed(
     for v, run in runs.items():
         store.append(
             [
-                new_event("eval.recorded", run, t, f"{run}/{t}/eval/{MEASURE}", measure=MEASURE, reference=runs[reference], **m)
+                new_event("eval.recorded", run, t, event_id(run, t, "eval", MEASURE), measure=MEASURE, reference=runs[reference], **m)
                 for t, m in sorted(measures[v].items())
             ]
         )

@@ -24,6 +24,8 @@ skill nodes), so a cause collects only the failures of its own mechanism.
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput
+
 import math
 import random
 from collections.abc import Callable
@@ -1745,7 +1747,7 @@ def families(n: int) -> tuple[Family, ...]:
     """The first ``n`` families of the catalogue (ordered so that any prefix of 5 or more spans
     every knowledge area)."""
     if not 1 <= n <= len(FAMILIES):
-        raise ValueError(f"sim.n_families must be between 1 and {len(FAMILIES)}")
+        raise BadInput(f"sim.n_families must be between 1 and {len(FAMILIES)}")
     return FAMILIES[:n]
 
 

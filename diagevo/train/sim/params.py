@@ -67,6 +67,8 @@ one training variant win:
 
 from __future__ import annotations
 
+from diagevo.errors import BadInput
+
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -107,7 +109,7 @@ class WorldParams:
         known = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(sim.params) - set(known))
         if unknown:
-            raise ValueError(f"sim.params: unknown world parameter(s) {', '.join(unknown)}")
+            raise BadInput(f"sim.params: unknown world parameter(s) {', '.join(unknown)}")
         # each value is converted to its field's declared type, which mypy cannot follow per key
         values: dict[str, Any] = {k: (int(v) if known[k] == "int" else float(v)) for k, v in sim.params.items()}
         return replace(cls(), **values)

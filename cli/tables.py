@@ -1,0 +1,64 @@
+"""Tables that fit the terminal: columns are kept in order of importance while they fit, the
+ones left out are named under the table (``--wide`` or ``--json`` show them all)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+# what a column costs beyond its text in a SIMPLE_HEAD table (padding on both sides), and the edge
+_GAP = 2
+_EDGE = 1
+
+
+def column_widths(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    return [max([len(h), *(len(r[i]) for r in rows)]) + _GAP for i, h in enumerate(heads)]
+
+
+def fit_columns(heads: Sequence[str], rows: Sequence[Sequence[str]], width: int, keep: int = 1) -> list[int]:
+    """Indices of the columns to show, in their order: the first ``keep`` always, then the
+    others left to right while the table stays within ``width``."""
+    widths = column_widths(heads, rows)
+    chosen = list(range(min(keep, len(heads))))
+    used = _EDGE + sum(widths[i] for i in chosen)
+    for i in range(len(chosen), len(heads)):
+        if used + widths[i] <= width:
+            chosen.append(i)
+            used += widths[i]
+    return chosen
+
+
+def fitted_table(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str,
+                 wide: bool = False, caption: str | None = None) -> tuple[Table, list[str]]:
+    """The table with the columns that fit ``console`` (all of them when ``wide``) and the
+    headers of the columns left out."""
+    shown = list(range(len(heads))) if wide else fit_columns(heads, rows, console.width)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+                  caption=caption, caption_justify="left")
+    for i in shown:
+        table.add_column(heads[i], justify="right", no_wrap=True, min_width=len(heads[i]))
+    for r in rows:
+        table.add_row(*(r[i] for i in shown))
+    return table, [heads[i] for i in range(len(heads)) if i not in shown]
+
+
+def print_fitted(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str,
+                 wide: bool = False, caption: str | None = None) -> None:
+    """Print :func:`fitted_table`; say which columns were left out and how to see them."""
+    table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, caption=caption)
+    if wide:  # as wide as the table needs, uncropped (the terminal wraps what it cannot show)
+        needed = _EDGE + sum(column_widths(heads, rows)) + 1
+        before = console.width
+        console.width = max(before, needed)  # print(width=) would be clamped to the console's
+        try:
+            console.print(table, crop=False)
+        finally:
+            console.width = before
+    else:
+        console.print(table)
+    if dropped:
+        console.print(f"[dim]left out to fit {console.width} columns: {', '.join(dropped)} (--wide or --json for all)[/]",
+                      highlight=False)

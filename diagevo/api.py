@@ -1,0 +1,26 @@
+"""The entry points of the public API that are not a module's own: opening a store by URL, the
+installed version."""
+
+from __future__ import annotations
+
+from diagevo.events.store import EventStore
+from diagevo.urls import resolve_db_url
+
+
+def open_store(url: str | None = None, *, create: bool = True) -> EventStore:
+    """The event store at ``url`` (default: ``$DIAGEVO_DB``, else ``sqlite:///diagevo.db``),
+    migrated to the current schema. With ``create=False`` a missing SQLite file is
+    :class:`~diagevo.errors.NotFound` instead of a new database. Use it as a context manager
+    (or call ``close()``)."""
+    return EventStore(resolve_db_url(url), create=create)
+
+
+def version() -> str:
+    """The installed distribution's version (``unknown`` when run from a bare checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("diagevo")
+    except PackageNotFoundError:
+        return "unknown"

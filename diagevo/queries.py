@@ -1,0 +1,69 @@
+"""The read commands as values: what ``diagevo memory replay/show/why/stats/plot`` print, as
+plain JSON-ready dicts for a Python caller (``replay`` is :func:`memory_at`; the CLI renders
+these and nothing else)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diagevo.events.store import EventStore
+from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
+from diagevo.replay import cause_rows, load_memory, resolve_run, stored_round_stats
+
+# the series of ``memory plot`` (the paper's Figure 3b)
+LIFECYCLE = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
+
+
+def memory_view(mem: Memory) -> dict[str, Any]:
+    """A memory as data: its causes and nodes, F_t, F_1, k, ε_{t+1} and p_{t+1}(e)."""
+    s = schedule(mem)
+    members: dict[str, list[str]] = {n: [] for n in mem.nodes}
+    for c in mem.causes.values():
+        members[c.node].append(c.id)
+    return {
+        "run": mem.run,
+        "round": mem.committed,
+        "F": s.F,
+        "F1": s.F1,
+        "k": mem.k,
+        "epsilon_next": s.epsilon,
+        "p_next": s.p,
+        "causes": [
+            {"id": c.id, "node": c.node, "description": c.description, "state": c.state.value, "frequency": c.frequency}
+            for c in mem.causes.values()
+        ],
+        "nodes": [{"id": n.id, "label": n.label, "causes": members[n.id]} for n in mem.nodes.values()],
+    }
+
+
+def memory_at(store: EventStore, round: int, run: str | None = None) -> dict[str, Any]:
+    """M_round of ``run`` (default: the latest run) rebuilt from the log, with its schedule."""
+    return memory_view(load_memory(store, resolve_run(store, run), round))
+
+
+def show(store: EventStore, run: str | None = None) -> dict[str, Any]:
+    """The memory after the run's last event, an unfinished round included (``open_round``)."""
+    mem = load_memory(store, resolve_run(store, run))
+    return {**memory_view(mem), "open_round": mem.open_round}
+
+
+def why(store: EventStore, cause: str, run: str | None = None) -> dict[str, Any]:
+    """The story of one cause: creation, attributions, promotions, reactivations, merges."""
+    from diagevo.memory.audit import cause_story
+
+    run_id = resolve_run(store, run)
+    return {"run": run_id, **cause_story(cause_rows(store, run_id, cause), cause)}
+
+
+def stats(store: EventStore, run: str | None = None) -> dict[str, Any]:
+    """One row per committed round: memory sizes, what the round did, held-out and benchmark scores."""
+    run_id = resolve_run(store, run)
+    return {"run": run_id, "rounds": stored_round_stats(store, run_id)}
+
+
+def lifecycle(store: EventStore, run: str | None = None) -> dict[str, Any]:
+    """The memory's lifecycle per committed round: Active, Mastered, nodes, F_t, ε_{t+1}."""
+    run_id = resolve_run(store, run)
+    rows = stored_round_stats(store, run_id)
+    return {"run": run_id, "series": [{k: r[k] for k in LIFECYCLE} for r in rows]}

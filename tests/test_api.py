@@ -1,0 +1,77 @@
+"""The public API (``import diagevo``): every exported name resolves, none hides a submodule,
+the README's example runs as printed, and a round reads M_{t-1} once however many steps it takes."""
+
+from __future__ import annotations
+
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import diagevo
+from diagevo import rounds
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_exported_name_resolves_and_none_is_a_submodule() -> None:
+    submodules = {m.name for m in pkgutil.iter_modules(diagevo.__path__)}
+    for name in diagevo.__all__:
+        assert getattr(diagevo, name) is not None, name
+        assert name not in submodules, f"diagevo.{name} would hide (or be hidden by) the submodule"
+    assert issubclass(diagevo.ProtocolError, diagevo.DiagevoError)
+    assert diagevo.Round is rounds.Round and callable(diagevo.open_store)
+    with pytest.raises(AttributeError):
+        diagevo.no_such_name  # noqa: B018
+
+
+def test_import_diagevo_is_cheap() -> None:
+    """The package imports nothing heavy until a name is used (each ``diagevo.x`` import runs it)."""
+    code = "import sys, diagevo; print(sorted(m for m in sys.modules if m.startswith(('diagevo.', 'sqlalchemy', 'pydantic'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == "[]", out
+
+
+def test_the_readme_example_runs_as_printed(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Python API"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    done = subprocess.run(
+        [sys.executable, "-c", code.group(1)], capture_output=True, text=True, cwd=tmp_path,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "refused: cannot commit: round 1 of run 'api' is committed" in done.stdout
+    with diagevo.open_store(f"sqlite:///{tmp_path / 'api-example.db'}", create=False) as store:
+        assert diagevo.verify_run(store, "api") == []
+        assert diagevo.memory_at(store, 1, "api")["round"] == 1
+
+
+def test_a_round_reads_its_config_and_previous_memory_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = {"memory": 0, "config": 0}
+    load, config = rounds.load_memory, rounds.run_config
+
+    def counted_load(store, run, round=None, **kw):  # type: ignore[no-untyped-def]
+        if round is not None:
+            calls["memory"] += 1
+        return load(store, run, round, **kw)
+
+    def counted_config(store, run):  # type: ignore[no-untyped-def]
+        calls["config"] += 1
+        return config(store, run)
+
+    monkeypatch.setattr(rounds, "load_memory", counted_load)
+    monkeypatch.setattr(rounds, "run_config", counted_config)
+    with diagevo.open_store(f"sqlite:///{tmp_path / 'x.db'}") as store:
+        diagevo.start_run(store, "r", diagevo.Config())
+        rnd = diagevo.Round.open(store, "r")
+        for purpose in ("challenger", "curriculum", "curriculum"):
+            reqs = rnd.requests(3, purpose=purpose)
+        rnd.record([diagevo.Candidate(question_id=q.question_id, mode=q.mode, text="1 + 1?", answers=("2",) * 8) for q in reqs])
+        rnd.promote()
+        rnd.commit()
+    assert calls == {"memory": 1, "config": 1}
