@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: train test bench lint install clean gpu-check
+.PHONY: train test test-slow test-all bench lint install clean gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,14 @@ install: $(STAMP)
 train: $(STAMP)
 	$(BIN)/diagevo train $(ARGS)
 
+# the fast tier (a few minutes); the slow tier: real-model steps, multi-process runs and soaks
 test: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # on a CUDA machine, models already in models/ (no network needed): one round of the real loop

@@ -37,6 +37,12 @@ class Sampling:
     seed: int = 0
 
 
+def model_text(text: str) -> str:
+    """A model's output as the log can store it: a NUL (which a small or untrained model can
+    decode, and PostgreSQL refuses in text) becomes U+FFFD; nothing else changes."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
 class GenerationError(Unavailable, RuntimeError):
     """An engine could not generate (an unreachable server, a refused request); one line."""
 

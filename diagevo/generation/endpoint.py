@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from diagevo.generation import GenerationError, Messages, Sampling, render_plain
+from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.openai_client import BadResponse, OpenAIClient, TransportError
 from diagevo.progress import ProgressFn, no_progress
 
@@ -30,7 +30,7 @@ def _texts(data: Any, key: str) -> list[str]:
     """The ``key`` text of every choice of a reply, in choice order."""
     try:
         choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
-        out = [c["message"]["content"] if key == "message" else c["text"] for c in choices]
+        out = [model_text(c["message"]["content"] if key == "message" else c["text"]) for c in choices]
     except (KeyError, TypeError, AttributeError):
         raise BadResponse(f"not a {'chat ' if key == 'message' else ''}completion: {str(data)[:200]!r}") from None
     if not out:

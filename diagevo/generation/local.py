@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.errors import BadInput, NotFound
-from diagevo.generation import GenerationError, Messages, Sampling, render_plain
+from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.progress import ProgressFn, no_progress
 
 
@@ -117,7 +117,7 @@ class LocalEngine:
                 new = ids[:, enc["input_ids"].shape[1] :]
                 decoded = self.tokenizer.batch_decode(new, skip_special_tokens=True)
                 for i in range(len(chunk)):
-                    out.append(decoded[i * sampling.n : (i + 1) * sampling.n])
+                    out.append([model_text(t) for t in decoded[i * sampling.n : (i + 1) * sampling.n]])
                 progress("generate", start + len(chunk), len(texts))
         except RuntimeError as exc:
             raise GenerationError(f"local generation failed: {str(exc).splitlines()[0]}") from None

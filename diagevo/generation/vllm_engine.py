@@ -16,7 +16,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from diagevo.errors import BadInput, Unavailable
-from diagevo.generation import GenerationError, Messages, Sampling, render_plain
+from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.progress import ProgressFn, no_progress
 
 ENGINE_OPTIONS = frozenset({
@@ -138,7 +138,7 @@ class VLLMEngine:
         except RuntimeError as exc:
             raise GenerationError(f"vLLM generation failed: {str(exc).splitlines()[0]}") from None
         progress("generate", len(prompts), len(prompts))
-        return [[c.text for c in o.outputs] for o in outs]
+        return [[model_text(c.text) for c in o.outputs] for o in outs]
 
     def sleep(self) -> None:
         """Release the GPU for an optimizer: weights and KV cache are discarded (level 2); the

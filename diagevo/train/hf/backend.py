@@ -32,7 +32,7 @@ from diagevo.config import Config
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput, NotFound, Unavailable
-from diagevo.generation import Sampling
+from diagevo.generation import Sampling, model_text
 from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import quiet_libraries
@@ -87,8 +87,8 @@ def check_one_architecture(sources: dict[Role, Path]) -> None:
 def completion_text(completion: Any) -> str:
     """TRL passes a conversational completion as a list of messages."""
     if isinstance(completion, list):
-        return "".join(str(m.get("content", "")) for m in completion)
-    return str(completion)
+        return model_text("".join(str(m.get("content", "")) for m in completion))
+    return model_text(str(completion))
 
 
 def grpo_stats(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
