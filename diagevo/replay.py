@@ -6,11 +6,15 @@ the database, the store never interprets events.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+
+from diagevo.events.store import EventStore, StoreError
 from diagevo.urls import redact_url
-from diagevo.events.store import EventStore
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, Row, commits, fold, fold_until, start
 from diagevo.memory.state import Memory
+
+log = logging.getLogger("diagevo.cache")
 
 # what the memory depends on (evidence and bookkeeping only open rounds)
 FOLD_TYPES = frozenset(MEMORY_TYPES | {"run.started"})
@@ -56,13 +60,20 @@ def load_memory(store: EventStore, run: str, round: int | None = None, *, since:
 
 
 def refresh_snapshots(store: EventStore, run: str) -> int:
-    """Write a snapshot for every committed round that has none yet; returns how many."""
-    snap = store.latest_snapshot(run)
-    mem = Memory.from_json(snap[2]) if snap else None
+    """Write a snapshot for every committed round that has none yet; returns how many.
+
+    Snapshots are a cache: this runs after the events committed, so a failed read or write here
+    (a role without the privilege, a dropped connection, a full disk) is logged as a warning on
+    the ``diagevo.cache`` logger and swallowed; any later reader folds the log instead."""
     written = 0
-    for m in commits(_rows(store, run, mem.last_seq if mem else 0), run, mem):
-        store.put_snapshot(run, m.committed, m.last_seq, m.to_json())
-        written += 1
+    try:
+        snap = store.latest_snapshot(run)
+        mem = Memory.from_json(snap[2]) if snap else None
+        for m in commits(_rows(store, run, mem.last_seq if mem else 0), run, mem):
+            store.put_snapshot(run, m.committed, m.last_seq, m.to_json())
+            written += 1
+    except StoreError as exc:
+        log.warning("snapshot of run %r not written (a cache: readers fold the log instead): %s", run, exc)
     return written
 
 
