@@ -113,8 +113,10 @@ def cause_rows(store: EventStore, run: str, cause: str) -> list[Row]:
 
 
 def verify_run(store: EventStore, run: str) -> list[str]:
-    """Hash chain intact, every invariant holds over the full log, snapshots equal the fold."""
+    """Hash chain intact, artifacts equal to their keys, every invariant holds over the full log,
+    snapshots equal the fold."""
     problems = list(store.verify_chain(run))
+    problems += store.verify_artifacts(run)
     folded: dict[int, dict] = {}
     try:
         for m in commits(_rows(store, run, all_types=True), run):

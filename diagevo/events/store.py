@@ -282,7 +282,7 @@ def _script() -> ScriptDirectory:
 
 # The newest migration; a test checks it against Alembic's head. A database already there is
 # opened without importing Alembic at all (about a fifth of a second of every command).
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 
 
 def _revision_if_plain(engine: Engine, url: str) -> str | None:
@@ -872,6 +872,7 @@ class EventStore:
         if not refs:
             return
         texts = self._artifacts(cur, list({sha for _, _, sha in refs}))
+        _check_artifacts(texts)
         for data, f, sha in refs:
             try:
                 data[f] = texts[sha]
@@ -893,6 +894,7 @@ class EventStore:
             found = self._artifacts(cur, [sha256])
         if sha256 not in found:
             raise StoreError(f"unknown artifact {sha256}")
+        _check_artifacts(found)
         return found[sha256]
 
     def last_seq(self, run: str) -> int:
@@ -971,6 +973,28 @@ class EventStore:
                     if want != stored_hash:
                         problems.append(f"seq {seq}: hash mismatch (event {eid} was altered)")
                     prev = stored_hash
+        return problems
+
+    def verify_artifacts(self, run: str) -> list[str]:
+        """Every artifact the run's events name is stored and its text hashes to its key (the
+        key is in the chained data, so an edited text cannot hide); one line per problem."""
+        named: dict[str, int] = {}  # sha -> first seq naming it
+        for seq, _rnd, typ, data in self.iter_rows(run, types=list(TEXT_FIELDS)):
+            for f in TEXT_FIELDS[typ]:
+                v = data.get(f)
+                if isinstance(v, dict) and isinstance(v.get(ARTIFACT_KEY), str):
+                    named.setdefault(v[ARTIFACT_KEY], seq)
+        problems: list[str] = []
+        shas = list(named)
+        with self._cursor() as cur:
+            for i in range(0, len(shas), _SQLITE_MAX_PARAMS):
+                chunk = shas[i : i + _SQLITE_MAX_PARAMS]
+                texts = self._artifacts(cur, chunk)
+                for sha in chunk:
+                    if sha not in texts:
+                        problems.append(f"seq {named[sha]}: artifact {sha} is missing")
+                    elif hashlib.sha256(texts[sha].encode()).hexdigest() != sha:
+                        problems.append(f"seq {named[sha]}: artifact {sha} was altered (its text does not hash to its key)")
         return problems
 
     # --- snapshots and checkpoints ------------------------------------------------------------
@@ -1056,6 +1080,14 @@ class EventStore:
                 yield conn
         except sa_exc.DBAPIError as exc:
             raise StoreError(f"read from {redact_url(self.url)} failed: {_one_line(exc)}") from None
+
+
+def _check_artifacts(texts: dict[str, str]) -> None:
+    """An artifact is shown only as the text its key names: an edited one is refused."""
+    sha256 = hashlib.sha256
+    for sha, text_ in texts.items():
+        if sha256(text_.encode()).hexdigest() != sha:
+            raise StoreError(f"artifact {sha} was altered (its text does not hash to its key): run `diagevo memory verify`")
 
 
 def _json_or_error(obj: Any, what: str) -> str:
