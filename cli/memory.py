@@ -317,13 +317,16 @@ def verify(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     with open_store(db) as store:
         run_id = resolve_run(store, run)
         problems = verify_run(store, run_id)
+        head = next(iter(store.read(run_id, after_seq=store.last_seq(run_id) - 1)), None)
+    last = {"seq": head.seq, "hash": head.hash} if head is not None else None
     if json:
-        emit_json({"run": run_id, "ok": not problems, "problems": problems})
+        emit_json({"run": run_id, "ok": not problems, "problems": problems, "last": last})
     elif problems:
         for p in problems:
             console.print(f"[red]✗[/] {p}")
     else:
-        console.print(f"[green]✓[/] run {run_id}: hash chain intact, invariants hold, snapshots equal the fold")
+        where = f" (last event: seq {last['seq']}, hash {last['hash']})" if last else ""
+        console.print(f"[green]✓[/] run {run_id}: hash chain intact, invariants hold, snapshots equal the fold{where}")
     if problems:
         raise typer.Exit(1)
 

@@ -127,6 +127,28 @@ def verify_run(store: EventStore, run: str) -> list[str]:
         snap = store.get_snapshot(run, rnd)
         if snap is not None and snap[1] != image:
             problems.append(f"snapshot of round {rnd} differs from the fold of the log")
+    return problems + verify_anchors(store, run)
+
+
+def verify_anchors(store: EventStore, run: str) -> list[str]:
+    """What the caches say the log held must still be there: each snapshot's seq is the run's
+    ``round.committed`` of its round (with the hash it recorded), and no projection's
+    checkpoint lies beyond the run's last event. A log whose tail was deleted (or replaced)
+    fails here although its shortened hash chain is intact."""
+    problems: list[str] = []
+    last = store.last_seq(run)
+    for rnd, seq, hash_ in store.snapshot_anchors(run):
+        at = store.event_at(run, seq)
+        if at is None:
+            where = f"the run's log ends at seq {last}" if seq > last else "the run holds no event there"
+            problems.append(f"log cut off: the snapshot of round {rnd} summarises the log up to seq {seq}, but {where}")
+        elif at[:2] != (rnd, "round.committed"):
+            problems.append(f"snapshot of round {rnd} names seq {seq}, which is not that round's round.committed")
+        elif hash_ is not None and at[2] != hash_:
+            problems.append(f"log replaced: the event at seq {seq} is not the one the snapshot of round {rnd} summarised")
+    for name, seq in sorted(store.checkpoints(run).items()):
+        if seq > last:
+            problems.append(f"log cut off: projection {name!r} applied the log up to seq {seq}, but it ends at seq {last}")
     return problems
 
 

@@ -282,7 +282,7 @@ def _script() -> ScriptDirectory:
 
 # The newest migration; a test checks it against Alembic's head. A database already there is
 # opened without importing Alembic at all (about a fifth of a second of every command).
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"
 
 
 def _revision_if_plain(engine: Engine, url: str) -> str | None:
@@ -1008,13 +1008,41 @@ class EventStore:
             values,
         )
 
-    def put_snapshot(self, run: str, round: int, seq: int, state: dict[str, Any]) -> None:
-        """Store (or replace) the cached memory of ``run`` at committed ``round``."""
+    def put_snapshot(self, run: str, round: int, seq: int, state: dict[str, Any], hash: str | None = None) -> None:
+        """Store (or replace) the cached memory of ``run`` at committed ``round``, folded up to
+        the event at ``seq`` whose hash is ``hash`` (looked up when not given)."""
         state_json = _json_or_error(state, "snapshot state")
         with self._write_tx() as conn:
+            if hash is None:
+                hash = conn.execute(
+                    text("SELECT hash FROM events WHERE seq = :seq AND run_id = :run"), {"seq": seq, "run": run}
+                ).scalar()
             self._upsert(
-                conn, "snapshots", ("run_id", "round"), {"run_id": run, "round": round, "seq": seq, "state": state_json}
+                conn, "snapshots", ("run_id", "round"),
+                {"run_id": run, "round": round, "seq": seq, "state": state_json, "hash": hash},
             )
+
+    def snapshot_anchors(self, run: str) -> list[tuple[int, int, str | None]]:
+        """(round, seq, hash) of every snapshot of the run, by round: what each one claims the
+        log holds (hash None for snapshots written before migration 0006)."""
+        with self._read_conn() as conn:
+            rows = conn.execute(
+                text("SELECT round, seq, hash FROM snapshots WHERE run_id = :run ORDER BY round"), {"run": run}
+            ).all()
+        return [(int(r[0]), int(r[1]), r[2]) for r in rows]
+
+    def checkpoints(self, run: str) -> dict[str, int]:
+        """Projection name -> last seq it applied, for the run."""
+        with self._read_conn() as conn:
+            rows = conn.execute(text("SELECT name, seq FROM checkpoints WHERE run_id = :run"), {"run": run}).all()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def event_at(self, run: str, seq: int) -> tuple[int, str, str] | None:
+        """(round, type, hash) of the run's event at ``seq``, or None."""
+        with self._cursor() as cur:
+            cur.execute(f"SELECT round, type, hash FROM events WHERE seq = {self._p} AND run_id = {self._p}", (seq, run))
+            row = cur.fetchone()
+        return (int(row[0]), row[1], row[2]) if row else None
 
     def get_snapshot(self, run: str, round: int) -> tuple[int, dict[str, Any]] | None:
         """(seq, state) of the snapshot at ``round``, or None."""

@@ -72,6 +72,8 @@ class Snapshot(SQLModel, table=True):
     round: int = Field(sa_column=Column("round", Integer, primary_key=True, autoincrement=False))
     seq: int = Field(sa_column=Column("seq", BigInteger, nullable=False))
     state: str = Field(sa_column=Column("state", Text, nullable=False))
+    # the hash of the event at ``seq`` (migration 0006; NULL in snapshots written before)
+    hash: str | None = Field(default=None, sa_column=Column("hash", String(64), nullable=True))
 
 
 class Checkpoint(SQLModel, table=True):
