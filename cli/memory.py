@@ -270,10 +270,13 @@ def events(
 def ingest(
     file: Annotated[Path, typer.Argument(help="JSONL file of events ('-' for stdin).")],
     db: DbOpt = None,
+    run: Annotated[
+        str | None, typer.Option("--run", help="Store the file's (single) run under this name, its ids rebased.")
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
-    from diagevo.interchange import ingest_events, parse_lines
+    from diagevo.interchange import as_run, ingest_events, parse_lines
     from diagevo.parsing import read_text
 
     if str(file) != "-" and not file.exists():
@@ -281,6 +284,8 @@ def ingest(
     events = parse_lines(read_text(file))  # a bad file is refused before the database is opened
     if not events:
         raise CLIError(f"{'stdin' if str(file) == '-' else file} is empty: no events to ingest")
+    if run is not None:
+        events = as_run(events, run)
     with open_store(db, create=True, keep_if_refused=False) as store:
         result = ingest_events(store, events)
     if json:

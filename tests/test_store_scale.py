@@ -106,7 +106,8 @@ def test_runs_in_order_of_their_first_event(store: EventStore) -> None:
         store.append(Log(run=run).events())
     store.append(Log(run="alpha").add("round.started").events()[1:])
     assert store.runs() == ["zeta", "alpha", "mid"]
-    assert store.existing_ids(["zeta-0", "nope", "mid-0"]) == {"zeta-0", "mid-0"}
+    assert store.existing_ids("zeta", ["zeta-0", "nope", "mid-0"]) == {"zeta-0"}
+    assert store.existing_keys([("zeta", "zeta-0"), ("mid", "zeta-0"), ("mid", "mid-0")]) == {("zeta", "zeta-0"), ("mid", "mid-0")}
 
 
 def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:

@@ -282,7 +282,7 @@ def _script() -> ScriptDirectory:
 
 # The newest migration; a test checks it against Alembic's head. A database already there is
 # opened without importing Alembic at all (about a fifth of a second of every command).
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 
 
 def _revision_if_plain(engine: Engine, url: str) -> str | None:
@@ -481,7 +481,7 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
     The canonical JSON of each event (``canonical_event_json``) is built as bytes around its
     data's canonical JSON; the middle part (run, round, type, schema version) repeats within a
     batch and is cached."""
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()  # (run, event_id): ids are unique per run
     add = seen.add
     rows: list[_Prepared] = []
     append = rows.append
@@ -490,11 +490,11 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
     eid = ""
     try:
         for ev in events:
-            eid = ev.event_id
-            if eid in seen:
+            eid, run = ev.event_id, ev.run
+            if (run, eid) in seen:
                 continue
-            add(eid)
-            run, typ, rnd, data = ev.run, ev.type, ev.round, ev.data
+            add((run, eid))
+            typ, rnd, data = ev.type, ev.round, ev.data
             fields = text_fields.get(typ)
             if fields:
                 data, arts = _externalise_texts(fields, data)
@@ -611,7 +611,8 @@ class EventStore:
     # --- append -------------------------------------------------------------------------------
 
     def append(self, events: Sequence[EventIn], *, expected_last_seq: int | None = None) -> AppendResult:
-        """Append a batch in one transaction. Already stored event ids are skipped silently."""
+        """Append a batch in one transaction. Event ids the run already holds are skipped
+        silently (ids are unique per run: the same id in another run is another event)."""
         if not events:
             return AppendResult(0, 0, 0)
         prepared, dups = _prepare(events)
@@ -676,8 +677,8 @@ class EventStore:
                 raise
             cur.execute("ROLLBACK TO SAVEPOINT diagevo_append")
             heads.update(start)
-            existing = self._existing_ids(cur, [p[0] for p in prepared])
-            fresh = [p for p in prepared if p[0] not in existing]
+            existing = self._existing(cur, [(p[1], p[0]) for p in prepared])
+            fresh = [p for p in prepared if (p[1], p[0]) not in existing]
             if fresh:
                 self._insert(cur, fresh, heads)  # another constraint than event_id fails here again
             return fresh
@@ -720,16 +721,22 @@ class EventStore:
         else:
             cur.executemany(f"INSERT INTO events ({columns}) VALUES ({', '.join('?' * (10 + len(KEY_FIELDS)))})", rows)
 
-    def _existing_ids(self, cur: Any, ids: list[str]) -> set[str]:
-        found: set[str] = set()
-        if self._dialect == "postgresql":
-            cur.execute("SELECT event_id FROM events WHERE event_id = ANY(%b)", (ids,))  # %b: binary arrays, no quoting
-            found.update(r[0] for r in cur.fetchall())
-            return found
-        for i in range(0, len(ids), _SQLITE_MAX_PARAMS):
-            chunk = ids[i : i + _SQLITE_MAX_PARAMS]
-            cur.execute(f"SELECT event_id FROM events WHERE event_id IN ({','.join('?' * len(chunk))})", chunk)
-            found.update(r[0] for r in cur.fetchall())
+    def _existing(self, cur: Any, keys: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which (run, event_id) pairs are stored: one indexed lookup per run (and chunk)."""
+        by_run: dict[str, list[str]] = {}
+        for run, eid in keys:
+            by_run.setdefault(run, []).append(eid)
+        found: set[tuple[str, str]] = set()
+        for run, ids in by_run.items():
+            if self._dialect == "postgresql":  # %b: binary arrays, no quoting
+                cur.execute("SELECT event_id FROM events WHERE run_id = %s AND event_id = ANY(%b)", (run, ids))
+                found.update((run, r[0]) for r in cur.fetchall())
+                continue
+            for i in range(0, len(ids), _SQLITE_MAX_PARAMS):
+                chunk = ids[i : i + _SQLITE_MAX_PARAMS]
+                cur.execute(f"SELECT event_id FROM events WHERE run_id = ? AND event_id IN ({','.join('?' * len(chunk))})",
+                            [run, *chunk])
+                found.update((run, r[0]) for r in cur.fetchall())
         return found
 
     def _run_head(self, cur: Any, run: str) -> tuple[int, str]:
@@ -918,10 +925,16 @@ class EventStore:
     def has_run(self, run: str) -> bool:
         return self.last_seq(run) > 0
 
-    def existing_ids(self, ids: Collection[str]) -> set[str]:
-        """Which of these event ids are already stored (an indexed lookup per chunk)."""
+    def existing_ids(self, run: str, ids: Collection[str]) -> set[str]:
+        """Which of these event ids the run already holds (ids are unique per run; an indexed
+        lookup per chunk)."""
         with self._cursor() as cur:
-            return self._existing_ids(cur, list(ids))
+            return {eid for _, eid in self._existing(cur, [(run, eid) for eid in ids])}
+
+    def existing_keys(self, keys: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (run, event_id) pairs are already stored."""
+        with self._cursor() as cur:
+            return self._existing(cur, list(keys))
 
     def retained_counts(self, run: str) -> dict[int, int]:
         """Per round, how many ``question.scored`` events say ``retained: true`` (read from the
