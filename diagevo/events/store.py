@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -27,6 +28,7 @@ from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
+from urllib.parse import quote
 
 from pydantic_core import from_json as _from_json
 from sqlalchemy import create_engine, event, text
@@ -202,23 +204,40 @@ def _synchronous(u: URL) -> str:
     return value.lower()
 
 
-def _make_engine(url: str, wal: Callable[[], bool] = lambda: False) -> Engine:
+def _read_only_sqlite(u: URL) -> URL:
+    """``u`` opened read-only: ``mode=ro``, so nothing can be written through it; and
+    ``immutable=1`` where SQLite could not create the ``-shm``/``-wal`` files a WAL database
+    needs (a directory that is not writable: a read-only mount, a shared results folder)."""
+    db = u.database
+    if not db or db == ":memory:" or db.startswith("file:"):
+        return u
+    path = Path(db).resolve()
+    sidecars = all(path.with_name(path.name + s).exists() for s in ("-wal", "-shm"))
+    params = {"mode": "ro", "uri": "true"}
+    if not os.access(path.parent, os.W_OK) and not sidecars:
+        params["immutable"] = "1"
+    return u.set(database=f"file:{quote(str(path))}").update_query_dict(params)
+
+
+def _make_engine(url: str, wal: Callable[[], bool] = lambda: False, *, readonly: bool = False) -> Engine:
     """An engine for ``url``. On SQLite every connection gets the busy timeout and the
     ``synchronous`` level; WAL (a persistent change to the file) only once ``wal()`` says the
-    file is diagevo's."""
+    file is diagevo's. ``readonly`` opens a SQLite file read-only (see :func:`_read_only_sqlite`)."""
     u = _normalise_url(url)
     backend = u.get_backend_name()
     try:
         if backend == "sqlite":
             sync = _synchronous(u).upper()
             u = u.difference_update_query(["synchronous"])
+            if readonly:
+                u = _read_only_sqlite(u)
             engine = create_engine(u, connect_args={"timeout": BUSY_TIMEOUT_S})
 
             def on_connect(dbapi_conn: Any, _record: Any) -> None:
                 dbapi_conn.isolation_level = None  # the driver must not BEGIN on its own; see _sqlite_on_begin
                 cur = dbapi_conn.cursor()
                 cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-                if wal():
+                if wal() and not readonly:
                     cur.execute("PRAGMA journal_mode = WAL")
                 # FULL: a commit survives a power loss (the log is the source of truth);
                 # NORMAL in WAL mode survives a crash of the process only, and is faster
@@ -414,7 +433,7 @@ def revision_status(url: str) -> RevisionStatus:
     missing = _missing_database(url)
     if missing is not None:
         raise missing
-    engine = _make_engine(url)
+    engine = _make_engine(url, readonly=True)
     try:
         return _consistent_status(engine, url)
     except sa_exc.DBAPIError as exc:
@@ -514,16 +533,19 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
 class EventStore:
     """Append-only event log with per-run hash chains, artifacts, snapshots and checkpoints."""
 
-    def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True) -> None:
-        """Open the log at ``url``. ``create=False`` (read-only use) never creates anything: a
-        missing SQLite file is ``no database at PATH`` and an empty database is refused, as it
-        is with ``migrate_empty=False``. Only a truly empty database is ever migrated."""
+    def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
+        """Open the log at ``url``. ``create=False`` never creates anything: a missing SQLite
+        file is ``no database at PATH`` and an empty database is refused, as it is with
+        ``migrate_empty=False``. Only a truly empty database is ever migrated. ``readonly``
+        (the read commands) implies ``create=False`` and opens a SQLite file read-only, so a
+        log on a read-only mount can be read."""
         self.url = url
+        create = create and not readonly
         missing = None if create else _missing_database(url)
         if missing is not None:
             raise missing
         self._ours = False  # set once the schema is known to be diagevo's: then WAL may be set
-        self._engine = _make_engine(url, wal=lambda: self._ours)
+        self._engine = _make_engine(url, wal=lambda: self._ours, readonly=readonly)
         self._dialect = self._engine.dialect.name
         self._p = "?" if self._dialect == "sqlite" else "%s"
         try:
