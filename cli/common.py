@@ -38,9 +38,12 @@ class Interrupted(CLIError):
 
 
 @contextmanager
-def open_store(db: str | None, *, create: bool = False, keep_if_refused: bool = True) -> Iterator[Any]:
+def open_store(
+    db: str | None, *, create: bool = False, keep_if_refused: bool = True, readonly: bool = False
+) -> Iterator[Any]:
     """The event store at ``db``. Read commands leave ``create`` off, so a missing SQLite file is
     ``no database at PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it.
+    Commands that only read set ``readonly``: SQLite is opened read-only (a read-only mount works).
     With ``keep_if_refused=False``, a SQLite file this call created is removed again when the
     command refuses its input (a DiagevoError): a refusal leaves nothing behind."""
     from diagevo.events.store import EventStore, sqlite_path
@@ -49,7 +52,7 @@ def open_store(db: str | None, *, create: bool = False, keep_if_refused: bool = 
     url = resolve_db_url(db)
     path = sqlite_path(url)
     fresh = create and not keep_if_refused and path is not None and not path.exists()
-    store = EventStore(url, create=create)
+    store = EventStore(url, create=create, readonly=readonly)
     try:
         yield store
     except DiagevoError:

@@ -47,7 +47,7 @@ def register(memory_app: typer.Typer) -> None:
 
         if len(runs) != 2:
             raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
-        with open_store(db) as store:
+        with open_store(db, readonly=True) as store:
             d = diff_runs(store, runs[0], runs[1], round)
         if json:
             emit_json(d)

@@ -50,7 +50,7 @@ def replay(
     from diagevo.queries import memory_view
     from diagevo.replay import load_memory, resolve_run
 
-    with open_store(db) as store:
+    with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), round)
     if json:
         emit_json(memory_view(mem))
@@ -64,7 +64,7 @@ def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     from diagevo.queries import memory_view
     from diagevo.replay import load_memory, resolve_run
 
-    with open_store(db) as store:
+    with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
     if json:
         emit_json({**memory_view(mem), "open_round": mem.open_round})
@@ -102,7 +102,7 @@ def why(
     """The story of one cause: creation, attributions, promotions, reactivations, merges."""
     from diagevo import queries
 
-    with open_store(db) as store:
+    with open_store(db, readonly=True) as store:
         story = queries.why(store, cause, run)
     if json:
         emit_json(story)
@@ -170,7 +170,7 @@ def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False, wide: Wid
     """One row per committed round."""
     from diagevo import queries
 
-    with open_store(db) as store:
+    with open_store(db, readonly=True) as store:
         data = queries.stats(store, run)
     run_id, rows = data["run"], data["rounds"]
     if json:
@@ -228,7 +228,7 @@ def events(
         **({"failure_id": failure} if failure is not None else {}),
         **({"question_id": question} if question is not None else {}),
     }
-    with open_store(db) as store:
+    with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
         types = type or None
         if cause is not None:
@@ -270,10 +270,13 @@ def events(
 def ingest(
     file: Annotated[Path, typer.Argument(help="JSONL file of events ('-' for stdin).")],
     db: DbOpt = None,
+    run: Annotated[
+        str | None, typer.Option("--run", help="Store the file's (single) run under this name, its ids rebased.")
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
-    from diagevo.interchange import ingest_events, parse_lines
+    from diagevo.interchange import as_run, ingest_events, parse_lines
     from diagevo.parsing import read_text
 
     if str(file) != "-" and not file.exists():
@@ -281,6 +284,8 @@ def ingest(
     events = parse_lines(read_text(file))  # a bad file is refused before the database is opened
     if not events:
         raise CLIError(f"{'stdin' if str(file) == '-' else file} is empty: no events to ingest")
+    if run is not None:
+        events = as_run(events, run)
     with open_store(db, create=True, keep_if_refused=False) as store:
         result = ingest_events(store, events)
     if json:
@@ -299,7 +304,7 @@ def export(
     from diagevo.interchange import export_lines
     from diagevo.replay import resolve_run
 
-    with open_store(db) as store:
+    with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
         if out is None:
             for line in export_lines(store, run_id):
@@ -314,16 +319,19 @@ def verify(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     """Check the hash chain, the invariants and that snapshots equal the fold."""
     from diagevo.replay import resolve_run, verify_run
 
-    with open_store(db) as store:
+    with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
         problems = verify_run(store, run_id)
+        head = next(iter(store.read(run_id, after_seq=store.last_seq(run_id) - 1)), None)
+    last = {"seq": head.seq, "hash": head.hash} if head is not None else None
     if json:
-        emit_json({"run": run_id, "ok": not problems, "problems": problems})
+        emit_json({"run": run_id, "ok": not problems, "problems": problems, "last": last})
     elif problems:
         for p in problems:
             console.print(f"[red]✗[/] {p}")
     else:
-        console.print(f"[green]✓[/] run {run_id}: hash chain intact, invariants hold, snapshots equal the fold")
+        where = f" (last event: seq {last['seq']}, hash {last['hash']})" if last else ""
+        console.print(f"[green]✓[/] run {run_id}: hash chain intact, invariants hold, snapshots equal the fold{where}")
     if problems:
         raise typer.Exit(1)
 
@@ -345,7 +353,7 @@ def plot(
     suffix = out.suffix.lower() if out is not None else ""
     if out is not None and suffix not in (".png", ".svg", ".csv"):
         raise CLIError(f"{out}: write a .png or .svg figure, or the series as .csv")
-    with open_store(db) as store:
+    with open_store(db, readonly=True) as store:
         data = queries.lifecycle(store, run)
     run_id, rows = data["run"], data["series"]
     if not rows:

@@ -30,7 +30,7 @@ def report_command(
         raise CLIError(f"no directory {out.parent} to write {out.name} into")
     url = redact_url(resolve_db_url(db))
     plain_url = without_password(resolve_db_url(db))  # in commands: libpq finds the password itself
-    with open_store(db) as store:
+    with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
 
         def command(args: str) -> str:  # runnable as printed: the executable invoked, the database

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagevo.errors import BadInput
+from diagevo.events.keys import rebase_event_id
 from diagevo.events.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.events.store import EventStore
 from diagevo.memory.fold import Draft, InvariantError, start
@@ -67,14 +68,14 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
     memories: dict[str, Draft | None] = {}  # a working copy per run
     # only the part's own ids are looked up, and each run's memory comes from its latest
     # snapshot plus the tail: the cost does not grow with the stored log
-    stored = store.existing_ids([ev.event_id for _, ev in events])
+    stored = store.existing_keys([(ev.run, ev.event_id) for _, ev in events])  # ids are unique per run
     fresh: list[EventIn] = []
     for no, ev in events:
         if ev.run not in memories:
             memories[ev.run] = Draft(load_memory(store, ev.run)) if store.has_run(ev.run) else None
-        if ev.event_id in stored:
+        if (ev.run, ev.event_id) in stored:
             continue  # idempotent re-ingest of a stored event
-        stored.add(ev.event_id)
+        stored.add((ev.run, ev.event_id))
         mem = memories[ev.run]
         try:
             if mem is None:
@@ -96,8 +97,24 @@ def ingest(store: EventStore, lines: Iterable[str] | str) -> IngestResult:
     return ingest_events(store, parse_lines(lines))
 
 
+def as_run(events: list[tuple[int, EventIn]], new: str) -> list[tuple[int, EventIn]]:
+    """The events of a one-run file as run ``new``: the run renamed and the ids rebased as a fork
+    rebases them (``SRC/T/KEY`` -> ``NEW/T/KEY``), so that the round protocol resumes it."""
+    runs = list(dict.fromkeys(ev.run for _, ev in events))
+    if len(runs) != 1:
+        raise BadInput(f"--run needs a file of one run; this one holds {len(runs)} ({', '.join(runs[:3])}...)")
+    if not new.strip():
+        raise BadInput("the run needs a name")
+    (source,) = runs
+    return [
+        (no, ev.model_copy(update={"run": new, "event_id": rebase_event_id(ev.event_id, source, new)}))
+        for no, ev in events
+    ]
+
+
 def ingest_events(store: EventStore, events: list[tuple[int, EventIn]]) -> IngestResult:
-    """Store what :func:`parse_lines` read (so that a bad file is refused before a store opens)."""
+    """Store what :func:`parse_lines` read (so that a bad file is refused before a store opens).
+    Event ids are unique per run: a file whose run was renamed is stored as that run."""
     fresh = check_invariants(store, events)
     result = store.append(fresh) if fresh else None
     runs = tuple(dict.fromkeys(ev.run for _, ev in events))

@@ -77,10 +77,11 @@ def test_duplicate_event_ids_within_one_batch_keep_the_first(store: EventStore) 
     assert [e.data["p1"] for e in store.read("r") if e.event_id == "dup"] == [0.1]
 
 
-def test_event_id_is_unique_across_runs(store: EventStore) -> None:
+def test_event_id_is_unique_per_run(store: EventStore) -> None:
     store.append([scored("r1", "same")])
-    assert store.append([scored("r2", "same")]).skipped == 1
-    assert store.runs() == ["r1"]
+    assert store.append([scored("r2", "same")]).appended == 1  # another run: another event
+    assert store.append([scored("r2", "same")]).skipped == 1  # its own run: a no-op
+    assert store.runs() == ["r1", "r2"]
 
 
 def test_empty_batch_stores_nothing(store: EventStore) -> None:
@@ -304,7 +305,7 @@ def test_checkpoints_default_to_zero_and_upsert(store: EventStore) -> None:
     assert store.get_checkpoint("other", "r") == 3 and store.get_checkpoint("vector_index", "r2") == 0
 
 
-# --- property: the store behaves like a dict of first occurrences --------------------------
+# --- property: the store behaves like a dict of first occurrences (per run) ------------------
 
 
 _batches = st.lists(
@@ -320,13 +321,13 @@ def test_store_matches_a_model_of_first_occurrences(store: EventStore, batches) 
     salt = uuid.uuid4()  # the fixture's store is shared by the examples: fresh ids for each
     runs = {r: f"{r}-{salt.hex[:8]}" for r in ("r1", "r2")}
     model: dict[str, list[str]] = {r: [] for r in runs.values()}
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()  # ids are unique per run
     for b in batches:
         evs = [scored(runs[r], f"{salt.hex[:8]}-{k}", q=f"q{k}") for r, k in b]
         new = 0
         for e in evs:
-            if e.event_id not in seen:
-                seen.add(e.event_id)
+            if (e.run, e.event_id) not in seen:
+                seen.add((e.run, e.event_id))
                 model[e.run].append(e.event_id)
                 new += 1
         res = store.append(evs)

@@ -8,7 +8,7 @@ import sqlite3
 
 from alembic import command
 
-from diagevo.events.store import EventStore, _alembic_config, current, sqlite_path, upgrade
+from diagevo.events.store import HEAD_REVISION, EventStore, _alembic_config, current, sqlite_path, upgrade
 from diagevo.memory.audit import cause_stories, cause_story, round_stats
 from diagevo.replay import cause_rows, commit_memories, refresh_snapshots, stored_round_stats
 from diagevo.memory.fold import commits
@@ -32,7 +32,7 @@ def test_upgrade_from_0002_keeps_the_data_and_adds_the_indexes_and_key_columns(b
         command.downgrade(cfg, "0002")
     engine.dispose()
     assert current(db_url) == "0002"
-    assert upgrade(db_url) == ("0002", "0004")
+    assert upgrade(db_url) == ("0002", HEAD_REVISION)
     with EventStore(db_url) as store:
         stored = [(e.seq, e.round, e.type, e.data) for e in store.read(log.run, texts=True)]
         assert [r[1:] for r in stored] == [r[1:] for r in log.rows()]
@@ -106,7 +106,8 @@ def test_runs_in_order_of_their_first_event(store: EventStore) -> None:
         store.append(Log(run=run).events())
     store.append(Log(run="alpha").add("round.started").events()[1:])
     assert store.runs() == ["zeta", "alpha", "mid"]
-    assert store.existing_ids(["zeta-0", "nope", "mid-0"]) == {"zeta-0", "mid-0"}
+    assert store.existing_ids("zeta", ["zeta-0", "nope", "mid-0"]) == {"zeta-0"}
+    assert store.existing_keys([("zeta", "zeta-0"), ("mid", "zeta-0"), ("mid", "mid-0")]) == {("zeta", "zeta-0"), ("mid", "mid-0")}
 
 
 def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
@@ -141,7 +142,7 @@ def test_a_database_left_at_0003_is_upgraded_to_key_columns(backend: Backend, db
                 f"VALUES ({i}, '{e.event_id}', '{e.run}', {e.round}, '{e.type}', 1, '{_json(e.data)}', 'now', 'p', 'h')"
             )
     engine.dispose()
-    assert upgrade(db_url) == ("0003", "0004")
+    assert upgrade(db_url) == ("0003", HEAD_REVISION)
     with EventStore(db_url) as store:
         for cause, story in cause_stories(log.rows()).items():
             assert cause_story(cause_rows(store, log.run, cause), cause) == story

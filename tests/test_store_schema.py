@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from cli.db import db_app
 from diagevo.events.schemas import new_event
 from diagevo.events.store import (
+    HEAD_REVISION,
     EventStore,
     SchemaOutdated,
     StoreError,
@@ -22,7 +23,7 @@ from diagevo.events.store import (
 )
 from tests.conftest import Backend
 
-HEAD = "0004"
+HEAD = HEAD_REVISION
 OLDER = "0001"
 
 

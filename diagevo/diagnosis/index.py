@@ -15,6 +15,7 @@ Two layers:
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,8 +25,11 @@ from typing import Any
 import numpy as np
 
 from diagevo.diagnosis.interface import Embedder
+from diagevo.events.store import StoreError
 from diagevo.memory.state import Memory
 from diagevo.paths import beside_database
+
+log = logging.getLogger("diagevo.cache")
 
 CHECKPOINT = "vector_index"
 # float32 similarities of unit vectors are off by well under 1e-5; candidates within this margin
@@ -390,7 +394,10 @@ class VectorIndex:
         if deletes:
             ids = ", ".join(_quote(k[1]) for k in sorted(deletes))
             self._table.delete(f"kind = 'node' AND id IN ({ids})")
-        store.set_checkpoint(CHECKPOINT, run, last, {"model": self.embedder.name, "path": str(self.path)})
+        try:
+            store.set_checkpoint(CHECKPOINT, run, last, {"model": self.embedder.name, "path": str(self.path)})
+        except StoreError as exc:  # a cache: the next sync re-reads from the older checkpoint (upserts)
+            log.warning("vector index checkpoint of run %r not written: %s", run, exc)
         return len(rows)
 
     def _write(self, rows: Iterable[Row], run: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -27,6 +28,7 @@ from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
+from urllib.parse import quote
 
 from pydantic_core import from_json as _from_json
 from sqlalchemy import create_engine, event, text
@@ -202,23 +204,40 @@ def _synchronous(u: URL) -> str:
     return value.lower()
 
 
-def _make_engine(url: str, wal: Callable[[], bool] = lambda: False) -> Engine:
+def _read_only_sqlite(u: URL) -> URL:
+    """``u`` opened read-only: ``mode=ro``, so nothing can be written through it; and
+    ``immutable=1`` where SQLite could not create the ``-shm``/``-wal`` files a WAL database
+    needs (a directory that is not writable: a read-only mount, a shared results folder)."""
+    db = u.database
+    if not db or db == ":memory:" or db.startswith("file:"):
+        return u
+    path = Path(db).resolve()
+    sidecars = all(path.with_name(path.name + s).exists() for s in ("-wal", "-shm"))
+    params = {"mode": "ro", "uri": "true"}
+    if not os.access(path.parent, os.W_OK) and not sidecars:
+        params["immutable"] = "1"
+    return u.set(database=f"file:{quote(str(path))}").update_query_dict(params)
+
+
+def _make_engine(url: str, wal: Callable[[], bool] = lambda: False, *, readonly: bool = False) -> Engine:
     """An engine for ``url``. On SQLite every connection gets the busy timeout and the
     ``synchronous`` level; WAL (a persistent change to the file) only once ``wal()`` says the
-    file is diagevo's."""
+    file is diagevo's. ``readonly`` opens a SQLite file read-only (see :func:`_read_only_sqlite`)."""
     u = _normalise_url(url)
     backend = u.get_backend_name()
     try:
         if backend == "sqlite":
             sync = _synchronous(u).upper()
             u = u.difference_update_query(["synchronous"])
+            if readonly:
+                u = _read_only_sqlite(u)
             engine = create_engine(u, connect_args={"timeout": BUSY_TIMEOUT_S})
 
             def on_connect(dbapi_conn: Any, _record: Any) -> None:
                 dbapi_conn.isolation_level = None  # the driver must not BEGIN on its own; see _sqlite_on_begin
                 cur = dbapi_conn.cursor()
                 cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-                if wal():
+                if wal() and not readonly:
                     cur.execute("PRAGMA journal_mode = WAL")
                 # FULL: a commit survives a power loss (the log is the source of truth);
                 # NORMAL in WAL mode survives a crash of the process only, and is faster
@@ -282,7 +301,7 @@ def _script() -> ScriptDirectory:
 
 # The newest migration; a test checks it against Alembic's head. A database already there is
 # opened without importing Alembic at all (about a fifth of a second of every command).
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0007"
 
 
 def _revision_if_plain(engine: Engine, url: str) -> str | None:
@@ -414,7 +433,7 @@ def revision_status(url: str) -> RevisionStatus:
     missing = _missing_database(url)
     if missing is not None:
         raise missing
-    engine = _make_engine(url)
+    engine = _make_engine(url, readonly=True)
     try:
         return _consistent_status(engine, url)
     except sa_exc.DBAPIError as exc:
@@ -481,7 +500,7 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
     The canonical JSON of each event (``canonical_event_json``) is built as bytes around its
     data's canonical JSON; the middle part (run, round, type, schema version) repeats within a
     batch and is cached."""
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()  # (run, event_id): ids are unique per run
     add = seen.add
     rows: list[_Prepared] = []
     append = rows.append
@@ -490,11 +509,11 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
     eid = ""
     try:
         for ev in events:
-            eid = ev.event_id
-            if eid in seen:
+            eid, run = ev.event_id, ev.run
+            if (run, eid) in seen:
                 continue
-            add(eid)
-            run, typ, rnd, data = ev.run, ev.type, ev.round, ev.data
+            add((run, eid))
+            typ, rnd, data = ev.type, ev.round, ev.data
             fields = text_fields.get(typ)
             if fields:
                 data, arts = _externalise_texts(fields, data)
@@ -514,16 +533,19 @@ def _prepare(events: Sequence[EventIn]) -> tuple[list[_Prepared], int]:
 class EventStore:
     """Append-only event log with per-run hash chains, artifacts, snapshots and checkpoints."""
 
-    def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True) -> None:
-        """Open the log at ``url``. ``create=False`` (read-only use) never creates anything: a
-        missing SQLite file is ``no database at PATH`` and an empty database is refused, as it
-        is with ``migrate_empty=False``. Only a truly empty database is ever migrated."""
+    def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
+        """Open the log at ``url``. ``create=False`` never creates anything: a missing SQLite
+        file is ``no database at PATH`` and an empty database is refused, as it is with
+        ``migrate_empty=False``. Only a truly empty database is ever migrated. ``readonly``
+        (the read commands) implies ``create=False`` and opens a SQLite file read-only, so a
+        log on a read-only mount can be read."""
         self.url = url
+        create = create and not readonly
         missing = None if create else _missing_database(url)
         if missing is not None:
             raise missing
         self._ours = False  # set once the schema is known to be diagevo's: then WAL may be set
-        self._engine = _make_engine(url, wal=lambda: self._ours)
+        self._engine = _make_engine(url, wal=lambda: self._ours, readonly=readonly)
         self._dialect = self._engine.dialect.name
         self._p = "?" if self._dialect == "sqlite" else "%s"
         try:
@@ -611,7 +633,8 @@ class EventStore:
     # --- append -------------------------------------------------------------------------------
 
     def append(self, events: Sequence[EventIn], *, expected_last_seq: int | None = None) -> AppendResult:
-        """Append a batch in one transaction. Already stored event ids are skipped silently."""
+        """Append a batch in one transaction. Event ids the run already holds are skipped
+        silently (ids are unique per run: the same id in another run is another event)."""
         if not events:
             return AppendResult(0, 0, 0)
         prepared, dups = _prepare(events)
@@ -676,8 +699,8 @@ class EventStore:
                 raise
             cur.execute("ROLLBACK TO SAVEPOINT diagevo_append")
             heads.update(start)
-            existing = self._existing_ids(cur, [p[0] for p in prepared])
-            fresh = [p for p in prepared if p[0] not in existing]
+            existing = self._existing(cur, [(p[1], p[0]) for p in prepared])
+            fresh = [p for p in prepared if (p[1], p[0]) not in existing]
             if fresh:
                 self._insert(cur, fresh, heads)  # another constraint than event_id fails here again
             return fresh
@@ -720,16 +743,22 @@ class EventStore:
         else:
             cur.executemany(f"INSERT INTO events ({columns}) VALUES ({', '.join('?' * (10 + len(KEY_FIELDS)))})", rows)
 
-    def _existing_ids(self, cur: Any, ids: list[str]) -> set[str]:
-        found: set[str] = set()
-        if self._dialect == "postgresql":
-            cur.execute("SELECT event_id FROM events WHERE event_id = ANY(%b)", (ids,))  # %b: binary arrays, no quoting
-            found.update(r[0] for r in cur.fetchall())
-            return found
-        for i in range(0, len(ids), _SQLITE_MAX_PARAMS):
-            chunk = ids[i : i + _SQLITE_MAX_PARAMS]
-            cur.execute(f"SELECT event_id FROM events WHERE event_id IN ({','.join('?' * len(chunk))})", chunk)
-            found.update(r[0] for r in cur.fetchall())
+    def _existing(self, cur: Any, keys: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which (run, event_id) pairs are stored: one indexed lookup per run (and chunk)."""
+        by_run: dict[str, list[str]] = {}
+        for run, eid in keys:
+            by_run.setdefault(run, []).append(eid)
+        found: set[tuple[str, str]] = set()
+        for run, ids in by_run.items():
+            if self._dialect == "postgresql":  # %b: binary arrays, no quoting
+                cur.execute("SELECT event_id FROM events WHERE run_id = %s AND event_id = ANY(%b)", (run, ids))
+                found.update((run, r[0]) for r in cur.fetchall())
+                continue
+            for i in range(0, len(ids), _SQLITE_MAX_PARAMS):
+                chunk = ids[i : i + _SQLITE_MAX_PARAMS]
+                cur.execute(f"SELECT event_id FROM events WHERE run_id = ? AND event_id IN ({','.join('?' * len(chunk))})",
+                            [run, *chunk])
+                found.update((run, r[0]) for r in cur.fetchall())
         return found
 
     def _run_head(self, cur: Any, run: str) -> tuple[int, str]:
@@ -872,6 +901,7 @@ class EventStore:
         if not refs:
             return
         texts = self._artifacts(cur, list({sha for _, _, sha in refs}))
+        _check_artifacts(texts)
         for data, f, sha in refs:
             try:
                 data[f] = texts[sha]
@@ -893,6 +923,7 @@ class EventStore:
             found = self._artifacts(cur, [sha256])
         if sha256 not in found:
             raise StoreError(f"unknown artifact {sha256}")
+        _check_artifacts(found)
         return found[sha256]
 
     def last_seq(self, run: str) -> int:
@@ -916,10 +947,16 @@ class EventStore:
     def has_run(self, run: str) -> bool:
         return self.last_seq(run) > 0
 
-    def existing_ids(self, ids: Collection[str]) -> set[str]:
-        """Which of these event ids are already stored (an indexed lookup per chunk)."""
+    def existing_ids(self, run: str, ids: Collection[str]) -> set[str]:
+        """Which of these event ids the run already holds (ids are unique per run; an indexed
+        lookup per chunk)."""
         with self._cursor() as cur:
-            return self._existing_ids(cur, list(ids))
+            return {eid for _, eid in self._existing(cur, [(run, eid) for eid in ids])}
+
+    def existing_keys(self, keys: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (run, event_id) pairs are already stored."""
+        with self._cursor() as cur:
+            return self._existing(cur, list(keys))
 
     def retained_counts(self, run: str) -> dict[int, int]:
         """Per round, how many ``question.scored`` events say ``retained: true`` (read from the
@@ -973,6 +1010,28 @@ class EventStore:
                     prev = stored_hash
         return problems
 
+    def verify_artifacts(self, run: str) -> list[str]:
+        """Every artifact the run's events name is stored and its text hashes to its key (the
+        key is in the chained data, so an edited text cannot hide); one line per problem."""
+        named: dict[str, int] = {}  # sha -> first seq naming it
+        for seq, _rnd, typ, data in self.iter_rows(run, types=list(TEXT_FIELDS)):
+            for f in TEXT_FIELDS[typ]:
+                v = data.get(f)
+                if isinstance(v, dict) and isinstance(v.get(ARTIFACT_KEY), str):
+                    named.setdefault(v[ARTIFACT_KEY], seq)
+        problems: list[str] = []
+        shas = list(named)
+        with self._cursor() as cur:
+            for i in range(0, len(shas), _SQLITE_MAX_PARAMS):
+                chunk = shas[i : i + _SQLITE_MAX_PARAMS]
+                texts = self._artifacts(cur, chunk)
+                for sha in chunk:
+                    if sha not in texts:
+                        problems.append(f"seq {named[sha]}: artifact {sha} is missing")
+                    elif hashlib.sha256(texts[sha].encode()).hexdigest() != sha:
+                        problems.append(f"seq {named[sha]}: artifact {sha} was altered (its text does not hash to its key)")
+        return problems
+
     # --- snapshots and checkpoints ------------------------------------------------------------
 
     def _upsert(self, conn: Connection, table: str, keys: tuple[str, ...], values: dict[str, Any]) -> None:
@@ -984,13 +1043,41 @@ class EventStore:
             values,
         )
 
-    def put_snapshot(self, run: str, round: int, seq: int, state: dict[str, Any]) -> None:
-        """Store (or replace) the cached memory of ``run`` at committed ``round``."""
+    def put_snapshot(self, run: str, round: int, seq: int, state: dict[str, Any], hash: str | None = None) -> None:
+        """Store (or replace) the cached memory of ``run`` at committed ``round``, folded up to
+        the event at ``seq`` whose hash is ``hash`` (looked up when not given)."""
         state_json = _json_or_error(state, "snapshot state")
         with self._write_tx() as conn:
+            if hash is None:
+                hash = conn.execute(
+                    text("SELECT hash FROM events WHERE seq = :seq AND run_id = :run"), {"seq": seq, "run": run}
+                ).scalar()
             self._upsert(
-                conn, "snapshots", ("run_id", "round"), {"run_id": run, "round": round, "seq": seq, "state": state_json}
+                conn, "snapshots", ("run_id", "round"),
+                {"run_id": run, "round": round, "seq": seq, "state": state_json, "hash": hash},
             )
+
+    def snapshot_anchors(self, run: str) -> list[tuple[int, int, str | None]]:
+        """(round, seq, hash) of every snapshot of the run, by round: what each one claims the
+        log holds (hash None for snapshots written before migration 0006)."""
+        with self._read_conn() as conn:
+            rows = conn.execute(
+                text("SELECT round, seq, hash FROM snapshots WHERE run_id = :run ORDER BY round"), {"run": run}
+            ).all()
+        return [(int(r[0]), int(r[1]), r[2]) for r in rows]
+
+    def checkpoints(self, run: str) -> dict[str, int]:
+        """Projection name -> last seq it applied, for the run."""
+        with self._read_conn() as conn:
+            rows = conn.execute(text("SELECT name, seq FROM checkpoints WHERE run_id = :run"), {"run": run}).all()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def event_at(self, run: str, seq: int) -> tuple[int, str, str] | None:
+        """(round, type, hash) of the run's event at ``seq``, or None."""
+        with self._cursor() as cur:
+            cur.execute(f"SELECT round, type, hash FROM events WHERE seq = {self._p} AND run_id = {self._p}", (seq, run))
+            row = cur.fetchone()
+        return (int(row[0]), row[1], row[2]) if row else None
 
     def get_snapshot(self, run: str, round: int) -> tuple[int, dict[str, Any]] | None:
         """(seq, state) of the snapshot at ``round``, or None."""
@@ -1056,6 +1143,14 @@ class EventStore:
                 yield conn
         except sa_exc.DBAPIError as exc:
             raise StoreError(f"read from {redact_url(self.url)} failed: {_one_line(exc)}") from None
+
+
+def _check_artifacts(texts: dict[str, str]) -> None:
+    """An artifact is shown only as the text its key names: an edited one is refused."""
+    sha256 = hashlib.sha256
+    for sha, text_ in texts.items():
+        if sha256(text_.encode()).hexdigest() != sha:
+            raise StoreError(f"artifact {sha} was altered (its text does not hash to its key): run `diagevo memory verify`")
 
 
 def _json_or_error(obj: Any, what: str) -> str:

@@ -10,7 +10,7 @@ so the database must store exactly the text the store hashed (PostgreSQL's JSONB
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text, UniqueConstraint, text
+from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text, text
 from sqlmodel import Field, SQLModel
 
 from diagevo.events.keys import KEY_FIELDS
@@ -24,7 +24,7 @@ class Event(SQLModel, table=True):
 
     __tablename__ = "events"
     __table_args__ = (
-        UniqueConstraint("event_id", name="uq_events_event_id"),
+        Index("uq_events_run_event_id", "run_id", "event_id", unique=True),  # ids are unique per run (0007)
         Index("ix_events_run_seq", "run_id", "seq"),
         Index("ix_events_run_type_seq", "run_id", "type", "seq"),
         Index("ix_events_run_round_type", "run_id", "round", "type"),
@@ -72,6 +72,8 @@ class Snapshot(SQLModel, table=True):
     round: int = Field(sa_column=Column("round", Integer, primary_key=True, autoincrement=False))
     seq: int = Field(sa_column=Column("seq", BigInteger, nullable=False))
     state: str = Field(sa_column=Column("state", Text, nullable=False))
+    # the hash of the event at ``seq`` (migration 0006; NULL in snapshots written before)
+    hash: str | None = Field(default=None, sa_column=Column("hash", String(64), nullable=True))
 
 
 class Checkpoint(SQLModel, table=True):

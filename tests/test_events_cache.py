@@ -1,0 +1,143 @@
+"""Snapshots and checkpoints are caches: once a command's events committed it exits 0, whatever
+happens to the cache write after (no privilege, a dropped connection, a full disk), and readers
+fold the log instead. On PostgreSQL: ``diagevo train`` under a trainer role that may only SELECT
+and INSERT into the log tables (the GRANTs of the README)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from diagevo.events.store import EventStore
+from diagevo.replay import load_memory, verify_run
+from tests.conftest import Backend, PostgresBackend
+from tests.test_cli_memory import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ["--set", "train.challenger_questions=16", "--set", "train.curriculum_questions=48"]
+
+
+def _refuse_cache_writes(backend: Backend, url: str) -> None:
+    """Make every snapshot/checkpoint write fail as a role without the privilege would see it."""
+    engine = backend.engine(url)
+    with engine.begin() as conn:
+        if backend.name == "sqlite":
+            for table in ("snapshots", "checkpoints"):
+                for op in ("INSERT", "UPDATE"):
+                    conn.execute(text(
+                        f"CREATE TRIGGER no_{table}_{op.lower()} BEFORE {op} ON {table} "
+                        "BEGIN SELECT RAISE(ABORT, 'permission denied (test)'); END"
+                    ))
+        else:
+            conn.execute(text(
+                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'permission denied (test)' USING ERRCODE = 'insufficient_privilege'; END $$"
+            ))
+            for table in ("snapshots", "checkpoints"):
+                conn.execute(text(f"CREATE TRIGGER refuse_{table} BEFORE INSERT OR UPDATE ON {table} "
+                                  "FOR EACH ROW EXECUTE FUNCTION refuse()"))
+    engine.dispose()
+
+
+def test_a_failed_snapshot_write_after_the_commit_is_a_warning(
+    backend: Backend, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    EventStore(db_url).close()  # migrated
+    _refuse_cache_writes(backend, db_url)
+    with caplog.at_level(logging.WARNING, logger="diagevo.cache"):
+        code, _out, err = run_cli(capsys, "train", "--db", db_url, "--run", "c", "--rounds", "2", "--quiet",
+                                  "--set", f'train.out_dir="{tmp_path / "ckpt"}"', *SMALL)
+    assert code == 0, err
+    assert "permission denied" not in err  # logged, not printed
+    assert any("snapshot of run 'c' not written" in r.getMessage() for r in caplog.records)
+    with EventStore(db_url, create=False) as store:
+        assert store.snapshots("c") == []
+        assert load_memory(store, "c", 2).committed == 2  # folded from the log
+        assert verify_run(store, "c") == []
+    code, out, err = run_cli(capsys, "memory", "verify", "--db", db_url, "--run", "c")
+    assert code == 0, out + err
+
+
+def test_a_dropped_connection_after_the_commit_is_swallowed(backend: Backend, db_url: str, monkeypatch) -> None:
+    """The snapshot write raises what a dropped connection or a full disk raises (a StoreError)."""
+    from diagevo import rounds
+    from diagevo.events.store import StoreError
+
+    with EventStore(db_url) as store:
+        rounds.start_run(store, "d", {"k": 0.5})
+        rnd = rounds.Round.open(store, "d")
+        rnd.promote()
+
+        def broken(*_a, **_k):
+            raise StoreError(f"write to {db_url} failed: server closed the connection unexpectedly")
+
+        monkeypatch.setattr(store, "put_snapshot", broken)
+        rnd.commit({"acc": 0.5})  # does not raise
+        assert store.snapshots("d") == []
+        assert load_memory(store, "d", 1).committed == 1
+
+
+# --- the least-privilege trainer role on PostgreSQL ------------------------------------------
+
+
+def trainer_grants(schema: str, role: str) -> list[str]:
+    """The README's GRANT statements for a trainer role (kept in step with it by a test)."""
+    return [
+        f"GRANT USAGE ON SCHEMA {schema} TO {role}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}",
+        f"GRANT INSERT ON events, artifacts TO {role}",
+        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
+    ]
+
+
+def test_readme_documents_these_grants() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for stmt in trainer_grants("diagevo", "diagevo_trainer"):
+        assert stmt + ";" in readme, stmt
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_path: Path) -> None:
+    owner_url = postgres_backend.fresh_url()
+    schema = make_url(owner_url).query["options"].split("=", 1)[1]
+    role = f"trainer_{uuid.uuid4().hex[:8]}"
+    EventStore(owner_url).close()  # the owner migrates
+    admin = create_engine(owner_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE ROLE {role} LOGIN"))
+            for stmt in trainer_grants(schema, role):
+                conn.execute(text(stmt))
+        trainer_url = make_url(owner_url).set(username=role, password=None).render_as_string(hide_password=False)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        cmd = [sys.executable, "-m", "cli.app", "train", "--db", trainer_url, "--run", "least", "--rounds", "2",
+               "--quiet", "--set", f'train.out_dir="{tmp_path / "ckpt"}"', *SMALL]
+        done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr and "permission denied" not in done.stderr, done.stderr
+        # the role really could not write the caches, and could not touch the log either
+        with admin.connect() as conn:
+            assert conn.execute(text(f"SELECT count(*) FROM {schema}.snapshots")).scalar_one() == 0
+        probe = create_engine(trainer_url)
+        with pytest.raises(Exception, match="permission denied"), probe.begin() as conn:
+            conn.execute(text("DELETE FROM snapshots"))
+        probe.dispose()
+        verify = subprocess.run([sys.executable, "-m", "cli.app", "memory", "verify", "--db", trainer_url, "--run", "least"],
+                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+        with EventStore(owner_url, create=False) as store:
+            assert [e.round for e in store.read("least", types=("round.committed",))] == [1, 2]
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP OWNED BY {role}"))
+            conn.execute(text(f"DROP ROLE {role}"))
+        admin.dispose()

@@ -1,0 +1,115 @@
+"""Event ids are unique per run (migration 0007): an export ingested under another run name is
+stored as that run with its own chain, never "0 stored, exit 0"; round-protocol ids that happen
+to be equal in two runs are two events; re-appending to the same run stays a no-op."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from alembic import command
+
+from diagevo import rounds
+from diagevo.events.store import HEAD_REVISION, EventStore, _alembic_config, current, upgrade
+from diagevo.replay import verify_run
+from tests.conftest import Backend
+from tests.logs import Log
+from tests.test_cli_memory import run_cli
+
+
+def _log(run: str = "a") -> Log:
+    log = Log(run)
+    log.node("N1").cause("C1", "N1").question("q1", 0.5, active="C1").commit(retained=1)
+    return log.question("q2", 0.4, active="C1").commit(retained=1)
+
+
+def _export(db: str, run: str, path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    code, out, err = run_cli(capsys, "memory", "export", "--db", db, "--run", run, "-o", str(path))
+    assert code == 0, err
+    return path.read_text()
+
+
+def test_an_export_renamed_by_hand_is_stored_as_that_run(
+    backend: Backend, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _log()
+    (tmp_path / "a.jsonl").write_text(log.jsonl())
+    assert run_cli(capsys, "memory", "ingest", str(tmp_path / "a.jsonl"), "--db", db_url)[0] == 0
+    exported = _export(db_url, "a", tmp_path / "export.jsonl", capsys)
+    renamed = "".join(
+        json.dumps({**json.loads(line), "run": "b"}) + "\n" for line in exported.splitlines()
+    )
+    (tmp_path / "b.jsonl").write_text(renamed)
+    code, out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "b.jsonl"), "--db", db_url, "--json")
+    assert code == 0, err
+    n = len(log.events())
+    assert json.loads(out) == {"lines": n, "appended": n, "skipped": 0, "runs": ["b"]}
+    with EventStore(db_url, create=False) as store:
+        a, b = list(store.read("a", texts=True)), list(store.read("b", texts=True))
+        assert [e.event_id for e in a] == [e.event_id for e in b]  # the same ids, two runs
+        assert [e.data for e in a] == [e.data for e in b]
+        assert a[-1].hash != b[-1].hash  # each its own chain (the run is hashed)
+        assert verify_run(store, "a") == [] and verify_run(store, "b") == []
+    # ingesting it again is the idempotent no-op it says it is
+    code, out, _ = run_cli(capsys, "memory", "ingest", str(tmp_path / "b.jsonl"), "--db", db_url, "--json")
+    assert code == 0 and json.loads(out)["appended"] == 0 and json.loads(out)["skipped"] == n
+
+
+def test_ingest_as_another_run_rebases_the_ids(db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with EventStore(db_url) as store:
+        rounds.start_run(store, "src", {"k": 0.5})
+        rnd = rounds.Round.open(store, "src")
+        rnd.promote()
+        rnd.commit({"acc": 0.5})
+    exported = _export(db_url, "src", tmp_path / "src.jsonl", capsys)
+    code, out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "src.jsonl"), "--run", "copy", "--db", db_url, "--json")
+    assert code == 0, err
+    assert json.loads(out)["appended"] == len(exported.splitlines()) and json.loads(out)["runs"] == ["copy"]
+    with EventStore(db_url, create=False) as store:
+        ids = [e.event_id for e in store.read("copy")]
+        assert ids[0] == "copy/0/run.started" and all(i.startswith("copy/") for i in ids)
+        assert verify_run(store, "copy") == []
+        rounds.Round.open(store, "copy").promote()  # the protocol resumes the copy as its own run
+
+
+def test_ingest_as_another_run_needs_a_file_of_one_run(db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "two.jsonl").write_text(_log("a").jsonl() + _log("b").jsonl())
+    code, _out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "two.jsonl"), "--run", "c", "--db", db_url)
+    assert code != 0 and len(err.strip().splitlines()) == 1 and "one run" in err
+
+
+def test_protocol_ids_equal_across_runs_do_not_collide(store: EventStore) -> None:
+    """``RUN/T/KEY`` of run ``x/1`` round 1 key ``k`` equals run ``x`` round 1 key ``1/k``."""
+    for run in ("x", "x/1"):
+        rounds.start_run(store, run, {"k": 0.5})
+    rounds.note(store, "x", 1, "1/k", "phase.completed", phase="a", seconds=1.0)
+    rounds.note(store, "x/1", 1, "k", "phase.completed", phase="b", seconds=2.0)
+    (a,) = store.read("x", types=("phase.completed",))
+    (b,) = store.read("x/1", types=("phase.completed",))
+    assert a.event_id == b.event_id == "x/1/1/k"
+    assert (a.data["phase"], b.data["phase"]) == ("a", "b")
+    rounds.note(store, "x/1", 1, "k", "phase.completed", phase="b", seconds=2.0)  # a retry: no-op
+    assert len(list(store.read("x/1", types=("phase.completed",)))) == 1
+
+
+def test_a_log_of_revision_0006_is_upgraded_and_verifies(backend: Backend, db_url: str) -> None:
+    with EventStore(db_url) as store:
+        store.append(_log("a").events())
+        before = [(e.seq, e.event_id, e.hash) for e in store.read("a")]
+    engine = backend.engine(db_url)
+    with engine.begin() as conn:
+        cfg = _alembic_config()
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0006")
+    engine.dispose()
+    assert current(db_url) == "0006"
+    assert upgrade(db_url) == ("0006", HEAD_REVISION)
+    with EventStore(db_url) as store:
+        assert [(e.seq, e.event_id, e.hash) for e in store.read("a")] == before
+        assert verify_run(store, "a") == []
+        assert store.append(_log("b").events()).appended == len(before)  # same ids, another run
+        assert store.append(_log("a").events()).skipped == len(before)
+    with pytest.raises(Exception, match="append-only"):  # the rebuilt table kept its triggers
+        with backend.engine(db_url).begin() as conn:
+            conn.exec_driver_sql("DELETE FROM events")

@@ -1,0 +1,108 @@
+"""Read commands open SQLite read-only (``mode=ro``; ``immutable=1`` where the directory is not
+writable), so a log on a read-only mount or in a folder one may not write to can be read, and a
+read never changes the file. As root, permission bits are enforced by running the command with
+the capabilities that bypass them dropped (``setpriv``)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from diagevo.events.store import EventStore, StoreError
+from diagevo.replay import refresh_snapshots
+from tests.logs import Log
+
+ROOT = Path(__file__).resolve().parent.parent
+_DROP = ["-dac_override,-dac_read_search,-fowner"]
+
+
+def _as_plain_user() -> list[str]:
+    """A command prefix under which file permission bits apply (empty unless we are root)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: permission bits cannot be enforced")
+    return ["setpriv", "--bounding-set", *_DROP, "--inh-caps", *_DROP]
+
+
+def _log_file(directory: Path) -> tuple[str, Path]:
+    path = directory / "runs.db"
+    url = f"sqlite:///{path}"
+    with EventStore(url) as store:
+        log = Log("a").node("N1").cause("C1", "N1").question("q1", 0.5, active="C1").commit(retained=1)
+        store.append(log.events())
+        refresh_snapshots(store, "a")
+    assert not (directory / "runs.db-wal").exists()  # a clean close leaves the file alone
+    return url, path
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([*_as_plain_user(), sys.executable, "-m", "cli.app", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+READS = [
+    ["memory", "stats"], ["memory", "replay", "--round", "1"], ["memory", "show"], ["memory", "why", "C1"],
+    ["memory", "events"], ["memory", "export"], ["memory", "verify"], ["db", "current"],
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dir_writable", [False, True], ids=["read-only dir", "read-only file"])
+def test_read_commands_work_on_a_read_only_file(tmp_path: Path, dir_writable: bool) -> None:
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    url, path = _log_file(folder)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    path.chmod(0o444)
+    if not dir_writable:
+        folder.chmod(0o555)
+    try:
+        denied = subprocess.run([*_as_plain_user(), "sh", "-c", f"echo x >> {path}"], capture_output=True)
+        assert denied.returncode != 0  # the permission bits really apply to the commands below
+        for args in READS:
+            done = _cli(*args, "--db", url)
+            assert done.returncode == 0, (args, done.stdout, done.stderr)
+            assert "Traceback" not in done.stderr
+        # a writer is refused with one line, and nothing changed
+        done = _cli("memory", "ingest", "-", "--db", url)
+        assert done.returncode != 0 and "Traceback" not in done.stderr
+    finally:
+        folder.chmod(0o755)
+        path.chmod(0o644)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    leftovers = sorted(p.name for p in folder.iterdir())
+    assert leftovers == ["runs.db"] or dir_writable, leftovers
+
+
+def test_a_read_only_store_refuses_writes_even_for_root(tmp_path: Path) -> None:
+    url, path = _log_file(tmp_path)
+    before = path.read_bytes()
+    with EventStore(url, readonly=True) as store:
+        assert store.runs() == ["a"]
+        with pytest.raises(StoreError, match="readonly"):
+            store.append(Log("b").events())
+    assert path.read_bytes() == before
+
+
+def test_a_read_only_open_never_creates_a_file(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no database at"):
+        EventStore(f"sqlite:///{tmp_path / 'none.db'}", readonly=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_read_only_open_of_a_live_wal_database_sees_the_latest_commit(tmp_path: Path) -> None:
+    """While a writer holds the file open (its -wal and -shm exist), a reader is not immutable:
+    it reads through the WAL and sees every committed event."""
+    url, _ = _log_file(tmp_path)
+    with EventStore(url) as writer:
+        writer.append(Log("b").events())
+        with EventStore(url, readonly=True) as reader:
+            assert reader.runs() == ["a", "b"]
