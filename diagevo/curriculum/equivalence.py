@@ -25,12 +25,14 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from diagevo.curriculum.answers import answer_key, normalize_answer, simple_number
+from diagevo.curriculum.answers import answer_key, decimal_comma, is_decimal, normalize_answer, simple_number
 from diagevo.curriculum.mathverify_worker import PARSE_STEPS, VERIFY_STEPS
 
+ROUNDING_GAP = Fraction(1, 10**6)
 MAX_ANSWER_CHARS = 2000  # longer answers are compared as strings only
 
 
@@ -291,9 +293,20 @@ class EquivalenceChecker:
             self.stats.fast += 1
             return bool(ka)
         va, vb = simple_number(ka), simple_number(kb)
+        # a decimal comma (1,22 or 0,111) is read as such against an answer written as a decimal
+        if va is None and vb is not None and is_decimal(kb):
+            va = decimal_comma(ka)
+        elif vb is None and va is not None and is_decimal(ka):
+            vb = decimal_comma(kb)
         if va is not None and vb is not None:
-            self.stats.fast += 1
-            return va == vb
+            if va == vb:
+                self.stats.fast += 1
+                return True
+            # math-verify compares a decimal with a number rounded to 6 places (1/12 = 0.0833333):
+            # values further apart than 1e-6 never round equal; closer ones are left to it
+            if not (is_decimal(ka) or is_decimal(kb)) or abs(va - vb) > ROUNDING_GAP:
+                self.stats.fast += 1
+                return False
         return self.symbolic_equal(normalize_answer(a), normalize_answer(b))
 
 

@@ -3,7 +3,7 @@
 Every operation runs under a budget counted in work, never in seconds, so the same request gets
 the same answer on an idle or a saturated machine:
 
-- a **step budget**: Python function calls made by the operation (a profile hook counts them;
+- a **step budget**: Python function calls made by the operation (a trace hook counts them;
   sympy is Python, so its work is calls). Past the budget the operation stops with ``"budget"``;
 - **operation limits** on the few sympy operations that are single calls into C and can run for
   minutes (``9^{9^{9^{9}}}``: an integer power; ``100000!``): a power whose exact result would
@@ -15,7 +15,9 @@ the same answer on an idle or a saturated machine:
 Protocol: one JSON object per line.
 
 - ``{"op": "parse", "id": k, "text": s}`` -> ``{"ok": bool}`` (k names the parsed answer)
-- ``{"op": "verify", "a": k1, "b": k2}`` -> ``{"ok": bool}``
+- ``{"op": "verify", "a": k1, "b": k2}`` -> ``{"ok": bool}``, with math-verify's lenient set and
+  relation comparison (``allow_set_relation_comp``): ``x \\in [-2,7]`` and ``-2 \\le x \\le 7``
+  agree whichever is the gold side
 - ``{"op": "forget"}`` -> ``{"ok": true}`` (drop every parsed answer)
 
 Errors reply ``{"ok": false, "error": "..."}`` (``"budget"`` when the budget ran out; the worker
@@ -25,6 +27,7 @@ as optional arguments: ``mathverify_worker.py [parse_steps verify_steps]``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import warnings
@@ -42,28 +45,31 @@ class BudgetExceeded(BaseException):
 
 
 class _Steps:
+    """Runs an operation under a budget of Python calls: the global trace function is called once
+    per call (it returns None, so no line events follow) and only advances a C counter."""
+
     def __init__(self) -> None:
         self.count = 0
-        self.limit = 0
         self.spent = False
 
-    def hook(self, frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
-            self.count += 1
-            if self.count > self.limit:
-                self.spent = True
-                raise BudgetExceeded
-
-    def run(self, fn: Callable[[], Any], limit: int) -> Any:
+    def run(self, limit: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         from sympy.core.cache import clear_cache
 
         clear_cache()
-        self.count, self.limit, self.spent = 0, limit, False
-        sys.setprofile(self.hook)
+        calls = itertools.count(1)
+        self.spent = False
+
+        def hook(frame: Any, event: str, arg: Any) -> None:
+            if next(calls) > limit:
+                self.spent = True
+                raise BudgetExceeded
+
+        sys.settrace(hook)
         try:
-            result = fn()
+            result = fn(*args, **kwargs)
         finally:
-            sys.setprofile(None)
+            sys.settrace(None)
+            self.count = next(calls) - 1
         if self.spent:  # someone caught the BaseException anyway: the answer is not to be trusted
             raise BudgetExceeded
         return result
@@ -139,18 +145,28 @@ def main(argv: list[str]) -> None:
             req = json.loads(line)
             op = req["op"]
             if op == "parse":
-                text = _answer_latex(req["text"])
                 result = steps.run(
-                    lambda: parse(text, extraction_config=config, parsing_timeout=None, raise_on_error=True),
                     parse_steps,
+                    parse,
+                    _answer_latex(req["text"]),
+                    extraction_config=config,
+                    parsing_timeout=None,
+                    raise_on_error=True,
                 )
                 parsed[req["id"]] = result
                 reply: dict[str, Any] = {"ok": bool(result)}
             elif op == "verify":
                 a, b = parsed[req["a"]], parsed[req["b"]]
-                reply = {
-                    "ok": bool(steps.run(lambda: verify(a, b, timeout_seconds=None, raise_on_error=True), verify_steps))
-                }
+                ok = steps.run(
+                    verify_steps,
+                    verify,
+                    a,
+                    b,
+                    timeout_seconds=None,
+                    raise_on_error=True,
+                    allow_set_relation_comp=True,
+                )
+                reply = {"ok": bool(ok)}
             elif op == "forget":
                 parsed.clear()
                 reply = {"ok": True}
