@@ -137,15 +137,15 @@ def counted_iff_rewarded(answers: list[str | None]) -> None:
 
 
 def test_an_answer_counted_for_the_label_is_never_punished() -> None:
-    # math-verify: gold 0<x<1 accepts (0,1), gold (0,1) rejects 0<x<1
-    assert agrees("(0,1)", "0<x<1") and not agrees("0<x<1", "(0,1)")
-    v = votes(["0<x<1", "0<x<1", "(0,1)"])
-    assert (v.p1, v.label) == (1.0, "0<x<1")
-    assert [1 if agrees(a, v.label) else -1 for a in ["0<x<1", "0<x<1", "(0,1)"]] == [1, 1, 1]
-    # the other way round, (0,1) is the label and 0<x<1 does not agree with it: counted nowhere near it
-    v = votes(["(0,1)", "(0,1)", "0<x<1"])
-    assert (v.p1, v.p2, v.label) == (2 / 3, 1 / 3, "(0,1)")
-    assert not agrees("0<x<1", v.label)
+    # math-verify's lenient set/relation comparison: 0<x<1 and (0,1) agree whichever is the label
+    assert agrees("(0,1)", "0<x<1") and agrees("0<x<1", "(0,1)")
+    assert agrees("-2 \\le x \\le 7", "x \\in [-2,7]") and agrees("x \\in [-2,7]", "-2 \\le x \\le 7")
+    for answers in (["0<x<1", "0<x<1", "(0,1)"], ["(0,1)", "(0,1)", "0<x<1"]):
+        v = votes(answers)
+        assert (v.p1, v.label) == (1.0, answers[0])
+        assert [1 if agrees(a, v.label) else -1 for a in answers] == [1, 1, 1]
+    # an interval and a different one stay apart
+    assert not agrees("[0,1)", "0<x<1")
 
 
 @pytest.mark.parametrize(

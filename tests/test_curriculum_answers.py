@@ -1,4 +1,4 @@
-"""Answer extraction, the fast comparison keys, and the time-bounded math-verify check."""
+"""Answer extraction, the fast comparison keys, and the budgeted math-verify check."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def test_fast_path_never_starts_a_worker() -> None:
 
 @pytest.fixture(scope="module")
 def checker() -> EquivalenceChecker:
-    chk = EquivalenceChecker(timeout_s=1.0)
+    chk = EquivalenceChecker()
     yield chk
     chk.close()
 
@@ -106,15 +106,32 @@ def test_symbolic_equivalence(checker: EquivalenceChecker) -> None:
     assert checker.stats.parses == parses  # parsed answers are cached in the worker
 
 
-def test_hanging_check_counts_as_different(checker: EquivalenceChecker) -> None:
-    """sympy hangs in C on this power tower: no signal reaches it, the worker is killed."""
-    before = checker.stats.timeouts
+@pytest.mark.parametrize("hostile", ["9^{9^{9^{9}}}", "10^{-10^{10}}", "99999!", "\\binom{10^{9}}{10^{5}}"])
+def test_hostile_check_is_over_budget(checker: EquivalenceChecker, hostile: str) -> None:
+    """sympy would hang in C on these (no signal reaches it): the operation limits refuse them
+    before they start, in a few milliseconds, and the worker stays up."""
+    before, starts = checker.stats.over_budget, checker.stats.starts
     start = time.monotonic()
-    assert not checker.equivalent("9^{9^{9^{9}}}", "1")
-    assert time.monotonic() - start < checker.timeout_s + 5
-    assert checker.stats.timeouts == before + 1
-    # the next check gets a fresh worker and works
+    assert not checker.equivalent(hostile, "1")
+    assert time.monotonic() - start < 5
+    assert checker.stats.over_budget == before + 1
+    assert checker.stats.timeouts == 0 and checker.stats.starts == starts
     assert checker.equivalent("\\sqrt{4}", "2")
+
+
+def test_step_budget_is_counted_in_work() -> None:
+    """A verify that needs more Python calls than its budget is refused, whatever the clock says."""
+    chk = EquivalenceChecker(verify_steps=1000)
+    try:
+        assert not chk.equivalent("\\tan^2(y)+1", "\\sec^2(y)")
+        assert chk.stats.over_budget == 1 and chk.stats.timeouts == 0
+    finally:
+        chk.close()
+    chk = EquivalenceChecker()
+    try:
+        assert chk.equivalent("\\tan^2(y)+1", "\\sec^2(y)")
+    finally:
+        chk.close()
 
 
 def _fake_worker(body: str) -> list[str]:

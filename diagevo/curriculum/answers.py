@@ -14,7 +14,10 @@ _SPACING = re.compile(r"\\[,;:> ]|\\q?quad\b|\\displaystyle\b|\\left\b|\\right\b
 # \! is a negative thin space: it glues (MATH writes 10,\!080 for ten thousand and eighty)
 _NEG_SPACE = re.compile(r"(?:\s*\\!)+\s*")
 # a number with thousands separators, optionally in dollars: 10,080  1,000,000.5  \$32,348
-_THOUSANDS = re.compile(r"(?:\\\$)?([+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?)")
+_THOUSANDS = re.compile(r"(?:\\\$)?([+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?)")  # 0,111 is a decimal
+# one comma between two digit runs, nothing else: 1,22  0,111  1000,99 (a decimal comma, or a pair)
+_COMMA_PAIR = re.compile(r"([+-]?\d{1,40}),(\d{1,40})")
+_BRACED_COMMA = re.compile(r"\{\s*,\s*\}")
 _WS = re.compile(r"\s+")
 # Plain rationals only (no exponents: Fraction("1e999999999") would take forever).
 _INT = re.compile(r"[+-]?\d{1,40}")
@@ -73,11 +76,11 @@ def normalize_answer(answer: str) -> str:
     while len(s) >= 2 and s.startswith("$") and s.endswith("$"):
         s = s[1:-1].strip()
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    s = _NEG_SPACE.sub(_glue, s).replace("{,}", ",")
+    s = _BRACED_COMMA.sub(",", _NEG_SPACE.sub(_glue, s))
     s = _SPACING.sub(" ", s)
     s = _WS.sub(" ", s).strip()
-    if s.endswith(".") and not s[:-1].rstrip().endswith("\\"):
-        s = s[:-1].rstrip()
+    if s.endswith((".", ",")) and not s[:-1].rstrip().endswith("\\") and not s.endswith("..."):
+        s = s[:-1].rstrip()  # sentence punctuation: a list never ends with a comma
     if m := _THOUSANDS.fullmatch(s):  # 10,080 is ten thousand and eighty, not the pair (10, 80)
         s = m.group(1).replace(",", "")
     return s
@@ -109,6 +112,20 @@ def answer_key(answer: str) -> str:
     """Key for the exact-string fast path: normalised and without any whitespace (LaTeX math
     ignores spaces), so ``x + 1`` and ``x+1`` share a key."""
     return _WS.sub("", normalize_answer(answer))
+
+
+def decimal_comma(key: str) -> Fraction | None:
+    """The value of a key read with a decimal comma (``1,22`` -> 1.22, ``0,111`` -> 0.111);
+    None unless the key is exactly two digit runs joined by one comma. Such a key is ambiguous
+    (``-2,1`` is also the pair of roots -2 and 1), so it is read this way only against an answer
+    written as a decimal (see ``EquivalenceChecker.equivalent``)."""
+    m = _COMMA_PAIR.fullmatch(key)
+    return None if m is None else Fraction(f"{m.group(1)}.{m.group(2)}")
+
+
+def is_decimal(key: str) -> bool:
+    """Whether a key is a number written with a decimal point."""
+    return _DEC.fullmatch(key) is not None
 
 
 def simple_number(key: str) -> Fraction | None:

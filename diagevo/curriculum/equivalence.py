@@ -1,12 +1,17 @@
-"""Time-bounded answer equivalence.
+"""Answer equivalence with a deterministic budget.
 
 Order of checks, cheapest first: identical normalised keys; two plain rationals compared by
 value; otherwise math-verify ``parse`` + ``verify`` in a child process
-(:mod:`diagevo.curriculum.mathverify_worker`). math-verify's own timeouts use ``signal.alarm``
-(main thread only) and cannot interrupt C code such as sympy's big-integer powers, so the child
-is killed instead when an operation overruns ``timeout_s``. A check that times out, raises, or
-cannot reach the worker answers "different" and is counted in :class:`CheckStats`; nothing
-blocks for longer than the timeouts or raises into the caller.
+(:mod:`diagevo.curriculum.mathverify_worker`). Each operation there runs under a budget counted
+in work (Python calls made, and limits on the sizes of powers and factorials), not in seconds,
+so the same pair gets the same verdict on an idle or a saturated machine; an operation over its
+budget answers "different" and is counted in :class:`CheckStats` (``over_budget``).
+
+``timeout_s`` is only a liveness backstop for a worker that stops answering altogether (it would
+have to hang in a C call that no size limit caught): the worker is then killed and the check
+counted in ``timeouts``. It is set far above what any budgeted operation takes, so it decides
+no verdict in practice. A check that raises or cannot reach the worker answers "different" too;
+nothing raises into the caller.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from diagevo.curriculum.answers import answer_key, normalize_answer, simple_number
+from diagevo.curriculum.answers import answer_key, decimal_comma, is_decimal, normalize_answer, simple_number
+from diagevo.curriculum.mathverify_worker import PARSE_STEPS, VERIFY_STEPS
 
+ROUNDING_GAP = Fraction(1, 10**6)
 MAX_ANSWER_CHARS = 2000  # longer answers are compared as strings only
 
 
@@ -36,7 +44,8 @@ class CheckStats:
     parses: int = 0  # math-verify parse operations sent
     verifies: int = 0  # math-verify verify operations sent
     unparsed: int = 0  # math-verify found no expression (compared as strings only)
-    timeouts: int = 0  # an operation overran its timeout; the worker was killed
+    over_budget: int = 0  # an operation spent its work budget (deterministic; worker kept)
+    timeouts: int = 0  # the worker stopped answering (liveness backstop); it was killed
     errors: int = 0  # math-verify raised, or the worker died / could not start
     skipped: int = 0  # not attempted: answer too long, failed before, or votes() budget spent
     starts: int = 0  # workers started (the first start included)
@@ -44,7 +53,7 @@ class CheckStats:
     @property
     def failures(self) -> int:
         """Checks that answered "different" because of a problem rather than a decision."""
-        return self.timeouts + self.errors + self.skipped
+        return self.over_budget + self.timeouts + self.errors + self.skipped
 
     def snapshot(self) -> dict[str, int]:
         return {**asdict(self), "failures": self.failures}
@@ -62,15 +71,19 @@ class EquivalenceChecker:
 
     def __init__(
         self,
-        timeout_s: float = 2.0,
-        start_timeout_s: float = 30.0,
+        timeout_s: float = 120.0,
+        start_timeout_s: float = 60.0,
         max_cached: int = 20000,
         command: list[str] | None = None,
+        parse_steps: int = PARSE_STEPS,
+        verify_steps: int = VERIFY_STEPS,
     ):
-        """``timeout_s`` bounds one parse or verify, ``start_timeout_s`` a worker start;
-        ``command`` replaces the worker command line (tests use fakes that hang or fail)."""
+        """``parse_steps``/``verify_steps`` are the work budgets of one operation (Python calls);
+        ``timeout_s`` is the liveness backstop of one operation, ``start_timeout_s`` of a worker
+        start; ``command`` replaces the worker command line (tests use fakes that hang or fail)."""
         # run by path: "-m diagevo..." would import the whole package (sklearn, scipy) first
-        self.command = command or [sys.executable, str(Path(__file__).with_name("mathverify_worker.py"))]
+        worker = str(Path(__file__).with_name("mathverify_worker.py"))
+        self.command = command or [sys.executable, worker, str(parse_steps), str(verify_steps)]
         self.timeout_s = timeout_s
         self.start_timeout_s = start_timeout_s
         self.max_cached = max_cached
@@ -86,6 +99,7 @@ class EquivalenceChecker:
         self._bad: set[str] = set()  # texts whose parse timed out or raised: never retried
         self._next_id = 0
         self._blamed = False
+        self._budget = False  # the last failure was a spent work budget
         self._bad_pairs: set[tuple[str, str]] = set()
         self._verify_failures: dict[str, int] = {}
         self._start_failures = 0  # consecutive worker starts that never became ready
@@ -180,6 +194,7 @@ class EquivalenceChecker:
         """Send one operation; True/False is its answer, None a counted failure. After a
         failure, ``_blamed`` says whether the request itself timed out or raised."""
         self._blamed = False
+        self._budget = False
         if not self._ensure_ready():
             return None
         assert self._proc is not None and self._proc.stdin is not None
@@ -197,7 +212,11 @@ class EquivalenceChecker:
             self._restart()
             return None
         if "error" in reply:
-            self.stats.errors += 1
+            if reply["error"] == "budget":
+                self.stats.over_budget += 1
+                self._budget = True
+            else:
+                self.stats.errors += 1
             self._blamed = True
             return None
         return bool(reply["ok"])
@@ -236,9 +255,11 @@ class EquivalenceChecker:
     def symbolic_equal(self, a: str, b: str) -> bool:
         """math-verify's verdict on two normalised answers (``a`` is the gold side).
 
-        A pair whose verify timed out or raised is not tried again, nor is an answer involved
-        in two such failures (a sympy-hostile expression would otherwise cost a timeout and a
-        worker restart against every other answer)."""
+        A pair whose verify failed is not tried again (its verdict would be the same). An answer
+        involved in two verifies that timed out or raised is not tried again against any other
+        answer (a sympy-hostile expression would otherwise cost a worker restart against every
+        other answer); a spent work budget does not count here, so that a pair's verdict never
+        depends on which pairs were checked before it."""
         with self._lock:
             if (a, b) in self._bad_pairs:
                 self.stats.skipped += 1
@@ -259,22 +280,33 @@ class EquivalenceChecker:
                     self._bad_pairs.clear()
                     self._verify_failures.clear()
                 self._bad_pairs.add((a, b))
-                for text in (a, b):
+                for text in () if self._budget else (a, b):
                     self._verify_failures[text] = self._verify_failures.get(text, 0) + 1
                     if self._verify_failures[text] >= 2:
                         self._bad.add(text)
             return bool(ok)
 
     def equivalent(self, a: str, b: str) -> bool:
-        """Whether two answers are the same mathematical object (never raises, bounded time)."""
+        """Whether two answers are the same mathematical object (never raises; bounded work)."""
         ka, kb = answer_key(a), answer_key(b)
         if ka == kb:
             self.stats.fast += 1
             return bool(ka)
         va, vb = simple_number(ka), simple_number(kb)
+        # a decimal comma (1,22 or 0,111) is read as such against an answer written as a decimal
+        if va is None and vb is not None and is_decimal(kb):
+            va = decimal_comma(ka)
+        elif vb is None and va is not None and is_decimal(ka):
+            vb = decimal_comma(kb)
         if va is not None and vb is not None:
-            self.stats.fast += 1
-            return va == vb
+            if va == vb:
+                self.stats.fast += 1
+                return True
+            # math-verify compares a decimal with a number rounded to 6 places (1/12 = 0.0833333):
+            # values further apart than 1e-6 never round equal; closer ones are left to it
+            if not (is_decimal(ka) or is_decimal(kb)) or abs(va - vb) > ROUNDING_GAP:
+                self.stats.fast += 1
+                return False
         return self.symbolic_equal(normalize_answer(a), normalize_answer(b))
 
 
@@ -293,7 +325,7 @@ def default_checker() -> EquivalenceChecker:
 
 
 def answers_equivalent(a: str, b: str, checker: EquivalenceChecker | None = None) -> bool:
-    """Time-bounded equivalence of two answers, ``a`` as math-verify's gold side; failures count
+    """Budgeted equivalence of two answers, ``a`` as math-verify's gold side; failures count
     as different (see CheckStats). To ask whether a response agrees with a label, use :func:`agrees`."""
     return (checker or default_checker()).equivalent(a, b)
 

@@ -1,21 +1,119 @@
 """Child process that runs math-verify for :mod:`diagevo.curriculum.equivalence`.
 
-math-verify (sympy) can hang inside C code (``9^{9^{9^{9}}}``) where no signal-based timeout
-reaches, so it runs here, where the parent can kill it. Protocol: one JSON object per line.
+Every operation runs under a budget counted in work, never in seconds, so the same request gets
+the same answer on an idle or a saturated machine:
+
+- a **step budget**: Python function calls made by the operation (a trace hook counts them;
+  sympy is Python, so its work is calls). Past the budget the operation stops with ``"budget"``;
+- **operation limits** on the few sympy operations that are single calls into C and can run for
+  minutes (``9^{9^{9^{9}}}``: an integer power; ``100000!``): a power whose exact result would
+  exceed :data:`MAX_POWER_BITS` bits, a factorial or binomial of an argument over
+  :data:`MAX_FACTORIAL`, stop with ``"budget"`` before they start;
+- sympy's caches are cleared before each operation, so its cost does not depend on what the
+  worker computed before.
+
+Protocol: one JSON object per line.
 
 - ``{"op": "parse", "id": k, "text": s}`` -> ``{"ok": bool}`` (k names the parsed answer)
-- ``{"op": "verify", "a": k1, "b": k2}`` -> ``{"ok": bool}``
+- ``{"op": "verify", "a": k1, "b": k2}`` -> ``{"ok": bool}``, with math-verify's lenient set and
+  relation comparison (``allow_set_relation_comp``): ``x \\in [-2,7]`` and ``-2 \\le x \\le 7``
+  agree whichever is the gold side
 - ``{"op": "forget"}`` -> ``{"ok": true}`` (drop every parsed answer)
 
-Errors reply ``{"ok": false, "error": "..."}``. On start the worker writes ``{"ready": true}``.
+Errors reply ``{"ok": false, "error": "..."}`` (``"budget"`` when the budget ran out; the worker
+stays usable). On start the worker writes ``{"ready": true}``. Run by path, with the step budgets
+as optional arguments: ``mathverify_worker.py [parse_steps verify_steps]``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import warnings
-from typing import Any
+from typing import Any, Callable
+
+PARSE_STEPS = 2_000_000  # Python calls one parse may make (answers of the test pairs: < 60k)
+VERIFY_STEPS = 4_000_000  # Python calls one verify may make (test pairs: < 600k)
+MAX_POWER_BITS = 1 << 20  # an exact power result larger than this (about 315,000 digits) is refused
+MAX_FACTORIAL = 10_000
+
+
+class BudgetExceeded(BaseException):
+    """Raised inside sympy when the work budget is spent. A BaseException, so that the
+    ``except Exception`` handlers of math-verify and sympy let it through."""
+
+
+class _Steps:
+    """Runs an operation under a budget of Python calls: the global trace function is called once
+    per call (it returns None, so no line events follow) and only advances a C counter."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.spent = False
+
+    def run(self, limit: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        from sympy.core.cache import clear_cache
+
+        clear_cache()
+        calls = itertools.count(1)
+        self.spent = False
+
+        def hook(frame: Any, event: str, arg: Any) -> None:
+            if next(calls) > limit:
+                self.spent = True
+                raise BudgetExceeded
+
+        sys.settrace(hook)
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            sys.settrace(None)
+            self.count = next(calls) - 1
+        if self.spent:  # someone caught the BaseException anyway: the answer is not to be trusted
+            raise BudgetExceeded
+        return result
+
+
+def _install_operation_limits() -> None:
+    """Refuse, before they start, the sympy operations that are one long call into C."""
+    from sympy.core.numbers import Float, Integer, Rational
+    from sympy.functions.combinatorial.factorials import binomial, factorial
+
+    def bits(n: int) -> int:
+        return max(abs(int(n)).bit_length(), 1)
+
+    def guard_power(cls: Any) -> None:
+        original = cls._eval_power
+
+        def _eval_power(self: Any, expt: Any) -> Any:
+            if isinstance(expt, Rational) and not isinstance(expt, Float):
+                p = abs(int(expt.p))
+                if isinstance(self, Float):
+                    if p > MAX_POWER_BITS:
+                        raise BudgetExceeded
+                elif p * max(bits(self.p), bits(self.q)) > MAX_POWER_BITS:
+                    raise BudgetExceeded
+            return original(self, expt)
+
+        cls._eval_power = _eval_power
+
+    for cls in (Integer, Rational, Float):
+        guard_power(cls)
+
+    def guard_eval(cls: Any) -> None:
+        original = cls.eval.__func__
+
+        def eval(klass: Any, *args: Any) -> Any:
+            for a in args:
+                if getattr(a, "is_Integer", False) and abs(int(a)) > MAX_FACTORIAL:
+                    raise BudgetExceeded
+            return original(klass, *args)
+
+        cls.eval = classmethod(eval)
+
+    guard_eval(factorial)
+    guard_eval(binomial)
 
 
 def _answer_latex(text: str) -> str:
@@ -23,16 +121,19 @@ def _answer_latex(text: str) -> str:
     return text if text.startswith("$") else f"${text}$"
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
     warnings.filterwarnings("ignore")
     import logging
 
     logging.disable(logging.WARNING)
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
+    parse_steps = int(argv[0]) if argv else PARSE_STEPS
+    verify_steps = int(argv[1]) if len(argv) > 1 else VERIFY_STEPS
+    _install_operation_limits()
+    steps = _Steps()
     config = [LatexExtractionConfig(), ExprExtractionConfig()]
-    # the first parse and verify import most of sympy: do it before "ready", so that cost falls
-    # under the parent's start timeout and not under the first real check's
+    # the first parse and verify import most of sympy: do it before "ready"
     verify(parse("$x<1$", extraction_config=config), parse("$(0,1)$", extraction_config=config))
     parsed: dict[Any, list[Any]] = {}
     out = sys.stdout
@@ -44,7 +145,9 @@ def main() -> None:
             req = json.loads(line)
             op = req["op"]
             if op == "parse":
-                result = parse(
+                result = steps.run(
+                    parse_steps,
+                    parse,
                     _answer_latex(req["text"]),
                     extraction_config=config,
                     parsing_timeout=None,
@@ -54,12 +157,23 @@ def main() -> None:
                 reply: dict[str, Any] = {"ok": bool(result)}
             elif op == "verify":
                 a, b = parsed[req["a"]], parsed[req["b"]]
-                reply = {"ok": bool(verify(a, b, timeout_seconds=None, raise_on_error=True))}
+                ok = steps.run(
+                    verify_steps,
+                    verify,
+                    a,
+                    b,
+                    timeout_seconds=None,
+                    raise_on_error=True,
+                    allow_set_relation_comp=True,
+                )
+                reply = {"ok": bool(ok)}
             elif op == "forget":
                 parsed.clear()
                 reply = {"ok": True}
             else:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
+        except BudgetExceeded:
+            reply = {"ok": False, "error": "budget"}
         except Exception as exc:  # reported to the parent, which counts it as a failed check
             # only the type: str() of an exception holding a huge sympy number can itself hang
             reply = {"ok": False, "error": type(exc).__name__}
@@ -68,4 +182,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

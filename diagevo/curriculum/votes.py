@@ -15,7 +15,6 @@ label class's earliest response.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -63,13 +62,14 @@ def _present(answer: str | None) -> bool:
 def votes(
     answers: Sequence[str | None],
     checker: EquivalenceChecker | None = None,
-    budget_s: float = 10.0,
+    max_checks: int = 256,
 ) -> Votes:
     """Group answers, compute p1/p2 and the pseudo-label.
 
     Exact keys and plain rationals are grouped without math-verify; a symbolic check is made
-    only between an answer and a class leader (or the label). After ``budget_s`` seconds the
-    remaining symbolic checks are skipped (counted) and those answers stay apart.
+    only between an answer and a class leader (or the label). After ``max_checks`` such checks the
+    remaining ones are skipped (counted) and those answers stay apart: a budget counted in checks,
+    not seconds, so the same answers give the same votes at any machine load.
     """
     n = len(answers)
     # distinct answers ("keys") in order of first occurrence, with the responses giving them;
@@ -99,18 +99,20 @@ def votes(
     texts = [normalize_answer(answers[m[0]] or "") for m in members]
 
     chk = checker or default_checker()
-    deadline = time.monotonic() + budget_s
+    asked = 0
     decided: dict[tuple[int, int], bool] = {}
 
     def agree(j: int, leader: int) -> bool:
         """Does answer ``j`` agree with answer ``leader`` taken as the label? (asked once)"""
         if values[j] is not None and values[leader] is not None:
             return False  # two different rational values (equal ones share a slot)
+        nonlocal asked
         if (j, leader) not in decided:
-            if time.monotonic() > deadline:
+            if asked >= max_checks:
                 chk.stats.skipped += 1
                 decided[j, leader] = False
             else:
+                asked += 1
                 decided[j, leader] = agrees(texts[j], texts[leader], chk)
         return decided[j, leader]
 
