@@ -33,12 +33,15 @@ class PlainProgress:
         self.started = clock()
         self.phases: dict[str, tuple[float, int]] = {}  # phase -> (started, done at start)
         self.last: dict[str, float] = {}
+        self.done: dict[str, int] = {}
 
     def __call__(self, phase: str, done: int, total: int | None) -> None:
         now = self.clock()
-        if phase not in self.phases or (done == 0 and self.phases[phase][1] > 0):  # a phase (re)starts
+        if phase not in self.phases or done < self.done.get(phase, 0):  # a phase (re)starts: the next round's
             self.phases[phase] = (now, done)
             self.last.pop(phase, None)
+            self.last.pop(phase + "/done", None)
+        self.done[phase] = done
         finished = total is not None and done >= total
         last = self.last.get(phase)
         if not finished and last is not None and now - last < self.every:

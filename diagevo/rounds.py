@@ -23,13 +23,13 @@ committed round, promoting twice, committing with undiagnosed failures) raises
 
 from __future__ import annotations
 
-import asyncio
-import shlex
 import random
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from diagevo import aio
 from diagevo import curriculum as cur
 from diagevo.config import Config, DiagnosisConfig
 from diagevo.diagnosis.index import VectorIndex
@@ -507,7 +507,7 @@ class Round:
             raise ProtocolError(
                 f"round {self.t} is not open in run {self.run!r}: its last committed round is {st.last_committed}"
             )
-        return asyncio.run(diagnose_round(
+        return aio.run(diagnose_round(
             store=self.store, run=self.run, round=self.t, failures=failures, diagnostician=diagnostician,
             embedder=embedder, cfg=cfg if cfg is not None else self.config.diagnosis, index=index,
             progress=progress, memory=self.memory(),

@@ -29,6 +29,21 @@ def test_plain_lines_are_rate_limited_with_count_rate_and_eta() -> None:
     assert len(out.getvalue().splitlines()) == 6  # the end is said once
 
 
+def test_a_phase_that_starts_over_in_the_next_round_is_shown_at_once() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    p = PlainProgress(out, {"challenger": "challenger GRPO"}, every=10.0, clock=lambda: now[0])
+    p("challenger", 0, 2)
+    p("challenger", 2, 2)
+    now[0] = 1.0  # round 2, within the 10 s of the last line: still its start and its end are shown
+    p("challenger", 0, 2)
+    p("challenger", 2, 2)
+    assert out.getvalue().splitlines() == [
+        "[    0s] challenger GRPO 0/2", "[    0s] challenger GRPO 2/2 (done)",
+        "[    1s] challenger GRPO 0/2", "[    1s] challenger GRPO 2/2 (done)",
+    ]
+
+
 @pytest.mark.slow  # a simulator round
 def test_train_into_a_pipe_prints_plain_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'p.db'}"

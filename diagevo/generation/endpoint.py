@@ -19,6 +19,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from diagevo import aio
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.openai_client import BadResponse, OpenAIClient, TransportError
 from diagevo.progress import ProgressFn, no_progress
@@ -75,7 +76,7 @@ class EndpointEngine:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._generate(prompts, sampling, progress))
+            return aio.run(self._generate(prompts, sampling, progress))
         raise RuntimeError("EndpointEngine.generate is synchronous: call it outside a running event loop")
 
     def close(self) -> None:

@@ -1,0 +1,81 @@
+"""Ctrl-C takes effect within about a second in every phase of ``diagevo train`` (simulator).
+
+``train`` runs piped, so its progress comes as plain lines on stderr; when a line shows that a
+phase has begun, the test sends SIGINT and times how long the one-line ``interrupted in round N:
+continue with ...`` takes to appear. Before diagevo ran its coroutines with :func:`diagevo.aio.run`,
+``asyncio.run`` deferred Ctrl-C to the next ``await``: 6-14 s in the diagnosis (loading and
+running the embedder)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from diagevo.words import times
+from tests.test_train import SMALL
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "80",
+       "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}  # this tree's diagevo
+CLI = [sys.executable, "-c", "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"]
+WITHIN_S = 3.0  # generous for a loaded 2-core machine; the deferred Ctrl-C took 6-14 s
+
+# (a line that says the phase has begun, which of those lines, the round it is in)
+PHASES = [
+    (r"\] challenger GRPO 0/", 1, 1),
+    (r"\] votes & filter 0/", 1, 1),
+    (r"\] diagnosis: extraction (\d+)/\1\b", 1, 1),  # extraction done: the embedder loads next
+    (r"\] diagnosis: memory 1/", 1, 1),
+    (r"\] challenger GRPO 0/", 2, 2),  # round 2 begins
+]
+
+
+def _lines(stream: object, out: queue.Queue[str | None]) -> None:
+    for line in stream:  # type: ignore[attr-defined]
+        out.put(line.rstrip("\n"))
+    out.put(None)  # the end of stderr
+
+
+@pytest.mark.parametrize(("begins", "nth", "round_"), PHASES, ids=[f"{p.split('] ')[1]}-{n}" for p, n, _ in PHASES])
+def test_ctrl_c_stops_train_within_about_a_second(tmp_path: Path, begins: str, nth: int, round_: int) -> None:
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    proc = subprocess.Popen(
+        [*CLI, "train", "--db", db, "--run", "r", "--rounds", "2", *SMALL], cwd=tmp_path, env=ENV,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stderr, lines), daemon=True).start()
+    seen: list[str] = []
+    matches = 0
+    try:
+        sent = None
+        while True:
+            got = lines.get(timeout=300)
+            assert got is not None, f"train ended before {begins!r} was seen {times(nth)}: {seen[-5:]}"
+            line = got
+            seen.append(line)
+            matches += sent is None and re.search(begins, line) is not None
+            if sent is None and matches == nth:
+                sent = time.monotonic()
+                proc.send_signal(signal.SIGINT)
+            elif sent is not None and line.startswith("interrupted"):
+                took = time.monotonic() - sent
+                break
+        assert proc.wait(timeout=60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert took < WITHIN_S, f"Ctrl-C took {took:.1f} s after {seen[-2]!r}"
+    assert re.fullmatch(rf"interrupted in round {round_}: continue with `diagevo train --resume --run r --db \S+`", line), line
