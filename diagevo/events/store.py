@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -83,6 +84,10 @@ def _loads(text_: str) -> Any:
     except ValueError:  # anything it is stricter about than the stdlib
         return json.loads(text_)
 
+
+# psycopg logs "error ignored ..." when cleaning up after a failed statement; the store turns the
+# failure itself into one StoreError line, so without a handler of the application's these stay quiet
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 _json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
@@ -343,17 +348,33 @@ def _status_of(conn: Connection, url: str) -> RevisionStatus:
     cur = MigrationContext.configure(conn).get_current_revision()
     state: Literal["up_to_date", "outdated", "empty", "unknown", "foreign"]
     objects: list[str] = []
-    if cur == head:
+    ours = cur is not None and _has_our_events(conn)  # a revision alone could be another project's
+    if cur == head and ours:
         state = "up_to_date"
-    elif cur is not None and cur in {s.revision for s in _script().walk_revisions()}:
+    elif ours and cur in {s.revision for s in _script().walk_revisions()}:
         state = "outdated"
     else:
         objects = _schema_objects(conn)
         if cur is None:
             state = "foreign" if objects else "empty"
-        else:  # a revision we do not know: a newer diagevo, or another Alembic project
-            state = "unknown" if "events" in objects else "foreign"
+        else:  # a revision we do not know over diagevo's log (a newer diagevo), or another project
+            state = "unknown" if ours else "foreign"
     return RevisionStatus(redact_url(url), cur, head, state, tuple(objects))
+
+
+# columns every diagevo revision's ``events`` table has
+_EVENT_COLUMNS = frozenset({"seq", "event_id", "run_id", "round", "type", "data", "prev_hash", "hash"})
+
+
+def _has_our_events(conn: Connection) -> bool:
+    """Whether the schema's ``events`` table is diagevo's (read from the catalog: a failing
+    SELECT would abort a PostgreSQL transaction)."""
+    from sqlalchemy import inspect
+
+    insp = inspect(conn)
+    if not insp.has_table("events"):
+        return False
+    return _EVENT_COLUMNS <= {c["name"] for c in insp.get_columns("events")}
 
 
 def _consistent_status(engine: Engine, url: str) -> RevisionStatus:
@@ -626,6 +647,9 @@ class EventStore:
         except Exception as exc:
             if isinstance(exc, StoreError) or not _is_dbapi_error(exc):
                 raise
+            # a lost connection must not go back to the pool: its reset would fail again and
+            # the pool would log that failure with a traceback on stderr
+            _discard(raw)
             raise StoreError(f"read from {redact_url(self.url)} failed: {_one_line(exc)}") from None
         finally:
             raw.close()
@@ -1143,6 +1167,14 @@ class EventStore:
                 yield conn
         except sa_exc.DBAPIError as exc:
             raise StoreError(f"read from {redact_url(self.url)} failed: {_one_line(exc)}") from None
+
+
+def _discard(raw: Any) -> None:
+    """Close a pooled DBAPI connection after an error without the pool's reset (a rollback)."""
+    try:
+        raw.invalidate()
+    except Exception:  # noqa: BLE001 - it is being thrown away
+        pass
 
 
 def _check_artifacts(texts: dict[str, str]) -> None:
