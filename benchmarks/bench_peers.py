@@ -1,5 +1,6 @@
 """The store's append against the ``eventsourcing`` library's recorders (a script, not a test).
 
+The in-memory recorder (``memory://``) is timed beside them, its ratio against diagevo's SQLite.
 Same machine, same run, same payloads (``bench_store.realistic_events``: one run, the data as the
 recorders' ``state``), batches of 1000, best of 3: diagevo's ``EventStore.append`` (hash chain,
 idempotency, texts as artifacts, commit order) against ``SQLiteAggregateRecorder`` /
@@ -91,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
                 sql[label] = run
             for label, fn in sql.items():
                 results.setdefault("sqlite", {})[label] = min(results.get("sqlite", {}).get(label, 1e9), fn() / n)
+            # the in-memory recorder: the same serialisation and chain, no database (ratios against SQLite's)
+            mem = time_diagevo(f"memory://peers-{rep}", events) / n
+            results.setdefault("memory", {})["diagevo InMemoryRecorder"] = min(
+                results.get("memory", {}).get("diagevo InMemoryRecorder", 1e9), mem)
             if args.pg:
                 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder, PostgresDatastore
 
@@ -115,9 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     print("PostgreSQL: both the server's synchronous_commit")
     print(f"{'backend':<12}{'writer':<30}{'events/s':>10}{'diagevo / it':>14}")
     for backend, rows in results.items():
-        ours = rows["diagevo EventStore"]
+        ours = rows.get("diagevo EventStore", results["sqlite"]["diagevo EventStore"])  # memory: against SQLite's
         for label, per_event in rows.items():
-            ratio = "" if label.startswith("diagevo") else f"{per_event / ours:.2f}x"
+            ratio = "" if label == "diagevo EventStore" else f"{per_event / ours:.2f}x"
             print(f"{backend:<12}{label:<30}{1 / per_event:>10,.0f}{ratio:>14}")
     return 0
 

@@ -24,8 +24,14 @@ def beside_database(db_url: str, suffix: str) -> Path:
         u = make_url(db_url)
     except Exception:  # not a URL the store would accept either; still give a stable place
         return Path(f"diagevo-{_key(db_url)}{suffix}")
-    if u.get_backend_name() == "sqlite" and u.database and u.database != ":memory:":
-        return Path(u.database).with_suffix(suffix)
+    from diagevo.events.store import StoreError, sqlite_path
+
+    try:
+        path = sqlite_path(db_url)  # the backend says whether the database is a file
+    except StoreError:
+        path = None
+    if path is not None:
+        return path.with_suffix(suffix)
     name = re.sub(r"[^A-Za-z0-9_-]", "_", u.database or u.get_backend_name())[:40]
     return Path(f"diagevo-{name}-{_key(without_password(u))}{suffix}")
 

@@ -25,13 +25,6 @@ def key_values(data: dict) -> tuple[str | None, ...]:
     return tuple(v if isinstance(v, str) else None for v in values)
 
 
-# The condition of the partial index ``ix_events_retained`` (migration 0003), spelled exactly so.
-RETAINED_CONDITION = {
-    "sqlite": "type = 'question.scored' AND json_extract(data, '$.retained') = 1",
-    "postgresql": "type = 'question.scored' AND (data::json ->> 'retained') = 'true'",
-}
-
-
 # --- event ids ---------------------------------------------------------------------------------
 # Every producer derives its event ids here, so that a retried or resumed step re-appends the same
 # ids (a no-op) and a fork can re-stamp them. Two formats, both stored in users' logs:

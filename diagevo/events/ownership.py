@@ -1,0 +1,225 @@
+"""Who owns the database: diagevo's schema is owned by Alembic (``migrations/``). A brand-new
+empty database is migrated to head on first use; anything else without diagevo's revision (a
+foreign database, a table named ``events`` that is not diagevo's, an older or newer revision) is
+refused without a single byte written. The dialect-specific parts (what "empty" means, how a
+migration excludes other writers) come from the backend module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Connection, Engine
+
+from diagevo.events.backends import connect, dialect_of, make_engine, missing_database
+from diagevo.events.recorder import StoreError, one_line
+from diagevo.urls import redact_url
+
+if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+MIGRATE_LOCK_KEY = int.from_bytes(b"diagevo2", "big")  # the migrators' lock (where the backend has one)
+
+
+@dataclass(frozen=True)
+class RevisionStatus:
+    url: str  # redacted
+    current: str | None
+    head: str
+    state: Literal["up_to_date", "outdated", "empty", "unknown", "foreign"]
+    objects: tuple[str, ...] = ()  # what a foreign database holds (tables, views, ...)
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.state == "up_to_date"
+
+
+def _migrations_dir() -> Path:
+    """``migrations/`` sits next to the ``diagevo`` package (source tree, editable or wheel)."""
+    import diagevo
+
+    here = Path(diagevo.__file__).resolve().parent.parent / "migrations"
+    if (here / "env.py").is_file():
+        return here
+    import importlib.util
+
+    spec = importlib.util.find_spec("migrations")
+    if spec is not None and spec.submodule_search_locations:
+        for loc in spec.submodule_search_locations:
+            if (Path(loc) / "env.py").is_file():
+                return Path(loc)
+    raise StoreError("cannot find the diagevo migrations directory")
+
+
+def _alembic_config() -> Config:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_migrations_dir()))
+    return cfg
+
+
+@cache
+def _script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_alembic_config())
+
+
+# The newest migration; a test checks it against Alembic's head. A database already there is
+# opened without importing Alembic at all (about a fifth of a second of every command).
+HEAD_REVISION = "0007"
+
+
+def revision_if_plain(engine: Engine, url: str) -> str | None:
+    """The database's single ``alembic_version`` row when it also has diagevo's events table;
+    None when that is not simply so (then Alembic looks closer)."""
+    with connect(engine, url) as conn:
+        try:
+            rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
+            conn.exec_driver_sql("SELECT seq, event_id, run_id, data, hash FROM events WHERE 1 = 0").fetchall()
+        except sa_exc.DBAPIError:
+            return None
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
+def head_revision() -> str:
+    head = _script().get_current_head()
+    if head is None:
+        raise StoreError("the diagevo migrations have no head revision")
+    return head
+
+
+def status_of(conn: Connection, url: str) -> RevisionStatus:
+    head = head_revision()
+    from alembic.runtime.migration import MigrationContext
+
+    cur = MigrationContext.configure(conn).get_current_revision()
+    state: Literal["up_to_date", "outdated", "empty", "unknown", "foreign"]
+    objects: list[str] = []
+    ours = cur is not None and _has_our_events(conn)  # a revision alone could be another project's
+    if cur == head and ours:
+        state = "up_to_date"
+    elif ours and cur in {s.revision for s in _script().walk_revisions()}:
+        state = "outdated"
+    else:
+        objects = dialect_of(conn).schema_objects(conn)
+        if cur is None:
+            state = "foreign" if objects else "empty"
+        else:  # a revision we do not know over diagevo's log (a newer diagevo), or another project
+            state = "unknown" if ours else "foreign"
+    return RevisionStatus(redact_url(url), cur, head, state, tuple(objects))
+
+
+# columns every diagevo revision's ``events`` table has
+_EVENT_COLUMNS = frozenset({"seq", "event_id", "run_id", "round", "type", "data", "prev_hash", "hash"})
+
+
+def _has_our_events(conn: Connection) -> bool:
+    """Whether the schema's ``events`` table is diagevo's (read from the catalog: a failing
+    SELECT would abort a PostgreSQL transaction)."""
+    from sqlalchemy import inspect
+
+    insp = inspect(conn)
+    if not insp.has_table("events"):
+        return False
+    return _EVENT_COLUMNS <= {c["name"] for c in insp.get_columns("events")}
+
+
+def consistent_status(engine: Engine, url: str) -> RevisionStatus:
+    """``_status_of`` read from one snapshot. Its two reads (the revision, then the schema's
+    objects) must not straddle another process's migration commit, or a database half-seen
+    as migrated would look foreign. The read transaction writes nothing (SQLite: a deferred
+    BEGIN; PostgreSQL: REPEATABLE READ, so every statement sees the same snapshot)."""
+    with connect(engine, url) as conn:
+        conn = dialect_of(conn).snapshot_reads(conn)
+        with conn.begin():
+            return status_of(conn, url)
+
+
+def refusal(status: RevisionStatus) -> str:
+    """Why a database that is not up to date is not used (one line)."""
+    if status.state == "foreign":
+        tables = [o for o in status.objects if o != "alembic_version"]
+        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        return (
+            f"{status.url} is not a diagevo database: it holds {shown or 'objects'} and no diagevo "
+            "Alembic revision; it is left untouched (use an empty database)"
+        )
+    if status.state == "unknown":
+        return (
+            f"database is at revision {status.current}, unknown to this diagevo (expected {status.head}): "
+            "upgrade diagevo"
+        )
+    if status.state == "empty":
+        return (
+            f"database {status.url} is empty (no diagevo log yet): a writer such as `diagevo train` "
+            "creates it, or run `diagevo db upgrade`"
+        )
+    return f"database is at revision {status.current}, expected {status.head}: run `diagevo db upgrade`"
+
+
+@contextmanager
+def migration_tx(engine: Engine, url: str) -> Iterator[Connection]:
+    """A transaction that excludes concurrent migrators (and, on SQLite, all writers)."""
+    with connect(engine, url) as conn:
+        dialect = dialect_of(conn)
+        dialect.exclusive(conn)
+        with conn.begin():
+            dialect.lock(conn, MIGRATE_LOCK_KEY)
+            yield conn
+
+
+def upgrade_in(conn: Connection, target: str = "head") -> None:
+    cfg = _alembic_config()
+    cfg.attributes["connection"] = conn
+    from alembic import command
+
+    command.upgrade(cfg, target)
+
+
+def revision_status(url: str) -> RevisionStatus:
+    """Where the database stands relative to the migrations' head (touches nothing; a missing
+    SQLite file is an error, not created)."""
+    missing = missing_database(url)
+    if missing is not None:
+        raise missing
+    engine = make_engine(url, readonly=True)
+    try:
+        return consistent_status(engine, url)
+    except sa_exc.DBAPIError as exc:
+        raise StoreError(f"cannot read the revision of {redact_url(url)}: {one_line(exc)}") from None
+    finally:
+        engine.dispose()
+
+
+def current(url: str) -> str | None:
+    """The database's Alembic revision (None when it has none)."""
+    return revision_status(url).current
+
+
+def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
+    """Migrate the database to ``target`` (creating a missing SQLite file); returns (revision
+    before, revision after). A foreign database or a newer revision is refused untouched."""
+    engine = make_engine(url)
+    try:
+        with migration_tx(engine, url) as conn:
+            before = status_of(conn, url)
+            if before.state in ("unknown", "foreign"):
+                raise StoreError(refusal(before))
+            upgrade_in(conn, target)
+            from alembic.runtime.migration import MigrationContext
+
+            after = MigrationContext.configure(conn).get_current_revision()
+        return before.current, after
+    except sa_exc.DBAPIError as exc:
+        raise StoreError(f"upgrade of {redact_url(url)} failed: {one_line(exc)}") from None
+    finally:
+        engine.dispose()
