@@ -63,6 +63,7 @@ class SimBackend:
         self._emb = embedder
         self._diag: SimDiagnostician | None = None
         self._heldout: list[Question] | None = None
+        self._validation: list[Question] = []
         self._shared: list[Question] | None = None
 
     # ------------------------------------------------------------------ models
@@ -189,25 +190,31 @@ class SimBackend:
 
     # ------------------------------------------------------------------ evaluation
 
+    def _benchmark_like(self, rng: random.Random) -> list[Question]:
+        """Benchmark-like questions: unpadded, every variant of a family and every difficulty
+        equally often (``heldout_per_family`` a family)."""
+        per = self.config.sim.heldout_per_family
+        return [
+            self.registry.question(
+                Spec(
+                    (f.variants[j % len(f.variants)].key,),
+                    (j // len(f.variants)) % (MAX_DIFFICULTY + 1),
+                    0,
+                    0,
+                    rng.getrandbits(48),
+                )
+            )
+            for f in self.fams
+            for j in range(per)
+        ]
+
     def _eval_sets(self) -> tuple[list[Question], list[Question]]:
         if self._heldout is None or self._shared is None:
             rng = random.Random(f"sim-eval:{self.params.world_seed}")
-            per = self.config.sim.heldout_per_family
-            # held-out: benchmark-like, unpadded, every variant of a family and every difficulty
-            # equally often
-            self._heldout = [
-                self.registry.question(
-                    Spec(
-                        (f.variants[j % len(f.variants)].key,),
-                        (j // len(f.variants)) % (MAX_DIFFICULTY + 1),
-                        0,
-                        0,
-                        rng.getrandbits(48),
-                    )
-                )
-                for f in self.fams
-                for j in range(per)
-            ]
+            self._heldout = self._benchmark_like(rng)
+            # validation: drawn from the same distribution with other seeds, for choosing a
+            # round without looking at the held-out set (the paper's protocol)
+            self._validation = self._benchmark_like(random.Random(f"sim-validation:{self.params.world_seed}"))
             # shared pseudo-label set: challenger-style questions over the whole range of lengths
             # and distractors (Figure 3c uses round-5 challenger questions), one in five stitched
             # with a sibling variant (stitching pairs causes of one skill node)
@@ -239,10 +246,13 @@ class SimBackend:
         for q in shared:
             votes = Counter(o.value for o in self.solver.outcomes(q, PSEUDO_LABEL_VOTES, rng))
             labels_ok.append(votes.most_common(1)[0][0] == q.answer)
+        # after the other two, so that adding it left their random draws unchanged
+        val = [sum(o.value == q.answer for o in self.solver.outcomes(q, k, rng)) / k for q in self._validation]
         accs = [a for v in per_family.values() for a in v]
         out = {
             "heldout_acc": float(np.mean(accs)) if accs else 0.0,
             "pseudo_label_acc": float(np.mean(labels_ok)) if labels_ok else 0.0,
+            "val_acc": float(np.mean(val)) if val else 0.0,
         }
         for f in self.fams:
             out[f"acc/{f.name}"] = float(np.mean(per_family[f.name])) if per_family[f.name] else 0.0
