@@ -59,7 +59,10 @@ class SimBackend:
         self.variants = variants_of(self.fams)
         self.registry = Registry({v.key: v for v in self.variants})
         self.solver = Solver(self.fams, self.params, config.sim)
-        self.challenger = Challenger(self.fams, self.params, self.embedder, composition=config.sim.composition)
+        self.challenger = Challenger(
+            self.fams, self.params, self.embedder,
+            composition=config.sim.composition, skewed_start=config.sim.skewed_challenger_start,
+        )
         self._emb = embedder
         self._diag: SimDiagnostician | None = None
         self._heldout: list[Question] | None = None
@@ -109,19 +112,40 @@ class SimBackend:
         rng: random.Random,
         progress: ProgressFn = no_progress,
     ) -> dict[str, float]:
-        """REINFORCE with GRPO advantages. Identical prompts form a group (all free requests are one
-        prompt); a prompt drawn once is normalised against the batch of its kind instead."""
-        steps = max(1, min(self.params.challenger_steps, self.config.grpo.challenger_max_steps))
+        """REINFORCE with GRPO advantages.
+
+        With ``sim.paper_challenger_steps`` (the paper's schedule): ``grpo.challenger_max_steps``
+        steps, each on its share of the prompts, every prompt answered by a group of
+        ``grpo.challenger_group_size`` questions whose rewards are normalised within the group.
+        Otherwise ``challenger_steps`` passes over all prompts, one question each: identical
+        prompts form a group (all free requests are one prompt); a prompt drawn once is normalised
+        against the batch of its kind instead."""
         rewards_seen: list[float] = []
         words: list[int] = []
-        progress("challenger", 0, steps)
-        for step in range(steps):
-            qs, choices = self._propose(requests, rng)
-            rewards = list(reward_fn(requests, [wrap(q.text) for q in qs]))
-            self.challenger.update(choices, _advantages(requests, choices, rewards))
-            rewards_seen.extend(rewards)
-            words.extend(q.words for q in qs)
-            progress("challenger", step + 1, steps)
+        if self.config.sim.paper_challenger_steps:
+            n, size = len(requests), self.config.grpo.challenger_group_size
+            steps = max(1, min(self.config.grpo.challenger_max_steps, n))
+            bounds = [round(i * n / steps) for i in range(steps + 1)]
+            progress("challenger", 0, steps)
+            for step in range(steps):
+                batch = [r for r in requests[bounds[step] : bounds[step + 1]] for _ in range(size)]
+                qs, choices = self._propose(batch, rng)
+                rewards = list(reward_fn(batch, [wrap(q.text) for q in qs]))
+                adv = [a for i in range(0, len(batch), size) for a in group_advantages(rewards[i : i + size])]
+                self.challenger.update(choices, adv)
+                rewards_seen.extend(rewards)
+                words.extend(q.words for q in qs)
+                progress("challenger", step + 1, steps)
+        else:
+            steps = max(1, min(self.params.challenger_steps, self.config.grpo.challenger_max_steps))
+            progress("challenger", 0, steps)
+            for step in range(steps):
+                qs, choices = self._propose(requests, rng)
+                rewards = list(reward_fn(requests, [wrap(q.text) for q in qs]))
+                self.challenger.update(choices, _advantages(requests, choices, rewards))
+                rewards_seen.extend(rewards)
+                words.extend(q.words for q in qs)
+                progress("challenger", step + 1, steps)
         stats = {
             "reward_mean": float(np.mean(rewards_seen)) if rewards_seen else 0.0,
             "question_words": float(np.mean(words)) if words else 0.0,
