@@ -1,7 +1,10 @@
 """The README's "What the simulator shows" tables, regenerated from ``diagevo ablate --json`` output.
 
     diagevo ablate --seeds 3 --rounds 7 --world "all on" --json > ablate.json
-    python benchmarks/ablation_table.py ablate.json
+    python benchmarks/ablation_table.py ablate.json [more.json ...]
+
+Several files (runs of other variants, same seeds and rounds) are merged world by world; the
+dynamics rows read the variants they name from whichever file has them.
 
 Every row names the paper's figure, the simulator's and whether the simulator's value was
 *calibrated* (a world parameter in ``diagevo/train/sim/params.py`` was set from that very figure,
@@ -35,6 +38,12 @@ PAPER_TABLE = {
 
 def _fmt(xs: list[float], digits: int = 2, pct: bool = False) -> str:
     return " -> ".join(f"{x * 100:.0f}" if pct else f"{x:.{digits}f}" for x in xs)
+
+
+def _peak(c: list[float]) -> str:
+    k = max(range(len(c)), key=c.__getitem__)
+    tail = " (the last round)" if k == len(c) - 1 else f", {c[-1]:.3f} at round {len(c)}"
+    return f"{c[0]:.3f} -> {c[k]:.3f} at round {k + 1}{tail}"
 
 
 def ablation_table(rows: list[dict[str, Any]]) -> str:
@@ -79,18 +88,10 @@ def dynamics_table(rows: list[dict[str, Any]]) -> str:
         row("round 5: memory + absolute / + double filter (Fig. 3c)", "72 % / 75 %", f"{a5[4] * 100:.0f} % / {f5[4] * 100:.0f} %", "predicted")
     pf = curve("pure free")
     if pf:
-        peak = max(range(len(pf)), key=pf.__getitem__)
-        row(
-            "held-out, pure free (Fig. 3a)", "63.4 -> 69.5 at round 3, 68.0 at round 7",
-            f"{pf[0]:.3f} -> {pf[peak]:.3f} at round {peak + 1}, {pf[-1]:.3f} at round {len(pf)}", "calibrated: `solver_lr`",
-        )
+        row("held-out, pure free (Fig. 3a)", "63.4 -> 69.5 at round 3, 68.0 at round 7", _peak(pf), "calibrated: `solver_lr`")
     fc = curve("full")
     if fc:
-        peak = max(range(len(fc)), key=fc.__getitem__)
-        row(
-            "held-out, full (Fig. 3a)", "rises to 72.3 at round 5, then 72.0, 71.4",
-            f"{fc[0]:.3f} -> {fc[peak]:.3f} at round {peak + 1}, {fc[-1]:.3f} at round {len(fc)}", "predicted",
-        )
+        row("held-out, full (Fig. 3a)", "rises to 72.3 at round 5, then 72.0, 71.4", _peak(fc), "predicted")
     w = dyn("pure free", "question_words")
     if w:
         row("question length, pure free, round 1 (Fig. 4a)", "45.6 words", f"{w[0]:.0f}", "calibrated: initial pad/distractor/depth logits")
@@ -117,8 +118,12 @@ def dynamics_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(path: str) -> None:
-    data = json.loads(open(path, encoding="utf-8").read())
+def main(paths: list[str]) -> None:
+    data: dict[str, list[dict[str, Any]]] = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for world, rows in json.load(f).items():
+                data.setdefault(world, []).extend(rows)
     for world, rows in data.items():
         print(f"### world: {world}\n")
         print(ablation_table(rows))
@@ -128,4 +133,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])
