@@ -219,10 +219,13 @@ def register(app: typer.Typer) -> None:
             return
         for world, rows in results.items():
             table = Table(title=f"held-out accuracy, world: {world} ({seeds} seeds, {rounds} rounds)")
-            for c in ("variant", "best-round acc", "final acc", "best round (mean curve)"):
+            for c in ("variant", "at val-best round", "last round", "val-best rounds", "oracle (best held-out)"):
                 table.add_column(c, justify="right")
             for r in rows:
-                table.add_row(r["variant"], f"{r['best_mean']:.3f} ± {r['best_std']:.3f}", f"{r['final_mean']:.3f} ± {r['final_std']:.3f}", str(r["best_round"]))
+                table.add_row(
+                    r["variant"], f"{r['selected_mean']:.3f} ± {r['selected_std']:.3f}", f"{r['final_mean']:.3f} ± {r['final_std']:.3f}",
+                    ",".join(map(str, r["selected_rounds"])), f"{r['oracle_mean']:.3f}",
+                )
             console.print(table)
             console.print(dynamics_table(world, rows, seeds))
 

@@ -114,6 +114,19 @@ class SimConfig(_Section):
     # the free challenger can chain up to three sub-problems into one question (Figure 4a's drift
     # to long compound questions); off, every free question is a single sub-problem
     composition: bool = True
+    # a misapplied sub-skill lands on one of several wrong values (the trap and near misses), with
+    # weights that belong to the sub-skill, so wrong answers spread and a wrong majority is not a
+    # coin flip between the answer and one trap; off, it always lands on its one trap
+    wrong_answer_spread: bool = True
+    # the challenger is trained as the paper's: grpo.challenger_max_steps steps (6), each on its
+    # share of the round's |Q^chal| prompts with a group of grpo.challenger_group_size (8)
+    # questions per prompt and group-normalised advantages; off, params.challenger_steps passes
+    # over all prompts, one proposal each
+    paper_challenger_steps: bool = True
+    # the challenger starts away from the held-out distribution, as a base model asked for a hard
+    # question does: some families much more often than others, easier questions more often;
+    # off, it starts uniform over variants and difficulties like the held-out set
+    skewed_challenger_start: bool = True
     diagnostician_error_rate: float = Field(default=0.05, ge=0, le=1)
     heldout_per_family: int = Field(default=20, ge=1)
     shared_label_questions: int = Field(default=200, ge=1)

@@ -137,6 +137,20 @@ def test_ablate_runs_variants_and_reports(tmp_path: Path, capsys: pytest.Capture
     result = json.loads(out)
     rows = result["all on"]
     assert [r["variant"] for r in rows] == ["full", "pure free"]
-    assert all(0.0 <= r["best_mean"] <= 1.0 and r["best_round"] == 1 for r in rows)
+    assert all(0.0 <= r["selected_mean"] <= r["oracle_mean"] <= 1.0 and r["best_round"] == 1 for r in rows)
+    assert all(r["selected_rounds"] == [1] and len(r["val_curve"]) == 1 for r in rows)
     code, _, err = run_cli(capsys, "ablate", "--variant", "nonsense", "--out", str(tmp_path / "ab.db"))
     assert code == 1 and "unknown variant" in err
+
+
+def test_ablate_selects_the_round_on_validation_not_on_held_out() -> None:
+    from diagevo.train.ablate import _summary
+
+    heldout = [[0.70, 0.80, 0.75], [0.60, 0.65, 0.90]]
+    val = [[0.72, 0.70, 0.78], [0.66, 0.66, 0.61]]  # seed 0 picks round 3, seed 1 round 1 (earliest tie)
+    s = _summary("v", heldout, val)
+    assert s["selected_rounds"] == [3, 1]
+    assert s["selected_mean"] == pytest.approx((0.75 + 0.60) / 2)
+    assert s["final_mean"] == pytest.approx((0.75 + 0.90) / 2)
+    assert s["oracle_mean"] == pytest.approx((0.80 + 0.90) / 2)
+    assert s["best_round"] == 3  # of the mean validation curve: 0.69, 0.68, 0.695

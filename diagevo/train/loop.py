@@ -223,6 +223,7 @@ class Trainer:
             summary={
                 "dedup_truncated": int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
                 "heldout_acc": metrics.get("heldout_acc"), "pseudo_label_acc": metrics.get("pseudo_label_acc"),
+                **({"val_acc": metrics["val_acc"]} if "val_acc" in metrics else {}),  # the sim's validation split
                 "timing": dict(r.seconds),
             },
         )

@@ -59,10 +59,14 @@ class SimBackend:
         self.variants = variants_of(self.fams)
         self.registry = Registry({v.key: v for v in self.variants})
         self.solver = Solver(self.fams, self.params, config.sim)
-        self.challenger = Challenger(self.fams, self.params, self.embedder, composition=config.sim.composition)
+        self.challenger = Challenger(
+            self.fams, self.params, self.embedder,
+            composition=config.sim.composition, skewed_start=config.sim.skewed_challenger_start,
+        )
         self._emb = embedder
         self._diag: SimDiagnostician | None = None
         self._heldout: list[Question] | None = None
+        self._validation: list[Question] = []
         self._shared: list[Question] | None = None
 
     # ------------------------------------------------------------------ models
@@ -108,19 +112,40 @@ class SimBackend:
         rng: random.Random,
         progress: ProgressFn = no_progress,
     ) -> dict[str, float]:
-        """REINFORCE with GRPO advantages. Identical prompts form a group (all free requests are one
-        prompt); a prompt drawn once is normalised against the batch of its kind instead."""
-        steps = max(1, min(self.params.challenger_steps, self.config.grpo.challenger_max_steps))
+        """REINFORCE with GRPO advantages.
+
+        With ``sim.paper_challenger_steps`` (the paper's schedule): ``grpo.challenger_max_steps``
+        steps, each on its share of the prompts, every prompt answered by a group of
+        ``grpo.challenger_group_size`` questions whose rewards are normalised within the group.
+        Otherwise ``challenger_steps`` passes over all prompts, one question each: identical
+        prompts form a group (all free requests are one prompt); a prompt drawn once is normalised
+        against the batch of its kind instead."""
         rewards_seen: list[float] = []
         words: list[int] = []
-        progress("challenger", 0, steps)
-        for step in range(steps):
-            qs, choices = self._propose(requests, rng)
-            rewards = list(reward_fn(requests, [wrap(q.text) for q in qs]))
-            self.challenger.update(choices, _advantages(requests, choices, rewards))
-            rewards_seen.extend(rewards)
-            words.extend(q.words for q in qs)
-            progress("challenger", step + 1, steps)
+        if self.config.sim.paper_challenger_steps:
+            n, size = len(requests), self.config.grpo.challenger_group_size
+            steps = max(1, min(self.config.grpo.challenger_max_steps, n))
+            bounds = [round(i * n / steps) for i in range(steps + 1)]
+            progress("challenger", 0, steps)
+            for step in range(steps):
+                batch = [r for r in requests[bounds[step] : bounds[step + 1]] for _ in range(size)]
+                qs, choices = self._propose(batch, rng)
+                rewards = list(reward_fn(batch, [wrap(q.text) for q in qs]))
+                adv = [a for i in range(0, len(batch), size) for a in group_advantages(rewards[i : i + size])]
+                self.challenger.update(choices, adv)
+                rewards_seen.extend(rewards)
+                words.extend(q.words for q in qs)
+                progress("challenger", step + 1, steps)
+        else:
+            steps = max(1, min(self.params.challenger_steps, self.config.grpo.challenger_max_steps))
+            progress("challenger", 0, steps)
+            for step in range(steps):
+                qs, choices = self._propose(requests, rng)
+                rewards = list(reward_fn(requests, [wrap(q.text) for q in qs]))
+                self.challenger.update(choices, _advantages(requests, choices, rewards))
+                rewards_seen.extend(rewards)
+                words.extend(q.words for q in qs)
+                progress("challenger", step + 1, steps)
         stats = {
             "reward_mean": float(np.mean(rewards_seen)) if rewards_seen else 0.0,
             "question_words": float(np.mean(words)) if words else 0.0,
@@ -189,25 +214,31 @@ class SimBackend:
 
     # ------------------------------------------------------------------ evaluation
 
+    def _benchmark_like(self, rng: random.Random) -> list[Question]:
+        """Benchmark-like questions: unpadded, every variant of a family and every difficulty
+        equally often (``heldout_per_family`` a family)."""
+        per = self.config.sim.heldout_per_family
+        return [
+            self.registry.question(
+                Spec(
+                    (f.variants[j % len(f.variants)].key,),
+                    (j // len(f.variants)) % (MAX_DIFFICULTY + 1),
+                    0,
+                    0,
+                    rng.getrandbits(48),
+                )
+            )
+            for f in self.fams
+            for j in range(per)
+        ]
+
     def _eval_sets(self) -> tuple[list[Question], list[Question]]:
         if self._heldout is None or self._shared is None:
             rng = random.Random(f"sim-eval:{self.params.world_seed}")
-            per = self.config.sim.heldout_per_family
-            # held-out: benchmark-like, unpadded, every variant of a family and every difficulty
-            # equally often
-            self._heldout = [
-                self.registry.question(
-                    Spec(
-                        (f.variants[j % len(f.variants)].key,),
-                        (j // len(f.variants)) % (MAX_DIFFICULTY + 1),
-                        0,
-                        0,
-                        rng.getrandbits(48),
-                    )
-                )
-                for f in self.fams
-                for j in range(per)
-            ]
+            self._heldout = self._benchmark_like(rng)
+            # validation: drawn from the same distribution with other seeds, for choosing a
+            # round without looking at the held-out set (the paper's protocol)
+            self._validation = self._benchmark_like(random.Random(f"sim-validation:{self.params.world_seed}"))
             # shared pseudo-label set: challenger-style questions over the whole range of lengths
             # and distractors (Figure 3c uses round-5 challenger questions), one in five stitched
             # with a sibling variant (stitching pairs causes of one skill node)
@@ -239,10 +270,13 @@ class SimBackend:
         for q in shared:
             votes = Counter(o.value for o in self.solver.outcomes(q, PSEUDO_LABEL_VOTES, rng))
             labels_ok.append(votes.most_common(1)[0][0] == q.answer)
+        # after the other two, so that adding it left their random draws unchanged
+        val = [sum(o.value == q.answer for o in self.solver.outcomes(q, k, rng)) / k for q in self._validation]
         accs = [a for v in per_family.values() for a in v]
         out = {
             "heldout_acc": float(np.mean(accs)) if accs else 0.0,
             "pseudo_label_acc": float(np.mean(labels_ok)) if labels_ok else 0.0,
+            "val_acc": float(np.mean(val)) if val else 0.0,
         }
         for f in self.fams:
             out[f"acc/{f.name}"] = float(np.mean(per_family[f.name])) if per_family[f.name] else 0.0

@@ -68,7 +68,13 @@ class Choice:
 
 class Challenger:
     def __init__(
-        self, fams: Sequence[Family], params: WorldParams, embedder: Callable[[], Embedder], *, composition: bool = True
+        self,
+        fams: Sequence[Family],
+        params: WorldParams,
+        embedder: Callable[[], Embedder],
+        *,
+        composition: bool = True,
+        skewed_start: bool = False,
     ) -> None:
         self.composition = composition
         self.fams = tuple(fams)
@@ -79,6 +85,15 @@ class Challenger:
         self._embedder = embedder
         self.skill_logits = np.zeros(len(self.variants))
         self.heads = {kind: {h: np.array(_INIT[h]) for h in HEADS} for kind in ("free", "guided")}
+        if skewed_start:
+            # a base model asked for a challenging question writes some kinds of problem far more
+            # often than others, and easy ones more often than hard ones: the held-out set's
+            # uniform mix is not where it starts (the world seed fixes which families it favours)
+            fam = np.random.default_rng([params.world_seed, 2]).normal(0.0, params.start_family_spread, len(self.fams))
+            self.skill_logits = fam[self._family_of].astype(float)
+            tilt = -params.start_difficulty_tilt * np.arange(HEADS["difficulty"], dtype=float)
+            for hs in self.heads.values():
+                hs["difficulty"] = tilt.copy()
         self._skill_emb: np.ndarray | None = None
         self._label_emb: list[np.ndarray] | None = None
 

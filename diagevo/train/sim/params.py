@@ -103,6 +103,10 @@ class WorldParams:
     dedup_width: float = 0.05
     assign_mid: float = 0.4
     eval_samples: int = 4  # responses per held-out question (mean@4 accuracy)
+    trap_share_lo: float = 0.45  # wrong-answer spread: share of the trap among a sub-skill's wrong values
+    trap_share_hi: float = 0.85
+    start_family_spread: float = 1.0  # skewed start: std of the challenger's initial family logits
+    start_difficulty_tilt: float = 0.4  # skewed start: initial difficulty logit lost per level
 
     @classmethod
     def from_config(cls, sim: SimConfig) -> WorldParams:

@@ -3,7 +3,8 @@
 Every trap variant of every family is a sub-skill with its own competence logit. A response to a
 question applies each needed sub-skill correctly with probability
 ``sigmoid(theta[variant] + ctx[variant, template, difficulty] - difficulty_slope * difficulty)``;
-a misapplied sub-skill takes that variant's wrong path (its trap). Practice on a variant trains
+a misapplied sub-skill takes that variant's wrong path and lands on its trap or, with
+``sim.wrong_answer_spread``, on one of two near misses, with weights that belong to the variant. Practice on a variant trains
 that variant; a share ``sibling_transfer`` of each update also reaches the other variants of the
 same family (practising one way of checking roots helps a little with the others). Independently it may slip
 (``slip_base``, plus attention slips that grow with length and distractors when cheap difficulty
@@ -29,7 +30,7 @@ import numpy as np
 from diagevo.config import SimConfig
 from diagevo.train.sim.families import Family, variants_of
 from diagevo.train.sim.params import WorldParams
-from diagevo.train.sim.world import Question, render_response
+from diagevo.train.sim.world import WRONG_VALUES, Question, render_response
 
 _OFFSETS = (-3, -2, -1, 1, 2, 3, 4, 5, 6, 9)
 REF_WORDS = 46  # length of an unpadded round-1 question (Figure 4a), the slip rate without (a)
@@ -77,6 +78,13 @@ class Solver:
             offsets[members] -= offsets[members].mean()
         self.theta0 = (spread[self.family_of] + offsets).astype(float)
         self.theta = self.theta0.copy()
+        # wrong-answer spread: per sub-skill, the cumulative weights of its WRONG_VALUES wrong values
+        # (the trap's share drawn in [trap_share_lo, trap_share_hi], the rest halving), from their
+        # own stream so theta0 is the same with the switch on or off
+        share = np.random.default_rng([params.world_seed, 1]).uniform(params.trap_share_lo, params.trap_share_hi, len(self.variants))
+        rest = np.array([0.5**i for i in range(WRONG_VALUES - 1)])
+        rest = rest / rest.sum()
+        self.wrong_cum = [np.cumsum([s, *((1.0 - s) * rest)]).tolist() for s in share]
         self.ctx: dict[tuple[int, int, int], float] = {}
         self.care = 0.0
 
@@ -111,9 +119,18 @@ class Solver:
         ps = [self.p_skill(q, j) for j in range(len(q.parts))]
         p_att, p_sh, base = self.p_attention(q), self.p_shared(q), self.params.slip_base
         out = []
+        spread = self.sim.wrong_answer_spread and bool(q.wrong)
+        cums = [self.wrong_cum[self.index[part.skill]] for part in q.parts] if spread else []
         for _ in range(n):
             ok = tuple(rng.random() < p for p in ps)
             value = q.values[ok]
+            if spread:
+                for j, good in enumerate(ok):
+                    if not good:
+                        u = rng.random()
+                        k = next((i for i, c in enumerate(cums[j]) if u < c), len(cums[j]) - 1)
+                        if k:  # a near miss instead of the trap
+                            value = value + q.coef[j] * (q.wrong[j][min(k, len(q.wrong[j]) - 1)] - q.wrong[j][0])
             if rng.random() < base:
                 attention, slipped = None, True
             else:

@@ -22,6 +22,8 @@ MAX_DIFFICULTY = 3
 MAX_PAD = 4
 MAX_DISTRACT = 3
 MAX_PARTS = 3  # a free question chains at most this many sub-problems (composition switch)
+WRONG_VALUES = 3  # distinct wrong values a misapplied sub-skill can land on (sim.wrong_answer_spread)
+_WRONG_OFFSETS = (1, -1, 2, -2, 3, 10, -10)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,9 @@ class Question:
     # solution text per outcome (which parts applied their skill correctly), without the final step
     paths: dict[tuple[bool, ...], tuple[str, ...]]
     values: dict[tuple[bool, ...], Fraction]
+    # per part, the values a misapplied sub-skill lands on: its trap first, then near misses of
+    # the same mechanism (an off-by-one count, a sign); which one is drawn depends on the sub-skill
+    wrong: tuple[tuple[Fraction, ...], ...] = ()
 
     @property
     def trap(self) -> Fraction:
@@ -105,7 +110,24 @@ def build(spec: Spec, variants: dict[str, Variant]) -> Question:
         misread += 1 if delta > 0 else -1
         if misread in values.values():
             misread = answer + 10 * delta + 7
-    return Question(spec, key, tx.word_count(key), parts, coef, answer, misread, paths, values)
+    wrong = tuple(_wrong_values(p, spec.seed, j) for j, p in enumerate(parts))
+    return Question(spec, key, tx.word_count(key), parts, coef, answer, misread, paths, values, wrong)
+
+
+def _wrong_values(part: Instance, seed: int, j: int) -> tuple[Fraction, ...]:
+    """The trap and ``WRONG_VALUES - 1`` near misses, distinct and never the part's answer (own
+    random stream, so the question text is the same as without them)."""
+    rng = random.Random(f"wrong:{seed}:{j}")
+    offsets = list(_WRONG_OFFSETS)
+    rng.shuffle(offsets)
+    out = [Fraction(part.trap)]
+    for d in offsets:
+        v = out[0] + d
+        if len(out) == WRONG_VALUES:
+            break
+        if v != part.answer and v not in out:
+            out.append(v)
+    return tuple(out)
 
 
 def render_response(steps: tuple[str, ...], value: Fraction) -> str:
