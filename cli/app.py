@@ -40,11 +40,21 @@ def _metavar(original: Any) -> Any:
     return display
 
 
+def _usage_name(self: Any) -> str:
+    """An argument in the usage line as click spells it: ``FILE``, ``[FILE]``, ``FILE...`` (typer
+    0.29 writes ``{file}``, which reads like a set or a template)."""
+    name = self.metavar if self.metavar is not None else (self.name or "").upper()
+    name = name if self.required else f"[{name}]"
+    return name + "..." if self.nargs != 1 else name
+
+
 def _clean_help_types() -> None:
     from typer import core
 
     for cls in (core.TyperOption, core.TyperArgument):
         cls.display_type_rich = _metavar(cls.display_type_rich)  # type: ignore[method-assign]
+    if hasattr(core.TyperArgument, "_usage_display_name"):
+        core.TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
 
 
 _clean_help_types()

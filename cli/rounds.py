@@ -57,7 +57,7 @@ def start(
     from diagevo import rounds
     from diagevo.config import load_config
 
-    with open_store(db, create=True) as store:
+    with open_store(db, create=True, keep_if_refused=False) as store:  # a refused start leaves no file
         created = False
         if run not in store.runs():
             cfg = load_config(config, [*(set_ or []), f"train.seed={seed}", f"train.run={jsonlib.dumps(run)}"])
