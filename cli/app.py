@@ -134,7 +134,7 @@ def _one_line(exc: BaseException) -> str:
     from diagevo.parsing import one_line
 
     text = str(exc).strip()
-    return one_line(text.splitlines()[0]) if text else type(exc).__name__
+    return one_line(text.splitlines()[0], 390) if text else type(exc).__name__  # with "error: ", at most 400
 
 
 def _internal_error(exc: BaseException) -> str:
