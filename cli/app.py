@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from cli.common import Interrupted, err_console
+from cli.common import Interrupted, err_console, runnable
 from diagevo.errors import DiagevoError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -118,17 +118,6 @@ def _environmental(exc: OSError) -> bool:
     return exc.errno in _ENVIRONMENT_ERRNOS or named
 
 
-def _runnable(message: str) -> str:
-    """A library message's suggested ``diagevo ...`` command, spelled with the executable the
-    user invoked when ``diagevo`` on PATH is not it."""
-    from cli.common import program
-
-    prog = program()
-    if prog == "diagevo":
-        return message
-    return message.replace("(diagevo ", f"({prog} ").replace("`diagevo ", f"`{prog} ")
-
-
 def _one_line(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not echoed)."""
     from diagevo.parsing import one_line
@@ -179,7 +168,7 @@ def main() -> None:
         err_console.print("interrupted")
         sys.exit(130)
     except DiagevoError as exc:
-        err_console.print(f"[red]error:[/] {escape(_runnable(_one_line(exc)))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/] {escape(runnable(_one_line(exc)))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except OSError as exc:
         if not _environmental(exc):

@@ -32,9 +32,14 @@ def _round(store: Any, run: str, t: int | None) -> int:
 @contextmanager
 def _picked(store: Any, run: str | None) -> Iterator[str]:
     """The run to work on; when ``--run`` was not given, an error says which run was picked."""
-    from diagevo.errors import DiagevoError
+    from diagevo.errors import DiagevoError, NotFound
+    from diagevo.paths import diagevo_command
     from diagevo.replay import resolve_run
+    from diagevo.urls import redact_url
 
+    if run is not None and run not in store.runs():
+        start = diagevo_command(store.url, "round", "start", "--run", run)
+        raise NotFound(f"no run {run!r} in {redact_url(store.url)}: start it first ({start})")
     r = resolve_run(store, run)
     try:
         yield r

@@ -349,8 +349,12 @@ def _consistent_status(engine: Engine, url: str) -> RevisionStatus:
             return _status_of(conn, url)
 
 
-def _refusal(status: RevisionStatus) -> str:
-    """Why a database that is not up to date is not used (one line)."""
+def _refusal(status: RevisionStatus, url: str = "") -> str:
+    """Why a database that is not up to date is not used (one line), with the command that fixes
+    it for ``url`` (the database's own URL: the command leaves its password out)."""
+    from diagevo.paths import diagevo_command
+
+    upgrade = diagevo_command(url, "db", "upgrade")
     if status.state == "foreign":
         tables = [o for o in status.objects if o != "alembic_version"]
         shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
@@ -366,9 +370,9 @@ def _refusal(status: RevisionStatus) -> str:
     if status.state == "empty":
         return (
             f"database {status.url} is empty (no diagevo log yet): a writer such as `diagevo train` "
-            "creates it, or run `diagevo db upgrade`"
+            f"creates it, or run `{upgrade}`"
         )
-    return f"database is at revision {status.current}, expected {status.head}: run `diagevo db upgrade`"
+    return f"database is at revision {status.current}, expected {status.head}: run `{upgrade}`"
 
 
 @contextmanager
@@ -436,7 +440,7 @@ def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
         with _migration_tx(engine, url) as conn:
             before = _status_of(conn, url)
             if before.state in ("unknown", "foreign"):
-                raise StoreError(_refusal(before))
+                raise StoreError(_refusal(before, url))
             _upgrade_in(conn, target)
             from alembic.runtime.migration import MigrationContext
 
@@ -556,13 +560,13 @@ class EventStore:
             status = _consistent_status(self._engine, self.url)
         if status is not None and not status.up_to_date:
             if status.state != "empty" or not migrate_empty:
-                raise SchemaOutdated(_refusal(status))
+                raise SchemaOutdated(_refusal(status, self.url))
             with _migration_tx(self._engine, self.url) as conn:
                 status = _status_of(conn, self.url)  # another process may have migrated meanwhile
                 if status.state == "empty":
                     _upgrade_in(conn)
                 elif not status.up_to_date:
-                    raise SchemaOutdated(_refusal(status))
+                    raise SchemaOutdated(_refusal(status, self.url))
         self._ours = True
         self._engine.dispose()  # connections opened from here on switch the file to WAL
 
