@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from cli.common import Interrupted, err_console
+from cli.common import Interrupted, err_console, runnable
 from diagevo.errors import DiagevoError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -40,11 +40,21 @@ def _metavar(original: Any) -> Any:
     return display
 
 
+def _usage_name(self: Any) -> str:
+    """An argument in the usage line as click spells it: ``FILE``, ``[FILE]``, ``FILE...`` (typer
+    0.29 writes ``{file}``, which reads like a set or a template)."""
+    name = self.metavar if self.metavar is not None else (self.name or "").upper()
+    name = name if self.required else f"[{name}]"
+    return name + "..." if self.nargs != 1 else name
+
+
 def _clean_help_types() -> None:
     from typer import core
 
     for cls in (core.TyperOption, core.TyperArgument):
         cls.display_type_rich = _metavar(cls.display_type_rich)  # type: ignore[method-assign]
+    if hasattr(core.TyperArgument, "_usage_display_name"):
+        core.TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
 
 
 _clean_help_types()
@@ -108,23 +118,12 @@ def _environmental(exc: OSError) -> bool:
     return exc.errno in _ENVIRONMENT_ERRNOS or named
 
 
-def _runnable(message: str) -> str:
-    """A library message's suggested ``diagevo ...`` command, spelled with the executable the
-    user invoked when ``diagevo`` on PATH is not it."""
-    from cli.common import program
-
-    prog = program()
-    if prog == "diagevo":
-        return message
-    return message.replace("(diagevo ", f"({prog} ").replace("`diagevo ", f"`{prog} ")
-
-
 def _one_line(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not echoed)."""
     from diagevo.parsing import one_line
 
     text = str(exc).strip()
-    return one_line(text.splitlines()[0]) if text else type(exc).__name__
+    return one_line(text.splitlines()[0], 390) if text else type(exc).__name__  # with "error: ", at most 400
 
 
 def _internal_error(exc: BaseException) -> str:
@@ -169,7 +168,7 @@ def main() -> None:
         err_console.print("interrupted")
         sys.exit(130)
     except DiagevoError as exc:
-        err_console.print(f"[red]error:[/] {escape(_runnable(_one_line(exc)))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/] {escape(runnable(_one_line(exc)))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except OSError as exc:
         if not _environmental(exc):

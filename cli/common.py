@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -85,6 +86,25 @@ def program() -> str:
     here = Path.cwd().resolve()
     target = exe.resolve() if exe.is_absolute() else (here / exe)
     return os.path.relpath(target, here) if target.is_relative_to(here) else str(target)
+
+
+def runnable(message: str) -> str:
+    """A message's suggested ``diagevo ...`` commands made runnable as printed: spelled with the
+    executable the user invoked when ``diagevo`` on PATH is not it, and without a ``--db`` that
+    names the database the command finds on its own ($DIAGEVO_DB, else the default)."""
+    from diagevo.paths import without_password
+    from diagevo.urls import resolve_db_url
+
+    try:
+        default = shlex.quote(without_password(resolve_db_url(None)))
+    except Exception:  # a $DIAGEVO_DB that is no URL: keep every --db
+        default = None
+    if default is not None:
+        message = re.sub(rf"([`(]diagevo [^`)]*?) --db {re.escape(default)}(?=[`)])", r"\1", message)
+    prog = program()
+    if prog == "diagevo":
+        return message
+    return message.replace("(diagevo ", f"({shlex.quote(prog)} ").replace("`diagevo ", f"`{shlex.quote(prog)} ")
 
 
 def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:

@@ -23,7 +23,9 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(message: str) -> typer.Exit:
-    _err.print(f"error: {message}", markup=False)
+    from cli.common import runnable
+
+    _err.print(f"error: {runnable(message)}", markup=False)
     return typer.Exit(1)
 
 
@@ -69,9 +71,15 @@ def current_cmd(
         }
         typer.echo(json.dumps(payload))
         return
+    from rich.markup import escape
+
+    from cli.common import runnable
+    from diagevo.paths import diagevo_command
+
+    upgrade = ("db", "upgrade")
     advice = {
         "up_to_date": "[green]up to date[/green]",
-        "outdated": "[yellow]outdated[/yellow]: run `diagevo db upgrade`",
+        "outdated": f"[yellow]outdated[/yellow]: {escape(runnable(f'run `{diagevo_command(url, *upgrade)}`'))}",
         "empty": "empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema",
         "unknown": "[red]unknown revision[/red]: this diagevo is older than the database",
         "foreign": "[red]not a diagevo database[/red]: diagevo will not write into it",

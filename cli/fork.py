@@ -21,6 +21,7 @@ def register(memory_app: typer.Typer) -> None:
     ) -> None:
         """A new run whose log is RUN's log through ROUND's commit (continue it with train --resume)."""
         from diagevo.fork import fork_run
+        from diagevo.words import plural
 
         with open_store(db) as store:
             done = fork_run(store, run, round, to)
@@ -28,7 +29,7 @@ def register(memory_app: typer.Typer) -> None:
             emit_json(done)
             return
         console.print(
-            f"run {to}: {done['events']} events, a copy of run {run} through round {round} "
+            f"run {to}: {plural(done['events'], 'event')}, a copy of run {run} through round {round} "
             f"(source hash {done['source_hash'][:12]}); continue with: {suggest('train', '--run', to, '--resume', db=db)}",
             soft_wrap=True, highlight=False, markup=False,
         )

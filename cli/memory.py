@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -198,6 +199,15 @@ def _short(value: Any) -> str:
     return str(round(value, 3)) if isinstance(value, float) else str(value)
 
 
+def _grouped(types: Iterable[str]) -> str:
+    """``cause.{created,promoted}, llm.called``: every event type, short enough for one line."""
+    groups: dict[str, list[str]] = {}
+    for t in sorted(types):
+        head, _, tail = t.partition(".")
+        groups.setdefault(head, []).append(tail)
+    return ", ".join(f"{h}.{t[0]}" if len(t) == 1 else f"{h}.{{{','.join(t)}}}" for h, t in groups.items())
+
+
 @memory_app.command()
 def events(
     db: DbOpt = None,
@@ -214,6 +224,7 @@ def events(
     """List events, filtered (every filter is an indexed read)."""
     from diagevo.events.keys import CAUSE_FIELDS
     from diagevo.events.schemas import EVENT_TYPES
+    from diagevo.parsing import one_line
     from diagevo.replay import resolve_run
 
     if limit < 0:
@@ -222,7 +233,7 @@ def events(
         raise CLIError("give --json or --jsonl, not both")
     unknown = sorted(set(type or ()) - set(EVENT_TYPES))
     if unknown:
-        raise CLIError(f"unknown event type {unknown[0]!r}; known types: {', '.join(sorted(EVENT_TYPES))}")
+        raise CLIError(f"unknown event type {one_line(unknown[0], 40)!r}; the known types: {_grouped(EVENT_TYPES)}")
     wanted = {
         **{f: cause for f in CAUSE_FIELDS if cause is not None},
         **({"failure_id": failure} if failure is not None else {}),
@@ -291,7 +302,11 @@ def ingest(
     if json:
         emit_json(result.__dict__)
     else:
-        console.print(f"ingested {result.appended} events ({result.skipped} already stored) into run(s) {', '.join(result.runs)}")
+        from diagevo.words import plural
+
+        runs = ", ".join(result.runs)
+        console.print(f"ingested {plural(result.appended, 'event')} ({result.skipped} already stored) into "
+                      f"{'run' if len(result.runs) == 1 else 'runs'} {runs}", soft_wrap=True, highlight=False, markup=False)
 
 
 @memory_app.command()

@@ -32,9 +32,14 @@ def _round(store: Any, run: str, t: int | None) -> int:
 @contextmanager
 def _picked(store: Any, run: str | None) -> Iterator[str]:
     """The run to work on; when ``--run`` was not given, an error says which run was picked."""
-    from diagevo.errors import DiagevoError
+    from diagevo.errors import DiagevoError, NotFound
+    from diagevo.paths import diagevo_command
     from diagevo.replay import resolve_run
+    from diagevo.urls import redact_url
 
+    if run is not None and run not in store.runs():
+        start = diagevo_command(store.url, "round", "start", "--run", run)
+        raise NotFound(f"no run {run!r} in {redact_url(store.url)}: start it first ({start})")
     r = resolve_run(store, run)
     try:
         yield r
@@ -57,7 +62,7 @@ def start(
     from diagevo import rounds
     from diagevo.config import load_config
 
-    with open_store(db, create=True) as store:
+    with open_store(db, create=True, keep_if_refused=False) as store:  # a refused start leaves no file
         created = False
         if run not in store.runs():
             cfg = load_config(config, [*(set_ or []), f"train.seed={seed}", f"train.run={jsonlib.dumps(run)}"])

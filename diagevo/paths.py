@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from pathlib import Path
 
 from sqlalchemy.engine import URL, make_url
@@ -41,6 +42,12 @@ def without_password(url: str | URL) -> str:
     u = make_url(url) if isinstance(url, str) else url
     bare = URL.create(u.drivername, u.username, None, u.host, u.port, u.database, u.query)
     return bare.render_as_string(hide_password=False)
+
+
+def diagevo_command(db_url: str, *args: str) -> str:
+    """A ``diagevo`` command for a message, runnable as printed: ``--db`` with the URL without its
+    password (the CLI then spells the executable the user invoked and drops a default ``--db``)."""
+    return shlex.join(["diagevo", *args, *(["--db", without_password(db_url)] if db_url else [])])
 
 
 def run_dir(root: Path, run: str) -> Path:

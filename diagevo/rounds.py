@@ -24,7 +24,6 @@ committed round, promoting twice, committing with undiagnosed failures) raises
 from __future__ import annotations
 
 import random
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
@@ -44,7 +43,7 @@ from diagevo.memory.fold import InvariantError, fold
 from diagevo.memory.state import Memory
 from diagevo.memory.sampler import GenerationRequest, sample_requests
 from diagevo.memory.schedule import schedule
-from diagevo.paths import without_password
+from diagevo.paths import diagevo_command as command
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.replay import FOLD_TYPES, load_memory, refresh_snapshots
 from diagevo.words import plural
@@ -81,7 +80,7 @@ def run_config(store: EventStore, run: str) -> Config:
     the latest ``run.configured`` applied: the one place the run's config is read from the log."""
     cfg = stored_config(store, run)
     if cfg is None:
-        raise UnknownRun(f"no run {run!r}: start it first (diagevo round start --run {run})")
+        raise UnknownRun(f"no run {run!r}: start it first ({command(store.url, 'round', 'start', '--run', run)})")
     return cfg
 
 
@@ -135,6 +134,7 @@ class RoundState:
     started: frozenset[int]
     promoted: frozenset[int]
     seed: int
+    db: str = ""  # the store's URL, for the commands that messages suggest
 
     @property
     def open_round(self) -> int | None:
@@ -142,7 +142,7 @@ class RoundState:
         return t if t in self.started else None
 
 
-def _state(run: str, rows: Iterable[Row]) -> RoundState:
+def _state(run: str, rows: Iterable[Row], db: str = "") -> RoundState:
     last, started, promoted, seed, exists = 0, set(), set(), 0, False
     for _seq, rnd, typ, data in rows:
         if typ == "run.started":
@@ -154,12 +154,12 @@ def _state(run: str, rows: Iterable[Row]) -> RoundState:
         elif typ == "promotions.decided":
             promoted.add(rnd)
     if not exists:
-        raise UnknownRun(f"no run {run!r}: start it first (diagevo round start --run {run})")
-    return RoundState(run, last, frozenset(started), frozenset(promoted), seed)
+        raise UnknownRun(f"no run {run!r}: start it first ({command(db, 'round', 'start', '--run', run)})")
+    return RoundState(run, last, frozenset(started), frozenset(promoted), seed, db)
 
 
 def round_state(store: EventStore, run: str) -> RoundState:
-    return _state(run, store.iter_rows(run, types=_MILESTONES))
+    return _state(run, store.iter_rows(run, types=_MILESTONES), store.url)
 
 
 def _require_open(st: RoundState, t: int, doing: str) -> None:
@@ -168,14 +168,16 @@ def _require_open(st: RoundState, t: int, doing: str) -> None:
     if t != st.last_committed + 1:
         raise ProtocolError(f"cannot {doing}: round {t} is not next in run {st.run!r} (last committed: {st.last_committed})")
     if t not in st.started:
-        raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is not open (diagevo round start)")
+        raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is not open ({command(st.db, 'round', 'start', '--run', st.run)})")
 
 
 def current_round(store: EventStore, run: str) -> int:
     """The run's open round."""
     st = round_state(store, run)
     if st.open_round is None:
-        raise ProtocolError(f"run {run!r} has no open round (last committed: {st.last_committed}); open one first")
+        raise ProtocolError(
+            f"run {run!r} has no open round (last committed: {st.last_committed}); open one first ({command(store.url, 'round', 'start', '--run', run)})"
+        )
     return st.open_round
 
 
@@ -185,7 +187,7 @@ def open_round(store: EventStore, run: str, t: int | None = None) -> int:
     chosen: list[int] = []
 
     def decide(read: CheckedReader) -> list[EventIn]:
-        st = _state(run, read(_MILESTONES))
+        st = _state(run, read(_MILESTONES), store.url)
         nxt = st.last_committed + 1
         want = nxt if t is None else t
         if want <= st.last_committed:
@@ -420,7 +422,7 @@ class Round:
             scored.append(s)
 
         def decide(read: CheckedReader) -> list[EventIn]:
-            st = _state(run, read(_MILESTONES))
+            st = _state(run, read(_MILESTONES), self.store.url)
             _require_open(st, t, "record questions")
             if t in st.promoted:
                 raise ProtocolError(f"cannot record questions: promotions of round {t} are decided (the evidence is closed)")
@@ -436,7 +438,7 @@ class Round:
         decided: list[dict[str, Any]] = []
 
         def decide(read: CheckedReader) -> list[EventIn]:
-            st = _state(run, read(_MILESTONES))
+            st = _state(run, read(_MILESTONES), self.store.url)
             _require_open(st, t, "decide promotions")
             if t in st.promoted:
                 raise ProtocolError(f"promotions of round {t} in run {run!r} are decided already")
@@ -471,7 +473,7 @@ class Round:
         wanted = {e.data["question_id"] for e in events}
 
         def decide(read: CheckedReader) -> list[EventIn]:
-            st = _state(run, read(_MILESTONES))
+            st = _state(run, read(_MILESTONES), self.store.url)
             _require_open(st, t, "record failures")
             retained = {d["question_id"] for _s, _r, _t, d in read(("question.scored",), round=t) if d["retained"]}
             missing = sorted(wanted - retained)
@@ -531,7 +533,7 @@ class Round:
         committed: dict[str, Any] = {}
 
         def decide(read: CheckedReader) -> list[EventIn]:
-            st = _state(run, read(_MILESTONES))
+            st = _state(run, read(_MILESTONES), self.store.url)
             _require_open(st, t, "commit")
             if t not in st.promoted:
                 raise ProtocolError(f"cannot commit round {t}: its promotions are not decided ({self._hint('promote')})")
@@ -571,7 +573,7 @@ class Round:
 
     def _hint(self, step: str) -> str:
         """The command that takes ``step`` for this round (the database without its password)."""
-        return shlex.join(["diagevo", "round", step, "--run", self.run, "--round", str(self.t), "--db", without_password(self.store.url)])
+        return command(self.store.url, "round", step, "--run", self.run, "--round", str(self.t))
 
 
 # --- the steps as functions of (store, run, round) -------------------------------------------

@@ -301,6 +301,21 @@ def test_a_refused_ingest_leaves_no_database_file(tmp_path: Path, capsys: pytest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--config", "nosuch.toml"], "no config file at nosuch.toml"),
+    (["--config", "bad.toml"], "bad.toml: "),
+    (["--set", "memory.k=-1"], "memory.k"),
+])
+def test_a_refused_round_start_leaves_no_database_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.toml").write_text("x = \n")
+    code, _, err = run_cli(capsys, "round", "start", "--run", "r", "--db", "sqlite:///new.db", *args)
+    assert_one_line_error(code, err, message)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml"]
+
+
 def test_version_and_help_in_the_users_terms(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     code, out, _ = run_cli(capsys, "--version")
     assert code == 0 and out.startswith("diagevo ")
@@ -308,3 +323,5 @@ def test_version_and_help_in_the_users_terms(capsys: pytest.CaptureFixture[str],
     code, out, _ = run_cli(capsys, "train", "--help")
     assert code == 0 and "<bool>" not in out and "list[str]" not in out and "<int" not in out
     assert "TEXT (repeatable)" in out
+    code, out, _ = run_cli(capsys, "memory", "ingest", "--help")
+    assert code == 0 and "Usage: diagevo memory ingest [OPTIONS] FILE" in out and "{" not in out  # click's spelling

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -109,7 +110,13 @@ def test_ingest_replay_why_stats_events_verify(tmp_path: Path, db: str, capsys: 
     code, out, _ = run_cli(capsys, "memory", "events", "--db", db, "--limit", "2")
     assert code == 0 and "the first 2 events shown; more match" in out
     code, _, err = run_cli(capsys, "memory", "events", "--db", db, "--type", "bogus.type")
-    assert_one_line_error(code, err, "unknown event type 'bogus.type'", "cause.promoted")
+    assert_one_line_error(code, err, "unknown event type 'bogus.type'", "cause.{created,promoted,reactivated}")
+    from diagevo.events.schemas import EVENT_TYPES
+
+    for t in EVENT_TYPES:  # every known type is named, none cut off
+        head, _, tail = t.partition(".")
+        assert re.search(rf"\b{re.escape(head)}\.(\{{[a-z,]*\b)?{re.escape(tail)}\b", err), t
+    assert "…" not in err
     code, out, _ = run_cli(capsys, "memory", "verify", "--db", db)
     assert code == 0 and "hash chain intact" in out
     assert run_cli(capsys, "memory", "plot", "--db", db)[0] == 0

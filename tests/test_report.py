@@ -40,7 +40,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
         sys.argv = argv
     with EventStore(db) as store:
         events = []
-        for t, acc in ((0, 0.20), (1, 0.25), (2, 0.35), (3, 0.30)):
+        for t, acc in ((0, 0.0), (1, 0.25), (2, 0.35), (3, 0.30)):  # the base model scores 0: a mark on the axis
             data = {"benchmark": "math500", "kind": "math500", "n": 20, "accuracy": acc, "k": None, "mean_at_k": None, "model": f"m{t}"}
             events.append(new_event("eval.recorded", "rep", t, f"rep/{t}/eval/math500", **data))
         aime = {"benchmark": "aime2024", "kind": "aime", "n": 30, "accuracy": 0.1, "k": 4, "mean_at_k": 0.05, "model": "m2"}
@@ -115,6 +115,36 @@ def test_memory_plot_of_a_run_without_a_committed_round_says_so(tmp_path: Path, 
     assert not (tmp_path / "x.png").exists()
 
 
+# In a chart's SVG (matplotlib): each axes is a <g id="axes_N"> whose first patch is its plot
+# area; its direct line2d_/patch_ children are the plotted lines, markers and bars (spines are
+# thin patches); legends are <g id="legend_N">. Returns what overlaps, as strings.
+LAYOUT_PROBLEMS = """
+(figure) => {
+  const svg = figure.querySelector('svg');
+  const box = (e) => e.getBoundingClientRect();
+  const meets = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  const inside = (a, b) => a.left >= b.left - 0.5 && a.right <= b.right + 0.5 && a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5;
+  const problems = [];
+  const legends = [...svg.querySelectorAll('g[id^="legend_"]')].map(box);
+  let previous = null;
+  for (const axes of svg.querySelectorAll('g[id^="axes_"]')) {
+    const kids = [...axes.children].filter(k => /^(line2d|patch)_/.test(k.id));
+    const solid = (k) => box(k).width > 1.5 && box(k).height > 1.5;
+    const first = kids.find(k => k.id.startsWith('patch_'));
+    const area = first && solid(first) ? box(first) : previous;  // a twin axes (twinx) draws no area of its own
+    previous = area;
+    for (const legend of legends) if (meets(legend, area)) problems.push(`legend over the plot area of ${axes.id}`);
+    const marks = kids.filter(k => k.id.startsWith('line2d_') || (k.id.startsWith('patch_') && k !== first && solid(k)));
+    for (const mark of marks) {
+      for (const legend of legends) if (meets(legend, box(mark))) problems.push(`legend over ${mark.id} of ${axes.id}`);
+      for (const m of mark.querySelectorAll('use')) if (!inside(box(m), area)) problems.push(`a marker of ${mark.id} cut by the edge of ${axes.id}`);
+    }
+  }
+  return problems;
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def browser() -> Any:
     if CHROMIUM is None:
@@ -156,6 +186,14 @@ def test_report_in_headless_chromium(trained: tuple[str, Path], browser: Any, ca
         box = chart.query_selector("svg").bounding_box()
         assert box is not None and box["width"] > 200 and box["height"] > 100, name
         assert len(chart.query_selector_all("svg path")) > 5, name  # something was drawn
+
+    # the page uses the window's width, and the Rounds table fits it (no sideways scroll)
+    assert page.query_selector("main").bounding_box()["width"] >= 1280 - 20
+    rounds_table = page.query_selector("#rounds .scroll")
+    assert rounds_table.evaluate("e => e.scrollWidth <= e.clientWidth"), rounds_table.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    # legends never cover a plotted mark; every marker, a score of 0 included, is wholly inside its plot
+    for name, chart in charts.items():
+        assert chart.evaluate(LAYOUT_PROBLEMS) == [], name
 
     # the tree shows one round at a time, the picker switches it
     visible = lambda: [d.get_attribute("data-round") for d in page.query_selector_all("div.tree") if d.is_visible()]  # noqa: E731

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from cli.db import db_app
 from diagevo.events.schemas import new_event
+from diagevo.paths import diagevo_command
 from diagevo.events.store import (
     HEAD_REVISION,
     EventStore,
@@ -61,8 +62,9 @@ def test_brand_new_database_is_migrated_to_head(backend: Backend, db_url: str) -
 
 
 def test_empty_database_is_not_migrated_when_told_not_to(backend: Backend, db_url: str) -> None:
-    with pytest.raises(SchemaOutdated, match="run `diagevo db upgrade`"):
+    with pytest.raises(SchemaOutdated, match="run `diagevo db upgrade --db ") as info:
         EventStore(db_url, migrate_empty=False)
+    assert info.value.args[0].endswith(f"`{diagevo_command(db_url, 'db', 'upgrade')}`")  # runnable: its own database
     assert "events" not in tables(backend, db_url)
 
 
@@ -71,7 +73,8 @@ def test_older_revision_is_refused_and_left_untouched(backend: Backend, db_url: 
     before = tables(backend, db_url)
     with pytest.raises(SchemaOutdated) as info:
         EventStore(db_url)
-    assert str(info.value) == f"database is at revision {OLDER}, expected {HEAD}: run `diagevo db upgrade`"
+    upgrade_it = diagevo_command(db_url, "db", "upgrade")  # diagevo db upgrade --db URL, the URL quoted when it must be
+    assert str(info.value) == f"database is at revision {OLDER}, expected {HEAD}: run `{upgrade_it}`"
     assert tables(backend, db_url) == before and "snapshots" not in before
     assert stored_revision(backend, db_url) == OLDER
     assert upgrade(db_url) == (OLDER, HEAD)

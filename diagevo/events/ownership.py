@@ -144,8 +144,12 @@ def consistent_status(engine: Engine, url: str) -> RevisionStatus:
             return status_of(conn, url)
 
 
-def refusal(status: RevisionStatus) -> str:
-    """Why a database that is not up to date is not used (one line)."""
+def refusal(status: RevisionStatus, url: str = "") -> str:
+    """Why a database that is not up to date is not used (one line), with the command that fixes
+    it for ``url`` (the database's own URL: the command leaves its password out)."""
+    from diagevo.paths import diagevo_command
+
+    upgrade = diagevo_command(url, "db", "upgrade")
     if status.state == "foreign":
         tables = [o for o in status.objects if o != "alembic_version"]
         shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
@@ -161,9 +165,9 @@ def refusal(status: RevisionStatus) -> str:
     if status.state == "empty":
         return (
             f"database {status.url} is empty (no diagevo log yet): a writer such as `diagevo train` "
-            "creates it, or run `diagevo db upgrade`"
+            f"creates it, or run `{upgrade}`"
         )
-    return f"database is at revision {status.current}, expected {status.head}: run `diagevo db upgrade`"
+    return f"database is at revision {status.current}, expected {status.head}: run `{upgrade}`"
 
 
 @contextmanager
@@ -213,7 +217,7 @@ def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
         with migration_tx(engine, url) as conn:
             before = status_of(conn, url)
             if before.state in ("unknown", "foreign"):
-                raise StoreError(refusal(before))
+                raise StoreError(refusal(before, url))
             upgrade_in(conn, target)
             from alembic.runtime.migration import MigrationContext
 

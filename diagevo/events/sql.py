@@ -115,13 +115,13 @@ class SQLRecorder(SQLProjections, Recorder):
             status = ownership.consistent_status(self._engine, self.url)
         if status is not None and not status.up_to_date:
             if status.state != "empty" or not migrate_empty:
-                raise SchemaOutdated(ownership.refusal(status))
+                raise SchemaOutdated(ownership.refusal(status, self.url))
             with ownership.migration_tx(self._engine, self.url) as conn:
                 status = ownership.status_of(conn, self.url)  # another process may have migrated meanwhile
                 if status.state == "empty":
                     ownership.upgrade_in(conn)
                 elif not status.up_to_date:
-                    raise SchemaOutdated(ownership.refusal(status))
+                    raise SchemaOutdated(ownership.refusal(status, self.url))
         self._ours = True
         self._engine.dispose()  # connections opened from here on switch the file to WAL
 

@@ -62,6 +62,20 @@ def _rounds_axis(ax: Any, rounds: Sequence[int]) -> None:
         ax.set_xlim(min(rounds) - 0.6, max(rounds) + 0.6)
 
 
+def _legend_below(fig: Any, handles: Sequence[Any], fontsize: float = 8) -> None:
+    """The legend under the plot, outside every axes, so it never covers a bar, a line, a marker
+    or a value, whatever the data (constrained layout makes room for it)."""
+    if handles:
+        fig.legend(handles, [h.get_label() for h in handles], loc="outside lower center", ncols=min(len(handles), 3), fontsize=fontsize)
+
+
+def _unit_axis(ax: Any) -> None:
+    """A 0-1 axis with room at both ends: a score of 0 (or 1) shows its whole marker, not half of
+    one hidden on the axis line."""
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_yticks([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+
+
 def _line(ax: Any, x: Sequence[Any], y: Sequence[Any], label: str, style: tuple[str, str, Any], **kw: Any) -> None:
     color, marker, ls = style
     ax.plot(x, y, color=color, marker=marker, linestyle=ls, linewidth=1.6, markersize=5, label=label, **kw)
@@ -82,7 +96,7 @@ def lifecycle(rounds: pl.DataFrame, title: str = "Memory lifecycle") -> Any:
     ax.set_ylabel("count")
     ax.set_title(title, loc="left", fontsize=10)
     _rounds_axis(ax, x)
-    ax.legend(loc="upper left", fontsize=8)
+    _legend_below(fig, ax.get_legend_handles_labels()[0])
     ax.margins(y=0.15)
     return fig
 
@@ -110,11 +124,10 @@ def accuracy(rounds: pl.DataFrame, benchmarks: pl.DataFrame) -> Any:
                 _line(ax, b["round"].to_list(), b["mean_at_k"].to_list(), f"{name} (mean@{k})", style, alpha=0.55)
             series += 1
     ax.set_ylabel("accuracy")
-    ax.set_ylim(0, 1.02)
+    _unit_axis(ax)
     ax.set_title("Accuracy per round", loc="left", fontsize=10)
     _rounds_axis(ax, sorted(xs))
-    if series:
-        ax.legend(loc="lower right", fontsize=8)
+    _legend_below(fig, ax.get_legend_handles_labels()[0])
     return fig
 
 
@@ -128,13 +141,12 @@ def schedule(rounds: pl.DataFrame) -> Any:
     right = ax.twinx()
     right.grid(False)
     _line(right, x, rounds["epsilon_next"].to_list(), "ε_t+1 (dashed, ▲, right axis)", ("#c00000", "^", "--"))
-    right.set_ylim(0, 1.05)
+    _unit_axis(right)
     right.set_ylabel("ε_t+1: share of free exploration")
     right.spines["right"].set_visible(True)
     _rounds_axis(ax, x)
     ax.set_title("Schedule (Eq. 1)", loc="left", fontsize=10)
-    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
-    ax.legend(handles, [h.get_label() for h in handles], loc="upper left", fontsize=8)
+    _legend_below(fig, ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0])
     ax.margins(y=0.12)
     return fig
 
@@ -145,11 +157,11 @@ def pseudo_labels(rounds: pl.DataFrame) -> Any:
     fig, ax = plt.subplots(figsize=(6.4, 3.0), layout="constrained")
     r = rounds.filter(pl.col("pseudo_label_acc").is_not_null())
     _line(ax, r["round"].to_list(), r["pseudo_label_acc"].to_list(), "pseudo-label accuracy", STYLES[2])
-    ax.set_ylim(0, 1.02)
+    _unit_axis(ax)
     ax.set_ylabel("accuracy of majority-vote labels")
     _rounds_axis(ax, r["round"].to_list())
     ax.set_title("Pseudo-label accuracy", loc="left", fontsize=10)
-    ax.legend(loc="lower right", fontsize=8)
+    _legend_below(fig, ax.get_legend_handles_labels()[0])
     return fig
 
 
@@ -168,7 +180,7 @@ def question_properties(stats: pl.DataFrame) -> Any:
         ax.set_title(title, loc="left", fontsize=10)
         ax.set_ylabel(ylabel)
         _rounds_axis(ax, rounds)
-    left.legend(fontsize=8)
+    _legend_below(fig, left.get_legend_handles_labels()[0])
     return fig
 
 
@@ -190,7 +202,8 @@ def timing(seconds: pl.DataFrame, names: Mapping[str, str]) -> Any:
     ax.set_ylabel("seconds")
     _rounds_axis(ax, rounds)
     ax.set_title("Time per phase", loc="left", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    handles = ax.get_legend_handles_labels()[0]
+    fig.legend(handles, [h.get_label() for h in handles], loc="outside right upper", fontsize=7)  # beside the bars
     return fig
 
 

@@ -30,7 +30,7 @@ header h1 { margin: 0 0 4px; font-size: 22px; }
 header p { margin: 0; color: var(--muted); }
 nav { position: sticky; top: 0; background: #fffffff0; border-bottom: 1px solid var(--line); padding: 6px 32px; z-index: 2; }
 nav a { margin-right: 14px; color: #1f4e79; text-decoration: none; font-size: 13px; }
-main { padding: 8px 32px 48px; max-width: 1180px; }
+main { padding: 8px 32px 48px; }
 section { margin-top: 28px; }
 h2 { font-size: 17px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
 h3 { font-size: 14px; margin-bottom: 6px; }
@@ -45,8 +45,8 @@ figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 6px; pad
 figure.chart svg { width: 100%; height: auto; display: block; }
 figure.chart figcaption { color: var(--muted); font-size: 12px; margin-top: 4px; }
 table { border-collapse: collapse; font-size: 12.5px; margin: 6px 0; }
-th, td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: right; vertical-align: top; }
-th { background: var(--soft); }
+th, td { border-bottom: 1px solid var(--line); padding: 3px 7px; text-align: right; vertical-align: top; }
+th { background: var(--soft); vertical-align: bottom; }
 td.l, th.l { text-align: left; }
 .scroll { overflow-x: auto; max-width: 100%; }
 td.cell { text-align: center; min-width: 42px; font-variant-numeric: tabular-nums; }
@@ -105,7 +105,10 @@ def table(df: pl.DataFrame, headers: Mapping[str, str] | None = None, left: Iter
     """A polars frame as an HTML table; ``headers`` renames columns, ``left`` aligns them left."""
     headers = headers or {}
     left = set(left)
-    head = "".join(f'<th class="{"l" if c in left else ""}">{_e(headers.get(c, c))}</th>' for c in df.columns)
+    # a header wraps at its spaces ("failed_diagnoses" would not), so wide tables fit the page
+    head = "".join(
+        f'<th class="{"l" if c in left else ""}" title="{_e(c)}">{_e(headers.get(c, c.replace("_", " ")))}</th>' for c in df.columns
+    )
     body = "".join(
         "<tr>" + "".join(f'<td class="{"l" if c in left else ""}">{_e(_fmt(v, digits))}</td>' for c, v in zip(df.columns, row, strict=True)) + "</tr>"
         for row in df.iter_rows()
@@ -318,7 +321,8 @@ def render(data: RunData, db_url: str, command: Callable[[str], str]) -> str:
     sections.append(("causes", "Error causes", causes_html(data, command) if data.stories else '<p class="note">no cause yet.</p>'))
     sections.append(("tree", "Skill-node tree", tree_html(data.memories)))
     if rounds.height:
-        headers = {"epsilon_next": "ε_t+1", "F": "F_t", "heldout_acc": "held-out acc", "pseudo_label_acc": "label acc", "failed_diagnoses": "failed diag."}
+        headers = {"epsilon_next": "ε_t+1", "F": "F_t", "heldout_acc": "held-out acc", "pseudo_label_acc": "label acc", "failed_diagnoses": "failed diag.",
+                   "attributions": "attrib.", "promotions": "prom.", "reactivations": "react."}  # the full names in each header's title
         sections.append(("rounds", "Rounds", table(rounds, headers)))
     if data.timing.height:
         chart = _chart("timing", figures.to_svg(figures.timing(data.timing, PHASES)), "seconds per phase and round")
