@@ -134,6 +134,7 @@ class ExternalTrainer:
         return rnd.commit(metrics, summary={
             "dedup_truncated": summary.dedup_truncated, "heldout_acc": metrics.get("heldout_acc"),
             "pseudo_label_acc": metrics.get("pseudo_label_acc"), "timing": seconds,
+            **({"val_acc": metrics["val_acc"]} if "val_acc" in metrics else {}),
         })
 
 
