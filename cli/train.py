@@ -172,9 +172,12 @@ def register(app: typer.Typer) -> None:
                     raise Interrupted(f"interrupted {where}: continue with `{again}`") from None
                 last = max((r.round for r in reports), default=None)
                 cause = training.cause_to_audit(store, run_id)
+                persistent = store.persistent
             console.print(round_table(reports) if reports else "nothing to do: every round is committed")
             console.print(f"\nlog: [bold]{redact_url(db_url)}[/]  run: [bold]{run_id}[/]", soft_wrap=True)  # no password
-            if last is not None:
+            if last is not None and not persistent:
+                console.print("(the log was in this process's memory and is gone: give --db sqlite:///FILE to keep it)")
+            elif last is not None:
                 console.print("try:")
                 for cmd in (["replay", "--round", str(last)], ["stats"], *([["why", cause]] if cause else [])):
                     line = shlex.join([prog, "memory", *cmd, *dbs, "--run", run_id])

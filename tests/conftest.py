@@ -110,7 +110,9 @@ class PostgresBackend(Backend):
         key = PG_APPEND_LOCK_KEY
         sql = text(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-            "AND classid = :hi AND objid = :lo AND pid <> pg_backend_pid()"
+            "AND classid = :hi AND objid = :lo AND pid <> pg_backend_pid() "
+            # advisory locks are per database: other sessions' test databases on this server hold their own
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
         with self._admin.connect() as conn:
             n = conn.execute(sql, {"hi": key >> 32, "lo": key & 0xFFFFFFFF}).scalar_one()

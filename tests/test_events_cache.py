@@ -100,24 +100,41 @@ def trainer_grants(schema: str, role: str) -> list[str]:
 
 def test_readme_documents_these_grants() -> None:
     readme = (ROOT / "README.md").read_text()
-    for stmt in trainer_grants("diagevo", "diagevo_trainer"):
+    for stmt in [*trainer_grants("diagevo", "diagevo_trainer"), "CREATE SCHEMA diagevo AUTHORIZATION diagevo_owner"]:
         assert stmt + ";" in readme, stmt
+
+
+def owner_grants(schema: str, role: str) -> list[str]:
+    """What the README has an administrator do for the owner role: the schema is the owner's
+    (``CREATE SCHEMA ... AUTHORIZATION``; here the test's schema exists already)."""
+    return [f"ALTER SCHEMA {schema} OWNER TO {role}"]
 
 
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_path: Path) -> None:
-    owner_url = postgres_backend.fresh_url()
-    schema = make_url(owner_url).query["options"].split("=", 1)[1]
-    role = f"trainer_{uuid.uuid4().hex[:8]}"
-    EventStore(owner_url).close()  # the owner migrates
-    admin = create_engine(owner_url, isolation_level="AUTOCOMMIT")
+    """An owner role that owns the schema (and nothing else) migrates it and grants the trainer
+    role the README's privileges; the trainer runs two rounds of ``diagevo train``."""
+    admin_url = postgres_backend.fresh_url()
+    schema = make_url(admin_url).query["options"].split("=", 1)[1]
+    tag = uuid.uuid4().hex[:8]
+    owner, role = f"owner_{tag}", f"trainer_{tag}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE ROLE {owner} LOGIN"))
+        conn.execute(text(f"CREATE ROLE {role} LOGIN"))
+        for stmt in owner_grants(schema, owner):
+            conn.execute(text(stmt))
+    owner_url = make_url(admin_url).set(username=owner, password=None).render_as_string(hide_password=False)
+    trainer_url = make_url(admin_url).set(username=role, password=None).render_as_string(hide_password=False)
+    as_owner = create_engine(owner_url, isolation_level="AUTOCOMMIT")
     try:
-        with admin.connect() as conn:
-            conn.execute(text(f"CREATE ROLE {role} LOGIN"))
+        EventStore(owner_url).close()  # the owner migrates: its tables, triggers and functions
+        with as_owner.connect() as conn:
+            assert conn.execute(text("SELECT tableowner FROM pg_tables WHERE tablename = 'events' "
+                                     "AND schemaname = current_schema()")).scalar_one() == owner
             for stmt in trainer_grants(schema, role):
                 conn.execute(text(stmt))
-        trainer_url = make_url(owner_url).set(username=role, password=None).render_as_string(hide_password=False)
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         cmd = [sys.executable, "-m", "cli.app", "train", "--db", trainer_url, "--run", "least", "--rounds", "2",
                "--quiet", "--set", f'train.out_dir="{tmp_path / "ckpt"}"', *SMALL]
@@ -128,8 +145,9 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
         with admin.connect() as conn:
             assert conn.execute(text(f"SELECT count(*) FROM {schema}.snapshots")).scalar_one() == 0
         probe = create_engine(trainer_url)
-        with pytest.raises(Exception, match="permission denied"), probe.begin() as conn:
-            conn.execute(text("DELETE FROM snapshots"))
+        for sql in ("DELETE FROM snapshots", "UPDATE events SET round = 0", "DELETE FROM artifacts"):
+            with pytest.raises(Exception, match="permission denied"), probe.begin() as conn:
+                conn.execute(text(sql))
         probe.dispose()
         verify = subprocess.run([sys.executable, "-m", "cli.app", "memory", "verify", "--db", trainer_url, "--run", "least"],
                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -137,7 +155,9 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
         with EventStore(owner_url, create=False) as store:
             assert [e.round for e in store.read("least", types=("round.committed",))] == [1, 2]
     finally:
+        as_owner.dispose()
         with admin.connect() as conn:
-            conn.execute(text(f"DROP OWNED BY {role}"))
-            conn.execute(text(f"DROP ROLE {role}"))
+            for r in (role, owner):
+                conn.execute(text(f"DROP OWNED BY {r} CASCADE"))
+                conn.execute(text(f"DROP ROLE {r}"))
         admin.dispose()

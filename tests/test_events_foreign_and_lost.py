@@ -1,6 +1,6 @@
 """A foreign schema with a table named ``events`` is "not a diagevo database" whatever Alembic
 revision it carries (another project's, or one equal to ours); a PostgreSQL connection lost in
-the middle of a read is one StoreError line, with no stray "error ignored" or pool traceback on
+the middle of a read or of a write is one StoreError line, with no stray "error ignored" or pool traceback on
 stderr."""
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ _LOST = textwrap.dedent('''
     with admin.connect() as conn:
         conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                           "WHERE application_name = 'diagevo_lost_test' AND pid <> pg_backend_pid()"))
-    admin.dispose()
     try:
         for _ in rows:
             pass
@@ -66,6 +65,20 @@ _LOST = textwrap.dedent('''
         print("refused:", exc)
     store.put_snapshot("a", 1, 1, {})  # the next call gets a fresh connection
     print("written:", store.snapshot_anchors("a")[0][:2])
+
+    def decide(read):  # the connection is lost inside a write transaction
+        read(None)
+        with admin.connect() as conn:
+            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                              "WHERE application_name = 'diagevo_lost_test' AND pid <> pg_backend_pid()"))
+        return Log("b").events()
+
+    try:
+        store.append_checked("a", decide)
+    except StoreError as exc:
+        print("refused:", exc)
+    print("appended:", store.append(Log("b").events()).appended)
+    admin.dispose()
     store.close()
 ''')
 
@@ -83,4 +96,6 @@ def test_a_lost_connection_is_one_line_and_nothing_stray(postgres_backend: Postg
     lines = done.stdout.splitlines()
     assert lines[0].startswith("refused: read from ") and "connection" in lines[0], lines
     assert lines[1] == "written: (1, 1)"
+    assert lines[2].startswith("refused: write to ") and "connection" in lines[2], lines
+    assert lines[3] == "appended: 1"
     assert done.stderr == ""  # no "error ignored ...", no "Exception during reset or similar"

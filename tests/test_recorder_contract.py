@@ -190,3 +190,22 @@ class TestInMemory(RecorderContract):
 def test_an_unknown_memory_log_is_not_created_by_a_reader() -> None:
     with pytest.raises(StoreError, match="no database at memory://"):
         EventStore(f"memory://{uuid.uuid4().hex}", create=False)
+
+
+@pytest.mark.slow
+def test_a_simulator_run_on_the_in_memory_recorder(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``diagevo train --db memory://NAME``: the whole loop on the in-memory recorder, whose log
+    verifies; the commands it would suggest cannot reach a log that ends with the process."""
+    from tests.test_cli_memory import run_cli
+
+    monkeypatch.chdir(tmp_path)  # the vector index of a non-file database goes to the current directory
+    url = f"memory://{uuid.uuid4().hex}"
+    code, out, err = run_cli(capsys, "train", "--db", url, "--run", "m", "--rounds", "2", "--quiet",
+                             "--set", f'train.out_dir="{tmp_path / "ck"}"', "--set", "train.challenger_questions=16",
+                             "--set", "train.curriculum_questions=48")
+    assert code == 0, err
+    assert "memory replay" not in out and "is gone" in out
+    with EventStore(url, create=False) as store:
+        assert [e.round for e in store.read("m", types=("round.committed",))] == [1, 2]
+        assert verify_run(store, "m") == []
+    forget(url)

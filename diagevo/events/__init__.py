@@ -1,4 +1,5 @@
-"""The event log: event schemas, SQL tables and the append-only :class:`EventStore`.
+"""The event log: event schemas, SQL tables and the append-only :class:`EventStore` (the
+:class:`Recorder` interface; one recorder per backend: SQLite, PostgreSQL, in-memory).
 
 The store's names are loaded lazily, so that importing the schemas (as the pure ``memory``
 package does) does not pull in SQLAlchemy and Alembic.
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
         AppendResult,
         ConflictError,
         EventStore,
+        Recorder,
         RevisionStatus,
         SchemaOutdated,
         StoredEvent,
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     )
 
 _STORE_NAMES = frozenset(
-    {"AppendResult", "ConflictError", "EventStore", "RevisionStatus", "SchemaOutdated", "StoreError", "StoredEvent"}
+    {"AppendResult", "ConflictError", "EventStore", "Recorder", "RevisionStatus", "SchemaOutdated", "StoreError", "StoredEvent"}
 )
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "EventIn",
     "EventStore",
     "InvalidEvent",
+    "Recorder",
     "RevisionStatus",
     "SchemaOutdated",
     "StoreError",

@@ -64,6 +64,8 @@ def _name(url: str) -> str:
 class InMemoryRecorder(Recorder):
     """The event log in memory."""
 
+    persistent = False
+
     def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
         self.url = url
         with _LOGS_LOCK:

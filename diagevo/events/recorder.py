@@ -246,6 +246,7 @@ class Recorder:
     them by ``tests/test_recorder_contract.py``)."""
 
     url: str
+    persistent = True  # whether the log outlives this process (False: the in-memory recorder)
 
     def __new__(cls, url: str, *args: Any, **kwargs: Any) -> Recorder:
         if cls is Recorder or getattr(cls, "_dispatch", False):
