@@ -158,15 +158,31 @@ def _usage_error(exc: BaseException) -> str | None:
     return message + hint
 
 
+def _leave_now(code: int) -> None:
+    """After Ctrl-C: the exit handlers (they stop the math-verify worker), then out without
+    Python's teardown, which spent 1-4 s freeing torch and the rest after the message was shown.
+    The store is closed already (the commands hold it in ``with``). Inside pytest, an ordinary exit."""
+    if "pytest" in sys.modules:
+        sys.exit(code)
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 def main() -> None:
     try:
         code = app(standalone_mode=False, prog_name="diagevo")
     except Interrupted as exc:
         err_console.print(str(exc), highlight=False, soft_wrap=True)
-        sys.exit(130)
+        _leave_now(130)
     except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
-        sys.exit(130)
+        _leave_now(130)
     except DiagevoError as exc:
         err_console.print(f"[red]error:[/] {escape(runnable(_one_line(exc)))}", highlight=False, soft_wrap=True)
         sys.exit(1)

@@ -73,6 +73,10 @@ def register(memory_app: typer.Typer) -> None:
         console.print(causes)
         for run in runs:
             console.print(f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes {', '.join(d['nodes_only_in'][run]) or '-'}", soft_wrap=True)
+        if d["same_node_id_differs"]:
+            ids = ", ".join(d["same_node_id_differs"])
+            console.print(f"{plural(len(d['same_node_id_differs']), 'node id')} {'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
+                          f"a different skill node in each run (created after the fork): {ids}", soft_wrap=True, highlight=False)
         clash = d["same_id_differs"]
         if clash:
             ids = ", ".join(c["cause_id"] for c in clash[:10]) + (" ..." if len(clash) > 10 else "")

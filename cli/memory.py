@@ -13,6 +13,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, open_store
+from diagevo.words import plural
 if TYPE_CHECKING:
     from diagevo.memory.state import Memory
 
@@ -272,7 +273,7 @@ def events(
         table.add_row(str(e.seq), str(e.round), e.type, data[:140])
     console.print(table)
     if more:
-        console.print(f"[dim]the first {limit} events shown; more match (--limit 0 for all, --limit N for more)[/]")
+        console.print(f"[dim]the first {plural(limit, 'event')} shown; more match (--limit 0 for all, --limit N for more)[/]")
     elif not picked:
         console.print("[dim]no events match[/]")
 

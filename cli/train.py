@@ -26,6 +26,7 @@ from rich.text import Text
 
 from cli.progress import progress_for
 from cli.common import DbOpt, Interrupted, JsonOpt, console, db_args, emit_json, open_store, program
+from diagevo.words import plural
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 
@@ -221,7 +222,7 @@ def register(app: typer.Typer) -> None:
             emit_json(results)
             return
         for world, rows in results.items():
-            table = Table(title=f"held-out accuracy, world: {world} ({seeds} seeds, {rounds} rounds)")
+            table = Table(title=f"held-out accuracy, world: {world} ({plural(seeds, 'seed')}, {plural(rounds, 'round')})")
             for c in ("variant", "at val-best round", "last round", "val-best rounds", "oracle (best held-out)"):
                 table.add_column(c, justify="right")
             for r in rows:
@@ -253,7 +254,7 @@ DYNAMICS_COLUMNS = (
 def dynamics_table(world: str, rows: list[dict], seeds: int) -> Table:
     """Per-round measures (mean over seeds), one row per variant and round."""
     ref = rows[0].get("reference", "") if rows else ""
-    table = Table(title=f"per round, mean of {seeds} seeds, world: {world}; label acc on the shared questions of {ref!r}")
+    table = Table(title=f"per round, mean of {plural(seeds, 'seed')}, world: {world}; label acc on the shared questions of {ref!r}")
     table.add_column("variant")
     table.add_column("round", justify="right")
     for _, title, _ in DYNAMICS_COLUMNS:

@@ -61,22 +61,23 @@ def _original_id(eid: str, source: str, new: str) -> str:
     return source + eid[len(new):] if eid.startswith(f"{new}/") else eid
 
 
-def _creations(store: EventStore, run: str, depth: int = 0) -> dict[str, tuple[str, str]]:
-    """``cause.created`` event id -> (cause id, identity) for every cause ``run`` created or
-    inherited; a copied event's identity is that of its original in the source run."""
-    events = list(store.read(run, types=("cause.created", "run.forked")))
+def _creations(store: EventStore, run: str, made: str = "cause.created", field: str = "cause_id",
+               depth: int = 0) -> dict[str, tuple[str, str]]:
+    """``made`` event id -> (the id in ``field``, identity) for every cause (or node) ``run``
+    created or inherited; a copied event's identity is that of its original in the source run."""
+    events = list(store.read(run, types=(made, "run.forked")))
     fork = next((e for e in events if e.type == "run.forked"), None)
     source = fork.data.get("source_run") if fork is not None else None
-    inherited = _creations(store, source, depth + 1) if isinstance(source, str) and depth < 64 else {}
+    inherited = _creations(store, source, made, field, depth + 1) if isinstance(source, str) and depth < 64 else {}
     out: dict[str, tuple[str, str]] = {}
     for e in events:
-        if e.type != "cause.created":
+        if e.type != made:
             continue
         identity = f"{run}:{e.event_id}"
         if fork is not None and e.seq < fork.seq and isinstance(source, str):  # copied by the fork
             original = _original_id(e.event_id, source, run)
             identity = inherited.get(original, ("", f"{source}:{original}"))[1]
-        out[e.event_id] = (e.data["cause_id"], identity)
+        out[e.event_id] = (e.data[field], identity)
     return out
 
 
@@ -87,13 +88,19 @@ def cause_identities(store: EventStore, run: str) -> dict[str, str]:
     return {cid: identity for cid, identity in _creations(store, run).values()}
 
 
+def node_identities(store: EventStore, run: str) -> dict[str, str]:
+    """Node id -> the identity of the skill node (its ``node.created`` event), as for causes."""
+    return {nid: identity for nid, identity in _creations(store, run, "node.created", "node_id").values()}
+
+
 def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> dict[str, Any]:
     """Causes whose state or frequency differ, causes and nodes in one run only, and F_t and
     ε_{t+1} side by side, at ``round`` (default: each run's last committed round).
 
     Causes are matched by identity (the event that created them), not by id: after a fork, the
     same id may name different causes in the two runs; those are listed in ``same_id_differs``
-    and count as one cause only in each run."""
+    and count as one cause only in each run. Skill nodes are matched the same way (their
+    ``node.created`` event; ``same_node_id_differs``)."""
     memories: list[Memory] = []
     runs = store.runs()
     for run in (a, b):
@@ -124,8 +131,10 @@ def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> di
                            "description": ma.causes[cid].description})
     only[b] = sorted((cid for cid in mb.causes if cid not in matched_b), key=order)
     same_id = sorted((cid for cid in set(ma.causes) & set(mb.causes) if key_a[cid] != key_b[cid]), key=order)
-    nodes_a = {n.id: n.label for n in ma.nodes.values()}
-    nodes_b = {n.id: n.label for n in mb.nodes.values()}
+    nia, nib = node_identities(store, a), node_identities(store, b)
+    nodes_a = {nid: nia.get(nid, f"id:{nid}") for nid in ma.nodes}  # node id -> identity
+    nodes_b = {nid: nib.get(nid, f"id:{nid}") for nid in mb.nodes}
+    node_keys_a, node_keys_b = set(nodes_a.values()), set(nodes_b.values())
 
     def schedule_row(m: Memory) -> Mapping[str, Any]:
         s = schedule(m)
@@ -142,5 +151,9 @@ def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> di
         "same_id_differs": [
             {"cause_id": cid, a: ma.causes[cid].description, b: mb.causes[cid].description} for cid in same_id
         ],
-        "nodes_only_in": {a: sorted(set(nodes_a) - set(nodes_b)), b: sorted(set(nodes_b) - set(nodes_a))},
+        "nodes_only_in": {
+            a: sorted((n for n, k in nodes_a.items() if k not in node_keys_b), key=order),
+            b: sorted((n for n, k in nodes_b.items() if k not in node_keys_a), key=order),
+        },
+        "same_node_id_differs": sorted((n for n in set(nodes_a) & set(nodes_b) if nodes_a[n] != nodes_b[n]), key=order),
     }

@@ -111,7 +111,10 @@ def _new_cause_in_round_two(store: EventStore, run: str, text: str) -> None:
 
     rounds.open_round(store, run)
     rounds.record(store, run, 2, [candidate("q2-x")])
-    store.append([new_event("cause.created", run, 2, event_id(run, 2, "c3"), cause_id="C3", node_id="N1", description=text)])
+    store.append([
+        new_event("node.created", run, 2, event_id(run, 2, "n9"), node_id="N9", label=f"node for: {text}"),
+        new_event("cause.created", run, 2, event_id(run, 2, "c3"), cause_id="C3", node_id="N9", description=text),
+    ])
     rounds.promote(store, run, 2)
     rounds.commit(store, run, 2)
 
@@ -130,5 +133,7 @@ def test_diff_matches_causes_by_the_event_that_created_them(tmp_path: Path, caps
     assert d["causes_only_in"] == {RUN: ["C3"], "other": ["C3"]}  # two different causes named C3
     assert [c["cause_id"] for c in d["same_id_differs"]] == ["C3"]
     assert d["causes_differing"] == []  # C1 and C2 are the same causes, in the same state
+    assert d["nodes_only_in"] == {RUN: ["N9"], "other": ["N9"]} and d["same_node_id_differs"] == ["N9"]
     code, out, _ = run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "other", "--db", db)
     assert code == 0 and "1 id names a different cause in each run" in " ".join(out.split())
+    assert "1 node id names a different skill node in each run (created after the fork): N9" in " ".join(out.split())

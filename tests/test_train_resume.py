@@ -32,6 +32,9 @@ CTRL_C_IN_ROUND_2 = textwrap.dedent(
     import os, signal, sys
     from diagevo.train import loop
 
+    # as at a terminal, even when the test runs in the background of a shell (SIGINT inherited ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     init = loop.Trainer.__init__
 
     def hooked_init(self, *args, **kwargs):
