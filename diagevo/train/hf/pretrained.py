@@ -235,7 +235,7 @@ def warm_up_formats(out: Path, warm: FormatWarmUp, progress: ProgressFn = no_pro
     torch.manual_seed(warm.seed)
     tok = AutoTokenizer.from_pretrained(out)
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
-    model.to("cuda" if torch.cuda.is_available() else "cpu")  # fp32 either way: seconds on a GPU
+    model.to("cuda" if torch.cuda.is_available() else "cpu")  # type: ignore[arg-type]  # fp32 either way: seconds on a GPU
     losses = warm_up(
         model, tok, pairs, steps=warm.steps, batch=warm.batch, lr=warm.lr, seed=warm.seed,
         tick=lambda d, n: progress("warm-up", d, n), schedule="constant",

@@ -82,8 +82,8 @@ def shared_with_trl(engine: VLLMEngine | None = None, server: ServerClient | Non
                 server.holding = TRAINER
 
     saved = grpo.VLLMGeneration
-    grpo.VLLMGeneration = SharedGeneration
+    grpo.VLLMGeneration = SharedGeneration  # type: ignore[misc]  # patched for the phase, restored below
     try:
         yield
     finally:
-        grpo.VLLMGeneration = saved
+        grpo.VLLMGeneration = saved  # type: ignore[misc]
