@@ -7,6 +7,7 @@ reason for a command to fail (see :func:`diagevo.replay.refresh_snapshots`). The
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -27,8 +28,8 @@ class SQLProjections:
     url: str
     _engine: Engine
 
-    def _write_tx(self, *, append_lock: bool = False) -> AbstractContextManager[Connection]:
-        raise NotImplementedError
+    @abstractmethod
+    def _write_tx(self, *, append_lock: bool = False) -> AbstractContextManager[Connection]: ...
 
     def _upsert(self, conn: Connection, table: str, keys: tuple[str, ...], values: dict[str, Any]) -> None:
         cols = ", ".join(values)

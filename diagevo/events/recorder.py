@@ -15,6 +15,7 @@ byte-identical chains), the public types and errors.
 from __future__ import annotations
 
 import hashlib
+from abc import ABC, abstractmethod
 import json
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -240,10 +241,10 @@ def text_refs(type_: str, data: dict[str, Any]) -> Iterator[tuple[str, str]]:
 # --- the interface ----------------------------------------------------------------------------
 
 
-class Recorder:
+class Recorder(ABC):
     """The event log of one database. ``Recorder(url)`` opens the backend the URL names; each
-    backend implements every method below that raises NotImplementedError (checked for all of
-    them by ``tests/test_recorder_contract.py``)."""
+    backend implements every abstract method below (checked for all of them by
+    ``tests/test_recorder_contract.py``)."""
 
     url: str
     persistent = True  # whether the log outlives this process (False: the in-memory recorder)
@@ -271,28 +272,32 @@ class Recorder:
 
     # --- append ---------------------------------------------------------------------------------
 
+    @abstractmethod
     def append(self, events: Sequence[EventIn], *, expected_last_seq: int | None = None) -> AppendResult:
         """Append a batch in one transaction. Event ids the run already holds are skipped
         silently (ids are unique per run: the same id in another run is another event);
         ``expected_last_seq`` (a batch of one run) raises :class:`ConflictError` when the run
         is elsewhere, storing nothing."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def append_checked(self, run: str, decide: Callable[[CheckedReader], Sequence[EventIn]]) -> AppendResult:
         """Append the events ``decide`` returns, having let it read ``run``'s events, under the
         append lock in one transaction: no writer appends between its reads and the write.
         ``decide`` gets ``read(types, *, round=None, after_seq=0)`` -> [(seq, round, type, data)]
         (texts as artifact refs); ``decide`` raising stores nothing."""
-        raise NotImplementedError
+        ...
 
     # --- reads ----------------------------------------------------------------------------------
 
+    @abstractmethod
     def iter_rows(
         self, run: str, *, after_seq: int = 0, types: Collection[str] | None = None, round: int | None = None
     ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
         """(seq, round, type, data) in seq order, texts left as artifact refs: the replay path."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def read(
         self,
         run: str,
@@ -305,8 +310,9 @@ class Recorder:
         limit: int | None = None,
     ) -> Iterator[StoredEvent]:
         """Events of a run in seq order; ``texts=True`` puts artifact texts back inline."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def read_naming(
         self,
         run: str,
@@ -319,43 +325,52 @@ class Recorder:
     ) -> list[StoredEvent]:
         """Events of a run whose data names one of the given ids in one of the given fields
         (:data:`diagevo.events.keys.KEY_FIELDS`), in seq order."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def artifact_texts(self, shas: Collection[str]) -> dict[str, str]:
         """The stored texts of these artifact keys, as stored (unchecked); absent keys left out."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def last_seq(self, run: str) -> int:
         """The run's last seq (0 for a run with no events)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def runs(self) -> list[str]:
         """Run ids in order of their first event."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def existing_keys(self, keys: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these (run, event_id) pairs are already stored."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def retained_counts(self, run: str) -> dict[int, int]:
         """Per round, how many ``question.scored`` events say ``retained: true``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def type_counts(self, run: str, round: int | None = None) -> dict[tuple[int, str], int]:
         """Events per (round, type) of a run, or of one round."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def latest_run(self) -> str | None:
         """The run of the most recently appended event."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def event_at(self, run: str, seq: int) -> tuple[int, str, str] | None:
         """(round, type, hash) of the run's event at ``seq``, or None."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def verify_chain(self, run: str) -> list[str]:
         """Recompute the run's hash chain; one line per problem (empty: intact)."""
-        raise NotImplementedError
+        ...
 
     def artifact(self, sha256: str) -> str:
         found = self.artifact_texts([sha256])
@@ -408,43 +423,53 @@ class Recorder:
 
     # --- projections' caches: snapshots and checkpoints -------------------------------------------
 
+    @abstractmethod
     def put_snapshot(self, run: str, round: int, seq: int, state: dict[str, Any], hash: str | None = None) -> None:
         """Store (or replace) the cached memory of ``run`` at committed ``round``, folded up to
         the event at ``seq`` whose hash is ``hash`` (looked up when not given)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def get_snapshot(self, run: str, round: int) -> tuple[int, dict[str, Any]] | None:
         """(seq, state) of the snapshot at ``round``, or None."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def latest_snapshot(self, run: str, upto_round: int | None = None) -> tuple[int, int, dict[str, Any]] | None:
         """(round, seq, state) of the latest snapshot at or before ``upto_round``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def snapshots(self, run: str) -> list[tuple[int, int, dict[str, Any]]]:
         """(round, seq, state) of every snapshot of the run, by round."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def snapshot_anchors(self, run: str) -> list[tuple[int, int, str | None]]:
         """(round, seq, hash) of every snapshot of the run, by round (hash None when unknown)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def drop_snapshots(self, run: str) -> int:
         """Delete the run's snapshots (they are a cache); returns how many were dropped."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def get_checkpoint(self, name: str, run: str) -> int:
         """Last seq applied by projection ``name`` for ``run``; 0 when none."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def checkpoint_info(self, name: str, run: str) -> dict[str, Any]:
         """The ``info`` stored with a checkpoint; {} when none."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def set_checkpoint(self, name: str, run: str, seq: int, info: dict[str, Any] | None = None) -> None:
         """Store (or move) projection ``name``'s checkpoint for ``run``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def checkpoints(self, run: str) -> dict[str, int]:
         """Projection name -> last seq it applied, for the run."""
-        raise NotImplementedError
+        ...
