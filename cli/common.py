@@ -47,13 +47,14 @@ def open_store(
     Commands that only read set ``readonly``: SQLite is opened read-only (a read-only mount works).
     With ``keep_if_refused=False``, a SQLite file this call created is removed again when the
     command refuses its input (a DiagevoError): a refusal leaves nothing behind."""
-    from diagevo.events.store import EventStore, sqlite_path
+    from diagevo.events.backends import open_recorder
+    from diagevo.events.store import sqlite_path
     from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
     path = sqlite_path(url)
     fresh = create and not keep_if_refused and path is not None and not path.exists()
-    store = EventStore(url, create=create, readonly=readonly)
+    store = open_recorder(url, create=create, readonly=readonly)
     try:
         yield store
     except DiagevoError:

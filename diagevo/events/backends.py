@@ -56,6 +56,12 @@ def recorder_class(url: str) -> type[Recorder]:
     return backend_of(url).RECORDER  # type: ignore[no-any-return]
 
 
+def open_recorder(url: str, **options: Any) -> Recorder:
+    """The recorder ``url`` names, opened: what ``EventStore(url, ...)`` does, in a form that
+    type checkers see as a concrete backend rather than the abstract interface."""
+    return recorder_class(url)(url, **options)
+
+
 def make_engine(url: str, wal: Callable[[], bool] = lambda: False, *, readonly: bool = False) -> Engine:
     """An engine for a SQL ``url`` (see the backend module's ``make_engine``)."""
     u = normalise_url(url)

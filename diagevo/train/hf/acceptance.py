@@ -126,7 +126,7 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
     import torch
 
     from diagevo.config import load_config
-    from diagevo.events.store import EventStore
+    from diagevo.events.backends import open_recorder
     from diagevo.replay import verify_run
     from diagevo.train import train
     from diagevo.train.hf.args import attention
@@ -170,7 +170,7 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
 
     backend._generate = counted  # type: ignore[method-assign]
     meter = _Meter(progress)
-    store = EventStore(f"sqlite:///{db}", create=True)
+    store = open_recorder(f"sqlite:///{db}", create=True)
     started = time.perf_counter()
     try:
         run, _ = train(cfg, store, backend=backend, rounds=1, progress=meter)
