@@ -53,6 +53,19 @@ class Backend:
         """A plain SQLAlchemy engine (no store semantics), for raw SQL in tests."""
         return create_engine(url)
 
+    def downgrade(self, url: str, revision: str) -> None:
+        """Migrate the database down to ``revision``, as an older diagevo left it."""
+        from alembic import command
+
+        from diagevo.events.store import _alembic_config
+
+        engine = self.engine(url)
+        with engine.begin() as conn:
+            cfg = _alembic_config()
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, revision)
+        engine.dispose()
+
     def writer_lock_held(self, url: str) -> bool:
         """True while some other connection holds the store's append lock."""
         raise AssertionError("abstract")

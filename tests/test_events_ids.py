@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from alembic import command
 
 from diagevo import rounds
-from diagevo.events.store import HEAD_REVISION, EventStore, _alembic_config, current, upgrade
+from diagevo.events.store import HEAD_REVISION, EventStore, current, upgrade
 from diagevo.replay import verify_run
 from tests.conftest import Backend
 from tests.logs import Log
@@ -97,12 +96,7 @@ def test_a_log_of_revision_0006_is_upgraded_and_verifies(backend: Backend, db_ur
     with EventStore(db_url) as store:
         store.append(_log("a").events())
         before = [(e.seq, e.event_id, e.hash) for e in store.read("a")]
-    engine = backend.engine(db_url)
-    with engine.begin() as conn:
-        cfg = _alembic_config()
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0006")
-    engine.dispose()
+    backend.downgrade(db_url, "0006")
     assert current(db_url) == "0006"
     assert upgrade(db_url) == ("0006", HEAD_REVISION)
     with EventStore(db_url) as store:
