@@ -603,24 +603,6 @@ def record_failures(store: EventStore, run: str, t: int, failures: Sequence[Mapp
     return Round(store, run, t).record_failures(failures)
 
 
-def diagnose(
-    store: EventStore,
-    run: str,
-    t: int,
-    *,
-    diagnostician: Diagnostician,
-    embedder: Embedder,
-    cfg: DiagnosisConfig | None = None,
-    index: VectorIndex | None = None,
-    failures: Sequence[FailureInput] | None = None,
-    progress: ProgressFn = no_progress,
-) -> DiagnosisSummary:
-    """:meth:`Round.diagnose` of round ``t``."""
-    return Round(store, run, t).diagnose(
-        diagnostician=diagnostician, embedder=embedder, cfg=cfg, index=index, failures=failures, progress=progress
-    )
-
-
 def note(store: EventStore, run: str, t: int, key: str, type: str, **data: Any) -> None:
     """:meth:`Round.note` of round ``t``."""
     Round(store, run, t).note(key, type, **data)
