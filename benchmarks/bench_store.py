@@ -215,7 +215,7 @@ def _stored_rows(url: str, batches: list[list[EventIn]]) -> list[tuple[list[tupl
     for b in batches:
         rows = events[i : i + len(b)]
         i += len(b)
-        refs = [v for r in rows for v in json.loads(r[6]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
+        refs = [v for r in rows if r[10] is None for v in json.loads(r[6]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
         out.append((rows, [(sha, arts[sha]) for sha in dict.fromkeys(v[ARTIFACT_KEY] for v in refs)]))
     return out
 
@@ -267,6 +267,7 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
     Python (serialising, texts out, key columns, then the chain and the rows under the lock)
     timed alone, and raw executemany of the store's rows into the full schema, into it without
     the read indexes of migrations 0003/0004, and without the artifact rows."""
+    from diagevo.events.recorder import texts_json
     from diagevo.events.store import _prepare  # the store's own serialisation
 
     events = list(realistic_events("breakdown", n, seed=3))
@@ -285,7 +286,7 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
             prev = "0" * 64
             for p in prepared:  # the chain and the row, as EventStore._insert builds them
                 prev = hashlib.sha256(prev.encode() + p[5]).hexdigest()
-                (0, p[0], p[1], p[2], p[3], 1, p[4], "", prev, prev, *p[7])
+                (0, p[0], p[1], p[2], p[3], 1, p[4], "", prev, prev, texts_json(p[6]), *p[7])
         python_s = min(python_s, time.perf_counter() - t0)
 
     def raw(label: str, drop_indexes: bool, artifacts: bool) -> float:
@@ -403,7 +404,7 @@ def _pg_stored_rows(url: str, batches: list[list[EventIn]]) -> list[tuple[list[t
     for b in batches:
         rows = events[i : i + len(b)]
         i += len(b)
-        shas = [v[ARTIFACT_KEY] for r in rows for v in json.loads(r[6]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
+        shas = [v[ARTIFACT_KEY] for r in rows if r[10] is None for v in json.loads(r[6]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
         fresh = [sha for sha in dict.fromkeys(shas) if sha not in seen]
         seen.update(fresh)
         out.append((rows, [(sha, arts[sha]) for sha in fresh]))

@@ -93,7 +93,7 @@ def trainer_grants(schema: str, role: str) -> list[str]:
     return [
         f"GRANT USAGE ON SCHEMA {schema} TO {role}",
         f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}",
-        f"GRANT INSERT ON events, artifacts TO {role}",
+        f"GRANT INSERT ON events TO {role}",
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
     ]
 

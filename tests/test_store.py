@@ -191,17 +191,24 @@ def test_texts_go_to_artifacts_and_come_back(store: EventStore) -> None:
     assert fast[1]["text"] == {ARTIFACT_KEY: sha}
 
 
-def test_artifacts_are_deduplicated_in_the_database(backend: Backend, store: EventStore) -> None:
+def test_texts_are_kept_in_their_events_row(backend: Backend, store: EventStore) -> None:
+    """Since 0008 a text lies in its event's row (``texts``), not in a second table: the data
+    still names it by its sha256, so the chain commits to it."""
     evs = [
         new_event("question.generated", "r", 1, f"g{i}", question_id=f"q{i}", mode="free", text="same text")
         for i in range(3)
-    ]
+    ] + [new_event("failure.recorded", "r", 1, "f", failure_id="f1", question_id="q0", response="r", reference="")]
     store.append(evs[:2])
     store.append(evs[2:])
     engine = backend.engine(store.url)
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM artifacts")).scalar_one() == 1
+        assert conn.execute(text("SELECT count(*) FROM artifacts")).scalar_one() == 0
+        column = dict(conn.execute(text("SELECT event_id, texts FROM events")).all())
     engine.dispose()
+    assert column == {f"g{i}": '{"text":"same text"}' for i in range(3)} | {"f": '{"response":"r"}'}
+    sha = hashlib.sha256(b"same text").hexdigest()
+    assert store.artifact(sha) == "same text"  # found by its key too (a scan)
+    assert [e.data["text"] for e in store.read("r", types=["question.generated"], texts=True)] == ["same text"] * 3
 
 
 def test_unknown_artifact_is_a_store_error(store: EventStore) -> None:

@@ -37,7 +37,7 @@ from diagevo.events.recorder import (
 from diagevo.events.schemas import EventIn
 
 Row = tuple[Any, ...]  # (seq, event_id, run, round, type, schema_version, data_json, recorded_at, prev_hash, hash, *keys)
-_KEY_INDEX = {f: 10 + i for i, f in enumerate(KEY_FIELDS)}
+_KEY_INDEX = {f: 11 + i for i, f in enumerate(KEY_FIELDS)}  # row: ..., hash, texts, *keys
 
 
 @dataclass

@@ -1,8 +1,7 @@
 """The PostgreSQL backend, whole: its engine, how appenders exclude each other (a
 transaction-scoped advisory lock, which needs no UPDATE/DELETE privilege, so the store works
-under a role that may only INSERT into ``events`` and ``artifacts``), how rows go in (COPY, and
-one ``unnest`` statement for the artifacts), server-side cursors for long reads, and what
-"empty" means for a schema.
+under a role that may only INSERT into ``events``), how rows go in (COPY, texts included),
+server-side cursors for long reads, and what "empty" means for a schema.
 """
 
 from __future__ import annotations
@@ -41,13 +40,7 @@ class PostgresRecorder(SQLRecorder):
         cur.itersize = FETCH
         return cur
 
-    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]], artifacts: dict[str, str]) -> None:
-        if artifacts:  # one statement, two arrays
-            cur.execute(
-                "INSERT INTO artifacts (sha256, text) SELECT * FROM unnest(%b::text[], %b::text[]) "
-                "ON CONFLICT (sha256) DO NOTHING",
-                (list(artifacts), list(artifacts.values())),
-            )
+    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         with cur.copy(f"COPY events ({EVENT_COLUMNS}) FROM STDIN") as copy:  # under the append lock
             for row in rows:
                 copy.write_row(row)

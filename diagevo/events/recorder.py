@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from pydantic_core import from_json as _from_json
 
 from diagevo.errors import Conflict, DiagevoError, NotADiagevoDatabase, NotFound
@@ -44,6 +45,7 @@ def loads(text_: str) -> Any:
 
 
 json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
+_orjson_dumps = orjson.dumps
 compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -125,18 +127,18 @@ def one_line(exc: BaseException) -> str:
 
 
 
-# (event_id, run, round, type, data_json, canonical utf-8 bytes, [(sha, text), ...], key columns)
-Prepared = tuple[str, str, int, str, str, bytes, list[tuple[str, str]], tuple[str | None, ...]]
+# (event_id, run, round, type, data_json, canonical utf-8 bytes, [(field, sha, text), ...], key columns)
+Prepared = tuple[str, str, int, str, str, bytes, list[tuple[str, str, str]], tuple[str | None, ...]]
 
 
 _KEY_COLUMNS = ", ".join(KEY_FIELDS)
-_NO_ARTIFACTS: list[tuple[str, str]] = []  # shared, never mutated
+_NO_ARTIFACTS: list[tuple[str, str, str]] = []  # shared, never mutated
 
 
 def externalise_texts(
     fields: tuple[str, ...], data: dict[str, Any]
-) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """Replace non-empty texts by ``{"$artifact": sha256}``; returns (data, [(sha, text)])."""
+) -> tuple[dict[str, Any], list[tuple[str, str, str]]]:
+    """Replace non-empty texts by ``{"$artifact": sha256}``; returns (data, [(field, sha, text)])."""
     out: dict[str, Any] | None = None
     arts = _NO_ARTIFACTS
     for f in fields:
@@ -145,9 +147,16 @@ def externalise_texts(
             sha = hashlib.sha256(value.encode()).hexdigest()
             if out is None:
                 out, arts = dict(data), []
-            arts.append((sha, value))
+            arts.append((f, sha, value))
             out[f] = {ARTIFACT_KEY: sha}
     return (data if out is None else out), arts
+
+
+def texts_json(arts: list[tuple[str, str, str]]) -> str | None:
+    """The ``texts`` column of an event: ``{field: text}`` of the texts its data names (None: none)."""
+    if not arts:
+        return None
+    return _orjson_dumps({f: t for f, _, t in arts}).decode()
 
 
 def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
@@ -193,7 +202,8 @@ def chain(
 ) -> tuple[list[tuple[Any, ...]], dict[str, str]]:
     """Number and hash the fresh events after ``last_seq`` (the database's highest seq), each on
     its run's chain; ``heads`` moves on. Returns (rows, artifacts): rows are (seq, event_id, run,
-    round, type, schema_version, data, recorded_at, prev_hash, hash, *key columns)."""
+    round, type, schema_version, data, recorded_at, prev_hash, hash, texts, *key columns), and
+    artifacts {sha: text} of every text they hold (what a store without a ``texts`` column keeps)."""
     recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
     prev = {run: h for run, (_, h) in heads.items()}
     last: dict[str, int] = {}
@@ -205,11 +215,14 @@ def chain(
         seq += 1
         p = prev[run]
         h = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
-        rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, *keys))
+        if arts:
+            rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, texts_json(arts), *keys))
+            for _f, sha, t in arts:
+                artifacts[sha] = t
+        else:
+            rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, None, *keys))
         prev[run] = h
         last[run] = seq
-        if arts:
-            artifacts.update(arts)
     for run, run_last in last.items():
         heads[run] = (run_last, prev[run])
     return rows, artifacts
@@ -221,6 +234,47 @@ def check_artifacts(texts: dict[str, str]) -> None:
     for sha, text_ in texts.items():
         if sha256(text_.encode()).hexdigest() != sha:
             raise StoreError(f"artifact {sha} was altered (its text does not hash to its key): run `diagevo memory verify`")
+
+
+def inline_problems(seq: int, refs: list[tuple[str, str]], column: str) -> list[str]:
+    """What is wrong with an event's ``texts`` column against the keys its data names."""
+    try:
+        held = loads(column)
+    except ValueError:
+        return [f"seq {seq}: its texts column is not JSON"]
+    if not isinstance(held, dict):
+        return [f"seq {seq}: its texts column is not a JSON object"]
+    problems = []
+    for f, sha in refs:
+        t = held.get(f)
+        if not isinstance(t, str):
+            problems.append(f"seq {seq}: text {f} ({sha}) is missing")
+        elif hashlib.sha256(t.encode()).hexdigest() != sha:
+            problems.append(f"seq {seq}: text {f} ({sha}) was altered (it does not hash to its key)")
+    return problems
+
+
+def restore_inline(batch: Sequence[StoredEvent], columns: Sequence[str | None]) -> list[StoredEvent]:
+    """Put each event's texts back inline from its ``texts`` column, checked against the keys
+    its data names; returns the events that name texts but have no such column (appended
+    before migration 0008: their texts are in the artifacts table)."""
+    rest: list[StoredEvent] = []
+    for ev, column in zip(batch, columns, strict=True):
+        refs = list(text_refs(ev.type, ev.data))
+        if not refs:
+            continue
+        if column is None:
+            rest.append(ev)
+            continue
+        if inline_problems(ev.seq, refs, column):
+            raise StoreError(
+                f"the texts of the event at seq {ev.seq} were altered (they do not hash to the keys "
+                "in its data): run `diagevo memory verify`"
+            )
+        held = loads(column)
+        for f, _sha in refs:
+            ev.data[f] = held[f]
+    return rest
 
 
 def json_or_error(obj: Any, what: str) -> str:
@@ -387,12 +441,16 @@ class Recorder(ABC):
         return {eid for _, eid in self.existing_keys([(run, eid) for eid in ids])}
 
     def verify_artifacts(self, run: str) -> list[str]:
-        """Every artifact the run's events name is stored and its text hashes to its key (the
-        key is in the chained data, so an edited text cannot hide); one line per problem."""
+        """Every text the run's events name is stored and hashes to its key (the key is in the
+        chained data, so an edited text cannot hide); one line per problem."""
         named: dict[str, int] = {}  # sha -> first seq naming it
         for seq, _rnd, typ, data in self.iter_rows(run, types=list(TEXT_FIELDS)):
             for _f, sha in text_refs(typ, data):
                 named.setdefault(sha, seq)
+        return self._verify_stored(named)
+
+    def _verify_stored(self, named: dict[str, int]) -> list[str]:
+        """Check texts looked up by key (:meth:`artifact_texts`); ``named``: sha -> first seq naming it."""
         problems: list[str] = []
         shas = list(named)
         for i in range(0, len(shas), MAX_PARAMS):

@@ -35,15 +35,18 @@ from diagevo.events.recorder import (
     chain,
     chain_hash,
     loads,
+    inline_problems,
     one_line,
     prepare,
+    restore_inline,
+    text_refs,
 )
-from diagevo.events.schemas import EventIn
+from diagevo.events.schemas import TEXT_FIELDS, EventIn
 from diagevo.urls import redact_url
 
 APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # the appenders' lock (where the backend has one)
-EVENT_COLUMNS = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, " + ", ".join(KEY_FIELDS)
-N_COLUMNS = 10 + len(KEY_FIELDS)
+EVENT_COLUMNS = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
+N_COLUMNS = 11 + len(KEY_FIELDS)
 
 
 class SQLRecorder(SQLProjections, Recorder):
@@ -93,8 +96,8 @@ class SQLRecorder(SQLProjections, Recorder):
         return "ORDER BY seq"
 
     @abstractmethod
-    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]], artifacts: dict[str, str]) -> None:
-        """Insert numbered, hashed event rows and their artifacts (an artifact already stored is kept)."""
+    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
+        """Insert numbered, hashed event rows (their texts in their ``texts`` column)."""
 
     @abstractmethod
     def _existing_in_run(self, cur: Any, run: str, ids: list[str]) -> set[str]:
@@ -243,8 +246,8 @@ class SQLRecorder(SQLProjections, Recorder):
 
     def _insert(self, cur: Any, fresh: list[Prepared], heads: dict[str, tuple[int, str]]) -> None:
         cur.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
-        rows, artifacts = chain(fresh, heads, int(cur.fetchone()[0]))
-        self._insert_rows(cur, rows, artifacts)
+        rows, _ = chain(fresh, heads, int(cur.fetchone()[0]))
+        self._insert_rows(cur, rows)
 
     def _existing(self, cur: Any, keys: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which (run, event_id) pairs are stored: one indexed lookup per run (and chunk)."""
@@ -341,29 +344,26 @@ class SQLRecorder(SQLProjections, Recorder):
                 # only the run and the ids in SQL: any other condition (a seq range, a type list)
                 # can lure the planner onto an index that scans the run; the rest is checked here
                 where = f"WHERE run_id = {self.P} AND {field} IN ({', '.join([self.P] * len(chunk))})"
-                for e in self._select(where, [run, *chunk], texts=False):
+                for e in self._select(where, [run, *chunk], texts=texts):
                     if (wanted_types is None or e.type in wanted_types) and (round is None or e.round == round):
                         found[e.seq] = e
         picked = [found[seq] for seq in sorted(found)]
-        if limit:
-            picked = picked[:limit]
-        if texts and picked:
-            self.restore_texts(picked)
-        return picked
+        return picked[:limit] if limit else picked
 
     def _select(self, where: str, params: list[Any], texts: bool) -> Iterator[StoredEvent]:
+        """Events; ``texts``: with their texts back inline, from their ``texts`` column or, for
+        events appended before migration 0008, the artifacts table."""
+        columns = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash"
         with self._cursor(stream=True) as cur, (self._cursor() if texts else nullcontext()) as art_cur:
-            cur.execute(
-                "SELECT seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash "
-                f"FROM events {where}",
-                params,
-            )
+            cur.execute(f"SELECT {columns}{', texts' if texts else ''} FROM events {where}", params)
             while rows := cur.fetchmany(FETCH):
                 batch = [
                     StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]) for r in rows
                 ]
                 if texts:
-                    self.restore_texts(batch, lambda shas: self._artifacts(art_cur, list(shas)))
+                    legacy = restore_inline(batch, [r[10] for r in rows])
+                    if legacy:
+                        self.restore_texts(legacy, lambda shas: self._artifacts(art_cur, list(shas)))
                 yield from batch
 
     def _artifacts(self, cur: Any, shas: list[str]) -> dict[str, str]:
@@ -377,8 +377,23 @@ class SQLRecorder(SQLProjections, Recorder):
         return out
 
     def artifact_texts(self, shas: Collection[str]) -> dict[str, str]:
+        """Texts by key: the artifacts table (events appended before migration 0008), then the
+        ``texts`` column of the events whose data names the key. The column has no index by key
+        (appends stay lean), so that second look is a scan: an audit lookup, not a read path."""
         with self._cursor() as cur:
-            return self._artifacts(cur, list(shas))
+            found = self._artifacts(cur, list(shas))
+            for sha in set(shas) - found.keys():
+                if len(sha) != 64 or not all(c in "0123456789abcdef" for c in sha):
+                    continue  # not a key (and no LIKE pattern characters in what is)
+                cur.execute(f"SELECT type, data, texts FROM events WHERE texts IS NOT NULL AND data LIKE {self.P}",
+                            (f"%{sha}%",))
+                for typ, data, column in cur.fetchall():
+                    field = next((f for f, s in text_refs(typ, loads(data)) if s == sha), None)
+                    held = loads(column) if field else None
+                    if isinstance(held, dict) and isinstance(held.get(field), str):
+                        found[sha] = held[field]
+                        break
+            return found
 
     def last_seq(self, run: str) -> int:
         with self._cursor() as cur:
@@ -428,6 +443,27 @@ class SQLRecorder(SQLProjections, Recorder):
             cur.execute(f"SELECT round, type, hash FROM events WHERE seq = {self.P} AND run_id = {self.P}", (seq, run))
             row = cur.fetchone()
         return (int(row[0]), row[1], row[2]) if row else None
+
+    def verify_artifacts(self, run: str) -> list[str]:
+        """Each event's ``texts`` column against the keys its data names; the texts of events
+        appended before migration 0008 against the artifacts table."""
+        problems: list[str] = []
+        legacy: dict[str, int] = {}  # sha -> first seq naming it
+        types = list(TEXT_FIELDS)
+        with self._cursor(stream=True) as cur:
+            where, params = self._where(run, 0, None, types)
+            cur.execute(f"SELECT seq, type, data, texts FROM events {where} {self._order(0, types, None)}", params)
+            while rows := cur.fetchmany(FETCH):
+                for seq, typ, data, column in rows:
+                    refs = list(text_refs(typ, loads(data)))
+                    if not refs:
+                        continue
+                    if column is None:
+                        for _f, sha in refs:
+                            legacy.setdefault(sha, seq)
+                    else:
+                        problems += inline_problems(seq, refs, column)
+        return sorted(problems + self._verify_stored(legacy), key=lambda p: int(p.split(":")[0].split()[1]))
 
     # --- hash chain ---------------------------------------------------------------------------
 

@@ -44,9 +44,7 @@ class SQLiteRecorder(SQLRecorder):
             return "ORDER BY +seq"
         return "ORDER BY seq"
 
-    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]], artifacts: dict[str, str]) -> None:
-        if artifacts:
-            cur.executemany("INSERT OR IGNORE INTO artifacts (sha256, text) VALUES (?, ?)", list(artifacts.items()))
+    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join('?' * N_COLUMNS)})", rows)
 
     def _existing_in_run(self, cur: Any, run: str, ids: list[str]) -> set[str]:

@@ -45,6 +45,8 @@ class Event(SQLModel, table=True):
     recorded_at: str = Field(sa_column=Column("recorded_at", String(40), nullable=False))
     prev_hash: str = Field(sa_column=Column("prev_hash", String(64), nullable=False))
     hash: str = Field(sa_column=Column("hash", String(64), nullable=False))
+    # {field: text} of the texts ``data`` names as {"$artifact": sha256} (0008; NULL before: artifacts)
+    texts: str | None = Field(default=None, sa_column=Column("texts", Text, nullable=True))
     # ids the data names, copied out of it at append time (diagevo.events.keys), for indexed reads
     cause_id: str | None = Field(default=None, sa_column=Column("cause_id", String, nullable=True))
     active_cause: str | None = Field(default=None, sa_column=Column("active_cause", String, nullable=True))
@@ -55,7 +57,8 @@ class Event(SQLModel, table=True):
 
 
 class Artifact(SQLModel, table=True):
-    """A large text (question, trajectory, raw LLM reply), content-addressed by its sha256."""
+    """A large text (question, trajectory, raw LLM reply) of an event appended before migration
+    0008, content-addressed by its sha256; later events keep their texts in ``events.texts``."""
 
     __tablename__ = "artifacts"
 
