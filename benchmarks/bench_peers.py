@@ -111,18 +111,22 @@ def _group_by_batch(
     columns: list[str], events: list[tuple[Any, ...]], artifacts: dict[str, str], sizes: list[int]
 ) -> Grouped:
     """The store's rows (every ``events`` column, in ``seq`` order) split into its batches, each
-    with the ``artifacts`` rows that batch added (the first batch naming a text; possibly none).
-    The ``data`` column is found by name, so columns may come and go; a text the events do not
-    name, or an event count that does not add up, is an error rather than a lighter raw insert."""
+    with the ``artifacts`` rows that batch added (the first batch naming a text; none since the
+    texts are kept in the events' own ``texts`` column). The columns are found by name, so they
+    may come and go; a text the events do not name, or an event count that does not add up, is an
+    error rather than a lighter raw insert."""
     if len(events) != sum(sizes):
         raise RuntimeError(f"the store holds {len(events)} events, the batches {sum(sizes)}")
     data = columns.index("data")
+    inline = columns.index("texts") if "texts" in columns else None
     out: Grouped = []
     i, seen = 0, set()
     for size in sizes:
         rows = events[i : i + size]
         i += size
-        shas = [sha for r in rows for sha in _artifact_refs(json.loads(r[data]))]
+        shas = [
+            sha for r in rows if inline is None or r[inline] is None for sha in _artifact_refs(json.loads(r[data]))
+        ]
         fresh = [sha for sha in dict.fromkeys(shas) if sha not in seen]
         seen.update(fresh)
         out.append((rows, [(sha, artifacts[sha]) for sha in fresh]))

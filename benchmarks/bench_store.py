@@ -205,17 +205,25 @@ def _bench_store_append(url: str, batches: list[list[EventIn]]) -> float:
         return time.perf_counter() - t0
 
 
+def _column_positions(description: Any) -> tuple[int, int]:
+    """Where ``data`` and ``texts`` are in a ``SELECT *`` of events (0008 added ``texts`` last)."""
+    names = [d[0] for d in description]
+    return names.index("data"), names.index("texts")
+
+
 def _stored_rows(url: str, batches: list[list[EventIn]]) -> list[tuple[list[tuple], list[tuple]]]:
     """The exact rows the store wrote, grouped by batch: (events rows, artifacts rows)."""
     conn = sqlite3.connect(_sqlite_path(url))
-    events = conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
+    cur = conn.execute("SELECT * FROM events ORDER BY seq")
+    events = cur.fetchall()
+    data, texts = _column_positions(cur.description)
     arts = dict(conn.execute("SELECT sha256, text FROM artifacts").fetchall())
     conn.close()
     out, i = [], 0
     for b in batches:
         rows = events[i : i + len(b)]
         i += len(b)
-        refs = [v for r in rows if r[10] is None for v in json.loads(r[6]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
+        refs = [v for r in rows if r[texts] is None for v in json.loads(r[data]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
         out.append((rows, [(sha, arts[sha]) for sha in dict.fromkeys(v[ARTIFACT_KEY] for v in refs)]))
     return out
 
@@ -323,7 +331,7 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
     print(f"    {'its Python alone (serialise, texts, keys, chain, rows)':<58}{python_s * us:>8.1f}")
     print(f"    {'raw executemany of its rows, full schema (11 indexes)':<58}{full * us:>8.1f}")
     print(f"    {'same without the read indexes (unique event_id only)':<58}{lean * us:>8.1f}")
-    print(f"    {'same without the artifact rows either':<58}{bare * us:>8.1f}")
+    print(f"    {'same without artifact rows (none since 0008: texts in the row)':<58}{bare * us:>8.1f}")
 
 
 # --- (b) reading a million events -----------------------------------------------------------
@@ -398,13 +406,15 @@ def _pg_stored_rows(url: str, batches: list[list[EventIn]]) -> list[tuple[list[t
     import psycopg
 
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
-        events = conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
+        cur = conn.execute("SELECT * FROM events ORDER BY seq")
+        events = cur.fetchall()
+        data, texts = _column_positions(cur.description)
         arts: dict[str, str] = dict(conn.execute("SELECT sha256, text FROM artifacts").fetchall())
     out, i, seen = [], 0, set()
     for b in batches:
         rows = events[i : i + len(b)]
         i += len(b)
-        shas = [v[ARTIFACT_KEY] for r in rows if r[10] is None for v in json.loads(r[6]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
+        shas = [v[ARTIFACT_KEY] for r in rows if r[texts] is None for v in json.loads(r[data]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
         fresh = [sha for sha in dict.fromkeys(shas) if sha not in seen]
         seen.update(fresh)
         out.append((rows, [(sha, arts[sha]) for sha in fresh]))

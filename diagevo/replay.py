@@ -72,6 +72,7 @@ def refresh_snapshots(store: EventStore, run: str) -> int:
         for m in commits(_rows(store, run, mem.last_seq if mem else 0), run, mem):
             store.put_snapshot(run, m.committed, m.last_seq, m.to_json())
             written += 1
+        refresh_stats(store, run)
     except StoreError as exc:
         log.warning("snapshot of run %r not written (a cache: readers fold the log instead): %s", run, exc)
     return written
@@ -82,17 +83,23 @@ def committed_rounds(store: EventStore, run: str) -> list[int]:
     return [rnd for _, rnd, _, _ in store.iter_rows(run, types=("round.committed",))]
 
 
-def commit_memories(store: EventStore, run: str) -> Iterator[Memory]:
-    """M_t of every committed round, in order: from the snapshots, folding only the stretches of
-    the log that no snapshot covers (a read-only pass: nothing is written)."""
-    snaps = {rnd: state for rnd, _, state in store.snapshots(run)}
+def commit_memories(store: EventStore, run: str, after_round: int = 0) -> Iterator[Memory]:
+    """M_t of every committed round after ``after_round``, in order: from the snapshots, folding
+    only the stretches of the log that no snapshot covers (a read-only pass: nothing is written)."""
+    rounds = [rnd for rnd in committed_rounds(store, run) if rnd > after_round]
+    if after_round <= 0:
+        snaps = {rnd: state for rnd, _, state in store.snapshots(run)}
+    else:  # a few late rounds: their own snapshots, not every one
+        snaps = {rnd: got[1] for rnd in rounds if (got := store.get_snapshot(run, rnd)) is not None}
     mem: Memory | None = None
-    for rnd in committed_rounds(store, run):
+    for rnd in rounds:
         state = snaps.get(rnd)
         if state is not None:
             mem = Memory.from_json(state)
+        elif mem is None:
+            mem = load_memory(store, run, rnd)  # from the nearest snapshot before it
         else:
-            mem = fold_until(_rows(store, run, mem.last_seq if mem else 0), run, rnd, mem)
+            mem = fold_until(_rows(store, run, mem.last_seq), run, rnd, mem)
         yield mem
 
 
@@ -127,6 +134,9 @@ def verify_run(store: EventStore, run: str) -> list[str]:
         snap = store.get_snapshot(run, rnd)
         if snap is not None and snap[1] != image:
             problems.append(f"snapshot of round {rnd} differs from the fold of the log")
+    if not any(p.startswith("invariant") for p in problems) and store.get_checkpoint(STATS, run):
+        if stored_round_stats(store, run) != stored_round_stats(store, run, cached=False):
+            problems.append("the stats read model differs from the log (a cache: `memory stats` would show it)")
     return problems + verify_anchors(store, run)
 
 
@@ -152,14 +162,51 @@ def verify_anchors(store: EventStore, run: str) -> list[str]:
     return problems
 
 
-def stored_round_stats(store: EventStore, run: str) -> list[dict]:
+STATS = "stats"
+"""The checkpoint of the stats read model: events per (round, type) up to its seq and the memory
+sizes of the rounds committed by then, so that ``memory stats`` reads what came after, not the run."""
+
+
+def _stats_cache(store: EventStore, run: str) -> tuple[int, dict[tuple[int, str], int], dict[int, dict]]:
+    """(seq, counts, sizes) of the stats read model; (0, {}, {}) when there is none."""
+    seq = store.get_checkpoint(STATS, run)
+    info = store.checkpoint_info(STATS, run) if seq else {}
+    counts = {(int(r), str(t)): int(n) for r, t, n in info.get("counts", [])}
+    sizes = {int(r): row for r, row in info.get("sizes", {}).items()}
+    return seq, counts, sizes
+
+
+def refresh_stats(store: EventStore, run: str) -> None:
+    """Move the stats read model to the run's last event (a cache, like the snapshots: the
+    caller turns a StoreError into a warning). A committed round's counts and memory never
+    change, since the log only grows; a later event of an earlier round is counted after it."""
+    from diagevo.memory.audit import memory_sizes
+
+    seq, counts, sizes = _stats_cache(store, run)
+    last = store.last_seq(run)
+    if last <= seq:
+        return
+    for key, n in store.type_counts(run, after_seq=seq, upto_seq=last).items():
+        counts[key] = counts.get(key, 0) + n
+    for mem in commit_memories(store, run, after_round=max(sizes, default=0)):
+        if mem.last_seq > last:
+            break
+        sizes[mem.committed] = memory_sizes(mem)
+    info = {"counts": [[r, t, n] for (r, t), n in sorted(counts.items())], "sizes": {str(r): v for r, v in sizes.items()}}
+    store.set_checkpoint(STATS, run, last, info)
+
+
+def stored_round_stats(store: EventStore, run: str, *, cached: bool = True) -> list[dict]:
     """:func:`diagevo.memory.audit.round_stats` without a pass over the log: memory sizes and the
     schedule from the commits' memories (snapshots), what each round did from the per-(round,
     type) counts of the index, held-out figures from the ``round.committed`` events and
-    benchmark scores from ``eval.recorded``."""
+    benchmark scores from ``eval.recorded``. ``cached``: start from the stats read model
+    (:func:`refresh_stats`) and read only the log after it."""
     from diagevo.memory.audit import COUNTED, memory_sizes
 
-    counts = store.type_counts(run)
+    seq, counts, sizes = _stats_cache(store, run) if cached else (0, {}, {})
+    for key, n in store.type_counts(run, after_seq=seq).items():
+        counts[key] = counts.get(key, 0) + n
     commits_data = {e.round: e.data for e in store.read(run, types=("round.committed",))}
     # the training loop's commits say how many questions the round retained; other logs are counted
     if all(isinstance(d.get("retained"), int) for d in commits_data.values()):
@@ -170,10 +217,13 @@ def stored_round_stats(store: EventStore, run: str) -> list[dict]:
     for e in store.read(run, types=("eval.recorded",)):
         if "benchmark" in e.data:
             scores.setdefault(e.round, {})[f"bench/{e.data['benchmark']}"] = e.data.get("accuracy")
+    done = max(sizes, default=0)
+    memories = [sizes[rnd] for rnd in sorted(sizes)]
+    memories += [memory_sizes(mem) for mem in commit_memories(store, run, after_round=done)]
     out: list[dict] = []
-    for mem in commit_memories(store, run):
-        rnd = mem.committed
-        row = memory_sizes(mem)
+    for sized in memories:
+        rnd = sized["round"]
+        row = dict(sized)
         for etype, name in COUNTED.items():
             if name == "questions":
                 row["questions"] = counts.get((rnd, etype), 0)

@@ -15,7 +15,8 @@ from diagevo.events.recorder import GENESIS_HASH, AppendResult, ConflictError, R
 from diagevo.events.schemas import new_event
 from diagevo.events.sqlite import SQLiteRecorder
 from diagevo.events.store import EventStore
-from diagevo.replay import load_memory, refresh_snapshots, verify_run
+from diagevo.memory.audit import round_stats
+from diagevo.replay import load_memory, refresh_snapshots, stored_round_stats, verify_run
 from tests.logs import Log
 
 TEXT = "What is 6 × 7? ünïcødé\u2028"
@@ -111,6 +112,10 @@ class RecorderContract:
         assert [e.seq for e in rec.read("r", limit=2)] == [1, 2]
         assert list(rec.read("r", types=())) == []
         assert rec.type_counts("r", round=3) == {(3, "question.generated"): 1, (3, "question.scored"): 1, (3, "round.committed"): 1}
+        (g3,) = rec.read("r", round=3, types=("question.generated",))
+        assert rec.type_counts("r", after_seq=g3.seq - 1, upto_seq=g3.seq + 1) == {
+            (3, "question.generated"): 1, (3, "question.scored"): 1
+        }
         assert rec.retained_counts("r") == {1: 1, 2: 1}
 
     def test_read_naming_finds_the_events_naming_an_id(self, rec: Recorder) -> None:
@@ -146,9 +151,27 @@ class RecorderContract:
         assert rec.latest_snapshot("r", upto_round=2)[0] == 2  # type: ignore[index]
         rec.set_checkpoint("vector_index", "r", 5, {"model": "m"})
         assert rec.get_checkpoint("vector_index", "r") == 5 and rec.checkpoint_info("vector_index", "r") == {"model": "m"}
-        assert rec.checkpoints("r") == {"vector_index": 5}
+        assert rec.checkpoints("r") == {"stats": rec.last_seq("r"), "vector_index": 5}  # stats: refresh_snapshots
         assert verify_run(rec, "r") == []
         assert rec.drop_snapshots("r") == 3 and rec.snapshots("r") == []
+
+    def test_the_stats_read_model_reads_only_the_log_after_it(self, rec: Recorder) -> None:
+        events = three_rounds().events()
+        rec.append([e for e in events if e.round <= 2])
+        refresh_snapshots(rec, "r")  # moves the stats read model to the end of round 2
+        at = rec.get_checkpoint("stats", "r")
+        assert at == rec.last_seq("r") > 0
+        rec.append([e for e in events if e.round > 2])  # round 3: not in the read model
+        full = round_stats(rec.iter_rows("r"), "r")
+        assert stored_round_stats(rec, "r") == stored_round_stats(rec, "r", cached=False)
+        assert [(r["round"], r["questions"], r["active"]) for r in stored_round_stats(rec, "r")] == [
+            (r["round"], r["questions"], r["active"]) for r in full
+        ] == [(1, 1, 1), (2, 1, 1), (3, 1, 1)]
+        assert verify_run(rec, "r") == []
+        info = rec.checkpoint_info("stats", "r")
+        info["counts"] = [[r, t, n + 1] for r, t, n in info["counts"]]  # an edited cache
+        rec.set_checkpoint("stats", "r", at, info)
+        assert verify_run(rec, "r") == ["the stats read model differs from the log (a cache: `memory stats` would show it)"]
 
     def test_the_chain_is_the_same_on_every_backend(self, rec: Recorder) -> None:
         """The hashes cover only the canonical event (not seq, time or backend): the same log

@@ -223,8 +223,10 @@ class InMemoryRecorder(Recorder):
                 counts[row[3]] += 1
         return dict(counts)
 
-    def type_counts(self, run: str, round: int | None = None) -> dict[tuple[int, str], int]:
-        return dict(Counter((row[3], row[4]) for row in self._rows(run, round=round)))
+    def type_counts(
+        self, run: str, round: int | None = None, *, after_seq: int = 0, upto_seq: int | None = None
+    ) -> dict[tuple[int, str], int]:
+        return dict(Counter((row[3], row[4]) for row in self._rows(run, after_seq, upto_seq, round=round)))
 
     def latest_run(self) -> str | None:
         return self._log.latest_run

@@ -2,7 +2,7 @@
 
 A recorder appends events to per-run hash chains (ids idempotent per run, an expected position
 for optimistic concurrency, a decide-then-append under the append lock), reads them back by run,
-round, type and the ids they name, keeps long texts as content-addressed artifacts, verifies the
+round, type and the ids they name, keeps long texts named by their sha256 (artifacts), verifies the
 chain, and holds the projections' caches (snapshots, checkpoints). One module per backend:
 :mod:`diagevo.events.sqlite`, :mod:`diagevo.events.postgres` (both on :mod:`diagevo.events.sql`)
 and :mod:`diagevo.events.inmemory`. ``EventStore(url)`` (= ``Recorder(url)``) opens the one the
@@ -407,8 +407,10 @@ class Recorder(ABC):
         ...
 
     @abstractmethod
-    def type_counts(self, run: str, round: int | None = None) -> dict[tuple[int, str], int]:
-        """Events per (round, type) of a run, or of one round."""
+    def type_counts(
+        self, run: str, round: int | None = None, *, after_seq: int = 0, upto_seq: int | None = None
+    ) -> dict[tuple[int, str], int]:
+        """Events per (round, type) of a run, or of one round; of the events in (after_seq, upto_seq]."""
         ...
 
     @abstractmethod

@@ -227,7 +227,8 @@ BOOKKEEPING_TYPES: dict[str, type[BaseModel]] = {
 
 EVENT_TYPES: dict[str, type[BaseModel]] = {**CORE_TYPES, **BOOKKEEPING_TYPES}
 
-# Fields whose (possibly long) text is moved to the content-addressed ``artifacts`` table.
+# Fields whose (possibly long) text is named in ``data`` by its sha256 and kept in the event's
+# ``texts`` column (before migration 0008: the content-addressed ``artifacts`` table).
 TEXT_FIELDS: dict[str, tuple[str, ...]] = {
     "question.generated": ("text",),
     "question.scored": ("reference",),

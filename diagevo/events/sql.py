@@ -2,7 +2,7 @@
 the append path (prepare outside the lock, number and hash under it, insert optimistically), the
 indexed reads and the chain check. Every dialect difference is a hook that
 :class:`diagevo.events.sqlite.SQLiteRecorder` and :class:`diagevo.events.postgres.PostgresRecorder`
-implement: how a writer excludes the others, how rows and artifacts go in, how ids are looked
+implement: how a writer excludes the others, how rows go in, how ids are looked
 up, how a read streams."""
 
 from __future__ import annotations
@@ -94,6 +94,10 @@ class SQLRecorder(SQLProjections, Recorder):
 
     def _order(self, after_seq: int, types: Collection[str] | None, round: int | None) -> str:
         return "ORDER BY seq"
+
+    def _by_seq(self) -> str:
+        """After ``FROM events``: read a tail of a run through the (run_id, seq) index."""
+        return ""
 
     @abstractmethod
     def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
@@ -422,14 +426,25 @@ class SQLRecorder(SQLProjections, Recorder):
             cur.execute(f"SELECT round, COUNT(*) FROM events WHERE run_id = {self.P} AND {self.RETAINED} GROUP BY round", (run,))
             return {int(r[0]): int(r[1]) for r in cur.fetchall()}
 
-    def type_counts(self, run: str, round: int | None = None) -> dict[tuple[int, str], int]:
-        """Read from the (run_id, round, type) index alone."""
+    def type_counts(
+        self, run: str, round: int | None = None, *, after_seq: int = 0, upto_seq: int | None = None
+    ) -> dict[tuple[int, str], int]:
+        """Read from the (run_id, round, type) index alone; after a seq, from the rows after it
+        (a tail: the (run_id, seq) index, never a pass over the run)."""
         where, params = f"WHERE run_id = {self.P}", [cast(Any, run)]
+        hint = ""
+        if after_seq > 0:
+            where += f" AND seq > {self.P}"
+            params.append(after_seq)
+            hint = self._by_seq()
+        if upto_seq is not None:
+            where += f" AND seq <= {self.P}"
+            params.append(upto_seq)
         if round is not None:
             where += f" AND round = {self.P}"
             params.append(round)
         with self._cursor() as cur:
-            cur.execute(f"SELECT round, type, COUNT(*) FROM events {where} GROUP BY round, type", params)
+            cur.execute(f"SELECT round, type, COUNT(*) FROM events{hint} {where} GROUP BY round, type", params)
             return {(int(r[0]), r[1]): int(r[2]) for r in cur.fetchall()}
 
     def latest_run(self) -> str | None:
