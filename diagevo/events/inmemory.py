@@ -12,7 +12,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import URL
 
@@ -34,9 +34,11 @@ from diagevo.events.recorder import (
     loads,
     prepare,
 )
-from diagevo.events.schemas import EventIn
 
 Row = tuple[Any, ...]  # (seq, event_id, run, round, type, schema_version, data_json, recorded_at, prev_hash, hash, *keys)
+if TYPE_CHECKING:
+    from diagevo.events.schemas import EventIn
+
 _KEY_INDEX = {f: 11 + i for i, f in enumerate(KEY_FIELDS)}  # row: ..., hash, texts, *keys
 
 

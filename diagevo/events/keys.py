@@ -1,7 +1,23 @@
-"""The data fields by which events are looked up, and their SQL expressions (kept apart from
-``tables`` so that the store's hot paths do not import SQLModel)."""
+"""The data fields the store treats apart (the ids events are looked up by, the long texts it
+keeps beside the chained data), the schema version and the event ids. Kept apart from
+``schemas`` and ``tables`` so that the store's read paths import neither pydantic's models nor
+SQLModel."""
 
 from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+# Fields whose (possibly long) text is named in ``data`` by its sha256 and kept in the event's
+# ``texts`` column (before migration 0008: the content-addressed ``artifacts`` table).
+TEXT_FIELDS: dict[str, tuple[str, ...]] = {
+    "question.generated": ("text",),
+    "question.scored": ("reference",),
+    "failure.recorded": ("response", "reference"),
+    "failure.diagnosed": ("raw",),
+    "diagnosis.failed": ("raw",),
+    "llm.called": ("raw",),
+}
+
 
 # Data fields that name a cause, a failure or a question: each is also a column of ``events``,
 # filled by the store at append time (a string value, else NULL), with a partial index

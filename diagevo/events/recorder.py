@@ -20,15 +20,17 @@ import json
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic_core import from_json as _from_json
 
 from diagevo.errors import Conflict, DiagevoError, NotADiagevoDatabase, NotFound
 from diagevo.events.canonical import canonical_bytes
-from diagevo.events.keys import KEY_FIELDS, key_values
-from diagevo.events.schemas import SCHEMA_VERSION, TEXT_FIELDS, EventIn
+from diagevo.events.keys import KEY_FIELDS, SCHEMA_VERSION, TEXT_FIELDS, key_values
+
+if TYPE_CHECKING:
+    from diagevo.events.schemas import EventIn
 
 GENESIS_HASH = "0" * 64
 ARTIFACT_KEY = "$artifact"
@@ -236,22 +238,24 @@ def check_artifacts(texts: dict[str, str]) -> None:
             raise StoreError(f"artifact {sha} was altered (its text does not hash to its key): run `diagevo memory verify`")
 
 
-def inline_problems(seq: int, refs: list[tuple[str, str]], column: str) -> list[str]:
-    """What is wrong with an event's ``texts`` column against the keys its data names."""
+def inline_problems(seq: int, refs: list[tuple[str, str]], column: str) -> tuple[list[str], dict[str, Any]]:
+    """What is wrong with an event's ``texts`` column against the keys its data names, and the
+    column parsed ({} when it is not a JSON object)."""
     try:
         held = loads(column)
     except ValueError:
-        return [f"seq {seq}: its texts column is not JSON"]
+        return [f"seq {seq}: its texts column is not JSON"], {}
     if not isinstance(held, dict):
-        return [f"seq {seq}: its texts column is not a JSON object"]
+        return [f"seq {seq}: its texts column is not a JSON object"], {}
     problems = []
+    sha256 = hashlib.sha256
     for f, sha in refs:
         t = held.get(f)
         if not isinstance(t, str):
             problems.append(f"seq {seq}: text {f} ({sha}) is missing")
-        elif hashlib.sha256(t.encode()).hexdigest() != sha:
+        elif sha256(t.encode()).hexdigest() != sha:
             problems.append(f"seq {seq}: text {f} ({sha}) was altered (it does not hash to its key)")
-    return problems
+    return problems, held
 
 
 def restore_inline(batch: Sequence[StoredEvent], columns: Sequence[str | None]) -> list[StoredEvent]:
@@ -266,12 +270,12 @@ def restore_inline(batch: Sequence[StoredEvent], columns: Sequence[str | None]) 
         if column is None:
             rest.append(ev)
             continue
-        if inline_problems(ev.seq, refs, column):
+        problems, held = inline_problems(ev.seq, refs, column)
+        if problems:
             raise StoreError(
                 f"the texts of the event at seq {ev.seq} were altered (they do not hash to the keys "
                 "in its data): run `diagevo memory verify`"
             )
-        held = loads(column)
         for f, _sha in refs:
             ev.data[f] = held[f]
     return rest

@@ -12,10 +12,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from diagevo.errors import BadInput
-from diagevo.events.keys import KEY_FIELDS
+from diagevo.events.keys import KEY_FIELDS, TEXT_FIELDS
+from diagevo.events.keys import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: where it used to live
 from diagevo.parsing import MAX_ID_CHARS, check_id, one_line, shorten
 
-SCHEMA_VERSION = 1
 
 GenerationMode = Literal["free", "targeted", "stitched"]
 
@@ -226,18 +226,6 @@ BOOKKEEPING_TYPES: dict[str, type[BaseModel]] = {
 }
 
 EVENT_TYPES: dict[str, type[BaseModel]] = {**CORE_TYPES, **BOOKKEEPING_TYPES}
-
-# Fields whose (possibly long) text is named in ``data`` by its sha256 and kept in the event's
-# ``texts`` column (before migration 0008: the content-addressed ``artifacts`` table).
-TEXT_FIELDS: dict[str, tuple[str, ...]] = {
-    "question.generated": ("text",),
-    "question.scored": ("reference",),
-    "failure.recorded": ("response", "reference"),
-    "failure.diagnosed": ("raw",),
-    "diagnosis.failed": ("raw",),
-    "llm.called": ("raw",),
-}
-
 
 class EventIn(BaseModel):
     """An event as produced (and as one line of the JSONL interchange format)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection
@@ -41,8 +41,11 @@ from diagevo.events.recorder import (
     restore_inline,
     text_refs,
 )
-from diagevo.events.schemas import TEXT_FIELDS, EventIn
+from diagevo.events.keys import TEXT_FIELDS
 from diagevo.urls import redact_url
+
+if TYPE_CHECKING:
+    from diagevo.events.schemas import EventIn
 
 APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # the appenders' lock (where the backend has one)
 EVENT_COLUMNS = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
@@ -53,6 +56,7 @@ class SQLRecorder(SQLProjections, Recorder):
     """An append-only SQL log with per-run hash chains, artifacts, snapshots and checkpoints."""
 
     P = "?"  # the DBAPI placeholder
+    NO_INDEX = ""  # before a column: a condition on it that the planner must not pick an index for
     RETAINED = ""  # the condition of the partial index ix_events_retained, spelled as migration 0003 did
 
     def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
@@ -338,19 +342,25 @@ class SQLRecorder(SQLProjections, Recorder):
     ) -> list[StoredEvent]:
         """Indexed reads, one per field, never a scan of the run."""
         found: dict[int, StoredEvent] = {}
-        wanted_types = None if types is None else set(types)
+        # the ids through their index; the types and the round filter the rows it finds, marked
+        # so that the planner does not walk a type or round index of the whole run instead
+        extra, extra_params = "", list[Any]()
+        if types is not None:
+            types = list(types) or [""]
+            extra += f" AND {self.NO_INDEX}type IN ({', '.join([self.P] * len(types))})"
+            extra_params += types
+        if round is not None:
+            extra += f" AND {self.NO_INDEX}round = {self.P}"
+            extra_params.append(round)
         for field, values in keys.items():
             if field not in KEY_FIELDS:
                 raise StoreError(f"events cannot be looked up by {field!r}: use one of {', '.join(KEY_FIELDS)}")
             values = list(dict.fromkeys(values))
             for i in range(0, len(values), MAX_PARAMS):
                 chunk = values[i : i + MAX_PARAMS]
-                # only the run and the ids in SQL: any other condition (a seq range, a type list)
-                # can lure the planner onto an index that scans the run; the rest is checked here
-                where = f"WHERE run_id = {self.P} AND {field} IN ({', '.join([self.P] * len(chunk))})"
-                for e in self._select(where, [run, *chunk], texts=texts):
-                    if (wanted_types is None or e.type in wanted_types) and (round is None or e.round == round):
-                        found[e.seq] = e
+                where = f"WHERE run_id = {self.P} AND {field} IN ({', '.join([self.P] * len(chunk))}){extra}"
+                for e in self._select(where, [run, *chunk, *extra_params], texts=texts):
+                    found[e.seq] = e
         picked = [found[seq] for seq in sorted(found)]
         return picked[:limit] if limit else picked
 
@@ -477,7 +487,7 @@ class SQLRecorder(SQLProjections, Recorder):
                         for _f, sha in refs:
                             legacy.setdefault(sha, seq)
                     else:
-                        problems += inline_problems(seq, refs, column)
+                        problems += inline_problems(seq, refs, column)[0]
         return sorted(problems + self._verify_stored(legacy), key=lambda p: int(p.split(":")[0].split()[1]))
 
     # --- hash chain ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ class SQLiteRecorder(SQLRecorder):
     """The event log in a SQLite file."""
 
     P = "?"
+    NO_INDEX = "+"  # SQLite: a unary plus takes the column out of index selection
     RETAINED = RETAINED
 
     def _exclusive(self, conn: Connection) -> None:
