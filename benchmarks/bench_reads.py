@@ -4,7 +4,10 @@ Each command runs as ``diagevo memory ... --json`` in a new process (process sta
 included; best of 3 wall-clock times). The baseline, measured in the same run, is the full-scan
 projection each command used to be: ``stats`` = ``round_stats`` over every event, ``why`` =
 ``cause_story`` over the whole run with texts, ``events --cause/--failure/--question/--round`` =
-a filter over every event. ``diagevo --help`` is the floor every command pays.
+a filter over every event. ``diagevo --help`` is the floor every command pays. Beside the
+realistic run the database holds a run with one cause attributed ``--hot`` times (5,000 by
+default: each attribution with its question, failure and diagnosis texts), whose ``why`` is the
+worst case of that command. The target: every command within 0.5 s.
 
 The log is built once (``bench_store.build_log``) into ``--db`` (default a file under /tmp) and
 reused by later runs; its snapshots are written as a training run would have written them.
@@ -45,6 +48,39 @@ def prepare(url: str, events: int) -> str:
     return run
 
 
+def hot_run(url: str, attributions: int, per_round: int = 1000) -> str:
+    """A run (added once) whose cause H0 is attributed ``attributions`` times."""
+    from diagevo.events.schemas import validate_event
+
+    run = f"hot-{attributions}"
+    with EventStore(url) as store:
+        if run in store.runs():
+            return run
+        events, rnd = [], 0
+
+        def add(type_: str, **data: object) -> None:
+            events.append(validate_event({"type": type_, "run": run, "round": rnd, "event_id": f"{run}-{len(events)}", "data": data}))
+
+        add("run.started", config={"k": 0.5}, seed=0)
+        rnd = 1
+        add("node.created", node_id="N1", label="arithmetic")
+        add("cause.created", cause_id="H0", node_id="N1", description="drops a sign when moving a term", failure_id="f-H0")
+        for r in range(1, attributions // per_round + 1):
+            rnd = r
+            for i in range(per_round):
+                q, f = f"q{r}-{i}", f"f{r}-{i}"
+                add("question.generated", question_id=q, mode="targeted", active_cause="H0", mastered_cause=None, text=f"Solve {i} - x = {r}.")
+                add("question.scored", question_id=q, n=12, p1=0.5, p2=0.5, pseudo_label=str(i - r), retained=True)
+                add("failure.recorded", failure_id=f, question_id=q, response="moving the term: x = " * 12, reference="x = " * 24)
+                add("failure.diagnosed", failure_id=f, matched_cause="H0", error_cause=None, model="m", raw="same cause " * 10)
+                add("failure.attributed", failure_id=f, cause_id="H0", via="recurrence", similarity=0.9)
+            add("round.committed", retained=per_round)
+        for i in range(0, len(events), 5000):
+            store.append(events[i : i + 5000])
+        refresh_snapshots(store, run)
+    return run
+
+
 def best_of(cmd: list[str], n: int = 3) -> float:
     best = float("inf")
     env = {**os.environ, "COLUMNS": "200"}
@@ -65,8 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", default="sqlite:////tmp/diagevo-bench-1m.db")
     ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--hot", type=int, default=5000, help="attributions of the hot run's cause")
     args = ap.parse_args(argv)
     run = prepare(args.db, args.events)
+    hot = hot_run(args.db, args.hot)
     exe = str(Path(sys.executable).with_name("diagevo"))
     with EventStore(args.db) as store:
         n = store.last_seq(run)
@@ -104,17 +142,18 @@ def main(argv: list[str] | None = None) -> int:
         "events --type nodes.merged": [exe, "memory", "events", "--type", "nodes.merged", "--limit", "0", *db],
         "show": [exe, "memory", "show", *db],
         f"replay --round {rnd}": [exe, "memory", "replay", "--round", str(rnd), *db],
+        f"why (cause attributed {args.hot:,} times)": [exe, "memory", "why", "H0", "--db", args.db, "--run", hot, "--json"],
     }
     print(f"log: {n:,} events, run {run}; cause {cause} named by {named[cause]} events")
-    print(f"{'command (new process, --json)':<34}{'wall':>9}{'full scan':>11}{'speed-up':>10}{'<= 1 s':>8}")
+    print(f"{'command (new process, --json)':<40}{'wall':>9}{'full scan':>11}{'speed-up':>10}{'<= 0.5 s':>10}")
     ok = True
     for name, cmd in commands.items():
         wall = best_of(cmd)
         b = base.get(name)
-        passed = wall <= (0.3 if name.startswith("--help") else 1.0)
+        passed = wall <= (0.3 if name.startswith("--help") else 0.5)
         ok &= passed
         cols = f"{b:>10.2f}s{b / wall:>9.0f}x" if b else f"{'':>11}{'':>10}"
-        print(f"{name:<34}{wall:>8.2f}s{cols}{'ok' if passed else 'MISSED':>8}")
+        print(f"{name:<40}{wall:>8.2f}s{cols}{'ok' if passed else 'MISSED':>10}")
     return 0 if ok else 1
 
 

@@ -49,14 +49,18 @@ def test_snapshots_record_the_hash_of_their_commit(db_url: str) -> None:
 
 def test_a_cut_off_last_round_is_detected(backend: Backend, db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     commits = _stored(db_url)
+    with EventStore(db_url) as store:
+        stats_at = store.get_checkpoint("stats", "t")  # the stats read model: another witness
     backend.disable_append_only(db_url)
     _raw(backend, db_url, f"DELETE FROM events WHERE seq > {commits[2]}")
     with EventStore(db_url) as store:
         assert store.verify_chain("t") == []  # a prefix of a chain is a chain
         problems = verify_run(store, "t")
+    assert stats_at > commits[2]
     assert problems == [
         f"log cut off: the snapshot of round 3 summarises the log up to seq {commits[3]}, "
-        f"but the run's log ends at seq {commits[2]}"
+        f"but the run's log ends at seq {commits[2]}",
+        f"log cut off: projection 'stats' applied the log up to seq {stats_at}, but it ends at seq {commits[2]}",
     ]
     code, out, err = run_cli(capsys, "memory", "verify", "--db", db_url, "--run", "t")
     assert code != 0 and "log cut off" in out + err
@@ -64,6 +68,7 @@ def test_a_cut_off_last_round_is_detected(backend: Backend, db_url: str, capsys:
 
 def test_a_cut_off_open_round_is_detected_by_the_index_checkpoint(backend: Backend, db_url: str) -> None:
     commits = _stored(db_url)
+    _raw(backend, db_url, "DELETE FROM checkpoints WHERE name = 'stats'")  # only the index's witness
     with EventStore(db_url) as store:
         store.set_checkpoint("vector_index", "t", commits[3])
         assert verify_run(store, "t") == []
@@ -106,6 +111,7 @@ def test_a_log_of_revision_0005_is_upgraded_and_verifies(backend: Backend, db_ur
         assert [p.split(",")[0] for p in verify_run(store, "t")] == [
             "log cut off: the snapshot of round 2 summarises the log up to seq " + str(commits[2]),
             "log cut off: the snapshot of round 3 summarises the log up to seq " + str(commits[3]),
+            f"log cut off: projection 'stats' applied the log up to seq {store.get_checkpoint('stats', 't')}",
         ]
 
 
