@@ -2,11 +2,11 @@
 
 Same machine, same run, same payloads (``bench_store.realistic_events``: one run, the data as the
 recorders' ``state``), batches of 1000, best of 3: diagevo's ``EventStore.append`` (hash chain,
-idempotency, texts as artifacts, commit order) against
+idempotency, texts named by their sha256 and kept in the row, commit order) against
 
 - SQLite: ``SQLiteAggregateRecorder`` / ``SQLiteApplicationRecorder``, and raw ``sqlite3``
-  executemany of the very rows diagevo stored (every ``events`` column, and the ``artifacts`` rows
-  each batch added) into an identical schema: the same Alembic migration, WAL, synchronous=FULL,
+  executemany of the very rows diagevo stored (every ``events`` column, and any ``artifacts`` rows
+  a batch added: none since migration 0008) into an identical schema: the same Alembic migration, WAL, synchronous=FULL,
   one ``BEGIN IMMEDIATE`` ... ``COMMIT`` per batch;
 - PostgreSQL: ``PostgresAggregateRecorder`` / ``PostgresApplicationRecorder``, and raw ``COPY`` of
   the very rows diagevo stored there, one transaction per batch.
