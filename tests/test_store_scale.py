@@ -120,6 +120,20 @@ def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
     assert out == []
 
 
+def test_the_read_commands_build_no_event_model() -> None:
+    """Opening the store and reading (what ``memory why/stats/events`` do) needs no pydantic
+    event model: those are for validating input, and building them costs every read command."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, diagevo.events.store, diagevo.queries, diagevo.replay, diagevo.memory.audit; "
+        "print(' '.join(m for m in ('diagevo.events.schemas', 'diagevo.formats') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == []
+
+
 def test_stored_round_stats_take_the_retained_count_from_the_commit_summary(store: EventStore) -> None:
     log = Log()
     log.node("N1").cause("C1", "N1").question("q1", 0.5, active="C1").question("q2", 0.9, retained=False)

@@ -346,7 +346,9 @@ class SQLRecorder(SQLProjections, Recorder):
         # so that the planner does not walk a type or round index of the whole run instead
         extra, extra_params = "", list[Any]()
         if types is not None:
-            types = list(types) or [""]
+            types = list(types)
+            if not types:
+                return []
             extra += f" AND {self.NO_INDEX}type IN ({', '.join([self.P] * len(types))})"
             extra_params += types
         if round is not None:
