@@ -10,13 +10,13 @@ from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import URL, Connection, Engine, make_url
-
 from diagevo.events.recorder import MissingDatabase, StoreError, one_line
+from diagevo.lazy import sa_exc
 from diagevo.urls import redact_url
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Connection, Engine
+
     from diagevo.events.recorder import Recorder
 
 # backend name (SQLAlchemy's, or "memory") -> module holding its recorder and dialect functions
@@ -24,6 +24,8 @@ _MODULES = {"sqlite": "diagevo.events.sqlite", "postgresql": "diagevo.events.pos
 
 
 def normalise_url(url: str) -> URL:
+    from sqlalchemy.engine import make_url
+
     try:
         u = make_url(url)
     except sa_exc.ArgumentError:
@@ -53,7 +55,10 @@ def dialect_of(conn: Connection) -> ModuleType:
 
 
 def recorder_class(url: str) -> type[Recorder]:
-    return backend_of(url).RECORDER  # type: ignore[no-any-return]
+    # a plain scheme picks its module without parsing the URL (and importing SQLAlchemy)
+    scheme = url.split("://", 1)[0].split("+", 1)[0] if "://" in url else ""
+    module = module_for(scheme) if scheme in _MODULES else backend_of(url)
+    return module.RECORDER  # type: ignore[no-any-return]
 
 
 def open_recorder(url: str, **options: Any) -> Recorder:

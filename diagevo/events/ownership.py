@@ -14,16 +14,15 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Connection, Engine
-
 from diagevo.events.backends import connect, dialect_of, make_engine, missing_database
 from diagevo.events.recorder import StoreError, one_line
+from diagevo.lazy import sa_exc
 from diagevo.urls import redact_url
 
 if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
     from alembic.config import Config
     from alembic.script import ScriptDirectory
+    from sqlalchemy.engine import Connection, Engine
 
 MIGRATE_LOCK_KEY = int.from_bytes(b"diagevo2", "big")  # the migrators' lock (where the backend has one)
 

@@ -12,10 +12,6 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Connection
-
-from diagevo.events import ownership
 from diagevo.events.backends import make_engine, missing_database
 from diagevo.events.keys import KEY_FIELDS
 from diagevo.events.projections import SQLProjections
@@ -42,9 +38,12 @@ from diagevo.events.recorder import (
     text_refs,
 )
 from diagevo.events.keys import TEXT_FIELDS
+from diagevo.lazy import sa_exc
 from diagevo.urls import redact_url
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
     from diagevo.events.schemas import EventIn
 
 APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # the appenders' lock (where the backend has one)
@@ -120,6 +119,8 @@ class SQLRecorder(SQLProjections, Recorder):
     # --- schema -------------------------------------------------------------------------------
 
     def _ensure_schema(self, migrate_empty: bool) -> None:
+        from diagevo.events import ownership
+
         if ownership.revision_if_plain(self._engine, self.url) == ownership.HEAD_REVISION:
             status = None
         else:

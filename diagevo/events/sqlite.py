@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import create_engine, event
-from sqlalchemy.engine import URL, Connection, Engine
+from typing import TYPE_CHECKING
 
 from diagevo.events.recorder import MAX_PARAMS, MissingDatabase, StoreError
 from diagevo.events.sql import EVENT_COLUMNS, N_COLUMNS, SQLRecorder
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Connection, Engine
 
 BUSY_TIMEOUT_S = 30.0
 SYNCHRONOUS = ("full", "normal")  # durability levels a URL may ask for
@@ -33,6 +35,18 @@ class SQLiteRecorder(SQLRecorder):
     P = "?"
     NO_INDEX = "+"  # SQLite: a unary plus takes the column out of index selection
     RETAINED = RETAINED
+
+    def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
+        """A read of a plain ``sqlite:///FILE`` at the head revision opens the file directly,
+        read-only, without SQLAlchemy; anything else (or anything unexpected) takes the full
+        path, which also words every refusal."""
+        direct = _open_direct(url) if readonly else None
+        if direct is None:
+            super().__init__(url, create=create, migrate_empty=migrate_empty, readonly=readonly)
+            return
+        self.url = url
+        self._ours = True
+        self._engine = direct  # type: ignore[assignment]  # the part of an Engine the reads use
 
     def _exclusive(self, conn: Connection) -> None:
         conn.execution_options(sqlite_begin="IMMEDIATE")
@@ -62,15 +76,88 @@ class SQLiteRecorder(SQLRecorder):
         return found
 
     def _is_dbapi_error(self, exc: BaseException) -> bool:
+        if isinstance(exc, sqlite3.Error):
+            return True
         from sqlalchemy import exc as sa_exc
 
-        return isinstance(exc, (sa_exc.DBAPIError, sqlite3.Error))
+        return isinstance(exc, sa_exc.DBAPIError)
 
     def _is_integrity_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
 
 
 RECORDER = SQLiteRecorder
+
+
+# --- the direct read-only path -----------------------------------------------------------------
+
+
+def plain_file(url: str) -> Path | None:
+    """The file of a ``sqlite:///PATH`` URL that SQLAlchemy would read no differently (no query,
+    no escapes, not in-memory); None for any other URL."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix):
+        return None
+    db = url[len(prefix):]
+    if not db or "?" in db or "%" in db or db == ":memory:" or db.startswith("file:"):
+        return None
+    return Path(db)
+
+
+class _Direct:
+    """One read-only sqlite3 connection in the place of SQLAlchemy's engine, for the reads
+    (which use ``raw_connection()`` and roll back after each): lending it out, ``close`` and
+    ``invalidate`` are no-ops; ``dispose`` closes it. Writes are refused."""
+
+    def __init__(self, conn: sqlite3.Connection, url: str) -> None:
+        self._conn, self._url = conn, url
+
+    def raw_connection(self) -> _Direct:
+        return self
+
+    def cursor(self) -> sqlite3.Cursor:
+        return self._conn.cursor()
+
+    def rollback(self) -> None:
+        self._conn.rollback()
+
+    def close(self) -> None:
+        """The connection is lent, not given."""
+
+    def invalidate(self) -> None:
+        """Nothing pooled to throw away."""
+
+    def connect(self) -> Any:
+        from diagevo.urls import redact_url
+
+        # SQLite's own words for a write through a read-only connection
+        raise StoreError(f"write to {redact_url(self._url)} failed: attempt to write a readonly database")
+
+    def dispose(self) -> None:
+        self._conn.close()
+
+
+def _open_direct(url: str) -> _Direct | None:
+    from diagevo.events.ownership import HEAD_REVISION
+
+    path = plain_file(url)
+    if path is None or not path.is_file():
+        return None
+    uri = read_only_uri(path)
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        versions = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+        ours = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchall()
+    except sqlite3.Error:
+        versions = ours = []
+    if versions != [(HEAD_REVISION,)] or not ours:
+        conn.close()
+        return None
+    return _Direct(conn, url)
 
 
 # --- engine -----------------------------------------------------------------------------------
@@ -97,16 +184,30 @@ def read_only(u: URL) -> URL:
     if not db or db == ":memory:" or db.startswith("file:"):
         return u
     path = Path(db).resolve()
-    sidecars = all(path.with_name(path.name + s).exists() for s in ("-wal", "-shm"))
     params = {"mode": "ro", "uri": "true"}
-    if not os.access(path.parent, os.W_OK) and not sidecars:
+    if _immutable(path):
         params["immutable"] = "1"
     return u.set(database=f"file:{quote(str(path))}").update_query_dict(params)
+
+
+def _immutable(path: Path) -> bool:
+    """Whether SQLite must be told the file cannot change: it could not create the ``-wal`` and
+    ``-shm`` files a WAL database needs to be read."""
+    sidecars = all(path.with_name(path.name + s).exists() for s in ("-wal", "-shm"))
+    return not os.access(path.parent, os.W_OK) and not sidecars
+
+
+def read_only_uri(path: Path) -> str:
+    """The ``file:`` URI that opens ``path`` read-only (see :func:`read_only`)."""
+    path = path.resolve()
+    return f"file:{quote(str(path))}?mode=ro" + ("&immutable=1" if _immutable(path) else "")
 
 
 def make_engine(u: URL, wal: Callable[[], bool], readonly: bool) -> Engine:
     """Every connection gets the busy timeout and the ``synchronous`` level; WAL (a persistent
     change to the file) only once ``wal()`` says the file is diagevo's."""
+    from sqlalchemy import create_engine, event
+
     sync = synchronous(u).upper()
     u = u.difference_update_query(["synchronous"])
     if readonly:

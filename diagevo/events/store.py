@@ -11,17 +11,9 @@ checkpoints) :mod:`diagevo.events.projections`. This module keeps the names call
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from diagevo.events.backends import backend_of, normalise_url
-from diagevo.events.ownership import (
-    HEAD_REVISION,
-    RevisionStatus,
-    _alembic_config,
-    current,
-    head_revision,
-    revision_status,
-    upgrade,
-)
 from diagevo.events.recorder import (
     ARTIFACT_KEY,
     GENESIS_HASH,
@@ -38,6 +30,28 @@ from diagevo.events.recorder import (
 )
 from diagevo.events.recorder import prepare as _prepare
 from diagevo.events.sql import APPEND_LOCK_KEY as PG_APPEND_LOCK_KEY
+
+if TYPE_CHECKING:
+    from diagevo.events.ownership import (
+        HEAD_REVISION,
+        RevisionStatus,
+        _alembic_config,
+        current,
+        head_revision,
+        revision_status,
+        upgrade,
+    )
+
+# the schema names come from ownership, which needs SQLAlchemy: loaded when first asked for
+_OWNERSHIP = frozenset({"HEAD_REVISION", "RevisionStatus", "_alembic_config", "current", "head_revision", "revision_status", "upgrade"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _OWNERSHIP:
+        from diagevo.events import ownership
+
+        return getattr(ownership, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 EventStore = Recorder
 
@@ -70,5 +84,10 @@ __all__ = [
 
 def sqlite_path(url: str) -> Path | None:
     """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
+    from diagevo.events.sqlite import plain_file
+
+    plain = plain_file(url)
+    if plain is not None:
+        return plain
     path_of = getattr(backend_of(url), "sqlite_path", None)
     return path_of(normalise_url(url)) if path_of is not None else None
