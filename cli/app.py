@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import sys
 
@@ -175,6 +176,9 @@ def _leave_now(code: int) -> None:
 
 
 def main() -> None:
+    # what the imports built lives as long as the process: out of the collector's passes, which
+    # a read of tens of thousands of events would otherwise repeat over it (Python's gc.freeze)
+    gc.freeze()
     try:
         code = app(standalone_mode=False, prog_name="diagevo")
     except Interrupted as exc:

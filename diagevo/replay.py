@@ -107,16 +107,14 @@ def cause_rows(store: EventStore, run: str, cause: str) -> list[Row]:
     """The events :func:`diagevo.memory.audit.cause_story` needs for one cause, texts inline,
     in seq order: the cause's own events, its failures with their diagnoses, their questions
     and the merges of nodes. Indexed reads only; the rest of the run is never read."""
-    own = store.read_naming(run, {"cause_id": [cause]})
+    own = store.naming_rows(run, {"cause_id": [cause]})
     fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
-    failures = store.read_naming(
-        run, {"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True
-    )
+    failures = store.naming_rows(run, {"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True)
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
-    questions = store.read_naming(run, {"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
-    merges = list(store.read(run, types=("nodes.merged",)))
-    events = {e.seq: e for e in (*own, *failures, *questions, *merges)}
-    return [(e.seq, e.round, e.type, e.data) for _, e in sorted(events.items())]
+    questions = store.naming_rows(run, {"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
+    merges = list(store.iter_rows(run, types=("nodes.merged",)))
+    events: dict[int, Row] = {e[0]: e for e in (*own, *failures, *questions, *merges)}
+    return [events[seq] for seq in sorted(events)]
 
 
 def verify_run(store: EventStore, run: str) -> list[str]:

@@ -20,10 +20,9 @@ import json
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 import orjson
-from pydantic_core import from_json as _from_json
 
 from diagevo.errors import Conflict, DiagevoError, NotADiagevoDatabase, NotFound
 from diagevo.events.canonical import canonical_bytes
@@ -39,15 +38,17 @@ MAX_PARAMS = 500  # ids per IN (...) list
 
 
 def loads(text_: str) -> Any:
-    """Parse stored JSON: pydantic-core's parser is about 3x faster than ``json.loads`` here."""
+    """Parse stored JSON: orjson is about 4x faster than ``json.loads`` here (and a quarter
+    faster than pydantic-core's parser, which this used before)."""
     try:
-        return _from_json(text_)
-    except ValueError:  # anything it is stricter about than the stdlib
+        return _orjson_loads(text_)
+    except ValueError:  # anything it is stricter about than the stdlib (integers beyond 64 bits)
         return json.loads(text_)
 
 
 json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 _orjson_dumps = orjson.dumps
+_orjson_loads = orjson.loads
 compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -66,6 +67,24 @@ class StoredEvent:
     recorded_at: str
     prev_hash: str
     hash: str
+
+
+class EventRow(NamedTuple):
+    """(seq, round, type, data) of a stored event: what a fold reads, lighter than a StoredEvent."""
+
+    seq: int
+    round: int
+    type: str
+    data: dict[str, Any]
+
+
+class _HasTexts(Protocol):
+    @property
+    def seq(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -258,11 +277,14 @@ def inline_problems(seq: int, refs: list[tuple[str, str]], column: str) -> tuple
     return problems, held
 
 
-def restore_inline(batch: Sequence[StoredEvent], columns: Sequence[str | None]) -> list[StoredEvent]:
+E = TypeVar("E", bound=_HasTexts)
+
+
+def restore_inline(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
     """Put each event's texts back inline from its ``texts`` column, checked against the keys
     its data names; returns the events that name texts but have no such column (appended
     before migration 0008: their texts are in the artifacts table)."""
-    rest: list[StoredEvent] = []
+    rest: list[E] = []
     for ev, column in zip(batch, columns, strict=True):
         refs = list(text_refs(ev.type, ev.data))
         if not refs:
@@ -385,6 +407,13 @@ class Recorder(ABC):
         (:data:`diagevo.events.keys.KEY_FIELDS`), in seq order."""
         ...
 
+    def naming_rows(
+        self, run: str, keys: dict[str, Collection[str]], *, types: Collection[str] | None = None, texts: bool = False
+    ) -> list[EventRow]:
+        """:meth:`read_naming`'s events as (seq, round, type, data): what a fold needs (a SQL
+        backend reads only those columns)."""
+        return [EventRow(e.seq, e.round, e.type, e.data) for e in self.read_naming(run, keys, types=types, texts=texts)]
+
     @abstractmethod
     def artifact_texts(self, shas: Collection[str]) -> dict[str, str]:
         """The stored texts of these artifact keys, as stored (unchecked); absent keys left out."""
@@ -470,7 +499,7 @@ class Recorder(ABC):
         return problems
 
     def restore_texts(
-        self, batch: Sequence[StoredEvent], fetch: Callable[[Collection[str]], dict[str, str]] | None = None
+        self, batch: Sequence[_HasTexts], fetch: Callable[[Collection[str]], dict[str, str]] | None = None
     ) -> None:
         """Put the artifact texts the events name back inline (checked against their keys);
         ``fetch`` reads them (default: :meth:`artifact_texts`)."""

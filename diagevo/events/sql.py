@@ -22,6 +22,7 @@ from diagevo.events.recorder import (
     AppendResult,
     CheckedReader,
     ConflictError,
+    EventRow,
     Prepared,
     Recorder,
     SchemaOutdated,
@@ -342,14 +343,27 @@ class SQLRecorder(SQLProjections, Recorder):
         limit: int | None = None,
     ) -> list[StoredEvent]:
         """Indexed reads, one per field, never a scan of the run."""
-        found: dict[int, StoredEvent] = {}
-        # the ids through their index; the types and the round filter the rows it finds, marked
-        # so that the planner does not walk a type or round index of the whole run instead
+        found = {e.seq: e for where, params in self._naming(run, keys, types, round) for e in self._select(where, params, texts)}
+        picked = [found[seq] for seq in sorted(found)]
+        return picked[:limit] if limit else picked
+
+    def naming_rows(
+        self, run: str, keys: dict[str, Collection[str]], *, types: Collection[str] | None = None, texts: bool = False
+    ) -> list[EventRow]:
+        found = {r.seq: r for where, params in self._naming(run, keys, types, None) for r in self._select_rows(where, params, texts)}
+        return [found[seq] for seq in sorted(found)]
+
+    def _naming(
+        self, run: str, keys: dict[str, Collection[str]], types: Collection[str] | None, round: int | None
+    ) -> Iterator[tuple[str, list[Any]]]:
+        """(WHERE, params) of the indexed reads of the events naming these ids: the ids through
+        their index; the types and the round filter the rows it finds, marked so that the planner
+        does not walk a type or round index of the whole run instead."""
         extra, extra_params = "", list[Any]()
         if types is not None:
             types = list(types)
             if not types:
-                return []
+                return
             extra += f" AND {self.NO_INDEX}type IN ({', '.join([self.P] * len(types))})"
             extra_params += types
         if round is not None:
@@ -362,10 +376,19 @@ class SQLRecorder(SQLProjections, Recorder):
             for i in range(0, len(values), MAX_PARAMS):
                 chunk = values[i : i + MAX_PARAMS]
                 where = f"WHERE run_id = {self.P} AND {field} IN ({', '.join([self.P] * len(chunk))}){extra}"
-                for e in self._select(where, [run, *chunk, *extra_params], texts=texts):
-                    found[e.seq] = e
-        picked = [found[seq] for seq in sorted(found)]
-        return picked[:limit] if limit else picked
+                yield where, [run, *chunk, *extra_params]
+
+    def _select_rows(self, where: str, params: list[Any], texts: bool) -> Iterator[EventRow]:
+        """:meth:`_select` reading only (seq, round, type, data) and the texts."""
+        with self._cursor(stream=True) as cur, (self._cursor() if texts else nullcontext()) as art_cur:
+            cur.execute(f"SELECT seq, round, type, data{', texts' if texts else ''} FROM events {where}", params)
+            while rows := cur.fetchmany(FETCH):
+                batch = [EventRow(r[0], r[1], r[2], loads(r[3])) for r in rows]
+                if texts:
+                    legacy = restore_inline(batch, [r[4] for r in rows])
+                    if legacy:
+                        self.restore_texts(legacy, lambda shas: self._artifacts(art_cur, list(shas)))
+                yield from batch
 
     def _select(self, where: str, params: list[Any], texts: bool) -> Iterator[StoredEvent]:
         """Events; ``texts``: with their texts back inline, from their ``texts`` column or, for
