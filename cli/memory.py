@@ -332,7 +332,8 @@ def export(
 
 @memory_app.command()
 def verify(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
-    """Check the hash chain, the invariants and that snapshots equal the fold."""
+    """Check the hash chain, the texts against their keys, the invariants, and that the caches
+    (snapshots, the stats read model) equal the log and reach no further than it."""
     from diagevo.replay import resolve_run, verify_run
 
     with open_store(db, readonly=True) as store:
@@ -347,7 +348,10 @@ def verify(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
             console.print(f"[red]✗[/] {p}")
     else:
         where = f" (last event: seq {last['seq']}, hash {last['hash']})" if last else ""
-        console.print(f"[green]✓[/] run {run_id}: hash chain intact, invariants hold, snapshots equal the fold{where}")
+        console.print(
+            f"[green]✓[/] run {run_id}: hash chain intact, texts match their keys, invariants hold, "
+            f"caches equal the log{where}"
+        )
     if problems:
         raise typer.Exit(1)
 

@@ -118,8 +118,8 @@ def cause_rows(store: EventStore, run: str, cause: str) -> list[Row]:
 
 
 def verify_run(store: EventStore, run: str) -> list[str]:
-    """Hash chain intact, artifacts equal to their keys, every invariant holds over the full log,
-    snapshots equal the fold."""
+    """Hash chain intact, texts equal to their keys, every invariant holds over the full log,
+    snapshots equal the fold, the stats read model equals the log, no cache beyond its end."""
     problems = list(store.verify_chain(run))
     problems += store.verify_artifacts(run)
     folded: dict[int, dict] = {}
