@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,22 @@ def read_only_uri(path: Path) -> str:
     return f"file:{quote(str(path))}?mode=ro" + ("&immutable=1" if _immutable(path) else "")
 
 
+def _switch_to_wal(cur: sqlite3.Cursor) -> None:
+    """``PRAGMA journal_mode = WAL`` needs the file to itself for a moment. Asked while another
+    process commits (on a brand-new file: the migration), SQLite refuses at once rather than
+    through the busy handler, since waiting while holding the read lock could deadlock. The
+    connection holds nothing between attempts, so it asks again until the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 def make_engine(u: URL, wal: Callable[[], bool], readonly: bool) -> Engine:
     """Every connection gets the busy timeout and the ``synchronous`` level; WAL (a persistent
     change to the file) only once ``wal()`` says the file is diagevo's."""
@@ -219,7 +236,7 @@ def make_engine(u: URL, wal: Callable[[], bool], readonly: bool) -> Engine:
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         if wal() and not readonly:
-            cur.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(cur)
         # FULL: a commit survives a power loss (the log is the source of truth);
         # NORMAL in WAL mode survives a crash of the process only, and is faster
         cur.execute(f"PRAGMA synchronous = {sync}")
