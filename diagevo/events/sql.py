@@ -22,6 +22,7 @@ from diagevo.events.recorder import (
     AppendResult,
     CheckedReader,
     ConflictError,
+    E,
     EventRow,
     Prepared,
     Recorder,
@@ -50,6 +51,14 @@ if TYPE_CHECKING:
 APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # the appenders' lock (where the backend has one)
 EVENT_COLUMNS = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
 N_COLUMNS = 11 + len(KEY_FIELDS)
+
+
+# what a read fetches: whole events, or the (seq, round, type, data) a fold needs
+_WHOLE: tuple[str, Callable[[Any], StoredEvent]] = (
+    "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash",
+    lambda r: StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]),
+)
+_ROW: tuple[str, Callable[[Any], EventRow]] = ("seq, round, type, data", lambda r: EventRow(r[0], r[1], r[2], loads(r[3])))
 
 
 class SQLRecorder(SQLProjections, Recorder):
@@ -378,30 +387,24 @@ class SQLRecorder(SQLProjections, Recorder):
                 where = f"WHERE run_id = {self.P} AND {field} IN ({', '.join([self.P] * len(chunk))}){extra}"
                 yield where, [run, *chunk, *extra_params]
 
-    def _select_rows(self, where: str, params: list[Any], texts: bool) -> Iterator[EventRow]:
-        """:meth:`_select` reading only (seq, round, type, data) and the texts."""
-        with self._cursor(stream=True) as cur, (self._cursor() if texts else nullcontext()) as art_cur:
-            cur.execute(f"SELECT seq, round, type, data{', texts' if texts else ''} FROM events {where}", params)
-            while rows := cur.fetchmany(FETCH):
-                batch = [EventRow(r[0], r[1], r[2], loads(r[3])) for r in rows]
-                if texts:
-                    legacy = restore_inline(batch, [r[4] for r in rows])
-                    if legacy:
-                        self.restore_texts(legacy, lambda shas: self._artifacts(art_cur, list(shas)))
-                yield from batch
-
     def _select(self, where: str, params: list[Any], texts: bool) -> Iterator[StoredEvent]:
-        """Events; ``texts``: with their texts back inline, from their ``texts`` column or, for
-        events appended before migration 0008, the artifacts table."""
-        columns = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash"
+        return self._fetch(_WHOLE, where, params, texts)
+
+    def _select_rows(self, where: str, params: list[Any], texts: bool) -> Iterator[EventRow]:
+        return self._fetch(_ROW, where, params, texts)
+
+    def _fetch(self, shape: tuple[str, Callable[[Any], E]], where: str, params: list[Any], texts: bool) -> Iterator[E]:
+        """Events of a shape (its columns, and what a row becomes); ``texts``: with their texts
+        back inline, from their ``texts`` column or, for events appended before migration 0008,
+        the artifacts table."""
+        columns, make = shape
+        at = columns.count(",") + 1  # where the texts column comes
         with self._cursor(stream=True) as cur, (self._cursor() if texts else nullcontext()) as art_cur:
             cur.execute(f"SELECT {columns}{', texts' if texts else ''} FROM events {where}", params)
             while rows := cur.fetchmany(FETCH):
-                batch = [
-                    StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]) for r in rows
-                ]
+                batch = [make(r) for r in rows]
                 if texts:
-                    legacy = restore_inline(batch, [r[10] for r in rows])
+                    legacy = restore_inline(batch, [r[at] for r in rows])
                     if legacy:
                         self.restore_texts(legacy, lambda shas: self._artifacts(art_cur, list(shas)))
                 yield from batch
