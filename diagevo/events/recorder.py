@@ -236,12 +236,9 @@ def chain(
         seq += 1
         p = prev[run]
         h = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
-        if arts:
-            rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, texts_json(arts), *keys))
-            for _f, sha, t in arts:
-                artifacts[sha] = t
-        else:
-            rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, None, *keys))
+        rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, texts_json(arts), *keys))
+        for _f, sha, t in arts:
+            artifacts[sha] = t
         prev[run] = h
         last[run] = seq
     for run, run_last in last.items():
