@@ -176,22 +176,31 @@ def _stats_cache(store: EventStore, run: str) -> tuple[int, dict[tuple[int, str]
     return seq, counts, sizes
 
 
+def _stats_model(
+    store: EventStore, run: str, *, cached: bool = True, upto: int | None = None
+) -> tuple[dict[tuple[int, str], int], dict[int, dict]]:
+    """(counts, sizes) of the run up to seq ``upto`` (its end when None): the stats read model's
+    (``cached``), moved on with the log after it."""
+    from diagevo.memory.audit import memory_sizes
+
+    seq, counts, sizes = _stats_cache(store, run) if cached else (0, {}, {})
+    for key, n in store.type_counts(run, after_seq=seq, upto_seq=upto).items():
+        counts[key] = counts.get(key, 0) + n
+    for mem in commit_memories(store, run, after_round=max(sizes, default=0)):
+        if upto is not None and mem.last_seq > upto:
+            break
+        sizes[mem.committed] = memory_sizes(mem)
+    return counts, sizes
+
+
 def refresh_stats(store: EventStore, run: str) -> None:
     """Move the stats read model to the run's last event (a cache, like the snapshots: the
     caller turns a StoreError into a warning). A committed round's counts and memory never
     change, since the log only grows; a later event of an earlier round is counted after it."""
-    from diagevo.memory.audit import memory_sizes
-
-    seq, counts, sizes = _stats_cache(store, run)
     last = store.last_seq(run)
-    if last <= seq:
+    if last <= store.get_checkpoint(STATS, run):
         return
-    for key, n in store.type_counts(run, after_seq=seq, upto_seq=last).items():
-        counts[key] = counts.get(key, 0) + n
-    for mem in commit_memories(store, run, after_round=max(sizes, default=0)):
-        if mem.last_seq > last:
-            break
-        sizes[mem.committed] = memory_sizes(mem)
+    counts, sizes = _stats_model(store, run, upto=last)
     info = {"counts": [[r, t, n] for (r, t), n in sorted(counts.items())], "sizes": {str(r): v for r, v in sizes.items()}}
     store.set_checkpoint(STATS, run, last, info)
 
@@ -202,11 +211,9 @@ def stored_round_stats(store: EventStore, run: str, *, cached: bool = True) -> l
     type) counts of the index, held-out figures from the ``round.committed`` events and
     benchmark scores from ``eval.recorded``. ``cached``: start from the stats read model
     (:func:`refresh_stats`) and read only the log after it."""
-    from diagevo.memory.audit import COUNTED, memory_sizes
+    from diagevo.memory.audit import COUNTED
 
-    seq, counts, sizes = _stats_cache(store, run) if cached else (0, {}, {})
-    for key, n in store.type_counts(run, after_seq=seq).items():
-        counts[key] = counts.get(key, 0) + n
+    counts, sizes = _stats_model(store, run, cached=cached)
     commits_data = {e.round: e.data for e in store.read(run, types=("round.committed",))}
     # the training loop's commits say how many questions the round retained; other logs are counted
     if all(isinstance(d.get("retained"), int) for d in commits_data.values()):
@@ -217,11 +224,8 @@ def stored_round_stats(store: EventStore, run: str, *, cached: bool = True) -> l
     for e in store.read(run, types=("eval.recorded",)):
         if "benchmark" in e.data:
             scores.setdefault(e.round, {})[f"bench/{e.data['benchmark']}"] = e.data.get("accuracy")
-    done = max(sizes, default=0)
-    memories = [sizes[rnd] for rnd in sorted(sizes)]
-    memories += [memory_sizes(mem) for mem in commit_memories(store, run, after_round=done)]
     out: list[dict] = []
-    for sized in memories:
+    for sized in (sizes[rnd] for rnd in sorted(sizes)):
         rnd = sized["round"]
         row = dict(sized)
         for etype, name in COUNTED.items():
