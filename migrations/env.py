@@ -14,7 +14,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 from sqlalchemy.engine import Connection
 
-from diagevo.events.tables import metadata
+from diagevo.log.tables import metadata
 
 config = context.config
 if config.config_file_name is not None:  # the `alembic` command line; the store logs nothing

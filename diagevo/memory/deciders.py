@@ -146,9 +146,15 @@ def apply_changes(memory: Memory, round: int, changes: Iterable[Change]) -> Memo
     return memory
 
 
-def evidence_from_events(
-    generated: Iterable[Mapping[str, Any]], scored: Iterable[Mapping[str, Any]]
-) -> list[tuple[str | None, float]]:
-    """Join ``question.generated`` and ``question.scored`` data into (active_cause, p1) pairs."""
-    p1 = {d["question_id"]: d["p1"] for d in scored}
-    return [(g["active_cause"], p1[g["question_id"]]) for g in generated if g["question_id"] in p1]
+def promotion_evidence(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]]) -> list[tuple[str | None, float]]:
+    """The evidence of Eq. 5 in a round's rows: (active cause, p1) of every candidate of Q^cur_t,
+    joining each ``question.generated`` (the cause it targeted) with its ``question.scored``
+    (its p1), filtered-out candidates included."""
+    active: dict[str, str | None] = {}
+    p1: dict[str, float] = {}
+    for _seq, _rnd, etype, data in rows:
+        if etype == "question.generated":
+            active[data["question_id"]] = data["active_cause"]
+        elif etype == "question.scored":
+            p1[data["question_id"]] = data["p1"]
+    return [(active[q], p1[q]) for q in active if q in p1]

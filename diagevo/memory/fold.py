@@ -16,6 +16,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from diagevo.catalog import FOLDED, RETROSPECTIVE, config_k
 from diagevo.errors import BadInput
 from diagevo.memory.state import Cause, CauseState, Memory, Node
 
@@ -26,23 +27,9 @@ class InvariantError(BadInput):
     """The log breaks a rule of the memory (the message says which)."""
 
 
-_MEMORY_APPLY = frozenset(
-    {
-        "run.started",
-        "round.committed",
-        "run.configured",
-        "cause.promoted",
-        "cause.reactivated",
-        "failure.attributed",
-        "node.created",
-        "cause.created",
-        "nodes.merged",
-    }
-)
-# Evidence and bookkeeping: they open a round but change nothing.
-MEMORY_TYPES = _MEMORY_APPLY - {"run.started"}
-# Bookkeeping about a round that is over: a checkpoint evaluated, or chosen, after the fact.
-RETROSPECTIVE_TYPES = frozenset({"eval.recorded", "checkpoint.selected", "run.forked"})
+# What changes the memory (or starts or commits it); evidence and bookkeeping only open a round.
+_MEMORY_APPLY = FOLDED
+MEMORY_TYPES = FOLDED - {"run.started"}
 
 
 class Draft:
@@ -124,7 +111,7 @@ class Draft:
     def apply(self, type: str, round: int, data: Mapping[str, Any]) -> bool:
         """Apply one event (the rules of :func:`evolve`); False when it changed nothing at all."""
         if round != self.committed + 1:
-            if type in RETROSPECTIVE_TYPES and round <= self.committed:
+            if type in RETROSPECTIVE and round <= self.committed:
                 return False
             if round > self.committed:
                 raise InvariantError(f"round {round} starts before round {self.committed + 1} was committed")
@@ -194,17 +181,25 @@ class Draft:
         nodes[survivor.id] = Node(survivor.id, d["label"])
         causes = self._causes_w()
         for cid, c in causes.items():
-            if c.node == absorbed.id:
-                causes[cid] = replace(c, node=survivor.id)
+            node = reparent(c.node, d)
+            if node != c.node:
+                causes[cid] = replace(c, node=node)
+
+
+def reparent(node: str, merge: Mapping[str, Any]) -> str:
+    """The merge rule: where a cause under ``node`` lies after the node merge ``merge`` (the
+    data of a ``nodes.merged``): the absorbed node's causes move to the survivor. States and
+    frequencies are unchanged; the survivor takes the merge's label."""
+    return str(merge["survivor"]) if node == merge["absorbed"] else node
 
 
 def start(run: str, data: Mapping[str, Any], seq: int = 0) -> Memory:
     """The memory right after ``run.started``."""
     config = dict(data.get("config", {}))
-    k = config.get("k", config.get("memory", {}).get("k") if isinstance(config.get("memory"), dict) else None)
-    if not isinstance(k, (int, float)) or k <= 0:
+    k = config_k(config)
+    if k is None:
         raise InvariantError("run.started needs a positive k in its config")
-    return Memory(run=run, k=float(k), seed=int(data.get("seed", 0)), config=MappingProxyType(config), last_seq=seq)
+    return Memory(run=run, k=k, seed=int(data.get("seed", 0)), config=MappingProxyType(config), last_seq=seq)
 
 
 def evolve(mem: Memory, type: str, round: int, data: Mapping[str, Any]) -> Memory:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from diagevo.events.store import EventStore
+from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.replay import cause_rows, load_memory, resolve_run, stored_round_stats
+from diagevo.views.memory import load_memory, resolve_run
+from diagevo.views.stats import round_stats
+from diagevo.views.stories import cause_rows, cause_story
 
 # the series of ``memory plot`` (the paper's Figure 3b)
 LIFECYCLE = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
@@ -37,33 +39,31 @@ def memory_view(mem: Memory) -> dict[str, Any]:
     }
 
 
-def memory_at(store: EventStore, round: int, run: str | None = None) -> dict[str, Any]:
+def memory_at(store: Recorder, round: int, run: str | None = None) -> dict[str, Any]:
     """M_round of ``run`` (default: the latest run) rebuilt from the log, with its schedule."""
     return memory_view(load_memory(store, resolve_run(store, run), round))
 
 
-def show(store: EventStore, run: str | None = None) -> dict[str, Any]:
+def show(store: Recorder, run: str | None = None) -> dict[str, Any]:
     """The memory after the run's last event, an unfinished round included (``open_round``)."""
     mem = load_memory(store, resolve_run(store, run))
     return {**memory_view(mem), "open_round": mem.open_round}
 
 
-def why(store: EventStore, cause: str, run: str | None = None) -> dict[str, Any]:
+def why(store: Recorder, cause: str, run: str | None = None) -> dict[str, Any]:
     """The story of one cause: creation, attributions, promotions, reactivations, merges."""
-    from diagevo.memory.audit import cause_story
-
     run_id = resolve_run(store, run)
     return {"run": run_id, **cause_story(cause_rows(store, run_id, cause), cause)}
 
 
-def stats(store: EventStore, run: str | None = None) -> dict[str, Any]:
+def stats(store: Recorder, run: str | None = None) -> dict[str, Any]:
     """One row per committed round: memory sizes, what the round did, held-out and benchmark scores."""
     run_id = resolve_run(store, run)
-    return {"run": run_id, "rounds": stored_round_stats(store, run_id)}
+    return {"run": run_id, "rounds": round_stats(store, run_id)}
 
 
-def lifecycle(store: EventStore, run: str | None = None) -> dict[str, Any]:
+def lifecycle(store: Recorder, run: str | None = None) -> dict[str, Any]:
     """The memory's lifecycle per committed round: Active, Mastered, nodes, F_t, ε_{t+1}."""
     run_id = resolve_run(store, run)
-    rows = stored_round_stats(store, run_id)
+    rows = round_stats(store, run_id)
     return {"run": run_id, "series": [{k: r[k] for k in LIFECYCLE} for r in rows]}

@@ -1,4 +1,4 @@
-"""The vector index of causes and skill nodes: a rebuildable projection of the log.
+"""The vector index of causes and skill nodes: a view of the memory, rebuildable from the log.
 
 Two layers:
 
@@ -6,10 +6,15 @@ Two layers:
   row, and node-label vectors. Stage 2a/3a cost one matrix-vector product and one reduction,
   O(1) amortised to add a cause, so maintenance stays in the low milliseconds at 10,000 causes;
 * an optional LanceDB table (one per run) holding ``id, kind, text, vector, model, seq, run``
-  rows. It is caught up from the log after its own checkpoint (``vector_index``), upserts are
-  idempotent, and it is the cache that spares re-embedding every stored cause each round.
-  A different embedding model, a missing table or a checkpoint the table does not hold lead to a
-  rebuild from the log (:func:`reindex` forces one).
+  rows (``seq``: the memory's last seq when the row was written): the causes and nodes of the
+  run's folded memory, brought up to date after each round
+  (its saved state, the view ``vector_index``, names the seq it reached), upserts idempotent. It
+  is the cache that spares re-embedding every stored cause each round. A different embedding
+  model, a missing table or a saved state the table does not match lead to a rebuild
+  (:func:`reindex` forces one).
+
+Which node a cause lies under always comes from the folded memory: the index keeps no rule of
+its own for node merges.
 """
 
 from __future__ import annotations
@@ -20,22 +25,28 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from diagevo.diagnosis.interface import Embedder
-from diagevo.events.store import StoreError
+from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.memory.state import Memory
 from diagevo.paths import beside_database
 
 log = logging.getLogger("diagevo.cache")
 
-CHECKPOINT = "vector_index"
+
+class Embedder(Protocol):
+    """Text -> L2-normalised float32 rows, so a dot product is the cosine similarity."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+VIEW = "vector_index"
 # float32 similarities of unit vectors are off by well under 1e-5; candidates within this margin
 # of a threshold or cutoff are re-scored exactly before anything is decided
 _MARGIN = 1e-4
-INDEX_TYPES = ("node.created", "cause.created", "nodes.merged")
 
 
 def table_name(run: str) -> str:
@@ -107,6 +118,7 @@ class VectorIndex:
         self._vec: dict[tuple[str, str], np.ndarray] = {}  # (kind, id) -> vector of its current text
         self._text: dict[tuple[str, str], str] = {}
         self._seq: dict[tuple[str, str], int] = {}
+        self._held: dict[tuple[str, str], str] = {}  # (kind, id) -> text, as the LanceDB table holds it
         self._table: Any = None
         # the mirror, built by attach()
         self.cause_ids: list[str] = []
@@ -188,24 +200,26 @@ class VectorIndex:
             self._cause_node = grown
         self._cause_node[len(self.cause_ids) - 1] = pos
 
-    def merge(self, survivor: str, absorbed: str) -> None:
-        """Re-parent the absorbed node's causes (the absorbed node keeps its slot, unused)."""
-        a, s = self._node_pos.get(absorbed), self._node_pos.get(survivor)
-        if a is None or s is None:
-            return
-        n = len(self.cause_ids)
-        view = self._cause_node[:n]
-        view[view == a] = s
-        self._node_live[a] = False
+    def follow(self, memory: Memory) -> None:
+        """Take each cause's node, and which nodes live, from ``memory`` (after a node merge: the
+        absorbed node keeps its slot, unused)."""
+        for i, cid in enumerate(self.cause_ids):
+            cause = memory.causes.get(cid)
+            pos = None if cause is None else self._node_pos.get(cause.node)
+            if pos is not None:
+                self._cause_node[i] = pos
+        for node, pos in self._node_pos.items():
+            self._node_live[pos] = node in memory.nodes
 
-    def apply(self, type: str, data: dict[str, Any], vec: np.ndarray | None = None) -> None:
-        """Keep the mirror in step with one appended memory event."""
+    def apply(self, type: str, data: dict[str, Any], memory: Memory, vec: np.ndarray | None = None) -> None:
+        """Keep the mirror in step with one appended memory event; ``memory`` is the memory
+        after it."""
         if type == "node.created":
             self.add_node(data["node_id"])
         elif type == "cause.created":
             self.add_cause(data["cause_id"], data["node_id"], data["description"], vec)
         elif type == "nodes.merged":
-            self.merge(data["survivor"], data["absorbed"])
+            self.follow(memory)
 
     def prescreen(self, vecs: np.ndarray, block: int = 256) -> None:
         """Announce the round's new-cause vectors (rows in processing order).
@@ -345,59 +359,54 @@ class VectorIndex:
                 for i, (id_, kind, text, seq) in enumerate(zip(ids, kinds, texts, seqs, strict=True)):
                     key = (kind, id_)
                     self._vec[key], self._text[key], self._seq[key] = mat[i], text, seq
+                    self._held[key] = text
                 return False
         self._table = db.create_table(name, schema=self._schema(self.dim), mode="overwrite")
+        self._held = {}
         return True
 
-    def sync(self, store: Any, run: str, *, rebuild: bool = False) -> int:
-        """Catch the LanceDB table up with the log (after its checkpoint); returns the rows written.
-        Without a path only the vectors are brought up to date."""
+    def sync(self, store: Recorder, run: str, *, rebuild: bool = False) -> int:
+        """Bring the LanceDB table up to the run's memory now (its causes and nodes, with their
+        texts); returns the rows written. Without a path only the vectors are brought up to date."""
+        from diagevo.views.memory import load_memory
+
         self.run = run
-        cp = 0 if rebuild else store.get_checkpoint(CHECKPOINT, run)
+        saved = [] if rebuild else store.view_states(VIEW, run, latest=True)
         if self.path is not None:
-            info = store.checkpoint_info(CHECKPOINT, run) if cp else {}
-            stale = bool(cp) and info.get("model") not in (None, self.embedder.name)
-            created = self._open_table(run, rebuild or stale)
-            if created:
-                cp = 0
-        upserts: dict[tuple[str, str], Row] = {}
-        deletes: set[tuple[str, str]] = set()
-        last = cp
-        for seq, _rnd, etype, d in store.iter_rows(run, after_seq=cp, types=INDEX_TYPES):
-            last = seq
-            if etype == "node.created":
-                key = ("node", d["node_id"])
-                upserts[key] = Row(d["node_id"], "node", d["label"], seq)
-                deletes.discard(key)
-            elif etype == "cause.created":
-                key = ("cause", d["cause_id"])
-                upserts[key] = Row(d["cause_id"], "cause", d["description"], seq)
-            elif etype == "nodes.merged":
-                upserts[("node", d["survivor"])] = Row(d["survivor"], "node", d["label"], seq)
-                gone = ("node", d["absorbed"])
-                upserts.pop(gone, None)
-                deletes.add(gone)
-        rows = list(upserts.values())
+            model = saved[0].state.get("model") if saved else None
+            stale = model not in (None, self.embedder.name)
+            if self._open_table(run, rebuild or stale or not saved):
+                saved = []
+        memory = load_memory(store, run)
+        if saved and saved[0].seq == memory.last_seq:
+            return 0
+        want = {("cause", c.id): c.description for c in memory.causes.values()}
+        want |= {("node", n.id): n.label for n in memory.nodes.values()}
+        rows = [Row(id_, kind, text, memory.last_seq) for (kind, id_), text in want.items() if self._held.get((kind, id_)) != text]
+        deletes = {key for key in self._held if key not in want}
         for kind in ("cause", "node"):
-            sel = [r for r in rows if r.kind == kind]
-            self.vectors(kind, [(r.id, r.text) for r in sel])
+            self.vectors(kind, [(r.id, r.text) for r in rows if r.kind == kind])
         for r in rows:
             self._seq[(r.kind, r.id)] = r.seq
+            self._held[(r.kind, r.id)] = r.text
         for key in deletes:
-            self._vec.pop(key, None)
-            self._text.pop(key, None)
+            self._held.pop(key, None)
             self._seq.pop(key, None)
-        if self.path is None or last == cp:
+        if self.path is None:
             return len(rows)
         if rows:
             self._write(rows, run)
-        if deletes:
-            ids = ", ".join(_quote(k[1]) for k in sorted(deletes))
-            self._table.delete(f"kind = 'node' AND id IN ({ids})")
+        for kind in ("cause", "node"):
+            gone = sorted(k[1] for k in deletes if k[0] == kind)
+            if gone:
+                self._table.delete(f"kind = '{kind}' AND id IN ({', '.join(_quote(g) for g in gone)})")
         try:
-            store.set_checkpoint(CHECKPOINT, run, last, {"model": self.embedder.name, "path": str(self.path)})
-        except StoreError as exc:  # a cache: the next sync re-reads from the older checkpoint (upserts)
-            log.warning("vector index checkpoint of run %r not written: %s", run, exc)
+            at = store.event_at(run, memory.last_seq) if memory.last_seq else None
+            if at is not None:
+                state = {"model": self.embedder.name, "path": str(self.path)}
+                store.put_view_states([ViewState(VIEW, run, 0, at.seq, at.hash, state)])
+        except StoreError as exc:  # a cache: the next sync compares the table with the memory again
+            log.warning("vector index state of run %r not saved: %s", run, exc)
         return len(rows)
 
     def _write(self, rows: Iterable[Row], run: str) -> None:
@@ -433,14 +442,7 @@ class VectorIndex:
         return sorted(data, key=lambda r: (r["kind"], r["seq"], r["id"]))
 
 
-def open_index(store: Any, run: str, embedder: Embedder, path: str | Path | None) -> VectorIndex:
-    """The index of ``run``, caught up with the log."""
-    index = VectorIndex(embedder, path, run)
-    index.sync(store, run)
-    return index
-
-
-def reindex(store: Any, run: str, path: str | Path, embedder: Embedder) -> int:
+def reindex(store: Recorder, run: str, path: str | Path, embedder: Embedder) -> int:
     """Rebuild the run's LanceDB table from the log; returns the number of rows written."""
     index = VectorIndex(embedder, path, run)
     return index.sync(store, run, rebuild=True)

@@ -1,14 +1,22 @@
-"""Audit projections: a cause's story, and one row of statistics per committed round."""
+"""The story of a cause, for ``diagevo memory why``: created from which failure (its question,
+trajectories and the diagnostician's reply), attributions, promotions (acc, n), reactivations
+(which failure, its question and generation mode, recurrence or dedup, similarity) and the
+merges of its node.
+
+:func:`cause_rows` reads only the events a story needs (indexed reads: the cause's own events,
+its failures with their diagnoses, their questions, the node merges); :func:`cause_stories`
+folds events into stories, one pass, the merge rule taken from the fold
+(:func:`diagevo.memory.fold.reparent`).
+"""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from diagevo.memory.fold import InvariantError, Row, drafts
-from diagevo.memory.schedule import schedule
-from diagevo.memory.state import Memory
+from diagevo.log import Recorder
+from diagevo.log.recorder import EventRow
+from diagevo.memory.fold import InvariantError, Row, reparent
 
 
 def _question_view(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -36,7 +44,6 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
     failures: dict[str, Mapping[str, Any]] = {}
     diagnoses: dict[str, Mapping[str, Any]] = {}
     stories: dict[str, dict[str, Any]] = {}
-    members: dict[str, set[str]] = {}  # node -> causes followed under it
     pending_reactivation: dict[tuple[str, str], dict[str, Any]] = {}  # (cause, failure) -> entry
 
     def failure_view(fid: str | None) -> dict[str, Any] | None:
@@ -64,23 +71,19 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
         elif etype == "failure.diagnosed":
             diagnoses[d["failure_id"]] = d
         elif etype == "nodes.merged":
-            moved = members.pop(d["absorbed"], set())
-            for node in (d["survivor"], d["absorbed"]):
-                for cid in sorted(members.get(node, set()) | (moved if node == d["absorbed"] else set())):
-                    story = stories[cid]
+            for story in stories.values():  # in order of creation
+                if story["node"] in (d["survivor"], d["absorbed"]):
                     story["timeline"].append(
                         {**base, "kind": "node_merged", "from_node": story["node"], "survivor": d["survivor"],
                          "absorbed": d["absorbed"], "label": d["label"], "similarity": d.get("similarity")}
                     )
-                    story["node"] = d["survivor"]
-            members.setdefault(d["survivor"], set()).update(moved)
+                    story["node"] = reparent(story["node"], d)
         elif etype == "cause.created":
             cid = d["cause_id"]
             if cause_ids is not None and cid not in cause_ids:
                 continue
             node, description = d["node_id"], d["description"]
             stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
-            members.setdefault(node, set()).add(cid)
             stories[cid]["timeline"].append(
                 {**base, "kind": "created", "node": node, "description": description, "failure": failure_view(d.get("failure_id"))}
             )
@@ -102,65 +105,15 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
     return stories
 
 
-COUNTED = {
-    "question.generated": "questions",
-    "failure.recorded": "failures",
-    "cause.created": "new_causes",
-    "failure.attributed": "attributions",
-    "cause.promoted": "promotions",
-    "cause.reactivated": "reactivations",
-    "nodes.merged": "merges",
-    "diagnosis.failed": "failed_diagnoses",
-}
-
-
-def memory_sizes(mem: Memory) -> dict[str, Any]:
-    """A committed memory's sizes and schedule: one row of ``memory stats``' memory columns."""
-    s = schedule(mem)
-    return {
-        "round": mem.committed,
-        "active": len(mem.active()),
-        "mastered": len(mem.mastered()),
-        "nodes": len(mem.nodes),
-        "F": s.F,
-        "epsilon_next": s.epsilon,
-    }
-
-
-def round_stats(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
-    """One row per committed round: memory sizes, F_t, ε_{t+1}, what the round did, and the
-    benchmark scores of its checkpoint (``bench/NAME``: accuracy, the latest recorded)."""
-    counts: Counter[str] = Counter()
-    retained = 0
-    out: list[dict[str, Any]] = []
-    scores: dict[int, dict[str, Any]] = {}
-    for draft, (_, rnd, etype, d) in drafts(rows, run):
-        if etype == "run.started":
-            continue
-        if etype == "eval.recorded" and "benchmark" in d:
-            scores.setdefault(rnd, {})[f"bench/{d['benchmark']}"] = d.get("accuracy")
-        elif etype in COUNTED:
-            counts[COUNTED[etype]] += 1
-        elif etype == "question.scored" and d.get("retained"):
-            retained += 1
-        elif etype == "round.committed":
-            out.append(
-                {
-                    **memory_sizes(draft.freeze()),
-                    "questions": counts["questions"],
-                    "retained": retained,
-                    "failures": counts["failures"],
-                    "new_causes": counts["new_causes"],
-                    "attributions": counts["attributions"],
-                    "promotions": counts["promotions"],
-                    "reactivations": counts["reactivations"],
-                    "merges": counts["merges"],
-                    "failed_diagnoses": counts["failed_diagnoses"],
-                    **{k: v for k, v in d.items() if isinstance(v, (int, float)) and k.startswith("heldout")},
-                }
-            )
-            counts.clear()
-            retained = 0
-    for row in out:  # scores are recorded after the round's commit
-        row.update(scores.get(row["round"], {}))
-    return out
+def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
+    """The events :func:`cause_story` needs for one cause, texts inline, in seq order: the
+    cause's own events, its failures with their diagnoses, their questions and the merges of
+    nodes. Indexed reads only; the rest of the run is never read."""
+    own = list(store.rows(run, keys={"cause_id": [cause]}))
+    fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
+    failures = list(store.rows(run, keys={"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True))
+    qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
+    questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
+    merges = store.rows(run, types=("nodes.merged",))
+    events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
+    return [events[seq] for seq in sorted(events)]

@@ -1,26 +1,27 @@
 """Which backend a database URL names, and its engine: the one place that maps a URL's scheme to
-a backend module (:mod:`diagevo.events.sqlite`, :mod:`diagevo.events.postgres`,
-:mod:`diagevo.events.inmemory`). Everything dialect-specific lives in those modules."""
+a backend module (:mod:`diagevo.log.sqlite`, :mod:`diagevo.log.postgres`,
+:mod:`diagevo.log.inmemory`), and the one factory that opens a log (:func:`open_log`).
+Everything dialect-specific lives in those modules."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import import_module
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from diagevo.events.recorder import MissingDatabase, StoreError, one_line
 from diagevo.lazy import sa_exc
+from diagevo.log.recorder import MissingDatabase, Recorder, StoreError
+from diagevo.parsing import error_line
 from diagevo.urls import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection, Engine
 
-    from diagevo.events.recorder import Recorder
-
 # backend name (SQLAlchemy's, or "memory") -> module holding its recorder and dialect functions
-_MODULES = {"sqlite": "diagevo.events.sqlite", "postgresql": "diagevo.events.postgres", "memory": "diagevo.events.inmemory"}
+_MODULES = {"sqlite": "diagevo.log.sqlite", "postgresql": "diagevo.log.postgres", "memory": "diagevo.log.inmemory"}
 
 
 def normalise_url(url: str) -> URL:
@@ -54,17 +55,36 @@ def dialect_of(conn: Connection) -> ModuleType:
     return module_for(conn.dialect.name)
 
 
-def recorder_class(url: str) -> type[Recorder]:
+def open_log(url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> Recorder:
+    """The log at ``url`` (``sqlite:///FILE``, ``postgresql+psycopg://...``, ``memory://NAME``),
+    opened by its backend's recorder. ``create=False`` creates nothing (a missing SQLite file is
+    ``no database at PATH``); ``readonly`` (read commands) opens a SQLite file read-only; only a
+    truly empty database is ever migrated (``migrate_empty``)."""
     # a plain scheme picks its module without parsing the URL (and importing SQLAlchemy)
     scheme = url.split("://", 1)[0].split("+", 1)[0] if "://" in url else ""
     module = module_for(scheme) if scheme in _MODULES else backend_of(url)
-    return module.RECORDER  # type: ignore[no-any-return]
+    return module.RECORDER(url, create=create, migrate_empty=migrate_empty, readonly=readonly)  # type: ignore[no-any-return]
 
 
-def open_recorder(url: str, **options: Any) -> Recorder:
-    """The recorder ``url`` names, opened: what ``EventStore(url, ...)`` does, in a form that
-    type checkers see as a concrete backend rather than the abstract interface."""
-    return recorder_class(url)(url, **options)
+def plain_file(url: str) -> Path | None:
+    """The file of a ``sqlite:///PATH`` URL that SQLAlchemy would read no differently (no query,
+    no escapes, not in-memory); None for any other URL."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix):
+        return None
+    db = url[len(prefix):]
+    if not db or "?" in db or "%" in db or db == ":memory:" or db.startswith("file:"):
+        return None
+    return Path(db)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
+    plain = plain_file(url)
+    if plain is not None:
+        return plain
+    path_of = getattr(backend_of(url), "sqlite_path", None)
+    return path_of(normalise_url(url)) if path_of is not None else None
 
 
 def make_engine(url: str, wal: Callable[[], bool] = lambda: False, *, readonly: bool = False) -> Engine:
@@ -76,7 +96,7 @@ def make_engine(url: str, wal: Callable[[], bool] = lambda: False, *, readonly: 
     try:
         return module.make_engine(u, wal, readonly)  # type: ignore[no-any-return]
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as exc:
-        raise StoreError(f"cannot use database URL {redact_url(url)!r}: {one_line(exc)}") from None
+        raise StoreError(f"cannot use database URL {redact_url(url)!r}: {error_line(exc)}") from None
 
 
 def missing_database(url: str) -> MissingDatabase | None:
@@ -90,6 +110,6 @@ def connect(engine: Engine, url: str) -> Iterator[Connection]:
     try:
         conn = engine.connect()
     except sa_exc.DBAPIError as exc:
-        raise StoreError(f"cannot open database {redact_url(url)}: {one_line(exc)}") from None
+        raise StoreError(f"cannot open database {redact_url(url)}: {error_line(exc)}") from None
     with conn:
         yield conn

@@ -1,19 +1,17 @@
-"""The event catalog: one pydantic model for the ``data`` of each event type.
-
-Core types change the memory (see :mod:`diagevo.memory.fold`); bookkeeping types are recorded
-by the training loop and the diagnostician for audit and resumption and are ignored by the fold.
-An unknown ``type`` or ``data`` that does not fit its model is rejected.
-"""
+"""The event schemas: one pydantic model for the ``data`` of each event type of
+:data:`diagevo.catalog.CATALOG`, and the envelope every event comes in (:class:`EventIn`, one
+line of the JSONL interchange). An unknown ``type`` or ``data`` that does not fit its model is
+rejected."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
+from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS
+from diagevo.config import config_from_record
 from diagevo.errors import BadInput
-from diagevo.events.keys import KEY_FIELDS, TEXT_FIELDS
-from diagevo.events.keys import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: where it used to live
 from diagevo.parsing import MAX_ID_CHARS, check_id, one_line, shorten
 
 
@@ -34,15 +32,16 @@ class _Open(BaseModel):
 
 
 class RunStarted(_Data):
+    """A run begins: its config (the hyperparameters, at least ``k``) and its seed."""
+
     config: dict[str, Any]
     seed: int = 0
 
     @field_validator("config")
     @classmethod
-    def _has_k(cls, v: dict[str, Any]) -> dict[str, Any]:
-        k = v.get("k", v.get("memory", {}).get("k") if isinstance(v.get("memory"), dict) else None)
-        if not isinstance(k, (int, float)) or isinstance(k, bool) or k <= 0:
-            raise ValueError("config needs a positive k (config.k or config.memory.k)")
+    def _a_run_config(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """At least k; every field known (the schema: :func:`diagevo.config.config_from_record`)."""
+        config_from_record(v)
         return v
 
 
@@ -52,10 +51,13 @@ class RunConfigured(RunStarted):
 
 
 class RoundStarted(_Data):
-    pass
+    """Round t is open: its questions, promotions and failures may be recorded."""
 
 
 class QuestionGenerated(_Data):
+    """A candidate question of Q^cur (or Q^chal), with its generation mode and the causes it
+    was asked to target: evidence for P_t(e) of Eq. 5."""
+
     question_id: str
     mode: GenerationMode
     active_cause: str | None = None
@@ -72,6 +74,9 @@ class QuestionGenerated(_Data):
 
 
 class QuestionScored(_Data):
+    """The votes on a question: p1, p2 over N construction responses, the pseudo-label and
+    whether the double-confidence filter (Eq. 3) retained it; evidence for acc_t(e) of Eq. 6."""
+
     question_id: str
     n: int = Field(ge=1)
     p1: float = Field(ge=0.0, le=1.0)
@@ -82,12 +87,18 @@ class QuestionScored(_Data):
 
 
 class CausePromoted(_Data):
+    """An Active cause is Mastered (Eq. 5-6): its accuracy over its candidates reached theta_up.
+    Its frequency becomes 0."""
+
     cause_id: str
     acc: float = Field(ge=0.0, le=1.0)
     n_candidates: int = Field(ge=1)
 
 
 class FailureRecorded(_Data):
+    """A failed solver response to a retained question, with the construction response that
+    agrees with the pseudo-label (the reference the diagnostician compares it with)."""
+
     failure_id: str
     question_id: str
     response: str = ""
@@ -95,6 +106,9 @@ class FailureRecorded(_Data):
 
 
 class FailureDiagnosed(_Data):
+    """The diagnostician's decision on a failure: a matched stored cause, a new error cause,
+    or neither (a non-skill slip), with its raw reply."""
+
     failure_id: str
     matched_cause: str | None = None
     error_cause: str | None = None
@@ -113,6 +127,9 @@ class DiagnosisFailed(_Data):
 
 
 class FailureAttributed(_Data):
+    """A failure is attributed to a cause (by recurrence or deduplication): f += 1. The cause
+    must be Active (Eq. 7: a Mastered one is reactivated first)."""
+
     failure_id: str
     cause_id: str
     via: Literal["recurrence", "dedup"]
@@ -120,16 +137,24 @@ class FailureAttributed(_Data):
 
 
 class CauseReactivated(_Data):
+    """A Mastered cause recurs and becomes Active again with frequency 0 (Eq. 7); the
+    attribution that follows sets it to 1."""
+
     cause_id: str
     failure_id: str
 
 
 class NodeCreated(_Data):
+    """A new skill node, with its label."""
+
     node_id: str
     label: str
 
 
 class CauseCreated(_Data):
+    """A new error cause under a skill node, Active with frequency 1, from the failure that
+    revealed it."""
+
     cause_id: str
     node_id: str
     description: str
@@ -137,6 +162,9 @@ class CauseCreated(_Data):
 
 
 class NodesMerged(_Data):
+    """Two skill nodes are consolidated (Prompt 4): the absorbed node's causes move to the
+    survivor, which takes the new label; states and frequencies are unchanged."""
+
     survivor: str
     absorbed: str
     label: str
@@ -144,21 +172,27 @@ class NodesMerged(_Data):
 
 
 class RoundCommitted(_Open):
-    pass
+    """Round t is over: M_t is the memory here. Summary fields (metrics, timing) are carried."""
 
 
 # --- bookkeeping types (ignored by the fold) --------------------------------------------------
 
 
 class PhaseCompleted(_Open):
+    """A phase of the training loop finished, with its figures (what a resume skips)."""
+
     phase: str
 
 
 class CheckpointWritten(_Open):
+    """Model weights were saved at ``path`` (what a resumed round loads)."""
+
     path: str
 
 
 class LLMCalled(_Open):
+    """One diagnostician call: stage, model, latency, token counts and the raw reply."""
+
     stage: str
     model: str = ""
     latency_s: float = 0.0
@@ -197,35 +231,18 @@ class RunForked(_Open):
     source_seq: int = Field(ge=0)
 
 
-CORE_TYPES: dict[str, type[BaseModel]] = {
-    "run.started": RunStarted,
-    "run.configured": RunConfigured,
-    "round.started": RoundStarted,
-    "question.generated": QuestionGenerated,
-    "question.scored": QuestionScored,
-    "cause.promoted": CausePromoted,
-    "failure.recorded": FailureRecorded,
-    "failure.diagnosed": FailureDiagnosed,
-    "failure.attributed": FailureAttributed,
-    "cause.reactivated": CauseReactivated,
-    "node.created": NodeCreated,
-    "cause.created": CauseCreated,
-    "nodes.merged": NodesMerged,
-    "round.committed": RoundCommitted,
-}
+class RunTagged(_Data):
+    """Tags added to (or, with ``removed``, taken from) a run: labels to find runs by."""
 
-BOOKKEEPING_TYPES: dict[str, type[BaseModel]] = {
-    "diagnosis.failed": DiagnosisFailed,
-    "phase.completed": PhaseCompleted,
-    "checkpoint.written": CheckpointWritten,
-    "llm.called": LLMCalled,
-    "eval.recorded": EvalRecorded,
-    "checkpoint.selected": CheckpointSelected,
-    "promotions.decided": PromotionsDecided,
-    "run.forked": RunForked,
-}
+    tags: list[Annotated[str, StringConstraints(min_length=1, max_length=64)]] = Field(min_length=1)
+    removed: bool = False
 
-EVENT_TYPES: dict[str, type[BaseModel]] = {**CORE_TYPES, **BOOKKEEPING_TYPES}
+
+class RunNoted(_Data):
+    """A free-text note on a run, by whoever ran or read it."""
+
+    note: str = Field(min_length=1, max_length=4000)
+
 
 class EventIn(BaseModel):
     """An event as produced (and as one line of the JSONL interchange format)."""
@@ -241,7 +258,7 @@ class EventIn(BaseModel):
     @field_validator("type")
     @classmethod
     def _known_type(cls, v: str) -> str:
-        if v not in EVENT_TYPES:
+        if v not in CATALOG:
             raise ValueError(f"unknown event type {shorten(v)}")
         return v
 
@@ -274,7 +291,7 @@ def validate_event(raw: dict[str, Any]) -> EventIn:
         ev = EventIn.model_validate(raw)
     except ValidationError as exc:
         raise InvalidEvent(_first_error(exc)) from None
-    model = EVENT_TYPES[ev.type]
+    model = model_of(ev.type)
     try:
         data = model.model_validate(ev.data)
     except ValidationError as exc:
@@ -307,3 +324,8 @@ _KEYS = frozenset(KEY_FIELDS)
 def new_event(type: str, run: str, round: int, event_id: str, **data: Any) -> EventIn:
     """Build and validate an event in one call (what producers use)."""
     return validate_event({"type": type, "run": run, "round": round, "event_id": event_id, "data": data})
+
+
+def model_of(etype: str) -> type[BaseModel]:
+    """The data model the catalog names for an event type."""
+    return globals()[CATALOG[etype].model_name]  # type: ignore[no-any-return]

@@ -14,9 +14,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from diagevo.events.backends import connect, dialect_of, make_engine, missing_database
-from diagevo.events.recorder import StoreError, one_line
+from diagevo.errors import Hint
 from diagevo.lazy import sa_exc
+from diagevo.log.backends import connect, dialect_of, make_engine, missing_database
+from diagevo.log.recorder import SchemaOutdated, StoreError
+from diagevo.parsing import error_line
 from diagevo.urls import redact_url
 
 if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
@@ -74,7 +76,7 @@ def _script() -> ScriptDirectory:
 
 # The newest migration; a test checks it against Alembic's head. A database already there is
 # opened without importing Alembic at all (about a fifth of a second of every command).
-HEAD_REVISION = "0008"
+HEAD_REVISION = "0011"
 
 
 def revision_if_plain(engine: Engine, url: str) -> str | None:
@@ -143,30 +145,28 @@ def consistent_status(engine: Engine, url: str) -> RevisionStatus:
             return status_of(conn, url)
 
 
-def refusal(status: RevisionStatus, url: str = "") -> str:
+def refusal(status: RevisionStatus, url: str = "") -> SchemaOutdated:
     """Why a database that is not up to date is not used (one line), with the command that fixes
-    it for ``url`` (the database's own URL: the command leaves its password out)."""
-    from diagevo.paths import diagevo_command
-
-    upgrade = diagevo_command(url, "db", "upgrade")
+    it for ``url`` (the database's own URL)."""
     if status.state == "foreign":
         tables = [o for o in status.objects if o != "alembic_version"]
         shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
-        return (
+        return SchemaOutdated(
             f"{status.url} is not a diagevo database: it holds {shown or 'objects'} and no diagevo "
             "Alembic revision; it is left untouched (use an empty database)"
         )
     if status.state == "unknown":
-        return (
+        return SchemaOutdated(
             f"database is at revision {status.current}, unknown to this diagevo (expected {status.head}): "
             "upgrade diagevo"
         )
+    upgrade = Hint(("db", "upgrade"), url)
     if status.state == "empty":
-        return (
-            f"database {status.url} is empty (no diagevo log yet): a writer such as `diagevo train` "
-            f"creates it, or run `{upgrade}`"
+        return SchemaOutdated(
+            f"database {status.url} is empty (no diagevo log yet): a writer (train, round start, "
+            "memory ingest) creates it, or run {command}", hint=upgrade,
         )
-    return f"database is at revision {status.current}, expected {status.head}: run `{upgrade}`"
+    return SchemaOutdated(f"database is at revision {status.current}, expected {status.head}: run {{command}}", hint=upgrade)
 
 
 @contextmanager
@@ -198,7 +198,7 @@ def revision_status(url: str) -> RevisionStatus:
     try:
         return consistent_status(engine, url)
     except sa_exc.DBAPIError as exc:
-        raise StoreError(f"cannot read the revision of {redact_url(url)}: {one_line(exc)}") from None
+        raise StoreError(f"cannot read the revision of {redact_url(url)}: {error_line(exc)}") from None
     finally:
         engine.dispose()
 
@@ -216,13 +216,13 @@ def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
         with migration_tx(engine, url) as conn:
             before = status_of(conn, url)
             if before.state in ("unknown", "foreign"):
-                raise StoreError(refusal(before, url))
+                raise refusal(before, url)
             upgrade_in(conn, target)
             from alembic.runtime.migration import MigrationContext
 
             after = MigrationContext.configure(conn).get_current_revision()
         return before.current, after
     except sa_exc.DBAPIError as exc:
-        raise StoreError(f"upgrade of {redact_url(url)} failed: {one_line(exc)}") from None
+        raise StoreError(f"upgrade of {redact_url(url)} failed: {error_line(exc)}") from None
     finally:
         engine.dispose()

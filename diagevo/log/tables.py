@@ -13,7 +13,9 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text, text
 from sqlmodel import Field, SQLModel
 
-from diagevo.events.keys import KEY_FIELDS
+from diagevo.catalog import KEY_FIELDS
+
+MILESTONES_SQL = "'run.started', 'round.started', 'promotions.decided', 'round.committed'"
 
 # On SQLite ``INTEGER PRIMARY KEY`` aliases the rowid (fast, 64-bit); BIGINT would not.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")
@@ -32,7 +34,11 @@ class Event(SQLModel, table=True):
             Index(f"ix_events_{f}", "run_id", f, sqlite_where=text(f"{f} IS NOT NULL"), postgresql_where=text(f"{f} IS NOT NULL"))
             for f in KEY_FIELDS
         ),
-        # plus ix_events_retained, a partial index on (run_id, round) over retained question.scored
+        # at most one of each milestone per run and round (0009)
+        Index(
+            "uq_events_milestones", "run_id", "type", "round", unique=True,
+            sqlite_where=text(f"type IN ({MILESTONES_SQL})"), postgresql_where=text(f"type IN ({MILESTONES_SQL})"),
+        ),
     )
 
     seq: int = Field(sa_column=Column("seq", SeqType, primary_key=True, autoincrement=False))
@@ -45,9 +51,9 @@ class Event(SQLModel, table=True):
     recorded_at: str = Field(sa_column=Column("recorded_at", String(40), nullable=False))
     prev_hash: str = Field(sa_column=Column("prev_hash", String(64), nullable=False))
     hash: str = Field(sa_column=Column("hash", String(64), nullable=False))
-    # {field: text} of the texts ``data`` names as {"$artifact": sha256} (0008; NULL before: artifacts)
+    # {field: text} of the texts ``data`` names as {"$artifact": sha256} (0008; 0011 moved older ones here)
     texts: str | None = Field(default=None, sa_column=Column("texts", Text, nullable=True))
-    # ids the data names, copied out of it at append time (diagevo.events.keys), for indexed reads
+    # ids the data names, copied out of it at append time (diagevo.log.recorder.key_values), for indexed reads
     cause_id: str | None = Field(default=None, sa_column=Column("cause_id", String, nullable=True))
     active_cause: str | None = Field(default=None, sa_column=Column("active_cause", String, nullable=True))
     mastered_cause: str | None = Field(default=None, sa_column=Column("mastered_cause", String, nullable=True))
@@ -56,43 +62,24 @@ class Event(SQLModel, table=True):
     question_id: str | None = Field(default=None, sa_column=Column("question_id", String, nullable=True))
 
 
-class Artifact(SQLModel, table=True):
-    """A large text (question, trajectory, raw LLM reply) of an event appended before migration
-    0008, content-addressed by its sha256; later events keep their texts in ``events.texts``."""
+class View(SQLModel, table=True):
+    """A view's saved state for a run (a memory snapshot at a committed round, the stats read
+    model, the vector index's checkpoint): a cache, always rebuildable from the log, read only
+    when the event at ``seq`` still has ``hash`` (0010). ``writer`` is the role that saved it
+    (PostgreSQL sets it; '' on SQLite): a reader trusts its own states and the owner's."""
 
-    __tablename__ = "artifacts"
-
-    sha256: str = Field(sa_column=Column("sha256", String(64), primary_key=True))
-    text: str = Field(sa_column=Column("text", Text, nullable=False))
-
-
-class Snapshot(SQLModel, table=True):
-    """Cache of the memory M_t at a committed round; always rebuildable from the log."""
-
-    __tablename__ = "snapshots"
-
-    run_id: str = Field(sa_column=Column("run_id", String, primary_key=True))
-    round: int = Field(sa_column=Column("round", Integer, primary_key=True, autoincrement=False))
-    seq: int = Field(sa_column=Column("seq", BigInteger, nullable=False))
-    state: str = Field(sa_column=Column("state", Text, nullable=False))
-    # the hash of the event at ``seq`` (migration 0006; NULL in snapshots written before)
-    hash: str | None = Field(default=None, sa_column=Column("hash", String(64), nullable=True))
-
-
-class Checkpoint(SQLModel, table=True):
-    """How far a rebuildable projection (e.g. the vector index) has applied a run's log."""
-
-    __tablename__ = "checkpoints"
+    __tablename__ = "views"
 
     name: str = Field(sa_column=Column("name", String, primary_key=True))
     run_id: str = Field(sa_column=Column("run_id", String, primary_key=True))
+    part: int = Field(sa_column=Column("part", Integer, primary_key=True, autoincrement=False))
+    writer: str = Field(sa_column=Column("writer", String, primary_key=True, server_default=""))
     seq: int = Field(sa_column=Column("seq", BigInteger, nullable=False))
-    info: str = Field(sa_column=Column("info", Text, nullable=False, server_default="{}"))
+    hash: str = Field(sa_column=Column("hash", String(64), nullable=False))
+    state: str = Field(sa_column=Column("state", Text, nullable=False))
 
 
 # SQLModel sets ``__table__`` on table models at class creation, but its stubs do not declare it
 events_table: Table = Event.__table__  # type: ignore[attr-defined]
-artifacts_table: Table = Artifact.__table__  # type: ignore[attr-defined]
-snapshots_table: Table = Snapshot.__table__  # type: ignore[attr-defined]
-checkpoints_table: Table = Checkpoint.__table__  # type: ignore[attr-defined]
+views_table: Table = View.__table__  # type: ignore[attr-defined]
 metadata = SQLModel.metadata

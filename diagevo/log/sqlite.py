@@ -9,25 +9,28 @@ taken up front with ``BEGIN IMMEDIATE`` (WAL, busy timeout). Commits are ``synch
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from typing import TYPE_CHECKING
 
-from diagevo.events.recorder import MAX_PARAMS, MissingDatabase, StoreError
-from diagevo.events.sql import EVENT_COLUMNS, N_COLUMNS, SQLRecorder
+from diagevo.log.backends import plain_file
+from diagevo.log.recorder import MissingDatabase, StoreError, busy
+from diagevo.log.sql import SQLRecorder
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection, Engine
 
 BUSY_TIMEOUT_S = 30.0
 SYNCHRONOUS = ("full", "normal")  # durability levels a URL may ask for
-RETAINED = "type = 'question.scored' AND json_extract(data, '$.retained') = 1"
 
 
 class SQLiteRecorder(SQLRecorder):
@@ -35,7 +38,6 @@ class SQLiteRecorder(SQLRecorder):
 
     P = "?"
     NO_INDEX = "+"  # SQLite: a unary plus takes the column out of index selection
-    RETAINED = RETAINED
 
     def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
         """A read of a plain ``sqlite:///FILE`` at the head revision opens the file directly,
@@ -52,6 +54,15 @@ class SQLiteRecorder(SQLRecorder):
     def _exclusive(self, conn: Connection) -> None:
         conn.execution_options(sqlite_begin="IMMEDIATE")
 
+    def _index(self, types: Collection[str] | None, round: int | None) -> str:
+        """SQLite's planner would rather scan the covering (run_id, round, type) index of the whole
+        run than walk the index that serves the read, when a read needs no ``data``."""
+        if round is not None:
+            return " INDEXED BY ix_events_run_round_type"
+        if types is not None:
+            return " INDEXED BY ix_events_run_type_seq"
+        return " INDEXED BY ix_events_run_seq"
+
     def _order(self, after_seq: int, types: Collection[str] | None, round: int | None) -> str:
         """Without a seq range but with a round or types, SQLite's planner would rather walk the
         whole run in (run_id, seq) order than sort the few rows the round or type index finds;
@@ -60,28 +71,51 @@ class SQLiteRecorder(SQLRecorder):
             return "ORDER BY +seq"
         return "ORDER BY seq"
 
-    def _by_seq(self) -> str:
-        """The covering (run_id, round, type) index would be scanned whole otherwise."""
-        return " INDEXED BY ix_events_run_seq"
-
-    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
-        cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join('?' * N_COLUMNS)})", rows)
-
-    def _existing_in_run(self, cur: Any, run: str, ids: list[str]) -> set[str]:
-        found: set[str] = set()
-        for i in range(0, len(ids), MAX_PARAMS):
-            chunk = ids[i : i + MAX_PARAMS]
-            cur.execute(f"SELECT event_id FROM events WHERE run_id = ? AND event_id IN ({','.join('?' * len(chunk))})",
-                        [run, *chunk])
-            found.update(r[0] for r in cur.fetchall())
-        return found
-
     def _is_dbapi_error(self, exc: BaseException) -> bool:
-        if isinstance(exc, sqlite3.Error):
-            return True
-        from sqlalchemy import exc as sa_exc
+        return isinstance(exc, sqlite3.Error) or super()._is_dbapi_error(exc)
 
-        return isinstance(exc, sa_exc.DBAPIError)
+    # --- the writer lease: a lock file per run beside the database (the OS drops it with its process)
+
+    def _lease_file(self, run: str) -> Path:
+        from diagevo.log.backends import sqlite_path
+
+        path = sqlite_path(self.url)
+        if path is None:
+            raise StoreError("a writer lease needs a SQLite file")
+        return path.with_suffix(".leases") / (hashlib.sha256(run.encode()).hexdigest()[:24] + ".lock")
+
+    @contextmanager
+    def lease(self, run: str, holder: str) -> Iterator[None]:
+        path = self._lease_file(run)
+        try:
+            path.parent.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot take the writer lease of run {run!r} in {path.parent}: {exc.strerror}") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise busy(run, _read_holder(fd)) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, holder.encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def lease_holder(self, run: str) -> str | None:
+        path = self._lease_file(run)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_holder(fd) or "another process"
+        finally:
+            os.close(fd)
+        return None
 
     def _is_integrity_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
@@ -90,19 +124,13 @@ class SQLiteRecorder(SQLRecorder):
 RECORDER = SQLiteRecorder
 
 
+def _read_holder(fd: int) -> str | None:
+    """What the lease's holder wrote of itself (a line of text, at most a few hundred bytes)."""
+    text = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+    return text or None
+
+
 # --- the direct read-only path -----------------------------------------------------------------
-
-
-def plain_file(url: str) -> Path | None:
-    """The file of a ``sqlite:///PATH`` URL that SQLAlchemy would read no differently (no query,
-    no escapes, not in-memory); None for any other URL."""
-    prefix = "sqlite:///"
-    if not url.startswith(prefix):
-        return None
-    db = url[len(prefix):]
-    if not db or "?" in db or "%" in db or db == ":memory:" or db.startswith("file:"):
-        return None
-    return Path(db)
 
 
 class _Direct:
@@ -139,7 +167,7 @@ class _Direct:
 
 
 def _open_direct(url: str) -> _Direct | None:
-    from diagevo.events.ownership import HEAD_REVISION
+    from diagevo.log.schema import HEAD_REVISION
 
     path = plain_file(url)
     if path is None or not path.is_file():

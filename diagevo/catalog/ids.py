@@ -1,0 +1,26 @@
+"""Event ids. Every producer derives its event ids here, so that a retried or resumed step
+re-appends the same ids (a no-op) and a fork can re-stamp them. Two formats, both stored in
+users' logs: ``RUN/ROUND/KEY`` for the round protocol and the loop, ``dx-<sha256>`` for
+diagnosis decisions."""
+
+from __future__ import annotations
+
+def event_id(run: str, round: int, *parts: object) -> str:
+    """``RUN/ROUND/PART/...``: the id of the event ``parts`` of a round, the same on every retry."""
+    return "/".join([run, str(round), *(str(p) for p in parts)])
+
+
+def digest_event_id(run: str, round: int, *parts: object) -> str:
+    """``dx-`` and 32 hex digits of sha256 over (run, round, parts): ids of diagnosis events,
+    whose parts (failure ids, stages, call numbers) may be long or hold any character."""
+    import hashlib
+
+    key = "\x1f".join([run, str(round), *(str(p) for p in parts)])
+    return "dx-" + hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def rebase_event_id(eid: str, source: str, new: str) -> str:
+    """The id of a copy of event ``eid`` of run ``source`` in run ``new`` (a fork): the run part
+    replaced, or ``NEW/fork/ID`` for an id that does not start with the source run."""
+    prefix = f"{source}/"
+    return new + "/" + eid[len(prefix):] if eid.startswith(prefix) else f"{new}/fork/{eid}"

@@ -1,0 +1,46 @@
+"""The log: an append-only, hash-chained record of events, one recorder per backend.
+
+:func:`open_log` opens the recorder a URL names (``sqlite:///FILE``,
+``postgresql+psycopg://...``, ``memory://NAME``); :class:`Recorder` is what every backend
+implements (:mod:`diagevo.log.recorder`). What the events mean, and everything derived from
+them, is :mod:`diagevo.views`; the schema and its migrations are :mod:`diagevo.log.schema`.
+"""
+
+from __future__ import annotations
+
+from diagevo.log.backends import open_log, sqlite_path
+from diagevo.log.recorder import (
+    GENESIS_HASH,
+    AppendResult,
+    ConflictError,
+    EventRow,
+    MissingDatabase,
+    RawRow,
+    Recorder,
+    RunBusy,
+    SchemaOutdated,
+    StoredEvent,
+    StoreError,
+    ViewState,
+)
+
+EventStore = Recorder
+"""The name the public API has always used for a log (a type: open one with :func:`open_log`)."""
+
+__all__ = [
+    "GENESIS_HASH",
+    "AppendResult",
+    "ConflictError",
+    "EventRow",
+    "EventStore",
+    "MissingDatabase",
+    "RawRow",
+    "Recorder",
+    "RunBusy",
+    "SchemaOutdated",
+    "StoreError",
+    "StoredEvent",
+    "ViewState",
+    "open_log",
+    "sqlite_path",
+]

@@ -1,0 +1,235 @@
+"""The in-memory backend, whole: the event log in this process's memory (``memory://NAME``), for
+tests and fast simulator runs. The same contract as the SQL recorders (the same serialisation
+and hash chain, so an exported log is byte-identical; ids idempotent per run; decisions under one
+lock), nothing written to disk: the log lives as long as the process, and every
+``open_log("memory://NAME")`` of one process opens the same log.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from diagevo.catalog import KEY_FIELDS
+from diagevo.log.recorder import (
+    GENESIS_HASH,
+    AppendResult,
+    EventRow,
+    MissingDatabase,
+    RawRow,
+    Recorder,
+    StoredEvent,
+    ViewState,
+    busy,
+    chain,
+    json_or_error,
+    loads,
+    lookup_keys,
+    prepare,
+    restore_texts,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+    from diagevo.schemas import EventIn
+
+# (seq, event_id, run, round, type, schema_version, data_json, recorded_at, prev_hash, hash, texts, *keys)
+Row = tuple[Any, ...]
+_LOOKUP_INDEX = {"event_id": 1} | {f: 11 + i for i, f in enumerate(KEY_FIELDS)}
+
+
+@dataclass
+class _Log:
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    last_seq: int = 0
+    runs: dict[str, list[Row]] = field(default_factory=dict)  # rows of each run, in seq order
+    seqs: dict[str, list[int]] = field(default_factory=dict)  # their seqs (for bisect)
+    ids: set[tuple[str, str]] = field(default_factory=set)
+    latest_run: str | None = None
+    leases: dict[str, str] = field(default_factory=dict)  # run -> holder
+    views: dict[tuple[str, str, int], tuple[int, str, str]] = field(default_factory=dict)  # -> (seq, hash, state)
+
+
+_LOGS: dict[str, _Log] = {}
+_LOGS_LOCK = threading.Lock()
+
+
+def _name(url: str) -> str:
+    return url.split("://", 1)[1] if "://" in url else url
+
+
+class InMemoryRecorder(Recorder):
+    """The event log in memory."""
+
+    persistent = False
+
+    def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
+        self.url = url
+        with _LOGS_LOCK:
+            log = _LOGS.get(_name(url))
+            if log is None:
+                if readonly or not create:
+                    raise MissingDatabase(f"no database at {url}")
+                log = _LOGS[_name(url)] = _Log()
+        self._log = log
+
+    # --- append -------------------------------------------------------------------------------
+
+    def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
+        log = self._log
+        with log.lock:  # re-entrant: decide reads through this recorder
+            events = list(decide())
+            if not events:
+                return AppendResult(0, 0, 0)
+            prepared, dups = prepare(events)
+            fresh = [p for p in prepared if (p[1], p[0]) not in log.ids]
+            heads = {run: self.head(run) for run in {p[1] for p in prepared}}
+            if fresh:
+                for row in chain(fresh, heads, log.last_seq):
+                    log.runs.setdefault(row[2], []).append(row)
+                    log.seqs.setdefault(row[2], []).append(row[0])
+                    log.ids.add((row[2], row[1]))
+                    log.last_seq, log.latest_run = row[0], row[2]
+        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def _select(
+        self, run: str, after_seq: int, upto_seq: int | None, types: Collection[str] | None,
+        round: int | None, keys: Mapping[str, Collection[str]] | None,
+    ) -> list[Row]:
+        wanted = None if types is None else set(types)
+        lookups = None if keys is None else {_LOOKUP_INDEX[f]: set(v) for f, v in lookup_keys(keys).items()}
+        with self._log.lock:
+            rows = self._log.runs.get(run, [])
+            start = bisect_right(self._log.seqs.get(run, []), after_seq) if after_seq > 0 else 0
+            picked = rows[start:]
+        out: list[Row] = []
+        for row in picked:
+            if upto_seq is not None and row[0] > upto_seq:
+                break
+            if wanted is not None and row[4] not in wanted or round is not None and row[3] != round:
+                continue
+            if lookups is not None and not any(row[i] in ids for i, ids in lookups.items()):
+                continue
+            out.append(row)
+        return out
+
+    def read(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+        texts: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[StoredEvent]:
+        rows = self._select(run, after_seq, upto_seq, types, round, keys)[:limit]
+        out = [StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]) for r in rows]
+        if texts:
+            restore_texts(out, [r[10] for r in rows])
+        return iter(out)
+
+    def rows(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+        texts: bool = False,
+        data: bool = True,
+    ) -> Iterator[EventRow]:
+        rows = self._select(run, after_seq, upto_seq, types, round, keys)
+        out = [EventRow(r[0], r[3], r[4], loads(r[6]) if data else None) for r in rows]  # type: ignore[arg-type]
+        if texts and data:
+            restore_texts(out, [r[10] for r in rows])
+        return iter(out)
+
+    def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
+        for r in self._select(run, after_seq, None, None, None, None):
+            yield RawRow(r[0], r[1], r[3], r[4], r[5], r[6], r[8], r[9], r[10], tuple(r[11:]))
+
+    def head(self, run: str) -> tuple[int, str]:
+        with self._log.lock:
+            rows = self._log.runs.get(run)
+            return (rows[-1][0], rows[-1][9]) if rows else (0, GENESIS_HASH)
+
+    def runs(self) -> list[str]:
+        with self._log.lock:
+            return [run for run, rows in sorted(self._log.runs.items(), key=lambda kv: kv[1][0][0])]
+
+    def latest_run(self) -> str | None:
+        return self._log.latest_run
+
+    # --- one writer of a run at a time -------------------------------------------------------
+
+    @contextmanager
+    def lease(self, run: str, holder: str) -> Iterator[None]:
+        with self._log.lock:
+            if run in self._log.leases:
+                raise busy(run, self._log.leases[run])
+            self._log.leases[run] = holder
+        try:
+            yield
+        finally:
+            with self._log.lock:
+                self._log.leases.pop(run, None)
+
+    def lease_holder(self, run: str) -> str | None:
+        return self._log.leases.get(run)
+
+    # --- the views' saved states --------------------------------------------------------------
+
+    def view_states(
+        self, name: str, run: str, *, upto: int | None = None, latest: bool = False, anchored: bool = True
+    ) -> list[ViewState]:
+        with self._log.lock:
+            held = sorted((p, v) for (n, r, p), v in self._log.views.items() if n == name and r == run)
+        out = []
+        for part, (seq, hash_, state) in held:
+            if upto is not None and part > upto:
+                continue
+            if anchored:
+                at = self.event_at(run, seq)
+                if at is None or at.hash != hash_:
+                    continue
+            out.append(ViewState(name, run, part, seq, hash_, loads(state)))
+        return out[-1:] if latest else out
+
+    def put_view_states(self, states: Sequence[ViewState]) -> None:
+        encoded = [(s, json_or_error(s.state, f"the saved state of view {s.name!r}")) for s in states]
+        with self._log.lock:
+            for s, state in encoded:
+                self._log.views[s.name, s.run, s.part] = (s.seq, s.hash, state)
+
+    def drop_view_states(self, name: str, run: str) -> int:
+        with self._log.lock:
+            keys = [k for k in self._log.views if k[0] == name and k[1] == run]
+            for k in keys:
+                del self._log.views[k]
+        return len(keys)
+
+
+RECORDER = InMemoryRecorder
+
+
+def missing_database(u: URL) -> MissingDatabase | None:
+    name = u.render_as_string().split("://", 1)[1]
+    return None if name in _LOGS else MissingDatabase(f"no database at memory://{name}")
+
+
+def forget(url: str) -> None:
+    """Drop an in-memory log (tests)."""
+    with _LOGS_LOCK:
+        _LOGS.pop(_name(url), None)

@@ -1,0 +1,136 @@
+"""The PostgreSQL backend, whole: its engine, how appenders exclude each other (a
+transaction-scoped advisory lock, which needs no UPDATE/DELETE privilege, so the log works
+under a role that may only INSERT into ``events``), how rows go in (COPY; the database assigns
+seq and checks every row's chain, migration 0009), server-side cursors for long reads, whose
+saved view states a connection trusts, and what "empty" means for a schema.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import create_engine
+from sqlalchemy.engine import URL, Connection, Engine
+
+from diagevo.log.recorder import FETCH, StoreError, busy
+from diagevo.log.sql import APPEND_LOCK_KEY, EVENT_COLUMNS, SQLRecorder
+
+# psycopg logs "error ignored ..." when cleaning up after a failed statement; the store turns the
+# failure itself into one StoreError line, so without a handler of the application's these stay quiet
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
+_COLUMNS_BUT_SEQ = EVENT_COLUMNS.removeprefix("seq, ")
+
+
+class PostgresRecorder(SQLRecorder):
+    """The event log in a PostgreSQL schema (the connection's current schema)."""
+
+    P = "%s"
+
+    def _lock_appends(self, conn: Connection) -> None:
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({APPEND_LOCK_KEY})")
+
+    def _open_cursor(self, raw: Any, stream: bool) -> Any:
+        if not stream:
+            return raw.cursor()
+        cur = raw.driver_connection.cursor(name=f"diagevo_{uuid.uuid4().hex}")
+        cur.itersize = FETCH
+        return cur
+
+    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
+        # the database assigns seq (migration 0009): the same numbers as the rows', since both
+        # continue after the highest seq under the append lock
+        with cur.copy(f"COPY events ({_COLUMNS_BUT_SEQ}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row[1:])
+
+    def _is_dbapi_error(self, exc: BaseException) -> bool:
+        import psycopg
+
+        return isinstance(exc, psycopg.Error) or super()._is_dbapi_error(exc)
+
+    def _is_integrity_error(self, exc: BaseException) -> bool:
+        import psycopg
+
+        return isinstance(exc, psycopg.IntegrityError)
+
+    def _trusted_writers(self) -> str:
+        # a state saved by this role or by the owner of the tables (a role that may write the
+        # log but not be trusted with the owner's caches saves its own, which the owner never reads)
+        return "v.writer IN (current_user, (SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = 'views'::regclass))"
+
+
+    # --- the writer lease: a session advisory lock (the server drops it with the connection) --------
+
+    @contextmanager
+    def lease(self, run: str, holder: str) -> Iterator[None]:
+        raw = self._engine.raw_connection()  # the lease's own session, closed at the end
+        try:
+            cur = raw.cursor()
+            cur.execute(f"SELECT pg_try_advisory_lock({_LEASE_KEY})", (run,))
+            got = cur.fetchone()[0]  # type: ignore[index]
+            if got:
+                cur.execute("SELECT set_config('application_name', %s, false)", (f"diagevo {holder}"[:63],))
+            raw.commit()
+        except Exception as exc:
+            raw.invalidate()
+            if self._is_dbapi_error(exc):
+                raise StoreError(f"cannot take the writer lease of run {run!r}: {exc}") from None
+            raise
+        if not got:
+            raw.invalidate()
+            raise busy(run, self.lease_holder(run))
+        try:
+            yield
+        finally:
+            raw.invalidate()  # closes the session: the lock goes with it
+
+    def lease_holder(self, run: str) -> str | None:
+        with self._cursor() as cur:
+            cur.execute(
+                "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+                "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+                f"AND ((l.classid::bigint << 32) | l.objid::bigint) = {_LEASE_KEY}",
+                (run,),
+            )
+            row = cur.fetchone()
+        if row is None:
+            return None
+        return str(row[0]).removeprefix("diagevo ") or "another process"
+
+
+# a run's lease key: per schema and run (advisory locks are per database)
+_LEASE_KEY = "hashtextextended(current_schema() || '/' || %s, 7)"
+
+RECORDER = PostgresRecorder
+
+
+def make_engine(u: URL, wal: Callable[[], bool], readonly: bool) -> Engine:
+    return create_engine(u, pool_pre_ping=True)
+
+
+def schema_objects(conn: Connection) -> list[str]:
+    """Every table, view, index or sequence in the schema new tables go to."""
+    sql = (
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema()"
+    )
+    return sorted({r[0] for r in conn.exec_driver_sql(sql)})
+
+
+def snapshot_reads(conn: Connection) -> Connection:
+    """REPEATABLE READ: every statement of the transaction sees the same snapshot."""
+    return conn.execution_options(isolation_level="REPEATABLE READ")
+
+
+def exclusive(conn: Connection) -> None:
+    """Before BEGIN: nothing (the lock is taken inside the transaction)."""
+
+
+def lock(conn: Connection, key: int) -> None:
+    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({key})")

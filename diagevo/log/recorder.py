@@ -1,0 +1,522 @@
+"""The recorder: the interface every backend of the log implements, and what they all share.
+
+A recorder is the log and nothing else: it appends events to per-run hash chains (ids
+idempotent per run; a decision taken under the append lock, so that no writer appends between
+what it read and what it writes), reads them back by run, seq range, round, type and the ids
+they name, verifies the chain, and keeps the views' saved states (a cache each view checks out
+against the log). What the events mean is for :mod:`diagevo.views` and :mod:`diagevo.memory`.
+
+One module per backend: :mod:`diagevo.log.sqlite`, :mod:`diagevo.log.postgres` (both on
+:mod:`diagevo.log.sql`) and :mod:`diagevo.log.inmemory`; :func:`diagevo.log.open_log` opens the
+one a URL names. Everything here is backend-free: the serialisation and hashing (so that every
+backend writes byte-identical chains), the public types and errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+
+import orjson
+
+from diagevo.catalog import KEY_FIELDS, SCHEMA_VERSION, TEXT_FIELDS
+from diagevo.errors import Conflict, DiagevoError, Hint, NotADiagevoDatabase, NotFound
+from diagevo.log.canonical import canonical_bytes
+
+if TYPE_CHECKING:
+    from diagevo.schemas import EventIn
+
+GENESIS_HASH = "0" * 64
+ARTIFACT_KEY = "$artifact"
+FETCH = 4096  # rows per DBAPI fetch on the read paths
+MAX_PARAMS = 500  # values per IN (...) list
+LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
+"""What ``read(keys=...)`` looks events up by: their id, or an id their data names."""
+
+
+def loads(text_: str) -> Any:
+    """Parse stored JSON: orjson is about 4x faster than ``json.loads`` here."""
+    try:
+        return _orjson_loads(text_)
+    except ValueError:  # anything it is stricter about than the stdlib (integers beyond 64 bits)
+        return json.loads(text_)
+
+
+json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
+_orjson_dumps = orjson.dumps
+_orjson_loads = orjson.loads
+compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+# --- public types -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    seq: int
+    event_id: str
+    run: str
+    round: int
+    type: str
+    schema_version: int
+    data: dict[str, Any]
+    recorded_at: str
+    prev_hash: str
+    hash: str
+
+
+class EventRow(NamedTuple):
+    """(seq, round, type, data) of a stored event: what a fold reads, lighter than a StoredEvent
+    (``data`` is None where the read asked for none)."""
+
+    seq: int
+    round: int
+    type: str
+    data: dict[str, Any]
+
+
+class RawRow(NamedTuple):
+    """A stored row as it lies in the database: what verification recomputes."""
+
+    seq: int
+    event_id: str
+    round: int
+    type: str
+    schema_version: int
+    data: str
+    prev_hash: str
+    hash: str
+    texts: str | None
+    keys: tuple[str | None, ...]  # the key columns (KEY_FIELDS)
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """A view's saved state for one run: what it had made of the log up to the event at ``seq``,
+    whose hash was ``hash``. ``part`` tells states of one view apart (the round of a memory
+    snapshot; 0 for a view with one state per run)."""
+
+    name: str
+    run: str
+    part: int
+    seq: int
+    hash: str
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    appended: int
+    skipped: int
+    last_seq: int  # last seq of the batch's run after the append (0 for an empty batch)
+
+
+class StoreError(DiagevoError):
+    """Base of the log's errors; the message is one line meant for the user."""
+
+
+class ConflictError(StoreError, Conflict):
+    """``expected_last_seq`` did not match: the run moved on. Nothing was stored."""
+
+
+class RunBusy(StoreError, Conflict):
+    """Another process holds the run's writer lease."""
+
+
+class MissingDatabase(StoreError, NotFound):
+    """The SQLite file a read names does not exist (nothing is created)."""
+
+
+class SchemaOutdated(StoreError, NotADiagevoDatabase):
+    """The database is at an older revision (or empty and auto-migration is off)."""
+
+
+# --- hashing ----------------------------------------------------------------------------------
+
+
+def canonical_event_json(
+    event_id: str, run: str, round: int, type: str, schema_version: int, data_json: str
+) -> str:
+    """Canonical JSON of ``[event_id, run, round, type, schema_version, data]``.
+
+    ``data_json`` is the data exactly as stored (compact, sorted keys), so this equals
+    ``json.dumps([...], sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` without
+    serialising the data twice.
+    """
+    return f"[{json_str(event_id)},{json_str(run)},{round},{json_str(type)},{schema_version},{data_json}]"
+
+
+def chain_hash(prev_hash: str, canonical: str) -> str:
+    return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
+
+
+# --- serialisation (outside the lock) ----------------------------------------------------------
+
+# (event_id, run, round, type, data_json, canonical utf-8 bytes, texts column, key columns)
+Prepared = tuple[str, str, int, str, str, bytes, str | None, tuple[str | None, ...]]
+
+_KEY_SET = frozenset(KEY_FIELDS)
+_STR_OR_NONE = frozenset({str, type(None)})
+_NO_KEYS: tuple[str | None, ...] = (None,) * len(KEY_FIELDS)
+
+
+def key_values(data: Mapping[str, Any]) -> tuple[str | None, ...]:
+    """The key columns of an event with this data: each key field's value when it is a string."""
+    if _KEY_SET.isdisjoint(data):
+        return _NO_KEYS
+    values = tuple(map(data.get, KEY_FIELDS))
+    if _STR_OR_NONE.issuperset(map(type, values)):
+        return values
+    return tuple(v if isinstance(v, str) else None for v in values)
+
+
+def externalise_texts(fields: tuple[str, ...], data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Replace non-empty texts by ``{"$artifact": sha256}``; returns (data, texts column)."""
+    out: dict[str, Any] | None = None
+    held: dict[str, str] = {}
+    for f in fields:
+        value = data.get(f)
+        if value and isinstance(value, str):
+            if out is None:
+                out = dict(data)
+            held[f] = value
+            out[f] = {ARTIFACT_KEY: hashlib.sha256(value.encode()).hexdigest()}
+    if out is None:
+        return data, None
+    return out, _orjson_dumps(held).decode()
+
+
+def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
+    """Serialise outside the lock; drops in-batch duplicates (first wins). Returns (rows, dups).
+
+    The canonical JSON of each event (``canonical_event_json``) is built as bytes around its
+    data's canonical JSON; the middle part (run, round, type, schema version) repeats within a
+    batch and is cached."""
+    seen: set[tuple[str, str]] = set()  # (run, event_id): ids are unique per run
+    add = seen.add
+    rows: list[Prepared] = []
+    append = rows.append
+    middles: dict[tuple[str, int, str], bytes] = {}  # (run, round, type) -> b',"run",round,"type",v,'
+    text_fields, json_str_, to_json, keys_of = TEXT_FIELDS, json_str, canonical_bytes, key_values
+    eid = ""
+    try:
+        for ev in events:
+            eid, run = ev.event_id, ev.run
+            if (run, eid) in seen:
+                continue
+            add((run, eid))
+            typ, rnd, data = ev.type, ev.round, ev.data
+            fields = text_fields.get(typ)
+            texts = None
+            if fields:
+                data, texts = externalise_texts(fields, data)
+            data_b = to_json(data)
+            middle = middles.get((run, rnd, typ))
+            if middle is None:
+                middle = middles[run, rnd, typ] = f",{json_str_(run)},{rnd},{json_str_(typ)},{SCHEMA_VERSION},".encode()
+            canon = b"[%b%b%b]" % (json_str_(eid).encode(), middle, data_b)
+            append((eid, run, rnd, typ, data_b.decode(), canon, texts, keys_of(data)))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StoreError(f"event {eid}: data is not JSON-serialisable: {exc}") from None
+    return rows, len(events) - len(rows)
+
+
+def chain(prepared: list[Prepared], heads: dict[str, tuple[int, str]], last_seq: int) -> list[tuple[Any, ...]]:
+    """Number and hash the fresh events after ``last_seq`` (the database's highest seq), each on
+    its run's chain; ``heads`` moves on. Returns rows (seq, event_id, run, round, type,
+    schema_version, data, recorded_at, prev_hash, hash, texts, *key columns)."""
+    recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
+    prev = {run: h for run, (_, h) in heads.items()}
+    last: dict[str, int] = {}
+    sha256 = hashlib.sha256
+    rows: list[tuple[Any, ...]] = []
+    seq = last_seq
+    for eid, run, rnd, typ, data_json, canon, texts, keys in prepared:
+        seq += 1
+        p = prev[run]
+        h = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
+        rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, texts, *keys))
+        prev[run] = h
+        last[run] = seq
+    for run, run_last in last.items():
+        heads[run] = (run_last, prev[run])
+    return rows
+
+
+# --- texts --------------------------------------------------------------------------------------
+
+
+def text_refs(type_: str, data: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(field, sha256) of the texts an event's stored data names."""
+    for f in TEXT_FIELDS.get(type_, ()):
+        v = data.get(f)
+        if isinstance(v, dict) and isinstance(v.get(ARTIFACT_KEY), str):
+            yield f, v[ARTIFACT_KEY]
+
+
+def text_problems(seq: int, refs: list[tuple[str, str]], column: str | None) -> tuple[list[str], dict[str, Any]]:
+    """What is wrong with an event's ``texts`` column against the keys its data names, and the
+    column parsed ({} when it is missing or not a JSON object)."""
+    if column is None:
+        return [f"seq {seq}: text {f} ({sha}) is missing" for f, sha in refs], {}
+    try:
+        held = loads(column)
+    except ValueError:
+        return [f"seq {seq}: its texts column is not JSON"], {}
+    if not isinstance(held, dict):
+        return [f"seq {seq}: its texts column is not a JSON object"], {}
+    problems = []
+    sha256 = hashlib.sha256
+    for f, sha in refs:
+        t = held.get(f)
+        if not isinstance(t, str):
+            problems.append(f"seq {seq}: text {f} ({sha}) is missing")
+        elif sha256(t.encode()).hexdigest() != sha:
+            problems.append(f"seq {seq}: text {f} ({sha}) was altered (it does not hash to its key)")
+    return problems, held
+
+
+class _HasTexts(Protocol):
+    @property
+    def seq(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+E = TypeVar("E", bound=_HasTexts)
+
+
+def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
+    """Put each event's texts back inline from its ``texts`` column, each checked against the
+    key its data names: an altered or missing text is refused, never shown."""
+    for ev, column in zip(batch, columns, strict=True):
+        refs = list(text_refs(ev.type, ev.data))
+        if not refs:
+            continue
+        problems, held = text_problems(ev.seq, refs, column)
+        if problems:
+            raise StoreError(
+                f"the texts of the event at seq {ev.seq} are missing or altered (they do not hash to the keys "
+                "in its data): run {command}", hint=Hint(("memory", "verify")),
+            )
+        for f, _sha in refs:
+            ev.data[f] = held[f]
+    return list(batch)
+
+
+def json_or_error(obj: Any, what: str) -> str:
+    try:
+        return compact(obj)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def lookup_keys(keys: Mapping[str, Collection[str]]) -> dict[str, list[str]]:
+    """``keys`` checked (fields the log can look events up by) and deduplicated."""
+    out: dict[str, list[str]] = {}
+    for field, values in keys.items():
+        if field not in LOOKUP_FIELDS:
+            raise StoreError(f"events cannot be looked up by {field!r}: use one of {', '.join(LOOKUP_FIELDS)}")
+        out[field] = list(dict.fromkeys(values))
+    return out
+
+
+# --- the interface ----------------------------------------------------------------------------
+
+
+class Recorder(ABC):
+    """The event log of one database: twelve operations every backend implements
+    (``tests/test_recorder_contract.py`` holds each backend to them)."""
+
+    url: str
+    persistent = True  # whether the log outlives this process (False: the in-memory recorder)
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        from diagevo.urls import redact_url
+
+        return f"{type(self).__name__}({redact_url(self.url)!r})"
+
+    def close(self) -> None:  # noqa: B027 - a backend without connections has nothing to release
+        """Release connections (the log stays)."""
+
+    # --- append ---------------------------------------------------------------------------------
+
+    @abstractmethod
+    def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
+        """Append the events ``decide`` returns, in one transaction, with the append lock held
+        while it decides: whatever it reads through this recorder is the log's current head, and
+        no writer appends between those reads and the write. Ids a run already holds are skipped
+        (ids are unique per run). ``decide`` raising stores nothing. The result's ``last_seq`` is
+        that of the last event's run (0 when there was nothing to append)."""
+
+    def append(self, events: Sequence[EventIn], *, expected_last_seq: int | None = None) -> AppendResult:
+        """Append a batch in one transaction (ids a run holds already are skipped silently);
+        ``expected_last_seq`` (a batch of one run) raises :class:`ConflictError` when the run is
+        elsewhere, storing nothing."""
+        if not events:
+            return AppendResult(0, 0, 0)
+        if expected_last_seq is None:
+            return self.append_decided(lambda: events)
+        runs = {ev.run for ev in events}
+        if len(runs) > 1:
+            raise StoreError("expected_last_seq needs a batch of a single run")
+        (run,) = runs
+
+        def check() -> Sequence[EventIn]:
+            at = self.last_seq(run)
+            if at != expected_last_seq:
+                raise ConflictError(f"run {run!r} is at seq {at}, expected {expected_last_seq}")
+            return events
+
+        return self.append_decided(check)
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    @abstractmethod
+    def read(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+        texts: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[StoredEvent]:
+        """A run's events in seq order: those after ``after_seq`` and up to ``upto_seq``, of
+        these ``types``, of this ``round``, naming one of these ids (``keys``: a field of
+        :data:`LOOKUP_FIELDS` -> ids; any field may match). Every filter is an indexed read.
+        ``texts=True`` puts the long texts back inline (checked against their keys)."""
+
+    @abstractmethod
+    def rows(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+        texts: bool = False,
+        data: bool = True,
+    ) -> Iterator[EventRow]:
+        """:meth:`read`'s events as (seq, round, type, data): what a fold or a count needs (a
+        SQL backend reads only those columns; ``data=False`` leaves the data out)."""
+
+    @abstractmethod
+    def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
+        """A run's rows exactly as stored, in seq order (what verification recomputes)."""
+
+    @abstractmethod
+    def head(self, run: str) -> tuple[int, str]:
+        """(last seq, last hash) of the run; (0, the genesis hash) for a run with no events."""
+
+    @abstractmethod
+    def runs(self) -> list[str]:
+        """Run ids in order of their first event."""
+
+    @abstractmethod
+    def latest_run(self) -> str | None:
+        """The run of the most recently appended event."""
+
+    # --- one writer of a run at a time -------------------------------------------------------------
+
+    @abstractmethod
+    def lease(self, run: str, holder: str) -> AbstractContextManager[None]:
+        """Hold the run's writer lease while the context is open: one long writer of a run at a
+        time (a training process). ``holder`` says who (host, pid, since when) for the error a
+        second writer gets (:class:`RunBusy`). The lease ends with the context or with its
+        process: a crashed writer leaves nothing to clear by hand."""
+
+    @abstractmethod
+    def lease_holder(self, run: str) -> str | None:
+        """Who holds the run's writer lease now, or None."""
+
+    # --- the views' saved states ------------------------------------------------------------------
+
+    @abstractmethod
+    def view_states(
+        self, name: str, run: str, *, upto: int | None = None, latest: bool = False, anchored: bool = True
+    ) -> list[ViewState]:
+        """The saved states of view ``name`` for ``run``, by part (those at or below part
+        ``upto``; only the last with ``latest``). With ``anchored`` (every read but
+        verification's), only states whose (seq, hash) is an event of the run's log, written by a
+        writer this connection trusts (on PostgreSQL: itself or the owner of the schema's
+        tables): a state the log does not vouch for is never read."""
+
+    @abstractmethod
+    def put_view_states(self, states: Sequence[ViewState]) -> None:
+        """Store (or replace) these states, in one transaction."""
+
+    @abstractmethod
+    def drop_view_states(self, name: str, run: str) -> int:
+        """Delete a view's states for a run (they are a cache); returns how many."""
+
+    # --- derived from the above ---------------------------------------------------------------
+
+    def last_seq(self, run: str) -> int:
+        """The run's last seq (0 for a run with no events)."""
+        return self.head(run)[0]
+
+    def has_run(self, run: str) -> bool:
+        return self.last_seq(run) > 0
+
+    def existing_ids(self, run: str, ids: Collection[str]) -> set[str]:
+        """Which of these event ids the run already holds."""
+        if not ids:
+            return set()
+        return {e.event_id for e in self.read(run, keys={"event_id": ids})}
+
+    def event_at(self, run: str, seq: int) -> StoredEvent | None:
+        """The run's event at ``seq``, or None."""
+        return next(self.read(run, after_seq=seq - 1, upto_seq=seq), None)
+
+    def verify_chain(self, run: str) -> list[str]:
+        """Recompute the run's hash chain, check every text against its key and every key column
+        against the data it is copied from; one line per problem (empty: intact)."""
+        problems: list[str] = []
+        prev = GENESIS_HASH
+        for r in self.raw(run):
+            if r.prev_hash != prev:
+                problems.append(f"seq {r.seq}: prev_hash does not match the hash of the run's previous event")
+            want = chain_hash(r.prev_hash, canonical_event_json(r.event_id, run, r.round, r.type, r.schema_version, r.data))
+            if want != r.hash:
+                problems.append(f"seq {r.seq}: hash mismatch (event {r.event_id} was altered)")
+            prev = r.hash
+            try:
+                data = loads(r.data)
+            except ValueError:
+                problems.append(f"seq {r.seq}: its data is not JSON")
+                continue
+            if not isinstance(data, dict):
+                problems.append(f"seq {r.seq}: its data is not a JSON object")
+                continue
+            if key_values(data) != tuple(r.keys):
+                problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")
+            refs = list(text_refs(r.type, data))
+            if refs:
+                problems += text_problems(r.seq, refs, r.texts)[0]
+        return problems
+
+
+def busy(run: str, holder: str | None) -> RunBusy:
+    """The error a second writer of ``run`` gets."""
+    who = holder or "another process"
+    return RunBusy(f"run {run!r} is being written by {who}: wait for it to finish, or stop it and resume the run")

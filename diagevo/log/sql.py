@@ -1,0 +1,468 @@
+"""What the SQL recorders share (SQLite and PostgreSQL): the schema check on open, transactions,
+the append path (serialise outside the lock; decide, number, hash and insert under it), the
+indexed reads and the views' saved states. Every dialect difference is a method that
+:class:`diagevo.log.sqlite.SQLiteRecorder` and :class:`diagevo.log.postgres.PostgresRecorder`
+override: how a writer excludes the others, how rows go in, how a read streams, how the planner
+is steered, which saved states a connection trusts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from diagevo.catalog import KEY_FIELDS
+from diagevo.lazy import sa_exc
+from diagevo.log.backends import make_engine, missing_database
+from diagevo.log.recorder import (
+    FETCH,
+    GENESIS_HASH,
+    MAX_PARAMS,
+    AppendResult,
+    E,
+    EventRow,
+    Prepared,
+    RawRow,
+    Recorder,
+    StoredEvent,
+    StoreError,
+    ViewState,
+    chain,
+    json_or_error,
+    loads,
+    lookup_keys,
+    prepare,
+    restore_texts,
+)
+from diagevo.parsing import error_line
+from diagevo.urls import redact_url
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from diagevo.schemas import EventIn
+
+APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # the appenders' lock (where the backend has one)
+EVENT_COLUMNS = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
+N_COLUMNS = 11 + len(KEY_FIELDS)
+
+# what a read fetches: whole events, or the (seq, round, type, data) a fold needs
+_WHOLE: tuple[str, Callable[[Any], StoredEvent]] = (
+    "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash",
+    lambda r: StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]),
+)
+_ROW: tuple[str, Callable[[Any], EventRow]] = ("seq, round, type, data", lambda r: EventRow(r[0], r[1], r[2], loads(r[3])))
+_META: tuple[str, Callable[[Any], EventRow]] = ("seq, round, type", lambda r: EventRow(r[0], r[1], r[2], None))  # type: ignore[arg-type]
+_RAW = "seq, event_id, round, type, schema_version, data, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
+
+
+class SQLRecorder(Recorder):
+    """An append-only SQL log with per-run hash chains and the views' saved states."""
+
+    P = "?"  # the DBAPI placeholder
+    NO_INDEX = ""  # before a column: a condition on it that the planner must not pick an index for
+
+    def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
+        """Open the log at ``url``. ``create=False`` never creates anything: a missing SQLite
+        file is ``no database at PATH`` and an empty database is refused, as it is with
+        ``migrate_empty=False``. Only a truly empty database is ever migrated. ``readonly``
+        (the read commands) implies ``create=False`` and opens a SQLite file read-only, so a
+        log on a read-only mount can be read."""
+        self.url = url
+        create = create and not readonly
+        missing = None if create else missing_database(url)
+        if missing is not None:
+            raise missing
+        self._ours = False  # set once the schema is known to be diagevo's: then WAL may be set
+        self._engine = make_engine(url, wal=lambda: self._ours, readonly=readonly)
+        try:
+            self._ensure_schema(migrate_empty and create)
+        except sa_exc.DBAPIError as exc:
+            self._engine.dispose()
+            raise StoreError(f"cannot open database {redact_url(url)}: {error_line(exc)}") from None
+        except StoreError:
+            self._engine.dispose()
+            raise
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # --- the dialect's hooks --------------------------------------------------------------------
+
+    def _exclusive(self, conn: Connection) -> None:
+        """Before a write transaction begins (SQLite: take the write lock at BEGIN)."""
+
+    def _lock_appends(self, conn: Connection) -> None:
+        """Inside a write transaction that appends (PostgreSQL: the appenders' advisory lock)."""
+
+    def _open_cursor(self, raw: Any, stream: bool) -> Any:
+        """A DBAPI cursor; ``stream``: one that fetches a large result in parts."""
+        return raw.cursor()
+
+    def _order(self, after_seq: int, types: Collection[str] | None, round: int | None) -> str:
+        return "ORDER BY seq"
+
+    def _index(self, types: Collection[str] | None, round: int | None) -> str:
+        """After ``FROM events``: the index a read of a run (no id lookup) must walk."""
+        return ""
+
+    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
+        """Insert numbered, hashed event rows."""
+        cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * N_COLUMNS)})", rows)
+
+    def _is_dbapi_error(self, exc: BaseException) -> bool:
+        from sqlalchemy import exc as sa
+
+        return isinstance(exc, sa.DBAPIError)
+
+    def _is_integrity_error(self, exc: BaseException) -> bool:
+        return False
+
+    def _trusted_writers(self) -> str:
+        """A condition on ``views.writer``: the saved states this connection may read."""
+        return "1 = 1"
+
+    # --- schema -------------------------------------------------------------------------------
+
+    def _ensure_schema(self, migrate_empty: bool) -> None:
+        from diagevo.log import schema
+
+        if schema.revision_if_plain(self._engine, self.url) == schema.HEAD_REVISION:
+            status = None
+        else:
+            status = schema.consistent_status(self._engine, self.url)
+        if status is not None and not status.up_to_date:
+            if status.state != "empty" or not migrate_empty:
+                raise schema.refusal(status, self.url)
+            with schema.migration_tx(self._engine, self.url) as conn:
+                status = schema.status_of(conn, self.url)  # another process may have migrated meanwhile
+                if status.state == "empty":
+                    schema.upgrade_in(conn)
+                elif not status.up_to_date:
+                    raise schema.refusal(status, self.url)
+        self._ours = True
+        self._engine.dispose()  # connections opened from here on switch the file to WAL
+
+    # --- transactions -------------------------------------------------------------------------
+
+    @contextmanager
+    def _write_tx(self, *, append_lock: bool = False) -> Iterator[Connection]:
+        try:
+            conn_cm = self._engine.connect()
+        except sa_exc.DBAPIError as exc:
+            raise StoreError(f"cannot open database {redact_url(self.url)}: {error_line(exc)}") from None
+        with conn_cm as conn:
+            self._exclusive(conn)
+            try:
+                with conn.begin():
+                    if append_lock:
+                        self._lock_appends(conn)
+                    yield conn
+            except Exception as exc:
+                if isinstance(exc, StoreError) or not self._is_dbapi_error(exc):
+                    raise
+                raise StoreError(f"write to {redact_url(self.url)} failed: {error_line(exc)}") from None
+
+    @contextmanager
+    def _cursor(self, *, stream: bool = False) -> Iterator[Any]:
+        """A raw DBAPI cursor in a read transaction that is rolled back."""
+        try:
+            raw = self._engine.raw_connection()
+        except sa_exc.DBAPIError as exc:
+            raise StoreError(f"cannot open database {redact_url(self.url)}: {error_line(exc)}") from None
+        try:
+            cur = self._open_cursor(raw, stream)
+            try:
+                yield cur
+            except GeneratorExit:  # a read abandoned half way (its connection may be gone by now)
+                _quietly(cur.close, raw.rollback)
+                raise
+            cur.close()
+            raw.rollback()
+        except Exception as exc:
+            if isinstance(exc, StoreError) or not self._is_dbapi_error(exc):
+                raise
+            # a lost connection must not go back to the pool: its reset would fail again and
+            # the pool would log that failure with a traceback on stderr
+            _discard(raw)
+            raise StoreError(f"read from {redact_url(self.url)} failed: {error_line(exc)}") from None
+        finally:
+            _quietly(raw.close)
+
+    # --- append -------------------------------------------------------------------------------
+
+    def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
+        with self._write_tx(append_lock=True) as conn:
+            events = list(decide())  # its reads (other connections) see the head: we hold the lock
+            if not events:
+                return AppendResult(0, 0, 0)
+            prepared, dups = prepare(events)
+            cur = conn.connection.cursor()
+            try:
+                heads = {run: self._run_head(cur, run) for run in {p[1] for p in prepared}}
+                fresh = self._insert_fresh(cur, prepared, heads)
+            finally:
+                cur.close()
+        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
+
+    def _insert_fresh(self, cur: Any, prepared: list[Prepared], heads: dict[str, tuple[int, str]]) -> list[Prepared]:
+        """Insert the events whose ids their runs do not hold yet and return them (``heads``
+        moves on).
+
+        Optimistic: the unique index on (run_id, event_id) checks every row as it goes in anyway,
+        so the batch is inserted under a savepoint without looking its ids up first; only when
+        one is already stored (a retried batch) is that undone, the stored ids looked up and the
+        rest inserted. Either way the rows and the chain are those of the fresh events alone."""
+        start = dict(heads)
+        cur.execute("SAVEPOINT diagevo_append")
+        try:
+            self._insert(cur, prepared, heads)
+        except Exception as exc:
+            if not self._is_integrity_error(exc):
+                raise
+            cur.execute("ROLLBACK TO SAVEPOINT diagevo_append")
+            heads.update(start)
+            existing = self._existing(cur, prepared)
+            fresh = [p for p in prepared if (p[1], p[0]) not in existing]
+            if fresh:
+                self._insert(cur, fresh, heads)  # another constraint than the ids fails here again
+            return fresh
+        cur.execute("RELEASE SAVEPOINT diagevo_append")
+        return prepared
+
+    def _insert(self, cur: Any, fresh: list[Prepared], heads: dict[str, tuple[int, str]]) -> None:
+        cur.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
+        self._insert_rows(cur, chain(fresh, heads, int(cur.fetchone()[0])))
+
+    def _existing(self, cur: Any, prepared: list[Prepared]) -> set[tuple[str, str]]:
+        """Which (run, event_id) pairs of these events are stored: indexed lookups per run."""
+        by_run: dict[str, list[str]] = {}
+        for p in prepared:
+            by_run.setdefault(p[1], []).append(p[0])
+        found: set[tuple[str, str]] = set()
+        for run, ids in by_run.items():
+            for i in range(0, len(ids), MAX_PARAMS):
+                chunk = ids[i : i + MAX_PARAMS]
+                cur.execute(
+                    f"SELECT event_id FROM events WHERE run_id = {self.P} AND event_id IN ({', '.join([self.P] * len(chunk))})",
+                    [run, *chunk],
+                )
+                found.update((run, r[0]) for r in cur.fetchall())
+        return found
+
+    def _run_head(self, cur: Any, run: str) -> tuple[int, str]:
+        cur.execute(f"SELECT seq, hash FROM events WHERE run_id = {self.P} ORDER BY seq DESC LIMIT 1", (run,))
+        row = cur.fetchone()
+        return (int(row[0]), row[1]) if row else (0, GENESIS_HASH)
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def _where(
+        self,
+        run: str,
+        after_seq: int,
+        upto_seq: int | None,
+        types: Collection[str] | None,
+        round: int | None,
+        keys: Mapping[str, Collection[str]] | None,
+    ) -> Iterator[tuple[str, list[Any]]]:
+        """The (WHERE ... ORDER BY, params) of the reads that together select the events: one,
+        served by the (run_id, seq), (run_id, type, seq) or (run_id, round, type) index; or, with
+        ``keys``, one per key field and chunk of ids through that field's index, the other
+        filters applied to the rows it finds (marked so that the planner does not walk a type or
+        round index of the whole run instead)."""
+        q = self.P
+        if types is not None:
+            types = list(types)
+            if not types:
+                return
+        if keys is None:
+            sql, params = f"WHERE run_id = {q}", list[Any]([run])
+            if after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
+                sql += f" AND seq > {q}"
+                params.append(after_seq)
+            if round is not None:
+                sql += f" AND round = {q}"
+                params.append(round)
+            if upto_seq is not None:
+                sql += f" AND seq <= {q}"
+                params.append(upto_seq)
+            if types is not None:
+                sql += f" AND type IN ({', '.join([q] * len(types))})"
+                params.extend(types)
+            yield f"{self._index(types, round)} {sql} {self._order(after_seq, types, round)}", params
+            return
+        extra, extra_params = "", list[Any]()
+        if types is not None:
+            extra += f" AND {self.NO_INDEX}type IN ({', '.join([q] * len(types))})"
+            extra_params += types
+        if round is not None:
+            extra += f" AND {self.NO_INDEX}round = {q}"
+            extra_params.append(round)
+        if after_seq > 0:
+            extra += f" AND {self.NO_INDEX}seq > {q}"
+            extra_params.append(after_seq)
+        if upto_seq is not None:
+            extra += f" AND {self.NO_INDEX}seq <= {q}"
+            extra_params.append(upto_seq)
+        for field, values in lookup_keys(keys).items():
+            for i in range(0, len(values), MAX_PARAMS):
+                chunk = values[i : i + MAX_PARAMS]
+                where = f"WHERE run_id = {q} AND {field} IN ({', '.join([q] * len(chunk))}){extra}"
+                yield where, [run, *chunk, *extra_params]
+
+    def _select(
+        self, shape: tuple[str, Callable[[Any], E]], run: str, after_seq: int, upto_seq: int | None,
+        types: Collection[str] | None, round: int | None, keys: Mapping[str, Collection[str]] | None, texts: bool,
+        limit: int | None = None,
+    ) -> Iterator[E]:
+        reads = list(self._where(run, after_seq, upto_seq, types, round, keys))
+        if len(reads) == 1 and (keys is None or limit is None):
+            where, params = reads[0]
+            if limit is not None:
+                where += f" LIMIT {int(limit)}"
+            return self._fetch(shape, where, params, texts)
+        # several indexed reads: the same event may be found twice; merged in seq order
+        found = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts)}
+        picked = [found[seq] for seq in sorted(found)]
+        return iter(picked if limit is None else picked[:limit])
+
+    def _fetch(self, shape: tuple[str, Callable[[Any], E]], where: str, params: list[Any], texts: bool) -> Iterator[E]:
+        """Rows of a shape (its columns, and what a row becomes); ``texts``: with the long texts
+        back inline from their ``texts`` column, checked against their keys."""
+        columns, make = shape
+        at = columns.count(",") + 1  # where the texts column comes
+        with self._cursor(stream=True) as cur:
+            cur.execute(f"SELECT {columns}{', texts' if texts else ''} FROM events {where}", params)
+            while rows := cur.fetchmany(FETCH):
+                batch = [make(r) for r in rows]
+                if texts:
+                    restore_texts(batch, [r[at] for r in rows])
+                yield from batch
+
+    def read(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+        texts: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[StoredEvent]:
+        return self._select(_WHOLE, run, after_seq, upto_seq, types, round, keys, texts, limit)
+
+    def rows(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+        texts: bool = False,
+        data: bool = True,
+    ) -> Iterator[EventRow]:
+        return self._select(_ROW if data else _META, run, after_seq, upto_seq, types, round, keys, texts and data)
+
+    def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
+        with self._cursor(stream=True) as cur:
+            cur.execute(f"SELECT {_RAW} FROM events WHERE run_id = {self.P} AND seq > {self.P} ORDER BY seq", (run, after_seq))
+            while rows := cur.fetchmany(FETCH):
+                for r in rows:
+                    yield RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:]))
+
+    def head(self, run: str) -> tuple[int, str]:
+        with self._cursor() as cur:
+            return self._run_head(cur, run)
+
+    def runs(self) -> list[str]:
+        """A skip scan of the (run_id, seq) index, one probe per run, never a pass over the events."""
+        with self._cursor() as cur:
+            cur.execute(
+                "WITH RECURSIVE r(run_id) AS ("
+                " SELECT MIN(run_id) FROM events"
+                " UNION ALL SELECT (SELECT MIN(e.run_id) FROM events e WHERE e.run_id > r.run_id)"
+                " FROM r WHERE r.run_id IS NOT NULL) "
+                "SELECT run_id, (SELECT MIN(e.seq) FROM events e WHERE e.run_id = r.run_id) AS first_seq "
+                "FROM r WHERE run_id IS NOT NULL ORDER BY first_seq"
+            )
+            return [r[0] for r in cur.fetchall()]
+
+    def latest_run(self) -> str | None:
+        with self._cursor() as cur:
+            cur.execute("SELECT run_id FROM events ORDER BY seq DESC LIMIT 1")
+            row = cur.fetchone()
+        return row[0] if row else None
+
+    # --- the views' saved states --------------------------------------------------------------
+
+    def view_states(
+        self, name: str, run: str, *, upto: int | None = None, latest: bool = False, anchored: bool = True
+    ) -> list[ViewState]:
+        q = self.P
+        sql = f"SELECT v.part, v.seq, v.hash, v.state FROM views v WHERE v.name = {q} AND v.run_id = {q}"
+        params: list[Any] = [name, run]
+        if upto is not None:
+            sql += f" AND v.part <= {q}"
+            params.append(upto)
+        if anchored:
+            sql += (
+                f" AND {self._trusted_writers()} AND EXISTS (SELECT 1 FROM events e"
+                " WHERE e.seq = v.seq AND e.run_id = v.run_id AND e.hash = v.hash)"
+            )
+        sql += " ORDER BY v.part DESC" + (" LIMIT 1" if latest else "")
+        with self._cursor() as cur:
+            cur.execute(sql, params)
+            rows = cur.fetchall()
+        states: dict[int, ViewState] = {}
+        for part, seq, hash_, state in rows:  # where two writers saved a part, the first trusted
+            states.setdefault(int(part), ViewState(name, run, int(part), int(seq), hash_, loads(state)))
+        return [states[p] for p in sorted(states)]
+
+    def put_view_states(self, states: Sequence[ViewState]) -> None:
+        if not states:
+            return
+        from sqlalchemy import text
+
+        rows = [
+            {"name": s.name, "run_id": s.run, "part": s.part, "seq": s.seq, "hash": s.hash,
+             "state": json_or_error(s.state, f"the saved state of view {s.name!r}")}
+            for s in states
+        ]
+        stmt = text(
+            "INSERT INTO views (name, run_id, part, seq, hash, state) VALUES (:name, :run_id, :part, :seq, :hash, :state) "
+            f"ON CONFLICT ({self._views_key()}) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, state = excluded.state"
+        )
+        with self._write_tx() as conn:
+            conn.execute(stmt, rows)
+
+    def _views_key(self) -> str:
+        return "name, run_id, part, writer"
+
+    def drop_view_states(self, name: str, run: str) -> int:
+        from sqlalchemy import text
+
+        with self._write_tx() as conn:
+            res = conn.execute(text("DELETE FROM views WHERE name = :name AND run_id = :run"), {"name": name, "run": run})
+        return int(res.rowcount)
+
+
+def _quietly(*cleanups: Callable[[], Any]) -> None:
+    """Release what a read held, however the database went (closed, lost): nothing left to do."""
+    for cleanup in cleanups:
+        try:
+            cleanup()
+        except Exception:  # noqa: BLE001, S110 - cleaning up after a reader that is gone
+            pass
+
+
+def _discard(raw: Any) -> None:
+    """Close a pooled DBAPI connection after an error without the pool's reset (a rollback)."""
+    try:
+        raw.invalidate()
+    except Exception:  # noqa: BLE001 - it is being thrown away
+        pass

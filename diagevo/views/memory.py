@@ -1,0 +1,103 @@
+"""The memory M_t of a run, folded from its log, with a snapshot of each committed round saved as
+a cache (the view ``memory``, one state per round).
+
+A snapshot is read only where the log vouches for it (the recorder's anchor check) and is always
+equal to the fold: :func:`diagevo.views.verify.verify_run` compares them. Replay never calls a
+model; this is the only place that joins the log and the pure memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from diagevo.catalog import FOLDED
+from diagevo.log import Recorder, ViewState
+from diagevo.log.recorder import EventRow
+from diagevo.memory.fold import InvariantError, commits, fold, fold_until, start
+from diagevo.memory.state import Memory
+from diagevo.urls import redact_url
+
+VIEW = "memory"
+"""The name of the memory's saved states (one per committed round: the round is the part)."""
+
+
+def fold_rows(store: Recorder, run: str, after_seq: int = 0) -> Iterator[EventRow]:
+    """The rows the memory is folded from: those the fold applies, after ``after_seq``."""
+    return store.rows(run, after_seq=after_seq, types=FOLDED)
+
+
+def resolve_run(store: Recorder, run: str | None) -> str:
+    """``run``, or the latest run in the log."""
+    if run is not None:
+        if not store.has_run(run):
+            raise InvariantError(f"no run {run!r} in {redact_url(store.url)}")
+        return run
+    latest = store.latest_run()
+    if latest is None:
+        raise InvariantError(f"no runs in {redact_url(store.url)}")
+    return latest
+
+
+def _snapshot(store: Recorder, run: str, upto_round: int | None = None) -> Memory | None:
+    found = store.view_states(VIEW, run, upto=upto_round, latest=True)
+    return Memory.from_json(found[0].state) if found else None
+
+
+def load_memory(store: Recorder, run: str, round: int | None = None, *, since: Memory | None = None) -> Memory:
+    """M_round from the nearest snapshot at or before it plus the events after; with
+    ``round=None``, the memory after the run's last event (an open round included). M_0 is the
+    memory right after ``run.started``. ``since``, a memory of this run the caller holds already
+    (M_{t-1} in round t), is the base the fold starts from instead."""
+    if since is not None and round is None:
+        return fold(fold_rows(store, run, since.last_seq), run, since)
+    if round == 0:
+        for seq, _, etype, data in fold_rows(store, run):
+            if etype != "run.started":
+                break
+            return start(run, data, seq)
+        raise InvariantError(f"run {run!r} does not begin with run.started")
+    base = _snapshot(store, run, round)
+    if round is not None and base is not None and base.committed == round:
+        return base
+    after = base.last_seq if base else 0
+    if round is None:
+        return fold(fold_rows(store, run, after), run, base)
+    return fold_until(fold_rows(store, run, after), run, round, base)
+
+
+def committed_rounds(store: Recorder, run: str) -> list[int]:
+    """The run's committed rounds (as many rows as rounds, through the type index)."""
+    return [r.round for r in store.rows(run, types=("round.committed",), data=False)]
+
+
+def commit_memories(store: Recorder, run: str, after_round: int = 0) -> Iterator[Memory]:
+    """M_t of every committed round after ``after_round``, in order: from the snapshots, folding
+    only the stretches of the log that no snapshot covers (a read-only pass: nothing is written)."""
+    rounds = [rnd for rnd in committed_rounds(store, run) if rnd > after_round]
+    if not rounds:
+        return
+    snaps = {s.part: s.state for s in store.view_states(VIEW, run) if s.part > after_round}
+    mem: Memory | None = None
+    for rnd in rounds:
+        state = snaps.get(rnd)
+        if state is not None:
+            mem = Memory.from_json(state)
+        elif mem is None:
+            mem = load_memory(store, run, rnd)  # from the nearest snapshot before it
+        else:
+            mem = fold_until(fold_rows(store, run, mem.last_seq), run, rnd, mem)
+        yield mem
+
+
+def save_snapshots(store: Recorder, run: str) -> int:
+    """Save a snapshot of every committed round that has none yet; returns how many (a cache:
+    see :func:`diagevo.views.caches.refresh`)."""
+    mem = _snapshot(store, run)
+    fresh = list(commits(fold_rows(store, run, mem.last_seq if mem else 0), run, mem))
+    if not fresh:
+        return 0
+    hashes = {e.seq: e.hash for e in store.read(run, types=("round.committed",), after_seq=fresh[0].last_seq - 1)}
+    store.put_view_states(
+        [ViewState(VIEW, run, m.committed, m.last_seq, hashes[m.last_seq], m.to_json()) for m in fresh if m.last_seq in hashes]
+    )
+    return len(fresh)

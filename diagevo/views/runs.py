@@ -1,0 +1,117 @@
+"""The runs of a database as things: ``diagevo runs``.
+
+Each run's status is read from its milestones and its writer lease: **complete** (it reached the
+rounds its config asks for, no round open), **in progress** (a process holds its writer lease),
+**interrupted** (neither: a round left open, or rounds still to go). A fork says where it came
+from. Its config is shown as the fields that differ from the defaults; its tags and notes are
+its own events (``run.tagged``, ``run.noted``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from diagevo.catalog import MILESTONES
+from diagevo.log import Recorder
+
+_READ = (*MILESTONES, "run.configured", "run.forked", "run.tagged", "run.noted")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run: str
+    status: str  # complete | in progress | interrupted
+    committed: int  # rounds committed
+    target: int | None  # rounds the run's config asks for (None: not said)
+    open_round: int | None
+    created: str  # recorded_at of its first event
+    last_seq: int
+    forked_from: dict[str, Any] | None = None  # source run and round
+    writer: str | None = None  # who holds its writer lease
+    changed: dict[str, Any] = field(default_factory=dict)  # config fields that differ from the defaults
+    tags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(data, dict):
+        return {prefix: data}
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def config_changes(record: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a stored run config that differ from the defaults (dotted names), as its
+    one reader reads it; the config's own bookkeeping (the run id, the database) left out."""
+    from diagevo.config import Config, config_from_record
+    from diagevo.errors import BadInput
+
+    try:
+        config = config_from_record(record)
+    except BadInput:
+        return {"(config)": "does not validate"}
+    ours, defaults = _flat(config.redacted()), _flat(Config().redacted())
+    skip = ("train.run", "db")
+    return {k: v for k, v in ours.items() if defaults.get(k) != v and not k.startswith(skip)}
+
+
+def summarise(store: Recorder, run: str) -> RunSummary:
+    """One run's summary (a few indexed reads)."""
+    committed: set[int] = set()
+    started: set[int] = set()
+    config: dict[str, Any] = {}
+    forked: dict[str, Any] | None = None
+    tags: dict[str, None] = {}
+    notes: list[str] = []
+    for e in store.read(run, types=_READ):
+        if e.type in ("run.started", "run.configured"):
+            config = dict(e.data.get("config", {}))
+        elif e.type == "round.started":
+            started.add(e.round)
+        elif e.type == "round.committed":
+            committed.add(e.round)
+        elif e.type == "run.forked":
+            forked = {"run": e.data.get("source_run"), "round": e.data.get("source_round")}
+        elif e.type == "run.tagged":
+            for tag in e.data.get("tags", []):
+                if e.data.get("removed"):
+                    tags.pop(tag, None)
+                else:
+                    tags[tag] = None
+        elif e.type == "run.noted":
+            notes.append(str(e.data.get("note", "")))
+    first = next(store.read(run, limit=1), None)
+    last = max(committed, default=0)
+    open_round = last + 1 if last + 1 in started else None
+    target = _rounds_asked(config)
+    writer = store.lease_holder(run)
+    if writer is not None:
+        status = "in progress"
+    elif open_round is None and target is not None and last >= target:
+        status = "complete"
+    elif open_round is None and target is None:
+        status = "complete"  # a run driven by another trainer: as far as it went
+    else:
+        status = "interrupted"
+    return RunSummary(
+        run=run, status=status, committed=len(committed), target=target, open_round=open_round,
+        created=first.recorded_at if first else "", last_seq=store.last_seq(run), forked_from=forked,
+        writer=writer, changed=config_changes(config) if config else {}, tags=list(tags), notes=notes,
+    )
+
+
+def _rounds_asked(config: dict[str, Any]) -> int | None:
+    train = config.get("train")
+    rounds = train.get("rounds") if isinstance(train, dict) else None
+    return rounds if isinstance(rounds, int) and not isinstance(rounds, bool) else None
+
+
+def runs(store: Recorder) -> list[RunSummary]:
+    """Every run of the database, in order of creation."""
+    return [summarise(store, run) for run in store.runs()]

@@ -1,0 +1,188 @@
+"""The per-round statistics of a run, defined once: :class:`RoundStats`.
+
+One row per committed round: the memory's sizes and schedule at its commit (Active, Mastered,
+nodes, F_t, ε_{t+1}), what the round did (each event type's count under the column the catalog
+names: questions, retained, failures, new causes, attributions, promotions, reactivations,
+merges, failed diagnoses), every metric the run recorded for it by name (``eval.recorded``:
+held-out accuracy, a trainer's ``--metric``; ``bench/NAME`` for benchmark scores) and the
+held-out figures of its commit summary.
+
+``memory stats``, the report, the training table and the round's commit summary all read these
+rows. The accumulator moves on event by event, so its state is saved as a view (``stats``) and
+a read folds only the log after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from diagevo.catalog import CATALOG
+from diagevo.log import Recorder, ViewState
+from diagevo.log.recorder import EventRow
+from diagevo.memory.fold import drafts
+from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
+
+VIEW = "stats"
+
+MEMORY_COLUMNS = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
+COUNTED_COLUMNS = (
+    "questions", "retained", "failures", "new_causes", "attributions", "promotions", "reactivations", "merges",
+    "failed_diagnoses",
+)  # the catalog's counted columns (each type names its own), in the order tables show them
+COLUMNS = (*MEMORY_COLUMNS, *COUNTED_COLUMNS)
+"""The fixed columns of a row, in order; metric columns follow them."""
+
+# numeric fields of a commit summary that are the round's figures (older logs carry held-out
+# accuracy there rather than in eval.recorded)
+_SUMMARY_METRICS = ("heldout", "pseudo_label_acc", "val_acc")
+
+
+def memory_sizes(mem: Memory) -> dict[str, Any]:
+    """A committed memory's sizes and schedule: the memory columns of its row."""
+    s = schedule(mem)
+    return {
+        "round": mem.committed,
+        "active": len(mem.active()),
+        "mastered": len(mem.mastered()),
+        "nodes": len(mem.nodes),
+        "F": s.F,
+        "epsilon_next": s.epsilon,
+    }
+
+
+def counted_column(etype: str, data: Mapping[str, Any] | None) -> str | None:
+    """The column an event counts under (None: not counted)."""
+    t = CATALOG.get(etype)
+    if t is None or t.counted is None:
+        return None
+    if t.counted_if is not None and not (data or {}).get(t.counted_if):
+        return None
+    return t.counted
+
+
+def count_rounds(rows: Iterable[EventRow]) -> dict[int, dict[str, int]]:
+    """Per round, the counted columns of these rows (each column present, 0 where none)."""
+    out: dict[int, dict[str, int]] = {}
+    for row in rows:
+        column = counted_column(row.type, row.data)
+        counts = out.setdefault(row.round, dict.fromkeys(COUNTED_COLUMNS, 0))
+        if column is not None:
+            counts[column] += 1
+    return out
+
+
+def _metric_name(name: str) -> str:
+    return f"metric/{name}" if name in COLUMNS else name
+
+
+@dataclass
+class RoundStats:
+    """The rows of :mod:`diagevo.views.stats`, accumulated from a run's events in seq order."""
+
+    seq: int = 0  # the last event added
+    counts: dict[int, dict[str, int]] = field(default_factory=dict)
+    sizes: dict[int, dict[str, Any]] = field(default_factory=dict)  # committed round -> memory columns
+    metrics: dict[int, dict[str, float]] = field(default_factory=dict)
+
+    def add(self, row: EventRow) -> None:
+        seq, rnd, etype, data = row
+        self.seq = seq
+        counts = self.counts.setdefault(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
+        column = counted_column(etype, data)
+        if column is not None:
+            counts[column] += 1
+        if etype == "eval.recorded":
+            metrics = self.metrics.setdefault(rnd, {})
+            if "benchmark" in data:  # a benchmark score of the round's checkpoint: the latest counts
+                if isinstance(data.get("accuracy"), (int, float)):
+                    metrics[f"bench/{data['benchmark']}"] = float(data["accuracy"])
+            elif "measure" not in data:  # the simulator's dynamics measures are the report's own
+                metrics.update({_metric_name(k): float(v) for k, v in data.items() if _number(v)})
+        elif etype == "round.committed":  # its summary's figures, where no eval.recorded gave them
+            metrics = self.metrics.setdefault(rnd, {})
+            for k, v in data.items():
+                if _number(v) and k.startswith(_SUMMARY_METRICS):
+                    metrics.setdefault(_metric_name(k), float(v))
+
+    def commit(self, mem: Memory) -> None:
+        self.sizes[mem.committed] = memory_sizes(mem)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per committed round: the fixed columns, then its metrics by name."""
+        out = []
+        for rnd in sorted(self.sizes):
+            counts = self.counts.get(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
+            metrics = self.metrics.get(rnd, {})
+            bench = sorted(k for k in metrics if k.startswith("bench/"))
+            named = sorted(k for k in metrics if not k.startswith("bench/"))
+            out.append({**self.sizes[rnd], **counts, **{k: metrics[k] for k in (*named, *bench)}})
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "counts": {str(r): c for r, c in self.counts.items()},
+            "sizes": {str(r): s for r, s in self.sizes.items()},
+            "metrics": {str(r): m for r, m in self.metrics.items()},
+        }
+
+    @classmethod
+    def from_state(cls, saved: ViewState) -> RoundStats:
+        s = saved.state
+        return cls(
+            seq=saved.seq,
+            counts={int(r): dict(c) for r, c in s.get("counts", {}).items()},
+            sizes={int(r): dict(v) for r, v in s.get("sizes", {}).items()},
+            metrics={int(r): dict(m) for r, m in s.get("metrics", {}).items()},
+        )
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def scan(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]], run: str) -> list[dict[str, Any]]:
+    """The rows of a run's statistics from its events alone, in one pass with no saved state:
+    the definition :func:`round_stats` must equal."""
+    acc = RoundStats()
+    for draft, (seq, rnd, etype, data) in drafts(rows, run):
+        acc.add(EventRow(seq, rnd, etype, dict(data)))
+        if etype == "round.committed":
+            acc.commit(draft.freeze())
+    return acc.rows()
+
+
+def accumulate(store: Recorder, run: str, *, cached: bool = True, upto_seq: int | None = None) -> RoundStats:
+    """The run's statistics up to its last event (or ``upto_seq``): from the saved state
+    (``cached``), moved on with the log after it and the memory of the commits after it (from
+    the snapshots)."""
+    from diagevo.views.memory import commit_memories
+
+    saved = store.view_states(VIEW, run, latest=True) if cached else []
+    acc = RoundStats.from_state(saved[0]) if saved else RoundStats()
+    for row in store.rows(run, after_seq=acc.seq, upto_seq=upto_seq):
+        acc.add(row)
+    for mem in commit_memories(store, run, after_round=max(acc.sizes, default=0)):
+        if mem.last_seq > acc.seq:
+            break
+        acc.commit(mem)
+    return acc
+
+
+def round_stats(store: Recorder, run: str, *, cached: bool = True) -> list[dict[str, Any]]:
+    """One row per committed round of ``run`` (see the module docstring)."""
+    return accumulate(store, run, cached=cached).rows()
+
+
+def refresh_stats(store: Recorder, run: str) -> None:
+    """Save the statistics at the run's last event (a cache, like the snapshots: the caller turns
+    a StoreError into a warning). A committed round's counts and memory never change, since the
+    log only grows; a later event of an earlier round (a benchmark score) is added after it."""
+    last, last_hash = store.head(run)
+    saved = store.view_states(VIEW, run, latest=True)
+    if saved and saved[0].seq >= last:
+        return
+    acc = accumulate(store, run, upto_seq=last)  # not beyond the hash it is saved under
+    store.put_view_states([ViewState(VIEW, run, 0, last, last_hash, acc.to_json())])
