@@ -1,0 +1,79 @@
+"""Output files written safely, and labels that become parts of a path.
+
+Every file a command writes for the user (``report -o``, ``memory export -o``, ``memory plot
+-o``) goes through :func:`replaced`: a new temporary file with an unpredictable name in the
+same directory, created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (so nothing planted there, a
+symlink least of all, is opened), then moved over the target with ``os.replace`` (a reader sees
+the old file or the new one, never half of one; a symlink at the target is replaced, not
+followed). A failure leaves the target as it was and removes the temporary file.
+
+A label that names a file or a directory (``eval --bench NAME=PATH``) must be a plain name:
+:func:`plain_name`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from diagevo.errors import BadInput
+
+_ATTEMPTS = 100
+
+
+def _create(path: Path) -> tuple[int, Path]:
+    """A new file beside ``path`` under a name nobody can predict, opened for writing."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_ATTEMPTS):
+        tmp = path.with_name(f".{path.name[:200]}.{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp  # the mode a new file gets, less the umask
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
+@contextmanager
+def replaced(path: Path, *, binary: bool = False) -> Iterator[IO[Any]]:
+    """A file object whose content replaces ``path`` atomically when the block ends without an
+    exception (text in UTF-8, or bytes with ``binary``)."""
+    path = Path(path)
+    fd, tmp = _create(path)
+    try:
+        fh: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")
+        with fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_replacing(path: Path, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` through :func:`replaced`."""
+    with replaced(path, binary=isinstance(data, bytes)) as fh:
+        fh.write(data)
+
+
+def plain_name(name: str, what: str) -> str:
+    """``name`` when it can be one part of a path and nothing more: 1-200 characters, no ``/``,
+    ``\\``, ``..``, NUL or other control or bidi character (:data:`diagevo.untrusted.UNSAFE`), not
+    starting with ``.`` or ``-``; else a :class:`BadInput` naming ``what``."""
+    from diagevo.parsing import shorten
+    from diagevo.untrusted import UNSAFE
+
+    if not 0 < len(name) <= 200 or "/" in name or "\\" in name or ".." in name or name[0] in ".-" or UNSAFE.search(name):
+        raise BadInput(
+            f"{what} {shorten(name, 60)} is not a plain name (one part of a path: no '/', '\\', '..', control characters, "
+            "leading '.' or '-', at most 200 characters)"
+        )
+    return name
+
+
+__all__ = ["plain_name", "replaced", "write_replacing"]

@@ -1,0 +1,90 @@
+"""Untrusted text shown to a person: which characters are never passed on raw, and how they are
+shown instead.
+
+Texts in a log (run ids, labels, descriptions, questions, trajectories, diagnoses, benchmark
+and metric names) are written by models and by other people's files. Shown in a terminal, a
+figure or a JSON line, these characters are replaced by a visible escape:
+
+- every C0 control (NUL, ESC, BEL, CR, ...), DEL and every C1 control (``\\x1b``, ``\\x9b``):
+  they move the cursor, clear the screen, set the clipboard (OSC 52), make links (OSC 8);
+- bidirectional overrides, embeddings, isolates and marks (U+202A-202E, U+2066-2069, U+200E,
+  U+200F, U+061C), shown as ``\\u202e``: they reorder what is shown around them;
+- the line and paragraph separators U+2028, U+2029 and lone surrogates (which no UTF-8 stream
+  can carry).
+
+A newline is kept only where a text may span lines (``newlines=True``). A backslash is not
+doubled, so ``$\\frac{1}{2}$`` stays readable; the escapes are for a reader, not a parser.
+The functions are linear in the text's length.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+_CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
+_OTHERS = [ord(c) for c in BIDI] + [0x2028, 0x2029]
+_SURROGATES = range(0xD800, 0xE000)
+
+
+def _escape(cp: int) -> str:
+    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
+
+
+_TABLE: dict[int, str] = {cp: _escape(cp) for cp in (*_CONTROLS, *_OTHERS, *_SURROGATES)}
+_TABLE_LINES = {cp: v for cp, v in _TABLE.items() if cp != 0x0A}
+_TABLE[0x0A] = "\\n"  # the escapes a reader knows best
+_TABLE[0x09] = _TABLE_LINES[0x09] = "\\t"
+_TABLE[0x0D] = _TABLE_LINES[0x0D] = "\\r"
+
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+"""Any character :func:`visible` replaces (a newline included)."""
+
+# in JSON text, the same characters as JSON escapes (JSON already escapes C0 controls)
+_JSON = {cp: f"\\u{cp:04x}" for cp in (*range(0x7F, 0xA0), *_OTHERS, *_SURROGATES)}
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+
+
+def visible(text: str, *, newlines: bool = False) -> str:
+    """``text`` with every character of the module docstring's list replaced by its escape
+    (ESC as ``\\x1b``, RLO as ``\\u202e``); newlines kept when ``newlines``."""
+    if not UNSAFE.search(text):
+        return text
+    return text.translate(_TABLE_LINES if newlines else _TABLE)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut in the middle when longer than ``limit`` characters, the cut named."""
+    if len(text) <= limit:
+        return text
+    half = max(1, (limit - 40) // 2)
+    return f"{text[:half]} …[{len(text) - 2 * half:,} characters left out]… {text[-half:]}"
+
+
+def json_visible(line: str) -> str:
+    """A JSON text (from ``json.dumps(..., ensure_ascii=False)``) whose DEL, C1 controls, bidi
+    controls, line separators and lone surrogates are written as ``\\uXXXX`` escapes: the same
+    JSON value, safe to print. (Outside strings JSON holds none of these characters.)"""
+    if not _JSON_UNSAFE.search(line):
+        return line
+    return line.translate(_JSON)
+
+
+def shell_word(arg: str) -> str:
+    """``arg`` as one word of a command the user may copy: :func:`shlex.quote`, or, when it holds
+    a character :func:`visible` escapes, bash's ``$'...'`` with the same escapes (ESC as
+    ``\\x1b``, RLO as ``\\u202e``), so the command shown is the command that runs."""
+    if not UNSAFE.search(arg):
+        return shlex.quote(arg)
+    return "$'" + visible(arg.replace("\\", "\\\\").replace("'", "\\'")) + "'"
+
+
+def shell_join(args: Iterable[str]) -> str:
+    """A command line of :func:`shell_word` words."""
+    return " ".join(shell_word(a) for a in args)
+
+
+__all__ = ["BIDI", "UNSAFE", "clip", "json_visible", "shell_join", "shell_word", "visible"]
