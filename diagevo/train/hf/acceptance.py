@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagevo.errors import BadInput, Unavailable
+from diagevo.errors import BadInput, Hint, Unavailable
 from diagevo.progress import ProgressFn, no_progress
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "gpu-check.toml"
@@ -126,8 +126,8 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
     import torch
 
     from diagevo.config import load_config
-    from diagevo.events.backends import open_recorder
-    from diagevo.replay import verify_run
+    from diagevo.log import open_log
+    from diagevo.views.verify import verify_run
     from diagevo.train import train
     from diagevo.train.hf.args import attention
     from diagevo.train.hf.backend import HFBackend
@@ -135,7 +135,10 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
     if not torch.cuda.is_available():
         raise Unavailable("no CUDA device: the GPU check runs on a machine with an NVIDIA GPU")
     if not (model / "config.json").is_file():
-        raise BadInput(f"{model}: not a model directory (no config.json); build one with `diagevo models smollm2 --out {model}`")
+        raise BadInput(
+            f"{model}: not a model directory (no config.json); build one with {{command}}",
+            hint=Hint(("models", "smollm2", "--out", str(model))),
+        )
     out.mkdir(parents=True, exist_ok=True)
     db = out / "gpu-check.db"
     if db.exists():
@@ -143,7 +146,7 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
     has_vllm = importlib.util.find_spec("vllm") is not None
     has_flash = importlib.util.find_spec("flash_attn") is not None
     sets = [
-        f"hf.solver_model={json.dumps(str(model))}", f"hf.challenger_model={json.dumps(str(model))}",
+        f"solver.model={json.dumps(str(model))}", f"challenger.model={json.dumps(str(model))}",
         f"hf.use_vllm={'true' if has_vllm else 'false'}",
         f"hf.attn_implementation={json.dumps('flash_attention_2' if has_flash else 'sdpa')}",
         f"train.out_dir={json.dumps(str(out / 'checkpoints'))}",
@@ -170,7 +173,7 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
 
     backend._generate = counted  # type: ignore[method-assign]
     meter = _Meter(progress)
-    store = open_recorder(f"sqlite:///{db}", create=True)
+    store = open_log(f"sqlite:///{db}", create=True)
     started = time.perf_counter()
     try:
         run, _ = train(cfg, store, backend=backend, rounds=1, progress=meter)
@@ -216,5 +219,5 @@ def _count_engines() -> Any:
         built[0] += 1
         original(self, *args, **kwargs)
 
-    vllm.LLM.__init__ = init
+    vllm.LLM.__init__ = init  # type: ignore[method-assign]
     return lambda: built[0]

@@ -2,8 +2,8 @@
 (so GPU configurations are checked on any machine, and ``train --dry-run`` can print them).
 
 A GRPO phase follows Table 8 of the paper per optimizer step: each step draws a global batch of
-``grpo.<role>_batch_size`` prompts (256) with a group of G completions each (8), for up to
-``grpo.<role>_max_steps`` steps (6 for the challenger, 12 for the solver). So |Q^chal| is
+``<role>.batch_size`` prompts (256) with a group of G completions each (8), for up to
+``<role>.max_steps`` steps (6 for the challenger, 12 for the solver). So |Q^chal| is
 steps x 256 prompts, each seen once, and the solver takes as many steps as its retained questions
 fill (a step's batch that the questions cannot fill is topped up with questions drawn again). The
 learning rate is constant (R-Zero's recipe: 1e-6, no warmup, no decay); every phase builds a
@@ -17,12 +17,11 @@ import random
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from diagevo.config import Config
+from diagevo.config import Config, Role
 from diagevo.errors import BadInput
-
-Role = Literal["challenger", "solver"]
+from diagevo.generation.vllm_platform import Decision, decide, engine_options, environment, explain, platform_of
 
 
 @dataclass(frozen=True)
@@ -57,10 +56,8 @@ def phase_plan(cfg: Config, role: Role, n_prompts: int) -> PhasePlan:
     """The plan of a phase with ``n_prompts`` distinct prompts: steps = min(max steps, ⌈n / batch⌉),
     each step a global batch of min(batch, n) prompts, rounded up to a multiple of the processes so
     every process gets whole prompts."""
-    g, h = cfg.grpo, cfg.hf
-    batch = g.challenger_batch_size if role == "challenger" else g.solver_batch_size
-    max_steps = g.challenger_max_steps if role == "challenger" else g.solver_max_steps
-    group = g.challenger_group_size if role == "challenger" else g.solver_group_size
+    r, h = cfg.role(role), cfg.hf
+    batch, max_steps, group = r.batch_size, r.max_steps, r.group_size
     n = max(1, n_prompts)
     procs = h.num_processes
     per_step = math.ceil(min(batch, n) / procs) * procs
@@ -115,7 +112,7 @@ def grpo_kwargs(cfg: Config, plan: PhasePlan, output_dir: Path | str, seed: int 
         "gradient_accumulation_steps": plan.accumulation,
         "max_steps": plan.steps,
         "shuffle_dataset": False,  # the rows come in step order (step_order), drawn by the loop's seed
-        "max_completion_length": h.challenger_max_new_tokens if plan.role == "challenger" else h.max_new_tokens,
+        "max_completion_length": cfg.role(plan.role).max_new_tokens,
         "logging_steps": 1,
         "save_strategy": "no",
         "report_to": "none",
@@ -126,11 +123,12 @@ def grpo_kwargs(cfg: Config, plan: PhasePlan, output_dir: Path | str, seed: int 
         "disable_tqdm": True,
         "use_vllm": h.use_vllm,
     }
-    if h.use_vllm:  # on GPUs; vLLM's own CPU build (and the tests' stand-in) run on a CPU too
+    if h.use_vllm:  # on GPUs, and on a CPU with vLLM's CPU build
         kwargs["vllm_mode"] = h.vllm_mode
         if h.vllm_mode == "colocate":
             kwargs["vllm_gpu_memory_utilization"] = h.vllm_gpu_memory_utilization
-            kwargs["vllm_enable_sleep_mode"] = True  # frees the KV cache while the optimizer steps
+            # TRL's rollouts sleep and wake the shared engine only where it was built with sleep mode
+            kwargs["vllm_enable_sleep_mode"] = engine_decisions(cfg)["enable_sleep_mode"].value
         else:
             if not h.vllm_server_url:
                 raise BadInput("hf.vllm_mode = \"server\" needs hf.vllm_server_url")
@@ -138,21 +136,30 @@ def grpo_kwargs(cfg: Config, plan: PhasePlan, output_dir: Path | str, seed: int 
     return kwargs
 
 
-def vllm_kwargs(cfg: Config, model: str) -> dict[str, Any]:
+def engine_decisions(cfg: Config, platform: str | None = None, sleep_mode_available: bool | None = None) -> dict[str, Decision]:
+    """The engine's platform-dependent arguments with their reasons
+    (``diagevo/generation/vllm_platform.py``): for the config's declared device, or for the
+    ``platform`` vLLM reports when the engine is built."""
+    h = cfg.hf
+    return decide(
+        platform or platform_of(h.device), bf16=h.bf16, gpu_memory_utilization=h.vllm_gpu_memory_utilization,
+        cpu_kv_cache_gib=h.vllm_cpu_kv_cache_gib, sleep_mode_available=sleep_mode_available,
+    )
+
+
+def vllm_kwargs(cfg: Config, model: str, decisions: dict[str, Decision] | None = None) -> dict[str, Any]:
     """Keyword arguments of ``vllm.LLM`` for the process's one colocated engine. It is built once,
     from the base model, and shared by TRL's GRPO rollouts and the loop's sampling; weights are
     pushed into it in memory. Several processes each run one under ``external_launcher``, as TRL's
-    colocate mode does."""
-    h = cfg.hf
+    colocate mode does. The platform's choices are ``decisions`` (default: the declared device's)."""
     return {
         "model": model,
-        "dtype": "bfloat16" if h.bf16 else "auto",
-        "gpu_memory_utilization": h.vllm_gpu_memory_utilization,
         "seed": cfg.train.seed,
-        "enable_sleep_mode": True,
+        **engine_options(decisions or engine_decisions(cfg)),
         "tensor_parallel_size": 1,
         "distributed_executor_backend": "external_launcher",
-        "max_model_len": h.vllm_max_model_len,
+        "max_model_len": cfg.hf.vllm_max_model_len,
+        "logprobs_mode": "processed_logprobs",  # as TRL's own engine: the log-probs of what was sampled (T, top-p)
     }
 
 
@@ -161,7 +168,8 @@ def engines_per_process(cfg: Config) -> str:
         return "0 vLLM engines: transformers generate on the policies being trained"
     if cfg.hf.vllm_mode == "server":
         return f"0: generation and weight sync go to the vLLM server at {cfg.hf.vllm_server_url}"
-    return "1 vLLM engine (colocated, sleep mode), shared by GRPO rollouts, Q^cur, votes and evaluation"
+    sleep = "sleep mode" if engine_decisions(cfg)["enable_sleep_mode"].value else "no sleep mode"
+    return f"1 vLLM engine (colocated, {sleep}), shared by GRPO rollouts, Q^cur, votes and evaluation"
 
 
 def launch_command(cfg: Config, config_path: str | None, run: str | None) -> list[str]:
@@ -191,9 +199,7 @@ def ranks(n: int) -> str:
 
 
 def _phase_summary(cfg: Config, plan: PhasePlan, kwargs: dict[str, Any]) -> dict[str, Any]:
-    g = cfg.grpo
-    max_steps = g.challenger_max_steps if plan.role == "challenger" else g.solver_max_steps
-    batch = g.challenger_batch_size if plan.role == "challenger" else g.solver_batch_size
+    max_steps, batch = cfg.role(plan.role).max_steps, cfg.role(plan.role).batch_size
     out = {
         "prompts_per_step": plan.prompts_per_step,
         "completions_per_step": plan.completions_per_step,
@@ -228,21 +234,21 @@ def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: 
             "challenger_questions": n_chal,
             "curriculum_questions": n_cur,
             "construction_responses": cfg.grpo.construction_responses,
-            "solver_group_size": cfg.grpo.solver_group_size,
-            "challenger_group_size": cfg.grpo.challenger_group_size,
+            "solver_group_size": cfg.solver.group_size,
+            "challenger_group_size": cfg.challenger.group_size,
         },
         "diagnostician": cfg.diagnosis.llm_url or ("heuristic (offline)" if cfg.train.backend == "hf" else "sim"),
     }
     if cfg.train.backend == "hf":
         chal = phase_plan(cfg, "challenger", n_chal)
         # the solver's steps depend on how many questions the filter retains: shown for a full phase
-        full = cfg.grpo.solver_max_steps * cfg.grpo.solver_batch_size
+        full = cfg.solver.max_steps * cfg.solver.batch_size
         solver = phase_plan(cfg, "solver", full)
         kwargs = {
             "challenger": grpo_kwargs(cfg, chal, checkpoints / "trl-challenger", cfg.train.seed),
             "solver": grpo_kwargs(cfg, solver, checkpoints / "trl-solver", cfg.train.seed),
         }
-        out["models"] = {"challenger": cfg.hf.challenger_model, "solver": cfg.hf.solver_model}
+        out["models"] = {"challenger": cfg.challenger.model, "solver": cfg.solver.model}
         out["engine"] = engine
         out["attention"] = attention(cfg)
         out["phases"] = {
@@ -251,11 +257,18 @@ def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: 
         }
         out["grpo"] = kwargs
         if cfg.hf.use_vllm and cfg.hf.vllm_mode == "colocate":
-            out["vllm"] = vllm_kwargs(cfg, cfg.hf.solver_model)
+            decisions = engine_decisions(cfg)
+            out["vllm"] = {
+                "platform": platform_of(cfg.hf.device),
+                "engine": vllm_kwargs(cfg, cfg.solver.model, decisions),
+                "environment": environment(decisions),
+                "decisions": explain(decisions),
+                "weight_sync": "in place, through vLLM's reload_weights (collective_rpc), for the loop and TRL's rollouts alike",
+            }
     return out
 
 
 __all__ = [
-    "PhasePlan", "Role", "attention", "engines_per_process", "grpo_kwargs", "launch_command", "phase_plan", "plan",
+    "PhasePlan", "Role", "attention", "engine_decisions", "engines_per_process", "grpo_kwargs", "launch_command", "phase_plan", "plan",
     "ranks", "step_order", "vllm_kwargs",
 ]

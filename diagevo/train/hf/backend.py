@@ -6,7 +6,7 @@ Solver phase: ``GRPOTrainer`` on the retained questions with the loop's ±1 rewa
 completion of every draw of a question and its reward are returned (failed ones go to diagnosis).
 Both phases follow Table 8 per step (``diagevo/train/hf/args.py``).
 Sampling (Q^cur, construction votes, the frozen solver) goes through an engine: ``local``
-(``generate`` in this process, on the models being trained) or ``vllm`` on GPUs.
+(``generate`` in this process, on the models being trained) or ``vllm`` (GPUs, or vLLM's CPU build).
 
 GPU memory between phases: each phase builds its trainer, trains, and drops it (trainer,
 optimizer state, reference model and vLLM engine are deleted, then ``gc.collect()`` and
@@ -48,6 +48,9 @@ STAT_KEYS = {
     "reward_std": "reward_std",
     "completions/mean_length": "completion_length",
     "frac_reward_zero_std": "frac_reward_zero_std",
+    # vLLM rollouts: |log-prob the engine sampled with - the trainer's| per token (mean, and each step's max)
+    "sampling/sampling_logp_difference/mean": "sampling_logp_diff",
+    "sampling/sampling_logp_difference/max": "sampling_logp_diff_max",
 }
 
 
@@ -110,10 +113,9 @@ class HFBackend:
         quiet_libraries()
         self.config = config
         self.seed = seed
-        h = config.hf
         self.sources: dict[Role, Path] = {
-            "challenger": check_local_model(h.challenger_model),
-            "solver": check_local_model(h.solver_model),
+            "challenger": check_local_model(config.challenger.model),
+            "solver": check_local_model(config.solver.model),
         }
         self._models: dict[Role, Any] = {}
         self._tokenizers: dict[Role, Any] = {}
@@ -182,10 +184,13 @@ class HFBackend:
     def _vllm_engine(self) -> Any:
         if self._vllm is None:
             from diagevo.generation.vllm_engine import VLLMEngine
-            from diagevo.train.hf.args import vllm_kwargs
+            from diagevo.generation.vllm_platform import current_platform
+            from diagevo.train.hf.args import engine_decisions, vllm_kwargs
 
             check_one_architecture(self.sources)
-            kwargs = vllm_kwargs(self.config, str(self.sources["solver"]))
+            platform, sleep_ok = current_platform()  # what vLLM runs on here, not only what the config says
+            decisions = engine_decisions(self.config, platform, sleep_ok)
+            kwargs = vllm_kwargs(self.config, str(self.sources["solver"]), decisions)
             kwargs["seed"] = self.config.train.seed + rank()  # as TRL: each process samples its own
             self._vllm = VLLMEngine(**kwargs)
         return self._vllm
@@ -218,7 +223,7 @@ class HFBackend:
         if not requests:
             return []
         prompts = [challenger_messages(r) for r in requests]
-        outs = self._generate("challenger", prompts, self._sampling(1, rng, self.config.hf.challenger_max_new_tokens))
+        outs = self._generate("challenger", prompts, self._sampling(1, rng, self.config.challenger.max_new_tokens))
         return [o[0] for o in outs]
 
     def train_challenger(
@@ -246,7 +251,7 @@ class HFBackend:
         if not questions:
             return []
         prompts = [solver_messages(q) for q in questions]
-        return self._generate("solver", prompts, self._sampling(n, rng, self.config.hf.max_new_tokens))
+        return self._generate("solver", prompts, self._sampling(n, rng, self.config.solver.max_new_tokens))
 
     def train_solver(
         self,
@@ -313,7 +318,10 @@ class HFBackend:
         model.config._name_or_path = str(self.sources[role])  # the KL reference TRL loads
         seed = rng.getrandbits(31)
         with tempfile.TemporaryDirectory(prefix=f"diagevo-trl-{role}-") as tmp:
-            args = GRPOConfig(**grpo_kwargs(self.config, plan, tmp, seed))
+            kwargs = grpo_kwargs(self.config, plan, tmp, seed)
+            if engine is not None:  # TRL sleeps and wakes the shared engine only if it was built to
+                kwargs["vllm_enable_sleep_mode"] = engine.llm.sleep_mode
+            args = GRPOConfig(**kwargs)
             total = args.max_steps
 
             class Tick(TrainerCallback):
@@ -362,7 +370,7 @@ class HFBackend:
     # ------------------------------------------------------------------ evaluation
 
     def heldout(self) -> list[dict[str, str]]:
-        solver = Path(self.config.hf.solver_model)
+        solver = Path(self.config.solver.model)
         default = next((p for p in (solver / HELDOUT_FILE, solver.parent / HELDOUT_FILE) if p.is_file()), solver / HELDOUT_FILE)
         path = self.config.hf.heldout or default
         if not Path(path).is_file():
@@ -388,7 +396,7 @@ class HFBackend:
         h = self.config.hf
         outs = self._generate(
             "solver", [solver_messages(i["question"]) for i in items],
-            self._sampling(1, rng, h.heldout_max_new_tokens or h.max_new_tokens, greedy=True),
+            self._sampling(1, rng, h.heldout_max_new_tokens or self.config.solver.max_new_tokens, greedy=True),
         )
         right = [cur.agrees(cur.extract_answer(o[0]), i["answer"]) for o, i in zip(outs, items, strict=True)]
         return {"heldout_acc": sum(right) / len(right)}

@@ -4,8 +4,12 @@ TRL's ``GRPOTrainer`` builds a ``VLLMGeneration`` in its constructor, and in col
 builds a new ``vllm.LLM`` — for a loop that builds a trainer per phase, a new engine every phase
 beside the one the loop samples with (two engines per GPU, minutes of start-up per phase for an 8B
 model). :func:`shared_with_trl` makes the trainer built inside it take the process's own engine
-or client instead; everything else in TRL's vLLM path (sleep and wake-up around rollouts, weight
-sync by ``load_weights`` or over NCCL to a server, the rollouts themselves) is TRL's, unchanged.
+or client instead. In colocate mode TRL's weight sync goes the engine's own way, vLLM's in-place
+``reload_weights`` (:meth:`~diagevo.generation.vllm_engine.TrackedLLM.load_weights`), instead of
+TRL's write through the model runner's ``load_weights``, which the CPU build cannot take (it
+prepacks its linear layers); the parameters are still TRL's (``_iter_named_params``: ZeRO-3
+gathers, PEFT merges). Everything else (sleep and wake-up around rollouts, the NCCL push to a
+server, the rollouts themselves) is TRL's, unchanged.
 
 After TRL has synced its training weights, the engine or client holds :data:`TRAINER`: the loop's
 next sampling call pushes the weights of the policy it samples before it generates.
@@ -75,11 +79,15 @@ def shared_with_trl(engine: VLLMEngine | None = None, server: ServerClient | Non
             self.accelerator.wait_for_everyone()
 
         def sync_weights(self) -> None:
-            super().sync_weights()
-            if self.mode == "colocate":
-                self.llm.holding = TRAINER
-            elif server is not None:
-                server.holding = TRAINER
+            if self.mode != "colocate":
+                super().sync_weights()
+                if server is not None:
+                    server.holding = TRAINER
+                return
+            if self.enable_sleep_mode:
+                self._llm_weights_sleeping = False
+            # every process iterates (a ZeRO-3 gather is collective); each pushes into its own engine
+            self.llm.load_weights(TRAINER, self._iter_named_params())
 
     saved = grpo.VLLMGeneration
     grpo.VLLMGeneration = SharedGeneration  # type: ignore[misc]  # patched for the phase, restored below

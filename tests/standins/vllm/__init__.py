@@ -1,8 +1,9 @@
 """A stand-in for the ``vllm`` package on a CPU (tests only; put ``tests/standins`` on the path).
 
 vLLM needs a GPU; this package keeps its Python API (``LLM``, ``SamplingParams``, request
-outputs with token ids and log-probabilities, sleep mode, ``load_weights`` through
-``llm_engine.model_executor.driver_worker.model_runner.model``) over a real transformers model
+outputs with token ids and log-probabilities, sleep mode, ``collective_rpc("reload_weights")`` and
+``load_weights`` through ``llm_engine.model_executor.driver_worker.model_runner.model``, a CUDA
+``vllm.platforms.current_platform``) over a real transformers model
 on the CPU, and is strict where vLLM is: generating while asleep, or after a level-2 sleep
 before weights were pushed again, raises; so does pushing weights into sleeping weight memory.
 Every engine, sleep, wake-up, weight push and generation is recorded (``EVENTS``, and one JSON
@@ -145,6 +146,19 @@ class LLM:
     def reset_prefix_cache(self) -> bool:
         return True
 
+    def collective_rpc(self, method: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> list[Any]:
+        """vLLM's worker RPC; the stand-in knows ``reload_weights`` (in place, checkpoint names),
+        which refuses sleeping weight memory as the model runner's ``load_weights`` does."""
+        if callable(method):  # a function run on each worker: the stand-in has no worker layers to process
+            return [None]
+        if method != "reload_weights":
+            raise NotImplementedError(f"stand-in collective_rpc: {method}")
+        weights = (kwargs or {}).get("weights_iterator")
+        if weights is None:
+            raise NotImplementedError("stand-in reload_weights: from disk")
+        self.llm_engine.model_executor.driver_worker.model_runner.model.load_weights(weights)
+        return [None]
+
     # --------------------------------------------------------------- generation
     def _check(self) -> None:
         if not (self.weights_awake and self.kv_awake):
@@ -185,22 +199,31 @@ class LLM:
             outs.append(CompletionOutput(index=k, text=text, token_ids=tokens, logprobs=lps if params.logprobs is not None else None))
         return RequestOutput(prompt_token_ids=list(ids), outputs=outs)
 
-    def generate(self, prompts: Any, sampling_params: SamplingParams | None = None, use_tqdm: bool = True, **_: Any) -> list[RequestOutput]:
+    @staticmethod
+    def _per_prompt(sampling_params: Any, n: int) -> list[SamplingParams]:
+        """One ``SamplingParams`` for all prompts, or a list of one per prompt (as vLLM takes)."""
+        if isinstance(sampling_params, list):
+            if len(sampling_params) != n:
+                raise ValueError("the number of sampling params must equal the number of prompts")
+            return sampling_params
+        return [sampling_params or SamplingParams()] * n
+
+    def generate(self, prompts: Any, sampling_params: Any = None, use_tqdm: bool = True, **_: Any) -> list[RequestOutput]:
         self._check()
-        params = sampling_params or SamplingParams()
         if not isinstance(prompts, list):
             prompts = [prompts]
         ids = [p["prompt_token_ids"] if isinstance(p, dict) else self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        record("generate", prompts=len(ids), n=params.n, weights=fingerprint(self.hf))
-        return [self._one(list(i), params) for i in ids]
+        params = self._per_prompt(sampling_params, len(ids))
+        record("generate", prompts=len(ids), n=params[0].n if params else 0, weights=fingerprint(self.hf))
+        return [self._one(list(i), p) for i, p in zip(ids, params, strict=True)]
 
-    def chat(self, messages: Any, sampling_params: SamplingParams | None = None, use_tqdm: bool = True, **_: Any) -> list[RequestOutput]:
+    def chat(self, messages: Any, sampling_params: Any = None, use_tqdm: bool = True, **_: Any) -> list[RequestOutput]:
         self._check()
-        params = sampling_params or SamplingParams()
         convs = messages if messages and isinstance(messages[0], list) else [messages]
         ids = [self.tokenizer.apply_chat_template(c, tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"] for c in convs]
-        record("chat", prompts=len(ids), n=params.n, weights=fingerprint(self.hf))
-        return [self._one(list(i), params) for i in ids]
+        params = self._per_prompt(sampling_params, len(ids))
+        record("chat", prompts=len(ids), n=params[0].n if params else 0, weights=fingerprint(self.hf))
+        return [self._one(list(i), p) for i, p in zip(ids, params, strict=True)]
 
 
 __all__ = ["EVENTS", "LLM", "RequestOutput", "SamplingParams", "fingerprint", "record"]
