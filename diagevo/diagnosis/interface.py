@@ -2,8 +2,9 @@
 
 The four semantic decisions of Appendix J (Prompts 1-4) form the :class:`Diagnostician`
 protocol. The LLM client implements it over an OpenAI-compatible API; the simulator world
-implements it by comparing its text trajectories. Code around it (screening, shortlists,
-routing, event emission) is shared: :mod:`diagevo.diagnosis.pipeline`.
+implements it by comparing its text trajectories. Code around it is shared: the routing
+rules (:mod:`diagevo.diagnosis.routing`) and the round that asks and appends
+(:mod:`diagevo.diagnosis.pipeline`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-import numpy as np
+
+from diagevo.views.index import Embedder
 
 T = TypeVar("T")
 
@@ -109,9 +111,4 @@ class Diagnostician(Protocol):
     async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]: ...
 
 
-class Embedder(Protocol):
-    """Text -> L2-normalised float32 rows, so a dot product is the cosine similarity."""
-
-    name: str
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+__all__ = ["Assignment", "Consolidation", "Dedup", "Diagnostician", "Embedder", "Extraction", "ExtractionInput", "KnownCause", "NodeView", "Reply"]

@@ -6,6 +6,12 @@ exponential backoff, temperature 0 and Qwen3's non-thinking mode. A reply that d
 gets exactly one re-ask stating the violation; after that, or when the endpoint stays
 unreachable, the :class:`Reply` carries ``value=None`` and a one-line ``error``. Every HTTP
 attempt is described in ``Reply.calls`` so the pipeline can store it as ``llm.called``.
+
+Structured outputs: each request asks the server to constrain the reply to its JSON Schema
+(:mod:`diagevo.diagnosis.reply_schemas`, ``response_format`` of type ``json_schema``), so a weak
+model's reply still parses. A server that refuses the field (HTTP 400 naming it) is asked again
+without it, and from then on the client sends none and relies on the lenient parsing alone.
+``structured=False`` never asks.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
 from diagevo.config import DiagnosisConfig
-from diagevo.diagnosis import parsing, prompts
+from diagevo.diagnosis import parsing, prompts, reply_schemas
 from diagevo.diagnosis.interface import (
     Assignment,
     Consolidation,
@@ -30,6 +36,8 @@ from diagevo.diagnosis.interface import (
 from diagevo.openai_client import Attempt, OpenAIClient, TransportError, first_message
 
 T = TypeVar("T")
+# what a server's 400 says when it does not take a response_format of type json_schema
+_UNSUPPORTED_HINTS = ("response_format", "json_schema", "structured", "guided", "grammar", "not supported")
 
 
 class LLMDiagnostician:
@@ -50,8 +58,11 @@ class LLMDiagnostician:
         max_words: int = 20,
         max_tokens: int | None = 512,
         thinking: bool = False,
+        structured: bool | None = None,
     ) -> None:
         self.model_name = model
+        # None: ask for structured outputs until the server refuses them; False: never ask
+        self.structured = structured
         self.base_url = base_url
         self.min_words, self.max_words = min_words, max_words
         self.max_tokens = max_tokens
@@ -86,12 +97,14 @@ class LLMDiagnostician:
             "extract",
             prompts.extract_messages(item),
             lambda raw: parsing.parse_extraction(raw, supplied, self.min_words, self.max_words),
+            reply_schemas.extraction(supplied, self.min_words, self.max_words),
         )
 
     async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
         ids = frozenset(c.id for c in candidates)
         return await self._ask(
-            "deduplicate", prompts.dedup_messages(new_cause, candidates), lambda raw: parsing.parse_dedup(raw, ids)
+            "deduplicate", prompts.dedup_messages(new_cause, candidates), lambda raw: parsing.parse_dedup(raw, ids),
+            reply_schemas.dedup(ids),
         )
 
     async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
@@ -100,6 +113,7 @@ class LLMDiagnostician:
             "assign_node",
             prompts.assign_messages(new_cause, shortlist),
             lambda raw: parsing.parse_assignment(raw, ids, self.min_words, self.max_words),
+            reply_schemas.assignment(ids, self.min_words, self.max_words),
         )
 
     async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
@@ -107,6 +121,7 @@ class LLMDiagnostician:
             "consolidate",
             prompts.consolidate_messages(a, b),
             lambda raw: parsing.parse_consolidation(raw, self.min_words, self.max_words),
+            reply_schemas.consolidation(self.min_words, self.max_words),
         )
 
     # --- plumbing -----------------------------------------------------------------------------
@@ -115,12 +130,14 @@ class LLMDiagnostician:
         """Close the HTTP pools of the running loop (optional: pools die with their loop)."""
         await self.client.aclose()
 
-    async def _ask(self, stage: str, messages: list[dict[str, str]], parse: Callable[[str], T]) -> Reply[T]:
+    async def _ask(
+        self, stage: str, messages: list[dict[str, str]], parse: Callable[[str], T], schema: dict[str, Any] | None = None
+    ) -> Reply[T]:
         calls: list[dict[str, Any]] = []
         raw, error = "", None
         for ask in range(2):  # the first ask and one re-ask
             try:
-                raw = await self._complete(stage, messages, calls)
+                raw = await self._complete(stage, messages, calls, schema)
             except TransportError as exc:
                 return self._reply(None, raw, calls, ask + 1, f"endpoint: {exc}")
             try:
@@ -150,15 +167,21 @@ class LLMDiagnostician:
             calls=tuple(calls),
         )
 
-    async def _complete(self, stage: str, messages: list[dict[str, str]], calls: list[dict[str, Any]]) -> str:
-        """One chat completion with bounded retries; appends one record per HTTP attempt."""
-        body = {
+    async def _complete(
+        self, stage: str, messages: list[dict[str, str]], calls: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> str:
+        """One chat completion with bounded retries; appends one record per HTTP attempt. With a
+        ``schema``, the reply is constrained to it unless the server has refused structured outputs."""
+        body: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
             "temperature": 0.0,
             **({"max_tokens": self.max_tokens} if self.max_tokens else {}),
             **self._extra_body,
         }
+        constrained = schema is not None and self.structured is not False
+        if constrained:
+            body["response_format"] = reply_schemas.response_format(schema or {})
 
         def record(attempt: Attempt, **fields: Any) -> None:
             calls.append(
@@ -170,7 +193,14 @@ class LLMDiagnostician:
         except TransportError as exc:
             for a in exc.attempts:
                 record(a, raw="", error=a.error)
+            refused = exc.status == 400 and any(h in str(exc).lower() for h in _UNSUPPORTED_HINTS)
+            if constrained and refused:  # asked again without; a server never seen to constrain is not asked again
+                if self.structured is None:
+                    self.structured = False
+                return await self._complete(stage, messages, calls, None)
             raise
+        if constrained:
+            self.structured = True
         for a in attempts[:-1]:
             record(a, raw="", error=a.error)
         record(attempts[-1], prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"), raw=content)

@@ -1,15 +1,12 @@
 """One round of diagnosis and memory maintenance (Sec. 2.3, Appendix J), as appended events.
 
+The routing rules, stage by stage, are :mod:`diagevo.diagnosis.routing`; this module asks the
+diagnostician, stamps and appends what the rules decide, and keeps the round summary.
+
 Stage 1 runs Prompt 1 for every failure concurrently and stores each reply (``failure.diagnosed``
 or ``diagnosis.failed``, with one ``llm.called`` per HTTP attempt). Everything after is
-sequential, in failure-id order, against a working memory kept in step with the log:
-
-* a match with a supplied cause -> ``failure.attributed`` (via recurrence; ``cause.reactivated``
-  first when it is Mastered); neither a match nor a cause -> a non-skill slip, nothing more;
-* a new cause -> stage 2a screening against every stored cause (θ_dup) -> Prompt 2 when some
-  candidate passes -> a confirmed duplicate is attributed (via dedup, with its similarity);
-* otherwise stage 3a shortlist (node score = best member similarity, top K) -> Prompt 3 ->
-  stage 3.5 routing: ``node.created`` when asked, then ``cause.created`` (Active, 1).
+sequential, in failure-id order, against a working memory kept in step with the log: stages
+2a-3.5 route each failure's new cause (screening, Prompt 2, shortlist, Prompt 3, routing).
 
 A failure's decision is never split across transactions; the decisions of up to 16 failures
 share one (a durable commit per failure would cost more than the decision), so a crash never
@@ -26,32 +23,26 @@ from diagevo.errors import BadInput, Conflict
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from diagevo.config import DiagnosisConfig
+from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
-from diagevo.diagnosis.index import VectorIndex
-from diagevo.diagnosis.interface import (
-    Diagnostician,
-    Embedder,
-    Extraction,
-    ExtractionInput,
-    KnownCause,
-    NodeView,
-    Reply,
-)
-from diagevo.events.keys import digest_event_id
-from diagevo.events.schemas import EventIn, new_event
-from diagevo.memory.deciders import DecisionError, decide_attribution, decide_merge, decide_new_cause
+from diagevo.schemas import EventIn, new_event
+from diagevo.catalog.ids import digest_event_id
+from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
+from diagevo.diagnosis.routing import Decision, Refusal, Routed
+from diagevo.views.index import VectorIndex
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
 from diagevo.memory.state import Memory
-from diagevo.replay import load_memory
+from diagevo.progress import ProgressFn, no_progress
+from diagevo.rounds import MemoryMoved, ProtocolError, Round, require_open, round_state
+from diagevo.views.memory import load_memory
 
-ProgressFn = Callable[[str, int, "int | None"], None]
 
 # Stage-1 replies are appended in batches of this many failures (one transaction each).
 FLUSH_EVERY = 64
@@ -59,7 +50,6 @@ FLUSH_EVERY = 64
 # with SQLite's synchronous=FULL) per failure would cost more than deciding it. A crash loses at
 # most these decisions, which a resumed round makes again, identically.
 DECISIONS_PER_COMMIT = 16
-_PAIR_BLOCK = 512  # rows of the node-similarity matrix computed at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +96,6 @@ class DiagnosisSummary:
         return asdict(self)
 
 
-def event_id(run: str, round: int, *parts: object) -> str:
-    """Deterministic id of a diagnosis event: the idempotency key of a resumed round."""
-    return digest_event_id(run, round, *parts)
-
-
-def _no_progress(phase: str, done: int, total: int | None) -> None:
-    """Report nothing."""
 
 
 def _call_events(run: str, round: int, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
@@ -124,7 +107,7 @@ def _call_events(run: str, round: int, key: tuple[object, ...], reply: Reply[Any
                 "llm.called",
                 run,
                 round,
-                event_id(run, round, *key, "call", i),
+                digest_event_id(run, round, *key, "call", i),
                 stage=c.get("stage", key[-1]),
                 model=c.get("model", reply.model),
                 latency_s=float(c.get("latency_s", 0.0)),
@@ -143,7 +126,7 @@ def _prior_outcomes(store: Any, run: str, round: int) -> tuple[dict[str, Extract
     types = ("failure.diagnosed", "failure.attributed", "cause.created", "diagnosis.failed")
     diagnosed: dict[str, Extraction] = {}
     decided: set[str] = set()
-    for _seq, _rnd, etype, d in store.iter_rows(run, types=types, round=round):
+    for _seq, _rnd, etype, d in store.rows(run, types=types, round=round):
         fid = d.get("failure_id")
         if fid is None:
             continue
@@ -160,10 +143,6 @@ def _prior_outcomes(store: Any, run: str, round: int) -> tuple[dict[str, Extract
 def _counts(summary: DiagnosisSummary) -> tuple[dict[str, Any], int]:
     """The summary's counters and how many outcomes it lists (outcomes are only appended)."""
     return {k: v for k, v in summary.__dict__.items() if k != "outcomes"}, len(summary.outcomes)
-
-
-class MemoryMoved(Exception):
-    """Another producer changed the memory since the working memory was read."""
 
 
 Pending = tuple[FailureInput, Extraction, "np.ndarray | None", "int | None"]
@@ -191,6 +170,7 @@ class _Round:
         progress: ProgressFn,
     ) -> None:
         self.store, self.run, self.round = store, run, round
+        self.protocol = Round(store, run, round)  # every write goes through the round protocol
         self.dx, self.index, self.cfg = diagnostician, index, cfg
         self.mem = memory
         self.summary = summary
@@ -209,15 +189,7 @@ class _Round:
         against is still the log's; else raise :class:`MemoryMoved` and append nothing."""
         if not self.pending:
             return
-        pending = self.pending
-
-        def check(read: Any) -> list[EventIn]:
-            foreign = read(MEMORY_TYPES, after_seq=self.seen_seq)
-            if foreign:
-                raise MemoryMoved(f"{len(foreign)} memory events by another producer")
-            return pending
-
-        result = self.store.append_checked(self.run, check)
+        result = self.protocol.append_diagnosis(self.pending, since_seq=self.seen_seq)
         self.seen_seq = result.last_seq
         self.pending, self.pending_failures, self.pending_inputs = [], 0, []
         self.saved = _counts(self.summary)
@@ -262,20 +234,21 @@ class _Round:
                 await self.decide(self.reread())
 
     def eid(self, *parts: object) -> str:
-        return event_id(self.run, self.round, *parts)
+        return digest_event_id(self.run, self.round, *parts)
 
     def event(self, type: str, *parts: object, **data: Any) -> EventIn:
         return new_event(type, self.run, self.round, self.eid(*parts), **data)
 
-    def failed(self, fid: str | None, stage: str, reason: str, reply: Reply[Any] | None, *key: object) -> EventIn:
+    def refused(self, fid: str | None, refusal: Refusal, reply: Reply[Any] | None, *key: object) -> EventIn:
+        """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``)."""
         self.summary.failed += 1
         return self.event(
             "diagnosis.failed",
-            *key,
+            *(key or (fid, refusal.stage)),
             "failed",
             failure_id=fid,
-            stage=stage,
-            reason=reason[:500],
+            stage=refusal.stage,
+            reason=refusal.reason[:500],
             model=reply.model if reply else getattr(self.dx, "model_name", ""),
             raw=reply.raw if reply else "",
         )
@@ -297,7 +270,7 @@ class _Round:
         self.mem = mem
         for ev in events:
             if ev.type in MEMORY_TYPES:
-                self.index.apply(ev.type, ev.data, vec if ev.type == "cause.created" else None)
+                self.index.apply(ev.type, ev.data, mem, vec if ev.type == "cause.created" else None)
             if ev.type == "llm.called":
                 self.summary.llm_calls += 1
 
@@ -310,20 +283,14 @@ class _Round:
 
     # --- stage 1 --------------------------------------------------------------------------------
 
-    def known(self, f: FailureInput) -> tuple[KnownCause, ...]:
-        return tuple(
-            KnownCause(cid, self.mem.causes[cid].state.value, self.mem.causes[cid].description) for cid in f.known_causes
-        )
-
     async def extract_all(self, items: Sequence[FailureInput]) -> dict[str, Extraction]:
         out: dict[str, Extraction] = {}
         if not items:
             return out
 
         async def one(f: FailureInput) -> tuple[FailureInput, Reply[Extraction] | None, str | None]:
-            item = ExtractionInput(
-                f.failure_id, f.question_id, f.question, f.pseudo_label, f.response, f.reference, self.known(f)
-            )
+            known = routing.known_causes(self.mem, f.known_causes)
+            item = ExtractionInput(f.failure_id, f.question_id, f.question, f.pseudo_label, f.response, f.reference, known)
             try:
                 return f, await self.dx.extract(item), None
             except Exception as exc:  # a broken diagnostician must not stop the round
@@ -335,15 +302,14 @@ class _Round:
             f, reply, crash = await fut
             fid = f.failure_id
             events = _call_events(self.run, self.round, (fid, "extract"), reply, failure_id=fid) if reply else []
-            value = reply.value if reply else None
-            if reply is None or value is None:
-                # without a reply, ``crash`` always holds the exception that prevented it
-                reply_error = reply.error if reply is not None else None
-                events.append(self.failed(fid, "extract", crash or reply_error or "no decision", reply, fid, "extract"))
-            elif value.matched_cause_id is not None and value.matched_cause_id not in f.known_causes:
-                reason = f"matched_cause_id {value.matched_cause_id!r} was not supplied"
-                events.append(self.failed(fid, "extract", reason, reply, fid, "extract"))
+            # without a reply, ``crash`` always holds the exception that prevented it
+            value = routing.check_extraction(
+                reply.value if reply else None, crash or (reply.error if reply else None), f.known_causes
+            )
+            if isinstance(value, Refusal):
+                events.append(self.refused(fid, value, reply))
             else:
+                assert reply is not None  # a reply was checked
                 events.append(
                     self.event(
                         "failure.diagnosed",
@@ -361,43 +327,42 @@ class _Round:
             buffer.extend(events)
             done += 1
             if done % FLUSH_EVERY == 0:
-                self.store.append(buffer)
+                self.protocol.append_diagnosis(buffer)
                 buffer = []
             self.progress("extract", done, len(items))
         if buffer:
-            self.store.append(buffer)
+            self.protocol.append_diagnosis(buffer)
         return out
 
     # --- stages 2a-3.5 --------------------------------------------------------------------------
 
     async def maintain(self, f: FailureInput, ext: Extraction, vec: np.ndarray | None, row: int | None) -> None:
+        """Route one failure (:mod:`diagevo.diagnosis.routing`) and commit what was decided."""
         fid = f.failure_id
-        self.current = (f, ext, vec, row)
+        events: list[EventIn] = []  # the diagnostician's calls, then the decision
+        reply: Reply[Any] | None = None
+        if ext.matched_cause_id is not None:
+            decision: Decision = routing.recurrence(self.mem, fid, ext.matched_cause_id)
+        elif ext.error_cause is not None and vec is not None:
+            decision, reply = await self.route_new(fid, ext.error_cause, vec, row, events)
+        else:
+            self.summary.non_skill += 1
+            self.summary.outcomes.append({"failure_id": fid, "outcome": "non_skill"})
+            return
         outcome: dict[str, Any] = {"failure_id": fid}
-        events: list[EventIn] = []
-        changes: list[tuple[str, dict[str, Any]]] = []
-        try:
-            if ext.matched_cause_id is not None:
-                changes = decide_attribution(self.mem, fid, ext.matched_cause_id, "recurrence")
-                outcome.update(outcome="recurrence", cause=ext.matched_cause_id)
-            elif ext.error_cause is None or vec is None:
-                self.summary.non_skill += 1
-                self.summary.outcomes.append({**outcome, "outcome": "non_skill"})
-                return
-            else:
-                changes, failed = await self.route_new(fid, ext.error_cause, vec, row, events, outcome)
-                if failed is not None:
-                    events.append(failed)
-        except DecisionError as exc:
-            events.append(self.failed(fid, "route", str(exc), None, fid, "route"))
-            changes = []
-        for i, (etype, data) in enumerate(changes):
-            events.append(self.event(etype, fid, "decide", i, etype, **data))
+        if isinstance(decision, Refusal):
+            # a decision the memory refuses ("route") is the code's, not the diagnostician's reply
+            events.append(self.refused(fid, decision, None if decision.stage == "route" else reply))
+        else:
+            outcome.update(decision.outcome)
+            for i, (etype, data) in enumerate(decision.changes):
+                events.append(self.event(etype, fid, "decide", i, etype, **data))
+        self.current = (f, ext, vec, row)
         try:
             self.commit(events, vec, defer=True)
         except InvariantError as exc:  # the decision does not fit the memory: record, go on
             events = [e for e in events if e.type == "llm.called"]
-            events.append(self.failed(fid, "route", str(exc), None, fid, "route"))
+            events.append(self.refused(fid, Refusal("route", str(exc)), None))
             self.commit(events, defer=True)
             outcome = {"failure_id": fid}
         finally:
@@ -426,85 +391,40 @@ class _Round:
         s.outcomes.append(outcome)
 
     async def route_new(
-        self,
-        fid: str,
-        description: str,
-        vec: np.ndarray,
-        row: int | None,
-        events: list[EventIn],
-        outcome: dict[str, Any],
-    ) -> tuple[list[tuple[str, dict[str, Any]]], EventIn | None]:
-        theta_dup = self.summary.theta_dup
+        self, fid: str, description: str, vec: np.ndarray, row: int | None, events: list[EventIn]
+    ) -> tuple[Decision, Reply[Any]]:
+        """Stages 2a-3.5 for a new cause: the decision and the reply it rests on; the
+        diagnostician's calls are added to ``events``."""
         sims = self.index.cause_sims(vec, row)
         # stage 2a: every stored cause at or above θ_dup is a candidate for Prompt 2 (the cap only
         # guards the prompt's length; a cut list is counted)
-        screened, passed = self.index.screen(sims, theta_dup, max(1, self.cfg.dedup_candidates), vec)
+        screened, passed = self.index.screen(sims, self.summary.theta_dup, max(1, self.cfg.dedup_candidates), vec)
         if passed > len(screened):
             self.summary.dedup_truncated += 1
         if screened:
-            sim_of = dict(screened)
-            candidates = [
-                KnownCause(cid, self.mem.causes[cid].state.value, self.mem.causes[cid].description) for cid, _ in screened
-            ]
-            reply = await self.timed(self.dx.deduplicate(description, candidates))
+            candidates = list(routing.dedup_candidates(self.mem, screened))
+            reply: Reply[Any] = await self.timed(self.dx.deduplicate(description, candidates))
             events.extend(_call_events(self.run, self.round, (fid, "deduplicate"), reply, failure_id=fid))
-            dedup = reply.value
-            if dedup is None:
-                return [], self.failed(fid, "deduplicate", reply.error or "no decision", reply, fid, "deduplicate")
-            if dedup.duplicate:
-                if dedup.matched_cause_id not in sim_of:
-                    reason = f"matched_cause_id {dedup.matched_cause_id!r} was not among the candidates"
-                    return [], self.failed(fid, "deduplicate", reason, reply, fid, "deduplicate")
-                sim = round(sim_of[dedup.matched_cause_id], 6)
-                outcome.update(outcome="duplicate", cause=dedup.matched_cause_id, similarity=sim)
-                return decide_attribution(self.mem, fid, dedup.matched_cause_id, "dedup", similarity=sim), None
+            decision = routing.after_dedup(self.mem, fid, screened, reply.value, reply.error)
+            if decision is not None:
+                return decision, reply
         # stage 3a: shortlist of nodes by best member similarity
         shortlist = self.index.node_shortlist(sims, max(1, self.cfg.shortlist_k), vec)
-        views = [
-            NodeView(nid, self.mem.nodes[nid].label, (self.mem.causes[best].description,) if best else ())
-            for nid, _score, best in shortlist
-        ]
+        views = list(routing.shortlist_views(self.mem, shortlist))
         reply = await self.timed(self.dx.assign_node(description, views))
         events.extend(_call_events(self.run, self.round, (fid, "assign_node"), reply, failure_id=fid))
-        choice = reply.value
-        if choice is None:
-            return [], self.failed(fid, "assign_node", reply.error or "no decision", reply, fid, "assign_node")
         # stage 3.5: routing in code
-        if choice.new_node_label is not None:
-            outcome["outcome"] = "new_node"
-            return decide_new_cause(self.mem, fid, description, new_node_label=choice.new_node_label), None
-        if choice.assigned_node not in {v.id for v in views}:
-            reason = f"assigned_node {choice.assigned_node!r} was not on the shortlist"
-            return [], self.failed(fid, "assign_node", reason, reply, fid, "assign_node")
-        outcome["outcome"] = "existing_node"
-        return decide_new_cause(self.mem, fid, description, node_id=choice.assigned_node), None
+        return routing.route_assignment(self.mem, fid, description, views, reply.value, reply.error), reply
 
     # --- stage 4a ---------------------------------------------------------------------------------
 
-    def merge_candidates(self) -> list[tuple[float, str, str]]:
-        """Node pairs with label similarity >= θ_merge, best first, then by node age."""
+    async def consolidate(self) -> None:
         t0 = time.perf_counter()
         ids, vecs = self.index.node_vectors(self.mem)
         self.model_s += time.perf_counter() - t0
-        theta = self.summary.theta_merge
-        pairs: list[tuple[float, int, int]] = []
-        exact = vecs.astype(np.float64)  # rounded float64 products: the same pairs in any run
-        for start in range(0, len(ids), _PAIR_BLOCK):
-            block = np.round(exact[start : start + _PAIR_BLOCK] @ exact.T, 6)
-            for r, row in enumerate(block):
-                i = start + r
-                for j in np.flatnonzero(row[i + 1 :] >= theta) + i + 1:
-                    pairs.append((float(row[j]), i, int(j)))
-        pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
-        return [(s, ids[i], ids[j]) for s, i, j in pairs]
-
-    def view(self, node_id: str) -> NodeView:
-        causes = tuple(c.description for c in self.mem.members(node_id))
-        return NodeView(node_id, self.mem.nodes[node_id].label, causes)
-
-    async def consolidate(self) -> None:
-        pairs = self.merge_candidates()
+        pairs = routing.node_pairs(ids, vecs, self.summary.theta_merge)
         self.summary.merge_candidates = len(pairs)
+        self.saved = _counts(self.summary)  # nothing is pending: a retried pair restores this
         absorbed: set[str] = set()
         for done, (sim, a, b) in enumerate(pairs, 1):
             while True:  # again when another producer moved the memory meanwhile
@@ -517,20 +437,19 @@ class _Round:
 
     async def _consolidate_pair(self, sim: float, a: str, b: str, absorbed: set[str]) -> bool | None:
         """Prompt 4 for one node pair; whether it merged, None when the memory moved."""
-        if a in absorbed or b in absorbed or a not in self.mem.nodes or b not in self.mem.nodes:
+        if not routing.pair_open(self.mem, a, b, absorbed):
             return False
         key = ("merge", a, b)
-        reply = await self.timed(self.dx.consolidate(self.view(a), self.view(b)))
+        reply = await self.timed(self.dx.consolidate(routing.node_view(self.mem, a), routing.node_view(self.mem, b)))
         events = _call_events(self.run, self.round, (*key, "consolidate"), reply, nodes=[a, b])
-        decision = reply.value
-        merged = False
-        if decision is None:
-            reason = f"nodes {a} and {b}: {reply.error or 'no decision'}"
-            events.append(self.failed(None, "consolidate", reason, reply, *key))
-        elif decision.merge:
-            for i, (etype, data) in enumerate(decide_merge(self.mem, a, b, decision.merged_label, similarity=sim)):
+        decision = routing.after_consolidation(self.mem, a, b, sim, reply.value, reply.error)
+        merged = isinstance(decision, Routed) and bool(decision.changes)
+        if isinstance(decision, Refusal):
+            events.append(self.refused(None, decision, reply, *key))
+        else:
+            for i, (etype, data) in enumerate(decision.changes):
                 events.append(self.event(etype, *key, "decide", i, **data))
-            merged = True
+        if merged:
             self.summary.merges += 1
         try:
             self.commit(events)
@@ -560,7 +479,7 @@ async def diagnose_round(
     after the round; without one, vectors are computed from the memory's texts. ``memory`` is
     the run's memory as it stands (read from the log when not given).
     """
-    progress = progress or _no_progress
+    progress = progress or no_progress
     ids = [f.failure_id for f in failures]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -662,3 +581,56 @@ def failures_from_records(records: Iterable[dict[str, Any]]) -> list[FailureInpu
         )
         for r in records
     ]
+
+
+def failure_inputs(store: Any, run: str, t: int) -> list[FailureInput]:
+    """The failures recorded in round ``t``, with their questions, as diagnosis inputs."""
+    questions: dict[str, dict[str, Any]] = {}
+    labels: dict[str, str] = {}
+    failures: dict[str, dict[str, Any]] = {}
+    types = ("question.generated", "question.scored", "failure.recorded")
+    for e in store.read(run, types=types, round=t, texts=True):  # the round's events only (indexed)
+        if e.type == "question.generated":
+            questions[e.data["question_id"]] = e.data
+        elif e.type == "question.scored":
+            labels[e.data["question_id"]] = e.data["pseudo_label"] or ""
+        else:
+            failures[e.data["failure_id"]] = e.data
+    out = []
+    for fid, f in sorted(failures.items()):
+        q = questions[f["question_id"]]
+        known = tuple(c for c in (q["active_cause"], q["mastered_cause"]) if c is not None)
+        out.append(FailureInput(
+            failure_id=fid, question_id=q["question_id"], question=q["text"], pseudo_label=labels[q["question_id"]],
+            response=f["response"], reference=f["reference"], known_causes=known,
+        ))
+    return out
+
+
+def diagnose(
+    rnd: Round,
+    *,
+    diagnostician: Diagnostician,
+    embedder: Embedder,
+    cfg: DiagnosisConfig | None = None,
+    index: VectorIndex | None = None,
+    failures: Sequence[FailureInput] | None = None,
+    progress: ProgressFn | None = None,
+) -> DiagnosisSummary:
+    """Diagnose a round's failures with the pipeline of Sec. 2.3 (``cfg`` defaults to the run's
+    diagnosis config): the round's recorded failures, or ``failures`` given by a trainer that
+    records nothing else (``diagevo diagnose FILE``; the round need not be opened then, only be
+    the next one)."""
+    from diagevo import aio
+
+    st = round_state(rnd.store, rnd.run)
+    if failures is None:
+        require_open(st, rnd.t, "diagnose")
+        failures = failure_inputs(rnd.store, rnd.run, rnd.t)
+    elif rnd.t != st.last_committed + 1:
+        raise ProtocolError(f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}")
+    return aio.run(diagnose_round(
+        store=rnd.store, run=rnd.run, round=rnd.t, failures=failures, diagnostician=diagnostician,
+        embedder=embedder, cfg=cfg if cfg is not None else rnd.config.diagnosis, index=index,
+        progress=progress, memory=rnd.memory(),
+    ))
