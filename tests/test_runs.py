@@ -1,0 +1,141 @@
+"""Runs as things: ids that cannot collide, one decision to create a run, one writer of a run at
+a time (a lease that dies with its process), ``diagevo runs`` with each run's status, origin,
+config, tags and notes, and ``memory verify --all``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from diagevo import rounds
+from diagevo.config import Config
+from diagevo.fork import fork_run
+from diagevo.log import EventStore, open_log
+from diagevo.train import default_run_id
+from tests.test_cli_memory import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def committed(store: EventStore, run: str, n: int) -> None:
+    for _ in range(n):
+        rnd = rounds.Round.open(store, run)
+        rnd.promote()
+        rnd.commit({"acc": 0.5})
+
+
+def test_run_ids_made_in_one_second_differ() -> None:
+    config = Config()
+    ids = {default_run_id(config) for _ in range(200)}
+    assert len(ids) == 200
+
+
+def test_creating_a_run_is_one_decision(store: EventStore) -> None:
+    assert rounds.start_run(store, "r", {"k": 0.5}, new=True)
+    with pytest.raises(rounds.RunExists, match="run 'r' already exists"):
+        rounds.start_run(store, "r", {"k": 2.0}, new=True)
+    assert not rounds.start_run(store, "r", {"k": 2.0})  # an existing run: nothing stored
+    assert [e.data["config"]["k"] for e in store.read("r", types=("run.started",))] == [0.5]
+
+
+_HOLD = """
+import sys, time
+from diagevo.log import open_log
+with open_log(sys.argv[1]) as log, log.lease(sys.argv[2], "train (pid 1 on elsewhere, since noon)"):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_second_writer_is_refused_naming_the_first_and_a_crash_frees_the_run(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open_log(db_url) as store:
+        rounds.start_run(store, "r", Config().redacted() | {"train": {"rounds": 1}})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, db_url, "r"], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code, _, err = run_cli(capsys, "train", "--db", db_url, "--run", "r", "--resume", "--quiet",
+                               "--set", f'train.out_dir="{tmp_path / "ckpt"}"')
+        assert code == 1 and err.count("\n") == 1
+        assert "run 'r' is being written by train (pid 1 on elsewhere, since noon)" in " ".join(err.split())
+        code, out, _ = run_cli(capsys, "runs", "--db", db_url, "--json")
+        (summary,) = json.loads(out)["runs"]
+        assert summary["status"] == "in progress" and "pid 1 on elsewhere" in summary["writer"]
+    finally:
+        holder.send_signal(signal.SIGKILL)  # a crash: the lease goes with the process
+        holder.wait()
+    with open_log(db_url) as store:
+        deadline = time.monotonic() + 30  # the server notices the dead session
+        while store.lease_holder("r") is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        with store.lease("r", "me"):
+            assert store.lease_holder("r") == "me"
+
+
+def test_runs_lists_each_runs_status_origin_config_tags_and_notes(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    two = Config().redacted()
+    two["train"]["rounds"] = 2
+    two["memory"]["k"] = 2.0
+    with open_log(db_url) as store:
+        rounds.start_run(store, "base", two)
+        committed(store, "base", 2)
+        fork_run(store, "base", 1, "fork-a")
+        fork_run(store, "base", 2, "fork-b")
+        rounds.start_run(store, "cut", two)
+        committed(store, "cut", 1)
+        rounds.open_round(store, "cut")  # round 2 open: interrupted in it
+        rounds.tag_run(store, "base", ["paper", "k2"])
+        rounds.tag_run(store, "base", ["k2"], removed=True)
+        rounds.note_run(store, "base", "the reference run [b]not markup[/b]")
+    code, out, err = run_cli(capsys, "runs", "--db", db_url, "--json")
+    assert code == 0, err
+    got = {r["run"]: r for r in json.loads(out)["runs"]}
+    assert list(got) == ["base", "fork-a", "fork-b", "cut"]
+    assert [(r["status"], r["committed"], r["target"]) for r in got.values()] == [
+        ("complete", 2, 2), ("interrupted", 1, 2), ("complete", 2, 2), ("interrupted", 1, 2)]
+    assert got["fork-a"]["forked_from"] == {"run": "base", "round": 1} and got["base"]["forked_from"] is None
+    assert got["cut"]["open_round"] == 2
+    assert got["base"]["changed"] == {"memory.k": 2.0, "train.rounds": 2}
+    assert got["base"]["tags"] == ["paper"] and got["base"]["notes"] == ["the reference run [b]not markup[/b]"]
+    code, out, _ = run_cli(capsys, "runs", "--db", db_url)
+    assert code == 0 and "[b]not markup" not in out and "interrupted (round 2 open)" in " ".join(out.split())
+    code, out, _ = run_cli(capsys, "memory", "verify", "--all", "--db", db_url, "--json")
+    assert code == 0 and [r["run"] for r in json.loads(out)["runs"]] == list(got)
+    assert all(r["ok"] for r in json.loads(out)["runs"])
+
+
+def test_a_tag_or_note_on_a_run_that_is_not_there_is_one_line(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    open_log(db_url).close()
+    code, _, err = run_cli(capsys, "runs", "tag", "ghost", "x", "--db", db_url)
+    assert code == 1 and "no run 'ghost'" in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_two_trains_started_in_the_same_second_are_two_runs_each_with_its_config(tmp_path: Path) -> None:
+    """The issue's case: one default ``train`` beside one with k = 2 and no filter, started at
+    once: two runs, each with the config it was started with."""
+    db = f"sqlite:///{tmp_path / 'two.db'}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    small = ["--set", "train.challenger_questions=16", "--set", "train.curriculum_questions=32"]
+    base = [sys.executable, "-m", "cli.app", "train", "--rounds", "1", "--quiet", "--db", db, *small,
+            "--set", f'train.out_dir="{tmp_path / "ckpt"}"']
+    procs = [
+        subprocess.Popen(base, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        subprocess.Popen([*base, "--set", "memory.k=2.0", "--set", "filter.mode=none"], env=env, cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+    ]
+    outs = [(p.wait(timeout=900), p.communicate()) for p in procs]
+    assert [code for code, _ in outs] == [0, 0], outs
+    with open_log(db, create=False) as store:
+        configs = {run: rounds.run_config(store, run) for run in store.runs()}
+    assert len(configs) == 2
+    assert sorted((c.memory.k, c.filter.mode) for c in configs.values()) == [(0.5, "double"), (2.0, "none")]
