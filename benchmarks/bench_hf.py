@@ -23,7 +23,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from diagevo.config import load_config  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
-from diagevo.events.store import EventStore  # noqa: E402
+from diagevo.log import open_log
 from diagevo.generation import Sampling  # noqa: E402
 from diagevo.generation.local import LocalEngine  # noqa: E402
 from diagevo.train import train  # noqa: E402
@@ -78,7 +78,7 @@ def round_phases(tiny: Path, tmp: Path) -> None:
             f"train.out_dir={json.dumps(str(tmp / 'ckpt'))}",
         ],
     )
-    store = EventStore(f"sqlite:///{tmp / 'bench.db'}", create=True)
+    store = open_log(f"sqlite:///{tmp / 'bench.db'}", create=True)
     started = time.perf_counter()
     _, (report,) = train(cfg, store)
     total = time.perf_counter() - started

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from diagevo.events.schemas import EventIn, validate_event
+from diagevo.schemas import EventIn, validate_event
 from diagevo.parsing import loads, split_lines
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from diagevo.events.store import EventStore  # noqa: E402
+from diagevo.log import open_log
 
 SIZES = ["train.challenger_questions=4", "train.curriculum_questions=8", "grpo.construction_responses=4"]
 
@@ -53,7 +53,7 @@ def one_round(tiny: Path, tmp: Path, processes: int) -> tuple[float, dict[str, f
     wall = time.perf_counter() - started
     if done.returncode != 0:
         sys.exit(f"{processes} process(es) failed: {done.stderr.strip().splitlines()[-1]}")
-    store = EventStore(f"sqlite:///{db}")
+    store = open_log(f"sqlite:///{db}")
     try:
         phases = {e.data["phase"]: float(e.data["seconds"]) for e in store.read("r", types=("phase.completed",))}
     finally:

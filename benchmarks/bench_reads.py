@@ -12,7 +12,11 @@ worst case of that command. The target: every command within 0.5 s.
 The log is built once (``bench_store.build_log``) into ``--db`` (default a file under /tmp) and
 reused by later runs; its snapshots are written as a training run would have written them.
 
-    python benchmarks/bench_reads.py [--db sqlite:////tmp/diagevo-bench-1m.db] [--events 1000000]
+With ``--baseline DIR`` (a checkout of an earlier diagevo, e.g. ``git worktree add DIR REV``), the
+same log is built by that diagevo into its own database, and each command is timed with it too,
+interleaved with this one (both as ``python -m cli.app``): the "before" column.
+
+    python benchmarks/bench_reads.py [--db sqlite:////tmp/diagevo-bench-1m.db] [--events 1000000] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store import build_log  # noqa: E402
 
-from diagevo.events.store import EventStore, sqlite_path  # noqa: E402
-from diagevo.memory.audit import cause_story, round_stats  # noqa: E402
-from diagevo.replay import refresh_snapshots  # noqa: E402
+from diagevo.log import open_log, sqlite_path
+from diagevo.views.stories import cause_story
+from diagevo.views.stats import scan as scan_stats
+from diagevo.views.caches import refresh as refresh_snapshots
 
 CAUSE_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause")
 
@@ -42,7 +47,7 @@ def prepare(url: str, events: int) -> str:
         t0 = time.perf_counter()
         build_log(url, events)
         print(f"built a {events:,}-event log in {time.perf_counter() - t0:.0f} s")
-    with EventStore(url) as store:
+    with open_log(url) as store:
         run = store.runs()[0]
         refresh_snapshots(store, run)
     return run
@@ -50,10 +55,10 @@ def prepare(url: str, events: int) -> str:
 
 def hot_run(url: str, attributions: int, per_round: int = 1000) -> str:
     """A run (added once) whose cause H0 is attributed ``attributions`` times."""
-    from diagevo.events.schemas import validate_event
+    from diagevo.schemas import validate_event
 
     run = f"hot-{attributions}"
-    with EventStore(url) as store:
+    with open_log(url) as store:
         if run in store.runs():
             return run
         events, rnd = [], 0
@@ -81,14 +86,31 @@ def hot_run(url: str, attributions: int, per_round: int = 1000) -> str:
     return run
 
 
-def best_of(cmd: list[str], n: int = 3) -> float:
+def best_of(cmd: list[str], n: int = 3, pythonpath: str | None = None) -> float:
     best = float("inf")
-    env = {**os.environ, "COLUMNS": "200"}
+    env = {**os.environ, "COLUMNS": "200", **({"PYTHONPATH": pythonpath} if pythonpath else {})}
     for _ in range(n):
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env, cwd=pythonpath)
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+_BASELINE_BUILD = """
+import sys
+sys.path.insert(0, sys.argv[1] + "/benchmarks")
+import bench_reads
+print(bench_reads.prepare(sys.argv[2], int(sys.argv[3])), bench_reads.hot_run(sys.argv[2], int(sys.argv[4])))
+"""
+
+
+def baseline_log(baseline: Path, url: str, events: int, hot: int) -> tuple[str, str]:
+    """The same log built by the baseline diagevo into ``url``: (run, hot run)."""
+    out = subprocess.run([sys.executable, "-c", _BASELINE_BUILD, str(baseline), url, str(events), str(hot)],
+                         env={**os.environ, "PYTHONPATH": str(baseline)}, cwd=baseline, check=True,
+                         capture_output=True, text=True)
+    run, hot_run_id = out.stdout.split()[-2:]
+    return run, hot_run_id
 
 
 def timed(fn) -> float:  # noqa: ANN001
@@ -102,27 +124,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", default="sqlite:////tmp/diagevo-bench-1m.db")
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--hot", type=int, default=5000, help="attributions of the hot run's cause")
+    ap.add_argument("--baseline", type=Path, help="a checkout of an earlier diagevo to time beside this one")
+    ap.add_argument("--baseline-db", default="sqlite:////tmp/diagevo-bench-1m-baseline.db")
     args = ap.parse_args(argv)
     run = prepare(args.db, args.events)
     hot = hot_run(args.db, args.hot)
     exe = str(Path(sys.executable).with_name("diagevo"))
-    with EventStore(args.db) as store:
+    with open_log(args.db) as store:
         n = store.last_seq(run)
         named: Counter[str] = Counter()
         fid = qid = None
-        for _, _, _, d in store.iter_rows(run, types=("failure.attributed", "failure.recorded")):
+        for _, _, _, d in store.rows(run, types=("failure.attributed", "failure.recorded")):
             named[d.get("cause_id")] += 1
             fid = fid or d.get("failure_id")
             qid = qid or d.get("question_id")
         cause = next(c for c, _ in named.most_common() if c)
-        rnd = max(r for _, r, _, _ in store.iter_rows(run, types=("round.committed",))) // 2
+        rnd = max(r for _, r, _, _ in store.rows(run, types=("round.committed",))) // 2
 
         def scan(keep) -> None:  # noqa: ANN001
             for e in store.read(run):
                 keep(e)
 
         baselines = {
-            "stats": lambda: round_stats(store.iter_rows(run), run),
+            "stats": lambda: scan_stats(store.rows(run), run),
             "why": lambda: cause_story(((e.seq, e.round, e.type, e.data) for e in store.read(run, texts=True)), cause),
             "events --cause": lambda: scan(lambda e: cause in {e.data.get(k) for k in CAUSE_FIELDS}),
             "events --failure": lambda: scan(lambda e: e.data.get("failure_id") == fid),
@@ -144,16 +168,26 @@ def main(argv: list[str] | None = None) -> int:
         f"replay --round {rnd}": [exe, "memory", "replay", "--round", str(rnd), *db],
         f"why (cause attributed {args.hot:,} times)": [exe, "memory", "why", "H0", "--db", args.db, "--run", hot, "--json"],
     }
+    before: dict[str, list[str]] = {}
+    if args.baseline is not None:
+        base_run, base_hot = baseline_log(args.baseline, args.baseline_db, args.events, args.hot)
+        assert (base_run, base_hot) == (run, hot), (base_run, base_hot)
+        swap = {args.db: args.baseline_db}
+        before = {k: [sys.executable, "-m", "cli.app", *(swap.get(a, a) for a in c[1:])] for k, c in commands.items()}
+        commands = {k: [sys.executable, "-m", "cli.app", *c[1:]] for k, c in commands.items()}
     print(f"log: {n:,} events, run {run}; cause {cause} named by {named[cause]} events")
-    print(f"{'command (new process, --json)':<40}{'wall':>9}{'full scan':>11}{'speed-up':>10}{'<= 0.5 s':>10}")
+    head = f"{'before':>9}{'after/before':>13}" if before else ""
+    print(f"{'command (new process, --json)':<40}{head}{'wall':>9}{'full scan':>11}{'speed-up':>10}{'<= 0.5 s':>10}")
     met = 0
     for name, cmd in commands.items():
+        then = best_of(before[name], pythonpath=str(args.baseline)) if before else None
         wall = best_of(cmd)
         b = base.get(name)
         passed = wall <= (0.3 if name.startswith("--help") else 0.5)
         met += passed
         cols = f"{b:>10.2f}s{b / wall:>9.0f}x" if b else f"{'':>11}{'':>10}"
-        print(f"{name:<40}{wall:>8.2f}s{cols}{'ok' if passed else 'MISSED':>10}")
+        was = f"{then:>8.2f}s{wall / then:>12.2f}x" if then else ""
+        print(f"{name:<40}{was}{wall:>8.2f}s{cols}{'ok' if passed else 'MISSED':>10}")
     print(f"targets met: {met} of {len(commands)} (a report: the exit status is 0 either way)")
     return 0
 

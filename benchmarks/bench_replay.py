@@ -25,13 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store import _peak_rss_mib, build_log, in_fresh_process  # noqa: E402
 
-from diagevo.events.store import EventStore  # noqa: E402
+from diagevo.log import open_log
 from diagevo.memory.fold import fold  # noqa: E402
-from diagevo.replay import committed_rounds, load_memory, refresh_snapshots  # noqa: E402
+from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.views.caches import refresh as refresh_snapshots
 
 
 def full_replay(url: str, run: str) -> dict[str, float]:
-    with EventStore(url) as store:
+    with open_log(url) as store:
         t0 = time.perf_counter()
         mem = load_memory(store, run)
         seconds = time.perf_counter() - t0
@@ -39,19 +40,19 @@ def full_replay(url: str, run: str) -> dict[str, float]:
 
 
 def validating_fold(url: str, run: str) -> dict[str, float]:
-    with EventStore(url) as store:
+    with open_log(url) as store:
         t0 = time.perf_counter()
-        fold(store.iter_rows(run), run)
+        fold(store.rows(run), run)
         seconds = time.perf_counter() - t0
     return {"seconds": seconds, "peak_rss_mib": _peak_rss_mib()}
 
 
 def evolve_each(url: str, run: str) -> dict[str, float]:
     from diagevo.memory.fold import evolve, start
-    from diagevo.replay import FOLD_TYPES
+    from diagevo.catalog import FOLDED as FOLD_TYPES
 
-    with EventStore(url) as store:
-        rows = list(store.iter_rows(run, types=FOLD_TYPES))
+    with open_log(url) as store:
+        rows = list(store.rows(run, types=FOLD_TYPES))
     t0 = time.perf_counter()
     mem = None
     for seq, rnd, etype, data in rows:
@@ -63,7 +64,7 @@ def evolve_each(url: str, run: str) -> dict[str, float]:
 
 
 def snapshot_replay(url: str, run: str, rnd: int, repeats: int = 20) -> dict[str, float]:
-    with EventStore(url) as store:
+    with open_log(url) as store:
         load_memory(store, run, rnd)  # warm the connection
         best = float("inf")
         for _ in range(repeats):
@@ -82,19 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         url = args.db or f"sqlite:///{Path(tmp) / 'replay.db'}"
         t0 = time.perf_counter()
-        with EventStore(url) as store:
+        with open_log(url) as store:
             existing = store.runs()
         run = existing[0] if existing else build_log(url, args.events)
         build_s = time.perf_counter() - t0
-        with EventStore(url) as store:
+        with open_log(url) as store:
             args.events = store.last_seq(run)
-        with EventStore(url) as store:
+        with open_log(url) as store:
             t0 = time.perf_counter()
             n_snap = refresh_snapshots(store, run)
             snap_s = time.perf_counter() - t0
             last = max(committed_rounds(store, run))
         snap = in_fresh_process(snapshot_replay, url, run, last)
-        with EventStore(url) as store:
+        with open_log(url) as store:
             store.drop_snapshots(run)
         full = in_fresh_process(full_replay, url, run)
         every = in_fresh_process(validating_fold, url, run)

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_store import build_log  # noqa: E402
 
-from diagevo.events.store import EventStore  # noqa: E402
-from diagevo.replay import refresh_snapshots  # noqa: E402
+from diagevo.log import open_log
+from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.report import write_report  # noqa: E402
 from diagevo.report.data import load_run  # noqa: E402
 from diagevo.report.figures import _pyplot  # noqa: E402
@@ -40,7 +40,7 @@ def main() -> None:
         url = f"sqlite:///{tmp}/report.db"
         t0 = time.perf_counter()
         run = build_log(url, args.events)
-        with EventStore(url) as store:
+        with open_log(url) as store:
             refresh_snapshots(store, run)
             print(f"log: {args.events:,} events built in {time.perf_counter() - t0:.1f} s")
             _pyplot()  # import matplotlib outside the timings
@@ -52,7 +52,7 @@ def main() -> None:
             load = time.perf_counter() - t0
             out = Path(tmp) / "report.html"
             t0 = time.perf_counter()
-            write_report(store, run, out, url, lambda c: f"diagevo {c}")
+            write_report(store, run, out, url, lambda *args: " ".join(["diagevo", *args]))
             full = time.perf_counter() - t0
         print(f"read the log with texts: {read:.2f} s ({n:,} events)")
         print(f"load_run (frames, stories, M_t of {len(data.committed)} rounds, {len(data.stories)} causes): {load:.2f} s = {load / read:.2f}x reading the log")

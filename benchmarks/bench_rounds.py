@@ -25,12 +25,13 @@ from pathlib import Path
 from diagevo import curriculum as cur
 from diagevo import rounds
 from diagevo.config import Config
-from diagevo.events.schemas import EventIn, new_event
-from diagevo.events.store import EventStore
+from diagevo.schemas import EventIn, new_event
+from diagevo.log import open_log, EventStore
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
-from diagevo.replay import load_memory, refresh_snapshots
+from diagevo.views.memory import load_memory
+from diagevo.views.caches import refresh as refresh_snapshots
 
 RUN = "bench"
 N = 12
@@ -101,7 +102,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         times = {}
         for name in ("baseline", "protocol"):
-            with EventStore(f"sqlite:///{Path(tmp) / name}.db") as store:
+            with open_log(f"sqlite:///{Path(tmp) / name}.db") as store:
                 seed_memory(store, args.causes)
                 rng = random.Random(7)
                 t0 = time.perf_counter()

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import multiprocessing as mp
 import random
 import resource
@@ -39,8 +38,11 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from diagevo.events.schemas import EVENT_TYPES, EventIn, validate_event
-from diagevo.events.store import ARTIFACT_KEY, EventStore, upgrade
+from diagevo.schemas import model_of
+from diagevo.schemas import EventIn, validate_event
+from diagevo.log import open_log
+from diagevo.log.sql import EVENT_COLUMNS
+from diagevo.log.schema import upgrade
 
 WORDS = (
     "let the number of apples be x then twice that plus seven equals the total so we subtract "
@@ -144,7 +146,7 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
 @cache
 def _defaults(type_: str) -> dict[str, Any]:
     """Optional data fields with their defaults, as ``validate_event`` fills them in."""
-    fields = EVENT_TYPES[type_].model_fields
+    fields = model_of(type_).model_fields
     return {name: f.get_default(call_default_factory=True) for name, f in fields.items() if not f.is_required()}
 
 
@@ -184,7 +186,7 @@ def _chunks(it: Iterator[EventIn], size: int) -> Iterator[list[EventIn]]:
 def build_log(url: str, n_events: int = 1_000_000, *, run: str | None = None, seed: int = 0, batch: int = 5000) -> str:
     """Append a realistic log of about ``n_events`` events to ``url``; returns its run id."""
     run = run or f"bench-{seed}-{n_events}"
-    with EventStore(url) as store:
+    with open_log(url) as store:
         for chunk in _chunks(realistic_events(run, n_events, seed=seed), batch):
             store.append(chunk)
     return run
@@ -198,33 +200,22 @@ def _sqlite_path(url: str) -> str:
 
 
 def _bench_store_append(url: str, batches: list[list[EventIn]]) -> float:
-    with EventStore(url) as store:
+    with open_log(url) as store:
         t0 = time.perf_counter()
         for b in batches:
             store.append(b)
         return time.perf_counter() - t0
 
 
-def _column_positions(description: Any) -> tuple[int, int]:
-    """Where ``data`` and ``texts`` are in a ``SELECT *`` of events (0008 added ``texts`` last)."""
-    names = [d[0] for d in description]
-    return names.index("data"), names.index("texts")
-
-
 def _stored_rows(url: str, batches: list[list[EventIn]]) -> list[tuple[list[tuple], list[tuple]]]:
-    """The exact rows the store wrote, grouped by batch: (events rows, artifacts rows)."""
+    """The exact rows the store wrote, grouped by batch: (events rows in EVENT_COLUMNS order, [])."""
     conn = sqlite3.connect(_sqlite_path(url))
-    cur = conn.execute("SELECT * FROM events ORDER BY seq")
-    events = cur.fetchall()
-    data, texts = _column_positions(cur.description)
-    arts = dict(conn.execute("SELECT sha256, text FROM artifacts").fetchall())
+    events = conn.execute(f"SELECT {EVENT_COLUMNS} FROM events ORDER BY seq").fetchall()
     conn.close()
     out, i = [], 0
     for b in batches:
-        rows = events[i : i + len(b)]
+        out.append((events[i : i + len(b)], []))
         i += len(b)
-        refs = [v for r in rows if r[texts] is None for v in json.loads(r[data]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
-        out.append((rows, [(sha, arts[sha]) for sha in dict.fromkeys(v[ARTIFACT_KEY] for v in refs)]))
     return out
 
 
@@ -234,10 +225,9 @@ def _bench_raw_sqlite(url: str, grouped: list[tuple[list[tuple], list[tuple]]]) 
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")  # the store's default
     t0 = time.perf_counter()
-    for rows, arts in grouped:
+    for rows, _ in grouped:
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany("INSERT OR IGNORE INTO artifacts (sha256, text) VALUES (?, ?)", arts)
-        conn.executemany(f"INSERT INTO events VALUES ({', '.join('?' * len(rows[0]))})", rows)  # every column
+        conn.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - t0
     conn.close()
@@ -261,7 +251,7 @@ def bench_append(tmp: Path, events: list[EventIn], batch: int = 1000, repeats: i
     for r in range(repeats):
         store_url = f"sqlite:///{tmp / f'store-{r}.db'}"
         raw_url = f"sqlite:///{tmp / f'raw-{r}.db'}"
-        EventStore(store_url).close()  # migration outside the timing
+        open_log(store_url).close()  # migration outside the timing
         best_store = min(best_store, _bench_store_append(store_url, batches))
         best_raw = min(best_raw, _bench_raw_sqlite(raw_url, _stored_rows(store_url, batches)))
         for f in tmp.glob(f"*-{r}.db*"):
@@ -274,16 +264,15 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
     """Print part (d): where an append's time goes, for the realistic mix. The store's own
     Python (serialising, texts out, key columns, then the chain and the rows under the lock)
     timed alone, and raw executemany of the store's rows into the full schema, into it without
-    the read indexes of migrations 0003/0004, and without the artifact rows."""
-    from diagevo.events.recorder import texts_json
-    from diagevo.events.store import _prepare  # the store's own serialisation
+    and the read indexes of migrations 0003/0004."""
+    from diagevo.log.recorder import prepare as _prepare
 
     events = list(realistic_events("breakdown", n, seed=3))
     batches = [events[i : i + 1000] for i in range(0, len(events), 1000)]
     store_s = float("inf")
     for r in range(repeats):
         url = f"sqlite:///{tmp / f'breakdown-{r}.db'}"
-        EventStore(url).close()  # migration outside the timing
+        open_log(url).close()  # migration outside the timing
         store_s = min(store_s, _bench_store_append(url, batches))
     grouped = _stored_rows(url, batches)
     python_s = float("inf")
@@ -294,10 +283,10 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
             prev = "0" * 64
             for p in prepared:  # the chain and the row, as EventStore._insert builds them
                 prev = hashlib.sha256(prev.encode() + p[5]).hexdigest()
-                (0, p[0], p[1], p[2], p[3], 1, p[4], "", prev, prev, texts_json(p[6]), *p[7])
+                (0, p[0], p[1], p[2], p[3], 1, p[4], "", prev, prev, p[6], *p[7])
         python_s = min(python_s, time.perf_counter() - t0)
 
-    def raw(label: str, drop_indexes: bool, artifacts: bool) -> float:
+    def raw(label: str, drop_indexes: bool) -> float:
         best = float("inf")
         for r in range(repeats):
             path = tmp / f"raw-{label}-{r}.db"
@@ -310,11 +299,9 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             t0 = time.perf_counter()
-            for rows, arts in grouped:
+            for rows, _ in grouped:
                 conn.execute("BEGIN IMMEDIATE")
-                if artifacts:
-                    conn.executemany("INSERT OR IGNORE INTO artifacts (sha256, text) VALUES (?, ?)", arts)
-                conn.executemany(f"INSERT INTO events VALUES ({', '.join('?' * len(rows[0]))})", rows)
+                conn.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
                 conn.execute("COMMIT")
             best = min(best, time.perf_counter() - t0)
             conn.close()
@@ -322,16 +309,14 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
                 f.unlink()
         return best
 
-    full = raw("full", False, True)
-    lean = raw("lean", True, True)
-    bare = raw("bare", True, False)
+    full = raw("full", False)
+    lean = raw("lean", True)
     us = 1e6 / len(events)
     print(f"(d) where an append's time goes: {len(events):,} realistic events, batches of 1000, SQLite, best of {repeats}")
     print(f"    {'the store, EventStore.append':<58}{store_s * us:>8.1f} µs/event")
     print(f"    {'its Python alone (serialise, texts, keys, chain, rows)':<58}{python_s * us:>8.1f}")
-    print(f"    {'raw executemany of its rows, full schema (11 indexes)':<58}{full * us:>8.1f}")
+    print(f"    {'raw executemany of its rows, full schema':<58}{full * us:>8.1f}")
     print(f"    {'same without the read indexes (unique event_id only)':<58}{lean * us:>8.1f}")
-    print(f"    {'same without artifact rows (none since 0008: texts in the row)':<58}{bare * us:>8.1f}")
 
 
 # --- (b) reading a million events -----------------------------------------------------------
@@ -364,12 +349,12 @@ def _rss_mib() -> float:
 
 def measure_iter_rows(url: str, run: str) -> dict[str, float]:
     """Run in a fresh process: time and peak memory of reading the whole run via iter_rows."""
-    with EventStore(url) as store:
+    with open_log(url) as store:
         _reset_peak_rss()
         base = _rss_mib()
         t0 = time.perf_counter()
         n = 0
-        for _ in store.iter_rows(run):
+        for _ in store.rows(run):
             n += 1
         elapsed = time.perf_counter() - t0
         peak = _peak_rss_mib()
@@ -402,41 +387,32 @@ def _drop_pg_database(admin: str, name: str) -> None:
 
 
 def _pg_stored_rows(url: str, batches: list[list[EventIn]]) -> list[tuple[list[tuple], list[tuple]]]:
-    """The exact rows the store wrote to PostgreSQL, by batch, each artifact once (its first batch)."""
+    """The exact rows the store wrote to PostgreSQL, by batch (EVENT_COLUMNS order)."""
     import psycopg
 
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
-        cur = conn.execute("SELECT * FROM events ORDER BY seq")
-        events = cur.fetchall()
-        data, texts = _column_positions(cur.description)
-        arts: dict[str, str] = dict(conn.execute("SELECT sha256, text FROM artifacts").fetchall())
-    out, i, seen = [], 0, set()
+        events = conn.execute(f"SELECT {EVENT_COLUMNS} FROM events ORDER BY seq").fetchall()
+    out, i = [], 0
     for b in batches:
-        rows = events[i : i + len(b)]
+        out.append((events[i : i + len(b)], []))
         i += len(b)
-        shas = [v[ARTIFACT_KEY] for r in rows if r[texts] is None for v in json.loads(r[data]).values() if isinstance(v, dict) and ARTIFACT_KEY in v]
-        fresh = [sha for sha in dict.fromkeys(shas) if sha not in seen]
-        seen.update(fresh)
-        out.append((rows, [(sha, arts[sha]) for sha in fresh]))
     return out
 
 
 def _bench_raw_pg(url: str, grouped: list[tuple[list[tuple], list[tuple]]]) -> float:
-    """The same rows by raw COPY (artifacts, then events), one transaction per batch."""
+    """The same rows by raw COPY, one transaction per batch; the database assigns seq and checks
+    the chain (migration 0009), as it does for any insert."""
     import psycopg
 
     upgrade(url)  # identical schema: same migration, indexes and triggers
+    columns = EVENT_COLUMNS.removeprefix("seq, ")
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
         t0 = time.perf_counter()
-        for rows, arts in grouped:
+        for rows, _ in grouped:
             with conn.transaction(), conn.cursor() as cur:
-                if arts:
-                    with cur.copy("COPY artifacts (sha256, text) FROM STDIN") as copy:
-                        for a in arts:
-                            copy.write_row(a)
-                with cur.copy("COPY events FROM STDIN") as copy:  # every column
+                with cur.copy(f"COPY events ({columns}) FROM STDIN") as copy:
                     for row in rows:
-                        copy.write_row(row)
+                        copy.write_row(row[1:])
         return time.perf_counter() - t0
 
 
@@ -447,7 +423,7 @@ def bench_append_pg(admin: str, events: list[EventIn], batch: int = 1000, repeat
     for _ in range(repeats):
         (s_name, s_url), (r_name, r_url) = _pg_database(admin), _pg_database(admin)
         try:
-            EventStore(s_url).close()  # migration outside the timing
+            open_log(s_url).close()  # migration outside the timing
             best_store = min(best_store, _bench_store_append(s_url, batches))
             best_raw = min(best_raw, _bench_raw_pg(r_url, _pg_stored_rows(s_url, batches)))
         finally:
@@ -491,7 +467,7 @@ def bench_durability(tmp: Path, n: int, repeats: int = 3) -> None:
         for r in range(repeats):
             for level in best:
                 url = f"sqlite:///{tmp / f'sync-{level}-{r}.db'}?synchronous={level}"
-                EventStore(url).close()  # migration outside the timing
+                open_log(url).close()  # migration outside the timing
                 best[level] = min(best[level], _bench_store_append(url, batches))
                 for f in tmp.glob(f"sync-{level}-{r}.db*"):
                     f.unlink()
@@ -518,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
 
         url = args.db or f"sqlite:///{tmp / 'million.db'}"
         run = f"bench-0-{args.events}"
-        with EventStore(url) as store:
+        with open_log(url) as store:
             reuse = store.last_seq(run) > 0
         t0 = time.perf_counter()
         if not reuse:

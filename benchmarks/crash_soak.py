@@ -36,6 +36,7 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+from diagevo.log import open_log
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -50,12 +51,11 @@ PG_ADMIN = os.environ.get("DIAGEVO_TEST_PG", "postgresql+psycopg://postgres@127.
 
 
 def _batch_producer(url: str, name: str, acks: Path) -> None:
-    from diagevo.events.schemas import EventIn
-    from diagevo.events.store import EventStore
+    from diagevo.schemas import EventIn
 
     done = [int(x) for x in acks.read_text().split()] if acks.exists() else []
     n = (done[-1] + 1) if done else 0
-    with EventStore(url) as store, acks.open("a") as ack:
+    with open_log(url) as store, acks.open("a") as ack:
         while True:
             events = [
                 EventIn.model_construct(
@@ -74,7 +74,6 @@ def _batch_producer(url: str, name: str, acks: Path) -> None:
 
 def _round_producer(url: str, name: str) -> None:
     from diagevo import rounds
-    from diagevo.events.store import EventStore
 
     def cand(req: rounds.Request) -> rounds.Candidate:
         agree = 6 + (hash(req.question_id) % 6)
@@ -82,7 +81,7 @@ def _round_producer(url: str, name: str) -> None:
         return rounds.Candidate(req.question_id, req.mode, f"question {req.question_id}?", req.active_cause,
                                 req.mastered_cause, req.node, answers=tuple(answers))
 
-    with EventStore(url) as store:
+    with open_log(url) as store:
         rounds.start_run(store, ROUND_RUN, {"k": 1.0, "memory": {"theta_up": 0.5}}, seed=3)
         while True:
             try:
@@ -125,14 +124,13 @@ def _drop_schema(schema: str) -> None:
 
 
 def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
-    from diagevo.events.store import EventStore
-    from diagevo.replay import verify_run
+    from diagevo.views.verify import verify_run
 
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
         url, schema = _fresh_url(backend, tmp)
-        with EventStore(url) as store:  # migrated once, before the producers race
+        with open_log(url) as store:  # migrated once, before the producers race
             from diagevo import rounds
 
             rounds.start_run(store, BATCH_RUN, {"k": 1.0})
@@ -165,7 +163,7 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
             p.send_signal(signal.SIGKILL)
             p.wait()
 
-        with EventStore(url, create=False) as store:
+        with open_log(url, create=False) as store:
             events = list(store.read(BATCH_RUN, types=("question.scored",)))
             ids = Counter(e.event_id for e in events)
             per_batch = Counter(e.event_id.rsplit("-e", 1)[0] for e in events)

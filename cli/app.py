@@ -10,10 +10,11 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from cli.common import Interrupted, err_console, runnable
+from cli.common import Interrupted, err_console, message
+from cli.safe import error_line, text
 from diagevo.errors import DiagevoError
+from diagevo.redaction import redact_argv, redact_text
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -88,18 +89,21 @@ def _root(
 
 
 def _register() -> None:
-    from cli import diagnose, eval, fork, report, train
+    from cli import config, diagnose, eval, fork, report, train
     from cli.db import db_app
     from cli.memory import memory_app
     from cli.rounds import round_app
     from cli.models import gpu_check, models_app
+    from cli.runs import runs_app
 
     app.add_typer(memory_app, name="memory")
     app.add_typer(round_app, name="round")
+    app.add_typer(runs_app, name="runs")
     app.add_typer(db_app, name="db", help="Database schema: upgrade, current revision.")
     app.add_typer(models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI).")
     app.command("gpu-check")(gpu_check)
     train.register(app)
+    config.register(app)
     diagnose.register(app, memory_app)
     fork.register(memory_app)
     eval.register(app)
@@ -120,22 +124,24 @@ def _environmental(exc: OSError) -> bool:
 
 
 def _one_line(exc: BaseException) -> str:
-    """The first line of the message, at most a few hundred characters (a huge bad value is not echoed)."""
+    """The first line of the message, at most a few hundred characters (a huge bad value is not
+    echoed), without credentials."""
     from diagevo.parsing import one_line
 
-    text = str(exc).strip()
-    return one_line(text.splitlines()[0], 390) if text else type(exc).__name__  # with "error: ", at most 400
+    said = redact_text(message(exc)).strip()
+    return one_line(said.splitlines()[0], 390) if said else type(exc).__name__  # with "error: ", at most 400
 
 
 def _internal_error(exc: BaseException) -> str:
-    """A bug in diagevo: one line that names the exception and a file holding its traceback."""
+    """A bug in diagevo: one line that names the exception and a file holding its traceback
+    (the command line and the traceback without credentials)."""
     import tempfile
     import traceback
 
     fd, path = tempfile.mkstemp(prefix="diagevo-traceback-", suffix=".txt")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(f"diagevo {_version()}\nargv: {sys.argv!r}\n\n")
-        fh.write("".join(traceback.format_exception(exc)))
+        fh.write(f"diagevo {_version()}\nargv: {redact_argv(sys.argv)!r}\n\n")
+        fh.write(redact_text("".join(traceback.format_exception(exc))))
     return f"internal error: {type(exc).__name__}: {_one_line(exc)} (traceback written to {path})"
 
 
@@ -153,10 +159,37 @@ def _usage_error(exc: BaseException) -> str | None:
     click would print as a multi-line panel; None for any other exception."""
     if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
         return None
-    message = " ".join(str(exc.format_message()).split())
+    message = redact_text(" ".join(str(exc.format_message()).split()))
     ctx = getattr(exc, "ctx", None)
     hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
     return message + hint
+
+
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def _bounded(process: Any, param: Any) -> Any:
+    """A parameter's processing that refuses an integer beyond 64 bits (what a database column holds)."""
+
+    def check(ctx: Any, value: Any) -> Any:
+        value = process(ctx, value)
+        for n in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(n, int) and not isinstance(n, bool) and not INT64[0] <= n <= INT64[1]:
+                raise typer.BadParameter(f"{str(n)[:40]} is out of range (at most {INT64[1]:,} in size)", ctx=ctx, param=param)
+        return value
+
+    return check
+
+
+def _bound_integers(command: Any) -> Any:
+    """Every option and argument of ``command`` and its subcommands refuses an integer beyond 64
+    bits: ``--round 99999999999999999999`` is a usage error naming the option, not an overflow
+    deep in a database driver."""
+    for param in getattr(command, "params", ()):
+        param.process_value = _bounded(param.process_value, param)
+    for sub in getattr(command, "commands", {}).values():
+        _bound_integers(sub)
+    return command
 
 
 def _leave_now(code: int) -> None:
@@ -180,36 +213,36 @@ def main() -> None:
     # a read of tens of thousands of events would otherwise repeat over it (Python's gc.freeze)
     gc.freeze()
     try:
-        code = app(standalone_mode=False, prog_name="diagevo")
+        code = _bound_integers(typer.main.get_command(app))(standalone_mode=False, prog_name="diagevo")
     except Interrupted as exc:
-        err_console.print(str(exc), highlight=False, soft_wrap=True)
+        err_console.print(text(redact_text(str(exc))), soft_wrap=True)
         _leave_now(130)
     except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
         _leave_now(130)
     except DiagevoError as exc:
-        err_console.print(f"[red]error:[/] {escape(runnable(_one_line(exc)))}", highlight=False, soft_wrap=True)
+        err_console.print(error_line(_one_line(exc)), soft_wrap=True)
         sys.exit(1)
     except OSError as exc:
         if not _environmental(exc):
-            err_console.print(_internal_error(exc), highlight=False, soft_wrap=True, markup=False)
+            err_console.print(text(_internal_error(exc)), soft_wrap=True)
             sys.exit(70)
         where = f"{exc.filename}: " if exc.filename else ""
-        err_console.print(f"[red]error:[/] {escape(where + (exc.strerror or _one_line(exc)).lower())}", highlight=False, soft_wrap=True)
+        err_console.print(error_line(redact_text(where + (exc.strerror or _one_line(exc)).lower())), soft_wrap=True)
         sys.exit(1)
     except Exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # `diagevo memory` alone: the help
-            text = exc.ctx.get_help()  # type: ignore[attr-defined]  # rich help prints itself, returns ""
-            if text.strip():
-                sys.stdout.write(text + "\n")
+            shown = exc.ctx.get_help()  # type: ignore[attr-defined]  # rich help prints itself, returns ""
+            if shown.strip():
+                sys.stdout.write(shown + "\n")
             sys.exit(0)
         usage = _usage_error(exc)
         if usage is None:  # not the user's doing: a bug, shown as one
             if os.environ.get("DIAGEVO_TRACEBACK"):
                 raise
-            err_console.print(_internal_error(exc), highlight=False, soft_wrap=True, markup=False)
+            err_console.print(text(_internal_error(exc)), soft_wrap=True)
             sys.exit(70)
-        err_console.print(f"[red]error:[/] {escape(usage)}", highlight=False, soft_wrap=True)
+        err_console.print(error_line(usage), soft_wrap=True)
         sys.exit(int(getattr(exc, "exit_code", 2)))
     if code == 130:  # typer turns Ctrl-C in a command into exit code 130
         err_console.print("interrupted")

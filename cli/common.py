@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import shlex
 import shutil
 import sys
 from collections.abc import Iterator
@@ -14,12 +11,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from diagevo.errors import DiagevoError
+from cli.safe import json_text, make_console
+from diagevo.errors import DiagevoError, Hint
+from diagevo.untrusted import shell_join
 
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 DbOpt = Annotated[
     str | None,
@@ -47,14 +45,13 @@ def open_store(
     Commands that only read set ``readonly``: SQLite is opened read-only (a read-only mount works).
     With ``keep_if_refused=False``, a SQLite file this call created is removed again when the
     command refuses its input (a DiagevoError): a refusal leaves nothing behind."""
-    from diagevo.events.backends import open_recorder
-    from diagevo.events.store import sqlite_path
+    from diagevo.log import open_log, sqlite_path
     from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
     path = sqlite_path(url)
     fresh = create and not keep_if_refused and path is not None and not path.exists()
-    store = open_recorder(url, create=create, readonly=readonly)
+    store = open_log(url, create=create, readonly=readonly)
     try:
         yield store
     except DiagevoError:
@@ -68,7 +65,8 @@ def open_store(
 
 
 def emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    """One JSON document a line on stdout, its texts escaped as :func:`cli.safe.json_text` says."""
+    sys.stdout.write(json_text(obj) + "\n")
 
 
 def fail(message: str) -> None:
@@ -89,23 +87,27 @@ def program() -> str:
     return os.path.relpath(target, here) if target.is_relative_to(here) else str(target)
 
 
-def runnable(message: str) -> str:
-    """A message's suggested ``diagevo ...`` commands made runnable as printed: spelled with the
-    executable the user invoked when ``diagevo`` on PATH is not it, and without a ``--db`` that
-    names the database the command finds on its own ($DIAGEVO_DB, else the default)."""
-    from diagevo.paths import without_password
-    from diagevo.urls import resolve_db_url
+def spell(hint: Hint) -> str:
+    """A hint's command, runnable as printed: the executable the user invoked (when ``diagevo``
+    on PATH is not it), and ``--db`` only where the command would not find the database on its
+    own ($DIAGEVO_DB, else the default), never with a password."""
+    from diagevo.urls import resolve_db_url, without_password
 
-    try:
-        default = shlex.quote(without_password(resolve_db_url(None)))
-    except Exception:  # a $DIAGEVO_DB that is no URL: keep every --db
-        default = None
-    if default is not None:
-        message = re.sub(rf"([`(]diagevo [^`)]*?) --db {re.escape(default)}(?=[`)])", r"\1", message)
-    prog = program()
-    if prog == "diagevo":
-        return message
-    return message.replace("(diagevo ", f"({shlex.quote(prog)} ").replace("`diagevo ", f"`{shlex.quote(prog)} ")
+    db: list[str] = []
+    if hint.db:
+        bare = without_password(hint.db)
+        try:
+            default = without_password(resolve_db_url(None))
+        except Exception:  # noqa: BLE001 - a $DIAGEVO_DB that is no URL: keep every --db
+            default = None
+        if bare != default:
+            db = ["--db", bare]
+    return shell_join([program(), *hint.args, *db])
+
+
+def message(exc: BaseException) -> str:
+    """What a user reads of an error: a DiagevoError's message with its hint spelled runnable."""
+    return exc.render(spell) if isinstance(exc, DiagevoError) else str(exc)
 
 
 def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
@@ -116,7 +118,7 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
         return [], None
     from sqlalchemy.engine import make_url
 
-    from diagevo.paths import without_password
+    from diagevo.urls import without_password
 
     if make_url(db_url).password is None:  # the store has parsed this URL already
         return ["--db", db_url], None
@@ -130,4 +132,4 @@ def suggest(*args: str, db: str | None = None) -> str:
     from diagevo.urls import resolve_db_url
 
     dbs = db_args(db, resolve_db_url(db))[0] if db else []
-    return shlex.join([program(), *args, *dbs])
+    return shell_join([program(), *args, *dbs])

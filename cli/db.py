@@ -6,8 +6,8 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from cli.safe import error_line, make_console, text
 
 db_app = typer.Typer(
     help="Database schema: upgrade to the latest revision, show the current one.", no_args_is_help=True
@@ -18,14 +18,15 @@ DbOption = Annotated[
     typer.Option("--db", help="Database URL (default: env DIAGEVO_DB, else sqlite:///diagevo.db).", show_default=False),
 ]
 
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+_out = make_console(highlight=False, soft_wrap=True)
+_err = make_console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def _fail(message: str) -> typer.Exit:
-    from cli.common import runnable
+def _fail(exc: Exception) -> typer.Exit:
+    from cli.common import message
+    from diagevo.redaction import redact_text
 
-    _err.print(f"error: {runnable(message)}", markup=False)
+    _err.print(error_line(redact_text(message(exc))))
     return typer.Exit(1)
 
 
@@ -33,18 +34,19 @@ def _fail(message: str) -> typer.Exit:
 def upgrade_cmd(db: DbOption = None) -> None:
     """Migrate the database to the latest schema revision (creates it when empty)."""
     from diagevo.urls import redact_url, resolve_db_url
-    from diagevo.events.store import StoreError, upgrade  # alembic: not for `diagevo --help`
+    from diagevo.log import StoreError
+    from diagevo.log.schema import upgrade
 
     url = resolve_db_url(db)
     try:
         before, after = upgrade(url)
     except StoreError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
     where = redact_url(url)
     if before == after:
-        _out.print(f"{where}: already at revision [bold]{after}[/bold] (head)")
+        _out.print(text(f"{where}: already at revision ", (str(after), "bold"), " (head)"))
     else:
-        _out.print(f"{where}: upgraded from revision {before or '(empty)'} to [bold]{after}[/bold] (head)")
+        _out.print(text(f"{where}: upgraded from revision {before or '(empty)'} to ", (str(after), "bold"), " (head)"))
 
 
 @db_app.command("current")
@@ -54,13 +56,14 @@ def current_cmd(
 ) -> None:
     """Show the database's schema revision and whether it is up to date (creates nothing)."""
     from diagevo.urls import resolve_db_url
-    from diagevo.events.store import StoreError, revision_status
+    from diagevo.log import StoreError
+    from diagevo.log.schema import revision_status
 
     url = resolve_db_url(db)
     try:
         status = revision_status(url)
     except StoreError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
     if as_json:
         payload = {
             "db": status.url,
@@ -71,17 +74,14 @@ def current_cmd(
         }
         typer.echo(json.dumps(payload))
         return
-    from rich.markup import escape
+    from cli.common import spell
+    from diagevo.errors import Hint
 
-    from cli.common import runnable
-    from diagevo.paths import diagevo_command
-
-    upgrade = ("db", "upgrade")
     advice = {
-        "up_to_date": "[green]up to date[/green]",
-        "outdated": f"[yellow]outdated[/yellow]: {escape(runnable(f'run `{diagevo_command(url, *upgrade)}`'))}",
-        "empty": "empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema",
-        "unknown": "[red]unknown revision[/red]: this diagevo is older than the database",
-        "foreign": "[red]not a diagevo database[/red]: diagevo will not write into it",
+        "up_to_date": text(("up to date", "green")),
+        "outdated": text(("outdated", "yellow"), f": run `{spell(Hint(('db', 'upgrade'), url))}`"),
+        "empty": text("empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema"),
+        "unknown": text(("unknown revision", "red"), ": this diagevo is older than the database"),
+        "foreign": text(("not a diagevo database", "red"), ": diagevo will not write into it"),
     }[status.state]
-    _out.print(f"{status.url}: revision [bold]{status.current or '(none)'}[/bold], head {status.head} - {advice}")
+    _out.print(text(f"{status.url}: revision ", (status.current or "(none)", "bold"), f", head {status.head} - ", advice))

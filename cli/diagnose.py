@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
+from cli.safe import text
 
 PHASES = {"extract": "Prompt 1 (extraction)", "maintain": "stages 2a-3.5 (memory)", "consolidate": "stage 4a (merges)"}
 
@@ -47,7 +48,7 @@ def _embedder(cfg: Any) -> Any:
 
 
 def _summary_table(s: Any) -> Table:
-    table = Table(title=f"diagnosis of run {s.run}, round {s.round}", show_header=False)
+    table = Table(title=text(f"diagnosis of run {s.run}, round {s.round}"), show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
     rows = [
@@ -87,9 +88,10 @@ def diagnose(
 ) -> None:
     """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log."""
     from diagevo.config import resolve_db_url
-    from diagevo.diagnosis.index import VectorIndex, default_index_path
+    from diagevo.views.index import VectorIndex, default_index_path
     from diagevo.diagnosis.llm import LLMDiagnostician
     from diagevo.openai_client import check_endpoint
+    from diagevo.diagnosis.pipeline import diagnose as diagnose_round
     from diagevo.diagnosis.pipeline import failures_from_records
     from diagevo.rounds import Round, round_state
 
@@ -125,7 +127,7 @@ def diagnose(
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=err_console, transient=True, disable=json_out,
         ) as bar:
             tasks: dict[str, Any] = {}
@@ -135,7 +137,8 @@ def diagnose(
                     tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
                 bar.update(tasks[phase], completed=done, total=total)
 
-            summary = rnd.diagnose(
+            summary = diagnose_round(
+                rnd,
                 diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
             )
     if json_out:
@@ -155,9 +158,9 @@ def reindex(
 ) -> None:
     """Rebuild the vector index (LanceDB) of a run from its event log."""
     from diagevo.config import resolve_db_url
-    from diagevo.diagnosis.index import CHECKPOINT, default_index_path
-    from diagevo.diagnosis.index import reindex as rebuild
-    from diagevo.replay import resolve_run
+    from diagevo.views.index import VIEW as CHECKPOINT, default_index_path
+    from diagevo.views.index import reindex as rebuild
+    from diagevo.views.memory import resolve_run
 
     cfg = _diagnosis_config(config, embedder=embedder, embed_model=embed_model)
     emb = _embedder(cfg)
@@ -165,12 +168,13 @@ def reindex(
     with open_store(db) as store:
         run_id = resolve_run(store, run)
         rows = rebuild(store, run_id, path, emb)
-        seq = store.get_checkpoint(CHECKPOINT, run_id)
+        saved = store.view_states(CHECKPOINT, run_id, latest=True)
+        seq = saved[0].seq if saved else 0
     result = {"run": run_id, "rows": rows, "path": str(path), "model": emb.name, "checkpoint": seq}
     if json:
         emit_json(result)
     else:
-        console.print(f"reindexed run {run_id}: {rows} rows ({emb.name}) in {path}, checkpoint at seq {seq}")
+        console.print(text(f"reindexed run {run_id}: {rows} rows ({emb.name}) in {path}, checkpoint at seq {seq}"))
 
 
 def register(app: typer.Typer, memory_app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, err_console, open_store
+from cli.safe import plain, text
 
 EngineOpt = Annotated[
     str | None,
@@ -40,7 +41,11 @@ def load_benches(specs: list[str], fields: list[str], limit: int | None) -> list
         if not dot or not name:
             raise CLIError(f"--field {key}={column}: name the benchmark and the role, e.g. gsm8k.question={column}")
         mapping.setdefault(name, {})[role] = column
+    from diagevo.files import plain_name
+
     pairs = _pairs(specs, "--bench", "NAME=PATH")
+    for name, _ in pairs:  # NAME names the outputs file under --out
+        plain_name(name, "--bench NAME")
     names = [name.partition(":")[0] for name, _ in pairs]
     for name in mapping:
         if name not in names:
@@ -83,12 +88,12 @@ class _Bars:
 
     def __call__(self, phase: str, done: int, total: int | None) -> None:
         if phase not in self.tasks:
-            self.tasks[phase] = self.progress.add_task(phase, total=total)
+            self.tasks[phase] = self.progress.add_task(plain(phase, limit=80), total=total)
         self.progress.update(self.tasks[phase], completed=done, total=total)
 
 
 def _table(rows: Sequence[tuple[int | None, Any]], title: str, selected: int | None = None) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     with_round = any(t is not None for t, _ in rows)
     heads = (["round"] if with_round else []) + ["benchmark", "n", "accuracy", "mean@k", "unparsed", "seconds"]
     for h in heads:
@@ -99,7 +104,7 @@ def _table(rows: Sequence[tuple[int | None, Any]], title: str, selected: int | N
         mark = " *" if selected is not None and t == selected else ""
         cells = [f"{t}{mark}"] if with_round else []
         cells += [r.benchmark, str(r.n), f"{r.accuracy:.3f}", mean, str(r.unparsed), f"{r.seconds:.1f}{resumed}"]
-        table.add_row(*cells)
+        table.add_row(*(text(c) for c in cells))
     return table
 
 
@@ -148,10 +153,14 @@ def eval_command(
         from diagevo.eval import load_benchmark
 
         name, sep, path = select.partition("=")
+        if sep:
+            from diagevo.files import plain_name
+
+            plain_name(name, "--select NAME")
         validation = load_benchmark(name if sep else "validation:mixed", path if sep else select, None, limit)
     kind, make = _engine_factory(engine, url)
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=True, disable=json) as progress:
         bars = _Bars(progress)
         if model is not None:
@@ -163,7 +172,7 @@ def eval_command(
             selected = None
         else:
             from diagevo.eval import evaluate_run
-            from diagevo.replay import resolve_run
+            from diagevo.views.memory import resolve_run
 
             with open_store(db) as store:
                 run_id = resolve_run(store, run)
@@ -185,9 +194,9 @@ def eval_command(
     console.print(_table(rows, title, selected))
     if selected is not None:
         best = done.validation[selected]
-        console.print(f"selected round {selected} (* above): validation accuracy {best.accuracy:.3f} on {best.benchmark}")
+        console.print(text(f"selected round {selected} (* above): validation accuracy {best.accuracy:.3f} on {best.benchmark}"))
     if rows:
-        console.print(f"[dim]per-question outputs under {out}/ (rerun the same command to resume)[/]")
+        console.print(text((f"per-question outputs under {out}/ (rerun the same command to resume)", "dim")))
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from cli.common import DbOpt, JsonOpt, console, emit_json, open_store, suggest
+from cli.safe import text
 
 
 def register(memory_app: typer.Typer) -> None:
@@ -21,18 +22,21 @@ def register(memory_app: typer.Typer) -> None:
     ) -> None:
         """A new run whose log is RUN's log through ROUND's commit (continue it with train --resume)."""
         from diagevo.fork import fork_run
+        from diagevo.rounds import stored_config
         from diagevo.words import plural
 
         with open_store(db) as store:
             done = fork_run(store, run, round, to)
+            saved = stored_config(store, to)
         if json:
             emit_json(done)
             return
-        console.print(
+        # a fork at or past its run's last round trains one more round when continued
+        more = [] if saved is not None and saved.train.rounds > round else ["--rounds", str(round + 1)]
+        console.print(text(
             f"run {to}: {plural(done['events'], 'event')}, a copy of run {run} through round {round} "
-            f"(source hash {done['source_hash'][:12]}); continue with: {suggest('train', '--run', to, '--resume', db=db)}",
-            soft_wrap=True, highlight=False, markup=False,
-        )
+            f"(source hash {done['source_hash'][:12]}); continue with: {suggest('train', '--run', to, '--resume', *more, db=db)}"
+        ), soft_wrap=True)
 
     @memory_app.command()
     def diff(
@@ -56,31 +60,31 @@ def register(memory_app: typer.Typer) -> None:
         a, b = runs
         sched = Table(title="schedule", title_justify="left")
         sched.add_column("")
-        sched.add_column(a, justify="right")
-        sched.add_column(b, justify="right")
+        sched.add_column(text(a), justify="right")
+        sched.add_column(text(b), justify="right")
         for key in ("round", "k", "F", "epsilon_next", "causes", "active", "mastered", "nodes"):
             va, vb = d["schedule"][a][key], d["schedule"][b][key]
             fmt = (lambda v: f"{v:.3f}") if isinstance(va, float) else str
             sched.add_row(key.replace("epsilon_next", "ε_t+1").replace("F", "F_t"), fmt(va), fmt(vb))
         console.print(sched)
         n = len(d["causes_differing"])
-        causes = Table(title=f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}", title_justify="left",
+        causes = Table(title=text(f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}"), title_justify="left",
                        caption="causes matched by the event that created them, not by id", caption_justify="left")
         for h in ("cause", a, b, "description"):
-            causes.add_column(h, overflow="fold")
+            causes.add_column(text(h), overflow="fold")
         for c in d["causes_differing"]:
-            causes.add_row(c["cause_id"], f"{c[a]['state']} f={c[a]['frequency']}", f"{c[b]['state']} f={c[b]['frequency']}", c["description"])
+            causes.add_row(text(c["cause_id"]), f"{c[a]['state']} f={c[a]['frequency']}", f"{c[b]['state']} f={c[b]['frequency']}", text(c["description"]))
         console.print(causes)
         for run in runs:
-            console.print(f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes {', '.join(d['nodes_only_in'][run]) or '-'}", soft_wrap=True)
+            console.print(text(f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes {', '.join(d['nodes_only_in'][run]) or '-'}"), soft_wrap=True)
         if d["same_node_id_differs"]:
             ids = ", ".join(d["same_node_id_differs"])
-            console.print(f"{plural(len(d['same_node_id_differs']), 'node id')} {'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
-                          f"a different skill node in each run (created after the fork): {ids}", soft_wrap=True, highlight=False)
+            console.print(text(f"{plural(len(d['same_node_id_differs']), 'node id')} {'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
+                               f"a different skill node in each run (created after the fork): {ids}"), soft_wrap=True)
         clash = d["same_id_differs"]
         if clash:
             ids = ", ".join(c["cause_id"] for c in clash[:10]) + (" ..." if len(clash) > 10 else "")
-            console.print(
+            console.print(text(
                 f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each run "
-                f"(created after the fork): {ids}", soft_wrap=True, highlight=False,
-            )
+                f"(created after the fork): {ids}"
+            ), soft_wrap=True)

@@ -13,6 +13,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, open_store
+from cli.safe import plain, text
 from diagevo.words import plural
 if TYPE_CHECKING:
     from diagevo.memory.state import Memory
@@ -25,20 +26,26 @@ def render_memory(mem: Memory, title: str) -> None:
     from diagevo.words import plural
 
     s = schedule(mem)
-    tree = Tree(f"[bold]{title}[/]  run {mem.run}")
-    for node in sorted(mem.nodes.values(), key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else n.id):
+    tree = Tree(text((title, "bold"), "  run ", mem.run))
+    for node in sorted(mem.nodes.values(), key=_numbered):
         causes = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
-        branch = tree.add(f"[bold cyan]{node.id}[/] {node.label}  [dim]({plural(len(causes), 'cause')})[/]")
+        branch = tree.add(text((node.id, "bold cyan"), " ", node.label, "  ", (f"({plural(len(causes), 'cause')})", "dim")))
         for c in causes:
             style = "yellow" if c.active else "green"
             p = f"  p={s.p[c.id]:.3f}" if c.id in s.p else ""
-            branch.add(f"[{style}]{c.id} {c.state.value:8s} f={c.frequency}[/]{p}  {c.description}")
+            branch.add(text((f"{c.id} {c.state.value:8s} f={c.frequency}", style), p, "  ", c.description))
     console.print(tree)
     console.print(
         f"F_{mem.committed} = {s.F}   F_1 = {s.F1}   k = {mem.k:g}   "
         f"ε_{mem.committed + 1} = {s.epsilon:.4f}   active {len(mem.active())}, mastered {len(mem.mastered())}, "
         f"nodes {len(mem.nodes)}"
     )
+
+
+def _numbered(node: Any) -> tuple[int, int, str]:
+    """N2 before N10; ids of another shape after them, in text order."""
+    digits = node.id[1:]
+    return (0, int(digits), "") if digits.isdigit() and len(digits) < 19 else (1, 0, node.id)
 
 
 @memory_app.command()
@@ -49,8 +56,8 @@ def replay(
     json: JsonOpt = False,
 ) -> None:
     """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
-    from diagevo.queries import memory_view
-    from diagevo.replay import load_memory, resolve_run
+    from diagevo.views.queries import memory_view
+    from diagevo.views.memory import load_memory, resolve_run
 
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), round)
@@ -63,8 +70,8 @@ def replay(
 @memory_app.command()
 def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     """The memory after the run's last event (an unfinished round included)."""
-    from diagevo.queries import memory_view
-    from diagevo.replay import load_memory, resolve_run
+    from diagevo.views.queries import memory_view
+    from diagevo.views.memory import load_memory, resolve_run
 
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
@@ -102,17 +109,17 @@ def why(
     json: JsonOpt = False,
 ) -> None:
     """The story of one cause: creation, attributions, promotions, reactivations, merges."""
-    from diagevo import queries
+    from diagevo.views import queries
 
     with open_store(db, readonly=True) as store:
         story = queries.why(store, cause, run)
     if json:
         emit_json(story)
         return
-    console.print(Text.assemble((cause, "bold"), f" ({story['node']}): {story['description']}"))
+    console.print(text((cause, "bold"), f" ({story['node']}): ", story["description"]))
     table = Table("round", "seq", "what")
     for entry in story["timeline"]:
-        table.add_row(str(entry["round"]), str(entry["seq"]), Text(_describe(entry)))
+        table.add_row(str(entry["round"]), str(entry["seq"]), text(_describe(entry)))
     console.print(table)
     created = next((e for e in story["timeline"] if e["kind"] == "created"), None)
     if created is not None and created.get("failure"):
@@ -135,17 +142,18 @@ def creation_story(failure: dict[str, Any]) -> Text:
     out = Text()
     q = failure.get("question") or {}
     if q:
-        out.append(f"question {q.get('question_id')} ({q.get('mode')}): ", "dim").append(str(q.get("text") or "")).append("\n")
+        out.append_text(text((f"question {q.get('question_id')} ({q.get('mode')}): ", "dim")))
+        out.append_text(text(str(q.get("text") or ""), newlines=True)).append("\n")
     if "pseudo_label" in q:
         sure = f"p1={q['p1']:.3f}, p2={q['p2']:.3f}" if isinstance(q.get("p1"), float) and isinstance(q.get("p2"), float) else "votes unknown"
         over = f" of {q['n']} construction answers" if q.get("n") else ""
-        out.append("pseudo-label: ", "dim").append(f"{q['pseudo_label']} ({sure}{over})\n")
-    out.append(f"failing response ({failure.get('failure_id')}): ", "dim").append(_shorten(failure.get("response"))).append("\n")
-    out.append("reference: ", "dim").append(_shorten(failure.get("reference"))).append("\n")
+        out.append_text(text(("pseudo-label: ", "dim"), f"{q['pseudo_label']} ({sure}{over})")).append("\n")
+    out.append_text(text((f"failing response ({failure.get('failure_id')}): ", "dim"), _shorten(failure.get("response")))).append("\n")
+    out.append_text(text(("reference: ", "dim"), _shorten(failure.get("reference")))).append("\n")
     d = failure.get("diagnosis") or {}
     if d:
         said = d.get("error_cause") or (f"matches {d['matched_cause']}" if d.get("matched_cause") else "no skill error")
-        out.append(f"diagnosis ({d.get('model') or '?'}): ", "dim").append(str(said))
+        out.append_text(text((f"diagnosis ({d.get('model') or '?'}): ", "dim"), str(said)))
     return out
 
 
@@ -170,7 +178,7 @@ STATS_COLUMNS = {
 @memory_app.command()
 def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False, wide: WideOpt = False) -> None:
     """One row per committed round."""
-    from diagevo import queries
+    from diagevo.views import queries
 
     with open_store(db, readonly=True) as store:
         data = queries.stats(store, run)
@@ -185,7 +193,7 @@ def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False, wide: Wid
     cols = [c for c in heads if rows and any(c in r for r in rows)]
     cells = [[_cell(r.get(c)) for c in cols] for r in rows]
     caption = "kept: retained questions  new: new causes  attr: attributions  prom/react: promotions/reactivations"
-    print_fitted(console, [heads[c] for c in cols], cells, title=f"run {run_id}", wide=wide, caption=caption)
+    print_fitted(console, [heads[c] for c in cols], cells, title=text(f"run {run_id}"), wide=wide, caption=caption)
 
 
 def _cell(v: Any) -> str:
@@ -223,10 +231,10 @@ def events(
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream the events as JSON lines, one event a line.")] = False,
 ) -> None:
     """List events, filtered (every filter is an indexed read)."""
-    from diagevo.events.keys import CAUSE_FIELDS
-    from diagevo.events.schemas import EVENT_TYPES
+    from diagevo.catalog import CAUSE_FIELDS
+    from diagevo.catalog import CATALOG as EVENT_TYPES
     from diagevo.parsing import one_line
-    from diagevo.replay import resolve_run
+    from diagevo.views.memory import resolve_run
 
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
@@ -244,12 +252,12 @@ def events(
         run_id = resolve_run(store, run)
         types = type or None
         if cause is not None:
-            found = store.read_naming(run_id, {f: [cause] for f in CAUSE_FIELDS}, types=types, round=round)
+            found = list(store.read(run_id, keys={f: [cause] for f in CAUSE_FIELDS}, types=types, round=round))
         elif failure is not None or question is not None:
             field = "failure_id" if failure is not None else "question_id"
-            found = store.read_naming(run_id, {field: [wanted[field]]}, types=types, round=round)
+            found = list(store.read(run_id, keys={field: [wanted[field]]}, types=types, round=round))
         else:  # one more than shown: whether the list was cut
-            found = list(store.read(run_id, types=types, round=round, limit=limit + 1 if limit else None))
+            found = list(store.read(run_id, types=types, round=round, limit=min(limit + 1, 2**63 - 1) if limit else None))
         # several id filters: all must hold (the first one was the indexed read)
         picked = [
             e for e in found
@@ -267,15 +275,15 @@ def events(
     if json:
         emit_json({"run": run_id, "events": rows, "limit": limit or None, "truncated": more})
         return
-    table = Table("seq", "round", "type", "data", title=f"run {run_id}", title_justify="left")
+    table = Table("seq", "round", "type", "data", title=text(f"run {run_id}"), title_justify="left")
     for e in picked:
         data = ", ".join(f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict))
-        table.add_row(str(e.seq), str(e.round), e.type, data[:140])
+        table.add_row(str(e.seq), str(e.round), e.type, text(data[:140]))
     console.print(table)
     if more:
-        console.print(f"[dim]the first {plural(limit, 'event')} shown; more match (--limit 0 for all, --limit N for more)[/]")
+        console.print(text((f"the first {plural(limit, 'event')} shown; more match (--limit 0 for all, --limit N for more)", "dim")))
     elif not picked:
-        console.print("[dim]no events match[/]")
+        console.print(text(("no events match", "dim")))
 
 
 @memory_app.command()
@@ -305,9 +313,20 @@ def ingest(
     else:
         from diagevo.words import plural
 
-        runs = ", ".join(result.runs)
-        console.print(f"ingested {plural(result.appended, 'event')} ({result.skipped} already stored) into "
-                      f"{'run' if len(result.runs) == 1 else 'runs'} {runs}", soft_wrap=True, highlight=False, markup=False)
+        console.print(text(f"ingested {plural(result.appended, 'event')} ({result.skipped} already stored) into ", _runs(result.runs)),
+                      soft_wrap=True)
+
+
+SHOWN_RUNS = 5
+
+
+def _runs(runs: tuple[str, ...] | list[str]) -> str:
+    """``run r1``, ``2 runs: r1, r2``, or the first few of many and how many more (``--json`` lists all)."""
+    if len(runs) == 1:
+        return f"run {plain(runs[0], limit=200)}"
+    shown = ", ".join(plain(r, limit=80) for r in runs[:SHOWN_RUNS])
+    more = len(runs) - SHOWN_RUNS
+    return f"{len(runs):,} runs: {shown}" + (f", … ({more:,} more; --json lists them all)" if more > 0 else "")
 
 
 @memory_app.command()
@@ -317,42 +336,57 @@ def export(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")] = None,
 ) -> None:
     """Write the run's log as JSONL (with seq, recorded_at, hash)."""
+    from diagevo.files import replaced
     from diagevo.interchange import export_lines
-    from diagevo.replay import resolve_run
+    from diagevo.untrusted import json_visible
+    from diagevo.views.memory import resolve_run
 
     with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
+        lines = (json_visible(line) for line in export_lines(store, run_id))  # the same JSON, safe to print
         if out is None:
-            for line in export_lines(store, run_id):
-                sys.stdout.write(line)
+            sys.stdout.writelines(lines)
         else:
-            with out.open("w", encoding="utf-8") as fh:
-                fh.writelines(export_lines(store, run_id))
+            with replaced(out) as fh:
+                fh.writelines(lines)
 
 
 @memory_app.command()
-def verify(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
-    """Check the hash chain, the texts against their keys, the invariants, and that the caches
-    (snapshots, the stats read model) equal the log and reach no further than it."""
-    from diagevo.replay import resolve_run, verify_run
+def verify(
+    db: DbOpt = None,
+    run: RunOpt = None,
+    all_runs: Annotated[bool, typer.Option("--all", help="Every run of the database.")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Check the hash chain, the texts against their keys, the invariants, and that the saved
+    views (snapshots, the statistics) equal the log and reach no further than it."""
+    from diagevo.views.memory import resolve_run
+    from diagevo.views.verify import verify_run
 
+    if all_runs and run is not None:
+        raise CLIError("give --run or --all, not both")
+    results: list[dict[str, Any]] = []
     with open_store(db, readonly=True) as store:
-        run_id = resolve_run(store, run)
-        problems = verify_run(store, run_id)
-        head = next(iter(store.read(run_id, after_seq=store.last_seq(run_id) - 1)), None)
-    last = {"seq": head.seq, "hash": head.hash} if head is not None else None
+        for run_id in store.runs() if all_runs else [resolve_run(store, run)]:
+            problems = verify_run(store, run_id)
+            head = next(iter(store.read(run_id, after_seq=store.last_seq(run_id) - 1)), None)
+            last = {"seq": head.seq, "hash": head.hash} if head is not None else None
+            results.append({"run": run_id, "ok": not problems, "problems": problems, "last": last})
     if json:
-        emit_json({"run": run_id, "ok": not problems, "problems": problems, "last": last})
-    elif problems:
-        for p in problems:
-            console.print(f"[red]✗[/] {p}")
+        emit_json({"runs": results} if all_runs else results[0])
     else:
-        where = f" (last event: seq {last['seq']}, hash {last['hash']})" if last else ""
-        console.print(
-            f"[green]✓[/] run {run_id}: hash chain intact, texts match their keys, invariants hold, "
-            f"caches equal the log{where}"
-        )
-    if problems:
+        for r in results:
+            if r["problems"]:
+                for p in r["problems"]:
+                    console.print(text(("✗", "red"), " ", f"run {r['run']}: " if all_runs else "", p))
+            else:
+                where = f" (last event: seq {r['last']['seq']}, hash {r['last']['hash']})" if r["last"] else ""
+                console.print(text(
+                    ("✓", "green"),
+                    f" run {r['run']}: hash chain intact, texts match their keys, invariants hold, "
+                    f"saved views equal the log{where}",
+                ))
+    if any(r["problems"] for r in results):
         raise typer.Exit(1)
 
 
@@ -368,7 +402,7 @@ def plot(
     """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an image with -o."""
     import polars as pl
 
-    from diagevo import queries
+    from diagevo.views import queries
 
     suffix = out.suffix.lower() if out is not None else ""
     if out is not None and suffix not in (".png", ".svg", ".csv"):
@@ -382,11 +416,14 @@ def plot(
         if json:
             emit_json({"run": run_id, "series": []})
         else:
-            console.print(f"run {run_id} has no committed round yet: nothing to plot")
+            console.print(text(f"run {run_id} has no committed round yet: nothing to plot"))
         return
     df = pl.DataFrame(rows)
-    if suffix == ".csv":
-        df.write_csv(out)
+    if out is not None and suffix == ".csv":
+        from diagevo.files import replaced
+
+        with replaced(out, binary=True) as fh:
+            df.write_csv(fh)
     elif out is not None:
         from diagevo.report import figures
 
@@ -397,14 +434,14 @@ def plot(
     top = max(1, *(r["active"] + r["mastered"] for r in rows))
     # a row is "round NNN " + bar + " act NNNN mas NNNN nod NNN ε 0.000": the bar takes what is left
     width = max(10, min(50, console.width - 10 - 36))
-    console.print(f"[yellow]█[/] active  [green]▒[/] mastered   (run {run_id}; bar: causes, at most {top})", soft_wrap=True)
+    console.print(text(("█", "yellow"), " active  ", ("▒", "green"), f" mastered   (run {run_id}; bar: causes, at most {top})"), soft_wrap=True)
     for r in rows:
         a = round(width * r["active"] / top)
         m = round(width * r["mastered"] / top)
-        console.print(
-            f"round {r['round']:>3} [yellow]{'█' * a}[/][green]{'▒' * m}[/]{' ' * (width - a - m)} "
-            f"act {r['active']:>4} mas {r['mastered']:>4} nod {r['nodes']:>3} ε {r['epsilon_next']:.3f}"
-        )
-    console.print("[dim]act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1[/]")
+        console.print(text(
+            f"round {r['round']:>3} ", ("█" * a, "yellow"), ("▒" * m, "green"), " " * (width - a - m),
+            f" act {r['active']:>4} mas {r['mastered']:>4} nod {r['nodes']:>3} ε {r['epsilon_next']:.3f}",
+        ))
+    console.print(text(("act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1", "dim")))
     if out is not None:
-        console.print(f"wrote {out}")
+        console.print(text(f"wrote {out}"))

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cli.common import JsonOpt, console, emit_json
+from cli.safe import text
 from cli.progress import progress_for
 from diagevo.errors import BadInput
 
@@ -35,7 +36,7 @@ def tiny(
     if json:
         emit_json({"out": str(out), "challenger": str(out / "challenger"), "solver": str(out / "solver")})
         return
-    console.print(f"tiny model pair written to [bold]{out}[/]: challenger/, solver/, heldout.jsonl", soft_wrap=True)
+    console.print(text("tiny model pair written to ", (str(out), "bold"), ": challenger/, solver/, heldout.jsonl"), soft_wrap=True)
 
 
 @models_app.command("smollm2")
@@ -61,10 +62,10 @@ def smollm2(
         emit_json({"out": str(out), **record})
         return
     checks = record["checks"]
-    console.print(
-        f"{SMOLLM2.name} written to [bold]{out}[/] ({checks['parameters']:,} parameters; chat template, special tokens "  # type: ignore[index]
-        f"and logits checked against the GGUF); use it with configs/smollm2-cpu.toml", soft_wrap=True,
-    )
+    console.print(text(
+        f"{SMOLLM2.name} written to ", (str(out), "bold"), f" ({checks['parameters']:,} parameters; chat template, special tokens "  # type: ignore[index]
+        "and logits checked against the GGUF); use it with configs/smollm2-cpu.toml"
+    ), soft_wrap=True)
 
 
 def gpu_check(
@@ -85,7 +86,7 @@ def gpu_check(
     if json:
         emit_json(report.as_dict())
     else:
-        console.print(f"{report.device}: {report.engine}, attention {report.attention}; " + ", ".join(f"{k} {v}" for k, v in report.versions.items()), soft_wrap=True)
+        console.print(text(f"{report.device}: {report.engine}, attention {report.attention}; " + ", ".join(f"{k} {v}" for k, v in report.versions.items())), soft_wrap=True)
         table = Table("phase", "seconds", "peak GiB", "steps", "prompts/step", "completions/step", box=None)
         for name, f in report.phases.items():
             table.add_row(name, f"{f.seconds:.1f}", f"{f.peak_gib:.2f}", str(f.steps or ""), str(f.prompts_per_step or ""), str(f.completions_per_step or ""))
@@ -96,6 +97,6 @@ def gpu_check(
             + f"; verify {'clean' if not report.verify_problems else 'FAILED'}; vLLM engines per process {report.vllm_engines}",
             soft_wrap=True,
         )
-        console.print("[green]passed[/]" if report.passed else "[red]FAILED:[/] " + "; ".join(report.failures), soft_wrap=True)
+        console.print(text(("passed", "green")) if report.passed else text(("FAILED:", "red"), " " + "; ".join(report.failures)), soft_wrap=True)
     if not report.passed:
         raise typer.Exit(1)

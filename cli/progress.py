@@ -16,6 +16,8 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from cli.safe import plain
+
 ProgressFn = Callable[[str, int, int | None], None]
 
 
@@ -62,7 +64,7 @@ class PlainProgress:
         elif finished:
             extra.append("done")
         tail = f" ({', '.join(extra)})" if extra else ""
-        self.out.write(f"[{_duration(now - self.started):>6}] {self.names.get(phase, phase)} {count}{tail}\n")
+        self.out.write(f"[{_duration(now - self.started):>6}] {plain(self.names.get(phase, phase), limit=80)} {count}{tail}\n")
         self.out.flush()
 
 
@@ -75,7 +77,7 @@ class RichBars:
 
     def __call__(self, phase: str, done: int, total: int | None) -> None:
         if phase not in self.tasks:
-            self.tasks[phase] = self.progress.add_task(self.names.get(phase, phase), total=total)
+            self.tasks[phase] = self.progress.add_task(plain(self.names.get(phase, phase), limit=80), total=total)
         self.progress.update(self.tasks[phase], completed=done, total=total)
         if phase == self.reset_on and done and total and done < total:
             for name, other in list(self.tasks.items()):  # a new round: phase bars start over
@@ -100,7 +102,7 @@ def progress_for(console: Console, *, names: Mapping[str, str] | None = None, en
         plain = PlainProgress(sys.stderr, names)
         yield lambda phase, done, total: None if phase in ignore else plain(phase, done, total)
         return
-    cols = columns or (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    cols = columns or (TextColumn("{task.description:<24}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*cols, console=console, transient=transient) as progress:
         bars = RichBars(progress, names, reset_on)
         yield lambda phase, done, total: None if phase in ignore else bars(phase, done, total)

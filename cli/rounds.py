@@ -7,7 +7,6 @@ Thin: each command parses, calls :mod:`diagevo.rounds` and renders. Failures go 
 from __future__ import annotations
 
 import json as jsonlib
-import sys
 from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ import typer
 from rich.table import Table
 
 from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
+from cli.safe import text
 
 round_app = typer.Typer(no_args_is_help=True, help="Drive one round of the memory from another trainer.")
 
@@ -32,14 +32,13 @@ def _round(store: Any, run: str, t: int | None) -> int:
 @contextmanager
 def _picked(store: Any, run: str | None) -> Iterator[str]:
     """The run to work on; when ``--run`` was not given, an error says which run was picked."""
-    from diagevo.errors import DiagevoError, NotFound
-    from diagevo.paths import diagevo_command
-    from diagevo.replay import resolve_run
+    from diagevo.errors import DiagevoError, Hint, NotFound
     from diagevo.urls import redact_url
+    from diagevo.views.memory import resolve_run
 
-    if run is not None and run not in store.runs():
-        start = diagevo_command(store.url, "round", "start", "--run", run)
-        raise NotFound(f"no run {run!r} in {redact_url(store.url)}: start it first ({start})")
+    if run is not None and not store.has_run(run):
+        start = Hint(("round", "start", "--run", run), store.url)
+        raise NotFound(f"no run {run!r} in {redact_url(store.url)}: start it first", hint=start)
     r = resolve_run(store, run)
     try:
         yield r
@@ -73,7 +72,7 @@ def start(
     if json:
         emit_json({"run": run, "round": t, "created": created})
     else:
-        console.print(f"run {run}: round {t} is open" + (" (new run)" if created else ""))
+        console.print(text(f"run {run}: round {t} is open" + (" (new run)" if created else "")))
 
 
 @round_app.command("requests")
@@ -96,16 +95,16 @@ def requests_(
             reqs = rounds.requests(store, r, t, n, purpose=purpose, seed=seed)
     if jsonl:
         for q in reqs:
-            sys.stdout.write(jsonlib.dumps(q.to_json(), ensure_ascii=False) + "\n")
+            emit_json(q.to_json())
         return
     if json:
         emit_json({"run": r, "round": t, "requests": [q.to_json() for q in reqs]})
         return
-    table = Table(title=f"run {r}, round {t}: {len(reqs)} requests", title_justify="left")
+    table = Table(title=text(f"run {r}, round {t}: {len(reqs)} requests"), title_justify="left")
     for h in ("question_id", "mode", "active", "mastered", "node", "cause text"):
         table.add_column(h)
     for q in reqs:
-        table.add_row(q.question_id, q.mode, q.active_cause or "", q.mastered_cause or "", q.node_label or "", q.active_text or "")
+        table.add_row(*(text(v or "") for v in (q.question_id, q.mode, q.active_cause, q.mastered_cause, q.node_label, q.active_text)))
     console.print(table)
 
 
@@ -146,11 +145,11 @@ def record(
     if json:
         emit_json({"run": r, "round": t, "recorded": len(scored), "retained": [s.to_json() for s in kept]})
         return
-    table = Table(title=f"run {r}, round {t}: {len(kept)}/{len(scored)} retained", title_justify="left")
+    table = Table(title=text(f"run {r}, round {t}: {len(kept)}/{len(scored)} retained"), title_justify="left")
     for h in ("question_id", "mode", "p1", "p2", "pseudo-label"):
         table.add_column(h)
     for s in kept:
-        table.add_row(s.question_id, s.mode, f"{s.p1:.3f}", f"{s.p2:.3f}", s.pseudo_label or "")
+        table.add_row(text(s.question_id), s.mode, f"{s.p1:.3f}", f"{s.p2:.3f}", text(s.pseudo_label or ""))
     console.print(table)
 
 
@@ -166,8 +165,9 @@ def promote(run: RunOpt = None, db: DbOpt = None, round: RoundOpt = None, json: 
     if json:
         emit_json({"run": r, "round": t, "promoted": promoted})
         return
-    console.print(f"run {r}, round {t}: {len(promoted)} promoted" + "".join(
-        f"\n  {p['cause_id']}  acc={p['acc']:.3f}  n={p['n_candidates']}" for p in promoted))
+    console.print(text(f"run {r}, round {t}: {len(promoted)} promoted"))
+    for p in promoted:
+        console.print(text(f"  {p['cause_id']}  acc={p['acc']:.3f}  n={p['n_candidates']}"))
 
 
 @round_app.command("commit")
@@ -198,7 +198,7 @@ def commit(
     if json:
         emit_json({"run": r, "round": t, **done})
         return
-    console.print(
+    console.print(text(
         f"run {r}: round {t} committed  kept {done['retained']}/{done['questions']}  failures {done['failures']}  "
         f"F_t={done['F']}  ε_t+1={done['epsilon_next']:.3f}"
-    )
+    ))

@@ -1,13 +1,19 @@
 """Tables that fit the terminal: columns are kept in order of importance while they fit, the
-ones left out are named under the table (``--wide`` or ``--json`` show them all)."""
+ones left out are named under the table (``--wide`` or ``--json`` show them all). Headers and
+cells are untrusted text (benchmark and metric names, values from the log): shown as
+:func:`cli.safe.plain` has them, measured in terminal cells."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from cli.safe import make_console, plain, text
 
 # what a column costs beyond its text in a SIMPLE_HEAD table (padding on both sides), and the edge
 _GAP = 2
@@ -15,7 +21,7 @@ _EDGE = 1
 
 
 def column_widths(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
-    return [max([len(h), *(len(r[i]) for r in rows)]) + _GAP for i, h in enumerate(heads)]
+    return [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) + _GAP for i, h in enumerate(heads)]
 
 
 def fit_columns(heads: Sequence[str], rows: Sequence[Sequence[str]], width: int, keep: int = 1) -> list[int]:
@@ -31,34 +37,36 @@ def fit_columns(heads: Sequence[str], rows: Sequence[Sequence[str]], width: int,
     return chosen
 
 
-def fitted_table(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str,
+def fitted_table(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | Text,
                  wide: bool = False, caption: str | None = None) -> tuple[Table, list[str]]:
     """The table with the columns that fit ``console`` (all of them when ``wide``) and the
     headers of the columns left out."""
+    heads = [plain(h) for h in heads]
+    rows = [[plain(c) for c in r] for r in rows]
     shown = list(range(len(heads))) if wide else fit_columns(heads, rows, console.width)
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
-                  caption=caption, caption_justify="left")
+    table = Table(title=text(title) if isinstance(title, str) else title, title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True, caption=text(caption) if caption else None, caption_justify="left")
     for i in shown:
-        table.add_column(heads[i], justify="right", no_wrap=True, min_width=len(heads[i]))
+        table.add_column(text(heads[i]), justify="right", no_wrap=True, min_width=cell_len(heads[i]))
     for r in rows:
-        table.add_row(*(r[i] for i in shown))
+        table.add_row(*(Text(r[i]) for i in shown))
     return table, [heads[i] for i in range(len(heads)) if i not in shown]
 
 
-def print_fitted(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str,
+def print_fitted(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | Text,
                  wide: bool = False, caption: str | None = None) -> None:
     """Print :func:`fitted_table`; say which columns were left out and how to see them."""
+    heads = [plain(h) for h in heads]
+    rows = [[plain(c) for c in r] for r in rows]
     table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, caption=caption)
     if wide:  # as wide as the table needs, uncropped (the terminal wraps what it cannot show)
         needed = _EDGE + sum(column_widths(heads, rows)) + 1
-        before = console.width
-        console.width = max(before, needed)  # print(width=) would be clamped to the console's
-        try:
-            console.print(table, crop=False)
-        finally:
-            console.width = before
+        # print(width=) would be clamped to the console's, and setting the console's width would
+        # pin it: a console of its own, writing where this one writes, in its colours
+        wider = make_console(file=console.file, width=max(console.width, needed), force_terminal=console.is_terminal,
+                             color_system=console.color_system)
+        wider.print(table, crop=False)
     else:
         console.print(table)
     if dropped:
-        console.print(f"[dim]left out to fit {console.width} columns: {', '.join(dropped)} (--wide or --json for all)[/]",
-                      highlight=False)
+        console.print(text((f"left out to fit {console.width} columns: {', '.join(dropped)} (--wide or --json for all)", "dim")))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from diagevo.errors import BadInput
 
 import json
-import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +25,8 @@ from rich.text import Text
 
 from cli.progress import progress_for
 from cli.common import DbOpt, Interrupted, JsonOpt, console, db_args, emit_json, open_store, program
+from cli.safe import plain, text
+from diagevo.untrusted import shell_join
 from diagevo.words import plural
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
@@ -56,9 +57,10 @@ def round_table(reports: list[Any]) -> Table:
     for h in heads:
         table.add_column(h, justify="right", no_wrap=True, min_width=len(h))
     for r in reports:
+        s = r.stats  # the round's row of `memory stats`
         table.add_row(
-            str(r.round), f"{r.retained}/{r.questions}", str(r.failures), str(r.new_causes), str(r.promotions),
-            str(r.reactivations), str(r.merges), str(r.F), f"{r.epsilon_next:.3f}",
+            str(r.round), f"{s['retained']}/{s['questions']}", str(s["failures"]), str(s["new_causes"]),
+            str(s["promotions"]), str(s["reactivations"]), str(s["merges"]), str(s["F"]), f"{s['epsilon_next']:.3f}",
             _metric(r.metrics, "heldout_acc"), _metric(r.metrics, "pseudo_label_acc"),
             f"{sum(r.seconds.values()):.1f}",
         )
@@ -82,7 +84,10 @@ def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
 
     run = default_run_id(cfg)
     root = cfg.train.out_dir or beside_database(db_url, ".runs")
+    from diagevo.redaction import redact_config
+
     data = plan(cfg, config_path=str(path) if path else None, run=cfg.train.run, checkpoints=run_dir(Path(root), run), db=redact_url(db_url))
+    data = redact_config(data)  # the diagnostician's and the vLLM server's URLs, a key: printed without credentials
     data["run"] = run
     if as_json:
         emit_json(data)
@@ -94,9 +99,9 @@ def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
         if isinstance(value, dict):
             for sub, v in value.items():
                 shown = " ".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v)
-                table.add_row(f"{key}.{sub}", shown)
+                table.add_row(text(f"{key}.{sub}"), text(shown))
         else:
-            table.add_row(key, str(value))
+            table.add_row(text(key), text(str(value)))
     console.print(table)
 
 
@@ -157,7 +162,7 @@ def register(app: typer.Typer) -> None:
 
                         training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, lead=leader, overrides=list(set_ or []))
                     else:
-                        columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+                        columns = (TextColumn("{task.description:<24}", markup=False), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
                         # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s
                         with progress_for(console, names=PHASE_NAMES, reset_on="rounds", columns=columns) as bars:
 
@@ -169,22 +174,23 @@ def register(app: typer.Typer) -> None:
                             training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round, lead=leader, overrides=list(set_ or []))
                 except KeyboardInterrupt:
                     where = f"in round {running['round']}" if running["round"] else "before the first round"
-                    again = shlex.join([prog, "train", "--resume", "--run", run_id, *dbs])
+                    again = shell_join([prog, "train", "--resume", "--run", run_id, *dbs])
                     raise Interrupted(f"interrupted {where}: continue with `{again}`") from None
                 last = max((r.round for r in reports), default=None)
                 cause = training.cause_to_audit(store, run_id)
                 persistent = store.persistent
             console.print(round_table(reports) if reports else "nothing to do: every round is committed")
-            console.print(f"\nlog: [bold]{redact_url(db_url)}[/]  run: [bold]{run_id}[/]", soft_wrap=True)  # no password
+            console.print()
+            console.print(text("log: ", (redact_url(db_url), "bold"), "  run: ", (run_id, "bold")), soft_wrap=True)  # no password
             if last is not None and not persistent:
                 console.print("(the log was in this process's memory and is gone: give --db sqlite:///FILE to keep it)")
             elif last is not None:
                 console.print("try:")
                 for cmd in (["replay", "--round", str(last)], ["stats"], *([["why", cause]] if cause else [])):
-                    line = shlex.join([prog, "memory", *cmd, *dbs, "--run", run_id])
-                    console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)
+                    line = shell_join([prog, "memory", *cmd, *dbs, "--run", run_id])
+                    console.print(text(f"  {line}"), soft_wrap=True)
                 if note:
-                    console.print(f"  ({note})", soft_wrap=True, highlight=False, markup=False)
+                    console.print(text(f"  ({note})"), soft_wrap=True)
 
     @app.command()
     def ablate(
@@ -211,23 +217,23 @@ def register(app: typer.Typer) -> None:
             if name not in WORLDS:
                 raise BadInput(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
         total = len(picked_v) * len(picked_w) * seeds
-        with Progress(TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=json) as progress:
+        with Progress(TextColumn("{task.description:<40}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=json) as progress:
             task = progress.add_task("ablation runs", total=total)
 
             def tick(name: str, done: int, _total: int | None) -> None:
-                progress.update(task, completed=done, description=name)
+                progress.update(task, completed=done, description=plain(name))
 
             results = run_ablation(path, list(set_ or []), f"sqlite:///{out}", seeds, rounds, picked_v, picked_w, tick)
         if json:
             emit_json(results)
             return
         for world, rows in results.items():
-            table = Table(title=f"held-out accuracy, world: {world} ({plural(seeds, 'seed')}, {plural(rounds, 'round')})")
+            table = Table(title=text(f"held-out accuracy, world: {world} ({plural(seeds, 'seed')}, {plural(rounds, 'round')})"))
             for c in ("variant", "at val-best round", "last round", "val-best rounds", "oracle (best held-out)"):
                 table.add_column(c, justify="right")
             for r in rows:
                 table.add_row(
-                    r["variant"], f"{r['selected_mean']:.3f} ± {r['selected_std']:.3f}", f"{r['final_mean']:.3f} ± {r['final_std']:.3f}",
+                    text(r["variant"]), f"{r['selected_mean']:.3f} ± {r['selected_std']:.3f}", f"{r['final_mean']:.3f} ± {r['final_std']:.3f}",
                     ",".join(map(str, r["selected_rounds"])), f"{r['oracle_mean']:.3f}",
                 )
             console.print(table)
@@ -254,7 +260,7 @@ DYNAMICS_COLUMNS = (
 def dynamics_table(world: str, rows: list[dict], seeds: int) -> Table:
     """Per-round measures (mean over seeds), one row per variant and round."""
     ref = rows[0].get("reference", "") if rows else ""
-    table = Table(title=f"per round, mean of {plural(seeds, 'seed')}, world: {world}; label acc on the shared questions of {ref!r}")
+    table = Table(title=text(f"per round, mean of {plural(seeds, 'seed')}, world: {world}; label acc on the shared questions of {ref!r}"))
     table.add_column("variant")
     table.add_column("round", justify="right")
     for _, title, _ in DYNAMICS_COLUMNS:
@@ -264,5 +270,5 @@ def dynamics_table(world: str, rows: list[dict], seeds: int) -> Table:
         n = max((len(v) for v in dyn.values()), default=0)
         for t in range(n):
             cells = [fmt.format(dyn[k][t]) if k in dyn else "" for k, _, fmt in DYNAMICS_COLUMNS]
-            table.add_row(r["variant"] if t == 0 else "", str(t + 1), *cells, end_section=t == n - 1)
+            table.add_row(text(r["variant"] if t == 0 else ""), str(t + 1), *cells, end_section=t == n - 1)
     return table

@@ -10,11 +10,12 @@ The public API, for a trainer that drives the memory itself and for anyone readi
         reqs = rnd.requests(8)                           # Eq. 1-2 schedule draws, with prompts
         scored = rnd.record([...Candidate...])           # votes, Eq. 3 filter
         rnd.promote()                                    # Eq. 5-6
-        rnd.record_failures([...]); rnd.diagnose(...)    # Sec. 2.3
+        rnd.record_failures([...])                       # then Sec. 2.3:
+        diagevo.diagnose(rnd, diagnostician=..., embedder=...)
         rnd.commit({"acc": 0.5})                         # M_1
         diagevo.stats(store, "mine")                     # what `diagevo memory stats --json` prints
 
-Names that are also submodules (``diagevo.train``, ``diagevo.replay``) stay the submodules.
+Names that are also submodules (``diagevo.train``) stay the submodules.
 Names are imported on first use, so ``import diagevo`` (and any ``diagevo.x`` submodule) stays
 cheap. Errors a caller can fix derive from :class:`DiagevoError`.
 """
@@ -33,7 +34,7 @@ logging.getLogger("diagevo").addHandler(logging.NullHandler())
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     # the store
-    "EventStore": "diagevo.events.store",
+    "EventStore": "diagevo.log",
     "open_store": "diagevo.api",
     # configuration
     "Config": "diagevo.config",
@@ -48,22 +49,23 @@ _EXPORTS: dict[str, str] = {
     "open_round": "diagevo.rounds",
     "round_state": "diagevo.rounds",
     "run_config": "diagevo.rounds",
-    "failure_inputs": "diagevo.rounds",
+    "failure_inputs": "diagevo.diagnosis.pipeline",
+    "diagnose": "diagevo.diagnosis.pipeline",
     "FailureInput": "diagevo.diagnosis.pipeline",
     "DiagnosisSummary": "diagevo.diagnosis.pipeline",
     # state and schedule
     "Memory": "diagevo.memory.state",
-    "load_memory": "diagevo.replay",
+    "load_memory": "diagevo.views.memory",
     "schedule": "diagevo.memory.schedule",
-    "committed_rounds": "diagevo.replay",
-    "verify_run": "diagevo.replay",
+    "committed_rounds": "diagevo.views.memory",
+    "verify_run": "diagevo.views.verify",
     # the read commands as values
-    "memory_at": "diagevo.queries",
-    "show": "diagevo.queries",
-    "why": "diagevo.queries",
-    "stats": "diagevo.queries",
-    "lifecycle": "diagevo.queries",
-    "memory_view": "diagevo.queries",
+    "memory_at": "diagevo.views.queries",
+    "show": "diagevo.views.queries",
+    "why": "diagevo.views.queries",
+    "stats": "diagevo.views.queries",
+    "lifecycle": "diagevo.views.queries",
+    "memory_view": "diagevo.views.queries",
     # what-if
     "fork_run": "diagevo.fork",
     "diff_runs": "diagevo.fork",
@@ -103,14 +105,15 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from diagevo.api import open_store
     from diagevo.config import Config, load_config
-    from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput
+    from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose, failure_inputs
     from diagevo.errors import BadInput, Conflict, DiagevoError, NotADiagevoDatabase, NotFound, Unavailable
-    from diagevo.events.store import EventStore
+    from diagevo.log import EventStore
     from diagevo.fork import diff_runs, fork_run
     from diagevo.memory.schedule import schedule
     from diagevo.memory.state import Memory
-    from diagevo.queries import lifecycle, memory_at, memory_view, show, stats, why
-    from diagevo.replay import committed_rounds, load_memory, verify_run
+    from diagevo.views.queries import lifecycle, memory_at, memory_view, show, stats, why
+    from diagevo.views.memory import committed_rounds, load_memory
+    from diagevo.views.verify import verify_run
     from diagevo.rounds import (
         Candidate,
         ProtocolError,
@@ -118,7 +121,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         Round,
         RoundState,
         Scored,
-        failure_inputs,
         open_round,
         round_state,
         run_config,

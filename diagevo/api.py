@@ -3,8 +3,7 @@ installed version."""
 
 from __future__ import annotations
 
-from diagevo.events.backends import open_recorder
-from diagevo.events.store import EventStore
+from diagevo.log import EventStore, open_log
 from diagevo.urls import resolve_db_url
 
 
@@ -13,7 +12,7 @@ def open_store(url: str | None = None, *, create: bool = True) -> EventStore:
     migrated to the current schema. With ``create=False`` a missing SQLite file is
     :class:`~diagevo.errors.NotFound` instead of a new database. Use it as a context manager
     (or call ``close()``)."""
-    return open_recorder(resolve_db_url(url), create=create)
+    return open_log(resolve_db_url(url), create=create)
 
 
 def version() -> str:

@@ -10,9 +10,52 @@ written against the standard library's conventions keep working.
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A command that fixes an error or takes the next step: its arguments after ``diagevo``,
+    and the database it acts on. The library never spells a command; the CLI renders a hint
+    runnable as printed (the executable the user invoked, ``--db`` only where it is not the
+    default, never a password)."""
+
+    args: tuple[str, ...]
+    db: str | None = None
+
+    def plain(self) -> str:
+        """``diagevo ARGS --db URL`` (without the URL's password): for library callers."""
+        from diagevo.urls import without_password
+
+        return shlex.join(["diagevo", *self.args, *(["--db", without_password(self.db)] if self.db else [])])
+
 
 class DiagevoError(Exception):
-    """An error the user can fix (input, environment, a concurrent writer): one line."""
+    """An error the user can fix (input, environment, a concurrent writer): one line, and
+    perhaps the command that fixes it (``hint``). Where the message holds ``{command}`` the
+    command goes there, else after it in parentheses."""
+
+    def __init__(self, message: str = "", *, hint: Hint | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def render(self, spell: Callable[[Hint], str] = Hint.plain) -> str:
+        """The message with the hint's command spelled by ``spell``."""
+        if self.hint is None:
+            return self.message
+        command = f"`{spell(self.hint)}`"
+        if "{command}" in self.message:
+            return self.message.replace("{command}", command)
+        return f"{self.message} ({command})"
+
+    def __str__(self) -> str:
+        return self.render()
 
 
 class BadInput(DiagevoError, ValueError):
@@ -38,4 +81,4 @@ class Unavailable(DiagevoError):
     connections, an optional dependency (vLLM, flash-attn) missing on this machine."""
 
 
-__all__ = ["BadInput", "Conflict", "DiagevoError", "NotADiagevoDatabase", "NotFound", "Unavailable"]
+__all__ = ["BadInput", "Conflict", "DiagevoError", "Hint", "NotADiagevoDatabase", "NotFound", "Unavailable"]

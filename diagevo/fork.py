@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from diagevo.errors import BadInput, NotFound
-from diagevo.events.keys import event_id, rebase_event_id
-from diagevo.events.schemas import EventIn, new_event, validate_event
-from diagevo.events.store import EventStore
+from diagevo.catalog.ids import event_id, rebase_event_id
+from diagevo.schemas import EventIn, new_event, validate_event
+from diagevo.log import EventStore
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.replay import committed_rounds, load_memory, refresh_snapshots
+from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.views.caches import refresh as refresh_snapshots
 
 
 class ForkError(BadInput):
@@ -26,10 +27,9 @@ class ForkError(BadInput):
 
 def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, Any]:
     """Copy ``source`` through round ``round``'s commit into run ``new``; returns the provenance."""
-    runs = store.runs()
-    if source not in runs:
+    if not store.has_run(source):
         raise ForkError(f"no run {source!r} to fork")
-    if new in runs:
+    if store.has_run(new):
         raise ForkError(f"run {new!r} exists already: pick a new name")
     if not new.strip():
         raise ForkError("the new run needs a name")
@@ -44,7 +44,13 @@ def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, 
         last_hash = e.hash
     provenance = {"source_run": source, "source_round": round, "source_hash": last_hash, "source_seq": commit_seq}
     events.append(new_event("run.forked", new, round, event_id(new, round, "run.forked"), **provenance))
-    store.append(events)
+
+    def decide() -> list[EventIn]:  # the new run is created once, under the append lock
+        if store.has_run(new):
+            raise ForkError(f"run {new!r} exists already: pick a new name")
+        return events
+
+    store.append_decided(decide)
     refresh_snapshots(store, new)
     return provenance | {"run": new, "events": len(events)}
 

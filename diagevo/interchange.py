@@ -1,7 +1,9 @@
 """The JSONL interchange format: ``memory ingest`` and ``memory export``.
 
-Ingest is all-or-nothing: every line is checked against the catalog and, run by run, against the
-memory's invariants (continuing from what the store already holds) before one append stores it.
+Ingest is all-or-nothing and one decision: every line is checked against the catalog, then, under
+the append lock and against the log's head, run by run against the memory's invariants
+(continuing from what the log holds) and against the events stored under the same ids, and one
+append stores it.
 Lines are read and written by one codec: split on ``\n`` only, each parsed with a bounded depth
 (:mod:`diagevo.parsing`), so whatever :func:`export_lines` writes, :func:`parse_lines` reads back.
 """
@@ -14,12 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagevo.errors import BadInput
-from diagevo.events.keys import rebase_event_id
-from diagevo.events.schemas import EventIn, InvalidEvent, validate_event
-from diagevo.events.store import EventStore
+from diagevo.catalog.ids import rebase_event_id
+from diagevo.schemas import EventIn, InvalidEvent, validate_event
+from diagevo.log import EventStore
 from diagevo.memory.fold import Draft, InvariantError, start
 from diagevo.parsing import loads, one_line, split_lines
-from diagevo.replay import load_memory, refresh_snapshots
+from diagevo.log.canonical import canonical_bytes
+from diagevo.log.recorder import prepare
+from diagevo.views.caches import refresh
+from diagevo.views.memory import load_memory
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash", "schema_version")
 
@@ -64,18 +69,37 @@ def parse_lines(lines: Iterable[str] | str) -> list[tuple[int, EventIn]]:
 
 
 def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> list[EventIn]:
-    """Fold the new events on top of each run's stored memory; returns those not yet stored."""
-    memories: dict[str, Draft | None] = {}  # a working copy per run
-    # only the part's own ids are looked up, and each run's memory comes from its latest
-    # snapshot plus the tail: the cost does not grow with the stored log
-    stored = store.existing_keys([(ev.run, ev.event_id) for _, ev in events])  # ids are unique per run
+    """Fold the new events on top of each run's stored memory; returns those not yet stored.
+
+    Called under the append lock (:func:`ingest_events`): what it reads is the log's head. A line
+    whose id its run holds already is skipped when it is the stored event (an export ingested
+    again), and refused when its type, round or data differ. The cost grows with the file, not
+    with the stored log: only the file's ids are looked up, each run's memory is its latest
+    snapshot plus the tail."""
+    runs = list(dict.fromkeys(ev.run for _, ev in events))
+    held = set(store.runs()) if len(runs) > 64 else {r for r in runs if store.has_run(r)}
+    ids: dict[str, list[str]] = {}
+    for _, ev in events:
+        if ev.run in held:
+            ids.setdefault(ev.run, []).append(ev.event_id)
+    stored: dict[tuple[str, str], tuple[str, int, bytes]] = {}  # (run, id) -> (type, round, data)
+    for run, its in ids.items():
+        for e in store.read(run, keys={"event_id": its}):
+            stored[run, e.event_id] = (e.type, e.round, canonical_bytes(e.data))
+    memories: dict[str, Draft | None] = {}  # read on a run's first new event only (a re-ingest reads none)
     fresh: list[EventIn] = []
+    seen: set[tuple[str, str]] = set()
     for no, ev in events:
-        if ev.run not in memories:
-            memories[ev.run] = Draft(load_memory(store, ev.run)) if store.has_run(ev.run) else None
-        if (ev.run, ev.event_id) in stored:
+        key = (ev.run, ev.event_id)
+        if key in stored:
+            if stored[key] != _as_stored(ev):
+                raise IngestError(no, f"event id {ev.event_id!r} of run {ev.run!r} is stored already as another event")
             continue  # idempotent re-ingest of a stored event
-        stored.add((ev.run, ev.event_id))
+        if key in seen:
+            continue  # the first line with an id wins, as in one append
+        seen.add(key)
+        if ev.run not in memories:
+            memories[ev.run] = Draft(load_memory(store, ev.run)) if ev.run in held else None
         mem = memories[ev.run]
         try:
             if mem is None:
@@ -90,6 +114,12 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
             raise IngestError(no, str(exc)) from None
         fresh.append(ev)
     return fresh
+
+
+def _as_stored(ev: EventIn) -> tuple[str, int, bytes]:
+    """(type, round, data) of an event as the log stores it (long texts named by their sha256)."""
+    ((_eid, _run, rnd, typ, data_json, *_),), _ = prepare([ev])
+    return typ, rnd, data_json.encode()
 
 
 def ingest(store: EventStore, lines: Iterable[str] | str) -> IngestResult:
@@ -115,12 +145,16 @@ def as_run(events: list[tuple[int, EventIn]], new: str) -> list[tuple[int, Event
 def ingest_events(store: EventStore, events: list[tuple[int, EventIn]]) -> IngestResult:
     """Store what :func:`parse_lines` read (so that a bad file is refused before a store opens).
     Event ids are unique per run: a file whose run was renamed is stored as that run."""
-    fresh = check_invariants(store, events)
-    result = store.append(fresh) if fresh else None
+    fresh: list[EventIn] = []
+
+    def decide() -> list[EventIn]:  # under the append lock: one decision against the head
+        fresh[:] = check_invariants(store, events)
+        return fresh
+
+    appended = store.append_decided(decide).appended
     runs = tuple(dict.fromkeys(ev.run for _, ev in events))
-    for run in runs:
-        refresh_snapshots(store, run)
-    appended = result.appended if result else 0
+    for run in dict.fromkeys(ev.run for ev in fresh if ev.type == "round.committed"):
+        refresh(store, run)  # the views' caches of the runs whose rounds were committed
     return IngestResult(lines=len(events), appended=appended, skipped=len(events) - appended, runs=runs)
 
 

@@ -59,6 +59,14 @@ def one_line(message: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def error_line(exc: BaseException) -> str:
+    """The first line of an exception's message (a database driver's own, where SQLAlchemy
+    wrapped it): what a one-line error quotes."""
+    orig = getattr(exc, "orig", None) or exc
+    lines = [ln.strip() for ln in str(orig).splitlines() if ln.strip()]
+    return one_line(lines[0]) if lines else type(orig).__name__
+
+
 def bad(where: str, reason: str) -> BadInput:
     """``BadInput('WHERE: REASON')``, one short line."""
     return BadInput(one_line(f"{where}: {reason}" if where else reason))

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shlex
 from pathlib import Path
 
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import make_url
+
+from diagevo.log import StoreError, sqlite_path
+from diagevo.urls import without_password
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -25,8 +27,6 @@ def beside_database(db_url: str, suffix: str) -> Path:
         u = make_url(db_url)
     except Exception:  # not a URL the store would accept either; still give a stable place
         return Path(f"diagevo-{_key(db_url)}{suffix}")
-    from diagevo.events.store import StoreError, sqlite_path
-
     try:
         path = sqlite_path(db_url)  # the backend says whether the database is a file
     except StoreError:
@@ -34,27 +34,18 @@ def beside_database(db_url: str, suffix: str) -> Path:
     if path is not None:
         return path.with_suffix(suffix)
     name = re.sub(r"[^A-Za-z0-9_-]", "_", u.database or u.get_backend_name())[:40]
-    return Path(f"diagevo-{name}-{_key(without_password(u))}{suffix}")
-
-
-def without_password(url: str | URL) -> str:
-    """The URL with its password left out (not masked): a URL to show or to key files by."""
-    u = make_url(url) if isinstance(url, str) else url
-    bare = URL.create(u.drivername, u.username, None, u.host, u.port, u.database, u.query)
-    return bare.render_as_string(hide_password=False)
-
-
-def diagevo_command(db_url: str, *args: str) -> str:
-    """A ``diagevo`` command for a message, runnable as printed: ``--db`` with the URL without its
-    password (the CLI then spells the executable the user invoked and drops a default ``--db``)."""
-    return shlex.join(["diagevo", *args, *(["--db", without_password(db_url)] if db_url else [])])
+    return Path(f"diagevo-{name}-{_key(without_password(db_url))}{suffix}")
 
 
 def run_dir(root: Path, run: str) -> Path:
     """``root/<run>`` for a run id that is a safe file name, else ``root/run-<hash>`` (run ids
     are free text: ``../x`` must not leave ``root``)."""
-    name = run if _SAFE.fullmatch(run) and ".." not in run else f"run-{_key(run)}"
-    return root / name
+    return root / run_name(run)
+
+
+def run_name(run: str) -> str:
+    """The run id as one part of a path: itself when it is a safe file name, else ``run-<hash>``."""
+    return run if _SAFE.fullmatch(run) and ".." not in run else f"run-{_key(run)}"
 
 
 def _key(text: str) -> str:

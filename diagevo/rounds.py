@@ -11,7 +11,8 @@ the memory:
    extracted answers): votes, the Eq. 3 filter, ``question.generated`` / ``question.scored``;
    returns every candidate scored, the retained ones with pseudo-label and reference;
 4. :func:`promote`: Eq. 5-6 from the round's evidence against M_{t-1}, decided once;
-5. :func:`record_failures` and :func:`diagnose` (or ``diagevo diagnose``): the failures;
+5. :func:`record_failures`, then :func:`diagevo.diagnosis.pipeline.diagnose` (or ``diagevo
+   diagnose``): the failures, whose decisions come back through :meth:`Round.append_diagnosis`;
 6. :func:`commit`: ``round.committed`` with the trainer's metrics.
 
 Every event id derives from (run, round, item), so any step can be retried. Each write checks
@@ -23,35 +24,32 @@ committed round, promoting twice, committing with undiagnosed failures) raises
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from diagevo import aio
 from diagevo import curriculum as cur
-from diagevo.config import Config, DiagnosisConfig
-from diagevo.diagnosis.index import VectorIndex
-from diagevo.diagnosis.interface import Diagnostician, Embedder
-from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
-from diagevo.errors import BadInput, Conflict, NotFound
-from diagevo.events import keys
-from diagevo.events.schemas import EventIn, InvalidEvent, new_event
-from diagevo.events.store import CheckedReader, EventStore
-from diagevo.memory.deciders import decide_promotions
-from diagevo.memory.fold import InvariantError, fold
-from diagevo.memory.state import Memory
+from diagevo.catalog import FOLDED, MILESTONES, RETROSPECTIVE
+from diagevo.catalog import ids as keys
+from diagevo.schemas import EventIn, InvalidEvent, new_event
+from diagevo.config import Config, config_from_record
+from diagevo.errors import BadInput, Conflict, Hint, NotFound
+from diagevo.log import AppendResult, EventRow, EventStore
+from diagevo.memory.deciders import decide_promotions, promotion_evidence
+from diagevo.memory.fold import MEMORY_TYPES, InvariantError, fold
+from diagevo.redaction import redact_config
 from diagevo.memory.sampler import GenerationRequest, sample_requests
 from diagevo.memory.schedule import schedule
-from diagevo.paths import diagevo_command as command
-from diagevo.progress import ProgressFn, no_progress
-from diagevo.replay import FOLD_TYPES, load_memory, refresh_snapshots
+from diagevo.memory.state import Memory
+from diagevo.views.caches import refresh
+from diagevo.views.memory import load_memory
+from diagevo.views.stats import count_rounds
+from diagevo.urls import redact_url
 from diagevo.words import plural
 
-Row = tuple[int, int, str, dict[str, Any]]
-
-# what the order checks read: the run's and rounds' milestones
-_MILESTONES = ("run.started", "round.started", "round.committed", "promotions.decided")
 PURPOSES = {"curriculum": ("cur-requests", "q"), "challenger": ("chal-requests", "c")}
 
 
@@ -59,17 +57,30 @@ class ProtocolError(Conflict, BadInput):
     """A round operation out of order or with input that does not fit the round."""
 
 
+class MemoryMoved(Conflict):
+    """Another producer changed the memory since the decisions were taken: decide again."""
+
+
 class UnknownRun(ProtocolError, NotFound):
     """A step for a run the log does not hold."""
 
 
-def event_id(run: str, t: int, key: str) -> str:
-    """The id of the event ``key`` of round ``t``: the same for every retry of a step."""
-    return keys.event_id(run, t, key)
-
-
 def _event(run: str, t: int, key: str, type: str, **data: Any) -> EventIn:
-    return new_event(type, run, t, event_id(run, t, key), **data)
+    return new_event(type, run, t, keys.event_id(run, t, key), **data)  # the same on every retry
+
+
+Reader = Callable[..., list[EventRow]]
+"""What a decision reads: ``read(types, *, round=None, after_seq=0)`` -> the run's rows."""
+
+
+def _appending(store: EventStore, run: str, decide: Callable[[Reader], Sequence[EventIn]]) -> AppendResult:
+    """Append the events ``decide`` returns, having let it read ``run`` at the log's head, under
+    the append lock: one decision, no writer in between."""
+
+    def read(types: Collection[str] | None, *, round: int | None = None, after_seq: int = 0) -> list[EventRow]:
+        return list(store.rows(run, types=types, round=round, after_seq=after_seq))
+
+    return store.append_decided(lambda: decide(read))
 
 
 # --- the run and its rounds ------------------------------------------------------------------
@@ -80,7 +91,7 @@ def run_config(store: EventStore, run: str) -> Config:
     the latest ``run.configured`` applied: the one place the run's config is read from the log."""
     cfg = stored_config(store, run)
     if cfg is None:
-        raise UnknownRun(f"no run {run!r}: start it first ({command(store.url, 'round', 'start', '--run', run)})")
+        raise UnknownRun(f"no run {run!r}: start it first", hint=Hint(("round", "start", "--run", run), store.url))
     return cfg
 
 
@@ -91,38 +102,81 @@ def stored_config(store: EventStore, run: str) -> Config | None:
         data = dict(e.data["config"])
     if data is None:
         return None
-    k = data.pop("k", None)
-    data.pop("db", None)
-    if isinstance(data.get("diagnosis"), dict):
-        data["diagnosis"] = {key: v for key, v in data["diagnosis"].items() if key != "api_key"}
     try:
-        cfg = Config.model_validate(data)
-    except ValueError as exc:  # pydantic's ValidationError: a log written by another version
-        raise BadInput(f"the config stored for run {run!r} does not validate: {str(exc).splitlines()[0]}") from None
-    if k is not None and k != cfg.memory.k:
-        cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"k": float(k)})})
-    return cfg
+        return config_from_record(data)
+    except BadInput as exc:  # a log stored before ingest checked its config
+        raise BadInput(f"the config stored for run {run!r} does not validate: {exc}") from None
 
 
 def config_record(config: Config | Mapping[str, Any]) -> dict[str, Any]:
-    """The config as ``run.started`` stores it: redacted, with ``k`` at the top."""
+    """The config as ``run.started`` stores it: a Config redacted (k is ``memory.k``); an
+    external trainer's config as given (it holds ``k`` or ``memory.k``)."""
     if isinstance(config, Config):
-        return config.redacted() | {"k": config.memory.k}
-    data = dict(config)
-    if "k" not in data:
-        memory = data.get("memory")
-        if isinstance(memory, Mapping) and "k" in memory:
-            data["k"] = memory["k"]
-    return data
+        return config.redacted()
+    return redact_config(dict(config))
 
 
-def start_run(store: EventStore, run: str, config: Config | Mapping[str, Any], seed: int = 0) -> bool:
-    """Append ``run.started``; False (and nothing stored) when the run exists already."""
+class RunExists(ProtocolError):
+    """A new run was asked for under an id the log holds already."""
+
+
+def start_run(
+    store: EventStore, run: str, config: Config | Mapping[str, Any], seed: int = 0, *, new: bool = False
+) -> bool:
+    """Append ``run.started``, decided under the append lock: False (and nothing stored) when
+    the run exists already, or :class:`RunExists` with ``new`` (a run that must be new: two
+    processes creating one id both find out, one of them here)."""
     try:
-        ev = new_event("run.started", run, 0, event_id(run, 0, "run.started"), config=config_record(config), seed=seed)
+        ev = new_event("run.started", run, 0, keys.event_id(run, 0, "run.started"), config=config_record(config), seed=seed)
     except InvalidEvent as exc:
         raise ProtocolError(str(exc)) from None
-    return store.append([ev]).appended == 1
+
+    def decide() -> list[EventIn]:
+        if not store.has_run(run):
+            return [ev]
+        if new:
+            raise RunExists(
+                f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, or name a new run",
+                hint=Hint(("train", "--run", run, "--resume"), store.url),
+            )
+        return []
+
+    return store.append_decided(decide).appended == 1
+
+
+def configure_run(store: EventStore, run: str, config: Config) -> bool:
+    """Record ``config`` as the run's config from its next round on (``run.configured``),
+    decided under the append lock: refused while a round is under way (it keeps the config it
+    started with); False when the config is the one in force."""
+    record = config_record(config)
+    digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
+
+    saved = stored_config(store, run)
+    # how many rounds to train does not change how a round is run: it may change mid-round
+    target_only = saved is not None and _without_target(saved) == _without_target(config)
+
+    def decide(read: Reader) -> list[EventIn]:
+        st = _state(run, read(MILESTONES), store.url)
+        t = st.last_committed + 1
+        if not target_only and any(True for _ in read(None, round=t)):
+            raise ProtocolError(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
+        eid = keys.event_id(run, t, "run.configured", digest)
+        return [new_event("run.configured", run, t, eid, config=record, seed=config.train.seed)]
+
+    if saved is not None and saved.redacted() == config.redacted():
+        return False
+    return _appending(store, run, decide).appended == 1
+
+
+def _without_target(config: Config) -> dict[str, Any]:
+    record = config.redacted()
+    record["train"] = {k: v for k, v in record["train"].items() if k != "rounds"}
+    return record
+
+
+def seeded(seed: int, t: int, phase: str) -> random.Random:
+    """The random stream of a phase of round ``t``: the same on every retry and resume."""
+    return random.Random(f"{seed}/{t}/{phase}")
 
 
 @dataclass(frozen=True)
@@ -142,7 +196,7 @@ class RoundState:
         return t if t in self.started else None
 
 
-def _state(run: str, rows: Iterable[Row], db: str = "") -> RoundState:
+def _state(run: str, rows: Iterable[EventRow], db: str = "") -> RoundState:
     last, started, promoted, seed, exists = 0, set(), set(), 0, False
     for _seq, rnd, typ, data in rows:
         if typ == "run.started":
@@ -154,21 +208,55 @@ def _state(run: str, rows: Iterable[Row], db: str = "") -> RoundState:
         elif typ == "promotions.decided":
             promoted.add(rnd)
     if not exists:
-        raise UnknownRun(f"no run {run!r}: start it first ({command(db, 'round', 'start', '--run', run)})")
+        raise UnknownRun(f"no run {run!r}: start it first", hint=Hint(("round", "start", "--run", run), db))
     return RoundState(run, last, frozenset(started), frozenset(promoted), seed, db)
 
 
+@dataclass(frozen=True)
+class RoundProgress:
+    """How far round ``t`` has come: the run's milestones, the phases a trainer noted done
+    (``phase.completed``, with their figures) and the last checkpoint written up to the round:
+    what a resumed round skips and loads."""
+
+    state: RoundState
+    t: int
+    phases: Mapping[str, Mapping[str, Any]]
+    checkpoint: str | None
+
+    @property
+    def promoted(self) -> bool:
+        return self.t in self.state.promoted
+
+    @property
+    def committed(self) -> bool:
+        return self.t <= self.state.last_committed
+
+    def done(self, phase: str) -> bool:
+        return phase in self.phases or (phase == "promote" and self.promoted) or self.committed
+
+
+def round_progress(store: EventStore, run: str, t: int) -> RoundProgress:
+    """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
+    state = round_state(store, run)
+    phases = {e.data["phase"]: e.data for e in store.read(run, round=t, types=("phase.completed",))}
+    checkpoint = None
+    for e in store.read(run, types=("checkpoint.written",)):
+        if e.round <= t:  # in seq order: the last one up to this round's own
+            checkpoint = e.data["path"]
+    return RoundProgress(state, t, phases, checkpoint)
+
+
 def round_state(store: EventStore, run: str) -> RoundState:
-    return _state(run, store.iter_rows(run, types=_MILESTONES), store.url)
+    return _state(run, store.rows(run, types=MILESTONES), store.url)
 
 
-def _require_open(st: RoundState, t: int, doing: str) -> None:
+def require_open(st: RoundState, t: int, doing: str) -> None:
     if t <= st.last_committed:
         raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is committed")
     if t != st.last_committed + 1:
         raise ProtocolError(f"cannot {doing}: round {t} is not next in run {st.run!r} (last committed: {st.last_committed})")
     if t not in st.started:
-        raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is not open ({command(st.db, 'round', 'start', '--run', st.run)})")
+        raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is not open", hint=Hint(("round", "start", "--run", st.run), st.db))
 
 
 def current_round(store: EventStore, run: str) -> int:
@@ -176,7 +264,8 @@ def current_round(store: EventStore, run: str) -> int:
     st = round_state(store, run)
     if st.open_round is None:
         raise ProtocolError(
-            f"run {run!r} has no open round (last committed: {st.last_committed}); open one first ({command(store.url, 'round', 'start', '--run', run)})"
+            f"run {run!r} has no open round (last committed: {st.last_committed}); open one first",
+            hint=Hint(("round", "start", "--run", run), store.url),
         )
     return st.open_round
 
@@ -186,8 +275,8 @@ def open_round(store: EventStore, run: str, t: int | None = None) -> int:
     round again is a no-op. Returns the round."""
     chosen: list[int] = []
 
-    def decide(read: CheckedReader) -> list[EventIn]:
-        st = _state(run, read(_MILESTONES), store.url)
+    def decide(read: Reader) -> list[EventIn]:
+        st = _state(run, read(MILESTONES), store.url)
         nxt = st.last_committed + 1
         want = nxt if t is None else t
         if want <= st.last_committed:
@@ -197,8 +286,50 @@ def open_round(store: EventStore, run: str, t: int | None = None) -> int:
         chosen.append(want)
         return [] if want in st.started else [_event(run, want, "round.started", "round.started")]
 
-    store.append_checked(run, decide)
+    _appending(store, run, decide)
     return chosen[0]
+
+
+def record_retrospective(store: EventStore, run: str, events: Sequence[EventIn]) -> int:
+    """Append notes about rounds already committed (a checkpoint evaluated or chosen after the
+    fact: ``eval.recorded``, ``checkpoint.selected``), decided under the append lock: each names
+    a committed round of the run (0: the base model). Returns how many were new."""
+    for ev in events:
+        if ev.run != run:
+            raise ProtocolError(f"a note of run {run!r} names run {ev.run!r}")
+        if ev.type not in RETROSPECTIVE:
+            raise ProtocolError(f"{ev.type} is not a note about a committed round")
+
+    def decide(read: Reader) -> Sequence[EventIn]:
+        st = _state(run, read(MILESTONES), store.url)
+        late = [ev.round for ev in events if ev.round > st.last_committed]
+        if late:
+            raise ProtocolError(f"round {late[0]} of run {run!r} is not committed (last committed: {st.last_committed})")
+        return events
+
+    return _appending(store, run, decide).appended
+
+
+def tag_run(store: EventStore, run: str, tags: Sequence[str], *, removed: bool = False) -> None:
+    """Add ``tags`` to a run (or take them off), as a ``run.tagged`` event."""
+    _annotate(store, run, "run.tagged", tags=list(tags), removed=removed)
+
+
+def note_run(store: EventStore, run: str, note: str) -> None:
+    """Add a free-text note to a run, as a ``run.noted`` event."""
+    _annotate(store, run, "run.noted", note=note)
+
+
+def _annotate(store: EventStore, run: str, type: str, **data: Any) -> None:
+    def decide(read: Reader) -> list[EventIn]:
+        _state(run, read(MILESTONES), store.url)  # the run exists
+        n = len(read((type,)))  # the n-th of its kind: the same words twice are two events
+        try:
+            return [new_event(type, run, 0, keys.event_id(run, 0, type, n), **data)]
+        except InvalidEvent as exc:
+            raise ProtocolError(str(exc)) from None
+
+    _appending(store, run, decide)
 
 
 # --- generation requests ---------------------------------------------------------------------
@@ -303,30 +434,6 @@ def score(c: Candidate, cfg: Config) -> Scored:
 # --- failures --------------------------------------------------------------------------------
 
 
-def failure_inputs(store: EventStore, run: str, t: int) -> list[FailureInput]:
-    """The round's recorded failures, with their questions, as diagnosis inputs."""
-    questions: dict[str, dict[str, Any]] = {}
-    labels: dict[str, str] = {}
-    failures: dict[str, dict[str, Any]] = {}
-    types = ("question.generated", "question.scored", "failure.recorded")
-    for e in store.read(run, types=types, round=t, texts=True):  # the round's events only (indexed)
-        if e.type == "question.generated":
-            questions[e.data["question_id"]] = e.data
-        elif e.type == "question.scored":
-            labels[e.data["question_id"]] = e.data["pseudo_label"] or ""
-        else:
-            failures[e.data["failure_id"]] = e.data
-    out = []
-    for fid, f in sorted(failures.items()):
-        q = questions[f["question_id"]]
-        known = tuple(c for c in (q["active_cause"], q["mastered_cause"]) if c is not None)
-        out.append(FailureInput(
-            failure_id=fid, question_id=q["question_id"], question=q["text"], pseudo_label=labels[q["question_id"]],
-            response=f["response"], reference=f["reference"], known_causes=known,
-        ))
-    return out
-
-
 # --- one round -------------------------------------------------------------------------------
 
 
@@ -382,10 +489,10 @@ class Round:
         if purpose not in PURPOSES:
             raise ProtocolError(f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}")
         st = round_state(self.store, self.run)
-        _require_open(st, self.t, "draw requests")
+        require_open(st, self.t, "draw requests")
         cfg, memory, t = self.config.memory, self.base, self.t
         phase, prefix = PURPOSES[purpose]
-        rng = random.Random(f"{st.seed if seed is None else seed}/{t}/{phase}")
+        rng = seeded(st.seed if seed is None else seed, t, phase)
         drawn = sample_requests(
             memory, schedule(memory), n, rng,
             generation=cfg.generation, fixed_free_ratio=cfg.fixed_free_ratio, stitching=cfg.stitching,
@@ -421,14 +528,14 @@ class Round:
             ))
             scored.append(s)
 
-        def decide(read: CheckedReader) -> list[EventIn]:
-            st = _state(run, read(_MILESTONES), self.store.url)
-            _require_open(st, t, "record questions")
+        def decide(read: Reader) -> list[EventIn]:
+            st = _state(run, read(MILESTONES), self.store.url)
+            require_open(st, t, "record questions")
             if t in st.promoted:
                 raise ProtocolError(f"cannot record questions: promotions of round {t} are decided (the evidence is closed)")
             return generated + scores
 
-        self.store.append_checked(run, decide)
+        _appending(self.store, run, decide)
         return scored
 
     def promote(self) -> list[dict[str, Any]]:
@@ -437,19 +544,12 @@ class Round:
         run, t, cfg, memory = self.run, self.t, self.config.memory, self.base
         decided: list[dict[str, Any]] = []
 
-        def decide(read: CheckedReader) -> list[EventIn]:
-            st = _state(run, read(_MILESTONES), self.store.url)
-            _require_open(st, t, "decide promotions")
+        def decide(read: Reader) -> list[EventIn]:
+            st = _state(run, read(MILESTONES), self.store.url)
+            require_open(st, t, "decide promotions")
             if t in st.promoted:
                 raise ProtocolError(f"promotions of round {t} in run {run!r} are decided already")
-            active: dict[str, str | None] = {}
-            p1: dict[str, float] = {}
-            for _seq, _rnd, typ, data in read(("question.generated", "question.scored"), round=t):
-                if typ == "question.generated":
-                    active[data["question_id"]] = data["active_cause"]
-                elif typ == "question.scored":
-                    p1[data["question_id"]] = data["p1"]
-            evidence = [(active[q], p1[q]) for q in active if q in p1]
+            evidence = promotion_evidence(read(("question.generated", "question.scored"), round=t))
             changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
             decided.extend(d for _, d in changes)
             events = [self.event(f"promote/{d['cause_id']}", typ, **d) for typ, d in changes]
@@ -457,7 +557,7 @@ class Round:
                                      promoted=[d["cause_id"] for d in decided], candidates=len(evidence)))
             return events
 
-        self.store.append_checked(run, decide)
+        _appending(self.store, run, decide)
         return decided
 
     def record_failures(self, failures: Sequence[Mapping[str, Any]]) -> int:
@@ -472,52 +572,62 @@ class Round:
                 raise ProtocolError(f"failure: {exc}") from None
         wanted = {e.data["question_id"] for e in events}
 
-        def decide(read: CheckedReader) -> list[EventIn]:
-            st = _state(run, read(_MILESTONES), self.store.url)
-            _require_open(st, t, "record failures")
+        def decide(read: Reader) -> list[EventIn]:
+            st = _state(run, read(MILESTONES), self.store.url)
+            require_open(st, t, "record failures")
             retained = {d["question_id"] for _s, _r, _t, d in read(("question.scored",), round=t) if d["retained"]}
             missing = sorted(wanted - retained)
             if missing:
                 raise ProtocolError(f"question {missing[0]} is not a retained question of round {t}")
             return events
 
-        return self.store.append_checked(run, decide).appended
+        return _appending(self.store, run, decide).appended
 
     def memory(self) -> Memory:
         """The memory now: M_{t-1} and what the round has appended so far (folded from M_{t-1})."""
         return load_memory(self.store, self.run, since=self.base)
 
-    def diagnose(
-        self,
-        *,
-        diagnostician: Diagnostician,
-        embedder: Embedder,
-        cfg: DiagnosisConfig | None = None,
-        index: VectorIndex | None = None,
-        failures: Sequence[FailureInput] | None = None,
-        progress: ProgressFn = no_progress,
-    ) -> DiagnosisSummary:
-        """Diagnose failures with the pipeline of Sec. 2.3 (``cfg`` defaults to the run's
-        diagnosis config): the round's recorded failures, or ``failures`` given by a trainer
-        that records nothing else (``diagevo diagnose FILE``; the round need not be opened then,
-        only be the next one)."""
-        st = round_state(self.store, self.run)
-        if failures is None:
-            _require_open(st, self.t, "diagnose")
-            failures = failure_inputs(self.store, self.run, self.t)
-        elif self.t != st.last_committed + 1:
-            raise ProtocolError(
-                f"round {self.t} is not open in run {self.run!r}: its last committed round is {st.last_committed}"
-            )
-        return aio.run(diagnose_round(
-            store=self.store, run=self.run, round=self.t, failures=failures, diagnostician=diagnostician,
-            embedder=embedder, cfg=cfg if cfg is not None else self.config.diagnosis, index=index,
-            progress=progress, memory=self.memory(),
-        ))
+    def append_diagnosis(self, events: Sequence[EventIn], *, since_seq: int | None = None) -> AppendResult:
+        """Append the diagnostician's decisions and notes of this round (``failure.diagnosed``,
+        ``llm.called``, ``diagnosis.failed`` and the memory events decided), decided under the
+        append lock: the round must be the run's next to commit. With ``since_seq``, the seq of
+        the memory they were decided against, they are refused with :class:`MemoryMoved` when
+        another producer has appended a memory event since (the caller decides again)."""
+        run, t = self.run, self.t
+
+        def decide(read: Reader) -> Sequence[EventIn]:
+            st = _state(run, read(MILESTONES), self.store.url)
+            if t != st.last_committed + 1:
+                raise ProtocolError(f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}")
+            if since_seq is not None:
+                foreign = read(MEMORY_TYPES, after_seq=since_seq)
+                if foreign:
+                    raise MemoryMoved(f"{plural(len(foreign), 'memory event')} by another producer")
+            return events
+
+        return _appending(self.store, run, decide)
 
     def note(self, key: str, type: str, **data: Any) -> None:
         """Append a trainer's bookkeeping event (``phase.completed``, ``checkpoint.written`` ...)."""
-        self.store.append([self.event(key, type, **data)])
+        self.notes([self.event(key, type, **data)])
+
+    def notes(self, events: Sequence[EventIn]) -> None:
+        """Append a trainer's bookkeeping events of this round in one transaction, while the
+        round is open (decided under the append lock)."""
+        run, t = self.run, self.t
+        for ev in events:
+            if ev.run != run or ev.round != t:
+                raise ProtocolError(f"a note of round {t} of run {run!r} names run {ev.run!r}, round {ev.round}")
+
+        def decide(read: Reader) -> Sequence[EventIn]:
+            require_open(_state(run, read(MILESTONES), self.store.url), t, "note")
+            return events
+
+        _appending(self.store, run, decide)
+
+    def progress(self) -> RoundProgress:
+        """Where this round stands (see :class:`RoundProgress`)."""
+        return round_progress(self.store, self.run, self.t)
 
     def commit(
         self,
@@ -532,22 +642,17 @@ class Round:
         run, t, base = self.run, self.t, self.base
         committed: dict[str, Any] = {}
 
-        def decide(read: CheckedReader) -> list[EventIn]:
-            st = _state(run, read(_MILESTONES), self.store.url)
-            _require_open(st, t, "commit")
+        def decide(read: Reader) -> list[EventIn]:
+            st = _state(run, read(MILESTONES), self.store.url)
+            require_open(st, t, "commit")
             if t not in st.promoted:
-                raise ProtocolError(f"cannot commit round {t}: its promotions are not decided ({self._hint('promote')})")
-            questions = retained = 0
-            failures: set[str] = set()
-            diagnosed: set[str] = set()
-            for _s, _r, typ, d in read(("question.scored", "failure.recorded", "failure.diagnosed", "diagnosis.failed"), round=t):
-                if typ == "question.scored":
-                    questions += 1
-                    retained += bool(d["retained"])
-                elif typ == "failure.recorded":
-                    failures.add(d["failure_id"])
-                elif typ in ("failure.diagnosed", "diagnosis.failed") and d.get("failure_id"):
-                    diagnosed.add(d["failure_id"])
+                raise ProtocolError(f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote"))
+            rows = read(None, round=t)
+            failures = {d["failure_id"] for _s, _r, typ, d in rows if typ == "failure.recorded"}
+            diagnosed = {
+                d["failure_id"] for _s, _r, typ, d in rows
+                if typ in ("failure.diagnosed", "diagnosis.failed") and d.get("failure_id")
+            }
             pending = sorted(failures - diagnosed)
             if pending and not allow_undiagnosed:
                 raise ProtocolError(
@@ -555,25 +660,24 @@ class Round:
                     f"{'is' if len(pending) == 1 else 'are'} not diagnosed "
                     f"(first: {pending[0]}); diagnose them or allow undiagnosed failures"
                 )
-            after = fold(read(FOLD_TYPES, after_seq=base.last_seq), run, base)
+            after = fold(read(FOLDED, after_seq=base.last_seq), run, base)
             sched = schedule(after)
-            committed.update(
-                questions=questions, retained=retained, failures=len(failures), F=sched.F,
-                epsilon_next=sched.epsilon, **dict(summary or {}),
-            )
+            # the round's statistics as `memory stats` counts them, and the schedule it leaves
+            committed.update(count_rounds(rows).get(t, {}))
+            committed.update(F=sched.F, epsilon_next=sched.epsilon, **dict(summary or {}))
             events = [self.event("eval", "eval.recorded", **metrics)] if metrics else []
             return [*events, self.event("round.committed", "round.committed", **committed)]
 
         try:
-            self.store.append_checked(run, decide)
+            _appending(self.store, run, decide)
         except InvariantError as exc:
             raise ProtocolError(f"cannot commit round {t}: {exc}") from None
-        refresh_snapshots(self.store, run)
+        refresh(self.store, run)
         return committed
 
-    def _hint(self, step: str) -> str:
-        """The command that takes ``step`` for this round (the database without its password)."""
-        return command(self.store.url, "round", step, "--run", self.run, "--round", str(self.t))
+    def _hint(self, step: str) -> Hint:
+        """The command that takes ``step`` for this round."""
+        return Hint(("round", step, "--run", self.run, "--round", str(self.t)), self.store.url)
 
 
 # --- the steps as functions of (store, run, round) -------------------------------------------

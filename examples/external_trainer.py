@@ -23,7 +23,7 @@ from typing import Any
 import diagevo
 from diagevo import curriculum as cur
 from diagevo.config import Config
-from diagevo.diagnosis.index import VectorIndex, default_index_path
+from diagevo.views.index import VectorIndex, default_index_path
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_dir
 from diagevo.train.sim import SimBackend
@@ -75,7 +75,7 @@ class ExternalTrainer:
         started = time.perf_counter()
         stats: dict[str, float] = {}
         if cfg.memory.challenger_updates:
-            chal = rnd.requests(cfg.train.challenger_questions or cfg.grpo.challenger_batch_size, purpose="challenger")
+            chal = rnd.requests(cfg.train.challenger_questions or cfg.challenger.batch_size, purpose="challenger")
             stats = self.backend.train_challenger(
                 [q.generation_request() for q in chal], self.challenger_reward(t), self.rng(t, "challenger")
             )
@@ -83,7 +83,7 @@ class ExternalTrainer:
 
         # Q^cur, N construction responses each; the memory votes and filters (Eq. 3)
         started = time.perf_counter()
-        reqs = rnd.requests(cfg.train.curriculum_questions or cfg.grpo.solver_batch_size)
+        reqs = rnd.requests(cfg.train.curriculum_questions or cfg.solver.batch_size)
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
         kept = [(q, text) for q, o in zip(reqs, outputs, strict=True) if (text := cur.parse_question(o)) is not None]
         responses = self.backend.sample([text for _, text in kept], cfg.grpo.construction_responses, self.rng(t, "construct"))
@@ -105,7 +105,7 @@ class ExternalTrainer:
                 return [1.0 if cur.agrees(cur.extract_answer(x), retained[i].pseudo_label) else -1.0 for x in resp]
 
             out = self.backend.train_solver(
-                [s.text for s in retained], reward, cfg.grpo.solver_group_size, self.rng(t, "solver")
+                [s.text for s in retained], reward, cfg.solver.group_size, self.rng(t, "solver")
             )
             failures = [
                 {"failure_id": f"f{t}-{s.question_id[s.question_id.index('-') + 1:]}-{j}", "question_id": s.question_id,
@@ -122,7 +122,8 @@ class ExternalTrainer:
         started = time.perf_counter()
         if self.index is None:
             self.index = VectorIndex(self.backend.embedder(), default_index_path(store.url), run)
-        summary = rnd.diagnose(
+        summary = diagevo.diagnose(
+            rnd,
             diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(), cfg=cfg.diagnosis, index=self.index,
         )
         seconds["diagnose"] = self.phase(rnd, "diagnose", started, dedup_truncated=summary.dedup_truncated)

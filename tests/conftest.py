@@ -10,15 +10,18 @@ Override the admin URL with env ``DIAGEVO_TEST_PG``.
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
-from diagevo.events.store import PG_APPEND_LOCK_KEY, EventStore
+from diagevo.log.sql import APPEND_LOCK_KEY as PG_APPEND_LOCK_KEY
+from diagevo.log import open_log, EventStore
 
 _PG_CANDIDATES = (
     "postgresql+psycopg://postgres@127.0.0.1:5432/test",
@@ -57,7 +60,7 @@ class Backend:
         """Migrate the database down to ``revision``, as an older diagevo left it."""
         from alembic import command
 
-        from diagevo.events.store import _alembic_config
+        from diagevo.log.schema import _alembic_config
 
         engine = self.engine(url)
         with engine.begin() as conn:
@@ -185,6 +188,25 @@ def db_url(backend: Backend) -> str:
 @pytest.fixture
 def store(db_url: str) -> Iterator[EventStore]:
     """A migrated, empty event store on the current backend."""
-    s = EventStore(db_url)
+    s = open_log(db_url)
     yield s
     s.close()
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium (Debian's package) through playwright; the test is skipped without it
+    (failed with ``DIAGEVO_REQUIRE_BROWSER`` set)."""
+    if CHROMIUM is None:
+        if os.environ.get("DIAGEVO_REQUIRE_BROWSER"):
+            pytest.fail("chromium is not installed (apt-get install -y chromium)")
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()

@@ -25,3 +25,25 @@ def tiny_pair(config: pytest.Config) -> Path:
     if not (out / "tiny.json").is_file():
         tiny.build_tiny(out, TEST_SPEC)
     return out
+
+
+def smollm2_model(warm_steps: int = 24) -> Path:
+    """SmolLM2-135M-Instruct as ``diagevo models smollm2 --warmup-steps N`` builds it, kept between
+    test runs under ``$DIAGEVO_MODEL_CACHE`` (default ``~/.cache/diagevo/models``, outside the
+    repository) while the builder and its warm-up corpus are unchanged. A half-built directory
+    (no provenance) is built again."""
+    import os
+    import shutil
+
+    from diagevo.train.hf import pretrained
+
+    source = inspect.getsource(pretrained) + inspect.getsource(tiny)
+    key = hashlib.sha256(f"{source}{warm_steps}".encode()).hexdigest()[:12]
+    root = Path(os.environ.get("DIAGEVO_MODEL_CACHE") or Path.home() / ".cache" / "diagevo" / "models")
+    out = root / f"smollm2-w{warm_steps}-{key}"
+    if not (out / pretrained.PROVENANCE).is_file():
+        if out.exists():
+            shutil.rmtree(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pretrained.build(out, warm=pretrained.FormatWarmUp(steps=warm_steps))
+    return out

@@ -5,7 +5,8 @@ Chat replies are scripted per diagnostician stage (recognised from the system me
 consumed in order; a stage without a script falls back to its default (a callable or a string).
 Generation: a callable reply may return a list of strings, one choice each (how a server honours
 ``n``); ``POST /v1/completions`` is answered from the ``"completion"`` stage; a model named in
-``no_chat_template`` gets vLLM's 400 for a tokenizer without a chat template on the chat route.
+``no_chat_template`` gets vLLM's 400 for a tokenizer without a chat template on the chat route;
+with ``refuse_structured`` a request carrying a ``response_format`` gets a 400 naming it.
 Every request is recorded. Embeddings are deterministic: a text's vector is set explicitly with
 :meth:`LLMServer.set_vector` / :meth:`LLMServer.similar`, or derived from a hash of the text
 (random unit vectors in 64 dimensions are nearly orthogonal).
@@ -67,6 +68,7 @@ class LLMServer:
         self.requests: list[dict[str, Any]] = []
         self.vectors: dict[str, np.ndarray] = {}
         self.no_chat_template: set[str] = set()
+        self.refuse_structured = False  # answer a request with a response_format with a 400, as a server without structured outputs
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -136,6 +138,11 @@ class LLMServer:
                 "As of transformers v4.44, default chat template is no longer allowed, so you must provide "
                 "a chat template if the tokenizer does not define one."
             )
+            return 400, {"error": {"message": message, "type": "BadRequestError", "code": 400}}, 0.0
+        if self.refuse_structured and "response_format" in body:
+            with self._lock:
+                self.requests.append({"path": path, "stage": "refused", "body": body})
+            message = "response_format of type json_schema is not supported by this server"
             return 400, {"error": {"message": message, "type": "BadRequestError", "code": 400}}, 0.0
         stage = "completion" if completion else stage_of(body)
         with self._lock:

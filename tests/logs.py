@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from diagevo.events.schemas import EventIn, validate_event
+from diagevo.schemas import EventIn, validate_event
 
 
 class Log:

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagevo.events.canonical import canonical_bytes, canonical_json, stdlib_canonical
-from diagevo.events.store import EventStore, StoreError
-from diagevo.events.schemas import EventIn
+from diagevo.log.canonical import canonical_bytes, canonical_json, stdlib_canonical
+from diagevo.log import open_log, StoreError
+from diagevo.schemas import EventIn
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
 scalars = st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | finite | st.text()
@@ -88,7 +88,7 @@ def test_store_refuses_nan_in_a_flat_event_with_none(tmp_path) -> None:  # noqa:
         type="failure.attributed", run="r", round=1, event_id="e1",
         data={"failure_id": "f", "cause_id": None, "via": "dedup", "similarity": math.nan},
     )  # fmt: skip
-    with EventStore(f"sqlite:///{tmp_path / 'x.db'}") as store:
+    with open_log(f"sqlite:///{tmp_path / 'x.db'}") as store:
         with pytest.raises(StoreError, match="event e1: data is not JSON-serialisable"):
             store.append([ev])
         assert store.last_seq("r") == 0

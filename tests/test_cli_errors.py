@@ -12,7 +12,7 @@ import pytest
 
 from cli.app import app
 from diagevo.config import Config
-from diagevo.events.store import EventStore
+from diagevo.log import open_log
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, case_study, run_cli, write
 from tests.test_diagnosis_cli import line
@@ -92,11 +92,11 @@ def test_train_refuses_a_round_count_below_one(tmp_path: Path, capsys: pytest.Ca
 def test_resuming_a_run_that_does_not_exist_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'm.db'}"
     run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
-    with EventStore(db) as s:
+    with open_log(db) as s:
         before = (s.runs(), s.last_seq("r1"))
     code, _, err = run_cli(capsys, "train", "--resume", "--run", "nosuch", "--db", db, "--quiet")
     assert_one_line_error(code, err, "no run 'nosuch' to resume")
-    with EventStore(db) as s:
+    with open_log(db) as s:
         assert (s.runs(), s.last_seq("r1")) == before
 
 
@@ -105,7 +105,8 @@ def test_resuming_a_run_that_does_not_exist_is_an_error(tmp_path: Path, capsys: 
     [
         ("memory.fixed_free_ratio=1.5", "config: memory.fixed_free_ratio: Input should be less than or equal to 1"),
         ("memory.theta_up=-0.1", "config: memory.theta_up: Input should be greater than or equal to 0"),
-        ("grpo.solver_group_size=0", "config: grpo.solver_group_size: Input should be greater than or equal to 2"),
+        ("solver.group_size=0", "config: solver.group_size: Input should be greater than or equal to 2"),
+        ("grpo.solver_group_size=0", "config: solver.group_size: Input should be greater than or equal to 2"),  # former name
         ("grpo.construction_responses=0", "config: grpo.construction_responses: Input should be greater than or equal to 1"),
         ("diagnosis.dedup_candidates=0", "config: diagnosis.dedup_candidates: Input should be greater than or equal to 1"),
         ("train.rounds=0", "config: train.rounds: Input should be greater than or equal to 1"),
@@ -187,7 +188,7 @@ def _free_port() -> int:
 
 def test_diagnose_against_an_unreachable_endpoint_stops_before_appending(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'd.db'}"
-    with EventStore(db) as store:
+    with open_log(db) as store:
         seed(store, {"N1": (L1, [("C1", D1)])})
         before = store.last_seq(RUN)
     failures = tmp_path / "failures.jsonl"
@@ -196,7 +197,7 @@ def test_diagnose_against_an_unreachable_endpoint_stops_before_appending(tmp_pat
     code, _, err = run_cli(capsys, "diagnose", str(failures), "--run", RUN, "--round", "2", "--llm-url", url, "--db", db, "--embedder", "local")
     assert_one_line_error(code, err, f"cannot reach the diagnostician at {url}: connection refused")
     assert "timed out" not in err
-    with EventStore(db) as store:
+    with open_log(db) as store:
         assert store.last_seq(RUN) == before
     # an embeddings endpoint that is down is caught the same way, before the first Prompt 1
     with LLMServer() as srv:
@@ -206,7 +207,7 @@ def test_diagnose_against_an_unreachable_endpoint_stops_before_appending(tmp_pat
         )
         assert_one_line_error(code, err, f"cannot reach the embedder at {url}: connection refused")
         assert not srv.calls("extract")
-    with EventStore(db) as store:
+    with open_log(db) as store:
         assert store.last_seq(RUN) == before
 
 
@@ -251,7 +252,7 @@ def test_a_bug_is_one_internal_error_line_with_its_traceback_in_a_file(
 ) -> None:
     """A ValueError that no raise site declared is a bug: not a "user error", but one line that
     names a file with the whole traceback (exit 70)."""
-    import diagevo.queries
+    import diagevo.views.queries
 
     db = f"sqlite:///{tmp_path / 'x.db'}"
     assert run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)[0] == 0
@@ -259,7 +260,7 @@ def test_a_bug_is_one_internal_error_line_with_its_traceback_in_a_file(
     def broken(*_a: Any, **_k: Any) -> Any:
         raise ValueError("an undeclared slip")
 
-    monkeypatch.setattr(diagevo.queries, "stored_round_stats", broken)
+    monkeypatch.setattr(diagevo.views.queries, "round_stats", broken)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile
 
@@ -273,7 +274,7 @@ def test_a_bug_is_one_internal_error_line_with_its_traceback_in_a_file(
 
 def test_declared_errors_are_one_line_and_derive_from_diagevo_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from diagevo import errors
-    from diagevo.events.store import ConflictError, SchemaOutdated, StoreError
+    from diagevo.log import ConflictError, SchemaOutdated, StoreError
     from diagevo.fork import ForkError
     from diagevo.interchange import IngestError
     from diagevo.memory.fold import InvariantError

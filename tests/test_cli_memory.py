@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli.app import main
-from diagevo.events.store import EventStore
+from diagevo.log import open_log
 from tests.logs import Log
 from tests.strategies import random_log
 
@@ -111,7 +111,7 @@ def test_ingest_replay_why_stats_events_verify(tmp_path: Path, db: str, capsys: 
     assert code == 0 and "the first 2 events shown; more match" in out
     code, _, err = run_cli(capsys, "memory", "events", "--db", db, "--type", "bogus.type")
     assert_one_line_error(code, err, "unknown event type 'bogus.type'", "cause.{created,promoted,reactivated}")
-    from diagevo.events.schemas import EVENT_TYPES
+    from diagevo.catalog import CATALOG as EVENT_TYPES
 
     for t in EVENT_TYPES:  # every known type is named, none cut off
         head, _, tail = t.partition(".")
@@ -163,7 +163,7 @@ def test_ingest_rejects_invariant_breaches_and_stores_nothing(tmp_path: Path, db
     n_lines = len(log.jsonl().splitlines())
     code, _, err = run_cli(capsys, "memory", "ingest", str(write(tmp_path, log)), "--db", db)
     assert_one_line_error(code, err, f"line {n_lines}:", message)
-    with EventStore(db) as s:
+    with open_log(db) as s:
         assert s.runs() == []
 
 
@@ -176,7 +176,7 @@ def test_ingest_bad_files(tmp_path: Path, db: str, capsys: pytest.CaptureFixture
     assert_one_line_error(code, err, "line 2:", "surprise")
     code, _, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "missing.jsonl"), "--db", db)
     assert_one_line_error(code, err, "no such file")
-    with EventStore(db) as s:
+    with open_log(db) as s:
         assert s.runs() == []
 
 
@@ -192,10 +192,10 @@ def test_replay_of_uncommitted_round_names_last_committed(tmp_path: Path, db: st
 
 def test_verify_detects_a_tampered_snapshot(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
     run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
-    with EventStore(db) as s:
-        seq, state = s.get_snapshot("r1", 2)
-        state["causes"][0][4] = 5  # frequency
-        s.put_snapshot("r1", 2, seq, state)
+    with open_log(db) as s:
+        snap = s.view_states("memory", "r1", upto=2, latest=True)[0]
+        snap.state["causes"][0][4] = 5  # frequency
+        s.put_view_states([snap])
     code, out, _ = run_cli(capsys, "memory", "verify", "--db", db)
     assert code == 1 and "snapshot of round 2 differs" in out
 
@@ -203,7 +203,7 @@ def test_verify_detects_a_tampered_snapshot(tmp_path: Path, db: str, capsys: pyt
 def test_old_schema_revision_is_refused_untouched(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "old.db"
     db = f"sqlite:///{path}"
-    with EventStore(db):
+    with open_log(db):
         pass
     con = sqlite3.connect(path)
     con.execute("UPDATE alembic_version SET version_num = '0001'")
@@ -257,13 +257,12 @@ def test_why_in_the_terminal_tells_the_whole_story(tmp_path: Path, db: str, caps
 
 
 def test_tables_fit_80_columns_and_say_what_they_left_out(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from cli.common import console
-
     log = case_study()
     log.add("eval.recorded", benchmark="gsm8k", n=10, accuracy=0.25)
     log.commit(heldout_acc=0.5)
     assert run_cli(capsys, "memory", "ingest", str(write(tmp_path, log)), "--db", db)[0] == 0
-    monkeypatch.setattr(console, "width", 80)
+    # the terminal's width as the console reads it (setting console.width would pin it for later tests)
+    monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run_cli(capsys, "memory", "stats", "--db", db)
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
     assert "left out to fit 80 columns:" in out and "bench/gsm8k" in out and "--wide" in out

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from diagevo.events.store import EventStore
-from diagevo.events.store import upgrade as upgrade_to
+from diagevo.log import open_log
+from diagevo.log.schema import upgrade as upgrade_to
 from tests.test_train import SMALL
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,9 +68,9 @@ def test_what_diagevo_suggests_runs_as_printed(tmp_path: Path) -> None:
     forked = diagevo(tmp_path, "memory", "fork", "--db", db, "--run", "r 1", "--round", "1", "--to", "f 1")
     assert forked.returncode == 0, forked.stderr
     (cont,) = suggestions(forked.stdout)
-    assert cont == f"{ENTRY} train --run 'f 1' --resume --db {db}"
+    assert cont == f"{ENTRY} train --run 'f 1' --resume --rounds 2 --db {db}"  # its run stopped at round 1
     run_as_printed(tmp_path, cont)
-    with EventStore(f"sqlite:///{tmp_path / 'work.db'}", create=False) as s:
+    with open_log(f"sqlite:///{tmp_path / 'work.db'}", create=False) as s:
         assert [e.round for e in s.read("f 1", types=("round.committed",))] == [1, 2]
 
     # the round protocol's errors name the command that takes the missing step

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from diagevo.diagnosis.index import CHECKPOINT
-from diagevo.events.store import EventStore
+from diagevo.views.index import VIEW as CHECKPOINT
+from diagevo.log import open_log
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, NEW, NEW_LABEL, RUN, j, seed
@@ -25,7 +25,7 @@ def srv() -> Iterator[LLMServer]:
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
-    with EventStore(url) as store:
+    with open_log(url) as store:
         seed(store, {"N1": (L1, [("C1", D1)])})
     return url
 
@@ -93,8 +93,8 @@ def test_diagnose_appends_decisions_and_why_shows_them(
     assert code == 0, err
     result = json.loads(out)
     assert result["rows"] == 4 and result["model"] == "test-embed"
-    with EventStore(db) as store:
-        assert result["checkpoint"] == store.get_checkpoint(CHECKPOINT, RUN) > 0
+    with open_log(db) as store:
+        assert result["checkpoint"] == store.view_states(CHECKPOINT, RUN)[0].seq > 0
 
 
 @pytest.mark.parametrize(
@@ -112,11 +112,11 @@ def test_diagnose_appends_decisions_and_why_shows_them(
 def test_bad_lines_are_one_line_errors_and_nothing_is_stored(
     capsys: pytest.CaptureFixture[str], srv: LLMServer, db: str, tmp_path: Path, lines: list[str], needle: str
 ) -> None:
-    with EventStore(db) as store:
+    with open_log(db) as store:
         before = store.last_seq(RUN)
     code, _, err = cli(capsys, srv, db, write(tmp_path, *lines))
     assert_one_line_error(code, err, needle)
-    with EventStore(db) as store:
+    with open_log(db) as store:
         assert store.last_seq(RUN) == before
     assert not srv.calls()
 

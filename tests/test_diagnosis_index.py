@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diagevo.diagnosis.index import CHECKPOINT, VectorIndex, default_index_path, reindex
-from diagevo.events.schemas import new_event
-from diagevo.events.store import EventStore
-from diagevo.replay import load_memory
+from diagevo.views.index import VIEW as CHECKPOINT, VectorIndex, default_index_path, reindex
+from diagevo.schemas import new_event
+from diagevo.log import open_log, EventStore
+from diagevo.memory.fold import evolve
+from diagevo.views.memory import load_memory
 
 RUN = "run-index"
 
@@ -36,7 +37,7 @@ class HashEmbedder:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[EventStore]:
-    s = EventStore(f"sqlite:///{tmp_path / 'idx.db'}")
+    s = open_log(f"sqlite:///{tmp_path / 'idx.db'}")
     s.append([new_event("run.started", RUN, 0, "start", config={"k": 0.5})])
     yield s
     s.close()
@@ -116,11 +117,15 @@ def test_mirror_follows_new_causes_and_merges(store: EventStore) -> None:
     index = VectorIndex(emb)
     index.attach(load_memory(store, RUN))
     v = emb.embed(["cause 3"])[0]
-    index.apply("node.created", {"node_id": "N3", "label": "label 3"})
-    index.apply("cause.created", {"cause_id": "C3", "node_id": "N3", "description": "cause 3"}, v)
+    mem = load_memory(store, RUN)
+    for etype, data in (("node.created", {"node_id": "N3", "label": "label 3"}),
+                        ("cause.created", {"cause_id": "C3", "node_id": "N3", "description": "cause 3"})):
+        mem = evolve(mem, etype, 1, data)
+        index.apply(etype, data, mem, v if etype == "cause.created" else None)
     sims = index.cause_sims(v)
     assert index.node_shortlist(sims, 1)[0][:3:2] == ("N3", "C3")
-    index.apply("nodes.merged", {"survivor": "N1", "absorbed": "N3", "label": "merged", "similarity": None})
+    merge = {"survivor": "N1", "absorbed": "N3", "label": "merged", "similarity": None}
+    index.apply("nodes.merged", merge, evolve(mem, "nodes.merged", 1, merge))  # the node of each cause: the fold's
     short = index.node_shortlist(sims, 5)
     assert [s[0] for s in short][0] == "N1" and "N3" not in [s[0] for s in short]
     assert short[0][2] == "C3"  # C3 now speaks for N1
@@ -134,8 +139,8 @@ def test_lancedb_projection_is_idempotent_and_follows_merges(store: EventStore, 
     assert index.sync(store, RUN) == 9
     rows = index.rows()
     assert len(rows) == 9 and {r["model"] for r in rows} == {"hash-embed"}
-    cp = store.get_checkpoint(CHECKPOINT, RUN)
-    assert cp == store.last_seq(RUN)
+    (saved,) = store.view_states(CHECKPOINT, RUN)
+    assert saved.seq == store.last_seq(RUN)
     # nothing new: no rows, no embedding, same checkpoint
     before = emb.embedded
     assert index.sync(store, RUN) == 0 and emb.embedded == before and index.rows() == rows
@@ -145,8 +150,8 @@ def test_lancedb_projection_is_idempotent_and_follows_merges(store: EventStore, 
     reopened.sync(store, RUN)
     reopened.attach(load_memory(store, RUN))
     assert emb2.embedded <= 1 and reopened.rows() == rows  # at most a dimension probe
-    # re-applying from an older checkpoint is an idempotent upsert
-    store.set_checkpoint(CHECKPOINT, RUN, 0, {"model": "hash-embed"})
+    # without its saved state the table is rebuilt to the same rows
+    store.drop_view_states(CHECKPOINT, RUN)
     reopened.sync(store, RUN)
     assert reopened.rows() == rows
     # a merge relabels the survivor and drops the absorbed node's row
@@ -159,7 +164,11 @@ def test_lancedb_projection_is_idempotent_and_follows_merges(store: EventStore, 
     assert reindex(store, RUN, tmp_path / "w.lance", emb) == 8
     again = VectorIndex(emb, tmp_path / "w.lance", RUN)
     again.sync(store, RUN)
-    assert again.rows() == index.rows()
+    assert _texts(again.rows()) == _texts(index.rows())  # the same texts (each row's seq: the memory's when written)
+
+
+def _texts(rows: list[dict]) -> list[tuple[str, str, str]]:
+    return sorted((r["kind"], r["id"], r["text"]) for r in rows)
 
 
 def test_another_embedding_model_or_a_lost_table_rebuilds(store: EventStore, tmp_path: Path) -> None:
@@ -169,7 +178,7 @@ def test_another_embedding_model_or_a_lost_table_rebuilds(store: EventStore, tmp
     other = VectorIndex(HashEmbedder("other-model"), path, RUN)
     assert other.sync(store, RUN) == 4
     assert {r["model"] for r in other.rows()} == {"other-model"}
-    assert store.checkpoint_info(CHECKPOINT, RUN)["model"] == "other-model"
+    assert store.view_states(CHECKPOINT, RUN)[0].state["model"] == "other-model"
     lost = tmp_path / "elsewhere.lance"  # the checkpoint says done, the table is not there
     fresh = VectorIndex(HashEmbedder("other-model"), lost, RUN)
     assert fresh.sync(store, RUN) == 4 and len(fresh.rows()) == 4

@@ -15,14 +15,14 @@ import pytest
 
 from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
-from diagevo.diagnosis.index import CHECKPOINT, VectorIndex, reindex
+from diagevo.views.index import VIEW as CHECKPOINT, VectorIndex, reindex
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
-from diagevo.events.schemas import new_event
+from diagevo.schemas import new_event
 from diagevo.errors import Conflict
-from diagevo.events.store import EventStore
+from diagevo.log import open_log, EventStore
 from diagevo.memory.state import CauseState
-from diagevo.replay import load_memory
+from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, Hang, LLMServer
 
 RUN = "run-diag"
@@ -48,7 +48,7 @@ def srv() -> Iterator[LLMServer]:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[EventStore]:
-    s = EventStore(f"sqlite:///{tmp_path / 'diag.db'}")
+    s = open_log(f"sqlite:///{tmp_path / 'diag.db'}")
     yield s
     s.close()
 
@@ -212,9 +212,9 @@ def test_new_cause_to_a_new_node_and_the_index_follows(srv: LLMServer, store: Ev
         ("cause", "C1", NEW, "test-embed"),
         ("node", "N1", NEW_LABEL, "test-embed"),
     ]
-    seqs = {e.data.get("cause_id") or e.data.get("node_id"): e.seq for e in store.read(RUN, types=("node.created", "cause.created"))}
-    assert {r["id"]: r["seq"] for r in rows} == seqs
-    assert store.get_checkpoint(CHECKPOINT, RUN) == max(seqs.values())
+    written = mem.last_seq  # the memory each row was written from (here: after the new cause)
+    assert {r["id"]: r["seq"] for r in rows} == {"C1": written, "N1": written}
+    assert store.view_states(CHECKPOINT, RUN)[0].seq == written
     # rebuild from the log gives the same rows
     assert reindex(store, RUN, tmp_path / "idx2.lance", embedder) == 2
     again = VectorIndex(embedder, tmp_path / "idx2.lance", RUN)
@@ -461,7 +461,7 @@ def test_a_rerun_round_appends_nothing_and_calls_no_model(srv: LLMServer, store:
 def test_a_stored_prompt_1_reply_is_reused_after_a_crash(srv: LLMServer, store: EventStore) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     # a crash after stage 1: the reply is in the log, its attribution is not
-    from diagevo.diagnosis.pipeline import event_id
+    from diagevo.catalog.ids import digest_event_id as event_id
 
     store.append([new_event("failure.diagnosed", RUN, rnd, event_id(RUN, rnd, "f1", "extract"), failure_id="f1", matched_cause="C1", error_cause=None, model="test-model", raw="{}")])
     s = run_round(srv, store, [failure("f1", ("C1",))], rnd)

@@ -18,11 +18,11 @@ from diagevo.eval import BenchmarkError, OutputsMismatch, grade, kind_of, load_b
 from diagevo.eval.benchmarks import Question
 from diagevo.eval.grading import text_equal
 from diagevo.eval.runner import evaluate
-from diagevo.events.schemas import new_event
-from diagevo.events.store import EventStore
+from diagevo.schemas import new_event
+from diagevo.log import open_log, EventStore
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
-from diagevo.replay import load_memory
+from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 
@@ -367,7 +367,7 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # the stats table is wide
     db = f"sqlite:///{tmp_path / 'r.db'}"
-    with EventStore(db) as store:
+    with open_log(db) as store:
         hf_run(store)
         before = load_memory(store, "hf1")
     srv.default("other", answering(skilled))
@@ -376,11 +376,11 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
     assert code == 0, err
     report = json.loads(out)
     assert [(r["round"], r["model"], r["correct"]) for r in report["results"]] == [(0, "base-solver", 1), (2, "ckpt/round002-solver", 3), (3, "ckpt/round003-solver", 3)]
-    with EventStore(db) as store:
+    with open_log(db) as store:
         evals = list(store.read("hf1", types=("eval.recorded",)))
         assert [(e.round, e.data["benchmark"], e.data["accuracy"]) for e in evals] == [(0, "gsm8k", 1 / 3), (2, "gsm8k", 1.0), (3, "gsm8k", 1.0)]
         assert load_memory(store, "hf1") == before  # bookkeeping: the memory is unchanged
-        from diagevo.replay import verify_run
+        from diagevo.views.verify import verify_run
 
         assert verify_run(store, "hf1") == []
     stats = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--run", "hf1", "--json")[1])["rounds"]
@@ -388,7 +388,7 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
     code, out, _ = run_cli(capsys, "memory", "stats", "--db", db, "--run", "hf1")
     assert code == 0 and "gsm8k" in out and "1.000" in out
     code, out, _ = run_cli(capsys, *args, "--rounds", "2", "--json")  # the same evaluation again: nothing new
-    with EventStore(db) as store:
+    with open_log(db) as store:
         assert len(list(store.read("hf1", types=("eval.recorded",)))) == 3
     code, _, err = run_cli(capsys, *args, "--rounds", "7")
     assert_one_line_error(code, err, "round 7 has no solver to evaluate (rounds with one: 0, 1, 2, 3)")
@@ -396,7 +396,7 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
 
 def test_select_picks_the_best_round_on_the_validation_file(srv: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
-    with EventStore(db) as store:
+    with open_log(db) as store:
         hf_run(store)
     srv.default("other", answering(skilled))
     code, out, err = run_cli(
@@ -408,7 +408,7 @@ def test_select_picks_the_best_round_on_the_validation_file(srv: LLMServer, tmp_
     assert report["selected"] == 2
     assert {t: v["accuracy"] for t, v in report["validation"].items()} == {"0": 0.25, "1": 0.5, "2": 1.0, "3": 0.75}
     assert [(r["round"], r["benchmark"]) for r in report["results"]] == [(2, "gsm8k")]  # test benchmarks on the chosen round only
-    with EventStore(db) as store:
+    with open_log(db) as store:
         (sel,) = store.read("hf1", types=("checkpoint.selected",))
         assert sel.round == 2 and sel.data["scores"] == {"0": 0.25, "1": 0.5, "2": 1.0, "3": 0.75}
         assert sel.data["model"] == "ckpt/round002-solver"
@@ -421,13 +421,13 @@ def test_select_picks_the_best_round_on_the_validation_file(srv: LLMServer, tmp_
     other = f"sqlite:///{tmp_path / 'copy.db'}"
     code, _, err = run_cli(capsys, "memory", "ingest", str(exported), "--db", other)
     assert code == 0, err
-    with EventStore(db) as a, EventStore(other) as b:
+    with open_log(db) as a, open_log(other) as b:
         assert [(e.event_id, e.round, e.data) for e in a.read("hf1")] == [(e.event_id, e.round, e.data) for e in b.read("hf1")]
 
 
 def test_a_simulator_run_has_no_model_checkpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
-    with EventStore(db) as store:
+    with open_log(db) as store:
         store.append([new_event("run.started", "s", 0, "s/0", config={"k": 0.5, "train": {"backend": "sim"}}, seed=0)])
     code, _, err = run_cli(capsys, "eval", "--db", db, "--run", "s", "--url", "http://127.0.0.1:9/v1", "--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}")
     assert_one_line_error(code, err, "trained with the sim backend")

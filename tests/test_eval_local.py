@@ -16,6 +16,7 @@ from diagevo.curriculum.prompts import SOLVER_SYSTEM  # noqa: E402
 from tests.hf_fixtures import tiny_pair  # noqa: E402
 from tests.test_cli_memory import run_cli  # noqa: E402
 from tests.test_eval import SHARED  # noqa: E402
+from diagevo.log import open_log
 
 pytestmark = pytest.mark.slow
 MATH500 = SHARED / "math500.jsonl"
@@ -82,8 +83,7 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     warmed-up tiny solver."""
     import torch
 
-    from diagevo.events.schemas import new_event
-    from diagevo.events.store import EventStore
+    from diagevo.schemas import new_event
     from diagevo.paths import beside_database, run_dir
     from diagevo.rounds import start_run
     from diagevo.train.hf.backend import HFBackend
@@ -103,7 +103,7 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     cfg = tiny_config(tiny_dir, tmp, f"hf.solver_model={json.dumps(str(base))}", "train.out_dir=null")
     trained = AutoModelForCausalLM.from_pretrained(tiny_dir / "solver").state_dict()
     backend = HFBackend(cfg, 0)
-    with EventStore(db, create=True) as store:
+    with open_log(db, create=True) as store:
         run = "r"
         start_run(store, run, cfg)
         ckpt_dir = run_dir(beside_database(store.url, ".runs"), run).resolve()
@@ -121,7 +121,6 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
 
 
 def test_eval_run_on_hf_checkpoints_and_select(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from diagevo.events.store import EventStore
     from diagevo.train.hf import tiny
 
     db, ckpt_dir = hf_checkpoint_run(tiny_dir, tmp_path)
@@ -132,7 +131,7 @@ def test_eval_run_on_hf_checkpoints_and_select(tiny_dir: Path, tmp_path: Path, c
     report = json.loads(out)
     models = [(r["round"], r["model"]) for r in report["results"]]
     assert models == [(0, str(tmp_path / "zero-solver")), (1, str(ckpt_dir / "round001-solver" / "solver")), (2, str(ckpt_dir / "round002-solver" / "solver"))]
-    with EventStore(db) as store:
+    with open_log(db) as store:
         evals = list(store.read("r", types=("eval.recorded",)))
     assert [(e.round, e.data["benchmark"], e.data["n"], e.data["engine"]) for e in evals] == [(t, "math500", 4, "local") for t in (0, 1, 2)]
 
@@ -153,7 +152,7 @@ def test_eval_run_on_hf_checkpoints_and_select(tiny_dir: Path, tmp_path: Path, c
     assert report["selected"] == 2 and [(r["round"], r["benchmark"]) for r in report["results"]] == [(2, "math500")]
     assert report["results"][0]["resumed"] == 4  # the first 4 were scored above already
     assert report["validation"]["2"]["n"] == 24
-    with EventStore(db) as store:
+    with open_log(db) as store:
         (sel,) = store.read("r", types=("checkpoint.selected",))
         evals = list(store.read("r", types=("eval.recorded",)))
     assert sel.round == 2 and sel.data["model"] == str(ckpt_dir / "round002-solver" / "solver")

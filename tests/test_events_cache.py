@@ -1,7 +1,7 @@
-"""Snapshots and checkpoints are caches: once a command's events committed it exits 0, whatever
+"""The views' saved states are caches: once a command's events committed it exits 0, whatever
 happens to the cache write after (no privilege, a dropped connection, a full disk), and readers
 fold the log instead. On PostgreSQL: ``diagevo train`` under a trainer role that may only SELECT
-and INSERT into the log tables (the GRANTs of the README)."""
+and INSERT into the log (the documented grants, :data:`tests.test_log_trainer_role.TRAINER_GRANTS`)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from diagevo.events.store import EventStore
-from diagevo.replay import load_memory, verify_run
+from diagevo.log import open_log
+from diagevo.views.memory import load_memory
+from diagevo.views.verify import verify_run
 from tests.conftest import Backend, PostgresBackend
 from tests.test_cli_memory import run_cli
+from tests.test_log_trainer_role import TRAINER_GRANTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--set", "train.challenger_questions=16", "--set", "train.curriculum_questions=48"]
@@ -30,36 +32,34 @@ def _refuse_cache_writes(backend: Backend, url: str) -> None:
     engine = backend.engine(url)
     with engine.begin() as conn:
         if backend.name == "sqlite":
-            for table in ("snapshots", "checkpoints"):
-                for op in ("INSERT", "UPDATE"):
-                    conn.execute(text(
-                        f"CREATE TRIGGER no_{table}_{op.lower()} BEFORE {op} ON {table} "
-                        "BEGIN SELECT RAISE(ABORT, 'permission denied (test)'); END"
-                    ))
+            for op in ("INSERT", "UPDATE"):
+                conn.execute(text(
+                    f"CREATE TRIGGER no_views_{op.lower()} BEFORE {op} ON views "
+                    "BEGIN SELECT RAISE(ABORT, 'permission denied (test)'); END"
+                ))
         else:
             conn.execute(text(
                 "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
                 "$$ BEGIN RAISE EXCEPTION 'permission denied (test)' USING ERRCODE = 'insufficient_privilege'; END $$"
             ))
-            for table in ("snapshots", "checkpoints"):
-                conn.execute(text(f"CREATE TRIGGER refuse_{table} BEFORE INSERT OR UPDATE ON {table} "
-                                  "FOR EACH ROW EXECUTE FUNCTION refuse()"))
+            conn.execute(text("CREATE TRIGGER refuse_views BEFORE INSERT OR UPDATE ON views "
+                              "FOR EACH ROW EXECUTE FUNCTION refuse()"))
     engine.dispose()
 
 
 def test_a_failed_snapshot_write_after_the_commit_is_a_warning(
     backend: Backend, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    EventStore(db_url).close()  # migrated
+    open_log(db_url).close()  # migrated
     _refuse_cache_writes(backend, db_url)
     with caplog.at_level(logging.WARNING, logger="diagevo.cache"):
         code, _out, err = run_cli(capsys, "train", "--db", db_url, "--run", "c", "--rounds", "2", "--quiet",
                                   "--set", f'train.out_dir="{tmp_path / "ckpt"}"', *SMALL)
     assert code == 0, err
     assert "permission denied" not in err  # logged, not printed
-    assert any("snapshot of run 'c' not written" in r.getMessage() for r in caplog.records)
-    with EventStore(db_url, create=False) as store:
-        assert store.snapshots("c") == []
+    assert any("views of run 'c' not saved" in r.getMessage() for r in caplog.records)
+    with open_log(db_url, create=False) as store:
+        assert store.view_states("memory", "c", anchored=False) == []
         assert load_memory(store, "c", 2).committed == 2  # folded from the log
         assert verify_run(store, "c") == []
     code, out, err = run_cli(capsys, "memory", "verify", "--db", db_url, "--run", "c")
@@ -69,9 +69,9 @@ def test_a_failed_snapshot_write_after_the_commit_is_a_warning(
 def test_a_dropped_connection_after_the_commit_is_swallowed(backend: Backend, db_url: str, monkeypatch) -> None:
     """The snapshot write raises what a dropped connection or a full disk raises (a StoreError)."""
     from diagevo import rounds
-    from diagevo.events.store import StoreError
+    from diagevo.log import StoreError
 
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         rounds.start_run(store, "d", {"k": 0.5})
         rnd = rounds.Round.open(store, "d")
         rnd.promote()
@@ -79,29 +79,13 @@ def test_a_dropped_connection_after_the_commit_is_swallowed(backend: Backend, db
         def broken(*_a, **_k):
             raise StoreError(f"write to {db_url} failed: server closed the connection unexpectedly")
 
-        monkeypatch.setattr(store, "put_snapshot", broken)
+        monkeypatch.setattr(store, "put_view_states", broken)
         rnd.commit({"acc": 0.5})  # does not raise
-        assert store.snapshots("d") == []
+        assert store.view_states("memory", "d") == []
         assert load_memory(store, "d", 1).committed == 1
 
 
 # --- the least-privilege trainer role on PostgreSQL ------------------------------------------
-
-
-def trainer_grants(schema: str, role: str) -> list[str]:
-    """The README's GRANT statements for a trainer role (kept in step with it by a test)."""
-    return [
-        f"GRANT USAGE ON SCHEMA {schema} TO {role}",
-        f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}",
-        f"GRANT INSERT ON events TO {role}",
-        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
-    ]
-
-
-def test_readme_documents_these_grants() -> None:
-    readme = (ROOT / "README.md").read_text()
-    for stmt in [*trainer_grants("diagevo", "diagevo_trainer"), "CREATE SCHEMA diagevo AUTHORIZATION diagevo_owner"]:
-        assert stmt + ";" in readme, stmt
 
 
 def owner_grants(schema: str, role: str) -> list[str]:
@@ -129,12 +113,12 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
     trainer_url = make_url(admin_url).set(username=role, password=None).render_as_string(hide_password=False)
     as_owner = create_engine(owner_url, isolation_level="AUTOCOMMIT")
     try:
-        EventStore(owner_url).close()  # the owner migrates: its tables, triggers and functions
+        open_log(owner_url).close()  # the owner migrates: its tables, triggers and functions
         with as_owner.connect() as conn:
             assert conn.execute(text("SELECT tableowner FROM pg_tables WHERE tablename = 'events' "
                                      "AND schemaname = current_schema()")).scalar_one() == owner
-            for stmt in trainer_grants(schema, role):
-                conn.execute(text(stmt))
+            for stmt in TRAINER_GRANTS:
+                conn.execute(text(stmt.format(schema=schema, role=role)))
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         cmd = [sys.executable, "-m", "cli.app", "train", "--db", trainer_url, "--run", "least", "--rounds", "2",
                "--quiet", "--set", f'train.out_dir="{tmp_path / "ckpt"}"', *SMALL]
@@ -143,16 +127,16 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
         assert "Traceback" not in done.stderr and "permission denied" not in done.stderr, done.stderr
         # the role really could not write the caches, and could not touch the log either
         with admin.connect() as conn:
-            assert conn.execute(text(f"SELECT count(*) FROM {schema}.snapshots")).scalar_one() == 0
+            assert conn.execute(text(f"SELECT count(*) FROM {schema}.views")).scalar_one() == 0
         probe = create_engine(trainer_url)
-        for sql in ("DELETE FROM snapshots", "UPDATE events SET round = 0", "DELETE FROM artifacts"):
+        for sql in ("DELETE FROM views", "UPDATE events SET round = 0", "INSERT INTO views (name) VALUES ('x')"):
             with pytest.raises(Exception, match="permission denied"), probe.begin() as conn:
                 conn.execute(text(sql))
         probe.dispose()
         verify = subprocess.run([sys.executable, "-m", "cli.app", "memory", "verify", "--db", trainer_url, "--run", "least"],
                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert verify.returncode == 0, verify.stdout + verify.stderr
-        with EventStore(owner_url, create=False) as store:
+        with open_log(owner_url, create=False) as store:
             assert [e.round for e in store.read("least", types=("round.committed",))] == [1, 2]
     finally:
         as_owner.dispose()

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from diagevo.events.store import HEAD_REVISION, EventStore, StoreError, revision_status, upgrade
+from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
+from diagevo.log import open_log, StoreError
 from tests.conftest import Backend, PostgresBackend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +30,7 @@ def test_a_foreign_events_table_is_not_a_diagevo_database(backend: Backend, db_u
             conn.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
             conn.execute(text("INSERT INTO alembic_version VALUES (:r)"), {"r": revision})
     engine.dispose()
-    for attempt in (lambda: EventStore(db_url), lambda: EventStore(db_url, create=False), lambda: upgrade(db_url)):
+    for attempt in (lambda: open_log(db_url), lambda: open_log(db_url, create=False), lambda: upgrade(db_url)):
         with pytest.raises(StoreError) as info:
             attempt()
         assert "is not a diagevo database" in str(info.value) and "\n" not in str(info.value)
@@ -43,16 +44,16 @@ def test_a_foreign_events_table_is_not_a_diagevo_database(backend: Backend, db_u
 _LOST = textwrap.dedent('''
     import sys
     from sqlalchemy import create_engine, text
-    from diagevo.events.store import EventStore, StoreError
+    from diagevo.log import StoreError, ViewState, open_log
     from tests.logs import Log
 
     url, admin_url = sys.argv[1], sys.argv[2]
-    store = EventStore(url)
+    store = open_log(url)
     log = Log("a")
     for i in range(20000):
         log.node(f"N{i}")
     store.append(log.events())
-    rows = store.iter_rows("a")
+    rows = store.rows("a")
     next(rows)  # a server-side cursor is open, 4096 rows fetched
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
@@ -63,18 +64,19 @@ _LOST = textwrap.dedent('''
             pass
     except StoreError as exc:
         print("refused:", exc)
-    store.put_snapshot("a", 1, 1, {})  # the next call gets a fresh connection
-    print("written:", store.snapshot_anchors("a")[0][:2])
+    first = store.event_at("a", 1)  # the next call gets a fresh connection
+    store.put_view_states([ViewState("memory", "a", 1, first.seq, first.hash, {})])
+    print("written:", [(v.part, v.seq) for v in store.view_states("memory", "a")][0])
 
-    def decide(read):  # the connection is lost inside a write transaction
-        read(None)
+    def decide():  # the connection is lost inside a write transaction
+        list(store.rows("a", types=()))
         with admin.connect() as conn:
             conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                               "WHERE application_name = 'diagevo_lost_test' AND pid <> pg_backend_pid()"))
         return Log("b").events()
 
     try:
-        store.append_checked("a", decide)
+        store.append_decided(decide)
     except StoreError as exc:
         print("refused:", exc)
     print("appended:", store.append(Log("b").events()).appended)

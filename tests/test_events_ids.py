@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
-from diagevo.events.store import HEAD_REVISION, EventStore, current, upgrade
-from diagevo.replay import verify_run
+from diagevo.log.schema import HEAD_REVISION, current, upgrade
+from diagevo.log import open_log, EventStore
+from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.logs import Log
 from tests.test_cli_memory import run_cli
@@ -44,7 +45,7 @@ def test_an_export_renamed_by_hand_is_stored_as_that_run(
     assert code == 0, err
     n = len(log.events())
     assert json.loads(out) == {"lines": n, "appended": n, "skipped": 0, "runs": ["b"]}
-    with EventStore(db_url, create=False) as store:
+    with open_log(db_url, create=False) as store:
         a, b = list(store.read("a", texts=True)), list(store.read("b", texts=True))
         assert [e.event_id for e in a] == [e.event_id for e in b]  # the same ids, two runs
         assert [e.data for e in a] == [e.data for e in b]
@@ -56,7 +57,7 @@ def test_an_export_renamed_by_hand_is_stored_as_that_run(
 
 
 def test_ingest_as_another_run_rebases_the_ids(db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         rounds.start_run(store, "src", {"k": 0.5})
         rnd = rounds.Round.open(store, "src")
         rnd.promote()
@@ -65,7 +66,7 @@ def test_ingest_as_another_run_rebases_the_ids(db_url: str, tmp_path: Path, caps
     code, out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "src.jsonl"), "--run", "copy", "--db", db_url, "--json")
     assert code == 0, err
     assert json.loads(out)["appended"] == len(exported.splitlines()) and json.loads(out)["runs"] == ["copy"]
-    with EventStore(db_url, create=False) as store:
+    with open_log(db_url, create=False) as store:
         ids = [e.event_id for e in store.read("copy")]
         assert ids[0] == "copy/0/run.started" and all(i.startswith("copy/") for i in ids)
         assert verify_run(store, "copy") == []
@@ -82,6 +83,7 @@ def test_protocol_ids_equal_across_runs_do_not_collide(store: EventStore) -> Non
     """``RUN/T/KEY`` of run ``x/1`` round 1 key ``k`` equals run ``x`` round 1 key ``1/k``."""
     for run in ("x", "x/1"):
         rounds.start_run(store, run, {"k": 0.5})
+        rounds.open_round(store, run)
     rounds.note(store, "x", 1, "1/k", "phase.completed", phase="a", seconds=1.0)
     rounds.note(store, "x/1", 1, "k", "phase.completed", phase="b", seconds=2.0)
     (a,) = store.read("x", types=("phase.completed",))
@@ -93,13 +95,13 @@ def test_protocol_ids_equal_across_runs_do_not_collide(store: EventStore) -> Non
 
 
 def test_a_log_of_revision_0006_is_upgraded_and_verifies(backend: Backend, db_url: str) -> None:
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         store.append(_log("a").events())
         before = [(e.seq, e.event_id, e.hash) for e in store.read("a")]
     backend.downgrade(db_url, "0006")
     assert current(db_url) == "0006"
     assert upgrade(db_url) == ("0006", HEAD_REVISION)
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         assert [(e.seq, e.event_id, e.hash) for e in store.read("a")] == before
         assert verify_run(store, "a") == []
         assert store.append(_log("b").events()).appended == len(before)  # same ids, another run

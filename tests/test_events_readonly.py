@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.events.store import EventStore, StoreError
-from diagevo.replay import refresh_snapshots
+from diagevo.log import open_log, StoreError
+from diagevo.views.caches import refresh as refresh_snapshots
 from tests.logs import Log
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +34,7 @@ def _as_plain_user() -> list[str]:
 def _log_file(directory: Path) -> tuple[str, Path]:
     path = directory / "runs.db"
     url = f"sqlite:///{path}"
-    with EventStore(url) as store:
+    with open_log(url) as store:
         log = Log("a").node("N1").cause("C1", "N1").question("q1", 0.5, active="C1").commit(retained=1)
         store.append(log.events())
         refresh_snapshots(store, "a")
@@ -85,7 +85,7 @@ def test_read_commands_work_on_a_read_only_file(tmp_path: Path, dir_writable: bo
 def test_a_read_only_store_refuses_writes_even_for_root(tmp_path: Path) -> None:
     url, path = _log_file(tmp_path)
     before = path.read_bytes()
-    with EventStore(url, readonly=True) as store:
+    with open_log(url, readonly=True) as store:
         assert store.runs() == ["a"]
         with pytest.raises(StoreError, match="readonly"):
             store.append(Log("b").events())
@@ -94,7 +94,7 @@ def test_a_read_only_store_refuses_writes_even_for_root(tmp_path: Path) -> None:
 
 def test_a_read_only_open_never_creates_a_file(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no database at"):
-        EventStore(f"sqlite:///{tmp_path / 'none.db'}", readonly=True)
+        open_log(f"sqlite:///{tmp_path / 'none.db'}", readonly=True)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -102,32 +102,34 @@ def test_a_read_only_open_of_a_live_wal_database_sees_the_latest_commit(tmp_path
     """While a writer holds the file open (its -wal and -shm exist), a reader is not immutable:
     it reads through the WAL and sees every committed event."""
     url, _ = _log_file(tmp_path)
-    with EventStore(url) as writer:
+    with open_log(url) as writer:
         writer.append(Log("b").events())
-        with EventStore(url, readonly=True) as reader:
+        with open_log(url, readonly=True) as reader:
             assert reader.runs() == ["a", "b"]
 
 
 def test_a_plain_read_opens_the_file_directly_and_reads_the_same(tmp_path: Path) -> None:
     """A read of ``sqlite:///FILE`` at the head revision opens the file with sqlite3 alone (no
     SQLAlchemy: a fifth of a read command's time); it reads exactly what the full path reads."""
-    from diagevo.events.sqlite import _Direct
-    from diagevo.replay import stored_round_stats, verify_run
+    from diagevo.log.sqlite import _Direct
+    from diagevo.views.stats import round_stats as stored_round_stats
+    from diagevo.views.verify import verify_run
 
     url, _ = _log_file(tmp_path)
-    with EventStore(url) as full, EventStore(url, readonly=True) as direct:
+    with open_log(url) as full, open_log(url, readonly=True) as direct:
         assert isinstance(direct._engine, _Direct) and not isinstance(full._engine, _Direct)
         for store in (full, direct):
             assert store.runs() == ["a"] and store.latest_run() == "a"
         assert list(direct.read("a", texts=True)) == list(full.read("a", texts=True))
-        assert direct.read_naming("a", {"cause_id": ["C1"]}) == full.read_naming("a", {"cause_id": ["C1"]})
-        assert direct.type_counts("a") == full.type_counts("a") and direct.snapshots("a") == full.snapshots("a")
-        assert direct.checkpoints("a") == full.checkpoints("a") != {}
+        assert list(direct.read("a", keys={"cause_id": ["C1"]})) == list(full.read("a", keys={"cause_id": ["C1"]}))
+        assert list(direct.rows("a", data=False)) == list(full.rows("a", data=False))
+        for view in ("memory", "stats"):
+            assert direct.view_states(view, "a") == full.view_states(view, "a") != []
         assert stored_round_stats(direct, "a") == stored_round_stats(full, "a")
         assert verify_run(direct, "a") == verify_run(full, "a") == []
     code = (
-        "import sys; from diagevo.events.store import EventStore; from diagevo import queries; "
-        f"s = EventStore({url!r}, readonly=True); queries.stats(s); queries.why(s, 'C1'); "
+        "import sys; from diagevo.log import open_log; from diagevo.views import queries; "
+        f"s = open_log({url!r}, readonly=True); queries.stats(s); queries.why(s, 'C1'); "
         "print([m for m in sys.modules if m.startswith(('sqlalchemy', 'alembic'))])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
@@ -138,15 +140,15 @@ def test_a_plain_read_opens_the_file_directly_and_reads_the_same(tmp_path: Path)
 def test_other_reads_take_the_full_path(tmp_path: Path, query: str) -> None:
     """A URL with a query, or a file at an older revision, is opened through SQLAlchemy, which
     words every refusal (here: a file at an older revision is refused as before)."""
-    from diagevo.events.sqlite import _Direct
-    from diagevo.events.store import SchemaOutdated
+    from diagevo.log.sqlite import _Direct
+    from diagevo.log import SchemaOutdated
     from tests.conftest import SQLiteBackend
 
     url, _ = _log_file(tmp_path)
     if query:
-        with EventStore(url + query, readonly=True) as store:
+        with open_log(url + query, readonly=True) as store:
             assert not isinstance(store._engine, _Direct) and store.runs() == ["a"]
         return
     SQLiteBackend(tmp_path).downgrade(url, "0007")
     with pytest.raises(SchemaOutdated, match="db upgrade"):
-        EventStore(url, readonly=True)
+        open_log(url, readonly=True)

@@ -1,15 +1,17 @@
-"""``verify`` detects a log whose tail was cut off: the snapshots name the seq and hash of the
-``round.committed`` they summarise (migration 0006) and the projections' checkpoints their last
-seq, so deleting the last events of a run (triggers dropped, as anyone holding the file can) is
-reported although the shortened hash chain is intact. Snapshots written before 0006 still verify."""
+"""``verify`` detects a log whose tail was cut off: every saved view state names the seq and hash
+of the event it summarises (the snapshots their ``round.committed``), so deleting the last events
+of a run (triggers dropped, as anyone holding the file can) is reported although the shortened
+hash chain is intact. A log upgraded from before 0010 keeps its snapshots, anchored."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import text
 
-from diagevo.events.store import HEAD_REVISION, EventStore, current, upgrade
-from diagevo.replay import refresh_snapshots, verify_run
+from diagevo.log.schema import HEAD_REVISION, current, upgrade
+from diagevo.log import open_log
+from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.logs import Log
 from tests.test_cli_memory import run_cli
@@ -25,7 +27,7 @@ def _three_rounds() -> Log:
 
 def _stored(url: str) -> dict[int, int]:
     """The log stored with its snapshots; returns round -> seq of its round.committed."""
-    with EventStore(url) as store:
+    with open_log(url) as store:
         store.append(_three_rounds().events())
         assert refresh_snapshots(store, "t") == 3
         assert verify_run(store, "t") == []
@@ -40,78 +42,82 @@ def _raw(backend: Backend, url: str, *sqls: str) -> None:
     engine.dispose()
 
 
+def _anchors(store, name: str = "memory") -> list[tuple[int, int, str]]:  # type: ignore[no-untyped-def]
+    return [(s.part, s.seq, s.hash) for s in store.view_states(name, "t", anchored=False)]
+
+
 def test_snapshots_record_the_hash_of_their_commit(db_url: str) -> None:
     commits = _stored(db_url)
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         hashes = {e.seq: e.hash for e in store.read("t", types=("round.committed",))}
-        assert store.snapshot_anchors("t") == [(r, s, hashes[s]) for r, s in sorted(commits.items())]
+        assert _anchors(store) == [(r, s, hashes[s]) for r, s in sorted(commits.items())]
 
 
 def test_a_cut_off_last_round_is_detected(backend: Backend, db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     commits = _stored(db_url)
-    with EventStore(db_url) as store:
-        stats_at = store.get_checkpoint("stats", "t")  # the stats read model: another witness
+    with open_log(db_url) as store:
+        (stats,) = store.view_states("stats", "t")  # the saved statistics: another witness
+        stats_at = stats.seq
     backend.disable_append_only(db_url)
     _raw(backend, db_url, f"DELETE FROM events WHERE seq > {commits[2]}")
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         assert store.verify_chain("t") == []  # a prefix of a chain is a chain
         problems = verify_run(store, "t")
     assert stats_at > commits[2]
     assert problems == [
         f"log cut off: the snapshot of round 3 summarises the log up to seq {commits[3]}, "
         f"but the run's log ends at seq {commits[2]}",
-        f"log cut off: projection 'stats' applied the log up to seq {stats_at}, but it ends at seq {commits[2]}",
+        f"log cut off: the saved state of view 'stats' summarises the log up to seq {stats_at}, "
+        f"but the run's log ends at seq {commits[2]}",
     ]
     code, out, err = run_cli(capsys, "memory", "verify", "--db", db_url, "--run", "t")
     assert code != 0 and "log cut off" in out + err
 
 
-def test_a_cut_off_open_round_is_detected_by_the_index_checkpoint(backend: Backend, db_url: str) -> None:
+def test_a_cut_off_open_round_is_detected_by_the_index_state(backend: Backend, db_url: str) -> None:
+    from diagevo.log import ViewState
+
     commits = _stored(db_url)
-    _raw(backend, db_url, "DELETE FROM checkpoints WHERE name = 'stats'")  # only the index's witness
-    with EventStore(db_url) as store:
-        store.set_checkpoint("vector_index", "t", commits[3])
+    _raw(backend, db_url, "DELETE FROM views WHERE name = 'stats'")  # only the index's witness
+    with open_log(db_url) as store:
+        last = store.event_at("t", commits[3])
+        store.put_view_states([ViewState("vector_index", "t", 0, last.seq, last.hash, {"model": "m"})])  # type: ignore[union-attr]
         assert verify_run(store, "t") == []
     backend.disable_append_only(db_url)
     _raw(backend, db_url, f"DELETE FROM events WHERE seq = {commits[3]}")
-    _raw(backend, db_url, "DELETE FROM snapshots WHERE round = 3")  # and the snapshot that named it
-    with EventStore(db_url) as store:
+    _raw(backend, db_url, "DELETE FROM views WHERE name = 'memory' AND part = 3")  # and the snapshot that named it
+    with open_log(db_url) as store:
         assert verify_run(store, "t") == [
-            f"log cut off: projection 'vector_index' applied the log up to seq {commits[3]}, but it ends at seq {commits[3] - 1}"
+            f"log cut off: the saved state of view 'vector_index' summarises the log up to seq {commits[3]}, "
+            f"but the run's log ends at seq {commits[3] - 1}"
         ]
 
 
 def test_a_replaced_commit_is_detected_by_its_hash(backend: Backend, db_url: str) -> None:
     commits = _stored(db_url)
-    _raw(backend, db_url, f"UPDATE snapshots SET hash = '{'0' * 64}' WHERE round = 2")
-    with EventStore(db_url) as store:
+    _raw(backend, db_url, f"UPDATE views SET hash = '{'0' * 64}' WHERE name = 'memory' AND part = 2")
+    with open_log(db_url) as store:
         assert verify_run(store, "t") == [
             f"log replaced: the event at seq {commits[2]} is not the one the snapshot of round 2 summarised"
         ]
 
 
-def test_snapshots_without_a_hash_still_verify(backend: Backend, db_url: str) -> None:
-    _stored(db_url)
-    _raw(backend, db_url, "UPDATE snapshots SET hash = NULL")
-    with EventStore(db_url) as store:
-        assert verify_run(store, "t") == []
-
-
-def test_a_log_of_revision_0005_is_upgraded_and_verifies(backend: Backend, db_url: str) -> None:
+def test_a_log_of_revision_0005_is_upgraded_with_its_snapshots_anchored(backend: Backend, db_url: str) -> None:
     commits = _stored(db_url)
-    backend.downgrade(db_url, "0005")
+    backend.downgrade(db_url, "0005")  # snapshots without their commit's hash, as 0005 kept them
     assert current(db_url) == "0005"
     assert upgrade(db_url) == ("0005", HEAD_REVISION)
-    with EventStore(db_url) as store:
-        assert store.snapshot_anchors("t") == [(r, s, None) for r, s in sorted(commits.items())]
+    with open_log(db_url) as store:
+        hashes = {e.seq: e.hash for e in store.read("t", types=("round.committed",))}
+        assert _anchors(store) == [(r, s, hashes[s]) for r, s in sorted(commits.items())]
         assert verify_run(store, "t") == []
-    backend.disable_append_only(db_url)  # the old snapshots still catch a cut-off tail by their seq
+    backend.disable_append_only(db_url)
     _raw(backend, db_url, f"DELETE FROM events WHERE seq > {commits[1]}")
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         assert [p.split(",")[0] for p in verify_run(store, "t")] == [
             "log cut off: the snapshot of round 2 summarises the log up to seq " + str(commits[2]),
             "log cut off: the snapshot of round 3 summarises the log up to seq " + str(commits[3]),
-            f"log cut off: projection 'stats' applied the log up to seq {store.get_checkpoint('stats', 't')}",
+            "log cut off: the saved state of view 'stats' summarises the log up to seq " + str(commits[3]),
         ]
 
 
@@ -120,6 +126,6 @@ def test_verify_names_the_last_event_to_keep_elsewhere(db_url: str, capsys: pyte
 
     commits = _stored(db_url)
     code, out, _ = run_cli(capsys, "memory", "verify", "--db", db_url, "--run", "t", "--json")
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         (last,) = store.read("t", after_seq=commits[3] - 1)
     assert code == 0 and json.loads(out)["last"] == {"seq": commits[3], "hash": last.hash}

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
-from diagevo.events.store import EventStore
+from diagevo.log import open_log, EventStore
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one
 
 
 def two_rounds(db: str) -> None:
-    with EventStore(db) as store:
+    with open_log(db) as store:
         round_one(store)
         rounds.open_round(store, RUN)
         reqs = rounds.requests(store, RUN, 2, 20)
@@ -31,7 +31,7 @@ def test_fork_replay_why_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code, out, err = run_cli(capsys, "memory", "fork", "--run", RUN, "--round", "1", "--to", "what-if", "--db", db, "--json")
     assert code == 0, err
     prov = json.loads(out)
-    with EventStore(db) as s:
+    with open_log(db) as s:
         src = list(s.read(RUN))
         new = list(s.read("what-if"))
         commit1 = next(e for e in src if e.type == "round.committed" and e.round == 1)
@@ -78,7 +78,7 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
     assert run_cli(capsys, "memory", "fork", "--run", "src", "--round", "1", "--to", "k1", "--db", db)[0] == 0
     code, _, err = run_cli(capsys, "train", "--run", "k1", "--resume", "--db", db, "--rounds", "2", "--quiet", "--set", "memory.k=1.0")
     assert code == 0, err
-    with EventStore(db) as s:
+    with open_log(db) as s:
         [conf] = [e for e in s.read("k1", types=("run.configured",))]
         assert conf.round == 2 and conf.data["config"]["k"] == 1.0
         paths = {r: [(e.round, e.data["path"]) for e in s.read(r, types=("checkpoint.written",))] for r in ("src", "k1")}
@@ -95,19 +95,19 @@ def test_reconfiguring_a_run_is_refused_mid_round_and_for_bad_values(tmp_path: P
     two_rounds(db)
     code, _, err = run_cli(capsys, "train", "--run", RUN, "--resume", "--db", db, "--quiet", "--set", "memory.k=-1")
     assert code == 1 and err.startswith("error: config:") and "Traceback" not in err
-    with EventStore(db) as s:
+    with open_log(db) as s:
         rounds.open_round(s, RUN)
         n = len(list(s.read(RUN)))
     code, _, err = run_cli(capsys, "train", "--run", RUN, "--resume", "--db", db, "--quiet", "--set", "memory.k=2.0")
     assert code == 1 and "in the middle of round 3" in err
-    with EventStore(db) as s:
+    with open_log(db) as s:
         assert len(list(s.read(RUN))) == n  # nothing stored
 
 
 def _new_cause_in_round_two(store: EventStore, run: str, text: str) -> None:
     """Round 2 of ``run`` creates cause C3 (each run numbers its new causes on its own)."""
-    from diagevo.events.keys import event_id
-    from diagevo.events.schemas import new_event
+    from diagevo.catalog.ids import event_id
+    from diagevo.schemas import new_event
 
     rounds.open_round(store, run)
     rounds.record(store, run, 2, [candidate("q2-x")])
@@ -121,11 +121,11 @@ def _new_cause_in_round_two(store: EventStore, run: str, text: str) -> None:
 
 def test_diff_matches_causes_by_the_event_that_created_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'd.db'}"
-    with EventStore(db) as store:
+    with open_log(db) as store:
         round_one(store)
     code, out, _ = run_cli(capsys, "memory", "fork", "--run", RUN, "--round", "1", "--to", "other", "--db", db)
     assert code == 0 and f"continue with: diagevo train --run other --resume --db {db}" in " ".join(out.split())
-    with EventStore(db) as store:
+    with open_log(db) as store:
         _new_cause_in_round_two(store, RUN, "misreads the question's units and converts hours to minutes twice")
         _new_cause_in_round_two(store, "other", "drops a negative sign when moving a term across the equals sign")
     d = json.loads(run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "other", "--db", db, "--json")[1])

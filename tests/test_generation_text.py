@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from diagevo.events.schemas import InvalidEvent, new_event
+from diagevo.schemas import InvalidEvent, new_event
 from diagevo.generation import model_text
 from diagevo.train.hf.backend import completion_text
 

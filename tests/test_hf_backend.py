@@ -14,7 +14,7 @@ import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from diagevo.config import load_config  # noqa: E402
-from diagevo.events.store import EventStore  # noqa: E402
+from diagevo.log import open_log
 from diagevo.generation import Sampling, make_engine  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.train import train  # noqa: E402
@@ -50,7 +50,7 @@ def tiny_round(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory):  # noq
     tmp = tmp_path_factory.mktemp("hf-round")
     cfg = tiny_config(tiny_dir, tmp)
     url = f"sqlite:///{tmp / 'x.db'}"
-    store = EventStore(url, create=True)
+    store = open_log(url, create=True)
     backend = HFBackend(cfg, cfg.train.seed)
     run, reports = train(cfg, store, backend=backend)
     yield cfg, store, run, reports, backend, tmp
@@ -131,7 +131,7 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
             tiny_dir, tmp_path, f"diagnosis.llm_url={json.dumps(server.url)}", "memory.challenger_updates=false",
             "train.curriculum_questions=4",
         )
-        store = EventStore(f"sqlite:///{tmp_path / 'y.db'}", create=True)
+        store = open_log(f"sqlite:///{tmp_path / 'y.db'}", create=True)
         try:
             # cut the round short in the solver phase; the resumed process reloads the checkpoint
             crashing = HFBackend(cfg, cfg.train.seed)

@@ -53,7 +53,7 @@ def test_the_challenger_penalty_is_computed_over_the_global_batch(tmp_path: Path
 
 @pytest.mark.slow
 def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    from diagevo.events.store import EventStore
+    from diagevo.log import open_log
     from tests.hf_fixtures import tiny_pair
 
     tiny = tiny_pair(request.config)
@@ -69,7 +69,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     assert done.returncode == 0, done.stderr[-3000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "x.db", "x.lance"]  # one log, its vector index
     assert done.stdout.count("log: sqlite") == 1  # one rank reports
-    store = EventStore(f"sqlite:///{db}")
+    store = open_log(f"sqlite:///{db}")
     try:
         events = list(store.read("r"))
     finally:
@@ -94,7 +94,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
         "--quiet", "--resume", "--rounds", "2",
     ], timeout=400)
     assert again.returncode == 0, again.stderr[-3000:]
-    store = EventStore(f"sqlite:///{db}")
+    store = open_log(f"sqlite:///{db}")
     try:
         second = list(store.read("r", round=2))
     finally:

@@ -96,11 +96,29 @@ def test_trl_accepts_the_built_arguments(tmp_path: Path) -> None:
     trl = pytest.importorskip("trl")
     cfg = load_config(ROOT / "configs" / "tiny-hf.toml")
     args = trl.GRPOConfig(**grpo_kwargs(cfg, phase_plan(cfg, "solver", 8), tmp_path, 0))
-    assert args.num_generations == cfg.grpo.solver_group_size and args.use_cpu
+    assert args.num_generations == cfg.solver.group_size and args.use_cpu
     assert args.generation_batch_size == 4 * 4 and args.lr_scheduler_type == "constant"
     gpu_cfg = load_config(ROOT / "configs" / "qwen3-8b-base.toml")
     gpu = grpo_kwargs(gpu_cfg, phase_plan(gpu_cfg, "solver", 256), tmp_path, 0)
     assert set(gpu) <= set(trl.GRPOConfig.__dataclass_fields__)
+
+
+def test_the_engine_arguments_follow_the_declared_platform() -> None:
+    """The dry run's vLLM decisions, computed without vLLM or a GPU: sleep mode on CUDA only,
+    eager and an explicit KV cache on a CPU, and TRL told the same about sleep mode."""
+    cpu = plan(load_config(ROOT / "configs" / "smollm2-cpu.toml"), config_path=None, run=None, checkpoints=Path("c"), db="d")
+    gpu = plan(load_config(ROOT / "configs" / "qwen3-4b-base.toml"), config_path=None, run=None, checkpoints=Path("c"), db="d")
+    c, g = cpu["vllm"], gpu["vllm"]
+    assert (c["platform"], g["platform"]) == ("cpu", "cuda")
+    assert c["engine"]["enable_sleep_mode"] is False and g["engine"]["enable_sleep_mode"] is True
+    assert c["engine"]["enforce_eager"] is True and g["engine"]["enforce_eager"] is False
+    assert c["engine"]["kv_cache_memory_bytes"] == 2**30 and "gpu_memory_utilization" not in c["engine"]
+    assert g["engine"]["gpu_memory_utilization"] == 0.3 and "kv_cache_memory_bytes" not in g["engine"]
+    assert c["engine"]["dtype"] == "float32" and g["engine"]["dtype"] == "bfloat16"
+    assert c["environment"] == {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"} and g["environment"] == {}
+    assert all(d["why"] for d in (*c["decisions"].values(), *g["decisions"].values()))
+    assert cpu["grpo"]["solver"]["vllm_enable_sleep_mode"] is False and gpu["grpo"]["solver"]["vllm_enable_sleep_mode"] is True
+    json.dumps(cpu)  # what --json prints
 
 
 def test_vllm_arguments() -> None:
@@ -115,6 +133,9 @@ def test_vllm_arguments() -> None:
         "n": 12, "temperature": 1.0, "top_p": 0.99, "max_tokens": 64, "seed": 3,
     }
     assert sampling_params(Sampling(temperature=0.0, top_p=0.5))["top_p"] == 1.0
+    # vLLM seeds each request: each prompt of a call its own seed, or equal prompts sample alike
+    seeds = {sampling_params(Sampling(seed=3), i)["seed"] for i in range(4)}
+    assert len(seeds) == 4 and sampling_params(Sampling(seed=3), 0)["seed"] == 3
 
 
 def test_bad_vllm_settings_are_one_line_errors() -> None:

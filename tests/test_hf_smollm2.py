@@ -72,6 +72,7 @@ def test_one_real_grpo_step_moves_the_pretrained_solver(smollm2: Path, tmp_path:
             f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}",
             "hf.max_new_tokens=24",
             "grpo.solver_max_steps=1",
+            "hf.use_vllm=false",  # transformers generate: the vLLM engine has its own tier (tests/test_vllm_engine.py)
         ],
     )
     backend = HFBackend(cfg, cfg.train.seed)
@@ -83,7 +84,7 @@ def test_one_real_grpo_step_moves_the_pretrained_solver(smollm2: Path, tmp_path:
         # an advantage to follow (the loop's own reward is ±1 against the pseudo-label)
         return [1.0 if len(re.findall(r"\d", t)) % 2 == 0 else -1.0 for t in texts]
 
-    out = backend.train_solver(questions, reward, cfg.grpo.solver_group_size, random.Random(0))
+    out = backend.train_solver(questions, reward, cfg.solver.group_size, random.Random(0))
     assert [len(r) for r in out.responses] == [4, 4]  # one step: 2 prompts x G = 4
     assert all(t.strip() for rs in out.responses for t in rs)  # the real model wrote text
     assert out.stats["questions_trained"] == 2.0

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagevo.errors import BadInput
-from diagevo.events.store import EventStore
+from diagevo.log import open_log
 from diagevo.parsing import MAX_DEPTH, depth, loads, split_lines
 from tests.test_cli_memory import case_study, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, RUN, seed
@@ -39,7 +39,7 @@ def assert_refused(code: int, err: str, *needles: str) -> str:
 def world(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
     """A log with a committed round (for ingest and diagnose) and an open round (for record)."""
     db = f"sqlite:///{tmp_path / 'h.db'}"
-    with EventStore(db, create=True) as store:
+    with open_log(db, create=True) as store:
         seed(store, {"N1": (L1, [("C1", D1)])})
     code, _, err = run_cli(capsys, "round", "start", "--run", "rec", "--db", db)
     assert code == 0, err
@@ -47,7 +47,7 @@ def world(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
 
 
 def snapshot(world: dict[str, str]) -> list[tuple]:
-    with EventStore(world["db"]) as store:
+    with open_log(world["db"]) as store:
         return [(e.seq, e.event_id) for r in (RUN, "rec") for e in store.read(r)]
 
 
@@ -110,7 +110,7 @@ def test_line_separators_inside_texts_survive_export_and_ingest(tmp_path: Path, 
     log = case_study()
     odd = "a\u2028b\u2029c\x85d\x0ce\x1cf\rg"
     rows = [json.loads(x) for x in log.jsonl().split("\n") if x]
-    rows[0]["data"]["config"]["note"] = odd
+    rows[0]["data"]["config"]["diagnosis"] = {"model": odd}  # a free-text field of the run's config
     src = tmp_path / "src.jsonl"
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
@@ -122,9 +122,9 @@ def test_line_separators_inside_texts_survive_export_and_ingest(tmp_path: Path, 
     assert "\u2028" not in text and "\\u2028" in text  # escaped: one event a line for any reader
     code, _, err = run_cli(capsys, "memory", "ingest", str(out), "--db", b)
     assert code == 0, err
-    with EventStore(b) as store:
+    with open_log(b) as store:
         started = next(iter(store.read(log.run, types=("run.started",))))
-        assert started.data["config"]["note"] == odd
+        assert started.data["config"]["diagnosis"]["model"] == odd
 
 
 def test_split_lines_splits_on_newline_only() -> None:
@@ -142,12 +142,12 @@ def test_loads_bounds_depth_without_recursion() -> None:
 def test_a_bug_is_named_as_one_with_its_traceback_in_a_file(
     world: dict[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import diagevo.replay
+    import diagevo.views.memory
 
     def broken(*_: object, **__: object) -> None:
         raise KeyError("a bug")
 
-    monkeypatch.setattr(diagevo.replay, "load_memory", broken)
+    monkeypatch.setattr(diagevo.views.memory, "load_memory", broken)
     monkeypatch.delenv("DIAGEVO_TRACEBACK", raising=False)
     code, _, err = run_cli(capsys, "memory", "show", "--db", world["db"], "--run", RUN)
     assert code == 70

@@ -12,8 +12,8 @@ import pytest
 from diagevo.diagnosis.parsing import ReplyError, extract_json
 from diagevo.errors import BadInput
 from diagevo.eval import load_benchmark
-from diagevo.events.schemas import new_event, validate_event
-from diagevo.events.store import EventStore
+from diagevo.schemas import new_event, validate_event
+from diagevo.log import open_log
 from diagevo.interchange import export_lines, parse_lines
 from diagevo.parsing import MAX_DEPTH, loads, split_lines
 from tests.conftest import Backend
@@ -159,7 +159,7 @@ def test_nul_in_an_id_is_refused_the_same_on_every_backend(backend: Backend, tmp
         p.write_text(text, encoding="utf-8")
         code, _, err = cli("memory", "ingest", str(p), "--db", url)
         assert code == 1 and "U+0000" in err and len(err.strip().splitlines()) == 1, err
-    store = EventStore(url)
+    store = open_log(url)
     try:
         assert store.runs() == []
         with pytest.raises(BadInput, match="U\\+0000"):
@@ -206,7 +206,7 @@ def _odd_log() -> Log:
 def test_export_ingest_round_trips_odd_characters(backend: Backend, tmp_path: Path) -> None:
     src, dst = backend.fresh_url(), backend.fresh_url()
     log = _odd_log()
-    with EventStore(src) as store:
+    with open_log(src) as store:
         store.append(log.events())
         exported = "".join(export_lines(store, "odd"))
     # one event a line for any reader: no raw U+2028, U+2029, U+0085 in the file
@@ -215,7 +215,7 @@ def test_export_ingest_round_trips_odd_characters(backend: Backend, tmp_path: Pa
     p.write_bytes(exported.encode("utf-8"))
     code, _, err = cli("memory", "ingest", str(p), "--db", dst)
     assert code == 0, err
-    with EventStore(dst) as a, EventStore(src) as b:
+    with open_log(dst) as a, open_log(src) as b:
         got = [(e.event_id, e.type, e.data, e.hash) for e in a.read("odd", texts=True)]
         want = [(e.event_id, e.type, e.data, e.hash) for e in b.read("odd", texts=True)]
         again = "".join(export_lines(a, "odd"))

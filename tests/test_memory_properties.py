@@ -8,11 +8,13 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
-from diagevo.events.store import EventStore
+from diagevo.log import open_log
 from diagevo.interchange import export_lines, ingest
 from diagevo.memory import fold, fold_until, schedule
 from diagevo.memory.state import Memory
-from diagevo.replay import load_memory, refresh_snapshots, verify_run
+from diagevo.views.memory import load_memory
+from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.verify import verify_run
 from tests.logs import Log
 from tests.strategies import logs, random_log
 
@@ -42,16 +44,15 @@ def test_memory_json_round_trip_and_deterministic_replay(log: Log) -> None:
 @SETTINGS
 def test_snapshots_equal_fold_and_export_ingest_round_trip(tmp_path_factory, log: Log) -> None:  # noqa: ANN001
     d: Path = tmp_path_factory.mktemp("db")
-    with EventStore(f"sqlite:///{d / 'a.db'}") as a:
+    with open_log(f"sqlite:///{d / 'a.db'}") as a:
         a.append(log.events())
         assert refresh_snapshots(a, "r1") == len(_committed(log))
         assert verify_run(a, "r1") == []
+        snaps = {s.part: s.state for s in a.view_states("memory", "r1")}
         for t in _committed(log):
-            snap = a.get_snapshot("r1", t)
-            assert snap is not None
-            assert Memory.from_json(snap[1]) == fold_until(a.iter_rows("r1"), "r1", t)
+            assert Memory.from_json(snaps[t]) == fold_until(a.rows("r1"), "r1", t)
         exported = list(export_lines(a, "r1"))
-    with EventStore(f"sqlite:///{d / 'b.db'}") as b:
+    with open_log(f"sqlite:///{d / 'b.db'}") as b:
         result = ingest(b, exported)
         assert result.appended == len(log.events())
         for t in _committed(log):  # both databases are fresh, so seq numbers coincide too
@@ -63,11 +64,11 @@ def test_snapshots_equal_fold_and_export_ingest_round_trip(tmp_path_factory, log
 
 def test_snapshot_cache_can_be_dropped_and_rebuilt(tmp_path: Path) -> None:
     log = random_log(random.Random(7), 5)
-    with EventStore(f"sqlite:///{tmp_path / 'c.db'}") as s:
+    with open_log(f"sqlite:///{tmp_path / 'c.db'}") as s:
         s.append(log.events())
         refresh_snapshots(s, "r1")
         before = [load_memory(s, "r1", t) for t in _committed(log)]
-        assert s.drop_snapshots("r1") == len(before)
+        assert s.drop_view_states("memory", "r1") == len(before)
         assert [load_memory(s, "r1", t) for t in _committed(log)] == before  # from the log alone
         assert refresh_snapshots(s, "r1") == len(before)
         assert [load_memory(s, "r1", t) for t in _committed(log)] == before

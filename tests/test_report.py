@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import struct
 import sys
 from pathlib import Path
@@ -16,12 +15,11 @@ from typing import Any
 import pytest
 
 from cli.app import main
-from diagevo.events.schemas import new_event
-from diagevo.events.store import EventStore
+from diagevo.schemas import new_event
+from diagevo.log import open_log
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import small_args
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 EXPECTED_CHARTS = {"accuracy", "pseudo-labels", "heldout-families", "lifecycle", "schedule", "questions", "timing"}
 
 
@@ -38,7 +36,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
         assert not exc.code
     finally:
         sys.argv = argv
-    with EventStore(db) as store:
+    with open_log(db) as store:
         events = []
         for t, acc in ((0, 0.0), (1, 0.25), (2, 0.35), (3, 0.30)):  # the base model scores 0: a mark on the axis
             data = {"benchmark": "math500", "kind": "math500", "n": 20, "accuracy": acc, "k": None, "mean_at_k": None, "model": f"m{t}"}
@@ -70,7 +68,7 @@ def test_report_is_written_from_the_log(trained: tuple[str, Path], capsys: pytes
 
 def test_report_of_a_run_without_a_committed_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
-    with EventStore(db) as store:
+    with open_log(db) as store:
         store.append([new_event("run.started", "new", 0, "new/0", config={"k": 0.5}, seed=0)])
     out = tmp_path / "r.html"
     code, stdout, err = run_cli(capsys, "report", "--db", db, "-o", str(out))
@@ -106,7 +104,7 @@ def test_memory_plot_writes_the_lifecycle_figure(trained: tuple[str, Path], caps
 
 def test_memory_plot_of_a_run_without_a_committed_round_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
-    with EventStore(db) as store:
+    with open_log(db) as store:
         store.append([new_event("run.started", "new", 0, "new/0", config={"k": 0.5}, seed=0)])
     code, out, _ = run_cli(capsys, "memory", "plot", "--db", db)
     assert code == 0 and "run new has no committed round yet" in out
@@ -143,20 +141,6 @@ LAYOUT_PROBLEMS = """
   return problems;
 }
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    if CHROMIUM is None:
-        if os.environ.get("DIAGEVO_REQUIRE_BROWSER"):
-            pytest.fail("chromium is not installed (apt-get install -y chromium)")
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
 
 
 def test_report_in_headless_chromium(trained: tuple[str, Path], browser: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -239,7 +223,7 @@ def test_report_data_by_hand(tmp_path: Path) -> None:
     log.add("cause.promoted", cause_id="C1", acc=0.8, n_candidates=2)
     log.commit(timing={"challenger": 1.0, "solver": 3.0}, heldout_acc=0.75)
     db = f"sqlite:///{tmp_path / 'h.db'}"
-    with EventStore(db) as store:
+    with open_log(db) as store:
         store.append(log.events())
         for acc, key in ((0.1, "a"), (0.3, "b")):  # the same benchmark twice: the latest counts
             store.append([new_event("eval.recorded", "h", 1, f"h/1/eval/{key}", benchmark="math500", n=10, accuracy=acc)])
@@ -251,7 +235,7 @@ def test_report_data_by_hand(tmp_path: Path) -> None:
     assert (q[1, "free"]["n"], q[1, "free"]["mean_words"], q[1, "free"]["distinct_2"]) == (1, 5.0, 0.75)
     assert (q[1, "all"]["n"], q[1, "all"]["mean_words"], q[1, "all"]["distinct_2"]) == (2, 3.5, 0.8)
     assert data.benchmarks.select("round", "benchmark", "accuracy").rows() == [(1, "math500", 0.3)]
-    html = render(data, db, lambda c: f"diagevo {c}")
+    html = render(data, db, lambda *args: " ".join(["diagevo", *args]))
     assert 'class="cell A" title="1 created">A&nbsp;1<span class="mark">★</span>' in html
     assert 'class="cell M" title="1 promoted">M&nbsp;0<span class="mark">▲</span>' in html
     assert "<td>25.0</td>" in html.replace(' class=""', "") and "<td>75.0</td>" in html.replace(' class=""', "")  # Table 6 shares

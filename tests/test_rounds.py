@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 
 from diagevo import rounds
-from diagevo.events.schemas import new_event
-from diagevo.events.store import EventStore
-from diagevo.replay import load_memory
+from diagevo.schemas import new_event
+from diagevo.log import open_log, EventStore
+from diagevo.views.memory import load_memory
 
 RUN = "ext"
 
@@ -172,7 +172,7 @@ def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert code == 1 and "promotions are not decided" in err
     code, _, picked = run_cli(capsys, "round", "commit", "--db", db)  # no --run: the error names the run it picked
     assert code == 1 and "[run x: the latest run, as --run was not given]" in " ".join(picked.split())
-    hint = " ".join(err.split()).split("(", 1)[1].rsplit(")", 1)[0]  # the command it suggests, run as printed
+    hint = " ".join(err.split()).split("(`", 1)[1].rsplit("`)", 1)[0]  # the command it suggests, run as printed
     assert hint == f"diagevo round promote --run x --round 1 --db {db}"
     assert json.loads(run_cli(capsys, *shlex.split(hint)[1:], "--json")[1])["promoted"] == []
     code, _, err = run_cli(capsys, "round", "promote", "--run", "x", "--db", db)
@@ -182,5 +182,5 @@ def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert json.loads(out)["questions"] == 3
     code, _, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db)
     assert code == 1 and "no open round" in err
-    with EventStore(db) as s:
+    with open_log(db) as s:
         assert sum(1 for _ in s.read("x", types=("question.generated",))) == 3

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from diagevo import rounds
-from diagevo.events.store import EventStore
+from diagevo.log import open_log
 from tests.test_rounds import RUN, candidate, round_one
 
 PRODUCERS = 4
@@ -16,7 +16,7 @@ PER_PRODUCER = 12
 
 
 def _produce(url: str, rank: int, barrier: Any, out: Any) -> None:
-    with EventStore(url) as store:
+    with open_log(url) as store:
         reqs = rounds.requests(store, RUN, 2, PRODUCERS * PER_PRODUCER)
         mine = reqs[rank * PER_PRODUCER:(rank + 1) * PER_PRODUCER]
         overlap = [reqs[((rank + 1) % PRODUCERS) * PER_PRODUCER]]  # the next producer's first question
@@ -49,12 +49,12 @@ def _run_producers(target: Any, url: str, timeout: float) -> list[Any]:
 
 def test_four_producers_record_into_one_round(backend) -> None:  # type: ignore[no-untyped-def]
     url = backend.fresh_url()
-    with EventStore(url) as store:
+    with open_log(url) as store:
         round_one(store)
         rounds.open_round(store, RUN)
     results = _run_producers(_produce, url, timeout=120)
     assert Counter(kind for kind, _ in results) == {"promoted": 1, "refused": 3}
-    with EventStore(url) as store:
+    with open_log(url) as store:
         events = list(store.read(RUN))
         ids = Counter(e.event_id for e in events)
         assert max(ids.values()) == 1
@@ -122,7 +122,7 @@ def _diagnose(url: str, rank: int, barrier: Any, out: Any) -> None:
 
     from diagevo.config import DiagnosisConfig
     from diagevo.diagnosis.embedder import LocalEmbedder
-    from diagevo.diagnosis.index import VectorIndex
+    from diagevo.views.index import VectorIndex
     from diagevo.diagnosis.pipeline import FailureInput, diagnose_round
 
     embedder = LocalEmbedder()
@@ -130,7 +130,7 @@ def _diagnose(url: str, rank: int, barrier: Any, out: Any) -> None:
     failures = [
         FailureInput(f"f{rank}-{j}", f"q{rank}-{j}", "Solve sqrt(x + 3) = x - 3.", "6", "x = 1", "x = 6") for j in range(3)
     ]
-    with EventStore(url) as store:
+    with open_log(url) as store:
         barrier.wait()
         summary = asyncio.run(diagnose_round(
             store=store, run=RUN, round=2, failures=failures, diagnostician=ScriptedDiagnostician(rank),
@@ -140,14 +140,15 @@ def _diagnose(url: str, rank: int, barrier: Any, out: Any) -> None:
 
 
 def test_four_producers_diagnose_one_round(backend) -> None:  # type: ignore[no-untyped-def]
-    from diagevo.replay import load_memory, verify_run
+    from diagevo.views.memory import load_memory
+    from diagevo.views.verify import verify_run
 
     url = backend.fresh_url()
-    with EventStore(url) as store:
+    with open_log(url) as store:
         round_one(store)
         rounds.open_round(store, RUN)
     results = _run_producers(_diagnose, url, timeout=300)
-    with EventStore(url) as store:
+    with open_log(url) as store:
         mem = load_memory(store, RUN)
         same = [c for c in mem.causes.values() if c.description == SAME]
         assert len(same) == 1  # one cause, whoever named it first

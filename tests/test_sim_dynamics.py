@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from diagevo.config import load_config
-from diagevo.events.store import EventStore
+from diagevo.log import open_log
 from diagevo.memory.sampler import FREE
 from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.challenger import Challenger, Choice
@@ -103,12 +103,12 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
     assert rows["full"]["dynamics"]["shared_question_words"] == rows["pure free"]["dynamics"]["shared_question_words"]
     # pure free never targets a cause: no memory-guided question, so no promotions
     assert rows["pure free"]["dynamics"]["mastered"] == [0.0, 0.0]
-    with EventStore(f"sqlite:///{db}") as store:
+    with open_log(f"sqlite:///{db}") as store:
         stored = [e for e in store.read("ablate/all on/full/s0", types=("eval.recorded",)) if e.data.get("measure") == "sim-dynamics"]
     assert [e.round for e in stored] == [1, 2]
     assert stored[1].data["shared_label_acc"] == rows["full"]["dynamics"]["shared_label_acc"][1]
-    with EventStore(f"sqlite:///{db}") as store:
-        from diagevo.replay import verify_run
+    with open_log(f"sqlite:///{db}") as store:
+        from diagevo.views.verify import verify_run
         from diagevo.report.data import load_run
 
         assert verify_run(store, "ablate/all on/full/s0") == []  # measures appended after commit

@@ -67,7 +67,7 @@ def _first_round(b: SimBackend, n: int = 64) -> tuple[dict[str, float], list[int
 
 def test_the_challenger_trains_on_the_paper_schedule() -> None:
     stats, sizes = _first_round(_backend())
-    assert stats["steps"] == 6.0  # grpo.challenger_max_steps
+    assert stats["steps"] == 6.0  # challenger.max_steps
     assert sum(sizes) == 64 * 8 and len(sizes) == 6  # every prompt once, a group of 8 questions each
     assert all(s % 8 == 0 for s in sizes)
     stats, sizes = _first_round(_backend(paper_challenger_steps=False))

@@ -10,8 +10,8 @@ from collections import defaultdict
 
 import pytest
 
-from diagevo.events.schemas import EventIn
-from diagevo.events.store import EventStore
+from diagevo.schemas import EventIn
+from diagevo.log import open_log
 from tests.conftest import Backend
 
 WORKERS = 4
@@ -38,7 +38,7 @@ def _batch(worker: int, b: int) -> list[EventIn]:
 
 
 def _writer(url: str, worker: int, start: mp.synchronize.Event) -> None:
-    store = EventStore(url)
+    store = open_log(url)
     start.wait()
     for b in range(BATCHES):
         res = store.append(_batch(worker, b))
@@ -52,14 +52,14 @@ def _writer(url: str, worker: int, start: mp.synchronize.Event) -> None:
 
 
 def _huge_appender(url: str, n: int, ready: mp.synchronize.Event) -> None:
-    store = EventStore(url)
+    store = open_log(url)
     events = [_event("victim", f"huge-{i}", i) for i in range(n)]
     ready.set()
     store.append(events)
 
 
 def test_concurrent_writers_lose_nothing_and_never_interleave(backend: Backend, db_url: str) -> None:
-    EventStore(db_url).close()  # migrate once, before the writers race
+    open_log(db_url).close()  # migrate once, before the writers race
     ctx = mp.get_context("spawn")
     start = ctx.Event()
     procs = [ctx.Process(target=_writer, args=(db_url, w, start)) for w in range(WORKERS)]
@@ -71,7 +71,7 @@ def test_concurrent_writers_lose_nothing_and_never_interleave(backend: Backend, 
         p.join(timeout=150)
     assert [p.exitcode for p in procs] == [0] * WORKERS
 
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         events = list(store.read(RUN))
         total = WORKERS * BATCHES * BATCH_SIZE
         assert len(events) == total
@@ -94,7 +94,7 @@ def test_concurrent_writers_lose_nothing_and_never_interleave(backend: Backend, 
 
 def test_writer_killed_inside_an_append_leaves_nothing_partial(backend: Backend, db_url: str) -> None:
     n = 150_000
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         store.append([_event("victim", f"before-{i}", i) for i in range(10)])
     ctx = mp.get_context("spawn")
     ready = ctx.Event()
@@ -113,7 +113,7 @@ def test_writer_killed_inside_an_append_leaves_nothing_partial(backend: Backend,
         proc.join(timeout=30)
     assert proc.exitcode == -signal.SIGKILL
 
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         stored = [e.event_id for e in store.read("victim")]
         huge = [eid for eid in stored if eid.startswith("huge-")]
         assert stored[:10] == [f"before-{i}" for i in range(10)]
@@ -126,7 +126,7 @@ def test_writer_killed_inside_an_append_leaves_nothing_partial(backend: Backend,
 
 def _open_and_append(url: str, worker: int, start: mp.synchronize.Event) -> None:
     start.wait()
-    with EventStore(url) as store:
+    with open_log(url) as store:
         store.append([_event("opened", f"open-{worker}", worker)])
 
 
@@ -141,6 +141,6 @@ def test_processes_racing_to_open_a_brand_new_database_migrate_it_once(backend: 
     for p in procs:
         p.join(timeout=60)
     assert [p.exitcode for p in procs] == [0] * WORKERS
-    with EventStore(db_url, migrate_empty=False) as store:
+    with open_log(db_url, migrate_empty=False) as store:
         assert sorted(e.event_id for e in store.read("opened")) == [f"open-{w}" for w in range(WORKERS)]
         assert store.verify_chain("opened") == []

@@ -8,17 +8,20 @@ import sqlite3
 
 from alembic import command
 
-from diagevo.events.store import HEAD_REVISION, EventStore, _alembic_config, current, sqlite_path, upgrade
-from diagevo.memory.audit import cause_stories, cause_story, round_stats
-from diagevo.replay import cause_rows, commit_memories, refresh_snapshots, stored_round_stats
+from diagevo.log.schema import HEAD_REVISION, _alembic_config, current, upgrade
+from diagevo.log import open_log, EventStore, sqlite_path
 from diagevo.memory.fold import commits
+from diagevo.views.caches import refresh
+from diagevo.views.memory import commit_memories
+from diagevo.views.stats import round_stats, scan
+from diagevo.views.stories import cause_rows, cause_stories, cause_story
 from tests.conftest import Backend
 from tests.logs import Log
 from tests.strategies import random_log
 
 
 def _stored(db_url: str, log: Log) -> None:
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         store.append(log.events())
 
 
@@ -33,7 +36,7 @@ def test_upgrade_from_0002_keeps_the_data_and_adds_the_indexes_and_key_columns(b
     engine.dispose()
     assert current(db_url) == "0002"
     assert upgrade(db_url) == ("0002", HEAD_REVISION)
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         stored = [(e.seq, e.round, e.type, e.data) for e in store.read(log.run, texts=True)]
         assert [r[1:] for r in stored] == [r[1:] for r in log.rows()]
         assert store.verify_chain(log.run) == []
@@ -43,7 +46,7 @@ def test_upgrade_from_0002_keeps_the_data_and_adds_the_indexes_and_key_columns(b
 
 def test_key_lookups_use_the_expression_indexes(tmp_path) -> None:  # noqa: ANN001
     url = f"sqlite:///{tmp_path / 'x.db'}"
-    EventStore(url).close()
+    open_log(url).close()
     conn = sqlite3.connect(sqlite_path(url))
     for field in ("cause_id", "failure_id", "question_id", "matched_cause"):
         plan = conn.execute(
@@ -54,11 +57,10 @@ def test_key_lookups_use_the_expression_indexes(tmp_path) -> None:  # noqa: ANN0
         "EXPLAIN QUERY PLAN SELECT round, type, COUNT(*) FROM events WHERE run_id = 'r' GROUP BY round, type"
     ).fetchall()
     assert "COVERING INDEX ix_events_run_round_type" in str(plan)
-    plan = conn.execute(
-        "EXPLAIN QUERY PLAN SELECT round, COUNT(*) FROM events WHERE run_id = 'r' AND "
-        "type = 'question.scored' AND json_extract(data, '$.retained') = 1 GROUP BY round"
+    plan = conn.execute(  # the statistics' tail after their saved state
+        "EXPLAIN QUERY PLAN SELECT seq, round, type, data FROM events WHERE run_id = 'r' AND seq > 5 ORDER BY seq"
     ).fetchall()
-    assert "ix_events_retained" in str(plan)
+    assert "ix_events_run_seq" in str(plan) and "TEMP B-TREE" not in str(plan)
     conn.close()
 
 
@@ -71,18 +73,18 @@ def test_cause_rows_tell_every_story_as_the_full_log_does(store: EventStore) -> 
         assert cause_story(cause_rows(store, log.run, cause), cause) == story
 
 
-def test_stored_round_stats_equal_the_scan_with_and_without_snapshots(store: EventStore) -> None:
+def test_round_stats_equal_the_scan_with_and_without_saved_states(store: EventStore) -> None:
     log = random_log(random.Random(5), 6)
     log.add("eval.recorded", benchmark="gsm8k", accuracy=0.25)  # a retrospective score of round 6
     store.append(log.events())
-    want = round_stats(log.rows(), log.run)
-    assert stored_round_stats(store, log.run) == want  # no snapshots: folds the log
-    refresh_snapshots(store, log.run)
-    assert stored_round_stats(store, log.run) == want  # all from snapshots
+    want = scan(log.rows(), log.run)
+    assert round_stats(store, log.run) == want  # nothing saved: folds the log
+    refresh(store, log.run)
+    assert round_stats(store, log.run) == want  # from the saved statistics and snapshots
     assert [m.to_json() for m in commit_memories(store, log.run)] == [m.to_json() for m in commits(log.rows(), log.run)]
 
 
-def test_read_naming_and_round_filters(store: EventStore) -> None:
+def test_reads_by_id_and_round(store: EventStore) -> None:
     log = random_log(random.Random(7), 3)
     store.append(log.events())
     rows = log.rows()
@@ -91,13 +93,8 @@ def test_read_naming_and_round_filters(store: EventStore) -> None:
         assert got == [(r, t) for _, r, t, _ in rows if r == rnd]
     assert len(list(store.read(log.run, limit=5))) == 5
     fid = next(d["failure_id"] for _, _, t, d in rows if t == "failure.recorded")
-    got = [e.type for e in store.read_naming(log.run, {"failure_id": [fid]})]
+    got = [e.type for e in store.read(log.run, keys={"failure_id": [fid]})]
     assert got == [t for _, _, t, d in rows if d.get("failure_id") == fid]
-    assert store.retained_counts(log.run) == {
-        r: n
-        for r in {r for _, r, _, _ in rows}
-        if (n := sum(1 for _, rr, t, d in rows if rr == r and t == "question.scored" and d["retained"]))
-    }
 
 
 def test_runs_in_order_of_their_first_event(store: EventStore) -> None:
@@ -107,7 +104,7 @@ def test_runs_in_order_of_their_first_event(store: EventStore) -> None:
     store.append(Log(run="alpha").add("round.started").events()[1:])
     assert store.runs() == ["zeta", "alpha", "mid"]
     assert store.existing_ids("zeta", ["zeta-0", "nope", "mid-0"]) == {"zeta-0"}
-    assert store.existing_keys([("zeta", "zeta-0"), ("mid", "zeta-0"), ("mid", "mid-0")]) == {("zeta", "zeta-0"), ("mid", "mid-0")}
+    assert store.existing_ids("mid", ["zeta-0", "mid-0"]) == {"mid-0"}
 
 
 def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
@@ -127,21 +124,21 @@ def test_the_read_commands_build_no_event_model() -> None:
     import sys
 
     code = (
-        "import sys, diagevo.events.store, diagevo.queries, diagevo.replay, diagevo.memory.audit; "
-        "print(' '.join(m for m in ('diagevo.events.schemas', 'diagevo.formats') if m in sys.modules))"
+        "import sys, diagevo.log, diagevo.views.queries, diagevo.views.memory, diagevo.views.stats, diagevo.views.stories; "
+        "print(' '.join(m for m in ('diagevo.schemas', 'diagevo.formats') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == []
 
 
-def test_stored_round_stats_take_the_retained_count_from_the_commit_summary(store: EventStore) -> None:
+def test_retained_questions_are_counted_from_their_scores(store: EventStore) -> None:
     log = Log()
     log.node("N1").cause("C1", "N1").question("q1", 0.5, active="C1").question("q2", 0.9, retained=False)
-    log.commit(retained=1)
-    log.question("q3", 0.5, active="C1").question("q4", 0.4, active="C1").commit(retained=2)
+    log.commit(retained=7)  # a summary that says otherwise is not the count
+    log.question("q3", 0.5, active="C1").question("q4", 0.4, active="C1").commit()
     store.append(log.events())
-    assert [r["retained"] for r in stored_round_stats(store, log.run)] == [1, 2]
-    assert stored_round_stats(store, log.run) == round_stats(log.rows(), log.run)
+    assert [r["retained"] for r in round_stats(store, log.run)] == [1, 2]
+    assert round_stats(store, log.run) == scan(log.rows(), log.run)
 
 
 def test_a_database_left_at_0003_is_upgraded_to_key_columns(backend: Backend, db_url: str) -> None:
@@ -157,7 +154,7 @@ def test_a_database_left_at_0003_is_upgraded_to_key_columns(backend: Backend, db
             )
     engine.dispose()
     assert upgrade(db_url) == ("0003", HEAD_REVISION)
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         for cause, story in cause_stories(log.rows()).items():
             assert cause_story(cause_rows(store, log.run, cause), cause) == story
 

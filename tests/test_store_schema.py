@@ -10,18 +10,10 @@ from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 
 from cli.db import db_app
-from diagevo.events.schemas import new_event
-from diagevo.paths import diagevo_command
-from diagevo.events.store import (
-    HEAD_REVISION,
-    EventStore,
-    SchemaOutdated,
-    StoreError,
-    current,
-    head_revision,
-    revision_status,
-    upgrade,
-)
+from diagevo.schemas import new_event
+from diagevo.errors import Hint
+from diagevo.log.schema import HEAD_REVISION, current, head_revision, revision_status, upgrade
+from diagevo.log import open_log, SchemaOutdated, StoreError
 from tests.conftest import Backend
 
 HEAD = HEAD_REVISION
@@ -53,18 +45,18 @@ def test_head_is_the_latest_migration() -> None:
 def test_brand_new_database_is_migrated_to_head(backend: Backend, db_url: str) -> None:
     if backend.name == "postgres":  # a fresh SQLite URL names a file that does not exist yet
         assert revision_status(db_url).state == "empty"
-    with EventStore(db_url) as store:
+    with open_log(db_url) as store:
         store.append([new_event("round.started", "r", 1, "e1")])
-    assert {"events", "artifacts", "snapshots", "checkpoints", "alembic_version"} <= tables(backend, db_url)
+    assert {"events", "views", "alembic_version"} <= tables(backend, db_url)
     assert current(db_url) == HEAD
-    with EventStore(db_url) as again:  # reopening an up-to-date db works and keeps the data
+    with open_log(db_url) as again:  # reopening an up-to-date db works and keeps the data
         assert again.last_seq("r") == 1
 
 
 def test_empty_database_is_not_migrated_when_told_not_to(backend: Backend, db_url: str) -> None:
     with pytest.raises(SchemaOutdated, match="run `diagevo db upgrade --db ") as info:
-        EventStore(db_url, migrate_empty=False)
-    assert info.value.args[0].endswith(f"`{diagevo_command(db_url, 'db', 'upgrade')}`")  # runnable: its own database
+        open_log(db_url, migrate_empty=False)
+    assert str(info.value).endswith(f"`{Hint(('db', 'upgrade'), db_url).plain()}`")  # runnable: its own database
     assert "events" not in tables(backend, db_url)
 
 
@@ -72,14 +64,14 @@ def test_older_revision_is_refused_and_left_untouched(backend: Backend, db_url: 
     assert upgrade(db_url, OLDER) == (None, OLDER)
     before = tables(backend, db_url)
     with pytest.raises(SchemaOutdated) as info:
-        EventStore(db_url)
-    upgrade_it = diagevo_command(db_url, "db", "upgrade")  # diagevo db upgrade --db URL, the URL quoted when it must be
+        open_log(db_url)
+    upgrade_it = Hint(("db", "upgrade"), db_url).plain()  # diagevo db upgrade --db URL, the URL quoted when it must be
     assert str(info.value) == f"database is at revision {OLDER}, expected {HEAD}: run `{upgrade_it}`"
-    assert tables(backend, db_url) == before and "snapshots" not in before
+    assert tables(backend, db_url) == before and "views" not in before
     assert stored_revision(backend, db_url) == OLDER
     assert upgrade(db_url) == (OLDER, HEAD)
-    with EventStore(db_url) as store:
-        store.put_snapshot("r", 1, 0, {})
+    with open_log(db_url) as store:
+        assert store.view_states("memory", "r") == []
 
 
 def test_unknown_newer_revision_is_refused(backend: Backend, db_url: str) -> None:
@@ -89,7 +81,7 @@ def test_unknown_newer_revision_is_refused(backend: Backend, db_url: str) -> Non
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     engine.dispose()
     with pytest.raises(SchemaOutdated, match="revision 9999, unknown to this diagevo"):
-        EventStore(db_url)
+        open_log(db_url)
     with pytest.raises(StoreError, match="unknown to this diagevo"):
         upgrade(db_url)
     assert stored_revision(backend, db_url) == "9999"
@@ -101,7 +93,7 @@ def test_foreign_tables_without_revision_are_not_adopted(backend: Backend, db_ur
         conn.execute(text("CREATE TABLE events (x INTEGER)"))
     engine.dispose()
     with pytest.raises(StoreError, match="not a diagevo database: it holds events"):
-        EventStore(db_url)
+        open_log(db_url)
     assert tables(backend, db_url) == {"events"}
 
 
@@ -121,7 +113,7 @@ def _foreign(backend: Backend, url: str, revision: str | None = None) -> None:
 def test_foreign_database_is_refused_and_left_untouched(backend: Backend, db_url: str, revision: str | None) -> None:
     _foreign(backend, db_url, revision)
     before = tables(backend, db_url)
-    for attempt in (lambda: EventStore(db_url), lambda: EventStore(db_url, create=False), lambda: upgrade(db_url)):
+    for attempt in (lambda: open_log(db_url), lambda: open_log(db_url, create=False), lambda: upgrade(db_url)):
         with pytest.raises(StoreError) as info:
             attempt()
         assert "is not a diagevo database: it holds foo" in str(info.value)
@@ -144,7 +136,7 @@ def test_foreign_sqlite_file_is_byte_for_byte_untouched(tmp_path) -> None:
     con.close()
     before = path.read_bytes()
     with pytest.raises(StoreError, match="not a diagevo database"):
-        EventStore(f"sqlite:///{path}")
+        open_log(f"sqlite:///{path}")
     with pytest.raises(StoreError, match="not a diagevo database"):
         upgrade(f"sqlite:///{path}")
     assert path.read_bytes() == before
@@ -159,9 +151,9 @@ def test_a_zero_byte_file_is_empty_and_migrated(tmp_path) -> None:
     path.touch()
     assert revision_status(f"sqlite:///{path}").state == "empty"
     with pytest.raises(SchemaOutdated, match="is empty"):
-        EventStore(f"sqlite:///{path}", create=False)
+        open_log(f"sqlite:///{path}", create=False)
     assert path.stat().st_size == 0
-    with EventStore(f"sqlite:///{path}") as store:
+    with open_log(f"sqlite:///{path}") as store:
         assert store.runs() == []
     assert current(f"sqlite:///{path}") == HEAD
 
@@ -169,11 +161,11 @@ def test_a_zero_byte_file_is_empty_and_migrated(tmp_path) -> None:
 def test_a_missing_sqlite_file_is_created_only_by_writers(tmp_path) -> None:
     path = tmp_path / "new.db"
     with pytest.raises(StoreError, match=f"^no database at {path}$"):
-        EventStore(f"sqlite:///{path}", create=False)
+        open_log(f"sqlite:///{path}", create=False)
     with pytest.raises(StoreError, match=f"^no database at {path}$"):
         revision_status(f"sqlite:///{path}")
     assert not path.exists()
-    with EventStore(f"sqlite:///{path}"):
+    with open_log(f"sqlite:///{path}"):
         pass
     assert path.exists()
 
@@ -181,7 +173,7 @@ def test_a_missing_sqlite_file_is_created_only_by_writers(tmp_path) -> None:
 @pytest.mark.parametrize(("query", "level"), [("", 2), ("?synchronous=normal", 1), ("?synchronous=FULL", 2)])
 def test_sqlite_is_durable_by_default_and_normal_only_when_asked(tmp_path, query: str, level: int) -> None:
     """FULL (2) unless the URL asks for NORMAL (1); the file is in WAL mode once it is ours."""
-    with EventStore(f"sqlite:///{tmp_path / 'd.db'}{query}") as store:
+    with open_log(f"sqlite:///{tmp_path / 'd.db'}{query}") as store:
         store.append([new_event("round.started", "r", 1, "e1")])
         with store._engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == level
@@ -190,7 +182,7 @@ def test_sqlite_is_durable_by_default_and_normal_only_when_asked(tmp_path, query
 
 def test_an_unknown_synchronous_level_is_refused(tmp_path) -> None:
     with pytest.raises(StoreError, match="synchronous='off' in the database URL: use one of full, normal"):
-        EventStore(f"sqlite:///{tmp_path / 'd.db'}?synchronous=off")
+        open_log(f"sqlite:///{tmp_path / 'd.db'}?synchronous=off")
     assert not (tmp_path / "d.db").exists()
 
 
@@ -205,7 +197,7 @@ def test_an_unknown_synchronous_level_is_refused(tmp_path) -> None:
 )
 def test_unusable_database_is_one_clear_line(url: str) -> None:
     with pytest.raises(StoreError) as info:
-        EventStore(url)
+        open_log(url)
     message = str(info.value)
     assert "\n" not in message and "secret" not in message
     assert message.startswith(("cannot open database", "invalid database URL", "unsupported database"))
@@ -272,12 +264,11 @@ def test_migrations_match_the_sqlmodel_tables(backend: Backend, db_url: str) -> 
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from diagevo.events.tables import metadata
+    from diagevo.log.tables import metadata
 
     upgrade(db_url)
-    ours = {"events", "artifacts", "snapshots", "checkpoints"}
-    # the expression index differs per dialect and is not in the metadata (see test_store_scale)
-    expression_indexes = {"ix_events_retained"}
+    ours = {"events", "views"}
+    expression_indexes: set[str] = set()
     engine = backend.engine(db_url)
     with engine.connect() as conn:
         ctx = MigrationContext.configure(
@@ -294,7 +285,7 @@ def test_migrations_match_the_sqlmodel_tables(backend: Backend, db_url: str) -> 
 
 
 def test_head_revision_constant_is_alembics_head() -> None:
-    from diagevo.events.store import HEAD_REVISION
+    from diagevo.log.schema import HEAD_REVISION
 
     assert HEAD_REVISION == head_revision()
 

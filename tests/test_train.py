@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.events.store import EventStore
+from diagevo.log import open_log
 from tests.test_cli_memory import run_cli
 
 pytestmark = pytest.mark.slow
@@ -33,7 +33,7 @@ def small_args(db: str, run: str, rounds: int, tmp: Path) -> list[str]:
 def comparable(db: str, run: str) -> list[tuple[str, str, str]]:
     """The log without wall-clock fields, ordered by event id."""
     out = []
-    with EventStore(db) as s:
+    with open_log(db) as s:
         for e in s.read(run, texts=True):
             data = {k: v for k, v in e.data.items() if k not in ("seconds", "timing", "latency_s", "path")}
             if e.type == "run.started":
@@ -67,7 +67,7 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from diagevo.config import load_config
-    from diagevo.events.store import EventStore
+    from diagevo.log import EventStore
     from diagevo import train
 
     db, run, out_dir = sys.argv[1:4]
@@ -81,7 +81,7 @@ KILLER = textwrap.dedent(
         if phase == "maintain" and state["round"] == 2 and done >= 3:
             os.kill(os.getpid(), signal.SIGKILL)  # die in the middle of round 2's diagnosis
 
-    with EventStore(db) as store:
+    with open_log(db) as store:
         train.train(cfg, store, progress=progress)
     """
 )
@@ -95,7 +95,7 @@ def test_sigkill_during_diagnosis_then_resume(tmp_path: Path, capsys: pytest.Cap
         cwd=ROOT, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
-    with EventStore(db) as s:
+    with open_log(db) as s:
         rounds_committed = [e.round for e in s.read("c1", types=("round.committed",))]
         diagnosed_r2 = [e for e in s.read("c1", types=("failure.diagnosed", "cause.created", "failure.attributed")) if e.round == 2]
     assert rounds_committed == [1] and diagnosed_r2, "the kill must land inside round 2's diagnosis"
@@ -108,7 +108,7 @@ def test_sigkill_during_diagnosis_then_resume(tmp_path: Path, capsys: pytest.Cap
         a = json.loads(run_cli(capsys, "memory", "replay", "--round", str(t), "--db", db, "--json")[1])
         b = json.loads(run_cli(capsys, "memory", "replay", "--round", str(t), "--db", ref_db, "--json")[1])
         assert a == b
-    with EventStore(db) as s:
+    with open_log(db) as s:
         ids = Counter(e.event_id for e in s.read("c1"))
     assert max(ids.values()) == 1
     assert {i for i, _, _ in comparable(db, "c1")} == {i for i, _, _ in comparable(ref_db, "c1")}

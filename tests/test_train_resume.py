@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.events.store import EventStore
+from diagevo.log import open_log
 from tests.test_cli_memory import run_cli
 from tests.test_train import SMALL, comparable
 
@@ -113,12 +113,12 @@ def test_resume_across_processes_and_after_ctrl_c_reproduces_the_uninterrupted_r
     assert m is not None, lines[0]
     again = shlex.split(m.group(1))
     assert again[1:] == ["train", "--resume", "--run", RUN, "--db", sigint]
-    with EventStore(sigint, create=False) as s:
+    with open_log(sigint, create=False) as s:
         assert [e.round for e in s.read(RUN, types=("round.committed",))] == [1]
         assert any(e.round == 2 for e in s.read(RUN, types=("failure.attributed", "cause.created")))
     proc = cli([*again[1:], "--rounds", "3", "--quiet"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert comparable(sigint, RUN) == want
-    with EventStore(sigint, create=False) as s:
+    with open_log(sigint, create=False) as s:
         assert max(Counter(e.event_id for e in s.read(RUN)).values()) == 1
     assert run_cli(capsys, "memory", "verify", "--db", sigint, "--run", RUN)[0] == 0

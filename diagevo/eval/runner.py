@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -73,7 +74,10 @@ def settings_hash(model: str, bench: Benchmark, cfg: EvalConfig, k: int | None) 
 
 def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
     """Lines already graded under ``settings``, by question index. A torn last line (a crash
-    mid-write) is cut off so appends start on a fresh line."""
+    mid-write) is cut off so appends start on a fresh line. A symbolic link there is refused:
+    outputs go only into files of the output directory, never through a link planted in it."""
+    if path.is_symlink():
+        raise OutputsMismatch(f"{path} is a symbolic link, not an evaluation output; remove it or use another --out")
     if not path.exists():
         return {}
     raw = path.read_bytes()
@@ -162,7 +166,8 @@ def evaluate(
         fh.write("".join(lines))
         fh.flush()
 
-    with outputs.open("a", encoding="utf-8") as fh, ThreadPoolExecutor(max_workers=1) as grader:
+    appending = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(outputs, appending, 0o666), "a", encoding="utf-8") as fh, ThreadPoolExecutor(max_workers=1) as grader:
         pending: Future[None] | None = None
         for start in range(0, len(todo), cfg.batch_size):
             batch = todo[start : start + cfg.batch_size]

@@ -17,14 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagevo.config import EvalConfig
+from diagevo.config import EvalConfig, migrate
 from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.runner import BenchResult, evaluate
-from diagevo.events.keys import event_id
-from diagevo.events.schemas import EventIn, new_event
-from diagevo.events.store import EventStore
+from diagevo.catalog.ids import event_id
+from diagevo.schemas import EventIn, new_event
+from diagevo.log import EventStore
+from diagevo.rounds import record_retrospective
 from diagevo.generation import Engine
+from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
 
 
@@ -51,9 +53,13 @@ def solver_models(store: EventStore, run: str) -> dict[int, str]:
             f"run {run!r} was trained with the {backend} backend: its checkpoints are not language models "
             "(evaluate a model directory with --model, or a run of the hf backend)"
         )
-    models = {0: str((config.get("hf") or {}).get("solver_model", ""))}
+    try:
+        config = migrate(config)  # hf.solver_model in the logs of earlier versions
+    except ValueError as exc:
+        raise RunEvalError(f"run {run!r}: its stored config: {exc}") from None
+    models = {0: str((config.get("solver") or {}).get("model", ""))}
     if not models[0]:
-        raise RunEvalError(f"run {run!r} names no base solver (hf.solver_model) in its config")
+        raise RunEvalError(f"run {run!r} names no base solver (solver.model) in its config")
     for t in committed:
         if t not in checkpoints:
             raise RunEvalError(f"round {t} of run {run!r} has no solver checkpoint")
@@ -133,7 +139,10 @@ class RunEvaluation:
 
 
 def output_path(out_dir: Path, label: str, bench: Benchmark) -> Path:
-    return out_dir / label / f"{bench.name}.jsonl"
+    """``out_dir/label/NAME.jsonl``; the benchmark's name must be a plain name (it stays in ``out_dir``)."""
+    from diagevo.files import plain_name
+
+    return out_dir / label / f"{plain_name(bench.name, 'benchmark name')}.jsonl"
 
 
 def model_label(model: str) -> str:
@@ -194,11 +203,11 @@ def evaluate_run(
 
     def score(t: int, suite: Sequence[Benchmark]) -> list[BenchResult]:
         def record(result: BenchResult) -> None:
-            store.append([eval_event(run, t, result, engine_name)])
+            record_retrospective(store, run, [eval_event(run, t, result, engine_name)])
             on_result(t, result)
 
         return evaluate_model(
-            make_engine, models[t], suite, cfg, out_dir, label=f"{run}/round{t:03d}", samples=samples,
+            make_engine, models[t], suite, cfg, out_dir, label=f"{run_name(run)}/round{t:03d}", samples=samples,
             progress=lambda phase, d, n: progress(f"round {t}: {phase}", d, n), on_result=record,
         )
 
@@ -208,7 +217,7 @@ def evaluate_run(
             done.validation[t] = score(t, [validation])[0]
         progress("checkpoints on the validation file", len(picked), len(picked))
         event = selection_event(run, done.validation)
-        store.append([event])
+        record_retrospective(store, run, [event])
         done.selected = event.round
         picked = [event.round]
     if benches:

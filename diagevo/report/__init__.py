@@ -6,19 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from diagevo.events.store import EventStore
+from diagevo.log import EventStore
 from diagevo.report.data import RunData, load_run
 
 
-def write_report(store: EventStore, run: str, out: Path, db_url: str, command: Callable[[str], str]) -> RunData:
-    """Read ``run`` and write its report to ``out`` (atomically: a temporary file renamed)."""
+def write_report(store: EventStore, run: str, out: Path, db_url: str, command: Callable[..., str]) -> RunData:
+    """Read ``run`` and write its report to ``out`` (atomically, through a new temporary file:
+    :func:`diagevo.files.replaced`). ``command(*args)`` spells a diagevo command for the report."""
+    from diagevo.files import write_replacing
     from diagevo.report.html import render
 
     data = load_run(store, run)
-    html = render(data, db_url, command)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
+    write_replacing(out, render(data, db_url, command))
     return data
 
 

@@ -1,10 +1,10 @@
 """Everything the report shows, read from the run's log alone, as polars frames.
 
 One pass over the log collects the round summaries, the bookkeeping (timing, evaluations, the
-checkpoint choice) and the question texts; the per-round statistics come from
-:func:`diagevo.memory.audit.round_stats`, the causes' stories from
-:func:`~diagevo.memory.audit.cause_stories`, and the memory of every committed round from the
-replay projection (:func:`diagevo.replay.load_memory`, snapshot-backed).
+checkpoint choice) and the question texts; the per-round statistics are the run's
+(:func:`diagevo.views.stats.round_stats`, what ``memory stats`` prints), the causes' stories
+come from :func:`diagevo.views.stories.cause_stories`, and the memory of every committed round
+from :func:`diagevo.views.memory.load_memory` (snapshot-backed).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import Any
 import polars as pl
 
 from diagevo.curriculum.stats import question_stats
-from diagevo.events.store import EventStore
-from diagevo.memory.audit import cause_stories, round_stats
+from diagevo.log import EventStore
+from diagevo.views.stories import cause_stories
+from diagevo.views.stats import round_stats
 from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
-from diagevo.replay import load_memory
+from diagevo.views.memory import load_memory
 
 # the round's phases as the paper's Table 6 names its components
 PHASES = {
@@ -75,7 +76,7 @@ def load_run(store: EventStore, run: str) -> RunData:
     seed, last_seq, selected = 0, 0, None
     # the texts the report shows (questions, failures) are read back; the rest stays lean
     shown = {e.seq: e.data for e in store.read(run, types=_SHOWN_TEXTS, texts=True)}
-    for seq, rnd, etype, data in store.iter_rows(run):
+    for seq, rnd, etype, data in store.rows(run):
         data = shown.get(seq, data)
         rows.append((seq, rnd, etype, data))
         last_seq = seq
@@ -95,13 +96,7 @@ def load_run(store: EventStore, run: str) -> RunData:
         raise InvariantError(f"run {run!r} has no events")
     recorded_at = next(store.read(run, after_seq=last_seq - 1)).recorded_at
 
-    stats = round_stats(((s, r, t, d) for s, r, t, d in rows), run)
-    for row in stats:
-        summary = summaries.get(row["round"], {})
-        metrics = heldout.get(row["round"], {})
-        for key in ("heldout_acc", "pseudo_label_acc"):
-            value = summary.get(key, metrics.get(key))
-            row[key] = float(value) if isinstance(value, (int, float)) else None
+    stats = round_stats(store, run)
     round_schema = {
         "round": pl.Int64, "active": pl.Int64, "mastered": pl.Int64, "nodes": pl.Int64, "F": pl.Int64,
         "epsilon_next": pl.Float64, "questions": pl.Int64, "retained": pl.Int64, "failures": pl.Int64,

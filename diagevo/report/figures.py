@@ -5,14 +5,20 @@ pseudo-label accuracy), Fig. 4 (question length and 2-gram diversity by mode), t
 Every series is told apart without colour too: by marker and line style, bars by hatching, and
 the legends show both. Figures render to SVG text (for the HTML report, text kept as text) or
 to PNG/SVG files (``memory plot -o``). matplotlib is imported inside the functions only.
+
+Names from the log (benchmarks, skill families, timing phases, the run id in a title) are drawn
+as text: through :func:`literal`, never parsed as mathtext.
 """
 
 from __future__ import annotations
 
 from diagevo.errors import BadInput
+from diagevo.untrusted import clip, visible
 
 import io
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +38,16 @@ MODE_STYLE = {"free": STYLES[0], "targeted": STYLES[1], "stitched": STYLES[2], "
 ACTIVE = {"color": "#c55a11", "hatch": "", "edgecolor": "#3a1a05"}
 MASTERED = {"color": "#a9d18e", "hatch": "///", "edgecolor": "#2f4f1f"}
 PHASE_HATCHES = ["", "///", "...", "xx", "\\\\\\", "++", "oo", "--"]
+
+
+LABEL_CHARS = 60
+
+
+def literal(name: object, limit: int = LABEL_CHARS) -> str:
+    """An untrusted name as matplotlib draws it literally: control and bidi characters shown as
+    escapes, at most ``limit`` characters, and every ``$`` escaped (two of them would start
+    mathtext, and ``$\\frac{$`` does not parse)."""
+    return visible(clip(str(name), limit)).replace("$", r"\$")
 
 
 def _pyplot() -> Any:
@@ -94,7 +110,7 @@ def lifecycle(rounds: pl.DataFrame, title: str = "Memory lifecycle") -> Any:
     for xi, a, m in zip(x, active, mastered, strict=True):
         ax.annotate(f"{a}+{m}", (xi, a + m), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
     ax.set_ylabel("count")
-    ax.set_title(title, loc="left", fontsize=10)
+    ax.set_title(literal(title, 120), loc="left", fontsize=10)
     _rounds_axis(ax, x)
     _legend_below(fig, ax.get_legend_handles_labels()[0])
     ax.margins(y=0.15)
@@ -117,11 +133,11 @@ def accuracy(rounds: pl.DataFrame, benchmarks: pl.DataFrame) -> Any:
         for name in benchmarks["benchmark"].unique(maintain_order=True).to_list():
             b = benchmarks.filter(pl.col("benchmark") == name).sort("round")
             style = STYLES[(series) % len(STYLES)]
-            _line(ax, b["round"].to_list(), b["accuracy"].to_list(), f"{name} (pass@1)", style)
+            _line(ax, b["round"].to_list(), b["accuracy"].to_list(), f"{literal(name)} (pass@1)", style)
             xs.update(b["round"].to_list())
             if b["mean_at_k"].is_not_null().any():
                 k = b["k"].drop_nulls()[0]
-                _line(ax, b["round"].to_list(), b["mean_at_k"].to_list(), f"{name} (mean@{k})", style, alpha=0.55)
+                _line(ax, b["round"].to_list(), b["mean_at_k"].to_list(), f"{literal(name)} (mean@{k})", style, alpha=0.55)
             series += 1
     ax.set_ylabel("accuracy")
     _unit_axis(ax)
@@ -197,7 +213,7 @@ def timing(seconds: pl.DataFrame, names: Mapping[str, str]) -> Any:
         values = [float(per.get(t, 0.0)) for t in rounds]
         color = STYLES[j % len(STYLES)][0]
         ax.bar(rounds, values, bottom=bottom, width=0.62, color=color, alpha=0.75, edgecolor="#202020",
-               hatch=PHASE_HATCHES[j % len(PHASE_HATCHES)], linewidth=0.6, label=names.get(phase, phase))
+               hatch=PHASE_HATCHES[j % len(PHASE_HATCHES)], linewidth=0.6, label=literal(names.get(phase, phase)))
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("seconds")
     _rounds_axis(ax, rounds)
@@ -211,31 +227,43 @@ def heatmap(values: pl.DataFrame, title: str) -> Any:
     """A metric per (row label, round), values printed in the cells (readable without colour)."""
     plt = _pyplot()
     labels = values["label"].unique(maintain_order=True).to_list()
+    names = [literal(x) for x in labels]
     rounds = sorted(set(values["round"].to_list()))
     grid = [[None] * len(rounds) for _ in labels]
     for label, rnd, v in values.select("label", "round", "value").iter_rows():
         grid[labels.index(label)][rounds.index(rnd)] = v
-    fig, ax = plt.subplots(figsize=(1.6 + 0.62 * len(rounds) + 0.06 * max(len(x) for x in labels), 0.9 + 0.26 * len(labels)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(1.6 + 0.62 * len(rounds) + 0.06 * max(len(x) for x in names), 0.9 + 0.26 * len(labels)), layout="constrained")
     import numpy as np
 
     data = np.array([[np.nan if v is None else v for v in row] for row in grid], dtype=float)
     ax.imshow(data, cmap="YlGn", vmin=0.0, vmax=1.0, aspect="auto")
     ax.grid(False)
     ax.set_xticks(range(len(rounds)), [str(t) for t in rounds])
-    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_yticks(range(len(labels)), names, fontsize=8)
     ax.set_xlabel("round")
     for i in range(len(labels)):
         for j in range(len(rounds)):
             if not np.isnan(data[i, j]):
                 ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center", fontsize=7, color="black" if data[i, j] < 0.75 else "white")
-    ax.set_title(title, loc="left", fontsize=10)
+    ax.set_title(literal(title, 120), loc="left", fontsize=10)
     return fig
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Names from the log drawn without a warning on stderr: a script the font lacks is drawn as
+    boxes, a legend too wide for constrained layout is drawn where it falls."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+        warnings.filterwarnings("ignore", message="constrained_layout not applied", category=UserWarning)
+        yield
 
 
 def to_svg(fig: Any) -> str:
     """The figure as an inline ``<svg>`` element (no XML prologue), then closed."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    with _quiet():
+        fig.savefig(buf, format="svg", metadata={"Date": None})
     _pyplot().close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg") :]
@@ -250,5 +278,10 @@ def save(fig: Any, path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix not in (".png", ".svg"):
         raise BadInput(f"{path}: write a .png or .svg file")
-    fig.savefig(path, format=suffix[1:], dpi=150, metadata={"Date": None} if suffix == ".svg" else None)
-    _pyplot().close(fig)
+    from diagevo.files import replaced
+
+    try:
+        with replaced(path, binary=True) as fh, _quiet():
+            fig.savefig(fh, format=suffix[1:], dpi=150, metadata={"Date": None} if suffix == ".svg" else None)
+    finally:
+        _pyplot().close(fig)

@@ -1,13 +1,20 @@
 """The run report as one self-contained HTML file: inline CSS, inline SVG charts, a few lines of
 inline JavaScript (the round picker of the skill-node tree, the cause filter); nothing is
-fetched, so it opens offline from a file. Every text from the log is escaped.
+fetched, so it opens offline from a file.
+
+Every text from the log is escaped, its control characters and bidi overrides are shown as
+escapes as the terminal shows them (:func:`diagevo.untrusted.visible`: ESC as ``\\x1b``, RLO
+as ``\\u202e``), and a text with any character beyond ASCII is set in its own ``<bdi>``
+(bidirectional isolation): right-to-left words in a label, a description or an id reorder
+nothing outside it. Attributes and the page title, where no element can go, get the escapes.
+The configuration is shown without credentials (:func:`diagevo.redaction.redact_config`).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from html import escape
 from typing import Any
 
@@ -15,6 +22,8 @@ import polars as pl
 
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.redaction import redact_config
+from diagevo.untrusted import visible
 from diagevo.report import figures
 from diagevo.words import plural
 from diagevo.report.data import PHASES, RunData
@@ -66,6 +75,7 @@ ul.tree ul { list-style: none; padding-left: 18px; margin: 2px 0; }
 .state-A { background: var(--active); padding: 0 4px; border-radius: 3px; }
 .state-M { background: var(--mastered); padding: 0 4px; border-radius: 3px; }
 input[type=search], select { font: inherit; padding: 3px 6px; }
+bdi { unicode-bidi: isolate; }
 """
 
 SCRIPT = """
@@ -89,8 +99,20 @@ SCRIPT = """
 MARKS = {"created": "★", "promoted": "▲", "reactivated": "↻", "node_merged": "⇄"}
 
 
+Command = Callable[..., str]
+"""``command("memory", "why", cause_id)``: a diagevo command for this database and run, as the
+user would type it (each argument one word, quoted where it must be)."""
+
+
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value))
+    """Text of an element: escaped, and isolated in a ``<bdi>`` when it is not plain ASCII."""
+    text = escape(visible("" if value is None else str(value), newlines=True))
+    return text if text.isascii() else f"<bdi>{text}</bdi>"
+
+
+def _a(value: Any) -> str:
+    """Text of an attribute (or the title): escaped, control and bidi characters shown as escapes."""
+    return escape(visible("" if value is None else str(value)))
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -107,7 +129,7 @@ def table(df: pl.DataFrame, headers: Mapping[str, str] | None = None, left: Iter
     left = set(left)
     # a header wraps at its spaces ("failed_diagnoses" would not), so wide tables fit the page
     head = "".join(
-        f'<th class="{"l" if c in left else ""}" title="{_e(c)}">{_e(headers.get(c, c.replace("_", " ")))}</th>' for c in df.columns
+        f'<th class="{"l" if c in left else ""}" title="{_a(c)}">{_e(headers.get(c, c.replace("_", " ")))}</th>' for c in df.columns
     )
     body = "".join(
         "<tr>" + "".join(f'<td class="{"l" if c in left else ""}">{_e(_fmt(v, digits))}</td>' for c, v in zip(df.columns, row, strict=True)) + "</tr>"
@@ -118,7 +140,7 @@ def table(df: pl.DataFrame, headers: Mapping[str, str] | None = None, left: Iter
 
 def _chart(name: str, svg: str, caption: str, wide: bool = False) -> str:
     cls = "chart wide" if wide else "chart"
-    return f'<figure class="{cls}" data-chart="{_e(name)}">{svg}<figcaption>{_e(caption)}</figcaption></figure>'
+    return f'<figure class="{cls}" data-chart="{_a(name)}">{svg}<figcaption>{_e(caption)}</figcaption></figure>'
 
 
 def _excerpt(text: str | None) -> str:
@@ -183,7 +205,7 @@ def story_html(story: Mapping[str, Any], labels: Mapping[str, str]) -> str:
     return f"<ol>{''.join(items)}</ol>"
 
 
-def causes_html(data: RunData, command: Callable[[str], str]) -> str:
+def causes_html(data: RunData, command: Command) -> str:
     """One row per cause: its node, its state and frequency at each committed round, the
     round's events as marks, and its story behind a click."""
     rounds = data.committed
@@ -203,17 +225,17 @@ def causes_html(data: RunData, command: Callable[[str], str]) -> str:
             sym = "".join(MARKS[k] * min(n, 2) for k, n in m.items() if k in MARKS)
             title = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in m.items())
             if cause is None:
-                cells.append(f'<td class="cell" title="{_e(title)}">·<span class="mark">{sym}</span></td>')
+                cells.append(f'<td class="cell" title="{_a(title)}">·<span class="mark">{sym}</span></td>')
             else:
                 st = "A" if cause.active else "M"
-                cells.append(f'<td class="cell {st}" title="{_e(title)}">{st}&nbsp;{cause.frequency}<span class="mark">{sym}</span></td>')
+                cells.append(f'<td class="cell {st}" title="{_a(title)}">{st}&nbsp;{cause.frequency}<span class="mark">{sym}</span></td>')
         node = last.causes[cid].node if last is not None and cid in last.causes else story["node"]
         details = (
             f'<details class="story"><summary>{_e(story["description"])}</summary>{story_html(story, labels)}'
-            f'<div class="note">audit: <code>{_e(command(f"memory why {cid}"))}</code></div></details>'
+            f'<div class="note">audit: <code>{_e(command("memory", "why", cid))}</code></div></details>'
         )
         rows.append(
-            f'<tr id="cause-{_e(cid)}"><td class="l"><code>{_e(cid)}</code></td><td class="l">{_e(node)} {_e(labels.get(node, ""))}</td>'
+            f'<tr id="cause-{_a(cid)}"><td class="l"><code>{_e(cid)}</code></td><td class="l">{_e(node)} {_e(labels.get(node, ""))}</td>'
             f"{''.join(cells)}<td class=\"l\">{details}</td></tr>"
         )
     legend = (
@@ -240,7 +262,7 @@ def tree_html(memories: Mapping[int, Memory]) -> str:
             causes = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
             items = "".join(
                 f'<li><span class="state-{"A" if c.active else "M"}">{"Active" if c.active else "Mastered"}</span> '
-                f'<a href="#cause-{_e(c.id)}"><code>{_e(c.id)}</code></a> f={c.frequency}'
+                f'<a href="#cause-{_a(c.id)}"><code>{_e(c.id)}</code></a> f={c.frequency}'
                 f'{f" p={s.p[c.id]:.3f}" if c.id in s.p else ""} — {_e(c.description)}</li>'
                 for c in causes
             )
@@ -269,8 +291,8 @@ def timing_table(timing: pl.DataFrame) -> str:
     return table(per, left=("component", "phase"), digits=1)
 
 
-def render(data: RunData, db_url: str, command: Callable[[str], str]) -> str:
-    """The whole report. ``command(args)`` spells a diagevo command for this database and run."""
+def render(data: RunData, db_url: str, command: Command) -> str:
+    """The whole report. ``command(*args)`` spells a diagevo command for this database and run."""
     rounds = data.rounds
     r = rounds.tail(1).to_dicts()[0] if rounds.height else {}
     cards = [
@@ -328,23 +350,23 @@ def render(data: RunData, db_url: str, command: Callable[[str], str]) -> str:
         chart = _chart("timing", figures.to_svg(figures.timing(data.timing, PHASES)), "seconds per phase and round")
         body = f'<div class="charts">{chart}<div>{timing_table(data.timing)}</div></div>'
         sections.append(("timing", "Time per phase (Table 6)", body))
-    config = json.dumps(data.config, indent=2, sort_keys=True)
+    config = json.dumps(redact_config(data.config), indent=2, sort_keys=True)  # non-ASCII written as JSON escapes
     sections.append(("config", "Configuration", f"<p class=\"note\">as stored in run.started (secrets redacted); seed {data.seed}</p><details><summary>show</summary><pre>{_e(config)}</pre></details>"))
     t = data.committed[-1] if data.committed else 0
     # the cause with the most eventful story (promotions, reactivations, merges) as the example
     some_cause = max(data.stories, key=lambda c: sum(e["kind"] != "attributed" for e in data.stories[c]["timeline"]), default="C1")
-    audits = [
-        ("rebuild a round's memory from the log", f"memory replay --round {t}"),
-        ("one row per round", "memory stats"),
-        ("a cause's story", f"memory why {some_cause}"),
-        ("every reactivation", "memory events --type cause.reactivated"),
-        ("hash chain, invariants, snapshots", "memory verify"),
-        ("the log as JSONL", "memory export -o log.jsonl"),
+    audits: list[tuple[str, tuple[str, ...]]] = [
+        ("rebuild a round's memory from the log", ("memory", "replay", "--round", str(t))),
+        ("one row per round", ("memory", "stats")),
+        ("a cause's story", ("memory", "why", some_cause)),
+        ("every reactivation", ("memory", "events", "--type", "cause.reactivated")),
+        ("hash chain, invariants, snapshots", ("memory", "verify")),
+        ("the log as JSONL", ("memory", "export", "-o", "log.jsonl")),
     ]
     if (data.config.get("train") or {}).get("backend") == "hf":
-        audits.append(("benchmark the checkpoints", "eval --bench math500=PATH --select VAL_FILE"))
+        audits.append(("benchmark the checkpoints", ("eval", "--bench", "math500=PATH", "--select", "VAL_FILE")))
     sections.append(
-        ("audit", "Audit further", "<table><tbody>" + "".join(f'<tr><td class="l">{_e(w)}</td><td class="l"><code>{_e(command(c))}</code></td></tr>' for w, c in audits) + "</tbody></table>")
+        ("audit", "Audit further", "<table><tbody>" + "".join(f'<tr><td class="l">{_e(w)}</td><td class="l"><code>{_e(command(*c))}</code></td></tr>' for w, c in audits) + "</tbody></table>")
     )
     nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(title)}</h2>{html}</section>' for sid, title, html in sections)
@@ -353,16 +375,9 @@ def render(data: RunData, db_url: str, command: Callable[[str], str]) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>diagevo run {_e(data.run)}</title><style>{CSS}</style></head><body>"
+        f"<title>diagevo run {_a(data.run)}</title><style>{CSS}</style></head><body>"
         f"<header><h1>diagevo run <code>{_e(data.run)}</code></h1>"
         f"<p>{plural(len(data.committed), 'committed round')}{_e(open_note)} · backend {_e(backend)} · seed {data.seed} · "
         f"log {_e(db_url)} up to seq {data.last_seq} ({_e(data.recorded_at)})</p></header>"
         f"<nav>{nav}</nav><main>{body}</main><script>{SCRIPT}</script></body></html>"
     )
-
-
-def report_sections(html: str) -> Sequence[str]:
-    """The ids of the report's sections (for tests and tools)."""
-    import re
-
-    return re.findall(r'<section id="([^"]+)"', html)

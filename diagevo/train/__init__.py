@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
+import secrets
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from diagevo.config import Config, redact_url
 from diagevo.errors import BadInput, Conflict, NotFound, Unavailable
-from diagevo.events.store import EventStore
+from diagevo.log import EventStore
+from diagevo.redaction import given_secrets
 from diagevo.train.backend import Backend, ProgressFn, no_progress
 
 
@@ -35,14 +38,25 @@ def make_backend(config: Config) -> Backend:
 
 
 def default_run_id(config: Config) -> str:
-    return config.train.run or f"{config.train.backend}-s{config.train.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    """The configured run id, else one that two processes started in the same second cannot
+    share: ``BACKEND-sSEED-DATE-TIME.MILLISECONDS-RANDOM``."""
+    if config.train.run:
+        return config.train.run
+    now = time.time()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"{config.train.backend}-s{config.train.seed}-{stamp}.{int(now * 1000) % 1000:03d}-{secrets.token_hex(4)}"
+
+
+def writer_holder(what: str = "train") -> str:
+    """How a writer names itself in its run's lease: the command, its pid, host and start."""
+    return f"{what} (pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')})"
 
 
 def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
     """The run to train: the configured id, the latest run when resuming, else a new id.
     Resuming a run the log does not hold is an error, not a new run."""
     if config.train.run:
-        exists = config.train.run in store.runs()
+        exists = store.has_run(config.train.run)
         if resume and not exists:
             raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}")
         if exists and not resume:
@@ -56,35 +70,35 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
     return default_run_id(config)
 
 
-def stored_config(store: EventStore, run: str) -> Config | None:
-    """The run's config as the log records it (None for a new run): :func:`diagevo.rounds.stored_config`."""
-    from diagevo.rounds import stored_config as recorded
-
-    return recorded(store, run)
-
-
 def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]) -> Config:
     """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
-    the next round (a round already under way keeps the config it started with)."""
+    the next round (:func:`diagevo.rounds.configure_run`: refused while a round is under way)."""
     from diagevo.config import apply_overrides
-    from diagevo.events.keys import event_id
-    from diagevo.events.schemas import new_event
-    from diagevo.replay import committed_rounds
+    from diagevo.rounds import configure_run
 
     data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), overrides)
     try:
         config = Config.model_validate(data)
     except Exception as exc:  # pydantic's message, first line
         raise BadInput(f"config: {str(exc).splitlines()[0]}") from None
-    if config.redacted() == saved.redacted():
-        return config
-    t = max(committed_rounds(store, run), default=0) + 1
-    if any(True for _ in store.read(run, round=t, limit=1)):  # round t has begun (an indexed read)
-        raise Conflict(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
-    record = config.redacted() | {"k": config.memory.k}
-    digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
-    store.append([new_event("run.configured", run, t, event_id(run, t, "run.configured", digest), config=record, seed=config.train.seed)])
+    configure_run(store, run, config)
     return config
+
+
+def resumed_config(store: EventStore, run: str, config: Config, overrides: list[str] | None = None) -> Config:
+    """The config a resumed run trains with: the one its log records, ``overrides`` applied (a
+    change is recorded), and the credentials the log does not keep (a URL's password is stored
+    as ``***``) taken from ``config``, the command's, where it names the same URL."""
+    from diagevo.rounds import stored_config
+
+    saved = stored_config(store, run)
+    if saved is None:
+        return config
+    secrets = given_secrets(saved.redacted(), config.model_dump(mode="json", exclude={"db"}))
+    again = [f"{field}={json.dumps(value)}" for field, value in secrets]
+    if overrides or again:
+        saved = reconfigure(store, run, saved, [*again, *(overrides or [])])
+    return saved.model_copy(update={"db": config.db})
 
 
 def train(
@@ -102,23 +116,24 @@ def train(
     """Train (or resume) a run up to round ``rounds`` (default: the config's); returns the run id
     and the reports of the rounds it ran. ``lead`` wraps the backend, built from the run's
     config, for the rank that leads a multi-process launch."""
+    from diagevo.rounds import start_run
     from diagevo.train.loop import Trainer
 
     if rounds is not None and rounds < 1:
         raise BadInput(f"rounds must be at least 1, not {rounds}")
     run = run_id_for(store, config, resume)
-    if run in store.runs():
-        if not resume:
-            raise Conflict(f"run {run!r} already exists in {redact_url(store.url)}; pass --resume to continue it")
-        saved = stored_config(store, run)
-        if saved is not None:
-            if overrides:
-                saved = reconfigure(store, run, saved, overrides)
-            config = saved.model_copy(update={"db": config.db})
-    progress("load", 0, None)
-    models = backend or make_backend(config)
-    trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)
-    return run, trainer.train(rounds)
+    wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
+    with store.lease(run, writer_holder()):  # one training process per run; a second is refused
+        if resume:
+            config = resumed_config(store, run, config, wanted)
+        else:  # one decision under the append lock: of two processes creating this id, one is refused
+            if rounds is not None:
+                config = config.model_copy(update={"train": config.train.model_copy(update={"rounds": rounds})})
+            start_run(store, run, config, config.train.seed, new=True)
+        progress("load", 0, None)
+        models = backend or make_backend(config)
+        trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)
+        return run, trainer.train(config.train.rounds)
 
 
 @contextmanager

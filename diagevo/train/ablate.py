@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.config import load_config
-from diagevo.events.backends import open_recorder
-from diagevo.events.store import EventStore
+from diagevo.log import open_log
+from diagevo.log import EventStore
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {
@@ -108,7 +108,7 @@ def run_ablation(
     reference = reference_variant(variants)
     results: dict[str, list[dict[str, Any]]] = {}
     out_dir = Path(db.removeprefix("sqlite:///")).parent / "ablate-ckpt"
-    with open_recorder(db) as store:
+    with open_log(db) as store:
         for world in worlds:
             curves: dict[str, list[list[float]]] = {v: [] for v in variants}
             val_curves: dict[str, list[list[float]]] = {v: [] for v in variants}

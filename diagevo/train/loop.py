@@ -15,62 +15,55 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from diagevo import curriculum as cur
+from diagevo import rounds as protocol
 from diagevo.config import Config
-from diagevo.diagnosis.index import VectorIndex, default_index_path
-from diagevo.diagnosis.pipeline import DiagnosisSummary
-from diagevo.events.keys import event_id
-from diagevo.events.schemas import EventIn, new_event
-from diagevo.events.store import EventStore
+from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
+from diagevo.log import EventStore
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_dir
-from diagevo.replay import committed_rounds
-from diagevo import rounds as protocol
 from diagevo.train.backend import Backend, ProgressFn, no_progress
+from diagevo.views.index import VectorIndex, default_index_path
+from diagevo.views.memory import committed_rounds
+from diagevo.views.stats import round_stats
+
 
 @dataclass
 class RoundReport:
-    """What one round did; the CLI prints it as a table row."""
+    """What one round did, for the CLI's table: its row of the run's statistics
+    (:mod:`diagevo.views.stats`, the same figures as ``memory stats``), the metrics the backend
+    measured, the seconds of each phase and the diagnosis's own counts."""
 
     round: int
-    questions: int = 0
-    retained: int = 0
-    failures: int = 0
-    new_causes: int = 0
-    attributions: int = 0
-    promotions: int = 0
-    reactivations: int = 0
-    merges: int = 0
-    failed_diagnoses: int = 0
-    dedup_truncated: int = 0  # Prompt 2 lists cut to diagnosis.dedup_candidates
-    F: int = 0
-    epsilon_next: float = 1.0
+    stats: dict[str, Any]
     metrics: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    dedup_truncated: int = 0  # Prompt 2 lists cut to diagnosis.dedup_candidates
 
 
 @dataclass
 class _Round:
-    """Working state of round t (what resumption rebuilds from the log)."""
+    """Working state of round t: where the round protocol says it stands, and what the loop
+    holds of it (the questions the solver trains on, each phase's seconds and figures)."""
 
     t: int
-    done: set[str]
+    progress: protocol.RoundProgress
     questions: dict[str, dict[str, Any]] = field(default_factory=dict)  # question_id -> generated
     scored: dict[str, dict[str, Any]] = field(default_factory=dict)
-    checkpoint: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # phase -> its phase.completed data
+    finished: set[str] = field(default_factory=set)  # phases done in this process
+
+    def done(self, phase: str) -> bool:
+        return phase in self.finished or self.progress.done(phase)
 
 
-# what _rebuild reads of a round first: which phases are done and their figures
-_PHASE_TYPES = ("phase.completed", "promotions.decided")
-# and, only when the solver is still to train, the questions it trains on (with their texts)
+# only when the solver is still to train: the questions it trains on (with their texts)
 _SOLVER_INPUT_TYPES = ("question.generated", "question.scored")
 
 
@@ -100,16 +93,11 @@ class Trainer:
 
     # --- plumbing -----------------------------------------------------------------------------
     def rng(self, t: int, phase: str) -> random.Random:
-        return random.Random(f"{self.seed}/{t}/{phase}")
+        return protocol.seeded(self.seed, t, phase)
 
-    def event(self, t: int, key: str, type: str, **data: Any) -> EventIn:
-        return new_event(type, self.run, t, event_id(self.run, t, key), **data)
-
-    def append(self, events: Sequence[EventIn]) -> None:
-        if events:
-            self.store.append(events)
-
-    def finish_phase(self, r: _Round, phase: str, started: float, *, checkpoint: bool = False, **stats: Any) -> None:
+    def finish_phase(
+        self, rnd: protocol.Round, r: _Round, phase: str, started: float, *, checkpoint: bool = False, **stats: Any
+    ) -> None:
         """Record a finished phase; with ``checkpoint``, first save the models. The checkpoint
         and the phase land in one append, so a resumed round never starts from a checkpoint
         whose phase it would then run again."""
@@ -117,12 +105,11 @@ class Trainer:
         if checkpoint:
             path = self.ckpt_dir / f"round{r.t:03d}-{phase}"
             self.backend.save(path)
-            r.checkpoint = str(path)
-            events.append(self.event(r.t, f"checkpoint/{phase}", "checkpoint.written", path=str(path), phase=phase))
+            events.append(rnd.event(f"checkpoint/{phase}", "checkpoint.written", path=str(path), phase=phase))
         r.seconds[phase] = time.perf_counter() - started
-        events.append(self.event(r.t, f"phase/{phase}", "phase.completed", phase=phase, seconds=r.seconds[phase], **stats))
-        self.append(events)
-        r.done.add(phase)
+        events.append(rnd.event(f"phase/{phase}", "phase.completed", phase=phase, seconds=r.seconds[phase], **stats))
+        rnd.notes(events)
+        r.finished.add(phase)
         r.stats[phase] = stats
 
     # --- run ----------------------------------------------------------------------------------
@@ -141,36 +128,27 @@ class Trainer:
             self.progress("rounds", t, total)
         return reports
 
-    def _rebuild(self, t: int) -> _Round:
-        """What round t already did, read back from the log: its phases (with their figures) and
-        checkpoints, and its questions only when the solver has still to train on them. A round
+    def _rebuild(self, rnd: protocol.Round) -> _Round:
+        """What round t already did, from the round protocol (its phases with their figures, its
+        checkpoint), and its questions only when the solver has still to train on them. A round
         that starts fresh or got past its solver reads a few dozen events, however long the log."""
-        r = _Round(t=t, done=set())
-        last_ckpt: str | None = None
-        for e in self.store.read(self.run, types=("checkpoint.written",)):
-            if e.round <= t:  # in seq order: the last one up to this round's own
-                last_ckpt = e.data["path"]
-        for e in self.store.read(self.run, round=t, types=_PHASE_TYPES):
-            if e.type == "phase.completed":
-                r.done.add(e.data["phase"])
-                r.seconds[e.data["phase"]] = e.data.get("seconds", 0.0)
-                r.stats[e.data["phase"]] = e.data
-            else:  # promotions.decided
-                r.done.add("promote")
-        if "construct" in r.done and "solver" not in r.done:
-            for e in self.store.read(self.run, round=t, types=_SOLVER_INPUT_TYPES, texts=True):
+        r = _Round(t=rnd.t, progress=rnd.progress())
+        for phase, data in r.progress.phases.items():
+            r.seconds[phase] = data.get("seconds", 0.0)
+            r.stats[phase] = dict(data)
+        if r.done("construct") and not r.done("solver"):
+            for e in self.store.read(self.run, round=rnd.t, types=_SOLVER_INPUT_TYPES, texts=True):
                 if e.type == "question.generated":
                     r.questions[e.data["question_id"]] = e.data
                 else:
                     r.scored[e.data["question_id"]] = e.data
-        r.checkpoint = last_ckpt
         return r
 
     def round(self, t: int) -> RoundReport:
-        r = self._rebuild(t)
-        if r.checkpoint is not None:
-            self.backend.load(Path(r.checkpoint))
         rnd = protocol.Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
+        r = self._rebuild(rnd)
+        if r.progress.checkpoint is not None:
+            self.backend.load(Path(r.progress.checkpoint))
         m = self.cfg.memory
         n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
 
@@ -179,7 +157,7 @@ class Trainer:
             return rnd.requests(n, purpose=purpose, seed=self.seed)
 
         # (1) challenger GRPO on Q^chal against the frozen solver's votes (Eq. 8-10)
-        if "challenger" not in r.done:
+        if not r.done("challenger"):
             started = time.perf_counter()
             stats: dict[str, float] = {}
             if m.challenger_updates:
@@ -188,46 +166,41 @@ class Trainer:
                     self._challenger_reward(t), self.rng(t, "challenger"),
                     lambda _p, d, n: self.progress("challenger", d, n),
                 )
-            self.finish_phase(r, "challenger", started, checkpoint=True, **stats)
+            self.finish_phase(rnd, r, "challenger", started, checkpoint=True, **stats)
 
         # (2) Q^cur under the same schedule, (3) N construction responses, votes, filter (Eq. 3)
-        if "construct" not in r.done:
+        if not r.done("construct"):
             started = time.perf_counter()
             self._generate_and_score(rnd, r, requests(n_cur, "curriculum"))
             retained = sum(s["retained"] for s in r.scored.values())
-            self.finish_phase(r, "construct", started, questions=len(r.questions), retained=retained)
+            self.finish_phase(rnd, r, "construct", started, questions=len(r.questions), retained=retained)
 
         # (4) promotions from M_{t-1} and the round's evidence (Eq. 5-6)
-        if "promote" not in r.done:
+        if not r.done("promote"):
             rnd.promote()
-            r.done.add("promote")
+            r.finished.add("promote")
 
         # (5) solver GRPO on retained questions; failed responses go to diagnosis
-        if "solver" not in r.done:
+        if not r.done("solver"):
             started = time.perf_counter()
             stats = self._train_solver(rnd, r)
-            self.finish_phase(r, "solver", started, checkpoint=True, **stats)
+            self.finish_phase(rnd, r, "solver", started, checkpoint=True, **stats)
 
         # (6) diagnosis and memory maintenance (Sec. 2.3)
-        if "diagnose" not in r.done:
+        if not r.done("diagnose"):
             started = time.perf_counter()
             summary = self._diagnose(rnd)
-            self.finish_phase(r, "diagnose", started, dedup_truncated=summary.dedup_truncated)
+            self.finish_phase(rnd, r, "diagnose", started, dedup_truncated=summary.dedup_truncated)
 
         # (7) held-out evaluation, then commit M_t
         started = time.perf_counter()
         metrics = self.backend.evaluate(self.rng(t, "evaluate"))
         r.seconds["evaluate"] = time.perf_counter() - started
-        committed = rnd.commit(
+        rnd.commit(
             metrics,
-            summary={
-                "dedup_truncated": int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
-                "heldout_acc": metrics.get("heldout_acc"), "pseudo_label_acc": metrics.get("pseudo_label_acc"),
-                **({"val_acc": metrics["val_acc"]} if "val_acc" in metrics else {}),  # the sim's validation split
-                "timing": dict(r.seconds),
-            },
+            summary={"dedup_truncated": int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)), "timing": dict(r.seconds)},
         )
-        report = self._report(r, metrics, committed)
+        report = self._report(r, metrics)
         self.on_round(report)
         return report
 
@@ -290,7 +263,7 @@ class Trainer:
             return [1.0 if cur.agrees(cur.extract_answer(x), labels[i]) else -1.0 for x in responses]
 
         out = self.backend.train_solver(
-            [r.questions[q]["text"] for q in retained], reward, self.cfg.grpo.solver_group_size,
+            [r.questions[q]["text"] for q in retained], reward, self.cfg.solver.group_size,
             self.rng(t, "solver"), lambda _p, d, n: self.progress("solver", d, n),
         )
         # every failed optimization response, in whichever step its question was drawn (Appendix E)
@@ -312,28 +285,15 @@ class Trainer:
     def _diagnose(self, rnd: protocol.Round) -> DiagnosisSummary:
         if self.index is None:  # the LanceDB projection, kept in step across rounds
             self.index = VectorIndex(self.backend.embedder(), default_index_path(self.store.url), self.run)
-        return rnd.diagnose(
+        return diagnose(
+            rnd,
             diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(),
             cfg=self.cfg.diagnosis, index=self.index, progress=self.progress,
         )
 
-    def _report(self, r: _Round, metrics: dict[str, float], committed: dict[str, Any]) -> RoundReport:
-        counts = Counter({etype: n for (_, etype), n in self.store.type_counts(self.run, round=r.t).items()})
+    def _report(self, r: _Round, metrics: dict[str, float]) -> RoundReport:
+        stats = next(row for row in round_stats(self.store, self.run) if row["round"] == r.t)
         return RoundReport(
-            round=r.t,
-            questions=int(r.stats.get("construct", {}).get("questions", 0)),  # the phases' own figures
-            retained=int(r.stats.get("construct", {}).get("retained", 0)),
-            failures=int(r.stats.get("solver", {}).get("failures", 0)),
-            new_causes=counts["cause.created"],
-            attributions=counts["failure.attributed"],
-            promotions=counts["cause.promoted"],
-            reactivations=counts["cause.reactivated"],
-            merges=counts["nodes.merged"],
-            failed_diagnoses=counts["diagnosis.failed"],
+            round=r.t, stats=stats, metrics=metrics, seconds=dict(r.seconds),
             dedup_truncated=int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
-            F=committed["F"],
-            epsilon_next=committed["epsilon_next"],
-            metrics=metrics,
-            seconds=dict(r.seconds),
         )
-

@@ -33,7 +33,6 @@ from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician
 from diagevo.train.sim.families import families, variants_of
-from diagevo.train.sim.params import WorldParams
 from diagevo.train.sim.solver import Solver, group_advantages, sigmoid
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Question, Registry, Spec
@@ -54,7 +53,7 @@ class SimBackend:
     def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
         self.config = config
         self.seed = seed
-        self.params = WorldParams.from_config(config.sim)
+        self.params = config.sim.params
         self.fams = families(config.sim.n_families)
         self.variants = variants_of(self.fams)
         self.registry = Registry({v.key: v for v in self.variants})
@@ -114,17 +113,17 @@ class SimBackend:
     ) -> dict[str, float]:
         """REINFORCE with GRPO advantages.
 
-        With ``sim.paper_challenger_steps`` (the paper's schedule): ``grpo.challenger_max_steps``
+        With ``sim.paper_challenger_steps`` (the paper's schedule): ``challenger.max_steps``
         steps, each on its share of the prompts, every prompt answered by a group of
-        ``grpo.challenger_group_size`` questions whose rewards are normalised within the group.
+        ``challenger.group_size`` questions whose rewards are normalised within the group.
         Otherwise ``challenger_steps`` passes over all prompts, one question each: identical
         prompts form a group (all free requests are one prompt); a prompt drawn once is normalised
         against the batch of its kind instead."""
         rewards_seen: list[float] = []
         words: list[int] = []
         if self.config.sim.paper_challenger_steps:
-            n, size = len(requests), self.config.grpo.challenger_group_size
-            steps = max(1, min(self.config.grpo.challenger_max_steps, n))
+            n, size = len(requests), self.config.challenger.group_size
+            steps = max(1, min(self.config.challenger.max_steps, n))
             bounds = [round(i * n / steps) for i in range(steps + 1)]
             progress("challenger", 0, steps)
             for step in range(steps):
@@ -137,7 +136,7 @@ class SimBackend:
                 words.extend(q.words for q in qs)
                 progress("challenger", step + 1, steps)
         else:
-            steps = max(1, min(self.params.challenger_steps, self.config.grpo.challenger_max_steps))
+            steps = max(1, min(self.params.challenger_steps, self.config.challenger.max_steps))
             progress("challenger", 0, steps)
             for step in range(steps):
                 qs, choices = self._propose(requests, rng)
@@ -176,9 +175,9 @@ class SimBackend:
         rng: random.Random,
         progress: ProgressFn = no_progress,
     ) -> SolverRound:
-        """GRPO over the retained questions in ``solver_max_steps`` minibatches; then drift."""
+        """GRPO over the retained questions in ``solver.max_steps`` minibatches; then drift."""
         n = len(questions)
-        steps = max(1, min(self.config.grpo.solver_max_steps, n))
+        steps = max(1, min(self.config.solver.max_steps, n))
         bounds = [round(i * n / steps) for i in range(steps + 1)]
         responses: list[list[str]] = [[] for _ in range(n)]
         rewards: list[list[float]] = [[] for _ in range(n)]
@@ -295,9 +294,9 @@ class SimBackend:
             "challenger": self.challenger.state(),
             "registry": [spec.to_list() for spec in self.registry.specs.values()],
         }
-        tmp = path / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-        tmp.replace(path / STATE_FILE)
+        from diagevo.files import write_replacing
+
+        write_replacing(path / STATE_FILE, json.dumps(data, separators=(",", ":")))
 
     def load(self, path: Path) -> None:
         data = json.loads((Path(path) / STATE_FILE).read_text(encoding="utf-8"))

@@ -27,11 +27,12 @@ from pathlib import Path
 
 from diagevo import curriculum as cur
 from diagevo.config import Config
-from diagevo.events.keys import event_id
-from diagevo.events.schemas import new_event
-from diagevo.events.store import EventStore
+from diagevo.catalog.ids import event_id
+from diagevo.schemas import new_event
+from diagevo.log import EventStore
+from diagevo.rounds import record_retrospective
 from diagevo.memory.sampler import FREE
-from diagevo.replay import committed_rounds, load_memory
+from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.train.sim.backend import PSEUDO_LABEL_VOTES, STATE_FILE, SimBackend
 from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
@@ -176,7 +177,8 @@ def measure_seed(
                 measures[v][t]["shared_label_acc"] = label_accuracy(backend, ckpts[v][t], shared, rng)
                 measures[v][t]["shared_question_words"] = mean_words([q.text for q in shared])
     for v, run in runs.items():
-        store.append(
+        record_retrospective(
+            store, run,
             [
                 new_event("eval.recorded", run, t, event_id(run, t, "eval", MEASURE), measure=MEASURE, reference=runs[reference], **m)
                 for t, m in sorted(measures[v].items())

@@ -1,4 +1,5 @@
-"""World parameters of the simulator and where each value comes from.
+"""World parameters of the simulator (``[sim.params]``, :class:`diagevo.config.SimParams`) and
+where each value comes from.
 
 Numbers are read off the paper's reported dynamics (Qwen3-8B-Base runs), never tuned to make
 one training variant win. Calibrated, that is set so the simulator reproduces a paper figure:
@@ -75,53 +76,10 @@ adjusted after seeing results; the calibrations above were made before those swi
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
+from diagevo.config import SimParams
 
-from dataclasses import dataclass, fields, replace
-from typing import Any
+# The parameters are the typed ``[sim.params]`` section of the config, where each field's
+# description says what it does; this module says where the values come from.
+WorldParams = SimParams
 
-from diagevo.config import SimConfig
-
-
-@dataclass(frozen=True, slots=True)
-class WorldParams:
-    world_seed: int = 0  # fixes the base competences and the evaluation sets (the "base model")
-    skill_logit_lo: float = 0.8
-    skill_logit_hi: float = 2.4
-    difficulty_slope: float = 0.4
-    slip_base: float = 0.02
-    attention_bias: float = -4.2
-    attention_per_100_words: float = 1.6
-    attention_per_distractor: float = 0.5
-    shared_bias: float = -2.3
-    shared_per_100_words: float = 1.2
-    shared_per_distractor: float = 0.6
-    variant_logit_spread: float = 0.6
-    solver_lr: float = 3.0
-    sibling_transfer: float = 0.25
-    care_lr_scale: float = 0.3
-    transfer_off_share: float = 0.15
-    drift_rate: float = 0.35
-    drift_practice_scale: float = 16.0
-    challenger_lr: float = 5.0
-    challenger_steps: int = 2
-    target_temperature: float = 0.03
-    node_label_weight: float = 0.3
-    dedup_mid: float = 0.75
-    dedup_width: float = 0.05
-    assign_mid: float = 0.4
-    eval_samples: int = 4  # responses per held-out question (mean@4 accuracy)
-    trap_share_lo: float = 0.45  # wrong-answer spread: share of the trap among a sub-skill's wrong values
-    trap_share_hi: float = 0.85
-    start_family_spread: float = 1.0  # skewed start: std of the challenger's initial family logits
-    start_difficulty_tilt: float = 0.4  # skewed start: initial difficulty logit lost per level
-
-    @classmethod
-    def from_config(cls, sim: SimConfig) -> WorldParams:
-        known = {f.name: f.type for f in fields(cls)}
-        unknown = sorted(set(sim.params) - set(known))
-        if unknown:
-            raise BadInput(f"sim.params: unknown world parameter(s) {', '.join(unknown)}")
-        # each value is converted to its field's declared type, which mypy cannot follow per key
-        values: dict[str, Any] = {k: (int(v) if known[k] == "int" else float(v)) for k, v in sim.params.items()}
-        return replace(cls(), **values)
+__all__ = ["WorldParams"]
