@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from cli.safe import plain
+from diagevo.progress import ProgressFn
 
-ProgressFn = Callable[[str, int, int | None], None]
 
 
 def _duration(seconds: float) -> str:

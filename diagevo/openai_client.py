@@ -25,6 +25,7 @@ import openai
 from openai import AsyncOpenAI, DefaultAioHttpClient, DefaultAsyncHttpxClient
 
 from diagevo.errors import Unavailable
+from diagevo.parsing import one_line
 
 try:  # the HTTP library the installed openai client is built on
     import httpx2 as _httpx
@@ -49,16 +50,15 @@ except ImportError:  # pragma: no cover - depends on the installed extras
     HAVE_AIOHTTP = False
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception as one short line. A refused connection says so: the openai client's
+def failure_line(exc: BaseException) -> str:
+    """A transport failure as one short line. A refused connection says so: the openai client's
     aiohttp transport reports it as a connect timeout."""
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, ConnectionRefusedError):
             return "connection refused"
         cause = cause.__cause__ or cause.__context__
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+    return one_line(str(exc), 300) or type(exc).__name__
 
 
 class EndpointUnreachable(Unavailable, ValueError):
@@ -81,7 +81,7 @@ def check_endpoint(base_url: str, *, api_key: str | None = None, timeout_s: floa
         cause: BaseException | None = exc
         while cause is not None and not isinstance(cause, socket.gaierror):
             cause = cause.__cause__ or cause.__context__
-        reason = "unknown host" if cause is not None else one_line(exc)
+        reason = "unknown host" if cause is not None else failure_line(exc)
         raise EndpointUnreachable(f"cannot reach the {what} at {base_url}: {reason}") from None
     if resp.status_code in (401, 403):
         raise EndpointUnreachable(f"the {what} at {base_url} refused the API key (HTTP {resp.status_code})")
@@ -193,18 +193,18 @@ class OpenAIClient:
                     text = await client.post(path, body=body, cast_to=str)
                 value = read(_parse_json(text))
             except (*_RETRYABLE, BadResponse) as exc:
-                attempts.append(Attempt(time.perf_counter() - t0, one_line(exc)))
+                attempts.append(Attempt(time.perf_counter() - t0, failure_line(exc)))
                 if attempt == self.max_retries:
-                    raise TransportError(f"{one_line(exc)} (after {attempt + 1} attempts)", attempts) from None
+                    raise TransportError(f"{failure_line(exc)} (after {attempt + 1} attempts)", attempts) from None
                 delay = min(self.max_backoff_s, self.backoff_s * 2**attempt)
                 await asyncio.sleep(delay * (0.5 + self._rng.random() / 2))
                 continue
             except openai.APIStatusError as exc:  # 4xx other than 429: retrying will not help
-                attempts.append(Attempt(time.perf_counter() - t0, one_line(exc)))
-                raise TransportError(one_line(exc), attempts, exc.status_code) from None
+                attempts.append(Attempt(time.perf_counter() - t0, failure_line(exc)))
+                raise TransportError(failure_line(exc), attempts, exc.status_code) from None
             except openai.APIError as exc:
-                attempts.append(Attempt(time.perf_counter() - t0, one_line(exc)))
-                raise TransportError(one_line(exc), attempts) from None
+                attempts.append(Attempt(time.perf_counter() - t0, failure_line(exc)))
+                raise TransportError(failure_line(exc), attempts) from None
             attempts.append(Attempt(time.perf_counter() - t0))
             return value, attempts
         raise TransportError("no attempt was made", attempts)  # unreachable: the loop returns or raises
