@@ -208,12 +208,34 @@ def _leave_now(code: int) -> None:
         os._exit(code)
 
 
+def build(*, for_docs: bool = False) -> Any:
+    """The click command tree of the app: every integer bounded, every help ending with its
+    example and page (:mod:`cli.examples`). ``for_docs``: the example goes into the help text
+    itself, which is what the generated CLI reference (mkdocs-click) shows."""
+    from cli import examples
+
+    command = examples.apply(_bound_integers(typer.main.get_command(app)))
+    if for_docs:
+        for sub in examples.command_paths(command).values():
+            if sub.epilog:
+                sub.help = f"{sub.help or ''}\n\n{examples.epilog_markdown(sub.epilog)}"
+                sub.epilog = None
+    return command
+
+
+def __getattr__(name: str) -> Any:
+    """``cli.app:docs_command``, the tree the documentation's CLI reference is generated from."""
+    if name == "docs_command":
+        return build(for_docs=True)
+    raise AttributeError(f"module 'cli.app' has no attribute {name!r}")
+
+
 def main() -> None:
     # what the imports built lives as long as the process: out of the collector's passes, which
     # a read of tens of thousands of events would otherwise repeat over it (Python's gc.freeze)
     gc.freeze()
     try:
-        code = _bound_integers(typer.main.get_command(app))(standalone_mode=False, prog_name="diagevo")
+        code = build()(standalone_mode=False, prog_name="diagevo")
     except Interrupted as exc:
         err_console.print(text(redact_text(str(exc))), soft_wrap=True)
         _leave_now(130)
