@@ -32,22 +32,20 @@ def test_each_example_is_a_command_line_the_cli_accepts() -> None:
     argument or an extra one fails here (a file that does not exist here is fine)."""
     import shlex
 
-    import click
-
-    root = build()
+    root = build()  # typer's own click (typer._click): classes told apart by name
     for path, (example, _) in examples.EXAMPLES.items():
         args = shlex.split(example)[1:]
-        command: click.Command = root
-        while isinstance(command, click.Group) and args and not args[0].startswith("-"):
+        command = root
+        while hasattr(command, "commands") and args and not args[0].startswith("-"):
             command = command.commands[args.pop(0)]
+        runnable = not hasattr(command, "commands") or getattr(command, "invoke_without_command", False)
+        assert runnable, f"{example}: names a group, not a command"
         try:
             command.make_context(path or "diagevo", args)
-        except (click.NoSuchOption, click.MissingParameter) as exc:
-            raise AssertionError(f"{example}: {exc.format_message()}") from exc
-        except click.BadParameter as exc:
-            assert "does not exist" in exc.format_message(), f"{example}: {exc.format_message()}"
-        except click.UsageError as exc:
-            raise AssertionError(f"{example}: {exc.format_message()}") from exc
+        except Exception as exc:
+            said = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+            refused = type(exc).__name__ == "BadParameter" and "does not exist" in said
+            assert refused, f"{example}: {type(exc).__name__}: {said}"
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["memory", "why", "--help"], ["round", "--help"]])
