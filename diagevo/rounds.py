@@ -247,6 +247,8 @@ def round_progress(store: EventStore, run: str, t: int) -> RoundProgress:
 
 
 def round_state(store: EventStore, run: str) -> RoundState:
+    """Where ``run`` stands (last committed round, open round, promotions decided), read from
+    its milestone events only."""
     return _state(run, store.rows(run, types=MILESTONES), store.url)
 
 

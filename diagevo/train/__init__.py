@@ -22,6 +22,8 @@ class BackendUnavailable(Unavailable, ValueError):
 
 
 def make_backend(config: Config) -> Backend:
+    """The training backend ``config.train.backend`` names: ``sim`` (the CPU simulator world) or
+    ``hf`` (transformers + TRL; its dependencies are imported only here)."""
     if config.train.backend == "sim":
         from diagevo.train.sim import SimBackend
 

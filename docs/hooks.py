@@ -1,0 +1,163 @@
+"""MkDocs hook: the reference pages that are generated from the code when the site is built.
+
+A page holds a marker line ``<!-- generated: NAME -->``; this hook replaces it with the table
+built from the code, so nothing generated is committed and nothing is written twice:
+
+- ``configuration``: every field of :class:`diagevo.config.Config` (``diagevo config``'s rows),
+  its default and description, and the former names that are still read;
+- ``events``: every type of :data:`diagevo.catalog.CATALOG` with its data model's fields;
+- ``errors``: every error class a user can fix (found in the sources) and the CLI's exit codes;
+- ``python-api``: one mkdocstrings block per name ``diagevo/__init__.py`` exports.
+
+Something added without documentation fails the build here: a config field without a
+description, an event type whose data model has no docstring, an error class or an export
+without one, a marker this hook does not know.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
+
+
+def _cell(text: Any) -> str:
+    """A table cell: pipes and angle brackets escaped, newlines folded."""
+    return html.escape(" ".join(str(text).split())).replace("|", "\\|")
+
+
+def _code(value: Any) -> str:
+    shown = json.dumps(value, ensure_ascii=False) if value is not None else "unset"
+    return f"`{shown}`".replace("|", "\\|")
+
+
+def configuration() -> str:
+    from diagevo.config import RENAMED, Config, settings
+
+    rows = settings(Config())
+    undocumented = [r.key for r in rows if not r.help.strip()]
+    if undocumented:
+        raise PluginError(f"config fields without a description (diagevo/config.py): {', '.join(undocumented)}")
+    out: list[str] = []
+    section = None
+    for r in rows:
+        where, _, name = r.key.rpartition(".")
+        if where != section:
+            section = where
+            out += ["", f"### `[{where}]`" if where else "### top level", "", "| field | default | what it does |", "|---|---|---|"]
+        out.append(f"| `{name}` | {_code(r.default)} | {_cell(r.help)} |")
+    out += ["", "### Former names, still read", "",
+            "Read from TOML, `--set` and the configs stored in older logs.", "",
+            "| former name | now |", "|---|---|"]
+    out += [f"| `{old}` | `{new}` |" for old, new in sorted(RENAMED.items())]
+    return "\n".join(out)
+
+
+def _annotation(info: Any) -> str:
+    text = getattr(info.annotation, "__name__", None) or str(info.annotation)
+    return re.sub(r"\b(typing|collections\.abc|diagevo\.\w+)\.", "", text).replace("NoneType", "None")
+
+
+def events() -> str:
+    from diagevo.catalog import CATALOG
+    from diagevo.schemas import model_of
+
+    out: list[str] = []
+    for name, etype in CATALOG.items():
+        model = model_of(name)
+        doc = (model.__doc__ or "").strip()
+        if not doc or doc.startswith(model.__name__ + "("):
+            raise PluginError(f"event type {name}: its data model {model.__name__} has no docstring (diagevo/schemas.py)")
+        facts = [f"kind: `{etype.kind.value}`", "applied by the fold" if etype.folded else "not folded"]
+        if etype.texts:
+            facts.append("long texts kept beside the chained data: " + ", ".join(f"`{t}`" for t in etype.texts))
+        if etype.keys:
+            facts.append("indexed ids: " + ", ".join(f"`{k}`" for k in etype.keys))
+        if etype.counted:
+            facts.append(f"counted in `memory stats` as `{etype.counted}`")
+        extra = model.model_config.get("extra")
+        out += ["", f"### `{name}`", "", " ".join(doc.split()), "", "; ".join(facts) + ".", ""]
+        fields = model.model_fields
+        if fields:
+            out += ["| field | type | default |", "|---|---|---|"]
+            for fname, info in fields.items():
+                default = "required" if info.is_required() else _code(info.get_default(call_default_factory=True))
+                out.append(f"| `{fname}` | `{_cell(_annotation(info))}` | {default} |")
+        else:
+            out.append("No data fields (`{}`).")
+        if extra == "allow":
+            out += ["", "Other fields are carried as they are."]
+    return "\n".join(out)
+
+
+def _error_classes() -> list[tuple[str, str, list[str], str]]:
+    """(class, module, bases, docstring) of every DiagevoError subclass in diagevo/ and cli/,
+    found in the sources (so a new module's error class cannot be missed)."""
+    found: dict[str, tuple[str, str, list[str], str]] = {}
+    classes: list[tuple[str, str, list[str], str]] = []
+    for path in sorted([*(ROOT / "diagevo").rglob("*.py"), *(ROOT / "cli").rglob("*.py")]):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
+                classes.append((node.name, module, bases, ast.get_docstring(node) or ""))
+    family = {"DiagevoError"}
+    changed = True
+    while changed:
+        changed = False
+        for name, module, bases, doc in classes:
+            if name not in found and (name == "DiagevoError" or family & set(bases)):
+                found[name] = (name, module, bases, doc)
+                family.add(name)
+                changed = True
+    return list(found.values())
+
+
+def errors() -> str:
+    from cli.common import EXIT_CODES
+
+    out = ["| exit code | when |", "|---|---|"]
+    out += [f"| {code} | {_cell(when)} |" for code, when in EXIT_CODES.items()]
+    out += ["", "| error class | derives from | module | what it means |", "|---|---|---|---|"]
+    classes = _error_classes()
+    undocumented = [f"{m}.{n}" for n, m, _, doc in classes if not doc.strip()]
+    if undocumented:
+        raise PluginError(f"error classes without a docstring: {', '.join(undocumented)}")
+    order = {"diagevo.errors": 0}
+    for name, module, bases, doc in sorted(classes, key=lambda c: (order.get(c[1], 1), c[1], c[0])):
+        shown = ", ".join(f"`{b}`" for b in bases if b != "Exception")
+        out.append(f"| `{name}` | {shown} | `{module}` | {_cell(doc.split(chr(10) + chr(10))[0])} |")
+    return "\n".join(out)
+
+
+def python_api() -> str:
+    import diagevo
+    from diagevo import _EXPORTS
+
+    out: list[str] = []
+    for name, module in _EXPORTS.items():
+        if not (getattr(diagevo, name).__doc__ or "").strip():
+            raise PluginError(f"diagevo.{name} ({module}) has no docstring: the Python API page would be empty there")
+        out += [f"::: {module}.{name}", "    options:", f"      heading: \"diagevo.{name}\"", ""]
+    return "\n".join(out)
+
+
+GENERATORS = {"configuration": configuration, "events": events, "errors": errors, "python-api": python_api}
+
+
+def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    def generate(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in GENERATORS:
+            raise PluginError(f"{page.file.src_path}: unknown generated section {name!r}")
+        return GENERATORS[name]()
+
+    return MARKER.sub(generate, markdown)

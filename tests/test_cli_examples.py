@@ -1,0 +1,59 @@
+"""Every command's help ends with one example and the page about it (:mod:`cli.examples`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli import examples
+from cli.app import build
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_command_and_group_has_an_example_and_a_page_that_exists() -> None:
+    paths = examples.command_paths(build())
+    missing = sorted(p or "(diagevo itself)" for p in paths if p not in examples.EXAMPLES)
+    assert not missing, f"no example in cli/examples.py for: {', '.join(missing)}"
+    stale = sorted(set(examples.EXAMPLES) - set(paths))
+    assert not stale, f"cli/examples.py names commands that do not exist: {stale}"
+    for path, (example, page) in examples.EXAMPLES.items():
+        assert (ROOT / page).is_file(), f"{path!r}: no page {page}"
+        words = example.split()
+        assert words[0] == "diagevo" and " ".join(words[1:]).startswith(path), (path, example)
+
+
+def test_each_example_is_a_command_line_the_cli_accepts() -> None:
+    """Parsed (not run) by the real command: an example naming a removed option, a missing
+    argument or an extra one fails here (a file that does not exist here is fine)."""
+    import shlex
+
+    root = build()  # typer's own click (typer._click): classes told apart by name
+    for path, (example, _) in examples.EXAMPLES.items():
+        args = shlex.split(example)[1:]
+        command = root
+        while hasattr(command, "commands") and args and not args[0].startswith("-"):
+            command = command.commands[args.pop(0)]
+        runnable = not hasattr(command, "commands") or getattr(command, "invoke_without_command", False)
+        assert runnable, f"{example}: names a group, not a command"
+        try:
+            command.make_context(path or "diagevo", args)
+        except Exception as exc:
+            said = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+            refused = type(exc).__name__ == "BadParameter" and "does not exist" in said
+            assert refused, f"{example}: {type(exc).__name__}: {said}"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["memory", "why", "--help"], ["round", "--help"]])
+def test_help_ends_with_the_example_and_the_page(argv: list[str]) -> None:
+    path = " ".join(argv[:-1])
+    example, page = examples.EXAMPLES[path]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    done = subprocess.run([sys.executable, "-m", "cli.app", *argv], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    tail = [line.strip() for line in done.stdout.strip().splitlines() if line.strip()][-2:]
+    assert tail == [f"Example:  {example}", f"More: {page}"]
