@@ -1,17 +1,23 @@
-"""An offline heuristic diagnostician for the ``hf`` backend when no LLM endpoint is configured.
+"""An offline heuristic diagnostician: the ``hf`` backend's when no LLM endpoint is configured,
+and ``diagevo diagnose --diagnostician heuristic`` (to try the round protocol without a server).
 
-It is a heuristic, not a model: Prompt 1 is answered by finding the first step where the failed
-response departs from the reference (the construction response that agrees with the
-pseudo-label) and wording that departure as a cause; Prompts 2-4 are answered by embedding
-similarity against the calibrated thresholds (θ_dup for causes, θ_merge for nodes). It lets the
-whole loop run on a CPU offline; configure ``diagnosis.llm_url`` for real diagnoses.
+It is a heuristic, not a model, and not the paper's LLM diagnostician. Prompt 1 is answered by
+rules: by default (the hf backend) by finding the first step where the failed response departs
+from the reference (the construction response that agrees with the pseudo-label) and wording
+that departure as a cause; with ``answers=True`` (the CLI) first by how the final answer misses
+the pseudo-label (no final answer, the sign, off by one, off by a factor, another number or
+expression; :func:`answer_mismatch`), each with a fixed cause wording. Prompts 2-4 are answered
+by embedding similarity against the calibrated thresholds (θ_dup for causes, θ_merge for nodes).
+Its decisions are deterministic; configure ``diagnosis.llm_url`` for real diagnoses.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 
@@ -27,7 +33,10 @@ from diagevo.diagnosis.interface import (
     Reply,
 )
 
+from diagevo.curriculum.answers import answer_key, extract_answer, simple_number
+
 MODEL = "heuristic-first-departure"
+ANSWER_MODEL = "heuristic-answer-mismatch"  # the model name ``diagnose --diagnostician heuristic`` records
 _STEP_SPLIT = re.compile(r"\n+|(?=Step \d+:)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _OPERATIONS = (
@@ -93,10 +102,76 @@ def cause_for(response: str, reference: str, min_words: int = 10, max_words: int
     return _fit(words, min_words, max_words, filler)
 
 
+_FILLER = "while the rest of the solution follows the same steps".split()
+_LABEL_FILLER = "and checking each intermediate result".split()
+
+
+def _plain(value: object) -> object:
+    """A decision as JSON: the dataclass's fields."""
+    fields = getattr(value, "__dataclass_fields__", None)
+    return {k: getattr(value, k) for k in fields} if fields else value
+
+
 def node_label_for(cause: str, min_words: int = 10, max_words: int = 20) -> str:
     op = next((name for _, name in _OPERATIONS if name in cause), "reasoning")
     words = f"Carrying out {op} steps correctly within multi-step arithmetic word problems".split()
     return _fit(words, min_words, max_words, "and checking each intermediate result".split())
+
+
+# how a final answer misses the pseudo-label -> the cause it is worded as, and its skill node
+ANSWER_RULES: dict[str, tuple[str, str]] = {
+    "no_final_answer": (
+        "Ends without a final boxed answer, so the solution never commits to a result for the question",
+        "Finishing a solution by stating one final answer in the requested form",
+    ),
+    "sign": (
+        "Reaches the right magnitude but gives the opposite sign, losing track of a negative quantity or direction",
+        "Keeping track of signs and directions of quantities through a calculation",
+    ),
+    "off_by_one": (
+        "Gets an answer off by exactly one, miscounting the endpoints or items of a range or sequence",
+        "Counting items, endpoints and steps of ranges and sequences exactly",
+    ),
+    "off_by_factor": (
+        "Gets an answer off by a constant factor, applying a scaling, unit conversion or repeated count wrongly",
+        "Applying scalings, unit conversions and repeated counts the right number of times",
+    ),
+    "wrong_number": (
+        "Reaches a wrong numerical result through an error in setting up or carrying out the calculation",
+        "Setting up and carrying out the calculation of a numerical answer correctly",
+    ),
+    "wrong_expression": (
+        "Gives a final answer that is a different expression or value than the correct one after simplifying",
+        "Simplifying expressions and stating the final answer in its correct form",
+    ),
+}
+_FACTORS = frozenset({2, 3, 4, 5, 6, 8, 10, 12, 100, 1000})
+
+
+def answer_mismatch(response: str, pseudo_label: str) -> str | None:
+    """How the final answer of ``response`` misses ``pseudo_label``, as a key of
+    :data:`ANSWER_RULES`; None when it agrees with the label (a slip elsewhere, not in the answer)."""
+    got = extract_answer(response)
+    if got is None:
+        return "no_final_answer"
+    have, want = answer_key(got), answer_key(pseudo_label)
+    if have == want:
+        return None
+    g, w = simple_number(have), simple_number(want)
+    if g is None or w is None:
+        return "wrong_expression"
+    if g == w:
+        return None
+    if w != 0 and g == -w:
+        return "sign"
+    if abs(g - w) == 1:
+        return "off_by_one"
+    if g != 0 and w != 0:
+        ratio = abs(g / w)
+        ratio = ratio if ratio >= 1 else 1 / ratio
+        if ratio.denominator == 1 and int(ratio) in _FACTORS:
+            return "off_by_factor"
+    return "wrong_number"
 
 
 class HeuristicDiagnostician:
@@ -104,10 +179,29 @@ class HeuristicDiagnostician:
 
     model_name = MODEL
 
-    def __init__(self, embedder: Embedder, theta_dup: float, theta_merge: float, min_words: int = 10, max_words: int = 20) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        theta_dup: float,
+        theta_merge: float,
+        min_words: int = 10,
+        max_words: int = 20,
+        *,
+        answers: bool = False,
+    ) -> None:
+        """``answers``: Prompt 1 by how the final answer misses the pseudo-label first (the
+        ``diagnose --diagnostician heuristic`` rules), and every reply's ``raw`` a JSON record
+        that names the heuristic and its rule; else as the hf backend has always decided."""
         self.embedder = embedder
         self.theta_dup, self.theta_merge = theta_dup, theta_merge
         self.min_words, self.max_words = min_words, max_words
+        self.answers = answers
+        self.model_name = ANSWER_MODEL if answers else MODEL
+        # the rules' causes as worded at these word limits -> their node labels
+        self._labels = {
+            _fit(cause.split(), min_words, max_words, _FILLER): _fit(label.split(), min_words, max_words, _LABEL_FILLER)
+            for cause, label in ANSWER_RULES.values()
+        }
 
     def _best(self, text: str, others: Sequence[str]) -> tuple[int, float]:
         if not others:
@@ -117,19 +211,32 @@ class HeuristicDiagnostician:
         i = int(np.argmax(sims))
         return i, float(sims[i])
 
-    @staticmethod
-    def _reply(value: object, started: float) -> Reply:
-        return Reply(value=value, raw="", model=MODEL, latency_s=time.perf_counter() - started)
+    def _reply(self, value: object, started: float, **why: object) -> Reply:
+        raw = ""
+        if self.answers:  # what decided, in the log: a rule of this heuristic, not an LLM
+            raw = json.dumps({"diagnostician": "heuristic", "not": "the paper's LLM diagnostician", **why, "decision": _plain(value)})
+        return Reply(value=value, raw=raw, model=self.model_name, latency_s=time.perf_counter() - started)
+
+    def _cause(self, item: ExtractionInput) -> tuple[str | None, str]:
+        """The failure's cause (None: a non-skill slip) and the rule that worded it."""
+        if self.answers:
+            rule = answer_mismatch(item.response, item.pseudo_label)
+            if rule is not None and (rule != "wrong_number" or first_departure(item.response, item.reference) is None):
+                return _fit(ANSWER_RULES[rule][0].split(), self.min_words, self.max_words, _FILLER), rule
+            if rule is None:
+                return None, "final_answer_agrees"
+            return cause_for(item.response, item.reference, self.min_words, self.max_words), "wrong_number, first_departure"
+        return cause_for(item.response, item.reference, self.min_words, self.max_words), "first_departure"
 
     async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
         started = time.perf_counter()
-        cause = cause_for(item.response, item.reference, self.min_words, self.max_words)
+        cause, rule = self._cause(item)
         if cause is None:
-            return self._reply(Extraction(None, None), started)
+            return self._reply(Extraction(None, None), started, rule=rule)
         i, sim = self._best(cause, [k.description for k in item.known])
         if i >= 0 and sim >= self.theta_dup:
-            return self._reply(Extraction(item.known[i].id, None), started)
-        return self._reply(Extraction(None, cause), started)
+            return self._reply(Extraction(item.known[i].id, None), started, rule=rule, similarity=round(sim, 4))
+        return self._reply(Extraction(None, cause), started, rule=rule)
 
     async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
         started = time.perf_counter()
@@ -140,7 +247,7 @@ class HeuristicDiagnostician:
 
     async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
         started = time.perf_counter()
-        label = node_label_for(new_cause, self.min_words, self.max_words)
+        label = (self._labels.get(new_cause) if self.answers else None) or node_label_for(new_cause, self.min_words, self.max_words)
         i, sim = self._best(label, [n.label for n in shortlist])
         if i >= 0 and sim >= self.theta_merge:
             return self._reply(Assignment(False, None, shortlist[i].id), started)
