@@ -42,9 +42,10 @@ def doctor(
         emit_json(as_json(checks, spell))
     else:
         # one line a check (readable at any width, piped or not), its fix indented under it
-        width = max(len(c.name) for c in checks) + 2
-        for c in checks:
-            name = (c.name + (" *" if c.asked else "")).ljust(width)
+        names = [c.name + (" *" if c.asked else "") for c in checks]
+        width = max(map(len, names)) + 2
+        for c, name in zip(checks, names):
+            name = name.ljust(width)
             console.print(text((f"{c.status:<8}", STYLE[c.status]), " ", name, c.detail), soft_wrap=True)
             if c.fix is not None:
                 fix = c.fix if isinstance(c.fix, str) else spell(c.fix)

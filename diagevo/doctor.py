@@ -34,6 +34,7 @@ NO_DISK = 512 * 2**20
 # the files that say a model directory's build completed (cli/models.py, diagevo/train/hf/)
 PROVENANCE = "provenance.json"  # `diagevo models smollm2`, written last
 TINY_SPEC = "tiny.json"  # `diagevo models tiny`, written last
+URL_FIX = "check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME"
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json")
 
@@ -93,7 +94,7 @@ def check_database(db: str | None) -> Check:
             return Check("database", "warning", f"{shown}: no database yet (the first writer creates it)", upgrade, asked)
         status = revision_status(url)
     except DiagevoError as exc:
-        return Check("database", "missing", f"{shown}: {_error(exc)}", None, asked)
+        return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked)
     facts: dict[str, Any] = {"url": shown, "revision": status.current, "head": status.head, "state": status.state}
     if status.state == "empty":
         return Check("database", "warning", f"{shown}: empty, not migrated yet (the first writer migrates it)", upgrade, asked, facts)
@@ -106,12 +107,15 @@ def check_database(db: str | None) -> Check:
         )
     if status.state == "foreign":
         what = ", ".join(status.objects[:3])
-        return Check("database", "missing", f"{shown}: not a diagevo database (it holds {what})", None, asked, facts)
+        return Check(
+            "database", "missing", f"{shown}: not a diagevo database (it holds {what}); diagevo writes only into its own",
+            "name another database: --db sqlite:///diagevo.db", asked, facts,
+        )
     try:
         with open_log(url, create=False, readonly=True) as store:
             runs = store.runs()
     except DiagevoError as exc:
-        return Check("database", "missing", f"{shown}: {_error(exc)}", None, asked, facts)
+        return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked, facts)
     facts["runs"] = len(runs)
     return Check("database", "ok", f"{shown}: revision {status.current} (current), {len(runs)} run(s)", None, asked, facts)
 
