@@ -17,7 +17,6 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from fractions import Fraction
 
 import numpy as np
 
