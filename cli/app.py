@@ -89,7 +89,7 @@ def _root(
 
 
 def _register() -> None:
-    from cli import config, diagnose, eval, fork, report, train
+    from cli import config, diagnose, doctor, eval, fork, report, train
     from cli.db import db_app
     from cli.memory import memory_app
     from cli.rounds import round_app
@@ -108,6 +108,7 @@ def _register() -> None:
     fork.register(memory_app)
     eval.register(app)
     report.register(app)
+    doctor.register(app)
 
 
 _register()

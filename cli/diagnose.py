@@ -47,8 +47,22 @@ def _embedder(cfg: Any) -> Any:
     return make_embedder(cfg.embedder, cfg.embed_model, api_key)
 
 
-def _summary_table(s: Any) -> Table:
-    table = Table(title=text(f"diagnosis of run {s.run}, round {s.round}"), show_header=False)
+HEURISTIC_NOTE = "heuristic diagnostician: deterministic rules on the final answer, not the paper's LLM diagnostician"
+
+DiagnosticianOpt = Annotated[
+    str,
+    typer.Option(
+        "--diagnostician",
+        help="'llm': the paper's diagnostician, Prompts 1-4 sent to --llm-url. 'heuristic': offline rules on how the "
+        "final answer misses the pseudo-label (no final answer, sign, off by one, off by a factor, wrong number), "
+        "NOT the paper's LLM diagnostician: to try the round protocol without a server.",
+    ),
+]
+
+
+def _summary_table(s: Any, heuristic: bool = False) -> Table:
+    title = f"diagnosis of run {s.run}, round {s.round}" + (" (heuristic, not the paper's LLM diagnostician)" if heuristic else "")
+    table = Table(title=text(title), show_header=False, caption=text(HEURISTIC_NOTE) if heuristic else None)
     table.add_column(style="bold")
     table.add_column(justify="right")
     rows = [
@@ -85,8 +99,10 @@ def diagnose(
     index: IndexOpt = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Requests in flight.")] = None,
     config: ConfigOpt = None,
+    diagnostician: DiagnosticianOpt = "llm",
 ) -> None:
-    """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log."""
+    """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log.
+    (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
     from diagevo.config import resolve_db_url
     from diagevo.views.index import VectorIndex, default_index_path
     from diagevo.diagnosis.llm import LLMDiagnostician
@@ -98,8 +114,14 @@ def diagnose(
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
     )
-    if not cfg.llm_url:
-        raise CLIError("no diagnostician endpoint: pass --llm-url (or set diagnosis.llm_url in --config)")
+    if diagnostician not in ("llm", "heuristic"):
+        raise CLIError(f"--diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
+    heuristic = diagnostician == "heuristic"
+    if not heuristic and not cfg.llm_url:
+        raise CLIError(
+            "no diagnostician endpoint: pass --llm-url (or set diagnosis.llm_url in --config), "
+            "or --diagnostician heuristic to try things offline"
+        )
     if failures_file.is_dir():
         raise CLIError(f"{failures_file} is a directory, not a JSONL file")
     if not failures_file.is_file():
@@ -117,12 +139,13 @@ def diagnose(
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
         key = cfg.api_key.get_secret_value() if cfg.api_key else None
-        check_endpoint(cfg.llm_url, api_key=key, timeout_s=min(cfg.request_timeout_s, 10.0), what="diagnostician")
+        if not heuristic:
+            check_endpoint(cfg.llm_url, api_key=key, timeout_s=min(cfg.request_timeout_s, 10.0), what="diagnostician")
         if cfg.embedder != "local":
             check_endpoint(cfg.embedder, api_key=key, timeout_s=min(cfg.request_timeout_s, 10.0), what="embedder")
         emb = _embedder(cfg)
         vindex = VectorIndex(emb, index or default_index_path(resolve_db_url(db)), run)
-        dx = LLMDiagnostician.from_config(cfg)
+        dx = _heuristic(cfg, emb) if heuristic else LLMDiagnostician.from_config(cfg)
         inputs = failures_from_records(line.model_dump() for line in lines)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -142,9 +165,21 @@ def diagnose(
                 diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
             )
     if json_out:
-        emit_json(summary.to_json())
+        emit_json({**summary.to_json(), "diagnostician": diagnostician, "model": dx.model_name})
     else:
-        console.print(_summary_table(summary))
+        if heuristic:
+            err_console.print(text(f"note: {HEURISTIC_NOTE}"))
+        console.print(_summary_table(summary, heuristic))
+
+
+def _heuristic(cfg: Any, emb: Any) -> Any:
+    """The offline rule-based stand-in (not the paper's LLM diagnostician), at the calibrated
+    thresholds of the embedder."""
+    from diagevo.diagnosis.calibration import thresholds_for
+    from diagevo.diagnosis.heuristic import HeuristicDiagnostician
+
+    th = thresholds_for(cfg, emb.name)
+    return HeuristicDiagnostician(emb, th.dup, th.merge, cfg.min_words, cfg.max_words, answers=True)
 
 
 def reindex(

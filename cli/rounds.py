@@ -143,7 +143,12 @@ def record(
             scored = rounds.record(store, r, t, candidates)
     kept = [s for s in scored if s.retained]
     if json:
-        emit_json({"run": r, "round": t, "recorded": len(scored), "retained": [s.to_json() for s in kept]})
+        # ``questions``: every recorded question with its ``retained`` flag; ``retained`` (the
+        # retained ones only) stays as it was for callers that read it
+        emit_json({
+            "run": r, "round": t, "recorded": len(scored),
+            "questions": [s.to_json() for s in scored], "retained": [s.to_json() for s in kept],
+        })
         return
     table = Table(title=text(f"run {r}, round {t}: {len(kept)}/{len(scored)} retained"), title_justify="left")
     for h in ("question_id", "mode", "p1", "p2", "pseudo-label"):

@@ -599,12 +599,55 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
-def _validation_error(exc: ValidationError) -> BadInput:
-    """A pydantic error as one line naming the field: ``config: grpo.top_p: Input should be ...``."""
+def field_names(model: type[BaseModel] | None = None, prefix: str = "") -> list[str]:
+    """Every settable field of the config, dotted (``memory.k``), in declaration order."""
+    out: list[str] = []
+    for name, info in (model or Config).model_fields.items():
+        sub = info.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            out.extend(field_names(sub, f"{prefix}{name}."))
+        else:
+            out.append(prefix + name)
+    return out
+
+
+def suggest_fields(key: str) -> list[str]:
+    """The fields an unknown ``key`` most likely means: a paper name's field (``k`` ->
+    ``memory.k``), the fields whose last part is the key's last part, else the closest names."""
+    import difflib
+
+    if len(key) > 100:  # no one misspells a name this long
+        return []
+    if key in PAPER_NAMES:
+        return [PAPER_NAMES[key]]
+    names = field_names()
+    last = key.rsplit(".", 1)[-1]
+    same = [n for n in names if n.rsplit(".", 1)[-1] == last]
+    if same:
+        return same[:4]
+    close = difflib.get_close_matches(key, names, n=3, cutoff=0.75)
+    if close:
+        return close
+    lasts = difflib.get_close_matches(last, sorted({n.rsplit(".", 1)[-1] for n in names}), n=2, cutoff=0.75)
+    return [n for n in names if n.rsplit(".", 1)[-1] in lasts][:4]
+
+
+def _validation_error(exc: ValidationError, overrides: Mapping[str, str] | None = None) -> BadInput:
+    """A pydantic error as one line naming the field: ``config: grpo.top_p: Input should be ...``;
+    an unknown field with the fields it most likely means (as ``--set`` overrides, where
+    ``overrides`` (key -> value) gave it)."""
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"])
     msg = err["msg"].removeprefix("Value error, ")
-    return BadInput(f"config: {where}: {msg}" if where else f"config: {msg}")
+    said = f"config: {where}: {msg}" if where else f"config: {msg}"
+    if err["type"] == "extra_forbidden" and where:
+        guesses = suggest_fields(where)
+        if where in (overrides or {}):
+            value = (overrides or {})[where]
+            guesses = [f"--set {g}={value if len(value) <= 40 else 'VALUE'}" for g in guesses]
+        if guesses:
+            said += f" (did you mean {' or '.join(guesses)}?)"
+    return BadInput(said)
 
 
 def load_config(path: Path | str | None = None, overrides: list[str] | None = None) -> Config:
@@ -632,4 +675,5 @@ def load_config(path: Path | str | None = None, overrides: list[str] | None = No
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise _validation_error(exc) from None
+        given = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in overrides or [])}
+        raise _validation_error(exc, given) from None

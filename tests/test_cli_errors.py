@@ -326,3 +326,57 @@ def test_version_and_help_in_the_users_terms(capsys: pytest.CaptureFixture[str],
     assert "TEXT (repeatable)" in out
     code, out, _ = run_cli(capsys, "memory", "ingest", "--help")
     assert code == 0 and "Usage: diagevo memory ingest [OPTIONS] FILE" in out and "{" not in out  # click's spelling
+
+
+@pytest.mark.parametrize("command", [["memory", "stats"], ["round", "start", "--run", "x"]], ids=["reader", "writer"])
+def test_a_host_style_sqlite_url_suggests_three_slashes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """``sqlite://diagevo.db`` makes ``diagevo.db`` a host: the error names the URL meant, nothing
+    is created."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, *command, "--db", "sqlite://diagevo.db")
+    assert_one_line_error(code, err, "sqlite://diagevo.db names a host", "sqlite:///diagevo.db")
+    code, _, err = run_cli(capsys, *command, "--db", "sqlite://runs/exp1.db")
+    assert_one_line_error(code, err, "a SQLite file is sqlite:///runs/exp1.db")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["memory", "stats"], ["round", "start", "--run", "x"]], ids=["reader", "writer"])
+def test_a_directory_as_sqlite_database_says_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").mkdir()
+    code, _, err = run_cli(capsys, *command, "--db", "sqlite:///configs")
+    assert_one_line_error(code, err, "configs is a directory, not a SQLite database file")
+    assert "disk I/O" not in err and "unable to open" not in err
+    assert list((tmp_path / "configs").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("override", "meant"),
+    [
+        ("k=1", "--set memory.k=1"),  # a paper name
+        ("theta_up=0.6", "--set memory.theta_up=0.6"),
+        ("memory.kk=2", "--set memory.k=2"),  # a misspelling
+        ("filter.theta_up=0.6", "--set memory.theta_up=0.6"),  # the right name in the wrong section
+    ],
+)
+def test_an_unknown_set_field_suggests_the_dotted_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], override: str, meant: str
+) -> None:
+    db = tmp_path / "s.db"
+    code, _, err = run_cli(capsys, "round", "start", "--run", "x", "--db", f"sqlite:///{db}", "--set", override)
+    assert_one_line_error(code, err, f"did you mean {meant}?")
+    assert not db.exists()
+    # and the suggestion is a field the config takes
+    fixed = meant.removeprefix("--set ")
+    assert run_cli(capsys, "round", "start", "--run", "x", "--db", f"sqlite:///{db}", "--set", fixed)[0] == 0
+
+
+def test_an_unknown_field_in_a_config_file_suggests_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[memory]\ntheta_upp = 0.6\n")
+    code, _, err = run_cli(capsys, "round", "start", "--run", "x", "--db", f"sqlite:///{tmp_path / 'c.db'}", "--config", str(cfg))
+    assert_one_line_error(code, err, "memory.theta_upp", "did you mean memory.theta_up?")

@@ -184,3 +184,26 @@ def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert code == 1 and "no open round" in err
     with open_log(db) as s:
         assert sum(1 for _ in s.read("x", types=("question.generated",))) == 3
+
+
+def test_round_record_json_lists_every_question(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``round record --json`` lists the questions the filter drops too, each with ``retained``."""
+    import json
+
+    from tests.test_cli_memory import run_cli
+
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    assert run_cli(capsys, "round", "start", "--run", "x", "--db", db)[0] == 0
+    reqs = json.loads(run_cli(capsys, "round", "requests", "--n", "2", "--run", "x", "--db", db, "--json")[1])["requests"]
+    agreeing = ["7"] * 8 + ["8"] * 4  # a clear majority: kept by Eq. 3
+    scattered = [str(i) for i in range(12)]  # no majority: dropped
+    lines = [json.dumps(q | {"text": f"q {i}?", "answers": a}) for i, (q, a) in enumerate(zip(reqs, (agreeing, scattered)))]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db, "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["recorded"] == 2
+    assert [(q["question_id"], q["retained"]) for q in got["questions"]] == [
+        (reqs[0]["question_id"], True), (reqs[1]["question_id"], False)
+    ]
+    assert [q["question_id"] for q in got["retained"]] == [reqs[0]["question_id"]]

@@ -91,6 +91,9 @@ def make_engine(url: str, wal: Callable[[], bool] = lambda: False, *, readonly: 
     """An engine for a SQL ``url`` (see the backend module's ``make_engine``)."""
     u = normalise_url(url)
     module = module_for(u.get_backend_name())
+    check = getattr(module, "check_url", None)
+    if check is not None:
+        check(u, url)
     if not hasattr(module, "make_engine"):
         raise StoreError(f"{redact_url(url)} is not a SQL database")
     try:

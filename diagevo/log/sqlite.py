@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from diagevo.log.backends import plain_file
 from diagevo.log.recorder import MissingDatabase, StoreError, busy
 from diagevo.log.sql import SQLRecorder
+from diagevo.urls import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection, Engine
@@ -286,7 +287,23 @@ def sqlite_path(u: URL) -> Path | None:
     return Path(db)
 
 
+def check_url(u: URL, url: str) -> None:
+    """Two mistakes that SQLite would report as ``Invalid SQLite URL`` or ``disk I/O error``: a
+    host-style URL (``sqlite://diagevo.db``: two slashes make ``diagevo.db`` a host) and a path
+    that is a directory."""
+    if u.host:
+        where = "/".join(p for p in (u.host, u.database) if p)
+        raise StoreError(
+            f"{redact_url(url)} names a host, not a file: a SQLite file is sqlite:///{where} "
+            "(three slashes; four before an absolute path)"
+        )
+    path = sqlite_path(u)
+    if path is not None and path.is_dir():
+        raise StoreError(f"{redact_url(url)}: {path} is a directory, not a SQLite database file (sqlite:///{path / 'diagevo.db'} is a file in it)")
+
+
 def missing_database(u: URL) -> MissingDatabase | None:
+    check_url(u, u.render_as_string(hide_password=True))  # a host-style URL names no missing file
     path = sqlite_path(u)
     if path is None or path.exists():
         return None

