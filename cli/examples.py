@@ -24,6 +24,7 @@ EXAMPLES: dict[str, tuple[str, str]] = {
         "--model Qwen/Qwen3-4B-Instruct-2507",
         "docs/how-to/own-trainer.md",
     ),
+    "doctor": ("diagevo doctor --db postgresql+psycopg://me@127.0.0.1/diagevo", "docs/getting-started.md"),
     "eval": ("diagevo eval --run demo --select val.jsonl --bench math500=math500.jsonl", "docs/how-to/evaluate.md"),
     "gpu-check": ("diagevo gpu-check --model models/smollm2 --out gpu-check/first", "docs/how-to/gpus.md"),
     "memory": ("diagevo memory why C1 --run demo", "docs/how-to/audit.md"),
