@@ -8,7 +8,6 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
-export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures
 
