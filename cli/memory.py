@@ -36,7 +36,7 @@ def render_memory(mem: Memory, title: str) -> None:
             branch.add(text((f"{c.id} {c.state.value:8s} f={c.frequency}", style), p, "  ", c.description))
     console.print(tree)
     console.print(
-        f"F_{mem.committed} = {s.F}   F_1 = {s.F1}   k = {mem.k:g}   "
+        f"F_{mem.committed} = {s.F}   F_1 = {'not yet fixed' if s.F1 is None else s.F1}   k = {mem.k:g}   "
         f"ε_{mem.committed + 1} = {s.epsilon:.4f}   active {len(mem.active())}, mastered {len(mem.mastered())}, "
         f"nodes {len(mem.nodes)}"
     )
@@ -171,29 +171,77 @@ STATS_COLUMNS = {
     "promotions": "prom",
     "reactivations": "react",
     "merges": "merge",
-    "heldout_acc": "acc",
+    "heldout_acc": "held-out",
 }
+# what a narrow terminal keeps, most important first: the round, its scores (held-out accuracy,
+# every metric by name, the benchmarks), the schedule and the memory, then what the round did;
+# per-family accuracies (acc/FAMILY) last
+_KEPT_FIRST = ("round", "heldout_acc", "*", "F", "epsilon_next", "active", "mastered", "nodes", "retained", "failures",
+               "new_causes", "attributions", "promotions", "reactivations", "merges")
+
+
+def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[str], list[str], list[int]]:
+    """The columns of the ``memory stats`` table in their order, their headers, and their indices
+    in the order a narrow terminal keeps them (:data:`_KEPT_FIRST`)."""
+    from diagevo.views.stats import is_family_detail
+
+    named = [m for m in metrics if m != "heldout_acc"]
+    cols = [c for c in STATS_COLUMNS if rows and any(c in r for r in rows)] + named
+    heads = [STATS_COLUMNS.get(c, c) for c in cols]  # a metric under its own name, as --json has it
+    rank = {c: i for i, c in enumerate(_KEPT_FIRST)}
+
+    def importance(i: int) -> tuple[int, int]:
+        c = cols[i]
+        if c in rank:
+            return rank[c], i
+        return (len(rank), i) if is_family_detail(c) else (rank["*"], i)
+
+    return cols, heads, sorted(range(len(cols)), key=importance)
 
 
 @memory_app.command()
-def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False, wide: WideOpt = False) -> None:
-    """One row per committed round."""
+def stats(
+    db: DbOpt = None,
+    run: RunOpt = None,
+    json: JsonOpt = False,
+    wide: WideOpt = False,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the rows to this file (.csv or .parquet).")] = None,
+) -> None:
+    """One row per committed round: the memory, what the round did, and every metric the run
+    recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run)."""
+    from diagevo.files import TABLE_SUFFIXES
     from diagevo.views import queries
 
+    if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
+        raise CLIError(f"{out}: write the rows as a .csv or .parquet file (not {out.suffix or 'no suffix'})")
     with open_store(db, readonly=True) as store:
         data = queries.stats(store, run)
     run_id, rows = data["run"], data["rounds"]
+    if out is not None:
+        from diagevo.files import write_table
+        from diagevo.views.stats import frame
+
+        write_table(frame(rows, data["metrics"]), out)
     if json:
         emit_json(data)
         return
-    from cli.tables import print_fitted
+    if not rows:
+        console.print(text(f"run {run_id} has no committed round yet", _pending(data["uncommitted"])), soft_wrap=True)
+    else:
+        from cli.tables import print_fitted
 
-    benches = sorted({k for r in rows for k in r if k.startswith("bench/")})
-    heads = {**STATS_COLUMNS, **{b: b for b in benches}}  # bench/NAME, as the README and --json call it
-    cols = [c for c in heads if rows and any(c in r for r in rows)]
-    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
-    caption = "kept: retained questions  new: new causes  attr: attributions  prom/react: promotions/reactivations"
-    print_fitted(console, [heads[c] for c in cols], cells, title=text(f"run {run_id}"), wide=wide, caption=caption)
+        cols, heads, keep = stats_columns(rows, data["metrics"])
+        cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+        caption = "kept: retained questions  new: new causes  attr: attributions  prom/react: promotions/reactivations"
+        print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, caption=caption, priority=keep)
+    if out is not None:
+        console.print(text(f"wrote {out} ({plural(len(rows), 'round')})"))
+
+
+def _pending(uncommitted: list[dict[str, Any]]) -> str:
+    """``; recorded so far: round 0 bench/gsm8k=0.250``: the scores of rounds not committed."""
+    parts = [f"round {m['round']} " + " ".join(f"{k}={_cell(v)}" for k, v in m.items() if k != "round") for m in uncommitted]
+    return f"; recorded so far: {'; '.join(parts)}" if parts else ""
 
 
 def _cell(v: Any) -> str:

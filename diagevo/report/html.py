@@ -268,7 +268,7 @@ def tree_html(memories: Mapping[int, Memory]) -> str:
             )
             nodes.append(f"<li><b><code>{_e(node.id)}</code> {_e(node.label)}</b> ({plural(len(causes), 'cause')})<ul>{items}</ul></li>")
         summary = (
-            f"M_{t}: F_{t} = {s.F}, F_1 = {s.F1}, ε_{t + 1} = {s.epsilon:.4f}; {len(mem.active())} Active, "
+            f"M_{t}: F_{t} = {s.F}, F_1 = {'not yet fixed' if s.F1 is None else s.F1}, ε_{t + 1} = {s.epsilon:.4f}; {len(mem.active())} Active, "
             f"{len(mem.mastered())} Mastered, {plural(len(mem.nodes), 'node')}"
         )
         trees.append(f'<div class="tree" data-round="{t}"><p class="note">{_e(summary)}</p><ul class="tree">{"".join(nodes)}</ul></div>')

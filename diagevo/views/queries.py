@@ -10,7 +10,7 @@ from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory, resolve_run
-from diagevo.views.stats import round_stats
+from diagevo.views.stats import accumulate, metric_columns, round_stats
 from diagevo.views.stories import cause_rows, cause_story
 
 # the series of ``memory plot`` (the paper's Figure 3b)
@@ -57,9 +57,14 @@ def why(store: Recorder, cause: str, run: str | None = None) -> dict[str, Any]:
 
 
 def stats(store: Recorder, run: str | None = None) -> dict[str, Any]:
-    """One row per committed round: memory sizes, what the round did, held-out and benchmark scores."""
+    """One row per committed round: memory sizes, what the round did, every metric by name;
+    ``metrics``: the metric columns; ``uncommitted``: metrics of rounds not committed (yet), such
+    as round-0 scores of ``eval --run``."""
     run_id = resolve_run(store, run)
-    return {"run": run_id, "rounds": round_stats(store, run_id)}
+    acc = accumulate(store, run_id)
+    rows = acc.rows()
+    pending = [{"round": rnd, **m} for rnd, m in acc.uncommitted_metrics().items()]
+    return {"run": run_id, "rounds": rows, "metrics": metric_columns(rows), "uncommitted": pending}
 
 
 def lifecycle(store: Recorder, run: str | None = None) -> dict[str, Any]:
