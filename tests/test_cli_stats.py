@@ -4,6 +4,7 @@ run with no committed round, and which columns a narrow terminal keeps."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -139,3 +140,57 @@ def test_show_before_F1_is_fixed(tmp_path: Path, db: str, capsys: pytest.Capture
     code, out, err = run_cli(capsys, "memory", "show", "--db", db)
     assert code == 0, err
     assert "None" not in out and "F_1 = not yet fixed" in out
+
+
+def test_report_shows_every_metric_by_name(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from diagevo.log import open_log
+    from diagevo.report.data import load_run
+    from diagevo.report.html import render
+
+    ingest(capsys, tmp_path, db, metric_run())
+    with open_log(db, readonly=True) as store:
+        data = load_run(store, "r1")
+    assert data.rounds["acc"].to_list() == [0.71, 0.74] and data.rounds["loss"].to_list() == [1.25, 0.98]
+    assert data.metrics == ["acc", "loss", "bench/gsm8k"]
+    html = render(data, db, lambda *args: " ".join(["diagevo", *args]))
+    assert 'data-chart="metrics"' in html  # a curve per metric
+    rounds = html[html.index('<section id="rounds">'):]
+    rounds = rounds[: rounds.index("</section>")]
+    for name in ("acc", "loss", "bench/gsm8k"):
+        assert f'title="{name}"' in rounds  # a column per metric name
+    assert "<td>0.740</td>" in rounds.replace(' class=""', "") and "<td>0.980</td>" in rounds.replace(' class=""', "")
+
+
+def test_report_compares_two_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    ingest(capsys, tmp_path, db, metric_run("base"), "a.jsonl")
+    ingest(capsys, tmp_path, db, metric_run("k<2>&\"b\"", scale=0.5), "b.jsonl")
+    out = tmp_path / "compare.html"
+    code, stdout, err = run_cli(capsys, "report", "--db", db, "--run", "base", "--run", 'k<2>&"b"', "-o", str(out), "--json")
+    assert code == 0, err
+    info = json.loads(stdout)
+    assert info["runs"] == ["base", 'k<2>&"b"'] and info["rounds"] == {"base": [1, 2], 'k<2>&"b"': [1, 2]}
+    html = out.read_text(encoding="utf-8")
+    assert 'k<2>' not in html and "k&lt;2&gt;&amp;&quot;b&quot;" in html  # the id escaped, wherever it shows
+    charts = set(re.findall(r'data-chart="([^"]+)"', html))
+    assert {"compare-heldout_acc", "compare-acc", "compare-loss", "compare-bench/gsm8k", "compare-F", "compare-epsilon_next",
+            "compare-active", "compare-mastered"} <= charts
+    # each figure has both runs' series: a legend entry per run (SVG text kept as text)
+    for chart in re.findall(r'<figure class="chart" data-chart="compare-[^"]+">(.*?)</figure>', html, flags=re.S):
+        assert "run base" in chart and "run k&lt;2&gt;&amp;" in chart
+    summary = html[html.index('<section id="runs">'):html.index('<section id="curves">')].replace(' class=""', "").replace(' class="l"', "")
+    assert "<td>0.740</td>" in summary and "<td>0.370</td>" in summary  # each run's last acc
+
+
+def test_report_of_one_run_is_unchanged_by_the_comparison(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    ingest(capsys, tmp_path, db, metric_run("base"), "a.jsonl")
+    ingest(capsys, tmp_path, db, metric_run("second-run"), "b.jsonl")
+    out = tmp_path / "one.html"
+    code, _, err = run_cli(capsys, "report", "--db", db, "--run", "base", "-o", str(out))
+    assert code == 0, err
+    html = out.read_text(encoding="utf-8")
+    assert '<section id="causes">' in html and "compare-" not in html and "second-run" not in html
+    code, _, err = run_cli(capsys, "report", "--db", db, "--run", "base", "--run", "base", "-o", str(out))
+    assert_one_line_error(code, err, "--run base is given twice")
+    code, _, err = run_cli(capsys, "report", "--db", db, "--run", "base", "--run", "nope", "-o", str(tmp_path / "x.html"))
+    assert_one_line_error(code, err, "nope")
+    assert not (tmp_path / "x.html").exists()

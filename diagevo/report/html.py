@@ -311,6 +311,9 @@ def render(data: RunData, db_url: str, command: Command) -> str:
     sections.append(("summary", "Summary", '<div class="cards">' + "".join(f"<div class=\"card\"><b>{_e(v)}</b><span>{_e(k)}</span></div>" for k, v in cards) + "</div>"))
     if rounds.height:
         charts = [_chart("accuracy", figures.to_svg(figures.accuracy(rounds, data.benchmarks)), "Fig. 3a: held-out accuracy and benchmark scores per round")]
+        named = [m for m in data.metrics if not m.startswith("bench/")]  # benchmarks: in Fig. 3a
+        if named:
+            charts.append(_chart("metrics", figures.to_svg(figures.metrics(rounds, named)), "every other metric the run recorded, by name (round commit --metric)"))
         if rounds["pseudo_label_acc"].is_not_null().any():
             charts.append(_chart("pseudo-labels", figures.to_svg(figures.pseudo_labels(rounds)), "Fig. 3c: accuracy of the majority-vote pseudo-labels"))
         body = f'<div class="charts">{"".join(charts)}</div>'
