@@ -29,6 +29,9 @@ MEMORY_SERIES = (
 )
 
 
+COUNTS = ("F", "active", "mastered")
+
+
 @dataclass
 class Compared:
     """The runs of a comparison, in the order given, and their per-round statistics."""
@@ -66,8 +69,8 @@ def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]
     for column, title, ylabel, unit in data.series():
         if not any(df[column].is_not_null().any() for df in data.rounds.values()):
             continue
-        fig = figures.overlay(data.rounds, column, title, ylabel, unit=unit)  # every run: its colour kept
-        charts.append(_chart(f"compare-{column}", figures.to_svg(fig), f"{title}, per round, one line per run"))
+        fig = figures.overlay(data.rounds, column, title, ylabel, unit=unit, counts=column in COUNTS)  # every run: its colour kept
+        charts.append(_chart(f"compare-{column}", figures.to_svg(fig), f"{title}, per round, one line per run (each run's points set slightly apart so equal values stay visible)"))
     summary_rows = []
     for run in data.runs:
         df = data.rounds[run]

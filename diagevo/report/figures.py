@@ -173,19 +173,30 @@ def marker_name(i: int) -> str:
     return MARKER_NAMES.get(STYLES[i % len(STYLES)][1], "")
 
 
-def overlay(series: Mapping[str, pl.DataFrame], column: str, title: str, ylabel: str, unit: bool = False) -> Any:
+def overlay(series: Mapping[str, pl.DataFrame], column: str, title: str, ylabel: str, unit: bool = False,
+            counts: bool = False) -> Any:
     """One column of several runs' per-round statistics on shared axes: a line per run, its
-    colour, marker and line style (:data:`STYLES`) by the run's place in ``series``."""
+    colour, marker and line style (:data:`STYLES`) by the run's place in ``series``. Each run's
+    points sit a little to the side of the round (its offset named in the legend), so runs with
+    equal values stay visible side by side. ``counts``: whole numbers from 0."""
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
     xs: set[int] = set()
+    n = len(series)
     for j, (run, df) in enumerate(series.items()):
         s = df.filter(pl.col(column).is_not_null()).sort("round")
-        _line(ax, s["round"].to_list(), s[column].to_list(), f"run {literal(run)}", STYLES[j % len(STYLES)])
-        xs.update(s["round"].to_list())
+        shift = (j - (n - 1) / 2) * min(0.08, 0.5 / max(n, 1))
+        rounds = s["round"].to_list()
+        _line(ax, [t + shift for t in rounds], s[column].to_list(), f"run {literal(run)}", STYLES[j % len(STYLES)])
+        xs.update(rounds)
     ax.set_ylabel(literal(ylabel))
     if unit:
         _unit_axis(ax)
+    elif counts:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(bottom=0, top=max(1.0, ax.get_ylim()[1]) * 1.15)
     else:
         ax.margins(y=0.12)
     ax.set_title(literal(title, 120), loc="left", fontsize=10)
