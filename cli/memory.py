@@ -107,20 +107,32 @@ def why(
     db: DbOpt = None,
     run: RunOpt = None,
     json: JsonOpt = False,
+    all_entries: Annotated[bool, typer.Option("--all", help="Every attribution (default: the most recent ones and how many more).")] = False,
 ) -> None:
-    """The story of one cause: creation, attributions, promotions, reactivations, merges."""
+    """The story of one cause: creation, promotions, reactivations, merges and its most recent
+    attributions (every one with --all or --json)."""
     from diagevo.views import queries
+    from diagevo.views.stories import RECENT
 
     with open_store(db, readonly=True) as store:
-        story = queries.why(store, cause, run)
+        story = queries.why(store, cause, run, recent=None if all_entries or json else RECENT)
     if json:
         emit_json(story)
         return
     console.print(text((cause, "bold"), f" ({story['node']}): ", story["description"]))
     table = Table("round", "seq", "what")
-    for entry in story["timeline"]:
+    more = story["more_attributions"]
+    attributed = [i for i, e in enumerate(story["timeline"]) if e["kind"] == "attributed"]
+    # the row of those left out comes before the most recent ones (older ones shown explain a reactivation)
+    cut = attributed[-min(RECENT, len(attributed))] if more and attributed else None
+    for i, entry in enumerate(story["timeline"]):
+        if i == cut:
+            table.add_row("…", "…", text((f"{more:,} more {'attribution' if more == 1 else 'attributions'} (use --all)", "dim")))
         table.add_row(str(entry["round"]), str(entry["seq"]), text(_describe(entry)))
     console.print(table)
+    if more:
+        console.print(text((f"{story['attributions']:,} attributions in all, {len(attributed)} shown (the most recent): "
+                            f"... {more:,} more attributions (use --all)", "dim")))
     created = next((e for e in story["timeline"] if e["kind"] == "created"), None)
     if created is not None and created.get("failure"):
         console.print(creation_story(created["failure"]))

@@ -11,7 +11,7 @@ from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import accumulate, metric_columns, round_stats
-from diagevo.views.stories import cause_rows, cause_story
+from diagevo.views.stories import cause_rows, cause_story, recent_story
 
 # the series of ``memory plot`` (the paper's Figure 3b)
 LIFECYCLE = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
@@ -50,10 +50,15 @@ def show(store: Recorder, run: str | None = None) -> dict[str, Any]:
     return {**memory_view(mem), "open_round": mem.open_round}
 
 
-def why(store: Recorder, cause: str, run: str | None = None) -> dict[str, Any]:
-    """The story of one cause: creation, attributions, promotions, reactivations, merges."""
+def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | None = None) -> dict[str, Any]:
+    """The story of one cause: creation, attributions, promotions, reactivations, merges; with
+    ``recent``, only that many of the newest attributions (and how many more there are)."""
     run_id = resolve_run(store, run)
-    return {"run": run_id, **cause_story(cause_rows(store, run_id, cause), cause)}
+    if recent is not None:
+        return {"run": run_id, **recent_story(store, run_id, cause, recent)}
+    story = cause_story(cause_rows(store, run_id, cause), cause)
+    count = sum(e["kind"] == "attributed" for e in story["timeline"])
+    return {"run": run_id, **story, "attributions": count, "more_attributions": 0}
 
 
 def stats(store: Recorder, run: str | None = None) -> dict[str, Any]:
