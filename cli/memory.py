@@ -12,11 +12,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, open_store
+from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, err_console, open_store
 from cli.safe import plain, text
 from diagevo.words import plural
 if TYPE_CHECKING:
     from diagevo.memory.state import Memory
+
+FollowOpt = Annotated[bool, typer.Option("--follow", "-f", help="Keep reading: print what another process appends to the run (Ctrl-C to stop).")]
+UntilOpt = Annotated[int | None, typer.Option("--until-round", help="With --follow: stop once this round is committed.")]
 
 memory_app = typer.Typer(help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True)
 
@@ -218,14 +221,24 @@ def stats(
     json: JsonOpt = False,
     wide: WideOpt = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the rows to this file (.csv or .parquet).")] = None,
+    follow: FollowOpt = False,
+    until_round: UntilOpt = None,
 ) -> None:
     """One row per committed round: the memory, what the round did, and every metric the run
-    recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run)."""
+    recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run).
+    With --follow, a line per round as another process commits it (a JSON line with --json)."""
     from diagevo.files import TABLE_SUFFIXES
     from diagevo.views import queries
 
     if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
         raise CLIError(f"{out}: write the rows as a .csv or .parquet file (not {out.suffix or 'no suffix'})")
+    if until_round is not None and not follow:
+        raise CLIError("--until-round goes with --follow")
+    if follow:
+        if out is not None:
+            raise CLIError("give --follow or -o, not both")
+        _follow_stats(db, run, json, until_round)
+        return
     with open_store(db, readonly=True) as store:
         data = queries.stats(store, run)
     run_id, rows = data["run"], data["rounds"]
@@ -248,6 +261,26 @@ def stats(
         print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, caption=caption, priority=keep)
     if out is not None:
         console.print(text(f"wrote {out} ({plural(len(rows), 'round')})"))
+
+
+def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
+    """``memory stats --follow``: a line per committed round as it comes (Ctrl-C ends it, exit 0)."""
+    from diagevo.views.follow import follow_stats
+    from diagevo.views.stats import metric_columns
+
+    with open_store(db, readonly=True) as store, _until_ctrl_c():
+        run_id = _followed_run(store, run)
+        if not as_json:
+            console.print(text((f"following run {run_id}: a line per committed round (Ctrl-C to stop)", "dim")), soft_wrap=True)
+        for row in follow_stats(store, run_id):
+            if as_json:
+                emit_json({"run": run_id, **row})
+            else:
+                cols, heads, _ = stats_columns([row], metric_columns([row]))
+                console.print(text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True))), soft_wrap=True)
+            _flush()
+            if until_round is not None and row["round"] >= until_round:
+                return
 
 
 def _pending(uncommitted: list[dict[str, Any]]) -> str:
@@ -289,8 +322,12 @@ def events(
     limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = DEFAULT_LIMIT,
     json: Annotated[bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")] = False,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream the events as JSON lines, one event a line.")] = False,
+    follow: FollowOpt = False,
+    until_round: UntilOpt = None,
 ) -> None:
-    """List events, filtered (every filter is an indexed read)."""
+    """List events, filtered (every filter is an indexed read). With --follow, every event of the
+    run from its first (filtered) and then each new one as another process appends it, a line
+    each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
     from diagevo.catalog import CAUSE_FIELDS
     from diagevo.catalog import CATALOG as EVENT_TYPES
     from diagevo.parsing import one_line
@@ -308,6 +345,11 @@ def events(
         **({"failure_id": failure} if failure is not None else {}),
         **({"question_id": question} if question is not None else {}),
     }
+    if until_round is not None and not follow:
+        raise CLIError("--until-round goes with --follow")
+    if follow:
+        _follow_events(db, run, set(type or ()), wanted, round, json or jsonl, until_round)
+        return
     with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
         types = type or None
@@ -344,6 +386,58 @@ def events(
         console.print(text((f"the first {plural(limit, 'event')} shown; more match (--limit 0 for all, --limit N for more)", "dim")))
     elif not picked:
         console.print(text(("no events match", "dim")))
+
+
+def _follow_events(db: str | None, run: str | None, types: set[str], wanted: dict[str, str], round: int | None,
+                   as_json: bool, until_round: int | None) -> None:
+    """``memory events --follow``: a line per event as it comes (Ctrl-C ends it, exit 0)."""
+    from diagevo.catalog import CAUSE_FIELDS
+    from diagevo.views.follow import follow_events
+
+    def matches(e: Any) -> bool:
+        return ((not types or e.type in types) and (round is None or e.round == round)
+                and all(e.data.get(f) == v for f, v in wanted.items() if f not in CAUSE_FIELDS)
+                and (not any(f in CAUSE_FIELDS for f in wanted) or any(e.data.get(f) == v for f, v in wanted.items() if f in CAUSE_FIELDS)))
+
+    with open_store(db, readonly=True) as store, _until_ctrl_c():
+        run_id = _followed_run(store, run)
+        if not as_json:
+            console.print(text((f"following run {run_id} (Ctrl-C to stop)", "dim")), soft_wrap=True)
+        for e in follow_events(store, run_id):
+            if matches(e):
+                if as_json:
+                    emit_json({"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data})
+                else:
+                    data = ", ".join(f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict))
+                    console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", data[:140]), soft_wrap=True)
+                _flush()
+            if until_round is not None and e.type == "round.committed" and e.round >= until_round:
+                return
+
+
+def _followed_run(store: Any, run: str | None) -> str:
+    """The run to follow: ``run`` (waited for when no process has started it yet), else the latest."""
+    from diagevo.views.follow import wait_for_run
+    from diagevo.views.memory import resolve_run
+
+    if run is not None and not store.has_run(run):
+        err_console.print(text((f"waiting for run {run} to start (Ctrl-C to stop)", "dim")), soft_wrap=True)
+        wait_for_run(store, run)
+    return resolve_run(store, run)
+
+
+def _flush() -> None:
+    sys.stdout.flush()  # into a pipe too, a line as it comes
+
+
+class _until_ctrl_c:  # noqa: N801 - used as a context manager
+    """Ctrl-C ends a follow cleanly: nothing more is printed, the command exits 0."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+        return kind is not None and issubclass(kind, KeyboardInterrupt)
 
 
 @memory_app.command()
