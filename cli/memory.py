@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -268,7 +269,7 @@ def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: i
     from diagevo.views.follow import follow_stats
     from diagevo.views.stats import metric_columns
 
-    with open_store(db, readonly=True) as store, _until_ctrl_c():
+    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = _followed_run(store, run)
         if not as_json:
             console.print(text((f"following run {run_id}: a line per committed round (Ctrl-C to stop)", "dim")), soft_wrap=True)
@@ -390,7 +391,8 @@ def events(
 
 def _follow_events(db: str | None, run: str | None, types: set[str], wanted: dict[str, str], round: int | None,
                    as_json: bool, until_round: int | None) -> None:
-    """``memory events --follow``: a line per event as it comes (Ctrl-C ends it, exit 0)."""
+    """``memory events --follow``: a line per event as it comes (Ctrl-C ends it: nothing more
+    printed, exit 0)."""
     from diagevo.catalog import CAUSE_FIELDS
     from diagevo.views.follow import follow_events
 
@@ -399,7 +401,7 @@ def _follow_events(db: str | None, run: str | None, types: set[str], wanted: dic
                 and all(e.data.get(f) == v for f, v in wanted.items() if f not in CAUSE_FIELDS)
                 and (not any(f in CAUSE_FIELDS for f in wanted) or any(e.data.get(f) == v for f, v in wanted.items() if f in CAUSE_FIELDS)))
 
-    with open_store(db, readonly=True) as store, _until_ctrl_c():
+    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = _followed_run(store, run)
         if not as_json:
             console.print(text((f"following run {run_id} (Ctrl-C to stop)", "dim")), soft_wrap=True)
@@ -428,16 +430,6 @@ def _followed_run(store: Any, run: str | None) -> str:
 
 def _flush() -> None:
     sys.stdout.flush()  # into a pipe too, a line as it comes
-
-
-class _until_ctrl_c:  # noqa: N801 - used as a context manager
-    """Ctrl-C ends a follow cleanly: nothing more is printed, the command exits 0."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
-        return kind is not None and issubclass(kind, KeyboardInterrupt)
 
 
 @memory_app.command()

@@ -66,6 +66,8 @@ def url(db_url: str) -> str:  # SQLite and PostgreSQL (tests/conftest.py): migra
 
 def test_events_follow_a_run_written_by_another_process(url: str) -> None:
     f = follower("memory", "events", "--db", url, "--run", "live", "--follow", "--jsonl", "--until-round", str(ROUNDS))
+    assert f.stderr is not None
+    waiting = f.stderr.readline()  # started before the writer: it waits for the run
     w = writer(url)
     out, err = f.communicate(timeout=300)
     assert w.wait(timeout=300) == 0
@@ -75,7 +77,7 @@ def test_events_follow_a_run_written_by_another_process(url: str) -> None:
         stored = list(store.read("live"))
     assert [e["seq"] for e in got] == [e.seq for e in stored]  # every event once, in order
     assert [e["type"] for e in got] == [e.type for e in stored] and got[-1]["type"] == "round.committed"
-    assert "waiting for run live" in err and "Traceback" not in err
+    assert "waiting for run live" in waiting and "Traceback" not in err
 
 
 def test_stats_follow_prints_a_row_per_committed_round(url: str) -> None:
