@@ -196,7 +196,8 @@ def overlay(series: Mapping[str, pl.DataFrame], column: str, title: str, ylabel:
         _unit_axis(ax)
     elif counts:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylim(bottom=0, top=max(1.0, ax.get_ylim()[1]) * 1.15)
+        top = max(1.0, ax.get_ylim()[1]) * 1.15
+        ax.set_ylim(bottom=-0.06 * top, top=top)  # a count of 0 shows its whole marker
     else:
         ax.margins(y=0.12)
     ax.set_title(literal(title, 120), loc="left", fontsize=10)
