@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,11 +13,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, open_store
+from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, err_console, open_store
 from cli.safe import plain, text
 from diagevo.words import plural
 if TYPE_CHECKING:
     from diagevo.memory.state import Memory
+
+FollowOpt = Annotated[bool, typer.Option("--follow", "-f", help="Keep reading: print what another process appends to the run (Ctrl-C to stop).")]
+UntilOpt = Annotated[int | None, typer.Option("--until-round", help="With --follow: stop once this round is committed.")]
 
 memory_app = typer.Typer(help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True)
 
@@ -36,7 +40,7 @@ def render_memory(mem: Memory, title: str) -> None:
             branch.add(text((f"{c.id} {c.state.value:8s} f={c.frequency}", style), p, "  ", c.description))
     console.print(tree)
     console.print(
-        f"F_{mem.committed} = {s.F}   F_1 = {s.F1}   k = {mem.k:g}   "
+        f"F_{mem.committed} = {s.F}   F_1 = {'not yet fixed' if s.F1 is None else s.F1}   k = {mem.k:g}   "
         f"ε_{mem.committed + 1} = {s.epsilon:.4f}   active {len(mem.active())}, mastered {len(mem.mastered())}, "
         f"nodes {len(mem.nodes)}"
     )
@@ -107,20 +111,32 @@ def why(
     db: DbOpt = None,
     run: RunOpt = None,
     json: JsonOpt = False,
+    all_entries: Annotated[bool, typer.Option("--all", help="Every attribution (default: the most recent ones and how many more).")] = False,
 ) -> None:
-    """The story of one cause: creation, attributions, promotions, reactivations, merges."""
+    """The story of one cause: creation, promotions, reactivations, merges and its most recent
+    attributions (every one with --all or --json)."""
     from diagevo.views import queries
+    from diagevo.views.stories import RECENT
 
     with open_store(db, readonly=True) as store:
-        story = queries.why(store, cause, run)
+        story = queries.why(store, cause, run, recent=None if all_entries or json else RECENT)
     if json:
         emit_json(story)
         return
     console.print(text((cause, "bold"), f" ({story['node']}): ", story["description"]))
     table = Table("round", "seq", "what")
-    for entry in story["timeline"]:
+    more = story["more_attributions"]
+    attributed = [i for i, e in enumerate(story["timeline"]) if e["kind"] == "attributed"]
+    # the row of those left out comes before the most recent ones (older ones shown explain a reactivation)
+    cut = attributed[-min(RECENT, len(attributed))] if more and attributed else None
+    for i, entry in enumerate(story["timeline"]):
+        if i == cut:
+            table.add_row("…", "…", text((f"{more:,} more {'attribution' if more == 1 else 'attributions'} (use --all)", "dim")))
         table.add_row(str(entry["round"]), str(entry["seq"]), text(_describe(entry)))
     console.print(table)
+    if more:
+        console.print(text((f"{story['attributions']:,} attributions in all, {len(attributed)} shown (the most recent): "
+                            f"... {more:,} more attributions (use --all)", "dim")))
     created = next((e for e in story["timeline"] if e["kind"] == "created"), None)
     if created is not None and created.get("failure"):
         console.print(creation_story(created["failure"]))
@@ -171,29 +187,107 @@ STATS_COLUMNS = {
     "promotions": "prom",
     "reactivations": "react",
     "merges": "merge",
-    "heldout_acc": "acc",
+    "heldout_acc": "held-out",
 }
+# what a narrow terminal keeps, most important first: the round, its scores (held-out accuracy,
+# every metric by name, the benchmarks), the schedule and the memory, then what the round did;
+# per-family accuracies (acc/FAMILY) last
+_KEPT_FIRST = ("round", "heldout_acc", "*", "F", "epsilon_next", "active", "mastered", "nodes", "retained", "failures",
+               "new_causes", "attributions", "promotions", "reactivations", "merges")
+
+
+def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[str], list[str], list[int]]:
+    """The columns of the ``memory stats`` table in their order, their headers, and their indices
+    in the order a narrow terminal keeps them (:data:`_KEPT_FIRST`)."""
+    from diagevo.views.stats import is_family_detail
+
+    named = [m for m in metrics if m != "heldout_acc"]
+    cols = [c for c in STATS_COLUMNS if rows and any(c in r for r in rows)] + named
+    heads = [STATS_COLUMNS.get(c, c) for c in cols]  # a metric under its own name, as --json has it
+    rank = {c: i for i, c in enumerate(_KEPT_FIRST)}
+
+    def importance(i: int) -> tuple[int, int]:
+        c = cols[i]
+        if c in rank:
+            return rank[c], i
+        return (len(rank), i) if is_family_detail(c) else (rank["*"], i)
+
+    return cols, heads, sorted(range(len(cols)), key=importance)
 
 
 @memory_app.command()
-def stats(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False, wide: WideOpt = False) -> None:
-    """One row per committed round."""
+def stats(
+    db: DbOpt = None,
+    run: RunOpt = None,
+    json: JsonOpt = False,
+    wide: WideOpt = False,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the rows to this file (.csv or .parquet).")] = None,
+    follow: FollowOpt = False,
+    until_round: UntilOpt = None,
+) -> None:
+    """One row per committed round: the memory, what the round did, and every metric the run
+    recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run).
+    With --follow, a line per round as another process commits it (a JSON line with --json)."""
+    from diagevo.files import TABLE_SUFFIXES
     from diagevo.views import queries
 
+    if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
+        raise CLIError(f"{out}: write the rows as a .csv or .parquet file (not {out.suffix or 'no suffix'})")
+    if until_round is not None and not follow:
+        raise CLIError("--until-round goes with --follow")
+    if follow:
+        if out is not None:
+            raise CLIError("give --follow or -o, not both")
+        _follow_stats(db, run, json, until_round)
+        return
     with open_store(db, readonly=True) as store:
         data = queries.stats(store, run)
     run_id, rows = data["run"], data["rounds"]
+    if out is not None:
+        from diagevo.files import write_table
+        from diagevo.views.stats import frame
+
+        write_table(frame(rows, data["metrics"]), out)
     if json:
         emit_json(data)
         return
-    from cli.tables import print_fitted
+    if not rows:
+        console.print(text(f"run {run_id} has no committed round yet", _pending(data["uncommitted"])), soft_wrap=True)
+    else:
+        from cli.tables import print_fitted
 
-    benches = sorted({k for r in rows for k in r if k.startswith("bench/")})
-    heads = {**STATS_COLUMNS, **{b: b for b in benches}}  # bench/NAME, as the README and --json call it
-    cols = [c for c in heads if rows and any(c in r for r in rows)]
-    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
-    caption = "kept: retained questions  new: new causes  attr: attributions  prom/react: promotions/reactivations"
-    print_fitted(console, [heads[c] for c in cols], cells, title=text(f"run {run_id}"), wide=wide, caption=caption)
+        cols, heads, keep = stats_columns(rows, data["metrics"])
+        cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+        caption = "kept: retained questions  new: new causes  attr: attributions  prom/react: promotions/reactivations"
+        print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, caption=caption, priority=keep)
+    if out is not None:
+        console.print(text(f"wrote {out} ({plural(len(rows), 'round')})"))
+
+
+def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
+    """``memory stats --follow``: a line per committed round as it comes (Ctrl-C ends it, exit 0)."""
+    from diagevo.views.follow import follow_stats
+    from diagevo.views.stats import metric_columns
+
+    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
+        run_id = _followed_run(store, run)
+        if not as_json:
+            console.print(text((f"following run {run_id}: a line per committed round (Ctrl-C to stop)", "dim")), soft_wrap=True)
+        for row in follow_stats(store, run_id):
+            if as_json:
+                emit_json({"run": run_id, **row})
+            else:
+                cols, heads, _ = stats_columns([row], metric_columns([row]))
+                console.print(text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True))), soft_wrap=True)
+            _flush()
+            if until_round is not None and row["round"] >= until_round:
+                return
+
+
+def _pending(uncommitted: list[dict[str, Any]]) -> str:
+    """``; recorded so far: round 0 bench/gsm8k=0.250``: the scores of rounds not committed."""
+    parts = [f"round {m['round']} " + " ".join(f"{k}={_cell(v)}" for k, v in m.items() if k != "round") for m in uncommitted]
+    return f"; recorded so far: {'; '.join(parts)}" if parts else ""
 
 
 def _cell(v: Any) -> str:
@@ -229,8 +323,12 @@ def events(
     limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = DEFAULT_LIMIT,
     json: Annotated[bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")] = False,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream the events as JSON lines, one event a line.")] = False,
+    follow: FollowOpt = False,
+    until_round: UntilOpt = None,
 ) -> None:
-    """List events, filtered (every filter is an indexed read)."""
+    """List events, filtered (every filter is an indexed read). With --follow, every event of the
+    run from its first (filtered) and then each new one as another process appends it, a line
+    each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
     from diagevo.catalog import CAUSE_FIELDS
     from diagevo.catalog import CATALOG as EVENT_TYPES
     from diagevo.parsing import one_line
@@ -248,6 +346,11 @@ def events(
         **({"failure_id": failure} if failure is not None else {}),
         **({"question_id": question} if question is not None else {}),
     }
+    if until_round is not None and not follow:
+        raise CLIError("--until-round goes with --follow")
+    if follow:
+        _follow_events(db, run, set(type or ()), wanted, round, json or jsonl, until_round)
+        return
     with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
         types = type or None
@@ -284,6 +387,49 @@ def events(
         console.print(text((f"the first {plural(limit, 'event')} shown; more match (--limit 0 for all, --limit N for more)", "dim")))
     elif not picked:
         console.print(text(("no events match", "dim")))
+
+
+def _follow_events(db: str | None, run: str | None, types: set[str], wanted: dict[str, str], round: int | None,
+                   as_json: bool, until_round: int | None) -> None:
+    """``memory events --follow``: a line per event as it comes (Ctrl-C ends it: nothing more
+    printed, exit 0)."""
+    from diagevo.catalog import CAUSE_FIELDS
+    from diagevo.views.follow import follow_events
+
+    def matches(e: Any) -> bool:
+        return ((not types or e.type in types) and (round is None or e.round == round)
+                and all(e.data.get(f) == v for f, v in wanted.items() if f not in CAUSE_FIELDS)
+                and (not any(f in CAUSE_FIELDS for f in wanted) or any(e.data.get(f) == v for f, v in wanted.items() if f in CAUSE_FIELDS)))
+
+    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
+        run_id = _followed_run(store, run)
+        if not as_json:
+            console.print(text((f"following run {run_id} (Ctrl-C to stop)", "dim")), soft_wrap=True)
+        for e in follow_events(store, run_id):
+            if matches(e):
+                if as_json:
+                    emit_json({"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data})
+                else:
+                    data = ", ".join(f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict))
+                    console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", data[:140]), soft_wrap=True)
+                _flush()
+            if until_round is not None and e.type == "round.committed" and e.round >= until_round:
+                return
+
+
+def _followed_run(store: Any, run: str | None) -> str:
+    """The run to follow: ``run`` (waited for when no process has started it yet), else the latest."""
+    from diagevo.views.follow import wait_for_run
+    from diagevo.views.memory import resolve_run
+
+    if run is not None and not store.has_run(run):
+        err_console.print(text((f"waiting for run {run} to start (Ctrl-C to stop)", "dim")), soft_wrap=True)
+        wait_for_run(store, run)
+    return resolve_run(store, run)
+
+
+def _flush() -> None:
+    sys.stdout.flush()  # into a pipe too, a line as it comes
 
 
 @memory_app.command()

@@ -7,18 +7,22 @@ from typing import Annotated
 
 import typer
 
-from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store, program
-from cli.safe import text
+from cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, open_store, program
+from cli.safe import plain, text
 from diagevo.untrusted import shell_join
 
 
 def report_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
     db: DbOpt = None,
-    run: RunOpt = None,
+    run: Annotated[
+        list[str] | None,
+        typer.Option("--run", help="Run id (default: the latest run); give it again to compare runs: --run A --run B ..."),
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, trees, timing, config."""
+    """Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, trees, timing, config.
+    With several --run, one page comparing them: their curves (accuracy and every metric, F_t, ε, Active/Mastered) on shared axes."""
     from diagevo.config import redact_url, resolve_db_url
     from diagevo.urls import without_password
     from diagevo.words import plural
@@ -31,8 +35,14 @@ def report_command(
         raise CLIError(f"no directory {out.parent} to write {out.name} into")
     url = redact_url(resolve_db_url(db))
     plain_url = without_password(resolve_db_url(db))  # in commands: libpq finds the password itself
+    runs = list(run or [])
+    twice = next((r for i, r in enumerate(runs) if r in runs[:i]), None)
+    if twice is not None:
+        raise CLIError(f"--run {plain(twice, limit=80)} is given twice")
+    if len(runs) > 1:
+        return _compare(runs, out, db, url, plain_url, json)
     with open_store(db, readonly=True) as store:
-        run_id = resolve_run(store, run)
+        run_id = resolve_run(store, runs[0] if runs else None)
 
         def command(*args: str) -> str:  # runnable as printed: the executable invoked, the database
             return shell_join([program(), *args, "--db", plain_url, "--run", run_id])
@@ -46,6 +56,24 @@ def report_command(
         f"wrote {out} ({size / 1024:.0f} KiB): run {run_id}, {plural(len(data.committed), 'committed round')}, "
         f"{plural(len(data.stories), 'cause')}; it opens offline in any browser"
     ))
+
+
+def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: str, json: bool) -> None:
+    from diagevo.report import write_comparison
+    from diagevo.views.memory import resolve_run
+
+    with open_store(db, readonly=True) as store:
+        runs = [resolve_run(store, r) for r in runs]  # each must exist
+
+        data = write_comparison(store, runs, out, url, lambda r: shell_join([program(), "report", "--db", plain_url, "--run", r]))
+    size = out.stat().st_size
+    rounds = {r: data.rounds[r]["round"].to_list() for r in data.runs}
+    if json:
+        emit_json({"runs": data.runs, "path": str(out), "bytes": size, "rounds": rounds, "metrics": data.metrics})
+        return
+    console.print(text(
+        f"wrote {out} ({size / 1024:.0f} KiB): {len(runs)} runs compared ({', '.join(data.runs)}); it opens offline in any browser"
+    ), soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

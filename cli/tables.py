@@ -24,26 +24,29 @@ def column_widths(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> list[i
     return [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) + _GAP for i, h in enumerate(heads)]
 
 
-def fit_columns(heads: Sequence[str], rows: Sequence[Sequence[str]], width: int, keep: int = 1) -> list[int]:
-    """Indices of the columns to show, in their order: the first ``keep`` always, then the
-    others left to right while the table stays within ``width``."""
+def fit_columns(heads: Sequence[str], rows: Sequence[Sequence[str]], width: int, keep: int = 1,
+                priority: Sequence[int] | None = None) -> list[int]:
+    """Indices of the columns to show, in their order: the first ``keep`` of ``priority`` (the
+    column indices, most important first; default left to right) always, then the others in
+    that order while the table stays within ``width``."""
     widths = column_widths(heads, rows)
-    chosen = list(range(min(keep, len(heads))))
+    order = list(priority) if priority is not None else list(range(len(heads)))
+    chosen = order[:keep]
     used = _EDGE + sum(widths[i] for i in chosen)
-    for i in range(len(chosen), len(heads)):
+    for i in order[keep:]:
         if used + widths[i] <= width:
             chosen.append(i)
             used += widths[i]
-    return chosen
+    return sorted(chosen)
 
 
 def fitted_table(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | Text,
-                 wide: bool = False, caption: str | None = None) -> tuple[Table, list[str]]:
-    """The table with the columns that fit ``console`` (all of them when ``wide``) and the
-    headers of the columns left out."""
+                 wide: bool = False, caption: str | None = None, priority: Sequence[int] | None = None) -> tuple[Table, list[str]]:
+    """The table with the columns that fit ``console`` (all of them when ``wide``; the most
+    important first, as ``priority`` orders them) and the headers of the columns left out."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
-    shown = list(range(len(heads))) if wide else fit_columns(heads, rows, console.width)
+    shown = list(range(len(heads))) if wide else fit_columns(heads, rows, console.width, priority=priority)
     table = Table(title=text(title) if isinstance(title, str) else title, title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False, collapse_padding=True, caption=text(caption) if caption else None, caption_justify="left")
     for i in shown:
@@ -54,11 +57,11 @@ def fitted_table(console: Console, heads: Sequence[str], rows: Sequence[Sequence
 
 
 def print_fitted(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | Text,
-                 wide: bool = False, caption: str | None = None) -> None:
+                 wide: bool = False, caption: str | None = None, priority: Sequence[int] | None = None) -> None:
     """Print :func:`fitted_table`; say which columns were left out and how to see them."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
-    table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, caption=caption)
+    table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, caption=caption, priority=priority)
     if wide:  # as wide as the table needs, uncropped (the terminal wraps what it cannot show)
         needed = _EDGE + sum(column_widths(heads, rows)) + 1
         # print(width=) would be clamped to the console's, and setting the console's width would

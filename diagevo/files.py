@@ -61,6 +61,22 @@ def write_replacing(path: Path, data: str | bytes) -> None:
         fh.write(data)
 
 
+TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+def write_table(frame: Any, path: Path) -> None:
+    """Write a polars frame to ``path`` as its suffix says (.csv or .parquet), atomically
+    (:func:`replaced`); another suffix is a :class:`BadInput` naming it."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise BadInput(f"{path}: cannot write a {suffix or 'suffix-less'} file; write a .csv or .parquet file")
+    with replaced(path, binary=True) as fh:
+        if suffix == ".csv":
+            frame.write_csv(fh)
+        else:
+            frame.write_parquet(fh)
+
+
 def plain_name(name: str, what: str) -> str:
     """``name`` when it can be one part of a path and nothing more: 1-200 characters, no ``/``,
     ``\\``, ``..``, NUL or other control or bidi character (:data:`diagevo.untrusted.UNSAFE`), not

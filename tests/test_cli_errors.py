@@ -260,7 +260,7 @@ def test_a_bug_is_one_internal_error_line_with_its_traceback_in_a_file(
     def broken(*_a: Any, **_k: Any) -> Any:
         raise ValueError("an undeclared slip")
 
-    monkeypatch.setattr(diagevo.views.queries, "round_stats", broken)
+    monkeypatch.setattr(diagevo.views.queries, "accumulate", broken)  # what memory stats reads
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile
 

@@ -268,6 +268,6 @@ def test_tables_fit_80_columns_and_say_what_they_left_out(tmp_path: Path, db: st
     assert "left out to fit 80 columns:" in out and "bench/gsm8k" in out and "--wide" in out
     code, out, _ = run_cli(capsys, "memory", "stats", "--db", db, "--wide")
     header = next(line for line in out.splitlines() if line.lstrip().startswith("t "))
-    assert "merge" in header and "acc" in header and "bench/gsm8k" in header and "left out" not in out
+    assert "merge" in header and "held-out" in header and "bench/gsm8k" in header and "left out" not in out
     code, out, _ = run_cli(capsys, "memory", "plot", "--db", db)
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 80

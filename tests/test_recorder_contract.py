@@ -188,6 +188,28 @@ class RecorderContract:
         with pytest.raises(StoreError, match="cannot be looked up"):
             list(rec.read("r", keys={"label": ["x"]}))
 
+    def test_counts_and_the_newest_events_of_a_read(self, rec: Recorder) -> None:
+        log = three_rounds()
+        for i in range(5):
+            log.attribute("C1", f"g{i}")
+        rec.append(log.events())
+        rec.append(batch("other", "o", 3))
+        rows = log.rows()
+        attributed = [s for s, _, t, _ in rows if t == "failure.attributed"]
+        assert rec.count("r") == len(rows) and rec.count("other") == 3 and rec.count("nope") == 0
+        assert rec.count("r", keys={"cause_id": ["C1"]}, types=("failure.attributed",)) == len(attributed) == 6
+        assert rec.count("r", types=("round.committed",)) == 3 and rec.count("r", round=2) == sum(r == 2 for _, r, _, _ in rows)
+        assert rec.count("r", after_seq=3, upto_seq=6) == 3 and rec.count("r", types=()) == 0
+        # an id named by two fields is counted once
+        assert rec.count("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}) == len(
+            list(rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]})))
+        newest = list(rec.read("r", keys={"cause_id": ["C1"]}, types=("failure.attributed",), limit=2, newest=True))
+        assert [e.seq for e in newest] == attributed[-2:] and [e.data["failure_id"] for e in newest] == ["g3", "g4"]
+        assert [e.seq for e in rec.read("r", limit=3, newest=True)] == [s for s, *_ in rows][-3:]
+        assert [e.seq for e in rec.read("r", types=("round.committed",), limit=1, newest=True)] == [rows[-6][0]]
+        assert [e.seq for e in rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}, limit=2, newest=True)] == attributed[-2:]
+        assert list(rec.read("r", limit=0, newest=True)) == []
+
     def test_a_long_read_streams_in_order(self, rec: Recorder) -> None:
         n = 10_000  # more than one fetch
         rec.append(batch("r", "e", n))

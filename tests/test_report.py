@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,10 @@ from diagevo.log import open_log
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import small_args
 
-EXPECTED_CHARTS = {"accuracy", "pseudo-labels", "heldout-families", "lifecycle", "schedule", "questions", "timing"}
+# "metrics": the run's val_acc, a metric by name that no other chart draws
+EXPECTED_CHARTS = {"accuracy", "metrics", "pseudo-labels", "heldout-families", "lifecycle", "schedule", "questions", "timing"}
+COMPARED_CHARTS = {f"compare-{c}" for c in ("heldout_acc", "pseudo_label_acc", "val_acc", "bench/math500", "bench/aime2024",
+                                            "F", "epsilon_next", "active", "mastered")}
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +209,53 @@ def test_report_in_headless_chromium(trained: tuple[str, Path], browser: Any, ca
     page.screenshot(path=str(shots / "report.png"), full_page=False)
     page.screenshot(path=str(shots / "report-full.png"), full_page=True)
     assert png_size(shots / "report.png") == (1280, 900)
+    page.close()
+    assert problems == []
+
+
+def test_comparison_report_in_headless_chromium(trained: tuple[str, Path], browser: Any, capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path) -> None:
+    """Two runs of one database (the trained run and one with k = 2, no filter) compared: every
+    chart has both runs' lines; a screenshot at 1280 px."""
+    import shutil
+
+    db, tmp = trained
+    copy = tmp_path / "two.db"
+    shutil.copy(db.removeprefix("sqlite:///"), copy)
+    db2 = f"sqlite:///{copy}"
+    other = 'k2 <none> & "nofilter"'
+    args = [*small_args(db2, other, 3, tmp_path), "--set", "memory.k=2.0", "--set", "filter.mode=none"]
+    # in its own process: the browser's event loop runs in this one
+    cli = "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([sys.executable, "-c", cli, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "compare.html"
+    code, _, err = run_cli(capsys, "report", "--db", db2, "--run", "rep", "--run", other, "-o", str(out))
+    assert code == 0, err
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.route("**/*", lambda r: r.continue_() if r.request.url == out.as_uri() else (problems.append(r.request.url), r.abort()))
+    page.goto(out.as_uri())
+    page.wait_for_load_state("load")
+    charts = {c.get_attribute("data-chart"): c for c in page.query_selector_all("figure.chart")}
+    assert set(charts) == COMPARED_CHARTS
+    for name, chart in charts.items():
+        box = chart.query_selector("svg").bounding_box()
+        assert box is not None and box["width"] > 200 and box["height"] > 100, name
+        legend = chart.inner_text()
+        assert "run rep" in legend and f"run {other}" in legend, name  # both runs' series, the id as text
+        assert chart.evaluate(LAYOUT_PROBLEMS) == [], name
+    assert page.query_selector("main").bounding_box()["width"] >= 1280 - 20
+    assert other in page.query_selector("#runs").inner_text()
+    shots = Path(os.environ.get("DIAGEVO_SCREENSHOT_DIR") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / "compare.png"), full_page=False)
+    page.screenshot(path=str(shots / "compare-full.png"), full_page=True)
+    assert png_size(shots / "compare.png") == (1280, 900)
     page.close()
     assert problems == []
 

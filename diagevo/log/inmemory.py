@@ -131,12 +131,26 @@ class InMemoryRecorder(Recorder):
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         limit: int | None = None,
+        newest: bool = False,
     ) -> Iterator[StoredEvent]:
-        rows = self._select(run, after_seq, upto_seq, types, round, keys)[:limit]
+        rows = self._select(run, after_seq, upto_seq, types, round, keys)
+        rows = (rows[-limit:] if limit else []) if newest and limit is not None else rows[:limit]
         out = [StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]) for r in rows]
         if texts:
             restore_texts(out, [r[10] for r in rows])
         return iter(out)
+
+    def count(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+    ) -> int:
+        return len(self._select(run, after_seq, upto_seq, types, round, keys))
 
     def rows(
         self,

@@ -398,11 +398,28 @@ class Recorder(ABC):
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         limit: int | None = None,
+        newest: bool = False,
     ) -> Iterator[StoredEvent]:
         """A run's events in seq order: those after ``after_seq`` and up to ``upto_seq``, of
         these ``types``, of this ``round``, naming one of these ids (``keys``: a field of
         :data:`LOOKUP_FIELDS` -> ids; any field may match). Every filter is an indexed read.
-        ``texts=True`` puts the long texts back inline (checked against their keys)."""
+        ``texts=True`` puts the long texts back inline (checked against their keys). ``limit``:
+        the first that many, or with ``newest`` the last that many (still in seq order; a SQL
+        backend reads only those rows when one index serves the read)."""
+
+    @abstractmethod
+    def count(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+    ) -> int:
+        """How many events :meth:`read` gives with these filters, counted where they are stored
+        (a SQL backend returns one number; no event is read)."""
 
     @abstractmethod
     def rows(

@@ -265,6 +265,7 @@ class SQLRecorder(Recorder):
         types: Collection[str] | None,
         round: int | None,
         keys: Mapping[str, Collection[str]] | None,
+        ordered: bool = True,
     ) -> Iterator[tuple[str, list[Any]]]:
         """The (WHERE ... ORDER BY, params) of the reads that together select the events: one,
         served by the (run_id, seq), (run_id, type, seq) or (run_id, round, type) index; or, with
@@ -290,7 +291,7 @@ class SQLRecorder(Recorder):
             if types is not None:
                 sql += f" AND type IN ({', '.join([q] * len(types))})"
                 params.extend(types)
-            yield f"{self._index(types, round)} {sql} {self._order(after_seq, types, round)}", params
+            yield f"{self._index(types, round)} {sql}{' ' + self._order(after_seq, types, round) if ordered else ''}", params
             return
         extra, extra_params = "", list[Any]()
         if types is not None:
@@ -315,7 +316,16 @@ class SQLRecorder(Recorder):
         self, shape: tuple[str, Callable[[Any], E]], run: str, after_seq: int, upto_seq: int | None,
         types: Collection[str] | None, round: int | None, keys: Mapping[str, Collection[str]] | None, texts: bool,
         limit: int | None = None,
+        newest: bool = False,
     ) -> Iterator[E]:
+        if newest and limit is not None:
+            reads = list(self._where(run, after_seq, upto_seq, types, round, keys, ordered=False))
+            if len(reads) == 1:  # the last ``limit`` rows of the one index that serves the read
+                where, params = reads[0]
+                last = list(self._fetch(shape, f"{where} ORDER BY seq DESC LIMIT {int(limit)}", params, texts))
+                return iter(last[::-1])
+            found = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts)}
+            return iter([found[seq] for seq in sorted(found)][-limit:] if limit else [])
         reads = list(self._where(run, after_seq, upto_seq, types, round, keys))
         if len(reads) == 1 and (keys is None or limit is None):
             where, params = reads[0]
@@ -326,6 +336,28 @@ class SQLRecorder(Recorder):
         found = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts)}
         picked = [found[seq] for seq in sorted(found)]
         return iter(picked if limit is None else picked[:limit])
+
+    def count(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: Collection[str] | None = None,
+        round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+    ) -> int:
+        reads = list(self._where(run, after_seq, upto_seq, types, round, keys, ordered=False))
+        with self._cursor() as cur:
+            if len(reads) == 1:
+                where, params = reads[0]
+                cur.execute(f"SELECT COUNT(*) FROM events {where}", params)
+                return int(cur.fetchone()[0])
+            seqs: set[int] = set()  # several indexed reads may find the same event: counted once
+            for where, params in reads:
+                cur.execute(f"SELECT seq FROM events {where}", params)
+                seqs.update(int(r[0]) for r in cur.fetchall())
+            return len(seqs)
 
     def _fetch(self, shape: tuple[str, Callable[[Any], E]], where: str, params: list[Any], texts: bool) -> Iterator[E]:
         """Rows of a shape (its columns, and what a row becomes); ``texts``: with the long texts
@@ -351,8 +383,9 @@ class SQLRecorder(Recorder):
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         limit: int | None = None,
+        newest: bool = False,
     ) -> Iterator[StoredEvent]:
-        return self._select(_WHOLE, run, after_seq, upto_seq, types, round, keys, texts, limit)
+        return self._select(_WHOLE, run, after_seq, upto_seq, types, round, keys, texts, limit, newest)
 
     def rows(
         self,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from diagevo.log import EventStore
+from diagevo.report.compare import Compared
 from diagevo.report.data import RunData, load_run
 
 
@@ -21,4 +22,15 @@ def write_report(store: EventStore, run: str, out: Path, db_url: str, command: C
     return data
 
 
-__all__ = ["RunData", "load_run", "write_report"]
+def write_comparison(store: EventStore, runs: list[str], out: Path, db_url: str, command: Callable[[str], str]) -> Compared:
+    """Read ``runs`` and write their comparison (:mod:`diagevo.report.compare`) to ``out``
+    atomically. ``command(run)`` spells the single-run report command of a run."""
+    from diagevo.files import write_replacing
+    from diagevo.report.compare import load_runs, render_comparison
+
+    data = load_runs(store, runs)
+    write_replacing(out, render_comparison(data, db_url, command))
+    return data
+
+
+__all__ = ["Compared", "RunData", "load_run", "write_comparison", "write_report"]

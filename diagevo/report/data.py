@@ -18,7 +18,9 @@ import polars as pl
 from diagevo.curriculum.stats import question_stats
 from diagevo.log import EventStore
 from diagevo.views.stories import cause_stories
-from diagevo.views.stats import round_stats
+from diagevo.views.stats import COLUMNS
+from diagevo.views.stats import frame as stats_frame
+from diagevo.views.stats import is_family_detail, metric_columns, round_stats
 from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
@@ -35,6 +37,7 @@ PHASES = {
 
 
 _SHOWN_TEXTS = ("question.generated", "failure.recorded")
+_ALWAYS = ("heldout_acc", "pseudo_label_acc")  # metric columns the report's figures read
 
 
 @dataclass
@@ -46,7 +49,7 @@ class RunData:
     seed: int
     last_seq: int
     recorded_at: str
-    rounds: pl.DataFrame  # one row per committed round
+    rounds: pl.DataFrame  # one row per committed round: views.stats.frame, every metric by name
     timing: pl.DataFrame  # round, phase, seconds
     benchmarks: pl.DataFrame  # round, benchmark, n, accuracy, k, mean_at_k, model
     heldout_detail: pl.DataFrame  # label, round, value: the loop's per-family held-out accuracy
@@ -55,6 +58,12 @@ class RunData:
     stories: dict[str, dict[str, Any]] = field(default_factory=dict)
     selected: dict[str, Any] | None = None
     open_round: int | None = None
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metric columns of ``rounds`` beyond held-out and pseudo-label accuracy: a trainer's
+        ``--metric``, ``bench/NAME``, by name."""
+        return [c for c in self.rounds.columns if c not in COLUMNS and c not in _ALWAYS]
 
     @property
     def committed(self) -> list[int]:
@@ -97,13 +106,10 @@ def load_run(store: EventStore, run: str) -> RunData:
     recorded_at = next(store.read(run, after_seq=last_seq - 1)).recorded_at
 
     stats = round_stats(store, run)
-    round_schema = {
-        "round": pl.Int64, "active": pl.Int64, "mastered": pl.Int64, "nodes": pl.Int64, "F": pl.Int64,
-        "epsilon_next": pl.Float64, "questions": pl.Int64, "retained": pl.Int64, "failures": pl.Int64,
-        "new_causes": pl.Int64, "attributions": pl.Int64, "promotions": pl.Int64, "reactivations": pl.Int64,
-        "merges": pl.Int64, "failed_diagnoses": pl.Int64, "heldout_acc": pl.Float64, "pseudo_label_acc": pl.Float64,
-    }
-    rounds = _frame([{k: r.get(k) for k in round_schema} for r in stats], round_schema)
+    # every metric by name (held-out and pseudo-label accuracy always, null where not recorded);
+    # the per-family accuracies are the heat map's (heldout_detail)
+    named = [m for m in metric_columns(stats) if not is_family_detail(m) and m not in _ALWAYS]
+    rounds = stats_frame(stats, [*_ALWAYS, *named])
 
     timing = _frame(
         [

@@ -147,6 +147,65 @@ def accuracy(rounds: pl.DataFrame, benchmarks: pl.DataFrame) -> Any:
     return fig
 
 
+def metrics(rounds: pl.DataFrame, names: Sequence[str], title: str = "Metrics recorded per round") -> Any:
+    """A curve per metric the run recorded by name (a trainer's ``round commit --metric``), on
+    one axis scaled to them."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
+    xs: set[int] = set()
+    for j, name in enumerate(names):
+        m = rounds.filter(pl.col(name).is_not_null()).sort("round")
+        _line(ax, m["round"].to_list(), m[name].to_list(), literal(name), STYLES[j % len(STYLES)])
+        xs.update(m["round"].to_list())
+    ax.set_ylabel("value")
+    ax.set_title(literal(title, 120), loc="left", fontsize=10)
+    _rounds_axis(ax, sorted(xs))
+    _legend_below(fig, ax.get_legend_handles_labels()[0])
+    ax.margins(y=0.12)
+    return fig
+
+
+MARKER_NAMES = {"o": "●", "s": "■", "^": "▲", "D": "◆", "v": "▼", "P": "✚", "X": "✖"}
+
+
+def marker_name(i: int) -> str:
+    """The marker of the ``i``-th series (:data:`STYLES`), as a character for a legend in text."""
+    return MARKER_NAMES.get(STYLES[i % len(STYLES)][1], "")
+
+
+def overlay(series: Mapping[str, pl.DataFrame], column: str, title: str, ylabel: str, unit: bool = False,
+            counts: bool = False) -> Any:
+    """One column of several runs' per-round statistics on shared axes: a line per run, its
+    colour, marker and line style (:data:`STYLES`) by the run's place in ``series``. Each run's
+    points sit a little to the side of the round (its offset named in the legend), so runs with
+    equal values stay visible side by side. ``counts``: whole numbers from 0."""
+    plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
+    xs: set[int] = set()
+    n = len(series)
+    for j, (run, df) in enumerate(series.items()):
+        s = df.filter(pl.col(column).is_not_null()).sort("round")
+        shift = (j - (n - 1) / 2) * min(0.08, 0.5 / max(n, 1))
+        rounds = s["round"].to_list()
+        _line(ax, [t + shift for t in rounds], s[column].to_list(), f"run {literal(run)}", STYLES[j % len(STYLES)])
+        xs.update(rounds)
+    ax.set_ylabel(literal(ylabel))
+    if unit:
+        _unit_axis(ax)
+    elif counts:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        top = max(1.0, ax.get_ylim()[1]) * 1.15
+        ax.set_ylim(bottom=-0.06 * top, top=top)  # a count of 0 shows its whole marker
+    else:
+        ax.margins(y=0.12)
+    ax.set_title(literal(title, 120), loc="left", fontsize=10)
+    _rounds_axis(ax, sorted(xs))
+    _legend_below(fig, ax.get_legend_handles_labels()[0])
+    return fig
+
+
 def schedule(rounds: pl.DataFrame) -> Any:
     """F_t (bars, left axis) and ε_{t+1} (dashed line with triangles, right axis) per round."""
     plt = _pyplot()

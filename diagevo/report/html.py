@@ -268,7 +268,7 @@ def tree_html(memories: Mapping[int, Memory]) -> str:
             )
             nodes.append(f"<li><b><code>{_e(node.id)}</code> {_e(node.label)}</b> ({plural(len(causes), 'cause')})<ul>{items}</ul></li>")
         summary = (
-            f"M_{t}: F_{t} = {s.F}, F_1 = {s.F1}, ε_{t + 1} = {s.epsilon:.4f}; {len(mem.active())} Active, "
+            f"M_{t}: F_{t} = {s.F}, F_1 = {'not yet fixed' if s.F1 is None else s.F1}, ε_{t + 1} = {s.epsilon:.4f}; {len(mem.active())} Active, "
             f"{len(mem.mastered())} Mastered, {plural(len(mem.nodes), 'node')}"
         )
         trees.append(f'<div class="tree" data-round="{t}"><p class="note">{_e(summary)}</p><ul class="tree">{"".join(nodes)}</ul></div>')
@@ -311,6 +311,9 @@ def render(data: RunData, db_url: str, command: Command) -> str:
     sections.append(("summary", "Summary", '<div class="cards">' + "".join(f"<div class=\"card\"><b>{_e(v)}</b><span>{_e(k)}</span></div>" for k, v in cards) + "</div>"))
     if rounds.height:
         charts = [_chart("accuracy", figures.to_svg(figures.accuracy(rounds, data.benchmarks)), "Fig. 3a: held-out accuracy and benchmark scores per round")]
+        named = [m for m in data.metrics if not m.startswith("bench/")]  # benchmarks: in Fig. 3a
+        if named:
+            charts.append(_chart("metrics", figures.to_svg(figures.metrics(rounds, named)), "every other metric the run recorded, by name (round commit --metric)"))
         if rounds["pseudo_label_acc"].is_not_null().any():
             charts.append(_chart("pseudo-labels", figures.to_svg(figures.pseudo_labels(rounds)), "Fig. 3c: accuracy of the majority-vote pseudo-labels"))
         body = f'<div class="charts">{"".join(charts)}</div>'
@@ -345,7 +348,9 @@ def render(data: RunData, db_url: str, command: Command) -> str:
     if rounds.height:
         headers = {"epsilon_next": "ε_t+1", "F": "F_t", "heldout_acc": "held-out acc", "pseudo_label_acc": "label acc", "failed_diagnoses": "failed diag.",
                    "attributions": "attrib.", "promotions": "prom.", "reactivations": "react."}  # the full names in each header's title
-        sections.append(("rounds", "Rounds", table(rounds, headers)))
+        # a column per metric by name; the benchmarks have their table under Accuracy
+        shown = rounds.select([c for c in rounds.columns if not c.startswith("bench/")])
+        sections.append(("rounds", "Rounds", table(shown, headers)))
     if data.timing.height:
         chart = _chart("timing", figures.to_svg(figures.timing(data.timing, PHASES)), "seconds per phase and round")
         body = f'<div class="charts">{chart}<div>{timing_table(data.timing)}</div></div>'

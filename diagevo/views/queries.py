@@ -10,8 +10,8 @@ from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory, resolve_run
-from diagevo.views.stats import round_stats
-from diagevo.views.stories import cause_rows, cause_story
+from diagevo.views.stats import accumulate, metric_columns, round_stats
+from diagevo.views.stories import cause_rows, cause_story, recent_story
 
 # the series of ``memory plot`` (the paper's Figure 3b)
 LIFECYCLE = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
@@ -50,16 +50,26 @@ def show(store: Recorder, run: str | None = None) -> dict[str, Any]:
     return {**memory_view(mem), "open_round": mem.open_round}
 
 
-def why(store: Recorder, cause: str, run: str | None = None) -> dict[str, Any]:
-    """The story of one cause: creation, attributions, promotions, reactivations, merges."""
+def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | None = None) -> dict[str, Any]:
+    """The story of one cause: creation, attributions, promotions, reactivations, merges; with
+    ``recent``, only that many of the newest attributions (and how many more there are)."""
     run_id = resolve_run(store, run)
-    return {"run": run_id, **cause_story(cause_rows(store, run_id, cause), cause)}
+    if recent is not None:
+        return {"run": run_id, **recent_story(store, run_id, cause, recent)}
+    story = cause_story(cause_rows(store, run_id, cause), cause)
+    count = sum(e["kind"] == "attributed" for e in story["timeline"])
+    return {"run": run_id, **story, "attributions": count, "more_attributions": 0}
 
 
 def stats(store: Recorder, run: str | None = None) -> dict[str, Any]:
-    """One row per committed round: memory sizes, what the round did, held-out and benchmark scores."""
+    """One row per committed round: memory sizes, what the round did, every metric by name;
+    ``metrics``: the metric columns; ``uncommitted``: metrics of rounds not committed (yet), such
+    as round-0 scores of ``eval --run``."""
     run_id = resolve_run(store, run)
-    return {"run": run_id, "rounds": round_stats(store, run_id)}
+    acc = accumulate(store, run_id)
+    rows = acc.rows()
+    pending = [{"round": rnd, **m} for rnd, m in acc.uncommitted_metrics().items()]
+    return {"run": run_id, "rounds": rows, "metrics": metric_columns(rows), "uncommitted": pending}
 
 
 def lifecycle(store: Recorder, run: str | None = None) -> dict[str, Any]:

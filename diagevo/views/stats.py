@@ -14,9 +14,9 @@ a read folds only the log after it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CATALOG
 from diagevo.log import Recorder, ViewState
@@ -24,6 +24,9 @@ from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import drafts
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+
+if TYPE_CHECKING:
+    import polars as pl
 
 VIEW = "stats"
 
@@ -121,6 +124,11 @@ class RoundStats:
             out.append({**self.sizes[rnd], **counts, **{k: metrics[k] for k in (*named, *bench)}})
         return out
 
+    def uncommitted_metrics(self) -> dict[int, dict[str, float]]:
+        """The metrics recorded for rounds not committed (yet): round-0 scores of ``eval --run``,
+        the open round's."""
+        return {rnd: dict(m) for rnd, m in sorted(self.metrics.items()) if rnd not in self.sizes and m}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "counts": {str(r): c for r, c in self.counts.items()},
@@ -137,6 +145,33 @@ class RoundStats:
             sizes={int(r): dict(v) for r, v in s.get("sizes", {}).items()},
             metrics={int(r): dict(m) for r, m in s.get("metrics", {}).items()},
         )
+
+
+def metric_columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The metric columns of these rows, by name, in the order the rows have them (the named
+    metrics, then ``bench/NAME``): every column that is not one of :data:`COLUMNS`."""
+    seen: dict[str, None] = {}
+    for r in rows:
+        seen.update(dict.fromkeys(k for k in r if k not in COLUMNS))
+    named = [k for k in seen if not k.startswith("bench/")]
+    return [*sorted(named), *sorted(k for k in seen if k.startswith("bench/"))]
+
+
+def frame(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] | None = None) -> pl.DataFrame:
+    """The rows as a polars frame: the fixed columns (typed), then each metric column (Float64,
+    null where a round has none); ``metrics`` picks and orders them (default: all of the rows')."""
+    import polars as pl
+
+    names = metric_columns(rows) if metrics is None else list(metrics)
+    schema: dict[str, Any] = {c: pl.Float64 if c == "epsilon_next" else pl.Int64 for c in COLUMNS}
+    schema.update(dict.fromkeys(names, pl.Float64))
+    data = [{c: r.get(c) for c in schema} for r in rows]
+    return pl.DataFrame(data, schema=schema, strict=False) if data else pl.DataFrame(schema=schema)
+
+
+def is_family_detail(name: str) -> bool:
+    """A per-skill-family held-out accuracy (``acc/FAMILY``): detail behind ``heldout_acc``."""
+    return name.startswith("acc/")
 
 
 def _number(v: Any) -> bool:

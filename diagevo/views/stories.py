@@ -117,3 +117,41 @@ def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
     merges = store.rows(run, types=("nodes.merged",))
     events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
     return [events[seq] for seq in sorted(events)]
+
+
+RECENT = 10
+"""Attributions a story shows by default (``memory why``): the most recent ones."""
+
+
+def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECENT) -> tuple[list[EventRow], int]:
+    """The events of a cause's story with only its ``recent`` newest attributions (and those that
+    explain a reactivation), and how many attributions it has in all (counted by the database):
+    what is read does not grow with the number of attributions."""
+    from diagevo.catalog import CATALOG
+
+    others = [t for t in CATALOG if t != "failure.attributed"]
+    head = [*store.rows(run, keys={"cause_id": [cause]}, types=others)]
+    total = store.count(run, keys={"cause_id": [cause]}, types=("failure.attributed",))
+    latest = [EventRow(e.seq, e.round, e.type, e.data)
+              for e in store.read(run, keys={"cause_id": [cause]}, types=("failure.attributed",), limit=recent, newest=True)]
+    reactivated = [e.data["failure_id"] for e in head if e.type == "cause.reactivated" and isinstance(e.data.get("failure_id"), str)]
+    explaining = [e for e in store.rows(run, keys={"failure_id": reactivated}, types=("failure.attributed",))
+                  if e.data.get("cause_id") == cause] if reactivated else []
+    own = [*head, *latest, *explaining]
+    fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
+    failures = list(store.rows(run, keys={"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True))
+    qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
+    questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
+    merges = store.rows(run, types=("nodes.merged",))
+    events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
+    return [events[seq] for seq in sorted(events)], total
+
+
+def recent_story(store: Recorder, run: str, cause: str, recent: int = RECENT) -> dict[str, Any]:
+    """:func:`cause_story` with its head (creation, promotions, reactivations, merges) whole and
+    only the ``recent`` newest attributions; ``attributions``: how many there are in all,
+    ``more_attributions``: how many are left out."""
+    rows, total = recent_cause_rows(store, run, cause, recent)
+    story = cause_story(rows, cause)
+    shown = sum(e["kind"] == "attributed" for e in story["timeline"])
+    return {**story, "attributions": total, "more_attributions": max(0, total - shown)}

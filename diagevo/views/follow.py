@@ -1,0 +1,59 @@
+"""A run followed while another process writes it (``memory events --follow``, ``memory stats
+--follow``): the log's head is polled by seq (one small indexed read), and only the events after
+the last one seen are read. Works the same on SQLite (each read is a new snapshot of the WAL) and
+PostgreSQL. The generators never end by themselves: the caller stops them (a round reached,
+Ctrl-C)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from diagevo.log import Recorder
+from diagevo.log.recorder import StoredEvent
+
+INTERVAL = 0.5  # seconds between two looks at the head when nothing new came
+
+
+def heads(store: Recorder, run: str, *, after_seq: int = 0, interval: float = INTERVAL,
+          sleep: Callable[[float], None] = time.sleep) -> Iterator[int]:
+    """The run's head seq each time it has moved past ``after_seq``, then past the last one
+    given; one look every ``interval`` seconds at most."""
+    last = after_seq
+    while True:
+        head = store.head(run)[0]
+        if head > last:
+            last = head
+            yield head
+        sleep(interval)
+
+
+def follow_events(store: Recorder, run: str, *, after_seq: int = 0, interval: float = INTERVAL,
+                  sleep: Callable[[float], None] = time.sleep) -> Iterator[StoredEvent]:
+    """The run's events after ``after_seq`` in seq order, then each new one as it is appended."""
+    last = after_seq
+    for head in heads(store, run, after_seq=after_seq, interval=interval, sleep=sleep):
+        for event in store.read(run, after_seq=last, upto_seq=head):
+            yield event
+        last = head
+
+
+def follow_stats(store: Recorder, run: str, *, interval: float = INTERVAL,
+                 sleep: Callable[[float], None] = time.sleep) -> Iterator[dict[str, Any]]:
+    """The run's per-round statistics (:mod:`diagevo.views.stats`), a row as each round is
+    committed: the rows there are first, then each new one."""
+    from diagevo.views.stats import accumulate
+
+    shown = 0  # the last committed round given
+    for _ in heads(store, run, interval=interval, sleep=sleep):
+        for row in accumulate(store, run).rows():
+            if row["round"] > shown:
+                shown = row["round"]
+                yield row
+
+
+def wait_for_run(store: Recorder, run: str, *, interval: float = INTERVAL, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Return once ``run`` has an event (a follower started before the writer)."""
+    while not store.has_run(run):
+        sleep(interval)

@@ -1,0 +1,197 @@
+"""``memory stats``: every metric a run records, by name (table, --wide, --json, -o FILE), a
+run with no committed round, and which columns a narrow terminal keeps."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.logs import Log
+from tests.test_cli_memory import assert_one_line_error, run_cli, write
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'stats.db'}"
+
+
+def metric_run(run: str = "r1", scale: float = 1.0) -> Log:
+    """Two committed rounds with a trainer's metrics (what ``round commit --metric acc=0.71``
+    stores), held-out accuracy and a benchmark score."""
+    log = Log(run)
+    log.node("N1", "roots").cause("C1", "N1", "keeps a root that fails the check")
+    log.question("q1", 0.5)
+    log.add("eval.recorded", acc=0.71 * scale, loss=1.25 * scale, heldout_acc=0.5 * scale)
+    log.commit()
+    log.question("q2", 0.75)
+    log.add("eval.recorded", acc=0.74 * scale, loss=0.98 * scale, heldout_acc=0.625 * scale)
+    log.add("eval.recorded", benchmark="gsm8k", n=10, accuracy=0.3 * scale)
+    log.commit()
+    return log
+
+
+def ingest(capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str, log: Log, name: str = "log.jsonl") -> None:
+    code, _, err = run_cli(capsys, "memory", "ingest", str(write(tmp_path, log, name)), "--db", db)
+    assert code == 0, err
+
+
+def header(out: str) -> list[str]:
+    return next(line for line in out.splitlines() if line.lstrip().startswith("t ")).split()
+
+
+def test_every_metric_by_name_in_table_wide_and_json(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    ingest(capsys, tmp_path, db, metric_run())
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli(capsys, "memory", "stats", "--db", db)
+    assert code == 0, err
+    assert {"acc", "loss", "held-out", "bench/gsm8k"} <= set(header(out))
+    row2 = next(line.split() for line in out.splitlines() if line.split()[:1] == ["2"])
+    assert {"0.740", "0.980", "0.625", "0.300"} <= set(row2)
+    code, out, _ = run_cli(capsys, "memory", "stats", "--db", db, "--wide")
+    assert code == 0 and {"acc", "loss", "bench/gsm8k"} <= set(header(out))
+    data = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])
+    assert [r["acc"] for r in data["rounds"]] == [0.71, 0.74]
+    assert [r.get("bench/gsm8k") for r in data["rounds"]] == [None, 0.3]
+    assert {"acc", "loss", "heldout_acc", "bench/gsm8k"} <= set(data["metrics"])
+
+
+def test_metric_names_are_shown_as_text(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    log = Log("r[red]x")
+    log.question("q1", 0.5)
+    log.add("eval.recorded", **{"[bold]acc\x1b[2J": 0.5})
+    log.commit()
+    ingest(capsys, tmp_path, db, log)
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli(capsys, "memory", "stats", "--db", db)
+    assert code == 0, err
+    assert "\x1b" not in out and "[bold]acc\\x1b[2J" in out and "run r[red]x" in out
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_stats_written_as_csv_and_parquet(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], suffix: str) -> None:
+    ingest(capsys, tmp_path, db, metric_run())
+    out = tmp_path / f"stats{suffix}"
+    code, _, err = run_cli(capsys, "memory", "stats", "--db", db, "-o", str(out))
+    assert code == 0, err
+    df = pl.read_csv(out) if suffix == ".csv" else pl.read_parquet(out)
+    expected = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])
+    assert df["round"].to_list() == [r["round"] for r in expected["rounds"]]
+    assert df["acc"].to_list() == [0.71, 0.74] and df["bench/gsm8k"].to_list() == [None, 0.3]
+    assert df["active"].to_list() == [r["active"] for r in expected["rounds"]]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+@pytest.mark.parametrize("name", ["stats.xlsx", "stats"])
+def test_stats_unknown_suffix_is_refused(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    ingest(capsys, tmp_path, db, metric_run())
+    code, _, err = run_cli(capsys, "memory", "stats", "--db", db, "-o", str(tmp_path / name))
+    assert_one_line_error(code, err, name, ".csv or .parquet")
+    assert not (tmp_path / name).exists()
+
+
+def test_no_committed_round_is_one_line_with_round_0_scores(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    log = Log("fresh")
+    log.round = 0
+    log.add("eval.recorded", benchmark="gsm8k", n=10, accuracy=0.25)
+    log.round = 1
+    log.question("q1", 0.5)
+    ingest(capsys, tmp_path, db, log)
+    code, out, err = run_cli(capsys, "memory", "stats", "--db", db)
+    assert code == 0, err
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "run fresh has no committed round yet" in lines[0]
+    assert "round 0 bench/gsm8k=0.250" in lines[0]
+    data = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])
+    assert data["rounds"] == [] and data["uncommitted"] == [{"round": 0, "bench/gsm8k": 0.25}]
+
+
+def test_no_committed_round_and_no_scores(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    log = Log("empty")
+    log.question("q1", 0.5)
+    ingest(capsys, tmp_path, db, log)
+    code, out, _ = run_cli(capsys, "memory", "stats", "--db", db)
+    assert code == 0 and out.strip() == "run empty has no committed round yet"
+
+
+def test_80_columns_keep_accuracy_and_metrics(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    ingest(capsys, tmp_path, db, metric_run())
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run_cli(capsys, "memory", "stats", "--db", db)
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 80
+    shown = header(out)
+    assert {"t", "held-out", "acc", "loss", "bench/gsm8k", "F_t"} <= set(shown)
+    left_out = next(line for line in out.splitlines() if "left out to fit 80 columns" in line)
+    assert "merge" in left_out and "acc" not in left_out.split(":")[1]
+    code, out, _ = run_cli(capsys, "memory", "stats", "--db", db, "--wide")
+    assert "merge" in header(out) and "left out" not in out
+
+
+def test_show_before_F1_is_fixed(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    log = Log("quiet")
+    log.question("q1", 0.5)
+    log.commit()
+    ingest(capsys, tmp_path, db, log)
+    code, out, err = run_cli(capsys, "memory", "show", "--db", db)
+    assert code == 0, err
+    assert "None" not in out and "F_1 = not yet fixed" in out
+
+
+def test_report_shows_every_metric_by_name(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from diagevo.log import open_log
+    from diagevo.report.data import load_run
+    from diagevo.report.html import render
+
+    ingest(capsys, tmp_path, db, metric_run())
+    with open_log(db, readonly=True) as store:
+        data = load_run(store, "r1")
+    assert data.rounds["acc"].to_list() == [0.71, 0.74] and data.rounds["loss"].to_list() == [1.25, 0.98]
+    assert data.metrics == ["acc", "loss", "bench/gsm8k"]
+    html = render(data, db, lambda *args: " ".join(["diagevo", *args]))
+    assert 'data-chart="metrics"' in html  # a curve per metric
+    rounds = html[html.index('<section id="rounds">'):]
+    rounds = rounds[: rounds.index("</section>")]
+    for name in ("acc", "loss"):
+        assert f'title="{name}"' in rounds  # a column per metric name
+    assert 'title="bench/gsm8k"' not in rounds and "gsm8k" in html  # the benchmarks: their own table
+    assert "<td>0.740</td>" in rounds.replace(' class=""', "") and "<td>0.980</td>" in rounds.replace(' class=""', "")
+
+
+def test_report_compares_two_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    ingest(capsys, tmp_path, db, metric_run("base"), "a.jsonl")
+    ingest(capsys, tmp_path, db, metric_run("k<2>&\"b\"", scale=0.5), "b.jsonl")
+    out = tmp_path / "compare.html"
+    code, stdout, err = run_cli(capsys, "report", "--db", db, "--run", "base", "--run", 'k<2>&"b"', "-o", str(out), "--json")
+    assert code == 0, err
+    info = json.loads(stdout)
+    assert info["runs"] == ["base", 'k<2>&"b"'] and info["rounds"] == {"base": [1, 2], 'k<2>&"b"': [1, 2]}
+    html = out.read_text(encoding="utf-8")
+    assert 'k<2>' not in html and "k&lt;2&gt;&amp;&quot;b&quot;" in html  # the id escaped, wherever it shows
+    charts = set(re.findall(r'data-chart="([^"]+)"', html))
+    assert {"compare-heldout_acc", "compare-acc", "compare-loss", "compare-bench/gsm8k", "compare-F", "compare-epsilon_next",
+            "compare-active", "compare-mastered"} <= charts
+    # each figure has both runs' series: a legend entry per run (SVG text kept as text)
+    for chart in re.findall(r'<figure class="chart" data-chart="compare-[^"]+">(.*?)</figure>', html, flags=re.S):
+        assert "run base" in chart and "run k&lt;2&gt;&amp;" in chart
+    summary = html[html.index('<section id="runs">'):html.index('<section id="curves">')].replace(' class=""', "").replace(' class="l"', "")
+    assert "<td>0.740</td>" in summary and "<td>0.370</td>" in summary  # each run's last acc
+
+
+def test_report_of_one_run_is_unchanged_by_the_comparison(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    ingest(capsys, tmp_path, db, metric_run("base"), "a.jsonl")
+    ingest(capsys, tmp_path, db, metric_run("second-run"), "b.jsonl")
+    out = tmp_path / "one.html"
+    code, _, err = run_cli(capsys, "report", "--db", db, "--run", "base", "-o", str(out))
+    assert code == 0, err
+    html = out.read_text(encoding="utf-8")
+    assert '<section id="causes">' in html and "compare-" not in html and "second-run" not in html
+    code, _, err = run_cli(capsys, "report", "--db", db, "--run", "base", "--run", "base", "-o", str(out))
+    assert_one_line_error(code, err, "--run base is given twice")
+    code, _, err = run_cli(capsys, "report", "--db", db, "--run", "base", "--run", "nope", "-o", str(tmp_path / "x.html"))
+    assert_one_line_error(code, err, "nope")
+    assert not (tmp_path / "x.html").exists()
