@@ -33,6 +33,7 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 
 PHASE_NAMES = {
     "rounds": "rounds",
+    "embedder": "loading the embedding model",
     "challenger": "challenger GRPO",
     "generate": "Q^cur generation",
     "construct": "votes & filter",
