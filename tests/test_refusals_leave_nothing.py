@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.train.hf.pretrained import building
+from diagevo.files import building
 from tests.test_cli_memory import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

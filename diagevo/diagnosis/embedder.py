@@ -27,6 +27,7 @@ class _Cached(ABC):
 
     def load(self) -> None:
         """Load what the first ``embed`` would (a local model); a no-op for an endpoint."""
+        return None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))

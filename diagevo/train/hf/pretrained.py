@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.errors import BadInput, Unavailable
+from diagevo.files import building
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
 
@@ -223,23 +221,6 @@ def build(
         record["warm_up"] = warm_up_formats(part, warm, progress)
         (part / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return record
-
-
-@contextmanager
-def building(out: Path) -> Iterator[Path]:
-    """A temporary directory beside ``out`` to build into, renamed to ``out`` when the build
-    completes (warm-up and completion record included) and removed when it does not: a
-    half-built model never looks built. ``out`` may exist as an empty directory."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    part = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
-        yield part
-        if out.is_dir():
-            out.rmdir()  # empty (checked before the build); a file there makes the rename fail
-        os.replace(part, out)
-    finally:
-        if part.exists():
-            shutil.rmtree(part, ignore_errors=True)
 
 
 def warm_up_formats(out: Path, warm: FormatWarmUp, progress: ProgressFn = no_progress) -> dict[str, object]:

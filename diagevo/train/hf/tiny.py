@@ -144,7 +144,7 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     quiet_libraries()
-    from diagevo.train.hf.pretrained import building
+    from diagevo.files import building
 
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
