@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, err_console, open_store
-from cli.safe import plain, text
+from cli.common import CLIError, DbOpt, Interrupted, JsonOpt, console, emit_json, err_console, open_store, program
+from cli.progress import progress_for
+from diagevo.untrusted import shell_join
+from cli.safe import text
 
 EngineOpt = Annotated[
     str | None,
@@ -79,17 +83,35 @@ def _engine_factory(engine: str | None, url: str | None) -> tuple[str, Any]:
     return kind, build
 
 
-class _Bars:
-    """Renders the evaluation's ``(phase, done, total)`` callbacks as one bar per phase."""
+@contextmanager
+def _resumable() -> Iterator[None]:
+    """Ctrl-C: one line with the command that resumes the evaluation. The outputs are saved per
+    batch under --out and the same command skips what is there (``resumed`` in its results)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: continue with `{shell_join([program(), *_without_passwords(sys.argv[1:])])}`") from None
 
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.tasks: dict[str, Any] = {}
 
-    def __call__(self, phase: str, done: int, total: int | None) -> None:
-        if phase not in self.tasks:
-            self.tasks[phase] = self.progress.add_task(plain(phase, limit=80), total=total)
-        self.progress.update(self.tasks[phase], completed=done, total=total)
+def _without_passwords(args: list[str]) -> list[str]:
+    """The command's words with the password of a --db or --url URL left out (never printed)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from diagevo.urls import without_password
+
+    out: list[str] = []
+    for i, word in enumerate(args):
+        flag = args[i - 1] if i else ""
+        if flag == "--db":
+            word = without_password(word)
+        elif flag == "--url":
+            parts = urlsplit(word)
+            if parts.password is not None:
+                host = parts.hostname or ""
+                netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
+                word = urlunsplit(parts._replace(netloc=netloc))
+        out.append(word)
+    return out
 
 
 def _table(rows: Sequence[tuple[int | None, Any]], title: str, selected: int | None = None) -> Table:
@@ -161,8 +183,8 @@ def eval_command(
     kind, make = _engine_factory(engine, url)
 
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console, transient=True, disable=json) as progress:
-        bars = _Bars(progress)
+    # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
+    with progress_for(err_console, enabled=not json, transient=True, columns=columns) as bars, _resumable():
         if model is not None:
             from diagevo.eval import evaluate_model
 

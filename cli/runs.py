@@ -10,7 +10,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from cli.common import DbOpt, JsonOpt, console, emit_json, open_store
+from cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
+from diagevo.errors import Hint
 
 runs_app = typer.Typer(
     help="The runs of a database: status, rounds, origin, config; tag and note them.",
@@ -34,7 +35,7 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
         emit_json({"runs": [r.to_json() for r in found]})
         return
     if not found:
-        console.print(Text("no runs in this database yet"))
+        console.print(Text(f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`"), soft_wrap=True)
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
     table.add_column("run", no_wrap=True)

@@ -33,6 +33,7 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 
 PHASE_NAMES = {
     "rounds": "rounds",
+    "embedder": "loading the embedding model",
     "challenger": "challenger GRPO",
     "generate": "Q^cur generation",
     "construct": "votes & filter",
@@ -137,6 +138,10 @@ def register(app: typer.Typer) -> None:
             show_plan(cfg, path, db_url, json_out)
             return
         cfg = cfg.model_copy(update={"db": db_url})
+        if not resume:  # validate before the database is created: a refused train leaves nothing
+            from diagevo.train.model_dirs import check_models
+
+            check_models(cfg)
         reports: list[Any] = []
         running = {"round": 0}
 
@@ -204,10 +209,11 @@ def register(app: typer.Typer) -> None:
         set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
     ) -> None:
         """Table 2 and Table 4 variants on the simulator, with each world property on and off."""
+        from diagevo.config import load_config
         from diagevo.train.ablate import VARIANTS, WORLDS, run_ablation
 
-        out.parent.mkdir(parents=True, exist_ok=True)
         path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+        load_config(path, list(set_ or []))  # a bad config or --set is refused before anything is created
         picked_v = variants or list(VARIANTS)
         picked_w = worlds or list(WORLDS)
         for name in picked_v:
@@ -216,6 +222,7 @@ def register(app: typer.Typer) -> None:
         for name in picked_w:
             if name not in WORLDS:
                 raise BadInput(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
+        out.parent.mkdir(parents=True, exist_ok=True)  # validated: now the ablation's directory
         total = len(picked_v) * len(picked_w) * seeds
         with Progress(TextColumn("{task.description:<40}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=json) as progress:
             task = progress.add_task("ablation runs", total=total)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,3 +95,20 @@ def plain_name(name: str, what: str) -> str:
 
 
 __all__ = ["plain_name", "replaced", "write_replacing"]
+
+
+@contextmanager
+def building(out: Path) -> Iterator[Path]:
+    """A temporary directory beside ``out`` to build into, renamed to ``out`` when the build
+    completes (warm-up and completion record included) and removed when it does not: a
+    half-built model never looks built. ``out`` may exist as an empty directory."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        yield part
+        if out.is_dir():
+            out.rmdir()  # empty (checked before the build); a file there makes the rename fail
+        os.replace(part, out)
+    finally:
+        if part.exists():
+            shutil.rmtree(part, ignore_errors=True)

@@ -210,3 +210,46 @@ def browser() -> Iterator[Any]:
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         yield b
         b.close()
+
+
+# --- tests write only under temporary directories -------------------------------------------
+# A session-level check: what `git status --ignored` lists in the repository tree before the run
+# and after it. A test that writes into the tree (a `*.lance` index beside a server database's
+# default place, a `runs/`, a `diagevo.db`) fails the session, naming the new paths. Tool caches
+# (pytest's, hypothesis's, bytecode) are left out.
+_ROOT = Path(__file__).resolve().parent.parent
+_BEFORE = pytest.StashKey["set[str] | None"]()
+_TOOL_CACHES = ("__pycache__/", ".pytest_cache/", ".hypothesis/", ".mypy_cache/", ".ruff_cache/", ".egg-info/")
+
+
+def _tree_entries() -> set[str] | None:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "status", "--porcelain", "--ignored", "-z"], cwd=_ROOT, capture_output=True, timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:  # not a git checkout (an sdist): no check
+        return None
+    entries = {e[3:] for e in done.stdout.decode("utf-8", "replace").split("\0") if e}
+    return {e for e in entries if not any(e.endswith(c) or f"/{c}" in f"/{e}" for c in _TOOL_CACHES)}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller only, under xdist
+        session.config.stash[_BEFORE] = _tree_entries()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_BEFORE, None)
+    if before is None:
+        return
+    after = _tree_entries()
+    new = sorted((after or set()) - before)
+    if new:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"the tests wrote into the repository tree (tests write only under tmp dirs): {', '.join(new)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

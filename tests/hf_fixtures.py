@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ def tiny_pair(config: pytest.Config) -> Path:
     else:
         out = Path(cache.mkdir(f"diagevo-tiny-{key}"))
     if not (out / "tiny.json").is_file():
+        shutil.rmtree(out)  # empty, or what an interrupted older build left
         tiny.build_tiny(out, TEST_SPEC)
     return out
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from fractions import Fraction
 
 import pytest
@@ -111,9 +110,7 @@ def test_hostile_check_is_over_budget(checker: EquivalenceChecker, hostile: str)
     """sympy would hang in C on these (no signal reaches it): the operation limits refuse them
     before they start, in a few milliseconds, and the worker stays up."""
     before, starts = checker.stats.over_budget, checker.stats.starts
-    start = time.monotonic()
     assert not checker.equivalent(hostile, "1")
-    assert time.monotonic() - start < 5
     assert checker.stats.over_budget == before + 1
     assert checker.stats.timeouts == 0 and checker.stats.starts == starts
     assert checker.equivalent("\\sqrt{4}", "2")
@@ -158,13 +155,12 @@ def test_worker_that_never_starts_is_bounded() -> None:
     chk = EquivalenceChecker(start_timeout_s=0.3, command=_fake_worker("time.sleep(60)"))
     chk.retry_after_s = 60.0
     try:
-        start = time.monotonic()
         for _ in range(6):
             assert not chk.equivalent("\\sqrt{2}", "\\sqrt{8}/2")
-        # three start attempts time out, then checks fail fast without waiting
-        assert time.monotonic() - start < 3 * 0.3 + 3
+        # three starts are waited for and time out, then checks fail fast: the worker started
+        # again after the third is never waited for (no fifth start, whatever the clock says)
         assert chk.stats.errors == 6
-        assert chk.stats.starts <= 4
+        assert chk.stats.starts == chk.max_start_failures + 1 == 4
     finally:
         chk.close()
 

@@ -48,8 +48,10 @@ def _refuse_cache_writes(backend: Backend, url: str) -> None:
 
 
 def test_a_failed_snapshot_write_after_the_commit_is_a_warning(
-    backend: Backend, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+    backend: Backend, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # a server database's vector index goes to the current directory
     open_log(db_url).close()  # migrated
     _refuse_cache_writes(backend, db_url)
     with caplog.at_level(logging.WARNING, logger="diagevo.cache"):

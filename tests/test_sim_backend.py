@@ -1,11 +1,10 @@
 """The sim backend end to end: the challenger reads cause texts through the real embedding model,
-learns from the challenger reward on its texts, and a realistic round costs milliseconds."""
+learns from the challenger reward on its texts, and a realistic round embeds nothing twice."""
 
 from __future__ import annotations
 
 import os
 import random
-import time
 from collections import Counter
 
 import pytest
@@ -112,23 +111,32 @@ def test_challenger_learns_from_the_reward_on_its_texts(embedder) -> None:  # no
     assert b.challenger.expected("guided")["pad"] == pytest.approx(before)
 
 
-def test_realistic_round_costs_milliseconds(embedder) -> None:  # noqa: ANN001
-    b = _backend(embedder)
+def test_a_realistic_round_embeds_nothing_twice(embedder) -> None:  # noqa: ANN001
+    """What keeps a simulated round at milliseconds: after the cause texts are embedded once (as
+    the loop's earlier phases do), a round of 192 requests, 128 challenger updates, 12 answers per
+    question, a solver update and the evaluation embeds no text again. The round's wall-clock time
+    is measured by ``benchmarks/bench_sim_round.py``, not asserted here."""
+    from diagevo.diagnosis.embedder import LocalEmbedder
+
+    computed: list[str] = []
+    counting = LocalEmbedder()  # its own cache; the model itself is loaded once per process
+    real = counting._compute
+    counting._compute = lambda texts: (computed.extend(texts), real(texts))[1]  # type: ignore[method-assign]
+    b = _backend(counting)
     rng = random.Random(4)
     causes = [GenerationRequest("targeted", f"c{i}", t, None, None, "n1", None) for i, t in enumerate(list(TARGETS.values())[:6])]
     reqs = ([FREE] * 6 + causes) * 16  # 192 requests, a third of them targeted
     b.generate(causes, rng)  # warm the embedding cache, as the loop's earlier phases would
+    warm = len(computed)
+    assert warm >= len(causes) and len(set(computed)) == len(computed)
 
     def chal_reward(rs, outs):  # noqa: ANN001, ANN202
         votes = b.sample(outs, 10, rng)
         return [Counter(extract_answer(r) for r in v).most_common(1)[0][1] / 10 for v in votes]
 
-    t0 = time.perf_counter()
     b.train_challenger(reqs[:128], chal_reward, rng)
-    t1 = time.perf_counter()
     texts = b.generate(reqs, rng)
     construction = b.sample(texts, 12, rng)
-    t2 = time.perf_counter()
     labels = [Counter(extract_answer(r) for r in rs).most_common(1)[0][0] for rs in construction]
     kept = list(range(128))
     b.train_solver(
@@ -137,8 +145,6 @@ def test_realistic_round_costs_milliseconds(embedder) -> None:  # noqa: ANN001
         8,
         rng,
     )
-    t3 = time.perf_counter()
     b.evaluate(rng)
-    t4 = time.perf_counter()
-    # generous bounds (answer extraction by the test is included); the world itself is far faster
-    assert t1 - t0 < 3.0 and t2 - t1 < 2.0 and t3 - t2 < 2.0 and t4 - t3 < 2.0
+    assert len(texts) == len(reqs) and len(construction) == len(texts)
+    assert computed[warm:] == []  # every text the round reads was embedded before it

@@ -25,6 +25,10 @@ class _Cached(ABC):
     @abstractmethod
     def _compute(self, texts: list[str]) -> np.ndarray: ...
 
+    def load(self) -> None:
+        """Load what the first ``embed`` would (a local model); a no-op for an endpoint."""
+        return None
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
@@ -69,6 +73,9 @@ class LocalEmbedder(_Cached):
     or the machine's core count (``benchmarks/bench_diagnosis.py`` measures what that costs)."""
 
     name = LOCAL_MODEL_NAME
+
+    def load(self) -> None:
+        _local_model()
 
     def _compute(self, texts: list[str]) -> np.ndarray:
         import torch

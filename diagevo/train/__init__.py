@@ -15,6 +15,7 @@ from diagevo.errors import BadInput, Conflict, NotFound, Unavailable
 from diagevo.log import EventStore
 from diagevo.redaction import given_secrets
 from diagevo.train.backend import Backend, ProgressFn, no_progress
+from diagevo.train.model_dirs import check_models
 
 
 class BackendUnavailable(Unavailable, ValueError):
@@ -125,9 +126,13 @@ def train(
         raise BadInput(f"rounds must be at least 1, not {rounds}")
     run = run_id_for(store, config, resume)
     wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
+    if backend is None and not resume:
+        check_models(config)  # before the run (or its lease) is written: a refusal leaves nothing
     with store.lease(run, writer_holder()):  # one training process per run; a second is refused
         if resume:
             config = resumed_config(store, run, config, wanted)
+            if backend is None:
+                check_models(config)
         else:  # one decision under the append lock: of two processes creating this id, one is refused
             if rounds is not None:
                 config = config.model_copy(update={"train": config.train.model_copy(update={"rounds": rounds})})

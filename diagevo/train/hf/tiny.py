@@ -144,9 +144,11 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     quiet_libraries()
+    from diagevo.files import building
+
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"{out} exists and is not a directory")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BadInput(f"{out} exists and is not empty: choose another --out or remove it")
     torch.manual_seed(spec.seed)
     pairs, heldout = corpus(max(spec.steps * spec.batch // 4, 400), spec.seed)
     texts = [_render(p, c) for p, c in pairs]
@@ -162,11 +164,12 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.bos_token_id = None
-    for role in ROLES:
-        model.save_pretrained(out / role)
-        tok.save_pretrained(out / role)
-    (out / HELDOUT_FILE).write_text("".join(json.dumps(h) + "\n" for h in heldout), encoding="utf-8")
-    (out / "tiny.json").write_text(json.dumps(asdict(spec)), encoding="utf-8")
+    with building(out) as part:  # renamed to ``out`` once complete: a half-built pair never looks built
+        for role in ROLES:
+            model.save_pretrained(part / role)
+            tok.save_pretrained(part / role)
+        (part / HELDOUT_FILE).write_text("".join(json.dumps(h) + "\n" for h in heldout), encoding="utf-8")
+        (part / "tiny.json").write_text(json.dumps(asdict(spec)), encoding="utf-8")
     return out
 
 

@@ -1,0 +1,58 @@
+"""The model directories a run names, checked before anything is created (issue 31).
+
+A directory that ``diagevo models smollm2`` or ``diagevo models tiny`` builds is complete only
+with its completion record, written last (``provenance.json``, ``tiny.json`` beside the two
+roles): both builds now write into a temporary directory beside the target and rename it when
+complete, and a directory an older, interrupted build left (the build's ``heldout.jsonl`` without
+the record) is refused. A directory from elsewhere (a transformers checkpoint, no
+``heldout.jsonl``) needs only its ``config.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diagevo.config import Config
+from diagevo.errors import BadInput, Hint, NotFound
+
+PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.PROVENANCE
+TINY_RECORD = "tiny.json"  # written last by diagevo.train.hf.tiny.build_tiny
+HELDOUT = "heldout.jsonl"  # written by both builds
+
+
+def build_hint(model: str) -> Hint:
+    """The command that builds ``model``: the tiny pair for a ``challenger``/``solver`` role
+    directory, else SmolLM2."""
+    path = Path(model)
+    if path.name in ("challenger", "solver"):
+        return Hint(("models", "tiny", "--out", str(path.parent)))
+    return Hint(("models", "smollm2", "--out", model))
+
+
+def check_model_dir(model: str) -> None:
+    """One line, naming the directory and the command that builds it, when ``model`` is a local
+    directory that is missing, not a model, or a build that never completed. The hf backend
+    loads local directories only (no hub is reached), so a name like ``org/name`` is a path too."""
+    path = Path(model).expanduser()
+    if not path.exists():
+        raise NotFound(f"no model directory {model}: build it with {{command}}", hint=build_hint(model))
+    if not path.is_dir():
+        raise BadInput(f"{model}: a file, not a model directory")
+    tiny = path.name in ("challenger", "solver") and (path.parent / HELDOUT).is_file()
+    built_here = (path / HELDOUT).is_file() or tiny
+    record = path.parent / TINY_RECORD if tiny else path / PROVENANCE
+    if built_here and not record.is_file():
+        raise BadInput(
+            f"{model}: an incomplete model build (no {record.name}, written when the build completes); "
+            f"remove {path.parent if tiny else path} and build it again with {{command}}", hint=build_hint(model),
+        )
+    if not (path / "config.json").is_file():
+        raise BadInput(f"{model}: not a model directory (no config.json); build one with {{command}}", hint=build_hint(model))
+
+
+def check_models(config: Config) -> None:
+    """Every model directory the run's backend loads (the hf backend's two roles)."""
+    if config.train.backend != "hf":
+        return
+    for model in dict.fromkeys((config.challenger.model, config.solver.model)):
+        check_model_dir(model)
