@@ -80,7 +80,7 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0, err
     with open_log(db) as s:
         [conf] = [e for e in s.read("k1", types=("run.configured",))]
-        assert conf.round == 2 and conf.data["config"]["k"] == 1.0
+        assert conf.round == 2 and conf.data["config"]["memory"]["k"] == 1.0  # k is stored once, as memory.k
         paths = {r: [(e.round, e.data["path"]) for e in s.read(r, types=("checkpoint.written",))] for r in ("src", "k1")}
         assert [p for p in paths["k1"] if p[0] == 1] == [p for p in paths["src"] if p[0] == 1]  # continues from these
         assert {p for p in paths["k1"] if p[0] == 2}.isdisjoint(paths["src"])  # round 2 writes its own

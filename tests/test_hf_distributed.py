@@ -67,7 +67,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
         "--set", "grpo.solver_max_steps=1", "--set", "grpo.construction_responses=4",
     ], timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "x.db", "x.lance"]  # one log, its vector index
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "x.db", "x.lance", "x.leases"]  # one log, its vector index, its writer lease
     assert done.stdout.count("log: sqlite") == 1  # one rank reports
     store = open_log(f"sqlite:///{db}")
     try:
