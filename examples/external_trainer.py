@@ -147,7 +147,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args(argv)
-    cfg = diagevo.load_config(CONFIG, [*args.overrides, f"train.seed={args.seed}", f"train.run={json.dumps(args.run)}"])
+    # the run's target round is part of its config, as `diagevo train --rounds` stores it
+    pinned = [f"train.seed={args.seed}", f"train.run={json.dumps(args.run)}", f"train.rounds={args.rounds}"]
+    cfg = diagevo.load_config(CONFIG, [*args.overrides, *pinned])
     with diagevo.open_store(args.db) as store:
         diagevo.start_run(store, args.run, cfg, cfg.train.seed)
         trainer = ExternalTrainer(cfg, store, args.run)

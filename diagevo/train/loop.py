@@ -209,7 +209,13 @@ class Trainer:
         r.seconds["evaluate"] = time.perf_counter() - started
         rnd.commit(
             metrics,
-            summary={"dedup_truncated": int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)), "timing": dict(r.seconds)},
+            summary={
+                "dedup_truncated": int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
+                # the round's own figures in round.committed too (the ablation reads val_acc there)
+                "heldout_acc": metrics.get("heldout_acc"), "pseudo_label_acc": metrics.get("pseudo_label_acc"),
+                **({"val_acc": metrics["val_acc"]} if "val_acc" in metrics else {}),  # the sim's validation split
+                "timing": dict(r.seconds),
+            },
         )
         report = self._report(r, metrics)
         self.on_round(report)
