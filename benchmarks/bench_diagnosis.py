@@ -47,8 +47,8 @@ from diagevo.diagnosis.interface import (  # noqa: E402
 )
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
 from diagevo.diagnosis.pipeline import FailureInput, diagnose_round  # noqa: E402
+from diagevo.log import EventStore, open_log
 from diagevo.schemas import new_event
-from diagevo.log import open_log, EventStore
 from tests.llm_server import ServerProcess  # noqa: E402
 
 RUN = "bench"

@@ -23,9 +23,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from diagevo.config import load_config  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
-from diagevo.log import open_log
 from diagevo.generation import Sampling  # noqa: E402
 from diagevo.generation.local import LocalEngine  # noqa: E402
+from diagevo.log import open_log
 from diagevo.train import train  # noqa: E402
 from diagevo.train.hf.tiny import TinySpec, build_tiny  # noqa: E402
 

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from diagevo.schemas import EventIn, validate_event
 from diagevo.parsing import loads, split_lines
+from diagevo.schemas import EventIn, validate_event
 
 
 def export_like(n: int) -> str:

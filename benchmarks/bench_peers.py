@@ -49,9 +49,9 @@ from bench_store import (  # noqa: E402
     realistic_events,
 )
 
-from diagevo.schemas import EventIn
 from diagevo.log import open_log
 from diagevo.log.sql import EVENT_COLUMNS
+from diagevo.schemas import EventIn
 
 BATCH = 1000
 REPEATS = 3  # each run is the best of this many workloads

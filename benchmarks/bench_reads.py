@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import build_log  # noqa: E402
 
 from diagevo.log import open_log, sqlite_path
-from diagevo.views.stories import cause_story
-from diagevo.views.stats import scan as scan_stats
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.stats import scan as scan_stats
+from diagevo.views.stories import cause_story
 
 CAUSE_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause")
 

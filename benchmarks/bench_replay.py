@@ -27,8 +27,8 @@ from bench_store import _peak_rss_mib, build_log, in_fresh_process  # noqa: E402
 
 from diagevo.log import open_log
 from diagevo.memory.fold import fold  # noqa: E402
-from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.memory import committed_rounds, load_memory
 
 
 def full_replay(url: str, run: str) -> dict[str, float]:
@@ -48,8 +48,8 @@ def validating_fold(url: str, run: str) -> dict[str, float]:
 
 
 def evolve_each(url: str, run: str) -> dict[str, float]:
-    from diagevo.memory.fold import evolve, start
     from diagevo.catalog import FOLDED as FOLD_TYPES
+    from diagevo.memory.fold import evolve, start
 
     with open_log(url) as store:
         rows = list(store.rows(run, types=FOLD_TYPES))

@@ -26,10 +26,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_store import build_log  # noqa: E402
 
 from diagevo.log import open_log
-from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.report import write_report  # noqa: E402
 from diagevo.report.data import load_run  # noqa: E402
 from diagevo.report.figures import _pyplot  # noqa: E402
+from diagevo.views.caches import refresh as refresh_snapshots
 
 
 def main() -> None:

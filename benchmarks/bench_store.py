@@ -38,11 +38,10 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from diagevo.schemas import model_of
-from diagevo.schemas import EventIn, validate_event
 from diagevo.log import open_log
-from diagevo.log.sql import EVENT_COLUMNS
 from diagevo.log.schema import upgrade
+from diagevo.log.sql import EVENT_COLUMNS
+from diagevo.schemas import EventIn, model_of, validate_event
 
 WORDS = (
     "let the number of apples be x then twice that plus seven equals the total so we subtract "

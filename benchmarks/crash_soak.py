@@ -36,6 +36,7 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+
 from diagevo.log import open_log
 
 ROOT = Path(__file__).resolve().parent.parent

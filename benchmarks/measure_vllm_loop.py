@@ -74,10 +74,10 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
     """One run in this process; the figures as JSON."""
     from diagevo.config import load_config
     from diagevo.log import open_log
-    from diagevo.views.verify import verify_run
-    from diagevo.train import train
     from diagevo.train import loop as loop_module
+    from diagevo.train import train
     from diagevo.train.hf.backend import HFBackend
+    from diagevo.views.verify import verify_run
 
     cfg = load_config(CONFIG, [
         f"hf.solver_model={json.dumps(str(model))}", f"hf.challenger_model={json.dumps(str(model))}",

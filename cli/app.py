@@ -6,12 +6,11 @@ import errno
 import gc
 import os
 import sys
-
 from typing import Annotated, Any
 
 import typer
 
-from cli.common import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPTED, Interrupted, err_console, message
+from cli.common import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, err_console, message
 from cli.safe import error_line, text
 from diagevo.errors import DiagevoError
 from diagevo.redaction import redact_argv, redact_text
@@ -92,8 +91,8 @@ def _register() -> None:
     from cli import config, diagnose, doctor, eval, fork, report, train
     from cli.db import db_app
     from cli.memory import memory_app
-    from cli.rounds import round_app
     from cli.models import gpu_check, models_app
+    from cli.rounds import round_app
     from cli.runs import runs_app
 
     app.add_typer(memory_app, name="memory")

@@ -33,9 +33,9 @@ def _fail(exc: Exception) -> typer.Exit:
 @db_app.command("upgrade")
 def upgrade_cmd(db: DbOption = None) -> None:
     """Migrate the database to the latest schema revision (creates it when empty)."""
-    from diagevo.urls import redact_url, resolve_db_url
     from diagevo.log import StoreError
     from diagevo.log.schema import upgrade
+    from diagevo.urls import redact_url, resolve_db_url
 
     url = resolve_db_url(db)
     try:
@@ -55,9 +55,9 @@ def current_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show the database's schema revision and whether it is up to date (creates nothing)."""
-    from diagevo.urls import resolve_db_url
     from diagevo.log import StoreError
     from diagevo.log.schema import revision_status
+    from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
     try:

@@ -104,12 +104,12 @@ def diagnose(
     """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log.
     (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
     from diagevo.config import resolve_db_url
-    from diagevo.views.index import VectorIndex, default_index_path
     from diagevo.diagnosis.llm import LLMDiagnostician
-    from diagevo.openai_client import check_endpoint
     from diagevo.diagnosis.pipeline import diagnose as diagnose_round
     from diagevo.diagnosis.pipeline import failures_from_records
+    from diagevo.openai_client import check_endpoint
     from diagevo.rounds import Round, round_state
+    from diagevo.views.index import VectorIndex, default_index_path
 
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
@@ -193,7 +193,8 @@ def reindex(
 ) -> None:
     """Rebuild the vector index (LanceDB) of a run from its event log."""
     from diagevo.config import resolve_db_url
-    from diagevo.views.index import VIEW as CHECKPOINT, default_index_path
+    from diagevo.views.index import VIEW as CHECKPOINT
+    from diagevo.views.index import default_index_path
     from diagevo.views.index import reindex as rebuild
     from diagevo.views.memory import resolve_run
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from cli.common import JsonOpt, console, emit_json, spell
 from cli.safe import text
 

@@ -15,8 +15,8 @@ from rich.table import Table
 
 from cli.common import CLIError, DbOpt, Interrupted, JsonOpt, console, emit_json, err_console, open_store, program
 from cli.progress import progress_for
-from diagevo.untrusted import shell_join
 from cli.safe import text
+from diagevo.untrusted import shell_join
 
 EngineOpt = Annotated[
     str | None,

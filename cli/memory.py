@@ -16,6 +16,7 @@ from rich.tree import Tree
 from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, err_console, open_store
 from cli.safe import plain, text
 from diagevo.words import plural
+
 if TYPE_CHECKING:
     from diagevo.memory.state import Memory
 
@@ -60,8 +61,8 @@ def replay(
     json: JsonOpt = False,
 ) -> None:
     """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
-    from diagevo.views.queries import memory_view
     from diagevo.views.memory import load_memory, resolve_run
+    from diagevo.views.queries import memory_view
 
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), round)
@@ -74,8 +75,8 @@ def replay(
 @memory_app.command()
 def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     """The memory after the run's last event (an unfinished round included)."""
-    from diagevo.views.queries import memory_view
     from diagevo.views.memory import load_memory, resolve_run
+    from diagevo.views.queries import memory_view
 
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
@@ -329,8 +330,8 @@ def events(
     """List events, filtered (every filter is an indexed read). With --follow, every event of the
     run from its first (filtered) and then each new one as another process appends it, a line
     each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
-    from diagevo.catalog import CAUSE_FIELDS
     from diagevo.catalog import CATALOG as EVENT_TYPES
+    from diagevo.catalog import CAUSE_FIELDS
     from diagevo.parsing import one_line
     from diagevo.views.memory import resolve_run
 

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from cli.common import JsonOpt, console, emit_json
-from cli.safe import text
 from cli.progress import progress_for
+from cli.safe import text
 from diagevo.errors import BadInput
 
 models_app = typer.Typer(no_args_is_help=True, help="Local models for the hf backend.")

@@ -20,7 +20,6 @@ from cli.safe import plain
 from diagevo.progress import ProgressFn
 
 
-
 def _duration(seconds: float) -> str:
     s = int(round(seconds))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"

@@ -24,10 +24,10 @@ def report_command(
     """Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, trees, timing, config.
     With several --run, one page comparing them: their curves (accuracy and every metric, F_t, ε, Active/Mastered) on shared axes."""
     from diagevo.config import redact_url, resolve_db_url
-    from diagevo.urls import without_password
-    from diagevo.words import plural
-    from diagevo.views.memory import resolve_run
     from diagevo.report import write_report
+    from diagevo.urls import without_password
+    from diagevo.views.memory import resolve_run
+    from diagevo.words import plural
 
     if out.suffix.lower() not in (".html", ".htm"):
         raise CLIError(f"{out}: the report is an .html file")

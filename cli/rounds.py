@@ -7,9 +7,9 @@ Thin: each command parses, calls :mod:`diagevo.rounds` and renders. Failures go 
 from __future__ import annotations
 
 import json as jsonlib
-from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,9 +21,10 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from cli.progress import progress_for
 from cli.common import DbOpt, Interrupted, JsonOpt, console, db_args, emit_json, open_store, program
+from cli.progress import progress_for
 from cli.safe import plain, text
+from diagevo.errors import BadInput
 from diagevo.untrusted import shell_join
 from diagevo.words import plural
 

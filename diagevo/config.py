@@ -19,10 +19,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from diagevo.catalog import config_k
-from diagevo.parsing import shorten, toml_loads, validation_reason
 from diagevo.errors import BadInput, NotFound
-from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
+from diagevo.parsing import shorten, toml_loads, validation_reason
 from diagevo.redaction import redact_config
+from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
 from diagevo.urls import redact_url as redact_url
 from diagevo.urls import resolve_db_url as resolve_db_url
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from diagevo.errors import BadInput, NotFound
 from diagevo.catalog.ids import event_id, rebase_event_id
-from diagevo.schemas import EventIn, new_event, validate_event
+from diagevo.errors import BadInput, NotFound
 from diagevo.log import EventStore
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.memory import committed_rounds, load_memory
 
 
 class ForkError(BadInput):

@@ -34,20 +34,20 @@ from typing import Any
 from diagevo import curriculum as cur
 from diagevo.catalog import FOLDED, MILESTONES, RETROSPECTIVE
 from diagevo.catalog import ids as keys
-from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.config import Config, config_from_record
 from diagevo.errors import BadInput, Conflict, Hint, NotFound
 from diagevo.log import AppendResult, EventRow, EventStore
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, fold
-from diagevo.redaction import redact_config
 from diagevo.memory.sampler import GenerationRequest, sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.redaction import redact_config
+from diagevo.schemas import EventIn, InvalidEvent, new_event
+from diagevo.urls import redact_url
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
-from diagevo.urls import redact_url
 from diagevo.words import plural
 
 PURPOSES = {"curriculum": ("cur-requests", "q"), "challenger": ("chal-requests", "c")}

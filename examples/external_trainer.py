@@ -23,10 +23,10 @@ from typing import Any
 import diagevo
 from diagevo import curriculum as cur
 from diagevo.config import Config
-from diagevo.views.index import VectorIndex, default_index_path
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_dir
 from diagevo.train.sim import SimBackend
+from diagevo.views.index import VectorIndex, default_index_path
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 

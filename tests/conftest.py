@@ -20,8 +20,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
+from diagevo.log import EventStore, open_log
 from diagevo.log.sql import APPEND_LOCK_KEY as PG_APPEND_LOCK_KEY
-from diagevo.log import open_log, EventStore
 
 _PG_CANDIDATES = (
     "postgresql+psycopg://postgres@127.0.0.1:5432/test",

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from diagevo.log import StoreError, open_log
 from diagevo.log.canonical import canonical_bytes, canonical_json, stdlib_canonical
-from diagevo.log import open_log, StoreError
 from diagevo.schemas import EventIn
 
 finite = st.floats(allow_nan=False, allow_infinity=False)

@@ -274,9 +274,9 @@ def test_a_bug_is_one_internal_error_line_with_its_traceback_in_a_file(
 
 def test_declared_errors_are_one_line_and_derive_from_diagevo_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from diagevo import errors
-    from diagevo.log import ConflictError, SchemaOutdated, StoreError
     from diagevo.fork import ForkError
     from diagevo.interchange import IngestError
+    from diagevo.log import ConflictError, SchemaOutdated, StoreError
     from diagevo.memory.fold import InvariantError
     from diagevo.rounds import ProtocolError
 

@@ -97,8 +97,8 @@ def test_a_config_stored_by_an_earlier_version_loads(tmp_path: Path) -> None:
     """run.started of a sim run trained before the role sections (``--seed 3 --run eq``): read
     back through the one reader of stored configs, it is the run's config now."""
     from diagevo.log import open_log
-    from diagevo.schemas import new_event
     from diagevo.rounds import stored_config
+    from diagevo.schemas import new_event
 
     stored = json.loads((DATA / "run-started-config-flat-roles.json").read_text(encoding="utf-8"))
     assert "solver_group_size" in stored["grpo"] and "solver_model" in stored["hf"]

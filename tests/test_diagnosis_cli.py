@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from diagevo.views.index import VIEW as CHECKPOINT
 from diagevo.log import open_log
+from diagevo.views.index import VIEW as CHECKPOINT
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, NEW, NEW_LABEL, RUN, j, seed

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diagevo.views.index import VIEW as CHECKPOINT, VectorIndex, default_index_path, reindex
-from diagevo.schemas import new_event
-from diagevo.log import open_log, EventStore
+from diagevo.log import EventStore, open_log
 from diagevo.memory.fold import evolve
+from diagevo.schemas import new_event
+from diagevo.views.index import VIEW as CHECKPOINT
+from diagevo.views.index import VectorIndex, default_index_path, reindex
 from diagevo.views.memory import load_memory
 
 RUN = "run-index"

@@ -15,13 +15,14 @@ import pytest
 
 from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
-from diagevo.views.index import VIEW as CHECKPOINT, VectorIndex, reindex
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
-from diagevo.schemas import new_event
 from diagevo.errors import Conflict
-from diagevo.log import open_log, EventStore
+from diagevo.log import EventStore, open_log
 from diagevo.memory.state import CauseState
+from diagevo.schemas import new_event
+from diagevo.views.index import VIEW as CHECKPOINT
+from diagevo.views.index import VectorIndex, reindex
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, Hang, LLMServer
 

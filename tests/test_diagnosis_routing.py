@@ -234,8 +234,8 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
     from diagevo.diagnosis.embedder import APIEmbedder
     from diagevo.diagnosis.interface import Reply
     from diagevo.diagnosis.pipeline import diagnose_round
-    from diagevo.schemas import new_event
     from diagevo.log import EventStore, open_log
+    from diagevo.schemas import new_event
     from diagevo.views.memory import load_memory
     from tests.llm_server import LLMServer
 

@@ -19,10 +19,10 @@ from diagevo.eval import BenchmarkError, OutputsMismatch, grade, kind_of, load_b
 from diagevo.eval.benchmarks import Question
 from diagevo.eval.grading import text_equal
 from diagevo.eval.runner import evaluate
-from diagevo.schemas import new_event
-from diagevo.log import open_log, EventStore
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
+from diagevo.log import EventStore, open_log
+from diagevo.schemas import new_event
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli

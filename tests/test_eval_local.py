@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("transformers")
 
 from diagevo.curriculum.prompts import SOLVER_SYSTEM  # noqa: E402
+from diagevo.log import open_log
 from tests.hf_fixtures import tiny_pair  # noqa: E402
 from tests.test_cli_memory import run_cli  # noqa: E402
 from tests.test_eval import SHARED  # noqa: E402
-from diagevo.log import open_log
 
 pytestmark = pytest.mark.slow
 MATH500 = SHARED / "math500.jsonl"
@@ -82,14 +82,13 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     solver is the tiny solver with every weight zeroed, round 1 keeps it, and round 2 holds the
     warmed-up tiny solver."""
     import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from diagevo.schemas import new_event
     from diagevo.paths import beside_database, run_dir
     from diagevo.rounds import start_run
+    from diagevo.schemas import new_event
     from diagevo.train.hf.backend import HFBackend
     from tests.test_hf_backend import tiny_config
-
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     base = tmp / "zero-solver"
     model = AutoModelForCausalLM.from_pretrained(tiny_dir / "solver")

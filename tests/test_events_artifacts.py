@@ -10,9 +10,9 @@ import hashlib
 import pytest
 from sqlalchemy import text
 
-from diagevo.schemas import new_event
+from diagevo.log import EventStore, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
-from diagevo.log import open_log, EventStore, StoreError
+from diagevo.schemas import new_event
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.test_cli_memory import run_cli

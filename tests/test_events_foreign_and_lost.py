@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from diagevo.log import StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
-from diagevo.log import open_log, StoreError
 from tests.conftest import Backend, PostgresBackend
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
+from diagevo.log import EventStore, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
-from diagevo.log import open_log, EventStore
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.logs import Log

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
-from diagevo.log import open_log, EventStore
+from diagevo.log import EventStore, open_log
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one
 

@@ -14,9 +14,9 @@ import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from diagevo.config import load_config  # noqa: E402
-from diagevo.log import open_log
-from diagevo.generation import Sampling, make_engine  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
+from diagevo.generation import Sampling, make_engine  # noqa: E402
+from diagevo.log import open_log
 from diagevo.train import train  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
 from diagevo.train.hf.heuristic import MODEL as HEURISTIC  # noqa: E402

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diagevo.errors import NotFound
 from diagevo.config import load_config
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
+from diagevo.errors import NotFound
 from diagevo.generation import Sampling
 from diagevo.generation.vllm_engine import engine_args, sampling_params
 from diagevo.train.hf.args import attention, grpo_kwargs, launch_command, phase_plan, plan, step_order, vllm_kwargs

@@ -12,10 +12,10 @@ import pytest
 from diagevo.diagnosis.parsing import ReplyError, extract_json
 from diagevo.errors import BadInput
 from diagevo.eval import load_benchmark
-from diagevo.schemas import new_event, validate_event
-from diagevo.log import open_log
 from diagevo.interchange import export_lines, parse_lines
+from diagevo.log import open_log
 from diagevo.parsing import MAX_DEPTH, loads, split_lines
+from diagevo.schemas import new_event, validate_event
 from tests.conftest import Backend
 from tests.input_cases import COMMANDS, cli, command, db_state, dumps, make_db, nested, valid_objects
 from tests.logs import Log

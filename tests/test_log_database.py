@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
-from diagevo.schemas import EventIn, new_event
 from diagevo.log import EventStore, StoreError
+from diagevo.schemas import EventIn, new_event
 from tests.conftest import Backend
 
 

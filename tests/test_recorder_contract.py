@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagevo.catalog import SCHEMA_VERSION
-from diagevo.schemas import EventIn, new_event
 from diagevo.log import GENESIS_HASH, AppendResult, ConflictError, Recorder, StoreError, ViewState, open_log
 from diagevo.log.inmemory import InMemoryRecorder, forget
 from diagevo.log.postgres import PostgresRecorder
 from diagevo.log.recorder import ARTIFACT_KEY, EventRow, RunBusy
 from diagevo.log.sqlite import SQLiteRecorder
+from diagevo.schemas import EventIn, new_event
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import round_stats

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from cli.app import main
-from diagevo.schemas import new_event
 from diagevo.log import open_log
+from diagevo.schemas import new_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import small_args
 

@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from diagevo import rounds
+from diagevo.log import EventStore, open_log
 from diagevo.schemas import new_event
-from diagevo.log import open_log, EventStore
 from diagevo.views.memory import load_memory
 
 RUN = "ext"

@@ -122,8 +122,8 @@ def _diagnose(url: str, rank: int, barrier: Any, out: Any) -> None:
 
     from diagevo.config import DiagnosisConfig
     from diagevo.diagnosis.embedder import LocalEmbedder
-    from diagevo.views.index import VectorIndex
     from diagevo.diagnosis.pipeline import FailureInput, diagnose_round
+    from diagevo.views.index import VectorIndex
 
     embedder = LocalEmbedder()
     embedder.embed(["warm up"])

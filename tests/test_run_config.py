@@ -13,9 +13,9 @@ import pytest
 
 from diagevo.config import Config, config_from_record, load_config
 from diagevo.errors import BadInput
-from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.log import open_log
 from diagevo.rounds import config_record, run_config
+from diagevo.schemas import EventIn, InvalidEvent, new_event
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import NEW, NEW_LABEL, j

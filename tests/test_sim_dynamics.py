@@ -108,8 +108,8 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
     assert [e.round for e in stored] == [1, 2]
     assert stored[1].data["shared_label_acc"] == rows["full"]["dynamics"]["shared_label_acc"][1]
     with open_log(f"sqlite:///{db}") as store:
-        from diagevo.views.verify import verify_run
         from diagevo.report.data import load_run
+        from diagevo.views.verify import verify_run
 
         assert verify_run(store, "ablate/all on/full/s0") == []  # measures appended after commit
         report = load_run(store, "ablate/all on/full/s0")

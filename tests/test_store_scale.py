@@ -8,8 +8,8 @@ import sqlite3
 
 from alembic import command
 
+from diagevo.log import EventStore, open_log, sqlite_path
 from diagevo.log.schema import HEAD_REVISION, _alembic_config, current, upgrade
-from diagevo.log import open_log, EventStore, sqlite_path
 from diagevo.memory.fold import commits
 from diagevo.views.caches import refresh
 from diagevo.views.memory import commit_memories
@@ -112,7 +112,7 @@ def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
     import sys
 
     heavy = ("pydantic", "sqlalchemy", "alembic", "polars", "torch", "transformers", "diagevo.config", "asyncio")
-    code = "import sys, cli.app; print(' '.join(m for m in %r if m in sys.modules))" % (heavy,)
+    code = f"import sys, cli.app; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == []
 

@@ -10,10 +10,10 @@ from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 
 from cli.db import db_app
-from diagevo.schemas import new_event
 from diagevo.errors import Hint
+from diagevo.log import SchemaOutdated, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, head_revision, revision_status, upgrade
-from diagevo.log import open_log, SchemaOutdated, StoreError
+from diagevo.schemas import new_event
 from tests.conftest import Backend
 
 HEAD = HEAD_REVISION

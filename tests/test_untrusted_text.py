@@ -37,8 +37,8 @@ from typing import Any
 
 import pytest
 
-from diagevo.schemas import new_event
 from diagevo.log import open_log
+from diagevo.schemas import new_event
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
 from tests.logs import Log

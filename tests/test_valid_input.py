@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.schemas import new_event
 from diagevo.log import open_log
+from diagevo.schemas import new_event
 from tests.input_cases import cli
 from tests.logs import Log
 from tests.test_cli_memory import case_study

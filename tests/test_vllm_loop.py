@@ -25,8 +25,8 @@ from tests.vllm_fixtures import skip_without_vllm
 skip_without_vllm()
 pytest.importorskip("trl")
 
-from diagevo.log import open_log
 from diagevo.generation.vllm_server import own_environment  # noqa: E402
+from diagevo.log import open_log
 from tests.hf_fixtures import smollm2_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,8 @@ skip_without_vllm()
 
 from diagevo.diagnosis.interface import ExtractionInput  # noqa: E402
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
-from diagevo.log import open_log
 from diagevo.generation.vllm_server import served  # noqa: E402
+from diagevo.log import open_log
 from tests.hf_fixtures import smollm2_model  # noqa: E402
 from tests.test_cli_memory import run_cli  # noqa: E402
 from tests.test_diagnosis_pipeline import D1, L1, RUN, seed  # noqa: E402

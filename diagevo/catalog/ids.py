@@ -5,6 +5,7 @@ diagnosis decisions."""
 
 from __future__ import annotations
 
+
 def event_id(run: str, round: int, *parts: object) -> str:
     """``RUN/ROUND/PART/...``: the id of the event ``parts`` of a round, the same on every retry."""
     return "/".join([run, str(round), *(str(p) for p in parts)])

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from diagevo.curriculum.answers import answer_key, extract_answer, simple_number
 from diagevo.diagnosis.interface import (
     Assignment,
     Consolidation,
@@ -31,8 +32,6 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
-
-from diagevo.curriculum.answers import answer_key, extract_answer, simple_number
 
 MODEL = "heuristic-first-departure"
 ANSWER_MODEL = "heuristic-answer-mismatch"  # the model name ``diagnose --diagnostician heuristic`` records

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-
 from diagevo.views.index import Embedder
 
 T = TypeVar("T")

@@ -16,8 +16,6 @@ without it, and from then on the client sends none and relies on the lenient par
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
@@ -33,6 +31,7 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
+from diagevo.errors import BadInput
 from diagevo.openai_client import Attempt, OpenAIClient, TransportError, first_message
 
 T = TypeVar("T")

@@ -19,8 +19,6 @@ decided in the log, reuses stored Prompt 1 replies, and re-appending anything is
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput, Conflict
-
 import asyncio
 import time
 from collections.abc import Iterable, Sequence
@@ -29,20 +27,20 @@ from typing import Any
 
 import numpy as np
 
+from diagevo.catalog.ids import digest_event_id
 from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
-from diagevo.schemas import EventIn, new_event
-from diagevo.catalog.ids import digest_event_id
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
-from diagevo.views.index import VectorIndex
+from diagevo.errors import BadInput, Conflict
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
 from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import MemoryMoved, ProtocolError, Round, require_open, round_state
+from diagevo.schemas import EventIn, new_event
+from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
-
 
 # Stage-1 replies are appended in batches of this many failures (one transaction each).
 FLUSH_EVERY = 64

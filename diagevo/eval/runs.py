@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diagevo.catalog.ids import event_id
 from diagevo.config import EvalConfig, migrate
 from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.runner import BenchResult, evaluate
-from diagevo.catalog.ids import event_id
-from diagevo.schemas import EventIn, new_event
-from diagevo.log import EventStore
-from diagevo.rounds import record_retrospective
 from diagevo.generation import Engine
+from diagevo.log import EventStore
 from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
+from diagevo.rounds import record_retrospective
+from diagevo.schemas import EventIn, new_event
 
 
 class RunEvalError(BadInput):

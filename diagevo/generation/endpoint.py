@@ -13,13 +13,12 @@ providers do) is asked again for the missing ones, each with its own seed.
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from diagevo import aio
+from diagevo.errors import BadInput
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.openai_client import BadResponse, OpenAIClient, TransportError
 from diagevo.progress import ProgressFn, no_progress

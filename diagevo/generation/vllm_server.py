@@ -17,7 +17,6 @@ from pathlib import Path
 from diagevo.errors import Unavailable
 from diagevo.generation.vllm_platform import decide, serve_flags
 
-
 # what a process sets for its own torch.distributed rendezvous (an engine under external_launcher)
 RENDEZVOUS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 

@@ -17,10 +17,8 @@ import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-from typing import TYPE_CHECKING
 
 from diagevo.log.backends import plain_file
 from diagevo.log.recorder import MissingDatabase, StoreError, busy

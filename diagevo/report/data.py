@@ -17,13 +17,12 @@ import polars as pl
 
 from diagevo.curriculum.stats import question_stats
 from diagevo.log import EventStore
-from diagevo.views.stories import cause_stories
-from diagevo.views.stats import COLUMNS
-from diagevo.views.stats import frame as stats_frame
-from diagevo.views.stats import is_family_detail, metric_columns, round_stats
 from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
+from diagevo.views.stats import COLUMNS, is_family_detail, metric_columns, round_stats
+from diagevo.views.stats import frame as stats_frame
+from diagevo.views.stories import cause_stories
 
 # the round's phases as the paper's Table 6 names its components
 PHASES = {

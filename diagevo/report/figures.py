@@ -12,9 +12,6 @@ as text: through :func:`literal`, never parsed as mathtext.
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-from diagevo.untrusted import clip, visible
-
 import io
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from diagevo.errors import BadInput
+from diagevo.untrusted import clip, visible
 
 # one style per series, distinguishable in grey scale: (colour, marker, line style)
 STYLES = [

@@ -23,10 +23,10 @@ import polars as pl
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.redaction import redact_config
-from diagevo.untrusted import visible
 from diagevo.report import figures
-from diagevo.words import plural
 from diagevo.report.data import PHASES, RunData
+from diagevo.untrusted import visible
+from diagevo.words import plural
 
 EXCERPT = 600  # characters of a trajectory shown in a story
 

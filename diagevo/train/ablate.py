@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.config import load_config
-from diagevo.log import open_log
-from diagevo.log import EventStore
+from diagevo.log import EventStore, open_log
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {

@@ -34,7 +34,8 @@ def follow_events(store: Recorder, run: str, *, after_seq: int = 0, interval: fl
     """The run's events after ``after_seq`` in seq order, then each new one as it is appended."""
     last = after_seq
     for head in heads(store, run, after_seq=after_seq, interval=interval, sleep=sleep):
-        for event in store.read(run, after_seq=last, upto_seq=head):
+        # a plain loop, not ``yield from``: closing this generator leaves the read as it always did
+        for event in store.read(run, after_seq=last, upto_seq=head):  # noqa: UP028
             yield event
         last = head
 

@@ -127,10 +127,10 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
 
     from diagevo.config import load_config
     from diagevo.log import open_log
-    from diagevo.views.verify import verify_run
     from diagevo.train import train
     from diagevo.train.hf.args import attention
     from diagevo.train.hf.backend import HFBackend
+    from diagevo.views.verify import verify_run
 
     if not torch.cuda.is_available():
         raise Unavailable("no CUDA device: the GPU check runs on a machine with an NVIDIA GPU")

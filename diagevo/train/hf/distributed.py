@@ -16,8 +16,6 @@ on rank 0 alone.
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -27,6 +25,7 @@ from typing import Any, TypeVar
 
 from diagevo.config import Config
 from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound

@@ -11,8 +11,6 @@ initialised from one base model). Held-out questions never occur in the warm-up 
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import json
 import random
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
+from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 

@@ -15,8 +15,6 @@ for 150-190 Active causes), so a promoted cause stays Mastered unless its mechan
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import hashlib
 import json
 import random
@@ -28,6 +26,7 @@ import numpy as np
 
 from diagevo.config import Config
 from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
 from diagevo.train.sim.challenger import Challenger, Choice

@@ -24,14 +24,13 @@ skill nodes), so a cause collects only the failures of its own mechanism.
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from diagevo.errors import BadInput
 from diagevo.train.sim.text import NAMES, OBJECTS, fmt_num, lin, quad
 
 
