@@ -52,6 +52,7 @@ gpu-check: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check diagevo cli tests benchmarks examples docs migrations
+	$(BIN)/ruff format --check diagevo cli tests benchmarks examples docs migrations
 	$(BIN)/mypy diagevo cli
 	$(BIN)/lint-imports --no-cache
 

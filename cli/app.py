@@ -21,6 +21,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("LANCE_LOG", "error")  # lance logs table creation as a warning
 os.environ.setdefault("LANCEDB_LOG", "error")  # ... and so does lancedb (its own variable)
 
+
 def _metavar(original: Any) -> Any:
     """Help's type column in the user's terms: nothing for a flag, ``INT`` for ``<int range>``,
     ``TEXT (repeatable)`` for ``<list[str]>``."""
@@ -99,7 +100,9 @@ def _register() -> None:
     app.add_typer(round_app, name="round")
     app.add_typer(runs_app, name="runs")
     app.add_typer(db_app, name="db", help="Database schema: upgrade, current revision.")
-    app.add_typer(models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI).")
+    app.add_typer(
+        models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI)."
+    )
     app.command("gpu-check")(gpu_check)
     train.register(app)
     config.register(app)
@@ -175,7 +178,9 @@ def _bounded(process: Any, param: Any) -> Any:
         value = process(ctx, value)
         for n in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(n, int) and not isinstance(n, bool) and not INT64[0] <= n <= INT64[1]:
-                raise typer.BadParameter(f"{str(n)[:40]} is out of range (at most {INT64[1]:,} in size)", ctx=ctx, param=param)
+                raise typer.BadParameter(
+                    f"{str(n)[:40]} is out of range (at most {INT64[1]:,} in size)", ctx=ctx, param=param
+                )
         return value
 
     return check

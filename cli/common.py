@@ -25,7 +25,9 @@ DbOpt = Annotated[
 ]
 RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the latest run).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-WideOpt = Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal (default: those that fit).")]
+WideOpt = Annotated[
+    bool, typer.Option("--wide", help="Every column, however wide the terminal (default: those that fit).")
+]
 
 
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 70, 130
@@ -133,7 +135,10 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
 
     if make_url(db_url).password is None:  # the store has parsed this URL already
         return ["--db", db_url], None
-    return ["--db", without_password(db_url)], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
+    return [
+        "--db",
+        without_password(db_url),
+    ], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
 
 
 def suggest(*args: str, db: str | None = None) -> str:

@@ -80,8 +80,12 @@ def current_cmd(
     advice = {
         "up_to_date": text(("up to date", "green")),
         "outdated": text(("outdated", "yellow"), f": run `{spell(Hint(('db', 'upgrade'), url))}`"),
-        "empty": text("empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema"),
+        "empty": text(
+            "empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema"
+        ),
         "unknown": text(("unknown revision", "red"), ": this diagevo is older than the database"),
         "foreign": text(("not a diagevo database", "red"), ": diagevo will not write into it"),
     }[status.state]
-    _out.print(text(f"{status.url}: revision ", (status.current or "(none)", "bold"), f", head {status.head} - ", advice))
+    _out.print(
+        text(f"{status.url}: revision ", (status.current or "(none)", "bold"), f", head {status.head} - ", advice)
+    )

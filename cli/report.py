@@ -17,7 +17,9 @@ def report_command(
     db: DbOpt = None,
     run: Annotated[
         list[str] | None,
-        typer.Option("--run", help="Run id (default: the latest run); give it again to compare runs: --run A --run B ..."),
+        typer.Option(
+            "--run", help="Run id (default: the latest run); give it again to compare runs: --run A --run B ..."
+        ),
     ] = None,
     json: JsonOpt = False,
 ) -> None:
@@ -50,12 +52,16 @@ def report_command(
         data = write_report(store, run_id, out, url, command)
     size = out.stat().st_size
     if json:
-        emit_json({"run": run_id, "path": str(out), "bytes": size, "rounds": data.committed, "causes": len(data.stories)})
+        emit_json(
+            {"run": run_id, "path": str(out), "bytes": size, "rounds": data.committed, "causes": len(data.stories)}
+        )
         return
-    console.print(text(
-        f"wrote {out} ({size / 1024:.0f} KiB): run {run_id}, {plural(len(data.committed), 'committed round')}, "
-        f"{plural(len(data.stories), 'cause')}; it opens offline in any browser"
-    ))
+    console.print(
+        text(
+            f"wrote {out} ({size / 1024:.0f} KiB): run {run_id}, {plural(len(data.committed), 'committed round')}, "
+            f"{plural(len(data.stories), 'cause')}; it opens offline in any browser"
+        )
+    )
 
 
 def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: str, json: bool) -> None:
@@ -65,15 +71,20 @@ def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: st
     with open_store(db, readonly=True) as store:
         runs = [resolve_run(store, r) for r in runs]  # each must exist
 
-        data = write_comparison(store, runs, out, url, lambda r: shell_join([program(), "report", "--db", plain_url, "--run", r]))
+        data = write_comparison(
+            store, runs, out, url, lambda r: shell_join([program(), "report", "--db", plain_url, "--run", r])
+        )
     size = out.stat().st_size
     rounds = {r: data.rounds[r]["round"].to_list() for r in data.runs}
     if json:
         emit_json({"runs": data.runs, "path": str(out), "bytes": size, "rounds": rounds, "metrics": data.metrics})
         return
-    console.print(text(
-        f"wrote {out} ({size / 1024:.0f} KiB): {len(runs)} runs compared ({', '.join(data.runs)}); it opens offline in any browser"
-    ), soft_wrap=True)
+    console.print(
+        text(
+            f"wrote {out} ({size / 1024:.0f} KiB): {len(runs)} runs compared ({', '.join(data.runs)}); it opens offline in any browser"
+        ),
+        soft_wrap=True,
+    )
 
 
 def register(app: typer.Typer) -> None:

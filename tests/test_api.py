@@ -54,7 +54,9 @@ def test_a_round_reads_its_config_and_previous_memory_once(tmp_path: Path, monke
         rnd = diagevo.Round.open(store, "r")
         for purpose in ("challenger", "curriculum", "curriculum"):
             reqs = rnd.requests(3, purpose=purpose)
-        rnd.record([diagevo.Candidate(question_id=q.question_id, mode=q.mode, text="1 + 1?", answers=("2",) * 8) for q in reqs])
+        rnd.record(
+            [diagevo.Candidate(question_id=q.question_id, mode=q.mode, text="1 + 1?", answers=("2",) * 8) for q in reqs]
+        )
         rnd.promote()
         rnd.commit()
     assert calls == {"memory": 1, "config": 1}

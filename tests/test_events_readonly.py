@@ -44,13 +44,25 @@ def _log_file(directory: Path) -> tuple[str, Path]:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([*_as_plain_user(), sys.executable, "-m", "cli.app", *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [*_as_plain_user(), sys.executable, "-m", "cli.app", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 READS = [
-    ["memory", "stats"], ["memory", "replay", "--round", "1"], ["memory", "show"], ["memory", "why", "C1"],
-    ["memory", "events"], ["memory", "export"], ["memory", "verify"], ["db", "current"],
+    ["memory", "stats"],
+    ["memory", "replay", "--round", "1"],
+    ["memory", "show"],
+    ["memory", "why", "C1"],
+    ["memory", "events"],
+    ["memory", "export"],
+    ["memory", "verify"],
+    ["db", "current"],
 ]
 
 

@@ -255,7 +255,13 @@ def test_appendix_b_case_study() -> None:
     promote(log, m, [("C1", 0.75), ("C1", 0.83)])
     log.commit()
     # round 3 (t): log2(x-1)+log2(x-5)=3, only the agreeing trajectory checks x > 5
-    log.add("failure.recorded", failure_id="fail-log", question_id="q3", response="x = 3 ± 2√3", reference="x > 5 so x = 3 + 2√3")
+    log.add(
+        "failure.recorded",
+        failure_id="fail-log",
+        question_id="q3",
+        response="x = 3 ± 2√3",
+        reference="x > 5 so x = 3 + 2√3",
+    )
     log.add("failure.diagnosed", failure_id="fail-log", error_cause=DOMAIN, model="diag")
     log.cause("C2", "N1", DOMAIN, failure="fail-log")
     log.commit()

@@ -55,7 +55,9 @@ TARGETS = {
 def test_targeted_generation_reads_the_cause_text(embedder, key: str) -> None:  # noqa: ANN001
     b = _backend(embedder)
     fam = next(f for f in b.fams if f.name == key.split(".")[0])
-    req = GenerationRequest(mode="targeted", active_cause="c9", active_text=TARGETS[key], node="n1", node_label=fam.labels[0])
+    req = GenerationRequest(
+        mode="targeted", active_cause="c9", active_text=TARGETS[key], node="n1", node_label=fam.labels[0]
+    )
     skills = Counter(s[0] for s in _skills_of(b, b.generate([req] * 10, random.Random(0))))
     assert skills.most_common(1)[0][0] == key
     assert all(k.startswith(fam.name + ".") for k in skills)  # misreadings stay within the skill
@@ -85,7 +87,9 @@ def test_stitched_generation_needs_both_skills(embedder) -> None:  # noqa: ANN00
         q = b.registry.lookup(out)
         inverse = {v: k for k, v in q.values.items()}
         for r in resps:
-            key = next((k for k, v in inverse.items() if extract_answer(f"\\boxed{{{_fmt(k)}}}") == extract_answer(r)), None)
+            key = next(
+                (k for k, v in inverse.items() if extract_answer(f"\\boxed{{{_fmt(k)}}}") == extract_answer(r)), None
+            )
             answers[inverse.get(key)] += 1
     assert answers[(True, False)] > 0 and answers[(False, True)] > 0
 
@@ -124,7 +128,10 @@ def test_a_realistic_round_embeds_nothing_twice(embedder) -> None:  # noqa: ANN0
     counting._compute = lambda texts: (computed.extend(texts), real(texts))[1]  # type: ignore[method-assign]
     b = _backend(counting)
     rng = random.Random(4)
-    causes = [GenerationRequest("targeted", f"c{i}", t, None, None, "n1", None) for i, t in enumerate(list(TARGETS.values())[:6])]
+    causes = [
+        GenerationRequest("targeted", f"c{i}", t, None, None, "n1", None)
+        for i, t in enumerate(list(TARGETS.values())[:6])
+    ]
     reqs = ([FREE] * 6 + causes) * 16  # 192 requests, a third of them targeted
     b.generate(causes, rng)  # warm the embedding cache, as the loop's earlier phases would
     warm = len(computed)

@@ -86,15 +86,21 @@ def test_resume_across_processes_and_after_ctrl_c_reproduces_the_uninterrupted_r
     assert entry.is_file(), "the diagevo entry point is installed next to this Python"
     bare_path = {**ENV, "PATH": "/usr/bin:/bin"}
     proc = subprocess.run(
-        [str(entry), *train_args(chain, RUN, "--rounds", "1")], cwd=tmp_path, capture_output=True, text=True,
-        env=bare_path, timeout=600,
+        [str(entry), *train_args(chain, RUN, "--rounds", "1")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=bare_path,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr == ""  # nothing but the program's own output (no LanceDB warning)
     hints = proc.stdout.split("try:\n", 1)[1].strip().splitlines()
     assert len(hints) == 3 and all(h.strip().startswith(f"{entry} memory ") for h in hints), hints
     for hint in hints:
-        ran = subprocess.run(["bash", "-c", hint], cwd=tmp_path, capture_output=True, text=True, env=bare_path, timeout=300)
+        ran = subprocess.run(
+            ["bash", "-c", hint], cwd=tmp_path, capture_output=True, text=True, env=bare_path, timeout=300
+        )
         assert ran.returncode == 0, (hint, ran.stderr)
     assert (tmp_path / "chain.runs").is_dir() and (tmp_path / "chain.lance").is_dir()  # beside the db
     for t in (2, 3):

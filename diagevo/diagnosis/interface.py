@@ -110,4 +110,15 @@ class Diagnostician(Protocol):
     async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]: ...
 
 
-__all__ = ["Assignment", "Consolidation", "Dedup", "Diagnostician", "Embedder", "Extraction", "ExtractionInput", "KnownCause", "NodeView", "Reply"]
+__all__ = [
+    "Assignment",
+    "Consolidation",
+    "Dedup",
+    "Diagnostician",
+    "Embedder",
+    "Extraction",
+    "ExtractionInput",
+    "KnownCause",
+    "NodeView",
+    "Reply",
+]

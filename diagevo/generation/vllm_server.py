@@ -52,8 +52,14 @@ def serve_command() -> list[str]:
 
 @contextmanager
 def served(
-    model: Path | str, name: str, log: Path, *, platform: str = "cpu", max_model_len: int = 2048,
-    extra: tuple[str, ...] = (), start_timeout_s: float = 1200.0,
+    model: Path | str,
+    name: str,
+    log: Path,
+    *,
+    platform: str = "cpu",
+    max_model_len: int = 2048,
+    extra: tuple[str, ...] = (),
+    start_timeout_s: float = 1200.0,
 ) -> Iterator[str]:
     """``vllm serve MODEL`` on 127.0.0.1 as ``name`` until the block ends; yields its ``/v1`` base
     URL once ``/v1/models`` answers. Its output goes to ``log``."""
@@ -61,8 +67,19 @@ def served(
 
     port = free_port()
     cmd = [
-        *serve_command(), "--model", str(model), "--host", "127.0.0.1", "--port", str(port), "--served-model-name", name,
-        "--max-model-len", str(max_model_len), *serve_flags(decide(platform)), *extra,
+        *serve_command(),
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--served-model-name",
+        name,
+        "--max-model-len",
+        str(max_model_len),
+        *serve_flags(decide(platform)),
+        *extra,
     ]
     env = {**own_environment(), "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     with open(log, "wb") as out:

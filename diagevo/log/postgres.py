@@ -63,7 +63,6 @@ class PostgresRecorder(SQLRecorder):
         # log but not be trusted with the owner's caches saves its own, which the owner never reads)
         return "v.writer IN (current_user, (SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = 'views'::regclass))"
 
-
     # --- the writer lease: a session advisory lock (the server drops it with the connection) --------
 
     @contextmanager

@@ -297,7 +297,9 @@ def check_url(u: URL, url: str) -> None:
         )
     path = sqlite_path(u)
     if path is not None and path.is_dir():
-        raise StoreError(f"{redact_url(url)}: {path} is a directory, not a SQLite database file (sqlite:///{path / 'diagevo.db'} is a file in it)")
+        raise StoreError(
+            f"{redact_url(url)}: {path} is a directory, not a SQLite database file (sqlite:///{path / 'diagevo.db'} is a file in it)"
+        )
 
 
 def missing_database(u: URL) -> MissingDatabase | None:

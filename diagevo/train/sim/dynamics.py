@@ -178,10 +178,19 @@ def measure_seed(
                 measures[v][t]["shared_question_words"] = mean_words([q.text for q in shared])
     for v, run in runs.items():
         record_retrospective(
-            store, run,
+            store,
+            run,
             [
-                new_event("eval.recorded", run, t, event_id(run, t, "eval", MEASURE), measure=MEASURE, reference=runs[reference], **m)
+                new_event(
+                    "eval.recorded",
+                    run,
+                    t,
+                    event_id(run, t, "eval", MEASURE),
+                    measure=MEASURE,
+                    reference=runs[reference],
+                    **m,
+                )
                 for t, m in sorted(measures[v].items())
-            ]
+            ],
         )
     return measures

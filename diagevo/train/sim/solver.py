@@ -81,7 +81,9 @@ class Solver:
         # wrong-answer spread: per sub-skill, the cumulative weights of its WRONG_VALUES wrong values
         # (the trap's share drawn in [trap_share_lo, trap_share_hi], the rest halving), from their
         # own stream so theta0 is the same with the switch on or off
-        share = np.random.default_rng([params.world_seed, 1]).uniform(params.trap_share_lo, params.trap_share_hi, len(self.variants))
+        share = np.random.default_rng([params.world_seed, 1]).uniform(
+            params.trap_share_lo, params.trap_share_hi, len(self.variants)
+        )
         rest = np.array([0.5**i for i in range(WRONG_VALUES - 1)])
         rest = rest / rest.sum()
         self.wrong_cum = [np.cumsum([s, *((1.0 - s) * rest)]).tolist() for s in share]
@@ -111,7 +113,9 @@ class Solver:
         if not self.sim.label_noise:
             return 0.0
         p = self.params
-        return sigmoid(p.shared_bias + p.shared_per_100_words * q.words / 100 + p.shared_per_distractor * q.spec.distract)
+        return sigmoid(
+            p.shared_bias + p.shared_per_100_words * q.words / 100 + p.shared_per_distractor * q.spec.distract
+        )
 
     # ------------------------------------------------------------------ acting
 
