@@ -48,7 +48,10 @@ def _peak(c: list[float]) -> str:
 
 def ablation_table(rows: list[dict[str, Any]]) -> str:
     out = [
-        "| variant | paper (Table 2/4) | held-out at the val-best round | last round (7) | val-best rounds (seeds 0-2) | best held-out round (optimistic) |",
+        (
+            "| variant | paper (Table 2/4) | held-out at the val-best round | last round (7) | val-best rounds (seeds "
+            "0-2) | best held-out round (optimistic) |"
+        ),
         "|---|---|---|---|---|---|",
     ]
     for r in rows:

@@ -74,7 +74,8 @@ def engine_vs_raw(solver: Path) -> None:
     n_raw = count(raw)
     e, r = n_engine / t_engine, n_raw / t_raw
     print(
-        f"local engine: {n_engine} tokens in {t_engine:.2f} s = {e:,.0f} tok/s; raw generate: {n_raw} tokens in {t_raw:.2f} s = {r:,.0f} tok/s; ratio {e / r:.2f}x"
+        f"local engine: {n_engine} tokens in {t_engine:.2f} s = {e:,.0f} tok/s; raw generate: {n_raw} tokens in "
+        f"{t_raw:.2f} s = {r:,.0f} tok/s; ratio {e / r:.2f}x"
     )
 
 
@@ -94,7 +95,8 @@ def round_phases(tiny: Path, tmp: Path) -> None:
     store.close()
     phases = "  ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
     print(
-        f"tiny-hf round: {total:.1f} s in all ({report.retained}/{report.questions} kept, {report.failures} failures): {phases}"
+        f"tiny-hf round: {total:.1f} s in all ({report.retained}/{report.questions} kept, {report.failures} "
+        f"failures): {phases}"
     )
 
 

@@ -86,7 +86,8 @@ def main() -> None:
     except ValueError as exc:
         refusal = str(exc)
     print(
-        f"100,000-deep line: json.loads -> {outcome}; bounded loads -> {refusal!r} in {(time.perf_counter() - t) * 1e3:.2f} ms"
+        f"100,000-deep line: json.loads -> {outcome}; bounded loads -> {refusal!r} in "
+        f"{(time.perf_counter() - t) * 1e3:.2f} ms"
     )
 
 

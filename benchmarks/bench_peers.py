@@ -346,10 +346,12 @@ def main(argv: list[str] | None = None) -> int:
 
     workloads = [list(realistic_events(f"peers-{rep}", args.events, seed=rep)) for rep in range(REPEATS)]
     print(
-        f"append {args.events:,} realistic events in batches of {BATCH}, best of {REPEATS}; payloads serialised in the timing"
+        f"append {args.events:,} realistic events in batches of {BATCH}, best of {REPEATS}; payloads serialised "
+        "in the timing"
     )
     print(
-        f"SQLite: all WAL; diagevo and raw executemany synchronous=FULL, eventsourcing synchronous={_default_synchronous()} "
+        "SQLite: all WAL; diagevo and raw executemany synchronous=FULL, eventsourcing "
+        f"synchronous={_default_synchronous()} "
         "(library default)"
     )
     if args.pg:

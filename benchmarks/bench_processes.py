@@ -102,10 +102,12 @@ def main() -> None:
         two_wall, two = one_round(args.tiny.resolve(), Path(tmp), 2)
     for phase in ("challenger", "solver"):
         print(
-            f"{phase} GRPO: 1 process {base[phase]:.2f} s, 2 processes {two[phase]:.2f} s; ratio {base[phase] / two[phase]:.2f}x"
+            f"{phase} GRPO: 1 process {base[phase]:.2f} s, 2 processes {two[phase]:.2f} s; ratio "
+            f"{base[phase] / two[phase]:.2f}x"
         )
     print(
-        f"whole round (process start included): 1 process {base_wall:.1f} s, 2 processes {two_wall:.1f} s; ratio {base_wall / two_wall:.2f}x"
+        f"whole round (process start included): 1 process {base_wall:.1f} s, 2 processes {two_wall:.1f} s; ratio "
+        f"{base_wall / two_wall:.2f}x"
     )
 
 

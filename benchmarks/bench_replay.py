@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         base = None if args.no_baseline else in_fresh_process(evolve_each, url, run)
     built = "reused" if existing else f"built in {build_s:.1f} s"
     print(
-        f"log: {args.events:,} events, {last} rounds, {full['causes']} causes, {built}; {n_snap} snapshots written in {snap_s:.1f} s"
+        f"log: {args.events:,} events, {last} rounds, {full['causes']} causes, {built}; {n_snap} snapshots "
+        f"written in {snap_s:.1f} s"
     )
     print(f"{'measurement':<44}{'value':>14}{'target':>12}")
     rows = [

@@ -56,7 +56,8 @@ def main() -> None:
             full = time.perf_counter() - t0
         print(f"read the log with texts: {read:.2f} s ({n:,} events)")
         print(
-            f"load_run (frames, stories, M_t of {len(data.committed)} rounds, {len(data.stories)} causes): {load:.2f} s = {load / read:.2f}x reading the log"
+            f"load_run (frames, stories, M_t of {len(data.committed)} rounds, {len(data.stories)} causes): "
+            f"{load:.2f} s = {load / read:.2f}x reading the log"
         )
         print(f"whole report, {out.stat().st_size / 1e6:.1f} MB: {full:.2f} s = {full / read:.2f}x reading the log")
     print(f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs while measuring)")

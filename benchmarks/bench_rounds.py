@@ -155,7 +155,8 @@ def main() -> None:
                         protocol_round(store, t, args.questions, args.batch, rng)
                 times[name] = (time.perf_counter() - t0) / args.rounds
         print(
-            f"{args.rounds} rounds x {args.questions} questions (N={N}, {args.causes} causes), record batches of {args.batch}"
+            f"{args.rounds} rounds x {args.questions} questions (N={N}, {args.causes} causes), record batches of "
+            f"{args.batch}"
         )
         print(f"baseline (direct appends): {times['baseline'] * 1000:8.1f} ms/round")
         print(f"protocol (diagevo.rounds): {times['protocol'] * 1000:8.1f} ms/round")

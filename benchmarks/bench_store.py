@@ -458,7 +458,8 @@ def bench_append_table(tmp: Path, n: int, pg: str = "") -> bool:
             a = fn()
             ok = ok and a["ratio"] >= 0.5
             print(
-                f"    {backend:<12}{name:<32}{a['events']:>9,}{a['store_eps']:>13,.0f}{a['raw_eps']:>13,.0f}{a['ratio']:>8.2f}"
+                "    "
+                f"{backend:<12}{name:<32}{a['events']:>9,}{a['store_eps']:>13,.0f}{a['raw_eps']:>13,.0f}{a['ratio']:>8.2f}"
             )
     print("    ratio = store ev/s / raw ev/s; targets: ratio >= 0.5, >= 50,000 events/s")
     return ok

@@ -141,7 +141,8 @@ def main() -> None:
     for stage in ("extract", "deduplicate", "assign_node", "consolidate", "all"):
         u, s = result["unconstrained"][stage], result["structured"][stage]
         print(
-            f"| {stage} | {u['n']} | {u['first_ask']:.0%} / {u['after_reask']:.0%} | {s['first_ask']:.0%} / {s['after_reask']:.0%} |"
+            f"| {stage} | {u['n']} | {u['first_ask']:.0%} / {u['after_reask']:.0%} | {s['first_ask']:.0%} / "
+            f"{s['after_reask']:.0%} |"
         )
 
 

@@ -155,8 +155,10 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
 
 def table(r: dict[str, Any]) -> str:
     lines = [
-        f"{r['engine']}: {r['wall_seconds']:.0f} s wall, {r['cpu_seconds']:.0f} CPU s, peak RSS {r['peak_rss_gib']:.1f} GiB, "
-        f"held-out acc {r['heldout_acc']}, vLLM engines {r['vllm_engines']}, verify {'clean' if not r['verify_problems'] else r['verify_problems']}, "
+        f"{r['engine']}: {r['wall_seconds']:.0f} s wall, {r['cpu_seconds']:.0f} CPU s, peak RSS "
+        f"{r['peak_rss_gib']:.1f} GiB, "
+        f"held-out acc {r['heldout_acc']}, vLLM engines {r['vllm_engines']}, verify "
+        f"{'clean' if not r['verify_problems'] else r['verify_problems']}, "
         f"load {r['load_average'][0]:.1f} -> {r['load_average'][1]:.1f}",
         "| phase | s | CPU s | tokens | tokens/s | tokens/CPU s |",
         "|---|---|---|---|---|---|",
@@ -179,7 +181,8 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> str:
         if sa or sb:
             lines.append(f"| {name} | {sa:.1f} | {sb:.1f} | {sa / sb if sb else float('inf'):.2f} |")
     lines.append(
-        f"| whole run | {a['wall_seconds']:.1f} | {b['wall_seconds']:.1f} | {a['wall_seconds'] / b['wall_seconds']:.2f} |"
+        f"| whole run | {a['wall_seconds']:.1f} | {b['wall_seconds']:.1f} | "
+        f"{a['wall_seconds'] / b['wall_seconds']:.2f} |"
     )
     return "\n".join(lines)
 

@@ -33,8 +33,12 @@ WideOpt = Annotated[
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 70, 130
 EXIT_CODES: dict[int, str] = {
     0: "done (and, for memory verify, nothing found)",
-    EXIT_ERROR: "an error you can fix (any DiagevoError below, a full disk, a path you may not write): one line on stderr",
-    EXIT_USAGE: "a bad command line (unknown option, bad option value, missing argument): one line, and where its --help is",
+    EXIT_ERROR: (
+        "an error you can fix (any DiagevoError below, a full disk, a path you may not write): one line on stderr"
+    ),
+    EXIT_USAGE: (
+        "a bad command line (unknown option, bad option value, missing argument): one line, and where its --help is"
+    ),
     EXIT_INTERNAL: "a bug in diagevo: one line naming a file that holds the traceback (without credentials)",
     EXIT_INTERRUPTED: "Ctrl-C: where it stopped, and the command that continues (train --resume)",
 }

@@ -27,7 +27,10 @@ IndexOpt = Annotated[
     Path | None,
     typer.Option(
         "--index",
-        help="LanceDB directory of the vector index (default: beside a SQLite db, dir/x.db -> dir/x.lance; else ./diagevo-DB-KEY.lance).",
+        help=(
+            "LanceDB directory of the vector index (default: beside a SQLite db, dir/x.db -> dir/x.lance; else "
+            "./diagevo-DB-KEY.lance)."
+        ),
     ),
 ]
 ConfigOpt = Annotated[

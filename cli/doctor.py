@@ -29,7 +29,10 @@ def doctor(
         str | None,
         typer.Option(
             "--postgres",
-            help="PostgreSQL URL to reach (default: the --db when it is PostgreSQL, else the local server). Named: unreachable exits 1.",
+            help=(
+                "PostgreSQL URL to reach (default: the --db when it is PostgreSQL, else the local server). Named: "
+                "unreachable exits 1."
+            ),
         ),
     ] = None,
     model: Annotated[

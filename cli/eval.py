@@ -143,7 +143,10 @@ def eval_command(
         list[str] | None,
         typer.Option(
             "--bench",
-            help="NAME=PATH of a benchmark file (repeatable); NAME begins with a kind: math500, gsm8k, olympiadbench, minerva, amc, aime, mmlu_pro, supergpqa, gpqa_diamond, bbeh, mmlu, mixed.",
+            help=(
+                "NAME=PATH of a benchmark file (repeatable); NAME begins with a kind: math500, gsm8k, olympiadbench, "
+                "minerva, amc, aime, mmlu_pro, supergpqa, gpqa_diamond, bbeh, mmlu, mixed."
+            ),
         ),
     ] = None,
     model: Annotated[
@@ -161,7 +164,10 @@ def eval_command(
         str | None,
         typer.Option(
             "--select",
-            help="With --run: VAL_FILE (or NAME=PATH) whose accuracy picks the best round; --bench files are then evaluated on that round.",
+            help=(
+                "With --run: VAL_FILE (or NAME=PATH) whose accuracy picks the best round; --bench files are then "
+                "evaluated on that round."
+            ),
         ),
     ] = None,
     field: Annotated[

@@ -36,7 +36,8 @@ def register(memory_app: typer.Typer) -> None:
         console.print(
             text(
                 f"run {to}: {plural(done['events'], 'event')}, a copy of run {run} through round {round} "
-                f"(source hash {done['source_hash'][:12]}); continue with: {suggest('train', '--run', to, '--resume', *more, db=db)}"
+                f"(source hash {done['source_hash'][:12]}); continue with: "
+                f"{suggest('train', '--run', to, '--resume', *more, db=db)}"
             ),
             soft_wrap=True,
         )
@@ -92,7 +93,8 @@ def register(memory_app: typer.Typer) -> None:
         for run in runs:
             console.print(
                 text(
-                    f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes {', '.join(d['nodes_only_in'][run]) or '-'}"
+                    f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes "
+                    f"{', '.join(d['nodes_only_in'][run]) or '-'}"
                 ),
                 soft_wrap=True,
             )
@@ -100,7 +102,8 @@ def register(memory_app: typer.Typer) -> None:
             ids = ", ".join(d["same_node_id_differs"])
             console.print(
                 text(
-                    f"{plural(len(d['same_node_id_differs']), 'node id')} {'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
+                    f"{plural(len(d['same_node_id_differs']), 'node id')} "
+                    f"{'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
                     f"a different skill node in each run (created after the fork): {ids}"
                 ),
                 soft_wrap=True,
@@ -110,7 +113,8 @@ def register(memory_app: typer.Typer) -> None:
             ids = ", ".join(c["cause_id"] for c in clash[:10]) + (" ..." if len(clash) > 10 else "")
             console.print(
                 text(
-                    f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each run "
+                    f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each "
+                    "run "
                     f"(created after the fork): {ids}"
                 ),
                 soft_wrap=True,

@@ -134,10 +134,14 @@ def gpu_check(
             )
         console.print(table)
         console.print(
-            f"round {report.round_seconds:.1f} s; loop sampling {report.sampled_tokens} tokens at {report.sampled_tokens_per_s:.0f} tokens/s; "
+            f"round {report.round_seconds:.1f} s; loop sampling {report.sampled_tokens} tokens at "
+            f"{report.sampled_tokens_per_s:.0f} tokens/s; "
             f"weights changed: "
             + ", ".join(f"{r} {s:.0%} of tensors" for r, s in report.weights_changed.items())
-            + f"; verify {'clean' if not report.verify_problems else 'FAILED'}; vLLM engines per process {report.vllm_engines}",
+            + (
+                f"; verify {'clean' if not report.verify_problems else 'FAILED'}; vLLM engines per process "
+                f"{report.vllm_engines}"
+            ),
             soft_wrap=True,
         )
         console.print(

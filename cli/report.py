@@ -81,7 +81,8 @@ def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: st
         return
     console.print(
         text(
-            f"wrote {out} ({size / 1024:.0f} KiB): {len(runs)} runs compared ({', '.join(data.runs)}); it opens offline in any browser"
+            f"wrote {out} ({size / 1024:.0f} KiB): {len(runs)} runs compared ({', '.join(data.runs)}); it opens "
+            "offline in any browser"
         ),
         soft_wrap=True,
     )

@@ -72,7 +72,10 @@ def round_table(reports: list[Any]) -> Table:
             _metric(r.metrics, "pseudo_label_acc"),
             f"{sum(r.seconds.values()):.1f}",
         )
-    table.caption = "kept: retained/candidates  fail: failed trajectories  new: new causes  prom/react: promotions/reactivations  acc: held-out accuracy"
+    table.caption = (
+        "kept: retained/candidates  fail: failed trajectories  new: new causes  prom/react: promotions/reactivations  "
+        "acc: held-out accuracy"
+    )
     return table
 
 

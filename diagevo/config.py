@@ -65,7 +65,8 @@ class GRPOSettings(_Section):
     construction_responses: int = Field(
         default=12,
         ge=1,
-        description="N: solver responses sampled per curriculum candidate; their votes give the pseudo-label, p1 and p2 "
+        description="N: solver responses sampled per curriculum candidate; their votes give the pseudo-label, p1 and "
+        "p2 "
         "(Eq. 3) (Table 8: 12).",
     )
 
@@ -211,7 +212,9 @@ class DiagnosisConfig(_Section):
     )
     api_key: SecretStr | None = Field(
         default=None,
-        description="API key of llm_url and of an embeddings endpoint; unset: $DIAGEVO_LLM_API_KEY. Never stored or printed.",
+        description=(
+            "API key of llm_url and of an embeddings endpoint; unset: $DIAGEVO_LLM_API_KEY. Never stored or printed."
+        ),
     )
     concurrency: int = Field(
         default=64,
@@ -235,7 +238,10 @@ class DiagnosisConfig(_Section):
     )
     embed_model: str = Field(
         default="all-MiniLM-L6-v2",
-        description="Model name sent to an embeddings endpoint (the paper: text-embedding-v4); the local embedder is always MiniLM.",
+        description=(
+            "Model name sent to an embeddings endpoint (the paper: text-embedding-v4); the local embedder is always "
+            "MiniLM."
+        ),
     )
     theta_dup: float | None = Field(
         default=None,
@@ -263,7 +269,8 @@ class DiagnosisConfig(_Section):
     max_failures_per_question: int | None = Field(
         default=None,
         ge=1,
-        description="Most failed optimization responses of one retained question sent to diagnosis; unset: all of them, "
+        description="Most failed optimization responses of one retained question sent to diagnosis; unset: all of "
+        "them, "
         "as the paper (what a cap leaves out is counted as failures_capped).",
     )
     min_words: int = Field(
@@ -331,7 +338,9 @@ class SimParams(_Section):
         default=3.0,
         ge=0,
         le=100,
-        description="Solver learning rate: pure free exploration gains about six points, peaking near round 3 (Figure 3a).",
+        description=(
+            "Solver learning rate: pure free exploration gains about six points, peaking near round 3 (Figure 3a)."
+        ),
     )
     sibling_transfer: float = Field(
         default=0.25,
@@ -349,13 +358,19 @@ class SimParams(_Section):
         default=0.15,
         ge=0,
         le=1,
-        description="With sim.transfer off: the share of an update the shared variant parameter gets; the rest stays with the question's context.",
+        description=(
+            "With sim.transfer off: the share of an update the shared variant parameter gets; the rest stays with the "
+            "question's context."
+        ),
     )
     drift_rate: float = Field(
         default=0.35,
         ge=0,
         le=1,
-        description="Per round, an unpractised sub-skill moves back towards its base competence by drift_rate * exp(-practice / drift_practice_scale) (drift, (d)).",
+        description=(
+            "Per round, an unpractised sub-skill moves back towards its base competence by drift_rate * exp(-practice "
+            "/ drift_practice_scale) (drift, (d))."
+        ),
     )
     drift_practice_scale: float = Field(
         default=16.0,
@@ -366,12 +381,16 @@ class SimParams(_Section):
         default=5.0,
         ge=0,
         le=100,
-        description="Challenger learning rate: a head's logits move about half a unit a round under a consistent reward.",
+        description=(
+            "Challenger learning rate: a head's logits move about half a unit a round under a consistent reward."
+        ),
     )
     challenger_steps: int = Field(
         default=2,
         ge=1,
-        description="With sim.paper_challenger_steps off: passes over all prompts per round (at most challenger.max_steps).",
+        description=(
+            "With sim.paper_challenger_steps off: passes over all prompts per round (at most challenger.max_steps)."
+        ),
     )
     target_temperature: float = Field(
         default=0.03,
@@ -385,7 +404,10 @@ class SimParams(_Section):
         default=0.75,
         ge=-1,
         le=1,
-        description="The simulated Prompt 2 confirms two causes of the same variant with probability sigmoid((cos - dedup_mid) / dedup_width).",
+        description=(
+            "The simulated Prompt 2 confirms two causes of the same variant with probability sigmoid((cos - "
+            "dedup_mid) / dedup_width)."
+        ),
     )
     dedup_width: float = Field(
         default=0.05, gt=0, description="Width of the simulated Prompt 2 and Prompt 3 decisions, in cosine similarity."
@@ -394,7 +416,10 @@ class SimParams(_Section):
         default=0.4,
         ge=-1,
         le=1,
-        description="The simulated Prompt 3 accepts the node of the cause's own skill with probability sigmoid((cos - assign_mid) / dedup_width).",
+        description=(
+            "The simulated Prompt 3 accepts the node of the cause's own skill with probability sigmoid((cos - "
+            "assign_mid) / dedup_width)."
+        ),
     )
     eval_samples: int = Field(
         default=4, ge=1, description="Responses per held-out question (held-out accuracy is mean@eval_samples)."
@@ -403,7 +428,10 @@ class SimParams(_Section):
         default=0.45,
         ge=0,
         le=1,
-        description="Wrong-answer spread: the trap's share among a sub-skill's wrong values is drawn in [trap_share_lo, trap_share_hi].",
+        description=(
+            "Wrong-answer spread: the trap's share among a sub-skill's wrong values is drawn in [trap_share_lo, "
+            "trap_share_hi]."
+        ),
     )
     trap_share_hi: float = Field(default=0.85, ge=0, le=1, description="Upper end of that draw.")
     start_family_spread: float = Field(
@@ -450,7 +478,10 @@ class SimConfig(_Section):
         default=0.05,
         ge=0,
         le=1,
-        description="Probability that a call of the simulated diagnostician errs (a wrong variant, a slip called a skill or the reverse, a missed match, a flipped dedup or merge, a wrong node).",
+        description=(
+            "Probability that a call of the simulated diagnostician errs (a wrong variant, a slip called a skill or "
+            "the reverse, a missed match, a flipped dedup or merge, a wrong node)."
+        ),
     )
     heldout_per_family: int = Field(
         default=20, ge=1, description="Held-out questions per family (the simulated benchmark)."
@@ -546,7 +577,9 @@ class HFConfig(_Section):
     generation_batch: int = Field(default=8, ge=1, description="Prompts per local generate call (without vLLM).")
     heldout: Path | None = Field(
         default=None,
-        description="JSONL of {question, answer} for held-out evaluation; unset: <solver.model>/heldout.jsonl if present.",
+        description=(
+            "JSONL of {question, answer} for held-out evaluation; unset: <solver.model>/heldout.jsonl if present."
+        ),
     )
     heldout_max_new_tokens: int | None = Field(
         default=None, ge=1, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
@@ -618,7 +651,9 @@ class Config(_Section):
 
     db: str | None = Field(
         default=None,
-        description="Database URL of the event log; unset: $DIAGEVO_DB, else sqlite:///diagevo.db. Not stored in the log.",
+        description=(
+            "Database URL of the event log; unset: $DIAGEVO_DB, else sqlite:///diagevo.db. Not stored in the log."
+        ),
     )
     train: TrainConfig = Field(default_factory=TrainConfig, description="The run.")
     grpo: GRPOSettings = Field(default_factory=GRPOSettings, description="GRPO settings of both roles (Table 7) and N.")

@@ -95,7 +95,8 @@ def plain_name(name: str, what: str) -> str:
         or UNSAFE.search(name)
     ):
         raise BadInput(
-            f"{what} {shorten(name, 60)} is not a plain name (one part of a path: no '/', '\\', '..', control characters, "
+            f"{what} {shorten(name, 60)} is not a plain name (one part of a path: no '/', '\\', '..', control "
+            "characters, "
             "leading '.' or '-', at most 200 characters)"
         )
     return name

@@ -138,7 +138,10 @@ def start_run(
             return [ev]
         if new:
             raise RunExists(
-                f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, or name a new run",
+                (
+                    f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, or name a "
+                    "new run"
+                ),
                 hint=Hint(("train", "--run", run, "--resume"), store.url),
             )
         return []

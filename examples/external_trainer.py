@@ -176,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for t in range(1, args.rounds + 1):
             done = trainer.round(t)
             print(
-                f"round {t}: kept {done['retained']}/{done['questions']}, F={done['F']}, eps_next={done['epsilon_next']:.3f}"
+                f"round {t}: kept {done['retained']}/{done['questions']}, F={done['F']}, "
+                f"eps_next={done['epsilon_next']:.3f}"
             )
 
 

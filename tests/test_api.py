@@ -29,7 +29,10 @@ def test_every_exported_name_resolves_and_none_is_a_submodule() -> None:
 
 def test_import_diagevo_is_cheap() -> None:
     """The package imports nothing heavy until a name is used (each ``diagevo.x`` import runs it)."""
-    code = "import sys, diagevo; print(sorted(m for m in sys.modules if m.startswith(('diagevo.', 'sqlalchemy', 'pydantic'))))"
+    code = (
+        "import sys, diagevo; print(sorted(m for m in sys.modules if m.startswith(('diagevo.', 'sqlalchemy', "
+        "'pydantic'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]", out
 

@@ -45,12 +45,13 @@ def test_prompt_texts_follow_the_paper() -> None:
     assert "diagnose that step specifically—do not summarize" in p1[0]["content"]
     user = p1[1]["content"]
     assert user.startswith(
-        "# Problem\nP {x} {{problem}}\n\n# Working Reference Answer\n6\n\n# Attempt That Agrees With the Reference\ngood\n\n# Attempt That Disagrees With the Reference\nbad\n"
+        "# Problem\nP {x} {{problem}}\n\n# Working Reference Answer\n6\n\n# Attempt That Agrees With the "
+        "Reference\ngood\n\n# Attempt That Disagrees With the Reference\nbad\n"
     )
     assert (
-        f"# Known Causes Used for Generation\n- ID: C1 | State: Mastered | Cause: {PHRASE}\n\nEach entry contains a cause ID, its current state, and its cause description.\n"
-        in user
-    )
+        f"# Known Causes Used for Generation\n- ID: C1 | State: Mastered | Cause: {PHRASE}\n\nEach entry contains "
+        "a cause ID, its current state, and its cause description.\n"
+    ) in user
     assert user.endswith("unless the failure is unrelated to any identifiable skill, in which case it is also null.")
     assert '{\n  "matched_cause_id": null,\n  "error_cause": null\n}' in user
     assert "Known Causes" not in p1_free[1]["content"]
@@ -77,7 +78,10 @@ def test_prompt_texts_follow_the_paper() -> None:
         '{"matched_cause_id": "C1", "error_cause": null}',
         '```json\n{"matched_cause_id": "C1", "error_cause": null}\n```',
         'Here you go:\n{"matched_cause_id": "C1"}\nThat is my answer.',
-        '<think>\nhmm {"matched_cause_id": "C2"}\n</think>\n{"matched_cause_id": " C1 ", "error_cause": "ignored when a match is given"}',
+        (
+            '<think>\nhmm {"matched_cause_id": "C2"}\n</think>\n{"matched_cause_id": " C1 ", "error_cause": "ignored '
+            'when a match is given"}'
+        ),
     ],
 )
 def test_lenient_json(raw: str) -> None:

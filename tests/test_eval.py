@@ -126,7 +126,10 @@ def test_field_mapping_reads_other_columns(tmp_path: Path) -> None:
     assert (b.questions[0].text, b.questions[0].gold, b.kind.name) == ("What is 1+1?", "2", "mixed")
     with pytest.raises(
         BenchmarkError,
-        match=r"line 1: no answer \(tried answer, answer_letter, answer_index, label\); map a column with --field math.answer=COLUMN",
+        match=(
+            r"line 1: no answer \(tried answer, answer_letter, answer_index, label\); map a column with --field "
+            r"math.answer=COLUMN"
+        ),
     ):
         load_benchmark("math", f, {"question": "prompt"})
 

@@ -43,7 +43,8 @@ def _refuse_cache_writes(backend: Backend, url: str) -> None:
             conn.execute(
                 text(
                     "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
-                    "$$ BEGIN RAISE EXCEPTION 'permission denied (test)' USING ERRCODE = 'insufficient_privilege'; END $$"
+                    "$$ BEGIN RAISE EXCEPTION 'permission denied (test)' USING ERRCODE = 'insufficient_privilege'; "
+                    "END $$"
                 )
             )
             conn.execute(

@@ -240,8 +240,14 @@ def test_f1_is_first_nonzero_f_when_round_one_has_none() -> None:
 
 # --- Appendix B case study ------------------------------------------------------------------------
 
-DOMAIN = "Fails to check whether candidate solutions remain valid under the original domain restrictions after algebraic transformation."
-AMGM = "Applies AM-GM to derive a lower bound but does not check whether an allowed input satisfies the equality condition."
+DOMAIN = (
+    "Fails to check whether candidate solutions remain valid under the original domain restrictions after algebraic "
+    "transformation."
+)
+AMGM = (
+    "Applies AM-GM to derive a lower bound but does not check whether an allowed input satisfies the equality "
+    "condition."
+)
 
 
 def test_appendix_b_case_study() -> None:

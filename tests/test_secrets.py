@@ -79,7 +79,8 @@ def test_the_traceback_file_holds_no_password(tmp_path: Path, monkeypatch: pytes
 
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError(
-            f"cannot reach postgresql://user:{SECRETS[3]}@db.example/x nor http://bob:{SECRETS[0]}@h/v1 (api_key={SECRETS[2]})"
+            f"cannot reach postgresql://user:{SECRETS[3]}@db.example/x nor http://bob:{SECRETS[0]}@h/v1 "
+            f"(api_key={SECRETS[2]})"
         )
 
     monkeypatch.setattr(train_command, "show_plan", broken)

@@ -38,14 +38,26 @@ def _skills_of(b: SimBackend, outputs: list[str]) -> list[tuple[str, ...]]:
 # pairs within a family name sibling mechanisms, which the challenger must tell apart
 TARGETS = {
     "extraneous_roots.radical_sign": "does not substitute roots back into the square root equation after squaring it",
-    "extraneous_roots.plus_minus_root": "solves a squared binomial equal to a number but reports only the positive root",
+    "extraneous_roots.plus_minus_root": (
+        "solves a squared binomial equal to a number but reports only the positive root"
+    ),
     "negative_remainder.negated_residue": "gives a remainder below zero when the number being divided is negative",
     "negative_remainder.floor_quotient": "rounds the quotient of a negative number towards zero instead of down",
-    "inclusion_exclusion.union_two": "sums two overlapping counts and never removes the elements shared by both conditions",
-    "inclusion_exclusion.three_sets": "leaves out the numbers divisible by all three values when counting a union of three",
-    "sampling_without_replacement.both_same": "keeps the same odds for the second pick although the first item was not put back",
-    "successive_percentages.up_then_down": "adds a percentage rise and a later percentage drop as if both used the same base",
-    "successive_percentages.compound_years": "treats several years of percentage growth as simple interest without compounding",
+    "inclusion_exclusion.union_two": (
+        "sums two overlapping counts and never removes the elements shared by both conditions"
+    ),
+    "inclusion_exclusion.three_sets": (
+        "leaves out the numbers divisible by all three values when counting a union of three"
+    ),
+    "sampling_without_replacement.both_same": (
+        "keeps the same odds for the second pick although the first item was not put back"
+    ),
+    "successive_percentages.up_then_down": (
+        "adds a percentage rise and a later percentage drop as if both used the same base"
+    ),
+    "successive_percentages.compound_years": (
+        "treats several years of percentage growth as simple interest without compounding"
+    ),
     "circular_arrangements.round_table": "counts seatings around a round table as if the seats were in a straight row",
     "circular_arrangements.necklace_reflection": "counts a bracelet and its mirror image as two different bracelets",
 }

@@ -107,7 +107,9 @@ _C = {
     "dom": "fails to check candidate solutions against the original domain after a transformation",
     "tri": "misapplies the triangle inequality when the side lengths are algebraic expressions",
     "circ": "double counts arrangements by ignoring rotational symmetry in circular permutation problems",
-    "dep": "treats dependent events as independent when multiplying probabilities of successive draws without replacement",
+    "dep": (
+        "treats dependent events as independent when multiplying probabilities of successive draws without replacement"
+    ),
     "neg": "drops the negative root when taking the square root of both sides of an equation",
     "ineq": "reverses the inequality direction incorrectly or not at all when multiplying by a negative quantity",
     "comb": "confuses combinations with permutations when the order of selected items does not matter",

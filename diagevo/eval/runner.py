@@ -102,7 +102,8 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
             raise OutputsMismatch(f"{path} line {n} is not an evaluation output; use another --out") from None
         if theirs != settings:
             raise OutputsMismatch(
-                f"{path} holds outputs of other settings (model, file, prompt or sampling); remove it or use another --out"
+                f"{path} holds outputs of other settings (model, file, prompt or sampling); remove it or use "
+                "another --out"
             )
         done[index] = row
     return done

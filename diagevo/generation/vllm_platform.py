@@ -54,7 +54,10 @@ def decide(
     if sleep:
         out["enable_sleep_mode"] = Decision(
             True,
-            f"vLLM supports sleep mode on {platform}: the engine frees its weights and KV cache while an optimizer steps",
+            (
+                f"vLLM supports sleep mode on {platform}: the engine frees its weights and KV cache while an "
+                "optimizer steps"
+            ),
         )
     else:
         out["enable_sleep_mode"] = Decision(
@@ -63,16 +66,25 @@ def decide(
     if cpu:
         out["enforce_eager"] = Decision(
             True,
-            "torch.compile of the CPU build takes minutes per engine and its cache is not reused; eager builds in under a minute",
+            (
+                "torch.compile of the CPU build takes minutes per engine and its cache is not reused; eager builds in "
+                "under a minute"
+            ),
         )
         out["kv_cache_memory_bytes"] = Decision(
             int(cpu_kv_cache_gib * GIB),
-            f"on a CPU gpu_memory_utilization is a share of host memory reserved; an explicit KV cache of {cpu_kv_cache_gib:g} GiB (hf.vllm_cpu_kv_cache_gib) instead",
+            (
+                "on a CPU gpu_memory_utilization is a share of host memory reserved; an explicit KV cache of "
+                f"{cpu_kv_cache_gib:g} GiB (hf.vllm_cpu_kv_cache_gib) instead"
+            ),
         )
         out["dtype"] = _dtype(bf16)
         out["environment"] = Decision(
             {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
-            "the engine runs in this process: a spawned engine process fails to start without a __main__ guard and cannot take weights in memory",
+            (
+                "the engine runs in this process: a spawned engine process fails to start without a __main__ guard "
+                "and cannot take weights in memory"
+            ),
         )
     else:
         out["enforce_eager"] = Decision(
@@ -80,7 +92,10 @@ def decide(
         )
         out["gpu_memory_utilization"] = Decision(
             gpu_memory_utilization,
-            "the share of GPU memory the engine takes (weights, activations, KV cache); the rest stays for the policies, references and optimizer state",
+            (
+                "the share of GPU memory the engine takes (weights, activations, KV cache); the rest stays for the "
+                "policies, references and optimizer state"
+            ),
         )
         out["dtype"] = _dtype(bf16)
         out["environment"] = Decision(

@@ -250,7 +250,10 @@ class SQLRecorder(Recorder):
             for i in range(0, len(ids), MAX_PARAMS):
                 chunk = ids[i : i + MAX_PARAMS]
                 cur.execute(
-                    f"SELECT event_id FROM events WHERE run_id = {self.P} AND event_id IN ({', '.join([self.P] * len(chunk))})",
+                    (
+                        f"SELECT event_id FROM events WHERE run_id = {self.P} AND event_id IN "
+                        f"({', '.join([self.P] * len(chunk))})"
+                    ),
                     [run, *chunk],
                 )
                 found.update((run, r[0]) for r in cur.fetchall())
@@ -491,8 +494,10 @@ class SQLRecorder(Recorder):
             for s in states
         ]
         stmt = text(
-            "INSERT INTO views (name, run_id, part, seq, hash, state) VALUES (:name, :run_id, :part, :seq, :hash, :state) "
-            f"ON CONFLICT ({self._views_key()}) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, state = excluded.state"
+            "INSERT INTO views (name, run_id, part, seq, hash, state) VALUES (:name, :run_id, :part, :seq, :hash, "
+            ":state) "
+            f"ON CONFLICT ({self._views_key()}) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, state = "
+            "excluded.state"
         )
         with self._write_tx() as conn:
             conn.execute(stmt, rows)

@@ -298,7 +298,8 @@ def check_url(u: URL, url: str) -> None:
     path = sqlite_path(u)
     if path is not None and path.is_dir():
         raise StoreError(
-            f"{redact_url(url)}: {path} is a directory, not a SQLite database file (sqlite:///{path / 'diagevo.db'} is a file in it)"
+            f"{redact_url(url)}: {path} is a directory, not a SQLite database file "
+            f"(sqlite:///{path / 'diagevo.db'} is a file in it)"
         )
 
 

@@ -78,7 +78,10 @@ def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]
             _chart(
                 f"compare-{column}",
                 figures.to_svg(fig),
-                f"{title}, per round, one line per run (each run's points set slightly apart so equal values stay visible)",
+                (
+                    f"{title}, per round, one line per run (each run's points set slightly apart so equal values stay "
+                    "visible)"
+                ),
             )
         )
     summary_rows = []
@@ -105,13 +108,14 @@ def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]
     )
     body = (
         f'<section id="runs"><h2>Runs</h2><ul class="runs">{legend}</ul>'
-        f'<p class="note">the last committed round\'s values (each metric at the last round that recorded it)</p>{summary}</section>'
+        '<p class="note">the last committed round\'s values (each metric at the last round that recorded '
+        f"it)</p>{summary}</section>"
         f'<section id="curves"><h2>Curves</h2><div class="charts">{"".join(charts)}</div></section>'
     )
     ids = ", ".join(data.runs)
-    css = (
-        CSS
-        + ".swatch { display:inline-block; width:12px; height:12px; margin-right:6px; border:1px solid #555; }\nul.runs { list-style:none; padding-left:0; }\n"
+    css = CSS + (
+        ".swatch { display:inline-block; width:12px; height:12px; margin-right:6px; border:1px solid #555; "
+        "}\nul.runs { list-style:none; padding-left:0; }\n"
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

@@ -194,13 +194,19 @@ def story_html(story: Mapping[str, Any], labels: Mapping[str, str]) -> str:
         kind, rnd = entry["kind"], f"round {entry['round']}"
         if kind == "created":
             node = entry["node"]
-            text = f"<b>{rnd}: created</b> under <code>{_e(node)}</code> {_e(labels.get(node, ''))}, from {_failure(entry.get('failure'), True)}"
+            text = (
+                f"<b>{rnd}: created</b> under <code>{_e(node)}</code> {_e(labels.get(node, ''))}, from "
+                f"{_failure(entry.get('failure'), True)}"
+            )
         elif kind == "attributed":
             text = (
                 f"{rnd}: {_failure(entry.get('failure'), False)} attributed via {_e(entry['via'])}{_similarity(entry)}"
             )
         elif kind == "promoted":
-            text = f"<b>{rnd}: promoted to Mastered</b>: mean p1 {entry['acc']:.3f} over {entry['n_candidates']} targeted candidates"
+            text = (
+                f"<b>{rnd}: promoted to Mastered</b>: mean p1 {entry['acc']:.3f} over {entry['n_candidates']} "
+                "targeted candidates"
+            )
         elif kind == "reactivated":
             text = (
                 f"<b>{rnd}: reactivated</b> via {_e(entry.get('via') or '?')}{_similarity(entry)} by "
@@ -208,7 +214,8 @@ def story_html(story: Mapping[str, Any], labels: Mapping[str, str]) -> str:
             )
         else:
             text = (
-                f"<b>{rnd}: node merged</b>: <code>{_e(entry['absorbed'])}</code> into <code>{_e(entry['survivor'])}</code> "
+                f"<b>{rnd}: node merged</b>: <code>{_e(entry['absorbed'])}</code> into "
+                f"<code>{_e(entry['survivor'])}</code> "
                 f"as “{_e(entry['label'])}”{_similarity(entry)}"
             )
         items.append(f"<li>{text}</li>")
@@ -239,7 +246,8 @@ def causes_html(data: RunData, command: Command) -> str:
             else:
                 st = "A" if cause.active else "M"
                 cells.append(
-                    f'<td class="cell {st}" title="{_a(title)}">{st}&nbsp;{cause.frequency}<span class="mark">{sym}</span></td>'
+                    f'<td class="cell {st}" title="{_a(title)}">{st}&nbsp;{cause.frequency}<span '
+                    f'class="mark">{sym}</span></td>'
                 )
         node = last.causes[cid].node if last is not None and cid in last.causes else story["node"]
         details = (
@@ -247,16 +255,20 @@ def causes_html(data: RunData, command: Command) -> str:
             f'<div class="note">audit: <code>{_e(command("memory", "why", cid))}</code></div></details>'
         )
         rows.append(
-            f'<tr id="cause-{_a(cid)}"><td class="l"><code>{_e(cid)}</code></td><td class="l">{_e(node)} {_e(labels.get(node, ""))}</td>'
+            f'<tr id="cause-{_a(cid)}"><td class="l"><code>{_e(cid)}</code></td><td class="l">{_e(node)} '
+            f"{_e(labels.get(node, ''))}</td>"
             f'{"".join(cells)}<td class="l">{details}</td></tr>'
         )
     legend = (
         "cell: state at the round's commit — <b>A</b> Active (solid), <b>M</b> Mastered (striped) — and frequency f; "
-        "marks: ★ created, ▲ promoted, ↻ reactivated, ⇄ node merged; · not yet created. Click a description for its story."
+        "marks: ★ created, ▲ promoted, ↻ reactivated, ⇄ node merged; · not yet created. Click a description for its "
+        "story."
     )
     return (
-        f'<p class="note">{legend}</p><p><input type="search" id="cause-filter" placeholder="filter causes (id, node, words)" size="40"></p>'
-        f'<div class="scroll"><table><thead><tr><th class="l">cause</th><th class="l">node</th>{head}<th class="l">description (click for the story)</th></tr></thead>'
+        f'<p class="note">{legend}</p><p><input type="search" id="cause-filter" placeholder="filter causes (id, node, '
+        'words)" size="40"></p>'
+        f'<div class="scroll"><table><thead><tr><th class="l">cause</th><th class="l">node</th>{head}<th '
+        'class="l">description (click for the story)</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -281,14 +293,17 @@ def tree_html(memories: Mapping[int, Memory]) -> str:
                 for c in causes
             )
             nodes.append(
-                f"<li><b><code>{_e(node.id)}</code> {_e(node.label)}</b> ({plural(len(causes), 'cause')})<ul>{items}</ul></li>"
+                f"<li><b><code>{_e(node.id)}</code> {_e(node.label)}</b> "
+                f"({plural(len(causes), 'cause')})<ul>{items}</ul></li>"
             )
         summary = (
-            f"M_{t}: F_{t} = {s.F}, F_1 = {'not yet fixed' if s.F1 is None else s.F1}, ε_{t + 1} = {s.epsilon:.4f}; {len(mem.active())} Active, "
+            f"M_{t}: F_{t} = {s.F}, F_1 = {'not yet fixed' if s.F1 is None else s.F1}, ε_{t + 1} = {s.epsilon:.4f}; "
+            f"{len(mem.active())} Active, "
             f"{len(mem.mastered())} Mastered, {plural(len(mem.nodes), 'node')}"
         )
         trees.append(
-            f'<div class="tree" data-round="{t}"><p class="note">{_e(summary)}</p><ul class="tree">{"".join(nodes)}</ul></div>'
+            f'<div class="tree" data-round="{t}"><p class="note">{_e(summary)}</p><ul '
+            f'class="tree">{"".join(nodes)}</ul></div>'
         )
     return f'<p><label>round <select id="tree-round">{options}</select></label></p>{"".join(trees)}'
 
@@ -372,10 +387,16 @@ def render(data: RunData, db_url: str, command: Command) -> str:
             scores = ", ".join(
                 f"round {t}: {v:.3f}" for t, v in sorted(sel.get("scores", {}).items(), key=lambda kv: int(kv[0]))
             )
-            body += f'<p class="note">checkpoint selected on {_e(sel.get("benchmark"))}: round {sel["round"]} ({_e(scores)})</p>'
+            body += (
+                f'<p class="note">checkpoint selected on {_e(sel.get("benchmark"))}: round {sel["round"]} '
+                f"({_e(scores)})</p>"
+            )
         if data.heldout_detail.height:
             fig = figures.heatmap(data.heldout_detail, "Held-out accuracy by skill family")
-            body += f'<div class="charts">{_chart("heldout-families", figures.to_svg(fig), "held-out accuracy of each family (the value is printed in each cell)")}</div>'
+            body += (
+                "<div "
+                f'class="charts">{_chart("heldout-families", figures.to_svg(fig), "held-out accuracy of each family (the value is printed in each cell)")}</div>'
+            )
         sections.append(("accuracy", "Accuracy", body))
         charts = [
             _chart(
@@ -427,7 +448,10 @@ def render(data: RunData, db_url: str, command: Command) -> str:
         (
             "config",
             "Configuration",
-            f'<p class="note">as stored in run.started (secrets redacted); seed {data.seed}</p><details><summary>show</summary><pre>{_e(config)}</pre></details>',
+            (
+                '<p class="note">as stored in run.started (secrets redacted); seed '
+                f"{data.seed}</p><details><summary>show</summary><pre>{_e(config)}</pre></details>"
+            ),
         )
     )
     t = data.committed[-1] if data.committed else 0
@@ -466,7 +490,8 @@ def render(data: RunData, db_url: str, command: Command) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>diagevo run {_a(data.run)}</title><style>{CSS}</style></head><body>"
         f"<header><h1>diagevo run <code>{_e(data.run)}</code></h1>"
-        f"<p>{plural(len(data.committed), 'committed round')}{_e(open_note)} · backend {_e(backend)} · seed {data.seed} · "
+        f"<p>{plural(len(data.committed), 'committed round')}{_e(open_note)} · backend {_e(backend)} · seed "
+        f"{data.seed} · "
         f"log {_e(db_url)} up to seq {data.last_seq} ({_e(data.recorded_at)})</p></header>"
         f"<nav>{nav}</nav><main>{body}</main><script>{SCRIPT}</script></body></html>"
     )

@@ -200,7 +200,8 @@ def run_check(
         for role in ("challenger", "solver"):
             if not report.phases.get(role, PhaseFigures()).steps:
                 report.failures.append(
-                    f"the {role} took no GRPO step (no {'retained question' if role == 'solver' else 'request'}): raise the lengths or batches"
+                    f"the {role} took no GRPO step (no {'retained question' if role == 'solver' else 'request'}): "
+                    "raise the lengths or batches"
                 )
                 continue
             report.weights_changed[role] = changed_share(model, ckpts[role] / role)

@@ -223,7 +223,9 @@ def _phase_summary(cfg: Config, plan: PhasePlan, kwargs: dict[str, Any]) -> dict
         "completions_per_step": plan.completions_per_step,
         "group": plan.group,
         "steps": plan.steps,
-        "scheduler": f"{kwargs['lr_scheduler_type']}, learning rate {kwargs['learning_rate']:g}, warmup {kwargs['warmup_steps']}",
+        "scheduler": (
+            f"{kwargs['lr_scheduler_type']}, learning rate {kwargs['learning_rate']:g}, warmup {kwargs['warmup_steps']}"
+        ),
         "attention": attention(cfg),
         "per_device_completions": plan.per_device,
         "accumulation_steps": plan.accumulation,
@@ -281,7 +283,9 @@ def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: 
                 "engine": vllm_kwargs(cfg, cfg.solver.model, decisions),
                 "environment": environment(decisions),
                 "decisions": explain(decisions),
-                "weight_sync": "in place, through vLLM's reload_weights (collective_rpc), for the loop and TRL's rollouts alike",
+                "weight_sync": (
+                    "in place, through vLLM's reload_weights (collective_rpc), for the loop and TRL's rollouts alike"
+                ),
             }
     return out
 

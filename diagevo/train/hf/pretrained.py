@@ -140,7 +140,8 @@ def convert(gguf: Path, out: Path, progress: ProgressFn = no_progress) -> dict[s
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     if unexpected or [m for m in missing if "lm_head" not in m]:
         raise BadInput(
-            f"{gguf}: weights do not fit the model its config describes (missing {missing[:3]}, unexpected {unexpected[:3]})"
+            f"{gguf}: weights do not fit the model its config describes (missing {missing[:3]}, unexpected "
+            f"{unexpected[:3]})"
         )
     model.tie_weights()
     out.mkdir(parents=True, exist_ok=True)

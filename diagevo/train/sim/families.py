@@ -179,7 +179,10 @@ def _abs_of_square(rng: random.Random, d: int) -> Raw:
         (
             f"How many integers x with {a - m} \\le x \\le {a + m} satisfy {eq}?",
             f"Count the integers x from {a - m} to {a + m} inclusive for which {eq} holds.",
-            f"{rng.choice(NAMES)} tests every integer x between {a - m} and {a + m} in the equation {eq}. How many pass?",
+            (
+                f"{rng.choice(NAMES)} tests every integer x between {a - m} and {a + m} in the equation {eq}. How "
+                "many pass?"
+            ),
         ),
     )
     lead = (f"The range contains the {2 * m + 1} integers x = {a - m}, ..., {a + m}.",)
@@ -276,7 +279,10 @@ def _log_base(rng: random.Random, d: int) -> Raw:
         (
             f"Find the {agg} of all real x satisfying \\log_{{x}} {c} = {e}.",
             f"For which real bases x does \\log_{{x}} {c} = {e} hold? Give the {agg} of all such x.",
-            f"{rng.choice(NAMES)} looks for every real number x with \\log_{{x}}({c}) = {e}. What is the {agg} of these numbers?",
+            (
+                f"{rng.choice(NAMES)} looks for every real number x with \\log_{{x}}({c}) = {e}. What is the {agg} of "
+                "these numbers?"
+            ),
         ),
     )
     lead = (f"Rewrite in exponential form: x^{e} = {c}, whose real solutions are x = {s} and x = -{s}.",)
@@ -299,7 +305,10 @@ def _log_power(rng: random.Random, d: int) -> Raw:
         (
             f"Find the {agg} of all real solutions of \\log_{{{base}}}(x^2) = {2 * k}.",
             f"What is the {agg} of every real x with \\log_{{{base}}}(x^2) = {2 * k}?",
-            f"The equation \\log_{{{base}}}(x^2) = {2 * k} is solved over the reals. Report the {agg} of its solutions.",
+            (
+                f"The equation \\log_{{{base}}}(x^2) = {2 * k} is solved over the reals. Report the {agg} of its "
+                "solutions."
+            ),
         ),
     )
     lead = (f"The right side equals \\log_{{{base}}} {v * v}.",)
@@ -336,7 +345,10 @@ def _divide_negative(rng: random.Random, d: int) -> Raw:
         (
             f"How many integers x with 1 \\le x \\le {m} satisfy {ineq}?",
             f"Count the integers x between 1 and {m} inclusive for which {ineq} holds.",
-            f"{rng.choice(NAMES)} lists every integer x from 1 to {m} that satisfies {ineq}. How many integers are on the list?",
+            (
+                f"{rng.choice(NAMES)} lists every integer x from 1 to {m} that satisfies {ineq}. How many integers "
+                "are on the list?"
+            ),
         ),
     )
     lead = (f"Move the constant term: -{a}x \\ge {c - b}.",)
@@ -364,7 +376,10 @@ def _reciprocal(rng: random.Random, d: int) -> Raw:
         (
             f"How many integers x with 1 \\le x \\le {m} satisfy {ineq}?",
             f"Count the integers x from 1 to {m} for which {ineq}.",
-            f"{rng.choice(NAMES)} checks the integers 1, 2, ..., {m} against the inequality {ineq}. How many satisfy it?",
+            (
+                f"{rng.choice(NAMES)} checks the integers 1, 2, ..., {m} against the inequality {ineq}. How many "
+                "satisfy it?"
+            ),
         ),
     )
     lead = (f"For 1 \\le x \\le {m} both sides of 1/x < 1/{c} are positive.",)
@@ -389,7 +404,10 @@ def _square_bound(rng: random.Random, d: int) -> Raw:
         (
             f"How many integers x with -{m} \\le x \\le {m} satisfy x^2 < {big}?",
             f"Count the integers x in the range from -{m} to {m} whose square is less than {big}.",
-            f"{rng.choice(NAMES)} squares every integer from -{m} to {m}. For how many of them is the square below {big}?",
+            (
+                f"{rng.choice(NAMES)} squares every integer from -{m} to {m}. For how many of them is the square "
+                f"below {big}?"
+            ),
         ),
     )
     lead = (f"Take square roots of x^2 < {big}, where \\sqrt{{{big}}} lies between {s} and {s + 1}.",)
@@ -495,7 +513,10 @@ def _amgm_integer(rng: random.Random, d: int) -> Raw:
         (
             f"Positive integers x and y satisfy x + y = {total}. What is the largest possible value of xy?",
             f"A rectangle has whole-number side lengths and perimeter {2 * total}. What is its largest possible area?",
-            f"{rng.choice(NAMES)} splits {total} into two positive whole numbers and multiplies them. What is the largest product?",
+            (
+                f"{rng.choice(NAMES)} splits {total} into two positive whole numbers and multiplies them. What is the "
+                "largest product?"
+            ),
         ),
     )
     lead = (
@@ -520,7 +541,10 @@ def _amgm_negative(rng: random.Random, d: int) -> Raw:
         (
             f"For negative real numbers x, what is the largest value of x + {k}/x?",
             f"Find the maximum of f(x) = x + \\frac{{{k}}}{{x}} over all real x < 0.",
-            f"{rng.choice(NAMES)} only uses negative values of x in the expression x + {k}/x. What is the greatest value it can take?",
+            (
+                f"{rng.choice(NAMES)} only uses negative values of x in the expression x + {k}/x. What is the "
+                "greatest value it can take?"
+            ),
         ),
     )
     lead = (f"Write f(x) = x + {k}/x on x < 0, where {k} = {s}^2.",)
@@ -560,7 +584,10 @@ def _negated_residue(rng: random.Random, d: int) -> Raw:
     )
     lead = (f"Divide: {n} = {m} \\cdot {q} + {r}, so -{n} = -{m} \\cdot {q} - {r}.",)
     right = (
-        f"A remainder must lie between 0 and {m - 1}, so borrow one more multiple: -{n} = {m} \\cdot (-{q + 1}) + {m - r}.",
+        (
+            f"A remainder must lie between 0 and {m - 1}, so borrow one more multiple: -{n} = {m} \\cdot (-{q + 1}) + "
+            f"{m - r}."
+        ),
         f"The remainder is {ans}.",
     )
     wrong = (f"Take the remainder of -{n} to be the negated remainder -{r} directly.", f"The remainder is {trap}.")
@@ -609,7 +636,10 @@ def _negative_congruence(rng: random.Random, d: int) -> Raw:
     )
     lead = (f"The condition is x \\equiv -{a} \\pmod{{{m}}}, and {a} = {m} \\cdot {q} + {r}.",)
     right = (
-        f"So x \\equiv -{r} \\equiv {m} - {r} = {m - r} \\pmod{{{m}}}, turning the negative residue into a positive one.",
+        (
+            f"So x \\equiv -{r} \\equiv {m} - {r} = {m - r} \\pmod{{{m}}}, turning the negative residue into a "
+            "positive one."
+        ),
         f"The smallest positive x is {m - r}.",
     )
     wrong = (
@@ -674,7 +704,10 @@ def _zero_remainder(rng: random.Random, d: int) -> Raw:
         (
             f"What is the units digit of {base}^{{{n}}} + {c}?",
             f"Find the last digit of the number {base}^{{{n}}} + {c}.",
-            f"{rng.choice(NAMES)} computes {base} raised to the power {n} and then adds {c}. Which digit ends the result?",
+            (
+                f"{rng.choice(NAMES)} computes {base} raised to the power {n} and then adds {c}. Which digit ends the "
+                "result?"
+            ),
         ),
     )
     lead = (
@@ -731,8 +764,14 @@ def _inclusive_range(rng: random.Random, d: int) -> Raw:
             (
                 f"{name} reads a book from page {a} through page {b}, inclusive. How many pages does {name} read?",
                 f"How many integers are there from {a} to {b}, including both ends?",
-                f"Seats in a hall are numbered consecutively; {name}'s group occupies seats {a} through {b}. How many seats is that?",
-                f"{name} labels {obj} with every whole number from {a} up to and including {b}. How many labels are used?",
+                (
+                    f"Seats in a hall are numbered consecutively; {name}'s group occupies seats {a} through {b}. How "
+                    "many seats is that?"
+                ),
+                (
+                    f"{name} labels {obj} with every whole number from {a} up to and including {b}. How many labels "
+                    "are used?"
+                ),
             ),
         )
     else:
@@ -782,10 +821,14 @@ def _closed_loop(rng: random.Random, d: int) -> Raw:
     t, text = _pick(
         rng,
         (
-            f"Posts are placed every {gap} metres around a circular track of length {length} metres. How many posts are there?",
+            (
+                f"Posts are placed every {gap} metres around a circular track of length {length} metres. How many "
+                "posts are there?"
+            ),
             f"A round pond has a path of length {length} m around it, with a lamp every {gap} m along the path. "
             f"How many lamps are there?",
-            f"{rng.choice(NAMES)} plants a tree every {gap} metres along the closed boundary of a park that is {length} metres "
+            f"{rng.choice(NAMES)} plants a tree every {gap} metres along the closed boundary of a park that is "
+            f"{length} metres "
             f"around. How many trees are planted?",
         ),
     )
@@ -818,7 +861,10 @@ def _union_two(rng: random.Random, d: int) -> Raw:
         (
             f"How many integers from 1 to {n} are divisible by {p} or by {q}?",
             f"Among the whole numbers 1, 2, ..., {n}, count those that are multiples of {p} or of {q}.",
-            f"{rng.choice(NAMES)} marks every number up to {n} that is a multiple of {p} or a multiple of {q}. How many are marked?",
+            (
+                f"{rng.choice(NAMES)} marks every number up to {n} that is a multiple of {p} or a multiple of {q}. "
+                "How many are marked?"
+            ),
         ),
     )
     lead = (f"Multiples of {p} up to {n}: {a}. Multiples of {q} up to {n}: {b}.",)
@@ -838,11 +884,17 @@ def _neither(rng: random.Random, d: int) -> Raw:
         (
             f"How many integers from 1 to {n} are divisible by neither {p} nor {q}?",
             f"Among 1, 2, ..., {n}, how many numbers are multiples of neither {p} nor {q}?",
-            f"{rng.choice(NAMES)} crosses out every multiple of {p} and every multiple of {q} up to {n}. How many numbers remain?",
+            (
+                f"{rng.choice(NAMES)} crosses out every multiple of {p} and every multiple of {q} up to {n}. How many "
+                "numbers remain?"
+            ),
         ),
     )
     lead = (
-        f"Multiples of {p}: {a}; of {q}: {b}; of both, lcm {lcm}: {c}; so {a} + {b} - {c} = {u} are divisible by {p} or {q}.",
+        (
+            f"Multiples of {p}: {a}; of {q}: {b}; of both, lcm {lcm}: {c}; so {a} + {b} - {c} = {u} are divisible by "
+            f"{p} or {q}."
+        ),
     )
     right = (f"The question asks for the complement of that union: {n} - {u} = {n - u}.",)
     wrong = (f"Report the size of the union, {u}, as the count asked for.",)
@@ -864,7 +916,10 @@ def _three_sets(rng: random.Random, d: int) -> Raw:
         ),
     )
     lead = (
-        f"Single counts: {a}, {b}, {c}. Pairwise overlaps, multiples of {p * q}, {p * r} and {q * r}: {ab}, {ac}, {bc}.",
+        (
+            f"Single counts: {a}, {b}, {c}. Pairwise overlaps, multiples of {p * q}, {p * r} and {q * r}: {ab}, {ac}, "
+            f"{bc}."
+        ),
     )
     right = (
         f"Multiples of {p * q * r} were added three times and removed three times, so add them back: "
@@ -881,13 +936,17 @@ def _exactly_one(rng: random.Random, d: int) -> Raw:
         (
             f"How many integers from 1 to {n} are divisible by exactly one of {p} and {q}?",
             f"Among 1, 2, ..., {n}, count the numbers that are multiples of {p} or of {q} but not of both.",
-            f"{rng.choice(NAMES)} keeps the numbers up to {n} divisible by {p} or by {q}, then discards those divisible by both. "
+            f"{rng.choice(NAMES)} keeps the numbers up to {n} divisible by {p} or by {q}, then discards those "
+            "divisible by both. "
             f"How many are kept?",
         ),
     )
     lead = (f"Multiples of {p} up to {n}: {a}. Multiples of {q} up to {n}: {b}.",)
     right = (
-        f"The {c} multiples of lcm({p}, {q}) = {lcm} sit in both counts and must leave both: {a} + {b} - 2 \\cdot {c} = {a + b - 2 * c}.",
+        (
+            f"The {c} multiples of lcm({p}, {q}) = {lcm} sit in both counts and must leave both: {a} + {b} - 2 \\cdot "
+            f"{c} = {a + b - 2 * c}."
+        ),
     )
     wrong = (f"Subtract the {c} common multiples once: {a} + {b} - {c} = {a + b - c}.",)
     return t, text, a + b - 2 * c, a + b - c, lead, right, wrong
@@ -926,7 +985,10 @@ def _adjacent_block(rng: random.Random, d: int) -> Raw:
             f"next to each other? Rotations of a seating are considered the same.",
             f"{n} friends, including {rng.choice(NAMES)} and {rng.choice(NAMES)} who must be adjacent, sit at a "
             f"circular table. Counting rotations as identical, how many seatings are possible?",
-            f"{n} distinct beads are arranged on a circle, up to rotation, with two given beads touching. How many arrangements are there?",
+            (
+                f"{n} distinct beads are arranged on a circle, up to rotation, with two given beads touching. How "
+                "many arrangements are there?"
+            ),
         ),
     )
     lead = (f"Glue the adjacent pair into one block, leaving {units} units to place around the circle.",)
@@ -944,10 +1006,16 @@ def _necklace(rng: random.Random, d: int) -> Raw:
     t, text = _pick(
         rng,
         (
-            f"How many different necklaces can be made from {n} distinct beads, if a necklace can be rotated and turned over?",
+            (
+                f"How many different necklaces can be made from {n} distinct beads, if a necklace can be rotated and "
+                "turned over?"
+            ),
             f"{rng.choice(NAMES)} threads {n} different charms on a bracelet that can be rotated or flipped. "
             f"How many distinct bracelets are possible?",
-            f"Count the arrangements of {n} distinct keys on a key ring, where rotating or flipping the ring gives the same arrangement.",
+            (
+                f"Count the arrangements of {n} distinct keys on a key ring, where rotating or flipping the ring "
+                "gives the same arrangement."
+            ),
         ),
     )
     lead = (f"Fixing one bead removes rotations, leaving ({n} - 1)! = {rot} orders.",)
@@ -964,10 +1032,16 @@ def _numbered_seats(rng: random.Random, d: int) -> Raw:
     t, text = _pick(
         rng,
         (
-            f"A round table has {n} chairs numbered 1 to {n}. In how many ways can {n} guests be assigned to the chairs?",
+            (
+                f"A round table has {n} chairs numbered 1 to {n}. In how many ways can {n} guests be assigned to the "
+                "chairs?"
+            ),
             f"The seats around a circular table carry the numbers 1 to {n}. How many ways can {n} people take these "
             f"numbered seats, one person per seat?",
-            f"The {n} numbered cabins of a Ferris wheel receive {n} different passengers, one each. How many assignments are possible?",
+            (
+                f"The {n} numbered cabins of a Ferris wheel receive {n} different passengers, one each. How many "
+                "assignments are possible?"
+            ),
         ),
     )
     lead = (f"There are {n} people and {n} numbered seats around the circle.",)
@@ -1004,7 +1078,10 @@ def _one_vertex(rng: random.Random, d: int) -> Raw:
         (
             f"How many diagonals can be drawn from one vertex of a convex polygon with {n} sides?",
             f"From a single corner of a convex {n}-gon, how many diagonals start?",
-            f"{rng.choice(NAMES)} stands at one vertex of a convex {n}-gon and draws every diagonal from it. How many are drawn?",
+            (
+                f"{rng.choice(NAMES)} stands at one vertex of a convex {n}-gon and draws every diagonal from it. How "
+                "many are drawn?"
+            ),
         ),
     )
     lead = (f"A vertex can be joined to the other {n - 1} vertices.",)
@@ -1021,8 +1098,14 @@ def _ordered_ends(rng: random.Random, d: int) -> Raw:
         (
             f"Every vertex of a convex {n}-gon sends a diagonal to each vertex that is not its neighbour. "
             f"How many distinct diagonals are drawn altogether?",
-            f"Each of the {n} corners of a convex polygon is joined to all non-neighbouring corners. How many different segments result?",
-            f"In a convex polygon with {n} vertices, {rng.choice(NAMES)} draws all diagonals vertex by vertex. How many diagonals exist in total?",
+            (
+                f"Each of the {n} corners of a convex polygon is joined to all non-neighbouring corners. How many "
+                "different segments result?"
+            ),
+            (
+                f"In a convex polygon with {n} vertices, {rng.choice(NAMES)} draws all diagonals vertex by vertex. "
+                "How many diagonals exist in total?"
+            ),
         ),
     )
     lead = (f"Each of the {n} vertices starts {per} diagonals, to all vertices except itself and its two neighbours.",)
@@ -1074,12 +1157,18 @@ def _one_of_each(rng: random.Random, d: int) -> Raw:
             f"What is the probability that they have different colours?",
             f"From a box of {r} red and {b} blue {obj}, {rng.choice(NAMES)} takes two at once. "
             f"Find the probability of getting one of each colour.",
-            f"Two {obj} are drawn without replacement from {r} red and {b} blue. What is the chance of exactly one red?",
+            (
+                f"Two {obj} are drawn without replacement from {r} red and {b} blue. What is the chance of exactly "
+                "one red?"
+            ),
         ),
     )
     lead = (f"There are {n} {obj} in total, {r} red and {b} blue.",)
     right = (
-        f"Both orders red-blue and blue-red give one of each: 2 \\cdot ({r}/{n}) \\cdot ({b}/{n - 1}) = {fmt_num(ans)}.",
+        (
+            f"Both orders red-blue and blue-red give one of each: 2 \\cdot ({r}/{n}) \\cdot ({b}/{n - 1}) = "
+            f"{fmt_num(ans)}."
+        ),
     )
     wrong = (f"Take the order red then blue only: ({r}/{n}) \\cdot ({b}/{n - 1}) = {fmt_num(trap)}.",)
     return t, text, ans, trap, lead, right, wrong
@@ -1095,7 +1184,10 @@ def _at_least_one(rng: random.Random, d: int) -> Raw:
             f"What is the probability that at least one is red?",
             f"{rng.choice(NAMES)} draws two {obj}, not returning the first, from {r} red and {b} blue. "
             f"Find the probability of getting at least one red.",
-            f"From {r} red and {b} blue {obj}, two are removed one after the other. How likely is it that not both are blue?",
+            (
+                f"From {r} red and {b} blue {obj}, two are removed one after the other. How likely is it that not "
+                "both are blue?"
+            ),
         ),
     )
     lead = (f"The complement of at least one red is that both draws are blue, with {b} blue among {n}.",)
@@ -1110,16 +1202,24 @@ def _second_draw(rng: random.Random, d: int) -> Raw:
     t, text = _pick(
         rng,
         (
-            f"A bag holds {r} red and {b} blue {obj}. Two are drawn one after the other without replacement, and the first "
+            f"A bag holds {r} red and {b} blue {obj}. Two are drawn one after the other without replacement, and the "
+            "first "
             f"is set aside unseen. What is the probability that the second is red?",
-            f"{rng.choice(NAMES)} removes one {obj[:-1]} from a jar of {r} red and {b} blue without looking, then draws another. "
+            f"{rng.choice(NAMES)} removes one {obj[:-1]} from a jar of {r} red and {b} blue without looking, then "
+            "draws another. "
             f"Find the probability that this second one is red.",
-            f"From {r} red and {b} blue {obj}, one is discarded at random and a second is drawn. How likely is the second to be red?",
+            (
+                f"From {r} red and {b} blue {obj}, one is discarded at random and a second is drawn. How likely is "
+                "the second to be red?"
+            ),
         ),
     )
     lead = (f"The colour of the first draw is never observed; there are {r} red among {n}.",)
     right = (
-        f"By symmetry the second draw is equally likely to be any of the {n}: the probability is {r}/{n} = {fmt_num(ans)}.",
+        (
+            f"By symmetry the second draw is equally likely to be any of the {n}: the probability is {r}/{n} = "
+            f"{fmt_num(ans)}."
+        ),
     )
     wrong = (f"Assume the first draw removed a red one: ({r - 1})/({n - 1}) = {fmt_num(trap)}.",)
     return t, text, ans, trap, lead, right, wrong
@@ -1166,7 +1266,10 @@ def _equal_times(rng: random.Random, d: int) -> Raw:
             f"{rng.choice(NAMES)} drives for {h} hours at {v1} km/h and then for another {h} hours at {v2} km/h. "
             f"What is the average speed over the whole drive?",
             f"A boat moves at {v1} km/h for {h} hours and at {v2} km/h for the next {h} hours. Find its average speed.",
-            f"A runner keeps {v1} m/min for {h} minutes and then {v2} m/min for {h} more minutes. What is the average speed?",
+            (
+                f"A runner keeps {v1} m/min for {h} minutes and then {v2} m/min for {h} more minutes. What is the "
+                "average speed?"
+            ),
         ),
     )
     lead = (f"Each part of the journey lasts the same {h} time units.",)
@@ -1191,14 +1294,23 @@ def _unequal_legs(rng: random.Random, d: int) -> Raw:
     t, text = _pick(
         rng,
         (
-            f"{rng.choice(NAMES)} rides {d1} km at {v1} km/h and then {d2} km at {v2} km/h. What is the average speed for the trip?",
-            f"A train covers {d1} km at {v1} km/h, then {d2} km at {v2} km/h. Find its average speed over the {d1 + d2} km.",
+            (
+                f"{rng.choice(NAMES)} rides {d1} km at {v1} km/h and then {d2} km at {v2} km/h. What is the average "
+                "speed for the trip?"
+            ),
+            (
+                f"A train covers {d1} km at {v1} km/h, then {d2} km at {v2} km/h. Find its average speed over the "
+                f"{d1 + d2} km."
+            ),
             f"A courier travels {d1} km at {v1} km/h and a further {d2} km at {v2} km/h. What average speed results?",
         ),
     )
     lead = (f"The trip has two legs: {d1} km at {v1} km/h and {d2} km at {v2} km/h.",)
     right = (
-        f"Total time is {d1}/{v1} + {d2}/{v2} = {fmt_num(time)} hours, so the average speed is {d1 + d2}/{fmt_num(time)} = {fmt_num(ans)}.",
+        (
+            f"Total time is {d1}/{v1} + {d2}/{v2} = {fmt_num(time)} hours, so the average speed is "
+            f"{d1 + d2}/{fmt_num(time)} = {fmt_num(ans)}."
+        ),
     )
     wrong = (f"Weight each speed by its distance: ({d1} \\cdot {v1} + {d2} \\cdot {v2})/{d1 + d2} = {fmt_num(trap)}.",)
     return t, text, ans, trap, lead, right, wrong
@@ -1217,13 +1329,22 @@ def _work_rate(rng: random.Random, d: int) -> Raw:
         (
             f"{x} can paint a fence alone in {a} hours and {y} can paint it alone in {b} hours. "
             f"How many hours do they need working together?",
-            f"One pipe fills a tank in {a} hours and another fills it in {b} hours. How long do both pipes take together?",
-            f"A printer finishes a job in {a} minutes and a second printer in {b} minutes. Sharing the job, how long do they take?",
+            (
+                f"One pipe fills a tank in {a} hours and another fills it in {b} hours. How long do both pipes take "
+                "together?"
+            ),
+            (
+                f"A printer finishes a job in {a} minutes and a second printer in {b} minutes. Sharing the job, how "
+                "long do they take?"
+            ),
         ),
     )
     lead = (f"The two workers finish alone in {a} and {b} time units.",)
     right = (
-        f"Rates add: 1/{a} + 1/{b} = {fmt_num(Fraction(a + b, a * b))} of the job per unit, so together it takes {fmt_num(ans)}.",
+        (
+            f"Rates add: 1/{a} + 1/{b} = {fmt_num(Fraction(a + b, a * b))} of the job per unit, so together it takes "
+            f"{fmt_num(ans)}."
+        ),
     )
     wrong = (f"Average the two times: ({a} + {b})/2 = {fmt_num(trap)}.",)
     return t, text, ans, trap, lead, right, wrong
@@ -1245,8 +1366,14 @@ def _up_then_down(rng: random.Random, d: int) -> Raw:
         (
             f"A jacket costs {price} dollars. Its price is raised by {p}% and the new price is then cut by {q}%. "
             f"What is the final price in dollars?",
-            f"{rng.choice(NAMES)}'s rent of {price} rises by {p}% one year and falls by {q}% the next. What is the rent after both changes?",
-            f"A stock worth {price} gains {p}% on Monday and loses {q}% of its new value on Tuesday. What is it worth after Tuesday?",
+            (
+                f"{rng.choice(NAMES)}'s rent of {price} rises by {p}% one year and falls by {q}% the next. What is "
+                "the rent after both changes?"
+            ),
+            (
+                f"A stock worth {price} gains {p}% on Monday and loses {q}% of its new value on Tuesday. What is it "
+                "worth after Tuesday?"
+            ),
         ),
     )
     lead = (f"After the {p}% increase the value is {price} \\cdot {100 + p}/100 = {fmt_num(p1)}.",)
@@ -1267,17 +1394,29 @@ def _compound_years(rng: random.Random, d: int) -> Raw:
     t, text = _pick(
         rng,
         (
-            f"A savings account of {price} dollars grows by {p}% each year, compounded yearly. How much is in it after {n} years?",
+            (
+                f"A savings account of {price} dollars grows by {p}% each year, compounded yearly. How much is in it "
+                f"after {n} years?"
+            ),
             f"A town of {price} people grows by {p}% every year. What is its population after {n} years?",
-            f"{rng.choice(NAMES)}'s collection of {price} stamps increases by {p}% per year. How many stamps after {n} years?",
+            (
+                f"{rng.choice(NAMES)}'s collection of {price} stamps increases by {p}% per year. How many stamps "
+                f"after {n} years?"
+            ),
         ),
     )
     lead = (f"The value starts at {price} and grows by {p}% in each of {n} years.",)
     right = (
-        f"Each year multiplies the current value by {100 + p}/100: {price} \\cdot ({100 + p}/100)^{n} = {fmt_num(ans)}.",
+        (
+            f"Each year multiplies the current value by {100 + p}/100: {price} \\cdot ({100 + p}/100)^{n} = "
+            f"{fmt_num(ans)}."
+        ),
     )
     wrong = (
-        f"Add the yearly rates to {n} \\cdot {p} = {n * p}% of the start: {price} \\cdot {100 + n * p}/100 = {fmt_num(trap)}.",
+        (
+            f"Add the yearly rates to {n} \\cdot {p} = {n * p}% of the start: {price} \\cdot {100 + n * p}/100 = "
+            f"{fmt_num(trap)}."
+        ),
     )
     return t, text, ans, trap, lead, right, wrong
 
@@ -1290,8 +1429,14 @@ def _points_vs_percent(rng: random.Random, d: int) -> Raw:
         rng,
         (
             f"An interest rate rises from {a}% to {b}%. By what percent did the rate increase?",
-            f"The share of students cycling to school went from {a}% to {b}%. What is the percent increase in that share?",
-            f"{rng.choice(NAMES)}'s test pass rate improved from {a}% to {b}%. By what percentage did the pass rate grow?",
+            (
+                f"The share of students cycling to school went from {a}% to {b}%. What is the percent increase in "
+                "that share?"
+            ),
+            (
+                f"{rng.choice(NAMES)}'s test pass rate improved from {a}% to {b}%. By what percentage did the pass "
+                "rate grow?"
+            ),
         ),
     )
     lead = (f"The rate moves from {a}% to {b}%, a difference of {b - a} percentage points.",)
@@ -1312,7 +1457,10 @@ def _undo_discount(rng: random.Random, d: int) -> Raw:
         rng,
         (
             f"After a {p}% discount, a bicycle sells for {fmt_num(final)} dollars. What was its original price?",
-            f"{rng.choice(NAMES)} paid {fmt_num(final)} for a lamp during a sale offering {p}% off. What was the price before the sale?",
+            (
+                f"{rng.choice(NAMES)} paid {fmt_num(final)} for a lamp during a sale offering {p}% off. What was the "
+                "price before the sale?"
+            ),
             f"A price was reduced by {p}% and now stands at {fmt_num(final)}. Find the price before the reduction.",
         ),
     )
@@ -1353,14 +1501,23 @@ def _tax_inclusive(rng: random.Random, d: int) -> Raw:
     t, text = _pick(
         rng,
         (
-            f"A bill of {fmt_num(total)} dollars includes {p}% sales tax on the pre-tax price. How much of the bill is tax?",
+            (
+                f"A bill of {fmt_num(total)} dollars includes {p}% sales tax on the pre-tax price. How much of the "
+                "bill is tax?"
+            ),
             f"{rng.choice(NAMES)} paid {fmt_num(total)} for a radio, tax of {p}% included. What was the tax amount?",
-            f"A receipt shows a total of {fmt_num(total)}, which contains a {p}% service charge on the base price. Find the service charge.",
+            (
+                f"A receipt shows a total of {fmt_num(total)}, which contains a {p}% service charge on the base "
+                "price. Find the service charge."
+            ),
         ),
     )
     lead = (f"The total {fmt_num(total)} is the pre-tax price plus {p}% of the pre-tax price.",)
     right = (
-        f"The pre-tax price is {fmt_num(total)} \\cdot 100/{100 + p} = {orig}, so the tax is {orig} \\cdot {p}/100 = {fmt_num(ans)}.",
+        (
+            f"The pre-tax price is {fmt_num(total)} \\cdot 100/{100 + p} = {orig}, so the tax is {orig} \\cdot "
+            f"{p}/100 = {fmt_num(ans)}."
+        ),
     )
     wrong = (f"Take {p}% of the tax-inclusive total: {fmt_num(total)} \\cdot {p}/100 = {fmt_num(trap)}.",)
     return t, text, ans, trap, lead, right, wrong
@@ -1375,7 +1532,10 @@ def _percent_less(rng: random.Random, d: int) -> Raw:
         (
             f"{x} earns {p}% more than {y}. By what percent is {y}'s pay less than {x}'s?",
             f"Tower A is {p}% taller than tower B. By what percentage is B shorter than A?",
-            f"A new phone costs {p}% more than the old model. By what percent is the old model cheaper than the new one?",
+            (
+                f"A new phone costs {p}% more than the old model. By what percent is the old model cheaper than the "
+                "new one?"
+            ),
         ),
     )
     lead = (f"Write the larger amount as the smaller one times {100 + p}/100.",)
@@ -1405,16 +1565,31 @@ FAMILIES: tuple[Family, ...] = (
         "algebra",
         "transformations such as squaring or clearing denominators can add or lose roots, so solutions must be checked",
         (
-            "solves equations whose transformations such as squaring or clearing denominators can create or lose solutions",
-            "checks candidate roots of radical and rational equations against the original equation after transforming it",
-            "keeps exactly the valid solutions when squaring, taking square roots or multiplying through by expressions",
+            (
+                "solves equations whose transformations such as squaring or clearing denominators can create or lose "
+                "solutions"
+            ),
+            (
+                "checks candidate roots of radical and rational equations against the original equation after "
+                "transforming it"
+            ),
+            (
+                "keeps exactly the valid solutions when squaring, taking square roots or multiplying through by "
+                "expressions"
+            ),
         ),
         (
             "radical_sign",
-            "squaring a radical equation adds roots where the other side is negative, so each candidate must be checked",
+            (
+                "squaring a radical equation adds roots where the other side is negative, so each candidate must be "
+                "checked"
+            ),
             (
                 "fails to check candidate solutions in the original radical equation after squaring both sides of it",
-                "accepts extraneous roots introduced by squaring a square root equation without verifying their sign afterwards",
+                (
+                    "accepts extraneous roots introduced by squaring a square root equation without verifying their "
+                    "sign afterwards"
+                ),
                 "treats every root of the squared equation as a root of the original radical equation",
                 "neglects that a square root is nonnegative when solving a radical equation by squaring both sides",
             ),
@@ -1435,10 +1610,19 @@ FAMILIES: tuple[Family, ...] = (
             "abs_of_square",
             "the square root of a square is an absolute value, so it equals the expression only when it is nonnegative",
             (
-                "simplifies the square root of a squared expression to the expression itself instead of its absolute value",
+                (
+                    "simplifies the square root of a squared expression to the expression itself instead of its "
+                    "absolute value"
+                ),
                 "treats the square root of x squared as x, losing the absolute value and its sign condition",
-                "drops the absolute value when undoing a square under a root, ignoring negative values of the expression",
-                "assumes that a square root and a square cancel for every real value instead of giving the absolute value",
+                (
+                    "drops the absolute value when undoing a square under a root, ignoring negative values of the "
+                    "expression"
+                ),
+                (
+                    "assumes that a square root and a square cancel for every real value instead of giving the "
+                    "absolute value"
+                ),
             ),
             _abs_of_square,
         ),
@@ -1459,7 +1643,10 @@ FAMILIES: tuple[Family, ...] = (
         "number_theory",
         "division with a negative dividend must follow the division algorithm: nonnegative remainder, floored quotient",
         (
-            "reduces negative integers modulo a divisor using the division algorithm conventions for quotient and remainder",
+            (
+                "reduces negative integers modulo a divisor using the division algorithm conventions for quotient and "
+                "remainder"
+            ),
             "handles remainders, quotients and congruences of negative numbers with the correct nonnegative convention",
             "applies modular arithmetic to negative dividends and residues following the division algorithm precisely",
         ),
@@ -1467,18 +1654,33 @@ FAMILIES: tuple[Family, ...] = (
             "negated_residue",
             "a remainder in integer division must be nonnegative even when the dividend is negative",
             (
-                "reports a negative remainder when dividing a negative integer instead of adjusting it into the valid range",
-                "negates the remainder of the absolute value rather than finding the nonnegative remainder of a negative number",
-                "ignores that division algorithm remainders must lie between zero and the divisor minus one for negative dividends",
+                (
+                    "reports a negative remainder when dividing a negative integer instead of adjusting it into the "
+                    "valid range"
+                ),
+                (
+                    "negates the remainder of the absolute value rather than finding the nonnegative remainder of a "
+                    "negative number"
+                ),
+                (
+                    "ignores that division algorithm remainders must lie between zero and the divisor minus one for "
+                    "negative dividends"
+                ),
                 "keeps a negative residue as the final remainder instead of adding the modulus back to it",
             ),
             _negated_residue,
         ),
         (
             "floor_quotient",
-            "the quotient of a negative number in the division algorithm is the floor, rounding towards negative infinity",
             (
-                "truncates the quotient of a negative dividend towards zero instead of taking the floor of the division",
+                "the quotient of a negative number in the division algorithm is the floor, rounding towards negative "
+                "infinity"
+            ),
+            (
+                (
+                    "truncates the quotient of a negative dividend towards zero instead of taking the floor of the "
+                    "division"
+                ),
                 "rounds a negative quotient up towards zero when the division algorithm requires rounding down",
                 "computes the integer quotient of a negative number by dropping the fraction rather than flooring it",
                 "confuses truncation with the floor function when dividing a negative integer by a positive divisor",
@@ -1492,7 +1694,10 @@ FAMILIES: tuple[Family, ...] = (
                 "drops the minus sign of a negative residue when solving a congruence for the least positive solution",
                 "reduces a congruence to a negative number by ignoring the sign instead of adding the modulus",
                 "treats x congruent to minus a modulo m as x congruent to a modulo m",
-                "solves a divisibility condition with an added constant using the residue of the constant with the wrong sign",
+                (
+                    "solves a divisibility condition with an added constant using the residue of the constant with "
+                    "the wrong sign"
+                ),
             ),
             _negative_congruence,
         ),
@@ -1500,11 +1705,23 @@ FAMILIES: tuple[Family, ...] = (
     _family(
         "inclusion_exclusion",
         "combinatorics",
-        "counting unions, complements and exact memberships of overlapping sets requires the inclusion-exclusion corrections",
         (
-            "counts elements of overlapping sets, unions, complements and exact memberships with inclusion exclusion corrections",
-            "applies the inclusion exclusion principle to divisibility counts of unions and intersections of several sets",
-            "keeps track of overlaps when counting numbers satisfying at least one, exactly one or none of several conditions",
+            "counting unions, complements and exact memberships of overlapping sets requires the inclusion-exclusion "
+            "corrections"
+        ),
+        (
+            (
+                "counts elements of overlapping sets, unions, complements and exact memberships with inclusion "
+                "exclusion corrections"
+            ),
+            (
+                "applies the inclusion exclusion principle to divisibility counts of unions and intersections of "
+                "several sets"
+            ),
+            (
+                "keeps track of overlaps when counting numbers satisfying at least one, exactly one or none of "
+                "several conditions"
+            ),
         ),
         (
             "union_two",
@@ -1512,8 +1729,14 @@ FAMILIES: tuple[Family, ...] = (
             (
                 "adds the sizes of two overlapping sets without subtracting their intersection when counting the union",
                 "double counts elements that belong to both sets instead of applying the inclusion exclusion principle",
-                "forgets to remove common multiples counted twice when counting numbers divisible by either of two values",
-                "treats overlapping divisibility conditions as disjoint and sums their counts directly without any correction",
+                (
+                    "forgets to remove common multiples counted twice when counting numbers divisible by either of "
+                    "two values"
+                ),
+                (
+                    "treats overlapping divisibility conditions as disjoint and sums their counts directly without "
+                    "any correction"
+                ),
             ),
             _union_two,
         ),
@@ -1544,7 +1767,10 @@ FAMILIES: tuple[Family, ...] = (
             "elements in exactly one of two sets exclude the intersection from both sets, subtracting it twice",
             (
                 "subtracts the intersection only once when counting elements that belong to exactly one of two sets",
-                "counts numbers divisible by exactly one of two values as the union size instead of removing the overlap twice",
+                (
+                    "counts numbers divisible by exactly one of two values as the union size instead of removing the "
+                    "overlap twice"
+                ),
                 "confuses elements in exactly one set with elements in at least one set when correcting for overlap",
                 "leaves the common multiples in one of the two counts when only exclusive membership should be counted",
             ),
@@ -1556,15 +1782,24 @@ FAMILIES: tuple[Family, ...] = (
         "probability",
         "drawing without replacement changes the population for later draws, so draws are dependent",
         (
-            "computes probabilities of successive draws without replacement with the correct dependence between the draws",
+            (
+                "computes probabilities of successive draws without replacement with the correct dependence between "
+                "the draws"
+            ),
             "models random draws from an urn that are not returned, tracking the changing population and orders",
-            "reasons about dependent sampling probabilities for urns and cards drawn one after another without replacement",
+            (
+                "reasons about dependent sampling probabilities for urns and cards drawn one after another without "
+                "replacement"
+            ),
         ),
         (
             "both_same",
             "the probability that two draws without replacement are both of one colour uses the reduced counts",
             (
-                "treats draws without replacement as independent events with unchanged probabilities for the second draw",
+                (
+                    "treats draws without replacement as independent events with unchanged probabilities for the "
+                    "second draw"
+                ),
                 "uses the same probability for both picks even though the first item is not returned to the pool",
                 "squares the single draw probability for two draws without replacement instead of reducing the counts",
                 "fails to update the numerator and denominator after the first draw when both draws must match",
@@ -1586,8 +1821,14 @@ FAMILIES: tuple[Family, ...] = (
             "at_least_one",
             "the complement of at least one is none, and the no-success draws without replacement are dependent",
             (
-                "computes the complement of at least one success with independent draws although items are not replaced",
-                "uses the squared probability of a failure for two draws without replacement in a complement calculation",
+                (
+                    "computes the complement of at least one success with independent draws although items are not "
+                    "replaced"
+                ),
+                (
+                    "uses the squared probability of a failure for two draws without replacement in a complement "
+                    "calculation"
+                ),
                 "treats both failures as independent when subtracting from one for draws that are not returned",
                 "ignores the reduced pool in the complement probability of drawing no red item in two draws",
             ),
@@ -1598,7 +1839,10 @@ FAMILIES: tuple[Family, ...] = (
             "when the first draw is unseen, the second draw has the same distribution as the first by symmetry",
             (
                 "conditions the second draw on an unobserved first outcome instead of using symmetry of the draws",
-                "assumes the unseen first draw removed a favourable item when computing the probability for the second draw",
+                (
+                    "assumes the unseen first draw removed a favourable item when computing the probability for the "
+                    "second draw"
+                ),
                 "reduces the favourable count for the second draw although the colour of the first draw is unknown",
                 "treats an unknown first draw as a known removal when finding the probability of the next draw",
             ),
@@ -1630,7 +1874,10 @@ FAMILIES: tuple[Family, ...] = (
             "growth by a fixed percentage each year compounds, raising the yearly factor to the number of years",
             (
                 "adds the yearly growth rates as simple interest instead of compounding them over the years",
-                "multiplies the annual percentage by the number of years rather than raising the growth factor to that power",
+                (
+                    "multiplies the annual percentage by the number of years rather than raising the growth factor to "
+                    "that power"
+                ),
                 "ignores compounding when a quantity grows by the same percentage in each of several years",
                 "applies every yearly percentage to the starting value instead of to the value reached the year before",
             ),
@@ -1643,7 +1890,10 @@ FAMILIES: tuple[Family, ...] = (
                 "confuses a change in percentage points with a percent change of the rate itself",
                 "reports the difference between two percentages as the relative percent increase of the rate",
                 "forgets to divide the change in a rate by the starting rate when asked for a percent change",
-                "treats the gap between two percentage rates as a percent change without using the original rate as base",
+                (
+                    "treats the gap between two percentage rates as a percent change without using the original rate "
+                    "as base"
+                ),
             ),
             _points_vs_percent,
         ),
@@ -1651,9 +1901,15 @@ FAMILIES: tuple[Family, ...] = (
     _family(
         "sign_flip_inequality",
         "algebra",
-        "operations on inequalities can reverse them or make them two-sided: negative factors, reciprocals, squares, absolute values",
         (
-            "solves inequalities correctly through negative factors, reciprocals, squares and absolute values with direction changes",
+            "operations on inequalities can reverse them or make them two-sided: negative factors, reciprocals, "
+            "squares, absolute values"
+        ),
+        (
+            (
+                "solves inequalities correctly through negative factors, reciprocals, squares and absolute values "
+                "with direction changes"
+            ),
             "transforms inequalities while tracking when the direction reverses and when a bound becomes two sided",
             "handles the direction and sidedness of inequality bounds when isolating the variable in different forms",
         ),
@@ -1661,9 +1917,15 @@ FAMILIES: tuple[Family, ...] = (
             "divide_negative",
             "dividing or multiplying an inequality by a negative number reverses the direction of the inequality",
             (
-                "keeps the inequality direction when dividing both sides by a negative coefficient instead of reversing it",
+                (
+                    "keeps the inequality direction when dividing both sides by a negative coefficient instead of "
+                    "reversing it"
+                ),
                 "forgets to flip the inequality sign after multiplying or dividing by a negative quantity",
-                "solves a linear inequality with a negative coefficient as if it were an equation without reversing direction",
+                (
+                    "solves a linear inequality with a negative coefficient as if it were an equation without "
+                    "reversing direction"
+                ),
                 "fails to reverse the inequality symbol when dividing through by a negative number during solving",
             ),
             _divide_negative,
@@ -1672,8 +1934,14 @@ FAMILIES: tuple[Family, ...] = (
             "reciprocal",
             "taking reciprocals of both sides of an inequality between positive numbers reverses its direction",
             (
-                "keeps the inequality direction when taking reciprocals of both sides of an inequality between positive numbers",
-                "forgets that inverting both sides of an inequality of positive quantities reverses the inequality sign",
+                (
+                    "keeps the inequality direction when taking reciprocals of both sides of an inequality between "
+                    "positive numbers"
+                ),
+                (
+                    "forgets that inverting both sides of an inequality of positive quantities reverses the "
+                    "inequality sign"
+                ),
                 "solves one over x less than a constant as if x were less than the constant's inverse",
                 "mishandles reciprocal inequalities by inverting both sides without flipping the direction",
             ),
@@ -1697,7 +1965,10 @@ FAMILIES: tuple[Family, ...] = (
                 "drops the absolute value bars in an inequality and keeps only the upper one sided bound",
                 "solves an absolute value less than a constant as a single linear inequality without the lower bound",
                 "forgets that a bound on an absolute value restricts the expression from below as well as above",
-                "treats the distance condition in an absolute value inequality as one sided, ignoring negative deviations",
+                (
+                    "treats the distance condition in an absolute value inequality as one sided, ignoring negative "
+                    "deviations"
+                ),
             ),
             _abs_bound,
         ),
@@ -1707,7 +1978,10 @@ FAMILIES: tuple[Family, ...] = (
         "number_theory",
         "finding the last digit of a power uses the period of the units-digit cycle and the right position in it",
         (
-            "evaluates last digits of large powers through the period of units digit cycles and correct cycle positions",
+            (
+                "evaluates last digits of large powers through the period of units digit cycles and correct cycle "
+                "positions"
+            ),
             "reduces exponents modulo the cycle length of final digits and reads the matching entry of the cycle",
             "uses periodic patterns of units digits of powers, including exponents divisible by the period",
         ),
@@ -1715,10 +1989,16 @@ FAMILIES: tuple[Family, ...] = (
             "cycle_index",
             "the units-digit cycle starts at exponent one, so remainder r of the exponent picks the r-th entry",
             (
-                "misindexes the repeating cycle of units digits by treating the exponent remainder as a zero based position",
+                (
+                    "misindexes the repeating cycle of units digits by treating the exponent remainder as a zero "
+                    "based position"
+                ),
                 "reads the entry after the correct one in the units digit cycle because of an off by one index",
                 "applies the periodicity of last digits of powers with an off by one error in the cycle position",
-                "counts cycle positions from exponent zero instead of exponent one when locating the last digit of a power",
+                (
+                    "counts cycle positions from exponent zero instead of exponent one when locating the last digit "
+                    "of a power"
+                ),
             ),
             _cycle_index,
         ),
@@ -1737,9 +2017,18 @@ FAMILIES: tuple[Family, ...] = (
             "exponent_mod_ten",
             "the exponent must be reduced modulo the length of the units-digit cycle, four, not modulo ten",
             (
-                "reduces the exponent modulo ten instead of modulo the cycle length when finding the last digit of a power",
-                "uses the last digit of the exponent rather than its remainder modulo four to locate the cycle position",
-                "confuses the base ten of the digits with the period of the units digit cycle when reducing the exponent",
+                (
+                    "reduces the exponent modulo ten instead of modulo the cycle length when finding the last digit "
+                    "of a power"
+                ),
+                (
+                    "uses the last digit of the exponent rather than its remainder modulo four to locate the cycle "
+                    "position"
+                ),
+                (
+                    "confuses the base ten of the digits with the period of the units digit cycle when reducing the "
+                    "exponent"
+                ),
                 "takes the exponent's final digit as its position in the cycle of last digits of powers",
             ),
             _exponent_mod_ten,
@@ -1750,7 +2039,10 @@ FAMILIES: tuple[Family, ...] = (
         "combinatorics",
         "arrangements around a circle identify rotations, and reflections for necklaces, unless the seats are labelled",
         (
-            "counts arrangements of objects around circles, tables and necklaces with the right symmetry identifications",
+            (
+                "counts arrangements of objects around circles, tables and necklaces with the right symmetry "
+                "identifications"
+            ),
             "handles rotational and reflective symmetry, labelled seats and adjacency blocks in circular permutations",
             "counts seatings around round tables and rings by deciding which rotations or reflections are identical",
         ),
@@ -1758,10 +2050,16 @@ FAMILIES: tuple[Family, ...] = (
             "round_table",
             "seating people around a round table is not like a straight row: rotations are one seating, (n-1)!",
             (
-                "counts circular arrangements as linear permutations without dividing out the equivalent rotations of the circle",
+                (
+                    "counts circular arrangements as linear permutations without dividing out the equivalent "
+                    "rotations of the circle"
+                ),
                 "ignores rotational symmetry when seating people around a round table and overcounts the arrangements",
                 "uses the full factorial for arrangements in a ring instead of fixing one position first",
-                "treats rotations of a circular seating as distinct arrangements, overcounting by the number of positions",
+                (
+                    "treats rotations of a circular seating as distinct arrangements, overcounting by the number of "
+                    "positions"
+                ),
             ),
             _round_table,
         ),
@@ -1781,7 +2079,10 @@ FAMILIES: tuple[Family, ...] = (
             "a necklace or bracelet can be flipped over, so mirror-image circular arrangements are the same",
             (
                 "ignores reflections when counting necklaces that can be turned over and counts mirror images twice",
-                "counts bracelet arrangements up to rotation only although flipping the bracelet gives the same arrangement",
+                (
+                    "counts bracelet arrangements up to rotation only although flipping the bracelet gives the same "
+                    "arrangement"
+                ),
                 "forgets to divide by two for mirror images when arranging distinct beads on a necklace",
                 "treats a circular arrangement and its reflection as different for a ring that can be flipped",
             ),
@@ -1794,7 +2095,10 @@ FAMILIES: tuple[Family, ...] = (
                 "divides by the number of people although the chairs carry numbers and every assignment is distinct",
                 "applies the unlabelled circle formula to numbered chairs where each assignment of guests counts",
                 "treats assignments to labelled chairs or cabins as identical when they differ by a shift of numbers",
-                "undercounts assignments of people to numbered positions by fixing one person as if seats were unlabelled",
+                (
+                    "undercounts assignments of people to numbered positions by fixing one person as if seats were "
+                    "unlabelled"
+                ),
             ),
             _numbered_seats,
         ),
@@ -1834,9 +2138,18 @@ FAMILIES: tuple[Family, ...] = (
             "unequal_legs",
             "with legs of different lengths, average speed divides total distance by the summed times of the legs",
             (
-                "weights each speed by its distance instead of by its time when averaging over legs of different lengths",
-                "averages speeds with distance weights rather than dividing the total distance by the total travel time",
-                "computes a distance weighted mean of speeds for unequal legs instead of total distance over total time",
+                (
+                    "weights each speed by its distance instead of by its time when averaging over legs of different "
+                    "lengths"
+                ),
+                (
+                    "averages speeds with distance weights rather than dividing the total distance by the total "
+                    "travel time"
+                ),
+                (
+                    "computes a distance weighted mean of speeds for unequal legs instead of total distance over "
+                    "total time"
+                ),
                 "uses lengths of the legs as weights for the speeds rather than the times spent on each leg",
             ),
             _unequal_legs,
@@ -1848,7 +2161,10 @@ FAMILIES: tuple[Family, ...] = (
                 "averages the individual completion times instead of adding the work rates of people working together",
                 "finds the joint time for two workers as the mean of their times rather than from summed rates",
                 "ignores that rates of work add when two machines share a job and averages their durations",
-                "combines two completion times arithmetically instead of adding their reciprocals to get the joint rate",
+                (
+                    "combines two completion times arithmetically instead of adding their reciprocals to get the "
+                    "joint rate"
+                ),
             ),
             _work_rate,
         ),
@@ -1856,7 +2172,10 @@ FAMILIES: tuple[Family, ...] = (
     _family(
         "reverse_percentage",
         "percentages",
-        "undoing or comparing percentage changes divides by the factor of the original base, percentages are not symmetric",
+        (
+            "undoing or comparing percentage changes divides by the factor of the original base, percentages are not "
+            "symmetric"
+        ),
         (
             "recovers original amounts and compares quantities after percentage changes using the correct base value",
             "reverses percentage increases, discounts and included taxes by dividing by the change factor",
@@ -1878,7 +2197,10 @@ FAMILIES: tuple[Family, ...] = (
             "to undo a percentage increase, divide the new value by the growth factor, not subtract the percentage",
             (
                 "recovers an original value after an increase by removing the same percentage of the new value",
-                "reverses a percentage raise by subtracting that percentage of the increased amount instead of dividing",
+                (
+                    "reverses a percentage raise by subtracting that percentage of the increased amount instead of "
+                    "dividing"
+                ),
                 "undoes a percentage growth with the new value as base, treating increases and decreases as symmetric",
                 "fails to divide by the growth factor when finding the value before a percentage increase",
             ),
@@ -1890,7 +2212,10 @@ FAMILIES: tuple[Family, ...] = (
             (
                 "computes tax as a percentage of the tax inclusive total instead of the price before tax",
                 "takes the tax rate of the final amount when the rate applies to the pre tax base",
-                "applies an included percentage charge to the total rather than dividing the total by the tax factor first",
+                (
+                    "applies an included percentage charge to the total rather than dividing the total by the tax "
+                    "factor first"
+                ),
                 "forgets that a percentage already included in a total refers to the smaller base amount",
             ),
             _tax_inclusive,
@@ -1910,7 +2235,10 @@ FAMILIES: tuple[Family, ...] = (
     _family(
         "inclusive_counting",
         "number_theory",
-        "counting the integers or posts in a range depends on whether endpoints are included and whether the path closes",
+        (
+            "counting the integers or posts in a range depends on whether endpoints are included and whether the path "
+            "closes"
+        ),
         (
             "counts integers, pages and posts in ranges with the right endpoint convention and no fencepost errors",
             "avoids off by one errors when counting elements of inclusive, exclusive and circular ranges",
@@ -1922,7 +2250,10 @@ FAMILIES: tuple[Family, ...] = (
             (
                 "counts the integers in an inclusive range as the difference of the endpoints without adding one",
                 "makes an off by one fencepost error by counting gaps instead of items between two included endpoints",
-                "forgets to include both endpoints when counting consecutive numbers, pages or labelled positions in a range",
+                (
+                    "forgets to include both endpoints when counting consecutive numbers, pages or labelled positions "
+                    "in a range"
+                ),
                 "undercounts an inclusive interval by subtracting the endpoints and omitting the final plus one",
             ),
             _inclusive_range,
@@ -1955,8 +2286,14 @@ FAMILIES: tuple[Family, ...] = (
         "algebra",
         "an AM-GM bound is an extremum only if its equality case is attainable and the terms are positive",
         (
-            "uses the arithmetic geometric mean inequality for extremal problems while checking equality and positivity conditions",
-            "optimises expressions with AM-GM bounds only after confirming the equality case is attainable in the domain",
+            (
+                "uses the arithmetic geometric mean inequality for extremal problems while checking equality and "
+                "positivity conditions"
+            ),
+            (
+                "optimises expressions with AM-GM bounds only after confirming the equality case is attainable in the "
+                "domain"
+            ),
             "finds minima and maxima of sums and products by inequality bounds with their attainability conditions",
         ),
         (
@@ -1965,7 +2302,10 @@ FAMILIES: tuple[Family, ...] = (
             (
                 "takes the AM-GM lower bound as the minimum although the equality point lies below the allowed range",
                 "ignores a lower limit on x that excludes the AM-GM equality point and reports the unattainable bound",
-                "assumes the inequality bound is achieved without checking the equality point against the lower endpoint",
+                (
+                    "assumes the inequality bound is achieved without checking the equality point against the lower "
+                    "endpoint"
+                ),
                 "skips comparing the AM-GM equality point with the lower end of the domain when minimising",
             ),
             _amgm_lower,
@@ -1983,7 +2323,10 @@ FAMILIES: tuple[Family, ...] = (
         ),
         (
             "integer_equality",
-            "for whole-number variables with an odd sum, the AM-GM equality x = y is impossible, so the bound is not reached",
+            (
+                "for whole-number variables with an odd sum, the AM-GM equality x = y is impossible, so the bound is "
+                "not reached"
+            ),
             (
                 "uses the real AM-GM bound for a product of integers whose equality case needs non integer values",
                 "ignores that whole number variables cannot be equal when their sum is odd and reports the real bound",
@@ -2017,16 +2360,25 @@ FAMILIES: tuple[Family, ...] = (
             "argument_positive",
             "solutions of logarithmic equations must keep every logarithm argument positive, checking the domain",
             (
-                "keeps solutions that make a logarithm argument nonpositive instead of checking the domain of each logarithm",
+                (
+                    "keeps solutions that make a logarithm argument nonpositive instead of checking the domain of "
+                    "each logarithm"
+                ),
                 "fails to verify the domain of logarithms after combining them into a single polynomial equation",
                 "accepts roots of the derived quadratic that make an argument of the original logarithms negative",
-                "omits the positivity condition on logarithm arguments when solving an equation with a sum of logarithms",
+                (
+                    "omits the positivity condition on logarithm arguments when solving an equation with a sum of "
+                    "logarithms"
+                ),
             ),
             _log_argument,
         ),
         (
             "base_domain",
-            "a logarithm base must be positive and different from one, so negative candidates for the base are rejected",
+            (
+                "a logarithm base must be positive and different from one, so negative candidates for the base are "
+                "rejected"
+            ),
             (
                 "accepts a negative value as the base of a logarithm when solving for an unknown base",
                 "forgets that a logarithm base must be positive and not one when solving an exponential form",
