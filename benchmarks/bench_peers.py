@@ -21,7 +21,8 @@ prints each ratio's range over the runs and whether the floors hold in every run
 slower than the baseline diagevo, PostgreSQL at least 1.0x each eventsourcing recorder. The exit
 status is 0 either way (a report). eventsourcing is a benchmark-only extra: ``pip install -e .[bench]``.
 
-    python benchmarks/bench_peers.py [--events 20000] [--runs 3] [--pg postgresql://postgres@127.0.0.1:5432] [--baseline DIR]
+    python benchmarks/bench_peers.py [--events 20000] [--runs 3]
+        [--pg postgresql://postgres@127.0.0.1:5432] [--baseline DIR]
 """
 
 from __future__ import annotations

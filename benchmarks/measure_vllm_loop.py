@@ -10,7 +10,8 @@ step samples the frozen solver's votes; the first sampling builds the engine): e
 the phase's own, its inner phases taken out.
 
 Not a test and not part of ``make bench`` (half an hour here):
-    .venv/bin/python benchmarks/measure_vllm_loop.py --model models/smollm2 [--engines local,vllm] [--together] [--set K=V ...]
+    .venv/bin/python benchmarks/measure_vllm_loop.py --model models/smollm2 [--engines local,vllm]
+        [--together] [--set K=V ...]
 """
 
 from __future__ import annotations

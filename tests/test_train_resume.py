@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 CLI = [sys.executable, "-c", "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"]
 
-# the CLI, with a Ctrl-C sent to itself once round 2's diagnosis has decided thirty failures (and stored the first 16 with their events)
+# the CLI, with a Ctrl-C sent to itself once round 2's diagnosis has decided thirty failures (and
+# stored the first 16 with their events)
 CTRL_C_IN_ROUND_2 = textwrap.dedent(
     """
     import os, signal, sys

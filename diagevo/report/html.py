@@ -393,10 +393,12 @@ def render(data: RunData, db_url: str, command: Command) -> str:
             )
         if data.heldout_detail.height:
             fig = figures.heatmap(data.heldout_detail, "Held-out accuracy by skill family")
-            body += (
-                "<div "
-                f'class="charts">{_chart("heldout-families", figures.to_svg(fig), "held-out accuracy of each family (the value is printed in each cell)")}</div>'
+            chart = _chart(
+                "heldout-families",
+                figures.to_svg(fig),
+                "held-out accuracy of each family (the value is printed in each cell)",
             )
+            body += f'<div class="charts">{chart}</div>'
         sections.append(("accuracy", "Accuracy", body))
         charts = [
             _chart(

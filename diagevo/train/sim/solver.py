@@ -4,9 +4,10 @@ Every trap variant of every family is a sub-skill with its own competence logit.
 question applies each needed sub-skill correctly with probability
 ``sigmoid(theta[variant] + ctx[variant, template, difficulty] - difficulty_slope * difficulty)``;
 a misapplied sub-skill takes that variant's wrong path and lands on its trap or, with
-``sim.wrong_answer_spread``, on one of two near misses, with weights that belong to the variant. Practice on a variant trains
-that variant; a share ``sibling_transfer`` of each update also reaches the other variants of the
-same family (practising one way of checking roots helps a little with the others). Independently it may slip
+``sim.wrong_answer_spread``, on one of two near misses, with weights that belong to the variant.
+Practice on a variant trains that variant; a share ``sibling_transfer`` of each update also reaches
+the other variants of the same family (practising one way of checking roots helps a little with
+the others). Independently it may slip
 (``slip_base``, plus attention slips that grow with length and distractors when cheap difficulty
 is on, reduced by the learned ``care``); a slip changes the final number, to the question's
 shared misreading with a probability that grows with length when label noise is on.
