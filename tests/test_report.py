@@ -204,7 +204,7 @@ LAYOUT_PROBLEMS = """
   }
   return problems;
 }
-"""
+"""  # noqa: E501
 
 
 def test_report_in_headless_chromium(

@@ -97,7 +97,7 @@ KILLER = textwrap.dedent(
 
     with open_log(db) as store:
         train.train(cfg, store, progress=progress)
-    """
+    """  # noqa: E501
 )
 
 

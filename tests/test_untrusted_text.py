@@ -519,7 +519,7 @@ def test_the_report_isolates_every_hostile_text(world: World, browser: Any) -> N
       }
       return {hostile: hostile.length, isolated: isolated.length, outside, controls, title: document.title,
               links: document.querySelectorAll('a[href^="http"]').length};
-    }""")
+    }""")  # noqa: E501
     assert found["hostile"] >= 5 and found["isolated"] >= 3 and found["outside"] == [] and found["controls"] == [], (
         found
     )

@@ -76,7 +76,7 @@ ul.tree ul { list-style: none; padding-left: 18px; margin: 2px 0; }
 .state-M { background: var(--mastered); padding: 0 4px; border-radius: 3px; }
 input[type=search], select { font: inherit; padding: 3px 6px; }
 bdi { unicode-bidi: isolate; }
-"""
+"""  # noqa: E501
 
 SCRIPT = """
 (function () {
@@ -94,7 +94,7 @@ SCRIPT = """
     });
   }
 })();
-"""
+"""  # noqa: E501
 
 MARKS = {"created": "★", "promoted": "▲", "reactivated": "↻", "node_merged": "⇄"}
 
