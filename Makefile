@@ -51,7 +51,8 @@ gpu-check: $(STAMP)
 	$(BIN)/diagevo gpu-check --model $(GPU_MODEL) --out gpu-check/$$(date +%Y%m%d-%H%M%S)
 
 lint: $(STAMP)
-	$(BIN)/ruff check diagevo cli tests benchmarks examples
+	$(BIN)/ruff check diagevo cli tests benchmarks examples docs migrations
+	$(BIN)/ruff format --check diagevo cli tests benchmarks examples docs migrations
 	$(BIN)/mypy diagevo cli
 	$(BIN)/lint-imports --no-cache
 

@@ -48,7 +48,10 @@ def _peak(c: list[float]) -> str:
 
 def ablation_table(rows: list[dict[str, Any]]) -> str:
     out = [
-        "| variant | paper (Table 2/4) | held-out at the val-best round | last round (7) | val-best rounds (seeds 0-2) | best held-out round (optimistic) |",
+        (
+            "| variant | paper (Table 2/4) | held-out at the val-best round | last round (7) | val-best rounds (seeds "
+            "0-2) | best held-out round (optimistic) |"
+        ),
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -81,40 +84,97 @@ def dynamics_table(rows: list[dict[str, Any]]) -> str:
     ref = "pure free, absolute only"
     lab = dyn(ref, "shared_label_acc")
     if lab:
-        row("pseudo-label acc., round 1 (Fig. 3c)", "83 %", f"{lab[0] * 100:.0f} %", "calibrated: `skill_logit_lo/hi`, `difficulty_slope`")
-        row("same, pure free + absolute only, rounds 1 -> 5", "83 -> 65 %", _fmt(lab[:5], pct=True) + " %", "calibrated: `shared_bias`, `shared_per_100_words`, `shared_per_distractor`")
+        row(
+            "pseudo-label acc., round 1 (Fig. 3c)",
+            "83 %",
+            f"{lab[0] * 100:.0f} %",
+            "calibrated: `skill_logit_lo/hi`, `difficulty_slope`",
+        )
+        row(
+            "same, pure free + absolute only, rounds 1 -> 5",
+            "83 -> 65 %",
+            _fmt(lab[:5], pct=True) + " %",
+            "calibrated: `shared_bias`, `shared_per_100_words`, `shared_per_distractor`",
+        )
     a5, f5 = dyn("absolute only", "shared_label_acc"), dyn("full", "shared_label_acc")
     if len(a5) >= 5 and len(f5) >= 5:
-        row("round 5: memory + absolute / + double filter (Fig. 3c)", "72 % / 75 %", f"{a5[4] * 100:.0f} % / {f5[4] * 100:.0f} %", "predicted")
+        row(
+            "round 5: memory + absolute / + double filter (Fig. 3c)",
+            "72 % / 75 %",
+            f"{a5[4] * 100:.0f} % / {f5[4] * 100:.0f} %",
+            "predicted",
+        )
     pf = curve("pure free")
     if pf:
-        row("held-out, pure free (Fig. 3a)", "63.4 -> 69.5 at round 3, 68.0 at round 7", _peak(pf), "calibrated: `solver_lr`")
+        row(
+            "held-out, pure free (Fig. 3a)",
+            "63.4 -> 69.5 at round 3, 68.0 at round 7",
+            _peak(pf),
+            "calibrated: `solver_lr`",
+        )
     fc = curve("full")
     if fc:
         row("held-out, full (Fig. 3a)", "rises to 72.3 at round 5, then 72.0, 71.4", _peak(fc), "predicted")
     w = dyn("pure free", "question_words")
     if w:
-        row("question length, pure free, round 1 (Fig. 4a)", "45.6 words", f"{w[0]:.0f}", "calibrated: initial pad/distractor/depth logits")
+        row(
+            "question length, pure free, round 1 (Fig. 4a)",
+            "45.6 words",
+            f"{w[0]:.0f}",
+            "calibrated: initial pad/distractor/depth logits",
+        )
         parts = dyn("pure free", "parts_per_question")
         row(
-            "same, rounds 1 -> 5", "45.6 -> 168.9 words", f"{_fmt(w[:5], 0)} ({_fmt(parts[:5])} parts)",
+            "same, rounds 1 -> 5",
+            "45.6 -> 168.9 words",
+            f"{_fmt(w[:5], 0)} ({_fmt(parts[:5])} parts)",
             "predicted (`challenger_lr` sized so that 5 rounds could reach it; whether they do is the reward's)",
         )
     wf = dyn("full", "question_words")
     if len(wf) >= 2:
-        row("question length with the memory (full)", "~73 words after round 2", f"{wf[1]:.0f} (round 2), {wf[4]:.0f} (round 5)", "predicted")
+        row(
+            "question length with the memory (full)",
+            "~73 words after round 2",
+            f"{wf[1]:.0f} (round 2), {wf[4]:.0f} (round 5)",
+            "predicted",
+        )
     bf, bp = dyn("full", "bigram_diversity"), dyn("pure free", "bigram_diversity")
     if bf and bp:
-        row("2-gram diversity, rounds 1 -> 5 (Fig. 4b)", "memory 33.3 -> 36.5; pure free rises only late", f"memory {_fmt(bf[:5], 1)}; pure free {_fmt(bp[:5], 1)}", "predicted")
+        row(
+            "2-gram diversity, rounds 1 -> 5 (Fig. 4b)",
+            "memory 33.3 -> 36.5; pure free rises only late",
+            f"memory {_fmt(bf[:5], 1)}; pure free {_fmt(bp[:5], 1)}",
+            "predicted",
+        )
     act, mas = dyn("full", "active"), dyn("full", "mastered")
     if len(act) >= 5:
         peak = max(range(5), key=act.__getitem__)
-        row("Active causes, full (Fig. 3b)", "peak 188 in round 2, 117 in round 5", f"{_fmt(act[:5], 0)} (peak round {peak + 1})", "predicted")
-        row("Mastered at round 5", "127 of 244, over half", f"{mas[4]:.0f} of {act[4] + mas[4]:.0f} ({mas[4] / (act[4] + mas[4]) * 100:.0f} %)", "calibrated: `drift_rate`, `drift_practice_scale`")
-        row("causes after round 1 / candidates", "151 / 256 = 0.59", f"{act[0] + mas[0]:.0f} / 192 = {(act[0] + mas[0]) / 192:.2f}", "calibrated: `dedup_mid`, `dedup_width`")
+        row(
+            "Active causes, full (Fig. 3b)",
+            "peak 188 in round 2, 117 in round 5",
+            f"{_fmt(act[:5], 0)} (peak round {peak + 1})",
+            "predicted",
+        )
+        row(
+            "Mastered at round 5",
+            "127 of 244, over half",
+            f"{mas[4]:.0f} of {act[4] + mas[4]:.0f} ({mas[4] / (act[4] + mas[4]) * 100:.0f} %)",
+            "calibrated: `drift_rate`, `drift_practice_scale`",
+        )
+        row(
+            "causes after round 1 / candidates",
+            "151 / 256 = 0.59",
+            f"{act[0] + mas[0]:.0f} / 192 = {(act[0] + mas[0]) / 192:.2f}",
+            "calibrated: `dedup_mid`, `dedup_width`",
+        )
     nodes = dyn("full", "nodes")
     if nodes:
-        row("skill nodes", "~36, stable after round 3", f"{_fmt(nodes[:5], 0)}", "by construction (one family = one skill)")
+        row(
+            "skill nodes",
+            "~36, stable after round 3",
+            f"{_fmt(nodes[:5], 0)}",
+            "by construction (one family = one skill)",
+        )
     return "\n".join(lines)
 
 

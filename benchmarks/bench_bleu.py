@@ -21,7 +21,14 @@ from diagevo.curriculum import challenger_rewards, pairwise_bleu, pairwise_bleu_
 
 SUBJECTS = ["integer n", "real number x", "triangle ABC", "sequence a_n", "polynomial P(x)", "set S", "function f"]
 VERBS = ["satisfies", "is divisible by", "has exactly", "is tangent to", "maximises", "equals"]
-OBJECTS = ["$n^2 + 1$", "$\\frac{p}{q}$", "three real roots", "the circle of radius 5", "$2^{k} - 1$", "its mirror image"]
+OBJECTS = [
+    "$n^2 + 1$",
+    "$\\frac{p}{q}$",
+    "three real roots",
+    "the circle of radius 5",
+    "$2^{k} - 1$",
+    "its mirror image",
+]
 ASKS = ["Find the smallest", "Compute the sum of all", "How many", "Determine the largest", "Prove that no"]
 
 

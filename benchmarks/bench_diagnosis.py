@@ -47,8 +47,8 @@ from diagevo.diagnosis.interface import (  # noqa: E402
 )
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
 from diagevo.diagnosis.pipeline import FailureInput, diagnose_round  # noqa: E402
+from diagevo.log import EventStore, open_log
 from diagevo.schemas import new_event
-from diagevo.log import open_log, EventStore
 from tests.llm_server import ServerProcess  # noqa: E402
 
 RUN = "bench"
@@ -109,7 +109,16 @@ def new_store(tmp: Path, name: str, nodes: int = 0, per_node: int = 0, synchrono
         for _ in range(per_node):
             c += 1
             events.append(
-                new_event("cause.created", RUN, 1, f"c{c}", cause_id=f"C{c}", node_id=f"N{n}", description=phrase(c), failure_id=f"f0-{c}")
+                new_event(
+                    "cause.created",
+                    RUN,
+                    1,
+                    f"c{c}",
+                    cause_id=f"C{c}",
+                    node_id=f"N{n}",
+                    description=phrase(c),
+                    failure_id=f"f0-{c}",
+                )
             )
     events.append(new_event("round.committed", RUN, 1, "commit-1"))
     for i in range(0, len(events), 5000):
@@ -131,7 +140,9 @@ def bench_extraction(tmp: Path, n: int, delay_s: float, concurrency: int) -> dic
     with ServerProcess(delay_s=delay_s, defaults={"extract": reply}) as srv:
         dx = LLMDiagnostician.from_config(cfg, base_url=srv.url, model="bench-model")
         summary = asyncio.run(
-            diagnose_round(store=store, run=RUN, round=2, failures=failures(n), diagnostician=dx, embedder=HashEmbedder(), cfg=cfg)
+            diagnose_round(
+                store=store, run=RUN, round=2, failures=failures(n), diagnostician=dx, embedder=HashEmbedder(), cfg=cfg
+            )
         )
     latencies = [e.data["latency_s"] for e in store.read(RUN, types=("llm.called",))]
     store.close()
@@ -151,7 +162,9 @@ def bench_maintenance(tmp: Path, causes: int, n: int, synchronous: str = "full")
 
     per_node = 5
     t0 = time.perf_counter()
-    store = new_store(tmp, f"maintain-{synchronous}.db", nodes=causes // per_node, per_node=per_node, synchronous=synchronous)
+    store = new_store(
+        tmp, f"maintain-{synchronous}.db", nodes=causes // per_node, per_node=per_node, synchronous=synchronous
+    )
     build_s = time.perf_counter() - t0
     cfg = DiagnosisConfig(theta_dup=0.5, theta_merge=0.99)  # random 384-d vectors: nothing screens in
     timers: dict[str, list[tuple[float, float]]] = {"append": [], "evolve": []}  # (start, seconds) per call
@@ -174,8 +187,13 @@ def bench_maintenance(tmp: Path, causes: int, n: int, synchronous: str = "full")
     try:
         summary = asyncio.run(
             pipeline.diagnose_round(
-                store=store, run=RUN, round=2, failures=failures(n), diagnostician=InstantDiagnostician(),
-                embedder=HashEmbedder(), cfg=cfg,
+                store=store,
+                run=RUN,
+                round=2,
+                failures=failures(n),
+                diagnostician=InstantDiagnostician(),
+                embedder=HashEmbedder(),
+                cfg=cfg,
             )
         )
     finally:

@@ -59,7 +59,9 @@ def measure(url: str, name: str, file: str, cfg: EvalConfig, tmp: Path) -> None:
     n = len(bench.questions)
     print(f"  generation alone {raw:.2f} s ({raw / n * 1000:.2f} ms/question)")
     print(f"  evaluate         {full:.2f} s ({full / n * 1000:.2f} ms/question) = {full / raw:.2f}x generation alone")
-    print(f"  resumed          {resumed:.3f} s ({resumed / n * 1000:.3f} ms/question read back), {result.correct} correct")
+    print(
+        f"  resumed          {resumed:.3f} s ({resumed / n * 1000:.3f} ms/question read back), {result.correct} correct"
+    )
 
 
 def main() -> None:

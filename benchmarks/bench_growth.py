@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import build_log, realistic_events  # noqa: E402
 
 from diagevo.diagnosis.pipeline import _prior_outcomes  # noqa: E402
-from diagevo.log import open_log, EventStore, sqlite_path
 from diagevo.interchange import ingest  # noqa: E402
-from diagevo.views.memory import committed_rounds, load_memory
-from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.log import EventStore, open_log, sqlite_path
 from diagevo.train.loop import _SOLVER_INPUT_TYPES, Trainer, _Round  # noqa: E402
+from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.memory import committed_rounds, load_memory
 
 
 def _line(e) -> str:  # noqa: ANN001

@@ -23,9 +23,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from diagevo.config import load_config  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
-from diagevo.log import open_log
 from diagevo.generation import Sampling  # noqa: E402
 from diagevo.generation.local import LocalEngine  # noqa: E402
+from diagevo.log import open_log
 from diagevo.train import train  # noqa: E402
 from diagevo.train.hf.tiny import TinySpec, build_tiny  # noqa: E402
 
@@ -58,15 +58,25 @@ def engine_vs_raw(solver: Path) -> None:
         enc = tok(texts[i : i + BATCH], return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.no_grad():
             ids = engine.model.generate(
-                **enc, max_new_tokens=NEW_TOKENS, do_sample=True, temperature=1.0, top_p=0.99, top_k=0,
-                num_return_sequences=SAMPLES, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                **enc,
+                max_new_tokens=NEW_TOKENS,
+                do_sample=True,
+                temperature=1.0,
+                top_p=0.99,
+                top_k=0,
+                num_return_sequences=SAMPLES,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
             )
         dec = tok.batch_decode(ids[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         raw += [dec[j * SAMPLES : (j + 1) * SAMPLES] for j in range(len(dec) // SAMPLES)]
     t_raw = time.perf_counter() - started
     n_raw = count(raw)
     e, r = n_engine / t_engine, n_raw / t_raw
-    print(f"local engine: {n_engine} tokens in {t_engine:.2f} s = {e:,.0f} tok/s; raw generate: {n_raw} tokens in {t_raw:.2f} s = {r:,.0f} tok/s; ratio {e / r:.2f}x")
+    print(
+        f"local engine: {n_engine} tokens in {t_engine:.2f} s = {e:,.0f} tok/s; raw generate: {n_raw} tokens in "
+        f"{t_raw:.2f} s = {r:,.0f} tok/s; ratio {e / r:.2f}x"
+    )
 
 
 def round_phases(tiny: Path, tmp: Path) -> None:
@@ -84,7 +94,10 @@ def round_phases(tiny: Path, tmp: Path) -> None:
     total = time.perf_counter() - started
     store.close()
     phases = "  ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
-    print(f"tiny-hf round: {total:.1f} s in all ({report.retained}/{report.questions} kept, {report.failures} failures): {phases}")
+    print(
+        f"tiny-hf round: {total:.1f} s in all ({report.retained}/{report.questions} kept, {report.failures} "
+        f"failures): {phases}"
+    )
 
 
 def main() -> None:

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from diagevo.schemas import EventIn, validate_event
 from diagevo.parsing import loads, split_lines
+from diagevo.schemas import EventIn, validate_event
 
 
 def export_like(n: int) -> str:
@@ -27,8 +27,12 @@ def export_like(n: int) -> str:
     for i in range(n):
         kind = i % 3
         if kind == 0:
-            data: dict[str, Any] = {"failure_id": f"f{i}", "question_id": f"q{i}", "response": "Step: x = 3. " * 80,
-                                    "reference": "Step: x = 2. " * 20}
+            data: dict[str, Any] = {
+                "failure_id": f"f{i}",
+                "question_id": f"q{i}",
+                "response": "Step: x = 3. " * 80,
+                "reference": "Step: x = 2. " * 20,
+            }
             typ = "failure.recorded"
         elif kind == 1:
             data = {"question_id": f"q{i}", "n": 8, "p1": 0.625, "p2": 0.25, "pseudo_label": "7", "retained": True}
@@ -36,8 +40,9 @@ def export_like(n: int) -> str:
         else:
             data = {"failure_id": f"f{i - 2}", "cause_id": "C1", "via": "recurrence", "similarity": 0.91}
             typ = "failure.attributed"
-        out.append(json.dumps({"type": typ, "run": "r", "round": 1, "event_id": f"r/1/{i}", "data": data},
-                              ensure_ascii=False))
+        out.append(
+            json.dumps({"type": typ, "run": "r", "round": 1, "event_id": f"r/1/{i}", "data": data}, ensure_ascii=False)
+        )
     return "\n".join(out) + "\n"
 
 
@@ -58,13 +63,17 @@ def main() -> None:
     text = export_like(n)
     old = best(lambda: [json.loads(line) for line in text.splitlines()], repeat)
     new = best(lambda: [loads(line) for _, line in split_lines(text)], repeat)
-    print(f"parse {n:,} lines: json.loads+splitlines {old / n * 1e6:.2f} us/line, "
-          f"bounded loads+split_lines {new / n * 1e6:.2f} us/line: {old / new:.2f}x")
+    print(
+        f"parse {n:,} lines: json.loads+splitlines {old / n * 1e6:.2f} us/line, "
+        f"bounded loads+split_lines {new / n * 1e6:.2f} us/line: {old / new:.2f}x"
+    )
     objs = [loads(line) for _, line in split_lines(text)]
     env = best(lambda: [EventIn.model_validate(o) for o in objs], repeat)
     full = best(lambda: [validate_event(o) for o in objs], repeat)
-    print(f"validate {n:,} events: envelope only {env / n * 1e6:.2f} us, validate_event (data, ids, NUL) "
-          f"{full / n * 1e6:.2f} us per event")
+    print(
+        f"validate {n:,} events: envelope only {env / n * 1e6:.2f} us, validate_event (data, ids, NUL) "
+        f"{full / n * 1e6:.2f} us per event"
+    )
     deep = "[" * 100_000 + "]" * 100_000
     try:
         json.loads(deep)
@@ -76,7 +85,10 @@ def main() -> None:
         loads(deep)
     except ValueError as exc:
         refusal = str(exc)
-    print(f"100,000-deep line: json.loads -> {outcome}; bounded loads -> {refusal!r} in {(time.perf_counter() - t) * 1e3:.2f} ms")
+    print(
+        f"100,000-deep line: json.loads -> {outcome}; bounded loads -> {refusal!r} in "
+        f"{(time.perf_counter() - t) * 1e3:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

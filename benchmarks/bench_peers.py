@@ -21,7 +21,8 @@ prints each ratio's range over the runs and whether the floors hold in every run
 slower than the baseline diagevo, PostgreSQL at least 1.0x each eventsourcing recorder. The exit
 status is 0 either way (a report). eventsourcing is a benchmark-only extra: ``pip install -e .[bench]``.
 
-    python benchmarks/bench_peers.py [--events 20000] [--runs 3] [--pg postgresql://postgres@127.0.0.1:5432] [--baseline DIR]
+    python benchmarks/bench_peers.py [--events 20000] [--runs 3]
+        [--pg postgresql://postgres@127.0.0.1:5432] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ from bench_store import (  # noqa: E402
     realistic_events,
 )
 
-from diagevo.schemas import EventIn
 from diagevo.log import open_log
 from diagevo.log.sql import EVENT_COLUMNS
+from diagevo.schemas import EventIn
 
 BATCH = 1000
 REPEATS = 3  # each run is the best of this many workloads
@@ -156,8 +157,14 @@ store.close()
 def time_baseline(baseline: Path, url: str, events_file: Path) -> float:
     """Seconds for the baseline diagevo's append of the same events in the same batches."""
     env = {**os.environ, "PYTHONPATH": str(baseline)}
-    out = subprocess.run([sys.executable, "-c", _BASELINE_TIMER, url, str(events_file), str(BATCH)],
-                         env=env, capture_output=True, text=True, check=True, cwd=baseline)
+    out = subprocess.run(
+        [sys.executable, "-c", _BASELINE_TIMER, url, str(events_file), str(BATCH)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=baseline,
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -182,10 +189,22 @@ def _sqlite_workload(tmp: Path, rep: int, events: list[EventIn], best: Best, bas
     n, sizes = len(events), [len(b) for b in _batches(events)]
     ours = tmp / f"diagevo-{rep}.db"
     if baseline is not None:  # before ours and after it: interleaved
-        _keep_best(best, "sqlite", BEFORE, time_baseline(baseline, f"sqlite:///{tmp / f'before-a-{rep}.db'}", _events_file(tmp, rep, events)), n)
+        _keep_best(
+            best,
+            "sqlite",
+            BEFORE,
+            time_baseline(baseline, f"sqlite:///{tmp / f'before-a-{rep}.db'}", _events_file(tmp, rep, events)),
+            n,
+        )
     _keep_best(best, "sqlite", DIAGEVO, time_diagevo(f"sqlite:///{ours}", events), n)
     if baseline is not None:
-        _keep_best(best, "sqlite", BEFORE, time_baseline(baseline, f"sqlite:///{tmp / f'before-b-{rep}.db'}", _events_file(tmp, rep, events)), n)
+        _keep_best(
+            best,
+            "sqlite",
+            BEFORE,
+            time_baseline(baseline, f"sqlite:///{tmp / f'before-b-{rep}.db'}", _events_file(tmp, rep, events)),
+            n,
+        )
     for label, cls in zip(SQLITE_PEERS, (SQLiteAggregateRecorder, SQLiteApplicationRecorder), strict=True):
         recorder = cls(SQLiteDatastore(str(tmp / f"{label}-{rep}.db"), originator_id_type="text"))
         recorder.create_table()
@@ -272,12 +291,17 @@ def print_run(best: Best) -> None:
             print(f"{backend:<12}{writer:<30}{1 / per_event:>10,.0f}{note}")
 
 
-def _targets(pg: bool, baseline: bool) -> list[tuple[str, Callable[[dict[tuple[str, str], float]], float] | None, float]]:
+def _targets(
+    pg: bool, baseline: bool
+) -> list[tuple[str, Callable[[dict[tuple[str, str], float]], float] | None, float]]:
     """(floor, the ratio it is judged on for one run, or None when not measured, threshold)."""
     return [
         ("SQLite >= 1.0x the baseline diagevo", (lambda r: r["sqlite", BEFORE]) if baseline else None, 1.0),
-        ("PostgreSQL >= 1.0x every eventsourcing recorder",
-         (lambda r: min(r["postgresql", w] for w in PG_PEERS)) if pg else None, 1.0),
+        (
+            "PostgreSQL >= 1.0x every eventsourcing recorder",
+            (lambda r: min(r["postgresql", w] for w in PG_PEERS)) if pg else None,
+            1.0,
+        ),
     ]
 
 
@@ -323,10 +347,12 @@ def main(argv: list[str] | None = None) -> int:
 
     workloads = [list(realistic_events(f"peers-{rep}", args.events, seed=rep)) for rep in range(REPEATS)]
     print(
-        f"append {args.events:,} realistic events in batches of {BATCH}, best of {REPEATS}; payloads serialised in the timing"
+        f"append {args.events:,} realistic events in batches of {BATCH}, best of {REPEATS}; payloads serialised "
+        "in the timing"
     )
     print(
-        f"SQLite: all WAL; diagevo and raw executemany synchronous=FULL, eventsourcing synchronous={_default_synchronous()} "
+        "SQLite: all WAL; diagevo and raw executemany synchronous=FULL, eventsourcing "
+        f"synchronous={_default_synchronous()} "
         "(library default)"
     )
     if args.pg:

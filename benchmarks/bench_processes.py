@@ -36,18 +36,47 @@ def free_port() -> int:
 
 def one_round(tiny: Path, tmp: Path, processes: int) -> tuple[float, dict[str, float]]:
     db = tmp / f"p{processes}.db"
-    args = ["-m", "cli.app", "train", "--config", "configs/tiny-hf.toml", "--db", f"sqlite:///{db}", "--run", "r", "--quiet",
-            "--set", f"hf.solver_model={json.dumps(str(tiny / 'solver'))}",
-            "--set", f"hf.challenger_model={json.dumps(str(tiny / 'challenger'))}",
-            "--set", f"train.out_dir={json.dumps(str(tmp / f'ckpt{processes}'))}"]
+    args = [
+        "-m",
+        "cli.app",
+        "train",
+        "--config",
+        "configs/tiny-hf.toml",
+        "--db",
+        f"sqlite:///{db}",
+        "--run",
+        "r",
+        "--quiet",
+        "--set",
+        f"hf.solver_model={json.dumps(str(tiny / 'solver'))}",
+        "--set",
+        f"hf.challenger_model={json.dumps(str(tiny / 'challenger'))}",
+        "--set",
+        f"train.out_dir={json.dumps(str(tmp / f'ckpt{processes}'))}",
+    ]
     for s in SIZES:
         args += ["--set", s]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     if processes > 1:
         env["ACCELERATE_USE_CPU"] = "true"
-        args = ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes), "--num_machines", "1",
-                "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
-                "--main_process_port", str(free_port()), *args]
+        args = [
+            "-m",
+            "accelerate.commands.launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(processes),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_ip",
+            "127.0.0.1",
+            "--main_process_port",
+            str(free_port()),
+            *args,
+        ]
     started = time.perf_counter()
     done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -72,8 +101,14 @@ def main() -> None:
         base_wall, base = one_round(args.tiny.resolve(), Path(tmp), 1)
         two_wall, two = one_round(args.tiny.resolve(), Path(tmp), 2)
     for phase in ("challenger", "solver"):
-        print(f"{phase} GRPO: 1 process {base[phase]:.2f} s, 2 processes {two[phase]:.2f} s; ratio {base[phase] / two[phase]:.2f}x")
-    print(f"whole round (process start included): 1 process {base_wall:.1f} s, 2 processes {two_wall:.1f} s; ratio {base_wall / two_wall:.2f}x")
+        print(
+            f"{phase} GRPO: 1 process {base[phase]:.2f} s, 2 processes {two[phase]:.2f} s; ratio "
+            f"{base[phase] / two[phase]:.2f}x"
+        )
+    print(
+        f"whole round (process start included): 1 process {base_wall:.1f} s, 2 processes {two_wall:.1f} s; ratio "
+        f"{base_wall / two_wall:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import build_log  # noqa: E402
 
 from diagevo.log import open_log, sqlite_path
-from diagevo.views.stories import cause_story
-from diagevo.views.stats import scan as scan_stats
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.stats import scan as scan_stats
+from diagevo.views.stories import cause_story
 
 CAUSE_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause")
 
@@ -64,20 +64,50 @@ def hot_run(url: str, attributions: int, per_round: int = 1000) -> str:
         events, rnd = [], 0
 
         def add(type_: str, **data: object) -> None:
-            events.append(validate_event({"type": type_, "run": run, "round": rnd, "event_id": f"{run}-{len(events)}", "data": data}))
+            events.append(
+                validate_event(
+                    {"type": type_, "run": run, "round": rnd, "event_id": f"{run}-{len(events)}", "data": data}
+                )
+            )
 
         add("run.started", config={"k": 0.5}, seed=0)
         rnd = 1
         add("node.created", node_id="N1", label="arithmetic")
-        add("cause.created", cause_id="H0", node_id="N1", description="drops a sign when moving a term", failure_id="f-H0")
+        add(
+            "cause.created",
+            cause_id="H0",
+            node_id="N1",
+            description="drops a sign when moving a term",
+            failure_id="f-H0",
+        )
         for r in range(1, attributions // per_round + 1):
             rnd = r
             for i in range(per_round):
                 q, f = f"q{r}-{i}", f"f{r}-{i}"
-                add("question.generated", question_id=q, mode="targeted", active_cause="H0", mastered_cause=None, text=f"Solve {i} - x = {r}.")
+                add(
+                    "question.generated",
+                    question_id=q,
+                    mode="targeted",
+                    active_cause="H0",
+                    mastered_cause=None,
+                    text=f"Solve {i} - x = {r}.",
+                )
                 add("question.scored", question_id=q, n=12, p1=0.5, p2=0.5, pseudo_label=str(i - r), retained=True)
-                add("failure.recorded", failure_id=f, question_id=q, response="moving the term: x = " * 12, reference="x = " * 24)
-                add("failure.diagnosed", failure_id=f, matched_cause="H0", error_cause=None, model="m", raw="same cause " * 10)
+                add(
+                    "failure.recorded",
+                    failure_id=f,
+                    question_id=q,
+                    response="moving the term: x = " * 12,
+                    reference="x = " * 24,
+                )
+                add(
+                    "failure.diagnosed",
+                    failure_id=f,
+                    matched_cause="H0",
+                    error_cause=None,
+                    model="m",
+                    raw="same cause " * 10,
+                )
                 add("failure.attributed", failure_id=f, cause_id="H0", via="recurrence", similarity=0.9)
             add("round.committed", retained=per_round)
         for i in range(0, len(events), 5000):
@@ -106,9 +136,14 @@ print(bench_reads.prepare(sys.argv[2], int(sys.argv[3])), bench_reads.hot_run(sy
 
 def baseline_log(baseline: Path, url: str, events: int, hot: int) -> tuple[str, str]:
     """The same log built by the baseline diagevo into ``url``: (run, hot run)."""
-    out = subprocess.run([sys.executable, "-c", _BASELINE_BUILD, str(baseline), url, str(events), str(hot)],
-                         env={**os.environ, "PYTHONPATH": str(baseline)}, cwd=baseline, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _BASELINE_BUILD, str(baseline), url, str(events), str(hot)],
+        env={**os.environ, "PYTHONPATH": str(baseline)},
+        cwd=baseline,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     run, hot_run_id = out.stdout.split()[-2:]
     return run, hot_run_id
 
@@ -166,7 +201,17 @@ def main(argv: list[str] | None = None) -> int:
         "events --type nodes.merged": [exe, "memory", "events", "--type", "nodes.merged", "--limit", "0", *db],
         "show": [exe, "memory", "show", *db],
         f"replay --round {rnd}": [exe, "memory", "replay", "--round", str(rnd), *db],
-        f"why (cause attributed {args.hot:,} times)": [exe, "memory", "why", "H0", "--db", args.db, "--run", hot, "--json"],
+        f"why (cause attributed {args.hot:,} times)": [
+            exe,
+            "memory",
+            "why",
+            "H0",
+            "--db",
+            args.db,
+            "--run",
+            hot,
+            "--json",
+        ],
     }
     before: dict[str, list[str]] = {}
     if args.baseline is not None:

@@ -27,8 +27,8 @@ from bench_store import _peak_rss_mib, build_log, in_fresh_process  # noqa: E402
 
 from diagevo.log import open_log
 from diagevo.memory.fold import fold  # noqa: E402
-from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.memory import committed_rounds, load_memory
 
 
 def full_replay(url: str, run: str) -> dict[str, float]:
@@ -48,8 +48,8 @@ def validating_fold(url: str, run: str) -> dict[str, float]:
 
 
 def evolve_each(url: str, run: str) -> dict[str, float]:
-    from diagevo.memory.fold import evolve, start
     from diagevo.catalog import FOLDED as FOLD_TYPES
+    from diagevo.memory.fold import evolve, start
 
     with open_log(url) as store:
         rows = list(store.rows(run, types=FOLD_TYPES))
@@ -101,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         every = in_fresh_process(validating_fold, url, run)
         base = None if args.no_baseline else in_fresh_process(evolve_each, url, run)
     built = "reused" if existing else f"built in {build_s:.1f} s"
-    print(f"log: {args.events:,} events, {last} rounds, {full['causes']} causes, {built}; {n_snap} snapshots written in {snap_s:.1f} s")
+    print(
+        f"log: {args.events:,} events, {last} rounds, {full['causes']} causes, {built}; {n_snap} snapshots "
+        f"written in {snap_s:.1f} s"
+    )
     print(f"{'measurement':<44}{'value':>14}{'target':>12}")
     rows = [
         ("(a) full replay from the log, no snapshot", f"{full['seconds']:.2f} s", "<= 10 s", full["seconds"] <= 10),
@@ -110,7 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         ("(b) validating fold of every event", f"{every['seconds']:.2f} s", "", True),
         ("    events/s", f"{args.events / every['seconds']:,.0f}", "", True),
         ("    peak RSS", f"{every['peak_rss_mib']:.0f} MiB", "<= 1024", every["peak_rss_mib"] <= 1024),
-        (f"(c) replay round {last} from its snapshot", f"{snap['seconds'] * 1000:.1f} ms", "<= 50 ms", snap["seconds"] <= 0.05),
+        (
+            f"(c) replay round {last} from its snapshot",
+            f"{snap['seconds'] * 1000:.1f} ms",
+            "<= 50 ms",
+            snap["seconds"] <= 0.05,
+        ),
         ("    speed-up over (a)", f"{full['seconds'] / snap['seconds']:,.0f}x", "", True),
     ]
     if base is not None:

@@ -26,10 +26,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_store import build_log  # noqa: E402
 
 from diagevo.log import open_log
-from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.report import write_report  # noqa: E402
 from diagevo.report.data import load_run  # noqa: E402
 from diagevo.report.figures import _pyplot  # noqa: E402
+from diagevo.views.caches import refresh as refresh_snapshots
 
 
 def main() -> None:
@@ -55,7 +55,10 @@ def main() -> None:
             write_report(store, run, out, url, lambda *args: " ".join(["diagevo", *args]))
             full = time.perf_counter() - t0
         print(f"read the log with texts: {read:.2f} s ({n:,} events)")
-        print(f"load_run (frames, stories, M_t of {len(data.committed)} rounds, {len(data.stories)} causes): {load:.2f} s = {load / read:.2f}x reading the log")
+        print(
+            f"load_run (frames, stories, M_t of {len(data.committed)} rounds, {len(data.stories)} causes): "
+            f"{load:.2f} s = {load / read:.2f}x reading the log"
+        )
         print(f"whole report, {out.stat().st_size / 1e6:.1f} MB: {full:.2f} s = {full / read:.2f}x reading the log")
     print(f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs while measuring)")
 

@@ -25,13 +25,13 @@ from pathlib import Path
 from diagevo import curriculum as cur
 from diagevo import rounds
 from diagevo.config import Config
-from diagevo.schemas import EventIn, new_event
-from diagevo.log import open_log, EventStore
+from diagevo.log import EventStore, open_log
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
-from diagevo.views.memory import load_memory
+from diagevo.schemas import EventIn, new_event
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.memory import load_memory
 
 RUN = "bench"
 N = 12
@@ -43,10 +43,21 @@ def seed_memory(store: EventStore, causes: int) -> None:
     rounds.open_round(store, RUN)
     ev: list[EventIn] = []
     for n in range(8):
-        ev.append(new_event("node.created", RUN, 1, f"{RUN}/1/n{n}", node_id=f"N{n + 1}", label=f"skill family number {n}"))
+        ev.append(
+            new_event("node.created", RUN, 1, f"{RUN}/1/n{n}", node_id=f"N{n + 1}", label=f"skill family number {n}")
+        )
     for c in range(causes):
-        ev.append(new_event("cause.created", RUN, 1, f"{RUN}/1/c{c}", cause_id=f"C{c + 1}", node_id=f"N{c % 8 + 1}",
-                            description=f"a reasoning mistake of kind {c} made while solving the problem"))
+        ev.append(
+            new_event(
+                "cause.created",
+                RUN,
+                1,
+                f"{RUN}/1/c{c}",
+                cause_id=f"C{c + 1}",
+                node_id=f"N{c % 8 + 1}",
+                description=f"a reasoning mistake of kind {c} made while solving the problem",
+            )
+        )
     store.append(ev)
     rounds.promote(store, RUN, 1)
     rounds.commit(store, RUN, 1)
@@ -68,9 +79,30 @@ def baseline_round(store: EventStore, t: int, n: int, cfg: Config, rng: random.R
         qid = f"q{t}-{i:05d}"
         v = cur.votes(answers(rng))
         kept = v.label is not None and cur.keep(v.p1, v.p2, cfg.filter)
-        out.append(ev(f"gen/{qid}", "question.generated", question_id=qid, mode=q.mode, active_cause=q.active_cause,
-                      mastered_cause=q.mastered_cause, node=q.node, text=f"question {qid}"))
-        out.append(ev(f"score/{qid}", "question.scored", question_id=qid, n=N, p1=v.p1, p2=v.p2, pseudo_label=v.label, retained=kept))
+        out.append(
+            ev(
+                f"gen/{qid}",
+                "question.generated",
+                question_id=qid,
+                mode=q.mode,
+                active_cause=q.active_cause,
+                mastered_cause=q.mastered_cause,
+                node=q.node,
+                text=f"question {qid}",
+            )
+        )
+        out.append(
+            ev(
+                f"score/{qid}",
+                "question.scored",
+                question_id=qid,
+                n=N,
+                p1=v.p1,
+                p2=v.p2,
+                pseudo_label=v.label,
+                retained=kept,
+            )
+        )
         evidence.append((q.active_cause, v.p1))
     store.append(out)
     promos = decide_promotions(memory, evidence, cfg.memory.theta_up)
@@ -83,10 +115,20 @@ def baseline_round(store: EventStore, t: int, n: int, cfg: Config, rng: random.R
 def protocol_round(store: EventStore, t: int, n: int, batch: int, rng: random.Random) -> None:
     rounds.open_round(store, RUN, t)
     reqs = rounds.requests(store, RUN, t, n)
-    cands = [rounds.Candidate(q.question_id, q.mode, f"question {q.question_id}", q.active_cause, q.mastered_cause,
-                              q.node, answers=tuple(answers(rng))) for q in reqs]
+    cands = [
+        rounds.Candidate(
+            q.question_id,
+            q.mode,
+            f"question {q.question_id}",
+            q.active_cause,
+            q.mastered_cause,
+            q.node,
+            answers=tuple(answers(rng)),
+        )
+        for q in reqs
+    ]
     for i in range(0, len(cands), batch):
-        rounds.record(store, RUN, t, cands[i:i + batch])
+        rounds.record(store, RUN, t, cands[i : i + batch])
     rounds.promote(store, RUN, t)
     rounds.commit(store, RUN, t)
 
@@ -112,7 +154,10 @@ def main() -> None:
                     else:
                         protocol_round(store, t, args.questions, args.batch, rng)
                 times[name] = (time.perf_counter() - t0) / args.rounds
-        print(f"{args.rounds} rounds x {args.questions} questions (N={N}, {args.causes} causes), record batches of {args.batch}")
+        print(
+            f"{args.rounds} rounds x {args.questions} questions (N={N}, {args.causes} causes), record batches of "
+            f"{args.batch}"
+        )
         print(f"baseline (direct appends): {times['baseline'] * 1000:8.1f} ms/round")
         print(f"protocol (diagevo.rounds): {times['protocol'] * 1000:8.1f} ms/round")
         print(f"ratio protocol/baseline:   {times['protocol'] / times['baseline']:.2f}x")

@@ -38,11 +38,10 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from diagevo.schemas import model_of
-from diagevo.schemas import EventIn, validate_event
 from diagevo.log import open_log
-from diagevo.log.sql import EVENT_COLUMNS
 from diagevo.log.schema import upgrade
+from diagevo.log.sql import EVENT_COLUMNS
+from diagevo.schemas import EventIn, model_of, validate_event
 
 WORDS = (
     "let the number of apples be x then twice that plus seven equals the total so we subtract "
@@ -91,7 +90,10 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
             "question_id": qid, "n": 12, "p1": round(p1, 4), "p2": round(rng.random() * p1, 4),
             "pseudo_label": str(rng.randint(0, 999)), "retained": 0.25 <= p1 <= 0.75,
         }  # fmt: skip
-    yield "phase.completed", {"phase": "construct", "seconds": round(rng.uniform(20, 30), 3), "questions": len(qids), "retained": retained}
+    yield (
+        "phase.completed",
+        {"phase": "construct", "seconds": round(rng.uniform(20, 30), 3), "questions": len(qids), "retained": retained},
+    )
     promoted = []
     for cid in list(w.active):
         if rng.random() < 0.1:
@@ -294,7 +296,9 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
             upgrade(target)
             conn = sqlite3.connect(path, isolation_level=None)
             if drop_indexes:
-                for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'ix_%'").fetchall():
+                for (name,) in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'ix_%'"
+                ).fetchall():
                     conn.execute(f"DROP INDEX {name}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
@@ -312,7 +316,9 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
     full = raw("full", False)
     lean = raw("lean", True)
     us = 1e6 / len(events)
-    print(f"(d) where an append's time goes: {len(events):,} realistic events, batches of 1000, SQLite, best of {repeats}")
+    print(
+        f"(d) where an append's time goes: {len(events):,} realistic events, batches of 1000, SQLite, best of {repeats}"
+    )
     print(f"    {'the store, EventStore.append':<58}{store_s * us:>8.1f} µs/event")
     print(f"    {'its Python alone (serialise, texts, keys, chain, rows)':<58}{python_s * us:>8.1f}")
     print(f"    {'raw executemany of its rows, full schema':<58}{full * us:>8.1f}")
@@ -451,7 +457,10 @@ def bench_append_table(tmp: Path, n: int, pg: str = "") -> bool:
         for backend, fn in runs:
             a = fn()
             ok = ok and a["ratio"] >= 0.5
-            print(f"    {backend:<12}{name:<32}{a['events']:>9,}{a['store_eps']:>13,.0f}{a['raw_eps']:>13,.0f}{a['ratio']:>8.2f}")
+            print(
+                "    "
+                f"{backend:<12}{name:<32}{a['events']:>9,}{a['store_eps']:>13,.0f}{a['raw_eps']:>13,.0f}{a['ratio']:>8.2f}"
+            )
     print("    ratio = store ev/s / raw ev/s; targets: ratio >= 0.5, >= 50,000 events/s")
     return ok
 

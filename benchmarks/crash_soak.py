@@ -36,6 +36,7 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+
 from diagevo.log import open_log
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,9 +60,19 @@ def _batch_producer(url: str, name: str, acks: Path) -> None:
         while True:
             events = [
                 EventIn.model_construct(
-                    type="question.scored", run=BATCH_RUN, round=1, event_id=f"{name}-b{n:06d}-e{i}",
-                    data={"question_id": f"{name}-q{n}-{i}", "n": 8, "p1": 0.5, "p2": 0.5, "pseudo_label": "1",
-                          "retained": True, "reference": ""},
+                    type="question.scored",
+                    run=BATCH_RUN,
+                    round=1,
+                    event_id=f"{name}-b{n:06d}-e{i}",
+                    data={
+                        "question_id": f"{name}-q{n}-{i}",
+                        "n": 8,
+                        "p1": 0.5,
+                        "p2": 0.5,
+                        "pseudo_label": "1",
+                        "retained": True,
+                        "reference": "",
+                    },
                 )
                 for i in range(BATCH)
             ]
@@ -78,8 +89,15 @@ def _round_producer(url: str, name: str) -> None:
     def cand(req: rounds.Request) -> rounds.Candidate:
         agree = 6 + (hash(req.question_id) % 6)
         answers = ["7"] * agree + [str(100 + i) for i in range(12 - agree)]
-        return rounds.Candidate(req.question_id, req.mode, f"question {req.question_id}?", req.active_cause,
-                                req.mastered_cause, req.node, answers=tuple(answers))
+        return rounds.Candidate(
+            req.question_id,
+            req.mode,
+            f"question {req.question_id}?",
+            req.active_cause,
+            req.mastered_cause,
+            req.node,
+            answers=tuple(answers),
+        )
 
     with open_log(url) as store:
         rounds.start_run(store, ROUND_RUN, {"k": 1.0, "memory": {"theta_up": 0.5}}, seed=3)
@@ -140,8 +158,11 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
 
         def start(key: str) -> subprocess.Popen[bytes]:
             kind, name, acks = specs[key]
-            return subprocess.Popen([sys.executable, __file__, "--producer", kind, "--url", url, "--name", name,
-                                     "--acks", acks], env=env, stderr=subprocess.PIPE)
+            return subprocess.Popen(
+                [sys.executable, __file__, "--producer", kind, "--url", url, "--name", name, "--acks", acks],
+                env=env,
+                stderr=subprocess.PIPE,
+            )
 
         procs = {key: start(key) for key in specs}
         kills = crashed = 0
@@ -167,8 +188,11 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
             events = list(store.read(BATCH_RUN, types=("question.scored",)))
             ids = Counter(e.event_id for e in events)
             per_batch = Counter(e.event_id.rsplit("-e", 1)[0] for e in events)
-            acked = {f"p{k}-b{int(n):06d}" for k in range(2)
-                     for n in (tmp / f"acks-{k}.txt").read_text().split()} if events else set()
+            acked = (
+                {f"p{k}-b{int(n):06d}" for k in range(2) for n in (tmp / f"acks-{k}.txt").read_text().split()}
+                if events
+                else set()
+            )
             lost = sum(1 for b in acked if per_batch.get(b, 0) != BATCH)
             partial = sum(1 for c in per_batch.values() if c != BATCH)
             duplicated = sum(c - 1 for c in ids.values() if c > 1)
@@ -179,10 +203,20 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
         if schema is not None:
             _drop_schema(schema)
     return {
-        "backend": backend, "seconds": seconds, "kills": kills, "crashed_on_their_own": crashed,
-        "batches_stored": len(per_batch), "batches_acked": len(acked), "events_stored": len(events),
-        "rounds_committed": len(committed), "lost": lost, "duplicated": duplicated, "partial": partial,
-        "decided_twice": twice, "verify_problems": problems, "errors": errors[:3],
+        "backend": backend,
+        "seconds": seconds,
+        "kills": kills,
+        "crashed_on_their_own": crashed,
+        "batches_stored": len(per_batch),
+        "batches_acked": len(acked),
+        "events_stored": len(events),
+        "rounds_committed": len(committed),
+        "lost": lost,
+        "duplicated": duplicated,
+        "partial": partial,
+        "decided_twice": twice,
+        "verify_problems": problems,
+        "errors": errors[:3],
     }
 
 
@@ -206,8 +240,10 @@ def main() -> None:
     for backend in args.backends.split(","):
         result = soak(backend, args.seconds, args.seed)
         print(json.dumps(result), flush=True)
-        failed |= any(result[k] for k in ("lost", "duplicated", "partial", "decided_twice", "verify_problems",
-                                          "crashed_on_their_own"))
+        failed |= any(
+            result[k]
+            for k in ("lost", "duplicated", "partial", "decided_twice", "verify_problems", "crashed_on_their_own")
+        )
     sys.exit(1 if failed else 0)
 
 

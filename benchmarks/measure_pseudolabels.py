@@ -52,11 +52,17 @@ def measure(model: str, name: str, path: Path, limit: int, n: int, max_new_token
             retained_right += ok
     total = len(bench.questions)
     return {
-        "model": model, "bench": name, "questions": total, "n": n, "max_new_tokens": max_new_tokens,
+        "model": model,
+        "bench": name,
+        "questions": total,
+        "n": n,
+        "max_new_tokens": max_new_tokens,
         "boxed_fraction": round(boxed / (total * n), 3),
-        "labelled": labelled, "label_accuracy": round(right / labelled, 3) if labelled else None,
+        "labelled": labelled,
+        "label_accuracy": round(right / labelled, 3) if labelled else None,
         "label_accuracy_over_all": round(right / total, 3),
-        "retained_by_filter": retained, "retained_label_accuracy": round(retained_right / retained, 3) if retained else None,
+        "retained_by_filter": retained,
+        "retained_label_accuracy": round(retained_right / retained, 3) if retained else None,
         "sampling_seconds": round(seconds, 1),
     }
 

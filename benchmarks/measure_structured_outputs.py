@@ -50,10 +50,19 @@ def requests(n: int, seed: int = 0) -> list[tuple[str, Any]]:
     for i in range(n):
         a, b = rng.randint(12, 89), rng.randint(12, 89)
         wrong = a + b + rng.choice([-10, -1, 1, 10])
-        known = tuple(KnownCause(f"C{j + 1}", "active", CAUSES[j]) for j in rng.sample(range(len(CAUSES)), 3)) if i % 2 else ()
+        known = (
+            tuple(KnownCause(f"C{j + 1}", "active", CAUSES[j]) for j in rng.sample(range(len(CAUSES)), 3))
+            if i % 2
+            else ()
+        )
         item = ExtractionInput(
-            f"f{i}", f"q{i}", f"What is {a} + {b}?", str(a + b), f"{a} + {b} = {wrong}. The answer is \\boxed{{{wrong}}}.",
-            f"{a} + {b} = {a + b}. The answer is \\boxed{{{a + b}}}.", known,
+            f"f{i}",
+            f"q{i}",
+            f"What is {a} + {b}?",
+            str(a + b),
+            f"{a} + {b} = {wrong}. The answer is \\boxed{{{wrong}}}.",
+            f"{a} + {b} = {a + b}. The answer is \\boxed{{{a + b}}}.",
+            known,
         )
         out.append(("extract", item))
         cands = [KnownCause(f"C{j + 1}", "active", CAUSES[j]) for j in rng.sample(range(len(CAUSES)), 2)]
@@ -99,7 +108,9 @@ def measure(url: str, name: str, n: int, max_tokens: int) -> dict[str, Any]:
     items = requests(n)
     out: dict[str, Any] = {}
     for mode, structured in (("unconstrained", False), ("structured", None)):
-        dx = LLMDiagnostician(url, name, concurrency=8, timeout_s=600, max_retries=1, max_tokens=max_tokens, structured=structured)
+        dx = LLMDiagnostician(
+            url, name, concurrency=8, timeout_s=600, max_retries=1, max_tokens=max_tokens, structured=structured
+        )
         replies = asyncio.run(ask_all(dx, items))
         out[mode] = rates(replies)
         out[mode]["server_took_schemas"] = dx.structured
@@ -123,11 +134,16 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp, served(args.model, args.name, Path(tmp) / "serve.log") as url:
             result = measure(url, args.name, args.items, args.max_tokens)
     print(json.dumps(result, indent=1))
-    print("| stage | n | parsed, unconstrained (1st ask / after re-ask) | parsed, structured (1st ask / after re-ask) |")
+    print(
+        "| stage | n | parsed, unconstrained (1st ask / after re-ask) | parsed, structured (1st ask / after re-ask) |"
+    )
     print("|---|---|---|---|")
     for stage in ("extract", "deduplicate", "assign_node", "consolidate", "all"):
         u, s = result["unconstrained"][stage], result["structured"][stage]
-        print(f"| {stage} | {u['n']} | {u['first_ask']:.0%} / {u['after_reask']:.0%} | {s['first_ask']:.0%} / {s['after_reask']:.0%} |")
+        print(
+            f"| {stage} | {u['n']} | {u['first_ask']:.0%} / {u['after_reask']:.0%} | {s['first_ask']:.0%} / "
+            f"{s['after_reask']:.0%} |"
+        )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ step samples the frozen solver's votes; the first sampling builds the engine): e
 the phase's own, its inner phases taken out.
 
 Not a test and not part of ``make bench`` (half an hour here):
-    .venv/bin/python benchmarks/measure_vllm_loop.py --model models/smollm2 [--engines local,vllm] [--together] [--set K=V ...]
+    .venv/bin/python benchmarks/measure_vllm_loop.py --model models/smollm2 [--engines local,vllm]
+        [--together] [--set K=V ...]
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ class Meter:
 
     def __init__(self) -> None:
         self.stack: list[list[Any]] = []  # [name, wall0, cpu0, child_wall, child_cpu]
-        self.rows: dict[str, dict[str, float]] = {p: {"seconds": 0.0, "cpu_seconds": 0.0, "tokens": 0.0} for p in PHASES}
+        self.rows: dict[str, dict[str, float]] = {
+            p: {"seconds": 0.0, "cpu_seconds": 0.0, "tokens": 0.0} for p in PHASES
+        }
 
     def wrap(self, name: str, fn: Any, nested: bool = True) -> Any:
         """``fn`` timed as phase ``name``; with ``nested=False``, a call inside another phase is
@@ -74,20 +77,32 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
     """One run in this process; the figures as JSON."""
     from diagevo.config import load_config
     from diagevo.log import open_log
-    from diagevo.views.verify import verify_run
-    from diagevo.train import train
     from diagevo.train import loop as loop_module
+    from diagevo.train import train
     from diagevo.train.hf.backend import HFBackend
+    from diagevo.views.verify import verify_run
 
-    cfg = load_config(CONFIG, [
-        f"hf.solver_model={json.dumps(str(model))}", f"hf.challenger_model={json.dumps(str(model))}",
-        f"hf.use_vllm={'true' if engine == 'vllm' else 'false'}", *sets,
-    ])
+    cfg = load_config(
+        CONFIG,
+        [
+            f"hf.solver_model={json.dumps(str(model))}",
+            f"hf.challenger_model={json.dumps(str(model))}",
+            f"hf.use_vllm={'true' if engine == 'vllm' else 'false'}",
+            *sets,
+        ],
+    )
     meter = Meter()
     backend = HFBackend(cfg, cfg.train.seed)
-    for method, name in (("train_challenger", "challenger GRPO"), ("generate", "Q^cur"), ("sample", "votes"),
-                         ("train_solver", "solver GRPO"), ("evaluate", "held-out eval")):
-        setattr(backend, method, meter.wrap(name, getattr(backend, method), nested=method not in ("generate", "sample")))
+    for method, name in (
+        ("train_challenger", "challenger GRPO"),
+        ("generate", "Q^cur"),
+        ("sample", "votes"),
+        ("train_solver", "solver GRPO"),
+        ("evaluate", "held-out eval"),
+    ):
+        setattr(
+            backend, method, meter.wrap(name, getattr(backend, method), nested=method not in ("generate", "sample"))
+        )
     build = backend._vllm_engine
     backend._vllm_engine = lambda: build() if backend._vllm is not None else meter.wrap("engine start", build)()  # type: ignore[method-assign]
     sampler = backend._generate
@@ -111,7 +126,11 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
             for e in store.read(run, types=("phase.completed",)):
                 d = e.data
                 if d["phase"] in ("challenger", "solver"):  # TRL's completions: mean length x completions
-                    n = float(d.get("completion_length", 0.0)) * float(d.get("completions_per_step", 0)) * float(d.get("steps", 0))
+                    n = (
+                        float(d.get("completion_length", 0.0))
+                        * float(d.get("completions_per_step", 0))
+                        * float(d.get("steps", 0))
+                    )
                     meter.rows[f"{d['phase']} GRPO"]["tokens"] += n
             commits = [e.data["summary"] for e in store.read(run, types=("round.committed",))]
             problems = verify_run(store, run)
@@ -123,24 +142,36 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
 
         engines = engines_built()
     return {
-        "engine": engine, "rows": meter.rows, "wall_seconds": wall, "cpu_seconds": time.process_time(),
+        "engine": engine,
+        "rows": meter.rows,
+        "wall_seconds": wall,
+        "cpu_seconds": time.process_time(),
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-        "heldout_acc": [c.get("heldout_acc") for c in commits], "verify_problems": problems, "vllm_engines": engines,
+        "heldout_acc": [c.get("heldout_acc") for c in commits],
+        "verify_problems": problems,
+        "vllm_engines": engines,
         "load_average": [load0, os.getloadavg()[0]],
     }
 
 
 def table(r: dict[str, Any]) -> str:
-    lines = [f"{r['engine']}: {r['wall_seconds']:.0f} s wall, {r['cpu_seconds']:.0f} CPU s, peak RSS {r['peak_rss_gib']:.1f} GiB, "
-             f"held-out acc {r['heldout_acc']}, vLLM engines {r['vllm_engines']}, verify {'clean' if not r['verify_problems'] else r['verify_problems']}, "
-             f"load {r['load_average'][0]:.1f} -> {r['load_average'][1]:.1f}",
-             "| phase | s | CPU s | tokens | tokens/s | tokens/CPU s |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"{r['engine']}: {r['wall_seconds']:.0f} s wall, {r['cpu_seconds']:.0f} CPU s, peak RSS "
+        f"{r['peak_rss_gib']:.1f} GiB, "
+        f"held-out acc {r['heldout_acc']}, vLLM engines {r['vllm_engines']}, verify "
+        f"{'clean' if not r['verify_problems'] else r['verify_problems']}, "
+        f"load {r['load_average'][0]:.1f} -> {r['load_average'][1]:.1f}",
+        "| phase | s | CPU s | tokens | tokens/s | tokens/CPU s |",
+        "|---|---|---|---|---|---|",
+    ]
     for name in PHASES:
         row = r["rows"][name]
         if not row["seconds"]:
             continue
         s, c, n = row["seconds"], row["cpu_seconds"], row["tokens"]
-        lines.append(f"| {name} | {s:.1f} | {c:.1f} | {n:.0f} | {n / s if n else 0:.1f} | {n / c if n and c else 0:.2f} |")
+        lines.append(
+            f"| {name} | {s:.1f} | {c:.1f} | {n:.0f} | {n / s if n else 0:.1f} | {n / c if n and c else 0:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -150,7 +181,10 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> str:
         sa, sb = a["rows"][name]["seconds"], b["rows"][name]["seconds"]
         if sa or sb:
             lines.append(f"| {name} | {sa:.1f} | {sb:.1f} | {sa / sb if sb else float('inf'):.2f} |")
-    lines.append(f"| whole run | {a['wall_seconds']:.1f} | {b['wall_seconds']:.1f} | {a['wall_seconds'] / b['wall_seconds']:.2f} |")
+    lines.append(
+        f"| whole run | {a['wall_seconds']:.1f} | {b['wall_seconds']:.1f} | "
+        f"{a['wall_seconds'] / b['wall_seconds']:.2f} |"
+    )
     return "\n".join(lines)
 
 
@@ -159,11 +193,17 @@ def main() -> None:
     ap.add_argument("--model", type=Path, required=True, help="the model directory (diagevo models smollm2 --out DIR)")
     ap.add_argument("--engines", default="local,vllm")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--set", dest="sets", action="append", default=[], help="override a field of configs/smollm2-cpu.toml")
+    ap.add_argument(
+        "--set", dest="sets", action="append", default=[], help="override a field of configs/smollm2-cpu.toml"
+    )
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--together", action="store_true", help="run the engines at the same time: on a shared machine both see the same load")
+    ap.add_argument(
+        "--together",
+        action="store_true",
+        help="run the engines at the same time: on a shared machine both see the same load",
+    )
     args = ap.parse_args()
     if args.one:
         result = run_one(args.one, args.model, args.sets, args.rounds)
@@ -174,7 +214,18 @@ def main() -> None:
         procs = []
         for engine in args.engines.split(","):
             out = Path(tmp) / f"{engine}.json"
-            cmd = [sys.executable, __file__, "--one", engine, "--model", str(args.model), "--rounds", str(args.rounds), "--out", str(out)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--one",
+                engine,
+                "--model",
+                str(args.model),
+                "--rounds",
+                str(args.rounds),
+                "--out",
+                str(out),
+            ]
             cmd += [x for s in args.sets for x in ("--set", s)]
             procs.append((subprocess.Popen(cmd, cwd=ROOT), out))
             if not args.together:

@@ -6,12 +6,11 @@ import errno
 import gc
 import os
 import sys
-
 from typing import Annotated, Any
 
 import typer
 
-from cli.common import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPTED, Interrupted, err_console, message
+from cli.common import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, err_console, message
 from cli.safe import error_line, text
 from diagevo.errors import DiagevoError
 from diagevo.redaction import redact_argv, redact_text
@@ -21,6 +20,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("LANCE_LOG", "error")  # lance logs table creation as a warning
 os.environ.setdefault("LANCEDB_LOG", "error")  # ... and so does lancedb (its own variable)
+
 
 def _metavar(original: Any) -> Any:
     """Help's type column in the user's terms: nothing for a flag, ``INT`` for ``<int range>``,
@@ -92,15 +92,17 @@ def _register() -> None:
     from cli import config, diagnose, doctor, eval, fork, report, train
     from cli.db import db_app
     from cli.memory import memory_app
-    from cli.rounds import round_app
     from cli.models import gpu_check, models_app
+    from cli.rounds import round_app
     from cli.runs import runs_app
 
     app.add_typer(memory_app, name="memory")
     app.add_typer(round_app, name="round")
     app.add_typer(runs_app, name="runs")
     app.add_typer(db_app, name="db", help="Database schema: upgrade, current revision.")
-    app.add_typer(models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI).")
+    app.add_typer(
+        models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI)."
+    )
     app.command("gpu-check")(gpu_check)
     train.register(app)
     config.register(app)
@@ -176,7 +178,9 @@ def _bounded(process: Any, param: Any) -> Any:
         value = process(ctx, value)
         for n in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(n, int) and not isinstance(n, bool) and not INT64[0] <= n <= INT64[1]:
-                raise typer.BadParameter(f"{str(n)[:40]} is out of range (at most {INT64[1]:,} in size)", ctx=ctx, param=param)
+                raise typer.BadParameter(
+                    f"{str(n)[:40]} is out of range (at most {INT64[1]:,} in size)", ctx=ctx, param=param
+                )
         return value
 
     return check

@@ -25,14 +25,20 @@ DbOpt = Annotated[
 ]
 RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the latest run).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-WideOpt = Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal (default: those that fit).")]
+WideOpt = Annotated[
+    bool, typer.Option("--wide", help="Every column, however wide the terminal (default: those that fit).")
+]
 
 
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 70, 130
 EXIT_CODES: dict[int, str] = {
     0: "done (and, for memory verify, nothing found)",
-    EXIT_ERROR: "an error you can fix (any DiagevoError below, a full disk, a path you may not write): one line on stderr",
-    EXIT_USAGE: "a bad command line (unknown option, bad option value, missing argument): one line, and where its --help is",
+    EXIT_ERROR: (
+        "an error you can fix (any DiagevoError below, a full disk, a path you may not write): one line on stderr"
+    ),
+    EXIT_USAGE: (
+        "a bad command line (unknown option, bad option value, missing argument): one line, and where its --help is"
+    ),
     EXIT_INTERNAL: "a bug in diagevo: one line naming a file that holds the traceback (without credentials)",
     EXIT_INTERRUPTED: "Ctrl-C: where it stopped, and the command that continues (train --resume)",
 }
@@ -133,7 +139,10 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
 
     if make_url(db_url).password is None:  # the store has parsed this URL already
         return ["--db", db_url], None
-    return ["--db", without_password(db_url)], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
+    return [
+        "--db",
+        without_password(db_url),
+    ], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
 
 
 def suggest(*args: str, db: str | None = None) -> str:

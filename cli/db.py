@@ -33,9 +33,9 @@ def _fail(exc: Exception) -> typer.Exit:
 @db_app.command("upgrade")
 def upgrade_cmd(db: DbOption = None) -> None:
     """Migrate the database to the latest schema revision (creates it when empty)."""
-    from diagevo.urls import redact_url, resolve_db_url
     from diagevo.log import StoreError
     from diagevo.log.schema import upgrade
+    from diagevo.urls import redact_url, resolve_db_url
 
     url = resolve_db_url(db)
     try:
@@ -55,9 +55,9 @@ def current_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show the database's schema revision and whether it is up to date (creates nothing)."""
-    from diagevo.urls import resolve_db_url
     from diagevo.log import StoreError
     from diagevo.log.schema import revision_status
+    from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
     try:
@@ -80,8 +80,12 @@ def current_cmd(
     advice = {
         "up_to_date": text(("up to date", "green")),
         "outdated": text(("outdated", "yellow"), f": run `{spell(Hint(('db', 'upgrade'), url))}`"),
-        "empty": text("empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema"),
+        "empty": text(
+            "empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema"
+        ),
         "unknown": text(("unknown revision", "red"), ": this diagevo is older than the database"),
         "foreign": text(("not a diagevo database", "red"), ": diagevo will not write into it"),
     }[status.state]
-    _out.print(text(f"{status.url}: revision ", (status.current or "(none)", "bold"), f", head {status.head} - ", advice))
+    _out.print(
+        text(f"{status.url}: revision ", (status.current or "(none)", "bold"), f", head {status.head} - ", advice)
+    )

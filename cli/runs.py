@@ -35,7 +35,9 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
         emit_json({"runs": [r.to_json() for r in found]})
         return
     if not found:
-        console.print(Text(f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`"), soft_wrap=True)
+        console.print(
+            Text(f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`"), soft_wrap=True
+        )
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
     table.add_column("run", no_wrap=True)
@@ -53,8 +55,15 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
             status.append(f" (round {r.open_round} open)")
         origin = f"{r.forked_from['run']} @ round {r.forked_from['round']}" if r.forked_from else ""
         changed = " ".join(f"{k}={v}" for k, v in r.changed.items())
-        table.add_row(Text(r.run), status, rounds, r.created[:16].replace("T", " "), Text(origin), Text(changed),
-                      Text(", ".join(r.tags)))
+        table.add_row(
+            Text(r.run),
+            status,
+            rounds,
+            r.created[:16].replace("T", " "),
+            Text(origin),
+            Text(changed),
+            Text(", ".join(r.tags)),
+        )
     console.print(table)
 
 

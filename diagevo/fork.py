@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from diagevo.errors import BadInput, NotFound
 from diagevo.catalog.ids import event_id, rebase_event_id
-from diagevo.schemas import EventIn, new_event, validate_event
+from diagevo.errors import BadInput, NotFound
 from diagevo.log import EventStore
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.memory import committed_rounds, load_memory
 
 
 class ForkError(BadInput):
@@ -39,8 +39,17 @@ def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, 
     events: list[EventIn] = []
     last_hash = ""
     for e in store.read(source, upto_seq=commit_seq, texts=True):
-        events.append(validate_event({"type": e.type, "run": new, "round": e.round,
-                                      "event_id": rebase_event_id(e.event_id, source, new), "data": e.data}))
+        events.append(
+            validate_event(
+                {
+                    "type": e.type,
+                    "run": new,
+                    "round": e.round,
+                    "event_id": rebase_event_id(e.event_id, source, new),
+                    "data": e.data,
+                }
+            )
+        )
         last_hash = e.hash
     provenance = {"source_run": source, "source_round": round, "source_hash": last_hash, "source_seq": commit_seq}
     events.append(new_event("run.forked", new, round, event_id(new, round, "run.forked"), **provenance))
@@ -63,12 +72,13 @@ def _cause_row(m: Memory, cid: str) -> dict[str, Any]:
 def _original_id(eid: str, source: str, new: str) -> str:
     """The id in ``source`` of the event that :func:`rebase_event_id` copied as ``eid`` into ``new``."""
     if eid.startswith(f"{new}/fork/"):
-        return eid[len(f"{new}/fork/"):]
-    return source + eid[len(new):] if eid.startswith(f"{new}/") else eid
+        return eid[len(f"{new}/fork/") :]
+    return source + eid[len(new) :] if eid.startswith(f"{new}/") else eid
 
 
-def _creations(store: EventStore, run: str, made: str = "cause.created", field: str = "cause_id",
-               depth: int = 0) -> dict[str, tuple[str, str]]:
+def _creations(
+    store: EventStore, run: str, made: str = "cause.created", field: str = "cause_id", depth: int = 0
+) -> dict[str, tuple[str, str]]:
     """``made`` event id -> (the id in ``field``, identity) for every cause (or node) ``run``
     created or inherited; a copied event's identity is that of its original in the source run."""
     events = list(store.read(run, types=(made, "run.forked")))
@@ -133,8 +143,14 @@ def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> di
         matched_b.add(other)
         ra, rb = _cause_row(ma, cid), _cause_row(mb, other)
         if (ra["state"], ra["frequency"]) != (rb["state"], rb["frequency"]):
-            causes.append({"cause_id": cid if cid == other else f"{cid}/{other}", a: ra, b: rb,
-                           "description": ma.causes[cid].description})
+            causes.append(
+                {
+                    "cause_id": cid if cid == other else f"{cid}/{other}",
+                    a: ra,
+                    b: rb,
+                    "description": ma.causes[cid].description,
+                }
+            )
     only[b] = sorted((cid for cid in mb.causes if cid not in matched_b), key=order)
     same_id = sorted((cid for cid in set(ma.causes) & set(mb.causes) if key_a[cid] != key_b[cid]), key=order)
     nia, nib = node_identities(store, a), node_identities(store, b)
@@ -144,8 +160,16 @@ def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> di
 
     def schedule_row(m: Memory) -> Mapping[str, Any]:
         s = schedule(m)
-        return {"round": m.committed, "F": s.F, "epsilon_next": s.epsilon, "k": m.k, "causes": len(m.causes),
-                "active": len(m.active()), "mastered": len(m.mastered()), "nodes": len(m.nodes)}
+        return {
+            "round": m.committed,
+            "F": s.F,
+            "epsilon_next": s.epsilon,
+            "k": m.k,
+            "causes": len(m.causes),
+            "active": len(m.active()),
+            "mastered": len(m.mastered()),
+            "nodes": len(m.nodes),
+        }
 
     return {
         "runs": [a, b],

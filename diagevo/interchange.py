@@ -15,14 +15,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.errors import BadInput
 from diagevo.catalog.ids import rebase_event_id
-from diagevo.schemas import EventIn, InvalidEvent, validate_event
+from diagevo.errors import BadInput
 from diagevo.log import EventStore
-from diagevo.memory.fold import Draft, InvariantError, start
-from diagevo.parsing import loads, one_line, split_lines
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.recorder import prepare
+from diagevo.memory.fold import Draft, InvariantError, start
+from diagevo.parsing import loads, one_line, split_lines
+from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 

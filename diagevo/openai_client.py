@@ -65,7 +65,9 @@ class EndpointUnreachable(Unavailable, ValueError):
     """An OpenAI-compatible endpoint did not answer at all (the message is one line)."""
 
 
-def check_endpoint(base_url: str, *, api_key: str | None = None, timeout_s: float = 10.0, what: str = "endpoint") -> None:
+def check_endpoint(
+    base_url: str, *, api_key: str | None = None, timeout_s: float = 10.0, what: str = "endpoint"
+) -> None:
     """Ask ``GET {base_url}/models`` once, before any work that would store something.
 
     Any HTTP answer means the server is there (some providers have no ``/models``), except 401
@@ -132,7 +134,9 @@ class OpenAIClient:
         self.max_backoff_s = max_backoff_s
         # asyncio primitives and HTTP pools belong to one event loop; a CLI or a test may run
         # several loops over the life of one client
-        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[list[AsyncOpenAI], asyncio.Semaphore]]
+        self._per_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[list[AsyncOpenAI], asyncio.Semaphore]
+        ]
         self._per_loop = weakref.WeakKeyDictionary()
         self._rng = random.Random()
         self._next_client = 0
@@ -153,7 +157,11 @@ class OpenAIClient:
 
         def client(http_client: Any) -> AsyncOpenAI:
             return AsyncOpenAI(
-                base_url=self.base_url, api_key=self._api_key, timeout=self.timeout_s, max_retries=0, http_client=http_client
+                base_url=self.base_url,
+                api_key=self._api_key,
+                timeout=self.timeout_s,
+                max_retries=0,
+                http_client=http_client,
             )
 
         # one TLS context for all pools (loading the CA bundle costs ~35 ms each); none for http

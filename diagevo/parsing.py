@@ -130,7 +130,9 @@ def loads_object(text: str | bytes, where: str = "", **limits: Any) -> dict[str,
 def _json_type(obj: Any) -> str:
     if obj is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}.get(type(obj), "a value")
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}.get(
+        type(obj), "a value"
+    )
 
 
 def toml_loads(text: str, where: str = "") -> dict[str, Any]:
@@ -167,7 +169,11 @@ def read_text(path: Path | str, what: str | None = None) -> str:
     name = "stdin" if str(path) == "-" else str(path)
     try:
         if str(path) == "-":
-            raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
+            raw = (
+                sys.stdin.buffer.read()
+                if hasattr(sys.stdin, "buffer")
+                else sys.stdin.read().encode("utf-8", "surrogateescape")
+            )
         else:
             p = Path(path)
             if p.is_dir():

@@ -34,20 +34,20 @@ from typing import Any
 from diagevo import curriculum as cur
 from diagevo.catalog import FOLDED, MILESTONES, RETROSPECTIVE
 from diagevo.catalog import ids as keys
-from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.config import Config, config_from_record
 from diagevo.errors import BadInput, Conflict, Hint, NotFound
 from diagevo.log import AppendResult, EventRow, EventStore
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, fold
-from diagevo.redaction import redact_config
 from diagevo.memory.sampler import GenerationRequest, sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.redaction import redact_config
+from diagevo.schemas import EventIn, InvalidEvent, new_event
+from diagevo.urls import redact_url
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
-from diagevo.urls import redact_url
 from diagevo.words import plural
 
 PURPOSES = {"curriculum": ("cur-requests", "q"), "challenger": ("chal-requests", "c")}
@@ -127,7 +127,9 @@ def start_run(
     the run exists already, or :class:`RunExists` with ``new`` (a run that must be new: two
     processes creating one id both find out, one of them here)."""
     try:
-        ev = new_event("run.started", run, 0, keys.event_id(run, 0, "run.started"), config=config_record(config), seed=seed)
+        ev = new_event(
+            "run.started", run, 0, keys.event_id(run, 0, "run.started"), config=config_record(config), seed=seed
+        )
     except InvalidEvent as exc:
         raise ProtocolError(str(exc)) from None
 
@@ -136,7 +138,10 @@ def start_run(
             return [ev]
         if new:
             raise RunExists(
-                f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, or name a new run",
+                (
+                    f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, or name a "
+                    "new run"
+                ),
                 hint=Hint(("train", "--run", run, "--resume"), store.url),
             )
         return []
@@ -256,9 +261,14 @@ def require_open(st: RoundState, t: int, doing: str) -> None:
     if t <= st.last_committed:
         raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is committed")
     if t != st.last_committed + 1:
-        raise ProtocolError(f"cannot {doing}: round {t} is not next in run {st.run!r} (last committed: {st.last_committed})")
+        raise ProtocolError(
+            f"cannot {doing}: round {t} is not next in run {st.run!r} (last committed: {st.last_committed})"
+        )
     if t not in st.started:
-        raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is not open", hint=Hint(("round", "start", "--run", st.run), st.db))
+        raise ProtocolError(
+            f"cannot {doing}: round {t} of run {st.run!r} is not open",
+            hint=Hint(("round", "start", "--run", st.run), st.db),
+        )
 
 
 def current_round(store: EventStore, run: str) -> int:
@@ -306,7 +316,9 @@ def record_retrospective(store: EventStore, run: str, events: Sequence[EventIn])
         st = _state(run, read(MILESTONES), store.url)
         late = [ev.round for ev in events if ev.round > st.last_committed]
         if late:
-            raise ProtocolError(f"round {late[0]} of run {run!r} is not committed (last committed: {st.last_committed})")
+            raise ProtocolError(
+                f"round {late[0]} of run {run!r} is not committed (last committed: {st.last_committed})"
+            )
         return events
 
     return _appending(store, run, decide).appended
@@ -388,11 +400,17 @@ class Candidate:
                 raise ProtocolError(f"{name} must be a non-empty string")
         for name in ("responses", "answers"):
             value = obj.get(name)
-            if value is not None and (not isinstance(value, list) or not all(x is None or isinstance(x, str) for x in value)):
+            if value is not None and (
+                not isinstance(value, list) or not all(x is None or isinstance(x, str) for x in value)
+            ):
                 raise ProtocolError(f"{name} must be a list of strings")
         return cls(
-            question_id=obj["question_id"], mode=obj["mode"], text=str(text),
-            active_cause=obj.get("active_cause"), mastered_cause=obj.get("mastered_cause"), node=obj.get("node"),
+            question_id=obj["question_id"],
+            mode=obj["mode"],
+            text=str(text),
+            active_cause=obj.get("active_cause"),
+            mastered_cause=obj.get("mastered_cause"),
+            node=obj.get("node"),
             responses=tuple(obj["responses"]) if obj.get("responses") is not None else None,
             answers=tuple(obj["answers"]) if obj.get("answers") is not None else None,
         )
@@ -429,8 +447,19 @@ def score(c: Candidate, cfg: Config) -> Scored:
     retained = v.label is not None and cur.keep(v.p1, v.p2, cfg.filter)
     ref = v.reference if retained else None  # earliest response of the label's class
     reference = c.responses[ref] if ref is not None and c.responses is not None else ""
-    return Scored(c.question_id, c.text, c.mode, c.active_cause, c.mastered_cause, len(answers), v.p1, v.p2,
-                  v.label, retained, reference)
+    return Scored(
+        c.question_id,
+        c.text,
+        c.mode,
+        c.active_cause,
+        c.mastered_cause,
+        len(answers),
+        v.p1,
+        v.p2,
+        v.label,
+        retained,
+        reference,
+    )
 
 
 # --- failures --------------------------------------------------------------------------------
@@ -496,8 +525,13 @@ class Round:
         phase, prefix = PURPOSES[purpose]
         rng = seeded(st.seed if seed is None else seed, t, phase)
         drawn = sample_requests(
-            memory, schedule(memory), n, rng,
-            generation=cfg.generation, fixed_free_ratio=cfg.fixed_free_ratio, stitching=cfg.stitching,
+            memory,
+            schedule(memory),
+            n,
+            rng,
+            generation=cfg.generation,
+            fixed_free_ratio=cfg.fixed_free_ratio,
+            stitching=cfg.stitching,
         )
         return [Request(question_id=f"{prefix}{t}-{i:05d}", **asdict(r)) for i, r in enumerate(drawn)]
 
@@ -518,23 +552,42 @@ class Round:
                     raise ProtocolError(f"question {c.question_id}: unknown cause {cause!r} (not in M_{t - 1})")
             s = score(c, cfg)
             try:
-                generated.append(self.event(
-                    f"gen/{c.question_id}", "question.generated", question_id=c.question_id, mode=c.mode,
-                    active_cause=c.active_cause, mastered_cause=c.mastered_cause, node=c.node, text=c.text,
-                ))
+                generated.append(
+                    self.event(
+                        f"gen/{c.question_id}",
+                        "question.generated",
+                        question_id=c.question_id,
+                        mode=c.mode,
+                        active_cause=c.active_cause,
+                        mastered_cause=c.mastered_cause,
+                        node=c.node,
+                        text=c.text,
+                    )
+                )
             except InvalidEvent as exc:
                 raise ProtocolError(f"question {c.question_id}: {exc}") from None
-            scores.append(self.event(
-                f"score/{c.question_id}", "question.scored", question_id=c.question_id, n=s.n, p1=s.p1,
-                p2=s.p2, pseudo_label=s.pseudo_label, retained=s.retained, reference=s.reference,
-            ))
+            scores.append(
+                self.event(
+                    f"score/{c.question_id}",
+                    "question.scored",
+                    question_id=c.question_id,
+                    n=s.n,
+                    p1=s.p1,
+                    p2=s.p2,
+                    pseudo_label=s.pseudo_label,
+                    retained=s.retained,
+                    reference=s.reference,
+                )
+            )
             scored.append(s)
 
         def decide(read: Reader) -> list[EventIn]:
             st = _state(run, read(MILESTONES), self.store.url)
             require_open(st, t, "record questions")
             if t in st.promoted:
-                raise ProtocolError(f"cannot record questions: promotions of round {t} are decided (the evidence is closed)")
+                raise ProtocolError(
+                    f"cannot record questions: promotions of round {t} are decided (the evidence is closed)"
+                )
             return generated + scores
 
         _appending(self.store, run, decide)
@@ -555,8 +608,14 @@ class Round:
             changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
             decided.extend(d for _, d in changes)
             events = [self.event(f"promote/{d['cause_id']}", typ, **d) for typ, d in changes]
-            events.append(self.event("promotions", "promotions.decided",
-                                     promoted=[d["cause_id"] for d in decided], candidates=len(evidence)))
+            events.append(
+                self.event(
+                    "promotions",
+                    "promotions.decided",
+                    promoted=[d["cause_id"] for d in decided],
+                    candidates=len(evidence),
+                )
+            )
             return events
 
         _appending(self.store, run, decide)
@@ -600,7 +659,9 @@ class Round:
         def decide(read: Reader) -> Sequence[EventIn]:
             st = _state(run, read(MILESTONES), self.store.url)
             if t != st.last_committed + 1:
-                raise ProtocolError(f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}")
+                raise ProtocolError(
+                    f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}"
+                )
             if since_seq is not None:
                 foreign = read(MEMORY_TYPES, after_seq=since_seq)
                 if foreign:
@@ -648,11 +709,14 @@ class Round:
             st = _state(run, read(MILESTONES), self.store.url)
             require_open(st, t, "commit")
             if t not in st.promoted:
-                raise ProtocolError(f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote"))
+                raise ProtocolError(
+                    f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote")
+                )
             rows = read(None, round=t)
             failures = {d["failure_id"] for _s, _r, typ, d in rows if typ == "failure.recorded"}
             diagnosed = {
-                d["failure_id"] for _s, _r, typ, d in rows
+                d["failure_id"]
+                for _s, _r, typ, d in rows
                 if typ in ("failure.diagnosed", "diagnosis.failed") and d.get("failure_id")
             }
             pending = sorted(failures - diagnosed)
@@ -725,4 +789,3 @@ def commit(
 ) -> dict[str, Any]:
     """:meth:`Round.commit` of round ``t``."""
     return Round(store, run, t).commit(metrics, summary=summary, allow_undiagnosed=allow_undiagnosed)
-

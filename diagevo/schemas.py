@@ -14,7 +14,6 @@ from diagevo.config import config_from_record
 from diagevo.errors import BadInput
 from diagevo.parsing import MAX_ID_CHARS, check_id, one_line, shorten
 
-
 GenerationMode = Literal["free", "targeted", "stitched"]
 
 

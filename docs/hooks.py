@@ -52,11 +52,23 @@ def configuration() -> str:
         where, _, name = r.key.rpartition(".")
         if where != section:
             section = where
-            out += ["", f"### `[{where}]`" if where else "### top level", "", "| field | default | what it does |", "|---|---|---|"]
+            out += [
+                "",
+                f"### `[{where}]`" if where else "### top level",
+                "",
+                "| field | default | what it does |",
+                "|---|---|---|",
+            ]
         out.append(f"| `{name}` | {_code(r.default)} | {_cell(r.help)} |")
-    out += ["", "### Former names, still read", "",
-            "Read from TOML, `--set` and the configs stored in older logs.", "",
-            "| former name | now |", "|---|---|"]
+    out += [
+        "",
+        "### Former names, still read",
+        "",
+        "Read from TOML, `--set` and the configs stored in older logs.",
+        "",
+        "| former name | now |",
+        "|---|---|",
+    ]
     out += [f"| `{old}` | `{new}` |" for old, new in sorted(RENAMED.items())]
     return "\n".join(out)
 
@@ -75,7 +87,9 @@ def events() -> str:
         model = model_of(name)
         doc = (model.__doc__ or "").strip()
         if not doc or doc.startswith(model.__name__ + "("):
-            raise PluginError(f"event type {name}: its data model {model.__name__} has no docstring (diagevo/schemas.py)")
+            raise PluginError(
+                f"event type {name}: its data model {model.__name__} has no docstring (diagevo/schemas.py)"
+            )
         facts = [f"kind: `{etype.kind.value}`", "applied by the fold" if etype.folded else "not folded"]
         if etype.texts:
             facts.append("long texts kept beside the chained data: " + ", ".join(f"`{t}`" for t in etype.texts))
@@ -146,7 +160,7 @@ def python_api() -> str:
     for name, module in _EXPORTS.items():
         if not (getattr(diagevo, name).__doc__ or "").strip():
             raise PluginError(f"diagevo.{name} ({module}) has no docstring: the Python API page would be empty there")
-        out += [f"::: {module}.{name}", "    options:", f"      heading: \"diagevo.{name}\"", ""]
+        out += [f"::: {module}.{name}", "    options:", f'      heading: "diagevo.{name}"', ""]
     return "\n".join(out)
 
 

@@ -25,8 +25,15 @@ SMALL = ["--set", "train.challenger_questions=16", "--set", "train.curriculum_qu
 
 def diagevo(args: list[str], cwd: Path, width: int = 96) -> str:
     """The command's output with its colours (Rich forced to a terminal of ``width`` columns)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "FORCE_COLOR": "1", "COLUMNS": str(width), "TERM": "xterm-256color",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FORCE_COLOR": "1",
+        "COLUMNS": str(width),
+        "TERM": "xterm-256color",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     env.pop("NO_COLOR", None)
     done = subprocess.run([sys.executable, "-m", "cli.app", *args], cwd=cwd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -66,7 +73,11 @@ def main() -> None:
         lines = tree.splitlines()
         if len(lines) > 40:  # the top of the tree and the schedule's first lines: a picture, not the whole memory
             lines = [*lines[:38], "…"]
-        save_svg("$ diagevo memory replay --round 2 --run demo\n" + "\n".join(lines), IMG / "replay.svg", "diagevo memory replay")
+        save_svg(
+            "$ diagevo memory replay --round 2 --run demo\n" + "\n".join(lines),
+            IMG / "replay.svg",
+            "diagevo memory replay",
+        )
         diagevo(["report", "--run", "demo", "-o", str(work / "report.html")], work)
         screenshot(work / "report.html", IMG / "report.png")
     for name in ("train.svg", "replay.svg", "report.png"):

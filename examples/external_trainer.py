@@ -23,10 +23,10 @@ from typing import Any
 import diagevo
 from diagevo import curriculum as cur
 from diagevo.config import Config
-from diagevo.views.index import VectorIndex, default_index_path
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_dir
 from diagevo.train.sim import SimBackend
+from diagevo.views.index import VectorIndex, default_index_path
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 
@@ -60,8 +60,10 @@ class ExternalTrainer:
             calls[0] += 1
             rng = self.rng(t, f"chal-votes-{calls[0]}")
             return cur.challenger_output_rewards(
-                outputs, lambda qs: self.backend.sample(qs, n, rng),
-                lam=self.cfg.reward.lam, threshold=self.cfg.reward.cluster_distance_threshold,
+                outputs,
+                lambda qs: self.backend.sample(qs, n, rng),
+                lam=self.cfg.reward.lam,
+                threshold=self.cfg.reward.cluster_distance_threshold,
             )
 
         return reward
@@ -86,11 +88,17 @@ class ExternalTrainer:
         reqs = rnd.requests(cfg.train.curriculum_questions or cfg.solver.batch_size)
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
         kept = [(q, text) for q, o in zip(reqs, outputs, strict=True) if (text := cur.parse_question(o)) is not None]
-        responses = self.backend.sample([text for _, text in kept], cfg.grpo.construction_responses, self.rng(t, "construct"))
-        scored = rnd.record([
-            diagevo.Candidate(q.question_id, q.mode, text, q.active_cause, q.mastered_cause, q.node, responses=tuple(resp))
-            for (q, text), resp in zip(kept, responses, strict=True)
-        ])
+        responses = self.backend.sample(
+            [text for _, text in kept], cfg.grpo.construction_responses, self.rng(t, "construct")
+        )
+        scored = rnd.record(
+            [
+                diagevo.Candidate(
+                    q.question_id, q.mode, text, q.active_cause, q.mastered_cause, q.node, responses=tuple(resp)
+                )
+                for (q, text), resp in zip(kept, responses, strict=True)
+            ]
+        )
         retained = [s for s in scored if s.retained]
         seconds["construct"] = self.phase(rnd, "construct", started, questions=len(scored), retained=len(retained))
 
@@ -101,6 +109,7 @@ class ExternalTrainer:
         started = time.perf_counter()
         stats = {"questions": 0}
         if retained:
+
             def reward(i: int, resp: Sequence[str]) -> list[float]:
                 return [1.0 if cur.agrees(cur.extract_answer(x), retained[i].pseudo_label) else -1.0 for x in resp]
 
@@ -108,10 +117,15 @@ class ExternalTrainer:
                 [s.text for s in retained], reward, cfg.solver.group_size, self.rng(t, "solver")
             )
             failures = [
-                {"failure_id": f"f{t}-{s.question_id[s.question_id.index('-') + 1:]}-{j}", "question_id": s.question_id,
-                 "response": resp, "reference": s.reference}
+                {
+                    "failure_id": f"f{t}-{s.question_id[s.question_id.index('-') + 1 :]}-{j}",
+                    "question_id": s.question_id,
+                    "response": resp,
+                    "reference": s.reference,
+                }
                 for s, group, rewards in zip(retained, out.responses, out.rewards, strict=True)
-                for j, (resp, rew) in enumerate(zip(group, rewards, strict=True)) if rew < 0
+                for j, (resp, rew) in enumerate(zip(group, rewards, strict=True))
+                if rew < 0
             ]
             if failures:
                 rnd.record_failures(failures)
@@ -124,7 +138,10 @@ class ExternalTrainer:
             self.index = VectorIndex(self.backend.embedder(), default_index_path(store.url), run)
         summary = diagevo.diagnose(
             rnd,
-            diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(), cfg=cfg.diagnosis, index=self.index,
+            diagnostician=self.backend.diagnostician(),
+            embedder=self.backend.embedder(),
+            cfg=cfg.diagnosis,
+            index=self.index,
         )
         seconds["diagnose"] = self.phase(rnd, "diagnose", started, dedup_truncated=summary.dedup_truncated)
 
@@ -132,11 +149,16 @@ class ExternalTrainer:
         started = time.perf_counter()
         metrics = self.backend.evaluate(self.rng(t, "evaluate"))
         seconds["evaluate"] = time.perf_counter() - started
-        return rnd.commit(metrics, summary={
-            "dedup_truncated": summary.dedup_truncated, "heldout_acc": metrics.get("heldout_acc"),
-            "pseudo_label_acc": metrics.get("pseudo_label_acc"), "timing": seconds,
-            **({"val_acc": metrics["val_acc"]} if "val_acc" in metrics else {}),
-        })
+        return rnd.commit(
+            metrics,
+            summary={
+                "dedup_truncated": summary.dedup_truncated,
+                "heldout_acc": metrics.get("heldout_acc"),
+                "pseudo_label_acc": metrics.get("pseudo_label_acc"),
+                "timing": seconds,
+                **({"val_acc": metrics["val_acc"]} if "val_acc" in metrics else {}),
+            },
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -155,7 +177,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         trainer = ExternalTrainer(cfg, store, args.run)
         for t in range(1, args.rounds + 1):
             done = trainer.round(t)
-            print(f"round {t}: kept {done['retained']}/{done['questions']}, F={done['F']}, eps_next={done['epsilon_next']:.3f}")
+            print(
+                f"round {t}: kept {done['retained']}/{done['questions']}, F={done['F']}, "
+                f"eps_next={done['epsilon_next']:.3f}"
+            )
 
 
 if __name__ == "__main__":

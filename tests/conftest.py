@@ -20,8 +20,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
+from diagevo.log import EventStore, open_log
 from diagevo.log.sql import APPEND_LOCK_KEY as PG_APPEND_LOCK_KEY
-from diagevo.log import open_log, EventStore
 
 _PG_CANDIDATES = (
     "postgresql+psycopg://postgres@127.0.0.1:5432/test",
@@ -227,7 +227,10 @@ def _tree_entries() -> set[str] | None:
 
     try:
         done = subprocess.run(
-            ["git", "status", "--porcelain", "--ignored", "-z"], cwd=_ROOT, capture_output=True, timeout=60,
+            ["git", "status", "--porcelain", "--ignored", "-z"],
+            cwd=_ROOT,
+            capture_output=True,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -251,5 +254,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if new:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(f"the tests wrote into the repository tree (tests write only under tmp dirs): {', '.join(new)}", red=True)
+            reporter.write_line(
+                f"the tests wrote into the repository tree (tests write only under tmp dirs): {', '.join(new)}",
+                red=True,
+            )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

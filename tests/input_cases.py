@@ -78,8 +78,20 @@ def command(kind: str, path: Path, db: str, out_dir: Path) -> list[str]:
     if kind == "record":
         return ["round", "record", str(path), "--run", RUN, "--db", db]
     if kind == "diagnose":
-        return ["diagnose", str(path), "--run", RUN, "--round", "1", "--llm-url", DEAD_URL,
-                "--embedder", DEAD_URL, "--db", db]
+        return [
+            "diagnose",
+            str(path),
+            "--run",
+            RUN,
+            "--round",
+            "1",
+            "--llm-url",
+            DEAD_URL,
+            "--embedder",
+            DEAD_URL,
+            "--db",
+            db,
+        ]
     if kind in ("eval", "eval-json"):
         return ["eval", "--run", RUN, "--bench", f"gsm8k={path}", "--db", db, "--out", str(out_dir)]
     raise AssertionError(kind)
@@ -92,20 +104,43 @@ def valid_objects(kind: str) -> list[dict[str, Any]]:
     """A few valid lines (as objects) of each command's input format."""
     if kind == "ingest":
         return [
-            {"type": "run.started", "run": "fz", "round": 0, "event_id": "fz-0", "data": {"config": {"k": 0.5}, "seed": 1}},
+            {
+                "type": "run.started",
+                "run": "fz",
+                "round": 0,
+                "event_id": "fz-0",
+                "data": {"config": {"k": 0.5}, "seed": 1},
+            },
             {"type": "round.started", "run": "fz", "round": 1, "event_id": "fz-1", "data": {}},
-            {"type": "question.generated", "run": "fz", "round": 1, "event_id": "fz-2",
-             "data": {"question_id": "q1", "mode": "free", "text": "What is 2+2?"}},
+            {
+                "type": "question.generated",
+                "run": "fz",
+                "round": 1,
+                "event_id": "fz-2",
+                "data": {"question_id": "q1", "mode": "free", "text": "What is 2+2?"},
+            },
         ]
     if kind == "record":
         return [
-            {"question_id": f"fq{i}", "mode": "free", "text": f"What is {i}+1?", "answers": [str(i + 1)] * 6 + ["0"] * 2}
+            {
+                "question_id": f"fq{i}",
+                "mode": "free",
+                "text": f"What is {i}+1?",
+                "answers": [str(i + 1)] * 6 + ["0"] * 2,
+            }
             for i in range(3)
         ]
     if kind == "diagnose":
         return [
-            {"failure_id": f"ff{i}", "question_id": f"fq{i}", "question": "Solve x+1=2.", "pseudo_label": "1",
-             "response": "x = 3", "reference": "x = 1", "known_causes": []}
+            {
+                "failure_id": f"ff{i}",
+                "question_id": f"fq{i}",
+                "question": "Solve x+1=2.",
+                "pseudo_label": "1",
+                "response": "x = 3",
+                "reference": "x = 1",
+                "known_causes": [],
+            }
             for i in range(3)
         ]
     if kind in ("eval", "eval-json"):

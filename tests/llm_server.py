@@ -68,7 +68,9 @@ class LLMServer:
         self.requests: list[dict[str, Any]] = []
         self.vectors: dict[str, np.ndarray] = {}
         self.no_chat_template: set[str] = set()
-        self.refuse_structured = False  # answer a request with a response_format with a 400, as a server without structured outputs
+        self.refuse_structured = (
+            False  # answer a request with a response_format with a 400, as a server without structured outputs
+        )
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -249,7 +251,15 @@ class ServerProcess:
         from pathlib import Path
 
         root = Path(__file__).resolve().parent.parent
-        cmd = [sys.executable, "-m", "tests.llm_server", "--delay", str(self.delay_s), "--defaults", json.dumps(self.defaults)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tests.llm_server",
+            "--delay",
+            str(self.delay_s),
+            "--defaults",
+            json.dumps(self.defaults),
+        ]
         self._proc = subprocess.Popen(cmd, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.url = self._proc.stdout.readline().strip()
         if not self.url.startswith("http://"):

@@ -48,10 +48,21 @@ class Log:
     def attribute(self, cause_id: str, failure: str, via: str = "recurrence", similarity: float | None = None) -> Log:
         return self.add("failure.attributed", failure_id=failure, cause_id=cause_id, via=via, similarity=similarity)
 
-    def question(self, qid: str, p1: float, active: str | None = None, mastered: str | None = None, retained: bool = True) -> Log:
+    def question(
+        self, qid: str, p1: float, active: str | None = None, mastered: str | None = None, retained: bool = True
+    ) -> Log:
         mode = "free" if active is None else ("stitched" if mastered else "targeted")
-        self.add("question.generated", question_id=qid, mode=mode, active_cause=active, mastered_cause=mastered, text=f"question {qid}")
-        return self.add("question.scored", question_id=qid, n=12, p1=p1, p2=min(p1, 1 - p1), pseudo_label="1", retained=retained)
+        self.add(
+            "question.generated",
+            question_id=qid,
+            mode=mode,
+            active_cause=active,
+            mastered_cause=mastered,
+            text=f"question {qid}",
+        )
+        return self.add(
+            "question.scored", question_id=qid, n=12, p1=p1, p2=min(p1, 1 - p1), pseudo_label="1", retained=retained
+        )
 
     def events(self) -> list[EventIn]:
         return list(self._events)

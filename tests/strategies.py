@@ -30,7 +30,9 @@ def random_log(rng: random.Random, rounds: int, run: str = "r1") -> Log:
             fid = f"f{log.round}-{j}"
             log.add("failure.recorded", failure_id=fid, question_id=f"q{log.round}-0", response="r", reference="ref")
             if mem.causes and rng.random() < 0.5:
-                changes = decide_attribution(mem, fid, rng.choice(sorted(mem.causes)), rng.choice(["recurrence", "dedup"]), rng.random())
+                changes = decide_attribution(
+                    mem, fid, rng.choice(sorted(mem.causes)), rng.choice(["recurrence", "dedup"]), rng.random()
+                )
             elif mem.nodes and rng.random() < 0.5:
                 changes = decide_new_cause(mem, fid, f"cause text {fid}", node_id=rng.choice(sorted(mem.nodes)))
             else:

@@ -29,7 +29,10 @@ def test_every_exported_name_resolves_and_none_is_a_submodule() -> None:
 
 def test_import_diagevo_is_cheap() -> None:
     """The package imports nothing heavy until a name is used (each ``diagevo.x`` import runs it)."""
-    code = "import sys, diagevo; print(sorted(m for m in sys.modules if m.startswith(('diagevo.', 'sqlalchemy', 'pydantic'))))"
+    code = (
+        "import sys, diagevo; print(sorted(m for m in sys.modules if m.startswith(('diagevo.', 'sqlalchemy', "
+        "'pydantic'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]", out
 
@@ -54,7 +57,9 @@ def test_a_round_reads_its_config_and_previous_memory_once(tmp_path: Path, monke
         rnd = diagevo.Round.open(store, "r")
         for purpose in ("challenger", "curriculum", "curriculum"):
             reqs = rnd.requests(3, purpose=purpose)
-        rnd.record([diagevo.Candidate(question_id=q.question_id, mode=q.mode, text="1 + 1?", answers=("2",) * 8) for q in reqs])
+        rnd.record(
+            [diagevo.Candidate(question_id=q.question_id, mode=q.mode, text="1 + 1?", answers=("2",) * 8) for q in reqs]
+        )
         rnd.promote()
         rnd.commit()
     assert calls == {"memory": 1, "config": 1}

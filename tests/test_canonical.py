@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from diagevo.log import StoreError, open_log
 from diagevo.log.canonical import canonical_bytes, canonical_json, stdlib_canonical
-from diagevo.log import open_log, StoreError
 from diagevo.schemas import EventIn
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
@@ -71,13 +71,19 @@ def test_subclasses_and_objects_go_through_the_standard_library() -> None:
         HIGH = 3
 
     data = {"label": Label("x"), "level": Level.HIGH, "big": 2**80, "k": {"v": [Label("y")]}}
-    assert canonical_json(data) == stdlib_canonical(data) == '{"big":1208925819614629174706176,"k":{"v":["y"]},"label":"x","level":3}'
+    assert (
+        canonical_json(data)
+        == stdlib_canonical(data)
+        == '{"big":1208925819614629174706176,"k":{"v":["y"]},"label":"x","level":3}'
+    )
 
     @dataclass
     class Point:
         x: int
 
-    assert canonical_json({1: "int key", 2: 0.5}) == stdlib_canonical({1: "int key", 2: 0.5}) == '{"1":"int key","2":0.5}'
+    assert (
+        canonical_json({1: "int key", 2: 0.5}) == stdlib_canonical({1: "int key", 2: 0.5}) == '{"1":"int key","2":0.5}'
+    )
     for value in (Point(1), date(2026, 1, 1), {"s": {1, 2}}):
         with pytest.raises(TypeError):
             canonical_bytes(value)

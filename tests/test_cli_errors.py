@@ -33,7 +33,9 @@ READERS = [
 
 
 @pytest.mark.parametrize("args", READERS, ids=lambda a: " ".join(a[:2]))
-def test_read_commands_do_not_create_a_missing_database(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+def test_read_commands_do_not_create_a_missing_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
     path = tmp_path / "nothing-here.db"
     code, _, err = run_cli(capsys, *args, "--db", f"sqlite:///{path}")
     assert_one_line_error(code, err, f"no database at {path}")
@@ -106,15 +108,29 @@ def test_resuming_a_run_that_does_not_exist_is_an_error(tmp_path: Path, capsys: 
         ("memory.fixed_free_ratio=1.5", "config: memory.fixed_free_ratio: Input should be less than or equal to 1"),
         ("memory.theta_up=-0.1", "config: memory.theta_up: Input should be greater than or equal to 0"),
         ("solver.group_size=0", "config: solver.group_size: Input should be greater than or equal to 2"),
-        ("grpo.solver_group_size=0", "config: solver.group_size: Input should be greater than or equal to 2"),  # former name
-        ("grpo.construction_responses=0", "config: grpo.construction_responses: Input should be greater than or equal to 1"),
-        ("diagnosis.dedup_candidates=0", "config: diagnosis.dedup_candidates: Input should be greater than or equal to 1"),
+        (
+            "grpo.solver_group_size=0",
+            "config: solver.group_size: Input should be greater than or equal to 2",
+        ),  # former name
+        (
+            "grpo.construction_responses=0",
+            "config: grpo.construction_responses: Input should be greater than or equal to 1",
+        ),
+        (
+            "diagnosis.dedup_candidates=0",
+            "config: diagnosis.dedup_candidates: Input should be greater than or equal to 1",
+        ),
         ("train.rounds=0", "config: train.rounds: Input should be greater than or equal to 1"),
-        ("sim.diagnostician_error_rate=2", "config: sim.diagnostician_error_rate: Input should be less than or equal to 1"),
+        (
+            "sim.diagnostician_error_rate=2",
+            "config: sim.diagnostician_error_rate: Input should be less than or equal to 1",
+        ),
         ("filter.p_low=0.9", "config: filter: need p_low <= p_high"),
     ],
 )
-def test_numeric_config_fields_have_ranges(tmp_path: Path, capsys: pytest.CaptureFixture[str], override: str, message: str) -> None:
+def test_numeric_config_fields_have_ranges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], override: str, message: str
+) -> None:
     path = tmp_path / "c.db"
     code, _, err = run_cli(capsys, "train", "--db", f"sqlite:///{path}", "--quiet", "--set", override)
     assert_one_line_error(code, err, message)
@@ -147,7 +163,9 @@ def test_every_numeric_config_field_has_a_range() -> None:
         (["--config", "/"], "config / is a directory"),
     ],
 )
-def test_a_bad_config_path_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+def test_a_bad_config_path_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
     code, _, err = run_cli(capsys, "train", "--db", f"sqlite:///{tmp_path / 'x.db'}", "--quiet", *args)
     assert_one_line_error(code, err, message)
     assert "Errno" not in err
@@ -170,7 +188,10 @@ def test_ingest_of_an_empty_file_or_a_directory_says_so(tmp_path: Path, capsys: 
     [
         (["memory", "replay"], "Missing option '--round'"),
         (["memory", "stats", "--bogus"], "No such option: --bogus"),
-        (["diagnose", "f.jsonl", "--run", "r", "--round", "1", "--concurrency", "0"], "Invalid value for '--concurrency'"),
+        (
+            ["diagnose", "f.jsonl", "--run", "r", "--round", "1", "--concurrency", "0"],
+            "Invalid value for '--concurrency'",
+        ),
         (["train", "--seed", "-1"], "Invalid value for '--seed'"),
     ],
 )
@@ -186,7 +207,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_diagnose_against_an_unreachable_endpoint_stops_before_appending(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_diagnose_against_an_unreachable_endpoint_stops_before_appending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = f"sqlite:///{tmp_path / 'd.db'}"
     with open_log(db) as store:
         seed(store, {"N1": (L1, [("C1", D1)])})
@@ -194,7 +217,21 @@ def test_diagnose_against_an_unreachable_endpoint_stops_before_appending(tmp_pat
     failures = tmp_path / "failures.jsonl"
     failures.write_text(line("f1") + "\n", encoding="utf-8")
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    code, _, err = run_cli(capsys, "diagnose", str(failures), "--run", RUN, "--round", "2", "--llm-url", url, "--db", db, "--embedder", "local")
+    code, _, err = run_cli(
+        capsys,
+        "diagnose",
+        str(failures),
+        "--run",
+        RUN,
+        "--round",
+        "2",
+        "--llm-url",
+        url,
+        "--db",
+        db,
+        "--embedder",
+        "local",
+    )
     assert_one_line_error(code, err, f"cannot reach the diagnostician at {url}: connection refused")
     assert "timed out" not in err
     with open_log(db) as store:
@@ -202,8 +239,21 @@ def test_diagnose_against_an_unreachable_endpoint_stops_before_appending(tmp_pat
     # an embeddings endpoint that is down is caught the same way, before the first Prompt 1
     with LLMServer() as srv:
         code, _, err = run_cli(
-            capsys, "diagnose", str(failures), "--run", RUN, "--round", "2", "--llm-url", srv.url, "--db", db,
-            "--embedder", url, "--embed-model", "m",
+            capsys,
+            "diagnose",
+            str(failures),
+            "--run",
+            RUN,
+            "--round",
+            "2",
+            "--llm-url",
+            srv.url,
+            "--db",
+            db,
+            "--embedder",
+            url,
+            "--embed-model",
+            "m",
         )
         assert_one_line_error(code, err, f"cannot reach the embedder at {url}: connection refused")
         assert not srv.calls("extract")
@@ -212,7 +262,9 @@ def test_diagnose_against_an_unreachable_endpoint_stops_before_appending(tmp_pat
 
 
 def test_diagnose_of_a_directory_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_cli(capsys, "diagnose", str(tmp_path), "--run", "r", "--round", "1", "--llm-url", "http://127.0.0.1:1/v1")
+    code, _, err = run_cli(
+        capsys, "diagnose", str(tmp_path), "--run", "r", "--round", "1", "--llm-url", "http://127.0.0.1:1/v1"
+    )
     assert_one_line_error(code, err, "is a directory")
 
 
@@ -272,11 +324,13 @@ def test_a_bug_is_one_internal_error_line_with_its_traceback_in_a_file(
     assert path.parent == tmp_path and "Traceback" in path.read_text() and "an undeclared slip" in path.read_text()
 
 
-def test_declared_errors_are_one_line_and_derive_from_diagevo_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_declared_errors_are_one_line_and_derive_from_diagevo_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from diagevo import errors
-    from diagevo.log import ConflictError, SchemaOutdated, StoreError
     from diagevo.fork import ForkError
     from diagevo.interchange import IngestError
+    from diagevo.log import ConflictError, SchemaOutdated, StoreError
     from diagevo.memory.fold import InvariantError
     from diagevo.rounds import ProtocolError
 
@@ -302,11 +356,14 @@ def test_a_refused_ingest_leaves_no_database_file(tmp_path: Path, capsys: pytest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--config", "nosuch.toml"], "no config file at nosuch.toml"),
-    (["--config", "bad.toml"], "bad.toml: "),
-    (["--set", "memory.k=-1"], "memory.k"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--config", "nosuch.toml"], "no config file at nosuch.toml"),
+        (["--config", "bad.toml"], "bad.toml: "),
+        (["--set", "memory.k=-1"], "memory.k"),
+    ],
+)
 def test_a_refused_round_start_leaves_no_database_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
 ) -> None:
@@ -317,7 +374,9 @@ def test_a_refused_round_start_leaves_no_database_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml"]
 
 
-def test_version_and_help_in_the_users_terms(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_version_and_help_in_the_users_terms(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, out, _ = run_cli(capsys, "--version")
     assert code == 0 and out.startswith("diagevo ")
     monkeypatch.setenv("COLUMNS", "100")
@@ -375,8 +434,12 @@ def test_an_unknown_set_field_suggests_the_dotted_field(
     assert run_cli(capsys, "round", "start", "--run", "x", "--db", f"sqlite:///{db}", "--set", fixed)[0] == 0
 
 
-def test_an_unknown_field_in_a_config_file_suggests_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_field_in_a_config_file_suggests_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text("[memory]\ntheta_upp = 0.6\n")
-    code, _, err = run_cli(capsys, "round", "start", "--run", "x", "--db", f"sqlite:///{tmp_path / 'c.db'}", "--config", str(cfg))
+    code, _, err = run_cli(
+        capsys, "round", "start", "--run", "x", "--db", f"sqlite:///{tmp_path / 'c.db'}", "--config", str(cfg)
+    )
     assert_one_line_error(code, err, "memory.theta_upp", "did you mean memory.theta_up?")

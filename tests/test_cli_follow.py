@@ -17,8 +17,12 @@ from diagevo.log import open_log
 from diagevo.views.stats import round_stats
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120",
-       "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+ENV = {
+    **os.environ,
+    "PYTHONUNBUFFERED": "1",
+    "COLUMNS": "120",
+    "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+}
 CLI = [sys.executable, "-c", "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"]
 ROUNDS = 4
 
@@ -54,8 +58,15 @@ def writer(url: str, pause: float = 0.3) -> subprocess.Popen[str]:
 
 
 def follower(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*CLI, *args], cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
+    return subprocess.Popen(
+        [*CLI, *args],
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
 
 
 @pytest.fixture()

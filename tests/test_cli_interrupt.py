@@ -27,8 +27,14 @@ from tests.test_train import SMALL
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "80",
-       "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}  # this tree's diagevo
+ENV = {
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "PYTHONUNBUFFERED": "1",
+    "COLUMNS": "80",
+    "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+}  # this tree's diagevo
 CLI = [sys.executable, "-c", "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"]
 CPU_WITHIN_S = 3.0  # CPU seconds after Ctrl-C (teardown included); the deferred Ctrl-C spent 6-14 s
 
@@ -64,8 +70,13 @@ def _lines(stream: object, out: queue.Queue[str | None]) -> None:
 def test_ctrl_c_stops_train_at_once(tmp_path: Path, begins: str, nth: int, round_: int) -> None:
     db = f"sqlite:///{tmp_path / 'c.db'}"
     proc = subprocess.Popen(
-        [*CLI, "train", "--db", db, "--run", "r", "--rounds", "2", *SMALL], cwd=tmp_path, env=ENV,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
+        [*CLI, "train", "--db", db, "--run", "r", "--rounds", "2", *SMALL],
+        cwd=tmp_path,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
     )
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_lines, args=(proc.stderr, lines), daemon=True).start()
@@ -93,4 +104,6 @@ def test_ctrl_c_stops_train_at_once(tmp_path: Path, begins: str, nth: int, round
             proc.kill()
             proc.wait()
     assert spent < CPU_WITHIN_S, f"Ctrl-C after {seen[-2]!r} let the process work {spent:.1f} CPU s more"
-    assert re.fullmatch(rf"interrupted in round {round_}: continue with `diagevo train --resume --run r --db \S+`", line), line
+    assert re.fullmatch(
+        rf"interrupted in round {round_}: continue with `diagevo train --resume --run r --db \S+`", line
+    ), line

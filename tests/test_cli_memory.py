@@ -61,7 +61,9 @@ def case_study() -> Log:
     log.commit()
     log.add("question.generated", question_id="q3", mode="targeted", active_cause="C1", text="Solve sqrt(x+6)=x")
     log.add("failure.recorded", failure_id="fx", question_id="q3", response="x=3 or x=-2", reference="x=3")
-    log.add("failure.diagnosed", failure_id="fx", matched_cause="C1", model="diag-model", raw='{"matched_cause_id": "C1"}')
+    log.add(
+        "failure.diagnosed", failure_id="fx", matched_cause="C1", model="diag-model", raw='{"matched_cause_id": "C1"}'
+    )
     log.add("cause.reactivated", cause_id="C1", failure_id="fx")
     log.attribute("C1", "fx", via="recurrence")
     log.commit()
@@ -76,7 +78,9 @@ def test_ingest_replay_why_stats_events_verify(tmp_path: Path, db: str, capsys: 
     m2 = json.loads(out)
     assert set(m2) == {"run", "round", "F", "F1", "k", "epsilon_next", "p_next", "causes", "nodes"}
     assert m2["round"] == 2 and m2["F"] == 0 and m2["F1"] == 1 and m2["epsilon_next"] == 1.0
-    assert m2["causes"] == [{"id": "C1", "node": "N1", "description": "AM-GM equality not checked", "state": "mastered", "frequency": 0}]
+    assert m2["causes"] == [
+        {"id": "C1", "node": "N1", "description": "AM-GM equality not checked", "state": "mastered", "frequency": 0}
+    ]
     assert m2["nodes"] == [{"id": "N1", "label": "Checking Conditions after Algebraic Steps", "causes": ["C1"]}]
     m3 = json.loads(run_cli(capsys, "memory", "replay", "--round", "3", "--db", db, "--json")[1])
     assert m3["causes"][0]["state"] == "active" and m3["causes"][0]["frequency"] == 1
@@ -97,7 +101,9 @@ def test_ingest_replay_why_stats_events_verify(tmp_path: Path, db: str, capsys: 
 
     stats = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])["rounds"]
     assert [(r["round"], r["active"], r["mastered"], r["promotions"], r["reactivations"]) for r in stats] == [
-        (1, 1, 0, 0, 0), (2, 0, 1, 1, 0), (3, 1, 0, 0, 1)
+        (1, 1, 0, 0, 0),
+        (2, 0, 1, 1, 0),
+        (3, 1, 0, 0, 1),
     ]
     types = ["question.generated", "failure.diagnosed", "cause.reactivated", "failure.attributed"]
     out = run_cli(capsys, "memory", "events", "--db", db, "--cause", "C1", "--round", "3", "--json")[1]
@@ -150,12 +156,17 @@ BREACHES = {
         "goes backwards",
     ),
     "second commit": (lambda log: log.commit().__setattr__("round", 1) or log.commit(), "committed twice"),
-    "unknown type": (lambda log: log._events.append(log._events[-1].model_copy(update={"type": "cause.exploded", "event_id": "x"})), "unknown event type"),
+    "unknown type": (
+        lambda log: log._events.append(log._events[-1].model_copy(update={"type": "cause.exploded", "event_id": "x"})),
+        "unknown event type",
+    ),
 }
 
 
 @pytest.mark.parametrize("breach", sorted(BREACHES))
-def test_ingest_rejects_invariant_breaches_and_stores_nothing(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], breach: str) -> None:
+def test_ingest_rejects_invariant_breaches_and_stores_nothing(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], breach: str
+) -> None:
     log = Log()
     log.node("N1").cause("C1", "N1")
     mutate, message = BREACHES[breach]
@@ -171,7 +182,11 @@ def test_ingest_bad_files(tmp_path: Path, db: str, capsys: pytest.CaptureFixture
     good = Log().jsonl()
     code, _, err = run_cli(capsys, "memory", "ingest", str(write(tmp_path, good + "{not json\n")), "--db", db)
     assert_one_line_error(code, err, "line 2:", "malformed JSON")
-    bad_data = good + json.dumps({"type": "round.started", "run": "r1", "round": 1, "event_id": "e", "data": {"surprise": 1}}) + "\n"
+    bad_data = (
+        good
+        + json.dumps({"type": "round.started", "run": "r1", "round": 1, "event_id": "e", "data": {"surprise": 1}})
+        + "\n"
+    )
     code, _, err = run_cli(capsys, "memory", "ingest", str(write(tmp_path, bad_data)), "--db", db)
     assert_one_line_error(code, err, "line 2:", "surprise")
     code, _, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "missing.jsonl"), "--db", db)
@@ -180,7 +195,9 @@ def test_ingest_bad_files(tmp_path: Path, db: str, capsys: pytest.CaptureFixture
         assert s.runs() == []
 
 
-def test_replay_of_uncommitted_round_names_last_committed(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_of_uncommitted_round_names_last_committed(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
     code, _, err = run_cli(capsys, "memory", "replay", "--round", "7", "--db", db)
     assert_one_line_error(code, err, "round 7 was never committed", "last committed round: 3")
@@ -225,7 +242,9 @@ def test_old_schema_revision_is_refused_untouched(tmp_path: Path, capsys: pytest
         (["--config", "/nonexistent/x.toml"], "no config file at /nonexistent/x.toml"),
     ],
 )
-def test_train_rejects_bad_config_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+def test_train_rejects_bad_config_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
     db = f"sqlite:///{tmp_path / 'cfg.db'}"
     code, _, err = run_cli(capsys, "train", "--db", db, "--quiet", *args)
     assert_one_line_error(code, err, message)
@@ -238,9 +257,20 @@ def test_why_in_the_terminal_tells_the_whole_story(tmp_path: Path, db: str, caps
 
     log = Log()
     log.question("q1", 0.75)
-    log.add("failure.recorded", failure_id="f1", question_id="q1", response="[bold]x = 3 or x = -2[/bold] " + "step " * 200,
-            reference="x = 3, since x = -2 fails the check")
-    log.add("failure.diagnosed", failure_id="f1", error_cause="keeps a root that fails the original equation", model="diag-m", raw="{}")
+    log.add(
+        "failure.recorded",
+        failure_id="f1",
+        question_id="q1",
+        response="[bold]x = 3 or x = -2[/bold] " + "step " * 200,
+        reference="x = 3, since x = -2 fails the check",
+    )
+    log.add(
+        "failure.diagnosed",
+        failure_id="f1",
+        error_cause="keeps a root that fails the original equation",
+        model="diag-m",
+        raw="{}",
+    )
     log.node("N1", "roots").cause("C1", "N1", "keeps a root that fails the original equation", failure="f1")
     log.commit()
     assert run_cli(capsys, "memory", "ingest", str(write(tmp_path, log)), "--db", db)[0] == 0
@@ -256,7 +286,9 @@ def test_why_in_the_terminal_tells_the_whole_story(tmp_path: Path, db: str, caps
     assert story["timeline"][0]["failure"]["question"]["p1"] == 0.75
 
 
-def test_tables_fit_80_columns_and_say_what_they_left_out(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tables_fit_80_columns_and_say_what_they_left_out(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = case_study()
     log.add("eval.recorded", benchmark="gsm8k", n=10, accuracy=0.25)
     log.commit(heldout_acc=0.5)

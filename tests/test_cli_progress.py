@@ -39,8 +39,10 @@ def test_a_phase_that_starts_over_in_the_next_round_is_shown_at_once() -> None:
     p("challenger", 0, 2)
     p("challenger", 2, 2)
     assert out.getvalue().splitlines() == [
-        "[    0s] challenger GRPO 0/2", "[    0s] challenger GRPO 2/2 (done)",
-        "[    1s] challenger GRPO 0/2", "[    1s] challenger GRPO 2/2 (done)",
+        "[    0s] challenger GRPO 0/2",
+        "[    0s] challenger GRPO 2/2 (done)",
+        "[    1s] challenger GRPO 0/2",
+        "[    1s] challenger GRPO 2/2 (done)",
     ]
 
 

@@ -43,8 +43,9 @@ def header(out: str) -> list[str]:
     return next(line for line in out.splitlines() if line.lstrip().startswith("t ")).split()
 
 
-def test_every_metric_by_name_in_table_wide_and_json(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_metric_by_name_in_table_wide_and_json(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ingest(capsys, tmp_path, db, metric_run())
     monkeypatch.setenv("COLUMNS", "200")
     code, out, err = run_cli(capsys, "memory", "stats", "--db", db)
@@ -60,7 +61,9 @@ def test_every_metric_by_name_in_table_wide_and_json(tmp_path: Path, db: str, ca
     assert {"acc", "loss", "heldout_acc", "bench/gsm8k"} <= set(data["metrics"])
 
 
-def test_metric_names_are_shown_as_text(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_metric_names_are_shown_as_text(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = Log("r[red]x")
     log.question("q1", 0.5)
     log.add("eval.recorded", **{"[bold]acc\x1b[2J": 0.5})
@@ -73,7 +76,9 @@ def test_metric_names_are_shown_as_text(tmp_path: Path, db: str, capsys: pytest.
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_stats_written_as_csv_and_parquet(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], suffix: str) -> None:
+def test_stats_written_as_csv_and_parquet(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
     ingest(capsys, tmp_path, db, metric_run())
     out = tmp_path / f"stats{suffix}"
     code, _, err = run_cli(capsys, "memory", "stats", "--db", db, "-o", str(out))
@@ -87,14 +92,18 @@ def test_stats_written_as_csv_and_parquet(tmp_path: Path, db: str, capsys: pytes
 
 
 @pytest.mark.parametrize("name", ["stats.xlsx", "stats"])
-def test_stats_unknown_suffix_is_refused(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], name: str) -> None:
+def test_stats_unknown_suffix_is_refused(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
     ingest(capsys, tmp_path, db, metric_run())
     code, _, err = run_cli(capsys, "memory", "stats", "--db", db, "-o", str(tmp_path / name))
     assert_one_line_error(code, err, name, ".csv or .parquet")
     assert not (tmp_path / name).exists()
 
 
-def test_no_committed_round_is_one_line_with_round_0_scores(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_committed_round_is_one_line_with_round_0_scores(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = Log("fresh")
     log.round = 0
     log.add("eval.recorded", benchmark="gsm8k", n=10, accuracy=0.25)
@@ -118,7 +127,9 @@ def test_no_committed_round_and_no_scores(tmp_path: Path, db: str, capsys: pytes
     assert code == 0 and out.strip() == "run empty has no committed round yet"
 
 
-def test_80_columns_keep_accuracy_and_metrics(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_80_columns_keep_accuracy_and_metrics(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ingest(capsys, tmp_path, db, metric_run())
     monkeypatch.setenv("COLUMNS", "80")
     code, out, err = run_cli(capsys, "memory", "stats", "--db", db)
@@ -154,7 +165,7 @@ def test_report_shows_every_metric_by_name(tmp_path: Path, db: str, capsys: pyte
     assert data.metrics == ["acc", "loss", "bench/gsm8k"]
     html = render(data, db, lambda *args: " ".join(["diagevo", *args]))
     assert 'data-chart="metrics"' in html  # a curve per metric
-    rounds = html[html.index('<section id="rounds">'):]
+    rounds = html[html.index('<section id="rounds">') :]
     rounds = rounds[: rounds.index("</section>")]
     for name in ("acc", "loss"):
         assert f'title="{name}"' in rounds  # a column per metric name
@@ -164,25 +175,41 @@ def test_report_shows_every_metric_by_name(tmp_path: Path, db: str, capsys: pyte
 
 def test_report_compares_two_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
     ingest(capsys, tmp_path, db, metric_run("base"), "a.jsonl")
-    ingest(capsys, tmp_path, db, metric_run("k<2>&\"b\"", scale=0.5), "b.jsonl")
+    ingest(capsys, tmp_path, db, metric_run('k<2>&"b"', scale=0.5), "b.jsonl")
     out = tmp_path / "compare.html"
-    code, stdout, err = run_cli(capsys, "report", "--db", db, "--run", "base", "--run", 'k<2>&"b"', "-o", str(out), "--json")
+    code, stdout, err = run_cli(
+        capsys, "report", "--db", db, "--run", "base", "--run", 'k<2>&"b"', "-o", str(out), "--json"
+    )
     assert code == 0, err
     info = json.loads(stdout)
     assert info["runs"] == ["base", 'k<2>&"b"'] and info["rounds"] == {"base": [1, 2], 'k<2>&"b"': [1, 2]}
     html = out.read_text(encoding="utf-8")
-    assert 'k<2>' not in html and "k&lt;2&gt;&amp;&quot;b&quot;" in html  # the id escaped, wherever it shows
+    assert "k<2>" not in html and "k&lt;2&gt;&amp;&quot;b&quot;" in html  # the id escaped, wherever it shows
     charts = set(re.findall(r'data-chart="([^"]+)"', html))
-    assert {"compare-heldout_acc", "compare-acc", "compare-loss", "compare-bench/gsm8k", "compare-F", "compare-epsilon_next",
-            "compare-active", "compare-mastered"} <= charts
+    assert {
+        "compare-heldout_acc",
+        "compare-acc",
+        "compare-loss",
+        "compare-bench/gsm8k",
+        "compare-F",
+        "compare-epsilon_next",
+        "compare-active",
+        "compare-mastered",
+    } <= charts
     # each figure has both runs' series: a legend entry per run (SVG text kept as text)
     for chart in re.findall(r'<figure class="chart" data-chart="compare-[^"]+">(.*?)</figure>', html, flags=re.S):
         assert "run base" in chart and "run k&lt;2&gt;&amp;" in chart
-    summary = html[html.index('<section id="runs">'):html.index('<section id="curves">')].replace(' class=""', "").replace(' class="l"', "")
+    summary = (
+        html[html.index('<section id="runs">') : html.index('<section id="curves">')]
+        .replace(' class=""', "")
+        .replace(' class="l"', "")
+    )
     assert "<td>0.740</td>" in summary and "<td>0.370</td>" in summary  # each run's last acc
 
 
-def test_report_of_one_run_is_unchanged_by_the_comparison(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_of_one_run_is_unchanged_by_the_comparison(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     ingest(capsys, tmp_path, db, metric_run("base"), "a.jsonl")
     ingest(capsys, tmp_path, db, metric_run("second-run"), "b.jsonl")
     out = tmp_path / "one.html"
@@ -192,6 +219,8 @@ def test_report_of_one_run_is_unchanged_by_the_comparison(tmp_path: Path, db: st
     assert '<section id="causes">' in html and "compare-" not in html and "second-run" not in html
     code, _, err = run_cli(capsys, "report", "--db", db, "--run", "base", "--run", "base", "-o", str(out))
     assert_one_line_error(code, err, "--run base is given twice")
-    code, _, err = run_cli(capsys, "report", "--db", db, "--run", "base", "--run", "nope", "-o", str(tmp_path / "x.html"))
+    code, _, err = run_cli(
+        capsys, "report", "--db", db, "--run", "base", "--run", "nope", "-o", str(tmp_path / "x.html")
+    )
     assert_one_line_error(code, err, "nope")
     assert not (tmp_path / "x.html").exists()

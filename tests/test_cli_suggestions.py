@@ -25,12 +25,18 @@ from tests.test_train import SMALL
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = Path(sys.executable).parent / "diagevo"
 ENV = {
-    **os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "80", "PATH": "/usr/bin:/bin",
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "COLUMNS": "80",
+    "PATH": "/usr/bin:/bin",
     "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),  # this tree's diagevo
 }
 ENV.pop("DIAGEVO_DB", None)
 
-pytestmark = pytest.mark.skipif(not ENTRY.is_file(), reason="the diagevo entry point is not installed next to this Python")
+pytestmark = pytest.mark.skipif(
+    not ENTRY.is_file(), reason="the diagevo entry point is not installed next to this Python"
+)
 
 
 def diagevo(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

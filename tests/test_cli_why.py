@@ -61,7 +61,9 @@ def fetched(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counts
 
 
-def test_why_shows_the_head_and_the_recent_attributions(db: str, capsys: pytest.CaptureFixture[str], fetched: list[int]) -> None:
+def test_why_shows_the_head_and_the_recent_attributions(
+    db: str, capsys: pytest.CaptureFixture[str], fetched: list[int]
+) -> None:
     code, out, err = run_cli(capsys, "memory", "why", "C1", "--db", db)
     assert code == 0, err
     text = " ".join(out.split())
@@ -74,7 +76,9 @@ def test_why_shows_the_head_and_the_recent_attributions(db: str, capsys: pytest.
     assert len(out.splitlines()) < 60
 
 
-def test_why_all_and_json_show_every_attribution(db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_why_all_and_json_show_every_attribution(
+    db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     code, out, err = run_cli(capsys, "memory", "why", "C1", "--db", db, "--all")
     assert code == 0, err

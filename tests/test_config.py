@@ -42,7 +42,11 @@ def test_the_roles_share_one_model_and_differ_in_defaults() -> None:
     assert set(ChallengerConfig.model_fields) == set(SolverConfig.model_fields) == set(RoleConfig.model_fields)
     # Table 8: 6 challenger steps and 12 solver steps, both 256 x 8
     assert (cfg.challenger.max_steps, cfg.solver.max_steps) == (6, 12)
-    assert (cfg.challenger.batch_size, cfg.challenger.group_size) == (cfg.solver.batch_size, cfg.solver.group_size) == (256, 8)
+    assert (
+        (cfg.challenger.batch_size, cfg.challenger.group_size)
+        == (cfg.solver.batch_size, cfg.solver.group_size)
+        == (256, 8)
+    )
     assert cfg.role("challenger") is cfg.challenger and cfg.role("solver") is cfg.solver
     assert cfg.challenger_questions == 6 * 256
     # a section given in part keeps the role's own defaults for the rest
@@ -71,7 +75,10 @@ def test_the_shipped_configs_use_no_former_name() -> None:
 
 
 def test_former_names_are_read_from_set_overrides() -> None:
-    cfg = load_config(ROOT / "configs" / "tiny-hf.toml", ["grpo.solver_max_steps=3", 'hf.challenger_model="other"', "hf.max_new_tokens=99"])
+    cfg = load_config(
+        ROOT / "configs" / "tiny-hf.toml",
+        ["grpo.solver_max_steps=3", 'hf.challenger_model="other"', "hf.max_new_tokens=99"],
+    )
     assert (cfg.solver.max_steps, cfg.challenger.model, cfg.solver.max_new_tokens) == (3, "other", 99)
     # an override by a former name beats the file's value under the current name, and the other way round
     flat = load_config(FLAT / "tiny-hf.toml", ["solver.max_steps=5", "grpo.challenger_group_size=6"])
@@ -97,8 +104,8 @@ def test_a_config_stored_by_an_earlier_version_loads(tmp_path: Path) -> None:
     """run.started of a sim run trained before the role sections (``--seed 3 --run eq``): read
     back through the one reader of stored configs, it is the run's config now."""
     from diagevo.log import open_log
-    from diagevo.schemas import new_event
     from diagevo.rounds import stored_config
+    from diagevo.schemas import new_event
 
     stored = json.loads((DATA / "run-started-config-flat-roles.json").read_text(encoding="utf-8"))
     assert "solver_group_size" in stored["grpo"] and "solver_model" in stored["hf"]
@@ -135,7 +142,10 @@ def test_the_simulator_reads_its_typed_parameters() -> None:
 def test_grpo_arguments_take_each_roles_section() -> None:
     from diagevo.train.hf.args import grpo_kwargs, phase_plan
 
-    cfg = load_config(None, ["challenger.group_size=4", "challenger.max_new_tokens=33", "solver.max_new_tokens=77", "solver.max_steps=2"])
+    cfg = load_config(
+        None,
+        ["challenger.group_size=4", "challenger.max_new_tokens=33", "solver.max_new_tokens=77", "solver.max_steps=2"],
+    )
     chal, solver = phase_plan(cfg, "challenger", 10), phase_plan(cfg, "solver", 10_000)
     assert (chal.group, solver.group, solver.steps) == (4, 8, 2)
     assert grpo_kwargs(cfg, chal, "out")["max_completion_length"] == 33
@@ -145,8 +155,17 @@ def test_grpo_arguments_take_each_roles_section() -> None:
 # --- diagevo config ---------------------------------------------------------------------------
 
 
-def test_config_prints_every_field_with_its_help_as_loadable_toml(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    sets = ["--set", "grpo.solver_max_steps=3", "--set", 'diagnosis.api_key="sk-very-secret"', "--set", 'train.out_dir="ck"']
+def test_config_prints_every_field_with_its_help_as_loadable_toml(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sets = [
+        "--set",
+        "grpo.solver_max_steps=3",
+        "--set",
+        'diagnosis.api_key="sk-very-secret"',
+        "--set",
+        'train.out_dir="ck"',
+    ]
     code, out, err = run_cli(capsys, "config", "--config", str(ROOT / "configs" / "tiny-hf.toml"), *sets)
     assert code == 0, err
     assert "sk-very-secret" not in out and '# api_key = "***"' in out
@@ -159,13 +178,17 @@ def test_config_prints_every_field_with_its_help_as_loadable_toml(capsys: pytest
 
 
 def test_config_json_lists_every_field(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "config", "--json", "--set", 'diagnosis.api_key="sk-very-secret"', "--set", 'db="postgresql://u:pw@h/x"')
+    code, out, _ = run_cli(
+        capsys, "config", "--json", "--set", 'diagnosis.api_key="sk-very-secret"', "--set", 'db="postgresql://u:pw@h/x"'
+    )
     assert code == 0
     data = json.loads(out)
     fields = {f["key"]: f for f in data["fields"]}
     assert set(fields) == {key for key, info in _fields(Config) if not _is_section(info)}
     assert fields["solver.max_steps"] == {
-        "key": "solver.max_steps", "value": 12, "default": 12,
+        "key": "solver.max_steps",
+        "value": 12,
+        "default": 12,
         "help": "Most GRPO optimizer steps per round (Table 8: 12 for the solver).",
     }
     assert fields["diagnosis.api_key"]["value"] == "***" and "sk-very-secret" not in out

@@ -25,7 +25,7 @@ THEN, without revealing any of your private thoughts, output \textit{exactly} th
 \texttt{</question>}
 
 Do NOT output anything else---no explanations, no extra markup.
-"""
+"""  # noqa: E501
 
 FREE_TEX = r"""
 Generate one new, challenging reasoning question now. Remember to format the output exactly as instructed.
@@ -39,7 +39,7 @@ Knowledge area: \texttt{<skill\_node>}
 Weakness to probe: \texttt{<error\_cause>}
 
 Design the question so that correctly solving it requires the solver to overcome this specific weakness. Remember to format the output exactly as instructed.
-"""
+"""  # noqa: E501
 
 STITCHED_TEX = r"""
 Generate one new, challenging reasoning question now. The question must weave together two reasoning elements within the same knowledge area into a single, coherent problem, rather than testing them separately:
@@ -51,7 +51,7 @@ Element A (an observed weakness that remains \textit{Active} and should still be
 Element B (a previously diagnosed weakness for which the solver has reached high self-consistency, as measured by the endogenous consistency proxy; the question should require the corresponding corrective reasoning skill): \texttt{<mastered\_cause>}
 
 Design a single self-contained question that genuinely requires combining both elements to reach the answer---neither element should be solvable in isolation from the other. Remember to format the output exactly as instructed.
-"""
+"""  # noqa: E501
 
 SOLVER_TEX = r"Please reason step by step, and put your final answer within \verb|\boxed{}|."
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from diagevo.views.index import VIEW as CHECKPOINT
 from diagevo.log import open_log
+from diagevo.views.index import VIEW as CHECKPOINT
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, NEW, NEW_LABEL, RUN, j, seed
@@ -51,8 +51,24 @@ def write(tmp_path: Path, *lines: str) -> Path:
 
 def cli(capsys: pytest.CaptureFixture[str], srv: LLMServer, db: str, path: Path, *extra: str) -> tuple[int, str, str]:
     return run_cli(
-        capsys, "diagnose", str(path), "--run", RUN, "--round", "2", "--llm-url", srv.url, "--model", "test-model",
-        "--embedder", srv.url, "--embed-model", "test-embed", "--db", db, *extra,
+        capsys,
+        "diagnose",
+        str(path),
+        "--run",
+        RUN,
+        "--round",
+        "2",
+        "--llm-url",
+        srv.url,
+        "--model",
+        "test-model",
+        "--embedder",
+        srv.url,
+        "--embed-model",
+        "test-embed",
+        "--db",
+        db,
+        *extra,
     )
 
 
@@ -87,8 +103,20 @@ def test_diagnose_appends_decisions_and_why_shows_them(
     assert code == 0 and "already decided (resumed)" in out
 
     code, out, err = run_cli(
-        capsys, "memory", "reindex", "--db", db, "--run", RUN, "--embedder", srv.url, "--embed-model", "test-embed",
-        "--index", str(tmp_path / "idx2.lance"), "--json",
+        capsys,
+        "memory",
+        "reindex",
+        "--db",
+        db,
+        "--run",
+        RUN,
+        "--embedder",
+        srv.url,
+        "--embed-model",
+        "test-embed",
+        "--index",
+        str(tmp_path / "idx2.lance"),
+        "--json",
     )
     assert code == 0, err
     result = json.loads(out)
@@ -121,11 +149,29 @@ def test_bad_lines_are_one_line_errors_and_nothing_is_stored(
     assert not srv.calls()
 
 
-def test_wrong_run_or_round_is_refused(capsys: pytest.CaptureFixture[str], srv: LLMServer, db: str, tmp_path: Path) -> None:
+def test_wrong_run_or_round_is_refused(
+    capsys: pytest.CaptureFixture[str], srv: LLMServer, db: str, tmp_path: Path
+) -> None:
     path = write(tmp_path, line("f1"))
-    code, _, err = run_cli(capsys, "diagnose", str(path), "--run", "nope", "--round", "2", "--llm-url", srv.url, "--db", db)
+    code, _, err = run_cli(
+        capsys, "diagnose", str(path), "--run", "nope", "--round", "2", "--llm-url", srv.url, "--db", db
+    )
     assert_one_line_error(code, err, "no run 'nope'")
-    code, _, err = run_cli(capsys, "diagnose", str(path), "--run", RUN, "--round", "5", "--llm-url", srv.url, "--db", db)
+    code, _, err = run_cli(
+        capsys, "diagnose", str(path), "--run", RUN, "--round", "5", "--llm-url", srv.url, "--db", db
+    )
     assert_one_line_error(code, err, "round 5 is not open")
-    code, _, err = run_cli(capsys, "diagnose", str(tmp_path / "missing.jsonl"), "--run", RUN, "--round", "2", "--llm-url", srv.url, "--db", db)
+    code, _, err = run_cli(
+        capsys,
+        "diagnose",
+        str(tmp_path / "missing.jsonl"),
+        "--run",
+        RUN,
+        "--round",
+        "2",
+        "--llm-url",
+        srv.url,
+        "--db",
+        db,
+    )
     assert_one_line_error(code, err, "no such file")

@@ -62,10 +62,17 @@ def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
 
     def failure(i: int, response: str) -> str:
         q = reqs[i]["question_id"]
-        return json.dumps({
-            "failure_id": f"f{i}", "question_id": q, "question": f"question {i}?", "pseudo_label": labels[i],
-            "response": response, "reference": f"so it is \\boxed{{{labels[i]}}}", "known_causes": [],
-        })
+        return json.dumps(
+            {
+                "failure_id": f"f{i}",
+                "question_id": q,
+                "question": f"question {i}?",
+                "pseudo_label": labels[i],
+                "response": response,
+                "reference": f"so it is \\boxed{{{labels[i]}}}",
+                "known_causes": [],
+            }
+        )
 
     failures = [
         failure(0, "so it is \\boxed{-12}"),  # sign
@@ -96,7 +103,12 @@ def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
     assert all(d["model"] == ANSWER_MODEL for d in diagnosed.values())
     raws = {fid: json.loads(d["raw"]) for fid, d in diagnosed.items()}
     assert {r["diagnostician"] for r in raws.values()} == {"heuristic"}
-    assert [raws[f]["rule"] for f in ("f0", "f1", "f2", "f3")] == ["sign", "off_by_factor", "no_final_answer", "final_answer_agrees"]
+    assert [raws[f]["rule"] for f in ("f0", "f1", "f2", "f3")] == [
+        "sign",
+        "off_by_factor",
+        "no_final_answer",
+        "final_answer_agrees",
+    ]
     assert diagnosed["f3"]["error_cause"] is None and diagnosed["f3"]["matched_cause"] is None
 
 
@@ -107,5 +119,15 @@ def test_help_says_the_heuristic_is_not_the_papers_diagnostician(capsys: pytest.
 
 def test_without_an_endpoint_the_error_names_the_heuristic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "f.jsonl").write_text("{}\n")
-    code, _, err = run_cli(capsys, "diagnose", str(tmp_path / "f.jsonl"), "--run", "r", "--round", "1", "--db", f"sqlite:///{tmp_path / 'x.db'}")
+    code, _, err = run_cli(
+        capsys,
+        "diagnose",
+        str(tmp_path / "f.jsonl"),
+        "--run",
+        "r",
+        "--round",
+        "1",
+        "--db",
+        f"sqlite:///{tmp_path / 'x.db'}",
+    )
     assert code == 1 and "--diagnostician heuristic" in err

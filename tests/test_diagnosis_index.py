@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diagevo.views.index import VIEW as CHECKPOINT, VectorIndex, default_index_path, reindex
-from diagevo.schemas import new_event
-from diagevo.log import open_log, EventStore
+from diagevo.log import EventStore, open_log
 from diagevo.memory.fold import evolve
+from diagevo.schemas import new_event
+from diagevo.views.index import VIEW as CHECKPOINT
+from diagevo.views.index import VectorIndex, default_index_path, reindex
 from diagevo.views.memory import load_memory
 
 RUN = "run-index"
@@ -50,7 +51,11 @@ def add(store: EventStore, rnd: int, nodes: int, causes_per_node: int, start: in
         events.append(new_event("node.created", RUN, rnd, f"n{n}", node_id=f"N{n}", label=f"label {n}"))
         for _ in range(causes_per_node):
             c += 1
-            events.append(new_event("cause.created", RUN, rnd, f"c{c}", cause_id=f"C{c}", node_id=f"N{n}", description=f"cause {c}"))
+            events.append(
+                new_event(
+                    "cause.created", RUN, rnd, f"c{c}", cause_id=f"C{c}", node_id=f"N{n}", description=f"cause {c}"
+                )
+            )
     store.append(events)
 
 
@@ -60,7 +65,17 @@ def test_shortlist_and_screening_agree_with_brute_force(store: EventStore) -> No
     for n in range(1, 9):
         events.append(new_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label=f"label {n}"))
     for c in range(1, 41):
-        events.append(new_event("cause.created", RUN, 1, f"c{c}", cause_id=f"C{c}", node_id=f"N{rng.randint(1, 8)}", description=f"cause {c}"))
+        events.append(
+            new_event(
+                "cause.created",
+                RUN,
+                1,
+                f"c{c}",
+                cause_id=f"C{c}",
+                node_id=f"N{rng.randint(1, 8)}",
+                description=f"cause {c}",
+            )
+        )
     store.append(events)
     mem = load_memory(store, RUN)
     emb = HashEmbedder()
@@ -78,7 +93,9 @@ def test_shortlist_and_screening_agree_with_brute_force(store: EventStore) -> No
     assert [g[2] for g in got] == [best[nid][1] for nid in want]
     assert [g[1] for g in got] == pytest.approx([best[nid][0] for nid in want], abs=1e-5)
     top, passed = index.screen(sims, -1.0, 3, q)
-    assert passed == 40 and [t[0] for t in top] == [c for c, _ in sorted(brute.items(), key=lambda t: (-t[1], t[0]))[:3]]
+    assert passed == 40 and [t[0] for t in top] == [
+        c for c, _ in sorted(brute.items(), key=lambda t: (-t[1], t[0]))[:3]
+    ]
     assert [t[1] for t in top] == [round(brute[c], 6) for c, _ in top]
     assert index.screen(sims, 2.0, 3, q) == ([], 0)
     # with the query vector, the shortlist's scores are the exact ones
@@ -118,8 +135,10 @@ def test_mirror_follows_new_causes_and_merges(store: EventStore) -> None:
     index.attach(load_memory(store, RUN))
     v = emb.embed(["cause 3"])[0]
     mem = load_memory(store, RUN)
-    for etype, data in (("node.created", {"node_id": "N3", "label": "label 3"}),
-                        ("cause.created", {"cause_id": "C3", "node_id": "N3", "description": "cause 3"})):
+    for etype, data in (
+        ("node.created", {"node_id": "N3", "label": "label 3"}),
+        ("cause.created", {"cause_id": "C3", "node_id": "N3", "description": "cause 3"}),
+    ):
         mem = evolve(mem, etype, 1, data)
         index.apply(etype, data, mem, v if etype == "cause.created" else None)
     sims = index.cause_sims(v)
@@ -155,7 +174,9 @@ def test_lancedb_projection_is_idempotent_and_follows_merges(store: EventStore, 
     reopened.sync(store, RUN)
     assert reopened.rows() == rows
     # a merge relabels the survivor and drops the absorbed node's row
-    store.append([new_event("nodes.merged", RUN, 1, "m1", survivor="N1", absorbed="N2", label="merged label", similarity=0.9)])
+    store.append(
+        [new_event("nodes.merged", RUN, 1, "m1", survivor="N1", absorbed="N2", label="merged label", similarity=0.9)]
+    )
     index.sync(store, RUN)
     nodes = {r["id"]: r for r in index.rows() if r["kind"] == "node"}
     assert set(nodes) == {"N1", "N3"} and nodes["N1"]["text"] == "merged label"
@@ -197,7 +218,15 @@ def test_default_index_path_is_beside_or_keyed_by_the_database() -> None:
 def test_shortlist_widens_its_search_when_the_best_causes_share_a_node(store: EventStore) -> None:
     events = [new_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label=f"label {n}") for n in range(1, 5)]
     events += [
-        new_event("cause.created", RUN, 1, f"c{c}", cause_id=f"C{c}", node_id="N1" if c <= 100 else f"N{2 + c % 3}", description=f"cause {c}")
+        new_event(
+            "cause.created",
+            RUN,
+            1,
+            f"c{c}",
+            cause_id=f"C{c}",
+            node_id="N1" if c <= 100 else f"N{2 + c % 3}",
+            description=f"cause {c}",
+        )
         for c in range(1, 131)
     ]
     store.append(events)

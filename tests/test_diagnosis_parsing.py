@@ -38,22 +38,38 @@ def test_prompts_are_plain_text_with_every_slot_filled() -> None:
 def test_prompt_texts_follow_the_paper() -> None:
     p1, p1_free, p2, p3, p3_empty, p4 = all_messages()
     assert p1[0]["content"].startswith("You are a diagnostician analyzing why a math solver's reasoning went wrong.")
-    assert "phrased as a single verb–object phrase (e.g., “misapplies triangle inequality to algebraic side lengths”)" in p1[0]["content"]
+    assert (
+        "phrased as a single verb–object phrase (e.g., “misapplies triangle inequality to algebraic side lengths”)"
+        in p1[0]["content"]
+    )
     assert "diagnose that step specifically—do not summarize" in p1[0]["content"]
     user = p1[1]["content"]
-    assert user.startswith("# Problem\nP {x} {{problem}}\n\n# Working Reference Answer\n6\n\n# Attempt That Agrees With the Reference\ngood\n\n# Attempt That Disagrees With the Reference\nbad\n")
-    assert f"# Known Causes Used for Generation\n- ID: C1 | State: Mastered | Cause: {PHRASE}\n\nEach entry contains a cause ID, its current state, and its cause description.\n" in user
+    assert user.startswith(
+        "# Problem\nP {x} {{problem}}\n\n# Working Reference Answer\n6\n\n# Attempt That Agrees With the "
+        "Reference\ngood\n\n# Attempt That Disagrees With the Reference\nbad\n"
+    )
+    assert (
+        f"# Known Causes Used for Generation\n- ID: C1 | State: Mastered | Cause: {PHRASE}\n\nEach entry contains "
+        "a cause ID, its current state, and its cause description.\n"
+    ) in user
     assert user.endswith("unless the failure is unrelated to any identifiable skill, in which case it is also null.")
     assert '{\n  "matched_cause_id": null,\n  "error_cause": null\n}' in user
     assert "Known Causes" not in p1_free[1]["content"]
     assert "contributes one count to Δ_t(e) in Equation 7; no new cause is created." in p2[1]["content"]
-    assert "Err toward keeping mechanistically distinct causes apart whenever the match is not clearly correct." in p2[0]["content"]
+    assert (
+        "Err toward keeping mechanistically distinct causes apart whenever the match is not clearly correct."
+        in p2[0]["content"]
+    )
     assert "- Semantic distinctness: is the new cause's underlying skill clearly different" in p3[0]["content"]
     assert "its top-K most relevant existing skill nodes" in p3[0]["content"]
     assert f"- ID: N1 | Label: label | Representative error cause: {PHRASE}" in p3[1]["content"]
     assert "# Top-K Candidate Skill Nodes\n(none)\n" in p3_empty[1]["content"]
-    assert p4[0]["content"].startswith("You are a diagnostician checking skill nodes for redundancy as the memory grows. Prompt 3 assigns")
-    assert p4[1]["content"].startswith(f"# Skill Node A\nlabel: \n- {PHRASE}\n- other cause\n\n# Skill Node B\nlabel two: \n- {PHRASE}\n")
+    assert p4[0]["content"].startswith(
+        "You are a diagnostician checking skill nodes for redundancy as the memory grows. Prompt 3 assigns"
+    )
+    assert p4[1]["content"].startswith(
+        f"# Skill Node A\nlabel: \n- {PHRASE}\n- other cause\n\n# Skill Node B\nlabel two: \n- {PHRASE}\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -62,7 +78,10 @@ def test_prompt_texts_follow_the_paper() -> None:
         '{"matched_cause_id": "C1", "error_cause": null}',
         '```json\n{"matched_cause_id": "C1", "error_cause": null}\n```',
         'Here you go:\n{"matched_cause_id": "C1"}\nThat is my answer.',
-        '<think>\nhmm {"matched_cause_id": "C2"}\n</think>\n{"matched_cause_id": " C1 ", "error_cause": "ignored when a match is given"}',
+        (
+            '<think>\nhmm {"matched_cause_id": "C2"}\n</think>\n{"matched_cause_id": " C1 ", "error_cause": "ignored '
+            'when a match is given"}'
+        ),
     ],
 )
 def test_lenient_json(raw: str) -> None:
@@ -89,7 +108,10 @@ def test_extraction_violations(raw: str, message: str) -> None:
 
 def test_extraction_non_skill_and_new_cause() -> None:
     assert parsing.parse_extraction('{"matched_cause_id": "null", "error_cause": ""}', {"C1"}).error_cause is None
-    assert parsing.parse_extraction(f'{{"matched_cause_id": null, "error_cause": "  {PHRASE} "}}', set()).error_cause == PHRASE
+    assert (
+        parsing.parse_extraction(f'{{"matched_cause_id": null, "error_cause": "  {PHRASE} "}}', set()).error_cause
+        == PHRASE
+    )
 
 
 def test_dedup_validation() -> None:
@@ -104,17 +126,31 @@ def test_dedup_validation() -> None:
 
 
 def test_assignment_validation() -> None:
-    a = parsing.parse_assignment(f'{{"create_new_node": true, "new_node_label": "{PHRASE}", "assigned_node": null}}', {"N1"})
+    a = parsing.parse_assignment(
+        f'{{"create_new_node": true, "new_node_label": "{PHRASE}", "assigned_node": null}}', {"N1"}
+    )
     assert (a.create_new_node, a.new_node_label, a.assigned_node) == (True, PHRASE, None)
     b = parsing.parse_assignment('{"create_new_node": false, "new_node_label": null, "assigned_node": "N1"}', {"N1"})
     assert (b.create_new_node, b.assigned_node) == (False, "N1")
     for raw, msg in [
         (f'{{"create_new_node": true, "new_node_label": "{PHRASE}", "assigned_node": "N1"}}', "exactly one of"),
         ('{"create_new_node": true, "new_node_label": null, "assigned_node": null}', "exactly one of"),
-        ('{"create_new_node": false, "new_node_label": null, "assigned_node": "N9"}', "not one of the shortlisted node ids supplied"),
-        ('{"create_new_node": true, "new_node_label": null, "assigned_node": "N1"}', "create_new_node is true but assigned_node is set"),
-        (f'{{"create_new_node": false, "new_node_label": "{PHRASE}"}}', "create_new_node is false but new_node_label is set"),
-        ('{"create_new_node": true, "new_node_label": "a label", "assigned_node": null}', "new_node_label must be a 10-20 word phrase"),
+        (
+            '{"create_new_node": false, "new_node_label": null, "assigned_node": "N9"}',
+            "not one of the shortlisted node ids supplied",
+        ),
+        (
+            '{"create_new_node": true, "new_node_label": null, "assigned_node": "N1"}',
+            "create_new_node is true but assigned_node is set",
+        ),
+        (
+            f'{{"create_new_node": false, "new_node_label": "{PHRASE}"}}',
+            "create_new_node is false but new_node_label is set",
+        ),
+        (
+            '{"create_new_node": true, "new_node_label": "a label", "assigned_node": null}',
+            "new_node_label must be a 10-20 word phrase",
+        ),
     ]:
         with pytest.raises(ReplyError, match=msg):
             parsing.parse_assignment(raw, {"N1"})

@@ -15,13 +15,14 @@ import pytest
 
 from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
-from diagevo.views.index import VIEW as CHECKPOINT, VectorIndex, reindex
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
-from diagevo.schemas import new_event
 from diagevo.errors import Conflict
-from diagevo.log import open_log, EventStore
+from diagevo.log import EventStore, open_log
 from diagevo.memory.state import CauseState
+from diagevo.schemas import new_event
+from diagevo.views.index import VIEW as CHECKPOINT
+from diagevo.views.index import VectorIndex, reindex
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, Hang, LLMServer
 
@@ -53,14 +54,27 @@ def store(tmp_path: Path) -> Iterator[EventStore]:
     s.close()
 
 
-def seed(store: EventStore, nodes: dict[str, tuple[str, list[tuple[str, str]]]] | None = None, mastered: tuple[str, ...] = ()) -> int:
+def seed(
+    store: EventStore, nodes: dict[str, tuple[str, list[tuple[str, str]]]] | None = None, mastered: tuple[str, ...] = ()
+) -> int:
     """A run whose round 1 created ``nodes`` ({node: (label, [(cause, description)])}) and was
     committed; ``mastered`` causes are promoted in round 2. Returns the open round (2)."""
     events = [new_event("run.started", RUN, 0, "start", config={"k": 0.5}, seed=0)]
     for nid, (label, causes) in (nodes or {}).items():
         events.append(new_event("node.created", RUN, 1, f"n-{nid}", node_id=nid, label=label))
         for cid, desc in causes:
-            events.append(new_event("cause.created", RUN, 1, f"c-{cid}", cause_id=cid, node_id=nid, description=desc, failure_id=f"f0-{cid}"))
+            events.append(
+                new_event(
+                    "cause.created",
+                    RUN,
+                    1,
+                    f"c-{cid}",
+                    cause_id=cid,
+                    node_id=nid,
+                    description=desc,
+                    failure_id=f"f0-{cid}",
+                )
+            )
     events.append(new_event("round.committed", RUN, 1, "commit-1"))
     for cid in mastered:
         events.append(new_event("cause.promoted", RUN, 2, f"p-{cid}", cause_id=cid, acc=0.9, n_candidates=3))
@@ -68,7 +82,9 @@ def seed(store: EventStore, nodes: dict[str, tuple[str, list[tuple[str, str]]]] 
     return 2
 
 
-def failure(fid: str, known: tuple[str, ...] = (), question: str = "Find all real x with sqrt(x+3) = x - 3.") -> FailureInput:
+def failure(
+    fid: str, known: tuple[str, ...] = (), question: str = "Find all real x with sqrt(x+3) = x - 3."
+) -> FailureInput:
     return FailureInput(fid, "q-" + fid, question, "6", "x = 1 or x = 6 ... so 1", "x = 6 after checking", known)
 
 
@@ -112,7 +128,15 @@ def events(store: EventStore, *types: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def decisions(store: EventStore) -> list[tuple[str, dict[str, Any]]]:
-    return events(store, "failure.attributed", "cause.reactivated", "node.created", "cause.created", "nodes.merged", "diagnosis.failed")
+    return events(
+        store,
+        "failure.attributed",
+        "cause.reactivated",
+        "node.created",
+        "cause.created",
+        "nodes.merged",
+        "diagnosis.failed",
+    )
 
 
 # --- recurrence ---------------------------------------------------------------------------------
@@ -123,10 +147,12 @@ def test_recurrence_match_on_an_active_cause(srv: LLMServer, store: EventStore) 
     srv.script("extract", j(matched_cause_id="C1", error_cause=None))
     s = run_round(srv, store, [failure("f1", ("C1",))], rnd)
     assert (s.recurrences, s.reactivations, s.new_causes) == (1, 0, 0)
-    assert decisions(store) == [("failure.attributed", {"failure_id": "f1", "cause_id": "C1", "via": "recurrence", "similarity": None})]
-    (_, diag), = events(store, "failure.diagnosed")
+    assert decisions(store) == [
+        ("failure.attributed", {"failure_id": "f1", "cause_id": "C1", "via": "recurrence", "similarity": None})
+    ]
+    ((_, diag),) = events(store, "failure.diagnosed")
     assert diag["matched_cause"] == "C1" and diag["model"] == "test-model" and "C1" in diag["raw"]
-    (_, call), = events(store, "llm.called")
+    ((_, call),) = events(store, "llm.called")
     assert call["stage"] == "extract" and call["prompt_tokens"] == 100 and call["failure_id"] == "f1"
     mem = load_memory(store, RUN)
     assert mem.causes["C1"].frequency == 2 and mem.causes["C1"].state is CauseState.ACTIVE
@@ -187,7 +213,9 @@ def test_screened_candidate_rejected_goes_on_to_node_assignment(srv: LLMServer, 
     srv.script("assign_node", j(create_new_node=False, new_node_label=None, assigned_node="N1"))
     s = run_round(srv, store, [failure("f1")], rnd)
     assert (s.duplicates, s.new_causes, s.new_nodes) == (0, 1, 0)
-    assert decisions(store) == [("cause.created", {"cause_id": "C2", "node_id": "N1", "description": NEW, "failure_id": "f1"})]
+    assert decisions(store) == [
+        ("cause.created", {"cause_id": "C2", "node_id": "N1", "description": NEW, "failure_id": "f1"})
+    ]
 
 
 def test_new_cause_to_a_new_node_and_the_index_follows(srv: LLMServer, store: EventStore, tmp_path: Path) -> None:
@@ -229,18 +257,24 @@ def test_new_cause_to_an_existing_node_uses_the_shortlist(srv: LLMServer, store:
     srv.script("assign_node", j(create_new_node=False, new_node_label=None, assigned_node="N2"))
     s = run_round(srv, store, [failure("f1")], rnd, c=cfg(shortlist_k=1))
     assert (s.new_causes, s.new_nodes) == (1, 0)
-    assert decisions(store) == [("cause.created", {"cause_id": "C4", "node_id": "N2", "description": NEW, "failure_id": "f1"})]
+    assert decisions(store) == [
+        ("cause.created", {"cause_id": "C4", "node_id": "N2", "description": NEW, "failure_id": "f1"})
+    ]
     user = srv.calls("assign_node")[0]["body"]["messages"][1]["content"]
     assert f"- ID: N2 | Label: {L2} | Representative error cause: {D3}" in user and "N1" not in user
 
 
 def test_non_skill_slip_records_nothing_more(srv: LLMServer, store: EventStore) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
-    srv.script("extract", "```json\n{\"matched_cause_id\": null, \"error_cause\": null}\n```")
+    srv.script("extract", '```json\n{"matched_cause_id": null, "error_cause": null}\n```')
     s = run_round(srv, store, [failure("f1", ("C1",))], rnd)
     assert s.non_skill == 1 and decisions(store) == []
     assert events(store, "failure.diagnosed")[0][1] | {"raw": ""} == {
-        "failure_id": "f1", "matched_cause": None, "error_cause": None, "model": "test-model", "raw": ""
+        "failure_id": "f1",
+        "matched_cause": None,
+        "error_cause": None,
+        "model": "test-model",
+        "raw": "",
     }
 
 
@@ -254,12 +288,18 @@ def test_sequential_updates_follow_failure_order(srv: LLMServer, store: EventSto
     s = run_round(srv, store, [failure("f2"), failure("f1")], rnd)
     assert (s.new_causes, s.duplicates) == (1, 1)
     d = decisions(store)
-    assert d[1][1]["failure_id"] == "f1" and d[2] == ("failure.attributed", {"failure_id": "f2", "cause_id": "C1", "via": "dedup", "similarity": 1.0})
+    assert d[1][1]["failure_id"] == "f1" and d[2] == (
+        "failure.attributed",
+        {"failure_id": "f2", "cause_id": "C1", "via": "dedup", "similarity": 1.0},
+    )
 
 
 def test_prompt_2_sees_every_screened_cause(srv: LLMServer, store: EventStore) -> None:
     """Stage 2a passes every cause above θ_dup: a true duplicate ranked 6th is still found."""
-    causes = [(f"C{i}", f"misapplies rule number {i} when simplifying nested radicals in algebra problems") for i in range(1, 9)]
+    causes = [
+        (f"C{i}", f"misapplies rule number {i} when simplifying nested radicals in algebra problems")
+        for i in range(1, 9)
+    ]
     rnd = seed(store, {"N1": (L1, causes)})
     for i, (_, desc) in enumerate(causes):
         srv.similar(desc, like=NEW, cosine=0.95 - 0.05 * i)  # 0.95 ... 0.60, all above θ_dup = 0.5
@@ -270,12 +310,15 @@ def test_prompt_2_sees_every_screened_cause(srv: LLMServer, store: EventStore) -
     listed = [line.split(" | ")[0].removeprefix("- ID: ") for line in user.splitlines() if line.startswith("- ID: C")]
     assert listed == [cid for cid, _ in causes]  # all eight, best first
     assert (s.duplicates, s.new_causes, s.dedup_truncated) == (1, 0, 0)
-    (_, attributed), = events(store, "failure.attributed")
+    ((_, attributed),) = events(store, "failure.attributed")
     assert (attributed["cause_id"], attributed["similarity"]) == ("C6", pytest.approx(0.70, abs=1e-4))
 
 
 def test_a_capped_prompt_2_list_is_counted(srv: LLMServer, store: EventStore) -> None:
-    causes = [(f"C{i}", f"misapplies rule number {i} when simplifying nested radicals in algebra problems") for i in range(1, 5)]
+    causes = [
+        (f"C{i}", f"misapplies rule number {i} when simplifying nested radicals in algebra problems")
+        for i in range(1, 5)
+    ]
     rnd = seed(store, {"N1": (L1, causes)})
     for i, (_, desc) in enumerate(causes):
         srv.similar(desc, like=NEW, cosine=0.9 - 0.1 * i)
@@ -295,12 +338,19 @@ def test_merge_keeps_the_older_node_and_skips_absorbed_ones(srv: LLMServer, stor
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)]), "N3": (L3, [("C3", D3)])})
     srv.similar(L2, like=L1, cosine=0.9)
     srv.similar(L3, like=L2, cosine=0.8)  # (N2, N3) screens in too, but N2 is gone by then
-    merged = "verify solutions and count arrangements carefully across transformed equations and symmetric configurations"
+    merged = (
+        "verify solutions and count arrangements carefully across transformed equations and symmetric configurations"
+    )
     srv.script("consolidate", j(merge=True, merged_label=merged))
     srv.default("consolidate", j(merge=False, merged_label=None))
     s = run_round(srv, store, [], rnd)
     assert s.merges == 1 and s.merge_candidates == 3  # (N1,N2) 0.9, (N2,N3) 0.8, (N1,N3) ~0.72
-    assert decisions(store) == [("nodes.merged", {"survivor": "N1", "absorbed": "N2", "label": merged, "similarity": pytest.approx(0.9, abs=1e-4)})]
+    assert decisions(store) == [
+        (
+            "nodes.merged",
+            {"survivor": "N1", "absorbed": "N2", "label": merged, "similarity": pytest.approx(0.9, abs=1e-4)},
+        )
+    ]
     asked = [c["body"]["messages"][1]["content"] for c in srv.calls("consolidate")]
     assert len(asked) == 2  # (N2, N3) was skipped: N2 was absorbed earlier this round
     assert asked[1].startswith(f"# Skill Node A\n{merged}: \n- {D1}\n- {D2}\n\n# Skill Node B\n{L3}: ")
@@ -325,7 +375,9 @@ def test_merge_rejected_changes_nothing(srv: LLMServer, store: EventStore) -> No
 
 def test_malformed_json_then_success(srv: LLMServer, store: EventStore) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
-    srv.script("extract", "I think the answer is C1", "Sure: " + j(matched_cause_id="C1", error_cause=None) + " hope it helps")
+    srv.script(
+        "extract", "I think the answer is C1", "Sure: " + j(matched_cause_id="C1", error_cause=None) + " hope it helps"
+    )
     s = run_round(srv, store, [failure("f1", ("C1",))], rnd)
     assert s.recurrences == 1 and s.failed == 0
     calls = [d for _, d in events(store, "llm.called")]
@@ -344,7 +396,7 @@ def test_malformed_twice_is_a_failed_diagnosis_and_the_round_goes_on(srv: LLMSer
     srv.default("extract", reply)
     s = run_round(srv, store, [failure("f1", ("C1",), question="broken question"), failure("f2", ("C1",))], rnd)
     assert (s.failed, s.recurrences) == (1, 1)
-    (_, failed), = events(store, "diagnosis.failed")
+    ((_, failed),) = events(store, "diagnosis.failed")
     assert failed["failure_id"] == "f1" and failed["stage"] == "extract" and failed["raw"] == "{not json"
     assert failed["reason"].startswith("invalid reply after a re-ask")
     assert len([d for _, d in events(store, "llm.called") if d["failure_id"] == "f1"]) == 2
@@ -353,15 +405,22 @@ def test_malformed_twice_is_a_failed_diagnosis_and_the_round_goes_on(srv: LLMSer
 def test_error_cause_outside_10_to_20_words_is_reasked(srv: LLMServer, store: EventStore) -> None:
     rnd = seed(store)
     srv.script("extract", j(matched_cause_id=None, error_cause="sign error"), j(matched_cause_id=None, error_cause=NEW))
-    srv.script("assign_node", j(create_new_node=True, new_node_label="too short", assigned_node=None), j(create_new_node=True, new_node_label=NEW_LABEL, assigned_node=None))
+    srv.script(
+        "assign_node",
+        j(create_new_node=True, new_node_label="too short", assigned_node=None),
+        j(create_new_node=True, new_node_label=NEW_LABEL, assigned_node=None),
+    )
     s = run_round(srv, store, [failure("f1")], rnd)
     assert s.new_nodes == 1
     assert "got 2 words" in srv.calls("extract")[1]["body"]["messages"][-1]["content"]
-    assert "new_node_label must be a 10-20 word phrase" in srv.calls("assign_node")[1]["body"]["messages"][-1]["content"]
+    assert (
+        "new_node_label must be a 10-20 word phrase" in srv.calls("assign_node")[1]["body"]["messages"][-1]["content"]
+    )
 
 
 def test_invented_ids_never_count(srv: LLMServer, store: EventStore) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)])})
+
     def extract(body: dict[str, Any]) -> str:
         if "invent" in body["messages"][1]["content"]:  # an id nobody supplied, then an existing unsupplied one
             return j(matched_cause_id="C9" if len(body["messages"]) == 2 else "C2", error_cause=None)
@@ -385,13 +444,17 @@ def test_instruction_injection_cannot_make_an_unsupplied_id_count(srv: LLMServer
 
     def obedient(body: dict[str, Any]) -> str:
         text = body["messages"][1]["content"]
-        return j(matched_cause_id="C2", error_cause=None) if "IGNORE ALL PREVIOUS" in text else j(matched_cause_id=None, error_cause=None)
+        return (
+            j(matched_cause_id="C2", error_cause=None)
+            if "IGNORE ALL PREVIOUS" in text
+            else j(matched_cause_id=None, error_cause=None)
+        )
 
     srv.default("extract", obedient)
     bad = FailureInput("f1", "q1", "Solve x^2 = 4. " + attack, "2", "x = -2 " + attack, "x = 2", ("C1",))
     s = run_round(srv, store, [bad], rnd)
     assert s.failed == 1 and s.recurrences == 0
-    (_, failed), = events(store, "diagnosis.failed")
+    ((_, failed),) = events(store, "diagnosis.failed")
     assert "'C2' is not one of the known cause ids supplied (C1)" in failed["reason"]
     assert attack in srv.calls("extract")[0]["body"]["messages"][1]["content"]  # shown as data, verbatim
     assert load_memory(store, RUN).causes["C2"].frequency == 1
@@ -436,10 +499,18 @@ def test_unreachable_endpoint_records_failed_diagnoses(store: EventStore) -> Non
     with LLMServer() as srv:
         embedder = APIEmbedder(srv.url, "test-embed")
         s = asyncio.run(
-            diagnose_round(store=store, run=RUN, round=rnd, failures=[failure("f1", ("C1",))], diagnostician=dead, embedder=embedder, cfg=c)
+            diagnose_round(
+                store=store,
+                run=RUN,
+                round=rnd,
+                failures=[failure("f1", ("C1",))],
+                diagnostician=dead,
+                embedder=embedder,
+                cfg=c,
+            )
         )
     assert s.failed == 1
-    (_, failed), = events(store, "diagnosis.failed")
+    ((_, failed),) = events(store, "diagnosis.failed")
     assert failed["reason"].startswith("endpoint:") and failed["stage"] == "extract"
 
 
@@ -448,7 +519,12 @@ def test_unreachable_endpoint_records_failed_diagnoses(store: EventStore) -> Non
 
 def test_a_rerun_round_appends_nothing_and_calls_no_model(srv: LLMServer, store: EventStore) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
-    srv.script("extract", j(matched_cause_id="C1", error_cause=None), j(matched_cause_id=None, error_cause=NEW), j(matched_cause_id=None, error_cause=None))
+    srv.script(
+        "extract",
+        j(matched_cause_id="C1", error_cause=None),
+        j(matched_cause_id=None, error_cause=NEW),
+        j(matched_cause_id=None, error_cause=None),
+    )
     srv.script("assign_node", j(create_new_node=True, new_node_label=NEW_LABEL, assigned_node=None))
     fs = [failure("f1", ("C1",)), failure("f2"), failure("f3")]
     run_round(srv, store, fs, rnd, c=cfg(concurrency=1))
@@ -463,7 +539,21 @@ def test_a_stored_prompt_1_reply_is_reused_after_a_crash(srv: LLMServer, store: 
     # a crash after stage 1: the reply is in the log, its attribution is not
     from diagevo.catalog.ids import digest_event_id as event_id
 
-    store.append([new_event("failure.diagnosed", RUN, rnd, event_id(RUN, rnd, "f1", "extract"), failure_id="f1", matched_cause="C1", error_cause=None, model="test-model", raw="{}")])
+    store.append(
+        [
+            new_event(
+                "failure.diagnosed",
+                RUN,
+                rnd,
+                event_id(RUN, rnd, "f1", "extract"),
+                failure_id="f1",
+                matched_cause="C1",
+                error_cause=None,
+                model="test-model",
+                raw="{}",
+            )
+        ]
+    )
     s = run_round(srv, store, [failure("f1", ("C1",))], rnd)
     assert (s.reused_replies, s.recurrences) == (1, 1) and not srv.calls("extract")
     assert len(events(store, "failure.diagnosed")) == 1
@@ -481,7 +571,9 @@ def test_bad_inputs_are_refused_before_anything_is_stored(srv: LLMServer, store:
     assert store.last_seq(RUN) == before and not srv.calls()
 
 
-def test_the_httpx_transport_retries_and_times_out_as_well(srv: LLMServer, store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_httpx_transport_retries_and_times_out_as_well(
+    srv: LLMServer, store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without the aiohttp extra the client falls back to sharded httpx pools."""
     from diagevo import openai_client
 
@@ -496,7 +588,9 @@ def test_the_httpx_transport_retries_and_times_out_as_well(srv: LLMServer, store
     srv.default("extract", reply)
     c = cfg(request_timeout_s=0.3, max_retries=1, concurrency=16)
     dxn = dx(srv, c)
-    s = run_round(srv, store, [failure("f1", ("C1",)), failure("f2", ("C1",), question="slow")], rnd, c=c, diagnostician=dxn)
+    s = run_round(
+        srv, store, [failure("f1", ("C1",)), failure("f2", ("C1",), question="slow")], rnd, c=c, diagnostician=dxn
+    )
     assert (s.recurrences, s.failed) == (1, 1)
     assert not openai_client.HAVE_AIOHTTP and len(dxn.client.make_clients()) == 2  # 16 in flight over pools of 8
 
@@ -515,7 +609,15 @@ def test_with_the_local_embedder_a_paraphrase_reaches_prompt_2(srv: LLMServer, s
     srv.script("deduplicate", j(duplicate=True, matched_cause_id="C1"))
     c = DiagnosisConfig(max_retries=1, request_timeout_s=5.0)  # thresholds: the embedder's own
     s = asyncio.run(
-        diagnose_round(store=store, run=RUN, round=rnd, failures=[failure("f1")], diagnostician=dx(srv, c), embedder=embedder, cfg=c)
+        diagnose_round(
+            store=store,
+            run=RUN,
+            round=rnd,
+            failures=[failure("f1")],
+            diagnostician=dx(srv, c),
+            embedder=embedder,
+            cfg=c,
+        )
     )
     assert (s.theta_dup, s.duplicates) == (CALIBRATED[LOCAL_MODEL_NAME].dup, 1)
     assert "C2" not in srv.calls("deduplicate")[0]["body"]["messages"][1]["content"]

@@ -28,7 +28,9 @@ def memory(nodes: dict[str, tuple[str, list[tuple[str, str]]]], mastered: tuple[
     for nid, (label, causes) in nodes.items():
         rows.append(("node.created", 1, {"node_id": nid, "label": label}))
         for cid, desc in causes:
-            rows.append(("cause.created", 1, {"cause_id": cid, "node_id": nid, "description": desc, "failure_id": None}))
+            rows.append(
+                ("cause.created", 1, {"cause_id": cid, "node_id": nid, "description": desc, "failure_id": None})
+            )
     rows.append(("round.committed", 1, {}))
     rows += [("cause.promoted", 2, {"cause_id": c, "acc": 0.9, "n_candidates": 3}) for c in mastered]
     return fold([(seq, rnd, etype, data) for seq, (etype, rnd, data) in enumerate(rows, 1)], RUN)
@@ -105,7 +107,10 @@ def test_a_confirmed_duplicate_is_attributed_with_its_rounded_similarity() -> No
 
 def test_a_duplicate_of_a_mastered_cause_reactivates_it() -> None:
     decision = routing.after_dedup(MEM, "f1", [("C2", 0.7)], Dedup(True, "C2"), None)
-    assert isinstance(decision, Routed) and [t for t, _ in decision.changes] == ["cause.reactivated", "failure.attributed"]
+    assert isinstance(decision, Routed) and [t for t, _ in decision.changes] == [
+        "cause.reactivated",
+        "failure.attributed",
+    ]
 
 
 def test_no_duplicate_goes_on_to_node_assignment() -> None:
@@ -224,6 +229,8 @@ def test_distinct_nodes_or_no_reply_change_nothing() -> None:
     assert routing.after_consolidation(MEM, "N1", "N2", 0.9, Consolidation(True, None), None) == Refusal(
         "consolidate", "nodes N1 and N2: merge is true but merged_label is null"
     )
+
+
 # --- the pipeline around the stages -----------------------------------------------------------
 
 
@@ -234,8 +241,8 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
     from diagevo.diagnosis.embedder import APIEmbedder
     from diagevo.diagnosis.interface import Reply
     from diagevo.diagnosis.pipeline import diagnose_round
-    from diagevo.schemas import new_event
     from diagevo.log import EventStore, open_log
+    from diagevo.schemas import new_event
     from diagevo.views.memory import load_memory
     from tests.llm_server import LLMServer
 
@@ -269,8 +276,13 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
         cfg = DiagnosisConfig(theta_dup=0.5, theta_merge=0.5)
         summary = asyncio.run(
             diagnose_round(
-                store=store, run=RUN, round=2, failures=[], diagnostician=dx,  # type: ignore[arg-type]
-                embedder=APIEmbedder(srv.url, "test-embed"), cfg=cfg,
+                store=store,
+                run=RUN,
+                round=2,
+                failures=[],
+                diagnostician=dx,  # type: ignore[arg-type]
+                embedder=APIEmbedder(srv.url, "test-embed"),
+                cfg=cfg,
             )
         )
         mem = load_memory(store, RUN)

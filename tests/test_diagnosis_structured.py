@@ -27,7 +27,12 @@ def srv() -> Iterator[LLMServer]:
 
 def item(*known: str) -> ExtractionInput:
     return ExtractionInput(
-        "f1", "q1", "Solve x^2 = 4.", "2", "x = 2 only", "x = 2 or x = -2; the positive root is 2",
+        "f1",
+        "q1",
+        "Solve x^2 = 4.",
+        "2",
+        "x = 2 only",
+        "x = 2 or x = -2; the positive root is 2",
         tuple(KnownCause(k, "active", CAUSE) for k in known),
     )
 
@@ -47,7 +52,9 @@ def test_each_stage_asks_for_its_schema_with_the_supplied_ids(srv: LLMServer) ->
     assert match["properties"]["matched_cause_id"]["enum"] == ["C1", "C2"]  # only ids the prompt supplied
     assert match["properties"]["error_cause"] == new["properties"]["matched_cause_id"] == {"type": "null"}
     create, existing = bodies[1]["response_format"]["json_schema"]["schema"]["anyOf"]
-    assert existing["properties"]["assigned_node"]["enum"] == ["N1"] and create["properties"]["assigned_node"] == {"type": "null"}
+    assert existing["properties"]["assigned_node"]["enum"] == ["N1"] and create["properties"]["assigned_node"] == {
+        "type": "null"
+    }
     assert d.structured is True
 
 
@@ -78,6 +85,7 @@ def test_a_phrase_schema_admits_exactly_the_lengths_the_parser_accepts() -> None
         assert bool(re.fullmatch(pattern, " ".join(["word"] * n))) is ok
     assert schema["required"] == ["matched_cause_id", "error_cause"] and schema["additionalProperties"] is False
     assert reply_schemas.dedup(set())["schema"]["properties"] == {  # no candidates: only "not a duplicate"
-        "duplicate": {"type": "boolean", "enum": [False]}, "matched_cause_id": {"type": "null"},
+        "duplicate": {"type": "boolean", "enum": [False]},
+        "matched_cause_id": {"type": "null"},
     }
     json.dumps(reply_schemas.consolidation(10, 20))  # plain JSON, as sent

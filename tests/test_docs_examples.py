@@ -104,7 +104,10 @@ def session_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
     }
     done = subprocess.run(
         [str(shim), *SESSION_TRAIN],
-        cwd=base, env={**env, "DOCS_SESSION_OUTPUT": str(output) + ".none"}, capture_output=True, text=True,
+        cwd=base,
+        env={**env, "DOCS_SESSION_OUTPUT": str(output) + ".none"},
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     output.write_text(done.stdout, encoding="utf-8")

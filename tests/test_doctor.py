@@ -138,7 +138,9 @@ def test_an_unreachable_postgresql_is_reported_with_its_fix_and_no_password(caps
 
 
 @pytest.mark.postgres
-def test_a_reachable_postgresql_shows_its_version_and_no_password(capsys: pytest.CaptureFixture[str], pg_database: str) -> None:
+def test_a_reachable_postgresql_shows_its_version_and_no_password(
+    capsys: pytest.CaptureFixture[str], pg_database: str
+) -> None:
     # trust auth ignores the password; it must not be shown all the same
     url = make_url(pg_database).set(password=SECRET).render_as_string(hide_password=False)
     code, report, err = doctor(capsys, "--postgres", url)

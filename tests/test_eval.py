@@ -19,10 +19,10 @@ from diagevo.eval import BenchmarkError, OutputsMismatch, grade, kind_of, load_b
 from diagevo.eval.benchmarks import Question
 from diagevo.eval.grading import text_equal
 from diagevo.eval.runner import evaluate
-from diagevo.schemas import new_event
-from diagevo.log import open_log, EventStore
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
+from diagevo.log import EventStore, open_log
+from diagevo.schemas import new_event
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
@@ -124,7 +124,13 @@ def test_field_mapping_reads_other_columns(tmp_path: Path) -> None:
     f.write_text('{"prompt": "What is 1+1?", "solution_value": "2"}\n', encoding="utf-8")
     b = load_benchmark("math", f, {"question": "prompt", "answer": "solution_value"})
     assert (b.questions[0].text, b.questions[0].gold, b.kind.name) == ("What is 1+1?", "2", "mixed")
-    with pytest.raises(BenchmarkError, match=r"line 1: no answer \(tried answer, answer_letter, answer_index, label\); map a column with --field math.answer=COLUMN"):
+    with pytest.raises(
+        BenchmarkError,
+        match=(
+            r"line 1: no answer \(tried answer, answer_letter, answer_index, label\); map a column with --field "
+            r"math.answer=COLUMN"
+        ),
+    ):
         load_benchmark("math", f, {"question": "prompt"})
 
 
@@ -134,7 +140,11 @@ def test_field_mapping_reads_other_columns(tmp_path: Path) -> None:
         ("", "gsm8k", "has no questions"),
         ('{"question": "x", "answer": "1"}\n{oops\n', "gsm8k", "line 2: malformed JSON"),
         ('["a list"]\n', "gsm8k", "line 1: not a JSON object"),
-        ('{"question": "x", "options": ["1", "2"], "answer": "E"}\n', "mmlu_pro", "line 1: answer 'E' names none of the 2 options"),
+        (
+            '{"question": "x", "options": ["1", "2"], "answer": "E"}\n',
+            "mmlu_pro",
+            "line 1: answer 'E' names none of the 2 options",
+        ),
         ('{"question": "x"}\n', "mmlu_pro", "line 1: no options (tried options, choices)"),
     ],
 )
@@ -147,8 +157,31 @@ def test_bad_files_name_the_file_and_line(tmp_path: Path, content: str, name: st
 
 
 def test_benchmark_names_resolve_to_kinds() -> None:
-    assert [kind_of(n).name for n in ("aime2024", "AIME-25", "gsm8k_test", "math500", "math-val", "amc23", "MMLU-Pro", "supergpqa", "gpqa", "my:bbeh")] == [
-        "aime", "aime", "gsm8k", "math500", "mixed", "amc", "mmlu_pro", "supergpqa", "gpqa_diamond", "bbeh",
+    assert [
+        kind_of(n).name
+        for n in (
+            "aime2024",
+            "AIME-25",
+            "gsm8k_test",
+            "math500",
+            "math-val",
+            "amc23",
+            "MMLU-Pro",
+            "supergpqa",
+            "gpqa",
+            "my:bbeh",
+        )
+    ] == [
+        "aime",
+        "aime",
+        "gsm8k",
+        "math500",
+        "mixed",
+        "amc",
+        "mmlu_pro",
+        "supergpqa",
+        "gpqa_diamond",
+        "bbeh",
     ]
     with pytest.raises(BenchmarkError, match="unknown benchmark 'trivia'"):
         kind_of("trivia")
@@ -164,8 +197,19 @@ OPTS = ("12", "42", "x + 1", "none of these")
 @pytest.mark.parametrize(
     ("boxed_text", "letter"),
     [
-        ("B", "B"), ("b", "B"), ("(C)", "C"), ("\\text{D}", "D"), ("\\textbf{(A)}", "A"), ("B. 42", "B"),
-        ("C) x + 1", "C"), ("42", "B"), ("x+1", None), ("None of these.", "D"), ("E", None), ("7", None), ("AB", None),
+        ("B", "B"),
+        ("b", "B"),
+        ("(C)", "C"),
+        ("\\text{D}", "D"),
+        ("\\textbf{(A)}", "A"),
+        ("B. 42", "B"),
+        ("C) x + 1", "C"),
+        ("42", "B"),
+        ("x+1", None),
+        ("None of these.", "D"),
+        ("E", None),
+        ("7", None),
+        ("AB", None),
     ],
 )
 def test_a_choice_is_read_by_its_letter_or_its_exact_text(boxed_text: str, letter: str | None) -> None:
@@ -195,8 +239,16 @@ def test_the_last_box_is_the_answer() -> None:
 
 @pytest.mark.parametrize(
     ("answer", "gold", "same"),
-    [("(C)", "(c)", True), ("\\text{True}", "True", True), ("1,000", "1000", True), ("apple  pear", "apple pear", True),
-     ("pear apple", "apple pear", False), ("0.5", "1/2", True), ("14.", "14", True), ("15", "14", False)],
+    [
+        ("(C)", "(c)", True),
+        ("\\text{True}", "True", True),
+        ("1,000", "1000", True),
+        ("apple  pear", "apple pear", True),
+        ("pear apple", "apple pear", False),
+        ("0.5", "1/2", True),
+        ("14.", "14", True),
+        ("15", "14", False),
+    ],
 )
 def test_bbeh_answers_match_after_normalisation(answer: str, gold: str, same: bool) -> None:
     assert text_equal(answer, gold) is same
@@ -206,7 +258,9 @@ def test_bbeh_answers_match_after_normalisation(answer: str, gold: str, same: bo
 
 
 def gsm_answers(wrong: set[int]) -> Callable[[str, dict[str, Any]], str]:
-    golds = {q.text: (q.index, q.gold) for q in load_benchmark("gsm8k", SHARED / "gsm8k_test.jsonl", limit=40).questions}
+    golds = {
+        q.text: (q.index, q.gold) for q in load_benchmark("gsm8k", SHARED / "gsm8k_test.jsonl", limit=40).questions
+    }
 
     def answer(question: str, body: dict[str, Any]) -> str:
         index, gold = golds[question]
@@ -220,12 +274,25 @@ def test_greedy_accuracy_and_per_question_outputs(srv: LLMServer, tmp_path: Path
     bench = load_benchmark("gsm8k", SHARED / "gsm8k_test.jsonl", limit=10)
     out = tmp_path / "out" / "gsm8k.jsonl"
     seen: list[tuple[str, int, int | None]] = []
-    result = evaluate(EndpointEngine("m", url=srv.url), "m", bench, EvalConfig(batch_size=4), out, progress=lambda *a: seen.append(a))
-    assert (result.n, result.correct, result.accuracy, result.unparsed, result.k, result.mean_at_k) == (10, 7, 0.7, 0, None, None)
+    result = evaluate(
+        EndpointEngine("m", url=srv.url), "m", bench, EvalConfig(batch_size=4), out, progress=lambda *a: seen.append(a)
+    )
+    assert (result.n, result.correct, result.accuracy, result.unparsed, result.k, result.mean_at_k) == (
+        10,
+        7,
+        0.7,
+        0,
+        None,
+        None,
+    )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["index"] for r in rows] == list(range(10))
     assert [r["correct"] for r in rows] == [i not in {1, 4, 7} for i in range(10)]
-    assert rows[1]["answer"] == "-1" and rows[1]["gold"] == bench.questions[1].gold and rows[0]["question"] == bench.questions[0].text
+    assert (
+        rows[1]["answer"] == "-1"
+        and rows[1]["gold"] == bench.questions[1].gold
+        and rows[0]["question"] == bench.questions[0].text
+    )
     bodies = [c["body"] for c in srv.calls("other")]
     assert all(b["temperature"] == 0.0 and b["n"] == 1 and b["messages"][0]["content"] == SOLVER_SYSTEM for b in bodies)
     assert seen[-1] == ("gsm8k", 10, 10)
@@ -250,7 +317,10 @@ def test_mean_at_k_samples_at_the_rollout_settings(srv: LLMServer, tmp_path: Pat
     assert {(b["n"], b["temperature"], b["top_p"]) for b in sampled} == {(4, 1.0, 0.99)}
     row = json.loads((tmp_path / "aime.jsonl").read_text().splitlines()[0])
     assert len(row["samples"]) == 4 and row["mean_correct"] == 0.75
-    assert evaluate(EndpointEngine("m", url=srv.url), "m", bench, EvalConfig(), tmp_path / "g.jsonl", samples=0).mean_at_k is None
+    assert (
+        evaluate(EndpointEngine("m", url=srv.url), "m", bench, EvalConfig(), tmp_path / "g.jsonl", samples=0).mean_at_k
+        is None
+    )
 
 
 def test_an_interrupted_evaluation_resumes_where_it_stopped(srv: LLMServer, tmp_path: Path) -> None:
@@ -286,11 +356,22 @@ def test_an_interrupted_evaluation_resumes_where_it_stopped(srv: LLMServer, tmp_
 # --- the CLI ----------------------------------------------------------------------------------
 
 
-def test_cli_evaluates_a_model_on_several_benchmarks(srv: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_evaluates_a_model_on_several_benchmarks(
+    srv: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     srv.default("other", answering(lambda q, b: boxed("B") if "A. " in q else boxed("3600")))
     args = [
-        "eval", "--model", "served", "--url", srv.url, "--out", str(tmp_path / "o"),
-        "--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}", "--bench", f"mmlu_pro={FIXTURES / 'mmlu_pro_test.parquet'}",
+        "eval",
+        "--model",
+        "served",
+        "--url",
+        srv.url,
+        "--out",
+        str(tmp_path / "o"),
+        "--bench",
+        f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}",
+        "--bench",
+        f"mmlu_pro={FIXTURES / 'mmlu_pro_test.parquet'}",
     ]
     code, out, err = run_cli(capsys, *args, "--json")
     assert code == 0, err
@@ -307,13 +388,21 @@ def test_cli_evaluates_a_model_on_several_benchmarks(srv: LLMServer, tmp_path: P
         (["--bench", "trivia=x.jsonl"], "unknown benchmark 'trivia'"),
         (["--bench", "gsm8k"], "--bench 'gsm8k' is not of the form NAME=PATH"),
         (["--bench", "gsm8k=/nonexistent/g.jsonl"], "no such file: /nonexistent/g.jsonl"),
-        (["--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}", "--field", "gsm8k.nonsense=x"], "unknown field role 'nonsense'"),
-        (["--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}", "--field", "math.question=x"], "no --bench named math"),
+        (
+            ["--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}", "--field", "gsm8k.nonsense=x"],
+            "unknown field role 'nonsense'",
+        ),
+        (
+            ["--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}", "--field", "math.question=x"],
+            "no --bench named math",
+        ),
         (["--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}", "--max-new-tokens", "0"], "--max-new-tokens"),
         ([], "nothing to evaluate"),
     ],
 )
-def test_cli_bad_input_is_one_line(srv: LLMServer, capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], message: str) -> None:
+def test_cli_bad_input_is_one_line(
+    srv: LLMServer, capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], message: str
+) -> None:
     code, _, err = run_cli(capsys, "eval", "--model", "m", "--url", srv.url, "--out", str(tmp_path), *args)
     assert_one_line_error(code, err, message)
     assert not srv.calls()
@@ -327,13 +416,23 @@ def test_cli_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str], 
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     code, _, err = run_cli(
-        capsys, "eval", "--model", "m", "--url", f"http://127.0.0.1:{port}/v1", "--out", str(tmp_path),
-        "--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}",
+        capsys,
+        "eval",
+        "--model",
+        "m",
+        "--url",
+        f"http://127.0.0.1:{port}/v1",
+        "--out",
+        str(tmp_path),
+        "--bench",
+        f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}",
     )
     # piped, the evaluation's progress comes as plain lines on stderr before the error's one line
     progress = [ln for ln in err.splitlines() if ln.startswith("[")]
     assert progress and all(re.fullmatch(r"\[\s*\d+s\] gsm8k \d+/3.*", ln) for ln in progress), err
-    assert_one_line_error(code, "".join(ln + "\n" for ln in err.splitlines() if ln not in progress), "connection refused")
+    assert_one_line_error(
+        code, "".join(ln + "\n" for ln in err.splitlines() if ln not in progress), "connection refused"
+    )
 
 
 # --- runs -------------------------------------------------------------------------------------
@@ -347,7 +446,9 @@ def hf_run(store: EventStore, run: str = "hf1", rounds: int = 3) -> None:
     for t in range(1, rounds + 1):
         events += [
             new_event("round.started", run, t, f"{run}/{t}/round.started"),
-            new_event("checkpoint.written", run, t, f"{run}/{t}/ckpt", path=f"ckpt/round{t:03d}-solver", phase="solver"),
+            new_event(
+                "checkpoint.written", run, t, f"{run}/{t}/ckpt", path=f"ckpt/round{t:03d}-solver", phase="solver"
+            ),
             new_event("round.committed", run, t, f"{run}/{t}/commit"),
         ]
     store.append(events)
@@ -375,14 +476,34 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
         hf_run(store)
         before = load_memory(store, "hf1")
     srv.default("other", answering(skilled))
-    args = ["eval", "--db", db, "--run", "hf1", "--url", srv.url, "--out", str(tmp_path / "o"), "--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}"]
+    args = [
+        "eval",
+        "--db",
+        db,
+        "--run",
+        "hf1",
+        "--url",
+        srv.url,
+        "--out",
+        str(tmp_path / "o"),
+        "--bench",
+        f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}",
+    ]
     code, out, err = run_cli(capsys, *args, "--rounds", "0,2-3", "--json")
     assert code == 0, err
     report = json.loads(out)
-    assert [(r["round"], r["model"], r["correct"]) for r in report["results"]] == [(0, "base-solver", 1), (2, "ckpt/round002-solver", 3), (3, "ckpt/round003-solver", 3)]
+    assert [(r["round"], r["model"], r["correct"]) for r in report["results"]] == [
+        (0, "base-solver", 1),
+        (2, "ckpt/round002-solver", 3),
+        (3, "ckpt/round003-solver", 3),
+    ]
     with open_log(db) as store:
         evals = list(store.read("hf1", types=("eval.recorded",)))
-        assert [(e.round, e.data["benchmark"], e.data["accuracy"]) for e in evals] == [(0, "gsm8k", 1 / 3), (2, "gsm8k", 1.0), (3, "gsm8k", 1.0)]
+        assert [(e.round, e.data["benchmark"], e.data["accuracy"]) for e in evals] == [
+            (0, "gsm8k", 1 / 3),
+            (2, "gsm8k", 1.0),
+            (3, "gsm8k", 1.0),
+        ]
         assert load_memory(store, "hf1") == before  # bookkeeping: the memory is unchanged
         from diagevo.views.verify import verify_run
 
@@ -398,26 +519,56 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
     assert_one_line_error(code, err, "round 7 has no solver to evaluate (rounds with one: 0, 1, 2, 3)")
 
 
-def test_select_picks_the_best_round_on_the_validation_file(srv: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_select_picks_the_best_round_on_the_validation_file(
+    srv: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     with open_log(db) as store:
         hf_run(store)
     srv.default("other", answering(skilled))
     code, out, err = run_cli(
-        capsys, "eval", "--db", db, "--run", "hf1", "--url", srv.url, "--out", str(tmp_path / "o"),
-        "--select", str(FIXTURES / "validation_mixed.jsonl"), "--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}", "--json",
+        capsys,
+        "eval",
+        "--db",
+        db,
+        "--run",
+        "hf1",
+        "--url",
+        srv.url,
+        "--out",
+        str(tmp_path / "o"),
+        "--select",
+        str(FIXTURES / "validation_mixed.jsonl"),
+        "--bench",
+        f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}",
+        "--json",
     )
     assert code == 0, err
     report = json.loads(out)
     assert report["selected"] == 2
     assert {t: v["accuracy"] for t, v in report["validation"].items()} == {"0": 0.25, "1": 0.5, "2": 1.0, "3": 0.75}
-    assert [(r["round"], r["benchmark"]) for r in report["results"]] == [(2, "gsm8k")]  # test benchmarks on the chosen round only
+    assert [(r["round"], r["benchmark"]) for r in report["results"]] == [
+        (2, "gsm8k")
+    ]  # test benchmarks on the chosen round only
     with open_log(db) as store:
         (sel,) = store.read("hf1", types=("checkpoint.selected",))
         assert sel.round == 2 and sel.data["scores"] == {"0": 0.25, "1": 0.5, "2": 1.0, "3": 0.75}
         assert sel.data["model"] == "ckpt/round002-solver"
         assert len(list(store.read("hf1", types=("eval.recorded",)))) == 5  # 4 validation scores + gsm8k on round 2
-    code, out, err = run_cli(capsys, "eval", "--db", db, "--run", "hf1", "--url", srv.url, "--out", str(tmp_path / "o"), "--select", str(FIXTURES / "validation_mixed.jsonl"))
+    code, out, err = run_cli(
+        capsys,
+        "eval",
+        "--db",
+        db,
+        "--run",
+        "hf1",
+        "--url",
+        srv.url,
+        "--out",
+        str(tmp_path / "o"),
+        "--select",
+        str(FIXTURES / "validation_mixed.jsonl"),
+    )
     assert code == 0 and "selected round 2" in out
     # scores recorded after their round travel through export and ingest like any event
     exported = tmp_path / "log.jsonl"
@@ -426,14 +577,27 @@ def test_select_picks_the_best_round_on_the_validation_file(srv: LLMServer, tmp_
     code, _, err = run_cli(capsys, "memory", "ingest", str(exported), "--db", other)
     assert code == 0, err
     with open_log(db) as a, open_log(other) as b:
-        assert [(e.event_id, e.round, e.data) for e in a.read("hf1")] == [(e.event_id, e.round, e.data) for e in b.read("hf1")]
+        assert [(e.event_id, e.round, e.data) for e in a.read("hf1")] == [
+            (e.event_id, e.round, e.data) for e in b.read("hf1")
+        ]
 
 
 def test_a_simulator_run_has_no_model_checkpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     with open_log(db) as store:
         store.append([new_event("run.started", "s", 0, "s/0", config={"k": 0.5, "train": {"backend": "sim"}}, seed=0)])
-    code, _, err = run_cli(capsys, "eval", "--db", db, "--run", "s", "--url", "http://127.0.0.1:9/v1", "--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}")
+    code, _, err = run_cli(
+        capsys,
+        "eval",
+        "--db",
+        db,
+        "--run",
+        "s",
+        "--url",
+        "http://127.0.0.1:9/v1",
+        "--bench",
+        f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}",
+    )
     assert_one_line_error(code, err, "trained with the sim backend")
     code, _, err = run_cli(capsys, "eval", "--model", "m", "--url", "http://127.0.0.1:9/v1", "--select", "v.jsonl")
     assert_one_line_error(code, err, "--select picks a round of a run")
@@ -448,7 +612,10 @@ def test_only_retrospective_bookkeeping_may_name_a_committed_round() -> None:
     for etype in ("eval.recorded", "checkpoint.selected"):
         for rnd in (0, 1, 2):
             assert evolve(mem, etype, rnd, {"benchmark": "b", "accuracy": 0.5}) is mem
-    for etype, data in (("phase.completed", {"phase": "x"}), ("failure.attributed", {"failure_id": "f", "cause_id": "C1", "via": "recurrence"})):
+    for etype, data in (
+        ("phase.completed", {"phase": "x"}),
+        ("failure.attributed", {"failure_id": "f", "cause_id": "C1", "via": "recurrence"}),
+    ):
         with pytest.raises(InvariantError, match="goes backwards"):
             evolve(mem, etype, 1, data)
     with pytest.raises(InvariantError, match="starts before round 3 was committed"):

@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("transformers")
 
 from diagevo.curriculum.prompts import SOLVER_SYSTEM  # noqa: E402
+from diagevo.log import open_log
 from tests.hf_fixtures import tiny_pair  # noqa: E402
 from tests.test_cli_memory import run_cli  # noqa: E402
 from tests.test_eval import SHARED  # noqa: E402
-from diagevo.log import open_log
 
 pytestmark = pytest.mark.slow
 MATH500 = SHARED / "math500.jsonl"
@@ -27,9 +27,22 @@ def tiny_dir(request: pytest.FixtureRequest) -> Path:
     return tiny_pair(request.config)
 
 
-def test_the_tiny_solver_on_20_math500_questions(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_tiny_solver_on_20_math500_questions(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     solver = str(tiny_dir / "solver")
-    args = ["eval", "--model", solver, "--bench", f"math500={MATH500}", "--limit", "20", "--out", str(tmp_path / "o"), "--json"]
+    args = [
+        "eval",
+        "--model",
+        solver,
+        "--bench",
+        f"math500={MATH500}",
+        "--limit",
+        "20",
+        "--out",
+        str(tmp_path / "o"),
+        "--json",
+    ]
     started = time.perf_counter()
     code, out, err = run_cli(capsys, *args)
     wall = time.perf_counter() - started
@@ -82,14 +95,13 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     solver is the tiny solver with every weight zeroed, round 1 keeps it, and round 2 holds the
     warmed-up tiny solver."""
     import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from diagevo.schemas import new_event
     from diagevo.paths import beside_database, run_dir
     from diagevo.rounds import start_run
+    from diagevo.schemas import new_event
     from diagevo.train.hf.backend import HFBackend
     from tests.test_hf_backend import tiny_config
-
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     base = tmp / "zero-solver"
     model = AutoModelForCausalLM.from_pretrained(tiny_dir / "solver")
@@ -112,15 +124,21 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
                 backend.model("solver").load_state_dict(trained)
             path = ckpt_dir / f"round{t:03d}-solver"
             backend.save(path)
-            store.append([
-                new_event("round.started", run, t, f"{run}/{t}/round.started"),
-                new_event("checkpoint.written", run, t, f"{run}/{t}/checkpoint/solver", path=str(path), phase="solver"),
-                new_event("round.committed", run, t, f"{run}/{t}/round.committed"),
-            ])
+            store.append(
+                [
+                    new_event("round.started", run, t, f"{run}/{t}/round.started"),
+                    new_event(
+                        "checkpoint.written", run, t, f"{run}/{t}/checkpoint/solver", path=str(path), phase="solver"
+                    ),
+                    new_event("round.committed", run, t, f"{run}/{t}/round.committed"),
+                ]
+            )
     return db, ckpt_dir
 
 
-def test_eval_run_on_hf_checkpoints_and_select(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_eval_run_on_hf_checkpoints_and_select(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from diagevo.train.hf import tiny
 
     db, ckpt_dir = hf_checkpoint_run(tiny_dir, tmp_path)
@@ -130,10 +148,16 @@ def test_eval_run_on_hf_checkpoints_and_select(tiny_dir: Path, tmp_path: Path, c
     assert code == 0, err
     report = json.loads(out)
     models = [(r["round"], r["model"]) for r in report["results"]]
-    assert models == [(0, str(tmp_path / "zero-solver")), (1, str(ckpt_dir / "round001-solver" / "solver")), (2, str(ckpt_dir / "round002-solver" / "solver"))]
+    assert models == [
+        (0, str(tmp_path / "zero-solver")),
+        (1, str(ckpt_dir / "round001-solver" / "solver")),
+        (2, str(ckpt_dir / "round002-solver" / "solver")),
+    ]
     with open_log(db) as store:
         evals = list(store.read("r", types=("eval.recorded",)))
-    assert [(e.round, e.data["benchmark"], e.data["n"], e.data["engine"]) for e in evals] == [(t, "math500", 4, "local") for t in (0, 1, 2)]
+    assert [(e.round, e.data["benchmark"], e.data["n"], e.data["engine"]) for e in evals] == [
+        (t, "math500", 4, "local") for t in (0, 1, 2)
+    ]
 
     # validation: remainders (answers 0-8, the family a weak tiny solver gets right most often)
     # of the tiny solver's warm-up corpus
@@ -141,7 +165,8 @@ def test_eval_run_on_hf_checkpoints_and_select(tiny_dir: Path, tmp_path: Path, c
     val = tmp_path / "val.jsonl"
     rows = [
         {"question": p[-1]["content"], "answer": c.rsplit("\\boxed{", 1)[1].split("}")[0]}
-        for p, c in pairs if p[0]["content"] == SOLVER_SYSTEM and "remainder" in p[-1]["content"]
+        for p, c in pairs
+        if p[0]["content"] == SOLVER_SYSTEM and "remainder" in p[-1]["content"]
     ]
     val.write_text("".join(json.dumps(q) + "\n" for q in rows[:24]), encoding="utf-8")
     code, out, err = run_cli(capsys, *base, "--bench", f"math500={MATH500}", "--limit", "24", "--select", str(val))
@@ -158,8 +183,13 @@ def test_eval_run_on_hf_checkpoints_and_select(tiny_dir: Path, tmp_path: Path, c
     assert sel.round == 2 and sel.data["model"] == str(ckpt_dir / "round002-solver" / "solver")
     assert sel.data["scores"] == {str(t): s for t, s in scores.items()}
     assert sorted((e.round, e.data["benchmark"], e.data["n"]) for e in evals) == [
-        (0, "math500", 4), (0, "validation", 24), (1, "math500", 4), (1, "validation", 24),
-        (2, "math500", 4), (2, "math500", 24), (2, "validation", 24),
+        (0, "math500", 4),
+        (0, "validation", 24),
+        (1, "math500", 4),
+        (1, "validation", 24),
+        (2, "math500", 4),
+        (2, "math500", 24),
+        (2, "validation", 24),
     ]
 
 

@@ -10,9 +10,9 @@ import hashlib
 import pytest
 from sqlalchemy import text
 
-from diagevo.schemas import new_event
+from diagevo.log import EventStore, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
-from diagevo.log import open_log, EventStore, StoreError
+from diagevo.schemas import new_event
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.test_cli_memory import run_cli
@@ -22,10 +22,12 @@ SHA = hashlib.sha256(QUESTION.encode()).hexdigest()
 
 
 def _log(store: EventStore) -> None:
-    store.append([
-        new_event("run.started", "r", 0, "r/0/start", config={"k": 0.5}, seed=0),
-        new_event("question.generated", "r", 1, "r/1/q1", question_id="q1", mode="free", text=QUESTION),
-    ])
+    store.append(
+        [
+            new_event("run.started", "r", 0, "r/0/start", config={"k": 0.5}, seed=0),
+            new_event("question.generated", "r", 1, "r/1/q1", question_id="q1", mode="free", text=QUESTION),
+        ]
+    )
 
 
 def _legacy_log(backend: Backend, url: str, *sql: str) -> None:
@@ -35,7 +37,13 @@ def _legacy_log(backend: Backend, url: str, *sql: str) -> None:
         _log(store)
     backend.downgrade(url, "0007")  # 0008's downgrade moves the texts into artifacts
     if sql:
-        _raw(backend, url, "DROP TRIGGER artifacts_no_update" if backend.name == "sqlite" else "ALTER TABLE artifacts DISABLE TRIGGER USER")
+        _raw(
+            backend,
+            url,
+            "DROP TRIGGER artifacts_no_update"
+            if backend.name == "sqlite"
+            else "ALTER TABLE artifacts DISABLE TRIGGER USER",
+        )
         if backend.name == "sqlite":
             _raw(backend, url, "DROP TRIGGER artifacts_no_delete")
         for stmt in sql:
@@ -88,7 +96,10 @@ def test_the_upgrade_moves_the_texts_of_an_older_log_into_their_rows(backend: Ba
         assert verify_run(store, "r") == []
     engine = backend.engine(db_url)
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT texts FROM events WHERE event_id = 'r/1/q1'")).scalar_one() == '{"text":"What is 6 × 7? ünïcødé"}'
+        assert (
+            conn.execute(text("SELECT texts FROM events WHERE event_id = 'r/1/q1'")).scalar_one()
+            == '{"text":"What is 6 × 7? ünïcødé"}'
+        )
     engine.dispose()
 
 

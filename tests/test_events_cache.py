@@ -33,30 +33,55 @@ def _refuse_cache_writes(backend: Backend, url: str) -> None:
     with engine.begin() as conn:
         if backend.name == "sqlite":
             for op in ("INSERT", "UPDATE"):
-                conn.execute(text(
-                    f"CREATE TRIGGER no_views_{op.lower()} BEFORE {op} ON views "
-                    "BEGIN SELECT RAISE(ABORT, 'permission denied (test)'); END"
-                ))
+                conn.execute(
+                    text(
+                        f"CREATE TRIGGER no_views_{op.lower()} BEFORE {op} ON views "
+                        "BEGIN SELECT RAISE(ABORT, 'permission denied (test)'); END"
+                    )
+                )
         else:
-            conn.execute(text(
-                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
-                "$$ BEGIN RAISE EXCEPTION 'permission denied (test)' USING ERRCODE = 'insufficient_privilege'; END $$"
-            ))
-            conn.execute(text("CREATE TRIGGER refuse_views BEFORE INSERT OR UPDATE ON views "
-                              "FOR EACH ROW EXECUTE FUNCTION refuse()"))
+            conn.execute(
+                text(
+                    "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                    "$$ BEGIN RAISE EXCEPTION 'permission denied (test)' USING ERRCODE = 'insufficient_privilege'; "
+                    "END $$"
+                )
+            )
+            conn.execute(
+                text(
+                    "CREATE TRIGGER refuse_views BEFORE INSERT OR UPDATE ON views "
+                    "FOR EACH ROW EXECUTE FUNCTION refuse()"
+                )
+            )
     engine.dispose()
 
 
 def test_a_failed_snapshot_write_after_the_commit_is_a_warning(
-    backend: Backend, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
+    backend: Backend,
+    db_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # a server database's vector index goes to the current directory
     open_log(db_url).close()  # migrated
     _refuse_cache_writes(backend, db_url)
     with caplog.at_level(logging.WARNING, logger="diagevo.cache"):
-        code, _out, err = run_cli(capsys, "train", "--db", db_url, "--run", "c", "--rounds", "2", "--quiet",
-                                  "--set", f'train.out_dir="{tmp_path / "ckpt"}"', *SMALL)
+        code, _out, err = run_cli(
+            capsys,
+            "train",
+            "--db",
+            db_url,
+            "--run",
+            "c",
+            "--rounds",
+            "2",
+            "--quiet",
+            "--set",
+            f'train.out_dir="{tmp_path / "ckpt"}"',
+            *SMALL,
+        )
     assert code == 0, err
     assert "permission denied" not in err  # logged, not printed
     assert any("views of run 'c' not saved" in r.getMessage() for r in caplog.records)
@@ -117,13 +142,33 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
     try:
         open_log(owner_url).close()  # the owner migrates: its tables, triggers and functions
         with as_owner.connect() as conn:
-            assert conn.execute(text("SELECT tableowner FROM pg_tables WHERE tablename = 'events' "
-                                     "AND schemaname = current_schema()")).scalar_one() == owner
+            assert (
+                conn.execute(
+                    text(
+                        "SELECT tableowner FROM pg_tables WHERE tablename = 'events' AND schemaname = current_schema()"
+                    )
+                ).scalar_one()
+                == owner
+            )
             for stmt in TRAINER_GRANTS:
                 conn.execute(text(stmt.format(schema=schema, role=role)))
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        cmd = [sys.executable, "-m", "cli.app", "train", "--db", trainer_url, "--run", "least", "--rounds", "2",
-               "--quiet", "--set", f'train.out_dir="{tmp_path / "ckpt"}"', *SMALL]
+        cmd = [
+            sys.executable,
+            "-m",
+            "cli.app",
+            "train",
+            "--db",
+            trainer_url,
+            "--run",
+            "least",
+            "--rounds",
+            "2",
+            "--quiet",
+            "--set",
+            f'train.out_dir="{tmp_path / "ckpt"}"',
+            *SMALL,
+        ]
         done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr and "permission denied" not in done.stderr, done.stderr
@@ -135,8 +180,14 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
             with pytest.raises(Exception, match="permission denied"), probe.begin() as conn:
                 conn.execute(text(sql))
         probe.dispose()
-        verify = subprocess.run([sys.executable, "-m", "cli.app", "memory", "verify", "--db", trainer_url, "--run", "least"],
-                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        verify = subprocess.run(
+            [sys.executable, "-m", "cli.app", "memory", "verify", "--db", trainer_url, "--run", "least"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert verify.returncode == 0, verify.stdout + verify.stderr
         with open_log(owner_url, create=False) as store:
             assert [e.round for e in store.read("least", types=("round.committed",))] == [1, 2]

@@ -13,14 +13,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from diagevo.log import StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
-from diagevo.log import open_log, StoreError
 from tests.conftest import Backend, PostgresBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("revision", [None, "3f2a9c1b7d10", HEAD_REVISION], ids=["no alembic", "another project", "ours"])
+@pytest.mark.parametrize(
+    "revision", [None, "3f2a9c1b7d10", HEAD_REVISION], ids=["no alembic", "another project", "ours"]
+)
 def test_a_foreign_events_table_is_not_a_diagevo_database(backend: Backend, db_url: str, revision: str | None) -> None:
     engine = backend.engine(db_url)
     with engine.begin() as conn:
@@ -41,7 +43,7 @@ def test_a_foreign_events_table_is_not_a_diagevo_database(backend: Backend, db_u
     engine.dispose()
 
 
-_LOST = textwrap.dedent('''
+_LOST = textwrap.dedent("""
     import sys
     from sqlalchemy import create_engine, text
     from diagevo.log import StoreError, ViewState, open_log
@@ -82,7 +84,7 @@ _LOST = textwrap.dedent('''
     print("appended:", store.append(Log("b").events()).appended)
     admin.dispose()
     store.close()
-''')
+""")
 
 
 @pytest.mark.postgres
@@ -92,7 +94,11 @@ def test_a_lost_connection_is_one_line_and_nothing_stray(postgres_backend: Postg
     url = make_url(postgres_backend.fresh_url()).update_query_dict({"application_name": "diagevo_lost_test"})
     done = subprocess.run(
         [sys.executable, "-c", _LOST, url.render_as_string(hide_password=False), postgres_backend.db_url],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
+from diagevo.log import EventStore, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
-from diagevo.log import open_log, EventStore
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.logs import Log
@@ -37,9 +37,7 @@ def test_an_export_renamed_by_hand_is_stored_as_that_run(
     (tmp_path / "a.jsonl").write_text(log.jsonl())
     assert run_cli(capsys, "memory", "ingest", str(tmp_path / "a.jsonl"), "--db", db_url)[0] == 0
     exported = _export(db_url, "a", tmp_path / "export.jsonl", capsys)
-    renamed = "".join(
-        json.dumps({**json.loads(line), "run": "b"}) + "\n" for line in exported.splitlines()
-    )
+    renamed = "".join(json.dumps({**json.loads(line), "run": "b"}) + "\n" for line in exported.splitlines())
     (tmp_path / "b.jsonl").write_text(renamed)
     code, out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "b.jsonl"), "--db", db_url, "--json")
     assert code == 0, err
@@ -63,7 +61,9 @@ def test_ingest_as_another_run_rebases_the_ids(db_url: str, tmp_path: Path, caps
         rnd.promote()
         rnd.commit({"acc": 0.5})
     exported = _export(db_url, "src", tmp_path / "src.jsonl", capsys)
-    code, out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "src.jsonl"), "--run", "copy", "--db", db_url, "--json")
+    code, out, err = run_cli(
+        capsys, "memory", "ingest", str(tmp_path / "src.jsonl"), "--run", "copy", "--db", db_url, "--json"
+    )
     assert code == 0, err
     assert json.loads(out)["appended"] == len(exported.splitlines()) and json.loads(out)["runs"] == ["copy"]
     with open_log(db_url, create=False) as store:
@@ -73,7 +73,9 @@ def test_ingest_as_another_run_rebases_the_ids(db_url: str, tmp_path: Path, caps
         rounds.Round.open(store, "copy").promote()  # the protocol resumes the copy as its own run
 
 
-def test_ingest_as_another_run_needs_a_file_of_one_run(db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ingest_as_another_run_needs_a_file_of_one_run(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "two.jsonl").write_text(_log("a").jsonl() + _log("b").jsonl())
     code, _out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "two.jsonl"), "--run", "c", "--db", db_url)
     assert code != 0 and len(err.strip().splitlines()) == 1 and "one run" in err

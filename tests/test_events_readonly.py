@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.log import open_log, StoreError
+from diagevo.log import StoreError, open_log
 from diagevo.views.caches import refresh as refresh_snapshots
 from tests.logs import Log
 
@@ -44,13 +44,25 @@ def _log_file(directory: Path) -> tuple[str, Path]:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([*_as_plain_user(), sys.executable, "-m", "cli.app", *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [*_as_plain_user(), sys.executable, "-m", "cli.app", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 READS = [
-    ["memory", "stats"], ["memory", "replay", "--round", "1"], ["memory", "show"], ["memory", "why", "C1"],
-    ["memory", "events"], ["memory", "export"], ["memory", "verify"], ["db", "current"],
+    ["memory", "stats"],
+    ["memory", "replay", "--round", "1"],
+    ["memory", "show"],
+    ["memory", "why", "C1"],
+    ["memory", "events"],
+    ["memory", "export"],
+    ["memory", "verify"],
+    ["db", "current"],
 ]
 
 
@@ -140,8 +152,8 @@ def test_a_plain_read_opens_the_file_directly_and_reads_the_same(tmp_path: Path)
 def test_other_reads_take_the_full_path(tmp_path: Path, query: str) -> None:
     """A URL with a query, or a file at an older revision, is opened through SQLAlchemy, which
     words every refusal (here: a file at an older revision is refused as before)."""
-    from diagevo.log.sqlite import _Direct
     from diagevo.log import SchemaOutdated
+    from diagevo.log.sqlite import _Direct
     from tests.conftest import SQLiteBackend
 
     url, _ = _log_file(tmp_path)

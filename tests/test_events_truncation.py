@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from diagevo.log.schema import HEAD_REVISION, current, upgrade
 from diagevo.log import open_log
+from diagevo.log.schema import HEAD_REVISION, current, upgrade
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
-from diagevo.log import open_log, EventStore
+from diagevo.log import EventStore, open_log
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one
 
@@ -28,7 +28,9 @@ def two_rounds(db: str) -> None:
 def test_fork_replay_why_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'f.db'}"
     two_rounds(db)
-    code, out, err = run_cli(capsys, "memory", "fork", "--run", RUN, "--round", "1", "--to", "what-if", "--db", db, "--json")
+    code, out, err = run_cli(
+        capsys, "memory", "fork", "--run", RUN, "--round", "1", "--to", "what-if", "--db", db, "--json"
+    )
     assert code == 0, err
     prov = json.loads(out)
     with open_log(db) as s:
@@ -50,12 +52,16 @@ def test_fork_replay_why_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert why["timeline"][0]["kind"] == "created"
     assert run_cli(capsys, "memory", "verify", "--run", "what-if", "--db", db)[0] == 0
 
-    d = json.loads(run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "what-if", "--round", "1", "--db", db, "--json")[1])
+    d = json.loads(
+        run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "what-if", "--round", "1", "--db", db, "--json")[1]
+    )
     assert d["causes_differing"] == [] and d["schedule"][RUN] == d["schedule"]["what-if"]
     d = json.loads(run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "what-if", "--db", db, "--json")[1])
     assert d["schedule"][RUN]["round"] == 2 and d["schedule"]["what-if"]["round"] == 1
     differing = {c["cause_id"]: c for c in d["causes_differing"]}
-    assert differing and all(c[RUN]["state"] == "mastered" and c["what-if"]["state"] == "active" for c in differing.values())
+    assert differing and all(
+        c[RUN]["state"] == "mastered" and c["what-if"]["state"] == "active" for c in differing.values()
+    )
     code, out, err = run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "what-if", "--db", db)
     assert code == 0 and "ε_t+1" in out and "causes differ" in out
 
@@ -76,21 +82,30 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
     db = f"sqlite:///{tmp_path / 't.db'}"
     assert run_cli(capsys, *small_args(db, "src", 2, tmp_path))[0] == 0
     assert run_cli(capsys, "memory", "fork", "--run", "src", "--round", "1", "--to", "k1", "--db", db)[0] == 0
-    code, _, err = run_cli(capsys, "train", "--run", "k1", "--resume", "--db", db, "--rounds", "2", "--quiet", "--set", "memory.k=1.0")
+    code, _, err = run_cli(
+        capsys, "train", "--run", "k1", "--resume", "--db", db, "--rounds", "2", "--quiet", "--set", "memory.k=1.0"
+    )
     assert code == 0, err
     with open_log(db) as s:
         [conf] = [e for e in s.read("k1", types=("run.configured",))]
         assert conf.round == 2 and conf.data["config"]["memory"]["k"] == 1.0  # k is stored once, as memory.k
-        paths = {r: [(e.round, e.data["path"]) for e in s.read(r, types=("checkpoint.written",))] for r in ("src", "k1")}
+        paths = {
+            r: [(e.round, e.data["path"]) for e in s.read(r, types=("checkpoint.written",))] for r in ("src", "k1")
+        }
         assert [p for p in paths["k1"] if p[0] == 1] == [p for p in paths["src"] if p[0] == 1]  # continues from these
         assert {p for p in paths["k1"] if p[0] == 2}.isdisjoint(paths["src"])  # round 2 writes its own
-    stats = {r: json.loads(run_cli(capsys, "memory", "stats", "--run", r, "--db", db, "--json")[1])["rounds"] for r in ("src", "k1")}
+    stats = {
+        r: json.loads(run_cli(capsys, "memory", "stats", "--run", r, "--db", db, "--json")[1])["rounds"]
+        for r in ("src", "k1")
+    }
     assert stats["src"][0] == {**stats["k1"][0]}  # round 1 is shared history
     assert stats["k1"][1]["epsilon_next"] != stats["src"][1]["epsilon_next"]  # k = 1.0 from round 2 on
     assert run_cli(capsys, "memory", "verify", "--run", "k1", "--db", db)[0] == 0
 
 
-def test_reconfiguring_a_run_is_refused_mid_round_and_for_bad_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reconfiguring_a_run_is_refused_mid_round_and_for_bad_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = f"sqlite:///{tmp_path / 'c.db'}"
     two_rounds(db)
     code, _, err = run_cli(capsys, "train", "--run", RUN, "--resume", "--db", db, "--quiet", "--set", "memory.k=-1")
@@ -111,10 +126,12 @@ def _new_cause_in_round_two(store: EventStore, run: str, text: str) -> None:
 
     rounds.open_round(store, run)
     rounds.record(store, run, 2, [candidate("q2-x")])
-    store.append([
-        new_event("node.created", run, 2, event_id(run, 2, "n9"), node_id="N9", label=f"node for: {text}"),
-        new_event("cause.created", run, 2, event_id(run, 2, "c3"), cause_id="C3", node_id="N9", description=text),
-    ])
+    store.append(
+        [
+            new_event("node.created", run, 2, event_id(run, 2, "n9"), node_id="N9", label=f"node for: {text}"),
+            new_event("cause.created", run, 2, event_id(run, 2, "c3"), cause_id="C3", node_id="N9", description=text),
+        ]
+    )
     rounds.promote(store, run, 2)
     rounds.commit(store, run, 2)
 

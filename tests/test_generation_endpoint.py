@@ -30,11 +30,15 @@ def test_n_samples_per_prompt_in_prompt_order_with_the_requested_sampling(srv: L
     engine = EndpointEngine("solver", url=srv.url, concurrency=4)
     seen: list[tuple[str, int, int | None]] = []
     prompts = [solver_messages(f"q{i}") for i in range(7)]
-    out = engine.generate(prompts, Sampling(n=3, temperature=1.0, top_p=0.99, max_new_tokens=77, seed=5), lambda *a: seen.append(a))
+    out = engine.generate(
+        prompts, Sampling(n=3, temperature=1.0, top_p=0.99, max_new_tokens=77, seed=5), lambda *a: seen.append(a)
+    )
     assert out == [[f"q{i} #{j} \\boxed{{{j}}}" for j in range(3)] for i in range(7)]
     bodies = [c["body"] for c in srv.calls("other")]
     assert len(bodies) == 7
-    assert {(b["n"], b["temperature"], b["top_p"], b["max_tokens"], b["model"]) for b in bodies} == {(3, 1.0, 0.99, 77, "solver")}
+    assert {(b["n"], b["temperature"], b["top_p"], b["max_tokens"], b["model"]) for b in bodies} == {
+        (3, 1.0, 0.99, 77, "solver")
+    }
     assert all(b["messages"][0] == {"role": "system", "content": SOLVER_SYSTEM} for b in bodies)
     assert len({b["seed"] for b in bodies}) == 7  # a seed of its own per prompt
     assert seen[0] == ("generate", 0, 7) and seen[-1] == ("generate", 7, 7) and len(seen) == 8

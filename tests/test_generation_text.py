@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from diagevo.schemas import InvalidEvent, new_event
 from diagevo.generation import model_text
+from diagevo.schemas import InvalidEvent, new_event
 from diagevo.train.hf.backend import completion_text
 
 

@@ -18,11 +18,21 @@ from tests.hf_fixtures import tiny_pair  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 SMALL = [
-    'hf.device="cpu"', "hf.bf16=false", "hf.max_new_tokens=40", "hf.challenger_max_new_tokens=24",
-    "hf.heldout_max_new_tokens=40", "grpo.challenger_batch_size=4", "grpo.solver_batch_size=4",
-    "train.challenger_questions=4", "train.curriculum_questions=8", "grpo.challenger_group_size=4",
-    "grpo.solver_group_size=4", "grpo.construction_responses=4", "grpo.learning_rate=1e-4",
-    'filter.mode="none"', "hf.per_device_batch=16",
+    'hf.device="cpu"',
+    "hf.bf16=false",
+    "hf.max_new_tokens=40",
+    "hf.challenger_max_new_tokens=24",
+    "hf.heldout_max_new_tokens=40",
+    "grpo.challenger_batch_size=4",
+    "grpo.solver_batch_size=4",
+    "train.challenger_questions=4",
+    "train.curriculum_questions=8",
+    "grpo.challenger_group_size=4",
+    "grpo.solver_group_size=4",
+    "grpo.construction_responses=4",
+    "grpo.learning_rate=1e-4",
+    'filter.mode="none"',
+    "hf.per_device_batch=16",
 ]
 
 
@@ -44,12 +54,16 @@ def test_refuses_without_cuda_and_without_a_model(tmp_path: Path) -> None:
         acceptance.run_check(tmp_path, tmp_path / "out")
 
 
-def test_one_round_measured_and_checked(cuda_counters: list[str], tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_one_round_measured_and_checked(
+    cuda_counters: list[str], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     tiny = tiny_pair(request.config)
     with pytest.raises(BadInput, match="not a model directory"):
         acceptance.run_check(tmp_path / "nothing", tmp_path / "out0")
     seen: list[str] = []
-    report = acceptance.run_check(tiny / "solver", tmp_path / "out", overrides=SMALL, progress=lambda p, d, n: seen.append(p))
+    report = acceptance.run_check(
+        tiny / "solver", tmp_path / "out", overrides=SMALL, progress=lambda p, d, n: seen.append(p)
+    )
     assert report.passed, report.failures
     assert report.engine.startswith("transformers generate")  # no vLLM installed here
     assert {"challenger", "solver"} <= set(report.phases)

@@ -14,9 +14,9 @@ import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from diagevo.config import load_config  # noqa: E402
-from diagevo.log import open_log
-from diagevo.generation import Sampling, make_engine  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
+from diagevo.generation import Sampling, make_engine  # noqa: E402
+from diagevo.log import open_log
 from diagevo.train import train  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
 from diagevo.train.hf.heuristic import MODEL as HEURISTIC  # noqa: E402
@@ -39,7 +39,7 @@ def tiny_config(tiny_dir: Path, tmp: Path, *extra: str):  # noqa: ANN201
             f"hf.solver_model={json.dumps(str(tiny_dir / 'solver'))}",
             f"hf.challenger_model={json.dumps(str(tiny_dir / 'challenger'))}",
             f"train.out_dir={json.dumps(str(tmp / 'ckpt'))}",
-            "train.run=\"r\"",
+            'train.run="r"',
             *extra,
         ],
     )
@@ -125,10 +125,15 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
     with LLMServer() as server:
         server.default("extract", json.dumps({"matched_cause_id": None, "error_cause": cause}))
         server.default("deduplicate", json.dumps({"duplicate": False, "matched_cause_id": None}))
-        server.default("assign_node", json.dumps({"create_new_node": True, "new_node_label": label, "assigned_node": None}))
+        server.default(
+            "assign_node", json.dumps({"create_new_node": True, "new_node_label": label, "assigned_node": None})
+        )
         server.default("consolidate", json.dumps({"merge": False, "merged_label": None}))
         cfg = tiny_config(
-            tiny_dir, tmp_path, f"diagnosis.llm_url={json.dumps(server.url)}", "memory.challenger_updates=false",
+            tiny_dir,
+            tmp_path,
+            f"diagnosis.llm_url={json.dumps(server.url)}",
+            "memory.challenger_updates=false",
             "train.curriculum_questions=4",
         )
         store = open_log(f"sqlite:///{tmp_path / 'y.db'}", create=True)
@@ -161,13 +166,35 @@ def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: 
     from tests.test_eval_local import MATH500
 
     cfg, store, run, reports, backend, tmp = tiny_round
-    (solver_ckpt,) = [Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",)) if e.data["phase"] == "solver"]
+    (solver_ckpt,) = [
+        Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",)) if e.data["phase"] == "solver"
+    ]
     code, out, err = run_cli(
-        capsys, "eval", "--db", store.url, "--run", run, "--bench", f"math500={MATH500}", "--limit", "3",
-        "--max-new-tokens", "32", "--out", str(tmp / "eval"), "--json",
+        capsys,
+        "eval",
+        "--db",
+        store.url,
+        "--run",
+        run,
+        "--bench",
+        f"math500={MATH500}",
+        "--limit",
+        "3",
+        "--max-new-tokens",
+        "32",
+        "--out",
+        str(tmp / "eval"),
+        "--json",
     )
     assert code == 0, err
     results = json.loads(out)["results"]
-    assert [(r["round"], r["model"], r["n"]) for r in results] == [(0, str(tiny_dir / "solver"), 3), (1, str(solver_ckpt / "solver"), 3)]
-    evals = [e for e in store.read(run, types=("eval.recorded",)) if "benchmark" in e.data]  # not the loop's held-out metrics
-    assert [(e.round, e.data["benchmark"], e.data["model"]) for e in evals] == [(r["round"], "math500", r["model"]) for r in results]
+    assert [(r["round"], r["model"], r["n"]) for r in results] == [
+        (0, str(tiny_dir / "solver"), 3),
+        (1, str(solver_ckpt / "solver"), 3),
+    ]
+    evals = [
+        e for e in store.read(run, types=("eval.recorded",)) if "benchmark" in e.data
+    ]  # not the loop's held-out metrics
+    assert [(e.round, e.data["benchmark"], e.data["model"]) for e in evals] == [
+        (r["round"], "math500", r["model"]) for r in results
+    ]

@@ -30,10 +30,31 @@ def launch(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     """``accelerate launch`` of two processes on this CPU. ``--cpu`` alone starts one process
     here (accelerate's multi-CPU launcher is mpirun); ``--multi_gpu`` starts two through torchrun,
     as on GPUs, and ``ACCELERATE_USE_CPU`` puts them on the CPU with gloo."""
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           "--main_process_ip", "127.0.0.1", "--main_process_port", str(free_port())]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_ip",
+        "127.0.0.1",
+        "--main_process_port",
+        str(free_port()),
+    ]
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "ACCELERATE_USE_CPU": "true",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     return subprocess.run([*cmd, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -58,16 +79,42 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
 
     tiny = tiny_pair(request.config)
     db = tmp_path / "x.db"
-    done = launch([
-        "-m", "cli.app", "train", "--config", "configs/tiny-hf.toml", "--db", f"sqlite:///{db}", "--run", "r", "--quiet",
-        "--set", f"hf.solver_model={json.dumps(str(tiny / 'solver'))}",
-        "--set", f"hf.challenger_model={json.dumps(str(tiny / 'challenger'))}",
-        "--set", f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}",
-        "--set", "train.challenger_questions=2", "--set", "train.curriculum_questions=4",
-        "--set", "grpo.solver_max_steps=1", "--set", "grpo.construction_responses=4",
-    ], timeout=400)
+    done = launch(
+        [
+            "-m",
+            "cli.app",
+            "train",
+            "--config",
+            "configs/tiny-hf.toml",
+            "--db",
+            f"sqlite:///{db}",
+            "--run",
+            "r",
+            "--quiet",
+            "--set",
+            f"hf.solver_model={json.dumps(str(tiny / 'solver'))}",
+            "--set",
+            f"hf.challenger_model={json.dumps(str(tiny / 'challenger'))}",
+            "--set",
+            f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}",
+            "--set",
+            "train.challenger_questions=2",
+            "--set",
+            "train.curriculum_questions=4",
+            "--set",
+            "grpo.solver_max_steps=1",
+            "--set",
+            "grpo.construction_responses=4",
+        ],
+        timeout=400,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "x.db", "x.lance", "x.leases"]  # one log, its vector index, its writer lease
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "ckpt",
+        "x.db",
+        "x.lance",
+        "x.leases",
+    ]  # one log, its vector index, its writer lease
     assert done.stdout.count("log: sqlite") == 1  # one rank reports
     store = open_log(f"sqlite:///{db}")
     try:
@@ -84,15 +131,31 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     assert all(p["processes"] == 2 and p["steps"] >= 1 and "reward" in p for p in trained.values())
     ckpts = [e.data["path"] for e in events if e.type == "checkpoint.written"]
     assert len(ckpts) == 2 == len(set(ckpts))
-    assert sorted(p.name for p in (tmp_path / "ckpt").rglob("round*") if p.is_dir()) == sorted(Path(c).name for c in ckpts)
+    assert sorted(p.name for p in (tmp_path / "ckpt").rglob("round*") if p.is_dir()) == sorted(
+        Path(c).name for c in ckpts
+    )
     assert sum(e.type == "failure.recorded" for e in events) > 0
 
     # round 2, resumed: every rank reloads round 1's checkpoint; the run's stored config holds (the
     # command line's models/tiny does not exist: a rank built from it would fail)
-    again = launch([
-        "-m", "cli.app", "train", "--config", "configs/tiny-hf.toml", "--db", f"sqlite:///{db}", "--run", "r",
-        "--quiet", "--resume", "--rounds", "2",
-    ], timeout=400)
+    again = launch(
+        [
+            "-m",
+            "cli.app",
+            "train",
+            "--config",
+            "configs/tiny-hf.toml",
+            "--db",
+            f"sqlite:///{db}",
+            "--run",
+            "r",
+            "--quiet",
+            "--resume",
+            "--rounds",
+            "2",
+        ],
+        timeout=400,
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     store = open_log(f"sqlite:///{db}")
     try:

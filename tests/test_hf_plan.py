@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diagevo.errors import NotFound
 from diagevo.config import load_config
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
+from diagevo.errors import NotFound
 from diagevo.generation import Sampling
 from diagevo.generation.vllm_engine import engine_args, sampling_params
 from diagevo.train.hf.args import attention, grpo_kwargs, launch_command, phase_plan, plan, step_order, vllm_kwargs
@@ -36,7 +36,12 @@ def test_gpu_configs_hold_the_paper_values(name: str) -> None:
     assert cfg.hf.attn_implementation == "flash_attention_2"
     assert cfg.challenger_questions == 6 * 256 and cfg.curriculum_questions == 8000
     # the solver with 700 retained questions: three steps of 256 (the third topped up), 2,000 retained: 8
-    for role, n, steps in (("challenger", cfg.challenger_questions, 6), ("solver", 700, 3), ("solver", 2000, 8), ("solver", 9000, 12)):
+    for role, n, steps in (
+        ("challenger", cfg.challenger_questions, 6),
+        ("solver", 700, 3),
+        ("solver", 2000, 8),
+        ("solver", 9000, 12),
+    ):
         plan = phase_plan(cfg, role, n)
         assert (plan.steps, plan.prompts_per_step, plan.group, plan.completions_per_step) == (steps, 256, 8, 2048)
         kw = grpo_kwargs(cfg, plan, "/tmp/out", 0)
@@ -65,7 +70,9 @@ def test_step_order_draws_every_prompt_before_any_twice() -> None:
 
 def test_a_step_is_split_into_whole_micro_batches_on_any_process_count() -> None:
     for procs, per_device in ((1, 16), (3, 8), (8, 8), (7, 6)):
-        cfg = load_config(ROOT / "configs" / "qwen3-8b-base.toml", [f"hf.num_processes={procs}", f"hf.per_device_batch={per_device}"])
+        cfg = load_config(
+            ROOT / "configs" / "qwen3-8b-base.toml", [f"hf.num_processes={procs}", f"hf.per_device_batch={per_device}"]
+        )
         for n in (5, 256, 300):
             plan = phase_plan(cfg, "solver", n)
             assert plan.prompts_per_step % procs == 0 and plan.prompts_per_step >= min(256, n)
@@ -76,7 +83,10 @@ def test_a_step_is_split_into_whole_micro_batches_on_any_process_count() -> None
 def test_attention_is_flash_on_cuda_and_sdpa_on_a_cpu() -> None:
     gpu = load_config(ROOT / "configs" / "qwen3-4b-base.toml")
     assert attention(gpu) == "flash_attention_2"
-    assert attention(load_config(ROOT / "configs" / "qwen3-4b-base.toml", ['hf.device="cpu"', "hf.use_vllm=false"])) == "sdpa"
+    assert (
+        attention(load_config(ROOT / "configs" / "qwen3-4b-base.toml", ['hf.device="cpu"', "hf.use_vllm=false"]))
+        == "sdpa"
+    )
     assert attention(load_config(ROOT / "configs" / "tiny-hf.toml")) == "sdpa"
 
 
@@ -106,8 +116,12 @@ def test_trl_accepts_the_built_arguments(tmp_path: Path) -> None:
 def test_the_engine_arguments_follow_the_declared_platform() -> None:
     """The dry run's vLLM decisions, computed without vLLM or a GPU: sleep mode on CUDA only,
     eager and an explicit KV cache on a CPU, and TRL told the same about sleep mode."""
-    cpu = plan(load_config(ROOT / "configs" / "smollm2-cpu.toml"), config_path=None, run=None, checkpoints=Path("c"), db="d")
-    gpu = plan(load_config(ROOT / "configs" / "qwen3-4b-base.toml"), config_path=None, run=None, checkpoints=Path("c"), db="d")
+    cpu = plan(
+        load_config(ROOT / "configs" / "smollm2-cpu.toml"), config_path=None, run=None, checkpoints=Path("c"), db="d"
+    )
+    gpu = plan(
+        load_config(ROOT / "configs" / "qwen3-4b-base.toml"), config_path=None, run=None, checkpoints=Path("c"), db="d"
+    )
     c, g = cpu["vllm"], gpu["vllm"]
     assert (c["platform"], g["platform"]) == ("cpu", "cuda")
     assert c["engine"]["enable_sleep_mode"] is False and g["engine"]["enable_sleep_mode"] is True
@@ -117,7 +131,10 @@ def test_the_engine_arguments_follow_the_declared_platform() -> None:
     assert c["engine"]["dtype"] == "float32" and g["engine"]["dtype"] == "bfloat16"
     assert c["environment"] == {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"} and g["environment"] == {}
     assert all(d["why"] for d in (*c["decisions"].values(), *g["decisions"].values()))
-    assert cpu["grpo"]["solver"]["vllm_enable_sleep_mode"] is False and gpu["grpo"]["solver"]["vllm_enable_sleep_mode"] is True
+    assert (
+        cpu["grpo"]["solver"]["vllm_enable_sleep_mode"] is False
+        and gpu["grpo"]["solver"]["vllm_enable_sleep_mode"] is True
+    )
     json.dumps(cpu)  # what --json prints
 
 
@@ -130,7 +147,11 @@ def test_vllm_arguments() -> None:
     with pytest.raises(ValueError, match="unknown vLLM engine option"):
         engine_args("m", tensor_parallel=2)
     assert sampling_params(Sampling(n=12, temperature=1.0, top_p=0.99, max_new_tokens=64, seed=3)) == {
-        "n": 12, "temperature": 1.0, "top_p": 0.99, "max_tokens": 64, "seed": 3,
+        "n": 12,
+        "temperature": 1.0,
+        "top_p": 0.99,
+        "max_tokens": 64,
+        "seed": 3,
     }
     assert sampling_params(Sampling(temperature=0.0, top_p=0.5))["top_p"] == 1.0
     # vLLM seeds each request: each prompt of a call its own seed, or equal prompts sample alike
@@ -142,7 +163,9 @@ def test_bad_vllm_settings_are_one_line_errors() -> None:
     server = load_config(ROOT / "configs" / "qwen3-8b-base.toml", ['hf.vllm_mode="server"'])
     with pytest.raises(ValueError, match="needs hf.vllm_server_url"):
         grpo_kwargs(server, phase_plan(server, "solver", 8), "/tmp", 0)
-    ok = load_config(ROOT / "configs" / "qwen3-8b-base.toml", ['hf.vllm_mode="server"', 'hf.vllm_server_url="http://h:8000"'])
+    ok = load_config(
+        ROOT / "configs" / "qwen3-8b-base.toml", ['hf.vllm_mode="server"', 'hf.vllm_server_url="http://h:8000"']
+    )
     assert grpo_kwargs(ok, phase_plan(ok, "solver", 8), "/tmp", 0)["vllm_server_base_url"] == "http://h:8000"
 
 
@@ -151,9 +174,17 @@ def test_launch_commands() -> None:
     cmd = launch_command(gpu, "configs/qwen3-8b-base.toml", "r1")
     assert cmd[:4] == ["accelerate", "launch", "--config_file", "configs/accelerate/zero3-8gpu.yaml"]
     assert cmd[-4:] == ["--config", "configs/qwen3-8b-base.toml", "--run", "r1"]
-    one = load_config(ROOT / "configs" / "qwen3-4b-base.toml", ['hf.accelerate_config="configs/accelerate/zero3-1gpu.yaml"', "hf.num_processes=1"])
+    one = load_config(
+        ROOT / "configs" / "qwen3-4b-base.toml",
+        ['hf.accelerate_config="configs/accelerate/zero3-1gpu.yaml"', "hf.num_processes=1"],
+    )
     assert "configs/accelerate/zero3-1gpu.yaml" in launch_command(one, None, None)
-    assert launch_command(load_config(ROOT / "configs" / "tiny-hf.toml"), "c.toml", None) == ["diagevo", "train", "--config", "c.toml"]
+    assert launch_command(load_config(ROOT / "configs" / "tiny-hf.toml"), "c.toml", None) == [
+        "diagevo",
+        "train",
+        "--config",
+        "c.toml",
+    ]
 
 
 def test_plan_names_models_engines_and_paths(tmp_path: Path) -> None:
@@ -168,8 +199,22 @@ def test_dry_run_cli_loads_nothing(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     code = "import sys; from cli.app import main; main()"
     out = subprocess.run(
-        [sys.executable, "-c", code, "train", "--config", str(ROOT / "configs" / "qwen3-8b-base.toml"), "--dry-run", "--json", "--db", f"sqlite:///{db}"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            code,
+            "train",
+            "--config",
+            str(ROOT / "configs" / "qwen3-8b-base.toml"),
+            "--dry-run",
+            "--json",
+            "--db",
+            f"sqlite:///{db}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
@@ -217,10 +262,14 @@ def test_heuristic_diagnostician_decisions() -> None:
     assert asyncio.run(d.extract(known)).value.matched_cause_id == "C7"
     assert asyncio.run(d.extract(ExtractionInput("f", "q", "", "60", REF, REF))).value.error_cause is None
     assert asyncio.run(d.deduplicate(new.error_cause, [KnownCause("C1", "active", new.error_cause)])).value.duplicate
-    assert not asyncio.run(d.deduplicate(new.error_cause, [KnownCause("C1", "active", "unrelated words entirely here")])).value.duplicate
+    assert not asyncio.run(
+        d.deduplicate(new.error_cause, [KnownCause("C1", "active", "unrelated words entirely here")])
+    ).value.duplicate
     label = node_label_for(new.error_cause)
     assert asyncio.run(d.assign_node(new.error_cause, [NodeView("N1", label)])).value.assigned_node == "N1"
-    fresh = asyncio.run(d.assign_node(new.error_cause, [NodeView("N1", "geometry of circles and their tangents")])).value
+    fresh = asyncio.run(
+        d.assign_node(new.error_cause, [NodeView("N1", "geometry of circles and their tangents")])
+    ).value
     assert fresh.create_new_node and fresh.new_node_label == label
 
 
@@ -249,7 +298,9 @@ def test_models_tiny_cli_writes_a_loadable_pair(tmp_path: Path) -> None:
         cfg = AutoConfig.from_pretrained(tmp_path / "t" / role)
         assert cfg.hidden_size == 16 and cfg.head_dim == 4 and cfg.tie_word_embeddings
         tok = AutoTokenizer.from_pretrained(tmp_path / "t" / role)
-        text = tok.apply_chat_template([{"role": "user", "content": "What is 12 + 3?"}], tokenize=False, add_generation_prompt=True)
+        text = tok.apply_chat_template(
+            [{"role": "user", "content": "What is 12 + 3?"}], tokenize=False, add_generation_prompt=True
+        )
         assert text.endswith("<|im_start|>assistant\n")
         assert [tok.decode([i]) for i in tok("123", add_special_tokens=False)["input_ids"]] == ["1", "2", "3"]
     assert (tmp_path / "t" / "heldout.jsonl").read_text().strip()
@@ -259,14 +310,30 @@ def test_bad_models_and_hub_ids_are_one_line_errors(tmp_path: Path) -> None:
     bad = _cli("models", "tiny", "--out", str(tmp_path / "t"), "--hidden", "18")
     assert bad.returncode != 0 and "multiple of 4" in bad.stderr and not (tmp_path / "t").exists()
     hub = _cli(
-        "train", "--config", str(ROOT / "configs" / "tiny-hf.toml"), "--db", f"sqlite:///{tmp_path / 'x.db'}",
-        "--set", 'hf.solver_model="Qwen/Qwen3-4B-Base"', "--set", 'hf.challenger_model="Qwen/Qwen3-4B-Base"', "--quiet",
+        "train",
+        "--config",
+        str(ROOT / "configs" / "tiny-hf.toml"),
+        "--db",
+        f"sqlite:///{tmp_path / 'x.db'}",
+        "--set",
+        'hf.solver_model="Qwen/Qwen3-4B-Base"',
+        "--set",
+        'hf.challenger_model="Qwen/Qwen3-4B-Base"',
+        "--quiet",
     )
     assert hub.returncode == 1, hub.stderr
     assert "no network: pass a local model directory" in hub.stderr and len(hub.stderr.strip().splitlines()) == 1
     missing = _cli(
-        "train", "--config", str(ROOT / "configs" / "tiny-hf.toml"), "--db", f"sqlite:///{tmp_path / 'y.db'}",
-        "--set", f'hf.solver_model="{tmp_path}/nosuch"', "--set", f'hf.challenger_model="{tmp_path}/nosuch"', "--quiet",
+        "train",
+        "--config",
+        str(ROOT / "configs" / "tiny-hf.toml"),
+        "--db",
+        f"sqlite:///{tmp_path / 'y.db'}",
+        "--set",
+        f'hf.solver_model="{tmp_path}/nosuch"',
+        "--set",
+        f'hf.challenger_model="{tmp_path}/nosuch"',
+        "--quiet",
     )
     assert missing.returncode == 1 and f"{tmp_path}/nosuch: no such directory" in missing.stderr, missing.stderr
 
@@ -279,23 +346,42 @@ def test_bad_heldout_files_are_one_line_errors(tmp_path: Path) -> None:
         (tmp_path / role / "config.json").write_text("{}")
     bad = tmp_path / "h.jsonl"
     bad.write_text('{"question": "What is 1 + 1?", "answer": "2"}\n{"question": "x"}\n')
-    models = [f"hf.solver_model={json.dumps(str(tmp_path / 'solver'))}", f"hf.challenger_model={json.dumps(str(tmp_path / 'challenger'))}"]
+    models = [
+        f"hf.solver_model={json.dumps(str(tmp_path / 'solver'))}",
+        f"hf.challenger_model={json.dumps(str(tmp_path / 'challenger'))}",
+    ]
     cfg = load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.heldout={json.dumps(str(bad))}"])
     with pytest.raises(ValueError, match=r"h\.jsonl:2: expected a JSON object with question and answer"):
         HFBackend(cfg, 0).heldout()
-    gone = load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.heldout={json.dumps(str(tmp_path / 'none.jsonl'))}"])
+    gone = load_config(
+        ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.heldout={json.dumps(str(tmp_path / 'none.jsonl'))}"]
+    )
     with pytest.raises(NotFound, match="no held-out file"):
         HFBackend(gone, 0).heldout()
     assert HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", models), 0).heldout() == []
     with pytest.raises(ValueError, match="not a model directory"):
-        HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.solver_model={json.dumps(str(tmp_path))}"]), 0)
+        HFBackend(
+            load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.solver_model={json.dumps(str(tmp_path))}"]), 0
+        )
 
 
 def test_the_plan_says_how_the_ranks_share_the_work() -> None:
-    eight = plan(load_config(ROOT / "configs" / "qwen3-8b-base.toml"), config_path="c.toml", run=None, checkpoints=Path("/tmp/c"), db="sqlite:///x.db")
+    eight = plan(
+        load_config(ROOT / "configs" / "qwen3-8b-base.toml"),
+        config_path="c.toml",
+        run=None,
+        checkpoints=Path("/tmp/c"),
+        db="sqlite:///x.db",
+    )
     assert eight["processes"].startswith("8: rank 0 leads") and "ranks 1-7 follow" in eight["processes"]
     assert "--num_processes 8" in eight["launch"]
-    one = plan(load_config(ROOT / "configs" / "tiny-hf.toml"), config_path="c.toml", run=None, checkpoints=Path("/tmp/c"), db="sqlite:///x.db")
+    one = plan(
+        load_config(ROOT / "configs" / "tiny-hf.toml"),
+        config_path="c.toml",
+        run=None,
+        checkpoints=Path("/tmp/c"),
+        db="sqlite:///x.db",
+    )
     assert one["processes"].startswith("1:")
 
 
@@ -308,7 +394,9 @@ def test_only_a_zero3_trainer_has_its_policy_gathered() -> None:
 
     def trainer(enabled: bool, stage: int | None) -> SimpleNamespace:
         plugin = None if stage is None else SimpleNamespace(zero_stage=stage)
-        return SimpleNamespace(is_deepspeed_enabled=enabled, accelerator=SimpleNamespace(state=SimpleNamespace(deepspeed_plugin=plugin)))
+        return SimpleNamespace(
+            is_deepspeed_enabled=enabled, accelerator=SimpleNamespace(state=SimpleNamespace(deepspeed_plugin=plugin))
+        )
 
     assert is_zero3(trainer(True, 3))
     assert not is_zero3(trainer(True, 2))

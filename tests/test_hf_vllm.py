@@ -41,7 +41,9 @@ def fingerprint_of(path: Path) -> str:
         "import sys, torch; from transformers import AutoModelForCausalLM; import vllm; "
         "print(vllm.fingerprint(AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32)))"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=_env(None), timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=_env(None), timeout=300
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
@@ -53,15 +55,29 @@ def _env(log: Path | None) -> dict[str, str]:
     return env
 
 
-def train(tmp: Path, tiny_dir: Path, *sets: str, runner: list[str] | None = None) -> tuple[list[dict], dict[tuple[int, str], Path]]:
+def train(
+    tmp: Path, tiny_dir: Path, *sets: str, runner: list[str] | None = None
+) -> tuple[list[dict], dict[tuple[int, str], Path]]:
     log = tmp / "vllm.jsonl"
     db = tmp / "x.db"
     args = [
-        "train", "--config", str(ROOT / "configs" / "tiny-hf.toml"), "--db", f"sqlite:///{db}", "--rounds", "2",
-        "--run", "v", "--quiet",
-        "--set", f"hf.solver_model={json.dumps(str(tiny_dir / 'solver'))}",
-        "--set", f"hf.challenger_model={json.dumps(str(tiny_dir / 'challenger'))}",
-        "--set", "hf.use_vllm=true", *[x for s in sets for x in ("--set", s)],
+        "train",
+        "--config",
+        str(ROOT / "configs" / "tiny-hf.toml"),
+        "--db",
+        f"sqlite:///{db}",
+        "--rounds",
+        "2",
+        "--run",
+        "v",
+        "--quiet",
+        "--set",
+        f"hf.solver_model={json.dumps(str(tiny_dir / 'solver'))}",
+        "--set",
+        f"hf.challenger_model={json.dumps(str(tiny_dir / 'challenger'))}",
+        "--set",
+        "hf.use_vllm=true",
+        *[x for s in sets for x in ("--set", s)],
     ]
     cmd = [sys.executable, *(runner or ["-m", "cli.app"]), *args]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_env(log), timeout=1200)
@@ -71,7 +87,9 @@ def train(tmp: Path, tiny_dir: Path, *sets: str, runner: list[str] | None = None
 
     store = open_log(f"sqlite:///{db}")
     try:
-        ckpts = {(e.round, e.data["phase"]): Path(e.data["path"]) for e in store.read("v", types=("checkpoint.written",))}
+        ckpts = {
+            (e.round, e.data["phase"]): Path(e.data["path"]) for e in store.read("v", types=("checkpoint.written",))
+        }
     finally:
         store.close()
     return events, ckpts

@@ -62,13 +62,28 @@ def commands(world: dict[str, str], tmp: Path, text: str) -> list[list[str]]:
     return [
         ["memory", "ingest", str(f), "--db", db],
         ["round", "record", str(f), "--run", "rec", "--db", db],
-        ["diagnose", str(f), "--run", RUN, "--round", "2", "--db", db, "--llm-url", "http://127.0.0.1:9/v1", "--embedder", "local"],
+        [
+            "diagnose",
+            str(f),
+            "--run",
+            RUN,
+            "--round",
+            "2",
+            "--db",
+            db,
+            "--llm-url",
+            "http://127.0.0.1:9/v1",
+            "--embedder",
+            "local",
+        ],
         ["eval", "--model", str(tmp), "--bench", f"gsm8k={f}", "--db", db, "--out", str(tmp / "ev")],
     ]
 
 
 @pytest.mark.parametrize("levels", [100, 990, 5000, 100_000])
-def test_deep_nesting_is_one_line_everywhere(world: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], levels: int) -> None:
+def test_deep_nesting_is_one_line_everywhere(
+    world: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], levels: int
+) -> None:
     before = snapshot(world)
     for args in commands(world, tmp_path, deep(levels) + "\n"):
         code, _, err = run_cli(capsys, *args)
@@ -76,7 +91,9 @@ def test_deep_nesting_is_one_line_everywhere(world: dict[str, str], tmp_path: Pa
     assert snapshot(world) == before
 
 
-def test_a_field_of_the_wrong_type_is_a_validation_error(world: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_field_of_the_wrong_type_is_a_validation_error(
+    world: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = snapshot(world)
     f = tmp_path / "c.jsonl"
     for bad, needle in (
@@ -92,12 +109,15 @@ def test_a_field_of_the_wrong_type_is_a_validation_error(world: dict[str, str], 
     assert snapshot(world) == before
 
 
-def test_a_huge_bad_value_is_not_echoed(world: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_huge_bad_value_is_not_echoed(
+    world: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     huge = "x" * 10_000_000
     before = snapshot(world)
     for text in (
         json.dumps({"type": huge, "run": "r", "round": 0, "event_id": "e", "data": {}}) + "\n",
-        json.dumps({"type": "run.started", "run": huge, "round": 0, "event_id": "e", "data": {"config": {"k": 0.5}}}) + "\n",
+        json.dumps({"type": "run.started", "run": huge, "round": 0, "event_id": "e", "data": {"config": {"k": 0.5}}})
+        + "\n",
         "{" + huge + "\n",
     ):
         for args in commands(world, tmp_path, text)[:2]:
@@ -106,7 +126,9 @@ def test_a_huge_bad_value_is_not_echoed(world: dict[str, str], tmp_path: Path, c
     assert snapshot(world) == before
 
 
-def test_line_separators_inside_texts_survive_export_and_ingest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_line_separators_inside_texts_survive_export_and_ingest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = case_study()
     odd = "a\u2028b\u2029c\x85d\x0ce\x1cf\rg"
     rows = [json.loads(x) for x in log.jsonl().split("\n") if x]
@@ -161,13 +183,41 @@ def test_a_bug_is_named_as_one_with_its_traceback_in_a_file(
 # --- fuzz ------------------------------------------------------------------------------------
 
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=False),
-    st.text(max_size=40), st.sampled_from(["run.started", "free", "C1", "N1", "", "\x00", "\u2028"]),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=40),
+    st.sampled_from(["run.started", "free", "C1", "N1", "", "\x00", "\u2028"]),
 )
-_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
-_keys = st.sampled_from(["type", "run", "round", "event_id", "data", "question_id", "mode", "text", "answers",
-                         "responses", "active_cause", "failure_id", "question", "pseudo_label", "response",
-                         "reference", "known_causes", "answer", "problem"])
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+_keys = st.sampled_from(
+    [
+        "type",
+        "run",
+        "round",
+        "event_id",
+        "data",
+        "question_id",
+        "mode",
+        "text",
+        "answers",
+        "responses",
+        "active_cause",
+        "failure_id",
+        "question",
+        "pseudo_label",
+        "response",
+        "reference",
+        "known_causes",
+        "answer",
+        "problem",
+    ]
+)
 _objects = st.dictionaries(_keys, _json, max_size=8)
 _lines = st.one_of(
     _objects.map(json.dumps),
@@ -179,9 +229,13 @@ _lines = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(lines=st.lists(_lines, min_size=1, max_size=3), which=st.integers(min_value=0, max_value=3))
-def test_fuzzed_files_are_refused_cleanly(world: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], which: int) -> None:
+def test_fuzzed_files_are_refused_cleanly(
+    world: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], which: int
+) -> None:
     before = snapshot(world)
     args = commands(world, tmp_path, "\n".join(lines) + "\n")[which]
     code, _, err = run_cli(capsys, *args)

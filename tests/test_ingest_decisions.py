@@ -59,7 +59,9 @@ def test_a_line_reusing_a_stored_id_for_another_type_is_refused(store: EventStor
 
 
 @pytest.mark.parametrize("attempt", range(3))
-def test_two_ingests_of_one_run_at_once_commit_its_round_once(backend: Backend, db_url: str, tmp_path: Path, attempt: int) -> None:
+def test_two_ingests_of_one_run_at_once_commit_its_round_once(
+    backend: Backend, db_url: str, tmp_path: Path, attempt: int
+) -> None:
     big = tmp_path / "big.jsonl"
     small = tmp_path / "small.jsonl"
     big.write_text(one_round("r", 2000, "a"))

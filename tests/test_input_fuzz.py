@@ -70,7 +70,9 @@ def bad_line(draw: st.DrawFn, kind: str) -> tuple[str, bytes]:
     if fault == "bad_utf8":
         line = dumps(base)
         at = draw(st.integers(0, len(line)))
-        junk = draw(st.sampled_from([b"\xff", b"\xfe\xff", b"\xc3", b"\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf"]))
+        junk = draw(
+            st.sampled_from([b"\xff", b"\xfe\xff", b"\xc3", b"\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf"])
+        )
         return fault, line[:at] + junk + line[at:]
     if fault == "control":
         char = draw(st.sampled_from([chr(c) for c in [*range(0, 10), *range(11, 32)]] + ["\x7f", "\x85", "\u2028"]))
@@ -87,14 +89,18 @@ def bad_line(draw: st.DrawFn, kind: str) -> tuple[str, bytes]:
         cut = draw(st.integers(1, len(line) - 1))
         return fault, line[:cut]
     if fault == "not_object":
-        return fault, draw(st.sampled_from([b"1", b'"x"', b"[]", b"null", b"true", b"[{}]", b"{", b"}", b"nul", b"NaN"]))
+        return fault, draw(
+            st.sampled_from([b"1", b'"x"', b"[]", b"null", b"true", b"[{}]", b"{", b"}", b"nul", b"NaN"])
+        )
     raise AssertionError(fault)
 
 
 @st.composite
 def bad_file(draw: st.DrawFn, kind: str) -> tuple[str, bytes]:
     fault, bad = draw(bad_line(kind))
-    good = [dumps(o) for o in draw(st.lists(st.sampled_from(valid_objects(kind)), max_size=3, unique_by=lambda o: str(o)))]
+    good = [
+        dumps(o) for o in draw(st.lists(st.sampled_from(valid_objects(kind)), max_size=3, unique_by=lambda o: str(o)))
+    ]
     good.insert(draw(st.integers(0, len(good))), bad)
     if kind == "eval-json":  # the rows as one JSON list, pretty-printed or not
         return fault, b"[" + draw(st.sampled_from([b",", b",\n  ", b", \r\n"])).join(good) + b"]"
@@ -115,7 +121,10 @@ def test_bad_files_are_refused_in_one_line_and_store_nothing(kind: str, world: t
     path = root / f"bad-{kind}.{'json' if kind == 'eval-json' else 'jsonl'}"
 
     @settings(
-        max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
     )
     @given(case=bad_file(kind))

@@ -12,10 +12,10 @@ import pytest
 from diagevo.diagnosis.parsing import ReplyError, extract_json
 from diagevo.errors import BadInput
 from diagevo.eval import load_benchmark
-from diagevo.schemas import new_event, validate_event
-from diagevo.log import open_log
 from diagevo.interchange import export_lines, parse_lines
+from diagevo.log import open_log
 from diagevo.parsing import MAX_DEPTH, loads, split_lines
+from diagevo.schemas import new_event, validate_event
 from tests.conftest import Backend
 from tests.input_cases import COMMANDS, cli, command, db_state, dumps, make_db, nested, valid_objects
 from tests.logs import Log
@@ -79,8 +79,13 @@ def test_wrong_types_name_line_and_field(world: tuple[str, Path]) -> None:
     refused(world, "ingest", dumps({**ev, "round": {}}) + b"\n", "line 1", "round")
     refused(world, "ingest", dumps({**ev, "round": 2**40}) + b"\n", "line 1", "round")
     fail = valid_objects("diagnose")[0]
-    refused(world, "diagnose", good_line("diagnose", 1) + b"\n" + dumps({**fail, "known_causes": "C1"}) + b"\n",
-            "line 2", "known_causes")
+    refused(
+        world,
+        "diagnose",
+        good_line("diagnose", 1) + b"\n" + dumps({**fail, "known_causes": "C1"}) + b"\n",
+        "line 2",
+        "known_causes",
+    )
 
 
 # --- 8. long echoes, bad encodings, control characters, NUL in ids -----------------------------
@@ -106,8 +111,13 @@ def test_a_huge_id_is_refused_shortened(world: tuple[str, Path], kind: str) -> N
 
 @pytest.mark.parametrize("kind", COMMANDS)
 def test_bad_utf8_names_the_line(world: tuple[str, Path], kind: str) -> None:
-    refused(world, kind, good_line(kind) + b"\n" + good_line(kind, 1)[:5] + b"\xff\xfe" + good_line(kind, 1)[5:] + b"\n",
-            "line 2", "not UTF-8")
+    refused(
+        world,
+        kind,
+        good_line(kind) + b"\n" + good_line(kind, 1)[:5] + b"\xff\xfe" + good_line(kind, 1)[5:] + b"\n",
+        "line 2",
+        "not UTF-8",
+    )
 
 
 @pytest.mark.parametrize("kind", ["ingest", "record", "diagnose"])
@@ -130,8 +140,13 @@ def test_a_truncated_last_line_is_refused(world: tuple[str, Path], kind: str) ->
 
 
 def _event(**over: object) -> dict[str, object]:
-    base: dict[str, object] = {"type": "failure.recorded", "run": "r", "round": 1, "event_id": "e1",
-                               "data": {"failure_id": "f1", "question_id": "q1", "response": "x", "reference": "y"}}
+    base: dict[str, object] = {
+        "type": "failure.recorded",
+        "run": "r",
+        "round": 1,
+        "event_id": "e1",
+        "data": {"failure_id": "f1", "question_id": "q1", "response": "x", "reference": "y"},
+    }
     return {**base, **over}
 
 
@@ -140,7 +155,10 @@ def _event(**over: object) -> dict[str, object]:
     [
         (_event(run="r\x00"), "run id contains the control character U+0000"),
         (_event(event_id="e\x00"), "event id contains the control character U+0000"),
-        (_event(data={"failure_id": "f\x00", "question_id": "q1"}), "data.failure_id contains the control character U+0000"),
+        (
+            _event(data={"failure_id": "f\x00", "question_id": "q1"}),
+            "data.failure_id contains the control character U+0000",
+        ),
         (_event(data={"failure_id": "f1", "question_id": "q1", "response": "a\x00b"}), "data.response contains a NUL"),
     ],
 )
@@ -169,7 +187,11 @@ def test_nul_in_an_id_is_refused_the_same_on_every_backend(backend: Backend, tmp
 
 
 def test_llm_replies_nested_too_deep_are_reply_errors() -> None:
-    for reply in (nested(5000).decode(), "Here: " + nested(5000, as_object=True).decode(), '{"a": ' + nested(200).decode() + "}"):
+    for reply in (
+        nested(5000).decode(),
+        "Here: " + nested(5000, as_object=True).decode(),
+        '{"a": ' + nested(200).decode() + "}",
+    ):
         with pytest.raises(ReplyError, match="nested deeper"):
             extract_json(reply)
     assert extract_json('prose {"matched_cause_id": "C1"} more') == {"matched_cause_id": "C1"}
@@ -265,7 +287,11 @@ def test_deep_toml_in_a_config_or_an_override_is_one_line(tmp_path: Path) -> Non
     [
         (["memory", "ingest", "-"], nested(100_000) + b"\n", "line 1: JSON nested deeper"),
         (["memory", "ingest", "-"], b'{"type": "round.started"}\n\xff\n', "stdin line 2: not UTF-8"),
-        (["round", "record", "-", "--run", "x"], b'{"question_id": "q", "mode": "free", "active_cause": {}}\n', "active_cause"),
+        (
+            ["round", "record", "-", "--run", "x"],
+            b'{"question_id": "q", "mode": "free", "active_cause": {}}\n',
+            "active_cause",
+        ),
     ],
 )
 def test_stdin_through_the_real_entry_point(tmp_path: Path, args: list[str], content: bytes, needle: str) -> None:
@@ -276,8 +302,13 @@ def test_stdin_through_the_real_entry_point(tmp_path: Path, args: list[str], con
 
     db = tmp_path / "s.db"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    out = subprocess.run([sys.executable, "-m", "cli.app", *args, "--db", f"sqlite:///{db}"], input=content,
-                         capture_output=True, env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "cli.app", *args, "--db", f"sqlite:///{db}"],
+        input=content,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
     err = out.stderr.decode()
     assert out.returncode == 1 and "Traceback" not in err, err[-2000:]
     assert len(err.strip().splitlines()) == 1 and len(err) <= MAX_ERR and needle in err, err

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
-from diagevo.schemas import EventIn, new_event
 from diagevo.log import EventStore, StoreError
+from diagevo.schemas import EventIn, new_event
 from tests.conftest import Backend
 
 
@@ -79,16 +79,23 @@ def test_texts_are_kept_in_their_events_row(backend: Backend, store: EventStore)
 @pytest.mark.parametrize(
     ("sql", "problem"),
     [
-        ("UPDATE events SET data = replace(data, '\"p1\":0.5', '\"p1\":0.9') WHERE event_id = 'e-2'", "seq 3: hash mismatch"),
+        (
+            "UPDATE events SET data = replace(data, '\"p1\":0.5', '\"p1\":0.9') WHERE event_id = 'e-2'",
+            "seq 3: hash mismatch",
+        ),
         ("UPDATE events SET texts = '{\"text\":\"edited\"}' WHERE event_id = 'g'", "text text"),
         ("UPDATE events SET question_id = 'other' WHERE event_id = 'e-1'", "its id columns do not hold"),
     ],
 )
-def test_an_edit_behind_the_databases_back_shows_in_verify(backend: Backend, db_url: str, sql: str, problem: str) -> None:
+def test_an_edit_behind_the_databases_back_shows_in_verify(
+    backend: Backend, db_url: str, sql: str, problem: str
+) -> None:
     from diagevo.log import open_log
 
     with open_log(db_url) as store:
-        store.append(batch("r", 5) + [new_event("question.generated", "r", 1, "g", question_id="q", mode="free", text="t")])
+        store.append(
+            batch("r", 5) + [new_event("question.generated", "r", 1, "g", question_id="q", mode="free", text="t")]
+        )
         backend.disable_append_only(db_url)
         engine = backend.engine(db_url)
         with engine.begin() as conn:

@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
-from diagevo.schemas import new_event
 from diagevo.log import ViewState, open_log
 from diagevo.log.recorder import chain, prepare
+from diagevo.schemas import new_event
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.verify import verify_run
@@ -84,7 +84,19 @@ def next_row(url: str, run: str, type_: str, rnd: int, eid: str, **data: Any) ->
     with open_log(url) as log:
         head = log.head(run)
     rows = chain(prepare([new_event(type_, run, rnd, eid, **data)])[0], {run: head}, head[0])
-    keys = ("seq", "event_id", "run_id", "round", "type", "schema_version", "data", "recorded_at", "prev_hash", "hash", "texts")
+    keys = (
+        "seq",
+        "event_id",
+        "run_id",
+        "round",
+        "type",
+        "schema_version",
+        "data",
+        "recorded_at",
+        "prev_hash",
+        "hash",
+        "texts",
+    )
     return dict(zip(keys, rows[0][:11], strict=True))
 
 
@@ -112,9 +124,15 @@ def _without(row: dict[str, Any], *cols: str) -> dict[str, Any]:
 ATTACKS: dict[str, Any] = {
     # (what the trainer writes, what the database says)
     "a seq at the top of bigint": (lambda r: r | {"seq": 9223372036854775807}, "seq is assigned by the database"),
-    "a negative seq with a made-up hash": (lambda r: r | {"seq": -5, "hash": "0" * 64}, "seq is assigned by the database"),
+    "a negative seq with a made-up hash": (
+        lambda r: r | {"seq": -5, "hash": "0" * 64},
+        "seq is assigned by the database",
+    ),
     "a made-up hash": (lambda r: _without(r, "seq") | {"hash": "ab" * 32}, "its hash is not the sha256"),
-    "a prev_hash that is not the run's last": (lambda r: _without(r, "seq") | {"prev_hash": "cd" * 32}, "its prev_hash is not the hash"),
+    "a prev_hash that is not the run's last": (
+        lambda r: _without(r, "seq") | {"prev_hash": "cd" * 32},
+        "its prev_hash is not the hash",
+    ),
     "an empty event id": (lambda r: _without(r, "seq") | {"event_id": ""}, "the event id is empty"),
     "a control character in the run id": (lambda r: _without(r, "seq") | {"run_id": "base\x1b[2J"}, "the run id"),
     "a negative round": (lambda r: _without(r, "seq") | {"round": -1}, "its round is negative"),
@@ -187,10 +205,16 @@ def test_a_cache_the_trainer_writes_is_never_read_by_the_owner(roles: Roles) -> 
     with open_log(roles.trainer_url, create=False) as log:
         log.put_view_states([ViewState("memory", "base", 1, snap.seq, snap.hash, forged)])
         with roles.trainer.begin() as conn:  # nor can it pass its row off as the owner's
-            conn.execute(text("UPDATE views SET writer = (SELECT tableowner FROM pg_tables WHERE tablename = 'views' "
-                              "AND schemaname = current_schema()) WHERE writer = current_user"))
+            conn.execute(
+                text(
+                    "UPDATE views SET writer = (SELECT tableowner FROM pg_tables WHERE tablename = 'views' "
+                    "AND schemaname = current_schema()) WHERE writer = current_user"
+                )
+            )
     with roles.admin.connect() as conn:
-        writers = sorted(r[0] for r in conn.execute(text(f"SELECT writer FROM {roles.schema}.views WHERE name = 'memory'")))
+        writers = sorted(
+            r[0] for r in conn.execute(text(f"SELECT writer FROM {roles.schema}.views WHERE name = 'memory'"))
+        )
     assert writers == sorted([roles.trainer_role, make_url(roles.owner_url).username])  # type: ignore[type-var]
     with open_log(roles.owner_url, create=False) as log:
         assert load_memory(log, "base", 1) == honest

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
-from diagevo.log import open_log
 from diagevo.interchange import export_lines, ingest
+from diagevo.log import open_log
 from diagevo.memory import fold, fold_until, schedule
 from diagevo.memory.state import Memory
-from diagevo.views.memory import load_memory
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.memory import load_memory
 from diagevo.views.verify import verify_run
 from tests.logs import Log
 from tests.strategies import logs, random_log

@@ -240,8 +240,14 @@ def test_f1_is_first_nonzero_f_when_round_one_has_none() -> None:
 
 # --- Appendix B case study ------------------------------------------------------------------------
 
-DOMAIN = "Fails to check whether candidate solutions remain valid under the original domain restrictions after algebraic transformation."
-AMGM = "Applies AM-GM to derive a lower bound but does not check whether an allowed input satisfies the equality condition."
+DOMAIN = (
+    "Fails to check whether candidate solutions remain valid under the original domain restrictions after algebraic "
+    "transformation."
+)
+AMGM = (
+    "Applies AM-GM to derive a lower bound but does not check whether an allowed input satisfies the equality "
+    "condition."
+)
 
 
 def test_appendix_b_case_study() -> None:
@@ -255,7 +261,13 @@ def test_appendix_b_case_study() -> None:
     promote(log, m, [("C1", 0.75), ("C1", 0.83)])
     log.commit()
     # round 3 (t): log2(x-1)+log2(x-5)=3, only the agreeing trajectory checks x > 5
-    log.add("failure.recorded", failure_id="fail-log", question_id="q3", response="x = 3 ± 2√3", reference="x > 5 so x = 3 + 2√3")
+    log.add(
+        "failure.recorded",
+        failure_id="fail-log",
+        question_id="q3",
+        response="x = 3 ± 2√3",
+        reference="x > 5 so x = 3 + 2√3",
+    )
     log.add("failure.diagnosed", failure_id="fail-log", error_cause=DOMAIN, model="diag")
     log.cause("C2", "N1", DOMAIN, failure="fail-log")
     log.commit()

@@ -116,7 +116,9 @@ def test_replaced_is_all_or_nothing(tmp_path: Path) -> None:
     assert out.stat().st_mode & 0o777 == 0o666 & ~mask  # a new file's usual mode, not mkstemp's 0600
 
 
-@pytest.mark.parametrize("name", ["../x", "gsm8k/../../x", "../../evil:gsm8k", "a/b", "a\\b", ".hidden", "-x", "gsm8k\x1b[2J", "", "x" * 201])
+@pytest.mark.parametrize(
+    "name", ["../x", "gsm8k/../../x", "../../evil:gsm8k", "a/b", "a\\b", ".hidden", "-x", "gsm8k\x1b[2J", "", "x" * 201]
+)
 def test_a_label_that_is_no_plain_name_is_refused(name: str) -> None:
     with pytest.raises(BadInput, match="is not a plain name"):
         plain_name(name, "--bench NAME")
@@ -124,7 +126,13 @@ def test_a_label_that_is_no_plain_name_is_refused(name: str) -> None:
 
 @pytest.mark.parametrize(
     "bench",
-    [f"../x={GSM8K}", f"gsm8k/../../escaped={GSM8K}", f"../../escaped:gsm8k={GSM8K}", f"gsm8k\\..\\x={GSM8K}", f"-gsm8k={GSM8K}"],
+    [
+        f"../x={GSM8K}",
+        f"gsm8k/../../escaped={GSM8K}",
+        f"../../escaped:gsm8k={GSM8K}",
+        f"gsm8k\\..\\x={GSM8K}",
+        f"-gsm8k={GSM8K}",
+    ],
 )
 def test_eval_refuses_a_bench_label_that_leaves_out(tmp_path: Path, bench: str) -> None:
     out = tmp_path / "work" / "out"
@@ -140,15 +148,33 @@ def test_eval_of_a_run_id_with_dots_stays_under_out(tmp_path: Path) -> None:
     run = "../../escaped"
     with open_log(db, create=True) as store:
         config = {"k": 0.5, "train": {"backend": "hf"}, "hf": {"solver_model": "base"}}
-        store.append([
-            new_event("run.started", run, 0, "s", config=config, seed=0), new_event("round.started", run, 1, "r1"),
-            new_event("checkpoint.written", run, 1, "c1", path="ckpt/r1", phase="solver"), new_event("round.committed", run, 1, "k1"),
-        ])
+        store.append(
+            [
+                new_event("run.started", run, 0, "s", config=config, seed=0),
+                new_event("round.started", run, 1, "r1"),
+                new_event("checkpoint.written", run, 1, "c1", path="ckpt/r1", phase="solver"),
+                new_event("round.committed", run, 1, "k1"),
+            ]
+        )
     out = tmp_path / "a" / "b" / "out"
     with LLMServer() as srv:
         srv.default("other", lambda body: ["$\\boxed{3}$"] * body.get("n", 1))
-        code, stdout, err = cli("eval", "--run", run, "--url", srv.url, "--db", db, "--out", str(out), "--rounds", "1",
-                                "--bench", f"gsm8k={GSM8K}", "--json")
+        code, stdout, err = cli(
+            "eval",
+            "--run",
+            run,
+            "--url",
+            srv.url,
+            "--db",
+            db,
+            "--out",
+            str(out),
+            "--rounds",
+            "1",
+            "--bench",
+            f"gsm8k={GSM8K}",
+            "--json",
+        )
     assert code == 0, err
     written = [p for p in tmp_path.rglob("*.jsonl")]
     assert written and all(p.is_relative_to(out) for p in written), written

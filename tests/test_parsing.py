@@ -27,7 +27,7 @@ from diagevo.parsing import (
 
 
 def test_split_lines_ends_lines_at_newline_only() -> None:
-    text = 'a\r\n\n  \nb\u2028c\u2029d\x85e\x0bf\x0cg\x1ch\x1di\x1ej\rk\n'
+    text = "a\r\n\n  \nb\u2028c\u2029d\x85e\x0bf\x0cg\x1ch\x1di\x1ej\rk\n"
     assert list(split_lines(text)) == [(1, "a"), (4, "b\u2028c\u2029d\x85e\x0bf\x0cg\x1ch\x1di\x1ej\rk")]
     assert len(text.splitlines()) > 3  # what str.splitlines makes of it
 
@@ -54,7 +54,9 @@ def test_shorten_and_one_line_bound_what_is_shown() -> None:
     assert one_line("a\nb\r\nc" + "d" * 1000).startswith("a b c") and len(one_line("d" * 1000)) == 300
 
 
-@pytest.mark.parametrize("value", ["", "a\x00", "a\nb", "tab\there", "\x7f", "x\x9fy", "p\u2028q", "r" * (MAX_ID_CHARS + 1)])
+@pytest.mark.parametrize(
+    "value", ["", "a\x00", "a\nb", "tab\there", "\x7f", "x\x9fy", "p\u2028q", "r" * (MAX_ID_CHARS + 1)]
+)
 def test_bad_ids(value: str) -> None:
     with pytest.raises(ValueError):
         check_id(value)

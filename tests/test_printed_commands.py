@@ -25,7 +25,9 @@ from diagevo.log import open_log
 from tests.test_cli_suggestions import ENTRY, ENV, diagevo, run_as_printed, suggestions
 from tests.test_train import SMALL
 
-pytestmark = pytest.mark.skipif(not ENTRY.is_file(), reason="the diagevo entry point is not installed next to this Python")
+pytestmark = pytest.mark.skipif(
+    not ENTRY.is_file(), reason="the diagevo entry point is not installed next to this Python"
+)
 
 
 def printed(text: str) -> list[str]:
@@ -75,8 +77,15 @@ def _lines(stream: object, out: queue.Queue[str | None]) -> None:
 def interrupt_at(cwd: Path, args: list[str], pattern: str, nth: int) -> str:
     """Run ``diagevo ARGS`` piped, send Ctrl-C when ``pattern`` has shown ``nth`` times on stderr;
     the line it ends with."""
-    proc = subprocess.Popen([str(ENTRY), *args], cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [str(ENTRY), *args],
+        cwd=cwd,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_lines, args=(proc.stderr, lines), daemon=True).start()
     seen, matches, sent = [], 0, False
@@ -101,7 +110,9 @@ def test_ctrl_c_of_train_rounds_3_resumes_to_round_3(tmp_path: Path) -> None:
     """The issue's case: Ctrl-C in round 2 of ``train --rounds 3``; the printed command trains
     rounds 2 and 3 and stops there (the run's stored target), not at the config's 5."""
     db = "sqlite:///cut.db"  # relative, not the default
-    line = interrupt_at(tmp_path, ["train", "--db", db, "--run", "r", "--rounds", "3", *SMALL], r"\] challenger GRPO 0/", 2)
+    line = interrupt_at(
+        tmp_path, ["train", "--db", db, "--run", "r", "--rounds", "3", *SMALL], r"\] challenger GRPO 0/", 2
+    )
     assert line.startswith("interrupted in round 2: continue with `")
     words = printed(line)
     assert words[1:] == ["train", "--resume", "--run", "r", "--db", db]

@@ -25,15 +25,42 @@ from tests.logs import Log
 from tests.test_untrusted_text import BIDI, CSI, LINK, MARKUP, MATH, OSC8, OSC52, UNBALANCED, assert_clean
 
 EXAMPLES = int(os.environ.get("DIAGEVO_READ_FUZZ_EXAMPLES", "6"))
-PIECES = [MARKUP, UNBALANCED, LINK, OSC8, OSC52, CSI, BIDI, MATH, "[", "]", "\\", "'", '"', "\x00", "\r", "\n", "\t", ":smile:", "%s", "{0}"]
+PIECES = [
+    MARKUP,
+    UNBALANCED,
+    LINK,
+    OSC8,
+    OSC52,
+    CSI,
+    BIDI,
+    MATH,
+    "[",
+    "]",
+    "\\",
+    "'",
+    '"',
+    "\x00",
+    "\r",
+    "\n",
+    "\t",
+    ":smile:",
+    "%s",
+    "{0}",
+]
 
 _chunks = st.one_of(st.text(max_size=12), st.sampled_from(PIECES))
 texts = st.lists(_chunks, min_size=1, max_size=5).map("".join)
 no_nul = texts.map(lambda t: t.replace("\x00", ""))  # texts kept as artifacts may hold no NUL
 _CONTROL = {*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029}
-ids = st.lists(st.one_of(st.text(max_size=8), st.sampled_from(["[/b]", "'", '"', "$", MATH, "\u202e", ":x:", "C1", "../"])), min_size=1, max_size=4).map(
-    lambda parts: "".join(ch for ch in "".join(parts) if ord(ch) not in _CONTROL)[:60]
-).filter(bool)
+ids = (
+    st.lists(
+        st.one_of(st.text(max_size=8), st.sampled_from(["[/b]", "'", '"', "$", MATH, "\u202e", ":x:", "C1", "../"])),
+        min_size=1,
+        max_size=4,
+    )
+    .map(lambda parts: "".join(ch for ch in "".join(parts) if ord(ch) not in _CONTROL)[:60])
+    .filter(bool)
+)
 
 
 @st.composite
@@ -49,7 +76,16 @@ def logs(draw: st.DrawFn) -> tuple[Log, list[str]]:
         log.cause(c, node_ids[i % len(node_ids)], draw(texts), failure=f"f{i}")
     q, f = draw(ids), draw(ids)
     log.add("question.generated", question_id=q, mode="targeted", active_cause=cause_ids[0], text=draw(no_nul))
-    log.add("question.scored", question_id=q, n=12, p1=0.5, p2=0.5, pseudo_label=draw(texts), retained=True, reference=draw(no_nul))
+    log.add(
+        "question.scored",
+        question_id=q,
+        n=12,
+        p1=0.5,
+        p2=0.5,
+        pseudo_label=draw(texts),
+        retained=True,
+        reference=draw(no_nul),
+    )
     log.add("failure.recorded", failure_id=f, question_id=q, response=draw(no_nul), reference=draw(no_nul))
     log.add("failure.diagnosed", failure_id=f, error_cause=draw(texts), model=draw(texts), raw=draw(no_nul))
     log.add("failure.attributed", failure_id=f, cause_id=cause_ids[-1], via="dedup", similarity=0.7)
@@ -66,12 +102,21 @@ def logs(draw: st.DrawFn) -> tuple[Log, list[str]]:
 def read_commands(db: str, run: str, causes: list[str], root: Path) -> list[list[str]]:
     r = ["--db", db, "--run", run]
     return [
-        ["memory", "show", *r], ["memory", "show", "--json", *r], ["memory", "replay", "--round", "1", *r],
-        *(["memory", "why", c, *r] for c in causes), ["memory", "why", causes[0], "--json", *r],
-        ["memory", "events", "--limit", "0", *r], ["memory", "events", "--json", *r], ["memory", "events", "--cause", causes[0], *r],
-        ["memory", "stats", "--wide", *r], ["memory", "stats", "--json", *r], ["memory", "verify", *r],
-        ["memory", "plot", *r], ["memory", "plot", "-o", str(root / "p.svg"), *r],
-        ["memory", "diff", "--run", run, "--run", run, "--db", db], ["memory", "export", *r],
+        ["memory", "show", *r],
+        ["memory", "show", "--json", *r],
+        ["memory", "replay", "--round", "1", *r],
+        *(["memory", "why", c, *r] for c in causes),
+        ["memory", "why", causes[0], "--json", *r],
+        ["memory", "events", "--limit", "0", *r],
+        ["memory", "events", "--json", *r],
+        ["memory", "events", "--cause", causes[0], *r],
+        ["memory", "stats", "--wide", *r],
+        ["memory", "stats", "--json", *r],
+        ["memory", "verify", *r],
+        ["memory", "plot", *r],
+        ["memory", "plot", "-o", str(root / "p.svg"), *r],
+        ["memory", "diff", "--run", run, "--run", run, "--db", db],
+        ["memory", "export", *r],
         ["report", "-o", str(root / "r.html"), *r],
     ]
 
@@ -90,7 +135,9 @@ def check_log(log: Log, causes: list[str]) -> None:
             assert_clean(err, f"{args[:2]} stderr")
 
 
-_SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+_SETTINGS = dict(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+)
 
 
 @settings(max_examples=EXAMPLES, **_SETTINGS)  # type: ignore[arg-type]

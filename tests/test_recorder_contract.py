@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagevo.catalog import SCHEMA_VERSION
-from diagevo.schemas import EventIn, new_event
 from diagevo.log import GENESIS_HASH, AppendResult, ConflictError, Recorder, StoreError, ViewState, open_log
 from diagevo.log.inmemory import InMemoryRecorder, forget
 from diagevo.log.postgres import PostgresRecorder
 from diagevo.log.recorder import ARTIFACT_KEY, EventRow, RunBusy
 from diagevo.log.sqlite import SQLiteRecorder
+from diagevo.schemas import EventIn, new_event
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import round_stats
@@ -31,8 +31,19 @@ TEXT = "What is 6 × 7? ünïcødé\u2028"
 
 
 def scored(run: str, eid: str, q: str = "q1", retained: bool = True, round: int = 1, p1: float = 0.5) -> EventIn:
-    return new_event("question.scored", run, round, eid, question_id=q, n=8, p1=p1, p2=0.5,
-                     pseudo_label="1", retained=retained, reference="")
+    return new_event(
+        "question.scored",
+        run,
+        round,
+        eid,
+        question_id=q,
+        n=8,
+        p1=p1,
+        p2=0.5,
+        pseudo_label="1",
+        retained=retained,
+        reference="",
+    )
 
 
 def batch(run: str, prefix: str, n: int, rnd: int = 1) -> list[EventIn]:
@@ -52,8 +63,12 @@ def three_rounds(run: str = "r") -> Log:
 
 def _expected_hash(prev: str, e) -> str:  # type: ignore[no-untyped-def]
     """The documented formula, spelled with the standard library."""
-    canonical = json.dumps([e.event_id, e.run, e.round, e.type, e.schema_version, e.data],
-                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(
+        [e.event_id, e.run, e.round, e.type, e.schema_version, e.data],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
     return hashlib.sha256((prev + canonical).encode()).hexdigest()
 
 
@@ -75,7 +90,9 @@ class RecorderContract:
     def test_the_url_picks_this_recorder_and_it_implements_the_interface(self, rec: Recorder) -> None:
         assert type(rec) is self.kind
         for name in Recorder.__abstractmethods__:
-            assert getattr(type(rec), name) is not getattr(Recorder, name), f"{self.kind.__name__} does not implement {name}"
+            assert getattr(type(rec), name) is not getattr(Recorder, name), (
+                f"{self.kind.__name__} does not implement {name}"
+            )
 
     # --- append, seq, idempotency ------------------------------------------------------------
 
@@ -108,8 +125,13 @@ class RecorderContract:
         assert rec.verify_chain("a") == []
 
     def test_data_that_is_not_json_is_refused_and_nothing_is_stored(self, rec: Recorder) -> None:
-        bad = EventIn.model_construct(type="failure.attributed", run="r", round=1, event_id="nan",
-                                      data={"failure_id": "f", "cause_id": "c", "via": "dedup", "similarity": float("nan")})
+        bad = EventIn.model_construct(
+            type="failure.attributed",
+            run="r",
+            round=1,
+            event_id="nan",
+            data={"failure_id": "f", "cause_id": "c", "via": "dedup", "similarity": float("nan")},
+        )
         with pytest.raises(StoreError, match="event nan: data is not JSON-serialisable"):
             rec.append([scored("r", "ok"), bad])
         assert rec.last_seq("r") == 0 and rec.runs() == [] and rec.latest_run() is None
@@ -145,7 +167,9 @@ class RecorderContract:
 
     def test_the_chain_follows_the_documented_formula(self, rec: Recorder) -> None:
         rec.append(batch("a", "a", 2) + batch("b", "b", 2))
-        rec.append([new_event("question.generated", "a", 2, "qg", question_id="q9", mode="free", text="Ünïcode ∑ text")])
+        rec.append(
+            [new_event("question.generated", "a", 2, "qg", question_id="q9", mode="free", text="Ünïcode ∑ text")]
+        )
         for run in ("a", "b"):
             prev = GENESIS_HASH
             for e in rec.read(run):  # texts=False: data as stored (long texts named by their hash)
@@ -168,7 +192,9 @@ class RecorderContract:
         rows = log.rows()
         assert [tuple(r[:3]) for r in rec.rows("r")] == [(s, r, t) for s, r, t, _ in rows]
         assert [r.data for r in rec.rows("r", texts=True)] == [d for *_, d in rows]
-        assert [e.seq for e in rec.read("r", types=("round.committed",))] == [s for s, _, t, _ in rows if t == "round.committed"]
+        assert [e.seq for e in rec.read("r", types=("round.committed",))] == [
+            s for s, _, t, _ in rows if t == "round.committed"
+        ]
         assert [e.seq for e in rec.read("r", round=2)] == [s for s, r, _, _ in rows if r == 2]
         assert [e.seq for e in rec.read("r", after_seq=3, upto_seq=6)] == [4, 5, 6]
         assert [e.seq for e in rec.read("r", limit=2)] == [1, 2]
@@ -179,11 +205,20 @@ class RecorderContract:
     def test_reads_by_the_ids_events_name(self, rec: Recorder) -> None:
         rec.append(three_rounds().events())
         got = list(rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}))
-        assert [e.type for e in got] == ["cause.created", "question.generated", "question.generated",
-                                         "failure.attributed", "question.generated"]
-        assert [e.type for e in rec.read("r", keys={"cause_id": ["C1"]}, types=("failure.attributed",))] == ["failure.attributed"]
+        assert [e.type for e in got] == [
+            "cause.created",
+            "question.generated",
+            "question.generated",
+            "failure.attributed",
+            "question.generated",
+        ]
+        assert [e.type for e in rec.read("r", keys={"cause_id": ["C1"]}, types=("failure.attributed",))] == [
+            "failure.attributed"
+        ]
         assert [e.round for e in rec.read("r", keys={"active_cause": ["C1"]}, round=2)] == [2]
-        assert [e.seq for e in rec.read("r", keys={"active_cause": ["C1"]}, limit=2)] == [e.seq for e in got if e.type == "question.generated"][:2]
+        assert [e.seq for e in rec.read("r", keys={"active_cause": ["C1"]}, limit=2)] == [
+            e.seq for e in got if e.type == "question.generated"
+        ][:2]
         assert list(rec.read("r", keys={"question_id": []})) == []
         with pytest.raises(StoreError, match="cannot be looked up"):
             list(rec.read("r", keys={"label": ["x"]}))
@@ -198,16 +233,21 @@ class RecorderContract:
         attributed = [s for s, _, t, _ in rows if t == "failure.attributed"]
         assert rec.count("r") == len(rows) and rec.count("other") == 3 and rec.count("nope") == 0
         assert rec.count("r", keys={"cause_id": ["C1"]}, types=("failure.attributed",)) == len(attributed) == 6
-        assert rec.count("r", types=("round.committed",)) == 3 and rec.count("r", round=2) == sum(r == 2 for _, r, _, _ in rows)
+        assert rec.count("r", types=("round.committed",)) == 3 and rec.count("r", round=2) == sum(
+            r == 2 for _, r, _, _ in rows
+        )
         assert rec.count("r", after_seq=3, upto_seq=6) == 3 and rec.count("r", types=()) == 0
         # an id named by two fields is counted once
         assert rec.count("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}) == len(
-            list(rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]})))
+            list(rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}))
+        )
         newest = list(rec.read("r", keys={"cause_id": ["C1"]}, types=("failure.attributed",), limit=2, newest=True))
         assert [e.seq for e in newest] == attributed[-2:] and [e.data["failure_id"] for e in newest] == ["g3", "g4"]
         assert [e.seq for e in rec.read("r", limit=3, newest=True)] == [s for s, *_ in rows][-3:]
         assert [e.seq for e in rec.read("r", types=("round.committed",), limit=1, newest=True)] == [rows[-6][0]]
-        assert [e.seq for e in rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}, limit=2, newest=True)] == attributed[-2:]
+        assert [
+            e.seq for e in rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}, limit=2, newest=True)
+        ] == attributed[-2:]
         assert list(rec.read("r", limit=0, newest=True)) == []
 
     def test_a_long_read_streams_in_order(self, rec: Recorder) -> None:
@@ -238,7 +278,10 @@ class RecorderContract:
         assert stored["g"]["text"] == stored["d"]["raw"] == {ARTIFACT_KEY: sha}
         assert stored["f"]["reference"] == ""  # empty strings stay inline
         assert {e.event_id: e.data for e in rec.read("r", texts=True)} == {e.event_id: e.data for e in evs}
-        assert [r.data["text"] for r in rec.rows("r", keys={"question_id": ["q"]}, types=("question.generated",), texts=True)] == [long_text]
+        assert [
+            r.data["text"]
+            for r in rec.rows("r", keys={"question_id": ["q"]}, types=("question.generated",), texts=True)
+        ] == [long_text]
         assert rec.verify_chain("r") == []
 
     # --- one writer of a run at a time -------------------------------------------------------
@@ -262,12 +305,14 @@ class RecorderContract:
         rec.append(three_rounds().events())
         commits = list(rec.read("r", types=("round.committed",)))
         one, two = commits[0], commits[1]
-        rec.put_view_states([
-            ViewState("memory", "r", 1, one.seq, one.hash, {"at": 1}),
-            ViewState("memory", "r", 2, two.seq, two.hash, {"at": 2}),
-            ViewState("memory", "r", 3, two.seq, "f" * 64, {"forged": True}),  # names a hash the log never had
-            ViewState("stats", "r", 0, two.seq, two.hash, {"n": 1}),
-        ])
+        rec.put_view_states(
+            [
+                ViewState("memory", "r", 1, one.seq, one.hash, {"at": 1}),
+                ViewState("memory", "r", 2, two.seq, two.hash, {"at": 2}),
+                ViewState("memory", "r", 3, two.seq, "f" * 64, {"forged": True}),  # names a hash the log never had
+                ViewState("stats", "r", 0, two.seq, two.hash, {"n": 1}),
+            ]
+        )
         assert [s.part for s in rec.view_states("memory", "r")] == [1, 2]
         assert [s.state for s in rec.view_states("memory", "r", latest=True)] == [{"at": 2}]
         assert [s.part for s in rec.view_states("memory", "r", upto=1)] == [1]
@@ -289,19 +334,34 @@ class RecorderContract:
         assert load_memory(rec, "r", 2).committed == 2
         assert round_stats(rec, "r") == round_stats(rec, "r", cached=False)
         assert [(r["round"], r["questions"], r["retained"], r["active"]) for r in round_stats(rec, "r")] == [
-            (1, 1, 1, 1), (2, 1, 1, 1), (3, 1, 0, 1)]
+            (1, 1, 1, 1),
+            (2, 1, 1, 1),
+            (3, 1, 0, 1),
+        ]
         assert verify_run(rec, "r") == []
         (stats,) = rec.view_states("stats", "r")
-        edited = dict(stats.state, counts={r: dict(c, questions=c["questions"] + 1) for r, c in stats.state["counts"].items()})
+        edited = dict(
+            stats.state, counts={r: dict(c, questions=c["questions"] + 1) for r, c in stats.state["counts"].items()}
+        )
         rec.put_view_states([ViewState("stats", "r", 0, stats.seq, stats.hash, edited)])
-        assert verify_run(rec, "r") == ["the saved statistics differ from the log (a cache: `memory stats` would show them)"]
+        assert verify_run(rec, "r") == [
+            "the saved statistics differ from the log (a cache: `memory stats` would show them)"
+        ]
 
     # --- property: the log behaves like a dict of first occurrences (per run) ---------------
 
-    @settings(max_examples=15, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors])
-    @given(batches=st.lists(st.lists(st.tuples(st.sampled_from(["r1", "r2"]), st.integers(0, 12)), min_size=1, max_size=6),
-                            min_size=1, max_size=6))
+    @settings(
+        max_examples=15,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
+    )
+    @given(
+        batches=st.lists(
+            st.lists(st.tuples(st.sampled_from(["r1", "r2"]), st.integers(0, 12)), min_size=1, max_size=6),
+            min_size=1,
+            max_size=6,
+        )
+    )
     def test_the_log_matches_a_model_of_first_occurrences(self, rec: Recorder, batches) -> None:  # type: ignore[no-untyped-def]
         salt = uuid.uuid4().hex[:8]  # the fixture's log is shared by the examples: fresh ids for each
         runs = {r: f"{r}-{salt}" for r in ("r1", "r2")}
@@ -354,16 +414,32 @@ def test_an_unknown_memory_log_is_not_created_by_a_reader() -> None:
 
 
 @pytest.mark.slow
-def test_a_simulator_run_on_the_in_memory_recorder(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_simulator_run_on_the_in_memory_recorder(  # type: ignore[no-untyped-def]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
     """``diagevo train --db memory://NAME``: the whole loop on the in-memory recorder, whose log
     verifies; the commands it would suggest cannot reach a log that ends with the process."""
     from tests.test_cli_memory import run_cli
 
     monkeypatch.chdir(tmp_path)  # the vector index of a non-file database goes to the current directory
     url = f"memory://{uuid.uuid4().hex}"
-    code, out, err = run_cli(capsys, "train", "--db", url, "--run", "m", "--rounds", "2", "--quiet",
-                             "--set", f'train.out_dir="{tmp_path / "ck"}"', "--set", "train.challenger_questions=16",
-                             "--set", "train.curriculum_questions=48")
+    code, out, err = run_cli(
+        capsys,
+        "train",
+        "--db",
+        url,
+        "--run",
+        "m",
+        "--rounds",
+        "2",
+        "--quiet",
+        "--set",
+        f'train.out_dir="{tmp_path / "ck"}"',
+        "--set",
+        "train.challenger_questions=16",
+        "--set",
+        "train.curriculum_questions=48",
+    )
     assert code == 0, err
     assert "memory replay" not in out and "is gone" in out
     with open_log(url, create=False) as store:

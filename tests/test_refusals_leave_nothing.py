@@ -33,8 +33,9 @@ def command_in(err: str) -> list[str]:
     return shlex.split(line.split("`")[1])
 
 
-def test_a_train_refused_for_a_missing_model_creates_no_database(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_train_refused_for_a_missing_model_creates_no_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(capsys, "train", "--config", SMOLLM2, "--db", "sqlite:///tiny.db", "--quiet")
     assert code == 1 and err.count("\n") == 1, err
@@ -47,8 +48,9 @@ def test_a_train_refused_for_a_missing_model_creates_no_database(tmp_path: Path,
     assert listing(tmp_path) == []
 
 
-def test_an_incomplete_build_is_refused_naming_it_and_its_build(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_incomplete_build_is_refused_naming_it_and_its_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What an interrupted ``models smollm2`` left before builds were renamed into place:
     config, weights and tokenizer, the held-out file, no provenance.json."""
     monkeypatch.chdir(tmp_path)
@@ -92,7 +94,9 @@ def test_a_build_is_renamed_into_place_only_when_complete(tmp_path: Path) -> Non
 
 def test_models_tiny_builds_into_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "tiny"
-    code, _, err = run_cli(capsys, "models", "tiny", "--out", str(out), "--steps", "1", "--hidden", "8", "--layers", "1")
+    code, _, err = run_cli(
+        capsys, "models", "tiny", "--out", str(out), "--steps", "1", "--hidden", "8", "--layers", "1"
+    )
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny"]
     assert json.loads((out / "tiny.json").read_text(encoding="utf-8"))["steps"] == 1
@@ -100,8 +104,9 @@ def test_models_tiny_builds_into_place(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 1 and "exists and is not empty" in err
 
 
-def test_an_ablation_refused_creates_no_runs_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_ablation_refused_creates_no_runs_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(capsys, "ablate", "--variant", "fulll")
     assert code == 1 and "unknown variant 'fulll'" in err and err.count("\n") == 1

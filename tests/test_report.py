@@ -16,15 +16,36 @@ from typing import Any
 import pytest
 
 from cli.app import main
-from diagevo.schemas import new_event
 from diagevo.log import open_log
+from diagevo.schemas import new_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import small_args
 
 # "metrics": the run's val_acc, a metric by name that no other chart draws
-EXPECTED_CHARTS = {"accuracy", "metrics", "pseudo-labels", "heldout-families", "lifecycle", "schedule", "questions", "timing"}
-COMPARED_CHARTS = {f"compare-{c}" for c in ("heldout_acc", "pseudo_label_acc", "val_acc", "bench/math500", "bench/aime2024",
-                                            "F", "epsilon_next", "active", "mastered")}
+EXPECTED_CHARTS = {
+    "accuracy",
+    "metrics",
+    "pseudo-labels",
+    "heldout-families",
+    "lifecycle",
+    "schedule",
+    "questions",
+    "timing",
+}
+COMPARED_CHARTS = {
+    f"compare-{c}"
+    for c in (
+        "heldout_acc",
+        "pseudo_label_acc",
+        "val_acc",
+        "bench/math500",
+        "bench/aime2024",
+        "F",
+        "epsilon_next",
+        "active",
+        "mastered",
+    )
+}
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +64,36 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     with open_log(db) as store:
         events = []
         for t, acc in ((0, 0.0), (1, 0.25), (2, 0.35), (3, 0.30)):  # the base model scores 0: a mark on the axis
-            data = {"benchmark": "math500", "kind": "math500", "n": 20, "accuracy": acc, "k": None, "mean_at_k": None, "model": f"m{t}"}
+            data = {
+                "benchmark": "math500",
+                "kind": "math500",
+                "n": 20,
+                "accuracy": acc,
+                "k": None,
+                "mean_at_k": None,
+                "model": f"m{t}",
+            }
             events.append(new_event("eval.recorded", "rep", t, f"rep/{t}/eval/math500", **data))
-        aime = {"benchmark": "aime2024", "kind": "aime", "n": 30, "accuracy": 0.1, "k": 4, "mean_at_k": 0.05, "model": "m2"}
+        aime = {
+            "benchmark": "aime2024",
+            "kind": "aime",
+            "n": 30,
+            "accuracy": 0.1,
+            "k": 4,
+            "mean_at_k": 0.05,
+            "model": "m2",
+        }
         events.append(new_event("eval.recorded", "rep", 2, "rep/2/eval/aime", **aime))
         events.append(
-            new_event("checkpoint.selected", "rep", 2, "rep/2/select", benchmark="val", accuracy=0.4, scores={"0": 0.2, "1": 0.3, "2": 0.4, "3": 0.35})
+            new_event(
+                "checkpoint.selected",
+                "rep",
+                2,
+                "rep/2/select",
+                benchmark="val",
+                accuracy=0.4,
+                scores={"0": 0.2, "1": 0.3, "2": 0.4, "3": 0.35},
+            )
         )
         store.append(events)
     return db, tmp
@@ -64,7 +109,18 @@ def test_report_is_written_from_the_log(trained: tuple[str, Path], capsys: pytes
     html = out.read_text(encoding="utf-8")
     assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html  # nothing to fetch
     assert "<script src" not in html and "<link" not in html
-    for section in ("summary", "accuracy", "memory", "questions", "causes", "tree", "rounds", "timing", "config", "audit"):
+    for section in (
+        "summary",
+        "accuracy",
+        "memory",
+        "questions",
+        "causes",
+        "tree",
+        "rounds",
+        "timing",
+        "config",
+        "audit",
+    ):
         assert f'<section id="{section}">' in html
     assert f"diagevo memory replay --round 3 --db {db} --run rep" in html
     assert "checkpoint selected on val: round 2" in html
@@ -90,7 +146,9 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
-def test_memory_plot_writes_the_lifecycle_figure(trained: tuple[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_memory_plot_writes_the_lifecycle_figure(
+    trained: tuple[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     db, _ = trained
     code, out, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "life.png"))
     assert code == 0, err
@@ -106,7 +164,9 @@ def test_memory_plot_writes_the_lifecycle_figure(trained: tuple[str, Path], caps
     assert_one_line_error(code, err, "write a .png or .svg figure")
 
 
-def test_memory_plot_of_a_run_without_a_committed_round_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_memory_plot_of_a_run_without_a_committed_round_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     with open_log(db) as store:
         store.append([new_event("run.started", "new", 0, "new/0", config={"k": 0.5}, seed=0)])
@@ -144,17 +204,21 @@ LAYOUT_PROBLEMS = """
   }
   return problems;
 }
-"""
+"""  # noqa: E501
 
 
-def test_report_in_headless_chromium(trained: tuple[str, Path], browser: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_in_headless_chromium(
+    trained: tuple[str, Path], browser: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     db, tmp = trained
     out = tmp / "browser.html"
     code, _, err = run_cli(capsys, "report", "--db", db, "--run", "rep", "-o", str(out))
     assert code == 0, err
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
 
     def route(r: Any) -> None:  # offline: the file itself and nothing else
@@ -178,7 +242,9 @@ def test_report_in_headless_chromium(trained: tuple[str, Path], browser: Any, ca
     # the page uses the window's width, and the Rounds table fits it (no sideways scroll)
     assert page.query_selector("main").bounding_box()["width"] >= 1280 - 20
     rounds_table = page.query_selector("#rounds .scroll")
-    assert rounds_table.evaluate("e => e.scrollWidth <= e.clientWidth"), rounds_table.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert rounds_table.evaluate("e => e.scrollWidth <= e.clientWidth"), rounds_table.evaluate(
+        "e => [e.scrollWidth, e.clientWidth]"
+    )
     # legends never cover a plotted mark; every marker, a score of 0 included, is wholly inside its plot
     for name, chart in charts.items():
         assert chart.evaluate(LAYOUT_PROBLEMS) == [], name
@@ -213,8 +279,9 @@ def test_report_in_headless_chromium(trained: tuple[str, Path], browser: Any, ca
     assert problems == []
 
 
-def test_comparison_report_in_headless_chromium(trained: tuple[str, Path], browser: Any, capsys: pytest.CaptureFixture[str],
-                                               tmp_path: Path) -> None:
+def test_comparison_report_in_headless_chromium(
+    trained: tuple[str, Path], browser: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """Two runs of one database (the trained run and one with k = 2, no filter) compared: every
     chart has both runs' lines; a screenshot at 1280 px."""
     import shutil
@@ -229,16 +296,23 @@ def test_comparison_report_in_headless_chromium(trained: tuple[str, Path], brows
     cli = "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    done = subprocess.run([sys.executable, "-c", cli, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", cli, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     out = tmp_path / "compare.html"
     code, _, err = run_cli(capsys, "report", "--db", db2, "--run", "rep", "--run", other, "-o", str(out))
     assert code == 0, err
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.route("**/*", lambda r: r.continue_() if r.request.url == out.as_uri() else (problems.append(r.request.url), r.abort()))
+    page.route(
+        "**/*",
+        lambda r: r.continue_() if r.request.url == out.as_uri() else (problems.append(r.request.url), r.abort()),
+    )
     page.goto(out.as_uri())
     page.wait_for_load_state("load")
     charts = {c.get_attribute("data-chart"): c for c in page.query_selector_all("figure.chart")}
@@ -277,7 +351,9 @@ def test_report_data_by_hand(tmp_path: Path) -> None:
     with open_log(db) as store:
         store.append(log.events())
         for acc, key in ((0.1, "a"), (0.3, "b")):  # the same benchmark twice: the latest counts
-            store.append([new_event("eval.recorded", "h", 1, f"h/1/eval/{key}", benchmark="math500", n=10, accuracy=acc)])
+            store.append(
+                [new_event("eval.recorded", "h", 1, f"h/1/eval/{key}", benchmark="math500", n=10, accuracy=acc)]
+            )
         data = load_run(store, "h")
     assert data.committed == [1, 2]
     assert data.rounds.select("active", "mastered", "nodes", "heldout_acc").rows() == [(1, 0, 1, 0.5), (0, 1, 1, 0.75)]
@@ -289,5 +365,7 @@ def test_report_data_by_hand(tmp_path: Path) -> None:
     html = render(data, db, lambda *args: " ".join(["diagevo", *args]))
     assert 'class="cell A" title="1 created">A&nbsp;1<span class="mark">★</span>' in html
     assert 'class="cell M" title="1 promoted">M&nbsp;0<span class="mark">▲</span>' in html
-    assert "<td>25.0</td>" in html.replace(' class=""', "") and "<td>75.0</td>" in html.replace(' class=""', "")  # Table 6 shares
+    assert "<td>25.0</td>" in html.replace(' class=""', "") and "<td>75.0</td>" in html.replace(
+        ' class=""', ""
+    )  # Table 6 shares
     assert "promoted to Mastered</b>: mean p1 0.800 over 2 targeted candidates" in html

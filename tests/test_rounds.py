@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from diagevo import rounds
+from diagevo.log import EventStore, open_log
 from diagevo.schemas import new_event
-from diagevo.log import open_log, EventStore
 from diagevo.views.memory import load_memory
 
 RUN = "ext"
@@ -17,9 +17,16 @@ RUN = "ext"
 def _cause_events(t: int) -> list:
     e = []
     e.append(new_event("node.created", RUN, t, f"{RUN}/{t}/n1", node_id="N1", label="fractions and ratios"))
-    for i, text in enumerate(("adds numerators and denominators separately when summing fractions",
-                              "forgets to reduce the final ratio to lowest terms before answering"), 1):
-        e.append(new_event("cause.created", RUN, t, f"{RUN}/{t}/c{i}", cause_id=f"C{i}", node_id="N1", description=text))
+    for i, text in enumerate(
+        (
+            "adds numerators and denominators separately when summing fractions",
+            "forgets to reduce the final ratio to lowest terms before answering",
+        ),
+        1,
+    ):
+        e.append(
+            new_event("cause.created", RUN, t, f"{RUN}/{t}/c{i}", cause_id=f"C{i}", node_id="N1", description=text)
+        )
     e.append(new_event("failure.attributed", RUN, t, f"{RUN}/{t}/a1", failure_id="x", cause_id="C1", via="recurrence"))
     return e
 
@@ -31,8 +38,15 @@ def answers(label: str, agree: int, n: int = 12) -> list[str | None]:
 def candidate(qid: str, req: rounds.Request | None = None, label: str = "7", agree: int = 6) -> rounds.Candidate:
     if req is None:
         return rounds.Candidate(qid, "free", f"question {qid}?", answers=tuple(answers(label, agree)))
-    return rounds.Candidate(qid, req.mode, f"question {qid}?", req.active_cause, req.mastered_cause, req.node,
-                            answers=tuple(answers(label, agree)))
+    return rounds.Candidate(
+        qid,
+        req.mode,
+        f"question {qid}?",
+        req.active_cause,
+        req.mastered_cause,
+        req.node,
+        answers=tuple(answers(label, agree)),
+    )
 
 
 def round_one(store: EventStore) -> None:
@@ -57,7 +71,9 @@ def test_a_round_through_the_protocol(store: EventStore) -> None:
     assert modes["targeted"] > 0 and modes["free"] > 0  # ε_2 = F1/(F1+F/k) = 1/2
     targeted = [r for r in reqs if r.mode == "targeted"]
     assert {r.active_cause for r in targeted} <= {"C1", "C2"}
-    assert "adds numerators" in " ".join(m["content"] for m in next(r for r in targeted if r.active_cause == "C1").messages())
+    assert "adds numerators" in " ".join(
+        m["content"] for m in next(r for r in targeted if r.active_cause == "C1").messages()
+    )
     c2 = [r for r in targeted if r.active_cause == "C2"]
     c1 = [r for r in targeted if r.active_cause == "C1"]
     # C2's candidates are answered with p1 = 9/12 (mastered at θ_up = 0.5), C1's with 3/12
@@ -115,7 +131,9 @@ def test_wrong_order_is_refused(store: EventStore) -> None:
 def test_record_with_responses_keeps_a_reference(store: EventStore) -> None:
     rounds.start_run(store, RUN, {"k": 0.5})
     rounds.open_round(store, RUN)
-    responses = [f"so the answer is \\boxed{{{x}}}" for x in ["5", "7", "7", "7", "7", "3", "4", "6", "8", "9", "10", "11"]]
+    responses = [
+        f"so the answer is \\boxed{{{x}}}" for x in ["5", "7", "7", "7", "7", "3", "4", "6", "8", "9", "10", "11"]
+    ]
     [s] = rounds.record(store, RUN, 1, [rounds.Candidate("q", "free", "x?", responses=tuple(responses))])
     assert s.pseudo_label == "7" and s.p1 == pytest.approx(4 / 12) and s.retained
     assert s.reference == responses[1]  # the earliest response of the label's class
@@ -137,9 +155,23 @@ def test_external_trainer_example_writes_the_log_of_diagevo_train(tmp_path, caps
     code, _, err = run_cli(capsys, *small_args(a, "r", 2, tmp_path))
     assert code == 0, err
     out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "external_trainer.py"), "--db", b, "--run", "r", "--rounds", "2",
-         *SMALL, "--set", f'train.out_dir="{tmp_path / "ckpt-ext"}"'],
-        capture_output=True, text=True, cwd=ROOT, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "examples" / "external_trainer.py"),
+            "--db",
+            b,
+            "--run",
+            "r",
+            "--rounds",
+            "2",
+            *SMALL,
+            "--set",
+            f'train.out_dir="{tmp_path / "ckpt-ext"}"',
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
     )
     assert out.returncode == 0, out.stderr
     log_a, log_b = comparable(a, "r"), comparable(b, "r")
@@ -157,11 +189,18 @@ def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     code, out, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--set", "memory.k=1.0", "--json")
     assert code == 0, err
     assert json.loads(out) == {"run": "x", "round": 1, "created": True}
-    reqs = json.loads(run_cli(capsys, "round", "requests", "--n", "3", "--run", "x", "--db", db, "--json")[1])["requests"]
-    assert [q["question_id"] for q in reqs] == ["q1-00000", "q1-00001", "q1-00002"] and reqs[0]["messages"][0]["role"] == "system"
-    lines = [json.dumps(q | {"text": f"what is 3+4 ({i})?", "answers": ["7"] * 6 + ["8"] * 2 + ["1", "2", "3", "4"]}) for i, q in enumerate(reqs)]
+    reqs = json.loads(run_cli(capsys, "round", "requests", "--n", "3", "--run", "x", "--db", db, "--json")[1])[
+        "requests"
+    ]
+    assert [q["question_id"] for q in reqs] == ["q1-00000", "q1-00001", "q1-00002"] and reqs[0]["messages"][0][
+        "role"
+    ] == "system"
+    lines = [
+        json.dumps(q | {"text": f"what is 3+4 ({i})?", "answers": ["7"] * 6 + ["8"] * 2 + ["1", "2", "3", "4"]})
+        for i, q in enumerate(reqs)
+    ]
     (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
-    (tmp_path / "bad.jsonl").write_text(lines[0] + "\n{\"question_id\": \"z\", \"mode\": \"free\"}\n")
+    (tmp_path / "bad.jsonl").write_text(lines[0] + '\n{"question_id": "z", "mode": "free"}\n')
     code, _, err = run_cli(capsys, "round", "record", str(tmp_path / "bad.jsonl"), "--run", "x", "--db", db)
     assert code == 1 and "line 2: text must be a non-empty string" in err
     code, out, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db, "--json")
@@ -194,16 +233,21 @@ def test_round_record_json_lists_every_question(tmp_path, capsys) -> None:  # ty
 
     db = f"sqlite:///{tmp_path / 'r.db'}"
     assert run_cli(capsys, "round", "start", "--run", "x", "--db", db)[0] == 0
-    reqs = json.loads(run_cli(capsys, "round", "requests", "--n", "2", "--run", "x", "--db", db, "--json")[1])["requests"]
+    reqs = json.loads(run_cli(capsys, "round", "requests", "--n", "2", "--run", "x", "--db", db, "--json")[1])[
+        "requests"
+    ]
     agreeing = ["7"] * 8 + ["8"] * 4  # a clear majority: kept by Eq. 3
     scattered = [str(i) for i in range(12)]  # no majority: dropped
-    lines = [json.dumps(q | {"text": f"q {i}?", "answers": a}) for i, (q, a) in enumerate(zip(reqs, (agreeing, scattered)))]
+    lines = [
+        json.dumps(q | {"text": f"q {i}?", "answers": a}) for i, (q, a) in enumerate(zip(reqs, (agreeing, scattered)))
+    ]
     (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
     code, out, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db, "--json")
     assert code == 0, err
     got = json.loads(out)
     assert got["recorded"] == 2
     assert [(q["question_id"], q["retained"]) for q in got["questions"]] == [
-        (reqs[0]["question_id"], True), (reqs[1]["question_id"], False)
+        (reqs[0]["question_id"], True),
+        (reqs[1]["question_id"], False),
     ]
     assert [q["question_id"] for q in got["retained"]] == [reqs[0]["question_id"]]

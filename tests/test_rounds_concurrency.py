@@ -18,14 +18,24 @@ PER_PRODUCER = 12
 def _produce(url: str, rank: int, barrier: Any, out: Any) -> None:
     with open_log(url) as store:
         reqs = rounds.requests(store, RUN, 2, PRODUCERS * PER_PRODUCER)
-        mine = reqs[rank * PER_PRODUCER:(rank + 1) * PER_PRODUCER]
+        mine = reqs[rank * PER_PRODUCER : (rank + 1) * PER_PRODUCER]
         overlap = [reqs[((rank + 1) % PRODUCERS) * PER_PRODUCER]]  # the next producer's first question
         barrier.wait()
         for q in [*mine, *overlap]:  # one at a time, interleaved with the others; one question twice
             rounds.record(store, RUN, 2, [candidate(q.question_id, q, agree=9 if q.active_cause == "C2" else 3)])
-        rounds.record_failures(store, RUN, 2, [
-            {"failure_id": f"f-{q.question_id}", "question_id": q.question_id, "response": "wrong"} for q in mine[:3]
-        ] + [{"failure_id": f"f-{overlap[0].question_id}", "question_id": overlap[0].question_id, "response": "wrong"}])
+        rounds.record_failures(
+            store,
+            RUN,
+            2,
+            [{"failure_id": f"f-{q.question_id}", "question_id": q.question_id, "response": "wrong"} for q in mine[:3]]
+            + [
+                {
+                    "failure_id": f"f-{overlap[0].question_id}",
+                    "question_id": overlap[0].question_id,
+                    "response": "wrong",
+                }
+            ],
+        )
         barrier.wait()
         try:
             out.put(("promoted", [p["cause_id"] for p in rounds.promote(store, RUN, 2)]))
@@ -122,20 +132,29 @@ def _diagnose(url: str, rank: int, barrier: Any, out: Any) -> None:
 
     from diagevo.config import DiagnosisConfig
     from diagevo.diagnosis.embedder import LocalEmbedder
-    from diagevo.views.index import VectorIndex
     from diagevo.diagnosis.pipeline import FailureInput, diagnose_round
+    from diagevo.views.index import VectorIndex
 
     embedder = LocalEmbedder()
     embedder.embed(["warm up"])
     failures = [
-        FailureInput(f"f{rank}-{j}", f"q{rank}-{j}", "Solve sqrt(x + 3) = x - 3.", "6", "x = 1", "x = 6") for j in range(3)
+        FailureInput(f"f{rank}-{j}", f"q{rank}-{j}", "Solve sqrt(x + 3) = x - 3.", "6", "x = 1", "x = 6")
+        for j in range(3)
     ]
     with open_log(url) as store:
         barrier.wait()
-        summary = asyncio.run(diagnose_round(
-            store=store, run=RUN, round=2, failures=failures, diagnostician=ScriptedDiagnostician(rank),
-            embedder=embedder, cfg=DiagnosisConfig(), index=VectorIndex(embedder),
-        ))
+        summary = asyncio.run(
+            diagnose_round(
+                store=store,
+                run=RUN,
+                round=2,
+                failures=failures,
+                diagnostician=ScriptedDiagnostician(rank),
+                embedder=embedder,
+                cfg=DiagnosisConfig(),
+                index=VectorIndex(embedder),
+            )
+        )
     out.put((summary.new_causes, summary.duplicates))
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from diagevo.config import Config, config_from_record, load_config
 from diagevo.errors import BadInput
-from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.log import open_log
 from diagevo.rounds import config_record, run_config
+from diagevo.schemas import EventIn, InvalidEvent, new_event
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import NEW, NEW_LABEL, j
@@ -61,14 +61,37 @@ def test_a_log_with_the_paper_names_is_ingested_and_every_command_reads_it(
 
     # diagnose: Prompt 1 finds a new cause, Prompt 3 opens a node for it
     failures = tmp_path / "failures.jsonl"
-    row = {"failure_id": "f1", "question_id": "q1", "question": "Solve x^2 = 4 for x.", "pseudo_label": "2",
-           "response": "x = -2", "reference": "x = 2", "known_causes": []}
+    row = {
+        "failure_id": "f1",
+        "question_id": "q1",
+        "question": "Solve x^2 = 4 for x.",
+        "pseudo_label": "2",
+        "response": "x = -2",
+        "reference": "x = 2",
+        "known_causes": [],
+    }
     failures.write_text(json.dumps(row) + "\n", encoding="utf-8")
     srv.script("extract", j(matched_cause_id=None, error_cause=NEW))
     srv.script("assign_node", j(create_new_node=True, new_node_label=NEW_LABEL, assigned_node=None))
     code, out, err = run_cli(
-        capsys, "diagnose", str(failures), "--run", RUN, "--round", "2", "--llm-url", srv.url, "--model", "m",
-        "--embedder", srv.url, "--embed-model", "e", "--db", db, "--json",
+        capsys,
+        "diagnose",
+        str(failures),
+        "--run",
+        RUN,
+        "--round",
+        "2",
+        "--llm-url",
+        srv.url,
+        "--model",
+        "m",
+        "--embedder",
+        srv.url,
+        "--embed-model",
+        "e",
+        "--db",
+        db,
+        "--json",
     )
     assert code == 0, err
     assert (json.loads(out)["new_causes"], json.loads(out)["new_nodes"]) == (1, 1)
@@ -90,7 +113,10 @@ def test_a_log_with_the_paper_names_is_ingested_and_every_command_reads_it(
         ({"k": 0.5, "theta_upp": 0.7}, "run.started: data.config: unknown field 'theta_upp' (known: k, theta_up,"),
         ({"k": 0.5, "memory": {"kk": 1}}, "run.started: data.config: memory.kk is not a known field"),
         ({"k": 0.5, "theta_up": 2}, "run.started: data.config: theta_up: Input should be less than or equal to 1"),
-        ({"k": 0.5, "solver": {"group_size": 1}}, "run.started: data.config: solver.group_size: Input should be greater than or equal to 2"),
+        (
+            {"k": 0.5, "solver": {"group_size": 1}},
+            "run.started: data.config: solver.group_size: Input should be greater than or equal to 2",
+        ),
         ({"theta_up": 0.7}, "run.started: data.config: config needs a positive k"),
     ],
 )
@@ -112,7 +138,9 @@ def test_the_schema_takes_the_nested_shape_of_diagevos_own_runs() -> None:
     back = config_from_record(record)
     assert back == cfg.model_copy(update={"diagnosis": cfg.diagnosis.model_copy(update={"api_key": None})})
     # both shapes at once: a flat name wins over its field
-    both = config_from_record({"k": 1.0, "theta_dup": 0.6, "memory": {"k": 0.5, "theta_up": 0.9}, "db": "sqlite:///elsewhere.db"})
+    both = config_from_record(
+        {"k": 1.0, "theta_dup": 0.6, "memory": {"k": 0.5, "theta_up": 0.9}, "db": "sqlite:///elsewhere.db"}
+    )
     assert (both.memory.k, both.memory.theta_up, both.diagnosis.theta_dup, both.db) == (1.0, 0.9, 0.6, None)
 
 
@@ -126,6 +154,16 @@ def test_a_log_stored_before_the_check_names_the_field_when_read(tmp_path: Path)
     """The store does not validate (ingest and producers do): a run.started written by an older
     version with a stray field reads back as an error naming it, not pydantic's count."""
     with open_log(f"sqlite:///{tmp_path / 'old.db'}") as store:
-        store.append([EventIn.model_construct(type="run.started", run=RUN, round=0, event_id="s", data={"config": {"k": 0.5, "note": "x"}, "seed": 0})])
+        store.append(
+            [
+                EventIn.model_construct(
+                    type="run.started",
+                    run=RUN,
+                    round=0,
+                    event_id="s",
+                    data={"config": {"k": 0.5, "note": "x"}, "seed": 0},
+                )
+            ]
+        )
         with pytest.raises(BadInput, match=r"the config stored for run 'dg' does not validate: unknown field 'note'"):
             run_config(store, RUN)

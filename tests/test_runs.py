@@ -63,8 +63,18 @@ def test_a_second_writer_is_refused_naming_the_first_and_a_crash_frees_the_run(
     holder = subprocess.Popen([sys.executable, "-c", _HOLD, db_url, "r"], env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        code, _, err = run_cli(capsys, "train", "--db", db_url, "--run", "r", "--resume", "--quiet",
-                               "--set", f'train.out_dir="{tmp_path / "ckpt"}"')
+        code, _, err = run_cli(
+            capsys,
+            "train",
+            "--db",
+            db_url,
+            "--run",
+            "r",
+            "--resume",
+            "--quiet",
+            "--set",
+            f'train.out_dir="{tmp_path / "ckpt"}"',
+        )
         assert code == 1 and err.count("\n") == 1
         assert "run 'r' is being written by train (pid 1 on elsewhere, since noon)" in " ".join(err.split())
         code, out, _ = run_cli(capsys, "runs", "--db", db_url, "--json")
@@ -81,7 +91,9 @@ def test_a_second_writer_is_refused_naming_the_first_and_a_crash_frees_the_run(
             assert store.lease_holder("r") == "me"
 
 
-def test_runs_lists_each_runs_status_origin_config_tags_and_notes(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     two = Config().redacted()
     two["train"]["rounds"] = 2
     two["memory"]["k"] = 2.0
@@ -101,7 +113,11 @@ def test_runs_lists_each_runs_status_origin_config_tags_and_notes(db_url: str, c
     got = {r["run"]: r for r in json.loads(out)["runs"]}
     assert list(got) == ["base", "fork-a", "fork-b", "cut"]
     assert [(r["status"], r["committed"], r["target"]) for r in got.values()] == [
-        ("complete", 2, 2), ("interrupted", 1, 2), ("complete", 2, 2), ("interrupted", 1, 2)]
+        ("complete", 2, 2),
+        ("interrupted", 1, 2),
+        ("complete", 2, 2),
+        ("interrupted", 1, 2),
+    ]
     assert got["fork-a"]["forked_from"] == {"run": "base", "round": 1} and got["base"]["forked_from"] is None
     assert got["cut"]["open_round"] == 2
     assert got["base"]["changed"] == {"memory.k": 2.0, "train.rounds": 2}
@@ -126,12 +142,30 @@ def test_two_trains_started_in_the_same_second_are_two_runs_each_with_its_config
     db = f"sqlite:///{tmp_path / 'two.db'}"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     small = ["--set", "train.challenger_questions=16", "--set", "train.curriculum_questions=32"]
-    base = [sys.executable, "-m", "cli.app", "train", "--rounds", "1", "--quiet", "--db", db, *small,
-            "--set", f'train.out_dir="{tmp_path / "ckpt"}"']
+    base = [
+        sys.executable,
+        "-m",
+        "cli.app",
+        "train",
+        "--rounds",
+        "1",
+        "--quiet",
+        "--db",
+        db,
+        *small,
+        "--set",
+        f'train.out_dir="{tmp_path / "ckpt"}"',
+    ]
     procs = [
         subprocess.Popen(base, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
-        subprocess.Popen([*base, "--set", "memory.k=2.0", "--set", "filter.mode=none"], env=env, cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        subprocess.Popen(
+            [*base, "--set", "memory.k=2.0", "--set", "filter.mode=none"],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ),
     ]
     outs = [(p.wait(timeout=900), p.communicate()) for p in procs]
     assert [code for code, _ in outs] == [0, 0], outs

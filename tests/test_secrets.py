@@ -22,9 +22,12 @@ from tests.input_cases import cli
 
 SECRETS = ("Secret1-llm", "Secret2-vllm", "Secret3-key", "Secret4-db")
 SETS = [
-    "--set", f"diagnosis.llm_url=http://bob:{SECRETS[0]}@llm.example/v1",
-    "--set", f"hf.vllm_server_url=http://alice:{SECRETS[1]}@vllm.example:8000",
-    "--set", f'diagnosis.api_key="{SECRETS[2]}"',
+    "--set",
+    f"diagnosis.llm_url=http://bob:{SECRETS[0]}@llm.example/v1",
+    "--set",
+    f"hf.vllm_server_url=http://alice:{SECRETS[1]}@vllm.example:8000",
+    "--set",
+    f'diagnosis.api_key="{SECRETS[2]}"',
 ]
 
 
@@ -75,7 +78,10 @@ def test_the_traceback_file_holds_no_password(tmp_path: Path, monkeypatch: pytes
     import cli.train as train_command
 
     def broken(*_: object, **__: object) -> None:
-        raise RuntimeError(f"cannot reach postgresql://user:{SECRETS[3]}@db.example/x nor http://bob:{SECRETS[0]}@h/v1 (api_key={SECRETS[2]})")
+        raise RuntimeError(
+            f"cannot reach postgresql://user:{SECRETS[3]}@db.example/x nor http://bob:{SECRETS[0]}@h/v1 "
+            f"(api_key={SECRETS[2]})"
+        )
 
     monkeypatch.setattr(train_command, "show_plan", broken)
     monkeypatch.delenv("DIAGEVO_TRACEBACK", raising=False)
@@ -123,7 +129,7 @@ def test_a_password_in_a_postgres_url_is_nowhere(pg_database: str, tmp_path: Pat
 
 def test_a_resumed_run_takes_its_credentials_from_the_command(tmp_path: Path) -> None:
     url = f"http://bob:{SECRETS[0]}@llm.example/v1"
-    cfg = load_config(None, [f"diagnosis.llm_url={json.dumps(url)}", "train.run=\"r\""])
+    cfg = load_config(None, [f"diagnosis.llm_url={json.dumps(url)}", 'train.run="r"'])
     with open_log(f"sqlite:///{tmp_path / 'r.db'}", create=True) as store:
         start_run(store, "r", cfg)
         stored = next(iter(store.read("r"))).data["config"]
@@ -155,9 +161,22 @@ def test_redact_text(raw: str, shown: str) -> None:
 
 
 def test_redact_config_and_argv() -> None:
-    config = {"diagnosis": {"api_key": "k", "llm_url": "http://b:p@h/v1", "model": "m"}, "hf": {"max_new_tokens": 5, "hf_token": None}}
-    assert redact_config(config) == {
-        "diagnosis": {"api_key": REDACTED, "llm_url": f"http://b:{REDACTED}@h/v1", "model": "m"}, "hf": {"max_new_tokens": 5, "hf_token": None},
+    config = {
+        "diagnosis": {"api_key": "k", "llm_url": "http://b:p@h/v1", "model": "m"},
+        "hf": {"max_new_tokens": 5, "hf_token": None},
     }
-    assert redact_argv(["diagevo", "--token", "t", "--db", "postgresql://u:p@h/d"]) == ["diagevo", "--token", REDACTED, "--db", f"postgresql://u:{REDACTED}@h/d"]
-    assert given_secrets(redact_config(config), config) == [("diagnosis.api_key", "k"), ("diagnosis.llm_url", "http://b:p@h/v1")]
+    assert redact_config(config) == {
+        "diagnosis": {"api_key": REDACTED, "llm_url": f"http://b:{REDACTED}@h/v1", "model": "m"},
+        "hf": {"max_new_tokens": 5, "hf_token": None},
+    }
+    assert redact_argv(["diagevo", "--token", "t", "--db", "postgresql://u:p@h/d"]) == [
+        "diagevo",
+        "--token",
+        REDACTED,
+        "--db",
+        f"postgresql://u:{REDACTED}@h/d",
+    ]
+    assert given_secrets(redact_config(config), config) == [
+        ("diagnosis.api_key", "k"),
+        ("diagnosis.llm_url", "http://b:p@h/v1"),
+    ]

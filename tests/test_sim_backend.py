@@ -38,14 +38,26 @@ def _skills_of(b: SimBackend, outputs: list[str]) -> list[tuple[str, ...]]:
 # pairs within a family name sibling mechanisms, which the challenger must tell apart
 TARGETS = {
     "extraneous_roots.radical_sign": "does not substitute roots back into the square root equation after squaring it",
-    "extraneous_roots.plus_minus_root": "solves a squared binomial equal to a number but reports only the positive root",
+    "extraneous_roots.plus_minus_root": (
+        "solves a squared binomial equal to a number but reports only the positive root"
+    ),
     "negative_remainder.negated_residue": "gives a remainder below zero when the number being divided is negative",
     "negative_remainder.floor_quotient": "rounds the quotient of a negative number towards zero instead of down",
-    "inclusion_exclusion.union_two": "sums two overlapping counts and never removes the elements shared by both conditions",
-    "inclusion_exclusion.three_sets": "leaves out the numbers divisible by all three values when counting a union of three",
-    "sampling_without_replacement.both_same": "keeps the same odds for the second pick although the first item was not put back",
-    "successive_percentages.up_then_down": "adds a percentage rise and a later percentage drop as if both used the same base",
-    "successive_percentages.compound_years": "treats several years of percentage growth as simple interest without compounding",
+    "inclusion_exclusion.union_two": (
+        "sums two overlapping counts and never removes the elements shared by both conditions"
+    ),
+    "inclusion_exclusion.three_sets": (
+        "leaves out the numbers divisible by all three values when counting a union of three"
+    ),
+    "sampling_without_replacement.both_same": (
+        "keeps the same odds for the second pick although the first item was not put back"
+    ),
+    "successive_percentages.up_then_down": (
+        "adds a percentage rise and a later percentage drop as if both used the same base"
+    ),
+    "successive_percentages.compound_years": (
+        "treats several years of percentage growth as simple interest without compounding"
+    ),
     "circular_arrangements.round_table": "counts seatings around a round table as if the seats were in a straight row",
     "circular_arrangements.necklace_reflection": "counts a bracelet and its mirror image as two different bracelets",
 }
@@ -55,7 +67,9 @@ TARGETS = {
 def test_targeted_generation_reads_the_cause_text(embedder, key: str) -> None:  # noqa: ANN001
     b = _backend(embedder)
     fam = next(f for f in b.fams if f.name == key.split(".")[0])
-    req = GenerationRequest(mode="targeted", active_cause="c9", active_text=TARGETS[key], node="n1", node_label=fam.labels[0])
+    req = GenerationRequest(
+        mode="targeted", active_cause="c9", active_text=TARGETS[key], node="n1", node_label=fam.labels[0]
+    )
     skills = Counter(s[0] for s in _skills_of(b, b.generate([req] * 10, random.Random(0))))
     assert skills.most_common(1)[0][0] == key
     assert all(k.startswith(fam.name + ".") for k in skills)  # misreadings stay within the skill
@@ -85,7 +99,9 @@ def test_stitched_generation_needs_both_skills(embedder) -> None:  # noqa: ANN00
         q = b.registry.lookup(out)
         inverse = {v: k for k, v in q.values.items()}
         for r in resps:
-            key = next((k for k, v in inverse.items() if extract_answer(f"\\boxed{{{_fmt(k)}}}") == extract_answer(r)), None)
+            key = next(
+                (k for k, v in inverse.items() if extract_answer(f"\\boxed{{{_fmt(k)}}}") == extract_answer(r)), None
+            )
             answers[inverse.get(key)] += 1
     assert answers[(True, False)] > 0 and answers[(False, True)] > 0
 
@@ -124,7 +140,10 @@ def test_a_realistic_round_embeds_nothing_twice(embedder) -> None:  # noqa: ANN0
     counting._compute = lambda texts: (computed.extend(texts), real(texts))[1]  # type: ignore[method-assign]
     b = _backend(counting)
     rng = random.Random(4)
-    causes = [GenerationRequest("targeted", f"c{i}", t, None, None, "n1", None) for i, t in enumerate(list(TARGETS.values())[:6])]
+    causes = [
+        GenerationRequest("targeted", f"c{i}", t, None, None, "n1", None)
+        for i, t in enumerate(list(TARGETS.values())[:6])
+    ]
     reqs = ([FREE] * 6 + causes) * 16  # 192 requests, a third of them targeted
     b.generate(causes, rng)  # warm the embedding cache, as the loop's earlier phases would
     warm = len(computed)

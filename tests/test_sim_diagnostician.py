@@ -130,7 +130,9 @@ def test_deduplicate_by_mechanism_not_wording() -> None:
 def test_node_assignment_and_consolidation_follow_skills() -> None:
     logs = FAMILY_BY_NAME["log_domain"]
     roots = NodeView("n1", logs.labels[0], (V["log_domain.argument_positive"].causes[0],))
-    counting = NodeView("n2", FAMILY_BY_NAME["polygon_diagonals"].labels[1], (V["polygon_diagonals.one_vertex"].causes[1],))
+    counting = NodeView(
+        "n2", FAMILY_BY_NAME["polygon_diagonals"].labels[1], (V["polygon_diagonals.one_vertex"].causes[1],)
+    )
     # a new mechanism of the same skill joins its node
     reply = _run(_diag().assign_node(V["log_domain.power_rule"].causes[1], (counting, roots)))
     assert reply.value.assigned_node == "n1" and not reply.value.create_new_node
@@ -149,12 +151,19 @@ def test_node_assignment_and_consolidation_follow_skills() -> None:
     reply = _run(strict.assign_node(V["log_domain.power_rule"].causes[1], (counting, roots)))
     assert reply.value.create_new_node and reply.value.new_node_label in logs.labels
     # an empty node is read from its label
-    assert _run(_diag().assign_node(V["log_domain.base_domain"].causes[2], (NodeView("n5", logs.labels[1]),))).value.assigned_node == "n5"
+    assert (
+        _run(
+            _diag().assign_node(V["log_domain.base_domain"].causes[2], (NodeView("n5", logs.labels[1]),))
+        ).value.assigned_node
+        == "n5"
+    )
 
 
 def test_decisions_are_deterministic_and_err_at_the_configured_rate() -> None:
     rng = random.Random(1)
-    qs = [build(Spec((v.key,), 1, 0, 0, rng.getrandbits(48)), V) for f in FAMILIES for v in f.variants for _ in range(4)]
+    qs = [
+        build(Spec((v.key,), 1, 0, 0, rng.getrandbits(48)), V) for f in FAMILIES for v in f.variants for _ in range(4)
+    ]
     items = [_item(q, _resp(q, (False,)), _resp(q, (True,))) for q in qs]
 
     def wrong(rate: float) -> float:

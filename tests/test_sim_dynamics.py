@@ -83,9 +83,25 @@ def test_reinforce_moves_depth_towards_rewarded_parts() -> None:
 def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "ab.db"
     code, out, err = run_cli(
-        capsys, "ablate", "--seeds", "1", "--rounds", "2", "--variant", "full", "--variant", "pure free",
-        "--world", "all on", "--out", str(db), "--json",
-        "--set", "train.challenger_questions=16", "--set", "train.curriculum_questions=48",
+        capsys,
+        "ablate",
+        "--seeds",
+        "1",
+        "--rounds",
+        "2",
+        "--variant",
+        "full",
+        "--variant",
+        "pure free",
+        "--world",
+        "all on",
+        "--out",
+        str(db),
+        "--json",
+        "--set",
+        "train.challenger_questions=16",
+        "--set",
+        "train.curriculum_questions=48",
     )
     assert code == 0, err
     rows = {r["variant"]: r for r in json.loads(out)["all on"]}
@@ -104,12 +120,16 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
     # pure free never targets a cause: no memory-guided question, so no promotions
     assert rows["pure free"]["dynamics"]["mastered"] == [0.0, 0.0]
     with open_log(f"sqlite:///{db}") as store:
-        stored = [e for e in store.read("ablate/all on/full/s0", types=("eval.recorded",)) if e.data.get("measure") == "sim-dynamics"]
+        stored = [
+            e
+            for e in store.read("ablate/all on/full/s0", types=("eval.recorded",))
+            if e.data.get("measure") == "sim-dynamics"
+        ]
     assert [e.round for e in stored] == [1, 2]
     assert stored[1].data["shared_label_acc"] == rows["full"]["dynamics"]["shared_label_acc"][1]
     with open_log(f"sqlite:///{db}") as store:
-        from diagevo.views.verify import verify_run
         from diagevo.report.data import load_run
+        from diagevo.views.verify import verify_run
 
         assert verify_run(store, "ablate/all on/full/s0") == []  # measures appended after commit
         report = load_run(store, "ablate/all on/full/s0")
@@ -117,9 +137,25 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
     assert sorted(set(report.heldout_detail["round"].to_list())) == [1, 2]
     # a second call resumes: nothing is trained or stored twice
     code, out2, err = run_cli(
-        capsys, "ablate", "--seeds", "1", "--rounds", "2", "--variant", "full", "--variant", "pure free",
-        "--world", "all on", "--out", str(db), "--json",
-        "--set", "train.challenger_questions=16", "--set", "train.curriculum_questions=48",
+        capsys,
+        "ablate",
+        "--seeds",
+        "1",
+        "--rounds",
+        "2",
+        "--variant",
+        "full",
+        "--variant",
+        "pure free",
+        "--world",
+        "all on",
+        "--out",
+        str(db),
+        "--json",
+        "--set",
+        "train.challenger_questions=16",
+        "--set",
+        "train.curriculum_questions=48",
     )
     assert code == 0, err
     assert json.loads(out2) == json.loads(out)

@@ -75,7 +75,9 @@ def test_templates_give_varied_wording(family: str) -> None:
 
 def test_padding_and_distractors_lengthen_questions() -> None:
     rng = random.Random(0)
-    plain = [build(Spec(("log_domain.argument_positive",), 1, 0, 0, rng.getrandbits(48)), FAMS).words for _ in range(40)]
+    plain = [
+        build(Spec(("log_domain.argument_positive",), 1, 0, 0, rng.getrandbits(48)), FAMS).words for _ in range(40)
+    ]
     long = [build(Spec(("log_domain.argument_positive",), 1, 4, 3, rng.getrandbits(48)), FAMS).words for _ in range(40)]
     assert sum(long) / 40 > sum(plain) / 40 + 100
 

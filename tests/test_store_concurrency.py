@@ -10,8 +10,8 @@ from collections import defaultdict
 
 import pytest
 
-from diagevo.schemas import EventIn
 from diagevo.log import open_log
+from diagevo.schemas import EventIn
 from tests.conftest import Backend
 
 WORKERS = 4

@@ -8,8 +8,8 @@ import sqlite3
 
 from alembic import command
 
+from diagevo.log import EventStore, open_log, sqlite_path
 from diagevo.log.schema import HEAD_REVISION, _alembic_config, current, upgrade
-from diagevo.log import open_log, EventStore, sqlite_path
 from diagevo.memory.fold import commits
 from diagevo.views.caches import refresh
 from diagevo.views.memory import commit_memories
@@ -112,7 +112,7 @@ def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
     import sys
 
     heavy = ("pydantic", "sqlalchemy", "alembic", "polars", "torch", "transformers", "diagevo.config", "asyncio")
-    code = "import sys, cli.app; print(' '.join(m for m in %r if m in sys.modules))" % (heavy,)
+    code = f"import sys, cli.app; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == []
 
@@ -124,7 +124,8 @@ def test_the_read_commands_build_no_event_model() -> None:
     import sys
 
     code = (
-        "import sys, diagevo.log, diagevo.views.queries, diagevo.views.memory, diagevo.views.stats, diagevo.views.stories; "
+        "import sys, diagevo.log, diagevo.views.queries, diagevo.views.memory, diagevo.views.stats, "
+        "diagevo.views.stories; "
         "print(' '.join(m for m in ('diagevo.schemas', 'diagevo.formats') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
@@ -149,7 +150,8 @@ def test_a_database_left_at_0003_is_upgraded_to_key_columns(backend: Backend, db
     with engine.begin() as conn:  # rows as a store of revision 0003 wrote them: no key columns
         for i, e in enumerate(log.events(), start=1):
             conn.exec_driver_sql(
-                "INSERT INTO events (seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash) "
+                "INSERT INTO events (seq, event_id, run_id, round, type, schema_version, data, recorded_at, "
+                "prev_hash, hash) "
                 f"VALUES ({i}, '{e.event_id}', '{e.run}', {e.round}, '{e.type}', 1, '{_json(e.data)}', 'now', 'p', 'h')"
             )
     engine.dispose()

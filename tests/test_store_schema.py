@@ -10,10 +10,10 @@ from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 
 from cli.db import db_app
-from diagevo.schemas import new_event
 from diagevo.errors import Hint
+from diagevo.log import SchemaOutdated, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, head_revision, revision_status, upgrade
-from diagevo.log import open_log, SchemaOutdated, StoreError
+from diagevo.schemas import new_event
 from tests.conftest import Backend
 
 HEAD = HEAD_REVISION
@@ -275,9 +275,10 @@ def test_migrations_match_the_sqlmodel_tables(backend: Backend, db_url: str) -> 
             conn,
             opts={
                 "compare_type": True,
-                "include_name": lambda name, kind, _p: (kind != "table" or name in ours)
-            and not (kind == "index" and name in expression_indexes),
-        }
+                "include_name": lambda name, kind, _p: (
+                    (kind != "table" or name in ours) and not (kind == "index" and name in expression_indexes)
+                ),
+            },
         )
         diffs = [d for d in compare_metadata(ctx, metadata) if not (isinstance(d, tuple) and d[0] == "remove_table")]
     engine.dispose()
@@ -288,4 +289,3 @@ def test_head_revision_constant_is_alembics_head() -> None:
     from diagevo.log.schema import HEAD_REVISION
 
     assert HEAD_REVISION == head_revision()
-

@@ -20,14 +20,28 @@ from tests.test_cli_memory import run_cli
 pytestmark = pytest.mark.slow
 
 SMALL = [
-    "--set", "train.challenger_questions=16",
-    "--set", "train.curriculum_questions=48",
+    "--set",
+    "train.challenger_questions=16",
+    "--set",
+    "train.curriculum_questions=48",
 ]
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def small_args(db: str, run: str, rounds: int, tmp: Path) -> list[str]:
-    return ["train", "--db", db, "--run", run, "--rounds", str(rounds), "--quiet", "--set", f'train.out_dir="{tmp / "ckpt"}"', *SMALL]
+    return [
+        "train",
+        "--db",
+        db,
+        "--run",
+        run,
+        "--rounds",
+        str(rounds),
+        "--quiet",
+        "--set",
+        f'train.out_dir="{tmp / "ckpt"}"',
+        *SMALL,
+    ]
 
 
 def comparable(db: str, run: str) -> list[tuple[str, str, str]]:
@@ -83,7 +97,7 @@ KILLER = textwrap.dedent(
 
     with open_log(db) as store:
         train.train(cfg, store, progress=progress)
-    """
+    """  # noqa: E501
 )
 
 
@@ -92,12 +106,18 @@ def test_sigkill_during_diagnosis_then_resume(tmp_path: Path, capsys: pytest.Cap
     overrides = [a for a in SMALL if a != "--set"]
     proc = subprocess.run(
         [sys.executable, "-c", KILLER, db, "c1", str(tmp_path / "ckpt"), *overrides],
-        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=600,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     with open_log(db) as s:
         rounds_committed = [e.round for e in s.read("c1", types=("round.committed",))]
-        diagnosed_r2 = [e for e in s.read("c1", types=("failure.diagnosed", "cause.created", "failure.attributed")) if e.round == 2]
+        diagnosed_r2 = [
+            e for e in s.read("c1", types=("failure.diagnosed", "cause.created", "failure.attributed")) if e.round == 2
+        ]
     assert rounds_committed == [1] and diagnosed_r2, "the kill must land inside round 2's diagnosis"
 
     code, _, err = run_cli(capsys, *small_args(db, "c1", 3, tmp_path), "--resume")
@@ -115,10 +135,14 @@ def test_sigkill_during_diagnosis_then_resume(tmp_path: Path, capsys: pytest.Cap
     assert run_cli(capsys, "memory", "verify", "--db", db)[0] == 0
 
 
-def test_default_config_run_has_promotions_reactivations_and_merges(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_default_config_run_has_promotions_reactivations_and_merges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """What `make train` runs (configs/sim.toml, 5 rounds), in its own database."""
     db = f"sqlite:///{tmp_path / 'default.db'}"
-    code, out, err = run_cli(capsys, "train", "--db", db, "--run", "d", "--quiet", "--set", f'train.out_dir="{tmp_path / "ck"}"')
+    code, out, err = run_cli(
+        capsys, "train", "--db", db, "--run", "d", "--quiet", "--set", f'train.out_dir="{tmp_path / "ck"}"'
+    )
     assert code == 0, err
     rounds = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])["rounds"]
     assert len(rounds) == 5
@@ -130,8 +154,22 @@ def test_default_config_run_has_promotions_reactivations_and_merges(tmp_path: Pa
 
 def test_ablate_runs_variants_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(
-        capsys, "ablate", "--seeds", "1", "--rounds", "1", "--variant", "full", "--variant", "pure free",
-        "--world", "all on", "--out", str(tmp_path / "ab.db"), "--json", *SMALL,
+        capsys,
+        "ablate",
+        "--seeds",
+        "1",
+        "--rounds",
+        "1",
+        "--variant",
+        "full",
+        "--variant",
+        "pure free",
+        "--world",
+        "all on",
+        "--out",
+        str(tmp_path / "ab.db"),
+        "--json",
+        *SMALL,
     )
     assert code == 0, err
     result = json.loads(out)

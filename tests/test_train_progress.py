@@ -18,10 +18,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.slow
 def test_the_embedder_load_is_a_phase_of_its_own(tmp_path: Path) -> None:
-    cfg = load_config(ROOT / "configs" / "sim.toml", [
-        "train.challenger_questions=16", "train.curriculum_questions=48", 'train.run="p"', "train.rounds=2",
-        f'train.out_dir="{tmp_path / "ckpt"}"',
-    ])
+    cfg = load_config(
+        ROOT / "configs" / "sim.toml",
+        [
+            "train.challenger_questions=16",
+            "train.curriculum_questions=48",
+            'train.run="p"',
+            "train.rounds=2",
+            f'train.out_dir="{tmp_path / "ckpt"}"',
+        ],
+    )
     seen: list[tuple[str, int, int | None, bool]] = []
 
     def progress(phase: str, done: int, total: int | None) -> None:

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 CLI = [sys.executable, "-c", "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"]
 
-# the CLI, with a Ctrl-C sent to itself once round 2's diagnosis has decided thirty failures (and stored the first 16 with their events)
+# the CLI, with a Ctrl-C sent to itself once round 2's diagnosis has decided thirty failures (and
+# stored the first 16 with their events)
 CTRL_C_IN_ROUND_2 = textwrap.dedent(
     """
     import os, signal, sys
@@ -86,15 +87,21 @@ def test_resume_across_processes_and_after_ctrl_c_reproduces_the_uninterrupted_r
     assert entry.is_file(), "the diagevo entry point is installed next to this Python"
     bare_path = {**ENV, "PATH": "/usr/bin:/bin"}
     proc = subprocess.run(
-        [str(entry), *train_args(chain, RUN, "--rounds", "1")], cwd=tmp_path, capture_output=True, text=True,
-        env=bare_path, timeout=600,
+        [str(entry), *train_args(chain, RUN, "--rounds", "1")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=bare_path,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr == ""  # nothing but the program's own output (no LanceDB warning)
     hints = proc.stdout.split("try:\n", 1)[1].strip().splitlines()
     assert len(hints) == 3 and all(h.strip().startswith(f"{entry} memory ") for h in hints), hints
     for hint in hints:
-        ran = subprocess.run(["bash", "-c", hint], cwd=tmp_path, capture_output=True, text=True, env=bare_path, timeout=300)
+        ran = subprocess.run(
+            ["bash", "-c", hint], cwd=tmp_path, capture_output=True, text=True, env=bare_path, timeout=300
+        )
         assert ran.returncode == 0, (hint, ran.stderr)
     assert (tmp_path / "chain.runs").is_dir() and (tmp_path / "chain.lance").is_dir()  # beside the db
     for t in (2, 3):

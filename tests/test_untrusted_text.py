@@ -37,8 +37,8 @@ from typing import Any
 
 import pytest
 
-from diagevo.schemas import new_event
 from diagevo.log import open_log
+from diagevo.schemas import new_event
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
 from tests.logs import Log
@@ -99,10 +99,30 @@ def hostile_log() -> Log:
     log.cause("C1", "N1", "desc " + WITH_NUL)
     log.cause("C3", "N1", "long " + LONG)
     log.add("question.generated", question_id="q'1[/b]", mode="targeted", active_cause="C1", text="Q " + TEXT + LONG)
-    log.add("question.scored", question_id="q'1[/b]", n=12, p1=0.5, p2=0.5, pseudo_label="L " + WITH_NUL, retained=True,
-            reference="ref " + TEXT)
-    log.add("failure.recorded", failure_id="f'1[/b]", question_id="q'1[/b]", response="R " + TEXT + LONG, reference="ref " + TEXT)
-    log.add("failure.diagnosed", failure_id="f'1[/b]", error_cause="diag " + WITH_NUL, model="model " + WITH_NUL, raw="raw " + TEXT)
+    log.add(
+        "question.scored",
+        question_id="q'1[/b]",
+        n=12,
+        p1=0.5,
+        p2=0.5,
+        pseudo_label="L " + WITH_NUL,
+        retained=True,
+        reference="ref " + TEXT,
+    )
+    log.add(
+        "failure.recorded",
+        failure_id="f'1[/b]",
+        question_id="q'1[/b]",
+        response="R " + TEXT + LONG,
+        reference="ref " + TEXT,
+    )
+    log.add(
+        "failure.diagnosed",
+        failure_id="f'1[/b]",
+        error_cause="diag " + WITH_NUL,
+        model="model " + WITH_NUL,
+        raw="raw " + TEXT,
+    )
     log.add("cause.created", cause_id=CAUSE, node_id=NODE, description="d2 " + WITH_NUL, failure_id="f'1[/b]")
     log.add("failure.attributed", failure_id="f'1[/b]", cause_id="C1", via="recurrence", similarity=0.9)
     log.add("eval.recorded", benchmark=BENCH, n=3, accuracy=0.5, model="m " + WITH_NUL)
@@ -124,7 +144,9 @@ _RICH = re.compile(r"\x1b\[(?:[0-9;]*m|\?25[lh]|2K|[0-9]*[ABCDG])|\r")
 def assert_clean(out: str, where: str) -> None:
     """No control byte but a newline, no C1 or bidi control, no line separator."""
     bad = _FORBIDDEN.search(out)
-    assert bad is None, f"{where}: U+{ord(bad.group()):04X} at {bad.start()}: {out[max(0, bad.start() - 60):bad.start() + 20]!r}"
+    assert bad is None, (
+        f"{where}: U+{ord(bad.group()):04X} at {bad.start()}: {out[max(0, bad.start() - 60) : bad.start() + 20]!r}"
+    )
 
 
 def assert_shown(out: str, markers: tuple[str, ...], where: str) -> None:
@@ -163,12 +185,16 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
 
     # the fork goes on through the round protocol: hostile questions, pseudo-labels and a metric name
     _ok("round", "start", "--run", FORK, "--db", db)
-    requests = [json.loads(x) for x in _ok("round", "requests", "--n", "6", "--run", FORK, "--db", db, "--jsonl").splitlines()]
+    requests = [
+        json.loads(x) for x in _ok("round", "requests", "--n", "6", "--run", FORK, "--db", db, "--jsonl").splitlines()
+    ]
     assert requests
     lines = []
     for i, q in enumerate(requests):
         answers = ["7"] * 9 + ["8"] * 3 if i % 2 else ["7"] * 12
-        lines.append(json.dumps({**q, "question_id": f"{q['question_id']}[/b]", "text": "Q " + TEXT, "answers": answers}))
+        lines.append(
+            json.dumps({**q, "question_id": f"{q['question_id']}[/b]", "text": "Q " + TEXT, "answers": answers})
+        )
     record = root / "record.jsonl"
     record.write_text("\n".join(lines) + "\n", encoding="utf-8")
     _ok("round", "record", str(record), "--run", FORK, "--db", db)
@@ -177,7 +203,9 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
 
     # round 3 of the fork: the diagnostician (a loopback server) answers with hostile texts
     _ok("round", "start", "--run", FORK, "--db", db)
-    cause_text = "halves odd counts as computes [x/2] instead of floor(x/2) " + OSC52 + " then \x1b[2J clears the screen [/b]"
+    cause_text = (
+        "halves odd counts as computes [x/2] instead of floor(x/2) " + OSC52 + " then \x1b[2J clears the screen [/b]"
+    )
     label = "rounding [/b] " + CSI + " \u202e of halves when dividing odd integers by two in counting"
 
     def extract(body: dict[str, Any]) -> str:  # the failure naming C1 recurs there: C1 differs between the runs
@@ -188,12 +216,37 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
     srv.default("extract", extract)
     srv.default("assign_node", json.dumps({"create_new_node": True, "new_node_label": label, "assigned_node": None}))
     failures = root / "failures.jsonl"
-    failure = {"failure_id": "fd[/b]\u202e", "question_id": "qd[/b]", "question": "Q " + TEXT, "pseudo_label": "L " + TEXT,
-               "response": "R " + TEXT, "reference": "ref " + TEXT, "known_causes": []}
+    failure = {
+        "failure_id": "fd[/b]\u202e",
+        "question_id": "qd[/b]",
+        "question": "Q " + TEXT,
+        "pseudo_label": "L " + TEXT,
+        "response": "R " + TEXT,
+        "reference": "ref " + TEXT,
+        "known_causes": [],
+    }
     again = {**failure, "failure_id": "fe[/b]", "known_causes": ["C1"]}
     failures.write_text(json.dumps(failure) + "\n" + json.dumps(again) + "\n", encoding="utf-8")
-    _ok("diagnose", str(failures), "--run", FORK, "--round", "3", "--llm-url", srv.url, "--model", "m[/b]\u202e",
-        "--embedder", srv.url, "--embed-model", "e", "--db", db, "--index", str(root / "idx.lance"))
+    _ok(
+        "diagnose",
+        str(failures),
+        "--run",
+        FORK,
+        "--round",
+        "3",
+        "--llm-url",
+        srv.url,
+        "--model",
+        "m[/b]\u202e",
+        "--embedder",
+        srv.url,
+        "--embed-model",
+        "e",
+        "--db",
+        db,
+        "--index",
+        str(root / "idx.lance"),
+    )
     _ok("round", "promote", "--run", FORK, "--db", db)
     _ok("round", "commit", "--run", FORK, "--db", db)
     _ok("round", "start", "--run", FORK, "--db", db)  # round 4 open: its requests name the hostile causes
@@ -207,8 +260,11 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
     with open_log(db) as store:
         config = {"k": 0.5, "train": {"backend": "hf"}, "hf": {"solver_model": "base-solver"}}
         events = [new_event("run.started", HF, 0, "hf/0", config=config, seed=0)]
-        events += [new_event("round.started", HF, 1, "hf/1/s"), new_event("checkpoint.written", HF, 1, "hf/1/c", path="ckpt/r1", phase="solver"),
-                   new_event("round.committed", HF, 1, "hf/1/commit")]
+        events += [
+            new_event("round.started", HF, 1, "hf/1/s"),
+            new_event("checkpoint.written", HF, 1, "hf/1/c", path="ckpt/r1", phase="solver"),
+            new_event("round.committed", HF, 1, "hf/1/commit"),
+        ]
         store.append(events)
     srv.default("other", lambda body: ["The answer is $\\boxed{3}$ " + TEXT] * body.get("n", 1))
     return World(root, db, srv, diagnosed[0])
@@ -248,8 +304,22 @@ def commands(w: World) -> dict[str, tuple[list[str], tuple[str, ...]]]:
         "report": (["report", "-o", str(root / "report.html"), *r], (RUN_SHOWN,)),
         "report-fork": (["report", "-o", str(root / "fork.html"), "--json", *f], ()),
         "requests": (["round", "requests", "--n", "6", *f], ("[/b]",)),
-        "eval": (["eval", "--run", HF, "--url", w.srv.url, "--out", str(root / "ev"), "--db", db,
-                  "--bench", f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}"], ("[/b]",)),
+        "eval": (
+            [
+                "eval",
+                "--run",
+                HF,
+                "--url",
+                w.srv.url,
+                "--out",
+                str(root / "ev"),
+                "--db",
+                db,
+                "--bench",
+                f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}",
+            ],
+            ("[/b]",),
+        ),
         "error-run": (["memory", "show", "--run", "no[/b]\x1b[2J\u202e", "--db", db], ()),
         "error-cause": (["memory", "why", "C9[/b]\x1b]52;c;eA==\x07", *r], ()),
         "error-round": (["memory", "replay", "--round", "99999999999999999999", *r], ()),
@@ -263,9 +333,37 @@ MODES = {
     "narrow": {"COLUMNS": "40", "FORCE_COLOR": "1"},
 }
 NAMES = [
-    "show", "show-json", "show-latest", "replay", "replay-json", "why", "why-hostile-id", "why-diagnosed", "why-json", "events",
-    "events-json", "events-jsonl", "events-cause", "stats", "stats-wide", "stats-json", "verify", "verify-fork", "plot", "plot-svg",
-    "plot-csv", "diff", "diff-json", "export", "export-file", "report", "report-fork", "requests", "eval", "error-run", "error-cause",
+    "show",
+    "show-json",
+    "show-latest",
+    "replay",
+    "replay-json",
+    "why",
+    "why-hostile-id",
+    "why-diagnosed",
+    "why-json",
+    "events",
+    "events-json",
+    "events-jsonl",
+    "events-cause",
+    "stats",
+    "stats-wide",
+    "stats-json",
+    "verify",
+    "verify-fork",
+    "plot",
+    "plot-svg",
+    "plot-csv",
+    "diff",
+    "diff-json",
+    "export",
+    "export-file",
+    "report",
+    "report-fork",
+    "requests",
+    "eval",
+    "error-run",
+    "error-cause",
     "error-round",
 ]
 
@@ -287,11 +385,18 @@ def check(name: str, code: int, out: str, err: str, markers: tuple[str, ...], *,
 
 
 # JSON, the export and the files written have no terminal layout: not run narrow
-CASES = [(n, m) for m in MODES for n in NAMES if not (m == "narrow" and (n.endswith("json") or n.startswith(("export", "report", "plot-"))))]
+CASES = [
+    (n, m)
+    for m in MODES
+    for n in NAMES
+    if not (m == "narrow" and (n.endswith("json") or n.startswith(("export", "report", "plot-"))))
+]
 
 
 @pytest.mark.parametrize(("name", "mode"), CASES, ids=[f"{n}-{m}" for n, m in CASES])
-def test_hostile_corpus_through_every_command(world: World, name: str, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_corpus_through_every_command(
+    world: World, name: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for key in ("COLUMNS", "FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(key, raising=False)
     for key, value in MODES[mode].items():
@@ -308,7 +413,10 @@ def test_the_json_outputs_give_the_texts_back_exactly(world: World) -> None:
     assert code == 0 and json.loads(out)["description"] == "desc " + WITH_NUL
     code, out, _ = cli("memory", "export", "--run", RUN, "--db", world.db)
     rows = [json.loads(x) for x in out.splitlines()]
-    assert {r["data"].get("label") for r in rows if r["type"] == "node.created"} == {"label " + WITH_NUL, "second " + WITH_NUL}
+    assert {r["data"].get("label") for r in rows if r["type"] == "node.created"} == {
+        "label " + WITH_NUL,
+        "second " + WITH_NUL,
+    }
     other = f"sqlite:///{world.root / 'again.db'}"
     path = world.root / "again.jsonl"
     path.write_text(out, encoding="utf-8")
@@ -352,8 +460,15 @@ def test_hostile_corpus_in_a_colour_terminal(world: World) -> None:
     names = [n for n in NAMES if not n.endswith("json") and n != "events-jsonl"]
     env = {**os.environ, "FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "4000", "PYTHONPATH": str(ROOT)}
     env.pop("NO_COLOR", None)
-    done = subprocess.run([sys.executable, "-c", DRIVER], input=json.dumps([table[n][0] for n in names]), capture_output=True,
-                          text=True, env=env, cwd=world.root, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER],
+        input=json.dumps([table[n][0] for n in names]),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=world.root,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     styled = 0
     for name, (code, out64, err64) in zip(names, json.loads(done.stdout), strict=True):
@@ -373,7 +488,9 @@ def test_the_report_isolates_every_hostile_text(world: World, browser: Any) -> N
     assert SHOWN["markup"] in html and "\\x1b]52;c;" in html and "$\\frac{$" in html
     page = browser.new_page()
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
 
@@ -402,8 +519,10 @@ def test_the_report_isolates_every_hostile_text(world: World, browser: Any) -> N
       }
       return {hostile: hostile.length, isolated: isolated.length, outside, controls, title: document.title,
               links: document.querySelectorAll('a[href^="http"]').length};
-    }""")
-    assert found["hostile"] >= 5 and found["isolated"] >= 3 and found["outside"] == [] and found["controls"] == [], found
+    }""")  # noqa: E501
+    assert found["hostile"] >= 5 and found["isolated"] >= 3 and found["outside"] == [] and found["controls"] == [], (
+        found
+    )
     assert "\\u202e" in found["title"] and found["links"] == 0
     page.close()
     assert problems == []
@@ -424,8 +543,21 @@ def test_a_suggested_command_runs_as_shown() -> None:
 def test_train_with_a_hostile_run_id_ends_cleanly(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 't.db'}"
     run = "tr[/b]x[link=http://evil.example]y[/link]\u202e"
-    code, out, err = cli("train", "--db", db, "--run", run, "--rounds", "1", "--set", "train.challenger_questions=16",
-                         "--set", "train.curriculum_questions=48", "--set", f'train.out_dir="{tmp_path / "ckpt"}"')
+    code, out, err = cli(
+        "train",
+        "--db",
+        db,
+        "--run",
+        run,
+        "--rounds",
+        "1",
+        "--set",
+        "train.challenger_questions=16",
+        "--set",
+        "train.curriculum_questions=48",
+        "--set",
+        f'train.out_dir="{tmp_path / "ckpt"}"',
+    )
     assert code == 0, err[-3000:]
     assert_clean(out, "train stdout")
     assert_clean(err, "train stderr")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.schemas import new_event
 from diagevo.log import open_log
+from diagevo.schemas import new_event
 from tests.input_cases import cli
 from tests.logs import Log
 from tests.test_cli_memory import case_study
@@ -55,7 +55,10 @@ def test_report_of_odd_ids_and_mathtext_names(db: tuple[str, Path]) -> None:
     assert code == 0, err
     html = out.read_text(encoding="utf-8")
     # the audit commands quote the ids: split by a shell, they give the ids back
-    commands = [shlex.split(unescape(re.sub(r"<[^>]+>", "", c))) for c in re.findall(r"<code>(diagevo memory why .*?)</code>", html)]
+    commands = [
+        shlex.split(unescape(re.sub(r"<[^>]+>", "", c)))
+        for c in re.findall(r"<code>(diagevo memory why .*?)</code>", html)
+    ]
     assert {c[3] for c in commands} == {"C1'", 'C"2'} and all(c[c.index("--run") + 1] == f"run{MATH}" for c in commands)
     # the names are drawn as written (SVG text), not as mathtext
     for name in (f"bench{MATH}", f"family{MATH}", f"phase{MATH}"):
@@ -92,8 +95,29 @@ def int_options(url: str) -> list[list[str]]:
         ["round", "start", "--run", "new", "--seed", "{}", "--db", url],
         ["train", "--rounds", "{}", "--dry-run", "--db", url],
         ["train", "--seed", "{}", "--dry-run", "--db", url],
-        ["eval", "--model", "m", "--url", "http://127.0.0.1:9/v1", "--bench", "gsm8k=/nonexistent.jsonl", "--limit", "{}"],
-        ["diagnose", "/nonexistent.jsonl", "--run", "r1", "--round", "{}", "--llm-url", "http://127.0.0.1:9/v1", "--db", url],
+        [
+            "eval",
+            "--model",
+            "m",
+            "--url",
+            "http://127.0.0.1:9/v1",
+            "--bench",
+            "gsm8k=/nonexistent.jsonl",
+            "--limit",
+            "{}",
+        ],
+        [
+            "diagnose",
+            "/nonexistent.jsonl",
+            "--run",
+            "r1",
+            "--round",
+            "{}",
+            "--llm-url",
+            "http://127.0.0.1:9/v1",
+            "--db",
+            url,
+        ],
     ]
 
 
@@ -115,14 +139,23 @@ def test_an_ingest_of_many_runs_names_a_few_on_one_short_line(tmp_path: Path) ->
     from cli.memory import _runs
 
     line = _runs([f"run-{i:06d}" for i in range(100_000)])
-    assert len(line) < 200 and line.startswith("100,000 runs: run-000000, ") and "(99,995 more; --json lists them all)" in line
-    events = [new_event("run.started", f"r{i}", 0, f"r{i}/0", config={"k": 0.5}).model_dump(mode="json") for i in range(60)]
+    assert (
+        len(line) < 200
+        and line.startswith("100,000 runs: run-000000, ")
+        and "(99,995 more; --json lists them all)" in line
+    )
+    events = [
+        new_event("run.started", f"r{i}", 0, f"r{i}/0", config={"k": 0.5}).model_dump(mode="json") for i in range(60)
+    ]
     path = tmp_path / "many.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     url = f"sqlite:///{tmp_path / 'm.db'}"
     code, out, err = cli("memory", "ingest", str(path), "--db", url)
     assert code == 0, err
-    assert out.strip() == "ingested 60 events (0 already stored) into 60 runs: r0, r1, r2, r3, r4, … (55 more; --json lists them all)"
+    assert (
+        out.strip()
+        == "ingested 60 events (0 already stored) into 60 runs: r0, r1, r2, r3, r4, … (55 more; --json lists them all)"
+    )
     code, out, _ = cli("memory", "ingest", str(path), "--db", url, "--json")
     assert code == 0 and len(json.loads(out)["runs"]) == 60
     with open_log(url) as store:

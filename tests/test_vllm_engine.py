@@ -67,14 +67,23 @@ def test_the_sleep_mode_table_is_vllms_own_answer() -> None:
 
 def test_the_engine_follows_the_policy_through_a_real_grpo_step(smollm2: Path, tmp_path: Path) -> None:
     sets = [
-        f"hf.solver_model={json.dumps(str(smollm2))}", f"hf.challenger_model={json.dumps(str(smollm2))}",
-        f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}", "hf.use_vllm=true", "hf.max_new_tokens=24",
-        "grpo.solver_max_steps=1", "grpo.learning_rate=1e-4",
+        f"hf.solver_model={json.dumps(str(smollm2))}",
+        f"hf.challenger_model={json.dumps(str(smollm2))}",
+        f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}",
+        "hf.use_vllm=true",
+        "hf.max_new_tokens=24",
+        "grpo.solver_max_steps=1",
+        "grpo.learning_rate=1e-4",
     ]
     cfg = load_config(ROOT / "configs" / "smollm2-cpu.toml", sets)
     backend = HFBackend(cfg, cfg.train.seed)
     tok = backend.tokenizer("solver")
-    prompts = [tok.apply_chat_template(solver_messages(q), tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"] for q in QUESTIONS]
+    prompts = [
+        tok.apply_chat_template(solver_messages(q), tokenize=True, add_generation_prompt=True, return_dict=True)[
+            "input_ids"
+        ]
+        for q in QUESTIONS
+    ]
     answers = [list(p) + tok(a, add_special_tokens=False)["input_ids"] for p, a in zip(prompts, ANSWERS, strict=True)]
     base = {k: v.detach().clone() for k, v in backend.model("solver").named_parameters()}
 
@@ -105,8 +114,10 @@ def test_the_engine_follows_the_policy_through_a_real_grpo_step(smollm2: Path, t
     after_lp = engine_logprobs(engine.llm, answers)
     sync = gaps(after_lp, policy_logprobs(policy, answers))  # the engine vs the policy it was given
     step = gaps(after_lp, before_lp)  # what the step changed, as the engine sees it
-    print(f"\nengine vs policy, |log-prob| mean/max, |prob| max: as built {built_gap}, after the step and a push {sync}; "
-          f"the step moved them by {step}; TRL's rollouts vs its trainer (mean, max) {trl_gap}; push {push_s:.1f} s")
+    print(
+        f"\nengine vs policy, |log-prob| mean/max, |prob| max: as built {built_gap}, after the step and a push {sync}; "
+        f"the step moved them by {step}; TRL's rollouts vs its trainer (mean, max) {trl_gap}; push {push_s:.1f} s"
+    )
     # as close to the trained policy as the freshly built engine was to the base model ...
     assert sync[0] <= 2 * built_gap[0] + 1e-3 and sync[2] <= 2 * built_gap[2] + 1e-3 and sync[2] < 0.02
     # ... and far closer than to the weights it held before

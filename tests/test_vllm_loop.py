@@ -25,8 +25,8 @@ from tests.vllm_fixtures import skip_without_vllm
 skip_without_vllm()
 pytest.importorskip("trl")
 
-from diagevo.log import open_log
 from diagevo.generation.vllm_server import own_environment  # noqa: E402
+from diagevo.log import open_log
 from tests.hf_fixtures import smollm2_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,15 +61,35 @@ def test_two_rounds_on_one_real_vllm_engine(tmp_path: Path) -> None:
     heldout = tmp_path / "heldout.jsonl"  # four of the model's held-out questions
     heldout.write_text("".join((model / "heldout.jsonl").read_text().splitlines(keepends=True)[:4]))
     sets = [
-        f"hf.solver_model={json.dumps(str(model))}", f"hf.challenger_model={json.dumps(str(model))}",
-        f"hf.heldout={json.dumps(str(heldout))}", "hf.use_vllm=true", 'filter.mode="none"',
-        "train.challenger_questions=2", "train.curriculum_questions=4", "grpo.construction_responses=2",
-        "grpo.challenger_max_steps=1", "grpo.solver_max_steps=1", "grpo.challenger_group_size=2", "grpo.solver_group_size=2",
-        "hf.max_new_tokens=48", "hf.challenger_max_new_tokens=48", "hf.heldout_max_new_tokens=16",
+        f"hf.solver_model={json.dumps(str(model))}",
+        f"hf.challenger_model={json.dumps(str(model))}",
+        f"hf.heldout={json.dumps(str(heldout))}",
+        "hf.use_vllm=true",
+        'filter.mode="none"',
+        "train.challenger_questions=2",
+        "train.curriculum_questions=4",
+        "grpo.construction_responses=2",
+        "grpo.challenger_max_steps=1",
+        "grpo.solver_max_steps=1",
+        "grpo.challenger_group_size=2",
+        "grpo.solver_group_size=2",
+        "hf.max_new_tokens=48",
+        "hf.challenger_max_new_tokens=48",
+        "hf.heldout_max_new_tokens=16",
     ]
     cmd = [
-        sys.executable, str(runner), str(counts), "train", "--config", str(ROOT / "configs" / "smollm2-cpu.toml"),
-        "--db", db, "--run", "v", "--quiet", *[x for s in sets for x in ("--set", s)],
+        sys.executable,
+        str(runner),
+        str(counts),
+        "train",
+        "--config",
+        str(ROOT / "configs" / "smollm2-cpu.toml"),
+        "--db",
+        db,
+        "--run",
+        "v",
+        "--quiet",
+        *[x for s in sets for x in ("--set", s)],
     ]
     env = {**own_environment(), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}  # not this process's rendezvous
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=2000)
@@ -95,6 +115,10 @@ def test_two_rounds_on_one_real_vllm_engine(tmp_path: Path) -> None:
 
     verify = subprocess.run(
         [sys.executable, "-m", "cli.app", "memory", "verify", "--db", db, "--run", "v", "--json"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
     )
     assert verify.returncode == 0, verify.stdout + verify.stderr

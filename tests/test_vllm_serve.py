@@ -18,8 +18,8 @@ skip_without_vllm()
 
 from diagevo.diagnosis.interface import ExtractionInput  # noqa: E402
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
-from diagevo.log import open_log
 from diagevo.generation.vllm_server import served  # noqa: E402
+from diagevo.log import open_log
 from tests.hf_fixtures import smollm2_model  # noqa: E402
 from tests.test_cli_memory import run_cli  # noqa: E402
 from tests.test_diagnosis_pipeline import D1, L1, RUN, seed  # noqa: E402
@@ -36,16 +36,28 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def failure_line(fid: str, question: str, label: str, response: str, reference: str) -> str:
-    return json.dumps({
-        "failure_id": fid, "question_id": "q-" + fid, "question": question, "pseudo_label": label,
-        "response": response, "reference": reference, "known_causes": [],
-    })
+    return json.dumps(
+        {
+            "failure_id": fid,
+            "question_id": "q-" + fid,
+            "question": question,
+            "pseudo_label": label,
+            "response": response,
+            "reference": reference,
+            "known_causes": [],
+        }
+    )
 
 
 def test_the_diagnostician_gets_schema_constrained_replies(server: str) -> None:
     dx = LLMDiagnostician(server, NAME, concurrency=2, timeout_s=300, max_retries=1)
     item = ExtractionInput(
-        "f1", "q1", "What is 17 + 25?", "42", "17 + 25 = 32, so the answer is 32.", "17 + 25 = 42. The answer is 42.",
+        "f1",
+        "q1",
+        "What is 17 + 25?",
+        "42",
+        "17 + 25 = 32, so the answer is 32.",
+        "17 + 25 = 42. The answer is 42.",
     )
     reply = asyncio.run(dx.extract(item))
     assert dx.structured is True  # the server took the schema
@@ -59,13 +71,38 @@ def test_diagnose_and_eval_through_vllm_serve(server: str, capsys: pytest.Captur
     with open_log(db) as store:
         seed(store, {"N1": (L1, [("C1", D1)])})
     failures = tmp_path / "failures.jsonl"
-    failures.write_text("\n".join([
-        failure_line("f1", "What is 17 + 25?", "42", "17 + 25 = 32. The answer is 32.", "17 + 25 = 42. The answer is 42."),
-        failure_line("f2", "What is 6 times 7?", "42", "6 times 7 is 36.", "6 times 7 = 42."),
-    ]) + "\n")
+    failures.write_text(
+        "\n".join(
+            [
+                failure_line(
+                    "f1", "What is 17 + 25?", "42", "17 + 25 = 32. The answer is 32.", "17 + 25 = 42. The answer is 42."
+                ),
+                failure_line("f2", "What is 6 times 7?", "42", "6 times 7 is 36.", "6 times 7 = 42."),
+            ]
+        )
+        + "\n"
+    )
     code, out, err = run_cli(
-        capsys, "diagnose", str(failures), "--run", RUN, "--round", "2", "--llm-url", server, "--model", NAME,
-        "--embedder", "local", "--db", db, "--index", str(tmp_path / "idx.lance"), "--json", "--concurrency", "2",
+        capsys,
+        "diagnose",
+        str(failures),
+        "--run",
+        RUN,
+        "--round",
+        "2",
+        "--llm-url",
+        server,
+        "--model",
+        NAME,
+        "--embedder",
+        "local",
+        "--db",
+        db,
+        "--index",
+        str(tmp_path / "idx.lance"),
+        "--json",
+        "--concurrency",
+        "2",
     )
     assert code == 0, err
     summary = json.loads(out)
@@ -75,10 +112,28 @@ def test_diagnose_and_eval_through_vllm_serve(server: str, capsys: pytest.Captur
     assert calls and all(c["model"] == NAME for c in calls)  # every decision asked the real server
 
     bench = tmp_path / "gsm8k.jsonl"
-    bench.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in (("What is 2 + 3?", "5"), ("What is 10 - 4?", "6"))))
+    bench.write_text(
+        "".join(
+            json.dumps({"question": q, "answer": a}) + "\n"
+            for q, a in (("What is 2 + 3?", "5"), ("What is 10 - 4?", "6"))
+        )
+    )
     code, out, err = run_cli(
-        capsys, "eval", "--bench", f"gsm8k={bench}", "--model", NAME, "--url", server, "--max-new-tokens", "32",
-        "--samples", "0", "--out", str(tmp_path / "eval"), "--json",
+        capsys,
+        "eval",
+        "--bench",
+        f"gsm8k={bench}",
+        "--model",
+        NAME,
+        "--url",
+        server,
+        "--max-new-tokens",
+        "32",
+        "--samples",
+        "0",
+        "--out",
+        str(tmp_path / "eval"),
+        "--json",
     )
     assert code == 0, err
     results = json.loads(out)["results"]

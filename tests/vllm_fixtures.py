@@ -27,17 +27,25 @@ def engine_logprobs(llm: Any, sequences: Sequence[Sequence[int]]) -> list[list[f
     from vllm import SamplingParams
 
     outs = llm.generate(
-        [{"prompt_token_ids": list(s)} for s in sequences], SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0),
+        [{"prompt_token_ids": list(s)} for s in sequences],
+        SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0),
         use_tqdm=False,
     )
-    return [[pos[tok].logprob for pos, tok in zip(o.prompt_logprobs[1:], s[1:], strict=True)] for o, s in zip(outs, sequences, strict=True)]
+    return [
+        [pos[tok].logprob for pos, tok in zip(o.prompt_logprobs[1:], s[1:], strict=True)]
+        for o, s in zip(outs, sequences, strict=True)
+    ]
 
 
 def engine_greedy(llm: Any, prompts: Sequence[Sequence[int]], max_tokens: int) -> list[list[int]]:
     """Greedy token ids the engine continues each prompt with."""
     from vllm import SamplingParams
 
-    outs = llm.generate([{"prompt_token_ids": list(p)} for p in prompts], SamplingParams(max_tokens=max_tokens, temperature=0.0), use_tqdm=False)
+    outs = llm.generate(
+        [{"prompt_token_ids": list(p)} for p in prompts],
+        SamplingParams(max_tokens=max_tokens, temperature=0.0),
+        use_tqdm=False,
+    )
     return [list(o.outputs[0].token_ids) for o in outs]
 
 

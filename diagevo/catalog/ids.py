@@ -5,6 +5,7 @@ diagnosis decisions."""
 
 from __future__ import annotations
 
+
 def event_id(run: str, round: int, *parts: object) -> str:
     """``RUN/ROUND/PART/...``: the id of the event ``parts`` of a round, the same on every retry."""
     return "/".join([run, str(round), *(str(p) for p in parts)])
@@ -23,4 +24,4 @@ def rebase_event_id(eid: str, source: str, new: str) -> str:
     """The id of a copy of event ``eid`` of run ``source`` in run ``new`` (a fork): the run part
     replaced, or ``NEW/fork/ID`` for an id that does not start with the source run."""
     prefix = f"{source}/"
-    return new + "/" + eid[len(prefix):] if eid.startswith(prefix) else f"{new}/fork/{eid}"
+    return new + "/" + eid[len(prefix) :] if eid.startswith(prefix) else f"{new}/fork/{eid}"

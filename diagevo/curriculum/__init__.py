@@ -21,7 +21,12 @@ from diagevo.curriculum.prompts import (
     parse_question,
     solver_messages,
 )
-from diagevo.curriculum.reward import challenger_output_rewards, challenger_rewards, repetition_penalties, uncertainty_reward
+from diagevo.curriculum.reward import (
+    challenger_output_rewards,
+    challenger_rewards,
+    repetition_penalties,
+    uncertainty_reward,
+)
 from diagevo.curriculum.stats import question_stats
 from diagevo.curriculum.votes import AnswerClass, Votes, reference_index, votes
 

@@ -65,9 +65,7 @@ def _match_counts(ids: np.ndarray, owner: np.ndarray, lens: np.ndarray, n_texts:
         new[1:] = (g[1:] != g[:-1]) | (t[1:] != t[:-1])
         rank = idx - np.maximum.accumulate(np.where(new, idx, 0))  # k - 1 for the k-th copy
         col = np.unique(g * (int(rank.max()) + 1) + rank, return_inverse=True)[1]
-        x = sparse.csr_matrix(
-            (np.ones(len(g), dtype=np.int32), (t, col.ravel())), shape=(n_texts, int(col.max()) + 1)
-        )
+        x = sparse.csr_matrix((np.ones(len(g), dtype=np.int32), (t, col.ravel())), shape=(n_texts, int(col.max()) + 1))
         out.append((x @ x.T).toarray())
     return out
 

@@ -31,7 +31,8 @@ import itertools
 import json
 import sys
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 PARSE_STEPS = 2_000_000  # Python calls one parse may make (answers of the test pairs: < 60k)
 VERIFY_STEPS = 4_000_000  # Python calls one verify may make (test pairs: < 600k)

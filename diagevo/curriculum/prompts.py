@@ -30,10 +30,7 @@ CHALLENGER_SYSTEM = (
     "Do NOT output anything else\u2014no explanations, no extra markup."
 )
 
-FREE_USER = (
-    "Generate one new, challenging reasoning question now. Remember to format the output exactly "
-    "as instructed."
-)
+FREE_USER = "Generate one new, challenging reasoning question now. Remember to format the output exactly as instructed."
 
 TARGETED_USER = (
     "Generate one new, challenging reasoning question now. The question must specifically target "

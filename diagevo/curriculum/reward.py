@@ -65,10 +65,7 @@ def challenger_rewards(
     if len(questions) != len(p1):
         raise ValueError(f"{len(questions)} questions but {len(p1)} vote shares")
     rep = repetition_penalties(questions, threshold)
-    return [
-        max(0.0, uncertainty_reward(p) - lam * r) if _valid(q) else 0.0
-        for q, p, r in zip(questions, p1, rep)
-    ]
+    return [max(0.0, uncertainty_reward(p) - lam * r) if _valid(q) else 0.0 for q, p, r in zip(questions, p1, rep)]
 
 
 def challenger_output_rewards(

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from diagevo.curriculum.answers import answer_key, extract_answer, simple_number
 from diagevo.diagnosis.interface import (
     Assignment,
     Consolidation,
@@ -31,8 +32,6 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
-
-from diagevo.curriculum.answers import answer_key, extract_answer, simple_number
 
 MODEL = "heuristic-first-departure"
 ANSWER_MODEL = "heuristic-answer-mismatch"  # the model name ``diagnose --diagnostician heuristic`` records
@@ -213,7 +212,9 @@ class HeuristicDiagnostician:
     def _reply(self, value: object, started: float, **why: object) -> Reply:
         raw = ""
         if self.answers:  # what decided, in the log: a rule of this heuristic, not an LLM
-            raw = json.dumps({"diagnostician": "heuristic", "not": "the paper's LLM diagnostician", **why, "decision": _plain(value)})
+            raw = json.dumps(
+                {"diagnostician": "heuristic", "not": "the paper's LLM diagnostician", **why, "decision": _plain(value)}
+            )
         return Reply(value=value, raw=raw, model=self.model_name, latency_s=time.perf_counter() - started)
 
     def _cause(self, item: ExtractionInput) -> tuple[str | None, str]:
@@ -224,7 +225,9 @@ class HeuristicDiagnostician:
                 return _fit(ANSWER_RULES[rule][0].split(), self.min_words, self.max_words, _FILLER), rule
             if rule is None:
                 return None, "final_answer_agrees"
-            return cause_for(item.response, item.reference, self.min_words, self.max_words), "wrong_number, first_departure"
+            return cause_for(
+                item.response, item.reference, self.min_words, self.max_words
+            ), "wrong_number, first_departure"
         return cause_for(item.response, item.reference, self.min_words, self.max_words), "first_departure"
 
     async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
@@ -246,7 +249,9 @@ class HeuristicDiagnostician:
 
     async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
         started = time.perf_counter()
-        label = (self._labels.get(new_cause) if self.answers else None) or node_label_for(new_cause, self.min_words, self.max_words)
+        label = (self._labels.get(new_cause) if self.answers else None) or node_label_for(
+            new_cause, self.min_words, self.max_words
+        )
         i, sim = self._best(label, [n.label for n in shortlist])
         if i >= 0 and sim >= self.theta_merge:
             return self._reply(Assignment(False, None, shortlist[i].id), started)

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-
 from diagevo.views.index import Embedder
 
 T = TypeVar("T")
@@ -111,4 +110,15 @@ class Diagnostician(Protocol):
     async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]: ...
 
 
-__all__ = ["Assignment", "Consolidation", "Dedup", "Diagnostician", "Embedder", "Extraction", "ExtractionInput", "KnownCause", "NodeView", "Reply"]
+__all__ = [
+    "Assignment",
+    "Consolidation",
+    "Dedup",
+    "Diagnostician",
+    "Embedder",
+    "Extraction",
+    "ExtractionInput",
+    "KnownCause",
+    "NodeView",
+    "Reply",
+]

@@ -16,8 +16,6 @@ without it, and from then on the client sends none and relies on the lenient par
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
@@ -33,6 +31,7 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
+from diagevo.errors import BadInput
 from diagevo.openai_client import Attempt, OpenAIClient, TransportError, first_message
 
 T = TypeVar("T")
@@ -68,8 +67,13 @@ class LLMDiagnostician:
         self.max_tokens = max_tokens
         self._extra_body = {"chat_template_kwargs": {"enable_thinking": thinking}}
         self.client = OpenAIClient(
-            base_url, api_key=api_key, concurrency=concurrency, timeout_s=timeout_s,
-            max_retries=max_retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s,
+            base_url,
+            api_key=api_key,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
+            max_backoff_s=max_backoff_s,
         )
 
     @classmethod
@@ -103,7 +107,9 @@ class LLMDiagnostician:
     async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
         ids = frozenset(c.id for c in candidates)
         return await self._ask(
-            "deduplicate", prompts.dedup_messages(new_cause, candidates), lambda raw: parsing.parse_dedup(raw, ids),
+            "deduplicate",
+            prompts.dedup_messages(new_cause, candidates),
+            lambda raw: parsing.parse_dedup(raw, ids),
             reply_schemas.dedup(ids),
         )
 
@@ -131,7 +137,11 @@ class LLMDiagnostician:
         await self.client.aclose()
 
     async def _ask(
-        self, stage: str, messages: list[dict[str, str]], parse: Callable[[str], T], schema: dict[str, Any] | None = None
+        self,
+        stage: str,
+        messages: list[dict[str, str]],
+        parse: Callable[[str], T],
+        schema: dict[str, Any] | None = None,
     ) -> Reply[T]:
         calls: list[dict[str, Any]] = []
         raw, error = "", None
@@ -168,7 +178,11 @@ class LLMDiagnostician:
         )
 
     async def _complete(
-        self, stage: str, messages: list[dict[str, str]], calls: list[dict[str, Any]], schema: dict[str, Any] | None = None
+        self,
+        stage: str,
+        messages: list[dict[str, str]],
+        calls: list[dict[str, Any]],
+        schema: dict[str, Any] | None = None,
     ) -> str:
         """One chat completion with bounded retries; appends one record per HTTP attempt. With a
         ``schema``, the reply is constrained to it unless the server has refused structured outputs."""
@@ -185,7 +199,13 @@ class LLMDiagnostician:
 
         def record(attempt: Attempt, **fields: Any) -> None:
             calls.append(
-                {"stage": stage, "model": self.model_name, "attempt": len(calls) + 1, "latency_s": attempt.latency_s, **fields}
+                {
+                    "stage": stage,
+                    "model": self.model_name,
+                    "attempt": len(calls) + 1,
+                    "latency_s": attempt.latency_s,
+                    **fields,
+                }
             )
 
         try:
@@ -203,5 +223,10 @@ class LLMDiagnostician:
             self.structured = True
         for a in attempts[:-1]:
             record(a, raw="", error=a.error)
-        record(attempts[-1], prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"), raw=content)
+        record(
+            attempts[-1],
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            raw=content,
+        )
         return content

@@ -19,8 +19,6 @@ decided in the log, reuses stored Prompt 1 replies, and re-appending anything is
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput, Conflict
-
 import asyncio
 import time
 from collections.abc import Iterable, Sequence
@@ -29,20 +27,20 @@ from typing import Any
 
 import numpy as np
 
+from diagevo.catalog.ids import digest_event_id
 from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
-from diagevo.schemas import EventIn, new_event
-from diagevo.catalog.ids import digest_event_id
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
-from diagevo.views.index import VectorIndex
+from diagevo.errors import BadInput, Conflict
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
 from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import MemoryMoved, ProtocolError, Round, require_open, round_state
+from diagevo.schemas import EventIn, new_event
+from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
-
 
 # Stage-1 replies are appended in batches of this many failures (one transaction each).
 FLUSH_EVERY = 64
@@ -96,12 +94,14 @@ class DiagnosisSummary:
         return asdict(self)
 
 
-
-
 def _call_events(run: str, round: int, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
     out = []
     for i, c in enumerate(reply.calls):
-        data = {k: v for k, v in c.items() if k not in ("stage", "model", "latency_s", "prompt_tokens", "completion_tokens", "raw")}
+        data = {
+            k: v
+            for k, v in c.items()
+            if k not in ("stage", "model", "latency_s", "prompt_tokens", "completion_tokens", "raw")
+        }
         out.append(
             new_event(
                 "llm.called",
@@ -290,7 +290,9 @@ class _Round:
 
         async def one(f: FailureInput) -> tuple[FailureInput, Reply[Extraction] | None, str | None]:
             known = routing.known_causes(self.mem, f.known_causes)
-            item = ExtractionInput(f.failure_id, f.question_id, f.question, f.pseudo_label, f.response, f.reference, known)
+            item = ExtractionInput(
+                f.failure_id, f.question_id, f.question, f.pseudo_label, f.response, f.reference, known
+            )
             try:
                 return f, await self.dx.extract(item), None
             except Exception as exc:  # a broken diagnostician must not stop the round
@@ -600,10 +602,17 @@ def failure_inputs(store: Any, run: str, t: int) -> list[FailureInput]:
     for fid, f in sorted(failures.items()):
         q = questions[f["question_id"]]
         known = tuple(c for c in (q["active_cause"], q["mastered_cause"]) if c is not None)
-        out.append(FailureInput(
-            failure_id=fid, question_id=q["question_id"], question=q["text"], pseudo_label=labels[q["question_id"]],
-            response=f["response"], reference=f["reference"], known_causes=known,
-        ))
+        out.append(
+            FailureInput(
+                failure_id=fid,
+                question_id=q["question_id"],
+                question=q["text"],
+                pseudo_label=labels[q["question_id"]],
+                response=f["response"],
+                reference=f["reference"],
+                known_causes=known,
+            )
+        )
     return out
 
 
@@ -628,9 +637,20 @@ def diagnose(
         require_open(st, rnd.t, "diagnose")
         failures = failure_inputs(rnd.store, rnd.run, rnd.t)
     elif rnd.t != st.last_committed + 1:
-        raise ProtocolError(f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}")
-    return aio.run(diagnose_round(
-        store=rnd.store, run=rnd.run, round=rnd.t, failures=failures, diagnostician=diagnostician,
-        embedder=embedder, cfg=cfg if cfg is not None else rnd.config.diagnosis, index=index,
-        progress=progress, memory=rnd.memory(),
-    ))
+        raise ProtocolError(
+            f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
+        )
+    return aio.run(
+        diagnose_round(
+            store=rnd.store,
+            run=rnd.run,
+            round=rnd.t,
+            failures=failures,
+            diagnostician=diagnostician,
+            embedder=embedder,
+            cfg=cfg if cfg is not None else rnd.config.diagnosis,
+            index=index,
+            progress=progress,
+            memory=rnd.memory(),
+        )
+    )

@@ -55,15 +55,27 @@ def dedup(candidates: Collection[str]) -> dict[str, Any]:
     distinct = _object({"duplicate": _const(False), "matched_cause_id": NULL})
     if not candidates:
         return _named("deduplication", distinct)
-    return _named("deduplication", _object({"duplicate": _const(True), "matched_cause_id": _ids(candidates)["anyOf"][0]}), distinct)
+    return _named(
+        "deduplication",
+        _object({"duplicate": _const(True), "matched_cause_id": _ids(candidates)["anyOf"][0]}),
+        distinct,
+    )
 
 
 def assignment(shortlist: Collection[str], min_words: int, max_words: int) -> dict[str, Any]:
     """Exactly one of a new node's label and a shortlisted node's id."""
-    new = _object({"create_new_node": _const(True), "new_node_label": _phrase(min_words, max_words)["anyOf"][0], "assigned_node": NULL})
+    new = _object(
+        {
+            "create_new_node": _const(True),
+            "new_node_label": _phrase(min_words, max_words)["anyOf"][0],
+            "assigned_node": NULL,
+        }
+    )
     if not shortlist:
         return _named("assignment", new)
-    existing = _object({"create_new_node": _const(False), "new_node_label": NULL, "assigned_node": _ids(shortlist)["anyOf"][0]})
+    existing = _object(
+        {"create_new_node": _const(False), "new_node_label": NULL, "assigned_node": _ids(shortlist)["anyOf"][0]}
+    )
     return _named("assignment", new, existing)
 
 

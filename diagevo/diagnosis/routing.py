@@ -173,7 +173,9 @@ def node_view(memory: Memory, node_id: str) -> NodeView:
     return NodeView(node_id, memory.nodes[node_id].label, tuple(c.description for c in memory.members(node_id)))
 
 
-def after_consolidation(memory: Memory, a: str, b: str, similarity: float, value: Consolidation | None, error: str | None) -> Decision:
+def after_consolidation(
+    memory: Memory, a: str, b: str, similarity: float, value: Consolidation | None, error: str | None
+) -> Decision:
     """Prompt 4's reply on the pair (a, b), ``a`` the older node: a merge keeps ``a``, relabelled,
     and re-parents ``b``'s causes under it; a refusal changes nothing."""
     if value is None:

@@ -164,7 +164,9 @@ def _choice(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: in
     gold = _choice_gold(raw, opts)
     if gold is None:
         raise ValueError(f"answer {raw!r} names none of the {len(opts)} options")
-    return Question(i, _source_id(kind, row, fields), choice_prompt(question, opts), gold, "choice", opts, _extra(kind, row))
+    return Question(
+        i, _source_id(kind, row, fields), choice_prompt(question, opts), gold, "choice", opts, _extra(kind, row)
+    )
 
 
 def _gpqa(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int, question: str) -> Question:
@@ -175,7 +177,9 @@ def _gpqa(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int,
     opts = [correct, *wrong]
     random.Random(hashlib.sha256(question.encode()).hexdigest()).shuffle(opts)
     gold = LETTERS[opts.index(correct)]
-    return Question(i, _source_id(kind, row, fields), choice_prompt(question, opts), gold, "choice", tuple(opts), _extra(kind, row))
+    return Question(
+        i, _source_id(kind, row, fields), choice_prompt(question, opts), gold, "choice", tuple(opts), _extra(kind, row)
+    )
 
 
 def _mixed(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int) -> Question:
@@ -193,40 +197,89 @@ def _text_answer(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], 
 
 _MATH_Q = ("problem", "question", "Question")
 _ID = ("unique_id", "id", "idx", "question_id", "uuid")
-_MC = {"question": ("question", "Question", "problem"), "options": ("options", "choices"), "answer": ("answer_letter", "answer", "answer_index", "label"), "id": _ID}
+_MC = {
+    "question": ("question", "Question", "problem"),
+    "options": ("options", "choices"),
+    "answer": ("answer_letter", "answer", "answer_index", "label"),
+    "id": _ID,
+}
 
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("math500", "MATH-500", {"question": _MATH_Q, "answer": ("answer",), "id": _ID}, _math, extra=("subject", "level")),
+        Kind(
+            "math500",
+            "MATH-500",
+            {"question": _MATH_Q, "answer": ("answer",), "id": _ID},
+            _math,
+            extra=("subject", "level"),
+        ),
         Kind("gsm8k", "GSM8K", {"question": ("question", "problem"), "answer": ("answer",), "id": _ID}, _math),
         Kind(
-            "olympiadbench", "OlympiadBench",
+            "olympiadbench",
+            "OlympiadBench",
             {"question": _MATH_Q, "answer": ("final_answer", "answer"), "context": ("context",), "id": _ID},
-            _math, extra=("subfield", "answer_type", "unit"),
+            _math,
+            extra=("subfield", "answer_type", "unit"),
         ),
-        Kind("minerva", "Minerva Math", {"question": _MATH_Q, "answer": ("answer",), "solution": ("solution",), "id": _ID}, _math, extra=("type",)),
+        Kind(
+            "minerva",
+            "Minerva Math",
+            {"question": _MATH_Q, "answer": ("answer",), "solution": ("solution",), "id": _ID},
+            _math,
+            extra=("type",),
+        ),
         Kind("amc", "AMC", {"question": _MATH_Q, "answer": ("answer",), "id": _ID}, _math, mean_at_k=True),
-        Kind("aime", "AIME", {"question": _MATH_Q, "answer": ("answer",), "id": _ID}, _math, mean_at_k=True, extra=("year",)),
+        Kind(
+            "aime",
+            "AIME",
+            {"question": _MATH_Q, "answer": ("answer",), "id": _ID},
+            _math,
+            mean_at_k=True,
+            extra=("year",),
+        ),
         Kind("mmlu_pro", "MMLU-Pro", _MC, _choice, extra=("category",)),
         Kind("supergpqa", "SuperGPQA", _MC, _choice, extra=("discipline", "field", "difficulty")),
         Kind(
-            "gpqa_diamond", "GPQA-Diamond",
+            "gpqa_diamond",
+            "GPQA-Diamond",
             {
-                **_MC, "question": ("Question", "question"), "correct": ("Correct Answer",),
-                "incorrect1": ("Incorrect Answer 1",), "incorrect2": ("Incorrect Answer 2",), "incorrect3": ("Incorrect Answer 3",),
+                **_MC,
+                "question": ("Question", "question"),
+                "correct": ("Correct Answer",),
+                "incorrect1": ("Incorrect Answer 1",),
+                "incorrect2": ("Incorrect Answer 2",),
+                "incorrect3": ("Incorrect Answer 3",),
                 "id": ("Record ID", *_ID),
             },
-            _choice, extra=("High-level domain", "Subdomain"),
+            _choice,
+            extra=("High-level domain", "Subdomain"),
         ),
-        Kind("bbeh", "BBEH", {"question": ("input", "question"), "answer": ("target", "answer"), "id": _ID}, _text_answer, extra=("task",)),
+        Kind(
+            "bbeh",
+            "BBEH",
+            {"question": ("input", "question"), "answer": ("target", "answer"), "id": _ID},
+            _text_answer,
+            extra=("task",),
+        ),
         Kind("mmlu", "MMLU", _MC, _choice, extra=("subject",)),
-        Kind("mixed", "math + multiple choice", {**_MC, "answer": ("answer", "answer_letter", "answer_index", "label"), "question": _MATH_Q}, _mixed, extra=("subject", "level")),
+        Kind(
+            "mixed",
+            "math + multiple choice",
+            {**_MC, "answer": ("answer", "answer_letter", "answer_index", "label"), "question": _MATH_Q},
+            _mixed,
+            extra=("subject", "level"),
+        ),
     )
 }
 _ALIASES = {
-    "gpqa": "gpqa_diamond", "olympiad": "olympiadbench", "minervamath": "minerva", "mmlupro": "mmlu_pro",
-    "math": "mixed", "val": "mixed", "validation": "mixed",
+    "gpqa": "gpqa_diamond",
+    "olympiad": "olympiadbench",
+    "minervamath": "minerva",
+    "mmlupro": "mmlu_pro",
+    "math": "mixed",
+    "val": "mixed",
+    "validation": "mixed",
 }
 
 
@@ -280,7 +333,7 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
         if isinstance(data, dict) and isinstance(data.get("examples"), list):  # BBEH's task.json
             data = data["examples"]
         if not isinstance(data, list):
-            raise BenchmarkError(f"{path}: a JSON file must hold a list of questions (or {{\"examples\": [...]}})")
+            raise BenchmarkError(f'{path}: a JSON file must hold a list of questions (or {{"examples": [...]}})')
         yield from enumerate(data, 1)
     else:
         from diagevo.parsing import loads, read_text, split_lines
@@ -304,7 +357,9 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def load_benchmark(name: str, path: Path | str, fields: Mapping[str, str] | None = None, limit: int | None = None) -> Benchmark:
+def load_benchmark(
+    name: str, path: Path | str, fields: Mapping[str, str] | None = None, limit: int | None = None
+) -> Benchmark:
     """Read ``path`` as benchmark ``name`` (see :func:`kind_of`); ``fields`` remaps roles to
     columns (``{"question": "prompt"}``); ``limit`` keeps the first questions. Raises
     :class:`BenchmarkError` naming the file and line of the first problem."""

@@ -65,8 +65,12 @@ class OutputsMismatch(BadInput):
 def settings_hash(model: str, bench: Benchmark, cfg: EvalConfig, k: int | None) -> str:
     """What decides a stored line: the model, the file, the prompt and the sampling."""
     key = {
-        "model": model, "kind": bench.kind.name, "file": bench.sha256,
-        "prompt": [PROMPT_VERSION, SOLVER_SYSTEM], "max_new_tokens": cfg.max_new_tokens, "k": k,
+        "model": model,
+        "kind": bench.kind.name,
+        "file": bench.sha256,
+        "prompt": [PROMPT_VERSION, SOLVER_SYSTEM],
+        "max_new_tokens": cfg.max_new_tokens,
+        "k": k,
         "sampling": [cfg.temperature, cfg.top_p, cfg.seed] if k else None,
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
@@ -98,7 +102,8 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
             raise OutputsMismatch(f"{path} line {n} is not an evaluation output; use another --out") from None
         if theirs != settings:
             raise OutputsMismatch(
-                f"{path} holds outputs of other settings (model, file, prompt or sampling); remove it or use another --out"
+                f"{path} holds outputs of other settings (model, file, prompt or sampling); remove it or use "
+                "another --out"
             )
         done[index] = row
     return done
@@ -111,8 +116,15 @@ def _graded(
     renders it in this process (a server applies its own template and does not say how)."""
     g = grade(q, greedy)
     row: dict[str, Any] = {
-        "index": q.index, "id": q.source_id, "settings": settings, "question": q.text, "gold": q.gold,
-        "response": greedy, "answer": g.answer, "correct": g.correct, **({"extra": dict(q.extra)} if q.extra else {}),
+        "index": q.index,
+        "id": q.source_id,
+        "settings": settings,
+        "question": q.text,
+        "gold": q.gold,
+        "response": greedy,
+        "answer": g.answer,
+        "correct": g.correct,
+        **({"extra": dict(q.extra)} if q.extra else {}),
         **({"prompt": prompt} if prompt is not None else {}),
     }
     if k:
@@ -149,7 +161,9 @@ def evaluate(
     todo = [q for q in bench.questions if q.index not in done]
     started = time.perf_counter()
     greedy = Sampling(n=1, temperature=0.0, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)
-    sampled = Sampling(n=k or 1, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)
+    sampled = Sampling(
+        n=k or 1, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed
+    )
     total = len(bench.questions)
     phases = (bench.name, f"{bench.name} mean@{k}")
     for phase in phases[: 2 if k else 1]:
@@ -167,7 +181,10 @@ def evaluate(
         fh.flush()
 
     appending = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    with os.fdopen(os.open(outputs, appending, 0o666), "a", encoding="utf-8") as fh, ThreadPoolExecutor(max_workers=1) as grader:
+    with (
+        os.fdopen(os.open(outputs, appending, 0o666), "a", encoding="utf-8") as fh,
+        ThreadPoolExecutor(max_workers=1) as grader,
+    ):
         pending: Future[None] | None = None
         for start in range(0, len(todo), cfg.batch_size):
             batch = todo[start : start + cfg.batch_size]
@@ -187,9 +204,20 @@ def evaluate(
     rows = [done[q.index] for q in bench.questions]
     correct = sum(bool(r["correct"]) for r in rows)
     return BenchResult(
-        benchmark=bench.name, kind=bench.kind.name, title=bench.kind.title, file=str(bench.path), file_sha256=bench.sha256,
-        model=model, n=len(rows), correct=correct, accuracy=correct / len(rows),
-        unparsed=sum(r["answer"] is None for r in rows), k=k,
+        benchmark=bench.name,
+        kind=bench.kind.name,
+        title=bench.kind.title,
+        file=str(bench.path),
+        file_sha256=bench.sha256,
+        model=model,
+        n=len(rows),
+        correct=correct,
+        accuracy=correct / len(rows),
+        unparsed=sum(r["answer"] is None for r in rows),
+        k=k,
         mean_at_k=sum(r["mean_correct"] for r in rows) / len(rows) if k else None,
-        seconds=time.perf_counter() - started, resumed=total - len(todo), outputs=str(outputs), settings=settings,
+        seconds=time.perf_counter() - started,
+        resumed=total - len(todo),
+        outputs=str(outputs),
+        settings=settings,
     )

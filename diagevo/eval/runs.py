@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diagevo.catalog.ids import event_id
 from diagevo.config import EvalConfig, migrate
 from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.runner import BenchResult, evaluate
-from diagevo.catalog.ids import event_id
-from diagevo.schemas import EventIn, new_event
-from diagevo.log import EventStore
-from diagevo.rounds import record_retrospective
 from diagevo.generation import Engine
+from diagevo.log import EventStore
 from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
+from diagevo.rounds import record_retrospective
+from diagevo.schemas import EventIn, new_event
 
 
 class RunEvalError(BadInput):
@@ -99,10 +99,20 @@ def pick_rounds(available: Sequence[int], spec: str) -> list[int]:
 def eval_event(run: str, round: int, result: BenchResult, engine: str) -> EventIn:
     """One ``eval.recorded`` event for a (round, benchmark) score."""
     data = {
-        "benchmark": result.benchmark, "kind": result.kind, "n": result.n, "correct": result.correct,
-        "accuracy": result.accuracy, "unparsed": result.unparsed, "k": result.k, "mean_at_k": result.mean_at_k,
-        "model": result.model, "engine": engine, "file": result.file, "file_sha256": result.file_sha256,
-        "seconds": result.seconds, "settings": result.settings,
+        "benchmark": result.benchmark,
+        "kind": result.kind,
+        "n": result.n,
+        "correct": result.correct,
+        "accuracy": result.accuracy,
+        "unparsed": result.unparsed,
+        "k": result.k,
+        "mean_at_k": result.mean_at_k,
+        "model": result.model,
+        "engine": engine,
+        "file": result.file,
+        "file_sha256": result.file_sha256,
+        "seconds": result.seconds,
+        "settings": result.settings,
     }
     key = f"{result.benchmark}/{result.settings}/{result.n}"
     return new_event("eval.recorded", run, round, event_id(run, round, "eval", key), **data)
@@ -120,9 +130,17 @@ def selection_event(run: str, results: Mapping[int, BenchResult]) -> EventIn:
     chosen = results[best]
     key = hashlib.sha256(json.dumps(sorted((t, r.settings) for t, r in results.items())).encode()).hexdigest()[:16]
     return new_event(
-        "checkpoint.selected", run, best, event_id(run, best, "select", key),
-        benchmark=chosen.benchmark, accuracy=chosen.accuracy, n=chosen.n, model=chosen.model,
-        file=chosen.file, file_sha256=chosen.file_sha256, scores={str(t): s for t, s in sorted(scores.items())},
+        "checkpoint.selected",
+        run,
+        best,
+        event_id(run, best, "select", key),
+        benchmark=chosen.benchmark,
+        accuracy=chosen.accuracy,
+        n=chosen.n,
+        model=chosen.model,
+        file=chosen.file,
+        file_sha256=chosen.file_sha256,
+        scores={str(t): s for t, s in sorted(scores.items())},
     )
 
 
@@ -207,8 +225,15 @@ def evaluate_run(
             on_result(t, result)
 
         return evaluate_model(
-            make_engine, models[t], suite, cfg, out_dir, label=f"{run_name(run)}/round{t:03d}", samples=samples,
-            progress=lambda phase, d, n: progress(f"round {t}: {phase}", d, n), on_result=record,
+            make_engine,
+            models[t],
+            suite,
+            cfg,
+            out_dir,
+            label=f"{run_name(run)}/round{t:03d}",
+            samples=samples,
+            progress=lambda phase, d, n: progress(f"round {t}: {phase}", d, n),
+            on_result=record,
         )
 
     if validation is not None:

@@ -84,4 +84,14 @@ def make_engine(kind: EngineKind, model: str, **options: object) -> Engine:
     raise BadInput(f"unknown engine {kind!r}: use local, vllm or endpoint")
 
 
-__all__ = ["Engine", "EngineKind", "GenerationError", "Messages", "ProgressFn", "Sampling", "make_engine", "no_progress", "render_plain"]
+__all__ = [
+    "Engine",
+    "EngineKind",
+    "GenerationError",
+    "Messages",
+    "ProgressFn",
+    "Sampling",
+    "make_engine",
+    "no_progress",
+    "render_plain",
+]

@@ -13,13 +13,12 @@ providers do) is asked again for the missing ones, each with its own seed.
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from diagevo import aio
+from diagevo.errors import BadInput
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.openai_client import BadResponse, OpenAIClient, TransportError
 from diagevo.progress import ProgressFn, no_progress
@@ -66,7 +65,9 @@ class EndpointEngine:
         self.name = f"endpoint:{model}"
         self.chat = chat
         self.extra_body = dict(extra_body or {})
-        self.client = OpenAIClient(url, api_key=api_key, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries)
+        self.client = OpenAIClient(
+            url, api_key=api_key, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries
+        )
 
     def generate(
         self, prompts: Sequence[Messages], sampling: Sampling, progress: ProgressFn = no_progress
@@ -124,7 +125,9 @@ class EndpointEngine:
         if self.chat is not False:
             try:
                 texts, _ = await self.client.post(
-                    "/chat/completions", {**body, "messages": [dict(m) for m in messages]}, lambda d: _texts(d, "message")
+                    "/chat/completions",
+                    {**body, "messages": [dict(m) for m in messages]},
+                    lambda d: _texts(d, "message"),
                 )
                 self.chat = True
                 return texts
@@ -133,5 +136,7 @@ class EndpointEngine:
                 if self.chat is True or not no_template:
                     raise
                 self.chat = False  # the model has no chat template: plain text from now on
-        texts, _ = await self.client.post("/completions", {**body, "prompt": render_plain(messages)}, lambda d: _texts(d, "text"))
+        texts, _ = await self.client.post(
+            "/completions", {**body, "prompt": render_plain(messages)}, lambda d: _texts(d, "text")
+        )
         return texts

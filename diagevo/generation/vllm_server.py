@@ -17,7 +17,6 @@ from pathlib import Path
 from diagevo.errors import Unavailable
 from diagevo.generation.vllm_platform import decide, serve_flags
 
-
 # what a process sets for its own torch.distributed rendezvous (an engine under external_launcher)
 RENDEZVOUS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -53,8 +52,14 @@ def serve_command() -> list[str]:
 
 @contextmanager
 def served(
-    model: Path | str, name: str, log: Path, *, platform: str = "cpu", max_model_len: int = 2048,
-    extra: tuple[str, ...] = (), start_timeout_s: float = 1200.0,
+    model: Path | str,
+    name: str,
+    log: Path,
+    *,
+    platform: str = "cpu",
+    max_model_len: int = 2048,
+    extra: tuple[str, ...] = (),
+    start_timeout_s: float = 1200.0,
 ) -> Iterator[str]:
     """``vllm serve MODEL`` on 127.0.0.1 as ``name`` until the block ends; yields its ``/v1`` base
     URL once ``/v1/models`` answers. Its output goes to ``log``."""
@@ -62,8 +67,19 @@ def served(
 
     port = free_port()
     cmd = [
-        *serve_command(), "--model", str(model), "--host", "127.0.0.1", "--port", str(port), "--served-model-name", name,
-        "--max-model-len", str(max_model_len), *serve_flags(decide(platform)), *extra,
+        *serve_command(),
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--served-model-name",
+        name,
+        "--max-model-len",
+        str(max_model_len),
+        *serve_flags(decide(platform)),
+        *extra,
     ]
     env = {**own_environment(), "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     with open(log, "wb") as out:

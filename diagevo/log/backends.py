@@ -72,7 +72,7 @@ def plain_file(url: str) -> Path | None:
     prefix = "sqlite:///"
     if not url.startswith(prefix):
         return None
-    db = url[len(prefix):]
+    db = url[len(prefix) :]
     if not db or "?" in db or "%" in db or db == ":memory:" or db.startswith("file:"):
         return None
     return Path(db)

@@ -100,8 +100,13 @@ class InMemoryRecorder(Recorder):
     # --- reads --------------------------------------------------------------------------------
 
     def _select(
-        self, run: str, after_seq: int, upto_seq: int | None, types: Collection[str] | None,
-        round: int | None, keys: Mapping[str, Collection[str]] | None,
+        self,
+        run: str,
+        after_seq: int,
+        upto_seq: int | None,
+        types: Collection[str] | None,
+        round: int | None,
+        keys: Mapping[str, Collection[str]] | None,
     ) -> list[Row]:
         wanted = None if types is None else set(types)
         lookups = None if keys is None else {_LOOKUP_INDEX[f]: set(v) for f, v in lookup_keys(keys).items()}

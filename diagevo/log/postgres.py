@@ -61,8 +61,10 @@ class PostgresRecorder(SQLRecorder):
     def _trusted_writers(self) -> str:
         # a state saved by this role or by the owner of the tables (a role that may write the
         # log but not be trusted with the owner's caches saves its own, which the owner never reads)
-        return "v.writer IN (current_user, (SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = 'views'::regclass))"
-
+        return (
+            "v.writer IN (current_user, (SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = "
+            "'views'::regclass))"
+        )
 
     # --- the writer lease: a session advisory lock (the server drops it with the connection) --------
 

@@ -140,9 +140,7 @@ class SchemaOutdated(StoreError, NotADiagevoDatabase):
 # --- hashing ----------------------------------------------------------------------------------
 
 
-def canonical_event_json(
-    event_id: str, run: str, round: int, type: str, schema_version: int, data_json: str
-) -> str:
+def canonical_event_json(event_id: str, run: str, round: int, type: str, schema_version: int, data_json: str) -> str:
     """Canonical JSON of ``[event_id, run, round, type, schema_version, data]``.
 
     ``data_json`` is the data exactly as stored (compact, sorted keys), so this equals
@@ -305,7 +303,8 @@ def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
         if problems:
             raise StoreError(
                 f"the texts of the event at seq {ev.seq} are missing or altered (they do not hash to the keys "
-                "in its data): run {command}", hint=Hint(("memory", "verify")),
+                "in its data): run {command}",
+                hint=Hint(("memory", "verify")),
             )
         for f, _sha in refs:
             ev.data[f] = held[f]
@@ -513,7 +512,9 @@ class Recorder(ABC):
         for r in self.raw(run):
             if r.prev_hash != prev:
                 problems.append(f"seq {r.seq}: prev_hash does not match the hash of the run's previous event")
-            want = chain_hash(r.prev_hash, canonical_event_json(r.event_id, run, r.round, r.type, r.schema_version, r.data))
+            want = chain_hash(
+                r.prev_hash, canonical_event_json(r.event_id, run, r.round, r.type, r.schema_version, r.data)
+            )
             if want != r.hash:
                 problems.append(f"seq {r.seq}: hash mismatch (event {r.event_id} was altered)")
             prev = r.hash

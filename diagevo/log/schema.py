@@ -164,9 +164,12 @@ def refusal(status: RevisionStatus, url: str = "") -> SchemaOutdated:
     if status.state == "empty":
         return SchemaOutdated(
             f"database {status.url} is empty (no diagevo log yet): a writer (train, round start, "
-            "memory ingest) creates it, or run {command}", hint=upgrade,
+            "memory ingest) creates it, or run {command}",
+            hint=upgrade,
         )
-    return SchemaOutdated(f"database is at revision {status.current}, expected {status.head}: run {{command}}", hint=upgrade)
+    return SchemaOutdated(
+        f"database is at revision {status.current}, expected {status.head}: run {{command}}", hint=upgrade
+    )
 
 
 @contextmanager

@@ -43,7 +43,10 @@ if TYPE_CHECKING:
     from diagevo.schemas import EventIn
 
 APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # the appenders' lock (where the backend has one)
-EVENT_COLUMNS = "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
+EVENT_COLUMNS = (
+    "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, texts, "
+    + ", ".join(KEY_FIELDS)
+)
 N_COLUMNS = 11 + len(KEY_FIELDS)
 
 # what a read fetches: whole events, or the (seq, round, type, data) a fold needs
@@ -51,7 +54,10 @@ _WHOLE: tuple[str, Callable[[Any], StoredEvent]] = (
     "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash",
     lambda r: StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]),
 )
-_ROW: tuple[str, Callable[[Any], EventRow]] = ("seq, round, type, data", lambda r: EventRow(r[0], r[1], r[2], loads(r[3])))
+_ROW: tuple[str, Callable[[Any], EventRow]] = (
+    "seq, round, type, data",
+    lambda r: EventRow(r[0], r[1], r[2], loads(r[3])),
+)
 _META: tuple[str, Callable[[Any], EventRow]] = ("seq, round, type", lambda r: EventRow(r[0], r[1], r[2], None))  # type: ignore[arg-type]
 _RAW = "seq, event_id, round, type, schema_version, data, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
 
@@ -244,7 +250,10 @@ class SQLRecorder(Recorder):
             for i in range(0, len(ids), MAX_PARAMS):
                 chunk = ids[i : i + MAX_PARAMS]
                 cur.execute(
-                    f"SELECT event_id FROM events WHERE run_id = {self.P} AND event_id IN ({', '.join([self.P] * len(chunk))})",
+                    (
+                        f"SELECT event_id FROM events WHERE run_id = {self.P} AND event_id IN "
+                        f"({', '.join([self.P] * len(chunk))})"
+                    ),
                     [run, *chunk],
                 )
                 found.update((run, r[0]) for r in cur.fetchall())
@@ -291,7 +300,10 @@ class SQLRecorder(Recorder):
             if types is not None:
                 sql += f" AND type IN ({', '.join([q] * len(types))})"
                 params.extend(types)
-            yield f"{self._index(types, round)} {sql}{' ' + self._order(after_seq, types, round) if ordered else ''}", params
+            yield (
+                f"{self._index(types, round)} {sql}{' ' + self._order(after_seq, types, round) if ordered else ''}",
+                params,
+            )
             return
         extra, extra_params = "", list[Any]()
         if types is not None:
@@ -313,8 +325,15 @@ class SQLRecorder(Recorder):
                 yield where, [run, *chunk, *extra_params]
 
     def _select(
-        self, shape: tuple[str, Callable[[Any], E]], run: str, after_seq: int, upto_seq: int | None,
-        types: Collection[str] | None, round: int | None, keys: Mapping[str, Collection[str]] | None, texts: bool,
+        self,
+        shape: tuple[str, Callable[[Any], E]],
+        run: str,
+        after_seq: int,
+        upto_seq: int | None,
+        types: Collection[str] | None,
+        round: int | None,
+        keys: Mapping[str, Collection[str]] | None,
+        texts: bool,
         limit: int | None = None,
         newest: bool = False,
     ) -> Iterator[E]:
@@ -403,7 +422,9 @@ class SQLRecorder(Recorder):
 
     def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
         with self._cursor(stream=True) as cur:
-            cur.execute(f"SELECT {_RAW} FROM events WHERE run_id = {self.P} AND seq > {self.P} ORDER BY seq", (run, after_seq))
+            cur.execute(
+                f"SELECT {_RAW} FROM events WHERE run_id = {self.P} AND seq > {self.P} ORDER BY seq", (run, after_seq)
+            )
             while rows := cur.fetchmany(FETCH):
                 for r in rows:
                     yield RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:]))
@@ -462,13 +483,21 @@ class SQLRecorder(Recorder):
         from sqlalchemy import text
 
         rows = [
-            {"name": s.name, "run_id": s.run, "part": s.part, "seq": s.seq, "hash": s.hash,
-             "state": json_or_error(s.state, f"the saved state of view {s.name!r}")}
+            {
+                "name": s.name,
+                "run_id": s.run,
+                "part": s.part,
+                "seq": s.seq,
+                "hash": s.hash,
+                "state": json_or_error(s.state, f"the saved state of view {s.name!r}"),
+            }
             for s in states
         ]
         stmt = text(
-            "INSERT INTO views (name, run_id, part, seq, hash, state) VALUES (:name, :run_id, :part, :seq, :hash, :state) "
-            f"ON CONFLICT ({self._views_key()}) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, state = excluded.state"
+            "INSERT INTO views (name, run_id, part, seq, hash, state) VALUES (:name, :run_id, :part, :seq, :hash, "
+            ":state) "
+            f"ON CONFLICT ({self._views_key()}) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, state = "
+            "excluded.state"
         )
         with self._write_tx() as conn:
             conn.execute(stmt, rows)
@@ -480,7 +509,9 @@ class SQLRecorder(Recorder):
         from sqlalchemy import text
 
         with self._write_tx() as conn:
-            res = conn.execute(text("DELETE FROM views WHERE name = :name AND run_id = :run"), {"name": name, "run": run})
+            res = conn.execute(
+                text("DELETE FROM views WHERE name = :name AND run_id = :run"), {"name": name, "run": run}
+            )
         return int(res.rowcount)
 
 

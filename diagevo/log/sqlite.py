@@ -17,10 +17,8 @@ import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-from typing import TYPE_CHECKING
 
 from diagevo.log.backends import plain_file
 from diagevo.log.recorder import MissingDatabase, StoreError, busy
@@ -299,7 +297,10 @@ def check_url(u: URL, url: str) -> None:
         )
     path = sqlite_path(u)
     if path is not None and path.is_dir():
-        raise StoreError(f"{redact_url(url)}: {path} is a directory, not a SQLite database file (sqlite:///{path / 'diagevo.db'} is a file in it)")
+        raise StoreError(
+            f"{redact_url(url)}: {path} is a directory, not a SQLite database file "
+            f"(sqlite:///{path / 'diagevo.db'} is a file in it)"
+        )
 
 
 def missing_database(u: URL) -> MissingDatabase | None:

@@ -31,13 +31,24 @@ class Event(SQLModel, table=True):
         Index("ix_events_run_type_seq", "run_id", "type", "seq"),
         Index("ix_events_run_round_type", "run_id", "round", "type"),
         *(
-            Index(f"ix_events_{f}", "run_id", f, sqlite_where=text(f"{f} IS NOT NULL"), postgresql_where=text(f"{f} IS NOT NULL"))
+            Index(
+                f"ix_events_{f}",
+                "run_id",
+                f,
+                sqlite_where=text(f"{f} IS NOT NULL"),
+                postgresql_where=text(f"{f} IS NOT NULL"),
+            )
             for f in KEY_FIELDS
         ),
         # at most one of each milestone per run and round (0009)
         Index(
-            "uq_events_milestones", "run_id", "type", "round", unique=True,
-            sqlite_where=text(f"type IN ({MILESTONES_SQL})"), postgresql_where=text(f"type IN ({MILESTONES_SQL})"),
+            "uq_events_milestones",
+            "run_id",
+            "type",
+            "round",
+            unique=True,
+            sqlite_where=text(f"type IN ({MILESTONES_SQL})"),
+            postgresql_where=text(f"type IN ({MILESTONES_SQL})"),
         ),
     )
 

@@ -40,8 +40,20 @@ class Draft:
     them to be copied again on the next change."""
 
     __slots__ = (
-        "run", "k", "seed", "config", "committed", "open_round", "F1", "n_causes_created",
-        "n_nodes_created", "last_seq", "_causes", "_nodes", "_rounds", "_owned",
+        "run",
+        "k",
+        "seed",
+        "config",
+        "committed",
+        "open_round",
+        "F1",
+        "n_causes_created",
+        "n_nodes_created",
+        "last_seq",
+        "_causes",
+        "_nodes",
+        "_rounds",
+        "_owned",
     )
 
     def __init__(self, mem: Memory) -> None:
@@ -100,10 +112,19 @@ class Draft:
         self._causes, self._nodes, self._rounds = causes, nodes, rounds
         self._owned.clear()
         return Memory(
-            run=self.run, k=self.k, seed=self.seed, config=self.config, committed=self.committed,
-            open_round=self.open_round, F1=self.F1, causes=causes, nodes=nodes,
-            n_causes_created=self.n_causes_created, n_nodes_created=self.n_nodes_created,
-            last_seq=self.last_seq, committed_rounds=rounds,
+            run=self.run,
+            k=self.k,
+            seed=self.seed,
+            config=self.config,
+            committed=self.committed,
+            open_round=self.open_round,
+            F1=self.F1,
+            causes=causes,
+            nodes=nodes,
+            n_causes_created=self.n_causes_created,
+            n_nodes_created=self.n_nodes_created,
+            last_seq=self.last_seq,
+            committed_rounds=rounds,
         )
 
     # --- apply --------------------------------------------------------------------------------
@@ -170,7 +191,9 @@ class Draft:
         return True
 
     def _set_cause(self, cause: Cause, state: CauseState, frequency: int) -> None:
-        self._causes_w()[cause.id] = Cause(cause.id, cause.node, cause.description, state, frequency, cause.created_round)
+        self._causes_w()[cause.id] = Cause(
+            cause.id, cause.node, cause.description, state, frequency, cause.created_round
+        )
 
     def _merge(self, d: Mapping[str, Any]) -> None:
         survivor, absorbed = self._node(d["survivor"]), self._node(d["absorbed"])

@@ -99,8 +99,7 @@ class Memory:
             "committed_rounds": sorted(self.committed_rounds),
             "nodes": [[n.id, n.label] for n in self.nodes.values()],
             "causes": [
-                [c.id, c.node, c.description, c.state.value, c.frequency, c.created_round]
-                for c in self.causes.values()
+                [c.id, c.node, c.description, c.state.value, c.frequency, c.created_round] for c in self.causes.values()
             ],
         }
 
@@ -120,9 +119,6 @@ class Memory:
             committed_rounds=frozenset(data["committed_rounds"]),
             nodes=MappingProxyType({i: Node(i, label) for i, label in data["nodes"]}),
             causes=MappingProxyType(
-                {
-                    c[0]: Cause(c[0], c[1], c[2], CauseState(c[3]), c[4], c[5])
-                    for c in data["causes"]
-                }
+                {c[0]: Cause(c[0], c[1], c[2], CauseState(c[3]), c[4], c[5]) for c in data["causes"]}
             ),
         )

@@ -22,7 +22,9 @@ def write_report(store: EventStore, run: str, out: Path, db_url: str, command: C
     return data
 
 
-def write_comparison(store: EventStore, runs: list[str], out: Path, db_url: str, command: Callable[[str], str]) -> Compared:
+def write_comparison(
+    store: EventStore, runs: list[str], out: Path, db_url: str, command: Callable[[str], str]
+) -> Compared:
     """Read ``runs`` and write their comparison (:mod:`diagevo.report.compare`) to ``out``
     atomically. ``command(run)`` spells the single-run report command of a run."""
     from diagevo.files import write_replacing

@@ -42,8 +42,10 @@ class Compared:
 
     def series(self) -> list[tuple[str, str, str, bool]]:
         """(column, title, y label, 0-1 axis) of every overlaid figure, in order."""
-        scores = [(m, m if m != "heldout_acc" else "held-out accuracy", "value", m == "heldout_acc" or m.startswith("bench/"))
-                  for m in self.metrics]
+        scores = [
+            (m, m if m != "heldout_acc" else "held-out accuracy", "value", m == "heldout_acc" or m.startswith("bench/"))
+            for m in self.metrics
+        ]
         return [*scores, *MEMORY_SERIES]
 
 
@@ -69,8 +71,19 @@ def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]
     for column, title, ylabel, unit in data.series():
         if not any(df[column].is_not_null().any() for df in data.rounds.values()):
             continue
-        fig = figures.overlay(data.rounds, column, title, ylabel, unit=unit, counts=column in COUNTS)  # every run: its colour kept
-        charts.append(_chart(f"compare-{column}", figures.to_svg(fig), f"{title}, per round, one line per run (each run's points set slightly apart so equal values stay visible)"))
+        fig = figures.overlay(
+            data.rounds, column, title, ylabel, unit=unit, counts=column in COUNTS
+        )  # every run: its colour kept
+        charts.append(
+            _chart(
+                f"compare-{column}",
+                figures.to_svg(fig),
+                (
+                    f"{title}, per round, one line per run (each run's points set slightly apart so equal values stay "
+                    "visible)"
+                ),
+            )
+        )
     summary_rows = []
     for run in data.runs:
         df = data.rounds[run]
@@ -78,9 +91,16 @@ def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]
         row.update({c: _last(df, c) for c in ("active", "mastered", "F", "epsilon_next")})
         row.update({m: _last(df, m) for m in data.metrics})
         summary_rows.append(row)
-    schema = {"run": pl.Utf8, "committed rounds": pl.Int64, **{c: pl.Int64 for c in ("active", "mastered", "F")},
-              "epsilon_next": pl.Float64, **{m: pl.Float64 for m in data.metrics}}
-    summary = table(pl.DataFrame(summary_rows, schema=schema, strict=False), {"epsilon_next": "ε_t+1", "F": "F_t"}, left=("run",))
+    schema = {
+        "run": pl.Utf8,
+        "committed rounds": pl.Int64,
+        **{c: pl.Int64 for c in ("active", "mastered", "F")},
+        "epsilon_next": pl.Float64,
+        **{m: pl.Float64 for m in data.metrics},
+    }
+    summary = table(
+        pl.DataFrame(summary_rows, schema=schema, strict=False), {"epsilon_next": "ε_t+1", "F": "F_t"}, left=("run",)
+    )
     legend = "".join(
         f'<li><span class="swatch" style="background:{figures.STYLES[i % len(figures.STYLES)][0]}"></span>'
         f"{_e(figures.marker_name(i))} <code>{_e(run)}</code> · <code>{_e(command(run))}</code></li>"
@@ -88,11 +108,15 @@ def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]
     )
     body = (
         f'<section id="runs"><h2>Runs</h2><ul class="runs">{legend}</ul>'
-        f'<p class="note">the last committed round\'s values (each metric at the last round that recorded it)</p>{summary}</section>'
+        '<p class="note">the last committed round\'s values (each metric at the last round that recorded '
+        f"it)</p>{summary}</section>"
         f'<section id="curves"><h2>Curves</h2><div class="charts">{"".join(charts)}</div></section>'
     )
     ids = ", ".join(data.runs)
-    css = CSS + ".swatch { display:inline-block; width:12px; height:12px; margin-right:6px; border:1px solid #555; }\nul.runs { list-style:none; padding-left:0; }\n"
+    css = CSS + (
+        ".swatch { display:inline-block; width:12px; height:12px; margin-right:6px; border:1px solid #555; "
+        "}\nul.runs { list-style:none; padding-left:0; }\n"
+    )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

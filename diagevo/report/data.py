@@ -17,13 +17,12 @@ import polars as pl
 
 from diagevo.curriculum.stats import question_stats
 from diagevo.log import EventStore
-from diagevo.views.stories import cause_stories
-from diagevo.views.stats import COLUMNS
-from diagevo.views.stats import frame as stats_frame
-from diagevo.views.stats import is_family_detail, metric_columns, round_stats
 from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
+from diagevo.views.stats import COLUMNS, is_family_detail, metric_columns, round_stats
+from diagevo.views.stats import frame as stats_frame
+from diagevo.views.stories import cause_stories
 
 # the round's phases as the paper's Table 6 names its components
 PHASES = {
@@ -96,7 +95,9 @@ def load_run(store: EventStore, run: str) -> RunData:
         elif etype == "question.generated":
             texts[rnd][data["mode"]].append(data.get("text") or "")
         elif etype == "eval.recorded" and "benchmark" in data:
-            bench.append({"round": rnd, **{k: data.get(k) for k in ("benchmark", "n", "accuracy", "k", "mean_at_k", "model")}})
+            bench.append(
+                {"round": rnd, **{k: data.get(k) for k in ("benchmark", "n", "accuracy", "k", "mean_at_k", "model")}}
+            )
         elif etype == "eval.recorded" and "measure" not in data:  # not a sim-dynamics measure
             heldout[rnd] = data
         elif etype == "checkpoint.selected":
@@ -122,10 +123,20 @@ def load_run(store: EventStore, run: str) -> RunData:
     )
     benchmarks = _frame(
         bench,
-        {"round": pl.Int64, "benchmark": pl.Utf8, "n": pl.Int64, "accuracy": pl.Float64, "k": pl.Int64, "mean_at_k": pl.Float64, "model": pl.Utf8},
+        {
+            "round": pl.Int64,
+            "benchmark": pl.Utf8,
+            "n": pl.Int64,
+            "accuracy": pl.Float64,
+            "k": pl.Int64,
+            "mean_at_k": pl.Float64,
+            "model": pl.Utf8,
+        },
     )
     if benchmarks.height:  # an evaluation repeated with other settings: the latest counts
-        benchmarks = benchmarks.unique(subset=["round", "benchmark"], keep="last", maintain_order=True).sort("benchmark", "round")
+        benchmarks = benchmarks.unique(subset=["round", "benchmark"], keep="last", maintain_order=True).sort(
+            "benchmark", "round"
+        )
     detail = _frame(
         [
             {"label": key.removeprefix("acc/"), "round": t, "value": float(v)}
@@ -142,14 +153,27 @@ def load_run(store: EventStore, run: str) -> RunData:
             if by_mode.get(mode):
                 qrows.append({"round": t, "mode": mode, **_qstats(by_mode[mode])})
         qrows.append({"round": t, "mode": "all", **_qstats([q for m in by_mode.values() for q in m])})
-    questions = _frame(qrows, {"round": pl.Int64, "mode": pl.Utf8, "n": pl.Int64, "mean_words": pl.Float64, "distinct_2": pl.Float64})
+    questions = _frame(
+        qrows, {"round": pl.Int64, "mode": pl.Utf8, "n": pl.Int64, "mean_words": pl.Float64, "distinct_2": pl.Float64}
+    )
 
     memories = {t: load_memory(store, run, t) for t in rounds["round"].to_list()}
     latest = load_memory(store, run)
     return RunData(
-        run=run, config=config, seed=seed, last_seq=last_seq, recorded_at=recorded_at, rounds=rounds, timing=timing,
-        benchmarks=benchmarks, heldout_detail=detail, questions=questions, memories=memories,
-        stories=cause_stories(rows), selected=selected, open_round=latest.open_round,
+        run=run,
+        config=config,
+        seed=seed,
+        last_seq=last_seq,
+        recorded_at=recorded_at,
+        rounds=rounds,
+        timing=timing,
+        benchmarks=benchmarks,
+        heldout_detail=detail,
+        questions=questions,
+        memories=memories,
+        stories=cause_stories(rows),
+        selected=selected,
+        open_round=latest.open_round,
     )
 
 

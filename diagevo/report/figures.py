@@ -12,9 +12,6 @@ as text: through :func:`literal`, never parsed as mathtext.
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-from diagevo.untrusted import clip, visible
-
 import io
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from diagevo.errors import BadInput
+from diagevo.untrusted import clip, visible
 
 # one style per series, distinguishable in grey scale: (colour, marker, line style)
 STYLES = [
@@ -82,7 +82,13 @@ def _legend_below(fig: Any, handles: Sequence[Any], fontsize: float = 8) -> None
     """The legend under the plot, outside every axes, so it never covers a bar, a line, a marker
     or a value, whatever the data (constrained layout makes room for it)."""
     if handles:
-        fig.legend(handles, [h.get_label() for h in handles], loc="outside lower center", ncols=min(len(handles), 3), fontsize=fontsize)
+        fig.legend(
+            handles,
+            [h.get_label() for h in handles],
+            loc="outside lower center",
+            ncols=min(len(handles), 3),
+            fontsize=fontsize,
+        )
 
 
 def _unit_axis(ax: Any) -> None:
@@ -137,7 +143,9 @@ def accuracy(rounds: pl.DataFrame, benchmarks: pl.DataFrame) -> Any:
             xs.update(b["round"].to_list())
             if b["mean_at_k"].is_not_null().any():
                 k = b["k"].drop_nulls()[0]
-                _line(ax, b["round"].to_list(), b["mean_at_k"].to_list(), f"{literal(name)} (mean@{k})", style, alpha=0.55)
+                _line(
+                    ax, b["round"].to_list(), b["mean_at_k"].to_list(), f"{literal(name)} (mean@{k})", style, alpha=0.55
+                )
             series += 1
     ax.set_ylabel("accuracy")
     _unit_axis(ax)
@@ -173,8 +181,9 @@ def marker_name(i: int) -> str:
     return MARKER_NAMES.get(STYLES[i % len(STYLES)][1], "")
 
 
-def overlay(series: Mapping[str, pl.DataFrame], column: str, title: str, ylabel: str, unit: bool = False,
-            counts: bool = False) -> Any:
+def overlay(
+    series: Mapping[str, pl.DataFrame], column: str, title: str, ylabel: str, unit: bool = False, counts: bool = False
+) -> Any:
     """One column of several runs' per-round statistics on shared axes: a line per run, its
     colour, marker and line style (:data:`STYLES`) by the run's place in ``series``. Each run's
     points sit a little to the side of the round (its offset named in the legend), so runs with
@@ -211,7 +220,15 @@ def schedule(rounds: pl.DataFrame) -> Any:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.2), layout="constrained")
     x = rounds["round"].to_list()
-    ax.bar(x, rounds["F"].to_list(), width=0.55, color="#bdd7ee", edgecolor="#1f4e79", hatch="..", label="F_t (bars, left axis)")
+    ax.bar(
+        x,
+        rounds["F"].to_list(),
+        width=0.55,
+        color="#bdd7ee",
+        edgecolor="#1f4e79",
+        hatch="..",
+        label="F_t (bars, left axis)",
+    )
     ax.set_ylabel("F_t: failures over Active causes")
     right = ax.twinx()
     right.grid(False)
@@ -271,8 +288,18 @@ def timing(seconds: pl.DataFrame, names: Mapping[str, str]) -> Any:
         per = dict(seconds.filter(pl.col("phase") == phase).select("round", "seconds").iter_rows())
         values = [float(per.get(t, 0.0)) for t in rounds]
         color = STYLES[j % len(STYLES)][0]
-        ax.bar(rounds, values, bottom=bottom, width=0.62, color=color, alpha=0.75, edgecolor="#202020",
-               hatch=PHASE_HATCHES[j % len(PHASE_HATCHES)], linewidth=0.6, label=literal(names.get(phase, phase)))
+        ax.bar(
+            rounds,
+            values,
+            bottom=bottom,
+            width=0.62,
+            color=color,
+            alpha=0.75,
+            edgecolor="#202020",
+            hatch=PHASE_HATCHES[j % len(PHASE_HATCHES)],
+            linewidth=0.6,
+            label=literal(names.get(phase, phase)),
+        )
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("seconds")
     _rounds_axis(ax, rounds)
@@ -291,7 +318,10 @@ def heatmap(values: pl.DataFrame, title: str) -> Any:
     grid = [[None] * len(rounds) for _ in labels]
     for label, rnd, v in values.select("label", "round", "value").iter_rows():
         grid[labels.index(label)][rounds.index(rnd)] = v
-    fig, ax = plt.subplots(figsize=(1.6 + 0.62 * len(rounds) + 0.06 * max(len(x) for x in names), 0.9 + 0.26 * len(labels)), layout="constrained")
+    fig, ax = plt.subplots(
+        figsize=(1.6 + 0.62 * len(rounds) + 0.06 * max(len(x) for x in names), 0.9 + 0.26 * len(labels)),
+        layout="constrained",
+    )
     import numpy as np
 
     data = np.array([[np.nan if v is None else v for v in row] for row in grid], dtype=float)
@@ -303,7 +333,15 @@ def heatmap(values: pl.DataFrame, title: str) -> Any:
     for i in range(len(labels)):
         for j in range(len(rounds)):
             if not np.isnan(data[i, j]):
-                ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center", fontsize=7, color="black" if data[i, j] < 0.75 else "white")
+                ax.text(
+                    j,
+                    i,
+                    f"{data[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="black" if data[i, j] < 0.75 else "white",
+                )
     ax.set_title(literal(title, 120), loc="left", fontsize=10)
     return fig
 

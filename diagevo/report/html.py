@@ -23,10 +23,10 @@ import polars as pl
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.redaction import redact_config
-from diagevo.untrusted import visible
 from diagevo.report import figures
-from diagevo.words import plural
 from diagevo.report.data import PHASES, RunData
+from diagevo.untrusted import visible
+from diagevo.words import plural
 
 EXCERPT = 600  # characters of a trajectory shown in a story
 
@@ -76,7 +76,7 @@ ul.tree ul { list-style: none; padding-left: 18px; margin: 2px 0; }
 .state-M { background: var(--mastered); padding: 0 4px; border-radius: 3px; }
 input[type=search], select { font: inherit; padding: 3px 6px; }
 bdi { unicode-bidi: isolate; }
-"""
+"""  # noqa: E501
 
 SCRIPT = """
 (function () {
@@ -94,7 +94,7 @@ SCRIPT = """
     });
   }
 })();
-"""
+"""  # noqa: E501
 
 MARKS = {"created": "★", "promoted": "▲", "reactivated": "↻", "node_merged": "⇄"}
 
@@ -129,10 +129,16 @@ def table(df: pl.DataFrame, headers: Mapping[str, str] | None = None, left: Iter
     left = set(left)
     # a header wraps at its spaces ("failed_diagnoses" would not), so wide tables fit the page
     head = "".join(
-        f'<th class="{"l" if c in left else ""}" title="{_a(c)}">{_e(headers.get(c, c.replace("_", " ")))}</th>' for c in df.columns
+        f'<th class="{"l" if c in left else ""}" title="{_a(c)}">{_e(headers.get(c, c.replace("_", " ")))}</th>'
+        for c in df.columns
     )
     body = "".join(
-        "<tr>" + "".join(f'<td class="{"l" if c in left else ""}">{_e(_fmt(v, digits))}</td>' for c, v in zip(df.columns, row, strict=True)) + "</tr>"
+        "<tr>"
+        + "".join(
+            f'<td class="{"l" if c in left else ""}">{_e(_fmt(v, digits))}</td>'
+            for c, v in zip(df.columns, row, strict=True)
+        )
+        + "</tr>"
         for row in df.iter_rows()
     )
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
@@ -170,7 +176,9 @@ def _failure(f: Mapping[str, Any] | None, full: bool) -> str:
     if f.get("response"):
         parts.append(f"failing trajectory:<blockquote>{_e(_excerpt(f['response']))}</blockquote>")
     if f.get("reference"):
-        parts.append(f"reference agreeing with the pseudo-label:<blockquote>{_e(_excerpt(f['reference']))}</blockquote>")
+        parts.append(
+            f"reference agreeing with the pseudo-label:<blockquote>{_e(_excerpt(f['reference']))}</blockquote>"
+        )
     return "<br>".join(parts)
 
 
@@ -186,11 +194,19 @@ def story_html(story: Mapping[str, Any], labels: Mapping[str, str]) -> str:
         kind, rnd = entry["kind"], f"round {entry['round']}"
         if kind == "created":
             node = entry["node"]
-            text = f"<b>{rnd}: created</b> under <code>{_e(node)}</code> {_e(labels.get(node, ''))}, from {_failure(entry.get('failure'), True)}"
+            text = (
+                f"<b>{rnd}: created</b> under <code>{_e(node)}</code> {_e(labels.get(node, ''))}, from "
+                f"{_failure(entry.get('failure'), True)}"
+            )
         elif kind == "attributed":
-            text = f"{rnd}: {_failure(entry.get('failure'), False)} attributed via {_e(entry['via'])}{_similarity(entry)}"
+            text = (
+                f"{rnd}: {_failure(entry.get('failure'), False)} attributed via {_e(entry['via'])}{_similarity(entry)}"
+            )
         elif kind == "promoted":
-            text = f"<b>{rnd}: promoted to Mastered</b>: mean p1 {entry['acc']:.3f} over {entry['n_candidates']} targeted candidates"
+            text = (
+                f"<b>{rnd}: promoted to Mastered</b>: mean p1 {entry['acc']:.3f} over {entry['n_candidates']} "
+                "targeted candidates"
+            )
         elif kind == "reactivated":
             text = (
                 f"<b>{rnd}: reactivated</b> via {_e(entry.get('via') or '?')}{_similarity(entry)} by "
@@ -198,7 +214,8 @@ def story_html(story: Mapping[str, Any], labels: Mapping[str, str]) -> str:
             )
         else:
             text = (
-                f"<b>{rnd}: node merged</b>: <code>{_e(entry['absorbed'])}</code> into <code>{_e(entry['survivor'])}</code> "
+                f"<b>{rnd}: node merged</b>: <code>{_e(entry['absorbed'])}</code> into "
+                f"<code>{_e(entry['survivor'])}</code> "
                 f"as “{_e(entry['label'])}”{_similarity(entry)}"
             )
         items.append(f"<li>{text}</li>")
@@ -228,23 +245,30 @@ def causes_html(data: RunData, command: Command) -> str:
                 cells.append(f'<td class="cell" title="{_a(title)}">·<span class="mark">{sym}</span></td>')
             else:
                 st = "A" if cause.active else "M"
-                cells.append(f'<td class="cell {st}" title="{_a(title)}">{st}&nbsp;{cause.frequency}<span class="mark">{sym}</span></td>')
+                cells.append(
+                    f'<td class="cell {st}" title="{_a(title)}">{st}&nbsp;{cause.frequency}<span '
+                    f'class="mark">{sym}</span></td>'
+                )
         node = last.causes[cid].node if last is not None and cid in last.causes else story["node"]
         details = (
             f'<details class="story"><summary>{_e(story["description"])}</summary>{story_html(story, labels)}'
             f'<div class="note">audit: <code>{_e(command("memory", "why", cid))}</code></div></details>'
         )
         rows.append(
-            f'<tr id="cause-{_a(cid)}"><td class="l"><code>{_e(cid)}</code></td><td class="l">{_e(node)} {_e(labels.get(node, ""))}</td>'
-            f"{''.join(cells)}<td class=\"l\">{details}</td></tr>"
+            f'<tr id="cause-{_a(cid)}"><td class="l"><code>{_e(cid)}</code></td><td class="l">{_e(node)} '
+            f"{_e(labels.get(node, ''))}</td>"
+            f'{"".join(cells)}<td class="l">{details}</td></tr>'
         )
     legend = (
         "cell: state at the round's commit — <b>A</b> Active (solid), <b>M</b> Mastered (striped) — and frequency f; "
-        "marks: ★ created, ▲ promoted, ↻ reactivated, ⇄ node merged; · not yet created. Click a description for its story."
+        "marks: ★ created, ▲ promoted, ↻ reactivated, ⇄ node merged; · not yet created. Click a description for its "
+        "story."
     )
     return (
-        f'<p class="note">{legend}</p><p><input type="search" id="cause-filter" placeholder="filter causes (id, node, words)" size="40"></p>'
-        f'<div class="scroll"><table><thead><tr><th class="l">cause</th><th class="l">node</th>{head}<th class="l">description (click for the story)</th></tr></thead>'
+        f'<p class="note">{legend}</p><p><input type="search" id="cause-filter" placeholder="filter causes (id, node, '
+        'words)" size="40"></p>'
+        f'<div class="scroll"><table><thead><tr><th class="l">cause</th><th class="l">node</th>{head}<th '
+        'class="l">description (click for the story)</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -253,7 +277,9 @@ def tree_html(memories: Mapping[int, Memory]) -> str:
     """The skill-node tree of every committed round; a picker shows one at a time."""
     if not memories:
         return '<p class="note">no committed round yet.</p>'
-    options = "".join(f'<option value="{t}"{" selected" if t == max(memories) else ""}>round {t}</option>' for t in sorted(memories))
+    options = "".join(
+        f'<option value="{t}"{" selected" if t == max(memories) else ""}>round {t}</option>' for t in sorted(memories)
+    )
     trees = []
     for t, mem in sorted(memories.items()):
         s = schedule(mem)
@@ -263,15 +289,22 @@ def tree_html(memories: Mapping[int, Memory]) -> str:
             items = "".join(
                 f'<li><span class="state-{"A" if c.active else "M"}">{"Active" if c.active else "Mastered"}</span> '
                 f'<a href="#cause-{_a(c.id)}"><code>{_e(c.id)}</code></a> f={c.frequency}'
-                f'{f" p={s.p[c.id]:.3f}" if c.id in s.p else ""} — {_e(c.description)}</li>'
+                f"{f' p={s.p[c.id]:.3f}' if c.id in s.p else ''} — {_e(c.description)}</li>"
                 for c in causes
             )
-            nodes.append(f"<li><b><code>{_e(node.id)}</code> {_e(node.label)}</b> ({plural(len(causes), 'cause')})<ul>{items}</ul></li>")
+            nodes.append(
+                f"<li><b><code>{_e(node.id)}</code> {_e(node.label)}</b> "
+                f"({plural(len(causes), 'cause')})<ul>{items}</ul></li>"
+            )
         summary = (
-            f"M_{t}: F_{t} = {s.F}, F_1 = {'not yet fixed' if s.F1 is None else s.F1}, ε_{t + 1} = {s.epsilon:.4f}; {len(mem.active())} Active, "
+            f"M_{t}: F_{t} = {s.F}, F_1 = {'not yet fixed' if s.F1 is None else s.F1}, ε_{t + 1} = {s.epsilon:.4f}; "
+            f"{len(mem.active())} Active, "
             f"{len(mem.mastered())} Mastered, {plural(len(mem.nodes), 'node')}"
         )
-        trees.append(f'<div class="tree" data-round="{t}"><p class="note">{_e(summary)}</p><ul class="tree">{"".join(nodes)}</ul></div>')
+        trees.append(
+            f'<div class="tree" data-round="{t}"><p class="note">{_e(summary)}</p><ul '
+            f'class="tree">{"".join(nodes)}</ul></div>'
+        )
     return f'<p><label>round <select id="tree-round">{options}</select></label></p>{"".join(trees)}'
 
 
@@ -279,7 +312,8 @@ def timing_table(timing: pl.DataFrame) -> str:
     """Seconds per phase summed over rounds and their share of the total, as the paper's Table 6."""
     order = {phase: i for i, phase in enumerate(PHASES)}
     per = (
-        timing.group_by("phase").agg(pl.col("seconds").sum())
+        timing.group_by("phase")
+        .agg(pl.col("seconds").sum())
         .with_columns(pl.col("phase").replace_strict(order, default=len(order)).alias("order"))
         .sort("order", "phase")
     )
@@ -308,46 +342,102 @@ def render(data: RunData, db_url: str, command: Command) -> str:
     if data.selected:
         cards.append(("selected checkpoint", f"round {data.selected['round']}"))
     sections: list[tuple[str, str, str]] = []  # (id, title, body)
-    sections.append(("summary", "Summary", '<div class="cards">' + "".join(f"<div class=\"card\"><b>{_e(v)}</b><span>{_e(k)}</span></div>" for k, v in cards) + "</div>"))
+    sections.append(
+        (
+            "summary",
+            "Summary",
+            '<div class="cards">'
+            + "".join(f'<div class="card"><b>{_e(v)}</b><span>{_e(k)}</span></div>' for k, v in cards)
+            + "</div>",
+        )
+    )
     if rounds.height:
-        charts = [_chart("accuracy", figures.to_svg(figures.accuracy(rounds, data.benchmarks)), "Fig. 3a: held-out accuracy and benchmark scores per round")]
+        charts = [
+            _chart(
+                "accuracy",
+                figures.to_svg(figures.accuracy(rounds, data.benchmarks)),
+                "Fig. 3a: held-out accuracy and benchmark scores per round",
+            )
+        ]
         named = [m for m in data.metrics if not m.startswith("bench/")]  # benchmarks: in Fig. 3a
         if named:
-            charts.append(_chart("metrics", figures.to_svg(figures.metrics(rounds, named)), "every other metric the run recorded, by name (round commit --metric)"))
+            charts.append(
+                _chart(
+                    "metrics",
+                    figures.to_svg(figures.metrics(rounds, named)),
+                    "every other metric the run recorded, by name (round commit --metric)",
+                )
+            )
         if rounds["pseudo_label_acc"].is_not_null().any():
-            charts.append(_chart("pseudo-labels", figures.to_svg(figures.pseudo_labels(rounds)), "Fig. 3c: accuracy of the majority-vote pseudo-labels"))
+            charts.append(
+                _chart(
+                    "pseudo-labels",
+                    figures.to_svg(figures.pseudo_labels(rounds)),
+                    "Fig. 3c: accuracy of the majority-vote pseudo-labels",
+                )
+            )
         body = f'<div class="charts">{"".join(charts)}</div>'
         if data.benchmarks.height:
             body += "<h3>Benchmark scores (diagevo eval --run)</h3>" + table(
-                data.benchmarks.select("round", "benchmark", "n", "accuracy", "k", "mean_at_k", "model"), left=("benchmark", "model")
+                data.benchmarks.select("round", "benchmark", "n", "accuracy", "k", "mean_at_k", "model"),
+                left=("benchmark", "model"),
             )
         if data.selected:
             sel = data.selected
-            scores = ", ".join(f"round {t}: {v:.3f}" for t, v in sorted(sel.get("scores", {}).items(), key=lambda kv: int(kv[0])))
-            body += f'<p class="note">checkpoint selected on {_e(sel.get("benchmark"))}: round {sel["round"]} ({_e(scores)})</p>'
+            scores = ", ".join(
+                f"round {t}: {v:.3f}" for t, v in sorted(sel.get("scores", {}).items(), key=lambda kv: int(kv[0]))
+            )
+            body += (
+                f'<p class="note">checkpoint selected on {_e(sel.get("benchmark"))}: round {sel["round"]} '
+                f"({_e(scores)})</p>"
+            )
         if data.heldout_detail.height:
             fig = figures.heatmap(data.heldout_detail, "Held-out accuracy by skill family")
-            body += f'<div class="charts">{_chart("heldout-families", figures.to_svg(fig), "held-out accuracy of each family (the value is printed in each cell)")}</div>'
+            chart = _chart(
+                "heldout-families",
+                figures.to_svg(fig),
+                "held-out accuracy of each family (the value is printed in each cell)",
+            )
+            body += f'<div class="charts">{chart}</div>'
         sections.append(("accuracy", "Accuracy", body))
         charts = [
-            _chart("lifecycle", figures.to_svg(figures.lifecycle(rounds)), "Fig. 3b: Active and Mastered causes and skill nodes at each commit"),
+            _chart(
+                "lifecycle",
+                figures.to_svg(figures.lifecycle(rounds)),
+                "Fig. 3b: Active and Mastered causes and skill nodes at each commit",
+            ),
             _chart("schedule", figures.to_svg(figures.schedule(rounds)), "F_t and ε_t+1 (Eq. 1) at each commit"),
         ]
         sections.append(("memory", "Memory lifecycle and schedule", f'<div class="charts">{"".join(charts)}</div>'))
     if data.questions.height:
         fig = figures.question_properties(data.questions)
-        caption = "Fig. 4: mean length in words and pooled 2-gram diversity of the questions generated each round, by mode"
+        caption = (
+            "Fig. 4: mean length in words and pooled 2-gram diversity of the questions generated each round, by mode"
+        )
         body = f'<div class="charts">{_chart("questions", figures.to_svg(fig), caption, wide=True)}</div>'
         body += table(
-            data.questions.with_columns((pl.col("distinct_2") * 100).alias("distinct-2 (%)")).select("round", "mode", "n", "mean_words", "distinct-2 (%)"),
-            left=("mode",), digits=1,
+            data.questions.with_columns((pl.col("distinct_2") * 100).alias("distinct-2 (%)")).select(
+                "round", "mode", "n", "mean_words", "distinct-2 (%)"
+            ),
+            left=("mode",),
+            digits=1,
         )
         sections.append(("questions", "Generated questions", body))
-    sections.append(("causes", "Error causes", causes_html(data, command) if data.stories else '<p class="note">no cause yet.</p>'))
+    sections.append(
+        ("causes", "Error causes", causes_html(data, command) if data.stories else '<p class="note">no cause yet.</p>')
+    )
     sections.append(("tree", "Skill-node tree", tree_html(data.memories)))
     if rounds.height:
-        headers = {"epsilon_next": "ε_t+1", "F": "F_t", "heldout_acc": "held-out acc", "pseudo_label_acc": "label acc", "failed_diagnoses": "failed diag.",
-                   "attributions": "attrib.", "promotions": "prom.", "reactivations": "react."}  # the full names in each header's title
+        headers = {
+            "epsilon_next": "ε_t+1",
+            "F": "F_t",
+            "heldout_acc": "held-out acc",
+            "pseudo_label_acc": "label acc",
+            "failed_diagnoses": "failed diag.",
+            "attributions": "attrib.",
+            "promotions": "prom.",
+            "reactivations": "react.",
+        }  # the full names in each header's title
         # a column per metric by name; the benchmarks have their table under Accuracy
         shown = rounds.select([c for c in rounds.columns if not c.startswith("bench/")])
         sections.append(("rounds", "Rounds", table(shown, headers)))
@@ -356,10 +446,21 @@ def render(data: RunData, db_url: str, command: Command) -> str:
         body = f'<div class="charts">{chart}<div>{timing_table(data.timing)}</div></div>'
         sections.append(("timing", "Time per phase (Table 6)", body))
     config = json.dumps(redact_config(data.config), indent=2, sort_keys=True)  # non-ASCII written as JSON escapes
-    sections.append(("config", "Configuration", f"<p class=\"note\">as stored in run.started (secrets redacted); seed {data.seed}</p><details><summary>show</summary><pre>{_e(config)}</pre></details>"))
+    sections.append(
+        (
+            "config",
+            "Configuration",
+            (
+                '<p class="note">as stored in run.started (secrets redacted); seed '
+                f"{data.seed}</p><details><summary>show</summary><pre>{_e(config)}</pre></details>"
+            ),
+        )
+    )
     t = data.committed[-1] if data.committed else 0
     # the cause with the most eventful story (promotions, reactivations, merges) as the example
-    some_cause = max(data.stories, key=lambda c: sum(e["kind"] != "attributed" for e in data.stories[c]["timeline"]), default="C1")
+    some_cause = max(
+        data.stories, key=lambda c: sum(e["kind"] != "attributed" for e in data.stories[c]["timeline"]), default="C1"
+    )
     audits: list[tuple[str, tuple[str, ...]]] = [
         ("rebuild a round's memory from the log", ("memory", "replay", "--round", str(t))),
         ("one row per round", ("memory", "stats")),
@@ -371,7 +472,16 @@ def render(data: RunData, db_url: str, command: Command) -> str:
     if (data.config.get("train") or {}).get("backend") == "hf":
         audits.append(("benchmark the checkpoints", ("eval", "--bench", "math500=PATH", "--select", "VAL_FILE")))
     sections.append(
-        ("audit", "Audit further", "<table><tbody>" + "".join(f'<tr><td class="l">{_e(w)}</td><td class="l"><code>{_e(command(*c))}</code></td></tr>' for w, c in audits) + "</tbody></table>")
+        (
+            "audit",
+            "Audit further",
+            "<table><tbody>"
+            + "".join(
+                f'<tr><td class="l">{_e(w)}</td><td class="l"><code>{_e(command(*c))}</code></td></tr>'
+                for w, c in audits
+            )
+            + "</tbody></table>",
+        )
     )
     nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(title)}</h2>{html}</section>' for sid, title, html in sections)
@@ -382,7 +492,8 @@ def render(data: RunData, db_url: str, command: Command) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>diagevo run {_a(data.run)}</title><style>{CSS}</style></head><body>"
         f"<header><h1>diagevo run <code>{_e(data.run)}</code></h1>"
-        f"<p>{plural(len(data.committed), 'committed round')}{_e(open_note)} · backend {_e(backend)} · seed {data.seed} · "
+        f"<p>{plural(len(data.committed), 'committed round')}{_e(open_note)} · backend {_e(backend)} · seed "
+        f"{data.seed} · "
         f"log {_e(db_url)} up to seq {data.last_seq} ({_e(data.recorded_at)})</p></header>"
         f"<nav>{nav}</nav><main>{body}</main><script>{SCRIPT}</script></body></html>"
     )

@@ -35,9 +35,7 @@ def make_backend(config: Config) -> Backend:
         except ImportError as exc:
             raise BackendUnavailable(f"backend \"hf\" needs the hf extra (pip install -e '.[hf]'): {exc}") from None
         return HFBackend(config, config.train.seed)
-    raise BackendUnavailable(
-        f"backend {config.train.backend!r} is not part of this build; use backend = \"sim\""
-    )
+    raise BackendUnavailable(f'backend {config.train.backend!r} is not part of this build; use backend = "sim"')
 
 
 def default_run_id(config: Config) -> str:
@@ -63,7 +61,9 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
         if resume and not exists:
             raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}")
         if exists and not resume:
-            raise Conflict(f"run {config.train.run!r} already exists in {redact_url(store.url)}; pass --resume to continue it")
+            raise Conflict(
+                f"run {config.train.run!r} already exists in {redact_url(store.url)}; pass --resume to continue it"
+            )
         return config.train.run
     if resume:
         latest = store.latest_run()

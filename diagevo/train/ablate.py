@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.config import load_config
-from diagevo.log import open_log
-from diagevo.log import EventStore
+from diagevo.log import EventStore, open_log
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {
@@ -121,7 +120,15 @@ def run_ablation(
                     tick(f"{world[:14]} | {variant} | seed {seed}", done, total)
                     cfg = load_config(
                         config,
-                        [*overrides, *WORLDS[world], *VARIANTS[variant], f"train.seed={seed}", f"train.rounds={rounds}", f'train.run="{run}"', f'train.out_dir="{out_dir}"'],
+                        [
+                            *overrides,
+                            *WORLDS[world],
+                            *VARIANTS[variant],
+                            f"train.seed={seed}",
+                            f"train.rounds={rounds}",
+                            f'train.run="{run}"',
+                            f'train.out_dir="{out_dir}"',
+                        ],
                     )
                     train(cfg, store, resume=run in store.runs(), rounds=rounds)
                     curves[variant].append(heldout_curve(store, run))
@@ -135,7 +142,8 @@ def run_ablation(
                 for v, m in measured.items():
                     dynamics[v].append(m)
             results[world] = [
-                {**_summary(v, curves[v], val_curves[v]), "dynamics": _mean_curves(dynamics[v]), "reference": reference} for v in variants
+                {**_summary(v, curves[v], val_curves[v]), "dynamics": _mean_curves(dynamics[v]), "reference": reference}
+                for v in variants
             ]
     tick("done", done, total)
     return results

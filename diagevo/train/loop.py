@@ -174,7 +174,8 @@ class Trainer:
             if m.challenger_updates:
                 stats = self.backend.train_challenger(
                     [q.generation_request() for q in requests(n_chal, "challenger")],
-                    self._challenger_reward(t), self.rng(t, "challenger"),
+                    self._challenger_reward(t),
+                    self.rng(t, "challenger"),
                     lambda _p, d, n: self.progress("challenger", d, n),
                 )
             self.finish_phase(rnd, r, "challenger", started, checkpoint=True, **stats)
@@ -212,7 +213,8 @@ class Trainer:
             summary={
                 "dedup_truncated": int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
                 # the round's own figures in round.committed too (the ablation reads val_acc there)
-                "heldout_acc": metrics.get("heldout_acc"), "pseudo_label_acc": metrics.get("pseudo_label_acc"),
+                "heldout_acc": metrics.get("heldout_acc"),
+                "pseudo_label_acc": metrics.get("pseudo_label_acc"),
                 **({"val_acc": metrics["val_acc"]} if "val_acc" in metrics else {}),  # the sim's validation split
                 "timing": dict(r.seconds),
             },
@@ -230,8 +232,10 @@ class Trainer:
             calls[0] += 1
             rng = self.rng(t, f"chal-votes-{calls[0]}")
             return cur.challenger_output_rewards(
-                outputs, lambda qs: self.backend.sample(qs, n, rng),
-                lam=self.cfg.reward.lam, threshold=self.cfg.reward.cluster_distance_threshold,
+                outputs,
+                lambda qs: self.backend.sample(qs, n, rng),
+                lam=self.cfg.reward.lam,
+                threshold=self.cfg.reward.cluster_distance_threshold,
             )
 
         return reward
@@ -250,21 +254,36 @@ class Trainer:
         n = self.cfg.grpo.construction_responses
         self.progress("construct", 0, len(candidates))
         responses = self.backend.sample([text for _, text in candidates], n, self.rng(t, "construct"))
-        scored = rnd.record([
-            protocol.Candidate(
-                question_id=q.question_id, mode=q.mode, text=text, active_cause=q.active_cause,
-                mastered_cause=q.mastered_cause, node=q.node, responses=tuple(resp),
-            )
-            for (q, text), resp in zip(candidates, responses, strict=True)
-        ])
+        scored = rnd.record(
+            [
+                protocol.Candidate(
+                    question_id=q.question_id,
+                    mode=q.mode,
+                    text=text,
+                    active_cause=q.active_cause,
+                    mastered_cause=q.mastered_cause,
+                    node=q.node,
+                    responses=tuple(resp),
+                )
+                for (q, text), resp in zip(candidates, responses, strict=True)
+            ]
+        )
         for s in scored:
             r.questions[s.question_id] = {
-                "question_id": s.question_id, "mode": s.mode, "active_cause": s.active_cause,
-                "mastered_cause": s.mastered_cause, "text": s.text,
+                "question_id": s.question_id,
+                "mode": s.mode,
+                "active_cause": s.active_cause,
+                "mastered_cause": s.mastered_cause,
+                "text": s.text,
             }
             r.scored[s.question_id] = {
-                "question_id": s.question_id, "n": s.n, "p1": s.p1, "p2": s.p2, "pseudo_label": s.pseudo_label,
-                "retained": s.retained, "reference": s.reference,
+                "question_id": s.question_id,
+                "n": s.n,
+                "p1": s.p1,
+                "p2": s.p2,
+                "pseudo_label": s.pseudo_label,
+                "retained": s.retained,
+                "reference": s.reference,
             }
         self.progress("construct", len(candidates), len(candidates))
 
@@ -280,8 +299,11 @@ class Trainer:
             return [1.0 if cur.agrees(cur.extract_answer(x), labels[i]) else -1.0 for x in responses]
 
         out = self.backend.train_solver(
-            [r.questions[q]["text"] for q in retained], reward, self.cfg.solver.group_size,
-            self.rng(t, "solver"), lambda _p, d, n: self.progress("solver", d, n),
+            [r.questions[q]["text"] for q in retained],
+            reward,
+            self.cfg.solver.group_size,
+            self.rng(t, "solver"),
+            lambda _p, d, n: self.progress("solver", d, n),
         )
         # every failed optimization response, in whichever step its question was drawn (Appendix E)
         cap = self.cfg.diagnosis.max_failures_per_question
@@ -293,8 +315,10 @@ class Trainer:
                 capped += len(failed) - cap
                 failed = failed[:cap]
             for j, resp in failed:
-                fid = f"f{t}-{qid[qid.index('-') + 1:]}-{j}"
-                failures.append({"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid]["reference"]})
+                fid = f"f{t}-{qid[qid.index('-') + 1 :]}-{j}"
+                failures.append(
+                    {"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid]["reference"]}
+                )
         if failures:
             rnd.record_failures(failures)
         return {**out.stats, "failures": len(failures), **({"failures_capped": capped} if cap is not None else {})}
@@ -304,13 +328,19 @@ class Trainer:
             self.index = VectorIndex(self.backend.embedder(), default_index_path(self.store.url), self.run)
         return diagnose(
             rnd,
-            diagnostician=self.backend.diagnostician(), embedder=self.backend.embedder(),
-            cfg=self.cfg.diagnosis, index=self.index, progress=self.progress,
+            diagnostician=self.backend.diagnostician(),
+            embedder=self.backend.embedder(),
+            cfg=self.cfg.diagnosis,
+            index=self.index,
+            progress=self.progress,
         )
 
     def _report(self, r: _Round, metrics: dict[str, float]) -> RoundReport:
         stats = next(row for row in round_stats(self.store, self.run) if row["round"] == r.t)
         return RoundReport(
-            round=r.t, stats=stats, metrics=metrics, seconds=dict(r.seconds),
+            round=r.t,
+            stats=stats,
+            metrics=metrics,
+            seconds=dict(r.seconds),
             dedup_truncated=int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
         )

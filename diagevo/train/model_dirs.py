@@ -44,10 +44,13 @@ def check_model_dir(model: str) -> None:
     if built_here and not record.is_file():
         raise BadInput(
             f"{model}: an incomplete model build (no {record.name}, written when the build completes); "
-            f"remove {path.parent if tiny else path} and build it again with {{command}}", hint=build_hint(model),
+            f"remove {path.parent if tiny else path} and build it again with {{command}}",
+            hint=build_hint(model),
         )
     if not (path / "config.json").is_file():
-        raise BadInput(f"{model}: not a model directory (no config.json); build one with {{command}}", hint=build_hint(model))
+        raise BadInput(
+            f"{model}: not a model directory (no config.json); build one with {{command}}", hint=build_hint(model)
+        )
 
 
 def check_models(config: Config) -> None:

@@ -16,8 +16,14 @@ from diagevo.log.recorder import StoredEvent
 INTERVAL = 0.5  # seconds between two looks at the head when nothing new came
 
 
-def heads(store: Recorder, run: str, *, after_seq: int = 0, interval: float = INTERVAL,
-          sleep: Callable[[float], None] = time.sleep) -> Iterator[int]:
+def heads(
+    store: Recorder,
+    run: str,
+    *,
+    after_seq: int = 0,
+    interval: float = INTERVAL,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[int]:
     """The run's head seq each time it has moved past ``after_seq``, then past the last one
     given; one look every ``interval`` seconds at most."""
     last = after_seq
@@ -29,18 +35,26 @@ def heads(store: Recorder, run: str, *, after_seq: int = 0, interval: float = IN
         sleep(interval)
 
 
-def follow_events(store: Recorder, run: str, *, after_seq: int = 0, interval: float = INTERVAL,
-                  sleep: Callable[[float], None] = time.sleep) -> Iterator[StoredEvent]:
+def follow_events(
+    store: Recorder,
+    run: str,
+    *,
+    after_seq: int = 0,
+    interval: float = INTERVAL,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[StoredEvent]:
     """The run's events after ``after_seq`` in seq order, then each new one as it is appended."""
     last = after_seq
     for head in heads(store, run, after_seq=after_seq, interval=interval, sleep=sleep):
-        for event in store.read(run, after_seq=last, upto_seq=head):
+        # a plain loop, not ``yield from``: closing this generator leaves the read as it always did
+        for event in store.read(run, after_seq=last, upto_seq=head):  # noqa: UP028
             yield event
         last = head
 
 
-def follow_stats(store: Recorder, run: str, *, interval: float = INTERVAL,
-                 sleep: Callable[[float], None] = time.sleep) -> Iterator[dict[str, Any]]:
+def follow_stats(
+    store: Recorder, run: str, *, interval: float = INTERVAL, sleep: Callable[[float], None] = time.sleep
+) -> Iterator[dict[str, Any]]:
     """The run's per-round statistics (:mod:`diagevo.views.stats`), a row as each round is
     committed: the rows there are first, then each new one."""
     from diagevo.views.stats import accumulate
@@ -53,7 +67,9 @@ def follow_stats(store: Recorder, run: str, *, interval: float = INTERVAL,
                 yield row
 
 
-def wait_for_run(store: Recorder, run: str, *, interval: float = INTERVAL, sleep: Callable[[float], None] = time.sleep) -> None:
+def wait_for_run(
+    store: Recorder, run: str, *, interval: float = INTERVAL, sleep: Callable[[float], None] = time.sleep
+) -> None:
     """Return once ``run`` has an event (a follower started before the writer)."""
     while not store.has_run(run):
         sleep(interval)

@@ -43,6 +43,7 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
+
 VIEW = "vector_index"
 # float32 similarities of unit vectors are off by well under 1e-5; candidates within this margin
 # of a threshold or cutoff are re-scored exactly before anything is decided
@@ -382,7 +383,11 @@ class VectorIndex:
             return 0
         want = {("cause", c.id): c.description for c in memory.causes.values()}
         want |= {("node", n.id): n.label for n in memory.nodes.values()}
-        rows = [Row(id_, kind, text, memory.last_seq) for (kind, id_), text in want.items() if self._held.get((kind, id_)) != text]
+        rows = [
+            Row(id_, kind, text, memory.last_seq)
+            for (kind, id_), text in want.items()
+            if self._held.get((kind, id_)) != text
+        ]
         deletes = {key for key in self._held if key not in want}
         for kind in ("cause", "node"):
             self.vectors(kind, [(r.id, r.text) for r in rows if r.kind == kind])

@@ -31,12 +31,16 @@ def resolve_run(store: Recorder, run: str | None) -> str:
     """``run``, or the latest run in the log."""
     if run is not None:
         if not store.has_run(run):
-            raise InvariantError(f"no run {run!r} in {redact_url(store.url)}: the runs are listed by {{command}}",
-                                 hint=Hint(("runs",), store.url))
+            raise InvariantError(
+                f"no run {run!r} in {redact_url(store.url)}: the runs are listed by {{command}}",
+                hint=Hint(("runs",), store.url),
+            )
         return run
     latest = store.latest_run()
     if latest is None:
-        raise InvariantError(f"no runs in {redact_url(store.url)}: start one with {{command}}", hint=Hint(("train",), store.url))
+        raise InvariantError(
+            f"no runs in {redact_url(store.url)}: start one with {{command}}", hint=Hint(("train",), store.url)
+        )
     return latest
 
 
@@ -100,6 +104,10 @@ def save_snapshots(store: Recorder, run: str) -> int:
         return 0
     hashes = {e.seq: e.hash for e in store.read(run, types=("round.committed",), after_seq=fresh[0].last_seq - 1)}
     store.put_view_states(
-        [ViewState(VIEW, run, m.committed, m.last_seq, hashes[m.last_seq], m.to_json()) for m in fresh if m.last_seq in hashes]
+        [
+            ViewState(VIEW, run, m.committed, m.last_seq, hashes[m.last_seq], m.to_json())
+            for m in fresh
+            if m.last_seq in hashes
+        ]
     )
     return len(fresh)

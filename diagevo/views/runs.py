@@ -100,9 +100,18 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     else:
         status = "interrupted"
     return RunSummary(
-        run=run, status=status, committed=len(committed), target=target, open_round=open_round,
-        created=first.recorded_at if first else "", last_seq=store.last_seq(run), forked_from=forked,
-        writer=writer, changed=config_changes(config) if config else {}, tags=list(tags), notes=notes,
+        run=run,
+        status=status,
+        committed=len(committed),
+        target=target,
+        open_round=open_round,
+        created=first.recorded_at if first else "",
+        last_seq=store.last_seq(run),
+        forked_from=forked,
+        writer=writer,
+        changed=config_changes(config) if config else {},
+        tags=list(tags),
+        notes=notes,
     )
 
 

@@ -32,7 +32,14 @@ VIEW = "stats"
 
 MEMORY_COLUMNS = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
 COUNTED_COLUMNS = (
-    "questions", "retained", "failures", "new_causes", "attributions", "promotions", "reactivations", "merges",
+    "questions",
+    "retained",
+    "failures",
+    "new_causes",
+    "attributions",
+    "promotions",
+    "reactivations",
+    "merges",
     "failed_diagnoses",
 )  # the catalog's counted columns (each type names its own), in the order tables show them
 COLUMNS = (*MEMORY_COLUMNS, *COUNTED_COLUMNS)

@@ -74,8 +74,15 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
             for story in stories.values():  # in order of creation
                 if story["node"] in (d["survivor"], d["absorbed"]):
                     story["timeline"].append(
-                        {**base, "kind": "node_merged", "from_node": story["node"], "survivor": d["survivor"],
-                         "absorbed": d["absorbed"], "label": d["label"], "similarity": d.get("similarity")}
+                        {
+                            **base,
+                            "kind": "node_merged",
+                            "from_node": story["node"],
+                            "survivor": d["survivor"],
+                            "absorbed": d["absorbed"],
+                            "label": d["label"],
+                            "similarity": d.get("similarity"),
+                        }
                     )
                     story["node"] = reparent(story["node"], d)
         elif etype == "cause.created":
@@ -85,21 +92,41 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
             node, description = d["node_id"], d["description"]
             stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
             stories[cid]["timeline"].append(
-                {**base, "kind": "created", "node": node, "description": description, "failure": failure_view(d.get("failure_id"))}
+                {
+                    **base,
+                    "kind": "created",
+                    "node": node,
+                    "description": description,
+                    "failure": failure_view(d.get("failure_id")),
+                }
             )
         elif d.get("cause_id") not in stories:
             continue
         elif etype == "failure.attributed":
             cid = d["cause_id"]
-            entry = {**base, "kind": "attributed", "via": d["via"], "similarity": d.get("similarity"), "failure": failure_view(d["failure_id"])}
+            entry = {
+                **base,
+                "kind": "attributed",
+                "via": d["via"],
+                "similarity": d.get("similarity"),
+                "failure": failure_view(d["failure_id"]),
+            }
             react = pending_reactivation.pop((cid, d["failure_id"]), None)
             if react is not None:  # the reactivation is explained by this attribution
                 react.update(via=d["via"], similarity=d.get("similarity"))
             stories[cid]["timeline"].append(entry)
         elif etype == "cause.promoted":
-            stories[d["cause_id"]]["timeline"].append({**base, "kind": "promoted", "acc": d["acc"], "n_candidates": d["n_candidates"]})
+            stories[d["cause_id"]]["timeline"].append(
+                {**base, "kind": "promoted", "acc": d["acc"], "n_candidates": d["n_candidates"]}
+            )
         elif etype == "cause.reactivated":
-            entry = {**base, "kind": "reactivated", "via": None, "similarity": None, "failure": failure_view(d["failure_id"])}
+            entry = {
+                **base,
+                "kind": "reactivated",
+                "via": None,
+                "similarity": None,
+                "failure": failure_view(d["failure_id"]),
+            }
             pending_reactivation[(d["cause_id"], d["failure_id"])] = entry
             stories[d["cause_id"]]["timeline"].append(entry)
     return stories
@@ -111,7 +138,9 @@ def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
     nodes. Indexed reads only; the rest of the run is never read."""
     own = list(store.rows(run, keys={"cause_id": [cause]}))
     fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
-    failures = list(store.rows(run, keys={"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True))
+    failures = list(
+        store.rows(run, keys={"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True)
+    )
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
     questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
     merges = store.rows(run, types=("nodes.merged",))
@@ -132,14 +161,29 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     others = [t for t in CATALOG if t != "failure.attributed"]
     head = [*store.rows(run, keys={"cause_id": [cause]}, types=others)]
     total = store.count(run, keys={"cause_id": [cause]}, types=("failure.attributed",))
-    latest = [EventRow(e.seq, e.round, e.type, e.data)
-              for e in store.read(run, keys={"cause_id": [cause]}, types=("failure.attributed",), limit=recent, newest=True)]
-    reactivated = [e.data["failure_id"] for e in head if e.type == "cause.reactivated" and isinstance(e.data.get("failure_id"), str)]
-    explaining = [e for e in store.rows(run, keys={"failure_id": reactivated}, types=("failure.attributed",))
-                  if e.data.get("cause_id") == cause] if reactivated else []
+    latest = [
+        EventRow(e.seq, e.round, e.type, e.data)
+        for e in store.read(run, keys={"cause_id": [cause]}, types=("failure.attributed",), limit=recent, newest=True)
+    ]
+    reactivated = [
+        e.data["failure_id"]
+        for e in head
+        if e.type == "cause.reactivated" and isinstance(e.data.get("failure_id"), str)
+    ]
+    explaining = (
+        [
+            e
+            for e in store.rows(run, keys={"failure_id": reactivated}, types=("failure.attributed",))
+            if e.data.get("cause_id") == cause
+        ]
+        if reactivated
+        else []
+    )
     own = [*head, *latest, *explaining]
     fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
-    failures = list(store.rows(run, keys={"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True))
+    failures = list(
+        store.rows(run, keys={"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True)
+    )
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
     questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
     merges = store.rows(run, types=("nodes.merged",))

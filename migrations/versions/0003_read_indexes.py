@@ -18,7 +18,8 @@ down_revision: str | Sequence[str] | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# the data fields that name a cause, a failure or a question (diagevo.events.keys.KEY_FIELDS; a migration keeps its own copy)
+# the data fields that name a cause, a failure or a question (diagevo.events.keys.KEY_FIELDS; a
+# migration keeps its own copy)
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
 
 

@@ -60,8 +60,11 @@ def upgrade() -> None:
         op.execute(_SQLITE_UPDATE_TRIGGER)
     for field in KEY_FIELDS:
         op.create_index(
-            f"ix_events_{field}", "events", ["run_id", field],
-            sqlite_where=sa.text(f"{field} IS NOT NULL"), postgresql_where=sa.text(f"{field} IS NOT NULL"),
+            f"ix_events_{field}",
+            "events",
+            ["run_id", field],
+            sqlite_where=sa.text(f"{field} IS NOT NULL"),
+            postgresql_where=sa.text(f"{field} IS NOT NULL"),
         )
 
 

@@ -32,7 +32,8 @@ def _rebuild_sqlite(add_constraint: bool) -> None:
     conn = op.get_bind()
     (table_sql,) = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'").one()
     others = [
-        r[0] for r in conn.exec_driver_sql(
+        r[0]
+        for r in conn.exec_driver_sql(
             "SELECT sql FROM sqlite_master WHERE tbl_name = 'events' AND type IN ('index', 'trigger') "
             "AND sql IS NOT NULL AND name <> 'uq_events_run_event_id' ORDER BY type, name"
         )

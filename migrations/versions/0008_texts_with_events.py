@@ -38,9 +38,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     conn = op.get_bind()
     rows = conn.exec_driver_sql("SELECT data, texts FROM events WHERE texts IS NOT NULL")
-    insert = sa.text(
-        "INSERT INTO artifacts (sha256, text) VALUES (:sha, :text) ON CONFLICT (sha256) DO NOTHING"
-    )
+    insert = sa.text("INSERT INTO artifacts (sha256, text) VALUES (:sha, :text) ON CONFLICT (sha256) DO NOTHING")
     while batch := rows.fetchmany(4096):
         arts = {}
         for data, texts in batch:

@@ -117,7 +117,7 @@ CREATE TRIGGER events_begin_insert BEFORE INSERT ON events FOR EACH STATEMENT EX
 CREATE TRIGGER events_check_chain AFTER INSERT ON events REFERENCING NEW TABLE AS inserted
     FOR EACH STATEMENT EXECUTE FUNCTION events_check_chain();
 REVOKE ALL ON FUNCTION events_begin_insert(), events_check_chain() FROM PUBLIC
-"""
+"""  # noqa: E501
 
 
 def _duplicate_milestones() -> list[tuple[str, str, int]]:

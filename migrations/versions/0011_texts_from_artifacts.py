@@ -46,7 +46,9 @@ _SQLITE_NO_UPDATE = (
 def _legacy_texts(conn: sa.Connection) -> list[dict[str, object]]:
     """{seq, texts} of every event that names texts but holds none in its row."""
     types = ", ".join(f"'{t}'" for t in TEXT_FIELDS)
-    rows = conn.exec_driver_sql(f"SELECT seq, type, data FROM events WHERE texts IS NULL AND type IN ({types})").fetchall()
+    rows = conn.exec_driver_sql(
+        f"SELECT seq, type, data FROM events WHERE texts IS NULL AND type IN ({types})"
+    ).fetchall()
     refs: dict[int, dict[str, str]] = {}
     for seq, typ, data in rows:
         named = json.loads(data)
@@ -58,8 +60,16 @@ def _legacy_texts(conn: sa.Connection) -> list[dict[str, object]]:
     stored: dict[str, str] = {}
     for i in range(0, len(shas), 500):
         chunk = shas[i : i + 500]
-        stmt = sa.text("SELECT sha256, text FROM artifacts WHERE sha256 IN :shas").bindparams(sa.bindparam("shas", expanding=True))
-        stored.update({sha: text for sha, text in conn.execute(stmt, {"shas": chunk}) if hashlib.sha256(text.encode()).hexdigest() == sha})
+        stmt = sa.text("SELECT sha256, text FROM artifacts WHERE sha256 IN :shas").bindparams(
+            sa.bindparam("shas", expanding=True)
+        )
+        stored.update(
+            {
+                sha: text
+                for sha, text in conn.execute(stmt, {"shas": chunk})
+                if hashlib.sha256(text.encode()).hexdigest() == sha
+            }
+        )
     out = []
     for seq, fields in refs.items():
         held = {field: stored[sha] for field, sha in fields.items() if sha in stored}

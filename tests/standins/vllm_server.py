@@ -53,7 +53,14 @@ class StandinServer:
                 elif path == "/v1/models":
                     self._send({"data": [{"id": "standin"}]})
                 elif path == "/server_info":
-                    self._send({"vllm_config": {"weight_transfer_config": {"backend": "nccl"}, "model_config": {"logprobs_mode": "processed_logprobs"}}})
+                    self._send(
+                        {
+                            "vllm_config": {
+                                "weight_transfer_config": {"backend": "nccl"},
+                                "model_config": {"logprobs_mode": "processed_logprobs"},
+                            }
+                        }
+                    )
                 elif path == "/get_world_size":
                     self._send({"world_size": 1})
                 else:
@@ -67,7 +74,12 @@ class StandinServer:
                     self._send(server.complete(path, body))
                 elif path == "/reset_prefix_cache":
                     self._send({"success": True})
-                elif path in ("/init_weight_transfer_engine", "/start_weight_update", "/finish_weight_update", "/update_weights"):
+                elif path in (
+                    "/init_weight_transfer_engine",
+                    "/start_weight_update",
+                    "/finish_weight_update",
+                    "/update_weights",
+                ):
                     self._send({})
                 else:
                     self._send({"error": path}, 404)
@@ -88,16 +100,26 @@ class StandinServer:
 
     def complete(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
         params = SamplingParams(
-            n=int(body.get("n", 1)), temperature=float(body.get("temperature", 1.0)), top_p=float(body.get("top_p", 1.0)),
-            max_tokens=int(body.get("max_tokens", 16)), seed=body.get("seed"), logprobs=body.get("logprobs"),
+            n=int(body.get("n", 1)),
+            temperature=float(body.get("temperature", 1.0)),
+            top_p=float(body.get("top_p", 1.0)),
+            max_tokens=int(body.get("max_tokens", 16)),
+            seed=body.get("seed"),
+            logprobs=body.get("logprobs"),
         )
         tok = self.engine.tokenizer
         with self.lock:
             vllm.record("served", route=route, weights=vllm.fingerprint(self.engine.hf))
             if route == "/v1/chat/completions":
-                ids = tok.apply_chat_template(body["messages"], tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"]
+                ids = tok.apply_chat_template(
+                    body["messages"], tokenize=True, add_generation_prompt=True, return_dict=True
+                )["input_ids"]
                 out = self.engine._one(list(ids), params)
-                return {"choices": [{"index": c.index, "message": {"role": "assistant", "content": c.text}} for c in out.outputs]}
+                return {
+                    "choices": [
+                        {"index": c.index, "message": {"role": "assistant", "content": c.text}} for c in out.outputs
+                    ]
+                }
             prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
             choices = []
             for p in prompts:
@@ -105,10 +127,15 @@ class StandinServer:
                 for c in self.engine._one(list(ids), params).outputs:
                     lps = [next(iter(d.values())).logprob for d in c.logprobs or []]
                     tokens = [f"token_id:{t}" for t in c.token_ids]
-                    choices.append({
-                        "index": len(choices), "text": c.text, "prompt_token_ids": list(ids), "token_ids": c.token_ids,
-                        "logprobs": {"tokens": tokens, "token_logprobs": lps, "top_logprobs": [None] * len(tokens)},
-                    })
+                    choices.append(
+                        {
+                            "index": len(choices),
+                            "text": c.text,
+                            "prompt_token_ids": list(ids),
+                            "token_ids": c.token_ids,
+                            "logprobs": {"tokens": tokens, "token_logprobs": lps, "top_logprobs": [None] * len(tokens)},
+                        }
+                    )
             return {"choices": choices}
 
     def close(self) -> None:

@@ -121,16 +121,18 @@ class _Meter:
             f.peak_gib = max(f.peak_gib, self.torch.cuda.max_memory_allocated() / 2**30)
 
 
-def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, progress: ProgressFn = no_progress) -> CheckReport:
+def run_check(
+    model: Path, out: Path, *, overrides: list[str] | None = None, progress: ProgressFn = no_progress
+) -> CheckReport:
     """One round of ``configs/gpu-check.toml`` with both roles from ``model``, into ``out``."""
     import torch
 
     from diagevo.config import load_config
     from diagevo.log import open_log
-    from diagevo.views.verify import verify_run
     from diagevo.train import train
     from diagevo.train.hf.args import attention
     from diagevo.train.hf.backend import HFBackend
+    from diagevo.views.verify import verify_run
 
     if not torch.cuda.is_available():
         raise Unavailable("no CUDA device: the GPU check runs on a machine with an NVIDIA GPU")
@@ -146,7 +148,8 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
     has_vllm = importlib.util.find_spec("vllm") is not None
     has_flash = importlib.util.find_spec("flash_attn") is not None
     sets = [
-        f"solver.model={json.dumps(str(model))}", f"challenger.model={json.dumps(str(model))}",
+        f"solver.model={json.dumps(str(model))}",
+        f"challenger.model={json.dumps(str(model))}",
         f"hf.use_vllm={'true' if has_vllm else 'false'}",
         f"hf.attn_implementation={json.dumps('flash_attention_2' if has_flash else 'sdpa')}",
         f"train.out_dir={json.dumps(str(out / 'checkpoints'))}",
@@ -154,8 +157,11 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
     ]
     cfg = load_config(CONFIG, sets)
     report = CheckReport(
-        device=torch.cuda.get_device_name(0), versions=_versions(),
-        engine="vLLM colocated (one engine per process)" if cfg.hf.use_vllm else "transformers generate (vLLM not installed)",
+        device=torch.cuda.get_device_name(0),
+        versions=_versions(),
+        engine="vLLM colocated (one engine per process)"
+        if cfg.hf.use_vllm
+        else "transformers generate (vLLM not installed)",
         attention=attention(cfg),
     )
     engines = _count_engines() if cfg.hf.use_vllm else None
@@ -187,11 +193,16 @@ def run_check(model: Path, out: Path, *, overrides: list[str] | None = None, pro
                 f.steps = int(d.get("steps", 0))
                 f.completions_per_step = int(d.get("completions_per_step", 0))
                 f.prompts_per_step = int(d.get("prompts_per_step", 0))
-                report.grpo_tokens[d["phase"]] = float(d.get("completion_length", 0.0)) * f.completions_per_step * f.steps
+                report.grpo_tokens[d["phase"]] = (
+                    float(d.get("completion_length", 0.0)) * f.completions_per_step * f.steps
+                )
         ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",))}
         for role in ("challenger", "solver"):
             if not report.phases.get(role, PhaseFigures()).steps:
-                report.failures.append(f"the {role} took no GRPO step (no {'retained question' if role == 'solver' else 'request'}): raise the lengths or batches")
+                report.failures.append(
+                    f"the {role} took no GRPO step (no {'retained question' if role == 'solver' else 'request'}): "
+                    "raise the lengths or batches"
+                )
                 continue
             report.weights_changed[role] = changed_share(model, ckpts[role] / role)
             if report.weights_changed[role] == 0.0:

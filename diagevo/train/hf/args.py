@@ -65,8 +65,14 @@ def phase_plan(cfg: Config, role: Role, n_prompts: int) -> PhasePlan:
     per_process = per_step // procs * group
     per_device = _divisor_at_most(per_process, h.per_device_batch)
     return PhasePlan(
-        role=role, prompts=n_prompts, steps=steps, prompts_per_step=per_step, group=group, processes=procs,
-        per_device=per_device, accumulation=per_process // per_device,
+        role=role,
+        prompts=n_prompts,
+        steps=steps,
+        prompts_per_step=per_step,
+        group=group,
+        processes=procs,
+        per_device=per_device,
+        accumulation=per_process // per_device,
     )
 
 
@@ -131,19 +137,24 @@ def grpo_kwargs(cfg: Config, plan: PhasePlan, output_dir: Path | str, seed: int 
             kwargs["vllm_enable_sleep_mode"] = engine_decisions(cfg)["enable_sleep_mode"].value
         else:
             if not h.vllm_server_url:
-                raise BadInput("hf.vllm_mode = \"server\" needs hf.vllm_server_url")
+                raise BadInput('hf.vllm_mode = "server" needs hf.vllm_server_url')
             kwargs["vllm_server_base_url"] = h.vllm_server_url
     return kwargs
 
 
-def engine_decisions(cfg: Config, platform: str | None = None, sleep_mode_available: bool | None = None) -> dict[str, Decision]:
+def engine_decisions(
+    cfg: Config, platform: str | None = None, sleep_mode_available: bool | None = None
+) -> dict[str, Decision]:
     """The engine's platform-dependent arguments with their reasons
     (``diagevo/generation/vllm_platform.py``): for the config's declared device, or for the
     ``platform`` vLLM reports when the engine is built."""
     h = cfg.hf
     return decide(
-        platform or platform_of(h.device), bf16=h.bf16, gpu_memory_utilization=h.vllm_gpu_memory_utilization,
-        cpu_kv_cache_gib=h.vllm_cpu_kv_cache_gib, sleep_mode_available=sleep_mode_available,
+        platform or platform_of(h.device),
+        bf16=h.bf16,
+        gpu_memory_utilization=h.vllm_gpu_memory_utilization,
+        cpu_kv_cache_gib=h.vllm_cpu_kv_cache_gib,
+        sleep_mode_available=sleep_mode_available,
     )
 
 
@@ -182,8 +193,15 @@ def launch_command(cfg: Config, config_path: str | None, run: str | None) -> lis
     if cfg.hf.device == "cpu" or cfg.hf.accelerate_config is None:
         return cmd
     return [
-        "accelerate", "launch", "--config_file", str(cfg.hf.accelerate_config),
-        "--num_processes", str(cfg.hf.num_processes), "-m", "cli.app", *cmd[1:],
+        "accelerate",
+        "launch",
+        "--config_file",
+        str(cfg.hf.accelerate_config),
+        "--num_processes",
+        str(cfg.hf.num_processes),
+        "-m",
+        "cli.app",
+        *cmd[1:],
     ]
 
 
@@ -205,7 +223,9 @@ def _phase_summary(cfg: Config, plan: PhasePlan, kwargs: dict[str, Any]) -> dict
         "completions_per_step": plan.completions_per_step,
         "group": plan.group,
         "steps": plan.steps,
-        "scheduler": f"{kwargs['lr_scheduler_type']}, learning rate {kwargs['learning_rate']:g}, warmup {kwargs['warmup_steps']}",
+        "scheduler": (
+            f"{kwargs['lr_scheduler_type']}, learning rate {kwargs['learning_rate']:g}, warmup {kwargs['warmup_steps']}"
+        ),
         "attention": attention(cfg),
         "per_device_completions": plan.per_device,
         "accumulation_steps": plan.accumulation,
@@ -263,12 +283,24 @@ def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: 
                 "engine": vllm_kwargs(cfg, cfg.solver.model, decisions),
                 "environment": environment(decisions),
                 "decisions": explain(decisions),
-                "weight_sync": "in place, through vLLM's reload_weights (collective_rpc), for the loop and TRL's rollouts alike",
+                "weight_sync": (
+                    "in place, through vLLM's reload_weights (collective_rpc), for the loop and TRL's rollouts alike"
+                ),
             }
     return out
 
 
 __all__ = [
-    "PhasePlan", "Role", "attention", "engine_decisions", "engines_per_process", "grpo_kwargs", "launch_command", "phase_plan", "plan",
-    "ranks", "step_order", "vllm_kwargs",
+    "PhasePlan",
+    "Role",
+    "attention",
+    "engine_decisions",
+    "engines_per_process",
+    "grpo_kwargs",
+    "launch_command",
+    "phase_plan",
+    "plan",
+    "ranks",
+    "step_order",
+    "vllm_kwargs",
 ]

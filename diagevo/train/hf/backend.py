@@ -81,8 +81,18 @@ def weight_dtype(cfg: Config) -> str:
 def check_one_architecture(sources: dict[Role, Path]) -> None:
     """Both roles are sampled by one vLLM engine (their weights pushed in turn), so they must share
     one architecture, as they do in the paper (both start from one base model)."""
-    keys = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")
-    shapes = {role: {k: json.loads((d / "config.json").read_text(encoding="utf-8")).get(k) for k in keys} for role, d in sources.items()}
+    keys = (
+        "model_type",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "vocab_size",
+    )
+    shapes = {
+        role: {k: json.loads((d / "config.json").read_text(encoding="utf-8")).get(k) for k in keys}
+        for role, d in sources.items()
+    }
     if shapes["challenger"] != shapes["solver"]:
         raise BadInput(f"one vLLM engine samples both roles, so they must share one architecture: {shapes}")
 
@@ -146,7 +156,9 @@ class HFBackend:
         attn = attention(self.config)
         if attn == "flash_attention_2":
             check_flash_attention()
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn).to(device or self.config.hf.device)  # type: ignore[arg-type]
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn).to(
+            device or self.config.hf.device  # type: ignore[arg-type]
+        )
         tok = AutoTokenizer.from_pretrained(path)
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
@@ -166,7 +178,9 @@ class HFBackend:
         h = self.config.hf
         if not h.use_vllm:
             if role not in self._local:
-                self._local[role] = LocalEngine(self.model(role), tokenizer=self.tokenizer(role), device=h.device, batch_size=h.generation_batch)
+                self._local[role] = LocalEngine(
+                    self.model(role), tokenizer=self.tokenizer(role), device=h.device, batch_size=h.generation_batch
+                )
             return self._local[role]
         key = (role, self._version[role])
         if h.vllm_mode == "server":
@@ -213,8 +227,11 @@ class HFBackend:
     def _sampling(self, n: int, rng: random.Random, max_new_tokens: int, greedy: bool = False) -> Sampling:
         g = self.config.grpo
         return Sampling(
-            n=n, temperature=0.0 if greedy else g.temperature, top_p=g.top_p,
-            max_new_tokens=max_new_tokens, seed=rng.getrandbits(31),
+            n=n,
+            temperature=0.0 if greedy else g.temperature,
+            top_p=g.top_p,
+            max_new_tokens=max_new_tokens,
+            seed=rng.getrandbits(31),
         )
 
     # ------------------------------------------------------------------ challenger
@@ -241,7 +258,9 @@ class HFBackend:
             return list(reward_fn([reqs[i] for i, _ in batch], [text for _, text in batch]))
 
         def reward(prompts: list[Any], completions: list[Any], request: list[int], **_: Any) -> list[float]:
-            return global_rewards([(i, completion_text(c)) for i, c in zip(request, completions, strict=True)], batch_reward)
+            return global_rewards(
+                [(i, completion_text(c)) for i, c in zip(request, completions, strict=True)], batch_reward
+            )
 
         return self._grpo(plan, rows, reward, rng, progress)
 
@@ -285,7 +304,9 @@ class HFBackend:
             return out
 
         def reward(prompts: list[Any], completions: list[Any], question: list[int], **_: Any) -> list[float]:
-            return global_rewards([(i, completion_text(c)) for i, c in zip(question, completions, strict=True)], batch_reward)
+            return global_rewards(
+                [(i, completion_text(c)) for i, c in zip(question, completions, strict=True)], batch_reward
+            )
 
         stats = self._grpo(plan, rows, reward, rng, progress)
         if rank() != 0:  # a follower: rank 0 recorded the responses and rewards
@@ -299,7 +320,9 @@ class HFBackend:
 
     # ------------------------------------------------------------------ GRPO
 
-    def _grpo(self, plan: PhasePlan, rows: list[dict[str, Any]], reward: Any, rng: random.Random, progress: ProgressFn) -> dict[str, float]:
+    def _grpo(
+        self, plan: PhasePlan, rows: list[dict[str, Any]], reward: Any, rng: random.Random, progress: ProgressFn
+    ) -> dict[str, float]:
         from accelerate import PartialState
         from datasets import Dataset
         from transformers import TrainerCallback
@@ -331,8 +354,12 @@ class HFBackend:
             reward.__name__ = f"{role}_reward"
             with shared_with_trl(engine, server):  # TRL takes this process's engine, builds none
                 trainer = GRPOTrainer(
-                    model=model, reward_funcs=reward, args=args, train_dataset=Dataset.from_list(rows),
-                    processing_class=tok, callbacks=[Tick()],
+                    model=model,
+                    reward_funcs=reward,
+                    args=args,
+                    train_dataset=Dataset.from_list(rows),
+                    processing_class=tok,
+                    callbacks=[Tick()],
                 )
             for quiet in (PrinterCallback, ProgressCallback):  # nothing below cli/ prints
                 trainer.remove_callback(quiet)
@@ -371,7 +398,9 @@ class HFBackend:
 
     def heldout(self) -> list[dict[str, str]]:
         solver = Path(self.config.solver.model)
-        default = next((p for p in (solver / HELDOUT_FILE, solver.parent / HELDOUT_FILE) if p.is_file()), solver / HELDOUT_FILE)
+        default = next(
+            (p for p in (solver / HELDOUT_FILE, solver.parent / HELDOUT_FILE) if p.is_file()), solver / HELDOUT_FILE
+        )
         path = self.config.hf.heldout or default
         if not Path(path).is_file():
             if self.config.hf.heldout is not None:
@@ -395,7 +424,8 @@ class HFBackend:
             return {}
         h = self.config.hf
         outs = self._generate(
-            "solver", [solver_messages(i["question"]) for i in items],
+            "solver",
+            [solver_messages(i["question"]) for i in items],
             self._sampling(1, rng, h.heldout_max_new_tokens or self.config.solver.max_new_tokens, greedy=True),
         )
         right = [cur.agrees(cur.extract_answer(o[0]), i["answer"]) for o, i in zip(outs, items, strict=True)]

@@ -16,8 +16,6 @@ on rank 0 alone.
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -27,6 +25,7 @@ from typing import Any, TypeVar
 
 from diagevo.config import Config
 from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
@@ -194,7 +193,10 @@ class Leader:
         self.backend.save(path)
 
     def train_challenger(
-        self, requests: Sequence[GenerationRequest], reward_fn: ChallengerRewardFn, rng: random.Random,
+        self,
+        requests: Sequence[GenerationRequest],
+        reward_fn: ChallengerRewardFn,
+        rng: random.Random,
         progress: ProgressFn = no_progress,
     ) -> dict[str, float]:
         broadcast(Command("train_challenger", self.backend.config, requests=tuple(requests), rng_state=rng.getstate()))
@@ -202,10 +204,22 @@ class Leader:
         return result
 
     def train_solver(
-        self, questions: Sequence[str], reward_fn: SolverRewardFn, group_size: int, rng: random.Random,
+        self,
+        questions: Sequence[str],
+        reward_fn: SolverRewardFn,
+        group_size: int,
+        rng: random.Random,
         progress: ProgressFn = no_progress,
     ) -> SolverRound:
-        broadcast(Command("train_solver", self.backend.config, questions=tuple(questions), group_size=group_size, rng_state=rng.getstate()))
+        broadcast(
+            Command(
+                "train_solver",
+                self.backend.config,
+                questions=tuple(questions),
+                group_size=group_size,
+                rng_state=rng.getstate(),
+            )
+        )
         result: SolverRound = self.backend.train_solver(questions, reward_fn, group_size, rng, progress)
         return result
 

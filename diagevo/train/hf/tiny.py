@@ -11,8 +11,6 @@ initialised from one base model). Held-out questions never occur in the warm-up 
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import json
 import random
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
+from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
@@ -129,7 +128,10 @@ def build_tokenizer(texts: list[str], vocab: int):  # noqa: ANN201 - transformer
     )
     tok.train_from_iterator(texts, trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None,
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
         additional_special_tokens=["<|im_start|>"],
     )
     fast.chat_template = CHAT_TEMPLATE
@@ -154,13 +156,30 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
     texts = [_render(p, c) for p, c in pairs]
     tok = build_tokenizer(texts, spec.vocab)
     config = Qwen3Config(
-        vocab_size=len(tok), hidden_size=spec.hidden, intermediate_size=3 * spec.hidden,
-        num_hidden_layers=spec.layers, num_attention_heads=spec.heads, num_key_value_heads=spec.heads,
-        head_dim=spec.hidden // spec.heads, max_position_embeddings=2048, tie_word_embeddings=True,
-        bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        vocab_size=len(tok),
+        hidden_size=spec.hidden,
+        intermediate_size=3 * spec.hidden,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.heads,
+        head_dim=spec.hidden // spec.heads,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
     )
     model = Qwen3ForCausalLM(config)
-    warm_up(model, tok, pairs, steps=spec.steps, batch=spec.batch, lr=spec.lr, seed=spec.seed, tick=lambda d, n: progress("warm-up", d, n))
+    warm_up(
+        model,
+        tok,
+        pairs,
+        steps=spec.steps,
+        batch=spec.batch,
+        lr=spec.lr,
+        seed=spec.seed,
+        tick=lambda d, n: progress("warm-up", d, n),
+    )
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.bos_token_id = None
@@ -182,8 +201,16 @@ def _prompt_text(prompt: list[dict[str, str]]) -> str:
 
 
 def warm_up(
-    model, tok, pairs, *, steps: int, batch: int, lr: float, seed: int,  # noqa: ANN001
-    tick: Callable[[int, int], None] = lambda d, n: None, schedule: str = "one_cycle",
+    model,  # noqa: ANN001
+    tok,  # noqa: ANN001
+    pairs,  # noqa: ANN001
+    *,
+    steps: int,
+    batch: int,
+    lr: float,
+    seed: int,
+    tick: Callable[[int, int], None] = lambda d, n: None,
+    schedule: str = "one_cycle",
 ) -> list[float]:
     """Supervised steps on completions only (the prompt, rendered with the tokenizer's chat
     template, carries no loss; each completion ends with the end-of-turn token). Returns the loss
@@ -192,13 +219,16 @@ def warm_up(
 
     rows = []
     for prompt, completion in pairs:
-        p = tok(tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
+        p = tok(tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True), add_special_tokens=False)[
+            "input_ids"
+        ]
         c = tok(completion + tok.eos_token + "\n", add_special_tokens=False)["input_ids"]
         rows.append((p + c, [-100] * len(p) + c))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     sched = (
         torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
-        if schedule == "one_cycle" else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
+        if schedule == "one_cycle"
+        else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
     )
     rng = random.Random(seed)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id

@@ -35,7 +35,7 @@ class ServerClient:
         try:
             from trl.generation.vllm_client import VLLMClient
         except ImportError as exc:
-            raise Unavailable(f"vllm_mode = \"server\" needs trl and vllm: {exc}") from None
+            raise Unavailable(f'vllm_mode = "server" needs trl and vllm: {exc}') from None
         self.url = url.rstrip("/")
         self.client = VLLMClient(base_url=self.url, connection_timeout=timeout_s)
         self.client.init_communicator(device=device)

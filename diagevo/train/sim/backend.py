@@ -15,8 +15,6 @@ for 150-190 Active causes), so a promoted cause stays Mastered unless its mechan
 
 from __future__ import annotations
 
-from diagevo.errors import BadInput
-
 import hashlib
 import json
 import random
@@ -28,6 +26,7 @@ import numpy as np
 
 from diagevo.config import Config
 from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
 from diagevo.train.sim.challenger import Challenger, Choice
@@ -59,8 +58,11 @@ class SimBackend:
         self.registry = Registry({v.key: v for v in self.variants})
         self.solver = Solver(self.fams, self.params, config.sim)
         self.challenger = Challenger(
-            self.fams, self.params, self.embedder,
-            composition=config.sim.composition, skewed_start=config.sim.skewed_challenger_start,
+            self.fams,
+            self.params,
+            self.embedder,
+            composition=config.sim.composition,
+            skewed_start=config.sim.skewed_challenger_start,
         )
         self._emb = embedder
         self._diag: SimDiagnostician | None = None
@@ -92,7 +94,9 @@ class SimBackend:
 
     # ------------------------------------------------------------------ challenger
 
-    def _propose(self, requests: Sequence[GenerationRequest], rng: random.Random) -> tuple[list[Question], list[Choice]]:
+    def _propose(
+        self, requests: Sequence[GenerationRequest], rng: random.Random
+    ) -> tuple[list[Question], list[Choice]]:
         qs, choices = [], []
         for req in requests:
             spec, choice = self.challenger.propose(req, rng)
@@ -243,7 +247,9 @@ class SimBackend:
             # with a sibling variant (stitching pairs causes of one skill node)
             shared = []
             keys = [v.key for v in self.variants]
-            siblings = {v.key: [w.key for w in self.variants if w.family == v.family and w.key != v.key] for v in self.variants}
+            siblings = {
+                v.key: [w.key for w in self.variants if w.family == v.family and w.key != v.key] for v in self.variants
+            }
             for _ in range(self.config.sim.shared_label_questions):
                 a = rng.choice(keys)
                 skills = (a, rng.choice(siblings[a])) if siblings[a] and rng.random() < 0.2 else (a,)
@@ -309,7 +315,9 @@ class SimBackend:
             self.registry.register(Spec.from_list(item))
 
 
-def _advantages(requests: Sequence[GenerationRequest], choices: Sequence[Choice], rewards: Sequence[float]) -> list[float]:
+def _advantages(
+    requests: Sequence[GenerationRequest], choices: Sequence[Choice], rewards: Sequence[float]
+) -> list[float]:
     groups: dict[GenerationRequest, list[int]] = defaultdict(list)
     for i, req in enumerate(requests):
         groups[req].append(i)

@@ -269,7 +269,11 @@ class SimDiagnostician(Diagnostician):
         else:
             value = Assignment(True, rng.choice(self.by_name[fam].labels), None)
         raw = json.dumps(
-            {"create_new_node": value.create_new_node, "new_node_label": value.new_node_label, "assigned_node": value.assigned_node}
+            {
+                "create_new_node": value.create_new_node,
+                "new_node_label": value.new_node_label,
+                "assigned_node": value.assigned_node,
+            }
         )
         return Reply(value=value, raw=raw, model=MODEL)
 

@@ -26,17 +26,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from diagevo import curriculum as cur
-from diagevo.config import Config
 from diagevo.catalog.ids import event_id
-from diagevo.schemas import new_event
+from diagevo.config import Config
 from diagevo.log import EventStore
-from diagevo.rounds import record_retrospective
 from diagevo.memory.sampler import FREE
-from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.rounds import record_retrospective
+from diagevo.schemas import new_event
 from diagevo.train.sim.backend import PSEUDO_LABEL_VOTES, STATE_FILE, SimBackend
 from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Question
+from diagevo.views.memory import committed_rounds, load_memory
 
 MEASURE = "sim-dynamics"
 SHARED_QUESTIONS = 200  # Figure 3c: 200 shared challenger-generated questions per round
@@ -178,10 +178,19 @@ def measure_seed(
                 measures[v][t]["shared_question_words"] = mean_words([q.text for q in shared])
     for v, run in runs.items():
         record_retrospective(
-            store, run,
+            store,
+            run,
             [
-                new_event("eval.recorded", run, t, event_id(run, t, "eval", MEASURE), measure=MEASURE, reference=runs[reference], **m)
+                new_event(
+                    "eval.recorded",
+                    run,
+                    t,
+                    event_id(run, t, "eval", MEASURE),
+                    measure=MEASURE,
+                    reference=runs[reference],
+                    **m,
+                )
                 for t, m in sorted(measures[v].items())
-            ]
+            ],
         )
     return measures

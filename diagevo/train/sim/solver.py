@@ -4,9 +4,10 @@ Every trap variant of every family is a sub-skill with its own competence logit.
 question applies each needed sub-skill correctly with probability
 ``sigmoid(theta[variant] + ctx[variant, template, difficulty] - difficulty_slope * difficulty)``;
 a misapplied sub-skill takes that variant's wrong path and lands on its trap or, with
-``sim.wrong_answer_spread``, on one of two near misses, with weights that belong to the variant. Practice on a variant trains
-that variant; a share ``sibling_transfer`` of each update also reaches the other variants of the
-same family (practising one way of checking roots helps a little with the others). Independently it may slip
+``sim.wrong_answer_spread``, on one of two near misses, with weights that belong to the variant.
+Practice on a variant trains that variant; a share ``sibling_transfer`` of each update also reaches
+the other variants of the same family (practising one way of checking roots helps a little with
+the others). Independently it may slip
 (``slip_base``, plus attention slips that grow with length and distractors when cheap difficulty
 is on, reduced by the learned ``care``); a slip changes the final number, to the question's
 shared misreading with a probability that grows with length when label noise is on.
@@ -81,7 +82,9 @@ class Solver:
         # wrong-answer spread: per sub-skill, the cumulative weights of its WRONG_VALUES wrong values
         # (the trap's share drawn in [trap_share_lo, trap_share_hi], the rest halving), from their
         # own stream so theta0 is the same with the switch on or off
-        share = np.random.default_rng([params.world_seed, 1]).uniform(params.trap_share_lo, params.trap_share_hi, len(self.variants))
+        share = np.random.default_rng([params.world_seed, 1]).uniform(
+            params.trap_share_lo, params.trap_share_hi, len(self.variants)
+        )
         rest = np.array([0.5**i for i in range(WRONG_VALUES - 1)])
         rest = rest / rest.sum()
         self.wrong_cum = [np.cumsum([s, *((1.0 - s) * rest)]).tolist() for s in share]
@@ -111,7 +114,9 @@ class Solver:
         if not self.sim.label_noise:
             return 0.0
         p = self.params
-        return sigmoid(p.shared_bias + p.shared_per_100_words * q.words / 100 + p.shared_per_distractor * q.spec.distract)
+        return sigmoid(
+            p.shared_bias + p.shared_per_100_words * q.words / 100 + p.shared_per_distractor * q.spec.distract
+        )
 
     # ------------------------------------------------------------------ acting
 

@@ -13,18 +13,63 @@ import re
 from fractions import Fraction
 
 NAMES = (
-    "Ada", "Bela", "Chen", "Dario", "Esme", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kemal",
-    "Lina", "Marta", "Nils", "Oren", "Priya", "Quinn", "Rosa", "Sami", "Tomas", "Uma", "Vera",
-    "Wes", "Yara", "Zeno",
+    "Ada",
+    "Bela",
+    "Chen",
+    "Dario",
+    "Esme",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lina",
+    "Marta",
+    "Nils",
+    "Oren",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tomas",
+    "Uma",
+    "Vera",
+    "Wes",
+    "Yara",
+    "Zeno",
 )
 PLACES = (
-    "a seaside town", "the school library", "a mountain cabin", "the night market", "a train station",
-    "an old observatory", "the city museum", "a bakery", "a chess club", "a harbour office",
-    "a greenhouse", "a robotics lab", "the village fair", "a quiet campsite",
+    "a seaside town",
+    "the school library",
+    "a mountain cabin",
+    "the night market",
+    "a train station",
+    "an old observatory",
+    "the city museum",
+    "a bakery",
+    "a chess club",
+    "a harbour office",
+    "a greenhouse",
+    "a robotics lab",
+    "the village fair",
+    "a quiet campsite",
 )
 OBJECTS = (
-    "notebooks", "lanterns", "postcards", "marbles", "seashells", "tickets", "pencils", "apples",
-    "stamps", "buttons", "candles", "keys", "ribbons", "tiles",
+    "notebooks",
+    "lanterns",
+    "postcards",
+    "marbles",
+    "seashells",
+    "tickets",
+    "pencils",
+    "apples",
+    "stamps",
+    "buttons",
+    "candles",
+    "keys",
+    "ribbons",
+    "tiles",
 )
 
 _PADDING = (
@@ -78,8 +123,7 @@ _COMPOSITE = (
     "What is the value of {combo}?",
     "Two quantities are defined by separate questions. The value A: {a} The value B: {b} "
     "Report the single number {combo}.",
-    "Work out A and B, then combine them. For A: {a} For B: {b} The final answer is {combo}; "
-    "what is it?",
+    "Work out A and B, then combine them. For A: {a} For B: {b} The final answer is {combo}; what is it?",
 )
 
 

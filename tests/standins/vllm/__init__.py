@@ -146,7 +146,9 @@ class LLM:
     def reset_prefix_cache(self) -> bool:
         return True
 
-    def collective_rpc(self, method: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> list[Any]:
+    def collective_rpc(
+        self, method: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> list[Any]:
         """vLLM's worker RPC; the stand-in knows ``reload_weights`` (in place, checkpoint names),
         which refuses sleeping weight memory as the model runner's ``load_weights`` does."""
         if callable(method):  # a function run on each worker: the stand-in has no worker layers to process
@@ -175,16 +177,29 @@ class LLM:
         else:
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=self.generator)))
         eos = self.tokenizer.eos_token_id
-        kwargs: dict[str, Any] = {"do_sample": False} if greedy else {
-            "do_sample": True, "temperature": params.temperature, "top_p": params.top_p, "top_k": 0,
-        }
+        kwargs: dict[str, Any] = (
+            {"do_sample": False}
+            if greedy
+            else {
+                "do_sample": True,
+                "temperature": params.temperature,
+                "top_p": params.top_p,
+                "top_k": 0,
+            }
+        )
         with torch.no_grad():
             out = self.hf.generate(
-                torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long), max_new_tokens=params.max_tokens,
-                num_return_sequences=params.n, eos_token_id=eos, pad_token_id=self.tokenizer.pad_token_id or eos,
-                output_scores=True, return_dict_in_generate=True, **kwargs,
+                torch.tensor([ids]),
+                attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                max_new_tokens=params.max_tokens,
+                num_return_sequences=params.n,
+                eos_token_id=eos,
+                pad_token_id=self.tokenizer.pad_token_id or eos,
+                output_scores=True,
+                return_dict_in_generate=True,
+                **kwargs,
             )
-        new = out.sequences[:, len(ids):]
+        new = out.sequences[:, len(ids) :]
         steps = [torch.log_softmax(score.float(), -1) for score in out.scores]
         outs = []
         for k in range(params.n):
@@ -196,7 +211,11 @@ class LLM:
                 if tok == eos:
                     break
             text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-            outs.append(CompletionOutput(index=k, text=text, token_ids=tokens, logprobs=lps if params.logprobs is not None else None))
+            outs.append(
+                CompletionOutput(
+                    index=k, text=text, token_ids=tokens, logprobs=lps if params.logprobs is not None else None
+                )
+            )
         return RequestOutput(prompt_token_ids=list(ids), outputs=outs)
 
     @staticmethod
@@ -208,11 +227,16 @@ class LLM:
             return sampling_params
         return [sampling_params or SamplingParams()] * n
 
-    def generate(self, prompts: Any, sampling_params: Any = None, use_tqdm: bool = True, **_: Any) -> list[RequestOutput]:
+    def generate(
+        self, prompts: Any, sampling_params: Any = None, use_tqdm: bool = True, **_: Any
+    ) -> list[RequestOutput]:
         self._check()
         if not isinstance(prompts, list):
             prompts = [prompts]
-        ids = [p["prompt_token_ids"] if isinstance(p, dict) else self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        ids = [
+            p["prompt_token_ids"] if isinstance(p, dict) else self.tokenizer(p, add_special_tokens=False)["input_ids"]
+            for p in prompts
+        ]
         params = self._per_prompt(sampling_params, len(ids))
         record("generate", prompts=len(ids), n=params[0].n if params else 0, weights=fingerprint(self.hf))
         return [self._one(list(i), p) for i, p in zip(ids, params, strict=True)]
@@ -220,7 +244,12 @@ class LLM:
     def chat(self, messages: Any, sampling_params: Any = None, use_tqdm: bool = True, **_: Any) -> list[RequestOutput]:
         self._check()
         convs = messages if messages and isinstance(messages[0], list) else [messages]
-        ids = [self.tokenizer.apply_chat_template(c, tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"] for c in convs]
+        ids = [
+            self.tokenizer.apply_chat_template(c, tokenize=True, add_generation_prompt=True, return_dict=True)[
+                "input_ids"
+            ]
+            for c in convs
+        ]
         params = self._per_prompt(sampling_params, len(ids))
         record("chat", prompts=len(ids), n=params[0].n if params else 0, weights=fingerprint(self.hf))
         return [self._one(list(i), p) for i, p in zip(ids, params, strict=True)]

@@ -7,5 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 
-def packed_nccl_broadcast_producer(iterator: Iterator[Any], group: Any, src: int = 0, post_iter_func: Callable[[Any], Any] | None = None) -> None:
+def packed_nccl_broadcast_producer(
+    iterator: Iterator[Any], group: Any, src: int = 0, post_iter_func: Callable[[Any], Any] | None = None
+) -> None:
     group.receive(list(iterator))
