@@ -335,7 +335,9 @@ def test_bad_models_and_hub_ids_are_one_line_errors(tmp_path: Path) -> None:
         f'hf.challenger_model="{tmp_path}/nosuch"',
         "--quiet",
     )
-    assert missing.returncode == 1 and f"{tmp_path}/nosuch: no such directory" in missing.stderr, missing.stderr
+    assert missing.returncode == 1 and f"no model directory {tmp_path}/nosuch: build it with" in missing.stderr, (
+        missing.stderr
+    )
 
 
 def test_bad_heldout_files_are_one_line_errors(tmp_path: Path) -> None:

@@ -45,13 +45,21 @@ def small_args(db: str, run: str, rounds: int, tmp: Path) -> list[str]:
 
 
 def comparable(db: str, run: str) -> list[tuple[str, str, str]]:
-    """The log without wall-clock fields, ordered by event id."""
+    """The log without wall-clock fields, ordered by event id. The target round
+    (``train.rounds``, what ``--rounds`` asked for) is where a process stopped, not how a round
+    ran: a ``run.configured`` that only moved it is left out, so a run trained to round 1 and
+    resumed to 3 compares equal to one trained to 3."""
     out = []
+    in_force: dict | None = None
     with open_log(db) as s:
         for e in s.read(run, texts=True):
             data = {k: v for k, v in e.data.items() if k not in ("seconds", "timing", "latency_s", "path")}
-            if e.type == "run.started":
+            if e.type in ("run.started", "run.configured"):
                 data["config"]["train"].pop("out_dir")
+                data["config"]["train"].pop("rounds")
+                if e.type == "run.configured" and data["config"] == in_force:
+                    continue
+                in_force = data["config"]
             out.append((e.event_id, e.type, json.dumps(data, sort_keys=True)))
     return sorted(out)
 
@@ -81,7 +89,7 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from diagevo.config import load_config
-    from diagevo.log import EventStore
+    from diagevo.log import open_log
     from diagevo import train
 
     db, run, out_dir = sys.argv[1:4]

@@ -16,7 +16,7 @@ from diagevo.generation import GenerationError, Messages, Sampling, model_text, 
 from diagevo.progress import ProgressFn, no_progress
 
 
-def _looks_local(model: str) -> bool:
+def looks_local(model: str) -> bool:
     """Whether ``model`` names a local path rather than a hub id (``org/name``): it starts like
     a path, has more than one ``/``, or its first part is a directory here."""
     if model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model:
@@ -27,7 +27,7 @@ def _looks_local(model: str) -> bool:
 
 def no_network(model: str) -> BadInput | NotFound:
     """A missing local path is ``no such directory``; a hub id cannot be fetched (no network)."""
-    if _looks_local(model):
+    if looks_local(model):
         return NotFound(f"{model}: no such directory")
     return BadInput(f"{model}: no network: pass a local model directory")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from diagevo.config import Config
 from diagevo.errors import BadInput, Hint, NotFound
+from diagevo.generation.local import looks_local
 
 PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.PROVENANCE
 TINY_RECORD = "tiny.json"  # written last by diagevo.train.hf.tiny.build_tiny
@@ -29,11 +30,22 @@ def build_hint(model: str) -> Hint:
     return Hint(("models", "smollm2", "--out", model))
 
 
+def _hub_id(model: str) -> bool:
+    """``org/name`` that is no directory here and not where diagevo's own builds write."""
+    path = Path(model)
+    return not looks_local(model) and path.parts[0] != "models" and path.name not in ("challenger", "solver")
+
+
 def check_model_dir(model: str) -> None:
     """One line, naming the directory and the command that builds it, when ``model`` is a local
     directory that is missing, not a model, or a build that never completed. The hf backend
     loads local directories only (no hub is reached), so a name like ``org/name`` is a path too."""
     path = Path(model).expanduser()
+    if not path.exists() and _hub_id(model):  # nothing is downloaded here
+        raise BadInput(
+            f"{model}: no network: pass a local model directory (one is built with {{command}})",
+            hint=build_hint("models/smollm2"),
+        )
     if not path.exists():
         raise NotFound(f"no model directory {model}: build it with {{command}}", hint=build_hint(model))
     if not path.is_dir():
