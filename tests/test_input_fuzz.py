@@ -10,7 +10,6 @@ wrong type, a huge string, bytes that are not UTF-8, a control character, a line
 from __future__ import annotations
 
 import os
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +35,11 @@ KINDS = ("ingest", "record", "diagnose", "eval", "eval-json")  # eval-json: a be
 MAX_ERR = 400
 
 FAULTS = ("deep", "wrong_type", "huge", "bad_utf8", "control", "truncated", "not_object")
-seen: Counter[tuple[str, str]] = Counter()
 
 
 @st.composite
-def bad_line(draw: st.DrawFn, kind: str) -> tuple[str, bytes]:
-    """(fault, line bytes) of a line that no command may accept."""
-    faults = [f for f in FAULTS if not (f == "wrong_type" and not WRONG_TYPES[kind])]
-    fault = draw(st.sampled_from(faults))
+def bad_line(draw: st.DrawFn, kind: str, fault: str) -> tuple[str, bytes]:
+    """(fault, line bytes) of a line with ``fault`` that no command may accept."""
     base: dict[str, Any] = dict(draw(st.sampled_from(valid_objects(kind))))
     if fault == "deep":
         levels = draw(st.integers(65, 5000))
@@ -96,8 +92,8 @@ def bad_line(draw: st.DrawFn, kind: str) -> tuple[str, bytes]:
 
 
 @st.composite
-def bad_file(draw: st.DrawFn, kind: str) -> tuple[str, bytes]:
-    fault, bad = draw(bad_line(kind))
+def bad_file(draw: st.DrawFn, kind: str, fault: str) -> tuple[str, bytes]:
+    fault, bad = draw(bad_line(kind, fault))
     good = [
         dumps(o) for o in draw(st.lists(st.sampled_from(valid_objects(kind)), max_size=3, unique_by=lambda o: str(o)))
     ]
@@ -114,22 +110,27 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     return make_db(root), root
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_bad_files_are_refused_in_one_line_and_store_nothing(kind: str, world: tuple[str, Path]) -> None:
+# every fault for every kind (parametrized, not left to the draws: a derandomized search seeds
+# itself from the test's source, so which faults 60 draws reach changed with its formatting)
+CASES = [(k, f) for k in KINDS for f in FAULTS if f != "wrong_type" or WRONG_TYPES[k]]
+
+
+@pytest.mark.parametrize(("kind", "fault"), CASES)
+def test_bad_files_are_refused_in_one_line_and_store_nothing(kind: str, fault: str, world: tuple[str, Path]) -> None:
     db, root = world
     before = db_state(db)
     path = root / f"bad-{kind}.{'json' if kind == 'eval-json' else 'jsonl'}"
 
     @settings(
-        max_examples=EXAMPLES,
+        max_examples=max(3, EXAMPLES // len(FAULTS)),
         deadline=None,
         database=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
     )
-    @given(case=bad_file(kind))
+    @given(case=bad_file(kind, fault))
     def check(case: tuple[str, bytes]) -> None:
-        fault, content = case
+        _, content = case
         path.write_bytes(content)
         code, out, err = cli(*command(kind, path, db, root / "eval-out"))
         assert "Traceback" not in err, err[-3000:]
@@ -138,7 +139,5 @@ def test_bad_files_are_refused_in_one_line_and_store_nothing(kind: str, world: t
         assert len(lines) == 1, (fault, err[:1000])
         assert len(lines[0]) <= MAX_ERR, (fault, len(lines[0]), lines[0][:500])
         assert db_state(db) == before, (fault, err)
-        seen[kind, fault] += 1
 
     check()
-    assert {f for (k, f) in seen if k == kind} >= {f for f in FAULTS if f != "wrong_type" or WRONG_TYPES[kind]}
