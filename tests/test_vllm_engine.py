@@ -97,7 +97,7 @@ def test_the_engine_follows_the_policy_through_a_real_grpo_step(smollm2: Path, t
     def reward(i: int, texts: list[str]) -> list[float]:  # varies within a group whatever the model writes
         return [1.0 if len(re.findall(r"\d", t)) % 2 == 0 else -1.0 for t in texts]
 
-    out = backend.train_solver(QUESTIONS, reward, cfg.grpo.solver_group_size, random.Random(0))
+    out = backend.train_solver(QUESTIONS, reward, cfg.solver.group_size, random.Random(0))
     assert out.stats["steps"] == 1 and all(len(r) == 4 for r in out.responses)
     # TRL's rollouts ran on the shared engine, after TRL pushed its weights the engine's way
     assert engine.llm.holding == TRAINER and engine.llm.pushes > pushes
