@@ -65,6 +65,7 @@ pictures: $(STAMP)
 	$(BIN)/python docs/pictures.py
 
 bench: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'  # eventsourcing, for bench_peers.py's comparison
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
