@@ -84,8 +84,7 @@ def test_a_second_writer_is_refused_naming_the_first_and_a_crash_frees_the_run(
         holder.send_signal(signal.SIGKILL)  # a crash: the lease goes with the process
         holder.wait()
     with open_log(db_url) as store:
-        deadline = time.monotonic() + 30  # the server notices the dead session
-        while store.lease_holder("r") is not None and time.monotonic() < deadline:
+        while store.lease_holder("r") is not None:  # until the server notices the dead session
             time.sleep(0.2)
         with store.lease("r", "me"):
             assert store.lease_holder("r") == "me"
