@@ -68,6 +68,19 @@ def test_an_empty_database_suggests_train_on_that_database(tmp_path: Path, postg
     assert run.encode() in run_as_printed(tmp_path, missing.stderr.split("`")[1]).stdout.encode()
 
 
+def test_a_missing_sqlite_file_suggests_train_on_that_file(tmp_path: Path) -> None:
+    """A read command on a SQLite file that does not exist creates nothing and suggests the
+    ``train`` that creates it; run as printed, the run lands in that file."""
+    refused = diagevo(tmp_path, "memory", "stats", "--db", "sqlite:///elsewhere.db")
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith("error: no database at elsewhere.db: start one with `")
+    words = printed(refused.stderr)
+    assert words[1:] == ["train", "--db", "sqlite:///elsewhere.db"] and list(tmp_path.iterdir()) == []
+    run_as_printed(tmp_path, shlex.join([*words, "--run", "r", "--rounds", "1", "--quiet", *SMALL]))
+    assert committed(f"sqlite:///{tmp_path / 'elsewhere.db'}", "r") == [1]
+    assert not (tmp_path / "diagevo.db").exists()
+
+
 def _lines(stream: object, out: queue.Queue[str | None]) -> None:
     for line in stream:  # type: ignore[attr-defined]
         out.put(line.rstrip("\n"))
@@ -137,3 +150,55 @@ def test_the_fork_hint_continues_the_fork(tmp_path: Path) -> None:
     assert committed(f"sqlite:///{tmp_path / 'f.db'}", "f") == [1, 2]  # the source's target, from round 1 on
     stats = json.loads(diagevo(tmp_path, "memory", "stats", "--db", db, "--run", "f", "--json").stdout)
     assert [r["round"] for r in stats["rounds"]] == [1, 2]
+
+
+def test_ctrl_c_of_eval_prints_the_command_that_resumes_it(tmp_path: Path) -> None:
+    """Ctrl-C of ``diagevo eval`` into a pipe, after its first batch was saved and while the
+    second waits on the server: one line with the command; run as printed, it generates only the
+    questions not saved (``4 resumed``) and the outputs end complete and in order."""
+    from tests.llm_server import Hang, LLMServer
+    from tests.test_eval import SHARED, answering, gsm_answers
+
+    answers = answering(gsm_answers(wrong={2}))
+    calls, hanging = [0], [True]
+
+    def first_batch_only(body: dict[str, object]) -> object:
+        calls[0] += 1
+        return Hang(300) if hanging[0] and calls[0] > 4 else answers(body)  # batch 2 waits on the server
+
+    out = tmp_path / "o" / "served" / "gsm8k.jsonl"
+    with LLMServer() as srv:
+        srv.default("other", first_batch_only)
+        args = ["eval", "--model", "served", "--url", srv.url, "--out", "o", "--batch-size", "4", "--limit", "10"]
+        args += ["--bench", f"gsm8k={SHARED / 'gsm8k_test.jsonl'}"]
+        proc = subprocess.Popen(
+            [str(ENTRY), *args],
+            cwd=tmp_path,
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        try:
+            while calls[0] <= 4 or not (out.is_file() and len(out.read_text().splitlines()) == 4):
+                assert proc.poll() is None, proc.communicate()[1]
+                threading.Event().wait(0.05)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 130, err
+        lines = err.strip().splitlines()
+        assert lines[0].lstrip("[ 0123456789s]").startswith("gsm8k 0/10")  # progress into the pipe
+        assert lines[-1].startswith("interrupted: continue with `") and "Traceback" not in err
+        words = printed(lines[-1])
+        assert words[1:] == args
+        hanging[0] = False
+        before = len(srv.calls("other"))
+        resumed = run_as_printed(tmp_path, shlex.join(words))
+        assert len(srv.calls("other")) - before == 6
+    assert "(4 resumed)" in resumed.stdout
+    assert [json.loads(line)["index"] for line in out.read_text().splitlines()] == list(range(10))

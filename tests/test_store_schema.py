@@ -160,9 +160,13 @@ def test_a_zero_byte_file_is_empty_and_migrated(tmp_path) -> None:
 
 def test_a_missing_sqlite_file_is_created_only_by_writers(tmp_path) -> None:
     path = tmp_path / "new.db"
-    with pytest.raises(StoreError, match=f"^no database at {path}$"):
+    with pytest.raises(
+        StoreError, match=f"^no database at {path}: start one with `diagevo train --db sqlite:///{path}`$"
+    ):
         open_log(f"sqlite:///{path}", create=False)
-    with pytest.raises(StoreError, match=f"^no database at {path}$"):
+    with pytest.raises(
+        StoreError, match=f"^no database at {path}: start one with `diagevo train --db sqlite:///{path}`$"
+    ):
         revision_status(f"sqlite:///{path}")
     assert not path.exists()
     with open_log(f"sqlite:///{path}"):
@@ -237,7 +241,7 @@ def test_cli_db_defaults_to_env(tmp_path, monkeypatch: pytest.MonkeyPatch) -> No
 def test_cli_current_does_not_create_a_missing_sqlite_file(tmp_path) -> None:
     path = tmp_path / "missing.db"
     res = runner.invoke(db_app, ["current", "--db", f"sqlite:///{path}", "--json"])
-    assert res.exit_code == 1 and res.stderr.strip() == f"error: no database at {path}"
+    assert res.exit_code == 1 and res.stderr.strip().startswith(f"error: no database at {path}: start one with `")
     assert not path.exists()
     res = runner.invoke(db_app, ["upgrade", "--db", f"sqlite:///{path}"])  # a writer creates it
     assert res.exit_code == 0 and path.exists()

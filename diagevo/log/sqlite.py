@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from diagevo.errors import Hint
 from diagevo.log.backends import plain_file
 from diagevo.log.recorder import MissingDatabase, StoreError, busy
 from diagevo.log.sql import SQLRecorder
@@ -308,7 +309,9 @@ def missing_database(u: URL) -> MissingDatabase | None:
     path = sqlite_path(u)
     if path is None or path.exists():
         return None
-    return MissingDatabase(f"no database at {path}")
+    return MissingDatabase(  # `train` is what creates one
+        f"no database at {path}: start one with {{command}}", hint=Hint(("train",), u.render_as_string())
+    )
 
 
 def schema_objects(conn: Connection) -> list[str]:
