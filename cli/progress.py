@@ -26,7 +26,8 @@ def _duration(seconds: float) -> str:
 
 
 class PlainProgress:
-    """Rate-limited plain lines: ``[  1m05s] solver GRPO 30/64 (2.4/s, ETA 14s)``."""
+    """Rate-limited plain lines: ``[  1m05s] solver GRPO 30/64 (2.4/s, ETA 14s)``; a phase slower than one
+    step a second gives its seconds a step (``22s/step``)."""
 
     def __init__(
         self,
@@ -62,7 +63,7 @@ class PlainProgress:
         count = f"{done}/{total}" if total is not None else str(done)
         extra = []
         if rate:
-            extra.append(f"{rate:.1f}/s")
+            extra.append(f"{rate:.1f}/s" if rate >= 1 else f"{_duration(1 / rate)}/step")  # slow phases: not 0.0/s
             if total is not None and not finished:
                 extra.append(f"ETA {_duration((total - done) / rate)}")
         elif finished:

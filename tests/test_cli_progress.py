@@ -29,6 +29,19 @@ def test_plain_lines_are_rate_limited_with_count_rate_and_eta() -> None:
     assert len(out.getvalue().splitlines()) == 6  # the end is said once
 
 
+def test_a_phase_slower_than_a_step_a_second_gives_seconds_a_step() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    p = PlainProgress(out, {"warm": "format warm-up"}, every=10.0, clock=lambda: now[0])
+    for step in range(0, 5):
+        now[0] = step * 22.0  # 22 s a step: "0.0/s" would say nothing
+        p("warm", step, 24)
+    assert out.getvalue().splitlines()[1:3] == [
+        "[   22s] format warm-up 1/24 (22s/step, ETA 8m26s)",
+        "[   44s] format warm-up 2/24 (22s/step, ETA 8m04s)",
+    ]
+
+
 def test_a_phase_that_starts_over_in_the_next_round_is_shown_at_once() -> None:
     now = [0.0]
     out = io.StringIO()
