@@ -293,3 +293,48 @@ def test_head_revision_constant_is_alembics_head() -> None:
     from diagevo.log.schema import HEAD_REVISION
 
     assert HEAD_REVISION == head_revision()
+
+
+def test_sqlite_milestone_index_is_an_or_chain_and_still_unique(tmp_path) -> None:
+    """0012 restates the milestone index's predicate for SQLite (an ``IN`` list costs an ephemeral
+    b-tree per inserted row); downgraded and upgraded again, the rows stay and a second
+    ``round.committed`` of a round is refused by the index at either revision."""
+    import sqlite3
+
+    from diagevo import rounds
+    from tests.conftest import SQLiteBackend
+
+    url, path = f"sqlite:///{tmp_path / 'm.db'}", tmp_path / "m.db"
+    with open_log(url) as store:
+        rounds.start_run(store, "a", {"k": 0.5})
+        rnd = rounds.Round.open(store, "a")
+        rnd.promote()
+        rnd.commit()
+
+    def predicate() -> str:
+        with sqlite3.connect(path) as conn:
+            (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'uq_events_milestones'").fetchone()
+        return sql.split(" WHERE ", 1)[1]
+
+    def second_commit_refused() -> bool:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute(
+                "INSERT INTO events (seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash,"
+                " hash) SELECT seq + 100, event_id || '-again', run_id, round, type, schema_version, data, recorded_at,"
+                " prev_hash, hash FROM events WHERE type = 'round.committed'"
+            )
+        except sqlite3.IntegrityError as exc:
+            return "uq_events_milestones" in str(exc) or "UNIQUE" in str(exc)
+        finally:
+            conn.close()
+        return False
+
+    assert predicate().count(" OR ") == 3 and " IN " not in predicate()
+    assert second_commit_refused()
+    SQLiteBackend(tmp_path).downgrade(url, "0011")
+    assert predicate().startswith("type IN (") and second_commit_refused()
+    assert upgrade(url) == ("0011", HEAD)
+    assert " OR " in predicate() and second_commit_refused()
+    with open_log(url) as store:
+        assert [e.type for e in store.read("a")][-1] == "round.committed"

@@ -13,9 +13,12 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text, text
 from sqlmodel import Field, SQLModel
 
-from diagevo.catalog import KEY_FIELDS
+from diagevo.catalog import KEY_FIELDS, MILESTONES
 
-MILESTONES_SQL = "'run.started', 'round.started', 'promotions.decided', 'round.committed'"
+# the same rows in each dialect's cheapest form: SQLite fills an ephemeral b-tree with an IN list
+# for every inserted row (0012), PostgreSQL compares against an array
+MILESTONES_SQLITE = " OR ".join(f"type = '{t}'" for t in sorted(MILESTONES))
+MILESTONES_POSTGRES = "type IN (" + ", ".join(f"'{t}'" for t in sorted(MILESTONES)) + ")"
 
 # On SQLite ``INTEGER PRIMARY KEY`` aliases the rowid (fast, 64-bit); BIGINT would not.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")
@@ -40,15 +43,15 @@ class Event(SQLModel, table=True):
             )
             for f in KEY_FIELDS
         ),
-        # at most one of each milestone per run and round (0009)
+        # at most one of each milestone per run and round (0009; SQLite's predicate 0012)
         Index(
             "uq_events_milestones",
             "run_id",
             "type",
             "round",
             unique=True,
-            sqlite_where=text(f"type IN ({MILESTONES_SQL})"),
-            postgresql_where=text(f"type IN ({MILESTONES_SQL})"),
+            sqlite_where=text(MILESTONES_SQLITE),
+            postgresql_where=text(MILESTONES_POSTGRES),
         ),
     )
 
