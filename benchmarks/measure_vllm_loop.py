@@ -132,7 +132,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
                         * float(d.get("steps", 0))
                     )
                     meter.rows[f"{d['phase']} GRPO"]["tokens"] += n
-            commits = [e.data["summary"] for e in store.read(run, types=("round.committed",))]
+            commits = [e.data for e in store.read(run, types=("round.committed",))]  # summary fields inline
             problems = verify_run(store, run)
         finally:
             store.close()
@@ -148,6 +148,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
         "cpu_seconds": time.process_time(),
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
         "heldout_acc": [c.get("heldout_acc") for c in commits],
+        "round_seconds": [c.get("timing", {}) for c in commits],  # the loop's own clock, per round
         "verify_problems": problems,
         "vllm_engines": engines,
         "load_average": [load0, os.getloadavg()[0]],
@@ -172,6 +173,8 @@ def table(r: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {s:.1f} | {c:.1f} | {n:.0f} | {n / s if n else 0:.1f} | {n / c if n and c else 0:.2f} |"
         )
+    for t, timing in enumerate(r.get("round_seconds", []), start=1):  # as the loop clocked each round
+        lines.append(f"round {t}: " + ", ".join(f"{k} {v:.1f} s" for k, v in timing.items()))
     return "\n".join(lines)
 
 
