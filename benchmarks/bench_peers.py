@@ -314,12 +314,12 @@ def print_summary(runs: list[dict[tuple[str, str], float]], pg: bool, baseline: 
     print("floors (met: in every run)")
     for label, judged, threshold in _targets(pg, baseline):
         if judged is None:
-            print(f"  {label:<46}not measured (--pg '' or no --baseline)")
+            print(f"  {label:<48}not measured (--pg '' or no --baseline)")
             continue
         values = [judged(r) for r in runs]
         met = sum(v >= threshold for v in values)
         verdict = "met" if met == len(values) else "not met"
-        print(f"  {label:<46}{verdict:<9}(worst {min(values):.2f}x, best {max(values):.2f}x; {met}/{len(values)} runs)")
+        print(f"  {label:<48}{verdict:<9}(worst {min(values):.2f}x, best {max(values):.2f}x; {met}/{len(values)} runs)")
 
 
 def _default_synchronous() -> str:
