@@ -1,7 +1,8 @@
 """Read commands on a 1,000,000-event log, as a user runs them (a script, not a test).
 
 Each command runs as ``diagevo memory ... --json`` in a new process (process start and imports
-included; best of 3 wall-clock times). The baseline, measured in the same run, is the full-scan
+included, modules loaded from their cached bytecode as in an installed package: one run first
+writes it, whatever ``PYTHONDONTWRITEBYTECODE`` says; then the best of 3 wall-clock times). The baseline, measured in the same run, is the full-scan
 projection each command used to be: ``stats`` = ``round_stats`` over every event, ``why`` =
 ``cause_story`` over the whole run with texts, ``events --cause/--failure/--question/--round`` =
 a filter over every event. ``diagevo --help`` is the floor every command pays. Beside the
@@ -119,6 +120,8 @@ def hot_run(url: str, attributions: int, per_round: int = 1000) -> str:
 def best_of(cmd: list[str], n: int = 3, pythonpath: str | None = None) -> float:
     best = float("inf")
     env = {**os.environ, "COLUMNS": "200", **({"PYTHONPATH": pythonpath} if pythonpath else {})}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from cached bytecode
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env, cwd=pythonpath)  # writes the bytecode
     for _ in range(n):
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env, cwd=pythonpath)

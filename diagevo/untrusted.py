@@ -68,6 +68,8 @@ def json_visible(line: str) -> str:
     """A JSON text (from ``json.dumps(..., ensure_ascii=False)``) whose DEL, C1 controls, bidi
     controls, line separators and lone surrogates are written as ``\\uXXXX`` escapes: the same
     JSON value, safe to print. (Outside strings JSON holds none of these characters.)"""
+    if line.isascii() and "\x7f" not in line:  # the usual case, decided without a scan by the regex
+        return line
     if not _JSON_UNSAFE.search(line):
         return line
     return line.translate(_JSON)
