@@ -2,13 +2,14 @@
 
 Each command runs as ``diagevo memory ... --json`` in a new process (process start and imports
 included, modules loaded from their cached bytecode as in an installed package: one run first
-writes it, whatever ``PYTHONDONTWRITEBYTECODE`` says; then the best of 3 wall-clock times). The baseline, measured in the same run, is the full-scan
-projection each command used to be: ``stats`` = ``round_stats`` over every event, ``why`` =
-``cause_story`` over the whole run with texts, ``events --cause/--failure/--question/--round`` =
-a filter over every event. ``diagevo --help`` is the floor every command pays. Beside the
-realistic run the database holds a run with one cause attributed ``--hot`` times (5,000 by
-default: each attribution with its question, failure and diagnosis texts), whose ``why`` is the
-worst case of that command. The target: every command within 0.5 s.
+writes it, whatever ``PYTHONDONTWRITEBYTECODE`` says; then the best of 3 wall-clock times). The
+baseline, measured in the same run, is the full-scan projection each command used to be: ``stats``
+= ``round_stats`` over every event, ``why`` = ``cause_story`` over the whole run with texts,
+``events --cause/--failure/--question/--round`` = a filter over every event. ``diagevo --help`` is
+the floor every command pays. Beside the realistic run the database holds a run with one cause
+attributed ``--hot`` times (5,000 by default: each attribution with its question, failure and
+diagnosis texts), whose ``why`` is the worst case of that command. The target: every command within
+0.5 s.
 
 The log is built once (``bench_store.build_log``) into ``--db`` (default a file under /tmp) and
 reused by later runs; its snapshots are written as a training run would have written them.
