@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -12,6 +12,9 @@ from rich.text import Text
 
 from cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
 from diagevo.errors import Hint
+
+if TYPE_CHECKING:
+    from diagevo.views.runs import RunSummary
 
 runs_app = typer.Typer(
     help="The runs of a database: status, rounds, origin, config; tag and note them.",
@@ -39,32 +42,37 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
             Text(f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`"), soft_wrap=True
         )
         return
+    # what tells a run apart goes under its id, a line each (origin, tags, each config field that
+    # differs from the defaults): columns of their own are squeezed to a few characters a line
+    # on an 80-column terminal
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
-    table.add_column("run", no_wrap=True)
-    table.add_column("status", no_wrap=True)
+    cards = [_card(r) for r in found]
+    widest = max(len(line) for card in cards for line in card.plain.splitlines())
+    table.add_column("run (origin, tags, config changes)", overflow="fold", min_width=min(widest, 44))
+    table.add_column("status")
     table.add_column("rounds", justify="right", no_wrap=True)
     table.add_column("created", no_wrap=True)
-    for head in ("forked from", "config (not the defaults)", "tags"):
-        table.add_column(head, overflow="fold")
-    for r in found:
+    for r, card in zip(found, cards, strict=True):
         rounds = f"{r.committed}/{r.target}" if r.target is not None else str(r.committed)
         status = Text(r.status, style=STATUS_STYLE.get(r.status, ""))
         if r.status == "in progress" and r.writer:
             status.append(f"\n{r.writer}", style="dim")
         elif r.open_round is not None:
-            status.append(f" (round {r.open_round} open)")
-        origin = f"{r.forked_from['run']} @ round {r.forked_from['round']}" if r.forked_from else ""
-        changed = " ".join(f"{k}={v}" for k, v in r.changed.items())
-        table.add_row(
-            Text(r.run),
-            status,
-            rounds,
-            r.created[:16].replace("T", " "),
-            Text(origin),
-            Text(changed),
-            Text(", ".join(r.tags)),
-        )
+            status.append(f"\nround {r.open_round} open", style="dim")
+        table.add_row(card, status, rounds, r.created[:16].replace("T", " "))
     console.print(table)
+
+
+def _card(r: RunSummary) -> Text:
+    """A run's id and, dimmed below it, where it was forked from, its tags and its config changes."""
+    card = Text(r.run)
+    if r.forked_from:
+        card.append(f"\n  forked from {r.forked_from['run']} @ round {r.forked_from['round']}", style="dim")
+    if r.tags:
+        card.append(f"\n  tags: {', '.join(r.tags)}", style="dim")
+    for k, v in r.changed.items():
+        card.append(f"\n  {k}={v}", style="dim")
+    return card
 
 
 @runs_app.command("tag")

@@ -122,7 +122,14 @@ def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
     assert got["base"]["changed"] == {"memory.k": 2.0, "train.rounds": 2}
     assert got["base"]["tags"] == ["paper"] and got["base"]["notes"] == ["the reference run [b]not markup[/b]"]
     code, out, _ = run_cli(capsys, "runs", "--db", db_url)
-    assert code == 0 and "[b]not markup" not in out and "interrupted (round 2 open)" in " ".join(out.split())
+    assert code == 0 and "[b]not markup" not in out
+    # at 80 columns: under each run's id, a line each for its origin, tags and config changes
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    at = {line.split()[0]: i for i, line in enumerate(lines) if line.split() and line.split()[0] in got}
+    assert lines[at["base"] + 1 : at["base"] + 4] == ["tags: paper", "train.rounds=2", "memory.k=2.0"]
+    assert lines[at["fork-a"] + 1] == "forked from base @ round 1"
+    assert lines[at["cut"]].startswith("cut interrupted 1/2") and "round 2 open" in lines[at["cut"] + 1]
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
     code, out, _ = run_cli(capsys, "memory", "verify", "--all", "--db", db_url, "--json")
     assert code == 0 and [r["run"] for r in json.loads(out)["runs"]] == list(got)
     assert all(r["ok"] for r in json.loads(out)["runs"])
