@@ -238,6 +238,16 @@ _KEPT_FIRST = (
 )
 
 
+_LEGEND = {
+    "kept": "retained questions",
+    "new": "new causes",
+    "attr": "attributions",
+    "prom": "promotions",
+    "react": "reactivations",
+}
+"""What the abbreviated headers of ``memory stats`` mean (said under the table for those shown)."""
+
+
 def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[str], list[str], list[int]]:
     """The columns of the ``memory stats`` table in their order, their headers, and their indices
     in the order a narrow terminal keeps them (:data:`_KEPT_FIRST`)."""
@@ -302,8 +312,7 @@ def stats(
 
         cols, heads, keep = stats_columns(rows, data["metrics"])
         cells = [[_cell(r.get(c)) for c in cols] for r in rows]
-        caption = "kept: retained questions  new: new causes  attr: attributions  prom/react: promotions/reactivations"
-        print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, caption=caption, priority=keep)
+        print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, legend=_LEGEND, priority=keep)
     if out is not None:
         console.print(text(f"wrote {out} ({plural(len(rows), 'round')})"))
 

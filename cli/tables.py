@@ -5,7 +5,7 @@ cells are untrusted text (benchmark and metric names, values from the log): show
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich import box
 from rich.cells import cell_len
@@ -52,14 +52,17 @@ def fitted_table(
     *,
     title: str | Text,
     wide: bool = False,
-    caption: str | None = None,
+    legend: Mapping[str, str] | None = None,
     priority: Sequence[int] | None = None,
 ) -> tuple[Table, list[str]]:
     """The table with the columns that fit ``console`` (all of them when ``wide``; the most
-    important first, as ``priority`` orders them) and the headers of the columns left out."""
+    important first, as ``priority`` orders them) and the headers of the columns left out. The
+    caption explains the shown headers that ``legend`` has a meaning for."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
     shown = list(range(len(heads))) if wide else fit_columns(heads, rows, console.width, priority=priority)
+    shown_heads = {heads[i] for i in shown}
+    caption = "  ".join(f"{h}: {meaning}" for h, meaning in (legend or {}).items() if h in shown_heads)
     table = Table(
         title=text(title) if isinstance(title, str) else title,
         title_justify="left",
@@ -83,13 +86,13 @@ def print_fitted(
     *,
     title: str | Text,
     wide: bool = False,
-    caption: str | None = None,
+    legend: Mapping[str, str] | None = None,
     priority: Sequence[int] | None = None,
 ) -> None:
     """Print :func:`fitted_table`; say which columns were left out and how to see them."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
-    table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, caption=caption, priority=priority)
+    table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, legend=legend, priority=priority)
     if wide:  # as wide as the table needs, uncropped (the terminal wraps what it cannot show)
         needed = _EDGE + sum(column_widths(heads, rows)) + 1
         # print(width=) would be clamped to the console's, and setting the console's width would

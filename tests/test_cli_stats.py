@@ -139,8 +139,10 @@ def test_80_columns_keep_accuracy_and_metrics(
     assert {"t", "held-out", "acc", "loss", "bench/gsm8k", "F_t"} <= set(shown)
     left_out = next(line for line in out.splitlines() if "left out to fit 80 columns" in line)
     assert "merge" in left_out and "acc" not in left_out.split(":")[1]
+    legend = {h for h in ("kept", "new", "attr", "prom", "react") if f"{h}: " in out}
+    assert legend == {h for h in ("kept", "new", "attr", "prom", "react") if h in shown}  # only what is shown
     code, out, _ = run_cli(capsys, "memory", "stats", "--db", db, "--wide")
-    assert "merge" in header(out) and "left out" not in out
+    assert "merge" in header(out) and "left out" not in out and "react: reactivations" in out
 
 
 def test_show_before_F1_is_fixed(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
