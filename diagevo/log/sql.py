@@ -161,9 +161,14 @@ class SQLRecorder(Recorder):
             self._exclusive(conn)
             try:
                 with conn.begin():
-                    if append_lock:
-                        self._lock_appends(conn)
-                    yield conn
+                    try:
+                        if append_lock:
+                            self._lock_appends(conn)
+                        yield conn
+                    except BaseException as exc:
+                        if not isinstance(exc, Exception | GeneratorExit):  # Ctrl-C in a statement
+                            conn.invalidate()  # closed, not rolled back: the server may still be answering
+                        raise
             except Exception as exc:
                 if isinstance(exc, StoreError) or not self._is_dbapi_error(exc):
                     raise
@@ -192,6 +197,12 @@ class SQLRecorder(Recorder):
             # the pool would log that failure with a traceback on stderr
             _discard(raw)
             raise StoreError(f"read from {redact_url(self.url)} failed: {error_line(exc)}") from None
+        except BaseException as exc:
+            # Ctrl-C in the middle of a query leaves the connection in no known state: its reset
+            # on the way back to the pool would fail and be logged with a traceback on stderr
+            if not isinstance(exc, GeneratorExit):
+                _discard(raw)
+            raise
         finally:
             _quietly(raw.close)
 
