@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import KEY_FIELDS
 from diagevo.log.recorder import (
-    GENESIS_HASH,
     AppendResult,
     EventRow,
     MissingDatabase,
@@ -107,23 +106,29 @@ class InMemoryRecorder(Recorder):
         types: Collection[str] | None,
         round: int | None,
         keys: Mapping[str, Collection[str]] | None,
+        limit: int | None = None,
+        newest: bool = False,
     ) -> list[Row]:
+        """The run's rows that pass the filters, in seq order: the first ``limit``, or with
+        ``newest`` the last ``limit`` (found walking back from the end)."""
         wanted = None if types is None else set(types)
         lookups = None if keys is None else {_LOOKUP_INDEX[f]: set(v) for f, v in lookup_keys(keys).items()}
-        with self._log.lock:
+        with self._log.lock:  # rows are only ever appended: the span stays what it is
             rows = self._log.runs.get(run, [])
-            start = bisect_right(self._log.seqs.get(run, []), after_seq) if after_seq > 0 else 0
-            picked = rows[start:]
+            seqs = self._log.seqs.get(run, [])
+            first = bisect_right(seqs, after_seq) if after_seq > 0 else 0
+            stop = bisect_right(seqs, upto_seq) if upto_seq is not None else len(rows)
         out: list[Row] = []
-        for row in picked:
-            if upto_seq is not None and row[0] > upto_seq:
+        for at in range(stop - 1, first - 1, -1) if newest else range(first, stop):
+            if limit is not None and len(out) >= limit:
                 break
+            row = rows[at]
             if wanted is not None and row[4] not in wanted or round is not None and row[3] != round:
                 continue
-            if lookups is not None and not any(row[i] in ids for i, ids in lookups.items()):
+            if lookups is not None and not any(row[col] in ids for col, ids in lookups.items()):
                 continue
             out.append(row)
-        return out
+        return out[::-1] if newest else out
 
     def read(
         self,
@@ -138,8 +143,7 @@ class InMemoryRecorder(Recorder):
         limit: int | None = None,
         newest: bool = False,
     ) -> Iterator[StoredEvent]:
-        rows = self._select(run, after_seq, upto_seq, types, round, keys)
-        rows = (rows[-limit:] if limit else []) if newest and limit is not None else rows[:limit]
+        rows = self._select(run, after_seq, upto_seq, types, round, keys, limit, newest and limit is not None)
         out = [StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]) for r in rows]
         if texts:
             restore_texts(out, [r[10] for r in rows])
@@ -178,11 +182,6 @@ class InMemoryRecorder(Recorder):
     def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
         for r in self._select(run, after_seq, None, None, None, None):
             yield RawRow(r[0], r[1], r[3], r[4], r[5], r[6], r[8], r[9], r[10], tuple(r[11:]))
-
-    def head(self, run: str) -> tuple[int, str]:
-        with self._log.lock:
-            rows = self._log.runs.get(run)
-            return (rows[-1][0], rows[-1][9]) if rows else (0, GENESIS_HASH)
 
     def runs(self) -> list[str]:
         with self._log.lock:

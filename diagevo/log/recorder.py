@@ -441,10 +441,6 @@ class Recorder(ABC):
         """A run's rows exactly as stored, in seq order (what verification recomputes)."""
 
     @abstractmethod
-    def head(self, run: str) -> tuple[int, str]:
-        """(last seq, last hash) of the run; (0, the genesis hash) for a run with no events."""
-
-    @abstractmethod
     def runs(self) -> list[str]:
         """Run ids in order of their first event."""
 
@@ -486,6 +482,13 @@ class Recorder(ABC):
         """Delete a view's states for a run (they are a cache); returns how many."""
 
     # --- derived from the above ---------------------------------------------------------------
+
+    def head(self, run: str) -> tuple[int, str]:
+        """(last seq, last hash) of the run; (0, the genesis hash) for a run with no events: its
+        newest event, one indexed row."""
+        for last in self.read(run, limit=1, newest=True):
+            return last.seq, last.hash
+        return 0, GENESIS_HASH
 
     def last_seq(self, run: str) -> int:
         """The run's last seq (0 for a run with no events)."""

@@ -440,10 +440,6 @@ class SQLRecorder(Recorder):
                 for r in rows:
                     yield RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:]))
 
-    def head(self, run: str) -> tuple[int, str]:
-        with self._cursor() as cur:
-            return self._run_head(cur, run)
-
     def runs(self) -> list[str]:
         """A skip scan of the (run_id, seq) index, one probe per run, never a pass over the events."""
         with self._cursor() as cur:
