@@ -87,10 +87,9 @@ def _lines(stream: object, out: queue.Queue[str | None]) -> None:
     out.put(None)
 
 
-def interrupt_at(cwd: Path, args: list[str], pattern: str, nth: int) -> str:
-    """Run ``diagevo ARGS`` piped, send Ctrl-C when ``pattern`` has shown ``nth`` times on stderr;
-    the line it ends with."""
-    proc = subprocess.Popen(
+def piped(cwd: Path, args: list[str]) -> subprocess.Popen[str]:
+    """``diagevo ARGS`` with its stderr piped to the test, Ctrl-C as a user's terminal delivers it."""
+    return subprocess.Popen(
         [str(ENTRY), *args],
         cwd=cwd,
         env=ENV,
@@ -99,6 +98,12 @@ def interrupt_at(cwd: Path, args: list[str], pattern: str, nth: int) -> str:
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def interrupt_at(cwd: Path, args: list[str], pattern: str, nth: int) -> str:
+    """Run ``diagevo ARGS`` piped, send Ctrl-C when ``pattern`` has shown ``nth`` times on stderr;
+    the line it ends with."""
+    proc = piped(cwd, args)
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_lines, args=(proc.stderr, lines), daemon=True).start()
     seen, matches, sent = [], 0, False
@@ -171,15 +176,7 @@ def test_ctrl_c_of_eval_prints_the_command_that_resumes_it(tmp_path: Path) -> No
         srv.default("other", first_batch_only)
         args = ["eval", "--model", "served", "--url", srv.url, "--out", "o", "--batch-size", "4", "--limit", "10"]
         args += ["--bench", f"gsm8k={SHARED / 'gsm8k_test.jsonl'}"]
-        proc = subprocess.Popen(
-            [str(ENTRY), *args],
-            cwd=tmp_path,
-            env=ENV,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )
+        proc = piped(tmp_path, args)
         try:
             while calls[0] <= 4 or not (out.is_file() and len(out.read_text().splitlines()) == 4):
                 assert proc.poll() is None, proc.communicate()[1]
