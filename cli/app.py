@@ -213,13 +213,33 @@ def _leave_now(code: int) -> None:
         os._exit(code)
 
 
+def _reflow(help_text: str | None) -> str | None:
+    """A docstring as help: each paragraph one line (the terminal wraps it; a docstring's own
+    line breaks would stay in the command list), ````code```` as ```code```."""
+    if not help_text:
+        return help_text
+    paragraphs = [" ".join(p.split()) for p in help_text.replace("``", "`").split("\n\n")]
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def _reflow_helps(command: Any) -> Any:
+    """:func:`_reflow` on the help of ``command``, its options and arguments, and its subcommands."""
+    command.help = _reflow(command.help)
+    for param in getattr(command, "params", ()):
+        if getattr(param, "help", None):
+            param.help = _reflow(param.help)
+    for sub in getattr(command, "commands", {}).values():
+        _reflow_helps(sub)
+    return command
+
+
 def build(*, for_docs: bool = False) -> Any:
-    """The click command tree of the app: every integer bounded, every help ending with its
-    example and page (:mod:`cli.examples`). ``for_docs``: the example goes into the help text
+    """The click command tree of the app: every integer bounded, every help reflowed and ending
+    with its example and page (:mod:`cli.examples`). ``for_docs``: the example goes into the help text
     itself, which is what the generated CLI reference (mkdocs-click) shows."""
     from cli import examples
 
-    command = examples.apply(_bound_integers(typer.main.get_command(app)))
+    command = examples.apply(_reflow_helps(_bound_integers(typer.main.get_command(app))))
     if for_docs:
         for sub in examples.command_paths(command).values():
             if sub.epilog:

@@ -57,3 +57,13 @@ def test_help_ends_with_the_example_and_the_page(argv: list[str]) -> None:
     assert done.returncode == 0, done.stderr
     tail = [line.strip() for line in done.stdout.strip().splitlines() if line.strip()][-2:]
     assert tail == [f"Example:  {example}", f"More: {page}"]
+
+
+def test_help_texts_are_reflowed_paragraphs_without_rst_quotes() -> None:
+    """A docstring's line breaks would stay in the command list (``tokens/s,`` alone on a line of
+    ``diagevo --help``): every help, of commands and of their options, is paragraphs of one line."""
+    for path, command in examples.command_paths(build()).items():
+        helps = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+        for h in helps:
+            assert all("\n" not in para for para in h.split("\n\n")), (path, h)
+            assert "``" not in h, (path, h)
