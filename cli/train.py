@@ -21,7 +21,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from cli.common import DbOpt, Interrupted, JsonOpt, console, db_args, emit_json, open_store, program
+from cli.common import CLIError, DbOpt, Interrupted, JsonOpt, console, db_args, emit_json, open_store, program
 from cli.progress import progress_for
 from cli.safe import plain, text
 from diagevo.errors import BadInput
@@ -152,6 +152,9 @@ def register(app: typer.Typer) -> None:
         """Run the co-evolution loop (CPU simulator by default)."""
         from diagevo import train as training
         from diagevo.config import load_config, redact_url, resolve_db_url
+
+        if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
+            raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
 
         # --rounds says where to stop, not how the run is configured (it is not stored in
         # run.started): a run trained to round 1 and resumed to 3 logs what one trained to 3 does

@@ -91,6 +91,15 @@ def test_train_refuses_a_round_count_below_one(tmp_path: Path, capsys: pytest.Ca
     assert not path.exists()
 
 
+def test_train_json_without_dry_run_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.db"
+    code, out, err = run_cli(capsys, "train", "--rounds", "1", "--json", "--db", f"sqlite:///{path}")
+    assert_one_line_error(code, err, "--json goes with --dry-run", "memory stats --json")
+    assert out == "" and not path.exists()
+
+
 def test_resuming_a_run_that_does_not_exist_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'm.db'}"
     run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
