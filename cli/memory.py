@@ -49,11 +49,10 @@ def render_memory(mem: Memory, title: str) -> None:
             p = f"  p={s.p[c.id]:.3f}" if c.id in s.p else ""
             branch.add(text((f"{c.id} {c.state.value:8s} f={c.frequency}", style), p, "  ", c.description))
     console.print(tree)
-    console.print(
-        f"F_{mem.committed} = {s.F}   F_1 = {'not yet fixed' if s.F1 is None else s.F1}   k = {mem.k:g}   "
-        f"ε_{mem.committed + 1} = {s.epsilon:.4f}   active {len(mem.active())}, mastered {len(mem.mastered())}, "
-        f"nodes {len(mem.nodes)}"
-    )
+    # F_t, then the reference F_1 of Eq. 1 (said once at t = 1, where the two are one figure)
+    reference = "   F_1 not fixed yet" if s.F1 is None else "" if mem.committed == 1 else f"   F_1 = {s.F1}"
+    console.print(f"F_{mem.committed} = {s.F}{reference}   k = {mem.k:g}   ε_{mem.committed + 1} = {s.epsilon:.4f}")
+    console.print(f"active {len(mem.active())}, mastered {len(mem.mastered())}, nodes {len(mem.nodes)}")
 
 
 def _numbered(node: Any) -> tuple[int, int, str]:

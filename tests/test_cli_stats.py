@@ -152,7 +152,23 @@ def test_show_before_F1_is_fixed(tmp_path: Path, db: str, capsys: pytest.Capture
     ingest(capsys, tmp_path, db, log)
     code, out, err = run_cli(capsys, "memory", "show", "--db", db)
     assert code == 0, err
-    assert "None" not in out and "F_1 = not yet fixed" in out
+    assert "None" not in out and "F_1 = 0   F_1 not fixed yet   k = 0.5" in out
+
+
+def test_replay_names_F_1_once_at_round_1_and_beside_F_t_later(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = Log("ref")
+    log.node("N1").cause("C1", "N1").attribute("C1", "f2").commit()  # F_1 = 2
+    log.attribute("C1", "f3").commit()  # F_2 = 3
+    ingest(capsys, tmp_path, db, log)
+    footers = []
+    for t in ("1", "2"):
+        code, out, err = run_cli(capsys, "memory", "replay", "--round", t, "--db", db)
+        assert code == 0, err
+        footers.append(next(line for line in out.splitlines() if line.startswith("F_")))
+    assert footers[0].startswith("F_1 = 2   k = 0.5   ε_2 = ") and footers[0].count("F_1") == 1
+    assert footers[1].startswith("F_2 = 3   F_1 = 2   k = 0.5   ε_3 = ")
 
 
 def test_report_shows_every_metric_by_name(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
