@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
+from cli.safe import plain
 from diagevo.errors import Hint
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ STATUS_STYLE = {"complete": "green", "in progress": "cyan", "interrupted": "yell
 @runs_app.callback()
 def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
     """List the runs: id, status (complete, in progress, interrupted), rounds committed of those
-    asked for, created, forked from, the config fields that differ from the defaults, tags."""
+    asked for, created, forked from, tags, notes, the config fields that differ from the defaults."""
     if ctx.invoked_subcommand is not None:
         return
     from diagevo.views.runs import runs as summaries
@@ -46,9 +47,10 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
     # differs from the defaults): columns of their own are squeezed to a few characters a line
     # on an 80-column terminal
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
-    cards = [_card(r) for r in found]
-    widest = max(len(line) for card in cards for line in card.plain.splitlines())
-    table.add_column("run (origin, tags, config changes)", overflow="fold", min_width=min(widest, 44))
+    # as wide as the widest id, origin, tag list or config change; a note is cut to that width
+    widest = max(len(line) for r in found for line in _card(r, 0).plain.splitlines() if not line.startswith("  note"))
+    cards = [_card(r, max(min(widest, 44) - len("  note: "), 24)) for r in found]
+    table.add_column("run (origin, tags, notes, config changes)", overflow="fold", min_width=min(widest, 44))
     table.add_column("status")
     table.add_column("rounds", justify="right", no_wrap=True)
     table.add_column("created", no_wrap=True)
@@ -63,13 +65,16 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
     console.print(table)
 
 
-def _card(r: RunSummary) -> Text:
-    """A run's id and, dimmed below it, where it was forked from, its tags and its config changes."""
+def _card(r: RunSummary, note_width: int) -> Text:
+    """A run's id and, dimmed below it, where it was forked from, its tags, notes and config changes."""
     card = Text(r.run)
     if r.forked_from:
         card.append(f"\n  forked from {r.forked_from['run']} @ round {r.forked_from['round']}", style="dim")
     if r.tags:
         card.append(f"\n  tags: {', '.join(r.tags)}", style="dim")
+    for note in r.notes:  # a person's words: one line each, cut to the column (--json has them whole)
+        shown = plain(note, limit=None)
+        card.append(f"\n  note: {shown if len(shown) <= note_width else shown[: note_width - 1] + '…'}", style="dim")
     for k, v in r.changed.items():
         card.append(f"\n  {k}={v}", style="dim")
     return card

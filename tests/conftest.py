@@ -196,10 +196,12 @@ def store(db_url: str) -> Iterator[EventStore]:
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def browser() -> Iterator[Any]:
     """Headless Chromium (Debian's package) through playwright; the test is skipped without it
-    (failed with ``DIAGEVO_REQUIRE_BROWSER`` set)."""
+    (failed with ``DIAGEVO_REQUIRE_BROWSER`` set). One per test: while playwright's synchronous
+    API is open, its event loop counts as running in the main thread, and a later test's
+    ``asyncio`` (the diagnosis of a training round) would fail with "another loop is running"."""
     if CHROMIUM is None:
         if os.environ.get("DIAGEVO_REQUIRE_BROWSER"):
             pytest.fail("chromium is not installed (apt-get install -y chromium)")

@@ -91,7 +91,7 @@ def test_a_second_writer_is_refused_naming_the_first_and_a_crash_frees_the_run(
 
 
 def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
-    db_url: str, capsys: pytest.CaptureFixture[str]
+    db_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     two = Config().redacted()
     two["train"]["rounds"] = 2
@@ -126,10 +126,20 @@ def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
     # at 80 columns: under each run's id, a line each for its origin, tags and config changes
     lines = [" ".join(line.split()) for line in out.splitlines()]
     at = {line.split()[0]: i for i, line in enumerate(lines) if line.split() and line.split()[0] in got}
-    assert lines[at["base"] + 1 : at["base"] + 4] == ["tags: paper", "train.rounds=2", "memory.k=2.0"]
+    assert lines[at["base"] + 1 : at["base"] + 5] == [
+        "tags: paper",
+        "note: the reference run [b]no…",  # cut to the column; --json has it whole
+        "train.rounds=2",
+        "memory.k=2.0",
+    ]
     assert lines[at["fork-a"] + 1] == "forked from base @ round 1"
     assert lines[at["cut"]].startswith("cut interrupted 1/2") and "round 2 open" in lines[at["cut"] + 1]
-    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    report = tmp_path / "base.html"
+    code, _, err = run_cli(capsys, "report", "--db", db_url, "--run", "base", "-o", str(report))
+    header = report.read_text().split("<header>")[1].split("</header>")[0]
+    assert code == 0, err
+    assert "tags: <code>paper</code>" in header and "note: the reference run [b]not markup[/b]</p>" in header
     code, out, _ = run_cli(capsys, "memory", "verify", "--all", "--db", db_url, "--json")
     assert code == 0 and [r["run"] for r in json.loads(out)["runs"]] == list(got)
     assert all(r["ok"] for r in json.loads(out)["runs"])

@@ -20,6 +20,7 @@ from diagevo.log import EventStore
 from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
+from diagevo.views.runs import summarise
 from diagevo.views.stats import COLUMNS, is_family_detail, metric_columns, round_stats
 from diagevo.views.stats import frame as stats_frame
 from diagevo.views.stories import cause_stories
@@ -57,6 +58,9 @@ class RunData:
     stories: dict[str, dict[str, Any]] = field(default_factory=dict)
     selected: dict[str, Any] | None = None
     open_round: int | None = None
+    tags: list[str] = field(default_factory=list)  # what `diagevo runs` says of the run
+    notes: list[str] = field(default_factory=list)
+    forked_from: dict[str, Any] | None = None
 
     @property
     def metrics(self) -> list[str]:
@@ -159,6 +163,7 @@ def load_run(store: EventStore, run: str) -> RunData:
 
     memories = {t: load_memory(store, run, t) for t in rounds["round"].to_list()}
     latest = load_memory(store, run)
+    about = summarise(store, run)
     return RunData(
         run=run,
         config=config,
@@ -174,6 +179,9 @@ def load_run(store: EventStore, run: str) -> RunData:
         stories=cause_stories(rows),
         selected=selected,
         open_round=latest.open_round,
+        tags=about.tags,
+        notes=about.notes,
+        forked_from=about.forked_from,
     )
 
 

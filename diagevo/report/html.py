@@ -37,6 +37,7 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
 header { padding: 20px 32px 12px; border-bottom: 1px solid var(--line); }
 header h1 { margin: 0 0 4px; font-size: 22px; }
 header p { margin: 0; color: var(--muted); }
+header p.note { overflow-wrap: anywhere; }
 nav { position: sticky; top: 0; background: #fffffff0; border-bottom: 1px solid var(--line); padding: 6px 32px; z-index: 2; }
 nav a { margin-right: 14px; color: #1f4e79; text-decoration: none; font-size: 13px; }
 main { padding: 8px 32px 48px; }
@@ -325,6 +326,20 @@ def timing_table(timing: pl.DataFrame) -> str:
     return table(per, left=("component", "phase"), digits=1)
 
 
+def _about(data: RunData) -> str:
+    """Where the run was forked from, its tags and its notes (``diagevo runs tag`` / ``note``)."""
+    parts = []
+    if data.forked_from:
+        parts.append(
+            f"<p>forked from <code>{_e(data.forked_from.get('run'))}</code> at round "
+            f"{_e(data.forked_from.get('round'))}</p>"
+        )
+    if data.tags:
+        parts.append("<p>tags: " + ", ".join(f"<code>{_e(t)}</code>" for t in data.tags) + "</p>")
+    parts.extend(f'<p class="note">note: {_e(n)}</p>' for n in data.notes)
+    return "".join(parts)
+
+
 def render(data: RunData, db_url: str, command: Command) -> str:
     """The whole report. ``command(*args)`` spells a diagevo command for this database and run."""
     rounds = data.rounds
@@ -494,6 +509,6 @@ def render(data: RunData, db_url: str, command: Command) -> str:
         f"<header><h1>diagevo run <code>{_e(data.run)}</code></h1>"
         f"<p>{plural(len(data.committed), 'committed round')}{_e(open_note)} · backend {_e(backend)} · seed "
         f"{data.seed} · "
-        f"log {_e(db_url)} up to seq {data.last_seq} ({_e(data.recorded_at)})</p></header>"
+        f"log {_e(db_url)} up to seq {data.last_seq} ({_e(data.recorded_at)})</p>{_about(data)}</header>"
         f"<nav>{nav}</nav><main>{body}</main><script>{SCRIPT}</script></body></html>"
     )
