@@ -88,8 +88,9 @@ def print_fitted(
     wide: bool = False,
     legend: Mapping[str, str] | None = None,
     priority: Sequence[int] | None = None,
+    see_all: str = "--wide or --json for all",
 ) -> None:
-    """Print :func:`fitted_table`; say which columns were left out and how to see them."""
+    """Print :func:`fitted_table`; say which columns were left out and how to see them (``see_all``)."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
     table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, legend=legend, priority=priority)
@@ -107,6 +108,4 @@ def print_fitted(
     else:
         console.print(table)
     if dropped:
-        console.print(
-            text((f"left out to fit {console.width} columns: {', '.join(dropped)} (--wide or --json for all)", "dim"))
-        )
+        console.print(text((f"left out to fit {console.width} columns: {', '.join(dropped)} ({see_all})", "dim")))

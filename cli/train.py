@@ -50,33 +50,53 @@ class RateColumn(ProgressColumn):
         return Text(f"{task.speed:7.1f}/s" if task.speed else " " * 9, style="progress.data.speed")
 
 
-def round_table(reports: list[Any]) -> Table:
-    """After each round: what it retained, diagnosed and changed, and the held-out metrics."""
-    table = Table(title="rounds", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    heads = ["t", "kept", "fail", "new", "prom", "react", "merge", "F_t", "ε_t+1", "acc", "label acc", "s"]
-    for h in heads:
-        table.add_column(h, justify="right", no_wrap=True, min_width=len(h))
+ROUND_HEADS = ["t", "kept", "fail", "new", "prom", "react", "merge", "F_t", "ε_t+1", "acc", "label acc", "s"]
+ROUND_KEPT_FIRST = ["t", "acc", "F_t", "ε_t+1", "kept", "new", "fail", "prom", "react", "label acc", "s", "merge"]
+"""The columns a narrow terminal keeps, most important first (the others are named under it)."""
+ROUND_LEGEND = {
+    "kept": "retained/candidates",
+    "fail": "failed trajectories",
+    "new": "new causes",
+    "prom": "promotions",
+    "react": "reactivations",
+    "acc": "held-out accuracy",
+}
+
+
+def print_round_table(reports: list[Any]) -> None:
+    """After each round: what it retained, diagnosed and changed, and the held-out metrics; the
+    columns that do not fit the terminal are left out whole and named, never cut to ``8…``."""
+    from cli.tables import print_fitted
+
+    rows = []
     for r in reports:
         s = r.stats  # the round's row of `memory stats`
-        table.add_row(
-            str(r.round),
-            f"{s['retained']}/{s['questions']}",
-            str(s["failures"]),
-            str(s["new_causes"]),
-            str(s["promotions"]),
-            str(s["reactivations"]),
-            str(s["merges"]),
-            str(s["F"]),
-            f"{s['epsilon_next']:.3f}",
-            _metric(r.metrics, "heldout_acc"),
-            _metric(r.metrics, "pseudo_label_acc"),
-            f"{sum(r.seconds.values()):.1f}",
+        rows.append(
+            [
+                str(r.round),
+                f"{s['retained']}/{s['questions']}",
+                str(s["failures"]),
+                str(s["new_causes"]),
+                str(s["promotions"]),
+                str(s["reactivations"]),
+                str(s["merges"]),
+                str(s["F"]),
+                f"{s['epsilon_next']:.3f}",
+                _metric(r.metrics, "heldout_acc"),
+                _metric(r.metrics, "pseudo_label_acc"),
+                f"{sum(r.seconds.values()):.1f}",
+            ]
         )
-    table.caption = (
-        "kept: retained/candidates  fail: failed trajectories  new: new causes  prom/react: promotions/reactivations  "
-        "acc: held-out accuracy"
+    priority = [ROUND_HEADS.index(h) for h in ROUND_KEPT_FIRST]
+    print_fitted(
+        console,
+        ROUND_HEADS,
+        rows,
+        title="rounds",
+        legend=ROUND_LEGEND,
+        priority=priority,
+        see_all="memory stats --wide has them all",
     )
-    return table
 
 
 def _metric(metrics: dict[str, float], key: str) -> str:
@@ -180,7 +200,7 @@ def register(app: typer.Typer) -> None:
         def on_round(report: Any) -> None:
             reports.append(report)
             if not quiet:
-                console.print(round_table([report]))
+                print_round_table([report])
 
         with training.this_rank(cfg) as role:  # under accelerate launch: rank 0 leads, the others follow
             if role is None:
@@ -241,7 +261,10 @@ def register(app: typer.Typer) -> None:
                 last = max((r.round for r in reports), default=None)
                 cause = training.cause_to_audit(store, run_id)
                 persistent = store.persistent
-            console.print(round_table(reports) if reports else "nothing to do: every round is committed")
+            if reports:
+                print_round_table(reports)
+            else:
+                console.print("nothing to do: every round is committed")
             console.print()
             console.print(
                 text("log: ", (redact_url(db_url), "bold"), "  run: ", (run_id, "bold")), soft_wrap=True

@@ -67,3 +67,36 @@ def test_train_into_a_pipe_prints_plain_progress(tmp_path: Path, capsys: pytest.
     assert code == 0, err
     assert "rounds 0/1" in err and "rounds 1/1" in err and "votes & filter" in err and "solver GRPO" in err
     assert "\x1b[" not in err  # no terminal control sequences in a log file
+
+
+def test_the_round_table_leaves_columns_out_whole_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paper-sized rounds (thousands of questions, F_t in the thousands) at 80 columns: every
+    figure shown whole, never cut to ``80…``; the columns left out are named, the legend explains
+    only the headers shown."""
+    from cli import train as train_cli
+    from cli.safe import make_console
+    from diagevo.train.loop import RoundReport
+
+    out = io.StringIO()
+    monkeypatch.setattr(train_cli, "console", make_console(file=out, width=80))
+    stats = {
+        "retained": 5122,
+        "questions": 8000,
+        "failures": 40853,
+        "new_causes": 1187,
+        "promotions": 12,
+        "reactivations": 103,
+        "merges": 48,
+        "F": 803193,
+        "epsilon_next": 0.0123,
+    }
+    report = RoundReport(3, stats, {"heldout_acc": 0.7891, "pseudo_label_acc": 0.9403}, {"solver": 2801.25})
+    train_cli.print_round_table([report])
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in out.getvalue()
+    row = next(line.split() for line in lines if line.strip().startswith("3 "))
+    assert {"5122/8000", "803193", "0.012", "0.789"} <= set(row)
+    left_out = next(line for line in lines if line.startswith("left out to fit 80 columns: "))
+    shown = next(line.split() for line in lines if line.strip().startswith("t "))
+    assert "merge" in left_out and "merge" not in shown and "memory stats --wide" in left_out
+    assert ("react: reactivations" in out.getvalue()) == ("react" in shown)
