@@ -74,48 +74,55 @@ def register(memory_app: typer.Typer) -> None:
             sched.add_row(key.replace("epsilon_next", "ε_t+1").replace("F", "F_t"), fmt(va), fmt(vb))
         console.print(sched)
         n = len(d["causes_differing"])
-        causes = Table(
-            title=text(f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}"),
-            title_justify="left",
-            caption="causes matched by the event that created them, not by id",
-            caption_justify="left",
-        )
-        for h in ("cause", a, b, "description"):
-            causes.add_column(text(h), overflow="fold")
-        for c in d["causes_differing"]:
-            causes.add_row(
-                text(c["cause_id"]),
-                f"{c[a]['state']} f={c[a]['frequency']}",
-                f"{c[b]['state']} f={c[b]['frequency']}",
-                text(c["description"]),
+        matched = "causes matched by the event that created them, not by id"
+        if n:
+            causes = Table(
+                title=text(f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}"), title_justify="left"
             )
-        console.print(causes)
-        for run in runs:
+            for h in ("cause", a, b, "description"):
+                causes.add_column(text(h), overflow="fold")
+            for c in d["causes_differing"]:
+                causes.add_row(
+                    text(c["cause_id"]),
+                    f"{c[a]['state']} f={c[a]['frequency']}",
+                    f"{c[b]['state']} f={c[b]['frequency']}",
+                    text(c["description"]),
+                )
+            console.print(causes)
+            console.print(text((matched, "dim")))
+        else:
+            console.print(text(f"no cause differs in state or frequency ({matched})"))
+        for run in runs:  # wrapped at the terminal; a long list cut (--json has every id)
             console.print(
-                text(
-                    f"only in {run}: causes {', '.join(d['causes_only_in'][run]) or '-'}; nodes "
-                    f"{', '.join(d['nodes_only_in'][run]) or '-'}"
-                ),
-                soft_wrap=True,
+                text(f"only in {run}: causes {_some(d['causes_only_in'][run])}; nodes {_some(d['nodes_only_in'][run])}")
             )
         if d["same_node_id_differs"]:
-            ids = ", ".join(d["same_node_id_differs"])
+            ids = _some(d["same_node_id_differs"])
             console.print(
                 text(
                     f"{plural(len(d['same_node_id_differs']), 'node id')} "
                     f"{'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
                     f"a different skill node in each run (created after the fork): {ids}"
-                ),
-                soft_wrap=True,
+                )
             )
         clash = d["same_id_differs"]
         if clash:
-            ids = ", ".join(c["cause_id"] for c in clash[:10]) + (" ..." if len(clash) > 10 else "")
+            ids = _some([c["cause_id"] for c in clash])
             console.print(
                 text(
                     f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each "
-                    "run "
-                    f"(created after the fork): {ids}"
-                ),
-                soft_wrap=True,
+                    f"run (created after the fork): {ids}"
+                )
             )
+
+
+LISTED = 20
+"""Ids a line of ``memory diff`` lists before it says how many more there are."""
+
+
+def _some(ids: list[str]) -> str:
+    """``C1, C2, ...`` cut after :data:`LISTED` ids with the count of the rest; ``-`` for none."""
+    if not ids:
+        return "-"
+    shown = ", ".join(ids[:LISTED])
+    return shown if len(ids) <= LISTED else f"{shown} and {len(ids) - LISTED} more"

@@ -107,7 +107,7 @@ def _describe(entry: dict[str, Any]) -> str:
         sim = f", similarity {entry['similarity']:.3f}" if entry.get("similarity") is not None else ""
         return f"failure {f.get('failure_id')}{qtxt} attributed via {entry['via']}{sim}"
     if kind == "promoted":
-        return f"promoted to Mastered: acc {entry['acc']:.3f} over {entry['n_candidates']} candidates"
+        return f"promoted to Mastered: acc {entry['acc']:.3f} over {plural(entry['n_candidates'], 'candidate')}"
     if kind == "reactivated":
         sim = f", similarity {entry['similarity']:.3f}" if entry.get("similarity") is not None else ""
         return f"reactivated by failure {f.get('failure_id')}{qtxt} via {entry.get('via')}{sim}"
@@ -580,9 +580,13 @@ def export(
         lines = (json_visible(line) for line in export_lines(store, run_id))  # the same JSON, safe to print
         if out is None:
             sys.stdout.writelines(lines)
-        else:
-            with replaced(out) as fh:
-                fh.writelines(lines)
+            return
+        n = 0
+        with replaced(out) as fh:
+            for line in lines:
+                fh.write(line)
+                n += 1
+    console.print(text(f"wrote {out} ({plural(n, 'event')} of run ", run_id, ")"), soft_wrap=True)
 
 
 @memory_app.command()

@@ -133,7 +133,9 @@ def test_export_ingest_round_trip(tmp_path: Path, db: str, capsys: pytest.Captur
     log = random_log(random.Random(3), 4)
     run_cli(capsys, "memory", "ingest", str(write(tmp_path, log)), "--db", db)
     out_file = tmp_path / "export.jsonl"
-    assert run_cli(capsys, "memory", "export", "--db", db, "-o", str(out_file))[0] == 0
+    code, out, _ = run_cli(capsys, "memory", "export", "--db", db, "-o", str(out_file))
+    n = len(out_file.read_text().splitlines())
+    assert code == 0 and " ".join(out.split()) == f"wrote {out_file} ({n} events of run {log.run})"
     first = json.loads(out_file.read_text().splitlines()[0])
     assert {"seq", "recorded_at", "hash"} <= set(first)
     db2 = f"sqlite:///{tmp_path / 'copy.db'}"

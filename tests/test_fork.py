@@ -64,6 +64,8 @@ def test_fork_replay_why_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     )
     code, out, err = run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "what-if", "--db", db)
     assert code == 0 and "ε_t+1" in out and "causes differ" in out
+    code, out, err = run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "what-if", "--round", "1", "--db", db)
+    assert code == 0 and "no cause differs in state or frequency" in out and "┃ cause" not in out  # no empty table
 
     for args, msg in [
         (["--round", "3", "--to", "x"], "round 3 of run 'ext' is not committed"),
@@ -154,3 +156,11 @@ def test_diff_matches_causes_by_the_event_that_created_them(tmp_path: Path, caps
     code, out, _ = run_cli(capsys, "memory", "diff", "--run", RUN, "--run", "other", "--db", db)
     assert code == 0 and "1 id names a different cause in each run" in " ".join(out.split())
     assert "1 node id names a different skill node in each run (created after the fork): N9" in " ".join(out.split())
+
+
+def test_a_long_id_list_is_cut_with_the_count_of_the_rest() -> None:
+    from cli.fork import LISTED, _some
+
+    assert _some([]) == "-" and _some(["C1", "C2"]) == "C1, C2"
+    ids = [f"C{i}" for i in range(1, LISTED + 8)]
+    assert _some(ids) == ", ".join(ids[:LISTED]) + " and 7 more"
