@@ -52,25 +52,19 @@ def fitted_table(
     *,
     title: str | Text,
     wide: bool = False,
-    legend: Mapping[str, str] | None = None,
     priority: Sequence[int] | None = None,
 ) -> tuple[Table, list[str]]:
     """The table with the columns that fit ``console`` (all of them when ``wide``; the most
-    important first, as ``priority`` orders them) and the headers of the columns left out. The
-    caption explains the shown headers that ``legend`` has a meaning for."""
+    important first, as ``priority`` orders them) and the headers of the columns left out."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
     shown = list(range(len(heads))) if wide else fit_columns(heads, rows, console.width, priority=priority)
-    shown_heads = {heads[i] for i in shown}
-    caption = "  ".join(f"{h}: {meaning}" for h, meaning in (legend or {}).items() if h in shown_heads)
     table = Table(
         title=text(title) if isinstance(title, str) else title,
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
-        caption=text(caption) if caption else None,
-        caption_justify="left",
     )
     for i in shown:
         table.add_column(text(heads[i]), justify="right", no_wrap=True, min_width=cell_len(heads[i]))
@@ -90,10 +84,12 @@ def print_fitted(
     priority: Sequence[int] | None = None,
     see_all: str = "--wide or --json for all",
 ) -> None:
-    """Print :func:`fitted_table`; say which columns were left out and how to see them (``see_all``)."""
+    """Print :func:`fitted_table`; under it, what the shown headers that ``legend`` knows mean
+    (a line of its own, wrapped at the terminal however wide the table), and which columns were
+    left out and how to see them (``see_all``)."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
-    table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, legend=legend, priority=priority)
+    table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, priority=priority)
     if wide:  # as wide as the table needs, uncropped (the terminal wraps what it cannot show)
         needed = _EDGE + sum(column_widths(heads, rows)) + 1
         # print(width=) would be clamped to the console's, and setting the console's width would
@@ -107,5 +103,9 @@ def print_fitted(
         wider.print(table, crop=False)
     else:
         console.print(table)
+    shown = set(heads) - set(dropped)
+    meanings = "  ".join(f"{h}: {meaning}" for h, meaning in (legend or {}).items() if h in shown)
+    if meanings:
+        console.print(text(meanings))
     if dropped:
         console.print(text((f"left out to fit {console.width} columns: {', '.join(dropped)} ({see_all})", "dim")))
