@@ -3,12 +3,19 @@ paper's LLM diagnostician) that lets the CLI round protocol be walked through wi
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from diagevo.diagnosis.heuristic import ANSWER_MODEL, ANSWER_RULES, answer_mismatch
+from diagevo.config import DiagnosisConfig
+from diagevo.diagnosis.calibration import thresholds_for
+from diagevo.diagnosis.embedder import make_embedder
+from diagevo.diagnosis.heuristic import ANSWER_MODEL, ANSWER_RULES, HeuristicDiagnostician, answer_mismatch
+from diagevo.diagnosis.interface import Consolidation, ExtractionInput, KnownCause, NodeView
 from diagevo.log import open_log
 from tests.test_cli_memory import run_cli
 
@@ -131,3 +138,56 @@ def test_without_an_endpoint_the_error_names_the_heuristic(tmp_path: Path, capsy
         f"sqlite:///{tmp_path / 'x.db'}",
     )
     assert code == 1 and "--diagnostician heuristic" in err
+
+
+NO_FINAL_ANSWER = ExtractionInput("f9", "q9", "What is 3+3?", "6", "3+3 = 9", "3+3 = 6, so \\boxed{6}")
+
+
+@pytest.fixture(scope="module")
+def local() -> Any:
+    cfg = DiagnosisConfig()
+    return make_embedder(cfg.embedder, cfg.embed_model, None)
+
+
+def _heuristic(embedder: Any, theta_merge: float | None = None) -> HeuristicDiagnostician:
+    cfg = DiagnosisConfig()
+    th = thresholds_for(cfg, embedder.name)
+    merge = th.merge if theta_merge is None else theta_merge
+    return HeuristicDiagnostician(embedder, th.dup, merge, cfg.min_words, cfg.max_words, answers=True)
+
+
+def test_a_cause_of_another_rule_is_no_duplicate_however_close(local: Any) -> None:
+    """The trial's case: ``3+3 = 9`` with no boxed answer (rule no_final_answer) was attached by
+    Prompt 2 to the stored cause of the off-by-one rule, their similarity 0.375 passing θ_dup
+    0.37. Decisions match only texts of the same rule: not a duplicate, not a recurrence, not
+    in that rule's node, and the two rules' nodes are not merged."""
+    dx = _heuristic(local)
+    ext = asyncio.run(dx.extract(NO_FINAL_ANSWER)).value
+    assert ext is not None and ext.error_cause is not None
+    new = ext.error_cause
+    assert json.loads(asyncio.run(dx.extract(NO_FINAL_ANSWER)).raw)["rule"] == "no_final_answer"
+    off_by_one, off_by_one_node = ANSWER_RULES["off_by_one"]
+    vecs = local.embed([new, off_by_one, off_by_one_node, ANSWER_RULES["no_final_answer"][1]])
+    assert float(vecs[0] @ vecs[1]) >= dx.theta_dup  # the screen lets it through to Prompt 2
+
+    stored = KnownCause("C1", "active", off_by_one)
+    dedup = asyncio.run(dx.deduplicate(new, [stored])).value
+    assert dedup is not None and not dedup.duplicate and dedup.matched_cause_id is None
+    recurrence = asyncio.run(dx.extract(dataclasses.replace(NO_FINAL_ANSWER, known=(stored,)))).value
+    assert recurrence is not None and recurrence.matched_cause_id is None
+
+    lenient = _heuristic(local, theta_merge=-1.0)  # any node would do by similarity alone
+    node = NodeView("N1", off_by_one_node, (off_by_one,))
+    assignment = asyncio.run(lenient.assign_node(new, [node])).value
+    assert assignment is not None and assignment.create_new_node and assignment.assigned_node is None
+    mine = NodeView("N2", ANSWER_RULES["no_final_answer"][1], (new,))
+    merge = asyncio.run(lenient.consolidate(node, mine)).value
+    assert merge is not None and not merge.merge
+
+    # the same rule still matches: a stored cause, a node and a node pair of no_final_answer
+    same = asyncio.run(dx.deduplicate(new, [stored, KnownCause("C2", "active", new)])).value
+    assert same is not None and same.duplicate and same.matched_cause_id == "C2"
+    joined = asyncio.run(lenient.assign_node(new, [node, mine])).value
+    assert joined is not None and joined.assigned_node == "N2"
+    twin = NodeView("N3", ANSWER_RULES["no_final_answer"][1], (new,))
+    assert asyncio.run(lenient.consolidate(mine, twin)).value == Consolidation(True, mine.label)
