@@ -487,7 +487,7 @@ class Round:
     from the log once, on first use, and every step of the round reuses them.
 
     The steps, in order: :meth:`requests` (any number of times), :meth:`record`, :meth:`promote`,
-    :meth:`record_failures`, :meth:`diagnose`, :meth:`commit`; :meth:`note` for the trainer's
+    :meth:`record_failures`, ``diagevo.diagnose(round)``, :meth:`commit`; :meth:`note` for the trainer's
     own bookkeeping. Each write re-checks the round's milestones under the store's append lock."""
 
     def __init__(self, store: EventStore, run: str, t: int) -> None:
@@ -649,15 +649,18 @@ class Round:
                 events.append(self.event(f"fail/{f['failure_id']}", "failure.recorded", **f))
             except (InvalidEvent, KeyError, TypeError) as exc:
                 raise ProtocolError(f"failure: {exc}") from None
-        wanted = {e.data["question_id"] for e in events}
+        wanted: dict[str, str] = {}  # question -> its first failure
+        for e in events:
+            wanted.setdefault(e.data["question_id"], e.data["failure_id"])
 
         def decide(read: Reader) -> list[EventIn]:
             st = _state(run, read(MILESTONES), self.store.url)
             require_open(st, t, "record failures")
             retained = {d["question_id"] for _s, _r, _t, d in read(("question.scored",), round=t) if d["retained"]}
-            missing = sorted(wanted - retained)
+            missing = sorted(set(wanted) - retained)
             if missing:
-                raise ProtocolError(f"question {missing[0]} is not a retained question of round {t}")
+                q = missing[0]
+                raise ProtocolError(f"failure {wanted[q]!r}: question {q!r} is not a retained question of round {t}")
             return events
 
         return _appending(self.store, run, decide).appended

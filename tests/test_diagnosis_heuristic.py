@@ -17,7 +17,8 @@ from diagevo.diagnosis.embedder import make_embedder
 from diagevo.diagnosis.heuristic import ANSWER_MODEL, ANSWER_RULES, HeuristicDiagnostician, answer_mismatch
 from diagevo.diagnosis.interface import Consolidation, ExtractionInput, KnownCause, NodeView
 from diagevo.log import open_log
-from tests.test_cli_memory import run_cli
+from tests.test_cli_memory import assert_one_line_error, run_cli
+from tests.test_diagnosis_pipeline import D1, L1, RUN, seed
 
 
 @pytest.mark.parametrize(
@@ -47,39 +48,54 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     return out
 
 
+LABELS = ["12", "30", "8", "5"]
+
+
+def _open_round(capsys: pytest.CaptureFixture[str], tmp_path: Path, common: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Round 1 through the CLI: started, 4 requests recorded as retained questions (``LABELS``) or,
+    for the last one, a question the filter drops, promotions decided. Returns the requests."""
+    assert json.loads(_cli(capsys, "round", "start", *common, "--set", "memory.k=1.0", "--json"))["round"] == 1
+    reqs: list[dict[str, Any]] = json.loads(_cli(capsys, "round", "requests", "--n", "5", *common, "--json"))[
+        "requests"
+    ]
+    answers = [[lab] * 9 + ["1", "2", "3"] for lab in LABELS] + [[str(i) for i in range(12)]]  # the last: no majority
+    lines = [json.dumps(q | {"text": f"question {i}?", "answers": a}) for i, (q, a) in enumerate(zip(reqs, answers))]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    recorded = json.loads(_cli(capsys, "round", "record", "q.jsonl", *common, "--json"))
+    assert [q["retained"] for q in recorded["questions"]] == [True] * 4 + [False]
+    _cli(capsys, "round", "promote", *common)
+    return reqs
+
+
+def _failure(reqs: list[dict[str, Any]], i: int, response: str, fid: str | None = None) -> str:
+    """A line of FAILURES.jsonl for the question of request ``i``."""
+    label = LABELS[i] if i < len(LABELS) else "0"
+    return json.dumps(
+        {
+            "failure_id": fid or f"f{i}",
+            "question_id": reqs[i]["question_id"],
+            "question": f"question {i}?",
+            "pseudo_label": label,
+            "response": response,
+            "reference": f"so it is \\boxed{{{label}}}",
+            "known_causes": [],
+        }
+    )
+
+
 def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """round start -> requests -> record -> promote -> diagnose --diagnostician heuristic ->
-    commit, all through the CLI on a SQLite file; the causes it names are in ``memory show``."""
+    commit, all through the CLI on a SQLite file; the causes it names are in ``memory show``,
+    and the failures diagnose records are in ``memory why``, ``memory stats`` and the commit."""
     monkeypatch.chdir(tmp_path)
     db = f"sqlite:///{tmp_path / 'h.db'}"
     common = ("--run", "h", "--db", db)
-    assert json.loads(_cli(capsys, "round", "start", *common, "--set", "memory.k=1.0", "--json"))["round"] == 1
-    reqs = json.loads(_cli(capsys, "round", "requests", "--n", "4", *common, "--json"))["requests"]
-    labels = ["12", "30", "8", "5"]
-    lines = [
-        json.dumps(q | {"text": f"question {i}?", "answers": [lab] * 9 + ["1", "2", "3"]})
-        for i, (q, lab) in enumerate(zip(reqs, labels))
-    ]
-    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
-    recorded = json.loads(_cli(capsys, "round", "record", "q.jsonl", *common, "--json"))
-    assert all(q["retained"] for q in recorded["questions"])
-    _cli(capsys, "round", "promote", *common)
+    reqs = _open_round(capsys, tmp_path, common)
 
     def failure(i: int, response: str) -> str:
-        q = reqs[i]["question_id"]
-        return json.dumps(
-            {
-                "failure_id": f"f{i}",
-                "question_id": q,
-                "question": f"question {i}?",
-                "pseudo_label": labels[i],
-                "response": response,
-                "reference": f"so it is \\boxed{{{labels[i]}}}",
-                "known_causes": [],
-            }
-        )
+        return _failure(reqs, i, response)
 
     failures = [
         failure(0, "so it is \\boxed{-12}"),  # sign
@@ -92,11 +108,15 @@ def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
     code, out, err = run_cli(capsys, *diag)
     assert code == 0, err
     assert "not the paper's LLM diagnostician" in " ".join((out + err).split())
+    assert "recorded (new / already stored)" in out and "4 / 0" in out and "never opened" not in out + err
     summary = json.loads(_cli(capsys, *diag, "--json"))  # again: everything is decided already
     assert summary["diagnostician"] == "heuristic" and summary["model"] == ANSWER_MODEL
     assert summary["resumed"] == 4 and summary["llm_calls"] == 0
+    assert (summary["recorded"], summary["already_recorded"], summary["not_recorded"]) == (0, 4, 0)
     done = json.loads(_cli(capsys, "round", "commit", *common, "--metric", "acc=0.5", "--json"))
-    assert done["round"] == 1
+    assert done["round"] == 1 and done["failures"] == 4
+    stats = json.loads(_cli(capsys, "memory", "stats", *common, "--json"))
+    assert stats["rounds"][0]["failures"] == 4
 
     shown = json.loads(_cli(capsys, "memory", "show", *common[:2], "--db", db, "--json"))
     text = json.dumps(shown)
@@ -117,27 +137,74 @@ def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
         "final_answer_agrees",
     ]
     assert diagnosed["f3"]["error_cause"] is None and diagnosed["f3"]["matched_cause"] is None
+    with open_log(db) as store:
+        recorded = {e.data["failure_id"]: e.data for e in store.read("h", types=("failure.recorded",), texts=True)}
+    assert recorded["f0"] == {
+        "failure_id": "f0",
+        "question_id": reqs[0]["question_id"],
+        "response": "so it is \\boxed{-12}",
+        "reference": "so it is \\boxed{12}",
+    }
+    assert set(recorded) == {"f0", "f1", "f2", "f3"}  # once each, though diagnose ran twice
+
+    # the story of the cause f0 created shows its failing response and the reference
+    sign = next(c for c in shown["causes"] if c["description"] == ANSWER_RULES["sign"][0])
+    story = json.loads(_cli(capsys, "memory", "why", sign["id"], *common, "--json"))
+    created = story["timeline"][0]["failure"]
+    assert created["failure_id"] == "f0" and created["response"] == "so it is \\boxed{-12}"
+    assert created["reference"] == "so it is \\boxed{12}"
 
 
-def test_help_says_the_heuristic_is_not_the_papers_diagnostician(capsys: pytest.CaptureFixture[str]) -> None:
-    out = " ".join(_cli(capsys, "diagnose", "--help").replace("│", " ").split())  # the option's help, unwrapped
-    assert "'heuristic': offline rules" in out and "NOT the paper's LLM diagnostician" in out
-
-
-def test_without_an_endpoint_the_error_names_the_heuristic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "f.jsonl").write_text("{}\n")
-    code, _, err = run_cli(
-        capsys,
-        "diagnose",
-        str(tmp_path / "f.jsonl"),
-        "--run",
-        "r",
-        "--round",
-        "1",
-        "--db",
-        f"sqlite:///{tmp_path / 'x.db'}",
+def test_diagnose_refuses_a_failure_of_a_question_the_round_did_not_retain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only failures of retained questions are diagnosed (the paper's rule): one line naming the
+    failure and its question, and nothing stored, the good failure beside it included."""
+    monkeypatch.chdir(tmp_path)
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    common = ("--run", "h", "--db", db)
+    reqs = _open_round(capsys, tmp_path, common)
+    dropped = reqs[4]["question_id"]
+    (tmp_path / "f.jsonl").write_text(
+        _failure(reqs, 0, "so it is \\boxed{-12}") + "\n" + _failure(reqs, 4, "\\boxed{3}", "f-dropped") + "\n"
     )
-    assert code == 1 and "--diagnostician heuristic" in err
+    with open_log(db) as store:
+        before = store.last_seq("h")
+    code, _, err = run_cli(capsys, "diagnose", "f.jsonl", "--round", "1", "--diagnostician", "heuristic", *common)
+    assert_one_line_error(code, err, f"failure 'f-dropped': question '{dropped}' is not a retained question of round 1")
+    with open_log(db) as store:
+        assert store.last_seq("h") == before
+
+
+def test_diagnose_into_a_round_never_opened_says_nothing_was_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trainer that records nothing else need not open the round: its failures are diagnosed,
+    not recorded, and the summary says so."""
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    with open_log(db) as store:
+        seed(store, {"N1": (L1, [("C1", D1)])})  # round 2 is next, never opened
+    line = {
+        "failure_id": "f1",
+        "question_id": "q1",
+        "question": "What is 3+3?",
+        "pseudo_label": "6",
+        "response": "so it is \\boxed{-6}",
+        "reference": "so it is \\boxed{6}",
+        "known_causes": [],
+    }
+    (tmp_path / "f.jsonl").write_text(json.dumps(line) + "\n")
+    diag = ("diagnose", str(tmp_path / "f.jsonl"), "--run", RUN, "--round", "2", "--diagnostician", "heuristic")
+    code, out, err = run_cli(capsys, *diag, "--db", db, "--index", str(tmp_path / "i.lance"))
+    assert code == 0, err
+    assert "not recorded (round never opened)" in out and "0 / 0" in out
+    assert "was never opened (diagevo round start)" in " ".join(err.split())
+    summary = json.loads(_cli(capsys, *diag, "--db", db, "--index", str(tmp_path / "i.lance"), "--json"))
+    assert (summary["recorded"], summary["already_recorded"], summary["not_recorded"]) == (0, 0, 1)
+    assert summary["resumed"] == 1  # diagnosed by the first run
+    with open_log(db) as store:
+        assert not list(store.read(RUN, types=("failure.recorded",)))
+        assert [e.data["failure_id"] for e in store.read(RUN, types=("failure.diagnosed",))] == ["f1"]
 
 
 NO_FINAL_ANSWER = ExtractionInput("f9", "q9", "What is 3+3?", "6", "3+3 = 9", "3+3 = 6, so \\boxed{6}")
@@ -191,3 +258,24 @@ def test_a_cause_of_another_rule_is_no_duplicate_however_close(local: Any) -> No
     assert joined is not None and joined.assigned_node == "N2"
     twin = NodeView("N3", ANSWER_RULES["no_final_answer"][1], (new,))
     assert asyncio.run(lenient.consolidate(mine, twin)).value == Consolidation(True, mine.label)
+
+
+def test_help_says_the_heuristic_is_not_the_papers_diagnostician(capsys: pytest.CaptureFixture[str]) -> None:
+    out = " ".join(_cli(capsys, "diagnose", "--help").replace("│", " ").split())  # the option's help, unwrapped
+    assert "'heuristic': offline rules" in out and "NOT the paper's LLM diagnostician" in out
+
+
+def test_without_an_endpoint_the_error_names_the_heuristic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f.jsonl").write_text("{}\n")
+    code, _, err = run_cli(
+        capsys,
+        "diagnose",
+        str(tmp_path / "f.jsonl"),
+        "--run",
+        "r",
+        "--round",
+        "1",
+        "--db",
+        f"sqlite:///{tmp_path / 'x.db'}",
+    )
+    assert code == 1 and "--diagnostician heuristic" in err
