@@ -2,7 +2,9 @@
 
 ``diagnose`` runs the diagnosis pipeline (Prompts 1-4, stages 2a/3a/3.5/4a) for failures produced
 by any trainer, appends the decisions to the run's log and prints a summary. The whole file is
-validated before anything is stored; a bad line is reported as ``line N: reason``.
+validated before anything is stored; a bad line is reported as ``line N: reason``. Into a round
+opened with ``round start`` the failures are recorded first (``failure.recorded``); whether they
+were is :func:`diagevo.diagnosis.pipeline.diagnose`'s to decide, and the summary says.
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ def _embedder(cfg: Any) -> Any:
 
 
 HEURISTIC_NOTE = "heuristic diagnostician: deterministic rules on the final answer, not the paper's LLM diagnostician"
+NOT_RECORDED_NOTE = (
+    "note: round {round} of run {run} was never opened (diagevo round start), so the failures were diagnosed but "
+    "not recorded: memory why and memory stats do not show them"
+)
 
 DiagnosticianOpt = Annotated[
     str,
@@ -78,6 +84,8 @@ def _summary_table(s: Any, heuristic: bool = False) -> Table:
     table.add_column(justify="right")
     rows = [
         ("failures", s.failures),
+        ("recorded (new / already stored)", f"{s.recorded} / {s.already_recorded}"),
+        *([("not recorded (round never opened)", s.not_recorded)] if s.not_recorded else []),
         ("already decided (resumed)", s.resumed),
         ("recurrence matches", s.recurrences),
         ("duplicates of stored causes", s.duplicates),
@@ -117,7 +125,8 @@ def diagnose(
     config: ConfigOpt = None,
     diagnostician: DiagnosticianOpt = "llm",
 ) -> None:
-    """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log.
+    """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log. In a round
+    opened with 'round start' the failures are recorded first (each of a retained question).
     (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
     from diagevo.config import resolve_db_url
     from diagevo.diagnosis.llm import LLMDiagnostician
@@ -191,6 +200,8 @@ def diagnose(
     else:
         if heuristic:
             err_console.print(text(f"note: {HEURISTIC_NOTE}"))
+        if summary.not_recorded:
+            err_console.print(text(NOT_RECORDED_NOTE.format(run=run, round=round)))
         console.print(_summary_table(summary, heuristic))
 
 

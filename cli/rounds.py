@@ -156,20 +156,24 @@ def record(
             t = _round(store, r, round)
             scored = rounds.record(store, r, t, candidates)
     kept = [s for s in scored if s.retained]
+    new, old = scored.new, len(scored) - scored.new
     if json:
-        # ``questions``: every recorded question with its ``retained`` flag; ``retained`` (the
-        # retained ones only) stays as it was for callers that read it
+        # ``questions``: every question of the file with its ``retained`` flag; ``retained`` (the
+        # retained ones only) stays as it was for callers that read it; ``recorded``: how many
+        # this call stored, ``already_stored``: how many the round held already (a retry)
         emit_json(
             {
                 "run": r,
                 "round": t,
-                "recorded": len(scored),
+                "recorded": new,
+                "already_stored": old,
                 "questions": [s.to_json() for s in scored],
                 "retained": [s.to_json() for s in kept],
             }
         )
         return
-    table = Table(title=text(f"run {r}, round {t}: {len(kept)}/{len(scored)} retained"), title_justify="left")
+    title = f"run {r}, round {t}: {len(kept)}/{len(scored)} retained; recorded {new} ({old} already stored)"
+    table = Table(title=text(title), title_justify="left")
     for h in ("question_id", "mode", "p1", "p2", "pseudo-label"):
         table.add_column(h)
     for s in kept:

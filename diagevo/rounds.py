@@ -436,6 +436,20 @@ class Scored:
         return asdict(self)
 
 
+class Recorded(list[Scored]):
+    """What :meth:`Round.record` returns: every candidate scored, in order, and the question ids
+    the round held already (a retry stores nothing for those)."""
+
+    def __init__(self, scored: Iterable[Scored] = (), stored_before: Collection[str] = ()) -> None:
+        super().__init__(scored)
+        self.stored_before = frozenset(stored_before)
+
+    @property
+    def new(self) -> int:
+        """How many of the questions this call stored."""
+        return sum(1 for s in self if s.question_id not in self.stored_before)
+
+
 def score(c: Candidate, cfg: Config) -> Scored:
     """Votes over the construction answers and the double-confidence filter (Eq. 3)."""
     if (c.responses is None) == (c.answers is None):
@@ -473,7 +487,7 @@ class Round:
     from the log once, on first use, and every step of the round reuses them.
 
     The steps, in order: :meth:`requests` (any number of times), :meth:`record`, :meth:`promote`,
-    :meth:`record_failures`, :meth:`diagnose`, :meth:`commit`; :meth:`note` for the trainer's
+    :meth:`record_failures`, ``diagevo.diagnose(round)``, :meth:`commit`; :meth:`note` for the trainer's
     own bookkeeping. Each write re-checks the round's milestones under the store's append lock."""
 
     def __init__(self, store: EventStore, run: str, t: int) -> None:
@@ -535,9 +549,10 @@ class Round:
         )
         return [Request(question_id=f"{prefix}{t}-{i:05d}", **asdict(r)) for i, r in enumerate(drawn)]
 
-    def record(self, candidates: Sequence[Candidate]) -> list[Scored]:
+    def record(self, candidates: Sequence[Candidate]) -> Recorded:
         """Vote, filter and append ``question.generated`` + ``question.scored`` for each candidate
-        (one transaction); returns them scored. Recording a question id again is a no-op."""
+        (one transaction); returns them scored, with the ids the round held already
+        (:class:`Recorded`). Recording a question id again is a no-op."""
         run, t, cfg, memory = self.run, self.t, self.config, self.base
         seen: set[str] = set()
         scored: list[Scored] = []
@@ -580,6 +595,7 @@ class Round:
                 )
             )
             scored.append(s)
+        stored: set[str] = set()
 
         def decide(read: Reader) -> list[EventIn]:
             st = _state(run, read(MILESTONES), self.store.url)
@@ -588,10 +604,12 @@ class Round:
                 raise ProtocolError(
                     f"cannot record questions: promotions of round {t} are decided (the evidence is closed)"
                 )
+            stored.clear()  # read under the append lock: what this append skips
+            stored.update(d["question_id"] for _s, _r, _t, d in read(("question.generated",), round=t))
             return generated + scores
 
         _appending(self.store, run, decide)
-        return scored
+        return Recorded(scored, stored & seen)
 
     def promote(self) -> list[dict[str, Any]]:
         """Decide Eq. 5-6 once, from every candidate recorded in the round against M_{t-1};
@@ -631,15 +649,18 @@ class Round:
                 events.append(self.event(f"fail/{f['failure_id']}", "failure.recorded", **f))
             except (InvalidEvent, KeyError, TypeError) as exc:
                 raise ProtocolError(f"failure: {exc}") from None
-        wanted = {e.data["question_id"] for e in events}
+        wanted: dict[str, str] = {}  # question -> its first failure
+        for e in events:
+            wanted.setdefault(e.data["question_id"], e.data["failure_id"])
 
         def decide(read: Reader) -> list[EventIn]:
             st = _state(run, read(MILESTONES), self.store.url)
             require_open(st, t, "record failures")
             retained = {d["question_id"] for _s, _r, _t, d in read(("question.scored",), round=t) if d["retained"]}
-            missing = sorted(wanted - retained)
+            missing = sorted(set(wanted) - retained)
             if missing:
-                raise ProtocolError(f"question {missing[0]} is not a retained question of round {t}")
+                q = missing[0]
+                raise ProtocolError(f"failure {wanted[q]!r}: question {q!r} is not a retained question of round {t}")
             return events
 
         return _appending(self.store, run, decide).appended
@@ -758,7 +779,7 @@ def requests(
     return Round(store, run, t).requests(n, purpose=purpose, seed=seed)
 
 
-def record(store: EventStore, run: str, t: int, candidates: Sequence[Candidate]) -> list[Scored]:
+def record(store: EventStore, run: str, t: int, candidates: Sequence[Candidate]) -> Recorded:
     """:meth:`Round.record` of round ``t``."""
     return Round(store, run, t).record(candidates)
 

@@ -81,7 +81,14 @@ def test_a_round_through_the_protocol(store: EventStore) -> None:
     scored = rounds.record(store, RUN, 2, cands)
     assert all(s.pseudo_label == "7" for s in scored)
     assert {s.retained for s in scored if s.active_cause == "C2"} == {True}  # 0.25 <= 0.75 <= 0.75, >= 1.6 * 1/12
-    assert rounds.record(store, RUN, 2, cands) == scored  # a retry stores nothing new
+    assert scored.new == len(cands) and not scored.stored_before
+    again = rounds.record(store, RUN, 2, cands)
+    assert again == scored  # a retry stores nothing new, and says so
+    assert again.new == 0 and again.stored_before == {c.question_id for c in cands}
+    extra = candidate("q2-extra")
+    partly = rounds.record(store, RUN, 2, [cands[0], extra])
+    assert partly.new == 1 and partly.stored_before == {cands[0].question_id}
+    cands.append(extra)
     promoted = rounds.promote(store, RUN, 2)
     assert [p["cause_id"] for p in promoted] == ["C2"] and promoted[0]["n_candidates"] == len(c2)
     with pytest.raises(rounds.ProtocolError, match="decided already"):
@@ -207,6 +214,14 @@ def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert code == 0, err
     got = json.loads(out)
     assert got["recorded"] == 3 and all(q["pseudo_label"] == "7" for q in got["retained"])
+    assert got["already_stored"] == 0
+    # an exact retry stores nothing: the count says so, in JSON and in the table's title
+    code, out, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db, "--json")
+    assert code == 0, err
+    assert (json.loads(out)["recorded"], json.loads(out)["already_stored"]) == (0, 3)
+    code, out, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db)
+    assert code == 0, err
+    assert "recorded 0 (3 already stored)" in " ".join(out.split())
     code, _, err = run_cli(capsys, "round", "commit", "--run", "x", "--db", db)
     assert code == 1 and "promotions are not decided" in err
     code, _, picked = run_cli(capsys, "round", "commit", "--db", db)  # no --run: the error names the run it picked

@@ -56,6 +56,12 @@ def test_a_log_with_the_paper_names_is_ingested_and_every_command_reads_it(
     code, out, err = run_cli(capsys, "round", "requests", "--n", "4", "--run", RUN, "--db", db, "--json")
     assert code == 0, err
     assert len(json.loads(out)["requests"]) == 4
+    # the retained question whose failure is diagnosed below (diagnose records that failure)
+    questions = tmp_path / "questions.jsonl"
+    question = {"question_id": "q1", "mode": "free", "text": "Solve x^2 = 4 for x.", "answers": ["2"] * 9 + ["1"] * 3}
+    questions.write_text(json.dumps(question) + "\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "round", "record", str(questions), "--run", RUN, "--db", db)
+    assert code == 0, err
     code, _, err = run_cli(capsys, "round", "promote", "--run", RUN, "--db", db, "--json")  # θ_up of the config
     assert code == 0, err
 
@@ -99,6 +105,7 @@ def test_a_log_with_the_paper_names_is_ingested_and_every_command_reads_it(
     # the round's commit, replay and the report
     code, out, err = run_cli(capsys, "round", "commit", "--run", RUN, "--db", db, "--json")
     assert code == 0, err
+    assert json.loads(out)["failures"] == 1  # recorded by diagnose
     code, out, err = run_cli(capsys, "memory", "replay", "--round", "2", "--run", RUN, "--db", db, "--json")
     assert code == 0, err
     assert [c["description"] for c in json.loads(out)["causes"]] == [NEW]

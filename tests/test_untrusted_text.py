@@ -227,6 +227,13 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
     }
     again = {**failure, "failure_id": "fe[/b]", "known_causes": ["C1"]}
     failures.write_text(json.dumps(failure) + "\n" + json.dumps(again) + "\n", encoding="utf-8")
+    question = root / "question3.jsonl"  # the retained question of those failures, which diagnose records
+    question.write_text(
+        json.dumps({"question_id": "qd[/b]", "mode": "free", "text": "Q " + TEXT, "answers": ["7"] * 9 + ["8"] * 3})
+        + "\n",
+        encoding="utf-8",
+    )
+    _ok("round", "record", str(question), "--run", FORK, "--db", db)
     _ok(
         "diagnose",
         str(failures),

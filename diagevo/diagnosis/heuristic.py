@@ -7,8 +7,10 @@ from the reference (the construction response that agrees with the pseudo-label)
 that departure as a cause; with ``answers=True`` (the CLI) first by how the final answer misses
 the pseudo-label (no final answer, the sign, off by one, off by a factor, another number or
 expression; :func:`answer_mismatch`), each with a fixed cause wording. Prompts 2-4 are answered
-by embedding similarity against the calibrated thresholds (θ_dup for causes, θ_merge for nodes).
-Its decisions are deterministic; configure ``diagnosis.llm_url`` for real diagnoses.
+by embedding similarity against the calibrated thresholds (θ_dup for causes, θ_merge for nodes);
+with ``answers=True`` only between texts one rule worded (a rule's texts are known from their
+wording), so a cause or node of one rule never takes a failure or node of another, however close
+their embeddings. Its decisions are deterministic; configure ``diagnosis.llm_url`` for real diagnoses.
 """
 
 from __future__ import annotations
@@ -49,6 +51,17 @@ _OPERATIONS = (
     ("add", "addition"),
     ("boxed", "final answer"),
 )
+_OPERATION_NAMES = tuple(dict.fromkeys([*(name for _, name in _OPERATIONS), "reasoning"]))
+# how cause_for words a departure: stopped early, right method with a wrong result, another method
+_DEPARTURES = (
+    "Stops before finishing the {op} step that the correct solution still needs to complete",
+    "Computes the {op} step with the right method but gets the wrong numerical result",
+    "Departs from the correct method at the {op} step and writes a different calculation",
+)
+_NODE_LABEL = "Carrying out {op} steps correctly within multi-step arithmetic word problems"
+DEPARTURE_RULE = "first_departure"  # the rule of every cause_for wording and node_label_for label
+_FILLER = "while the rest of the solution follows the same steps".split()
+_LABEL_FILLER = "and checking each intermediate result".split()
 
 
 def steps_of(text: str) -> list[str]:
@@ -91,17 +104,12 @@ def cause_for(response: str, reference: str, min_words: int = 10, max_words: int
     _, got, want = dep
     op = _operation(want or got)
     if not got:
-        words = f"Stops before finishing the {op} step that the correct solution still needs to complete".split()
+        template = _DEPARTURES[0]
     elif _NUMBER.sub("#", got) == _NUMBER.sub("#", want):
-        words = f"Computes the {op} step with the right method but gets the wrong numerical result".split()
+        template = _DEPARTURES[1]
     else:
-        words = f"Departs from the correct method at the {op} step and writes a different calculation".split()
-    filler = "while the rest of the solution follows the same steps".split()
-    return _fit(words, min_words, max_words, filler)
-
-
-_FILLER = "while the rest of the solution follows the same steps".split()
-_LABEL_FILLER = "and checking each intermediate result".split()
+        template = _DEPARTURES[2]
+    return _fit(template.format(op=op).split(), min_words, max_words, _FILLER)
 
 
 def _plain(value: object) -> object:
@@ -112,8 +120,7 @@ def _plain(value: object) -> object:
 
 def node_label_for(cause: str, min_words: int = 10, max_words: int = 20) -> str:
     op = next((name for _, name in _OPERATIONS if name in cause), "reasoning")
-    words = f"Carrying out {op} steps correctly within multi-step arithmetic word problems".split()
-    return _fit(words, min_words, max_words, "and checking each intermediate result".split())
+    return _fit(_NODE_LABEL.format(op=op).split(), min_words, max_words, _LABEL_FILLER)
 
 
 # how a final answer misses the pseudo-label -> the cause it is worded as, and its skill node
@@ -200,6 +207,24 @@ class HeuristicDiagnostician:
             _fit(cause.split(), min_words, max_words, _FILLER): _fit(label.split(), min_words, max_words, _LABEL_FILLER)
             for cause, label in ANSWER_RULES.values()
         }
+        # every cause and node label a rule words at these limits -> the rule
+        self._cause_rules: dict[str, str] = {
+            _fit(t.format(op=op).split(), min_words, max_words, _FILLER): DEPARTURE_RULE
+            for t in _DEPARTURES
+            for op in _OPERATION_NAMES
+        }
+        self._label_rules: dict[str, str] = {
+            _fit(_NODE_LABEL.format(op=op).split(), min_words, max_words, _LABEL_FILLER): DEPARTURE_RULE
+            for op in _OPERATION_NAMES
+        }
+        for rule, (cause, label) in ANSWER_RULES.items():
+            self._cause_rules[_fit(cause.split(), min_words, max_words, _FILLER)] = rule
+            self._label_rules[_fit(label.split(), min_words, max_words, _LABEL_FILLER)] = rule
+
+    def _same_rule(self, a: str | None, b: str | None) -> bool:
+        """Whether two texts may match: with ``answers``, only when one rule worded both (texts
+        no rule worded, written by another diagnostician, only among themselves)."""
+        return not self.answers or a == b
 
     def _best(self, text: str, others: Sequence[str]) -> tuple[int, float]:
         if not others:
@@ -235,31 +260,40 @@ class HeuristicDiagnostician:
         cause, rule = self._cause(item)
         if cause is None:
             return self._reply(Extraction(None, None), started, rule=rule)
-        i, sim = self._best(cause, [k.description for k in item.known])
+        own = self._cause_rules.get(cause)
+        known = [k for k in item.known if self._same_rule(own, self._cause_rules.get(k.description))]
+        i, sim = self._best(cause, [k.description for k in known])
         if i >= 0 and sim >= self.theta_dup:
-            return self._reply(Extraction(item.known[i].id, None), started, rule=rule, similarity=round(sim, 4))
+            return self._reply(Extraction(known[i].id, None), started, rule=rule, similarity=round(sim, 4))
         return self._reply(Extraction(None, cause), started, rule=rule)
 
     async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
         started = time.perf_counter()
-        i, sim = self._best(new_cause, [c.description for c in candidates])
+        own = self._cause_rules.get(new_cause)
+        same = [c for c in candidates if self._same_rule(own, self._cause_rules.get(c.description))]
+        i, sim = self._best(new_cause, [c.description for c in same])
         if i >= 0 and sim >= self.theta_dup:
-            return self._reply(Dedup(True, candidates[i].id), started)
-        return self._reply(Dedup(False, None), started)
+            return self._reply(Dedup(True, same[i].id), started, rule=own, similarity=round(sim, 4))
+        return self._reply(Dedup(False, None), started, rule=own)
 
     async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
         started = time.perf_counter()
         label = (self._labels.get(new_cause) if self.answers else None) or node_label_for(
             new_cause, self.min_words, self.max_words
         )
-        i, sim = self._best(label, [n.label for n in shortlist])
+        own = self._cause_rules.get(new_cause)
+        same = [n for n in shortlist if self._same_rule(own, self._label_rules.get(n.label))]
+        i, sim = self._best(label, [n.label for n in same])
         if i >= 0 and sim >= self.theta_merge:
-            return self._reply(Assignment(False, None, shortlist[i].id), started)
-        return self._reply(Assignment(True, label, None), started)
+            return self._reply(Assignment(False, None, same[i].id), started, rule=own, similarity=round(sim, 4))
+        return self._reply(Assignment(True, label, None), started, rule=own)
 
     async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
         started = time.perf_counter()
+        rule = self._label_rules.get(a.label)
+        if not self._same_rule(rule, self._label_rules.get(b.label)):
+            return self._reply(Consolidation(False, None), started, rules=[rule, self._label_rules.get(b.label)])
         _, sim = self._best(a.label, [b.label])
         if sim >= self.theta_merge:
-            return self._reply(Consolidation(True, a.label), started)
-        return self._reply(Consolidation(False, None), started)
+            return self._reply(Consolidation(True, a.label), started, rule=rule, similarity=round(sim, 4))
+        return self._reply(Consolidation(False, None), started, rule=rule)

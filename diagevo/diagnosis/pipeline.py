@@ -71,6 +71,11 @@ class DiagnosisSummary:
     theta_dup: float
     theta_merge: float
     failures: int = 0
+    # ``failure.recorded`` of the given failures: appended by this call, in the log already, or not
+    # recorded because the round was never opened (a trainer that records nothing else)
+    recorded: int = 0
+    already_recorded: int = 0
+    not_recorded: int = 0
     resumed: int = 0  # already decided in the log: skipped
     reused_replies: int = 0  # Prompt 1 reply found in the log: the model was not asked again
     recurrences: int = 0
@@ -482,18 +487,11 @@ async def diagnose_round(
     the run's memory as it stands (read from the log when not given).
     """
     progress = progress or no_progress
-    ids = [f.failure_id for f in failures]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise BadInput(f"failure {dup!r} appears twice")
     if memory is None:  # the memory now (the round protocol hands it over, folded from M_{t-1})
         memory = load_memory(store, run)
     if memory.committed + 1 != round:
         raise Conflict(f"round {round} is not open in run {run!r}: its last committed round is {memory.committed}")
-    for f in failures:
-        unknown = [c for c in f.known_causes if c not in memory.causes]
-        if unknown:
-            raise BadInput(f"failure {f.failure_id!r}: unknown known cause {unknown[0]!r}")
+    _check_inputs(failures, memory)
     if index is None:
         index = VectorIndex(embedder)
     elif index.embedder.name != embedder.name:
@@ -508,6 +506,18 @@ async def diagnose_round(
         aclose = getattr(diagnostician, "aclose", None)
         if aclose is not None:  # the HTTP pool belongs to this event loop
             await aclose()
+
+
+def _check_inputs(failures: Sequence[FailureInput], memory: Memory) -> None:
+    """Refuse failures given twice or naming causes the memory does not hold."""
+    seen: set[str] = set()
+    for f in failures:
+        if f.failure_id in seen:
+            raise BadInput(f"failure {f.failure_id!r} appears twice")
+        seen.add(f.failure_id)
+        unknown = [c for c in f.known_causes if c not in memory.causes]
+        if unknown:
+            raise BadInput(f"failure {f.failure_id!r}: unknown known cause {unknown[0]!r}")
 
 
 async def _run(
@@ -627,20 +637,32 @@ def diagnose(
     progress: ProgressFn | None = None,
 ) -> DiagnosisSummary:
     """Diagnose a round's failures with the pipeline of Sec. 2.3 (``cfg`` defaults to the run's
-    diagnosis config): the round's recorded failures, or ``failures`` given by a trainer that
-    records nothing else (``diagevo diagnose FILE``; the round need not be opened then, only be
-    the next one)."""
+    diagnosis config): the round's recorded failures, or ``failures`` given by the caller
+    (``diagevo diagnose FILE``). Given failures are first recorded into an opened round
+    (:meth:`Round.record_failures`: each must be of a retained question of the round); a round
+    never opened (a trainer that records nothing else) need only be the next one, and its
+    failures are diagnosed without being recorded. The summary counts which was done."""
     from diagevo import aio
 
     st = round_state(rnd.store, rnd.run)
     if failures is None:
         require_open(st, rnd.t, "diagnose")
-        failures = failure_inputs(rnd.store, rnd.run, rnd.t)
     elif rnd.t != st.last_committed + 1:
         raise ProtocolError(
             f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
         )
-    return aio.run(
+    memory = rnd.memory()
+    recorded = already = unrecorded = 0
+    if failures is None:
+        failures = failure_inputs(rnd.store, rnd.run, rnd.t)
+        already = len(failures)
+    elif rnd.t in st.started:  # the trainer drives the round protocol: the story needs the failures
+        _check_inputs(failures, memory)
+        recorded = rnd.record_failures([_failure_record(f) for f in failures])
+        already = len(failures) - recorded
+    else:
+        unrecorded = len(failures)
+    summary = aio.run(
         diagnose_round(
             store=rnd.store,
             run=rnd.run,
@@ -651,6 +673,13 @@ def diagnose(
             cfg=cfg if cfg is not None else rnd.config.diagnosis,
             index=index,
             progress=progress,
-            memory=rnd.memory(),
+            memory=memory,
         )
     )
+    summary.recorded, summary.already_recorded, summary.not_recorded = recorded, already, unrecorded
+    return summary
+
+
+def _failure_record(f: FailureInput) -> dict[str, str]:
+    """A failure as ``failure.recorded`` holds it."""
+    return {"failure_id": f.failure_id, "question_id": f.question_id, "response": f.response, "reference": f.reference}
