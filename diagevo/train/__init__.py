@@ -76,14 +76,16 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
 def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]) -> Config:
     """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
     the next round (:func:`diagevo.rounds.configure_run`: refused while a round is under way)."""
-    from diagevo.config import apply_overrides
+    from pydantic import ValidationError
+
+    from diagevo.config import apply_overrides, config_error
     from diagevo.rounds import configure_run
 
     data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), overrides)
     try:
         config = Config.model_validate(data)
-    except Exception as exc:  # pydantic's message, first line
-        raise BadInput(f"config: {str(exc).splitlines()[0]}") from None
+    except ValidationError as exc:
+        raise config_error(exc, overrides) from None
     configure_run(store, run, config)
     return config
 
