@@ -90,7 +90,7 @@ def check_database(db: str | None) -> Check:
     upgrade = Hint(("db", "upgrade"), url)
     try:
         path = sqlite_path(url)
-        if path is not None and not path.exists():
+        if path is not None and not path.exists() and path.parent.is_dir():  # else revision_status says why not
             return Check(
                 "database", "warning", f"{shown}: no database yet (the first writer creates it)", upgrade, asked
             )

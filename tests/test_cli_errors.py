@@ -413,6 +413,20 @@ def test_a_directory_as_sqlite_database_says_directory(
     assert list((tmp_path / "configs").iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [["memory", "stats"], ["train", "--rounds", "1"]], ids=["reader", "writer"])
+def test_a_sqlite_database_in_a_missing_directory_names_the_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, *command, "--db", "sqlite:///sub/other.db")
+    assert_one_line_error(code, err, "error: no directory sub to hold the database other.db")
+    assert "unable to open" not in err
+    (tmp_path / "notes").write_text("")
+    code, _, err = run_cli(capsys, *command, "--db", "sqlite:///notes/other.db")
+    assert_one_line_error(code, err, "error: notes is a file, not a directory: it cannot hold the database other.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes"]  # nothing created, the directory neither
+
+
 @pytest.mark.parametrize(
     ("override", "meant"),
     [

@@ -204,7 +204,7 @@ def test_unusable_database_is_one_clear_line(url: str) -> None:
         open_log(url)
     message = str(info.value)
     assert "\n" not in message and "secret" not in message
-    assert message.startswith(("cannot open database", "invalid database URL", "unsupported database"))
+    assert message.startswith(("cannot open database", "invalid database URL", "unsupported database", "no directory"))
 
 
 # --- CLI: diagevo db ------------------------------------------------------------------------
@@ -252,7 +252,10 @@ def test_cli_current_does_not_create_a_missing_sqlite_file(tmp_path) -> None:
     [
         (["upgrade", "--db", "postgresql://u:pw@127.0.0.1:1/x"], "cannot open database"),
         (["current", "--db", "bogus"], "invalid database URL 'bogus' (a SQLite file is sqlite:///bogus)"),
-        (["upgrade", "--db", "sqlite:////nonexistent-dir/x.db"], "cannot open database"),
+        (
+            ["upgrade", "--db", "sqlite:////nonexistent-dir/x.db"],
+            "no directory /nonexistent-dir to hold the database x.db",
+        ),
     ],
 )
 def test_cli_errors_are_one_line_without_traceback(args: list[str], needle: str) -> None:
