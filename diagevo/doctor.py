@@ -398,7 +398,7 @@ def run_checks(
     """Every check, in the order ``diagevo doctor`` shows them. A PostgreSQL ``db`` is the
     PostgreSQL checked (unless ``postgres`` names another)."""
     url = resolve_db_url(db)
-    if postgres is None and url.startswith("postgresql"):
+    if postgres is None and url.startswith("postgres"):  # postgresql:// and postgres://
         postgres = url
     checks = [check_database(db), check_disk(db), check_postgres(postgres)]
     checks += check_models(models, models_root)
