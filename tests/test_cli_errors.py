@@ -98,6 +98,9 @@ def test_resuming_a_run_that_does_not_exist_is_an_error(tmp_path: Path, capsys: 
         before = (s.runs(), s.last_seq("r1"))
     code, _, err = run_cli(capsys, "train", "--resume", "--run", "nosuch", "--db", db, "--quiet")
     assert_one_line_error(code, err, "no run 'nosuch' to resume")
+    assert "did you mean" not in err
+    code, _, err = run_cli(capsys, "train", "--resume", "--run", "R1", "--db", db, "--quiet")
+    assert_one_line_error(code, err, "no run 'R1' to resume in", "(did you mean 'r1'?)")
     with open_log(db) as s:
         assert (s.runs(), s.last_seq("r1")) == before
 

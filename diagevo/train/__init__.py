@@ -16,6 +16,7 @@ from diagevo.log import EventStore
 from diagevo.redaction import given_secrets
 from diagevo.train.backend import Backend, ProgressFn, no_progress
 from diagevo.train.model_dirs import check_models
+from diagevo.words import did_you_mean
 
 
 class BackendUnavailable(Unavailable, ValueError):
@@ -59,7 +60,8 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
     if config.train.run:
         exists = store.has_run(config.train.run)
         if resume and not exists:
-            raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}")
+            meant = did_you_mean(config.train.run, store.runs())
+            raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}{meant}")
         if exists and not resume:
             raise Conflict(
                 f"run {config.train.run!r} already exists in {redact_url(store.url)}; pass --resume to continue it"
