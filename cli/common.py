@@ -30,6 +30,14 @@ WideOpt = Annotated[
 ]
 
 
+def round_from_0(value: int | None) -> int | None:
+    """The callback of a ``--round`` that names any round of a run: rounds are numbered from 0
+    (``run.started``, M_0)."""
+    if value is not None and value < 0:
+        raise typer.BadParameter(f"{value}: rounds start at 0")
+    return value
+
+
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 70, 130
 EXIT_CODES: dict[int, str] = {
     0: "done (and, for memory verify, nothing found)",

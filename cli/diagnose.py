@@ -135,6 +135,7 @@ def diagnose(
     from diagevo.openai_client import check_endpoint
     from diagevo.rounds import Round, round_state
     from diagevo.views.index import VectorIndex, default_index_path
+    from diagevo.words import did_you_mean
 
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
@@ -154,8 +155,9 @@ def diagnose(
     if not failures_file.is_file():
         raise CLIError(f"no such file: {failures_file}")
     with open_store(db) as store:
-        if run not in store.runs():
-            raise CLIError(f"no run {run!r} in the database")
+        runs = store.runs()
+        if run not in runs:
+            raise CLIError(f"no run {run!r} in the database{did_you_mean(run, runs)}")
         last = round_state(store, run).last_committed
         if round != last + 1:
             raise CLIError(f"round {round} is not open in run {run!r}: its last committed round is {last}")

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.common import DbOpt, JsonOpt, console, emit_json, open_store, suggest
+from cli.common import DbOpt, JsonOpt, console, emit_json, open_store, round_from_0, suggest
 from cli.safe import text
 
 
@@ -15,7 +15,7 @@ def register(memory_app: typer.Typer) -> None:
     @memory_app.command()
     def fork(
         run: Annotated[str, typer.Option("--run", help="The run to fork.")],
-        round: Annotated[int, typer.Option("--round", min=0, help="Its committed round to fork at.")],
+        round: Annotated[int, typer.Option("--round", callback=round_from_0, help="Its committed round to fork at.")],
         to: Annotated[str, typer.Option("--to", help="The new run's id.")],
         db: DbOpt = None,
         json: JsonOpt = False,
@@ -46,7 +46,10 @@ def register(memory_app: typer.Typer) -> None:
     def diff(
         runs: Annotated[list[str], typer.Option("--run", help="Two runs to compare (give --run twice).")],
         round: Annotated[
-            int | None, typer.Option("--round", min=0, help="Compare M_t of this round (default: each run's last).")
+            int | None,
+            typer.Option(
+                "--round", callback=round_from_0, help="Compare M_t of this round (default: each run's last)."
+            ),
         ] = None,
         db: DbOpt = None,
         json: JsonOpt = False,

@@ -13,7 +13,18 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json, err_console, open_store
+from cli.common import (
+    CLIError,
+    DbOpt,
+    JsonOpt,
+    RunOpt,
+    WideOpt,
+    console,
+    emit_json,
+    err_console,
+    open_store,
+    round_from_0,
+)
 from cli.safe import plain, text
 from diagevo.words import plural
 
@@ -63,7 +74,7 @@ def _numbered(node: Any) -> tuple[int, int, str]:
 
 @memory_app.command()
 def replay(
-    round: Annotated[int, typer.Option("--round", "-r", help="Committed round to rebuild.")],
+    round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
     db: DbOpt = None,
     run: RunOpt = None,
     json: JsonOpt = False,
@@ -378,7 +389,7 @@ def events(
     cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
     failure: Annotated[str | None, typer.Option("--failure", help="Only events naming this failure.")] = None,
     question: Annotated[str | None, typer.Option("--question", help="Only events naming this question.")] = None,
-    round: Annotated[int | None, typer.Option("--round", help="Only this round.")] = None,
+    round: Annotated[int | None, typer.Option("--round", callback=round_from_0, help="Only this round.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = DEFAULT_LIMIT,
     json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")

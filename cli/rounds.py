@@ -35,10 +35,12 @@ def _picked(store: Any, run: str | None) -> Iterator[str]:
     from diagevo.errors import DiagevoError, Hint, NotFound
     from diagevo.urls import redact_url
     from diagevo.views.memory import resolve_run
+    from diagevo.words import did_you_mean
 
     if run is not None and not store.has_run(run):
         start = Hint(("round", "start", "--run", run), store.url)
-        raise NotFound(f"no run {run!r} in {redact_url(store.url)}: start it first", hint=start)
+        meant = did_you_mean(run, store.runs())
+        raise NotFound(f"no run {run!r} in {redact_url(store.url)}{meant}: start it first", hint=start)
     r = resolve_run(store, run)
     try:
         yield r

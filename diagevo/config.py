@@ -10,8 +10,9 @@ versions are still read (:data:`RENAMED`).
 
 from __future__ import annotations
 
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from diagevo.catalog import config_k
-from diagevo.errors import BadInput, NotFound
+from diagevo.errors import BadInput, Hint, NotFound
 from diagevo.parsing import shorten, toml_loads, validation_reason
 from diagevo.redaction import redact_config
 from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
@@ -856,22 +857,102 @@ def suggest_fields(key: str) -> list[str]:
     return [n for n in names if n.rsplit(".", 1)[-1] in lasts][:4]
 
 
-def _validation_error(exc: ValidationError, overrides: Mapping[str, str] | None = None) -> BadInput:
+def section_names(model: type[BaseModel] | None = None, prefix: str = "") -> list[str]:
+    """Every section (TOML table) of the config, dotted (``sim.params``), in declaration order."""
+    out: list[str] = []
+    for name, info in (model or Config).model_fields.items():
+        sub = info.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            out += [prefix + name, *section_names(sub, f"{prefix}{name}.")]
+    return out
+
+
+def suggest_sections(key: str) -> list[str]:
+    """The sections an unknown section ``key`` (dotted) most likely means: those whose last part
+    is the key's last part (``params`` -> ``sim.params``), else the closest of its siblings, else
+    the closest names, case aside."""
+    import difflib
+
+    if len(key) > 100:
+        return []
+    names = section_names()
+    parent, _, last = key.lower().rpartition(".")
+    same = [n for n in names if n.rsplit(".", 1)[-1] == last]
+    if same:
+        return same[:3]
+    siblings = [n for n in names if n.rpartition(".")[0] == parent]
+    close = difflib.get_close_matches(key.lower(), siblings, n=2, cutoff=0.6)
+    return close or difflib.get_close_matches(key.lower(), names, n=2, cutoff=0.75)
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
+def _toml_key(parts: Sequence[str]) -> str:
+    """A dotted name as a TOML key: bare parts as they are, any other quoted (and shortened)."""
+    return ".".join(p if _BARE_KEY.fullmatch(p) else shorten(p, 40) for p in parts)
+
+
+def _in_table(dotted: str) -> str:
+    """``memory.k`` -> ``k in [memory]``; a top-level field is its name."""
+    table, _, name = dotted.rpartition(".")
+    return f"{name} in [{table}]" if table else name
+
+
+def _unknown(loc: tuple[str, ...], value: Any, overrides: Mapping[str, str], path: Path | None) -> BadInput:
+    """An unknown section or field, named where it was given (``--set`` or the TOML file), with
+    the names it most likely means."""
+    key = ".".join(loc)
+    given = {k: v for k, v in overrides.items() if k == key or k.startswith(key + ".")}
+    in_file = path is not None and not given
+    listed = Hint(("config",))  # prints every field, described
+    if isinstance(value, dict):  # a table: an unknown section
+        guesses = suggest_sections(key)
+        parent = key.rpartition(".")[0]
+        if in_file:
+            said = f"{path}: unknown table [{_toml_key(loc)}]"
+            if guesses:
+                return BadInput(f"{said} (did you mean {' or '.join(f'[{g}]' for g in guesses)}?)")
+        else:
+            said = f"unknown config section {shorten(key, 60)}"
+            if guesses:
+                return BadInput(f"{said} (did you mean {' or '.join(guesses)}?)")
+        siblings = [s for s in section_names() if s.rpartition(".")[0] == parent]
+        if siblings:
+            known = ", ".join(f"[{s}]" if in_file else s for s in siblings)
+            return BadInput(f"{said} (the {'tables' if in_file else 'sections'}: {known})")
+        return BadInput(f"{said}: {'[' + parent + ']' if in_file else parent} has no sections")
+    guesses = suggest_fields(key)
+    if in_file:
+        where = f"in [{_toml_key(loc[:-1])}]" if len(loc) > 1 else "at the top level"
+        said = f"{path}: unknown field {_toml_key(loc[-1:])} {where}"
+        table = key.rpartition(".")[0]
+        meant = [g.rpartition(".")[2] if g.rpartition(".")[0] == table else _in_table(g) for g in guesses]
+    else:
+        said = f"unknown config field {shorten(key, 60)}"
+        value_of = given.get(key)
+        if value_of is not None:
+            shown = value_of if len(value_of) <= 40 else "VALUE"
+            meant = [f"--set {g}={shown}" for g in guesses]
+        else:
+            meant = guesses
+    if meant:
+        return BadInput(f"{said} (did you mean {' or '.join(meant)}?)")
+    return BadInput(f"{said} (the fields are listed by {{command}})", hint=listed)
+
+
+def config_error(exc: ValidationError, overrides: Sequence[str] | None = None, path: Path | None = None) -> BadInput:
     """A pydantic error as one line naming the field: ``config: grpo.top_p: Input should be ...``;
-    an unknown field with the fields it most likely means (as ``--set`` overrides, where
-    ``overrides`` (key -> value) gave it)."""
+    an unknown section or field named where it was given, a ``--set`` override or the TOML file
+    ``path``, with the names it most likely means."""
+    given = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in overrides or [])}
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"])
+    loc = tuple(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden" and loc:
+        return _unknown(loc, err.get("input"), given, path)
+    where = ".".join(loc)
     msg = err["msg"].removeprefix("Value error, ")
-    said = f"config: {where}: {msg}" if where else f"config: {msg}"
-    if err["type"] == "extra_forbidden" and where:
-        guesses = suggest_fields(where)
-        if where in (overrides or {}):
-            value = (overrides or {})[where]
-            guesses = [f"--set {g}={value if len(value) <= 40 else 'VALUE'}" for g in guesses]
-        if guesses:
-            said += f" (did you mean {' or '.join(guesses)}?)"
-    return BadInput(said)
+    return BadInput(f"config: {where}: {msg}" if where else f"config: {msg}")
 
 
 def load_config(path: Path | str | None = None, overrides: list[str] | None = None) -> Config:
@@ -899,5 +980,4 @@ def load_config(path: Path | str | None = None, overrides: list[str] | None = No
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        given = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in overrides or [])}
-        raise _validation_error(exc, given) from None
+        raise config_error(exc, overrides, path) from None

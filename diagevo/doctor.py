@@ -90,7 +90,7 @@ def check_database(db: str | None) -> Check:
     upgrade = Hint(("db", "upgrade"), url)
     try:
         path = sqlite_path(url)
-        if path is not None and not path.exists():
+        if path is not None and not path.exists() and path.parent.is_dir():  # else revision_status says why not
             return Check(
                 "database", "warning", f"{shown}: no database yet (the first writer creates it)", upgrade, asked
             )
@@ -401,7 +401,7 @@ def run_checks(
     """Every check, in the order ``diagevo doctor`` shows them. A PostgreSQL ``db`` is the
     PostgreSQL checked (unless ``postgres`` names another)."""
     url = resolve_db_url(db)
-    if postgres is None and url.startswith("postgresql"):
+    if postgres is None and url.startswith("postgres"):  # postgresql:// and postgres://
         postgres = url
     checks = [check_database(db), check_disk(db), check_postgres(postgres)]
     checks += check_models(models, models_root)

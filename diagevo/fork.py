@@ -19,6 +19,7 @@ from diagevo.memory.state import Memory
 from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.words import did_you_mean
 
 
 class ForkError(BadInput):
@@ -28,7 +29,7 @@ class ForkError(BadInput):
 def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, Any]:
     """Copy ``source`` through round ``round``'s commit into run ``new``; returns the provenance."""
     if not store.has_run(source):
-        raise ForkError(f"no run {source!r} to fork")
+        raise ForkError(f"no run {source!r} to fork{did_you_mean(source, store.runs())}")
     if store.has_run(new):
         raise ForkError(f"run {new!r} exists already: pick a new name")
     if not new.strip():
@@ -121,7 +122,7 @@ def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> di
     runs = store.runs()
     for run in (a, b):
         if run not in runs:
-            raise NotFound(f"no run {run!r} in the database")
+            raise NotFound(f"no run {run!r} in the database{did_you_mean(run, runs)}")
         rounds = committed_rounds(store, run)
         if round is not None and round not in rounds:
             raise ForkError(f"round {round} of run {run!r} is not committed")

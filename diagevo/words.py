@@ -1,6 +1,8 @@
-"""Counts in words, for messages the user reads."""
+"""Counts in words, and the names a mistyped one most likely means, for messages the user reads."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 
 def plural(n: int, noun: str, many: str | None = None) -> str:
@@ -11,3 +13,25 @@ def plural(n: int, noun: str, many: str | None = None) -> str:
 def times(n: int) -> str:
     """``once``, ``twice``, ``3 times``."""
     return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def close_to(word: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The ``known`` names ``word`` most likely means: those equal to it but for case, else the
+    closest by :func:`difflib.get_close_matches`, case aside (none for a word over 200 characters)."""
+    import difflib
+
+    if len(word) > 200:
+        return []
+    folded: dict[str, str] = {}
+    for name in known:
+        folded.setdefault(name.casefold(), name)
+    if word.casefold() in folded:
+        return [folded[word.casefold()]]
+    return [folded[m] for m in difflib.get_close_matches(word.casefold(), list(folded), n=n, cutoff=0.6)]
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'demo'?)`` naming what :func:`close_to` finds (quoted: ids are free text),
+    or nothing."""
+    meant = [name for name in close_to(word, known) if name != word]
+    return f" (did you mean {' or '.join(map(repr, meant))}?)" if meant else ""

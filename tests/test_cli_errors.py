@@ -107,6 +107,9 @@ def test_resuming_a_run_that_does_not_exist_is_an_error(tmp_path: Path, capsys: 
         before = (s.runs(), s.last_seq("r1"))
     code, _, err = run_cli(capsys, "train", "--resume", "--run", "nosuch", "--db", db, "--quiet")
     assert_one_line_error(code, err, "no run 'nosuch' to resume")
+    assert "did you mean" not in err
+    code, _, err = run_cli(capsys, "train", "--resume", "--run", "R1", "--db", db, "--quiet")
+    assert_one_line_error(code, err, "no run 'R1' to resume in", "(did you mean 'r1'?)")
     with open_log(db) as s:
         assert (s.runs(), s.last_seq("r1")) == before
 
@@ -422,6 +425,20 @@ def test_a_directory_as_sqlite_database_says_directory(
     assert list((tmp_path / "configs").iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [["memory", "stats"], ["train", "--rounds", "1"]], ids=["reader", "writer"])
+def test_a_sqlite_database_in_a_missing_directory_names_the_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, *command, "--db", "sqlite:///sub/other.db")
+    assert_one_line_error(code, err, "error: no directory sub to hold the database other.db")
+    assert "unable to open" not in err
+    (tmp_path / "notes").write_text("")
+    code, _, err = run_cli(capsys, *command, "--db", "sqlite:///notes/other.db")
+    assert_one_line_error(code, err, "error: notes is a file, not a directory: it cannot hold the database other.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes"]  # nothing created, the directory neither
+
+
 @pytest.mark.parametrize(
     ("override", "meant"),
     [
@@ -451,4 +468,70 @@ def test_an_unknown_field_in_a_config_file_suggests_the_field(
     code, _, err = run_cli(
         capsys, "round", "start", "--run", "x", "--db", f"sqlite:///{tmp_path / 'c.db'}", "--config", str(cfg)
     )
-    assert_one_line_error(code, err, "memory.theta_upp", "did you mean memory.theta_up?")
+    assert_one_line_error(code, err, f"{cfg}: unknown field theta_upp in [memory] (did you mean theta_up?)")
+    assert "Extra inputs" not in err
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("memroy.k=1", "unknown config section 'memroy' (did you mean memory?)"),
+        ("Train.rounds=1", "unknown config section 'Train' (did you mean train?)"),
+        ("sim.parms.solver_lr=1", "unknown config section 'sim.parms' (did you mean sim.params?)"),
+        ("params.solver_lr=1", "unknown config section 'params' (did you mean sim.params?)"),  # the wrong level
+        ("zzz.k=1", "unknown config section 'zzz' (the sections: train, grpo, challenger, solver, filter,"),
+        ("memory.nope=1", "unknown config field 'memory.nope' (the fields are listed by `diagevo config`)"),
+    ],
+)
+def test_an_unknown_set_section_suggests_the_section(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], override: str, message: str
+) -> None:
+    db = tmp_path / "s.db"
+    code, _, err = run_cli(capsys, "train", "--db", f"sqlite:///{db}", "--quiet", "--set", override)
+    assert_one_line_error(code, err, f"error: {message}")
+    assert "Extra inputs" not in err
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[trian]\nrounds = 1\n", "unknown table [trian] (did you mean [train]?)"),
+        ("[sim.parms]\nsolver_lr = 1\n", "unknown table [sim.parms] (did you mean [sim.params]?)"),
+        ('["a b"]\nk = 1\n', "unknown table ['a b'] (the tables: [train], [grpo],"),
+        ("[train]\nrounsd = 1\n", "unknown field rounsd in [train] (did you mean rounds or run?)"),
+        ("[filter]\ntheta_up = 0.6\n", "unknown field theta_up in [filter] (did you mean theta_up in [memory]?)"),
+        ("rounds = 1\n", "unknown field rounds at the top level (did you mean rounds in [train]?)"),
+    ],
+)
+def test_an_unknown_table_or_field_in_a_config_file_is_named_in_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], toml: str, message: str
+) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(toml)
+    db = tmp_path / "c.db"
+    code, _, err = run_cli(capsys, "train", "--db", f"sqlite:///{db}", "--quiet", "--config", str(cfg))
+    assert_one_line_error(code, err, f"error: {cfg}: {message}")
+    assert "Extra inputs" not in err
+    assert not db.exists()
+
+
+def test_a_set_override_is_named_as_such_even_beside_a_config_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[memory]\nk = 0.4\n")
+    code, _, err = run_cli(capsys, "config", "--config", str(cfg), "--set", "memory.kk=2")
+    assert_one_line_error(code, err, "error: unknown config field 'memory.kk' (did you mean --set memory.k=2?)")
+
+
+def test_a_resumed_run_names_the_field_a_set_breaks_against_its_stored_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--resume --set`` is checked against the run's stored config, not pydantic's title line."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    args = ("train", "--db", db, "--run", "x", "--quiet")
+    assert run_cli(capsys, *args, "--rounds", "1", "--set", "filter.p_high=0.5")[0] == 0
+    code, _, err = run_cli(capsys, *args, "--rounds", "2", "--resume", "--set", "filter.p_low=0.6")
+    assert_one_line_error(code, err, "error: config: filter: need p_low <= p_high")
+    assert "validation error" not in err

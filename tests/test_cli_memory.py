@@ -209,6 +209,41 @@ def test_replay_of_uncommitted_round_names_last_committed(
     assert_one_line_error(code, err, "no run 'nope'")
 
 
+def test_an_unknown_cause_or_run_suggests_the_one_meant(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
+    for args in (["why", "c1"], ["why", "c1", "--json"], ["why", "C1", "--all", "--run", "r1"]):
+        code, out, err = run_cli(capsys, "memory", *args[:2], "--db", db, *args[2:])
+        if args[1] == "C1":
+            assert code == 0, err
+            continue
+        assert_one_line_error(code, err, "error: unknown cause 'c1' in run 'r1' (did you mean 'C1'?)")
+    code, _, err = run_cli(capsys, "memory", "why", "C11", "--db", db)  # close: C1
+    assert_one_line_error(code, err, "unknown cause 'C11' in run 'r1' (did you mean 'C1'?)")
+    code, _, err = run_cli(capsys, "memory", "why", "zzz", "--db", db)  # nothing close: where they are listed
+    assert_one_line_error(code, err, "unknown cause 'zzz' in run 'r1': the causes are listed by `diagevo memory show")
+    for command in (["stats"], ["show"], ["replay", "--round", "1"], ["events"]):
+        code, _, err = run_cli(capsys, "memory", *command, "--db", db, "--run", "R1")
+        assert_one_line_error(code, err, "error: no run 'R1' in", "(did you mean 'r1'?): the runs are listed by")
+    code, _, err = run_cli(capsys, "memory", "stats", "--db", db, "--run", "elsewhere")
+    assert_one_line_error(code, err, "no run 'elsewhere' in")
+    assert "did you mean" not in err
+
+
+@pytest.mark.parametrize(
+    ("command", "valid"), [(["replay"], "0"), (["events"], "0"), (["fork", "--run", "r1", "--to", "f"], "1")]
+)
+def test_a_negative_round_says_rounds_start_at_0(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], command: list[str], valid: str
+) -> None:
+    run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
+    code, _, err = run_cli(capsys, "memory", *command, "--round", "-1", "--db", db)
+    assert code == 2
+    assert_one_line_error(code, err, "'--round'", "-1: rounds start at 0")
+    assert run_cli(capsys, "memory", *command, "--round", valid, "--db", db)[0] == 0
+
+
 def test_verify_detects_a_tampered_snapshot(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
     run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)
     with open_log(db) as s:
@@ -238,7 +273,7 @@ def test_old_schema_revision_is_refused_untouched(tmp_path: Path, capsys: pytest
     ("args", "message"),
     [
         (["--set", "memory.k=-1"], "config: memory.k: Input should be greater than 0"),
-        (["--set", "memory.nope=1"], "config: memory.nope: Extra inputs are not permitted"),
+        (["--set", "memory.nope=1"], "unknown config field 'memory.nope'"),
         (["--set", 'filter.mode="weird"'], "config: filter.mode: Input should be"),
         (["--set", "bad"], "not of the form section.field=value"),
         (["--config", "/nonexistent/x.toml"], "no config file at /nonexistent/x.toml"),

@@ -129,3 +129,20 @@ def test_every_example_runs(path: Path, session_run: tuple[Path, dict[str, str]]
             assert words and words[0] == "diagevo", f"{path.name}: only diagevo commands are run here: {command!r}"
             done = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True)
             assert done.returncode == 0, f"{path.name}: `{command}` exited {done.returncode}:\n{done.stderr[-3000:]}"
+
+
+def test_every_file_beside_the_database_is_in_the_getting_started_table(
+    session_run: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """What a run and a read leave beside ``diagevo.db`` (the index, checkpoints, writer leases,
+    SQLite's ``-wal`` and ``-shm``) is each a row of "What each file is"."""
+    base, env = session_run
+    work = tmp_path / "work"
+    shutil.copytree(base, work)
+    done = subprocess.run(["diagevo", "memory", "stats"], cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    table = page.split("## What each file is", 1)[1].split("\n\n", 2)[1]
+    beside = sorted(p.name for p in work.iterdir() if p.name.startswith("diagevo."))
+    assert {"diagevo.db", "diagevo.leases"} <= set(beside), beside
+    assert [n for n in beside if f"`{n}`" not in table and f"`{n}/" not in table] == []

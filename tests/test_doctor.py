@@ -87,6 +87,9 @@ def test_a_named_missing_or_foreign_database_exits_one(capsys: pytest.CaptureFix
     assert code == 1 and c["status"] == "missing" and "not a diagevo database" in c["detail"]
     code, report, _ = doctor(capsys, "--db", "sqlite://diagevo.db")  # a host-style URL: the hint
     assert code == 1 and "sqlite:///diagevo.db" in by_name(report)["database"]["detail"]
+    code, report, _ = doctor(capsys, "--db", "sqlite:///sub/d.db")  # no writer can create it: not "no database yet"
+    c = by_name(report)["database"]
+    assert code == 1 and c["status"] == "missing" and "no directory sub to hold the database d.db" in c["detail"]
 
 
 def test_an_empty_model_directory_is_incomplete(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

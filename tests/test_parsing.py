@@ -93,3 +93,13 @@ def test_every_text_survives_the_jsonl_codec(texts: list[str], key: str) -> None
     assert text.count("\n") == len(objs) and len(text.splitlines()) == len(objs)
     assert [loads(line) for _, line in split_lines(text)] == objs
     assert [json.loads(line) for line in text.splitlines()] == objs  # any other line reader too
+
+
+def test_close_to_prefers_the_same_name_but_for_case_then_close_ones() -> None:
+    from diagevo.words import close_to, did_you_mean
+
+    assert close_to("c1", ["C1", "C10", "C11"]) == ["C1"]  # case aside first, however many are close
+    assert close_to("dmeo", ["demo", "other"]) == ["demo"]
+    assert close_to("zzz", ["demo", "C1"]) == [] and close_to("x" * 201, ["x" * 201]) == []
+    assert did_you_mean("demo1", ["demo", "demo2", "x"]) == " (did you mean 'demo' or 'demo2'?)"
+    assert did_you_mean("zzz", ["demo"]) == "" and did_you_mean("demo", ["demo"]) == ""

@@ -204,7 +204,50 @@ def test_unusable_database_is_one_clear_line(url: str) -> None:
         open_log(url)
     message = str(info.value)
     assert "\n" not in message and "secret" not in message
-    assert message.startswith(("cannot open database", "invalid database URL", "unsupported database"))
+    assert message.startswith(("cannot open database", "invalid database URL", "unsupported database", "no directory"))
+
+
+@pytest.mark.parametrize(
+    ("url", "driver"),
+    [
+        ("postgres://u@h/db", "postgresql+psycopg"),  # libpq's spelling, which SQLAlchemy itself refuses
+        ("postgres+psycopg://u@h/db", "postgresql+psycopg"),
+        ("postgresql://u@h/db", "postgresql+psycopg"),
+        ("postgresql+psycopg://u@h/db", "postgresql+psycopg"),
+    ],
+)
+def test_postgres_is_an_alias_of_postgresql(url: str, driver: str) -> None:
+    from diagevo.log import postgres
+    from diagevo.log.backends import backend_of, normalise_url
+
+    assert normalise_url(url).drivername == driver
+    assert backend_of(url) is postgres
+
+
+def test_the_getting_started_table_names_every_backend_and_only_urls_that_open() -> None:
+    """Each URL of the documentation's table of databases names a backend, and each backend (the
+    in-memory one too) is in the table."""
+    import re
+    from pathlib import Path
+
+    from diagevo.log.backends import _MODULES, backend_of
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    table = page.split("| database | URL |", 1)[1].split("\n\n", 1)[0]
+    urls = [u.replace("...", "u@h/db") for u in re.findall(r"`([a-z+]+://[^`]*)`", table)]
+    assert any(u.startswith("memory://") for u in urls) and any(u.startswith("postgres://") for u in urls)
+    assert {backend_of(u).__name__ for u in urls} == set(_MODULES.values())
+
+
+@pytest.mark.postgres
+def test_a_postgres_url_opens_the_same_log(postgres_backend: Backend) -> None:
+    url = postgres_backend.fresh_url()
+    assert url.startswith("postgresql+psycopg://")
+    alias = "postgres://" + url.split("://", 1)[1]
+    with open_log(alias) as store:
+        store.append([new_event("round.started", "r", 1, "e1")])
+    with open_log(url) as store:
+        assert store.runs() == ["r"] and store.last_seq("r") == 1
 
 
 # --- CLI: diagevo db ------------------------------------------------------------------------
@@ -252,7 +295,10 @@ def test_cli_current_does_not_create_a_missing_sqlite_file(tmp_path) -> None:
     [
         (["upgrade", "--db", "postgresql://u:pw@127.0.0.1:1/x"], "cannot open database"),
         (["current", "--db", "bogus"], "invalid database URL 'bogus' (a SQLite file is sqlite:///bogus)"),
-        (["upgrade", "--db", "sqlite:////nonexistent-dir/x.db"], "cannot open database"),
+        (
+            ["upgrade", "--db", "sqlite:////nonexistent-dir/x.db"],
+            "no directory /nonexistent-dir to hold the database x.db",
+        ),
     ],
 )
 def test_cli_errors_are_one_line_without_traceback(args: list[str], needle: str) -> None:

@@ -32,6 +32,8 @@ def normalise_url(url: str) -> URL:
     except sa_exc.ArgumentError:
         hint = f" (a SQLite file is sqlite:///{url})" if "://" not in url else ""
         raise StoreError(f"invalid database URL {redact_url(url)!r}{hint}") from None
+    if u.drivername.split("+", 1)[0] == "postgres":  # libpq's other spelling, which SQLAlchemy refuses
+        u = u.set(drivername="postgresql" + u.drivername[len("postgres") :])
     if u.drivername == "postgresql":
         u = u.set(drivername="postgresql+psycopg")  # psycopg 3 is the driver we ship
     return u

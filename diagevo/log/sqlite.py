@@ -287,9 +287,10 @@ def sqlite_path(u: URL) -> Path | None:
 
 
 def check_url(u: URL, url: str) -> None:
-    """Two mistakes that SQLite would report as ``Invalid SQLite URL`` or ``disk I/O error``: a
-    host-style URL (``sqlite://diagevo.db``: two slashes make ``diagevo.db`` a host) and a path
-    that is a directory."""
+    """Three mistakes that SQLite would report as ``Invalid SQLite URL``, ``disk I/O error`` or
+    ``unable to open database file``: a host-style URL (``sqlite://diagevo.db``: two slashes make
+    ``diagevo.db`` a host), a path that is a directory, and a path whose directory is missing
+    (or is a file); diagevo creates a database file, never its directory."""
     if u.host:
         where = "/".join(p for p in (u.host, u.database) if p)
         raise StoreError(
@@ -302,6 +303,22 @@ def check_url(u: URL, url: str) -> None:
             f"{redact_url(url)}: {path} is a directory, not a SQLite database file "
             f"(sqlite:///{path / 'diagevo.db'} is a file in it)"
         )
+    if path is not None and not path.exists():
+        _check_directory(path)
+
+
+def _check_directory(path: Path) -> None:
+    """The directory a new database file would go into is there (``path`` does not exist)."""
+    parent = path.parent
+    try:
+        if parent.is_dir():
+            return
+        is_file = parent.exists()
+    except OSError:  # a directory on the way that may not be read: SQLite's own words say so
+        return
+    if is_file:
+        raise MissingDatabase(f"{parent} is a file, not a directory: it cannot hold the database {path.name}")
+    raise MissingDatabase(f"no directory {parent} to hold the database {path.name}")
 
 
 def missing_database(u: URL) -> MissingDatabase | None:

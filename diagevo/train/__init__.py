@@ -16,6 +16,7 @@ from diagevo.log import EventStore
 from diagevo.redaction import given_secrets
 from diagevo.train.backend import Backend, ProgressFn, no_progress
 from diagevo.train.model_dirs import check_models
+from diagevo.words import did_you_mean
 
 
 class BackendUnavailable(Unavailable, ValueError):
@@ -59,7 +60,8 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
     if config.train.run:
         exists = store.has_run(config.train.run)
         if resume and not exists:
-            raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}")
+            meant = did_you_mean(config.train.run, store.runs())
+            raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}{meant}")
         if exists and not resume:
             raise Conflict(
                 f"run {config.train.run!r} already exists in {redact_url(store.url)}; pass --resume to continue it"
@@ -76,14 +78,16 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
 def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]) -> Config:
     """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
     the next round (:func:`diagevo.rounds.configure_run`: refused while a round is under way)."""
-    from diagevo.config import apply_overrides
+    from pydantic import ValidationError
+
+    from diagevo.config import apply_overrides, config_error
     from diagevo.rounds import configure_run
 
     data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), overrides)
     try:
         config = Config.model_validate(data)
-    except Exception as exc:  # pydantic's message, first line
-        raise BadInput(f"config: {str(exc).splitlines()[0]}") from None
+    except ValidationError as exc:
+        raise config_error(exc, overrides) from None
     configure_run(store, run, config)
     return config
 

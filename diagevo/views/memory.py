@@ -17,6 +17,7 @@ from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, commits, fold, fold_until, start
 from diagevo.memory.state import Memory
 from diagevo.urls import redact_url
+from diagevo.words import did_you_mean
 
 VIEW = "memory"
 """The name of the memory's saved states (one per committed round: the round is the part)."""
@@ -32,7 +33,8 @@ def resolve_run(store: Recorder, run: str | None) -> str:
     if run is not None:
         if not store.has_run(run):
             raise InvariantError(
-                f"no run {run!r} in {redact_url(store.url)}: the runs are listed by {{command}}",
+                f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: "
+                "the runs are listed by {command}",
                 hint=Hint(("runs",), store.url),
             )
         return run

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from diagevo.errors import Hint
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import accumulate, metric_columns, round_stats
-from diagevo.views.stories import cause_rows, cause_story, recent_story
+from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
+from diagevo.words import did_you_mean
 
 # the series of ``memory plot`` (the paper's Figure 3b)
 LIFECYCLE = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
@@ -54,11 +56,26 @@ def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | No
     """The story of one cause: creation, attributions, promotions, reactivations, merges; with
     ``recent``, only that many of the newest attributions (and how many more there are)."""
     run_id = resolve_run(store, run)
-    if recent is not None:
-        return {"run": run_id, **recent_story(store, run_id, cause, recent)}
-    story = cause_story(cause_rows(store, run_id, cause), cause)
+    try:
+        if recent is not None:
+            return {"run": run_id, **recent_story(store, run_id, cause, recent)}
+        story = cause_story(cause_rows(store, run_id, cause), cause)
+    except UnknownCause:
+        raise unknown_cause(store, run_id, cause) from None
     count = sum(e["kind"] == "attributed" for e in story["timeline"])
     return {"run": run_id, **story, "attributions": count, "more_attributions": 0}
+
+
+def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
+    """``unknown cause 'c1' in run 'demo'``, with the cause ids of the run it most likely means
+    (case aside, or close), else the command that lists them."""
+    created = store.rows(run, types=("cause.created",))
+    meant = did_you_mean(cause, (e.data["cause_id"] for e in created if isinstance(e.data.get("cause_id"), str)))
+    said = f"unknown cause {cause!r} in run {run!r}"
+    if meant:
+        return UnknownCause(said + meant)
+    listed = Hint(("memory", "show", "--run", run), store.url)
+    return UnknownCause(f"{said}: the causes are listed by {{command}}", hint=listed)
 
 
 def stats(store: Recorder, run: str | None = None) -> dict[str, Any]:

@@ -27,13 +27,17 @@ def _question_view(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return view | {k: q[k] for k in ("pseudo_label", "p1", "p2", "n") if k in q}
 
 
+class UnknownCause(InvariantError):
+    """A story asked of a cause the run never created."""
+
+
 def cause_story(rows: Iterable[Row], cause_id: str) -> dict[str, Any]:
     """Everything the log says about one cause, oldest first: its creation (failure, question,
     diagnosis), attributions, promotions, reactivations (with the failure's question and its
     generation mode, recurrence or dedup, similarity) and the merges of its node."""
     stories = cause_stories(rows, {cause_id})
     if cause_id not in stories:
-        raise InvariantError(f"unknown cause {cause_id!r}")
+        raise UnknownCause(f"unknown cause {cause_id!r}")
     return stories[cause_id]
 
 
