@@ -79,7 +79,7 @@ def _summary_table(s: Any, heuristic: bool = False) -> Table:
     title = f"diagnosis of run {s.run}, round {s.round}" + (
         " (heuristic, not the paper's LLM diagnostician)" if heuristic else ""
     )
-    table = Table(title=text(title), show_header=False, caption=text(HEURISTIC_NOTE) if heuristic else None)
+    table = Table(title=text(title), show_header=False)  # the note itself goes to stderr, once
     table.add_column(style="bold")
     table.add_column(justify="right")
     rows = [
