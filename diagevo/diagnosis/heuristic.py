@@ -202,24 +202,22 @@ class HeuristicDiagnostician:
         self.min_words, self.max_words = min_words, max_words
         self.answers = answers
         self.model_name = ANSWER_MODEL if answers else MODEL
-        # the rules' causes as worded at these word limits -> their node labels
-        self._labels = {
-            _fit(cause.split(), min_words, max_words, _FILLER): _fit(label.split(), min_words, max_words, _LABEL_FILLER)
-            for cause, label in ANSWER_RULES.values()
-        }
-        # every cause and node label a rule words at these limits -> the rule
-        self._cause_rules: dict[str, str] = {
-            _fit(t.format(op=op).split(), min_words, max_words, _FILLER): DEPARTURE_RULE
-            for t in _DEPARTURES
-            for op in _OPERATION_NAMES
-        }
-        self._label_rules: dict[str, str] = {
-            _fit(_NODE_LABEL.format(op=op).split(), min_words, max_words, _LABEL_FILLER): DEPARTURE_RULE
-            for op in _OPERATION_NAMES
-        }
+
+        def as_cause(words: str) -> str:
+            return _fit(words.split(), min_words, max_words, _FILLER)
+
+        def as_label(words: str) -> str:
+            return _fit(words.split(), min_words, max_words, _LABEL_FILLER)
+
+        # every cause and node label a rule words at these limits -> the rule; the answer rules'
+        # causes -> their node labels
+        self._cause_rules = {as_cause(t.format(op=op)): DEPARTURE_RULE for t in _DEPARTURES for op in _OPERATION_NAMES}
+        self._label_rules = {as_label(_NODE_LABEL.format(op=op)): DEPARTURE_RULE for op in _OPERATION_NAMES}
+        self._labels: dict[str, str] = {}
         for rule, (cause, label) in ANSWER_RULES.items():
-            self._cause_rules[_fit(cause.split(), min_words, max_words, _FILLER)] = rule
-            self._label_rules[_fit(label.split(), min_words, max_words, _LABEL_FILLER)] = rule
+            worded, labelled = as_cause(cause), as_label(label)
+            self._cause_rules[worded], self._label_rules[labelled] = rule, rule
+            self._labels[worded] = labelled
 
     def _same_rule(self, a: str | None, b: str | None) -> bool:
         """Whether two texts may match: with ``answers``, only when one rule worded both (texts
