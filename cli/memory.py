@@ -62,8 +62,11 @@ def render_memory(mem: Memory, title: str) -> None:
     console.print(tree)
     # F_t, then the reference F_1 of Eq. 1 (said once at t = 1, where the two are one figure)
     reference = "   F_1 not fixed yet" if s.F1 is None else "" if mem.committed == 1 else f"   F_1 = {s.F1}"
-    console.print(f"F_{mem.committed} = {s.F}{reference}   k = {mem.k:g}   ε_{mem.committed + 1} = {s.epsilon:.4f}")
-    console.print(f"active {len(mem.active())}, mastered {len(mem.mastered())}, nodes {len(mem.nodes)}")
+    # numbers only, yet built as Text like every line here: nothing printed is read as markup
+    console.print(
+        text(f"F_{mem.committed} = {s.F}{reference}   k = {mem.k:g}   ε_{mem.committed + 1} = {s.epsilon:.4f}")
+    )
+    console.print(text(f"active {len(mem.active())}, mastered {len(mem.mastered())}, nodes {len(mem.nodes)}"))
 
 
 def _numbered(node: Any) -> tuple[int, int, str]:
