@@ -26,6 +26,7 @@ from diagevo.redaction import redact_config
 from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
 from diagevo.urls import redact_url as redact_url
 from diagevo.urls import resolve_db_url as resolve_db_url
+from diagevo.words import you_mean
 
 Role = Literal["challenger", "solver"]
 
@@ -910,13 +911,11 @@ def _unknown(loc: tuple[str, ...], value: Any, overrides: Mapping[str, str], pat
         guesses = suggest_sections(key)
         parent = key.rpartition(".")[0]
         if in_file:
-            said = f"{path}: unknown table [{_toml_key(loc)}]"
-            if guesses:
-                return BadInput(f"{said} (did you mean {' or '.join(f'[{g}]' for g in guesses)}?)")
+            said, meant = f"{path}: unknown table [{_toml_key(loc)}]", [f"[{g}]" for g in guesses]
         else:
-            said = f"unknown config section {shorten(key, 60)}"
-            if guesses:
-                return BadInput(f"{said} (did you mean {' or '.join(guesses)}?)")
+            said, meant = f"unknown config section {shorten(key, 60)}", guesses
+        if meant:
+            return BadInput(said + you_mean(meant))
         siblings = [s for s in section_names() if s.rpartition(".")[0] == parent]
         if siblings:
             known = ", ".join(f"[{s}]" if in_file else s for s in siblings)
@@ -937,7 +936,7 @@ def _unknown(loc: tuple[str, ...], value: Any, overrides: Mapping[str, str], pat
         else:
             meant = guesses
     if meant:
-        return BadInput(f"{said} (did you mean {' or '.join(meant)}?)")
+        return BadInput(said + you_mean(meant))
     return BadInput(f"{said} (the fields are listed by {{command}})", hint=listed)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def plural(n: int, noun: str, many: str | None = None) -> str:
@@ -33,5 +33,9 @@ def close_to(word: str, known: Iterable[str], n: int = 3) -> list[str]:
 def did_you_mean(word: str, known: Iterable[str]) -> str:
     """`` (did you mean 'demo'?)`` naming what :func:`close_to` finds (quoted: ids are free text),
     or nothing."""
-    meant = [name for name in close_to(word, known) if name != word]
-    return f" (did you mean {' or '.join(map(repr, meant))}?)" if meant else ""
+    return you_mean([repr(name) for name in close_to(word, known) if name != word])
+
+
+def you_mean(shown: Sequence[str]) -> str:
+    """`` (did you mean A or B?)`` of names already written as the message shows them, or nothing."""
+    return f" (did you mean {' or '.join(shown)}?)" if shown else ""
