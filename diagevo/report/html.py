@@ -36,6 +36,7 @@ CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg); margin: 0; }
 header { padding: 20px 32px 12px; border-bottom: 1px solid var(--line); }
 header h1 { margin: 0 0 4px; font-size: 22px; }
+header h1 code { font-size: 0.9em; }
 header p { margin: 0; color: var(--muted); }
 header p.note { overflow-wrap: anywhere; }
 nav { position: sticky; top: 0; background: #fffffff0; border-bottom: 1px solid var(--line); padding: 6px 32px; z-index: 2; }
