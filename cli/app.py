@@ -6,6 +6,7 @@ import errno
 import gc
 import os
 import sys
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -255,11 +256,35 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'cli.app' has no attribute {name!r}")
 
 
+def _check_utf8(args: list[str], env: Mapping[str, str]) -> None:
+    """Command-line arguments and diagevo's environment variables that are not UTF-8 are named
+    in diagevo's words (which argument or variable, which byte at which offset), before a
+    command sees them."""
+    from diagevo.errors import BadInput
+    from diagevo.parsing import utf8_problem
+
+    for i, arg in enumerate(args, 1):
+        problem = utf8_problem(arg)
+        if problem is not None:
+            before = args[i - 2] if i > 1 else ""
+            named = f"option {before}" if before.startswith("--") and "=" not in before else f"argument {i}"
+            option, eq, value = arg.partition("=")
+            if arg.startswith("--") and eq and utf8_problem(option) is None:
+                named, problem = f"option {option}", utf8_problem(value)
+            raise BadInput(f"{named} of the command line: {problem}")
+    for name in sorted(env):
+        if name.startswith("DIAGEVO_"):
+            problem = utf8_problem(env[name])
+            if problem is not None:
+                raise BadInput(f"environment variable {name}: {problem}")
+
+
 def main() -> None:
     # what the imports built lives as long as the process: out of the collector's passes, which
     # a read of tens of thousands of events would otherwise repeat over it (Python's gc.freeze)
     gc.freeze()
     try:
+        _check_utf8(sys.argv[1:], os.environ)
         code = build()(standalone_mode=False, prog_name="diagevo")
     except Interrupted as exc:
         err_console.print(text(redact_text(str(exc))), soft_wrap=True)
@@ -269,7 +294,7 @@ def main() -> None:
         _leave_now(EXIT_INTERRUPTED)
     except DiagevoError as exc:
         err_console.print(error_line(_one_line(exc)), soft_wrap=True)
-        sys.exit(EXIT_ERROR)
+        sys.exit(int(getattr(exc, "exit_code", EXIT_ERROR)))  # a preflight refusal: 2
     except OSError as exc:
         if not _environmental(exc):
             err_console.print(text(_internal_error(exc)), soft_wrap=True)

@@ -45,7 +45,9 @@ EXIT_CODES: dict[int, str] = {
         "an error you can fix (any DiagevoError below, a full disk, a path you may not write): one line on stderr"
     ),
     EXIT_USAGE: (
-        "a bad command line (unknown option, bad option value, missing argument): one line, and where its --help is"
+        "a bad command line (unknown option, bad option value, missing argument): one line, and where its --help is;"
+        " or a preflight refusal (train, eval, diagnose): what the config needs is not here (a package, a model"
+        " directory, GPUs, the diagnostician, disk), one line naming the fix, nothing created"
     ),
     EXIT_INTERNAL: "a bug in diagevo: one line naming a file that holds the traceback (without credentials)",
     EXIT_INTERRUPTED: "Ctrl-C: where it stopped, and the command that continues (train --resume)",

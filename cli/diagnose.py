@@ -45,17 +45,15 @@ ConfigOpt = Annotated[
 
 def _diagnosis_config(config: Path | None, **overrides: Any) -> Any:
     from diagevo.config import load_config
+    from diagevo.diagnosis.tools import diagnosis_config
 
-    cfg = load_config(config).diagnosis
-    values = {k: v for k, v in overrides.items() if v is not None}
-    return cfg.model_copy(update=values) if values else cfg
+    return diagnosis_config(load_config(config).diagnosis, **overrides)
 
 
 def _embedder(cfg: Any) -> Any:
-    from diagevo.diagnosis.embedder import make_embedder
+    from diagevo.diagnosis.tools import embedder_for
 
-    api_key = cfg.api_key.get_secret_value() if cfg.api_key else None
-    return make_embedder(cfg.embedder, cfg.embed_model, api_key)
+    return embedder_for(cfg)
 
 
 HEURISTIC_NOTE = "heuristic diagnostician: deterministic rules on the final answer, not the paper's LLM diagnostician"
@@ -109,7 +107,9 @@ def _summary_table(s: Any, heuristic: bool = False) -> Table:
 
 
 def diagnose(
-    failures_file: Annotated[Path, typer.Argument(help="JSONL, one failure a line (see README).", show_default=False)],
+    failures_file: Annotated[
+        Path, typer.Argument(help="JSONL, one failure a line (docs/how-to/own-trainer.md).", show_default=False)
+    ],
     run: Annotated[str, typer.Option("--run", help="Run id whose memory the failures update.")],
     round: Annotated[int, typer.Option("--round", help="The run's open round (last committed round + 1).")],
     llm_url: Annotated[
@@ -129,12 +129,11 @@ def diagnose(
     opened with 'round start' the failures are recorded first (each of a retained question).
     (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
     from diagevo.config import resolve_db_url
-    from diagevo.diagnosis.llm import LLMDiagnostician
     from diagevo.diagnosis.pipeline import diagnose as diagnose_round
     from diagevo.diagnosis.pipeline import failures_from_records
-    from diagevo.openai_client import check_endpoint
+    from diagevo.diagnosis.tools import check_endpoints, diagnostician_for, embedder_for, vector_index
     from diagevo.rounds import Round, round_state
-    from diagevo.views.index import VectorIndex, default_index_path
+    from diagevo.views.index import default_index_path
     from diagevo.words import did_you_mean
 
     cfg = _diagnosis_config(
@@ -167,14 +166,10 @@ def diagnose(
         lines = read_failures(failures_file, set(rnd.memory().causes))
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
-        key = cfg.api_key.get_secret_value() if cfg.api_key else None
-        if not heuristic:
-            check_endpoint(cfg.llm_url, api_key=key, timeout_s=min(cfg.request_timeout_s, 10.0), what="diagnostician")
-        if cfg.embedder != "local":
-            check_endpoint(cfg.embedder, api_key=key, timeout_s=min(cfg.request_timeout_s, 10.0), what="embedder")
-        emb = _embedder(cfg)
-        vindex = VectorIndex(emb, index or default_index_path(resolve_db_url(db)), run)
-        dx = _heuristic(cfg, emb) if heuristic else LLMDiagnostician.from_config(cfg)
+        check_endpoints(cfg, diagnostician)
+        emb = embedder_for(cfg)  # the objects diagevo.diagnose builds from the same names
+        vindex = vector_index(store, run, emb, index or default_index_path(resolve_db_url(db)))
+        dx = diagnostician_for(diagnostician, cfg, emb)
         inputs = failures_from_records(line.model_dump() for line in lines)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -194,9 +189,12 @@ def diagnose(
                     tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
                 bar.update(tasks[phase], completed=done, total=total)
 
-            summary = diagnose_round(
-                rnd, diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
-            )
+            from cli.eval import _resumable  # Ctrl-C: the same command goes on (decided failures are skipped)
+
+            with _resumable():
+                summary = diagnose_round(
+                    rnd, diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
+                )
     if json_out:
         emit_json({**summary.to_json(), "diagnostician": diagnostician, "model": dx.model_name})
     else:
@@ -205,16 +203,6 @@ def diagnose(
         if summary.not_recorded:
             err_console.print(text(NOT_RECORDED_NOTE.format(run=run, round=round)))
         console.print(_summary_table(summary, heuristic))
-
-
-def _heuristic(cfg: Any, emb: Any) -> Any:
-    """The offline rule-based stand-in (not the paper's LLM diagnostician), at the calibrated
-    thresholds of the embedder."""
-    from diagevo.diagnosis.calibration import thresholds_for
-    from diagevo.diagnosis.heuristic import HeuristicDiagnostician
-
-    th = thresholds_for(cfg, emb.name)
-    return HeuristicDiagnostician(emb, th.dup, th.merge, cfg.min_words, cfg.max_words, answers=True)
 
 
 def reindex(

@@ -42,14 +42,31 @@ def doctor(
             help="A model directory to check besides those under models/ (repeatable). Named: incomplete exits 1.",
         ),
     ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="A TOML config: also the checks `train` runs before it starts (packages, model directories, GPUs, "
+            "the diagnostician, disk). Named: a problem exits 1.",
+        ),
+    ] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field of --config.")] = None,
     json: JsonOpt = False,
 ) -> None:
     """What this installation can do: database, disk, PostgreSQL, models, embedding model, hf
     backend, vLLM, Chromium, diagevo on PATH; each ok / warning / missing with its fix.
     Exits 1 only when something you named (--db, --postgres, --model) is not ok."""
     from diagevo.doctor import as_json, run_checks
+    from diagevo.train.preflight import detail
 
     checks = run_checks(db=db, postgres=postgres, models=list(model or []))
+    if config is not None or set_:
+        from diagevo.config import load_config, resolve_db_url
+        from diagevo.train.preflight import checkpoint_root, preflight
+
+        cfg = load_config(config, list(set_ or []))
+        checks += preflight(cfg, checkpoint_root(cfg, resolve_db_url(db or cfg.db)))
     failed = [c for c in checks if c.failed]
     if json:
         emit_json(as_json(checks, spell))
@@ -59,7 +76,7 @@ def doctor(
         width = max(map(len, names)) + 2
         for c, name in zip(checks, names):
             name = name.ljust(width)
-            console.print(text((f"{c.status:<8}", STYLE[c.status]), " ", name, c.detail), soft_wrap=True)
+            console.print(text((f"{c.status:<8}", STYLE[c.status]), " ", name, detail(c, spell)), soft_wrap=True)
             if c.fix is not None:
                 fix = c.fix if isinstance(c.fix, str) else spell(c.fix)
                 console.print(text(" " * 9, "fix: ", (fix, "bold")), soft_wrap=True)

@@ -73,6 +73,9 @@ def _engine_factory(engine: str | None, url: str | None) -> tuple[str, Any]:
         )
     if kind != "endpoint" and url:
         raise CLIError(f"--url is for the endpoint engine, not {kind}")
+    from diagevo.train.preflight import check_engine, require
+
+    require(check_engine(kind))  # before anything is loaded or recorded: one line, exit 2
 
     def build(model: str) -> Any:
         try:

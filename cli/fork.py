@@ -18,26 +18,38 @@ def register(memory_app: typer.Typer) -> None:
         round: Annotated[int, typer.Option("--round", callback=round_from_0, help="Its committed round to fork at.")],
         to: Annotated[str, typer.Option("--to", help="The new run's id.")],
         db: DbOpt = None,
+        set_: Annotated[
+            list[str] | None,
+            typer.Option("--set", help="Change the fork's config from its first round on: section.field=value."),
+        ] = None,
         json: JsonOpt = False,
     ) -> None:
-        """A new run whose log is RUN's log through ROUND's commit (continue it with train --resume)."""
+        """A new run whose log is RUN's log through ROUND's commit, continued by the trainer that
+        wrote RUN (train --resume for diagevo's own, the round protocol for another)."""
         from diagevo.fork import fork_run
-        from diagevo.rounds import stored_config
+        from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
         from diagevo.words import plural
 
         with open_store(db) as store:
-            done = fork_run(store, run, round, to)
+            done = fork_run(store, run, round, to, list(set_ or []))
             saved = stored_config(store, to)
+            trainer = run_trainer(store, to)
+        ours = trainer in (None, OUR_TRAINER)  # a log of an older diagevo does not say: as before
         if json:
-            emit_json(done)
+            emit_json(done | {"trainer": trainer})
             return
-        # a fork at or past its run's last round trains one more round when continued
-        more = [] if saved is not None and saved.train.rounds > round else ["--rounds", str(round + 1)]
+        if ours:
+            # a fork at or past its run's last round trains one more round when continued
+            more = [] if saved is not None and saved.train.rounds > round else ["--rounds", str(round + 1)]
+            how = suggest("train", "--run", to, "--resume", *more, db=db)
+        else:
+            how = (
+                f"its trainer ({trainer}), through the round protocol: {suggest('round', 'start', '--run', to, db=db)}"
+            )
         console.print(
             text(
                 f"run {to}: {plural(done['events'], 'event')}, a copy of run {run} through round {round} "
-                f"(source hash {done['source_hash'][:12]}); continue with: "
-                f"{suggest('train', '--run', to, '--resume', *more, db=db)}"
+                f"(source hash {done['source_hash'][:12]}); continue with: {how}"
             ),
             soft_wrap=True,
         )

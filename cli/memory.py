@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -26,7 +25,8 @@ from cli.common import (
     round_from_0,
 )
 from cli.safe import plain, text
-from diagevo.words import plural
+from diagevo.catalog import CATALOG
+from diagevo.words import did_you_mean, plural
 
 if TYPE_CHECKING:
     from diagevo.memory.state import Memory
@@ -228,6 +228,8 @@ STATS_COLUMNS = {
     "reactivations": "react",
     "merges": "merge",
     "heldout_acc": "held-out",
+    "ckpt_mb": "ckpt MB",
+    "disk_mb": "disk MB",
 }
 # what a narrow terminal keeps, most important first: the round, its scores (held-out accuracy,
 # every metric by name, the benchmarks), the schedule and the memory, then what the round did;
@@ -248,6 +250,8 @@ _KEPT_FIRST = (
     "promotions",
     "reactivations",
     "merges",
+    "disk_mb",
+    "ckpt_mb",
 )
 
 
@@ -257,6 +261,8 @@ _LEGEND = {
     "attr": "attributions",
     "prom": "promotions",
     "react": "reactivations",
+    "ckpt MB": "checkpoints written in the round",
+    "disk MB": "of those, still on disk",
 }
 """What the abbreviated headers of ``memory stats`` mean (said under the table for those shown)."""
 
@@ -291,12 +297,27 @@ def stats(
     ] = None,
     follow: FollowOpt = False,
     until_round: UntilOpt = None,
+    steps: Annotated[
+        bool,
+        typer.Option(
+            "--steps",
+            help="One row per GRPO step instead (train.step: reward, reward_std, kl, entropy, clip ratio, "
+            "completion length, learning rate, grad norm, as TRL names them), challenger and solver apart.",
+        ),
+    ] = False,
 ) -> None:
     """One row per committed round: the memory, what the round did, and every metric the run
     recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run).
-    With --follow, a line per round as another process commits it (a JSON line with --json)."""
+    With --follow, a line per round as another process commits it (a JSON line with --json).
+    With --steps, one row per GRPO step of the hf backend (x = the role's global step)."""
     from diagevo.files import TABLE_SUFFIXES
     from diagevo.views import queries
+
+    if steps:
+        if out is not None:
+            raise CLIError("--steps goes without -o (memory stats --steps --json has the rows)")
+        _step_stats(db, run, json, wide, follow, until_round)
+        return
 
     if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
         raise CLIError(f"{out}: write the rows as a .csv or .parquet file (not {out.suffix or 'no suffix'})")
@@ -328,6 +349,67 @@ def stats(
         print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, legend=_LEGEND, priority=keep)
     if out is not None:
         console.print(text(f"wrote {out} ({plural(len(rows), 'round')})"))
+
+
+_STEP_HEADS = {
+    "global_step": "step",
+    "reward_std": "reward sd",
+    "clip_ratio/region_mean": "clip",
+    "completions/mean_length": "length",
+    "learning_rate": "lr",
+    "grad_norm": "grad",
+}
+
+
+def _step_cells(row: dict[str, Any], fields: list[str]) -> list[str]:
+    return [str(row["round"]), plain(str(row["role"])), str(row["global_step"])] + [
+        f"{v:.4g}" if isinstance(v := row.get(f), float) else _cell(v) for f in fields
+    ]
+
+
+def _step_stats(
+    db: str | None, run: str | None, as_json: bool, wide: bool, follow: bool, until_round: int | None
+) -> None:
+    """``memory stats --steps``: the run's GRPO steps; with --follow, each as its phase logs it."""
+    from diagevo.views import queries
+
+    with open_store(db, readonly=True) as store:
+        if not follow:
+            data = queries.steps(store, run)
+        else:
+            run_id = _followed_run(store, run)
+    if not follow:
+        if as_json:
+            emit_json(data)
+            return
+        if not data["steps"]:
+            console.print(text(f"run {data['run']} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
+            return
+        from cli.tables import print_fitted
+
+        fields = data["fields"] if wide else [f for f in queries.STEP_FIELDS if f in data["fields"]]
+        heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]
+        cells = [_step_cells(r, fields) for r in data["steps"]]
+        print_fitted(console, heads, cells, title=text(f"run {data['run']}: GRPO steps"), wide=wide)
+        return
+    from diagevo.views.follow import follow_events
+
+    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
+        if not as_json:
+            console.print(text((f"following run {run_id}: a line per GRPO step (Ctrl-C to stop)", "dim")))
+        for e in follow_events(store, run_id):
+            if e.type == "train.step":
+                row = queries.step_row(e.round, e.data)
+                if as_json:
+                    emit_json({"run": run_id, **row})
+                else:
+                    shown = [f for f in queries.STEP_FIELDS if f in row]
+                    names = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in shown]]
+                    line = "  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True))
+                    console.print(text(line), soft_wrap=True)
+                _flush()
+            if e.type == "round.committed" and until_round is not None and e.round >= until_round:
+                return
 
 
 def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
@@ -375,20 +457,13 @@ def _short(value: Any) -> str:
     return str(round(value, 3)) if isinstance(value, float) else str(value)
 
 
-def _grouped(types: Iterable[str]) -> str:
-    """``cause.{created,promoted}, llm.called``: every event type, short enough for one line."""
-    groups: dict[str, list[str]] = {}
-    for t in sorted(types):
-        head, _, tail = t.partition(".")
-        groups.setdefault(head, []).append(tail)
-    return ", ".join(f"{h}.{t[0]}" if len(t) == 1 else f"{h}.{{{','.join(t)}}}" for h, t in groups.items())
-
-
 @memory_app.command()
 def events(
     db: DbOpt = None,
     run: RunOpt = None,
-    type: Annotated[list[str] | None, typer.Option("--type", help="Only these event types.")] = None,
+    type: Annotated[
+        list[str] | None, typer.Option("--type", help=f"Only these event types: {', '.join(sorted(CATALOG))}.")
+    ] = None,
     cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
     failure: Annotated[str | None, typer.Option("--failure", help="Only events naming this failure.")] = None,
     question: Annotated[str | None, typer.Option("--question", help="Only events naming this question.")] = None,
@@ -415,7 +490,11 @@ def events(
         raise CLIError("give --json or --jsonl, not both")
     unknown = sorted(set(type or ()) - set(EVENT_TYPES))
     if unknown:
-        raise CLIError(f"unknown event type {one_line(unknown[0], 40)!r}; the known types: {_grouped(EVENT_TYPES)}")
+        shown = one_line(unknown[0], 40)
+        raise CLIError(
+            f"unknown event type {shown!r}{did_you_mean(shown, EVENT_TYPES)}; "
+            "`diagevo memory events --help` lists the known types"
+        )
     wanted = {
         **{f: cause for f in CAUSE_FIELDS if cause is not None},
         **({"failure_id": failure} if failure is not None else {}),

@@ -61,6 +61,9 @@ def start(
         list[str] | None, typer.Option("--set", help="Override a field of a new run's config: section.field=value.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of a new run's request streams.")] = 0,
+    trainer: Annotated[
+        str | None, typer.Option("--trainer", help="Name of the trainer that drives a new run (runs, report show it).")
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Start the run (when new) and open its next round."""
@@ -71,9 +74,11 @@ def start(
         created = False
         if run not in store.runs():
             cfg = load_config(config, [*(set_ or []), f"train.seed={seed}", f"train.run={jsonlib.dumps(run)}"])
-            created = rounds.start_run(store, run, cfg, seed)
-        elif config is not None or set_:
+            created = rounds.start_run(store, run, cfg, seed, trainer=trainer or rounds.EXTERNAL_TRAINER)
+        elif config is not None:
             raise CLIError(f"run {run!r} exists: its config is fixed (fork it to change it)")
+        elif set_:  # a fork before its first round of its own takes config changes
+            rounds.configure_fork(store, run, set_)
         t = rounds.open_round(store, run)
     if json:
         emit_json({"run": run, "round": t, "created": created})

@@ -22,13 +22,15 @@ runs_app = typer.Typer(
     invoke_without_command=True,
 )
 
-STATUS_STYLE = {"complete": "green", "in progress": "cyan", "interrupted": "yellow"}
+STATUS_STYLE = {"complete": "green", "in progress": "cyan", "interrupted": "yellow", "forked": "magenta"}
 
 
 @runs_app.callback()
 def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
-    """List the runs: id, status (complete, in progress, interrupted), rounds committed of those
-    asked for, created, forked from, tags, notes, the config fields that differ from the defaults."""
+    """List the runs: id, trainer, status (complete, in progress, interrupted: diagevo train's,
+    resumable; open round t: another trainer's, waiting for it; forked: not continued), rounds
+    committed of those asked for, created, forked from, tags, notes, the config fields that differ
+    from the defaults."""
     if ctx.invoked_subcommand is not None:
         return
     from diagevo.views.runs import runs as summaries
@@ -56,17 +58,18 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
     table.add_column("created", no_wrap=True)
     for r, card in zip(found, cards, strict=True):
         rounds = f"{r.committed}/{r.target}" if r.target is not None else str(r.committed)
-        status = Text(r.status, style=STATUS_STYLE.get(r.status, ""))
+        status = Text(r.status, style=STATUS_STYLE.get(r.status, "blue" if r.status.startswith("open") else ""))
         if r.status == "in progress" and r.writer:
             status.append(f"\n{r.writer}", style="dim")
-        elif r.open_round is not None:
+        elif r.open_round is not None and not r.status.startswith("open"):
             status.append(f"\nround {r.open_round} open", style="dim")
         table.add_row(card, status, rounds, r.created[:16].replace("T", " "))
     console.print(table)
 
 
 def _card(r: RunSummary, note_width: int) -> Text:
-    """A run's id and, dimmed below it, where it was forked from, its tags, notes and config changes."""
+    """A run's id and, dimmed below it, where it was forked from, its tags, notes, config changes
+    and trainer."""
     card = Text(r.run)
     if r.forked_from:
         card.append(f"\n  forked from {r.forked_from['run']} @ round {r.forked_from['round']}", style="dim")
@@ -77,6 +80,7 @@ def _card(r: RunSummary, note_width: int) -> Text:
         card.append(f"\n  note: {shown if len(shown) <= note_width else shown[: note_width - 1] + '…'}", style="dim")
     for k, v in r.changed.items():
         card.append(f"\n  {k}={v}", style="dim")
+    card.append(f"\n  trainer: {plain(r.trainer, limit=None)}", style="dim")  # who drives it
     return card
 
 
@@ -89,8 +93,10 @@ def tag(
 ) -> None:
     """Tag a run (stored as a ``run.tagged`` event)."""
     from diagevo.rounds import tag_run
+    from diagevo.views.memory import resolve_run
 
     with open_store(db) as store:
+        resolve_run(store, run)  # an unknown run is likely a typo: say which runs are close
         tag_run(store, run, tags, removed=remove)
     console.print(Text(f"{'untagged' if remove else 'tagged'} run {run}: {', '.join(tags)}"))
 
@@ -103,7 +109,9 @@ def note(
 ) -> None:
     """Add a free-text note to a run (stored as a ``run.noted`` event)."""
     from diagevo.rounds import note_run
+    from diagevo.views.memory import resolve_run
 
     with open_store(db) as store:
+        resolve_run(store, run)  # an unknown run is likely a typo: say which runs are close
         note_run(store, run, text)
     console.print(Text(f"noted on run {run}"))

@@ -21,7 +21,18 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from cli.common import CLIError, DbOpt, Interrupted, JsonOpt, console, db_args, emit_json, open_store, program
+from cli.common import (
+    CLIError,
+    DbOpt,
+    Interrupted,
+    JsonOpt,
+    console,
+    db_args,
+    emit_json,
+    open_store,
+    program,
+    spell,
+)
 from cli.progress import progress_for
 from cli.safe import plain, text
 from diagevo.errors import BadInput
@@ -106,6 +117,18 @@ def _metric(metrics: dict[str, float], key: str) -> str:
     return "–" if value is None or value != value else f"{value:.3f}"
 
 
+def preflight_verdicts(cfg: Any, db_url: str) -> dict[str, dict[str, str]]:
+    """What ``train`` would check before starting, each check's status and detail (and fix)."""
+    from diagevo.train.preflight import checkpoint_root, detail, preflight
+
+    out: dict[str, dict[str, str]] = {}
+    for c in preflight(cfg, checkpoint_root(cfg, db_url)):
+        out[c.name] = {"status": c.status, "detail": detail(c, spell)}
+        if c.fix is not None:
+            out[c.name]["fix"] = c.fix if isinstance(c.fix, str) else spell(c.fix)
+    return out
+
+
 def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     """``train --dry-run``: what a run would do, read from the config alone."""
     from diagevo.paths import beside_database, run_dir
@@ -114,7 +137,7 @@ def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     from diagevo.urls import redact_url
 
     run = default_run_id(cfg)
-    root = cfg.train.out_dir or beside_database(db_url, ".runs")
+    root = cfg.train.out_dir or beside_database(db_url, ".runs", move=False)  # a dry run moves nothing
     from diagevo.redaction import redact_config
 
     data = plan(
@@ -126,6 +149,7 @@ def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     )
     data = redact_config(data)  # the diagnostician's and the vLLM server's URLs, a key: printed without credentials
     data["run"] = run
+    data["preflight"] = preflight_verdicts(cfg, db_url)
     if as_json:
         emit_json(data)
         return
@@ -168,6 +192,15 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: the plan as JSON.")] = False,
+        report_to: Annotated[
+            str | None,
+            typer.Option(
+                "--report-to",
+                help="Experiment tracker (train.report_to): tensorboard, wandb, trackio, mlflow or none. TRL's "
+                "per-step rows go there, and diagevo mirrors each GRPO step's signals and each round's figures under "
+                "the run id (TensorBoard: files beside the database).",
+            ),
+        ] = None,
     ) -> None:
         """Run the co-evolution loop (CPU simulator by default)."""
         from diagevo import train as training
@@ -176,10 +209,11 @@ def register(app: typer.Typer) -> None:
         if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
             raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
 
-        # --rounds says where to stop, not how the run is configured (it is not stored in
-        # run.started): a run trained to round 1 and resumed to 3 logs what one trained to 3 does
+        # --rounds says where to stop, not how a round runs (stored as train.rounds, the target,
+        # which no round reads): a run trained to round 1 and resumed to 3 has the rounds of one trained to 3
 
-        overrides = list(set_ or [])
+        set_ = [*(set_ or []), *([f"train.report_to={json.dumps(report_to)}"] if report_to is not None else [])]
+        overrides = list(set_)
         overrides += [f"train.seed={seed}"] if seed is not None else []
         overrides += [f"train.run={json.dumps(run)}"] if run is not None else []  # a TOML basic string
         path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
@@ -190,10 +224,10 @@ def register(app: typer.Typer) -> None:
             show_plan(cfg, path, db_url, json_out)
             return
         cfg = cfg.model_copy(update={"db": db_url})
-        if not resume:  # validate before the database is created: a refused train leaves nothing
-            from diagevo.train.model_dirs import check_models
+        if not resume:  # checked before the database is created: a refused train leaves nothing (exit 2)
+            from diagevo.train.preflight import checkpoint_root, preflight, require
 
-            check_models(cfg)
+            require(preflight(cfg, checkpoint_root(cfg, db_url)))
         reports: list[Any] = []
         running = {"round": 0}
 

@@ -224,7 +224,17 @@ class DiagnosisConfig(_Section):
         description="Most diagnostician requests in flight at once (Prompt 1 runs for every failure concurrently).",
     )
     request_timeout_s: float = Field(
-        default=60.0, gt=0, description="Timeout of one diagnostician request, in seconds."
+        default=60.0,
+        gt=0,
+        description="Total deadline of one diagnostician request, in seconds: connecting and reading the whole "
+        "reply (a server that drips its reply is cut off there).",
+    )
+    failure_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Total deadline of one failure's requests to a stage of the diagnostician, retries and the "
+        "re-ask included, in seconds: what a slow or dripping server can cost a failure. The other failures of "
+        "the round go on meanwhile.",
     )
     max_retries: int = Field(
         default=3,
@@ -520,8 +530,8 @@ class TrainConfig(_Section):
     )
     out_dir: Path | None = Field(
         default=None,
-        description="Directory of model checkpoints; unset: beside the database (dir/x.db -> dir/x.runs/<run>/), as "
-        "its vector index is, so two databases never share checkpoints.",
+        description="Directory of model checkpoints; unset: in the database's folder "
+        "(dir/x.db -> dir/x.diagevo/runs/<run>/), as its vector index is, so two databases never share checkpoints.",
     )
     challenger_questions: int | None = Field(
         default=None,
@@ -534,6 +544,25 @@ class TrainConfig(_Section):
         ge=1,
         description="|Q^cur|, curriculum candidates per round. Not given in the paper; 8000 is R-Zero's (1,000 on each "
         "of 8 GPUs), which it follows.",
+    )
+    keep_checkpoints: int = Field(
+        default=2,
+        ge=0,
+        description="Checkpoints kept per phase (after the challenger's, after the solver's): the last N, plus any "
+        "a fork or a selected checkpoint still needs; older ones are deleted, each deletion logged as "
+        "checkpoint.pruned. 0 keeps every checkpoint.",
+    )
+    report_to: Literal["none", "tensorboard", "wandb", "trackio", "mlflow"] = Field(
+        default="none",
+        description="Experiment tracker (TRL's report_to): TRL's per-step rows go there, and diagevo mirrors each "
+        "GRPO step's signals (ROLE/FIELD at the role's global step) and each round's figures (round/NAME at step t) "
+        "under the run id as the tracker's run name. Offline defaults: TensorBoard files beside the database, W&B "
+        "offline unless WANDB_MODE is set, MLflow into a folder beside the database unless MLFLOW_TRACKING_URI is set.",
+    )
+    tracker_dir: Path | None = Field(
+        default=None,
+        description="TensorBoard's folder (a folder per run inside); unset: beside the database (dir/x.db -> "
+        "dir/x.diagevo/tb/).",
     )
 
 
@@ -610,6 +639,39 @@ class EvalConfig(_Section):
     seed: int = Field(default=0, ge=0, description="Seed of the sampled responses.")
 
 
+class LimitsConfig(_Section):
+    """``[limits]``: how much untrusted text (replies, responses, questions, notes) the log keeps
+    and the HTTP clients read. A longer text is stored cut, and its event's data names the whole
+    text's length and SHA-256 under ``cut``."""
+
+    text_bytes: int = Field(
+        default=65536,
+        ge=1024,
+        le=2**30,
+        description="Longest stored text of a reply, a response, a question or a reference, in UTF-8 bytes "
+        "(64 KiB: the paper's 8k-token completions fit).",
+    )
+    phrase_bytes: int = Field(
+        default=4096,
+        ge=64,
+        le=2**20,
+        description="Longest stored short phrase (a cause description, a node label, a reason, a note), in "
+        "UTF-8 bytes.",
+    )
+    reply_factor: int = Field(
+        default=16,
+        ge=1,
+        le=1024,
+        description="The HTTP clients stop reading a reply body past reply_factor x text_bytes (per choice asked "
+        "for) and count the call as failed.",
+    )
+
+    @property
+    def reply_bytes(self) -> int:
+        """The most bytes of one reply body the HTTP clients read."""
+        return self.reply_factor * self.text_bytes
+
+
 # Names of earlier versions (flat solver_*/challenger_* pairs) and where each lives now. TOML
 # files, --set overrides and the configs stored in older logs are read through them.
 RENAMED: dict[str, str] = {
@@ -676,6 +738,7 @@ class Config(_Section):
     sim: SimConfig = Field(default_factory=SimConfig, description="The CPU simulator world.")
     hf: HFConfig = Field(default_factory=HFConfig, description="The real-model backend.")
     eval: EvalConfig = Field(default_factory=EvalConfig, description="Benchmark evaluation (diagevo eval).")
+    limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Sizes of untrusted text: stored and read.")
 
     @model_validator(mode="before")
     @classmethod

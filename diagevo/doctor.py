@@ -23,6 +23,7 @@ from typing import Any, Literal
 from diagevo.errors import DiagevoError, Hint
 from diagevo.redaction import redact_text
 from diagevo.urls import redact_url, resolve_db_url, without_password
+from diagevo.words import did_you_mean
 
 Status = Literal["ok", "warning", "missing"]
 
@@ -352,8 +353,13 @@ def model_state(d: Path) -> tuple[Status, str]:
 
 
 def _rebuild(d: Path) -> str:
+    return f"rm -rf {_shell(d)} && {_build(d)}"
+
+
+def _build(d: Path) -> str:
+    """The command that builds a model into ``d`` (nothing there to remove first)."""
     kind = "tiny" if "tiny" in d.name else "smollm2"
-    return f"rm -rf {_shell(d)} && diagevo models {kind} --out {_shell(d)}"
+    return f"diagevo models {kind} --out {_shell(d)}"
 
 
 def _shell(p: Path) -> str:
@@ -379,8 +385,9 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
     out = []
     for d in dirs:
         asked = d in named
-        if not d.exists():
-            out.append(Check(f"model {d}", "missing", "no such directory", _rebuild(d), asked))
+        if not d.exists():  # likely a typo: name the directories that are there, build only on request
+            meant = did_you_mean(str(d), [str(p) for p in dirs if p.is_dir()])
+            out.append(Check(f"model {d}", "missing", f"no such directory{meant}", _build(d), asked))
             continue
         if not d.is_dir():
             out.append(Check(f"model {d}", "missing", "not a directory", None, asked))
@@ -417,7 +424,7 @@ def as_json(checks: Sequence[Check], spell: Callable[[Hint], str] = Hint.plain) 
             {
                 "name": c.name,
                 "status": c.status,
-                "detail": c.detail,
+                "detail": c.detail.replace("{command}", f"`{spell(c.fix)}`") if isinstance(c.fix, Hint) else c.detail,
                 "asked": c.asked,
                 "failed": c.failed,
                 "fix": spell(c.fix) if isinstance(c.fix, Hint) else c.fix,

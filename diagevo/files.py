@@ -120,3 +120,34 @@ def building(out: Path) -> Iterator[Path]:
     finally:
         if part.exists():
             shutil.rmtree(part, ignore_errors=True)
+
+
+# --- what belongs to one database: one folder beside it ---------------------------------------------
+
+DATABASE_FOLDER = ".diagevo"  # x.db -> x.diagevo/
+# a part of the folder -> the sibling that held it before (x.lance, x.runs, x.leases)
+FOLDER_PARTS = {"index.lance": ".lance", "runs": ".runs", "leases": ".leases", "tb": ".tb", "mlruns": ".mlruns"}
+
+
+def database_part(base: Path, part: str, *, move: bool = True) -> Path:
+    """``base.diagevo/<part>`` (``base``: the database file, or the name a server database's files
+    go under), with the sibling an earlier layout used (``base.lance``, ``.runs``, ``.leases``)
+    moved into it first, in one rename (nothing copied, nothing lost). A symbolic link as the
+    folder, the part or the old sibling is refused (:class:`BadInput`): diagevo writes lock files,
+    checkpoints and its index there and follows no link planted in their place. Both the sibling
+    and the part present: refused, naming both (nothing is merged or deleted). ``move=False``
+    (a dry run) only names the place."""
+    folder = base.with_suffix(DATABASE_FOLDER)
+    new = folder / part
+    old = base.with_suffix(FOLDER_PARTS[part])
+    for p in (folder, new, old):
+        if p.is_symlink():
+            raise BadInput(f"{p} is a symbolic link: diagevo does not follow one there; replace it with a directory")
+    if old.is_dir() and move:
+        if new.exists():
+            raise BadInput(
+                f"both {old} (an earlier layout) and {new} exist: move what {old} holds into {new}, then remove {old}"
+            )
+        folder.mkdir(exist_ok=True)
+        os.rename(old, new)
+    return new

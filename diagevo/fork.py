@@ -8,7 +8,9 @@ N+1 (with round N's checkpoints, which the copied ``checkpoint.written`` events 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from diagevo.catalog.ids import event_id, rebase_event_id
@@ -19,6 +21,7 @@ from diagevo.memory.state import Memory
 from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.views.queries import pruned_checkpoints, pruned_note
 from diagevo.words import did_you_mean
 
 
@@ -26,8 +29,10 @@ class ForkError(BadInput):
     """A fork or diff that cannot be made as asked."""
 
 
-def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, Any]:
-    """Copy ``source`` through round ``round``'s commit into run ``new``; returns the provenance."""
+def fork_run(store: EventStore, source: str, round: int, new: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Copy ``source`` through round ``round``'s commit into run ``new``; returns the provenance.
+    ``overrides`` (``section.field=value``, as ``--set`` takes them) change the fork's config from
+    its first round of its own on (a ``run.configured`` appended with the copy)."""
     if not store.has_run(source):
         raise ForkError(f"no run {source!r} to fork{did_you_mean(source, store.runs())}")
     if store.has_run(new):
@@ -37,6 +42,10 @@ def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, 
     if round not in committed_rounds(store, source):
         raise ForkError(f"round {round} of run {source!r} is not committed: fork at a committed round")
     commit_seq = next(e.seq for e in store.read(source, types=("round.committed",)) if e.round == round)
+    needed = [e.data["path"] for e in store.read(source, types=("checkpoint.written",)) if e.round <= round]
+    gone = pruned_checkpoints(store, source)
+    if needed and needed[-1] in gone:  # what the fork's first round would load
+        raise ForkError(f"cannot fork run {source!r} at round {round}: {pruned_note(gone[needed[-1]])}")
     events: list[EventIn] = []
     last_hash = ""
     for e in store.read(source, upto_seq=commit_seq, texts=True):
@@ -54,6 +63,9 @@ def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, 
         last_hash = e.hash
     provenance = {"source_run": source, "source_round": round, "source_hash": last_hash, "source_seq": commit_seq}
     events.append(new_event("run.forked", new, round, event_id(new, round, "run.forked"), **provenance))
+    changed = _configured(events, new, round + 1, list(overrides)) if overrides else None
+    if changed is not None:
+        events.append(changed)
 
     def decide() -> list[EventIn]:  # the new run is created once, under the append lock
         if store.has_run(new):
@@ -62,7 +74,28 @@ def fork_run(store: EventStore, source: str, round: int, new: str) -> dict[str, 
 
     store.append_decided(decide)
     refresh_snapshots(store, new)
-    return provenance | {"run": new, "events": len(events)}
+    return provenance | {"run": new, "events": len(events), "configured": changed is not None}
+
+
+def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str]) -> EventIn | None:
+    """``run.configured`` of round ``t``: the config in force at the end of ``events`` with
+    ``overrides`` applied (None when they change nothing)."""
+    from pydantic import ValidationError
+
+    from diagevo.config import Config, apply_overrides, config_error, config_from_record
+
+    record = next(e.data["config"] for e in reversed(events) if e.type in ("run.started", "run.configured"))
+    saved = config_from_record(record)
+    data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), overrides)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise config_error(exc, overrides) from None
+    if config.redacted() == saved.redacted():
+        return None
+    digest = hashlib.sha256(json.dumps(config.redacted(), sort_keys=True).encode()).hexdigest()[:16]
+    eid = event_id(run, t, "run.configured", digest)
+    return new_event("run.configured", run, t, eid, config=config.redacted(), seed=config.train.seed)
 
 
 def _cause_row(m: Memory, cid: str) -> dict[str, Any]:

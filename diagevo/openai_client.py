@@ -1,10 +1,16 @@
 """The HTTP client for OpenAI-compatible servers (vLLM's server, any provider).
 
 Shared by the diagnostician (:mod:`diagevo.diagnosis.llm`) and the endpoint generation engine
-(:mod:`diagevo.generation.endpoint`): at most ``concurrency`` requests in flight, each with a
-timeout; transport errors (timeouts, connection errors, 429, 5xx) and 200 replies that are not
-what was asked for are retried with jittered exponential backoff; other 4xx are final. Every
-HTTP attempt is described by an :class:`Attempt`, so callers can store or count them.
+(:mod:`diagevo.generation.endpoint`): at most ``concurrency`` requests in flight over one
+aiohttp pool per event loop; transport errors (timeouts, connection errors, 429, 5xx) and 200
+replies that are not what was asked for are retried with jittered exponential backoff; other
+4xx are final. Every HTTP attempt is described by an :class:`Attempt`, so callers can store or
+count them.
+
+What a server can cost is bounded: each attempt has a total deadline (``timeout_s``: connecting,
+sending and reading the whole reply, so a server that drips its reply byte by byte is cut off
+there), a :class:`Deadline` bounds a whole request across its retries, and a reply body is read
+up to ``max_body_bytes`` only: past it reading stops and the request fails, final, with the reason.
 """
 
 from __future__ import annotations
@@ -21,11 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import openai
-from openai import AsyncOpenAI, DefaultAioHttpClient, DefaultAsyncHttpxClient
+import aiohttp
 
 from diagevo.errors import Unavailable
 from diagevo.parsing import one_line
+from diagevo.schemas import current_limits
 
 try:  # the HTTP library the installed openai client is built on
     import httpx2 as _httpx
@@ -34,28 +40,16 @@ except ImportError:  # pragma: no cover - older openai releases use httpx
 
 T = TypeVar("T")
 
-_RETRYABLE = (
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-    openai.RateLimitError,
-    openai.InternalServerError,
-)
-
-_CONNECTIONS_PER_CLIENT = 8
-try:
-    import aiohttp  # noqa: F401  (used by openai's DefaultAioHttpClient)
-
-    HAVE_AIOHTTP = True
-except ImportError:  # pragma: no cover - depends on the installed extras
-    HAVE_AIOHTTP = False
+_RETRYABLE = (TimeoutError, aiohttp.ClientError, OSError)
 
 
 def failure_line(exc: BaseException) -> str:
-    """A transport failure as one short line. A refused connection says so: the openai client's
-    aiohttp transport reports it as a connect timeout."""
+    """A transport failure as one short line; a refused connection says so."""
     cause: BaseException | None = exc
     while cause is not None:
-        if isinstance(cause, ConnectionRefusedError):
+        if isinstance(cause, ConnectionRefusedError) or isinstance(
+            getattr(cause, "os_error", None), ConnectionRefusedError
+        ):
             return "connection refused"
         cause = cause.__cause__ or cause.__context__
     return one_line(str(exc), 300) or type(exc).__name__
@@ -75,8 +69,9 @@ def check_endpoint(
     :class:`EndpointUnreachable` with the reason in words."""
     key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    try:
-        resp = _httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
+    try:  # the status is all it needs: the body is never read
+        with _httpx.stream("GET", base_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s) as resp:
+            status = resp.status_code
     except _httpx.TimeoutException:
         raise EndpointUnreachable(f"the {what} at {base_url} did not answer within {timeout_s:g} s") from None
     except _httpx.HTTPError as exc:
@@ -85,8 +80,8 @@ def check_endpoint(
             cause = cause.__cause__ or cause.__context__
         reason = "unknown host" if cause is not None else failure_line(exc)
         raise EndpointUnreachable(f"cannot reach the {what} at {base_url}: {reason}") from None
-    if resp.status_code in (401, 403):
-        raise EndpointUnreachable(f"the {what} at {base_url} refused the API key (HTTP {resp.status_code})")
+    if status in (401, 403):
+        raise EndpointUnreachable(f"the {what} at {base_url} refused the API key (HTTP {status})")
 
 
 class BadResponse(Exception):
@@ -111,6 +106,27 @@ class Attempt:
     error: str | None = None
 
 
+class ReplyTooLarge(Exception):
+    """A reply body past the client's limit (final: the same server will send it again)."""
+
+
+class Deadline:
+    """A time budget in seconds, counted from :meth:`start` (the first attempt that leaves the
+    queue: waiting for a free connection slot does not spend it)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end: float | None = None
+
+    def start(self) -> None:
+        if self._end is None:
+            self._end = time.monotonic() + self.seconds
+
+    def left(self) -> float:
+        """Seconds left (all of them before :meth:`start`)."""
+        return self.seconds if self._end is None else self._end - time.monotonic()
+
+
 class OpenAIClient:
     """POSTs JSON bodies to one OpenAI-compatible base URL with bounded concurrency and retries."""
 
@@ -124,98 +140,165 @@ class OpenAIClient:
         max_retries: int = 3,
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
+        max_body_bytes: int | None = None,
     ) -> None:
-        self.base_url = base_url
+        self.base_url = base_url.rstrip("/")
         self._api_key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY") or "unused"
         self.concurrency = max(1, concurrency)
         self.timeout_s = timeout_s
         self.max_retries = max(0, max_retries)
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        self._max_body_bytes = max_body_bytes
         # asyncio primitives and HTTP pools belong to one event loop; a CLI or a test may run
         # several loops over the life of one client
         self._per_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[list[AsyncOpenAI], asyncio.Semaphore]
+            asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, asyncio.Semaphore]
         ]
         self._per_loop = weakref.WeakKeyDictionary()
         self._rng = random.Random()
-        self._next_client = 0
 
-    def _loop_state(self) -> tuple[list[AsyncOpenAI], asyncio.Semaphore]:
+    @property
+    def max_body_bytes(self) -> int:
+        """The most bytes of a reply body read: as given, else ``reply_factor x text_bytes`` of the
+        limits in effect (:func:`diagevo.schemas.text_limits`: a run's ``[limits]``)."""
+        return self._max_body_bytes or current_limits().reply_bytes
+
+    def _loop_state(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         state = self._per_loop.get(loop)
-        if state is None:
-            state = (self.make_clients(), asyncio.Semaphore(self.concurrency))
+        if state is None or state[0].closed:
+            state = (self._session(), asyncio.Semaphore(self.concurrency))
             self._per_loop[loop] = state
         return state
 
-    def make_clients(self) -> list[AsyncOpenAI]:
-        """The client's HTTP transport costs more CPU per request than a 50 ms reply leaves
-        (~3 ms with httpx at 64 in flight). The aiohttp transport the openai package offers
-        (``openai[aiohttp]``) halves that; without it, several small httpx pools stand in for one
-        large one, because httpcore scans every pooled connection for each queued request."""
-
-        def client(http_client: Any) -> AsyncOpenAI:
-            return AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key,
-                timeout=self.timeout_s,
-                max_retries=0,
-                http_client=http_client,
-            )
-
-        # one TLS context for all pools (loading the CA bundle costs ~35 ms each); none for http
-        verify: Any = ssl.create_default_context() if self.base_url.startswith("https") else False
-        if HAVE_AIOHTTP:
-            return [client(DefaultAioHttpClient(timeout=self.timeout_s, verify=verify))]
-        shards = max(1, -(-self.concurrency // _CONNECTIONS_PER_CLIENT))
-        per = -(-self.concurrency // shards)
-        limits = _httpx.Limits(max_connections=per, max_keepalive_connections=per)
-        return [
-            client(DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout_s, verify=verify)) for _ in range(shards)
-        ]
+    def _session(self) -> aiohttp.ClientSession:
+        # one TLS context for the pool (loading the CA bundle costs ~35 ms); none for http
+        tls: Any = ssl.create_default_context() if self.base_url.startswith("https") else False
+        connector = aiohttp.TCPConnector(limit=self.concurrency, ssl=tls)
+        headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"}
+        return aiohttp.ClientSession(connector=connector, headers=headers, timeout=aiohttp.ClientTimeout(total=None))
 
     async def aclose(self) -> None:
-        """Close the HTTP pools of the running loop (optional: pools die with their loop)."""
+        """Close the HTTP pool of the running loop (optional: pools die with their loop)."""
         state = self._per_loop.pop(asyncio.get_running_loop(), None)
         if state is not None:
-            for client in state[0]:
-                await client.close()
+            await state[0].close()
 
-    async def post(self, path: str, body: dict[str, Any], read: Callable[[Any], T]) -> tuple[T, list[Attempt]]:
+    async def post(
+        self,
+        path: str,
+        body: dict[str, Any],
+        read: Callable[[Any], T],
+        *,
+        deadline: Deadline | None = None,
+        max_bytes: int | None = None,
+    ) -> tuple[T, list[Attempt]]:
         """POST ``body`` to ``path`` and return ``read(parsed JSON reply)`` with the attempts made.
 
         ``read`` raises :class:`BadResponse` for a reply it cannot use; that attempt is retried
-        like a transport error. Raises :class:`TransportError` when no attempt succeeded."""
-        clients, sem = self._loop_state()
-        self._next_client += 1
-        client = clients[self._next_client % len(clients)]
+        like a transport error. Each attempt ends within ``timeout_s`` (and within ``deadline``,
+        which no retry outlives); a reply is read up to ``max_bytes`` (default
+        ``max_body_bytes``). Raises :class:`TransportError` when no attempt succeeded."""
+        session, sem = self._loop_state()
+        limit = max_bytes or self.max_body_bytes
+        data = json.dumps(body).encode()
         attempts: list[Attempt] = []
         for attempt in range(self.max_retries + 1):
             t0 = time.perf_counter()
+            budget, timed_out = self.timeout_s, f"timed out after {self.timeout_s:g} s"
             try:
                 async with sem:
                     t0 = time.perf_counter()
-                    # the documented raw-request path of the client: chat.completions.create()
-                    # walks the whole request through its TypedDict transform, ~2 ms per call
-                    text = await client.post(path, body=body, cast_to=str)
-                value = read(_parse_json(text))
+                    if deadline is not None:
+                        deadline.start()
+                        if deadline.left() < budget:
+                            budget, timed_out = (
+                                deadline.left(),
+                                f"timed out: the deadline of {deadline.seconds:g} s passed",
+                            )
+                    if budget <= 0:
+                        raise TimeoutError
+                    async with asyncio.timeout(budget):
+                        status, payload = await self._exchange(session, path, data, limit)
+                if status >= 400:
+                    raise _HTTPStatus(status, _error_message(status, payload))
+                value = read(_parse_json(_text(payload)))
+            except ReplyTooLarge as exc:
+                attempts.append(Attempt(time.perf_counter() - t0, str(exc)))
+                raise TransportError(str(exc), attempts) from None
+            except _HTTPStatus as exc:
+                attempts.append(Attempt(time.perf_counter() - t0, str(exc)))
+                if exc.status != 429 and exc.status < 500:  # 4xx other than 429: retrying will not help
+                    raise TransportError(str(exc), attempts, exc.status) from None
+                if await self._retry(attempt, str(exc), attempts, deadline):
+                    continue
             except (*_RETRYABLE, BadResponse) as exc:
-                attempts.append(Attempt(time.perf_counter() - t0, failure_line(exc)))
-                if attempt == self.max_retries:
-                    raise TransportError(f"{failure_line(exc)} (after {attempt + 1} attempts)", attempts) from None
-                delay = min(self.max_backoff_s, self.backoff_s * 2**attempt)
-                await asyncio.sleep(delay * (0.5 + self._rng.random() / 2))
-                continue
-            except openai.APIStatusError as exc:  # 4xx other than 429: retrying will not help
-                attempts.append(Attempt(time.perf_counter() - t0, failure_line(exc)))
-                raise TransportError(failure_line(exc), attempts, exc.status_code) from None
-            except openai.APIError as exc:
-                attempts.append(Attempt(time.perf_counter() - t0, failure_line(exc)))
-                raise TransportError(failure_line(exc), attempts) from None
-            attempts.append(Attempt(time.perf_counter() - t0))
-            return value, attempts
+                line = timed_out if isinstance(exc, TimeoutError) else failure_line(exc)
+                attempts.append(Attempt(time.perf_counter() - t0, line))
+                if await self._retry(attempt, line, attempts, deadline):
+                    continue
+            else:
+                attempts.append(Attempt(time.perf_counter() - t0))
+                return value, attempts
         raise TransportError("no attempt was made", attempts)  # unreachable: the loop returns or raises
+
+    async def _retry(self, attempt: int, line: str, attempts: list[Attempt], deadline: Deadline | None) -> bool:
+        """Sleep the backoff before another attempt; raise :class:`TransportError` when none is left."""
+        if attempt == self.max_retries:
+            raise TransportError(f"{line} (after {attempt + 1} attempts)", attempts) from None
+        delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + self._rng.random() / 2)
+        if deadline is not None and deadline.left() <= delay:
+            if line.startswith("timed out: the deadline"):
+                raise TransportError(f"{line} (after {attempt + 1} attempts)", attempts) from None
+            raise TransportError(
+                f"{line} (after {attempt + 1} attempts: the deadline of {deadline.seconds:g} s leaves no time for "
+                "another)",
+                attempts,
+            ) from None
+        await asyncio.sleep(delay)
+        return True
+
+    async def _exchange(self, session: aiohttp.ClientSession, path: str, data: bytes, limit: int) -> tuple[int, bytes]:
+        """One request: the status and the body, read up to ``limit`` bytes."""
+        async with session.post(self.base_url + path, data=data) as resp:
+            declared = resp.content_length
+            if declared is not None and declared > limit:
+                raise ReplyTooLarge(f"reply body of {declared} bytes is over the limit of {limit} bytes")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in resp.content.iter_any():
+                size += len(chunk)
+                if size > limit:
+                    raise ReplyTooLarge(f"reply body over the limit of {limit} bytes: stopped reading")
+                chunks.append(chunk)
+            return resp.status, b"".join(chunks)
+
+
+class _HTTPStatus(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _error_message(status: int, payload: bytes) -> str:
+    """``HTTP 400: <the server's error message>`` in one short line."""
+    text = payload[:4096].decode("utf-8", "replace")
+    try:
+        err = json.loads(text).get("error")
+        detail = err.get("message") if isinstance(err, dict) else err
+    except (ValueError, AttributeError):
+        detail = text
+    return one_line(f"HTTP {status}: {detail}" if detail else f"HTTP {status}", 300)
+
+
+def _text(payload: bytes) -> str:
+    """A reply body as UTF-8 text; :class:`BadResponse` naming the first bad byte and its offset."""
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = payload[exc.start : exc.start + 1].hex()
+        raise BadResponse(f"reply body: not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
 
 
 def _parse_json(text: str) -> Any:

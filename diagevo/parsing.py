@@ -164,6 +164,52 @@ def decode(raw: bytes, what: str) -> str:
         raise bad(f"{what} line {line}", f"not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
 
 
+def utf8_problem(value: str) -> str | None:
+    """What keeps ``value`` from being UTF-8 text, with the byte offset, or None. A byte that
+    was not UTF-8 where the text came from (a command-line argument, an environment variable:
+    Python keeps it as a lone surrogate) is named as that byte."""
+    if value.isascii():
+        return None
+    try:
+        value.encode()
+        return None
+    except UnicodeEncodeError as exc:  # only a surrogate does not encode
+        at = exc.start
+    offset = len(value[:at].encode())
+    ch = ord(value[at])
+    if 0xDC80 <= ch <= 0xDCFF:
+        return f"not UTF-8 text (byte 0x{ch - 0xDC00:02x} at offset {offset:,})"
+    return f"not UTF-8 text (a lone surrogate U+{ch:04X} at byte offset {offset:,})"
+
+
+def find_not_utf8(value: Any, where: str) -> BadInput | None:
+    """The first string in ``value`` (nested in dicts and lists; keys too) that is not UTF-8,
+    as :class:`BadInput` naming its place (``where.key.0``), or None."""
+    try:
+        orjson.dumps(value)  # in C: fails on a surrogate (and on what JSON cannot hold), else none is there
+        return None
+    except TypeError:  # orjson.JSONEncodeError: look where, in Python
+        pass
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        v, at = stack.pop()
+        if isinstance(v, str):
+            problem = utf8_problem(v)
+            if problem is not None:
+                return bad(at, problem)
+        elif isinstance(v, dict):
+            for k, item in reversed(list(v.items())):
+                key = str(k)
+                problem = utf8_problem(key)
+                if problem is not None:
+                    return bad(f"{at}: a key", problem)
+                if isinstance(item, (str, dict, list, tuple)):
+                    stack.append((item, f"{at}.{key}" if at else key))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((item, f"{at}.{i}") for i, item in reversed(list(enumerate(v))))
+    return None
+
+
 def read_text(path: Path | str, what: str | None = None) -> str:
     """The UTF-8 text of a file, or of stdin for ``-``; an unreadable one is :class:`BadInput`."""
     name = "stdin" if str(path) == "-" else str(path)

@@ -1,9 +1,12 @@
-"""Files that belong to one database: its vector index and its model checkpoints live beside it.
+"""Files that belong to one database live in one folder beside it.
 
-A SQLite log ``dir/x.db`` keeps ``dir/x.lance`` (the LanceDB index) and ``dir/x.runs/<run>/``
-(checkpoints), so moving or deleting the three together is safe and two databases never share
-files, even when they hold runs with the same id. A server database (PostgreSQL) has no
-directory: its files go to the current directory under a name keyed by the URL.
+A SQLite log ``dir/x.db`` keeps ``dir/x.diagevo/``: ``index.lance`` (the LanceDB index),
+``runs/<run>/`` (checkpoints) and ``leases/`` (writer leases), so moving or deleting the two
+together is safe and two databases never share files, even when they hold runs with the same id.
+The earlier layout (``x.lance``, ``x.runs``, ``x.leases`` beside ``x.db``) is moved into the
+folder when it is first used (:func:`diagevo.files.database_part`). A server database
+(PostgreSQL) has no directory: its folder goes to the current directory under a name keyed by
+the URL.
 """
 
 from __future__ import annotations
@@ -14,27 +17,39 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from diagevo.files import FOLDER_PARTS, database_part
 from diagevo.log import StoreError, sqlite_path
 from diagevo.urls import without_password
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
-def beside_database(db_url: str, suffix: str) -> Path:
-    """``sqlite:///dir/x.db`` -> ``dir/x<suffix>``; any other database ->
-    ``./diagevo-<name>-<key><suffix>``, ``key`` a hash of the URL without its password."""
+# the suffix callers name a part by (the sibling it was before) -> the part of the folder
+_PARTS = {suffix: part for part, suffix in FOLDER_PARTS.items()}
+
+
+def beside_database(db_url: str, suffix: str, *, move: bool = True) -> Path:
+    """The part ``suffix`` names (``.lance``: ``index.lance``, ``.runs``: ``runs``, ``.leases``:
+    ``leases``) of the database's folder: ``sqlite:///dir/x.db`` -> ``dir/x.diagevo/<part>``; any
+    other database -> ``./diagevo-<name>-<key>.diagevo/<part>``, ``key`` a hash of the URL without
+    its password. An earlier layout is moved in first (not with ``move=False``: a dry run); a
+    symbolic link there is refused."""
+    return database_part(_base(db_url), _PARTS[suffix], move=move)
+
+
+def _base(db_url: str) -> Path:
     try:
         u = make_url(db_url)
     except Exception:  # not a URL the store would accept either; still give a stable place
-        return Path(f"diagevo-{_key(db_url)}{suffix}")
+        return Path(f"diagevo-{_key(db_url)}")
     try:
         path = sqlite_path(db_url)  # the backend says whether the database is a file
     except StoreError:
         path = None
     if path is not None:
-        return path.with_suffix(suffix)
+        return path
     name = re.sub(r"[^A-Za-z0-9_-]", "_", u.database or u.get_backend_name())[:40]
-    return Path(f"diagevo-{name}-{_key(without_password(db_url))}{suffix}")
+    return Path(f"diagevo-{name}-{_key(without_password(db_url))}")
 
 
 def run_dir(root: Path, run: str) -> Path:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
@@ -45,6 +46,7 @@ from diagevo.memory.state import Memory
 from diagevo.redaction import redact_config
 from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.urls import redact_url
+from diagevo.views import runs as runs_view
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
@@ -120,15 +122,34 @@ class RunExists(ProtocolError):
     """A new run was asked for under an id the log holds already."""
 
 
+OUR_TRAINER = runs_view.OUR_TRAINER
+"""The trainer ``run.started`` names for diagevo's own loop (only such a run resumes with ``train``)."""
+EXTERNAL_TRAINER = "external trainer"
+"""The trainer a run started through the round protocol declares when its trainer gives no name."""
+
+
 def start_run(
-    store: EventStore, run: str, config: Config | Mapping[str, Any], seed: int = 0, *, new: bool = False
+    store: EventStore,
+    run: str,
+    config: Config | Mapping[str, Any],
+    seed: int = 0,
+    *,
+    new: bool = False,
+    trainer: str = EXTERNAL_TRAINER,
 ) -> bool:
     """Append ``run.started``, decided under the append lock: False (and nothing stored) when
     the run exists already, or :class:`RunExists` with ``new`` (a run that must be new: two
-    processes creating one id both find out, one of them here)."""
+    processes creating one id both find out, one of them here). ``trainer`` names what drives
+    the run (``runs`` and ``report`` show it; only a run of ``diagevo train`` resumes with it)."""
     try:
         ev = new_event(
-            "run.started", run, 0, keys.event_id(run, 0, "run.started"), config=config_record(config), seed=seed
+            "run.started",
+            run,
+            0,
+            keys.event_id(run, 0, "run.started"),
+            config=config_record(config),
+            seed=seed,
+            trainer=trainer,
         )
     except InvalidEvent as exc:
         raise ProtocolError(str(exc)) from None
@@ -147,6 +168,15 @@ def start_run(
         return []
 
     return store.append_decided(decide).appended == 1
+
+
+def run_trainer(store: EventStore, run: str) -> str | None:
+    """The trainer the run's ``run.started`` names (a fork's: its source's); None for a log of
+    an older diagevo, which did not record it."""
+    for e in store.read(run, types=("run.started",)):
+        name = e.data.get("trainer")
+        return name if isinstance(name, str) else None
+    return None
 
 
 def configure_run(store: EventStore, run: str, config: Config) -> bool:
@@ -171,6 +201,29 @@ def configure_run(store: EventStore, run: str, config: Config) -> bool:
     if saved is not None and saved.redacted() == config.redacted():
         return False
     return _appending(store, run, decide).appended == 1
+
+
+def configure_fork(store: EventStore, run: str, overrides: Sequence[str]) -> bool:
+    """Apply ``overrides`` (``section.field=value``) to the config of a fork that has not yet
+    run a round of its own (``round start --set``): a ``run.configured`` before its first
+    round. Any other existing run keeps its config (:class:`ProtocolError`: fork it to change
+    it). False when the overrides change nothing."""
+    from pydantic import ValidationError
+
+    from diagevo.config import apply_overrides, config_error
+
+    forked = [e.round for e in store.read(run, types=("run.forked",))]
+    st = round_state(store, run)
+    if not forked or any(t > forked[-1] for t in st.started):
+        own = "has rounds of its own" if forked else "exists"
+        raise ProtocolError(f"run {run!r} {own}: its config is fixed (fork it with memory fork --set to change it)")
+    saved = run_config(store, run)
+    data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), list(overrides))
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise config_error(exc, list(overrides)) from None
+    return configure_run(store, run, config)
 
 
 def _without_target(config: Config) -> dict[str, Any]:
@@ -478,6 +531,63 @@ def score(c: Candidate, cfg: Config) -> Scored:
 
 # --- failures --------------------------------------------------------------------------------
 
+FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
+
+
+def _failure_record(f: Mapping[str, Any]) -> dict[str, str]:
+    """A failure as ``failure.recorded`` holds it: its four fields, each a string, only the
+    ids and texts the diagnostician needs (a failure without response or reference is refused)."""
+    if not isinstance(f, Mapping):
+        raise ProtocolError(f"a failure is a mapping of {', '.join(FAILURE_FIELDS)}, not {type(f).__name__}")
+    fid = f.get("failure_id")
+    if not isinstance(fid, str) or not fid.strip():
+        raise ProtocolError("failure_id must be a non-empty string")
+    unknown = sorted(set(f) - set(FAILURE_FIELDS))
+    if unknown:
+        raise ProtocolError(f"failure {fid!r}: unknown field {unknown[0]!r}")
+    for name in FAILURE_FIELDS[1:]:
+        value = f.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise ProtocolError(f"failure {fid!r}: {name} must be a non-empty string")
+    return {name: f[name] for name in FAILURE_FIELDS}
+
+
+FAILURE_TYPES = ("failure.recorded", "failure.diagnosed", "diagnosis.failed")
+
+
+def refuse_reused_failures(store: EventStore, run: str, t: int, given: Mapping[str, Mapping[str, Any] | None]) -> None:
+    """Refuse failure ids the run holds in another round (recorded or diagnosed there), or in
+    round ``t`` recorded with other content (``given[id]``: the record, None to skip that
+    check). A failure id names one failure of the run: diagnosed twice it would be counted
+    twice. Called from inside a decision, under the append lock."""
+    if not given:
+        return
+    elsewhere: dict[str, tuple[str, int]] = {}  # failure -> what another round did with it (diagnosed first)
+    for e in store.read(run, types=FAILURE_TYPES, keys={"failure_id": list(given)}, texts=True):
+        fid = e.data.get("failure_id")
+        if not isinstance(fid, str) or fid not in given:
+            continue
+        if e.round != t:
+            what = "recorded" if e.type == "failure.recorded" else "diagnosed"
+            if what == "diagnosed" or fid not in elsewhere:
+                elsewhere[fid] = (what, e.round)
+            continue
+        record = given[fid]
+        if e.type == "failure.recorded" and record is not None:
+            stored = {name: e.data.get(name) for name in FAILURE_FIELDS}
+            if stored != dict(record):
+                field = next(n for n in FAILURE_FIELDS if stored[n] != record[n])
+                raise ProtocolError(
+                    f"failure {fid!r} is recorded in round {t} already with another {field} (give it a new id)"
+                )
+    for fid in given:
+        if fid in elsewhere:
+            what, other = elsewhere[fid]
+            raise ProtocolError(
+                f"failure {fid!r} was {what} in round {other} of run {run!r} already: a failure id names one "
+                "failure of the run (give new failures new ids)"
+            )
+
 
 # --- one round -------------------------------------------------------------------------------
 
@@ -491,7 +601,12 @@ class Round:
     own bookkeeping. Each write re-checks the round's milestones under the store's append lock."""
 
     def __init__(self, store: EventStore, run: str, t: int) -> None:
-        self.store, self.run, self.t = store, run, t
+        self.store = store
+        """The event store the round reads and appends to."""
+        self.run = run
+        """The run's id."""
+        self.t = t
+        """The round's number t (1 for the first round; M_{t-1} is the memory it starts from)."""
         self._config: Config | None = None
         self._base: Memory | None = None
 
@@ -641,14 +756,25 @@ class Round:
 
     def record_failures(self, failures: Sequence[Mapping[str, Any]]) -> int:
         """Append ``failure.recorded`` for failed optimization responses of retained questions
-        (``failure_id``, ``question_id``, ``response``, ``reference``); returns how many were new."""
+        (``failure_id``, ``question_id``, ``response``, ``reference``, the last two non-empty);
+        returns how many were new. Recording the same failure again in this round is a no-op; a
+        failure id the run holds in another round, or here with other content, is refused
+        (:class:`ProtocolError`) and nothing is stored."""
         run, t = self.run, self.t
-        events = []
+        events: list[EventIn] = []
+        given: dict[str, dict[str, Any]] = {}
         for f in failures:
+            record = _failure_record(f)
+            fid = record["failure_id"]
+            if fid in given:
+                if given[fid] != record:
+                    raise ProtocolError(f"failure {fid!r} appears twice with different content")
+                continue
+            given[fid] = record
             try:
-                events.append(self.event(f"fail/{f['failure_id']}", "failure.recorded", **f))
-            except (InvalidEvent, KeyError, TypeError) as exc:
-                raise ProtocolError(f"failure: {exc}") from None
+                events.append(self.event(f"fail/{fid}", "failure.recorded", **record))
+            except InvalidEvent as exc:
+                raise ProtocolError(f"failure {fid!r}: {exc}") from None
         wanted: dict[str, str] = {}  # question -> its first failure
         for e in events:
             wanted.setdefault(e.data["question_id"], e.data["failure_id"])
@@ -656,6 +782,7 @@ class Round:
         def decide(read: Reader) -> list[EventIn]:
             st = _state(run, read(MILESTONES), self.store.url)
             require_open(st, t, "record failures")
+            refuse_reused_failures(self.store, run, t, given)
             retained = {d["question_id"] for _s, _r, _t, d in read(("question.scored",), round=t) if d["retained"]}
             missing = sorted(set(wanted) - retained)
             if missing:
@@ -683,6 +810,12 @@ class Round:
                 raise ProtocolError(
                     f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}"
                 )
+            decided = {
+                fid: None
+                for ev in events
+                if ev.type in ("failure.diagnosed", "diagnosis.failed") and (fid := ev.data.get("failure_id"))
+            }
+            refuse_reused_failures(self.store, run, t, decided)  # a failure is diagnosed once in a run
             if since_seq is not None:
                 foreign = read(MEMORY_TYPES, after_seq=since_seq)
                 if foreign:
@@ -690,6 +823,29 @@ class Round:
             return events
 
         return _appending(self.store, run, decide)
+
+    def record_metrics(self, metrics: Mapping[str, float], *, rank: int = 0, weight: float = 1.0) -> bool:
+        """Record this rank's metrics of the round (``metrics.recorded``): every rank of a
+        data-parallel trainer records its own, and :meth:`commit` folds them into the round's
+        metrics, the mean of each weighted by ``weight`` (e.g. the rank's number of questions).
+        Recording the same again is a no-op (False); other metrics for a rank that recorded
+        already, or a round that is committed, are refused and nothing is stored."""
+        run, t = self.run, self.t
+        values = check_metrics(metrics)
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise ProtocolError(f"rank must be a whole number of at least 0, not {rank!r}")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight <= 0:
+            raise ProtocolError(f"weight of rank {rank} must be a finite number above 0, not {weight!r}")
+        ev = self.event(f"metrics/rank{rank}", "metrics.recorded", rank=rank, weight=float(weight), metrics=values)
+
+        def decide(read: Reader) -> list[EventIn]:
+            require_open(_state(run, read(MILESTONES), self.store.url), t, f"record the metrics of rank {rank}")
+            for _s, _r, _t, d in read(("metrics.recorded",), round=t):
+                if d["rank"] == rank and (d["metrics"], d["weight"]) != (ev.data["metrics"], ev.data["weight"]):
+                    raise ProtocolError(f"rank {rank} recorded other metrics in round {t} of run {run!r} already")
+            return [ev]
+
+        return _appending(self.store, run, decide).appended == 1
 
     def note(self, key: str, type: str, **data: Any) -> None:
         """Append a trainer's bookkeeping event (``phase.completed``, ``checkpoint.written`` ...)."""
@@ -720,10 +876,14 @@ class Round:
         summary: Mapping[str, Any] | None = None,
         allow_undiagnosed: bool = False,
     ) -> dict[str, Any]:
-        """Append ``eval.recorded`` (the metrics) and ``round.committed``: M_t is the memory here.
+        """Append ``eval.recorded`` (the metrics: those the ranks recorded with
+        :meth:`record_metrics`, weighted, and ``metrics`` over them) and ``round.committed``: M_t
+        is the memory here. The commit waits for no rank: the trainer's ranks meet first (a
+        barrier of its own), and a rank's write after the commit is refused.
         Refused before promotions are decided and, unless ``allow_undiagnosed``, while a recorded
         failure has no diagnosis. Returns the commit's data (counts, F_t, ε_{t+1}, ``summary``)."""
         run, t, base = self.run, self.t, self.base
+        metrics = check_metrics(metrics or {})
         committed: dict[str, Any] = {}
 
         def decide(read: Reader) -> list[EventIn]:
@@ -751,8 +911,12 @@ class Round:
             sched = schedule(after)
             # the round's statistics as `memory stats` counts them, and the schedule it leaves
             committed.update(count_rounds(rows).get(t, {}))
+            ranks = [d for _s, _r, typ, d in rows if typ == "metrics.recorded"]
+            round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
+            if ranks:
+                committed["ranks"] = len(ranks)
             committed.update(F=sched.F, epsilon_next=sched.epsilon, **dict(summary or {}))
-            events = [self.event("eval", "eval.recorded", **metrics)] if metrics else []
+            events = [self.event("eval", "eval.recorded", **round_metrics)] if round_metrics else []
             return [*events, self.event("round.committed", "round.committed", **committed)]
 
         try:
@@ -765,6 +929,35 @@ class Round:
     def _hint(self, step: str) -> Hint:
         """The command that takes ``step`` for this round."""
         return Hint(("round", step, "--run", self.run, "--round", str(self.t)), self.store.url)
+
+
+def rank_metrics(recorded: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The round's metrics from the ranks' ``metrics.recorded``: for each name, the mean over
+    the ranks that report it, weighted by their weights."""
+    sums: dict[str, float] = {}
+    weights: dict[str, float] = {}
+    for d in sorted(recorded, key=lambda d: d["rank"]):  # the same sum in every process
+        for name, value in d["metrics"].items():
+            sums[name] = sums.get(name, 0.0) + d["weight"] * value
+            weights[name] = weights.get(name, 0.0) + d["weight"]
+    return {name: sums[name] / weights[name] for name in sums}
+
+
+def check_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The metrics of a commit: each named by a non-empty string, each a finite number
+    (:class:`ProtocolError` naming the first that is not)."""
+    if not isinstance(metrics, Mapping):
+        raise ProtocolError(f"metrics must be a mapping of names to numbers, not {type(metrics).__name__}")
+    out: dict[str, float] = {}
+    for name, value in metrics.items():
+        if not isinstance(name, str) or not name.strip():
+            raise ProtocolError(f"metric name {name!r} must be a non-empty string")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ProtocolError(f"metric {name!r} must be a number, not {value!r}"[:200])
+        if not math.isfinite(value):
+            raise ProtocolError(f"metric {name!r} must be a finite number, not {value!r}")
+        out[name] = value
+    return out
 
 
 # --- the steps as functions of (store, run, round) -------------------------------------------

@@ -1,18 +1,28 @@
 """The event schemas: one pydantic model for the ``data`` of each event type of
 :data:`diagevo.catalog.CATALOG`, and the envelope every event comes in (:class:`EventIn`, one
 line of the JSONL interchange). An unknown ``type`` or ``data`` that does not fit its model is
-rejected."""
+rejected.
+
+Untrusted text is stored bounded (:class:`diagevo.config.LimitsConfig`): a long text field
+(:data:`diagevo.catalog.TEXT_FIELDS`) beyond ``text_bytes`` UTF-8 bytes, or a short phrase
+(:data:`PHRASE_FIELDS`) beyond ``phrase_bytes``, is cut there, and the event's data says so
+under ``cut``: ``{field: {"bytes": length of the whole text, "sha256": its hash}}``."""
 
 from __future__ import annotations
 
+import hashlib
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS
-from diagevo.config import config_from_record
+from diagevo.config import LimitsConfig, config_from_record
 from diagevo.errors import BadInput
-from diagevo.parsing import MAX_ID_CHARS, check_id, one_line, shorten
+from diagevo.parsing import MAX_ID_CHARS, check_id, find_not_utf8, one_line, shorten
 
 GenerationMode = Literal["free", "targeted", "stitched"]
 
@@ -30,8 +40,8 @@ class _Open(BaseModel):
 # --- core types -------------------------------------------------------------------------------
 
 
-class RunStarted(_Data):
-    """A run begins: its config (the hyperparameters, at least ``k``) and its seed."""
+class _RunConfig(_Data):
+    """A run's config (the hyperparameters, at least ``k``) and its seed."""
 
     config: dict[str, Any]
     seed: int = 0
@@ -44,7 +54,20 @@ class RunStarted(_Data):
         return v
 
 
-class RunConfigured(RunStarted):
+class RunStarted(_RunConfig):
+    """A run begins: its config, its seed and the trainer that drives it (``diagevo train``,
+    or the name an external trainer gives; absent in logs of older diagevo versions)."""
+
+    trainer: str | None = None
+
+    @field_validator("trainer")
+    @classmethod
+    def _a_name(cls, v: str | None) -> str | None:
+        """A name on one line (shown by ``runs`` and ``report``)."""
+        return None if v is None else check_id(v, "trainer", 200)
+
+
+class RunConfigured(_RunConfig):
     """The run's config from here on (``diagevo train --resume --set ...``): k and the switches
     of the rounds that follow. Recorded before the round it applies to."""
 
@@ -106,23 +129,29 @@ class FailureRecorded(_Data):
 
 class FailureDiagnosed(_Data):
     """The diagnostician's decision on a failure: a matched stored cause, a new error cause,
-    or neither (a non-skill slip), with its raw reply."""
+    or neither (a non-skill slip). Its raw reply is stored once, in the ``llm.called`` event of
+    this failure's Prompt 1 whose ``attempt`` is ``call``; ``raw`` holds it only when no call
+    recorded it."""
 
     failure_id: str
     matched_cause: str | None = None
     error_cause: str | None = None
     model: str = ""
     raw: str = ""
+    call: int | None = Field(default=None, ge=1)  # the attempt of the llm.called holding the reply
 
 
 class DiagnosisFailed(_Data):
-    """The diagnostician could not produce a valid decision; the round goes on without it."""
+    """The diagnostician could not produce a valid decision; the round goes on without it. Its
+    last reply, if any, is in the ``llm.called`` of the same failure and stage whose ``attempt``
+    is ``call`` (``raw`` holds it only when no call recorded it)."""
 
     failure_id: str | None = None
     stage: str
     reason: str
     model: str = ""
     raw: str = ""
+    call: int | None = Field(default=None, ge=1)  # the attempt of the llm.called holding the reply
 
 
 class FailureAttributed(_Data):
@@ -189,6 +218,28 @@ class CheckpointWritten(_Open):
     path: str
 
 
+class TrainStep(_Open):
+    """One GRPO optimizer step of a phase (``role`` challenger or solver): its step in the phase,
+    its step over the run's phases of that role (``global_step``), and TRL's logged row
+    (``metrics``, TRL's names: reward, reward_std, kl, entropy, clip_ratio/region_mean,
+    completions/mean_length, learning_rate, grad_norm, loss ...)."""
+
+    role: str
+    step: int
+    global_step: int
+    metrics: dict[str, float]
+
+
+class CheckpointPruned(_Open):
+    """The checkpoint at ``path`` (written in round ``written_round`` after ``phase``) was
+    deleted by ``train.keep_checkpoints``; ``bytes``: the space it held."""
+
+    path: str
+    phase: str
+    written_round: int
+    bytes: int = 0
+
+
 class LLMCalled(_Open):
     """One diagnostician call: stage, model, latency, token counts and the raw reply."""
 
@@ -240,7 +291,16 @@ class RunTagged(_Data):
 class RunNoted(_Data):
     """A free-text note on a run, by whoever ran or read it."""
 
-    note: str = Field(min_length=1, max_length=4000)
+    note: str = Field(min_length=1)
+
+
+class MetricsRecorded(_Data):
+    """One rank's metrics of the open round (a data-parallel trainer: every rank records its
+    own); the commit folds them into ``eval.recorded``, each weighted by ``weight``."""
+
+    rank: int = Field(ge=0)
+    weight: float = Field(gt=0.0, allow_inf_nan=False)
+    metrics: dict[str, float]
 
 
 class EventIn(BaseModel):
@@ -286,17 +346,31 @@ def _first_error(exc: ValidationError) -> str:
 
 def validate_event(raw: dict[str, Any]) -> EventIn:
     """Validate envelope and data; the returned event's data is normalised by its model."""
+    if isinstance(raw, dict):  # in diagevo's words, before pydantic's
+        not_utf8 = find_not_utf8(raw, "")
+        if not_utf8 is not None:
+            where = f"{raw.get('type')}: " if isinstance(raw.get("type"), str) and raw["type"] in CATALOG else ""
+            raise InvalidEvent(where + str(not_utf8))
     try:
         ev = EventIn.model_validate(raw)
     except ValidationError as exc:
         raise InvalidEvent(_first_error(exc)) from None
     model = model_of(ev.type)
+    payload = ev.data
+    cut: dict[str, Any] = {}
+    if "cut" in payload:
+        payload = dict(payload)
+        cut = _check_cut(ev.type, payload.pop("cut"))
     try:
-        data = model.model_validate(ev.data)
+        data = model.model_validate(payload)
     except ValidationError as exc:
         raise InvalidEvent(f"{ev.type}: data.{_first_error(exc)}") from None
     dumped = data.model_dump(mode="json", exclude_none=False)
+    if ev.type == "run.started" and dumped.get("trainer") is None:
+        del dumped["trainer"]  # a log of an older diagevo keeps its events as they were
     _check_columns(ev.type, dumped)
+    _drop_unset(dumped)
+    _cut(ev.type, dumped, cut)
     return ev.model_copy(update={"data": dumped})
 
 
@@ -318,6 +392,103 @@ def _check_columns(type: str, data: dict[str, Any]) -> None:
 
 
 _KEYS = frozenset(KEY_FIELDS)
+_NEWER_OPTIONAL = ("call",)
+
+PHRASE_FIELDS: dict[str, tuple[str, ...]] = {
+    "question.scored": ("pseudo_label",),
+    "failure.diagnosed": ("error_cause", "model"),
+    "diagnosis.failed": ("reason", "model", "stage"),
+    "llm.called": ("model", "stage", "error", "violation"),
+    "node.created": ("label",),
+    "cause.created": ("description",),
+    "nodes.merged": ("label",),
+    "run.noted": ("note",),
+}
+"""Type -> its short untrusted phrases, stored up to ``limits.phrase_bytes`` UTF-8 bytes (its
+long texts, :data:`diagevo.catalog.TEXT_FIELDS`, up to ``limits.text_bytes``)."""
+
+_DEFAULT_LIMITS = LimitsConfig()
+_LIMITS: ContextVar[LimitsConfig | None] = ContextVar("diagevo_text_limits", default=None)
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+@contextmanager
+def text_limits(limits: LimitsConfig) -> Iterator[None]:
+    """The limits the events validated inside the block are stored under (a run's ``[limits]``)."""
+    token = _LIMITS.set(limits)
+    try:
+        yield
+    finally:
+        _LIMITS.reset(token)
+
+
+def current_limits() -> LimitsConfig:
+    """The limits in effect (:func:`text_limits`; the defaults outside any)."""
+    return _LIMITS.get() or _DEFAULT_LIMITS
+
+
+def cut_text(text: str, limit: int) -> tuple[str, dict[str, Any] | None]:
+    """``text`` cut to at most ``limit`` UTF-8 bytes (at a character boundary) and, when it was
+    cut, the whole text's ``{"bytes", "sha256"}``; else ``(text, None)``."""
+    if len(text) * 4 <= limit:
+        return text, None
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text, None
+    kept = raw[:limit].decode("utf-8", "ignore")
+    return kept, {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def _cuttable(type: str) -> tuple[str, ...]:
+    return (*TEXT_FIELDS.get(type, ()), *PHRASE_FIELDS.get(type, ()))
+
+
+def _check_cut(type: str, value: Any) -> dict[str, Any]:
+    """A ``cut`` map as an event of ``type`` may carry (an event already stored, handed in again)."""
+    fields = _cuttable(type)
+    if not isinstance(value, dict):
+        raise InvalidEvent(f"{type}: data.cut: must be an object")
+    for f, entry in value.items():
+        if f not in fields:
+            raise InvalidEvent(f"{type}: data.cut: {shorten(f, 40)} is not a text of this type")
+        ok = (
+            isinstance(entry, dict)
+            and set(entry) == {"bytes", "sha256"}
+            and isinstance(entry["bytes"], int)
+            and not isinstance(entry["bytes"], bool)
+            and entry["bytes"] >= 0
+            and isinstance(entry["sha256"], str)
+            and _SHA256.fullmatch(entry["sha256"]) is not None
+        )
+        if not ok:
+            raise InvalidEvent(f"{type}: data.cut.{f}: must be {{bytes: length, sha256: 64 hex digits}}")
+    return dict(value)
+
+
+def _drop_unset(data: dict[str, Any]) -> None:
+    """Fields newer than the log's first version are absent unless set: the events of earlier
+    versions keep their bytes."""
+    for f in _NEWER_OPTIONAL:
+        if f in data and data[f] is None:
+            del data[f]
+
+
+def _cut(type: str, data: dict[str, Any], cut: dict[str, Any]) -> None:
+    """Cut ``data``'s texts to the limits in effect (in place), recording what was cut."""
+    limits = current_limits()
+    for fields, limit in (
+        (TEXT_FIELDS.get(type, ()), limits.text_bytes),
+        (PHRASE_FIELDS.get(type, ()), limits.phrase_bytes),
+    ):
+        for f in fields:
+            v = data.get(f)
+            if isinstance(v, str):
+                kept, whole = cut_text(v, limit)
+                if whole is not None:
+                    data[f] = kept
+                    cut[f] = whole
+    if cut:
+        data["cut"] = dict(sorted(cut.items()))
 
 
 def new_event(type: str, run: str, round: int, event_id: str, **data: Any) -> EventIn:

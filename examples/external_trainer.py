@@ -21,24 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import diagevo
-from diagevo import curriculum as cur
-from diagevo.config import Config
-from diagevo.memory.sampler import GenerationRequest
-from diagevo.paths import beside_database, run_dir
-from diagevo.train.sim import SimBackend
-from diagevo.views.index import VectorIndex, default_index_path
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
+TRAINER = "examples/external_trainer.py"  # what run.started names as the run's trainer
 
 
 class ExternalTrainer:
-    def __init__(self, cfg: Config, store: diagevo.EventStore, run: str) -> None:
+    def __init__(self, cfg: diagevo.Config, store: diagevo.EventStore, run: str) -> None:
         self.cfg, self.store, self.run = cfg, store, run
         self.seed = cfg.train.seed
-        self.backend = SimBackend(cfg, self.seed)
-        root = cfg.train.out_dir or beside_database(store.url, ".runs")
-        self.ckpt_dir = run_dir(Path(root), run).resolve()
-        self.index: VectorIndex | None = None
+        self.backend = diagevo.make_backend(cfg)  # the simulator: someone else's models, here
+        root = cfg.train.out_dir or diagevo.beside_database(store.url, ".runs")
+        self.ckpt_dir = diagevo.run_dir(Path(root), run).resolve()
+        self.index: diagevo.VectorIndex | None = None
 
     def rng(self, t: int, phase: str) -> random.Random:
         return random.Random(f"{self.seed}/{t}/{phase}")
@@ -48,7 +43,8 @@ class ExternalTrainer:
         if checkpoint:
             path = self.ckpt_dir / f"round{rnd.t:03d}-{name}"
             self.backend.save(path)
-            rnd.note(f"checkpoint/{name}", "checkpoint.written", path=str(path), phase=name)
+            size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())  # its disk use, as train logs it
+            rnd.note(f"checkpoint/{name}", "checkpoint.written", path=str(path), phase=name, bytes=size)
         seconds = time.perf_counter() - started
         rnd.note(f"phase/{name}", "phase.completed", phase=name, seconds=seconds, **stats)
         return seconds
@@ -56,10 +52,10 @@ class ExternalTrainer:
     def challenger_reward(self, t: int) -> Any:
         n, calls = self.cfg.grpo.construction_responses, [0]
 
-        def reward(_requests: Sequence[GenerationRequest], outputs: Sequence[str]) -> list[float]:
+        def reward(_requests: Sequence[Any], outputs: Sequence[str]) -> list[float]:
             calls[0] += 1
             rng = self.rng(t, f"chal-votes-{calls[0]}")
-            return cur.challenger_output_rewards(
+            return diagevo.challenger_output_rewards(
                 outputs,
                 lambda qs: self.backend.sample(qs, n, rng),
                 lam=self.cfg.reward.lam,
@@ -87,7 +83,9 @@ class ExternalTrainer:
         started = time.perf_counter()
         reqs = rnd.requests(cfg.train.curriculum_questions or cfg.solver.batch_size)
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
-        kept = [(q, text) for q, o in zip(reqs, outputs, strict=True) if (text := cur.parse_question(o)) is not None]
+        kept = [
+            (q, text) for q, o in zip(reqs, outputs, strict=True) if (text := diagevo.parse_question(o)) is not None
+        ]
         responses = self.backend.sample(
             [text for _, text in kept], cfg.grpo.construction_responses, self.rng(t, "construct")
         )
@@ -111,7 +109,7 @@ class ExternalTrainer:
         if retained:
 
             def reward(i: int, resp: Sequence[str]) -> list[float]:
-                return [1.0 if cur.agrees(cur.extract_answer(x), retained[i].pseudo_label) else -1.0 for x in resp]
+                return diagevo.solver_rewards(resp, retained[i].pseudo_label)
 
             out = self.backend.train_solver(
                 [s.text for s in retained], reward, cfg.solver.group_size, self.rng(t, "solver")
@@ -134,8 +132,8 @@ class ExternalTrainer:
 
         # diagnosis (Sec. 2.3)
         started = time.perf_counter()
-        if self.index is None:
-            self.index = VectorIndex(self.backend.embedder(), default_index_path(store.url), run)
+        if self.index is None:  # the vectors, kept beside the database across rounds
+            self.index = diagevo.vector_index(store, run, self.backend.embedder())
         summary = diagevo.diagnose(
             rnd,
             diagnostician=self.backend.diagnostician(),
@@ -173,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     pinned = [f"train.seed={args.seed}", f"train.run={json.dumps(args.run)}", f"train.rounds={args.rounds}"]
     cfg = diagevo.load_config(CONFIG, [*args.overrides, *pinned])
     with diagevo.open_store(args.db) as store:
-        diagevo.start_run(store, args.run, cfg, cfg.train.seed)
+        diagevo.start_run(store, args.run, cfg, cfg.train.seed, trainer=TRAINER)
         trainer = ExternalTrainer(cfg, store, args.run)
         for t in range(1, args.rounds + 1):
             done = trainer.round(t)

@@ -45,7 +45,42 @@ class Hang:
     content: str = "{}"
 
 
-Scripted = str | Fail | Hang | Callable[[dict[str, Any]], Any]
+@dataclass(frozen=True)
+class Drip:
+    """Answer 200 at once, then send the body one byte every ``interval_s`` (a server that
+    never stops talking but never finishes)."""
+
+    content: str = "{}"
+    interval_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Answer 200 and the first ``sent`` bytes of the body, then nothing for ``seconds``."""
+
+    seconds: float
+    content: str = "{}"
+    sent: int = 16
+
+
+@dataclass(frozen=True)
+class Flood:
+    """Answer 200 with a chat completion whose content is ``size`` bytes, as fast as it can;
+    ``declare``: with its Content-Length, else delimited by closing the connection."""
+
+    size: int
+    declare: bool = True
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Answer 200 with exactly these body bytes (e.g. not UTF-8)."""
+
+    body: bytes
+
+
+Scripted = str | Fail | Hang | Drip | Stall | Flood | Raw | Callable[[dict[str, Any]], Any]
+_PACED = (Drip, Stall, Flood, Raw)
 
 
 def stage_of(body: dict[str, Any]) -> str:
@@ -71,7 +106,9 @@ class LLMServer:
         self.refuse_structured = (
             False  # answer a request with a response_format with a 400, as a server without structured outputs
         )
+        self.unsent: list[int] = []  # per paced reply (Drip, Stall, Flood): body bytes never sent
         self._lock = threading.Lock()
+        self._paced_done = threading.Condition()
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -105,6 +142,13 @@ class LLMServer:
         noise = noise - (noise @ base) * base
         noise /= np.linalg.norm(noise)
         self.set_vector(text, cosine * base + np.sqrt(max(0.0, 1 - cosine**2)) * noise)
+
+    def paced(self, n: int, timeout_s: float = 30.0) -> list[int]:
+        """:attr:`unsent` once ``n`` paced replies have ended (the client may leave before the
+        server notices at its next write)."""
+        with self._paced_done:
+            self._paced_done.wait_for(lambda: len(self.unsent) >= n, timeout_s)
+            return list(self.unsent)
 
     def calls(self, stage: str | None = None) -> list[dict[str, Any]]:
         with self._lock:
@@ -150,9 +194,11 @@ class LLMServer:
         with self._lock:
             self.requests.append({"path": path, "stage": stage, "body": body})
         reply = self._next(stage)
-        if callable(reply) and not isinstance(reply, (Fail, Hang)):
+        if callable(reply) and not isinstance(reply, (Fail, Hang, *_PACED)):
             reply = reply(body)
         delay = self.delay_s
+        if isinstance(reply, _PACED):
+            return 200, {"paced": reply, "model": body.get("model", "")}, delay
         if reply is None:
             return 500, {"error": {"message": f"nothing scripted for stage {stage}"}}, delay
         if isinstance(reply, Fail):
@@ -201,6 +247,9 @@ class LLMServer:
                 status, payload, delay = server.handle(self.path, body)
                 if delay > 0 and server._stop.wait(delay):
                     return
+                if isinstance(payload.get("paced"), _PACED):
+                    self._paced(payload["paced"], payload["model"])
+                    return
                 out = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -210,6 +259,60 @@ class LLMServer:
                     self.wfile.write(out)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
+
+            def _paced(self, how: Drip | Stall | Flood | Raw, model: str) -> None:
+                if isinstance(how, Raw):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(how.body)))
+                    self.end_headers()
+                    self.wfile.write(how.body)
+                    return
+                if isinstance(how, Flood):
+                    head, tail = json.dumps(_completion(model, ["\x00"])).encode().split(b"\\u0000")
+                    size = len(head) + how.size + len(tail)
+                else:
+                    out = json.dumps(_completion(model, [how.content])).encode()
+                    size = len(out)
+                sent = 0
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    if isinstance(how, Flood) and not how.declare:
+                        self.send_header("Connection", "close")
+                        self.close_connection = True
+                    else:
+                        self.send_header("Content-Length", str(size))
+                    self.end_headers()
+                    if isinstance(how, Drip):
+                        for i in range(len(out)):
+                            self.wfile.write(out[i : i + 1])
+                            self.wfile.flush()
+                            sent += 1
+                            if server._stop.wait(how.interval_s):
+                                break
+                    elif isinstance(how, Stall):
+                        self.wfile.write(out[: how.sent])
+                        self.wfile.flush()
+                        sent = how.sent
+                        if not server._stop.wait(how.seconds):
+                            self.wfile.write(out[how.sent :])
+                            sent = size
+                    else:
+                        self.wfile.write(head)
+                        sent = len(head)
+                        chunk = b"x" * 65536
+                        while sent < len(head) + how.size:
+                            piece = chunk[: len(head) + how.size - sent]
+                            self.wfile.write(piece)
+                            sent += len(piece)
+                        self.wfile.write(tail)
+                        sent += len(tail)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                with server._paced_done:
+                    server.unsent.append(size - sent)
+                    server._paced_done.notify_all()
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True

@@ -116,13 +116,16 @@ def test_ingest_replay_why_stats_events_verify(tmp_path: Path, db: str, capsys: 
     code, out, _ = run_cli(capsys, "memory", "events", "--db", db, "--limit", "2")
     assert code == 0 and "the first 2 events shown; more match" in out
     code, _, err = run_cli(capsys, "memory", "events", "--db", db, "--type", "bogus.type")
-    assert_one_line_error(code, err, "unknown event type 'bogus.type'", "cause.{created,promoted,reactivated}")
+    assert_one_line_error(code, err, "unknown event type 'bogus.type'", "`diagevo memory events --help` lists")
+    code, _, err = run_cli(capsys, "memory", "events", "--db", db, "--type", "run.taged")
+    assert_one_line_error(code, err, "unknown event type 'run.taged' (did you mean 'run.tagged'")
+    code, out, _ = run_cli(capsys, "memory", "events", "--help")
     from diagevo.catalog import CATALOG as EVENT_TYPES
 
-    for t in EVENT_TYPES:  # every known type is named, none cut off
+    flat = re.sub(r",\s+", ",", " ".join(out.replace("│", " ").split()))  # the help's lines joined
+    for t in EVENT_TYPES:  # the hint is true: the help names every known type
         head, _, tail = t.partition(".")
-        assert re.search(rf"\b{re.escape(head)}\.(\{{[a-z,]*\b)?{re.escape(tail)}\b", err), t
-    assert "…" not in err
+        assert re.search(rf"\b{re.escape(head)}\.(\{{[a-z,]*\b)?{re.escape(tail)}\b", flat), t
     code, out, _ = run_cli(capsys, "memory", "verify", "--db", db)
     assert code == 0 and "hash chain intact" in out
     assert run_cli(capsys, "memory", "plot", "--db", db)[0] == 0

@@ -206,10 +206,11 @@ def test_another_embedding_model_or_a_lost_table_rebuilds(store: EventStore, tmp
 
 
 def test_default_index_path_is_beside_or_keyed_by_the_database() -> None:
-    assert default_index_path("sqlite:///runs/x.db") == Path("runs/x.lance")
-    assert default_index_path("sqlite:///runs/x.db?synchronous=normal") == Path("runs/x.lance")
+    assert default_index_path("sqlite:///runs/x.db") == Path("runs/x.diagevo/index.lance")
+    assert default_index_path("sqlite:///runs/x.db?synchronous=normal") == Path("runs/x.diagevo/index.lance")
     a = default_index_path("postgresql+psycopg://u:p@h/db")
-    assert a.name.startswith("diagevo-db-") and a.suffix == ".lance" and "p@" not in str(a)
+    assert a.parent.name.startswith("diagevo-db-") and a.parent.suffix == ".diagevo" and a.name == "index.lance"
+    assert "p@" not in str(a)
     assert a == default_index_path("postgresql+psycopg://u:other-password@h/db")  # same database
     assert a != default_index_path("postgresql+psycopg://u:p@h/db2")
     assert a != default_index_path("postgresql+psycopg://u:p@h/db?options=-csearch_path%3Dt1")

@@ -144,5 +144,5 @@ def test_every_file_beside_the_database_is_in_the_getting_started_table(
     page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
     table = page.split("## What each file is", 1)[1].split("\n\n", 2)[1]
     beside = sorted(p.name for p in work.iterdir() if p.name.startswith("diagevo."))
-    assert {"diagevo.db", "diagevo.leases"} <= set(beside), beside
+    assert {"diagevo.db", "diagevo.diagevo"} <= set(beside), beside
     assert [n for n in beside if f"`{n}`" not in table and f"`{n}/" not in table] == []

@@ -16,8 +16,9 @@ from tests.test_rounds import RUN, candidate, round_one
 
 
 def two_rounds(db: str) -> None:
+    """A run of ``diagevo train``'s (which ``train --resume`` continues), written through the protocol."""
     with open_log(db) as store:
-        round_one(store)
+        round_one(store, rounds.OUR_TRAINER)
         rounds.open_round(store, RUN)
         reqs = rounds.requests(store, RUN, 2, 20)
         rounds.record(store, RUN, 2, [candidate(q.question_id, q, agree=9) for q in reqs])
@@ -141,7 +142,7 @@ def _new_cause_in_round_two(store: EventStore, run: str, text: str) -> None:
 def test_diff_matches_causes_by_the_event_that_created_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'd.db'}"
     with open_log(db) as store:
-        round_one(store)
+        round_one(store, rounds.OUR_TRAINER)  # train's run: its fork continues with train --resume
     code, out, _ = run_cli(capsys, "memory", "fork", "--run", RUN, "--round", "1", "--to", "other", "--db", db)
     assert code == 0 and f"continue with: diagevo train --run other --resume --db {db}" in " ".join(out.split())
     with open_log(db) as store:

@@ -112,9 +112,8 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "ckpt",
         "x.db",
-        "x.lance",
-        "x.leases",
-    ]  # one log, its vector index, its writer lease
+        "x.diagevo",
+    ]  # one log, and one folder with its vector index and its writer lease
     assert done.stdout.count("log: sqlite") == 1  # one rank reports
     store = open_log(f"sqlite:///{db}")
     try:

@@ -218,7 +218,7 @@ def test_dry_run_cli_loads_nothing(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["checkpoints"].startswith(str(tmp_path / "x.runs"))
+    assert data["checkpoints"].startswith(str(tmp_path / "x.diagevo" / "runs"))
     assert data["grpo"]["challenger"]["max_steps"] == 6 and data["models"]["challenger"] == "models/Qwen3-8B-Base"
     chal, solver = data["phases"]["challenger"], data["phases"]["solver"]
     for phase in (chal, solver):
@@ -321,7 +321,7 @@ def test_bad_models_and_hub_ids_are_one_line_errors(tmp_path: Path) -> None:
         'hf.challenger_model="Qwen/Qwen3-4B-Base"',
         "--quiet",
     )
-    assert hub.returncode == 1, hub.stderr
+    assert hub.returncode == 2, hub.stderr
     assert "no network: pass a local model directory" in hub.stderr and len(hub.stderr.strip().splitlines()) == 1
     missing = _cli(
         "train",
@@ -335,7 +335,7 @@ def test_bad_models_and_hub_ids_are_one_line_errors(tmp_path: Path) -> None:
         f'hf.challenger_model="{tmp_path}/nosuch"',
         "--quiet",
     )
-    assert missing.returncode == 1 and f"no model directory {tmp_path}/nosuch: build it with" in missing.stderr, (
+    assert missing.returncode == 2 and f"no model directory {tmp_path}/nosuch: build it with" in missing.stderr, (
         missing.stderr
     )
 

@@ -38,13 +38,13 @@ def test_a_train_refused_for_a_missing_model_creates_no_database(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(capsys, "train", "--config", SMOLLM2, "--db", "sqlite:///tiny.db", "--quiet")
-    assert code == 1 and err.count("\n") == 1, err
+    assert code == 2 and err.count("\n") == 1, err
     assert "no model directory models/smollm2" in err
     assert command_in(err) == ["diagevo", "models", "smollm2", "--out", "models/smollm2"]
-    assert listing(tmp_path) == []  # no tiny.db, no tiny.leases/
+    assert listing(tmp_path) == []  # no tiny.db, no tiny.diagevo/
     # the same with the database on the default path
     code, _, err = run_cli(capsys, "train", "--config", TINY, "--quiet")
-    assert code == 1 and command_in(err) == ["diagevo", "models", "tiny", "--out", "models/tiny"]
+    assert code == 2 and command_in(err) == ["diagevo", "models", "tiny", "--out", "models/tiny"]
     assert listing(tmp_path) == []
 
 
@@ -60,7 +60,7 @@ def test_an_incomplete_build_is_refused_naming_it_and_its_build(
         (half / name).write_text("{}\n", encoding="utf-8")
     before = listing(tmp_path)
     code, _, err = run_cli(capsys, "train", "--config", SMOLLM2, "--db", "sqlite:///s.db", "--quiet")
-    assert code == 1 and err.count("\n") == 1, err
+    assert code == 2 and err.count("\n") == 1, err
     assert "models/smollm2: an incomplete model build (no provenance.json" in err
     assert command_in(err) == ["diagevo", "models", "smollm2", "--out", "models/smollm2"]
     assert listing(tmp_path) == before
@@ -75,7 +75,7 @@ def test_an_incomplete_build_is_refused_naming_it_and_its_build(
         (pair / role / "config.json").write_text("{}\n", encoding="utf-8")
     (pair / "heldout.jsonl").write_text("{}\n", encoding="utf-8")
     code, _, err = run_cli(capsys, "train", "--config", TINY, "--db", "sqlite:///t.db", "--quiet")
-    assert code == 1 and "models/tiny/challenger: an incomplete model build (no tiny.json" in err
+    assert code == 2 and "models/tiny/challenger: an incomplete model build (no tiny.json" in err
     assert command_in(err) == ["diagevo", "models", "tiny", "--out", "models/tiny"]
     assert not (tmp_path / "t.db").exists()
 

@@ -49,9 +49,9 @@ def candidate(qid: str, req: rounds.Request | None = None, label: str = "7", agr
     )
 
 
-def round_one(store: EventStore) -> None:
+def round_one(store: EventStore, trainer: str = rounds.EXTERNAL_TRAINER) -> None:
     """Round 1 with two causes (C1: f=2, C2: f=1), committed."""
-    assert rounds.start_run(store, RUN, {"k": 1.0, "memory": {"theta_up": 0.5}}, seed=3)
+    assert rounds.start_run(store, RUN, {"k": 1.0, "memory": {"theta_up": 0.5}}, seed=3, trainer=trainer)
     assert rounds.open_round(store, RUN) == 1
     reqs = rounds.requests(store, RUN, 1, 4)
     assert {r.mode for r in reqs} == {"free"}  # F_0 = 0: free exploration only
@@ -125,8 +125,10 @@ def test_wrong_order_is_refused(store: EventStore) -> None:
         rounds.record(store, RUN, 1, [rounds.Candidate("q", "targeted", "x?", "C9", answers=("1",))])
     rounds.record(store, RUN, 1, [candidate("q1", agree=6)])
     with pytest.raises(rounds.ProtocolError, match="not a retained question"):
-        rounds.record_failures(store, RUN, 1, [{"failure_id": "f", "question_id": "nope", "response": "r"}])
-    rounds.record_failures(store, RUN, 1, [{"failure_id": "f", "question_id": "q1", "response": "r"}])
+        rounds.record_failures(
+            store, RUN, 1, [{"failure_id": "f", "question_id": "nope", "response": "r", "reference": "7"}]
+        )
+    rounds.record_failures(store, RUN, 1, [{"failure_id": "f", "question_id": "q1", "response": "r", "reference": "7"}])
     rounds.promote(store, RUN, 1)
     with pytest.raises(rounds.ProtocolError, match="1 recorded failure is not diagnosed"):
         rounds.commit(store, RUN, 1)

@@ -27,12 +27,21 @@ def _produce(url: str, rank: int, barrier: Any, out: Any) -> None:
             store,
             RUN,
             2,
-            [{"failure_id": f"f-{q.question_id}", "question_id": q.question_id, "response": "wrong"} for q in mine[:3]]
+            [
+                {
+                    "failure_id": f"f-{q.question_id}",
+                    "question_id": q.question_id,
+                    "response": "wrong",
+                    "reference": "7",
+                }
+                for q in mine[:3]
+            ]
             + [
                 {
                     "failure_id": f"f-{overlap[0].question_id}",
                     "question_id": overlap[0].question_id,
                     "response": "wrong",
+                    "reference": "7",
                 }
             ],
         )

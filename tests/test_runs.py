@@ -58,7 +58,7 @@ def test_a_second_writer_is_refused_naming_the_first_and_a_crash_frees_the_run(
     db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with open_log(db_url) as store:
-        rounds.start_run(store, "r", Config().redacted() | {"train": {"rounds": 1}})
+        rounds.start_run(store, "r", Config().redacted() | {"train": {"rounds": 1}}, trainer=rounds.OUR_TRAINER)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     holder = subprocess.Popen([sys.executable, "-c", _HOLD, db_url, "r"], env=env, stdout=subprocess.PIPE, text=True)
     try:
@@ -101,7 +101,7 @@ def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
         committed(store, "base", 2)
         fork_run(store, "base", 1, "fork-a")
         fork_run(store, "base", 2, "fork-b")
-        rounds.start_run(store, "cut", two)
+        rounds.start_run(store, "cut", two, trainer=rounds.OUR_TRAINER)  # train's: resumable
         committed(store, "cut", 1)
         rounds.open_round(store, "cut")  # round 2 open: interrupted in it
         rounds.tag_run(store, "base", ["paper", "k2"])
@@ -113,10 +113,11 @@ def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
     assert list(got) == ["base", "fork-a", "fork-b", "cut"]
     assert [(r["status"], r["committed"], r["target"]) for r in got.values()] == [
         ("complete", 2, 2),
-        ("interrupted", 1, 2),
-        ("complete", 2, 2),
+        ("forked", 1, 2),  # not continued
+        ("forked", 2, 2),
         ("interrupted", 1, 2),
     ]
+    assert [r["trainer"] for r in got.values()] == [*["external trainer"] * 3, "diagevo train"]
     assert got["fork-a"]["forked_from"] == {"run": "base", "round": 1} and got["base"]["forked_from"] is None
     assert got["cut"]["open_round"] == 2
     assert got["base"]["changed"] == {"memory.k": 2.0, "train.rounds": 2}
@@ -126,11 +127,12 @@ def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
     # at 80 columns: under each run's id, a line each for its origin, tags and config changes
     lines = [" ".join(line.split()) for line in out.splitlines()]
     at = {line.split()[0]: i for i, line in enumerate(lines) if line.split() and line.split()[0] in got}
-    assert lines[at["base"] + 1 : at["base"] + 5] == [
+    assert lines[at["base"] + 1 : at["base"] + 6] == [
         "tags: paper",
         "note: the reference run [b]no…",  # cut to the column; --json has it whole
         "train.rounds=2",
         "memory.k=2.0",
+        "trainer: external trainer",
     ]
     assert lines[at["fork-a"] + 1] == "forked from base @ round 1"
     assert lines[at["cut"]].startswith("cut interrupted 1/2") and "round 2 open" in lines[at["cut"] + 1]

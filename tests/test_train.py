@@ -55,6 +55,7 @@ def comparable(db: str, run: str) -> list[tuple[str, str, str]]:
         for e in s.read(run, texts=True):
             data = {k: v for k, v in e.data.items() if k not in ("seconds", "timing", "latency_s", "path")}
             if e.type in ("run.started", "run.configured"):
+                data.pop("trainer", None)  # who drives the run: the one field that tells them apart
                 data["config"]["train"].pop("out_dir")
                 data["config"]["train"].pop("rounds")
                 if e.type == "run.configured" and data["config"] == in_force:

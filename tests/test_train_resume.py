@@ -103,7 +103,8 @@ def test_resume_across_processes_and_after_ctrl_c_reproduces_the_uninterrupted_r
             ["bash", "-c", hint], cwd=tmp_path, capture_output=True, text=True, env=bare_path, timeout=300
         )
         assert ran.returncode == 0, (hint, ran.stderr)
-    assert (tmp_path / "chain.runs").is_dir() and (tmp_path / "chain.lance").is_dir()  # beside the db
+    assert (tmp_path / "chain.diagevo" / "runs").is_dir()  # in the database's folder
+    assert (tmp_path / "chain.diagevo" / "index.lance").is_dir()
     for t in (2, 3):
         proc = cli(train_args(chain, RUN, "--rounds", str(t), "--resume"))
         assert proc.returncode == 0, proc.stderr[-2000:]

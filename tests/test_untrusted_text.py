@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from diagevo.config import LimitsConfig
 from diagevo.log import open_log
 from diagevo.schemas import new_event
 from tests.input_cases import cli
@@ -437,7 +438,13 @@ def test_long_texts_are_cut_in_the_terminal_only(world: World, monkeypatch: pyte
     code, out, _ = cli("memory", "show", "--run", RUN, "--db", world.db)
     assert code == 0 and "characters left out]" in out and len(out) < 40_000
     code, out, _ = cli("memory", "why", "C3", "--run", RUN, "--db", world.db, "--json")
-    assert json.loads(out)["description"] == "long " + LONG
+    # the stored text exactly: a phrase past limits.phrase_bytes is stored cut, and marked so
+    stored = ("long " + LONG)[: LimitsConfig().phrase_bytes]
+    assert json.loads(out)["description"] == stored
+    code, out, _ = cli("memory", "export", "--run", RUN, "--db", world.db)
+    rows = [json.loads(x) for x in out.splitlines()]
+    (created,) = [r["data"] for r in rows if r["type"] == "cause.created" and r["data"]["cause_id"] == "C3"]
+    assert created["description"] == stored and created["cut"]["description"]["bytes"] == len("long " + LONG)
 
 
 # the real entry point in a colour terminal: one process runs every command (Rich reads FORCE_COLOR,

@@ -135,6 +135,9 @@ CATALOG: dict[str, EventType] = {
         EventType("run.forked", Kind.RETROSPECTIVE, "RunForked"),
         EventType("run.tagged", Kind.RETROSPECTIVE, "RunTagged"),
         EventType("run.noted", Kind.RETROSPECTIVE, "RunNoted"),
+        EventType("metrics.recorded", Kind.BOOKKEEPING, "MetricsRecorded"),
+        EventType("train.step", Kind.BOOKKEEPING, "TrainStep"),
+        EventType("checkpoint.pruned", Kind.BOOKKEEPING, "CheckpointPruned"),
     )
 }
 

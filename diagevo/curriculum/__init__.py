@@ -25,6 +25,7 @@ from diagevo.curriculum.reward import (
     challenger_output_rewards,
     challenger_rewards,
     repetition_penalties,
+    solver_rewards,
     uncertainty_reward,
 )
 from diagevo.curriculum.stats import question_stats
@@ -58,6 +59,7 @@ __all__ = [
     "question_stats",
     "reference_index",
     "repetition_penalties",
+    "solver_rewards",
     "solver_messages",
     "uncertainty_reward",
     "votes",

@@ -17,6 +17,7 @@ import numpy as np
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.bleu import pairwise_bleu_distance
+from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import parse_question
 from diagevo.curriculum.votes import votes
 
@@ -83,3 +84,10 @@ def challenger_output_rewards(
     for i, responses in zip(valid, answer(list(valid.values())), strict=True):
         p1[i] = votes([extract_answer(x) for x in responses]).p1
     return challenger_rewards(questions, p1, lam=lam, threshold=threshold)
+
+
+def solver_rewards(responses: Sequence[str], pseudo_label: str | None) -> list[float]:
+    """The solver's reward on a retained question (Sec. 2.2): +1 for a response whose final
+    answer agrees with the pseudo-label (the agreement that counted it in the label's class),
+    else -1 (a failure, recorded for diagnosis)."""
+    return [1.0 if agrees(extract_answer(x), pseudo_label) else -1.0 for x in responses]

@@ -1,8 +1,10 @@
 """The diagnostician over an OpenAI-compatible chat API (vLLM's server or any provider).
 
 One :class:`LLMDiagnostician` serves a whole round: at most ``concurrency`` requests in flight,
-each with a timeout, transport errors (timeouts, connection errors, 429, 5xx) retried with
-exponential backoff, temperature 0 and Qwen3's non-thinking mode. A reply that does not validate
+each with a total deadline (``timeout_s``) and a reply read up to the client's limit, the requests
+of one decision (retries and the re-ask) within ``failure_timeout_s`` together, transport errors
+(timeouts, connection errors, 429, 5xx) retried with exponential backoff, ``max_tokens``,
+temperature 0 and Qwen3's non-thinking mode. A reply that does not validate
 gets exactly one re-ask stating the violation; after that, or when the endpoint stays
 unreachable, the :class:`Reply` carries ``value=None`` and a one-line ``error``. Every HTTP
 attempt is described in ``Reply.calls`` so the pipeline can store it as ``llm.called``.
@@ -32,7 +34,7 @@ from diagevo.diagnosis.interface import (
     Reply,
 )
 from diagevo.errors import BadInput
-from diagevo.openai_client import Attempt, OpenAIClient, TransportError, first_message
+from diagevo.openai_client import Attempt, Deadline, OpenAIClient, TransportError, first_message
 
 T = TypeVar("T")
 # what a server's 400 says when it does not take a response_format of type json_schema
@@ -58,6 +60,8 @@ class LLMDiagnostician:
         max_tokens: int | None = 512,
         thinking: bool = False,
         structured: bool | None = None,
+        failure_timeout_s: float | None = None,
+        max_body_bytes: int | None = None,
     ) -> None:
         self.model_name = model
         # None: ask for structured outputs until the server refuses them; False: never ask
@@ -74,7 +78,9 @@ class LLMDiagnostician:
             max_retries=max_retries,
             backoff_s=backoff_s,
             max_backoff_s=max_backoff_s,
+            max_body_bytes=max_body_bytes,
         )
+        self.failure_timeout_s = failure_timeout_s
 
     @classmethod
     def from_config(cls, cfg: DiagnosisConfig, **overrides: Any) -> LLMDiagnostician:
@@ -89,6 +95,7 @@ class LLMDiagnostician:
             "max_retries": cfg.max_retries,
             "min_words": cfg.min_words,
             "max_words": cfg.max_words,
+            "failure_timeout_s": cfg.failure_timeout_s,
         }
         kwargs.update(overrides)
         return cls(**kwargs)
@@ -145,9 +152,11 @@ class LLMDiagnostician:
     ) -> Reply[T]:
         calls: list[dict[str, Any]] = []
         raw, error = "", None
+        # one budget for this decision's requests, retries and the re-ask included
+        deadline = Deadline(self.failure_timeout_s) if self.failure_timeout_s else None
         for ask in range(2):  # the first ask and one re-ask
             try:
-                raw = await self._complete(stage, messages, calls, schema)
+                raw = await self._complete(stage, messages, calls, schema, deadline)
             except TransportError as exc:
                 return self._reply(None, raw, calls, ask + 1, f"endpoint: {exc}")
             try:
@@ -183,6 +192,7 @@ class LLMDiagnostician:
         messages: list[dict[str, str]],
         calls: list[dict[str, Any]],
         schema: dict[str, Any] | None = None,
+        deadline: Deadline | None = None,
     ) -> str:
         """One chat completion with bounded retries; appends one record per HTTP attempt. With a
         ``schema``, the reply is constrained to it unless the server has refused structured outputs."""
@@ -209,7 +219,9 @@ class LLMDiagnostician:
             )
 
         try:
-            (content, usage), attempts = await self.client.post("/chat/completions", body, first_message)
+            (content, usage), attempts = await self.client.post(
+                "/chat/completions", body, first_message, deadline=deadline
+            )
         except TransportError as exc:
             for a in exc.attempts:
                 record(a, raw="", error=a.error)
@@ -217,7 +229,7 @@ class LLMDiagnostician:
             if constrained and refused:  # asked again without; a server never seen to constrain is not asked again
                 if self.structured is None:
                     self.structured = False
-                return await self._complete(stage, messages, calls, None)
+                return await self._complete(stage, messages, calls, None, deadline)
             raise
         if constrained:
             self.structured = True

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from diagevo.catalog.ids import digest_event_id
-from diagevo.config import DiagnosisConfig
+from diagevo.config import DiagnosisConfig, LimitsConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
@@ -37,7 +37,7 @@ from diagevo.errors import BadInput, Conflict
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
 from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
-from diagevo.rounds import MemoryMoved, ProtocolError, Round, require_open, round_state
+from diagevo.rounds import MemoryMoved, ProtocolError, Round, refuse_reused_failures, require_open, round_state
 from diagevo.schemas import EventIn, new_event
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
@@ -124,6 +124,18 @@ def _call_events(run: str, round: int, key: tuple[object, ...], reply: Reply[Any
             )
         )
     return out
+
+
+def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
+    """How a decision names its reply: ``call``, the ``attempt`` of the ``llm.called`` event of
+    the same decision that holds the reply (stored once, there), or the reply inline as ``raw``
+    when no call recorded it (a diagnostician without HTTP calls)."""
+    if reply is None or not reply.raw:
+        return {"raw": ""}
+    for c in reversed(reply.calls):
+        if c.get("raw") == reply.raw and isinstance(c.get("attempt"), int):
+            return {"raw": "", "call": c["attempt"]}
+    return {"raw": reply.raw}
 
 
 def _prior_outcomes(store: Any, run: str, round: int) -> tuple[dict[str, Extraction], set[str]]:
@@ -255,7 +267,7 @@ class _Round:
             stage=refusal.stage,
             reason=refusal.reason[:500],
             model=reply.model if reply else getattr(self.dx, "model_name", ""),
-            raw=reply.raw if reply else "",
+            **reply_ref(reply),
         )
 
     def commit(self, events: list[EventIn], vec: np.ndarray | None = None, *, defer: bool = False) -> None:
@@ -326,7 +338,7 @@ class _Round:
                         matched_cause=value.matched_cause_id,
                         error_cause=value.error_cause,
                         model=reply.model,
-                        raw=reply.raw,
+                        **reply_ref(reply),
                     )
                 )
                 out[fid] = value
@@ -478,13 +490,15 @@ async def diagnose_round(
     index: VectorIndex | None = None,
     progress: ProgressFn | None = None,
     memory: Memory | None = None,
+    limits: LimitsConfig | None = None,
 ) -> DiagnosisSummary:
     """Diagnose the round's failures and maintain the memory; everything is appended to ``store``.
 
     ``round`` must be the run's open round (its last committed round + 1). ``index`` (a
     :class:`VectorIndex`, LanceDB-backed when it has a path) is caught up with the log first and
     after the round; without one, vectors are computed from the memory's texts. ``memory`` is
-    the run's memory as it stands (read from the log when not given).
+    the run's memory as it stands (read from the log when not given). ``limits``: what texts are
+    stored and replies read up to (the run's ``[limits]``; by default those in effect).
     """
     progress = progress or no_progress
     if memory is None:  # the memory now (the round protocol hands it over, folded from M_{t-1})
@@ -500,8 +514,11 @@ async def diagnose_round(
     summary = DiagnosisSummary(run=run, round=round, theta_dup=th.dup, theta_merge=th.merge, failures=len(failures))
     state = _Round(store, run, round, diagnostician, index, cfg, memory, summary, progress)
 
+    from diagevo.schemas import current_limits, text_limits
+
     try:
-        return await _run(state, store, run, round, failures, embedder, index, progress)
+        with text_limits(limits or current_limits()):
+            return await _run(state, store, run, round, failures, embedder, index, progress)
     finally:
         aclose = getattr(diagnostician, "aclose", None)
         if aclose is not None:  # the HTTP pool belongs to this event loop
@@ -629,20 +646,33 @@ def failure_inputs(store: Any, run: str, t: int) -> list[FailureInput]:
 def diagnose(
     rnd: Round,
     *,
-    diagnostician: Diagnostician,
-    embedder: Embedder,
+    diagnostician: Diagnostician | str = "llm",
+    embedder: Embedder | str | None = None,
+    llm_url: str | None = None,
+    model: str | None = None,
     cfg: DiagnosisConfig | None = None,
     index: VectorIndex | None = None,
     failures: Sequence[FailureInput] | None = None,
     progress: ProgressFn | None = None,
 ) -> DiagnosisSummary:
-    """Diagnose a round's failures with the pipeline of Sec. 2.3 (``cfg`` defaults to the run's
-    diagnosis config): the round's recorded failures, or ``failures`` given by the caller
+    """Diagnose a round's failures with the pipeline of Sec. 2.3, as ``diagevo diagnose`` does.
+
+    ``diagnostician`` is ``"llm"`` (the paper's: Prompts 1-4 sent to ``llm_url`` as ``model``,
+    default ``diagnosis.llm_url`` / ``diagnosis.model``), ``"heuristic"`` (offline rules, not the
+    paper's diagnostician) or an object built by :func:`~diagevo.diagnosis.tools.llm_diagnostician`,
+    :func:`~diagevo.diagnosis.tools.heuristic_diagnostician` or the caller. ``embedder`` is an
+    object, an embeddings endpoint URL or ``"local"``; by default the one ``diagnosis.embedder``
+    names (the local MiniLM model). ``cfg`` defaults to the run's diagnosis config; ``index``
+    (:func:`~diagevo.diagnosis.tools.vector_index`) keeps the vectors between rounds.
+
+    The round's recorded failures are diagnosed, or ``failures`` given by the caller
     (``diagevo diagnose FILE``). Given failures are first recorded into an opened round
     (:meth:`Round.record_failures`: each must be of a retained question of the round); a round
     never opened (a trainer that records nothing else) need only be the next one, and its
-    failures are diagnosed without being recorded. The summary counts which was done."""
+    failures are diagnosed without being recorded. The summary counts which was done. A
+    failure recorded or diagnosed in another round of the run is refused before any model call."""
     from diagevo import aio
+    from diagevo.diagnosis import tools
 
     st = round_state(rnd.store, rnd.run)
     if failures is None:
@@ -651,7 +681,19 @@ def diagnose(
         raise ProtocolError(
             f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
         )
+    cfg = tools.diagnosis_config(cfg if cfg is not None else rnd.config.diagnosis, llm_url=llm_url, model=model)
+    if isinstance(embedder, str):
+        cfg = tools.diagnosis_config(cfg, embedder=embedder)
+    if isinstance(diagnostician, str) and diagnostician not in tools.DIAGNOSTICIANS:
+        raise BadInput(f"diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
+    if isinstance(diagnostician, str) and diagnostician == "llm" and not cfg.llm_url:
+        tools.llm_diagnostician(cfg)  # refuses, naming what to give
     memory = rnd.memory()
+    # before any model call (the decisive check is the append's, under the lock): a failure
+    # of another round, diagnosed here again, would be counted twice
+    refuse_reused_failures(rnd.store, rnd.run, rnd.t, {f.failure_id: None for f in failures or ()})
+    emb = embedder if embedder is not None and not isinstance(embedder, str) else tools.embedder_for(cfg)
+    dx = tools.diagnostician_for(diagnostician, cfg, emb) if isinstance(diagnostician, str) else diagnostician
     recorded = already = unrecorded = 0
     if failures is None:
         failures = failure_inputs(rnd.store, rnd.run, rnd.t)
@@ -668,12 +710,13 @@ def diagnose(
             run=rnd.run,
             round=rnd.t,
             failures=failures,
-            diagnostician=diagnostician,
-            embedder=embedder,
-            cfg=cfg if cfg is not None else rnd.config.diagnosis,
+            diagnostician=dx,
+            embedder=emb,
+            cfg=cfg,
             index=index,
             progress=progress,
             memory=memory,
+            limits=rnd.config.limits,  # the run's [limits]: what its texts are stored up to
         )
     )
     summary.recorded, summary.already_recorded, summary.not_recorded = recorded, already, unrecorded

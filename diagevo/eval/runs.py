@@ -28,6 +28,7 @@ from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import record_retrospective
 from diagevo.schemas import EventIn, new_event
+from diagevo.views.queries import pruned_checkpoints, pruned_note
 
 
 class RunEvalError(BadInput):
@@ -65,6 +66,16 @@ def solver_models(store: EventStore, run: str) -> dict[int, str]:
             raise RunEvalError(f"round {t} of run {run!r} has no solver checkpoint")
         models[t] = checkpoints[t]
     return models
+
+
+def pruned_solvers(store: EventStore, run: str) -> dict[int, Any]:
+    """Round -> the ``checkpoint.pruned`` event that deleted its solver checkpoint."""
+    gone = pruned_checkpoints(store, run)
+    return {
+        e.round: gone[e.data["path"]]
+        for e in store.read(run, types=("checkpoint.written",))
+        if e.data.get("phase") == "solver" and e.data["path"] in gone
+    }
 
 
 def _solver_dir(data: Mapping[str, Any]) -> str:
@@ -216,7 +227,13 @@ def evaluate_run(
     as ``checkpoint.selected``, and ``benches`` are evaluated on that round only (the paper's
     protocol); without it, ``benches`` are evaluated on every picked round."""
     models = solver_models(store, run)
+    gone = pruned_solvers(store, run)
+    if rounds.strip() == "all":  # every round whose solver is still on disk
+        models = {t: m for t, m in models.items() if t not in gone}
     picked = pick_rounds(list(models), rounds)
+    for t in picked:
+        if t in gone:  # asked for by number
+            raise RunEvalError(f"round {t} of run {run!r}: {pruned_note(gone[t])}")
     done = RunEvaluation()
 
     def score(t: int, suite: Sequence[Benchmark]) -> list[BenchResult]:

@@ -122,12 +122,14 @@ class EndpointEngine:
             **({"top_p": sampling.top_p} if sampling.temperature > 0 else {}),
             **self.extra_body,
         }
+        limit = self.client.max_body_bytes * max(1, n)  # a reply carries n completions
         if self.chat is not False:
             try:
                 texts, _ = await self.client.post(
                     "/chat/completions",
                     {**body, "messages": [dict(m) for m in messages]},
                     lambda d: _texts(d, "message"),
+                    max_bytes=limit,
                 )
                 self.chat = True
                 return texts
@@ -137,6 +139,6 @@ class EndpointEngine:
                     raise
                 self.chat = False  # the model has no chat template: plain text from now on
         texts, _ = await self.client.post(
-            "/completions", {**body, "prompt": render_plain(messages)}, lambda d: _texts(d, "text")
+            "/completions", {**body, "prompt": render_plain(messages)}, lambda d: _texts(d, "text"), max_bytes=limit
         )
         return texts

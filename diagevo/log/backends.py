@@ -30,13 +30,26 @@ def normalise_url(url: str) -> URL:
     try:
         u = make_url(url)
     except sa_exc.ArgumentError:
-        hint = f" (a SQLite file is sqlite:///{url})" if "://" not in url else ""
-        raise StoreError(f"invalid database URL {redact_url(url)!r}{hint}") from None
+        raise StoreError(f"invalid database URL {redact_url(url)!r}{_sqlite_hint(url)}") from None
     if u.drivername.split("+", 1)[0] == "postgres":  # libpq's other spelling, which SQLAlchemy refuses
         u = u.set(drivername="postgresql" + u.drivername[len("postgres") :])
     if u.drivername == "postgresql":
         u = u.set(drivername="postgresql+psycopg")  # psycopg 3 is the driver we ship
     return u
+
+
+def _sqlite_hint(url: str) -> str:
+    """What a URL without ``://`` likely meant: a plain path, or ``sqlite:`` with too few slashes
+    (``sqlite:/x.db``, ``sqlite:x.db``) -> the URL of that file, relative and absolute."""
+    if "://" in url:
+        return ""
+    scheme, sep, rest = url.partition(":")
+    if sep and scheme.lower() == "sqlite":
+        rest = rest.lstrip("/")
+        return f" (a SQLite file is sqlite:///{rest}, or sqlite:////{rest} from the root)" if rest else ""
+    if sep and "/" not in scheme and "\\" not in scheme and len(scheme) > 1:
+        return ""  # another scheme: no guess
+    return f" (a SQLite file is sqlite:///{url})"
 
 
 def module_for(name: str) -> ModuleType:

@@ -77,18 +77,24 @@ class SQLiteRecorder(SQLRecorder):
     # --- the writer lease: a lock file per run beside the database (the OS drops it with its process)
 
     def _lease_file(self, run: str) -> Path:
+        from diagevo.errors import BadInput
+        from diagevo.files import database_part
         from diagevo.log.backends import sqlite_path
 
         path = sqlite_path(self.url)
         if path is None:
             raise StoreError("a writer lease needs a SQLite file")
-        return path.with_suffix(".leases") / (hashlib.sha256(run.encode()).hexdigest()[:24] + ".lock")
+        try:
+            folder = database_part(path, "leases")  # x.diagevo/leases; a symbolic link there is refused
+        except BadInput as exc:
+            raise StoreError(str(exc)) from None
+        return folder / (hashlib.sha256(run.encode()).hexdigest()[:24] + ".lock")
 
     @contextmanager
     def lease(self, run: str, holder: str) -> Iterator[None]:
         path = self._lease_file(run)
         try:
-            path.parent.mkdir(exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as exc:
             raise StoreError(f"cannot take the writer lease of run {run!r} in {path.parent}: {exc.strerror}") from None

@@ -20,6 +20,7 @@ from diagevo.log import EventStore
 from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
+from diagevo.views.queries import step_row
 from diagevo.views.runs import summarise
 from diagevo.views.stats import COLUMNS, is_family_detail, metric_columns, round_stats
 from diagevo.views.stats import frame as stats_frame
@@ -58,9 +59,11 @@ class RunData:
     stories: dict[str, dict[str, Any]] = field(default_factory=dict)
     selected: dict[str, Any] | None = None
     open_round: int | None = None
+    trainer: str | None = None  # what run.started names (None: an older log)
     tags: list[str] = field(default_factory=list)  # what `diagevo runs` says of the run
     notes: list[str] = field(default_factory=list)
     forked_from: dict[str, Any] | None = None
+    steps: pl.DataFrame = field(default_factory=pl.DataFrame)  # round, role, step, global_step, TRL's fields
 
     @property
     def metrics(self) -> list[str]:
@@ -86,6 +89,8 @@ def load_run(store: EventStore, run: str) -> RunData:
     texts: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     config: dict[str, Any] = {}
     seed, last_seq, selected = 0, 0, None
+    trainer: str | None = None
+    step_rows: list[dict[str, Any]] = []
     # the texts the report shows (questions, failures) are read back; the rest stays lean
     shown = {e.seq: e.data for e in store.read(run, types=_SHOWN_TEXTS, texts=True)}
     for seq, rnd, etype, data in store.rows(run):
@@ -94,6 +99,7 @@ def load_run(store: EventStore, run: str) -> RunData:
         last_seq = seq
         if etype == "run.started":
             config, seed = dict(data.get("config", {})), int(data.get("seed", 0))
+            trainer = data.get("trainer") if isinstance(data.get("trainer"), str) else None
         elif etype == "round.committed":
             summaries[rnd] = data
         elif etype == "question.generated":
@@ -106,6 +112,8 @@ def load_run(store: EventStore, run: str) -> RunData:
             heldout[rnd] = data
         elif etype == "checkpoint.selected":
             selected = {"round": rnd, **data}
+        elif etype == "train.step":
+            step_rows.append(step_row(rnd, data))
     if not rows:
         raise InvariantError(f"run {run!r} has no events")
     recorded_at = next(store.read(run, after_seq=last_seq - 1)).recorded_at
@@ -166,6 +174,7 @@ def load_run(store: EventStore, run: str) -> RunData:
     about = summarise(store, run)
     return RunData(
         run=run,
+        trainer=trainer,
         config=config,
         seed=seed,
         last_seq=last_seq,
@@ -182,6 +191,7 @@ def load_run(store: EventStore, run: str) -> RunData:
         tags=about.tags,
         notes=about.notes,
         forked_from=about.forked_from,
+        steps=pl.DataFrame(step_rows, strict=False) if step_rows else pl.DataFrame(),
     )
 
 

@@ -116,10 +116,12 @@ def lifecycle(rounds: pl.DataFrame, title: str = "Memory lifecycle") -> Any:
     for xi, a, m in zip(x, active, mastered, strict=True):
         ax.annotate(f"{a}+{m}", (xi, a + m), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
     ax.set_ylabel("count")
-    ax.set_title(literal(title, 120), loc="left", fontsize=10)
+    ax.set_title(literal(title, 120), loc="left", fontsize=10, pad=8)
     _rounds_axis(ax, x)
     _legend_below(fig, ax.get_legend_handles_labels()[0])
-    ax.margins(y=0.15)
+    # room above the tallest bar for its "a+m" label, so no label reaches the title
+    top = max([a + m for a, m in zip(active, mastered, strict=True)] + rounds["nodes"].to_list() + [1])
+    ax.set_ylim(0, top * 1.25 + 1)
     return fig
 
 
@@ -170,6 +172,31 @@ def metrics(rounds: pl.DataFrame, names: Sequence[str], title: str = "Metrics re
     _rounds_axis(ax, sorted(xs))
     _legend_below(fig, ax.get_legend_handles_labels()[0])
     ax.margins(y=0.12)
+    return fig
+
+
+def steps(frame: pl.DataFrame, fields: Sequence[str]) -> Any:
+    """A panel per GRPO signal (TRL's names), a curve per role over its global step."""
+    from matplotlib.ticker import MaxNLocator
+
+    plt = _pyplot()
+    cols = 4
+    nrows = max(1, -(-len(fields) // cols))
+    fig, axes = plt.subplots(nrows, cols, figsize=(12.8, 2.6 * nrows), layout="constrained", squeeze=False)
+    for k, ax in enumerate(axes.flat):
+        if k >= len(fields):
+            ax.set_visible(False)
+            continue
+        name = fields[k]
+        for j, role in enumerate(("challenger", "solver")):
+            part = frame.filter((pl.col("role") == role) & pl.col(name).is_not_null()).sort("global_step")
+            if part.height:
+                _line(ax, part["global_step"].to_list(), part[name].to_list(), role, STYLES[j])
+        ax.set_title(literal(name), loc="left", fontsize=9)
+        ax.set_xlabel("global step", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
+        ax.tick_params(labelsize=7)
+    _legend_below(fig, axes.flat[0].get_legend_handles_labels()[0])
     return fig
 
 

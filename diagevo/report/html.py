@@ -26,6 +26,8 @@ from diagevo.redaction import redact_config
 from diagevo.report import figures
 from diagevo.report.data import PHASES, RunData
 from diagevo.untrusted import visible
+from diagevo.views.queries import STEP_FIELDS
+from diagevo.views.runs import OLDER_LOG, OUR_TRAINER
 from diagevo.words import plural
 
 EXCERPT = 600  # characters of a trajectory shown in a story
@@ -425,6 +427,16 @@ def render(data: RunData, db_url: str, command: Command) -> str:
             _chart("schedule", figures.to_svg(figures.schedule(rounds)), "F_t and ε_t+1 (Eq. 1) at each commit"),
         ]
         sections.append(("memory", "Memory lifecycle and schedule", f'<div class="charts">{"".join(charts)}</div>'))
+    if data.steps.height:
+        fields = [f for f in STEP_FIELDS if f in data.steps.columns]
+        chart = _chart(
+            "steps",
+            figures.to_svg(figures.steps(data.steps, fields)),
+            "each GRPO step's signals as TRL logs them (train.step), challenger and solver apart; x: the role's "
+            "step over all rounds",
+            wide=True,
+        )
+        sections.append(("steps", "GRPO steps", f'<div class="charts">{chart}</div>'))
     if data.questions.height:
         fig = figures.question_properties(data.questions)
         caption = (
@@ -501,14 +513,16 @@ def render(data: RunData, db_url: str, command: Command) -> str:
     )
     nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(title)}</h2>{html}</section>' for sid, title, html in sections)
-    backend = (data.config.get("train") or {}).get("backend", "?")
+    backend = (data.config.get("train") or {}).get("backend")
+    trainer = data.trainer or OLDER_LOG
+    driver = f"{trainer} (backend {backend})" if trainer == OUR_TRAINER and backend else trainer
     open_note = f"; round {data.open_round} is in progress" if data.open_round else ""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>diagevo run {_a(data.run)}</title><style>{CSS}</style></head><body>"
         f"<header><h1>diagevo run <code>{_e(data.run)}</code></h1>"
-        f"<p>{plural(len(data.committed), 'committed round')}{_e(open_note)} · backend {_e(backend)} · seed "
+        f"<p>{plural(len(data.committed), 'committed round')}{_e(open_note)} · trainer {_e(driver)} · seed "
         f"{data.seed} · "
         f"log {_e(db_url)} up to seq {data.last_seq} ({_e(data.recorded_at)})</p>{_about(data)}</header>"
         f"<nav>{nav}</nav><main>{body}</main><script>{SCRIPT}</script></body></html>"

@@ -15,7 +15,6 @@ from diagevo.errors import BadInput, Conflict, NotFound, Unavailable
 from diagevo.log import EventStore
 from diagevo.redaction import given_secrets
 from diagevo.train.backend import Backend, ProgressFn, no_progress
-from diagevo.train.model_dirs import check_models
 from diagevo.words import did_you_mean
 
 
@@ -75,6 +74,21 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
     return default_run_id(config)
 
 
+def refuse_foreign_resume(store: EventStore, run: str) -> None:
+    """``train --resume`` continues only a run ``diagevo train`` started (or a fork of one): on
+    another trainer's run it would write diagevo's own backend's rounds into that run."""
+    from diagevo.errors import Hint
+    from diagevo.rounds import OUR_TRAINER, run_trainer
+
+    trainer = run_trainer(store, run)
+    if trainer is not None and trainer != OUR_TRAINER:
+        raise Conflict(
+            f"run {run!r} is driven by {trainer!r}, not by diagevo train: `train --resume` would write "
+            f"diagevo's own rounds into it; continue it with its trainer through the round protocol ({{command}})",
+            hint=Hint(("round", "start", "--run", run), store.url),
+        )
+
+
 def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]) -> Config:
     """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
     the next round (:func:`diagevo.rounds.configure_run`: refused while a round is under way)."""
@@ -108,6 +122,13 @@ def resumed_config(store: EventStore, run: str, config: Config, overrides: list[
     return saved.model_copy(update={"db": config.db})
 
 
+def ready(config: Config, db_url: str) -> None:
+    """The preflight of :mod:`diagevo.train.preflight`: a missing need is refused (exit code 2)."""
+    from diagevo.train.preflight import checkpoint_root, preflight, require
+
+    require(preflight(config, checkpoint_root(config, db_url)))
+
+
 def train(
     config: Config,
     store: EventStore,
@@ -123,7 +144,7 @@ def train(
     """Train (or resume) a run up to round ``rounds`` (default: the config's); returns the run id
     and the reports of the rounds it ran. ``lead`` wraps the backend, built from the run's
     config, for the rank that leads a multi-process launch."""
-    from diagevo.rounds import start_run
+    from diagevo.rounds import OUR_TRAINER, start_run
     from diagevo.train.loop import Trainer
 
     if rounds is not None and rounds < 1:
@@ -131,16 +152,18 @@ def train(
     run = run_id_for(store, config, resume)
     wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
     if backend is None and not resume:
-        check_models(config)  # before the run (or its lease) is written: a refusal leaves nothing
+        ready(config, store.url)  # before the run (or its lease) is written: a refusal leaves nothing
+    if resume:
+        refuse_foreign_resume(store, run)
     with store.lease(run, writer_holder()):  # one training process per run; a second is refused
         if resume:
             config = resumed_config(store, run, config, wanted)
             if backend is None:
-                check_models(config)
+                ready(config, store.url)
         else:  # one decision under the append lock: of two processes creating this id, one is refused
             if rounds is not None:
                 config = config.model_copy(update={"train": config.train.model_copy(update={"rounds": rounds})})
-            start_run(store, run, config, config.train.seed, new=True)
+            start_run(store, run, config, config.train.seed, new=True, trainer=OUR_TRAINER)
         progress("load", 0, None)
         models = backend or make_backend(config)
         trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)

@@ -14,6 +14,7 @@ protocol any external trainer uses too: one path into the memory.
 from __future__ import annotations
 
 import random
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,10 +25,13 @@ from diagevo import curriculum as cur
 from diagevo import rounds as protocol
 from diagevo.config import Config
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
+from diagevo.errors import NotFound
 from diagevo.log import EventStore
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_dir
+from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, ProgressFn, no_progress
+from diagevo.train.tracking import Tracker, numbers, open_tracker
 from diagevo.views.index import VectorIndex, default_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.stats import round_stats
@@ -63,6 +67,13 @@ class _Round:
         return phase in self.finished or self.progress.done(phase)
 
 
+def tree_bytes(path: Path) -> int:
+    """Bytes of the files under ``path`` (a checkpoint directory, or one file)."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
 # only when the solver is still to train: the questions it trains on (with their texts)
 _SOLVER_INPUT_TYPES = ("question.generated", "question.scored")
 
@@ -90,6 +101,7 @@ class Trainer:
         root = config.train.out_dir or beside_database(store.url, ".runs")  # keyed by database
         self.ckpt_dir = run_dir(Path(root), run).resolve()  # absolute: a resume may start elsewhere
         self.index: VectorIndex | None = None
+        self.tracker = Tracker()  # train.report_to's, opened by train()
 
     # --- plumbing -----------------------------------------------------------------------------
     def rng(self, t: int, phase: str) -> random.Random:
@@ -102,20 +114,97 @@ class Trainer:
         and the phase land in one append, so a resumed round never starts from a checkpoint
         whose phase it would then run again."""
         events = []
+        pruned: list[Path] = []
         if checkpoint:
             path = self.ckpt_dir / f"round{r.t:03d}-{phase}"
             self.backend.save(path)
-            events.append(rnd.event(f"checkpoint/{phase}", "checkpoint.written", path=str(path), phase=phase))
+            size = tree_bytes(path)
+            events.append(
+                rnd.event(f"checkpoint/{phase}", "checkpoint.written", path=str(path), phase=phase, bytes=size)
+            )
+            for where, data in self.to_prune(phase, r.t):
+                key = f"pruned/{phase}/{data['written_round']}"
+                events.append(rnd.event(key, "checkpoint.pruned", **data))
+                pruned.append(Path(where))
         r.seconds[phase] = time.perf_counter() - started
+        steps = self.step_events(rnd, phase)
+        events += steps
         events.append(rnd.event(f"phase/{phase}", "phase.completed", phase=phase, seconds=r.seconds[phase], **stats))
         rnd.notes(events)
+        for s in steps:  # the tracker's copy, once the log has them
+            metrics = numbers(s.data["metrics"])
+            self.tracker.log({f"{phase}/{k}": v for k, v in metrics.items()}, s.data["global_step"])
+        for dead in pruned:  # after the log says so: a crash in between leaves a file the log calls gone
+            shutil.rmtree(dead, ignore_errors=True)
         r.finished.add(phase)
         r.stats[phase] = stats
+
+    def to_prune(self, phase: str, t: int) -> list[tuple[str, dict[str, Any]]]:
+        """The checkpoints of ``phase`` that ``train.keep_checkpoints`` lets go once round ``t``'s
+        is written: all but the last N of this run's own directory (a fork's copied ones live in
+        its source's), keeping the ones a fork of this run or a selected checkpoint names."""
+        from diagevo.views.queries import pruned_checkpoints
+
+        keep = self.cfg.train.keep_checkpoints
+        if keep <= 0:
+            return []
+        gone = pruned_checkpoints(self.store, self.run)
+        written = [
+            e
+            for e in self.store.read(self.run, types=("checkpoint.written",))
+            if e.data.get("phase") == phase and e.data["path"] not in gone and e.round < t
+        ]
+        mine = [e for e in written if Path(e.data["path"]).resolve().is_relative_to(self.ckpt_dir)]
+        needed = self.needed_rounds()
+        old = mine[: max(0, len(mine) - (keep - 1))]  # the new one is the last of the N kept
+        return [
+            (
+                e.data["path"],
+                {"path": e.data["path"], "phase": phase, "written_round": e.round, "bytes": e.data.get("bytes", 0)},
+            )
+            for e in old
+            if e.round not in needed
+        ]
+
+    def needed_rounds(self) -> set[int]:
+        """Rounds of this run whose checkpoints are still needed: a fork's round (its resume loads
+        them) and a selected checkpoint's."""
+        rounds = {e.round for e in self.store.read(self.run, types=("checkpoint.selected",))}
+        for other in self.store.runs():
+            if other == self.run:
+                continue
+            for e in self.store.read(other, types=("run.forked",)):
+                if e.data.get("source_run") == self.run and isinstance(e.data.get("source_round"), int):
+                    rounds.add(e.data["source_round"])
+        return rounds
+
+    def step_events(self, rnd: protocol.Round, phase: str) -> list[Any]:
+        """``train.step`` for each GRPO step the backend's last phase logged (a backend without
+        per-step rows, the simulator's, gives none), numbered on from the role's earlier phases.
+        They land in the phase's append: a phase run again after a crash logs its steps once."""
+        take = getattr(self.backend, "take_steps", None)
+        rows = take() if take is not None and phase in ("challenger", "solver") else []
+        if not rows:
+            return []
+        before = max(
+            (
+                e.data["global_step"]
+                for e in self.store.read(self.run, types=("train.step",))
+                if e.data["role"] == phase
+            ),
+            default=0,
+        )
+        return [
+            rnd.event(
+                f"step/{phase}/{step}", "train.step", role=phase, step=step, global_step=before + step, metrics=row
+            )
+            for step, row in rows
+        ]
 
     # --- run ----------------------------------------------------------------------------------
     def start(self) -> None:
         """Append ``run.started`` (a no-op when the run exists)."""
-        protocol.start_run(self.store, self.run, self.cfg, self.seed)
+        protocol.start_run(self.store, self.run, self.cfg, self.seed, trainer=protocol.OUR_TRAINER)
 
     def load_embedder(self) -> None:
         """Load the embedding model once, as its own phase (``embedder`` 0/1, then 1/1), before
@@ -134,9 +223,14 @@ class Trainer:
         self.progress("rounds", last, total)
         if last < total:
             self.load_embedder()
-        for t in range(last + 1, total + 1):
-            reports.append(self.round(t))
-            self.progress("rounds", t, total)
+            self.tracker = open_tracker(self.cfg, self.run, self.store.url)
+        try:
+            for t in range(last + 1, total + 1):
+                reports.append(self.round(t))
+                self.progress("rounds", t, total)
+        finally:
+            self.tracker.close()
+            self.tracker = Tracker()
         return reports
 
     def _rebuild(self, rnd: protocol.Round) -> _Round:
@@ -156,9 +250,19 @@ class Trainer:
         return r
 
     def round(self, t: int) -> RoundReport:
+        """Round t, its untrusted texts stored under the run's ``[limits]``."""
+        with text_limits(self.cfg.limits):
+            return self._round(t)
+
+    def _round(self, t: int) -> RoundReport:
         rnd = protocol.Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
         if r.progress.checkpoint is not None:
+            from diagevo.views.queries import pruned_checkpoints, pruned_note
+
+            gone = pruned_checkpoints(self.store, self.run).get(r.progress.checkpoint)
+            if gone is not None:
+                raise NotFound(f"cannot continue run {self.run!r} at round {t}: {pruned_note(gone)}")
             self.backend.load(Path(r.progress.checkpoint))
         m = self.cfg.memory
         n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
@@ -172,12 +276,13 @@ class Trainer:
             started = time.perf_counter()
             stats: dict[str, float] = {}
             if m.challenger_updates:
-                stats = self.backend.train_challenger(
-                    [q.generation_request() for q in requests(n_chal, "challenger")],
-                    self._challenger_reward(t),
-                    self.rng(t, "challenger"),
-                    lambda _p, d, n: self.progress("challenger", d, n),
-                )
+                with self.tracker.phase(t, "challenger"):
+                    stats = self.backend.train_challenger(
+                        [q.generation_request() for q in requests(n_chal, "challenger")],
+                        self._challenger_reward(t),
+                        self.rng(t, "challenger"),
+                        lambda _p, d, n: self.progress("challenger", d, n),
+                    )
             self.finish_phase(rnd, r, "challenger", started, checkpoint=True, **stats)
 
         # (2) Q^cur under the same schedule, (3) N construction responses, votes, filter (Eq. 3)
@@ -195,7 +300,8 @@ class Trainer:
         # (5) solver GRPO on retained questions; failed responses go to diagnosis
         if not r.done("solver"):
             started = time.perf_counter()
-            stats = self._train_solver(rnd, r)
+            with self.tracker.phase(t, "solver"):
+                stats = self._train_solver(rnd, r)
             self.finish_phase(rnd, r, "solver", started, checkpoint=True, **stats)
 
         # (6) diagnosis and memory maintenance (Sec. 2.3)
@@ -220,6 +326,8 @@ class Trainer:
             },
         )
         report = self._report(r, metrics)
+        figures = {f"round/{k}": v for k, v in numbers({**report.stats, **metrics}).items() if k != "round"}
+        self.tracker.log(figures, t)
         self.on_round(report)
         return report
 
@@ -296,7 +404,7 @@ class Trainer:
 
         def reward(i: int, responses: Sequence[str]) -> list[float]:
             # the same agreement that put responses in the label's class (p1): +1 exactly for those
-            return [1.0 if cur.agrees(cur.extract_answer(x), labels[i]) else -1.0 for x in responses]
+            return cur.solver_rewards(responses, labels[i])
 
         out = self.backend.train_solver(
             [r.questions[q]["text"] for q in retained],

@@ -280,7 +280,7 @@ class VectorIndex:
         """Stage 3a: each live node scored by its best member's similarity; the top ``k`` (all
         nodes when there are at most ``k``), ties by node age, then cause age. Returns
         ``(node_id, score, best_member_id)``; a node without members scores -inf and has no
-        representative. Scores are the exact ones of :meth:`_exact` when ``vec`` is given.
+        representative. Scores are the exact ones (cosine against every row) when ``vec`` is given.
 
         Walking the causes from the most similar down, a node's first member is its best, so
         the top ``k`` nodes are found among the top causes (with every cause within a margin of

@@ -86,7 +86,74 @@ def stats(store: Recorder, run: str | None = None) -> dict[str, Any]:
     acc = accumulate(store, run_id)
     rows = acc.rows()
     pending = [{"round": rnd, **m} for rnd, m in acc.uncommitted_metrics().items()]
-    return {"run": run_id, "rounds": rows, "metrics": metric_columns(rows), "uncommitted": pending}
+    metrics = metric_columns(rows)
+    disk = checkpoint_disk(store, run_id)  # a backend that records its checkpoints' sizes
+    if disk:
+        rows = [{**r, **disk.get(r["round"], {})} for r in rows]
+    return {"run": run_id, "rounds": rows, "metrics": metrics, "uncommitted": pending}
+
+
+STEP_FIELDS = (
+    "reward",
+    "reward_std",
+    "kl",
+    "entropy",
+    "clip_ratio/region_mean",
+    "completions/mean_length",
+    "learning_rate",
+    "grad_norm",
+)
+"""The per-step GRPO signals shown first (TRL's names); ``train.step`` may hold more."""
+
+
+def step_row(round: int, data: Any) -> dict[str, Any]:
+    """One ``train.step`` event as a row: round, role, step in the phase, global step, TRL's fields."""
+    return {
+        "round": round,
+        "role": data["role"],
+        "step": data["step"],
+        "global_step": data["global_step"],
+        **dict(data.get("metrics") or {}),
+    }
+
+
+def steps(store: Recorder, run: str | None = None) -> dict[str, Any]:
+    """Every GRPO step the run logged (``train.step``), in log order: ``steps`` rows of
+    :func:`step_row`; ``fields``: the TRL fields present, those of :data:`STEP_FIELDS` first."""
+    run_id = resolve_run(store, run)
+    rows = [step_row(e.round, e.data) for e in store.read(run_id, types=("train.step",))]
+    seen = dict.fromkeys(k for r in rows for k in r if k not in ("round", "role", "step", "global_step"))
+    fields = [f for f in STEP_FIELDS if f in seen] + sorted(f for f in seen if f not in STEP_FIELDS)
+    return {"run": run_id, "steps": rows, "fields": fields}
+
+
+def pruned_checkpoints(store: Recorder, run: str) -> dict[str, Any]:
+    """Path -> the ``checkpoint.pruned`` event that deleted it, of ``run``."""
+    return {e.data["path"]: e for e in store.read(run, types=("checkpoint.pruned",))}
+
+
+def pruned_note(event: Any) -> str:
+    """How a refusal names the pruning of a checkpoint: its path and its event."""
+    return (
+        f"its checkpoint {event.data['path']} was pruned (checkpoint.pruned in round {event.round}, seq {event.seq}; "
+        "train.keep_checkpoints decides how many are kept)"
+    )
+
+
+def checkpoint_disk(store: Recorder, run: str) -> dict[int, dict[str, float]]:
+    """Round -> MB of checkpoints written that round (``ckpt_mb``) and of those still on disk
+    (``disk_mb``), from ``checkpoint.written``'s bytes and ``checkpoint.pruned``."""
+    gone = pruned_checkpoints(store, run)
+    out: dict[int, dict[str, float]] = {}
+    for e in store.read(run, types=("checkpoint.written",)):
+        size = e.data.get("bytes")
+        if not isinstance(size, int):
+            continue
+        row = out.setdefault(e.round, {"ckpt_mb": 0.0, "disk_mb": 0.0})
+        row["ckpt_mb"] += size / 1e6
+        if e.data["path"] not in gone:
+            row["disk_mb"] += size / 1e6
+    return out
 
 
 def lifecycle(store: Recorder, run: str | None = None) -> dict[str, Any]:

@@ -1,10 +1,13 @@
 """The runs of a database as things: ``diagevo runs``.
 
-Each run's status is read from its milestones and its writer lease: **complete** (it reached the
-rounds its config asks for, no round open), **in progress** (a process holds its writer lease),
-**interrupted** (neither: a round left open, or rounds still to go). A fork says where it came
-from. Its config is shown as the fields that differ from the defaults; its tags and notes are
-its own events (``run.tagged``, ``run.noted``).
+Each run's status is read from its milestones, its writer lease and the trainer its
+``run.started`` names: **in progress** (a process holds its writer lease); **forked** (a fork
+not continued: no round of its own yet); for a run of ``diagevo train`` (or of an older log,
+which does not name its trainer), **complete** (it reached the rounds its config asks for, no
+round open) or **interrupted** (a round left open, or rounds still to go: ``train --resume``);
+for another trainer's run, **open round t** (waiting for its trainer) or **complete** (as far
+as it went). A fork says where it came from. Its config is shown as the fields that differ
+from the defaults; its tags and notes are its own events (``run.tagged``, ``run.noted``).
 """
 
 from __future__ import annotations
@@ -32,9 +35,31 @@ class RunSummary:
     changed: dict[str, Any] = field(default_factory=dict)  # config fields that differ from the defaults
     tags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    trainer: str = ""  # what drives the run (run.started), or OLDER_LOG
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+OUR_TRAINER = "diagevo train"  # the name rounds.OUR_TRAINER gives (views sit below rounds)
+OLDER_LOG = "not recorded (older log)"
+"""The trainer shown for a run whose ``run.started`` does not name one (an older diagevo)."""
+
+
+def run_status(
+    *, writer: str | None, trainer: str | None, forked_at: int | None, started: set[int], last: int, target: int | None
+) -> str:
+    """The status ``diagevo runs`` shows (see the module docstring): one rule, one place."""
+    open_round = last + 1 if last + 1 in started else None
+    if writer is not None:
+        return "in progress"
+    if forked_at is not None and not any(t > forked_at for t in started):
+        return "forked"
+    if trainer is not None and trainer != OUR_TRAINER:
+        return f"open round {open_round}" if open_round is not None else "complete"
+    if open_round is None and (target is None or last >= target):
+        return "complete"  # target None: a run driven by another trainer, as far as it went
+    return "interrupted"
 
 
 def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -69,15 +94,20 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     forked: dict[str, Any] | None = None
     tags: dict[str, None] = {}
     notes: list[str] = []
+    trainer: str | None = None
+    forked_at: int | None = None
     for e in store.read(run, types=_READ):
         if e.type in ("run.started", "run.configured"):
             config = dict(e.data.get("config", {}))
+            if e.type == "run.started" and isinstance(e.data.get("trainer"), str):
+                trainer = e.data["trainer"]
         elif e.type == "round.started":
             started.add(e.round)
         elif e.type == "round.committed":
             committed.add(e.round)
         elif e.type == "run.forked":
             forked = {"run": e.data.get("source_run"), "round": e.data.get("source_round")}
+            forked_at = e.round
         elif e.type == "run.tagged":
             for tag in e.data.get("tags", []):
                 if e.data.get("removed"):
@@ -91,14 +121,7 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     open_round = last + 1 if last + 1 in started else None
     target = _rounds_asked(config)
     writer = store.lease_holder(run)
-    if writer is not None:
-        status = "in progress"
-    elif open_round is None and target is not None and last >= target:
-        status = "complete"
-    elif open_round is None and target is None:
-        status = "complete"  # a run driven by another trainer: as far as it went
-    else:
-        status = "interrupted"
+    status = run_status(writer=writer, trainer=trainer, forked_at=forked_at, started=started, last=last, target=target)
     return RunSummary(
         run=run,
         status=status,
@@ -112,6 +135,7 @@ def summarise(store: Recorder, run: str) -> RunSummary:
         changed=config_changes(config) if config else {},
         tags=list(tags),
         notes=notes,
+        trainer=trainer or OLDER_LOG,
     )
 
 

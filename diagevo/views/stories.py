@@ -49,12 +49,15 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
     diagnoses: dict[str, Mapping[str, Any]] = {}
     stories: dict[str, dict[str, Any]] = {}
     pending_reactivation: dict[tuple[str, str], dict[str, Any]] = {}  # (cause, failure) -> entry
+    replies: dict[tuple[str, int], str] = {}  # (failure, attempt) -> Prompt 1's reply
 
     def failure_view(fid: str | None) -> dict[str, Any] | None:
         if fid is None:
             return None
         f = failures.get(fid, {})
         d = diagnoses.get(fid)
+        if d is not None and not d.get("raw") and d.get("call") is not None:  # the reply, stored once
+            d = {**d, "raw": replies.get((fid, d["call"]), "")}
         return {
             "failure_id": fid,
             "question": _question_view(questions.get(f.get("question_id", ""))),
@@ -74,6 +77,8 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
             failures[d["failure_id"]] = d
         elif etype == "failure.diagnosed":
             diagnoses[d["failure_id"]] = d
+        elif etype == "llm.called" and d.get("stage") == "extract" and isinstance(d.get("failure_id"), str):
+            replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
         elif etype == "nodes.merged":
             for story in stories.values():  # in order of creation
                 if story["node"] in (d["survivor"], d["absorbed"]):
@@ -142,15 +147,15 @@ def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
     nodes. Indexed reads only; the rest of the run is never read."""
     own = list(store.rows(run, keys={"cause_id": [cause]}))
     fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
-    failures = list(
-        store.rows(run, keys={"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True)
-    )
+    failures = list(store.rows(run, keys={"failure_id": fids}, types=_FAILURE_TYPES, texts=True))
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
     questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
     merges = store.rows(run, types=("nodes.merged",))
     events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
     return [events[seq] for seq in sorted(events)]
 
+
+_FAILURE_TYPES = ("failure.recorded", "failure.diagnosed", "llm.called")  # llm.called: the replies
 
 RECENT = 10
 """Attributions a story shows by default (``memory why``): the most recent ones."""
@@ -185,9 +190,7 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     )
     own = [*head, *latest, *explaining]
     fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
-    failures = list(
-        store.rows(run, keys={"failure_id": fids}, types=("failure.recorded", "failure.diagnosed"), texts=True)
-    )
+    failures = list(store.rows(run, keys={"failure_id": fids}, types=_FAILURE_TYPES, texts=True))
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
     questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
     merges = store.rows(run, types=("nodes.merged",))
@@ -196,9 +199,9 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
 
 
 def recent_story(store: Recorder, run: str, cause: str, recent: int = RECENT) -> dict[str, Any]:
-    """:func:`cause_story` with its head (creation, promotions, reactivations, merges) whole and
-    only the ``recent`` newest attributions; ``attributions``: how many there are in all,
-    ``more_attributions``: how many are left out."""
+    """A cause's story (``diagevo memory why``) with its head (creation, promotions,
+    reactivations, merges) whole and only the ``recent`` newest attributions; ``attributions``:
+    how many there are in all, ``more_attributions``: how many are left out."""
     rows, total = recent_cause_rows(store, run, cause, recent)
     story = cause_story(rows, cause)
     shown = sum(e["kind"] == "attributed" for e in story["timeline"])

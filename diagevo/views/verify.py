@@ -17,7 +17,7 @@ VIEWS = (memory.VIEW, stats.VIEW, index.VIEW)
 
 def verify_run(store: Recorder, run: str) -> list[str]:
     """One line per problem (empty: the run is intact): the hash chain, the texts and id columns
-    (:meth:`~diagevo.log.Recorder.verify_chain`), every invariant of the memory over the full
+    (``EventStore.verify_chain``), every invariant of the memory over the full
     log, snapshots equal to the fold, the stats equal to the log, no saved state the log does
     not vouch for."""
     problems = list(store.verify_chain(run))
@@ -27,6 +27,7 @@ def verify_run(store: Recorder, run: str) -> list[str]:
             folded[m.committed] = m.to_json()
     except InvariantError as exc:
         problems.append(f"invariant: {exc}")
+    problems += diagnosed_twice(store, run)
     for snap in store.view_states(memory.VIEW, run):
         if snap.part in folded and snap.state != folded[snap.part]:
             problems.append(f"snapshot of round {snap.part} differs from the fold of the log")
@@ -38,6 +39,21 @@ def verify_run(store: Recorder, run: str) -> list[str]:
             if cached.to_json() != fresh.to_json():
                 problems.append("the saved statistics differ from the log (a cache: `memory stats` would show them)")
     return problems + verify_anchors(store, run)
+
+
+def diagnosed_twice(store: Recorder, run: str) -> list[str]:
+    """A failure id diagnosed in two rounds (a log of an older diagevo, or edited by hand): its
+    evidence is counted twice (F, the cause's state)."""
+    rounds: dict[str, list[int]] = {}
+    for _seq, rnd, _type, d in store.rows(run, types=("failure.diagnosed",)):
+        fid = d.get("failure_id")
+        if fid is not None and rnd not in rounds.setdefault(fid, []):
+            rounds[fid].append(rnd)
+    return [
+        f"failure {fid!r} is diagnosed in rounds {', '.join(map(str, rs))}: one failure counted {len(rs)} times"
+        for fid, rs in rounds.items()
+        if len(rs) > 1
+    ]
 
 
 def verify_anchors(store: Recorder, run: str) -> list[str]:

@@ -121,7 +121,8 @@ def grpo_kwargs(cfg: Config, plan: PhasePlan, output_dir: Path | str, seed: int 
         "max_completion_length": cfg.role(plan.role).max_new_tokens,
         "logging_steps": 1,
         "save_strategy": "no",
-        "report_to": "none",
+        "report_to": cfg.train.report_to,  # TensorBoard's folder: diagevo.train.tracking
+        **({"run_name": cfg.train.run} if cfg.train.run else {}),
         "seed": seed,
         "use_cpu": cpu,
         "bf16": h.bf16 and not cpu,

@@ -54,6 +54,34 @@ STAT_KEYS = {
 }
 
 
+STEP_KEYS = (
+    "loss",
+    "reward",
+    "reward_std",
+    "kl",
+    "entropy",
+    "clip_ratio/region_mean",
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "completions/mean_length",
+    "completions/clipped_ratio",
+    "frac_reward_zero_std",
+    "learning_rate",
+    "grad_norm",
+    "sampling/sampling_logp_difference/mean",
+)
+"""The fields of TRL's per-step log row kept in the log (``train.step``), as TRL names them."""
+
+
+def step_row(logs: dict[str, Any]) -> dict[str, float]:
+    """The finite numbers of :data:`STEP_KEYS` in one of TRL's log rows."""
+    return {
+        k: float(logs[k])
+        for k in STEP_KEYS
+        if isinstance(logs.get(k), int | float) and not isinstance(logs[k], bool) and math.isfinite(logs[k])
+    }
+
+
 def check_flash_attention() -> None:
     """FlashAttention 2 was asked for on CUDA: it needs the flash-attn package."""
     import importlib.util
@@ -136,6 +164,7 @@ class HFBackend:
         self._server: Any = None  # server: the process's one ServerClient
         self._version: dict[Role, int] = {"challenger": 0, "solver": 0}  # bumped whenever a policy changes
         self._in_phase = False  # inside a GRPO phase the optimizer owns the GPU between rollouts
+        self._steps: list[tuple[int, dict[str, float]]] = []  # the last phase's TRL rows (step, row)
 
     # ------------------------------------------------------------------ models
 
@@ -347,9 +376,18 @@ class HFBackend:
             args = GRPOConfig(**kwargs)
             total = args.max_steps
 
+            steps: list[tuple[int, dict[str, float]]] = []
+
             class Tick(TrainerCallback):
                 def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                     progress(role, state.global_step, total)
+
+                def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+                    # a training step's row (logging_steps = 1), not the summary row of train()
+                    if logs and "train_runtime" not in logs:
+                        row = step_row(logs)
+                        if row:
+                            steps.append((int(state.global_step), row))
 
             reward.__name__ = f"{role}_reward"
             with shared_with_trl(engine, server):  # TRL takes this process's engine, builds none
@@ -370,6 +408,7 @@ class HFBackend:
             finally:
                 self._in_phase = False
             stats = grpo_stats(trainer.state.log_history)
+            self._steps = steps
             stats["steps"] = float(trainer.state.global_step)
             stats["prompts_per_step"] = float(plan.prompts_per_step)
             stats["completions_per_step"] = float(plan.completions_per_step)
@@ -386,6 +425,11 @@ class HFBackend:
         self._changed(role)
         self._free()
         return stats
+
+    def take_steps(self) -> list[tuple[int, dict[str, float]]]:
+        """The per-step rows of the GRPO phase that last ran (step in the phase, TRL's row), once."""
+        out, self._steps = self._steps, []
+        return out
 
     def _free(self) -> None:
         gc.collect()

@@ -192,6 +192,10 @@ class Leader:
     def save(self, path: Path) -> None:
         self.backend.save(path)
 
+    def take_steps(self) -> list[tuple[int, dict[str, float]]]:
+        out: list[tuple[int, dict[str, float]]] = self.backend.take_steps()
+        return out
+
     def train_challenger(
         self,
         requests: Sequence[GenerationRequest],

@@ -1,0 +1,102 @@
+"""What :func:`diagevo.diagnose` runs with, built in one place for the CLI and for Python: the
+diagnostician (the paper's LLM one, or the offline heuristic), the embedder (the local MiniLM
+model by default) and the vector index kept beside the database.
+
+A trainer that passes its own objects builds them with these constructors; one that passes
+names (``diagnostician="heuristic"``, ``llm_url=...``) gets the same objects built here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from diagevo.config import DiagnosisConfig
+from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.errors import BadInput
+from diagevo.views.index import VectorIndex, default_index_path
+
+DIAGNOSTICIANS = ("llm", "heuristic")
+"""The diagnosticians by name: ``llm`` (the paper's, Prompts 1-4 sent to an OpenAI-compatible
+endpoint) and ``heuristic`` (offline rules on the final answer, not the paper's diagnostician)."""
+
+
+def diagnosis_config(cfg: DiagnosisConfig | None = None, **overrides: Any) -> DiagnosisConfig:
+    """``cfg`` (default: the built-in diagnosis config) with the ``overrides`` that are not None
+    (``llm_url``, ``model``, ``embedder``, ``embed_model``, ``concurrency`` ...)."""
+    base = cfg if cfg is not None else DiagnosisConfig()
+    values = {k: v for k, v in overrides.items() if v is not None}
+    return base.model_copy(update=values) if values else base
+
+
+def _api_key(cfg: DiagnosisConfig) -> str | None:
+    return cfg.api_key.get_secret_value() if cfg.api_key else None
+
+
+def make_embedder(spec: str = "local", model: str | None = None, api_key: str | None = None) -> Embedder:
+    """The embedder: ``"local"`` (MiniLM, offline; the default) or an OpenAI-compatible
+    embeddings base URL serving ``model``."""
+    from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME
+    from diagevo.diagnosis.embedder import make_embedder as build
+
+    return build(spec, model or LOCAL_MODEL_NAME, api_key)
+
+
+def embedder_for(cfg: DiagnosisConfig) -> Embedder:
+    """The embedder ``cfg`` names (``diagnosis.embedder``, ``diagnosis.embed_model``)."""
+    return make_embedder(cfg.embedder, cfg.embed_model, _api_key(cfg))
+
+
+def llm_diagnostician(
+    cfg: DiagnosisConfig | None = None, *, llm_url: str | None = None, model: str | None = None
+) -> Diagnostician:
+    """The paper's diagnostician: Prompts 1-4 sent to ``llm_url`` (default: ``diagnosis.llm_url``)
+    as ``model``, with the retries, timeouts and concurrency of ``cfg``."""
+    from diagevo.diagnosis.llm import LLMDiagnostician
+
+    cfg = diagnosis_config(cfg, llm_url=llm_url, model=model)
+    if not cfg.llm_url:
+        raise BadInput(
+            "no diagnostician endpoint: give llm_url (diagnosis.llm_url), or diagnostician='heuristic' to try "
+            "things offline"
+        )
+    return LLMDiagnostician.from_config(cfg)
+
+
+def heuristic_diagnostician(embedder: Embedder, cfg: DiagnosisConfig | None = None) -> Diagnostician:
+    """The offline rule-based stand-in (not the paper's LLM diagnostician), at the calibrated
+    thresholds of ``embedder``."""
+    from diagevo.diagnosis.calibration import thresholds_for
+    from diagevo.diagnosis.heuristic import HeuristicDiagnostician
+
+    cfg = cfg if cfg is not None else DiagnosisConfig()
+    th = thresholds_for(cfg, embedder.name)
+    return HeuristicDiagnostician(embedder, th.dup, th.merge, cfg.min_words, cfg.max_words, answers=True)
+
+
+def diagnostician_for(name: str, cfg: DiagnosisConfig, embedder: Embedder) -> Diagnostician:
+    """The diagnostician called ``name`` (:data:`DIAGNOSTICIANS`), built from ``cfg``."""
+    if name == "heuristic":
+        return heuristic_diagnostician(embedder, cfg)
+    if name == "llm":
+        return llm_diagnostician(cfg)
+    raise BadInput(f"diagnostician {name[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
+
+
+def check_endpoints(cfg: DiagnosisConfig, name: str) -> None:
+    """Ask the endpoints ``cfg`` names once, before anything is appended: an endpoint that is
+    down fails the call, not every failure of the round one by one."""
+    from diagevo.openai_client import check_endpoint
+
+    timeout = min(cfg.request_timeout_s, 10.0)
+    if name == "llm" and cfg.llm_url:
+        check_endpoint(cfg.llm_url, api_key=_api_key(cfg), timeout_s=timeout, what="diagnostician")
+    if cfg.embedder != "local":
+        check_endpoint(cfg.embedder, api_key=_api_key(cfg), timeout_s=timeout, what="embedder")
+
+
+def vector_index(store: Any, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:
+    """The run's vector index (LanceDB) at ``path`` (default: beside a SQLite database,
+    ``dir/x.db`` -> ``dir/x.lance``; else ``./diagevo-DB-KEY.lance``): kept in step with the
+    log across rounds, so a round embeds only its new texts."""
+    return VectorIndex(embedder, Path(path) if path is not None else default_index_path(store.url), run)

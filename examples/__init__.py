@@ -1,0 +1,1 @@
+"""Runnable examples, each on the public API alone (``import diagevo``)."""

@@ -1,0 +1,124 @@
+"""``train.keep_checkpoints``: older checkpoints are deleted, each deletion logged as
+``checkpoint.pruned``; the ones a fork needs are kept; a fork, a resume or an eval that needs a
+pruned checkpoint is refused naming the event. On the simulator (its checkpoints are real files,
+a few kB each) and the real SQLite log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from diagevo import rounds as protocol
+from diagevo.log import open_log
+from tests.test_cli_memory import run_cli
+from tests.test_train import small_args
+
+
+def written(db: str, run: str) -> list[tuple[int, str, Path]]:
+    with open_log(db) as s:
+        return [(e.round, e.data["phase"], Path(e.data["path"])) for e in s.read(run, types=("checkpoint.written",))]
+
+
+def pruned(db: str, run: str) -> list[tuple[int, int, str]]:
+    with open_log(db) as s:
+        return [(e.round, e.data["written_round"], e.data["phase"]) for e in s.read(run, types=("checkpoint.pruned",))]
+
+
+def test_keep_one_prunes_the_older_and_logs_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    args = [*small_args(db, "k", 3, tmp_path), "--set", "train.keep_checkpoints=1"]
+    code, _, err = run_cli(capsys, *args)
+    assert code == 0, err
+    ckpts = written(db, "k")
+    assert len(ckpts) == 6  # after each round's challenger and solver
+    on_disk = {(t, phase) for t, phase, p in ckpts if p.exists()}
+    assert on_disk == {(3, "challenger"), (3, "solver")}
+    # each deletion logged in the round that wrote its successor
+    assert pruned(db, "k") == [(2, 1, "challenger"), (2, 1, "solver"), (3, 2, "challenger"), (3, 2, "solver")]
+    code, out, err = run_cli(capsys, "memory", "stats", "--db", db, "--run", "k", "--json")
+    rows = json.loads(out)["rounds"]
+    assert [r["disk_mb"] > 0 for r in rows] == [False, False, True]
+    assert all(r["ckpt_mb"] > 0 for r in rows)
+    held = sum(p.stat().st_size for p in (tmp_path / "ckpt").rglob("*") if p.is_file())
+    assert rows[2]["disk_mb"] == pytest.approx(held / 1e6)  # what is on disk is round 3's
+    code, out, _ = run_cli(capsys, "memory", "stats", "--db", db, "--run", "k", "--wide")
+    assert "disk MB" in out and "ckpt MB" in out
+    # a fork at round 1 would start from round 1's solver checkpoint: gone, and the refusal says so
+    code, _, err = run_cli(capsys, "memory", "fork", "--run", "k", "--round", "1", "--to", "f", "--db", db)
+    assert code == 1 and err.count("\n") == 1, err
+    assert "checkpoint.pruned in round 2" in err and "round001-solver" in err
+    with open_log(db) as s:
+        assert not s.has_run("f")
+
+
+def test_keep_zero_keeps_all_and_a_fork_keeps_its_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'a.db'}"
+    assert run_cli(capsys, *small_args(db, "a", 3, tmp_path), "--set", "train.keep_checkpoints=0")[0] == 0
+    assert all(p.exists() for _, _, p in written(db, "a")) and pruned(db, "a") == []
+    # a run forked at round 1 still needs the source's round-1 checkpoints: they stay
+    db2 = f"sqlite:///{tmp_path / 'b.db'}"
+    assert run_cli(capsys, *small_args(db2, "b", 1, tmp_path / "b"), "--set", "train.keep_checkpoints=1")[0] == 0
+    assert run_cli(capsys, "memory", "fork", "--run", "b", "--round", "1", "--to", "b1", "--db", db2)[0] == 0
+    code, _, err = run_cli(capsys, "train", "--run", "b", "--resume", "--rounds", "3", "--db", db2, "--quiet")
+    assert code == 0, err
+    kept = {(t, phase) for t, phase, p in written(db2, "b") if p.exists()}
+    assert kept == {(1, "challenger"), (1, "solver"), (3, "challenger"), (3, "solver")}
+    assert [(w, phase) for _, w, phase in pruned(db2, "b")] == [(2, "challenger"), (2, "solver")]
+    code, _, err = run_cli(capsys, "train", "--run", "b1", "--resume", "--rounds", "2", "--db", db2, "--quiet")
+    assert code == 0, err  # the fork starts from the kept round-1 checkpoint
+
+
+def test_a_resume_whose_checkpoint_was_pruned_is_refused_naming_the_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    assert run_cli(capsys, *small_args(db, "r", 2, tmp_path))[0] == 0
+    last = written(db, "r")[-1][2]
+    with open_log(db) as s:  # round 3 opened, and round 2's solver checkpoint pruned (by hand, say)
+        rnd = protocol.Round.open(s, "r", 3)
+        data = {"path": str(last), "phase": "solver", "written_round": 2, "bytes": 0}
+        rnd.notes([rnd.event("pruned/by-hand", "checkpoint.pruned", **data)])
+    code, _, err = run_cli(capsys, "train", "--run", "r", "--resume", "--rounds", "3", "--db", db, "--quiet")
+    assert code == 1 and err.count("\n") == 1, err
+    assert "cannot continue run 'r' at round 3" in err and "checkpoint.pruned in round 3" in err
+    assert str(last) in err
+
+
+@pytest.mark.slow
+def test_a_tiny_hf_run_keeping_one_checkpoint(
+    request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three rounds of real models with ``keep_checkpoints = 1``: the disk holds one round's two
+    checkpoints, the log says which were pruned, and ``eval --run`` of a pruned round is refused."""
+    pytest.importorskip("trl")
+    from tests.hf_fixtures import tiny_pair
+
+    tiny = tiny_pair(request.config)
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    models = [
+        f"challenger.model={json.dumps(str(tiny / 'challenger'))}",
+        f"solver.model={json.dumps(str(tiny / 'solver'))}",
+    ]
+    args = ["train", "--config", str(Path(__file__).parent.parent / "configs" / "tiny-hf.toml"), "--db", db]
+    args += ["--run", "h", "--rounds", "3", "--quiet", "--set", "train.keep_checkpoints=1"]
+    code, _, err = run_cli(capsys, *args, *[x for m in models for x in ("--set", m)])
+    assert code == 0, err
+    ckpts = written(db, "h")
+    assert {(t, phase) for t, phase, p in ckpts if p.exists()} == {(3, "challenger"), (3, "solver")}
+    assert [(w, phase) for _, w, phase in pruned(db, "h")] == [
+        (1, "challenger"),
+        (1, "solver"),
+        (2, "challenger"),
+        (2, "solver"),
+    ]
+    held = sum(p.stat().st_size for p in (tmp_path / "h.runs").rglob("*") if p.is_file())
+    with open_log(db) as s:
+        sizes = {e.data["path"]: e.data["bytes"] for e in s.read("h", types=("checkpoint.written",))}
+    assert held == sum(sizes[str(p)] for _, _, p in ckpts if p.exists())  # the log's sizes are the disk's
+    assert sum(sizes.values()) > 2.5 * held  # three rounds written, one kept
+    bench = tmp_path / "b.jsonl"
+    bench.write_text('{"question": "What is 1 + 1?", "answer": "2"}\n', encoding="utf-8")
+    code, _, err = run_cli(capsys, "eval", "--run", "h", "--rounds", "1", "--bench", f"gsm8k={bench}", "--db", db)
+    assert code == 1 and err.count("\n") == 1 and "checkpoint.pruned in round 2" in err, err

@@ -1,0 +1,37 @@
+"""The API reference renders the Sphinx roles of the docstrings it shows as links to what it
+shows (docs/griffe_roles.py), and a role naming something it does not show fails the build."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+griffe = pytest.importorskip("griffe")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _extension() -> object:
+    spec = importlib.util.spec_from_file_location("griffe_roles", ROOT / "docs" / "griffe_roles.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SphinxRoles()
+
+
+def test_roles_become_links_to_what_the_reference_shows() -> None:
+    pkg = griffe.load("diagevo", search_paths=[str(ROOT)], extensions=griffe.load_extensions(_extension()))
+    round_doc = pkg["rounds.Round"].docstring.value
+    assert "[`requests`][diagevo.rounds.Round.requests]" in round_doc and ":meth:" not in round_doc
+    progress = pkg["rounds.Round.progress"].docstring.value
+    assert "[`RoundProgress`][diagevo.rounds.RoundProgress]" in progress
+
+
+def test_a_role_naming_what_the_reference_does_not_show_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    import diagevo
+
+    monkeypatch.delitem(diagevo._EXPORTS, "RoundProgress")
+    with pytest.raises(griffe.GriffeError, match="RoundProgress` names nothing the API reference shows"):
+        griffe.load("diagevo", search_paths=[str(ROOT)], extensions=griffe.load_extensions(_extension()))

