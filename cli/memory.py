@@ -50,7 +50,7 @@ def render_memory(mem: Memory, title: str) -> None:
 
     s = schedule(mem)
     tree = Tree(text((title, "bold"), "  run ", mem.run))
-    for node in sorted(mem.nodes.values(), key=_numbered):
+    for node in mem.nodes_in_order():
         causes = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
         branch = tree.add(
             text((node.id, "bold cyan"), " ", node.label, "  ", (f"({plural(len(causes), 'cause')})", "dim"))
@@ -67,12 +67,6 @@ def render_memory(mem: Memory, title: str) -> None:
         text(f"F_{mem.committed} = {s.F}{reference}   k = {mem.k:g}   ε_{mem.committed + 1} = {s.epsilon:.4f}")
     )
     console.print(text(f"active {len(mem.active())}, mastered {len(mem.mastered())}, nodes {len(mem.nodes)}"))
-
-
-def _numbered(node: Any) -> tuple[int, int, str]:
-    """N2 before N10; ids of another shape after them, in text order."""
-    digits = node.id[1:]
-    return (0, int(digits), "") if digits.isdigit() and len(digits) < 19 else (1, 0, node.id)
 
 
 @memory_app.command()

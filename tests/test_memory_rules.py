@@ -292,3 +292,13 @@ def test_appendix_b_case_study() -> None:
     final = fold(log.rows(), "r1")
     assert state(final, "C2") == (M, 0)
     assert schedule(final).epsilon == 1.0  # nothing Active: back to free exploration
+
+
+def test_nodes_are_listed_as_people_count_them() -> None:
+    from types import MappingProxyType
+
+    from diagevo.memory import Node
+
+    ids = ["N10", "N2", "N²", "N١", "Nx", "N1"]  # '²'.isdigit() holds and int('²') fails
+    mem = Memory(run="r", k=1.0, nodes=MappingProxyType({i: Node(i, i) for i in ids}))
+    assert [n.id for n in mem.nodes_in_order()] == ["N1", "N2", "N10", "Nx", "N²", "N١"]

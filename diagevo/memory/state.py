@@ -77,6 +77,18 @@ class Memory:
     def members(self, node_id: str) -> list[Cause]:
         return [c for c in self.causes.values() if c.node == node_id]
 
+    def nodes_in_order(self) -> list[Node]:
+        """The skill nodes as people count them: N2 before N10; an id of another shape (a log
+        written by hand) after them, in text order. Only ASCII digits count: ``'N²'.isdigit()``
+        holds but ``int('²')`` fails."""
+
+        def key(node: Node) -> tuple[int, int, str]:
+            digits = node.id[1:]
+            numbered = digits.isascii() and digits.isdigit() and len(digits) < 19
+            return (0, int(digits), "") if numbered else (1, 0, node.id)
+
+        return sorted(self.nodes.values(), key=key)
+
     def next_cause_id(self) -> str:
         return f"C{self.n_causes_created + 1}"
 

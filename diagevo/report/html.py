@@ -288,7 +288,7 @@ def tree_html(memories: Mapping[int, Memory]) -> str:
     for t, mem in sorted(memories.items()):
         s = schedule(mem)
         nodes = []
-        for node in sorted(mem.nodes.values(), key=lambda n: (int(n.id[1:]) if n.id[1:].isdigit() else 0, n.id)):
+        for node in mem.nodes_in_order():
             causes = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
             items = "".join(
                 f'<li><span class="state-{"A" if c.active else "M"}">{"Active" if c.active else "Mastered"}</span> '
