@@ -113,7 +113,7 @@ def test_a_tiny_hf_run_keeping_one_checkpoint(
         (2, "challenger"),
         (2, "solver"),
     ]
-    held = sum(p.stat().st_size for p in (tmp_path / "h.runs").rglob("*") if p.is_file())
+    held = sum(p.stat().st_size for p in (tmp_path / "h.diagevo" / "runs").rglob("*") if p.is_file())
     with open_log(db) as s:
         sizes = {e.data["path"]: e.data["bytes"] for e in s.read("h", types=("checkpoint.written",))}
     assert held == sum(sizes[str(p)] for _, _, p in ckpts if p.exists())  # the log's sizes are the disk's
