@@ -63,9 +63,9 @@ gpu-check: $(STAMP)
 	$(BIN)/diagevo gpu-check --model $(GPU_MODEL) --out gpu-check/$$(date +%Y%m%d-%H%M%S)
 
 lint: $(STAMP)
-	$(BIN)/ruff check diagevo cli tests benchmarks examples docs migrations
-	$(BIN)/ruff format --check diagevo cli tests benchmarks examples docs migrations
-	$(BIN)/mypy diagevo cli
+	$(BIN)/ruff check diagevo cli migrations tests benchmarks examples docs
+	$(BIN)/ruff format --check diagevo cli migrations tests benchmarks examples docs
+	$(BIN)/mypy diagevo
 	$(BIN)/lint-imports --no-cache
 
 # the documentation site (mkdocs.yml, docs/) into site/: offline, every warning an error

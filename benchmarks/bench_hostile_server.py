@@ -66,7 +66,7 @@ with open_log(sys.argv[1]) as s:
 print(json.dumps(out))
 """
 
-CLI = "import sys; from cli.app import main; sys.argv = ['diagevo', *sys.argv[1:]]; main()"
+CLI = "import sys; from diagevo.cli.app import main; sys.argv = ['diagevo', *sys.argv[1:]]; main()"
 
 
 def python(code: Path, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:

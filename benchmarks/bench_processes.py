@@ -38,7 +38,7 @@ def one_round(tiny: Path, tmp: Path, processes: int) -> tuple[float, dict[str, f
     db = tmp / f"p{processes}.db"
     args = [
         "-m",
-        "cli.app",
+        "diagevo.cli.app",
         "train",
         "--config",
         "configs/tiny-hf.toml",

@@ -16,7 +16,7 @@ reused by later runs; its snapshots are written as a training run would have wri
 
 With ``--baseline DIR`` (a checkout of an earlier diagevo, e.g. ``git worktree add DIR REV``), the
 same log is built by that diagevo into its own database, and each command is timed with it too,
-interleaved with this one (both as ``python -m cli.app``): the "before" column.
+interleaved with this one (both as ``python -m diagevo.cli.app``): the "before" column.
 
     python benchmarks/bench_reads.py [--db sqlite:////tmp/diagevo-bench-1m.db] [--events 1000000] [--baseline DIR]
 """
@@ -138,6 +138,12 @@ print(bench_reads.prepare(sys.argv[2], int(sys.argv[3])), bench_reads.hot_run(sy
 """
 
 
+def baseline_cli(checkout: Path) -> str:
+    """The CLI module of a checkout: ``diagevo.cli.app`` once cli/ was linked into the package,
+    ``cli.app`` before."""
+    return "diagevo.cli.app" if (checkout / "diagevo" / "cli").exists() else "cli.app"
+
+
 def baseline_log(baseline: Path, url: str, events: int, hot: int) -> tuple[str, str]:
     """The same log built by the baseline diagevo into ``url``: (run, hot run)."""
     out = subprocess.run(
@@ -222,8 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         base_run, base_hot = baseline_log(args.baseline, args.baseline_db, args.events, args.hot)
         assert (base_run, base_hot) == (run, hot), (base_run, base_hot)
         swap = {args.db: args.baseline_db}
-        before = {k: [sys.executable, "-m", "cli.app", *(swap.get(a, a) for a in c[1:])] for k, c in commands.items()}
-        commands = {k: [sys.executable, "-m", "cli.app", *c[1:]] for k, c in commands.items()}
+        before = {
+            k: [sys.executable, "-m", baseline_cli(args.baseline), *(swap.get(a, a) for a in c[1:])]
+            for k, c in commands.items()
+        }
+        commands = {k: [sys.executable, "-m", "diagevo.cli.app", *c[1:]] for k, c in commands.items()}
     print(f"log: {n:,} events, run {run}; cause {cause} named by {named[cause]} events")
     head = f"{'before':>9}{'after/before':>13}" if before else ""
     print(f"{'command (new process, --json)':<40}{head}{'wall':>9}{'full scan':>11}{'speed-up':>10}{'<= 0.5 s':>10}")

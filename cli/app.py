@@ -11,8 +11,16 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Interrupted, err_console, message
-from cli.safe import error_line, text
+from diagevo.cli.common import (
+    EXIT_ERROR,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    Interrupted,
+    err_console,
+    message,
+)
+from diagevo.cli.safe import error_line, text
 from diagevo.errors import DiagevoError
 from diagevo.redaction import redact_argv, redact_text
 
@@ -52,12 +60,14 @@ def _usage_name(self: Any) -> str:
 
 
 def _clean_help_types() -> None:
+    """Typer has no public option for either display, so two of its methods are wrapped: this is
+    why ``pyproject.toml`` pins typer to the exact version they were written against, and
+    ``tests/test_cli_errors.py`` checks the help they give."""
     from typer import core
 
     for cls in (core.TyperOption, core.TyperArgument):
         cls.display_type_rich = _metavar(cls.display_type_rich)  # type: ignore[method-assign]
-    if hasattr(core.TyperArgument, "_usage_display_name"):
-        core.TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
+    core.TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
 
 
 _clean_help_types()
@@ -90,12 +100,12 @@ def _root(
 
 
 def _register() -> None:
-    from cli import config, diagnose, doctor, eval, fork, report, train
-    from cli.db import db_app
-    from cli.memory import memory_app
-    from cli.models import gpu_check, models_app
-    from cli.rounds import round_app
-    from cli.runs import runs_app
+    from diagevo.cli import config, diagnose, doctor, eval, fork, report, train
+    from diagevo.cli.db import db_app
+    from diagevo.cli.memory import memory_app
+    from diagevo.cli.models import gpu_check, models_app
+    from diagevo.cli.rounds import round_app
+    from diagevo.cli.runs import runs_app
 
     app.add_typer(memory_app, name="memory")
     app.add_typer(round_app, name="round")
@@ -238,7 +248,7 @@ def build(*, for_docs: bool = False) -> Any:
     """The click command tree of the app: every integer bounded, every help reflowed and ending
     with its example and page (:mod:`cli.examples`). ``for_docs``: the example goes into the help text
     itself, which is what the generated CLI reference (mkdocs-click) shows."""
-    from cli import examples
+    from diagevo.cli import examples
 
     command = examples.apply(_reflow_helps(_bound_integers(typer.main.get_command(app))))
     if for_docs:
@@ -250,10 +260,10 @@ def build(*, for_docs: bool = False) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """``cli.app:docs_command``, the tree the documentation's CLI reference is generated from."""
+    """``diagevo.cli.app:docs_command``, the tree the documentation's CLI reference is generated from."""
     if name == "docs_command":
         return build(for_docs=True)
-    raise AttributeError(f"module 'cli.app' has no attribute {name!r}")
+    raise AttributeError(f"module 'diagevo.cli.app' has no attribute {name!r}")
 
 
 def _check_utf8(args: list[str], env: Mapping[str, str]) -> None:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.safe import json_text, make_console
+from diagevo.cli.safe import json_text, make_console
 from diagevo.errors import DiagevoError, Hint
 from diagevo.untrusted import shell_join
 
@@ -105,7 +105,7 @@ def program() -> str:
     else the entry point that is running (``.venv/bin/diagevo`` after ``make train``)."""
     exe = Path(sys.argv[0])
     if exe.name != "diagevo" or not exe.is_file():
-        return "diagevo"  # run as `python -m cli.app` or from a test
+        return "diagevo"  # run as `python -m diagevo.cli.app` or from a test
     found = shutil.which("diagevo")
     if found is not None and Path(found).resolve() == exe.resolve():
         return "diagevo"

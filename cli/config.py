@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from cli.common import JsonOpt, console, emit_json
+from diagevo.cli.common import JsonOpt, console, emit_json
 
 _CONTROL = re.compile(r"[\x7f-\x9f\u2028\u2029]")  # json.dumps escapes the C0 controls itself
 
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
     ) -> None:
         """Print the resolved config: every field's value and what it does, as TOML (secrets redacted)."""
-        from cli.train import DEFAULT_CONFIG
+        from diagevo.cli.train import DEFAULT_CONFIG
         from diagevo.config import load_config, settings
         from diagevo.redaction import REDACTED
 

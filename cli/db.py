@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cli.safe import error_line, make_console, text
+from diagevo.cli.safe import error_line, make_console, text
 
 db_app = typer.Typer(
     help="Database schema: upgrade to the latest revision, show the current one.", no_args_is_help=True
@@ -23,7 +23,7 @@ _err = make_console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    from cli.common import message
+    from diagevo.cli.common import message
     from diagevo.redaction import redact_text
 
     _err.print(error_line(redact_text(message(exc))))
@@ -74,7 +74,7 @@ def current_cmd(
         }
         typer.echo(json.dumps(payload))
         return
-    from cli.common import spell
+    from diagevo.cli.common import spell
     from diagevo.errors import Hint
 
     advice = {

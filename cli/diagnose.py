@@ -15,8 +15,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
-from cli.safe import text
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
+from diagevo.cli.safe import text
 
 PHASES = {"extract": "Prompt 1 (extraction)", "maintain": "stages 2a-3.5 (memory)", "consolidate": "stage 4a (merges)"}
 
@@ -160,7 +160,7 @@ def diagnose(
         last = round_state(store, run).last_committed
         if round != last + 1:
             raise CLIError(f"round {round} is not open in run {run!r}: its last committed round is {last}")
-        from cli.failures import read_failures
+        from diagevo.cli.failures import read_failures
 
         rnd = Round(store, run, round)  # the round protocol: M_{t-1} read once
         lines = read_failures(failures_file, set(rnd.memory().causes))
@@ -189,7 +189,7 @@ def diagnose(
                     tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
                 bar.update(tasks[phase], completed=done, total=total)
 
-            from cli.eval import _resumable  # Ctrl-C: the same command goes on (decided failures are skipped)
+            from diagevo.cli.eval import _resumable  # Ctrl-C: the same command goes on (decided failures are skipped)
 
             with _resumable():
                 summary = diagnose_round(

@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, console, emit_json, spell
-from cli.safe import text
+from diagevo.cli.common import JsonOpt, console, emit_json, spell
+from diagevo.cli.safe import text
 
 STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 

@@ -13,9 +13,19 @@ from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from cli.common import CLIError, DbOpt, Interrupted, JsonOpt, console, emit_json, err_console, open_store, program
-from cli.progress import progress_for
-from cli.safe import text
+from diagevo.cli.common import (
+    CLIError,
+    DbOpt,
+    Interrupted,
+    JsonOpt,
+    console,
+    emit_json,
+    err_console,
+    open_store,
+    program,
+)
+from diagevo.cli.progress import progress_for
+from diagevo.cli.safe import text
 from diagevo.untrusted import shell_join
 
 EngineOpt = Annotated[

@@ -1,6 +1,6 @@
 """The one example each command's help ends with, and the page of the documentation about it.
 
-One table for the whole CLI, applied when the command tree is built (:func:`cli.app.build`), so
+One table for the whole CLI, applied when the command tree is built (:func:`diagevo.cli.app.build`), so
 no command function carries its own. Keys are command paths after ``diagevo`` (``""`` is
 ``diagevo --help`` itself); every command and group must have an entry
 (``tests/test_cli_examples.py``), and every page must exist under ``docs/``.

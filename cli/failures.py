@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.common import CLIError
+from diagevo.cli.common import CLIError
 from diagevo.formats import FailureLine, read_lines
 from diagevo.parsing import read_text, shorten
 

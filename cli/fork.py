@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.common import DbOpt, JsonOpt, console, emit_json, open_store, round_from_0, suggest
-from cli.safe import text
+from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, round_from_0, suggest
+from diagevo.cli.safe import text
 
 
 def register(memory_app: typer.Typer) -> None:
@@ -67,7 +67,7 @@ def register(memory_app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Causes whose state or frequency differ, nodes in one run only, F_t and ε side by side."""
-        from cli.common import CLIError
+        from diagevo.cli.common import CLIError
         from diagevo.fork import diff_runs
         from diagevo.words import plural, times
 

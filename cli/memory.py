@@ -12,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from cli.common import (
+from diagevo.catalog import CATALOG
+from diagevo.cli.common import (
     CLIError,
     DbOpt,
     JsonOpt,
@@ -24,8 +25,7 @@ from cli.common import (
     open_store,
     round_from_0,
 )
-from cli.safe import plain, text
-from diagevo.catalog import CATALOG
+from diagevo.cli.safe import plain, text
 from diagevo.words import did_you_mean, plural
 
 if TYPE_CHECKING:
@@ -336,7 +336,7 @@ def stats(
     if not rows:
         console.print(text(f"run {run_id} has no committed round yet", _pending(data["uncommitted"])), soft_wrap=True)
     else:
-        from cli.tables import print_fitted
+        from diagevo.cli.tables import print_fitted
 
         cols, heads, keep = stats_columns(rows, data["metrics"])
         cells = [[_cell(r.get(c)) for c in cols] for r in rows]
@@ -379,7 +379,7 @@ def _step_stats(
         if not data["steps"]:
             console.print(text(f"run {data['run']} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
             return
-        from cli.tables import print_fitted
+        from diagevo.cli.tables import print_fitted
 
         fields = data["fields"] if wide else [f for f in queries.STEP_FIELDS if f in data["fields"]]
         heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, console, emit_json
-from cli.progress import progress_for
-from cli.safe import text
+from diagevo.cli.common import JsonOpt, console, emit_json
+from diagevo.cli.progress import progress_for
+from diagevo.cli.safe import text
 from diagevo.errors import BadInput
 
 models_app = typer.Typer(no_args_is_help=True, help="Local models for the hf backend.")

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from cli.safe import plain
+from diagevo.cli.safe import plain
 from diagevo.progress import ProgressFn
 
 

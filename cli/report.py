@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, open_store, program
-from cli.safe import plain, text
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, open_store, program
+from diagevo.cli.safe import plain, text
 from diagevo.untrusted import shell_join
 
 

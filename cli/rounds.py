@@ -15,8 +15,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
-from cli.safe import text
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
+from diagevo.cli.safe import text
 
 round_app = typer.Typer(no_args_is_help=True, help="Drive one round of the memory from another trainer.")
 

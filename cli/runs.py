@@ -10,8 +10,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
-from cli.safe import plain
+from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
+from diagevo.cli.safe import plain
 from diagevo.errors import Hint
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.safe import make_console, plain, text
+from diagevo.cli.safe import make_console, plain, text
 
 # what a column costs beyond its text in a SIMPLE_HEAD table (padding on both sides), and the edge
 _GAP = 2

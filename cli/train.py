@@ -21,7 +21,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from cli.common import (
+from diagevo.cli.common import (
     CLIError,
     DbOpt,
     Interrupted,
@@ -33,8 +33,8 @@ from cli.common import (
     program,
     spell,
 )
-from cli.progress import progress_for
-from cli.safe import plain, text
+from diagevo.cli.progress import progress_for
+from diagevo.cli.safe import plain, text
 from diagevo.errors import BadInput
 from diagevo.untrusted import shell_join
 from diagevo.words import plural
@@ -77,7 +77,7 @@ ROUND_LEGEND = {
 def print_round_table(reports: list[Any]) -> None:
     """After each round: what it retained, diagnosed and changed, and the held-out metrics; the
     columns that do not fit the terminal are left out whole and named, never cut to ``8…``."""
-    from cli.tables import print_fitted
+    from diagevo.cli.tables import print_fitted
 
     rows = []
     for r in reports:

@@ -31,7 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = re.compile(r"(<!-- figures:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.S)
-CLI = [sys.executable, "-c", "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"]
+CLI = [sys.executable, "-c", "import sys; from diagevo.cli.app import main; sys.argv[0] = 'diagevo'; main()"]
 ENV = {
     **os.environ,
     "PYTHONPATH": str(ROOT),

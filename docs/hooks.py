@@ -117,7 +117,7 @@ def _error_classes() -> list[tuple[str, str, list[str], str]]:
     found in the sources (so a new module's error class cannot be missed)."""
     found: dict[str, tuple[str, str, list[str], str]] = {}
     classes: list[tuple[str, str, list[str], str]] = []
-    for path in sorted([*(ROOT / "diagevo").rglob("*.py"), *(ROOT / "cli").rglob("*.py")]):
+    for path in sorted((ROOT / "diagevo").rglob("*.py")):
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
@@ -136,7 +136,7 @@ def _error_classes() -> list[tuple[str, str, list[str], str]]:
 
 
 def errors() -> str:
-    from cli.common import EXIT_CODES
+    from diagevo.cli.common import EXIT_CODES
 
     out = ["| exit code | when |", "|---|---|"]
     out += [f"| {code} | {_cell(when)} |" for code, when in EXIT_CODES.items()]

@@ -35,7 +35,9 @@ def diagevo(args: list[str], cwd: Path, width: int = 96) -> str:
         "TRANSFORMERS_OFFLINE": "1",
     }
     env.pop("NO_COLOR", None)
-    done = subprocess.run([sys.executable, "-m", "cli.app", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "diagevo.cli.app", *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise SystemExit(f"diagevo {' '.join(args)} failed: {done.stderr[-2000:]}")
     return done.stdout + done.stderr

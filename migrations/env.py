@@ -47,7 +47,7 @@ def run_migrations_online() -> None:
     if given is not None:
         _run(given)
         return
-    url = os.environ.get("DIAGEVO_DB") or config.get_main_option("sqlalchemy.url")
+    url = os.environ.get("DIAGEVO_DB") or config.get_main_option("sqlalchemy.url") or "sqlite:///diagevo.db"
     engine = create_engine(url, poolclass=pool.NullPool)
     try:
         with engine.connect() as connection:

@@ -1,7 +1,7 @@
 """Shared by the hostile-input tests: a database with something in it, the four commands that
 read files from outside, valid lines for each, and a way to run the CLI and see what it did.
 
-The CLI runs in this process (through ``cli.app.main``, the real entry point), with stdout and
+The CLI runs in this process (through ``diagevo.cli.app.main``, the real entry point), with stdout and
 stderr captured; an exception escaping ``main`` is what a user would see as a traceback."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from cli.app import main
+from diagevo.cli.app import main
 from tests.test_cli_memory import case_study
 
 RUN = "x"  # the run with an open round (round 1) that `round record` and `diagnose` write to

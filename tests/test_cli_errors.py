@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cli.app import app
+from diagevo.cli.app import app
 from diagevo.config import Config
 from diagevo.log import open_log
 from tests.llm_server import LLMServer

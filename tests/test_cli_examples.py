@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cli import examples
-from cli.app import build
+from diagevo.cli import examples
+from diagevo.cli.app import build
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,7 +53,9 @@ def test_help_ends_with_the_example_and_the_page(argv: list[str]) -> None:
     path = " ".join(argv[:-1])
     example, page = examples.EXAMPLES[path]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    done = subprocess.run([sys.executable, "-m", "cli.app", *argv], capture_output=True, text=True, env=env, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "diagevo.cli.app", *argv], capture_output=True, text=True, env=env, cwd=ROOT
+    )
     assert done.returncode == 0, done.stderr
     tail = [line.strip() for line in done.stdout.strip().splitlines() if line.strip()][-2:]
     assert tail == [f"Example:  {example}", f"More: {page}"]

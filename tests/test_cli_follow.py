@@ -23,7 +23,7 @@ ENV = {
     "COLUMNS": "120",
     "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
 }
-CLI = [sys.executable, "-c", "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"]
+CLI = [sys.executable, "-c", "import sys; from diagevo.cli.app import main; sys.argv[0] = 'diagevo'; main()"]
 ROUNDS = 4
 
 # a writer in its own process: the run round by round, a pause between rounds

@@ -35,7 +35,7 @@ ENV = {
     "COLUMNS": "80",
     "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
 }  # this tree's diagevo
-CLI = [sys.executable, "-c", "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"]
+CLI = [sys.executable, "-c", "import sys; from diagevo.cli.app import main; sys.argv[0] = 'diagevo'; main()"]
 CPU_WITHIN_S = 3.0  # CPU seconds after Ctrl-C (teardown included); the deferred Ctrl-C spent 6-14 s
 
 # (a line that says the phase has begun, which of those lines, the round it is in)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.app import main
+from diagevo.cli.app import main
 from diagevo.log import open_log
 from tests.logs import Log
 from tests.strategies import random_log

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.progress import PlainProgress
+from diagevo.cli.progress import PlainProgress
 from tests.test_cli_memory import run_cli
 from tests.test_train import small_args
 
@@ -73,8 +73,8 @@ def test_the_round_table_leaves_columns_out_whole_at_80_columns(monkeypatch: pyt
     """Paper-sized rounds (thousands of questions, F_t in the thousands) at 80 columns: every
     figure shown whole, never cut to ``80…``; the columns left out are named, the legend explains
     only the headers shown."""
-    from cli import train as train_cli
-    from cli.safe import make_console
+    from diagevo.cli import train as train_cli
+    from diagevo.cli.safe import make_console
     from diagevo.train.loop import RoundReport
 
     out = io.StringIO()

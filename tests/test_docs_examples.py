@@ -39,7 +39,7 @@ if args[:1] == ["train"] and "--dry-run" not in args:
         sys.exit(0)
     args = args + {small!r}
 sys.argv = ["diagevo", *args]
-from cli.app import main
+from diagevo.cli.app import main
 main()
 """
 

@@ -156,7 +156,7 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
         cmd = [
             sys.executable,
             "-m",
-            "cli.app",
+            "diagevo.cli.app",
             "train",
             "--db",
             trainer_url,
@@ -181,7 +181,7 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
                 conn.execute(text(sql))
         probe.dispose()
         verify = subprocess.run(
-            [sys.executable, "-m", "cli.app", "memory", "verify", "--db", trainer_url, "--run", "least"],
+            [sys.executable, "-m", "diagevo.cli.app", "memory", "verify", "--db", trainer_url, "--run", "least"],
             cwd=tmp_path,
             env=env,
             capture_output=True,

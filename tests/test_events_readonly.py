@@ -45,7 +45,7 @@ def _log_file(directory: Path) -> tuple[str, Path]:
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     return subprocess.run(
-        [*_as_plain_user(), sys.executable, "-m", "cli.app", *args],
+        [*_as_plain_user(), sys.executable, "-m", "diagevo.cli.app", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -160,7 +160,7 @@ def test_diff_matches_causes_by_the_event_that_created_them(tmp_path: Path, caps
 
 
 def test_a_long_id_list_is_cut_with_the_count_of_the_rest() -> None:
-    from cli.fork import LISTED, _some
+    from diagevo.cli.fork import LISTED, _some
 
     assert _some([]) == "-" and _some(["C1", "C2"]) == "C1, C2"
     ids = [f"C{i}" for i in range(1, LISTED + 8)]

@@ -82,7 +82,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     done = launch(
         [
             "-m",
-            "cli.app",
+            "diagevo.cli.app",
             "train",
             "--config",
             "configs/tiny-hf.toml",
@@ -140,7 +140,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     again = launch(
         [
             "-m",
-            "cli.app",
+            "diagevo.cli.app",
             "train",
             "--config",
             "configs/tiny-hf.toml",

@@ -197,7 +197,7 @@ def test_plan_names_models_engines_and_paths(tmp_path: Path) -> None:
 
 def test_dry_run_cli_loads_nothing(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
-    code = "import sys; from cli.app import main; main()"
+    code = "import sys; from diagevo.cli.app import main; main()"
     out = subprocess.run(
         [
             sys.executable,
@@ -281,7 +281,7 @@ def test_tiny_corpus_holds_out_its_heldout_questions() -> None:
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from cli.app import main; main()"
+    code = "import sys; from diagevo.cli.app import main; main()"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 

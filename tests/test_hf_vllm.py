@@ -79,7 +79,7 @@ def train(
         "hf.use_vllm=true",
         *[x for s in sets for x in ("--set", s)],
     ]
-    cmd = [sys.executable, *(runner or ["-m", "cli.app"]), *args]
+    cmd = [sys.executable, *(runner or ["-m", "diagevo.cli.app"]), *args]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_env(log), timeout=1200)
     assert out.returncode == 0, out.stderr[-3000:]
     events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
@@ -129,7 +129,7 @@ def init_communicator(self, device=0):  # the NCCL rendezvous needs CUDA: hand t
     self.communicator = server
 vllm_client.VLLMClient.init_communicator = init_communicator
 sys.argv = [sys.argv[0], *sys.argv[2:], "--set", f'hf.vllm_server_url="{server.url}"']
-from cli.app import main
+from diagevo.cli.app import main
 try:
     main()
 finally:

@@ -1,7 +1,7 @@
 """Bad input of any shape gets one short line and a non-zero exit, and stores nothing; a bug is
 named as one (issue 21 items 1, 7, 8; issue 20's declared errors).
 
-Every case runs the real CLI in-process (``cli.app.main``) against a real SQLite file, and checks
+Every case runs the real CLI in-process (``diagevo.cli.app.main``) against a real SQLite file, and checks
 the log is byte-for-byte what it was. A hypothesis fuzz feeds generated hostile lines to the
 four readers of outside JSON (``memory ingest``, ``round record``, ``diagnose``, ``eval``).
 """

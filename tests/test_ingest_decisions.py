@@ -69,7 +69,7 @@ def test_two_ingests_of_one_run_at_once_commit_its_round_once(
     with open_log(db_url):
         pass  # migrated before the race (the race of creation is another test's)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmds = [[sys.executable, "-m", "cli.app", "memory", "ingest", str(f), "--db", db_url] for f in (big, small)]
+    cmds = [[sys.executable, "-m", "diagevo.cli.app", "memory", "ingest", str(f), "--db", db_url] for f in (big, small)]
     procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in cmds]
     outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
     codes = sorted(code for code, _, _ in outs)

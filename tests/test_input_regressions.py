@@ -303,7 +303,7 @@ def test_stdin_through_the_real_entry_point(tmp_path: Path, args: list[str], con
     db = tmp_path / "s.db"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     out = subprocess.run(
-        [sys.executable, "-m", "cli.app", *args, "--db", f"sqlite:///{db}"],
+        [sys.executable, "-m", "diagevo.cli.app", *args, "--db", f"sqlite:///{db}"],
         input=content,
         capture_output=True,
         env=env,

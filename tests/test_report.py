@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cli.app import main
+from diagevo.cli.app import main
 from diagevo.log import open_log
 from diagevo.schemas import new_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
@@ -293,7 +293,7 @@ def test_comparison_report_in_headless_chromium(
     other = 'k2 <none> & "nofilter"'
     args = [*small_args(db2, other, 3, tmp_path), "--set", "memory.k=2.0", "--set", "filter.mode=none"]
     # in its own process: the browser's event loop runs in this one
-    cli = "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"
+    cli = "import sys; from diagevo.cli.app import main; sys.argv[0] = 'diagevo'; main()"
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
     done = subprocess.run(

@@ -163,7 +163,7 @@ def test_two_trains_started_in_the_same_second_are_two_runs_each_with_its_config
     base = [
         sys.executable,
         "-m",
-        "cli.app",
+        "diagevo.cli.app",
         "train",
         "--rounds",
         "1",

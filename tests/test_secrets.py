@@ -75,7 +75,7 @@ def test_a_planted_password_is_in_no_log_export_report_plan_or_output(tmp_path: 
 
 
 def test_the_traceback_file_holds_no_password(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import cli.train as train_command
+    import diagevo.cli.train as train_command
 
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError(

@@ -112,7 +112,7 @@ def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
     import sys
 
     heavy = ("pydantic", "sqlalchemy", "alembic", "polars", "torch", "transformers", "diagevo.config", "asyncio")
-    code = f"import sys, cli.app; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
+    code = f"import sys, diagevo.cli.app; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == []
 

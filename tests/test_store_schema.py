@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 
-from cli.db import db_app
+from diagevo.cli.db import db_app
 from diagevo.errors import Hint
 from diagevo.log import SchemaOutdated, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, head_revision, revision_status, upgrade

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-CLI = [sys.executable, "-c", "import sys; from cli.app import main; sys.argv[0] = 'diagevo'; main()"]
+CLI = [sys.executable, "-c", "import sys; from diagevo.cli.app import main; sys.argv[0] = 'diagevo'; main()"]
 
 # the CLI, with a Ctrl-C sent to itself once round 2's diagnosis has decided thirty failures (and
 # stored the first 16 with their events)
@@ -53,7 +53,7 @@ CTRL_C_IN_ROUND_2 = textwrap.dedent(
         self.progress = hooked
 
     loop.Trainer.__init__ = hooked_init
-    from cli.app import main
+    from diagevo.cli.app import main
 
     sys.argv[0] = "diagevo"
     main()

@@ -47,7 +47,7 @@ def tiny_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     old = sys.argv
     sys.argv = ["diagevo", *args]
     try:
-        from cli.app import main
+        from diagevo.cli.app import main
 
         with pytest.raises(SystemExit) as done:
             main()

@@ -451,7 +451,7 @@ def test_long_texts_are_cut_in_the_terminal_only(world: World, monkeypatch: pyte
 # TERM and COLUMNS when the consoles are made), each command's stdout and stderr captured as bytes
 DRIVER = """
 import base64, io, json, sys
-import cli.app
+import diagevo.cli.app
 results = []
 for argv in json.load(sys.stdin):
     out, err = io.BytesIO(), io.BytesIO()
@@ -460,7 +460,7 @@ for argv in json.load(sys.stdin):
     sys.argv = ["diagevo", *argv]
     code = 0
     try:
-        cli.app.main()
+        diagevo.cli.app.main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     sys.stdout.flush(); sys.stderr.flush()
@@ -582,7 +582,7 @@ def test_train_with_a_hostile_run_id_ends_cleanly(tmp_path: Path) -> None:
 def test_a_wide_table_leaves_the_console_width_to_the_terminal(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """``stats --wide`` used to pin the shared console's width: later output in the process
     ignored $COLUMNS and cut long texts across lines."""
-    from cli.common import console
+    from diagevo.cli.common import console
 
     monkeypatch.setenv("COLUMNS", "123")
     code, out, err = cli("memory", "stats", "--wide", "--run", RUN, "--db", world.db)

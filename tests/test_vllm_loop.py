@@ -43,7 +43,7 @@ def counted(self, *args, **kwargs):
     init(self, *args, **kwargs)
 vllm.LLM.__init__ = counted
 from diagevo.generation import vllm_engine
-from cli.app import main
+from diagevo.cli.app import main
 out, sys.argv = sys.argv[1], [sys.argv[0], *sys.argv[2:]]
 try:
     main()
@@ -114,7 +114,7 @@ def test_two_rounds_on_one_real_vllm_engine(tmp_path: Path) -> None:
     assert {e.round for e in questions} == {1, 2}
 
     verify = subprocess.run(
-        [sys.executable, "-m", "cli.app", "memory", "verify", "--db", db, "--run", "v", "--json"],
+        [sys.executable, "-m", "diagevo.cli.app", "memory", "verify", "--db", db, "--run", "v", "--json"],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -43,20 +43,14 @@ class RevisionStatus:
 
 
 def _migrations_dir() -> Path:
-    """``migrations/`` sits next to the ``diagevo`` package (source tree, editable or wheel)."""
-    import diagevo
-
-    here = Path(diagevo.__file__).resolve().parent.parent / "migrations"
-    if (here / "env.py").is_file():
-        return here
+    """The alembic environment is the subpackage :mod:`diagevo.migrations` (a checkout links it
+    to ``migrations/`` at the top; a wheel holds it as files)."""
     import importlib.util
 
-    spec = importlib.util.find_spec("migrations")
-    if spec is not None and spec.submodule_search_locations:
-        for loc in spec.submodule_search_locations:
-            if (Path(loc) / "env.py").is_file():
-                return Path(loc)
-    raise StoreError("cannot find the diagevo migrations directory")
+    spec = importlib.util.find_spec("diagevo.migrations")  # found, not imported: its env.py imports the log
+    if spec is None or not spec.submodule_search_locations:
+        raise StoreError("cannot find the diagevo migrations (diagevo.migrations)")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _alembic_config() -> Config:

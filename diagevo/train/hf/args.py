@@ -201,7 +201,7 @@ def launch_command(cfg: Config, config_path: str | None, run: str | None) -> lis
         "--num_processes",
         str(cfg.hf.num_processes),
         "-m",
-        "cli.app",
+        "diagevo.cli.app",
         *cmd[1:],
     ]
 
