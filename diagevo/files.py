@@ -136,13 +136,15 @@ def database_part(base: Path, part: str, *, move: bool = True) -> Path:
     folder, the part or the old sibling is refused (:class:`BadInput`): diagevo writes lock files,
     checkpoints and its index there and follows no link planted in their place. Both the sibling
     and the part present: refused, naming both (nothing is merged or deleted). ``move=False``
-    (a dry run) only names the place."""
+    (a dry run) only names the place. A file, a FIFO or a device in the place of the folder or the
+    part is refused the same way (:class:`diagevo.confined.OutsideFolder`)."""
     folder = base.with_suffix(DATABASE_FOLDER)
     new = folder / part
     old = base.with_suffix(FOLDER_PARTS[part])
-    for p in (folder, new, old):
-        if p.is_symlink():
-            raise BadInput(f"{p} is a symbolic link: diagevo does not follow one there; replace it with a directory")
+    from diagevo.confined import not_a_link, owned_dir
+
+    owned_dir(folder.parent, folder.name, part, create=False)  # no link, no file or FIFO in their place
+    not_a_link(old)
     if old.is_dir() and move:
         if new.exists():
             raise BadInput(

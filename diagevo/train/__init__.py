@@ -145,11 +145,13 @@ def train(
     and the reports of the rounds it ran. ``lead`` wraps the backend, built from the run's
     config, for the rank that leads a multi-process launch."""
     from diagevo.rounds import OUR_TRAINER, start_run
+    from diagevo.train.folders import check_folders
     from diagevo.train.loop import Trainer
 
     if rounds is not None and rounds < 1:
         raise BadInput(f"rounds must be at least 1, not {rounds}")
     run = run_id_for(store, config, resume)
+    check_folders(config, store.url, run)  # before the lease or any event: a refusal writes nothing
     wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
     if backend is None and not resume:
         ready(config, store.url)  # before the run (or its lease) is written: a refusal leaves nothing
