@@ -19,7 +19,6 @@ import pytest
 from diagevo import rounds as protocol
 from diagevo.confined import OutsideFolder, owned_dir, remove_owned
 from diagevo.log import open_log
-from diagevo.schemas import new_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import SMALL
 
@@ -46,7 +45,11 @@ def victim(tmp_path: Path) -> Path:
 
 
 def _untouched(v: Path) -> None:
-    assert sorted(str(p.relative_to(v)) for p in v.rglob("*")) == ["round001-solver", "round001-solver/mine.txt", "user.txt"]
+    assert sorted(str(p.relative_to(v)) for p in v.rglob("*")) == [
+        "round001-solver",
+        "round001-solver/mine.txt",
+        "user.txt",
+    ]
     assert (v / "user.txt").read_text() == "precious"
 
 
@@ -72,7 +75,9 @@ def test_a_link_planted_below_the_run_folder_is_refused_before_the_round_writes(
     assert _train(capsys, f"sqlite:///{db}", "t", 1, "--set", "train.keep_checkpoints=1")[0] == 0
     before = _events(db)
     os.symlink(victim, tmp_path / "x.diagevo" / planted)
-    code, _, err = run_cli(capsys, "train", "--db", f"sqlite:///{db}", "--run", "t", "--resume", "--rounds", "2", "--quiet")
+    code, _, err = run_cli(
+        capsys, "train", "--db", f"sqlite:///{db}", "--run", "t", "--resume", "--rounds", "2", "--quiet"
+    )
     assert_one_line_error(code, err, f"{planted} is a symbolic link")
     _untouched(victim)
     assert _events(db) == before
@@ -154,7 +159,9 @@ def test_a_fifo_as_the_lease_file_is_one_line(tmp_path: Path, capsys: pytest.Cap
     lease.unlink()
     os.mkfifo(lease)
     before = _events(db)
-    code, _, err = run_cli(capsys, "train", "--db", f"sqlite:///{db}", "--run", "r", "--resume", "--rounds", "2", "--quiet")
+    code, _, err = run_cli(
+        capsys, "train", "--db", f"sqlite:///{db}", "--run", "r", "--resume", "--rounds", "2", "--quiet"
+    )
     assert_one_line_error(code, err, f"{lease.name} is not a regular file")
     assert _events(db) == before
 

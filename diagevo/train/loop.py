@@ -24,11 +24,11 @@ from typing import Any
 from diagevo import curriculum as cur
 from diagevo import rounds as protocol
 from diagevo.config import Config
+from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import NotFound
 from diagevo.log import EventStore
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.paths import beside_database, run_name
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, ProgressFn, no_progress
