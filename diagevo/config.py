@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 
 from diagevo.catalog import config_k
 from diagevo.errors import BadInput, Hint, NotFound
-from diagevo.parsing import shorten, toml_loads, validation_reason
+from diagevo.parsing import read_text, shorten, toml_loads, validation_reason
 from diagevo.redaction import redact_config
 from diagevo.urls import DEFAULT_DB_URL as DEFAULT_DB_URL  # re-exported: older imports keep working
 from diagevo.urls import redact_url as redact_url
@@ -32,7 +32,9 @@ Role = Literal["challenger", "solver"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # strict: a number is a number (TOML's `rounds = true` or "3" is no count), a flag a boolean;
+    # paths, which TOML and the stored config hold as strings, are the fields that relax it
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
 
 
 class GRPOSettings(_Section):
@@ -530,6 +532,7 @@ class TrainConfig(_Section):
     )
     out_dir: Path | None = Field(
         default=None,
+        strict=False,
         description="Directory of model checkpoints; unset: in the database's folder "
         "(dir/x.db -> dir/x.diagevo/runs/<run>/), as its vector index is, so two databases never share checkpoints.",
     )
@@ -561,6 +564,7 @@ class TrainConfig(_Section):
     )
     tracker_dir: Path | None = Field(
         default=None,
+        strict=False,
         description="TensorBoard's folder (a folder per run inside); unset: beside the database (dir/x.db -> "
         "dir/x.diagevo/tb/).",
     )
@@ -608,6 +612,7 @@ class HFConfig(_Section):
     generation_batch: int = Field(default=8, ge=1, description="Prompts per local generate call (without vLLM).")
     heldout: Path | None = Field(
         default=None,
+        strict=False,
         description=(
             "JSONL of {question, answer} for held-out evaluation; unset: <solver.model>/heldout.jsonl if present."
         ),
@@ -617,6 +622,7 @@ class HFConfig(_Section):
     )
     accelerate_config: Path | None = Field(
         default=None,
+        strict=False,
         description="On GPUs: the accelerate config the run is launched with (`accelerate launch --config_file`; "
         "`train --dry-run` prints the command).",
     )
@@ -664,6 +670,15 @@ class LimitsConfig(_Section):
         le=1024,
         description="The HTTP clients stop reading a reply body past reply_factor x text_bytes (per choice asked "
         "for) and count the call as failed.",
+    )
+
+    lock_wait_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="PostgreSQL: the longest an append waits for the log's append lock, in seconds; then it fails "
+        "naming the session that holds it.",
     )
 
     @property
@@ -1026,10 +1041,7 @@ def load_config(path: Path | str | None = None, overrides: list[str] | None = No
             raise BadInput(f"config {path} is a directory, not a TOML file")
         if not path.is_file():
             raise NotFound(f"no config file at {path}")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"cannot read config {path}: {exc}") from None
+        text = read_text(path, f"config {path}")  # bounded: a FIFO or /dev/zero is one line
         try:
             data = toml_loads(text, str(path))
         except tomllib.TOMLDecodeError as exc:

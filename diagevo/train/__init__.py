@@ -150,6 +150,7 @@ def train(
 
     if rounds is not None and rounds < 1:
         raise BadInput(f"rounds must be at least 1, not {rounds}")
+    store.lock_wait_s = config.limits.lock_wait_s
     run = run_id_for(store, config, resume)
     check_folders(config, store.url, run)  # before the lease or any event: a refusal writes nothing
     wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
