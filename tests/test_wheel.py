@@ -37,6 +37,7 @@ def test_the_wheel_holds_one_top_level_package(wheel: Path) -> None:
     assert tops == {"diagevo"}
     assert "diagevo/cli/app.py" in names
     assert "diagevo/migrations/env.py" in names and "diagevo/migrations/script.py.mako" in names
+    assert "diagevo/train/sim/families.toml" in names
     assert any(n.startswith("diagevo/migrations/versions/0001_") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "diagevo = diagevo.cli.app:main" in zipfile.ZipFile(wheel).read(entry).decode()
