@@ -155,7 +155,7 @@ def _verdict(stage: str, verdict: Verdict, detail: str, latency: float | None, r
     return StageProbe(stage, verdict, detail, latency, FIXES.get(verdict), reply[:REPLY_KEPT])
 
 
-def judge(request: StageRequest[Any], message: _Message, latency: float, max_tokens: int | None) -> StageProbe:
+def _judge(request: StageRequest[Any], message: _Message, latency: float, max_tokens: int | None) -> StageProbe:
     """A reply that came back, judged: a chat completion, no thinking, read by diagevo's check,
     and constrained (one bare JSON object fitting the stage's schema)."""
     stage, content = request.stage, message.content
@@ -205,7 +205,7 @@ async def _probe(diagnostician: LLMDiagnostician, request: StageRequest[Any], ti
         if exc.status is not None or line.startswith("HTTP "):  # a 4xx, or a 5xx the one attempt got
             return _verdict(request.stage, "http error", line, None)
         return _verdict(request.stage, "unreachable", line, None)
-    return judge(request, message, time.perf_counter() - t0, diagnostician.max_tokens)
+    return _judge(request, message, time.perf_counter() - t0, diagnostician.max_tokens)
 
 
 async def _probe_all(diagnostician: LLMDiagnostician, timeout_s: float) -> tuple[StageProbe, ...]:
@@ -235,4 +235,4 @@ def probe_diagnostician(
     return DiagnosticianProbe(redact_url(url), model, deadline, stages)
 
 
-__all__ = ["DiagnosticianProbe", "StageProbe", "Verdict", "judge", "probe_diagnostician", "stage_requests"]
+__all__ = ["DiagnosticianProbe", "StageProbe", "Verdict", "probe_diagnostician", "stage_requests"]
