@@ -7,7 +7,10 @@ built from the code, so nothing generated is committed and nothing is written tw
   its default and description, and the former names that are still read;
 - ``events``: every type of :data:`diagevo.catalog.CATALOG` with its data model's fields;
 - ``errors``: every error class a user can fix (found in the sources) and the CLI's exit codes;
-- ``python-api``: one mkdocstrings block per name ``diagevo/__init__.py`` exports.
+- ``python-api``: one mkdocstrings block per name ``diagevo/__init__.py`` exports;
+- ``diagnostician-request``, ``diagnostician-stages``, ``diagnostician-settings``: what a server
+  serving the LLM diagnostician receives (a request's body, each stage's JSON Schema, the
+  ``[diagnosis]`` fields that shape them), built by the code that builds the round's requests.
 
 Something added without documentation fails the build here: a config field without a
 description, an event type whose data model has no docstring, an error class or an export
@@ -164,7 +167,74 @@ def python_api() -> str:
     return "\n".join(out)
 
 
-GENERATORS = {"configuration": configuration, "events": events, "errors": errors, "python-api": python_api}
+def _diagnostician() -> Any:
+    """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``."""
+    from diagevo.config import DiagnosisConfig
+    from diagevo.diagnosis.llm import LLMDiagnostician
+
+    return LLMDiagnostician.from_config(DiagnosisConfig(), base_url="http://SERVER/v1")
+
+
+def diagnostician_request() -> str:
+    """The JSON body of one request (Prompt 1's, as ``diagevo doctor`` probes it), built by the
+    code that builds every request of a round; the prompt texts and the schema are elided here."""
+    from diagevo.diagnosis.probe import stage_requests
+
+    diagnostician = _diagnostician()
+    request = stage_requests(diagnostician)[0]
+    body = diagnostician.request_body(request.messages, request.schema)
+    body["messages"] = [
+        {"role": m["role"], "content": f"<Prompt 1's {m['role']} message: {len(m['content']):,} characters>"}
+        for m in body["messages"]
+    ]
+    if "response_format" not in body:
+        raise PluginError("diagnostician requests no longer ask for structured outputs: docs/how-to/diagnostician.md")
+    body["response_format"]["json_schema"]["schema"] = "<the stage's JSON Schema, below>"
+    return "```json\n" + json.dumps(body, indent=2, ensure_ascii=False) + "\n```"
+
+
+def diagnostician_stages() -> str:
+    """Each stage's JSON Schema, as the requests of ``diagevo doctor``'s probes carry it."""
+    from diagevo.diagnosis.probe import TITLES, stage_requests
+
+    out: list[str] = []
+    for request in stage_requests(_diagnostician()):
+        out += [
+            "",
+            f"### {TITLES[request.stage][0].upper()}{TITLES[request.stage][1:]}",
+            "",
+            f"The `response_format.json_schema` of the `{request.stage}` stage's requests (the stage as `llm.called`"
+            " events name it):",
+            "",
+            "```json",
+            json.dumps(request.schema, indent=2, ensure_ascii=False),
+            "```",
+        ]
+    return "\n".join(out)
+
+
+def diagnostician_settings() -> str:
+    """The ``[diagnosis]`` fields that shape the requests a server receives."""
+    from diagevo.config import Config, settings
+
+    wanted = ("llm_url", "model", "api_key", "concurrency", "request_timeout_s", "failure_timeout_s", "max_retries")
+    rows = {r.key: r for r in settings(Config()) if r.key.startswith("diagnosis.")}
+    out = ["| field | default | what it does |", "|---|---|---|"]
+    for name in (*wanted, "min_words", "max_words"):
+        r = rows[f"diagnosis.{name}"]
+        out.append(f"| `{r.key}` | {_code(r.default)} | {_cell(r.help)} |")
+    return "\n".join(out)
+
+
+GENERATORS = {
+    "configuration": configuration,
+    "events": events,
+    "errors": errors,
+    "python-api": python_api,
+    "diagnostician-request": diagnostician_request,
+    "diagnostician-stages": diagnostician_stages,
+    "diagnostician-settings": diagnostician_settings,
+}
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:

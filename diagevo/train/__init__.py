@@ -140,10 +140,16 @@ def train(
     backend: Backend | None = None,
     overrides: list[str] | None = None,
     lead: Callable[[Backend], Backend] | None = None,
+    checked: bool = False,
 ) -> tuple[str, list]:
     """Train (or resume) a run up to round ``rounds`` (default: the config's); returns the run id
     and the reports of the rounds it ran. ``lead`` wraps the backend, built from the run's
-    config, for the rank that leads a multi-process launch."""
+    config, for the rank that leads a multi-process launch.
+
+    The preflight (:func:`ready`) refuses a config this machine cannot run before the run or its
+    lease is written; ``checked=True``: the caller has run it on ``config`` already (``diagevo
+    train`` does, before it creates the database), so it is not run twice. A resumed run trains
+    with the config its log records, which is checked here in any case."""
     from diagevo.rounds import OUR_TRAINER, start_run
     from diagevo.train.loop import Trainer
 
@@ -151,7 +157,7 @@ def train(
         raise BadInput(f"rounds must be at least 1, not {rounds}")
     run = run_id_for(store, config, resume)
     wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
-    if backend is None and not resume:
+    if backend is None and not resume and not checked:
         ready(config, store.url)  # before the run (or its lease) is written: a refusal leaves nothing
     if resume:
         refuse_foreign_resume(store, run)
