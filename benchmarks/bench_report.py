@@ -10,9 +10,9 @@ runs (matplotlib imported outside the timings):
   templates compiled on the way), written to a file;
 - ``render`` again in the same process: the figures and the HTML from loaded data, the templates
   already compiled;
-- the page alone: ``render`` with every figure built but not drawn (``figures.to_svg`` replaced by
-  an empty ``<svg>``), best of 3 in the process: the view data and the HTML, what the templates
-  changed.
+- the page alone: ``render`` with no figure (each of ``figures``' functions replaced by a stub,
+  ``to_svg`` by an empty ``<svg>``), best of 3 in the process: the view data and the HTML, the
+  part the templates changed.
 
 With ``--baseline DIR`` (a checkout of an earlier diagevo, e.g. ``git worktree add DIR REV``), the
 same log is reported by that diagevo too, its process interleaved with this one's: the "before"
@@ -52,6 +52,8 @@ from diagevo.report.figures import _pyplot
 from diagevo.report.html import render
 
 url, run, out = sys.argv[1:4]
+FIGURES = ("accuracy", "metrics", "pseudo_labels", "heatmap", "lifecycle", "schedule", "steps", "question_properties",
+           "timing")
 command = lambda *args: " ".join(["diagevo", *args])
 _pyplot()
 with open_log(url, readonly=True) as store:
@@ -68,7 +70,9 @@ with open_log(url, readonly=True) as store:
     render(data, url, command)
     again = time.perf_counter() - t0
     from diagevo.report import figures
-    figures.to_svg = lambda fig: (_pyplot().close(fig), "<svg></svg>")[1]  # the figures built, not drawn
+    for name in FIGURES:  # no figure built nor drawn: the page's own work alone
+        setattr(figures, name, lambda *args, **kwargs: None)
+    figures.to_svg = lambda fig: "<svg></svg>"
     html = []
     for _ in range(3):
         t0 = time.perf_counter()
@@ -122,7 +126,7 @@ def main() -> None:
         ("load_run", "load_run"),
         ("whole", "whole report (a new process)"),
         ("render", "render again (figures and HTML)"),
-        ("html", "the page without drawing the figures"),
+        ("html", "the page alone (no figure)"),
     ):
         line = f"  {what:<34} {now[key]:6.2f} s = {now[key] / now['read']:.2f}x reading the log"
         if "before" in best:

@@ -20,7 +20,7 @@ EXCERPT = 600  # characters of a trajectory shown in a story
 MARKS = {"created": "★", "promoted": "▲", "reactivated": "↻", "node_merged": "⇄"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Failure:
     """A failure in a story: its question, and for a creation or a reactivation the diagnosis and
     the trajectories (cut to :data:`EXCERPT` characters)."""
@@ -36,7 +36,7 @@ class Failure:
     reference: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Created:
     kind: ClassVar[str] = "created"
     round: int
@@ -45,7 +45,7 @@ class Created:
     failure: Failure | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Attributed:
     kind: ClassVar[str] = "attributed"
     round: int
@@ -54,7 +54,7 @@ class Attributed:
     similarity: str  # ", similarity 0.912", or ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Promoted:
     kind: ClassVar[str] = "promoted"
     round: int
@@ -62,7 +62,7 @@ class Promoted:
     n_candidates: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reactivated:
     kind: ClassVar[str] = "reactivated"
     round: int
@@ -71,7 +71,7 @@ class Reactivated:
     failure: Failure | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeMerged:
     kind: ClassVar[str] = "node_merged"
     round: int
@@ -84,7 +84,7 @@ class NodeMerged:
 StoryStep = Created | Attributed | Promoted | Reactivated | NodeMerged
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cell:
     """A cause at a round's commit: ``A`` Active or ``M`` Mastered with its frequency, or not yet
     created (``state`` empty); the round's events as marks, counted in the title."""
@@ -95,7 +95,7 @@ class Cell:
     title: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CauseRow:
     id: str
     node: str
@@ -106,7 +106,7 @@ class CauseRow:
     audit: str  # the command that tells the story in the terminal
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Causes:
     rounds: list[int]
     rows: list[CauseRow]
@@ -199,7 +199,7 @@ def _failure(f: Mapping[str, Any] | None, full: bool) -> Failure | None:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TreeCause:
     id: str
     active: bool
@@ -208,7 +208,7 @@ class TreeCause:
     description: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TreeNode:
     id: str
     label: str
@@ -216,14 +216,14 @@ class TreeNode:
     causes: list[TreeCause]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TreeRound:
     round: int
     summary: str  # M_t's schedule and counts
     nodes: list[TreeNode]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Tree:
     rounds: list[TreeRound]  # every committed round; the last one shown first
 

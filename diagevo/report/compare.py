@@ -67,7 +67,7 @@ def _last(df: pl.DataFrame, column: str) -> Any:
     return values[-1] if values.len() else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunLegend:
     """A run of the comparison: its colour and marker in every figure, and its report command."""
 
@@ -77,7 +77,7 @@ class RunLegend:
     command: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ComparisonPage:
     ids: str  # the runs, comma-separated
     count: str  # "2 runs"

@@ -5,11 +5,11 @@ offline from a file.
 
 The views (:mod:`diagevo.report.sections`, :mod:`diagevo.report.compare`) hand the templates
 plain text; autoescaping is on for every template, so the engine escapes every text from the
-log. The filters the templates add: ``visible`` shows control characters and bidi overrides as
-escapes, as the terminal shows them (:func:`diagevo.untrusted.visible`: ESC as ``\\x1b``, RLO as
-``\\u202e``), newlines kept; ``visible_line`` the same with newlines as ``\\n`` (attributes and the
-title); the test ``ascii`` decides whether a text needs its own ``<bdi>`` (``text.html``). The
-one markup marked safe is a figure's SVG (:func:`diagevo.report.page.chart`).
+log. What the templates add to jinja2: ``{% text value %}`` (:class:`TextTag`) writes a text from
+a run inside an element; the filter ``visible_line`` shows a text in an attribute or the title
+(control characters and bidi overrides as escapes, as the terminal shows them:
+:func:`diagevo.untrusted.visible`, ESC as ``\\x1b``, RLO as ``\\u202e``, a newline as ``\\n``).
+The one markup marked safe is a figure's SVG (:func:`diagevo.report.page.chart`).
 
 The templates are compiled once per process: one environment, its templates cached and never
 checked for changes on disk.
@@ -20,6 +20,9 @@ from __future__ import annotations
 from functools import cache
 
 import jinja2
+from jinja2 import nodes
+from jinja2.ext import Extension
+from jinja2.parser import Parser
 
 from diagevo.report.data import RunData
 from diagevo.report.sections import Command, run_page
@@ -38,6 +41,32 @@ def _ascii(value: object) -> bool:
     return str(value).isascii()
 
 
+class TextTag(Extension):
+    """``{% text value %}``: a text from a run (an id, a label, a question, an answer, a
+    diagnosis, a name) inside an element. Its control characters and bidi overrides are shown
+    as escapes and its newlines kept (the filter ``visible``), the engine's autoescaping escapes
+    it, and a text with any character beyond ASCII sits in its own ``<bdi>`` (bidirectional
+    isolation), so right-to-left words reorder nothing outside it.
+
+    The tag compiles to ``{% set shown = value|visible %}{% if shown is ascii %}{{ shown }}{% else
+    %}<bdi>{{ shown }}</bdi>{% endif %}`` in place: the stories of a long run hold thousands of
+    steps with several texts each, and a macro call per text costs several times that ``if``."""
+
+    tags = {"text"}
+
+    def parse(self, parser: Parser) -> list[nodes.Node]:
+        lineno = next(parser.stream).lineno
+        value = parser.parse_expression()
+        name = parser.free_identifier(lineno).name
+        shown = nodes.Name(name, "load", lineno=lineno)
+        plain = nodes.Test(shown, "ascii", [], [], None, None, lineno=lineno)
+        isolated = [nodes.TemplateData("<bdi>"), shown, nodes.TemplateData("</bdi>")]
+        return [
+            nodes.Assign(nodes.Name(name, "store"), nodes.Filter(value, "visible", [], [], None, None), lineno=lineno),
+            nodes.If(plain, [nodes.Output([shown])], [], [nodes.Output(isolated)], lineno=lineno),
+        ]
+
+
 @cache
 def environment() -> jinja2.Environment:
     """The one template environment of the process."""
@@ -48,6 +77,7 @@ def environment() -> jinja2.Environment:
         auto_reload=False,
         trim_blocks=True,
         lstrip_blocks=True,
+        extensions=[TextTag],
     )
     env.filters["visible"] = _visible
     env.filters["visible_line"] = _visible_line

@@ -18,7 +18,7 @@ from markupsafe import Markup
 from diagevo.report import figures
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Chart:
     """A figure in a page: ``name`` (its ``data-chart``), its SVG and its caption."""
 
@@ -38,14 +38,14 @@ def chart(name: str, fig: Any, caption: str, wide: bool = False) -> Chart:
     return Chart(name, Markup(figures.to_svg(fig)), caption, wide)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Column:
     name: str  # the frame's column, the header's title (tooltip)
     title: str  # what the header shows
     left: bool  # aligned left (text), else right (numbers)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Table:
     columns: list[Column]
     rows: list[list[str]]  # one cell per column, formatted

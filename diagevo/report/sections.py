@@ -27,13 +27,13 @@ Command = Callable[..., str]
 user would type it (each argument one word, quoted where it must be)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fork:
     run: str
     round: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Header:
     """The page's head: the run, where its log is, and what ``diagevo runs`` says of it."""
 
@@ -50,13 +50,13 @@ class Header:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Card:
     value: str
     label: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Selected:
     """The checkpoint ``eval --select`` chose: on which benchmark, which round, every round's score."""
 
@@ -65,7 +65,7 @@ class Selected:
     scores: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Accuracy:
     charts: list[Chart]
     benchmarks: Table | None
@@ -73,36 +73,36 @@ class Accuracy:
     families: Chart | None  # held-out accuracy by skill family
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Charts:
     charts: list[Chart]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Questions:
     chart: Chart
     table: Table
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Timing:
     chart: Chart
     table: Table
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Config:
     seed: int
     text: str  # the redacted config as indented JSON
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Audit:
     what: str
     command: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Section:
     """A section of the page: its anchor, its heading, and what its partial lays out."""
 
@@ -115,7 +115,7 @@ class Section:
         return f"sections/{self.id}.html"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunPage:
     header: Header
     sections: list[Section]
