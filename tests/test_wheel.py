@@ -38,6 +38,7 @@ def test_the_wheel_holds_one_top_level_package(wheel: Path) -> None:
     assert "diagevo/cli/app.py" in names
     assert "diagevo/migrations/env.py" in names and "diagevo/migrations/script.py.mako" in names
     assert "diagevo/train/sim/families.toml" in names
+    assert "diagevo/report/templates/run.html" in names and "diagevo/report/templates/sections/causes.html" in names
     assert any(n.startswith("diagevo/migrations/versions/0001_") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "diagevo = diagevo.cli.app:main" in zipfile.ZipFile(wheel).read(entry).decode()
@@ -119,3 +120,33 @@ def test_a_wheel_user_is_told_fixes_for_a_wheel(wheel: Path, tmp_path: Path) -> 
     assert "no model directory models/smollm2" in refused.stderr and "models smollm2 --out" in refused.stderr
     assert not any(s in refused.stderr for s in (" -e ", "make ", ".venv")), refused.stderr
     assert list(work.iterdir()) == []
+
+
+def test_the_installed_wheel_writes_a_report(wheel: Path, tmp_path: Path) -> None:
+    """The report's templates are package data: the wheel's own render the page, away from the checkout."""
+    from tests.logs import Log
+
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    log = Log(run="w")
+    log.node("N1", "label <b>").cause("C1", "N1", "forgets the <domain>").attribute("C1", "f1").commit()
+    (tmp_path / "w.jsonl").write_text(log.jsonl(), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIAGEVO_DB")}
+    env["PYTHONPATH"] = str(site)
+    code = (
+        "import sys, diagevo.report.html as h; sys.argv[0] = 'diagevo'; "
+        f"assert h.__file__.startswith({str(site)!r}), h.__file__; "
+        f"assert h.environment().get_template('run.html').filename.startswith({str(site)!r}); "
+        "from diagevo.cli.app import main; main()"
+    )
+    for args in (["memory", "ingest", "w.jsonl"], ["report", "--run", "w", "-o", "w.html"]):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args, "--db", "sqlite:///w.db"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+    page = (tmp_path / "w.html").read_text(encoding="utf-8")
+    assert '<section id="causes">' in page and "forgets the &lt;domain&gt;" in page
