@@ -17,10 +17,10 @@ import random
 import time
 from collections import Counter
 
-from diagevo.config import Config
 from diagevo.curriculum.answers import extract_answer
 from diagevo.diagnosis.embedder import LocalEmbedder
 from diagevo.memory.sampler import FREE, GenerationRequest
+from diagevo.train.config import Config
 from diagevo.train.sim import SimBackend
 
 CAUSES = [

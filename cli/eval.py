@@ -215,9 +215,8 @@ def eval_command(
     json: JsonOpt = False,
 ) -> None:
     """Benchmark accuracy (greedy pass@1; mean@k for AMC and AIME) of a model or of a run's checkpoints."""
-    from pydantic import ValidationError
-
-    from diagevo.config import EvalConfig
+    from diagevo.eval.config import EvalConfig
+    from diagevo.sections import ConfigError
 
     if (model is None) == (run is None):
         raise CLIError("give either --model DIR or --run R")
@@ -232,9 +231,8 @@ def eval_command(
     settings = {"max_new_tokens": max_new_tokens, "batch_size": batch_size, "seed": seed, "samples": samples or None}
     try:
         cfg = EvalConfig(**{k: v for k, v in settings.items() if v is not None})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise CLIError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+    except ConfigError as exc:
+        raise CLIError(f"--{exc.key.replace('_', '-')}: {exc.error['msg']}") from None
     benches = load_benches(bench or [], field or [], limit)
     validation = None
     if select:

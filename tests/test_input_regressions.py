@@ -270,7 +270,7 @@ def test_a_corrupt_eval_outputs_file_is_refused_in_one_line(tmp_path: Path) -> N
 
 
 def test_deep_toml_in_a_config_or_an_override_is_one_line(tmp_path: Path) -> None:
-    from diagevo.config import load_config
+    from diagevo.train.config import load_config
 
     deep = "[" * 3000 + "]" * 3000
     p = tmp_path / "deep.toml"

@@ -2,7 +2,7 @@
 challenger, solver and diagnostician LLMs so ``diagevo train`` runs end to end without a GPU."""
 
 from diagevo.train.sim.backend import SimBackend
+from diagevo.train.sim.config import SimParams
 from diagevo.train.sim.diagnostician import SimDiagnostician
-from diagevo.train.sim.params import WorldParams
 
-__all__ = ["SimBackend", "SimDiagnostician", "WorldParams"]
+__all__ = ["SimBackend", "SimDiagnostician", "SimParams"]
