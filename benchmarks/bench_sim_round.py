@@ -21,7 +21,7 @@ from diagevo.curriculum.answers import extract_answer
 from diagevo.diagnosis.embedder import LocalEmbedder
 from diagevo.memory.sampler import FREE, GenerationRequest
 from diagevo.train.config import Config
-from diagevo.train.sim import SimBackend
+from diagevo.train.sim.backend import SimBackend
 
 CAUSES = [
     "Forgets to carry the remainder when adding multi-digit numbers column by column.",

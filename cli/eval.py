@@ -49,7 +49,7 @@ def _pairs(items: list[str], what: str, example: str) -> list[tuple[str, str]]:
 def load_benches(specs: list[str], fields: list[str], limit: int | None) -> list[Any]:
     """Parse ``NAME=PATH`` and ``NAME.ROLE=COLUMN`` options and read every file (all before
     anything is generated, so a bad file costs nothing)."""
-    from diagevo.eval import load_benchmark
+    from diagevo.eval.benchmarks import load_benchmark
 
     mapping: dict[str, dict[str, str]] = {}
     for key, column in _pairs(fields, "--field", "NAME.ROLE=COLUMN"):
@@ -236,7 +236,7 @@ def eval_command(
     benches = load_benches(bench or [], field or [], limit)
     validation = None
     if select:
-        from diagevo.eval import load_benchmark
+        from diagevo.eval.benchmarks import load_benchmark
 
         name, sep, path = select.partition("=")
         if sep:
@@ -256,14 +256,14 @@ def eval_command(
     # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
     with progress_for(err_console, enabled=not json, transient=True, columns=columns) as bars, _resumable():
         if model is not None:
-            from diagevo.eval import evaluate_model
+            from diagevo.eval.runs import evaluate_model
 
             results = evaluate_model(make, model, benches, cfg, out, samples=0 if samples == 0 else None, progress=bars)
             report: dict[str, Any] = {"model": model, "engine": kind, "results": [r.to_json() for r in results]}
             rows: Sequence[tuple[int | None, Any]] = [(None, r) for r in results]
             selected = None
         else:
-            from diagevo.eval import evaluate_run
+            from diagevo.eval.runs import evaluate_run
             from diagevo.views.memory import resolve_run
 
             with open_store(db) as store:

@@ -219,7 +219,7 @@ def test_the_simulator_parameters_are_typed() -> None:
 
 
 def test_the_simulator_reads_its_typed_parameters() -> None:
-    from diagevo.train.sim import SimBackend
+    from diagevo.train.sim.backend import SimBackend
 
     cfg = load_config(None, ["sim.params.eval_samples=2", "sim.params.world_seed=7"])
     backend = SimBackend(cfg, seed=0, embedder=None)

@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
-from diagevo.eval import BenchmarkError, OutputsMismatch, grade, kind_of, load_benchmark, read_choice
-from diagevo.eval.benchmarks import Question
+from diagevo.eval.benchmarks import BenchmarkError, Question, kind_of, load_benchmark
 from diagevo.eval.config import EvalConfig
-from diagevo.eval.grading import text_equal
-from diagevo.eval.runner import evaluate
+from diagevo.eval.grading import grade, read_choice, text_equal
+from diagevo.eval.runner import OutputsMismatch, evaluate
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.log import EventStore, open_log

@@ -11,7 +11,7 @@ import pytest
 
 from diagevo.diagnosis.parsing import ReplyError, extract_json
 from diagevo.errors import BadInput
-from diagevo.eval import load_benchmark
+from diagevo.eval.benchmarks import load_benchmark
 from diagevo.interchange import export_lines, parse_lines
 from diagevo.log import open_log
 from diagevo.parsing import MAX_DEPTH, loads, split_lines

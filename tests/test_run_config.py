@@ -126,6 +126,7 @@ def test_a_log_with_the_paper_names_is_ingested_and_every_command_reads_it(
             "run.started: data.config: solver.group_size: Input should be greater than or equal to 2",
         ),
         ({"theta_up": 0.7}, "run.started: data.config: config needs a positive k"),
+        ({"memory": {"theta_upp": 0.7}}, "run.started: data.config: memory.theta_upp is not a known field"),  # not k
     ],
 )
 def test_a_config_out_of_the_schema_is_refused_at_ingest_with_its_field(

@@ -12,7 +12,7 @@ import pytest
 from diagevo.curriculum.answers import extract_answer
 from diagevo.memory.sampler import FREE, GenerationRequest
 from diagevo.train.config import Config
-from diagevo.train.sim import SimBackend
+from diagevo.train.sim.backend import SimBackend
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.train.config import Config
-from diagevo.train.sim import SimBackend
+from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Spec
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from diagevo.memory.sampler import FREE, GenerationRequest
 from diagevo.train.config import Config
-from diagevo.train.sim import SimBackend
+from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.world import Spec
 
 

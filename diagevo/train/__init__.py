@@ -9,14 +9,18 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from diagevo.errors import BadInput, Conflict, NotFound, Unavailable
-from diagevo.log import EventStore
+from diagevo.progress import ProgressFn, no_progress
 from diagevo.redaction import given_secrets
-from diagevo.train.backend import Backend, ProgressFn, no_progress
 from diagevo.train.config import Config
 from diagevo.urls import redact_url
 from diagevo.words import did_you_mean
+
+if TYPE_CHECKING:  # types only: the config alone is read without loading the loop's parts
+    from diagevo.log import EventStore
+    from diagevo.train.backend import Backend
 
 
 class BackendUnavailable(Unavailable, ValueError):
@@ -27,7 +31,7 @@ def make_backend(config: Config) -> Backend:
     """The training backend ``config.train.backend`` names: ``sim`` (the CPU simulator world) or
     ``hf`` (transformers + TRL; its dependencies are imported only here)."""
     if config.train.backend == "sim":
-        from diagevo.train.sim import SimBackend
+        from diagevo.train.sim.backend import SimBackend
 
         return SimBackend(config, config.train.seed)
     if config.train.backend == "hf":

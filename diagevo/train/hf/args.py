@@ -23,7 +23,7 @@ from diagevo.config import Role
 from diagevo.errors import BadInput
 from diagevo.generation.vllm_platform import Decision, decide, engine_options, environment, explain, platform_of
 
-if TYPE_CHECKING:  # the composed config imports this package's config
+if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config
 
 

@@ -40,7 +40,7 @@ from diagevo.train.hf.args import PhasePlan, Role, attention, grpo_kwargs, phase
 from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank
 from diagevo.train.hf.tiny import HELDOUT_FILE
 
-if TYPE_CHECKING:  # the composed config imports this package's config
+if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config
 
 STAT_KEYS = {

@@ -29,7 +29,7 @@ from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
 
-if TYPE_CHECKING:  # the composed config imports this package's config
+if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config
 
 T = TypeVar("T")

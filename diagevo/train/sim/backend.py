@@ -36,7 +36,7 @@ from diagevo.train.sim.solver import Solver, group_advantages, sigmoid
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Question, Registry, Spec
 
-if TYPE_CHECKING:  # the composed config imports this package's config, and this package imports this module
+if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config
 
 STATE_FILE = "sim_backend.json"
