@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from diagevo.catalog import config_k
 from diagevo.parsing import shorten
 from diagevo.redaction import redact_config
-from diagevo.sections import ConfigError, Section, checked, config_error
+from diagevo.sections import ConfigError, Section, config_error
 
 Role = Literal["challenger", "solver"]
 S = TypeVar("S", bound=BaseModel)
@@ -302,18 +302,16 @@ class MethodConfig(Section):
     train: RunConfig = Field(default_factory=RunConfig, description="The run.")
     grpo: GRPOSettings = Field(default_factory=GRPOSettings, description="GRPO settings of both roles (Table 7) and N.")
     challenger: ChallengerConfig = Field(
-        default_factory=ChallengerConfig, description="The challenger's GRPO sizes (Table 8) and model."
+        default_factory=ChallengerConfig, description="The challenger's GRPO sizes (Table 8)."
     )
-    solver: SolverConfig = Field(
-        default_factory=SolverConfig, description="The solver's GRPO sizes (Table 8) and model."
-    )
+    solver: SolverConfig = Field(default_factory=SolverConfig, description="The solver's GRPO sizes (Table 8).")
     filter: FilterConfig = Field(default_factory=FilterConfig, description="Double-confidence filtering (Eq. 3).")
     reward: RewardConfig = Field(default_factory=RewardConfig, description="The challenger reward (Eq. 8-10).")
     memory: MemoryConfig = Field(
         default_factory=MemoryConfig, description="Schedule, promotion and the memory ablations."
     )
     diagnosis: DiagnosisRules = Field(
-        default_factory=DiagnosisRules, description="The diagnostician (Sec. 2.3, Appendix J)."
+        default_factory=DiagnosisRules, description="The diagnostician's rules (Table 9, Appendix J)."
     )
 
     @model_validator(mode="after")
@@ -379,7 +377,7 @@ def config_from_record(record: Mapping[str, Any]) -> MethodConfig:
         if name in record and isinstance(data.setdefault(section, {}), Mapping):
             data[section] = {**data[section], field: record[name]}
     try:
-        config = checked(MethodConfig, data)
+        config = MethodConfig.model_validate(data)
     except ConfigError as exc:
         raise _as_stored(exc, record) from None
     if config_k(record) is None:

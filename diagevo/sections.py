@@ -42,7 +42,7 @@ class ConfigError(BadInput):
         self,
         said: str,
         *,
-        error: Mapping[str, Any],
+        error: Mapping[str, Any] | None = None,
         unknown: str = "",
         meant: Sequence[str] = (),
         shown: Sequence[str] = (),
@@ -51,8 +51,8 @@ class ConfigError(BadInput):
     ) -> None:
         super().__init__(said + you_mean(shown), hint=hint)
         self.said = said
-        self.error = dict(error)
-        self.key = ".".join(str(part) for part in error["loc"])
+        self.error = dict(error or {"type": "value_error", "loc": (), "msg": said, "input": None})
+        self.key = ".".join(str(part) for part in self.error["loc"])
         self.unknown = unknown
         self.meant = tuple(meant)
         self.value = value
@@ -71,6 +71,8 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
     field_order: ClassVar[tuple[str, ...]] = ()
 
+    # pydantic calls a model's own __init__ for each nested section too: the innermost refusal
+    # travels out as a ConfigError inside pydantic's error, and :func:`first_error` takes it out
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
