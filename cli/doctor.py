@@ -19,9 +19,9 @@ from diagevo.cli.fixes import spell_fix, with_fix
 from diagevo.cli.safe import text
 
 if TYPE_CHECKING:
-    from diagevo.train.config import Config
     from diagevo.diagnosis.probe import DiagnosticianProbe
     from diagevo.doctor import Check
+    from diagevo.train.config import Config
 
 STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 
