@@ -19,9 +19,9 @@ from diagevo.cli.fixes import spell_fix, with_fix
 from diagevo.cli.safe import text
 
 if TYPE_CHECKING:
-    from diagevo.config import Config
     from diagevo.diagnosis.probe import DiagnosticianProbe
     from diagevo.doctor import Check
+    from diagevo.train.config import Config
 
 STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 
@@ -105,7 +105,7 @@ def _probe(
     url: str | None, model: str | None, cfg: Config | None, timeout_s: float | None
 ) -> DiagnosticianProbe | None:
     """The diagnostician named with ``--diagnostician`` (else the config's), probed stage by stage."""
-    from diagevo.config import DiagnosisConfig
+    from diagevo.diagnosis.config import DiagnosisConfig
     from diagevo.diagnosis.probe import probe_diagnostician
 
     section = cfg.diagnosis if cfg is not None else DiagnosisConfig()
@@ -195,8 +195,9 @@ def doctor(
     checks = run_checks(db=db, postgres=postgres, models=list(model or []))
     cfg = None
     if config is not None or set_:
-        from diagevo.config import load_config, resolve_db_url
+        from diagevo.train.config import load_config
         from diagevo.train.preflight import checkpoint_root, preflight
+        from diagevo.urls import resolve_db_url
 
         cfg = load_config(config, list(set_ or []))
         checks += preflight(cfg, checkpoint_root(cfg, resolve_db_url(db or cfg.db)))

@@ -204,7 +204,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the co-evolution loop (CPU simulator by default)."""
         from diagevo import train as training
-        from diagevo.config import load_config, redact_url, resolve_db_url
+        from diagevo.train.config import load_config
+        from diagevo.urls import redact_url, resolve_db_url
 
         if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
             raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
@@ -323,8 +324,8 @@ def register(app: typer.Typer) -> None:
         set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
     ) -> None:
         """Table 2 and Table 4 variants on the simulator, with each world property on and off."""
-        from diagevo.config import load_config
         from diagevo.train.ablate import VARIANTS, WORLDS, run_ablation
+        from diagevo.train.config import load_config
 
         path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
         load_config(path, list(set_ or []))  # a bad config or --set is refused before anything is created

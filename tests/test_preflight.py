@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from diagevo.config import load_config
 from diagevo.fixes import Fix, Install, Override
 from diagevo.installation import installation
 from diagevo.log import open_log
+from diagevo.train.config import load_config
 from diagevo.train.preflight import NotReady, check_diagnostician, check_disk, check_gpus, preflight, require
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import run_cli

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from diagevo.config import Config
 from diagevo.curriculum.answers import extract_answer
+from diagevo.train.config import Config
 from diagevo.train.sim.families import catalogue, families, variants_of
 from diagevo.train.sim.text import boxed, normalize_question, signature
 from diagevo.train.sim.world import Registry, Spec, build, render_response

@@ -20,11 +20,11 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from diagevo.config import Config
 from diagevo.doctor import WEIGHTS, Check
 from diagevo.errors import DiagevoError, Unavailable
 from diagevo.fixes import Advice, Fix, Install, Option, Override, Package
 from diagevo.redaction import redact_text
+from diagevo.train.config import Config
 from diagevo.urls import redact_url
 
 NO_VLLM = Override("hf.use_vllm", False)
