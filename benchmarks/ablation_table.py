@@ -7,7 +7,7 @@ Several files (runs of other variants, same seeds and rounds) are merged world b
 dynamics rows read the variants they name from whichever file has them.
 
 Every row names the paper's figure, the simulator's and whether the simulator's value was
-*calibrated* (a world parameter in ``diagevo/train/sim/params.py`` was set from that very figure,
+*calibrated* (a world parameter in ``diagevo/train/sim/config.py`` was set from that very figure,
 so agreement is by construction) or *predicted* (no parameter was set from it). Calibration was
 done before issue 23's switches (spread wrong answers, the paper's challenger schedule, a skewed
 challenger start), which are on here, so a calibrated row can still miss.

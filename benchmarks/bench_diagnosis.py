@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from diagevo.config import DiagnosisConfig  # noqa: E402
+from diagevo.diagnosis.config import DiagnosisConfig  # noqa: E402
 from diagevo.diagnosis.interface import (  # noqa: E402
     Assignment,
     Consolidation,

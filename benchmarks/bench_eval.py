@@ -26,9 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from diagevo.config import EvalConfig  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
-from diagevo.eval import evaluate, load_benchmark  # noqa: E402
+from diagevo.eval.benchmarks import load_benchmark  # noqa: E402
+from diagevo.eval.config import EvalConfig  # noqa: E402
+from diagevo.eval.runner import evaluate  # noqa: E402
 from diagevo.generation import Sampling  # noqa: E402
 from diagevo.generation.endpoint import EndpointEngine  # noqa: E402
 from tests.llm_server import ServerProcess  # noqa: E402

@@ -21,12 +21,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from diagevo.config import load_config  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.generation import Sampling  # noqa: E402
 from diagevo.generation.local import LocalEngine  # noqa: E402
 from diagevo.log import open_log
 from diagevo.train import train  # noqa: E402
+from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.tiny import TinySpec, build_tiny  # noqa: E402
 
 QUESTIONS = [f"What is {a} + {b}?" for a, b in zip(range(3, 35, 2), range(40, 8, -2), strict=True)]  # 16 prompts
@@ -83,8 +83,8 @@ def round_phases(tiny: Path, tmp: Path) -> None:
     cfg = load_config(
         ROOT / "configs" / "tiny-hf.toml",
         [
-            f"hf.solver_model={json.dumps(str(tiny / 'solver'))}",
-            f"hf.challenger_model={json.dumps(str(tiny / 'challenger'))}",
+            f"solver.model={json.dumps(str(tiny / 'solver'))}",
+            f"challenger.model={json.dumps(str(tiny / 'challenger'))}",
             f"train.out_dir={json.dumps(str(tmp / 'ckpt'))}",
         ],
     )

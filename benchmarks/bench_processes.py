@@ -48,9 +48,9 @@ def one_round(tiny: Path, tmp: Path, processes: int) -> tuple[float, dict[str, f
         "r",
         "--quiet",
         "--set",
-        f"hf.solver_model={json.dumps(str(tiny / 'solver'))}",
+        f"solver.model={json.dumps(str(tiny / 'solver'))}",
         "--set",
-        f"hf.challenger_model={json.dumps(str(tiny / 'challenger'))}",
+        f"challenger.model={json.dumps(str(tiny / 'challenger'))}",
         "--set",
         f"train.out_dir={json.dumps(str(tmp / f'ckpt{processes}'))}",
     ]

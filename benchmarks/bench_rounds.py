@@ -24,12 +24,12 @@ from pathlib import Path
 
 from diagevo import curriculum as cur
 from diagevo import rounds
-from diagevo.config import Config
 from diagevo.log import EventStore, open_log
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.schemas import EventIn, new_event
+from diagevo.train.config import Config
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import load_memory
 

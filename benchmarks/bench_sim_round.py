@@ -17,11 +17,11 @@ import random
 import time
 from collections import Counter
 
-from diagevo.config import Config
 from diagevo.curriculum.answers import extract_answer
 from diagevo.diagnosis.embedder import LocalEmbedder
 from diagevo.memory.sampler import FREE, GenerationRequest
-from diagevo.train.sim import SimBackend
+from diagevo.train.config import Config
+from diagevo.train.sim.backend import SimBackend
 
 CAUSES = [
     "Forgets to carry the remainder when adding multi-digit numbers column by column.",

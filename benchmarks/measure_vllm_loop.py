@@ -75,18 +75,18 @@ class Meter:
 
 def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str, Any]:
     """One run in this process; the figures as JSON."""
-    from diagevo.config import load_config
     from diagevo.log import open_log
     from diagevo.train import loop as loop_module
     from diagevo.train import train
+    from diagevo.train.config import load_config
     from diagevo.train.hf.backend import HFBackend
     from diagevo.views.verify import verify_run
 
     cfg = load_config(
         CONFIG,
         [
-            f"hf.solver_model={json.dumps(str(model))}",
-            f"hf.challenger_model={json.dumps(str(model))}",
+            f"solver.model={json.dumps(str(model))}",
+            f"challenger.model={json.dumps(str(model))}",
             f"hf.use_vllm={'true' if engine == 'vllm' else 'false'}",
             *sets,
         ],

@@ -146,6 +146,23 @@ def _one_line(exc: BaseException) -> str:
     return one_line(said.splitlines()[0], 390) if said else type(exc).__name__  # with "error: ", at most 400
 
 
+def _error_lines(exc: DiagevoError) -> list[Any]:
+    """An error as the user reads it: one line; a preflight refusal of several needs, one line
+    under its first for each (what, why, and the fix spelled for this installation)."""
+    from diagevo.parsing import one_line
+    from diagevo.train.preflight import NotReady
+
+    if not isinstance(exc, NotReady):
+        return [error_line(_one_line(exc))]
+    from diagevo.cli.fixes import need_line
+
+    lines = [one_line(redact_text(need_line(c.name, c.detail, c.fix)), 379) for c in exc.needs]
+    if len(lines) == 1:
+        return [error_line(f"not ready: {lines[0]}")]
+    head = error_line(f"not ready: {len(lines)} needs are missing (each with its fix)")
+    return [head, *(text(f"  {line}") for line in lines)]
+
+
 def _internal_error(exc: BaseException) -> str:
     """A bug in diagevo: one line that names the exception and a file holding its traceback
     (the command line and the traceback without credentials)."""
@@ -303,7 +320,8 @@ def main() -> None:
         err_console.print("interrupted")
         _leave_now(EXIT_INTERRUPTED)
     except DiagevoError as exc:
-        err_console.print(error_line(_one_line(exc)), soft_wrap=True)
+        for line in _error_lines(exc):
+            err_console.print(line, soft_wrap=True)
         sys.exit(int(getattr(exc, "exit_code", EXIT_ERROR)))  # a preflight refusal: 2
     except OSError as exc:
         if not _environmental(exc):

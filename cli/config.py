@@ -37,8 +37,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print the resolved config: every field's value and what it does, as TOML (secrets redacted)."""
         from diagevo.cli.train import DEFAULT_CONFIG
-        from diagevo.config import load_config, settings
         from diagevo.redaction import REDACTED
+        from diagevo.sections import settings
+        from diagevo.train.config import load_config
 
         path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
         rows = settings(load_config(path, list(set_ or [])))

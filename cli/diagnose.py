@@ -44,8 +44,8 @@ ConfigOpt = Annotated[
 
 
 def _diagnosis_config(config: Path | None, **overrides: Any) -> Any:
-    from diagevo.config import load_config
     from diagevo.diagnosis.tools import diagnosis_config
+    from diagevo.train.config import load_config
 
     return diagnosis_config(load_config(config).diagnosis, **overrides)
 
@@ -128,11 +128,11 @@ def diagnose(
     """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log. In a round
     opened with 'round start' the failures are recorded first (each of a retained question).
     (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
-    from diagevo.config import resolve_db_url
     from diagevo.diagnosis.pipeline import diagnose as diagnose_round
     from diagevo.diagnosis.pipeline import failures_from_records
     from diagevo.diagnosis.tools import check_endpoints, diagnostician_for, embedder_for, vector_index
     from diagevo.rounds import Round, round_state
+    from diagevo.urls import resolve_db_url
     from diagevo.views.index import default_index_path
     from diagevo.words import did_you_mean
 
@@ -215,7 +215,7 @@ def reindex(
     json: JsonOpt = False,
 ) -> None:
     """Rebuild the vector index (LanceDB) of a run from its event log."""
-    from diagevo.config import resolve_db_url
+    from diagevo.urls import resolve_db_url
     from diagevo.views.index import VIEW as CHECKPOINT
     from diagevo.views.index import default_index_path
     from diagevo.views.index import reindex as rebuild

@@ -49,7 +49,7 @@ def _pairs(items: list[str], what: str, example: str) -> list[tuple[str, str]]:
 def load_benches(specs: list[str], fields: list[str], limit: int | None) -> list[Any]:
     """Parse ``NAME=PATH`` and ``NAME.ROLE=COLUMN`` options and read every file (all before
     anything is generated, so a bad file costs nothing)."""
-    from diagevo.eval import load_benchmark
+    from diagevo.eval.benchmarks import load_benchmark
 
     mapping: dict[str, dict[str, str]] = {}
     for key, column in _pairs(fields, "--field", "NAME.ROLE=COLUMN"):
@@ -215,9 +215,8 @@ def eval_command(
     json: JsonOpt = False,
 ) -> None:
     """Benchmark accuracy (greedy pass@1; mean@k for AMC and AIME) of a model or of a run's checkpoints."""
-    from pydantic import ValidationError
-
-    from diagevo.config import EvalConfig
+    from diagevo.eval.config import EvalConfig
+    from diagevo.sections import ConfigError
 
     if (model is None) == (run is None):
         raise CLIError("give either --model DIR or --run R")
@@ -232,13 +231,12 @@ def eval_command(
     settings = {"max_new_tokens": max_new_tokens, "batch_size": batch_size, "seed": seed, "samples": samples or None}
     try:
         cfg = EvalConfig(**{k: v for k, v in settings.items() if v is not None})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise CLIError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+    except ConfigError as exc:
+        raise CLIError(f"--{exc.key.replace('_', '-')}: {exc.error['msg']}") from None
     benches = load_benches(bench or [], field or [], limit)
     validation = None
     if select:
-        from diagevo.eval import load_benchmark
+        from diagevo.eval.benchmarks import load_benchmark
 
         name, sep, path = select.partition("=")
         if sep:
@@ -258,14 +256,14 @@ def eval_command(
     # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
     with progress_for(err_console, enabled=not json, transient=True, columns=columns) as bars, _resumable():
         if model is not None:
-            from diagevo.eval import evaluate_model
+            from diagevo.eval.runs import evaluate_model
 
             results = evaluate_model(make, model, benches, cfg, out, samples=0 if samples == 0 else None, progress=bars)
             report: dict[str, Any] = {"model": model, "engine": kind, "results": [r.to_json() for r in results]}
             rows: Sequence[tuple[int | None, Any]] = [(None, r) for r in results]
             selected = None
         else:
-            from diagevo.eval import evaluate_run
+            from diagevo.eval.runs import evaluate_run
             from diagevo.views.memory import resolve_run
 
             with open_store(db) as store:

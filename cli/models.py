@@ -109,7 +109,7 @@ def gpu_check(
     than one vLLM engine."""
     from rich.table import Table
 
-    from diagevo.train.hf.acceptance import run_check
+    from diagevo.train.gpu_check import run_check
 
     with progress_for(console, enabled=not json) as tick:
         report = run_check(model, out, overrides=list(set_ or []), progress=tick)

@@ -28,9 +28,8 @@ def report_command(
 ) -> None:
     """Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, trees, timing, config.
     With several --run, one page comparing them: their curves (accuracy and every metric, F_t, ε, Active/Mastered) on shared axes."""  # noqa: E501
-    from diagevo.config import redact_url, resolve_db_url
     from diagevo.report import report_html, write_report
-    from diagevo.urls import without_password
+    from diagevo.urls import redact_url, resolve_db_url, without_password
     from diagevo.views.memory import resolve_run
     from diagevo.words import plural
 

@@ -68,7 +68,7 @@ def start(
 ) -> None:
     """Start the run (when new) and open its next round."""
     from diagevo import rounds
-    from diagevo.config import load_config
+    from diagevo.train.config import load_config
 
     with open_store(db, create=True, keep_if_refused=False) as store:  # a refused start leaves no file
         created = False

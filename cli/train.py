@@ -31,7 +31,6 @@ from diagevo.cli.common import (
     emit_json,
     open_store,
     program,
-    spell,
 )
 from diagevo.cli.progress import progress_for
 from diagevo.cli.safe import plain, text
@@ -119,13 +118,14 @@ def _metric(metrics: dict[str, float], key: str) -> str:
 
 def preflight_verdicts(cfg: Any, db_url: str) -> dict[str, dict[str, str]]:
     """What ``train`` would check before starting, each check's status and detail (and fix)."""
-    from diagevo.train.preflight import checkpoint_root, detail, preflight
+    from diagevo.cli.fixes import spell_fix, with_fix
+    from diagevo.train.preflight import checkpoint_root, preflight
 
     out: dict[str, dict[str, str]] = {}
     for c in preflight(cfg, checkpoint_root(cfg, db_url)):
-        out[c.name] = {"status": c.status, "detail": detail(c, spell)}
+        out[c.name] = {"status": c.status, "detail": with_fix(c.detail, c.fix)}
         if c.fix is not None:
-            out[c.name]["fix"] = c.fix if isinstance(c.fix, str) else spell(c.fix)
+            out[c.name]["fix"] = spell_fix(c.fix)
     return out
 
 
@@ -204,7 +204,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the co-evolution loop (CPU simulator by default)."""
         from diagevo import train as training
-        from diagevo.config import load_config, redact_url, resolve_db_url
+        from diagevo.train.config import load_config
+        from diagevo.urls import redact_url, resolve_db_url
 
         if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
             raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
@@ -224,7 +225,9 @@ def register(app: typer.Typer) -> None:
             show_plan(cfg, path, db_url, json_out)
             return
         cfg = cfg.model_copy(update={"db": db_url})
-        if not resume:  # checked before the database is created: a refused train leaves nothing (exit 2)
+        # the preflight, once: here before the database is created, so a refused train leaves nothing (exit 2);
+        # a resumed run's config is read from its log, and checked there by the library
+        if not resume:
             from diagevo.train.preflight import checkpoint_root, preflight, require
 
             require(preflight(cfg, checkpoint_root(cfg, db_url)))
@@ -244,6 +247,20 @@ def register(app: typer.Typer) -> None:
                 run_id = training.run_id_for(store, cfg, resume)
                 cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"run": run_id})})
                 prog, (dbs, note) = program(), db_args(explicit_db, db_url)
+
+                def run_rounds(progress: Any) -> None:
+                    training.train(
+                        cfg,
+                        store,
+                        resume=resume,
+                        rounds=rounds,
+                        progress=progress,
+                        on_round=on_round,
+                        lead=leader,
+                        overrides=list(set_ or []),
+                        checked=not resume,  # a new run's config was checked above; a resumed one's, in there
+                    )
+
                 try:
                     if quiet:
 
@@ -251,16 +268,7 @@ def register(app: typer.Typer) -> None:
                             if phase == "rounds":
                                 running["round"] = done + 1
 
-                        training.train(
-                            cfg,
-                            store,
-                            resume=resume,
-                            rounds=rounds,
-                            progress=track,
-                            on_round=on_round,
-                            lead=leader,
-                            overrides=list(set_ or []),
-                        )
+                        run_rounds(track)
                     else:
                         columns = (
                             TextColumn("{task.description:<24}", markup=False),
@@ -278,16 +286,7 @@ def register(app: typer.Typer) -> None:
                                     running["round"] = done + 1
                                 bars(phase, done, total)
 
-                            training.train(
-                                cfg,
-                                store,
-                                resume=resume,
-                                rounds=rounds,
-                                progress=show,
-                                on_round=on_round,
-                                lead=leader,
-                                overrides=list(set_ or []),
-                            )
+                            run_rounds(show)
                 except KeyboardInterrupt:
                     where = f"in round {running['round']}" if running["round"] else "before the first round"
                     again = shell_join([prog, "train", "--resume", "--run", run_id, *dbs])
@@ -325,8 +324,8 @@ def register(app: typer.Typer) -> None:
         set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
     ) -> None:
         """Table 2 and Table 4 variants on the simulator, with each world property on and off."""
-        from diagevo.config import load_config
         from diagevo.train.ablate import VARIANTS, WORLDS, run_ablation
+        from diagevo.train.config import load_config
 
         path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
         load_config(path, list(set_ or []))  # a bad config or --set is refused before anything is created

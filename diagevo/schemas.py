@@ -3,7 +3,7 @@
 line of the JSONL interchange). An unknown ``type`` or ``data`` that does not fit its model is
 rejected.
 
-Untrusted text is stored bounded (:class:`diagevo.config.LimitsConfig`): a long text field
+Untrusted text is stored bounded (:class:`diagevo.limits.LimitsConfig`): a long text field
 (:data:`diagevo.catalog.TEXT_FIELDS`) beyond ``text_bytes`` UTF-8 bytes, or a short phrase
 (:data:`PHRASE_FIELDS`) beyond ``phrase_bytes``, is cut there, and the event's data says so
 under ``cut``: ``{field: {"bytes": length of the whole text, "sha256": its hash}}``."""
@@ -29,8 +29,9 @@ from pydantic import (
 )
 
 from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS
-from diagevo.config import LimitsConfig, config_from_record
+from diagevo.config import config_from_record
 from diagevo.errors import BadInput
+from diagevo.limits import LimitsConfig
 from diagevo.parsing import MAX_ID_CHARS, check_id, find_not_utf8, one_line, shorten
 
 GenerationMode = Literal["free", "targeted", "stitched"]

@@ -147,6 +147,55 @@ def audit(work: Path) -> str:
     return "```text\n" + "\n\n".join(shown) + "\n```\n"
 
 
+# what a server constraining decoding to each stage's schema answers the probes of `doctor`
+# (diagevo/diagnosis/probe.py: 2 + 3 x 4 worked left to right, cause c1, nodes n1 and n2)
+CONSTRAINED = {
+    "extract": '{"matched_cause_id": "c1", "error_cause": null}',
+    "deduplicate": '{"duplicate": true, "matched_cause_id": "c1"}',
+    "assign_node": '{"create_new_node": false, "new_node_label": null, "assigned_node": "n1"}',
+    "consolidate": '{"merge": true, "merged_label": "applies the conventional order of operations when evaluating '
+    'arithmetic expressions with mixed operators"}',
+}
+FREE_TEXT = "The two attempts diverge at the first step: the failing one adds before it multiplies."
+
+
+def _doctor_against(work: Path, replies: dict[str, str]) -> str:
+    """``diagevo doctor --diagnostician`` against the loopback server of tests/llm_server.py
+    answering each stage with ``replies``: its diagnostician section, port and timings written
+    as PORT and T."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.llm_server", "--defaults", json.dumps(replies)],
+        cwd=ROOT,
+        env=ENV,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None and server.stdin is not None
+        url = server.stdout.readline().strip()
+        args = ["doctor", "--diagnostician", url, "--diagnostician-model", "Qwen/Qwen3-4B-Instruct-2507"]
+        done = subprocess.run([*CLI, *args], cwd=work, env=ENV, capture_output=True, text=True)
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()  # the server exits when its stdin closes
+        server.wait(timeout=30)
+    out = "\n".join(line.rstrip() for line in done.stdout.splitlines())
+    if "diagnostician *" not in out:
+        raise SystemExit(f"diagevo doctor exited {done.returncode} without its diagnostician section:\n{done.stderr}")
+    shown = f"$ diagevo {' '.join(args)}\n(the installation's checks)\n" + out[out.index("diagnostician *") :].rstrip()
+    shown = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", shown)
+    shown += f"\n$ echo $?\n{done.returncode}"
+    return re.sub(r"\b\d+\.\d\d s:", "T s:", shown)
+
+
+def doctor_diagnostician(work: Path) -> str:
+    """The probes of a server that constrains replies to each stage's schema, and of one that
+    ignores ``response_format`` and answers free text."""
+    shown = [_doctor_against(work, CONSTRAINED), _doctor_against(work, dict.fromkeys(CONSTRAINED, FREE_TEXT))]
+    return "```text\n" + "\n\n".join(shown) + "\n```\n"
+
+
 def _wrap(text: str, width: int = 100) -> str:
     import textwrap
 
@@ -164,6 +213,7 @@ GENERATORS: dict[str, Generator] = {
     "train-plan": Generator("getting-started.md", True, train_plan),
     "k-comparison": Generator("how-to/replay-and-compare.md", False, k_comparison),
     "audit": Generator("how-to/audit.md", True, audit),
+    "doctor-diagnostician": Generator("how-to/diagnostician.md", True, doctor_diagnostician),
 }
 
 

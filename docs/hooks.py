@@ -3,11 +3,15 @@
 A page holds a marker line ``<!-- generated: NAME -->``; this hook replaces it with the table
 built from the code, so nothing generated is committed and nothing is written twice:
 
-- ``configuration``: every field of :class:`diagevo.config.Config` (``diagevo config``'s rows),
-  its default and description, and the former names that are still read;
+- ``configuration``: every field of the composed :class:`diagevo.train.config.Config`
+  (``diagevo config``'s rows), its default and description, and for each section the module
+  that declares its fields (the method's, which the log checks, or a component's);
 - ``events``: every type of :data:`diagevo.catalog.CATALOG` with its data model's fields;
 - ``errors``: every error class a user can fix (found in the sources) and the CLI's exit codes;
-- ``python-api``: one mkdocstrings block per name ``diagevo/__init__.py`` exports.
+- ``python-api``: one mkdocstrings block per name ``diagevo/__init__.py`` exports;
+- ``diagnostician-request``, ``diagnostician-stages``, ``diagnostician-settings``: what a server
+  serving the LLM diagnostician receives (a request's body, each stage's JSON Schema, the
+  ``[diagnosis]`` fields that shape them), built by the code that builds the round's requests.
 
 Something added without documentation fails the build here: a config field without a
 description, an event type whose data model has no docstring, an error class or an export
@@ -40,37 +44,44 @@ def _code(value: Any) -> str:
 
 
 def configuration() -> str:
-    from diagevo.config import RENAMED, Config, settings
+    from diagevo.sections import settings
+    from diagevo.train.config import Config
 
     rows = settings(Config())
     undocumented = [r.key for r in rows if not r.help.strip()]
     if undocumented:
-        raise PluginError(f"config fields without a description (diagevo/config.py): {', '.join(undocumented)}")
+        raise PluginError(f"config fields without a description: {', '.join(undocumented)}")
     out: list[str] = []
     section = None
     for r in rows:
         where, _, name = r.key.rpartition(".")
         if where != section:
             section = where
-            out += [
-                "",
-                f"### `[{where}]`" if where else "### top level",
-                "",
-                "| field | default | what it does |",
-                "|---|---|---|",
-            ]
+            out += ["", f"### `[{where}]`" if where else "### top level", "", _declared(Config, where, rows), ""]
+            out += ["| field | default | what it does |", "|---|---|---|"]
         out.append(f"| `{name}` | {_code(r.default)} | {_cell(r.help)} |")
-    out += [
-        "",
-        "### Former names, still read",
-        "",
-        "Read from TOML, `--set` and the configs stored in older logs.",
-        "",
-        "| former name | now |",
-        "|---|---|",
-    ]
-    out += [f"| `{old}` | `{new}` |" for old, new in sorted(RENAMED.items())]
     return "\n".join(out)
+
+
+def _declared(config: type, section: str, rows: list[Any]) -> str:
+    """Which modules declare the fields of ``section`` (dotted; "" for the top level), the
+    method's module first: what the log checks and what it carries for a component."""
+    model = config
+    for part in filter(None, section.split(".")):
+        model = model.model_fields[part].annotation
+    names = [r.key.rpartition(".")[2] for r in rows if r.key.rpartition(".")[0] == section]
+    owners: dict[str, list[str]] = {}
+    for name in names:
+        declaring = next(c for c in model.__mro__ if name in c.__dict__.get("__annotations__", {}))
+        owners.setdefault(declaring.__module__, []).append(name)
+    method = "diagevo.config"
+    parts = []
+    for module in sorted(owners, key=lambda m: m != method):
+        path = f"`{module.replace('.', '/')}.py`"
+        said = f"{path} (the method's: the log checks them)" if module == method else path
+        fields = "" if len(owners) == 1 else ": " + ", ".join(f"`{n}`" for n in owners[module])
+        parts.append(said + fields)
+    return "Declared in " + "; in ".join(parts) + "."
 
 
 def _annotation(info: Any) -> str:
@@ -164,7 +175,75 @@ def python_api() -> str:
     return "\n".join(out)
 
 
-GENERATORS = {"configuration": configuration, "events": events, "errors": errors, "python-api": python_api}
+def _diagnostician() -> Any:
+    """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``."""
+    from diagevo.diagnosis.config import DiagnosisConfig
+    from diagevo.diagnosis.llm import LLMDiagnostician
+
+    return LLMDiagnostician.from_config(DiagnosisConfig(), base_url="http://SERVER/v1")
+
+
+def diagnostician_request() -> str:
+    """The JSON body of one request (Prompt 1's, as ``diagevo doctor`` probes it), built by the
+    code that builds every request of a round; the prompt texts and the schema are elided here."""
+    from diagevo.diagnosis.probe import stage_requests
+
+    diagnostician = _diagnostician()
+    request = stage_requests(diagnostician)[0]
+    body = diagnostician.request_body(request.messages, request.schema)
+    body["messages"] = [
+        {"role": m["role"], "content": f"<Prompt 1's {m['role']} message: {len(m['content']):,} characters>"}
+        for m in body["messages"]
+    ]
+    if "response_format" not in body:
+        raise PluginError("diagnostician requests no longer ask for structured outputs: docs/how-to/diagnostician.md")
+    body["response_format"]["json_schema"]["schema"] = "<the stage's JSON Schema, below>"
+    return "```json\n" + json.dumps(body, indent=2, ensure_ascii=False) + "\n```"
+
+
+def diagnostician_stages() -> str:
+    """Each stage's JSON Schema, as the requests of ``diagevo doctor``'s probes carry it."""
+    from diagevo.diagnosis.probe import TITLES, stage_requests
+
+    out: list[str] = []
+    for request in stage_requests(_diagnostician()):
+        out += [
+            "",
+            f"### {TITLES[request.stage][0].upper()}{TITLES[request.stage][1:]}",
+            "",
+            f"The `response_format.json_schema` of the `{request.stage}` stage's requests (the stage as `llm.called`"
+            " events name it):",
+            "",
+            "```json",
+            json.dumps(request.schema, indent=2, ensure_ascii=False),
+            "```",
+        ]
+    return "\n".join(out)
+
+
+def diagnostician_settings() -> str:
+    """The ``[diagnosis]`` fields that shape the requests a server receives."""
+    from diagevo.sections import settings
+    from diagevo.train.config import Config
+
+    wanted = ("llm_url", "model", "api_key", "concurrency", "request_timeout_s", "failure_timeout_s", "max_retries")
+    rows = {r.key: r for r in settings(Config()) if r.key.startswith("diagnosis.")}
+    out = ["| field | default | what it does |", "|---|---|---|"]
+    for name in (*wanted, "min_words", "max_words"):
+        r = rows[f"diagnosis.{name}"]
+        out.append(f"| `{r.key}` | {_code(r.default)} | {_cell(r.help)} |")
+    return "\n".join(out)
+
+
+GENERATORS = {
+    "configuration": configuration,
+    "events": events,
+    "errors": errors,
+    "python-api": python_api,
+    "diagnostician-request": diagnostician_request,
+    "diagnostician-stages": diagnostician_stages,
+    "diagnostician-settings": diagnostician_settings,
+}
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:

@@ -112,9 +112,9 @@ def fields(c: ast.ClassDef) -> set[str]:
 
 def our_calls() -> dict[str, set[str]]:
     """What diagevo's GPU path passes, read from diagevo itself."""
-    from diagevo.config import load_config
     from diagevo.generation import Sampling
     from diagevo.generation.vllm_engine import ENGINE_OPTIONS, sampling_params
+    from diagevo.train.config import load_config
     from diagevo.train.hf.args import engine_decisions, vllm_kwargs
 
     out: dict[str, set[str]] = {"llm": {"model", *ENGINE_OPTIONS}, "sampling": set()}
@@ -192,7 +192,7 @@ def check_trl() -> Result:
     import trl
     from trl import GRPOConfig
 
-    from diagevo.config import load_config
+    from diagevo.train.config import load_config
     from diagevo.train.hf.args import grpo_kwargs, phase_plan
 
     known = {f.name for f in dataclasses.fields(GRPOConfig)}

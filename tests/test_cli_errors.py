@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from diagevo.cli.app import app
-from diagevo.config import Config
 from diagevo.log import open_log
+from diagevo.train.config import Config
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, case_study, run_cli, write
 from tests.test_diagnosis_cli import line
@@ -122,8 +122,8 @@ def test_resuming_a_run_that_does_not_exist_is_an_error(tmp_path: Path, capsys: 
         ("solver.group_size=0", "config: solver.group_size: Input should be greater than or equal to 2"),
         (
             "grpo.solver_group_size=0",
-            "config: solver.group_size: Input should be greater than or equal to 2",
-        ),  # former name
+            "unknown config field 'grpo.solver_group_size' (did you mean --set solver.group_size=0?)",
+        ),  # a name never released: refused, the field meant named
         (
             "grpo.construction_responses=0",
             "config: grpo.construction_responses: Input should be greater than or equal to 1",

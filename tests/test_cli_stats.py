@@ -202,7 +202,7 @@ def test_report_compares_two_runs(tmp_path: Path, db: str, capsys: pytest.Captur
     info = json.loads(stdout)
     assert info["runs"] == ["base", 'k<2>&"b"'] and info["rounds"] == {"base": [1, 2], 'k<2>&"b"': [1, 2]}
     html = out.read_text(encoding="utf-8")
-    assert "k<2>" not in html and "k&lt;2&gt;&amp;&quot;b&quot;" in html  # the id escaped, wherever it shows
+    assert "k<2>" not in html and "k&lt;2&gt;&amp;&#34;b&#34;" in html  # the id escaped (markupsafe), wherever it shows
     charts = set(re.findall(r'data-chart="([^"]+)"', html))
     assert {
         "compare-heldout_acc",

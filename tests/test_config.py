@@ -1,5 +1,6 @@
-"""The configuration: one section per GRPO role, every field described, the names of earlier
-versions still read (TOML, --set, configs stored in older logs), ``diagevo config``."""
+"""The configuration: one class per job (the method's, each component's beside it), composed
+into the one file users write; the log checks the method's part; every section refuses a name
+it does not hold with the field meant; ``diagevo config``."""
 
 from __future__ import annotations
 
@@ -9,15 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from diagevo.config import RENAMED, ChallengerConfig, Config, RoleConfig, SimParams, SolverConfig, load_config, migrate
+from diagevo.config import ChallengerConfig, MethodConfig, RoleConfig, SolverConfig, config_from_record
 from diagevo.errors import BadInput
+from diagevo.sections import ConfigError, settings, suggest_fields
+from diagevo.train.config import ChallengerSection, Config, SolverSection, load_config
+from diagevo.train.hf.config import HFConfig
+from diagevo.train.sim.config import SimParams
 from tests.test_cli_memory import assert_one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
-FLAT = DATA / "configs-flat-roles"  # configs/*.toml as they were before [challenger] and [solver]
+FLAT = DATA / "configs-flat-roles"  # configs/*.toml as written before [challenger] and [solver] existed
 
 
 def _fields(model: type[BaseModel], prefix: str = "") -> list[tuple[str, Any]]:
@@ -40,6 +45,7 @@ def test_the_roles_share_one_model_and_differ_in_defaults() -> None:
     cfg = Config()
     assert isinstance(cfg.challenger, RoleConfig) and isinstance(cfg.solver, RoleConfig)
     assert set(ChallengerConfig.model_fields) == set(SolverConfig.model_fields) == set(RoleConfig.model_fields)
+    assert set(ChallengerSection.model_fields) == set(SolverSection.model_fields)  # the method's and the hf part
     # Table 8: 6 challenger steps and 12 solver steps, both 256 x 8
     assert (cfg.challenger.max_steps, cfg.solver.max_steps) == (6, 12)
     assert (
@@ -55,80 +61,148 @@ def test_the_roles_share_one_model_and_differ_in_defaults() -> None:
 
 
 def test_no_config_class_shares_a_name_with_trl() -> None:
-    import diagevo.config as config
+    import diagevo.config as method
+    import diagevo.train.hf.config as hf
 
-    assert not hasattr(config, "GRPOConfig")
+    assert not hasattr(method, "GRPOConfig") and not hasattr(hf, "GRPOConfig")
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FLAT.glob("*.toml")))
-def test_every_config_of_the_flat_shape_loads_as_its_current_file(name: str) -> None:
-    """configs/*.toml as they were written before the role sections load into the same config
-    as the files in configs/ now."""
-    assert load_config(FLAT / name) == load_config(ROOT / "configs" / name)
+def test_a_config_of_the_flat_shape_is_refused_naming_the_field_meant(name: str) -> None:
+    """configs/*.toml as written before the role sections name their fields by names that were
+    never released (``grpo.solver_max_steps``): refused, each with the field it became, which
+    the current file sets to the same value."""
+    flat = tomllib.loads((FLAT / name).read_text(encoding="utf-8"))
+    now = tomllib.loads((ROOT / "configs" / name).read_text(encoding="utf-8"))
+    fields = {f"{s}.{k}" for s, table in flat.items() if isinstance(table, dict) for k in table}
+    former = sorted(fields - set(_field_keys(Config)))
+    assert former  # the file holds some
+    for key in former:
+        section, field = key.split(".")
+        meant = [m for m in suggest_fields(Config, key) if _get(now, m) == flat[section][field]]
+        assert meant, key
+    with pytest.raises(ConfigError) as refused:
+        load_config(FLAT / name)
+    assert refused.value.unknown == "field" and refused.value.key in former
+    assert f"{FLAT / name}: unknown field " in str(refused.value) and "did you mean" in str(refused.value)
 
 
-def test_the_shipped_configs_use_no_former_name() -> None:
-    for path in (ROOT / "configs").glob("*.toml"):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        used = {f"{s}.{k}" for s, table in data.items() if isinstance(table, dict) for k in table}
-        assert used.isdisjoint(RENAMED), path.name
+def _field_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+    return [key for key, info in _fields(model, prefix) if not _is_section(info)]
 
 
-def test_former_names_are_read_from_set_overrides() -> None:
-    cfg = load_config(
-        ROOT / "configs" / "tiny-hf.toml",
-        ["grpo.solver_max_steps=3", 'hf.challenger_model="other"', "hf.max_new_tokens=99"],
+def _get(data: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        data = data.get(part, {}) if isinstance(data, dict) else {}
+    return data
+
+
+def test_a_name_never_released_is_refused_in_set_with_the_option_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(ROOT / "configs" / "tiny-hf.toml", ["grpo.solver_max_steps=3"])
+    exc = refused.value
+    assert (exc.key, exc.unknown, exc.meant, exc.value) == (
+        "grpo.solver_max_steps",
+        "field",
+        ("solver.max_steps",),
+        "3",
     )
-    assert (cfg.solver.max_steps, cfg.challenger.model, cfg.solver.max_new_tokens) == (3, "other", 99)
-    # an override by a former name beats the file's value under the current name, and the other way round
-    flat = load_config(FLAT / "tiny-hf.toml", ["solver.max_steps=5", "grpo.challenger_group_size=6"])
-    assert (flat.solver.max_steps, flat.challenger.group_size) == (5, 6)
+    assert str(exc) == "unknown config field 'grpo.solver_max_steps' (did you mean solver.max_steps?)"  # no CLI
+    code, _, err = run_cli(capsys, "config", "--set", 'hf.solver_model="m"')
+    assert_one_line_error(code, err, "unknown config field 'hf.solver_model' (did you mean --set solver.model=\"m\"?)")
 
 
-def test_a_field_given_under_both_names_must_agree(tmp_path: Path) -> None:
-    path = tmp_path / "both.toml"
-    path.write_text("[grpo]\nsolver_max_steps = 3\n\n[solver]\nmax_steps = 3\n", encoding="utf-8")
-    assert load_config(path).solver.max_steps == 3
-    path.write_text("[grpo]\nsolver_max_steps = 3\n\n[solver]\nmax_steps = 4\n", encoding="utf-8")
-    with pytest.raises(BadInput, match=r"grpo.solver_max_steps = 3 and solver.max_steps = 4 disagree"):
-        load_config(path)
-
-
-def test_an_unknown_section_is_named_with_the_one_meant_and_former_names_still_pass(tmp_path: Path) -> None:
+def test_an_unknown_section_is_named_with_the_one_meant(tmp_path: Path) -> None:
     """A misspelt table is named in its file (or as a --set section) with the section it most
-    likely means; a former name (:data:`RENAMED`) beside it is no unknown field."""
+    likely means."""
     path = tmp_path / "c.toml"
-    path.write_text('[hf]\nsolver_model = "m"\n\n[trian]\nrounds = 1\n', encoding="utf-8")
+    path.write_text('[solver]\nmodel = "m"\n\n[trian]\nrounds = 1\n', encoding="utf-8")
     with pytest.raises(BadInput, match=r"c\.toml: unknown table \[trian\] \(did you mean \[train\]\?\)$"):
         load_config(path)
     with pytest.raises(BadInput, match=r"^unknown config section 'memroy' \(did you mean memory\?\)$"):
-        load_config(None, ['hf.solver_model="m"', "memroy.k=1"])
-    path.write_text('[hf]\nsolver_model = "m"\n', encoding="utf-8")
-    assert load_config(path, ["grpo.solver_max_steps=3"]).solver.model == "m"
+        load_config(None, ['solver.model="m"', "memroy.k=1"])
 
 
-def test_migrate_leaves_its_input_as_it_was() -> None:
-    data = {"grpo": {"solver_batch_size": 4}, "hf": {"solver_model": "m"}}
-    assert migrate(data) == {"grpo": {}, "hf": {}, "solver": {"batch_size": 4, "model": "m"}}
-    assert data == {"grpo": {"solver_batch_size": 4}, "hf": {"solver_model": "m"}}
+def test_a_config_built_in_python_is_refused_with_the_projects_error() -> None:
+    """``Config(memroy=...)`` and a typo nested in a section raise :class:`ConfigError` (a
+    :class:`BadInput`) naming the dotted field and, as data, the field meant; never pydantic's."""
+    with pytest.raises(ConfigError) as refused:
+        Config(memroy={"k": 1})
+    assert (refused.value.key, refused.value.unknown, refused.value.meant) == ("memroy", "section", ("memory",))
+    with pytest.raises(ConfigError) as refused:
+        Config(sim={"params": {"solver_lrr": 2}})
+    assert refused.value.key == "sim.params.solver_lrr" and refused.value.meant[0] == "sim.params.solver_lr"
+    with pytest.raises(ConfigError, match=r"config: filter: need p_low <= p_high"):
+        Config.model_validate({"filter": {"p_low": 0.9}})
+    with pytest.raises(ConfigError) as refused:  # each component's section validates itself
+        HFConfig(per_device_batch=0)
+    assert refused.value.key == "per_device_batch" and not isinstance(refused.value, ValidationError)
 
 
-def test_a_config_stored_by_an_earlier_version_loads(tmp_path: Path) -> None:
-    """run.started of a sim run trained before the role sections (``--seed 3 --run eq``): read
-    back through the one reader of stored configs, it is the run's config now."""
-    from diagevo.log import open_log
-    from diagevo.rounds import stored_config
-    from diagevo.schemas import new_event
+def test_the_log_checks_the_method_and_carries_each_components_part() -> None:
+    """A stored config: the method's fields are checked; a component's (a section of its own,
+    or its fields in a shared section) are carried as written, so a change to a backend's fields
+    never changes what a log accepts; the owner checks them when the run is read back whole."""
+    record = {
+        "memory": {"k": 0.5},
+        "hf": {"devcie": "cuda", "removed_knob": 1},
+        "solver": {"max_steps": 3, "model": "m", "old_length": 9},
+        "diagnosis": {"theta_dup": 0.4, "llm_url": "http://x", "api_key": "***"},
+    }
+    stored = config_from_record(record)
+    assert isinstance(stored, MethodConfig) and not isinstance(stored, Config)
+    assert (stored.solver.max_steps, stored.diagnosis.theta_dup) == (3, 0.4)
+    kept = stored.redacted()
+    assert kept["hf"] == record["hf"] and kept["solver"]["old_length"] == 9 and kept["diagnosis"]["api_key"] is None
+    with pytest.raises(ConfigError, match=r"memory.kk is not a known field"):
+        config_from_record({"memory": {"k": 0.5, "kk": 1}})
+    with pytest.raises(ConfigError) as refused:  # read back whole: the hf backend checks its part
+        Config.of(config_from_record({"k": 0.5, "hf": {"devcie": "cuda"}}))
+    assert (refused.value.key, refused.value.meant) == ("hf.devcie", ("hf.device",))
 
+
+def test_a_run_config_stored_and_read_back_is_the_config() -> None:
+    from diagevo.rounds import config_record
+
+    cfg = load_config(ROOT / "configs" / "tiny-hf.toml", ["memory.theta_up=0.8", "sim.drift=false"])
+    record = config_record(cfg)  # what run.started stores: the whole composed config, redacted
+    assert set(record) == set(Config.model_fields) - {"db"}
+    stored = config_from_record(record)
+    assert stored.redacted() == record  # carried as written
+    assert Config.of(stored) == cfg
+
+
+def test_the_sections_are_listed_in_the_files_order() -> None:
+    keys = [s.key for s in settings(Config()) if s.key.startswith(("train.", "solver."))]
+    assert keys == [
+        "train.backend",
+        "train.rounds",
+        "train.seed",
+        "train.run",
+        "train.out_dir",
+        "train.challenger_questions",
+        "train.curriculum_questions",
+        "train.keep_checkpoints",
+        "train.report_to",
+        "train.tracker_dir",
+        "solver.model",
+        "solver.batch_size",
+        "solver.group_size",
+        "solver.max_steps",
+        "solver.max_new_tokens",
+    ]
+    assert settings(Config())[0].key == "db"
+
+
+def test_a_config_stored_by_an_earlier_version_is_not_read_by_the_method_config() -> None:
+    """``run.started`` of a sim run trained before the role sections (``--seed 3 --run eq``)
+    names fields by names never released: the method's reader takes the current shape only
+    (the run.started event class turns an older stored shape into it when a log is read)."""
     stored = json.loads((DATA / "run-started-config-flat-roles.json").read_text(encoding="utf-8"))
     assert "solver_group_size" in stored["grpo"] and "solver_model" in stored["hf"]
-    with open_log(f"sqlite:///{tmp_path / 'old.db'}") as store:
-        store.append([new_event("run.started", "eq", 0, "start", config={**stored, "k": 0.5}, seed=3)])
-        cfg = stored_config(store, "eq")
-    assert cfg == load_config(ROOT / "configs" / "sim.toml", ["train.seed=3", 'train.run="eq"'])
-    assert (cfg.solver.group_size, cfg.challenger.max_steps, cfg.solver.model) == (8, 6, "Qwen/Qwen3-8B-Base")
-    # the run stores its config in the current shape from now on
-    assert "solver_group_size" not in cfg.redacted()["grpo"] and cfg.redacted()["solver"]["group_size"] == 8
+    with pytest.raises(ConfigError, match=r"is not a known field") as refused:
+        config_from_record({**stored, "k": 0.5})
+    assert refused.value.key.startswith("grpo.")
 
 
 def test_the_simulator_parameters_are_typed() -> None:
@@ -145,7 +219,7 @@ def test_the_simulator_parameters_are_typed() -> None:
 
 
 def test_the_simulator_reads_its_typed_parameters() -> None:
-    from diagevo.train.sim import SimBackend
+    from diagevo.train.sim.backend import SimBackend
 
     cfg = load_config(None, ["sim.params.eval_samples=2", "sim.params.world_seed=7"])
     backend = SimBackend(cfg, seed=0, embedder=None)
@@ -173,7 +247,7 @@ def test_config_prints_every_field_with_its_help_as_loadable_toml(
 ) -> None:
     sets = [
         "--set",
-        "grpo.solver_max_steps=3",
+        "solver.max_steps=3",
         "--set",
         'diagnosis.api_key="sk-very-secret"',
         "--set",
@@ -186,7 +260,7 @@ def test_config_prints_every_field_with_its_help_as_loadable_toml(
     # the output is a config file: it loads into the config it shows (the secret left out)
     (tmp_path / "shown.toml").write_text(out, encoding="utf-8")
     again = load_config(tmp_path / "shown.toml")
-    expected = load_config(ROOT / "configs" / "tiny-hf.toml", ["grpo.solver_max_steps=3", 'train.out_dir="ck"'])
+    expected = load_config(ROOT / "configs" / "tiny-hf.toml", ["solver.max_steps=3", 'train.out_dir="ck"'])
     assert again == expected
 
 

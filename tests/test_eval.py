@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 
-from diagevo.config import EvalConfig
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
-from diagevo.eval import BenchmarkError, OutputsMismatch, grade, kind_of, load_benchmark, read_choice
-from diagevo.eval.benchmarks import Question
-from diagevo.eval.grading import text_equal
-from diagevo.eval.runner import evaluate
+from diagevo.eval.benchmarks import BenchmarkError, Question, kind_of, load_benchmark
+from diagevo.eval.config import EvalConfig
+from diagevo.eval.grading import grade, read_choice, text_equal
+from diagevo.eval.runner import OutputsMismatch, evaluate
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.log import EventStore, open_log
@@ -441,7 +440,7 @@ def test_cli_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str], 
 def hf_run(store: EventStore, run: str = "hf1", rounds: int = 3) -> None:
     """A run of the hf backend as its log records it: base solver in the config, a solver
     checkpoint written in every round."""
-    config = {"k": 0.5, "train": {"backend": "hf"}, "hf": {"solver_model": "base-solver"}}
+    config = {"k": 0.5, "train": {"backend": "hf"}, "solver": {"model": "base-solver"}}
     events = [new_event("run.started", run, 0, f"{run}/0/run.started", config=config, seed=0)]
     for t in range(1, rounds + 1):
         events += [

@@ -112,7 +112,7 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     AutoTokenizer.from_pretrained(tiny_dir / "solver").save_pretrained(base)
 
     db = f"sqlite:///{tmp / 'r.db'}"
-    cfg = tiny_config(tiny_dir, tmp, f"hf.solver_model={json.dumps(str(base))}", "train.out_dir=null")
+    cfg = tiny_config(tiny_dir, tmp, f"solver.model={json.dumps(str(base))}", "train.out_dir=null")
     trained = AutoModelForCausalLM.from_pretrained(tiny_dir / "solver").state_dict()
     backend = HFBackend(cfg, 0)
     with open_log(db, create=True) as store:

@@ -13,22 +13,22 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 
 from diagevo.errors import BadInput, Unavailable  # noqa: E402
-from diagevo.train.hf import acceptance  # noqa: E402
+from diagevo.train import gpu_check  # noqa: E402
 from tests.hf_fixtures import tiny_pair  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 SMALL = [
     'hf.device="cpu"',
     "hf.bf16=false",
-    "hf.max_new_tokens=40",
-    "hf.challenger_max_new_tokens=24",
+    "solver.max_new_tokens=40",
+    "challenger.max_new_tokens=24",
     "hf.heldout_max_new_tokens=40",
-    "grpo.challenger_batch_size=4",
-    "grpo.solver_batch_size=4",
+    "challenger.batch_size=4",
+    "solver.batch_size=4",
     "train.challenger_questions=4",
     "train.curriculum_questions=8",
-    "grpo.challenger_group_size=4",
-    "grpo.solver_group_size=4",
+    "challenger.group_size=4",
+    "solver.group_size=4",
     "grpo.construction_responses=4",
     "grpo.learning_rate=1e-4",
     'filter.mode="none"',
@@ -51,7 +51,7 @@ def test_refuses_without_cuda_and_without_a_model(tmp_path: Path) -> None:
     if torch.cuda.is_available():
         pytest.skip("a CUDA machine")
     with pytest.raises(Unavailable, match="no CUDA device"):
-        acceptance.run_check(tmp_path, tmp_path / "out")
+        gpu_check.run_check(tmp_path, tmp_path / "out")
 
 
 def test_one_round_measured_and_checked(
@@ -59,9 +59,9 @@ def test_one_round_measured_and_checked(
 ) -> None:
     tiny = tiny_pair(request.config)
     with pytest.raises(BadInput, match="not a model directory"):
-        acceptance.run_check(tmp_path / "nothing", tmp_path / "out0")
+        gpu_check.run_check(tmp_path / "nothing", tmp_path / "out0")
     seen: list[str] = []
-    report = acceptance.run_check(
+    report = gpu_check.run_check(
         tiny / "solver", tmp_path / "out", overrides=SMALL, progress=lambda p, d, n: seen.append(p)
     )
     assert report.passed, report.failures
@@ -75,4 +75,4 @@ def test_one_round_measured_and_checked(
     assert report.verify_problems == [] and "reset" in cuda_counters
     json.dumps(report.as_dict())  # what --json prints
     with pytest.raises(BadInput, match="exists"):
-        acceptance.run_check(tiny / "solver", tmp_path / "out", overrides=SMALL)
+        gpu_check.run_check(tiny / "solver", tmp_path / "out", overrides=SMALL)

@@ -13,11 +13,11 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from diagevo.config import load_config  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.generation import Sampling, make_engine  # noqa: E402
 from diagevo.log import open_log
 from diagevo.train import train  # noqa: E402
+from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
 from diagevo.train.hf.heuristic import MODEL as HEURISTIC  # noqa: E402
 from tests.hf_fixtures import tiny_pair  # noqa: E402
@@ -36,8 +36,8 @@ def tiny_config(tiny_dir: Path, tmp: Path, *extra: str):  # noqa: ANN201
     return load_config(
         ROOT / "configs" / "tiny-hf.toml",
         [
-            f"hf.solver_model={json.dumps(str(tiny_dir / 'solver'))}",
-            f"hf.challenger_model={json.dumps(str(tiny_dir / 'challenger'))}",
+            f"solver.model={json.dumps(str(tiny_dir / 'solver'))}",
+            f"challenger.model={json.dumps(str(tiny_dir / 'challenger'))}",
             f"train.out_dir={json.dumps(str(tmp / 'ckpt'))}",
             'train.run="r"',
             *extra,

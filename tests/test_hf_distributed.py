@@ -92,9 +92,9 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
             "r",
             "--quiet",
             "--set",
-            f"hf.solver_model={json.dumps(str(tiny / 'solver'))}",
+            f"solver.model={json.dumps(str(tiny / 'solver'))}",
             "--set",
-            f"hf.challenger_model={json.dumps(str(tiny / 'challenger'))}",
+            f"challenger.model={json.dumps(str(tiny / 'challenger'))}",
             "--set",
             f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}",
             "--set",
@@ -102,7 +102,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
             "--set",
             "train.curriculum_questions=4",
             "--set",
-            "grpo.solver_max_steps=1",
+            "solver.max_steps=1",
             "--set",
             "grpo.construction_responses=4",
         ],
@@ -168,7 +168,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
 
 
 def test_only_the_hf_backend_runs_on_several_processes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from diagevo.config import load_config
+    from diagevo.train.config import load_config
     from diagevo.train.hf.distributed import for_this_rank, with_processes
 
     monkeypatch.setenv("WORLD_SIZE", "2")

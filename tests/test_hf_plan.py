@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diagevo.config import load_config
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.errors import NotFound
 from diagevo.generation import Sampling
 from diagevo.generation.vllm_engine import engine_args, sampling_params
+from diagevo.train.config import load_config
 from diagevo.train.hf.args import attention, grpo_kwargs, launch_command, phase_plan, plan, step_order, vllm_kwargs
 from diagevo.train.hf.heuristic import HeuristicDiagnostician, cause_for, first_departure, node_label_for
 from diagevo.train.hf.tiny import corpus
@@ -316,9 +316,9 @@ def test_bad_models_and_hub_ids_are_one_line_errors(tmp_path: Path) -> None:
         "--db",
         f"sqlite:///{tmp_path / 'x.db'}",
         "--set",
-        'hf.solver_model="Qwen/Qwen3-4B-Base"',
+        'solver.model="Qwen/Qwen3-4B-Base"',
         "--set",
-        'hf.challenger_model="Qwen/Qwen3-4B-Base"',
+        'challenger.model="Qwen/Qwen3-4B-Base"',
         "--quiet",
     )
     assert hub.returncode == 2, hub.stderr
@@ -330,9 +330,9 @@ def test_bad_models_and_hub_ids_are_one_line_errors(tmp_path: Path) -> None:
         "--db",
         f"sqlite:///{tmp_path / 'y.db'}",
         "--set",
-        f'hf.solver_model="{tmp_path}/nosuch"',
+        f'solver.model="{tmp_path}/nosuch"',
         "--set",
-        f'hf.challenger_model="{tmp_path}/nosuch"',
+        f'challenger.model="{tmp_path}/nosuch"',
         "--quiet",
     )
     assert missing.returncode == 2 and f"no model directory {tmp_path}/nosuch: build it with" in missing.stderr, (
@@ -349,8 +349,8 @@ def test_bad_heldout_files_are_one_line_errors(tmp_path: Path) -> None:
     bad = tmp_path / "h.jsonl"
     bad.write_text('{"question": "What is 1 + 1?", "answer": "2"}\n{"question": "x"}\n')
     models = [
-        f"hf.solver_model={json.dumps(str(tmp_path / 'solver'))}",
-        f"hf.challenger_model={json.dumps(str(tmp_path / 'challenger'))}",
+        f"solver.model={json.dumps(str(tmp_path / 'solver'))}",
+        f"challenger.model={json.dumps(str(tmp_path / 'challenger'))}",
     ]
     cfg = load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.heldout={json.dumps(str(bad))}"])
     with pytest.raises(ValueError, match=r"h\.jsonl:2: expected a JSON object with question and answer"):
@@ -363,7 +363,7 @@ def test_bad_heldout_files_are_one_line_errors(tmp_path: Path) -> None:
     assert HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", models), 0).heldout() == []
     with pytest.raises(ValueError, match="not a model directory"):
         HFBackend(
-            load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.solver_model={json.dumps(str(tmp_path))}"]), 0
+            load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"solver.model={json.dumps(str(tmp_path))}"]), 0
         )
 
 

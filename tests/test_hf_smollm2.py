@@ -22,7 +22,7 @@ pytest.importorskip("gguf")
 
 import torch  # noqa: E402
 
-from diagevo.config import load_config  # noqa: E402
+from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf import pretrained  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
 
@@ -67,11 +67,11 @@ def test_one_real_grpo_step_moves_the_pretrained_solver(smollm2: Path, tmp_path:
     cfg = load_config(
         ROOT / "configs" / "smollm2-cpu.toml",
         [
-            f"hf.solver_model={json.dumps(str(smollm2))}",
-            f"hf.challenger_model={json.dumps(str(smollm2))}",
+            f"solver.model={json.dumps(str(smollm2))}",
+            f"challenger.model={json.dumps(str(smollm2))}",
             f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}",
-            "hf.max_new_tokens=24",
-            "grpo.solver_max_steps=1",
+            "solver.max_new_tokens=24",
+            "solver.max_steps=1",
             "hf.use_vllm=false",  # transformers generate: the vLLM engine has its own tier (tests/test_vllm_engine.py)
         ],
     )

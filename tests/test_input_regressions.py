@@ -11,7 +11,7 @@ import pytest
 
 from diagevo.diagnosis.parsing import ReplyError, extract_json
 from diagevo.errors import BadInput
-from diagevo.eval import load_benchmark
+from diagevo.eval.benchmarks import load_benchmark
 from diagevo.interchange import export_lines, parse_lines
 from diagevo.log import open_log
 from diagevo.parsing import MAX_DEPTH, loads, split_lines
@@ -270,7 +270,7 @@ def test_a_corrupt_eval_outputs_file_is_refused_in_one_line(tmp_path: Path) -> N
 
 
 def test_deep_toml_in_a_config_or_an_override_is_one_line(tmp_path: Path) -> None:
-    from diagevo.config import load_config
+    from diagevo.train.config import load_config
 
     deep = "[" * 3000 + "]" * 3000
     p = tmp_path / "deep.toml"

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from diagevo.config import load_config
 from diagevo.log import open_log
 from diagevo.train import train
+from diagevo.train.config import load_config
 from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, round_stats
 from tests.test_cli_memory import run_cli
 

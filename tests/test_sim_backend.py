@@ -9,10 +9,10 @@ from collections import Counter
 
 import pytest
 
-from diagevo.config import Config
 from diagevo.curriculum.answers import extract_answer
 from diagevo.memory.sampler import FREE, GenerationRequest
-from diagevo.train.sim import SimBackend
+from diagevo.train.config import Config
+from diagevo.train.sim.backend import SimBackend
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -11,10 +11,12 @@ import pytest
 
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.train.sim.diagnostician import SimDiagnostician, first_divergence
-from diagevo.train.sim.families import FAMILIES, FAMILY_BY_NAME, VARIANT_BY_KEY
+from diagevo.train.sim.families import catalogue
 from diagevo.train.sim.world import Question, Spec, build, render_response
 
-V = VARIANT_BY_KEY
+FAMILIES = catalogue().families
+FAMILY_BY_NAME = catalogue().family_by_name
+V = catalogue().variant_by_key
 
 
 def _no_embedder():  # noqa: ANN202 - every text in these tests is in the paraphrase tables

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diagevo.config import load_config
 from diagevo.log import open_log
 from diagevo.memory.sampler import FREE
+from diagevo.train.config import load_config
 from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.challenger import Challenger, Choice
+from diagevo.train.sim.config import SimParams
 from diagevo.train.sim.families import families, variants_of
 from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
-from diagevo.train.sim.params import WorldParams
 from diagevo.train.sim.world import MAX_PARTS, Spec, build
 from tests.test_cli_memory import run_cli
 
@@ -53,7 +53,7 @@ def test_chained_question_needs_every_part() -> None:
 
 
 def _draw_parts(composition: bool, depth_logits: list[float] | None = None) -> list[int]:
-    ch = Challenger(FAMS, WorldParams(), _no_embedder, composition=composition)
+    ch = Challenger(FAMS, SimParams(), _no_embedder, composition=composition)
     if depth_logits is not None:
         ch.heads["free"]["depth"] = np.array(depth_logits)
     rng = random.Random(3)
@@ -68,13 +68,13 @@ def test_depth_is_a_choice_of_the_free_challenger() -> None:
 
 
 def test_reinforce_moves_depth_towards_rewarded_parts() -> None:
-    ch = Challenger(FAMS, WorldParams(), _no_embedder)
+    ch = Challenger(FAMS, SimParams(), _no_embedder)
     before = ch.expected("free")["depth"]
     choices = [Choice("free", (0,) * (1 + d), 0, 0, 0, d) for d in (0, 1, 2) for _ in range(10)]
     advantages = [-1.0] * 10 + [0.0] * 10 + [1.0] * 10  # three parts rewarded, one part penalised
     ch.update(choices, advantages)
     assert ch.expected("free")["depth"] > before
-    off = Challenger(FAMS, WorldParams(), _no_embedder, composition=False)
+    off = Challenger(FAMS, SimParams(), _no_embedder, composition=False)
     assert "depth" not in off.expected("free")
     off.update([Choice("free", (0,), 0, 0, 0, None)], [1.0])  # no depth draw, no depth gradient
 

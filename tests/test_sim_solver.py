@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from diagevo.config import Config
 from diagevo.curriculum.answers import extract_answer
-from diagevo.train.sim import SimBackend
+from diagevo.train.config import Config
+from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Spec
 

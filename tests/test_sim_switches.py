@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from diagevo.config import Config
 from diagevo.memory.sampler import FREE, GenerationRequest
-from diagevo.train.sim import SimBackend
+from diagevo.train.config import Config
+from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.world import Spec
 
 

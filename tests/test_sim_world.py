@@ -7,14 +7,15 @@ from fractions import Fraction
 
 import pytest
 
-from diagevo.config import Config
 from diagevo.curriculum.answers import extract_answer
-from diagevo.train.sim.families import FAMILIES, VARIANT_BY_KEY, variants_of
+from diagevo.train.config import Config
+from diagevo.train.sim.families import catalogue, families, variants_of
 from diagevo.train.sim.text import boxed, normalize_question, signature
 from diagevo.train.sim.world import Registry, Spec, build, render_response
 
-FAMS = VARIANT_BY_KEY  # build() takes the variants by key
-KEYS = sorted(VARIANT_BY_KEY)
+FAMILIES = catalogue().families
+FAMS = catalogue().variant_by_key  # build() takes the variants by key
+KEYS = sorted(FAMS)
 
 
 def test_catalogue_spans_enough_skills_variants_and_areas() -> None:
@@ -42,7 +43,7 @@ def test_variants_diverge_at_distinct_steps() -> None:
         rng = random.Random(key)
         for d in range(4):
             for _ in range(30):
-                inst = VARIANT_BY_KEY[key].make(rng, d)
+                inst = FAMS[key].make(rng, d)
                 assert signature(inst.right[0]) != signature(inst.wrong[0]), key
                 for step in (inst.right[0], inst.wrong[0]):
                     assert owner.setdefault(signature(step), key) == key, (key, step)
@@ -100,7 +101,7 @@ def test_rendering_is_deterministic_and_registry_finds_wrapped_text() -> None:
     a, b = build(spec, FAMS), build(spec, FAMS)
     assert a.text == b.text and a.answer == b.answer
     assert Spec.from_list(spec.to_list()) == spec
-    reg = Registry(VARIANT_BY_KEY)
+    reg = Registry(FAMS)
     q = reg.register(spec)
     assert reg.lookup(f"<question>\n  {q.text}\n</question>") is not None
     assert normalize_question(f"<question>{q.text}</question>") == q.text
@@ -108,8 +109,6 @@ def test_rendering_is_deterministic_and_registry_finds_wrapped_text() -> None:
 
 
 def test_default_config_uses_twelve_families() -> None:
-    from diagevo.train.sim.families import families
-
     fams = families(Config().sim.n_families)
     assert len(fams) == 12 and len({f.area for f in fams}) >= 4
     assert isinstance(build(Spec((fams[0].variants[0].key,), 0, 0, 0, 1), FAMS).answer, Fraction)

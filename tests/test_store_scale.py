@@ -112,6 +112,7 @@ def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
     import sys
 
     heavy = ("pydantic", "sqlalchemy", "alembic", "polars", "torch", "transformers", "diagevo.config", "asyncio")
+    heavy += ("diagevo.sections", "diagevo.train.config")
     code = f"import sys, diagevo.cli.app; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == []

@@ -89,7 +89,7 @@ def test_train_cli_then_replay_why_verify(tmp_path: Path, capsys: pytest.Capture
 KILLER = textwrap.dedent(
     """
     import os, signal, sys
-    from diagevo.config import load_config
+    from diagevo.train.config import load_config
     from diagevo.log import open_log
     from diagevo import train
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from diagevo import train
-from diagevo.config import load_config
 from diagevo.diagnosis.embedder import _local_model
 from diagevo.log import open_log
+from diagevo.train.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

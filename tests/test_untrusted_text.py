@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from diagevo.config import LimitsConfig
+from diagevo.limits import LimitsConfig
 from diagevo.log import open_log
 from diagevo.schemas import new_event
 from tests.input_cases import cli
@@ -266,7 +266,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
 
     # an hf-like run whose checkpoints eval --run scores (the server answers every question)
     with open_log(db) as store:
-        config = {"k": 0.5, "train": {"backend": "hf"}, "hf": {"solver_model": "base-solver"}}
+        config = {"k": 0.5, "train": {"backend": "hf"}, "solver": {"model": "base-solver"}}
         events = [new_event("run.started", HF, 0, "hf/0", config=config, seed=0)]
         events += [
             new_event("round.started", HF, 1, "hf/1/s"),

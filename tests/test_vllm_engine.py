@@ -28,10 +28,10 @@ from tests.vllm_fixtures import skip_without_vllm
 skip_without_vllm()
 pytest.importorskip("trl")
 
-from diagevo.config import load_config  # noqa: E402
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.generation import vllm_engine  # noqa: E402
 from diagevo.generation.vllm_platform import SLEEP_MODE_PLATFORMS, current_platform  # noqa: E402
+from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
 from diagevo.train.hf.vllm_share import TRAINER  # noqa: E402
 from tests.hf_fixtures import smollm2_model  # noqa: E402
@@ -67,12 +67,12 @@ def test_the_sleep_mode_table_is_vllms_own_answer() -> None:
 
 def test_the_engine_follows_the_policy_through_a_real_grpo_step(smollm2: Path, tmp_path: Path) -> None:
     sets = [
-        f"hf.solver_model={json.dumps(str(smollm2))}",
-        f"hf.challenger_model={json.dumps(str(smollm2))}",
+        f"solver.model={json.dumps(str(smollm2))}",
+        f"challenger.model={json.dumps(str(smollm2))}",
         f"train.out_dir={json.dumps(str(tmp_path / 'ckpt'))}",
         "hf.use_vllm=true",
-        "hf.max_new_tokens=24",
-        "grpo.solver_max_steps=1",
+        "solver.max_new_tokens=24",
+        "solver.max_steps=1",
         "grpo.learning_rate=1e-4",
     ]
     cfg = load_config(ROOT / "configs" / "smollm2-cpu.toml", sets)

@@ -37,6 +37,8 @@ def test_the_wheel_holds_one_top_level_package(wheel: Path) -> None:
     assert tops == {"diagevo"}
     assert "diagevo/cli/app.py" in names
     assert "diagevo/migrations/env.py" in names and "diagevo/migrations/script.py.mako" in names
+    assert "diagevo/train/sim/families.toml" in names
+    assert "diagevo/report/templates/run.html" in names and "diagevo/report/templates/sections/causes.html" in names
     assert any(n.startswith("diagevo/migrations/versions/0001_") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "diagevo = diagevo.cli.app:main" in zipfile.ZipFile(wheel).read(entry).decode()
@@ -70,3 +72,81 @@ def test_the_installed_wheel_migrates_a_database_away_from_the_checkout(wheel: P
         text=True,
     )
     assert current.returncode == 0 and "head" in current.stdout.lower(), current.stdout + current.stderr
+
+
+def test_a_wheel_user_is_told_fixes_for_a_wheel(wheel: Path, tmp_path: Path) -> None:
+    """Installed by pip into a fresh environment (its dependencies: this one's, by a .pth file),
+    ``diagevo doctor`` and a refused ``train`` name ``pip install 'diagevo[...]=='``, never a
+    checkout's ``pip install -e``, ``make`` or ``source .venv/bin/activate``."""
+    import json
+    import sysconfig
+
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    py = env / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)]
+    subprocess.run(pip, check=True, capture_output=True)
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True
+    ).stdout.strip()
+    Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    env_vars = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIAGEVO_DB", "VIRTUAL_ENV")}
+    env_vars["PATH"] = "/usr/bin:/bin"
+    exe = str(env / "bin" / "diagevo")
+    where = subprocess.run(
+        [str(py), "-c", "from diagevo.installation import installation as i; print(i().kind, i().version)"],
+        cwd=work,
+        env=env_vars,
+        capture_output=True,
+        text=True,
+    )
+    assert where.stdout.split() == ["wheel", "0.1.0"], where.stdout + where.stderr
+    done = subprocess.run([exe, "doctor", "--json"], cwd=work, env=env_vars, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    fixes = {c["name"]: c["fix"] for c in json.loads(done.stdout)["checks"] if c["fix"]}
+    assert fixes["diagevo on PATH"] == f"source {env}/bin/activate"
+    for name, fix in fixes.items():
+        assert not any(s in fix for s in (" -e ", "make ", ".venv", "requirements/")), (name, fix)
+    refused = subprocess.run(
+        [exe, "train", "--config", str(ROOT / "configs" / "smollm2-cpu.toml"), "--db", "sqlite:///w.db"],
+        cwd=work,
+        env=env_vars,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert "no model directory models/smollm2" in refused.stderr and "models smollm2 --out" in refused.stderr
+    assert not any(s in refused.stderr for s in (" -e ", "make ", ".venv")), refused.stderr
+    assert list(work.iterdir()) == []
+
+
+def test_the_installed_wheel_writes_a_report(wheel: Path, tmp_path: Path) -> None:
+    """The report's templates are package data: the wheel's own render the page, away from the checkout."""
+    from tests.logs import Log
+
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    log = Log(run="w")
+    log.node("N1", "label <b>").cause("C1", "N1", "forgets the <domain>").attribute("C1", "f1").commit()
+    (tmp_path / "w.jsonl").write_text(log.jsonl(), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIAGEVO_DB")}
+    env["PYTHONPATH"] = str(site)
+    code = (
+        "import sys, diagevo.report.html as h; sys.argv[0] = 'diagevo'; "
+        f"assert h.__file__.startswith({str(site)!r}), h.__file__; "
+        f"assert h.environment().get_template('run.html').filename.startswith({str(site)!r}); "
+        "from diagevo.cli.app import main; main()"
+    )
+    for args in (["memory", "ingest", "w.jsonl"], ["report", "--run", "w", "-o", "w.html"]):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args, "--db", "sqlite:///w.db"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+    page = (tmp_path / "w.html").read_text(encoding="utf-8")
+    assert '<section id="causes">' in page and "forgets the &lt;domain&gt;" in page

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from diagevo.config import DiagnosisConfig
+from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME
 from diagevo.diagnosis.interface import Embedder
 

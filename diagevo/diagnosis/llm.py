@@ -19,10 +19,11 @@ without it, and from then on the client sends none and relies on the lenient par
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis import parsing, prompts, reply_schemas
+from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import (
     Assignment,
     Consolidation,
@@ -39,6 +40,22 @@ from diagevo.openai_client import Attempt, Deadline, OpenAIClient, TransportErro
 T = TypeVar("T")
 # what a server's 400 says when it does not take a response_format of type json_schema
 _UNSUPPORTED_HINTS = ("response_format", "json_schema", "structured", "guided", "grammar", "not supported")
+
+
+def refuses_structured(exc: TransportError) -> bool:
+    """Whether a final HTTP error is the server refusing structured outputs (a 400 naming them)."""
+    return exc.status == 400 and any(h in str(exc).lower() for h in _UNSUPPORTED_HINTS)
+
+
+@dataclass(frozen=True)
+class StageRequest(Generic[T]):
+    """One decision's request before it is sent: its stage, the messages of its prompt, the
+    JSON Schema its reply is constrained to, and the check that reads the reply."""
+
+    stage: str
+    messages: list[dict[str, str]]
+    parse: Callable[[str], T]
+    schema: dict[str, Any]
 
 
 class LLMDiagnostician:
@@ -100,42 +117,68 @@ class LLMDiagnostician:
         kwargs.update(overrides)
         return cls(**kwargs)
 
-    # --- the four decisions -------------------------------------------------------------------
+    # --- the four decisions: each request built in one place (``diagevo doctor`` probes with them)
 
-    async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
+    def extract_request(self, item: ExtractionInput) -> StageRequest[Extraction]:
         supplied = frozenset(c.id for c in item.known)
-        return await self._ask(
+        return StageRequest(
             "extract",
             prompts.extract_messages(item),
             lambda raw: parsing.parse_extraction(raw, supplied, self.min_words, self.max_words),
             reply_schemas.extraction(supplied, self.min_words, self.max_words),
         )
 
-    async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
+    def dedup_request(self, new_cause: str, candidates: Sequence[KnownCause]) -> StageRequest[Dedup]:
         ids = frozenset(c.id for c in candidates)
-        return await self._ask(
+        return StageRequest(
             "deduplicate",
             prompts.dedup_messages(new_cause, candidates),
             lambda raw: parsing.parse_dedup(raw, ids),
             reply_schemas.dedup(ids),
         )
 
-    async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
+    def assign_request(self, new_cause: str, shortlist: Sequence[NodeView]) -> StageRequest[Assignment]:
         ids: Collection[str] = frozenset(n.id for n in shortlist)
-        return await self._ask(
+        return StageRequest(
             "assign_node",
             prompts.assign_messages(new_cause, shortlist),
             lambda raw: parsing.parse_assignment(raw, ids, self.min_words, self.max_words),
             reply_schemas.assignment(ids, self.min_words, self.max_words),
         )
 
-    async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
-        return await self._ask(
+    def consolidate_request(self, a: NodeView, b: NodeView) -> StageRequest[Consolidation]:
+        return StageRequest(
             "consolidate",
             prompts.consolidate_messages(a, b),
             lambda raw: parsing.parse_consolidation(raw, self.min_words, self.max_words),
             reply_schemas.consolidation(self.min_words, self.max_words),
         )
+
+    async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
+        return await self._ask(self.extract_request(item))
+
+    async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
+        return await self._ask(self.dedup_request(new_cause, candidates))
+
+    async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
+        return await self._ask(self.assign_request(new_cause, shortlist))
+
+    async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
+        return await self._ask(self.consolidate_request(a, b))
+
+    def request_body(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> dict[str, Any]:
+        """The JSON body of one chat completion: greedy, ``max_tokens``, the thinking switch, and
+        the reply constrained to ``schema`` unless the server has refused structured outputs."""
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": messages,
+            "temperature": 0.0,
+            **({"max_tokens": self.max_tokens} if self.max_tokens else {}),
+            **self._extra_body,
+        }
+        if schema is not None and self.structured is not False:
+            body["response_format"] = reply_schemas.response_format(schema)
+        return body
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -143,13 +186,8 @@ class LLMDiagnostician:
         """Close the HTTP pools of the running loop (optional: pools die with their loop)."""
         await self.client.aclose()
 
-    async def _ask(
-        self,
-        stage: str,
-        messages: list[dict[str, str]],
-        parse: Callable[[str], T],
-        schema: dict[str, Any] | None = None,
-    ) -> Reply[T]:
+    async def _ask(self, request: StageRequest[T]) -> Reply[T]:
+        stage, messages, parse, schema = request.stage, request.messages, request.parse, request.schema
         calls: list[dict[str, Any]] = []
         raw, error = "", None
         # one budget for this decision's requests, retries and the re-ask included
@@ -196,16 +234,8 @@ class LLMDiagnostician:
     ) -> str:
         """One chat completion with bounded retries; appends one record per HTTP attempt. With a
         ``schema``, the reply is constrained to it unless the server has refused structured outputs."""
-        body: dict[str, Any] = {
-            "model": self.model_name,
-            "messages": messages,
-            "temperature": 0.0,
-            **({"max_tokens": self.max_tokens} if self.max_tokens else {}),
-            **self._extra_body,
-        }
-        constrained = schema is not None and self.structured is not False
-        if constrained:
-            body["response_format"] = reply_schemas.response_format(schema or {})
+        body = self.request_body(messages, schema)
+        constrained = "response_format" in body
 
         def record(attempt: Attempt, **fields: Any) -> None:
             calls.append(
@@ -225,8 +255,9 @@ class LLMDiagnostician:
         except TransportError as exc:
             for a in exc.attempts:
                 record(a, raw="", error=a.error)
-            refused = exc.status == 400 and any(h in str(exc).lower() for h in _UNSUPPORTED_HINTS)
-            if constrained and refused:  # asked again without; a server never seen to constrain is not asked again
+            if constrained and refuses_structured(
+                exc
+            ):  # asked again without; a server never seen to constrain is not asked again
                 if self.structured is None:
                     self.structured = False
                 return await self._complete(stage, messages, calls, None, deadline)

@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 
 from diagevo.catalog.ids import digest_event_id
-from diagevo.config import DiagnosisConfig, LimitsConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
+from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
 from diagevo.errors import BadInput, Conflict
+from diagevo.limits import LimitsConfig
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
 from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
@@ -681,7 +682,9 @@ def diagnose(
         raise ProtocolError(
             f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
         )
-    cfg = tools.diagnosis_config(cfg if cfg is not None else rnd.config.diagnosis, llm_url=llm_url, model=model)
+    if cfg is None:  # the run's [diagnosis]: the method's rules as the log keeps them, and the endpoint
+        cfg = rnd.config.part("diagnosis", DiagnosisConfig)
+    cfg = tools.diagnosis_config(cfg, llm_url=llm_url, model=model)
     if isinstance(embedder, str):
         cfg = tools.diagnosis_config(cfg, embedder=embedder)
     if isinstance(diagnostician, str) and diagnostician not in tools.DIAGNOSTICIANS:
@@ -716,7 +719,7 @@ def diagnose(
             index=index,
             progress=progress,
             memory=memory,
-            limits=rnd.config.limits,  # the run's [limits]: what its texts are stored up to
+            limits=rnd.config.part("limits", LimitsConfig),  # the run's [limits]: what its texts are stored up to
         )
     )
     summary.recorded, summary.already_recorded, summary.not_recorded = recorded, already, unrecorded

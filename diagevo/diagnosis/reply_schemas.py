@@ -10,6 +10,8 @@ the check.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -86,6 +88,41 @@ def consolidation(min_words: int, max_words: int) -> dict[str, Any]:
         _object({"merge": _const(True), "merged_label": _phrase(min_words, max_words)["anyOf"][0]}),
         _object({"merge": _const(False), "merged_label": NULL}),
     )
+
+
+_TYPES: dict[str, tuple[type, ...]] = {"object": (dict,), "string": (str,), "boolean": (bool,), "null": (type(None),)}
+
+
+def violation(value: Any, schema: dict[str, Any], where: str = "reply") -> str | None:
+    """Why ``value`` does not fit ``schema`` (one line), or None when it fits. Knows the keywords
+    the schemas above use: ``anyOf``, ``type``, ``enum``, ``pattern``, ``properties``,
+    ``required`` and ``additionalProperties``; ``diagevo doctor`` uses it to tell a reply a server
+    constrained from one it did not."""
+    if "anyOf" in schema:
+        each = [violation(value, option, where) for option in schema["anyOf"]]
+        if all(each):
+            return f"{where}: fits none of {len(each)} alternatives (first: {each[0]})"
+        return None
+    kind = schema.get("type")
+    if kind is not None and not isinstance(value, _TYPES[kind]):
+        return f"{where}: {json.dumps(value)[:60]} is not of type {kind}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{where}: {json.dumps(value)[:60]} is not one of {json.dumps(schema['enum'])[:80]}"
+    if "pattern" in schema and not re.search(schema["pattern"], value):
+        return f"{where}: {json.dumps(value)[:60]} does not match {schema['pattern']}"
+    if kind == "object":
+        properties = schema.get("properties", {})
+        lacking = [k for k in schema.get("required", ()) if k not in value]
+        if lacking:
+            return f"{where}: field {lacking[0]} is missing"
+        extra = [k for k in value if k not in properties]
+        if extra and schema.get("additionalProperties") is False:
+            return f"{where}: field {extra[0]} is not in the schema"
+        for key, sub in properties.items():
+            said = violation(value[key], sub, f"{where}.{key}") if key in value else None
+            if said:
+                return said
+    return None
 
 
 def response_format(json_schema: dict[str, Any]) -> dict[str, Any]:

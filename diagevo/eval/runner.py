@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from diagevo.config import EvalConfig
 from diagevo.curriculum.prompts import SOLVER_SYSTEM, solver_messages
 from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark, Question
+from diagevo.eval.config import EvalConfig
 from diagevo.eval.grading import grade
 from diagevo.generation import Engine, Sampling
 from diagevo.parsing import decode, loads, split_lines

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.catalog.ids import event_id
-from diagevo.config import EvalConfig, migrate
 from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark
+from diagevo.eval.config import EvalConfig
 from diagevo.eval.runner import BenchResult, evaluate
 from diagevo.generation import Engine
 from diagevo.log import EventStore
@@ -54,10 +54,6 @@ def solver_models(store: EventStore, run: str) -> dict[int, str]:
             f"run {run!r} was trained with the {backend} backend: its checkpoints are not language models "
             "(evaluate a model directory with --model, or a run of the hf backend)"
         )
-    try:
-        config = migrate(config)  # hf.solver_model in the logs of earlier versions
-    except ValueError as exc:
-        raise RunEvalError(f"run {run!r}: its stored config: {exc}") from None
     models = {0: str((config.get("solver") or {}).get("model", ""))}
     if not models[0]:
         raise RunEvalError(f"run {run!r} names no base solver (solver.model) in its config")

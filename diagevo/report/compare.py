@@ -3,7 +3,8 @@ per-round statistics (:func:`diagevo.views.stats.round_stats`, what ``memory sta
 overlaid on shared axes, one colour, marker and line style per run: held-out accuracy and every
 metric recorded by name, F_t, ε_{t+1}, Active and Mastered causes.
 
-Run ids and metric names are untrusted: escaped in the HTML, drawn literally in the figures.
+Run ids and metric names are untrusted: escaped by the template engine in the HTML
+(``templates/compare.html``), drawn literally in the figures.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import polars as pl
 
 from diagevo.log import EventStore
 from diagevo.report import figures
-from diagevo.report.html import CSS, _a, _chart, _e, table
+from diagevo.report.html import page_html
+from diagevo.report.page import Chart, Table, chart, table
 from diagevo.views.stats import frame, is_family_detail, metric_columns, round_stats
 from diagevo.words import plural
 
@@ -65,8 +67,38 @@ def _last(df: pl.DataFrame, column: str) -> Any:
     return values[-1] if values.len() else None
 
 
-def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]) -> str:
-    """The comparison page. ``command(run)`` spells the single-run report command of a run."""
+@dataclass(frozen=True, slots=True)
+class RunLegend:
+    """A run of the comparison: its colour and marker in every figure, and its report command."""
+
+    run: str
+    color: str
+    marker: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonPage:
+    ids: str  # the runs, comma-separated
+    count: str  # "2 runs"
+    db_url: str
+    runs: list[RunLegend]
+    summary: Table  # each run's last values
+    charts: list[Chart]
+
+
+def comparison_page(data: Compared, db_url: str, command: Callable[[str], str]) -> ComparisonPage:
+    """The comparison's view data. ``command(run)`` spells the single-run report command of a run."""
+    legend = [
+        RunLegend(run, figures.STYLES[i % len(figures.STYLES)][0], figures.marker_name(i), command(run))
+        for i, run in enumerate(data.runs)
+    ]
+    return ComparisonPage(
+        ", ".join(data.runs), plural(len(data.runs), "run"), db_url, legend, _summary(data), _charts(data)
+    )
+
+
+def _charts(data: Compared) -> list[Chart]:
     charts = []
     for column, title, ylabel, unit in data.series():
         if not any(df[column].is_not_null().any() for df in data.rounds.values()):
@@ -74,23 +106,22 @@ def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]
         fig = figures.overlay(
             data.rounds, column, title, ylabel, unit=unit, counts=column in COUNTS
         )  # every run: its colour kept
-        charts.append(
-            _chart(
-                f"compare-{column}",
-                figures.to_svg(fig),
-                (
-                    f"{title}, per round, one line per run (each run's points set slightly apart so equal values stay "
-                    "visible)"
-                ),
-            )
+        caption = (
+            f"{title}, per round, one line per run (each run's points set slightly apart so equal values stay visible)"
         )
-    summary_rows = []
+        charts.append(chart(f"compare-{column}", fig, caption))
+    return charts
+
+
+def _summary(data: Compared) -> Table:
+    """A row per run: its last committed round's values, each metric at the last round that has it."""
+    rows = []
     for run in data.runs:
         df = data.rounds[run]
         row: dict[str, Any] = {"run": run, "committed rounds": df.height}
         row.update({c: _last(df, c) for c in ("active", "mastered", "F", "epsilon_next")})
         row.update({m: _last(df, m) for m in data.metrics})
-        summary_rows.append(row)
+        rows.append(row)
     schema = {
         "run": pl.Utf8,
         "committed rounds": pl.Int64,
@@ -98,33 +129,12 @@ def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]
         "epsilon_next": pl.Float64,
         **{m: pl.Float64 for m in data.metrics},
     }
-    summary = table(
-        pl.DataFrame(summary_rows, schema=schema, strict=False), {"epsilon_next": "ε_t+1", "F": "F_t"}, left=("run",)
-    )
-    legend = "".join(
-        f'<li><span class="swatch" style="background:{figures.STYLES[i % len(figures.STYLES)][0]}"></span>'
-        f"{_e(figures.marker_name(i))} <code>{_e(run)}</code> · <code>{_e(command(run))}</code></li>"
-        for i, run in enumerate(data.runs)
-    )
-    body = (
-        f'<section id="runs"><h2>Runs</h2><ul class="runs">{legend}</ul>'
-        '<p class="note">the last committed round\'s values (each metric at the last round that recorded '
-        f"it)</p>{summary}</section>"
-        f'<section id="curves"><h2>Curves</h2><div class="charts">{"".join(charts)}</div></section>'
-    )
-    ids = ", ".join(data.runs)
-    css = CSS + (
-        ".swatch { display:inline-block; width:12px; height:12px; margin-right:6px; border:1px solid #555; "
-        "}\nul.runs { list-style:none; padding-left:0; }\n"
-    )
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>diagevo runs {_a(ids)}</title><style>{css}</style></head><body>"
-        f"<header><h1>diagevo: {plural(len(data.runs), 'run')} compared</h1>"
-        f"<p>{_e(ids)} · log {_e(db_url)} · per round, as <code>diagevo memory stats</code> prints it</p></header>"
-        f"<main>{body}</main></body></html>"
-    )
+    return table(pl.DataFrame(rows, schema=schema, strict=False), {"epsilon_next": "ε_t+1", "F": "F_t"}, left=("run",))
 
 
-__all__ = ["Compared", "load_runs", "render_comparison"]
+def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]) -> str:
+    """The comparison page. ``command(run)`` spells the single-run report command of a run."""
+    return page_html("compare.html", comparison_page(data, db_url, command))
+
+
+__all__ = ["Compared", "ComparisonPage", "comparison_page", "load_runs", "render_comparison"]

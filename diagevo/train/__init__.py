@@ -9,13 +9,18 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from diagevo.config import Config, redact_url
 from diagevo.errors import BadInput, Conflict, NotFound, Unavailable
-from diagevo.log import EventStore
+from diagevo.progress import ProgressFn, no_progress
 from diagevo.redaction import given_secrets
-from diagevo.train.backend import Backend, ProgressFn, no_progress
+from diagevo.train.config import Config
+from diagevo.urls import redact_url
 from diagevo.words import did_you_mean
+
+if TYPE_CHECKING:  # types only: the config alone is read without loading the loop's parts
+    from diagevo.log import EventStore
+    from diagevo.train.backend import Backend
 
 
 class BackendUnavailable(Unavailable, ValueError):
@@ -26,7 +31,7 @@ def make_backend(config: Config) -> Backend:
     """The training backend ``config.train.backend`` names: ``sim`` (the CPU simulator world) or
     ``hf`` (transformers + TRL; its dependencies are imported only here)."""
     if config.train.backend == "sim":
-        from diagevo.train.sim import SimBackend
+        from diagevo.train.sim.backend import SimBackend
 
         return SimBackend(config, config.train.seed)
     if config.train.backend == "hf":
@@ -92,29 +97,29 @@ def refuse_foreign_resume(store: EventStore, run: str) -> None:
 def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]) -> Config:
     """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
     the next round (:func:`diagevo.rounds.configure_run`: refused while a round is under way)."""
-    from pydantic import ValidationError
-
-    from diagevo.config import apply_overrides, config_error
     from diagevo.rounds import configure_run
+    from diagevo.sections import apply_overrides, checked
 
     data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), overrides)
-    try:
-        config = Config.model_validate(data)
-    except ValidationError as exc:
-        raise config_error(exc, overrides) from None
+    config = checked(Config, data, overrides=overrides)
     configure_run(store, run, config)
     return config
 
 
 def resumed_config(store: EventStore, run: str, config: Config, overrides: list[str] | None = None) -> Config:
-    """The config a resumed run trains with: the one its log records, ``overrides`` applied (a
-    change is recorded), and the credentials the log does not keep (a URL's password is stored
-    as ``***``) taken from ``config``, the command's, where it names the same URL."""
+    """The config a resumed run trains with: the one its log records (each component's part
+    validated by its owner, :meth:`Config.of`), ``overrides`` applied (a change is recorded), and
+    the credentials the log does not keep (a URL's password is stored as ``***``) taken from
+    ``config``, the command's, where it names the same URL."""
     from diagevo.rounds import stored_config
 
-    saved = stored_config(store, run)
-    if saved is None:
+    stored = stored_config(store, run)
+    if stored is None:
         return config
+    try:
+        saved = Config.of(stored)
+    except BadInput as exc:  # a component's field that its owner no longer takes
+        raise BadInput(f"the config stored for run {run!r} does not validate: {exc}") from None
     secrets = given_secrets(saved.redacted(), config.model_dump(mode="json", exclude={"db"}))
     again = [f"{field}={json.dumps(value)}" for field, value in secrets]
     if overrides or again:
@@ -140,10 +145,16 @@ def train(
     backend: Backend | None = None,
     overrides: list[str] | None = None,
     lead: Callable[[Backend], Backend] | None = None,
+    checked: bool = False,
 ) -> tuple[str, list]:
     """Train (or resume) a run up to round ``rounds`` (default: the config's); returns the run id
     and the reports of the rounds it ran. ``lead`` wraps the backend, built from the run's
-    config, for the rank that leads a multi-process launch."""
+    config, for the rank that leads a multi-process launch.
+
+    The preflight (:func:`ready`) refuses a config this machine cannot run before the run or its
+    lease is written; ``checked=True``: the caller has run it on ``config`` already (``diagevo
+    train`` does, before it creates the database), so it is not run twice. A resumed run trains
+    with the config its log records, which is checked here in any case."""
     from diagevo.rounds import OUR_TRAINER, start_run
     from diagevo.train.folders import check_folders
     from diagevo.train.loop import Trainer
@@ -154,7 +165,7 @@ def train(
     run = run_id_for(store, config, resume)
     check_folders(config, store.url, run)  # before the lease or any event: a refusal writes nothing
     wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
-    if backend is None and not resume:
+    if backend is None and not resume and not checked:
         ready(config, store.url)  # before the run (or its lease) is written: a refusal leaves nothing
     if resume:
         refuse_foreign_resume(store, run)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from diagevo.config import Config
 from diagevo.confined import no_links_below, owned_dir
 from diagevo.paths import beside_database, run_name
+from diagevo.train.config import Config
 
 
 def check_folders(config: Config, db_url: str, run: str) -> None:

@@ -23,7 +23,6 @@ from typing import Any
 
 from diagevo import curriculum as cur
 from diagevo import rounds as protocol
-from diagevo.config import Config
 from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import NotFound
@@ -32,6 +31,7 @@ from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, ProgressFn, no_progress
+from diagevo.train.config import Config
 from diagevo.train.tracking import Tracker, numbers, open_tracker
 from diagevo.views.index import VectorIndex, default_index_path
 from diagevo.views.memory import committed_rounds

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diagevo.config import Config
 from diagevo.errors import BadInput, Hint, NotFound
 from diagevo.generation.local import looks_local
+from diagevo.train.config import Config
 
 PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.PROVENANCE
 TINY_RECORD = "tiny.json"  # written last by diagevo.train.hf.tiny.build_tiny

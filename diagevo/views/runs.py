@@ -72,18 +72,18 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_changes(record: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a stored run config that differ from the defaults (dotted names), as its
-    one reader reads it; the config's own bookkeeping (the run id, the database) left out."""
-    from diagevo.config import Config, config_from_record
+    """The method's fields of a stored run config that differ from the paper's values (dotted
+    names), as its one reader reads it; what the components own (the backends, the
+    diagnostician's endpoint) is theirs to read."""
+    from diagevo.config import MethodConfig, config_from_record
     from diagevo.errors import BadInput
 
     try:
         config = config_from_record(record)
     except BadInput:
         return {"(config)": "does not validate"}
-    ours, defaults = _flat(config.redacted()), _flat(Config().redacted())
-    skip = ("train.run", "db")
-    return {k: v for k, v in ours.items() if defaults.get(k) != v and not k.startswith(skip)}
+    ours, defaults = _flat(config.redacted()), _flat(MethodConfig().redacted())
+    return {k: v for k, v in ours.items() if k in defaults and defaults[k] != v}
 
 
 def summarise(store: Recorder, run: str) -> RunSummary:

@@ -17,11 +17,14 @@ import random
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from diagevo.config import Config, Role
+from diagevo.config import Role
 from diagevo.errors import BadInput
 from diagevo.generation.vllm_platform import Decision, decide, engine_options, environment, explain, platform_of
+
+if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
+    from diagevo.train.config import Config
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,9 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagevo import curriculum as cur
-from diagevo.config import Config
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput, NotFound, Unavailable
@@ -40,6 +39,9 @@ from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn
 from diagevo.train.hf.args import PhasePlan, Role, attention, grpo_kwargs, phase_plan, step_order
 from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank
 from diagevo.train.hf.tiny import HELDOUT_FILE
+
+if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
+    from diagevo.train.config import Config
 
 STAT_KEYS = {
     "loss": "loss",

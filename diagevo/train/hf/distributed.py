@@ -21,14 +21,16 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from diagevo.config import Config
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
+
+if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
+    from diagevo.train.config import Config
 
 T = TypeVar("T")
 

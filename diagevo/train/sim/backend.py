@@ -21,10 +21,10 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from diagevo.config import Config
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
@@ -35,6 +35,9 @@ from diagevo.train.sim.families import families, variants_of
 from diagevo.train.sim.solver import Solver, group_advantages, sigmoid
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Question, Registry, Spec
+
+if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
+    from diagevo.train.config import Config
 
 STATE_FILE = "sim_backend.json"
 PSEUDO_LABEL_VOTES = 12  # Figure 3c: majority over 12 responses, as for curriculum construction

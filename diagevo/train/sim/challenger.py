@@ -24,8 +24,8 @@ import numpy as np
 
 from diagevo.diagnosis.interface import Embedder
 from diagevo.memory.sampler import GenerationRequest
+from diagevo.train.sim.config import SimParams
 from diagevo.train.sim.families import Family, variants_of
-from diagevo.train.sim.params import WorldParams
 from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, MAX_PARTS, Spec
 
 HEADS = {"difficulty": MAX_DIFFICULTY + 1, "pad": MAX_PAD + 1, "distract": MAX_DISTRACT + 1, "depth": MAX_PARTS}
@@ -70,7 +70,7 @@ class Challenger:
     def __init__(
         self,
         fams: Sequence[Family],
-        params: WorldParams,
+        params: SimParams,
         embedder: Callable[[], Embedder],
         *,
         composition: bool = True,

@@ -47,7 +47,7 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
-from diagevo.train.sim.families import VARIANT_BY_KEY, Family, variants_of
+from diagevo.train.sim.families import Family, catalogue, variants_of
 from diagevo.train.sim.text import signature
 
 MODEL = "sim-diagnostician"
@@ -87,7 +87,7 @@ def _step_signatures(keys: tuple[str, ...], seed: int) -> dict[str, str]:
     rng = random.Random(f"sim-steps:{seed}")
     table: dict[str, str] = {}
     for key in keys:
-        v = VARIANT_BY_KEY[key]
+        v = catalogue().variant_by_key[key]
         for d in range(4):
             for _ in range(40):
                 inst = v.make(rng, d)

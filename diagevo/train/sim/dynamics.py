@@ -27,7 +27,7 @@ from pathlib import Path
 
 from diagevo import curriculum as cur
 from diagevo.catalog.ids import event_id
-from diagevo.config import Config
+from diagevo.config import MethodConfig
 from diagevo.log import EventStore
 from diagevo.memory.sampler import FREE
 from diagevo.rounds import record_retrospective
@@ -131,7 +131,7 @@ def _label_truth(labelled: Sequence[tuple[str, str | None]], backend: SimBackend
     return ok / n if n else 0.0
 
 
-def _mean_repetition(texts: Sequence[str], config: Config) -> float:
+def _mean_repetition(texts: Sequence[str], config: MethodConfig) -> float:
     """Mean ``r_rep`` (Eq. 10) over one round's questions taken as one batch."""
     if len(texts) < 2:
         return 0.0

@@ -28,9 +28,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from diagevo.config import SimConfig
+from diagevo.train.sim.config import SimConfig, SimParams
 from diagevo.train.sim.families import Family, variants_of
-from diagevo.train.sim.params import WorldParams
 from diagevo.train.sim.world import WRONG_VALUES, Question, render_response
 
 _OFFSETS = (-3, -2, -1, 1, 2, 3, 4, 5, 6, 9)
@@ -58,7 +57,7 @@ class _Grad:
 
 
 class Solver:
-    def __init__(self, fams: Sequence[Family], params: WorldParams, sim: SimConfig) -> None:
+    def __init__(self, fams: Sequence[Family], params: SimParams, sim: SimConfig) -> None:
         self.params = params
         self.sim = sim
         self.variants = variants_of(tuple(fams))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import product
@@ -71,7 +72,7 @@ def _combo_text(coef: tuple[int, ...]) -> str:
     return " + ".join(f"{'' if c == 1 else c}{chr(65 + i)}" for i, c in enumerate(coef))
 
 
-def build(spec: Spec, variants: dict[str, Variant]) -> Question:
+def build(spec: Spec, variants: Mapping[str, Variant]) -> Question:
     rng = random.Random(spec.seed)
     parts = tuple(variants[k].make(rng, spec.difficulty) for k in spec.skills)
     if len(parts) == 1:
@@ -140,7 +141,7 @@ def render_response(steps: tuple[str, ...], value: Fraction) -> str:
 class Registry:
     """Question text -> spec, plus a bounded cache of rendered questions."""
 
-    def __init__(self, variants: dict[str, Variant], cache_size: int = 20_000) -> None:
+    def __init__(self, variants: Mapping[str, Variant], cache_size: int = 20_000) -> None:
         self._variants = variants
         self.specs: dict[str, Spec] = {}
         self._cache: OrderedDict[Spec, Question] = OrderedDict()

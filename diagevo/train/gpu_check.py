@@ -21,7 +21,7 @@ from typing import Any
 from diagevo.errors import BadInput, Hint, Unavailable
 from diagevo.progress import ProgressFn, no_progress
 
-CONFIG = Path(__file__).resolve().parents[3] / "configs" / "gpu-check.toml"
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "gpu-check.toml"
 
 
 @dataclass
@@ -127,9 +127,9 @@ def run_check(
     """One round of ``configs/gpu-check.toml`` with both roles from ``model``, into ``out``."""
     import torch
 
-    from diagevo.config import load_config
     from diagevo.log import open_log
     from diagevo.train import train
+    from diagevo.train.config import load_config
     from diagevo.train.hf.args import attention
     from diagevo.train.hf.backend import HFBackend
     from diagevo.views.verify import verify_run

@@ -1,0 +1,238 @@
+"""Whether a server can serve the diagnostician: one probe per stage (``diagevo doctor --diagnostician``).
+
+Each probe is a real request of its stage (Prompts 1-4), built by the code that builds the
+pipeline's requests (:class:`~diagevo.diagnosis.llm.LLMDiagnostician`: its ``*_request``
+methods and :meth:`~diagevo.diagnosis.llm.LLMDiagnostician.request_body`) from one tiny failure
+whose answer is known, so a probe cannot drift from the calls a round makes. The probes go out
+together, once each (no retry, no re-ask: a doctor reports, it does not insist), and each gets a
+:class:`StageProbe`: a verdict and one line of why.
+
+A reply passes when diagevo's own check reads it (what a round would record) *and* it is what a
+server constraining decoding to the stage's JSON Schema returns: one bare JSON object that fits
+the schema. The lenient reading of a round may accept a reply wrapped in prose; a doctor does
+not, because the next reply of an unconstrained server need not be so lucky.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from diagevo.diagnosis import reply_schemas
+from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
+from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_structured
+from diagevo.diagnosis.parsing import ReplyError
+from diagevo.fixes import Advice, Fix
+from diagevo.openai_client import TransportError
+from diagevo.urls import redact_url
+
+Verdict = Literal["ok", "unreachable", "http error", "no structured outputs", "thinking leaked", "too slow"]
+
+TITLES = {
+    "extract": "extraction (Prompt 1)",
+    "deduplicate": "deduplication (Prompt 2)",
+    "assign_node": "node assignment (Prompt 3)",
+    "consolidate": "consolidation (Prompt 4)",
+}
+SEE = "docs: how-to/diagnostician"
+FIXES: dict[Verdict, Fix] = {
+    "unreachable": Fix.of(Advice(f"start the server, or check the URL (it ends in /v1; {SEE})")),
+    "http error": Fix.of(Advice("read the server's message: check the URL (it ends in /v1), the model name, the key")),
+    "no structured outputs": Fix.of(
+        Advice(f"serve it where response_format json_schema constrains the reply (vLLM, llama-server; {SEE})")
+    ),
+    "thinking leaked": Fix.of(
+        Advice(
+            "serve a non-thinking model (Qwen/Qwen3-4B-Instruct-2507), or a server that passes "
+            "chat_template_kwargs to the chat template"
+        )
+    ),
+    "too slow": Fix.of(Advice("serve it on a faster machine, or allow more: diagnosis.request_timeout_s")),
+}
+
+# one failure of known answer: 2 + 3 × 4 worked left to right; its cause, a node, and a second node
+KNOWN = KnownCause(
+    "c1", "active", "applies arithmetic operations strictly left to right, ignoring that multiplication binds tighter"
+)
+NEW_CAUSE = "evaluates addition before multiplication in mixed expressions, ignoring the standard order of operations"
+FAILURE = ExtractionInput(
+    failure_id="probe",
+    question_id="probe",
+    question="Compute 2 + 3 × 4.",
+    pseudo_label="14",
+    response="Add first: 2 + 3 = 5. Then multiply: 5 × 4 = 20. The answer is 20.",
+    reference="Multiply first: 3 × 4 = 12. Then add: 2 + 12 = 14. The answer is 14.",
+    known=(KNOWN,),
+)
+NODE_A = NodeView(
+    "n1",
+    "applies the order of operations correctly in arithmetic expressions with mixed operators",
+    (KNOWN.description,),
+)
+NODE_B = NodeView(
+    "n2",
+    "evaluates mixed arithmetic expressions respecting operator precedence and the conventional order",
+    ("multiplies before adding only when the multiplication is written first in the expression",),
+)
+REPLY_KEPT = 300  # characters of a reply a probe keeps to show
+_THINK = re.compile(r"</?think>", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class StageProbe:
+    """One stage's probe: the stage (as ``llm.called`` names it), its verdict, one line of why
+    (or of what came back), the seconds it took (None when no reply came), what fixes a
+    verdict that is not ``ok``, and the reply's text (the server's words: untrusted)."""
+
+    stage: str
+    verdict: Verdict
+    detail: str
+    latency_s: float | None = None
+    fix: Fix | None = None
+    reply: str = ""
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.stage]
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "ok"
+
+
+@dataclass(frozen=True)
+class DiagnosticianProbe:
+    """The probes of one server and model: the URL (without credentials), the model, the
+    deadline of each probe and one :class:`StageProbe` a stage, in pipeline order."""
+
+    url: str
+    model: str
+    timeout_s: float
+    stages: tuple[StageProbe, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(s.ok for s in self.stages)
+
+
+@dataclass(frozen=True)
+class _Message:
+    """The part of a chat completion a probe judges; ``content`` None: not a chat completion."""
+
+    content: str | None
+    thinking: str = ""
+    finish: str | None = None
+
+
+def _message(data: Any) -> _Message:
+    try:
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        return _Message(None)
+    content = message.get("content") if isinstance(message, dict) else None
+    thinking = message.get("reasoning_content") or message.get("reasoning") if isinstance(message, dict) else None
+    finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+    return _Message(content if isinstance(content, str) else "", str(thinking or ""), finish)
+
+
+def stage_requests(diagnostician: LLMDiagnostician) -> tuple[StageRequest[Any], ...]:
+    """The four probe requests, as the diagnostician builds any request of its stages."""
+    return (
+        diagnostician.extract_request(FAILURE),
+        diagnostician.dedup_request(NEW_CAUSE, (KNOWN,)),
+        diagnostician.assign_request(NEW_CAUSE, (NODE_A,)),
+        diagnostician.consolidate_request(NODE_A, NODE_B),
+    )
+
+
+def _verdict(stage: str, verdict: Verdict, detail: str, latency: float | None, reply: str = "") -> StageProbe:
+    return StageProbe(stage, verdict, detail, latency, FIXES.get(verdict), reply[:REPLY_KEPT])
+
+
+def _judge(request: StageRequest[Any], message: _Message, latency: float, max_tokens: int | None) -> StageProbe:
+    """A reply that came back, judged: a chat completion, no thinking, read by diagevo's check,
+    and constrained (one bare JSON object fitting the stage's schema)."""
+    stage, content = request.stage, message.content
+    if content is None:
+        return _verdict(
+            stage, "http error", "the server answered 200 with something that is not a chat completion", latency
+        )
+    if _THINK.search(content) or message.thinking:
+        where = "reasoning_content" if message.thinking else "the reply's <think> block"
+        said = f"thinking text in {where}: the server did not apply chat_template_kwargs.enable_thinking=false"
+        return _verdict(stage, "thinking leaked", said, latency, content or message.thinking)
+    if message.finish == "length":
+        said = f"the reply was cut at max_tokens={max_tokens} before its JSON ended: it was not constrained"
+        return _verdict(stage, "no structured outputs", said, latency, content)
+    try:
+        request.parse(content)
+    except ReplyError as exc:
+        said = f"diagevo's check refuses the reply ({exc}): the server did not constrain it to the stage's schema"
+        return _verdict(stage, "no structured outputs", said, latency, content)
+    try:
+        value = json.loads(content)
+    except ValueError:
+        value = None
+    why = (
+        reply_schemas.violation(value, request.schema["schema"])
+        if isinstance(value, dict)
+        else "not one bare JSON object"
+    )
+    if why:
+        said = f"read this time, but not constrained ({why}): the server ignores response_format"
+        return _verdict(stage, "no structured outputs", said, latency, content)
+    return _verdict(stage, "ok", f"{latency:.2f} s: one JSON object that fits the schema", latency, content)
+
+
+async def _probe(diagnostician: LLMDiagnostician, request: StageRequest[Any], timeout_s: float) -> StageProbe:
+    body = diagnostician.request_body(request.messages, request.schema)
+    t0 = time.perf_counter()
+    try:
+        async with asyncio.timeout(timeout_s):
+            message, _ = await diagnostician.client.post("/chat/completions", body, _message)
+    except TimeoutError:
+        return _verdict(request.stage, "too slow", f"no reply within {timeout_s:g} s", None)
+    except TransportError as exc:
+        line = str(exc)
+        if refuses_structured(exc):
+            return _verdict(request.stage, "no structured outputs", f"the server refuses response_format: {line}", None)
+        if exc.status is not None or line.startswith("HTTP "):  # a 4xx, or a 5xx the one attempt got
+            return _verdict(request.stage, "http error", line, None)
+        return _verdict(request.stage, "unreachable", line, None)
+    return _judge(request, message, time.perf_counter() - t0, diagnostician.max_tokens)
+
+
+async def _probe_all(diagnostician: LLMDiagnostician, timeout_s: float) -> tuple[StageProbe, ...]:
+    try:
+        found = await asyncio.gather(*(_probe(diagnostician, r, timeout_s) for r in stage_requests(diagnostician)))
+    finally:
+        await diagnostician.aclose()
+    return tuple(found)
+
+
+def probe_diagnostician(
+    url: str, model: str, config: DiagnosisConfig | None = None, timeout_s: float | None = None
+) -> DiagnosticianProbe:
+    """Probe the server at ``url`` serving ``model`` with one request per stage. ``config``: the
+    ``[diagnosis]`` section whose key, phrase lengths and deadline the real requests use (the
+    defaults without it); ``timeout_s``: each probe's deadline (default: the config's
+    ``request_timeout_s``)."""
+    from diagevo.aio import run
+
+    cfg = config or DiagnosisConfig()
+    deadline = timeout_s or cfg.request_timeout_s
+    # built as a round builds it; the client's own deadline lies past the probe's, which decides
+    diagnostician = LLMDiagnostician.from_config(
+        cfg, base_url=url, model=model, max_retries=0, timeout_s=deadline + 5, failure_timeout_s=None
+    )
+    stages = run(_probe_all(diagnostician, deadline))
+    return DiagnosticianProbe(redact_url(url), model, deadline, stages)
+
+
+__all__ = ["DiagnosticianProbe", "StageProbe", "Verdict", "probe_diagnostician", "stage_requests"]

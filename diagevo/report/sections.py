@@ -1,0 +1,338 @@
+"""The run report as typed view data: its header and its sections in page order, each what its
+template (``templates/sections/<id>.html``) lays out, every text still plain text and every
+number already formatted. :func:`run_page` reads a :class:`~diagevo.report.data.RunData`.
+
+The configuration is shown without credentials (:func:`diagevo.redaction.redact_config`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from diagevo.redaction import redact_config
+from diagevo.report import figures
+from diagevo.report.causes import Causes, Tree, causes, tree
+from diagevo.report.data import PHASES, RunData
+from diagevo.report.page import Chart, Table, cell, chart, table
+from diagevo.views.queries import STEP_FIELDS
+from diagevo.views.runs import OLDER_LOG, OUR_TRAINER
+from diagevo.words import plural
+
+Command = Callable[..., str]
+"""``command("memory", "why", cause_id)``: a diagevo command for this database and run, as the
+user would type it (each argument one word, quoted where it must be)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fork:
+    run: str
+    round: str
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The page's head: the run, where its log is, and what ``diagevo runs`` says of it."""
+
+    run: str
+    committed: str  # "3 committed rounds"
+    open_note: str  # "; round 4 is in progress", or ""
+    driver: str  # the trainer (and backend)
+    seed: int
+    db_url: str
+    last_seq: int
+    recorded_at: str
+    forked_from: Fork | None = None
+    tags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    value: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    """The checkpoint ``eval --select`` chose: on which benchmark, which round, every round's score."""
+
+    benchmark: str
+    round: int
+    scores: str
+
+
+@dataclass(frozen=True, slots=True)
+class Accuracy:
+    charts: list[Chart]
+    benchmarks: Table | None
+    selected: Selected | None
+    families: Chart | None  # held-out accuracy by skill family
+
+
+@dataclass(frozen=True, slots=True)
+class Charts:
+    charts: list[Chart]
+
+
+@dataclass(frozen=True, slots=True)
+class Questions:
+    chart: Chart
+    table: Table
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    chart: Chart
+    table: Table
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    seed: int
+    text: str  # the redacted config as indented JSON
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    what: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A section of the page: its anchor, its heading, and what its partial lays out."""
+
+    id: str
+    title: str
+    view: list[Card] | Accuracy | Charts | Questions | Causes | Tree | Table | Timing | Config | list[Audit]
+
+    @property
+    def partial(self) -> str:
+        return f"sections/{self.id}.html"
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    header: Header
+    sections: list[Section]
+
+
+def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
+    """The run report's view data. ``command(*args)`` spells a diagevo command for this
+    database and run."""
+    rounds = data.rounds
+    sections = [Section("summary", "Summary", summary(data))]
+    if rounds.height:
+        sections.append(Section("accuracy", "Accuracy", accuracy(data)))
+        sections.append(Section("memory", "Memory lifecycle and schedule", memory(rounds)))
+    if data.steps.height:
+        sections.append(Section("steps", "GRPO steps", steps(data.steps)))
+    if data.questions.height:
+        sections.append(Section("questions", "Generated questions", questions(data.questions)))
+    sections.append(Section("causes", "Error causes", causes(data, command)))
+    sections.append(Section("tree", "Skill-node tree", tree(data.memories)))
+    if rounds.height:
+        sections.append(Section("rounds", "Rounds", rounds_table(rounds)))
+    if data.timing.height:
+        sections.append(Section("timing", "Time per phase (Table 6)", timing(data.timing)))
+    sections.append(Section("config", "Configuration", Config(data.seed, config_text(data))))
+    sections.append(Section("audit", "Audit further", audits(data, command)))
+    return RunPage(header(data, db_url), sections)
+
+
+def header(data: RunData, db_url: str) -> Header:
+    backend = (data.config.get("train") or {}).get("backend")
+    trainer = data.trainer or OLDER_LOG
+    fork = data.forked_from
+    return Header(
+        run=data.run,
+        committed=plural(len(data.committed), "committed round"),
+        open_note=f"; round {data.open_round} is in progress" if data.open_round else "",
+        driver=f"{trainer} (backend {backend})" if trainer == OUR_TRAINER and backend else trainer,
+        seed=data.seed,
+        db_url=db_url,
+        last_seq=data.last_seq,
+        recorded_at=data.recorded_at,
+        forked_from=Fork(_text(fork.get("run")), _text(fork.get("round"))) if fork else None,
+        tags=list(data.tags),
+        notes=list(data.notes),
+    )
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def summary(data: RunData) -> list[Card]:
+    """The cards of the last committed round."""
+    r = data.rounds.tail(1).to_dicts()[0] if data.rounds.height else {}
+    cards = [
+        ("committed rounds", len(data.committed)),
+        ("held-out accuracy", cell(r.get("heldout_acc"))),
+        ("Active causes", r.get("active", 0)),
+        ("Mastered causes", r.get("mastered", 0)),
+        ("skill nodes", r.get("nodes", 0)),
+        ("F_t", r.get("F", 0)),
+        ("ε next round", cell(r.get("epsilon_next"))),
+        ("causes in all", len(data.stories)),
+    ]
+    if data.selected:
+        cards.append(("selected checkpoint", f"round {data.selected['round']}"))
+    return [Card(_text(value), label) for label, value in cards]
+
+
+def accuracy(data: RunData) -> Accuracy:
+    """Fig. 3a, every other metric by name, Fig. 3c, the benchmark scores, the checkpoint choice
+    and held-out accuracy by skill family."""
+    rounds = data.rounds
+    charts = [
+        chart(
+            "accuracy",
+            figures.accuracy(rounds, data.benchmarks),
+            "Fig. 3a: held-out accuracy and benchmark scores per round",
+        )
+    ]
+    named = [m for m in data.metrics if not m.startswith("bench/")]  # benchmarks: in Fig. 3a
+    if named:
+        charts.append(
+            chart(
+                "metrics",
+                figures.metrics(rounds, named),
+                "every other metric the run recorded, by name (round commit --metric)",
+            )
+        )
+    if rounds["pseudo_label_acc"].is_not_null().any():
+        charts.append(
+            chart(
+                "pseudo-labels",
+                figures.pseudo_labels(rounds),
+                "Fig. 3c: accuracy of the majority-vote pseudo-labels",
+            )
+        )
+    benchmarks = None
+    if data.benchmarks.height:
+        frame = data.benchmarks.select("round", "benchmark", "n", "accuracy", "k", "mean_at_k", "model")
+        benchmarks = table(frame, left=("benchmark", "model"))
+    families = None
+    if data.heldout_detail.height:
+        families = chart(
+            "heldout-families",
+            figures.heatmap(data.heldout_detail, "Held-out accuracy by skill family"),
+            "held-out accuracy of each family (the value is printed in each cell)",
+        )
+    return Accuracy(charts, benchmarks, selected(data), families)
+
+
+def selected(data: RunData) -> Selected | None:
+    sel = data.selected
+    if not sel:
+        return None
+    scores = ", ".join(
+        f"round {t}: {v:.3f}" for t, v in sorted(sel.get("scores", {}).items(), key=lambda kv: int(kv[0]))
+    )
+    return Selected(_text(sel.get("benchmark")), sel["round"], scores)
+
+
+def memory(rounds: pl.DataFrame) -> Charts:
+    return Charts(
+        [
+            chart(
+                "lifecycle",
+                figures.lifecycle(rounds),
+                "Fig. 3b: Active and Mastered causes and skill nodes at each commit",
+            ),
+            chart("schedule", figures.schedule(rounds), "F_t and ε_t+1 (Eq. 1) at each commit"),
+        ]
+    )
+
+
+def steps(frame: pl.DataFrame) -> Charts:
+    fields = [f for f in STEP_FIELDS if f in frame.columns]
+    caption = (
+        "each GRPO step's signals as TRL logs them (train.step), challenger and solver apart; x: the role's "
+        "step over all rounds"
+    )
+    return Charts([chart("steps", figures.steps(frame, fields), caption, wide=True)])
+
+
+def questions(stats: pl.DataFrame) -> Questions:
+    caption = "Fig. 4: mean length in words and pooled 2-gram diversity of the questions generated each round, by mode"
+    frame = stats.with_columns((pl.col("distinct_2") * 100).alias("distinct-2 (%)")).select(
+        "round", "mode", "n", "mean_words", "distinct-2 (%)"
+    )
+    return Questions(
+        chart("questions", figures.question_properties(stats), caption, wide=True),
+        table(frame, left=("mode",), digits=1),
+    )
+
+
+# the Rounds table's short headers (the full names in each header's title)
+ROUND_HEADERS = {
+    "epsilon_next": "ε_t+1",
+    "F": "F_t",
+    "heldout_acc": "held-out acc",
+    "pseudo_label_acc": "label acc",
+    "failed_diagnoses": "failed diag.",
+    "attributions": "attrib.",
+    "promotions": "prom.",
+    "reactivations": "react.",
+}
+
+
+def rounds_table(rounds: pl.DataFrame) -> Table:
+    """A row per committed round, a column per metric by name; the benchmarks have their table
+    under Accuracy."""
+    return table(rounds.select([c for c in rounds.columns if not c.startswith("bench/")]), ROUND_HEADERS)
+
+
+def timing(seconds: pl.DataFrame) -> Timing:
+    return Timing(
+        chart("timing", figures.timing(seconds, PHASES), "seconds per phase and round"),
+        timing_table(seconds),
+    )
+
+
+def timing_table(seconds: pl.DataFrame) -> Table:
+    """Seconds per phase summed over rounds and their share of the total, as the paper's Table 6."""
+    order = {phase: i for i, phase in enumerate(PHASES)}
+    per = (
+        seconds.group_by("phase")
+        .agg(pl.col("seconds").sum())
+        .with_columns(pl.col("phase").replace_strict(order, default=len(order)).alias("order"))
+        .sort("order", "phase")
+    )
+    total = per["seconds"].sum() or 1.0
+    per = per.with_columns(
+        pl.col("phase").replace_strict(PHASES, default=pl.col("phase")).alias("component"),
+        (pl.col("seconds") / total * 100).alias("share (%)"),
+    ).select("component", "phase", "seconds", "share (%)")
+    return table(per, left=("component", "phase"), digits=1)
+
+
+def config_text(data: RunData) -> str:
+    """The config as stored in run.started, secrets redacted; non-ASCII written as JSON escapes."""
+    return json.dumps(redact_config(data.config), indent=2, sort_keys=True)
+
+
+def audits(data: RunData, command: Command) -> list[Audit]:
+    """The diagevo commands that check what the page shows, for this database and run."""
+    t = data.committed[-1] if data.committed else 0
+    # the cause with the most eventful story (promotions, reactivations, merges) as the example
+    some_cause = max(
+        data.stories, key=lambda c: sum(e["kind"] != "attributed" for e in data.stories[c]["timeline"]), default="C1"
+    )
+    rows: list[tuple[str, tuple[str, ...]]] = [
+        ("rebuild a round's memory from the log", ("memory", "replay", "--round", str(t))),
+        ("one row per round", ("memory", "stats")),
+        ("a cause's story", ("memory", "why", some_cause)),
+        ("every reactivation", ("memory", "events", "--type", "cause.reactivated")),
+        ("hash chain, invariants, snapshots", ("memory", "verify")),
+        ("the log as JSONL", ("memory", "export", "-o", "log.jsonl")),
+    ]
+    if (data.config.get("train") or {}).get("backend") == "hf":
+        rows.append(("benchmark the checkpoints", ("eval", "--bench", "math500=PATH", "--select", "VAL_FILE")))
+    return [Audit(what, command(*args)) for what, args in rows]

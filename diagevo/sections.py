@@ -1,0 +1,331 @@
+"""The base of every config section, and how a config that is refused is named.
+
+A run is configured by one TOML file of sections (tables). Each section's class lives beside
+the part of diagevo that reads it (the method's in :mod:`diagevo.config`, the diagnostician's in
+:mod:`diagevo.diagnosis.config`, each backend's beside the backend) and derives from
+:class:`Section`: strict (an unknown name is refused), checked again on assignment, and refusing
+with a :class:`ConfigError` that names the field at fault by its dotted name, a nested one
+included, with the names it most likely means as data. Only ``cli/`` spells those as command-line
+options; a message here names fields and TOML tables, never a command.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+
+from diagevo.errors import BadInput, Hint
+from diagevo.parsing import error_reason, shorten, toml_loads
+from diagevo.redaction import redact_config
+from diagevo.words import you_mean
+
+S = TypeVar("S", bound=BaseModel)
+
+
+class ConfigError(BadInput):
+    """A config diagevo refuses, named as data: ``key``, the dotted section or field at fault;
+    ``unknown``, ``"section"`` or ``"field"`` when no such name exists (empty for a bad value);
+    ``meant``, the dotted names it most likely means; ``value``, what an override
+    (``section.field=value``) gave the key, where one did; ``said``, the message without the
+    names meant. ``error`` is pydantic's account (type, loc, msg, input), from which a caller that
+    knows where the config came from names it again (:func:`checked`)."""
+
+    def __init__(
+        self,
+        said: str,
+        *,
+        error: Mapping[str, Any] | None = None,
+        unknown: str = "",
+        meant: Sequence[str] = (),
+        shown: Sequence[str] = (),
+        value: str | None = None,
+        hint: Hint | None = None,
+    ) -> None:
+        super().__init__(said + you_mean(shown), hint=hint)
+        self.said = said
+        self.error = dict(error or {"type": "value_error", "loc": (), "msg": said, "input": None})
+        self.key = ".".join(str(part) for part in self.error["loc"])
+        self.unknown = unknown
+        self.meant = tuple(meant)
+        self.value = value
+
+    @property
+    def reason(self) -> str:
+        """The refusal as ``FIELD: message (got VALUE)``, one short line."""
+        return error_reason(self.error)
+
+
+class Section(BaseModel):
+    """A table of the config file. ``field_order``, where a section is composed of parts (the
+    method's fields and a component's, declared in two places), is the order ``diagevo config``
+    and the reference list them in: the order the file has always had."""
+
+    # strict: a number is a number (TOML's `rounds = true` or "3" is no count), a flag a boolean;
+    # paths, which TOML and the stored config hold as strings, are the fields that relax it
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
+    field_order: ClassVar[tuple[str, ...]] = ()
+
+    # pydantic calls a model's own __init__ for each nested section too: the innermost refusal
+    # travels out as a ConfigError inside pydantic's error, and :func:`first_error` takes it out
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise config_error(first_error(exc), type(self)) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise config_error(first_error(exc), cls) from None
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.field_order and sorted(cls.field_order) != sorted(cls.model_fields):
+            raise TypeError(f"{cls.__name__}.field_order must name each of its fields once")
+
+
+def first_error(exc: ValidationError) -> dict[str, Any]:
+    """The first error of ``exc`` with its whole location. A section's own :class:`ConfigError`
+    (raised while a section nested in it was validated, or by a check of its own) is reported by
+    pydantic as a value error where it was raised: it is taken out, its location prefixed."""
+    err: dict[str, Any] = dict(exc.errors(include_url=False)[0])
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, ConfigError):
+        return {**inner.error, "loc": (*err["loc"], *inner.error["loc"])}
+    return err
+
+
+def checked(model: type[S], data: Any, *, overrides: Sequence[str] = (), path: Path | None = None) -> S:
+    """``data`` validated as ``model``, a refusal named where the data came from: an override
+    (``section.field=value``) of ``overrides``, or the TOML file at ``path``."""
+    try:
+        return model.model_validate(data)
+    except ConfigError as exc:
+        raise config_error(exc.error, model, overrides, path) from None
+
+
+def config_error(
+    error: Mapping[str, Any], model: type[BaseModel], overrides: Sequence[str] = (), path: Path | None = None
+) -> ConfigError:
+    """A refusal of ``model`` as one line naming the field: ``config: grpo.top_p: Input should be
+    ...``; an unknown section or field named where it was given (an override of ``overrides`` or
+    the TOML file ``path``) with the names it most likely means."""
+    loc = tuple(str(p) for p in error["loc"])
+    if error["type"] == "extra_forbidden" and loc:
+        given = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in overrides)}
+        return _unknown(error, model, given, path)
+    where = ".".join(loc)
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    return ConfigError(f"config: {where}: {msg}" if where else f"config: {msg}", error=error)
+
+
+# --- fields, sections and the names meant ---------------------------------------------------
+
+
+def _section_type(info: FieldInfo) -> type[BaseModel] | None:
+    sub = info.annotation
+    return sub if isinstance(sub, type) and issubclass(sub, BaseModel) else None
+
+
+def fields_of(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
+    """The fields of ``model`` in the order the file lists them (:attr:`Section.field_order`)."""
+    order = getattr(model, "field_order", ())
+    fields = model.model_fields
+    return [(name, fields[name]) for name in order] if order else list(fields.items())
+
+
+def field_names(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every settable field of ``model``, dotted (``memory.k``), in the file's order."""
+    out: list[str] = []
+    for name, info in fields_of(model):
+        sub = _section_type(info)
+        out += field_names(sub, f"{prefix}{name}.") if sub else [prefix + name]
+    return out
+
+
+def section_names(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every section (TOML table) of ``model``, dotted (``sim.params``), in the file's order;
+    at the top, also the tables a config carries for others (``other_tables``)."""
+    out: list[str] = []
+    for name, info in fields_of(model):
+        sub = _section_type(info)
+        if sub:
+            out += [prefix + name, *section_names(sub, f"{prefix}{name}.")]
+    if not prefix:
+        out += getattr(model, "other_tables", ())
+    return list(dict.fromkeys(out))
+
+
+def suggest_fields(model: type[BaseModel], key: str) -> list[str]:
+    """The fields an unknown ``key`` most likely means: the field of a flat name the config
+    takes (``k`` -> ``memory.k``), the fields whose last part is the key's, else the closest."""
+    if len(key) > 100:  # no one misspells a name this long
+        return []
+    flat: Mapping[str, str] = getattr(model, "flat_names", {})
+    if key in flat:
+        return [flat[key]]
+    names = field_names(model)
+    last = key.rsplit(".", 1)[-1]
+    # a section and its field joined into one name (``grpo.solver_group_size``, ``hf.solver_model``)
+    joined = [f"{s}.{last[len(s) + 1 :]}" for s in section_names(model) if last.startswith(s.rsplit(".")[-1] + "_")]
+    if any(name in names for name in joined):
+        return [name for name in joined if name in names]
+    same = [n for n in names if n.rsplit(".", 1)[-1] == last]
+    if same:
+        return same[:4]
+    close = difflib.get_close_matches(key, names, n=3, cutoff=0.75)
+    if close:
+        return close
+    lasts = difflib.get_close_matches(last, sorted({n.rsplit(".", 1)[-1] for n in names}), n=2, cutoff=0.75)
+    return [n for n in names if n.rsplit(".", 1)[-1] in lasts][:4]
+
+
+def suggest_sections(model: type[BaseModel], key: str) -> list[str]:
+    """The sections an unknown section ``key`` (dotted) most likely means: those whose last part
+    is the key's (``params`` -> ``sim.params``), else the closest of its siblings, else the
+    closest names, case aside."""
+    if len(key) > 100:
+        return []
+    names = section_names(model)
+    parent, _, last = key.lower().rpartition(".")
+    same = [n for n in names if n.rsplit(".", 1)[-1] == last]
+    if same:
+        return same[:3]
+    siblings = [n for n in names if n.rpartition(".")[0] == parent]
+    close = difflib.get_close_matches(key.lower(), siblings, n=2, cutoff=0.6)
+    return close or difflib.get_close_matches(key.lower(), names, n=2, cutoff=0.75)
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
+def _toml_key(parts: Sequence[str]) -> str:
+    """A dotted name as a TOML key: bare parts as they are, any other quoted (and shortened)."""
+    return ".".join(p if _BARE_KEY.fullmatch(p) else shorten(p, 40) for p in parts)
+
+
+def _in_table(dotted: str) -> str:
+    """``memory.k`` -> ``k in [memory]``; a top-level field is its name."""
+    table, _, name = dotted.rpartition(".")
+    return f"{name} in [{table}]" if table else name
+
+
+def _unknown(
+    error: Mapping[str, Any], model: type[BaseModel], overrides: Mapping[str, str], path: Path | None
+) -> ConfigError:
+    """An unknown section or field, named where it was given (an override or the TOML file),
+    with the names it most likely means."""
+    loc = tuple(str(p) for p in error["loc"])
+    key = ".".join(loc)
+    given = {k: v for k, v in overrides.items() if k == key or k.startswith(key + ".")}
+    in_file = path is not None and not given
+    if isinstance(error.get("input"), Mapping):  # a table: an unknown section
+        return _unknown_section(error, model, path if in_file else None)
+    meant = suggest_fields(model, key)
+    if in_file:
+        where = f"in [{_toml_key(loc[:-1])}]" if len(loc) > 1 else "at the top level"
+        said = f"{path}: unknown field {_toml_key(loc[-1:])} {where}"
+        table = key.rpartition(".")[0]
+        shown = [g.rpartition(".")[2] if g.rpartition(".")[0] == table else _in_table(g) for g in meant]
+    else:
+        said, shown = f"unknown config field {shorten(key, 60)}", meant
+    if not meant:  # ``diagevo config`` prints every field, described
+        said += " (the fields are listed by {command})"
+        return ConfigError(said, error=error, unknown="field", hint=Hint(("config",)))
+    value = given.get(key)
+    return ConfigError(said, error=error, unknown="field", meant=meant, shown=shown, value=value)
+
+
+def _unknown_section(error: Mapping[str, Any], model: type[BaseModel], path: Path | None) -> ConfigError:
+    loc = tuple(str(p) for p in error["loc"])
+    key = ".".join(loc)
+    meant = suggest_sections(model, key)
+    parent = key.rpartition(".")[0]
+    if path is not None:
+        said, shown = f"{path}: unknown table [{_toml_key(loc)}]", [f"[{g}]" for g in meant]
+    else:
+        said, shown = f"unknown config section {shorten(key, 60)}", meant
+    if meant:
+        return ConfigError(said, error=error, unknown="section", meant=meant, shown=shown)
+    siblings = [s for s in section_names(model) if s.rpartition(".")[0] == parent]
+    if siblings:
+        known = ", ".join(f"[{s}]" if path else s for s in siblings)
+        said += f" (the {'tables' if path else 'sections'}: {known})"
+    else:
+        said += f": {'[' + parent + ']' if path else parent} has no sections"
+    return ConfigError(said, error=error, unknown="section")
+
+
+# --- overrides and the rows of ``diagevo config`` -------------------------------------------
+
+
+def _coerce(value: str) -> Any:
+    try:
+        return toml_loads(f"v = {value}", f"value {value[:40]!r}")["v"]
+    except tomllib.TOMLDecodeError:
+        return value
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Apply ``section.field=value`` pairs to ``data`` (a config as its file holds it); values
+    are read as TOML scalars when they can be, else as text."""
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"override {item!r} is not of the form section.field=value")
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise BadInput(f"override {item!r}: {part} is not a section")
+        node[parts[-1]] = _coerce(value.strip())
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One field of a resolved config, as ``diagevo config`` shows it."""
+
+    key: str  # dotted: section.field
+    value: Any  # JSON-ready; secrets redacted
+    default: Any
+    help: str
+
+
+def settings(config: BaseModel) -> list[Setting]:
+    """Every field of ``config`` in the file's order, with its value, default and description.
+    Secrets (an API key, the password of a URL) are redacted."""
+    out: list[Setting] = []
+
+    def walk(model: BaseModel, prefix: str) -> None:
+        for name, info in fields_of(type(model)):
+            value = getattr(model, name)
+            if isinstance(value, BaseModel):
+                walk(value, f"{prefix}{name}.")
+                continue
+            shown = redact_config({name: _json_value(value)})[name]  # credentials never shown
+            default = redact_config({name: _json_value(info.get_default(call_default_factory=True))})[name]
+            out.append(Setting(prefix + name, shown, default, info.description or ""))
+
+    walk(config, "")
+    return out
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()  # redacted by the caller
+    return value
