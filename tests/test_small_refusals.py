@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -221,9 +222,14 @@ def test_an_output_onto_a_link_is_refused_and_the_link_kept(
     assert code == 1 and proc.is_symlink(), err
 
 
-def test_an_output_onto_a_device_is_refused(logged: str) -> None:
-    code, _, err = cli("memory", "export", "-o", "/dev/null", "--db", logged)
-    one_line(code, err, "/dev/null is not a regular file")
+def test_an_output_onto_a_fifo_is_refused(logged: str, tmp_path: Path) -> None:
+    """Anything but a regular file (a FIFO here; ``/dev/null`` alike, which the earlier code, run
+    as root, replaced by a regular file) is refused, and stays what it was."""
+    fifo = tmp_path / "out.jsonl"
+    os.mkfifo(fifo)
+    code, _, err = cli("memory", "export", "-o", str(fifo), "--db", logged)
+    one_line(code, err, f"{fifo} is not a regular file")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
 def test_dash_is_standard_output(logged: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
