@@ -55,7 +55,7 @@ def _refusal(path: Path, mode: int, want: str) -> OutsideFolder:
 def _lstat(path: Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (or a file on the way: said elsewhere)
         return None
 
 

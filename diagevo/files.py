@@ -163,7 +163,8 @@ def database_part(base: Path, part: str, *, move: bool = True) -> Path:
     old = base.with_suffix(FOLDER_PARTS[part])
     from diagevo.confined import not_a_link, owned_dir
 
-    owned_dir(folder.parent, folder.name, part, create=False)  # no link, no file or FIFO in their place
+    if folder.parent.is_dir():  # else nothing is there (the database's own open says why)
+        owned_dir(folder.parent, folder.name, part, create=False)  # no link, no file or FIFO in their place
     not_a_link(old)
     if old.is_dir() and move:
         if new.exists():

@@ -332,3 +332,45 @@ def test_a_bad_row_written_before_the_guard_is_named_by_its_seq(roles: Roles) ->
     with open_log(roles.owner_url, create=False) as log:
         problems = verify_run(log, "base")
     assert problems and any(f"seq {seq}" in p for p in problems), json.dumps(problems)
+
+
+SHAPES: list[tuple[str, dict[str, Any]]] = [
+    ("cause.created", {"cause_id": "C1", "node_id": "N1", "description": "d", "failure_id": None}),
+    ("cause.created", {"cause_id": "C1", "node_id": ["x"], "description": "d"}),
+    ("cause.created", {"cause_id": 7, "node_id": "N1", "description": "d"}),
+    ("cause.created", {"cause_id": "C1", "node_id": "N1"}),
+    ("cause.created", {"cause_id": "C1", "node_id": "N1", "description": "d", "evil": 1}),
+    ("question.scored", {"question_id": "q", "n": 1.0, "p1": 0.5, "p2": 0.5, "retained": True}),
+    ("question.scored", {"question_id": "q", "n": 1.5, "p1": 0.5, "p2": 0.5, "retained": True}),
+    ("question.scored", {"question_id": "q", "n": 2, "p1": True, "p2": 0.5, "retained": True}),
+    ("question.scored", {"question_id": "q", "n": 2, "p1": 0.5, "p2": 0.5, "retained": 1}),
+    ("question.generated", {"question_id": "q", "mode": "evil"}),
+    ("question.generated", {"question_id": "q", "mode": "free", "text": {"$artifact": "ab"}}),
+    ("question.generated", {"question_id": "q", "mode": ["free"]}),
+    ("promotions.decided", {"promoted": ["a", "b"], "candidates": 3}),
+    ("promotions.decided", {"promoted": ["a", 1], "candidates": 3}),
+    ("failure.attributed", {"failure_id": "f", "cause_id": "C", "via": "dedup", "similarity": None}),
+    ("failure.attributed", {"failure_id": "f", "cause_id": "C", "via": "dedup", "similarity": "0.9"}),
+    ("round.committed", {"anything": [1, {"x": None}]}),
+    ("run.started", {"config": {"k": 2}, "seed": 0, "trainer": None}),
+    ("run.started", {"config": [], "seed": 0}),
+    ("llm.called", {"stage": "extract", "prompt_tokens": 10**30, "extra": "carried"}),
+    ("llm.called", {"stage": "extract", "prompt_tokens": "12"}),
+    ("round.started", {"cut": {"raw": {"bytes": 1}}}),
+    ("round.started", {"cut": "x"}),
+]
+
+
+def test_the_database_and_verify_judge_a_shape_alike(roles: Roles) -> None:  # noqa: F811
+    """``memory verify`` (Python, for logs the database did not check) and the database's check
+    agree on which data is out of shape."""
+    from diagevo.log.registry import shape_problem
+
+    engine = create_engine(roles.owner_url)
+    with engine.connect() as conn:
+        for type_, data in SHAPES:
+            db = conn.execute(
+                text("SELECT events_shape_problem(:t, CAST(:d AS jsonb))"), {"t": type_, "d": json.dumps(data)}
+            ).scalar_one()
+            assert (db is None) == (shape_problem(type_, data) is None), (type_, data, db)
+    engine.dispose()

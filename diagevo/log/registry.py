@@ -138,36 +138,10 @@ def catalog_specs() -> dict[str, dict[str, Any]]:
     return {name: type_spec(name) for name in CATALOG}
 
 
-@cache
-def _specs() -> dict[str, dict[str, Any]]:
-    return catalog_specs()
-
-
-def shape_problem(type_: str, data: dict[str, Any]) -> str | None:
-    """What the database's check (migration 0013) would say of an event's type and data, for a
-    row stored without it (SQLite, or a log older than the check); None when it fits."""
-    spec = _specs().get(type_)
-    if spec is None:
-        return f"out of shape: {type_[:64]!r} is not an event type"
-    missing = [f for f in spec["required"] if f not in data]
-    if missing:
-        return f"out of shape: {type_} data lacks {', '.join(missing)}"
-    fields = spec["fields"]
-    for key, value in data.items():
-        check = fields.get(key)
-        if check is None:
-            if spec["closed"]:
-                return f"out of shape: {type_} data holds {key[:64]!r}, no field of {type_}"
-            continue
-        if not _fits(check, value):
-            return f"out of shape: {type_} data.{key} is not of its type ({', '.join(check['types'])})"
-    return None
-
-
 _PY_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "number": (int, float),
-    "integer": (int, float),
+    "integer": (int,),
     "boolean": (bool,),
     "object": (dict,),
     "array": (list,),
@@ -175,17 +149,54 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+@cache
+def _checkers() -> dict[str, tuple[frozenset[str], dict[str, tuple[frozenset[type], dict[str, Any]]], bool]]:
+    """Each type's (required fields, field -> (the Python types that pass at once, its check),
+    closed): the shape of :func:`catalog_specs`, made quick to test a row against."""
+    out = {}
+    for name, spec in catalog_specs().items():
+        fields = {}
+        for f, check in spec["fields"].items():
+            quick: frozenset[type] = frozenset()
+            if "types" in check and "enum" not in check and "items" not in check:
+                quick = frozenset(t for kind in check["types"] for t in _PY_TYPES[kind])
+            fields[f] = (quick, check)
+        out[name] = (frozenset(spec["required"]), fields, spec["closed"])
+    return out
+
+
+def shape_problem(type_: str, data: dict[str, Any]) -> str | None:
+    """What the database's check (migration 0013) would say of an event's type and data, for a
+    row stored without it (SQLite, or a log older than the check); None when it fits."""
+    checker = _checkers().get(type_)
+    if checker is None:
+        return f"out of shape: {type_[:64]!r} is not an event type"
+    required, fields, closed = checker
+    if not data.keys() >= required:
+        return f"out of shape: {type_} data lacks {', '.join(sorted(required - data.keys()))}"
+    for key, value in data.items():
+        field = fields.get(key)
+        if field is None:
+            if closed:
+                return f"out of shape: {type_} data holds {key[:64]!r}, no field of {type_}"
+            continue
+        quick, check = field
+        if type(value) not in quick and not _fits(check, value):
+            return f"out of shape: {type_} data.{key} is not of its type ({', '.join(check['types'])})"
+    return None
+
+
 def _fits(check: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` passes a field's check as the database tests it: its JSON type (an
+    integer is a number without a fractional part), its choice of values, its elements' type."""
     types = check.get("types")
     if types is None:
         return True
-    if isinstance(value, bool) and "boolean" not in types:
-        return False  # JSON true is no number
-    if not any(isinstance(value, _PY_TYPES[t]) for t in types):
+    kinds = {"boolean"} if isinstance(value, bool) else {k for k, ts in _PY_TYPES.items() if isinstance(value, ts)}
+    if isinstance(value, float) and value.is_integer():
+        kinds.add("integer")
+    if kinds.isdisjoint(types):
         return False
-    if types == ["integer"] or (isinstance(value, float) and "number" not in types):
-        if isinstance(value, float) and not value.is_integer():
-            return False  # an integer field holds a number without a fractional part
     if "enum" in check and value not in check["enum"]:
         return False
     items = check.get("items")
