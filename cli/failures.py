@@ -8,7 +8,7 @@ from pathlib import Path
 
 from diagevo.cli.common import CLIError
 from diagevo.formats import FailureLine, read_lines
-from diagevo.parsing import read_text, shorten
+from diagevo.parsing import file_lines, shorten
 
 __all__ = ["FailureLine", "read_failures"]
 
@@ -17,7 +17,7 @@ def read_failures(path: Path, known_cause_ids: set[str]) -> list[FailureLine]:
     """Parse and validate every line; the first problem raises ``BadInput('line N: ...')``."""
     out: list[FailureLine] = []
     seen: dict[str, int] = {}
-    for n, _, item in read_lines(read_text(path), FailureLine):
+    for n, _, item in read_lines(file_lines(path), FailureLine):
         if item.failure_id in seen:
             raise CLIError(
                 f"line {n}: failure_id {shorten(item.failure_id)} already appears on line {seen[item.failure_id]}"

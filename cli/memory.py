@@ -613,11 +613,11 @@ def ingest(
 ) -> None:
     """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
     from diagevo.interchange import as_run, ingest_events, parse_lines
-    from diagevo.parsing import read_text
+    from diagevo.parsing import file_lines
 
     if str(file) != "-" and not file.exists():
         raise CLIError(f"no such file: {file}")
-    events = parse_lines(read_text(file))  # a bad file is refused before the database is opened
+    events = parse_lines(file_lines(file))  # a bad file is refused before the database is opened
     if not events:
         raise CLIError(f"{'stdin' if str(file) == '-' else file} is empty: no events to ingest")
     if run is not None:
@@ -654,7 +654,7 @@ def _runs(runs: tuple[str, ...] | list[str]) -> str:
 def export(
     db: DbOpt = None,
     run: RunOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout ('-': stdout).")] = None,
 ) -> None:
     """Write the run's log as JSONL (with seq, recorded_at, hash)."""
     from diagevo.files import replaced
@@ -665,7 +665,7 @@ def export(
     with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
         lines = (json_visible(line) for line in export_lines(store, run_id))  # the same JSON, safe to print
-        if out is None:
+        if out is None or str(out) == "-":
             sys.stdout.writelines(lines)
             return
         n = 0

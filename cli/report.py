@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +14,9 @@ from diagevo.untrusted import shell_join
 
 
 def report_command(
-    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write ('-': standard output).")] = Path(
+        "report.html"
+    ),
     db: DbOpt = None,
     run: Annotated[
         list[str] | None,
@@ -25,14 +28,17 @@ def report_command(
 ) -> None:
     """Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, trees, timing, config.
     With several --run, one page comparing them: their curves (accuracy and every metric, F_t, ε, Active/Mastered) on shared axes."""  # noqa: E501
-    from diagevo.report import write_report
+    from diagevo.report import report_html, write_report
     from diagevo.urls import redact_url, resolve_db_url, without_password
     from diagevo.views.memory import resolve_run
     from diagevo.words import plural
 
-    if out.suffix.lower() not in (".html", ".htm"):
+    to_stdout = str(out) == "-"
+    if to_stdout and json:
+        raise CLIError("-o - writes the page to standard output: give --json or -o -, not both")
+    if not to_stdout and out.suffix.lower() not in (".html", ".htm"):
         raise CLIError(f"{out}: the report is an .html file")
-    if not out.parent.is_dir():
+    if not to_stdout and not out.parent.is_dir():
         raise CLIError(f"no directory {out.parent} to write {out.name} into")
     url = redact_url(resolve_db_url(db))
     plain_url = without_password(resolve_db_url(db))  # in commands: libpq finds the password itself
@@ -48,6 +54,9 @@ def report_command(
         def command(*args: str) -> str:  # runnable as printed: the executable invoked, the database
             return shell_join([program(), *args, "--db", plain_url, "--run", run_id])
 
+        if to_stdout:
+            sys.stdout.write(report_html(store, run_id, url, command)[1])
+            return
         data = write_report(store, run_id, out, url, command)
     size = out.stat().st_size
     if json:
@@ -64,15 +73,19 @@ def report_command(
 
 
 def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: str, json: bool) -> None:
-    from diagevo.report import write_comparison
+    from diagevo.report import comparison_html, write_comparison
     from diagevo.views.memory import resolve_run
 
     with open_store(db, readonly=True) as store:
         runs = [resolve_run(store, r) for r in runs]  # each must exist
 
-        data = write_comparison(
-            store, runs, out, url, lambda r: shell_join([program(), "report", "--db", plain_url, "--run", r])
-        )
+        def command(r: str) -> str:
+            return shell_join([program(), "report", "--db", plain_url, "--run", r])
+
+        if str(out) == "-":
+            sys.stdout.write(comparison_html(store, runs, url, command)[1])
+            return
+        data = write_comparison(store, runs, out, url, command)
     size = out.stat().st_size
     rounds = {r: data.rounds[r]["round"].to_list() for r in data.runs}
     if json:

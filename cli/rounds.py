@@ -130,10 +130,10 @@ def read_candidates(path: Path) -> list[Any]:
     """Every line of the file as a candidate; the first bad line is ``line N: reason``."""
     from diagevo import rounds
     from diagevo.formats import CandidateLine, read_lines
-    from diagevo.parsing import one_line, read_text
+    from diagevo.parsing import file_lines, one_line
 
     out = []
-    for i, obj, _ in read_lines(read_text(path), CandidateLine):
+    for i, obj, _ in read_lines(file_lines(path), CandidateLine):
         try:
             out.append(rounds.Candidate.from_json(obj))
         except rounds.ProtocolError as exc:
@@ -220,16 +220,14 @@ def commit(
 ) -> None:
     """Commit the round: M_t is the memory here."""
     from diagevo import rounds
+    from diagevo.parsing import decimal_number
 
     metrics: dict[str, float] = {}
     for item in metric or []:
         name, sep, value = item.partition("=")
-        try:
-            metrics[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
         if not sep or not name.strip():
             raise CLIError(f"metric {item!r} is not of the form name=number")
+        metrics[name.strip()] = decimal_number(value, f"metric {name.strip()!r}")
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, round)

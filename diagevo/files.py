@@ -4,8 +4,11 @@ Every file a command writes for the user (``report -o``, ``memory export -o``, `
 -o``) goes through :func:`replaced`: a new temporary file with an unpredictable name in the
 same directory, created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (so nothing planted there, a
 symlink least of all, is opened), then moved over the target with ``os.replace`` (a reader sees
-the old file or the new one, never half of one; a symlink at the target is replaced, not
-followed). A failure leaves the target as it was and removes the temporary file.
+the old file or the new one, never half of one). A failure leaves the target as it was and
+removes the temporary file. A target that is a symbolic link, or anything but a regular file
+(``/dev/null``, a FIFO), is refused before anything is written: a link may have been planted
+(followed, it would overwrite a file elsewhere), or the user may mean its target (replaced, the
+link would be lost, ``/proc/self/fd/1`` among them); standard output is the CLI's ``-o -``.
 
 A label that names a file or a directory (``eval --bench NAME=PATH``) must be a plain name:
 :func:`plain_name`.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,11 +43,27 @@ def _create(path: Path) -> tuple[int, Path]:
     raise FileExistsError(f"no free temporary name beside {path}")
 
 
+def _plain_target(path: Path) -> None:
+    """Refuse an output path that is a symbolic link or exists as anything but a regular file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise BadInput(
+            f"{path} is a symbolic link: an output is written neither through a link nor over one; "
+            "name the file itself ('-' writes to standard output)"
+        )
+    if not stat.S_ISREG(mode):
+        raise BadInput(f"{path} is not a regular file: an output replaces a file, nothing else")
+
+
 @contextmanager
 def replaced(path: Path, *, binary: bool = False) -> Iterator[IO[Any]]:
     """A file object whose content replaces ``path`` atomically when the block ends without an
     exception (text in UTF-8, or bytes with ``binary``)."""
     path = Path(path)
+    _plain_target(path)
     fd, tmp = _create(path)
     try:
         fh: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")
@@ -136,13 +156,16 @@ def database_part(base: Path, part: str, *, move: bool = True) -> Path:
     folder, the part or the old sibling is refused (:class:`BadInput`): diagevo writes lock files,
     checkpoints and its index there and follows no link planted in their place. Both the sibling
     and the part present: refused, naming both (nothing is merged or deleted). ``move=False``
-    (a dry run) only names the place."""
+    (a dry run) only names the place. A file, a FIFO or a device in the place of the folder or the
+    part is refused the same way (:class:`diagevo.confined.OutsideFolder`)."""
     folder = base.with_suffix(DATABASE_FOLDER)
     new = folder / part
     old = base.with_suffix(FOLDER_PARTS[part])
-    for p in (folder, new, old):
-        if p.is_symlink():
-            raise BadInput(f"{p} is a symbolic link: diagevo does not follow one there; replace it with a directory")
+    from diagevo.confined import not_a_link, owned_dir
+
+    if folder.parent.is_dir():  # else nothing is there (the database's own open says why)
+        owned_dir(folder.parent, folder.name, part, create=False)  # no link, no file or FIFO in their place
+    not_a_link(old)
     if old.is_dir() and move:
         if new.exists():
             raise BadInput(

@@ -10,6 +10,7 @@ the field, never a ``TypeError`` further down.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -56,8 +57,9 @@ class FailureLine(BaseModel):
     known_causes: list[Id] = Field(default_factory=list)
 
 
-def read_lines(text: str, model: type[M], what: str = "") -> list[tuple[int, dict[str, Any], M]]:
-    """``(line number, JSON object, model)`` of every non-blank line, parsed with a bounded depth
+def read_lines(text: str | Iterable[str], model: type[M], what: str = "") -> list[tuple[int, dict[str, Any], M]]:
+    """``(line number, JSON object, model)`` of every non-blank line of a JSONL text (or of its
+    lines, :func:`diagevo.parsing.file_lines`), parsed with a bounded depth
     and checked against ``model``; the first problem raises ``BadInput('line N: FIELD: reason')``."""
     prefix = f"{what} " if what else ""
     out: list[tuple[int, dict[str, Any], M]] = []

@@ -39,6 +39,15 @@ class LimitsConfig(Section):
         "for) and count the call as failed.",
     )
 
+    lock_wait_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="PostgreSQL: the longest an append waits for the log's append lock, in seconds; then it fails "
+        "naming the session that holds it.",
+    )
+
     @property
     def reply_bytes(self) -> int:
         """The most bytes of one reply body the HTTP clients read."""

@@ -260,19 +260,55 @@ class OpenAIClient:
         return True
 
     async def _exchange(self, session: aiohttp.ClientSession, path: str, data: bytes, limit: int) -> tuple[int, bytes]:
-        """One request: the status and the body, read up to ``limit`` bytes."""
-        async with session.post(self.base_url + path, data=data) as resp:
-            declared = resp.content_length
-            if declared is not None and declared > limit:
-                raise ReplyTooLarge(f"reply body of {declared} bytes is over the limit of {limit} bytes")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.content.iter_any():
-                size += len(chunk)
-                if size > limit:
-                    raise ReplyTooLarge(f"reply body over the limit of {limit} bytes: stopped reading")
-                chunks.append(chunk)
-            return resp.status, b"".join(chunks)
+        """One request: the status and the body, read up to ``limit`` bytes. A redirect is
+        followed only to the same origin, keeping the method (307, 308): the body holds the
+        failures' texts and the key goes with it (:func:`redirect_target`)."""
+        url = self.base_url + path
+        for _ in range(MAX_REDIRECTS + 1):
+            async with session.post(url, data=data, allow_redirects=False) as resp:
+                if 300 <= resp.status < 400:
+                    url = redirect_target(url, resp.status, resp.headers.get("Location"))
+                    continue
+                declared = resp.content_length
+                if declared is not None and declared > limit:
+                    raise ReplyTooLarge(f"reply body of {declared} bytes is over the limit of {limit} bytes")
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in resp.content.iter_any():
+                    size += len(chunk)
+                    if size > limit:
+                        raise ReplyTooLarge(f"reply body over the limit of {limit} bytes: stopped reading")
+                    chunks.append(chunk)
+                return resp.status, b"".join(chunks)
+        raise _HTTPStatus(310, f"more than {MAX_REDIRECTS} redirects: not followed further")
+
+
+MAX_REDIRECTS = 5
+
+
+def same_origin(a: str, b: str) -> bool:
+    """Whether two URLs share scheme, host and port (the port a scheme implies included)."""
+    from yarl import URL
+
+    x, y = URL(a), URL(b)
+    return (x.scheme.lower(), (x.host or "").lower(), x.port) == (y.scheme.lower(), (y.host or "").lower(), y.port)
+
+
+def redirect_target(url: str, status: int, location: str | None) -> str:
+    """Where a redirect of a POST to ``url`` may go: the same origin, with the method kept (307,
+    308). Any other redirect is a final :class:`_HTTPStatus` naming where it pointed."""
+    from yarl import URL
+
+    if not location:
+        raise _HTTPStatus(status, f"HTTP {status}: a redirect without a Location")
+    target = str(URL(url).join(URL(location)))
+    if not same_origin(url, target):
+        raise _HTTPStatus(
+            status, one_line(f"HTTP {status}: a redirect to another origin ({target[:200]}) not followed")
+        )
+    if status not in (307, 308):
+        raise _HTTPStatus(status, f"HTTP {status}: a redirect that turns the POST into a GET, not followed")
+    return target
 
 
 class _HTTPStatus(Exception):

@@ -10,11 +10,13 @@ at most :data:`SHOWN` characters of the offending value.
 
 from __future__ import annotations
 
+import io
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 import orjson
 from pydantic import AfterValidator, StrictStr, ValidationError
@@ -210,26 +212,97 @@ def find_not_utf8(value: Any, where: str) -> BadInput | None:
     return None
 
 
-def read_text(path: Path | str, what: str | None = None) -> str:
-    """The UTF-8 text of a file, or of stdin for ``-``; an unreadable one is :class:`BadInput`."""
-    name = "stdin" if str(path) == "-" else str(path)
+CHUNK = 1 << 20
+"""Bytes read at a time from a file or a pipe."""
+
+
+@contextmanager
+def _binary(path: Path | str, name: str) -> Iterator[BinaryIO]:
+    """The file (or stdin for ``-``) opened for reading bytes; a missing or unreadable one, or a
+    directory, is :class:`BadInput`."""
+    if str(path) == "-":
+        stdin: Any = sys.stdin
+        yield stdin.buffer if hasattr(stdin, "buffer") else io.BytesIO(stdin.read().encode("utf-8", "surrogateescape"))
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise bad("", f"{p} is a directory, not a file")
     try:
-        if str(path) == "-":
-            raw = (
-                sys.stdin.buffer.read()
-                if hasattr(sys.stdin, "buffer")
-                else sys.stdin.read().encode("utf-8", "surrogateescape")
-            )
-        else:
-            p = Path(path)
-            if p.is_dir():
-                raise bad("", f"{p} is a directory, not a file")
-            raw = p.read_bytes()
+        fh = p.open("rb")
     except FileNotFoundError:
         raise bad("", f"no such file: {name}") from None
     except OSError as exc:
         raise bad("", f"cannot read {name}: {exc.strerror or exc}") from None
-    return decode(raw, what or name)
+    with fh:
+        yield fh
+
+
+def _chunks(fh: BinaryIO, name: str) -> Iterator[bytes]:
+    """The bytes of ``fh``, a chunk at a time (what a pipe has ready, at most :data:`CHUNK`)."""
+    read = getattr(fh, "read1", fh.read)
+    while True:
+        try:
+            chunk = read(CHUNK)
+        except OSError as exc:
+            raise bad("", f"cannot read {name}: {exc.strerror or exc}") from None
+        if not chunk:
+            return
+        yield chunk
+
+
+def read_text(path: Path | str, what: str | None = None, *, max_bytes: int = MAX_CHARS) -> str:
+    """The UTF-8 text of a file, or of stdin for ``-``; an unreadable one is :class:`BadInput`,
+    and so is one longer than ``max_bytes``: reading stops there (``/dev/zero`` included)."""
+    name = "stdin" if str(path) == "-" else str(path)
+    held = bytearray()
+    with _binary(path, name) as fh:
+        for chunk in _chunks(fh, name):
+            held += chunk
+            if len(held) > max_bytes:
+                raise bad("", f"{name} holds more than {max_bytes:,} bytes: stopped reading")
+    return decode(bytes(held), what or name)
+
+
+def file_lines(path: Path | str, what: str | None = None, *, max_line: int = MAX_CHARS) -> Iterator[str]:
+    """Every line of a UTF-8 JSONL file, or of stdin for ``-``, read a chunk at a time: split on
+    ``\\n`` only (a ``\\r`` before it dropped; blank lines kept, so the numbering is the file's).
+    At most one line and one chunk are held: a line longer than ``max_line`` bytes (a pipe that
+    never sends a line break, ``/dev/zero``) or a NUL byte (which no JSON text holds) is
+    :class:`BadInput` naming the line, and reading stops there."""
+    name = "stdin" if str(path) == "-" else str(path)
+    label = what or name
+    line = bytearray()
+    no = 1
+    with _binary(path, name) as fh:
+        for chunk in _chunks(fh, name):
+            nul = chunk.find(b"\x00")
+            if nul >= 0:
+                at = no + chunk.count(b"\n", 0, nul)
+                raise bad(f"{label} line {at}", "a NUL byte, which no JSON text holds: stopped reading")
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                _grow(line, chunk[start:end], max_line, label, no)
+                yield _decoded(line, label, no)
+                line.clear()
+                no, start = no + 1, end + 1
+            _grow(line, chunk[start:], max_line, label, no)
+    if line:
+        yield _decoded(line, label, no)
+
+
+def _grow(line: bytearray, part: bytes, max_line: int, label: str, no: int) -> None:
+    if len(line) + len(part) > max_line:
+        raise bad(f"{label} line {no}", f"longer than the limit of {max_line:,} bytes: stopped reading")
+    line += part
+
+
+def _decoded(raw: bytearray, label: str, no: int) -> str:
+    try:
+        text = raw.decode("utf-8-sig" if no == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        byte = raw[exc.start : exc.start + 1].hex()
+        raise bad(f"{label} line {no}", f"not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
+    return text[:-1] if text.endswith("\r") else text
 
 
 def split_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -242,11 +315,31 @@ def split_lines(text: str) -> Iterator[tuple[int, str]]:
             yield no, line
 
 
-def jsonl_objects(text: str, what: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for every non-blank line of a JSONL text."""
+def jsonl_objects(text: str | Iterable[str], what: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line of a JSONL text, or of its lines
+    (:func:`file_lines`: every line, numbered from 1)."""
     prefix = f"{what} " if what else ""
-    for no, line in split_lines(text):
-        yield no, loads_object(line, f"{prefix}line {no}")
+    numbered = split_lines(text) if isinstance(text, str) else enumerate(text, start=1)
+    for no, line in numbered:
+        if line.strip(" \t\r"):
+            yield no, loads_object(line, f"{prefix}line {no}")
+
+
+# --- numbers ------------------------------------------------------------------------------------
+
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def decimal_number(text: str, what: str = "value") -> float:
+    """``text`` as a finite number written in ASCII decimal (``0.71``, ``-3``, ``1e-3``): not
+    ``1_000``, full-width or other Unicode digits, ``inf`` or ``nan``, all of which Python's
+    ``float`` would take; :class:`BadInput` naming ``what``."""
+    value = text.strip()
+    if len(value) <= 64 and _DECIMAL.fullmatch(value):
+        number = float(value)
+        if number not in (float("inf"), float("-inf")):
+            return number
+    raise bad("", f"{what} {shorten(text, 40)} is not a finite number in ASCII decimal (like 0.71, -3 or 1e-3)")
 
 
 # --- ids and validation errors ----------------------------------------------------------------

@@ -17,7 +17,16 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS
 from diagevo.config import config_from_record
@@ -282,10 +291,17 @@ class RunForked(_Open):
     source_seq: int = Field(ge=0)
 
 
+def _tag(value: str) -> str:
+    """A tag is a label on one line: no newline, tab or other control character."""
+    return check_id(value, "tag", 64)
+
+
 class RunTagged(_Data):
     """Tags added to (or, with ``removed``, taken from) a run: labels to find runs by."""
 
-    tags: list[Annotated[str, StringConstraints(min_length=1, max_length=64)]] = Field(min_length=1)
+    tags: list[Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_tag)]] = Field(
+        min_length=1
+    )
     removed: bool = False
 
 

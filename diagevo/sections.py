@@ -68,7 +68,9 @@ class Section(BaseModel):
     method's fields and a component's, declared in two places), is the order ``diagevo config``
     and the reference list them in: the order the file has always had."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # strict: a number is a number (TOML's `rounds = true` or "3" is no count), a flag a boolean;
+    # paths, which TOML and the stored config hold as strings, are the fields that relax it
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
     field_order: ClassVar[tuple[str, ...]] = ()
 
     # pydantic calls a model's own __init__ for each nested section too: the innermost refusal

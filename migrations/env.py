@@ -30,6 +30,18 @@ def _run(connection: Connection) -> None:
     )
     with context.begin_transaction():
         context.run_migrations()
+        _register_event_types(connection)
+
+
+def _register_event_types(connection: Connection) -> None:
+    """PostgreSQL: the event types of this diagevo, as the database checks inserts against them
+    (:mod:`diagevo.log.registry`), written after every upgrade, one with nothing to migrate too."""
+    if connection.dialect.name != "postgresql":
+        return
+    from diagevo.log.registry import has_table, register_types
+
+    if has_table(connection):
+        register_types(connection)
 
 
 def run_migrations_offline() -> None:

@@ -21,7 +21,6 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
 from diagevo.log import EventStore, open_log
-from diagevo.log.sql import APPEND_LOCK_KEY as PG_APPEND_LOCK_KEY
 
 _PG_CANDIDATES = (
     "postgresql+psycopg://postgres@127.0.0.1:5432/test",
@@ -123,15 +122,13 @@ class PostgresBackend(Backend):
         return url.render_as_string(hide_password=False)
 
     def writer_lock_held(self, url: str) -> bool:
-        key = PG_APPEND_LOCK_KEY
+        schema = make_url(url).query["options"].split("=", 1)[1]  # type: ignore[union-attr]
         sql = text(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-            "AND classid = :hi AND objid = :lo AND pid <> pg_backend_pid() "
-            # advisory locks are per database: other sessions' test databases on this server hold their own
-            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'relation' AND granted "
+            "AND relation = to_regclass(:table) AND pid <> pg_backend_pid()"
         )
         with self._admin.connect() as conn:
-            n = conn.execute(sql, {"hi": key >> 32, "lo": key & 0xFFFFFFFF}).scalar_one()
+            n = conn.execute(sql, {"table": f'"{schema}".events_append_lock'}).scalar_one()
         return n > 0
 
     def disable_append_only(self, url: str) -> None:

@@ -73,7 +73,7 @@ def test_a_symlinked_lease_folder_is_refused_and_nothing_is_written_elsewhere(tm
     link.parent.mkdir(exist_ok=True)
     os.symlink(elsewhere, link)
     with open_log(url) as store:
-        with pytest.raises(StoreError, match=r"is a symbolic link: diagevo does not follow one there"):
+        with pytest.raises(StoreError, match=r"is a symbolic link: diagevo writes only inside its own folder"):
             with store.lease("r", "test"):
                 pass
     assert list(elsewhere.iterdir()) == []

@@ -286,7 +286,7 @@ def test_deep_toml_in_a_config_or_an_override_is_one_line(tmp_path: Path) -> Non
     "args, content, needle",
     [
         (["memory", "ingest", "-"], nested(100_000) + b"\n", "line 1: JSON nested deeper"),
-        (["memory", "ingest", "-"], b'{"type": "round.started"}\n\xff\n', "stdin line 2: not UTF-8"),
+        (["memory", "ingest", "-"], b"\n\xff\n", "stdin line 2: not UTF-8"),  # read in order: line 2 is the first
         (
             ["round", "record", "-", "--run", "x"],
             b'{"question_id": "q", "mode": "free", "active_cause": {}}\n',

@@ -11,8 +11,7 @@ from fractions import Fraction
 
 _BOXED = "\\boxed"
 _SPACING = re.compile(r"\\[,;:> ]|\\q?quad\b|\\displaystyle\b|\\left\b|\\right\b")
-# \! is a negative thin space: it glues (MATH writes 10,\!080 for ten thousand and eighty)
-_NEG_SPACE = re.compile(r"(?:\s*\\!)+\s*")
+# \! is a negative thin space: it glues (MATH writes 10,\!080 for ten thousand and eighty): _glue
 # a number with thousands separators, optionally in dollars: 10,080  1,000,000.5  \$32,348
 _THOUSANDS = re.compile(r"(?:\\\$)?([+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?)")  # 0,111 is a decimal
 # one comma between two digit runs, nothing else: 1,22  0,111  1000,99 (a decimal comma, or a pair)
@@ -61,10 +60,51 @@ def _boxed_content(text: str, pos: int) -> str | None:
     return m.group(0) if m else None
 
 
-def _glue(m: re.Match[str]) -> str:
-    """``\\!`` joins its neighbours, except a command name and a letter (``\\int\\!x``)."""
-    before, after = m.string[m.start() - 1 : m.start()], m.string[m.end() : m.end() + 1]
-    return " " if before.isalpha() and after.isalpha() else ""
+def _glue(text: str) -> str:
+    """Every run of ``\\!`` (negative thin spaces, with the whitespace around them) joins its
+    neighbours, except a command name and a letter (``\\int\\!x``), which keep one space.
+
+    One pass over the pieces between the ``\\!``: each piece is stripped once (a regular
+    expression that starts a match at every blank of a long run would look at the run once for
+    each of its blanks)."""
+    parts = text.split("\\!")
+    if len(parts) == 1:
+        return text
+    out: list[str] = []
+    kept = parts[0].rstrip()  # the blanks before a \! belong to its run
+    k = 1
+    while k < len(parts):
+        while k < len(parts) - 1 and not parts[k].strip():  # only blanks between two \!: one run
+            k += 1
+        after = parts[k].lstrip()
+        out += [kept, " " if kept[-1:].isalpha() and after[:1].isalpha() else ""]
+        kept = after.rstrip() if k < len(parts) - 1 else after
+        k += 1
+    out.append(kept)
+    return "".join(out)
+
+
+_DOLLARS = re.compile(r"\$+")
+_BLANKS = re.compile(r"\s*")
+
+
+def _without_dollars(s: str) -> str:
+    """``s`` (stripped) without the ``$`` pairs around it, the blanks inside each pair stripped
+    too. Indices move inward over whole runs of ``$`` at once (the end is read on the reversed
+    text), and the result is copied once: one copy per pair costs the square of the length."""
+    if len(s) < 2 or s[0] != "$" or s[-1] != "$":
+        return s
+    r = s[::-1]
+    i, j = 0, len(s)  # s[i:j] is what is left
+    while j - i >= 2 and s[i] == "$" and s[j - 1] == "$":
+        front = _DOLLARS.match(s, i, j)
+        back = _DOLLARS.match(r, len(s) - j, len(s) - i)
+        assert front is not None and back is not None  # both ends are "$"
+        k = min(front.end() - i, back.end() - (len(s) - j), (j - i) // 2)  # pairs with nothing between
+        i, j = i + k, j - k
+        i = _BLANKS.match(s, i, j).end()  # type: ignore[union-attr]
+        j = len(s) - _BLANKS.match(r, len(s) - j, len(s) - i).end()  # type: ignore[union-attr]
+    return s[i:j]
 
 
 def normalize_answer(answer: str) -> str:
@@ -72,11 +112,9 @@ def normalize_answer(answer: str) -> str:
     ``\\dfrac``/``\\tfrac``, whitespace runs, a trailing full stop, and thousands separators of a
     number written as MATH does (``10,\\!080``, ``10{,}080``, ``\\$32,\\!348`` -> ``10080``,
     ``10080``, ``32348``). A comma followed by a space stays a list: ``12, 345``."""
-    s = answer.strip()
-    while len(s) >= 2 and s.startswith("$") and s.endswith("$"):
-        s = s[1:-1].strip()
+    s = _without_dollars(answer.strip())
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    s = _BRACED_COMMA.sub(",", _NEG_SPACE.sub(_glue, s))
+    s = _BRACED_COMMA.sub(",", _glue(s))
     s = _SPACING.sub(" ", s)
     s = _WS.sub(" ", s).strip()
     if s.endswith((".", ",")) and not s[:-1].rstrip().endswith("\\") and not s.endswith("..."):

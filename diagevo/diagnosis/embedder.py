@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,13 @@ class APIEmbedder(_Cached):
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0) -> None:
         super().__init__()
-        from openai import OpenAI
+        from openai import DefaultHttpxClient, OpenAI
+
+        from diagevo.openai_client import same_origin
+
+        def stay(request: Any) -> None:  # a redirect elsewhere would carry the texts and the key
+            if not same_origin(base_url, str(request.url)):
+                raise ConnectionError(f"a redirect to another origin ({str(request.url)[:200]}) not followed")
 
         self.name = model
         self._client = OpenAI(
@@ -108,6 +115,7 @@ class APIEmbedder(_Cached):
             api_key=api_key or os.environ.get("DIAGEVO_LLM_API_KEY") or "unused",
             timeout=timeout_s,
             max_retries=3,
+            http_client=DefaultHttpxClient(event_hooks={"request": [stay]}),
         )
 
     def _compute(self, texts: list[str]) -> np.ndarray:

@@ -327,7 +327,7 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
         from diagevo.parsing import MAX_CHARS, loads, read_text
 
         try:
-            data = loads(read_text(path), str(path), max_chars=4 * MAX_CHARS)
+            data = loads(read_text(path, max_bytes=4 * MAX_CHARS), str(path), max_chars=4 * MAX_CHARS)
         except BadInput as exc:
             raise BenchmarkError(str(exc)) from None
         if isinstance(data, dict) and isinstance(data.get("examples"), list):  # BBEH's task.json
@@ -336,17 +336,14 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
             raise BenchmarkError(f'{path}: a JSON file must hold a list of questions (or {{"examples": [...]}})')
         yield from enumerate(data, 1)
     else:
-        from diagevo.parsing import loads, read_text, split_lines
+        from diagevo.parsing import file_lines, loads
 
         try:
-            text = read_text(path)
+            for n, line in enumerate(file_lines(path), 1):  # on "\n" only, as every JSONL diagevo reads
+                if line.strip(" \t\r"):
+                    yield n, loads(line, f"{path} line {n}")
         except BadInput as exc:
             raise BenchmarkError(str(exc)) from None
-        for n, line in split_lines(text):  # on "\n" only, as every JSONL diagevo reads
-            try:
-                yield n, loads(line, f"{path} line {n}")
-            except BadInput as exc:
-                raise BenchmarkError(str(exc)) from None
 
 
 def _sha256(path: Path) -> str:

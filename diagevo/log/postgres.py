@@ -1,6 +1,7 @@
-"""The PostgreSQL backend, whole: its engine, how appenders exclude each other (a
-transaction-scoped advisory lock, which needs no UPDATE/DELETE privilege, so the log works
-under a role that may only INSERT into ``events``), how rows go in (COPY; the database assigns
+"""The PostgreSQL backend, whole: its engine, how appenders exclude each other (a table lock
+taken by the INSERT trigger as the schema's owner, migration 0013: a role that may only INSERT
+into ``events`` takes it, a role that may only read cannot; waited for ``lock_wait_s`` at most,
+then refused naming the holder), how rows go in (COPY; the database assigns
 seq and checks every row's chain, migration 0009), server-side cursors for long reads, whose
 saved view states a connection trusts, and what "empty" means for a schema.
 """
@@ -16,14 +17,21 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, Connection, Engine
 
+from diagevo.lazy import sa_exc
 from diagevo.log.recorder import FETCH, StoreError, busy
-from diagevo.log.sql import APPEND_LOCK_KEY, EVENT_COLUMNS, SQLRecorder
+from diagevo.log.sql import EVENT_COLUMNS, SQLRecorder
+from diagevo.urls import redact_url
 
 # psycopg logs "error ignored ..." when cleaning up after a failed statement; the store turns the
 # failure itself into one StoreError line, so without a handler of the application's these stay quiet
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 _COLUMNS_BUT_SEQ = EVENT_COLUMNS.removeprefix("seq, ")
+_LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout passed
+
+
+class LockTimeout(StoreError):
+    """An append waited ``lock_wait_s`` for the append lock; the message names who holds it."""
 
 
 class PostgresRecorder(SQLRecorder):
@@ -32,7 +40,43 @@ class PostgresRecorder(SQLRecorder):
     P = "%s"
 
     def _lock_appends(self, conn: Connection) -> None:
-        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({APPEND_LOCK_KEY})")
+        # an INSERT of no rows fires the statement trigger that takes the append lock (migration
+        # 0013): only a role that may INSERT into events can take it, and it waits lock_wait_s
+        conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, int(self.lock_wait_s * 1000))}")
+        try:
+            conn.exec_driver_sql("INSERT INTO events (event_id) SELECT '' WHERE false")
+        except sa_exc.DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+                raise
+            raise LockTimeout(
+                f"the append lock of {redact_url(self.url)} was not free within {self.lock_wait_s:g} s: "
+                f"held by {self.append_lock_holder() or 'a transaction that has ended since'}"
+            ) from None
+
+    def append_lock_holder(self) -> str | None:
+        """Who holds the append lock, as far as this role may see: pid, application name, role,
+        and since when its transaction is open."""
+        with self._cursor() as cur:
+            cur.execute(
+                "SELECT l.pid, a.application_name, a.usename, a.xact_start FROM pg_locks l "
+                "LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'relation' AND l.granted "
+                "AND l.relation = to_regclass('events_append_lock') ORDER BY a.xact_start NULLS LAST LIMIT 1"
+            )
+            row = cur.fetchone()
+        if row is None:
+            return None
+        pid, app, role, since = row
+        said = [f"pid {pid}"]
+        if app:
+            said.append(f"application {str(app)[:63]!r}")
+        if role:
+            said.append(f"role {role}")
+        said.append(
+            f"in a transaction since {since.isoformat(timespec='seconds')}"
+            if since
+            else "since: not shown to this role"
+        )
+        return ", ".join(said)
 
     def _open_cursor(self, raw: Any, stream: bool) -> Any:
         if not stream:

@@ -331,12 +331,17 @@ def lookup_keys(keys: Mapping[str, Collection[str]]) -> dict[str, list[str]]:
 # --- the interface ----------------------------------------------------------------------------
 
 
+LOCK_WAIT_S = 60.0
+"""How long an append waits for the append lock by default (where the backend bounds it)."""
+
+
 class Recorder(ABC):
     """The event log of one database: twelve operations every backend implements
     (``tests/test_recorder_contract.py`` holds each backend to them)."""
 
     url: str
     persistent = True  # whether the log outlives this process (False: the in-memory recorder)
+    lock_wait_s = LOCK_WAIT_S  # the longest an append waits for the append lock (limits.lock_wait_s)
 
     def __enter__(self) -> Recorder:
         return self
@@ -508,8 +513,12 @@ class Recorder(ABC):
         return next(self.read(run, after_seq=seq - 1, upto_seq=seq), None)
 
     def verify_chain(self, run: str) -> list[str]:
-        """Recompute the run's hash chain, check every text against its key and every key column
-        against the data it is copied from; one line per problem (empty: intact)."""
+        """Recompute the run's hash chain, check every text against its key, every key column
+        against the data it is copied from and every event against its type's shape (what
+        PostgreSQL refuses on insert, :mod:`diagevo.log.registry`); one line per problem (empty:
+        intact)."""
+        from diagevo.log.registry import shape_problem
+
         problems: list[str] = []
         prev = GENESIS_HASH
         for r in self.raw(run):
@@ -531,6 +540,9 @@ class Recorder(ABC):
                 continue
             if key_values(data) != tuple(r.keys):
                 problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")
+            shape = shape_problem(r.type, data)
+            if shape is not None:
+                problems.append(f"seq {r.seq}: {shape}")
             refs = list(text_refs(r.type, data))
             if refs:
                 problems += text_problems(r.seq, refs, r.texts)[0]

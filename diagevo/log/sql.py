@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
     from diagevo.schemas import EventIn
 
-APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # the appenders' lock (where the backend has one)
 EVENT_COLUMNS = (
     "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, texts, "
     + ", ".join(KEY_FIELDS)
@@ -99,7 +98,7 @@ class SQLRecorder(Recorder):
         """Before a write transaction begins (SQLite: take the write lock at BEGIN)."""
 
     def _lock_appends(self, conn: Connection) -> None:
-        """Inside a write transaction that appends (PostgreSQL: the appenders' advisory lock)."""
+        """Inside a write transaction that appends (PostgreSQL: the append lock, waited for lock_wait_s)."""
 
     def _open_cursor(self, raw: Any, stream: bool) -> Any:
         """A DBAPI cursor; ``stream``: one that fetches a large result in parts."""

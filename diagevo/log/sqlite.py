@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -95,7 +96,7 @@ class SQLiteRecorder(SQLRecorder):
         path = self._lease_file(run)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            fd = _open_lease(path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise StoreError(f"cannot take the writer lease of run {run!r} in {path.parent}: {exc.strerror}") from None
         try:
@@ -112,7 +113,7 @@ class SQLiteRecorder(SQLRecorder):
     def lease_holder(self, run: str) -> str | None:
         path = self._lease_file(run)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = _open_lease(path, os.O_RDONLY)
         except OSError:
             return None
         try:
@@ -128,6 +129,17 @@ class SQLiteRecorder(SQLRecorder):
 
 
 RECORDER = SQLiteRecorder
+
+
+def _open_lease(path: Path, flags: int) -> int:
+    """The lease file, opened without following a link or waiting on a FIFO; anything but a
+    regular file there is a :class:`StoreError` naming it."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise StoreError(f"{path} is not a regular file (a writer lease is one): remove it")
+    return fd
 
 
 def _read_holder(fd: int) -> str | None:
@@ -178,6 +190,7 @@ def _open_direct(url: str) -> _Direct | None:
     path = plain_file(url)
     if path is None or not path.is_file():
         return None
+    _check_files(path)
     uri = read_only_uri(path)
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
@@ -311,6 +324,20 @@ def check_url(u: URL, url: str) -> None:
         )
     if path is not None and not path.exists():
         _check_directory(path)
+    if path is not None:
+        _check_files(path)
+
+
+def _check_files(path: Path) -> None:
+    """The database file and the files SQLite keeps beside it are regular files where they exist:
+    SQLite would wait for ever on a FIFO and fail on a device with ``disk I/O error``."""
+    for f in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        try:
+            mode = os.stat(f).st_mode
+        except OSError:  # missing, or not to be looked at: SQLite's own words say what is wrong
+            continue
+        if not stat.S_ISREG(mode):
+            raise StoreError(f"{f} is not a regular file: a SQLite database (and its -wal, -shm, -journal) is one")
 
 
 def _check_directory(path: Path) -> None:

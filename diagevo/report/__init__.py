@@ -11,28 +11,45 @@ from diagevo.report.compare import Compared
 from diagevo.report.data import RunData, load_run
 
 
-def write_report(store: EventStore, run: str, out: Path, db_url: str, command: Callable[..., str]) -> RunData:
-    """Read ``run`` and write its report to ``out`` (atomically, through a new temporary file:
-    :func:`diagevo.files.replaced`). ``command(*args)`` spells a diagevo command for the report."""
-    from diagevo.files import write_replacing
+def report_html(store: EventStore, run: str, db_url: str, command: Callable[..., str]) -> tuple[RunData, str]:
+    """Read ``run`` and render its report: the data and the page. ``command(*args)`` spells a
+    diagevo command for the report."""
     from diagevo.report.html import render
 
     data = load_run(store, run)
-    write_replacing(out, render(data, db_url, command))
+    return data, render(data, db_url, command)
+
+
+def write_report(store: EventStore, run: str, out: Path, db_url: str, command: Callable[..., str]) -> RunData:
+    """:func:`report_html`, written to ``out`` (atomically, through a new temporary file:
+    :func:`diagevo.files.replaced`)."""
+    from diagevo.files import write_replacing
+
+    data, page = report_html(store, run, db_url, command)
+    write_replacing(out, page)
     return data
+
+
+def comparison_html(
+    store: EventStore, runs: list[str], db_url: str, command: Callable[[str], str]
+) -> tuple[Compared, str]:
+    """Read ``runs`` and render their comparison (:mod:`diagevo.report.compare`): the data and
+    the page. ``command(run)`` spells the single-run report command of a run."""
+    from diagevo.report.compare import load_runs, render_comparison
+
+    data = load_runs(store, runs)
+    return data, render_comparison(data, db_url, command)
 
 
 def write_comparison(
     store: EventStore, runs: list[str], out: Path, db_url: str, command: Callable[[str], str]
 ) -> Compared:
-    """Read ``runs`` and write their comparison (:mod:`diagevo.report.compare`) to ``out``
-    atomically. ``command(run)`` spells the single-run report command of a run."""
+    """:func:`comparison_html`, written to ``out`` atomically."""
     from diagevo.files import write_replacing
-    from diagevo.report.compare import load_runs, render_comparison
 
-    data = load_runs(store, runs)
-    write_replacing(out, render_comparison(data, db_url, command))
+    data, page = comparison_html(store, runs, db_url, command)
+    write_replacing(out, page)
     return data
 
 
-__all__ = ["Compared", "RunData", "load_run", "write_comparison", "write_report"]
+__all__ = ["Compared", "RunData", "comparison_html", "load_run", "report_html", "write_comparison", "write_report"]

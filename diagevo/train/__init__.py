@@ -156,11 +156,14 @@ def train(
     train`` does, before it creates the database), so it is not run twice. A resumed run trains
     with the config its log records, which is checked here in any case."""
     from diagevo.rounds import OUR_TRAINER, start_run
+    from diagevo.train.folders import check_folders
     from diagevo.train.loop import Trainer
 
     if rounds is not None and rounds < 1:
         raise BadInput(f"rounds must be at least 1, not {rounds}")
+    store.lock_wait_s = config.limits.lock_wait_s
     run = run_id_for(store, config, resume)
+    check_folders(config, store.url, run)  # before the lease or any event: a refusal writes nothing
     wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
     if backend is None and not resume and not checked:
         ready(config, store.url)  # before the run (or its lease) is written: a refusal leaves nothing

@@ -29,7 +29,7 @@ from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.errors import BadInput, NotFound
 from diagevo.eval.config import EvalConfig
 from diagevo.limits import LimitsConfig
-from diagevo.parsing import toml_loads
+from diagevo.parsing import read_text, toml_loads
 from diagevo.sections import Section, apply_overrides, checked
 from diagevo.train.hf.config import HFChallenger, HFConfig, HFSolver
 from diagevo.train.sim.config import SimConfig
@@ -54,6 +54,7 @@ class LoopConfig(Section):
     )
     out_dir: Path | None = Field(
         default=None,
+        strict=False,
         description="Directory of model checkpoints; unset: in the database's folder "
         "(dir/x.db -> dir/x.diagevo/runs/<run>/), as its vector index is, so two databases never share checkpoints.",
     )
@@ -73,6 +74,7 @@ class LoopConfig(Section):
     )
     tracker_dir: Path | None = Field(
         default=None,
+        strict=False,
         description="TensorBoard's folder (a folder per run inside); unset: beside the database (dir/x.db -> "
         "dir/x.diagevo/tb/).",
     )
@@ -182,10 +184,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise BadInput(f"config {path} is a directory, not a TOML file")
     if not path.is_file():
         raise NotFound(f"no config file at {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"cannot read config {path}: {exc}") from None
+    text = read_text(path, f"config {path}")  # bounded: /dev/zero as a config is one line
     try:
         return toml_loads(text, str(path))
     except tomllib.TOMLDecodeError as exc:

@@ -13,8 +13,8 @@ protocol any external trainer uses too: one path into the memory.
 
 from __future__ import annotations
 
+import os
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,11 +23,12 @@ from typing import Any
 
 from diagevo import curriculum as cur
 from diagevo import rounds as protocol
+from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import NotFound
 from diagevo.log import EventStore
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.paths import beside_database, run_dir
+from diagevo.paths import beside_database, run_name
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, ProgressFn, no_progress
 from diagevo.train.config import Config
@@ -98,8 +99,10 @@ class Trainer:
         self.progress = progress
         self.on_round = on_round
         self.seed = config.train.seed
-        root = config.train.out_dir or beside_database(store.url, ".runs")  # keyed by database
-        self.ckpt_dir = run_dir(Path(root), run).resolve()  # absolute: a resume may start elsewhere
+        self.ckpt_root = Path(config.train.out_dir or beside_database(store.url, ".runs"))  # keyed by database
+        # absolute (a resume may start elsewhere), reached without a link (nothing is written or
+        # pruned outside the folder)
+        self.ckpt_dir = owned_dir(self.ckpt_root, run_name(run), create=False)
         self.index: VectorIndex | None = None
         self.tracker = Tracker()  # train.report_to's, opened by train()
 
@@ -116,7 +119,8 @@ class Trainer:
         events = []
         pruned: list[Path] = []
         if checkpoint:
-            path = self.ckpt_dir / f"round{r.t:03d}-{phase}"
+            path = owned_dir(self.ckpt_root, run_name(self.run), f"round{r.t:03d}-{phase}")
+            no_links_below(path)  # a phase run again writes over its own checkpoint, nothing planted there
             self.backend.save(path)
             size = tree_bytes(path)
             events.append(
@@ -134,8 +138,10 @@ class Trainer:
         for s in steps:  # the tracker's copy, once the log has them
             metrics = numbers(s.data["metrics"])
             self.tracker.log({f"{phase}/{k}": v for k, v in metrics.items()}, s.data["global_step"])
-        for dead in pruned:  # after the log says so: a crash in between leaves a file the log calls gone
-            shutil.rmtree(dead, ignore_errors=True)
+        if pruned:  # after the log says so: a crash in between leaves a file the log calls gone
+            here = owned_dir(self.ckpt_root, run_name(self.run), create=False)  # still no link on the way
+            for dead in pruned:
+                remove_owned(here, dead)
         r.finished.add(phase)
         r.stats[phase] = stats
 
@@ -154,7 +160,7 @@ class Trainer:
             for e in self.store.read(self.run, types=("checkpoint.written",))
             if e.data.get("phase") == phase and e.data["path"] not in gone and e.round < t
         ]
-        mine = [e for e in written if Path(e.data["path"]).resolve().is_relative_to(self.ckpt_dir)]
+        mine = [e for e in written if Path(os.path.abspath(e.data["path"])).parent == self.ckpt_dir]
         needed = self.needed_rounds()
         old = mine[: max(0, len(mine) - (keep - 1))]  # the new one is the last of the N kept
         return [

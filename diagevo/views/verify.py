@@ -23,6 +23,8 @@ def verify_run(store: Recorder, run: str) -> list[str]:
     problems = list(store.verify_chain(run))
     folded: dict[int, dict] = {}
     try:
+        if any(": out of shape: " in p for p in problems):  # the fold would meet what it cannot read
+            raise InvariantError("not folded: the events above are out of shape")
         for m in commits(store.rows(run), run):
             folded[m.committed] = m.to_json()
     except InvariantError as exc:

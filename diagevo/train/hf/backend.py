@@ -452,10 +452,10 @@ class HFBackend:
             if self.config.hf.heldout is not None:
                 raise NotFound(f"no held-out file at {path}")
             return []
-        from diagevo.parsing import loads, read_text, split_lines
+        from diagevo.parsing import file_lines, loads
 
         rows = []
-        for n, line in split_lines(read_text(path)):
+        for n, line in ((n, line) for n, line in enumerate(file_lines(path), 1) if line.strip(" \t\r")):
             try:
                 item = loads(line, f"{path}:{n}")
                 rows.append({"question": str(item["question"]), "answer": str(item["answer"])})

@@ -94,6 +94,7 @@ class HFConfig(Section):
     generation_batch: int = Field(default=8, ge=1, description="Prompts per local generate call (without vLLM).")
     heldout: Path | None = Field(
         default=None,
+        strict=False,
         description=(
             "JSONL of {question, answer} for held-out evaluation; unset: <solver.model>/heldout.jsonl if present."
         ),
@@ -103,6 +104,7 @@ class HFConfig(Section):
     )
     accelerate_config: Path | None = Field(
         default=None,
+        strict=False,
         description="On GPUs: the accelerate config the run is launched with (`accelerate launch --config_file`; "
         "`train --dry-run` prints the command).",
     )

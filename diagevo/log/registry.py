@@ -1,0 +1,253 @@
+"""The event types a PostgreSQL log accepts, as rows of its ``event_types`` table.
+
+The database checks every inserted row (migration 0013's trigger), whoever inserts it: a role
+that may only INSERT into ``events`` must not be able to write what readers cannot read. The
+trigger learns the types from ``event_types``, one row per type of the catalog: its kind
+(``retrospective`` types may name a committed round), and the shape of its ``data``: each
+declared field's JSON types (and values, for a choice), the required fields, and whether other
+fields are refused. The rows are derived here from the catalog and its data models, and written
+by whoever migrates the database (``diagevo db upgrade``, or the first writer of an empty one)
+after every upgrade, even one with nothing to migrate: a type added to the catalog needs no new
+migration, only an upgrade by the schema's owner. Until then the database refuses the new type
+by name, and :func:`unregistered` says which types the database does not know.
+
+SQLite has no roles (whoever may write the file may drop a trigger): it has no such table.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from diagevo.catalog import CATALOG, TEXT_FIELDS
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+TABLE = "event_types"
+ANY_EVENT_FIELDS = {"cut": {"types": ["object"]}}
+"""Fields any event may carry: ``cut`` names the texts stored cut to the limits."""
+
+_JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+
+
+def _field(schema: dict[str, Any]) -> dict[str, Any]:
+    """The check of one field from its JSON schema: ``types`` (absent: any value) and, for a
+    choice of values (a ``Literal``), ``enum``."""
+    types: set[str] = set()
+    values: list[Any] = []
+    free = False  # a branch that takes any value of its type
+    for b in schema.get("anyOf", [schema]):
+        if b.get("type") not in _JSON_TYPES:
+            return {}  # a field of any value
+        types.add(b["type"])
+        if "enum" in b or "const" in b:
+            values += b.get("enum", [b.get("const")])
+        elif b["type"] == "null":
+            values.append(None)
+        else:
+            free = True
+    out: dict[str, Any] = {"types": sorted(types)}
+    if not free:
+        out["enum"] = values
+    items = schema.get("items", {}).get("type")
+    if types == {"array"} and items in _JSON_TYPES - {"integer"}:
+        out["items"] = items  # every element of this JSON type (a list of ids)
+    return out
+
+
+def type_spec(name: str) -> dict[str, Any]:
+    """What the database checks of an event of type ``name``: ``kind``, ``fields`` (field ->
+    its check), ``required`` (fields that must be present) and ``closed`` (no other field)."""
+    from diagevo.schemas import model_of
+
+    model = model_of(name)
+    schema = model.model_json_schema()
+    fields = {f: _field(s) for f, s in schema.get("properties", {}).items()}
+    for f in TEXT_FIELDS.get(name, ()):  # a long text is stored as {"$artifact": sha256} in data
+        if fields.get(f, {}).get("types"):
+            fields[f] = {"types": sorted({*fields[f]["types"], "object"})}
+    return {
+        "kind": CATALOG[name].kind.value,
+        "fields": {**fields, **ANY_EVENT_FIELDS},
+        "required": sorted(schema.get("required", [])),
+        "closed": model.model_config.get("extra") == "forbid",
+    }
+
+
+def _q(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _unfit_sql(field: str, check: dict[str, Any]) -> list[str]:
+    """SQL conditions over ``d`` (the data, jsonb), each true when the field is present and does
+    not pass ``check`` (an absent field makes each NULL). A CASE keeps the order of evaluation: a
+    value is cast to a number only once it is one."""
+    value, kind = f"d -> {_q(field)}", f"jsonb_typeof(d -> {_q(field)})"
+    plain = [t for t in check["types"] if t != "integer"]
+    other = f"{kind} NOT IN ({', '.join(map(_q, plain))})" if plain else f"{kind} IS NOT NULL"
+    if "integer" in check["types"]:
+        number = f"floor(({value})::numeric) <> ({value})::numeric"
+        conditions = [f"CASE WHEN {kind} = 'number' THEN {number} ELSE {other} END"]
+    else:
+        conditions = [other]
+    if "enum" in check:
+        conditions.append(f"{value} NOT IN ({', '.join(f'{_q(json.dumps(v))}::jsonb' for v in check['enum'])})")
+    if "items" in check:
+        path = _q(f'$[*] ? (@.type() != "{check["items"]}")')
+        conditions.append(f"{kind} = 'array' AND jsonb_path_exists({value}, {path})")
+    return conditions
+
+
+def _type_problem(name: str, spec: dict[str, Any]) -> str:
+    """A SQL expression over ``d``: what is wrong with the data of an event of type ``name``
+    (one short phrase), or NULL."""
+    whens = []
+    if spec["required"]:
+        first = " ".join(f"WHEN NOT d ? {_q(f)} THEN {_q(f'its data lacks {f}')}" for f in spec["required"])
+        whens.append(f"WHEN NOT d ?& ARRAY[{', '.join(map(_q, spec['required']))}]::text[] THEN CASE {first} END")
+    for field, check in spec["fields"].items():
+        if check.get("types"):
+            message = _q(f"its data.{field} is not of its type ({name})")
+            whens += [f"WHEN {c} THEN {message}" for c in _unfit_sql(field, check)]
+    if spec["closed"]:
+        declared = f"ARRAY[{', '.join(map(_q, spec['fields']))}]::text[]"
+        extra = f"(jsonb_path_query_first(d - {declared}, '$.keyvalue().key') #>> '{{}}')"
+        whens.append(
+            f"WHEN (d - {declared}) <> '{{}}'::jsonb THEN 'its data holds ' || {extra} || {_q(f', no field of {name}')}"
+        )
+    return f"CASE {' '.join(whens)} END" if whens else "NULL"
+
+
+def shape_function(specs: dict[str, dict[str, Any]]) -> str:
+    """``events_shape_problem(type, d)``: the database's check of an event's data (what is wrong
+    with it, or NULL), generated from the types' shapes. A SQL function of one expression, which
+    the planner inlines into the insert trigger's query: no call, no JSON walked twice."""
+    branches = " ".join(f"WHEN {_q(name)} THEN {_type_problem(name, spec)}" for name, spec in sorted(specs.items()))
+    return (
+        "CREATE OR REPLACE FUNCTION events_shape_problem(type text, d jsonb) RETURNS text "
+        "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $shape$ SELECT CASE WHEN jsonb_typeof(d) <> 'object' "
+        f"THEN 'its data is not a JSON object' ELSE CASE type {branches} END END $shape$"
+    )
+
+
+def catalog_specs() -> dict[str, dict[str, Any]]:
+    """Every type of the catalog -> :func:`type_spec`."""
+    return {name: type_spec(name) for name in CATALOG}
+
+
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+@cache
+def _checkers() -> dict[str, tuple[frozenset[str], dict[str, tuple[frozenset[type], dict[str, Any]]], bool]]:
+    """Each type's (required fields, field -> (the Python types that pass at once, its check),
+    closed): the shape of :func:`catalog_specs`, made quick to test a row against."""
+    out = {}
+    for name, spec in catalog_specs().items():
+        fields = {}
+        for f, check in spec["fields"].items():
+            quick: frozenset[type] = frozenset()
+            if "types" in check and "enum" not in check and "items" not in check:
+                quick = frozenset(t for kind in check["types"] for t in _PY_TYPES[kind])
+            fields[f] = (quick, check)
+        out[name] = (frozenset(spec["required"]), fields, spec["closed"])
+    return out
+
+
+def shape_problem(type_: str, data: dict[str, Any]) -> str | None:
+    """What the database's check (migration 0013) would say of an event's type and data, for a
+    row stored without it (SQLite, or a log older than the check); None when it fits."""
+    checker = _checkers().get(type_)
+    if checker is None:
+        return f"out of shape: {type_[:64]!r} is not an event type"
+    required, fields, closed = checker
+    if not data.keys() >= required:
+        return f"out of shape: {type_} data lacks {', '.join(sorted(required - data.keys()))}"
+    for key, value in data.items():
+        field = fields.get(key)
+        if field is None:
+            if closed:
+                return f"out of shape: {type_} data holds {key[:64]!r}, no field of {type_}"
+            continue
+        quick, check = field
+        if type(value) not in quick and not _fits(check, value):
+            return f"out of shape: {type_} data.{key} is not of its type ({', '.join(check['types'])})"
+    return None
+
+
+def _fits(check: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` passes a field's check as the database tests it: its JSON type (an
+    integer is a number without a fractional part), its choice of values, its elements' type."""
+    types = check.get("types")
+    if types is None:
+        return True
+    kinds = {"boolean"} if isinstance(value, bool) else {k for k, ts in _PY_TYPES.items() if isinstance(value, ts)}
+    if isinstance(value, float) and value.is_integer():
+        kinds.add("integer")
+    if kinds.isdisjoint(types):
+        return False
+    if "enum" in check and value not in check["enum"]:
+        return False
+    items = check.get("items")
+    return items is None or not isinstance(value, list) or all(_fits({"types": [items]}, v) for v in value)
+
+
+def has_table(conn: Connection) -> bool:
+    return bool(conn.exec_driver_sql(f"SELECT to_regclass('{TABLE}') IS NOT NULL").scalar())
+
+
+def register_types(conn: Connection) -> list[str]:
+    """Write the catalog's types into ``event_types`` (a type known already gets this version's
+    shape; a type no longer in the catalog stays, as old logs hold it) and the check generated
+    from them (:func:`shape_function`). Returns the types whose row changed. Needs a migrated
+    PostgreSQL schema (``event_types`` present)."""
+    changed = []
+    for name, spec in catalog_specs().items():
+        row = conn.exec_driver_sql(
+            f"INSERT INTO {TABLE} (type, kind, fields, required, closed) VALUES (%s, %s, %s::jsonb, %s, %s) "
+            "ON CONFLICT (type) DO UPDATE SET kind = excluded.kind, fields = excluded.fields, "
+            f"required = excluded.required, closed = excluded.closed WHERE ({TABLE}.kind, {TABLE}.fields, "
+            f"{TABLE}.required, {TABLE}.closed) IS DISTINCT FROM (excluded.kind, excluded.fields, excluded.required, "
+            "excluded.closed) RETURNING type",
+            (name, spec["kind"], json.dumps(spec["fields"]), spec["required"], spec["closed"]),
+        ).fetchone()
+        if row is not None:
+            changed.append(name)
+    conn.exec_driver_sql(shape_function(registered_specs(conn)).replace("%", "%%"))
+    return changed
+
+
+def registered_specs(conn: Connection) -> dict[str, dict[str, Any]]:
+    """The rows of ``event_types``, as :func:`type_spec` gives them."""
+    rows = conn.exec_driver_sql(f"SELECT type, kind, fields, required, closed FROM {TABLE}").fetchall()
+    return {r[0]: {"kind": r[1], "fields": r[2], "required": sorted(r[3]), "closed": r[4]} for r in rows}
+
+
+def unregistered(conn: Connection) -> list[str]:
+    """The catalog's types whose row in ``event_types`` is missing or differs from this
+    version's (the database would refuse or mis-check them until the owner upgrades it)."""
+    held = registered_specs(conn)
+    return [name for name, spec in catalog_specs().items() if held.get(name) != spec]
+
+
+__all__ = [
+    "TABLE",
+    "catalog_specs",
+    "has_table",
+    "register_types",
+    "registered_specs",
+    "shape_problem",
+    "type_spec",
+    "unregistered",
+]
