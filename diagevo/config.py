@@ -27,6 +27,7 @@ from diagevo.catalog import config_k
 from diagevo.parsing import shorten
 from diagevo.redaction import redact_config
 from diagevo.sections import ConfigError, Section, config_error
+from diagevo.words import close_to
 
 Role = Literal["challenger", "solver"]
 S = TypeVar("S", bound=BaseModel)
@@ -391,10 +392,39 @@ def _as_stored(exc: ConfigError, record: Mapping[str, Any]) -> ConfigError:
     value given by its flat name under that name."""
     loc = tuple(str(p) for p in exc.error["loc"])
     if exc.unknown and len(loc) == 1:
-        known = ", ".join([*PAPER_NAMES, *MethodConfig.model_fields, *COMPONENT_TABLES])
-        return ConfigError(f"unknown field {shorten(loc[0], 40)} (known: {known})", error=exc.error, unknown="field")
+        names = [*PAPER_NAMES, *MethodConfig.model_fields, *COMPONENT_TABLES]
+        meant = close_to(loc[0], names)
+        said = f"unknown field {shorten(loc[0], 40)}"
+        if meant:
+            return ConfigError(said, error=exc.error, unknown="field", meant=meant, shown=[repr(m) for m in meant])
+        return ConfigError(f"{said} (known: {', '.join(names)})", error=exc.error, unknown="field")
+    if exc.unknown:  # a nested name: the section's own refusal names it, with the names it likely means
+        return exc
     reason = exc.reason
     for name, path in PAPER_NAMES.items():  # a value given by its flat name is named so
         if name in record and reason.startswith(f"{path}:"):
             reason = name + reason[len(path) :]
     return ConfigError(reason, error=exc.error, unknown=exc.unknown)
+
+
+def config_changes(stored: MethodConfig, given: MethodConfig) -> list[str]:
+    """The fields in which ``given`` differs from ``stored``, each as ``memory.k 0.5 (given
+    0.7)``, in the config's order; how many rounds to train (``train.rounds``) is left out: it
+    does not change how a round is run, and a run may go on for more."""
+    old, new = _flat(stored.redacted()), _flat(given.redacted())
+    names = [*old, *(name for name in new if name not in old)]
+    return [
+        f"{name} {shorten(old.get(name), 40)} (given {shorten(new.get(name), 40)})"
+        for name in names
+        if name != "train.rounds" and old.get(name) != new.get(name)
+    ]
+
+
+def _flat(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in record.items():
+        if isinstance(value, Mapping) and value:
+            out.update(_flat(value, f"{prefix}{name}."))
+        else:
+            out[f"{prefix}{name}"] = value
+    return out

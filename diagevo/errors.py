@@ -24,18 +24,26 @@ class Hint:
 
     args: tuple[str, ...]
     db: str | None = None
+    call: str | None = None
+    """The Python call that does the same, where there is one (``diagevo.start_run(store, 'r',
+    config)``): what an error raised to a Python caller suggests instead of the command."""
 
     def plain(self) -> str:
-        """``diagevo ARGS --db URL`` (without the URL's password): for library callers."""
+        """``diagevo ARGS --db URL`` (without the URL's password)."""
         from diagevo.urls import without_password
 
         return shlex.join(["diagevo", *self.args, *(["--db", without_password(self.db)] if self.db else [])])
 
+    def python(self) -> str:
+        """The fix for a Python caller: the Python call, else the command (:meth:`plain`)."""
+        return self.call if self.call is not None else self.plain()
+
 
 class DiagevoError(Exception):
     """An error the user can fix (input, environment, a concurrent writer): one line, and
-    perhaps the command that fixes it (``hint``). Where the message holds ``{command}`` the
-    command goes there, else after it in parentheses."""
+    perhaps what fixes it (``hint``): shown to a Python caller as the Python call where the hint
+    has one, by the CLI as its command. Where the message holds ``{command}`` the fix goes there,
+    else after it in parentheses."""
 
     def __init__(self, message: str = "", *, hint: Hint | None = None) -> None:
         super().__init__(message)
@@ -45,7 +53,7 @@ class DiagevoError(Exception):
     def message(self) -> str:
         return str(self.args[0]) if self.args else ""
 
-    def render(self, spell: Callable[[Hint], str] = Hint.plain) -> str:
+    def render(self, spell: Callable[[Hint], str] = Hint.python) -> str:
         """The message with the hint's command spelled by ``spell``."""
         if self.hint is None:
             return self.message

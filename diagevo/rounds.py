@@ -30,12 +30,12 @@ import math
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 from diagevo import curriculum as cur
 from diagevo.catalog import FOLDED, MILESTONES, RETROSPECTIVE
 from diagevo.catalog import ids as keys
-from diagevo.config import MethodConfig, config_from_record
+from diagevo.config import MethodConfig, config_changes, config_from_record
 from diagevo.errors import BadInput, Conflict, Hint, NotFound
 from diagevo.log import AppendResult, EventRow, EventStore
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
@@ -43,14 +43,16 @@ from diagevo.memory.fold import MEMORY_TYPES, InvariantError, fold
 from diagevo.memory.sampler import GenerationRequest, sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.parsing import shorten
+from diagevo.reals import real_number
 from diagevo.redaction import redact_config
 from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.urls import redact_url
 from diagevo.views import runs as runs_view
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
-from diagevo.views.stats import count_rounds
-from diagevo.words import plural
+from diagevo.views.stats import COUNTED_COLUMNS, count_rounds
+from diagevo.words import did_you_mean, plural
 
 PURPOSES = {"curriculum": ("cur-requests", "q"), "challenger": ("chal-requests", "c")}
 
@@ -82,7 +84,19 @@ def _appending(store: EventStore, run: str, decide: Callable[[Reader], Sequence[
     def read(types: Collection[str] | None, *, round: int | None = None, after_seq: int = 0) -> list[EventRow]:
         return list(store.rows(run, types=types, round=round, after_seq=after_seq))
 
-    return store.append_decided(lambda: decide(read))
+    try:
+        return store.append_decided(lambda: decide(read))
+    except UnknownRun:
+        raise _unknown_run(store, run) from None
+
+
+def _unknown_run(store: EventStore, run: str) -> UnknownRun:
+    """``no run 'huer' in URL (did you mean 'heur'?): start it ...``: the Python call for a
+    Python caller, ``round start`` on the command line."""
+    return UnknownRun(
+        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: start it with {{command}}",
+        hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.start_run(store, {run!r}, config)"),
+    )
 
 
 # --- the run and its rounds ------------------------------------------------------------------
@@ -93,7 +107,7 @@ def run_config(store: EventStore, run: str) -> MethodConfig:
     the latest ``run.configured`` applied: the one place the run's config is read from the log."""
     cfg = stored_config(store, run)
     if cfg is None:
-        raise UnknownRun(f"no run {run!r}: start it first", hint=Hint(("round", "start", "--run", run), store.url))
+        raise _unknown_run(store, run)
     return cfg
 
 
@@ -129,46 +143,81 @@ EXTERNAL_TRAINER = "external trainer"
 """The trainer a run started through the round protocol declares when its trainer gives no name."""
 
 
+Resume = Literal["allow", "must", "never"]
+"""What :func:`start_run` does with a run the log holds already (as W&B's ``resume``)."""
+RESUMES: tuple[Resume, ...] = ("allow", "must", "never")
+
+
+class RunDiffers(ProtocolError):
+    """A run started again with a config or seed other than the one it holds."""
+
+
 def start_run(
     store: EventStore,
     run: str,
     config: MethodConfig | Mapping[str, Any],
     seed: int = 0,
     *,
-    new: bool = False,
+    resume: Resume | None = None,
     trainer: str = EXTERNAL_TRAINER,
 ) -> bool:
-    """Append ``run.started``, decided under the append lock: False (and nothing stored) when
-    the run exists already, or :class:`RunExists` with ``new`` (a run that must be new: two
-    processes creating one id both find out, one of them here). ``trainer`` names what drives
-    the run (``runs`` and ``report`` show it; only a run of ``diagevo train`` resumes with it)."""
+    """Append ``run.started``, decided under the append lock; True when this call started the
+    run. For a run the log holds already nothing is stored, and ``resume`` says what the caller
+    meant (as W&B's): ``None``, a retry: the same config and seed is a no-op (False: every rank
+    of a trainer may call this), another is refused with :class:`RunDiffers` naming the fields
+    that differ (the run keeps the config it started with); ``"allow"``: continue the run as it
+    is, whatever ``config`` says (:func:`run_config` reads the config in force); ``"must"``: the
+    same, and a run the log does not hold is :class:`UnknownRun`; ``"never"``: the run must be
+    new, :class:`RunExists` (two processes creating one id both find out, one of them here).
+    ``trainer`` names what drives the run (``runs`` and ``report`` show it; only a run of
+    ``diagevo train`` resumes with it)."""
+    if resume is not None and resume not in RESUMES:
+        raise ProtocolError(f"resume must be one of {', '.join(map(repr, RESUMES))} or None, not {shorten(resume, 40)}")
+    record = config_record(config)
+    if not isinstance(config, MethodConfig):
+        config_from_record(record)  # a ConfigError naming the field, a typo with the name it likely means
     try:
-        ev = new_event(
-            "run.started",
-            run,
-            0,
-            keys.event_id(run, 0, "run.started"),
-            config=config_record(config),
-            seed=seed,
-            trainer=trainer,
-        )
+        ev = new_event("run.started", run, 0, keys.event_id(run, 0, "run.started"), config=record, seed=seed, trainer=trainer)
     except InvalidEvent as exc:
         raise ProtocolError(str(exc)) from None
 
     def decide() -> list[EventIn]:
         if not store.has_run(run):
+            if resume == "must":
+                raise UnknownRun(f"no run {run!r} in {redact_url(store.url)} to resume{did_you_mean(run, store.runs())}")
             return [ev]
-        if new:
+        if resume == "never":
             raise RunExists(
-                (
-                    f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, or name a "
-                    "new run"
-                ),
-                hint=Hint(("train", "--run", run, "--resume"), store.url),
+                f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, or name a new run",
+                hint=Hint(("train", "--run", run, "--resume"), store.url, call=f"diagevo.start_run(store, {run!r}, config, resume='allow')"),
             )
+        if resume is None:
+            refuse_other_config(store, run, record, seed)
         return []
 
     return store.append_decided(decide).appended == 1
+
+
+def refuse_other_config(store: EventStore, run: str, record: Mapping[str, Any], seed: int) -> None:
+    """:class:`RunDiffers` when ``run`` holds a config or seed other than ``record`` and
+    ``seed``, naming the fields that differ (how many rounds to train aside: a run may go on for
+    more). Called from inside a decision, under the append lock."""
+    stored = run_config(store, run)
+    started = next(iter(store.read(run, types=("run.started",))), None)
+    changes = config_changes(stored, config_from_record(record))
+    stored_seed = started.data.get("seed", 0) if started is not None else 0
+    if stored_seed != seed:
+        changes.append(f"seed {stored_seed!r} (given {seed!r})")
+    if changes:
+        shown = "; ".join(changes[:3]) + (f"; and {plural(len(changes) - 3, 'more field')}" if len(changes) > 3 else "")
+        raise RunDiffers(
+            f"run {run!r} exists with another config: {shown}; continue it as it is with {{command}}, or name a new run",
+            hint=Hint(
+                ("round", "start", "--run", run, "--resume", "allow"),
+                store.url,
+                call=f"diagevo.start_run(store, {run!r}, config, resume='allow')",
+            ),
+        )
 
 
 def run_trainer(store: EventStore, run: str) -> str | None:
@@ -303,7 +352,10 @@ def round_progress(store: EventStore, run: str, t: int) -> RoundProgress:
 def round_state(store: EventStore, run: str) -> RoundState:
     """Where ``run`` stands (last committed round, open round, promotions decided), read from
     its milestone events only."""
-    return _state(run, store.rows(run, types=MILESTONES), store.url)
+    try:
+        return _state(run, store.rows(run, types=MILESTONES), store.url)
+    except UnknownRun:
+        raise _unknown_run(store, run) from None
 
 
 def require_open(st: RoundState, t: int, doing: str) -> None:
@@ -433,6 +485,29 @@ class Candidate:
     responses: tuple[str, ...] | None = None
     answers: tuple[str | None, ...] | None = None
 
+    def __post_init__(self) -> None:
+        """Refuse, naming the argument, what a question cannot be recorded with (a number for a
+        text, a list of numbers for the answers); a list of responses or answers is kept as a tuple."""
+        for name in ("question_id", "mode", "text"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ProtocolError(f"Candidate {name} must be a non-empty string, not {shorten(value, 40)}")
+        for name in ("active_cause", "mastered_cause", "node"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ProtocolError(f"Candidate {name} must be a string or None, not {shorten(value, 40)}")
+        for name in ("responses", "answers"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+                raise ProtocolError(f"Candidate {name} must be a sequence of strings, not {type(value).__name__}")
+            items = tuple(value)
+            for item in items:
+                if item is not None and not isinstance(item, str):
+                    raise ProtocolError(f"Candidate {name} must hold strings, not {shorten(item, 40)}")
+            object.__setattr__(self, name, items)
+
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Candidate:
         """From one JSON object; the request's own fields (texts, messages) may be carried along."""
@@ -548,6 +623,26 @@ def _failure_record(f: Mapping[str, Any]) -> dict[str, str]:
     return {name: f[name] for name in FAILURE_FIELDS}
 
 
+def refuse_other_content(store: EventStore, run: str, t: int, events: Sequence[EventIn]) -> None:
+    """Refuse (:class:`ProtocolError`) when round ``t`` holds one of ``events``' ids with other
+    data: a question id recorded again with another text, mode, cause or votes would leave the
+    trainer holding a question the log does not (the same data again is a retry, skipped by the
+    append). Called from inside a decision, under the append lock."""
+    wanted = {ev.event_id: ev for ev in events}
+    if not wanted:
+        return
+    for e in store.read(run, round=t, keys={"event_id": list(wanted)}, texts=True):
+        ev = wanted.get(e.event_id)
+        if ev is None or e.data == ev.data:
+            continue
+        field = next(n for n in [*ev.data, *e.data] if e.data.get(n) != ev.data.get(n))
+        what = ev.data.get("question_id", e.event_id)
+        raise ProtocolError(
+            f"question {shorten(what, 80)} is recorded in round {t} of run {run!r} already with another {field} "
+            "(give it a new id; recording the same question again is a no-op)"
+        )
+
+
 FAILURE_TYPES = ("failure.recorded", "failure.diagnosed", "diagnosis.failed")
 
 
@@ -641,8 +736,8 @@ class Round:
     def requests(self, n: int, *, purpose: str = "curriculum", seed: int | None = None) -> list[Request]:
         """``n`` requests from the schedule of M_{t-1}; the same for the same (run, round, seed,
         purpose). ``purpose`` is ``curriculum`` (Q^cur) or ``challenger`` (Q^chal)."""
-        if n < 0:
-            raise ProtocolError(f"n must be at least 0, not {n}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ProtocolError(f"n must be a whole number of at least 0, not {shorten(n, 40)}")
         if purpose not in PURPOSES:
             raise ProtocolError(f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}")
         st = round_state(self.store, self.run)
@@ -665,6 +760,12 @@ class Round:
         """Vote, filter and append ``question.generated`` + ``question.scored`` for each candidate
         (one transaction); returns them scored, with the ids the round held already
         (:class:`Recorded`). Recording a question id again is a no-op."""
+        if isinstance(candidates, str | bytes | Mapping) or not isinstance(candidates, Iterable):
+            raise ProtocolError(f"candidates must be a sequence of Candidate, not {type(candidates).__name__}")
+        candidates = list(candidates)
+        for c in candidates:
+            if not isinstance(c, Candidate):
+                raise ProtocolError(f"candidates must be Candidate objects, not {type(c).__name__}")
         run, t, cfg, memory = self.run, self.t, self.config, self.base
         seen: set[str] = set()
         scored: list[Scored] = []
@@ -714,8 +815,11 @@ class Round:
             require_open(st, t, "record questions")
             if t in st.promoted:
                 raise ProtocolError(
-                    f"cannot record questions: promotions of round {t} are decided (the evidence is closed)"
+                    f"cannot record questions into round {t} of run {run!r}: its promotions are decided (the "
+                    f"evidence is closed); commit round {t} first, then open round {t + 1}",
+                    hint=self._hint("commit", "rnd.commit(metrics)"),
                 )
+            refuse_other_content(self.store, run, t, [*generated, *scores])
             stored.clear()  # read under the append lock: what this append skips
             stored.update(d["question_id"] for _s, _r, _t, d in read(("question.generated",), round=t))
             return generated + scores
@@ -831,15 +935,21 @@ class Round:
         values = check_metrics(metrics)
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
             raise ProtocolError(f"rank must be a whole number of at least 0, not {rank!r}")
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight <= 0:
+        try:
+            weight = float(real_number(weight, f"weight of rank {rank}"))
+        except BadInput as exc:
+            raise ProtocolError(str(exc)) from None
+        if weight <= 0:
             raise ProtocolError(f"weight of rank {rank} must be a finite number above 0, not {weight!r}")
-        ev = self.event(f"metrics/rank{rank}", "metrics.recorded", rank=rank, weight=float(weight), metrics=values)
+        ev = self.event(f"metrics/rank{rank}", "metrics.recorded", rank=rank, weight=weight, metrics=values)
 
         def decide(read: Reader) -> list[EventIn]:
             require_open(_state(run, read(MILESTONES), self.store.url), t, f"record the metrics of rank {rank}")
-            for _s, _r, _t, d in read(("metrics.recorded",), round=t):
+            recorded = [d for _s, _r, _t, d in read(("metrics.recorded",), round=t)]
+            for d in recorded:
                 if d["rank"] == rank and (d["metrics"], d["weight"]) != (ev.data["metrics"], ev.data["weight"]):
                     raise ProtocolError(f"rank {rank} recorded other metrics in round {t} of run {run!r} already")
+            rank_metrics([*(d for d in recorded if d["rank"] != rank), ev.data])  # a mean the commit can store
             return [ev]
 
         return _appending(self.store, run, decide).appended == 1
@@ -878,9 +988,12 @@ class Round:
         is the memory here. The commit waits for no rank: the trainer's ranks meet first (a
         barrier of its own), and a rank's write after the commit is refused.
         Refused before promotions are decided and, unless ``allow_undiagnosed``, while a recorded
-        failure has no diagnosis. Returns the commit's data (counts, F_t, ε_{t+1}, ``summary``)."""
+        failure has no diagnosis. ``summary``: the trainer's own figures to keep in
+        ``round.committed`` (never a count the commit takes from the log: :func:`check_summary`).
+        Returns the commit's data (counts, F_t, ε_{t+1}, ``summary``)."""
         run, t, base = self.run, self.t, self.base
         metrics = check_metrics(metrics or {})
+        extra = check_summary(summary)
         committed: dict[str, Any] = {}
 
         def decide(read: Reader) -> list[EventIn]:
@@ -888,7 +1001,7 @@ class Round:
             require_open(st, t, "commit")
             if t not in st.promoted:
                 raise ProtocolError(
-                    f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote")
+                    f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote", "rnd.promote()")
                 )
             rows = read(None, round=t)
             failures = {d["failure_id"] for _s, _r, typ, d in rows if typ == "failure.recorded"}
@@ -912,7 +1025,8 @@ class Round:
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
             if ranks:
                 committed["ranks"] = len(ranks)
-            committed.update(F=sched.F, epsilon_next=sched.epsilon, **dict(summary or {}))
+            committed.update(F=sched.F, epsilon_next=sched.epsilon)
+            committed.update(extra)  # check_summary: none of it is a count
             events = [self.event("eval", "eval.recorded", **round_metrics)] if round_metrics else []
             return [*events, self.event("round.committed", "round.committed", **committed)]
 
@@ -923,37 +1037,66 @@ class Round:
         refresh(self.store, run)
         return committed
 
-    def _hint(self, step: str) -> Hint:
-        """The command that takes ``step`` for this round."""
-        return Hint(("round", step, "--run", self.run, "--round", str(self.t)), self.store.url)
+    def _hint(self, step: str, call: str | None = None) -> Hint:
+        """The command that takes ``step`` for this round (``call``: the same in Python)."""
+        return Hint(("round", step, "--run", self.run, "--round", str(self.t)), self.store.url, call=call)
 
 
 def rank_metrics(recorded: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """The round's metrics from the ranks' ``metrics.recorded``: for each name, the mean over
-    the ranks that report it, weighted by their weights."""
-    sums: dict[str, float] = {}
-    weights: dict[str, float] = {}
+    the ranks that report it, weighted by their weights. Each weight is divided by the total
+    first, so finite values never overflow on the way to their mean; a total weight that is not
+    finite is refused (:class:`ProtocolError`), never stored as ``null``."""
+    values: dict[str, list[tuple[float, float]]] = {}
     for d in sorted(recorded, key=lambda d: d["rank"]):  # the same sum in every process
         for name, value in d["metrics"].items():
-            sums[name] = sums.get(name, 0.0) + d["weight"] * value
-            weights[name] = weights.get(name, 0.0) + d["weight"]
-    return {name: sums[name] / weights[name] for name in sums}
+            values.setdefault(name, []).append((float(d["weight"]), float(value)))
+    means: dict[str, float] = {}
+    for name, pairs in values.items():
+        total = math.fsum(w for w, _ in pairs)
+        mean = math.fsum(w / total * v for w, v in pairs) if math.isfinite(total) else math.inf
+        if not math.isfinite(mean):
+            raise ProtocolError(f"metric {name!r}: the ranks' weighted mean is not a finite number (weights too large)")
+        means[name] = mean
+    return means
+
+
+COUNTED_HERE = frozenset({*COUNTED_COLUMNS, "F", "epsilon_next", "ranks"})
+"""What ``round.committed`` holds that :meth:`Round.commit` counts from the log itself."""
+
+
+def check_summary(summary: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A trainer's own figures for ``round.committed``: named by strings other than what the
+    commit counts from the log (a summary cannot say how many questions or failures a round had,
+    nor F_t), :class:`ProtocolError` naming the first that is."""
+    if summary is None:
+        return {}
+    if not isinstance(summary, Mapping):
+        raise ProtocolError(f"summary must be a mapping of names to values, not {type(summary).__name__}")
+    for name in summary:
+        if not isinstance(name, str) or not name.strip():
+            raise ProtocolError(f"summary name {shorten(name, 60)} must be a non-empty string")
+        if name in COUNTED_HERE:
+            raise ProtocolError(
+                f"summary field {name!r} is counted from the log by the commit itself: leave it out of the summary"
+            )
+    return dict(summary)
 
 
 def check_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
-    """The metrics of a commit: each named by a non-empty string, each a finite number
+    """The metrics of a commit: each named by a non-empty string, each a real number (a numpy or
+    torch scalar is the number it holds), finite and small enough for a float
     (:class:`ProtocolError` naming the first that is not)."""
     if not isinstance(metrics, Mapping):
         raise ProtocolError(f"metrics must be a mapping of names to numbers, not {type(metrics).__name__}")
     out: dict[str, float] = {}
     for name, value in metrics.items():
         if not isinstance(name, str) or not name.strip():
-            raise ProtocolError(f"metric name {name!r} must be a non-empty string")
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ProtocolError(f"metric {name!r} must be a number, not {value!r}"[:200])
-        if not math.isfinite(value):
-            raise ProtocolError(f"metric {name!r} must be a finite number, not {value!r}")
-        out[name] = value
+            raise ProtocolError(f"metric name {shorten(name, 60)} must be a non-empty string")
+        try:
+            out[name] = real_number(value, f"metric {shorten(name, 60)}")
+        except BadInput as exc:
+            raise ProtocolError(str(exc)) from None
     return out
 
 

@@ -38,10 +38,10 @@ def test_run_ids_made_in_one_second_differ() -> None:
 
 
 def test_creating_a_run_is_one_decision(store: EventStore) -> None:
-    assert rounds.start_run(store, "r", {"k": 0.5}, new=True)
+    assert rounds.start_run(store, "r", {"k": 0.5}, resume="never")
     with pytest.raises(rounds.RunExists, match="run 'r' already exists"):
-        rounds.start_run(store, "r", {"k": 2.0}, new=True)
-    assert not rounds.start_run(store, "r", {"k": 2.0})  # an existing run: nothing stored
+        rounds.start_run(store, "r", {"k": 2.0}, resume="never")
+    assert not rounds.start_run(store, "r", {"k": 2.0}, resume="allow")  # continued as it is: nothing stored
     assert [e.data["config"]["k"] for e in store.read("r", types=("run.started",))] == [0.5]
 
 

@@ -177,7 +177,7 @@ def train(
         else:  # one decision under the append lock: of two processes creating this id, one is refused
             if rounds is not None:
                 config = config.model_copy(update={"train": config.train.model_copy(update={"rounds": rounds})})
-            start_run(store, run, config, config.train.seed, new=True, trainer=OUR_TRAINER)
+            start_run(store, run, config, config.train.seed, resume="never", trainer=OUR_TRAINER)
         progress("load", 0, None)
         models = backend or make_backend(config)
         trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)

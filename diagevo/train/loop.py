@@ -209,8 +209,8 @@ class Trainer:
 
     # --- run ----------------------------------------------------------------------------------
     def start(self) -> None:
-        """Append ``run.started`` (a no-op when the run exists)."""
-        protocol.start_run(self.store, self.run, self.cfg, self.seed, trainer=protocol.OUR_TRAINER)
+        """Append ``run.started`` (a no-op when the run exists: it goes on with the config it holds)."""
+        protocol.start_run(self.store, self.run, self.cfg, self.seed, resume="allow", trainer=protocol.OUR_TRAINER)
 
     def load_embedder(self) -> None:
         """Load the embedding model once, as its own phase (``embedder`` 0/1, then 1/1), before
