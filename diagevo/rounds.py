@@ -386,7 +386,12 @@ def current_round(store: EventStore, run: str) -> int:
 def open_round(store: EventStore, run: str, t: int | None = None) -> int:
     """Append ``round.started`` for the next round (``t`` defaults to it); opening the open
     round again is a no-op. Returns the round."""
-    chosen: list[int] = []
+    return _open(store, run, t)[0]
+
+
+def _open(store: EventStore, run: str, t: int | None) -> tuple[int, bool]:
+    """:func:`open_round`, and whether the round was open already (decided under the lock)."""
+    chosen: list[tuple[int, bool]] = []
 
     def decide(read: Reader) -> list[EventIn]:
         st = _state(run, read(MILESTONES), store.url)
@@ -396,7 +401,7 @@ def open_round(store: EventStore, run: str, t: int | None = None) -> int:
             raise ProtocolError(f"round {want} of run {run!r} is committed already")
         if want != nxt:
             raise ProtocolError(f"round {want} cannot open in run {run!r}: round {nxt} comes first")
-        chosen.append(want)
+        chosen.append((want, want in st.started))
         return [] if want in st.started else [_event(run, want, "round.started", "round.started")]
 
     _appending(store, run, decide)
@@ -700,11 +705,19 @@ class Round:
         """The round's number t (1 for the first round; M_{t-1} is the memory it starts from)."""
         self._config: MethodConfig | None = None
         self._base: Memory | None = None
+        self.reopened = False
+        """True when :meth:`open` found the round open already (its steps so far stand)."""
 
     @classmethod
     def open(cls, store: EventStore, run: str, t: int | None = None) -> Round:
-        """Open the next round (``t`` defaults to it; opening the open round again is a no-op)."""
-        return cls(store, run, open_round(store, run, t))
+        """Open the next round (``t`` defaults to it). A round open already is returned as it
+        stands, nothing appended (every rank of a trainer opens it, a retry does too), with
+        :attr:`reopened` True and :attr:`next_step` saying what it takes next: a trainer that
+        forgot to commit round 2 gets round 2 back, ``next_step == "commit"``."""
+        t, was_open = _open(store, run, t)
+        rnd = cls(store, run, t)
+        rnd.reopened = was_open
+        return rnd
 
     @classmethod
     def current(cls, store: EventStore, run: str) -> Round:
@@ -728,6 +741,24 @@ class Round:
             k = self.config.memory.k
             self._base = memory if memory.k == k else replace(memory, k=k)
         return self._base
+
+    @property
+    def next_step(self) -> str:
+        """What the round takes next, read from the log now: ``"record"`` (no question yet),
+        ``"promote"`` (questions recorded: more may be), ``"diagnose"`` (promotions decided, a
+        recorded failure not diagnosed), ``"commit"``, or ``"committed"``; ``"open"`` for a
+        round not yet opened."""
+        st, run, t = round_state(self.store, self.run), self.run, self.t
+        if t <= st.last_committed:
+            return "committed"
+        if t not in st.started:
+            return "open"
+        if t not in st.promoted:
+            return "promote" if self.store.count(run, round=t, types=("question.scored",)) else "record"
+        recorded: set[str] = set()
+        for _s, _r, typ, d in self.store.rows(run, round=t, types=FAILURE_TYPES):
+            (recorded.add if typ == "failure.recorded" else recorded.discard)(d.get("failure_id", ""))
+        return "diagnose" if recorded else "commit"
 
     def event(self, key: str, type: str, **data: Any) -> EventIn:
         return _event(self.run, self.t, key, type, **data)

@@ -9,6 +9,7 @@ import pytest
 from diagevo import rounds
 from diagevo.log import EventStore, open_log
 from diagevo.schemas import new_event
+from diagevo.sections import ConfigError
 from diagevo.views.memory import load_memory
 
 RUN = "ext"
@@ -133,7 +134,7 @@ def test_wrong_order_is_refused(store: EventStore) -> None:
     with pytest.raises(rounds.ProtocolError, match="1 recorded failure is not diagnosed"):
         rounds.commit(store, RUN, 1)
     assert rounds.commit(store, RUN, 1, allow_undiagnosed=True)["failures"] == 1
-    with pytest.raises(rounds.ProtocolError, match="config needs a positive k"):
+    with pytest.raises(ConfigError, match="config needs a positive k"):  # a config error, refused before the log
         rounds.start_run(store, "other", {"memory": {}})
 
 
