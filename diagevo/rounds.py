@@ -1084,8 +1084,8 @@ def rank_metrics(recorded: Sequence[Mapping[str, Any]]) -> dict[str, float]:
             values.setdefault(name, []).append((float(d["weight"]), float(value)))
     means: dict[str, float] = {}
     for name, pairs in values.items():
-        total = math.fsum(w for w, _ in pairs)
-        mean = math.fsum(w / total * v for w, v in pairs) if math.isfinite(total) else math.inf
+        total = sum(w for w, _ in pairs)  # inf where it overflows (fsum would raise)
+        mean = sum(w / total * v for w, v in pairs) if math.isfinite(total) else math.inf
         if not math.isfinite(mean):
             raise ProtocolError(f"metric {name!r}: the ranks' weighted mean is not a finite number (weights too large)")
         means[name] = mean

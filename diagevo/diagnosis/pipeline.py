@@ -31,6 +31,7 @@ from diagevo.catalog.ids import digest_event_id
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.diagnosis.given import refuse_contradictions
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
 from diagevo.errors import BadInput, Conflict
@@ -695,6 +696,8 @@ def diagnose(
     # before any model call (the decisive check is the append's, under the lock): a failure
     # of another round, diagnosed here again, would be counted twice
     refuse_reused_failures(rnd.store, rnd.run, rnd.t, {f.failure_id: None for f in failures or ()})
+    if failures is not None and rnd.t in st.started:  # what the diagnostician reads is what the log holds
+        refuse_contradictions(rnd.store, rnd.run, rnd.t, failures)
     emb = embedder if embedder is not None and not isinstance(embedder, str) else tools.embedder_for(cfg)
     dx = tools.diagnostician_for(diagnostician, cfg, emb) if isinstance(diagnostician, str) else diagnostician
     recorded = already = unrecorded = 0
