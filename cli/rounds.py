@@ -64,20 +64,32 @@ def start(
     trainer: Annotated[
         str | None, typer.Option("--trainer", help="Name of the trainer that drives a new run (runs, report show it).")
     ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="An existing run: allow (go on as it is, whatever --config says), must (the run must exist), "
+            "never (the run must be new). Default: go on, refusing a --config that differs from the run's.",
+        ),
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Start the run (when new) and open its next round."""
     from diagevo import rounds
     from diagevo.train.config import load_config
 
+    if resume is not None and resume not in rounds.RESUMES:
+        raise CLIError(f"--resume must be allow, must or never, not {resume[:40]!r}")
     with open_store(db, create=True, keep_if_refused=False) as store:  # a refused start leaves no file
-        created = False
-        if run not in store.runs():
+        exists = run in store.runs()
+        named = trainer or rounds.EXTERNAL_TRAINER
+        if exists and config is None:  # the run goes on as it is (--resume never refuses it)
+            cfg = rounds.run_config(store, run)
+            created = rounds.start_run(store, run, cfg, seed, resume=resume or "allow", trainer=named)  # type: ignore[arg-type]
+        else:  # a new run, or --config held against the run's (the fields that differ named)
             cfg = load_config(config, [*(set_ or []), f"train.seed={seed}", f"train.run={jsonlib.dumps(run)}"])
-            created = rounds.start_run(store, run, cfg, seed, trainer=trainer or rounds.EXTERNAL_TRAINER)
-        elif config is not None:
-            raise CLIError(f"run {run!r} exists: its config is fixed (fork it to change it)")
-        elif set_:  # a fork before its first round of its own takes config changes
+            created = rounds.start_run(store, run, cfg, seed, resume=resume, trainer=named)  # type: ignore[arg-type]
+        if exists and set_ and config is None:  # a fork before its first round of its own takes config changes
             rounds.configure_fork(store, run, set_)
         t = rounds.open_round(store, run)
     if json:

@@ -189,7 +189,11 @@ def start_run(
         if resume == "never":
             raise RunExists(
                 f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, or name a new run",
-                hint=Hint(("train", "--run", run, "--resume"), store.url, call=f"diagevo.start_run(store, {run!r}, config, resume='allow')"),
+                hint=Hint(
+                    ("train", "--run", run, "--resume") if trainer == OUR_TRAINER else ("round", "start", "--run", run),
+                    store.url,
+                    call=f"diagevo.start_run(store, {run!r}, config, resume='allow')",
+                ),
             )
         if resume is None:
             refuse_other_config(store, run, record, seed)

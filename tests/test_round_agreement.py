@@ -7,6 +7,7 @@ an unknown run, the Python call as the fix (the CLI spells its command from the 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from diagevo.diagnosis.pipeline import FailureInput
 from diagevo.errors import BadInput, Hint, NotFound
 from diagevo.log import EventStore
 from diagevo.sections import ConfigError
+from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_rounds import RUN, answers, candidate, round_one
 
 
@@ -255,3 +257,31 @@ def test_diagnose_refuses_a_failure_whose_question_is_not_the_logs(store: EventS
         with pytest.raises(BadInput, match=rf"failure 'f': its {field}.* is not the one round 2 recorded for question 'q'"):
             diagevo.diagnose(rnd, diagnostician="heuristic", failures=[wrong])
     assert _count(store) == before  # refused before anything was recorded or any model called
+
+
+# --- the same on the command line -------------------------------------------------------------------
+
+
+def test_round_start_refuses_another_config_and_takes_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    first, other = tmp_path / "a.toml", tmp_path / "b.toml"
+    first.write_text("[memory]\nk = 0.5\n", encoding="utf-8")
+    other.write_text("[memory]\nk = 0.9\n", encoding="utf-8")
+    assert run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--config", str(first))[0] == 0
+    code, _, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--config", str(first))
+    assert code == 0, err  # the same config again: the open round, nothing stored
+    code, _, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--config", str(other))
+    assert_one_line_error(
+        code, err, "run 'x' exists with another config: memory.k 0.5 (given 0.9)", "round start --run x --resume allow"
+    )
+    assert "start_run(" not in err  # the command line gets its command, not the Python call
+    code, out, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--config", str(other), "--resume", "allow")
+    assert code == 0 and "round 1 is open" in out, err
+    code, _, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--resume", "never")
+    assert_one_line_error(code, err, "run 'x' already exists in", "round start --run x")
+    code, _, err = run_cli(capsys, "round", "start", "--run", "y", "--db", db, "--resume", "must")
+    assert_one_line_error(code, err, "no run 'y' in", "to resume")
+    code, _, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--resume", "yes")
+    assert_one_line_error(code, err, "--resume must be allow, must or never, not 'yes'")
+    with diagevo.open_store(db) as store:
+        assert store.runs() == ["x"] and diagevo.run_config(store, "x").memory.k == 0.5
