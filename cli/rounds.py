@@ -10,7 +10,7 @@ import json as jsonlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -80,15 +80,16 @@ def start(
 
     if resume is not None and resume not in rounds.RESUMES:
         raise CLIError(f"--resume must be allow, must or never, not {resume[:40]!r}")
+    chosen = cast("rounds.Resume | None", resume)
     with open_store(db, create=True, keep_if_refused=False) as store:  # a refused start leaves no file
         exists = run in store.runs()
         named = trainer or rounds.EXTERNAL_TRAINER
         if exists and config is None:  # the run goes on as it is (--resume never refuses it)
             cfg = rounds.run_config(store, run)
-            created = rounds.start_run(store, run, cfg, seed, resume=resume or "allow", trainer=named)  # type: ignore[arg-type]
+            created = rounds.start_run(store, run, cfg, seed, resume=chosen or "allow", trainer=named)
         else:  # a new run, or --config held against the run's (the fields that differ named)
             cfg = load_config(config, [*(set_ or []), f"train.seed={seed}", f"train.run={jsonlib.dumps(run)}"])
-            created = rounds.start_run(store, run, cfg, seed, resume=resume, trainer=named)  # type: ignore[arg-type]
+            created = rounds.start_run(store, run, cfg, seed, resume=chosen, trainer=named)
         if exists and set_ and config is None:  # a fork before its first round of its own takes config changes
             rounds.configure_fork(store, run, set_)
         t = rounds.open_round(store, run)

@@ -177,18 +177,23 @@ def start_run(
     if not isinstance(config, MethodConfig):
         config_from_record(record)  # a ConfigError naming the field, a typo with the name it likely means
     try:
-        ev = new_event("run.started", run, 0, keys.event_id(run, 0, "run.started"), config=record, seed=seed, trainer=trainer)
+        ev = new_event(
+            "run.started", run, 0, keys.event_id(run, 0, "run.started"), config=record, seed=seed, trainer=trainer
+        )
     except InvalidEvent as exc:
         raise ProtocolError(str(exc)) from None
 
     def decide() -> list[EventIn]:
         if not store.has_run(run):
             if resume == "must":
-                raise UnknownRun(f"no run {run!r} in {redact_url(store.url)} to resume{did_you_mean(run, store.runs())}")
+                raise UnknownRun(
+                    f"no run {run!r} in {redact_url(store.url)} to resume{did_you_mean(run, store.runs())}"
+                )
             return [ev]
         if resume == "never":
             raise RunExists(
-                f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, or name a new run",
+                f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, "
+                "or name a new run",
                 hint=Hint(
                     ("train", "--run", run, "--resume") if trainer == OUR_TRAINER else ("round", "start", "--run", run),
                     store.url,
@@ -215,7 +220,8 @@ def refuse_other_config(store: EventStore, run: str, record: Mapping[str, Any], 
     if changes:
         shown = "; ".join(changes[:3]) + (f"; and {plural(len(changes) - 3, 'more field')}" if len(changes) > 3 else "")
         raise RunDiffers(
-            f"run {run!r} exists with another config: {shown}; continue it as it is with {{command}}, or name a new run",
+            f"run {run!r} exists with another config: {shown}; continue it as it is with {{command}}, "
+            "or name a new run",
             hint=Hint(
                 ("round", "start", "--run", run, "--resume", "allow"),
                 store.url,
@@ -1036,7 +1042,8 @@ class Round:
             require_open(st, t, "commit")
             if t not in st.promoted:
                 raise ProtocolError(
-                    f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote", "rnd.promote()")
+                    f"cannot commit round {t}: its promotions are not decided",
+                    hint=self._hint("promote", "rnd.promote()"),
                 )
             rows = read(None, round=t)
             failures = {d["failure_id"] for _s, _r, typ, d in rows if typ == "failure.recorded"}

@@ -40,7 +40,9 @@ def test_a_question_id_recorded_again_with_other_content_is_refused(store: Event
     assert first.pseudo_label == "10"
     before = _count(store)
     other_text = rounds.Candidate("q1", "free", "What is 9*9?", answers=tuple(answers("10", 6)))
-    with pytest.raises(rounds.ProtocolError, match=r"question 'q1' is recorded in round 1 of run 'ext' already with another text"):
+    with pytest.raises(
+        rounds.ProtocolError, match=r"question 'q1' is recorded in round 1 of run 'ext' already with another text"
+    ):
         rnd.record([other_text])
     with pytest.raises(rounds.ProtocolError, match=r"already with another pseudo_label"):
         rnd.record([candidate("q1", label="81")])  # the same text and agreement, another label
@@ -67,7 +69,9 @@ def test_a_run_started_again_with_another_config_is_refused_naming_the_fields(st
     assert "run 'ext' exists with another config: memory.k 0.5 (given 0.7)" in said
     assert "`diagevo.start_run(store, 'ext', config, resume='allow')`" in said  # the Python call
     assert refused.value.render(Hint.plain).count("diagevo round start --run ext --resume allow") == 1  # the CLI's
-    with pytest.raises(rounds.RunDiffers, match=r"another config: filter.tau 1.6 \(given 0.2\); memory.k 0.5 \(given 0.7\);"):
+    with pytest.raises(
+        rounds.RunDiffers, match=r"another config: filter.tau 1.6 \(given 0.2\); memory.k 0.5 \(given 0.7\);"
+    ):
         rounds.start_run(store, RUN, {"k": 0.7, "tau": 0.2})
     with pytest.raises(rounds.RunDiffers, match=r"another config: seed 0 \(given 1\)"):
         rounds.start_run(store, RUN, {"k": 0.5}, seed=1)
@@ -79,7 +83,9 @@ def test_a_run_started_again_with_another_config_is_refused_naming_the_fields(st
         rounds.start_run(store, RUN, {"k": 0.5}, resume="never")
     with pytest.raises(rounds.UnknownRun, match=r"no run 'EXT' in .* to resume \(did you mean 'ext'\?\)"):
         rounds.start_run(store, "EXT", {"k": 0.5}, resume="must")
-    with pytest.raises(rounds.ProtocolError, match=r"resume must be one of 'allow', 'must', 'never' or None, not 'yes'"):
+    with pytest.raises(
+        rounds.ProtocolError, match=r"resume must be one of 'allow', 'must', 'never' or None, not 'yes'"
+    ):
         rounds.start_run(store, RUN, {"k": 0.5}, resume="yes")  # type: ignore[arg-type]
     assert not store.has_run("EXT") and _count(store) == before
 
@@ -103,7 +109,9 @@ def test_opening_an_open_round_returns_it_and_says_what_comes_next(store: EventS
     again.record_failures([{"failure_id": "f1", "question_id": "q1", "response": "8", "reference": "7"}])
     again.promote()
     assert again.next_step == "diagnose"
-    with pytest.raises(rounds.ProtocolError, match=r"its promotions are decided .*; commit round 1 first, then open round 2"):
+    with pytest.raises(
+        rounds.ProtocolError, match=r"its promotions are decided .*; commit round 1 first, then open round 2"
+    ):
         again.record([candidate("q2")])
     again.commit(allow_undiagnosed=True)
     assert again.next_step == "committed"
@@ -213,7 +221,9 @@ def test_config_typos_are_the_projects_error_with_the_name_meant(store: EventSto
         rounds.start_run(store, RUN, {"memory": {"k": 0.5, "theta_upp": 0.7}})
     assert (nested.value.key, nested.value.meant) == ("memory.theta_upp", ("memory.theta_up",))
     assert str(nested.value) == "unknown config field 'memory.theta_upp' (did you mean memory.theta_up?)"
-    with pytest.raises(ConfigError, match=r"unknown config field 'memory.theta_upp' \(did you mean memory.theta_up\?\)"):
+    with pytest.raises(
+        ConfigError, match=r"unknown config field 'memory.theta_upp' \(did you mean memory.theta_up\?\)"
+    ):
         rounds.start_run(store, RUN, {"memory": {"theta_upp": 0.7}})  # the typo, not the missing k
     with pytest.raises(ConfigError, match=r"unknown field 'thetaup' \(did you mean 'theta_up'"):
         rounds.start_run(store, RUN, {"k": 0.5, "thetaup": 0.7})
@@ -251,10 +261,15 @@ def test_diagnose_refuses_a_failure_whose_question_is_not_the_logs(store: EventS
     before = _count(store)
     for wrong, field in [
         (FailureInput("f", "q", "question q?", "8", "\\boxed{8}", "\\boxed{7}"), "pseudo_label '8'"),
-        (FailureInput("f", "q", "another question?", "7", "\\boxed{8}", "\\boxed{7}"), "question 'another question\\?'"),
+        (
+            FailureInput("f", "q", "another question?", "7", "\\boxed{8}", "\\boxed{7}"),
+            "question 'another question\\?'",
+        ),
         (FailureInput("f", "q", "question q?", "7", "\\boxed{8}", "\\boxed{7}", ("C1",)), "known_causes \\('C1',\\)"),
     ]:
-        with pytest.raises(BadInput, match=rf"failure 'f': its {field}.* is not the one round 2 recorded for question 'q'"):
+        with pytest.raises(
+            BadInput, match=rf"failure 'f': its {field}.* is not the one round 2 recorded for question 'q'"
+        ):
             diagevo.diagnose(rnd, diagnostician="heuristic", failures=[wrong])
     assert _count(store) == before  # refused before anything was recorded or any model called
 
@@ -262,7 +277,9 @@ def test_diagnose_refuses_a_failure_whose_question_is_not_the_logs(store: EventS
 # --- the same on the command line -------------------------------------------------------------------
 
 
-def test_round_start_refuses_another_config_and_takes_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_round_start_refuses_another_config_and_takes_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     first, other = tmp_path / "a.toml", tmp_path / "b.toml"
     first.write_text("[memory]\nk = 0.5\n", encoding="utf-8")
@@ -275,7 +292,9 @@ def test_round_start_refuses_another_config_and_takes_resume(tmp_path: Path, cap
         code, err, "run 'x' exists with another config: memory.k 0.5 (given 0.9)", "round start --run x --resume allow"
     )
     assert "start_run(" not in err  # the command line gets its command, not the Python call
-    code, out, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--config", str(other), "--resume", "allow")
+    code, out, err = run_cli(
+        capsys, "round", "start", "--run", "x", "--db", db, "--config", str(other), "--resume", "allow"
+    )
     assert code == 0 and "round 1 is open" in out, err
     code, _, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--resume", "never")
     assert_one_line_error(code, err, "run 'x' already exists in", "round start --run x")

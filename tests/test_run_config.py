@@ -119,14 +119,20 @@ def test_a_log_with_the_paper_names_is_ingested_and_every_command_reads_it(
     ("config", "message"),
     [
         ({"k": 0.5, "theta_upp": 0.7}, "run.started: data.config: unknown field 'theta_upp' (did you mean 'theta_up'"),
-        ({"k": 0.5, "memory": {"kk": 1}}, "run.started: data.config: unknown config field 'memory.kk' (did you mean memory.k?)"),
+        (
+            {"k": 0.5, "memory": {"kk": 1}},
+            "run.started: data.config: unknown config field 'memory.kk' (did you mean memory.k?)",
+        ),
         ({"k": 0.5, "theta_up": 2}, "run.started: data.config: theta_up: Input should be less than or equal to 1"),
         (
             {"k": 0.5, "solver": {"group_size": 1}},
             "run.started: data.config: solver.group_size: Input should be greater than or equal to 2",
         ),
         ({"theta_up": 0.7}, "run.started: data.config: config needs a positive k"),
-        ({"memory": {"theta_upp": 0.7}}, "run.started: data.config: unknown config field 'memory.theta_upp' (did you mean memory.theta_up?)"),  # not k
+        (
+            {"memory": {"theta_upp": 0.7}},
+            "run.started: data.config: unknown config field 'memory.theta_upp' (did you mean memory.theta_up?)",
+        ),  # not k
     ],
 )
 def test_a_config_out_of_the_schema_is_refused_at_ingest_with_its_field(

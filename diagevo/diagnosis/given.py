@@ -35,15 +35,13 @@ def refuse_contradictions(store: Any, run: str, t: int, failures: Sequence[Failu
         else:
             q["pseudo_label"] = e.data.get("pseudo_label") or ""
     for f in failures:
-        q = logged.get(f.question_id)
-        if q is None:
-            continue
+        held = logged.get(f.question_id, {})
         for name in ("question", "pseudo_label", "known_causes"):
             given = tuple(getattr(f, name)) if name == "known_causes" else getattr(f, name)
-            if name in q and given != q[name]:
+            if name in held and given != held[name]:
                 raise BadInput(
                     f"failure {shorten(f.failure_id, 60)}: its {name} {_shown(given)} is not the one round {t} "
-                    f"recorded for question {shorten(f.question_id, 60)} ({_shown(q[name])})"
+                    f"recorded for question {shorten(f.question_id, 60)} ({_shown(held[name])})"
                 )
 
 

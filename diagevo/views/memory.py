@@ -36,7 +36,8 @@ def unknown_run(store: Recorder, run: str) -> NoSuchRun:
     """``no run 'huer' in URL (did you mean 'heur'?)``, with how to list the runs: for a Python
     caller ``store.runs()``, on the command line ``diagevo runs``."""
     return NoSuchRun(
-        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: the runs are listed by {{command}}",
+        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: "
+        "the runs are listed by {command}",
         hint=Hint(("runs",), store.url, call="store.runs()"),
     )
 
