@@ -378,7 +378,7 @@ def require_open(st: RoundState, t: int, doing: str) -> None:
     if t not in st.started:
         raise ProtocolError(
             f"cannot {doing}: round {t} of run {st.run!r} is not open",
-            hint=Hint(("round", "start", "--run", st.run), st.db),
+            hint=Hint(("round", "start", "--run", st.run), st.db, call=f"diagevo.Round.open(store, {st.run!r})"),
         )
 
 
@@ -388,7 +388,7 @@ def current_round(store: EventStore, run: str) -> int:
     if st.open_round is None:
         raise ProtocolError(
             f"run {run!r} has no open round (last committed: {st.last_committed}); open one first",
-            hint=Hint(("round", "start", "--run", run), store.url),
+            hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.Round.open(store, {run!r})"),
         )
     return st.open_round
 

@@ -115,6 +115,10 @@ def test_opening_an_open_round_returns_it_and_says_what_comes_next(store: EventS
         again.record([candidate("q2")])
     again.commit(allow_undiagnosed=True)
     assert again.next_step == "committed"
+    with pytest.raises(
+        rounds.ProtocolError, match=r"round 2 of run 'ext' is not open \(`diagevo.Round.open\(store, 'ext'\)`\)"
+    ):
+        rounds.Round(store, RUN, 2).record([candidate("q2")])
     second = rounds.Round.open(store, RUN)
     assert (second.t, second.reopened, second.next_step) == (2, False, "record")
 

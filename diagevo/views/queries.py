@@ -74,7 +74,7 @@ def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
     said = f"unknown cause {cause!r} in run {run!r}"
     if meant:
         return UnknownCause(said + meant)
-    listed = Hint(("memory", "show", "--run", run), store.url)
+    listed = Hint(("memory", "show", "--run", run), store.url, call=f"diagevo.show(store, {run!r})")
     return UnknownCause(f"{said}: the causes are listed by {{command}}", hint=listed)
 
 
