@@ -111,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "beside_database": "diagevo.paths",
     # errors
     "RunExists": "diagevo.rounds",
+    "RunDiffers": "diagevo.rounds",
     "MemoryMoved": "diagevo.rounds",
     "UnknownRun": "diagevo.rounds",
     "DiagevoError": "diagevo.errors",
@@ -176,6 +177,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         Round,
         RoundProgress,
         RoundState,
+        RunDiffers,
         RunExists,
         Scored,
         UnknownRun,

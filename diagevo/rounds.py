@@ -1030,7 +1030,7 @@ class Round:
         barrier of its own), and a rank's write after the commit is refused.
         Refused before promotions are decided and, unless ``allow_undiagnosed``, while a recorded
         failure has no diagnosis. ``summary``: the trainer's own figures to keep in
-        ``round.committed`` (never a count the commit takes from the log: :func:`check_summary`).
+        ``round.committed`` (never a count the commit takes from the log: ``questions``, ``F`` ...).
         Returns the commit's data (counts, F_t, ε_{t+1}, ``summary``)."""
         run, t, base = self.run, self.t, self.base
         metrics = check_metrics(metrics or {})
