@@ -28,12 +28,14 @@ from typing import Any
 import numpy as np
 
 from diagevo.catalog.ids import digest_event_id
+from diagevo.config import DiagnosisRules
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
-from diagevo.errors import BadInput, Conflict
+from diagevo.diagnosis.llm import LLMDiagnostician
+from diagevo.errors import BadInput, Conflict, DiagnosesFailed
 from diagevo.limits import LimitsConfig
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
 from diagevo.memory.state import Memory
@@ -85,7 +87,10 @@ class DiagnosisSummary:
     new_causes: int = 0
     new_nodes: int = 0
     non_skill: int = 0
-    failed: int = 0
+    failed: int = 0  # failures whose diagnosis failed in this call: they stay undiagnosed, retried by the next call
+    failure_reasons: dict[str, int] = field(default_factory=dict)  # "stage: reason" of those, and how many had it
+    retried: int = 0  # failures whose diagnosis had failed before, asked again by this call
+    merge_failed: int = 0  # node pairs whose Prompt 4 reply decided nothing (no failure is left undiagnosed)
     dedup_truncated: int = 0  # Prompt 2 saw only the best diagnosis.dedup_candidates screened causes
     merge_candidates: int = 0
     merges: int = 0
@@ -139,11 +144,23 @@ def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
     return {"raw": reply.raw}
 
 
-def _prior_outcomes(store: Any, run: str, round: int) -> tuple[dict[str, Extraction], set[str]]:
-    """What the log already holds for this round: stored Prompt 1 replies, decided failures."""
+@dataclass(frozen=True, slots=True)
+class Prior:
+    """What the log already holds for a round: stored Prompt 1 replies (``diagnosed``), the
+    failures decided (``decided``), and how often each undecided failure's diagnosis failed
+    (``tries``): a failed diagnosis decides nothing, so the next call asks again, under ids of
+    its own (the ``tries``-th retry)."""
+
+    diagnosed: dict[str, Extraction]
+    decided: set[str]
+    tries: dict[str, int]
+
+
+def _prior_outcomes(store: Any, run: str, round: int) -> Prior:
     types = ("failure.diagnosed", "failure.attributed", "cause.created", "diagnosis.failed")
     diagnosed: dict[str, Extraction] = {}
     decided: set[str] = set()
+    tries: dict[str, int] = {}
     for _seq, _rnd, etype, d in store.rows(run, types=types, round=round):
         fid = d.get("failure_id")
         if fid is None:
@@ -153,9 +170,11 @@ def _prior_outcomes(store: Any, run: str, round: int) -> tuple[dict[str, Extract
             diagnosed[fid] = ext
             if ext.matched_cause_id is None and ext.error_cause is None:
                 decided.add(fid)  # a non-skill slip: nothing follows
+        elif etype == "diagnosis.failed":
+            tries[fid] = tries.get(fid, 0) + 1
         else:
             decided.add(fid)
-    return diagnosed, decided
+    return Prior(diagnosed, decided, {fid: n for fid, n in tries.items() if fid not in decided})
 
 
 def _counts(summary: DiagnosisSummary) -> tuple[dict[str, Any], int]:
@@ -201,6 +220,7 @@ class _Round:
         self.seen_seq = memory.last_seq
         self.saved = _counts(summary)  # the summary as of the last append
         self.pre_vecs: np.ndarray | None = None
+        self.tries: dict[str, int] = {}  # failures whose diagnosis failed before: how often
 
     def flush(self) -> None:
         """Append the deferred decisions in one transaction, if the memory they were decided
@@ -225,7 +245,7 @@ class _Round:
         self.index.attach(self.mem)
         if self.pre_vecs is not None:
             self.index.prescreen(self.pre_vecs)
-        _, decided = _prior_outcomes(self.store, self.run, self.round)
+        decided = _prior_outcomes(self.store, self.run, self.round).decided
         return [p for p in inputs if p[0].failure_id not in decided]
 
     async def decide(self, todo: Sequence[Pending]) -> None:
@@ -251,15 +271,31 @@ class _Round:
             except MemoryMoved:
                 await self.decide(self.reread())
 
+    def key(self, *parts: object) -> tuple[object, ...]:
+        """The id parts of a failure's event: a failure asked again after a failed diagnosis
+        gets ids of its own (its earlier attempt's events stay as they were)."""
+        n = self.tries.get(parts[0]) if parts and isinstance(parts[0], str) else None
+        return (parts[0], "retry", n, *parts[1:]) if n else parts
+
     def eid(self, *parts: object) -> str:
-        return digest_event_id(self.run, self.round, *parts)
+        return digest_event_id(self.run, self.round, *self.key(*parts))
+
+    def calls(self, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
+        """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
+        return _call_events(self.run, self.round, self.key(*key), reply, **extra)
 
     def event(self, type: str, *parts: object, **data: Any) -> EventIn:
         return new_event(type, self.run, self.round, self.eid(*parts), **data)
 
     def refused(self, fid: str | None, refusal: Refusal, reply: Reply[Any] | None, *key: object) -> EventIn:
-        """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``)."""
-        self.summary.failed += 1
+        """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``).
+        A failure's counts as a failed diagnosis (with its reason); a node pair's apart."""
+        if fid is None:
+            self.summary.merge_failed += 1
+        else:
+            self.summary.failed += 1
+            why = f"{refusal.stage}: {' '.join(refusal.reason.split())[:160]}"
+            self.summary.failure_reasons[why] = self.summary.failure_reasons.get(why, 0) + 1
         return self.event(
             "diagnosis.failed",
             *(key or (fid, refusal.stage)),
@@ -321,7 +357,7 @@ class _Round:
         for fut in asyncio.as_completed([asyncio.ensure_future(one(f)) for f in items]):
             f, reply, crash = await fut
             fid = f.failure_id
-            events = _call_events(self.run, self.round, (fid, "extract"), reply, failure_id=fid) if reply else []
+            events = self.calls((fid, "extract"), reply, failure_id=fid) if reply else []
             # without a reply, ``crash`` always holds the exception that prevented it
             value = routing.check_extraction(
                 reply.value if reply else None, crash or (reply.error if reply else None), f.known_causes
@@ -424,7 +460,7 @@ class _Round:
         if screened:
             candidates = list(routing.dedup_candidates(self.mem, screened))
             reply: Reply[Any] = await self.timed(self.dx.deduplicate(description, candidates))
-            events.extend(_call_events(self.run, self.round, (fid, "deduplicate"), reply, failure_id=fid))
+            events.extend(self.calls((fid, "deduplicate"), reply, failure_id=fid))
             decision = routing.after_dedup(self.mem, fid, screened, reply.value, reply.error)
             if decision is not None:
                 return decision, reply
@@ -432,7 +468,7 @@ class _Round:
         shortlist = self.index.node_shortlist(sims, max(1, self.cfg.shortlist_k), vec)
         views = list(routing.shortlist_views(self.mem, shortlist))
         reply = await self.timed(self.dx.assign_node(description, views))
-        events.extend(_call_events(self.run, self.round, (fid, "assign_node"), reply, failure_id=fid))
+        events.extend(self.calls((fid, "assign_node"), reply, failure_id=fid))
         # stage 3.5: routing in code
         return routing.route_assignment(self.mem, fid, description, views, reply.value, reply.error), reply
 
@@ -549,10 +585,12 @@ async def _run(
     progress: ProgressFn,
 ) -> DiagnosisSummary:
     summary = state.summary
-    diagnosed, decided = _prior_outcomes(store, run, round)
-    todo = sorted((f for f in failures if f.failure_id not in decided), key=lambda f: f.failure_id)
+    prior = _prior_outcomes(store, run, round)
+    todo = sorted((f for f in failures if f.failure_id not in prior.decided), key=lambda f: f.failure_id)
     summary.resumed = len(failures) - len(todo)
-    reused = {f.failure_id: diagnosed[f.failure_id] for f in todo if f.failure_id in diagnosed}
+    state.tries = {f.failure_id: prior.tries[f.failure_id] for f in todo if f.failure_id in prior.tries}
+    summary.retried = len(state.tries)
+    reused = {f.failure_id: prior.diagnosed[f.failure_id] for f in todo if f.failure_id in prior.diagnosed}
     summary.reused_replies = len(reused)
 
     t0 = time.perf_counter()
@@ -697,6 +735,12 @@ def diagnose(
     refuse_reused_failures(rnd.store, rnd.run, rnd.t, {f.failure_id: None for f in failures or ()})
     emb = embedder if embedder is not None and not isinstance(embedder, str) else tools.embedder_for(cfg)
     dx = tools.diagnostician_for(diagnostician, cfg, emb) if isinstance(diagnostician, str) else diagnostician
+    # once, before anything is appended: an endpoint that is down raises here, instead of
+    # marking every failure of the round failed one by one
+    if embedder is None or isinstance(embedder, str):
+        tools.check_endpoints(cfg, "embedder")
+    if isinstance(dx, LLMDiagnostician):
+        dx.check_reachable(min(cfg.request_timeout_s, 10.0))
     recorded = already = unrecorded = 0
     if failures is None:
         failures = failure_inputs(rnd.store, rnd.run, rnd.t)
@@ -723,7 +767,27 @@ def diagnose(
         )
     )
     summary.recorded, summary.already_recorded, summary.not_recorded = recorded, already, unrecorded
+    refuse_failed(summary, rnd.config.diagnosis)
     return summary
+
+
+def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisRules) -> None:
+    """Raise :class:`DiagnosesFailed` when the call's failed diagnoses stop the round (its
+    other decisions are appended: the failed ones stay undiagnosed, retried by the next call)."""
+    if not rules.too_many_failed(summary.failed, summary.failures):
+        return
+    share = rules.max_failed_share
+    reasons = tuple(sorted(summary.failure_reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    top = "; ".join(f"{n} x {why}" for why, n in reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
+    allowed = int(share * summary.failures)
+    raise DiagnosesFailed(
+        f"round {summary.round} of run {summary.run!r}: {summary.failed} of {summary.failures} failures failed to "
+        f"diagnose (diagnosis.max_failed_share {share:g} allows {allowed}): {top}; they stay undiagnosed, and "
+        "diagnosing the round again asks only for them",
+        failed=summary.failed,
+        total=summary.failures,
+        reasons=reasons,
+    )
 
 
 def _failure_record(f: FailureInput) -> dict[str, str]:
