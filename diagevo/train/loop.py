@@ -147,12 +147,12 @@ class Trainer:
 
     def to_prune(self, phase: str, t: int) -> list[tuple[str, dict[str, Any]]]:
         """The checkpoints of ``phase`` that ``train.keep_checkpoints`` lets go once round ``t``'s
-        is written: all but the last N of this run's own directory (a fork's copied ones live in
+        is written (model checkpoints only: a backend whose are small states keeps them all): all but the last N of this run's own directory (a fork's copied ones live in
         its source's), keeping the ones a fork of this run or a selected checkpoint names."""
         from diagevo.views.queries import pruned_checkpoints
 
         keep = self.cfg.train.keep_checkpoints
-        if keep <= 0:
+        if keep <= 0 or not getattr(self.backend, "checkpoints_are_models", True):
             return []
         gone = pruned_checkpoints(self.store, self.run)
         written = [

@@ -51,6 +51,7 @@ class SimBackend:
     """The CPU simulator world: challenger, solver and diagnostician in one process."""
 
     name = "sim"
+    checkpoints_are_models = False  # its states are small: every round's is kept, a fork at any round works
 
     def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
         self.config = config
