@@ -108,8 +108,12 @@ def test_a_sporadic_bad_reply_is_recorded_and_the_round_goes_on(tmp_path: Path) 
         diagevo.start_run(store, "s", {"k": 1.0})
         rnd, _ = _round(store, "s", 1)
         good(srv)
-        srv.script("extract", SHORT, SHORT)  # the first failure asked: its reply and its re-ask
-        summary = diagevo.diagnose(rnd, llm_url=srv.url, model="m", embedder=srv.url, cfg=None)
+        fine = srv.defaults["extract"]
+        assert callable(fine)
+        # one invented cause id among the failures: of the question whose label is LABELS[0]
+        invented = j(matched_cause_id="C9", error_cause=None)
+        srv.default("extract", lambda body: invented if f"what is {LABELS[0]}?" in str(body) else fine(body))
+        summary = diagevo.diagnose(rnd, llm_url=srv.url, model="m", embedder=srv.url)
         assert (summary.failed, summary.failures) == (1, 3)
         assert list(summary.failure_reasons.values()) == [1]
         done = rnd.commit({"acc": 0.5})  # 1 of 3 is within the default share of 0.5

@@ -91,6 +91,9 @@ class DiagnosisSummary:
     failure_reasons: dict[str, int] = field(default_factory=dict)  # "stage: reason" of those, and how many had it
     retried: int = 0  # failures whose diagnosis had failed before, asked again by this call
     merge_failed: int = 0  # node pairs whose Prompt 4 reply decided nothing (no failure is left undiagnosed)
+    # failures this call left for the next (stages 2a-3.5 are not run past a failed diagnosis that stops the
+    # round, nor past an endpoint that stopped answering: the next call decides them in the same order)
+    deferred: int = 0
     dedup_truncated: int = 0  # Prompt 2 saw only the best diagnosis.dedup_candidates screened causes
     merge_candidates: int = 0
     merges: int = 0
@@ -221,6 +224,7 @@ class _Round:
         self.saved = _counts(summary)  # the summary as of the last append
         self.pre_vecs: np.ndarray | None = None
         self.tries: dict[str, int] = {}  # failures whose diagnosis failed before: how often
+        self.halted = False  # the endpoint stopped answering in stages 2a-3.5: decide no further failure
 
     def flush(self) -> None:
         """Append the deferred decisions in one transaction, if the memory they were decided
@@ -406,6 +410,8 @@ class _Round:
             self.summary.outcomes.append({"failure_id": fid, "outcome": "non_skill"})
             return
         outcome: dict[str, Any] = {"failure_id": fid}
+        if isinstance(decision, Refusal) and decision.reason.startswith("endpoint:"):
+            self.halted = True
         if isinstance(decision, Refusal):
             # a decision the memory refuses ("route") is the code's, not the diagnostician's reply
             events.append(self.refused(fid, decision, None if decision.stage == "route" else reply))
@@ -597,6 +603,11 @@ async def _run(
     fresh = await state.extract_all([f for f in todo if f.failure_id not in reused])
     summary.extraction_s = time.perf_counter() - t0
     extractions = {**reused, **fresh}
+    if state.cfg.too_many_failed(summary.failed, len(failures)):
+        # the round stops: what Prompt 1 answered is stored (reused next time), and the memory is
+        # decided next time, in failure-id order, as in a round whose diagnostician never failed
+        summary.deferred = len(todo) - summary.failed
+        return summary
 
     t0 = time.perf_counter()
     if index.path is not None:
@@ -623,7 +634,12 @@ async def _run(
             row = rows.get(ext.error_cause) if ext.error_cause else None
             await state.decide([(f, ext, None if row is None else vecs[row], row)])
         progress("maintain", done, len(todo))
+        if state.halted:  # the rest next time, in the same order
+            summary.deferred = sum(1 for g in todo[done:] if g.failure_id in extractions)
+            break
     await state.settle()
+    if state.halted:
+        return summary
     summary.maintenance_s = time.perf_counter() - t0
     summary.maintenance_model_s = state.model_s
 
@@ -722,6 +738,8 @@ def diagnose(
         )
     if cfg is None:  # the run's [diagnosis]: the method's rules as the log keeps them, and the endpoint
         cfg = rnd.config.part("diagnosis", DiagnosisConfig)
+    # how many failed diagnoses stop the round is the run's rule, as its commit checks it
+    cfg = cfg.model_copy(update={"max_failed_share": rnd.config.diagnosis.max_failed_share})
     cfg = tools.diagnosis_config(cfg, llm_url=llm_url, model=model)
     if isinstance(embedder, str):
         cfg = tools.diagnosis_config(cfg, embedder=embedder)
@@ -774,7 +792,7 @@ def diagnose(
 def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisRules) -> None:
     """Raise :class:`DiagnosesFailed` when the call's failed diagnoses stop the round (its
     other decisions are appended: the failed ones stay undiagnosed, retried by the next call)."""
-    if not rules.too_many_failed(summary.failed, summary.failures):
+    if not summary.deferred and not rules.too_many_failed(summary.failed, summary.failures):
         return
     share = rules.max_failed_share
     reasons = tuple(sorted(summary.failure_reasons.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -782,8 +800,9 @@ def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisRules) -> None:
     allowed = int(share * summary.failures)
     raise DiagnosesFailed(
         f"round {summary.round} of run {summary.run!r}: {summary.failed} of {summary.failures} failures failed to "
-        f"diagnose (diagnosis.max_failed_share {share:g} allows {allowed}): {top}; they stay undiagnosed, and "
-        "diagnosing the round again asks only for them",
+        f"diagnose (diagnosis.max_failed_share {share:g} allows {allowed}): {top}; they stay undiagnosed"
+        + (f", {summary.deferred} more are left undecided" if summary.deferred else "")
+        + ", and diagnosing the round again asks only for them",
         failed=summary.failed,
         total=summary.failures,
         reasons=reasons,
