@@ -249,6 +249,10 @@ def commit(
         text(
             f"run {r}: round {t} committed  kept {done['retained']}/{done['questions']}  failures {done['failures']}  "
             f"F_t={done['F']}  ε_t+1={done['epsilon_next']:.3f}"
-            + (f"  failed diagnoses allowed {done['failed_diagnoses_allowed']}" if "failed_diagnoses_allowed" in done else "")
+            + (
+                f"  failed diagnoses allowed {done['failed_diagnoses_allowed']}"
+                if "failed_diagnoses_allowed" in done
+                else ""
+            )
         )
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,31 +18,48 @@ import pytest
 
 import diagevo
 from diagevo.errors import DiagnosesFailed, EndpointUnreachable
+from diagevo.log import EventStore, open_log
 from diagevo.rounds import ProtocolError
 from tests.llm_server import LLMServer, Raw
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_cli import cli, line, write
-from tests.test_diagnosis_cli import db as db  # noqa: F401  (fixture)
-from tests.test_diagnosis_pipeline import (  # noqa: F401  (fixtures)
+from tests.test_diagnosis_pipeline import (
     D1,
     D2,
     L1,
     L2,
-    NEW,
-    RUN,
     events,
     failure,
     j,
     run_round,
     seed,
-    srv,
-    store,
 )
 from tests.test_public_api import LABELS, _round
 
 CAUSE = "flips the sign of the final answer at the very end of an otherwise correct solution"
 LABEL = "keeping track of signs when solving equations and simplifying algebraic expressions step by step"
 SHORT = j(matched_cause_id=None, error_cause="sign error")  # a wrong reply shape: 2 words, not 10-20
+
+
+@pytest.fixture
+def srv() -> Iterator[LLMServer]:
+    with LLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[EventStore]:
+    s = open_log(f"sqlite:///{tmp_path / 'diag.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    with open_log(url) as s:
+        seed(s, {"N1": (L1, [("C1", D1)])})
+    return url
 
 
 def good(srv: LLMServer) -> None:
@@ -148,8 +166,8 @@ def test_a_share_of_one_still_stops_a_round_where_every_diagnosis_failed(tmp_pat
 
 def test_cli_diagnose_with_a_wrong_reply_shape_exits_non_zero_naming_the_reason(
     capsys: pytest.CaptureFixture[str],
-    srv: LLMServer,  # noqa: F811
-    db: str,  # noqa: F811
+    srv: LLMServer,
+    db: str,
     tmp_path: Path,
 ) -> None:
     srv.default("extract", SHORT)
@@ -188,7 +206,7 @@ def test_cli_round_commit_allow_failed_diagnoses(capsys: pytest.CaptureFixture[s
 # --- hostile replies (issue 47, item 5) -----------------------------------------------------------
 
 
-def _hostile_round(srv: LLMServer, store: Any, bad: Any) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:  # noqa: F811
+def _hostile_round(srv: LLMServer, store: Any, bad: Any) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     """Three failures, one of which (``evil``) gets ``bad`` for every request; returns the
     summary, its ``diagnosis.failed`` and its ``llm.called``."""
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
@@ -207,23 +225,26 @@ def _hostile_round(srv: LLMServer, store: Any, bad: Any) -> tuple[Any, dict[str,
 
 def with_usage(content: str, usage: dict[str, Any]) -> Raw:
     """A chat completion of ``content`` whose ``usage`` is ``usage``, as the bytes sent."""
-    body = {"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+    body = {
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+    }
     return Raw(json.dumps({**body, "usage": usage}).encode())
 
 
-def test_a_nul_in_a_reply_costs_that_failure_and_the_reply_is_kept(srv: LLMServer, store: Any) -> None:  # noqa: F811
+def test_a_nul_in_a_reply_costs_that_failure_and_the_reply_is_kept(srv: LLMServer, store: Any) -> None:
     _s, failed, calls = _hostile_round(srv, store, j(matched_cause_id="C1", error_cause=None) + "\x00")
     assert failed["reason"] == "invalid reply after a re-ask: the reply contains a NUL character (U+0000)"
     assert calls[0]["raw"].endswith("}\ufffd") and calls[0]["violation"].startswith("the reply contains a NUL")
 
 
-def test_an_escaped_nul_inside_the_json_costs_that_failure(srv: LLMServer, store: Any) -> None:  # noqa: F811
+def test_an_escaped_nul_inside_the_json_costs_that_failure(srv: LLMServer, store: Any) -> None:
     bad = '{"matched_cause_id": null, "error_cause": "' + "word " * 11 + '\\u0000"}'
     _s, failed, calls = _hostile_round(srv, store, bad)
     assert "contains a NUL character" in failed["reason"] and calls[0]["raw"] == bad
 
 
-def test_a_5000_digit_integer_costs_that_failure_with_a_reask(srv: LLMServer, store: Any) -> None:  # noqa: F811
+def test_a_5000_digit_integer_costs_that_failure_with_a_reask(srv: LLMServer, store: Any) -> None:
     bad = 'the cause is {"matched_cause_id": ' + "7" * 5000 + ', "error_cause": null}'
     _s, failed, calls = _hostile_round(srv, store, bad)
     assert failed["reason"].startswith("invalid reply after a re-ask: the reply: Exceeds the limit (4300 digits)")
@@ -240,8 +261,8 @@ def test_a_5000_digit_integer_costs_that_failure_with_a_reask(srv: LLMServer, st
     ids=["giant", "string", "negative"],
 )
 def test_a_mistyped_usage_count_costs_that_failure_and_the_reply_is_kept(
-    srv: LLMServer,  # noqa: F811
-    store: Any,  # noqa: F811
+    srv: LLMServer,
+    store: Any,
     usage: dict[str, Any],
     why: str,
 ) -> None:
@@ -251,7 +272,7 @@ def test_a_mistyped_usage_count_costs_that_failure_and_the_reply_is_kept(
     assert calls[0]["raw"] == content and calls[0]["prompt_tokens"] is None
 
 
-def test_a_failed_merge_is_counted_apart_from_failed_diagnoses(srv: LLMServer, store: Any) -> None:  # noqa: F811
+def test_a_failed_merge_is_counted_apart_from_failed_diagnoses(srv: LLMServer, store: Any) -> None:
     """Issue 46, item 6: Prompt 4's bad reply is a merge failure, not a failure left undiagnosed."""
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)])})
     srv.similar(L2, like=L1, cosine=0.6)

@@ -81,7 +81,9 @@ def args(db: str, run: str, srv: LLMServer, tmp: Path) -> list[str]:
 def memory_of(db: str, run: str) -> Any:
     with open_log(db) as s:
         m = load_memory(s, run)
-    causes = sorted((c.id, c.node, c.description, c.frequency, c.state.value, c.created_round) for c in m.causes.values())
+    causes = sorted(
+        (c.id, c.node, c.description, c.frequency, c.state.value, c.created_round) for c in m.causes.values()
+    )
     return causes, sorted((n.id, n.label) for n in m.nodes.values()), m.committed
 
 

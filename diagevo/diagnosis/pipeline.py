@@ -33,8 +33,8 @@ from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
-from diagevo.diagnosis.routing import Decision, Refusal, Routed
 from diagevo.diagnosis.llm import LLMDiagnostician
+from diagevo.diagnosis.routing import Decision, Refusal, Routed
 from diagevo.errors import BadInput, Conflict, DiagnosesFailed
 from diagevo.limits import LimitsConfig
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve

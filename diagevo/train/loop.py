@@ -37,7 +37,6 @@ from diagevo.views.index import VectorIndex, default_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.stats import round_stats
 
-
 # the longest wait between two asks of a diagnostician that stopped answering
 MAX_OUTAGE_PAUSE_S = 60.0
 
@@ -157,8 +156,10 @@ class Trainer:
 
     def to_prune(self, phase: str, t: int) -> list[tuple[str, dict[str, Any]]]:
         """The checkpoints of ``phase`` that ``train.keep_checkpoints`` lets go once round ``t``'s
-        is written (model checkpoints only: a backend whose are small states keeps them all): all but the last N of this run's own directory (a fork's copied ones live in
-        its source's), keeping the ones a fork of this run or a selected checkpoint names."""
+        is written: all but the last N of this run's own directory (a fork's copied ones live in
+        its source's), keeping the ones a fork of this run or a selected checkpoint names. Model
+        checkpoints only: a backend whose checkpoints are small states (the simulator's) keeps
+        them all, so its runs fork at any round."""
         from diagevo.views.queries import pruned_checkpoints
 
         keep = self.cfg.train.keep_checkpoints
