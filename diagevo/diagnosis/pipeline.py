@@ -796,7 +796,7 @@ def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisRules) -> None:
         return
     share = rules.max_failed_share
     reasons = tuple(sorted(summary.failure_reasons.items(), key=lambda kv: (-kv[1], kv[0])))
-    top = "; ".join(f"{n} x {why}" for why, n in reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
+    top = "; ".join(f"{n} x {why[:100]}" for why, n in reasons[:2]) + ("; ..." if len(reasons) > 2 else "")
     allowed = int(share * summary.failures)
     raise DiagnosesFailed(
         f"round {summary.round} of run {summary.run!r}: {summary.failed} of {summary.failures} failures failed to "

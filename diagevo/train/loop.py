@@ -47,6 +47,14 @@ def is_outage(exc: EndpointUnreachable | DiagnosesFailed) -> bool:
     return isinstance(exc, EndpointUnreachable) or all(": endpoint: " in why for why, _n in exc.reasons)
 
 
+def outage_line(exc: EndpointUnreachable | DiagnosesFailed) -> str:
+    """What stopped the diagnosis, short enough to leave room for the command that resumes."""
+    if isinstance(exc, EndpointUnreachable):
+        return exc.message[:160]
+    why, _n = exc.reasons[0] if exc.reasons else ("", 0)
+    return f"{exc.failed} of {exc.total} failures failed to diagnose (the most: {why[:100]})"
+
+
 @dataclass
 class RoundReport:
     """What one round did, for the CLI's table: its row of the run's statistics
@@ -470,9 +478,9 @@ class Trainer:
                 waited = time.monotonic() - started
                 if not is_outage(exc) or waited + pause > d.outage_wait_s:
                     raise Unavailable(
-                        f"run {self.run!r} stopped in round {rnd.t}, which is not committed: {exc.message} "
-                        f"(waited {waited:.0f} s of diagnosis.outage_wait_s {d.outage_wait_s:g}); once the "
-                        "diagnostician answers, continue with {command}",
+                        f"run {self.run!r} stopped in round {rnd.t}, not committed: {outage_line(exc)}; once the "
+                        "diagnostician answers, continue with {command}"
+                        f" (waited {waited:.0f} s, diagnosis.outage_wait_s {d.outage_wait_s:g})",
                         hint=Hint(("train", "--resume", "--run", self.run), self.store.url),
                     ) from None
                 time.sleep(pause)
