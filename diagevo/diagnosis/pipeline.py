@@ -28,14 +28,13 @@ from typing import Any
 import numpy as np
 
 from diagevo.catalog.ids import digest_event_id
-from diagevo.config import DiagnosisRules
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
-from diagevo.diagnosis.llm import LLMDiagnostician
+from diagevo.diagnosis.outcomes import check_reachable, prior_outcomes, refuse_failed
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
-from diagevo.errors import BadInput, Conflict, DiagnosesFailed
+from diagevo.errors import BadInput, Conflict
 from diagevo.limits import LimitsConfig
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
 from diagevo.memory.state import Memory
@@ -147,39 +146,6 @@ def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
     return {"raw": reply.raw}
 
 
-@dataclass(frozen=True, slots=True)
-class Prior:
-    """What the log already holds for a round: stored Prompt 1 replies (``diagnosed``), the
-    failures decided (``decided``), and how often each undecided failure's diagnosis failed
-    (``tries``): a failed diagnosis decides nothing, so the next call asks again, under ids of
-    its own (the ``tries``-th retry)."""
-
-    diagnosed: dict[str, Extraction]
-    decided: set[str]
-    tries: dict[str, int]
-
-
-def _prior_outcomes(store: Any, run: str, round: int) -> Prior:
-    types = ("failure.diagnosed", "failure.attributed", "cause.created", "diagnosis.failed")
-    diagnosed: dict[str, Extraction] = {}
-    decided: set[str] = set()
-    tries: dict[str, int] = {}
-    for _seq, _rnd, etype, d in store.rows(run, types=types, round=round):
-        fid = d.get("failure_id")
-        if fid is None:
-            continue
-        if etype == "failure.diagnosed":
-            ext = Extraction(d.get("matched_cause"), d.get("error_cause"))
-            diagnosed[fid] = ext
-            if ext.matched_cause_id is None and ext.error_cause is None:
-                decided.add(fid)  # a non-skill slip: nothing follows
-        elif etype == "diagnosis.failed":
-            tries[fid] = tries.get(fid, 0) + 1
-        else:
-            decided.add(fid)
-    return Prior(diagnosed, decided, {fid: n for fid, n in tries.items() if fid not in decided})
-
-
 def _counts(summary: DiagnosisSummary) -> tuple[dict[str, Any], int]:
     """The summary's counters and how many outcomes it lists (outcomes are only appended)."""
     return {k: v for k, v in summary.__dict__.items() if k != "outcomes"}, len(summary.outcomes)
@@ -249,7 +215,7 @@ class _Round:
         self.index.attach(self.mem)
         if self.pre_vecs is not None:
             self.index.prescreen(self.pre_vecs)
-        decided = _prior_outcomes(self.store, self.run, self.round).decided
+        decided = prior_outcomes(self.store, self.run, self.round).decided
         return [p for p in inputs if p[0].failure_id not in decided]
 
     async def decide(self, todo: Sequence[Pending]) -> None:
@@ -591,7 +557,7 @@ async def _run(
     progress: ProgressFn,
 ) -> DiagnosisSummary:
     summary = state.summary
-    prior = _prior_outcomes(store, run, round)
+    prior = prior_outcomes(store, run, round)
     todo = sorted((f for f in failures if f.failure_id not in prior.decided), key=lambda f: f.failure_id)
     summary.resumed = len(failures) - len(todo)
     state.tries = {f.failure_id: prior.tries[f.failure_id] for f in todo if f.failure_id in prior.tries}
@@ -736,13 +702,7 @@ def diagnose(
         raise ProtocolError(
             f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
         )
-    if cfg is None:  # the run's [diagnosis]: the method's rules as the log keeps them, and the endpoint
-        cfg = rnd.config.part("diagnosis", DiagnosisConfig)
-    # how many failed diagnoses stop the round is the run's rule, as its commit checks it
-    cfg = cfg.model_copy(update={"max_failed_share": rnd.config.diagnosis.max_failed_share})
-    cfg = tools.diagnosis_config(cfg, llm_url=llm_url, model=model)
-    if isinstance(embedder, str):
-        cfg = tools.diagnosis_config(cfg, embedder=embedder)
+    cfg = _config_of(rnd, cfg, llm_url=llm_url, model=model, embedder=embedder if isinstance(embedder, str) else None)
     if isinstance(diagnostician, str) and diagnostician not in tools.DIAGNOSTICIANS:
         raise BadInput(f"diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
     if isinstance(diagnostician, str) and diagnostician == "llm" and not cfg.llm_url:
@@ -753,12 +713,7 @@ def diagnose(
     refuse_reused_failures(rnd.store, rnd.run, rnd.t, {f.failure_id: None for f in failures or ()})
     emb = embedder if embedder is not None and not isinstance(embedder, str) else tools.embedder_for(cfg)
     dx = tools.diagnostician_for(diagnostician, cfg, emb) if isinstance(diagnostician, str) else diagnostician
-    # once, before anything is appended: an endpoint that is down raises here, instead of
-    # marking every failure of the round failed one by one
-    if embedder is None or isinstance(embedder, str):
-        tools.check_endpoints(cfg, "embedder")
-    if isinstance(dx, LLMDiagnostician):
-        dx.check_reachable(min(cfg.request_timeout_s, 10.0))
+    check_reachable(cfg, dx, embedder_named=embedder is None or isinstance(embedder, str))
     recorded = already = unrecorded = 0
     if failures is None:
         failures = failure_inputs(rnd.store, rnd.run, rnd.t)
@@ -789,24 +744,15 @@ def diagnose(
     return summary
 
 
-def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisRules) -> None:
-    """Raise :class:`DiagnosesFailed` when the call's failed diagnoses stop the round (its
-    other decisions are appended: the failed ones stay undiagnosed, retried by the next call)."""
-    if not summary.deferred and not rules.too_many_failed(summary.failed, summary.failures):
-        return
-    share = rules.max_failed_share
-    reasons = tuple(sorted(summary.failure_reasons.items(), key=lambda kv: (-kv[1], kv[0])))
-    top = "; ".join(f"{n} x {why[:100]}" for why, n in reasons[:2]) + ("; ..." if len(reasons) > 2 else "")
-    allowed = int(share * summary.failures)
-    raise DiagnosesFailed(
-        f"round {summary.round} of run {summary.run!r}: {summary.failed} of {summary.failures} failures failed to "
-        f"diagnose (diagnosis.max_failed_share {share:g} allows {allowed}): {top}; they stay undiagnosed"
-        + (f", {summary.deferred} more are left undecided" if summary.deferred else "")
-        + ", and diagnosing the round again asks only for them",
-        failed=summary.failed,
-        total=summary.failures,
-        reasons=reasons,
-    )
+def _config_of(rnd: Round, cfg: DiagnosisConfig | None, **names: str | None) -> DiagnosisConfig:
+    """The ``[diagnosis]`` a call uses: ``cfg`` (default: the run's, the method's rules as the log
+    keeps them and the endpoint) with the names given, and the run's own rule for how many failed
+    diagnoses stop the round (as its commit checks it)."""
+    from diagevo.diagnosis import tools
+
+    base = cfg if cfg is not None else rnd.config.part("diagnosis", DiagnosisConfig)
+    base = base.model_copy(update={"max_failed_share": rnd.config.diagnosis.max_failed_share})
+    return tools.diagnosis_config(base, **names)
 
 
 def _failure_record(f: FailureInput) -> dict[str, str]:
