@@ -148,6 +148,7 @@ def test_commit_allow_failed_is_recorded_in_the_commit(tmp_path: Path) -> None:
         done = rnd.commit({"acc": 0.5}, allow_failed=True)
         assert done["failed_diagnoses_allowed"] == 3
         assert commits(store, "a")[0]["failed_diagnoses_allowed"] == 3
+        assert diagevo.verify_run(store, "a") == []
 
 
 def test_a_share_of_one_still_stops_a_round_where_every_diagnosis_failed(tmp_path: Path) -> None:
