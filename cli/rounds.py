@@ -229,6 +229,14 @@ def commit(
     allow_undiagnosed: Annotated[
         bool, typer.Option("--allow-undiagnosed", help="Commit although recorded failures are not diagnosed.")
     ] = False,
+    allow_failed_diagnoses: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failed-diagnoses",
+            help="Commit although more failures failed to diagnose than diagnosis.max_failed_share allows (their "
+            "evidence is lost from the memory; the commit records how many).",
+        ),
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
     """Commit the round: M_t is the memory here."""
@@ -244,7 +252,9 @@ def commit(
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, round)
-            done = rounds.commit(store, r, t, metrics, allow_undiagnosed=allow_undiagnosed)
+            done = rounds.commit(
+                store, r, t, metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses
+            )
     if json:
         emit_json({"run": r, "round": t, **done})
         return
@@ -252,5 +262,10 @@ def commit(
         text(
             f"run {r}: round {t} committed  kept {done['retained']}/{done['questions']}  failures {done['failures']}  "
             f"F_t={done['F']}  ε_t+1={done['epsilon_next']:.3f}"
+            + (
+                f"  failed diagnoses allowed {done['failed_diagnoses_allowed']}"
+                if "failed_diagnoses_allowed" in done
+                else ""
+            )
         )
     )

@@ -120,6 +120,8 @@ _EXPORTS: dict[str, str] = {
     "NotFound": "diagevo.errors",
     "NotADiagevoDatabase": "diagevo.errors",
     "Unavailable": "diagevo.errors",
+    "EndpointUnreachable": "diagevo.errors",
+    "DiagnosesFailed": "diagevo.errors",
     "ProtocolError": "diagevo.rounds",
 }
 
@@ -160,7 +162,16 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.diagnosis.interface import Diagnostician, Embedder
     from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose, failure_inputs
     from diagevo.diagnosis.tools import heuristic_diagnostician, llm_diagnostician, make_embedder, vector_index
-    from diagevo.errors import BadInput, Conflict, DiagevoError, NotADiagevoDatabase, NotFound, Unavailable
+    from diagevo.errors import (
+        BadInput,
+        Conflict,
+        DiagevoError,
+        DiagnosesFailed,
+        EndpointUnreachable,
+        NotADiagevoDatabase,
+        NotFound,
+        Unavailable,
+    )
     from diagevo.fork import diff_runs, fork_run
     from diagevo.log import EventStore, StoredEvent, open_log
     from diagevo.memory.schedule import schedule

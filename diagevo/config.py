@@ -262,6 +262,22 @@ class DiagnosisRules(Section):
         description="Fewest words of an error cause or node label the diagnostician may return (Appendix J: 10).",
     )
     max_words: int = Field(default=20, ge=1, description="Most words of an error cause or node label (Appendix J: 20).")
+    max_failed_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Most of a round's failures whose diagnosis may fail (a share, 0-1) for the round to go on; "
+        "more stops diagnose and refuses the commit, and a round where every diagnosis failed (a dead or "
+        "incompatible diagnostician) always stops. 0.5: a sporadic bad reply (one invented id among five "
+        "failures) is recorded and the round goes on, while a server that fails most replies would leave the "
+        "round without its memory, the no-memory ablation.",
+    )
+
+    def too_many_failed(self, failed: int, total: int) -> bool:
+        """Whether ``failed`` of a round's ``total`` failures, their diagnoses failed, stop the
+        round: more than ``max_failed_share`` of them, or every one (a dead or incompatible
+        diagnostician, whatever the share)."""
+        return failed > 0 and (failed > self.max_failed_share * total or failed == total)
 
     @model_validator(mode="after")
     def _lengths_in_order(self) -> DiagnosisRules:

@@ -89,4 +89,33 @@ class Unavailable(DiagevoError):
     connections, an optional dependency (vLLM, flash-attn) missing on this machine."""
 
 
-__all__ = ["BadInput", "Conflict", "DiagevoError", "Hint", "NotADiagevoDatabase", "NotFound", "Unavailable"]
+class EndpointUnreachable(Unavailable, ValueError):
+    """An OpenAI-compatible endpoint did not answer at all: a refused connection, an unknown
+    host, silence past the probe's deadline or a refused API key (the message is one line)."""
+
+
+class DiagnosesFailed(Unavailable):
+    """More of a round's failures failed to diagnose than the run allows
+    (``diagnosis.max_failed_share``), or every one of them did: a dead or incompatible
+    diagnostician. Raised after the round's other decisions are appended; the failed ones stay
+    undiagnosed, and diagnosing the round again asks only for them. ``failed`` of ``total``
+    failures; ``reasons``: (reason, count), the most frequent first."""
+
+    def __init__(
+        self, message: str, *, failed: int, total: int, reasons: tuple[tuple[str, int], ...], hint: Hint | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.failed, self.total, self.reasons = failed, total, reasons
+
+
+__all__ = [
+    "BadInput",
+    "Conflict",
+    "DiagevoError",
+    "DiagnosesFailed",
+    "EndpointUnreachable",
+    "Hint",
+    "NotADiagevoDatabase",
+    "NotFound",
+    "Unavailable",
+]

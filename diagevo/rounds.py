@@ -1023,15 +1023,19 @@ class Round:
         *,
         summary: Mapping[str, Any] | None = None,
         allow_undiagnosed: bool = False,
+        allow_failed: bool = False,
     ) -> dict[str, Any]:
         """Append ``eval.recorded`` (the metrics: those the ranks recorded with
         :meth:`record_metrics`, weighted, and ``metrics`` over them) and ``round.committed``: M_t
         is the memory here. The commit waits for no rank: the trainer's ranks meet first (a
         barrier of its own), and a rank's write after the commit is refused.
         Refused before promotions are decided and, unless ``allow_undiagnosed``, while a recorded
-        failure has no diagnosis. ``summary``: the trainer's own figures to keep in
-        ``round.committed`` (never a count the commit takes from the log: ``questions``, ``F`` ...).
-        Returns the commit's data (counts, F_t, ε_{t+1}, ``summary``)."""
+        failure has no diagnosis, and unless ``allow_failed``, while more of its failures' diagnoses
+        failed than ``diagnosis.max_failed_share`` allows (or all did): their evidence would be
+        lost from M_t. A commit so allowed says how many in ``failed_diagnoses_allowed``.
+        ``summary``: the trainer's own figures to keep in ``round.committed`` (never a count the
+        commit takes from the log: ``questions``, ``F`` ...). Returns the commit's data (counts,
+        F_t, ε_{t+1}, ``summary``)."""
         run, t, base = self.run, self.t, self.base
         metrics = check_metrics(metrics or {})
         extra = check_summary(summary)
@@ -1059,6 +1063,16 @@ class Round:
                     f"{'is' if len(pending) == 1 else 'are'} not diagnosed "
                     f"(first: {pending[0]}); diagnose them or allow undiagnosed failures"
                 )
+            failed = failed_diagnoses(rows)
+            if self.config.diagnosis.too_many_failed(len(failed), len(failures | diagnosed)):
+                if not allow_failed:
+                    raise ProtocolError(
+                        f"cannot commit round {t}: {len(failed)} of {plural(len(failures | diagnosed), 'failure')} "
+                        f"failed to diagnose, more than diagnosis.max_failed_share "
+                        f"{self.config.diagnosis.max_failed_share:g} allows (first: {failed[0]}); diagnose the "
+                        "round again (only they are asked) or allow the failed diagnoses"
+                    )
+                committed["failed_diagnoses_allowed"] = len(failed)
             after = fold(read(FOLDED, after_seq=base.last_seq), run, base)
             sched = schedule(after)
             # the round's statistics as `memory stats` counts them, and the schedule it leaves
@@ -1082,6 +1096,24 @@ class Round:
     def _hint(self, step: str, call: str | None = None) -> Hint:
         """The command that takes ``step`` for this round (``call``: the same in Python)."""
         return Hint(("round", step, "--run", self.run, "--round", str(self.t)), self.store.url, call=call)
+
+
+def failed_diagnoses(rows: Sequence[tuple[int, int, str, Mapping[str, Any]]]) -> list[str]:
+    """The failures of a round's ``rows`` whose diagnosis failed and that nothing decided since
+    (a failed diagnosis is asked again by the next diagnose): sorted ids."""
+    failed: set[str] = set()
+    decided: set[str] = set()
+    for _s, _r, typ, d in rows:
+        fid = d.get("failure_id")
+        if not isinstance(fid, str):
+            continue
+        if typ == "diagnosis.failed":
+            failed.add(fid)
+        elif typ in ("failure.attributed", "cause.created"):
+            decided.add(fid)
+        elif typ == "failure.diagnosed" and d.get("matched_cause") is None and d.get("error_cause") is None:
+            decided.add(fid)  # a non-skill slip
+    return sorted(failed - decided)
 
 
 def rank_metrics(recorded: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -1182,6 +1214,9 @@ def commit(
     *,
     summary: Mapping[str, Any] | None = None,
     allow_undiagnosed: bool = False,
+    allow_failed: bool = False,
 ) -> dict[str, Any]:
     """:meth:`Round.commit` of round ``t``."""
-    return Round(store, run, t).commit(metrics, summary=summary, allow_undiagnosed=allow_undiagnosed)
+    return Round(store, run, t).commit(
+        metrics, summary=summary, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed
+    )

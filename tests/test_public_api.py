@@ -14,6 +14,7 @@ import diagevo
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import j
+from tests.test_train_outage import deduplicate
 
 LABELS = ["12", "30", "8"]
 
@@ -87,10 +88,12 @@ def test_diagnose_with_an_llm_endpoint_from_names(tmp_path: Path) -> None:
                 assigned_node=None,
             ),
         )
+        srv.default("deduplicate", deduplicate)  # the same cause again: a duplicate of the first
         diagevo.start_run(store, "l", {"k": 1.0})
         rnd, failures = _round(store, "l", 1)
         summary = diagevo.diagnose(rnd, llm_url=srv.url, model="served-model", embedder=srv.url)
-        assert summary.failures == len(failures) and summary.new_causes == 1 and summary.duplicates == 0
+        assert summary.failures == len(failures) and summary.new_causes == 1
+        assert (summary.duplicates, summary.failed) == (len(failures) - 1, 0)
         models = {e.data["model"] for e in store.read("l", types=("failure.diagnosed",))}
         assert models == {"served-model"}
         rnd.commit({"acc": 0.25})

@@ -39,6 +39,9 @@ class SolverRound:
 
 class Backend(Protocol):
     name: str
+    # whether its checkpoints are model weights, which ``train.keep_checkpoints`` prunes; the
+    # simulator's are its small states, all kept, so a run forks at any of its rounds
+    checkpoints_are_models: bool
 
     def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:
         """One raw challenger output per request (``<question>...</question>`` expected)."""

@@ -25,7 +25,7 @@ from diagevo import curriculum as cur
 from diagevo import rounds as protocol
 from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
-from diagevo.errors import NotFound
+from diagevo.errors import DiagnosesFailed, EndpointUnreachable, Hint, NotFound, Unavailable
 from diagevo.log import EventStore
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
@@ -36,6 +36,23 @@ from diagevo.train.tracking import Tracker, numbers, open_tracker
 from diagevo.views.index import VectorIndex, default_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.stats import round_stats
+
+# the longest wait between two asks of a diagnostician that stopped answering
+MAX_OUTAGE_PAUSE_S = 60.0
+
+
+def is_outage(exc: EndpointUnreachable | DiagnosesFailed) -> bool:
+    """Whether a stopped diagnosis is the endpoint not answering (worth asking again later),
+    rather than a server answering wrongly (which waiting does not fix)."""
+    return isinstance(exc, EndpointUnreachable) or all(": endpoint: " in why for why, _n in exc.reasons)
+
+
+def outage_line(exc: EndpointUnreachable | DiagnosesFailed) -> str:
+    """What stopped the diagnosis, short enough to leave room for the command that resumes."""
+    if isinstance(exc, EndpointUnreachable):
+        return exc.message[:160]
+    why, _n = exc.reasons[0] if exc.reasons else ("", 0)
+    return f"{exc.failed} of {exc.total} failures failed to diagnose (the most: {why[:100]})"
 
 
 @dataclass
@@ -148,11 +165,13 @@ class Trainer:
     def to_prune(self, phase: str, t: int) -> list[tuple[str, dict[str, Any]]]:
         """The checkpoints of ``phase`` that ``train.keep_checkpoints`` lets go once round ``t``'s
         is written: all but the last N of this run's own directory (a fork's copied ones live in
-        its source's), keeping the ones a fork of this run or a selected checkpoint names."""
+        its source's), keeping the ones a fork of this run or a selected checkpoint names. Model
+        checkpoints only: a backend whose checkpoints are small states (the simulator's) keeps
+        them all, so its runs fork at any round."""
         from diagevo.views.queries import pruned_checkpoints
 
         keep = self.cfg.train.keep_checkpoints
-        if keep <= 0:
+        if keep <= 0 or not getattr(self.backend, "checkpoints_are_models", True):
             return []
         gone = pruned_checkpoints(self.store, self.run)
         written = [
@@ -438,16 +457,34 @@ class Trainer:
         return {**out.stats, "failures": len(failures), **({"failures_capped": capped} if cap is not None else {})}
 
     def _diagnose(self, rnd: protocol.Round) -> DiagnosisSummary:
+        """Diagnose the round; a diagnostician that stopped answering is asked again with
+        backoff for ``diagnosis.outage_wait_s`` (each call asks only for the failures not yet
+        diagnosed), then the run stops, the round uncommitted, with the command that resumes it."""
         if self.index is None:  # the LanceDB projection, kept in step across rounds
             self.index = VectorIndex(self.backend.embedder(), default_index_path(self.store.url), self.run)
-        return diagnose(
-            rnd,
-            diagnostician=self.backend.diagnostician(),
-            embedder=self.backend.embedder(),
-            cfg=self.cfg.diagnosis,
-            index=self.index,
-            progress=self.progress,
-        )
+        d = self.cfg.diagnosis
+        started, pause = time.monotonic(), d.outage_backoff_s
+        while True:
+            try:
+                return diagnose(
+                    rnd,
+                    diagnostician=self.backend.diagnostician(),
+                    embedder=self.backend.embedder(),
+                    cfg=d,
+                    index=self.index,
+                    progress=self.progress,
+                )
+            except (EndpointUnreachable, DiagnosesFailed) as exc:
+                waited = time.monotonic() - started
+                if not is_outage(exc) or waited + pause > d.outage_wait_s:
+                    raise Unavailable(
+                        f"run {self.run!r} stopped in round {rnd.t}, not committed: {outage_line(exc)}; once the "
+                        "diagnostician answers, continue with {command}"
+                        f" (waited {waited:.0f} s, diagnosis.outage_wait_s {d.outage_wait_s:g})",
+                        hint=Hint(("train", "--resume", "--run", self.run), self.store.url),
+                    ) from None
+                time.sleep(pause)
+                pause = min(2 * pause, MAX_OUTAGE_PAUSE_S)
 
     def _report(self, r: _Round, metrics: dict[str, float]) -> RoundReport:
         stats = next(row for row in round_stats(self.store, self.run) if row["round"] == r.t)

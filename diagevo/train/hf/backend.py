@@ -148,6 +148,7 @@ class HFBackend:
     """Challenger and solver as transformers models, trained with TRL GRPO."""
 
     name = "hf"
+    checkpoints_are_models = True  # model weights: train.keep_checkpoints prunes them
 
     def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
         quiet_libraries()
