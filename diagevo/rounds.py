@@ -48,6 +48,7 @@ from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.urls import redact_url
 from diagevo.views import runs as runs_view
 from diagevo.views.caches import refresh
+from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
 from diagevo.words import plural
@@ -99,15 +100,13 @@ def run_config(store: EventStore, run: str) -> MethodConfig:
 
 def stored_config(store: EventStore, run: str) -> MethodConfig | None:
     """:func:`run_config`, or None for a run the log does not hold."""
-    data: dict[str, Any] | None = None
-    for e in store.read(run, types=("run.started", "run.configured")):
-        data = dict(e.data["config"])
-    if data is None:
+    last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True), None)
+    if last is None:
         return None
-    try:
-        return config_from_record(data)
-    except BadInput as exc:  # a log stored before ingest checked its config
-        raise BadInput(f"the config stored for run {run!r} does not validate: {exc}") from None
+    fault = config_fault(last)
+    if fault is not None:  # a log stored before its config was checked, or a raw write
+        raise unusable_config(store, run, last, fault)
+    return config_from_record(last.data["config"])
 
 
 def config_record(config: MethodConfig | Mapping[str, Any]) -> dict[str, Any]:

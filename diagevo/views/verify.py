@@ -9,8 +9,10 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 from __future__ import annotations
 
 from diagevo.log import Recorder
+from diagevo.memory.counting import COUNTED_TYPES, breaks
 from diagevo.memory.fold import InvariantError, commits
 from diagevo.views import index, memory, stats
+from diagevo.views.configs import config_problems
 
 VIEWS = (memory.VIEW, stats.VIEW, index.VIEW)
 
@@ -29,7 +31,14 @@ def verify_run(store: Recorder, run: str) -> list[str]:
             folded[m.committed] = m.to_json()
     except InvariantError as exc:
         problems.append(f"invariant: {exc}")
-    problems += diagnosed_twice(store, run)
+    if not any(": out of shape: " in p for p in problems):
+        problems += counted_twice(store, run)
+        # a config the fold accepts (k is positive) that its readers refuse
+        problems += [
+            p
+            for p in config_problems(store, run)
+            if not any(q.startswith(f"invariant: {p.split(':')[0]}:") for q in problems)
+        ]
     for snap in store.view_states(memory.VIEW, run):
         if snap.part in folded and snap.state != folded[snap.part]:
             problems.append(f"snapshot of round {snap.part} differs from the fold of the log")
@@ -43,19 +52,12 @@ def verify_run(store: Recorder, run: str) -> list[str]:
     return problems + verify_anchors(store, run)
 
 
-def diagnosed_twice(store: Recorder, run: str) -> list[str]:
-    """A failure id diagnosed in two rounds (a log of an older diagevo, or edited by hand): its
-    evidence is counted twice (F, the cause's state)."""
-    rounds: dict[str, list[int]] = {}
-    for _seq, rnd, _type, d in store.rows(run, types=("failure.diagnosed",)):
-        fid = d.get("failure_id")
-        if fid is not None and rnd not in rounds.setdefault(fid, []):
-            rounds[fid].append(rnd)
-    return [
-        f"failure {fid!r} is diagnosed in rounds {', '.join(map(str, rs))}: one failure counted {len(rs)} times"
-        for fid, rs in rounds.items()
-        if len(rs) > 1
-    ]
+def counted_twice(store: Recorder, run: str) -> list[str]:
+    """Every break of the counting rules (:mod:`diagevo.memory.counting`): evidence counted
+    twice (a failure recorded, diagnosed or attributed again, a question generated or scored
+    again) or a round's promotions out of place, each named by its seq and rule."""
+    rows = store.rows(run, types=sorted(COUNTED_TYPES))
+    return [f"seq {b.at}: {b.rule}: {b.reason}" for b in breaks(rows)]
 
 
 def verify_anchors(store: Recorder, run: str) -> list[str]:
