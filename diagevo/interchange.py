@@ -26,6 +26,7 @@ from diagevo.memory.fold import Draft, InvariantError, start
 from diagevo.parsing import loads, one_line, split_lines
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.views.caches import refresh
+from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash", "schema_version")
@@ -180,25 +181,16 @@ def _apply(memories: dict[str, Draft | None], ev: EventIn) -> None:
 
 
 def _stored_tally(store: EventStore, run: str, events: list[tuple[int, EventIn]]) -> Tally:
-    """What the stored run has counted of what the file names: the stored events of its failure
-    and question ids, and the milestones of the rounds it touches (looked up by key, not read
-    whole)."""
-    failures = sorted({f for _, ev in events if ev.run == run and isinstance(f := ev.data.get("failure_id"), str)})
-    questions = sorted({q for _, ev in events if ev.run == run and isinstance(q := ev.data.get("question_id"), str)})
-    rows: dict[int, tuple[int, str, dict[str, Any]]] = {}
-    for keys in ({"failure_id": failures}, {"question_id": questions}):
-        if next(iter(keys.values())):
-            for e in store.read(run, keys=keys):
-                rows[e.seq] = (e.round, e.type, dict(e.data))
-    for rnd in sorted({ev.round for _, ev in events if ev.run == run}):
-        for e in store.read(run, types=("cause.promoted", "promotions.decided", "round.committed"), round=rnd):
-            rows[e.seq] = (e.round, e.type, dict(e.data))
-    tally = Tally()
-    for seq in sorted(rows):
-        rnd, etype, data = rows[seq]
-        if etype in COUNTED_TYPES:
-            tally.add(rnd, etype, data)
-    return tally
+    """What the stored run has counted of what the file names (its failure and question ids,
+    the rounds it touches)."""
+    mine = [ev for _, ev in events if ev.run == run]
+    return stored_tally(
+        store,
+        run,
+        failures={f for ev in mine if isinstance(f := ev.data.get("failure_id"), str)},
+        questions={q for ev in mine if isinstance(q := ev.data.get("question_id"), str)},
+        rounds={ev.round for ev in mine},
+    )
 
 
 def _as_stored(ev: EventIn) -> tuple[str, int, bytes]:
