@@ -83,6 +83,12 @@ class Section(BaseModel):
         except ValidationError as exc:
             raise config_error(first_error(exc), type(self)) from None
 
+    def __setattr__(self, name: str, value: Any) -> None:  # checked again on assignment, refused alike
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise config_error(first_error(exc), type(self)) from None
+
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
         try:
