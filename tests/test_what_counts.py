@@ -51,10 +51,21 @@ def test_the_rules_name_each_break_by_seq() -> None:
         CountBreak(7, "failure counted once", "failure 'f1' was revealed a new cause in round 1 already"),
         CountBreak(11, "failure diagnosed once", "failure 'f1' is diagnosed in round 1 already"),
         CountBreak(13, "question generated once", "question 'q' is generated in round 2 already"),
-        CountBreak(15, "promotions decided once", "round 2's decision names 'C9', its promotions none"),
+        CountBreak(15, "promotions decided once", "round 2's decision names 'C9', which the round did not promote"),
         CountBreak(16, "promotions decided once", "cause 'C2' promoted after round 2's decision"),
         CountBreak(18, "round committed once", "round 2 is committed already"),
     ]
+
+
+def test_a_promotion_its_decision_does_not_name_is_a_break() -> None:
+    """The forged ``cause.promoted`` of issue 47 inserted before a decision that does not name it."""
+    rows = [
+        (1, 1, "cause.promoted", {"cause_id": "C4"}),
+        (2, 1, "cause.promoted", {"cause_id": "C1", "acc": 0.01}),
+        (3, 1, "promotions.decided", {"promoted": ["C4"]}),
+    ]
+    [broken] = breaks(rows)
+    assert broken == CountBreak(3, "promotions decided once", "round 1's decision does not name its promoted 'C1'")
 
 
 def test_a_log_that_keeps_the_rules_breaks_none() -> None:

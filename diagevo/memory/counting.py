@@ -130,9 +130,12 @@ class Tally:
         if rnd in self.decided:
             return "promotions decided once", f"the promotions of round {rnd} are decided already"
         named, done = data.get("promoted"), self.promoted.get(rnd, set())
-        if isinstance(named, list) and set(map(str, named)) != done:
-            return "promotions decided once", f"round {rnd}'s decision names {_few(named)}, its promotions {_few(done)}"
-        return None
+        if not isinstance(named, list) or set(map(str, named)) == done:
+            return None
+        unnamed, never = done - set(map(str, named)), set(map(str, named)) - done
+        if unnamed:
+            return "promotions decided once", f"round {rnd}'s decision does not name its promoted {_few(unnamed)}"
+        return "promotions decided once", f"round {rnd}'s decision names {_few(never)}, which the round did not promote"
 
     def add(self, rnd: int, etype: str, data: Mapping[str, Any]) -> None:
         """Count the event (whether or not it broke a rule: a reader goes on past a break)."""
