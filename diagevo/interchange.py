@@ -125,7 +125,7 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
     memories: dict[str, Draft | None] = {}  # read on a run's first new event only (a re-ingest reads none)
     tallies: dict[str, Tally] = {}
     fresh: list[EventIn] = []
-    seen: dict[tuple[str, str], tuple[int, tuple[str, int, bytes]]] = {}  # (run, id) -> (line, as stored)
+    seen: dict[tuple[str, str], tuple[int, EventIn]] = {}  # (run, id) -> its first line
     for no, ev in events:
         key = (ev.run, ev.event_id)
         if key in stored:
@@ -133,11 +133,11 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
                 raise IngestError(no, f"event id {ev.event_id!r} of run {ev.run!r} is stored already as another event")
             continue  # idempotent re-ingest of a stored event
         if key in seen:
-            first, content = seen[key]
-            if content != _as_stored(ev):
+            first, earlier = seen[key]
+            if _as_stored(earlier) != _as_stored(ev):
                 raise IngestError(no, f"event id {ev.event_id!r} of run {ev.run!r} is on line {first} as another event")
             continue  # the same event twice: stored once
-        seen[key] = (no, _as_stored(ev))
+        seen[key] = (no, ev)
         if ev.run not in memories:
             memories[ev.run] = Draft(load_memory(store, ev.run)) if ev.run in held else None
             tallies[ev.run] = _stored_tally(store, ev.run, events) if ev.run in held else Tally()

@@ -49,12 +49,13 @@ def unusable_config(store: Recorder, run: str, event: StoredEvent, fault: str) -
     return BadInput(f"{what} cannot be used: {fault}; {how}", hint=hint)
 
 
-def config_problems(store: Recorder, run: str) -> list[str]:
-    """One line per stored config of the run that cannot be used (``memory verify``)."""
-    out: list[str] = []
+def config_problems(store: Recorder, run: str) -> list[tuple[int, str]]:
+    """(seq, line) for each stored config of the run that cannot be used (``memory verify``)."""
+    out: list[tuple[int, str]] = []
     for e in store.read(run, types=CONFIG_TYPES):
         fault = config_fault(e)
         if fault is not None:
-            how, hint = recovery(store, run, e)
-            out.append(f"seq {e.seq}: {e.type}'s config cannot be used: {fault}; {how.replace(' ({command})', '')}")
+            how, _ = recovery(store, run, e)
+            line = f"seq {e.seq}: {e.type}'s config cannot be used: {fault}; {how.replace(' ({command})', '')}"
+            out.append((e.seq, line))
     return out
