@@ -11,6 +11,7 @@ from __future__ import annotations
 from diagevo.log import Recorder
 from diagevo.memory.counting import COUNTED_TYPES, breaks
 from diagevo.memory.fold import InvariantError, commits
+from diagevo.parsing import loads
 from diagevo.views import index, memory, stats
 from diagevo.views.configs import config_problems
 
@@ -75,3 +76,22 @@ def verify_anchors(store: Recorder, run: str) -> list[str]:
             elif name == memory.VIEW and (at.round, at.type) != (s.part, "round.committed"):
                 problems.append(f"{what} names seq {s.seq}, which is not that round's round.committed")
     return problems
+
+
+def first_out_of_shape(store: Recorder) -> str | None:
+    """The first stored event a reader cannot read (data that is no JSON object, or out of its
+    type's shape: a row written raw where no check guards the table), as one line naming its
+    run and seq; None when every event is in shape. Looked for after a reader failed on what
+    it read, to tell a bad row from a bug."""
+    from diagevo.log.registry import shape_problem
+
+    for run in store.runs():
+        for r in store.raw(run):
+            try:
+                data = loads(r.data)
+            except ValueError:
+                data = None
+            problem = shape_problem(r.type, data) if isinstance(data, dict) else "its data is not a JSON object"
+            if problem is not None:
+                return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
+    return None
