@@ -883,14 +883,15 @@ class Round:
         return _appending(self.store, run, decide).appended == 1
 
     def note(self, key: str, type: str, **data: Any) -> None:
-        """Append a trainer's bookkeeping event (one of :data:`NOTE_TYPES`)."""
+        """Append a trainer's bookkeeping event: ``phase.completed``, ``checkpoint.written``,
+        ``checkpoint.pruned`` or ``train.step`` (what changes the memory or where the round stands
+        has its own step)."""
         _only(NOTE_TYPES, type, "a note")
         self.notes([self.event(key, type, **data)])
 
     def notes(self, events: Sequence[EventIn]) -> None:
-        """Append a trainer's bookkeeping events of this round (:data:`NOTE_TYPES`) in one
-        transaction, while the round is open (decided under the append lock). What changes the
-        memory, or where the round stands, has its own step."""
+        """Append a trainer's bookkeeping events of this round (the types :meth:`note` takes) in
+        one transaction, while the round is open (decided under the append lock)."""
         run, t = self.run, self.t
         for ev in events:
             _only(NOTE_TYPES, ev.type, "a note")
