@@ -91,8 +91,25 @@ def open_store(
             for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
                 leftover.unlink(missing_ok=True)
         raise
+    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+        raise _bad_row(store, exc) from exc
     finally:
         store.close()
+
+
+def _bad_row(store: Any, exc: Exception) -> Exception:
+    """What a command that failed on what it read says: the event its readers cannot read (a
+    row written raw, past the checks), in one line, when the log holds one; else the error as
+    it was (a bug, reported as one)."""
+    from diagevo.views.verify import first_out_of_shape
+
+    try:
+        found = first_out_of_shape(store)
+    except Exception:  # noqa: BLE001 - the search must not hide the error it explains
+        return exc
+    if found is None:
+        return exc
+    return CLIError(f"{found} (memory verify names every such event)")
 
 
 def emit_json(obj: Any) -> None:

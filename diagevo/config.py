@@ -18,6 +18,7 @@ not the method's as it was written, for its owner to validate when it reads it b
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -385,6 +386,12 @@ def config_from_record(record: Mapping[str, Any]) -> MethodConfig:
     for them to check when they read it (a changed component never changes what a log accepts).
     ``db`` and ``diagnosis.api_key`` are ignored: where the log lives and the key are not the
     log's to say. :class:`ConfigError` names the field at fault (an unknown one too)."""
+    where = non_finite(record)
+    if where is not None:
+        path, value = where
+        loc = tuple(path.split("."))
+        error = {"type": "finite_number", "loc": loc, "msg": "must be a finite number", "input": value}
+        raise ConfigError(f"{path}: must be a finite number, not {value!r}", error=error)
     data = {name: value for name, value in record.items() if name not in PAPER_NAMES and name != "db"}
     diagnosis = data.get("diagnosis")
     if isinstance(diagnosis, Mapping) and "api_key" in diagnosis:
@@ -401,6 +408,25 @@ def config_from_record(record: Mapping[str, Any]) -> MethodConfig:
         error = {"type": "missing", "loc": ("memory", "k"), "msg": "Field required", "input": record}
         raise ConfigError("config needs a positive k (config.k or config.memory.k)", error=error)
     return config
+
+
+def non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+    """(dotted path, value) of the first infinity or NaN in a stored config, else None: what
+    its owner carries is checked here too, for JSON holds no such number (stored, it becomes
+    null, and a config with a null where a number was is one its reader refuses)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    if isinstance(value, Mapping):
+        items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}.{i}", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, v in items:
+        found = non_finite(v, sub)
+        if found is not None:
+            return found
+    return None
 
 
 def _as_stored(exc: ConfigError, record: Mapping[str, Any]) -> ConfigError:

@@ -38,6 +38,7 @@ from diagevo.catalog import ids as keys
 from diagevo.config import MethodConfig, config_changes, config_from_record
 from diagevo.errors import BadInput, Conflict, Hint, NotFound
 from diagevo.log import AppendResult, EventRow, EventStore
+from diagevo.memory.counting import COUNTED_TYPES
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, fold
 from diagevo.memory.sampler import GenerationRequest, sample_requests
@@ -50,6 +51,8 @@ from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.urls import redact_url
 from diagevo.views import runs as runs_view
 from diagevo.views.caches import refresh
+from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
+from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import COUNTED_COLUMNS, count_rounds
 from diagevo.words import did_you_mean, plural
@@ -113,15 +116,13 @@ def run_config(store: EventStore, run: str) -> MethodConfig:
 
 def stored_config(store: EventStore, run: str) -> MethodConfig | None:
     """:func:`run_config`, or None for a run the log does not hold."""
-    data: dict[str, Any] | None = None
-    for e in store.read(run, types=("run.started", "run.configured")):
-        data = dict(e.data["config"])
-    if data is None:
+    last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True), None)
+    if last is None:
         return None
-    try:
-        return config_from_record(data)
-    except BadInput as exc:  # a log stored before ingest checked its config
-        raise BadInput(f"the config stored for run {run!r} does not validate: {exc}") from None
+    fault = config_fault(last)
+    if fault is not None:  # a log stored before its config was checked, or a raw write
+        raise unusable_config(store, run, last, fault)
+    return config_from_record(last.data["config"])
 
 
 def config_record(config: MethodConfig | Mapping[str, Any]) -> dict[str, Any]:
@@ -695,6 +696,37 @@ def refuse_reused_failures(store: EventStore, run: str, t: int, given: Mapping[s
             )
 
 
+NOTE_TYPES = frozenset({"phase.completed", "checkpoint.written", "checkpoint.pruned", "train.step"})
+"""What :meth:`Round.note` takes: the trainer's bookkeeping, which changes no count."""
+
+DIAGNOSIS_TYPES = frozenset(
+    {"failure.diagnosed", "diagnosis.failed", "llm.called"}  # the diagnostician's decisions and notes
+    | {"failure.attributed", "cause.reactivated", "cause.created", "node.created", "nodes.merged"}  # its deciders'
+)
+"""What :meth:`Round.append_diagnosis` takes: the diagnostician's decisions and notes, and the
+memory events its deciders return (never a promotion, a config or a milestone)."""
+
+
+def _only(allowed: frozenset[str], etype: str, what: str) -> None:
+    if etype not in allowed:
+        raise ProtocolError(f"{what} cannot be {shorten(etype, 60)} (it takes {', '.join(sorted(allowed))})")
+
+
+def refuse_counted_twice(store: EventStore, run: str, events: Sequence[EventIn]) -> None:
+    """Refuse events that would count evidence twice (:mod:`diagevo.memory.counting`) against
+    what the run holds: a failure diagnosed or attributed again. Those the run holds already
+    under the same id (a retry) are skipped, as the append skips them. Called under the lock."""
+    fresh = [ev for ev in events if ev.type in COUNTED_TYPES]
+    held = store.existing_ids(run, [ev.event_id for ev in fresh])
+    fresh = [ev for ev in fresh if ev.event_id not in held]
+    failures = {f for ev in fresh if isinstance(f := ev.data.get("failure_id"), str)}
+    tally = stored_tally(store, run, failures=failures)
+    for ev in fresh:
+        broken = tally.take(ev.round, ev.type, ev.data)
+        if broken is not None:
+            raise ProtocolError(f"{ev.type} refused: {broken[0]}: {broken[1]}")
+
+
 # --- one round -------------------------------------------------------------------------------
 
 
@@ -945,6 +977,10 @@ class Round:
         the memory they were decided against, they are refused with :class:`MemoryMoved` when
         another producer has appended a memory event since (the caller decides again)."""
         run, t = self.run, self.t
+        for ev in events:
+            _only(DIAGNOSIS_TYPES, ev.type, "a diagnosis")
+            if ev.run != run or ev.round != t:
+                raise ProtocolError(f"a diagnosis of round {t} of run {run!r} names run {ev.run!r}, round {ev.round}")
 
         def decide(read: Reader) -> Sequence[EventIn]:
             st = _state(run, read(MILESTONES), self.store.url)
@@ -958,6 +994,7 @@ class Round:
                 if ev.type in ("failure.diagnosed", "diagnosis.failed") and (fid := ev.data.get("failure_id"))
             }
             refuse_reused_failures(self.store, run, t, decided)  # a failure is diagnosed once in a run
+            refuse_counted_twice(self.store, run, events)  # ...and counted once
             if since_seq is not None:
                 foreign = read(MEMORY_TYPES, after_seq=since_seq)
                 if foreign:
@@ -996,14 +1033,18 @@ class Round:
         return _appending(self.store, run, decide).appended == 1
 
     def note(self, key: str, type: str, **data: Any) -> None:
-        """Append a trainer's bookkeeping event (``phase.completed``, ``checkpoint.written`` ...)."""
+        """Append a trainer's bookkeeping event: ``phase.completed``, ``checkpoint.written``,
+        ``checkpoint.pruned`` or ``train.step`` (what changes the memory or where the round stands
+        has its own step)."""
+        _only(NOTE_TYPES, type, "a note")
         self.notes([self.event(key, type, **data)])
 
     def notes(self, events: Sequence[EventIn]) -> None:
-        """Append a trainer's bookkeeping events of this round in one transaction, while the
-        round is open (decided under the append lock)."""
+        """Append a trainer's bookkeeping events of this round (the types :meth:`note` takes) in
+        one transaction, while the round is open (decided under the append lock)."""
         run, t = self.run, self.t
         for ev in events:
+            _only(NOTE_TYPES, ev.type, "a note")
             if ev.run != run or ev.round != t:
                 raise ProtocolError(f"a note of round {t} of run {run!r} names run {ev.run!r}, round {ev.round}")
 

@@ -69,8 +69,10 @@ class Section(BaseModel):
     and the reference list them in: the order the file has always had."""
 
     # strict: a number is a number (TOML's `rounds = true` or "3" is no count), a flag a boolean;
-    # paths, which TOML and the stored config hold as strings, are the fields that relax it
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
+    # paths, which TOML and the stored config hold as strings, are the fields that relax it.
+    # No infinity or NaN (`inf`, `nan`, `1e309`): the log stores JSON, where one becomes null,
+    # and a config read back with a null where a number was is no config
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
     field_order: ClassVar[tuple[str, ...]] = ()
 
     # pydantic calls a model's own __init__ for each nested section too: the innermost refusal
@@ -78,6 +80,12 @@ class Section(BaseModel):
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
+        except ValidationError as exc:
+            raise config_error(first_error(exc), type(self)) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:  # checked again on assignment, refused alike
+        try:
+            super().__setattr__(name, value)
         except ValidationError as exc:
             raise config_error(first_error(exc), type(self)) from None
 

@@ -37,7 +37,14 @@ def test_an_export_renamed_by_hand_is_stored_as_that_run(
     (tmp_path / "a.jsonl").write_text(log.jsonl())
     assert run_cli(capsys, "memory", "ingest", str(tmp_path / "a.jsonl"), "--db", db_url)[0] == 0
     exported = _export(db_url, "a", tmp_path / "export.jsonl", capsys)
-    renamed = "".join(json.dumps({**json.loads(line), "run": "b"}) + "\n" for line in exported.splitlines())
+    edited = "".join(json.dumps({**json.loads(line), "run": "b"}) + "\n" for line in exported.splitlines())
+    (tmp_path / "b.jsonl").write_text(edited)  # the hashes name run a: an edited export
+    code, out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "b.jsonl"), "--db", db_url)
+    assert code == 1 and "line 1: hash mismatch: event 'a-0'" in err, err
+    renamed = "".join(
+        json.dumps({**{k: v for k, v in json.loads(line).items() if k != "hash"}, "run": "b"}) + "\n"
+        for line in exported.splitlines()
+    )
     (tmp_path / "b.jsonl").write_text(renamed)
     code, out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "b.jsonl"), "--db", db_url, "--json")
     assert code == 0, err

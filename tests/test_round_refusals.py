@@ -121,7 +121,10 @@ def test_verify_names_a_failure_diagnosed_in_two_rounds(store: EventStore) -> No
     assert verify_run(store, RUN) == []
     rounds.open_round(store, RUN)
     store.append([new_event("failure.diagnosed", RUN, 3, "by-hand/f", failure_id="f")])
-    assert verify_run(store, RUN) == ["failure 'f' is diagnosed in rounds 2, 3: one failure counted 2 times"]
+    (problem,) = verify_run(store, RUN)
+    assert problem.endswith(": failure diagnosed once: failure 'f' is diagnosed in round 2 already"), problem
+    seq = store.last_seq(RUN)
+    assert problem == f"seq {seq}: failure diagnosed once: failure 'f' is diagnosed in round 2 already"
 
 
 # --- the same refusals through the CLI ---------------------------------------------------------

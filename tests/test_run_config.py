@@ -181,5 +181,6 @@ def test_a_log_stored_before_the_check_names_the_field_when_read(tmp_path: Path)
                 )
             ]
         )
-        with pytest.raises(BadInput, match=r"the config stored for run 'dg' does not validate: unknown field 'note'"):
+        said = r"the config of run 'dg' at seq 1 \(run.started of round 0\) cannot be used: unknown field 'note'"
+        with pytest.raises(BadInput, match=said):
             run_config(store, RUN)

@@ -144,6 +144,7 @@ class Draft:
                 return False
             self.open_round = round
             return True
+        _check_shape(type, data)
         if type == "round.committed":
             if self.F1 is None:
                 F = self.F
@@ -183,6 +184,11 @@ class Draft:
         elif type == "nodes.merged":
             self._merge(data)
         elif type == "run.configured":  # a new config from here on (a fork continued under other values)
+            if config_k(data.get("config", {})) is None:
+                raise InvariantError(
+                    f"run.configured holds no positive k; its rounds through {self.committed} are intact: "
+                    f"fork the run from round {self.committed}"
+                )
             configured = start(self.run, data, self.last_seq)
             self.k, self.config = configured.k, configured.config
         else:  # run.started
@@ -207,6 +213,30 @@ class Draft:
             node = reparent(c.node, d)
             if node != c.node:
                 causes[cid] = replace(c, node=node)
+
+
+# The fields the fold reads, each a text: a row stored without the database's check (SQLite, or
+# a raw write) that lacks one is named, not met with a TypeError.
+_READS: dict[str, tuple[str, ...]] = {
+    "failure.attributed": ("cause_id", "failure_id"),
+    "cause.promoted": ("cause_id",),
+    "cause.reactivated": ("cause_id",),
+    "cause.created": ("cause_id", "node_id", "description"),
+    "node.created": ("node_id", "label"),
+    "nodes.merged": ("survivor", "absorbed", "label"),
+}
+
+
+def _check_shape(etype: str, data: Mapping[str, Any]) -> None:
+    if not isinstance(data, Mapping):
+        raise InvariantError(f"{etype}'s data is not a JSON object")
+    for name in _READS.get(etype, ()):
+        if not isinstance(data.get(name), str):
+            raise InvariantError(f"{etype}'s data.{name} is not a text")
+    if etype in ("run.started", "run.configured") and not isinstance(data.get("config"), Mapping):
+        raise InvariantError(f"{etype}'s data.config is not a table")
+    if etype in ("run.started", "run.configured") and type(data.get("seed", 0)) is not int:
+        raise InvariantError(f"{etype}'s data.seed is not a whole number")
 
 
 def reparent(node: str, merge: Mapping[str, Any]) -> str:
@@ -238,6 +268,7 @@ def _first(run: str, seq: int, rnd: int, etype: str, data: Mapping[str, Any]) ->
         raise InvariantError(f"run {run!r} has {etype} before run.started")
     if rnd != 0:
         raise InvariantError("run.started must be in round 0")
+    _check_shape(etype, data)
     return Draft(start(run, data, seq))
 
 
@@ -247,10 +278,13 @@ def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Itera
     draft = Draft(memory) if memory is not None else None
     for row in rows:
         seq, rnd, etype, data = row
-        if draft is None:
-            draft = _first(run, seq, rnd, etype, data)
-        else:
-            draft.apply(etype, rnd, data)
+        try:
+            if draft is None:
+                draft = _first(run, seq, rnd, etype, data)
+            else:
+                draft.apply(etype, rnd, data)
+        except InvariantError as exc:  # a reader names the event it could not fold
+            raise InvariantError(f"seq {seq}: {exc}") from None
         yield draft, row
 
 

@@ -118,8 +118,11 @@ def resumed_config(store: EventStore, run: str, config: Config, overrides: list[
         return config
     try:
         saved = Config.of(stored)
-    except BadInput as exc:  # a component's field that its owner no longer takes
-        raise BadInput(f"the config stored for run {run!r} does not validate: {exc}") from None
+    except BadInput as exc:  # a component's field that its owner no longer takes (or a null)
+        from diagevo.views.configs import CONFIG_TYPES, unusable_config
+
+        last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True))
+        raise unusable_config(store, run, last, str(exc)) from None
     secrets = given_secrets(saved.redacted(), config.model_dump(mode="json", exclude={"db"}))
     again = [f"{field}={json.dumps(value)}" for field, value in secrets]
     if overrides or again:
