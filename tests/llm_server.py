@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -322,6 +323,12 @@ class LLMServer:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             request_queue_size = 256
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                """A client that hangs up (a probe, a deadline) is not the server's error: quiet,
+                so a test reading a command's stderr sees the command's lines alone."""
+                if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+                    super().handle_error(request, client_address)
 
         self._httpd = Server(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
