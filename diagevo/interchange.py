@@ -17,7 +17,7 @@ from typing import Any
 
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.recorder import prepare
 from diagevo.memory.fold import Draft, InvariantError, start
@@ -68,7 +68,7 @@ def parse_lines(lines: Iterable[str] | str) -> list[tuple[int, EventIn]]:
     return out
 
 
-def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> list[EventIn]:
+def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list[EventIn]:
     """Fold the new events on top of each run's stored memory; returns those not yet stored.
 
     Called under the append lock (:func:`ingest_events`): what it reads is the log's head. A line
@@ -122,7 +122,7 @@ def _as_stored(ev: EventIn) -> tuple[str, int, bytes]:
     return typ, rnd, data_json.encode()
 
 
-def ingest(store: EventStore, lines: Iterable[str] | str) -> IngestResult:
+def ingest(store: Recorder, lines: Iterable[str] | str) -> IngestResult:
     """Store a JSONL text (or its lines): all or nothing."""
     return ingest_events(store, parse_lines(lines))
 
@@ -142,7 +142,7 @@ def as_run(events: list[tuple[int, EventIn]], new: str) -> list[tuple[int, Event
     ]
 
 
-def ingest_events(store: EventStore, events: list[tuple[int, EventIn]]) -> IngestResult:
+def ingest_events(store: Recorder, events: list[tuple[int, EventIn]]) -> IngestResult:
     """Store what :func:`parse_lines` read (so that a bad file is refused before a store opens).
     Event ids are unique per run: a file whose run was renamed is stored as that run."""
     fresh: list[EventIn] = []
@@ -172,7 +172,7 @@ def encode_line(obj: dict[str, Any]) -> str:
     return line + "\n"
 
 
-def export_lines(store: EventStore, run: str) -> Iterator[str]:
+def export_lines(store: Recorder, run: str) -> Iterator[str]:
     """The run's events, one JSON object a line (``\n``-terminated, no other line breaks)."""
     for e in store.read(run, texts=True):
         obj = {

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from diagevo import curriculum as cur
-from diagevo import rounds as protocol
 from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import NotFound
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
+from diagevo.rounds import OUR_TRAINER, Candidate, FailureRecord, Request, Round, RoundProgress, seeded, start_run
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, ProgressFn, no_progress
 from diagevo.train.config import Config
@@ -57,7 +57,7 @@ class _Round:
     holds of it (the questions the solver trains on, each phase's seconds and figures)."""
 
     t: int
-    progress: protocol.RoundProgress
+    progress: RoundProgress
     questions: dict[str, dict[str, Any]] = field(default_factory=dict)  # question_id -> generated
     scored: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -85,7 +85,7 @@ class Trainer:
     def __init__(
         self,
         config: Config,
-        store: EventStore,
+        store: Recorder,
         backend: Backend,
         run: str,
         *,
@@ -108,10 +108,10 @@ class Trainer:
 
     # --- plumbing -----------------------------------------------------------------------------
     def rng(self, t: int, phase: str) -> random.Random:
-        return protocol.seeded(self.seed, t, phase)
+        return seeded(self.seed, t, phase)
 
     def finish_phase(
-        self, rnd: protocol.Round, r: _Round, phase: str, started: float, *, checkpoint: bool = False, **stats: Any
+        self, rnd: Round, r: _Round, phase: str, started: float, *, checkpoint: bool = False, **stats: Any
     ) -> None:
         """Record a finished phase; with ``checkpoint``, first save the models. The checkpoint
         and the phase land in one append, so a resumed round never starts from a checkpoint
@@ -184,7 +184,7 @@ class Trainer:
                     rounds.add(e.data["source_round"])
         return rounds
 
-    def step_events(self, rnd: protocol.Round, phase: str) -> list[Any]:
+    def step_events(self, rnd: Round, phase: str) -> list[Any]:
         """``train.step`` for each GRPO step the backend's last phase logged (a backend without
         per-step rows, the simulator's, gives none), numbered on from the role's earlier phases.
         They land in the phase's append: a phase run again after a crash logs its steps once."""
@@ -210,7 +210,7 @@ class Trainer:
     # --- run ----------------------------------------------------------------------------------
     def start(self) -> None:
         """Append ``run.started`` (a no-op when the run exists)."""
-        protocol.start_run(self.store, self.run, self.cfg, self.seed, trainer=protocol.OUR_TRAINER)
+        start_run(self.store, self.run, self.cfg, self.seed, trainer=OUR_TRAINER)
 
     def load_embedder(self) -> None:
         """Load the embedding model once, as its own phase (``embedder`` 0/1, then 1/1), before
@@ -239,7 +239,7 @@ class Trainer:
             self.tracker = Tracker()
         return reports
 
-    def _rebuild(self, rnd: protocol.Round) -> _Round:
+    def _rebuild(self, rnd: Round) -> _Round:
         """What round t already did, from the round protocol (its phases with their figures, its
         checkpoint), and its questions only when the solver has still to train on them. A round
         that starts fresh or got past its solver reads a few dozen events, however long the log."""
@@ -261,7 +261,7 @@ class Trainer:
             return self._round(t)
 
     def _round(self, t: int) -> RoundReport:
-        rnd = protocol.Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
+        rnd = Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
         if r.progress.checkpoint is not None:
             from diagevo.views.queries import pruned_checkpoints, pruned_note
@@ -273,7 +273,7 @@ class Trainer:
         m = self.cfg.memory
         n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
 
-        def requests(n: int, purpose: str) -> list[protocol.Request]:
+        def requests(n: int, purpose: str) -> list[Request]:
             # drawn from the schedule of M_{t-1} (Eq. 1-2)
             return rnd.requests(n, purpose=purpose, seed=self.seed)
 
@@ -354,11 +354,11 @@ class Trainer:
 
         return reward
 
-    def _generate_and_score(self, rnd: protocol.Round, r: _Round, reqs: list[protocol.Request]) -> None:
+    def _generate_and_score(self, rnd: Round, r: _Round, reqs: list[Request]) -> None:
         t = r.t
         self.progress("generate", 0, len(reqs))
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
-        candidates: list[tuple[protocol.Request, str]] = []
+        candidates: list[tuple[Request, str]] = []
         for req, out in zip(reqs, outputs, strict=True):
             text = cur.parse_question(out)
             if text is not None:  # a format-invalid output is not a candidate
@@ -370,7 +370,7 @@ class Trainer:
         responses = self.backend.sample([text for _, text in candidates], n, self.rng(t, "construct"))
         scored = rnd.record(
             [
-                protocol.Candidate(
+                Candidate(
                     question_id=q.question_id,
                     mode=q.mode,
                     text=text,
@@ -401,7 +401,7 @@ class Trainer:
             }
         self.progress("construct", len(candidates), len(candidates))
 
-    def _train_solver(self, rnd: protocol.Round, r: _Round) -> dict[str, float]:
+    def _train_solver(self, rnd: Round, r: _Round) -> dict[str, float]:
         t = r.t
         retained = [qid for qid, s in r.scored.items() if s["retained"]]
         labels = [r.scored[q]["pseudo_label"] for q in retained]
@@ -421,7 +421,7 @@ class Trainer:
         )
         # every failed optimization response, in whichever step its question was drawn (Appendix E)
         cap = self.cfg.diagnosis.max_failures_per_question
-        failures: list[dict[str, Any]] = []
+        failures: list[FailureRecord] = []
         capped = 0
         for qid, responses, rewards in zip(retained, out.responses, out.rewards, strict=True):
             failed = [(j, resp) for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)) if rew < 0]
@@ -437,7 +437,7 @@ class Trainer:
             rnd.record_failures(failures)
         return {**out.stats, "failures": len(failures), **({"failures_capped": capped} if cap is not None else {})}
 
-    def _diagnose(self, rnd: protocol.Round) -> DiagnosisSummary:
+    def _diagnose(self, rnd: Round) -> DiagnosisSummary:
         if self.index is None:  # the LanceDB projection, kept in step across rounds
             self.index = VectorIndex(self.backend.embedder(), default_index_path(self.store.url), self.run)
         return diagnose(
