@@ -140,9 +140,10 @@ def start_run(
     trainer: str = EXTERNAL_TRAINER,
 ) -> bool:
     """Append ``run.started``, decided under the append lock: False (and nothing stored) when
-    the run exists already, or ``RunExists`` (a :class:`~diagevo.errors.Conflict`) with ``new`` (a run that must be new: two
-    processes creating one id both find out, one of them here). ``trainer`` names what drives
-    the run (``runs`` and ``report`` show it; only a run of ``diagevo train`` resumes with it)."""
+    the run exists already, or ``RunExists`` (a :class:`~diagevo.errors.Conflict`) with ``new``
+    (a run that must be new: two processes creating one id both find out, one of them here).
+    ``trainer`` names what drives the run (``runs`` and ``report`` show it; only a run of
+    ``diagevo train`` resumes with it)."""
     try:
         ev = new_event(
             "run.started",
