@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-Json: TypeAlias = "str | int | float | bool | None | list[Json] | dict[str, Json]"
-"""A JSON value: what a row of a run-dependent table holds."""
+Json: TypeAlias = "str | int | float | bool | None | Sequence[Json] | Mapping[str, Json]"
+"""A JSON value: what a row of a run-dependent table holds (read-only containers, so that a
+``dict[str, float]`` is one)."""
 
 JsonRow: TypeAlias = "Mapping[str, Json]"
 

@@ -111,7 +111,7 @@ def stored_config(store: Recorder, run: str) -> MethodConfig | None:
         raise BadInput(f"the config stored for run {run!r} does not validate: {exc}") from None
 
 
-def config_record(config: MethodConfig | Mapping[str, Any]) -> dict[str, Any]:
+def config_record(config: MethodConfig | Mapping[str, Json]) -> dict[str, Any]:
     """The config as ``run.started`` stores it: a config object redacted, the whole of it (``diagevo
     train``'s composed config, :class:`diagevo.train.config.Config`, with every component's part;
     k is ``memory.k``); an external trainer's config as given (it holds ``k`` or ``memory.k``)."""
@@ -133,7 +133,7 @@ EXTERNAL_TRAINER = "external trainer"
 def start_run(
     store: Recorder,
     run: str,
-    config: MethodConfig | Mapping[str, Any],
+    config: MethodConfig | Mapping[str, Json],
     seed: int = 0,
     *,
     new: bool = False,
@@ -439,7 +439,7 @@ class Candidate:
     answers: tuple[str | None, ...] | None = None
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Candidate:
+    def from_json(cls, obj: Mapping[str, object]) -> Candidate:
         """From one JSON object; the request's own fields (texts, messages) may be carried along."""
         if not isinstance(obj, Mapping):
             raise ProtocolError("a candidate is a JSON object")
@@ -449,24 +449,34 @@ class Candidate:
         if unknown:
             raise ProtocolError(f"unknown field {unknown[0]!r}")
         text = obj.get("text", obj.get("question"))
+        required: dict[str, str] = {}
         for name, value in (("question_id", obj.get("question_id")), ("mode", obj.get("mode")), ("text", text)):
             if not isinstance(value, str) or not value.strip():
                 raise ProtocolError(f"{name} must be a non-empty string")
+            required[name] = value
+        ids: dict[str, str | None] = {}
+        for name in ("active_cause", "mastered_cause", "node"):
+            value = obj.get(name)
+            if value is not None and not isinstance(value, str):
+                raise ProtocolError(f"{name} must be a string or null")
+            ids[name] = value
+        lists: dict[str, tuple[str | None, ...] | None] = {}
         for name in ("responses", "answers"):
             value = obj.get(name)
             if value is not None and (
                 not isinstance(value, list) or not all(x is None or isinstance(x, str) for x in value)
             ):
                 raise ProtocolError(f"{name} must be a list of strings")
+            lists[name] = tuple(value) if value is not None else None
         return cls(
-            question_id=obj["question_id"],
-            mode=obj["mode"],
-            text=str(text),
-            active_cause=obj.get("active_cause"),
-            mastered_cause=obj.get("mastered_cause"),
-            node=obj.get("node"),
-            responses=tuple(obj["responses"]) if obj.get("responses") is not None else None,
-            answers=tuple(obj["answers"]) if obj.get("answers") is not None else None,
+            question_id=required["question_id"],
+            mode=required["mode"],
+            text=required["text"],
+            active_cause=ids["active_cause"],
+            mastered_cause=ids["mastered_cause"],
+            node=ids["node"],
+            responses=lists["responses"],  # type: ignore[arg-type]  # None items: a response that is missing
+            answers=lists["answers"],
         )
 
 
@@ -486,7 +496,8 @@ class Scored:
     retained: bool
     reference: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
+        """The scored question as ``diagevo round record --json`` prints it."""
         return asdict(self)
 
 
@@ -915,7 +926,7 @@ class Round:
         self,
         metrics: Mapping[str, float] | None = None,
         *,
-        summary: Mapping[str, Any] | None = None,
+        summary: Mapping[str, Json] | None = None,
         allow_undiagnosed: bool = False,
     ) -> Committed:
         """Append ``eval.recorded`` (the metrics: those the ranks recorded with
@@ -1050,7 +1061,7 @@ def commit(
     t: int,
     metrics: Mapping[str, float] | None = None,
     *,
-    summary: Mapping[str, Any] | None = None,
+    summary: Mapping[str, Json] | None = None,
     allow_undiagnosed: bool = False,
 ) -> Committed:
     """:meth:`Round.commit` of round ``t``."""

@@ -220,3 +220,58 @@ def test_runs_tell_apart_complete_open_interrupted_and_forked(
     code, out, err = run_cli(capsys, "runs", "--db", db)
     assert code == 0, err
     assert "verl script" in out and "open round 2" in out and "forked" in out
+
+
+def test_a_failures_jsonl_line_is_a_failure_for_record_failures(tmp_path: Path) -> None:
+    """One failure format: the line `diagevo diagnose` reads (with ``question``, ``pseudo_label``,
+    ``known_causes``) is taken by ``Round.record_failures`` as it is; its extra keys are checked
+    for their type, and any other key is refused by name."""
+    with diagevo.open_store(f"sqlite:///{tmp_path / 'f.db'}") as store:
+        diagevo.start_run(store, "f", diagevo.Config())
+        rnd, failures = _round(store, "f", 1)
+        first = failures[0]
+        line = {**first, "question": "what is 12?", "pseudo_label": "12", "known_causes": []}
+        assert rnd.record_failures([json.loads(json.dumps(line))]) == 0  # recorded by _round: a retry
+        with pytest.raises(diagevo.BadInput, match="unknown field 'known_cause'"):
+            rnd.record_failures([{**first, "known_cause": ["C1"]}])
+        with pytest.raises(diagevo.BadInput, match="known_causes must be a list of cause ids"):
+            rnd.record_failures([{**first, "known_causes": "C1"}])
+        with pytest.raises(diagevo.BadInput, match="pseudo_label must be a string"):
+            rnd.record_failures([{**first, "pseudo_label": 12}])
+
+
+def test_a_candidate_from_json_refuses_an_id_that_is_not_a_string() -> None:
+    line = {"question_id": "q1", "mode": "targeted", "text": "what is 2 + 2?", "answers": ["4"]}
+    assert diagevo.Candidate.from_json(line).active_cause is None
+    with pytest.raises(diagevo.BadInput, match="active_cause must be a string or null"):
+        diagevo.Candidate.from_json({**line, "active_cause": 3})
+
+
+def test_typed_results_print_what_the_json_commands_print(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Attributes for Python; ``to_dict()`` is, key for key, the command's ``--json``."""
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    with diagevo.open_store(db) as store:
+        diagevo.start_run(store, "t", diagevo.Config())
+        rnd, _ = _round(store, "t", 1)
+        diagevo.diagnose(rnd, diagnostician="heuristic")
+        done = rnd.commit({"acc": 0.5})
+        stats, shown, plot = diagevo.stats(store, "t"), diagevo.show(store, "t"), diagevo.lifecycle(store, "t")
+        m1 = diagevo.memory_at(store, 1, "t")
+    assert (done.t, done.questions, done.failures) == (1, len(LABELS), len(LABELS))
+    assert stats.run == "t" and stats.metrics == ["acc"] and stats.rounds[0]["acc"] == 0.5
+    assert shown.open_round is None and m1.t == 1 and [c.cause_id for c in m1.causes] == ["C1"]
+    assert m1.causes[0].node == m1.nodes[0].node_id and m1.nodes[0].causes == ("C1",)
+    for result, command in (
+        (stats, ("memory", "stats")),
+        (shown, ("memory", "show")),
+        (plot, ("memory", "plot")),
+        (m1, ("memory", "replay", "--round", "1")),
+    ):
+        code, out, err = run_cli(capsys, *command, "--run", "t", "--db", db, "--json")
+        assert code == 0, err
+        assert json.loads(out) == json.loads(json.dumps(result.to_dict())), command
+    with diagevo.open_store(db) as store:
+        story = diagevo.why(store, "C1", "t")
+    code, out, _ = run_cli(capsys, "memory", "why", "C1", "--run", "t", "--db", db, "--json")
+    assert json.loads(out) == json.loads(json.dumps(story.to_dict()))
+    assert story.attributions == len(LABELS) - 1  # three sign flips: the first creates C1, two recur on it

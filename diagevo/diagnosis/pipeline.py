@@ -137,7 +137,8 @@ class DiagnosisSummary:
     """Per failure, in order: ``failure_id`` and its ``outcome`` (and the cause and node it went
     to, where it went to one)."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
+        """The summary as ``diagevo diagnose --json`` prints it."""
         return asdict(self)
 
 
