@@ -208,7 +208,7 @@ def _counts(summary: DiagnosisSummary) -> tuple[dict[str, Any], int]:
 Pending = tuple[FailureInput, Extraction, "np.ndarray | None", "int | None"]
 
 
-class _Round:
+class _DiagnosisPass:
     """The state of one diagnose_round call.
 
     The working memory is the log's memory as of ``seen_seq``. Decisions are appended only if
@@ -555,7 +555,7 @@ async def diagnose_round(
         raise BadInput(f"the index holds {index.embedder.name} vectors, not {embedder.name}")
     th = thresholds_for(cfg, embedder.name)
     summary = DiagnosisSummary(run=run, round=round, theta_dup=th.dup, theta_merge=th.merge, failures=len(failures))
-    state = _Round(store, run, round, diagnostician, index, cfg, memory, summary, progress)
+    state = _DiagnosisPass(store, run, round, diagnostician, index, cfg, memory, summary, progress)
 
     from diagevo.schemas import current_limits, text_limits
 
@@ -581,7 +581,7 @@ def _check_inputs(failures: Sequence[FailureInput], memory: Memory) -> None:
 
 
 async def _run(
-    state: _Round,
+    state: _DiagnosisPass,
     store: Any,
     run: str,
     round: int,

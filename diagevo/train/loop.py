@@ -52,7 +52,7 @@ class RoundReport:
 
 
 @dataclass
-class _Round:
+class _LoopState:
     """Working state of round t: where the round protocol says it stands, and what the loop
     holds of it (the questions the solver trains on, each phase's seconds and figures)."""
 
@@ -111,7 +111,7 @@ class Trainer:
         return seeded(self.seed, t, phase)
 
     def finish_phase(
-        self, rnd: Round, r: _Round, phase: str, started: float, *, checkpoint: bool = False, **stats: Any
+        self, rnd: Round, r: _LoopState, phase: str, started: float, *, checkpoint: bool = False, **stats: Any
     ) -> None:
         """Record a finished phase; with ``checkpoint``, first save the models. The checkpoint
         and the phase land in one append, so a resumed round never starts from a checkpoint
@@ -239,11 +239,11 @@ class Trainer:
             self.tracker = Tracker()
         return reports
 
-    def _rebuild(self, rnd: Round) -> _Round:
+    def _rebuild(self, rnd: Round) -> _LoopState:
         """What round t already did, from the round protocol (its phases with their figures, its
         checkpoint), and its questions only when the solver has still to train on them. A round
         that starts fresh or got past its solver reads a few dozen events, however long the log."""
-        r = _Round(t=rnd.t, progress=rnd.progress())
+        r = _LoopState(t=rnd.t, progress=rnd.progress())
         for phase, data in r.progress.phases.items():
             r.seconds[phase] = data.get("seconds", 0.0)
             r.stats[phase] = dict(data)
@@ -354,7 +354,7 @@ class Trainer:
 
         return reward
 
-    def _generate_and_score(self, rnd: Round, r: _Round, reqs: list[Request]) -> None:
+    def _generate_and_score(self, rnd: Round, r: _LoopState, reqs: list[Request]) -> None:
         t = r.t
         self.progress("generate", 0, len(reqs))
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
@@ -401,7 +401,7 @@ class Trainer:
             }
         self.progress("construct", len(candidates), len(candidates))
 
-    def _train_solver(self, rnd: Round, r: _Round) -> dict[str, float]:
+    def _train_solver(self, rnd: Round, r: _LoopState) -> dict[str, float]:
         t = r.t
         retained = [qid for qid, s in r.scored.items() if s["retained"]]
         labels = [r.scored[q]["pseudo_label"] for q in retained]
@@ -449,7 +449,7 @@ class Trainer:
             progress=self.progress,
         )
 
-    def _report(self, r: _Round, metrics: dict[str, float]) -> RoundReport:
+    def _report(self, r: _LoopState, metrics: dict[str, float]) -> RoundReport:
         stats = next(row for row in round_stats(self.store, self.run) if row["round"] == r.t)
         return RoundReport(
             round=r.t,
