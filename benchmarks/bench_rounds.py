@@ -24,7 +24,7 @@ from pathlib import Path
 
 from diagevo import curriculum as cur
 from diagevo import rounds
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
@@ -37,7 +37,7 @@ RUN = "bench"
 N = 12
 
 
-def seed_memory(store: EventStore, causes: int) -> None:
+def seed_memory(store: Recorder, causes: int) -> None:
     """Round 1: ``causes`` causes in 8 nodes, committed."""
     rounds.start_run(store, RUN, Config(), seed=1)
     rounds.open_round(store, RUN)
@@ -68,7 +68,7 @@ def answers(rng: random.Random) -> list[str]:
     return ["42"] * agree + [str(rng.randint(0, 9)) for _ in range(N - agree)]
 
 
-def baseline_round(store: EventStore, t: int, n: int, cfg: Config, rng: random.Random) -> None:
+def baseline_round(store: Recorder, t: int, n: int, cfg: Config, rng: random.Random) -> None:
     ev = lambda key, typ, **d: new_event(typ, RUN, t, f"{RUN}/{t}/{key}", **d)  # noqa: E731
     store.append([ev("round.started", "round.started")])
     memory = load_memory(store, RUN, t - 1)
@@ -112,7 +112,7 @@ def baseline_round(store: EventStore, t: int, n: int, cfg: Config, rng: random.R
     refresh_snapshots(store, RUN)
 
 
-def protocol_round(store: EventStore, t: int, n: int, batch: int, rng: random.Random) -> None:
+def protocol_round(store: Recorder, t: int, n: int, batch: int, rng: random.Random) -> None:
     rounds.open_round(store, RUN, t)
     reqs = rounds.requests(store, RUN, t, n)
     cands = [

@@ -71,18 +71,20 @@ class Interrupted(CLIError):
 def open_store(
     db: str | None, *, create: bool = False, keep_if_refused: bool = True, readonly: bool = False
 ) -> Iterator[Any]:
-    """The event store at ``db``. Read commands leave ``create`` off, so a missing SQLite file is
-    ``no database at PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it.
+    """The event store at ``db``, opened by the library's one :func:`diagevo.api.open_store`, for
+    a command. Read commands leave ``create`` off, so a missing SQLite file is ``no database at
+    PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it.
     Commands that only read set ``readonly``: SQLite is opened read-only (a read-only mount works).
     With ``keep_if_refused=False``, a SQLite file this call created is removed again when the
     command refuses its input (a DiagevoError): a refusal leaves nothing behind."""
-    from diagevo.log import open_log, sqlite_path
+    from diagevo.api import open_store as open_library_store
+    from diagevo.log import sqlite_path
     from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
     path = sqlite_path(url)
     fresh = create and not keep_if_refused and path is not None and not path.exists()
-    store = open_log(url, create=create, readonly=readonly)
+    store = open_library_store(url, create=create, readonly=readonly)
     try:
         yield store
     except DiagevoError:

@@ -31,7 +31,7 @@ def register(memory_app: typer.Typer) -> None:
         from diagevo.words import plural
 
         with open_store(db) as store:
-            done = fork_run(store, run, round, to, list(set_ or []))
+            done = fork_run(store, run, round, to, list(set_ or [])).to_dict()
             saved = stored_config(store, to)
             trainer = run_trainer(store, to)
         ours = trainer in (None, OUR_TRAINER)  # a log of an older diagevo does not say: as before
@@ -74,7 +74,7 @@ def register(memory_app: typer.Typer) -> None:
         if len(runs) != 2:
             raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
         with open_store(db, readonly=True) as store:
-            d = diff_runs(store, runs[0], runs[1], round)
+            d = diff_runs(store, runs[0], runs[1], round).to_dict()
         if json:
             emit_json(d)
             return

@@ -83,7 +83,7 @@ def replay(
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), round)
     if json:
-        emit_json(memory_view(mem))
+        emit_json(memory_view(mem).to_dict())
     else:
         render_memory(mem, f"M_{round}")
 
@@ -97,7 +97,7 @@ def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
     if json:
-        emit_json({**memory_view(mem), "open_round": mem.open_round})
+        emit_json({**memory_view(mem).to_dict(), "open_round": mem.open_round})
     else:
         title = f"M_{mem.committed}" + (f" + round {mem.open_round} so far" if mem.open_round else "")
         render_memory(mem, title)
@@ -138,7 +138,7 @@ def why(
     from diagevo.views.stories import RECENT
 
     with open_store(db, readonly=True) as store:
-        story = queries.why(store, cause, run, recent=None if all_entries or json else RECENT)
+        story = queries.why(store, cause, run, recent=None if all_entries or json else RECENT).to_dict()
     if json:
         emit_json(story)
         return
@@ -323,7 +323,7 @@ def stats(
         _follow_stats(db, run, json, until_round)
         return
     with open_store(db, readonly=True) as store:
-        data = queries.stats(store, run)
+        data = queries.stats(store, run).to_dict()
     run_id, rows = data["run"], data["rounds"]
     if out is not None:
         from diagevo.files import write_table
@@ -736,7 +736,7 @@ def plot(
     if out is not None and suffix not in (".png", ".svg", ".csv"):
         raise CLIError(f"{out}: write a .png or .svg figure, or the series as .csv")
     with open_store(db, readonly=True) as store:
-        data = queries.lifecycle(store, run)
+        data = queries.lifecycle(store, run).to_dict()
     run_id, rows = data["run"], data["series"]
     if not rows:
         if out is not None:

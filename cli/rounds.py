@@ -209,7 +209,7 @@ def promote(run: RunOpt = None, db: DbOpt = None, round: RoundOpt = None, json: 
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, round)
-            promoted = rounds.promote(store, r, t)
+            promoted = [p.to_dict() for p in rounds.promote(store, r, t)]
     if json:
         emit_json({"run": r, "round": t, "promoted": promoted})
         return
@@ -254,7 +254,7 @@ def commit(
             t = _round(store, r, round)
             done = rounds.commit(
                 store, r, t, metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses
-            )
+            ).to_dict()
     if json:
         emit_json({"run": r, "round": t, **done})
         return

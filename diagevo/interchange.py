@@ -18,7 +18,7 @@ from typing import Any
 from diagevo.catalog import SCHEMA_VERSION
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.recorder import GENESIS_HASH, canonical_event_json, chain_hash, prepare
 from diagevo.memory.counting import COUNTED_TYPES, Tally
@@ -110,7 +110,7 @@ class ExportChain:
         self.heads[ev.run] = claimed
 
 
-def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> list[EventIn]:
+def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list[EventIn]:
     """Fold the new events on top of each run's stored memory and count them with what the run
     has counted (:mod:`diagevo.memory.counting`); returns those not yet stored.
 
@@ -153,7 +153,7 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
 
 
 def _stored_events(
-    store: EventStore, events: list[tuple[int, EventIn]], held: set[str]
+    store: Recorder, events: list[tuple[int, EventIn]], held: set[str]
 ) -> dict[tuple[str, str], tuple[str, int, bytes]]:
     """(run, id) -> (type, round, data) of the stored events that the file's ids name."""
     ids: dict[str, list[str]] = {}
@@ -180,7 +180,7 @@ def _apply(memories: dict[str, Draft | None], ev: EventIn) -> None:
         mem.apply(ev.type, ev.round, ev.data)
 
 
-def _stored_tally(store: EventStore, run: str, events: list[tuple[int, EventIn]]) -> Tally:
+def _stored_tally(store: Recorder, run: str, events: list[tuple[int, EventIn]]) -> Tally:
     """What the stored run has counted of what the file names (its failure and question ids,
     the rounds it touches)."""
     mine = [ev for _, ev in events if ev.run == run]
@@ -199,7 +199,7 @@ def _as_stored(ev: EventIn) -> tuple[str, int, bytes]:
     return typ, rnd, data_json.encode()
 
 
-def ingest(store: EventStore, lines: Iterable[str] | str) -> IngestResult:
+def ingest(store: Recorder, lines: Iterable[str] | str) -> IngestResult:
     """Store a JSONL text (or its lines): all or nothing."""
     return ingest_events(store, parse_lines(lines))
 
@@ -219,7 +219,7 @@ def as_run(events: list[tuple[int, EventIn]], new: str) -> list[tuple[int, Event
     ]
 
 
-def ingest_events(store: EventStore, events: list[tuple[int, EventIn]]) -> IngestResult:
+def ingest_events(store: Recorder, events: list[tuple[int, EventIn]]) -> IngestResult:
     """Store what :func:`parse_lines` read (so that a bad file is refused before a store opens).
     Event ids are unique per run: a file whose run was renamed is stored as that run."""
     fresh: list[EventIn] = []
@@ -249,7 +249,7 @@ def encode_line(obj: dict[str, Any]) -> str:
     return line + "\n"
 
 
-def export_lines(store: EventStore, run: str) -> Iterator[str]:
+def export_lines(store: Recorder, run: str) -> Iterator[str]:
     """The run's events, one JSON object a line (``\n``-terminated, no other line breaks)."""
     for e in store.read(run, texts=True):
         obj = {

@@ -30,14 +30,14 @@ import math
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from diagevo import curriculum as cur
 from diagevo.catalog import FOLDED, MILESTONES, RETROSPECTIVE
 from diagevo.catalog import ids as keys
 from diagevo.config import MethodConfig, config_changes, config_from_record
 from diagevo.errors import BadInput, Conflict, Hint, NotFound
-from diagevo.log import AppendResult, EventRow, EventStore
+from diagevo.log import AppendResult, EventRow, Recorder
 from diagevo.memory.counting import COUNTED_TYPES
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, fold
@@ -47,6 +47,7 @@ from diagevo.memory.state import Memory
 from diagevo.parsing import shorten
 from diagevo.reals import real_number
 from diagevo.redaction import redact_config
+from diagevo.results import Committed, Json, Promotion
 from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.urls import redact_url
 from diagevo.views import runs as runs_view
@@ -80,7 +81,7 @@ Reader = Callable[..., list[EventRow]]
 """What a decision reads: ``read(types, *, round=None, after_seq=0)`` -> the run's rows."""
 
 
-def _appending(store: EventStore, run: str, decide: Callable[[Reader], Sequence[EventIn]]) -> AppendResult:
+def _appending(store: Recorder, run: str, decide: Callable[[Reader], Sequence[EventIn]]) -> AppendResult:
     """Append the events ``decide`` returns, having let it read ``run`` at the log's head, under
     the append lock: one decision, no writer in between."""
 
@@ -93,7 +94,7 @@ def _appending(store: EventStore, run: str, decide: Callable[[Reader], Sequence[
         raise _unknown_run(store, run) from None
 
 
-def _unknown_run(store: EventStore, run: str) -> UnknownRun:
+def _unknown_run(store: Recorder, run: str) -> UnknownRun:
     """``no run 'huer' in URL (did you mean 'heur'?): start it ...``: the Python call for a
     Python caller, ``round start`` on the command line."""
     return UnknownRun(
@@ -105,7 +106,7 @@ def _unknown_run(store: EventStore, run: str) -> UnknownRun:
 # --- the run and its rounds ------------------------------------------------------------------
 
 
-def run_config(store: EventStore, run: str) -> MethodConfig:
+def run_config(store: Recorder, run: str) -> MethodConfig:
     """The config recorded in the run's ``run.started`` (defaults for what it leaves out), with
     the latest ``run.configured`` applied: the one place the run's config is read from the log."""
     cfg = stored_config(store, run)
@@ -114,7 +115,7 @@ def run_config(store: EventStore, run: str) -> MethodConfig:
     return cfg
 
 
-def stored_config(store: EventStore, run: str) -> MethodConfig | None:
+def stored_config(store: Recorder, run: str) -> MethodConfig | None:
     """:func:`run_config`, or None for a run the log does not hold."""
     last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True), None)
     if last is None:
@@ -125,7 +126,7 @@ def stored_config(store: EventStore, run: str) -> MethodConfig | None:
     return config_from_record(last.data["config"])
 
 
-def config_record(config: MethodConfig | Mapping[str, Any]) -> dict[str, Any]:
+def config_record(config: MethodConfig | Mapping[str, Json]) -> dict[str, Any]:
     """The config as ``run.started`` stores it: a config object redacted, the whole of it (``diagevo
     train``'s composed config, :class:`diagevo.train.config.Config`, with every component's part;
     k is ``memory.k``); an external trainer's config as given (it holds ``k`` or ``memory.k``)."""
@@ -154,9 +155,9 @@ class RunDiffers(ProtocolError):
 
 
 def start_run(
-    store: EventStore,
+    store: Recorder,
     run: str,
-    config: MethodConfig | Mapping[str, Any],
+    config: MethodConfig | Mapping[str, Json],
     seed: int = 0,
     *,
     resume: Resume | None = None,
@@ -208,7 +209,7 @@ def start_run(
     return store.append_decided(decide).appended == 1
 
 
-def refuse_other_config(store: EventStore, run: str, record: Mapping[str, Any], seed: int) -> None:
+def refuse_other_config(store: Recorder, run: str, record: Mapping[str, Any], seed: int) -> None:
     """:class:`RunDiffers` when ``run`` holds a config or seed other than ``record`` and
     ``seed``, naming the fields that differ (how many rounds to train aside: a run may go on for
     more). Called from inside a decision, under the append lock."""
@@ -231,7 +232,7 @@ def refuse_other_config(store: EventStore, run: str, record: Mapping[str, Any], 
         )
 
 
-def run_trainer(store: EventStore, run: str) -> str | None:
+def run_trainer(store: Recorder, run: str) -> str | None:
     """The trainer the run's ``run.started`` names (a fork's: its source's); None for a log of
     an older diagevo, which did not record it."""
     for e in store.read(run, types=("run.started",)):
@@ -240,7 +241,7 @@ def run_trainer(store: EventStore, run: str) -> str | None:
     return None
 
 
-def configure_run(store: EventStore, run: str, config: MethodConfig) -> bool:
+def configure_run(store: Recorder, run: str, config: MethodConfig) -> bool:
     """Record ``config`` as the run's config from its next round on (``run.configured``),
     decided under the append lock: refused while a round is under way (it keeps the config it
     started with); False when the config is the one in force."""
@@ -264,7 +265,7 @@ def configure_run(store: EventStore, run: str, config: MethodConfig) -> bool:
     return _appending(store, run, decide).appended == 1
 
 
-def configure_fork(store: EventStore, run: str, overrides: Sequence[str]) -> bool:
+def configure_fork(store: Recorder, run: str, overrides: Sequence[str]) -> bool:
     """Apply ``overrides`` (``section.field=value``) to the config of a fork that has not yet
     run a round of its own (``round start --set``): a ``run.configured`` before its first
     round. Any other existing run keeps its config (:class:`ProtocolError`: fork it to change
@@ -294,7 +295,7 @@ def seeded(seed: int, t: int, phase: str) -> random.Random:
 
 
 @dataclass(frozen=True)
-class RoundState:
+class RunState:
     """Where a run stands, read from its milestones."""
 
     run: str
@@ -310,7 +311,7 @@ class RoundState:
         return t if t in self.started else None
 
 
-def _state(run: str, rows: Iterable[EventRow], db: str = "") -> RoundState:
+def _state(run: str, rows: Iterable[EventRow], db: str = "") -> RunState:
     last, started, promoted, seed, exists = 0, set(), set(), 0, False
     for _seq, rnd, typ, data in rows:
         if typ == "run.started":
@@ -323,7 +324,7 @@ def _state(run: str, rows: Iterable[EventRow], db: str = "") -> RoundState:
             promoted.add(rnd)
     if not exists:
         raise UnknownRun(f"no run {run!r}: start it first", hint=Hint(("round", "start", "--run", run), db))
-    return RoundState(run, last, frozenset(started), frozenset(promoted), seed, db)
+    return RunState(run, last, frozenset(started), frozenset(promoted), seed, db)
 
 
 @dataclass(frozen=True)
@@ -332,7 +333,7 @@ class RoundProgress:
     (``phase.completed``, with their figures) and the last checkpoint written up to the round:
     what a resumed round skips and loads."""
 
-    state: RoundState
+    state: RunState
     t: int
     phases: Mapping[str, Mapping[str, Any]]
     checkpoint: str | None
@@ -349,7 +350,7 @@ class RoundProgress:
         return phase in self.phases or (phase == "promote" and self.promoted) or self.committed
 
 
-def round_progress(store: EventStore, run: str, t: int) -> RoundProgress:
+def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
     """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
     state = round_state(store, run)
     phases = {e.data["phase"]: e.data for e in store.read(run, round=t, types=("phase.completed",))}
@@ -360,7 +361,7 @@ def round_progress(store: EventStore, run: str, t: int) -> RoundProgress:
     return RoundProgress(state, t, phases, checkpoint)
 
 
-def round_state(store: EventStore, run: str) -> RoundState:
+def round_state(store: Recorder, run: str) -> RunState:
     """Where ``run`` stands (last committed round, open round, promotions decided), read from
     its milestone events only."""
     try:
@@ -369,7 +370,7 @@ def round_state(store: EventStore, run: str) -> RoundState:
         raise _unknown_run(store, run) from None
 
 
-def require_open(st: RoundState, t: int, doing: str) -> None:
+def require_open(st: RunState, t: int, doing: str) -> None:
     if t <= st.last_committed:
         raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is committed")
     if t != st.last_committed + 1:
@@ -383,7 +384,7 @@ def require_open(st: RoundState, t: int, doing: str) -> None:
         )
 
 
-def current_round(store: EventStore, run: str) -> int:
+def current_round(store: Recorder, run: str) -> int:
     """The run's open round."""
     st = round_state(store, run)
     if st.open_round is None:
@@ -394,13 +395,13 @@ def current_round(store: EventStore, run: str) -> int:
     return st.open_round
 
 
-def open_round(store: EventStore, run: str, t: int | None = None) -> int:
+def open_round(store: Recorder, run: str, t: int | None = None) -> int:
     """Append ``round.started`` for the next round (``t`` defaults to it); opening the open
     round again is a no-op. Returns the round."""
     return _open(store, run, t)[0]
 
 
-def _open(store: EventStore, run: str, t: int | None) -> tuple[int, bool]:
+def _open(store: Recorder, run: str, t: int | None) -> tuple[int, bool]:
     """:func:`open_round`, and whether the round was open already (decided under the lock)."""
     chosen: list[tuple[int, bool]] = []
 
@@ -419,7 +420,7 @@ def _open(store: EventStore, run: str, t: int | None) -> tuple[int, bool]:
     return chosen[0]
 
 
-def record_retrospective(store: EventStore, run: str, events: Sequence[EventIn]) -> int:
+def record_retrospective(store: Recorder, run: str, events: Sequence[EventIn]) -> int:
     """Append notes about rounds already committed (a checkpoint evaluated or chosen after the
     fact: ``eval.recorded``, ``checkpoint.selected``), decided under the append lock: each names
     a committed round of the run (0: the base model). Returns how many were new."""
@@ -441,17 +442,17 @@ def record_retrospective(store: EventStore, run: str, events: Sequence[EventIn])
     return _appending(store, run, decide).appended
 
 
-def tag_run(store: EventStore, run: str, tags: Sequence[str], *, removed: bool = False) -> None:
+def tag_run(store: Recorder, run: str, tags: Sequence[str], *, removed: bool = False) -> None:
     """Add ``tags`` to a run (or take them off), as a ``run.tagged`` event."""
     _annotate(store, run, "run.tagged", tags=list(tags), removed=removed)
 
 
-def note_run(store: EventStore, run: str, note: str) -> None:
+def note_run(store: Recorder, run: str, note: str) -> None:
     """Add a free-text note to a run, as a ``run.noted`` event."""
     _annotate(store, run, "run.noted", note=note)
 
 
-def _annotate(store: EventStore, run: str, type: str, **data: Any) -> None:
+def _annotate(store: Recorder, run: str, type: str, **data: Any) -> None:
     def decide(read: Reader) -> list[EventIn]:
         _state(run, read(MILESTONES), store.url)  # the run exists
         n = len(read((type,)))  # the n-th of its kind: the same words twice are two events
@@ -478,9 +479,12 @@ class Request(GenerationRequest):
         return GenerationRequest(**{f.name: getattr(self, f.name) for f in fields(GenerationRequest)})
 
     def messages(self) -> list[dict[str, str]]:
+        """The challenger's chat prompt for this draw (Appendix J): ``[{"role": "system", ...},
+        {"role": "user", ...}]``, ready for a chat template or an OpenAI-style request."""
         return cur.challenger_messages(self.generation_request())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
+        """The request as a line of ``diagevo round requests --jsonl``, its prompt included."""
         return {"question_id": self.question_id} | asdict(self.generation_request()) | {"messages": self.messages()}
 
 
@@ -525,7 +529,7 @@ class Candidate:
             object.__setattr__(self, name, items)
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Candidate:
+    def from_json(cls, obj: Mapping[str, object]) -> Candidate:
         """From one JSON object; the request's own fields (texts, messages) may be carried along."""
         if not isinstance(obj, Mapping):
             raise ProtocolError("a candidate is a JSON object")
@@ -535,24 +539,34 @@ class Candidate:
         if unknown:
             raise ProtocolError(f"unknown field {unknown[0]!r}")
         text = obj.get("text", obj.get("question"))
+        required: dict[str, str] = {}
         for name, value in (("question_id", obj.get("question_id")), ("mode", obj.get("mode")), ("text", text)):
             if not isinstance(value, str) or not value.strip():
                 raise ProtocolError(f"{name} must be a non-empty string")
+            required[name] = value
+        ids: dict[str, str | None] = {}
+        for name in ("active_cause", "mastered_cause", "node"):
+            value = obj.get(name)
+            if value is not None and not isinstance(value, str):
+                raise ProtocolError(f"{name} must be a string or null")
+            ids[name] = value
+        lists: dict[str, tuple[str | None, ...] | None] = {}
         for name in ("responses", "answers"):
             value = obj.get(name)
             if value is not None and (
                 not isinstance(value, list) or not all(x is None or isinstance(x, str) for x in value)
             ):
                 raise ProtocolError(f"{name} must be a list of strings")
+            lists[name] = tuple(value) if value is not None else None
         return cls(
-            question_id=obj["question_id"],
-            mode=obj["mode"],
-            text=str(text),
-            active_cause=obj.get("active_cause"),
-            mastered_cause=obj.get("mastered_cause"),
-            node=obj.get("node"),
-            responses=tuple(obj["responses"]) if obj.get("responses") is not None else None,
-            answers=tuple(obj["answers"]) if obj.get("answers") is not None else None,
+            question_id=required["question_id"],
+            mode=required["mode"],
+            text=required["text"],
+            active_cause=ids["active_cause"],
+            mastered_cause=ids["mastered_cause"],
+            node=ids["node"],
+            responses=lists["responses"],  # type: ignore[arg-type]  # None items: a response that is missing
+            answers=lists["answers"],
         )
 
 
@@ -572,7 +586,8 @@ class Scored:
     retained: bool
     reference: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
+        """The scored question as ``diagevo round record --json`` prints it."""
         return asdict(self)
 
 
@@ -619,9 +634,31 @@ def score(c: Candidate, cfg: MethodConfig) -> Scored:
 # --- failures --------------------------------------------------------------------------------
 
 FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
+FAILURE_CONTEXT = ("question", "pseudo_label", "known_causes")
+"""The other fields of a ``diagevo diagnose`` FAILURES.jsonl line: the round holds them already
+(the question, its pseudo-label and the causes it was generated for), so a line of that file is
+also a failure for :meth:`Round.record_failures`; they are checked for their type, not stored."""
 
 
-def _failure_record(f: Mapping[str, Any]) -> dict[str, str]:
+class FailureRecord(TypedDict):
+    """One failed optimization response of a retained question, as :meth:`Round.record_failures`
+    takes it and as a line of ``diagevo diagnose FAILURES.jsonl`` holds it (one format for both).
+
+    ``failure_id`` names this failure within the run (unique across rounds); ``question_id`` the
+    retained question of the round it failed; ``response`` the policy's failing response;
+    ``reference`` a construction response that agrees with the pseudo-label (``Scored.reference``).
+    ``question``, ``pseudo_label`` and ``known_causes`` may be given (the CLI's file has them)."""
+
+    failure_id: str
+    question_id: str
+    response: str
+    reference: str
+    question: NotRequired[str]
+    pseudo_label: NotRequired[str]
+    known_causes: NotRequired[Sequence[str]]
+
+
+def _failure_record(f: Mapping[str, object]) -> dict[str, str]:
     """A failure as ``failure.recorded`` holds it: its four fields, each a string, only the
     ids and texts the diagnostician needs (a failure without response or reference is refused)."""
     if not isinstance(f, Mapping):
@@ -629,17 +666,25 @@ def _failure_record(f: Mapping[str, Any]) -> dict[str, str]:
     fid = f.get("failure_id")
     if not isinstance(fid, str) or not fid.strip():
         raise ProtocolError("failure_id must be a non-empty string")
-    unknown = sorted(set(f) - set(FAILURE_FIELDS))
+    unknown = sorted(set(f) - set(FAILURE_FIELDS) - set(FAILURE_CONTEXT))
     if unknown:
         raise ProtocolError(f"failure {fid!r}: unknown field {unknown[0]!r}")
+    record: dict[str, str] = {}
     for name in FAILURE_FIELDS[1:]:
         value = f.get(name)
         if not isinstance(value, str) or not value.strip():
             raise ProtocolError(f"failure {fid!r}: {name} must be a non-empty string")
-    return {name: f[name] for name in FAILURE_FIELDS}
+        record[name] = value
+    for name in ("question", "pseudo_label"):
+        if name in f and not isinstance(f[name], str):
+            raise ProtocolError(f"failure {fid!r}: {name} must be a string")
+    causes = f.get("known_causes", [])
+    if not isinstance(causes, list | tuple) or not all(isinstance(c, str) for c in causes):
+        raise ProtocolError(f"failure {fid!r}: known_causes must be a list of cause ids")
+    return {"failure_id": fid, **record}
 
 
-def refuse_other_content(store: EventStore, run: str, t: int, events: Sequence[EventIn]) -> None:
+def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[EventIn]) -> None:
     """Refuse (:class:`ProtocolError`) when round ``t`` holds one of ``events``' ids with other
     data: a question id recorded again with another text, mode, cause or votes would leave the
     trainer holding a question the log does not (the same data again is a retry, skipped by the
@@ -662,7 +707,7 @@ def refuse_other_content(store: EventStore, run: str, t: int, events: Sequence[E
 FAILURE_TYPES = ("failure.recorded", "failure.diagnosed", "diagnosis.failed")
 
 
-def refuse_reused_failures(store: EventStore, run: str, t: int, given: Mapping[str, Mapping[str, Any] | None]) -> None:
+def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str, Mapping[str, Any] | None]) -> None:
     """Refuse failure ids the run holds in another round (recorded or diagnosed there), or in
     round ``t`` recorded with other content (``given[id]``: the record, None to skip that
     check). A failure id names one failure of the run: diagnosed twice it would be counted
@@ -712,7 +757,7 @@ def _only(allowed: frozenset[str], etype: str, what: str) -> None:
         raise ProtocolError(f"{what} cannot be {shorten(etype, 60)} (it takes {', '.join(sorted(allowed))})")
 
 
-def refuse_counted_twice(store: EventStore, run: str, events: Sequence[EventIn]) -> None:
+def refuse_counted_twice(store: Recorder, run: str, events: Sequence[EventIn]) -> None:
     """Refuse events that would count evidence twice (:mod:`diagevo.memory.counting`) against
     what the run holds: a failure diagnosed or attributed again. Those the run holds already
     under the same id (a retry) are skipped, as the append skips them. Called under the lock."""
@@ -738,7 +783,7 @@ class Round:
     :meth:`record_failures`, ``diagevo.diagnose(round)``, :meth:`commit`; :meth:`note` for the trainer's
     own bookkeeping. Each write re-checks the round's milestones under the store's append lock."""
 
-    def __init__(self, store: EventStore, run: str, t: int) -> None:
+    def __init__(self, store: Recorder, run: str, t: int) -> None:
         self.store = store
         """The event store the round reads and appends to."""
         self.run = run
@@ -751,7 +796,7 @@ class Round:
         """True when :meth:`open` found the round open already (its steps so far stand)."""
 
     @classmethod
-    def open(cls, store: EventStore, run: str, t: int | None = None) -> Round:
+    def open(cls, store: Recorder, run: str, t: int | None = None) -> Round:
         """Open the next round (``t`` defaults to it). A round open already is returned as it
         stands, nothing appended (every rank of a trainer opens it, a retry does too), with
         :attr:`reopened` True and :attr:`next_step` saying what it takes next: a trainer that
@@ -762,7 +807,7 @@ class Round:
         return rnd
 
     @classmethod
-    def current(cls, store: EventStore, run: str) -> Round:
+    def current(cls, store: Recorder, run: str) -> Round:
         """The run's open round."""
         return cls(store, run, current_round(store, run))
 
@@ -900,7 +945,7 @@ class Round:
         _appending(self.store, run, decide)
         return Recorded(scored, stored & seen)
 
-    def promote(self) -> list[dict[str, Any]]:
+    def promote(self) -> list[Promotion]:
         """Decide Eq. 5-6 once, from every candidate recorded in the round against M_{t-1};
         appends the promotions and ``promotions.decided``. Returns the promotions."""
         run, t, cfg, memory = self.run, self.t, self.config.memory, self.base
@@ -926,14 +971,24 @@ class Round:
             return events
 
         _appending(self.store, run, decide)
-        return decided
+        return [
+            Promotion(
+                cause_id=d["cause_id"],
+                kind="promoted" if "acc" in d else "reactivated",
+                acc=d.get("acc"),
+                n_candidates=d.get("n_candidates"),
+                failure_id=d.get("failure_id"),
+            )
+            for d in decided
+        ]
 
-    def record_failures(self, failures: Sequence[Mapping[str, Any]]) -> int:
+    def record_failures(self, failures: Sequence[FailureRecord | Mapping[str, object]]) -> int:
         """Append ``failure.recorded`` for failed optimization responses of retained questions
-        (``failure_id``, ``question_id``, ``response``, ``reference``, the last two non-empty);
+        (:class:`FailureRecord`: ``failure_id``, ``question_id``, ``response``, ``reference``, the
+        last two non-empty; a line of ``diagevo diagnose``'s FAILURES.jsonl is one as it is);
         returns how many were new. Recording the same failure again in this round is a no-op; a
         failure id the run holds in another round, or here with other content, is refused
-        (:class:`ProtocolError`) and nothing is stored."""
+        (``ProtocolError``, a :class:`~diagevo.errors.Conflict`) and nothing is stored."""
         run, t = self.run, self.t
         events: list[EventIn] = []
         given: dict[str, dict[str, Any]] = {}
@@ -1062,10 +1117,10 @@ class Round:
         self,
         metrics: Mapping[str, float] | None = None,
         *,
-        summary: Mapping[str, Any] | None = None,
+        summary: Mapping[str, Json] | None = None,
         allow_undiagnosed: bool = False,
         allow_failed: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Committed:
         """Append ``eval.recorded`` (the metrics: those the ranks recorded with
         :meth:`record_metrics`, weighted, and ``metrics`` over them) and ``round.committed``: M_t
         is the memory here. The commit waits for no rank: the trainer's ranks meet first (a
@@ -1075,8 +1130,8 @@ class Round:
         failed than ``diagnosis.max_failed_share`` allows (or all did): their evidence would be
         lost from M_t. A commit so allowed says how many in ``failed_diagnoses_allowed``.
         ``summary``: the trainer's own figures to keep in ``round.committed`` (never a count the
-        commit takes from the log: ``questions``, ``F`` ...). Returns the commit's data (counts,
-        F_t, ε_{t+1}, ``summary``)."""
+        commit takes from the log: ``questions``, ``F`` ...). Returns what ``round.committed``
+        recorded (counts, F_t, ε_{t+1}, ``summary``)."""
         run, t, base = self.run, self.t, self.base
         metrics = check_metrics(metrics or {})
         extra = check_summary(summary)
@@ -1132,7 +1187,15 @@ class Round:
         except InvariantError as exc:
             raise ProtocolError(f"cannot commit round {t}: {exc}") from None
         refresh(self.store, run)
-        return committed
+        counts = {k: v for k, v in committed.items() if k not in ("ranks", "F", "epsilon_next") and k not in extra}
+        return Committed(
+            t=t,
+            counts=counts,
+            F=committed["F"],
+            epsilon_next=committed["epsilon_next"],
+            ranks=committed.get("ranks"),
+            summary={k: committed[k] for k in extra},
+        )
 
     def _hint(self, step: str, call: str | None = None) -> Hint:
         """The command that takes ``step`` for this round (``call``: the same in Python)."""
@@ -1221,42 +1284,42 @@ def check_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 
 def requests(
-    store: EventStore, run: str, t: int, n: int, *, purpose: str = "curriculum", seed: int | None = None
+    store: Recorder, run: str, t: int, n: int, *, purpose: str = "curriculum", seed: int | None = None
 ) -> list[Request]:
     """:meth:`Round.requests` of round ``t``."""
     return Round(store, run, t).requests(n, purpose=purpose, seed=seed)
 
 
-def record(store: EventStore, run: str, t: int, candidates: Sequence[Candidate]) -> Recorded:
+def record(store: Recorder, run: str, t: int, candidates: Sequence[Candidate]) -> Recorded:
     """:meth:`Round.record` of round ``t``."""
     return Round(store, run, t).record(candidates)
 
 
-def promote(store: EventStore, run: str, t: int) -> list[dict[str, Any]]:
+def promote(store: Recorder, run: str, t: int) -> list[Promotion]:
     """:meth:`Round.promote` of round ``t``."""
     return Round(store, run, t).promote()
 
 
-def record_failures(store: EventStore, run: str, t: int, failures: Sequence[Mapping[str, Any]]) -> int:
+def record_failures(store: Recorder, run: str, t: int, failures: Sequence[FailureRecord | Mapping[str, object]]) -> int:
     """:meth:`Round.record_failures` of round ``t``."""
     return Round(store, run, t).record_failures(failures)
 
 
-def note(store: EventStore, run: str, t: int, key: str, type: str, **data: Any) -> None:
+def note(store: Recorder, run: str, t: int, key: str, type: str, **data: Any) -> None:
     """:meth:`Round.note` of round ``t``."""
     Round(store, run, t).note(key, type, **data)
 
 
 def commit(
-    store: EventStore,
+    store: Recorder,
     run: str,
     t: int,
     metrics: Mapping[str, float] | None = None,
     *,
-    summary: Mapping[str, Any] | None = None,
+    summary: Mapping[str, Json] | None = None,
     allow_undiagnosed: bool = False,
     allow_failed: bool = False,
-) -> dict[str, Any]:
+) -> Committed:
     """:meth:`Round.commit` of round ``t``."""
     return Round(store, run, t).commit(
         metrics, summary=summary, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed

@@ -27,7 +27,7 @@ TRAINER = "examples/external_trainer.py"  # what run.started names as the run's 
 
 
 class ExternalTrainer:
-    def __init__(self, cfg: diagevo.Config, store: diagevo.EventStore, run: str) -> None:
+    def __init__(self, cfg: diagevo.Config, store: diagevo.Recorder, run: str) -> None:
         self.cfg, self.store, self.run = cfg, store, run
         self.seed = cfg.train.seed
         self.backend = diagevo.make_backend(cfg)  # the simulator: someone else's models, here
@@ -64,7 +64,7 @@ class ExternalTrainer:
 
         return reward
 
-    def round(self, t: int) -> dict[str, Any]:
+    def round(self, t: int) -> diagevo.Committed:
         cfg, store, run = self.cfg, self.store, self.run
         seconds: dict[str, float] = {}
         rnd = diagevo.Round.open(store, run, t)  # the run's config and M_{t-1}, read once for the round
@@ -175,10 +175,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         trainer = ExternalTrainer(cfg, store, args.run)
         for t in range(1, args.rounds + 1):
             done = trainer.round(t)
-            print(
-                f"round {t}: kept {done['retained']}/{done['questions']}, F={done['F']}, "
-                f"eps_next={done['epsilon_next']:.3f}"
-            )
+            print(f"round {t}: kept {done.retained}/{done.questions}, F={done.F}, eps_next={done.epsilon_next:.3f}")
 
 
 if __name__ == "__main__":

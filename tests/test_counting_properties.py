@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagevo.interchange import EXPORT_ONLY_FIELDS, IngestError, export_lines, ingest
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.schemas import validate_event
 from diagevo.train import train
 from diagevo.train.config import load_config
@@ -45,7 +45,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> list[Line]:
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EventStore, EventStore]]:
+def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Recorder, Recorder]]:
     """A store that ingest must leave empty, and one the corrupted logs are appended to raw."""
     tmp = tmp_path_factory.mktemp("counting-stores")
     with open_log(f"sqlite:///{tmp / 'ingest.db'}") as ingested, open_log(f"sqlite:///{tmp / 'raw.db'}") as raw:
@@ -162,7 +162,7 @@ def tried() -> Iterator[list[str]]:
 @given(name=st.sampled_from(sorted(CORRUPTIONS)), pick=st.integers(0, 10_000), hashes=st.booleans())
 def test_one_corruption_is_refused_by_ingest_or_named_by_verify(
     exported: list[Line],
-    stores: tuple[EventStore, EventStore],
+    stores: tuple[Recorder, Recorder],
     tried: list[str],
     name: str,
     pick: int,

@@ -10,7 +10,7 @@ import hashlib
 import pytest
 from sqlalchemy import text
 
-from diagevo.log import EventStore, StoreError, open_log
+from diagevo.log import Recorder, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
 from diagevo.schemas import new_event
 from diagevo.views.verify import verify_run
@@ -21,7 +21,7 @@ QUESTION = "What is 6 × 7? ünïcødé"
 SHA = hashlib.sha256(QUESTION.encode()).hexdigest()
 
 
-def _log(store: EventStore) -> None:
+def _log(store: Recorder) -> None:
     store.append(
         [
             new_event("run.started", "r", 0, "r/0/start", config={"k": 0.5}, seed=0),
@@ -80,7 +80,7 @@ def _raw(backend: Backend, url: str, sql: str) -> None:
         engine.dispose()
 
 
-def test_the_key_is_the_hash_of_the_text(store: EventStore) -> None:
+def test_the_key_is_the_hash_of_the_text(store: Recorder) -> None:
     _log(store)
     (q,) = store.read("r", types=("question.generated",))
     assert q.data["text"] == {"$artifact": SHA}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
@@ -88,7 +88,7 @@ def test_ingest_as_another_run_needs_a_file_of_one_run(
     assert code != 0 and len(err.strip().splitlines()) == 1 and "one run" in err
 
 
-def test_protocol_ids_equal_across_runs_do_not_collide(store: EventStore) -> None:
+def test_protocol_ids_equal_across_runs_do_not_collide(store: Recorder) -> None:
     """``RUN/T/KEY`` of run ``x/1`` round 1 key ``k`` equals run ``x`` round 1 key ``1/k``."""
     for run in ("x", "x/1"):
         rounds.start_run(store, run, {"k": 0.5})

@@ -18,7 +18,7 @@ import pytest
 
 import diagevo
 from diagevo.errors import DiagnosesFailed, EndpointUnreachable
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.rounds import ProtocolError
 from tests.llm_server import LLMServer, Raw
 from tests.test_cli_memory import assert_one_line_error, run_cli
@@ -48,7 +48,7 @@ def srv() -> Iterator[LLMServer]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[EventStore]:
+def store(tmp_path: Path) -> Iterator[Recorder]:
     s = open_log(f"sqlite:///{tmp_path / 'diag.db'}")
     yield s
     s.close()

@@ -16,17 +16,17 @@ import diagevo
 from diagevo import rounds
 from diagevo.diagnosis.pipeline import FailureInput
 from diagevo.errors import BadInput, Hint, NotFound
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.sections import ConfigError
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_rounds import RUN, answers, candidate, round_one
 
 
-def _count(store: EventStore, run: str = RUN) -> int:
+def _count(store: Recorder, run: str = RUN) -> int:
     return sum(1 for _ in store.read(run)) if store.has_run(run) else 0
 
 
-def _open(store: EventStore, k: float = 0.5) -> rounds.Round:
+def _open(store: Recorder, k: float = 0.5) -> rounds.Round:
     rounds.start_run(store, RUN, {"k": k})
     return rounds.Round.open(store, RUN)
 
@@ -34,7 +34,7 @@ def _open(store: EventStore, k: float = 0.5) -> rounds.Round:
 # --- a question id recorded again ---------------------------------------------------------------
 
 
-def test_a_question_id_recorded_again_with_other_content_is_refused(store: EventStore) -> None:
+def test_a_question_id_recorded_again_with_other_content_is_refused(store: Recorder) -> None:
     rnd = _open(store)
     [first] = rnd.record([candidate("q1", label="10")])
     assert first.pseudo_label == "10"
@@ -58,7 +58,7 @@ def test_a_question_id_recorded_again_with_other_content_is_refused(store: Event
 # --- a run started again --------------------------------------------------------------------------
 
 
-def test_a_run_started_again_with_another_config_is_refused_naming_the_fields(store: EventStore) -> None:
+def test_a_run_started_again_with_another_config_is_refused_naming_the_fields(store: Recorder) -> None:
     assert rounds.start_run(store, RUN, {"k": 0.5})
     assert not rounds.start_run(store, RUN, {"k": 0.5})  # a retry (every rank calls it): nothing stored
     assert not rounds.start_run(store, RUN, {"memory": {"k": 0.5}})  # the same config, by its section
@@ -90,7 +90,7 @@ def test_a_run_started_again_with_another_config_is_refused_naming_the_fields(st
     assert not store.has_run("EXT") and _count(store) == before
 
 
-def test_more_rounds_to_train_is_the_same_run(store: EventStore) -> None:
+def test_more_rounds_to_train_is_the_same_run(store: Recorder) -> None:
     config = diagevo.Config()
     assert rounds.start_run(store, RUN, config)
     longer = config.model_copy(update={"train": config.train.model_copy(update={"rounds": 9})})
@@ -100,7 +100,7 @@ def test_more_rounds_to_train_is_the_same_run(store: EventStore) -> None:
 # --- an open round opened again -----------------------------------------------------------------
 
 
-def test_opening_an_open_round_returns_it_and_says_what_comes_next(store: EventStore) -> None:
+def test_opening_an_open_round_returns_it_and_says_what_comes_next(store: Recorder) -> None:
     first = _open(store)
     assert (first.t, first.reopened, first.next_step) == (1, False, "record")
     first.record([candidate("q1")])
@@ -130,7 +130,7 @@ def test_opening_an_open_round_returns_it_and_says_what_comes_next(store: EventS
     ("value", "stored"),
     [(np.float32(0.5), 0.5), (np.float64(0.25), 0.25), (np.int64(3), 3), (np.array(0.75), 0.75), (7, 7)],
 )
-def test_any_real_number_is_a_metric(store: EventStore, value: object, stored: float) -> None:
+def test_any_real_number_is_a_metric(store: Recorder, value: object, stored: float) -> None:
     rnd = _open(store)
     rnd.promote()
     rnd.commit({"acc": value})  # type: ignore[dict-item]
@@ -138,7 +138,7 @@ def test_any_real_number_is_a_metric(store: EventStore, value: object, stored: f
     assert e.data == {"acc": stored} and type(e.data["acc"]) is type(stored)
 
 
-def test_a_torch_scalar_is_a_metric(store: EventStore) -> None:
+def test_a_torch_scalar_is_a_metric(store: Recorder) -> None:
     torch = pytest.importorskip("torch")
     assert rounds.check_metrics({"acc": torch.tensor(0.5), "n": torch.tensor(4)}) == {"acc": 0.5, "n": 4}
 
@@ -155,7 +155,7 @@ def test_a_torch_scalar_is_a_metric(store: EventStore) -> None:
         (10**400, "metric 'acc' is too large to store as a number: 1000000000"),
     ],
 )
-def test_what_is_not_a_real_number_is_refused(store: EventStore, value: object, message: str) -> None:
+def test_what_is_not_a_real_number_is_refused(store: Recorder, value: object, message: str) -> None:
     rnd = _open(store)
     before = _count(store)
     with pytest.raises(rounds.ProtocolError) as refused:
@@ -164,7 +164,7 @@ def test_what_is_not_a_real_number_is_refused(store: EventStore, value: object, 
     assert _count(store) == before
 
 
-def test_ranks_near_the_largest_float_have_their_mean_and_an_overflowing_weight_is_refused(store: EventStore) -> None:
+def test_ranks_near_the_largest_float_have_their_mean_and_an_overflowing_weight_is_refused(store: Recorder) -> None:
     rnd = _open(store)
     rnd.record_metrics({"acc": 1e308}, rank=0)
     rnd.record_metrics({"acc": 1.5e308}, rank=1)  # the sum overflows; the mean is 1.25e308
@@ -180,7 +180,7 @@ def test_ranks_near_the_largest_float_have_their_mean_and_an_overflowing_weight_
     assert _count(store) == before
 
 
-def test_a_summary_cannot_hold_a_count(store: EventStore) -> None:
+def test_a_summary_cannot_hold_a_count(store: Recorder) -> None:
     rnd = _open(store)
     rnd.record([candidate("q1")])
     rnd.promote()
@@ -194,7 +194,7 @@ def test_a_summary_cannot_hold_a_count(store: EventStore) -> None:
 # --- wrong types --------------------------------------------------------------------------------------
 
 
-def test_wrong_types_are_refused_naming_the_argument(store: EventStore) -> None:
+def test_wrong_types_are_refused_naming_the_argument(store: Recorder) -> None:
     rnd = _open(store)
     cases = [
         (lambda: rnd.record(5), "candidates must be a sequence of Candidate, not int"),  # type: ignore[arg-type]
@@ -217,7 +217,7 @@ def test_wrong_types_are_refused_naming_the_argument(store: EventStore) -> None:
 # --- config typos and unknown runs -------------------------------------------------------------------
 
 
-def test_config_typos_are_the_projects_error_with_the_name_meant(store: EventStore) -> None:
+def test_config_typos_are_the_projects_error_with_the_name_meant(store: Recorder) -> None:
     with pytest.raises(ConfigError) as section:
         diagevo.Config(memroy={"k": 0.5})
     assert section.value.meant == ("memory",) and "did you mean memory?" in str(section.value)
@@ -234,15 +234,15 @@ def test_config_typos_are_the_projects_error_with_the_name_meant(store: EventSto
     assert not store.has_run(RUN)
 
 
-def test_an_unknown_run_is_not_found_with_the_run_meant_and_the_python_call(store: EventStore) -> None:
+def test_an_unknown_run_is_not_found_with_the_run_meant_and_the_python_call(store: Recorder) -> None:
     rounds.start_run(store, "heur", {"k": 0.5})
     calls = [
         (lambda: diagevo.stats(store, "huer"), "`store.runs()`"),
         (lambda: diagevo.show(store, "huer"), "`store.runs()`"),
         (lambda: diagevo.load_memory(store, "huer"), "`store.runs()`"),
         (lambda: diagevo.Round.open(store, "huer"), "`diagevo.start_run(store, 'huer', config)`"),
-        (lambda: diagevo.round_state(store, "huer"), "`diagevo.start_run(store, 'huer', config)`"),
-        (lambda: diagevo.run_config(store, "huer"), "`diagevo.start_run(store, 'huer', config)`"),
+        (lambda: rounds.round_state(store, "huer"), "`diagevo.start_run(store, 'huer', config)`"),
+        (lambda: rounds.run_config(store, "huer"), "`diagevo.start_run(store, 'huer', config)`"),
         (lambda: rounds.record_failures(store, "huer", 1, []), "`diagevo.start_run(store, 'huer', config)`"),
     ]
     for call, fix in calls:
@@ -258,7 +258,7 @@ def test_an_unknown_run_is_not_found_with_the_run_meant_and_the_python_call(stor
 # --- a given failure held against the log ------------------------------------------------------------
 
 
-def test_diagnose_refuses_a_failure_whose_question_is_not_the_logs(store: EventStore) -> None:
+def test_diagnose_refuses_a_failure_whose_question_is_not_the_logs(store: Recorder) -> None:
     round_one(store)
     rnd = diagevo.Round.open(store, RUN)
     rnd.record([candidate("q", agree=9)])  # "question q?", pseudo-label 7, no causes

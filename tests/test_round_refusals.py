@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.schemas import new_event
 from diagevo.views.verify import verify_run
 from tests.test_cli_memory import assert_one_line_error, run_cli
@@ -18,7 +18,7 @@ from tests.test_diagnosis_heuristic import _cli, _failure, _open_round
 from tests.test_rounds import RUN, candidate, round_one
 
 
-def _round_two_with_a_failure(store: EventStore) -> None:
+def _round_two_with_a_failure(store: Recorder) -> None:
     """Round 1 committed, round 2 open with one retained question ``q`` and failure ``f`` of it."""
     round_one(store)
     rounds.open_round(store, RUN)
@@ -30,11 +30,11 @@ def _fail(fid: str, qid: str, response: str = "\\boxed{8}", reference: str = "\\
     return {"failure_id": fid, "question_id": qid, "response": response, "reference": reference}
 
 
-def _count(store: EventStore) -> int:
+def _count(store: Recorder) -> int:
     return len(list(store.read(RUN)))
 
 
-def test_a_failure_id_names_one_failure_of_the_run(store: EventStore) -> None:
+def test_a_failure_id_names_one_failure_of_the_run(store: Recorder) -> None:
     _round_two_with_a_failure(store)
     assert rounds.record_failures(store, RUN, 2, [_fail("f", "q")]) == 0  # the same again: a retry
     n = _count(store)
@@ -63,7 +63,7 @@ def test_a_failure_id_names_one_failure_of_the_run(store: EventStore) -> None:
         ({"question_id": "q", "response": "a", "reference": "b"}, "failure_id must be a non-empty string"),
     ],
 )
-def test_a_failure_without_its_texts_is_refused(store: EventStore, failure: dict, message: str) -> None:
+def test_a_failure_without_its_texts_is_refused(store: Recorder, failure: dict, message: str) -> None:
     round_one(store)
     rounds.open_round(store, RUN)
     rounds.record(store, RUN, 2, [candidate("q", agree=9)])
@@ -83,7 +83,7 @@ def test_a_failure_without_its_texts_is_refused(store: EventStore, failure: dict
         ({"": 0.5}, "metric name '' must be a non-empty string"),
     ],
 )
-def test_a_metric_that_is_not_a_finite_number_is_refused(store: EventStore, metrics: dict, message: str) -> None:
+def test_a_metric_that_is_not_a_finite_number_is_refused(store: Recorder, metrics: dict, message: str) -> None:
     round_one(store)
     rounds.open_round(store, RUN)
     rounds.promote(store, RUN, 2)
@@ -96,7 +96,7 @@ def test_a_metric_that_is_not_a_finite_number_is_refused(store: EventStore, metr
     assert ev == {"acc": 0.5, "n": 3}
 
 
-def test_a_failure_is_diagnosed_once_in_a_run(store: EventStore) -> None:
+def test_a_failure_is_diagnosed_once_in_a_run(store: Recorder) -> None:
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
     diagnosed = rnd.event("dx/f", "failure.diagnosed", failure_id="f", error_cause=None, matched_cause=None)
@@ -111,7 +111,7 @@ def test_a_failure_is_diagnosed_once_in_a_run(store: EventStore) -> None:
     assert _count(store) == n
 
 
-def test_verify_names_a_failure_diagnosed_in_two_rounds(store: EventStore) -> None:
+def test_verify_names_a_failure_diagnosed_in_two_rounds(store: Recorder) -> None:
     """A log of an older diagevo (or edited by hand): the second diagnosis appended directly."""
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
@@ -159,5 +159,5 @@ def test_the_cli_refuses_alike(tmp_path: Path, capsys: pytest.CaptureFixture[str
         assert verify_run(store, "h") == []
 
 
-def _count_run(store: EventStore, run: str) -> int:
+def _count_run(store: Recorder, run: str) -> int:
     return len(list(store.read(run)))

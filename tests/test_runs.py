@@ -16,7 +16,7 @@ import pytest
 
 from diagevo import rounds
 from diagevo.fork import fork_run
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.train import default_run_id
 from diagevo.train.config import Config
 from tests.test_cli_memory import run_cli
@@ -24,7 +24,7 @@ from tests.test_cli_memory import run_cli
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def committed(store: EventStore, run: str, n: int) -> None:
+def committed(store: Recorder, run: str, n: int) -> None:
     for _ in range(n):
         rnd = rounds.Round.open(store, run)
         rnd.promote()
@@ -37,7 +37,7 @@ def test_run_ids_made_in_one_second_differ() -> None:
     assert len(ids) == 200
 
 
-def test_creating_a_run_is_one_decision(store: EventStore) -> None:
+def test_creating_a_run_is_one_decision(store: Recorder) -> None:
     assert rounds.start_run(store, "r", {"k": 0.5}, resume="never")
     with pytest.raises(rounds.RunExists, match="run 'r' already exists"):
         rounds.start_run(store, "r", {"k": 2.0}, resume="never")

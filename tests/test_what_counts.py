@@ -13,7 +13,7 @@ import pytest
 from diagevo import rounds
 from diagevo.config import MemoryConfig
 from diagevo.interchange import IngestError, ingest
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.memory.counting import CountBreak, breaks
 from diagevo.schemas import EventIn, InvalidEvent, new_event, validate_event
 from diagevo.sections import ConfigError
@@ -173,7 +173,7 @@ def test_a_config_no_reader_can_use_says_how_to_get_past_it(tmp_path: Path, caps
 
 
 @pytest.mark.parametrize("etype", ["failure.attributed", "round.committed", "cause.promoted", "llm.called"])
-def test_a_note_is_bookkeeping_only(store: EventStore, etype: str) -> None:
+def test_a_note_is_bookkeeping_only(store: Recorder, etype: str) -> None:
     round_one(store)
     rounds.open_round(store, RUN)
     n = store.last_seq(RUN)
@@ -183,7 +183,7 @@ def test_a_note_is_bookkeeping_only(store: EventStore, etype: str) -> None:
 
 
 @pytest.mark.parametrize("etype", ["cause.promoted", "round.committed", "run.configured", "question.scored"])
-def test_a_diagnosis_holds_no_promotion_milestone_or_config(store: EventStore, etype: str) -> None:
+def test_a_diagnosis_holds_no_promotion_milestone_or_config(store: Recorder, etype: str) -> None:
     round_one(store)
     rnd = rounds.Round.open(store, RUN)
     ev = EventIn.model_construct(type=etype, run=RUN, round=2, event_id="x", data={})
@@ -191,7 +191,7 @@ def test_a_diagnosis_holds_no_promotion_milestone_or_config(store: EventStore, e
         rnd.append_diagnosis([ev])
 
 
-def test_a_diagnosis_counts_a_failure_once(store: EventStore) -> None:
+def test_a_diagnosis_counts_a_failure_once(store: Recorder) -> None:
     """C1 was counted for failure x in round 1; an attribution of x again is refused, its retry
     (the same event) is not."""
     round_one(store)
@@ -243,7 +243,7 @@ def _readers(tmp_path: Path) -> list[tuple[str, ...]]:
     ids=["a list for a node id", "round 9 committed while round 2 is open", "a list for a failure id"],
 )
 def test_a_bad_row_is_one_line_naming_its_seq(
-    store: EventStore, tmp_path: Path, capsys: pytest.CaptureFixture[str], rows: list, said: str
+    store: Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str], rows: list, said: str
 ) -> None:
     """Stored raw (SQLite holds no check; PostgreSQL's owner may write past its checks): each
     reader reads past it or says one line naming its seq; the report, which reads it, says it."""

@@ -40,7 +40,16 @@ from diagevo.limits import LimitsConfig
 from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
 from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
-from diagevo.rounds import MemoryMoved, ProtocolError, Round, refuse_reused_failures, require_open, round_state
+from diagevo.results import Json
+from diagevo.rounds import (
+    FailureRecord,
+    MemoryMoved,
+    ProtocolError,
+    Round,
+    refuse_reused_failures,
+    require_open,
+    round_state,
+)
 from diagevo.schemas import EventIn, new_event
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
@@ -69,42 +78,80 @@ class FailureInput:
 
 @dataclass
 class DiagnosisSummary:
-    run: str
-    round: int
-    theta_dup: float
-    theta_merge: float
-    failures: int = 0
-    # ``failure.recorded`` of the given failures: appended by this call, in the log already, or not
-    # recorded because the round was never opened (a trainer that records nothing else)
-    recorded: int = 0
-    already_recorded: int = 0
-    not_recorded: int = 0
-    resumed: int = 0  # already decided in the log: skipped
-    reused_replies: int = 0  # Prompt 1 reply found in the log: the model was not asked again
-    recurrences: int = 0
-    duplicates: int = 0
-    reactivations: int = 0
-    new_causes: int = 0
-    new_nodes: int = 0
-    non_skill: int = 0
-    failed: int = 0  # failures whose diagnosis failed in this call: they stay undiagnosed, retried by the next call
-    failure_reasons: dict[str, int] = field(default_factory=dict)  # "stage: reason" of those, and how many had it
-    retried: int = 0  # failures whose diagnosis had failed before, asked again by this call
-    merge_failed: int = 0  # node pairs whose Prompt 4 reply decided nothing (no failure is left undiagnosed)
-    # failures this call left for the next (stages 2a-3.5 are not run past a failed diagnosis that stops the
-    # round, nor past an endpoint that stopped answering: the next call decides them in the same order)
-    deferred: int = 0
-    dedup_truncated: int = 0  # Prompt 2 saw only the best diagnosis.dedup_candidates screened causes
-    merge_candidates: int = 0
-    merges: int = 0
-    llm_calls: int = 0
-    extraction_s: float = 0.0
-    maintenance_s: float = 0.0
-    maintenance_model_s: float = 0.0  # inside the diagnostician and the embedder
-    consolidation_s: float = 0.0
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    """What one :func:`diagnose` call did to the round's failures (Sec. 2.3), as ``diagevo
+    diagnose --json`` prints it. Every failure given ends in exactly one of ``recurrences``,
+    ``duplicates``, ``new_causes``, ``non_skill``, ``failed`` or ``resumed``."""
 
-    def to_json(self) -> dict[str, Any]:
+    run: str
+    """The run diagnosed."""
+    round: int
+    """The round whose failures were diagnosed."""
+    theta_dup: float
+    """θ_dup in force: embedding similarity at or above which a new cause goes to Prompt 2."""
+    theta_merge: float
+    """θ_merge in force: node similarity at or above which two nodes go to Prompt 4."""
+    failures: int = 0
+    """The failures given (or, with none given, those the round recorded)."""
+    recorded: int = 0
+    """``failure.recorded`` appended by this call (the round was opened by the round protocol)."""
+    already_recorded: int = 0
+    """Failures the log held already (a retry, or recorded by ``Round.record_failures``)."""
+    not_recorded: int = 0
+    """Failures diagnosed without being recorded: the round was never opened (a trainer that
+    records nothing else into the log)."""
+    resumed: int = 0
+    """Failures already decided in the log (an earlier call): skipped, not asked again."""
+    reused_replies: int = 0
+    """Prompt 1 replies found in the log for undecided failures: the model was not asked again."""
+    recurrences: int = 0
+    """Failures attributed to a known cause (Prompt 1 matched it): f(e) grows by one."""
+    duplicates: int = 0
+    """New causes that Prompt 2 found to duplicate a known cause: attributed to that one."""
+    reactivations: int = 0
+    """Mastered causes a failure recurred on: moved back to Active (Eq. 6)."""
+    new_causes: int = 0
+    """New causes added to the memory (after Prompt 2 said they are new)."""
+    new_nodes: int = 0
+    """Skill nodes created for new causes (Prompt 3 found no node to join)."""
+    non_skill: int = 0
+    """Failures Prompt 1 called a slip, not a skill error: nothing enters the memory."""
+    failed: int = 0
+    """Failures whose diagnosis failed in this call (a reply that broke its schema or named an id
+    it was not given): ``diagnosis.failed`` holds each reason; they stay undiagnosed, and the next
+    call asks for them again."""
+    failure_reasons: dict[str, int] = field(default_factory=dict)
+    """``"stage: reason"`` of those failures, and how many had it."""
+    retried: int = 0
+    """Failures whose diagnosis had failed before, asked again by this call."""
+    merge_failed: int = 0
+    """Node pairs whose Prompt 4 reply decided nothing (no failure is left undiagnosed by it)."""
+    deferred: int = 0
+    """Failures this call left for the next: stages 2a-3.5 do not run past failed diagnoses that
+    stop the round, nor past an endpoint that stopped answering; the next call decides them in the
+    same order."""
+    dedup_truncated: int = 0
+    """New causes for which Prompt 2 saw only the best ``diagnosis.dedup_candidates`` screened
+    causes (more were above θ_dup)."""
+    merge_candidates: int = 0
+    """Node pairs at or above θ_merge that Prompt 4 was asked about."""
+    merges: int = 0
+    """Node pairs Prompt 4 merged."""
+    llm_calls: int = 0
+    """Requests sent to the diagnostician's server (0 for the heuristic)."""
+    extraction_s: float = 0.0
+    """Seconds spent in Prompt 1 over all failures."""
+    maintenance_s: float = 0.0
+    """Seconds spent deduplicating, assigning and appending (Prompts 2-3 and the log)."""
+    maintenance_model_s: float = 0.0
+    """The part of ``maintenance_s`` inside the diagnostician and the embedder."""
+    consolidation_s: float = 0.0
+    """Seconds spent consolidating nodes (Prompt 4)."""
+    outcomes: list[dict[str, Json]] = field(default_factory=list)
+    """Per failure, in order: ``failure_id`` and its ``outcome`` (and the cause and node it went
+    to, where it went to one)."""
+
+    def to_json(self) -> dict[str, Json]:
+        """The summary as ``diagevo diagnose --json`` prints it."""
         return asdict(self)
 
 
@@ -155,7 +202,7 @@ def _counts(summary: DiagnosisSummary) -> tuple[dict[str, Any], int]:
 Pending = tuple[FailureInput, Extraction, "np.ndarray | None", "int | None"]
 
 
-class _Round:
+class _DiagnosisPass:
     """The state of one diagnose_round call.
 
     The working memory is the log's memory as of ``seen_seq``. Decisions are appended only if
@@ -376,7 +423,7 @@ class _Round:
             self.summary.non_skill += 1
             self.summary.outcomes.append({"failure_id": fid, "outcome": "non_skill"})
             return
-        outcome: dict[str, Any] = {"failure_id": fid}
+        outcome: dict[str, Json] = {"failure_id": fid}
         if isinstance(decision, Refusal) and decision.reason.startswith("endpoint:"):
             self.halted = True
         if isinstance(decision, Refusal):
@@ -398,7 +445,7 @@ class _Round:
             self.current = None
         self._count(events, outcome)
 
-    def _count(self, events: list[EventIn], outcome: dict[str, Any]) -> None:
+    def _count(self, events: list[EventIn], outcome: dict[str, Json]) -> None:
         s = self.summary
         types = [e.type for e in events]
         if "diagnosis.failed" in types:
@@ -522,7 +569,7 @@ async def diagnose_round(
         raise BadInput(f"the index holds {index.embedder.name} vectors, not {embedder.name}")
     th = thresholds_for(cfg, embedder.name)
     summary = DiagnosisSummary(run=run, round=round, theta_dup=th.dup, theta_merge=th.merge, failures=len(failures))
-    state = _Round(store, run, round, diagnostician, index, cfg, memory, summary, progress)
+    state = _DiagnosisPass(store, run, round, diagnostician, index, cfg, memory, summary, progress)
 
     from diagevo.schemas import current_limits, text_limits
 
@@ -548,7 +595,7 @@ def _check_inputs(failures: Sequence[FailureInput], memory: Memory) -> None:
 
 
 async def _run(
-    state: _Round,
+    state: _DiagnosisPass,
     store: Any,
     run: str,
     round: int,
@@ -758,6 +805,6 @@ def _config_of(rnd: Round, cfg: DiagnosisConfig | None, **names: str | None) -> 
     return tools.diagnosis_config(base, **names)
 
 
-def _failure_record(f: FailureInput) -> dict[str, str]:
+def _failure_record(f: FailureInput) -> FailureRecord:
     """A failure as ``failure.recorded`` holds it."""
     return {"failure_id": f.failure_id, "question_id": f.question_id, "response": f.response, "reference": f.reference}

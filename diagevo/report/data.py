@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from diagevo.curriculum.stats import question_stats
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
@@ -80,7 +80,7 @@ def _frame(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, strict=False) if rows else pl.DataFrame(schema=schema)
 
 
-def load_run(store: EventStore, run: str) -> RunData:
+def load_run(store: Recorder, run: str) -> RunData:
     """Read ``run`` from ``store`` (see the module docstring)."""
     rows: list[tuple[int, int, str, dict[str, Any]]] = []
     summaries: dict[int, dict[str, Any]] = {}

@@ -19,7 +19,7 @@ from diagevo.urls import redact_url
 from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:  # types only: the config alone is read without loading the loop's parts
-    from diagevo.log import EventStore
+    from diagevo.log import Recorder
     from diagevo.train.backend import Backend
 
 
@@ -58,7 +58,7 @@ def writer_holder(what: str = "train") -> str:
     return f"{what} (pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')})"
 
 
-def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
+def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
     """The run to train: the configured id, the latest run when resuming, else a new id.
     Resuming a run the log does not hold is an error, not a new run."""
     if config.train.run:
@@ -79,7 +79,7 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
     return default_run_id(config)
 
 
-def refuse_foreign_resume(store: EventStore, run: str) -> None:
+def refuse_foreign_resume(store: Recorder, run: str) -> None:
     """``train --resume`` continues only a run ``diagevo train`` started (or a fork of one): on
     another trainer's run it would write diagevo's own backend's rounds into that run."""
     from diagevo.errors import Hint
@@ -94,7 +94,7 @@ def refuse_foreign_resume(store: EventStore, run: str) -> None:
         )
 
 
-def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]) -> Config:
+def reconfigure(store: Recorder, run: str, saved: Config, overrides: list[str]) -> Config:
     """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
     the next round (:func:`diagevo.rounds.configure_run`: refused while a round is under way)."""
     from diagevo.rounds import configure_run
@@ -106,7 +106,7 @@ def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]
     return config
 
 
-def resumed_config(store: EventStore, run: str, config: Config, overrides: list[str] | None = None) -> Config:
+def resumed_config(store: Recorder, run: str, config: Config, overrides: list[str] | None = None) -> Config:
     """The config a resumed run trains with: the one its log records (each component's part
     validated by its owner, :meth:`Config.of`), ``overrides`` applied (a change is recorded), and
     the credentials the log does not keep (a URL's password is stored as ``***``) taken from
@@ -139,7 +139,7 @@ def ready(config: Config, db_url: str) -> None:
 
 def train(
     config: Config,
-    store: EventStore,
+    store: Recorder,
     *,
     resume: bool = False,
     rounds: int | None = None,
@@ -216,7 +216,7 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
         distributed.finish()
 
 
-def cause_to_audit(store: EventStore, run: str) -> str | None:
+def cause_to_audit(store: Recorder, run: str) -> str | None:
     """A cause worth ``memory why``: the last one reactivated, else the last one promoted, else
     the most recently created."""
     last: dict[str, str] = {}

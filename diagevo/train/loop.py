@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from diagevo import curriculum as cur
-from diagevo import rounds as protocol
 from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import DiagnosesFailed, EndpointUnreachable, Hint, NotFound, Unavailable
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
+from diagevo.rounds import OUR_TRAINER, Candidate, FailureRecord, Request, Round, RoundProgress, seeded, start_run
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, ProgressFn, no_progress
 from diagevo.train.config import Config
@@ -69,12 +69,12 @@ class RoundReport:
 
 
 @dataclass
-class _Round:
+class _LoopState:
     """Working state of round t: where the round protocol says it stands, and what the loop
     holds of it (the questions the solver trains on, each phase's seconds and figures)."""
 
     t: int
-    progress: protocol.RoundProgress
+    progress: RoundProgress
     questions: dict[str, dict[str, Any]] = field(default_factory=dict)  # question_id -> generated
     scored: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -102,7 +102,7 @@ class Trainer:
     def __init__(
         self,
         config: Config,
-        store: EventStore,
+        store: Recorder,
         backend: Backend,
         run: str,
         *,
@@ -125,10 +125,10 @@ class Trainer:
 
     # --- plumbing -----------------------------------------------------------------------------
     def rng(self, t: int, phase: str) -> random.Random:
-        return protocol.seeded(self.seed, t, phase)
+        return seeded(self.seed, t, phase)
 
     def finish_phase(
-        self, rnd: protocol.Round, r: _Round, phase: str, started: float, *, checkpoint: bool = False, **stats: Any
+        self, rnd: Round, r: _LoopState, phase: str, started: float, *, checkpoint: bool = False, **stats: Any
     ) -> None:
         """Record a finished phase; with ``checkpoint``, first save the models. The checkpoint
         and the phase land in one append, so a resumed round never starts from a checkpoint
@@ -203,7 +203,7 @@ class Trainer:
                     rounds.add(e.data["source_round"])
         return rounds
 
-    def step_events(self, rnd: protocol.Round, phase: str) -> list[Any]:
+    def step_events(self, rnd: Round, phase: str) -> list[Any]:
         """``train.step`` for each GRPO step the backend's last phase logged (a backend without
         per-step rows, the simulator's, gives none), numbered on from the role's earlier phases.
         They land in the phase's append: a phase run again after a crash logs its steps once."""
@@ -229,7 +229,7 @@ class Trainer:
     # --- run ----------------------------------------------------------------------------------
     def start(self) -> None:
         """Append ``run.started`` (a no-op when the run exists: it goes on with the config it holds)."""
-        protocol.start_run(self.store, self.run, self.cfg, self.seed, resume="allow", trainer=protocol.OUR_TRAINER)
+        start_run(self.store, self.run, self.cfg, self.seed, resume="allow", trainer=OUR_TRAINER)
 
     def load_embedder(self) -> None:
         """Load the embedding model once, as its own phase (``embedder`` 0/1, then 1/1), before
@@ -258,11 +258,11 @@ class Trainer:
             self.tracker = Tracker()
         return reports
 
-    def _rebuild(self, rnd: protocol.Round) -> _Round:
+    def _rebuild(self, rnd: Round) -> _LoopState:
         """What round t already did, from the round protocol (its phases with their figures, its
         checkpoint), and its questions only when the solver has still to train on them. A round
         that starts fresh or got past its solver reads a few dozen events, however long the log."""
-        r = _Round(t=rnd.t, progress=rnd.progress())
+        r = _LoopState(t=rnd.t, progress=rnd.progress())
         for phase, data in r.progress.phases.items():
             r.seconds[phase] = data.get("seconds", 0.0)
             r.stats[phase] = dict(data)
@@ -280,7 +280,7 @@ class Trainer:
             return self._round(t)
 
     def _round(self, t: int) -> RoundReport:
-        rnd = protocol.Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
+        rnd = Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
         if r.progress.checkpoint is not None:
             from diagevo.views.queries import pruned_checkpoints, pruned_note
@@ -292,7 +292,7 @@ class Trainer:
         m = self.cfg.memory
         n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
 
-        def requests(n: int, purpose: str) -> list[protocol.Request]:
+        def requests(n: int, purpose: str) -> list[Request]:
             # drawn from the schedule of M_{t-1} (Eq. 1-2)
             return rnd.requests(n, purpose=purpose, seed=self.seed)
 
@@ -373,11 +373,11 @@ class Trainer:
 
         return reward
 
-    def _generate_and_score(self, rnd: protocol.Round, r: _Round, reqs: list[protocol.Request]) -> None:
+    def _generate_and_score(self, rnd: Round, r: _LoopState, reqs: list[Request]) -> None:
         t = r.t
         self.progress("generate", 0, len(reqs))
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
-        candidates: list[tuple[protocol.Request, str]] = []
+        candidates: list[tuple[Request, str]] = []
         for req, out in zip(reqs, outputs, strict=True):
             text = cur.parse_question(out)
             if text is not None:  # a format-invalid output is not a candidate
@@ -389,7 +389,7 @@ class Trainer:
         responses = self.backend.sample([text for _, text in candidates], n, self.rng(t, "construct"))
         scored = rnd.record(
             [
-                protocol.Candidate(
+                Candidate(
                     question_id=q.question_id,
                     mode=q.mode,
                     text=text,
@@ -420,7 +420,7 @@ class Trainer:
             }
         self.progress("construct", len(candidates), len(candidates))
 
-    def _train_solver(self, rnd: protocol.Round, r: _Round) -> dict[str, float]:
+    def _train_solver(self, rnd: Round, r: _LoopState) -> dict[str, float]:
         t = r.t
         retained = [qid for qid, s in r.scored.items() if s["retained"]]
         labels = [r.scored[q]["pseudo_label"] for q in retained]
@@ -440,7 +440,7 @@ class Trainer:
         )
         # every failed optimization response, in whichever step its question was drawn (Appendix E)
         cap = self.cfg.diagnosis.max_failures_per_question
-        failures: list[dict[str, Any]] = []
+        failures: list[FailureRecord] = []
         capped = 0
         for qid, responses, rewards in zip(retained, out.responses, out.rewards, strict=True):
             failed = [(j, resp) for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)) if rew < 0]
@@ -456,7 +456,7 @@ class Trainer:
             rnd.record_failures(failures)
         return {**out.stats, "failures": len(failures), **({"failures_capped": capped} if cap is not None else {})}
 
-    def _diagnose(self, rnd: protocol.Round) -> DiagnosisSummary:
+    def _diagnose(self, rnd: Round) -> DiagnosisSummary:
         """Diagnose the round; a diagnostician that stopped answering is asked again with
         backoff for ``diagnosis.outage_wait_s`` (each call asks only for the failures not yet
         diagnosed), then the run stops, the round uncommitted, with the command that resumes it."""
@@ -486,7 +486,7 @@ class Trainer:
                 time.sleep(pause)
                 pause = min(2 * pause, MAX_OUTAGE_PAUSE_S)
 
-    def _report(self, r: _Round, metrics: dict[str, float]) -> RoundReport:
+    def _report(self, r: _LoopState, metrics: dict[str, float]) -> RoundReport:
         stats = next(row for row in round_stats(self.store, self.run) if row["round"] == r.t)
         return RoundReport(
             round=r.t,

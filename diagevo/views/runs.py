@@ -17,6 +17,7 @@ from typing import Any
 
 from diagevo.catalog import MILESTONES
 from diagevo.log import Recorder
+from diagevo.results import Json
 
 _READ = (*MILESTONES, "run.configured", "run.forked", "run.tagged", "run.noted")
 
@@ -30,14 +31,15 @@ class RunSummary:
     open_round: int | None
     created: str  # recorded_at of its first event
     last_seq: int
-    forked_from: dict[str, Any] | None = None  # source run and round
+    forked_from: dict[str, Json] | None = None  # source run and round
     writer: str | None = None  # who holds its writer lease
-    changed: dict[str, Any] = field(default_factory=dict)  # config fields that differ from the defaults
+    changed: dict[str, Json] = field(default_factory=dict)  # config fields that differ from the defaults
     tags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     trainer: str = ""  # what drives the run (run.started), or OLDER_LOG
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
+        """The run as a row of ``diagevo runs --json``."""
         return asdict(self)
 
 

@@ -198,11 +198,11 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     return [events[seq] for seq in sorted(events)], total
 
 
-def recent_story(store: Recorder, run: str, cause: str, recent: int = RECENT) -> dict[str, Any]:
+def recent_story(store: Recorder, run: str, cause: str, recent: int = RECENT) -> tuple[dict[str, Any], int, int]:
     """A cause's story (``diagevo memory why``) with its head (creation, promotions,
-    reactivations, merges) whole and only the ``recent`` newest attributions; ``attributions``:
-    how many there are in all, ``more_attributions``: how many are left out."""
+    reactivations, merges) whole and only the ``recent`` newest attributions; with how many
+    attributions there are in all and how many are left out."""
     rows, total = recent_cause_rows(store, run, cause, recent)
     story = cause_story(rows, cause)
     shown = sum(e["kind"] == "attributed" for e in story["timeline"])
-    return {**story, "attributions": total, "more_attributions": max(0, total - shown)}
+    return story, total, max(0, total - shown)

@@ -20,7 +20,7 @@ VIEWS = (memory.VIEW, stats.VIEW, index.VIEW)
 
 def verify_run(store: Recorder, run: str) -> list[str]:
     """One line per problem (empty: the run is intact): the hash chain, the texts and id columns
-    (``EventStore.verify_chain``), every invariant of the memory over the full
+    (``Recorder.verify_chain``), every invariant of the memory over the full
     log, snapshots equal to the fold, the stats equal to the log, no saved state the log does
     not vouch for."""
     problems = list(store.verify_chain(run))
