@@ -169,7 +169,7 @@ def test_ranks_near_the_largest_float_have_their_mean_and_an_overflowing_weight_
     rnd.record_metrics({"acc": 1e308}, rank=0)
     rnd.record_metrics({"acc": 1.5e308}, rank=1)  # the sum overflows; the mean is 1.25e308
     rnd.promote()
-    assert rnd.commit()["ranks"] == 2
+    assert rnd.commit().ranks == 2
     [e] = store.read(RUN, types=("eval.recorded",))
     assert e.data["acc"] == pytest.approx(1.25e308) and math.isfinite(e.data["acc"])
     nxt = rounds.Round.open(store, RUN)
@@ -188,7 +188,7 @@ def test_a_summary_cannot_hold_a_count(store: Recorder) -> None:
         with pytest.raises(rounds.ProtocolError, match=rf"summary field '{name}' is counted from the log"):
             rnd.commit(summary={name: 999})
     committed = rnd.commit(summary={"note": "first", "questions_seen": 3})
-    assert (committed["questions"], committed["note"], committed["questions_seen"]) == (1, "first", 3)
+    assert (committed.questions, committed.summary["note"], committed.summary["questions_seen"]) == (1, "first", 3)
 
 
 # --- wrong types --------------------------------------------------------------------------------------
@@ -307,4 +307,4 @@ def test_round_start_refuses_another_config_and_takes_resume(
     code, _, err = run_cli(capsys, "round", "start", "--run", "x", "--db", db, "--resume", "yes")
     assert_one_line_error(code, err, "--resume must be allow, must or never, not 'yes'")
     with diagevo.open_store(db) as store:
-        assert store.runs() == ["x"] and diagevo.run_config(store, "x").memory.k == 0.5
+        assert store.runs() == ["x"] and rounds.run_config(store, "x").memory.k == 0.5
