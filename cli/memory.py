@@ -170,13 +170,15 @@ def why(
         console.print(creation_story(created["failure"]))
 
 
-def _shorten(text: str | None, limit: int = 400) -> str:
+TRAJECTORY_SHOWN = 400
+"""Characters of a trajectory ``memory why`` shows (the middle cut; ``--json`` has it whole)."""
+
+
+def _trajectory(response: str | None) -> str:
     """A trajectory on a few lines: whitespace folded, the middle cut when it is long."""
-    flat = " ".join((text or "").split())
-    if len(flat) <= limit:
-        return flat or "-"
-    half = limit // 2
-    return f"{flat[:half]} … {flat[-half:]}"
+    from diagevo.untrusted import shorten
+
+    return shorten(response or "", TRAJECTORY_SHOWN, middle=True, fold=True) or "-"
 
 
 def creation_story(failure: dict[str, Any]) -> Text:
@@ -197,9 +199,9 @@ def creation_story(failure: dict[str, Any]) -> Text:
         over = f" of {q['n']} construction answers" if q.get("n") else ""
         out.append_text(text(("pseudo-label: ", "dim"), f"{q['pseudo_label']} ({sure}{over})")).append("\n")
     out.append_text(
-        text((f"failing response ({failure.get('failure_id')}): ", "dim"), _shorten(failure.get("response")))
+        text((f"failing response ({failure.get('failure_id')}): ", "dim"), _trajectory(failure.get("response")))
     ).append("\n")
-    out.append_text(text(("reference: ", "dim"), _shorten(failure.get("reference")))).append("\n")
+    out.append_text(text(("reference: ", "dim"), _trajectory(failure.get("reference")))).append("\n")
     d = failure.get("diagnosis") or {}
     if d:
         said = d.get("error_cause") or (f"matches {d['matched_cause']}" if d.get("matched_cause") else "no skill error")
@@ -444,11 +446,21 @@ def _cell(v: Any) -> str:
 
 
 DEFAULT_LIMIT = 200
+SHOWN_DATA = 140
+"""Characters of an event's data on its line (``--json`` has it whole)."""
 
 
-def _short(value: Any) -> str:
-    """A value of an event's data in a table cell: floats rounded (``p1=0.667``)."""
-    return str(round(value, 3)) if isinstance(value, float) else str(value)
+def _data_line(data: dict[str, Any]) -> str:
+    """An event's data on one line: its scalar fields, floats rounded (``p1=0.667``), cut to
+    :data:`SHOWN_DATA` characters."""
+    from diagevo.untrusted import shorten
+
+    shown = ", ".join(
+        f"{k}={round(v, 3) if isinstance(v, float) else v}"
+        for k, v in data.items()
+        if v is not None and not isinstance(v, dict)
+    )
+    return shorten(shown, SHOWN_DATA)
 
 
 @memory_app.command()
@@ -461,7 +473,7 @@ def events(
     cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
     failure: Annotated[str | None, typer.Option("--failure", help="Only events naming this failure.")] = None,
     question: Annotated[str | None, typer.Option("--question", help="Only events naming this question.")] = None,
-    round: Annotated[int | None, typer.Option("--round", callback=round_from_0, help="Only this round.")] = None,
+    in_round: Annotated[int | None, typer.Option("--round", callback=round_from_0, help="Only this round.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = DEFAULT_LIMIT,
     json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")
@@ -473,118 +485,78 @@ def events(
     """List events, filtered (every filter is an indexed read). With --follow, every event of the
     run from its first (filtered) and then each new one as another process appends it, a line
     each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
-    from diagevo.catalog import CATALOG as EVENT_TYPES
-    from diagevo.catalog import CAUSE_FIELDS
-    from diagevo.parsing import one_line
-    from diagevo.views.memory import resolve_run
+    from diagevo.views.events import EventFilter, event_json, list_events
 
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
     if json and jsonl:
         raise CLIError("give --json or --jsonl, not both")
-    unknown = sorted(set(type or ()) - set(EVENT_TYPES))
+    _check_event_types(type or [])
+    if until_round is not None and not follow:
+        raise CLIError("--until-round goes with --follow")
+    wanted = EventFilter(frozenset(type or ()), cause, failure, question, in_round)
+    if follow:
+        _follow_events(db, run, wanted, json or jsonl, until_round)
+        return
+    with open_store(db, readonly=True) as store:
+        page = list_events(store, run, wanted, limit)
+    if jsonl:
+        for e in page.events:
+            emit_json(event_json(e))
+    elif json:
+        emit_json(page.to_json())
+    else:
+        _print_events(page)
+
+
+def _check_event_types(types: list[str]) -> None:
+    """Refuse an event type the catalog does not know, with the one most likely meant."""
+    from diagevo.catalog import CATALOG as EVENT_TYPES
+    from diagevo.untrusted import shorten
+
+    unknown = sorted(set(types) - set(EVENT_TYPES))
     if unknown:
-        shown = one_line(unknown[0], 40)
+        shown = shorten(" ".join(unknown[0].split()), 40)
         raise CLIError(
             f"unknown event type {shown!r}{did_you_mean(shown, EVENT_TYPES)}; "
             "`diagevo memory events --help` lists the known types"
         )
-    wanted = {
-        **{f: cause for f in CAUSE_FIELDS if cause is not None},
-        **({"failure_id": failure} if failure is not None else {}),
-        **({"question_id": question} if question is not None else {}),
-    }
-    if until_round is not None and not follow:
-        raise CLIError("--until-round goes with --follow")
-    if follow:
-        _follow_events(db, run, set(type or ()), wanted, round, json or jsonl, until_round)
-        return
-    with open_store(db, readonly=True) as store:
-        run_id = resolve_run(store, run)
-        types = type or None
-        if cause is not None:
-            found = list(store.read(run_id, keys={f: [cause] for f in CAUSE_FIELDS}, types=types, round=round))
-        elif failure is not None or question is not None:
-            field = "failure_id" if failure is not None else "question_id"
-            found = list(store.read(run_id, keys={field: [wanted[field]]}, types=types, round=round))
-        else:  # one more than shown: whether the list was cut
-            found = list(
-                store.read(run_id, types=types, round=round, limit=min(limit + 1, 2**63 - 1) if limit else None)
-            )
-        # several id filters: all must hold (the first one was the indexed read)
-        picked = [
-            e
-            for e in found
-            if (cause is None or cause in {e.data.get(f) for f in CAUSE_FIELDS})
-            and all(e.data.get(f) == v for f, v in wanted.items() if f in ("failure_id", "question_id"))
-        ]
-        more = bool(limit) and len(picked) > limit
-        if limit:
-            picked = picked[:limit]
-    rows = [{"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data} for e in picked]
-    if jsonl:
-        for row in rows:
-            emit_json(row)
-        return
-    if json:
-        emit_json({"run": run_id, "events": rows, "limit": limit or None, "truncated": more})
-        return
-    table = Table("seq", "round", "type", "data", title=text(f"run {run_id}"), title_justify="left")
-    for e in picked:
-        data = ", ".join(f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict))
-        table.add_row(str(e.seq), str(e.round), e.type, text(data[:140]))
+
+
+def _print_events(page: Any) -> None:
+    table = Table("seq", "round", "type", "data", title=text(f"run {page.run}"), title_justify="left")
+    for e in page.events:
+        table.add_row(str(e.seq), str(e.round), e.type, text(_data_line(e.data)))
     console.print(table)
-    if more:
+    if page.truncated:
         console.print(
             text(
-                (f"the first {plural(limit, 'event')} shown; more match (--limit 0 for all, --limit N for more)", "dim")
+                (
+                    f"the first {plural(page.limit, 'event')} shown; "
+                    "more match (--limit 0 for all, --limit N for more)",
+                    "dim",
+                )
             )
         )
-    elif not picked:
+    elif not page.events:
         console.print(text(("no events match", "dim")))
 
 
-def _follow_events(
-    db: str | None,
-    run: str | None,
-    types: set[str],
-    wanted: dict[str, str],
-    round: int | None,
-    as_json: bool,
-    until_round: int | None,
-) -> None:
+def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, until_round: int | None) -> None:
     """``memory events --follow``: a line per event as it comes (Ctrl-C ends it: nothing more
     printed, exit 0)."""
-    from diagevo.catalog import CAUSE_FIELDS
-    from diagevo.views.follow import follow_events
-
-    def matches(e: Any) -> bool:
-        return (
-            (not types or e.type in types)
-            and (round is None or e.round == round)
-            and all(e.data.get(f) == v for f, v in wanted.items() if f not in CAUSE_FIELDS)
-            and (
-                not any(f in CAUSE_FIELDS for f in wanted)
-                or any(e.data.get(f) == v for f, v in wanted.items() if f in CAUSE_FIELDS)
-            )
-        )
+    from diagevo.views.events import event_json, follow_matching
 
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = _followed_run(store, run)
         if not as_json:
             console.print(text((f"following run {run_id} (Ctrl-C to stop)", "dim")), soft_wrap=True)
-        for e in follow_events(store, run_id):
-            if matches(e):
-                if as_json:
-                    emit_json({"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data})
-                else:
-                    data = ", ".join(
-                        f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict)
-                    )
-                    console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", data[:140]), soft_wrap=True)
-                _flush()
-            if until_round is not None and e.type == "round.committed" and e.round >= until_round:
-                return
+        for e in follow_matching(store, run_id, wanted, until_round):
+            if as_json:
+                emit_json(event_json(e))
+            else:
+                console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(e.data)), soft_wrap=True)
+            _flush()
 
 
 def _followed_run(store: Any, run: str | None) -> str:

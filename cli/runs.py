@@ -13,6 +13,7 @@ from rich.text import Text
 from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
 from diagevo.cli.safe import plain
 from diagevo.errors import Hint
+from diagevo.untrusted import shorten
 
 if TYPE_CHECKING:
     from diagevo.views.runs import RunSummary
@@ -77,7 +78,7 @@ def _card(r: RunSummary, note_width: int) -> Text:
         card.append(f"\n  tags: {', '.join(r.tags)}", style="dim")
     for note in r.notes:  # a person's words: one line each, cut to the column (--json has them whole)
         shown = plain(note, limit=None)
-        card.append(f"\n  note: {shown if len(shown) <= note_width else shown[: note_width - 1] + '…'}", style="dim")
+        card.append(f"\n  note: {shorten(shown, note_width)}", style="dim")
     for k, v in r.changed.items():
         card.append(f"\n  {k}={v}", style="dim")
     card.append(f"\n  trainer: {plain(r.trainer, limit=None)}", style="dim")  # who drives it

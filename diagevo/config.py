@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from diagevo.catalog import config_k
-from diagevo.parsing import shorten
+from diagevo.parsing import quoted
 from diagevo.redaction import redact_config
 from diagevo.sections import ConfigError, Section, config_error
 
@@ -392,7 +392,7 @@ def _as_stored(exc: ConfigError, record: Mapping[str, Any]) -> ConfigError:
     loc = tuple(str(p) for p in exc.error["loc"])
     if exc.unknown and len(loc) == 1:
         known = ", ".join([*PAPER_NAMES, *MethodConfig.model_fields, *COMPONENT_TABLES])
-        return ConfigError(f"unknown field {shorten(loc[0], 40)} (known: {known})", error=exc.error, unknown="field")
+        return ConfigError(f"unknown field {quoted(loc[0], 40)} (known: {known})", error=exc.error, unknown="field")
     reason = exc.reason
     for name, path in PAPER_NAMES.items():  # a value given by its flat name is named so
         if name in record and reason.startswith(f"{path}:"):
