@@ -7,7 +7,17 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, round_from_0, suggest
+from diagevo.cli.common import (
+    DbOpt,
+    JsonOpt,
+    Output,
+    console,
+    emit_json,
+    open_store,
+    output_options,
+    round_from_0,
+    suggest,
+)
 from diagevo.cli.safe import text
 
 
@@ -51,6 +61,7 @@ def fork(
     )
 
 
+@output_options()
 def diff(
     runs: Annotated[list[str], typer.Option("--run", help="Two runs to compare (give --run twice).")],
     at_round: Annotated[
@@ -58,7 +69,7 @@ def diff(
         typer.Option("--round", callback=round_from_0, help="Compare M_t of this round (default: each run's last)."),
     ] = None,
     db: DbOpt = None,
-    json: JsonOpt = False,
+    output: Output = Output(),
 ) -> None:
     """Causes whose state or frequency differ, nodes in one run only, F_t and ε side by side."""
     from diagevo.cli.common import CLIError
@@ -69,7 +80,7 @@ def diff(
         raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
     with open_store(db, readonly=True) as store:
         d = diff_runs(store, runs[0], runs[1], at_round)
-    if json:
+    if output.as_json:
         emit_json(d)
         return
     console.print(_schedule_table(d, runs[0], runs[1]))

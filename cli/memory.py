@@ -17,12 +17,14 @@ from diagevo.cli.common import (
     CLIError,
     DbOpt,
     JsonOpt,
+    Output,
     RunOpt,
     WideOpt,
     console,
     emit_json,
     err_console,
     open_store,
+    output_options,
     round_from_0,
 )
 from diagevo.cli.safe import plain, text
@@ -70,11 +72,12 @@ def render_memory(mem: Memory, title: str) -> None:
 
 
 @memory_app.command()
+@output_options()
 def replay(
     round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
     db: DbOpt = None,
     run: RunOpt = None,
-    json: JsonOpt = False,
+    output: Output = Output(),
 ) -> None:
     """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
     from diagevo.views.memory import load_memory, resolve_run
@@ -82,21 +85,22 @@ def replay(
 
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), round)
-    if json:
+    if output.as_json:
         emit_json(memory_view(mem))
     else:
         render_memory(mem, f"M_{round}")
 
 
 @memory_app.command()
-def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
+@output_options()
+def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> None:
     """The memory after the run's last event (an unfinished round included)."""
     from diagevo.views.memory import load_memory, resolve_run
     from diagevo.views.queries import memory_view
 
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
-    if json:
+    if output.as_json:
         emit_json({**memory_view(mem), "open_round": mem.open_round})
     else:
         title = f"M_{mem.committed}" + (f" + round {mem.open_round} so far" if mem.open_round else "")
@@ -123,14 +127,15 @@ def _describe(entry: dict[str, Any]) -> str:
 
 
 @memory_app.command()
+@output_options()
 def why(
     cause: Annotated[str, typer.Argument(help="Cause id, e.g. C12.")],
     db: DbOpt = None,
     run: RunOpt = None,
-    json: JsonOpt = False,
     all_entries: Annotated[
         bool, typer.Option("--all", help="Every attribution (default: the most recent ones and how many more).")
     ] = False,
+    output: Output = Output(),
 ) -> None:
     """The story of one cause: creation, promotions, reactivations, merges and its most recent
     attributions (every one with --all or --json)."""
@@ -138,8 +143,8 @@ def why(
     from diagevo.views.stories import RECENT
 
     with open_store(db, readonly=True) as store:
-        story = queries.why(store, cause, run, recent=None if all_entries or json else RECENT)
-    if json:
+        story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT)
+    if output.as_json:
         emit_json(story)
         return
     console.print(text((cause, "bold"), f" ({story['node']}): ", story["description"]))
@@ -283,14 +288,11 @@ def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[
 
 
 @memory_app.command()
+@output_options(file_help="Also write the rows to this file (.csv or .parquet).")
 def stats(
     db: DbOpt = None,
     run: RunOpt = None,
-    json: JsonOpt = False,
     wide: WideOpt = False,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Also write the rows to this file (.csv or .parquet).")
-    ] = None,
     follow: FollowOpt = False,
     until_round: UntilOpt = None,
     steps: Annotated[
@@ -301,6 +303,7 @@ def stats(
             "completion length, learning rate, grad norm, as TRL names them), challenger and solver apart.",
         ),
     ] = False,
+    output: Output = Output(),
 ) -> None:
     """One row per committed round: the memory, what the round did, and every metric the run
     recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run).
@@ -310,29 +313,31 @@ def stats(
     from diagevo.views import queries
 
     if steps:
-        if out is not None:
+        if output.file is not None:
             raise CLIError("--steps goes without -o (memory stats --steps --json has the rows)")
-        _step_stats(db, run, json, wide, follow, until_round)
+        _step_stats(db, run, output.as_json, wide, follow, until_round)
         return
 
-    if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
-        raise CLIError(f"{out}: write the rows as a .csv or .parquet file (not {out.suffix or 'no suffix'})")
+    if output.file is not None and output.file.suffix.lower() not in TABLE_SUFFIXES:
+        raise CLIError(
+            f"{output.file}: write the rows as a .csv or .parquet file (not {output.file.suffix or 'no suffix'})"
+        )
     if until_round is not None and not follow:
         raise CLIError("--until-round goes with --follow")
     if follow:
-        if out is not None:
+        if output.file is not None:
             raise CLIError("give --follow or -o, not both")
-        _follow_stats(db, run, json, until_round)
+        _follow_stats(db, run, output.as_json, until_round)
         return
     with open_store(db, readonly=True) as store:
         data = queries.stats(store, run)
     run_id, rows = data["run"], data["rounds"]
-    if out is not None:
+    if output.file is not None:
         from diagevo.files import write_table
         from diagevo.views.stats import frame
 
-        write_table(frame(rows, data["metrics"]), out)
-    if json:
+        write_table(frame(rows, data["metrics"]), output.file)
+    if output.as_json:
         emit_json(data)
         return
     if not rows:
@@ -343,8 +348,8 @@ def stats(
         cols, heads, keep = stats_columns(rows, data["metrics"])
         cells = [[_cell(r.get(c)) for c in cols] for r in rows]
         print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, legend=_LEGEND, priority=keep)
-    if out is not None:
-        console.print(text(f"wrote {out} ({plural(len(rows), 'round')})"))
+    if output.file is not None:
+        console.print(text(f"wrote {output.file} ({plural(len(rows), 'round')})"))
 
 
 _STEP_HEADS = {
@@ -464,6 +469,7 @@ def _data_line(data: dict[str, Any]) -> str:
 
 
 @memory_app.command()
+@output_options(json_help="Print one JSON document: the run, the events, whether more matched.")
 def events(
     db: DbOpt = None,
     run: RunOpt = None,
@@ -475,12 +481,10 @@ def events(
     question: Annotated[str | None, typer.Option("--question", help="Only events naming this question.")] = None,
     in_round: Annotated[int | None, typer.Option("--round", callback=round_from_0, help="Only this round.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = DEFAULT_LIMIT,
-    json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")
-    ] = False,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream the events as JSON lines, one event a line.")] = False,
     follow: FollowOpt = False,
     until_round: UntilOpt = None,
+    output: Output = Output(),
 ) -> None:
     """List events, filtered (every filter is an indexed read). With --follow, every event of the
     run from its first (filtered) and then each new one as another process appends it, a line
@@ -489,21 +493,21 @@ def events(
 
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
-    if json and jsonl:
+    if output.as_json and jsonl:
         raise CLIError("give --json or --jsonl, not both")
     _check_event_types(type or [])
     if until_round is not None and not follow:
         raise CLIError("--until-round goes with --follow")
     wanted = EventFilter(frozenset(type or ()), cause, failure, question, in_round)
     if follow:
-        _follow_events(db, run, wanted, json or jsonl, until_round)
+        _follow_events(db, run, wanted, output.as_json or jsonl, until_round)
         return
     with open_store(db, readonly=True) as store:
         page = list_events(store, run, wanted, limit)
     if jsonl:
         for e in page.events:
             emit_json(event_json(e))
-    elif json:
+    elif output.as_json:
         emit_json(page.to_json())
     else:
         _print_events(page)
@@ -649,11 +653,12 @@ def export(
 
 
 @memory_app.command()
+@output_options()
 def verify(
     db: DbOpt = None,
     run: RunOpt = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Every run of the database.")] = False,
-    json: JsonOpt = False,
+    output: Output = Output(),
 ) -> None:
     """Check the hash chain, the texts against their keys, the invariants, and that the saved
     views (snapshots, the statistics) equal the log and reach no further than it."""
@@ -669,7 +674,7 @@ def verify(
             head = next(iter(store.read(run_id, after_seq=store.last_seq(run_id) - 1)), None)
             last = {"seq": head.seq, "hash": head.hash} if head is not None else None
             results.append({"run": run_id, "ok": not problems, "problems": problems, "last": last})
-    if json:
+    if output.as_json:
         emit_json({"runs": results} if all_runs else results[0])
     else:
         for r in results:
@@ -690,45 +695,42 @@ def verify(
 
 
 @memory_app.command()
+@output_options(file_help="Also write the figure (.png, .svg) or the series (.csv) to this file.")
 def plot(
     db: DbOpt = None,
     run: RunOpt = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Also write the figure (.png, .svg) or the series (.csv) to this file."),
-    ] = None,
-    json: JsonOpt = False,
+    output: Output = Output(),
 ) -> None:
     """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an image with -o."""
     import polars as pl
 
     from diagevo.views import queries
 
-    suffix = out.suffix.lower() if out is not None else ""
-    if out is not None and suffix not in (".png", ".svg", ".csv"):
-        raise CLIError(f"{out}: write a .png or .svg figure, or the series as .csv")
+    suffix = output.file.suffix.lower() if output.file is not None else ""
+    if output.file is not None and suffix not in (".png", ".svg", ".csv"):
+        raise CLIError(f"{output.file}: write a .png or .svg figure, or the series as .csv")
     with open_store(db, readonly=True) as store:
         data = queries.lifecycle(store, run)
     run_id, rows = data["run"], data["series"]
     if not rows:
-        if out is not None:
-            raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {out} not written")
-        if json:
+        if output.file is not None:
+            raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {output.file} not written")
+        if output.as_json:
             emit_json({"run": run_id, "series": []})
         else:
             console.print(text(f"run {run_id} has no committed round yet: nothing to plot"))
         return
     df = pl.DataFrame(rows)
-    if out is not None and suffix == ".csv":
+    if output.file is not None and suffix == ".csv":
         from diagevo.files import replaced
 
-        with replaced(out, binary=True) as fh:
+        with replaced(output.file, binary=True) as fh:
             df.write_csv(fh)
-    elif out is not None:
+    elif output.file is not None:
         from diagevo.report import figures
 
-        figures.save(figures.lifecycle(df, title=f"Memory lifecycle, run {run_id}"), out)
-    if json:
+        figures.save(figures.lifecycle(df, title=f"Memory lifecycle, run {run_id}"), output.file)
+    if output.as_json:
         emit_json({"run": run_id, "series": df.to_dicts()})
         return
     top = max(1, *(r["active"] + r["mastered"] for r in rows))
@@ -751,5 +753,5 @@ def plot(
             )
         )
     console.print(text(("act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1", "dim")))
-    if out is not None:
-        console.print(text(f"wrote {out}"))
+    if output.file is not None:
+        console.print(text(f"wrote {output.file}"))

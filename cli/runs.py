@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
+from diagevo.cli.common import DbOpt, Output, console, emit_json, open_store, output_options, spell
 from diagevo.cli.safe import plain
 from diagevo.errors import Hint
 from diagevo.untrusted import shorten
@@ -27,7 +27,8 @@ STATUS_STYLE = {"complete": "green", "in progress": "cyan", "interrupted": "yell
 
 
 @runs_app.callback()
-def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
+@output_options()
+def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> None:
     """List the runs: id, trainer, status (complete, in progress, interrupted: diagevo train's,
     resumable; open round t: another trainer's, waiting for it; forked: not continued), rounds
     committed of those asked for, created, forked from, tags, notes, the config fields that differ
@@ -38,7 +39,7 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
 
     with open_store(db, readonly=True) as store:
         found = summaries(store)
-    if json:
+    if output.as_json:
         emit_json({"runs": [r.to_json() for r in found]})
         return
     if not found:
