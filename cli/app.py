@@ -18,7 +18,6 @@ from diagevo.cli.common import (
     EXIT_USAGE,
     Interrupted,
     err_console,
-    message,
 )
 from diagevo.cli.safe import error_line, text
 from diagevo.errors import DiagevoError
@@ -141,6 +140,8 @@ def _one_line(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not
     echoed), without credentials."""
     from diagevo.parsing import one_line
+
+    from diagevo.cli.fixes import message
 
     said = redact_text(message(exc)).strip()
     return one_line(said.splitlines()[0], 390) if said else type(exc).__name__  # with "error: ", at most 400

@@ -11,17 +11,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from diagevo.cli.safe import json_text, make_console
 from diagevo.errors import DiagevoError, Hint
 from diagevo.untrusted import shell_join
-from diagevo.words import you_mean
-
-if TYPE_CHECKING:
-    from diagevo.sections import ConfigError
 
 console = make_console()
 err_console = make_console(stderr=True)
@@ -137,25 +133,6 @@ def spell(hint: Hint) -> str:
         if bare != default:
             db = ["--db", bare]
     return shell_join([program(), *hint.args, *db])
-
-
-def message(exc: BaseException) -> str:
-    """What a user reads of an error: a DiagevoError's message with its hint spelled runnable,
-    a config field given with ``--set`` and misnamed with the options it most likely means."""
-    if not isinstance(exc, DiagevoError):
-        return str(exc)
-    from diagevo.sections import ConfigError  # an error path: the import costs nothing a command waits for
-
-    if isinstance(exc, ConfigError) and exc.value is not None and exc.meant:
-        return set_options_meant(exc)
-    return exc.render(spell)
-
-
-def set_options_meant(exc: ConfigError) -> str:
-    """``unknown config field 'memory.kk' (did you mean --set memory.k=2?)``: the fields the error
-    names as meant, spelled as the option that sets each to the value given."""
-    shown = exc.value if exc.value is not None and len(exc.value) <= 40 else "VALUE"
-    return exc.said + you_mean([f"--set {field}={shown}" for field in exc.meant])
 
 
 def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:

@@ -216,7 +216,13 @@ def configure_fork(store: EventStore, run: str, overrides: Sequence[str]) -> boo
     st = round_state(store, run)
     if not forked or any(t > forked[-1] for t in st.started):
         own = "has rounds of its own" if forked else "exists"
-        raise ProtocolError(f"run {run!r} {own}: its config is fixed (fork it with memory fork --set to change it)")
+        sets = [word for field in overrides for word in ("--set", field)]
+        fork = Hint(
+            ("memory", "fork", "--run", run, "--round", str(st.last_committed), "--to", f"{run}-fork", *sets),
+            store.url,
+            python=f"fork_run(store, {run!r}, {st.last_committed}, {run + '-fork'!r}, overrides)",
+        )
+        raise ProtocolError(f"run {run!r} {own}: its config is fixed; change it in a fork: {{command}}", hint=fork)
     saved = run_config(store, run)
     data = apply_overrides(saved.model_dump(mode="json"), list(overrides))
     return configure_run(store, run, checked(MethodConfig, data, overrides=list(overrides)))

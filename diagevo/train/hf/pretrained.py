@@ -30,6 +30,7 @@ from pathlib import Path
 
 from diagevo.errors import BadInput, Unavailable
 from diagevo.files import building
+from diagevo.fixes import Fix, Install
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
 
@@ -122,7 +123,7 @@ def convert(gguf: Path, out: Path, progress: ProgressFn = no_progress) -> dict[s
     try:
         import gguf as _  # noqa: F401  (transformers reads GGUF through it)
     except ImportError:
-        raise Unavailable("reading GGUF needs the gguf package: pip install -e '.[hf]'") from None
+        raise Unavailable("reading GGUF needs the gguf package ({command})", fix=Fix.of(Install("hf"))) from None
     directory, name = str(gguf.parent), gguf.name
     progress("load", 0, 3)
     tok = AutoTokenizer.from_pretrained(directory, gguf_file=name)
