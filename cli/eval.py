@@ -152,66 +152,85 @@ def _table(rows: Sequence[tuple[int | None, Any]], title: str, selected: int | N
     return table
 
 
+BenchOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--bench",
+        help=(
+            "NAME=PATH of a benchmark file (repeatable); NAME begins with a kind: math500, gsm8k, olympiadbench, "
+            "minerva, amc, aime, mmlu_pro, supergpqa, gpqa_diamond, bbeh, mmlu, mixed."
+        ),
+    ),
+]
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", help="Model directory (local, vllm) or the model name the server knows (endpoint)."),
+]
+
+EvalRunOpt = Annotated[
+    str | None,
+    typer.Option("--run", help="Evaluate this run's solver checkpoints and record the scores in its log."),
+]
+
+RoundsOpt = Annotated[str, typer.Option("--rounds", help="With --run: all, N, N,M or N-M (round 0 is the base model).")]
+
+SelectOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--select",
+        help=(
+            "With --run: VAL_FILE (or NAME=PATH) whose accuracy picks the best round; --bench files are then "
+            "evaluated on that round."
+        ),
+    ),
+]
+
+FieldOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--field", help="NAME.ROLE=COLUMN: read a role (question, answer, options, id, ...) from another column."
+    ),
+]
+
+UrlOpt = Annotated[
+    str | None,
+    typer.Option("--url", help="OpenAI-compatible base URL (vllm serve, a provider); key from $DIAGEVO_LLM_API_KEY."),
+]
+
+LimitOpt = Annotated[int | None, typer.Option("--limit", help="Only the first N questions of each file.")]
+
+SamplesOpt = Annotated[
+    int | None, typer.Option("--samples", help="k of mean@k for AMC and AIME (default 32; 0 = greedy only).")
+]
+
+MaxNewTokensOpt = Annotated[int | None, typer.Option("--max-new-tokens", help="Longest response (default 4096).")]
+
+BatchSizeOpt = Annotated[
+    int | None,
+    typer.Option("--batch-size", help="Questions per generation batch; outputs are saved after each (default 64)."),
+]
+
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed of the mean@k samples (default 0).")]
+
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Directory of the per-question outputs (JSONL, resumable).")]
+
+
 def eval_command(
-    bench: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--bench",
-            help=(
-                "NAME=PATH of a benchmark file (repeatable); NAME begins with a kind: math500, gsm8k, olympiadbench, "
-                "minerva, amc, aime, mmlu_pro, supergpqa, gpqa_diamond, bbeh, mmlu, mixed."
-            ),
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="Model directory (local, vllm) or the model name the server knows (endpoint)."),
-    ] = None,
-    run: Annotated[
-        str | None,
-        typer.Option("--run", help="Evaluate this run's solver checkpoints and record the scores in its log."),
-    ] = None,
-    rounds: Annotated[
-        str, typer.Option("--rounds", help="With --run: all, N, N,M or N-M (round 0 is the base model).")
-    ] = "all",
-    select: Annotated[
-        str | None,
-        typer.Option(
-            "--select",
-            help=(
-                "With --run: VAL_FILE (or NAME=PATH) whose accuracy picks the best round; --bench files are then "
-                "evaluated on that round."
-            ),
-        ),
-    ] = None,
-    field: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--field", help="NAME.ROLE=COLUMN: read a role (question, answer, options, id, ...) from another column."
-        ),
-    ] = None,
+    bench: BenchOpt = None,
+    model: ModelOpt = None,
+    run: EvalRunOpt = None,
+    rounds: RoundsOpt = "all",
+    select: SelectOpt = None,
+    field: FieldOpt = None,
     engine: EngineOpt = None,
-    url: Annotated[
-        str | None,
-        typer.Option(
-            "--url", help="OpenAI-compatible base URL (vllm serve, a provider); key from $DIAGEVO_LLM_API_KEY."
-        ),
-    ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions of each file.")] = None,
-    samples: Annotated[
-        int | None, typer.Option("--samples", help="k of mean@k for AMC and AIME (default 32; 0 = greedy only).")
-    ] = None,
-    max_new_tokens: Annotated[
-        int | None, typer.Option("--max-new-tokens", help="Longest response (default 4096).")
-    ] = None,
-    batch_size: Annotated[
-        int | None,
-        typer.Option("--batch-size", help="Questions per generation batch; outputs are saved after each (default 64)."),
-    ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the mean@k samples (default 0).")] = None,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory of the per-question outputs (JSONL, resumable).")
-    ] = Path("eval"),
+    url: UrlOpt = None,
+    limit: LimitOpt = None,
+    samples: SamplesOpt = None,
+    max_new_tokens: MaxNewTokensOpt = None,
+    batch_size: BatchSizeOpt = None,
+    seed: SeedOpt = None,
+    out: OutOpt = Path("eval"),
     db: DbOpt = None,
     json: JsonOpt = False,
 ) -> None:
