@@ -99,7 +99,8 @@ def _root(
 
 
 def _register() -> None:
-    from diagevo.cli import config, diagnose, doctor, eval, fork, report, train
+    from diagevo.cli import config, diagnose, doctor, fork, report, train
+    from diagevo.cli import eval as evaluation
     from diagevo.cli.db import db_app
     from diagevo.cli.memory import memory_app
     from diagevo.cli.models import gpu_check, models_app
@@ -118,7 +119,7 @@ def _register() -> None:
     config.register(app)
     diagnose.register(app, memory_app)
     fork.register(memory_app)
-    eval.register(app)
+    evaluation.register(app)
     report.register(app)
     doctor.register(app)
 
@@ -139,9 +140,8 @@ def _environmental(exc: OSError) -> bool:
 def _one_line(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not
     echoed), without credentials."""
-    from diagevo.parsing import one_line
-
     from diagevo.cli.fixes import message
+    from diagevo.parsing import one_line
 
     said = redact_text(message(exc)).strip()
     return one_line(said.splitlines()[0], 390) if said else type(exc).__name__  # with "error: ", at most 400
@@ -228,7 +228,7 @@ def _bound_integers(command: Any) -> Any:
 
 def _leave_now(code: int) -> None:
     """After Ctrl-C: the exit handlers (they stop the math-verify worker), then out without
-    Python's teardown, which spent 1-4 s freeing torch and the rest after the message was shown.
+    Python's teardown, which can spend seconds freeing torch and the rest after the message is shown.
     The store is closed already (the commands hold it in ``with``). Inside pytest, an ordinary exit."""
     if "pytest" in sys.modules:
         sys.exit(code)

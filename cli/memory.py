@@ -74,7 +74,7 @@ def render_memory(mem: Memory, title: str) -> None:
 @memory_app.command()
 @output_options()
 def replay(
-    round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
+    at_round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
     db: DbOpt = None,
     run: RunOpt = None,
     output: Output = Output(),
@@ -84,11 +84,11 @@ def replay(
     from diagevo.views.queries import memory_view
 
     with open_store(db, readonly=True) as store:
-        mem = load_memory(store, resolve_run(store, run), round)
+        mem = load_memory(store, resolve_run(store, run), at_round)
     if output.as_json:
         emit_json(memory_view(mem))
     else:
-        render_memory(mem, f"M_{round}")
+        render_memory(mem, f"M_{at_round}")
 
 
 @memory_app.command()
@@ -473,7 +473,7 @@ def _data_line(data: dict[str, Any]) -> str:
 def events(
     db: DbOpt = None,
     run: RunOpt = None,
-    type: Annotated[
+    event_types: Annotated[
         list[str] | None, typer.Option("--type", help=f"Only these event types: {', '.join(sorted(CATALOG))}.")
     ] = None,
     cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
@@ -495,10 +495,10 @@ def events(
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
     if output.as_json and jsonl:
         raise CLIError("give --json or --jsonl, not both")
-    _check_event_types(type or [])
+    _check_event_types(event_types or [])
     if until_round is not None and not follow:
         raise CLIError("--until-round goes with --follow")
-    wanted = EventFilter(frozenset(type or ()), cause, failure, question, in_round)
+    wanted = EventFilter(frozenset(event_types or ()), cause, failure, question, in_round)
     if follow:
         _follow_events(db, run, wanted, output.as_json or jsonl, until_round)
         return

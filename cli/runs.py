@@ -44,7 +44,12 @@ def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> Non
         return
     if not found:
         console.print(
-            Text(f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`"), soft_wrap=True
+            Text(
+                f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`, or run your "
+                "own trainer through the round protocol "
+                f"(`{spell(Hint(('round', 'start', '--run', 'RUN'), store.url))}`)"
+            ),
+            soft_wrap=True,
         )
         return
     # what tells a run apart goes under its id, a line each (origin, tags, each config field that

@@ -41,7 +41,9 @@ def resolve_run(store: Recorder, run: str | None) -> str:
     latest = store.latest_run()
     if latest is None:
         raise InvariantError(
-            f"no runs in {redact_url(store.url)}: start one with {{command}}", hint=Hint(("train",), store.url)
+            f"no runs in {redact_url(store.url)}: start one with {{command}}, "
+            "or run your own trainer through the round protocol",
+            hint=Hint(("train",), store.url, python="train(config, store)"),
         )
     return latest
 

@@ -218,10 +218,9 @@ def check_copy(
 class FormatWarmUp:
     """Supervised steps that teach the two output formats of Appendix J and nothing else: the
     challenger's ``<question>`` block and the solver's steps ending in ``\\boxed{}``, on the tiny
-    pair's templated arithmetic corpus. SmolLM2-135M-Instruct as shipped writes neither (measured:
-    0 of 16 challenger outputs with a ``<question>`` block, 0 of 24 solver answers boxed, at the
-    paper's temperature 1.0), so without it no question is valid and no answer has a label. 0 steps
-    keeps the model as shipped."""
+    pair's templated arithmetic corpus. SmolLM2-135M-Instruct as shipped writes neither at the
+    paper's temperature 1.0 (no ``<question>`` block, no boxed answer), so without it no question
+    is valid and no answer has a label. 0 steps keeps the model as shipped."""
 
     steps: int = 24
     batch: int = 4
