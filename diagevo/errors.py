@@ -44,9 +44,9 @@ class Hint:
 class DiagevoError(Exception):
     """An error the user can fix (input, environment, a concurrent writer): one line, and
     perhaps what fixes it, as data: a diagevo command (``hint``) or an installation or config
-    step (``fix``, :class:`diagevo.fixes.Fix`). Where the message holds ``{command}`` the fix
-    goes there, else after it in parentheses; the CLI spells it as a command line, a Python
-    caller reads it in words (or as the Python call)."""
+    step (``fix``). Where the message holds ``{command}`` the fix goes there, else after it in
+    parentheses; the CLI spells it as a command line, a Python caller reads it in words (or as
+    the Python call)."""
 
     def __init__(self, message: str = "", *, hint: Hint | None = None, fix: Fix | None = None) -> None:
         super().__init__(message)
