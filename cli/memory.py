@@ -663,35 +663,34 @@ def verify(
     """Check the hash chain, the texts against their keys, the invariants, and that the saved
     views (snapshots, the statistics) equal the log and reach no further than it."""
     from diagevo.views.memory import resolve_run
-    from diagevo.views.verify import verify_run
+    from diagevo.views.verify import verdict
 
     if all_runs and run is not None:
         raise CLIError("give --run or --all, not both")
-    results: list[dict[str, Any]] = []
     with open_store(db, readonly=True) as store:
-        for run_id in store.runs() if all_runs else [resolve_run(store, run)]:
-            problems = verify_run(store, run_id)
-            head = next(iter(store.read(run_id, after_seq=store.last_seq(run_id) - 1)), None)
-            last = {"seq": head.seq, "hash": head.hash} if head is not None else None
-            results.append({"run": run_id, "ok": not problems, "problems": problems, "last": last})
+        verdicts = [verdict(store, run_id) for run_id in (store.runs() if all_runs else [resolve_run(store, run)])]
     if output.as_json:
-        emit_json({"runs": results} if all_runs else results[0])
+        emit_json({"runs": [v.to_json() for v in verdicts]} if all_runs else verdicts[0].to_json())
     else:
-        for r in results:
-            if r["problems"]:
-                for p in r["problems"]:
-                    console.print(text(("✗", "red"), " ", f"run {r['run']}: " if all_runs else "", p))
-            else:
-                where = f" (last event: seq {r['last']['seq']}, hash {r['last']['hash']})" if r["last"] else ""
-                console.print(
-                    text(
-                        ("✓", "green"),
-                        f" run {r['run']}: hash chain intact, texts match their keys, invariants hold, "
-                        f"saved views equal the log{where}",
-                    )
-                )
-    if any(r["problems"] for r in results):
+        for v in verdicts:
+            _print_verdict(v, all_runs)
+    if not all(v.ok for v in verdicts):
         raise typer.Exit(1)
+
+
+def _print_verdict(v: Any, named: bool) -> None:
+    """A line per problem of a run, or the one line that says it holds."""
+    for p in v.problems:
+        console.print(text(("✗", "red"), " ", f"run {v.run}: " if named else "", p))
+    if v.ok:
+        where = f" (last event: seq {v.last['seq']}, hash {v.last['hash']})" if v.last else ""
+        console.print(
+            text(
+                ("✓", "green"),
+                f" run {v.run}: hash chain intact, texts match their keys, invariants hold, "
+                f"saved views equal the log{where}",
+            )
+        )
 
 
 @memory_app.command()

@@ -35,8 +35,8 @@ from diagevo.fixes import Fix, Install, Override
 from diagevo.generation import Sampling, model_text
 from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.progress import quiet_libraries
-from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
+from diagevo.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
 from diagevo.train.hf.args import PhasePlan, Role, attention, grpo_kwargs, phase_plan, step_order
 from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank
 from diagevo.train.hf.tiny import HELDOUT_FILE
