@@ -106,6 +106,7 @@ def _register() -> None:
     from diagevo.cli.models import gpu_check, models_app
     from diagevo.cli.rounds import round_app
     from diagevo.cli.runs import runs_app
+    from diagevo.cli.stats import register as register_stats
 
     app.add_typer(memory_app, name="memory")
     app.add_typer(round_app, name="round")
@@ -117,6 +118,7 @@ def _register() -> None:
     app.command("gpu-check")(gpu_check)
     train.register(app)
     config.register(app)
+    register_stats(memory_app)
     diagnose.register(app, memory_app)
     fork.register(memory_app)
     evaluation.register(app)
