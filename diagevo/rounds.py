@@ -216,6 +216,8 @@ def configure_fork(store: EventStore, run: str, overrides: Sequence[str]) -> boo
     st = round_state(store, run)
     if not forked or any(t > forked[-1] for t in st.started):
         own = "has rounds of its own" if forked else "exists"
+        if st.last_committed < 1:  # nothing committed yet to fork at
+            raise ProtocolError(f"run {run!r} {own}: its config is fixed (a fork at a committed round may change it)")
         sets = [word for field in overrides for word in ("--set", field)]
         fork = Hint(
             ("memory", "fork", "--run", run, "--round", str(st.last_committed), "--to", f"{run}-fork", *sets),
