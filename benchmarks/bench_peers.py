@@ -137,12 +137,8 @@ def pg_rows(url: str, sizes: list[int]) -> Grouped:
 
 _BASELINE_TIMER = r"""
 import json, sys, time
-try:
-    from diagevo.log import open_log
-    from diagevo.schemas import validate_event
-except ImportError:  # the layout before the log was its own package
-    from diagevo.events.store import EventStore as open_log
-    from diagevo.events.schemas import validate_event
+from diagevo.log import open_log
+from diagevo.schemas import validate_event
 url, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
 events = [validate_event(json.loads(line)) for line in open(path)]
 store = open_log(url)

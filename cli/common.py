@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from diagevo.cli.safe import json_text, make_console
 from diagevo.errors import DiagevoError, Hint
 from diagevo.untrusted import shell_join
-from diagevo.words import you_mean
-
-if TYPE_CHECKING:
-    from diagevo.sections import ConfigError
 
 console = make_console()
 err_console = make_console(stderr=True)
@@ -155,25 +154,6 @@ def spell(hint: Hint) -> str:
     return shell_join([program(), *hint.args, *db])
 
 
-def message(exc: BaseException) -> str:
-    """What a user reads of an error: a DiagevoError's message with its hint spelled runnable,
-    a config field given with ``--set`` and misnamed with the options it most likely means."""
-    if not isinstance(exc, DiagevoError):
-        return str(exc)
-    from diagevo.sections import ConfigError  # an error path: the import costs nothing a command waits for
-
-    if isinstance(exc, ConfigError) and exc.value is not None and exc.meant:
-        return set_options_meant(exc)
-    return exc.render(spell)
-
-
-def set_options_meant(exc: ConfigError) -> str:
-    """``unknown config field 'memory.kk' (did you mean --set memory.k=2?)``: the fields the error
-    names as meant, spelled as the option that sets each to the value given."""
-    shown = exc.value if exc.value is not None and len(exc.value) <= 40 else "VALUE"
-    return exc.said + you_mean([f"--set {field}={shown}" for field in exc.meant])
-
-
 def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
     """``--db`` for the commands printed after a run, and a note when the URL's password is left
     out. Without an explicit URL, the next command finds the same database ($DIAGEVO_DB or the
@@ -200,3 +180,57 @@ def suggest(*args: str, db: str | None = None) -> str:
 
     dbs = db_args(db, resolve_db_url(db))[0] if db else []
     return shell_join([program(), *args, *dbs])
+
+
+@dataclass(frozen=True)
+class Output:
+    """What a read command was asked for besides its table: JSON instead (``--json``), and a
+    file to write too (``-o``/``--out``; None where the command has no such option or it was
+    not given)."""
+
+    as_json: bool = False
+    file: Path | None = None
+
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def output_options(
+    *, json_help: str = "Print machine-readable JSON.", file_help: str | None = None
+) -> Callable[[_Command], _Command]:
+    """The output options of a read command, declared once (as sqlite-utils' ``output_options``):
+    ``--json``, and with ``file_help`` ``--out``/``-o``. The command takes them as one
+    ``output: Output`` parameter; typer sees the two options in its place."""
+
+    def decorate(command: _Command) -> _Command:
+        signature = inspect.signature(command, eval_str=True)
+        options = [
+            inspect.Parameter(
+                "json",
+                inspect.Parameter.KEYWORD_ONLY,
+                default=False,
+                annotation=Annotated[bool, typer.Option("--json", help=json_help)],
+            )
+        ]
+        if file_help is not None:
+            options.append(
+                inspect.Parameter(
+                    "out",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=None,
+                    annotation=Annotated[Path | None, typer.Option("--out", "-o", help=file_help)],
+                )
+            )
+        kept = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for n, p in signature.parameters.items() if n != "output"
+        ]
+
+        @functools.wraps(command)
+        def with_output(*args: Any, json: bool = False, out: Path | None = None, **kwargs: Any) -> Any:
+            return command(*args, output=Output(json, out), **kwargs)
+
+        with_output.__signature__ = signature.replace(parameters=[*kept, *options])  # type: ignore[attr-defined]
+        with_output.__annotations__ = {p.name: p.annotation for p in [*kept, *options]}
+        return with_output  # type: ignore[return-value]
+
+    return decorate

@@ -104,7 +104,7 @@ def requests_(
     n: Annotated[int, typer.Option("--n", min=0, help="How many generation requests.")],
     run: RunOpt = None,
     db: DbOpt = None,
-    round: RoundOpt = None,
+    open_round: RoundOpt = None,
     purpose: Annotated[
         str, typer.Option("--purpose", help="curriculum (Q^cur) or challenger (Q^chal).")
     ] = "curriculum",
@@ -117,7 +117,7 @@ def requests_(
 
     with open_store(db) as store:
         with _picked(store, run) as r:
-            t = _round(store, r, round)
+            t = _round(store, r, open_round)
             reqs = rounds.requests(store, r, t, n, purpose=purpose, seed=seed)
     if jsonl:
         for q in reqs:
@@ -164,7 +164,7 @@ def record(
     ],
     run: RunOpt = None,
     db: DbOpt = None,
-    round: RoundOpt = None,
+    open_round: RoundOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Record generated questions with their construction responses: votes, filter (Eq. 3)."""
@@ -173,7 +173,7 @@ def record(
     candidates = read_candidates(questions)
     with open_store(db) as store:
         with _picked(store, run) as r:
-            t = _round(store, r, round)
+            t = _round(store, r, open_round)
             scored = rounds.record(store, r, t, candidates)
     kept = [s for s in scored if s.retained]
     new, old = scored.new, len(scored) - scored.new
@@ -202,13 +202,13 @@ def record(
 
 
 @round_app.command("promote")
-def promote(run: RunOpt = None, db: DbOpt = None, round: RoundOpt = None, json: JsonOpt = False) -> None:
+def promote(run: RunOpt = None, db: DbOpt = None, open_round: RoundOpt = None, json: JsonOpt = False) -> None:
     """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once."""
     from diagevo import rounds
 
     with open_store(db) as store:
         with _picked(store, run) as r:
-            t = _round(store, r, round)
+            t = _round(store, r, open_round)
             promoted = [p.to_dict() for p in rounds.promote(store, r, t)]
     if json:
         emit_json({"run": r, "round": t, "promoted": promoted})
@@ -222,7 +222,7 @@ def promote(run: RunOpt = None, db: DbOpt = None, round: RoundOpt = None, json: 
 def commit(
     run: RunOpt = None,
     db: DbOpt = None,
-    round: RoundOpt = None,
+    open_round: RoundOpt = None,
     metric: Annotated[
         list[str] | None, typer.Option("--metric", help="A metric of the round: name=value (repeatable).")
     ] = None,
@@ -251,7 +251,7 @@ def commit(
         metrics[name.strip()] = decimal_number(value, f"metric {name.strip()!r}")
     with open_store(db) as store:
         with _picked(store, run) as r:
-            t = _round(store, r, round)
+            t = _round(store, r, open_round)
             done = rounds.commit(
                 store, r, t, metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses
             ).to_dict()

@@ -10,9 +10,10 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
+from diagevo.cli.common import DbOpt, Output, console, emit_json, open_store, output_options, spell
 from diagevo.cli.safe import plain
 from diagevo.errors import Hint
+from diagevo.untrusted import shorten
 
 if TYPE_CHECKING:
     from diagevo.views.runs import RunSummary
@@ -26,7 +27,8 @@ STATUS_STYLE = {"complete": "green", "in progress": "cyan", "interrupted": "yell
 
 
 @runs_app.callback()
-def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
+@output_options()
+def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> None:
     """List the runs: id, trainer, status (complete, in progress, interrupted: diagevo train's,
     resumable; open round t: another trainer's, waiting for it; forked: not continued), rounds
     committed of those asked for, created, forked from, tags, notes, the config fields that differ
@@ -37,12 +39,17 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
 
     with open_store(db, readonly=True) as store:
         found = summaries(store)
-    if json:
+    if output.as_json:
         emit_json({"runs": [r.to_json() for r in found]})
         return
     if not found:
         console.print(
-            Text(f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`"), soft_wrap=True
+            Text(
+                f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`, or run your "
+                "own trainer through the round protocol "
+                f"(`{spell(Hint(('round', 'start', '--run', 'RUN'), store.url))}`)"
+            ),
+            soft_wrap=True,
         )
         return
     # what tells a run apart goes under its id, a line each (origin, tags, each config field that
@@ -77,7 +84,7 @@ def _card(r: RunSummary, note_width: int) -> Text:
         card.append(f"\n  tags: {', '.join(r.tags)}", style="dim")
     for note in r.notes:  # a person's words: one line each, cut to the column (--json has them whole)
         shown = plain(note, limit=None)
-        card.append(f"\n  note: {shown if len(shown) <= note_width else shown[: note_width - 1] + '…'}", style="dim")
+        card.append(f"\n  note: {shorten(shown, note_width)}", style="dim")
     for k, v in r.changed.items():
         card.append(f"\n  {k}={v}", style="dim")
     card.append(f"\n  trainer: {plain(r.trainer, limit=None)}", style="dim")  # who drives it

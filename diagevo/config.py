@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from diagevo.catalog import config_k
-from diagevo.parsing import shorten
+from diagevo.parsing import quoted
 from diagevo.redaction import redact_config
 from diagevo.sections import ConfigError, Section, config_error
 from diagevo.words import close_to
@@ -436,7 +436,7 @@ def _as_stored(exc: ConfigError, record: Mapping[str, Any]) -> ConfigError:
     if exc.unknown and len(loc) == 1:
         names = [*PAPER_NAMES, *MethodConfig.model_fields, *COMPONENT_TABLES]
         meant = close_to(loc[0], names)
-        said = f"unknown field {shorten(loc[0], 40)}"
+        said = f"unknown field {quoted(loc[0], 40)}"
         if meant:
             return ConfigError(said, error=exc.error, unknown="field", meant=meant, shown=[repr(m) for m in meant])
         return ConfigError(f"{said} (known: {', '.join(names)})", error=exc.error, unknown="field")
@@ -456,7 +456,7 @@ def config_changes(stored: MethodConfig, given: MethodConfig) -> list[str]:
     old, new = _flat(stored.redacted()), _flat(given.redacted())
     names = [*old, *(name for name in new if name not in old)]
     return [
-        f"{name} {shorten(old.get(name), 40)} (given {shorten(new.get(name), 40)})"
+        f"{name} {quoted(old.get(name), 40)} (given {quoted(new.get(name), 40)})"
         for name in names
         if name != "train.rounds" and old.get(name) != new.get(name)
     ]

@@ -13,14 +13,19 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from diagevo.fixes import Fix
 
 
 @dataclass(frozen=True)
 class Hint:
     """A command that fixes an error or takes the next step: its arguments after ``diagevo``,
-    and the database it acts on. The library never spells a command; the CLI renders a hint
-    runnable as printed (the executable the user invoked, ``--db`` only where it is not the
-    default, never a password)."""
+    the database it acts on, and the Python call that does the same (``call``), for a caller
+    of the library. The library never spells a command; the CLI renders a hint runnable as
+    printed (the executable the user invoked, ``--db`` only where it is not the default, never
+    a password)."""
 
     args: tuple[str, ...]
     db: str | None = None
@@ -41,23 +46,29 @@ class Hint:
 
 class DiagevoError(Exception):
     """An error the user can fix (input, environment, a concurrent writer): one line, and
-    perhaps what fixes it (``hint``): shown to a Python caller as the Python call where the hint
-    has one, by the CLI as its command. Where the message holds ``{command}`` the fix goes there,
-    else after it in parentheses."""
+    perhaps what fixes it, as data: a diagevo command (``hint``) or an installation or config
+    step (``fix``). Where the message holds ``{command}`` the fix goes there, else after it in
+    parentheses; the CLI spells it as a command line, a Python caller reads it in words (or as
+    the Python call, ``Hint.call``)."""
 
-    def __init__(self, message: str = "", *, hint: Hint | None = None) -> None:
+    def __init__(self, message: str = "", *, hint: Hint | None = None, fix: Fix | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+        self.fix = fix
 
     @property
     def message(self) -> str:
         return str(self.args[0]) if self.args else ""
 
-    def render(self, spell: Callable[[Hint], str] = Hint.python) -> str:
-        """The message with the hint's command spelled by ``spell``."""
-        if self.hint is None:
+    def render(self, spell: Callable[[Hint], str] = Hint.python, spell_fix: Callable[[Fix], str] | None = None) -> str:
+        """The message with the hint's command spelled by ``spell``, or the fix by ``spell_fix``
+        (default: in words)."""
+        if self.hint is not None:
+            command = f"`{spell(self.hint)}`"
+        elif self.fix is not None:
+            command = f"`{spell_fix(self.fix)}`" if spell_fix is not None else self.fix.plain()
+        else:
             return self.message
-        command = f"`{spell(self.hint)}`"
         if "{command}" in self.message:
             return self.message.replace("{command}", command)
         return f"{self.message} ({command})"

@@ -335,12 +335,12 @@ def _text(payload: bytes) -> str:
 
 def _parse_json(text: str) -> Any:
     from diagevo.errors import BadInput
-    from diagevo.parsing import loads, shorten
+    from diagevo.parsing import loads, quoted
 
     try:
         return loads(text, "the response")
     except BadInput as exc:
-        raise BadResponse(f"not usable JSON ({exc}): {shorten(text, 200)}") from None
+        raise BadResponse(f"not usable JSON ({exc}): {quoted(text, 200)}") from None
 
 
 def first_message(data: Any) -> tuple[str, dict[str, Any]]:

@@ -14,13 +14,13 @@ import numbers
 from typing import Any
 
 from diagevo.errors import BadInput
-from diagevo.parsing import shorten
+from diagevo.parsing import quoted
 
 
 def _shown(value: Any) -> str:
     """``value`` as a message shows it: its repr, shortened (a 400-digit integer is not a line)."""
     try:
-        return shorten(value, 60)
+        return quoted(value, 60)
     except ValueError:  # an int over Python's digit limit for repr()
         return f"an integer of {value.bit_length()} bits"
 

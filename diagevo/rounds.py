@@ -44,7 +44,7 @@ from diagevo.memory.fold import MEMORY_TYPES, InvariantError, fold
 from diagevo.memory.sampler import GenerationRequest, sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.parsing import shorten
+from diagevo.parsing import quoted
 from diagevo.reals import real_number
 from diagevo.redaction import redact_config
 from diagevo.results import Committed, Json, Promotion
@@ -174,7 +174,7 @@ def start_run(
     ``trainer`` names what drives the run (``runs`` and ``report`` show it; only a run of
     ``diagevo train`` resumes with it)."""
     if resume is not None and resume not in RESUMES:
-        raise ProtocolError(f"resume must be one of {', '.join(map(repr, RESUMES))} or None, not {shorten(resume, 40)}")
+        raise ProtocolError(f"resume must be one of {', '.join(map(repr, RESUMES))} or None, not {quoted(resume, 40)}")
     record = config_record(config)
     if not isinstance(config, MethodConfig):
         config_from_record(record)  # a ConfigError naming the field, a typo with the name it likely means
@@ -277,7 +277,15 @@ def configure_fork(store: Recorder, run: str, overrides: Sequence[str]) -> bool:
     st = round_state(store, run)
     if not forked or any(t > forked[-1] for t in st.started):
         own = "has rounds of its own" if forked else "exists"
-        raise ProtocolError(f"run {run!r} {own}: its config is fixed (fork it with memory fork --set to change it)")
+        if st.last_committed < 1:  # nothing committed yet to fork at
+            raise ProtocolError(f"run {run!r} {own}: its config is fixed (a fork at a committed round may change it)")
+        sets = [word for field in overrides for word in ("--set", field)]
+        fork = Hint(
+            ("memory", "fork", "--run", run, "--round", str(st.last_committed), "--to", f"{run}-fork", *sets),
+            store.url,
+            python=f"fork_run(store, {run!r}, {st.last_committed}, {run + '-fork'!r}, overrides)",
+        )
+        raise ProtocolError(f"run {run!r} {own}: its config is fixed; change it in a fork: {{command}}", hint=fork)
     saved = run_config(store, run)
     data = apply_overrides(saved.model_dump(mode="json"), list(overrides))
     return configure_run(store, run, checked(MethodConfig, data, overrides=list(overrides)))
@@ -511,11 +519,11 @@ class Candidate:
         for name in ("question_id", "mode", "text"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
-                raise ProtocolError(f"Candidate {name} must be a non-empty string, not {shorten(value, 40)}")
+                raise ProtocolError(f"Candidate {name} must be a non-empty string, not {quoted(value, 40)}")
         for name in ("active_cause", "mastered_cause", "node"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
-                raise ProtocolError(f"Candidate {name} must be a string or None, not {shorten(value, 40)}")
+                raise ProtocolError(f"Candidate {name} must be a string or None, not {quoted(value, 40)}")
         for name in ("responses", "answers"):
             value = getattr(self, name)
             if value is None:
@@ -525,7 +533,7 @@ class Candidate:
             items = tuple(value)
             for item in items:
                 if item is not None and not isinstance(item, str):
-                    raise ProtocolError(f"Candidate {name} must hold strings, not {shorten(item, 40)}")
+                    raise ProtocolError(f"Candidate {name} must hold strings, not {quoted(item, 40)}")
             object.__setattr__(self, name, items)
 
     @classmethod
@@ -699,7 +707,7 @@ def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[Eve
         field = next(n for n in [*ev.data, *e.data] if e.data.get(n) != ev.data.get(n))
         what = ev.data.get("question_id", e.event_id)
         raise ProtocolError(
-            f"question {shorten(what, 80)} is recorded in round {t} of run {run!r} already with another {field} "
+            f"question {quoted(what, 80)} is recorded in round {t} of run {run!r} already with another {field} "
             "(give it a new id; recording the same question again is a no-op)"
         )
 
@@ -754,7 +762,7 @@ memory events its deciders return (never a promotion, a config or a milestone)."
 
 def _only(allowed: frozenset[str], etype: str, what: str) -> None:
     if etype not in allowed:
-        raise ProtocolError(f"{what} cannot be {shorten(etype, 60)} (it takes {', '.join(sorted(allowed))})")
+        raise ProtocolError(f"{what} cannot be {quoted(etype, 60)} (it takes {', '.join(sorted(allowed))})")
 
 
 def refuse_counted_twice(store: Recorder, run: str, events: Sequence[EventIn]) -> None:
@@ -855,7 +863,7 @@ class Round:
         """``n`` requests from the schedule of M_{t-1}; the same for the same (run, round, seed,
         purpose). ``purpose`` is ``curriculum`` (Q^cur) or ``challenger`` (Q^chal)."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ProtocolError(f"n must be a whole number of at least 0, not {shorten(n, 40)}")
+            raise ProtocolError(f"n must be a whole number of at least 0, not {quoted(n, 40)}")
         if purpose not in PURPOSES:
             raise ProtocolError(f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}")
         st = round_state(self.store, self.run)
@@ -1253,7 +1261,7 @@ def check_summary(summary: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ProtocolError(f"summary must be a mapping of names to values, not {type(summary).__name__}")
     for name in summary:
         if not isinstance(name, str) or not name.strip():
-            raise ProtocolError(f"summary name {shorten(name, 60)} must be a non-empty string")
+            raise ProtocolError(f"summary name {quoted(name, 60)} must be a non-empty string")
         if name in COUNTED_HERE:
             raise ProtocolError(
                 f"summary field {name!r} is counted from the log by the commit itself: leave it out of the summary"
@@ -1270,9 +1278,9 @@ def check_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, value in metrics.items():
         if not isinstance(name, str) or not name.strip():
-            raise ProtocolError(f"metric name {shorten(name, 60)} must be a non-empty string")
+            raise ProtocolError(f"metric name {quoted(name, 60)} must be a non-empty string")
         try:
-            out[name] = real_number(value, f"metric {shorten(name, 60)}")
+            out[name] = real_number(value, f"metric {quoted(name, 60)}")
         except BadInput as exc:
             raise ProtocolError(str(exc)) from None
     return out

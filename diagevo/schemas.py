@@ -32,7 +32,7 @@ from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS
 from diagevo.config import config_from_record
 from diagevo.errors import BadInput
 from diagevo.limits import LimitsConfig
-from diagevo.parsing import MAX_ID_CHARS, check_id, find_not_utf8, one_line, shorten
+from diagevo.parsing import MAX_ID_CHARS, check_id, find_not_utf8, one_line, quoted
 
 GenerationMode = Literal["free", "targeted", "stitched"]
 
@@ -335,7 +335,7 @@ class EventIn(BaseModel):
     @classmethod
     def _known_type(cls, v: str) -> str:
         if v not in CATALOG:
-            raise ValueError(f"unknown event type {shorten(v)}")
+            raise ValueError(f"unknown event type {quoted(v)}")
         return v
 
     # ids are columns: no NUL (PostgreSQL refuses it, SQLite would store it) nor other controls
@@ -356,7 +356,7 @@ class InvalidEvent(BadInput):
 
 def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
-    loc = ".".join(str(p) if len(str(p)) <= 40 else shorten(p, 40) for p in err["loc"])
+    loc = ".".join(str(p) if len(str(p)) <= 40 else quoted(p, 40) for p in err["loc"])
     msg = err["msg"].removeprefix("Value error, ")
     return one_line(f"{loc}: {msg}" if loc else msg)
 
@@ -467,7 +467,7 @@ def _check_cut(type: str, value: Any) -> dict[str, Any]:
         raise InvalidEvent(f"{type}: data.cut: must be an object")
     for f, entry in value.items():
         if f not in fields:
-            raise InvalidEvent(f"{type}: data.cut: {shorten(f, 40)} is not a text of this type")
+            raise InvalidEvent(f"{type}: data.cut: {quoted(f, 40)} is not a text of this type")
         ok = (
             isinstance(entry, dict)
             and set(entry) == {"bytes", "sha256"}

@@ -179,7 +179,9 @@ def test_a_fork_of_an_external_run_takes_config_changes(tmp_path: Path, capsys: 
     )
     assert code == 0, err
     code, _, err = run_cli(capsys, "train", "--run", "k3", "--resume", "--db", db, "--quiet")
-    assert_one_line_error(code, err, "run 'k3' is driven by 'toy stack', not by diagevo train", "round start --run k3")
+    assert_one_line_error(
+        code, err, "run 'k3' is driven by 'toy stack', not by diagevo's own trainer", "round start --run k3"
+    )
     with diagevo.open_store(db) as store:
         assert run_config(store, "k3").memory.k == 3.0
         fork = diagevo.fork_run(store, "toy", 1, "k4", ["memory.k=4.0"])

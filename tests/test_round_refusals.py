@@ -152,7 +152,7 @@ def test_the_cli_refuses_alike(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code, _, err = run_cli(capsys, *diag, "--round", "2")  # round 2 opened: recorded first
     assert_one_line_error(code, err, "failure 'f0' was diagnosed in round 1 of run 'h' already")
     code, _, err = run_cli(capsys, "train", "--db", db, "--run", "h", "--resume", "--quiet")
-    assert_one_line_error(code, err, "run 'h' is driven by 'external trainer', not by diagevo train")
+    assert_one_line_error(code, err, "run 'h' is driven by 'external trainer', not by diagevo's own trainer")
     assert "round start --run h" in err
     with open_log(db) as store:
         assert _count_run(store, "h") == n + 1  # round 2's round.started alone

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from diagevo.errors import BadInput
-from diagevo.parsing import shorten
+from diagevo.parsing import quoted
 
 if TYPE_CHECKING:
     from diagevo.diagnosis.pipeline import FailureInput
@@ -40,14 +40,14 @@ def refuse_contradictions(store: Any, run: str, t: int, failures: Sequence[Failu
             given = tuple(getattr(f, name)) if name == "known_causes" else getattr(f, name)
             if name in held and given != held[name]:
                 raise BadInput(
-                    f"failure {shorten(f.failure_id, 60)}: its {name} {_shown(given)} is not the one round {t} "
-                    f"recorded for question {shorten(f.question_id, 60)} ({_shown(held[name])})"
+                    f"failure {quoted(f.failure_id, 60)}: its {name} {_shown(given)} is not the one round {t} "
+                    f"recorded for question {quoted(f.question_id, 60)} ({_shown(held[name])})"
                 )
 
 
 def _shown(value: Any) -> str:
     """A text or a tuple of cause ids as a message shows it, bounded (``()`` for no causes)."""
     if not isinstance(value, tuple):
-        return shorten(value, 60)
+        return quoted(value, 60)
     text = repr(value)  # ids quoted, control characters escaped
     return text if len(text) <= 120 else f"{text[:120]}…"

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from diagevo.errors import BadInput, Conflict, NotFound, Unavailable
+from diagevo.errors import BadInput, Conflict, Hint, NotFound, Unavailable
+from diagevo.fixes import Fix, Install
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.redaction import given_secrets
 from diagevo.train.config import Config
@@ -38,7 +39,9 @@ def make_backend(config: Config) -> Backend:
         try:
             from diagevo.train.hf.backend import HFBackend
         except ImportError as exc:
-            raise BackendUnavailable(f"backend \"hf\" needs the hf extra (pip install -e '.[hf]'): {exc}") from None
+            raise BackendUnavailable(
+                f'backend "hf" needs the hf extra ({{command}}): {exc}', fix=Fix.of(Install("hf"))
+            ) from None
         return HFBackend(config, config.train.seed)
     raise BackendUnavailable(f'backend {config.train.backend!r} is not part of this build; use backend = "sim"')
 
@@ -68,7 +71,10 @@ def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
             raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}{meant}")
         if exists and not resume:
             raise Conflict(
-                f"run {config.train.run!r} already exists in {redact_url(store.url)}; pass --resume to continue it"
+                f"run {config.train.run!r} already exists in {redact_url(store.url)}; continue it with {{command}}",
+                hint=Hint(
+                    ("train", "--run", config.train.run, "--resume"), store.url, python="train(..., resume=True)"
+                ),
             )
         return config.train.run
     if resume:
@@ -82,15 +88,14 @@ def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
 def refuse_foreign_resume(store: Recorder, run: str) -> None:
     """``train --resume`` continues only a run ``diagevo train`` started (or a fork of one): on
     another trainer's run it would write diagevo's own backend's rounds into that run."""
-    from diagevo.errors import Hint
     from diagevo.rounds import OUR_TRAINER, run_trainer
 
     trainer = run_trainer(store, run)
     if trainer is not None and trainer != OUR_TRAINER:
         raise Conflict(
-            f"run {run!r} is driven by {trainer!r}, not by diagevo train: `train --resume` would write "
+            f"run {run!r} is driven by {trainer!r}, not by diagevo's own trainer: resuming it here would write "
             f"diagevo's own rounds into it; continue it with its trainer through the round protocol ({{command}})",
-            hint=Hint(("round", "start", "--run", run), store.url),
+            hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.Round.open(store, {run!r})"),
         )
 
 

@@ -29,8 +29,9 @@ from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
 from diagevo.rounds import OUR_TRAINER, Candidate, FailureRecord, Request, Round, RoundProgress, seeded, start_run
+from diagevo.progress import ProgressFn, no_progress
 from diagevo.schemas import text_limits
-from diagevo.train.backend import Backend, ProgressFn, no_progress
+from diagevo.train.backend import Backend
 from diagevo.train.config import Config
 from diagevo.train.tracking import Tracker, numbers, open_tracker
 from diagevo.views.index import VectorIndex, default_index_path

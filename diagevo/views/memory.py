@@ -51,7 +51,8 @@ def resolve_run(store: Recorder, run: str | None) -> str:
     latest = store.latest_run()
     if latest is None:
         raise NoSuchRun(
-            f"no runs in {redact_url(store.url)}: start one with {{command}}",
+            f"no runs in {redact_url(store.url)}: start one with {{command}}, "
+            "or run your own trainer through the round protocol",
             hint=Hint(("train",), store.url, call="diagevo.start_run(store, run, config)"),
         )
     return latest

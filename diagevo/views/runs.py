@@ -27,7 +27,7 @@ class RunSummary:
     run: str
     status: str  # complete | in progress | interrupted
     committed: int  # rounds committed
-    target: int | None  # rounds the run's config asks for (None: not said)
+    target: int | None  # rounds diagevo train was asked for (None: not said, or another trainer's run)
     open_round: int | None
     created: str  # recorded_at of its first event
     last_seq: int
@@ -121,7 +121,8 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     first = next(store.read(run, limit=1), None)
     last = max(committed, default=0)
     open_round = last + 1 if last + 1 in started else None
-    target = _rounds_asked(config)
+    # another trainer's run stores the default train.rounds, which it never used: no total to show
+    target = _rounds_asked(config) if trainer in (None, OUR_TRAINER) else None
     writer = store.lease_holder(run)
     status = run_status(writer=writer, trainer=trainer, forked_at=forked_at, started=started, last=last, target=target)
     return RunSummary(

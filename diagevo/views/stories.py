@@ -41,104 +41,129 @@ def cause_story(rows: Iterable[Row], cause_id: str) -> dict[str, Any]:
     return stories[cause_id]
 
 
-def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
-    """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log, by
-    cause id in order of creation."""
-    questions: dict[str, Mapping[str, Any]] = {}
-    failures: dict[str, Mapping[str, Any]] = {}
-    diagnoses: dict[str, Mapping[str, Any]] = {}
-    stories: dict[str, dict[str, Any]] = {}
-    pending_reactivation: dict[tuple[str, str], dict[str, Any]] = {}  # (cause, failure) -> entry
-    replies: dict[tuple[str, int], str] = {}  # (failure, attempt) -> Prompt 1's reply
+class _StoryTeller:
+    """The stories of the causes, told as the log is read: the questions, failures, diagnoses
+    and Prompt 1 replies seen so far, which an entry of a story shows, and each story's timeline.
+    A reactivation waits for the attribution that explains it (``pending``)."""
 
-    def failure_view(fid: str | None) -> dict[str, Any] | None:
+    def __init__(self, cause_ids: Collection[str] | None) -> None:
+        self.cause_ids = cause_ids
+        self.questions: dict[str, Mapping[str, Any]] = {}
+        self.failures: dict[str, Mapping[str, Any]] = {}
+        self.diagnoses: dict[str, Mapping[str, Any]] = {}
+        self.stories: dict[str, dict[str, Any]] = {}
+        self.pending: dict[tuple[str, str], dict[str, Any]] = {}  # (cause, failure) -> reactivation entry
+        self.replies: dict[tuple[str, int], str] = {}  # (failure, attempt) -> Prompt 1's reply
+
+    def failure_view(self, fid: str | None) -> dict[str, Any] | None:
         if fid is None:
             return None
-        f = failures.get(fid, {})
-        d = diagnoses.get(fid)
+        f = self.failures.get(fid, {})
+        d = self.diagnoses.get(fid)
         if d is not None and not d.get("raw") and d.get("call") is not None:  # the reply, stored once
-            d = {**d, "raw": replies.get((fid, d["call"]), "")}
+            d = {**d, "raw": self.replies.get((fid, d["call"]), "")}
         return {
             "failure_id": fid,
-            "question": _question_view(questions.get(f.get("question_id", ""))),
+            "question": _question_view(self.questions.get(f.get("question_id", ""))),
             "response": f.get("response"),
             "reference": f.get("reference"),
             "diagnosis": None if d is None else {k: d.get(k) for k in ("matched_cause", "error_cause", "model", "raw")},
         }
 
-    for seq, rnd, etype, d in rows:
+    def read(self, seq: int, rnd: int, etype: str, d: Mapping[str, Any]) -> None:
         base = {"seq": seq, "round": rnd}
-        if etype == "question.generated":
-            questions[d["question_id"]] = {**questions.get(d["question_id"], {}), **d}
-        elif etype == "question.scored":
-            scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
-            questions[d["question_id"]] = {**questions.get(d["question_id"], {}), **scored}
-        elif etype == "failure.recorded":
-            failures[d["failure_id"]] = d
-        elif etype == "failure.diagnosed":
-            diagnoses[d["failure_id"]] = d
-        elif etype == "llm.called" and d.get("stage") == "extract" and isinstance(d.get("failure_id"), str):
-            replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
-        elif etype == "nodes.merged":
-            for story in stories.values():  # in order of creation
-                if story["node"] in (d["survivor"], d["absorbed"]):
-                    story["timeline"].append(
-                        {
-                            **base,
-                            "kind": "node_merged",
-                            "from_node": story["node"],
-                            "survivor": d["survivor"],
-                            "absorbed": d["absorbed"],
-                            "label": d["label"],
-                            "similarity": d.get("similarity"),
-                        }
-                    )
-                    story["node"] = reparent(story["node"], d)
+        if self.remember(etype, d):
+            return
+        if etype == "nodes.merged":
+            self.merge_nodes(base, d)
         elif etype == "cause.created":
-            cid = d["cause_id"]
-            if cause_ids is not None and cid not in cause_ids:
-                continue
-            node, description = d["node_id"], d["description"]
-            stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
-            stories[cid]["timeline"].append(
-                {
-                    **base,
-                    "kind": "created",
-                    "node": node,
-                    "description": description,
-                    "failure": failure_view(d.get("failure_id")),
-                }
-            )
-        elif d.get("cause_id") not in stories:
-            continue
+            self.create(base, d)
+        elif d.get("cause_id") not in self.stories:
+            return
         elif etype == "failure.attributed":
-            cid = d["cause_id"]
-            entry = {
-                **base,
-                "kind": "attributed",
-                "via": d["via"],
-                "similarity": d.get("similarity"),
-                "failure": failure_view(d["failure_id"]),
-            }
-            react = pending_reactivation.pop((cid, d["failure_id"]), None)
-            if react is not None:  # the reactivation is explained by this attribution
-                react.update(via=d["via"], similarity=d.get("similarity"))
-            stories[cid]["timeline"].append(entry)
+            self.attribute(base, d)
         elif etype == "cause.promoted":
-            stories[d["cause_id"]]["timeline"].append(
+            self.stories[d["cause_id"]]["timeline"].append(
                 {**base, "kind": "promoted", "acc": d["acc"], "n_candidates": d["n_candidates"]}
             )
         elif etype == "cause.reactivated":
-            entry = {
+            failure = self.failure_view(d["failure_id"])
+            entry = {**base, "kind": "reactivated", "via": None, "similarity": None, "failure": failure}
+            self.pending[(d["cause_id"], d["failure_id"])] = entry
+            self.stories[d["cause_id"]]["timeline"].append(entry)
+
+    def remember(self, etype: str, d: Mapping[str, Any]) -> bool:
+        """Keep what a later entry shows (a question, its votes, a failure, its diagnosis, a
+        Prompt 1 reply); False for an event of another type."""
+        if etype == "question.generated":
+            self.questions[d["question_id"]] = {**self.questions.get(d["question_id"], {}), **d}
+        elif etype == "question.scored":
+            scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
+            self.questions[d["question_id"]] = {**self.questions.get(d["question_id"], {}), **scored}
+        elif etype == "failure.recorded":
+            self.failures[d["failure_id"]] = d
+        elif etype == "failure.diagnosed":
+            self.diagnoses[d["failure_id"]] = d
+        elif etype == "llm.called" and d.get("stage") == "extract" and isinstance(d.get("failure_id"), str):
+            self.replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
+        else:
+            return False
+        return True
+
+    def merge_nodes(self, base: dict[str, Any], d: Mapping[str, Any]) -> None:
+        for story in self.stories.values():  # in order of creation
+            if story["node"] in (d["survivor"], d["absorbed"]):
+                story["timeline"].append(
+                    {
+                        **base,
+                        "kind": "node_merged",
+                        "from_node": story["node"],
+                        "survivor": d["survivor"],
+                        "absorbed": d["absorbed"],
+                        "label": d["label"],
+                        "similarity": d.get("similarity"),
+                    }
+                )
+                story["node"] = reparent(story["node"], d)
+
+    def create(self, base: dict[str, Any], d: Mapping[str, Any]) -> None:
+        cid = d["cause_id"]
+        if self.cause_ids is not None and cid not in self.cause_ids:
+            return
+        node, description = d["node_id"], d["description"]
+        self.stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
+        self.stories[cid]["timeline"].append(
+            {
                 **base,
-                "kind": "reactivated",
-                "via": None,
-                "similarity": None,
-                "failure": failure_view(d["failure_id"]),
+                "kind": "created",
+                "node": node,
+                "description": description,
+                "failure": self.failure_view(d.get("failure_id")),
             }
-            pending_reactivation[(d["cause_id"], d["failure_id"])] = entry
-            stories[d["cause_id"]]["timeline"].append(entry)
-    return stories
+        )
+
+    def attribute(self, base: dict[str, Any], d: Mapping[str, Any]) -> None:
+        cid = d["cause_id"]
+        entry = {
+            **base,
+            "kind": "attributed",
+            "via": d["via"],
+            "similarity": d.get("similarity"),
+            "failure": self.failure_view(d["failure_id"]),
+        }
+        react = self.pending.pop((cid, d["failure_id"]), None)
+        if react is not None:  # the reactivation is explained by this attribution
+            react.update(via=d["via"], similarity=d.get("similarity"))
+        self.stories[cid]["timeline"].append(entry)
+
+
+def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
+    """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log, by
+    cause id in order of creation."""
+    teller = _StoryTeller(cause_ids)
+    for seq, rnd, etype, d in rows:
+        teller.read(seq, rnd, etype, d)
+    return teller.stories
 
 
 def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:

@@ -8,6 +8,9 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from diagevo.log import Recorder
 from diagevo.memory.counting import COUNTED_TYPES, breaks
 from diagevo.memory.fold import InvariantError, commits
@@ -95,3 +98,27 @@ def first_out_of_shape(store: Recorder) -> str | None:
             if problem is not None:
                 return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
     return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``memory verify`` of one run: the problems found (none: the run holds), and the seq and
+    hash of its last event, which a later verify or an export can be held against."""
+
+    run: str
+    problems: list[str]
+    last: dict[str, Any] | None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last}
+
+
+def verdict(store: Recorder, run: str) -> Verdict:
+    """:func:`verify_run` of ``run``, with its head (seq and hash)."""
+    problems = verify_run(store, run)
+    head = next(iter(store.read(run, after_seq=store.last_seq(run) - 1)), None)
+    return Verdict(run, problems, {"seq": head.seq, "hash": head.hash} if head is not None else None)

@@ -28,7 +28,8 @@ import numpy as np
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
+from diagevo.progress import ProgressFn, no_progress
+from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician
 from diagevo.train.sim.families import families, variants_of
