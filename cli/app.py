@@ -100,7 +100,7 @@ def _root(
 
 
 def _register() -> None:
-    from diagevo.cli import config, diagnose, doctor, eval, fork, report, train
+    from diagevo.cli import config, diagnose, doctor, eval, fork, report, train, whatif
     from diagevo.cli.db import db_app
     from diagevo.cli.memory import memory_app
     from diagevo.cli.models import gpu_check, models_app
@@ -119,6 +119,7 @@ def _register() -> None:
     config.register(app)
     diagnose.register(app, memory_app)
     fork.register(memory_app)
+    whatif.register(memory_app)
     eval.register(app)
     report.register(app)
     doctor.register(app)
