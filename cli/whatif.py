@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store
@@ -50,22 +51,28 @@ def register(memory_app: typer.Typer) -> None:
 def _cell(r: RoundOutcome | None) -> str:
     if r is None:
         return "-"
-    return f"{r.active}/{r.mastered} {r.F} {r.epsilon_next:.3f}"
+    return f"{r.active}/{r.mastered} {r.F}\nε {r.epsilon_next:.3f}"
 
 
 def render(done: Sweep) -> None:
     """The recorded run's rounds and each what-if's, side by side: Active/Mastered, F_t, ε_{t+1}."""
-    table = Table(title=text("A/M F_t ε_t+1 per committed round"), title_justify="left")
-    table.add_column("round", justify="right")
-    table.add_column(text(f"{done.source} (recorded)"), justify="right", overflow="fold")
+    table = Table(
+        title=text(f"run {done.source}: Active/Mastered F_t and ε_t+1 at each commit"),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+    )
+    table.add_column("round", justify="right", no_wrap=True)
+    table.add_column("recorded", justify="right", min_width=9)
     for w in done.whatifs:
-        label = ", ".join(f"{k}={v}" for k, v in w.settings.items()) or "no change"
-        table.add_column(text(f"{w.run}\n{label}"), justify="right", overflow="fold")
+        label = " ".join(f"{k.rpartition('.')[2]}={v}" for k, v in w.settings.items()) or "no change"
+        table.add_column(text(label), justify="right", min_width=9, overflow="fold")
     columns = [{r.round: r for r in done.recorded}, *({r.round: r for r in w.rounds} for w in done.whatifs)]
     for t in sorted({t for c in columns for t in c}):
-        table.add_row(str(t), *(_cell(c.get(t)) for c in columns))
+        table.add_row(str(t), *(_cell(c.get(t)) for c in columns), end_section=True)
     console.print(table)
     for w in done.whatifs:
         state = "written" if w.created else "there already, unchanged"
-        console.print(text(f"run {w.run}: {state}, from run {w.source} through round {w.source_round}"))
+        changed = ", ".join(f"{k}={v}" for k, v in w.settings.items()) or "no setting changed"
+        console.print(text(f"run {w.run} ({changed}): {state}, from run {w.source} through round {w.source_round}"))
     console.print(text((f"What a what-if is: {done.meaning}.", "dim")), soft_wrap=True)
