@@ -209,7 +209,7 @@ def test_sweep_combinations() -> None:
 def test_cli_sweep_table_and_reads(five: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "memory", "whatif", "--run", "five", "--set", "memory.k=0.25,2", "--db", five)
     assert code == 0, err
-    assert "five~k=0.25" in out and "five~k=2" in out and "What a what-if is" in out and "(recorded)" in out
+    assert "five~k=0.25" in out and "five~k=2" in out and "What a what-if is" in out and "recorded" in out
     code, out, err = run_cli(
         capsys, "memory", "whatif", "--run", "five", "--set", "memory.k=0.25,2", "--db", five, "--json"
     )
