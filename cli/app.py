@@ -102,6 +102,7 @@ def _root(
 def _register() -> None:
     from diagevo.cli import config, diagnose, doctor, eval, fork, report, train, whatif
     from diagevo.cli.db import db_app
+    from diagevo.cli.export import export_app
     from diagevo.cli.memory import memory_app
     from diagevo.cli.models import gpu_check, models_app
     from diagevo.cli.rounds import round_app
@@ -111,6 +112,7 @@ def _register() -> None:
     app.add_typer(round_app, name="round")
     app.add_typer(runs_app, name="runs")
     app.add_typer(db_app, name="db", help="Database schema: upgrade, current revision.")
+    app.add_typer(export_app, name="export")
     app.add_typer(
         models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI)."
     )
