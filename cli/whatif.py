@@ -38,10 +38,10 @@ def register(memory_app: typer.Typer) -> None:
     ) -> None:
         """Re-decide RUN's memory (promotions, reactivations, F_t, ε, the schedule) on its recorded
         evidence under other settings, each as a derived run that every read command reads."""
-        from diagevo.whatif import sweep
+        from diagevo.whatif import what_if_sweep
 
         with open_store(db) as store:
-            done = sweep(store, run, list(set_ or []), list(to or []))
+            done = what_if_sweep(store, run, list(set_ or []), list(to or []))
         if json:
             emit_json(asdict(done))
             return
@@ -56,12 +56,7 @@ def _cell(r: RoundOutcome | None) -> str:
 
 def render(done: Sweep) -> None:
     """The recorded run's rounds and each what-if's, side by side: Active/Mastered, F_t, ε_{t+1}."""
-    table = Table(
-        title=text(f"run {done.source}: Active/Mastered F_t and ε_t+1 at each commit"),
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-    )
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1))
     table.add_column("round", justify="right", no_wrap=True)
     table.add_column("recorded", justify="right", min_width=9)
     for w in done.whatifs:
@@ -70,6 +65,7 @@ def render(done: Sweep) -> None:
     columns = [{r.round: r for r in done.recorded}, *({r.round: r for r in w.rounds} for w in done.whatifs)]
     for t in sorted({t for c in columns for t in c}):
         table.add_row(str(t), *(_cell(c.get(t)) for c in columns), end_section=True)
+    console.print(text(f"run {done.source}: Active/Mastered F_t, then ε_t+1, at each commit"))
     console.print(table)
     for w in done.whatifs:
         state = "written" if w.created else "there already, unchanged"

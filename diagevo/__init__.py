@@ -69,6 +69,10 @@ _EXPORTS: dict[str, str] = {
     # what-if
     "fork_run": "diagevo.fork",
     "diff_runs": "diagevo.fork",
+    "what_if": "diagevo.whatif",
+    "what_if_sweep": "diagevo.whatif",
+    # a run as a dataset
+    "export_dataset": "diagevo.dataset",
     # diagevo's own loop (``diagevo.train.train``; the name ``train`` is the subpackage)
     "Trainer": "diagevo.train.loop",
     "make_backend": "diagevo.train",
@@ -160,7 +164,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose, failure_inputs
     from diagevo.diagnosis.tools import heuristic_diagnostician, llm_diagnostician, make_embedder, vector_index
     from diagevo.errors import BadInput, Conflict, DiagevoError, NotADiagevoDatabase, NotFound, Unavailable
+    from diagevo.dataset import export_dataset
     from diagevo.fork import diff_runs, fork_run
+    from diagevo.whatif import what_if, what_if_sweep
     from diagevo.log import EventStore, StoredEvent, open_log
     from diagevo.memory.schedule import schedule
     from diagevo.memory.state import Memory

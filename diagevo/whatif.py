@@ -311,7 +311,7 @@ def outcomes(store: Recorder, run: str) -> list[RoundOutcome]:
     return out
 
 
-def sweep(store: EventStore, source: str, sets: Sequence[str], names: Sequence[str] = ()) -> Sweep:
+def what_if_sweep(store: EventStore, source: str, sets: Sequence[str], names: Sequence[str] = ()) -> Sweep:
     """One what-if per combination of the values in ``sets`` (``section.field=v1,v2,...``);
     ``names`` names the derived runs in that order (default :func:`default_name`)."""
     combos = parse_settings(sets) or [{}]

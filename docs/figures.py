@@ -156,16 +156,8 @@ def whatif(work: Path) -> str:
         ("memory", "whatif", "--run", "five", "--to", "five-same"),
         ("memory", "diff", "--run", "five", "--run", "five-same"),
         ("memory", "whatif", "--run", "five", "--set", "memory.k=0.25,0.5,1,2"),
-        (
-            "memory",
-            "whatif",
-            "--run",
-            "five",
-            "--set",
-            "memory.theta_up=0.6,0.8",
-            "--set",
-            "memory.state_updates=false",
-        ),
+        ("memory", "whatif", "--run", "five", "--set", "memory.theta_up=0.6,0.8,0.9"),
+        ("memory", "whatif", "--run", "five", "--set", "memory.state_updates=false"),
     ):
         shown.append(f"$ diagevo {' '.join(args)}\n{diagevo(work, *args, columns=80).rstrip()}")
     return "```text\n" + "\n\n".join(shown) + "\n```\n"
