@@ -159,14 +159,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         solver_rewards,
         votes,
     )
+    from diagevo.dataset import export_dataset
     from diagevo.diagnosis.config import DiagnosisConfig
     from diagevo.diagnosis.interface import Diagnostician, Embedder
     from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose, failure_inputs
     from diagevo.diagnosis.tools import heuristic_diagnostician, llm_diagnostician, make_embedder, vector_index
     from diagevo.errors import BadInput, Conflict, DiagevoError, NotADiagevoDatabase, NotFound, Unavailable
-    from diagevo.dataset import export_dataset
     from diagevo.fork import diff_runs, fork_run
-    from diagevo.whatif import what_if, what_if_sweep
     from diagevo.log import EventStore, StoredEvent, open_log
     from diagevo.memory.schedule import schedule
     from diagevo.memory.state import Memory
@@ -201,3 +200,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.views.runs import RunSummary, runs
     from diagevo.views.stories import recent_story
     from diagevo.views.verify import verify_run
+    from diagevo.whatif import what_if, what_if_sweep

@@ -2,13 +2,14 @@
 
 Each run's status is read from its milestones, its writer lease and the trainer its
 ``run.started`` names: **in progress** (a process holds its writer lease); **forked** (a fork
-not continued: no round of its own yet; **what-if** when it is a what-if of
-:mod:`diagevo.whatif`, the source's memory re-decided under other settings); for a run of ``diagevo train`` (or of an older log,
-which does not name its trainer), **complete** (it reached the rounds its config asks for, no
-round open) or **interrupted** (a round left open, or rounds still to go: ``train --resume``);
-for another trainer's run, **open round t** (waiting for its trainer) or **complete** (as far
-as it went). A fork says where it came from. Its config is shown as the fields that differ
-from the defaults; its tags and notes are its own events (``run.tagged``, ``run.noted``).
+not continued: no round of its own yet), or **what-if** for a what-if of :mod:`diagevo.whatif`
+(the source's memory re-decided under other settings); for a run of ``diagevo train`` (or of an
+older log, which does not name its trainer), **complete** (it reached the rounds its config asks
+for, no round open) or **interrupted** (a round left open, or rounds still to go: ``train
+--resume``); for another trainer's run, **open round t** (waiting for its trainer) or
+**complete** (as far as it went). A fork says where it came from. Its config is shown as the
+fields that differ from the defaults; its tags and notes are its own events (``run.tagged``,
+``run.noted``).
 """
 
 from __future__ import annotations
