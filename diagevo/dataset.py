@@ -273,7 +273,7 @@ def export_dataset(
     store: Recorder, run: str, out: Path, *, round: int | None = None, retained_only: bool = False
 ) -> Exported:
     """Write ``run`` through committed round ``round`` (default: its last) into the directory
-    ``out`` as :data:`TABLES` Parquet files and a ``README.md`` dataset card."""
+    ``out`` as Parquet files (questions, failures, nodes, causes, cause_states) and a ``README.md`` dataset card."""
     if not store.has_run(run):
         raise NotFound(f"no run {run!r} in the database{did_you_mean(run, store.runs())}")
     done = committed_rounds(store, run)

@@ -251,9 +251,10 @@ def _existing(store: Recorder, new: str, source: str, settings: Mapping[str, str
 
 
 def what_if(store: EventStore, source: str, settings: Mapping[str, str], new: str | None = None) -> WhatIf:
-    """Write the what-if of ``source`` under ``settings`` (key -> value text, keys of
-    :data:`SETTINGS`) as run ``new`` (default :func:`default_name`); with no setting, the copy
-    that must reproduce the recorded memory exactly. Writing the same what-if again is a no-op."""
+    """Write the what-if of ``source`` under ``settings`` (key -> value text; the keys
+    ``memory.k``, ``memory.theta_up``, ``memory.state_updates``) as run ``new`` (default
+    ``SOURCE~field=value``); with no setting, the copy that must reproduce the recorded memory
+    exactly. Writing the same what-if again is a no-op."""
     [checked_settings] = parse_settings([f"{k}={v}" for k, v in settings.items()]) or [{}]
     new = new or default_name(source, checked_settings)
     if not new.strip():
@@ -313,7 +314,7 @@ def outcomes(store: Recorder, run: str) -> list[RoundOutcome]:
 
 def what_if_sweep(store: EventStore, source: str, sets: Sequence[str], names: Sequence[str] = ()) -> Sweep:
     """One what-if per combination of the values in ``sets`` (``section.field=v1,v2,...``);
-    ``names`` names the derived runs in that order (default :func:`default_name`)."""
+    ``names`` names the derived runs in that order (default ``SOURCE~field=value``)."""
     combos = parse_settings(sets) or [{}]
     if names and len(names) != len(combos):
         raise WhatIfError(f"{len(names)} names for {len(combos)} what-ifs: give one name per combination")
