@@ -192,8 +192,9 @@ class _Deriving:
         eid = rebase_event_id(e.event_id, self.source, self.new)
         data = e.data
         if e.type in ("run.started", "run.configured"):
-            data = {**data, "config": _with_settings(data.get("config", {}), self.settings)}
-            self.method = config_from_record(data["config"]).memory
+            if self.settings:  # with none, the record is copied as it was written
+                data = {**data, "config": _with_settings(data.get("config", {}), self.settings)}
+            self.method = config_from_record(data.get("config", {})).memory
         if e.type in ("cause.promoted", "cause.reactivated", "run.forked"):
             return  # decided again below; a source's own fork provenance is replaced by the what-if's
         if e.type == "promotions.decided":
@@ -283,6 +284,8 @@ def what_if(store: EventStore, source: str, settings: Mapping[str, str], new: st
     }
     state.out.append(new_event("run.forked", new, commit.round, event_id(new, commit.round, "run.forked"), **marker))
 
+    # the events are a function of the source's log through one commit, which no later append
+    # changes; under the append lock only the new run's absence is left to decide
     def decide() -> list[EventIn]:  # the derived run is created once, under the append lock
         if store.has_run(new):
             raise WhatIfError(f"run {new!r} exists already: pick a new name")

@@ -206,7 +206,7 @@ def test_sweep_combinations() -> None:
     ]
 
 
-def test_cli_sweep_table_and_reads(five: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_sweep_table_and_reads(five: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "memory", "whatif", "--run", "five", "--set", "memory.k=0.25,2", "--db", five)
     assert code == 0, err
     assert "five~k=0.25" in out and "five~k=2" in out and "What a what-if is" in out and "recorded" in out
@@ -221,5 +221,11 @@ def test_cli_sweep_table_and_reads(five: str, capsys: pytest.CaptureFixture[str]
     assert all(a["epsilon_next"] > b["epsilon_next"] for a, b in zip(high, low))  # ε grows with k
     runs = json.loads(run_cli(capsys, "runs", "--db", five, "--json")[1])
     assert {"five~k=0.25", "five~k=2"} <= {r["run"] for r in runs["runs"]}
+    report = tmp_path / "compare.html"
+    code, out, err = run_cli(
+        capsys, "report", "--run", "five", "--run", "five~k=2", "-o", str(report), "--db", five, "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["runs"] == ["five", "five~k=2"] and "five~k=2" in report.read_text(encoding="utf-8")
     code, _, err = run_cli(capsys, "memory", "whatif", "--run", "five", "--set", "filter.tau=2", "--db", five)
     assert code == 1 and "needs new model calls" in err and len(err.strip().splitlines()) == 1
