@@ -19,7 +19,7 @@ from diagevo.schemas import new_event
 from diagevo.train import train
 from diagevo.train.config import load_config
 from diagevo.views.memory import commit_memories
-from diagevo.whatif import MEANING, parse_settings, what_if
+from diagevo.whatif import MEANING, parse_settings, what_if, what_if_sweep
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one
 
@@ -172,11 +172,19 @@ def test_other_settings_are_decided_again(store: EventStore) -> None:
     assert (m1["epsilon"], m2["epsilon"]) == (3 / 4.5, 3 / 3.5)
     assert [r.epsilon_next for r in wide.rounds] == [3 / 4.5, 3 / 3.5]
 
+    # an open round is not copied: the what-if ends at the source's last commit
+    rounds.open_round(store, RUN)
+    ended = what_if(store, RUN, {"memory.k": "3"})
+    assert ended.source_round == 2 and [r.round for r in ended.rounds] == [1, 2]
+    assert max(e.round for e in store.read(ended.run)) == 2
+    with pytest.raises(BadInput, match="2 names for 1 what-ifs"):
+        what_if_sweep(store, RUN, ["memory.k=4"], ["a", "b"])
+
     # the same what-if again is a no-op; another under a taken name is refused
     again = what_if(store, RUN, {"memory.k": "2"})
     assert not again.created and again.rounds == wide.rounds
     with pytest.raises(BadInput, match="exists already"):
-        what_if(store, RUN, {"memory.k": "3"}, wide.run)
+        what_if(store, RUN, {"memory.k": "5"}, wide.run)
 
 
 @pytest.mark.parametrize(
