@@ -99,9 +99,10 @@ def _root(
 
 
 def _register() -> None:
-    from diagevo.cli import config, diagnose, doctor, fork, report, train
+    from diagevo.cli import config, diagnose, doctor, fork, report, train, whatif
     from diagevo.cli import eval as evaluation
     from diagevo.cli.db import db_app
+    from diagevo.cli.export import export_app
     from diagevo.cli.memory import memory_app
     from diagevo.cli.models import gpu_check, models_app
     from diagevo.cli.rounds import round_app
@@ -112,6 +113,7 @@ def _register() -> None:
     app.add_typer(round_app, name="round")
     app.add_typer(runs_app, name="runs")
     app.add_typer(db_app, name="db", help="Database schema: upgrade, current revision.")
+    app.add_typer(export_app, name="export")
     app.add_typer(
         models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI)."
     )
@@ -121,6 +123,7 @@ def _register() -> None:
     register_stats(memory_app)
     diagnose.register(app, memory_app)
     fork.register(memory_app)
+    whatif.register(memory_app)
     evaluation.register(app)
     report.register(app)
     doctor.register(app)

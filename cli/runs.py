@@ -23,14 +23,21 @@ runs_app = typer.Typer(
     invoke_without_command=True,
 )
 
-STATUS_STYLE = {"complete": "green", "in progress": "cyan", "interrupted": "yellow", "forked": "magenta"}
+STATUS_STYLE = {
+    "complete": "green",
+    "in progress": "cyan",
+    "interrupted": "yellow",
+    "forked": "magenta",
+    "what-if": "magenta",
+}
 
 
 @runs_app.callback()
 @output_options()
 def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> None:
     """List the runs: id, trainer, status (complete, in progress, interrupted: diagevo train's,
-    resumable; open round t: another trainer's, waiting for it; forked: not continued), rounds
+    resumable; open round t: another trainer's, waiting for it; forked: not continued; what-if:
+    a run's memory re-decided under other settings, memory whatif), rounds
     committed of those asked for, created, forked from, tags, notes, the config fields that differ
     from the defaults."""
     if ctx.invoked_subcommand is not None:
@@ -78,7 +85,11 @@ def _card(r: RunSummary, note_width: int) -> Text:
     """A run's id and, dimmed below it, where it was forked from, its tags, notes, config changes
     and trainer."""
     card = Text(r.run)
-    if r.forked_from:
+    if r.forked_from and "whatif" in r.forked_from:
+        changed = ", ".join(f"{k}={v}" for k, v in r.forked_from["whatif"].items()) or "no setting changed"
+        source = plain(f"what-if of {r.forked_from['run']} through round {r.forked_from['round']}: {changed}")
+        card.append(f"\n  {source}", style="dim")
+    elif r.forked_from:
         card.append(f"\n  forked from {r.forked_from['run']} @ round {r.forked_from['round']}", style="dim")
     if r.tags:
         card.append(f"\n  tags: {', '.join(r.tags)}", style="dim")

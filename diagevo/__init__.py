@@ -67,11 +67,12 @@ _EXPORTS: dict[str, str] = {
     "stats": "diagevo.views.queries",
     "show": "diagevo.views.queries",
     "why": "diagevo.views.queries",
-    "memory_at": "diagevo.views.queries",
-    "lifecycle": "diagevo.views.queries",
     # what-if
     "fork_run": "diagevo.fork",
     "diff_runs": "diagevo.fork",
+    "what_if": "diagevo.whatif",
+    # a run as a dataset
+    "export_dataset": "diagevo.dataset",
     # a backend and where its files go, for a trainer built on diagevo's models
     "make_backend": "diagevo.train",
     "run_dir": "diagevo.paths",
@@ -152,6 +153,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         solver_messages,
         solver_rewards,
     )
+    from diagevo.dataset import export_dataset
     from diagevo.diagnosis.interface import Diagnostician
     from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose
     from diagevo.diagnosis.tools import heuristic_diagnostician, llm_diagnostician, make_embedder, vector_index
@@ -167,6 +169,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.train.config import Config, load_config
     from diagevo.views.index import VectorIndex
     from diagevo.views.memory import load_memory
-    from diagevo.views.queries import lifecycle, memory_at, show, stats, why
+    from diagevo.views.queries import show, stats, why
     from diagevo.views.runs import RunSummary, runs
     from diagevo.views.verify import verify_run
+    from diagevo.whatif import what_if

@@ -283,7 +283,7 @@ def configure_fork(store: Recorder, run: str, overrides: Sequence[str]) -> bool:
         fork = Hint(
             ("memory", "fork", "--run", run, "--round", str(st.last_committed), "--to", f"{run}-fork", *sets),
             store.url,
-            python=f"fork_run(store, {run!r}, {st.last_committed}, {run + '-fork'!r}, overrides)",
+            call=f"diagevo.fork_run(store, {run!r}, {st.last_committed}, {run + '-fork'!r}, overrides)",
         )
         raise ProtocolError(f"run {run!r} {own}: its config is fixed; change it in a fork: {{command}}", hint=fork)
     saved = run_config(store, run)

@@ -11,6 +11,7 @@ import pytest
 
 import diagevo
 from diagevo.rounds import OUR_TRAINER, run_config, run_trainer
+from diagevo.views import queries
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import j
@@ -260,8 +261,8 @@ def test_typed_results_print_what_the_json_commands_print(tmp_path: Path, capsys
         rnd, _ = _round(store, "t", 1)
         diagevo.diagnose(rnd, diagnostician="heuristic")
         done = rnd.commit({"acc": 0.5})
-        stats, shown, plot = diagevo.stats(store, "t"), diagevo.show(store, "t"), diagevo.lifecycle(store, "t")
-        m1 = diagevo.memory_at(store, 1, "t")
+        stats, shown, plot = diagevo.stats(store, "t"), diagevo.show(store, "t"), queries.lifecycle(store, "t")
+        m1 = queries.memory_at(store, 1, "t")
     assert (done.t, done.questions, done.failures) == (1, len(LABELS), len(LABELS))
     assert stats.run == "t" and stats.metrics == ["acc"] and stats.rounds[0]["acc"] == 0.5
     assert shown.open_round is None and m1.t == 1 and [c.cause_id for c in m1.causes] == ["C1"]

@@ -73,7 +73,9 @@ def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
             raise Conflict(
                 f"run {config.train.run!r} already exists in {redact_url(store.url)}; continue it with {{command}}",
                 hint=Hint(
-                    ("train", "--run", config.train.run, "--resume"), store.url, python="train(..., resume=True)"
+                    ("train", "--run", config.train.run, "--resume"),
+                    store.url,
+                    call="diagevo.train.train(config, store, resume=True)",
                 ),
             )
         return config.train.run

@@ -28,8 +28,8 @@ from diagevo.errors import DiagnosesFailed, EndpointUnreachable, Hint, NotFound,
 from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
-from diagevo.rounds import OUR_TRAINER, Candidate, FailureRecord, Request, Round, RoundProgress, seeded, start_run
 from diagevo.progress import ProgressFn, no_progress
+from diagevo.rounds import OUR_TRAINER, Candidate, FailureRecord, Request, Round, RoundProgress, seeded, start_run
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend
 from diagevo.train.config import Config

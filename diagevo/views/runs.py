@@ -2,12 +2,14 @@
 
 Each run's status is read from its milestones, its writer lease and the trainer its
 ``run.started`` names: **in progress** (a process holds its writer lease); **forked** (a fork
-not continued: no round of its own yet); for a run of ``diagevo train`` (or of an older log,
-which does not name its trainer), **complete** (it reached the rounds its config asks for, no
-round open) or **interrupted** (a round left open, or rounds still to go: ``train --resume``);
-for another trainer's run, **open round t** (waiting for its trainer) or **complete** (as far
-as it went). A fork says where it came from. Its config is shown as the fields that differ
-from the defaults; its tags and notes are its own events (``run.tagged``, ``run.noted``).
+not continued: no round of its own yet), or **what-if** for a what-if of :mod:`diagevo.whatif`
+(the source's memory re-decided under other settings); for a run of ``diagevo train`` (or of an
+older log, which does not name its trainer), **complete** (it reached the rounds its config asks
+for, no round open) or **interrupted** (a round left open, or rounds still to go: ``train
+--resume``); for another trainer's run, **open round t** (waiting for its trainer) or
+**complete** (as far as it went). A fork says where it came from. Its config is shown as the
+fields that differ from the defaults; its tags and notes are its own events (``run.tagged``,
+``run.noted``).
 """
 
 from __future__ import annotations
@@ -109,6 +111,9 @@ def summarise(store: Recorder, run: str) -> RunSummary:
             committed.add(e.round)
         elif e.type == "run.forked":
             forked = {"run": e.data.get("source_run"), "round": e.data.get("source_round")}
+            whatif = e.data.get("whatif")
+            if isinstance(whatif, dict):  # a what-if: its memory re-decided, not continued by a trainer
+                forked["whatif"] = whatif.get("settings", {})
             forked_at = e.round
         elif e.type == "run.tagged":
             for tag in e.data.get("tags", []):
@@ -125,6 +130,8 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     target = _rounds_asked(config) if trainer in (None, OUR_TRAINER) else None
     writer = store.lease_holder(run)
     status = run_status(writer=writer, trainer=trainer, forked_at=forked_at, started=started, last=last, target=target)
+    if forked is not None and "whatif" in forked and status == "forked":
+        status = "what-if"
     return RunSummary(
         run=run,
         status=status,
