@@ -85,8 +85,9 @@ def _card(r: RunSummary, note_width: int) -> Text:
     """A run's id and, dimmed below it, where it was forked from, its tags, notes, config changes
     and trainer."""
     card = Text(r.run)
-    if r.forked_from and "whatif" in r.forked_from:
-        changed = ", ".join(f"{k}={v}" for k, v in r.forked_from["whatif"].items()) or "no setting changed"
+    whatif = r.forked_from.get("whatif") if r.forked_from else None
+    if r.forked_from and isinstance(whatif, dict):
+        changed = ", ".join(f"{k}={v}" for k, v in whatif.items()) or "no setting changed"
         source = plain(f"what-if of {r.forked_from['run']} through round {r.forked_from['round']}: {changed}")
         card.append(f"\n  {source}", style="dim")
     elif r.forked_from:

@@ -113,6 +113,8 @@ _PUBLIC_MEMBERS: dict[str, tuple[str, ...]] = {
     "VectorIndex": ("path", "sync"),
     "Round": (
         "open",
+        "reopened",
+        "next_step",
         "current",
         "t",
         "run",

@@ -166,11 +166,12 @@ def start_run(
     """Append ``run.started``, decided under the append lock; True when this call started the
     run. For a run the log holds already nothing is stored, and ``resume`` says what the caller
     meant (as W&B's): ``None``, a retry: the same config and seed is a no-op (False: every rank
-    of a trainer may call this), another is refused with :class:`RunDiffers` naming the fields
-    that differ (the run keeps the config it started with); ``"allow"``: continue the run as it
-    is, whatever ``config`` says (:func:`run_config` reads the config in force); ``"must"``: the
-    same, and a run the log does not hold is :class:`UnknownRun`; ``"never"``: the run must be
-    new, :class:`RunExists` (two processes creating one id both find out, one of them here).
+    of a trainer may call this), another is refused with ``RunDiffers`` (a ``Conflict``) naming
+    the fields that differ (the run keeps the config it started with); ``"allow"``: continue the
+    run as it is, whatever ``config`` says (the config in force is the one the log holds);
+    ``"must"``: the same, and a run the log does not hold is ``UnknownRun`` (a ``NotFound``);
+    ``"never"``: the run must be new, else ``RunExists`` (a ``Conflict``: two processes creating
+    one id both find out, one of them here).
     ``trainer`` names what drives the run (``runs`` and ``report`` show it; only a run of
     ``diagevo train`` resumes with it)."""
     if resume is not None and resume not in RESUMES:

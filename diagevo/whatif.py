@@ -25,7 +25,7 @@ from diagevo.catalog import COUNTED
 from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.config import MemoryConfig, MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.log import Recorder, Recorder, StoredEvent
+from diagevo.log import Recorder, StoredEvent
 from diagevo.memory.deciders import decide_attribution, decide_promotions, promotion_evidence
 from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule

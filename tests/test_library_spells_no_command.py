@@ -74,6 +74,6 @@ def test_an_error_says_its_fix_in_words_to_python_and_as_a_command_to_the_cli() 
     spelled = message(need)
     assert spelled.startswith("the vllm engine needs vLLM: `") and "[gpu]" in spelled
     assert spelled.endswith(", or --set hf.use_vllm=false`")
-    again = BadInput("continue it with {command}", hint=Hint(("train", "--resume"), python="train(..., resume=True)"))
+    again = BadInput("continue it with {command}", hint=Hint(("train", "--resume"), call="train(..., resume=True)"))
     assert str(again) == "continue it with `train(..., resume=True)`"
     assert message(again) == "continue it with `diagevo train --resume`"

@@ -131,7 +131,7 @@ def two_rounds(store: Recorder) -> None:
     rounds.open_round(store, RUN)
     reqs = rounds.requests(store, RUN, 2, 20)
     rounds.record(store, RUN, 2, [candidate(q.question_id, q, agree=9) for q in reqs])
-    assert {p["cause_id"] for p in rounds.promote(store, RUN, 2)} == {"C1", "C2"}
+    assert {p.cause_id for p in rounds.promote(store, RUN, 2)} == {"C1", "C2"}
     store.append(
         [
             new_event("cause.reactivated", RUN, 2, f"{RUN}/2/r", cause_id="C1", failure_id="y"),

@@ -61,7 +61,7 @@ class DiagnosticianConfig(Section):
         default=600.0,
         ge=0,
         le=86400,
-        description="How long `diagevo train` waits for a diagnostician that stopped answering (unreachable, or "
+        description="How long the training loop waits for a diagnostician that stopped answering (unreachable, or "
         "too many of a round's requests failing at the endpoint), asking again with backoff, before it stops the "
         "run with the command that resumes it (the round uncommitted). 0: stop at once.",
     )
@@ -69,7 +69,7 @@ class DiagnosticianConfig(Section):
         default=5.0,
         gt=0,
         le=3600,
-        description="The first wait before `diagevo train` asks a diagnostician that stopped answering again; each "
+        description="The first wait before the training loop asks a diagnostician that stopped answering again; each "
         "wait doubles, up to a minute.",
     )
     embedder: str = Field(
