@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from diagevo.catalog import CATALOG
+from diagevo.catalog.names import NAMES as EVENT_TYPE_NAMES
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -386,13 +386,14 @@ def _step_stats(
         cells = [_step_cells(r, fields) for r in data["steps"]]
         print_fitted(console, heads, cells, title=text(f"run {data['run']}: GRPO steps"), wide=wide)
         return
+    from diagevo.catalog import RoundCommitted, TrainStep
     from diagevo.views.follow import follow_events
 
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         if not as_json:
             console.print(text((f"following run {run_id}: a line per GRPO step (Ctrl-C to stop)", "dim")))
         for e in follow_events(store, run_id):
-            if e.type == "train.step":
+            if e.type == TrainStep.name:
                 row = queries.step_row(e.round, e.data)
                 if as_json:
                     emit_json({"run": run_id, **row})
@@ -402,7 +403,7 @@ def _step_stats(
                     line = "  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True))
                     console.print(text(line), soft_wrap=True)
                 _flush()
-            if e.type == "round.committed" and until_round is not None and e.round >= until_round:
+            if e.type == RoundCommitted.name and until_round is not None and e.round >= until_round:
                 return
 
 
@@ -456,7 +457,7 @@ def events(
     db: DbOpt = None,
     run: RunOpt = None,
     type: Annotated[
-        list[str] | None, typer.Option("--type", help=f"Only these event types: {', '.join(sorted(CATALOG))}.")
+        list[str] | None, typer.Option("--type", help=f"Only these event types: {', '.join(sorted(EVENT_TYPE_NAMES))}.")
     ] = None,
     cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
     failure: Annotated[str | None, typer.Option("--failure", help="Only events naming this failure.")] = None,
@@ -501,7 +502,7 @@ def events(
         return
     with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
-        types = type or None
+        types = [EVENT_TYPES[name] for name in type] if type else None
         if cause is not None:
             found = list(store.read(run_id, keys={f: [cause] for f in CAUSE_FIELDS}, types=types, round=round))
         elif failure is not None or question is not None:
@@ -555,7 +556,7 @@ def _follow_events(
 ) -> None:
     """``memory events --follow``: a line per event as it comes (Ctrl-C ends it: nothing more
     printed, exit 0)."""
-    from diagevo.catalog import CAUSE_FIELDS
+    from diagevo.catalog import CAUSE_FIELDS, RoundCommitted
     from diagevo.views.follow import follow_events
 
     def matches(e: Any) -> bool:
@@ -583,7 +584,7 @@ def _follow_events(
                     )
                     console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", data[:140]), soft_wrap=True)
                 _flush()
-            if until_round is not None and e.type == "round.committed" and e.round >= until_round:
+            if until_round is not None and e.type == RoundCommitted.name and e.round >= until_round:
                 return
 
 

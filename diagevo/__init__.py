@@ -81,6 +81,8 @@ _EXPORTS: dict[str, str] = {
     "run_trainer": "diagevo.rounds",
     "open_log": "diagevo.log",
     "StoredEvent": "diagevo.log",
+    # the event classes (``diagevo.events.PhaseCompleted(...)``): what a trainer notes, what a read gives
+    "events": "diagevo.catalog",
     # what diagnose runs with (built from names, or by these constructors)
     "DiagnosisConfig": "diagevo.diagnosis.config",
     "Diagnostician": "diagevo.diagnosis.interface",
@@ -142,6 +144,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from diagevo.api import open_store
+    from diagevo.catalog import events
     from diagevo.curriculum import (
         Votes,
         agrees,

@@ -23,8 +23,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from diagevo.catalog import config_k
-from diagevo.parsing import shorten
+from diagevo.parsing import config_k, shorten
 from diagevo.redaction import redact_config
 from diagevo.sections import ConfigError, Section, config_error
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from diagevo.catalog import RoundCommitted, RunStarted
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
 from diagevo.log import EventStore
@@ -102,14 +103,15 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
             memories[ev.run] = Draft(load_memory(store, ev.run)) if ev.run in held else None
         mem = memories[ev.run]
         try:
+            event = ev.event
             if mem is None:
-                if ev.type != "run.started":
-                    raise InvariantError(f"run {ev.run!r} has {ev.type} before run.started")
+                if not isinstance(event, RunStarted):
+                    raise InvariantError(f"run {ev.run!r} has {ev.type} before {RunStarted.name}")
                 if ev.round != 0:
-                    raise InvariantError("run.started must be in round 0")
-                memories[ev.run] = Draft(start(ev.run, ev.data))
+                    raise InvariantError(f"{RunStarted.name} must be in round 0")
+                memories[ev.run] = Draft(start(ev.run, event))
             else:
-                mem.apply(ev.type, ev.round, ev.data)
+                mem.apply(event, ev.round)
         except InvariantError as exc:
             raise IngestError(no, str(exc)) from None
         fresh.append(ev)
@@ -153,7 +155,7 @@ def ingest_events(store: EventStore, events: list[tuple[int, EventIn]]) -> Inges
 
     appended = store.append_decided(decide).appended
     runs = tuple(dict.fromkeys(ev.run for _, ev in events))
-    for run in dict.fromkeys(ev.run for ev in fresh if ev.type == "round.committed"):
+    for run in dict.fromkeys(ev.run for ev in fresh if ev.type == RoundCommitted.name):
         refresh(store, run)  # the views' caches of the runs whose rounds were committed
     return IngestResult(lines=len(events), appended=appended, skipped=len(events) - appended, runs=runs)
 

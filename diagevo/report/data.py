@@ -15,6 +15,15 @@ from typing import Any
 
 import polars as pl
 
+from diagevo.catalog import (
+    CheckpointSelected,
+    EvalRecorded,
+    FailureRecorded,
+    QuestionGenerated,
+    RoundCommitted,
+    RunStarted,
+    TrainStep,
+)
 from diagevo.curriculum.stats import question_stats
 from diagevo.log import EventStore
 from diagevo.memory.fold import InvariantError
@@ -37,7 +46,7 @@ PHASES = {
 }
 
 
-_SHOWN_TEXTS = ("question.generated", "failure.recorded")
+_SHOWN_TEXTS = (QuestionGenerated, FailureRecorded)
 _ALWAYS = ("heldout_acc", "pseudo_label_acc")  # metric columns the report's figures read
 
 
@@ -97,22 +106,23 @@ def load_run(store: EventStore, run: str) -> RunData:
         data = shown.get(seq, data)
         rows.append((seq, rnd, etype, data))
         last_seq = seq
-        if etype == "run.started":
-            config, seed = dict(data.get("config", {})), int(data.get("seed", 0))
-            trainer = data.get("trainer") if isinstance(data.get("trainer"), str) else None
-        elif etype == "round.committed":
+        if etype == RunStarted.name:
+            started = RunStarted.from_stored(data)
+            config, seed = dict(started.config), int(started.seed)
+            trainer = started.trainer if isinstance(started.trainer, str) else None
+        elif etype == RoundCommitted.name:
             summaries[rnd] = data
-        elif etype == "question.generated":
+        elif etype == QuestionGenerated.name:
             texts[rnd][data["mode"]].append(data.get("text") or "")
-        elif etype == "eval.recorded" and "benchmark" in data:
+        elif etype == EvalRecorded.name and "benchmark" in data:
             bench.append(
                 {"round": rnd, **{k: data.get(k) for k in ("benchmark", "n", "accuracy", "k", "mean_at_k", "model")}}
             )
-        elif etype == "eval.recorded" and "measure" not in data:  # not a sim-dynamics measure
+        elif etype == EvalRecorded.name and "measure" not in data:  # not a sim-dynamics measure
             heldout[rnd] = data
-        elif etype == "checkpoint.selected":
+        elif etype == CheckpointSelected.name:
             selected = {"round": rnd, **data}
-        elif etype == "train.step":
+        elif etype == TrainStep.name:
             step_rows.append(step_row(rnd, data))
     if not rows:
         raise InvariantError(f"run {run!r} has no events")

@@ -127,6 +127,7 @@ def run_check(
     """One round of ``configs/gpu-check.toml`` with both roles from ``model``, into ``out``."""
     import torch
 
+    from diagevo.catalog import CheckpointWritten, PhaseCompleted
     from diagevo.log import open_log
     from diagevo.train import train
     from diagevo.train.config import load_config
@@ -186,7 +187,7 @@ def run_check(
         meter.close()
         report.round_seconds = time.perf_counter() - started
         report.phases = meter.figures
-        for e in store.read(run, types=("phase.completed",)):
+        for e in store.read(run, types=(PhaseCompleted,)):
             d = e.data
             if d["phase"] in ("challenger", "solver"):
                 f = report.phases.setdefault(d["phase"], PhaseFigures())
@@ -196,7 +197,7 @@ def run_check(
                 report.grpo_tokens[d["phase"]] = (
                     float(d.get("completion_length", 0.0)) * f.completions_per_step * f.steps
                 )
-        ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",))}
+        ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,))}
         for role in ("challenger", "solver"):
             if not report.phases.get(role, PhaseFigures()).steps:
                 report.failures.append(

@@ -6,7 +6,7 @@ merges of its node.
 :func:`cause_rows` reads only the events a story needs (indexed reads: the cause's own events,
 its failures with their diagnoses, their questions, the node merges); :func:`cause_stories`
 folds events into stories, one pass, the merge rule taken from the fold
-(:func:`diagevo.memory.fold.reparent`).
+(:meth:`diagevo.catalog.NodesMerged.reparent`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,23 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from diagevo.catalog import (
+    CATALOG,
+    EVENT_CLASSES,
+    CauseCreated,
+    CausePromoted,
+    CauseReactivated,
+    FailureAttributed,
+    FailureDiagnosed,
+    FailureRecorded,
+    LLMCalled,
+    NodesMerged,
+    QuestionGenerated,
+    QuestionScored,
+)
 from diagevo.log import Recorder
 from diagevo.log.recorder import EventRow
-from diagevo.memory.fold import InvariantError, Row, reparent
+from diagevo.memory.fold import InvariantError, Row
 
 
 def _question_view(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -68,77 +82,59 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
 
     for seq, rnd, etype, d in rows:
         base = {"seq": seq, "round": rnd}
-        if etype == "question.generated":
-            questions[d["question_id"]] = {**questions.get(d["question_id"], {}), **d}
-        elif etype == "question.scored":
-            scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
-            questions[d["question_id"]] = {**questions.get(d["question_id"], {}), **scored}
-        elif etype == "failure.recorded":
-            failures[d["failure_id"]] = d
-        elif etype == "failure.diagnosed":
-            diagnoses[d["failure_id"]] = d
-        elif etype == "llm.called" and d.get("stage") == "extract" and isinstance(d.get("failure_id"), str):
-            replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
-        elif etype == "nodes.merged":
-            for story in stories.values():  # in order of creation
-                if story["node"] in (d["survivor"], d["absorbed"]):
-                    story["timeline"].append(
-                        {
-                            **base,
-                            "kind": "node_merged",
-                            "from_node": story["node"],
-                            "survivor": d["survivor"],
-                            "absorbed": d["absorbed"],
-                            "label": d["label"],
-                            "similarity": d.get("similarity"),
-                        }
-                    )
-                    story["node"] = reparent(story["node"], d)
-        elif etype == "cause.created":
-            cid = d["cause_id"]
-            if cause_ids is not None and cid not in cause_ids:
-                continue
-            node, description = d["node_id"], d["description"]
-            stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
-            stories[cid]["timeline"].append(
+        match CATALOG[etype].from_stored(d):
+            case QuestionGenerated(question_id=qid):
+                questions[qid] = {**questions.get(qid, {}), **d}
+            case QuestionScored(question_id=qid):
+                scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
+                questions[qid] = {**questions.get(qid, {}), **scored}
+            case FailureRecorded(failure_id=fid):
+                failures[fid] = d
+            case FailureDiagnosed(failure_id=fid):
+                diagnoses[fid] = d
+            case LLMCalled(stage="extract") if isinstance(d.get("failure_id"), str):  # failure_id: carried
+                replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
+            case NodesMerged() as merge:
+                _merged(stories, merge, base)
+            case CauseCreated(cause_id=cid, node_id=node, description=description, failure_id=fid):
+                if cause_ids is not None and cid not in cause_ids:
+                    continue
+                stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
+                created: dict[str, Any] = {**base, "kind": "created", "node": node, "description": description}
+                stories[cid]["timeline"].append({**created, "failure": failure_view(fid)})
+            case FailureAttributed(cause_id=cid, failure_id=fid, via=via, similarity=similarity) if cid in stories:
+                entry: dict[str, Any] = {**base, "kind": "attributed", "via": via, "similarity": similarity}
+                react = pending_reactivation.pop((cid, fid), None)
+                if react is not None:  # the reactivation is explained by this attribution
+                    react.update(via=via, similarity=similarity)
+                stories[cid]["timeline"].append({**entry, "failure": failure_view(fid)})
+            case CausePromoted(cause_id=cid, acc=acc, n_candidates=n) if cid in stories:
+                stories[cid]["timeline"].append({**base, "kind": "promoted", "acc": acc, "n_candidates": n})
+            case CauseReactivated(cause_id=cid, failure_id=fid) if cid in stories:
+                reactivation: dict[str, Any] = {**base, "kind": "reactivated", "via": None, "similarity": None}
+                reactivation["failure"] = failure_view(fid)
+                pending_reactivation[(cid, fid)] = reactivation
+                stories[cid]["timeline"].append(reactivation)
+    return stories
+
+
+def _merged(stories: dict[str, dict[str, Any]], merge: NodesMerged, base: dict[str, int]) -> None:
+    """A node merge in the timeline of every story of a cause under either node, in order of
+    creation; the cause moves as the fold moves it (:meth:`NodesMerged.reparent`)."""
+    for story in stories.values():
+        if story["node"] in (merge.survivor, merge.absorbed):
+            story["timeline"].append(
                 {
                     **base,
-                    "kind": "created",
-                    "node": node,
-                    "description": description,
-                    "failure": failure_view(d.get("failure_id")),
+                    "kind": "node_merged",
+                    "from_node": story["node"],
+                    "survivor": merge.survivor,
+                    "absorbed": merge.absorbed,
+                    "label": merge.label,
+                    "similarity": merge.similarity,
                 }
             )
-        elif d.get("cause_id") not in stories:
-            continue
-        elif etype == "failure.attributed":
-            cid = d["cause_id"]
-            entry = {
-                **base,
-                "kind": "attributed",
-                "via": d["via"],
-                "similarity": d.get("similarity"),
-                "failure": failure_view(d["failure_id"]),
-            }
-            react = pending_reactivation.pop((cid, d["failure_id"]), None)
-            if react is not None:  # the reactivation is explained by this attribution
-                react.update(via=d["via"], similarity=d.get("similarity"))
-            stories[cid]["timeline"].append(entry)
-        elif etype == "cause.promoted":
-            stories[d["cause_id"]]["timeline"].append(
-                {**base, "kind": "promoted", "acc": d["acc"], "n_candidates": d["n_candidates"]}
-            )
-        elif etype == "cause.reactivated":
-            entry = {
-                **base,
-                "kind": "reactivated",
-                "via": None,
-                "similarity": None,
-                "failure": failure_view(d["failure_id"]),
-            }
-            pending_reactivation[(d["cause_id"], d["failure_id"])] = entry
-            stories[d["cause_id"]]["timeline"].append(entry)
-    return stories
+            story["node"] = merge.reparent(story["node"])
 
 
 def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
@@ -149,13 +145,14 @@ def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
     fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
     failures = list(store.rows(run, keys={"failure_id": fids}, types=_FAILURE_TYPES, texts=True))
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
-    questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
-    merges = store.rows(run, types=("nodes.merged",))
+    questions = store.rows(run, keys={"question_id": qids}, types=_QUESTION_TYPES, texts=True)
+    merges = store.rows(run, types=(NodesMerged,))
     events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
     return [events[seq] for seq in sorted(events)]
 
 
-_FAILURE_TYPES = ("failure.recorded", "failure.diagnosed", "llm.called")  # llm.called: the replies
+_FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, LLMCalled)  # llm.called: the replies
+_QUESTION_TYPES = (QuestionGenerated, QuestionScored)
 
 RECENT = 10
 """Attributions a story shows by default (``memory why``): the most recent ones."""
@@ -165,24 +162,22 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     """The events of a cause's story with only its ``recent`` newest attributions (and those that
     explain a reactivation), and how many attributions it has in all (counted by the database):
     what is read does not grow with the number of attributions."""
-    from diagevo.catalog import CATALOG
-
-    others = [t for t in CATALOG if t != "failure.attributed"]
+    others = [t for t in EVENT_CLASSES if t is not FailureAttributed]
     head = [*store.rows(run, keys={"cause_id": [cause]}, types=others)]
-    total = store.count(run, keys={"cause_id": [cause]}, types=("failure.attributed",))
+    total = store.count(run, keys={"cause_id": [cause]}, types=(FailureAttributed,))
     latest = [
         EventRow(e.seq, e.round, e.type, e.data)
-        for e in store.read(run, keys={"cause_id": [cause]}, types=("failure.attributed",), limit=recent, newest=True)
+        for e in store.read(run, keys={"cause_id": [cause]}, types=(FailureAttributed,), limit=recent, newest=True)
     ]
     reactivated = [
         e.data["failure_id"]
         for e in head
-        if e.type == "cause.reactivated" and isinstance(e.data.get("failure_id"), str)
+        if e.type == CauseReactivated.name and isinstance(e.data.get("failure_id"), str)
     ]
     explaining = (
         [
             e
-            for e in store.rows(run, keys={"failure_id": reactivated}, types=("failure.attributed",))
+            for e in store.rows(run, keys={"failure_id": reactivated}, types=(FailureAttributed,))
             if e.data.get("cause_id") == cause
         ]
         if reactivated
@@ -192,8 +187,8 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
     failures = list(store.rows(run, keys={"failure_id": fids}, types=_FAILURE_TYPES, texts=True))
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
-    questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
-    merges = store.rows(run, types=("nodes.merged",))
+    questions = store.rows(run, keys={"question_id": qids}, types=_QUESTION_TYPES, texts=True)
+    merges = store.rows(run, types=(NodesMerged,))
     events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
     return [events[seq] for seq in sorted(events)], total
 

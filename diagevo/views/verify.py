@@ -8,6 +8,7 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 
 from __future__ import annotations
 
+from diagevo.catalog import FailureDiagnosed, RoundCommitted
 from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, commits
 from diagevo.views import index, memory, stats
@@ -47,8 +48,8 @@ def diagnosed_twice(store: Recorder, run: str) -> list[str]:
     """A failure id diagnosed in two rounds (a log of an older diagevo, or edited by hand): its
     evidence is counted twice (F, the cause's state)."""
     rounds: dict[str, list[int]] = {}
-    for _seq, rnd, _type, d in store.rows(run, types=("failure.diagnosed",)):
-        fid = d.get("failure_id")
+    for row in store.rows(run, types=(FailureDiagnosed,)):
+        rnd, fid = row.round, FailureDiagnosed.from_stored(row.data).failure_id
         if fid is not None and rnd not in rounds.setdefault(fid, []):
             rounds[fid].append(rnd)
     return [
@@ -72,6 +73,6 @@ def verify_anchors(store: Recorder, run: str) -> list[str]:
                 problems.append(f"log cut off: {what} summarises the log up to seq {s.seq}, but {where}")
             elif at.hash != s.hash:
                 problems.append(f"log replaced: the event at seq {s.seq} is not the one {what} summarised")
-            elif name == memory.VIEW and (at.round, at.type) != (s.part, "round.committed"):
-                problems.append(f"{what} names seq {s.seq}, which is not that round's round.committed")
+            elif name == memory.VIEW and (at.round, at.type) != (s.part, RoundCommitted.name):
+                problems.append(f"{what} names seq {s.seq}, which is not that round's {RoundCommitted.name}")
     return problems
