@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds as protocol
+from diagevo.catalog import CheckpointPruned, CheckpointWritten
 from diagevo.log import open_log
 from tests.test_cli_memory import run_cli
 from tests.test_train import small_args
@@ -18,12 +19,12 @@ from tests.test_train import small_args
 
 def written(db: str, run: str) -> list[tuple[int, str, Path]]:
     with open_log(db) as s:
-        return [(e.round, e.data["phase"], Path(e.data["path"])) for e in s.read(run, types=("checkpoint.written",))]
+        return [(e.round, e.data["phase"], Path(e.data["path"])) for e in s.read(run, types=(CheckpointWritten,))]
 
 
 def pruned(db: str, run: str) -> list[tuple[int, int, str]]:
     with open_log(db) as s:
-        return [(e.round, e.data["written_round"], e.data["phase"]) for e in s.read(run, types=("checkpoint.pruned",))]
+        return [(e.round, e.data["written_round"], e.data["phase"]) for e in s.read(run, types=(CheckpointPruned,))]
 
 
 def test_keep_one_prunes_the_older_and_logs_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,7 +116,7 @@ def test_a_tiny_hf_run_keeping_one_checkpoint(
     ]
     held = sum(p.stat().st_size for p in (tmp_path / "h.diagevo" / "runs").rglob("*") if p.is_file())
     with open_log(db) as s:
-        sizes = {e.data["path"]: e.data["bytes"] for e in s.read("h", types=("checkpoint.written",))}
+        sizes = {e.data["path"]: e.data["bytes"] for e in s.read("h", types=(CheckpointWritten,))}
     assert held == sum(sizes[str(p)] for _, _, p in ckpts if p.exists())  # the log's sizes are the disk's
     assert sum(sizes.values()) > 2.5 * held  # three rounds written, one kept
     bench = tmp_path / "b.jsonl"

@@ -17,6 +17,7 @@ from diagevo.diagnosis.interface import Assignment, Consolidation, Dedup, Extrac
 from diagevo.diagnosis.routing import Refusal, Routed
 from diagevo.memory.fold import fold
 from diagevo.memory.state import Memory
+from tests.logs import wire_event
 
 RUN = "routing"
 
@@ -242,7 +243,6 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
     from diagevo.diagnosis.interface import Reply
     from diagevo.diagnosis.pipeline import diagnose_round
     from diagevo.log import EventStore, open_log
-    from diagevo.schemas import new_event
     from diagevo.views.memory import load_memory
     from tests.llm_server import LLMServer
 
@@ -259,17 +259,17 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
         async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
             self.asked += 1
             if self.asked == 1:  # another producer, meanwhile
-                self.store.append([new_event("node.created", RUN, 2, "other", node_id="N3", label="another skill")])
+                self.store.append([wire_event("node.created", RUN, 2, "other", node_id="N3", label="another skill")])
             return Reply(Consolidation(True, merged), raw="merge", model=self.model_name)
 
     with LLMServer() as srv, open_log(f"sqlite:///{tmp_path / 'r.db'}") as store:
         srv.similar(l2, like=l1, cosine=0.9)
         store.append(
             [
-                new_event("run.started", RUN, 0, "start", config={"k": 0.5}),
-                new_event("node.created", RUN, 1, "n1", node_id="N1", label=l1),
-                new_event("node.created", RUN, 1, "n2", node_id="N2", label=l2),
-                new_event("round.committed", RUN, 1, "commit-1"),
+                wire_event("run.started", RUN, 0, "start", config={"k": 0.5}),
+                wire_event("node.created", RUN, 1, "n1", node_id="N1", label=l1),
+                wire_event("node.created", RUN, 1, "n2", node_id="N2", label=l2),
+                wire_event("round.committed", RUN, 1, "commit-1"),
             ]
         )
         dx = Diagnostician(store)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import diagevo
+from diagevo.catalog import FailureDiagnosed
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import j
@@ -91,7 +92,7 @@ def test_diagnose_with_an_llm_endpoint_from_names(tmp_path: Path) -> None:
         rnd, failures = _round(store, "l", 1)
         summary = diagevo.diagnose(rnd, llm_url=srv.url, model="served-model", embedder=srv.url)
         assert summary.failures == len(failures) and summary.new_causes == 1 and summary.duplicates == 0
-        models = {e.data["model"] for e in store.read("l", types=("failure.diagnosed",))}
+        models = {e.data["model"] for e in store.read("l", types=(FailureDiagnosed,))}
         assert models == {"served-model"}
         rnd.commit({"acc": 0.25})
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
+from diagevo.catalog import EvalRecorded
 from diagevo.log import EventStore, open_log
-from diagevo.schemas import new_event
 from diagevo.views.verify import verify_run
+from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_heuristic import _cli, _failure, _open_round
 from tests.test_rounds import RUN, candidate, round_one
@@ -92,7 +93,7 @@ def test_a_metric_that_is_not_a_finite_number_is_refused(store: EventStore, metr
         rounds.commit(store, RUN, 2, metrics)
     assert _count(store) == n
     rounds.commit(store, RUN, 2, {"acc": 0.5, "n": 3})
-    [ev] = [e.data for e in store.read(RUN, types=("eval.recorded",)) if e.round == 2]
+    [ev] = [e.data for e in store.read(RUN, types=(EvalRecorded,)) if e.round == 2]
     assert ev == {"acc": 0.5, "n": 3}
 
 
@@ -120,7 +121,7 @@ def test_verify_names_a_failure_diagnosed_in_two_rounds(store: EventStore) -> No
     rounds.commit(store, RUN, 2)
     assert verify_run(store, RUN) == []
     rounds.open_round(store, RUN)
-    store.append([new_event("failure.diagnosed", RUN, 3, "by-hand/f", failure_id="f")])
+    store.append([wire_event("failure.diagnosed", RUN, 3, "by-hand/f", failure_id="f")])
     assert verify_run(store, RUN) == ["failure 'f' is diagnosed in rounds 2, 3: one failure counted 2 times"]
 
 
