@@ -80,7 +80,7 @@ def test_a_resume_whose_checkpoint_was_pruned_is_refused_naming_the_event(
     with open_log(db) as s:  # round 3 opened, and round 2's solver checkpoint pruned (by hand, say)
         rnd = protocol.Round.open(s, "r", 3)
         data = {"path": str(last), "phase": "solver", "written_round": 2, "bytes": 0}
-        rnd.notes([rnd.event("pruned/by-hand", "checkpoint.pruned", **data)])
+        rnd.notes([rnd.event("pruned/by-hand", CheckpointPruned(**data))])
     code, _, err = run_cli(capsys, "train", "--run", "r", "--resume", "--rounds", "3", "--db", db, "--quiet")
     assert code == 1 and err.count("\n") == 1, err
     assert "cannot continue run 'r' at round 3" in err and "checkpoint.pruned in round 3" in err

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
-from diagevo.catalog import EvalRecorded
+from diagevo.catalog import EvalRecorded, FailureDiagnosed
 from diagevo.log import EventStore, open_log
 from diagevo.views.verify import verify_run
 from tests.logs import wire_event
@@ -100,12 +100,12 @@ def test_a_metric_that_is_not_a_finite_number_is_refused(store: EventStore, metr
 def test_a_failure_is_diagnosed_once_in_a_run(store: EventStore) -> None:
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
-    diagnosed = rnd.event("dx/f", "failure.diagnosed", failure_id="f", error_cause=None, matched_cause=None)
+    diagnosed = rnd.event("dx/f", FailureDiagnosed(failure_id="f", error_cause=None, matched_cause=None))
     assert rnd.append_diagnosis([diagnosed]).appended == 1
     rounds.promote(store, RUN, 2)
     rounds.commit(store, RUN, 2)
     rnd3 = rounds.Round.open(store, RUN)
-    again = rnd3.event("dx/f", "failure.diagnosed", failure_id="f", error_cause=None, matched_cause=None)
+    again = rnd3.event("dx/f", FailureDiagnosed(failure_id="f", error_cause=None, matched_cause=None))
     n = _count(store)
     with pytest.raises(rounds.ProtocolError, match="failure 'f' was diagnosed in round 2 of run 'ext' already"):
         rnd3.append_diagnosis([again])
@@ -116,7 +116,7 @@ def test_verify_names_a_failure_diagnosed_in_two_rounds(store: EventStore) -> No
     """A log of an older diagevo (or edited by hand): the second diagnosis appended directly."""
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
-    rnd.append_diagnosis([rnd.event("dx/f", "failure.diagnosed", failure_id="f")])
+    rnd.append_diagnosis([rnd.event("dx/f", FailureDiagnosed(failure_id="f"))])
     rounds.promote(store, RUN, 2)
     rounds.commit(store, RUN, 2)
     assert verify_run(store, RUN) == []
