@@ -49,14 +49,20 @@ def validating_fold(url: str, run: str) -> dict[str, float]:
 
 def evolve_each(url: str, run: str) -> dict[str, float]:
     from diagevo.catalog import FOLDED as FOLD_TYPES
+    from diagevo.catalog import RunStarted
     from diagevo.memory.fold import evolve, start
 
     with open_log(url) as store:
         rows = list(store.rows(run, types=FOLD_TYPES))
     t0 = time.perf_counter()
     mem = None
-    for seq, rnd, etype, data in rows:
-        mem = start(run, data, seq) if mem is None else evolve(mem, etype, rnd, data)
+    for row in rows:
+        event = row.event
+        if mem is None:
+            assert isinstance(event, RunStarted)
+            mem = start(run, event, row.seq)
+        else:
+            mem = evolve(mem, event, row.round)
     seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     fold(rows, run)
