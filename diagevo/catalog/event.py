@@ -82,12 +82,14 @@ class Event(BaseModel):
     stored_if_set: ClassVar[tuple[str, ...]] = ()  # fields a later version added: absent when None
     upcasters: ClassVar[tuple[Upcaster, ...]] = ()  # upcast_v1_v2 ... up to class_version, in order
     field_count: ClassVar[int] = 0  # how many fields a stored event of the current shape holds
+    closed: ClassVar[bool] = True  # no field beyond the declared ones (a read may skip model_construct)
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
         cls.upcasters = tuple(getattr(cls, f"upcast_v{v}_v{v + 1}") for v in range(1, cls.class_version))
         cls.field_count = len(cls.__pydantic_fields__)
+        cls.closed = cls.model_config.get("extra") == "forbid"
 
     if not TYPE_CHECKING:  # the type checker keeps the fields' signature pydantic declares
 
@@ -108,7 +110,7 @@ class Event(BaseModel):
         ``cut``, which says which texts were cut, stays in the stored data."""
         for upcast in cls.upcasters:
             data = upcast(dict(data))
-        if len(data) == cls.field_count and cls.model_config.get("extra") == "forbid":
+        if cls.closed and len(data) == cls.field_count:
             event = _new(cls)  # what model_construct does for a complete, closed shape
             _set(event, "__dict__", data)
             _set(event, "__pydantic_fields_set__", set(data))
