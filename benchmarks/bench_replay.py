@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             last = max(committed_rounds(store, run))
         snap = in_fresh_process(snapshot_replay, url, run, last)
         with open_log(url) as store:
-            store.drop_snapshots(run)
+            store.drop_view_states("memory", run)
         full = in_fresh_process(full_replay, url, run)
         every = in_fresh_process(validating_fold, url, run)
         base = None if args.no_baseline else in_fresh_process(evolve_each, url, run)

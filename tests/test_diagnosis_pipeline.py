@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from diagevo.catalog import CATALOG
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician
@@ -124,7 +125,8 @@ def run_round(
 
 
 def events(store: EventStore, *types: str) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.type, e.data) for e in store.read(RUN, types=types or None, texts=True) if e.round >= 2]
+    classes = [CATALOG[name] for name in types] or None
+    return [(e.type, e.data) for e in store.read(RUN, types=classes, texts=True) if e.round >= 2]
 
 
 def decisions(store: EventStore) -> list[tuple[str, dict[str, Any]]]:

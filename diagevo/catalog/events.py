@@ -1,5 +1,5 @@
 """The event types: one class per type, each the pydantic model of its ``data`` and the
-declaration of its catalog facts (:mod:`diagevo.catalog.event`). The order here is the
+declaration of its catalog facts (the base class ``Event`` of ``diagevo.catalog.event``). The order here is the
 catalog's (the reference page, the PostgreSQL registry rows, ``memory events --type``)."""
 
 from __future__ import annotations

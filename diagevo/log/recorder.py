@@ -72,7 +72,7 @@ class StoredEvent:
 
     @property
     def event(self) -> Event:
-        """The typed event (its class's :meth:`~diagevo.catalog.Event.from_stored`), built on
+        """The typed event (its class's ``from_stored``: the class in ``diagevo.events``), built on
         each access: the long texts are their stored references unless the read put them back."""
         return CATALOG[self.type].from_stored(self.data)
 

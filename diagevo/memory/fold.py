@@ -145,19 +145,12 @@ class Draft:
             return self._elsewhere(cls, round)
         if not cls.folded:  # evidence and bookkeeping
             return self._open(round)
-        match event:
-            case RoundCommitted():
-                if self.F1 is None:
-                    F = self.F
-                    self.F1 = F if F != 0 else None
-                self.committed, self.open_round = round, None
-                self._rounds_w().add(round)
-                return True
-            case FailureAttributed(cause_id=cause_id, failure_id=failure_id):
-                cause = self._cause(cause_id)
+        match event:  # the most frequent first
+            case FailureAttributed():
+                cause = self._cause(event.cause_id)
                 if not cause.active:
                     raise InvariantError(
-                        f"failure {failure_id} attributed to Mastered cause {cause.id} without cause.reactivated"
+                        f"failure {event.failure_id} attributed to Mastered cause {cause.id} without cause.reactivated"
                     )
                 self._set_cause(cause, CauseState.ACTIVE, cause.frequency + 1)
             case CausePromoted(cause_id=cause_id):
@@ -183,6 +176,13 @@ class Draft:
                 self.n_nodes_created += 1
             case NodesMerged():
                 self._merge(event)
+            case RoundCommitted():
+                if self.F1 is None:
+                    F = self.F
+                    self.F1 = F if F != 0 else None
+                self.committed, self.open_round = round, None
+                self._rounds_w().add(round)
+                return True
             case RunConfigured():  # a new config from here on (a fork continued under other values)
                 configured = start(self.run, event, self.last_seq)
                 self.k, self.config = configured.k, configured.config
@@ -272,7 +272,7 @@ def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Itera
         if draft is None:
             draft = _first(run, cls, rnd, data, seq)
         elif cls.folded:
-            draft.apply(cls.from_stored(data), rnd)
+            draft.apply(cls.reader(data), rnd)
         else:
             draft.skip(cls, rnd)
         yield draft, row
