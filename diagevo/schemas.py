@@ -78,10 +78,7 @@ def validate_event(raw: dict[str, Any]) -> EventIn:
     if "cut" in payload:
         payload = dict(payload)
         cut = _check_cut(cls, payload.pop("cut"))
-    try:
-        data = cls.model_validate(payload)
-    except ValidationError as exc:
-        raise InvalidEvent(f"{ev.type}: data.{first_error(exc)}") from None
+    data = cls(**payload)  # InvalidEvent, in diagevo's words
     return ev.model_copy(update={"data": _stored(data, cut)})
 
 
