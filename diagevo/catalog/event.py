@@ -100,6 +100,19 @@ class Event(BaseModel):
             except ValidationError as exc:
                 raise InvalidEvent(f"{self.name}: data.{first_error(exc)}") from None
 
+        def __getattr__(self, item: str) -> Any:
+            """An event read from the log holds its ``__dict__`` alone (:func:`_reader`: one
+            attribute set, not four); pydantic's own state is filled on first use, as it is for
+            a complete, closed shape."""
+            if item == "__pydantic_fields_set__":
+                value: Any = set(self.__dict__)
+            elif item in ("__pydantic_extra__", "__pydantic_private__"):
+                value = None
+            else:
+                return super().__getattr__(item)
+            _set(self, item, value)
+            return value
+
     @classmethod
     def from_stored(cls, data: Mapping[str, Any]) -> Self:
         """The event whose stored data is ``data``, unvalidated (it was validated when it was
@@ -128,12 +141,9 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any]], Event]:
     def read(data: Mapping[str, Any]) -> Event:
         for upcast in upcasters:
             data = upcast(dict(data))
-        if closed and len(data) == count:  # a complete, closed shape: what model_construct does
+        if closed and len(data) == count:  # a complete, closed shape: model_construct's result
             event = _new(cls)
-            _set(event, "__dict__", data)
-            _set(event, "__pydantic_fields_set__", set(fields))
-            _set(event, "__pydantic_extra__", None)
-            _set(event, "__pydantic_private__", None)
+            _set(event, "__dict__", data)  # the rest on first use (Event.__getattr__)
             return event
         return construct(**{f: v for f, v in data.items() if f != "cut"})
 

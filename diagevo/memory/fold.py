@@ -145,6 +145,10 @@ class Draft:
             return self._elsewhere(cls, round)
         if not cls.folded:  # evidence and bookkeeping
             return self._open(round)
+        return self._change(event, round)
+
+    def _change(self, event: Event, round: int) -> bool:
+        """Apply an event the fold applies, of the round after the last commit."""
         match event:  # the most frequent first
             case FailureAttributed():
                 cause = self._cause(event.cause_id)
@@ -291,8 +295,17 @@ def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
     """Fold ``(seq, round, type, data)`` rows of one run, starting from ``memory`` (a snapshot)
     or from the run's ``run.started``."""
     draft, seq = (Draft(memory), memory.last_seq) if memory is not None else (None, 0)
-    for draft, (seq, _, _, _) in drafts(rows, run, memory):  # noqa: B007 - the last one is the result
-        pass
+    plan = {name: (cls, cls.reader if cls.folded else None) for name, cls in CATALOG.items()}
+    for seq, rnd, etype, data in rows:  # drafts() without a yield per row: the replay's loop
+        cls, read = plan[etype]
+        if draft is None:
+            draft = _first(run, cls, rnd, data, seq)
+        elif read is None:
+            draft.skip(cls, rnd)
+        elif rnd == draft.committed + 1:
+            draft._change(read(data), rnd)
+        else:
+            draft._elsewhere(cls, rnd)
     if draft is None:
         raise InvariantError(f"run {run!r} has no events")
     draft.last_seq = seq
