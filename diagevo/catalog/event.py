@@ -105,7 +105,7 @@ class Event(BaseModel):
             attribute set, not four); pydantic's own state is filled on first use, as it is for
             a complete, closed shape."""
             if item == "__pydantic_fields_set__":
-                value: Any = set(self.__dict__)
+                value: Any = set(self.__dict__)  # the declared fields, as model_construct sets it
             elif item in ("__pydantic_extra__", "__pydantic_private__"):
                 value = None
             else:
@@ -135,7 +135,8 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any]], Event]:
     """:meth:`Event.from_stored` for ``cls``, with what it looks up per event bound once: a
     fold reads a million events through it."""
     upcasters, closed = cls.upcasters, cls.model_config.get("extra") == "forbid"
-    fields = frozenset(cls.__pydantic_fields__)
+    order = tuple(cls.__pydantic_fields__)  # declared order: the event's repr and dump keep it
+    fields = frozenset(order)
     count, construct = len(fields), cls.model_construct
 
     def read(data: Mapping[str, Any]) -> Event:
@@ -144,6 +145,11 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any]], Event]:
         if closed and len(data) == count:  # a complete, closed shape: model_construct's result
             event = _new(cls)
             _set(event, "__dict__", data)  # the rest on first use (Event.__getattr__)
+            return event
+        if not closed and fields <= data.keys():  # every declared field, the others carried
+            event = _new(cls)
+            _set(event, "__dict__", {f: data[f] for f in order})
+            _set(event, "__pydantic_extra__", {f: v for f, v in data.items() if f not in fields and f != "cut"})
             return event
         return construct(**{f: v for f, v in data.items() if f != "cut"})
 
