@@ -50,7 +50,7 @@ from diagevo.diagnosis.interface import (  # noqa: E402
 )
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
 from diagevo.diagnosis.pipeline import FailureInput, diagnose_round  # noqa: E402
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from tests.llm_server import ServerProcess  # noqa: E402
 
 RUN = "bench"
@@ -102,7 +102,7 @@ class InstantDiagnostician:
         return Reply(Consolidation(False, None), raw="{}", model=self.model_name)
 
 
-def new_store(tmp: Path, name: str, nodes: int = 0, per_node: int = 0, synchronous: str = "full") -> EventStore:
+def new_store(tmp: Path, name: str, nodes: int = 0, per_node: int = 0, synchronous: str = "full") -> Recorder:
     store = open_log(f"sqlite:///{tmp / name}?synchronous={synchronous}")
     events = [wire_event("run.started", RUN, 0, "start", config={"k": 0.5})]
     c = 0

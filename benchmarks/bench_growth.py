@@ -37,7 +37,7 @@ from bench_store import build_log, realistic_events  # noqa: E402
 from diagevo.catalog import FailureAttributed, FailureDiagnosed
 from diagevo.diagnosis.pipeline import _prior_outcomes  # noqa: E402
 from diagevo.interchange import ingest  # noqa: E402
-from diagevo.log import EventStore, open_log, sqlite_path
+from diagevo.log import Recorder, open_log, sqlite_path
 from diagevo.train.loop import _SOLVER_INPUT_TYPES, Trainer, _Round  # noqa: E402
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
@@ -53,7 +53,7 @@ def part_after(run: str, start: int, size: int) -> list[str]:
     return [_line(e) for e in itertools.islice(events, start, start + size)]
 
 
-def round_work(store: EventStore, run: str, t: int) -> None:
+def round_work(store: Recorder, run: str, t: int) -> None:
     """The log reads of round t, through the code the training loop runs."""
     me = SimpleNamespace(store=store, run=run)
     committed_rounds(store, run)
@@ -64,13 +64,13 @@ def round_work(store: EventStore, run: str, t: int) -> None:
     refresh_snapshots(store, run)
 
 
-def solver_input(store: EventStore, run: str, t: int) -> None:
+def solver_input(store: Recorder, run: str, t: int) -> None:
     """What a round resumed before its solver reads on top: its questions, texts inline."""
     for _ in store.read(run, round=t, types=_SOLVER_INPUT_TYPES, texts=True):
         pass
 
 
-def round_work_scans(store: EventStore, run: str, t: int) -> None:
+def round_work_scans(store: Recorder, run: str, t: int) -> None:
     """The answers of a resumed round from full scans of the run (the baseline)."""
     [rnd for _, rnd, typ, _ in store.rows(run) if typ == "round.committed"]
     r = _Round(t=t, done=set())

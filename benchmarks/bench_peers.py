@@ -74,7 +74,7 @@ def _batches(items: list[EventIn], size: int = BATCH) -> list[list[EventIn]]:
 
 
 def time_diagevo(url: str, events: list[EventIn]) -> float:
-    """Seconds for ``EventStore.append`` of ``events`` in batches (opening and migrating outside the timing)."""
+    """Seconds for ``Recorder.append`` of ``events`` in batches (opening and migrating outside the timing)."""
     with open_log(url) as store:
         t0 = time.perf_counter()
         for b in _batches(events):
@@ -83,7 +83,7 @@ def time_diagevo(url: str, events: list[EventIn]) -> float:
 
 
 def time_recorder(recorder: Any, events: list[EventIn]) -> float:
-    """Like for like with ``EventStore.append``, which serialises each event's data itself: the
+    """Like for like with ``Recorder.append``, which serialises each event's data itself: the
     recorders' payloads are serialised (same canonical JSON) inside the timing too."""
     from eventsourcing.persistence import StoredEvent
 
@@ -137,12 +137,8 @@ def pg_rows(url: str, sizes: list[int]) -> Grouped:
 
 _BASELINE_TIMER = r"""
 import json, sys, time
-try:
-    from diagevo.log import open_log
-    from diagevo.schemas import validate_event
-except ImportError:  # the layout before the log was its own package
-    from diagevo.events.store import EventStore as open_log
-    from diagevo.events.schemas import validate_event
+from diagevo.log import open_log
+from diagevo.schemas import validate_event
 url, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
 events = [validate_event(json.loads(line)) for line in open(path)]
 store = open_log(url)

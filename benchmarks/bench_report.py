@@ -4,7 +4,7 @@ Builds a realistic log (``bench_store.build_log``: questions, scores, failures w
 diagnoses, causes, merges, commits) and measures, each in a new process as ``diagevo report``
 runs (matplotlib imported outside the timings):
 
-- baseline: reading every event of the run with its texts (``EventStore.read(texts=True)``);
+- baseline: reading every event of the run with its texts (``Recorder.read(texts=True)``);
 - ``load_run``: everything the report draws, as polars frames (stats, stories, M_t per round);
 - the whole report, as the command writes it: ``load_run``, the figures and the HTML (the
   templates compiled on the way), written to a file;

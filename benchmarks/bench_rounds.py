@@ -33,7 +33,7 @@ from diagevo.catalog import (
     RoundCommitted,
     RoundStarted,
 )
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
@@ -46,7 +46,7 @@ RUN = "bench"
 N = 12
 
 
-def seed_memory(store: EventStore, causes: int) -> None:
+def seed_memory(store: Recorder, causes: int) -> None:
     """Round 1: ``causes`` causes in 8 nodes, committed."""
     rounds.start_run(store, RUN, Config(), seed=1)
     rounds.open_round(store, RUN)
@@ -83,7 +83,7 @@ def answers(rng: random.Random) -> list[str]:
     return ["42"] * agree + [str(rng.randint(0, 9)) for _ in range(N - agree)]
 
 
-def baseline_round(store: EventStore, t: int, n: int, cfg: Config, rng: random.Random) -> None:
+def baseline_round(store: Recorder, t: int, n: int, cfg: Config, rng: random.Random) -> None:
     ev = lambda key, event: new_event(event, run=RUN, round=t, event_id=f"{RUN}/{t}/{key}")  # noqa: E731
     store.append([ev("round.started", RoundStarted())])
     memory = load_memory(store, RUN, t - 1)
@@ -122,7 +122,7 @@ def baseline_round(store: EventStore, t: int, n: int, cfg: Config, rng: random.R
     refresh_snapshots(store, RUN)
 
 
-def protocol_round(store: EventStore, t: int, n: int, batch: int, rng: random.Random) -> None:
+def protocol_round(store: Recorder, t: int, n: int, batch: int, rng: random.Random) -> None:
     rounds.open_round(store, RUN, t)
     reqs = rounds.requests(store, RUN, t, n)
     cands = [

@@ -1,6 +1,6 @@
 """Event-store benchmark (a script, not a test).
 
-(a) batched append throughput of ``EventStore.append`` against raw ``sqlite3`` executemany of the
+(a) batched append throughput of ``Recorder.append`` against raw ``sqlite3`` executemany of the
     very same rows into an identical schema (same migration, same pragmas), in the same run;
 (b) reading a 1,000,000-event log back with ``iter_rows``: wall time and peak memory, measured in
     a fresh process so that building the log does not count;
@@ -290,7 +290,7 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
         for b in batches:
             prepared, _ = _prepare(b)
             prev = "0" * 64
-            for p in prepared:  # the chain and the row, as EventStore._insert builds them
+            for p in prepared:  # the chain and the row, as Recorder._insert builds them
                 prev = hashlib.sha256(prev.encode() + p[5]).hexdigest()
                 (0, p[0], p[1], p[2], p[3], 1, p[4], "", prev, prev, p[6], *p[7])
         python_s = min(python_s, time.perf_counter() - t0)
@@ -326,7 +326,7 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
     print(
         f"(d) where an append's time goes: {len(events):,} realistic events, batches of 1000, SQLite, best of {repeats}"
     )
-    print(f"    {'the store, EventStore.append':<58}{store_s * us:>8.1f} µs/event")
+    print(f"    {'the store, Recorder.append':<58}{store_s * us:>8.1f} µs/event")
     print(f"    {'its Python alone (serialise, texts, keys, chain, rows)':<58}{python_s * us:>8.1f}")
     print(f"    {'raw executemany of its rows, full schema':<58}{full * us:>8.1f}")
     print(f"    {'same without the read indexes (unique event_id only)':<58}{lean * us:>8.1f}")

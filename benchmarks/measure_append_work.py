@@ -37,12 +37,8 @@ BATCH = 1000
 # runs in the tree under test (PYTHONPATH): every event validated, then the first N appended
 _APPENDER = r"""
 import json, sys
-try:
-    from diagevo.log import open_log
-    from diagevo.schemas import validate_event
-except ImportError:  # the layout before the log was its own package
-    from diagevo.events.store import EventStore as open_log
-    from diagevo.events.schemas import validate_event
+from diagevo.log import open_log
+from diagevo.schemas import validate_event
 url, path, n, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 events = [validate_event(json.loads(line)) for line in open(path)]
 store = open_log(url)

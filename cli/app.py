@@ -18,7 +18,6 @@ from diagevo.cli.common import (
     EXIT_USAGE,
     Interrupted,
     err_console,
-    message,
 )
 from diagevo.cli.safe import error_line, text
 from diagevo.errors import DiagevoError
@@ -100,26 +99,32 @@ def _root(
 
 
 def _register() -> None:
-    from diagevo.cli import config, diagnose, doctor, eval, fork, report, train
+    from diagevo.cli import config, diagnose, doctor, fork, report, train, whatif
+    from diagevo.cli import eval as evaluation
     from diagevo.cli.db import db_app
+    from diagevo.cli.export import export_app
     from diagevo.cli.memory import memory_app
     from diagevo.cli.models import gpu_check, models_app
     from diagevo.cli.rounds import round_app
     from diagevo.cli.runs import runs_app
+    from diagevo.cli.stats import register as register_stats
 
     app.add_typer(memory_app, name="memory")
     app.add_typer(round_app, name="round")
     app.add_typer(runs_app, name="runs")
     app.add_typer(db_app, name="db", help="Database schema: upgrade, current revision.")
+    app.add_typer(export_app, name="export")
     app.add_typer(
         models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI)."
     )
     app.command("gpu-check")(gpu_check)
     train.register(app)
     config.register(app)
+    register_stats(memory_app)
     diagnose.register(app, memory_app)
     fork.register(memory_app)
-    eval.register(app)
+    whatif.register(memory_app)
+    evaluation.register(app)
     report.register(app)
     doctor.register(app)
 
@@ -140,6 +145,7 @@ def _environmental(exc: OSError) -> bool:
 def _one_line(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not
     echoed), without credentials."""
+    from diagevo.cli.fixes import message
     from diagevo.parsing import one_line
 
     said = redact_text(message(exc)).strip()
@@ -227,7 +233,7 @@ def _bound_integers(command: Any) -> Any:
 
 def _leave_now(code: int) -> None:
     """After Ctrl-C: the exit handlers (they stop the math-verify worker), then out without
-    Python's teardown, which spent 1-4 s freeing torch and the rest after the message was shown.
+    Python's teardown, which can spend seconds freeing torch and the rest after the message is shown.
     The store is closed already (the commands hold it in ``with``). Inside pytest, an ordinary exit."""
     if "pytest" in sys.modules:
         sys.exit(code)

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from diagevo.cli.safe import json_text, make_console
 from diagevo.errors import DiagevoError, Hint
 from diagevo.untrusted import shell_join
-from diagevo.words import you_mean
-
-if TYPE_CHECKING:
-    from diagevo.sections import ConfigError
 
 console = make_console()
 err_console = make_console(stderr=True)
@@ -71,18 +70,20 @@ class Interrupted(CLIError):
 def open_store(
     db: str | None, *, create: bool = False, keep_if_refused: bool = True, readonly: bool = False
 ) -> Iterator[Any]:
-    """The event store at ``db``. Read commands leave ``create`` off, so a missing SQLite file is
-    ``no database at PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it.
+    """The event store at ``db``, opened by the library's one :func:`diagevo.api.open_store`, for
+    a command. Read commands leave ``create`` off, so a missing SQLite file is ``no database at
+    PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it.
     Commands that only read set ``readonly``: SQLite is opened read-only (a read-only mount works).
     With ``keep_if_refused=False``, a SQLite file this call created is removed again when the
     command refuses its input (a DiagevoError): a refusal leaves nothing behind."""
-    from diagevo.log import open_log, sqlite_path
+    from diagevo.api import open_store as open_library_store
+    from diagevo.log import sqlite_path
     from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
     path = sqlite_path(url)
     fresh = create and not keep_if_refused and path is not None and not path.exists()
-    store = open_log(url, create=create, readonly=readonly)
+    store = open_library_store(url, create=create, readonly=readonly)
     try:
         yield store
     except DiagevoError:
@@ -91,8 +92,25 @@ def open_store(
             for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
                 leftover.unlink(missing_ok=True)
         raise
+    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+        raise _bad_row(store, exc) from exc
     finally:
         store.close()
+
+
+def _bad_row(store: Any, exc: Exception) -> Exception:
+    """What a command that failed on what it read says: the event its readers cannot read (a
+    row written raw, past the checks), in one line, when the log holds one; else the error as
+    it was (a bug, reported as one)."""
+    from diagevo.views.verify import first_out_of_shape
+
+    try:
+        found = first_out_of_shape(store)
+    except Exception:  # noqa: BLE001 - the search must not hide the error it explains
+        return exc
+    if found is None:
+        return exc
+    return CLIError(f"{found} (memory verify names every such event)")
 
 
 def emit_json(obj: Any) -> None:
@@ -136,25 +154,6 @@ def spell(hint: Hint) -> str:
     return shell_join([program(), *hint.args, *db])
 
 
-def message(exc: BaseException) -> str:
-    """What a user reads of an error: a DiagevoError's message with its hint spelled runnable,
-    a config field given with ``--set`` and misnamed with the options it most likely means."""
-    if not isinstance(exc, DiagevoError):
-        return str(exc)
-    from diagevo.sections import ConfigError  # an error path: the import costs nothing a command waits for
-
-    if isinstance(exc, ConfigError) and exc.value is not None and exc.meant:
-        return set_options_meant(exc)
-    return exc.render(spell)
-
-
-def set_options_meant(exc: ConfigError) -> str:
-    """``unknown config field 'memory.kk' (did you mean --set memory.k=2?)``: the fields the error
-    names as meant, spelled as the option that sets each to the value given."""
-    shown = exc.value if exc.value is not None and len(exc.value) <= 40 else "VALUE"
-    return exc.said + you_mean([f"--set {field}={shown}" for field in exc.meant])
-
-
 def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
     """``--db`` for the commands printed after a run, and a note when the URL's password is left
     out. Without an explicit URL, the next command finds the same database ($DIAGEVO_DB or the
@@ -181,3 +180,57 @@ def suggest(*args: str, db: str | None = None) -> str:
 
     dbs = db_args(db, resolve_db_url(db))[0] if db else []
     return shell_join([program(), *args, *dbs])
+
+
+@dataclass(frozen=True)
+class Output:
+    """What a read command was asked for besides its table: JSON instead (``--json``), and a
+    file to write too (``-o``/``--out``; None where the command has no such option or it was
+    not given)."""
+
+    as_json: bool = False
+    file: Path | None = None
+
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def output_options(
+    *, json_help: str = "Print machine-readable JSON.", file_help: str | None = None
+) -> Callable[[_Command], _Command]:
+    """The output options of a read command, declared once (as sqlite-utils' ``output_options``):
+    ``--json``, and with ``file_help`` ``--out``/``-o``. The command takes them as one
+    ``output: Output`` parameter; typer sees the two options in its place."""
+
+    def decorate(command: _Command) -> _Command:
+        signature = inspect.signature(command, eval_str=True)
+        options = [
+            inspect.Parameter(
+                "json",
+                inspect.Parameter.KEYWORD_ONLY,
+                default=False,
+                annotation=Annotated[bool, typer.Option("--json", help=json_help)],
+            )
+        ]
+        if file_help is not None:
+            options.append(
+                inspect.Parameter(
+                    "out",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=None,
+                    annotation=Annotated[Path | None, typer.Option("--out", "-o", help=file_help)],
+                )
+            )
+        kept = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for n, p in signature.parameters.items() if n != "output"
+        ]
+
+        @functools.wraps(command)
+        def with_output(*args: Any, json: bool = False, out: Path | None = None, **kwargs: Any) -> Any:
+            return command(*args, output=Output(json, out), **kwargs)
+
+        with_output.__signature__ = signature.replace(parameters=[*kept, *options])  # type: ignore[attr-defined]
+        with_output.__annotations__ = {p.name: p.annotation for p in [*kept, *options]}
+        return with_output  # type: ignore[return-value]
+
+    return decorate

@@ -26,41 +26,43 @@ def toml_value(value: Any) -> str:
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("config")
-    def config_command(
-        config: Annotated[
-            Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml, as for train).")
-        ] = None,
-        set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Print the resolved config: every field's value and what it does, as TOML (secrets redacted)."""
-        from diagevo.cli.train import DEFAULT_CONFIG
-        from diagevo.redaction import REDACTED
-        from diagevo.sections import settings
-        from diagevo.train.config import load_config
+def config_command(
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml, as for train).")
+    ] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print the resolved config: every field's value and what it does, as TOML (secrets redacted)."""
+    from diagevo.cli.train import DEFAULT_CONFIG
+    from diagevo.redaction import REDACTED
+    from diagevo.sections import settings
+    from diagevo.train.config import load_config
 
-        path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
-        rows = settings(load_config(path, list(set_ or [])))
-        if json_out:
-            emit_json({"config": str(path) if path else None, "fields": [asdict(r) for r in rows]})
-            return
-        width = max(40, console.width - 2)
-        out = Text()
-        out.append(f"# resolved from {path or 'the defaults'}\n", style="dim")
-        section = ""
-        for r in rows:
-            where, _, name = r.key.rpartition(".")
-            if where != section:
-                section = where
-                out.append(f"\n[{section}]\n", style="bold")
-            for line in textwrap.wrap(r.help, width - 2):
-                out.append(f"# {line}\n", style="dim")
-            unset = r.value is None or r.value == REDACTED
-            line = f"{'# ' if unset else ''}{name} = {toml_value(r.value) if r.value is not None else ''}".rstrip()
-            out.append(line, style="dim" if unset else "")
-            if r.value != r.default and r.value is not None:
-                out.append(f"    # default {'unset' if r.default is None else toml_value(r.default)}", style="dim")
-            out.append("\n")
-        console.print(out, soft_wrap=True, highlight=False)
+    path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+    rows = settings(load_config(path, list(set_ or [])))
+    if json_out:
+        emit_json({"config": str(path) if path else None, "fields": [asdict(r) for r in rows]})
+        return
+    width = max(40, console.width - 2)
+    out = Text()
+    out.append(f"# resolved from {path or 'the defaults'}\n", style="dim")
+    section = ""
+    for r in rows:
+        where, _, name = r.key.rpartition(".")
+        if where != section:
+            section = where
+            out.append(f"\n[{section}]\n", style="bold")
+        for line in textwrap.wrap(r.help, width - 2):
+            out.append(f"# {line}\n", style="dim")
+        unset = r.value is None or r.value == REDACTED
+        line = f"{'# ' if unset else ''}{name} = {toml_value(r.value) if r.value is not None else ''}".rstrip()
+        out.append(line, style="dim" if unset else "")
+        if r.value != r.default and r.value is not None:
+            out.append(f"    # default {'unset' if r.default is None else toml_value(r.default)}", style="dim")
+        out.append("\n")
+    console.print(out, soft_wrap=True, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("config")(config_command)

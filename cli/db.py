@@ -23,7 +23,7 @@ _err = make_console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    from diagevo.cli.common import message
+    from diagevo.cli.fixes import message
     from diagevo.redaction import redact_text
 
     _err.print(error_line(redact_text(message(exc))))

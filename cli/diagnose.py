@@ -9,6 +9,8 @@ were is :func:`diagevo.diagnosis.pipeline.diagnose`'s to decide, and the summary
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,8 +32,8 @@ IndexOpt = Annotated[
     typer.Option(
         "--index",
         help=(
-            "LanceDB directory of the vector index (default: beside a SQLite db, dir/x.db -> dir/x.lance; else "
-            "./diagevo-DB-KEY.lance)."
+            "LanceDB directory of the vector index (default: in the database's folder, dir/x.db -> "
+            "dir/x.diagevo/index.lance; else ./diagevo-DB-KEY.diagevo/index.lance)."
         ),
     ),
 ]
@@ -91,7 +93,9 @@ def _summary_table(s: Any, heuristic: bool = False) -> Table:
         ("new causes", s.new_causes),
         ("new skill nodes", s.new_nodes),
         ("non-skill slips", s.non_skill),
-        ("failed diagnoses", s.failed),
+        ("failed diagnoses (left undiagnosed)", s.failed),
+        *([("asked again after a failed diagnosis", s.retried)] if s.retried else []),
+        ("failed merge decisions", s.merge_failed),
         ("Prompt 2 lists cut to the cap", s.dedup_truncated),
         ("merge candidates / merges", f"{s.merge_candidates} / {s.merges}"),
         ("LLM calls", s.llm_calls),
@@ -111,7 +115,7 @@ def diagnose(
         Path, typer.Argument(help="JSONL, one failure a line (docs/how-to/own-trainer.md).", show_default=False)
     ],
     run: Annotated[str, typer.Option("--run", help="Run id whose memory the failures update.")],
-    round: Annotated[int, typer.Option("--round", help="The run's open round (last committed round + 1).")],
+    open_round: Annotated[int, typer.Option("--round", help="The run's open round (last committed round + 1).")],
     llm_url: Annotated[
         str | None, typer.Option("--llm-url", help="OpenAI-compatible base URL of the diagnostician.")
     ] = None,
@@ -131,38 +135,18 @@ def diagnose(
     from diagevo.diagnosis.pipeline import diagnose as diagnose_round
     from diagevo.diagnosis.pipeline import failures_from_records
     from diagevo.diagnosis.tools import check_endpoints, diagnostician_for, embedder_for, vector_index
-    from diagevo.rounds import Round, round_state
     from diagevo.urls import resolve_db_url
     from diagevo.views.index import default_index_path
-    from diagevo.words import did_you_mean
 
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
     )
-    if diagnostician not in ("llm", "heuristic"):
-        raise CLIError(
-            f"--diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)"
-        )
+    _check_arguments(cfg, diagnostician, failures_file)
     heuristic = diagnostician == "heuristic"
-    if not heuristic and not cfg.llm_url:
-        raise CLIError(
-            "no diagnostician endpoint: pass --llm-url (or set diagnosis.llm_url in --config), "
-            "or --diagnostician heuristic to try things offline"
-        )
-    if failures_file.is_dir():
-        raise CLIError(f"{failures_file} is a directory, not a JSONL file")
-    if not failures_file.is_file():
-        raise CLIError(f"no such file: {failures_file}")
     with open_store(db) as store:
-        runs = store.runs()
-        if run not in runs:
-            raise CLIError(f"no run {run!r} in the database{did_you_mean(run, runs)}")
-        last = round_state(store, run).last_committed
-        if round != last + 1:
-            raise CLIError(f"round {round} is not open in run {run!r}: its last committed round is {last}")
+        rnd = _open_round(store, run, open_round)
         from diagevo.cli.failures import read_failures
 
-        rnd = Round(store, run, round)  # the round protocol: M_{t-1} read once
         lines = read_failures(failures_file, set(rnd.memory().causes))
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
@@ -171,38 +155,76 @@ def diagnose(
         vindex = vector_index(store, run, emb, index or default_index_path(resolve_db_url(db)))
         dx = diagnostician_for(diagnostician, cfg, emb)
         inputs = failures_from_records(line.model_dump() for line in lines)
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from diagevo.cli.eval import _resumable  # Ctrl-C: the same command goes on (decided failures are skipped)
 
-        with Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-            disable=json_out,
-        ) as bar:
-            tasks: dict[str, Any] = {}
-
-            def progress(phase: str, done: int, total: int | None) -> None:
-                if phase not in tasks:
-                    tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
-                bar.update(tasks[phase], completed=done, total=total)
-
-            from diagevo.cli.eval import _resumable  # Ctrl-C: the same command goes on (decided failures are skipped)
-
-            with _resumable():
-                summary = diagnose_round(
-                    rnd, diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
-                )
+        with _phase_bars(hidden=json_out) as progress, _resumable():
+            summary = diagnose_round(
+                rnd, diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
+            )
     if json_out:
         emit_json({**summary.to_json(), "diagnostician": diagnostician, "model": dx.model_name})
-    else:
-        if heuristic:
-            err_console.print(text(f"note: {HEURISTIC_NOTE}"))
-        if summary.not_recorded:
-            err_console.print(text(NOT_RECORDED_NOTE.format(run=run, round=round)))
-        console.print(_summary_table(summary, heuristic))
+        return
+    if heuristic:
+        err_console.print(text(f"note: {HEURISTIC_NOTE}"))
+    if summary.not_recorded:
+        err_console.print(text(NOT_RECORDED_NOTE.format(run=run, round=open_round)))
+    console.print(_summary_table(summary, heuristic))
+
+
+def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path) -> None:
+    """Refuse what the command line gets wrong before the database is opened."""
+    if diagnostician not in ("llm", "heuristic"):
+        raise CLIError(
+            f"--diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)"
+        )
+    if diagnostician != "heuristic" and not cfg.llm_url:
+        raise CLIError(
+            "no diagnostician endpoint: pass --llm-url (or set diagnosis.llm_url in --config), "
+            "or --diagnostician heuristic to try things offline"
+        )
+    if failures_file.is_dir():
+        raise CLIError(f"{failures_file} is a directory, not a JSONL file")
+    if not failures_file.is_file():
+        raise CLIError(f"no such file: {failures_file}")
+
+
+def _open_round(store: Any, run: str, open_round: int) -> Any:
+    """The round protocol's handle on ``open_round`` of ``run`` (M_{t-1} read once); refused when
+    the run is unknown or the round is not the one after its last commit."""
+    from diagevo.rounds import Round, round_state
+    from diagevo.words import did_you_mean
+
+    runs = store.runs()
+    if run not in runs:
+        raise CLIError(f"no run {run!r} in the database{did_you_mean(run, runs)}")
+    last = round_state(store, run).last_committed
+    if open_round != last + 1:
+        raise CLIError(f"round {open_round} is not open in run {run!r}: its last committed round is {last}")
+    return Round(store, run, open_round)
+
+
+@contextmanager
+def _phase_bars(hidden: bool) -> Iterator[Any]:
+    """A transient bar on stderr per diagnosis phase, fed by the pipeline's progress callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=hidden,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(phase: str, done: int, total: int | None) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        yield progress
 
 
 def reindex(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -151,101 +152,94 @@ def _table(rows: Sequence[tuple[int | None, Any]], title: str, selected: int | N
     return table
 
 
+BenchOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--bench",
+        help=(
+            "NAME=PATH of a benchmark file (repeatable); NAME begins with a kind: math500, gsm8k, olympiadbench, "
+            "minerva, amc, aime, mmlu_pro, supergpqa, gpqa_diamond, bbeh, mmlu, mixed."
+        ),
+    ),
+]
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", help="Model directory (local, vllm) or the model name the server knows (endpoint)."),
+]
+
+EvalRunOpt = Annotated[
+    str | None,
+    typer.Option("--run", help="Evaluate this run's solver checkpoints and record the scores in its log."),
+]
+
+RoundsOpt = Annotated[str, typer.Option("--rounds", help="With --run: all, N, N,M or N-M (round 0 is the base model).")]
+
+SelectOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--select",
+        help=(
+            "With --run: VAL_FILE (or NAME=PATH) whose accuracy picks the best round; --bench files are then "
+            "evaluated on that round."
+        ),
+    ),
+]
+
+FieldOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--field", help="NAME.ROLE=COLUMN: read a role (question, answer, options, id, ...) from another column."
+    ),
+]
+
+UrlOpt = Annotated[
+    str | None,
+    typer.Option("--url", help="OpenAI-compatible base URL (vllm serve, a provider); key from $DIAGEVO_LLM_API_KEY."),
+]
+
+LimitOpt = Annotated[int | None, typer.Option("--limit", help="Only the first N questions of each file.")]
+
+SamplesOpt = Annotated[
+    int | None, typer.Option("--samples", help="k of mean@k for AMC and AIME (default 32; 0 = greedy only).")
+]
+
+MaxNewTokensOpt = Annotated[int | None, typer.Option("--max-new-tokens", help="Longest response (default 4096).")]
+
+BatchSizeOpt = Annotated[
+    int | None,
+    typer.Option("--batch-size", help="Questions per generation batch; outputs are saved after each (default 64)."),
+]
+
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed of the mean@k samples (default 0).")]
+
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Directory of the per-question outputs (JSONL, resumable).")]
+
+
 def eval_command(
-    bench: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--bench",
-            help=(
-                "NAME=PATH of a benchmark file (repeatable); NAME begins with a kind: math500, gsm8k, olympiadbench, "
-                "minerva, amc, aime, mmlu_pro, supergpqa, gpqa_diamond, bbeh, mmlu, mixed."
-            ),
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="Model directory (local, vllm) or the model name the server knows (endpoint)."),
-    ] = None,
-    run: Annotated[
-        str | None,
-        typer.Option("--run", help="Evaluate this run's solver checkpoints and record the scores in its log."),
-    ] = None,
-    rounds: Annotated[
-        str, typer.Option("--rounds", help="With --run: all, N, N,M or N-M (round 0 is the base model).")
-    ] = "all",
-    select: Annotated[
-        str | None,
-        typer.Option(
-            "--select",
-            help=(
-                "With --run: VAL_FILE (or NAME=PATH) whose accuracy picks the best round; --bench files are then "
-                "evaluated on that round."
-            ),
-        ),
-    ] = None,
-    field: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--field", help="NAME.ROLE=COLUMN: read a role (question, answer, options, id, ...) from another column."
-        ),
-    ] = None,
+    bench: BenchOpt = None,
+    model: ModelOpt = None,
+    run: EvalRunOpt = None,
+    rounds: RoundsOpt = "all",
+    select: SelectOpt = None,
+    field: FieldOpt = None,
     engine: EngineOpt = None,
-    url: Annotated[
-        str | None,
-        typer.Option(
-            "--url", help="OpenAI-compatible base URL (vllm serve, a provider); key from $DIAGEVO_LLM_API_KEY."
-        ),
-    ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N questions of each file.")] = None,
-    samples: Annotated[
-        int | None, typer.Option("--samples", help="k of mean@k for AMC and AIME (default 32; 0 = greedy only).")
-    ] = None,
-    max_new_tokens: Annotated[
-        int | None, typer.Option("--max-new-tokens", help="Longest response (default 4096).")
-    ] = None,
-    batch_size: Annotated[
-        int | None,
-        typer.Option("--batch-size", help="Questions per generation batch; outputs are saved after each (default 64)."),
-    ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the mean@k samples (default 0).")] = None,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory of the per-question outputs (JSONL, resumable).")
-    ] = Path("eval"),
+    url: UrlOpt = None,
+    limit: LimitOpt = None,
+    samples: SamplesOpt = None,
+    max_new_tokens: MaxNewTokensOpt = None,
+    batch_size: BatchSizeOpt = None,
+    seed: SeedOpt = None,
+    out: OutOpt = Path("eval"),
     db: DbOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Benchmark accuracy (greedy pass@1; mean@k for AMC and AIME) of a model or of a run's checkpoints."""
-    from diagevo.eval.config import EvalConfig
-    from diagevo.sections import ConfigError
-
-    if (model is None) == (run is None):
-        raise CLIError("give either --model DIR or --run R")
-    if select and run is None:
-        raise CLIError("--select picks a round of a run: use it with --run")
-    if not bench and not select:
-        raise CLIError("nothing to evaluate: give --bench NAME=PATH (or --select VAL_FILE with --run)")
-    if limit is not None and limit < 1:
-        raise CLIError(f"--limit {limit}: give a positive number of questions")
-    if samples is not None and samples < 0:
-        raise CLIError(f"--samples {samples}: give k >= 1, or 0 for greedy only")
-    settings = {"max_new_tokens": max_new_tokens, "batch_size": batch_size, "seed": seed, "samples": samples or None}
-    try:
-        cfg = EvalConfig(**{k: v for k, v in settings.items() if v is not None})
-    except ConfigError as exc:
-        raise CLIError(f"--{exc.key.replace('_', '-')}: {exc.error['msg']}") from None
+    _check_targets(model, run, bench, select)
+    cfg = _eval_config(limit, samples, max_new_tokens, batch_size, seed)
     benches = load_benches(bench or [], field or [], limit)
-    validation = None
-    if select:
-        from diagevo.eval.benchmarks import load_benchmark
-
-        name, sep, path = select.partition("=")
-        if sep:
-            from diagevo.files import plain_name
-
-            plain_name(name, "--select NAME")
-        validation = load_benchmark(name if sep else "validation:mixed", path if sep else select, None, limit)
+    validation = _validation_bench(select, limit) if select else None
     kind, make = _engine_factory(engine, url)
-
     columns = (
         TextColumn("{task.description}", markup=False),
         BarColumn(),
@@ -253,54 +247,131 @@ def eval_command(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
+    greedy_only = 0 if samples == 0 else None
     # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
     with progress_for(err_console, enabled=not json, transient=True, columns=columns) as bars, _resumable():
         if model is not None:
             from diagevo.eval.runs import evaluate_model
 
-            results = evaluate_model(make, model, benches, cfg, out, samples=0 if samples == 0 else None, progress=bars)
-            report: dict[str, Any] = {"model": model, "engine": kind, "results": [r.to_json() for r in results]}
-            rows: Sequence[tuple[int | None, Any]] = [(None, r) for r in results]
-            selected = None
+            results = evaluate_model(make, model, benches, cfg, out, samples=greedy_only, progress=bars)
+            scores = EvalScores(
+                {"model": model, "engine": kind, "results": [r.to_json() for r in results]},
+                [(None, r) for r in results],
+            )
         else:
-            from diagevo.eval.runs import evaluate_run
-            from diagevo.views.memory import resolve_run
-
             with open_store(db) as store:
-                run_id = resolve_run(store, run)
-                done = evaluate_run(
-                    store,
-                    run_id,
-                    benches,
-                    make,
-                    cfg,
-                    out,
-                    rounds=rounds,
-                    validation=validation,
-                    samples=0 if samples == 0 else None,
-                    engine_name=kind,
-                    progress=bars,
-                )
-            selected = done.selected
-            rows = [*sorted(done.validation.items()), *done.results]
-            report = {
-                "run": run_id,
-                "engine": kind,
-                "selected": selected,
-                "validation": {str(t): r.to_json() for t, r in sorted(done.validation.items())},
-                "results": [{"round": t, **r.to_json()} for t, r in done.results],
-            }
+                scores = _evaluate_run(store, run, benches, make, cfg, out, rounds, validation, greedy_only, kind, bars)
     if json:
-        emit_json(report)
+        emit_json(scores.report)
         return
-    title = f"model {model}" if model is not None else f"run {report['run']}"
-    console.print(_table(rows, title, selected))
-    if selected is not None:
-        best = done.validation[selected]
+    _print_scores(scores, f"model {model}" if model is not None else f"run {scores.report['run']}", out)
+
+
+@dataclass
+class EvalScores:
+    """What ``eval`` prints: the JSON report, the table's rows (round, result), and the round
+    the validation file picked with its result."""
+
+    report: dict[str, Any]
+    rows: Sequence[tuple[int | None, Any]]
+    selected: int | None = None
+    selected_result: Any = None
+
+
+def _check_targets(model: str | None, run: str | None, bench: list[str] | None, select: str | None) -> None:
+    """A model or a run, and something to evaluate it on."""
+    if (model is None) == (run is None):
+        raise CLIError("give either --model DIR or --run R")
+    if select and run is None:
+        raise CLIError("--select picks a round of a run: use it with --run")
+    if not bench and not select:
+        raise CLIError("nothing to evaluate: give --bench NAME=PATH (or --select VAL_FILE with --run)")
+
+
+def _eval_config(
+    limit: int | None, samples: int | None, max_new_tokens: int | None, batch_size: int | None, seed: int | None
+) -> Any:
+    """The evaluation settings given on the command line, each refused under its option's name."""
+    from diagevo.eval.config import EvalConfig
+    from diagevo.sections import ConfigError
+
+    if limit is not None and limit < 1:
+        raise CLIError(f"--limit {limit}: give a positive number of questions")
+    if samples is not None and samples < 0:
+        raise CLIError(f"--samples {samples}: give k >= 1, or 0 for greedy only")
+    settings = {"max_new_tokens": max_new_tokens, "batch_size": batch_size, "seed": seed, "samples": samples or None}
+    try:
+        return EvalConfig(**{k: v for k, v in settings.items() if v is not None})
+    except ConfigError as exc:
+        raise CLIError(f"--{exc.key.replace('_', '-')}: {exc.error['msg']}") from None
+
+
+def _validation_bench(select: str, limit: int | None) -> Any:
+    """The file of ``--select`` (``VAL_FILE`` or ``NAME=PATH``) whose accuracy picks a round."""
+    from diagevo.eval.benchmarks import load_benchmark
+
+    name, sep, path = select.partition("=")
+    if sep:
+        from diagevo.files import plain_name
+
+        plain_name(name, "--select NAME")
+    return load_benchmark(name if sep else "validation:mixed", path if sep else select, None, limit)
+
+
+def _evaluate_run(
+    store: Any,
+    run: str | None,
+    benches: list[Any],
+    make: Any,
+    cfg: Any,
+    out: Path,
+    rounds: str,
+    validation: Any,
+    greedy_only: int | None,
+    kind: str,
+    bars: Any,
+) -> EvalScores:
+    """Evaluate the run's solver checkpoints (scores recorded in its log)."""
+    from diagevo.eval.runs import evaluate_run
+    from diagevo.views.memory import resolve_run
+
+    run_id = resolve_run(store, run)
+    done = evaluate_run(
+        store,
+        run_id,
+        benches,
+        make,
+        cfg,
+        out,
+        rounds=rounds,
+        validation=validation,
+        samples=greedy_only,
+        engine_name=kind,
+        progress=bars,
+    )
+    report = {
+        "run": run_id,
+        "engine": kind,
+        "selected": done.selected,
+        "validation": {str(t): r.to_json() for t, r in sorted(done.validation.items())},
+        "results": [{"round": t, **r.to_json()} for t, r in done.results],
+    }
+    rows = [*sorted(done.validation.items()), *done.results]
+    best = done.validation[done.selected] if done.selected is not None else None
+    return EvalScores(report, rows, done.selected, best)
+
+
+def _print_scores(scores: EvalScores, title: str, out: Path) -> None:
+    console.print(_table(scores.rows, title, scores.selected))
+    best = scores.selected_result
+    if best is not None:
         console.print(
-            text(f"selected round {selected} (* above): validation accuracy {best.accuracy:.3f} on {best.benchmark}")
+            text(
+                f"selected round {scores.selected} (* above): validation accuracy {best.accuracy:.3f} "
+                f"on {best.benchmark}"
+            )
         )
-    if rows:
+    if scores.rows:
         console.print(text((f"per-question outputs under {out}/ (rerun the same command to resume)", "dim")))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from diagevo.cli.common import CLIError
 from diagevo.formats import FailureLine, read_lines
-from diagevo.parsing import file_lines, shorten
+from diagevo.parsing import file_lines, quoted
 
 __all__ = ["FailureLine", "read_failures"]
 
@@ -20,12 +20,12 @@ def read_failures(path: Path, known_cause_ids: set[str]) -> list[FailureLine]:
     for n, _, item in read_lines(file_lines(path), FailureLine):
         if item.failure_id in seen:
             raise CLIError(
-                f"line {n}: failure_id {shorten(item.failure_id)} already appears on line {seen[item.failure_id]}"
+                f"line {n}: failure_id {quoted(item.failure_id)} already appears on line {seen[item.failure_id]}"
             )
         seen[item.failure_id] = n
         unknown = [c for c in item.known_causes if c not in known_cause_ids]
         if unknown:
-            raise CLIError(f"line {n}: known_causes names {shorten(unknown[0])}, which is not a cause of this run")
+            raise CLIError(f"line {n}: known_causes names {quoted(unknown[0])}, which is not a cause of this run")
         if len(set(item.known_causes)) != len(item.known_causes):
             raise CLIError(f"line {n}: known_causes repeats a cause")
         out.append(item)

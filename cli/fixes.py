@@ -18,8 +18,10 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from diagevo.errors import Hint
+from diagevo.cli.common import spell as spell_hint
+from diagevo.errors import DiagevoError, Hint
 from diagevo.fixes import (
     VLLM_CPU,
     Activate,
@@ -35,6 +37,10 @@ from diagevo.fixes import (
 )
 from diagevo.installation import Installation, installation
 from diagevo.untrusted import shell_join, shell_word
+from diagevo.words import you_mean
+
+if TYPE_CHECKING:
+    from diagevo.sections import ConfigError
 
 
 def _here(path: Path) -> str:
@@ -122,8 +128,6 @@ def spell_step(step: Step, inst: Installation, spell: Callable[[Hint], str] = Hi
 
 def spell_fix(fix: Fix, inst: Installation | None = None, spell: Callable[[Hint], str] | None = None) -> str:
     """The fix as a command line: its steps joined with ``&&``, then ``, or`` each alternative."""
-    from diagevo.cli.common import spell as spell_hint
-
     inst = inst or installation()
     say = spell or spell_hint
     done = " && ".join(spell_step(s, inst, say) for s in fix.steps)
@@ -145,4 +149,23 @@ def need_line(name: str, detail: str, fix: Fix | None) -> str:
     return f"{name}: {detail}" + (f"; fix: {spell_fix(fix)}" if fix is not None else "")
 
 
-__all__ = ["need_line", "spell_fix", "spell_step", "with_fix"]
+def message(exc: BaseException) -> str:
+    """What a user reads of an error: a DiagevoError's message with its hint spelled runnable,
+    a config field given with ``--set`` and misnamed with the options it most likely means."""
+    if not isinstance(exc, DiagevoError):
+        return str(exc)
+    from diagevo.sections import ConfigError  # an error path: the import costs nothing a command waits for
+
+    if isinstance(exc, ConfigError) and exc.value is not None and exc.meant:
+        return set_options_meant(exc)
+    return exc.render(spell_hint, spell_fix)
+
+
+def set_options_meant(exc: ConfigError) -> str:
+    """``unknown config field 'memory.kk' (did you mean --set memory.k=2?)``: the fields the error
+    names as meant, spelled as the option that sets each to the value given."""
+    shown = exc.value if exc.value is not None and len(exc.value) <= 40 else "VALUE"
+    return exc.said + you_mean([f"--set {field}={shown}" for field in exc.meant])
+
+
+__all__ = ["message", "need_line", "set_options_meant", "spell_fix", "spell_step", "with_fix"]

@@ -2,133 +2,159 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, round_from_0, suggest
+from diagevo.cli.common import (
+    DbOpt,
+    JsonOpt,
+    Output,
+    console,
+    emit_json,
+    open_store,
+    output_options,
+    round_from_0,
+    suggest,
+)
 from diagevo.cli.safe import text
 
 
-def register(memory_app: typer.Typer) -> None:
-    @memory_app.command()
-    def fork(
-        run: Annotated[str, typer.Option("--run", help="The run to fork.")],
-        round: Annotated[int, typer.Option("--round", callback=round_from_0, help="Its committed round to fork at.")],
-        to: Annotated[str, typer.Option("--to", help="The new run's id.")],
-        db: DbOpt = None,
-        set_: Annotated[
-            list[str] | None,
-            typer.Option("--set", help="Change the fork's config from its first round on: section.field=value."),
-        ] = None,
-        json: JsonOpt = False,
-    ) -> None:
-        """A new run whose log is RUN's log through ROUND's commit, continued by the trainer that
-        wrote RUN (train --resume for diagevo's own, the round protocol for another)."""
-        from diagevo.fork import fork_run
-        from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
-        from diagevo.words import plural
+def fork(
+    run: Annotated[str, typer.Option("--run", help="The run to fork.")],
+    at_round: Annotated[int, typer.Option("--round", callback=round_from_0, help="Its committed round to fork at.")],
+    to: Annotated[str, typer.Option("--to", help="The new run's id.")],
+    db: DbOpt = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Change the fork's config from its first round on: section.field=value."),
+    ] = None,
+    json: JsonOpt = False,
+) -> None:
+    """A new run whose log is RUN's log through ROUND's commit, continued by the trainer that
+    wrote RUN (train --resume for diagevo's own, the round protocol for another)."""
+    from diagevo.fork import fork_run
+    from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
+    from diagevo.words import plural
 
-        with open_store(db) as store:
-            done = fork_run(store, run, round, to, list(set_ or []))
-            saved = stored_config(store, to)
-            trainer = run_trainer(store, to)
-        ours = trainer in (None, OUR_TRAINER)  # a log of an older diagevo does not say: as before
-        if json:
-            emit_json(done | {"trainer": trainer})
-            return
-        if ours:
-            # a fork at or past its run's last round trains one more round when continued
-            more = [] if saved is not None and saved.train.rounds > round else ["--rounds", str(round + 1)]
-            how = suggest("train", "--run", to, "--resume", *more, db=db)
-        else:
-            how = (
-                f"its trainer ({trainer}), through the round protocol: {suggest('round', 'start', '--run', to, db=db)}"
-            )
+    with open_store(db) as store:
+        done = fork_run(store, run, at_round, to, list(set_ or [])).to_dict()
+        saved = stored_config(store, to)
+        trainer = run_trainer(store, to)
+    ours = trainer in (None, OUR_TRAINER)  # a log of an older diagevo does not say: as before
+    if json:
+        emit_json(done | {"trainer": trainer})
+        return
+    if ours:
+        # a fork at or past its run's last round trains one more round when continued
+        more = [] if saved is not None and saved.train.rounds > at_round else ["--rounds", str(at_round + 1)]
+        how = suggest("train", "--run", to, "--resume", *more, db=db)
+    else:
+        how = f"its trainer ({trainer}), through the round protocol: {suggest('round', 'start', '--run', to, db=db)}"
+    console.print(
+        text(
+            f"run {to}: {plural(done['events'], 'event')}, a copy of run {run} through round {at_round} "
+            f"(source hash {done['source_hash'][:12]}); continue with: {how}"
+        ),
+        soft_wrap=True,
+    )
+
+
+@output_options()
+def diff(
+    runs: Annotated[list[str], typer.Option("--run", help="Two runs to compare (give --run twice).")],
+    at_round: Annotated[
+        int | None,
+        typer.Option("--round", callback=round_from_0, help="Compare M_t of this round (default: each run's last)."),
+    ] = None,
+    db: DbOpt = None,
+    output: Output = Output(),
+) -> None:
+    """Causes whose state or frequency differ, nodes in one run only, F_t and ε side by side."""
+    from diagevo.cli.common import CLIError
+    from diagevo.fork import diff_runs
+    from diagevo.words import times
+
+    if len(runs) != 2:
+        raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
+    with open_store(db, readonly=True) as store:
+        d = diff_runs(store, runs[0], runs[1], at_round).to_dict()
+    if output.as_json:
+        emit_json(d)
+        return
+    console.print(_schedule_table(d, runs[0], runs[1]))
+    _print_differing_causes(d, runs[0], runs[1])
+    _print_one_sided(d, runs)
+
+
+def _schedule_table(d: dict[str, Any], a: str, b: str) -> Table:
+    """F_t, ε and the memory's counts of the two runs side by side."""
+    sched = Table(title="schedule", title_justify="left")
+    sched.add_column("")
+    sched.add_column(text(a), justify="right")
+    sched.add_column(text(b), justify="right")
+    for key in ("round", "k", "F", "epsilon_next", "causes", "active", "mastered", "nodes"):
+        va, vb = d["schedule"][a][key], d["schedule"][b][key]
+        fmt = (lambda v: f"{v:.3f}") if isinstance(va, float) else str
+        sched.add_row(key.replace("epsilon_next", "ε_t+1").replace("F", "F_t"), fmt(va), fmt(vb))
+    return sched
+
+
+def _print_differing_causes(d: dict[str, Any], a: str, b: str) -> None:
+    """The causes (matched by the event that created them) whose state or frequency differ."""
+    from diagevo.words import plural
+
+    n = len(d["causes_differing"])
+    matched = "causes matched by the event that created them, not by id"
+    if not n:
+        console.print(text(f"no cause differs in state or frequency ({matched})"))
+        return
+    causes = Table(title=text(f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}"), title_justify="left")
+    for h in ("cause", a, b, "description"):
+        causes.add_column(text(h), overflow="fold")
+    for c in d["causes_differing"]:
+        causes.add_row(
+            text(c["cause_id"]),
+            f"{c[a]['state']} f={c[a]['frequency']}",
+            f"{c[b]['state']} f={c[b]['frequency']}",
+            text(c["description"]),
+        )
+    console.print(causes)
+    console.print(text((matched, "dim")))
+
+
+def _print_one_sided(d: dict[str, Any], runs: list[str]) -> None:
+    """What one run has and the other lacks, and the ids that name different things in each."""
+    from diagevo.words import plural
+
+    for run in runs:  # wrapped at the terminal; a long list cut (--json has every id)
+        console.print(
+            text(f"only in {run}: causes {_some(d['causes_only_in'][run])}; nodes {_some(d['nodes_only_in'][run])}")
+        )
+    if d["same_node_id_differs"]:
+        ids = _some(d["same_node_id_differs"])
         console.print(
             text(
-                f"run {to}: {plural(done['events'], 'event')}, a copy of run {run} through round {round} "
-                f"(source hash {done['source_hash'][:12]}); continue with: {how}"
-            ),
-            soft_wrap=True,
+                f"{plural(len(d['same_node_id_differs']), 'node id')} "
+                f"{'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
+                f"a different skill node in each run (created after the fork): {ids}"
+            )
+        )
+    clash = d["same_id_differs"]
+    if clash:
+        ids = _some([c["cause_id"] for c in clash])
+        console.print(
+            text(
+                f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each "
+                f"run (created after the fork): {ids}"
+            )
         )
 
-    @memory_app.command()
-    def diff(
-        runs: Annotated[list[str], typer.Option("--run", help="Two runs to compare (give --run twice).")],
-        round: Annotated[
-            int | None,
-            typer.Option(
-                "--round", callback=round_from_0, help="Compare M_t of this round (default: each run's last)."
-            ),
-        ] = None,
-        db: DbOpt = None,
-        json: JsonOpt = False,
-    ) -> None:
-        """Causes whose state or frequency differ, nodes in one run only, F_t and ε side by side."""
-        from diagevo.cli.common import CLIError
-        from diagevo.fork import diff_runs
-        from diagevo.words import plural, times
 
-        if len(runs) != 2:
-            raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
-        with open_store(db, readonly=True) as store:
-            d = diff_runs(store, runs[0], runs[1], round)
-        if json:
-            emit_json(d)
-            return
-        a, b = runs
-        sched = Table(title="schedule", title_justify="left")
-        sched.add_column("")
-        sched.add_column(text(a), justify="right")
-        sched.add_column(text(b), justify="right")
-        for key in ("round", "k", "F", "epsilon_next", "causes", "active", "mastered", "nodes"):
-            va, vb = d["schedule"][a][key], d["schedule"][b][key]
-            fmt = (lambda v: f"{v:.3f}") if isinstance(va, float) else str
-            sched.add_row(key.replace("epsilon_next", "ε_t+1").replace("F", "F_t"), fmt(va), fmt(vb))
-        console.print(sched)
-        n = len(d["causes_differing"])
-        matched = "causes matched by the event that created them, not by id"
-        if n:
-            causes = Table(
-                title=text(f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}"), title_justify="left"
-            )
-            for h in ("cause", a, b, "description"):
-                causes.add_column(text(h), overflow="fold")
-            for c in d["causes_differing"]:
-                causes.add_row(
-                    text(c["cause_id"]),
-                    f"{c[a]['state']} f={c[a]['frequency']}",
-                    f"{c[b]['state']} f={c[b]['frequency']}",
-                    text(c["description"]),
-                )
-            console.print(causes)
-            console.print(text((matched, "dim")))
-        else:
-            console.print(text(f"no cause differs in state or frequency ({matched})"))
-        for run in runs:  # wrapped at the terminal; a long list cut (--json has every id)
-            console.print(
-                text(f"only in {run}: causes {_some(d['causes_only_in'][run])}; nodes {_some(d['nodes_only_in'][run])}")
-            )
-        if d["same_node_id_differs"]:
-            ids = _some(d["same_node_id_differs"])
-            console.print(
-                text(
-                    f"{plural(len(d['same_node_id_differs']), 'node id')} "
-                    f"{'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
-                    f"a different skill node in each run (created after the fork): {ids}"
-                )
-            )
-        clash = d["same_id_differs"]
-        if clash:
-            ids = _some([c["cause_id"] for c in clash])
-            console.print(
-                text(
-                    f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each "
-                    f"run (created after the fork): {ids}"
-                )
-            )
+def register(memory_app: typer.Typer) -> None:
+    memory_app.command()(fork)
+    memory_app.command()(diff)
 
 
 LISTED = 20

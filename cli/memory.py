@@ -17,12 +17,13 @@ from diagevo.cli.common import (
     CLIError,
     DbOpt,
     JsonOpt,
+    Output,
     RunOpt,
-    WideOpt,
     console,
     emit_json,
     err_console,
     open_store,
+    output_options,
     round_from_0,
 )
 from diagevo.cli.safe import plain, text
@@ -70,34 +71,36 @@ def render_memory(mem: Memory, title: str) -> None:
 
 
 @memory_app.command()
+@output_options()
 def replay(
-    round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
+    at_round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
     db: DbOpt = None,
     run: RunOpt = None,
-    json: JsonOpt = False,
+    output: Output = Output(),
 ) -> None:
     """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
     from diagevo.views.memory import load_memory, resolve_run
     from diagevo.views.queries import memory_view
 
     with open_store(db, readonly=True) as store:
-        mem = load_memory(store, resolve_run(store, run), round)
-    if json:
-        emit_json(memory_view(mem))
+        mem = load_memory(store, resolve_run(store, run), at_round)
+    if output.as_json:
+        emit_json(memory_view(mem).to_dict())
     else:
-        render_memory(mem, f"M_{round}")
+        render_memory(mem, f"M_{at_round}")
 
 
 @memory_app.command()
-def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
+@output_options()
+def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> None:
     """The memory after the run's last event (an unfinished round included)."""
     from diagevo.views.memory import load_memory, resolve_run
     from diagevo.views.queries import memory_view
 
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
-    if json:
-        emit_json({**memory_view(mem), "open_round": mem.open_round})
+    if output.as_json:
+        emit_json({**memory_view(mem).to_dict(), "open_round": mem.open_round})
     else:
         title = f"M_{mem.committed}" + (f" + round {mem.open_round} so far" if mem.open_round else "")
         render_memory(mem, title)
@@ -123,14 +126,15 @@ def _describe(entry: dict[str, Any]) -> str:
 
 
 @memory_app.command()
+@output_options()
 def why(
     cause: Annotated[str, typer.Argument(help="Cause id, e.g. C12.")],
     db: DbOpt = None,
     run: RunOpt = None,
-    json: JsonOpt = False,
     all_entries: Annotated[
         bool, typer.Option("--all", help="Every attribution (default: the most recent ones and how many more).")
     ] = False,
+    output: Output = Output(),
 ) -> None:
     """The story of one cause: creation, promotions, reactivations, merges and its most recent
     attributions (every one with --all or --json)."""
@@ -138,8 +142,8 @@ def why(
     from diagevo.views.stories import RECENT
 
     with open_store(db, readonly=True) as store:
-        story = queries.why(store, cause, run, recent=None if all_entries or json else RECENT)
-    if json:
+        story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT).to_dict()
+    if output.as_json:
         emit_json(story)
         return
     console.print(text((cause, "bold"), f" ({story['node']}): ", story["description"]))
@@ -170,13 +174,15 @@ def why(
         console.print(creation_story(created["failure"]))
 
 
-def _shorten(text: str | None, limit: int = 400) -> str:
+TRAJECTORY_SHOWN = 400
+"""Characters of a trajectory ``memory why`` shows (the middle cut; ``--json`` has it whole)."""
+
+
+def _trajectory(response: str | None) -> str:
     """A trajectory on a few lines: whitespace folded, the middle cut when it is long."""
-    flat = " ".join((text or "").split())
-    if len(flat) <= limit:
-        return flat or "-"
-    half = limit // 2
-    return f"{flat[:half]} … {flat[-half:]}"
+    from diagevo.untrusted import shorten
+
+    return shorten(response or "", TRAJECTORY_SHOWN, middle=True, fold=True) or "-"
 
 
 def creation_story(failure: dict[str, Any]) -> Text:
@@ -197,9 +203,9 @@ def creation_story(failure: dict[str, Any]) -> Text:
         over = f" of {q['n']} construction answers" if q.get("n") else ""
         out.append_text(text(("pseudo-label: ", "dim"), f"{q['pseudo_label']} ({sure}{over})")).append("\n")
     out.append_text(
-        text((f"failing response ({failure.get('failure_id')}): ", "dim"), _shorten(failure.get("response")))
+        text((f"failing response ({failure.get('failure_id')}): ", "dim"), _trajectory(failure.get("response")))
     ).append("\n")
-    out.append_text(text(("reference: ", "dim"), _shorten(failure.get("reference")))).append("\n")
+    out.append_text(text(("reference: ", "dim"), _trajectory(failure.get("reference")))).append("\n")
     d = failure.get("diagnosis") or {}
     if d:
         said = d.get("error_cause") or (f"matches {d['matched_cause']}" if d.get("matched_cause") else "no skill error")
@@ -207,388 +213,122 @@ def creation_story(failure: dict[str, Any]) -> Text:
     return out
 
 
-STATS_COLUMNS = {
-    "round": "t",
-    "active": "active",
-    "mastered": "mastered",
-    "nodes": "nodes",
-    "F": "F_t",
-    "epsilon_next": "ε_t+1",
-    "retained": "kept",
-    "failures": "fail",
-    "new_causes": "new",
-    "attributions": "attr",
-    "promotions": "prom",
-    "reactivations": "react",
-    "merges": "merge",
-    "heldout_acc": "held-out",
-    "ckpt_mb": "ckpt MB",
-    "disk_mb": "disk MB",
-}
-# what a narrow terminal keeps, most important first: the round, its scores (held-out accuracy,
-# every metric by name, the benchmarks), the schedule and the memory, then what the round did;
-# per-family accuracies (acc/FAMILY) last
-_KEPT_FIRST = (
-    "round",
-    "heldout_acc",
-    "*",
-    "F",
-    "epsilon_next",
-    "active",
-    "mastered",
-    "nodes",
-    "retained",
-    "failures",
-    "new_causes",
-    "attributions",
-    "promotions",
-    "reactivations",
-    "merges",
-    "disk_mb",
-    "ckpt_mb",
-)
-
-
-_LEGEND = {
-    "kept": "retained questions",
-    "new": "new causes",
-    "attr": "attributions",
-    "prom": "promotions",
-    "react": "reactivations",
-    "ckpt MB": "checkpoints written in the round",
-    "disk MB": "of those, still on disk",
-}
-"""What the abbreviated headers of ``memory stats`` mean (said under the table for those shown)."""
-
-
-def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[str], list[str], list[int]]:
-    """The columns of the ``memory stats`` table in their order, their headers, and their indices
-    in the order a narrow terminal keeps them (:data:`_KEPT_FIRST`)."""
-    from diagevo.views.stats import is_family_detail
-
-    named = [m for m in metrics if m != "heldout_acc"]
-    cols = [c for c in STATS_COLUMNS if rows and any(c in r for r in rows)] + named
-    heads = [STATS_COLUMNS.get(c, c) for c in cols]  # a metric under its own name, as --json has it
-    rank = {c: i for i, c in enumerate(_KEPT_FIRST)}
-
-    def importance(i: int) -> tuple[int, int]:
-        c = cols[i]
-        if c in rank:
-            return rank[c], i
-        return (len(rank), i) if is_family_detail(c) else (rank["*"], i)
-
-    return cols, heads, sorted(range(len(cols)), key=importance)
-
-
-@memory_app.command()
-def stats(
-    db: DbOpt = None,
-    run: RunOpt = None,
-    json: JsonOpt = False,
-    wide: WideOpt = False,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Also write the rows to this file (.csv or .parquet).")
-    ] = None,
-    follow: FollowOpt = False,
-    until_round: UntilOpt = None,
-    steps: Annotated[
-        bool,
-        typer.Option(
-            "--steps",
-            help="One row per GRPO step instead (train.step: reward, reward_std, kl, entropy, clip ratio, "
-            "completion length, learning rate, grad norm, as TRL names them), challenger and solver apart.",
-        ),
-    ] = False,
-) -> None:
-    """One row per committed round: the memory, what the round did, and every metric the run
-    recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run).
-    With --follow, a line per round as another process commits it (a JSON line with --json).
-    With --steps, one row per GRPO step of the hf backend (x = the role's global step)."""
-    from diagevo.files import TABLE_SUFFIXES
-    from diagevo.views import queries
-
-    if steps:
-        if out is not None:
-            raise CLIError("--steps goes without -o (memory stats --steps --json has the rows)")
-        _step_stats(db, run, json, wide, follow, until_round)
-        return
-
-    if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
-        raise CLIError(f"{out}: write the rows as a .csv or .parquet file (not {out.suffix or 'no suffix'})")
-    if until_round is not None and not follow:
-        raise CLIError("--until-round goes with --follow")
-    if follow:
-        if out is not None:
-            raise CLIError("give --follow or -o, not both")
-        _follow_stats(db, run, json, until_round)
-        return
-    with open_store(db, readonly=True) as store:
-        data = queries.stats(store, run)
-    run_id, rows = data["run"], data["rounds"]
-    if out is not None:
-        from diagevo.files import write_table
-        from diagevo.views.stats import frame
-
-        write_table(frame(rows, data["metrics"]), out)
-    if json:
-        emit_json(data)
-        return
-    if not rows:
-        console.print(text(f"run {run_id} has no committed round yet", _pending(data["uncommitted"])), soft_wrap=True)
-    else:
-        from diagevo.cli.tables import print_fitted
-
-        cols, heads, keep = stats_columns(rows, data["metrics"])
-        cells = [[_cell(r.get(c)) for c in cols] for r in rows]
-        print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, legend=_LEGEND, priority=keep)
-    if out is not None:
-        console.print(text(f"wrote {out} ({plural(len(rows), 'round')})"))
-
-
-_STEP_HEADS = {
-    "global_step": "step",
-    "reward_std": "reward sd",
-    "clip_ratio/region_mean": "clip",
-    "completions/mean_length": "length",
-    "learning_rate": "lr",
-    "grad_norm": "grad",
-}
-
-
-def _step_cells(row: dict[str, Any], fields: list[str]) -> list[str]:
-    return [str(row["round"]), plain(str(row["role"])), str(row["global_step"])] + [
-        f"{v:.4g}" if isinstance(v := row.get(f), float) else _cell(v) for f in fields
-    ]
-
-
-def _step_stats(
-    db: str | None, run: str | None, as_json: bool, wide: bool, follow: bool, until_round: int | None
-) -> None:
-    """``memory stats --steps``: the run's GRPO steps; with --follow, each as its phase logs it."""
-    from diagevo.views import queries
-
-    with open_store(db, readonly=True) as store:
-        if not follow:
-            data = queries.steps(store, run)
-        else:
-            run_id = _followed_run(store, run)
-    if not follow:
-        if as_json:
-            emit_json(data)
-            return
-        if not data["steps"]:
-            console.print(text(f"run {data['run']} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
-            return
-        from diagevo.cli.tables import print_fitted
-
-        fields = data["fields"] if wide else [f for f in queries.STEP_FIELDS if f in data["fields"]]
-        heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]
-        cells = [_step_cells(r, fields) for r in data["steps"]]
-        print_fitted(console, heads, cells, title=text(f"run {data['run']}: GRPO steps"), wide=wide)
-        return
-    from diagevo.catalog import RoundCommitted, TrainStep
-    from diagevo.views.follow import follow_events
-
-    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
-        if not as_json:
-            console.print(text((f"following run {run_id}: a line per GRPO step (Ctrl-C to stop)", "dim")))
-        for e in follow_events(store, run_id):
-            if e.type == TrainStep.name:
-                row = queries.step_row(e.round, e.data)
-                if as_json:
-                    emit_json({"run": run_id, **row})
-                else:
-                    shown = [f for f in queries.STEP_FIELDS if f in row]
-                    names = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in shown]]
-                    line = "  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True))
-                    console.print(text(line), soft_wrap=True)
-                _flush()
-            if e.type == RoundCommitted.name and until_round is not None and e.round >= until_round:
-                return
-
-
-def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
-    """``memory stats --follow``: a line per committed round as it comes (Ctrl-C ends it, exit 0)."""
-    from diagevo.views.follow import follow_stats
-    from diagevo.views.stats import metric_columns
-
-    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
-        run_id = _followed_run(store, run)
-        if not as_json:
-            console.print(
-                text((f"following run {run_id}: a line per committed round (Ctrl-C to stop)", "dim")), soft_wrap=True
-            )
-        for row in follow_stats(store, run_id):
-            if as_json:
-                emit_json({"run": run_id, **row})
-            else:
-                cols, heads, _ = stats_columns([row], metric_columns([row]))
-                console.print(
-                    text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True))),
-                    soft_wrap=True,
-                )
-            _flush()
-            if until_round is not None and row["round"] >= until_round:
-                return
-
-
-def _pending(uncommitted: list[dict[str, Any]]) -> str:
-    """``; recorded so far: round 0 bench/gsm8k=0.250``: the scores of rounds not committed."""
-    parts = [
-        f"round {m['round']} " + " ".join(f"{k}={_cell(v)}" for k, v in m.items() if k != "round") for m in uncommitted
-    ]
-    return f"; recorded so far: {'; '.join(parts)}" if parts else ""
-
-
-def _cell(v: Any) -> str:
-    return f"{v:.3f}" if isinstance(v, float) else "-" if v is None else str(v)
-
-
 DEFAULT_LIMIT = 200
+SHOWN_DATA = 140
+"""Characters of an event's data on its line (``--json`` has it whole)."""
 
 
-def _short(value: Any) -> str:
-    """A value of an event's data in a table cell: floats rounded (``p1=0.667``)."""
-    return str(round(value, 3)) if isinstance(value, float) else str(value)
+def _data_line(data: dict[str, Any]) -> str:
+    """An event's data on one line: its scalar fields, floats rounded (``p1=0.667``), cut to
+    :data:`SHOWN_DATA` characters."""
+    from diagevo.untrusted import shorten
+
+    shown = ", ".join(
+        f"{k}={round(v, 3) if isinstance(v, float) else v}"
+        for k, v in data.items()
+        if v is not None and not isinstance(v, dict)
+    )
+    return shorten(shown, SHOWN_DATA)
 
 
 @memory_app.command()
+@output_options(json_help="Print one JSON document: the run, the events, whether more matched.")
 def events(
     db: DbOpt = None,
     run: RunOpt = None,
-    type: Annotated[
+    event_types: Annotated[
         list[str] | None, typer.Option("--type", help=f"Only these event types: {', '.join(sorted(EVENT_TYPE_NAMES))}.")
     ] = None,
     cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
     failure: Annotated[str | None, typer.Option("--failure", help="Only events naming this failure.")] = None,
     question: Annotated[str | None, typer.Option("--question", help="Only events naming this question.")] = None,
-    round: Annotated[int | None, typer.Option("--round", callback=round_from_0, help="Only this round.")] = None,
+    in_round: Annotated[int | None, typer.Option("--round", callback=round_from_0, help="Only this round.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = DEFAULT_LIMIT,
-    json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")
-    ] = False,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream the events as JSON lines, one event a line.")] = False,
     follow: FollowOpt = False,
     until_round: UntilOpt = None,
+    output: Output = Output(),
 ) -> None:
     """List events, filtered (every filter is an indexed read). With --follow, every event of the
     run from its first (filtered) and then each new one as another process appends it, a line
     each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
-    from diagevo.catalog import CATALOG as EVENT_TYPES
-    from diagevo.catalog import CAUSE_FIELDS
-    from diagevo.parsing import one_line
-    from diagevo.views.memory import resolve_run
+    from diagevo.views.events import EventFilter, event_json, list_events
 
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
-    if json and jsonl:
+    if output.as_json and jsonl:
         raise CLIError("give --json or --jsonl, not both")
-    unknown = sorted(set(type or ()) - set(EVENT_TYPES))
+    classes = _event_classes(event_types or [])
+    if until_round is not None and not follow:
+        raise CLIError("--until-round goes with --follow")
+    wanted = EventFilter(classes, cause, failure, question, in_round)
+    if follow:
+        _follow_events(db, run, wanted, output.as_json or jsonl, until_round)
+        return
+    with open_store(db, readonly=True) as store:
+        page = list_events(store, run, wanted, limit)
+    if jsonl:
+        for e in page.events:
+            emit_json(event_json(e))
+    elif output.as_json:
+        emit_json(page.to_json())
+    else:
+        _print_events(page)
+
+
+def _event_classes(types: list[str]) -> frozenset[Any]:
+    """The classes of the event types named (the filter takes classes); an event type the
+    catalog does not know is refused, with the one most likely meant."""
+    from diagevo.catalog import CATALOG as EVENT_TYPES
+    from diagevo.untrusted import shorten
+
+    unknown = sorted(set(types) - set(EVENT_TYPES))
     if unknown:
-        shown = one_line(unknown[0], 40)
+        shown = shorten(" ".join(unknown[0].split()), 40)
         raise CLIError(
             f"unknown event type {shown!r}{did_you_mean(shown, EVENT_TYPES)}; "
             "`diagevo memory events --help` lists the known types"
         )
-    wanted = {
-        **{f: cause for f in CAUSE_FIELDS if cause is not None},
-        **({"failure_id": failure} if failure is not None else {}),
-        **({"question_id": question} if question is not None else {}),
-    }
-    if until_round is not None and not follow:
-        raise CLIError("--until-round goes with --follow")
-    if follow:
-        _follow_events(db, run, set(type or ()), wanted, round, json or jsonl, until_round)
-        return
-    with open_store(db, readonly=True) as store:
-        run_id = resolve_run(store, run)
-        types = [EVENT_TYPES[name] for name in type] if type else None
-        if cause is not None:
-            found = list(store.read(run_id, keys={f: [cause] for f in CAUSE_FIELDS}, types=types, round=round))
-        elif failure is not None or question is not None:
-            field = "failure_id" if failure is not None else "question_id"
-            found = list(store.read(run_id, keys={field: [wanted[field]]}, types=types, round=round))
-        else:  # one more than shown: whether the list was cut
-            found = list(
-                store.read(run_id, types=types, round=round, limit=min(limit + 1, 2**63 - 1) if limit else None)
-            )
-        # several id filters: all must hold (the first one was the indexed read)
-        picked = [
-            e
-            for e in found
-            if (cause is None or cause in {e.data.get(f) for f in CAUSE_FIELDS})
-            and all(e.data.get(f) == v for f, v in wanted.items() if f in ("failure_id", "question_id"))
-        ]
-        more = bool(limit) and len(picked) > limit
-        if limit:
-            picked = picked[:limit]
-    rows = [{"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data} for e in picked]
-    if jsonl:
-        for row in rows:
-            emit_json(row)
-        return
-    if json:
-        emit_json({"run": run_id, "events": rows, "limit": limit or None, "truncated": more})
-        return
-    table = Table("seq", "round", "type", "data", title=text(f"run {run_id}"), title_justify="left")
-    for e in picked:
-        data = ", ".join(f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict))
-        table.add_row(str(e.seq), str(e.round), e.type, text(data[:140]))
+    return frozenset(EVENT_TYPES[name] for name in types)
+
+
+def _print_events(page: Any) -> None:
+    table = Table("seq", "round", "type", "data", title=text(f"run {page.run}"), title_justify="left")
+    for e in page.events:
+        table.add_row(str(e.seq), str(e.round), e.type, text(_data_line(e.data)))
     console.print(table)
-    if more:
+    if page.truncated:
         console.print(
             text(
-                (f"the first {plural(limit, 'event')} shown; more match (--limit 0 for all, --limit N for more)", "dim")
+                (
+                    f"the first {plural(page.limit, 'event')} shown; "
+                    "more match (--limit 0 for all, --limit N for more)",
+                    "dim",
+                )
             )
         )
-    elif not picked:
+    elif not page.events:
         console.print(text(("no events match", "dim")))
 
 
-def _follow_events(
-    db: str | None,
-    run: str | None,
-    types: set[str],
-    wanted: dict[str, str],
-    round: int | None,
-    as_json: bool,
-    until_round: int | None,
-) -> None:
+def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, until_round: int | None) -> None:
     """``memory events --follow``: a line per event as it comes (Ctrl-C ends it: nothing more
     printed, exit 0)."""
-    from diagevo.catalog import CAUSE_FIELDS, RoundCommitted
-    from diagevo.views.follow import follow_events
-
-    def matches(e: Any) -> bool:
-        return (
-            (not types or e.type in types)
-            and (round is None or e.round == round)
-            and all(e.data.get(f) == v for f, v in wanted.items() if f not in CAUSE_FIELDS)
-            and (
-                not any(f in CAUSE_FIELDS for f in wanted)
-                or any(e.data.get(f) == v for f, v in wanted.items() if f in CAUSE_FIELDS)
-            )
-        )
+    from diagevo.views.events import event_json, follow_matching
 
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
-        run_id = _followed_run(store, run)
+        run_id = followed_run(store, run)
         if not as_json:
             console.print(text((f"following run {run_id} (Ctrl-C to stop)", "dim")), soft_wrap=True)
-        for e in follow_events(store, run_id):
-            if matches(e):
-                if as_json:
-                    emit_json({"seq": e.seq, "round": e.round, "type": e.type, "event_id": e.event_id, "data": e.data})
-                else:
-                    data = ", ".join(
-                        f"{k}={_short(v)}" for k, v in e.data.items() if v is not None and not isinstance(v, dict)
-                    )
-                    console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", data[:140]), soft_wrap=True)
-                _flush()
-            if until_round is not None and e.type == RoundCommitted.name and e.round >= until_round:
-                return
+        for e in follow_matching(store, run_id, wanted, until_round):
+            if as_json:
+                emit_json(event_json(e))
+            else:
+                console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(e.data)), soft_wrap=True)
+            flush_stdout()
 
 
-def _followed_run(store: Any, run: str | None) -> str:
+def followed_run(store: Any, run: str | None) -> str:
     """The run to follow: ``run`` (waited for when no process has started it yet), else the latest."""
     from diagevo.views.follow import wait_for_run
     from diagevo.views.memory import resolve_run
@@ -599,7 +339,7 @@ def _followed_run(store: Any, run: str | None) -> str:
     return resolve_run(store, run)
 
 
-def _flush() -> None:
+def flush_stdout() -> None:
     sys.stdout.flush()  # into a pipe too, a line as it comes
 
 
@@ -678,107 +418,41 @@ def export(
 
 
 @memory_app.command()
+@output_options()
 def verify(
     db: DbOpt = None,
     run: RunOpt = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Every run of the database.")] = False,
-    json: JsonOpt = False,
+    output: Output = Output(),
 ) -> None:
     """Check the hash chain, the texts against their keys, the invariants, and that the saved
     views (snapshots, the statistics) equal the log and reach no further than it."""
     from diagevo.views.memory import resolve_run
-    from diagevo.views.verify import verify_run
+    from diagevo.views.verify import verdict
 
     if all_runs and run is not None:
         raise CLIError("give --run or --all, not both")
-    results: list[dict[str, Any]] = []
     with open_store(db, readonly=True) as store:
-        for run_id in store.runs() if all_runs else [resolve_run(store, run)]:
-            problems = verify_run(store, run_id)
-            head = next(iter(store.read(run_id, after_seq=store.last_seq(run_id) - 1)), None)
-            last = {"seq": head.seq, "hash": head.hash} if head is not None else None
-            results.append({"run": run_id, "ok": not problems, "problems": problems, "last": last})
-    if json:
-        emit_json({"runs": results} if all_runs else results[0])
+        verdicts = [verdict(store, run_id) for run_id in (store.runs() if all_runs else [resolve_run(store, run)])]
+    if output.as_json:
+        emit_json({"runs": [v.to_json() for v in verdicts]} if all_runs else verdicts[0].to_json())
     else:
-        for r in results:
-            if r["problems"]:
-                for p in r["problems"]:
-                    console.print(text(("✗", "red"), " ", f"run {r['run']}: " if all_runs else "", p))
-            else:
-                where = f" (last event: seq {r['last']['seq']}, hash {r['last']['hash']})" if r["last"] else ""
-                console.print(
-                    text(
-                        ("✓", "green"),
-                        f" run {r['run']}: hash chain intact, texts match their keys, invariants hold, "
-                        f"saved views equal the log{where}",
-                    )
-                )
-    if any(r["problems"] for r in results):
+        for v in verdicts:
+            _print_verdict(v, all_runs)
+    if not all(v.ok for v in verdicts):
         raise typer.Exit(1)
 
 
-@memory_app.command()
-def plot(
-    db: DbOpt = None,
-    run: RunOpt = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Also write the figure (.png, .svg) or the series (.csv) to this file."),
-    ] = None,
-    json: JsonOpt = False,
-) -> None:
-    """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an image with -o."""
-    import polars as pl
-
-    from diagevo.views import queries
-
-    suffix = out.suffix.lower() if out is not None else ""
-    if out is not None and suffix not in (".png", ".svg", ".csv"):
-        raise CLIError(f"{out}: write a .png or .svg figure, or the series as .csv")
-    with open_store(db, readonly=True) as store:
-        data = queries.lifecycle(store, run)
-    run_id, rows = data["run"], data["series"]
-    if not rows:
-        if out is not None:
-            raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {out} not written")
-        if json:
-            emit_json({"run": run_id, "series": []})
-        else:
-            console.print(text(f"run {run_id} has no committed round yet: nothing to plot"))
-        return
-    df = pl.DataFrame(rows)
-    if out is not None and suffix == ".csv":
-        from diagevo.files import replaced
-
-        with replaced(out, binary=True) as fh:
-            df.write_csv(fh)
-    elif out is not None:
-        from diagevo.report import figures
-
-        figures.save(figures.lifecycle(df, title=f"Memory lifecycle, run {run_id}"), out)
-    if json:
-        emit_json({"run": run_id, "series": df.to_dicts()})
-        return
-    top = max(1, *(r["active"] + r["mastered"] for r in rows))
-    # a row is "round NNN " + bar + " act NNNN mas NNNN nod NNN ε 0.000": the bar takes what is left
-    width = max(10, min(50, console.width - 10 - 36))
-    console.print(
-        text(("█", "yellow"), " active  ", ("▒", "green"), f" mastered   (run {run_id}; bar: causes, at most {top})"),
-        soft_wrap=True,
-    )
-    for r in rows:
-        a = round(width * r["active"] / top)
-        m = round(width * r["mastered"] / top)
+def _print_verdict(v: Any, named: bool) -> None:
+    """A line per problem of a run, or the one line that says it holds."""
+    for p in v.problems:
+        console.print(text(("✗", "red"), " ", f"run {v.run}: " if named else "", p))
+    if v.ok:
+        where = f" (last event: seq {v.last['seq']}, hash {v.last['hash']})" if v.last else ""
         console.print(
             text(
-                f"round {r['round']:>3} ",
-                ("█" * a, "yellow"),
-                ("▒" * m, "green"),
-                " " * (width - a - m),
-                f" act {r['active']:>4} mas {r['mastered']:>4} nod {r['nodes']:>3} ε {r['epsilon_next']:.3f}",
+                ("✓", "green"),
+                f" run {v.run}: hash chain intact, texts match their keys, invariants hold, "
+                f"saved views equal the log{where}",
             )
         )
-    console.print(text(("act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1", "dim")))
-    if out is not None:
-        console.print(text(f"wrote {out}"))

@@ -10,7 +10,7 @@ import json as jsonlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -64,20 +64,33 @@ def start(
     trainer: Annotated[
         str | None, typer.Option("--trainer", help="Name of the trainer that drives a new run (runs, report show it).")
     ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="An existing run: allow (go on as it is, whatever --config says), must (the run must exist), "
+            "never (the run must be new). Default: go on, refusing a --config that differs from the run's.",
+        ),
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Start the run (when new) and open its next round."""
     from diagevo import rounds
     from diagevo.train.config import load_config
 
+    if resume is not None and resume not in rounds.RESUMES:
+        raise CLIError(f"--resume must be allow, must or never, not {resume[:40]!r}")
+    chosen = cast("rounds.Resume | None", resume)
     with open_store(db, create=True, keep_if_refused=False) as store:  # a refused start leaves no file
-        created = False
-        if run not in store.runs():
+        exists = run in store.runs()
+        named = trainer or rounds.EXTERNAL_TRAINER
+        if exists and config is None:  # the run goes on as it is (--resume never refuses it)
+            cfg = rounds.run_config(store, run)
+            created = rounds.start_run(store, run, cfg, seed, resume=chosen or "allow", trainer=named)
+        else:  # a new run, or --config held against the run's (the fields that differ named)
             cfg = load_config(config, [*(set_ or []), f"train.seed={seed}", f"train.run={jsonlib.dumps(run)}"])
-            created = rounds.start_run(store, run, cfg, seed, trainer=trainer or rounds.EXTERNAL_TRAINER)
-        elif config is not None:
-            raise CLIError(f"run {run!r} exists: its config is fixed (fork it to change it)")
-        elif set_:  # a fork before its first round of its own takes config changes
+            created = rounds.start_run(store, run, cfg, seed, resume=chosen, trainer=named)
+        if exists and set_ and config is None:  # a fork before its first round of its own takes config changes
             rounds.configure_fork(store, run, set_)
         t = rounds.open_round(store, run)
     if json:
@@ -91,7 +104,7 @@ def requests_(
     n: Annotated[int, typer.Option("--n", min=0, help="How many generation requests.")],
     run: RunOpt = None,
     db: DbOpt = None,
-    round: RoundOpt = None,
+    open_round: RoundOpt = None,
     purpose: Annotated[
         str, typer.Option("--purpose", help="curriculum (Q^cur) or challenger (Q^chal).")
     ] = "curriculum",
@@ -104,7 +117,7 @@ def requests_(
 
     with open_store(db) as store:
         with _picked(store, run) as r:
-            t = _round(store, r, round)
+            t = _round(store, r, open_round)
             reqs = rounds.requests(store, r, t, n, purpose=purpose, seed=seed)
     if jsonl:
         for q in reqs:
@@ -151,7 +164,7 @@ def record(
     ],
     run: RunOpt = None,
     db: DbOpt = None,
-    round: RoundOpt = None,
+    open_round: RoundOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Record generated questions with their construction responses: votes, filter (Eq. 3)."""
@@ -160,7 +173,7 @@ def record(
     candidates = read_candidates(questions)
     with open_store(db) as store:
         with _picked(store, run) as r:
-            t = _round(store, r, round)
+            t = _round(store, r, open_round)
             scored = rounds.record(store, r, t, candidates)
     kept = [s for s in scored if s.retained]
     new, old = scored.new, len(scored) - scored.new
@@ -189,14 +202,14 @@ def record(
 
 
 @round_app.command("promote")
-def promote(run: RunOpt = None, db: DbOpt = None, round: RoundOpt = None, json: JsonOpt = False) -> None:
+def promote(run: RunOpt = None, db: DbOpt = None, open_round: RoundOpt = None, json: JsonOpt = False) -> None:
     """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once."""
     from diagevo import rounds
 
     with open_store(db) as store:
         with _picked(store, run) as r:
-            t = _round(store, r, round)
-            promoted = rounds.promote(store, r, t)
+            t = _round(store, r, open_round)
+            promoted = [p.to_dict() for p in rounds.promote(store, r, t)]
     if json:
         emit_json({"run": r, "round": t, "promoted": promoted})
         return
@@ -209,12 +222,20 @@ def promote(run: RunOpt = None, db: DbOpt = None, round: RoundOpt = None, json: 
 def commit(
     run: RunOpt = None,
     db: DbOpt = None,
-    round: RoundOpt = None,
+    open_round: RoundOpt = None,
     metric: Annotated[
         list[str] | None, typer.Option("--metric", help="A metric of the round: name=value (repeatable).")
     ] = None,
     allow_undiagnosed: Annotated[
         bool, typer.Option("--allow-undiagnosed", help="Commit although recorded failures are not diagnosed.")
+    ] = False,
+    allow_failed_diagnoses: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failed-diagnoses",
+            help="Commit although more failures failed to diagnose than diagnosis.max_failed_share allows (their "
+            "evidence is lost from the memory; the commit records how many).",
+        ),
     ] = False,
     json: JsonOpt = False,
 ) -> None:
@@ -230,8 +251,10 @@ def commit(
         metrics[name.strip()] = decimal_number(value, f"metric {name.strip()!r}")
     with open_store(db) as store:
         with _picked(store, run) as r:
-            t = _round(store, r, round)
-            done = rounds.commit(store, r, t, metrics, allow_undiagnosed=allow_undiagnosed)
+            t = _round(store, r, open_round)
+            done = rounds.commit(
+                store, r, t, metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses
+            ).to_dict()
     if json:
         emit_json({"run": r, "round": t, **done})
         return
@@ -239,5 +262,10 @@ def commit(
         text(
             f"run {r}: round {t} committed  kept {done['retained']}/{done['questions']}  failures {done['failures']}  "
             f"F_t={done['F']}  ε_t+1={done['epsilon_next']:.3f}"
+            + (
+                f"  failed diagnoses allowed {done['failed_diagnoses_allowed']}"
+                if "failed_diagnoses_allowed" in done
+                else ""
+            )
         )
     )

@@ -10,9 +10,10 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
+from diagevo.cli.common import DbOpt, Output, console, emit_json, open_store, output_options, spell
 from diagevo.cli.safe import plain
 from diagevo.errors import Hint
+from diagevo.untrusted import shorten
 
 if TYPE_CHECKING:
     from diagevo.views.runs import RunSummary
@@ -22,13 +23,21 @@ runs_app = typer.Typer(
     invoke_without_command=True,
 )
 
-STATUS_STYLE = {"complete": "green", "in progress": "cyan", "interrupted": "yellow", "forked": "magenta"}
+STATUS_STYLE = {
+    "complete": "green",
+    "in progress": "cyan",
+    "interrupted": "yellow",
+    "forked": "magenta",
+    "what-if": "magenta",
+}
 
 
 @runs_app.callback()
-def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
+@output_options()
+def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> None:
     """List the runs: id, trainer, status (complete, in progress, interrupted: diagevo train's,
-    resumable; open round t: another trainer's, waiting for it; forked: not continued), rounds
+    resumable; open round t: another trainer's, waiting for it; forked: not continued; what-if:
+    a run's memory re-decided under other settings, memory whatif), rounds
     committed of those asked for, created, forked from, tags, notes, the config fields that differ
     from the defaults."""
     if ctx.invoked_subcommand is not None:
@@ -37,12 +46,17 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
 
     with open_store(db, readonly=True) as store:
         found = summaries(store)
-    if json:
+    if output.as_json:
         emit_json({"runs": [r.to_json() for r in found]})
         return
     if not found:
         console.print(
-            Text(f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`"), soft_wrap=True
+            Text(
+                f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`, or run your "
+                "own trainer through the round protocol "
+                f"(`{spell(Hint(('round', 'start', '--run', 'RUN'), store.url))}`)"
+            ),
+            soft_wrap=True,
         )
         return
     # what tells a run apart goes under its id, a line each (origin, tags, each config field that
@@ -71,13 +85,18 @@ def _card(r: RunSummary, note_width: int) -> Text:
     """A run's id and, dimmed below it, where it was forked from, its tags, notes, config changes
     and trainer."""
     card = Text(r.run)
-    if r.forked_from:
+    whatif = r.forked_from.get("whatif") if r.forked_from else None
+    if r.forked_from and isinstance(whatif, dict):
+        changed = ", ".join(f"{k}={v}" for k, v in whatif.items()) or "no setting changed"
+        source = plain(f"what-if of {r.forked_from['run']} through round {r.forked_from['round']}: {changed}")
+        card.append(f"\n  {source}", style="dim")
+    elif r.forked_from:
         card.append(f"\n  forked from {r.forked_from['run']} @ round {r.forked_from['round']}", style="dim")
     if r.tags:
         card.append(f"\n  tags: {', '.join(r.tags)}", style="dim")
     for note in r.notes:  # a person's words: one line each, cut to the column (--json has them whole)
         shown = plain(note, limit=None)
-        card.append(f"\n  note: {shown if len(shown) <= note_width else shown[: note_width - 1] + '…'}", style="dim")
+        card.append(f"\n  note: {shorten(shown, note_width)}", style="dim")
     for k, v in r.changed.items():
         card.append(f"\n  {k}={v}", style="dim")
     card.append(f"\n  trainer: {plain(r.trainer, limit=None)}", style="dim")  # who drives it

@@ -27,7 +27,7 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-from diagevo.untrusted import UNSAFE, clip, json_visible, visible
+from diagevo.untrusted import UNSAFE, json_visible, shorten, visible
 
 LONGEST = 2000
 """Characters of one untrusted text shown in the terminal (the middle is cut)."""
@@ -58,7 +58,7 @@ def plain(value: object, *, newlines: bool = False, limit: int | None = LONGEST)
     """``value`` as a string that is safe to show: control characters escaped, cut to ``limit``."""
     s = value if isinstance(value, str) else str(value)
     if limit is not None:
-        s = clip(s, limit)
+        s = shorten(s, limit, middle=True)
     return visible(s, newlines=newlines)
 
 

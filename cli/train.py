@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -166,213 +167,258 @@ def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     console.print(table)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def train(
-        config: Annotated[
-            Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml).")
-        ] = None,
-        rounds: Annotated[
-            int | None, typer.Option("--rounds", min=1, help="Train up to this round (at least 1).")
-        ] = None,
-        seed: Annotated[
-            int | None, typer.Option("--seed", min=0, help="Seed of every random stream (train.seed).")
-        ] = None,
-        run: Annotated[str | None, typer.Option("--run", help="Run id (default: derived from seed and time).")] = None,
-        db: DbOpt = None,
-        resume: Annotated[
-            bool, typer.Option("--resume", help="Continue the run from its log and last checkpoint.")
-        ] = False,
-        quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
-        set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
-        dry_run: Annotated[
-            bool,
-            typer.Option(
-                "--dry-run", help="Print the plan (models, engines, batches, launch command, paths); load nothing."
-            ),
-        ] = False,
-        json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: the plan as JSON.")] = False,
-        report_to: Annotated[
-            str | None,
-            typer.Option(
-                "--report-to",
-                help="Experiment tracker (train.report_to): tensorboard, wandb, trackio, mlflow or none. TRL's "
-                "per-step rows go there, and diagevo mirrors each GRPO step's signals and each round's figures under "
-                "the run id (TensorBoard: files beside the database).",
-            ),
-        ] = None,
-    ) -> None:
-        """Run the co-evolution loop (CPU simulator by default)."""
-        from diagevo import train as training
-        from diagevo.train.config import load_config
-        from diagevo.urls import redact_url, resolve_db_url
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml).")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")]
+ReportToOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--report-to",
+        help="Experiment tracker (train.report_to): tensorboard, wandb, trackio, mlflow or none. TRL's "
+        "per-step rows go there, and diagevo mirrors each GRPO step's signals and each round's figures under "
+        "the run id (TensorBoard: files beside the database).",
+    ),
+]
 
-        if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
-            raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
 
-        # --rounds says where to stop, not how a round runs (stored as train.rounds, the target,
-        # which no round reads): a run trained to round 1 and resumed to 3 has the rounds of one trained to 3
+def train(
+    config: ConfigOpt = None,
+    rounds: Annotated[int | None, typer.Option("--rounds", min=1, help="Train up to this round (at least 1).")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="Seed of every random stream (train.seed).")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="Run id (default: derived from seed and time).")] = None,
+    db: DbOpt = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run from its log and last checkpoint.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    set_: SetOpt = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the plan (models, engines, batches, launch command, paths); load nothing."
+        ),
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: the plan as JSON.")] = False,
+    report_to: ReportToOpt = None,
+) -> None:
+    """Run the co-evolution loop (CPU simulator by default)."""
+    from diagevo.train.config import load_config
+    from diagevo.urls import resolve_db_url
 
-        set_ = [*(set_ or []), *([f"train.report_to={json.dumps(report_to)}"] if report_to is not None else [])]
-        overrides = list(set_)
-        overrides += [f"train.seed={seed}"] if seed is not None else []
-        overrides += [f"train.run={json.dumps(run)}"] if run is not None else []  # a TOML basic string
-        path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
-        cfg = load_config(path, overrides)
-        explicit_db = db or cfg.db
-        db_url = resolve_db_url(explicit_db)
-        if dry_run:
-            show_plan(cfg, path, db_url, json_out)
+    if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
+        raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
+    # --rounds says where to stop, not how a round runs (stored as train.rounds, the target,
+    # which no round reads): a run trained to round 1 and resumed to 3 has the rounds of one trained to 3
+    user_sets = [*(set_ or []), *([f"train.report_to={json.dumps(report_to)}"] if report_to is not None else [])]
+    overrides = list(user_sets)
+    overrides += [f"train.seed={seed}"] if seed is not None else []
+    overrides += [f"train.run={json.dumps(run)}"] if run is not None else []  # a TOML basic string
+    path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+    cfg = load_config(path, overrides)
+    explicit_db = db or cfg.db
+    db_url = resolve_db_url(explicit_db)
+    if dry_run:
+        show_plan(cfg, path, db_url, json_out)
+        return
+    cfg = cfg.model_copy(update={"db": db_url})
+    # the preflight, once: here before the database is created, so a refused train leaves nothing (exit 2);
+    # a resumed run's config is read from its log, and checked there by the library
+    if not resume:
+        from diagevo.train.preflight import checkpoint_root, preflight, require
+
+        require(preflight(cfg, checkpoint_root(cfg, db_url)))
+    _train_rounds(cfg, TrainRequest(resume, rounds, quiet, user_sets, explicit_db, db_url))
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """What the command line asked of a run besides its config: how far, whether it continues a
+    run, whether bars are drawn, the ``--set`` overrides the log records, and the database as named."""
+
+    resume: bool
+    rounds: int | None
+    quiet: bool
+    overrides: list[str]
+    explicit_db: str | None
+    db_url: str
+
+
+@dataclass
+class RunOutcome:
+    """What the command prints once the rounds are done: each round's report, the last round
+    trained, a cause worth auditing, and whether the log outlives the process."""
+
+    run_id: str
+    reports: list[Any] = field(default_factory=list)
+    cause: str | None = None
+    persistent: bool = True
+
+
+def _train_rounds(cfg: Any, request: TrainRequest) -> None:
+    """Train on this rank (rank 0 leads, the others follow under accelerate launch), then print
+    the rounds and the commands that read them."""
+    from diagevo import train as training
+
+    with training.this_rank(cfg) as role:
+        if role is None:
             return
-        cfg = cfg.model_copy(update={"db": db_url})
-        # the preflight, once: here before the database is created, so a refused train leaves nothing (exit 2);
-        # a resumed run's config is read from its log, and checked there by the library
-        if not resume:
-            from diagevo.train.preflight import checkpoint_root, preflight, require
+        cfg, leader = role
+        with open_store(cfg.db, create=True) as store:
+            run_id = training.run_id_for(store, cfg, request.resume)
+            cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"run": run_id})})
+            outcome = RunOutcome(run_id)
 
-            require(preflight(cfg, checkpoint_root(cfg, db_url)))
-        reports: list[Any] = []
-        running = {"round": 0}
+            def on_round(report: Any) -> None:
+                outcome.reports.append(report)
+                if not request.quiet:
+                    print_round_table([report])
 
-        def on_round(report: Any) -> None:
-            reports.append(report)
-            if not quiet:
-                print_round_table([report])
+            def run_rounds(progress: Any) -> None:
+                training.train(
+                    cfg,
+                    store,
+                    resume=request.resume,
+                    rounds=request.rounds,
+                    progress=progress,
+                    on_round=on_round,
+                    lead=leader,
+                    overrides=list(request.overrides),
+                    checked=not request.resume,  # a new run's config was checked above; a resumed one's, in there
+                )
 
-        with training.this_rank(cfg) as role:  # under accelerate launch: rank 0 leads, the others follow
-            if role is None:
-                return
-            cfg, leader = role
-            with open_store(cfg.db, create=True) as store:
-                run_id = training.run_id_for(store, cfg, resume)
-                cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"run": run_id})})
-                prog, (dbs, note) = program(), db_args(explicit_db, db_url)
+            _with_progress(run_rounds, request, run_id)
+            outcome.cause = training.cause_to_audit(store, run_id)
+            outcome.persistent = store.persistent
+    _print_outcome(outcome, request)
 
-                def run_rounds(progress: Any) -> None:
-                    training.train(
-                        cfg,
-                        store,
-                        resume=resume,
-                        rounds=rounds,
-                        progress=progress,
-                        on_round=on_round,
-                        lead=leader,
-                        overrides=list(set_ or []),
-                        checked=not resume,  # a new run's config was checked above; a resumed one's, in there
-                    )
 
-                try:
-                    if quiet:
+def _with_progress(run_rounds: Any, request: TrainRequest, run_id: str) -> None:
+    """Run the rounds with bars (or, with --quiet, none), keeping the round in progress so that
+    Ctrl-C says where it stopped and the command that continues."""
+    in_round = {"round": 0}
 
-                        def track(phase: str, done: int, total: int | None) -> None:
-                            if phase == "rounds":
-                                running["round"] = done + 1
+    def track(phase: str, done: int, total: int | None) -> None:
+        if phase == "rounds":
+            in_round["round"] = done + 1
 
-                        run_rounds(track)
-                    else:
-                        columns = (
-                            TextColumn("{task.description:<24}", markup=False),
-                            BarColumn(),
-                            MofNCompleteColumn(),
-                            RateColumn(),
-                            TimeElapsedColumn(),
-                            TimeRemainingColumn(),
-                        )
-                        # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s
-                        with progress_for(console, names=PHASE_NAMES, reset_on="rounds", columns=columns) as bars:
-
-                            def show(phase: str, done: int, total: int | None) -> None:
-                                if phase == "rounds":
-                                    running["round"] = done + 1
-                                bars(phase, done, total)
-
-                            run_rounds(show)
-                except KeyboardInterrupt:
-                    where = f"in round {running['round']}" if running["round"] else "before the first round"
-                    again = shell_join([prog, "train", "--resume", "--run", run_id, *dbs])
-                    raise Interrupted(f"interrupted {where}: continue with `{again}`") from None
-                last = max((r.round for r in reports), default=None)
-                cause = training.cause_to_audit(store, run_id)
-                persistent = store.persistent
-            if reports:
-                print_round_table(reports)
-            else:
-                console.print("nothing to do: every round is committed")
-            console.print()
-            console.print(
-                text("log: ", (redact_url(db_url), "bold"), "  run: ", (run_id, "bold")), soft_wrap=True
-            )  # no password
-            if last is not None and not persistent:
-                console.print("(the log was in this process's memory and is gone: give --db sqlite:///FILE to keep it)")
-            elif last is not None:
-                console.print("try:")
-                for cmd in (["replay", "--round", str(last)], ["stats"], *([["why", cause]] if cause else [])):
-                    line = shell_join([prog, "memory", *cmd, *dbs, "--run", run_id])
-                    console.print(text(f"  {line}"), soft_wrap=True)
-                if note:
-                    console.print(text(f"  ({note})"), soft_wrap=True)
-
-    @app.command()
-    def ablate(
-        seeds: Annotated[int, typer.Option("--seeds")] = 3,
-        rounds: Annotated[int, typer.Option("--rounds")] = 7,
-        config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
-        out: Annotated[Path, typer.Option("--out", help="SQLite file for the ablation runs.")] = Path("runs/ablate.db"),
-        variants: Annotated[list[str] | None, typer.Option("--variant", help="Only these variants.")] = None,
-        worlds: Annotated[list[str] | None, typer.Option("--world", help="Only these world settings.")] = None,
-        json: JsonOpt = False,
-        set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
-    ) -> None:
-        """Table 2 and Table 4 variants on the simulator, with each world property on and off."""
-        from diagevo.train.ablate import VARIANTS, WORLDS, run_ablation
-        from diagevo.train.config import load_config
-
-        path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
-        load_config(path, list(set_ or []))  # a bad config or --set is refused before anything is created
-        picked_v = variants or list(VARIANTS)
-        picked_w = worlds or list(WORLDS)
-        for name in picked_v:
-            if name not in VARIANTS:
-                raise BadInput(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
-        for name in picked_w:
-            if name not in WORLDS:
-                raise BadInput(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
-        out.parent.mkdir(parents=True, exist_ok=True)  # validated: now the ablation's directory
-        total = len(picked_v) * len(picked_w) * seeds
-        with Progress(
-            TextColumn("{task.description:<40}", markup=False),
+    try:
+        if request.quiet:
+            run_rounds(track)
+            return
+        columns = (
+            TextColumn("{task.description:<24}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
+            RateColumn(),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
-            console=console,
-            disable=json,
-        ) as progress:
-            task = progress.add_task("ablation runs", total=total)
+        )
+        # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s
+        with progress_for(console, names=PHASE_NAMES, reset_on="rounds", columns=columns) as bars:
 
-            def tick(name: str, done: int, _total: int | None) -> None:
-                progress.update(task, completed=done, description=plain(name))
+            def show(phase: str, done: int, total: int | None) -> None:
+                track(phase, done, total)
+                bars(phase, done, total)
 
-            results = run_ablation(path, list(set_ or []), f"sqlite:///{out}", seeds, rounds, picked_v, picked_w, tick)
-        if json:
-            emit_json(results)
-            return
-        for world, rows in results.items():
-            table = Table(
-                title=text(f"held-out accuracy, world: {world} ({plural(seeds, 'seed')}, {plural(rounds, 'round')})")
+            run_rounds(show)
+    except KeyboardInterrupt:
+        where = f"in round {in_round['round']}" if in_round["round"] else "before the first round"
+        dbs = db_args(request.explicit_db, request.db_url)[0]
+        again = shell_join([program(), "train", "--resume", "--run", run_id, *dbs])
+        raise Interrupted(f"interrupted {where}: continue with `{again}`") from None
+
+
+def _print_outcome(outcome: RunOutcome, request: TrainRequest) -> None:
+    """The rounds trained, where the log is, and the commands that read the run."""
+    from diagevo.urls import redact_url
+
+    if outcome.reports:
+        print_round_table(outcome.reports)
+    else:
+        console.print("nothing to do: every round is committed")
+    console.print()
+    console.print(
+        text("log: ", (redact_url(request.db_url), "bold"), "  run: ", (outcome.run_id, "bold")), soft_wrap=True
+    )  # no password
+    last = max((r.round for r in outcome.reports), default=None)
+    if last is None:
+        return
+    if not outcome.persistent:
+        console.print("(the log was in this process's memory and is gone: give --db sqlite:///FILE to keep it)")
+        return
+    dbs, note = db_args(request.explicit_db, request.db_url)
+    console.print("try:")
+    for cmd in (["replay", "--round", str(last)], ["stats"], *([["why", outcome.cause]] if outcome.cause else [])):
+        line = shell_join([program(), "memory", *cmd, *dbs, "--run", outcome.run_id])
+        console.print(text(f"  {line}"), soft_wrap=True)
+    if note:
+        console.print(text(f"  ({note})"), soft_wrap=True)
+
+
+def ablate(
+    seeds: Annotated[int, typer.Option("--seeds")] = 3,
+    rounds: Annotated[int, typer.Option("--rounds")] = 7,
+    config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
+    out: Annotated[Path, typer.Option("--out", help="SQLite file for the ablation runs.")] = Path("runs/ablate.db"),
+    variants: Annotated[list[str] | None, typer.Option("--variant", help="Only these variants.")] = None,
+    worlds: Annotated[list[str] | None, typer.Option("--world", help="Only these world settings.")] = None,
+    json: JsonOpt = False,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
+) -> None:
+    """Table 2 and Table 4 variants on the simulator, with each world property on and off."""
+    from diagevo.train.ablate import VARIANTS, WORLDS, run_ablation
+    from diagevo.train.config import load_config
+
+    path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+    load_config(path, list(set_ or []))  # a bad config or --set is refused before anything is created
+    picked_v = variants or list(VARIANTS)
+    picked_w = worlds or list(WORLDS)
+    for name in picked_v:
+        if name not in VARIANTS:
+            raise BadInput(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
+    for name in picked_w:
+        if name not in WORLDS:
+            raise BadInput(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
+    out.parent.mkdir(parents=True, exist_ok=True)  # validated: now the ablation's directory
+    total = len(picked_v) * len(picked_w) * seeds
+    with Progress(
+        TextColumn("{task.description:<40}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=json,
+    ) as progress:
+        task = progress.add_task("ablation runs", total=total)
+
+        def tick(name: str, done: int, _total: int | None) -> None:
+            progress.update(task, completed=done, description=plain(name))
+
+        results = run_ablation(path, list(set_ or []), f"sqlite:///{out}", seeds, rounds, picked_v, picked_w, tick)
+    if json:
+        emit_json(results)
+        return
+    for world, rows in results.items():
+        table = Table(
+            title=text(f"held-out accuracy, world: {world} ({plural(seeds, 'seed')}, {plural(rounds, 'round')})")
+        )
+        for c in ("variant", "at val-best round", "last round", "val-best rounds", "oracle (best held-out)"):
+            table.add_column(c, justify="right")
+        for r in rows:
+            table.add_row(
+                text(r["variant"]),
+                f"{r['selected_mean']:.3f} ± {r['selected_std']:.3f}",
+                f"{r['final_mean']:.3f} ± {r['final_std']:.3f}",
+                ",".join(map(str, r["selected_rounds"])),
+                f"{r['oracle_mean']:.3f}",
             )
-            for c in ("variant", "at val-best round", "last round", "val-best rounds", "oracle (best held-out)"):
-                table.add_column(c, justify="right")
-            for r in rows:
-                table.add_row(
-                    text(r["variant"]),
-                    f"{r['selected_mean']:.3f} ± {r['selected_std']:.3f}",
-                    f"{r['final_mean']:.3f} ± {r['final_std']:.3f}",
-                    ",".join(map(str, r["selected_rounds"])),
-                    f"{r['oracle_mean']:.3f}",
-                )
-            console.print(table)
-            console.print(dynamics_table(world, rows, seeds))
+        console.print(table)
+        console.print(dynamics_table(world, rows, seeds))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(train)
+    app.command()(ablate)
 
 
 # per-round measures shown by `diagevo ablate` (key, column title, format)

@@ -13,11 +13,11 @@ The public API, for a trainer that drives the memory itself and for anyone readi
         rnd.record_failures([...])                       # then Sec. 2.3:
         diagevo.diagnose(rnd, llm_url="http://localhost:8000/v1", model="...")  # or diagnostician="heuristic"
         rnd.commit({"acc": 0.5})                         # M_1
-        diagevo.stats(store, "mine")                     # what `diagevo memory stats --json` prints
+        diagevo.stats(store, "mine").rounds              # `memory stats --json` is its .to_dict()
 
-Names that are also submodules (``diagevo.train``) stay the submodules.
-Names are imported on first use, so ``import diagevo`` (and any ``diagevo.x`` submodule) stays
-cheap. Errors a caller can fix derive from :class:`DiagevoError`.
+Results are typed (attributes, and ``to_dict()`` for JSON). Names are imported on first use, so
+``import diagevo`` (and any ``diagevo.x`` submodule) stays cheap. Errors a caller can fix derive
+from :class:`DiagevoError`.
 """
 
 # ruff: noqa: F401  (the TYPE_CHECKING imports below are the exports, for type checkers)
@@ -31,97 +31,102 @@ from typing import TYPE_CHECKING, Any
 # ``diagevo.cache``) and never prints: without a handler of the application's, nothing shows
 logging.getLogger("diagevo").addHandler(logging.NullHandler())
 
-# public name -> module that defines it
+# public name -> module that defines it: the whole public API, each name in the reference
 _EXPORTS: dict[str, str] = {
-    # the store
-    "EventStore": "diagevo.log",
+    # the store and the config
     "open_store": "diagevo.api",
-    # configuration
+    "Recorder": "diagevo.log",
     "Config": "diagevo.train.config",
     "load_config": "diagevo.train.config",
-    # the round protocol
+    # the round protocol (each step a method of Round)
+    "start_run": "diagevo.rounds",
     "Round": "diagevo.rounds",
-    "RoundState": "diagevo.rounds",
     "Request": "diagevo.rounds",
     "Candidate": "diagevo.rounds",
     "Scored": "diagevo.rounds",
-    "start_run": "diagevo.rounds",
-    "open_round": "diagevo.rounds",
-    "round_state": "diagevo.rounds",
-    "run_config": "diagevo.rounds",
-    "failure_inputs": "diagevo.diagnosis.pipeline",
+    "Recorded": "diagevo.rounds",
+    "Committed": "diagevo.results",
+    # diagnosis (Sec. 2.3)
     "diagnose": "diagevo.diagnosis.pipeline",
     "FailureInput": "diagevo.diagnosis.pipeline",
     "DiagnosisSummary": "diagevo.diagnosis.pipeline",
-    # state and schedule
-    "Memory": "diagevo.memory.state",
-    "load_memory": "diagevo.views.memory",
-    "schedule": "diagevo.memory.schedule",
-    "committed_rounds": "diagevo.views.memory",
-    "verify_run": "diagevo.views.verify",
-    # the read commands as values
-    "memory_at": "diagevo.views.queries",
-    "show": "diagevo.views.queries",
-    "why": "diagevo.views.queries",
-    "stats": "diagevo.views.queries",
-    "lifecycle": "diagevo.views.queries",
-    "memory_view": "diagevo.views.queries",
-    # what-if
-    "fork_run": "diagevo.fork",
-    "diff_runs": "diagevo.fork",
-    # diagevo's own loop (``diagevo.train.train``; the name ``train`` is the subpackage)
-    "Trainer": "diagevo.train.loop",
-    "make_backend": "diagevo.train",
-    # the round protocol, further names
-    "Recorded": "diagevo.rounds",
-    "RoundProgress": "diagevo.rounds",
-    "OUR_TRAINER": "diagevo.rounds",
-    "EXTERNAL_TRAINER": "diagevo.rounds",
-    "configure_fork": "diagevo.rounds",
-    "run_trainer": "diagevo.rounds",
-    "open_log": "diagevo.log",
-    "StoredEvent": "diagevo.log",
-    # the event classes (``diagevo.events.PhaseCompleted(...)``): what a trainer notes, what a read gives
-    "events": "diagevo.catalog",
-    # what diagnose runs with (built from names, or by these constructors)
-    "DiagnosisConfig": "diagevo.diagnosis.config",
     "Diagnostician": "diagevo.diagnosis.interface",
-    "Embedder": "diagevo.diagnosis.interface",
     "VectorIndex": "diagevo.views.index",
     "llm_diagnostician": "diagevo.diagnosis.tools",
     "heuristic_diagnostician": "diagevo.diagnosis.tools",
     "make_embedder": "diagevo.diagnosis.tools",
     "vector_index": "diagevo.diagnosis.tools",
-    # reading runs and causes
+    # state and schedule
+    "Memory": "diagevo.memory.state",
+    "load_memory": "diagevo.views.memory",
+    "schedule": "diagevo.memory.schedule",
+    "verify_run": "diagevo.views.verify",
+    # the read commands as typed values (``to_dict()``: what ``--json`` prints)
     "runs": "diagevo.views.runs",
     "RunSummary": "diagevo.views.runs",
-    "recent_story": "diagevo.views.stories",
-    # what a reward function needs (Sec. 2.2, Appendix C and J)
-    "extract_answer": "diagevo.curriculum",
-    "agrees": "diagevo.curriculum",
-    "votes": "diagevo.curriculum",
-    "Votes": "diagevo.curriculum",
-    "keep": "diagevo.curriculum",
-    "solver_rewards": "diagevo.curriculum",
-    "challenger_rewards": "diagevo.curriculum",
-    "challenger_output_rewards": "diagevo.curriculum",
-    "solver_messages": "diagevo.curriculum",
-    "challenger_messages": "diagevo.curriculum",
-    "parse_question": "diagevo.curriculum",
-    # where a run's files go
+    "stats": "diagevo.views.queries",
+    "show": "diagevo.views.queries",
+    "why": "diagevo.views.queries",
+    # what-if
+    "fork_run": "diagevo.fork",
+    "diff_runs": "diagevo.fork",
+    "what_if": "diagevo.whatif",
+    # a run as a dataset
+    "export_dataset": "diagevo.dataset",
+    # a backend and where its files go, for a trainer built on diagevo's models
+    "make_backend": "diagevo.train",
     "run_dir": "diagevo.paths",
     "beside_database": "diagevo.paths",
-    # errors
-    "RunExists": "diagevo.rounds",
-    "MemoryMoved": "diagevo.rounds",
-    "UnknownRun": "diagevo.rounds",
+    # what a reward function needs (Sec. 2.2, Appendix C and J)
+    "solver_rewards": "diagevo.curriculum",
+    "challenger_output_rewards": "diagevo.curriculum",
+    "solver_messages": "diagevo.curriculum",
+    "parse_question": "diagevo.curriculum",
+    # errors a caller can fix
     "DiagevoError": "diagevo.errors",
     "BadInput": "diagevo.errors",
     "Conflict": "diagevo.errors",
     "NotFound": "diagevo.errors",
-    "NotADiagevoDatabase": "diagevo.errors",
     "Unavailable": "diagevo.errors",
-    "ProtocolError": "diagevo.rounds",
+}
+
+# the types the public names return or take, documented in the reference beside them (reached as
+# attributes and annotations, imported from their modules when a caller names them)
+_DOCUMENTED_TYPES: dict[str, str] = {
+    "FailureRecord": "diagevo.rounds",
+    "Promotion": "diagevo.results",
+    "MemoryView": "diagevo.results",
+    "CurrentMemory": "diagevo.results",
+    "CauseRow": "diagevo.results",
+    "NodeRow": "diagevo.results",
+    "RunStats": "diagevo.results",
+    "CauseStory": "diagevo.results",
+    "Lifecycle": "diagevo.results",
+    "RunDiff": "diagevo.results",
+    "Fork": "diagevo.results",
+}
+
+# the members of an exported class that a caller uses (the others serve diagevo's own modules):
+# the reference shows these alone
+_PUBLIC_MEMBERS: dict[str, tuple[str, ...]] = {
+    "Recorder": ("url", "runs", "has_run", "close"),
+    "VectorIndex": ("path", "sync"),
+    "Round": (
+        "open",
+        "reopened",
+        "next_step",
+        "current",
+        "t",
+        "run",
+        "config",
+        "requests",
+        "record",
+        "promote",
+        "record_failures",
+        "record_metrics",
+        "note",
+        "commit",
+    ),
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -146,55 +151,28 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.api import open_store
     from diagevo.catalog import events
     from diagevo.curriculum import (
-        Votes,
-        agrees,
-        challenger_messages,
         challenger_output_rewards,
-        challenger_rewards,
-        extract_answer,
-        keep,
         parse_question,
         solver_messages,
         solver_rewards,
-        votes,
     )
-    from diagevo.diagnosis.config import DiagnosisConfig
-    from diagevo.diagnosis.interface import Diagnostician, Embedder
-    from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose, failure_inputs
+    from diagevo.dataset import export_dataset
+    from diagevo.diagnosis.interface import Diagnostician
+    from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose
     from diagevo.diagnosis.tools import heuristic_diagnostician, llm_diagnostician, make_embedder, vector_index
-    from diagevo.errors import BadInput, Conflict, DiagevoError, NotADiagevoDatabase, NotFound, Unavailable
+    from diagevo.errors import BadInput, Conflict, DiagevoError, NotFound, Unavailable
     from diagevo.fork import diff_runs, fork_run
-    from diagevo.log import EventStore, StoredEvent, open_log
+    from diagevo.log import Recorder
     from diagevo.memory.schedule import schedule
     from diagevo.memory.state import Memory
     from diagevo.paths import beside_database, run_dir
-    from diagevo.rounds import (
-        EXTERNAL_TRAINER,
-        OUR_TRAINER,
-        Candidate,
-        MemoryMoved,
-        ProtocolError,
-        Recorded,
-        Request,
-        Round,
-        RoundProgress,
-        RoundState,
-        RunExists,
-        Scored,
-        UnknownRun,
-        configure_fork,
-        open_round,
-        round_state,
-        run_config,
-        run_trainer,
-        start_run,
-    )
+    from diagevo.results import Committed
+    from diagevo.rounds import Candidate, Recorded, Request, Round, Scored, start_run
     from diagevo.train import make_backend
     from diagevo.train.config import Config, load_config
-    from diagevo.train.loop import Trainer
     from diagevo.views.index import VectorIndex
-    from diagevo.views.memory import committed_rounds, load_memory
-    from diagevo.views.queries import lifecycle, memory_at, memory_view, show, stats, why
+    from diagevo.views.memory import load_memory
+    from diagevo.views.queries import show, stats, why
     from diagevo.views.runs import RunSummary, runs
-    from diagevo.views.stories import recent_story
     from diagevo.views.verify import verify_run
+    from diagevo.whatif import what_if

@@ -3,7 +3,7 @@
 ``asyncio.run`` replaces Python's SIGINT handler with one that only *cancels* the main task:
 the cancellation lands at the task's next ``await``, so a coroutine busy in synchronous work
 (loading the embedding model, embedding a round's failures, folding the memory) ignored Ctrl-C
-for 10-19 s in a simulator round. :func:`run` keeps Python's own handler, so KeyboardInterrupt
+until that work was done. :func:`run` keeps Python's own handler, so KeyboardInterrupt
 is raised wherever the main thread is, and then cancels whatever tasks are left.
 """
 

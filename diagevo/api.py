@@ -3,16 +3,17 @@ installed version."""
 
 from __future__ import annotations
 
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.urls import resolve_db_url
 
 
-def open_store(url: str | None = None, *, create: bool = True) -> EventStore:
+def open_store(url: str | None = None, *, create: bool = True, readonly: bool = False) -> Recorder:
     """The event store at ``url`` (default: ``$DIAGEVO_DB``, else ``sqlite:///diagevo.db``),
-    migrated to the current schema. With ``create=False`` a missing SQLite file is
-    :class:`~diagevo.errors.NotFound` instead of a new database. Use it as a context manager
-    (or call ``close()``)."""
-    return open_log(resolve_db_url(url), create=create)
+    migrated to the current schema: the one way to open a log, for a trainer and for the CLI.
+    With ``create=False`` a missing SQLite file is :class:`~diagevo.errors.NotFound` instead of
+    a new database; ``readonly`` opens SQLite read-only (a read-only mount works) for a caller
+    that only reads. Use it as a context manager (or call ``close()``)."""
+    return open_log(resolve_db_url(url), create=create, readonly=readonly)
 
 
 def version() -> str:

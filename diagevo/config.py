@@ -18,14 +18,16 @@ not the method's as it was written, for its owner to validate when it reads it b
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from diagevo.parsing import config_k, shorten
+from diagevo.parsing import config_k, quoted
 from diagevo.redaction import redact_config
 from diagevo.sections import ConfigError, Section, config_error
+from diagevo.words import close_to
 
 Role = Literal["challenger", "solver"]
 S = TypeVar("S", bound=BaseModel)
@@ -260,6 +262,22 @@ class DiagnosisRules(Section):
         description="Fewest words of an error cause or node label the diagnostician may return (Appendix J: 10).",
     )
     max_words: int = Field(default=20, ge=1, description="Most words of an error cause or node label (Appendix J: 20).")
+    max_failed_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Most of a round's failures whose diagnosis may fail (a share, 0-1) for the round to go on; "
+        "more stops diagnose and refuses the commit, and a round where every diagnosis failed (a dead or "
+        "incompatible diagnostician) always stops. 0.5: a sporadic bad reply (one invented id among five "
+        "failures) is recorded and the round goes on, while a server that fails most replies would leave the "
+        "round without its memory, the no-memory ablation.",
+    )
+
+    def too_many_failed(self, failed: int, total: int) -> bool:
+        """Whether ``failed`` of a round's ``total`` failures, their diagnoses failed, stop the
+        round: more than ``max_failed_share`` of them, or every one (a dead or incompatible
+        diagnostician, whatever the share)."""
+        return failed > 0 and (failed > self.max_failed_share * total or failed == total)
 
     @model_validator(mode="after")
     def _lengths_in_order(self) -> DiagnosisRules:
@@ -367,6 +385,12 @@ def config_from_record(record: Mapping[str, Any]) -> MethodConfig:
     for them to check when they read it (a changed component never changes what a log accepts).
     ``db`` and ``diagnosis.api_key`` are ignored: where the log lives and the key are not the
     log's to say. :class:`ConfigError` names the field at fault (an unknown one too)."""
+    where = non_finite(record)
+    if where is not None:
+        path, value = where
+        loc = tuple(path.split("."))
+        error = {"type": "finite_number", "loc": loc, "msg": "must be a finite number", "input": value}
+        raise ConfigError(f"{path}: must be a finite number, not {value!r}", error=error)
     data = {name: value for name, value in record.items() if name not in PAPER_NAMES and name != "db"}
     diagnosis = data.get("diagnosis")
     if isinstance(diagnosis, Mapping) and "api_key" in diagnosis:
@@ -385,15 +409,63 @@ def config_from_record(record: Mapping[str, Any]) -> MethodConfig:
     return config
 
 
+def non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+    """(dotted path, value) of the first infinity or NaN in a stored config, else None: what
+    its owner carries is checked here too, for JSON holds no such number (stored, it becomes
+    null, and a config with a null where a number was is one its reader refuses)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    if isinstance(value, Mapping):
+        items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}.{i}", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, v in items:
+        found = non_finite(v, sub)
+        if found is not None:
+            return found
+    return None
+
+
 def _as_stored(exc: ConfigError, record: Mapping[str, Any]) -> ConfigError:
     """``exc`` as said of a stored config: an unknown name with the names a config may hold, a
     value given by its flat name under that name."""
     loc = tuple(str(p) for p in exc.error["loc"])
     if exc.unknown and len(loc) == 1:
-        known = ", ".join([*PAPER_NAMES, *MethodConfig.model_fields, *COMPONENT_TABLES])
-        return ConfigError(f"unknown field {shorten(loc[0], 40)} (known: {known})", error=exc.error, unknown="field")
+        names = [*PAPER_NAMES, *MethodConfig.model_fields, *COMPONENT_TABLES]
+        meant = close_to(loc[0], names)
+        said = f"unknown field {quoted(loc[0], 40)}"
+        if meant:
+            return ConfigError(said, error=exc.error, unknown="field", meant=meant, shown=[repr(m) for m in meant])
+        return ConfigError(f"{said} (known: {', '.join(names)})", error=exc.error, unknown="field")
+    if exc.unknown:  # a nested name: the section's own refusal names it, with the names it likely means
+        return exc
     reason = exc.reason
     for name, path in PAPER_NAMES.items():  # a value given by its flat name is named so
         if name in record and reason.startswith(f"{path}:"):
             reason = name + reason[len(path) :]
     return ConfigError(reason, error=exc.error, unknown=exc.unknown)
+
+
+def config_changes(stored: MethodConfig, given: MethodConfig) -> list[str]:
+    """The fields in which ``given`` differs from ``stored``, each as ``memory.k 0.5 (given
+    0.7)``, in the config's order; how many rounds to train (``train.rounds``) is left out: it
+    does not change how a round is run, and a run may go on for more."""
+    old, new = _flat(stored.redacted()), _flat(given.redacted())
+    names = [*old, *(name for name in new if name not in old)]
+    return [
+        f"{name} {quoted(old.get(name), 40)} (given {quoted(new.get(name), 40)})"
+        for name in names
+        if name != "train.rounds" and old.get(name) != new.get(name)
+    ]
+
+
+def _flat(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in record.items():
+        if isinstance(value, Mapping) and value:
+            out.update(_flat(value, f"{prefix}{name}."))
+        else:
+            out[f"{prefix}{name}"] = value
+    return out

@@ -13,43 +13,62 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from diagevo.fixes import Fix
 
 
 @dataclass(frozen=True)
 class Hint:
     """A command that fixes an error or takes the next step: its arguments after ``diagevo``,
-    and the database it acts on. The library never spells a command; the CLI renders a hint
-    runnable as printed (the executable the user invoked, ``--db`` only where it is not the
-    default, never a password)."""
+    the database it acts on, and the Python call that does the same (``call``), for a caller
+    of the library. The library never spells a command; the CLI renders a hint runnable as
+    printed (the executable the user invoked, ``--db`` only where it is not the default, never
+    a password)."""
 
     args: tuple[str, ...]
     db: str | None = None
+    call: str | None = None
+    """The Python call that does the same, where there is one (``diagevo.start_run(store, 'r',
+    config)``): what an error raised to a Python caller suggests instead of the command."""
 
     def plain(self) -> str:
-        """``diagevo ARGS --db URL`` (without the URL's password): for library callers."""
+        """``diagevo ARGS --db URL`` (without the URL's password)."""
         from diagevo.urls import without_password
 
         return shlex.join(["diagevo", *self.args, *(["--db", without_password(self.db)] if self.db else [])])
 
+    def python(self) -> str:
+        """The fix for a Python caller: the Python call, else the command (:meth:`plain`)."""
+        return self.call if self.call is not None else self.plain()
+
 
 class DiagevoError(Exception):
     """An error the user can fix (input, environment, a concurrent writer): one line, and
-    perhaps the command that fixes it (``hint``). Where the message holds ``{command}`` the
-    command goes there, else after it in parentheses."""
+    perhaps what fixes it, as data: a diagevo command (``hint``) or an installation or config
+    step (``fix``). Where the message holds ``{command}`` the fix goes there, else after it in
+    parentheses; the CLI spells it as a command line, a Python caller reads it in words (or as
+    the Python call, ``Hint.call``)."""
 
-    def __init__(self, message: str = "", *, hint: Hint | None = None) -> None:
+    def __init__(self, message: str = "", *, hint: Hint | None = None, fix: Fix | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+        self.fix = fix
 
     @property
     def message(self) -> str:
         return str(self.args[0]) if self.args else ""
 
-    def render(self, spell: Callable[[Hint], str] = Hint.plain) -> str:
-        """The message with the hint's command spelled by ``spell``."""
-        if self.hint is None:
+    def render(self, spell: Callable[[Hint], str] = Hint.python, spell_fix: Callable[[Fix], str] | None = None) -> str:
+        """The message with the hint's command spelled by ``spell``, or the fix by ``spell_fix``
+        (default: in words)."""
+        if self.hint is not None:
+            command = f"`{spell(self.hint)}`"
+        elif self.fix is not None:
+            command = f"`{spell_fix(self.fix)}`" if spell_fix is not None else self.fix.plain()
+        else:
             return self.message
-        command = f"`{spell(self.hint)}`"
         if "{command}" in self.message:
             return self.message.replace("{command}", command)
         return f"{self.message} ({command})"
@@ -81,4 +100,33 @@ class Unavailable(DiagevoError):
     connections, an optional dependency (vLLM, flash-attn) missing on this machine."""
 
 
-__all__ = ["BadInput", "Conflict", "DiagevoError", "Hint", "NotADiagevoDatabase", "NotFound", "Unavailable"]
+class EndpointUnreachable(Unavailable, ValueError):
+    """An OpenAI-compatible endpoint did not answer at all: a refused connection, an unknown
+    host, silence past the probe's deadline or a refused API key (the message is one line)."""
+
+
+class DiagnosesFailed(Unavailable):
+    """More of a round's failures failed to diagnose than the run allows
+    (``diagnosis.max_failed_share``), or every one of them did: a dead or incompatible
+    diagnostician. Raised after the round's other decisions are appended; the failed ones stay
+    undiagnosed, and diagnosing the round again asks only for them. ``failed`` of ``total``
+    failures; ``reasons``: (reason, count), the most frequent first."""
+
+    def __init__(
+        self, message: str, *, failed: int, total: int, reasons: tuple[tuple[str, int], ...], hint: Hint | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.failed, self.total, self.reasons = failed, total, reasons
+
+
+__all__ = [
+    "BadInput",
+    "Conflict",
+    "DiagevoError",
+    "DiagnosesFailed",
+    "EndpointUnreachable",
+    "Hint",
+    "NotADiagevoDatabase",
+    "NotFound",
+    "Unavailable",
+]

@@ -103,7 +103,7 @@ def plain_name(name: str, what: str) -> str:
     """``name`` when it can be one part of a path and nothing more: 1-200 characters, no ``/``,
     ``\\``, ``..``, NUL or other control or bidi character (:data:`diagevo.untrusted.UNSAFE`), not
     starting with ``.`` or ``-``; else a :class:`BadInput` naming ``what``."""
-    from diagevo.parsing import shorten
+    from diagevo.parsing import quoted
     from diagevo.untrusted import UNSAFE
 
     if (
@@ -115,7 +115,7 @@ def plain_name(name: str, what: str) -> str:
         or UNSAFE.search(name)
     ):
         raise BadInput(
-            f"{what} {shorten(name, 60)} is not a plain name (one part of a path: no '/', '\\', '..', control "
+            f"{what} {quoted(name, 60)} is not a plain name (one part of a path: no '/', '\\', '..', control "
             "characters, "
             "leading '.' or '-', at most 200 characters)"
         )

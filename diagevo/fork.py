@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from diagevo.catalog import (
     CauseCreated,
@@ -25,9 +24,10 @@ from diagevo.catalog import (
 )
 from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.errors import BadInput, NotFound
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.results import Fork, Json, JsonRow, RunDiff
 from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
@@ -39,7 +39,7 @@ class ForkError(BadInput):
     """A fork or diff that cannot be made as asked."""
 
 
-def fork_run(store: EventStore, source: str, round: int, new: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
+def fork_run(store: Recorder, source: str, round: int, new: str, overrides: Sequence[str] = ()) -> Fork:
     """Copy ``source`` through round ``round``'s commit into run ``new``; returns the provenance.
     ``overrides`` (``section.field=value``, as ``--set`` takes them) change the fork's config from
     its first round of its own on (a ``run.configured`` appended with the copy)."""
@@ -72,7 +72,6 @@ def fork_run(store: EventStore, source: str, round: int, new: str, overrides: Se
         )
         last_hash = e.hash
     forked = RunForked(source_run=source, source_round=round, source_hash=last_hash, source_seq=commit_seq)
-    provenance = forked.model_dump()
     events.append(new_event(forked, run=new, round=round, event_id=event_id(new, round, RunForked.name)))
     changed = _configured(events, new, round + 1, list(overrides)) if overrides else None
     if changed is not None:
@@ -85,7 +84,15 @@ def fork_run(store: EventStore, source: str, round: int, new: str, overrides: Se
 
     store.append_decided(decide)
     refresh_snapshots(store, new)
-    return provenance | {"run": new, "events": len(events), "configured": changed is not None}
+    return Fork(
+        source_run=source,
+        source_round=round,
+        source_hash=last_hash,
+        source_seq=commit_seq,
+        run=new,
+        events=len(events),
+        configured=changed is not None,
+    )
 
 
 def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str]) -> EventIn | None:
@@ -107,7 +114,7 @@ def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str
     return new_event(RunConfigured(config=config.redacted(), seed=config.train.seed), run=run, round=t, event_id=eid)
 
 
-def _cause_row(m: Memory, cid: str) -> dict[str, Any]:
+def _cause_row(m: Memory, cid: str) -> dict[str, Json]:
     c = m.causes[cid]
     return {"cause_id": cid, "state": c.state.value, "frequency": c.frequency, "node": c.node}
 
@@ -120,7 +127,7 @@ def _original_id(eid: str, source: str, new: str) -> str:
 
 
 def _creations(
-    store: EventStore, run: str, made: type[Event] = CauseCreated, field: str = "cause_id", depth: int = 0
+    store: Recorder, run: str, made: type[Event] = CauseCreated, field: str = "cause_id", depth: int = 0
 ) -> dict[str, tuple[str, str]]:
     """``made`` event id -> (the id in ``field``, identity) for every cause (or node) ``run``
     created or inherited; a copied event's identity is that of its original in the source run."""
@@ -140,19 +147,19 @@ def _creations(
     return out
 
 
-def cause_identities(store: EventStore, run: str) -> dict[str, str]:
+def cause_identities(store: Recorder, run: str) -> dict[str, str]:
     """Cause id -> the identity of the cause: the ``cause.created`` event that made it, in the
     run where it was first appended (a fork inherits its source's causes up to the fork; causes
     created after it in two runs never share an identity, even when they share an id)."""
     return {cid: identity for cid, identity in _creations(store, run).values()}
 
 
-def node_identities(store: EventStore, run: str) -> dict[str, str]:
+def node_identities(store: Recorder, run: str) -> dict[str, str]:
     """Node id -> the identity of the skill node (its ``node.created`` event), as for causes."""
     return {nid: identity for nid, identity in _creations(store, run, NodeCreated, "node_id").values()}
 
 
-def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> dict[str, Any]:
+def diff_runs(store: Recorder, a: str, b: str, round: int | None = None) -> RunDiff:
     """Causes whose state or frequency differ, causes and nodes in one run only, and F_t and
     ε_{t+1} side by side, at ``round`` (default: each run's last committed round).
 
@@ -175,7 +182,7 @@ def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> di
     key_b = {cid: idb.get(cid, f"id:{cid}") for cid in mb.causes}
     by_key_b = {k: cid for cid, k in key_b.items()}
     order = lambda c: (len(c), c)  # noqa: E731  (C2 before C10)
-    causes = []
+    causes: list[JsonRow] = []
     only: dict[str, list[str]] = {a: [], b: []}
     matched_b: set[str] = set()
     for cid in sorted(ma.causes, key=order):
@@ -201,7 +208,7 @@ def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> di
     nodes_b = {nid: nib.get(nid, f"id:{nid}") for nid in mb.nodes}
     node_keys_a, node_keys_b = set(nodes_a.values()), set(nodes_b.values())
 
-    def schedule_row(m: Memory) -> Mapping[str, Any]:
+    def schedule_row(m: Memory) -> JsonRow:
         s = schedule(m)
         return {
             "round": m.committed,
@@ -214,19 +221,18 @@ def diff_runs(store: EventStore, a: str, b: str, round: int | None = None) -> di
             "nodes": len(m.nodes),
         }
 
-    return {
-        "runs": [a, b],
-        "round": round,
-        "matched_by": "creating event",
-        "schedule": {a: schedule_row(ma), b: schedule_row(mb)},
-        "causes_differing": causes,
-        "causes_only_in": only,
-        "same_id_differs": [
+    return RunDiff(
+        runs=(a, b),
+        t=round,
+        schedule={a: schedule_row(ma), b: schedule_row(mb)},
+        causes_differing=causes,
+        causes_only_in=only,
+        same_id_differs=[
             {"cause_id": cid, a: ma.causes[cid].description, b: mb.causes[cid].description} for cid in same_id
         ],
-        "nodes_only_in": {
+        nodes_only_in={
             a: sorted((n for n, k in nodes_a.items() if k not in node_keys_b), key=order),
             b: sorted((n for n, k in nodes_b.items() if k not in node_keys_a), key=order),
         },
-        "same_node_id_differs": sorted((n for n in set(nodes_a) & set(nodes_b) if nodes_a[n] != nodes_b[n]), key=order),
-    }
+        same_node_id_differs=sorted((n for n in set(nodes_a) & set(nodes_b) if nodes_a[n] != nodes_b[n]), key=order),
+    )

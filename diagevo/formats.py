@@ -1,5 +1,5 @@
 """Pydantic models of the line formats that other programs hand to diagevo (besides the event
-log's own JSONL, whose model is :class:`diagevo.events.schemas.EventIn`):
+log's own JSONL, whose model is :class:`diagevo.schemas.EventIn`):
 
 - one line of ``diagevo round record`` (a generated question with its construction responses);
 - one line of ``diagevo diagnose FAILURES.jsonl``.

@@ -15,16 +15,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import RoundCommitted, RunStarted
+from diagevo.catalog import CATALOG, SCHEMA_VERSION, RoundCommitted, RunStarted
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.log.canonical import canonical_bytes
-from diagevo.log.recorder import prepare
+from diagevo.log.recorder import GENESIS_HASH, canonical_event_json, chain_hash, prepare
+from diagevo.memory.counting import COUNTED_TYPES, Tally
 from diagevo.memory.fold import Draft, InvariantError, start
 from diagevo.parsing import loads, one_line, split_lines
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.views.caches import refresh
+from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash", "schema_version")
@@ -47,10 +49,12 @@ class IngestResult:
 
 
 def parse_lines(lines: Iterable[str] | str) -> list[tuple[int, EventIn]]:
-    """Parse and validate every non-blank line (schema only). A text is split on ``\n`` only;
-    an iterable of lines is taken as given (numbered from 1)."""
+    """Parse and validate every non-blank line (schema only), and check the hashes an export
+    carries (:class:`ExportChain`). A text is split on ``\n`` only; an iterable of lines is taken
+    as given (numbered from 1)."""
     numbered = split_lines(lines) if isinstance(lines, str) else enumerate(lines, start=1)
     out: list[tuple[int, EventIn]] = []
+    chains = ExportChain()
     for no, line in numbered:
         if not line.strip():
             continue
@@ -60,36 +64,68 @@ def parse_lines(lines: Iterable[str] | str) -> list[tuple[int, EventIn]]:
             raise IngestError(no, str(exc)) from None
         if not isinstance(raw, dict):
             raise IngestError(no, "expected a JSON object")
+        claimed = raw.get("hash")
         for key in EXPORT_ONLY_FIELDS:
             raw.pop(key, None)
         try:
-            out.append((no, validate_event(raw)))
+            ev = validate_event(raw)
         except InvalidEvent as exc:
             raise IngestError(no, str(exc)) from None
+        chains.check(no, ev, claimed)
+        out.append((no, ev))
     return out
 
 
-def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> list[EventIn]:
-    """Fold the new events on top of each run's stored memory; returns those not yet stored.
+class ExportChain:
+    """The hash chains of an export (``memory export`` writes each event's ``hash``): a line's
+    hash must be the hash of its content after the run's line before it, so an edited, inserted
+    or reordered line is refused. A run's chain starts at its ``run.started`` (or, for a file
+    that holds a run's tail, at its first line's hash); once a run's lines carry hashes, each of
+    them must. A file without hashes (written by hand or by another tool) is checked by the
+    rules alone."""
+
+    def __init__(self) -> None:
+        self.heads: dict[str, str | None] = {}  # run -> the hash of its last line (None: no hashes)
+
+    def check(self, no: int, ev: EventIn, claimed: Any) -> None:
+        first = ev.run not in self.heads
+        head = self.heads.get(ev.run)
+        if claimed is None:
+            if head is not None:
+                raise IngestError(no, f"no hash, while the lines of run {ev.run!r} before it carry theirs")
+            self.heads[ev.run] = None
+            return
+        if not isinstance(claimed, str):
+            raise IngestError(no, "hash must be a string")
+        if not first and head is None:
+            raise IngestError(no, f"a hash, while the lines of run {ev.run!r} before it carry none")
+        prev = GENESIS_HASH if first and ev.type == RunStarted.name else head
+        if prev is not None:
+            _typ, _rnd, data_json = _as_stored(ev)
+            canonical = canonical_event_json(ev.event_id, ev.run, ev.round, ev.type, SCHEMA_VERSION, data_json.decode())
+            if chain_hash(prev, canonical) != claimed:
+                raise IngestError(
+                    no, f"hash mismatch: event {ev.event_id!r} is not what was exported there (edited or inserted)"
+                )
+        self.heads[ev.run] = claimed
+
+
+def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list[EventIn]:
+    """Fold the new events on top of each run's stored memory and count them with what the run
+    has counted (:mod:`diagevo.memory.counting`); returns those not yet stored.
 
     Called under the append lock (:func:`ingest_events`): what it reads is the log's head. A line
     whose id its run holds already is skipped when it is the stored event (an export ingested
-    again), and refused when its type, round or data differ. The cost grows with the file, not
-    with the stored log: only the file's ids are looked up, each run's memory is its latest
-    snapshot plus the tail."""
+    again), and refused when its type, round or data differ; so is a second line of the file
+    with the same id and other content. The cost grows with the file, not with the stored log:
+    only the file's ids are looked up, each run's memory is its latest snapshot plus the tail."""
     runs = list(dict.fromkeys(ev.run for _, ev in events))
     held = set(store.runs()) if len(runs) > 64 else {r for r in runs if store.has_run(r)}
-    ids: dict[str, list[str]] = {}
-    for _, ev in events:
-        if ev.run in held:
-            ids.setdefault(ev.run, []).append(ev.event_id)
-    stored: dict[tuple[str, str], tuple[str, int, bytes]] = {}  # (run, id) -> (type, round, data)
-    for run, its in ids.items():
-        for e in store.read(run, keys={"event_id": its}):
-            stored[run, e.event_id] = (e.type, e.round, canonical_bytes(e.data))
+    stored = _stored_events(store, events, held)
     memories: dict[str, Draft | None] = {}  # read on a run's first new event only (a re-ingest reads none)
+    tallies: dict[str, Tally] = {}
     fresh: list[EventIn] = []
-    seen: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], tuple[int, EventIn]] = {}  # (run, id) -> its first line
     for no, ev in events:
         key = (ev.run, ev.event_id)
         if key in stored:
@@ -97,25 +133,66 @@ def check_invariants(store: EventStore, events: list[tuple[int, EventIn]]) -> li
                 raise IngestError(no, f"event id {ev.event_id!r} of run {ev.run!r} is stored already as another event")
             continue  # idempotent re-ingest of a stored event
         if key in seen:
-            continue  # the first line with an id wins, as in one append
-        seen.add(key)
+            first, earlier = seen[key]
+            if _as_stored(earlier) != _as_stored(ev):
+                raise IngestError(no, f"event id {ev.event_id!r} of run {ev.run!r} is on line {first} as another event")
+            continue  # the same event twice: stored once
+        seen[key] = (no, ev)
         if ev.run not in memories:
             memories[ev.run] = Draft(load_memory(store, ev.run)) if ev.run in held else None
-        mem = memories[ev.run]
+            tallies[ev.run] = _stored_tally(store, ev.run, events) if ev.run in held else Tally()
         try:
-            event = ev.event
-            if mem is None:
-                if not isinstance(event, RunStarted):
-                    raise InvariantError(f"run {ev.run!r} has {ev.type} before {RunStarted.name}")
-                if ev.round != 0:
-                    raise InvariantError(f"{RunStarted.name} must be in round 0")
-                memories[ev.run] = Draft(start(ev.run, event))
-            else:
-                mem.apply(event, ev.round)
+            _apply(memories, ev)
         except InvariantError as exc:
             raise IngestError(no, str(exc)) from None
+        cls = CATALOG[ev.type]
+        if cls in COUNTED_TYPES and (broken := tallies[ev.run].take(ev.round, cls, ev.data)) is not None:
+            rule, reason = broken
+            raise IngestError(no, f"{rule}: {reason}")
         fresh.append(ev)
     return fresh
+
+
+def _stored_events(
+    store: Recorder, events: list[tuple[int, EventIn]], held: set[str]
+) -> dict[tuple[str, str], tuple[str, int, bytes]]:
+    """(run, id) -> (type, round, data) of the stored events that the file's ids name."""
+    ids: dict[str, list[str]] = {}
+    for _, ev in events:
+        if ev.run in held:
+            ids.setdefault(ev.run, []).append(ev.event_id)
+    stored: dict[tuple[str, str], tuple[str, int, bytes]] = {}
+    for run, its in ids.items():
+        for e in store.read(run, keys={"event_id": its}):
+            stored[run, e.event_id] = (e.type, e.round, canonical_bytes(e.data))
+    return stored
+
+
+def _apply(memories: dict[str, Draft | None], ev: EventIn) -> None:
+    """Fold ``ev`` on its run's memory (a run's first event must start it)."""
+    mem = memories[ev.run]
+    event = ev.event
+    if mem is None:
+        if not isinstance(event, RunStarted):
+            raise InvariantError(f"run {ev.run!r} has {ev.type} before {RunStarted.name}")
+        if ev.round != 0:
+            raise InvariantError(f"{RunStarted.name} must be in round 0")
+        memories[ev.run] = Draft(start(ev.run, event))
+    else:
+        mem.apply(event, ev.round)
+
+
+def _stored_tally(store: Recorder, run: str, events: list[tuple[int, EventIn]]) -> Tally:
+    """What the stored run has counted of what the file names (its failure and question ids,
+    the rounds it touches)."""
+    mine = [ev for _, ev in events if ev.run == run]
+    return stored_tally(
+        store,
+        run,
+        failures={f for ev in mine if isinstance(f := ev.data.get("failure_id"), str)},
+        questions={q for ev in mine if isinstance(q := ev.data.get("question_id"), str)},
+        rounds={ev.round for ev in mine},
+    )
 
 
 def _as_stored(ev: EventIn) -> tuple[str, int, bytes]:
@@ -124,7 +201,7 @@ def _as_stored(ev: EventIn) -> tuple[str, int, bytes]:
     return typ, rnd, data_json.encode()
 
 
-def ingest(store: EventStore, lines: Iterable[str] | str) -> IngestResult:
+def ingest(store: Recorder, lines: Iterable[str] | str) -> IngestResult:
     """Store a JSONL text (or its lines): all or nothing."""
     return ingest_events(store, parse_lines(lines))
 
@@ -144,7 +221,7 @@ def as_run(events: list[tuple[int, EventIn]], new: str) -> list[tuple[int, Event
     ]
 
 
-def ingest_events(store: EventStore, events: list[tuple[int, EventIn]]) -> IngestResult:
+def ingest_events(store: Recorder, events: list[tuple[int, EventIn]]) -> IngestResult:
     """Store what :func:`parse_lines` read (so that a bad file is refused before a store opens).
     Event ids are unique per run: a file whose run was renamed is stored as that run."""
     fresh: list[EventIn] = []
@@ -174,7 +251,7 @@ def encode_line(obj: dict[str, Any]) -> str:
     return line + "\n"
 
 
-def export_lines(store: EventStore, run: str) -> Iterator[str]:
+def export_lines(store: Recorder, run: str) -> Iterator[str]:
     """The run's events, one JSON object a line (``\n``-terminated, no other line breaks)."""
     for e in store.read(run, texts=True):
         obj = {

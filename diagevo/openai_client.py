@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from diagevo.errors import Unavailable
+from diagevo.errors import EndpointUnreachable
 from diagevo.parsing import one_line
 from diagevo.schemas import current_limits
 
@@ -53,10 +53,6 @@ def failure_line(exc: BaseException) -> str:
             return "connection refused"
         cause = cause.__cause__ or cause.__context__
     return one_line(str(exc), 300) or type(exc).__name__
-
-
-class EndpointUnreachable(Unavailable, ValueError):
-    """An OpenAI-compatible endpoint did not answer at all (the message is one line)."""
 
 
 def check_endpoint(
@@ -339,12 +335,12 @@ def _text(payload: bytes) -> str:
 
 def _parse_json(text: str) -> Any:
     from diagevo.errors import BadInput
-    from diagevo.parsing import loads, shorten
+    from diagevo.parsing import loads, quoted
 
     try:
         return loads(text, "the response")
     except BadInput as exc:
-        raise BadResponse(f"not usable JSON ({exc}): {shorten(text, 200)}") from None
+        raise BadResponse(f"not usable JSON ({exc}): {quoted(text, 200)}") from None
 
 
 def first_message(data: Any) -> tuple[str, dict[str, Any]]:

@@ -22,6 +22,7 @@ import orjson
 from pydantic import AfterValidator, StrictStr, ValidationError
 
 from diagevo.errors import BadInput
+from diagevo.untrusted import shorten
 
 MAX_DEPTH = 64
 """Deepest nesting of arrays and objects accepted in one JSON document. Far above anything
@@ -44,8 +45,9 @@ MAX_MESSAGE = 300
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def shorten(value: Any, limit: int = SHOWN) -> str:
-    """``repr`` of ``value`` (of its start, for a long one), at most about ``limit`` characters."""
+def quoted(value: Any, limit: int = SHOWN) -> str:
+    """``value`` as an error line quotes it: its ``repr`` (of its start, with its size, for a long
+    one), at most about ``limit`` characters."""
     if isinstance(value, (str, bytes)) and len(value) > limit:
         return f"{value[:limit]!r}… ({len(value):,} {'characters' if isinstance(value, str) else 'bytes'})"
     if isinstance(value, (dict, list, tuple)):
@@ -56,9 +58,8 @@ def shorten(value: Any, limit: int = SHOWN) -> str:
 
 
 def one_line(message: str, limit: int = MAX_MESSAGE) -> str:
-    """``message`` on one line of at most ``limit`` characters."""
-    text = " ".join(message.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``message`` as an error line: on one line, at most ``limit`` characters."""
+    return shorten(message, limit, fold=True)
 
 
 def error_line(exc: BaseException) -> str:
@@ -339,7 +340,7 @@ def decimal_number(text: str, what: str = "value") -> float:
         number = float(value)
         if number not in (float("inf"), float("-inf")):
             return number
-    raise bad("", f"{what} {shorten(text, 40)} is not a finite number in ASCII decimal (like 0.71, -3 or 1e-3)")
+    raise bad("", f"{what} {quoted(text, 40)} is not a finite number in ASCII decimal (like 0.71, -3 or 1e-3)")
 
 
 # --- ids and validation errors ----------------------------------------------------------------
@@ -354,7 +355,7 @@ def check_id(value: str, field: str = "id", max_chars: int = MAX_ID_CHARS) -> st
         raise ValueError(f"{field} is {len(value):,} characters long (at most {max_chars}): {value[:40]!r}…")
     m = _CONTROL.search(value)
     if m:
-        raise ValueError(f"{field} contains the control character U+{ord(m.group()):04X}: {shorten(value, 40)}")
+        raise ValueError(f"{field} contains the control character U+{ord(m.group()):04X}: {quoted(value, 40)}")
     return value
 
 
@@ -381,14 +382,14 @@ def error_reason(err: Mapping[str, Any]) -> str:
         return f"{loc} is missing"
     if kind == "extra_forbidden":
         return one_line(f"{loc} is not a known field")
-    got = "" if kind == "value_error" else f" (got {shorten(err.get('input'))})"
+    got = "" if kind == "value_error" else f" (got {quoted(err.get('input'))})"
     return one_line(f"{loc}: {msg}{got}" if loc else f"{msg}{got}")
 
 
 def _field_name(part: Any) -> str:
     """A path element of a validation error: as is when short and plain, else shortened."""
     text = str(part)
-    return text if len(text) <= 40 and not _CONTROL.search(text) else shorten(part, 40)
+    return text if len(text) <= 40 and not _CONTROL.search(text) else quoted(part, 40)
 
 
 def config_k(config: Mapping[str, Any]) -> float | None:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from diagevo.catalog import CATALOG, KEY_FIELDS, Event, InvalidEvent
 from diagevo.catalog.event import first_error
 from diagevo.limits import LimitsConfig
-from diagevo.parsing import MAX_ID_CHARS, check_id, find_not_utf8, shorten
+from diagevo.parsing import MAX_ID_CHARS, check_id, find_not_utf8, quoted
 
 
 class EventIn(BaseModel):
@@ -40,7 +40,7 @@ class EventIn(BaseModel):
     @classmethod
     def _known_type(cls, v: str) -> str:
         if v not in CATALOG:
-            raise ValueError(f"unknown event type {shorten(v)}")
+            raise ValueError(f"unknown event type {quoted(v)}")
         return v
 
     # ids are columns: no NUL (PostgreSQL refuses it, SQLite would store it) nor other controls
@@ -161,7 +161,7 @@ def _check_cut(cls: type[Event], value: Any) -> dict[str, Any]:
         raise InvalidEvent(f"{name}: data.cut: must be an object")
     for f, entry in value.items():
         if f not in fields:
-            raise InvalidEvent(f"{name}: data.cut: {shorten(f, 40)} is not a text of this type")
+            raise InvalidEvent(f"{name}: data.cut: {quoted(f, 40)} is not a text of this type")
         ok = (
             isinstance(entry, dict)
             and set(entry) == {"bytes", "sha256"}

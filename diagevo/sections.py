@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Hint
-from diagevo.parsing import error_reason, shorten, toml_loads
+from diagevo.parsing import error_reason, quoted, toml_loads
 from diagevo.redaction import redact_config
 from diagevo.words import you_mean
 
@@ -69,8 +69,10 @@ class Section(BaseModel):
     and the reference list them in: the order the file has always had."""
 
     # strict: a number is a number (TOML's `rounds = true` or "3" is no count), a flag a boolean;
-    # paths, which TOML and the stored config hold as strings, are the fields that relax it
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
+    # paths, which TOML and the stored config hold as strings, are the fields that relax it.
+    # No infinity or NaN (`inf`, `nan`, `1e309`): the log stores JSON, where one becomes null,
+    # and a config read back with a null where a number was is no config
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
     field_order: ClassVar[tuple[str, ...]] = ()
 
     # pydantic calls a model's own __init__ for each nested section too: the innermost refusal
@@ -78,6 +80,12 @@ class Section(BaseModel):
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
+        except ValidationError as exc:
+            raise config_error(first_error(exc), type(self)) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:  # checked again on assignment, refused alike
+        try:
+            super().__setattr__(name, value)
         except ValidationError as exc:
             raise config_error(first_error(exc), type(self)) from None
 
@@ -212,7 +220,7 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 def _toml_key(parts: Sequence[str]) -> str:
     """A dotted name as a TOML key: bare parts as they are, any other quoted (and shortened)."""
-    return ".".join(p if _BARE_KEY.fullmatch(p) else shorten(p, 40) for p in parts)
+    return ".".join(p if _BARE_KEY.fullmatch(p) else quoted(p, 40) for p in parts)
 
 
 def _in_table(dotted: str) -> str:
@@ -239,7 +247,7 @@ def _unknown(
         table = key.rpartition(".")[0]
         shown = [g.rpartition(".")[2] if g.rpartition(".")[0] == table else _in_table(g) for g in meant]
     else:
-        said, shown = f"unknown config field {shorten(key, 60)}", meant
+        said, shown = f"unknown config field {quoted(key, 60)}", meant
     if not meant:  # ``diagevo config`` prints every field, described
         said += " (the fields are listed by {command})"
         return ConfigError(said, error=error, unknown="field", hint=Hint(("config",)))
@@ -255,7 +263,7 @@ def _unknown_section(error: Mapping[str, Any], model: type[BaseModel], path: Pat
     if path is not None:
         said, shown = f"{path}: unknown table [{_toml_key(loc)}]", [f"[{g}]" for g in meant]
     else:
-        said, shown = f"unknown config section {shorten(key, 60)}", meant
+        said, shown = f"unknown config section {quoted(key, 60)}", meant
     if meant:
         return ConfigError(said, error=error, unknown="section", meant=meant, shown=shown)
     siblings = [s for s in section_names(model) if s.rpartition(".")[0] == parent]

@@ -56,10 +56,17 @@ def visible(text: str, *, newlines: bool = False) -> str:
     return text.translate(_TABLE_LINES if newlines else _TABLE)
 
 
-def clip(text: str, limit: int) -> str:
-    """``text`` cut in the middle when longer than ``limit`` characters, the cut named."""
+def shorten(text: str, limit: int, *, middle: bool = False, fold: bool = False) -> str:
+    """diagevo's one way to shorten a text: with ``fold``, runs of whitespace (newlines too)
+    become one space, for a text shown on one line; then, longer than ``limit`` characters, its
+    end is cut (``…``), or with ``middle`` its middle, the cut named (a trajectory's or a
+    message's end says as much as its start)."""
+    if fold:
+        text = " ".join(text.split())
     if len(text) <= limit:
         return text
+    if not middle:
+        return text[: max(0, limit - 1)] + "…"
     half = max(1, (limit - 40) // 2)
     return f"{text[:half]} …[{len(text) - 2 * half:,} characters left out]… {text[-half:]}"
 
@@ -89,4 +96,4 @@ def shell_join(args: Iterable[str]) -> str:
     return " ".join(shell_word(a) for a in args)
 
 
-__all__ = ["BIDI", "UNSAFE", "clip", "json_visible", "shell_join", "shell_word", "visible"]
+__all__ = ["BIDI", "UNSAFE", "json_visible", "shell_join", "shell_word", "shorten", "visible"]

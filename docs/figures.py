@@ -147,6 +147,50 @@ def audit(work: Path) -> str:
     return "```text\n" + "\n\n".join(shown) + "\n```\n"
 
 
+def whatif(work: Path) -> str:
+    """The what-if how-to: a five-round run, its no-change what-if (``memory diff`` finds nothing)
+    and a k sweep, as the commands print them."""
+    diagevo(work, "train", "--run", "five", "--rounds", "5", "--quiet")
+    shown = []
+    for args in (
+        ("memory", "whatif", "--run", "five", "--to", "five-same"),
+        ("memory", "diff", "--run", "five", "--run", "five-same"),
+        ("memory", "whatif", "--run", "five", "--set", "memory.k=0.25,0.5,1,2"),
+        ("memory", "whatif", "--run", "five", "--set", "memory.theta_up=0.6,0.8,0.9"),
+        ("memory", "whatif", "--run", "five", "--set", "memory.state_updates=false"),
+    ):
+        shown.append(f"$ diagevo {' '.join(args)}\n{diagevo(work, *args, columns=80).rstrip()}")
+    return "```text\n" + "\n\n".join(shown) + "\n```\n"
+
+
+def dataset(work: Path) -> str:
+    """The dataset how-to: the export of the two-round run of Getting started, read back with
+    polars and with datasets, and the head of its card."""
+    diagevo(work, "train", "--run", "demo", "--rounds", "2", "--quiet")
+    shown = "$ diagevo export dataset --run demo -o demo-dataset\n"
+    shown += diagevo(work, "export", "dataset", "--run", "demo", "-o", "demo-dataset", columns=80).rstrip()
+    script = (
+        "import polars as pl\n"
+        "from datasets import load_dataset\n"
+        "causes = pl.read_parquet('demo-dataset/causes.parquet')\n"
+        "print(causes.select('cause_id', 'node_id', 'state', 'frequency').head(4))\n"
+        "failures = load_dataset('demo-dataset', 'failures', cache_dir='hf-cache')['train']\n"
+        "print(failures)\n"
+        "print(failures.to_polars()['diagnosis'].value_counts(sort=True))\n"
+    )
+    env = {**ENV, "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(work / "hf"), "COLUMNS": "80", "POLARS_FMT_MAX_COLS": "8"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=work, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"reading the dataset back failed:\n{done.stderr[-2000:]}")
+    card = (work / "demo-dataset" / "README.md").read_text(encoding="utf-8").splitlines()
+    head = "\n".join(card[:12])
+    return (
+        "```text\n" + shown + "\n```\n\nRead back (the script below), with polars and with `datasets`:\n\n"
+        "```text\n" + "\n".join(ln.rstrip() for ln in done.stdout.splitlines()) + "\n```\n\n"
+        "The card's header begins:\n\n```yaml\n" + head + "\n```\n"
+    )
+
+
 # what a server constraining decoding to each stage's schema answers the probes of `doctor`
 # (diagevo/diagnosis/probe.py: 2 + 3 x 4 worked left to right, cause c1, nodes n1 and n2)
 CONSTRAINED = {
@@ -214,6 +258,8 @@ GENERATORS: dict[str, Generator] = {
     "k-comparison": Generator("how-to/replay-and-compare.md", False, k_comparison),
     "audit": Generator("how-to/audit.md", True, audit),
     "doctor-diagnostician": Generator("how-to/diagnostician.md", True, doctor_diagnostician),
+    "whatif": Generator("how-to/what-if.md", False, whatif),
+    "dataset": Generator("how-to/export-dataset.md", True, dataset),
 }
 
 

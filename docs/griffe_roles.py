@@ -17,11 +17,11 @@ class SphinxRoles(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
         if pkg.name != "diagevo":
             return
-        from diagevo import _EXPORTS
+        from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MEMBERS
 
         shown: dict[str, str] = {}  # a path (as written, or its alias target) -> the rendered identifier
         objects: list[tuple[str, griffe.Object | griffe.Alias]] = []
-        for name, module in _EXPORTS.items():
+        for name, module in {**_EXPORTS, **_DOCUMENTED_TYPES}.items():
             ident = f"{module}.{name}"
             obj = loader.modules_collection[ident]
             objects.append((ident, obj))
@@ -29,8 +29,8 @@ class SphinxRoles(griffe.Extension):
                 shown.setdefault(path, ident)
             if obj.is_class:
                 for member_name, member in obj.all_members.items():
-                    if member_name.startswith("_"):
-                        continue
+                    if member_name.startswith("_") or member_name not in _PUBLIC_MEMBERS.get(name, (member_name,)):
+                        continue  # not shown: its docstring is not rendered
                     member_ident = f"{ident}.{member_name}"
                     objects.append((member_ident, member))
                     for path in _paths(member, member_ident):

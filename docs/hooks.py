@@ -8,7 +8,10 @@ built from the code, so nothing generated is committed and nothing is written tw
   that declares its fields (the method's, which the log checks, or a component's);
 - ``events``: every type of :data:`diagevo.catalog.CATALOG` with its data model's fields;
 - ``errors``: every error class a user can fix (found in the sources) and the CLI's exit codes;
-- ``python-api``: one mkdocstrings block per name ``diagevo/__init__.py`` exports;
+- ``python-api``: one mkdocstrings block per name ``diagevo/__init__.py`` exports, then the
+  types they return or take;
+- ``layers``, ``views``, ``commands``, ``config-sections``: the contributing page's picture of
+  the layers (from the import-linter contract) and the modules a newcomer adds to;
 - ``diagnostician-request``, ``diagnostician-stages``, ``diagnostician-settings``: what a server
   serving the LLM diagnostician receives (a request's body, each stage's JSON Schema, the
   ``[diagnosis]`` fields that shape them), built by the code that builds the round's requests.
@@ -167,15 +170,36 @@ def errors() -> str:
     return "\n".join(out)
 
 
+def _api_block(module: str, name: str, heading: str) -> list[str]:
+    import importlib
+
+    obj = getattr(importlib.import_module(module), name)
+    if not (obj.__doc__ or "").strip():
+        raise PluginError(f"{heading} ({module}) has no docstring: the Python API page would be empty there")
+    from diagevo import _PUBLIC_MEMBERS
+
+    block = [f"::: {module}.{name}", "    options:", f'      heading: "{heading}"']
+    if name in _PUBLIC_MEMBERS:  # the members a caller uses, not those diagevo's own modules call
+        block.append(f"      members: {json.dumps(list(_PUBLIC_MEMBERS[name]))}")
+    return [*block, ""]
+
+
 def python_api() -> str:
-    import diagevo
-    from diagevo import _EXPORTS
+    """One block per exported name, then the types of what they return or take."""
+    from diagevo import _DOCUMENTED_TYPES, _EXPORTS
 
     out: list[str] = []
     for name, module in _EXPORTS.items():
-        if not (getattr(diagevo, name).__doc__ or "").strip():
-            raise PluginError(f"diagevo.{name} ({module}) has no docstring: the Python API page would be empty there")
-        out += [f"::: {module}.{name}", "    options:", f'      heading: "diagevo.{name}"', ""]
+        out += _api_block(module, name, f"diagevo.{name}")
+    out += [
+        "## Results and records",
+        "",
+        "What the functions above return or take: attributes for Python, "
+        "`to_dict()` for the JSON the matching `--json` command prints.",
+        "",
+    ]
+    for name, module in _DOCUMENTED_TYPES.items():
+        out += _api_block(module, name, f"{module}.{name}")
     return "\n".join(out)
 
 
@@ -239,11 +263,72 @@ def diagnostician_settings() -> str:
     return "\n".join(out)
 
 
+def _layer_contract() -> list[str]:
+    """The layers of the import-linter contract in ``pyproject.toml``, top first."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    layers = next((c["layers"] for c in contracts if c.get("type") == "layers"), None)
+    if not layers:
+        raise PluginError("pyproject.toml has no layers contract: the contributing page draws it")
+    return [str(layer) for layer in layers]
+
+
+def layers() -> str:
+    """The layers as one picture: each box imports only the boxes below it. Modules joined by
+    ``|`` may not import each other; by ``:``, they may."""
+    rows: list[str] = []
+    for layer in _layer_contract():
+        sep = " | " if "|" in layer else " : "
+        names = [n.strip().removeprefix("diagevo.") for n in re.split(r"[|:]", layer)]
+        line = ""
+        for name in names:
+            if line and len(line) + len(sep) + len(name) > 92:
+                rows.append(line + sep.rstrip())
+                line = "  "
+            line += (sep if line.strip() else "") + name
+        rows.append(line)
+        rows.append("      │ imports only what is below")
+    return "```text\n" + "\n".join(rows[:-1]) + "\n```"
+
+
+def _first_line(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def module_table(folder: str) -> str:
+    """The modules of ``folder`` with the first paragraph of their docstring."""
+    out = ["| module | what it holds |", "|---|---|"]
+    for path in sorted((ROOT / folder).glob("*.py")):
+        if path.name != "__init__.py":
+            out.append(f"| `{folder}/{path.name}` | {_cell(_first_line(path))} |")
+    return "\n".join(out)
+
+
+def config_sections() -> str:
+    """Each ``[section]`` of the composed config and the module that declares its fields."""
+    from diagevo.sections import settings
+    from diagevo.train.config import Config
+
+    rows = settings(Config())
+    sections = sorted({r.key.rpartition(".")[0] for r in rows if "." in r.key}, key=lambda x: (x.count("."), x))
+    out = ["| section | declared in |", "|---|---|"]
+    for section in sections:
+        out.append(f"| `[{section}]` | {_declared(Config, section, rows).removeprefix('Declared in ').rstrip('.')} |")
+    return "\n".join(out)
+
+
 GENERATORS = {
     "configuration": configuration,
     "events": events,
     "errors": errors,
     "python-api": python_api,
+    "layers": layers,
+    "views": lambda: module_table("diagevo/views"),
+    "commands": lambda: module_table("cli"),
+    "config-sections": config_sections,
     "diagnostician-request": diagnostician_request,
     "diagnostician-stages": diagnostician_stages,
     "diagnostician-settings": diagnostician_settings,

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import diagevo
+from diagevo.catalog import CheckpointWritten, PhaseCompleted  # what a trainer notes (the events reference)
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 TRAINER = "examples/external_trainer.py"  # what run.started names as the run's trainer
 
 
 class ExternalTrainer:
-    def __init__(self, cfg: diagevo.Config, store: diagevo.EventStore, run: str) -> None:
+    def __init__(self, cfg: diagevo.Config, store: diagevo.Recorder, run: str) -> None:
         self.cfg, self.store, self.run = cfg, store, run
         self.seed = cfg.train.seed
         self.backend = diagevo.make_backend(cfg)  # the simulator: someone else's models, here
@@ -44,10 +45,10 @@ class ExternalTrainer:
             path = self.ckpt_dir / f"round{rnd.t:03d}-{name}"
             self.backend.save(path)
             size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())  # its disk use, as train logs it
-            written = diagevo.events.CheckpointWritten(path=str(path), **{"phase": name, "bytes": size})
+            written = CheckpointWritten(path=str(path), **{"phase": name, "bytes": size})
             rnd.note(f"checkpoint/{name}", written)
         seconds = time.perf_counter() - started
-        rnd.note(f"phase/{name}", diagevo.events.PhaseCompleted(phase=name, **{"seconds": seconds, **stats}))
+        rnd.note(f"phase/{name}", PhaseCompleted(phase=name, **{"seconds": seconds, **stats}))
         return seconds
 
     def challenger_reward(self, t: int) -> Any:
@@ -65,7 +66,7 @@ class ExternalTrainer:
 
         return reward
 
-    def round(self, t: int) -> dict[str, Any]:
+    def round(self, t: int) -> diagevo.Committed:
         cfg, store, run = self.cfg, self.store, self.run
         seconds: dict[str, float] = {}
         rnd = diagevo.Round.open(store, run, t)  # the run's config and M_{t-1}, read once for the round
@@ -176,10 +177,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         trainer = ExternalTrainer(cfg, store, args.run)
         for t in range(1, args.rounds + 1):
             done = trainer.round(t)
-            print(
-                f"round {t}: kept {done['retained']}/{done['questions']}, F={done['F']}, "
-                f"eps_next={done['epsilon_next']:.3f}"
-            )
+            print(f"round {t}: kept {done.retained}/{done.questions}, F={done.F}, eps_next={done.epsilon_next:.3f}")
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def completion_text(completion: Any) -> str:
     return str(completion)
 
 
-def round_of(args: argparse.Namespace, store: diagevo.EventStore, model: Any, tok: Any) -> tuple[Any, dict[str, Any]]:
+def round_of(args: argparse.Namespace, store: diagevo.Recorder, model: Any, tok: Any) -> tuple[Any, diagevo.Committed]:
     rnd = diagevo.Round.open(store, args.run)
     t = rnd.t
     seconds: dict[str, float] = {}
@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         diagevo.start_run(store, args.run, config, seed=args.seed, trainer=TRAINER)
         for _ in range(args.rounds):
             model, done = round_of(args, store, model, tok)
-            print(f"round: kept {done['retained']}/{done['questions']}, failures {done['failures']}, F={done['F']}")
+            print(f"round: kept {done.retained}/{done.questions}, failures {done.failures}, F={done.F}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 
 _PG_CANDIDATES = (
     "postgresql+psycopg://postgres@127.0.0.1:5432/test",
@@ -183,7 +183,7 @@ def db_url(backend: Backend) -> str:
 
 
 @pytest.fixture
-def store(db_url: str) -> Iterator[EventStore]:
+def store(db_url: str) -> Iterator[Recorder]:
     """A migrated, empty event store on the current backend."""
     s = open_log(db_url)
     yield s

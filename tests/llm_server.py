@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -217,8 +218,10 @@ class LLMServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> LLMServer:
+    def start(self, port: int = 0) -> LLMServer:
+        """Serve on ``port`` (0: any free one)."""
         server = self
+        self._stop.clear()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -239,6 +242,9 @@ class LLMServer:
                 self.wfile.write(out)
 
             def do_POST(self) -> None:  # noqa: N802 - http.server naming
+                if server._stop.is_set():  # stopped: a kept-alive connection is dropped unanswered, as by a dead server
+                    self.close_connection = True
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
@@ -318,7 +324,13 @@ class LLMServer:
             daemon_threads = True
             request_queue_size = 256
 
-        self._httpd = Server(("127.0.0.1", 0), Handler)
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                """A client that hangs up (a probe, a deadline) is not the server's error: quiet,
+                so a test reading a command's stderr sees the command's lines alone."""
+                if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+                    super().handle_error(request, client_address)
+
+        self._httpd = Server(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
@@ -330,6 +342,11 @@ class LLMServer:
             self._httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def restart(self) -> LLMServer:
+        """Serve again on the port it served on before :meth:`stop` (a server that comes back)."""
+        assert self._httpd is not None
+        return self.start(self._httpd.server_address[1])
 
     @property
     def url(self) -> str:

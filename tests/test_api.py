@@ -21,7 +21,7 @@ def test_every_exported_name_resolves_and_none_is_a_submodule() -> None:
     for name in diagevo.__all__:
         assert getattr(diagevo, name) is not None, name
         assert name not in submodules, f"diagevo.{name} would hide (or be hidden by) the submodule"
-    assert issubclass(diagevo.ProtocolError, diagevo.DiagevoError)
+    assert issubclass(diagevo.Conflict, diagevo.DiagevoError)
     assert diagevo.Round is rounds.Round and callable(diagevo.open_store)
     with pytest.raises(AttributeError):
         diagevo.no_such_name  # noqa: B018

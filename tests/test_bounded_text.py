@@ -78,7 +78,7 @@ def test_why_joins_the_reply_back_from_its_call(srv: LLMServer, store) -> None: 
     ((_, diag),) = events(store, "failure.diagnosed")
     assert diag["raw"] == "" and diag["call"] == 1  # stored once, in the call
     whole = cause_story(cause_rows(store, RUN, "C1"), "C1")
-    recent = recent_story(store, RUN, "C1")
+    recent, _total, _more = recent_story(store, RUN, "C1")
     for story in (whole, recent):
         (attributed,) = [e for e in story["timeline"] if (e.get("failure") or {}).get("failure_id") == "f1"]
         assert attributed["failure"]["diagnosis"]["raw"] == reply

@@ -1,7 +1,8 @@
 """``train.keep_checkpoints``: older checkpoints are deleted, each deletion logged as
 ``checkpoint.pruned``; the ones a fork needs are kept; a fork, a resume or an eval that needs a
 pruned checkpoint is refused naming the event. On the simulator (its checkpoints are real files,
-a few kB each) and the real SQLite log."""
+a few kB each) and the real SQLite log: the simulator's states are never pruned (a run forks at
+any of its rounds), so the retention tests treat them as model checkpoints (``as_models``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from diagevo import rounds as protocol
 from diagevo.catalog import CheckpointPruned, CheckpointWritten
 from diagevo.log import open_log
+from diagevo.train.sim.backend import SimBackend
 from tests.test_cli_memory import run_cli
 from tests.test_train import small_args
 
@@ -27,6 +29,27 @@ def pruned(db: str, run: str) -> list[tuple[int, int, str]]:
         return [(e.round, e.data["written_round"], e.data["phase"]) for e in s.read(run, types=(CheckpointPruned,))]
 
 
+@pytest.fixture
+def as_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator's checkpoints taken for model checkpoints: retention applies to them."""
+    monkeypatch.setattr(SimBackend, "checkpoints_are_models", True)
+
+
+def test_the_simulators_states_are_kept_and_a_run_forks_at_any_round(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 46, item 7: ``train --rounds 3`` with the default retention, then a fork at round 1."""
+    db = f"sqlite:///{tmp_path / 'e.db'}"
+    code, _, err = run_cli(capsys, *small_args(db, "a", 3, tmp_path), "--set", "train.keep_checkpoints=1")
+    assert code == 0, err
+    assert pruned(db, "a") == [] and all(p.exists() for _, _, p in written(db, "a"))
+    code, _, err = run_cli(capsys, "memory", "fork", "--run", "a", "--round", "1", "--to", "b", "--db", db)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "train", "--run", "b", "--resume", "--rounds", "2", "--db", db, "--quiet")
+    assert code == 0, err
+
+
+@pytest.mark.usefixtures("as_models")
 def test_keep_one_prunes_the_older_and_logs_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'k.db'}"
     args = [*small_args(db, "k", 3, tmp_path), "--set", "train.keep_checkpoints=1"]
@@ -54,6 +77,7 @@ def test_keep_one_prunes_the_older_and_logs_each(tmp_path: Path, capsys: pytest.
         assert not s.has_run("f")
 
 
+@pytest.mark.usefixtures("as_models")
 def test_keep_zero_keeps_all_and_a_fork_keeps_its_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'a.db'}"
     assert run_cli(capsys, *small_args(db, "a", 3, tmp_path), "--set", "train.keep_checkpoints=0")[0] == 0

@@ -319,7 +319,7 @@ def test_why_in_the_terminal_tells_the_whole_story(tmp_path: Path, db: str, caps
     assert code == 0, err
     assert "question q1 (free): question q1" in text
     assert "pseudo-label: 1 (p1=0.750, p2=0.250 of 12 construction answers)" in text
-    assert "failing response (f1): [bold]x = 3 or x = -2[/bold] step" in text and " … " in text
+    assert "failing response (f1): [bold]x = 3 or x = -2[/bold] step" in text and "characters left out]…" in text
     assert "reference: x = 3, since x = -2 fails the check" in text
     assert "diagnosis (diag-m): keeps a root that fails the original equation" in text
     story = json.loads(run_cli(capsys, "memory", "why", "C1", "--db", db, "--json")[1])

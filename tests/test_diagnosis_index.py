@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from diagevo.catalog import CauseCreated, NodeCreated, NodesMerged
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.memory.fold import evolve
 from diagevo.views.index import VIEW as CHECKPOINT
 from diagevo.views.index import VectorIndex, default_index_path, reindex
@@ -38,14 +38,14 @@ class HashEmbedder:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[EventStore]:
+def store(tmp_path: Path) -> Iterator[Recorder]:
     s = open_log(f"sqlite:///{tmp_path / 'idx.db'}")
     s.append([wire_event("run.started", RUN, 0, "start", config={"k": 0.5})])
     yield s
     s.close()
 
 
-def add(store: EventStore, rnd: int, nodes: int, causes_per_node: int, start: int = 0) -> None:
+def add(store: Recorder, rnd: int, nodes: int, causes_per_node: int, start: int = 0) -> None:
     events = []
     c = start * causes_per_node
     for n in range(start + 1, start + nodes + 1):
@@ -60,7 +60,7 @@ def add(store: EventStore, rnd: int, nodes: int, causes_per_node: int, start: in
     store.append(events)
 
 
-def test_shortlist_and_screening_agree_with_brute_force(store: EventStore) -> None:
+def test_shortlist_and_screening_agree_with_brute_force(store: Recorder) -> None:
     rng = random.Random(3)
     events = []
     for n in range(1, 9):
@@ -104,7 +104,7 @@ def test_shortlist_and_screening_agree_with_brute_force(store: EventStore) -> No
     assert [g[0] for g in exact] == want and [g[1] for g in exact] == [round(best[nid][0], 6) for nid in want]
 
 
-def test_identical_texts_tie_by_age_whatever_the_float32_noise(store: EventStore) -> None:
+def test_identical_texts_tie_by_age_whatever_the_float32_noise(store: Recorder) -> None:
     """Two causes with the same text have the same vector; a float32 product may still rank the
     younger one ~1e-7 ahead (a resumed run computes in other shapes). Decisions use exact
     similarities rounded to 1e-6, then age: the older cause, in every run."""
@@ -129,7 +129,7 @@ def test_identical_texts_tie_by_age_whatever_the_float32_noise(store: EventStore
         assert index.node_shortlist(s, 1, q)[0][2] == "C74"
 
 
-def test_mirror_follows_new_causes_and_merges(store: EventStore) -> None:
+def test_mirror_follows_new_causes_and_merges(store: Recorder) -> None:
     add(store, 1, nodes=2, causes_per_node=1)
     emb = HashEmbedder()
     index = VectorIndex(emb)
@@ -151,7 +151,7 @@ def test_mirror_follows_new_causes_and_merges(store: EventStore) -> None:
     assert short[0][2] == "C3"  # C3 now speaks for N1
 
 
-def test_lancedb_projection_is_idempotent_and_follows_merges(store: EventStore, tmp_path: Path) -> None:
+def test_lancedb_projection_is_idempotent_and_follows_merges(store: Recorder, tmp_path: Path) -> None:
     add(store, 1, nodes=3, causes_per_node=2)
     emb = HashEmbedder()
     path = tmp_path / "v.lance"
@@ -193,7 +193,7 @@ def _texts(rows: list[dict]) -> list[tuple[str, str, str]]:
     return sorted((r["kind"], r["id"], r["text"]) for r in rows)
 
 
-def test_another_embedding_model_or_a_lost_table_rebuilds(store: EventStore, tmp_path: Path) -> None:
+def test_another_embedding_model_or_a_lost_table_rebuilds(store: Recorder, tmp_path: Path) -> None:
     add(store, 1, nodes=2, causes_per_node=1)
     path = tmp_path / "v.lance"
     VectorIndex(HashEmbedder(), path, RUN).sync(store, RUN)
@@ -217,7 +217,7 @@ def test_default_index_path_is_beside_or_keyed_by_the_database() -> None:
     assert a != default_index_path("postgresql+psycopg://u:p@h/db?options=-csearch_path%3Dt1")
 
 
-def test_shortlist_widens_its_search_when_the_best_causes_share_a_node(store: EventStore) -> None:
+def test_shortlist_widens_its_search_when_the_best_causes_share_a_node(store: Recorder) -> None:
     events = [wire_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label=f"label {n}") for n in range(1, 5)]
     events += [
         wire_event(

@@ -19,7 +19,7 @@ from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
 from diagevo.errors import Conflict
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.memory.state import CauseState
 from diagevo.views.index import VIEW as CHECKPOINT
 from diagevo.views.index import VectorIndex, reindex
@@ -49,14 +49,14 @@ def srv() -> Iterator[LLMServer]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[EventStore]:
+def store(tmp_path: Path) -> Iterator[Recorder]:
     s = open_log(f"sqlite:///{tmp_path / 'diag.db'}")
     yield s
     s.close()
 
 
 def seed(
-    store: EventStore, nodes: dict[str, tuple[str, list[tuple[str, str]]]] | None = None, mastered: tuple[str, ...] = ()
+    store: Recorder, nodes: dict[str, tuple[str, list[tuple[str, str]]]] | None = None, mastered: tuple[str, ...] = ()
 ) -> int:
     """A run whose round 1 created ``nodes`` ({node: (label, [(cause, description)])}) and was
     committed; ``mastered`` causes are promoted in round 2. Returns the open round (2)."""
@@ -101,7 +101,7 @@ def dx(srv: LLMServer, c: DiagnosisConfig | None = None, **kw: Any) -> LLMDiagno
 
 def run_round(
     srv: LLMServer,
-    store: EventStore,
+    store: Recorder,
     failures: list[FailureInput],
     round: int = 2,
     c: DiagnosisConfig | None = None,
@@ -124,12 +124,12 @@ def run_round(
     )
 
 
-def events(store: EventStore, *types: str) -> list[tuple[str, dict[str, Any]]]:
+def events(store: Recorder, *types: str) -> list[tuple[str, dict[str, Any]]]:
     classes = [CATALOG[name] for name in types] or None
     return [(e.type, e.data) for e in store.read(RUN, types=classes, texts=True) if e.round >= 2]
 
 
-def decisions(store: EventStore) -> list[tuple[str, dict[str, Any]]]:
+def decisions(store: Recorder) -> list[tuple[str, dict[str, Any]]]:
     return events(
         store,
         "failure.attributed",
@@ -144,7 +144,7 @@ def decisions(store: EventStore) -> list[tuple[str, dict[str, Any]]]:
 # --- recurrence ---------------------------------------------------------------------------------
 
 
-def test_recurrence_match_on_an_active_cause(srv: LLMServer, store: EventStore) -> None:
+def test_recurrence_match_on_an_active_cause(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     srv.script("extract", j(matched_cause_id="C1", error_cause=None))
     s = run_round(srv, store, [failure("f1", ("C1",))], rnd)
@@ -167,7 +167,7 @@ def test_recurrence_match_on_an_active_cause(srv: LLMServer, store: EventStore) 
     assert not srv.calls("deduplicate") and not srv.calls("assign_node")
 
 
-def test_recurrence_match_on_a_mastered_cause_reactivates_it(srv: LLMServer, store: EventStore) -> None:
+def test_recurrence_match_on_a_mastered_cause_reactivates_it(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1), ("C2", D2)])}, mastered=("C2",))
     srv.script("extract", j(matched_cause_id="C2", error_cause=None))
     s = run_round(srv, store, [failure("f1", ("C1", "C2"))], rnd)
@@ -181,7 +181,7 @@ def test_recurrence_match_on_a_mastered_cause_reactivates_it(srv: LLMServer, sto
     assert (c2.state, c2.frequency) == (CauseState.ACTIVE, 1)  # Eq. 7: a reactivated cause counts Δ_t only
 
 
-def test_free_exploration_prompt_omits_the_known_cause_section(srv: LLMServer, store: EventStore) -> None:
+def test_free_exploration_prompt_omits_the_known_cause_section(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store)
     srv.script("extract", j(matched_cause_id=None, error_cause=None))
     run_round(srv, store, [failure("f1")], rnd)
@@ -192,7 +192,7 @@ def test_free_exploration_prompt_omits_the_known_cause_section(srv: LLMServer, s
 # --- new causes -----------------------------------------------------------------------------------
 
 
-def test_new_cause_confirmed_as_duplicate(srv: LLMServer, store: EventStore) -> None:
+def test_new_cause_confirmed_as_duplicate(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)])}, mastered=("C1",))
     srv.similar(NEW, like=D1, cosine=0.8)
     srv.script("extract", j(matched_cause_id=None, error_cause=NEW))
@@ -209,7 +209,7 @@ def test_new_cause_confirmed_as_duplicate(srv: LLMServer, store: EventStore) -> 
     assert not srv.calls("assign_node")
 
 
-def test_screened_candidate_rejected_goes_on_to_node_assignment(srv: LLMServer, store: EventStore) -> None:
+def test_screened_candidate_rejected_goes_on_to_node_assignment(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     srv.similar(NEW, like=D1, cosine=0.7)
     srv.script("extract", j(matched_cause_id=None, error_cause=NEW))
@@ -222,7 +222,7 @@ def test_screened_candidate_rejected_goes_on_to_node_assignment(srv: LLMServer, 
     ]
 
 
-def test_new_cause_to_a_new_node_and_the_index_follows(srv: LLMServer, store: EventStore, tmp_path: Path) -> None:
+def test_new_cause_to_a_new_node_and_the_index_follows(srv: LLMServer, store: Recorder, tmp_path: Path) -> None:
     rnd = seed(store)
     srv.script("extract", j(matched_cause_id=None, error_cause=NEW))
     srv.script("assign_node", j(create_new_node=True, new_node_label=NEW_LABEL, assigned_node=None))
@@ -254,7 +254,7 @@ def test_new_cause_to_a_new_node_and_the_index_follows(srv: LLMServer, store: Ev
     assert again.rows() == rows
 
 
-def test_new_cause_to_an_existing_node_uses_the_shortlist(srv: LLMServer, store: EventStore) -> None:
+def test_new_cause_to_an_existing_node_uses_the_shortlist(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2), ("C3", D3)])})
     srv.similar(NEW, like=D3, cosine=0.45)  # below θ_dup: no Prompt 2, but N2 ranks first
     srv.script("extract", j(matched_cause_id=None, error_cause=NEW))
@@ -268,7 +268,7 @@ def test_new_cause_to_an_existing_node_uses_the_shortlist(srv: LLMServer, store:
     assert f"- ID: N2 | Label: {L2} | Representative error cause: {D3}" in user and "N1" not in user
 
 
-def test_non_skill_slip_records_nothing_more(srv: LLMServer, store: EventStore) -> None:
+def test_non_skill_slip_records_nothing_more(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     srv.script("extract", '```json\n{"matched_cause_id": null, "error_cause": null}\n```')
     s = run_round(srv, store, [failure("f1", ("C1",))], rnd)
@@ -283,7 +283,7 @@ def test_non_skill_slip_records_nothing_more(srv: LLMServer, store: EventStore) 
     }
 
 
-def test_sequential_updates_follow_failure_order(srv: LLMServer, store: EventStore) -> None:
+def test_sequential_updates_follow_failure_order(srv: LLMServer, store: Recorder) -> None:
     """Two failures find the same new cause: the first (by id) creates it, the second is
     screened against it and confirmed as its duplicate."""
     rnd = seed(store)
@@ -299,7 +299,7 @@ def test_sequential_updates_follow_failure_order(srv: LLMServer, store: EventSto
     )
 
 
-def test_prompt_2_sees_every_screened_cause(srv: LLMServer, store: EventStore) -> None:
+def test_prompt_2_sees_every_screened_cause(srv: LLMServer, store: Recorder) -> None:
     """Stage 2a passes every cause above θ_dup: a true duplicate ranked 6th is still found."""
     causes = [
         (f"C{i}", f"misapplies rule number {i} when simplifying nested radicals in algebra problems")
@@ -319,7 +319,7 @@ def test_prompt_2_sees_every_screened_cause(srv: LLMServer, store: EventStore) -
     assert (attributed["cause_id"], attributed["similarity"]) == ("C6", pytest.approx(0.70, abs=1e-4))
 
 
-def test_a_capped_prompt_2_list_is_counted(srv: LLMServer, store: EventStore) -> None:
+def test_a_capped_prompt_2_list_is_counted(srv: LLMServer, store: Recorder) -> None:
     causes = [
         (f"C{i}", f"misapplies rule number {i} when simplifying nested radicals in algebra problems")
         for i in range(1, 5)
@@ -339,7 +339,7 @@ def test_a_capped_prompt_2_list_is_counted(srv: LLMServer, store: EventStore) ->
 # --- consolidation --------------------------------------------------------------------------------
 
 
-def test_merge_keeps_the_older_node_and_skips_absorbed_ones(srv: LLMServer, store: EventStore) -> None:
+def test_merge_keeps_the_older_node_and_skips_absorbed_ones(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)]), "N3": (L3, [("C3", D3)])})
     srv.similar(L2, like=L1, cosine=0.9)
     srv.similar(L3, like=L2, cosine=0.8)  # (N2, N3) screens in too, but N2 is gone by then
@@ -366,7 +366,7 @@ def test_merge_keeps_the_older_node_and_skips_absorbed_ones(srv: LLMServer, stor
     assert mem.causes["C2"].frequency == 1  # states and frequencies unchanged
 
 
-def test_merge_rejected_changes_nothing(srv: LLMServer, store: EventStore) -> None:
+def test_merge_rejected_changes_nothing(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)])})
     srv.similar(L2, like=L1, cosine=0.6)
     srv.script("consolidate", j(merge=False, merged_label=None))
@@ -378,7 +378,7 @@ def test_merge_rejected_changes_nothing(srv: LLMServer, store: EventStore) -> No
 # --- invalid replies, injection, transport errors -------------------------------------------------
 
 
-def test_malformed_json_then_success(srv: LLMServer, store: EventStore) -> None:
+def test_malformed_json_then_success(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     srv.script(
         "extract", "I think the answer is C1", "Sure: " + j(matched_cause_id="C1", error_cause=None) + " hope it helps"
@@ -392,7 +392,7 @@ def test_malformed_json_then_success(srv: LLMServer, store: EventStore) -> None:
     assert "the reply contains no JSON object" in reask[3]["content"]
 
 
-def test_malformed_twice_is_a_failed_diagnosis_and_the_round_goes_on(srv: LLMServer, store: EventStore) -> None:
+def test_malformed_twice_is_a_failed_diagnosis_and_the_round_goes_on(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
 
     def reply(body: dict[str, Any]) -> str:
@@ -408,7 +408,7 @@ def test_malformed_twice_is_a_failed_diagnosis_and_the_round_goes_on(srv: LLMSer
     assert len(f1_calls) == 2 and f1_calls[failed["call"] - 1]["raw"] == "{not json"
 
 
-def test_error_cause_outside_10_to_20_words_is_reasked(srv: LLMServer, store: EventStore) -> None:
+def test_error_cause_outside_10_to_20_words_is_reasked(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store)
     srv.script("extract", j(matched_cause_id=None, error_cause="sign error"), j(matched_cause_id=None, error_cause=NEW))
     srv.script(
@@ -424,7 +424,7 @@ def test_error_cause_outside_10_to_20_words_is_reasked(srv: LLMServer, store: Ev
     )
 
 
-def test_invented_ids_never_count(srv: LLMServer, store: EventStore) -> None:
+def test_invented_ids_never_count(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)])})
 
     def extract(body: dict[str, Any]) -> str:
@@ -442,7 +442,7 @@ def test_invented_ids_never_count(srv: LLMServer, store: EventStore) -> None:
     assert (mem.causes["C1"].frequency, mem.causes["C2"].frequency, len(mem.causes)) == (1, 1, 2)
 
 
-def test_instruction_injection_cannot_make_an_unsupplied_id_count(srv: LLMServer, store: EventStore) -> None:
+def test_instruction_injection_cannot_make_an_unsupplied_id_count(srv: LLMServer, store: Recorder) -> None:
     """The question and the trajectory tell the diagnostician to attribute to C2 (which exists
     but was not supplied); a model that obeys is still refused, twice, and nothing is counted."""
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)])})
@@ -466,7 +466,7 @@ def test_instruction_injection_cannot_make_an_unsupplied_id_count(srv: LLMServer
     assert load_memory(store, RUN).causes["C2"].frequency == 1
 
 
-def test_transient_500s_and_429s_are_retried(srv: LLMServer, store: EventStore) -> None:
+def test_transient_500s_and_429s_are_retried(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     srv.script("extract", Fail(500), Fail(429, "slow down"), j(matched_cause_id="C1", error_cause=None))
     s = run_round(srv, store, [failure("f1", ("C1",))], rnd)
@@ -475,7 +475,7 @@ def test_transient_500s_and_429s_are_retried(srv: LLMServer, store: EventStore) 
     assert [c["attempt"] for c in calls] == [1, 2, 3] and "error" in calls[0] and calls[2]["raw"]
 
 
-def test_timeouts_and_500s_exhaust_retries_then_fail_the_diagnosis(srv: LLMServer, store: EventStore) -> None:
+def test_timeouts_and_500s_exhaust_retries_then_fail_the_diagnosis(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
 
     def reply(body: dict[str, Any]) -> Any:
@@ -490,13 +490,14 @@ def test_timeouts_and_500s_exhaust_retries_then_fail_the_diagnosis(srv: LLMServe
     c = cfg(request_timeout_s=0.3, max_retries=1)
     fs = [failure("f1", ("C1",), question="slow"), failure("f2", ("C1",), question="down"), failure("f3", ("C1",))]
     s = run_round(srv, store, fs, rnd, c=c)
-    assert (s.failed, s.recurrences) == (2, 1)
+    # 2 of 3 failed: the round stops, and f3's stored reply is decided by the next call
+    assert (s.failed, s.recurrences, s.deferred) == (2, 0, 1)
     failed = {d["failure_id"]: d["reason"] for _, d in events(store, "diagnosis.failed")}
     assert failed["f1"].startswith("endpoint:") and "timed out" in failed["f1"].lower()
     assert failed["f2"].startswith("endpoint:") and "after 2 attempts" in failed["f2"]
 
 
-def test_unreachable_endpoint_records_failed_diagnoses(store: EventStore) -> None:
+def test_unreachable_endpoint_records_failed_diagnoses(store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     with LLMServer() as gone:
         url = gone.url
@@ -523,7 +524,7 @@ def test_unreachable_endpoint_records_failed_diagnoses(store: EventStore) -> Non
 # --- resumption -------------------------------------------------------------------------------------
 
 
-def test_a_rerun_round_appends_nothing_and_calls_no_model(srv: LLMServer, store: EventStore) -> None:
+def test_a_rerun_round_appends_nothing_and_calls_no_model(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     srv.script(
         "extract",
@@ -540,7 +541,7 @@ def test_a_rerun_round_appends_nothing_and_calls_no_model(srv: LLMServer, store:
     assert len(srv.calls()) == n_calls + 0 or all(r["stage"] in ("embeddings",) for r in srv.calls()[n_calls:])
 
 
-def test_a_stored_prompt_1_reply_is_reused_after_a_crash(srv: LLMServer, store: EventStore) -> None:
+def test_a_stored_prompt_1_reply_is_reused_after_a_crash(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     # a crash after stage 1: the reply is in the log, its attribution is not
     from diagevo.catalog.ids import digest_event_id as event_id
@@ -565,7 +566,7 @@ def test_a_stored_prompt_1_reply_is_reused_after_a_crash(srv: LLMServer, store: 
     assert len(events(store, "failure.diagnosed")) == 1
 
 
-def test_bad_inputs_are_refused_before_anything_is_stored(srv: LLMServer, store: EventStore) -> None:
+def test_bad_inputs_are_refused_before_anything_is_stored(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     before = store.last_seq(RUN)
     with pytest.raises(ValueError, match="unknown known cause 'C9'"):
@@ -577,7 +578,7 @@ def test_bad_inputs_are_refused_before_anything_is_stored(srv: LLMServer, store:
     assert store.last_seq(RUN) == before and not srv.calls()
 
 
-def test_with_the_local_embedder_a_paraphrase_reaches_prompt_2(srv: LLMServer, store: EventStore) -> None:
+def test_with_the_local_embedder_a_paraphrase_reaches_prompt_2(srv: LLMServer, store: Recorder) -> None:
     """MiniLM scores this paraphrase below the paper's 0.5; its calibrated θ_dup lets it through."""
     from diagevo.diagnosis.calibration import CALIBRATED
     from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME, LocalEmbedder

@@ -243,7 +243,7 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
     from diagevo.diagnosis.embedder import APIEmbedder
     from diagevo.diagnosis.interface import Reply
     from diagevo.diagnosis.pipeline import diagnose_round
-    from diagevo.log import EventStore, open_log
+    from diagevo.log import Recorder, open_log
     from diagevo.views.memory import load_memory
     from tests.llm_server import LLMServer
 
@@ -254,7 +254,7 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
     class Diagnostician:
         model_name = "scripted"
 
-        def __init__(self, store: EventStore) -> None:
+        def __init__(self, store: Recorder) -> None:
             self.store, self.asked = store, 0
 
         async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:

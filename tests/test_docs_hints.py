@@ -19,6 +19,7 @@ from diagevo.report import figures
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, NEW, NEW_LABEL, RUN, j, seed
+from tests.test_train_outage import deduplicate
 
 
 def test_lifecycle_round_labels_stay_clear_of_the_chart_title() -> None:
@@ -120,6 +121,7 @@ def _interrupt_and_continue(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     with LLMServer() as srv:
         srv.default("extract", extract)
         srv.default("assign_node", j(create_new_node=True, new_node_label=NEW_LABEL, assigned_node=None))
+        srv.default("deduplicate", deduplicate)  # the same cause again: a duplicate of the first
         args = ["diagnose", str(failures), "--run", RUN, "--round", "2", "--llm-url", srv.url, "--model", "m"]
         args += ["--embedder", srv.url, "--embed-model", "e", "--index", str(tmp_path / "i.lance"), "--db", db]
         code, _, err = run_cli(capsys, *args)

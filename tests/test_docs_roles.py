@@ -25,13 +25,13 @@ def test_roles_become_links_to_what_the_reference_shows() -> None:
     pkg = griffe.load("diagevo", search_paths=[str(ROOT)], extensions=griffe.load_extensions(_extension()))
     round_doc = pkg["rounds.Round"].docstring.value
     assert "[`requests`][diagevo.rounds.Round.requests]" in round_doc and ":meth:" not in round_doc
-    progress = pkg["rounds.Round.progress"].docstring.value
-    assert "[`RoundProgress`][diagevo.rounds.RoundProgress]" in progress
+    opening = pkg["api.open_store"].docstring.value
+    assert "[`NotFound`][diagevo.errors.NotFound]" in opening
 
 
 def test_a_role_naming_what_the_reference_does_not_show_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     import diagevo
 
-    monkeypatch.delitem(diagevo._EXPORTS, "RoundProgress")
-    with pytest.raises(griffe.GriffeError, match="RoundProgress` names nothing the API reference shows"):
+    monkeypatch.delitem(diagevo._EXPORTS, "NotFound")
+    with pytest.raises(griffe.GriffeError, match="NotFound` names nothing the API reference shows"):
         griffe.load("diagevo", search_paths=[str(ROOT)], extensions=griffe.load_extensions(_extension()))

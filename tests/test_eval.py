@@ -21,7 +21,7 @@ from diagevo.eval.grading import grade, read_choice, text_equal
 from diagevo.eval.runner import OutputsMismatch, evaluate
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, LLMServer
 from tests.logs import wire_event
@@ -438,7 +438,7 @@ def test_cli_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str], 
 # --- runs -------------------------------------------------------------------------------------
 
 
-def hf_run(store: EventStore, run: str = "hf1", rounds: int = 3) -> None:
+def hf_run(store: Recorder, run: str = "hf1", rounds: int = 3) -> None:
     """A run of the hf backend as its log records it: base solver in the config, a solver
     checkpoint written in every round."""
     config = {"k": 0.5, "train": {"backend": "hf"}, "solver": {"model": "base-solver"}}

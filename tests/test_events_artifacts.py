@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from diagevo.catalog import QuestionGenerated
-from diagevo.log import EventStore, StoreError, open_log
+from diagevo.log import Recorder, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
@@ -22,7 +22,7 @@ QUESTION = "What is 6 × 7? ünïcødé"
 SHA = hashlib.sha256(QUESTION.encode()).hexdigest()
 
 
-def _log(store: EventStore) -> None:
+def _log(store: Recorder) -> None:
     store.append(
         [
             wire_event("run.started", "r", 0, "r/0/start", config={"k": 0.5}, seed=0),
@@ -81,7 +81,7 @@ def _raw(backend: Backend, url: str, sql: str) -> None:
         engine.dispose()
 
 
-def test_the_key_is_the_hash_of_the_text(store: EventStore) -> None:
+def test_the_key_is_the_hash_of_the_text(store: Recorder) -> None:
     _log(store)
     (q,) = store.read("r", types=(QuestionGenerated,))
     assert q.data["text"] == {"$artifact": SHA}

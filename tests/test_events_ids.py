@@ -11,7 +11,7 @@ import pytest
 
 from diagevo import rounds
 from diagevo.catalog import PhaseCompleted
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
@@ -38,7 +38,14 @@ def test_an_export_renamed_by_hand_is_stored_as_that_run(
     (tmp_path / "a.jsonl").write_text(log.jsonl())
     assert run_cli(capsys, "memory", "ingest", str(tmp_path / "a.jsonl"), "--db", db_url)[0] == 0
     exported = _export(db_url, "a", tmp_path / "export.jsonl", capsys)
-    renamed = "".join(json.dumps({**json.loads(line), "run": "b"}) + "\n" for line in exported.splitlines())
+    edited = "".join(json.dumps({**json.loads(line), "run": "b"}) + "\n" for line in exported.splitlines())
+    (tmp_path / "b.jsonl").write_text(edited)  # the hashes name run a: an edited export
+    code, out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "b.jsonl"), "--db", db_url)
+    assert code == 1 and "line 1: hash mismatch: event 'a-0'" in err, err
+    renamed = "".join(
+        json.dumps({**{k: v for k, v in json.loads(line).items() if k != "hash"}, "run": "b"}) + "\n"
+        for line in exported.splitlines()
+    )
     (tmp_path / "b.jsonl").write_text(renamed)
     code, out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "b.jsonl"), "--db", db_url, "--json")
     assert code == 0, err
@@ -82,7 +89,7 @@ def test_ingest_as_another_run_needs_a_file_of_one_run(
     assert code != 0 and len(err.strip().splitlines()) == 1 and "one run" in err
 
 
-def test_protocol_ids_equal_across_runs_do_not_collide(store: EventStore) -> None:
+def test_protocol_ids_equal_across_runs_do_not_collide(store: Recorder) -> None:
     """``RUN/T/KEY`` of run ``x/1`` round 1 key ``k`` equals run ``x`` round 1 key ``1/k``."""
     for run in ("x", "x/1"):
         rounds.start_run(store, run, {"k": 0.5})

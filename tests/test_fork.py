@@ -11,7 +11,7 @@ import pytest
 
 from diagevo import rounds
 from diagevo.catalog import CheckpointWritten, RunConfigured
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from tests.logs import wire_event
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one
@@ -122,7 +122,7 @@ def test_reconfiguring_a_run_is_refused_mid_round_and_for_bad_values(
         assert len(list(s.read(RUN))) == n  # nothing stored
 
 
-def _new_cause_in_round_two(store: EventStore, run: str, text: str) -> None:
+def _new_cause_in_round_two(store: Recorder, run: str, text: str) -> None:
     """Round 2 of ``run`` creates cause C3 (each run numbers its new causes on its own)."""
     from diagevo.catalog.ids import event_id
 

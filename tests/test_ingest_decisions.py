@@ -14,7 +14,7 @@ import pytest
 
 from diagevo.catalog import RoundCommitted
 from diagevo.interchange import IngestError, ingest
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.logs import Log
@@ -34,7 +34,7 @@ def one_round(run: str, questions: int, tag: str) -> str:
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
-def test_a_stored_id_with_other_content_is_a_conflict_named_and_nothing_is_stored(store: EventStore) -> None:
+def test_a_stored_id_with_other_content_is_a_conflict_named_and_nothing_is_stored(store: Recorder) -> None:
     log = Log("r").node("N1").commit()
     ingest(store, log.jsonl())
     lines = log.jsonl().splitlines()
@@ -47,7 +47,7 @@ def test_a_stored_id_with_other_content_is_a_conflict_named_and_nothing_is_store
     assert (again.appended, again.skipped) == (0, len(lines))
 
 
-def test_a_line_reusing_a_stored_id_for_another_type_is_refused(store: EventStore) -> None:
+def test_a_line_reusing_a_stored_id_for_another_type_is_refused(store: Recorder) -> None:
     """The issue's case: a ``round.committed`` reusing the id of ``round.started`` was dropped
     as "already stored" and the round stayed open."""
     log = Log("r")

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
-from diagevo.log import EventStore, StoreError
+from diagevo.log import Recorder, StoreError
 from diagevo.schemas import EventIn
 from tests.conftest import Backend
 from tests.logs import wire_event
@@ -26,7 +26,7 @@ def batch(run: str, n: int) -> list[EventIn]:
 @pytest.mark.parametrize(
     "sql", ["UPDATE events SET round = 99", "UPDATE events SET data = '{}' WHERE seq = 1", "DELETE FROM events"]
 )
-def test_update_and_delete_on_events_are_refused_by_the_database(backend: Backend, store: EventStore, sql: str) -> None:
+def test_update_and_delete_on_events_are_refused_by_the_database(backend: Backend, store: Recorder, sql: str) -> None:
     store.append(batch("r", 3))
     before = [(e.seq, e.round, e.data) for e in store.read("r")]
     engine = backend.engine(store.url)
@@ -52,7 +52,7 @@ def test_truncate_is_refused_on_postgres(postgres_backend: Backend) -> None:
         assert store.last_seq("r") == 2
 
 
-def test_a_round_is_committed_once_whoever_inserts(store: EventStore) -> None:
+def test_a_round_is_committed_once_whoever_inserts(store: Recorder) -> None:
     """The milestone index (migration 0009): a second ``round.committed`` of a round, even under
     another id, is refused by the database, and nothing of its batch is stored."""
     store.append([wire_event("round.committed", "r", 1, "c1"), wire_event("round.started", "r", 2, "s2")])
@@ -61,7 +61,7 @@ def test_a_round_is_committed_once_whoever_inserts(store: EventStore) -> None:
     assert [e.event_id for e in store.read("r")] == ["c1", "s2"]
 
 
-def test_texts_are_kept_in_their_events_row(backend: Backend, store: EventStore) -> None:
+def test_texts_are_kept_in_their_events_row(backend: Backend, store: Recorder) -> None:
     """A text lies in its event's row (``texts``); the data names it by its sha256, so the chain
     commits to it."""
     evs = [

@@ -59,12 +59,12 @@ def _rank(url: str, rank: int, barrier: Any, out: Any) -> None:
         if rank == 0:
             summary = diagevo.diagnose(rnd, diagnostician="heuristic")
             done = rnd.commit()
-            out.put(("committed", summary.failures, done["failures"], done.get("ranks")))
+            out.put(("committed", summary.failures, done.failures, done.ranks))
         barrier.wait()
         try:  # after the commit: refused, nothing stored
             rnd.record_metrics({"acc": 1.0}, rank=rank + 10)
             out.put(("late", "stored"))
-        except diagevo.ProtocolError as exc:
+        except diagevo.Conflict as exc:
             out.put(("late", str(exc)))
 
 
@@ -100,5 +100,5 @@ def test_four_ranks_record_and_rank_zero_diagnoses_and_commits(backend) -> None:
         assert metrics["acc"] == pytest.approx(expected) and metrics["reward"] == pytest.approx(1.0)
         diagnosed = Counter(e.data["failure_id"] for e in events if e.type == "failure.diagnosed")
         assert set(diagnosed.values()) == {1}
-        assert diagevo.stats(store, RUN)["rounds"][0]["failures"] == total
+        assert diagevo.stats(store, RUN).rounds[0]["failures"] == total
         assert diagevo.verify_run(store, RUN) == []

@@ -20,7 +20,7 @@ from diagevo.parsing import (
     loads,
     loads_object,
     one_line,
-    shorten,
+    quoted,
     split_lines,
     validation_reason,
 )
@@ -47,10 +47,10 @@ def test_limits_and_messages() -> None:
     assert decode("\ufeffé".encode(), "f") == "é"
 
 
-def test_shorten_and_one_line_bound_what_is_shown() -> None:
+def test_quoted_and_one_line_bound_what_is_shown() -> None:
     big = "z" * 10_000_000
-    assert len(shorten(big)) < 100 and "10,000,000 characters" in shorten(big)
-    assert len(shorten(list(range(10**5)))) < 100
+    assert len(quoted(big)) < 100 and "10,000,000 characters" in quoted(big)
+    assert len(quoted(list(range(10**5)))) < 100
     assert one_line("a\nb\r\nc" + "d" * 1000).startswith("a b c") and len(one_line("d" * 1000)) == 300
 
 
@@ -103,3 +103,14 @@ def test_close_to_prefers_the_same_name_but_for_case_then_close_ones() -> None:
     assert close_to("zzz", ["demo", "C1"]) == [] and close_to("x" * 201, ["x" * 201]) == []
     assert did_you_mean("demo1", ["demo", "demo2", "x"]) == " (did you mean 'demo' or 'demo2'?)"
     assert did_you_mean("zzz", ["demo"]) == "" and did_you_mean("demo", ["demo"]) == ""
+
+
+def test_the_one_shortening_helper_cuts_the_end_or_the_middle_and_folds_on_request() -> None:
+    from diagevo.untrusted import shorten
+
+    assert shorten("abcdef", 6) == "abcdef"
+    assert shorten("abcdefg", 6) == "abcde…"
+    assert shorten("a \n b\tc", 10) == "a \n b\tc"
+    assert shorten("a \n b\tc", 10, fold=True) == "a b c"
+    # the middle: (50 - 40) // 2 = 5 characters each side, the 90 between them named
+    assert shorten("x" * 5 + "y" * 90 + "z" * 5, 50, middle=True) == "xxxxx …[90 characters left out]… zzzzz"

@@ -11,7 +11,7 @@ import pytest
 
 from diagevo import rounds
 from diagevo.catalog import EvalRecorded, FailureDiagnosed
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.views.verify import verify_run
 from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
@@ -19,7 +19,7 @@ from tests.test_diagnosis_heuristic import _cli, _failure, _open_round
 from tests.test_rounds import RUN, candidate, round_one
 
 
-def _round_two_with_a_failure(store: EventStore) -> None:
+def _round_two_with_a_failure(store: Recorder) -> None:
     """Round 1 committed, round 2 open with one retained question ``q`` and failure ``f`` of it."""
     round_one(store)
     rounds.open_round(store, RUN)
@@ -31,11 +31,11 @@ def _fail(fid: str, qid: str, response: str = "\\boxed{8}", reference: str = "\\
     return {"failure_id": fid, "question_id": qid, "response": response, "reference": reference}
 
 
-def _count(store: EventStore) -> int:
+def _count(store: Recorder) -> int:
     return len(list(store.read(RUN)))
 
 
-def test_a_failure_id_names_one_failure_of_the_run(store: EventStore) -> None:
+def test_a_failure_id_names_one_failure_of_the_run(store: Recorder) -> None:
     _round_two_with_a_failure(store)
     assert rounds.record_failures(store, RUN, 2, [_fail("f", "q")]) == 0  # the same again: a retry
     n = _count(store)
@@ -64,7 +64,7 @@ def test_a_failure_id_names_one_failure_of_the_run(store: EventStore) -> None:
         ({"question_id": "q", "response": "a", "reference": "b"}, "failure_id must be a non-empty string"),
     ],
 )
-def test_a_failure_without_its_texts_is_refused(store: EventStore, failure: dict, message: str) -> None:
+def test_a_failure_without_its_texts_is_refused(store: Recorder, failure: dict, message: str) -> None:
     round_one(store)
     rounds.open_round(store, RUN)
     rounds.record(store, RUN, 2, [candidate("q", agree=9)])
@@ -84,7 +84,7 @@ def test_a_failure_without_its_texts_is_refused(store: EventStore, failure: dict
         ({"": 0.5}, "metric name '' must be a non-empty string"),
     ],
 )
-def test_a_metric_that_is_not_a_finite_number_is_refused(store: EventStore, metrics: dict, message: str) -> None:
+def test_a_metric_that_is_not_a_finite_number_is_refused(store: Recorder, metrics: dict, message: str) -> None:
     round_one(store)
     rounds.open_round(store, RUN)
     rounds.promote(store, RUN, 2)
@@ -97,7 +97,7 @@ def test_a_metric_that_is_not_a_finite_number_is_refused(store: EventStore, metr
     assert ev == {"acc": 0.5, "n": 3}
 
 
-def test_a_failure_is_diagnosed_once_in_a_run(store: EventStore) -> None:
+def test_a_failure_is_diagnosed_once_in_a_run(store: Recorder) -> None:
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
     diagnosed = rnd.event("dx/f", FailureDiagnosed(failure_id="f", error_cause=None, matched_cause=None))
@@ -112,7 +112,7 @@ def test_a_failure_is_diagnosed_once_in_a_run(store: EventStore) -> None:
     assert _count(store) == n
 
 
-def test_verify_names_a_failure_diagnosed_in_two_rounds(store: EventStore) -> None:
+def test_verify_names_a_failure_diagnosed_in_two_rounds(store: Recorder) -> None:
     """A log of an older diagevo (or edited by hand): the second diagnosis appended directly."""
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
@@ -122,7 +122,10 @@ def test_verify_names_a_failure_diagnosed_in_two_rounds(store: EventStore) -> No
     assert verify_run(store, RUN) == []
     rounds.open_round(store, RUN)
     store.append([wire_event("failure.diagnosed", RUN, 3, "by-hand/f", failure_id="f")])
-    assert verify_run(store, RUN) == ["failure 'f' is diagnosed in rounds 2, 3: one failure counted 2 times"]
+    (problem,) = verify_run(store, RUN)
+    assert problem.endswith(": failure diagnosed once: failure 'f' is diagnosed in round 2 already"), problem
+    seq = store.last_seq(RUN)
+    assert problem == f"seq {seq}: failure diagnosed once: failure 'f' is diagnosed in round 2 already"
 
 
 # --- the same refusals through the CLI ---------------------------------------------------------
@@ -150,12 +153,12 @@ def test_the_cli_refuses_alike(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code, _, err = run_cli(capsys, *diag, "--round", "2")  # round 2 opened: recorded first
     assert_one_line_error(code, err, "failure 'f0' was diagnosed in round 1 of run 'h' already")
     code, _, err = run_cli(capsys, "train", "--db", db, "--run", "h", "--resume", "--quiet")
-    assert_one_line_error(code, err, "run 'h' is driven by 'external trainer', not by diagevo train")
+    assert_one_line_error(code, err, "run 'h' is driven by 'external trainer', not by diagevo's own trainer")
     assert "round start --run h" in err
     with open_log(db) as store:
         assert _count_run(store, "h") == n + 1  # round 2's round.started alone
         assert verify_run(store, "h") == []
 
 
-def _count_run(store: EventStore, run: str) -> int:
+def _count_run(store: Recorder, run: str) -> int:
     return len(list(store.read(run)))

@@ -8,7 +8,8 @@ import pytest
 
 from diagevo import rounds
 from diagevo.catalog import QuestionGenerated, QuestionScored
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
+from diagevo.sections import ConfigError
 from diagevo.views.memory import load_memory
 from tests.logs import wire_event
 
@@ -50,7 +51,7 @@ def candidate(qid: str, req: rounds.Request | None = None, label: str = "7", agr
     )
 
 
-def round_one(store: EventStore, trainer: str = rounds.EXTERNAL_TRAINER) -> None:
+def round_one(store: Recorder, trainer: str = rounds.EXTERNAL_TRAINER) -> None:
     """Round 1 with two causes (C1: f=2, C2: f=1), committed."""
     assert rounds.start_run(store, RUN, {"k": 1.0, "memory": {"theta_up": 0.5}}, seed=3, trainer=trainer)
     assert rounds.open_round(store, RUN) == 1
@@ -62,7 +63,7 @@ def round_one(store: EventStore, trainer: str = rounds.EXTERNAL_TRAINER) -> None
     rounds.commit(store, RUN, 1, {"heldout_acc": 0.5})
 
 
-def test_a_round_through_the_protocol(store: EventStore) -> None:
+def test_a_round_through_the_protocol(store: Recorder) -> None:
     round_one(store)
     assert rounds.open_round(store, RUN) == 2
     reqs = rounds.requests(store, RUN, 2, 40)
@@ -91,13 +92,13 @@ def test_a_round_through_the_protocol(store: EventStore) -> None:
     assert partly.new == 1 and partly.stored_before == {cands[0].question_id}
     cands.append(extra)
     promoted = rounds.promote(store, RUN, 2)
-    assert [p["cause_id"] for p in promoted] == ["C2"] and promoted[0]["n_candidates"] == len(c2)
+    assert [p.cause_id for p in promoted] == ["C2"] and promoted[0].n_candidates == len(c2)
     with pytest.raises(rounds.ProtocolError, match="decided already"):
         rounds.promote(store, RUN, 2)
     with pytest.raises(rounds.ProtocolError, match="evidence is closed"):
         rounds.record(store, RUN, 2, [candidate("late")])
     done = rounds.commit(store, RUN, 2, {"heldout_acc": 0.6})
-    assert done["questions"] == len(cands) and done["F"] == 2
+    assert done.questions == len(cands) and done.F == 2
     mem = load_memory(store, RUN, 2)
     assert not mem.causes["C2"].active and mem.causes["C1"].frequency == 2
     with pytest.raises(rounds.ProtocolError, match="round 2 of run 'ext' is committed"):
@@ -108,7 +109,7 @@ def test_a_round_through_the_protocol(store: EventStore) -> None:
     assert len(list(store.read(RUN))) == n  # nothing partial
 
 
-def test_wrong_order_is_refused(store: EventStore) -> None:
+def test_wrong_order_is_refused(store: Recorder) -> None:
     with pytest.raises(rounds.ProtocolError, match="no run"):
         rounds.open_round(store, RUN)
     rounds.start_run(store, RUN, {"k": 0.5})
@@ -133,12 +134,12 @@ def test_wrong_order_is_refused(store: EventStore) -> None:
     rounds.promote(store, RUN, 1)
     with pytest.raises(rounds.ProtocolError, match="1 recorded failure is not diagnosed"):
         rounds.commit(store, RUN, 1)
-    assert rounds.commit(store, RUN, 1, allow_undiagnosed=True)["failures"] == 1
-    with pytest.raises(rounds.ProtocolError, match="config needs a positive k"):
+    assert rounds.commit(store, RUN, 1, allow_undiagnosed=True).failures == 1
+    with pytest.raises(ConfigError, match="config needs a positive k"):  # a config error, refused before the log
         rounds.start_run(store, "other", {"memory": {}})
 
 
-def test_record_with_responses_keeps_a_reference(store: EventStore) -> None:
+def test_record_with_responses_keeps_a_reference(store: Recorder) -> None:
     rounds.start_run(store, RUN, {"k": 0.5})
     rounds.open_round(store, RUN)
     responses = [

@@ -119,15 +119,21 @@ def test_a_log_with_the_paper_names_is_ingested_and_every_command_reads_it(
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"k": 0.5, "theta_upp": 0.7}, "run.started: data.config: unknown field 'theta_upp' (known: k, theta_up,"),
-        ({"k": 0.5, "memory": {"kk": 1}}, "run.started: data.config: memory.kk is not a known field"),
+        ({"k": 0.5, "theta_upp": 0.7}, "run.started: data.config: unknown field 'theta_upp' (did you mean 'theta_up'"),
+        (
+            {"k": 0.5, "memory": {"kk": 1}},
+            "run.started: data.config: unknown config field 'memory.kk' (did you mean memory.k?)",
+        ),
         ({"k": 0.5, "theta_up": 2}, "run.started: data.config: theta_up: Input should be less than or equal to 1"),
         (
             {"k": 0.5, "solver": {"group_size": 1}},
             "run.started: data.config: solver.group_size: Input should be greater than or equal to 2",
         ),
         ({"theta_up": 0.7}, "run.started: data.config: config needs a positive k"),
-        ({"memory": {"theta_upp": 0.7}}, "run.started: data.config: memory.theta_upp is not a known field"),  # not k
+        (
+            {"memory": {"theta_upp": 0.7}},
+            "run.started: data.config: unknown config field 'memory.theta_upp' (did you mean memory.theta_up?)",
+        ),  # not k
     ],
 )
 def test_a_config_out_of_the_schema_is_refused_at_ingest_with_its_field(
@@ -176,5 +182,6 @@ def test_a_log_stored_before_the_check_names_the_field_when_read(tmp_path: Path)
                 )
             ]
         )
-        with pytest.raises(BadInput, match=r"the config stored for run 'dg' does not validate: unknown field 'note'"):
+        said = r"the config of run 'dg' at seq 1 \(run.started of round 0\) cannot be used: unknown field 'note'"
+        with pytest.raises(BadInput, match=said):
             run_config(store, RUN)

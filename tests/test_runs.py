@@ -17,7 +17,7 @@ import pytest
 from diagevo import rounds
 from diagevo.catalog import RunStarted
 from diagevo.fork import fork_run
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.train import default_run_id
 from diagevo.train.config import Config
 from tests.test_cli_memory import run_cli
@@ -25,7 +25,7 @@ from tests.test_cli_memory import run_cli
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def committed(store: EventStore, run: str, n: int) -> None:
+def committed(store: Recorder, run: str, n: int) -> None:
     for _ in range(n):
         rnd = rounds.Round.open(store, run)
         rnd.promote()
@@ -38,11 +38,11 @@ def test_run_ids_made_in_one_second_differ() -> None:
     assert len(ids) == 200
 
 
-def test_creating_a_run_is_one_decision(store: EventStore) -> None:
-    assert rounds.start_run(store, "r", {"k": 0.5}, new=True)
+def test_creating_a_run_is_one_decision(store: Recorder) -> None:
+    assert rounds.start_run(store, "r", {"k": 0.5}, resume="never")
     with pytest.raises(rounds.RunExists, match="run 'r' already exists"):
-        rounds.start_run(store, "r", {"k": 2.0}, new=True)
-    assert not rounds.start_run(store, "r", {"k": 2.0})  # an existing run: nothing stored
+        rounds.start_run(store, "r", {"k": 2.0}, resume="never")
+    assert not rounds.start_run(store, "r", {"k": 2.0}, resume="allow")  # continued as it is: nothing stored
     assert [e.data["config"]["k"] for e in store.read("r", types=(RunStarted,))] == [0.5]
 
 
@@ -113,9 +113,9 @@ def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
     got = {r["run"]: r for r in json.loads(out)["runs"]}
     assert list(got) == ["base", "fork-a", "fork-b", "cut"]
     assert [(r["status"], r["committed"], r["target"]) for r in got.values()] == [
-        ("complete", 2, 2),
-        ("forked", 1, 2),  # not continued
-        ("forked", 2, 2),
+        ("complete", 2, None),  # another trainer's run: no total of its own (train.rounds is diagevo train's)
+        ("forked", 1, None),  # not continued
+        ("forked", 2, None),
         ("interrupted", 1, 2),
     ]
     assert [r["trainer"] for r in got.values()] == [*["external trainer"] * 3, "diagevo train"]

@@ -8,7 +8,7 @@ import sqlite3
 
 from alembic import command
 
-from diagevo.log import EventStore, open_log, sqlite_path
+from diagevo.log import Recorder, open_log, sqlite_path
 from diagevo.log.schema import HEAD_REVISION, _alembic_config, current, upgrade
 from diagevo.memory.fold import commits
 from diagevo.views.caches import refresh
@@ -64,7 +64,7 @@ def test_key_lookups_use_the_expression_indexes(tmp_path) -> None:  # noqa: ANN0
     conn.close()
 
 
-def test_cause_rows_tell_every_story_as_the_full_log_does(store: EventStore) -> None:
+def test_cause_rows_tell_every_story_as_the_full_log_does(store: Recorder) -> None:
     log = random_log(random.Random(11), 6)
     store.append(log.events())
     full = cause_stories(log.rows())
@@ -73,7 +73,7 @@ def test_cause_rows_tell_every_story_as_the_full_log_does(store: EventStore) -> 
         assert cause_story(cause_rows(store, log.run, cause), cause) == story
 
 
-def test_round_stats_equal_the_scan_with_and_without_saved_states(store: EventStore) -> None:
+def test_round_stats_equal_the_scan_with_and_without_saved_states(store: Recorder) -> None:
     log = random_log(random.Random(5), 6)
     log.add("eval.recorded", benchmark="gsm8k", accuracy=0.25)  # a retrospective score of round 6
     store.append(log.events())
@@ -84,7 +84,7 @@ def test_round_stats_equal_the_scan_with_and_without_saved_states(store: EventSt
     assert [m.to_json() for m in commit_memories(store, log.run)] == [m.to_json() for m in commits(log.rows(), log.run)]
 
 
-def test_reads_by_id_and_round(store: EventStore) -> None:
+def test_reads_by_id_and_round(store: Recorder) -> None:
     log = random_log(random.Random(7), 3)
     store.append(log.events())
     rows = log.rows()
@@ -97,7 +97,7 @@ def test_reads_by_id_and_round(store: EventStore) -> None:
     assert got == [t for _, _, t, d in rows if d.get("failure_id") == fid]
 
 
-def test_runs_in_order_of_their_first_event(store: EventStore) -> None:
+def test_runs_in_order_of_their_first_event(store: Recorder) -> None:
     assert store.runs() == []
     for run in ("zeta", "alpha", "mid"):
         store.append(Log(run=run).events())
@@ -133,7 +133,7 @@ def test_the_read_commands_build_no_event_model() -> None:
     assert out == []
 
 
-def test_retained_questions_are_counted_from_their_scores(store: EventStore) -> None:
+def test_retained_questions_are_counted_from_their_scores(store: Recorder) -> None:
     log = Log()
     log.node("N1").cause("C1", "N1").question("q1", 0.5, active="C1").question("q2", 0.9, retained=False)
     log.commit(retained=7)  # a summary that says otherwise is not the count

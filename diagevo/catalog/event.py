@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from diagevo.errors import BadInput
-from diagevo.parsing import find_not_utf8, one_line, shorten
+from diagevo.parsing import find_not_utf8, one_line, quoted
 
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
 """Data fields that name a cause, a failure or a question: each is also a column of ``events``,
@@ -53,7 +53,7 @@ class InvalidEvent(BadInput):
 def first_error(exc: ValidationError) -> str:
     """The first problem pydantic found, on one line, its place first (``field.0: reason``)."""
     err = exc.errors()[0]
-    loc = ".".join(str(p) if len(str(p)) <= 40 else shorten(p, 40) for p in err["loc"])
+    loc = ".".join(str(p) if len(str(p)) <= 40 else quoted(p, 40) for p in err["loc"])
     msg = err["msg"].removeprefix("Value error, ")
     return one_line(f"{loc}: {msg}" if loc else msg)
 

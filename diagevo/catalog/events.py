@@ -358,6 +358,9 @@ class RunForked(OpenEvent):
     source_round: int = Field(ge=0)
     source_hash: str
     source_seq: int = Field(ge=0)
+    whatif: dict[str, Any] | None = None
+    """A what-if (:mod:`diagevo.whatif`): the settings changed and what a what-if is. Its log is
+    then the source's with the memory's model-free decisions made again under them."""
 
 
 def _tag(value: str) -> str:

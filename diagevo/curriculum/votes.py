@@ -59,6 +59,57 @@ def _present(answer: str | None) -> bool:
     return answer is not None and answer.strip() != ""
 
 
+def _distinct_answers(answers: Sequence[str | None]) -> tuple[list[list[int]], list[Fraction | None]]:
+    """The distinct answers ("keys") in order of first occurrence: the responses giving each,
+    and its rational value where it is a plain number (keys with the same value are one answer)."""
+    slot: dict[str, int] = {}
+    by_value: dict[Fraction, int] = {}
+    members: list[list[int]] = []
+    values: list[Fraction | None] = []
+    for i, a in enumerate(answers):
+        if not _present(a):
+            continue
+        assert a is not None
+        k = answer_key(a)
+        if k not in slot:
+            v = simple_number(k)
+            if v is not None and v in by_value:
+                slot[k] = by_value[v]
+            else:
+                slot[k] = len(members)
+                members.append([])
+                values.append(v)
+                if v is not None:
+                    by_value[v] = slot[k]
+        members[slot[k]].append(i)
+    return members, values
+
+
+class _Agreement:
+    """Whether distinct answer ``j`` agrees with answer ``leader`` taken as the label: each pair
+    asked of the checker once, and no more than ``max_checks`` pairs in all (the rest are
+    skipped, counted, and stay apart)."""
+
+    def __init__(
+        self, values: list[Fraction | None], texts: list[str], checker: EquivalenceChecker, max_checks: int
+    ) -> None:
+        self.values, self.texts, self.checker, self.max_checks = values, texts, checker, max_checks
+        self.asked = 0
+        self.decided: dict[tuple[int, int], bool] = {}
+
+    def __call__(self, j: int, leader: int) -> bool:
+        if self.values[j] is not None and self.values[leader] is not None:
+            return False  # two different rational values (equal ones share a slot)
+        if (j, leader) not in self.decided:
+            if self.asked >= self.max_checks:
+                self.checker.stats.skipped += 1
+                self.decided[j, leader] = False
+            else:
+                self.asked += 1
+                self.decided[j, leader] = agrees(self.texts[j], self.texts[leader], self.checker)
+        return self.decided[j, leader]
+
+
 def votes(
     answers: Sequence[str | None],
     checker: EquivalenceChecker | None = None,
@@ -72,52 +123,11 @@ def votes(
     not seconds, so the same answers give the same votes at any machine load.
     """
     n = len(answers)
-    # distinct answers ("keys") in order of first occurrence, with the responses giving them;
-    # keys with the same rational value are one answer
-    keys: list[str] = []
-    members: list[list[int]] = []
-    values: list[Fraction | None] = []
-    slot: dict[str, int] = {}
-    by_value: dict[Fraction, int] = {}
-    for i, a in enumerate(answers):
-        if not _present(a):
-            continue
-        assert a is not None
-        k = answer_key(a)
-        if k not in slot:
-            v = simple_number(k)
-            if v is not None and v in by_value:
-                slot[k] = by_value[v]
-            else:
-                slot[k] = len(keys)
-                keys.append(k)
-                members.append([])
-                values.append(v)
-                if v is not None:
-                    by_value[v] = slot[k]
-        members[slot[k]].append(i)
+    members, values = _distinct_answers(answers)
     texts = [normalize_answer(answers[m[0]] or "") for m in members]
-
-    chk = checker or default_checker()
-    asked = 0
-    decided: dict[tuple[int, int], bool] = {}
-
-    def agree(j: int, leader: int) -> bool:
-        """Does answer ``j`` agree with answer ``leader`` taken as the label? (asked once)"""
-        if values[j] is not None and values[leader] is not None:
-            return False  # two different rational values (equal ones share a slot)
-        nonlocal asked
-        if (j, leader) not in decided:
-            if asked >= max_checks:
-                chk.stats.skipped += 1
-                decided[j, leader] = False
-            else:
-                asked += 1
-                decided[j, leader] = agrees(texts[j], texts[leader], chk)
-        return decided[j, leader]
-
+    agree = _Agreement(values, texts, checker or default_checker(), max_checks)
     classes: list[list[int]] = []  # answer slots; the first is the leader
-    for j in range(len(keys)):
+    for j in range(len(members)):
         home = next((c for c in classes if agree(j, c[0])), None)
         if home is None:
             classes.append([j])

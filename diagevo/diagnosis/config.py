@@ -57,6 +57,21 @@ class DiagnosticianConfig(Section):
         description="Retries of a request after a timeout, a connection error, an HTTP 429 or 5xx or an unusable "
         "response, with exponential backoff.",
     )
+    outage_wait_s: float = Field(
+        default=600.0,
+        ge=0,
+        le=86400,
+        description="How long the training loop waits for a diagnostician that stopped answering (unreachable, or "
+        "too many of a round's requests failing at the endpoint), asking again with backoff, before it stops the "
+        "run with the command that resumes it (the round uncommitted). 0: stop at once.",
+    )
+    outage_backoff_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=3600,
+        description="The first wait before the training loop asks a diagnostician that stopped answering again; each "
+        "wait doubles, up to a minute.",
+    )
     embedder: str = Field(
         default="local",
         description="'local': the MiniLM model shipped with diagevo; anything else is the base URL of an "

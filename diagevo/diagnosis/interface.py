@@ -100,14 +100,27 @@ class Diagnostician(Protocol):
     pipeline checks again and treats an unknown id as a failed decision."""
 
     model_name: str
+    """The name ``failure.diagnosed`` and ``llm.called`` record as the diagnosing model."""
 
-    async def extract(self, item: ExtractionInput) -> Reply[Extraction]: ...
+    async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
+        """Prompt 1: the error cause of one failed response, against its reference. Either one
+        of ``item.known`` (``matched_cause_id``), a new 10-20 word ``error_cause``, or both None
+        (a non-skill slip)."""
+        ...
 
-    async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]: ...
+    async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
+        """Prompt 2: whether ``new_cause`` says the same as one of ``candidates`` (the causes
+        the embedding screen put at or above θ_dup), and which."""
+        ...
 
-    async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]: ...
+    async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
+        """Prompt 3: the skill node of a new cause among ``shortlist`` (the nearest nodes), or
+        a new node with its label."""
+        ...
 
-    async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]: ...
+    async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
+        """Prompt 4: whether two similar nodes are one skill, and the merged node's label."""
+        ...
 
 
 __all__ = [

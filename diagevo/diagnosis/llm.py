@@ -35,7 +35,7 @@ from diagevo.diagnosis.interface import (
     Reply,
 )
 from diagevo.errors import BadInput
-from diagevo.openai_client import Attempt, Deadline, OpenAIClient, TransportError, first_message
+from diagevo.openai_client import Attempt, Deadline, OpenAIClient, TransportError, check_endpoint, first_message
 
 T = TypeVar("T")
 # what a server's 400 says when it does not take a response_format of type json_schema
@@ -45,6 +45,21 @@ _UNSUPPORTED_HINTS = ("response_format", "json_schema", "structured", "guided", 
 def refuses_structured(exc: TransportError) -> bool:
     """Whether a final HTTP error is the server refusing structured outputs (a 400 naming them)."""
     return exc.status == 400 and any(h in str(exc).lower() for h in _UNSUPPORTED_HINTS)
+
+
+# token counts past this are no server's (and past int64 no database's)
+MAX_TOKENS_COUNTED = 2**53
+
+
+def token_count(value: Any) -> tuple[int | None, str | None]:
+    """A ``usage`` count as the log stores it, and why it is refused (a string, a float, a
+    negative or a giant number: a server that sends one is not answering as it should)."""
+    if value is None:
+        return None, None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_TOKENS_COUNTED:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        return None, f"not a whole number of tokens below 2**53: {shown}"
+    return value, None
 
 
 @dataclass(frozen=True)
@@ -84,6 +99,7 @@ class LLMDiagnostician:
         # None: ask for structured outputs until the server refuses them; False: never ask
         self.structured = structured
         self.base_url = base_url
+        self.api_key = api_key
         self.min_words, self.max_words = min_words, max_words
         self.max_tokens = max_tokens
         self._extra_body = {"chat_template_kwargs": {"enable_thinking": thinking}}
@@ -182,6 +198,11 @@ class LLMDiagnostician:
 
     # --- plumbing -----------------------------------------------------------------------------
 
+    def check_reachable(self, timeout_s: float = 10.0) -> None:
+        """Ask the endpoint once (``GET /models``): :class:`~diagevo.errors.EndpointUnreachable`
+        when nothing answers, before a round marks its failures failed one by one."""
+        check_endpoint(self.base_url, api_key=self.api_key, timeout_s=timeout_s, what="diagnostician")
+
     async def aclose(self) -> None:
         """Close the HTTP pools of the running loop (optional: pools die with their loop)."""
         await self.client.aclose()
@@ -194,10 +215,12 @@ class LLMDiagnostician:
         deadline = Deadline(self.failure_timeout_s) if self.failure_timeout_s else None
         for ask in range(2):  # the first ask and one re-ask
             try:
-                raw = await self._complete(stage, messages, calls, schema, deadline)
+                raw, problem = await self._complete(stage, messages, calls, schema, deadline)
             except TransportError as exc:
                 return self._reply(None, raw, calls, ask + 1, f"endpoint: {exc}")
             try:
+                if problem is not None:  # a reply the log cannot take as it is (kept, made storable)
+                    raise parsing.ReplyError(problem)
                 value = parse(raw)
             except parsing.ReplyError as exc:
                 error = str(exc)
@@ -231,9 +254,11 @@ class LLMDiagnostician:
         calls: list[dict[str, Any]],
         schema: dict[str, Any] | None = None,
         deadline: Deadline | None = None,
-    ) -> str:
+    ) -> tuple[str, str | None]:
         """One chat completion with bounded retries; appends one record per HTTP attempt. With a
-        ``schema``, the reply is constrained to it unless the server has refused structured outputs."""
+        ``schema``, the reply is constrained to it unless the server has refused structured outputs.
+        Returns the reply as the log can store it, and what makes it unusable as it came (a NUL
+        character, a ``usage`` count that is not a whole number of tokens), else None."""
         body = self.request_body(messages, schema)
         constrained = "response_format" in body
 
@@ -266,10 +291,9 @@ class LLMDiagnostician:
             self.structured = True
         for a in attempts[:-1]:
             record(a, raw="", error=a.error)
-        record(
-            attempts[-1],
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            raw=content,
-        )
-        return content
+        tokens = {key: token_count(usage.get(key)) for key in ("prompt_tokens", "completion_tokens")}
+        problem = next((f"usage.{key}: {why}" for key, (_n, why) in tokens.items() if why), None)
+        if "\x00" in content:
+            problem, content = "the reply contains a NUL character (U+0000)", content.replace("\x00", "\ufffd")
+        record(attempts[-1], **{key: n for key, (n, _why) in tokens.items()}, raw=content)
+        return content, problem

@@ -50,6 +50,8 @@ def extract_json(text: str) -> dict[str, Any]:
             obj, _ = decoder.raw_decode(text, m.start())
         except json.JSONDecodeError:
             continue
+        except ValueError as exc:  # an integer past the interpreter's digit limit: no JSON to use
+            raise ReplyError(f"the reply: {' '.join(str(exc).split(';')[0].split())}") from None
         except RecursionError:  # the C decoder stops cleanly at the interpreter's limit
             raise ReplyError(f"the reply: JSON nested deeper than {MAX_DEPTH} levels") from None
         if isinstance(obj, dict):
@@ -65,7 +67,11 @@ def _opt_str(v: Any) -> str | None:
         return None
     if isinstance(v, bool) or not isinstance(v, (str, int)):
         raise ValueError("must be a string or null")
+    if isinstance(v, int) and abs(v) >= 10**30:
+        raise ValueError("must be a string or null, not a number of more than 30 digits")
     s = str(v).strip()
+    if "\x00" in s:
+        raise ValueError("contains a NUL character (U+0000)")
     return None if s.lower() in _NULLS else s
 
 

@@ -46,14 +46,25 @@ from diagevo.catalog.ids import digest_event_id
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.diagnosis.given import refuse_contradictions
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
+from diagevo.diagnosis.outcomes import check_reachable, prior_outcomes, refuse_failed
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
 from diagevo.errors import BadInput, Conflict
 from diagevo.limits import LimitsConfig
 from diagevo.memory.fold import InvariantError, evolve
 from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
-from diagevo.rounds import MemoryMoved, ProtocolError, Round, refuse_reused_failures, require_open, round_state
+from diagevo.results import Json
+from diagevo.rounds import (
+    FailureRecord,
+    MemoryMoved,
+    ProtocolError,
+    Round,
+    refuse_reused_failures,
+    require_open,
+    round_state,
+)
 from diagevo.schemas import EventIn, new_event
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
@@ -82,36 +93,80 @@ class FailureInput:
 
 @dataclass
 class DiagnosisSummary:
-    run: str
-    round: int
-    theta_dup: float
-    theta_merge: float
-    failures: int = 0
-    # ``failure.recorded`` of the given failures: appended by this call, in the log already, or not
-    # recorded because the round was never opened (a trainer that records nothing else)
-    recorded: int = 0
-    already_recorded: int = 0
-    not_recorded: int = 0
-    resumed: int = 0  # already decided in the log: skipped
-    reused_replies: int = 0  # Prompt 1 reply found in the log: the model was not asked again
-    recurrences: int = 0
-    duplicates: int = 0
-    reactivations: int = 0
-    new_causes: int = 0
-    new_nodes: int = 0
-    non_skill: int = 0
-    failed: int = 0
-    dedup_truncated: int = 0  # Prompt 2 saw only the best diagnosis.dedup_candidates screened causes
-    merge_candidates: int = 0
-    merges: int = 0
-    llm_calls: int = 0
-    extraction_s: float = 0.0
-    maintenance_s: float = 0.0
-    maintenance_model_s: float = 0.0  # inside the diagnostician and the embedder
-    consolidation_s: float = 0.0
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    """What one :func:`diagnose` call did to the round's failures (Sec. 2.3), as ``diagevo
+    diagnose --json`` prints it. Every failure given ends in exactly one of ``recurrences``,
+    ``duplicates``, ``new_causes``, ``non_skill``, ``failed`` or ``resumed``."""
 
-    def to_json(self) -> dict[str, Any]:
+    run: str
+    """The run diagnosed."""
+    round: int
+    """The round whose failures were diagnosed."""
+    theta_dup: float
+    """θ_dup in force: embedding similarity at or above which a new cause goes to Prompt 2."""
+    theta_merge: float
+    """θ_merge in force: node similarity at or above which two nodes go to Prompt 4."""
+    failures: int = 0
+    """The failures given (or, with none given, those the round recorded)."""
+    recorded: int = 0
+    """``failure.recorded`` appended by this call (the round was opened by the round protocol)."""
+    already_recorded: int = 0
+    """Failures the log held already (a retry, or recorded by ``Round.record_failures``)."""
+    not_recorded: int = 0
+    """Failures diagnosed without being recorded: the round was never opened (a trainer that
+    records nothing else into the log)."""
+    resumed: int = 0
+    """Failures already decided in the log (an earlier call): skipped, not asked again."""
+    reused_replies: int = 0
+    """Prompt 1 replies found in the log for undecided failures: the model was not asked again."""
+    recurrences: int = 0
+    """Failures attributed to a known cause (Prompt 1 matched it): f(e) grows by one."""
+    duplicates: int = 0
+    """New causes that Prompt 2 found to duplicate a known cause: attributed to that one."""
+    reactivations: int = 0
+    """Mastered causes a failure recurred on: moved back to Active (Eq. 6)."""
+    new_causes: int = 0
+    """New causes added to the memory (after Prompt 2 said they are new)."""
+    new_nodes: int = 0
+    """Skill nodes created for new causes (Prompt 3 found no node to join)."""
+    non_skill: int = 0
+    """Failures Prompt 1 called a slip, not a skill error: nothing enters the memory."""
+    failed: int = 0
+    """Failures whose diagnosis failed in this call (a reply that broke its schema or named an id
+    it was not given): ``diagnosis.failed`` holds each reason; they stay undiagnosed, and the next
+    call asks for them again."""
+    failure_reasons: dict[str, int] = field(default_factory=dict)
+    """``"stage: reason"`` of those failures, and how many had it."""
+    retried: int = 0
+    """Failures whose diagnosis had failed before, asked again by this call."""
+    merge_failed: int = 0
+    """Node pairs whose Prompt 4 reply decided nothing (no failure is left undiagnosed by it)."""
+    deferred: int = 0
+    """Failures this call left for the next: stages 2a-3.5 do not run past failed diagnoses that
+    stop the round, nor past an endpoint that stopped answering; the next call decides them in the
+    same order."""
+    dedup_truncated: int = 0
+    """New causes for which Prompt 2 saw only the best ``diagnosis.dedup_candidates`` screened
+    causes (more were above θ_dup)."""
+    merge_candidates: int = 0
+    """Node pairs at or above θ_merge that Prompt 4 was asked about."""
+    merges: int = 0
+    """Node pairs Prompt 4 merged."""
+    llm_calls: int = 0
+    """Requests sent to the diagnostician's server (0 for the heuristic)."""
+    extraction_s: float = 0.0
+    """Seconds spent in Prompt 1 over all failures."""
+    maintenance_s: float = 0.0
+    """Seconds spent deduplicating, assigning and appending (Prompts 2-3 and the log)."""
+    maintenance_model_s: float = 0.0
+    """The part of ``maintenance_s`` inside the diagnostician and the embedder."""
+    consolidation_s: float = 0.0
+    """Seconds spent consolidating nodes (Prompt 4)."""
+    outcomes: list[dict[str, Json]] = field(default_factory=list)
+    """Per failure, in order: ``failure_id`` and its ``outcome`` (and the cause and node it went
+    to, where it went to one)."""
+
+    def to_json(self) -> dict[str, Json]:
+        """The summary as ``diagevo diagnose --json`` prints it."""
         return asdict(self)
 
 
@@ -149,25 +204,6 @@ def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
     return {"raw": reply.raw}
 
 
-def _prior_outcomes(store: Any, run: str, round: int) -> tuple[dict[str, Extraction], set[str]]:
-    """What the log already holds for this round: stored Prompt 1 replies, decided failures."""
-    types = (FailureDiagnosed, FailureAttributed, CauseCreated, DiagnosisFailed)
-    diagnosed: dict[str, Extraction] = {}
-    decided: set[str] = set()
-    for _seq, _rnd, etype, d in store.rows(run, types=types, round=round):
-        fid = d.get("failure_id")
-        if fid is None:
-            continue
-        if etype == FailureDiagnosed.name:
-            ext = Extraction(d.get("matched_cause"), d.get("error_cause"))
-            diagnosed[fid] = ext
-            if ext.matched_cause_id is None and ext.error_cause is None:
-                decided.add(fid)  # a non-skill slip: nothing follows
-        else:
-            decided.add(fid)
-    return diagnosed, decided
-
-
 def _counts(summary: DiagnosisSummary) -> tuple[dict[str, Any], int]:
     """The summary's counters and how many outcomes it lists (outcomes are only appended)."""
     return {k: v for k, v in summary.__dict__.items() if k != "outcomes"}, len(summary.outcomes)
@@ -176,7 +212,7 @@ def _counts(summary: DiagnosisSummary) -> tuple[dict[str, Any], int]:
 Pending = tuple[FailureInput, Extraction, "np.ndarray | None", "int | None"]
 
 
-class _Round:
+class _DiagnosisPass:
     """The state of one diagnose_round call.
 
     The working memory is the log's memory as of ``seen_seq``. Decisions are appended only if
@@ -211,6 +247,8 @@ class _Round:
         self.seen_seq = memory.last_seq
         self.saved = _counts(summary)  # the summary as of the last append
         self.pre_vecs: np.ndarray | None = None
+        self.tries: dict[str, int] = {}  # failures whose diagnosis failed before: how often
+        self.halted = False  # the endpoint stopped answering in stages 2a-3.5: decide no further failure
 
     def flush(self) -> None:
         """Append the deferred decisions in one transaction, if the memory they were decided
@@ -235,7 +273,7 @@ class _Round:
         self.index.attach(self.mem)
         if self.pre_vecs is not None:
             self.index.prescreen(self.pre_vecs)
-        _, decided = _prior_outcomes(self.store, self.run, self.round)
+        decided = prior_outcomes(self.store, self.run, self.round).decided
         return [p for p in inputs if p[0].failure_id not in decided]
 
     async def decide(self, todo: Sequence[Pending]) -> None:
@@ -261,16 +299,32 @@ class _Round:
             except MemoryMoved:
                 await self.decide(self.reread())
 
+    def key(self, *parts: object) -> tuple[object, ...]:
+        """The id parts of a failure's event: a failure asked again after a failed diagnosis
+        gets ids of its own (its earlier attempt's events stay as they were)."""
+        n = self.tries.get(parts[0]) if parts and isinstance(parts[0], str) else None
+        return (parts[0], "retry", n, *parts[1:]) if n else parts
+
     def eid(self, *parts: object) -> str:
-        return digest_event_id(self.run, self.round, *parts)
+        return digest_event_id(self.run, self.round, *self.key(*parts))
+
+    def calls(self, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
+        """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
+        return _call_events(self.run, self.round, self.key(*key), reply, **extra)
 
     def event(self, event: Event, *parts: object) -> EventIn:
         """``event`` of this round under the id ``parts`` give it."""
         return new_event(event, run=self.run, round=self.round, event_id=self.eid(*parts))
 
     def refused(self, fid: str | None, refusal: Refusal, reply: Reply[Any] | None, *key: object) -> EventIn:
-        """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``)."""
-        self.summary.failed += 1
+        """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``).
+        A failure's counts as a failed diagnosis (with its reason); a node pair's apart."""
+        if fid is None:
+            self.summary.merge_failed += 1
+        else:
+            self.summary.failed += 1
+            why = f"{refusal.stage}: {' '.join(refusal.reason.split())[:160]}"
+            self.summary.failure_reasons[why] = self.summary.failure_reasons.get(why, 0) + 1
         failed = DiagnosisFailed(
             failure_id=fid,
             stage=refusal.stage,
@@ -331,7 +385,7 @@ class _Round:
         for fut in asyncio.as_completed([asyncio.ensure_future(one(f)) for f in items]):
             f, reply, crash = await fut
             fid = f.failure_id
-            events = _call_events(self.run, self.round, (fid, "extract"), reply, failure_id=fid) if reply else []
+            events = self.calls((fid, "extract"), reply, failure_id=fid) if reply else []
             # without a reply, ``crash`` always holds the exception that prevented it
             value = routing.check_extraction(
                 reply.value if reply else None, crash or (reply.error if reply else None), f.known_causes
@@ -375,7 +429,9 @@ class _Round:
             self.summary.non_skill += 1
             self.summary.outcomes.append({"failure_id": fid, "outcome": "non_skill"})
             return
-        outcome: dict[str, Any] = {"failure_id": fid}
+        outcome: dict[str, Json] = {"failure_id": fid}
+        if isinstance(decision, Refusal) and decision.reason.startswith("endpoint:"):
+            self.halted = True
         if isinstance(decision, Refusal):
             # a decision the memory refuses ("route") is the code's, not the diagnostician's reply
             events.append(self.refused(fid, decision, None if decision.stage == "route" else reply))
@@ -395,7 +451,7 @@ class _Round:
             self.current = None
         self._count(events, outcome)
 
-    def _count(self, events: list[EventIn], outcome: dict[str, Any]) -> None:
+    def _count(self, events: list[EventIn], outcome: dict[str, Json]) -> None:
         s = self.summary
         typed = [e.event for e in events]
         if any(isinstance(e, DiagnosisFailed) for e in typed):
@@ -430,7 +486,7 @@ class _Round:
         if screened:
             candidates = list(routing.dedup_candidates(self.mem, screened))
             reply: Reply[Any] = await self.timed(self.dx.deduplicate(description, candidates))
-            events.extend(_call_events(self.run, self.round, (fid, "deduplicate"), reply, failure_id=fid))
+            events.extend(self.calls((fid, "deduplicate"), reply, failure_id=fid))
             decision = routing.after_dedup(self.mem, fid, screened, reply.value, reply.error)
             if decision is not None:
                 return decision, reply
@@ -438,7 +494,7 @@ class _Round:
         shortlist = self.index.node_shortlist(sims, max(1, self.cfg.shortlist_k), vec)
         views = list(routing.shortlist_views(self.mem, shortlist))
         reply = await self.timed(self.dx.assign_node(description, views))
-        events.extend(_call_events(self.run, self.round, (fid, "assign_node"), reply, failure_id=fid))
+        events.extend(self.calls((fid, "assign_node"), reply, failure_id=fid))
         # stage 3.5: routing in code
         return routing.route_assignment(self.mem, fid, description, views, reply.value, reply.error), reply
 
@@ -519,7 +575,7 @@ async def diagnose_round(
         raise BadInput(f"the index holds {index.embedder.name} vectors, not {embedder.name}")
     th = thresholds_for(cfg, embedder.name)
     summary = DiagnosisSummary(run=run, round=round, theta_dup=th.dup, theta_merge=th.merge, failures=len(failures))
-    state = _Round(store, run, round, diagnostician, index, cfg, memory, summary, progress)
+    state = _DiagnosisPass(store, run, round, diagnostician, index, cfg, memory, summary, progress)
 
     from diagevo.schemas import current_limits, text_limits
 
@@ -545,7 +601,7 @@ def _check_inputs(failures: Sequence[FailureInput], memory: Memory) -> None:
 
 
 async def _run(
-    state: _Round,
+    state: _DiagnosisPass,
     store: Any,
     run: str,
     round: int,
@@ -555,16 +611,23 @@ async def _run(
     progress: ProgressFn,
 ) -> DiagnosisSummary:
     summary = state.summary
-    diagnosed, decided = _prior_outcomes(store, run, round)
-    todo = sorted((f for f in failures if f.failure_id not in decided), key=lambda f: f.failure_id)
+    prior = prior_outcomes(store, run, round)
+    todo = sorted((f for f in failures if f.failure_id not in prior.decided), key=lambda f: f.failure_id)
     summary.resumed = len(failures) - len(todo)
-    reused = {f.failure_id: diagnosed[f.failure_id] for f in todo if f.failure_id in diagnosed}
+    state.tries = {f.failure_id: prior.tries[f.failure_id] for f in todo if f.failure_id in prior.tries}
+    summary.retried = len(state.tries)
+    reused = {f.failure_id: prior.diagnosed[f.failure_id] for f in todo if f.failure_id in prior.diagnosed}
     summary.reused_replies = len(reused)
 
     t0 = time.perf_counter()
     fresh = await state.extract_all([f for f in todo if f.failure_id not in reused])
     summary.extraction_s = time.perf_counter() - t0
     extractions = {**reused, **fresh}
+    if state.cfg.too_many_failed(summary.failed, len(failures)):
+        # the round stops: what Prompt 1 answered is stored (reused next time), and the memory is
+        # decided next time, in failure-id order, as in a round whose diagnostician never failed
+        summary.deferred = len(todo) - summary.failed
+        return summary
 
     t0 = time.perf_counter()
     if index.path is not None:
@@ -591,7 +654,12 @@ async def _run(
             row = rows.get(ext.error_cause) if ext.error_cause else None
             await state.decide([(f, ext, None if row is None else vecs[row], row)])
         progress("maintain", done, len(todo))
+        if state.halted:  # the rest next time, in the same order
+            summary.deferred = sum(1 for g in todo[done:] if g.failure_id in extractions)
+            break
     await state.settle()
+    if state.halted:
+        return summary
     summary.maintenance_s = time.perf_counter() - t0
     summary.maintenance_model_s = state.model_s
 
@@ -688,11 +756,7 @@ def diagnose(
         raise ProtocolError(
             f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
         )
-    if cfg is None:  # the run's [diagnosis]: the method's rules as the log keeps them, and the endpoint
-        cfg = rnd.config.part("diagnosis", DiagnosisConfig)
-    cfg = tools.diagnosis_config(cfg, llm_url=llm_url, model=model)
-    if isinstance(embedder, str):
-        cfg = tools.diagnosis_config(cfg, embedder=embedder)
+    cfg = _config_of(rnd, cfg, llm_url=llm_url, model=model, embedder=embedder if isinstance(embedder, str) else None)
     if isinstance(diagnostician, str) and diagnostician not in tools.DIAGNOSTICIANS:
         raise BadInput(f"diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
     if isinstance(diagnostician, str) and diagnostician == "llm" and not cfg.llm_url:
@@ -701,8 +765,11 @@ def diagnose(
     # before any model call (the decisive check is the append's, under the lock): a failure
     # of another round, diagnosed here again, would be counted twice
     refuse_reused_failures(rnd.store, rnd.run, rnd.t, {f.failure_id: None for f in failures or ()})
+    if failures is not None and rnd.t in st.started:  # what the diagnostician reads is what the log holds
+        refuse_contradictions(rnd.store, rnd.run, rnd.t, failures)
     emb = embedder if embedder is not None and not isinstance(embedder, str) else tools.embedder_for(cfg)
     dx = tools.diagnostician_for(diagnostician, cfg, emb) if isinstance(diagnostician, str) else diagnostician
+    check_reachable(cfg, dx, embedder_named=embedder is None or isinstance(embedder, str))
     recorded = already = unrecorded = 0
     if failures is None:
         failures = failure_inputs(rnd.store, rnd.run, rnd.t)
@@ -729,9 +796,21 @@ def diagnose(
         )
     )
     summary.recorded, summary.already_recorded, summary.not_recorded = recorded, already, unrecorded
+    refuse_failed(summary, rnd.config.diagnosis)
     return summary
 
 
-def _failure_record(f: FailureInput) -> dict[str, str]:
+def _config_of(rnd: Round, cfg: DiagnosisConfig | None, **names: str | None) -> DiagnosisConfig:
+    """The ``[diagnosis]`` a call uses: ``cfg`` (default: the run's, the method's rules as the log
+    keeps them and the endpoint) with the names given, and the run's own rule for how many failed
+    diagnoses stop the round (as its commit checks it)."""
+    from diagevo.diagnosis import tools
+
+    base = cfg if cfg is not None else rnd.config.part("diagnosis", DiagnosisConfig)
+    base = base.model_copy(update={"max_failed_share": rnd.config.diagnosis.max_failed_share})
+    return tools.diagnosis_config(base, **names)
+
+
+def _failure_record(f: FailureInput) -> FailureRecord:
     """A failure as ``failure.recorded`` holds it."""
     return {"failure_id": f.failure_id, "question_id": f.question_id, "response": f.response, "reference": f.reference}

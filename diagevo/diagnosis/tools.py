@@ -96,7 +96,7 @@ def check_endpoints(cfg: DiagnosisConfig, name: str) -> None:
 
 
 def vector_index(store: Any, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:
-    """The run's vector index (LanceDB) at ``path`` (default: beside a SQLite database,
-    ``dir/x.db`` -> ``dir/x.lance``; else ``./diagevo-DB-KEY.lance``): kept in step with the
-    log across rounds, so a round embeds only its new texts."""
+    """The run's vector index (LanceDB) at ``path`` (default: in the database's folder,
+    ``dir/x.db`` -> ``dir/x.diagevo/index.lance``; else ``./diagevo-DB-KEY.diagevo/index.lance``):
+    kept in step with the log across rounds, so a round embeds only its new texts."""
     return VectorIndex(embedder, Path(path) if path is not None else default_index_path(store.url), run)

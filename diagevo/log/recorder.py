@@ -41,7 +41,7 @@ LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
 
 
 def loads(text_: str) -> Any:
-    """Parse stored JSON: orjson is about 4x faster than ``json.loads`` here."""
+    """Parse stored JSON with orjson: the values ``json.loads`` gives, in less time."""
     try:
         return _orjson_loads(text_)
     except ValueError:  # anything it is stricter about than the stdlib (integers beyond 64 bits)
@@ -72,7 +72,7 @@ class StoredEvent:
 
     @property
     def event(self) -> Event:
-        """The typed event (its class's ``from_stored``: the class in ``diagevo.events``), built on
+        """The typed event (its class's ``from_stored``: the class in ``diagevo.catalog``), built on
         each access: the long texts are their stored references unless the read put them back."""
         return CATALOG[self.type].from_stored(self.data)
 

@@ -359,8 +359,9 @@ def missing_database(u: URL) -> MissingDatabase | None:
     path = sqlite_path(u)
     if path is None or path.exists():
         return None
-    return MissingDatabase(  # `train` is what creates one
-        f"no database at {path}: start one with {{command}}", hint=Hint(("train",), u.render_as_string())
+    return MissingDatabase(  # `train` creates one, and so does a trainer's first round of the protocol
+        f"no database at {path}: start one with {{command}}, or run your own trainer through the round protocol",
+        hint=Hint(("train",), u.render_as_string(), call="diagevo.open_store(url, create=True)"),
     )
 
 

@@ -188,6 +188,11 @@ class Draft:
                 self._rounds_w().add(round)
                 return True
             case RunConfigured():  # a new config from here on (a fork continued under other values)
+                if config_k(event.config) is None:
+                    raise InvariantError(
+                        f"{RunConfigured.name} holds no positive k; its rounds through {self.committed} are intact: "
+                        f"fork the run from round {self.committed}"
+                    )
                 configured = start(self.run, event, self.last_seq)
                 self.k, self.config = configured.k, configured.config
             case _:  # run.started
@@ -238,6 +243,33 @@ class Draft:
                 causes[cid] = replace(c, node=node)
 
 
+# The fields the fold reads, each a text: a row stored without the database's check (SQLite, or
+# a raw write) that lacks one is named, not met with an AttributeError or a TypeError.
+_READS: dict[type[Event], tuple[str, ...]] = {
+    FailureAttributed: ("cause_id", "failure_id"),
+    CausePromoted: ("cause_id",),
+    CauseReactivated: ("cause_id",),
+    CauseCreated: ("cause_id", "node_id", "description"),
+    NodeCreated: ("node_id", "label"),
+    NodesMerged: ("survivor", "absorbed", "label"),
+}
+
+
+def _check_shape(cls: type[Event], data: Mapping[str, Any]) -> None:
+    """What the fold reads of a stored row is there, of its type: the row is built without
+    validation (:meth:`Event.from_stored`), so a row no database checked is checked here."""
+    if not isinstance(data, Mapping):
+        raise InvariantError(f"{cls.name}'s data is not a JSON object")
+    for name in _READS.get(cls, ()):
+        if not isinstance(data.get(name), str):
+            raise InvariantError(f"{cls.name}'s data.{name} is not a text")
+    if cls is RunStarted or cls is RunConfigured:
+        if not isinstance(data.get("config"), Mapping):
+            raise InvariantError(f"{cls.name}'s data.config is not a table")
+        if type(data.get("seed", 0)) is not int:
+            raise InvariantError(f"{cls.name}'s data.seed is not a whole number")
+
+
 def start(run: str, event: RunStarted | RunConfigured, seq: int = 0) -> Memory:
     """The memory right after ``run.started`` (or the config a ``run.configured`` sets)."""
     config = dict(event.config)
@@ -260,6 +292,7 @@ def _first(run: str, cls: type[Event], rnd: int, data: Mapping[str, Any], seq: i
         raise InvariantError(f"run {run!r} has {cls.name} before {RunStarted.name}")
     if rnd != 0:
         raise InvariantError(f"{RunStarted.name} must be in round 0")
+    _check_shape(cls, data)
     return Draft(start(run, RunStarted.from_stored(data), seq))
 
 
@@ -273,12 +306,18 @@ def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Itera
     for row in rows:
         seq, rnd, etype, data = row
         cls = catalog[etype]
-        if draft is None:
-            draft = _first(run, cls, rnd, data, seq)
-        elif cls.folded:
-            draft.apply(cls.reader(data), rnd)
-        else:
-            draft.skip(cls, rnd)
+        try:
+            if draft is None:
+                draft = _first(run, cls, rnd, data, seq)
+            elif not cls.folded:
+                draft.skip(cls, rnd)
+            elif rnd == draft.committed + 1:
+                _check_shape(cls, data)
+                draft._change(cls.reader(data), rnd)
+            else:
+                draft._elsewhere(cls, rnd)
+        except InvariantError as exc:  # a reader names the event it could not fold
+            raise InvariantError(f"seq {seq}: {exc}") from None
         yield draft, row
 
 
@@ -296,16 +335,20 @@ def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
     or from the run's ``run.started``."""
     draft, seq = (Draft(memory), memory.last_seq) if memory is not None else (None, 0)
     plan = {name: (cls, cls.reader if cls.folded else None) for name, cls in CATALOG.items()}
-    for seq, rnd, etype, data in rows:  # drafts() without a yield per row: the replay's loop
-        cls, read = plan[etype]
-        if draft is None:
-            draft = _first(run, cls, rnd, data, seq)
-        elif read is None:
-            draft.skip(cls, rnd)
-        elif rnd == draft.committed + 1:
-            draft._change(read(data), rnd)
-        else:
-            draft._elsewhere(cls, rnd)
+    try:
+        for seq, rnd, etype, data in rows:  # drafts() without a yield per row: the replay's loop
+            cls, read = plan[etype]
+            if draft is None:
+                draft = _first(run, cls, rnd, data, seq)
+            elif read is None:
+                draft.skip(cls, rnd)
+            elif rnd == draft.committed + 1:
+                _check_shape(cls, data)
+                draft._change(read(data), rnd)
+            else:
+                draft._elsewhere(cls, rnd)
+    except InvariantError as exc:  # a reader names the event it could not fold
+        raise InvariantError(f"seq {seq}: {exc}") from None
     if draft is None:
         raise InvariantError(f"run {run!r} has no events")
     draft.last_seq = seq

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.report.compare import Compared
 from diagevo.report.data import RunData, load_run
 
 
-def report_html(store: EventStore, run: str, db_url: str, command: Callable[..., str]) -> tuple[RunData, str]:
+def report_html(store: Recorder, run: str, db_url: str, command: Callable[..., str]) -> tuple[RunData, str]:
     """Read ``run`` and render its report: the data and the page. ``command(*args)`` spells a
     diagevo command for the report."""
     from diagevo.report.html import render
@@ -20,7 +20,7 @@ def report_html(store: EventStore, run: str, db_url: str, command: Callable[...,
     return data, render(data, db_url, command)
 
 
-def write_report(store: EventStore, run: str, out: Path, db_url: str, command: Callable[..., str]) -> RunData:
+def write_report(store: Recorder, run: str, out: Path, db_url: str, command: Callable[..., str]) -> RunData:
     """:func:`report_html`, written to ``out`` (atomically, through a new temporary file:
     :func:`diagevo.files.replaced`)."""
     from diagevo.files import write_replacing
@@ -31,7 +31,7 @@ def write_report(store: EventStore, run: str, out: Path, db_url: str, command: C
 
 
 def comparison_html(
-    store: EventStore, runs: list[str], db_url: str, command: Callable[[str], str]
+    store: Recorder, runs: list[str], db_url: str, command: Callable[[str], str]
 ) -> tuple[Compared, str]:
     """Read ``runs`` and render their comparison (:mod:`diagevo.report.compare`): the data and
     the page. ``command(run)`` spells the single-run report command of a run."""
@@ -42,7 +42,7 @@ def comparison_html(
 
 
 def write_comparison(
-    store: EventStore, runs: list[str], out: Path, db_url: str, command: Callable[[str], str]
+    store: Recorder, runs: list[str], out: Path, db_url: str, command: Callable[[str], str]
 ) -> Compared:
     """:func:`comparison_html`, written to ``out`` atomically."""
     from diagevo.files import write_replacing

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.report.data import RunData
+from diagevo.untrusted import shorten
 from diagevo.words import plural
 
 EXCERPT = 600  # characters of a trajectory shown in a story
@@ -169,8 +170,7 @@ def _similarity(entry: Mapping[str, Any]) -> str:
 
 
 def _excerpt(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= EXCERPT else text[:EXCERPT].rstrip() + " …"
+    return shorten(text.strip(), EXCERPT)
 
 
 def _text(value: object) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.report import figures
 from diagevo.report.html import page_html
 from diagevo.report.page import Chart, Table, chart, table
@@ -51,7 +51,7 @@ class Compared:
         return [*scores, *MEMORY_SERIES]
 
 
-def load_runs(store: EventStore, runs: Sequence[str]) -> Compared:
+def load_runs(store: Recorder, runs: Sequence[str]) -> Compared:
     """The per-round statistics of each run (each must exist: the caller resolves them)."""
     stats = {run: round_stats(store, run) for run in runs}
     names: dict[str, None] = {}

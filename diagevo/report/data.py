@@ -25,7 +25,7 @@ from diagevo.catalog import (
     TrainStep,
 )
 from diagevo.curriculum.stats import question_stats
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
@@ -89,52 +89,94 @@ def _frame(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, strict=False) if rows else pl.DataFrame(schema=schema)
 
 
-def load_run(store: EventStore, run: str) -> RunData:
-    """Read ``run`` from ``store`` (see the module docstring)."""
-    rows: list[tuple[int, int, str, dict[str, Any]]] = []
-    summaries: dict[int, dict[str, Any]] = {}
-    heldout: dict[int, dict[str, Any]] = {}
-    bench: list[dict[str, Any]] = []
-    texts: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    config: dict[str, Any] = {}
-    seed, last_seq, selected = 0, 0, None
+@dataclass
+class _Scanned:
+    """What one pass over a run's events collects for the report: the events themselves (the
+    texts the report shows read back), each round's summary and held-out scores, benchmark
+    scores, the questions by round and mode, the config, the selected checkpoint, GRPO steps."""
+
+    rows: list[tuple[int, int, str, dict[str, Any]]] = field(default_factory=list)
+    summaries: dict[int, dict[str, Any]] = field(default_factory=dict)
+    heldout: dict[int, dict[str, Any]] = field(default_factory=dict)
+    bench: list[dict[str, Any]] = field(default_factory=list)
+    texts: dict[int, dict[str, list[str]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    config: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    last_seq: int = 0
+    selected: dict[str, Any] | None = None
     trainer: str | None = None
-    step_rows: list[dict[str, Any]] = []
+    step_rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _scan(store: Recorder, run: str) -> _Scanned:
+    found = _Scanned()
     # the texts the report shows (questions, failures) are read back; the rest stays lean
     shown = {e.seq: e.data for e in store.read(run, types=_SHOWN_TEXTS, texts=True)}
     for seq, rnd, etype, data in store.rows(run):
         data = shown.get(seq, data)
-        rows.append((seq, rnd, etype, data))
-        last_seq = seq
+        found.rows.append((seq, rnd, etype, data))
+        found.last_seq = seq
         if etype == RunStarted.name:
             started = RunStarted.from_stored(data)
-            config, seed = dict(started.config), int(started.seed)
-            trainer = started.trainer if isinstance(started.trainer, str) else None
+            found.config, found.seed = dict(started.config), int(started.seed)
+            found.trainer = started.trainer if isinstance(started.trainer, str) else None
         elif etype == RoundCommitted.name:
-            summaries[rnd] = data
+            found.summaries[rnd] = data
         elif etype == QuestionGenerated.name:
-            texts[rnd][data["mode"]].append(data.get("text") or "")
+            found.texts[rnd][data["mode"]].append(data.get("text") or "")
         elif etype == EvalRecorded.name and "benchmark" in data:
-            bench.append(
+            found.bench.append(
                 {"round": rnd, **{k: data.get(k) for k in ("benchmark", "n", "accuracy", "k", "mean_at_k", "model")}}
             )
         elif etype == EvalRecorded.name and "measure" not in data:  # not a sim-dynamics measure
-            heldout[rnd] = data
+            found.heldout[rnd] = data
         elif etype == CheckpointSelected.name:
-            selected = {"round": rnd, **data}
+            found.selected = {"round": rnd, **data}
         elif etype == TrainStep.name:
-            step_rows.append(step_row(rnd, data))
-    if not rows:
+            found.step_rows.append(step_row(rnd, data))
+    if not found.rows:
         raise InvariantError(f"run {run!r} has no events")
-    recorded_at = next(store.read(run, after_seq=last_seq - 1)).recorded_at
+    return found
 
+
+def load_run(store: Recorder, run: str) -> RunData:
+    """Read ``run`` from ``store`` (see the module docstring)."""
+    found = _scan(store, run)
+    recorded_at = next(store.read(run, after_seq=found.last_seq - 1)).recorded_at
     stats = round_stats(store, run)
     # every metric by name (held-out and pseudo-label accuracy always, null where not recorded);
     # the per-family accuracies are the heat map's (heldout_detail)
     named = [m for m in metric_columns(stats) if not is_family_detail(m) and m not in _ALWAYS]
     rounds = stats_frame(stats, [*_ALWAYS, *named])
+    memories = {t: load_memory(store, run, t) for t in rounds["round"].to_list()}
+    latest = load_memory(store, run)
+    about = summarise(store, run)
+    return RunData(
+        run=run,
+        trainer=found.trainer,
+        config=found.config,
+        seed=found.seed,
+        last_seq=found.last_seq,
+        recorded_at=recorded_at,
+        rounds=rounds,
+        timing=_timing(found.summaries),
+        benchmarks=_benchmarks(found.bench),
+        heldout_detail=_heldout_detail(found.heldout),
+        questions=_questions(found.texts),
+        memories=memories,
+        stories=cause_stories(found.rows),
+        selected=found.selected,
+        open_round=latest.open_round,
+        tags=about.tags,
+        notes=about.notes,
+        forked_from=about.forked_from,
+        steps=pl.DataFrame(found.step_rows, strict=False) if found.step_rows else pl.DataFrame(),
+    )
 
-    timing = _frame(
+
+def _timing(summaries: dict[int, dict[str, Any]]) -> pl.DataFrame:
+    """Seconds of each phase of each committed round."""
+    return _frame(
         [
             {"round": t, "phase": phase, "seconds": float(sec)}
             for t, s in sorted(summaries.items())
@@ -143,6 +185,10 @@ def load_run(store: EventStore, run: str) -> RunData:
         ],
         {"round": pl.Int64, "phase": pl.Utf8, "seconds": pl.Float64},
     )
+
+
+def _benchmarks(bench: list[dict[str, Any]]) -> pl.DataFrame:
+    """Benchmark scores by round; an evaluation repeated with other settings: the latest counts."""
     benchmarks = _frame(
         bench,
         {
@@ -155,11 +201,15 @@ def load_run(store: EventStore, run: str) -> RunData:
             "model": pl.Utf8,
         },
     )
-    if benchmarks.height:  # an evaluation repeated with other settings: the latest counts
-        benchmarks = benchmarks.unique(subset=["round", "benchmark"], keep="last", maintain_order=True).sort(
-            "benchmark", "round"
-        )
-    detail = _frame(
+    if not benchmarks.height:
+        return benchmarks
+    latest = benchmarks.unique(subset=["round", "benchmark"], keep="last", maintain_order=True)
+    return latest.sort("benchmark", "round")
+
+
+def _heldout_detail(heldout: dict[int, dict[str, Any]]) -> pl.DataFrame:
+    """Held-out accuracy per family (``acc/FAMILY``) and round: the heat map's cells."""
+    return _frame(
         [
             {"label": key.removeprefix("acc/"), "round": t, "value": float(v)}
             for t, m in sorted(heldout.items())
@@ -168,6 +218,10 @@ def load_run(store: EventStore, run: str) -> RunData:
         ],
         {"label": pl.Utf8, "round": pl.Int64, "value": pl.Float64},
     )
+
+
+def _questions(texts: dict[int, dict[str, list[str]]]) -> pl.DataFrame:
+    """Question length and diversity per round, by mode and over all modes."""
     qrows = []
     for t in sorted(texts):
         by_mode = texts[t]
@@ -175,33 +229,8 @@ def load_run(store: EventStore, run: str) -> RunData:
             if by_mode.get(mode):
                 qrows.append({"round": t, "mode": mode, **_qstats(by_mode[mode])})
         qrows.append({"round": t, "mode": "all", **_qstats([q for m in by_mode.values() for q in m])})
-    questions = _frame(
+    return _frame(
         qrows, {"round": pl.Int64, "mode": pl.Utf8, "n": pl.Int64, "mean_words": pl.Float64, "distinct_2": pl.Float64}
-    )
-
-    memories = {t: load_memory(store, run, t) for t in rounds["round"].to_list()}
-    latest = load_memory(store, run)
-    about = summarise(store, run)
-    return RunData(
-        run=run,
-        trainer=trainer,
-        config=config,
-        seed=seed,
-        last_seq=last_seq,
-        recorded_at=recorded_at,
-        rounds=rounds,
-        timing=timing,
-        benchmarks=benchmarks,
-        heldout_detail=detail,
-        questions=questions,
-        memories=memories,
-        stories=cause_stories(rows),
-        selected=selected,
-        open_round=latest.open_round,
-        tags=about.tags,
-        notes=about.notes,
-        forked_from=about.forked_from,
-        steps=pl.DataFrame(step_rows, strict=False) if step_rows else pl.DataFrame(),
     )
 
 

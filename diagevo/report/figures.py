@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from diagevo.errors import BadInput
-from diagevo.untrusted import clip, visible
+from diagevo.untrusted import shorten, visible
 
 # one style per series, distinguishable in grey scale: (colour, marker, line style)
 STYLES = [
@@ -47,7 +47,7 @@ def literal(name: object, limit: int = LABEL_CHARS) -> str:
     """An untrusted name as matplotlib draws it literally: control and bidi characters shown as
     escapes, at most ``limit`` characters, and every ``$`` escaped (two of them would start
     mathtext, and ``$\\frac{$`` does not parse)."""
-    return visible(clip(str(name), limit)).replace("$", r"\$")
+    return visible(shorten(str(name), limit, middle=True)).replace("$", r"\$")
 
 
 def _pyplot() -> Any:

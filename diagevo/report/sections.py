@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -32,6 +33,7 @@ user would type it (each argument one word, quoted where it must be)."""
 class Fork:
     run: str
     round: str
+    whatif: str | None = None  # a what-if's changed settings ("memory.k=2"), else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +147,14 @@ def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
     return RunPage(header(data, db_url), sections)
 
 
+def _fork(fork: dict[str, Any]) -> Fork:
+    whatif = fork.get("whatif")
+    changed = None
+    if isinstance(whatif, dict):
+        changed = ", ".join(f"{k}={v}" for k, v in whatif.items()) or "no setting changed"
+    return Fork(_text(fork.get("run")), _text(fork.get("round")), None if changed is None else _text(changed))
+
+
 def header(data: RunData, db_url: str) -> Header:
     backend = (data.config.get("train") or {}).get("backend")
     trainer = data.trainer or OLDER_LOG
@@ -158,7 +168,7 @@ def header(data: RunData, db_url: str) -> Header:
         db_url=db_url,
         last_seq=data.last_seq,
         recorded_at=data.recorded_at,
-        forked_from=Fork(_text(fork.get("run")), _text(fork.get("round"))) if fork else None,
+        forked_from=_fork(fork) if fork else None,
         tags=list(data.tags),
         notes=list(data.notes),
     )

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from diagevo.errors import BadInput, Conflict, NotFound, Unavailable
+from diagevo.errors import BadInput, Conflict, Hint, NotFound, Unavailable
+from diagevo.fixes import Fix, Install
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.redaction import given_secrets
 from diagevo.train.config import Config
@@ -19,7 +20,7 @@ from diagevo.urls import redact_url
 from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:  # types only: the config alone is read without loading the loop's parts
-    from diagevo.log import EventStore
+    from diagevo.log import Recorder
     from diagevo.train.backend import Backend
 
 
@@ -38,7 +39,9 @@ def make_backend(config: Config) -> Backend:
         try:
             from diagevo.train.hf.backend import HFBackend
         except ImportError as exc:
-            raise BackendUnavailable(f"backend \"hf\" needs the hf extra (pip install -e '.[hf]'): {exc}") from None
+            raise BackendUnavailable(
+                f'backend "hf" needs the hf extra ({{command}}): {exc}', fix=Fix.of(Install("hf"))
+            ) from None
         return HFBackend(config, config.train.seed)
     raise BackendUnavailable(f'backend {config.train.backend!r} is not part of this build; use backend = "sim"')
 
@@ -58,7 +61,7 @@ def writer_holder(what: str = "train") -> str:
     return f"{what} (pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')})"
 
 
-def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
+def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
     """The run to train: the configured id, the latest run when resuming, else a new id.
     Resuming a run the log does not hold is an error, not a new run."""
     if config.train.run:
@@ -68,7 +71,12 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
             raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}{meant}")
         if exists and not resume:
             raise Conflict(
-                f"run {config.train.run!r} already exists in {redact_url(store.url)}; pass --resume to continue it"
+                f"run {config.train.run!r} already exists in {redact_url(store.url)}; continue it with {{command}}",
+                hint=Hint(
+                    ("train", "--run", config.train.run, "--resume"),
+                    store.url,
+                    call="diagevo.train.train(config, store, resume=True)",
+                ),
             )
         return config.train.run
     if resume:
@@ -79,22 +87,21 @@ def run_id_for(store: EventStore, config: Config, resume: bool) -> str:
     return default_run_id(config)
 
 
-def refuse_foreign_resume(store: EventStore, run: str) -> None:
+def refuse_foreign_resume(store: Recorder, run: str) -> None:
     """``train --resume`` continues only a run ``diagevo train`` started (or a fork of one): on
     another trainer's run it would write diagevo's own backend's rounds into that run."""
-    from diagevo.errors import Hint
     from diagevo.rounds import OUR_TRAINER, run_trainer
 
     trainer = run_trainer(store, run)
     if trainer is not None and trainer != OUR_TRAINER:
         raise Conflict(
-            f"run {run!r} is driven by {trainer!r}, not by diagevo train: `train --resume` would write "
+            f"run {run!r} is driven by {trainer!r}, not by diagevo's own trainer: resuming it here would write "
             f"diagevo's own rounds into it; continue it with its trainer through the round protocol ({{command}})",
-            hint=Hint(("round", "start", "--run", run), store.url),
+            hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.Round.open(store, {run!r})"),
         )
 
 
-def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]) -> Config:
+def reconfigure(store: Recorder, run: str, saved: Config, overrides: list[str]) -> Config:
     """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
     the next round (:func:`diagevo.rounds.configure_run`: refused while a round is under way)."""
     from diagevo.rounds import configure_run
@@ -106,7 +113,7 @@ def reconfigure(store: EventStore, run: str, saved: Config, overrides: list[str]
     return config
 
 
-def resumed_config(store: EventStore, run: str, config: Config, overrides: list[str] | None = None) -> Config:
+def resumed_config(store: Recorder, run: str, config: Config, overrides: list[str] | None = None) -> Config:
     """The config a resumed run trains with: the one its log records (each component's part
     validated by its owner, :meth:`Config.of`), ``overrides`` applied (a change is recorded), and
     the credentials the log does not keep (a URL's password is stored as ``***``) taken from
@@ -118,8 +125,11 @@ def resumed_config(store: EventStore, run: str, config: Config, overrides: list[
         return config
     try:
         saved = Config.of(stored)
-    except BadInput as exc:  # a component's field that its owner no longer takes
-        raise BadInput(f"the config stored for run {run!r} does not validate: {exc}") from None
+    except BadInput as exc:  # a component's field that its owner no longer takes (or a null)
+        from diagevo.views.configs import CONFIG_TYPES, unusable_config
+
+        last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True))
+        raise unusable_config(store, run, last, str(exc)) from None
     secrets = given_secrets(saved.redacted(), config.model_dump(mode="json", exclude={"db"}))
     again = [f"{field}={json.dumps(value)}" for field, value in secrets]
     if overrides or again:
@@ -136,7 +146,7 @@ def ready(config: Config, db_url: str) -> None:
 
 def train(
     config: Config,
-    store: EventStore,
+    store: Recorder,
     *,
     resume: bool = False,
     rounds: int | None = None,
@@ -177,7 +187,7 @@ def train(
         else:  # one decision under the append lock: of two processes creating this id, one is refused
             if rounds is not None:
                 config = config.model_copy(update={"train": config.train.model_copy(update={"rounds": rounds})})
-            start_run(store, run, config, config.train.seed, new=True, trainer=OUR_TRAINER)
+            start_run(store, run, config, config.train.seed, resume="never", trainer=OUR_TRAINER)
         progress("load", 0, None)
         models = backend or make_backend(config)
         trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)
@@ -213,7 +223,7 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
         distributed.finish()
 
 
-def cause_to_audit(store: EventStore, run: str) -> str | None:
+def cause_to_audit(store: Recorder, run: str) -> str | None:
     """A cause worth ``memory why``: the last one reactivated, else the last one promoted, else
     the most recently created."""
     from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated

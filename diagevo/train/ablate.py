@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.catalog import RoundCommitted
-from diagevo.log import EventStore, open_log
+from diagevo.log import Recorder, open_log
 from diagevo.train.config import load_config
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
@@ -150,6 +150,6 @@ def run_ablation(
     return results
 
 
-def heldout_curve(store: EventStore, run: str, key: str = "heldout_acc") -> list[float]:
+def heldout_curve(store: Recorder, run: str, key: str = "heldout_acc") -> list[float]:
     """One metric of every committed round (``val_acc``: the validation split's accuracy)."""
     return [float(e.data[key]) for e in store.read(run, types=(RoundCommitted,))]

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.progress import ProgressFn, no_progress  # noqa: F401  (re-exported)
+from diagevo.progress import ProgressFn, no_progress
 
 # rewards for a batch of challenger outputs (one per request), computed by the loop with the
 # frozen solver's votes and the repetition penalty over the whole batch
@@ -39,6 +39,9 @@ class SolverRound:
 
 class Backend(Protocol):
     name: str
+    # whether its checkpoints are model weights, which ``train.keep_checkpoints`` prunes; the
+    # simulator's are its small states, all kept, so a run forks at any of its rounds
+    checkpoints_are_models: bool
 
     def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:
         """One raw challenger output per request (``<question>...</question>`` expected)."""

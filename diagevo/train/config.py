@@ -152,7 +152,7 @@ class Config(MethodConfig):
     )
     sim: SimConfig = Field(default_factory=SimConfig, description="The CPU simulator world.")
     hf: HFConfig = Field(default_factory=HFConfig, description="The real-model backend.")
-    eval: EvalConfig = Field(default_factory=EvalConfig, description="Benchmark evaluation (diagevo eval).")
+    eval: EvalConfig = Field(default_factory=EvalConfig, description="Benchmark evaluation (the eval command).")
     limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Sizes of untrusted text: stored and read.")
 
     def role(self, name: Role) -> ChallengerSection | SolverSection:

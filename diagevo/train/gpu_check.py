@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diagevo.catalog import CheckpointWritten, PhaseCompleted
 from diagevo.errors import BadInput, Hint, Unavailable
 from diagevo.progress import ProgressFn, no_progress
 
@@ -127,7 +128,6 @@ def run_check(
     """One round of ``configs/gpu-check.toml`` with both roles from ``model``, into ``out``."""
     import torch
 
-    from diagevo.catalog import CheckpointWritten, PhaseCompleted
     from diagevo.log import open_log
     from diagevo.train import train
     from diagevo.train.config import load_config
@@ -137,26 +137,8 @@ def run_check(
 
     if not torch.cuda.is_available():
         raise Unavailable("no CUDA device: the GPU check runs on a machine with an NVIDIA GPU")
-    if not (model / "config.json").is_file():
-        raise BadInput(
-            f"{model}: not a model directory (no config.json); build one with {{command}}",
-            hint=Hint(("models", "smollm2", "--out", str(model))),
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    db = out / "gpu-check.db"
-    if db.exists():
-        raise BadInput(f"{db} exists: pass another --out")
-    has_vllm = importlib.util.find_spec("vllm") is not None
-    has_flash = importlib.util.find_spec("flash_attn") is not None
-    sets = [
-        f"solver.model={json.dumps(str(model))}",
-        f"challenger.model={json.dumps(str(model))}",
-        f"hf.use_vllm={'true' if has_vllm else 'false'}",
-        f"hf.attn_implementation={json.dumps('flash_attention_2' if has_flash else 'sdpa')}",
-        f"train.out_dir={json.dumps(str(out / 'checkpoints'))}",
-        *(overrides or []),
-    ]
-    cfg = load_config(CONFIG, sets)
+    db = _check_database(model, out)
+    cfg = load_config(CONFIG, _check_overrides(model, out, overrides or []))
     report = CheckReport(
         device=torch.cuda.get_device_name(0),
         versions=_versions(),
@@ -187,27 +169,8 @@ def run_check(
         meter.close()
         report.round_seconds = time.perf_counter() - started
         report.phases = meter.figures
-        for e in store.read(run, types=(PhaseCompleted,)):
-            d = e.data
-            if d["phase"] in ("challenger", "solver"):
-                f = report.phases.setdefault(d["phase"], PhaseFigures())
-                f.steps = int(d.get("steps", 0))
-                f.completions_per_step = int(d.get("completions_per_step", 0))
-                f.prompts_per_step = int(d.get("prompts_per_step", 0))
-                report.grpo_tokens[d["phase"]] = (
-                    float(d.get("completion_length", 0.0)) * f.completions_per_step * f.steps
-                )
-        ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,))}
-        for role in ("challenger", "solver"):
-            if not report.phases.get(role, PhaseFigures()).steps:
-                report.failures.append(
-                    f"the {role} took no GRPO step (no {'retained question' if role == 'solver' else 'request'}): "
-                    "raise the lengths or batches"
-                )
-                continue
-            report.weights_changed[role] = changed_share(model, ckpts[role] / role)
-            if report.weights_changed[role] == 0.0:
-                report.failures.append(f"the {role}'s weights did not change in its GRPO phase")
+        _grpo_figures(store, run, report)
+        _weights_moved(store, run, model, report)
         report.verify_problems = verify_run(store, run)
         if report.verify_problems:
             report.failures.append(f"verify: {report.verify_problems[0]}")
@@ -218,6 +181,62 @@ def run_check(
         if report.vllm_engines > 1:
             report.failures.append(f"{report.vllm_engines} vLLM engines were built in one process (at most 1)")
     return report
+
+
+def _check_database(model: Path, out: Path) -> Path:
+    """The check's database in ``out`` (created), refused where it exists or ``model`` is no
+    model directory."""
+    if not (model / "config.json").is_file():
+        raise BadInput(
+            f"{model}: not a model directory (no config.json); build one with {{command}}",
+            hint=Hint(("models", "smollm2", "--out", str(model))),
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    db = out / "gpu-check.db"
+    if db.exists():
+        raise BadInput(f"{db} exists: the check writes a new database; give it another directory")
+    return db
+
+
+def _check_overrides(model: Path, out: Path, overrides: list[str]) -> list[str]:
+    """Both roles from ``model``, vLLM and FlashAttention 2 where installed, checkpoints in ``out``."""
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    has_flash = importlib.util.find_spec("flash_attn") is not None
+    return [
+        f"solver.model={json.dumps(str(model))}",
+        f"challenger.model={json.dumps(str(model))}",
+        f"hf.use_vllm={'true' if has_vllm else 'false'}",
+        f"hf.attn_implementation={json.dumps('flash_attention_2' if has_flash else 'sdpa')}",
+        f"train.out_dir={json.dumps(str(out / 'checkpoints'))}",
+        *overrides,
+    ]
+
+
+def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
+    """Each GRPO phase's steps, batch shape and completion tokens, from its ``phase.completed``."""
+    for e in store.read(run, types=(PhaseCompleted,)):
+        d = e.data
+        if d["phase"] in ("challenger", "solver"):
+            f = report.phases.setdefault(d["phase"], PhaseFigures())
+            f.steps = int(d.get("steps", 0))
+            f.completions_per_step = int(d.get("completions_per_step", 0))
+            f.prompts_per_step = int(d.get("prompts_per_step", 0))
+            report.grpo_tokens[d["phase"]] = float(d.get("completion_length", 0.0)) * f.completions_per_step * f.steps
+
+
+def _weights_moved(store: Any, run: str, model: Path, report: CheckReport) -> None:
+    """A failure for a role that took no GRPO step or whose checkpoint equals ``model``."""
+    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,))}
+    for role in ("challenger", "solver"):
+        if not report.phases.get(role, PhaseFigures()).steps:
+            report.failures.append(
+                f"the {role} took no GRPO step (no {'retained question' if role == 'solver' else 'request'}): "
+                "raise the lengths or batches"
+            )
+            continue
+        report.weights_changed[role] = changed_share(model, ckpts[role] / role)
+        if report.weights_changed[role] == 0.0:
+            report.failures.append(f"the {role}'s weights did not change in its GRPO phase")
 
 
 def _count_engines() -> Any:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from diagevo import curriculum as cur
-from diagevo import rounds as protocol
 from diagevo.catalog import (
     CheckpointPruned,
     CheckpointSelected,
@@ -35,17 +34,36 @@ from diagevo.catalog import (
 )
 from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
-from diagevo.errors import NotFound
-from diagevo.log import EventStore
+from diagevo.errors import DiagnosesFailed, EndpointUnreachable, Hint, NotFound, Unavailable
+from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
+from diagevo.progress import ProgressFn, no_progress
+from diagevo.rounds import OUR_TRAINER, Candidate, FailureRecord, Request, Round, RoundProgress, seeded, start_run
 from diagevo.schemas import text_limits
-from diagevo.train.backend import Backend, ProgressFn, no_progress
+from diagevo.train.backend import Backend
 from diagevo.train.config import Config
 from diagevo.train.tracking import Tracker, numbers, open_tracker
 from diagevo.views.index import VectorIndex, default_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.stats import round_stats
+
+# the longest wait between two asks of a diagnostician that stopped answering
+MAX_OUTAGE_PAUSE_S = 60.0
+
+
+def is_outage(exc: EndpointUnreachable | DiagnosesFailed) -> bool:
+    """Whether a stopped diagnosis is the endpoint not answering (worth asking again later),
+    rather than a server answering wrongly (which waiting does not fix)."""
+    return isinstance(exc, EndpointUnreachable) or all(": endpoint: " in why for why, _n in exc.reasons)
+
+
+def outage_line(exc: EndpointUnreachable | DiagnosesFailed) -> str:
+    """What stopped the diagnosis, short enough to leave room for the command that resumes."""
+    if isinstance(exc, EndpointUnreachable):
+        return exc.message[:160]
+    why, _n = exc.reasons[0] if exc.reasons else ("", 0)
+    return f"{exc.failed} of {exc.total} failures failed to diagnose (the most: {why[:100]})"
 
 
 @dataclass
@@ -62,12 +80,12 @@ class RoundReport:
 
 
 @dataclass
-class _Round:
+class _LoopState:
     """Working state of round t: where the round protocol says it stands, and what the loop
     holds of it (the questions the solver trains on, each phase's seconds and figures)."""
 
     t: int
-    progress: protocol.RoundProgress
+    progress: RoundProgress
     questions: dict[str, QuestionGenerated] = field(default_factory=dict)  # question_id -> generated
     scored: dict[str, QuestionScored] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -95,7 +113,7 @@ class Trainer:
     def __init__(
         self,
         config: Config,
-        store: EventStore,
+        store: Recorder,
         backend: Backend,
         run: str,
         *,
@@ -118,10 +136,10 @@ class Trainer:
 
     # --- plumbing -----------------------------------------------------------------------------
     def rng(self, t: int, phase: str) -> random.Random:
-        return protocol.seeded(self.seed, t, phase)
+        return seeded(self.seed, t, phase)
 
     def finish_phase(
-        self, rnd: protocol.Round, r: _Round, phase: str, started: float, *, checkpoint: bool = False, **stats: Any
+        self, rnd: Round, r: _LoopState, phase: str, started: float, *, checkpoint: bool = False, **stats: Any
     ) -> None:
         """Record a finished phase; with ``checkpoint``, first save the models. The checkpoint
         and the phase land in one append, so a resumed round never starts from a checkpoint
@@ -158,11 +176,13 @@ class Trainer:
     def to_prune(self, phase: str, t: int) -> list[tuple[str, CheckpointPruned]]:
         """The checkpoints of ``phase`` that ``train.keep_checkpoints`` lets go once round ``t``'s
         is written: all but the last N of this run's own directory (a fork's copied ones live in
-        its source's), keeping the ones a fork of this run or a selected checkpoint names."""
+        its source's), keeping the ones a fork of this run or a selected checkpoint names. Model
+        checkpoints only: a backend whose checkpoints are small states (the simulator's) keeps
+        them all, so its runs fork at any round."""
         from diagevo.views.queries import pruned_checkpoints
 
         keep = self.cfg.train.keep_checkpoints
-        if keep <= 0:
+        if keep <= 0 or not getattr(self.backend, "checkpoints_are_models", True):
             return []
         gone = pruned_checkpoints(self.store, self.run)
         written = [
@@ -194,7 +214,7 @@ class Trainer:
                     rounds.add(e.data["source_round"])
         return rounds
 
-    def step_events(self, rnd: protocol.Round, phase: str) -> list[Any]:
+    def step_events(self, rnd: Round, phase: str) -> list[Any]:
         """``train.step`` for each GRPO step the backend's last phase logged (a backend without
         per-step rows, the simulator's, gives none), numbered on from the role's earlier phases.
         They land in the phase's append: a phase run again after a crash logs its steps once."""
@@ -213,8 +233,8 @@ class Trainer:
 
     # --- run ----------------------------------------------------------------------------------
     def start(self) -> None:
-        """Append ``run.started`` (a no-op when the run exists)."""
-        protocol.start_run(self.store, self.run, self.cfg, self.seed, trainer=protocol.OUR_TRAINER)
+        """Append ``run.started`` (a no-op when the run exists: it goes on with the config it holds)."""
+        start_run(self.store, self.run, self.cfg, self.seed, resume="allow", trainer=OUR_TRAINER)
 
     def load_embedder(self) -> None:
         """Load the embedding model once, as its own phase (``embedder`` 0/1, then 1/1), before
@@ -243,11 +263,11 @@ class Trainer:
             self.tracker = Tracker()
         return reports
 
-    def _rebuild(self, rnd: protocol.Round) -> _Round:
+    def _rebuild(self, rnd: Round) -> _LoopState:
         """What round t already did, from the round protocol (its phases with their figures, its
         checkpoint), and its questions only when the solver has still to train on them. A round
         that starts fresh or got past its solver reads a few dozen events, however long the log."""
-        r = _Round(t=rnd.t, progress=rnd.progress())
+        r = _LoopState(t=rnd.t, progress=rnd.progress())
         for phase, data in r.progress.phases.items():
             r.seconds[phase] = data.get("seconds", 0.0)
             r.stats[phase] = dict(data)
@@ -266,7 +286,7 @@ class Trainer:
             return self._round(t)
 
     def _round(self, t: int) -> RoundReport:
-        rnd = protocol.Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
+        rnd = Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
         if r.progress.checkpoint is not None:
             from diagevo.views.queries import pruned_checkpoints, pruned_note
@@ -278,7 +298,7 @@ class Trainer:
         m = self.cfg.memory
         n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
 
-        def requests(n: int, purpose: str) -> list[protocol.Request]:
+        def requests(n: int, purpose: str) -> list[Request]:
             # drawn from the schedule of M_{t-1} (Eq. 1-2)
             return rnd.requests(n, purpose=purpose, seed=self.seed)
 
@@ -359,11 +379,11 @@ class Trainer:
 
         return reward
 
-    def _generate_and_score(self, rnd: protocol.Round, r: _Round, reqs: list[protocol.Request]) -> None:
+    def _generate_and_score(self, rnd: Round, r: _LoopState, reqs: list[Request]) -> None:
         t = r.t
         self.progress("generate", 0, len(reqs))
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
-        candidates: list[tuple[protocol.Request, str]] = []
+        candidates: list[tuple[Request, str]] = []
         for req, out in zip(reqs, outputs, strict=True):
             text = cur.parse_question(out)
             if text is not None:  # a format-invalid output is not a candidate
@@ -375,7 +395,7 @@ class Trainer:
         responses = self.backend.sample([text for _, text in candidates], n, self.rng(t, "construct"))
         scored = rnd.record(
             [
-                protocol.Candidate(
+                Candidate(
                     question_id=q.question_id,
                     mode=q.mode,
                     text=text,
@@ -406,7 +426,7 @@ class Trainer:
             )
         self.progress("construct", len(candidates), len(candidates))
 
-    def _train_solver(self, rnd: protocol.Round, r: _Round) -> dict[str, float]:
+    def _train_solver(self, rnd: Round, r: _LoopState) -> dict[str, float]:
         t = r.t
         retained = [qid for qid, s in r.scored.items() if s.retained]
         labels = [r.scored[q].pseudo_label for q in retained]
@@ -426,7 +446,7 @@ class Trainer:
         )
         # every failed optimization response, in whichever step its question was drawn (Appendix E)
         cap = self.cfg.diagnosis.max_failures_per_question
-        failures: list[dict[str, Any]] = []
+        failures: list[FailureRecord] = []
         capped = 0
         for qid, responses, rewards in zip(retained, out.responses, out.rewards, strict=True):
             failed = [(j, resp) for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)) if rew < 0]
@@ -442,19 +462,37 @@ class Trainer:
             rnd.record_failures(failures)
         return {**out.stats, "failures": len(failures), **({"failures_capped": capped} if cap is not None else {})}
 
-    def _diagnose(self, rnd: protocol.Round) -> DiagnosisSummary:
+    def _diagnose(self, rnd: Round) -> DiagnosisSummary:
+        """Diagnose the round; a diagnostician that stopped answering is asked again with
+        backoff for ``diagnosis.outage_wait_s`` (each call asks only for the failures not yet
+        diagnosed), then the run stops, the round uncommitted, with the command that resumes it."""
         if self.index is None:  # the LanceDB projection, kept in step across rounds
             self.index = VectorIndex(self.backend.embedder(), default_index_path(self.store.url), self.run)
-        return diagnose(
-            rnd,
-            diagnostician=self.backend.diagnostician(),
-            embedder=self.backend.embedder(),
-            cfg=self.cfg.diagnosis,
-            index=self.index,
-            progress=self.progress,
-        )
+        d = self.cfg.diagnosis
+        started, pause = time.monotonic(), d.outage_backoff_s
+        while True:
+            try:
+                return diagnose(
+                    rnd,
+                    diagnostician=self.backend.diagnostician(),
+                    embedder=self.backend.embedder(),
+                    cfg=d,
+                    index=self.index,
+                    progress=self.progress,
+                )
+            except (EndpointUnreachable, DiagnosesFailed) as exc:
+                waited = time.monotonic() - started
+                if not is_outage(exc) or waited + pause > d.outage_wait_s:
+                    raise Unavailable(
+                        f"run {self.run!r} stopped in round {rnd.t}, not committed: {outage_line(exc)}; once the "
+                        "diagnostician answers, continue with {command}"
+                        f" (waited {waited:.0f} s, diagnosis.outage_wait_s {d.outage_wait_s:g})",
+                        hint=Hint(("train", "--resume", "--run", self.run), self.store.url),
+                    ) from None
+                time.sleep(pause)
+                pause = min(2 * pause, MAX_OUTAGE_PAUSE_S)
 
-    def _report(self, r: _Round, metrics: dict[str, float]) -> RoundReport:
+    def _report(self, r: _LoopState, metrics: dict[str, float]) -> RoundReport:
         stats = next(row for row in round_stats(self.store, self.run) if row["round"] == r.t)
         return RoundReport(
             round=r.t,

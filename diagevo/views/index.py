@@ -57,8 +57,9 @@ def table_name(run: str) -> str:
 
 
 def default_index_path(db_url: str) -> Path:
-    """``sqlite:///dir/x.db`` -> ``dir/x.lance``; other databases -> ``./diagevo-<db>-<key>.lance``,
-    keyed by the URL so that two databases never share an index."""
+    """``sqlite:///dir/x.db`` -> ``dir/x.diagevo/index.lance``; other databases ->
+    ``./diagevo-<db>-<key>.diagevo/index.lance``, keyed by the URL so that two databases never share
+    an index."""
     return beside_database(db_url, ".lance")
 
 

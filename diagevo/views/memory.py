@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from diagevo.catalog import FOLDED, RoundCommitted, RunStarted
-from diagevo.errors import Hint
+from diagevo.errors import Hint, NotFound
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, commits, fold, fold_until, start
@@ -28,20 +28,32 @@ def fold_rows(store: Recorder, run: str, after_seq: int = 0) -> Iterator[EventRo
     return store.rows(run, after_seq=after_seq, types=FOLDED)
 
 
+class NoSuchRun(InvariantError, NotFound):
+    """A run the log does not hold (an ``InvariantError`` too, as it always was)."""
+
+
+def unknown_run(store: Recorder, run: str) -> NoSuchRun:
+    """``no run 'huer' in URL (did you mean 'heur'?)``, with how to list the runs: for a Python
+    caller ``store.runs()``, on the command line ``diagevo runs``."""
+    return NoSuchRun(
+        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: "
+        "the runs are listed by {command}",
+        hint=Hint(("runs",), store.url, call="store.runs()"),
+    )
+
+
 def resolve_run(store: Recorder, run: str | None) -> str:
-    """``run``, or the latest run in the log."""
+    """``run``, or the latest run in the log (:class:`NoSuchRun` for one it does not hold)."""
     if run is not None:
         if not store.has_run(run):
-            raise InvariantError(
-                f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: "
-                "the runs are listed by {command}",
-                hint=Hint(("runs",), store.url),
-            )
+            raise unknown_run(store, run)
         return run
     latest = store.latest_run()
     if latest is None:
-        raise InvariantError(
-            f"no runs in {redact_url(store.url)}: start one with {{command}}", hint=Hint(("train",), store.url)
+        raise NoSuchRun(
+            f"no runs in {redact_url(store.url)}: start one with {{command}}, "
+            "or run your own trainer through the round protocol",
+            hint=Hint(("train",), store.url, call="diagevo.start_run(store, run, config)"),
         )
     return latest
 
@@ -58,6 +70,8 @@ def load_memory(store: Recorder, run: str, round: int | None = None, *, since: M
     (M_{t-1} in round t), is the base the fold starts from instead."""
     if since is not None and round is None:
         return fold(fold_rows(store, run, since.last_seq), run, since)
+    if not store.has_run(run):
+        raise unknown_run(store, run)
     if round == 0:
         for row in fold_rows(store, run):
             event = row.event

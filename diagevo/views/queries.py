@@ -1,6 +1,6 @@
-"""The read commands as values: what ``diagevo memory replay/show/why/stats/plot`` print, as
-plain JSON-ready dicts for a Python caller (``replay`` is :func:`memory_at`; the CLI renders
-these and nothing else)."""
+"""The read commands as values: what ``diagevo memory replay/show/why/stats/plot`` print, as the
+typed results of :mod:`diagevo.results` (``to_dict()`` is the command's ``--json``; ``replay`` is
+:func:`memory_at`; the CLI renders these and nothing else)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from diagevo.errors import Hint
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.results import CauseRow, CauseStory, CurrentMemory, Lifecycle, MemoryView, NodeRow, RunStats
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
@@ -20,51 +21,53 @@ from diagevo.words import did_you_mean
 LIFECYCLE = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
 
 
-def memory_view(mem: Memory) -> dict[str, Any]:
+def memory_view(mem: Memory) -> MemoryView:
     """A memory as data: its causes and nodes, F_t, F_1, k, ε_{t+1} and p_{t+1}(e)."""
     s = schedule(mem)
     members: dict[str, list[str]] = {n: [] for n in mem.nodes}
     for c in mem.causes.values():
         members[c.node].append(c.id)
-    return {
-        "run": mem.run,
-        "round": mem.committed,
-        "F": s.F,
-        "F1": s.F1,
-        "k": mem.k,
-        "epsilon_next": s.epsilon,
-        "p_next": s.p,
-        "causes": [
-            {"id": c.id, "node": c.node, "description": c.description, "state": c.state.value, "frequency": c.frequency}
+    return MemoryView(
+        run=mem.run,
+        t=mem.committed,
+        F=s.F,
+        F1=s.F1,
+        k=mem.k,
+        epsilon_next=s.epsilon,
+        p_next=s.p,
+        causes=tuple(
+            CauseRow(cause_id=c.id, node=c.node, description=c.description, state=c.state.value, frequency=c.frequency)
             for c in mem.causes.values()
-        ],
-        "nodes": [{"id": n.id, "label": n.label, "causes": members[n.id]} for n in mem.nodes.values()],
-    }
+        ),
+        nodes=tuple(NodeRow(node_id=n.id, label=n.label, causes=tuple(members[n.id])) for n in mem.nodes.values()),
+    )
 
 
-def memory_at(store: Recorder, round: int, run: str | None = None) -> dict[str, Any]:
+def memory_at(store: Recorder, round: int, run: str | None = None) -> MemoryView:
     """M_round of ``run`` (default: the latest run) rebuilt from the log, with its schedule."""
     return memory_view(load_memory(store, resolve_run(store, run), round))
 
 
-def show(store: Recorder, run: str | None = None) -> dict[str, Any]:
+def show(store: Recorder, run: str | None = None) -> CurrentMemory:
     """The memory after the run's last event, an unfinished round included (``open_round``)."""
     mem = load_memory(store, resolve_run(store, run))
-    return {**memory_view(mem), "open_round": mem.open_round}
+    return CurrentMemory(**vars(memory_view(mem)), open_round=mem.open_round)
 
 
-def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | None = None) -> dict[str, Any]:
+def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | None = None) -> CauseStory:
     """The story of one cause: creation, attributions, promotions, reactivations, merges; with
-    ``recent``, only that many of the newest attributions (and how many more there are)."""
+    ``recent``, only that many of the newest attributions (``more_attributions``: how many more
+    there are)."""
     run_id = resolve_run(store, run)
     try:
         if recent is not None:
-            return {"run": run_id, **recent_story(store, run_id, cause, recent)}
+            story, total, more = recent_story(store, run_id, cause, recent)
+            return CauseStory(run_id, cause, story, total, more)
         story = cause_story(cause_rows(store, run_id, cause), cause)
     except UnknownCause:
         raise unknown_cause(store, run_id, cause) from None
     count = sum(e["kind"] == "attributed" for e in story["timeline"])
-    return {"run": run_id, **story, "attributions": count, "more_attributions": 0}
+    return CauseStory(run_id, cause, story, count, 0)
 
 
 def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
@@ -75,11 +78,11 @@ def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
     said = f"unknown cause {cause!r} in run {run!r}"
     if meant:
         return UnknownCause(said + meant)
-    listed = Hint(("memory", "show", "--run", run), store.url)
+    listed = Hint(("memory", "show", "--run", run), store.url, call=f"diagevo.show(store, {run!r})")
     return UnknownCause(f"{said}: the causes are listed by {{command}}", hint=listed)
 
 
-def stats(store: Recorder, run: str | None = None) -> dict[str, Any]:
+def stats(store: Recorder, run: str | None = None) -> RunStats:
     """One row per committed round: memory sizes, what the round did, every metric by name;
     ``metrics``: the metric columns; ``uncommitted``: metrics of rounds not committed (yet), such
     as round-0 scores of ``eval --run``."""
@@ -91,7 +94,7 @@ def stats(store: Recorder, run: str | None = None) -> dict[str, Any]:
     disk = checkpoint_disk(store, run_id)  # a backend that records its checkpoints' sizes
     if disk:
         rows = [{**r, **disk.get(r["round"], {})} for r in rows]
-    return {"run": run_id, "rounds": rows, "metrics": metrics, "uncommitted": pending}
+    return RunStats(run=run_id, rounds=rows, metrics=metrics, uncommitted=pending)
 
 
 STEP_FIELDS = (
@@ -157,8 +160,8 @@ def checkpoint_disk(store: Recorder, run: str) -> dict[int, dict[str, float]]:
     return out
 
 
-def lifecycle(store: Recorder, run: str | None = None) -> dict[str, Any]:
+def lifecycle(store: Recorder, run: str | None = None) -> Lifecycle:
     """The memory's lifecycle per committed round: Active, Mastered, nodes, F_t, ε_{t+1}."""
     run_id = resolve_run(store, run)
     rows = round_stats(store, run_id)
-    return {"run": run_id, "series": [{k: r[k] for k in LIFECYCLE} for r in rows]}
+    return Lifecycle(run=run_id, series=[{k: r[k] for k in LIFECYCLE} for r in rows])

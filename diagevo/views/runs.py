@@ -2,12 +2,14 @@
 
 Each run's status is read from its milestones, its writer lease and the trainer its
 ``run.started`` names: **in progress** (a process holds its writer lease); **forked** (a fork
-not continued: no round of its own yet); for a run of ``diagevo train`` (or of an older log,
-which does not name its trainer), **complete** (it reached the rounds its config asks for, no
-round open) or **interrupted** (a round left open, or rounds still to go: ``train --resume``);
-for another trainer's run, **open round t** (waiting for its trainer) or **complete** (as far
-as it went). A fork says where it came from. Its config is shown as the fields that differ
-from the defaults; its tags and notes are its own events (``run.tagged``, ``run.noted``).
+not continued: no round of its own yet), or **what-if** for a what-if of :mod:`diagevo.whatif`
+(the source's memory re-decided under other settings); for a run of ``diagevo train`` (or of an
+older log, which does not name its trainer), **complete** (it reached the rounds its config asks
+for, no round open) or **interrupted** (a round left open, or rounds still to go: ``train
+--resume``); for another trainer's run, **open round t** (waiting for its trainer) or
+**complete** (as far as it went). A fork says where it came from. Its config is shown as the
+fields that differ from the defaults; its tags and notes are its own events (``run.tagged``,
+``run.noted``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from diagevo.catalog import (
     RunTagged,
 )
 from diagevo.log import Recorder
+from diagevo.results import Json
 
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunForked, RunTagged, RunNoted)
 
@@ -36,18 +39,19 @@ class RunSummary:
     run: str
     status: str  # complete | in progress | interrupted
     committed: int  # rounds committed
-    target: int | None  # rounds the run's config asks for (None: not said)
+    target: int | None  # rounds diagevo train was asked for (None: not said, or another trainer's run)
     open_round: int | None
     created: str  # recorded_at of its first event
     last_seq: int
-    forked_from: dict[str, Any] | None = None  # source run and round
+    forked_from: dict[str, Json] | None = None  # source run and round
     writer: str | None = None  # who holds its writer lease
-    changed: dict[str, Any] = field(default_factory=dict)  # config fields that differ from the defaults
+    changed: dict[str, Json] = field(default_factory=dict)  # config fields that differ from the defaults
     tags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     trainer: str = ""  # what drives the run (run.started), or OLDER_LOG
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
+        """The run as a row of ``diagevo runs --json``."""
         return asdict(self)
 
 
@@ -117,8 +121,10 @@ def summarise(store: Recorder, run: str) -> RunSummary:
                 started.add(e.round)
             case RoundCommitted():
                 committed.add(e.round)
-            case RunForked(source_run=source_run, source_round=source_round):
+            case RunForked(source_run=source_run, source_round=source_round, whatif=whatif):
                 forked = {"run": source_run, "round": source_round}
+                if isinstance(whatif, dict):  # a what-if: its memory re-decided, not continued by a trainer
+                    forked["whatif"] = whatif.get("settings", {})
                 forked_at = e.round
             case RunTagged(tags=labels, removed=removed):
                 for tag in labels:
@@ -131,9 +137,12 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     first = next(store.read(run, limit=1), None)
     last = max(committed, default=0)
     open_round = last + 1 if last + 1 in started else None
-    target = _rounds_asked(config)
+    # another trainer's run stores the default train.rounds, which it never used: no total to show
+    target = _rounds_asked(config) if trainer in (None, OUR_TRAINER) else None
     writer = store.lease_holder(run)
     status = run_status(writer=writer, trainer=trainer, forked_at=forked_at, started=started, last=last, target=target)
+    if forked is not None and "whatif" in forked and status == "forked":
+        status = "what-if"
     return RunSummary(
         run=run,
         status=status,

@@ -20,6 +20,7 @@ from diagevo.catalog import (
     CauseCreated,
     CausePromoted,
     CauseReactivated,
+    Event,
     FailureAttributed,
     FailureDiagnosed,
     FailureRecorded,
@@ -55,86 +56,116 @@ def cause_story(rows: Iterable[Row], cause_id: str) -> dict[str, Any]:
     return stories[cause_id]
 
 
-def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
-    """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log, by
-    cause id in order of creation."""
-    questions: dict[str, Mapping[str, Any]] = {}
-    failures: dict[str, Mapping[str, Any]] = {}
-    diagnoses: dict[str, Mapping[str, Any]] = {}
-    stories: dict[str, dict[str, Any]] = {}
-    pending_reactivation: dict[tuple[str, str], dict[str, Any]] = {}  # (cause, failure) -> entry
-    replies: dict[tuple[str, int], str] = {}  # (failure, attempt) -> Prompt 1's reply
+class _StoryTeller:
+    """The stories of the causes, told as the log is read: the questions, failures, diagnoses
+    and Prompt 1 replies seen so far, which an entry of a story shows, and each story's timeline.
+    A reactivation waits for the attribution that explains it (``pending``)."""
 
-    def failure_view(fid: str | None) -> dict[str, Any] | None:
+    def __init__(self, cause_ids: Collection[str] | None) -> None:
+        self.cause_ids = cause_ids
+        self.questions: dict[str, Mapping[str, Any]] = {}
+        self.failures: dict[str, Mapping[str, Any]] = {}
+        self.diagnoses: dict[str, Mapping[str, Any]] = {}
+        self.stories: dict[str, dict[str, Any]] = {}
+        self.pending: dict[tuple[str, str], dict[str, Any]] = {}  # (cause, failure) -> reactivation entry
+        self.replies: dict[tuple[str, int], str] = {}  # (failure, attempt) -> Prompt 1's reply
+
+    def failure_view(self, fid: str | None) -> dict[str, Any] | None:
         if fid is None:
             return None
-        f = failures.get(fid, {})
-        d = diagnoses.get(fid)
+        f = self.failures.get(fid, {})
+        d = self.diagnoses.get(fid)
         if d is not None and not d.get("raw") and d.get("call") is not None:  # the reply, stored once
-            d = {**d, "raw": replies.get((fid, d["call"]), "")}
+            d = {**d, "raw": self.replies.get((fid, d["call"]), "")}
         return {
             "failure_id": fid,
-            "question": _question_view(questions.get(f.get("question_id", ""))),
+            "question": _question_view(self.questions.get(f.get("question_id", ""))),
             "response": f.get("response"),
             "reference": f.get("reference"),
             "diagnosis": None if d is None else {k: d.get(k) for k in ("matched_cause", "error_cause", "model", "raw")},
         }
 
-    for seq, rnd, etype, d in rows:
+    def read(self, seq: int, rnd: int, etype: str, d: Mapping[str, Any]) -> None:
         base = {"seq": seq, "round": rnd}
-        match CATALOG[etype].from_stored(d):
+        event = CATALOG[etype].from_stored(d)
+        if self.remember(event, d):
+            return
+        match event:
+            case NodesMerged() as merge:
+                self.merge_nodes(base, merge)
+            case CauseCreated() as created:
+                self.create(base, created)
+            case FailureAttributed(cause_id=cid) as attributed if cid in self.stories:
+                self.attribute(base, attributed)
+            case CausePromoted(cause_id=cid, acc=acc, n_candidates=n) if cid in self.stories:
+                self.stories[cid]["timeline"].append({**base, "kind": "promoted", "acc": acc, "n_candidates": n})
+            case CauseReactivated(cause_id=cid, failure_id=fid) if cid in self.stories:
+                failure = self.failure_view(fid)
+                entry = {**base, "kind": "reactivated", "via": None, "similarity": None, "failure": failure}
+                self.pending[(cid, fid)] = entry
+                self.stories[cid]["timeline"].append(entry)
+
+    def remember(self, event: Event, d: Mapping[str, Any]) -> bool:
+        """Keep what a later entry shows (a question, its votes, a failure, its diagnosis, a
+        Prompt 1 reply); False for an event of another type."""
+        match event:
             case QuestionGenerated(question_id=qid):
-                questions[qid] = {**questions.get(qid, {}), **d}
+                self.questions[qid] = {**self.questions.get(qid, {}), **d}
             case QuestionScored(question_id=qid):
                 scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
-                questions[qid] = {**questions.get(qid, {}), **scored}
+                self.questions[qid] = {**self.questions.get(qid, {}), **scored}
             case FailureRecorded(failure_id=fid):
-                failures[fid] = d
+                self.failures[fid] = d
             case FailureDiagnosed(failure_id=fid):
-                diagnoses[fid] = d
+                self.diagnoses[fid] = d
             case LLMCalled(stage="extract") if isinstance(d.get("failure_id"), str):  # failure_id: carried
-                replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
-            case NodesMerged() as merge:
-                _merged(stories, merge, base)
-            case CauseCreated(cause_id=cid, node_id=node, description=description, failure_id=fid):
-                if cause_ids is not None and cid not in cause_ids:
-                    continue
-                stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
-                created: dict[str, Any] = {**base, "kind": "created", "node": node, "description": description}
-                stories[cid]["timeline"].append({**created, "failure": failure_view(fid)})
-            case FailureAttributed(cause_id=cid, failure_id=fid, via=via, similarity=similarity) if cid in stories:
-                entry: dict[str, Any] = {**base, "kind": "attributed", "via": via, "similarity": similarity}
-                react = pending_reactivation.pop((cid, fid), None)
-                if react is not None:  # the reactivation is explained by this attribution
-                    react.update(via=via, similarity=similarity)
-                stories[cid]["timeline"].append({**entry, "failure": failure_view(fid)})
-            case CausePromoted(cause_id=cid, acc=acc, n_candidates=n) if cid in stories:
-                stories[cid]["timeline"].append({**base, "kind": "promoted", "acc": acc, "n_candidates": n})
-            case CauseReactivated(cause_id=cid, failure_id=fid) if cid in stories:
-                reactivation: dict[str, Any] = {**base, "kind": "reactivated", "via": None, "similarity": None}
-                reactivation["failure"] = failure_view(fid)
-                pending_reactivation[(cid, fid)] = reactivation
-                stories[cid]["timeline"].append(reactivation)
-    return stories
+                self.replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
+            case _:
+                return False
+        return True
+
+    def merge_nodes(self, base: dict[str, Any], merge: NodesMerged) -> None:
+        """A node merge in the timeline of every story of a cause under either node, in order of
+        creation; the cause moves as the fold moves it (:meth:`NodesMerged.reparent`)."""
+        for story in self.stories.values():
+            if story["node"] in (merge.survivor, merge.absorbed):
+                story["timeline"].append(
+                    {
+                        **base,
+                        "kind": "node_merged",
+                        "from_node": story["node"],
+                        "survivor": merge.survivor,
+                        "absorbed": merge.absorbed,
+                        "label": merge.label,
+                        "similarity": merge.similarity,
+                    }
+                )
+                story["node"] = merge.reparent(story["node"])
+
+    def create(self, base: dict[str, Any], created: CauseCreated) -> None:
+        cid, node, description = created.cause_id, created.node_id, created.description
+        if self.cause_ids is not None and cid not in self.cause_ids:
+            return
+        self.stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
+        entry = {**base, "kind": "created", "node": node, "description": description}
+        self.stories[cid]["timeline"].append({**entry, "failure": self.failure_view(created.failure_id)})
+
+    def attribute(self, base: dict[str, Any], attributed: FailureAttributed) -> None:
+        cid, fid, via, similarity = attributed.cause_id, attributed.failure_id, attributed.via, attributed.similarity
+        entry = {**base, "kind": "attributed", "via": via, "similarity": similarity}
+        react = self.pending.pop((cid, fid), None)
+        if react is not None:  # the reactivation is explained by this attribution
+            react.update(via=via, similarity=similarity)
+        self.stories[cid]["timeline"].append({**entry, "failure": self.failure_view(fid)})
 
 
-def _merged(stories: dict[str, dict[str, Any]], merge: NodesMerged, base: dict[str, int]) -> None:
-    """A node merge in the timeline of every story of a cause under either node, in order of
-    creation; the cause moves as the fold moves it (:meth:`NodesMerged.reparent`)."""
-    for story in stories.values():
-        if story["node"] in (merge.survivor, merge.absorbed):
-            story["timeline"].append(
-                {
-                    **base,
-                    "kind": "node_merged",
-                    "from_node": story["node"],
-                    "survivor": merge.survivor,
-                    "absorbed": merge.absorbed,
-                    "label": merge.label,
-                    "similarity": merge.similarity,
-                }
-            )
-            story["node"] = merge.reparent(story["node"])
+def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
+    """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log, by
+    cause id in order of creation."""
+    teller = _StoryTeller(cause_ids)
+    for seq, rnd, etype, d in rows:
+        teller.read(seq, rnd, etype, d)
+    return teller.stories
 
 
 def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
@@ -193,11 +224,11 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     return [events[seq] for seq in sorted(events)], total
 
 
-def recent_story(store: Recorder, run: str, cause: str, recent: int = RECENT) -> dict[str, Any]:
+def recent_story(store: Recorder, run: str, cause: str, recent: int = RECENT) -> tuple[dict[str, Any], int, int]:
     """A cause's story (``diagevo memory why``) with its head (creation, promotions,
-    reactivations, merges) whole and only the ``recent`` newest attributions; ``attributions``:
-    how many there are in all, ``more_attributions``: how many are left out."""
+    reactivations, merges) whole and only the ``recent`` newest attributions; with how many
+    attributions there are in all and how many are left out."""
     rows, total = recent_cause_rows(store, run, cause, recent)
     story = cause_story(rows, cause)
     shown = sum(e["kind"] == "attributed" for e in story["timeline"])
-    return {**story, "attributions": total, "more_attributions": max(0, total - shown)}
+    return story, total, max(0, total - shown)

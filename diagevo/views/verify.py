@@ -8,17 +8,23 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 
 from __future__ import annotations
 
-from diagevo.catalog import FailureDiagnosed, RoundCommitted
+from dataclasses import dataclass
+from typing import Any
+
+from diagevo.catalog import RoundCommitted
 from diagevo.log import Recorder
+from diagevo.memory.counting import COUNTED_TYPES, breaks
 from diagevo.memory.fold import InvariantError, commits
+from diagevo.parsing import loads
 from diagevo.views import index, memory, stats
+from diagevo.views.configs import config_problems
 
 VIEWS = (memory.VIEW, stats.VIEW, index.VIEW)
 
 
 def verify_run(store: Recorder, run: str) -> list[str]:
     """One line per problem (empty: the run is intact): the hash chain, the texts and id columns
-    (``EventStore.verify_chain``), every invariant of the memory over the full
+    (``Recorder.verify_chain``), every invariant of the memory over the full
     log, snapshots equal to the fold, the stats equal to the log, no saved state the log does
     not vouch for."""
     problems = list(store.verify_chain(run))
@@ -30,7 +36,12 @@ def verify_run(store: Recorder, run: str) -> list[str]:
             folded[m.committed] = m.to_json()
     except InvariantError as exc:
         problems.append(f"invariant: {exc}")
-    problems += diagnosed_twice(store, run)
+    if not any(": out of shape: " in p for p in problems):
+        problems += counted_twice(store, run)
+        # a config the fold accepts (k is positive) that its readers refuse; one the fold
+        # refused is named once, by the fold
+        named = "\n".join(problems)
+        problems += [line for seq, line in config_problems(store, run) if f"invariant: seq {seq}: " not in named]
     for snap in store.view_states(memory.VIEW, run):
         if snap.part in folded and snap.state != folded[snap.part]:
             problems.append(f"snapshot of round {snap.part} differs from the fold of the log")
@@ -44,19 +55,12 @@ def verify_run(store: Recorder, run: str) -> list[str]:
     return problems + verify_anchors(store, run)
 
 
-def diagnosed_twice(store: Recorder, run: str) -> list[str]:
-    """A failure id diagnosed in two rounds (a log of an older diagevo, or edited by hand): its
-    evidence is counted twice (F, the cause's state)."""
-    rounds: dict[str, list[int]] = {}
-    for row in store.rows(run, types=(FailureDiagnosed,)):
-        rnd, fid = row.round, FailureDiagnosed.from_stored(row.data).failure_id
-        if fid is not None and rnd not in rounds.setdefault(fid, []):
-            rounds[fid].append(rnd)
-    return [
-        f"failure {fid!r} is diagnosed in rounds {', '.join(map(str, rs))}: one failure counted {len(rs)} times"
-        for fid, rs in rounds.items()
-        if len(rs) > 1
-    ]
+def counted_twice(store: Recorder, run: str) -> list[str]:
+    """Every break of the counting rules (:mod:`diagevo.memory.counting`): evidence counted
+    twice (a failure recorded, diagnosed or attributed again, a question generated or scored
+    again) or a round's promotions out of place, each named by its seq and rule."""
+    rows = store.rows(run, types=COUNTED_TYPES)
+    return [f"seq {b.at}: {b.rule}: {b.reason}" for b in breaks(rows)]
 
 
 def verify_anchors(store: Recorder, run: str) -> list[str]:
@@ -76,3 +80,46 @@ def verify_anchors(store: Recorder, run: str) -> list[str]:
             elif name == memory.VIEW and (at.round, at.type) != (s.part, RoundCommitted.name):
                 problems.append(f"{what} names seq {s.seq}, which is not that round's {RoundCommitted.name}")
     return problems
+
+
+def first_out_of_shape(store: Recorder) -> str | None:
+    """The first stored event a reader cannot read (data that is no JSON object, or out of its
+    type's shape: a row written raw where no check guards the table), as one line naming its
+    run and seq; None when every event is in shape. Looked for after a reader failed on what
+    it read, to tell a bad row from a bug."""
+    from diagevo.log.registry import shape_problem
+
+    for run in store.runs():
+        for r in store.raw(run):
+            try:
+                data = loads(r.data)
+            except ValueError:
+                data = None
+            problem = shape_problem(r.type, data) if isinstance(data, dict) else "its data is not a JSON object"
+            if problem is not None:
+                return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
+    return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``memory verify`` of one run: the problems found (none: the run holds), and the seq and
+    hash of its last event, which a later verify or an export can be held against."""
+
+    run: str
+    problems: list[str]
+    last: dict[str, Any] | None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last}
+
+
+def verdict(store: Recorder, run: str) -> Verdict:
+    """:func:`verify_run` of ``run``, with its head (seq and hash)."""
+    problems = verify_run(store, run)
+    head = next(iter(store.read(run, after_seq=store.last_seq(run) - 1)), None)
+    return Verdict(run, problems, {"seq": head.seq, "hash": head.hash} if head is not None else None)

@@ -31,11 +31,12 @@ from diagevo import curriculum as cur
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput, NotFound, Unavailable
+from diagevo.fixes import Fix, Install, Override
 from diagevo.generation import Sampling, model_text
 from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.progress import quiet_libraries
-from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
+from diagevo.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
 from diagevo.train.hf.args import PhasePlan, Role, attention, grpo_kwargs, phase_plan, step_order
 from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank
 from diagevo.train.hf.tiny import HELDOUT_FILE
@@ -90,8 +91,8 @@ def check_flash_attention() -> None:
 
     if importlib.util.find_spec("flash_attn") is None:
         raise Unavailable(
-            'hf.attn_implementation = "flash_attention_2" needs the flash-attn package on CUDA: '
-            "pip install -e '.[gpu]', or set hf.attn_implementation = \"sdpa\""
+            'hf.attn_implementation = "flash_attention_2" needs the flash-attn package on CUDA: {command}',
+            fix=Fix.of(Install("gpu"), Override("hf.attn_implementation", "sdpa")),
         )
 
 
@@ -148,6 +149,7 @@ class HFBackend:
     """Challenger and solver as transformers models, trained with TRL GRPO."""
 
     name = "hf"
+    checkpoints_are_models = True  # model weights: train.keep_checkpoints prunes them
 
     def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
         quiet_libraries()

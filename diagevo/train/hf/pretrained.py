@@ -30,6 +30,7 @@ from pathlib import Path
 
 from diagevo.errors import BadInput, Unavailable
 from diagevo.files import building
+from diagevo.fixes import Fix, Install
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
 
@@ -122,7 +123,7 @@ def convert(gguf: Path, out: Path, progress: ProgressFn = no_progress) -> dict[s
     try:
         import gguf as _  # noqa: F401  (transformers reads GGUF through it)
     except ImportError:
-        raise Unavailable("reading GGUF needs the gguf package: pip install -e '.[hf]'") from None
+        raise Unavailable("reading GGUF needs the gguf package ({command})", fix=Fix.of(Install("hf"))) from None
     directory, name = str(gguf.parent), gguf.name
     progress("load", 0, 3)
     tok = AutoTokenizer.from_pretrained(directory, gguf_file=name)
@@ -217,10 +218,9 @@ def check_copy(
 class FormatWarmUp:
     """Supervised steps that teach the two output formats of Appendix J and nothing else: the
     challenger's ``<question>`` block and the solver's steps ending in ``\\boxed{}``, on the tiny
-    pair's templated arithmetic corpus. SmolLM2-135M-Instruct as shipped writes neither (measured:
-    0 of 16 challenger outputs with a ``<question>`` block, 0 of 24 solver answers boxed, at the
-    paper's temperature 1.0), so without it no question is valid and no answer has a label. 0 steps
-    keeps the model as shipped."""
+    pair's templated arithmetic corpus. SmolLM2-135M-Instruct as shipped writes neither at the
+    paper's temperature 1.0 (no ``<question>`` block, no boxed answer), so without it no question
+    is valid and no answer has a label. 0 steps keeps the model as shipped."""
 
     steps: int = 24
     batch: int = 4

@@ -28,7 +28,8 @@ import numpy as np
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.train.backend import ChallengerRewardFn, ProgressFn, SolverRewardFn, SolverRound, no_progress
+from diagevo.progress import ProgressFn, no_progress
+from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician
 from diagevo.train.sim.families import families, variants_of
@@ -51,6 +52,7 @@ class SimBackend:
     """The CPU simulator world: challenger, solver and diagnostician in one process."""
 
     name = "sim"
+    checkpoints_are_models = False  # its states are small: every round's is kept, a fork at any round works
 
     def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
         self.config = config
@@ -69,6 +71,7 @@ class SimBackend:
         )
         self._emb = embedder
         self._diag: SimDiagnostician | None = None
+        self._llm: Diagnostician | None = None
         self._heldout: list[Question] | None = None
         self._validation: list[Question] = []
         self._shared: list[Question] | None = None
@@ -83,6 +86,12 @@ class SimBackend:
         return self._emb
 
     def diagnostician(self) -> Diagnostician:
+        if self.config.diagnosis.llm_url:  # a real diagnostician over the simulated world's failures
+            if self._llm is None:
+                from diagevo.diagnosis.llm import LLMDiagnostician
+
+                self._llm = LLMDiagnostician.from_config(self.config.diagnosis)
+            return self._llm
         if self._diag is None:
             self._diag = SimDiagnostician(
                 self.fams,

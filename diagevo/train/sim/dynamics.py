@@ -37,7 +37,7 @@ from diagevo.catalog import (
 )
 from diagevo.catalog.ids import event_id
 from diagevo.config import MethodConfig
-from diagevo.log import EventStore
+from diagevo.log import Recorder
 from diagevo.memory.sampler import FREE
 from diagevo.rounds import record_retrospective
 from diagevo.schemas import new_event
@@ -51,7 +51,7 @@ MEASURE = "sim-dynamics"
 SHARED_QUESTIONS = 200  # Figure 3c: 200 shared challenger-generated questions per round
 
 
-def solver_checkpoints(store: EventStore, run: str) -> dict[int, Path]:
+def solver_checkpoints(store: Recorder, run: str) -> dict[int, Path]:
     """Round -> the checkpoint written after that round's solver update."""
     return {
         e.round: Path(e.data["path"])
@@ -60,7 +60,7 @@ def solver_checkpoints(store: EventStore, run: str) -> dict[int, Path]:
     }
 
 
-def run_measures(store: EventStore, run: str, backend: SimBackend) -> dict[int, dict[str, float]]:
+def run_measures(store: Recorder, run: str, backend: SimBackend) -> dict[int, dict[str, float]]:
     """Question and memory measures of every committed round of ``run``. ``backend`` is loaded
     with the run's last checkpoint, whose registry maps every logged question text to its spec."""
     ckpts = solver_checkpoints(store, run)
@@ -170,7 +170,7 @@ def _state(checkpoint: Path) -> dict:
 
 
 def measure_seed(
-    store: EventStore, runs: dict[str, str], reference: str, backend: SimBackend, seed: int
+    store: Recorder, runs: dict[str, str], reference: str, backend: SimBackend, seed: int
 ) -> dict[str, dict[int, dict[str, float]]]:
     """Every measure for the runs of one seed (variant -> run id), the shared pseudo-label set
     taken from ``reference``'s challenger; stores one ``eval.recorded`` per run and round."""

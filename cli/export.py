@@ -1,0 +1,46 @@
+"""``diagevo export dataset``: a run as Parquet files and a dataset card, loadable without diagevo."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, round_from_0
+from diagevo.cli.safe import text
+
+export_app = typer.Typer(no_args_is_help=True, help="A run as files others can load without diagevo.")
+
+
+@export_app.command()
+def dataset(
+    run: Annotated[str, typer.Option("--run", help="The run to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The directory to write (created if missing).")],
+    round: Annotated[
+        int | None,
+        typer.Option("--round", callback=round_from_0, help="Export rounds 1 to this committed round (default: all)."),
+    ] = None,
+    retained_only: Annotated[
+        bool, typer.Option("--retained-only", help="Only the questions the filter retained (the curriculum).")
+    ] = False,
+    db: DbOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Write RUN as Parquet files (questions, failures with their diagnoses, nodes, causes, every
+    cause's state per round) and a README.md dataset card that Hugging Face datasets reads."""
+    from diagevo.dataset import export_dataset
+
+    with open_store(db, readonly=True) as store:
+        done = export_dataset(store, run, out, round=round, retained_only=retained_only)
+    if json:
+        emit_json(asdict(done))
+        return
+    table = Table(title=text(f"run {done.run}, rounds 1-{done.round}, in {done.directory}"), title_justify="left")
+    for col in ("file", "rows", "bytes"):
+        table.add_column(col, justify="left" if col == "file" else "right")
+    for f in done.files:
+        table.add_row(f.name, "-" if f.name == "README.md" else str(f.rows), f"{f.bytes:,}")
+    console.print(table)

@@ -1,0 +1,326 @@
+"""``diagevo memory stats`` and ``diagevo memory plot``: a run's figures per round (and per GRPO
+step), as a table, a file, a follow, or the paper's Figure 3b."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Annotated, Any
+
+import typer
+
+from diagevo.cli.common import (
+    CLIError,
+    DbOpt,
+    Output,
+    RunOpt,
+    WideOpt,
+    console,
+    emit_json,
+    open_store,
+    output_options,
+)
+from diagevo.cli.memory import FollowOpt, UntilOpt, flush_stdout, followed_run
+from diagevo.cli.safe import plain, text
+from diagevo.words import plural
+
+STATS_COLUMNS = {
+    "round": "t",
+    "active": "active",
+    "mastered": "mastered",
+    "nodes": "nodes",
+    "F": "F_t",
+    "epsilon_next": "ε_t+1",
+    "retained": "kept",
+    "failures": "fail",
+    "new_causes": "new",
+    "attributions": "attr",
+    "promotions": "prom",
+    "reactivations": "react",
+    "merges": "merge",
+    "heldout_acc": "held-out",
+    "ckpt_mb": "ckpt MB",
+    "disk_mb": "disk MB",
+}
+# what a narrow terminal keeps, most important first: the round, its scores (held-out accuracy,
+# every metric by name, the benchmarks), the schedule and the memory, then what the round did;
+# per-family accuracies (acc/FAMILY) last
+_KEPT_FIRST = (
+    "round",
+    "heldout_acc",
+    "*",
+    "F",
+    "epsilon_next",
+    "active",
+    "mastered",
+    "nodes",
+    "retained",
+    "failures",
+    "new_causes",
+    "attributions",
+    "promotions",
+    "reactivations",
+    "merges",
+    "disk_mb",
+    "ckpt_mb",
+)
+
+
+_LEGEND = {
+    "kept": "retained questions",
+    "new": "new causes",
+    "attr": "attributions",
+    "prom": "promotions",
+    "react": "reactivations",
+    "ckpt MB": "checkpoints written in the round",
+    "disk MB": "of those, still on disk",
+}
+"""What the abbreviated headers of ``memory stats`` mean (said under the table for those shown)."""
+
+
+def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[str], list[str], list[int]]:
+    """The columns of the ``memory stats`` table in their order, their headers, and their indices
+    in the order a narrow terminal keeps them (:data:`_KEPT_FIRST`)."""
+    from diagevo.views.stats import is_family_detail
+
+    named = [m for m in metrics if m != "heldout_acc"]
+    cols = [c for c in STATS_COLUMNS if rows and any(c in r for r in rows)] + named
+    heads = [STATS_COLUMNS.get(c, c) for c in cols]  # a metric under its own name, as --json has it
+    rank = {c: i for i, c in enumerate(_KEPT_FIRST)}
+
+    def importance(i: int) -> tuple[int, int]:
+        c = cols[i]
+        if c in rank:
+            return rank[c], i
+        return (len(rank), i) if is_family_detail(c) else (rank["*"], i)
+
+    return cols, heads, sorted(range(len(cols)), key=importance)
+
+
+@output_options(file_help="Also write the rows to this file (.csv or .parquet).")
+def stats(
+    db: DbOpt = None,
+    run: RunOpt = None,
+    wide: WideOpt = False,
+    follow: FollowOpt = False,
+    until_round: UntilOpt = None,
+    steps: Annotated[
+        bool,
+        typer.Option(
+            "--steps",
+            help="One row per GRPO step instead (train.step: reward, reward_std, kl, entropy, clip ratio, "
+            "completion length, learning rate, grad norm, as TRL names them), challenger and solver apart.",
+        ),
+    ] = False,
+    output: Output = Output(),
+) -> None:
+    """One row per committed round: the memory, what the round did, and every metric the run
+    recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run).
+    With --follow, a line per round as another process commits it (a JSON line with --json).
+    With --steps, one row per GRPO step of the hf backend (x = the role's global step)."""
+    from diagevo.files import TABLE_SUFFIXES
+    from diagevo.views import queries
+
+    if steps:
+        if output.file is not None:
+            raise CLIError("--steps goes without -o (memory stats --steps --json has the rows)")
+        _step_stats(db, run, output.as_json, wide, follow, until_round)
+        return
+
+    if output.file is not None and output.file.suffix.lower() not in TABLE_SUFFIXES:
+        raise CLIError(
+            f"{output.file}: write the rows as a .csv or .parquet file (not {output.file.suffix or 'no suffix'})"
+        )
+    if until_round is not None and not follow:
+        raise CLIError("--until-round goes with --follow")
+    if follow:
+        if output.file is not None:
+            raise CLIError("give --follow or -o, not both")
+        _follow_stats(db, run, output.as_json, until_round)
+        return
+    with open_store(db, readonly=True) as store:
+        data = queries.stats(store, run).to_dict()
+    run_id, rows = data["run"], data["rounds"]
+    if output.file is not None:
+        from diagevo.files import write_table
+        from diagevo.views.stats import frame
+
+        write_table(frame(rows, data["metrics"]), output.file)
+    if output.as_json:
+        emit_json(data)
+        return
+    if not rows:
+        console.print(text(f"run {run_id} has no committed round yet", _pending(data["uncommitted"])), soft_wrap=True)
+    else:
+        from diagevo.cli.tables import print_fitted
+
+        cols, heads, keep = stats_columns(rows, data["metrics"])
+        cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+        print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, legend=_LEGEND, priority=keep)
+    if output.file is not None:
+        console.print(text(f"wrote {output.file} ({plural(len(rows), 'round')})"))
+
+
+_STEP_HEADS = {
+    "global_step": "step",
+    "reward_std": "reward sd",
+    "clip_ratio/region_mean": "clip",
+    "completions/mean_length": "length",
+    "learning_rate": "lr",
+    "grad_norm": "grad",
+}
+
+
+def _step_cells(row: dict[str, Any], fields: list[str]) -> list[str]:
+    return [str(row["round"]), plain(str(row["role"])), str(row["global_step"])] + [
+        f"{v:.4g}" if isinstance(v := row.get(f), float) else _cell(v) for f in fields
+    ]
+
+
+def _step_stats(
+    db: str | None, run: str | None, as_json: bool, wide: bool, follow: bool, until_round: int | None
+) -> None:
+    """``memory stats --steps``: the run's GRPO steps; with --follow, each as its phase logs it."""
+    from diagevo.views import queries
+
+    with open_store(db, readonly=True) as store:
+        if not follow:
+            data = queries.steps(store, run)
+        else:
+            run_id = followed_run(store, run)
+    if not follow:
+        if as_json:
+            emit_json(data)
+            return
+        if not data["steps"]:
+            console.print(text(f"run {data['run']} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
+            return
+        from diagevo.cli.tables import print_fitted
+
+        fields = data["fields"] if wide else [f for f in queries.STEP_FIELDS if f in data["fields"]]
+        heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]
+        cells = [_step_cells(r, fields) for r in data["steps"]]
+        print_fitted(console, heads, cells, title=text(f"run {data['run']}: GRPO steps"), wide=wide)
+        return
+    from diagevo.catalog import RoundCommitted, TrainStep
+    from diagevo.views.follow import follow_events
+
+    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
+        if not as_json:
+            console.print(text((f"following run {run_id}: a line per GRPO step (Ctrl-C to stop)", "dim")))
+        for e in follow_events(store, run_id):
+            if e.type == TrainStep.name:
+                row = queries.step_row(e.round, e.data)
+                if as_json:
+                    emit_json({"run": run_id, **row})
+                else:
+                    shown = [f for f in queries.STEP_FIELDS if f in row]
+                    names = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in shown]]
+                    line = "  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True))
+                    console.print(text(line), soft_wrap=True)
+                flush_stdout()
+            if e.type == RoundCommitted.name and until_round is not None and e.round >= until_round:
+                return
+
+
+def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
+    """``memory stats --follow``: a line per committed round as it comes (Ctrl-C ends it, exit 0)."""
+    from diagevo.views.follow import follow_stats
+    from diagevo.views.stats import metric_columns
+
+    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
+        run_id = followed_run(store, run)
+        if not as_json:
+            console.print(
+                text((f"following run {run_id}: a line per committed round (Ctrl-C to stop)", "dim")), soft_wrap=True
+            )
+        for row in follow_stats(store, run_id):
+            if as_json:
+                emit_json({"run": run_id, **row})
+            else:
+                cols, heads, _ = stats_columns([row], metric_columns([row]))
+                console.print(
+                    text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True))),
+                    soft_wrap=True,
+                )
+            flush_stdout()
+            if until_round is not None and row["round"] >= until_round:
+                return
+
+
+def _pending(uncommitted: list[dict[str, Any]]) -> str:
+    """``; recorded so far: round 0 bench/gsm8k=0.250``: the scores of rounds not committed."""
+    parts = [
+        f"round {m['round']} " + " ".join(f"{k}={_cell(v)}" for k, v in m.items() if k != "round") for m in uncommitted
+    ]
+    return f"; recorded so far: {'; '.join(parts)}" if parts else ""
+
+
+def _cell(v: Any) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else "-" if v is None else str(v)
+
+
+@output_options(file_help="Also write the figure (.png, .svg) or the series (.csv) to this file.")
+def plot(
+    db: DbOpt = None,
+    run: RunOpt = None,
+    output: Output = Output(),
+) -> None:
+    """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an image with -o."""
+    import polars as pl
+
+    from diagevo.views import queries
+
+    suffix = output.file.suffix.lower() if output.file is not None else ""
+    if output.file is not None and suffix not in (".png", ".svg", ".csv"):
+        raise CLIError(f"{output.file}: write a .png or .svg figure, or the series as .csv")
+    with open_store(db, readonly=True) as store:
+        data = queries.lifecycle(store, run).to_dict()
+    run_id, rows = data["run"], data["series"]
+    if not rows:
+        if output.file is not None:
+            raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {output.file} not written")
+        if output.as_json:
+            emit_json({"run": run_id, "series": []})
+        else:
+            console.print(text(f"run {run_id} has no committed round yet: nothing to plot"))
+        return
+    df = pl.DataFrame(rows)
+    if output.file is not None and suffix == ".csv":
+        from diagevo.files import replaced
+
+        with replaced(output.file, binary=True) as fh:
+            df.write_csv(fh)
+    elif output.file is not None:
+        from diagevo.report import figures
+
+        figures.save(figures.lifecycle(df, title=f"Memory lifecycle, run {run_id}"), output.file)
+    if output.as_json:
+        emit_json({"run": run_id, "series": df.to_dicts()})
+        return
+    top = max(1, *(r["active"] + r["mastered"] for r in rows))
+    # a row is "round NNN " + bar + " act NNNN mas NNNN nod NNN ε 0.000": the bar takes what is left
+    width = max(10, min(50, console.width - 10 - 36))
+    console.print(
+        text(("█", "yellow"), " active  ", ("▒", "green"), f" mastered   (run {run_id}; bar: causes, at most {top})"),
+        soft_wrap=True,
+    )
+    for r in rows:
+        a = round(width * r["active"] / top)
+        m = round(width * r["mastered"] / top)
+        console.print(
+            text(
+                f"round {r['round']:>3} ",
+                ("█" * a, "yellow"),
+                ("▒" * m, "green"),
+                " " * (width - a - m),
+                f" act {r['active']:>4} mas {r['mastered']:>4} nod {r['nodes']:>3} ε {r['epsilon_next']:.3f}",
+            )
+        )
+    console.print(text(("act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1", "dim")))
+    if output.file is not None:
+        console.print(text(f"wrote {output.file}"))
+
+
+def register(memory_app: typer.Typer) -> None:
+    memory_app.command()(stats)
+    memory_app.command()(plot)

@@ -1,0 +1,397 @@
+"""A run as a dataset: Parquet files a researcher loads without diagevo, and their card.
+
+``questions``: the curriculum (and the challenger's questions), with the cause each targeted, the
+votes, the pseudo-label, whether it was retained and the score that decided its cause's
+promotion (Eq. 5); ``failures``: each failed response with its diagnosis and the cause it was
+attributed to; ``nodes`` and ``causes``: the memory at the last round exported; ``cause_states``:
+every cause's state and frequency at every commit (its history). The card (``README.md``) carries
+the YAML header Hugging Face ``datasets`` reads (configs, features, sizes), leaves the license
+to whoever shares it, and says how the data was produced with the run's config.
+
+Everything a model wrote (questions, responses, diagnoses, cause descriptions, node labels) is
+data in the Parquet files only; the card holds the run's id and config, fenced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from diagevo.catalog import (
+    CauseCreated,
+    CausePromoted,
+    DiagnosisFailed,
+    EventTypes,
+    FailureAttributed,
+    FailureDiagnosed,
+    FailureRecorded,
+    NodeCreated,
+    QuestionGenerated,
+    QuestionScored,
+)
+from diagevo.errors import BadInput, NotFound
+from diagevo.files import write_replacing, write_table
+from diagevo.log import Recorder
+from diagevo.memory.deciders import promotion_scores
+from diagevo.memory.state import Memory
+from diagevo.redaction import redact_config
+from diagevo.views.memory import commit_memories, committed_rounds
+from diagevo.words import did_you_mean
+
+TABLES = ("questions", "failures", "nodes", "causes", "cause_states")
+"""The files of an exported run (``<name>.parquet``), in the card's order."""
+
+COLUMNS: dict[str, dict[str, str]] = {
+    "questions": {
+        "round": "the round t that generated it",
+        "question_id": "its id in the run (q: curriculum Q^cur, c: challenger Q^chal)",
+        "mode": "free, targeted or stitched (Eq. 2)",
+        "active_cause": "the Active cause it targeted (targeted, stitched)",
+        "mastered_cause": "the Mastered cause stitched in (stitched)",
+        "node": "the skill node of the targeted cause when it was generated",
+        "text": "the question, as the challenger wrote it (model output)",
+        "n": "construction responses voted (N)",
+        "p1": "share of the leading answer",
+        "p2": "share of the second answer",
+        "pseudo_label": "the leading answer (model output)",
+        "retained": "kept by the double-confidence filter (Eq. 3)",
+        "promotion_score": "acc_t of its targeted cause over the round's candidates (Eq. 5)",
+        "promoted": "its targeted cause was promoted to Mastered that round (Eq. 6)",
+    },
+    "failures": {
+        "round": "the round the solver failed in",
+        "failure_id": "its id in the run",
+        "question_id": "the retained question it failed",
+        "response": "the solver's response (model output)",
+        "reference": "the construction response that agrees with the pseudo-label (model output)",
+        "diagnosis": "matched, new cause, slip (no skill cause) or failed (no valid decision)",
+        "matched_cause": "the stored cause the diagnostician matched",
+        "error_cause": "the new error cause it described (model output)",
+        "diagnostician": "the diagnostician's model",
+        "attributed_cause": "the cause it counts for: attributed (recurrence, dedup) or created from it",
+        "attributed_via": "recurrence, dedup or created",
+    },
+    "nodes": {"node_id": "skill node id", "label": "its label (model output)", "created_round": "round created"},
+    "causes": {
+        "cause_id": "error cause id",
+        "node_id": "its skill node at the last round exported",
+        "description": "the cause (model output)",
+        "created_round": "round created",
+        "state": "active or mastered at the last round exported",
+        "frequency": "its frequency f there",
+    },
+    "cause_states": {
+        "round": "a committed round t",
+        "cause_id": "error cause id",
+        "node_id": "its skill node in M_t",
+        "state": "active or mastered in M_t",
+        "frequency": "f in M_t",
+    },
+}
+"""Each table's columns and what they hold (the card's features say the same)."""
+
+_DTYPES: dict[Any, str] = {pl.Int64: "int64", pl.Float64: "float64", pl.Boolean: "bool", pl.String: "string"}
+
+
+class ExportError(BadInput):
+    """A dataset that cannot be exported as asked."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedFile:
+    name: str
+    rows: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Exported:
+    """What :func:`export_dataset` wrote."""
+
+    run: str
+    directory: str
+    round: int
+    retained_only: bool
+    files: list[ExportedFile] = field(default_factory=list)
+
+
+def _rows(store: Recorder, run: str, types: EventTypes, upto: int) -> Iterable[tuple[int, str, dict[str, Any]]]:
+    for _seq, rnd, etype, data in store.rows(run, types=types, texts=True):
+        if 1 <= rnd <= upto:
+            yield rnd, etype, data
+
+
+def questions(store: Recorder, run: str, upto: int, retained_only: bool) -> pl.DataFrame:
+    """One row per scored question of rounds 1..``upto``, with its cause's promotion score."""
+    generated: dict[str, dict[str, Any]] = {}
+    scored: dict[str, dict[str, Any]] = {}
+    promoted: set[tuple[int, str]] = set()
+    for rnd, etype, d in _rows(store, run, (QuestionGenerated, QuestionScored, CausePromoted), upto):
+        if etype == QuestionGenerated.name:
+            generated[d["question_id"]] = {"round": rnd, **d}
+        elif etype == QuestionScored.name:
+            scored[d["question_id"]] = d
+        else:
+            promoted.add((rnd, d["cause_id"]))
+    per_round: dict[int, list[tuple[str | None, float]]] = {}
+    for qid, g in generated.items():
+        if qid in scored:
+            per_round.setdefault(g["round"], []).append((g["active_cause"], scored[qid]["p1"]))
+    acc = {(t, c): float(a) for t, ev in per_round.items() for c, (a, _n) in promotion_scores(ev).items()}
+    out = []
+    for qid, g in generated.items():
+        s = scored.get(qid)
+        if s is None or (retained_only and not s["retained"]):
+            continue
+        cause, t = g.get("active_cause"), g["round"]
+        out.append(
+            {
+                **{k: g.get(k) for k in ("round", "question_id", "mode", "active_cause", "mastered_cause", "node")},
+                "text": g.get("text", ""),
+                **{k: s.get(k) for k in ("n", "p1", "p2", "pseudo_label", "retained")},
+                "promotion_score": acc.get((t, cause)) if cause is not None else None,
+                "promoted": (t, cause) in promoted if cause is not None else None,
+            }
+        )
+    return _frame(out, "questions")
+
+
+def failures(store: Recorder, run: str, upto: int) -> pl.DataFrame:
+    """One row per recorded failure of rounds 1..``upto``, with its diagnosis and attribution."""
+    types = (FailureRecorded, FailureDiagnosed, DiagnosisFailed, FailureAttributed, CauseCreated)
+    rows: dict[str, dict[str, Any]] = {}
+    for rnd, etype, d in _rows(store, run, types, upto):
+        fid = d.get("failure_id")
+        if fid is None:
+            continue
+        if etype == FailureRecorded.name:
+            rows[fid] = {
+                "round": rnd,
+                **{k: d.get(k, "") for k in ("failure_id", "question_id", "response", "reference")},
+            }
+            continue
+        row = rows.get(fid)
+        if row is None:
+            continue
+        if etype == FailureDiagnosed.name:
+            kind = "matched" if d.get("matched_cause") else "new cause" if d.get("error_cause") else "slip"
+            row |= {"diagnosis": kind, "matched_cause": d.get("matched_cause"), "error_cause": d.get("error_cause")}
+            row["diagnostician"] = d.get("model") or None
+        elif etype == DiagnosisFailed.name:
+            row.setdefault("diagnosis", "failed")
+        elif etype == FailureAttributed.name:
+            row |= {"attributed_cause": d["cause_id"], "attributed_via": d["via"]}
+        else:
+            row |= {"attributed_cause": d["cause_id"], "attributed_via": "created"}
+    return _frame(list(rows.values()), "failures")
+
+
+def memory_tables(memories: list[Memory], node_rounds: Mapping[str, int]) -> dict[str, pl.DataFrame]:
+    """``nodes``, ``causes`` (the last memory) and ``cause_states`` (every memory)."""
+    last = memories[-1]
+    nodes = [{"node_id": n.id, "label": n.label, "created_round": node_rounds.get(n.id)} for n in last.nodes_in_order()]
+    causes = [
+        {
+            "cause_id": c.id,
+            "node_id": c.node,
+            "description": c.description,
+            "created_round": c.created_round,
+            "state": c.state.value,
+            "frequency": c.frequency,
+        }
+        for c in last.causes.values()
+    ]
+    states = [
+        {"round": m.committed, "cause_id": c.id, "node_id": c.node, "state": c.state.value, "frequency": c.frequency}
+        for m in memories
+        for c in m.causes.values()
+    ]
+    return {
+        "nodes": _frame(nodes, "nodes"),
+        "causes": _frame(causes, "causes"),
+        "cause_states": _frame(states, "cause_states"),
+    }
+
+
+_SCHEMAS: dict[str, dict[str, Any]] = {
+    "questions": {
+        "round": pl.Int64,
+        "question_id": pl.String,
+        "mode": pl.String,
+        "active_cause": pl.String,
+        "mastered_cause": pl.String,
+        "node": pl.String,
+        "text": pl.String,
+        "n": pl.Int64,
+        "p1": pl.Float64,
+        "p2": pl.Float64,
+        "pseudo_label": pl.String,
+        "retained": pl.Boolean,
+        "promotion_score": pl.Float64,
+        "promoted": pl.Boolean,
+    },
+    "failures": {
+        "round": pl.Int64,
+        "failure_id": pl.String,
+        "question_id": pl.String,
+        "response": pl.String,
+        "reference": pl.String,
+        "diagnosis": pl.String,
+        "matched_cause": pl.String,
+        "error_cause": pl.String,
+        "diagnostician": pl.String,
+        "attributed_cause": pl.String,
+        "attributed_via": pl.String,
+    },
+    "nodes": {"node_id": pl.String, "label": pl.String, "created_round": pl.Int64},
+    "causes": {
+        "cause_id": pl.String,
+        "node_id": pl.String,
+        "description": pl.String,
+        "created_round": pl.Int64,
+        "state": pl.String,
+        "frequency": pl.Int64,
+    },
+    "cause_states": {
+        "round": pl.Int64,
+        "cause_id": pl.String,
+        "node_id": pl.String,
+        "state": pl.String,
+        "frequency": pl.Int64,
+    },
+}
+
+
+def _frame(rows: list[dict[str, Any]], table: str) -> pl.DataFrame:
+    schema = _SCHEMAS[table]
+    return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
+
+
+def _output_dir(out: Path) -> Path:
+    if out.is_symlink():
+        raise ExportError(f"{out} is a symbolic link: name the directory itself")
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def export_dataset(
+    store: Recorder, run: str, out: Path, *, round: int | None = None, retained_only: bool = False
+) -> Exported:
+    """Write ``run`` through committed round ``round`` (default: its last) into the directory
+    ``out`` as Parquet files (questions, failures, nodes, causes, cause_states) and a ``README.md`` dataset card."""
+    if not store.has_run(run):
+        raise NotFound(f"no run {run!r} in the database{did_you_mean(run, store.runs())}")
+    done = committed_rounds(store, run)
+    if not done:
+        raise ExportError(f"run {run!r} has no committed round to export")
+    upto = done[-1] if round is None else round
+    if upto not in done:
+        raise ExportError(f"round {upto} of run {run!r} is not committed (its last committed round is {done[-1]})")
+    memories = [m for m in commit_memories(store, run) if m.committed <= upto]
+    node_rounds = {d["node_id"]: rnd for rnd, _t, d in _rows(store, run, (NodeCreated,), upto)}
+    frames = {
+        "questions": questions(store, run, upto, retained_only),
+        "failures": failures(store, run, upto),
+        **memory_tables(memories, node_rounds),
+    }
+    folder = _output_dir(out)
+    files = []
+    for name in TABLES:
+        path = folder / f"{name}.parquet"
+        write_table(frames[name], path)
+        files.append(ExportedFile(f"{name}.parquet", frames[name].height, path.stat().st_size))
+    exported = Exported(run, str(folder), upto, retained_only, files)
+    config = dict(memories[-1].config)
+    card = dataset_card(exported, frames, config)
+    write_replacing(folder / "README.md", card)
+    readme = folder / "README.md"
+    exported.files.append(ExportedFile("README.md", 0, readme.stat().st_size))
+    return exported
+
+
+def fenced(content: str, lang: str = "") -> str:
+    """``content`` as a Markdown code block whose fence no backtick run inside can close."""
+    ticks, current = 3, 0
+    for ch in content:
+        current = current + 1 if ch == "`" else 0
+        ticks = max(ticks, current + 1)
+    fence = "`" * ticks
+    return f"{fence}{lang}\n{content}\n{fence}"
+
+
+def _yaml_header(exported: Exported, frames: Mapping[str, pl.DataFrame]) -> list[str]:
+    lines = ["---", "license: unknown  # set the license under which you share this data", "configs:"]
+    for name in TABLES:
+        lines += [f"- config_name: {name}", "  data_files:", "  - split: train", f"    path: {name}.parquet"]
+        if name == "questions":
+            lines.append("  default: true")
+    lines.append("dataset_info:")
+    for name in TABLES:
+        lines += [f"- config_name: {name}", "  features:"]
+        for col, dtype in frames[name].schema.items():
+            lines += [f"  - name: {col}", f"    dtype: {_DTYPES.get(dtype, 'string')}"]
+        size = next(f.bytes for f in exported.files if f.name == f"{name}.parquet")
+        lines += ["  splits:", "  - name: train", f"    num_examples: {frames[name].height}", f"    num_bytes: {size}"]
+    lines += ["tags:", "- diagevo", "- self-play", "- curriculum", "---"]
+    return lines
+
+
+def dataset_card(exported: Exported, frames: Mapping[str, pl.DataFrame], config: Mapping[str, Any]) -> str:
+    """The ``README.md`` of an exported run: the YAML header ``datasets`` reads, then the card."""
+    from diagevo.api import version
+
+    cut = "retained questions only" if exported.retained_only else "every scored question, retained or not"
+    body = [
+        "# A DiagEvo run as a dataset",
+        "",
+        f"Exported by diagevo {version()} from the event log of the run below, rounds 1 to {exported.round} "
+        f"({cut}). The run's id:",
+        "",
+        fenced(exported.run),
+        "",
+        "DiagEvo (diagnosis-guided self-play) trains a challenger and a solver; each round the challenger asks "
+        "questions (free, or targeted at an error cause of the memory), the solver's votes give each a "
+        "pseudo-label, failures on retained questions are diagnosed into error causes under skill nodes, and "
+        "causes are promoted to Mastered or reactivated. Every text a model wrote (questions, answers, responses, "
+        "diagnoses, cause descriptions, node labels) is in the Parquet files as it was written: unreviewed model "
+        "output.",
+        "",
+        "## Files",
+        "",
+        "| config | file | rows | bytes |",
+        "|---|---|---|---|",
+    ]
+    body += [f"| {f.name.removesuffix('.parquet')} | {f.name} | {f.rows} | {f.bytes} |" for f in exported.files]
+    for name in TABLES:
+        body += ["", f"## {name}", "", "| column | type | what it holds |", "|---|---|---|"]
+        for col, dtype in frames[name].schema.items():
+            body.append(f"| {col} | {_DTYPES.get(dtype, 'string')} | {COLUMNS[name][col]} |")
+    body += [
+        "",
+        "## Loading",
+        "",
+        fenced(
+            'from datasets import load_dataset\n\nquestions = load_dataset("parquet", '
+            'data_files="questions.parquet")["train"]\n\n'
+            'import polars as pl\n\ncauses = pl.read_parquet("causes.parquet")',
+            "python",
+        ),
+        "",
+        "## The run's config",
+        "",
+        fenced(json.dumps(redact_config(config), indent=2, sort_keys=True, ensure_ascii=True), "json"),
+        "",
+        "## License",
+        "",
+        "Not set: the `license` field of the header is `unknown`. Whoever shares this data sets it, "
+        "minding the licenses of the models that wrote the texts and of the seed problems.",
+        "",
+    ]
+    return "\n".join([*_yaml_header(exported, frames), "", *body])

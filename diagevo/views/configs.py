@@ -1,0 +1,62 @@
+"""A stored config its readers cannot use, and the way back.
+
+The log is append-only: a ``run.configured`` whose config no longer validates (written by an
+older diagevo, which let ``inf`` through, or by a raw write) stays. Its rounds before it are
+intact, so the way back is a fork from the last round committed before it, which copies the log
+up to there and leaves the bad config behind. Every reader says so in one line
+(:func:`unusable_config`), and ``memory verify`` names each such event (:func:`config_problems`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from diagevo.catalog import RunConfigured, RunStarted
+from diagevo.config import config_from_record
+from diagevo.errors import BadInput, Hint
+from diagevo.log import Recorder, StoredEvent
+from diagevo.views.memory import committed_rounds
+
+CONFIG_TYPES = (RunStarted, RunConfigured)
+
+
+def config_fault(event: StoredEvent) -> str | None:
+    """Why the config of this ``run.started`` or ``run.configured`` cannot be used, or None."""
+    record = event.data.get("config")
+    if not isinstance(record, Mapping):
+        return "its config is not a table"
+    try:
+        config_from_record(record)
+    except BadInput as exc:
+        return str(exc)
+    return None
+
+
+def recovery(store: Recorder, run: str, event: StoredEvent) -> tuple[str, Hint | None]:
+    """How to get past a bad config at ``event``: the words, and the fork that does it (None
+    when the run's first config is the bad one: nothing before it to fork)."""
+    before = [t for t in committed_rounds(store, run) if t < event.round]
+    if event.type == RunStarted.name or not before:
+        return "the run has no round before it to fork: start a new run", None
+    last = before[-1]
+    hint = Hint(("memory", "fork", "--run", run, "--round", str(last), "--to", f"{run}-r{last}"), store.url)
+    return f"its rounds through {last} are intact: fork it from round {last} ({{command}})", hint
+
+
+def unusable_config(store: Recorder, run: str, event: StoredEvent, fault: str) -> BadInput:
+    """The one line a reader says of a run whose config in force cannot be used."""
+    how, hint = recovery(store, run, event)
+    what = f"the config of run {run!r} at seq {event.seq} ({event.type} of round {event.round})"
+    return BadInput(f"{what} cannot be used: {fault}; {how}", hint=hint)
+
+
+def config_problems(store: Recorder, run: str) -> list[tuple[int, str]]:
+    """(seq, line) for each stored config of the run that cannot be used (``memory verify``)."""
+    out: list[tuple[int, str]] = []
+    for e in store.read(run, types=CONFIG_TYPES):
+        fault = config_fault(e)
+        if fault is not None:
+            how, _ = recovery(store, run, e)
+            line = f"seq {e.seq}: {e.type}'s config cannot be used: {fault}; {how.replace(' ({command})', '')}"
+            out.append((e.seq, line))
+    return out

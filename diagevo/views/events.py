@@ -1,0 +1,106 @@
+"""A run's events, filtered: what ``diagevo memory events`` lists and ``--follow`` streams.
+
+One filter decides both, so a list and a follow of the same options show the same events: the
+list reads through the log's indexes (by cause, failure or question id, else by type and round)
+and cuts the result at a limit, saying whether more matched; the follow applies the same filter
+to each event as it is appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from diagevo.catalog import CATALOG, CAUSE_FIELDS, Event, RoundCommitted
+from diagevo.log import Recorder
+from diagevo.log.recorder import StoredEvent
+from diagevo.views.follow import follow_events
+from diagevo.views.memory import resolve_run
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events to show: of these types (none: every type), of this round, naming this
+    cause (in any of its key fields), failure or question. Every filter given must hold."""
+
+    types: frozenset[type[Event]] = frozenset()
+    cause: str | None = None
+    failure: str | None = None
+    question: str | None = None
+    in_round: int | None = None
+
+    def matches(self, event: StoredEvent) -> bool:
+        data = event.data
+        return (
+            (not self.types or CATALOG[event.type] in self.types)
+            and (self.in_round is None or event.round == self.in_round)
+            and (self.cause is None or self.cause in {data.get(f) for f in CAUSE_FIELDS})
+            and (self.failure is None or data.get("failure_id") == self.failure)
+            and (self.question is None or data.get("question_id") == self.question)
+        )
+
+    def index_keys(self) -> dict[str, list[str]] | None:
+        """The ids the log's key index reads by: the cause's fields, else the failure, else the
+        question (the other filters are applied to what that read returns)."""
+        if self.cause is not None:
+            return {f: [self.cause] for f in CAUSE_FIELDS}
+        if self.failure is not None:
+            return {"failure_id": [self.failure]}
+        if self.question is not None:
+            return {"question_id": [self.question]}
+        return None
+
+
+@dataclass(frozen=True)
+class EventPage:
+    """The events a filter picked, in seq order, at most ``limit`` of them (None: all), and
+    whether more matched than are here."""
+
+    run: str
+    events: list[StoredEvent]
+    limit: int | None
+    truncated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "events": [event_json(e) for e in self.events],
+            "limit": self.limit,
+            "truncated": self.truncated,
+        }
+
+
+def event_json(event: StoredEvent) -> dict[str, Any]:
+    """An event as ``memory events --json`` gives it: seq, round, type, event id, data."""
+    return {"seq": event.seq, "round": event.round, "type": event.type, "event_id": event.event_id, "data": event.data}
+
+
+def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: int | None = None) -> EventPage:
+    """The events of ``run`` (default: the latest run) that ``wanted`` picks, the first
+    ``limit`` of them (None or 0: all)."""
+    run_id = resolve_run(store, run)
+    types = wanted.types or None
+    keys = wanted.index_keys()
+    if keys is not None:
+        found = store.read(run_id, keys=keys, types=types, round=wanted.in_round)
+    else:  # one more than shown: whether the list was cut
+        found = store.read(
+            run_id, types=types, round=wanted.in_round, limit=min(limit + 1, 2**63 - 1) if limit else None
+        )
+    picked = [e for e in found if wanted.matches(e)]
+    truncated = bool(limit) and len(picked) > (limit or 0)
+    return EventPage(run_id, picked[:limit] if limit else picked, limit or None, truncated)
+
+
+def follow_matching(
+    store: Recorder, run: str, wanted: EventFilter, until_round: int | None = None
+) -> Iterator[StoredEvent]:
+    """Every event of ``run`` that ``wanted`` picks, from its first, then each new one as it is
+    appended; with ``until_round``, done once that round (or a later one) is committed, whether
+    or not the filter picks the commit."""
+    for event in follow_events(store, run):
+        if wanted.matches(event):
+            yield event
+        if until_round is not None and event.type == RoundCommitted.name and event.round >= until_round:
+            return

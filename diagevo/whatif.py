@@ -1,0 +1,346 @@
+"""What-ifs: the memory re-decided on a run's recorded evidence under other settings.
+
+A what-if copies a run's log through its last committed round into a derived run and decides
+again what needs no model call: the promotions of Eq. 5-6 (from the recorded questions' targets
+and p1), the reactivations of Eq. 7 (on the recorded attributions), and so F_t, ε_{t+1} and the
+schedule p of every round, or none of them under the "no state updates" ablation. Everything
+the models produced (questions, votes, failures, diagnoses, new causes and nodes, merges) is
+copied as recorded. Later rounds' evidence was produced under the recorded schedule, so a
+what-if cannot change which questions were asked, only what the memory decided about them.
+
+The derived run ends with ``run.forked`` naming its source, the source's last commit and, in
+its ``whatif`` field, the settings changed: the fork machinery's provenance, so every read
+command, ``memory diff`` (causes matched by the event that created them) and ``report
+--compare`` read it like any run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from diagevo.catalog import (
+    CATALOG,
+    COUNTED,
+    CausePromoted,
+    CauseReactivated,
+    Event,
+    FailureAttributed,
+    PromotionsDecided,
+    RoundCommitted,
+    RunConfigured,
+    RunForked,
+    RunStarted,
+)
+from diagevo.catalog.ids import event_id, rebase_event_id
+from diagevo.config import MemoryConfig, MethodConfig, config_from_record
+from diagevo.errors import BadInput, NotFound
+from diagevo.log import Recorder, StoredEvent
+from diagevo.memory.deciders import decide_attribution, decide_promotions, promotion_evidence
+from diagevo.memory.fold import Draft, start
+from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
+from diagevo.schemas import EventIn, new_event, validate_event
+from diagevo.sections import apply_overrides, checked
+from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.memory import commit_memories, committed_rounds
+from diagevo.views.stats import counted_column
+from diagevo.words import did_you_mean
+
+MEANING = (
+    "a what-if re-decides the memory (promotions, reactivations, F_t, ε, the schedule p) on the run's "
+    "recorded evidence: later rounds' questions were asked under the recorded schedule, so they do not "
+    "change, only the memory's decisions on them"
+)
+"""What a what-if is, in one sentence: every output of a what-if says it."""
+
+SETTINGS = ("memory.k", "memory.theta_up", "memory.state_updates")
+"""The settings a what-if can change: those of the deciders that call no model."""
+
+_WHY_NOT = {
+    "memory.generation": "it changes which questions are asked",
+    "memory.fixed_free_ratio": "it changes which questions are asked",
+    "memory.stitching": "it changes which questions are asked",
+    "memory.challenger_updates": "it changes how the challenger is trained",
+    "grpo.construction_responses": "N changes the votes, so the pseudo-labels and p1",
+    "filter": "it changes which questions are retained, so which failures are recorded",
+    "diagnosis": "it changes what the diagnostician decides",
+    "reward": "it changes how the challenger is trained",
+    "grpo": "it changes how the models are trained",
+    "challenger": "it changes how the challenger is trained",
+    "solver": "it changes how the solver is trained",
+    "train": "it changes the training run",
+}
+
+
+class WhatIfError(BadInput):
+    """A what-if that cannot be made as asked (a setting it cannot change, a run it cannot read)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoundOutcome:
+    """One committed round of a run as the memory ended it: M_t's sizes and the schedule it leaves."""
+
+    round: int
+    active: int
+    mastered: int
+    F: int
+    epsilon_next: float
+    promotions: int
+    reactivations: int
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """One derived run: its source, the settings changed and its rounds."""
+
+    run: str
+    source: str
+    settings: dict[str, Any]
+    source_round: int
+    source_hash: str
+    events: int
+    created: bool  # False: the same what-if was in the database already
+    rounds: list[RoundOutcome] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """The recorded run's rounds and one what-if per combination of the values asked."""
+
+    source: str
+    recorded: list[RoundOutcome]
+    whatifs: list[WhatIf]
+    meaning: str = MEANING
+
+
+def _why_not(key: str) -> str:
+    section = key.partition(".")[0]
+    return _WHY_NOT.get(key) or _WHY_NOT.get(section) or "its effect needs new model calls"
+
+
+def parse_settings(sets: Sequence[str]) -> list[dict[str, str]]:
+    """``section.field=v1,v2`` items as the combinations they ask for (one dict of key -> value
+    text per derived run, every combination of the values given, in order). A setting whose
+    effect needs new model calls or evidence is refused, saying why."""
+    axes: dict[str, list[str]] = {}
+    for item in sets:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise WhatIfError(f"setting {item!r} is not of the form section.field=value")
+        if key not in SETTINGS:
+            raise WhatIfError(
+                f"a what-if cannot change {key}: {_why_not(key)}, which needs new model calls; it changes "
+                f"{', '.join(SETTINGS)} only (fork the run and train on for the rest)"
+            )
+        if key in axes:
+            raise WhatIfError(f"{key} is set twice: give its values once, separated by commas")
+        axes[key] = [v.strip() for v in values.split(",")]
+        if any(not v for v in axes[key]):
+            raise WhatIfError(f"setting {item!r} has an empty value")
+    keys = list(axes)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(axes[k] for k in keys))]
+
+
+def _with_settings(record: Mapping[str, Any], settings: Mapping[str, str]) -> dict[str, Any]:
+    """A stored config record with ``settings`` applied, checked as the method's config."""
+    overrides = [f"{k}={v}" for k, v in settings.items()]
+    data = apply_overrides(config_from_record(record).model_dump(mode="json"), overrides)
+    return checked(MethodConfig, data, overrides=overrides).redacted()
+
+
+def default_name(source: str, settings: Mapping[str, str]) -> str:
+    """The derived run's id when none is given: the source's and the settings'."""
+    return f"{source}~" + ",".join(f"{k.rpartition('.')[2]}={v}" for k, v in settings.items())
+
+
+@dataclass
+class _Deriving:
+    """The state of one pass over the source's log: the what-if memory and the events so far."""
+
+    source: str
+    new: str
+    settings: Mapping[str, str]
+    draft: Draft | None = None
+    base: Memory | None = None  # M'_{t-1}: what the round's promotions are decided against
+    method: MemoryConfig = field(default_factory=MemoryConfig)
+    # (type, round, cause, failure) -> the id of the source's decision
+    recorded_ids: dict[tuple[type[Event], int, str, str], str] = field(default_factory=dict)
+    rows: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # the round's (type, data) so far
+    out: list[EventIn] = field(default_factory=list)
+
+    def emit(self, cls: type[Event], rnd: int, eid: str, data: Mapping[str, Any]) -> None:
+        """A source event copied (validated as ingest validates a line)."""
+        self._add(
+            validate_event({"type": cls.name, "run": self.new, "round": rnd, "event_id": eid, "data": dict(data)})
+        )
+
+    def _add(self, ev: EventIn) -> None:
+        event = ev.event
+        if isinstance(event, RunStarted):
+            self.draft = Draft(start(self.new, event))
+        elif self.draft is not None:
+            self.draft.apply(event, ev.round)
+        if isinstance(event, RoundCommitted):
+            self.base, self.rows = self.memory(), []
+        else:
+            self.rows.append((ev.type, ev.data))
+        self.out.append(ev)
+
+    def memory(self) -> Memory:
+        if self.draft is None:
+            raise WhatIfError(f"run {self.source!r} does not begin with {RunStarted.name}")
+        return self.draft.freeze()
+
+    def decided(self, event: CausePromoted | CauseReactivated, rnd: int) -> None:
+        """A re-decided memory event: the recorded event's id when the source decided the same."""
+        cause = event.cause_id
+        failure = event.failure_id if isinstance(event, CauseReactivated) else ""
+        recorded = self.recorded_ids.get((type(event), rnd, cause, failure))
+        key = f"promote/{cause}" if isinstance(event, CausePromoted) else f"whatif/reactivate/{cause}/{failure}"
+        eid = rebase_event_id(recorded, self.source, self.new) if recorded else event_id(self.new, rnd, key)
+        self._add(new_event(event, run=self.new, round=rnd, event_id=eid))
+
+    def take(self, e: StoredEvent) -> None:
+        """One source event: copied, re-decided, or dropped (the source's own decisions)."""
+        eid = rebase_event_id(e.event_id, self.source, self.new)
+        data, cls = e.data, CATALOG[e.type]
+        if cls is RunStarted or cls is RunConfigured:
+            if self.settings:  # with none, the record is copied as it was written
+                data = {**data, "config": _with_settings(data.get("config", {}), self.settings)}
+            self.method = config_from_record(data.get("config", {})).memory
+        if cls is CausePromoted or cls is CauseReactivated or cls is RunForked:
+            return  # decided again below; a source's own fork provenance is replaced by the what-if's
+        if cls is PromotionsDecided:
+            self._promote(e.round, eid, data)
+        elif cls is FailureAttributed:
+            for change in decide_attribution(
+                self.memory(), data["failure_id"], data["cause_id"], data["via"], data.get("similarity")
+            ):
+                if isinstance(change, CauseReactivated):
+                    self.decided(change, e.round)
+                else:
+                    self.emit(cls, e.round, eid, data)
+        elif cls is RoundCommitted:
+            self.emit(cls, e.round, eid, self._commit(data))
+        else:
+            self.emit(cls, e.round, eid, data)
+
+    def _promote(self, rnd: int, eid: str, data: Mapping[str, Any]) -> None:
+        base = self.base if self.base is not None else self.memory()
+        rows = [(0, rnd, etype, d) for etype, d in self.rows]
+        evidence = promotion_evidence(rows)
+        changes = decide_promotions(base, evidence, self.method.theta_up, enabled=self.method.state_updates)
+        promoted = [c for c in changes if isinstance(c, CausePromoted)]
+        for change in promoted:
+            self.decided(change, rnd)
+        self.emit(PromotionsDecided, rnd, eid, {**data, "promoted": [c.cause_id for c in promoted]})
+
+    def _commit(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The commit's summary as the round protocol writes it, counted and scheduled again."""
+        counts = dict.fromkeys(COUNTED.values(), 0)
+        for etype, d in self.rows:
+            column = counted_column(etype, d)
+            if column is not None:
+                counts[column] += 1
+        sched = schedule(self.memory())
+        return {**data, **{k: v for k, v in counts.items() if k in data}, "F": sched.F, "epsilon_next": sched.epsilon}
+
+
+def _remember_decisions(events: Iterable[StoredEvent], state: _Deriving) -> None:
+    for e in events:
+        match e.event:
+            case CausePromoted(cause_id=cause):
+                state.recorded_ids[(CausePromoted, e.round, cause, "")] = e.event_id
+            case CauseReactivated(cause_id=cause, failure_id=failure):
+                state.recorded_ids[(CauseReactivated, e.round, cause, str(failure))] = e.event_id
+
+
+def _existing(store: Recorder, new: str, source: str, settings: Mapping[str, str], source_hash: str) -> WhatIf | None:
+    """The what-if ``new`` when it is this one already (same source, head and settings)."""
+    marker = next(store.read(new, types=(RunForked,), newest=True, limit=1), None)
+    if marker is None or not isinstance(marker.data.get("whatif"), Mapping):
+        return None
+    same = (marker.data.get("source_run"), marker.data.get("source_hash"), marker.data["whatif"].get("settings"))
+    if same != (source, source_hash, dict(settings)):
+        return None
+    return WhatIf(new, source, dict(settings), marker.round, source_hash, store.last_seq(new), False)
+
+
+def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str | None = None) -> WhatIf:
+    """Write the what-if of ``source`` under ``settings`` (key -> value text; the keys
+    ``memory.k``, ``memory.theta_up``, ``memory.state_updates``) as run ``new`` (default
+    ``SOURCE~field=value``); with no setting, the copy that must reproduce the recorded memory
+    exactly. Writing the same what-if again is a no-op."""
+    [checked_settings] = parse_settings([f"{k}={v}" for k, v in settings.items()]) or [{}]
+    new = new or default_name(source, checked_settings)
+    if not new.strip():
+        raise WhatIfError("the derived run needs a name")
+    if not store.has_run(source):
+        raise NotFound(f"no run {source!r} in the database{did_you_mean(source, store.runs())}")
+    done = committed_rounds(store, source)
+    if not done:
+        raise WhatIfError(f"run {source!r} has no committed round: a what-if needs one")
+    commit = next(e for e in store.read(source, types=(RoundCommitted,), round=done[-1]))
+    if store.has_run(new):
+        found = _existing(store, new, source, checked_settings, commit.hash)
+        if found is None:
+            raise WhatIfError(f"run {new!r} exists already: pick a new name")
+        return _with_rounds(store, found)
+    state = _Deriving(source, new, checked_settings)
+    _remember_decisions(store.read(source, types=(CausePromoted, CauseReactivated)), state)
+    for e in store.read(source, upto_seq=commit.seq, texts=True):
+        state.take(e)
+    forked = RunForked(
+        source_run=source,
+        source_round=commit.round,
+        source_hash=commit.hash,
+        source_seq=commit.seq,
+        whatif={"settings": dict(checked_settings), "meaning": MEANING},
+    )
+    state.out.append(
+        new_event(forked, run=new, round=commit.round, event_id=event_id(new, commit.round, RunForked.name))
+    )
+
+    # the events are a function of the source's log through one commit, which no later append
+    # changes; under the append lock only the new run's absence is left to decide
+    def decide() -> list[EventIn]:  # the derived run is created once, under the append lock
+        if store.has_run(new):
+            raise WhatIfError(f"run {new!r} exists already: pick a new name")
+        return state.out
+
+    store.append_decided(decide)
+    refresh_snapshots(store, new)
+    made = WhatIf(new, source, dict(checked_settings), commit.round, commit.hash, len(state.out), True)
+    return _with_rounds(store, made)
+
+
+def _with_rounds(store: Recorder, made: WhatIf) -> WhatIf:
+    return replace(made, rounds=outcomes(store, made.run))
+
+
+def outcomes(store: Recorder, run: str) -> list[RoundOutcome]:
+    """Every committed round of ``run`` as the memory ended it (folded; the commits' counts)."""
+    counts = {
+        e.round: (int(e.data.get("promotions", 0)), int(e.data.get("reactivations", 0)))
+        for e in store.read(run, types=(RoundCommitted,))
+    }
+    out = []
+    for m in commit_memories(store, run):
+        s = schedule(m)
+        promoted, reactivated = counts.get(m.committed, (0, 0))
+        out.append(RoundOutcome(m.committed, len(m.active()), len(m.mastered()), s.F, s.epsilon, promoted, reactivated))
+    return out
+
+
+def what_if_sweep(store: Recorder, source: str, sets: Sequence[str], names: Sequence[str] = ()) -> Sweep:
+    """One what-if per combination of the values in ``sets`` (``section.field=v1,v2,...``);
+    ``names`` names the derived runs in that order (default ``SOURCE~field=value``)."""
+    combos = parse_settings(sets) or [{}]
+    if names and len(names) != len(combos):
+        raise WhatIfError(f"{len(names)} names for {len(combos)} what-ifs: give one name per combination")
+    made = [what_if(store, source, combo, names[i] if names else None) for i, combo in enumerate(combos)]
+    return Sweep(source, outcomes(store, source), made)

@@ -1,0 +1,79 @@
+"""Only ``cli/`` spells a command line: the library says what went wrong and what fixes it as
+data (:class:`diagevo.errors.Hint`, :class:`diagevo.fixes.Fix`), and the CLI spells that for the
+shell and the installation it runs in (a Python caller reads it in words, or as the Python call).
+
+The test reads every string literal of the library that is not a docstring and refuses the
+spellings of a command line: ``diagevo SUBCOMMAND``, ``pip install``, ``make TARGET``, a
+subcommand with its options (``train --resume``), ``pass --FLAG``, ``source .venv/...``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from diagevo.errors import BadInput, Hint
+from diagevo.fixes import Fix, Install, Override
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBCOMMANDS = "train|memory|round|runs|doctor|diagnose|eval|report|db|models|config|gpu-check|ablate"
+COMMAND_LINE = re.compile(
+    rf"\bdiagevo (?:{SUBCOMMANDS})\b|\bpip install\b|\bmake [a-z]|\b(?:{SUBCOMMANDS}) --[a-z]|\bpass --[a-z]"
+    r"|\bsource \.venv|\bmemory fork\b"
+)
+TRAINER_NAME = "diagevo train"
+"""The name ``run.started`` records for diagevo's own trainer: a name in the log, not a command."""
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            found.add(id(node.value))  # a docstring, or a string standing alone (a comment)
+    return found
+
+
+def spelled_commands(package: Path) -> list[str]:
+    """``path:line: literal`` for each string literal below ``package`` (``cli`` and the
+    migrations aside) that spells a command line."""
+    out = []
+    for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).parts[0] in ("cli", "migrations"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docs:
+                continue
+            if node.value != TRAINER_NAME and COMMAND_LINE.search(node.value):
+                out.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.value[:100]!r}")
+    return out
+
+
+def test_the_library_spells_no_command_line() -> None:
+    assert spelled_commands(ROOT / "diagevo") == []
+
+
+@pytest.mark.parametrize(
+    "literal",
+    ["run it with diagevo train --rounds 3", "pip install -e '.[hf]'", "make vllm-cpu", "pass --resume to go on"],
+)
+def test_the_scan_finds_a_spelled_command(tmp_path: Path, literal: str) -> None:
+    (tmp_path / "offender.py").write_text(f'"""a docstring may say {literal}"""\n\nMESSAGE = {literal!r}\n')
+    (found,) = spelled_commands(tmp_path)
+    assert found.endswith(f"offender.py:3: {literal!r}")
+
+
+def test_an_error_says_its_fix_in_words_to_python_and_as_a_command_to_the_cli() -> None:
+    from diagevo.cli.fixes import message
+
+    need = BadInput("the vllm engine needs vLLM: {command}", fix=Fix.of(Install("gpu"), Override("hf.use_vllm", False)))
+    assert str(need) == "the vllm engine needs vLLM: install diagevo's gpu extra, or set hf.use_vllm = false"
+    spelled = message(need)
+    assert spelled.startswith("the vllm engine needs vLLM: `") and "[gpu]" in spelled
+    assert spelled.endswith(", or --set hf.use_vllm=false`")
+    again = BadInput("continue it with {command}", hint=Hint(("train", "--resume"), call="train(..., resume=True)"))
+    assert str(again) == "continue it with `train(..., resume=True)`"
+    assert message(again) == "continue it with `diagevo train --resume`"

@@ -1,0 +1,240 @@
+"""``diagevo memory whatif``: with no setting changed a what-if reproduces the recorded memory
+exactly (every state, frequency, F_t and ε of every round) on a simulator run and on a log
+written by an external trainer; under another θ_up, k or the "no state updates" ablation the
+memory is decided again by hand-computed rules; settings that need model calls are refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagevo import rounds
+from diagevo.catalog import RoundCommitted
+from diagevo.errors import BadInput
+from diagevo.log import Recorder, open_log
+from diagevo.memory.schedule import schedule
+from diagevo.train import train
+from diagevo.train.config import load_config
+from diagevo.views.memory import commit_memories
+from diagevo.whatif import MEANING, parse_settings, what_if, what_if_sweep
+from tests.logs import wire_event
+from tests.test_cli_memory import run_cli
+from tests.test_rounds import RUN, candidate, round_one
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def memories(store: Recorder, run: str) -> list[dict[str, Any]]:
+    """Every committed round's memory as numbers: states, frequencies, F_t, F_1, ε_{t+1}, p."""
+    out = []
+    for m in commit_memories(store, run):
+        s = schedule(m)
+        out.append(
+            {
+                "round": m.committed,
+                "causes": {c.id: (c.node, c.state.value, c.frequency) for c in m.causes.values()},
+                "nodes": {n.id: n.label for n in m.nodes.values()},
+                "F": s.F,
+                "F1": m.F1,
+                "k": m.k,
+                "epsilon": s.epsilon,
+                "p": s.p,
+            }
+        )
+    return out
+
+
+def commits(store: Recorder, run: str) -> list[dict[str, Any]]:
+    return [e.data for e in store.read(run, types=(RoundCommitted,))]
+
+
+def assert_identity(db: str, run: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with open_log(db) as store:
+        made = what_if(store, run, {}, f"{run}-same")
+        assert made.created and made.settings == {}
+        assert memories(store, run) == memories(store, f"{run}-same")
+        assert commits(store, run) == commits(store, f"{run}-same")
+        n_rounds = len(commits(store, run))
+        recorded = [(e.round, e.type, e.data) for e in store.read(run, texts=True) if e.type != "run.forked"]
+        derived = [(e.round, e.type, e.data) for e in store.read(f"{run}-same", texts=True)]
+        assert derived[:-1] == recorded  # the same events in the same order
+        assert derived[-1][1] == "run.forked" and derived[-1][2]["whatif"] == {"settings": {}, "meaning": MEANING}
+    for t in range(1, n_rounds + 1):
+        code, out, err = run_cli(
+            capsys, "memory", "diff", "--run", run, "--run", f"{run}-same", "--round", str(t), "--db", db, "--json"
+        )
+        assert code == 0, err
+        d = json.loads(out)
+        assert d["causes_differing"] == [] and d["causes_only_in"] == {run: [], f"{run}-same": []}
+        assert d["nodes_only_in"] == {run: [], f"{run}-same": []} and d["same_id_differs"] == []
+    assert run_cli(capsys, "memory", "verify", "--run", f"{run}-same", "--db", db)[0] == 0
+
+
+@pytest.fixture(scope="module")
+def five(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A five-round simulator run ``five`` (with promotions and reactivations)."""
+    tmp = tmp_path_factory.mktemp("whatif")
+    db = f"sqlite:///{tmp / 'five.db'}"
+    cfg = load_config(
+        ROOT / "configs" / "sim.toml",
+        [
+            "train.challenger_questions=16",
+            "train.curriculum_questions=48",
+            "train.rounds=5",
+            'train.run="five"',
+            f'train.out_dir="{tmp / "ckpt"}"',
+        ],
+    )
+    with open_log(db) as store:
+        train(cfg, store)
+        stats = commits(store, "five")
+    assert sum(c["promotions"] for c in stats) > 0 and sum(c["reactivations"] for c in stats) > 0
+    return db
+
+
+def test_no_change_reproduces_a_simulator_run(five: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_identity(five, "five", capsys)
+
+
+def test_no_change_reproduces_an_external_trainers_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from examples.external_trainer import main
+
+    db = f"sqlite:///{tmp_path / 'ext.db'}"
+    main(
+        [
+            "--db",
+            db,
+            "--run",
+            "ext",
+            "--rounds",
+            "3",
+            "--set",
+            "train.challenger_questions=16",
+            "--set",
+            "train.curriculum_questions=48",
+            "--set",
+            f'train.out_dir="{tmp_path / "ckpt"}"',
+        ]
+    )
+    capsys.readouterr()
+    with open_log(db) as store:
+        assert sum(c["promotions"] for c in commits(store, "ext")) > 0
+    assert_identity(db, "ext", capsys)
+
+
+def two_rounds(store: Recorder) -> None:
+    """Round 1: C1 (f=2), C2 (f=1), θ_up = 0.5, k = 1. Round 2: every candidate at p1 = 9/12, so
+    each targeted cause is promoted; then a failure ``y`` attributed to C1 reactivates it."""
+    round_one(store)
+    rounds.open_round(store, RUN)
+    reqs = rounds.requests(store, RUN, 2, 20)
+    rounds.record(store, RUN, 2, [candidate(q.question_id, q, agree=9) for q in reqs])
+    assert {p.cause_id for p in rounds.promote(store, RUN, 2)} == {"C1", "C2"}
+    store.append(
+        [
+            wire_event("cause.reactivated", RUN, 2, f"{RUN}/2/r", cause_id="C1", failure_id="y"),
+            wire_event("failure.attributed", RUN, 2, f"{RUN}/2/a", failure_id="y", cause_id="C1", via="recurrence"),
+        ]
+    )
+    rounds.commit(store, RUN, 2)
+
+
+def test_other_settings_are_decided_again(store: Recorder) -> None:
+    two_rounds(store)
+    # recorded: C1 promoted then reactivated (Active, 1), C2 Mastered: F_2 = 1, ε_3 = 3 / (3 + 1/1)
+    [_, rec] = memories(store, RUN)
+    assert rec["causes"] == {"C1": ("N1", "active", 1), "C2": ("N1", "mastered", 0)}
+    assert (rec["F"], rec["F1"], rec["epsilon"]) == (1, 3, 0.75)
+
+    # θ_up = 0.8 > 9/12: nothing promoted, so y is no reactivation: C1 = 2 + 1, F_2 = 4, ε_3 = 3/7
+    strict = what_if(store, RUN, {"memory.theta_up": "0.8"})
+    assert strict.run == f"{RUN}~theta_up=0.8"
+    [one, two] = memories(store, strict.run)
+    assert one["causes"] == {"C1": ("N1", "active", 2), "C2": ("N1", "active", 1)}
+    assert two["causes"] == {"C1": ("N1", "active", 3), "C2": ("N1", "active", 1)}
+    assert (two["F"], two["epsilon"]) == (4, 3 / 7)
+    assert [(r.round, r.promotions, r.reactivations) for r in strict.rounds] == [(1, 0, 0), (2, 0, 0)]
+    assert commits(store, strict.run)[1]["epsilon_next"] == 3 / 7
+
+    # θ_up = 0.75 = 9/12 exactly: promoted as recorded
+    assert memories(store, what_if(store, RUN, {"memory.theta_up": "0.75"}).run)[1]["causes"] == rec["causes"]
+
+    # no state updates: the same as no promotion
+    frozen = what_if(store, RUN, {"memory.state_updates": "false"})
+    assert memories(store, frozen.run)[1]["causes"] == two["causes"]
+
+    # k = 2: the states as recorded, ε_2 = 3 / (3 + 3/2) and ε_3 = 3 / (3 + 1/2)
+    wide = what_if(store, RUN, {"memory.k": "2"})
+    m1, m2 = memories(store, wide.run)
+    assert m2["causes"] == rec["causes"] and m1["k"] == 2.0
+    assert (m1["epsilon"], m2["epsilon"]) == (3 / 4.5, 3 / 3.5)
+    assert [r.epsilon_next for r in wide.rounds] == [3 / 4.5, 3 / 3.5]
+
+    # an open round is not copied: the what-if ends at the source's last commit
+    rounds.open_round(store, RUN)
+    ended = what_if(store, RUN, {"memory.k": "3"})
+    assert ended.source_round == 2 and [r.round for r in ended.rounds] == [1, 2]
+    assert max(e.round for e in store.read(ended.run)) == 2
+    with pytest.raises(BadInput, match="2 names for 1 what-ifs"):
+        what_if_sweep(store, RUN, ["memory.k=4"], ["a", "b"])
+
+    # the same what-if again is a no-op; another under a taken name is refused
+    again = what_if(store, RUN, {"memory.k": "2"})
+    assert not again.created and again.rounds == wide.rounds
+    with pytest.raises(BadInput, match="exists already"):
+        what_if(store, RUN, {"memory.k": "5"}, wide.run)
+
+
+@pytest.mark.parametrize(
+    ("setting", "why"),
+    [
+        ("filter.tau=2", "filter.tau: it changes which questions are retained"),
+        ("diagnosis.theta_dup=0.4", "diagnosis.theta_dup: it changes what the diagnostician decides"),
+        ("diagnosis.theta_merge=0.4", "diagnosis.theta_merge"),
+        ("grpo.construction_responses=8", "N changes the votes"),
+        ("memory.generation=free", "it changes which questions are asked"),
+        ("memory.k", "not of the form section.field=value"),
+        ("memory.k=", "an empty value"),
+    ],
+)
+def test_settings_that_need_model_calls_are_refused(setting: str, why: str) -> None:
+    with pytest.raises(BadInput) as exc:
+        parse_settings([setting])
+    assert why in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_sweep_combinations() -> None:
+    assert parse_settings(["memory.k=0.25,0.5", "memory.theta_up=0.7,0.9"]) == [
+        {"memory.k": "0.25", "memory.theta_up": "0.7"},
+        {"memory.k": "0.25", "memory.theta_up": "0.9"},
+        {"memory.k": "0.5", "memory.theta_up": "0.7"},
+        {"memory.k": "0.5", "memory.theta_up": "0.9"},
+    ]
+
+
+def test_cli_sweep_table_and_reads(five: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "memory", "whatif", "--run", "five", "--set", "memory.k=0.25,2", "--db", five)
+    assert code == 0, err
+    assert "five~k=0.25" in out and "five~k=2" in out and "What a what-if is" in out and "recorded" in out
+    code, out, err = run_cli(
+        capsys, "memory", "whatif", "--run", "five", "--set", "memory.k=0.25,2", "--db", five, "--json"
+    )
+    assert code == 0, err
+    done = json.loads(out)
+    assert [w["created"] for w in done["whatifs"]] == [False, False]
+    low, high = (w["rounds"] for w in done["whatifs"])
+    assert [r["F"] for r in low] == [r["F"] for r in high] == [r["F"] for r in done["recorded"]]
+    assert all(a["epsilon_next"] > b["epsilon_next"] for a, b in zip(high, low))  # ε grows with k
+    runs = json.loads(run_cli(capsys, "runs", "--db", five, "--json")[1])
+    assert {"five~k=0.25", "five~k=2"} <= {r["run"] for r in runs["runs"]}
+    report = tmp_path / "compare.html"
+    code, out, err = run_cli(
+        capsys, "report", "--run", "five", "--run", "five~k=2", "-o", str(report), "--db", five, "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["runs"] == ["five", "five~k=2"] and "five~k=2" in report.read_text(encoding="utf-8")
+    code, _, err = run_cli(capsys, "memory", "whatif", "--run", "five", "--set", "filter.tau=2", "--db", five)
+    assert code == 1 and "needs new model calls" in err and len(err.strip().splitlines()) == 1
