@@ -20,6 +20,7 @@ from diagevo import rounds as protocol
 from diagevo.catalog import CheckpointWritten
 from diagevo.confined import OutsideFolder, owned_dir, remove_owned
 from diagevo.log import open_log
+from tests.test_checkpoint_retention import as_models  # noqa: F401 - a fixture
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import SMALL
 
@@ -84,6 +85,7 @@ def test_a_link_planted_below_the_run_folder_is_refused_before_the_round_writes(
     assert _events(db) == before
 
 
+@pytest.mark.usefixtures("as_models")
 def test_a_prune_deletes_only_what_the_run_wrote_in_its_own_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], victim: Path
 ) -> None:

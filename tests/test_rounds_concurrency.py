@@ -48,7 +48,7 @@ def _produce(url: str, rank: int, barrier: Any, out: Any) -> None:
         )
         barrier.wait()
         try:
-            out.put(("promoted", [p["cause_id"] for p in rounds.promote(store, RUN, 2)]))
+            out.put(("promoted", [p.cause_id for p in rounds.promote(store, RUN, 2)]))
         except rounds.ProtocolError as exc:
             out.put(("refused", str(exc)))
 

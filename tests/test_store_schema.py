@@ -162,13 +162,13 @@ def test_a_missing_sqlite_file_is_created_only_by_writers(tmp_path) -> None:
     path = tmp_path / "new.db"
     with pytest.raises(
         StoreError,
-        match=f"^no database at {path}: start one with `open_store\\(url, create=True\\)`, "
+        match=f"^no database at {path}: start one with `diagevo\\.open_store\\(url, create=True\\)`, "
         "or run your own trainer through the round protocol$",
     ):
         open_log(f"sqlite:///{path}", create=False)
     with pytest.raises(
         StoreError,
-        match=f"^no database at {path}: start one with `open_store\\(url, create=True\\)`, "
+        match=f"^no database at {path}: start one with `diagevo\\.open_store\\(url, create=True\\)`, "
         "or run your own trainer through the round protocol$",
     ):
         revision_status(f"sqlite:///{path}")

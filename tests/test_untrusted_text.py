@@ -125,7 +125,9 @@ def hostile_log() -> Log:
         raw="raw " + TEXT,
     )
     log.add("cause.created", cause_id=CAUSE, node_id=NODE, description="d2 " + WITH_NUL, failure_id="f'1[/b]")
-    log.add("failure.attributed", failure_id="f'1[/b]", cause_id="C1", via="recurrence", similarity=0.9)
+    log.add("failure.recorded", failure_id="f2", question_id="q'1[/b]", response="R2 " + TEXT, reference="ref")
+    log.add("failure.diagnosed", failure_id="f2", error_cause="diag2 " + TEXT, model="m", raw="raw2")
+    log.add("failure.attributed", failure_id="f2", cause_id="C1", via="recurrence", similarity=0.9)
     log.add("eval.recorded", benchmark=BENCH, n=3, accuracy=0.5, model="m " + WITH_NUL)
     log.commit(heldout_acc=0.5, timing={PHASE: 1.0, "solver": 2.0})
     log.question("q2", 0.9, active="C1")
@@ -221,16 +223,27 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
         "failure_id": "fd[/b]\u202e",
         "question_id": "qd[/b]",
         "question": "Q " + TEXT,
-        "pseudo_label": "L " + TEXT,
+        "pseudo_label": "7",  # the label round 3 recorded for its question (a hostile one is round 1's)
         "response": "R " + TEXT,
         "reference": "ref " + TEXT,
         "known_causes": [],
     }
-    again = {**failure, "failure_id": "fe[/b]", "known_causes": ["C1"]}
+    again = {**failure, "failure_id": "fe[/b]", "question_id": "qe[/b]", "known_causes": ["C1"]}
     failures.write_text(json.dumps(failure) + "\n" + json.dumps(again) + "\n", encoding="utf-8")
     question = root / "question3.jsonl"  # the retained question of those failures, which diagnose records
     question.write_text(
         json.dumps({"question_id": "qd[/b]", "mode": "free", "text": "Q " + TEXT, "answers": ["7"] * 9 + ["8"] * 3})
+        + "\n"
+        + json.dumps(  # the question of the failure that names C1: targeted at it, its
+            # accuracy (8 of 12) under theta_up, so C1 stays Active in the fork
+            {
+                "question_id": "qe[/b]",
+                "mode": "targeted",
+                "active_cause": "C1",
+                "text": "Q " + TEXT,
+                "answers": ["7"] * 8 + ["8"] * 4,
+            }
+        )
         + "\n",
         encoding="utf-8",
     )
