@@ -22,6 +22,7 @@ from diagevo.memory import (
     sample_requests,
     schedule,
 )
+from diagevo.memory.fold import drafts
 from tests.logs import Log
 
 A, M = CauseState.ACTIVE, CauseState.MASTERED
@@ -306,3 +307,29 @@ def test_nodes_are_listed_as_people_count_them() -> None:
     ids = ["N10", "N2", "N²", "N١", "Nx", "N1"]  # '²'.isdigit() holds and int('²') fails
     mem = Memory(run="r", k=1.0, nodes=MappingProxyType({i: Node(i, i) for i in ids}))
     assert [n.id for n in mem.nodes_in_order()] == ["N1", "N2", "N10", "Nx", "N²", "N١"]
+
+
+START = (1, 0, "run.started", {"config": {"k": 0.5}, "seed": 0})
+
+
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [
+        ((2, 1, "cause.promoted", {"acc": 1.0, "n_candidates": 1}), "cause.promoted's data.cause_id is not a text"),
+        ((2, 1, "node.created", {"node_id": "N1", "label": 7}), "node.created's data.label is not a text"),
+        ((2, 1, "failure.attributed", ["f", "C1"]), "failure.attributed's data is not a JSON object"),
+        ((2, 1, "run.configured", {"config": "k=1"}), "run.configured's data.config is not a table"),
+        (
+            (2, 1, "run.configured", {"config": {"k": 1.0}, "seed": 1.5}),
+            "run.configured's data.seed is not a whole number",
+        ),
+    ],
+)
+def test_a_row_no_database_checked_is_named_by_its_seq_before_it_is_built(row: tuple, said: str) -> None:
+    """A stored row is built without validation: what the fold reads of it is checked first."""
+    with pytest.raises(InvariantError, match=rf"^seq 2: {said}$"):
+        fold([START, row], "r")
+    with pytest.raises(InvariantError, match=rf"^seq 2: {said}$"):
+        list(drafts([START, row], "r"))
+    with pytest.raises(InvariantError, match=r"^seq 1: run.started's data.config is not a table$"):
+        fold([(1, 0, "run.started", {"config": None})], "r")
