@@ -34,6 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_store import wire_event  # noqa: E402
+
+from diagevo.catalog import LLMCalled
 from diagevo.diagnosis.config import DiagnosisConfig  # noqa: E402
 from diagevo.diagnosis.interface import (  # noqa: E402
     Assignment,
@@ -48,7 +51,6 @@ from diagevo.diagnosis.interface import (  # noqa: E402
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
 from diagevo.diagnosis.pipeline import FailureInput, diagnose_round  # noqa: E402
 from diagevo.log import Recorder, open_log
-from diagevo.schemas import new_event
 from tests.llm_server import ServerProcess  # noqa: E402
 
 RUN = "bench"
@@ -102,14 +104,14 @@ class InstantDiagnostician:
 
 def new_store(tmp: Path, name: str, nodes: int = 0, per_node: int = 0, synchronous: str = "full") -> Recorder:
     store = open_log(f"sqlite:///{tmp / name}?synchronous={synchronous}")
-    events = [new_event("run.started", RUN, 0, "start", config={"k": 0.5})]
+    events = [wire_event("run.started", RUN, 0, "start", config={"k": 0.5})]
     c = 0
     for n in range(1, nodes + 1):
-        events.append(new_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label="handle " + phrase(n)))
+        events.append(wire_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label="handle " + phrase(n)))
         for _ in range(per_node):
             c += 1
             events.append(
-                new_event(
+                wire_event(
                     "cause.created",
                     RUN,
                     1,
@@ -120,7 +122,7 @@ def new_store(tmp: Path, name: str, nodes: int = 0, per_node: int = 0, synchrono
                     failure_id=f"f0-{c}",
                 )
             )
-    events.append(new_event("round.committed", RUN, 1, "commit-1"))
+    events.append(wire_event("round.committed", RUN, 1, "commit-1"))
     for i in range(0, len(events), 5000):
         store.append(events[i : i + 5000])
     return store
@@ -144,7 +146,7 @@ def bench_extraction(tmp: Path, n: int, delay_s: float, concurrency: int) -> dic
                 store=store, run=RUN, round=2, failures=failures(n), diagnostician=dx, embedder=HashEmbedder(), cfg=cfg
             )
         )
-    latencies = [e.data["latency_s"] for e in store.read(RUN, types=("llm.called",))]
+    latencies = [e.data["latency_s"] for e in store.read(RUN, types=(LLMCalled,))]
     store.close()
     return {
         "failures": n,

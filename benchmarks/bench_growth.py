@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store import build_log, realistic_events  # noqa: E402
 
+from diagevo.catalog import FailureAttributed, FailureDiagnosed
 from diagevo.diagnosis.pipeline import _prior_outcomes  # noqa: E402
 from diagevo.interchange import ingest  # noqa: E402
 from diagevo.log import Recorder, open_log, sqlite_path
@@ -77,7 +78,7 @@ def round_work_scans(store: Recorder, run: str, t: int) -> None:
         if e.round == t and e.type == "question.generated":
             r.questions[e.data["question_id"]] = e.data
     load_memory(store, run, t - 1)
-    [d for _, rnd, typ, d in store.rows(run, types=("failure.diagnosed", "failure.attributed")) if rnd == t]
+    [d for _, rnd, typ, d in store.rows(run, types=(FailureDiagnosed, FailureAttributed)) if rnd == t]
     Counter(typ for _, rnd, typ, _ in store.rows(run) if rnd == t)
     load_memory(store, run)
 

@@ -42,24 +42,26 @@ GOOD = json.dumps({"matched_cause_id": "C1", "error_cause": None})
 SEED = """
 import json, sys
 from diagevo.log import open_log
+from diagevo.catalog import CauseCreated, NodeCreated, RoundCommitted, RunStarted
 from diagevo.schemas import new_event
 config = json.loads(sys.argv[2])
 with open_log(sys.argv[1], create=True) as s:
     s.append([
-        new_event("run.started", "hostile", 0, "start", config=config, seed=0),
-        new_event("node.created", "hostile", 1, "n1", node_id="N1", label=sys.argv[3]),
-        new_event("cause.created", "hostile", 1, "c1", cause_id="C1", node_id="N1", description=sys.argv[4],
-                  failure_id="f0"),
-        new_event("round.committed", "hostile", 1, "commit-1"),
+        new_event(RunStarted(config=config, seed=0), run="hostile", round=0, event_id="start"),
+        new_event(NodeCreated(node_id="N1", label=sys.argv[3]), run="hostile", round=1, event_id="n1"),
+        new_event(CauseCreated(cause_id="C1", node_id="N1", description=sys.argv[4], failure_id="f0"),
+                  run="hostile", round=1, event_id="c1"),
+        new_event(RoundCommitted(), run="hostile", round=1, event_id="commit-1"),
     ])
 """
 
 CALLS = """
 import json, sys
+from diagevo.catalog import DiagnosisFailed, FailureDiagnosed, LLMCalled
 from diagevo.log import open_log
 with open_log(sys.argv[1]) as s:
     out = []
-    for e in s.read("hostile", types=("llm.called", "diagnosis.failed", "failure.diagnosed"), texts=True):
+    for e in s.read("hostile", types=(LLMCalled, DiagnosisFailed, FailureDiagnosed), texts=True):
         d = e.data
         out.append({"type": e.type, "raw_bytes": len(d.get("raw", "").encode()), "cut": d.get("cut"),
                     "error": d.get("error") or d.get("reason")})

@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from diagevo.catalog import PhaseCompleted
 from diagevo.log import open_log
 
 SIZES = ["train.challenger_questions=4", "train.curriculum_questions=8", "grpo.construction_responses=4"]
@@ -84,7 +85,7 @@ def one_round(tiny: Path, tmp: Path, processes: int) -> tuple[float, dict[str, f
         sys.exit(f"{processes} process(es) failed: {done.stderr.strip().splitlines()[-1]}")
     store = open_log(f"sqlite:///{db}")
     try:
-        phases = {e.data["phase"]: float(e.data["seconds"]) for e in store.read("r", types=("phase.completed",))}
+        phases = {e.data["phase"]: float(e.data["seconds"]) for e in store.read("r", types=(PhaseCompleted,))}
     finally:
         store.close()
     return wall, phases

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store import build_log  # noqa: E402
 
+from diagevo.catalog import FailureAttributed, FailureRecorded, RoundCommitted
 from diagevo.log import open_log, sqlite_path
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.stats import scan as scan_stats
@@ -179,12 +180,12 @@ def main(argv: list[str] | None = None) -> int:
         n = store.last_seq(run)
         named: Counter[str] = Counter()
         fid = qid = None
-        for _, _, _, d in store.rows(run, types=("failure.attributed", "failure.recorded")):
+        for _, _, _, d in store.rows(run, types=(FailureAttributed, FailureRecorded)):
             named[d.get("cause_id")] += 1
             fid = fid or d.get("failure_id")
             qid = qid or d.get("question_id")
         cause = next(c for c, _ in named.most_common() if c)
-        rnd = max(r for _, r, _, _ in store.rows(run, types=("round.committed",))) // 2
+        rnd = max(r for _, r, _, _ in store.rows(run, types=(RoundCommitted,))) // 2
 
         def scan(keep) -> None:  # noqa: ANN001
             for e in store.read(run):

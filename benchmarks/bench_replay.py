@@ -49,14 +49,20 @@ def validating_fold(url: str, run: str) -> dict[str, float]:
 
 def evolve_each(url: str, run: str) -> dict[str, float]:
     from diagevo.catalog import FOLDED as FOLD_TYPES
+    from diagevo.catalog import RunStarted
     from diagevo.memory.fold import evolve, start
 
     with open_log(url) as store:
         rows = list(store.rows(run, types=FOLD_TYPES))
     t0 = time.perf_counter()
     mem = None
-    for seq, rnd, etype, data in rows:
-        mem = start(run, data, seq) if mem is None else evolve(mem, etype, rnd, data)
+    for row in rows:
+        event = row.event
+        if mem is None:
+            assert isinstance(event, RunStarted)
+            mem = start(run, event, row.seq)
+        else:
+            mem = evolve(mem, event, row.round)
     seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     fold(rows, run)
@@ -96,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             last = max(committed_rounds(store, run))
         snap = in_fresh_process(snapshot_replay, url, run, last)
         with open_log(url) as store:
-            store.drop_snapshots(run)
+            store.drop_view_states("memory", run)
         full = in_fresh_process(full_replay, url, run)
         every = in_fresh_process(validating_fold, url, run)
         base = None if args.no_baseline else in_fresh_process(evolve_each, url, run)

@@ -24,6 +24,15 @@ from pathlib import Path
 
 from diagevo import curriculum as cur
 from diagevo import rounds
+from diagevo.catalog import (
+    CauseCreated,
+    CausePromoted,
+    NodeCreated,
+    QuestionGenerated,
+    QuestionScored,
+    RoundCommitted,
+    RoundStarted,
+)
 from diagevo.log import Recorder, open_log
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.sampler import sample_requests
@@ -44,18 +53,24 @@ def seed_memory(store: Recorder, causes: int) -> None:
     ev: list[EventIn] = []
     for n in range(8):
         ev.append(
-            new_event("node.created", RUN, 1, f"{RUN}/1/n{n}", node_id=f"N{n + 1}", label=f"skill family number {n}")
+            new_event(
+                NodeCreated(node_id=f"N{n + 1}", label=f"skill family number {n}"),
+                run=RUN,
+                round=1,
+                event_id=f"{RUN}/1/n{n}",
+            )
         )
     for c in range(causes):
         ev.append(
             new_event(
-                "cause.created",
-                RUN,
-                1,
-                f"{RUN}/1/c{c}",
-                cause_id=f"C{c + 1}",
-                node_id=f"N{c % 8 + 1}",
-                description=f"a reasoning mistake of kind {c} made while solving the problem",
+                CauseCreated(
+                    cause_id=f"C{c + 1}",
+                    node_id=f"N{c % 8 + 1}",
+                    description=f"a reasoning mistake of kind {c} made while solving the problem",
+                ),
+                run=RUN,
+                round=1,
+                event_id=f"{RUN}/1/c{c}",
             )
         )
     store.append(ev)
@@ -69,8 +84,8 @@ def answers(rng: random.Random) -> list[str]:
 
 
 def baseline_round(store: Recorder, t: int, n: int, cfg: Config, rng: random.Random) -> None:
-    ev = lambda key, typ, **d: new_event(typ, RUN, t, f"{RUN}/{t}/{key}", **d)  # noqa: E731
-    store.append([ev("round.started", "round.started")])
+    ev = lambda key, event: new_event(event, run=RUN, round=t, event_id=f"{RUN}/{t}/{key}")  # noqa: E731
+    store.append([ev("round.started", RoundStarted())])
     memory = load_memory(store, RUN, t - 1)
     reqs = sample_requests(memory, schedule(memory), n, random.Random(f"1/{t}/cur-requests"))
     out: list[EventIn] = []
@@ -82,33 +97,28 @@ def baseline_round(store: Recorder, t: int, n: int, cfg: Config, rng: random.Ran
         out.append(
             ev(
                 f"gen/{qid}",
-                "question.generated",
-                question_id=qid,
-                mode=q.mode,
-                active_cause=q.active_cause,
-                mastered_cause=q.mastered_cause,
-                node=q.node,
-                text=f"question {qid}",
+                QuestionGenerated(
+                    question_id=qid,
+                    mode=q.mode,
+                    active_cause=q.active_cause,
+                    mastered_cause=q.mastered_cause,
+                    node=q.node,
+                    text=f"question {qid}",
+                ),
             )
         )
         out.append(
             ev(
                 f"score/{qid}",
-                "question.scored",
-                question_id=qid,
-                n=N,
-                p1=v.p1,
-                p2=v.p2,
-                pseudo_label=v.label,
-                retained=kept,
+                QuestionScored(question_id=qid, n=N, p1=v.p1, p2=v.p2, pseudo_label=v.label, retained=kept),
             )
         )
         evidence.append((q.active_cause, v.p1))
     store.append(out)
     promos = decide_promotions(memory, evidence, cfg.memory.theta_up)
-    store.append([ev(f"promote/{d['cause_id']}", typ, **d) for typ, d in promos])
+    store.append([ev(f"promote/{p.cause_id}", p) for p in promos if isinstance(p, CausePromoted)])
     s = schedule(load_memory(store, RUN))
-    store.append([ev("round.committed", "round.committed", F=s.F, epsilon_next=s.epsilon)])
+    store.append([ev("round.committed", RoundCommitted(**{"F": s.F, "epsilon_next": s.epsilon}))])
     refresh_snapshots(store, RUN)
 
 

@@ -38,10 +38,11 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
+from diagevo.catalog import CATALOG
 from diagevo.log import open_log
 from diagevo.log.schema import upgrade
 from diagevo.log.sql import EVENT_COLUMNS
-from diagevo.schemas import EventIn, model_of, validate_event
+from diagevo.schemas import EventIn, validate_event
 
 WORDS = (
     "let the number of apples be x then twice that plus seven equals the total so we subtract "
@@ -145,10 +146,16 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
     yield "round.committed", {}
 
 
+def wire_event(type_name: str, run: str, round: int, event_id: str, **data: Any) -> EventIn:  # noqa: A002
+    """An event as the interchange format spells it, validated as ingest validates a line (the
+    benchmarks write logs of the wire format)."""
+    return validate_event({"type": type_name, "run": run, "round": round, "event_id": event_id, "data": data})
+
+
 @cache
 def _defaults(type_: str) -> dict[str, Any]:
     """Optional data fields with their defaults, as ``validate_event`` fills them in."""
-    fields = model_of(type_).model_fields
+    fields = CATALOG[type_].model_fields
     return {name: f.get_default(call_default_factory=True) for name, f in fields.items() if not f.is_required()}
 
 

@@ -37,6 +37,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
+from diagevo.catalog import PromotionsDecided, QuestionScored, RoundCommitted
 from diagevo.log import open_log
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,7 +186,7 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
             p.wait()
 
         with open_log(url, create=False) as store:
-            events = list(store.read(BATCH_RUN, types=("question.scored",)))
+            events = list(store.read(BATCH_RUN, types=(QuestionScored,)))
             ids = Counter(e.event_id for e in events)
             per_batch = Counter(e.event_id.rsplit("-e", 1)[0] for e in events)
             acked = (
@@ -196,8 +197,8 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
             lost = sum(1 for b in acked if per_batch.get(b, 0) != BATCH)
             partial = sum(1 for c in per_batch.values() if c != BATCH)
             duplicated = sum(c - 1 for c in ids.values() if c > 1)
-            decided = Counter(e.round for e in store.read(ROUND_RUN, types=("promotions.decided",)))
-            committed = Counter(e.round for e in store.read(ROUND_RUN, types=("round.committed",)))
+            decided = Counter(e.round for e in store.read(ROUND_RUN, types=(PromotionsDecided,)))
+            committed = Counter(e.round for e in store.read(ROUND_RUN, types=(RoundCommitted,)))
             twice = sum(1 for c in decided.values() if c > 1) + sum(1 for c in committed.values() if c > 1)
             problems = verify_run(store, BATCH_RUN) + verify_run(store, ROUND_RUN)
         if schema is not None:

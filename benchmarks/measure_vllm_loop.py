@@ -75,6 +75,7 @@ class Meter:
 
 def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str, Any]:
     """One run in this process; the figures as JSON."""
+    from diagevo.catalog import PhaseCompleted, RoundCommitted
     from diagevo.log import open_log
     from diagevo.train import loop as loop_module
     from diagevo.train import train
@@ -123,7 +124,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
         try:
             run, _ = train(cfg, store, backend=backend, rounds=rounds)
             wall = time.perf_counter() - started
-            for e in store.read(run, types=("phase.completed",)):
+            for e in store.read(run, types=(PhaseCompleted,)):
                 d = e.data
                 if d["phase"] in ("challenger", "solver"):  # TRL's completions: mean length x completions
                     n = (
@@ -132,7 +133,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
                         * float(d.get("steps", 0))
                     )
                     meter.rows[f"{d['phase']} GRPO"]["tokens"] += n
-            commits = [e.data for e in store.read(run, types=("round.committed",))]  # summary fields inline
+            commits = [e.data for e in store.read(run, types=(RoundCommitted,))]  # summary fields inline
             problems = verify_run(store, run)
         finally:
             store.close()

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from diagevo.catalog import CATALOG
+from diagevo.catalog.names import NAMES as EVENT_TYPE_NAMES
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -237,7 +237,7 @@ def events(
     db: DbOpt = None,
     run: RunOpt = None,
     event_types: Annotated[
-        list[str] | None, typer.Option("--type", help=f"Only these event types: {', '.join(sorted(CATALOG))}.")
+        list[str] | None, typer.Option("--type", help=f"Only these event types: {', '.join(sorted(EVENT_TYPE_NAMES))}.")
     ] = None,
     cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
     failure: Annotated[str | None, typer.Option("--failure", help="Only events naming this failure.")] = None,
@@ -258,10 +258,10 @@ def events(
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
     if output.as_json and jsonl:
         raise CLIError("give --json or --jsonl, not both")
-    _check_event_types(event_types or [])
+    classes = _event_classes(event_types or [])
     if until_round is not None and not follow:
         raise CLIError("--until-round goes with --follow")
-    wanted = EventFilter(frozenset(event_types or ()), cause, failure, question, in_round)
+    wanted = EventFilter(classes, cause, failure, question, in_round)
     if follow:
         _follow_events(db, run, wanted, output.as_json or jsonl, until_round)
         return
@@ -276,8 +276,9 @@ def events(
         _print_events(page)
 
 
-def _check_event_types(types: list[str]) -> None:
-    """Refuse an event type the catalog does not know, with the one most likely meant."""
+def _event_classes(types: list[str]) -> frozenset[Any]:
+    """The classes of the event types named (the filter takes classes); an event type the
+    catalog does not know is refused, with the one most likely meant."""
     from diagevo.catalog import CATALOG as EVENT_TYPES
     from diagevo.untrusted import shorten
 
@@ -288,6 +289,7 @@ def _check_event_types(types: list[str]) -> None:
             f"unknown event type {shown!r}{did_you_mean(shown, EVENT_TYPES)}; "
             "`diagevo memory events --help` lists the known types"
         )
+    return frozenset(EVENT_TYPES[name] for name in types)
 
 
 def _print_events(page: Any) -> None:

@@ -201,13 +201,14 @@ def _step_stats(
         cells = [_step_cells(r, fields) for r in data["steps"]]
         print_fitted(console, heads, cells, title=text(f"run {data['run']}: GRPO steps"), wide=wide)
         return
+    from diagevo.catalog import RoundCommitted, TrainStep
     from diagevo.views.follow import follow_events
 
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         if not as_json:
             console.print(text((f"following run {run_id}: a line per GRPO step (Ctrl-C to stop)", "dim")))
         for e in follow_events(store, run_id):
-            if e.type == "train.step":
+            if e.type == TrainStep.name:
                 row = queries.step_row(e.round, e.data)
                 if as_json:
                     emit_json({"run": run_id, **row})
@@ -217,7 +218,7 @@ def _step_stats(
                     line = "  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True))
                     console.print(text(line), soft_wrap=True)
                 flush_stdout()
-            if e.type == "round.committed" and until_round is not None and e.round >= until_round:
+            if e.type == RoundCommitted.name and until_round is not None and e.round >= until_round:
                 return
 
 

@@ -149,6 +149,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from diagevo.api import open_store
+    from diagevo.catalog import events
     from diagevo.curriculum import (
         challenger_output_rewards,
         parse_question,

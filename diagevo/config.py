@@ -24,8 +24,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from diagevo.catalog import config_k
-from diagevo.parsing import quoted
+from diagevo.parsing import config_k, quoted
 from diagevo.redaction import redact_config
 from diagevo.sections import ConfigError, Section, config_error
 from diagevo.words import close_to

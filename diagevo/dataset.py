@@ -22,6 +22,18 @@ from typing import Any
 
 import polars as pl
 
+from diagevo.catalog import (
+    CauseCreated,
+    CausePromoted,
+    DiagnosisFailed,
+    EventTypes,
+    FailureAttributed,
+    FailureDiagnosed,
+    FailureRecorded,
+    NodeCreated,
+    QuestionGenerated,
+    QuestionScored,
+)
 from diagevo.errors import BadInput, NotFound
 from diagevo.files import write_replacing, write_table
 from diagevo.log import Recorder
@@ -108,7 +120,7 @@ class Exported:
     files: list[ExportedFile] = field(default_factory=list)
 
 
-def _rows(store: Recorder, run: str, types: tuple[str, ...], upto: int) -> Iterable[tuple[int, str, dict[str, Any]]]:
+def _rows(store: Recorder, run: str, types: EventTypes, upto: int) -> Iterable[tuple[int, str, dict[str, Any]]]:
     for _seq, rnd, etype, data in store.rows(run, types=types, texts=True):
         if 1 <= rnd <= upto:
             yield rnd, etype, data
@@ -119,10 +131,10 @@ def questions(store: Recorder, run: str, upto: int, retained_only: bool) -> pl.D
     generated: dict[str, dict[str, Any]] = {}
     scored: dict[str, dict[str, Any]] = {}
     promoted: set[tuple[int, str]] = set()
-    for rnd, etype, d in _rows(store, run, ("question.generated", "question.scored", "cause.promoted"), upto):
-        if etype == "question.generated":
+    for rnd, etype, d in _rows(store, run, (QuestionGenerated, QuestionScored, CausePromoted), upto):
+        if etype == QuestionGenerated.name:
             generated[d["question_id"]] = {"round": rnd, **d}
-        elif etype == "question.scored":
+        elif etype == QuestionScored.name:
             scored[d["question_id"]] = d
         else:
             promoted.add((rnd, d["cause_id"]))
@@ -151,13 +163,13 @@ def questions(store: Recorder, run: str, upto: int, retained_only: bool) -> pl.D
 
 def failures(store: Recorder, run: str, upto: int) -> pl.DataFrame:
     """One row per recorded failure of rounds 1..``upto``, with its diagnosis and attribution."""
-    types = ("failure.recorded", "failure.diagnosed", "diagnosis.failed", "failure.attributed", "cause.created")
+    types = (FailureRecorded, FailureDiagnosed, DiagnosisFailed, FailureAttributed, CauseCreated)
     rows: dict[str, dict[str, Any]] = {}
     for rnd, etype, d in _rows(store, run, types, upto):
         fid = d.get("failure_id")
         if fid is None:
             continue
-        if etype == "failure.recorded":
+        if etype == FailureRecorded.name:
             rows[fid] = {
                 "round": rnd,
                 **{k: d.get(k, "") for k in ("failure_id", "question_id", "response", "reference")},
@@ -166,13 +178,13 @@ def failures(store: Recorder, run: str, upto: int) -> pl.DataFrame:
         row = rows.get(fid)
         if row is None:
             continue
-        if etype == "failure.diagnosed":
+        if etype == FailureDiagnosed.name:
             kind = "matched" if d.get("matched_cause") else "new cause" if d.get("error_cause") else "slip"
             row |= {"diagnosis": kind, "matched_cause": d.get("matched_cause"), "error_cause": d.get("error_cause")}
             row["diagnostician"] = d.get("model") or None
-        elif etype == "diagnosis.failed":
+        elif etype == DiagnosisFailed.name:
             row.setdefault("diagnosis", "failed")
-        elif etype == "failure.attributed":
+        elif etype == FailureAttributed.name:
             row |= {"attributed_cause": d["cause_id"], "attributed_via": d["via"]}
         else:
             row |= {"attributed_cause": d["cause_id"], "attributed_via": "created"}
@@ -283,7 +295,7 @@ def export_dataset(
     if upto not in done:
         raise ExportError(f"round {upto} of run {run!r} is not committed (its last committed round is {done[-1]})")
     memories = [m for m in commit_memories(store, run) if m.committed <= upto]
-    node_rounds = {d["node_id"]: rnd for rnd, _t, d in _rows(store, run, ("node.created",), upto)}
+    node_rounds = {d["node_id"]: rnd for rnd, _t, d in _rows(store, run, (NodeCreated,), upto)}
     frames = {
         "questions": questions(store, run, upto, retained_only),
         "failures": failures(store, run, upto),

@@ -12,6 +12,16 @@ import hashlib
 import json
 from collections.abc import Sequence
 
+from diagevo.catalog import (
+    CauseCreated,
+    CheckpointWritten,
+    Event,
+    NodeCreated,
+    RoundCommitted,
+    RunConfigured,
+    RunForked,
+    RunStarted,
+)
 from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder
@@ -41,8 +51,8 @@ def fork_run(store: Recorder, source: str, round: int, new: str, overrides: Sequ
         raise ForkError("the new run needs a name")
     if round not in committed_rounds(store, source):
         raise ForkError(f"round {round} of run {source!r} is not committed: fork at a committed round")
-    commit_seq = next(e.seq for e in store.read(source, types=("round.committed",)) if e.round == round)
-    needed = [e.data["path"] for e in store.read(source, types=("checkpoint.written",)) if e.round <= round]
+    commit_seq = next(e.seq for e in store.read(source, types=(RoundCommitted,)) if e.round == round)
+    needed = [e.data["path"] for e in store.read(source, types=(CheckpointWritten,)) if e.round <= round]
     gone = pruned_checkpoints(store, source)
     if needed and needed[-1] in gone:  # what the fork's first round would load
         raise ForkError(f"cannot fork run {source!r} at round {round}: {pruned_note(gone[needed[-1]])}")
@@ -61,8 +71,8 @@ def fork_run(store: Recorder, source: str, round: int, new: str, overrides: Sequ
             )
         )
         last_hash = e.hash
-    provenance = {"source_run": source, "source_round": round, "source_hash": last_hash, "source_seq": commit_seq}
-    events.append(new_event("run.forked", new, round, event_id(new, round, "run.forked"), **provenance))
+    forked = RunForked(source_run=source, source_round=round, source_hash=last_hash, source_seq=commit_seq)
+    events.append(new_event(forked, run=new, round=round, event_id=event_id(new, round, RunForked.name)))
     changed = _configured(events, new, round + 1, list(overrides)) if overrides else None
     if changed is not None:
         events.append(changed)
@@ -92,15 +102,16 @@ def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str
     from diagevo.config import MethodConfig, config_from_record
     from diagevo.sections import apply_overrides, checked
 
-    record = next(e.data["config"] for e in reversed(events) if e.type in ("run.started", "run.configured"))
+    configs = (RunStarted.name, RunConfigured.name)
+    record = next(e.data["config"] for e in reversed(events) if e.type in configs)
     saved = config_from_record(record)
     data = apply_overrides(saved.model_dump(mode="json"), overrides)
     config = checked(MethodConfig, data, overrides=overrides)
     if config.redacted() == saved.redacted():
         return None
     digest = hashlib.sha256(json.dumps(config.redacted(), sort_keys=True).encode()).hexdigest()[:16]
-    eid = event_id(run, t, "run.configured", digest)
-    return new_event("run.configured", run, t, eid, config=config.redacted(), seed=config.train.seed)
+    eid = event_id(run, t, RunConfigured.name, digest)
+    return new_event(RunConfigured(config=config.redacted(), seed=config.train.seed), run=run, round=t, event_id=eid)
 
 
 def _cause_row(m: Memory, cid: str) -> dict[str, Json]:
@@ -116,17 +127,17 @@ def _original_id(eid: str, source: str, new: str) -> str:
 
 
 def _creations(
-    store: Recorder, run: str, made: str = "cause.created", field: str = "cause_id", depth: int = 0
+    store: Recorder, run: str, made: type[Event] = CauseCreated, field: str = "cause_id", depth: int = 0
 ) -> dict[str, tuple[str, str]]:
     """``made`` event id -> (the id in ``field``, identity) for every cause (or node) ``run``
     created or inherited; a copied event's identity is that of its original in the source run."""
-    events = list(store.read(run, types=(made, "run.forked")))
-    fork = next((e for e in events if e.type == "run.forked"), None)
+    events = list(store.read(run, types=(made, RunForked)))
+    fork = next((e for e in events if e.type == RunForked.name), None)
     source = fork.data.get("source_run") if fork is not None else None
     inherited = _creations(store, source, made, field, depth + 1) if isinstance(source, str) and depth < 64 else {}
     out: dict[str, tuple[str, str]] = {}
     for e in events:
-        if e.type != made:
+        if e.type != made.name:
             continue
         identity = f"{run}:{e.event_id}"
         if fork is not None and e.seq < fork.seq and isinstance(source, str):  # copied by the fork
@@ -145,7 +156,7 @@ def cause_identities(store: Recorder, run: str) -> dict[str, str]:
 
 def node_identities(store: Recorder, run: str) -> dict[str, str]:
     """Node id -> the identity of the skill node (its ``node.created`` event), as for causes."""
-    return {nid: identity for nid, identity in _creations(store, run, "node.created", "node_id").values()}
+    return {nid: identity for nid, identity in _creations(store, run, NodeCreated, "node_id").values()}
 
 
 def diff_runs(store: Recorder, a: str, b: str, round: int | None = None) -> RunDiff:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import SCHEMA_VERSION
+from diagevo.catalog import CATALOG, SCHEMA_VERSION, RoundCommitted, RunStarted
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
 from diagevo.log import Recorder
@@ -99,7 +99,7 @@ class ExportChain:
             raise IngestError(no, "hash must be a string")
         if not first and head is None:
             raise IngestError(no, f"a hash, while the lines of run {ev.run!r} before it carry none")
-        prev = GENESIS_HASH if first and ev.type == "run.started" else head
+        prev = GENESIS_HASH if first and ev.type == RunStarted.name else head
         if prev is not None:
             _typ, _rnd, data_json = _as_stored(ev)
             canonical = canonical_event_json(ev.event_id, ev.run, ev.round, ev.type, SCHEMA_VERSION, data_json.decode())
@@ -145,7 +145,8 @@ def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list
             _apply(memories, ev)
         except InvariantError as exc:
             raise IngestError(no, str(exc)) from None
-        if ev.type in COUNTED_TYPES and (broken := tallies[ev.run].take(ev.round, ev.type, ev.data)) is not None:
+        cls = CATALOG[ev.type]
+        if cls in COUNTED_TYPES and (broken := tallies[ev.run].take(ev.round, cls, ev.data)) is not None:
             rule, reason = broken
             raise IngestError(no, f"{rule}: {reason}")
         fresh.append(ev)
@@ -170,14 +171,15 @@ def _stored_events(
 def _apply(memories: dict[str, Draft | None], ev: EventIn) -> None:
     """Fold ``ev`` on its run's memory (a run's first event must start it)."""
     mem = memories[ev.run]
+    event = ev.event
     if mem is None:
-        if ev.type != "run.started":
-            raise InvariantError(f"run {ev.run!r} has {ev.type} before run.started")
+        if not isinstance(event, RunStarted):
+            raise InvariantError(f"run {ev.run!r} has {ev.type} before {RunStarted.name}")
         if ev.round != 0:
-            raise InvariantError("run.started must be in round 0")
-        memories[ev.run] = Draft(start(ev.run, ev.data))
+            raise InvariantError(f"{RunStarted.name} must be in round 0")
+        memories[ev.run] = Draft(start(ev.run, event))
     else:
-        mem.apply(ev.type, ev.round, ev.data)
+        mem.apply(event, ev.round)
 
 
 def _stored_tally(store: Recorder, run: str, events: list[tuple[int, EventIn]]) -> Tally:
@@ -230,7 +232,7 @@ def ingest_events(store: Recorder, events: list[tuple[int, EventIn]]) -> IngestR
 
     appended = store.append_decided(decide).appended
     runs = tuple(dict.fromkeys(ev.run for _, ev in events))
-    for run in dict.fromkeys(ev.run for ev in fresh if ev.type == "round.committed"):
+    for run in dict.fromkeys(ev.run for ev in fresh if ev.type == RoundCommitted.name):
         refresh(store, run)  # the views' caches of the runs whose rounds were committed
     return IngestResult(lines=len(events), appended=appended, skipped=len(events) - appended, runs=runs)
 

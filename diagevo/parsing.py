@@ -390,3 +390,14 @@ def _field_name(part: Any) -> str:
     """A path element of a validation error: as is when short and plain, else shortened."""
     text = str(part)
     return text if len(text) <= 40 and not _CONTROL.search(text) else quoted(part, 40)
+
+
+def config_k(config: Mapping[str, Any]) -> float | None:
+    """The k of Eq. 1 a run's stored config carries (``config.k``, else ``config.memory.k``), or
+    None when it holds no positive number there: the one place k is looked up in a stored config
+    (by the config's checks and by the fold, which must not load the config's schema)."""
+    memory = config.get("memory")
+    k = config.get("k", memory.get("k") if isinstance(memory, Mapping) else None)
+    if not isinstance(k, (int, float)) or isinstance(k, bool) or k <= 0:
+        return None
+    return float(k)

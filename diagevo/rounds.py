@@ -30,17 +30,52 @@ import math
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from diagevo import curriculum as cur
-from diagevo.catalog import FOLDED, MILESTONES, RETROSPECTIVE
+from diagevo.catalog import (
+    CATALOG,
+    FOLDED,
+    MEMORY_TYPES,
+    MILESTONES,
+    RETROSPECTIVE,
+    CauseCreated,
+    CausePromoted,
+    CauseReactivated,
+    CheckpointPruned,
+    CheckpointWritten,
+    DiagnosisFailed,
+    EvalRecorded,
+    Event,
+    EventTypes,
+    FailureAttributed,
+    FailureDiagnosed,
+    FailureRecorded,
+    LLMCalled,
+    MetricsRecorded,
+    NodeCreated,
+    NodesMerged,
+    PhaseCompleted,
+    PromotionsDecided,
+    QuestionGenerated,
+    QuestionScored,
+    RoundCommitted,
+    RoundStarted,
+    RunConfigured,
+    RunForked,
+    RunNoted,
+    RunStarted,
+    RunTagged,
+    TrainStep,
+)
 from diagevo.catalog import ids as keys
+from diagevo.catalog.events import GenerationMode
 from diagevo.config import MethodConfig, config_changes, config_from_record
 from diagevo.errors import BadInput, Conflict, Hint, NotFound
 from diagevo.log import AppendResult, EventRow, Recorder
 from diagevo.memory.counting import COUNTED_TYPES
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
-from diagevo.memory.fold import MEMORY_TYPES, InvariantError, fold
+from diagevo.memory.fold import InvariantError, fold
 from diagevo.memory.sampler import GenerationRequest, sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
@@ -73,8 +108,8 @@ class UnknownRun(ProtocolError, NotFound):
     """A step for a run the log does not hold."""
 
 
-def _event(run: str, t: int, key: str, type: str, **data: Any) -> EventIn:
-    return new_event(type, run, t, keys.event_id(run, t, key), **data)  # the same on every retry
+def _event(run: str, t: int, key: str, event: Event) -> EventIn:
+    return new_event(event, run=run, round=t, event_id=keys.event_id(run, t, key))  # the same on every retry
 
 
 Reader = Callable[..., list[EventRow]]
@@ -85,7 +120,7 @@ def _appending(store: Recorder, run: str, decide: Callable[[Reader], Sequence[Ev
     """Append the events ``decide`` returns, having let it read ``run`` at the log's head, under
     the append lock: one decision, no writer in between."""
 
-    def read(types: Collection[str] | None, *, round: int | None = None, after_seq: int = 0) -> list[EventRow]:
+    def read(types: EventTypes | None, *, round: int | None = None, after_seq: int = 0) -> list[EventRow]:
         return list(store.rows(run, types=types, round=round, after_seq=after_seq))
 
     try:
@@ -181,7 +216,10 @@ def start_run(
         config_from_record(record)  # a ConfigError naming the field, a typo with the name it likely means
     try:
         ev = new_event(
-            "run.started", run, 0, keys.event_id(run, 0, "run.started"), config=record, seed=seed, trainer=trainer
+            RunStarted(config=record, seed=seed, trainer=trainer),
+            run=run,
+            round=0,
+            event_id=keys.event_id(run, 0, RunStarted.name),
         )
     except InvalidEvent as exc:
         raise ProtocolError(str(exc)) from None
@@ -215,7 +253,7 @@ def refuse_other_config(store: Recorder, run: str, record: Mapping[str, Any], se
     ``seed``, naming the fields that differ (how many rounds to train aside: a run may go on for
     more). Called from inside a decision, under the append lock."""
     stored = run_config(store, run)
-    started = next(iter(store.read(run, types=("run.started",))), None)
+    started = next(iter(store.read(run, types=(RunStarted,))), None)
     changes = config_changes(stored, config_from_record(record))
     stored_seed = started.data.get("seed", 0) if started is not None else 0
     if stored_seed != seed:
@@ -236,8 +274,8 @@ def refuse_other_config(store: Recorder, run: str, record: Mapping[str, Any], se
 def run_trainer(store: Recorder, run: str) -> str | None:
     """The trainer the run's ``run.started`` names (a fork's: its source's); None for a log of
     an older diagevo, which did not record it."""
-    for e in store.read(run, types=("run.started",)):
-        name = e.data.get("trainer")
+    for e in store.read(run, types=(RunStarted,)):
+        name = RunStarted.from_stored(e.data).trainer
         return name if isinstance(name, str) else None
     return None
 
@@ -258,8 +296,8 @@ def configure_run(store: Recorder, run: str, config: MethodConfig) -> bool:
         t = st.last_committed + 1
         if not target_only and any(True for _ in read(None, round=t)):
             raise ProtocolError(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
-        eid = keys.event_id(run, t, "run.configured", digest)
-        return [new_event("run.configured", run, t, eid, config=record, seed=config.train.seed)]
+        eid = keys.event_id(run, t, RunConfigured.name, digest)
+        return [new_event(RunConfigured(config=record, seed=config.train.seed), run=run, round=t, event_id=eid)]
 
     if saved is not None and saved.redacted() == config.redacted():
         return False
@@ -274,7 +312,7 @@ def configure_fork(store: Recorder, run: str, overrides: Sequence[str]) -> bool:
     reads them to check. False when the overrides change nothing."""
     from diagevo.sections import apply_overrides, checked
 
-    forked = [e.round for e in store.read(run, types=("run.forked",))]
+    forked = [e.round for e in store.read(run, types=(RunForked,))]
     st = round_state(store, run)
     if not forked or any(t > forked[-1] for t in st.started):
         own = "has rounds of its own" if forked else "exists"
@@ -322,15 +360,16 @@ class RunState:
 
 def _state(run: str, rows: Iterable[EventRow], db: str = "") -> RunState:
     last, started, promoted, seed, exists = 0, set(), set(), 0, False
-    for _seq, rnd, typ, data in rows:
-        if typ == "run.started":
-            exists, seed = True, int(data.get("seed", 0))
-        elif typ == "round.started":
-            started.add(rnd)
-        elif typ == "round.committed":
-            last = max(last, rnd)
-        elif typ == "promotions.decided":
-            promoted.add(rnd)
+    for row in rows:
+        match row.event:
+            case RunStarted(seed=run_seed):
+                exists, seed = True, int(run_seed)
+            case RoundStarted():
+                started.add(row.round)
+            case RoundCommitted():
+                last = max(last, row.round)
+            case PromotionsDecided():
+                promoted.add(row.round)
     if not exists:
         raise UnknownRun(f"no run {run!r}: start it first", hint=Hint(("round", "start", "--run", run), db))
     return RunState(run, last, frozenset(started), frozenset(promoted), seed, db)
@@ -362,11 +401,11 @@ class RoundProgress:
 def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
     """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
     state = round_state(store, run)
-    phases = {e.data["phase"]: e.data for e in store.read(run, round=t, types=("phase.completed",))}
+    phases = {e.data["phase"]: e.data for e in store.read(run, round=t, types=(PhaseCompleted,))}
     checkpoint = None
-    for e in store.read(run, types=("checkpoint.written",)):
+    for e in store.read(run, types=(CheckpointWritten,)):
         if e.round <= t:  # in seq order: the last one up to this round's own
-            checkpoint = e.data["path"]
+            checkpoint = CheckpointWritten.from_stored(e.data).path
     return RoundProgress(state, t, phases, checkpoint)
 
 
@@ -423,7 +462,7 @@ def _open(store: Recorder, run: str, t: int | None) -> tuple[int, bool]:
         if want != nxt:
             raise ProtocolError(f"round {want} cannot open in run {run!r}: round {nxt} comes first")
         chosen.append((want, want in st.started))
-        return [] if want in st.started else [_event(run, want, "round.started", "round.started")]
+        return [] if want in st.started else [_event(run, want, RoundStarted.name, RoundStarted())]
 
     _appending(store, run, decide)
     return chosen[0]
@@ -436,7 +475,7 @@ def record_retrospective(store: Recorder, run: str, events: Sequence[EventIn]) -
     for ev in events:
         if ev.run != run:
             raise ProtocolError(f"a note of run {run!r} names run {ev.run!r}")
-        if ev.type not in RETROSPECTIVE:
+        if CATALOG[ev.type] not in RETROSPECTIVE:
             raise ProtocolError(f"{ev.type} is not a note about a committed round")
 
     def decide(read: Reader) -> Sequence[EventIn]:
@@ -453,20 +492,20 @@ def record_retrospective(store: Recorder, run: str, events: Sequence[EventIn]) -
 
 def tag_run(store: Recorder, run: str, tags: Sequence[str], *, removed: bool = False) -> None:
     """Add ``tags`` to a run (or take them off), as a ``run.tagged`` event."""
-    _annotate(store, run, "run.tagged", tags=list(tags), removed=removed)
+    _annotate(store, run, RunTagged, lambda: RunTagged(tags=list(tags), removed=removed))
 
 
 def note_run(store: Recorder, run: str, note: str) -> None:
     """Add a free-text note to a run, as a ``run.noted`` event."""
-    _annotate(store, run, "run.noted", note=note)
+    _annotate(store, run, RunNoted, lambda: RunNoted(note=note))
 
 
-def _annotate(store: Recorder, run: str, type: str, **data: Any) -> None:
+def _annotate(store: Recorder, run: str, kind: type[Event], make: Callable[[], Event]) -> None:
     def decide(read: Reader) -> list[EventIn]:
         _state(run, read(MILESTONES), store.url)  # the run exists
-        n = len(read((type,)))  # the n-th of its kind: the same words twice are two events
+        n = len(read((kind,)))  # the n-th of its kind: the same words twice are two events
         try:
-            return [new_event(type, run, 0, keys.event_id(run, 0, type, n), **data)]
+            return [new_event(make(), run=run, round=0, event_id=keys.event_id(run, 0, kind.name, n))]
         except InvalidEvent as exc:
             raise ProtocolError(str(exc)) from None
 
@@ -713,7 +752,8 @@ def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[Eve
         )
 
 
-FAILURE_TYPES = ("failure.recorded", "failure.diagnosed", "diagnosis.failed")
+FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, DiagnosisFailed)
+_DIAGNOSES = frozenset({FailureDiagnosed.name, DiagnosisFailed.name})
 
 
 def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str, Mapping[str, Any] | None]) -> None:
@@ -729,12 +769,12 @@ def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str
         if not isinstance(fid, str) or fid not in given:
             continue
         if e.round != t:
-            what = "recorded" if e.type == "failure.recorded" else "diagnosed"
+            what = "recorded" if e.type == FailureRecorded.name else "diagnosed"
             if what == "diagnosed" or fid not in elsewhere:
                 elsewhere[fid] = (what, e.round)
             continue
         record = given[fid]
-        if e.type == "failure.recorded" and record is not None:
+        if e.type == FailureRecorded.name and record is not None:
             stored = {name: e.data.get(name) for name in FAILURE_FIELDS}
             if stored != dict(record):
                 field = next(n for n in FAILURE_FIELDS if stored[n] != record[n])
@@ -750,33 +790,34 @@ def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str
             )
 
 
-NOTE_TYPES = frozenset({"phase.completed", "checkpoint.written", "checkpoint.pruned", "train.step"})
+NOTE_TYPES: frozenset[type[Event]] = frozenset({PhaseCompleted, CheckpointWritten, CheckpointPruned, TrainStep})
 """What :meth:`Round.note` takes: the trainer's bookkeeping, which changes no count."""
 
-DIAGNOSIS_TYPES = frozenset(
-    {"failure.diagnosed", "diagnosis.failed", "llm.called"}  # the diagnostician's decisions and notes
-    | {"failure.attributed", "cause.reactivated", "cause.created", "node.created", "nodes.merged"}  # its deciders'
-)
+_DIAGNOSTICIAN: set[type[Event]] = {FailureDiagnosed, DiagnosisFailed, LLMCalled}  # its decisions and notes
+_DECIDERS: set[type[Event]] = {FailureAttributed, CauseReactivated, CauseCreated, NodeCreated, NodesMerged}
+DIAGNOSIS_TYPES: frozenset[type[Event]] = frozenset(_DIAGNOSTICIAN | _DECIDERS)
 """What :meth:`Round.append_diagnosis` takes: the diagnostician's decisions and notes, and the
 memory events its deciders return (never a promotion, a config or a milestone)."""
 
 
-def _only(allowed: frozenset[str], etype: str, what: str) -> None:
-    if etype not in allowed:
-        raise ProtocolError(f"{what} cannot be {quoted(etype, 60)} (it takes {', '.join(sorted(allowed))})")
+def _only(allowed: frozenset[type[Event]], name: str, what: str) -> None:
+    """Refuse an event type (by its name) that ``allowed`` does not hold, naming those it does."""
+    names = {cls.name for cls in allowed}
+    if name not in names:
+        raise ProtocolError(f"{what} cannot be {quoted(name, 60)} (it takes {', '.join(sorted(names))})")
 
 
 def refuse_counted_twice(store: Recorder, run: str, events: Sequence[EventIn]) -> None:
     """Refuse events that would count evidence twice (:mod:`diagevo.memory.counting`) against
     what the run holds: a failure diagnosed or attributed again. Those the run holds already
     under the same id (a retry) are skipped, as the append skips them. Called under the lock."""
-    fresh = [ev for ev in events if ev.type in COUNTED_TYPES]
+    fresh = [ev for ev in events if CATALOG[ev.type] in COUNTED_TYPES]
     held = store.existing_ids(run, [ev.event_id for ev in fresh])
     fresh = [ev for ev in fresh if ev.event_id not in held]
     failures = {f for ev in fresh if isinstance(f := ev.data.get("failure_id"), str)}
     tally = stored_tally(store, run, failures=failures)
     for ev in fresh:
-        broken = tally.take(ev.round, ev.type, ev.data)
+        broken = tally.take(ev.round, CATALOG[ev.type], ev.data)
         if broken is not None:
             raise ProtocolError(f"{ev.type} refused: {broken[0]}: {broken[1]}")
 
@@ -850,14 +891,15 @@ class Round:
         if t not in st.started:
             return "open"
         if t not in st.promoted:
-            return "promote" if self.store.count(run, round=t, types=("question.scored",)) else "record"
+            return "promote" if self.store.count(run, round=t, types=(QuestionScored,)) else "record"
         recorded: set[str] = set()
         for _s, _r, typ, d in self.store.rows(run, round=t, types=FAILURE_TYPES):
-            (recorded.add if typ == "failure.recorded" else recorded.discard)(d.get("failure_id", ""))
+            (recorded.add if typ == FailureRecorded.name else recorded.discard)(d.get("failure_id", ""))
         return "diagnose" if recorded else "commit"
 
-    def event(self, key: str, type: str, **data: Any) -> EventIn:
-        return _event(self.run, self.t, key, type, **data)
+    def event(self, key: str, event: Event) -> EventIn:
+        """``event`` of this round, under the id ``key`` gives it (the same on every retry)."""
+        return _event(self.run, self.t, key, event)
 
     # --- the steps ------------------------------------------------------------------------------
     def requests(self, n: int, *, purpose: str = "curriculum", seed: int | None = None) -> list[Request]:
@@ -907,33 +949,27 @@ class Round:
                     raise ProtocolError(f"question {c.question_id}: unknown cause {cause!r} (not in M_{t - 1})")
             s = score(c, cfg)
             try:
-                generated.append(
-                    self.event(
-                        f"gen/{c.question_id}",
-                        "question.generated",
-                        question_id=c.question_id,
-                        mode=c.mode,
-                        active_cause=c.active_cause,
-                        mastered_cause=c.mastered_cause,
-                        node=c.node,
-                        text=c.text,
-                    )
+                question = QuestionGenerated(
+                    question_id=c.question_id,
+                    mode=cast(GenerationMode, c.mode),  # checked here, refused as the candidate's
+                    active_cause=c.active_cause,
+                    mastered_cause=c.mastered_cause,
+                    node=c.node,
+                    text=c.text,
                 )
+                generated.append(self.event(f"gen/{c.question_id}", question))
             except InvalidEvent as exc:
                 raise ProtocolError(f"question {c.question_id}: {exc}") from None
-            scores.append(
-                self.event(
-                    f"score/{c.question_id}",
-                    "question.scored",
-                    question_id=c.question_id,
-                    n=s.n,
-                    p1=s.p1,
-                    p2=s.p2,
-                    pseudo_label=s.pseudo_label,
-                    retained=s.retained,
-                    reference=s.reference,
-                )
+            votes = QuestionScored(
+                question_id=c.question_id,
+                n=s.n,
+                p1=s.p1,
+                p2=s.p2,
+                pseudo_label=s.pseudo_label,
+                retained=s.retained,
+                reference=s.reference,
             )
+            scores.append(self.event(f"score/{c.question_id}", votes))
             scored.append(s)
         stored: set[str] = set()
 
@@ -948,7 +984,7 @@ class Round:
                 )
             refuse_other_content(self.store, run, t, [*generated, *scores])
             stored.clear()  # read under the append lock: what this append skips
-            stored.update(d["question_id"] for _s, _r, _t, d in read(("question.generated",), round=t))
+            stored.update(d["question_id"] for _s, _r, _t, d in read((QuestionGenerated,), round=t))
             return generated + scores
 
         _appending(self.store, run, decide)
@@ -965,18 +1001,13 @@ class Round:
             require_open(st, t, "decide promotions")
             if t in st.promoted:
                 raise ProtocolError(f"promotions of round {t} in run {run!r} are decided already")
-            evidence = promotion_evidence(read(("question.generated", "question.scored"), round=t))
+            evidence = promotion_evidence(read((QuestionGenerated, QuestionScored), round=t))
             changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
-            decided.extend(d for _, d in changes)
-            events = [self.event(f"promote/{d['cause_id']}", typ, **d) for typ, d in changes]
-            events.append(
-                self.event(
-                    "promotions",
-                    "promotions.decided",
-                    promoted=[d["cause_id"] for d in decided],
-                    candidates=len(evidence),
-                )
-            )
+            promotions = [c for c in changes if isinstance(c, CausePromoted)]
+            decided.extend(p.model_dump() for p in promotions)
+            events = [self.event(f"promote/{p.cause_id}", p) for p in promotions]
+            closed = PromotionsDecided(promoted=[p.cause_id for p in promotions], candidates=len(evidence))
+            events.append(self.event("promotions", closed))
             return events
 
         _appending(self.store, run, decide)
@@ -1010,7 +1041,7 @@ class Round:
                 continue
             given[fid] = record
             try:
-                events.append(self.event(f"fail/{fid}", "failure.recorded", **record))
+                events.append(self.event(f"fail/{fid}", FailureRecorded(**record)))
             except InvalidEvent as exc:
                 raise ProtocolError(f"failure {fid!r}: {exc}") from None
         wanted: dict[str, str] = {}  # question -> its first failure
@@ -1021,7 +1052,7 @@ class Round:
             st = _state(run, read(MILESTONES), self.store.url)
             require_open(st, t, "record failures")
             refuse_reused_failures(self.store, run, t, given)
-            retained = {d["question_id"] for _s, _r, _t, d in read(("question.scored",), round=t) if d["retained"]}
+            retained = {d["question_id"] for _s, _r, _t, d in read((QuestionScored,), round=t) if d["retained"]}
             missing = sorted(set(wanted) - retained)
             if missing:
                 q = missing[0]
@@ -1052,11 +1083,7 @@ class Round:
                 raise ProtocolError(
                     f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}"
                 )
-            decided = {
-                fid: None
-                for ev in events
-                if ev.type in ("failure.diagnosed", "diagnosis.failed") and (fid := ev.data.get("failure_id"))
-            }
+            decided = {fid: None for ev in events if ev.type in _DIAGNOSES and (fid := ev.data.get("failure_id"))}
             refuse_reused_failures(self.store, run, t, decided)  # a failure is diagnosed once in a run
             refuse_counted_twice(self.store, run, events)  # ...and counted once
             if since_seq is not None:
@@ -1083,11 +1110,11 @@ class Round:
             raise ProtocolError(str(exc)) from None
         if weight <= 0:
             raise ProtocolError(f"weight of rank {rank} must be a finite number above 0, not {weight!r}")
-        ev = self.event(f"metrics/rank{rank}", "metrics.recorded", rank=rank, weight=weight, metrics=values)
+        ev = self.event(f"metrics/rank{rank}", MetricsRecorded(rank=rank, weight=weight, metrics=values))
 
         def decide(read: Reader) -> list[EventIn]:
             require_open(_state(run, read(MILESTONES), self.store.url), t, f"record the metrics of rank {rank}")
-            recorded = [d for _s, _r, _t, d in read(("metrics.recorded",), round=t)]
+            recorded = [d for _s, _r, _t, d in read((MetricsRecorded,), round=t)]
             for d in recorded:
                 if d["rank"] == rank and (d["metrics"], d["weight"]) != (ev.data["metrics"], ev.data["weight"]):
                     raise ProtocolError(f"rank {rank} recorded other metrics in round {t} of run {run!r} already")
@@ -1096,12 +1123,12 @@ class Round:
 
         return _appending(self.store, run, decide).appended == 1
 
-    def note(self, key: str, type: str, **data: Any) -> None:
-        """Append a trainer's bookkeeping event: ``phase.completed``, ``checkpoint.written``,
-        ``checkpoint.pruned`` or ``train.step`` (what changes the memory or where the round stands
+    def note(self, key: str, event: Event) -> None:
+        """Append a trainer's bookkeeping event: a ``PhaseCompleted``, ``CheckpointWritten``,
+        ``CheckpointPruned`` or ``TrainStep`` (what changes the memory or where the round stands
         has its own step)."""
-        _only(NOTE_TYPES, type, "a note")
-        self.notes([self.event(key, type, **data)])
+        _only(NOTE_TYPES, event.name, "a note")
+        self.notes([self.event(key, event)])
 
     def notes(self, events: Sequence[EventIn]) -> None:
         """Append a trainer's bookkeeping events of this round (the types :meth:`note` takes) in
@@ -1155,12 +1182,8 @@ class Round:
                     hint=self._hint("promote", "rnd.promote()"),
                 )
             rows = read(None, round=t)
-            failures = {d["failure_id"] for _s, _r, typ, d in rows if typ == "failure.recorded"}
-            diagnosed = {
-                d["failure_id"]
-                for _s, _r, typ, d in rows
-                if typ in ("failure.diagnosed", "diagnosis.failed") and d.get("failure_id")
-            }
+            failures = {d["failure_id"] for _s, _r, typ, d in rows if typ == FailureRecorded.name}
+            diagnosed = {d["failure_id"] for _s, _r, typ, d in rows if typ in _DIAGNOSES and d.get("failure_id")}
             pending = sorted(failures - diagnosed)
             if pending and not allow_undiagnosed:
                 raise ProtocolError(
@@ -1182,14 +1205,14 @@ class Round:
             sched = schedule(after)
             # the round's statistics as `memory stats` counts them, and the schedule it leaves
             committed.update(count_rounds(rows).get(t, {}))
-            ranks = [d for _s, _r, typ, d in rows if typ == "metrics.recorded"]
+            ranks = [d for _s, _r, typ, d in rows if typ == MetricsRecorded.name]
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
             if ranks:
                 committed["ranks"] = len(ranks)
             committed.update(F=sched.F, epsilon_next=sched.epsilon)
             committed.update(extra)  # check_summary: none of it is a count
-            events = [self.event("eval", "eval.recorded", **round_metrics)] if round_metrics else []
-            return [*events, self.event("round.committed", "round.committed", **committed)]
+            events = [self.event("eval", EvalRecorded(**round_metrics))] if round_metrics else []
+            return [*events, self.event(RoundCommitted.name, RoundCommitted(**committed))]
 
         try:
             _appending(self.store, run, decide)
@@ -1220,11 +1243,11 @@ def failed_diagnoses(rows: Sequence[tuple[int, int, str, Mapping[str, Any]]]) ->
         fid = d.get("failure_id")
         if not isinstance(fid, str):
             continue
-        if typ == "diagnosis.failed":
+        if typ == DiagnosisFailed.name:
             failed.add(fid)
-        elif typ in ("failure.attributed", "cause.created"):
+        elif typ == FailureAttributed.name or typ == CauseCreated.name:
             decided.add(fid)
-        elif typ == "failure.diagnosed" and d.get("matched_cause") is None and d.get("error_cause") is None:
+        elif typ == FailureDiagnosed.name and d.get("matched_cause") is None and d.get("error_cause") is None:
             decided.add(fid)  # a non-skill slip
     return sorted(failed - decided)
 
@@ -1314,9 +1337,9 @@ def record_failures(store: Recorder, run: str, t: int, failures: Sequence[Failur
     return Round(store, run, t).record_failures(failures)
 
 
-def note(store: Recorder, run: str, t: int, key: str, type: str, **data: Any) -> None:
+def note(store: Recorder, run: str, t: int, key: str, event: Event) -> None:
     """:meth:`Round.note` of round ``t``."""
-    Round(store, run, t).note(key, type, **data)
+    Round(store, run, t).note(key, event)
 
 
 def commit(

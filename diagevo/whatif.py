@@ -21,7 +21,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from diagevo.catalog import COUNTED
+from diagevo.catalog import (
+    CATALOG,
+    COUNTED,
+    CausePromoted,
+    CauseReactivated,
+    Event,
+    FailureAttributed,
+    PromotionsDecided,
+    RoundCommitted,
+    RunConfigured,
+    RunForked,
+    RunStarted,
+)
 from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.config import MemoryConfig, MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
@@ -155,71 +167,77 @@ class _Deriving:
     draft: Draft | None = None
     base: Memory | None = None  # M'_{t-1}: what the round's promotions are decided against
     method: MemoryConfig = field(default_factory=MemoryConfig)
-    recorded_ids: dict[tuple[str, int, str, str], str] = field(default_factory=dict)  # (type, round, cause, failure)
+    # (type, round, cause, failure) -> the id of the source's decision
+    recorded_ids: dict[tuple[type[Event], int, str, str], str] = field(default_factory=dict)
     rows: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # the round's (type, data) so far
     out: list[EventIn] = field(default_factory=list)
 
-    def emit(self, etype: str, rnd: int, eid: str, data: Mapping[str, Any]) -> None:
-        ev = validate_event({"type": etype, "run": self.new, "round": rnd, "event_id": eid, "data": dict(data)})
-        if etype == "run.started":
-            self.draft = Draft(start(self.new, ev.data))
+    def emit(self, cls: type[Event], rnd: int, eid: str, data: Mapping[str, Any]) -> None:
+        """A source event copied (validated as ingest validates a line)."""
+        self._add(
+            validate_event({"type": cls.name, "run": self.new, "round": rnd, "event_id": eid, "data": dict(data)})
+        )
+
+    def _add(self, ev: EventIn) -> None:
+        event = ev.event
+        if isinstance(event, RunStarted):
+            self.draft = Draft(start(self.new, event))
         elif self.draft is not None:
-            self.draft.apply(etype, rnd, ev.data)
-        if etype == "round.committed":
+            self.draft.apply(event, ev.round)
+        if isinstance(event, RoundCommitted):
             self.base, self.rows = self.memory(), []
         else:
-            self.rows.append((etype, ev.data))
+            self.rows.append((ev.type, ev.data))
         self.out.append(ev)
 
     def memory(self) -> Memory:
         if self.draft is None:
-            raise WhatIfError(f"run {self.source!r} does not begin with run.started")
+            raise WhatIfError(f"run {self.source!r} does not begin with {RunStarted.name}")
         return self.draft.freeze()
 
-    def decided(self, etype: str, rnd: int, cause: str, failure: str, data: Mapping[str, Any]) -> None:
+    def decided(self, event: CausePromoted | CauseReactivated, rnd: int) -> None:
         """A re-decided memory event: the recorded event's id when the source decided the same."""
-        recorded = self.recorded_ids.get((etype, rnd, cause, failure))
-        key = f"promote/{cause}" if etype == "cause.promoted" else f"whatif/reactivate/{cause}/{failure}"
-        self.emit(
-            etype,
-            rnd,
-            rebase_event_id(recorded, self.source, self.new) if recorded else event_id(self.new, rnd, key),
-            data,
-        )
+        cause = event.cause_id
+        failure = event.failure_id if isinstance(event, CauseReactivated) else ""
+        recorded = self.recorded_ids.get((type(event), rnd, cause, failure))
+        key = f"promote/{cause}" if isinstance(event, CausePromoted) else f"whatif/reactivate/{cause}/{failure}"
+        eid = rebase_event_id(recorded, self.source, self.new) if recorded else event_id(self.new, rnd, key)
+        self._add(new_event(event, run=self.new, round=rnd, event_id=eid))
 
     def take(self, e: StoredEvent) -> None:
         """One source event: copied, re-decided, or dropped (the source's own decisions)."""
         eid = rebase_event_id(e.event_id, self.source, self.new)
-        data = e.data
-        if e.type in ("run.started", "run.configured"):
+        data, cls = e.data, CATALOG[e.type]
+        if cls is RunStarted or cls is RunConfigured:
             if self.settings:  # with none, the record is copied as it was written
                 data = {**data, "config": _with_settings(data.get("config", {}), self.settings)}
             self.method = config_from_record(data.get("config", {})).memory
-        if e.type in ("cause.promoted", "cause.reactivated", "run.forked"):
+        if cls is CausePromoted or cls is CauseReactivated or cls is RunForked:
             return  # decided again below; a source's own fork provenance is replaced by the what-if's
-        if e.type == "promotions.decided":
+        if cls is PromotionsDecided:
             self._promote(e.round, eid, data)
-        elif e.type == "failure.attributed":
-            for etype, change in decide_attribution(
+        elif cls is FailureAttributed:
+            for change in decide_attribution(
                 self.memory(), data["failure_id"], data["cause_id"], data["via"], data.get("similarity")
             ):
-                if etype == "cause.reactivated":
-                    self.decided(etype, e.round, change["cause_id"], change["failure_id"], change)
+                if isinstance(change, CauseReactivated):
+                    self.decided(change, e.round)
                 else:
-                    self.emit(etype, e.round, eid, data)
-        elif e.type == "round.committed":
-            self.emit(e.type, e.round, eid, self._commit(data))
+                    self.emit(cls, e.round, eid, data)
+        elif cls is RoundCommitted:
+            self.emit(cls, e.round, eid, self._commit(data))
         else:
-            self.emit(e.type, e.round, eid, data)
+            self.emit(cls, e.round, eid, data)
 
     def _promote(self, rnd: int, eid: str, data: Mapping[str, Any]) -> None:
         base = self.base if self.base is not None else self.memory()
         rows = [(0, rnd, etype, d) for etype, d in self.rows]
         evidence = promotion_evidence(rows)
         changes = decide_promotions(base, evidence, self.method.theta_up, enabled=self.method.state_updates)
-        for etype, change in changes:
-            self.decided(etype, rnd, change["cause_id"], "", change)
-        self.emit("promotions.decided", rnd, eid, {**data, "promoted": [c["cause_id"] for _, c in changes]})
+        promoted = [c for c in changes if isinstance(c, CausePromoted)]
+        for change in promoted:
+            self.decided(change, rnd)
+        self.emit(PromotionsDecided, rnd, eid, {**data, "promoted": [c.cause_id for c in promoted]})
 
     def _commit(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The commit's summary as the round protocol writes it, counted and scheduled again."""
@@ -234,15 +252,16 @@ class _Deriving:
 
 def _remember_decisions(events: Iterable[StoredEvent], state: _Deriving) -> None:
     for e in events:
-        if e.type == "cause.promoted":
-            state.recorded_ids[(e.type, e.round, e.data["cause_id"], "")] = e.event_id
-        elif e.type == "cause.reactivated":
-            state.recorded_ids[(e.type, e.round, e.data["cause_id"], str(e.data.get("failure_id")))] = e.event_id
+        match e.event:
+            case CausePromoted(cause_id=cause):
+                state.recorded_ids[(CausePromoted, e.round, cause, "")] = e.event_id
+            case CauseReactivated(cause_id=cause, failure_id=failure):
+                state.recorded_ids[(CauseReactivated, e.round, cause, str(failure))] = e.event_id
 
 
 def _existing(store: Recorder, new: str, source: str, settings: Mapping[str, str], source_hash: str) -> WhatIf | None:
     """The what-if ``new`` when it is this one already (same source, head and settings)."""
-    marker = next(store.read(new, types=("run.forked",), newest=True, limit=1), None)
+    marker = next(store.read(new, types=(RunForked,), newest=True, limit=1), None)
     if marker is None or not isinstance(marker.data.get("whatif"), Mapping):
         return None
     same = (marker.data.get("source_run"), marker.data.get("source_hash"), marker.data["whatif"].get("settings"))
@@ -265,24 +284,26 @@ def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str 
     done = committed_rounds(store, source)
     if not done:
         raise WhatIfError(f"run {source!r} has no committed round: a what-if needs one")
-    commit = next(e for e in store.read(source, types=("round.committed",), round=done[-1]))
+    commit = next(e for e in store.read(source, types=(RoundCommitted,), round=done[-1]))
     if store.has_run(new):
         found = _existing(store, new, source, checked_settings, commit.hash)
         if found is None:
             raise WhatIfError(f"run {new!r} exists already: pick a new name")
         return _with_rounds(store, found)
     state = _Deriving(source, new, checked_settings)
-    _remember_decisions(store.read(source, types=("cause.promoted", "cause.reactivated")), state)
+    _remember_decisions(store.read(source, types=(CausePromoted, CauseReactivated)), state)
     for e in store.read(source, upto_seq=commit.seq, texts=True):
         state.take(e)
-    marker = {
-        "source_run": source,
-        "source_round": commit.round,
-        "source_hash": commit.hash,
-        "source_seq": commit.seq,
-        "whatif": {"settings": dict(checked_settings), "meaning": MEANING},
-    }
-    state.out.append(new_event("run.forked", new, commit.round, event_id(new, commit.round, "run.forked"), **marker))
+    forked = RunForked(
+        source_run=source,
+        source_round=commit.round,
+        source_hash=commit.hash,
+        source_seq=commit.seq,
+        whatif={"settings": dict(checked_settings), "meaning": MEANING},
+    )
+    state.out.append(
+        new_event(forked, run=new, round=commit.round, event_id=event_id(new, commit.round, RunForked.name))
+    )
 
     # the events are a function of the source's log through one commit, which no later append
     # changes; under the append lock only the new run's absence is left to decide
@@ -305,7 +326,7 @@ def outcomes(store: Recorder, run: str) -> list[RoundOutcome]:
     """Every committed round of ``run`` as the memory ended it (folded; the commits' counts)."""
     counts = {
         e.round: (int(e.data.get("promotions", 0)), int(e.data.get("reactivations", 0)))
-        for e in store.read(run, types=("round.committed",))
+        for e in store.read(run, types=(RoundCommitted,))
     }
     out = []
     for m in commit_memories(store, run):

@@ -94,23 +94,27 @@ def _annotation(info: Any) -> str:
 
 def events() -> str:
     from diagevo.catalog import CATALOG
-    from diagevo.schemas import model_of
 
     out: list[str] = []
-    for name, etype in CATALOG.items():
-        model = model_of(name)
+    for name, model in CATALOG.items():
         doc = (model.__doc__ or "").strip()
         if not doc or doc.startswith(model.__name__ + "("):
             raise PluginError(
-                f"event type {name}: its data model {model.__name__} has no docstring (diagevo/schemas.py)"
+                f"event type {name}: its class {model.__name__} has no docstring (diagevo/catalog/events.py)"
             )
-        facts = [f"kind: `{etype.kind.value}`", "applied by the fold" if etype.folded else "not folded"]
-        if etype.texts:
-            facts.append("long texts kept beside the chained data: " + ", ".join(f"`{t}`" for t in etype.texts))
-        if etype.keys:
-            facts.append("indexed ids: " + ", ".join(f"`{k}`" for k in etype.keys))
-        if etype.counted:
-            facts.append(f"counted in `memory stats` as `{etype.counted}`")
+        facts = [
+            f"class `diagevo.catalog.{model.__name__}`",
+            f"kind: `{model.kind.value}`",
+            "applied by the fold" if model.folded else "not folded",
+        ]
+        if model.class_version > 1:
+            facts.append(f"class version {model.class_version} (older stored shapes are upcast when read)")
+        if model.texts:
+            facts.append("long texts kept beside the chained data: " + ", ".join(f"`{t}`" for t in model.texts))
+        if model.keys:
+            facts.append("indexed ids: " + ", ".join(f"`{k}`" for k in model.keys))
+        if model.counted:
+            facts.append(f"counted in `memory stats` as `{model.counted}`")
         extra = model.model_config.get("extra")
         out += ["", f"### `{name}`", "", " ".join(doc.split()), "", "; ".join(facts) + ".", ""]
         fields = model.model_fields

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import diagevo
+from diagevo.catalog import CheckpointWritten, PhaseCompleted  # what a trainer notes (the events reference)
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
 TRAINER = "examples/external_trainer.py"  # what run.started names as the run's trainer
@@ -44,9 +45,10 @@ class ExternalTrainer:
             path = self.ckpt_dir / f"round{rnd.t:03d}-{name}"
             self.backend.save(path)
             size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())  # its disk use, as train logs it
-            rnd.note(f"checkpoint/{name}", "checkpoint.written", path=str(path), phase=name, bytes=size)
+            written = CheckpointWritten(path=str(path), **{"phase": name, "bytes": size})
+            rnd.note(f"checkpoint/{name}", written)
         seconds = time.perf_counter() - started
-        rnd.note(f"phase/{name}", "phase.completed", phase=name, seconds=seconds, **stats)
+        rnd.note(f"phase/{name}", PhaseCompleted(phase=name, **{"seconds": seconds, **stats}))
         return seconds
 
     def challenger_reward(self, t: int) -> Any:

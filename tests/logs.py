@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from diagevo.catalog import Event
 from diagevo.schemas import EventIn, validate_event
+
+
+def wire_event(type_name: str, run: str, round: int, event_id: str, **data: Any) -> EventIn:  # noqa: A002
+    """An event as the interchange format spells it (its type's name, its data as JSON values),
+    validated as ingest validates a line: the tests that build events by hand write the wire
+    format on purpose (the library constructs the classes, :func:`diagevo.schemas.new_event`)."""
+    return validate_event({"type": type_name, "run": run, "round": round, "event_id": event_id, "data": data})
 
 
 class Log:
@@ -26,6 +34,10 @@ class Log:
             )
         )
         return self
+
+    def append(self, event: Event) -> Log:
+        """A typed event (what a decider returns), in this log's current round."""
+        return self.add(event.name, **event.model_dump(mode="json"))
 
     def commit(self, **summary: Any) -> Log:
         self.add("round.committed", **summary)

@@ -23,8 +23,8 @@ def random_log(rng: random.Random, rounds: int, run: str = "r1") -> Log:
             p1 = round(rng.random(), 3)
             log.question(f"q{log.round}-{i}", p1, active=cause)
             evidence.append((cause, p1))
-        for etype, data in decide_promotions(start, evidence, rng.choice([0.3, 0.5, 0.7])):
-            log.add(etype, **data)
+        for change in decide_promotions(start, evidence, rng.choice([0.3, 0.5, 0.7])):
+            log.append(change)
         mem = fold(log.rows(), run)
         for j in range(rng.randint(0, 6)):
             fid = f"f{log.round}-{j}"
@@ -37,13 +37,13 @@ def random_log(rng: random.Random, rounds: int, run: str = "r1") -> Log:
                 changes = decide_new_cause(mem, fid, f"cause text {fid}", node_id=rng.choice(sorted(mem.nodes)))
             else:
                 changes = decide_new_cause(mem, fid, f"cause text {fid}", new_node_label=f"node label {fid}")
-            for etype, data in changes:
-                log.add(etype, **data)
+            for change in changes:
+                log.append(change)
             mem = apply_changes(mem, log.round, changes)
         if len(mem.nodes) >= 2 and rng.random() < 0.4:
             a, b = rng.sample(sorted(mem.nodes), 2)
-            for etype, data in decide_merge(mem, a, b, f"merged {a}+{b}", 0.7):
-                log.add(etype, **data)
+            for change in decide_merge(mem, a, b, f"merged {a}+{b}", 0.7):
+                log.append(change)
         log.commit()
     return log
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from diagevo.limits import LimitsConfig
-from diagevo.schemas import InvalidEvent, new_event, text_limits, validate_event
+from diagevo.schemas import InvalidEvent, text_limits, validate_event
 from diagevo.views.verify import verify_run
 from tests.llm_server import LLMServer
+from tests.logs import wire_event
 from tests.test_diagnosis_pipeline import D1, L1, RUN, events, failure, j, run_round, seed, srv, store  # noqa: F401
 
 
@@ -46,7 +47,7 @@ def test_the_runs_limits_apply(srv: LLMServer, store) -> None:  # noqa: F811
 
 def test_phrases_are_cut_at_their_own_limit_at_a_character_boundary() -> None:
     note = "€" * 2000  # 6000 bytes
-    ev = new_event("run.noted", RUN, 0, "n1", note=note)
+    ev = wire_event("run.noted", RUN, 0, "n1", note=note)
     assert len(ev.data["note"].encode()) <= LimitsConfig().phrase_bytes and note.startswith(ev.data["note"])
     assert ev.data["cut"]["note"]["bytes"] == 6000
     assert validate_event(ev.model_dump()) == ev  # a stored event handed in again is unchanged
@@ -63,7 +64,7 @@ def test_phrases_are_cut_at_their_own_limit_at_a_character_boundary() -> None:
 )
 def test_a_malformed_cut_map_is_refused_in_one_line(cut: object, said: str) -> None:
     with pytest.raises(InvalidEvent, match=said) as info:
-        new_event("llm.called", RUN, 1, "c1", stage="extract", raw="x", cut=cut)
+        wire_event("llm.called", RUN, 1, "c1", stage="extract", raw="x", cut=cut)
     assert "\n" not in str(info.value)
 
 

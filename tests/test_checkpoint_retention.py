@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds as protocol
+from diagevo.catalog import CheckpointPruned, CheckpointWritten
 from diagevo.log import open_log
 from diagevo.train.sim.backend import SimBackend
 from tests.test_cli_memory import run_cli
@@ -20,12 +21,12 @@ from tests.test_train import small_args
 
 def written(db: str, run: str) -> list[tuple[int, str, Path]]:
     with open_log(db) as s:
-        return [(e.round, e.data["phase"], Path(e.data["path"])) for e in s.read(run, types=("checkpoint.written",))]
+        return [(e.round, e.data["phase"], Path(e.data["path"])) for e in s.read(run, types=(CheckpointWritten,))]
 
 
 def pruned(db: str, run: str) -> list[tuple[int, int, str]]:
     with open_log(db) as s:
-        return [(e.round, e.data["written_round"], e.data["phase"]) for e in s.read(run, types=("checkpoint.pruned",))]
+        return [(e.round, e.data["written_round"], e.data["phase"]) for e in s.read(run, types=(CheckpointPruned,))]
 
 
 @pytest.fixture
@@ -103,7 +104,7 @@ def test_a_resume_whose_checkpoint_was_pruned_is_refused_naming_the_event(
     with open_log(db) as s:  # round 3 opened, and round 2's solver checkpoint pruned (by hand, say)
         rnd = protocol.Round.open(s, "r", 3)
         data = {"path": str(last), "phase": "solver", "written_round": 2, "bytes": 0}
-        rnd.notes([rnd.event("pruned/by-hand", "checkpoint.pruned", **data)])
+        rnd.notes([rnd.event("pruned/by-hand", CheckpointPruned(**data))])
     code, _, err = run_cli(capsys, "train", "--run", "r", "--resume", "--rounds", "3", "--db", db, "--quiet")
     assert code == 1 and err.count("\n") == 1, err
     assert "cannot continue run 'r' at round 3" in err and "checkpoint.pruned in round 3" in err
@@ -139,7 +140,7 @@ def test_a_tiny_hf_run_keeping_one_checkpoint(
     ]
     held = sum(p.stat().st_size for p in (tmp_path / "h.diagevo" / "runs").rglob("*") if p.is_file())
     with open_log(db) as s:
-        sizes = {e.data["path"]: e.data["bytes"] for e in s.read("h", types=("checkpoint.written",))}
+        sizes = {e.data["path"]: e.data["bytes"] for e in s.read("h", types=(CheckpointWritten,))}
     assert held == sum(sizes[str(p)] for _, _, p in ckpts if p.exists())  # the log's sizes are the disk's
     assert sum(sizes.values()) > 2.5 * held  # three rounds written, one kept
     bench = tmp_path / "b.jsonl"

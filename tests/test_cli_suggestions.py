@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
+from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log
 from diagevo.log.schema import upgrade as upgrade_to
 from tests.test_train import SMALL
@@ -77,7 +78,7 @@ def test_what_diagevo_suggests_runs_as_printed(tmp_path: Path) -> None:
     assert cont == f"{ENTRY} train --run 'f 1' --resume --rounds 2 --db {db}"  # its run stopped at round 1
     run_as_printed(tmp_path, cont)
     with open_log(f"sqlite:///{tmp_path / 'work.db'}", create=False) as s:
-        assert [e.round for e in s.read("f 1", types=("round.committed",))] == [1, 2]
+        assert [e.round for e in s.read("f 1", types=(RoundCommitted,))] == [1, 2]
 
     # the round protocol's errors name the command that takes the missing step
     assert diagevo(tmp_path, "round", "start", "--run", "p", "--db", db).returncode == 0

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds as protocol
+from diagevo.catalog import CheckpointWritten
 from diagevo.confined import OutsideFolder, owned_dir, remove_owned
 from diagevo.log import open_log
 from tests.test_checkpoint_retention import as_models  # noqa: F401 - a fixture
@@ -99,7 +100,7 @@ def test_a_prune_deletes_only_what_the_run_wrote_in_its_own_folder(
     with open_log(url) as s:
         rnd = protocol.Round.open(s, "t", 2)
         forged = {"path": str(victim / "round001-solver"), "phase": "challenger", "bytes": 1}
-        rnd.notes([rnd.event("forged", "checkpoint.written", **forged)])
+        rnd.notes([rnd.event("forged", CheckpointWritten(**forged))])
     os.symlink(victim, own / "round000-solver")
     code, _, err = run_cli(capsys, "train", "--db", url, "--run", "t", "--resume", "--rounds", "3", "--quiet")
     assert_one_line_error(code, err, "runs/t/round000-solver is a symbolic link")  # refused up front

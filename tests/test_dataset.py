@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from diagevo.catalog import FailureAttributed, FailureRecorded, QuestionScored
 from diagevo.dataset import TABLES, export_dataset, fenced
 from diagevo.errors import BadInput
 from diagevo.log import open_log
@@ -38,11 +39,9 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_the_files_agree_with_the_log(sim: str, tmp_path: Path) -> None:
     with open_log(sim) as store:
         done = export_dataset(store, "two", tmp_path / "ds")
-        scored = [e.data for e in store.read("two", types=("question.scored",))]
-        recorded = [e.data for e in store.read("two", types=("failure.recorded",))]
-        attributed = {
-            e.data["failure_id"]: e.data["cause_id"] for e in store.read("two", types=("failure.attributed",))
-        }
+        scored = [e.data for e in store.read("two", types=(QuestionScored,))]
+        recorded = [e.data for e in store.read("two", types=(FailureRecorded,))]
+        attributed = {e.data["failure_id"]: e.data["cause_id"] for e in store.read("two", types=(FailureAttributed,))}
         memory = load_memory(store, "two", 2)
     assert [f.name for f in done.files] == [*(f"{t}.parquet" for t in TABLES), "README.md"]
     q = pl.read_parquet(tmp_path / "ds" / "questions.parquet")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from diagevo.catalog import FailureDiagnosed, FailureRecorded
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import make_embedder
@@ -125,7 +126,7 @@ def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
     assert ANSWER_RULES["off_by_one"][0] not in text and ANSWER_RULES["wrong_number"][0] not in text
 
     with open_log(db) as store:
-        diagnosed = {e.data["failure_id"]: e.data for e in store.read("h", types=("failure.diagnosed",), texts=True)}
+        diagnosed = {e.data["failure_id"]: e.data for e in store.read("h", types=(FailureDiagnosed,), texts=True)}
     assert set(diagnosed) == {"f0", "f1", "f2", "f3"}
     assert all(d["model"] == ANSWER_MODEL for d in diagnosed.values())
     raws = {fid: json.loads(d["raw"]) for fid, d in diagnosed.items()}
@@ -138,7 +139,7 @@ def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
     ]
     assert diagnosed["f3"]["error_cause"] is None and diagnosed["f3"]["matched_cause"] is None
     with open_log(db) as store:
-        recorded = {e.data["failure_id"]: e.data for e in store.read("h", types=("failure.recorded",), texts=True)}
+        recorded = {e.data["failure_id"]: e.data for e in store.read("h", types=(FailureRecorded,), texts=True)}
     assert recorded["f0"] == {
         "failure_id": "f0",
         "question_id": reqs[0]["question_id"],
@@ -203,8 +204,8 @@ def test_diagnose_into_a_round_never_opened_says_nothing_was_recorded(
     assert (summary["recorded"], summary["already_recorded"], summary["not_recorded"]) == (0, 0, 1)
     assert summary["resumed"] == 1  # diagnosed by the first run
     with open_log(db) as store:
-        assert not list(store.read(RUN, types=("failure.recorded",)))
-        assert [e.data["failure_id"] for e in store.read(RUN, types=("failure.diagnosed",))] == ["f1"]
+        assert not list(store.read(RUN, types=(FailureRecorded,)))
+        assert [e.data["failure_id"] for e in store.read(RUN, types=(FailureDiagnosed,))] == ["f1"]
 
 
 NO_FINAL_ANSWER = ExtractionInput("f9", "q9", "What is 3+3?", "6", "3+3 = 9", "3+3 = 6, so \\boxed{6}")

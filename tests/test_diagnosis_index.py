@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from diagevo.catalog import CauseCreated, NodeCreated, NodesMerged
 from diagevo.log import Recorder, open_log
 from diagevo.memory.fold import evolve
-from diagevo.schemas import new_event
 from diagevo.views.index import VIEW as CHECKPOINT
 from diagevo.views.index import VectorIndex, default_index_path, reindex
 from diagevo.views.memory import load_memory
+from tests.logs import wire_event
 
 RUN = "run-index"
 
@@ -39,7 +40,7 @@ class HashEmbedder:
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Recorder]:
     s = open_log(f"sqlite:///{tmp_path / 'idx.db'}")
-    s.append([new_event("run.started", RUN, 0, "start", config={"k": 0.5})])
+    s.append([wire_event("run.started", RUN, 0, "start", config={"k": 0.5})])
     yield s
     s.close()
 
@@ -48,11 +49,11 @@ def add(store: Recorder, rnd: int, nodes: int, causes_per_node: int, start: int 
     events = []
     c = start * causes_per_node
     for n in range(start + 1, start + nodes + 1):
-        events.append(new_event("node.created", RUN, rnd, f"n{n}", node_id=f"N{n}", label=f"label {n}"))
+        events.append(wire_event("node.created", RUN, rnd, f"n{n}", node_id=f"N{n}", label=f"label {n}"))
         for _ in range(causes_per_node):
             c += 1
             events.append(
-                new_event(
+                wire_event(
                     "cause.created", RUN, rnd, f"c{c}", cause_id=f"C{c}", node_id=f"N{n}", description=f"cause {c}"
                 )
             )
@@ -63,10 +64,10 @@ def test_shortlist_and_screening_agree_with_brute_force(store: Recorder) -> None
     rng = random.Random(3)
     events = []
     for n in range(1, 9):
-        events.append(new_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label=f"label {n}"))
+        events.append(wire_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label=f"label {n}"))
     for c in range(1, 41):
         events.append(
-            new_event(
+            wire_event(
                 "cause.created",
                 RUN,
                 1,
@@ -107,9 +108,9 @@ def test_identical_texts_tie_by_age_whatever_the_float32_noise(store: Recorder) 
     """Two causes with the same text have the same vector; a float32 product may still rank the
     younger one ~1e-7 ahead (a resumed run computes in other shapes). Decisions use exact
     similarities rounded to 1e-6, then age: the older cause, in every run."""
-    events = [new_event("node.created", RUN, 1, "n1", node_id="N1", label="label 1")]
+    events = [wire_event("node.created", RUN, 1, "n1", node_id="N1", label="label 1")]
     events += [
-        new_event("cause.created", RUN, 1, f"c{c}", cause_id=f"C{c}", node_id="N1", description=text)
+        wire_event("cause.created", RUN, 1, f"c{c}", cause_id=f"C{c}", node_id="N1", description=text)
         for c, text in ((74, "same words"), (75, "same words"), (76, "other words"))
     ]
     store.append(events)
@@ -135,16 +136,16 @@ def test_mirror_follows_new_causes_and_merges(store: Recorder) -> None:
     index.attach(load_memory(store, RUN))
     v = emb.embed(["cause 3"])[0]
     mem = load_memory(store, RUN)
-    for etype, data in (
-        ("node.created", {"node_id": "N3", "label": "label 3"}),
-        ("cause.created", {"cause_id": "C3", "node_id": "N3", "description": "cause 3"}),
+    for event in (
+        NodeCreated(node_id="N3", label="label 3"),
+        CauseCreated(cause_id="C3", node_id="N3", description="cause 3"),
     ):
-        mem = evolve(mem, etype, 1, data)
-        index.apply(etype, data, mem, v if etype == "cause.created" else None)
+        mem = evolve(mem, event, 1)
+        index.apply(event, mem, v if isinstance(event, CauseCreated) else None)
     sims = index.cause_sims(v)
     assert index.node_shortlist(sims, 1)[0][:3:2] == ("N3", "C3")
-    merge = {"survivor": "N1", "absorbed": "N3", "label": "merged", "similarity": None}
-    index.apply("nodes.merged", merge, evolve(mem, "nodes.merged", 1, merge))  # the node of each cause: the fold's
+    merge = NodesMerged(survivor="N1", absorbed="N3", label="merged")
+    index.apply(merge, evolve(mem, merge, 1))  # the node of each cause: the fold's
     short = index.node_shortlist(sims, 5)
     assert [s[0] for s in short][0] == "N1" and "N3" not in [s[0] for s in short]
     assert short[0][2] == "C3"  # C3 now speaks for N1
@@ -175,7 +176,7 @@ def test_lancedb_projection_is_idempotent_and_follows_merges(store: Recorder, tm
     assert reopened.rows() == rows
     # a merge relabels the survivor and drops the absorbed node's row
     store.append(
-        [new_event("nodes.merged", RUN, 1, "m1", survivor="N1", absorbed="N2", label="merged label", similarity=0.9)]
+        [wire_event("nodes.merged", RUN, 1, "m1", survivor="N1", absorbed="N2", label="merged label", similarity=0.9)]
     )
     index.sync(store, RUN)
     nodes = {r["id"]: r for r in index.rows() if r["kind"] == "node"}
@@ -217,9 +218,9 @@ def test_default_index_path_is_beside_or_keyed_by_the_database() -> None:
 
 
 def test_shortlist_widens_its_search_when_the_best_causes_share_a_node(store: Recorder) -> None:
-    events = [new_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label=f"label {n}") for n in range(1, 5)]
+    events = [wire_event("node.created", RUN, 1, f"n{n}", node_id=f"N{n}", label=f"label {n}") for n in range(1, 5)]
     events += [
-        new_event(
+        wire_event(
             "cause.created",
             RUN,
             1,

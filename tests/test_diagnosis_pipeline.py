@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from diagevo.catalog import CATALOG
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician
@@ -20,11 +21,11 @@ from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_
 from diagevo.errors import Conflict
 from diagevo.log import Recorder, open_log
 from diagevo.memory.state import CauseState
-from diagevo.schemas import new_event
 from diagevo.views.index import VIEW as CHECKPOINT
 from diagevo.views.index import VectorIndex, reindex
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, Hang, LLMServer
+from tests.logs import wire_event
 
 RUN = "run-diag"
 D1 = "fails to check candidate solutions against the original domain after a transformation"
@@ -59,12 +60,12 @@ def seed(
 ) -> int:
     """A run whose round 1 created ``nodes`` ({node: (label, [(cause, description)])}) and was
     committed; ``mastered`` causes are promoted in round 2. Returns the open round (2)."""
-    events = [new_event("run.started", RUN, 0, "start", config={"k": 0.5}, seed=0)]
+    events = [wire_event("run.started", RUN, 0, "start", config={"k": 0.5}, seed=0)]
     for nid, (label, causes) in (nodes or {}).items():
-        events.append(new_event("node.created", RUN, 1, f"n-{nid}", node_id=nid, label=label))
+        events.append(wire_event("node.created", RUN, 1, f"n-{nid}", node_id=nid, label=label))
         for cid, desc in causes:
             events.append(
-                new_event(
+                wire_event(
                     "cause.created",
                     RUN,
                     1,
@@ -75,9 +76,9 @@ def seed(
                     failure_id=f"f0-{cid}",
                 )
             )
-    events.append(new_event("round.committed", RUN, 1, "commit-1"))
+    events.append(wire_event("round.committed", RUN, 1, "commit-1"))
     for cid in mastered:
-        events.append(new_event("cause.promoted", RUN, 2, f"p-{cid}", cause_id=cid, acc=0.9, n_candidates=3))
+        events.append(wire_event("cause.promoted", RUN, 2, f"p-{cid}", cause_id=cid, acc=0.9, n_candidates=3))
     store.append(events)
     return 2
 
@@ -124,7 +125,8 @@ def run_round(
 
 
 def events(store: Recorder, *types: str) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.type, e.data) for e in store.read(RUN, types=types or None, texts=True) if e.round >= 2]
+    classes = [CATALOG[name] for name in types] or None
+    return [(e.type, e.data) for e in store.read(RUN, types=classes, texts=True) if e.round >= 2]
 
 
 def decisions(store: Recorder) -> list[tuple[str, dict[str, Any]]]:
@@ -546,7 +548,7 @@ def test_a_stored_prompt_1_reply_is_reused_after_a_crash(srv: LLMServer, store: 
 
     store.append(
         [
-            new_event(
+            wire_event(
                 "failure.diagnosed",
                 RUN,
                 rnd,

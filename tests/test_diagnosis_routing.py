@@ -12,11 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from diagevo.catalog import CauseCreated, FailureAttributed, NodeCreated, NodesMerged
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.interface import Assignment, Consolidation, Dedup, Extraction, KnownCause, NodeView
 from diagevo.diagnosis.routing import Refusal, Routed
 from diagevo.memory.fold import fold
 from diagevo.memory.state import Memory
+from tests.logs import wire_event
 
 RUN = "routing"
 
@@ -65,7 +67,7 @@ def test_no_extraction_is_refused_with_its_reason() -> None:
 
 def test_recurrence_on_an_active_cause_counts_one_failure() -> None:
     assert routing.recurrence(MEM, "f1", "C1") == Routed(
-        (("failure.attributed", {"failure_id": "f1", "cause_id": "C1", "via": "recurrence", "similarity": None}),),
+        (FailureAttributed(**{"failure_id": "f1", "cause_id": "C1", "via": "recurrence", "similarity": None}),),
         {"outcome": "recurrence", "cause": "C1"},
     )
 
@@ -73,8 +75,8 @@ def test_recurrence_on_an_active_cause_counts_one_failure() -> None:
 def test_recurrence_on_a_mastered_cause_reactivates_it_first() -> None:
     decision = routing.recurrence(MEM, "f1", "C2")
     assert isinstance(decision, Routed)
-    assert [t for t, _ in decision.changes] == ["cause.reactivated", "failure.attributed"]
-    assert decision.changes[0][1] == {"cause_id": "C2", "failure_id": "f1"}
+    assert [c.name for c in decision.changes] == ["cause.reactivated", "failure.attributed"]
+    assert decision.changes[0].model_dump() == {"cause_id": "C2", "failure_id": "f1"}
 
 
 def test_recurrence_on_an_unknown_cause_is_refused_by_the_memory() -> None:
@@ -100,14 +102,14 @@ def test_prompt_2_is_shown_the_screened_causes_in_their_order() -> None:
 def test_a_confirmed_duplicate_is_attributed_with_its_rounded_similarity() -> None:
     decision = routing.after_dedup(MEM, "f1", SCREENED, Dedup(True, "C3"), None)
     assert decision == Routed(
-        (("failure.attributed", {"failure_id": "f1", "cause_id": "C3", "via": "dedup", "similarity": 0.812346}),),
+        (FailureAttributed(**{"failure_id": "f1", "cause_id": "C3", "via": "dedup", "similarity": 0.812346}),),
         {"outcome": "duplicate", "cause": "C3", "similarity": 0.812346},
     )
 
 
 def test_a_duplicate_of_a_mastered_cause_reactivates_it() -> None:
     decision = routing.after_dedup(MEM, "f1", [("C2", 0.7)], Dedup(True, "C2"), None)
-    assert isinstance(decision, Routed) and [t for t, _ in decision.changes] == [
+    assert isinstance(decision, Routed) and [c.name for c in decision.changes] == [
         "cause.reactivated",
         "failure.attributed",
     ]
@@ -148,8 +150,8 @@ def test_a_new_node_takes_the_next_ids() -> None:
     decision = routing.route_assignment(MEM, "f1", "a new cause", VIEWS, Assignment(True, "a new label", None), None)
     assert decision == Routed(
         (
-            ("node.created", {"node_id": "N3", "label": "a new label"}),
-            ("cause.created", {"cause_id": "C4", "node_id": "N3", "description": "a new cause", "failure_id": "f1"}),
+            NodeCreated(**{"node_id": "N3", "label": "a new label"}),
+            CauseCreated(**{"cause_id": "C4", "node_id": "N3", "description": "a new cause", "failure_id": "f1"}),
         ),
         {"outcome": "new_node"},
     )
@@ -158,7 +160,7 @@ def test_a_new_node_takes_the_next_ids() -> None:
 def test_an_assigned_node_on_the_shortlist_gets_the_cause() -> None:
     decision = routing.route_assignment(MEM, "f1", "a new cause", VIEWS, Assignment(False, None, "N2"), None)
     assert decision == Routed(
-        (("cause.created", {"cause_id": "C4", "node_id": "N2", "description": "a new cause", "failure_id": "f1"}),),
+        (CauseCreated(**{"cause_id": "C4", "node_id": "N2", "description": "a new cause", "failure_id": "f1"}),),
         {"outcome": "existing_node"},
     )
 
@@ -214,7 +216,7 @@ def test_prompt_4_sees_all_of_a_nodes_causes() -> None:
 def test_a_merge_keeps_the_older_node_relabelled() -> None:
     decision = routing.after_consolidation(MEM, "N1", "N2", 0.9, Consolidation(True, "merged label"), None)
     assert decision == Routed(
-        (("nodes.merged", {"survivor": "N1", "absorbed": "N2", "label": "merged label", "similarity": 0.9}),),
+        (NodesMerged(**{"survivor": "N1", "absorbed": "N2", "label": "merged label", "similarity": 0.9}),),
         {"outcome": "merged"},
     )
 
@@ -242,7 +244,6 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
     from diagevo.diagnosis.interface import Reply
     from diagevo.diagnosis.pipeline import diagnose_round
     from diagevo.log import Recorder, open_log
-    from diagevo.schemas import new_event
     from diagevo.views.memory import load_memory
     from tests.llm_server import LLMServer
 
@@ -259,17 +260,17 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
         async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
             self.asked += 1
             if self.asked == 1:  # another producer, meanwhile
-                self.store.append([new_event("node.created", RUN, 2, "other", node_id="N3", label="another skill")])
+                self.store.append([wire_event("node.created", RUN, 2, "other", node_id="N3", label="another skill")])
             return Reply(Consolidation(True, merged), raw="merge", model=self.model_name)
 
     with LLMServer() as srv, open_log(f"sqlite:///{tmp_path / 'r.db'}") as store:
         srv.similar(l2, like=l1, cosine=0.9)
         store.append(
             [
-                new_event("run.started", RUN, 0, "start", config={"k": 0.5}),
-                new_event("node.created", RUN, 1, "n1", node_id="N1", label=l1),
-                new_event("node.created", RUN, 1, "n2", node_id="N2", label=l2),
-                new_event("round.committed", RUN, 1, "commit-1"),
+                wire_event("run.started", RUN, 0, "start", config={"k": 0.5}),
+                wire_event("node.created", RUN, 1, "n1", node_id="N1", label=l1),
+                wire_event("node.created", RUN, 1, "n2", node_id="N2", label=l2),
+                wire_event("round.committed", RUN, 1, "commit-1"),
             ]
         )
         dx = Diagnostician(store)

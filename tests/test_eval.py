@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from diagevo.catalog import CheckpointSelected, EvalRecorded
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.eval.benchmarks import BenchmarkError, Question, kind_of, load_benchmark
 from diagevo.eval.config import EvalConfig
@@ -21,9 +22,9 @@ from diagevo.eval.runner import OutputsMismatch, evaluate
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.log import Recorder, open_log
-from diagevo.schemas import new_event
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, LLMServer
+from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
@@ -441,14 +442,14 @@ def hf_run(store: Recorder, run: str = "hf1", rounds: int = 3) -> None:
     """A run of the hf backend as its log records it: base solver in the config, a solver
     checkpoint written in every round."""
     config = {"k": 0.5, "train": {"backend": "hf"}, "solver": {"model": "base-solver"}}
-    events = [new_event("run.started", run, 0, f"{run}/0/run.started", config=config, seed=0)]
+    events = [wire_event("run.started", run, 0, f"{run}/0/run.started", config=config, seed=0)]
     for t in range(1, rounds + 1):
         events += [
-            new_event("round.started", run, t, f"{run}/{t}/round.started"),
-            new_event(
+            wire_event("round.started", run, t, f"{run}/{t}/round.started"),
+            wire_event(
                 "checkpoint.written", run, t, f"{run}/{t}/ckpt", path=f"ckpt/round{t:03d}-solver", phase="solver"
             ),
-            new_event("round.committed", run, t, f"{run}/{t}/commit"),
+            wire_event("round.committed", run, t, f"{run}/{t}/commit"),
         ]
     store.append(events)
 
@@ -497,7 +498,7 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
         (3, "ckpt/round003-solver", 3),
     ]
     with open_log(db) as store:
-        evals = list(store.read("hf1", types=("eval.recorded",)))
+        evals = list(store.read("hf1", types=(EvalRecorded,)))
         assert [(e.round, e.data["benchmark"], e.data["accuracy"]) for e in evals] == [
             (0, "gsm8k", 1 / 3),
             (2, "gsm8k", 1.0),
@@ -513,7 +514,7 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
     assert code == 0 and "gsm8k" in out and "1.000" in out
     code, out, _ = run_cli(capsys, *args, "--rounds", "2", "--json")  # the same evaluation again: nothing new
     with open_log(db) as store:
-        assert len(list(store.read("hf1", types=("eval.recorded",)))) == 3
+        assert len(list(store.read("hf1", types=(EvalRecorded,)))) == 3
     code, _, err = run_cli(capsys, *args, "--rounds", "7")
     assert_one_line_error(code, err, "round 7 has no solver to evaluate (rounds with one: 0, 1, 2, 3)")
 
@@ -550,10 +551,10 @@ def test_select_picks_the_best_round_on_the_validation_file(
         (2, "gsm8k")
     ]  # test benchmarks on the chosen round only
     with open_log(db) as store:
-        (sel,) = store.read("hf1", types=("checkpoint.selected",))
+        (sel,) = store.read("hf1", types=(CheckpointSelected,))
         assert sel.round == 2 and sel.data["scores"] == {"0": 0.25, "1": 0.5, "2": 1.0, "3": 0.75}
         assert sel.data["model"] == "ckpt/round002-solver"
-        assert len(list(store.read("hf1", types=("eval.recorded",)))) == 5  # 4 validation scores + gsm8k on round 2
+        assert len(list(store.read("hf1", types=(EvalRecorded,)))) == 5  # 4 validation scores + gsm8k on round 2
     code, out, err = run_cli(
         capsys,
         "eval",
@@ -584,7 +585,7 @@ def test_select_picks_the_best_round_on_the_validation_file(
 def test_a_simulator_run_has_no_model_checkpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     with open_log(db) as store:
-        store.append([new_event("run.started", "s", 0, "s/0", config={"k": 0.5, "train": {"backend": "sim"}}, seed=0)])
+        store.append([wire_event("run.started", "s", 0, "s/0", config={"k": 0.5, "train": {"backend": "sim"}}, seed=0)])
     code, _, err = run_cli(
         capsys,
         "eval",
@@ -603,19 +604,20 @@ def test_a_simulator_run_has_no_model_checkpoints(tmp_path: Path, capsys: pytest
 
 
 def test_only_retrospective_bookkeeping_may_name_a_committed_round() -> None:
+    from diagevo.catalog import FailureAttributed, PhaseCompleted
     from diagevo.memory.fold import InvariantError, evolve, fold
     from tests.logs import Log
 
     mem = fold(Log().node("N1").cause("C1", "N1").commit().commit().rows(), "r1")
     assert mem.committed == 2
-    for etype in ("eval.recorded", "checkpoint.selected"):
-        for rnd in (0, 1, 2):
-            assert evolve(mem, etype, rnd, {"benchmark": "b", "accuracy": 0.5}) is mem
-    for etype, data in (
-        ("phase.completed", {"phase": "x"}),
-        ("failure.attributed", {"failure_id": "f", "cause_id": "C1", "via": "recurrence"}),
+    for note in (
+        EvalRecorded(**{"benchmark": "b", "accuracy": 0.5}),
+        CheckpointSelected(benchmark="b", accuracy=0.5, scores={}),
     ):
+        for rnd in (0, 1, 2):
+            assert evolve(mem, note, rnd) is mem
+    for event in (PhaseCompleted(phase="x"), FailureAttributed(failure_id="f", cause_id="C1", via="recurrence")):
         with pytest.raises(InvariantError, match="goes backwards"):
-            evolve(mem, etype, 1, data)
+            evolve(mem, event, 1)
     with pytest.raises(InvariantError, match="starts before round 3 was committed"):
-        evolve(mem, "eval.recorded", 4, {})
+        evolve(mem, EvalRecorded(), 4)

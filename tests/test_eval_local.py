@@ -12,9 +12,11 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from diagevo.catalog import CheckpointSelected, EvalRecorded
 from diagevo.curriculum.prompts import SOLVER_SYSTEM  # noqa: E402
 from diagevo.log import open_log
 from tests.hf_fixtures import tiny_pair  # noqa: E402
+from tests.logs import wire_event
 from tests.test_cli_memory import run_cli  # noqa: E402
 from tests.test_eval import SHARED  # noqa: E402
 
@@ -99,7 +101,6 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
 
     from diagevo.paths import beside_database, run_dir
     from diagevo.rounds import start_run
-    from diagevo.schemas import new_event
     from diagevo.train.hf.backend import HFBackend
     from tests.test_hf_backend import tiny_config
 
@@ -126,11 +127,11 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
             backend.save(path)
             store.append(
                 [
-                    new_event("round.started", run, t, f"{run}/{t}/round.started"),
-                    new_event(
+                    wire_event("round.started", run, t, f"{run}/{t}/round.started"),
+                    wire_event(
                         "checkpoint.written", run, t, f"{run}/{t}/checkpoint/solver", path=str(path), phase="solver"
                     ),
-                    new_event("round.committed", run, t, f"{run}/{t}/round.committed"),
+                    wire_event("round.committed", run, t, f"{run}/{t}/round.committed"),
                 ]
             )
     return db, ckpt_dir
@@ -154,7 +155,7 @@ def test_eval_run_on_hf_checkpoints_and_select(
         (2, str(ckpt_dir / "round002-solver" / "solver")),
     ]
     with open_log(db) as store:
-        evals = list(store.read("r", types=("eval.recorded",)))
+        evals = list(store.read("r", types=(EvalRecorded,)))
     assert [(e.round, e.data["benchmark"], e.data["n"], e.data["engine"]) for e in evals] == [
         (t, "math500", 4, "local") for t in (0, 1, 2)
     ]
@@ -178,8 +179,8 @@ def test_eval_run_on_hf_checkpoints_and_select(
     assert report["results"][0]["resumed"] == 4  # the first 4 were scored above already
     assert report["validation"]["2"]["n"] == 24
     with open_log(db) as store:
-        (sel,) = store.read("r", types=("checkpoint.selected",))
-        evals = list(store.read("r", types=("eval.recorded",)))
+        (sel,) = store.read("r", types=(CheckpointSelected,))
+        evals = list(store.read("r", types=(EvalRecorded,)))
     assert sel.round == 2 and sel.data["model"] == str(ckpt_dir / "round002-solver" / "solver")
     assert sel.data["scores"] == {str(t): s for t, s in scores.items()}
     assert sorted((e.round, e.data["benchmark"], e.data["n"]) for e in evals) == [

@@ -10,11 +10,12 @@ import hashlib
 import pytest
 from sqlalchemy import text
 
+from diagevo.catalog import QuestionGenerated
 from diagevo.log import Recorder, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
-from diagevo.schemas import new_event
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
+from tests.logs import wire_event
 from tests.test_cli_memory import run_cli
 
 QUESTION = "What is 6 × 7? ünïcødé"
@@ -24,8 +25,8 @@ SHA = hashlib.sha256(QUESTION.encode()).hexdigest()
 def _log(store: Recorder) -> None:
     store.append(
         [
-            new_event("run.started", "r", 0, "r/0/start", config={"k": 0.5}, seed=0),
-            new_event("question.generated", "r", 1, "r/1/q1", question_id="q1", mode="free", text=QUESTION),
+            wire_event("run.started", "r", 0, "r/0/start", config={"k": 0.5}, seed=0),
+            wire_event("question.generated", "r", 1, "r/1/q1", question_id="q1", mode="free", text=QUESTION),
         ]
     )
 
@@ -82,9 +83,9 @@ def _raw(backend: Backend, url: str, sql: str) -> None:
 
 def test_the_key_is_the_hash_of_the_text(store: Recorder) -> None:
     _log(store)
-    (q,) = store.read("r", types=("question.generated",))
+    (q,) = store.read("r", types=(QuestionGenerated,))
     assert q.data["text"] == {"$artifact": SHA}
-    (full,) = store.read("r", types=("question.generated",), texts=True)
+    (full,) = store.read("r", types=(QuestionGenerated,), texts=True)
     assert full.data["text"] == QUESTION
 
 
@@ -92,7 +93,7 @@ def test_the_upgrade_moves_the_texts_of_an_older_log_into_their_rows(backend: Ba
     _legacy_log(backend, db_url)
     assert "artifacts" not in _tables(backend, db_url)
     with open_log(db_url) as store:
-        assert [e.data["text"] for e in store.read("r", types=("question.generated",), texts=True)] == [QUESTION]
+        assert [e.data["text"] for e in store.read("r", types=(QuestionGenerated,), texts=True)] == [QUESTION]
         assert verify_run(store, "r") == []
     engine = backend.engine(db_url)
     with engine.connect() as conn:
@@ -127,7 +128,7 @@ def test_a_log_of_revision_0004_is_upgraded_readable_and_verifiable(backend: Bac
     assert upgrade(db_url) == ("0004", HEAD_REVISION)
     with open_log(db_url) as store:
         assert verify_run(store, "r") == []
-        assert [e.data["text"] for e in store.read("r", types=("question.generated",), texts=True)] == [QUESTION]
+        assert [e.data["text"] for e in store.read("r", types=(QuestionGenerated,), texts=True)] == [QUESTION]
 
 
 def test_a_text_in_its_events_row_is_guarded_like_the_event(backend: Backend, db_url: str) -> None:
@@ -173,4 +174,4 @@ def test_the_downgrade_to_0007_loses_no_text(backend: Backend, db_url: str) -> N
     engine.dispose()
     assert upgrade(db_url) == ("0007", HEAD_REVISION)
     with open_log(db_url) as store:
-        assert [e.data["text"] for e in store.read("r", types=("question.generated",), texts=True)] == [QUESTION]
+        assert [e.data["text"] for e in store.read("r", types=(QuestionGenerated,), texts=True)] == [QUESTION]

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log
 from diagevo.views.memory import load_memory
 from diagevo.views.verify import verify_run
@@ -190,7 +191,7 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
         )
         assert verify.returncode == 0, verify.stdout + verify.stderr
         with open_log(owner_url, create=False) as store:
-            assert [e.round for e in store.read("least", types=("round.committed",))] == [1, 2]
+            assert [e.round for e in store.read("least", types=(RoundCommitted,))] == [1, 2]
     finally:
         as_owner.dispose()
         with admin.connect() as conn:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
+from diagevo.catalog import PhaseCompleted
 from diagevo.log import Recorder, open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
 from diagevo.views.verify import verify_run
@@ -93,14 +94,14 @@ def test_protocol_ids_equal_across_runs_do_not_collide(store: Recorder) -> None:
     for run in ("x", "x/1"):
         rounds.start_run(store, run, {"k": 0.5})
         rounds.open_round(store, run)
-    rounds.note(store, "x", 1, "1/k", "phase.completed", phase="a", seconds=1.0)
-    rounds.note(store, "x/1", 1, "k", "phase.completed", phase="b", seconds=2.0)
-    (a,) = store.read("x", types=("phase.completed",))
-    (b,) = store.read("x/1", types=("phase.completed",))
+    rounds.note(store, "x", 1, "1/k", PhaseCompleted(phase="a", **{"seconds": 1.0}))
+    rounds.note(store, "x/1", 1, "k", PhaseCompleted(phase="b", **{"seconds": 2.0}))
+    (a,) = store.read("x", types=(PhaseCompleted,))
+    (b,) = store.read("x/1", types=(PhaseCompleted,))
     assert a.event_id == b.event_id == "x/1/1/k"
     assert (a.data["phase"], b.data["phase"]) == ("a", "b")
-    rounds.note(store, "x/1", 1, "k", "phase.completed", phase="b", seconds=2.0)  # a retry: no-op
-    assert len(list(store.read("x/1", types=("phase.completed",)))) == 1
+    rounds.note(store, "x/1", 1, "k", PhaseCompleted(phase="b", **{"seconds": 2.0}))  # a retry: no-op
+    assert len(list(store.read("x/1", types=(PhaseCompleted,)))) == 1
 
 
 def test_a_log_of_revision_0006_is_upgraded_and_verifies(backend: Backend, db_url: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
+from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log
 from diagevo.log.schema import HEAD_REVISION, current, upgrade
 from diagevo.views.caches import refresh as refresh_snapshots
@@ -31,7 +32,7 @@ def _stored(url: str) -> dict[int, int]:
         store.append(_three_rounds().events())
         assert refresh_snapshots(store, "t") == 3
         assert verify_run(store, "t") == []
-        return {e.round: e.seq for e in store.read("t", types=("round.committed",))}
+        return {e.round: e.seq for e in store.read("t", types=(RoundCommitted,))}
 
 
 def _raw(backend: Backend, url: str, *sqls: str) -> None:
@@ -49,7 +50,7 @@ def _anchors(store, name: str = "memory") -> list[tuple[int, int, str]]:  # type
 def test_snapshots_record_the_hash_of_their_commit(db_url: str) -> None:
     commits = _stored(db_url)
     with open_log(db_url) as store:
-        hashes = {e.seq: e.hash for e in store.read("t", types=("round.committed",))}
+        hashes = {e.seq: e.hash for e in store.read("t", types=(RoundCommitted,))}
         assert _anchors(store) == [(r, s, hashes[s]) for r, s in sorted(commits.items())]
 
 
@@ -108,7 +109,7 @@ def test_a_log_of_revision_0005_is_upgraded_with_its_snapshots_anchored(backend:
     assert current(db_url) == "0005"
     assert upgrade(db_url) == ("0005", HEAD_REVISION)
     with open_log(db_url) as store:
-        hashes = {e.seq: e.hash for e in store.read("t", types=("round.committed",))}
+        hashes = {e.seq: e.hash for e in store.read("t", types=(RoundCommitted,))}
         assert _anchors(store) == [(r, s, hashes[s]) for r, s in sorted(commits.items())]
         assert verify_run(store, "t") == []
     backend.disable_append_only(db_url)

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
+from diagevo.catalog import CheckpointWritten, RunConfigured
 from diagevo.log import Recorder, open_log
+from tests.logs import wire_event
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one
 
@@ -90,11 +92,9 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert code == 0, err
     with open_log(db) as s:
-        [conf] = [e for e in s.read("k1", types=("run.configured",))]
+        [conf] = [e for e in s.read("k1", types=(RunConfigured,))]
         assert conf.round == 2 and conf.data["config"]["memory"]["k"] == 1.0  # k is stored once, as memory.k
-        paths = {
-            r: [(e.round, e.data["path"]) for e in s.read(r, types=("checkpoint.written",))] for r in ("src", "k1")
-        }
+        paths = {r: [(e.round, e.data["path"]) for e in s.read(r, types=(CheckpointWritten,))] for r in ("src", "k1")}
         assert [p for p in paths["k1"] if p[0] == 1] == [p for p in paths["src"] if p[0] == 1]  # continues from these
         assert {p for p in paths["k1"] if p[0] == 2}.isdisjoint(paths["src"])  # round 2 writes its own
     stats = {
@@ -125,14 +125,13 @@ def test_reconfiguring_a_run_is_refused_mid_round_and_for_bad_values(
 def _new_cause_in_round_two(store: Recorder, run: str, text: str) -> None:
     """Round 2 of ``run`` creates cause C3 (each run numbers its new causes on its own)."""
     from diagevo.catalog.ids import event_id
-    from diagevo.schemas import new_event
 
     rounds.open_round(store, run)
     rounds.record(store, run, 2, [candidate("q2-x")])
     store.append(
         [
-            new_event("node.created", run, 2, event_id(run, 2, "n9"), node_id="N9", label=f"node for: {text}"),
-            new_event("cause.created", run, 2, event_id(run, 2, "c3"), cause_id="C3", node_id="N9", description=text),
+            wire_event("node.created", run, 2, event_id(run, 2, "n9"), node_id="N9", label=f"node for: {text}"),
+            wire_event("cause.created", run, 2, event_id(run, 2, "c3"), cause_id="C3", node_id="N9", description=text),
         ]
     )
     rounds.promote(store, run, 2)

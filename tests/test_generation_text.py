@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from diagevo.generation import model_text
-from diagevo.schemas import InvalidEvent, new_event
+from diagevo.schemas import InvalidEvent
 from diagevo.train.hf.backend import completion_text
+from tests.logs import wire_event
 
 
 def test_a_nul_in_model_output_becomes_the_replacement_character() -> None:
@@ -20,6 +21,6 @@ def test_a_nul_in_model_output_becomes_the_replacement_character() -> None:
 def test_the_log_refuses_a_raw_nul_and_takes_the_cleaned_text() -> None:
     fields = {"failure_id": "f1", "question_id": "q1", "reference": "4"}
     with pytest.raises(InvalidEvent):
-        new_event("failure.recorded", "r", 1, "r/1/fail/f1", response="a\x00b", **fields)
-    ev = new_event("failure.recorded", "r", 1, "r/1/fail/f1", response=model_text("a\x00b"), **fields)
+        wire_event("failure.recorded", "r", 1, "r/1/fail/f1", response="a\x00b", **fields)
+    ev = wire_event("failure.recorded", "r", 1, "r/1/fail/f1", response=model_text("a\x00b"), **fields)
     assert ev.data["response"] == "a\ufffdb"

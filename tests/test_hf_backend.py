@@ -13,6 +13,7 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
+from diagevo.catalog import CauseCreated, CheckpointWritten, EvalRecorded
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.generation import Sampling, make_engine  # noqa: E402
 from diagevo.log import open_log
@@ -98,7 +99,7 @@ def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
 
 def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
-    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",))}
+    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,))}
     base = weights(tiny_dir / "solver")
     after = weights(ckpts["solver"] / "solver")
     changed = [k for k in base if not torch.equal(base[k], after[k])]
@@ -109,7 +110,7 @@ def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> Non
 
 def test_load_reloads_a_checkpoint(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
-    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",))}
+    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,))}
     fresh = HFBackend(cfg, cfg.train.seed)
     fresh.load(ckpts["solver"])
     saved = weights(ckpts["solver"] / "solver")
@@ -147,12 +148,12 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
             crashing.train_solver = crash  # type: ignore[method-assign]
             with pytest.raises(KeyboardInterrupt):
                 train(cfg, store, backend=crashing)
-            (ckpt,) = [Path(e.data["path"]) for e in store.read("r", types=("checkpoint.written",))]
+            (ckpt,) = [Path(e.data["path"]) for e in store.read("r", types=(CheckpointWritten,))]
             resumed = HFBackend(cfg, cfg.train.seed)
             run, (report,) = train(cfg, store, resume=True, backend=resumed)
             assert resumed.sources["solver"] == ckpt / "solver"
             assert resumed.sources["challenger"] == ckpt / "challenger"
-            texts = [e.data["description"] for e in store.read(run, texts=True, types=("cause.created",))]
+            texts = [e.data["description"] for e in store.read(run, texts=True, types=(CauseCreated,))]
         finally:
             store.close()
         assert server.calls("extract"), "no failure reached the endpoint"
@@ -167,7 +168,7 @@ def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: 
 
     cfg, store, run, reports, backend, tmp = tiny_round
     (solver_ckpt,) = [
-        Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",)) if e.data["phase"] == "solver"
+        Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,)) if e.data["phase"] == "solver"
     ]
     code, out, err = run_cli(
         capsys,
@@ -193,7 +194,7 @@ def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: 
         (1, str(solver_ckpt / "solver"), 3),
     ]
     evals = [
-        e for e in store.read(run, types=("eval.recorded",)) if "benchmark" in e.data
+        e for e in store.read(run, types=(EvalRecorded,)) if "benchmark" in e.data
     ]  # not the loop's held-out metrics
     assert [(e.round, e.data["benchmark"], e.data["model"]) for e in evals] == [
         (r["round"], "math500", r["model"]) for r in results

@@ -83,13 +83,12 @@ def train(
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_env(log), timeout=1200)
     assert out.returncode == 0, out.stderr[-3000:]
     events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    from diagevo.catalog import CheckpointWritten
     from diagevo.log import open_log
 
     store = open_log(f"sqlite:///{db}")
     try:
-        ckpts = {
-            (e.round, e.data["phase"]): Path(e.data["path"]) for e in store.read("v", types=("checkpoint.written",))
-        }
+        ckpts = {(e.round, e.data["phase"]): Path(e.data["path"]) for e in store.read("v", types=(CheckpointWritten,))}
     finally:
         store.close()
     return events, ckpts

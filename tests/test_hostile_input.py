@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diagevo.catalog import RunStarted
 from diagevo.errors import BadInput
 from diagevo.log import open_log
 from diagevo.parsing import MAX_DEPTH, depth, loads, split_lines
@@ -145,7 +146,7 @@ def test_line_separators_inside_texts_survive_export_and_ingest(
     code, _, err = run_cli(capsys, "memory", "ingest", str(out), "--db", b)
     assert code == 0, err
     with open_log(b) as store:
-        started = next(iter(store.read(log.run, types=("run.started",))))
+        started = next(iter(store.read(log.run, types=(RunStarted,))))
         assert started.data["config"]["diagnosis"]["model"] == odd
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from diagevo.catalog import RoundCommitted
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import Recorder, open_log
 from diagevo.views.verify import verify_run
@@ -78,5 +79,5 @@ def test_two_ingests_of_one_run_at_once_commit_its_round_once(
     assert "round 1 committed twice" in err or "round 1 goes backwards" in err, err
     assert err.count("\n") == 1 and "Traceback" not in err
     with open_log(db_url, create=False) as log:
-        assert [e.round for e in log.read("r", types=("round.committed",))] == [1]
+        assert [e.round for e in log.read("r", types=(RoundCommitted,))] == [1]
         assert verify_run(log, "r") == []

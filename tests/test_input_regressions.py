@@ -15,10 +15,10 @@ from diagevo.eval.benchmarks import load_benchmark
 from diagevo.interchange import export_lines, parse_lines
 from diagevo.log import open_log
 from diagevo.parsing import MAX_DEPTH, loads, split_lines
-from diagevo.schemas import new_event, validate_event
+from diagevo.schemas import validate_event
 from tests.conftest import Backend
 from tests.input_cases import COMMANDS, cli, command, db_state, dumps, make_db, nested, valid_objects
-from tests.logs import Log
+from tests.logs import Log, wire_event
 
 MAX_ERR = 400
 
@@ -181,7 +181,7 @@ def test_nul_in_an_id_is_refused_the_same_on_every_backend(backend: Backend, tmp
     try:
         assert store.runs() == []
         with pytest.raises(BadInput, match="U\\+0000"):
-            store.append([new_event("run.started", "nul\x00", 0, "x", config={"k": 1})])
+            store.append([wire_event("run.started", "nul\x00", 0, "x", config={"k": 1})])
     finally:
         store.close()
 

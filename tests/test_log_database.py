@@ -10,12 +10,13 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
 from diagevo.log import Recorder, StoreError
-from diagevo.schemas import EventIn, new_event
+from diagevo.schemas import EventIn
 from tests.conftest import Backend
+from tests.logs import wire_event
 
 
 def scored(run: str, eid: str) -> EventIn:
-    return new_event("question.scored", run, 1, eid, question_id=eid, n=8, p1=0.5, p2=0.5, retained=True)
+    return wire_event("question.scored", run, 1, eid, question_id=eid, n=8, p1=0.5, p2=0.5, retained=True)
 
 
 def batch(run: str, n: int) -> list[EventIn]:
@@ -54,9 +55,9 @@ def test_truncate_is_refused_on_postgres(postgres_backend: Backend) -> None:
 def test_a_round_is_committed_once_whoever_inserts(store: Recorder) -> None:
     """The milestone index (migration 0009): a second ``round.committed`` of a round, even under
     another id, is refused by the database, and nothing of its batch is stored."""
-    store.append([new_event("round.committed", "r", 1, "c1"), new_event("round.started", "r", 2, "s2")])
+    store.append([wire_event("round.committed", "r", 1, "c1"), wire_event("round.started", "r", 2, "s2")])
     with pytest.raises(StoreError, match="failed"):
-        store.append([scored("r", "x"), new_event("round.committed", "r", 1, "c1-again")])
+        store.append([scored("r", "x"), wire_event("round.committed", "r", 1, "c1-again")])
     assert [e.event_id for e in store.read("r")] == ["c1", "s2"]
 
 
@@ -64,9 +65,9 @@ def test_texts_are_kept_in_their_events_row(backend: Backend, store: Recorder) -
     """A text lies in its event's row (``texts``); the data names it by its sha256, so the chain
     commits to it."""
     evs = [
-        new_event("question.generated", "r", 1, f"g{i}", question_id=f"q{i}", mode="free", text="same text")
+        wire_event("question.generated", "r", 1, f"g{i}", question_id=f"q{i}", mode="free", text="same text")
         for i in range(3)
-    ] + [new_event("failure.recorded", "r", 1, "f", failure_id="f1", question_id="q0", response="r", reference="")]
+    ] + [wire_event("failure.recorded", "r", 1, "f", failure_id="f1", question_id="q0", response="r", reference="")]
     store.append(evs[:2])
     store.append(evs[2:])
     engine = backend.engine(store.url)
@@ -94,7 +95,7 @@ def test_an_edit_behind_the_databases_back_shows_in_verify(
 
     with open_log(db_url) as store:
         store.append(
-            batch("r", 5) + [new_event("question.generated", "r", 1, "g", question_id="q", mode="free", text="t")]
+            batch("r", 5) + [wire_event("question.generated", "r", 1, "g", question_id="q", mode="free", text="t")]
         )
         backend.disable_append_only(db_url)
         engine = backend.engine(db_url)

@@ -15,22 +15,21 @@ import json
 import threading
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from diagevo import schemas
-from diagevo.catalog import CATALOG, EventType, Kind
+from diagevo.catalog import CATALOG, Event, Kind, RoundStarted
 from diagevo.log import open_log
 from diagevo.log.postgres import LockTimeout
 from diagevo.log.recorder import chain, prepare
 from diagevo.log.registry import catalog_specs, registered_specs, unregistered
 from diagevo.log.schema import upgrade
-from diagevo.schemas import EventIn, new_event
+from diagevo.schemas import EventIn
 from diagevo.views.verify import verify_run
+from tests.logs import wire_event
 from tests.test_log_trainer_role import Roles, insert, roles  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.postgres
@@ -162,10 +161,10 @@ def still_whole(roles: Roles) -> None:  # noqa: F811 - the fixture's value
     with open_log(roles.trainer_url, create=False) as log:
         n = log.last_seq("base")
         eid = f"note-{uuid.uuid4().hex[:6]}"
-        if log.count("base", types=("round.started",), round=2):
-            assert log.append([new_event("phase.completed", "base", 2, eid, phase="x")]).appended == 1
+        if log.count("base", types=(RoundStarted,), round=2):
+            assert log.append([wire_event("phase.completed", "base", 2, eid, phase="x")]).appended == 1
         else:
-            assert log.append([new_event("round.started", "base", 2, eid)]).appended == 1
+            assert log.append([wire_event("round.started", "base", 2, eid)]).appended == 1
         assert log.last_seq("base") == n + 1
         assert verify_run(log, "base") == []
 
@@ -174,7 +173,7 @@ def still_whole(roles: Roles) -> None:  # noqa: F811 - the fixture's value
 def open_round(roles: Roles) -> Roles:  # noqa: F811 - the imported fixture
     """Round 1 committed, round 2 open (through diagevo, as the trainer)."""
     with open_log(roles.trainer_url, create=False) as log:
-        log.append([new_event("round.started", "base", 2, "base/2/round.started")])
+        log.append([wire_event("round.started", "base", 2, "base/2/round.started")])
     return roles
 
 
@@ -211,8 +210,12 @@ def test_the_database_knows_the_catalogs_types_as_this_diagevo_defines_them(role
     engine.dispose()
 
 
-class ZzNoted(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class ZzNoted(Event):
+    """A type a newer diagevo adds to the catalog."""
+
+    name: ClassVar[str] = "zz.noted"
+    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+
     word: str
 
 
@@ -220,12 +223,11 @@ def test_a_type_added_to_the_catalog_is_accepted_after_an_upgrade_alone(
     roles: Roles,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(CATALOG, "zz.noted", EventType("zz.noted", Kind.BOOKKEEPING, "ZzNoted"))
-    monkeypatch.setattr(schemas, "ZzNoted", ZzNoted, raising=False)
+    monkeypatch.setitem(CATALOG, ZzNoted.name, ZzNoted)
     with open_log(roles.trainer_url, create=False) as log:
-        log.append([new_event("round.started", "base", 2, "base/2/round.started")])
+        log.append([wire_event("round.started", "base", 2, "base/2/round.started")])
         with pytest.raises(Exception, match="its type zz.noted is not an event type this database knows"):
-            log.append([new_event("zz.noted", "base", 2, "base/2/zz", word="hello")])
+            log.append([wire_event("zz.noted", "base", 2, "base/2/zz", word="hello")])
     engine = create_engine(roles.owner_url)
     with engine.connect() as conn:
         assert unregistered(conn) == ["zz.noted"]
@@ -234,7 +236,7 @@ def test_a_type_added_to_the_catalog_is_accepted_after_an_upgrade_alone(
         assert unregistered(conn) == []
     engine.dispose()
     with open_log(roles.trainer_url, create=False) as log:
-        assert log.append([new_event("zz.noted", "base", 2, "base/2/zz", word="hello")]).appended == 1
+        assert log.append([wire_event("zz.noted", "base", 2, "base/2/zz", word="hello")]).appended == 1
         with pytest.raises(Exception, match="its data.word is not of its type"):
             insert(roles.trainer, raw_row(roles.trainer_url, "base", "zz.noted", 2, {"word": ["x"]}))
 
@@ -264,7 +266,7 @@ def _append_in_thread(url: str, eid: str, wait_s: float) -> dict[str, Any]:
     def run() -> None:
         try:
             with open_log(url, create=False) as log:
-                done["appended"] = log.append([new_event("round.started", "base", 2, eid)]).appended
+                done["appended"] = log.append([wire_event("round.started", "base", 2, eid)]).appended
         except Exception as exc:  # noqa: BLE001 - reported to the test
             done["error"] = exc
 
@@ -308,7 +310,7 @@ def test_an_append_waits_for_a_writer_a_bounded_time_and_names_it(roles: Roles) 
         with open_log(roles.trainer_url, create=False) as log:
             log.lock_wait_s = 0.5
             with pytest.raises(LockTimeout) as caught:
-                log.append([new_event("round.started", "base", 2, "waits")])
+                log.append([wire_event("round.started", "base", 2, "waits")])
         message = str(caught.value)
         assert "was not free within 0.5 s" in message and f"pid {pid}" in message and "'the-holder'" in message
         assert "\n" not in message

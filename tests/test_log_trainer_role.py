@@ -19,12 +19,11 @@ from sqlalchemy.engine import Engine, make_url
 
 from diagevo.log import ViewState, open_log
 from diagevo.log.recorder import chain, prepare
-from diagevo.schemas import new_event
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.verify import verify_run
 from tests.conftest import PostgresBackend
-from tests.logs import Log
+from tests.logs import Log, wire_event
 
 pytestmark = pytest.mark.postgres
 
@@ -83,7 +82,7 @@ def next_row(url: str, run: str, type_: str, rnd: int, eid: str, **data: Any) ->
     """The row diagevo would insert next for this event: its right prev_hash and hash."""
     with open_log(url) as log:
         head = log.head(run)
-    rows = chain(prepare([new_event(type_, run, rnd, eid, **data)])[0], {run: head}, head[0])
+    rows = chain(prepare([wire_event(type_, run, rnd, eid, **data)])[0], {run: head}, head[0])
     keys = (
         "seq",
         "event_id",
@@ -112,7 +111,7 @@ def still_whole(roles: Roles) -> None:
         assert verify_run(log, "base") == []
     with open_log(roles.trainer_url, create=False) as log:
         n = log.last_seq("base")
-        assert log.append([new_event("round.started", "base", 2, f"rs-{uuid.uuid4().hex[:6]}")]).appended == 1
+        assert log.append([wire_event("round.started", "base", 2, f"rs-{uuid.uuid4().hex[:6]}")]).appended == 1
         assert log.last_seq("base") == n + 1
         assert verify_run(log, "base") == []
 

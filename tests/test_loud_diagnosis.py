@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import diagevo
+from diagevo.catalog import RoundCommitted
 from diagevo.errors import DiagnosesFailed, EndpointUnreachable
 from diagevo.log import Recorder, open_log
 from diagevo.rounds import ProtocolError
@@ -73,7 +74,7 @@ def good(srv: LLMServer) -> None:
 
 
 def commits(store: Any, run: str) -> list[dict[str, Any]]:
-    return [e.data for e in store.read(run, types=("round.committed",))]
+    return [e.data for e in store.read(run, types=(RoundCommitted,))]
 
 
 def test_a_dead_endpoint_raises_from_python_before_anything_is_marked_failed(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from diagevo.catalog import CauseCreated, CausePromoted, NodeCreated
 from diagevo.memory import (
     CauseState,
     DecisionError,
@@ -21,6 +22,7 @@ from diagevo.memory import (
     sample_requests,
     schedule,
 )
+from diagevo.memory.fold import drafts
 from tests.logs import Log
 
 A, M = CauseState.ACTIVE, CauseState.MASTERED
@@ -32,14 +34,14 @@ def state(mem: Memory, cause: str) -> tuple[CauseState, int]:
 
 
 def promote(log: Log, round_start: Memory, evidence: list[tuple[str | None, float]], theta: float = 0.7) -> None:
-    for etype, data in decide_promotions(round_start, evidence, theta):
-        log.add(etype, **data)
+    for change in decide_promotions(round_start, evidence, theta):
+        log.append(change)
 
 
 def attribute(log: Log, mem: Memory, failure: str, cause: str, via: str = "recurrence") -> Memory:
     changes = decide_attribution(mem, failure, cause, via)  # type: ignore[arg-type]
-    for etype, data in changes:
-        log.add(etype, **data)
+    for change in changes:
+        log.append(change)
     return apply_changes(mem, log.round, changes)
 
 
@@ -59,7 +61,8 @@ def test_promotion_at_threshold_and_below() -> None:
     assert state(m1, "C1") == (A, 2) and state(m1, "C2") == (A, 1)
     # C1: mean p1 = (0.6 + 0.8) / 2 = 0.70 >= θ_up -> promoted; C2: 0.65 < 0.70 -> stays
     changes = decide_promotions(m1, [("C1", 0.6), ("C1", 0.8), ("C2", 0.65), (None, 0.99)], 0.70)
-    assert changes == [("cause.promoted", {"cause_id": "C1", "acc": pytest.approx(0.70), "n_candidates": 2})]
+    assert [type(c) for c in changes] == [CausePromoted]
+    assert [c.model_dump() for c in changes] == [{"cause_id": "C1", "acc": pytest.approx(0.70), "n_candidates": 2}]
     m = apply_changes(m1, 2, changes)
     assert state(m, "C1") == (M, 0) and state(m, "C2") == (A, 1)
 
@@ -74,7 +77,10 @@ def test_promotion_compares_the_exact_mean_of_vote_shares() -> None:
     assert sum(k / 12 for k in fifteen) / 15 < 0.70 and sum(k / 12 for k in five) / 5 == 0.70
     evidence = [("C1", k / 12) for k in fifteen] + [("C2", k / 12) for k in five]
     changes = decide_promotions(m1, evidence, 0.70)
-    assert [(d["cause_id"], d["acc"], d["n_candidates"]) for _, d in changes] == [("C1", 0.7, 15), ("C2", 0.7, 5)]
+    assert [(c.cause_id, c.acc, c.n_candidates) for c in changes if isinstance(c, CausePromoted)] == [
+        ("C1", 0.7, 15),
+        ("C2", 0.7, 5),
+    ]
     # one vote fewer on one candidate is below θ_up, and stays so
     fewer = [("C1", k / 12) for k in [6, *fifteen[1:]]]
     assert decide_promotions(m1, fewer, 0.70) == []
@@ -82,11 +88,9 @@ def test_promotion_compares_the_exact_mean_of_vote_shares() -> None:
 
 def test_active_cause_without_candidates_is_not_promoted() -> None:
     m1 = fold(base_log().rows(), "r1")
-    assert decide_promotions(m1, [("C1", 0.9)], 0.7) == [
-        ("cause.promoted", {"cause_id": "C1", "acc": 0.9, "n_candidates": 1})
-    ]
+    assert decide_promotions(m1, [("C1", 0.9)], 0.7) == [CausePromoted(cause_id="C1", acc=0.9, n_candidates=1)]
     # C2 has P_t(C2) empty: never promoted, whatever θ_up is
-    assert all(d["cause_id"] != "C2" for _, d in decide_promotions(m1, [("C1", 0.9)], 0.0))
+    assert all(getattr(c, "cause_id", None) != "C2" for c in decide_promotions(m1, [("C1", 0.9)], 0.0))
 
 
 def test_mastered_or_unknown_causes_are_not_promoted_and_ablation_disables() -> None:
@@ -179,8 +183,8 @@ def test_merge_reparents_and_keeps_states() -> None:
     log = base_log()
     log.node("N2", "second label").cause("C3", "N2")
     m = fold(log.rows(), "r1")
-    for etype, data in decide_merge(m, "N1", "N2", "merged label", 0.8):
-        log.add(etype, **data)
+    for change in decide_merge(m, "N1", "N2", "merged label", 0.8):
+        log.append(change)
     log.commit()
     m = fold(log.rows(), "r1")
     assert set(m.nodes) == {"N1"} and m.nodes["N1"].label == "merged label"
@@ -191,8 +195,9 @@ def test_merge_reparents_and_keeps_states() -> None:
 def test_new_cause_ids_are_sequential_across_merges() -> None:
     m = fold(base_log().rows(), "r1")
     changes = decide_new_cause(m, "f7", "a new description", new_node_label="new node")
-    assert changes[0] == ("node.created", {"node_id": "N2", "label": "new node"})
-    assert changes[1][1]["cause_id"] == "C3" and changes[1][1]["node_id"] == "N2"
+    assert changes[0] == NodeCreated(node_id="N2", label="new node")
+    created = changes[1]
+    assert isinstance(created, CauseCreated) and (created.cause_id, created.node_id) == ("C3", "N2")
 
 
 # --- Eq. 1: schedule over several rounds --------------------------------------------------------
@@ -302,3 +307,29 @@ def test_nodes_are_listed_as_people_count_them() -> None:
     ids = ["N10", "N2", "N²", "N١", "Nx", "N1"]  # '²'.isdigit() holds and int('²') fails
     mem = Memory(run="r", k=1.0, nodes=MappingProxyType({i: Node(i, i) for i in ids}))
     assert [n.id for n in mem.nodes_in_order()] == ["N1", "N2", "N10", "Nx", "N²", "N١"]
+
+
+START = (1, 0, "run.started", {"config": {"k": 0.5}, "seed": 0})
+
+
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [
+        ((2, 1, "cause.promoted", {"acc": 1.0, "n_candidates": 1}), "cause.promoted's data.cause_id is not a text"),
+        ((2, 1, "node.created", {"node_id": "N1", "label": 7}), "node.created's data.label is not a text"),
+        ((2, 1, "failure.attributed", ["f", "C1"]), "failure.attributed's data is not a JSON object"),
+        ((2, 1, "run.configured", {"config": "k=1"}), "run.configured's data.config is not a table"),
+        (
+            (2, 1, "run.configured", {"config": {"k": 1.0}, "seed": 1.5}),
+            "run.configured's data.seed is not a whole number",
+        ),
+    ],
+)
+def test_a_row_no_database_checked_is_named_by_its_seq_before_it_is_built(row: tuple, said: str) -> None:
+    """A stored row is built without validation: what the fold reads of it is checked first."""
+    with pytest.raises(InvariantError, match=rf"^seq 2: {said}$"):
+        fold([START, row], "r")
+    with pytest.raises(InvariantError, match=rf"^seq 2: {said}$"):
+        list(drafts([START, row], "r"))
+    with pytest.raises(InvariantError, match=r"^seq 1: run.started's data.config is not a table$"):
+        fold([(1, 0, "run.started", {"config": None})], "r")

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from diagevo.log import open_log
-from diagevo.schemas import InvalidEvent, new_event
+from diagevo.schemas import InvalidEvent
 from tests.llm_server import LLMServer, Raw
+from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import (  # noqa: F401  (fixtures)
     D1,
@@ -63,12 +64,12 @@ def test_an_environment_variable_not_utf8(
 
 def test_an_event_through_the_api() -> None:
     with pytest.raises(InvalidEvent) as info:
-        new_event("run.tagged", RUN, 0, "t1", tags=["good", "é" + BAD])
+        wire_event("run.tagged", RUN, 0, "t1", tags=["good", "é" + BAD])
     assert str(info.value) == "run.tagged: data.tags.1: not UTF-8 text (byte 0x9b at offset 2)"
     with pytest.raises(
         InvalidEvent, match=r"^run.noted: run: not UTF-8 text \(a lone surrogate U\+D800 at byte offset 1\)$"
     ):
-        new_event("run.noted", "r\ud800", 0, "n1", note="x")
+        wire_event("run.noted", "r\ud800", 0, "n1", note="x")
 
 
 def test_a_reply_not_utf8_from_a_model_server(srv: LLMServer, store) -> None:  # noqa: F811

@@ -21,6 +21,7 @@ from diagevo.files import plain_name, replaced
 from diagevo.log import open_log
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
+from tests.logs import wire_event
 from tests.test_cli_memory import case_study
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "benchmarks"
@@ -145,7 +146,6 @@ def test_eval_refuses_a_bench_label_that_leaves_out(tmp_path: Path, bench: str) 
 
 
 def test_eval_of_a_run_id_with_dots_stays_under_out(tmp_path: Path) -> None:
-    from diagevo.schemas import new_event
 
     db = f"sqlite:///{tmp_path / 'r.db'}"
     run = "../../escaped"
@@ -153,10 +153,10 @@ def test_eval_of_a_run_id_with_dots_stays_under_out(tmp_path: Path) -> None:
         config = {"k": 0.5, "train": {"backend": "hf"}, "solver": {"model": "base"}}
         store.append(
             [
-                new_event("run.started", run, 0, "s", config=config, seed=0),
-                new_event("round.started", run, 1, "r1"),
-                new_event("checkpoint.written", run, 1, "c1", path="ckpt/r1", phase="solver"),
-                new_event("round.committed", run, 1, "k1"),
+                wire_event("run.started", run, 0, "s", config=config, seed=0),
+                wire_event("round.started", run, 1, "r1"),
+                wire_event("checkpoint.written", run, 1, "c1", path="ckpt/r1", phase="solver"),
+                wire_event("round.committed", run, 1, "k1"),
             ]
         )
     out = tmp_path / "a" / "b" / "out"

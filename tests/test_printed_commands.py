@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
+from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log
 from tests.test_cli_suggestions import ENTRY, ENV, diagevo, run_as_printed, suggestions
 from tests.test_train import SMALL
@@ -40,7 +41,7 @@ def printed(text: str) -> list[str]:
 
 def committed(db: str, run: str) -> list[int]:
     with open_log(db, create=False) as store:
-        return [e.round for e in store.read(run, types=("round.committed",))]
+        return [e.round for e in store.read(run, types=(RoundCommitted,))]
 
 
 @pytest.mark.postgres

@@ -14,24 +14,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagevo.catalog import SCHEMA_VERSION
+from diagevo.catalog import SCHEMA_VERSION, FailureAttributed, QuestionGenerated, QuestionScored, RoundCommitted
 from diagevo.log import GENESIS_HASH, AppendResult, ConflictError, Recorder, StoreError, ViewState, open_log
 from diagevo.log.inmemory import InMemoryRecorder, forget
 from diagevo.log.postgres import PostgresRecorder
 from diagevo.log.recorder import ARTIFACT_KEY, EventRow, RunBusy
 from diagevo.log.sqlite import SQLiteRecorder
-from diagevo.schemas import EventIn, new_event
+from diagevo.schemas import EventIn
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import round_stats
 from diagevo.views.verify import verify_run
-from tests.logs import Log
+from tests.logs import Log, wire_event
 
 TEXT = "What is 6 × 7? ünïcødé\u2028"
 
 
 def scored(run: str, eid: str, q: str = "q1", retained: bool = True, round: int = 1, p1: float = 0.5) -> EventIn:
-    return new_event(
+    return wire_event(
         "question.scored",
         run,
         round,
@@ -108,7 +108,7 @@ class RecorderContract:
         assert rec.head("a") == (6, list(rec.read("a"))[-1].hash) and rec.head("nope") == (0, GENESIS_HASH)
 
     def test_a_stored_event_round_trips_its_envelope_and_data(self, rec: Recorder) -> None:
-        rec.append([new_event("cause.promoted", "r", 3, "p-1", cause_id="c1", acc=0.75, n_candidates=4)])
+        rec.append([wire_event("cause.promoted", "r", 3, "p-1", cause_id="c1", acc=0.75, n_candidates=4)])
         (got,) = rec.read("r")
         assert (got.event_id, got.run, got.round, got.type) == ("p-1", "r", 3, "cause.promoted")
         assert got.schema_version == SCHEMA_VERSION and got.recorded_at.endswith("+00:00")
@@ -152,7 +152,7 @@ class RecorderContract:
         seen: list[EventRow] = []
 
         def decide() -> list[EventIn]:
-            seen.extend(rec.rows("a", types=("question.scored",), round=2))
+            seen.extend(rec.rows("a", types=(QuestionScored,), round=2))
             return [scored("a", "a3", round=2)]
 
         assert rec.append_decided(decide) == AppendResult(1, 0, 3) and [r.seq for r in seen] == [2]
@@ -168,7 +168,7 @@ class RecorderContract:
     def test_the_chain_follows_the_documented_formula(self, rec: Recorder) -> None:
         rec.append(batch("a", "a", 2) + batch("b", "b", 2))
         rec.append(
-            [new_event("question.generated", "a", 2, "qg", question_id="q9", mode="free", text="Ünïcode ∑ text")]
+            [wire_event("question.generated", "a", 2, "qg", question_id="q9", mode="free", text="Ünïcode ∑ text")]
         )
         for run in ("a", "b"):
             prev = GENESIS_HASH
@@ -192,7 +192,7 @@ class RecorderContract:
         rows = log.rows()
         assert [tuple(r[:3]) for r in rec.rows("r")] == [(s, r, t) for s, r, t, _ in rows]
         assert [r.data for r in rec.rows("r", texts=True)] == [d for *_, d in rows]
-        assert [e.seq for e in rec.read("r", types=("round.committed",))] == [
+        assert [e.seq for e in rec.read("r", types=(RoundCommitted,))] == [
             s for s, _, t, _ in rows if t == "round.committed"
         ]
         assert [e.seq for e in rec.read("r", round=2)] == [s for s, r, _, _ in rows if r == 2]
@@ -212,7 +212,7 @@ class RecorderContract:
             "failure.attributed",
             "question.generated",
         ]
-        assert [e.type for e in rec.read("r", keys={"cause_id": ["C1"]}, types=("failure.attributed",))] == [
+        assert [e.type for e in rec.read("r", keys={"cause_id": ["C1"]}, types=(FailureAttributed,))] == [
             "failure.attributed"
         ]
         assert [e.round for e in rec.read("r", keys={"active_cause": ["C1"]}, round=2)] == [2]
@@ -232,8 +232,8 @@ class RecorderContract:
         rows = log.rows()
         attributed = [s for s, _, t, _ in rows if t == "failure.attributed"]
         assert rec.count("r") == len(rows) and rec.count("other") == 3 and rec.count("nope") == 0
-        assert rec.count("r", keys={"cause_id": ["C1"]}, types=("failure.attributed",)) == len(attributed) == 6
-        assert rec.count("r", types=("round.committed",)) == 3 and rec.count("r", round=2) == sum(
+        assert rec.count("r", keys={"cause_id": ["C1"]}, types=(FailureAttributed,)) == len(attributed) == 6
+        assert rec.count("r", types=(RoundCommitted,)) == 3 and rec.count("r", round=2) == sum(
             r == 2 for _, r, _, _ in rows
         )
         assert rec.count("r", after_seq=3, upto_seq=6) == 3 and rec.count("r", types=()) == 0
@@ -241,10 +241,10 @@ class RecorderContract:
         assert rec.count("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}) == len(
             list(rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}))
         )
-        newest = list(rec.read("r", keys={"cause_id": ["C1"]}, types=("failure.attributed",), limit=2, newest=True))
+        newest = list(rec.read("r", keys={"cause_id": ["C1"]}, types=(FailureAttributed,), limit=2, newest=True))
         assert [e.seq for e in newest] == attributed[-2:] and [e.data["failure_id"] for e in newest] == ["g3", "g4"]
         assert [e.seq for e in rec.read("r", limit=3, newest=True)] == [s for s, *_ in rows][-3:]
-        assert [e.seq for e in rec.read("r", types=("round.committed",), limit=1, newest=True)] == [rows[-6][0]]
+        assert [e.seq for e in rec.read("r", types=(RoundCommitted,), limit=1, newest=True)] == [rows[-6][0]]
         assert [
             e.seq for e in rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}, limit=2, newest=True)
         ] == attributed[-2:]
@@ -268,9 +268,11 @@ class RecorderContract:
     def test_long_texts_are_named_by_their_hash_and_come_back(self, rec: Recorder) -> None:
         long_text = "Let x be the number of apples. " * 200 + TEXT
         evs = [
-            new_event("question.generated", "r", 1, "g", question_id="q", mode="free", text=long_text),
-            new_event("failure.recorded", "r", 1, "f", failure_id="f1", question_id="q", response="resp", reference=""),
-            new_event("failure.diagnosed", "r", 1, "d", failure_id="f1", raw=long_text),
+            wire_event("question.generated", "r", 1, "g", question_id="q", mode="free", text=long_text),
+            wire_event(
+                "failure.recorded", "r", 1, "f", failure_id="f1", question_id="q", response="resp", reference=""
+            ),
+            wire_event("failure.diagnosed", "r", 1, "d", failure_id="f1", raw=long_text),
         ]
         rec.append(evs)
         stored = {e.event_id: e.data for e in rec.read("r")}
@@ -279,8 +281,7 @@ class RecorderContract:
         assert stored["f"]["reference"] == ""  # empty strings stay inline
         assert {e.event_id: e.data for e in rec.read("r", texts=True)} == {e.event_id: e.data for e in evs}
         assert [
-            r.data["text"]
-            for r in rec.rows("r", keys={"question_id": ["q"]}, types=("question.generated",), texts=True)
+            r.data["text"] for r in rec.rows("r", keys={"question_id": ["q"]}, types=(QuestionGenerated,), texts=True)
         ] == [long_text]
         assert rec.verify_chain("r") == []
 
@@ -303,7 +304,7 @@ class RecorderContract:
 
     def test_a_saved_state_is_read_only_where_the_log_vouches_for_it(self, rec: Recorder) -> None:
         rec.append(three_rounds().events())
-        commits = list(rec.read("r", types=("round.committed",)))
+        commits = list(rec.read("r", types=(RoundCommitted,)))
         one, two = commits[0], commits[1]
         rec.put_view_states(
             [
@@ -443,6 +444,6 @@ def test_a_simulator_run_on_the_in_memory_recorder(  # type: ignore[no-untyped-d
     assert code == 0, err
     assert "memory replay" not in out and "is gone" in out
     with open_log(url, create=False) as store:
-        assert [e.round for e in store.read("m", types=("round.committed",))] == [1, 2]
+        assert [e.round for e in store.read("m", types=(RoundCommitted,))] == [1, 2]
         assert verify_run(store, "m") == []
     forget(url)

@@ -17,7 +17,7 @@ import pytest
 
 from diagevo.cli.app import main
 from diagevo.log import open_log
-from diagevo.schemas import new_event
+from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import small_args
 
@@ -73,7 +73,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
                 "mean_at_k": None,
                 "model": f"m{t}",
             }
-            events.append(new_event("eval.recorded", "rep", t, f"rep/{t}/eval/math500", **data))
+            events.append(wire_event("eval.recorded", "rep", t, f"rep/{t}/eval/math500", **data))
         aime = {
             "benchmark": "aime2024",
             "kind": "aime",
@@ -83,9 +83,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
             "mean_at_k": 0.05,
             "model": "m2",
         }
-        events.append(new_event("eval.recorded", "rep", 2, "rep/2/eval/aime", **aime))
+        events.append(wire_event("eval.recorded", "rep", 2, "rep/2/eval/aime", **aime))
         events.append(
-            new_event(
+            wire_event(
                 "checkpoint.selected",
                 "rep",
                 2,
@@ -129,7 +129,7 @@ def test_report_is_written_from_the_log(trained: tuple[str, Path], capsys: pytes
 def test_report_of_a_run_without_a_committed_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     with open_log(db) as store:
-        store.append([new_event("run.started", "new", 0, "new/0", config={"k": 0.5}, seed=0)])
+        store.append([wire_event("run.started", "new", 0, "new/0", config={"k": 0.5}, seed=0)])
     out = tmp_path / "r.html"
     code, stdout, err = run_cli(capsys, "report", "--db", db, "-o", str(out))
     assert code == 0, err
@@ -169,7 +169,7 @@ def test_memory_plot_of_a_run_without_a_committed_round_says_so(
 ) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     with open_log(db) as store:
-        store.append([new_event("run.started", "new", 0, "new/0", config={"k": 0.5}, seed=0)])
+        store.append([wire_event("run.started", "new", 0, "new/0", config={"k": 0.5}, seed=0)])
     code, out, _ = run_cli(capsys, "memory", "plot", "--db", db)
     assert code == 0 and "run new has no committed round yet" in out
     code, _, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "x.png"))
@@ -352,7 +352,7 @@ def test_report_data_by_hand(tmp_path: Path) -> None:
         store.append(log.events())
         for acc, key in ((0.1, "a"), (0.3, "b")):  # the same benchmark twice: the latest counts
             store.append(
-                [new_event("eval.recorded", "h", 1, f"h/1/eval/{key}", benchmark="math500", n=10, accuracy=acc)]
+                [wire_event("eval.recorded", "h", 1, f"h/1/eval/{key}", benchmark="math500", n=10, accuracy=acc)]
             )
         data = load_run(store, "h")
     assert data.committed == [1, 2]

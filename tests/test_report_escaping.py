@@ -23,9 +23,8 @@ from typing import Any
 import pytest
 
 from diagevo.log import open_log
-from diagevo.schemas import new_event
 from diagevo.untrusted import visible
-from tests.logs import Log
+from tests.logs import Log, wire_event
 from tests.test_cli_memory import run_cli
 
 # every way a text could turn into markup or template code, and the terminal's escapes
@@ -126,7 +125,7 @@ def write(tmp: Path, name: str, texts: Texts, capsys: pytest.CaptureFixture[str]
     with open_log(db) as store:
         store.append(run_log(texts).events())
         # a second run to compare it with
-        store.append([new_event("run.started", "other", 0, "other/0", config={"k": 0.5}, seed=0)])
+        store.append([wire_event("run.started", "other", 0, "other/0", config={"k": 0.5}, seed=0)])
     pages = []
     for page, runs in (("report", [texts.run]), ("compare", [texts.run, "other"])):
         out = tmp / f"{name}-{page}.html"

@@ -14,6 +14,7 @@ import pytest
 
 import diagevo
 from diagevo import rounds
+from diagevo.catalog import EvalRecorded, QuestionScored
 from diagevo.diagnosis.pipeline import FailureInput
 from diagevo.errors import BadInput, Hint, NotFound
 from diagevo.log import Recorder
@@ -51,7 +52,7 @@ def test_a_question_id_recorded_again_with_other_content_is_refused(store: Recor
     assert _count(store) == before  # nothing stored by a refusal
     again = rnd.record([candidate("q1", label="10"), candidate("q2")])  # a retry with one new question
     assert again.new == 1 and again.stored_before == {"q1"}
-    stored = [e.data["pseudo_label"] for e in store.read(RUN, types=("question.scored",))]
+    stored = [e.data["pseudo_label"] for e in store.read(RUN, types=(QuestionScored,))]
     assert stored == ["10", "7"]
 
 
@@ -134,7 +135,7 @@ def test_any_real_number_is_a_metric(store: Recorder, value: object, stored: flo
     rnd = _open(store)
     rnd.promote()
     rnd.commit({"acc": value})  # type: ignore[dict-item]
-    [e] = store.read(RUN, types=("eval.recorded",))
+    [e] = store.read(RUN, types=(EvalRecorded,))
     assert e.data == {"acc": stored} and type(e.data["acc"]) is type(stored)
 
 
@@ -170,7 +171,7 @@ def test_ranks_near_the_largest_float_have_their_mean_and_an_overflowing_weight_
     rnd.record_metrics({"acc": 1.5e308}, rank=1)  # the sum overflows; the mean is 1.25e308
     rnd.promote()
     assert rnd.commit().ranks == 2
-    [e] = store.read(RUN, types=("eval.recorded",))
+    [e] = store.read(RUN, types=(EvalRecorded,))
     assert e.data["acc"] == pytest.approx(1.25e308) and math.isfinite(e.data["acc"])
     nxt = rounds.Round.open(store, RUN)
     nxt.record_metrics({"acc": 0.5}, rank=0, weight=1e308)

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
+from diagevo.catalog import EvalRecorded, FailureDiagnosed
 from diagevo.log import Recorder, open_log
-from diagevo.schemas import new_event
 from diagevo.views.verify import verify_run
+from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_heuristic import _cli, _failure, _open_round
 from tests.test_rounds import RUN, candidate, round_one
@@ -92,19 +93,19 @@ def test_a_metric_that_is_not_a_finite_number_is_refused(store: Recorder, metric
         rounds.commit(store, RUN, 2, metrics)
     assert _count(store) == n
     rounds.commit(store, RUN, 2, {"acc": 0.5, "n": 3})
-    [ev] = [e.data for e in store.read(RUN, types=("eval.recorded",)) if e.round == 2]
+    [ev] = [e.data for e in store.read(RUN, types=(EvalRecorded,)) if e.round == 2]
     assert ev == {"acc": 0.5, "n": 3}
 
 
 def test_a_failure_is_diagnosed_once_in_a_run(store: Recorder) -> None:
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
-    diagnosed = rnd.event("dx/f", "failure.diagnosed", failure_id="f", error_cause=None, matched_cause=None)
+    diagnosed = rnd.event("dx/f", FailureDiagnosed(failure_id="f", error_cause=None, matched_cause=None))
     assert rnd.append_diagnosis([diagnosed]).appended == 1
     rounds.promote(store, RUN, 2)
     rounds.commit(store, RUN, 2)
     rnd3 = rounds.Round.open(store, RUN)
-    again = rnd3.event("dx/f", "failure.diagnosed", failure_id="f", error_cause=None, matched_cause=None)
+    again = rnd3.event("dx/f", FailureDiagnosed(failure_id="f", error_cause=None, matched_cause=None))
     n = _count(store)
     with pytest.raises(rounds.ProtocolError, match="failure 'f' was diagnosed in round 2 of run 'ext' already"):
         rnd3.append_diagnosis([again])
@@ -115,12 +116,12 @@ def test_verify_names_a_failure_diagnosed_in_two_rounds(store: Recorder) -> None
     """A log of an older diagevo (or edited by hand): the second diagnosis appended directly."""
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
-    rnd.append_diagnosis([rnd.event("dx/f", "failure.diagnosed", failure_id="f")])
+    rnd.append_diagnosis([rnd.event("dx/f", FailureDiagnosed(failure_id="f"))])
     rounds.promote(store, RUN, 2)
     rounds.commit(store, RUN, 2)
     assert verify_run(store, RUN) == []
     rounds.open_round(store, RUN)
-    store.append([new_event("failure.diagnosed", RUN, 3, "by-hand/f", failure_id="f")])
+    store.append([wire_event("failure.diagnosed", RUN, 3, "by-hand/f", failure_id="f")])
     (problem,) = verify_run(store, RUN)
     assert problem.endswith(": failure diagnosed once: failure 'f' is diagnosed in round 2 already"), problem
     seq = store.last_seq(RUN)

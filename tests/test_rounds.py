@@ -7,17 +7,18 @@ from collections import Counter
 import pytest
 
 from diagevo import rounds
+from diagevo.catalog import QuestionGenerated, QuestionScored
 from diagevo.log import Recorder, open_log
-from diagevo.schemas import new_event
 from diagevo.sections import ConfigError
 from diagevo.views.memory import load_memory
+from tests.logs import wire_event
 
 RUN = "ext"
 
 
 def _cause_events(t: int) -> list:
     e = []
-    e.append(new_event("node.created", RUN, t, f"{RUN}/{t}/n1", node_id="N1", label="fractions and ratios"))
+    e.append(wire_event("node.created", RUN, t, f"{RUN}/{t}/n1", node_id="N1", label="fractions and ratios"))
     for i, text in enumerate(
         (
             "adds numerators and denominators separately when summing fractions",
@@ -26,9 +27,9 @@ def _cause_events(t: int) -> list:
         1,
     ):
         e.append(
-            new_event("cause.created", RUN, t, f"{RUN}/{t}/c{i}", cause_id=f"C{i}", node_id="N1", description=text)
+            wire_event("cause.created", RUN, t, f"{RUN}/{t}/c{i}", cause_id=f"C{i}", node_id="N1", description=text)
         )
-    e.append(new_event("failure.attributed", RUN, t, f"{RUN}/{t}/a1", failure_id="x", cause_id="C1", via="recurrence"))
+    e.append(wire_event("failure.attributed", RUN, t, f"{RUN}/{t}/a1", failure_id="x", cause_id="C1", via="recurrence"))
     return e
 
 
@@ -147,7 +148,7 @@ def test_record_with_responses_keeps_a_reference(store: Recorder) -> None:
     [s] = rounds.record(store, RUN, 1, [rounds.Candidate("q", "free", "x?", responses=tuple(responses))])
     assert s.pseudo_label == "7" and s.p1 == pytest.approx(4 / 12) and s.retained
     assert s.reference == responses[1]  # the earliest response of the label's class
-    [stored] = [e.data for e in store.read(RUN, types=("question.scored",), texts=True)]
+    [stored] = [e.data for e in store.read(RUN, types=(QuestionScored,), texts=True)]
     assert stored["reference"] == responses[1] and stored["retained"]
 
 
@@ -240,7 +241,7 @@ def test_round_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     code, _, err = run_cli(capsys, "round", "record", str(tmp_path / "q.jsonl"), "--run", "x", "--db", db)
     assert code == 1 and "no open round" in err
     with open_log(db) as s:
-        assert sum(1 for _ in s.read("x", types=("question.generated",))) == 3
+        assert sum(1 for _ in s.read("x", types=(QuestionGenerated,))) == 3
 
 
 def test_round_record_json_lists_every_question(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]

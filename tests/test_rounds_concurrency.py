@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from diagevo import rounds
+from diagevo.catalog import CauseCreated, FailureAttributed
 from diagevo.log import open_log
 from tests.test_rounds import RUN, candidate, round_one
 
@@ -183,7 +184,7 @@ def test_four_producers_diagnose_one_round(backend) -> None:  # type: ignore[no-
         assert same[0].frequency == 2 * PRODUCERS  # created once, every other naming attributed to it
         assert sorted(c.description for c in mem.causes.values() if c.id not in ("C1", "C2")) == sorted([SAME, *UNIQUE])
         decided = Counter(
-            e.data["failure_id"] for e in store.read(RUN, types=("failure.attributed", "cause.created")) if e.round == 2
+            e.data["failure_id"] for e in store.read(RUN, types=(FailureAttributed, CauseCreated)) if e.round == 2
         )
         assert len(decided) == 3 * PRODUCERS and set(decided.values()) == {1}  # each failure decided once
         assert verify_run(store, RUN) == []

@@ -15,9 +15,10 @@ from diagevo.config import MethodConfig, config_from_record
 from diagevo.errors import BadInput
 from diagevo.log import open_log
 from diagevo.rounds import config_record, run_config
-from diagevo.schemas import EventIn, InvalidEvent, new_event
+from diagevo.schemas import EventIn, InvalidEvent
 from diagevo.train.config import Config, load_config
 from tests.llm_server import LLMServer
+from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import NEW, NEW_LABEL, j
 
@@ -161,9 +162,9 @@ def test_the_schema_takes_the_nested_shape_of_diagevos_own_runs() -> None:
 
 
 def test_run_configured_is_held_to_the_same_schema() -> None:
-    new_event("run.configured", RUN, 2, "c", config={"k": 1.0, "tau": 2.0})
+    wire_event("run.configured", RUN, 2, "c", config={"k": 1.0, "tau": 2.0})
     with pytest.raises(InvalidEvent, match=r"run.configured: data.config: unknown field 'taus'"):
-        new_event("run.configured", RUN, 2, "c", config={"k": 1.0, "taus": 2.0})
+        wire_event("run.configured", RUN, 2, "c", config={"k": 1.0, "taus": 2.0})
 
 
 def test_a_log_stored_before_the_check_names_the_field_when_read(tmp_path: Path) -> None:

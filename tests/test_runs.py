@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
+from diagevo.catalog import RunStarted
 from diagevo.fork import fork_run
 from diagevo.log import Recorder, open_log
 from diagevo.train import default_run_id
@@ -42,7 +43,7 @@ def test_creating_a_run_is_one_decision(store: Recorder) -> None:
     with pytest.raises(rounds.RunExists, match="run 'r' already exists"):
         rounds.start_run(store, "r", {"k": 2.0}, resume="never")
     assert not rounds.start_run(store, "r", {"k": 2.0}, resume="allow")  # continued as it is: nothing stored
-    assert [e.data["config"]["k"] for e in store.read("r", types=("run.started",))] == [0.5]
+    assert [e.data["config"]["k"] for e in store.read("r", types=(RunStarted,))] == [0.5]
 
 
 _HOLD = """

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from diagevo.catalog import EvalRecorded
 from diagevo.log import open_log
 from diagevo.memory.sampler import FREE
 from diagevo.train.config import load_config
@@ -122,7 +123,7 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
     with open_log(f"sqlite:///{db}") as store:
         stored = [
             e
-            for e in store.read("ablate/all on/full/s0", types=("eval.recorded",))
+            for e in store.read("ablate/all on/full/s0", types=(EvalRecorded,))
             if e.data.get("measure") == "sim-dynamics"
         ]
     assert [e.round for e in stored] == [1, 2]

@@ -13,8 +13,8 @@ from diagevo.cli.db import db_app
 from diagevo.errors import Hint
 from diagevo.log import SchemaOutdated, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, head_revision, revision_status, upgrade
-from diagevo.schemas import new_event
 from tests.conftest import Backend
+from tests.logs import wire_event
 
 HEAD = HEAD_REVISION
 OLDER = "0001"
@@ -46,7 +46,7 @@ def test_brand_new_database_is_migrated_to_head(backend: Backend, db_url: str) -
     if backend.name == "postgres":  # a fresh SQLite URL names a file that does not exist yet
         assert revision_status(db_url).state == "empty"
     with open_log(db_url) as store:
-        store.append([new_event("round.started", "r", 1, "e1")])
+        store.append([wire_event("round.started", "r", 1, "e1")])
     assert {"events", "views", "alembic_version"} <= tables(backend, db_url)
     assert current(db_url) == HEAD
     with open_log(db_url) as again:  # reopening an up-to-date db works and keeps the data
@@ -182,7 +182,7 @@ def test_a_missing_sqlite_file_is_created_only_by_writers(tmp_path) -> None:
 def test_sqlite_is_durable_by_default_and_normal_only_when_asked(tmp_path, query: str, level: int) -> None:
     """FULL (2) unless the URL asks for NORMAL (1); the file is in WAL mode once it is ours."""
     with open_log(f"sqlite:///{tmp_path / 'd.db'}{query}") as store:
-        store.append([new_event("round.started", "r", 1, "e1")])
+        store.append([wire_event("round.started", "r", 1, "e1")])
         with store._engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == level
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
@@ -249,7 +249,7 @@ def test_a_postgres_url_opens_the_same_log(postgres_backend: Backend) -> None:
     assert url.startswith("postgresql+psycopg://")
     alias = "postgres://" + url.split("://", 1)[1]
     with open_log(alias) as store:
-        store.append([new_event("round.started", "r", 1, "e1")])
+        store.append([wire_event("round.started", "r", 1, "e1")])
     with open_log(url) as store:
         assert store.runs() == ["r"] and store.last_seq("r") == 1
 

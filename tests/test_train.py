@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from diagevo.catalog import CauseCreated, FailureAttributed, FailureDiagnosed, RoundCommitted
 from diagevo.log import open_log
 from tests.test_cli_memory import run_cli
 
@@ -123,9 +124,9 @@ def test_sigkill_during_diagnosis_then_resume(tmp_path: Path, capsys: pytest.Cap
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     with open_log(db) as s:
-        rounds_committed = [e.round for e in s.read("c1", types=("round.committed",))]
+        rounds_committed = [e.round for e in s.read("c1", types=(RoundCommitted,))]
         diagnosed_r2 = [
-            e for e in s.read("c1", types=("failure.diagnosed", "cause.created", "failure.attributed")) if e.round == 2
+            e for e in s.read("c1", types=(FailureDiagnosed, CauseCreated, FailureAttributed)) if e.round == 2
         ]
     assert rounds_committed == [1] and diagnosed_r2, "the kill must land inside round 2's diagnosis"
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from diagevo.catalog import LLMCalled
 from diagevo.log import open_log
 from diagevo.views.memory import load_memory
 from tests.llm_server import LLMServer
@@ -108,7 +109,7 @@ def test_a_diagnostician_down_in_round_2_stops_the_run_and_a_resume_goes_on(
         code, _, err = run_cli(capsys, *args(calm, "calm", srv, tmp_path / "calm"))
         assert code == 0, err
         with open_log(calm) as s:  # Prompt 1 requests of round 1 (the same in any run of this seed)
-            first = sum(1 for e in s.read("calm", types=("llm.called",), round=1) if e.data["stage"] == "extract")
+            first = sum(1 for e in s.read("calm", types=(LLMCalled,), round=1) if e.data["stage"] == "extract")
 
         asked = {"n": 0}
         lock = threading.Lock()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from diagevo.catalog import CauseCreated, FailureAttributed, RoundCommitted
 from diagevo.log import open_log
 from tests.test_cli_memory import run_cli
 from tests.test_train import SMALL, comparable
@@ -122,8 +123,8 @@ def test_resume_across_processes_and_after_ctrl_c_reproduces_the_uninterrupted_r
     again = shlex.split(m.group(1))
     assert again[1:] == ["train", "--resume", "--run", RUN, "--db", sigint]
     with open_log(sigint, create=False) as s:
-        assert [e.round for e in s.read(RUN, types=("round.committed",))] == [1]
-        assert any(e.round == 2 for e in s.read(RUN, types=("failure.attributed", "cause.created")))
+        assert [e.round for e in s.read(RUN, types=(RoundCommitted,))] == [1]
+        assert any(e.round == 2 for e in s.read(RUN, types=(FailureAttributed, CauseCreated)))
     proc = cli([*again[1:], "--rounds", "3", "--quiet"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert comparable(sigint, RUN) == want

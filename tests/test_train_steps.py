@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from diagevo.catalog import PhaseCompleted
+
 pytest.importorskip("trl")
 
 from tests.hf_fixtures import tiny_pair  # noqa: E402
@@ -85,7 +87,7 @@ def test_each_grpo_step_is_logged_with_trls_row(tiny_run: tuple[str, Path], caps
 
     store = open_log(db)
     try:
-        phase = [e for e in store.read("s", types=("phase.completed",)) if e.data["phase"] == "solver"]
+        phase = [e for e in store.read("s", types=(PhaseCompleted,)) if e.data["phase"] == "solver"]
     finally:
         store.close()
     for e in phase:

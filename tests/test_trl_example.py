@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from diagevo.catalog import EvalRecorded, FailureDiagnosed
+
 pytest.importorskip("trl")
 pytest.importorskip("gguf")
 
@@ -72,8 +74,8 @@ def test_the_trl_example_drives_two_rounds(
 
     with open_store(db) as store:
         types = Counter(e.type for e in store.read("trl"))
-        evals = [e.data for e in store.read("trl", types=("eval.recorded",))]
-        diagnosed = Counter(e.data["failure_id"] for e in store.read("trl", types=("failure.diagnosed",)))
+        evals = [e.data for e in store.read("trl", types=(EvalRecorded,))]
+        diagnosed = Counter(e.data["failure_id"] for e in store.read("trl", types=(FailureDiagnosed,)))
     assert types["round.committed"] == 2 and types["question.generated"] > 0
     assert types["failure.recorded"] == types["failure.diagnosed"] and set(diagnosed.values()) <= {1}
     assert len(evals) == 2 and all("solver_reward" in e for e in evals)

@@ -37,12 +37,12 @@ from typing import Any
 
 import pytest
 
+from diagevo.catalog import CauseCreated
 from diagevo.limits import LimitsConfig
 from diagevo.log import open_log
-from diagevo.schemas import new_event
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
-from tests.logs import Log
+from tests.logs import Log, wire_event
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "data" / "benchmarks"
@@ -272,7 +272,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
     _ok("round", "commit", "--run", FORK, "--db", db)
     _ok("round", "start", "--run", FORK, "--db", db)  # round 4 open: its requests name the hostile causes
     with open_log(db) as store:
-        diagnosed = [e.data["cause_id"] for e in store.read(FORK, types=("cause.created",), round=3)]
+        diagnosed = [e.data["cause_id"] for e in store.read(FORK, types=(CauseCreated,), round=3)]
     assert len(diagnosed) == 1
     d = json.loads(_ok("memory", "diff", "--run", RUN, "--run", FORK, "--db", db, "--json"))
     assert "C1" in {c["cause_id"] for c in d["causes_differing"]}  # its description is in diff's table
@@ -280,11 +280,11 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
     # an hf-like run whose checkpoints eval --run scores (the server answers every question)
     with open_log(db) as store:
         config = {"k": 0.5, "train": {"backend": "hf"}, "solver": {"model": "base-solver"}}
-        events = [new_event("run.started", HF, 0, "hf/0", config=config, seed=0)]
+        events = [wire_event("run.started", HF, 0, "hf/0", config=config, seed=0)]
         events += [
-            new_event("round.started", HF, 1, "hf/1/s"),
-            new_event("checkpoint.written", HF, 1, "hf/1/c", path="ckpt/r1", phase="solver"),
-            new_event("round.committed", HF, 1, "hf/1/commit"),
+            wire_event("round.started", HF, 1, "hf/1/s"),
+            wire_event("checkpoint.written", HF, 1, "hf/1/c", path="ckpt/r1", phase="solver"),
+            wire_event("round.committed", HF, 1, "hf/1/commit"),
         ]
         store.append(events)
     srv.default("other", lambda body: ["The answer is $\\boxed{3}$ " + TEXT] * body.get("n", 1))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from diagevo.catalog import FailureAttributed, RoundCommitted
 from diagevo.log import Recorder, open_log
 from diagevo.log.recorder import StoredEvent
 from diagevo.views.events import EventFilter, follow_matching, list_events
@@ -45,7 +46,7 @@ def test_every_filter_given_must_hold(store: Recorder) -> None:
     assert seqs(list_events(store, "r1", EventFilter(cause="C1", in_round=2)).events) == [7]
     assert seqs(list_events(store, "r1", EventFilter(failure="f3")).events) == [5]
     assert seqs(list_events(store, "r1", EventFilter(cause="C1", failure="f3")).events) == [5]
-    everything = list_events(store, None, EventFilter(types=frozenset({"round.committed"})), limit=0)
+    everything = list_events(store, None, EventFilter(types=frozenset({RoundCommitted})), limit=0)
     assert (everything.run, seqs(everything.events), everything.limit, everything.truncated) == (
         "r1",
         [6, 8],
@@ -56,7 +57,7 @@ def test_every_filter_given_must_hold(store: Recorder) -> None:
 
 
 def test_the_follow_picks_what_the_list_picks_and_stops_at_the_round_asked(store: Recorder) -> None:
-    attributed = EventFilter(types=frozenset({"failure.attributed"}))
+    attributed = EventFilter(types=frozenset({FailureAttributed}))
     # round 1's commit (seq 6) ends it though the filter does not pick commits
     assert seqs(list(follow_matching(store, "r1", attributed, until_round=1))) == [4, 5]
     assert seqs(list(follow_matching(store, "r1", attributed, until_round=2))) == seqs(

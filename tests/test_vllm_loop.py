@@ -25,6 +25,7 @@ from tests.vllm_fixtures import skip_without_vllm
 skip_without_vllm()
 pytest.importorskip("trl")
 
+from diagevo.catalog import PhaseCompleted, QuestionGenerated, RoundCommitted
 from diagevo.generation.vllm_server import own_environment  # noqa: E402
 from diagevo.log import open_log
 from tests.hf_fixtures import smollm2_model  # noqa: E402
@@ -97,9 +98,9 @@ def test_two_rounds_on_one_real_vllm_engine(tmp_path: Path) -> None:
     assert json.loads(counts.read_text()) == {"llm": 1, "engines": 1}  # one engine for the whole run
 
     with open_log(db) as store:
-        commits = list(store.read("v", types=("round.committed",)))
-        phases = {(e.round, e.data["phase"]): e.data for e in store.read("v", types=("phase.completed",))}
-        questions = [e for e in store.read("v", types=("question.generated",))]
+        commits = list(store.read("v", types=(RoundCommitted,)))
+        phases = {(e.round, e.data["phase"]): e.data for e in store.read("v", types=(PhaseCompleted,))}
+        questions = [e for e in store.read("v", types=(QuestionGenerated,))]
     assert [e.round for e in commits] == [1, 2]
     for t in (1, 2):
         assert phases[(t, "construct")]["retained"] > 0, phases[(t, "construct")]  # Q^cur with labels from N votes

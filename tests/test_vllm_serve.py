@@ -16,6 +16,7 @@ from tests.vllm_fixtures import skip_without_vllm
 
 skip_without_vllm()
 
+from diagevo.catalog import LLMCalled
 from diagevo.diagnosis.interface import ExtractionInput  # noqa: E402
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
 from diagevo.generation.vllm_server import served  # noqa: E402
@@ -108,7 +109,7 @@ def test_diagnose_and_eval_through_vllm_serve(server: str, capsys: pytest.Captur
     summary = json.loads(out)
     assert summary["failures"] == 2
     with open_log(db) as store:
-        calls = [e.data for e in store.read(RUN, types=("llm.called",)) if e.round == 2]
+        calls = [e.data for e in store.read(RUN, types=(LLMCalled,)) if e.round == 2]
     assert calls and all(c["model"] == NAME for c in calls)  # every decision asked the real server
 
     bench = tmp_path / "gsm8k.jsonl"

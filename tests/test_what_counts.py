@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 
 from diagevo import rounds
+from diagevo.catalog import CausePromoted, Event, FailureAttributed, LLMCalled, RoundCommitted
 from diagevo.config import MemoryConfig
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import Recorder, open_log
 from diagevo.memory.counting import CountBreak, breaks
-from diagevo.schemas import EventIn, InvalidEvent, new_event, validate_event
+from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.sections import ConfigError
 from diagevo.train.config import load_config
 from diagevo.views.verify import verify_run
+from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_rounds import RUN, round_one
 
@@ -172,13 +174,21 @@ def test_a_config_no_reader_can_use_says_how_to_get_past_it(tmp_path: Path, caps
 # --- the public writers take only their own types ---------------------------------------------
 
 
-@pytest.mark.parametrize("etype", ["failure.attributed", "round.committed", "cause.promoted", "llm.called"])
-def test_a_note_is_bookkeeping_only(store: Recorder, etype: str) -> None:
+NOT_NOTES = [
+    FailureAttributed(failure_id="x", cause_id="C1", via="recurrence"),
+    RoundCommitted(),
+    CausePromoted(cause_id="C1", acc=1.0, n_candidates=1),
+    LLMCalled(stage="extract"),
+]
+
+
+@pytest.mark.parametrize("event", NOT_NOTES, ids=lambda e: e.name)
+def test_a_note_is_bookkeeping_only(store: Recorder, event: Event) -> None:
     round_one(store)
     rounds.open_round(store, RUN)
     n = store.last_seq(RUN)
-    with pytest.raises(rounds.ProtocolError, match=rf"^a note cannot be '{etype}' \(it takes checkpoint.pruned, "):
-        rounds.Round(store, RUN, 2).note("x", etype, failure_id="x", cause_id="C1", via="recurrence")
+    with pytest.raises(rounds.ProtocolError, match=rf"^a note cannot be '{event.name}' \(it takes checkpoint.pruned, "):
+        rounds.Round(store, RUN, 2).note("x", event)
     assert store.last_seq(RUN) == n
 
 
@@ -196,23 +206,23 @@ def test_a_diagnosis_counts_a_failure_once(store: Recorder) -> None:
     (the same event) is not."""
     round_one(store)
     rnd = rounds.Round.open(store, RUN)
-    again = new_event("failure.attributed", RUN, 2, "again", failure_id="x", cause_id="C2", via="dedup")
+    again = wire_event("failure.attributed", RUN, 2, "again", failure_id="x", cause_id="C2", via="dedup")
     n = store.last_seq(RUN)
     with pytest.raises(rounds.ProtocolError, match="failure counted once: failure 'x' was attributed in round 1"):
         rnd.append_diagnosis([again])
     assert store.last_seq(RUN) == n
-    first = new_event("failure.attributed", RUN, 2, "first", failure_id="y", cause_id="C2", via="dedup")
+    first = wire_event("failure.attributed", RUN, 2, "first", failure_id="y", cause_id="C2", via="dedup")
     assert rnd.append_diagnosis([first]).appended == 1
     assert rnd.append_diagnosis([first]).appended == 0  # a retry
 
 
 def test_ingest_refuses_an_id_clash_within_the_file(tmp_path: Path) -> None:
     events = [
-        new_event("run.started", "r", 0, "r/0", config={"k": 0.5}),
-        new_event("round.started", "r", 1, "r/1"),
-        new_event("run.noted", "r", 1, "n", note="one"),
-        new_event("run.noted", "r", 1, "n", note="one"),  # the same line twice: stored once
-        new_event("run.noted", "r", 1, "n", note="two"),
+        wire_event("run.started", "r", 0, "r/0", config={"k": 0.5}),
+        wire_event("round.started", "r", 1, "r/1"),
+        wire_event("run.noted", "r", 1, "n", note="one"),
+        wire_event("run.noted", "r", 1, "n", note="one"),  # the same line twice: stored once
+        wire_event("run.noted", "r", 1, "n", note="two"),
     ]
     text = "".join(json.dumps(e.model_dump(mode="json")) + "\n" for e in events)
     with open_log(f"sqlite:///{tmp_path / 'i.db'}") as store:

@@ -12,14 +12,15 @@ from typing import Any
 import pytest
 
 from diagevo import rounds
+from diagevo.catalog import RoundCommitted
 from diagevo.errors import BadInput
 from diagevo.log import Recorder, open_log
 from diagevo.memory.schedule import schedule
-from diagevo.schemas import new_event
 from diagevo.train import train
 from diagevo.train.config import load_config
 from diagevo.views.memory import commit_memories
 from diagevo.whatif import MEANING, parse_settings, what_if, what_if_sweep
+from tests.logs import wire_event
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one
 
@@ -47,7 +48,7 @@ def memories(store: Recorder, run: str) -> list[dict[str, Any]]:
 
 
 def commits(store: Recorder, run: str) -> list[dict[str, Any]]:
-    return [e.data for e in store.read(run, types=("round.committed",))]
+    return [e.data for e in store.read(run, types=(RoundCommitted,))]
 
 
 def assert_identity(db: str, run: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -134,8 +135,8 @@ def two_rounds(store: Recorder) -> None:
     assert {p.cause_id for p in rounds.promote(store, RUN, 2)} == {"C1", "C2"}
     store.append(
         [
-            new_event("cause.reactivated", RUN, 2, f"{RUN}/2/r", cause_id="C1", failure_id="y"),
-            new_event("failure.attributed", RUN, 2, f"{RUN}/2/a", failure_id="y", cause_id="C1", via="recurrence"),
+            wire_event("cause.reactivated", RUN, 2, f"{RUN}/2/r", cause_id="C1", failure_id="y"),
+            wire_event("failure.attributed", RUN, 2, f"{RUN}/2/a", failure_id="y", cause_id="C1", via="recurrence"),
         ]
     )
     rounds.commit(store, RUN, 2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from diagevo.catalog import QuestionGenerated, QuestionScored
 from diagevo.errors import BadInput
 from diagevo.parsing import quoted
 
@@ -26,10 +27,10 @@ def refuse_contradictions(store: Any, run: str, t: int, failures: Sequence[Failu
     if not named:
         return
     logged: dict[str, dict[str, Any]] = {}
-    types = ("question.generated", "question.scored")
+    types = (QuestionGenerated, QuestionScored)
     for e in store.read(run, types=types, round=t, keys={"question_id": named}, texts=True):
         q = logged.setdefault(e.data["question_id"], {})
-        if e.type == "question.generated":
+        if e.type == QuestionGenerated.name:
             causes = (e.data.get("active_cause"), e.data.get("mastered_cause"))
             q.update(question=e.data["text"], known_causes=tuple(c for c in causes if c is not None))
         else:

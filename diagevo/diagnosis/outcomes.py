@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from diagevo.catalog import CauseCreated, DiagnosisFailed, FailureAttributed, FailureDiagnosed
 from diagevo.config import DiagnosisRules
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Extraction
@@ -34,7 +35,7 @@ class Prior:
 
 def prior_outcomes(store: Any, run: str, t: int) -> Prior:
     """What the log holds of round ``t`` of ``run`` (see :class:`Prior`)."""
-    types = ("failure.diagnosed", "failure.attributed", "cause.created", "diagnosis.failed")
+    types = (FailureDiagnosed, FailureAttributed, CauseCreated, DiagnosisFailed)
     diagnosed: dict[str, Extraction] = {}
     decided: set[str] = set()
     tries: dict[str, int] = {}
@@ -42,12 +43,12 @@ def prior_outcomes(store: Any, run: str, t: int) -> Prior:
         fid = d.get("failure_id")
         if fid is None:
             continue
-        if etype == "failure.diagnosed":
+        if etype == FailureDiagnosed.name:
             ext = Extraction(d.get("matched_cause"), d.get("error_cause"))
             diagnosed[fid] = ext
             if ext.matched_cause_id is None and ext.error_cause is None:
                 decided.add(fid)  # a non-skill slip: nothing follows
-        elif etype == "diagnosis.failed":
+        elif etype == DiagnosisFailed.name:
             tries[fid] = tries.get(fid, 0) + 1
         else:
             decided.add(fid)

@@ -27,6 +27,21 @@ from typing import Any
 
 import numpy as np
 
+from diagevo.catalog import (
+    CATALOG,
+    MEMORY_TYPES,
+    CauseCreated,
+    CauseReactivated,
+    DiagnosisFailed,
+    Event,
+    FailureAttributed,
+    FailureDiagnosed,
+    FailureRecorded,
+    LLMCalled,
+    NodeCreated,
+    QuestionGenerated,
+    QuestionScored,
+)
 from diagevo.catalog.ids import digest_event_id
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
@@ -37,7 +52,7 @@ from diagevo.diagnosis.outcomes import check_reachable, prior_outcomes, refuse_f
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
 from diagevo.errors import BadInput, Conflict
 from diagevo.limits import LimitsConfig
-from diagevo.memory.fold import MEMORY_TYPES, InvariantError, evolve
+from diagevo.memory.fold import InvariantError, evolve
 from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.results import Json
@@ -163,22 +178,17 @@ def _call_events(run: str, round: int, key: tuple[object, ...], reply: Reply[Any
             for k, v in c.items()
             if k not in ("stage", "model", "latency_s", "prompt_tokens", "completion_tokens", "raw")
         }
-        out.append(
-            new_event(
-                "llm.called",
-                run,
-                round,
-                digest_event_id(run, round, *key, "call", i),
-                stage=c.get("stage", key[-1]),
-                model=c.get("model", reply.model),
-                latency_s=float(c.get("latency_s", 0.0)),
-                prompt_tokens=c.get("prompt_tokens"),
-                completion_tokens=c.get("completion_tokens"),
-                raw=c.get("raw", ""),
-                **extra,
-                **data,
-            )
+        call = LLMCalled(
+            stage=c.get("stage", key[-1]),
+            model=c.get("model", reply.model),
+            latency_s=float(c.get("latency_s", 0.0)),
+            prompt_tokens=c.get("prompt_tokens"),
+            completion_tokens=c.get("completion_tokens"),
+            raw=c.get("raw", ""),
+            **extra,
+            **data,
         )
+        out.append(new_event(call, run=run, round=round, event_id=digest_event_id(run, round, *key, "call", i)))
     return out
 
 
@@ -302,8 +312,9 @@ class _DiagnosisPass:
         """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
         return _call_events(self.run, self.round, self.key(*key), reply, **extra)
 
-    def event(self, type: str, *parts: object, **data: Any) -> EventIn:
-        return new_event(type, self.run, self.round, self.eid(*parts), **data)
+    def event(self, event: Event, *parts: object) -> EventIn:
+        """``event`` of this round under the id ``parts`` give it."""
+        return new_event(event, run=self.run, round=self.round, event_id=self.eid(*parts))
 
     def refused(self, fid: str | None, refusal: Refusal, reply: Reply[Any] | None, *key: object) -> EventIn:
         """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``).
@@ -314,24 +325,22 @@ class _DiagnosisPass:
             self.summary.failed += 1
             why = f"{refusal.stage}: {' '.join(refusal.reason.split())[:160]}"
             self.summary.failure_reasons[why] = self.summary.failure_reasons.get(why, 0) + 1
-        return self.event(
-            "diagnosis.failed",
-            *(key or (fid, refusal.stage)),
-            "failed",
+        failed = DiagnosisFailed(
             failure_id=fid,
             stage=refusal.stage,
             reason=refusal.reason[:500],
             model=reply.model if reply else getattr(self.dx, "model_name", ""),
             **reply_ref(reply),
         )
+        return self.event(failed, *(key or (fid, refusal.stage)), "failed")
 
     def commit(self, events: list[EventIn], vec: np.ndarray | None = None, *, defer: bool = False) -> None:
         """Validate the batch against the working memory, append it (``defer``: with the next
         few failures' batches, see DECISIONS_PER_COMMIT), then adopt the result."""
         mem = self.mem
         for ev in events:
-            if ev.type in MEMORY_TYPES:
-                mem = evolve(mem, ev.type, self.round, ev.data)
+            if CATALOG[ev.type] in MEMORY_TYPES:
+                mem = evolve(mem, ev.event, self.round)
         if events:
             self.pending.extend(events)
             self.pending_failures += 1
@@ -341,9 +350,10 @@ class _DiagnosisPass:
                 self.flush()
         self.mem = mem
         for ev in events:
-            if ev.type in MEMORY_TYPES:
-                self.index.apply(ev.type, ev.data, mem, vec if ev.type == "cause.created" else None)
-            if ev.type == "llm.called":
+            event = ev.event
+            if type(event) in MEMORY_TYPES:
+                self.index.apply(event, mem, vec if isinstance(event, CauseCreated) else None)
+            elif isinstance(event, LLMCalled):
                 self.summary.llm_calls += 1
 
     async def timed(self, coro: Any) -> Any:
@@ -384,20 +394,16 @@ class _DiagnosisPass:
                 events.append(self.refused(fid, value, reply))
             else:
                 assert reply is not None  # a reply was checked
-                events.append(
-                    self.event(
-                        "failure.diagnosed",
-                        fid,
-                        "extract",
-                        failure_id=fid,
-                        matched_cause=value.matched_cause_id,
-                        error_cause=value.error_cause,
-                        model=reply.model,
-                        **reply_ref(reply),
-                    )
+                diagnosed = FailureDiagnosed(
+                    failure_id=fid,
+                    matched_cause=value.matched_cause_id,
+                    error_cause=value.error_cause,
+                    model=reply.model,
+                    **reply_ref(reply),
                 )
+                events.append(self.event(diagnosed, fid, "extract"))
                 out[fid] = value
-            self.summary.llm_calls += sum(1 for e in events if e.type == "llm.called")
+            self.summary.llm_calls += sum(1 for e in events if e.type == LLMCalled.name)
             buffer.extend(events)
             done += 1
             if done % FLUSH_EVERY == 0:
@@ -431,13 +437,13 @@ class _DiagnosisPass:
             events.append(self.refused(fid, decision, None if decision.stage == "route" else reply))
         else:
             outcome.update(decision.outcome)
-            for i, (etype, data) in enumerate(decision.changes):
-                events.append(self.event(etype, fid, "decide", i, etype, **data))
+            for i, change in enumerate(decision.changes):
+                events.append(self.event(change, fid, "decide", i, change.name))
         self.current = (f, ext, vec, row)
         try:
             self.commit(events, vec, defer=True)
         except InvariantError as exc:  # the decision does not fit the memory: record, go on
-            events = [e for e in events if e.type == "llm.called"]
+            events = [e for e in events if e.type == LLMCalled.name]
             events.append(self.refused(fid, Refusal("route", str(exc)), None))
             self.commit(events, defer=True)
             outcome = {"failure_id": fid}
@@ -447,23 +453,23 @@ class _DiagnosisPass:
 
     def _count(self, events: list[EventIn], outcome: dict[str, Json]) -> None:
         s = self.summary
-        types = [e.type for e in events]
-        if "diagnosis.failed" in types:
+        typed = [e.event for e in events]
+        if any(isinstance(e, DiagnosisFailed) for e in typed):
             outcome["outcome"] = "failed"
-        for e in events:
-            if e.type == "failure.attributed":
-                if e.data["via"] == "recurrence":
+        for e in typed:
+            match e:
+                case FailureAttributed(via="recurrence"):
                     s.recurrences += 1
-                else:
+                case FailureAttributed():
                     s.duplicates += 1
-            elif e.type == "cause.reactivated":
-                s.reactivations += 1
-                outcome["reactivated"] = True
-            elif e.type == "cause.created":
-                s.new_causes += 1
-                outcome.update(cause=e.data["cause_id"], node=e.data["node_id"])
-            elif e.type == "node.created":
-                s.new_nodes += 1
+                case CauseReactivated():
+                    s.reactivations += 1
+                    outcome["reactivated"] = True
+                case CauseCreated(cause_id=cause_id, node_id=node_id):
+                    s.new_causes += 1
+                    outcome.update(cause=cause_id, node=node_id)
+                case NodeCreated():
+                    s.new_nodes += 1
         s.outcomes.append(outcome)
 
     async def route_new(
@@ -523,8 +529,8 @@ class _DiagnosisPass:
         if isinstance(decision, Refusal):
             events.append(self.refused(None, decision, reply, *key))
         else:
-            for i, (etype, data) in enumerate(decision.changes):
-                events.append(self.event(etype, *key, "decide", i, **data))
+            for i, change in enumerate(decision.changes):
+                events.append(self.event(change, *key, "decide", i))
         if merged:
             self.summary.merges += 1
         try:
@@ -686,11 +692,11 @@ def failure_inputs(store: Any, run: str, t: int) -> list[FailureInput]:
     questions: dict[str, dict[str, Any]] = {}
     labels: dict[str, str] = {}
     failures: dict[str, dict[str, Any]] = {}
-    types = ("question.generated", "question.scored", "failure.recorded")
+    types = (QuestionGenerated, QuestionScored, FailureRecorded)
     for e in store.read(run, types=types, round=t, texts=True):  # the round's events only (indexed)
-        if e.type == "question.generated":
+        if e.type == QuestionGenerated.name:
             questions[e.data["question_id"]] = e.data
-        elif e.type == "question.scored":
+        elif e.type == QuestionScored.name:
             labels[e.data["question_id"]] = e.data["pseudo_label"] or ""
         else:
             failures[e.data["failure_id"]] = e.data

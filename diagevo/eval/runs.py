@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diagevo.catalog import CheckpointSelected, CheckpointWritten, EvalRecorded, RoundCommitted, RunStarted
 from diagevo.catalog.ids import event_id
 from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark
@@ -41,13 +42,14 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
     config: Mapping[str, Any] = {}
     checkpoints: dict[int, str] = {}
     committed: list[int] = []
-    for e in store.read(run, types=("run.started", "checkpoint.written", "round.committed")):
-        if e.type == "run.started":
-            config = e.data.get("config", {})
-        elif e.type == "checkpoint.written" and e.data.get("phase") == "solver":
-            checkpoints[e.round] = _solver_dir(e.data)
-        elif e.type == "round.committed":
-            committed.append(e.round)
+    for e in store.read(run, types=(RunStarted, CheckpointWritten, RoundCommitted)):
+        match e.event:
+            case RunStarted(config=run_config):
+                config = run_config
+            case CheckpointWritten() if e.data.get("phase") == "solver":  # phase: carried
+                checkpoints[e.round] = _solver_dir(e.data)
+            case RoundCommitted():
+                committed.append(e.round)
     backend = (config.get("train") or {}).get("backend", "sim")
     if backend != "hf":
         raise RunEvalError(
@@ -69,7 +71,7 @@ def pruned_solvers(store: Recorder, run: str) -> dict[int, Any]:
     gone = pruned_checkpoints(store, run)
     return {
         e.round: gone[e.data["path"]]
-        for e in store.read(run, types=("checkpoint.written",))
+        for e in store.read(run, types=(CheckpointWritten,))
         if e.data.get("phase") == "solver" and e.data["path"] in gone
     }
 
@@ -122,7 +124,7 @@ def eval_event(run: str, round: int, result: BenchResult, engine: str) -> EventI
         "settings": result.settings,
     }
     key = f"{result.benchmark}/{result.settings}/{result.n}"
-    return new_event("eval.recorded", run, round, event_id(run, round, "eval", key), **data)
+    return new_event(EvalRecorded(**data), run=run, round=round, event_id=event_id(run, round, "eval", key))
 
 
 def best_round(scores: Mapping[int, float]) -> int:
@@ -136,19 +138,14 @@ def selection_event(run: str, results: Mapping[int, BenchResult]) -> EventIn:
     best = best_round(scores)
     chosen = results[best]
     key = hashlib.sha256(json.dumps(sorted((t, r.settings) for t, r in results.items())).encode()).hexdigest()[:16]
-    return new_event(
-        "checkpoint.selected",
-        run,
-        best,
-        event_id(run, best, "select", key),
+    carried = {"n": chosen.n, "model": chosen.model, "file": chosen.file, "file_sha256": chosen.file_sha256}
+    selected = CheckpointSelected(
         benchmark=chosen.benchmark,
         accuracy=chosen.accuracy,
-        n=chosen.n,
-        model=chosen.model,
-        file=chosen.file,
-        file_sha256=chosen.file_sha256,
         scores={str(t): s for t, s in sorted(scores.items())},
+        **carried,
     )
+    return new_event(selected, run=run, round=best, event_id=event_id(run, best, "select", key))
 
 
 EngineFactory = Callable[[str], Engine]

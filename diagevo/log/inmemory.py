@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from diagevo.catalog import KEY_FIELDS
+from diagevo.catalog import KEY_FIELDS, EventTypes, type_names
 from diagevo.log.recorder import (
     AppendResult,
     EventRow,
@@ -103,7 +103,7 @@ class InMemoryRecorder(Recorder):
         run: str,
         after_seq: int,
         upto_seq: int | None,
-        types: Collection[str] | None,
+        types: EventTypes | None,
         round: int | None,
         keys: Mapping[str, Collection[str]] | None,
         limit: int | None = None,
@@ -111,7 +111,7 @@ class InMemoryRecorder(Recorder):
     ) -> list[Row]:
         """The run's rows that pass the filters, in seq order: the first ``limit``, or with
         ``newest`` the last ``limit`` (found walking back from the end)."""
-        wanted = None if types is None else set(types)
+        wanted = None if types is None else set(type_names(types))
         lookups = None if keys is None else {_LOOKUP_INDEX[f]: set(v) for f, v in lookup_keys(keys).items()}
         with self._log.lock:  # rows are only ever appended: the span stays what it is
             rows = self._log.runs.get(run, [])
@@ -136,7 +136,7 @@ class InMemoryRecorder(Recorder):
         *,
         after_seq: int = 0,
         upto_seq: int | None = None,
-        types: Collection[str] | None = None,
+        types: EventTypes | None = None,
         round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
@@ -155,7 +155,7 @@ class InMemoryRecorder(Recorder):
         *,
         after_seq: int = 0,
         upto_seq: int | None = None,
-        types: Collection[str] | None = None,
+        types: EventTypes | None = None,
         round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
     ) -> int:
@@ -167,7 +167,7 @@ class InMemoryRecorder(Recorder):
         *,
         after_seq: int = 0,
         upto_seq: int | None = None,
-        types: Collection[str] | None = None,
+        types: EventTypes | None = None,
         round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,

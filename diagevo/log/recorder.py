@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 import orjson
 
-from diagevo.catalog import KEY_FIELDS, SCHEMA_VERSION, TEXT_FIELDS
+from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, TEXT_FIELDS, Event, EventTypes
 from diagevo.errors import Conflict, DiagevoError, Hint, NotADiagevoDatabase, NotFound
 from diagevo.log.canonical import canonical_bytes
 
@@ -70,6 +70,12 @@ class StoredEvent:
     prev_hash: str
     hash: str
 
+    @property
+    def event(self) -> Event:
+        """The typed event (its class's ``from_stored``: the class in ``diagevo.catalog``), built on
+        each access: the long texts are their stored references unless the read put them back."""
+        return CATALOG[self.type].from_stored(self.data)
+
 
 class EventRow(NamedTuple):
     """(seq, round, type, data) of a stored event: what a fold reads, lighter than a StoredEvent
@@ -79,6 +85,11 @@ class EventRow(NamedTuple):
     round: int
     type: str
     data: dict[str, Any]
+
+    @property
+    def event(self) -> Event:
+        """The typed event, built on each access (as :attr:`StoredEvent.event`)."""
+        return CATALOG[self.type].from_stored(self.data)
 
 
 class RawRow(NamedTuple):
@@ -397,7 +408,7 @@ class Recorder(ABC):
         *,
         after_seq: int = 0,
         upto_seq: int | None = None,
-        types: Collection[str] | None = None,
+        types: EventTypes | None = None,
         round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
@@ -418,7 +429,7 @@ class Recorder(ABC):
         *,
         after_seq: int = 0,
         upto_seq: int | None = None,
-        types: Collection[str] | None = None,
+        types: EventTypes | None = None,
         round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
     ) -> int:
@@ -432,7 +443,7 @@ class Recorder(ABC):
         *,
         after_seq: int = 0,
         upto_seq: int | None = None,
-        types: Collection[str] | None = None,
+        types: EventTypes | None = None,
         round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,

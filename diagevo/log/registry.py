@@ -20,7 +20,7 @@ import json
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from diagevo.catalog import CATALOG, TEXT_FIELDS
+from diagevo.catalog import CATALOG
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -60,16 +60,14 @@ def _field(schema: dict[str, Any]) -> dict[str, Any]:
 def type_spec(name: str) -> dict[str, Any]:
     """What the database checks of an event of type ``name``: ``kind``, ``fields`` (field ->
     its check), ``required`` (fields that must be present) and ``closed`` (no other field)."""
-    from diagevo.schemas import model_of
-
-    model = model_of(name)
+    model = CATALOG[name]
     schema = model.model_json_schema()
     fields = {f: _field(s) for f, s in schema.get("properties", {}).items()}
-    for f in TEXT_FIELDS.get(name, ()):  # a long text is stored as {"$artifact": sha256} in data
+    for f in model.texts:  # a long text is stored as {"$artifact": sha256} in data
         if fields.get(f, {}).get("types"):
             fields[f] = {"types": sorted({*fields[f]["types"], "object"})}
     return {
-        "kind": CATALOG[name].kind.value,
+        "kind": model.kind.value,
         "fields": {**fields, **ANY_EVENT_FIELDS},
         "required": sorted(schema.get("required", [])),
         "closed": model.model_config.get("extra") == "forbid",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from diagevo.catalog import KEY_FIELDS
+from diagevo.catalog import KEY_FIELDS, EventTypes, type_names
 from diagevo.lazy import sa_exc
 from diagevo.log.backends import make_engine, missing_database
 from diagevo.log.recorder import (
@@ -281,7 +281,7 @@ class SQLRecorder(Recorder):
         run: str,
         after_seq: int,
         upto_seq: int | None,
-        types: Collection[str] | None,
+        types: EventTypes | None,
         round: int | None,
         keys: Mapping[str, Collection[str]] | None,
         ordered: bool = True,
@@ -292,10 +292,9 @@ class SQLRecorder(Recorder):
         filters applied to the rows it finds (marked so that the planner does not walk a type or
         round index of the whole run instead)."""
         q = self.P
-        if types is not None:
-            types = list(types)
-            if not types:
-                return
+        names = None if types is None else type_names(types)
+        if names is not None and not names:
+            return
         if keys is None:
             sql, params = f"WHERE run_id = {q}", list[Any]([run])
             if after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
@@ -307,18 +306,18 @@ class SQLRecorder(Recorder):
             if upto_seq is not None:
                 sql += f" AND seq <= {q}"
                 params.append(upto_seq)
-            if types is not None:
-                sql += f" AND type IN ({', '.join([q] * len(types))})"
-                params.extend(types)
+            if names is not None:
+                sql += f" AND type IN ({', '.join([q] * len(names))})"
+                params.extend(names)
             yield (
-                f"{self._index(types, round)} {sql}{' ' + self._order(after_seq, types, round) if ordered else ''}",
+                f"{self._index(names, round)} {sql}{' ' + self._order(after_seq, names, round) if ordered else ''}",
                 params,
             )
             return
         extra, extra_params = "", list[Any]()
-        if types is not None:
-            extra += f" AND {self.NO_INDEX}type IN ({', '.join([q] * len(types))})"
-            extra_params += types
+        if names is not None:
+            extra += f" AND {self.NO_INDEX}type IN ({', '.join([q] * len(names))})"
+            extra_params += names
         if round is not None:
             extra += f" AND {self.NO_INDEX}round = {q}"
             extra_params.append(round)
@@ -340,7 +339,7 @@ class SQLRecorder(Recorder):
         run: str,
         after_seq: int,
         upto_seq: int | None,
-        types: Collection[str] | None,
+        types: EventTypes | None,
         round: int | None,
         keys: Mapping[str, Collection[str]] | None,
         texts: bool,
@@ -372,7 +371,7 @@ class SQLRecorder(Recorder):
         *,
         after_seq: int = 0,
         upto_seq: int | None = None,
-        types: Collection[str] | None = None,
+        types: EventTypes | None = None,
         round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
     ) -> int:
@@ -407,7 +406,7 @@ class SQLRecorder(Recorder):
         *,
         after_seq: int = 0,
         upto_seq: int | None = None,
-        types: Collection[str] | None = None,
+        types: EventTypes | None = None,
         round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
@@ -422,7 +421,7 @@ class SQLRecorder(Recorder):
         *,
         after_seq: int = 0,
         upto_seq: int | None = None,
-        types: Collection[str] | None = None,
+        types: EventTypes | None = None,
         round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,

@@ -13,12 +13,12 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text, text
 from sqlmodel import Field, SQLModel
 
-from diagevo.catalog import KEY_FIELDS, MILESTONES
+from diagevo.catalog import KEY_FIELDS, MILESTONES, type_names
 
 # the same rows in each dialect's cheapest form: SQLite fills an ephemeral b-tree with an IN list
 # for every inserted row (0012), PostgreSQL compares against an array
-MILESTONES_SQLITE = " OR ".join(f"type = '{t}'" for t in sorted(MILESTONES))
-MILESTONES_POSTGRES = "type IN (" + ", ".join(f"'{t}'" for t in sorted(MILESTONES)) + ")"
+MILESTONES_SQLITE = " OR ".join(f"type = '{t}'" for t in sorted(type_names(MILESTONES)))
+MILESTONES_POSTGRES = "type IN (" + ", ".join(f"'{t}'" for t in sorted(type_names(MILESTONES))) + ")"
 
 # On SQLite ``INTEGER PRIMARY KEY`` aliases the rowid (fast, 64-bit); BIGINT would not.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")

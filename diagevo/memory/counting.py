@@ -14,7 +14,7 @@ one question); a log that comes from anywhere else is held to the same rules her
 - a round decides its promotions once, every ``cause.promoted`` of the round comes before that
   decision and the decision names exactly those causes, and the round commits once, after it.
 
-:class:`Tally` is pure: it is fed ``(round, type, data)`` in log order and answers the rule an
+:class:`Tally` is pure: it is fed ``(round, class, data)`` in log order and answers the rule an
 event breaks, or None.
 """
 
@@ -24,24 +24,40 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-COUNTED_TYPES = frozenset(
+from diagevo.catalog import (
+    CATALOG,
+    CauseCreated,
+    CausePromoted,
+    CauseReactivated,
+    DiagnosisFailed,
+    Event,
+    FailureAttributed,
+    FailureDiagnosed,
+    FailureRecorded,
+    PromotionsDecided,
+    QuestionGenerated,
+    QuestionScored,
+    RoundCommitted,
+)
+
+COUNTED_TYPES: frozenset[type[Event]] = frozenset(
     {
-        "failure.recorded",
-        "failure.diagnosed",
-        "diagnosis.failed",
-        "failure.attributed",
-        "cause.created",
-        "cause.reactivated",
-        "question.generated",
-        "question.scored",
-        "cause.promoted",
-        "promotions.decided",
-        "round.committed",
+        FailureRecorded,
+        FailureDiagnosed,
+        DiagnosisFailed,
+        FailureAttributed,
+        CauseCreated,
+        CauseReactivated,
+        QuestionGenerated,
+        QuestionScored,
+        CausePromoted,
+        PromotionsDecided,
+        RoundCommitted,
     }
 )
 """The types the rules read: a reader passes only these (the others change no count)."""
 
-FAILURE_KEYED = ("failure.recorded", "failure.diagnosed", "diagnosis.failed", "failure.attributed")
+FAILURE_KEYED: tuple[type[Event], ...] = (FailureRecorded, FailureDiagnosed, DiagnosisFailed, FailureAttributed)
 """Types whose ``failure_id`` names the failure they count (``cause.created`` and
 ``cause.reactivated`` name one too)."""
 
@@ -64,7 +80,7 @@ class Tally:
     recorded: dict[str, int] = field(default_factory=dict)  # failure -> its round
     diagnosed: dict[str, int] = field(default_factory=dict)  # failure -> the round of its diagnosis
     judged: set[str] = field(default_factory=set)  # failures with a failure.diagnosed
-    counted: dict[str, tuple[str, int]] = field(default_factory=dict)  # failure -> (type, round)
+    counted: dict[str, tuple[type[Event], int]] = field(default_factory=dict)  # failure -> (type, round)
     reactivated: set[str] = field(default_factory=set)
     generated: dict[str, int] = field(default_factory=dict)  # question -> its round
     scored: dict[str, int] = field(default_factory=dict)
@@ -72,60 +88,60 @@ class Tally:
     decided: set[int] = field(default_factory=set)  # rounds whose promotions are decided
     committed: set[int] = field(default_factory=set)
 
-    def take(self, rnd: int, etype: str, data: Mapping[str, Any]) -> tuple[str, str] | None:
+    def take(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> tuple[str, str] | None:
         """(rule, reason) of the rule the event breaks, else None, and the event counted."""
         broken = self.check(rnd, etype, data)
         if broken is None:
             self.add(rnd, etype, data)
         return broken
 
-    def check(self, rnd: int, etype: str, data: Mapping[str, Any]) -> tuple[str, str] | None:
+    def check(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> tuple[str, str] | None:
         """(rule, reason) of the rule the event would break, else None; nothing is counted."""
-        if etype in ("question.generated", "question.scored"):
+        if etype is QuestionGenerated or etype is QuestionScored:
             return self._question(rnd, etype, data)
-        if etype in ("cause.promoted", "promotions.decided", "round.committed"):
+        if etype is CausePromoted or etype is PromotionsDecided or etype is RoundCommitted:
             return self._round(rnd, etype, data)
         fid = data.get("failure_id")
         if not isinstance(fid, str):
             return None  # a cause.created of no failure, or a diagnosis.failed of the whole round
-        if etype == "failure.recorded":
+        if etype is FailureRecorded:
             if fid in self.recorded:
                 return "failure recorded once", f"failure {fid!r} is recorded in round {self.recorded[fid]} already"
             return None
-        if etype in ("failure.diagnosed", "diagnosis.failed"):
+        if etype is FailureDiagnosed or etype is DiagnosisFailed:
             return self._diagnosis(rnd, etype, fid)
-        if etype == "cause.reactivated":
+        if etype is CauseReactivated:
             if fid in self.reactivated:
                 return "failure counted once", f"failure {fid!r} reactivated a cause already"
             return None
         if fid in self.counted:  # failure.attributed or cause.created
             what, at = self.counted[fid]
-            done = "attributed" if what == "failure.attributed" else "revealed a new cause"
+            done = "attributed" if what is FailureAttributed else "revealed a new cause"
             return "failure counted once", f"failure {fid!r} was {done} in round {at} already"
         return None
 
-    def _diagnosis(self, rnd: int, etype: str, fid: str) -> tuple[str, str] | None:
+    def _diagnosis(self, rnd: int, etype: type[Event], fid: str) -> tuple[str, str] | None:
         at = self.diagnosed.get(fid)
         if at is not None and at != rnd:
             return "failure diagnosed once", f"failure {fid!r} is diagnosed in round {at} already"
-        if etype == "failure.diagnosed" and fid in self.judged:
+        if etype is FailureDiagnosed and fid in self.judged:
             return "failure diagnosed once", f"failure {fid!r} is diagnosed twice in round {rnd}"
         return None
 
-    def _question(self, rnd: int, etype: str, data: Mapping[str, Any]) -> tuple[str, str] | None:
+    def _question(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> tuple[str, str] | None:
         qid = data.get("question_id")
-        seen = self.generated if etype == "question.generated" else self.scored
+        seen = self.generated if etype is QuestionGenerated else self.scored
         if isinstance(qid, str) and qid in seen:
-            what = "generated" if etype == "question.generated" else "scored"
+            what = "generated" if etype is QuestionGenerated else "scored"
             return f"question {what} once", f"question {qid!r} is {what} in round {seen[qid]} already"
         return None
 
-    def _round(self, rnd: int, etype: str, data: Mapping[str, Any]) -> tuple[str, str] | None:
+    def _round(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> tuple[str, str] | None:
         if rnd in self.committed:
             return "round committed once", f"round {rnd} is committed already"
-        if etype == "cause.promoted" and rnd in self.decided:
+        if etype is CausePromoted and rnd in self.decided:
             return "promotions decided once", f"cause {data.get('cause_id')!r} promoted after round {rnd}'s decision"
-        if etype != "promotions.decided":
+        if etype is not PromotionsDecided:
             return None
         if rnd in self.decided:
             return "promotions decided once", f"the promotions of round {rnd} are decided already"
@@ -137,30 +153,31 @@ class Tally:
             return "promotions decided once", f"round {rnd}'s decision does not name its promoted {_few(unnamed)}"
         return "promotions decided once", f"round {rnd}'s decision names {_few(never)}, which the round did not promote"
 
-    def add(self, rnd: int, etype: str, data: Mapping[str, Any]) -> None:
+    def add(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> None:
         """Count the event (whether or not it broke a rule: a reader goes on past a break)."""
-        key = data.get("question_id") if etype.startswith("question.") else data.get("failure_id")
-        if etype == "question.generated" and isinstance(key, str):
+        question = etype is QuestionGenerated or etype is QuestionScored
+        key = data.get("question_id") if question else data.get("failure_id")
+        if etype is QuestionGenerated and isinstance(key, str):
             self.generated.setdefault(key, rnd)
-        elif etype == "question.scored" and isinstance(key, str):
+        elif etype is QuestionScored and isinstance(key, str):
             self.scored.setdefault(key, rnd)
-        elif etype == "cause.promoted":
+        elif etype is CausePromoted:
             self.promoted.setdefault(rnd, set()).add(str(data.get("cause_id")))
-        elif etype == "promotions.decided":
+        elif etype is PromotionsDecided:
             self.decided.add(rnd)
-        elif etype == "round.committed":
+        elif etype is RoundCommitted:
             self.committed.add(rnd)
         elif not isinstance(key, str):
             return
-        elif etype == "failure.recorded":
+        elif etype is FailureRecorded:
             self.recorded.setdefault(key, rnd)
-        elif etype in ("failure.diagnosed", "diagnosis.failed"):
+        elif etype is FailureDiagnosed or etype is DiagnosisFailed:
             self.diagnosed.setdefault(key, rnd)
-            if etype == "failure.diagnosed":
+            if etype is FailureDiagnosed:
                 self.judged.add(key)
-        elif etype == "cause.reactivated":
+        elif etype is CauseReactivated:
             self.reactivated.add(key)
-        elif etype in ("failure.attributed", "cause.created"):
+        elif etype is FailureAttributed or etype is CauseCreated:
             self.counted.setdefault(key, (etype, rnd))
 
 
@@ -174,10 +191,11 @@ def _few(names: Iterable[Any]) -> str:
 def breaks(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]]) -> Iterator[CountBreak]:
     """Every break of the rules in ``(seq, round, type, data)`` rows of one run, in log order."""
     tally = Tally()
-    for seq, rnd, etype, data in rows:
-        if etype not in COUNTED_TYPES:
+    for seq, rnd, name, data in rows:
+        cls = CATALOG.get(name)
+        if cls not in COUNTED_TYPES:
             continue
-        broken = tally.check(rnd, etype, data)
+        broken = tally.check(rnd, cls, data)
         if broken is not None:
             yield CountBreak(seq, *broken)
-        tally.add(rnd, etype, data)
+        tally.add(rnd, cls, data)

@@ -1,7 +1,7 @@
 """Deciders: the paper's rules as pure functions from (memory, evidence) to new events.
 
-Each returns a list of ``(type, data)`` changes; the caller stamps run, round and event ids and
-appends them. Applying the changes with :func:`diagevo.memory.fold.evolve` gives the new memory.
+Each returns a list of typed events; the caller stamps run, round and event ids and appends
+them. Applying them with :func:`diagevo.memory.fold.evolve` gives the new memory.
 """
 
 from __future__ import annotations
@@ -11,11 +11,23 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any, Literal
 
+from diagevo.catalog import (
+    CauseCreated,
+    CausePromoted,
+    CauseReactivated,
+    Event,
+    FailureAttributed,
+    NodeCreated,
+    NodesMerged,
+    QuestionGenerated,
+    QuestionScored,
+)
 from diagevo.errors import BadInput
 from diagevo.memory.fold import evolve
 from diagevo.memory.state import Memory
 
-Change = tuple[str, dict[str, Any]]
+Change = Event
+"""What a decider returns: an event to append."""
 
 
 class DecisionError(BadInput):
@@ -62,7 +74,7 @@ def decide_promotions(
     for cause_id, (acc, n) in promotion_scores(evidence).items():
         cause = memory.causes.get(cause_id)
         if cause is not None and cause.active and acc >= threshold:
-            out.append(("cause.promoted", {"cause_id": cause_id, "acc": float(acc), "n_candidates": n}))
+            out.append(CausePromoted(cause_id=cause_id, acc=float(acc), n_candidates=n))
     return out
 
 
@@ -80,13 +92,8 @@ def decide_attribution(
         raise DecisionError(f"unknown cause {cause_id!r}")
     out: list[Change] = []
     if not cause.active:
-        out.append(("cause.reactivated", {"cause_id": cause_id, "failure_id": failure_id}))
-    out.append(
-        (
-            "failure.attributed",
-            {"failure_id": failure_id, "cause_id": cause_id, "via": via, "similarity": similarity},
-        )
-    )
+        out.append(CauseReactivated(cause_id=cause_id, failure_id=failure_id))
+    out.append(FailureAttributed(failure_id=failure_id, cause_id=cause_id, via=via, similarity=similarity))
     return out
 
 
@@ -102,22 +109,13 @@ def decide_new_cause(
     if (node_id is None) == (new_node_label is None):
         raise DecisionError("give exactly one of node_id and new_node_label")
     out: list[Change] = []
-    if node_id is None:
+    if new_node_label is not None:
         node_id = memory.next_node_id()
-        out.append(("node.created", {"node_id": node_id, "label": new_node_label}))
-    elif node_id not in memory.nodes:
+        out.append(NodeCreated(node_id=node_id, label=new_node_label))
+    elif node_id is None or node_id not in memory.nodes:
         raise DecisionError(f"unknown node {node_id!r}")
-    out.append(
-        (
-            "cause.created",
-            {
-                "cause_id": memory.next_cause_id(),
-                "node_id": node_id,
-                "description": description,
-                "failure_id": failure_id,
-            },
-        )
-    )
+    cause_id = memory.next_cause_id()
+    out.append(CauseCreated(cause_id=cause_id, node_id=node_id, description=description, failure_id=failure_id))
     return out
 
 
@@ -131,18 +129,13 @@ def decide_merge(
             raise DecisionError(f"unknown node {node!r}")
     if survivor == absorbed:
         raise DecisionError("a node cannot be merged with itself")
-    return [
-        (
-            "nodes.merged",
-            {"survivor": survivor, "absorbed": absorbed, "label": label, "similarity": similarity},
-        )
-    ]
+    return [NodesMerged(survivor=survivor, absorbed=absorbed, label=label, similarity=similarity)]
 
 
 def apply_changes(memory: Memory, round: int, changes: Iterable[Change]) -> Memory:
     """Convenience for producers that keep a working memory in step with what they append."""
-    for etype, data in changes:
-        memory = evolve(memory, etype, round, data)
+    for event in changes:
+        memory = evolve(memory, event, round)
     return memory
 
 
@@ -152,9 +145,12 @@ def promotion_evidence(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]]) 
     (its p1), filtered-out candidates included."""
     active: dict[str, str | None] = {}
     p1: dict[str, float] = {}
+    generated, scored = QuestionGenerated.name, QuestionScored.name
     for _seq, _rnd, etype, data in rows:
-        if etype == "question.generated":
-            active[data["question_id"]] = data["active_cause"]
-        elif etype == "question.scored":
-            p1[data["question_id"]] = data["p1"]
+        if etype == generated:
+            question = QuestionGenerated.from_stored(data)
+            active[question.question_id] = question.active_cause
+        elif etype == scored:
+            score = QuestionScored.from_stored(data)
+            p1[score.question_id] = score.p1
     return [(active[q], p1[q]) for q in active if q in p1]

@@ -16,20 +16,29 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from diagevo.catalog import FOLDED, RETROSPECTIVE, config_k
+from diagevo.catalog import (
+    CATALOG,
+    RETROSPECTIVE,
+    CauseCreated,
+    CausePromoted,
+    CauseReactivated,
+    Event,
+    FailureAttributed,
+    NodeCreated,
+    NodesMerged,
+    RoundCommitted,
+    RunConfigured,
+    RunStarted,
+)
 from diagevo.errors import BadInput
 from diagevo.memory.state import Cause, CauseState, Memory, Node
+from diagevo.parsing import config_k
 
 Row = tuple[int, int, str, Mapping[str, Any]]  # (seq, round, type, data)
 
 
 class InvariantError(BadInput):
     """The log breaks a rule of the memory (the message says which)."""
-
-
-# What changes the memory (or starts or commits it); evidence and bookkeeping only open a round.
-_MEMORY_APPLY = FOLDED
-MEMORY_TYPES = FOLDED - {"run.started"}
 
 
 class Draft:
@@ -129,160 +138,184 @@ class Draft:
 
     # --- apply --------------------------------------------------------------------------------
 
-    def apply(self, type: str, round: int, data: Mapping[str, Any]) -> bool:
+    def apply(self, event: Event, round: int) -> bool:
         """Apply one event (the rules of :func:`evolve`); False when it changed nothing at all."""
+        cls = type(event)
         if round != self.committed + 1:
-            if type in RETROSPECTIVE and round <= self.committed:
-                return False
-            if round > self.committed:
-                raise InvariantError(f"round {round} starts before round {self.committed + 1} was committed")
-            if type == "round.committed" and round in self._rounds:
-                raise InvariantError(f"round {round} committed twice")
-            raise InvariantError(f"round {round} goes backwards: round {self.committed} is already committed")
-        if type not in _MEMORY_APPLY:  # evidence and bookkeeping
-            if self.open_round == round:
-                return False
-            self.open_round = round
-            return True
-        _check_shape(type, data)
-        if type == "round.committed":
-            if self.F1 is None:
-                F = self.F
-                self.F1 = F if F != 0 else None
-            self.committed, self.open_round = round, None
-            self._rounds_w().add(round)
-            return True
-        if type == "failure.attributed":
-            cause = self._cause(data["cause_id"])
-            if not cause.active:
-                raise InvariantError(
-                    f"failure {data['failure_id']} attributed to Mastered cause {cause.id} without cause.reactivated"
-                )
-            self._set_cause(cause, CauseState.ACTIVE, cause.frequency + 1)
-        elif type == "cause.promoted":
-            cause = self._cause(data["cause_id"])
-            if not cause.active:
-                raise InvariantError(f"cause {cause.id} promoted but it is not Active")
-            self._set_cause(cause, CauseState.MASTERED, 0)
-        elif type == "cause.reactivated":
-            cause = self._cause(data["cause_id"])
-            if cause.active:
-                raise InvariantError(f"cause {cause.id} reactivated but it is not Mastered")
-            self._set_cause(cause, CauseState.ACTIVE, 0)
-        elif type == "cause.created":
-            if data["cause_id"] in self._causes:
-                raise InvariantError(f"cause {data['cause_id']!r} created twice")
-            self._node(data["node_id"])
-            cid = data["cause_id"]
-            self._causes_w()[cid] = Cause(cid, data["node_id"], data["description"], CauseState.ACTIVE, 1, round)
-            self.n_causes_created += 1
-        elif type == "node.created":
-            if data["node_id"] in self._nodes:
-                raise InvariantError(f"node {data['node_id']!r} created twice")
-            self._nodes_w()[data["node_id"]] = Node(data["node_id"], data["label"])
-            self.n_nodes_created += 1
-        elif type == "nodes.merged":
-            self._merge(data)
-        elif type == "run.configured":  # a new config from here on (a fork continued under other values)
-            if config_k(data.get("config", {})) is None:
-                raise InvariantError(
-                    f"run.configured holds no positive k; its rounds through {self.committed} are intact: "
-                    f"fork the run from round {self.committed}"
-                )
-            configured = start(self.run, data, self.last_seq)
-            self.k, self.config = configured.k, configured.config
-        else:  # run.started
-            raise InvariantError(f"run {self.run!r} started twice")
+            return self._elsewhere(cls, round)
+        if not cls.folded:  # evidence and bookkeeping
+            return self._open(round)
+        return self._change(event, round)
+
+    def _change(self, event: Event, round: int) -> bool:
+        """Apply an event the fold applies, of the round after the last commit."""
+        match event:  # the most frequent first
+            case FailureAttributed():
+                cause = self._cause(event.cause_id)
+                if not cause.active:
+                    raise InvariantError(
+                        f"failure {event.failure_id} attributed to Mastered cause {cause.id} without cause.reactivated"
+                    )
+                self._set_cause(cause, CauseState.ACTIVE, cause.frequency + 1)
+            case CausePromoted(cause_id=cause_id):
+                cause = self._cause(cause_id)
+                if not cause.active:
+                    raise InvariantError(f"cause {cause.id} promoted but it is not Active")
+                self._set_cause(cause, CauseState.MASTERED, 0)
+            case CauseReactivated(cause_id=cause_id):
+                cause = self._cause(cause_id)
+                if cause.active:
+                    raise InvariantError(f"cause {cause.id} reactivated but it is not Mastered")
+                self._set_cause(cause, CauseState.ACTIVE, 0)
+            case CauseCreated(cause_id=cause_id, node_id=node_id, description=description):
+                if cause_id in self._causes:
+                    raise InvariantError(f"cause {cause_id!r} created twice")
+                self._node(node_id)
+                self._causes_w()[cause_id] = Cause(cause_id, node_id, description, CauseState.ACTIVE, 1, round)
+                self.n_causes_created += 1
+            case NodeCreated(node_id=node_id, label=label):
+                if node_id in self._nodes:
+                    raise InvariantError(f"node {node_id!r} created twice")
+                self._nodes_w()[node_id] = Node(node_id, label)
+                self.n_nodes_created += 1
+            case NodesMerged():
+                self._merge(event)
+            case RoundCommitted():
+                if self.F1 is None:
+                    F = self.F
+                    self.F1 = F if F != 0 else None
+                self.committed, self.open_round = round, None
+                self._rounds_w().add(round)
+                return True
+            case RunConfigured():  # a new config from here on (a fork continued under other values)
+                if config_k(event.config) is None:
+                    raise InvariantError(
+                        f"{RunConfigured.name} holds no positive k; its rounds through {self.committed} are intact: "
+                        f"fork the run from round {self.committed}"
+                    )
+                configured = start(self.run, event, self.last_seq)
+                self.k, self.config = configured.k, configured.config
+            case _:  # run.started
+                raise InvariantError(f"run {self.run!r} started twice")
         self.open_round = round
         return True
+
+    def skip(self, cls: type[Event], round: int) -> bool:
+        """Take an event the fold does not apply (evidence, bookkeeping) without building it: it
+        only opens its round. False when that changed nothing."""
+        if round != self.committed + 1:
+            return self._elsewhere(cls, round)
+        return self._open(round)
+
+    def _open(self, round: int) -> bool:
+        if self.open_round == round:
+            return False
+        self.open_round = round
+        return True
+
+    def _elsewhere(self, cls: type[Event], round: int) -> bool:
+        """An event of a round other than the one after the last commit: only retrospective
+        bookkeeping may name a committed round (and changes nothing)."""
+        if cls in RETROSPECTIVE and round <= self.committed:
+            return False
+        if round > self.committed:
+            raise InvariantError(f"round {round} starts before round {self.committed + 1} was committed")
+        if cls is RoundCommitted and round in self._rounds:
+            raise InvariantError(f"round {round} committed twice")
+        raise InvariantError(f"round {round} goes backwards: round {self.committed} is already committed")
 
     def _set_cause(self, cause: Cause, state: CauseState, frequency: int) -> None:
         self._causes_w()[cause.id] = Cause(
             cause.id, cause.node, cause.description, state, frequency, cause.created_round
         )
 
-    def _merge(self, d: Mapping[str, Any]) -> None:
-        survivor, absorbed = self._node(d["survivor"]), self._node(d["absorbed"])
+    def _merge(self, merge: NodesMerged) -> None:
+        survivor, absorbed = self._node(merge.survivor), self._node(merge.absorbed)
         if survivor.id == absorbed.id:
             raise InvariantError(f"node {survivor.id} merged with itself")
         nodes = self._nodes_w()
         del nodes[absorbed.id]
-        nodes[survivor.id] = Node(survivor.id, d["label"])
+        nodes[survivor.id] = Node(survivor.id, merge.label)
         causes = self._causes_w()
         for cid, c in causes.items():
-            node = reparent(c.node, d)
+            node = merge.reparent(c.node)
             if node != c.node:
                 causes[cid] = replace(c, node=node)
 
 
 # The fields the fold reads, each a text: a row stored without the database's check (SQLite, or
-# a raw write) that lacks one is named, not met with a TypeError.
-_READS: dict[str, tuple[str, ...]] = {
-    "failure.attributed": ("cause_id", "failure_id"),
-    "cause.promoted": ("cause_id",),
-    "cause.reactivated": ("cause_id",),
-    "cause.created": ("cause_id", "node_id", "description"),
-    "node.created": ("node_id", "label"),
-    "nodes.merged": ("survivor", "absorbed", "label"),
+# a raw write) that lacks one is named, not met with an AttributeError or a TypeError.
+_READS: dict[type[Event], tuple[str, ...]] = {
+    FailureAttributed: ("cause_id", "failure_id"),
+    CausePromoted: ("cause_id",),
+    CauseReactivated: ("cause_id",),
+    CauseCreated: ("cause_id", "node_id", "description"),
+    NodeCreated: ("node_id", "label"),
+    NodesMerged: ("survivor", "absorbed", "label"),
 }
 
 
-def _check_shape(etype: str, data: Mapping[str, Any]) -> None:
+def _check_shape(cls: type[Event], data: Mapping[str, Any]) -> None:
+    """What the fold reads of a stored row is there, of its type: the row is built without
+    validation (:meth:`Event.from_stored`), so a row no database checked is checked here."""
     if not isinstance(data, Mapping):
-        raise InvariantError(f"{etype}'s data is not a JSON object")
-    for name in _READS.get(etype, ()):
+        raise InvariantError(f"{cls.name}'s data is not a JSON object")
+    for name in _READS.get(cls, ()):
         if not isinstance(data.get(name), str):
-            raise InvariantError(f"{etype}'s data.{name} is not a text")
-    if etype in ("run.started", "run.configured") and not isinstance(data.get("config"), Mapping):
-        raise InvariantError(f"{etype}'s data.config is not a table")
-    if etype in ("run.started", "run.configured") and type(data.get("seed", 0)) is not int:
-        raise InvariantError(f"{etype}'s data.seed is not a whole number")
+            raise InvariantError(f"{cls.name}'s data.{name} is not a text")
+    if cls is RunStarted or cls is RunConfigured:
+        if not isinstance(data.get("config"), Mapping):
+            raise InvariantError(f"{cls.name}'s data.config is not a table")
+        if type(data.get("seed", 0)) is not int:
+            raise InvariantError(f"{cls.name}'s data.seed is not a whole number")
 
 
-def reparent(node: str, merge: Mapping[str, Any]) -> str:
-    """The merge rule: where a cause under ``node`` lies after the node merge ``merge`` (the
-    data of a ``nodes.merged``): the absorbed node's causes move to the survivor. States and
-    frequencies are unchanged; the survivor takes the merge's label."""
-    return str(merge["survivor"]) if node == merge["absorbed"] else node
-
-
-def start(run: str, data: Mapping[str, Any], seq: int = 0) -> Memory:
-    """The memory right after ``run.started``."""
-    config = dict(data.get("config", {}))
+def start(run: str, event: RunStarted | RunConfigured, seq: int = 0) -> Memory:
+    """The memory right after ``run.started`` (or the config a ``run.configured`` sets)."""
+    config = dict(event.config)
     k = config_k(config)
     if k is None:
-        raise InvariantError("run.started needs a positive k in its config")
-    return Memory(run=run, k=k, seed=int(data.get("seed", 0)), config=MappingProxyType(config), last_seq=seq)
+        raise InvariantError(f"{RunStarted.name} needs a positive k in its config")
+    return Memory(run=run, k=k, seed=int(event.seed), config=MappingProxyType(config), last_seq=seq)
 
 
-def evolve(mem: Memory, type: str, round: int, data: Mapping[str, Any]) -> Memory:
+def evolve(mem: Memory, event: Event, round: int) -> Memory:
     """Apply one event. Rounds move forward one commit at a time; ``last_seq`` is set by ``fold``.
     Only retrospective bookkeeping may name a round that is already committed (round 0, the
     base model, included). Folding many events: use :class:`Draft` (or :func:`fold`)."""
     draft = Draft(mem)
-    return draft.freeze() if draft.apply(type, round, data) else mem
+    return draft.freeze() if draft.apply(event, round) else mem
 
 
-def _first(run: str, seq: int, rnd: int, etype: str, data: Mapping[str, Any]) -> Draft:
-    if etype != "run.started":
-        raise InvariantError(f"run {run!r} has {etype} before run.started")
+def _first(run: str, cls: type[Event], rnd: int, data: Mapping[str, Any], seq: int) -> Draft:
+    if cls is not RunStarted:
+        raise InvariantError(f"run {run!r} has {cls.name} before {RunStarted.name}")
     if rnd != 0:
-        raise InvariantError("run.started must be in round 0")
-    _check_shape(etype, data)
-    return Draft(start(run, data, seq))
+        raise InvariantError(f"{RunStarted.name} must be in round 0")
+    _check_shape(cls, data)
+    return Draft(start(run, RunStarted.from_stored(data), seq))
 
 
 def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[tuple[Draft, Row]]:
     """The working copy after each row (the same draft every time): for projections that look at
-    the memory as the log goes, e.g. at every commit. The draft must not be kept past the loop."""
+    the memory as the log goes, e.g. at every commit. The draft must not be kept past the loop.
+    An event the fold applies is built from its row (:meth:`Event.from_stored`); any other only
+    opens its round."""
     draft = Draft(memory) if memory is not None else None
+    catalog = CATALOG
     for row in rows:
         seq, rnd, etype, data = row
+        cls = catalog[etype]
         try:
             if draft is None:
-                draft = _first(run, seq, rnd, etype, data)
+                draft = _first(run, cls, rnd, data, seq)
+            elif not cls.folded:
+                draft.skip(cls, rnd)
+            elif rnd == draft.committed + 1:
+                _check_shape(cls, data)
+                draft._change(cls.reader(data), rnd)
             else:
-                draft.apply(etype, rnd, data)
+                draft._elsewhere(cls, rnd)
         except InvariantError as exc:  # a reader names the event it could not fold
             raise InvariantError(f"seq {seq}: {exc}") from None
         yield draft, row
@@ -290,8 +323,9 @@ def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Itera
 
 def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Memory]:
     """M_t at every ``round.committed`` of the rows, in order (``last_seq`` set to the commit's)."""
+    committed = RoundCommitted.name
     for draft, (seq, _, etype, _) in drafts(rows, run, memory):
-        if etype == "round.committed":
+        if etype == committed:
             draft.last_seq = seq
             yield draft.freeze()
 
@@ -300,8 +334,21 @@ def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
     """Fold ``(seq, round, type, data)`` rows of one run, starting from ``memory`` (a snapshot)
     or from the run's ``run.started``."""
     draft, seq = (Draft(memory), memory.last_seq) if memory is not None else (None, 0)
-    for draft, (seq, _, _, _) in drafts(rows, run, memory):  # noqa: B007 - the last one is the result
-        pass
+    plan = {name: (cls, cls.reader if cls.folded else None) for name, cls in CATALOG.items()}
+    try:
+        for seq, rnd, etype, data in rows:  # drafts() without a yield per row: the replay's loop
+            cls, read = plan[etype]
+            if draft is None:
+                draft = _first(run, cls, rnd, data, seq)
+            elif read is None:
+                draft.skip(cls, rnd)
+            elif rnd == draft.committed + 1:
+                _check_shape(cls, data)
+                draft._change(read(data), rnd)
+            else:
+                draft._elsewhere(cls, rnd)
+    except InvariantError as exc:  # a reader names the event it could not fold
+        raise InvariantError(f"seq {seq}: {exc}") from None
     if draft is None:
         raise InvariantError(f"run {run!r} has no events")
     draft.last_seq = seq
@@ -316,9 +363,10 @@ def fold_until(rows: Iterable[Row], run: str, round: int, memory: Memory | None 
             return mem
         raise InvariantError(f"the starting memory is past round {round}")
     last = mem.committed if mem is not None else 0
+    committed = RoundCommitted.name
     for draft, (seq, rnd, etype, _) in drafts(rows, run, memory):
         last = draft.committed
-        if etype == "round.committed" and rnd == round:
+        if etype == committed and rnd == round:
             draft.last_seq = seq
             return draft.freeze()
     raise InvariantError(f"round {round} was never committed (last committed round: {last})")

@@ -15,6 +15,15 @@ from typing import Any
 
 import polars as pl
 
+from diagevo.catalog import (
+    CheckpointSelected,
+    EvalRecorded,
+    FailureRecorded,
+    QuestionGenerated,
+    RoundCommitted,
+    RunStarted,
+    TrainStep,
+)
 from diagevo.curriculum.stats import question_stats
 from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError
@@ -37,7 +46,7 @@ PHASES = {
 }
 
 
-_SHOWN_TEXTS = ("question.generated", "failure.recorded")
+_SHOWN_TEXTS = (QuestionGenerated, FailureRecorded)
 _ALWAYS = ("heldout_acc", "pseudo_label_acc")  # metric columns the report's figures read
 
 
@@ -107,22 +116,23 @@ def _scan(store: Recorder, run: str) -> _Scanned:
         data = shown.get(seq, data)
         found.rows.append((seq, rnd, etype, data))
         found.last_seq = seq
-        if etype == "run.started":
-            found.config, found.seed = dict(data.get("config", {})), int(data.get("seed", 0))
-            found.trainer = data.get("trainer") if isinstance(data.get("trainer"), str) else None
-        elif etype == "round.committed":
+        if etype == RunStarted.name:
+            started = RunStarted.from_stored(data)
+            found.config, found.seed = dict(started.config), int(started.seed)
+            found.trainer = started.trainer if isinstance(started.trainer, str) else None
+        elif etype == RoundCommitted.name:
             found.summaries[rnd] = data
-        elif etype == "question.generated":
+        elif etype == QuestionGenerated.name:
             found.texts[rnd][data["mode"]].append(data.get("text") or "")
-        elif etype == "eval.recorded" and "benchmark" in data:
+        elif etype == EvalRecorded.name and "benchmark" in data:
             found.bench.append(
                 {"round": rnd, **{k: data.get(k) for k in ("benchmark", "n", "accuracy", "k", "mean_at_k", "model")}}
             )
-        elif etype == "eval.recorded" and "measure" not in data:  # not a sim-dynamics measure
+        elif etype == EvalRecorded.name and "measure" not in data:  # not a sim-dynamics measure
             found.heldout[rnd] = data
-        elif etype == "checkpoint.selected":
+        elif etype == CheckpointSelected.name:
             found.selected = {"round": rnd, **data}
-        elif etype == "train.step":
+        elif etype == TrainStep.name:
             found.step_rows.append(step_row(rnd, data))
     if not found.rows:
         raise InvariantError(f"run {run!r} has no events")

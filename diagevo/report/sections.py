@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from diagevo.catalog import CauseReactivated
 from diagevo.redaction import redact_config
 from diagevo.report import figures
 from diagevo.report.causes import Causes, Tree, causes, tree
@@ -339,7 +340,7 @@ def audits(data: RunData, command: Command) -> list[Audit]:
         ("rebuild a round's memory from the log", ("memory", "replay", "--round", str(t))),
         ("one row per round", ("memory", "stats")),
         ("a cause's story", ("memory", "why", some_cause)),
-        ("every reactivation", ("memory", "events", "--type", "cause.reactivated")),
+        ("every reactivation", ("memory", "events", "--type", CauseReactivated.name)),
         ("hash chain, invariants, snapshots", ("memory", "verify")),
         ("the log as JSONL", ("memory", "export", "-o", "log.jsonl")),
     ]

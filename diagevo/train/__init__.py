@@ -226,10 +226,13 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
 def cause_to_audit(store: Recorder, run: str) -> str | None:
     """A cause worth ``memory why``: the last one reactivated, else the last one promoted, else
     the most recently created."""
+    from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
+
+    preferred = (CauseReactivated, CausePromoted, CauseCreated)
     last: dict[str, str] = {}
-    for e in store.read(run, types=("cause.reactivated", "cause.promoted", "cause.created")):
+    for e in store.read(run, types=preferred):
         last[e.type] = e.data["cause_id"]
-    for kind in ("cause.reactivated", "cause.promoted", "cause.created"):
-        if kind in last:
-            return last[kind]
+    for kind in preferred:
+        if kind.name in last:
+            return last[kind.name]
     return None

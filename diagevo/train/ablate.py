@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from diagevo.catalog import RoundCommitted
 from diagevo.log import Recorder, open_log
 from diagevo.train.config import load_config
 
@@ -151,4 +152,4 @@ def run_ablation(
 
 def heldout_curve(store: Recorder, run: str, key: str = "heldout_acc") -> list[float]:
     """One metric of every committed round (``val_acc``: the validation split's accuracy)."""
-    return [float(e.data[key]) for e in store.read(run, types=("round.committed",))]
+    return [float(e.data[key]) for e in store.read(run, types=(RoundCommitted,))]

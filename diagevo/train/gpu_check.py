@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from diagevo.catalog import CheckpointWritten, PhaseCompleted
 from diagevo.errors import BadInput, Hint, Unavailable
 from diagevo.progress import ProgressFn, no_progress
 
@@ -213,7 +214,7 @@ def _check_overrides(model: Path, out: Path, overrides: list[str]) -> list[str]:
 
 def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
     """Each GRPO phase's steps, batch shape and completion tokens, from its ``phase.completed``."""
-    for e in store.read(run, types=("phase.completed",)):
+    for e in store.read(run, types=(PhaseCompleted,)):
         d = e.data
         if d["phase"] in ("challenger", "solver"):
             f = report.phases.setdefault(d["phase"], PhaseFigures())
@@ -225,7 +226,7 @@ def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
 
 def _weights_moved(store: Any, run: str, model: Path, report: CheckReport) -> None:
     """A failure for a role that took no GRPO step or whose checkpoint equals ``model``."""
-    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=("checkpoint.written",))}
+    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,))}
     for role in ("challenger", "solver"):
         if not report.phases.get(role, PhaseFigures()).steps:
             report.failures.append(

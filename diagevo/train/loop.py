@@ -22,6 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from diagevo import curriculum as cur
+from diagevo.catalog import (
+    CheckpointPruned,
+    CheckpointSelected,
+    CheckpointWritten,
+    PhaseCompleted,
+    QuestionGenerated,
+    QuestionScored,
+    RunForked,
+    TrainStep,
+)
 from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import DiagnosesFailed, EndpointUnreachable, Hint, NotFound, Unavailable
@@ -76,8 +86,8 @@ class _LoopState:
 
     t: int
     progress: RoundProgress
-    questions: dict[str, dict[str, Any]] = field(default_factory=dict)  # question_id -> generated
-    scored: dict[str, dict[str, Any]] = field(default_factory=dict)
+    questions: dict[str, QuestionGenerated] = field(default_factory=dict)  # question_id -> generated
+    scored: dict[str, QuestionScored] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # phase -> its phase.completed data
     finished: set[str] = field(default_factory=set)  # phases done in this process
@@ -94,7 +104,7 @@ def tree_bytes(path: Path) -> int:
 
 
 # only when the solver is still to train: the questions it trains on (with their texts)
-_SOLVER_INPUT_TYPES = ("question.generated", "question.scored")
+_SOLVER_INPUT_TYPES = (QuestionGenerated, QuestionScored)
 
 
 class Trainer:
@@ -141,17 +151,17 @@ class Trainer:
             no_links_below(path)  # a phase run again writes over its own checkpoint, nothing planted there
             self.backend.save(path)
             size = tree_bytes(path)
-            events.append(
-                rnd.event(f"checkpoint/{phase}", "checkpoint.written", path=str(path), phase=phase, bytes=size)
-            )
-            for where, data in self.to_prune(phase, r.t):
-                key = f"pruned/{phase}/{data['written_round']}"
-                events.append(rnd.event(key, "checkpoint.pruned", **data))
+            written = CheckpointWritten(path=str(path), **{"phase": phase, "bytes": size})  # carried fields
+            events.append(rnd.event(f"checkpoint/{phase}", written))
+            for where, gone in self.to_prune(phase, r.t):
+                events.append(rnd.event(f"pruned/{phase}/{gone.written_round}", gone))
                 pruned.append(Path(where))
         r.seconds[phase] = time.perf_counter() - started
         steps = self.step_events(rnd, phase)
         events += steps
-        events.append(rnd.event(f"phase/{phase}", "phase.completed", phase=phase, seconds=r.seconds[phase], **stats))
+        events.append(
+            rnd.event(f"phase/{phase}", PhaseCompleted(phase=phase, **{"seconds": r.seconds[phase], **stats}))
+        )
         rnd.notes(events)
         for s in steps:  # the tracker's copy, once the log has them
             metrics = numbers(s.data["metrics"])
@@ -163,7 +173,7 @@ class Trainer:
         r.finished.add(phase)
         r.stats[phase] = stats
 
-    def to_prune(self, phase: str, t: int) -> list[tuple[str, dict[str, Any]]]:
+    def to_prune(self, phase: str, t: int) -> list[tuple[str, CheckpointPruned]]:
         """The checkpoints of ``phase`` that ``train.keep_checkpoints`` lets go once round ``t``'s
         is written: all but the last N of this run's own directory (a fork's copied ones live in
         its source's), keeping the ones a fork of this run or a selected checkpoint names. Model
@@ -177,7 +187,7 @@ class Trainer:
         gone = pruned_checkpoints(self.store, self.run)
         written = [
             e
-            for e in self.store.read(self.run, types=("checkpoint.written",))
+            for e in self.store.read(self.run, types=(CheckpointWritten,))
             if e.data.get("phase") == phase and e.data["path"] not in gone and e.round < t
         ]
         mine = [e for e in written if Path(os.path.abspath(e.data["path"])).parent == self.ckpt_dir]
@@ -186,7 +196,7 @@ class Trainer:
         return [
             (
                 e.data["path"],
-                {"path": e.data["path"], "phase": phase, "written_round": e.round, "bytes": e.data.get("bytes", 0)},
+                CheckpointPruned(path=e.data["path"], phase=phase, written_round=e.round, bytes=e.data.get("bytes", 0)),
             )
             for e in old
             if e.round not in needed
@@ -195,11 +205,11 @@ class Trainer:
     def needed_rounds(self) -> set[int]:
         """Rounds of this run whose checkpoints are still needed: a fork's round (its resume loads
         them) and a selected checkpoint's."""
-        rounds = {e.round for e in self.store.read(self.run, types=("checkpoint.selected",))}
+        rounds = {e.round for e in self.store.read(self.run, types=(CheckpointSelected,))}
         for other in self.store.runs():
             if other == self.run:
                 continue
-            for e in self.store.read(other, types=("run.forked",)):
+            for e in self.store.read(other, types=(RunForked,)):
                 if e.data.get("source_run") == self.run and isinstance(e.data.get("source_round"), int):
                     rounds.add(e.data["source_round"])
         return rounds
@@ -213,17 +223,11 @@ class Trainer:
         if not rows:
             return []
         before = max(
-            (
-                e.data["global_step"]
-                for e in self.store.read(self.run, types=("train.step",))
-                if e.data["role"] == phase
-            ),
+            (e.data["global_step"] for e in self.store.read(self.run, types=(TrainStep,)) if e.data["role"] == phase),
             default=0,
         )
         return [
-            rnd.event(
-                f"step/{phase}/{step}", "train.step", role=phase, step=step, global_step=before + step, metrics=row
-            )
+            rnd.event(f"step/{phase}/{step}", TrainStep(role=phase, step=step, global_step=before + step, metrics=row))
             for step, row in rows
         ]
 
@@ -269,10 +273,11 @@ class Trainer:
             r.stats[phase] = dict(data)
         if r.done("construct") and not r.done("solver"):
             for e in self.store.read(self.run, round=rnd.t, types=_SOLVER_INPUT_TYPES, texts=True):
-                if e.type == "question.generated":
-                    r.questions[e.data["question_id"]] = e.data
-                else:
-                    r.scored[e.data["question_id"]] = e.data
+                match e.event:
+                    case QuestionGenerated() as question:
+                        r.questions[question.question_id] = question
+                    case QuestionScored() as votes:
+                        r.scored[votes.question_id] = votes
         return r
 
     def round(self, t: int) -> RoundReport:
@@ -315,7 +320,7 @@ class Trainer:
         if not r.done("construct"):
             started = time.perf_counter()
             self._generate_and_score(rnd, r, requests(n_cur, "curriculum"))
-            retained = sum(s["retained"] for s in r.scored.values())
+            retained = sum(s.retained for s in r.scored.values())
             self.finish_phase(rnd, r, "construct", started, questions=len(r.questions), retained=retained)
 
         # (4) promotions from M_{t-1} and the round's evidence (Eq. 5-6)
@@ -403,28 +408,28 @@ class Trainer:
             ]
         )
         for s in scored:
-            r.questions[s.question_id] = {
-                "question_id": s.question_id,
-                "mode": s.mode,
-                "active_cause": s.active_cause,
-                "mastered_cause": s.mastered_cause,
-                "text": s.text,
-            }
-            r.scored[s.question_id] = {
-                "question_id": s.question_id,
-                "n": s.n,
-                "p1": s.p1,
-                "p2": s.p2,
-                "pseudo_label": s.pseudo_label,
-                "retained": s.retained,
-                "reference": s.reference,
-            }
+            r.questions[s.question_id] = QuestionGenerated.model_construct(  # as recorded (validated there)
+                question_id=s.question_id,
+                mode=s.mode,
+                active_cause=s.active_cause,
+                mastered_cause=s.mastered_cause,
+                text=s.text,
+            )
+            r.scored[s.question_id] = QuestionScored.model_construct(
+                question_id=s.question_id,
+                n=s.n,
+                p1=s.p1,
+                p2=s.p2,
+                pseudo_label=s.pseudo_label,
+                retained=s.retained,
+                reference=s.reference,
+            )
         self.progress("construct", len(candidates), len(candidates))
 
     def _train_solver(self, rnd: Round, r: _LoopState) -> dict[str, float]:
         t = r.t
-        retained = [qid for qid, s in r.scored.items() if s["retained"]]
-        labels = [r.scored[q]["pseudo_label"] for q in retained]
+        retained = [qid for qid, s in r.scored.items() if s.retained]
+        labels = [r.scored[q].pseudo_label for q in retained]
         if not retained:
             return {"questions": 0}
 
@@ -433,7 +438,7 @@ class Trainer:
             return cur.solver_rewards(responses, labels[i])
 
         out = self.backend.train_solver(
-            [r.questions[q]["text"] for q in retained],
+            [r.questions[q].text for q in retained],
             reward,
             self.cfg.solver.group_size,
             self.rng(t, "solver"),
@@ -451,7 +456,7 @@ class Trainer:
             for j, resp in failed:
                 fid = f"f{t}-{qid[qid.index('-') + 1 :]}-{j}"
                 failures.append(
-                    {"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid]["reference"]}
+                    {"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid].reference}
                 )
         if failures:
             rnd.record_failures(failures)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from diagevo.catalog import RunConfigured, RunStarted
 from diagevo.config import config_from_record
 from diagevo.errors import BadInput, Hint
 from diagevo.log import Recorder, StoredEvent
 from diagevo.views.memory import committed_rounds
 
-CONFIG_TYPES = ("run.started", "run.configured")
+CONFIG_TYPES = (RunStarted, RunConfigured)
 
 
 def config_fault(event: StoredEvent) -> str | None:
@@ -35,7 +36,7 @@ def recovery(store: Recorder, run: str, event: StoredEvent) -> tuple[str, Hint |
     """How to get past a bad config at ``event``: the words, and the fork that does it (None
     when the run's first config is the bad one: nothing before it to fork)."""
     before = [t for t in committed_rounds(store, run) if t < event.round]
-    if event.type == "run.started" or not before:
+    if event.type == RunStarted.name or not before:
         return "the run has no round before it to fork: start a new run", None
     last = before[-1]
     hint = Hint(("memory", "fork", "--run", run, "--round", str(last), "--to", f"{run}-r{last}"), store.url)

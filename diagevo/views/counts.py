@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from diagevo.catalog import CATALOG, CausePromoted, PromotionsDecided, RoundCommitted
 from diagevo.log import Recorder
 from diagevo.memory.counting import COUNTED_TYPES, Tally
 
-ROUND_MILESTONES = ("cause.promoted", "promotions.decided", "round.committed")
+ROUND_MILESTONES = (CausePromoted, PromotionsDecided, RoundCommitted)
 
 
 def stored_tally(
@@ -34,6 +35,7 @@ def stored_tally(
     tally = Tally()
     for seq in sorted(rows):
         rnd, etype, data = rows[seq]
-        if etype in COUNTED_TYPES:
-            tally.add(rnd, etype, data)
+        cls = CATALOG[etype]
+        if cls in COUNTED_TYPES:
+            tally.add(rnd, cls, data)
     return tally

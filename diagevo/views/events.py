@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import CAUSE_FIELDS
+from diagevo.catalog import CATALOG, CAUSE_FIELDS, Event, RoundCommitted
 from diagevo.log import Recorder
 from diagevo.log.recorder import StoredEvent
 from diagevo.views.follow import follow_events
@@ -24,7 +24,7 @@ class EventFilter:
     """Which events to show: of these types (none: every type), of this round, naming this
     cause (in any of its key fields), failure or question. Every filter given must hold."""
 
-    types: frozenset[str] = frozenset()
+    types: frozenset[type[Event]] = frozenset()
     cause: str | None = None
     failure: str | None = None
     question: str | None = None
@@ -33,7 +33,7 @@ class EventFilter:
     def matches(self, event: StoredEvent) -> bool:
         data = event.data
         return (
-            (not self.types or event.type in self.types)
+            (not self.types or CATALOG[event.type] in self.types)
             and (self.in_round is None or event.round == self.in_round)
             and (self.cause is None or self.cause in {data.get(f) for f in CAUSE_FIELDS})
             and (self.failure is None or data.get("failure_id") == self.failure)
@@ -80,7 +80,7 @@ def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: in
     """The events of ``run`` (default: the latest run) that ``wanted`` picks, the first
     ``limit`` of them (None or 0: all)."""
     run_id = resolve_run(store, run)
-    types = sorted(wanted.types) or None
+    types = wanted.types or None
     keys = wanted.index_keys()
     if keys is not None:
         found = store.read(run_id, keys=keys, types=types, round=wanted.in_round)
@@ -102,5 +102,5 @@ def follow_matching(
     for event in follow_events(store, run):
         if wanted.matches(event):
             yield event
-        if until_round is not None and event.type == "round.committed" and event.round >= until_round:
+        if until_round is not None and event.type == RoundCommitted.name and event.round >= until_round:
             return

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from diagevo.catalog import CauseCreated, Event, NodeCreated, NodesMerged
 from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.memory.state import Memory
 from diagevo.paths import beside_database
@@ -213,15 +214,16 @@ class VectorIndex:
         for node, pos in self._node_pos.items():
             self._node_live[pos] = node in memory.nodes
 
-    def apply(self, type: str, data: dict[str, Any], memory: Memory, vec: np.ndarray | None = None) -> None:
+    def apply(self, event: Event, memory: Memory, vec: np.ndarray | None = None) -> None:
         """Keep the mirror in step with one appended memory event; ``memory`` is the memory
         after it."""
-        if type == "node.created":
-            self.add_node(data["node_id"])
-        elif type == "cause.created":
-            self.add_cause(data["cause_id"], data["node_id"], data["description"], vec)
-        elif type == "nodes.merged":
-            self.follow(memory)
+        match event:
+            case NodeCreated(node_id=node_id):
+                self.add_node(node_id)
+            case CauseCreated(cause_id=cause_id, node_id=node_id, description=description):
+                self.add_cause(cause_id, node_id, description, vec)
+            case NodesMerged():
+                self.follow(memory)
 
     def prescreen(self, vecs: np.ndarray, block: int = 256) -> None:
         """Announce the round's new-cause vectors (rows in processing order).

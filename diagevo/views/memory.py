@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from diagevo.catalog import FOLDED
+from diagevo.catalog import FOLDED, RoundCommitted, RunStarted
 from diagevo.errors import Hint, NotFound
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
@@ -73,11 +73,12 @@ def load_memory(store: Recorder, run: str, round: int | None = None, *, since: M
     if not store.has_run(run):
         raise unknown_run(store, run)
     if round == 0:
-        for seq, _, etype, data in fold_rows(store, run):
-            if etype != "run.started":
+        for row in fold_rows(store, run):
+            event = row.event
+            if not isinstance(event, RunStarted):
                 break
-            return start(run, data, seq)
-        raise InvariantError(f"run {run!r} does not begin with run.started")
+            return start(run, event, row.seq)
+        raise InvariantError(f"run {run!r} does not begin with {RunStarted.name}")
     base = _snapshot(store, run, round)
     if round is not None and base is not None and base.committed == round:
         return base
@@ -89,7 +90,7 @@ def load_memory(store: Recorder, run: str, round: int | None = None, *, since: M
 
 def committed_rounds(store: Recorder, run: str) -> list[int]:
     """The run's committed rounds (as many rows as rounds, through the type index)."""
-    return [r.round for r in store.rows(run, types=("round.committed",), data=False)]
+    return [r.round for r in store.rows(run, types=(RoundCommitted,), data=False)]
 
 
 def commit_memories(store: Recorder, run: str, after_round: int = 0) -> Iterator[Memory]:
@@ -118,7 +119,7 @@ def save_snapshots(store: Recorder, run: str) -> int:
     fresh = list(commits(fold_rows(store, run, mem.last_seq if mem else 0), run, mem))
     if not fresh:
         return 0
-    hashes = {e.seq: e.hash for e in store.read(run, types=("round.committed",), after_seq=fresh[0].last_seq - 1)}
+    hashes = {e.seq: e.hash for e in store.read(run, types=(RoundCommitted,), after_seq=fresh[0].last_seq - 1)}
     store.put_view_states(
         [
             ViewState(VIEW, run, m.committed, m.last_seq, hashes[m.last_seq], m.to_json())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, TrainStep
 from diagevo.errors import Hint
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
@@ -72,8 +73,8 @@ def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | No
 def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
     """``unknown cause 'c1' in run 'demo'``, with the cause ids of the run it most likely means
     (case aside, or close), else the command that lists them."""
-    created = store.rows(run, types=("cause.created",))
-    meant = did_you_mean(cause, (e.data["cause_id"] for e in created if isinstance(e.data.get("cause_id"), str)))
+    created = (CauseCreated.from_stored(row.data) for row in store.rows(run, types=(CauseCreated,)))
+    meant = did_you_mean(cause, (e.cause_id for e in created if isinstance(e.cause_id, str)))
     said = f"unknown cause {cause!r} in run {run!r}"
     if meant:
         return UnknownCause(said + meant)
@@ -124,7 +125,7 @@ def steps(store: Recorder, run: str | None = None) -> dict[str, Any]:
     """Every GRPO step the run logged (``train.step``), in log order: ``steps`` rows of
     :func:`step_row`; ``fields``: the TRL fields present, those of :data:`STEP_FIELDS` first."""
     run_id = resolve_run(store, run)
-    rows = [step_row(e.round, e.data) for e in store.read(run_id, types=("train.step",))]
+    rows = [step_row(e.round, e.data) for e in store.read(run_id, types=(TrainStep,))]
     seen = dict.fromkeys(k for r in rows for k in r if k not in ("round", "role", "step", "global_step"))
     fields = [f for f in STEP_FIELDS if f in seen] + sorted(f for f in seen if f not in STEP_FIELDS)
     return {"run": run_id, "steps": rows, "fields": fields}
@@ -132,7 +133,7 @@ def steps(store: Recorder, run: str | None = None) -> dict[str, Any]:
 
 def pruned_checkpoints(store: Recorder, run: str) -> dict[str, Any]:
     """Path -> the ``checkpoint.pruned`` event that deleted it, of ``run``."""
-    return {e.data["path"]: e for e in store.read(run, types=("checkpoint.pruned",))}
+    return {e.data["path"]: e for e in store.read(run, types=(CheckpointPruned,))}
 
 
 def pruned_note(event: Any) -> str:
@@ -148,7 +149,7 @@ def checkpoint_disk(store: Recorder, run: str) -> dict[int, dict[str, float]]:
     (``disk_mb``), from ``checkpoint.written``'s bytes and ``checkpoint.pruned``."""
     gone = pruned_checkpoints(store, run)
     out: dict[int, dict[str, float]] = {}
-    for e in store.read(run, types=("checkpoint.written",)):
+    for e in store.read(run, types=(CheckpointWritten,)):
         size = e.data.get("bytes")
         if not isinstance(size, int):
             continue

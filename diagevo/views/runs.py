@@ -17,11 +17,21 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from diagevo.catalog import MILESTONES
+from diagevo.catalog import (
+    MILESTONES,
+    Event,
+    RoundCommitted,
+    RoundStarted,
+    RunConfigured,
+    RunForked,
+    RunNoted,
+    RunStarted,
+    RunTagged,
+)
 from diagevo.log import Recorder
 from diagevo.results import Json
 
-_READ = (*MILESTONES, "run.configured", "run.forked", "run.tagged", "run.noted")
+_READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunForked, RunTagged, RunNoted)
 
 
 @dataclass(frozen=True)
@@ -101,28 +111,29 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     trainer: str | None = None
     forked_at: int | None = None
     for e in store.read(run, types=_READ):
-        if e.type in ("run.started", "run.configured"):
-            config = dict(e.data.get("config", {}))
-            if e.type == "run.started" and isinstance(e.data.get("trainer"), str):
-                trainer = e.data["trainer"]
-        elif e.type == "round.started":
-            started.add(e.round)
-        elif e.type == "round.committed":
-            committed.add(e.round)
-        elif e.type == "run.forked":
-            forked = {"run": e.data.get("source_run"), "round": e.data.get("source_round")}
-            whatif = e.data.get("whatif")
-            if isinstance(whatif, dict):  # a what-if: its memory re-decided, not continued by a trainer
-                forked["whatif"] = whatif.get("settings", {})
-            forked_at = e.round
-        elif e.type == "run.tagged":
-            for tag in e.data.get("tags", []):
-                if e.data.get("removed"):
-                    tags.pop(tag, None)
-                else:
-                    tags[tag] = None
-        elif e.type == "run.noted":
-            notes.append(str(e.data.get("note", "")))
+        match e.event:
+            case RunStarted(config=run_config, trainer=name):
+                config = dict(run_config)
+                trainer = name if isinstance(name, str) else trainer
+            case RunConfigured(config=run_config):
+                config = dict(run_config)
+            case RoundStarted():
+                started.add(e.round)
+            case RoundCommitted():
+                committed.add(e.round)
+            case RunForked(source_run=source_run, source_round=source_round, whatif=whatif):
+                forked = {"run": source_run, "round": source_round}
+                if isinstance(whatif, dict):  # a what-if: its memory re-decided, not continued by a trainer
+                    forked["whatif"] = whatif.get("settings", {})
+                forked_at = e.round
+            case RunTagged(tags=labels, removed=removed):
+                for tag in labels:
+                    if removed:
+                        tags.pop(tag, None)
+                    else:
+                        tags[tag] = None
+            case RunNoted(note=note):
+                notes.append(str(note))
     first = next(store.read(run, limit=1), None)
     last = max(committed, default=0)
     open_round = last + 1 if last + 1 in started else None

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from diagevo.catalog import CATALOG
+from diagevo.catalog import CATALOG, EvalRecorded, RoundCommitted
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import drafts
@@ -48,6 +48,7 @@ COLUMNS = (*MEMORY_COLUMNS, *COUNTED_COLUMNS)
 # numeric fields of a commit summary that are the round's figures (older logs carry held-out
 # accuracy there rather than in eval.recorded)
 _SUMMARY_METRICS = ("heldout", "pseudo_label_acc", "val_acc")
+_EVAL, _COMMIT = EvalRecorded.name, RoundCommitted.name
 
 
 def memory_sizes(mem: Memory) -> dict[str, Any]:
@@ -104,14 +105,14 @@ class RoundStats:
         column = counted_column(etype, data)
         if column is not None:
             counts[column] += 1
-        if etype == "eval.recorded":
+        if etype == _EVAL:
             metrics = self.metrics.setdefault(rnd, {})
             if "benchmark" in data:  # a benchmark score of the round's checkpoint: the latest counts
                 if isinstance(data.get("accuracy"), (int, float)):
                     metrics[f"bench/{data['benchmark']}"] = float(data["accuracy"])
             elif "measure" not in data:  # the simulator's dynamics measures are the report's own
                 metrics.update({_metric_name(k): float(v) for k, v in data.items() if _number(v)})
-        elif etype == "round.committed":  # its summary's figures, where no eval.recorded gave them
+        elif etype == _COMMIT:  # its summary's figures, where no eval.recorded gave them
             metrics = self.metrics.setdefault(rnd, {})
             for k, v in data.items():
                 if _number(v) and k.startswith(_SUMMARY_METRICS):
@@ -191,7 +192,7 @@ def scan(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]], run: str) -> l
     acc = RoundStats()
     for draft, (seq, rnd, etype, data) in drafts(rows, run):
         acc.add(EventRow(seq, rnd, etype, dict(data)))
-        if etype == "round.committed":
+        if etype == _COMMIT:
             acc.commit(draft.freeze())
     return acc.rows()
 

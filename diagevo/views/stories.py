@@ -6,7 +6,7 @@ merges of its node.
 :func:`cause_rows` reads only the events a story needs (indexed reads: the cause's own events,
 its failures with their diagnoses, their questions, the node merges); :func:`cause_stories`
 folds events into stories, one pass, the merge rule taken from the fold
-(:func:`diagevo.memory.fold.reparent`).
+(:meth:`diagevo.catalog.NodesMerged.reparent`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,24 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from diagevo.catalog import (
+    CATALOG,
+    EVENT_CLASSES,
+    CauseCreated,
+    CausePromoted,
+    CauseReactivated,
+    Event,
+    FailureAttributed,
+    FailureDiagnosed,
+    FailureRecorded,
+    LLMCalled,
+    NodesMerged,
+    QuestionGenerated,
+    QuestionScored,
+)
 from diagevo.log import Recorder
 from diagevo.log.recorder import EventRow
-from diagevo.memory.fold import InvariantError, Row, reparent
+from diagevo.memory.fold import InvariantError, Row
 
 
 def _question_view(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -72,89 +87,76 @@ class _StoryTeller:
 
     def read(self, seq: int, rnd: int, etype: str, d: Mapping[str, Any]) -> None:
         base = {"seq": seq, "round": rnd}
-        if self.remember(etype, d):
+        event = CATALOG[etype].from_stored(d)
+        if self.remember(event, d):
             return
-        if etype == "nodes.merged":
-            self.merge_nodes(base, d)
-        elif etype == "cause.created":
-            self.create(base, d)
-        elif d.get("cause_id") not in self.stories:
-            return
-        elif etype == "failure.attributed":
-            self.attribute(base, d)
-        elif etype == "cause.promoted":
-            self.stories[d["cause_id"]]["timeline"].append(
-                {**base, "kind": "promoted", "acc": d["acc"], "n_candidates": d["n_candidates"]}
-            )
-        elif etype == "cause.reactivated":
-            failure = self.failure_view(d["failure_id"])
-            entry = {**base, "kind": "reactivated", "via": None, "similarity": None, "failure": failure}
-            self.pending[(d["cause_id"], d["failure_id"])] = entry
-            self.stories[d["cause_id"]]["timeline"].append(entry)
+        match event:
+            case NodesMerged() as merge:
+                self.merge_nodes(base, merge)
+            case CauseCreated() as created:
+                self.create(base, created)
+            case FailureAttributed(cause_id=cid) as attributed if cid in self.stories:
+                self.attribute(base, attributed)
+            case CausePromoted(cause_id=cid, acc=acc, n_candidates=n) if cid in self.stories:
+                self.stories[cid]["timeline"].append({**base, "kind": "promoted", "acc": acc, "n_candidates": n})
+            case CauseReactivated(cause_id=cid, failure_id=fid) if cid in self.stories:
+                failure = self.failure_view(fid)
+                entry = {**base, "kind": "reactivated", "via": None, "similarity": None, "failure": failure}
+                self.pending[(cid, fid)] = entry
+                self.stories[cid]["timeline"].append(entry)
 
-    def remember(self, etype: str, d: Mapping[str, Any]) -> bool:
+    def remember(self, event: Event, d: Mapping[str, Any]) -> bool:
         """Keep what a later entry shows (a question, its votes, a failure, its diagnosis, a
         Prompt 1 reply); False for an event of another type."""
-        if etype == "question.generated":
-            self.questions[d["question_id"]] = {**self.questions.get(d["question_id"], {}), **d}
-        elif etype == "question.scored":
-            scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
-            self.questions[d["question_id"]] = {**self.questions.get(d["question_id"], {}), **scored}
-        elif etype == "failure.recorded":
-            self.failures[d["failure_id"]] = d
-        elif etype == "failure.diagnosed":
-            self.diagnoses[d["failure_id"]] = d
-        elif etype == "llm.called" and d.get("stage") == "extract" and isinstance(d.get("failure_id"), str):
-            self.replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
-        else:
-            return False
+        match event:
+            case QuestionGenerated(question_id=qid):
+                self.questions[qid] = {**self.questions.get(qid, {}), **d}
+            case QuestionScored(question_id=qid):
+                scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
+                self.questions[qid] = {**self.questions.get(qid, {}), **scored}
+            case FailureRecorded(failure_id=fid):
+                self.failures[fid] = d
+            case FailureDiagnosed(failure_id=fid):
+                self.diagnoses[fid] = d
+            case LLMCalled(stage="extract") if isinstance(d.get("failure_id"), str):  # failure_id: carried
+                self.replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
+            case _:
+                return False
         return True
 
-    def merge_nodes(self, base: dict[str, Any], d: Mapping[str, Any]) -> None:
-        for story in self.stories.values():  # in order of creation
-            if story["node"] in (d["survivor"], d["absorbed"]):
+    def merge_nodes(self, base: dict[str, Any], merge: NodesMerged) -> None:
+        """A node merge in the timeline of every story of a cause under either node, in order of
+        creation; the cause moves as the fold moves it (:meth:`NodesMerged.reparent`)."""
+        for story in self.stories.values():
+            if story["node"] in (merge.survivor, merge.absorbed):
                 story["timeline"].append(
                     {
                         **base,
                         "kind": "node_merged",
                         "from_node": story["node"],
-                        "survivor": d["survivor"],
-                        "absorbed": d["absorbed"],
-                        "label": d["label"],
-                        "similarity": d.get("similarity"),
+                        "survivor": merge.survivor,
+                        "absorbed": merge.absorbed,
+                        "label": merge.label,
+                        "similarity": merge.similarity,
                     }
                 )
-                story["node"] = reparent(story["node"], d)
+                story["node"] = merge.reparent(story["node"])
 
-    def create(self, base: dict[str, Any], d: Mapping[str, Any]) -> None:
-        cid = d["cause_id"]
+    def create(self, base: dict[str, Any], created: CauseCreated) -> None:
+        cid, node, description = created.cause_id, created.node_id, created.description
         if self.cause_ids is not None and cid not in self.cause_ids:
             return
-        node, description = d["node_id"], d["description"]
         self.stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
-        self.stories[cid]["timeline"].append(
-            {
-                **base,
-                "kind": "created",
-                "node": node,
-                "description": description,
-                "failure": self.failure_view(d.get("failure_id")),
-            }
-        )
+        entry = {**base, "kind": "created", "node": node, "description": description}
+        self.stories[cid]["timeline"].append({**entry, "failure": self.failure_view(created.failure_id)})
 
-    def attribute(self, base: dict[str, Any], d: Mapping[str, Any]) -> None:
-        cid = d["cause_id"]
-        entry = {
-            **base,
-            "kind": "attributed",
-            "via": d["via"],
-            "similarity": d.get("similarity"),
-            "failure": self.failure_view(d["failure_id"]),
-        }
-        react = self.pending.pop((cid, d["failure_id"]), None)
+    def attribute(self, base: dict[str, Any], attributed: FailureAttributed) -> None:
+        cid, fid, via, similarity = attributed.cause_id, attributed.failure_id, attributed.via, attributed.similarity
+        entry = {**base, "kind": "attributed", "via": via, "similarity": similarity}
+        react = self.pending.pop((cid, fid), None)
         if react is not None:  # the reactivation is explained by this attribution
-            react.update(via=d["via"], similarity=d.get("similarity"))
-        self.stories[cid]["timeline"].append(entry)
+            react.update(via=via, similarity=similarity)
+        self.stories[cid]["timeline"].append({**entry, "failure": self.failure_view(fid)})
 
 
 def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -174,13 +176,14 @@ def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
     fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
     failures = list(store.rows(run, keys={"failure_id": fids}, types=_FAILURE_TYPES, texts=True))
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
-    questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
-    merges = store.rows(run, types=("nodes.merged",))
+    questions = store.rows(run, keys={"question_id": qids}, types=_QUESTION_TYPES, texts=True)
+    merges = store.rows(run, types=(NodesMerged,))
     events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
     return [events[seq] for seq in sorted(events)]
 
 
-_FAILURE_TYPES = ("failure.recorded", "failure.diagnosed", "llm.called")  # llm.called: the replies
+_FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, LLMCalled)  # llm.called: the replies
+_QUESTION_TYPES = (QuestionGenerated, QuestionScored)
 
 RECENT = 10
 """Attributions a story shows by default (``memory why``): the most recent ones."""
@@ -190,24 +193,22 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     """The events of a cause's story with only its ``recent`` newest attributions (and those that
     explain a reactivation), and how many attributions it has in all (counted by the database):
     what is read does not grow with the number of attributions."""
-    from diagevo.catalog import CATALOG
-
-    others = [t for t in CATALOG if t != "failure.attributed"]
+    others = [t for t in EVENT_CLASSES if t is not FailureAttributed]
     head = [*store.rows(run, keys={"cause_id": [cause]}, types=others)]
-    total = store.count(run, keys={"cause_id": [cause]}, types=("failure.attributed",))
+    total = store.count(run, keys={"cause_id": [cause]}, types=(FailureAttributed,))
     latest = [
         EventRow(e.seq, e.round, e.type, e.data)
-        for e in store.read(run, keys={"cause_id": [cause]}, types=("failure.attributed",), limit=recent, newest=True)
+        for e in store.read(run, keys={"cause_id": [cause]}, types=(FailureAttributed,), limit=recent, newest=True)
     ]
     reactivated = [
         e.data["failure_id"]
         for e in head
-        if e.type == "cause.reactivated" and isinstance(e.data.get("failure_id"), str)
+        if e.type == CauseReactivated.name and isinstance(e.data.get("failure_id"), str)
     ]
     explaining = (
         [
             e
-            for e in store.rows(run, keys={"failure_id": reactivated}, types=("failure.attributed",))
+            for e in store.rows(run, keys={"failure_id": reactivated}, types=(FailureAttributed,))
             if e.data.get("cause_id") == cause
         ]
         if reactivated
@@ -217,8 +218,8 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
     failures = list(store.rows(run, keys={"failure_id": fids}, types=_FAILURE_TYPES, texts=True))
     qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
-    questions = store.rows(run, keys={"question_id": qids}, types=("question.generated", "question.scored"), texts=True)
-    merges = store.rows(run, types=("nodes.merged",))
+    questions = store.rows(run, keys={"question_id": qids}, types=_QUESTION_TYPES, texts=True)
+    merges = store.rows(run, types=(NodesMerged,))
     events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
     return [events[seq] for seq in sorted(events)], total
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from diagevo.catalog import RoundCommitted
 from diagevo.log import Recorder
 from diagevo.memory.counting import COUNTED_TYPES, breaks
 from diagevo.memory.fold import InvariantError, commits
@@ -58,7 +59,7 @@ def counted_twice(store: Recorder, run: str) -> list[str]:
     """Every break of the counting rules (:mod:`diagevo.memory.counting`): evidence counted
     twice (a failure recorded, diagnosed or attributed again, a question generated or scored
     again) or a round's promotions out of place, each named by its seq and rule."""
-    rows = store.rows(run, types=sorted(COUNTED_TYPES))
+    rows = store.rows(run, types=COUNTED_TYPES)
     return [f"seq {b.at}: {b.rule}: {b.reason}" for b in breaks(rows)]
 
 
@@ -76,8 +77,8 @@ def verify_anchors(store: Recorder, run: str) -> list[str]:
                 problems.append(f"log cut off: {what} summarises the log up to seq {s.seq}, but {where}")
             elif at.hash != s.hash:
                 problems.append(f"log replaced: the event at seq {s.seq} is not the one {what} summarised")
-            elif name == memory.VIEW and (at.round, at.type) != (s.part, "round.committed"):
-                problems.append(f"{what} names seq {s.seq}, which is not that round's round.committed")
+            elif name == memory.VIEW and (at.round, at.type) != (s.part, RoundCommitted.name):
+                problems.append(f"{what} names seq {s.seq}, which is not that round's {RoundCommitted.name}")
     return problems
 
 

@@ -26,6 +26,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from diagevo import curriculum as cur
+from diagevo.catalog import (
+    CausePromoted,
+    CauseReactivated,
+    CheckpointWritten,
+    EvalRecorded,
+    PhaseCompleted,
+    QuestionGenerated,
+    QuestionScored,
+)
 from diagevo.catalog.ids import event_id
 from diagevo.config import MethodConfig
 from diagevo.log import Recorder
@@ -46,7 +55,7 @@ def solver_checkpoints(store: Recorder, run: str) -> dict[int, Path]:
     """Round -> the checkpoint written after that round's solver update."""
     return {
         e.round: Path(e.data["path"])
-        for e in store.read(run, types=("checkpoint.written",))
+        for e in store.read(run, types=(CheckpointWritten,))
         if e.data.get("phase") == "solver"
     }
 
@@ -66,25 +75,24 @@ def run_measures(store: Recorder, run: str, backend: SimBackend) -> dict[int, di
     labels: dict[int, list[tuple[str, str | None]]] = {}  # round -> (text, pseudo-label) retained
     text_of: dict[str, str] = {}
     care: dict[int, float] = {}
-    kinds = ("question.generated", "question.scored", "cause.promoted", "cause.reactivated", "phase.completed")
+    kinds = (QuestionGenerated, QuestionScored, CausePromoted, CauseReactivated, PhaseCompleted)
     for e in store.read(run, types=kinds, texts=True):
-        if e.type == "phase.completed":
-            if e.data.get("phase") == "solver" and "care" in e.data:
+        match e.event:
+            case PhaseCompleted(phase="solver") if "care" in e.data:  # care: carried
                 care[e.round] = float(e.data["care"])
-        elif e.type == "question.scored":
-            if e.data["retained"]:
-                retained_for.setdefault(e.round, set()).update(targets.get(e.data["question_id"], ()))
-                labels.setdefault(e.round, []).append((text_of.get(e.data["question_id"], ""), e.data["pseudo_label"]))
-        elif e.type == "question.generated":
-            targets[e.data["question_id"]] = tuple(c for c in (e.data["active_cause"], e.data["mastered_cause"]) if c)
-            text_of[e.data["question_id"]] = e.data["text"]
-            texts.setdefault(e.round, []).append(e.data["text"])
-            if e.data["mode"] == "free":
-                free.setdefault(e.round, []).append(e.data["text"])
-        elif e.type == "cause.promoted":
-            promoted.setdefault(e.round, set()).add(e.data["cause_id"])
-        else:
-            reactivated.setdefault(e.round, []).append(e.data["cause_id"])
+            case QuestionScored(retained=True, question_id=qid, pseudo_label=label):
+                retained_for.setdefault(e.round, set()).update(targets.get(qid, ()))
+                labels.setdefault(e.round, []).append((text_of.get(qid, ""), label))
+            case QuestionGenerated(question_id=qid, text=text) as q:
+                targets[qid] = tuple(c for c in (q.active_cause, q.mastered_cause) if c)
+                text_of[qid] = text
+                texts.setdefault(e.round, []).append(text)
+                if q.mode == "free":
+                    free.setdefault(e.round, []).append(text)
+            case CausePromoted(cause_id=cause_id):
+                promoted.setdefault(e.round, set()).add(cause_id)
+            case CauseReactivated(cause_id=cause_id):
+                reactivated.setdefault(e.round, []).append(cause_id)
     n_variants = len(backend.variants)
     out: dict[int, dict[str, float]] = {}
     for t in committed_rounds(store, run):
@@ -182,13 +190,10 @@ def measure_seed(
             run,
             [
                 new_event(
-                    "eval.recorded",
-                    run,
-                    t,
-                    event_id(run, t, "eval", MEASURE),
-                    measure=MEASURE,
-                    reference=runs[reference],
-                    **m,
+                    EvalRecorded(**{"measure": MEASURE, "reference": runs[reference], **m}),
+                    run=run,
+                    round=t,
+                    event_id=event_id(run, t, "eval", MEASURE),
                 )
                 for t, m in sorted(measures[v].items())
             ],

@@ -1,0 +1,174 @@
+"""What every event type is: a pydantic model of its ``data`` that declares, as class variables,
+the facts the log, the fold and the statistics read of it (its name, its kind, its long texts,
+the ids it names, how it is counted), and how to read its older stored shapes (upcasters).
+
+Constructing an event validates it (``CauseCreated(cause_id=..., node_id=..., description=...)``:
+a field that does not fit raises :class:`InvalidEvent`, in diagevo's words). Reading one back
+from the log validates nothing (:meth:`Event.from_stored`): the log holds only what was
+validated when it was appended, and a fold over a million events must not pay a validation
+each. A stored event older than its class (``class_version``) goes through the class's
+upcasters ``upcast_v1_v2``, ``upcast_v2_v3`` ... on the way, as eventsourcing does; the stored
+bytes never change.
+
+Kinds:
+
+- ``milestone``: where a run and its rounds stand (the round protocol's states);
+- ``memory``: changes the memory M_t (the fold applies it);
+- ``evidence``: what a round observed (questions, their scores, failures and their diagnoses);
+- ``bookkeeping``: the loop's and the diagnostician's notes; it opens a round and changes nothing;
+- ``retrospective``: about a round already committed (a checkpoint evaluated or chosen later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from diagevo.errors import BadInput
+from diagevo.parsing import find_not_utf8, one_line, quoted
+
+KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
+"""Data fields that name a cause, a failure or a question: each is also a column of ``events``,
+filled at append time (a string value, else NULL), with a partial index on (run_id, field)."""
+
+CAUSE_FIELDS = KEY_FIELDS[:4]
+"""The key fields that name a cause."""
+
+
+class Kind(StrEnum):
+    MILESTONE = "milestone"
+    MEMORY = "memory"
+    EVIDENCE = "evidence"
+    BOOKKEEPING = "bookkeeping"
+    RETROSPECTIVE = "retrospective"
+
+
+class InvalidEvent(BadInput):
+    """An event whose envelope or data does not fit the catalog."""
+
+
+def first_error(exc: ValidationError) -> str:
+    """The first problem pydantic found, on one line, its place first (``field.0: reason``)."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) if len(str(p)) <= 40 else quoted(p, 40) for p in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    return one_line(f"{loc}: {msg}" if loc else msg)
+
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+class Event(BaseModel):
+    """The data of one event type (extra fields refused). Subclasses declare the facts below."""
+
+    # the schema is built on the first validation: a read builds none
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    name: ClassVar[str]  # the type's name in the log, e.g. "cause.created"
+    kind: ClassVar[Kind]
+    folded: ClassVar[bool] = False  # the fold applies it (it changes M_t, or starts or commits it)
+    texts: ClassVar[tuple[str, ...]] = ()  # long texts kept in the event's row, named in data by their sha256
+    phrases: ClassVar[tuple[str, ...]] = ()  # short untrusted phrases, stored up to limits.phrase_bytes
+    keys: ClassVar[tuple[str, ...]] = ()  # the KEY_FIELDS its data names
+    counted: ClassVar[str | None] = None  # its column in the per-round statistics
+    counted_if: ClassVar[str | None] = None  # ...counted only when this boolean data field is true
+    class_version: ClassVar[int] = 1  # the shape of its data; older stored shapes are upcast on read
+    stored_if_set: ClassVar[tuple[str, ...]] = ()  # fields a later version added: absent when None
+    upcasters: ClassVar[tuple[Upcaster, ...]] = ()  # upcast_v1_v2 ... up to class_version, in order
+    reader: ClassVar[Callable[[Mapping[str, Any]], Event]]  # from_stored, built once per class
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.upcasters = tuple(getattr(cls, f"upcast_v{v}_v{v + 1}") for v in range(1, cls.class_version))
+        cls.reader = staticmethod(_reader(cls))
+
+    if not TYPE_CHECKING:  # the type checker keeps the fields' signature pydantic declares
+
+        def __init__(self, **data: Any) -> None:
+            problem = find_not_utf8(data, "data")
+            if problem is not None:
+                raise InvalidEvent(f"{self.name}: {problem}")
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise InvalidEvent(f"{self.name}: data.{first_error(exc)}") from None
+
+        def __getattr__(self, item: str) -> Any:
+            """An event read from the log holds its ``__dict__`` alone (:func:`_reader`: one
+            attribute set, not four); pydantic's own state is filled on first use, as it is for
+            a complete, closed shape."""
+            if item == "__pydantic_fields_set__":
+                value: Any = set(self.__dict__)  # the declared fields, as model_construct sets it
+            elif item in ("__pydantic_extra__", "__pydantic_private__"):
+                value = None
+            else:
+                return super().__getattr__(item)
+            _set(self, item, value)
+            return value
+
+    @classmethod
+    def from_stored(cls, data: Mapping[str, Any]) -> Self:
+        """The event whose stored data is ``data``, unvalidated (it was validated when it was
+        appended), upcast to the current version. Its long texts are the stored
+        ``{"$artifact": sha256}`` references unless the read put them back (``texts=True``);
+        ``cut``, which says which texts were cut, stays in the stored data."""
+        return cls.reader(data)  # type: ignore[return-value]
+
+    def stored_data(self) -> dict[str, Any]:
+        """The data as the log stores it: JSON values, and the fields a later version added
+        left out while unset (the bytes of an event of an older version stay as they were)."""
+        data = self.model_dump(mode="json", exclude_none=False)
+        for f in self.stored_if_set:
+            if f in data and data[f] is None:
+                del data[f]
+        return data
+
+
+def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any]], Event]:
+    """:meth:`Event.from_stored` for ``cls``, with what it looks up per event bound once: a
+    fold reads a million events through it."""
+    upcasters, closed = cls.upcasters, cls.model_config.get("extra") == "forbid"
+    order = tuple(cls.__pydantic_fields__)  # declared order: the event's repr and dump keep it
+    fields = frozenset(order)
+    count, construct = len(fields), cls.model_construct
+
+    def read(data: Mapping[str, Any]) -> Event:
+        for upcast in upcasters:
+            data = upcast(dict(data))
+        if closed and len(data) == count:  # a complete, closed shape: model_construct's result
+            event = _new(cls)
+            _set(event, "__dict__", data)  # the rest on first use (Event.__getattr__)
+            return event
+        if not closed and fields <= data.keys():  # every declared field, the others carried
+            event = _new(cls)
+            _set(event, "__dict__", {f: data[f] for f in order})
+            _set(event, "__pydantic_extra__", {f: v for f, v in data.items() if f not in fields and f != "cut"})
+            return event
+        return construct(**{f: v for f, v in data.items() if f != "cut"})
+
+    return read
+
+
+class OpenEvent(Event):
+    """Bookkeeping and summaries: declared fields are checked, extra fields are carried."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+
+
+def absent_is_none(*fields: str) -> Upcaster:
+    """An upcaster for fields a version added as optional: a stored event of the version before
+    lacks them, which means None."""
+
+    def upcast(data: dict[str, Any]) -> dict[str, Any]:
+        for f in fields:
+            data.setdefault(f, None)
+        return data
+
+    return upcast

@@ -1,0 +1,462 @@
+"""The event types: one class per type, each the pydantic model of its ``data`` and the
+declaration of its catalog facts (the base class ``Event`` of ``diagevo.catalog.event``). The order here is the
+catalog's (the reference page, the PostgreSQL registry rows, ``memory events --type``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
+
+from diagevo.catalog.event import Event, Kind, OpenEvent, Upcaster, absent_is_none
+from diagevo.parsing import check_id
+
+GenerationMode = Literal["free", "targeted", "stitched"]
+
+
+# --- milestones and the memory -----------------------------------------------------------------
+
+
+class _RunConfig(Event):
+    """A run's config (the hyperparameters, at least ``k``) and its seed."""
+
+    config: dict[str, Any]
+    seed: int = 0
+
+    @field_validator("config")
+    @classmethod
+    def _a_run_config(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """At least k; every field known (the schema: :func:`diagevo.config.config_from_record`,
+        loaded when an event is validated: a read needs no config schema)."""
+        from diagevo.config import config_from_record
+
+        config_from_record(v)
+        return v
+
+
+class RunStarted(_RunConfig):
+    """A run begins: its config, its seed and the trainer that drives it (``diagevo train``,
+    or the name an external trainer gives; absent in logs of older diagevo versions)."""
+
+    name: ClassVar[str] = "run.started"
+    kind: ClassVar[Kind] = Kind.MILESTONE
+    folded: ClassVar[bool] = True
+    class_version: ClassVar[int] = 2  # 2: trainer
+    stored_if_set: ClassVar[tuple[str, ...]] = ("trainer",)
+    upcast_v1_v2: ClassVar[Upcaster] = staticmethod(absent_is_none("trainer"))
+
+    trainer: str | None = None
+
+    @field_validator("trainer")
+    @classmethod
+    def _a_name(cls, v: str | None) -> str | None:
+        """A name on one line (shown by ``runs`` and ``report``)."""
+        return None if v is None else check_id(v, "trainer", 200)
+
+
+class RunConfigured(_RunConfig):
+    """The run's config from here on (``diagevo train --resume --set ...``): k and the switches
+    of the rounds that follow. Recorded before the round it applies to."""
+
+    name: ClassVar[str] = "run.configured"
+    kind: ClassVar[Kind] = Kind.MEMORY
+    folded: ClassVar[bool] = True
+
+
+class RoundStarted(Event):
+    """Round t is open: its questions, promotions and failures may be recorded."""
+
+    name: ClassVar[str] = "round.started"
+    kind: ClassVar[Kind] = Kind.MILESTONE
+
+
+class QuestionGenerated(Event):
+    """A candidate question of Q^cur (or Q^chal), with its generation mode and the causes it
+    was asked to target: evidence for P_t(e) of Eq. 5."""
+
+    name: ClassVar[str] = "question.generated"
+    kind: ClassVar[Kind] = Kind.EVIDENCE
+    texts: ClassVar[tuple[str, ...]] = ("text",)
+    keys: ClassVar[tuple[str, ...]] = ("question_id", "active_cause", "mastered_cause")
+    counted: ClassVar[str | None] = "questions"
+
+    question_id: str
+    mode: GenerationMode
+    active_cause: str | None = None
+    mastered_cause: str | None = None
+    text: str = ""
+    node: str | None = None  # skill node of the active cause at generation time
+
+    @model_validator(mode="after")
+    def _causes_fit_mode(self) -> QuestionGenerated:
+        want = {"free": (False, False), "targeted": (True, False), "stitched": (True, True)}[self.mode]
+        if (self.active_cause is not None, self.mastered_cause is not None) != want:
+            raise ValueError(f"mode {self.mode!r} does not fit active_cause/mastered_cause")
+        return self
+
+
+class QuestionScored(Event):
+    """The votes on a question: p1, p2 over N construction responses, the pseudo-label and
+    whether the double-confidence filter (Eq. 3) retained it; evidence for acc_t(e) of Eq. 6."""
+
+    name: ClassVar[str] = "question.scored"
+    kind: ClassVar[Kind] = Kind.EVIDENCE
+    texts: ClassVar[tuple[str, ...]] = ("reference",)
+    phrases: ClassVar[tuple[str, ...]] = ("pseudo_label",)
+    keys: ClassVar[tuple[str, ...]] = ("question_id",)
+    counted: ClassVar[str | None] = "retained"
+    counted_if: ClassVar[str | None] = "retained"
+
+    question_id: str
+    n: int = Field(ge=1)
+    p1: float = Field(ge=0.0, le=1.0)
+    p2: float = Field(ge=0.0, le=1.0)
+    pseudo_label: str | None = None
+    retained: bool
+    reference: str = ""  # the construction response kept for diagnosis (retained questions)
+
+
+class PromotionsDecided(OpenEvent):
+    """Round t's promotions are decided (Eq. 5-6, once): the evidence is closed."""
+
+    name: ClassVar[str] = "promotions.decided"
+    kind: ClassVar[Kind] = Kind.MILESTONE
+
+    promoted: list[str]
+    candidates: int = Field(ge=0)
+
+
+class CausePromoted(Event):
+    """An Active cause is Mastered (Eq. 5-6): its accuracy over its candidates reached theta_up.
+    Its frequency becomes 0."""
+
+    name: ClassVar[str] = "cause.promoted"
+    kind: ClassVar[Kind] = Kind.MEMORY
+    folded: ClassVar[bool] = True
+    keys: ClassVar[tuple[str, ...]] = ("cause_id",)
+    counted: ClassVar[str | None] = "promotions"
+
+    cause_id: str
+    acc: float = Field(ge=0.0, le=1.0)
+    n_candidates: int = Field(ge=1)
+
+
+class FailureRecorded(Event):
+    """A failed solver response to a retained question, with the construction response that
+    agrees with the pseudo-label (the reference the diagnostician compares it with)."""
+
+    name: ClassVar[str] = "failure.recorded"
+    kind: ClassVar[Kind] = Kind.EVIDENCE
+    texts: ClassVar[tuple[str, ...]] = ("response", "reference")
+    keys: ClassVar[tuple[str, ...]] = ("failure_id", "question_id")
+    counted: ClassVar[str | None] = "failures"
+
+    failure_id: str
+    question_id: str
+    response: str = ""
+    reference: str = ""
+
+
+class FailureDiagnosed(Event):
+    """The diagnostician's decision on a failure: a matched stored cause, a new error cause,
+    or neither (a non-skill slip). Its raw reply is stored once, in the ``llm.called`` event of
+    this failure's Prompt 1 whose ``attempt`` is ``call``; ``raw`` holds it only when no call
+    recorded it."""
+
+    name: ClassVar[str] = "failure.diagnosed"
+    kind: ClassVar[Kind] = Kind.EVIDENCE
+    texts: ClassVar[tuple[str, ...]] = ("raw",)
+    phrases: ClassVar[tuple[str, ...]] = ("error_cause", "model")
+    keys: ClassVar[tuple[str, ...]] = ("failure_id", "matched_cause")
+    class_version: ClassVar[int] = 2  # 2: call
+    stored_if_set: ClassVar[tuple[str, ...]] = ("call",)
+    upcast_v1_v2: ClassVar[Upcaster] = staticmethod(absent_is_none("call"))
+
+    failure_id: str
+    matched_cause: str | None = None
+    error_cause: str | None = None
+    model: str = ""
+    raw: str = ""
+    call: int | None = Field(default=None, ge=1)  # the attempt of the llm.called holding the reply
+
+
+class DiagnosisFailed(Event):
+    """The diagnostician could not produce a valid decision; the round goes on without it. Its
+    last reply, if any, is in the ``llm.called`` of the same failure and stage whose ``attempt``
+    is ``call`` (``raw`` holds it only when no call recorded it)."""
+
+    name: ClassVar[str] = "diagnosis.failed"
+    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+    texts: ClassVar[tuple[str, ...]] = ("raw",)
+    phrases: ClassVar[tuple[str, ...]] = ("reason", "model", "stage")
+    keys: ClassVar[tuple[str, ...]] = ("failure_id",)
+    counted: ClassVar[str | None] = "failed_diagnoses"
+    class_version: ClassVar[int] = 2  # 2: call
+    stored_if_set: ClassVar[tuple[str, ...]] = ("call",)
+    upcast_v1_v2: ClassVar[Upcaster] = staticmethod(absent_is_none("call"))
+
+    failure_id: str | None = None
+    stage: str
+    reason: str
+    model: str = ""
+    raw: str = ""
+    call: int | None = Field(default=None, ge=1)  # the attempt of the llm.called holding the reply
+
+
+class FailureAttributed(Event):
+    """A failure is attributed to a cause (by recurrence or deduplication): f += 1. The cause
+    must be Active (Eq. 7: a Mastered one is reactivated first)."""
+
+    name: ClassVar[str] = "failure.attributed"
+    kind: ClassVar[Kind] = Kind.MEMORY
+    folded: ClassVar[bool] = True
+    keys: ClassVar[tuple[str, ...]] = ("failure_id", "cause_id")
+    counted: ClassVar[str | None] = "attributions"
+
+    failure_id: str
+    cause_id: str
+    via: Literal["recurrence", "dedup"]
+    similarity: float | None = None
+
+
+class CauseReactivated(Event):
+    """A Mastered cause recurs and becomes Active again with frequency 0 (Eq. 7); the
+    attribution that follows sets it to 1."""
+
+    name: ClassVar[str] = "cause.reactivated"
+    kind: ClassVar[Kind] = Kind.MEMORY
+    folded: ClassVar[bool] = True
+    keys: ClassVar[tuple[str, ...]] = ("cause_id", "failure_id")
+    counted: ClassVar[str | None] = "reactivations"
+
+    cause_id: str
+    failure_id: str
+
+
+class NodeCreated(Event):
+    """A new skill node, with its label."""
+
+    name: ClassVar[str] = "node.created"
+    kind: ClassVar[Kind] = Kind.MEMORY
+    folded: ClassVar[bool] = True
+    phrases: ClassVar[tuple[str, ...]] = ("label",)
+
+    node_id: str
+    label: str
+
+
+class CauseCreated(Event):
+    """A new error cause under a skill node, Active with frequency 1, from the failure that
+    revealed it."""
+
+    name: ClassVar[str] = "cause.created"
+    kind: ClassVar[Kind] = Kind.MEMORY
+    folded: ClassVar[bool] = True
+    phrases: ClassVar[tuple[str, ...]] = ("description",)
+    keys: ClassVar[tuple[str, ...]] = ("cause_id", "failure_id")
+    counted: ClassVar[str | None] = "new_causes"
+
+    cause_id: str
+    node_id: str
+    description: str
+    failure_id: str | None = None
+
+
+class NodesMerged(Event):
+    """Two skill nodes are consolidated (Prompt 4): the absorbed node's causes move to the
+    survivor, which takes the new label; states and frequencies are unchanged."""
+
+    name: ClassVar[str] = "nodes.merged"
+    kind: ClassVar[Kind] = Kind.MEMORY
+    folded: ClassVar[bool] = True
+    phrases: ClassVar[tuple[str, ...]] = ("label",)
+    counted: ClassVar[str | None] = "merges"
+
+    survivor: str
+    absorbed: str
+    label: str
+    similarity: float | None = None
+
+    def reparent(self, node: str) -> str:
+        """The merge rule: where a cause under ``node`` lies after this merge (the absorbed
+        node's causes move to the survivor; states and frequencies are unchanged)."""
+        return self.survivor if node == self.absorbed else node
+
+
+class RoundCommitted(OpenEvent):
+    """Round t is over: M_t is the memory here. Summary fields (metrics, timing) are carried."""
+
+    name: ClassVar[str] = "round.committed"
+    kind: ClassVar[Kind] = Kind.MILESTONE
+    folded: ClassVar[bool] = True
+
+
+# --- bookkeeping and retrospective types (ignored by the fold) ----------------------------------
+
+
+class PhaseCompleted(OpenEvent):
+    """A phase of the training loop finished, with its figures (what a resume skips)."""
+
+    name: ClassVar[str] = "phase.completed"
+    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+
+    phase: str
+
+
+class CheckpointWritten(OpenEvent):
+    """Model weights were saved at ``path`` (what a resumed round loads)."""
+
+    name: ClassVar[str] = "checkpoint.written"
+    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+
+    path: str
+
+
+class LLMCalled(OpenEvent):
+    """One diagnostician call: stage, model, latency, token counts and the raw reply."""
+
+    name: ClassVar[str] = "llm.called"
+    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+    texts: ClassVar[tuple[str, ...]] = ("raw",)
+    phrases: ClassVar[tuple[str, ...]] = ("model", "stage", "error", "violation")
+
+    stage: str
+    model: str = ""
+    latency_s: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    raw: str = ""
+
+
+class EvalRecorded(OpenEvent):
+    """Held-out metrics of a round (the loop), or a benchmark score of a round's solver
+    checkpoint (``diagevo eval --run``: ``benchmark``, ``n``, ``accuracy``, ``mean_at_k`` ...)."""
+
+    name: ClassVar[str] = "eval.recorded"
+    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
+
+
+class CheckpointSelected(OpenEvent):
+    """The round whose solver checkpoint scored best on a validation file (``eval --select``)."""
+
+    name: ClassVar[str] = "checkpoint.selected"
+    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
+
+    benchmark: str
+    accuracy: float = Field(ge=0.0, le=1.0)
+    scores: dict[str, float]  # round -> validation accuracy of every round compared
+
+
+class RunForked(OpenEvent):
+    """Provenance of a forked run: its log up to here is a copy of ``source_run`` through
+    ``source_round``'s commit, whose hash there was ``source_hash``."""
+
+    name: ClassVar[str] = "run.forked"
+    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
+
+    source_run: str
+    source_round: int = Field(ge=0)
+    source_hash: str
+    source_seq: int = Field(ge=0)
+    whatif: dict[str, Any] | None = None
+    """A what-if (:mod:`diagevo.whatif`): the settings changed and what a what-if is. Its log is
+    then the source's with the memory's model-free decisions made again under them."""
+
+
+def _tag(value: str) -> str:
+    """A tag is a label on one line: no newline, tab or other control character."""
+    return check_id(value, "tag", 64)
+
+
+class RunTagged(Event):
+    """Tags added to (or, with ``removed``, taken from) a run: labels to find runs by."""
+
+    name: ClassVar[str] = "run.tagged"
+    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
+
+    tags: list[Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_tag)]] = Field(
+        min_length=1
+    )
+    removed: bool = False
+
+
+class RunNoted(Event):
+    """A free-text note on a run, by whoever ran or read it."""
+
+    name: ClassVar[str] = "run.noted"
+    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
+    phrases: ClassVar[tuple[str, ...]] = ("note",)
+
+    note: str = Field(min_length=1)
+
+
+class MetricsRecorded(Event):
+    """One rank's metrics of the open round (a data-parallel trainer: every rank records its
+    own); the commit folds them into ``eval.recorded``, each weighted by ``weight``."""
+
+    name: ClassVar[str] = "metrics.recorded"
+    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+
+    rank: int = Field(ge=0)
+    weight: float = Field(gt=0.0, allow_inf_nan=False)
+    metrics: dict[str, float]
+
+
+class TrainStep(OpenEvent):
+    """One GRPO optimizer step of a phase (``role`` challenger or solver): its step in the phase,
+    its step over the run's phases of that role (``global_step``), and TRL's logged row
+    (``metrics``, TRL's names: reward, reward_std, kl, entropy, clip_ratio/region_mean,
+    completions/mean_length, learning_rate, grad_norm, loss ...)."""
+
+    name: ClassVar[str] = "train.step"
+    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+
+    role: str
+    step: int
+    global_step: int
+    metrics: dict[str, float]
+
+
+class CheckpointPruned(OpenEvent):
+    """The checkpoint at ``path`` (written in round ``written_round`` after ``phase``) was
+    deleted by ``train.keep_checkpoints``; ``bytes``: the space it held."""
+
+    name: ClassVar[str] = "checkpoint.pruned"
+    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+
+    path: str
+    phase: str
+    written_round: int
+    bytes: int = 0
+
+
+EVENT_CLASSES: tuple[type[Event], ...] = (
+    RunStarted,
+    RunConfigured,
+    RoundStarted,
+    QuestionGenerated,
+    QuestionScored,
+    PromotionsDecided,
+    CausePromoted,
+    FailureRecorded,
+    FailureDiagnosed,
+    DiagnosisFailed,
+    FailureAttributed,
+    CauseReactivated,
+    NodeCreated,
+    CauseCreated,
+    NodesMerged,
+    RoundCommitted,
+    PhaseCompleted,
+    CheckpointWritten,
+    LLMCalled,
+    EvalRecorded,
+    CheckpointSelected,
+    RunForked,
+    RunTagged,
+    RunNoted,
+    MetricsRecorded,
+    TrainStep,
+    CheckpointPruned,
+)
+"""Every event type, in the catalog's order."""

@@ -1,0 +1,90 @@
+"""The event classes: the catalog is derived from them, construction validates in diagevo's
+words, a stored event reads back as its class (upcast from an older version), and the bytes an
+event is stored as are those the wire format gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from diagevo.catalog import (
+    CATALOG,
+    EVENT_CLASSES,
+    FOLDED,
+    MILESTONES,
+    TEXT_FIELDS,
+    CauseCreated,
+    CausePromoted,
+    DiagnosisFailed,
+    FailureDiagnosed,
+    InvalidEvent,
+    Kind,
+    LLMCalled,
+    NodesMerged,
+    RoundCommitted,
+    RunStarted,
+)
+from diagevo.catalog.names import NAMES
+from diagevo.schemas import new_event, validate_event
+
+
+def test_the_catalog_is_the_classes_and_the_names_module_spells_them() -> None:
+    assert tuple(CATALOG) == NAMES == tuple(cls.name for cls in EVENT_CLASSES)
+    assert all(CATALOG[cls.name] is cls for cls in EVENT_CLASSES)
+    assert CauseCreated in FOLDED and RoundCommitted in FOLDED and LLMCalled not in FOLDED
+    assert {cls.kind for cls in MILESTONES} == {Kind.MILESTONE}
+    assert TEXT_FIELDS[FailureDiagnosed.name] == ("raw",)
+
+
+def test_construction_validates_in_diagevos_words() -> None:
+    with pytest.raises(InvalidEvent, match=r"^cause.promoted: data.acc: Input should be less than or equal to 1$"):
+        CausePromoted(cause_id="C1", acc=1.5, n_candidates=1)
+    with pytest.raises(InvalidEvent, match=r"^cause.created: data.description: not UTF-8 text"):
+        CauseCreated(cause_id="C1", node_id="N1", description="a lone \ud800")
+
+
+@pytest.mark.parametrize(
+    ("event", "wire"),
+    [
+        (
+            CauseCreated(cause_id="C1", node_id="N1", description="d"),
+            {"cause_id": "C1", "node_id": "N1", "description": "d", "failure_id": None},
+        ),
+        (RunStarted(config={"k": 0.5}), {"config": {"k": 0.5}, "seed": 0}),  # trainer unset: absent, as v1 stored it
+        (RunStarted(config={"k": 0.5}, trainer="mine"), {"config": {"k": 0.5}, "seed": 0, "trainer": "mine"}),
+        (
+            FailureDiagnosed(failure_id="f1", raw="r"),
+            {"failure_id": "f1", "matched_cause": None, "error_cause": None, "model": "", "raw": "r"},
+        ),
+        (RoundCommitted(**{"F": 3}), {"F": 3}),  # a summary's fields are carried
+    ],
+)
+def test_a_typed_event_is_stored_as_its_wire_form(event: object, wire: dict[str, object]) -> None:
+    assert isinstance(event, CATALOG[getattr(event, "name")])  # noqa: B009
+    typed = new_event(event, run="r", round=1, event_id="e")  # type: ignore[arg-type]
+    spelled = validate_event({"type": typed.type, "run": "r", "round": 1, "event_id": "e", "data": wire})
+    assert typed == spelled and typed.data == wire
+
+
+def test_a_stored_event_of_an_older_version_reads_upcast() -> None:
+    """run.started before ``trainer`` and the diagnoses before ``call`` (version 1): the field
+    reads as None, and the event equals the one validated today."""
+    assert RunStarted.class_version == FailureDiagnosed.class_version == DiagnosisFailed.class_version == 2
+    started = RunStarted.from_stored({"config": {"k": 0.5}, "seed": 3})
+    assert started == RunStarted(config={"k": 0.5}, seed=3) and started.trainer is None
+    stored = {"failure_id": "f1", "matched_cause": "C1", "error_cause": None, "model": "m", "raw": ""}
+    diagnosed = FailureDiagnosed.from_stored(stored)
+    assert diagnosed.call is None and diagnosed == FailureDiagnosed(**stored)
+    assert "call" not in stored  # the stored data is left as it is
+
+
+def test_a_stored_event_keeps_its_cut_out_of_the_class() -> None:
+    cut = {"raw": {"bytes": 9, "sha256": "0" * 64}}
+    stored = {"failure_id": "f1", "stage": "extract", "reason": "r", "model": "", "raw": "x", "cut": cut}
+    failed = DiagnosisFailed.from_stored(stored)
+    assert failed == DiagnosisFailed(failure_id="f1", stage="extract", reason="r", raw="x")
+    assert stored["cut"] == cut
+
+
+def test_the_merge_rule_is_the_merge_events() -> None:
+    merge = NodesMerged(survivor="N1", absorbed="N2", label="both")
+    assert [merge.reparent(n) for n in ("N1", "N2", "N3")] == ["N1", "N1", "N3"]
