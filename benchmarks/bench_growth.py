@@ -66,7 +66,7 @@ def round_work(store: Recorder, run: str, t: int) -> None:
 
 def solver_input(store: Recorder, run: str, t: int) -> None:
     """What a round resumed before its solver reads on top: its questions, texts inline."""
-    for _ in store.read(run, round=t, types=_SOLVER_INPUT_TYPES, texts=True):
+    for _ in store.read(run, in_round=t, types=_SOLVER_INPUT_TYPES, texts=True):
         pass
 
 

@@ -47,11 +47,11 @@ from diagevo.schemas import new_event
 config = json.loads(sys.argv[2])
 with open_log(sys.argv[1], create=True) as s:
     s.append([
-        new_event(RunStarted(config=config, seed=0), run="hostile", round=0, event_id="start"),
-        new_event(NodeCreated(node_id="N1", label=sys.argv[3]), run="hostile", round=1, event_id="n1"),
+        new_event(RunStarted(config=config, seed=0), run="hostile", at_round=0, event_id="start"),
+        new_event(NodeCreated(node_id="N1", label=sys.argv[3]), run="hostile", at_round=1, event_id="n1"),
         new_event(CauseCreated(cause_id="C1", node_id="N1", description=sys.argv[4], failure_id="f0"),
-                  run="hostile", round=1, event_id="c1"),
-        new_event(RoundCommitted(), run="hostile", round=1, event_id="commit-1"),
+                  run="hostile", at_round=1, event_id="c1"),
+        new_event(RoundCommitted(), run="hostile", at_round=1, event_id="commit-1"),
     ])
 """
 

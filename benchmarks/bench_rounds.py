@@ -56,7 +56,7 @@ def seed_memory(store: Recorder, causes: int) -> None:
             new_event(
                 NodeCreated(node_id=f"N{n + 1}", label=f"skill family number {n}"),
                 run=RUN,
-                round=1,
+                at_round=1,
                 event_id=f"{RUN}/1/n{n}",
             )
         )
@@ -69,7 +69,7 @@ def seed_memory(store: Recorder, causes: int) -> None:
                     description=f"a reasoning mistake of kind {c} made while solving the problem",
                 ),
                 run=RUN,
-                round=1,
+                at_round=1,
                 event_id=f"{RUN}/1/c{c}",
             )
         )
@@ -84,7 +84,7 @@ def answers(rng: random.Random) -> list[str]:
 
 
 def baseline_round(store: Recorder, t: int, n: int, cfg: Config, rng: random.Random) -> None:
-    ev = lambda key, event: new_event(event, run=RUN, round=t, event_id=f"{RUN}/{t}/{key}")  # noqa: E731
+    ev = lambda key, event: new_event(event, run=RUN, at_round=t, event_id=f"{RUN}/{t}/{key}")  # noqa: E731
     store.append([ev("round.started", RoundStarted())])
     memory = load_memory(store, RUN, t - 1)
     reqs = sample_requests(memory, schedule(memory), n, random.Random(f"1/{t}/cur-requests"))

@@ -19,7 +19,7 @@ export_app = typer.Typer(no_args_is_help=True, help="A run as files others can l
 def dataset(
     run: Annotated[str, typer.Option("--run", help="The run to export.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The directory to write (created if missing).")],
-    round: Annotated[
+    upto_round: Annotated[
         int | None,
         typer.Option("--round", callback=round_from_0, help="Export rounds 1 to this committed round (default: all)."),
     ] = None,
@@ -34,7 +34,7 @@ def dataset(
     from diagevo.dataset import export_dataset
 
     with open_store(db, readonly=True) as store:
-        done = export_dataset(store, run, out, round=round, retained_only=retained_only)
+        done = export_dataset(store, run, out, upto_round=upto_round, retained_only=retained_only)
     if json:
         emit_json(asdict(done))
         return

@@ -282,16 +282,16 @@ def _output_dir(out: Path) -> Path:
 
 
 def export_dataset(
-    store: Recorder, run: str, out: Path, *, round: int | None = None, retained_only: bool = False
+    store: Recorder, run: str, out: Path, *, upto_round: int | None = None, retained_only: bool = False
 ) -> Exported:
-    """Write ``run`` through committed round ``round`` (default: its last) into the directory
+    """Write ``run`` through committed round ``upto_round`` (default: its last) into the directory
     ``out`` as Parquet files (questions, failures, nodes, causes, cause_states) and a ``README.md`` dataset card."""
     if not store.has_run(run):
         raise NotFound(f"no run {run!r} in the database{did_you_mean(run, store.runs())}")
     done = committed_rounds(store, run)
     if not done:
         raise ExportError(f"run {run!r} has no committed round to export")
-    upto = done[-1] if round is None else round
+    upto = done[-1] if upto_round is None else upto_round
     if upto not in done:
         raise ExportError(f"round {upto} of run {run!r} is not committed (its last committed round is {done[-1]})")
     memories = [m for m in commit_memories(store, run) if m.committed <= upto]

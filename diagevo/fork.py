@@ -39,8 +39,8 @@ class ForkError(BadInput):
     """A fork or diff that cannot be made as asked."""
 
 
-def fork_run(store: Recorder, source: str, round: int, new: str, overrides: Sequence[str] = ()) -> Fork:
-    """Copy ``source`` through round ``round``'s commit into run ``new``; returns the provenance.
+def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: Sequence[str] = ()) -> Fork:
+    """Copy ``source`` through round ``at_round``'s commit into run ``new``; returns the provenance.
     ``overrides`` (``section.field=value``, as ``--set`` takes them) change the fork's config from
     its first round of its own on (a ``run.configured`` appended with the copy)."""
     if not store.has_run(source):
@@ -49,13 +49,13 @@ def fork_run(store: Recorder, source: str, round: int, new: str, overrides: Sequ
         raise ForkError(f"run {new!r} exists already: pick a new name")
     if not new.strip():
         raise ForkError("the new run needs a name")
-    if round not in committed_rounds(store, source):
-        raise ForkError(f"round {round} of run {source!r} is not committed: fork at a committed round")
-    commit_seq = next(e.seq for e in store.read(source, types=(RoundCommitted,)) if e.round == round)
-    needed = [e.data["path"] for e in store.read(source, types=(CheckpointWritten,)) if e.round <= round]
+    if at_round not in committed_rounds(store, source):
+        raise ForkError(f"round {at_round} of run {source!r} is not committed: fork at a committed round")
+    commit_seq = next(e.seq for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)
+    needed = [e.data["path"] for e in store.read(source, types=(CheckpointWritten,)) if e.round <= at_round]
     gone = pruned_checkpoints(store, source)
     if needed and needed[-1] in gone:  # what the fork's first round would load
-        raise ForkError(f"cannot fork run {source!r} at round {round}: {pruned_note(gone[needed[-1]])}")
+        raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone[needed[-1]])}")
     events: list[EventIn] = []
     last_hash = ""
     for e in store.read(source, upto_seq=commit_seq, texts=True):
@@ -71,9 +71,9 @@ def fork_run(store: Recorder, source: str, round: int, new: str, overrides: Sequ
             )
         )
         last_hash = e.hash
-    forked = RunForked(source_run=source, source_round=round, source_hash=last_hash, source_seq=commit_seq)
-    events.append(new_event(forked, run=new, round=round, event_id=event_id(new, round, RunForked.name)))
-    changed = _configured(events, new, round + 1, list(overrides)) if overrides else None
+    forked = RunForked(source_run=source, source_round=at_round, source_hash=last_hash, source_seq=commit_seq)
+    events.append(new_event(forked, run=new, at_round=at_round, event_id=event_id(new, at_round, RunForked.name)))
+    changed = _configured(events, new, at_round + 1, list(overrides)) if overrides else None
     if changed is not None:
         events.append(changed)
 
@@ -86,7 +86,7 @@ def fork_run(store: Recorder, source: str, round: int, new: str, overrides: Sequ
     refresh_snapshots(store, new)
     return Fork(
         source_run=source,
-        source_round=round,
+        source_round=at_round,
         source_hash=last_hash,
         source_seq=commit_seq,
         run=new,
@@ -111,7 +111,7 @@ def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str
         return None
     digest = hashlib.sha256(json.dumps(config.redacted(), sort_keys=True).encode()).hexdigest()[:16]
     eid = event_id(run, t, RunConfigured.name, digest)
-    return new_event(RunConfigured(config=config.redacted(), seed=config.train.seed), run=run, round=t, event_id=eid)
+    return new_event(RunConfigured(config=config.redacted(), seed=config.train.seed), run=run, at_round=t, event_id=eid)
 
 
 def _cause_row(m: Memory, cid: str) -> dict[str, Json]:
@@ -159,9 +159,9 @@ def node_identities(store: Recorder, run: str) -> dict[str, str]:
     return {nid: identity for nid, identity in _creations(store, run, NodeCreated, "node_id").values()}
 
 
-def diff_runs(store: Recorder, a: str, b: str, round: int | None = None) -> RunDiff:
+def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> RunDiff:
     """Causes whose state or frequency differ, causes and nodes in one run only, and F_t and
-    ε_{t+1} side by side, at ``round`` (default: each run's last committed round).
+    ε_{t+1} side by side, at ``at_round`` (default: each run's last committed round).
 
     Causes are matched by identity (the event that created them), not by id: after a fork, the
     same id may name different causes in the two runs; those are listed in ``same_id_differs``
@@ -173,9 +173,9 @@ def diff_runs(store: Recorder, a: str, b: str, round: int | None = None) -> RunD
         if run not in runs:
             raise NotFound(f"no run {run!r} in the database{did_you_mean(run, runs)}")
         rounds = committed_rounds(store, run)
-        if round is not None and round not in rounds:
-            raise ForkError(f"round {round} of run {run!r} is not committed")
-        memories.append(load_memory(store, run, round if round is not None else max(rounds, default=0)))
+        if at_round is not None and at_round not in rounds:
+            raise ForkError(f"round {at_round} of run {run!r} is not committed")
+        memories.append(load_memory(store, run, at_round if at_round is not None else max(rounds, default=0)))
     ma, mb = memories
     ida, idb = cause_identities(store, a), cause_identities(store, b)
     key_a = {cid: ida.get(cid, f"id:{cid}") for cid in ma.causes}  # a cause without its event: by id
@@ -223,7 +223,7 @@ def diff_runs(store: Recorder, a: str, b: str, round: int | None = None) -> RunD
 
     return RunDiff(
         runs=(a, b),
-        t=round,
+        t=at_round,
         schedule={a: schedule_row(ma), b: schedule_row(mb)},
         causes_differing=causes,
         causes_only_in=only,

@@ -109,7 +109,7 @@ class UnknownRun(ProtocolError, NotFound):
 
 
 def _event(run: str, t: int, key: str, event: Event) -> EventIn:
-    return new_event(event, run=run, round=t, event_id=keys.event_id(run, t, key))  # the same on every retry
+    return new_event(event, run=run, at_round=t, event_id=keys.event_id(run, t, key))  # the same on every retry
 
 
 Reader = Callable[..., list[EventRow]]
@@ -121,7 +121,7 @@ def _appending(store: Recorder, run: str, decide: Callable[[Reader], Sequence[Ev
     the append lock: one decision, no writer in between."""
 
     def read(types: EventTypes | None, *, round: int | None = None, after_seq: int = 0) -> list[EventRow]:
-        return list(store.rows(run, types=types, round=round, after_seq=after_seq))
+        return list(store.rows(run, types=types, in_round=round, after_seq=after_seq))
 
     try:
         return store.append_decided(lambda: decide(read))
@@ -218,7 +218,7 @@ def start_run(
         ev = new_event(
             RunStarted(config=record, seed=seed, trainer=trainer),
             run=run,
-            round=0,
+            at_round=0,
             event_id=keys.event_id(run, 0, RunStarted.name),
         )
     except InvalidEvent as exc:
@@ -297,7 +297,7 @@ def configure_run(store: Recorder, run: str, config: MethodConfig) -> bool:
         if not target_only and any(True for _ in read(None, round=t)):
             raise ProtocolError(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
         eid = keys.event_id(run, t, RunConfigured.name, digest)
-        return [new_event(RunConfigured(config=record, seed=config.train.seed), run=run, round=t, event_id=eid)]
+        return [new_event(RunConfigured(config=record, seed=config.train.seed), run=run, at_round=t, event_id=eid)]
 
     if saved is not None and saved.redacted() == config.redacted():
         return False
@@ -401,7 +401,7 @@ class RoundProgress:
 def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
     """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
     state = round_state(store, run)
-    phases = {e.data["phase"]: e.data for e in store.read(run, round=t, types=(PhaseCompleted,))}
+    phases = {e.data["phase"]: e.data for e in store.read(run, in_round=t, types=(PhaseCompleted,))}
     checkpoint = None
     for e in store.read(run, types=(CheckpointWritten,)):
         if e.round <= t:  # in seq order: the last one up to this round's own
@@ -505,7 +505,7 @@ def _annotate(store: Recorder, run: str, kind: type[Event], make: Callable[[], E
         _state(run, read(MILESTONES), store.url)  # the run exists
         n = len(read((kind,)))  # the n-th of its kind: the same words twice are two events
         try:
-            return [new_event(make(), run=run, round=0, event_id=keys.event_id(run, 0, kind.name, n))]
+            return [new_event(make(), run=run, at_round=0, event_id=keys.event_id(run, 0, kind.name, n))]
         except InvalidEvent as exc:
             raise ProtocolError(str(exc)) from None
 
@@ -740,7 +740,7 @@ def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[Eve
     wanted = {ev.event_id: ev for ev in events}
     if not wanted:
         return
-    for e in store.read(run, round=t, keys={"event_id": list(wanted)}, texts=True):
+    for e in store.read(run, in_round=t, keys={"event_id": list(wanted)}, texts=True):
         ev = wanted.get(e.event_id)
         if ev is None or e.data == ev.data:
             continue
@@ -891,9 +891,9 @@ class Round:
         if t not in st.started:
             return "open"
         if t not in st.promoted:
-            return "promote" if self.store.count(run, round=t, types=(QuestionScored,)) else "record"
+            return "promote" if self.store.count(run, in_round=t, types=(QuestionScored,)) else "record"
         recorded: set[str] = set()
-        for _s, _r, typ, d in self.store.rows(run, round=t, types=FAILURE_TYPES):
+        for _s, _r, typ, d in self.store.rows(run, in_round=t, types=FAILURE_TYPES):
             (recorded.add if typ == FailureRecorded.name else recorded.discard)(d.get("failure_id", ""))
         return "diagnose" if recorded else "commit"
 

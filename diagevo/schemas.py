@@ -82,10 +82,10 @@ def validate_event(raw: dict[str, Any]) -> EventIn:
     return ev.model_copy(update={"data": _stored(data, cut)})
 
 
-def new_event(event: Event, *, run: str, round: int, event_id: str) -> EventIn:
+def new_event(event: Event, *, run: str, at_round: int, event_id: str) -> EventIn:
     """``event`` (validated when it was constructed) in its envelope, as the log stores it (what
     producers use)."""
-    envelope = {"type": event.name, "run": run, "round": round, "event_id": event_id}
+    envelope = {"type": event.name, "run": run, "round": at_round, "event_id": event_id}
     not_utf8 = find_not_utf8(envelope, "")
     if not_utf8 is not None:
         raise InvalidEvent(f"{event.name}: {not_utf8}")

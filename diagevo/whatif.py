@@ -202,7 +202,7 @@ class _Deriving:
         recorded = self.recorded_ids.get((type(event), rnd, cause, failure))
         key = f"promote/{cause}" if isinstance(event, CausePromoted) else f"whatif/reactivate/{cause}/{failure}"
         eid = rebase_event_id(recorded, self.source, self.new) if recorded else event_id(self.new, rnd, key)
-        self._add(new_event(event, run=self.new, round=rnd, event_id=eid))
+        self._add(new_event(event, run=self.new, at_round=rnd, event_id=eid))
 
     def take(self, e: StoredEvent) -> None:
         """One source event: copied, re-decided, or dropped (the source's own decisions)."""
@@ -284,7 +284,7 @@ def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str 
     done = committed_rounds(store, source)
     if not done:
         raise WhatIfError(f"run {source!r} has no committed round: a what-if needs one")
-    commit = next(e for e in store.read(source, types=(RoundCommitted,), round=done[-1]))
+    commit = next(e for e in store.read(source, types=(RoundCommitted,), in_round=done[-1]))
     if store.has_run(new):
         found = _existing(store, new, source, checked_settings, commit.hash)
         if found is None:
@@ -302,7 +302,7 @@ def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str 
         whatif={"settings": dict(checked_settings), "meaning": MEANING},
     )
     state.out.append(
-        new_event(forked, run=new, round=commit.round, event_id=event_id(new, commit.round, RunForked.name))
+        new_event(forked, run=new, at_round=commit.round, event_id=event_id(new, commit.round, RunForked.name))
     )
 
     # the events are a function of the source's log through one commit, which no later append

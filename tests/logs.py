@@ -26,11 +26,11 @@ class Log:
         self.add("run.started", config={"k": k}, seed=seed)
         self.round = 1
 
-    def add(self, type: str, **data: Any) -> Log:
+    def add(self, event_type: str, **data: Any) -> Log:
         n = len(self._events)
         self._events.append(
             validate_event(
-                {"type": type, "run": self.run, "round": self.round, "event_id": f"{self.run}-{n}", "data": data}
+                {"type": event_type, "run": self.run, "round": self.round, "event_id": f"{self.run}-{n}", "data": data}
             )
         )
         return self

@@ -41,10 +41,10 @@ def test_a_round_reads_its_config_and_previous_memory_once(tmp_path: Path, monke
     calls = {"memory": 0, "config": 0}
     load, config = rounds.load_memory, rounds.run_config
 
-    def counted_load(store, run, round=None, **kw):  # type: ignore[no-untyped-def]
-        if round is not None:
+    def counted_load(store, run, at_round=None, **kw):  # type: ignore[no-untyped-def]
+        if at_round is not None:
             calls["memory"] += 1
-        return load(store, run, round, **kw)
+        return load(store, run, at_round, **kw)
 
     def counted_config(store, run):  # type: ignore[no-untyped-def]
         calls["config"] += 1

@@ -73,7 +73,7 @@ def test_promotion_scores_by_hand(store, tmp_path: Path) -> None:  # type: ignor
         (2, "C1", "N1", "active", 1),
         (2, "C2", "N1", "mastered", 0),
     ]
-    export_dataset(store, RUN, tmp_path / "r1", round=1)
+    export_dataset(store, RUN, tmp_path / "r1", upto_round=1)
     assert pl.read_parquet(tmp_path / "r1" / "questions.parquet")["round"].unique().to_list() == [1]
     assert pl.read_parquet(tmp_path / "r1" / "causes.parquet")["frequency"].sort().to_list() == [1, 2]
 
@@ -115,7 +115,7 @@ def test_untrusted_text_stays_out_of_the_card(store, tmp_path: Path, capsys: pyt
     assert fenced(run) in card and card.count(run) == 1  # the id once, in a fence its backticks cannot close
     assert fenced(run).startswith("````\n")
     with pytest.raises(BadInput, match="not committed"):
-        export_dataset(store, run, tmp_path / "ds", round=4)
+        export_dataset(store, run, tmp_path / "ds", upto_round=4)
     (tmp_path / "file").write_text("x")
     with pytest.raises(BadInput, match="not a directory"):
         export_dataset(store, run, tmp_path / "file")

@@ -103,7 +103,7 @@ def run_round(
     srv: LLMServer,
     store: Recorder,
     failures: list[FailureInput],
-    round: int = 2,
+    t: int = 2,
     c: DiagnosisConfig | None = None,
     index: VectorIndex | None = None,
     diagnostician: Any = None,
@@ -114,7 +114,7 @@ def run_round(
         diagnose_round(
             store=store,
             run=RUN,
-            round=round,
+            round=t,
             failures=failures,
             diagnostician=diagnostician or dx(srv, c),
             embedder=embedder,

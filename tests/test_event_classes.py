@@ -60,7 +60,7 @@ def test_construction_validates_in_diagevos_words() -> None:
 )
 def test_a_typed_event_is_stored_as_its_wire_form(event: object, wire: dict[str, object]) -> None:
     assert isinstance(event, CATALOG[getattr(event, "name")])  # noqa: B009
-    typed = new_event(event, run="r", round=1, event_id="e")  # type: ignore[arg-type]
+    typed = new_event(event, run="r", at_round=1, event_id="e")  # type: ignore[arg-type]
     spelled = validate_event({"type": typed.type, "run": "r", "round": 1, "event_id": "e", "data": wire})
     assert typed == spelled and typed.data == wire
 

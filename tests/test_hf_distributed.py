@@ -158,7 +158,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     assert again.returncode == 0, again.stderr[-3000:]
     store = open_log(f"sqlite:///{db}")
     try:
-        second = list(store.read("r", round=2))
+        second = list(store.read("r", in_round=2))
     finally:
         store.close()
     assert sum(e.type == "round.committed" for e in second) == 1

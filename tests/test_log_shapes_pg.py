@@ -161,7 +161,7 @@ def still_whole(roles: Roles) -> None:  # noqa: F811 - the fixture's value
     with open_log(roles.trainer_url, create=False) as log:
         n = log.last_seq("base")
         eid = f"note-{uuid.uuid4().hex[:6]}"
-        if log.count("base", types=(RoundStarted,), round=2):
+        if log.count("base", types=(RoundStarted,), in_round=2):
             assert log.append([wire_event("phase.completed", "base", 2, eid, phase="x")]).appended == 1
         else:
             assert log.append([wire_event("round.started", "base", 2, eid)]).appended == 1

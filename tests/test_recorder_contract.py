@@ -30,11 +30,11 @@ from tests.logs import Log, wire_event
 TEXT = "What is 6 × 7? ünïcødé\u2028"
 
 
-def scored(run: str, eid: str, q: str = "q1", retained: bool = True, round: int = 1, p1: float = 0.5) -> EventIn:
+def scored(run: str, eid: str, q: str = "q1", retained: bool = True, at_round: int = 1, p1: float = 0.5) -> EventIn:
     return wire_event(
         "question.scored",
         run,
-        round,
+        at_round,
         eid,
         question_id=q,
         n=8,
@@ -47,7 +47,7 @@ def scored(run: str, eid: str, q: str = "q1", retained: bool = True, round: int 
 
 
 def batch(run: str, prefix: str, n: int, rnd: int = 1) -> list[EventIn]:
-    return [scored(run, f"{prefix}-{i}", q=f"q{i}", round=rnd) for i in range(n)]
+    return [scored(run, f"{prefix}-{i}", q=f"q{i}", at_round=rnd) for i in range(n)]
 
 
 def ids(rec: Recorder, run: str) -> list[str]:
@@ -148,12 +148,12 @@ class RecorderContract:
         assert not rec.has_run("a")
 
     def test_a_decision_reads_the_head_under_the_lock_and_appends_or_stores_nothing(self, rec: Recorder) -> None:
-        rec.append([scored("a", "a1"), scored("a", "a2", round=2)])
+        rec.append([scored("a", "a1"), scored("a", "a2", at_round=2)])
         seen: list[EventRow] = []
 
         def decide() -> list[EventIn]:
-            seen.extend(rec.rows("a", types=(QuestionScored,), round=2))
-            return [scored("a", "a3", round=2)]
+            seen.extend(rec.rows("a", types=(QuestionScored,), in_round=2))
+            return [scored("a", "a3", at_round=2)]
 
         assert rec.append_decided(decide) == AppendResult(1, 0, 3) and [r.seq for r in seen] == [2]
 
@@ -195,7 +195,7 @@ class RecorderContract:
         assert [e.seq for e in rec.read("r", types=(RoundCommitted,))] == [
             s for s, _, t, _ in rows if t == "round.committed"
         ]
-        assert [e.seq for e in rec.read("r", round=2)] == [s for s, r, _, _ in rows if r == 2]
+        assert [e.seq for e in rec.read("r", in_round=2)] == [s for s, r, _, _ in rows if r == 2]
         assert [e.seq for e in rec.read("r", after_seq=3, upto_seq=6)] == [4, 5, 6]
         assert [e.seq for e in rec.read("r", limit=2)] == [1, 2]
         assert list(rec.read("r", types=())) == [] and list(rec.rows("r", types=set())) == []
@@ -215,7 +215,7 @@ class RecorderContract:
         assert [e.type for e in rec.read("r", keys={"cause_id": ["C1"]}, types=(FailureAttributed,))] == [
             "failure.attributed"
         ]
-        assert [e.round for e in rec.read("r", keys={"active_cause": ["C1"]}, round=2)] == [2]
+        assert [e.round for e in rec.read("r", keys={"active_cause": ["C1"]}, in_round=2)] == [2]
         assert [e.seq for e in rec.read("r", keys={"active_cause": ["C1"]}, limit=2)] == [
             e.seq for e in got if e.type == "question.generated"
         ][:2]
@@ -233,7 +233,7 @@ class RecorderContract:
         attributed = [s for s, _, t, _ in rows if t == "failure.attributed"]
         assert rec.count("r") == len(rows) and rec.count("other") == 3 and rec.count("nope") == 0
         assert rec.count("r", keys={"cause_id": ["C1"]}, types=(FailureAttributed,)) == len(attributed) == 6
-        assert rec.count("r", types=(RoundCommitted,)) == 3 and rec.count("r", round=2) == sum(
+        assert rec.count("r", types=(RoundCommitted,)) == 3 and rec.count("r", in_round=2) == sum(
             r == 2 for _, r, _, _ in rows
         )
         assert rec.count("r", after_seq=3, upto_seq=6) == 3 and rec.count("r", types=()) == 0

@@ -89,7 +89,7 @@ def test_reads_by_id_and_round(store: Recorder) -> None:
     store.append(log.events())
     rows = log.rows()
     for rnd in (1, 2, 3):
-        got = [(e.round, e.type) for e in store.read(log.run, round=rnd)]
+        got = [(e.round, e.type) for e in store.read(log.run, in_round=rnd)]
         assert got == [(r, t) for _, r, t, _ in rows if r == rnd]
     assert len(list(store.read(log.run, limit=5))) == 5
     fid = next(d["failure_id"] for _, _, t, d in rows if t == "failure.recorded")

@@ -105,13 +105,13 @@ def _install_operation_limits() -> None:
     def guard_eval(cls: Any) -> None:
         original = cls.eval.__func__
 
-        def eval(klass: Any, *args: Any) -> Any:
+        def bounded_eval(klass: Any, *args: Any) -> Any:
             for a in args:
                 if getattr(a, "is_Integer", False) and abs(int(a)) > MAX_FACTORIAL:
                     raise BudgetExceeded
             return original(klass, *args)
 
-        cls.eval = classmethod(eval)
+        cls.eval = classmethod(bounded_eval)
 
     guard_eval(factorial)
     guard_eval(binomial)

@@ -28,7 +28,7 @@ def refuse_contradictions(store: Any, run: str, t: int, failures: Sequence[Failu
         return
     logged: dict[str, dict[str, Any]] = {}
     types = (QuestionGenerated, QuestionScored)
-    for e in store.read(run, types=types, round=t, keys={"question_id": named}, texts=True):
+    for e in store.read(run, types=types, in_round=t, keys={"question_id": named}, texts=True):
         q = logged.setdefault(e.data["question_id"], {})
         if e.type == QuestionGenerated.name:
             causes = (e.data.get("active_cause"), e.data.get("mastered_cause"))

@@ -188,7 +188,7 @@ def _call_events(run: str, round: int, key: tuple[object, ...], reply: Reply[Any
             **extra,
             **data,
         )
-        out.append(new_event(call, run=run, round=round, event_id=digest_event_id(run, round, *key, "call", i)))
+        out.append(new_event(call, run=run, at_round=round, event_id=digest_event_id(run, round, *key, "call", i)))
     return out
 
 
@@ -314,7 +314,7 @@ class _DiagnosisPass:
 
     def event(self, event: Event, *parts: object) -> EventIn:
         """``event`` of this round under the id ``parts`` give it."""
-        return new_event(event, run=self.run, round=self.round, event_id=self.eid(*parts))
+        return new_event(event, run=self.run, at_round=self.round, event_id=self.eid(*parts))
 
     def refused(self, fid: str | None, refusal: Refusal, reply: Reply[Any] | None, *key: object) -> EventIn:
         """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``).
@@ -693,7 +693,7 @@ def failure_inputs(store: Any, run: str, t: int) -> list[FailureInput]:
     labels: dict[str, str] = {}
     failures: dict[str, dict[str, Any]] = {}
     types = (QuestionGenerated, QuestionScored, FailureRecorded)
-    for e in store.read(run, types=types, round=t, texts=True):  # the round's events only (indexed)
+    for e in store.read(run, types=types, in_round=t, texts=True):  # the round's events only (indexed)
         if e.type == QuestionGenerated.name:
             questions[e.data["question_id"]] = e.data
         elif e.type == QuestionScored.name:

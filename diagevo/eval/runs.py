@@ -105,7 +105,7 @@ def pick_rounds(available: Sequence[int], spec: str) -> list[int]:
     return sorted(set(wanted))
 
 
-def eval_event(run: str, round: int, result: BenchResult, engine: str) -> EventIn:
+def eval_event(run: str, t: int, result: BenchResult, engine: str) -> EventIn:
     """One ``eval.recorded`` event for a (round, benchmark) score."""
     data = {
         "benchmark": result.benchmark,
@@ -124,7 +124,7 @@ def eval_event(run: str, round: int, result: BenchResult, engine: str) -> EventI
         "settings": result.settings,
     }
     key = f"{result.benchmark}/{result.settings}/{result.n}"
-    return new_event(EvalRecorded(**data), run=run, round=round, event_id=event_id(run, round, "eval", key))
+    return new_event(EvalRecorded(**data), run=run, at_round=t, event_id=event_id(run, t, "eval", key))
 
 
 def best_round(scores: Mapping[int, float]) -> int:
@@ -145,7 +145,7 @@ def selection_event(run: str, results: Mapping[int, BenchResult]) -> EventIn:
         scores={str(t): s for t, s in sorted(scores.items())},
         **carried,
     )
-    return new_event(selected, run=run, round=best, event_id=event_id(run, best, "select", key))
+    return new_event(selected, run=run, at_round=best, event_id=event_id(run, best, "select", key))
 
 
 EngineFactory = Callable[[str], Engine]

@@ -104,7 +104,7 @@ class InMemoryRecorder(Recorder):
         after_seq: int,
         upto_seq: int | None,
         types: EventTypes | None,
-        round: int | None,
+        in_round: int | None,
         keys: Mapping[str, Collection[str]] | None,
         limit: int | None = None,
         newest: bool = False,
@@ -123,7 +123,7 @@ class InMemoryRecorder(Recorder):
             if limit is not None and len(out) >= limit:
                 break
             row = rows[at]
-            if wanted is not None and row[4] not in wanted or round is not None and row[3] != round:
+            if wanted is not None and row[4] not in wanted or in_round is not None and row[3] != in_round:
                 continue
             if lookups is not None and not any(row[col] in ids for col, ids in lookups.items()):
                 continue
@@ -137,13 +137,13 @@ class InMemoryRecorder(Recorder):
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: EventTypes | None = None,
-        round: int | None = None,
+        in_round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         limit: int | None = None,
         newest: bool = False,
     ) -> Iterator[StoredEvent]:
-        rows = self._select(run, after_seq, upto_seq, types, round, keys, limit, newest and limit is not None)
+        rows = self._select(run, after_seq, upto_seq, types, in_round, keys, limit, newest and limit is not None)
         out = [StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]) for r in rows]
         if texts:
             restore_texts(out, [r[10] for r in rows])
@@ -156,10 +156,10 @@ class InMemoryRecorder(Recorder):
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: EventTypes | None = None,
-        round: int | None = None,
+        in_round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
     ) -> int:
-        return len(self._select(run, after_seq, upto_seq, types, round, keys))
+        return len(self._select(run, after_seq, upto_seq, types, in_round, keys))
 
     def rows(
         self,
@@ -168,12 +168,12 @@ class InMemoryRecorder(Recorder):
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: EventTypes | None = None,
-        round: int | None = None,
+        in_round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         data: bool = True,
     ) -> Iterator[EventRow]:
-        rows = self._select(run, after_seq, upto_seq, types, round, keys)
+        rows = self._select(run, after_seq, upto_seq, types, in_round, keys)
         out = [EventRow(r[0], r[3], r[4], loads(r[6]) if data else None) for r in rows]  # type: ignore[arg-type]
         if texts and data:
             restore_texts(out, [r[10] for r in rows])

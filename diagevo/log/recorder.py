@@ -151,14 +151,14 @@ class SchemaOutdated(StoreError, NotADiagevoDatabase):
 # --- hashing ----------------------------------------------------------------------------------
 
 
-def canonical_event_json(event_id: str, run: str, round: int, type: str, schema_version: int, data_json: str) -> str:
+def canonical_event_json(event_id: str, run: str, t: int, event_type: str, schema_version: int, data_json: str) -> str:
     """Canonical JSON of ``[event_id, run, round, type, schema_version, data]``.
 
     ``data_json`` is the data exactly as stored (compact, sorted keys), so this equals
     ``json.dumps([...], sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` without
     serialising the data twice.
     """
-    return f"[{json_str(event_id)},{json_str(run)},{round},{json_str(type)},{schema_version},{data_json}]"
+    return f"[{json_str(event_id)},{json_str(run)},{t},{json_str(event_type)},{schema_version},{data_json}]"
 
 
 def chain_hash(prev_hash: str, canonical: str) -> str:
@@ -409,14 +409,14 @@ class Recorder(ABC):
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: EventTypes | None = None,
-        round: int | None = None,
+        in_round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         limit: int | None = None,
         newest: bool = False,
     ) -> Iterator[StoredEvent]:
         """A run's events in seq order: those after ``after_seq`` and up to ``upto_seq``, of
-        these ``types``, of this ``round``, naming one of these ids (``keys``: a field of
+        these ``types``, of round ``in_round``, naming one of these ids (``keys``: a field of
         :data:`LOOKUP_FIELDS` -> ids; any field may match). Every filter is an indexed read.
         ``texts=True`` puts the long texts back inline (checked against their keys). ``limit``:
         the first that many, or with ``newest`` the last that many (still in seq order; a SQL
@@ -430,7 +430,7 @@ class Recorder(ABC):
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: EventTypes | None = None,
-        round: int | None = None,
+        in_round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
     ) -> int:
         """How many events :meth:`read` gives with these filters, counted where they are stored
@@ -444,7 +444,7 @@ class Recorder(ABC):
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: EventTypes | None = None,
-        round: int | None = None,
+        in_round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         data: bool = True,

@@ -104,10 +104,10 @@ class SQLRecorder(Recorder):
         """A DBAPI cursor; ``stream``: one that fetches a large result in parts."""
         return raw.cursor()
 
-    def _order(self, after_seq: int, types: Collection[str] | None, round: int | None) -> str:
+    def _order(self, after_seq: int, types: Collection[str] | None, in_round: int | None) -> str:
         return "ORDER BY seq"
 
-    def _index(self, types: Collection[str] | None, round: int | None) -> str:
+    def _index(self, types: Collection[str] | None, in_round: int | None) -> str:
         """After ``FROM events``: the index a read of a run (no id lookup) must walk."""
         return ""
 
@@ -282,7 +282,7 @@ class SQLRecorder(Recorder):
         after_seq: int,
         upto_seq: int | None,
         types: EventTypes | None,
-        round: int | None,
+        in_round: int | None,
         keys: Mapping[str, Collection[str]] | None,
         ordered: bool = True,
     ) -> Iterator[tuple[str, list[Any]]]:
@@ -300,27 +300,25 @@ class SQLRecorder(Recorder):
             if after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
                 sql += f" AND seq > {q}"
                 params.append(after_seq)
-            if round is not None:
+            if in_round is not None:
                 sql += f" AND round = {q}"
-                params.append(round)
+                params.append(in_round)
             if upto_seq is not None:
                 sql += f" AND seq <= {q}"
                 params.append(upto_seq)
             if names is not None:
                 sql += f" AND type IN ({', '.join([q] * len(names))})"
                 params.extend(names)
-            yield (
-                f"{self._index(names, round)} {sql}{' ' + self._order(after_seq, names, round) if ordered else ''}",
-                params,
-            )
+            order = " " + self._order(after_seq, names, in_round) if ordered else ""
+            yield f"{self._index(names, in_round)} {sql}{order}", params
             return
         extra, extra_params = "", list[Any]()
         if names is not None:
             extra += f" AND {self.NO_INDEX}type IN ({', '.join([q] * len(names))})"
             extra_params += names
-        if round is not None:
+        if in_round is not None:
             extra += f" AND {self.NO_INDEX}round = {q}"
-            extra_params.append(round)
+            extra_params.append(in_round)
         if after_seq > 0:
             extra += f" AND {self.NO_INDEX}seq > {q}"
             extra_params.append(after_seq)
@@ -340,21 +338,21 @@ class SQLRecorder(Recorder):
         after_seq: int,
         upto_seq: int | None,
         types: EventTypes | None,
-        round: int | None,
+        in_round: int | None,
         keys: Mapping[str, Collection[str]] | None,
         texts: bool,
         limit: int | None = None,
         newest: bool = False,
     ) -> Iterator[E]:
         if newest and limit is not None:
-            reads = list(self._where(run, after_seq, upto_seq, types, round, keys, ordered=False))
+            reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=False))
             if len(reads) == 1:  # the last ``limit`` rows of the one index that serves the read
                 where, params = reads[0]
                 last = list(self._fetch(shape, f"{where} ORDER BY seq DESC LIMIT {int(limit)}", params, texts))
                 return iter(last[::-1])
             found = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts)}
             return iter([found[seq] for seq in sorted(found)][-limit:] if limit else [])
-        reads = list(self._where(run, after_seq, upto_seq, types, round, keys))
+        reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys))
         if len(reads) == 1 and (keys is None or limit is None):
             where, params = reads[0]
             if limit is not None:
@@ -372,10 +370,10 @@ class SQLRecorder(Recorder):
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: EventTypes | None = None,
-        round: int | None = None,
+        in_round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
     ) -> int:
-        reads = list(self._where(run, after_seq, upto_seq, types, round, keys, ordered=False))
+        reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=False))
         with self._cursor() as cur:
             if len(reads) == 1:
                 where, params = reads[0]
@@ -407,13 +405,13 @@ class SQLRecorder(Recorder):
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: EventTypes | None = None,
-        round: int | None = None,
+        in_round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         limit: int | None = None,
         newest: bool = False,
     ) -> Iterator[StoredEvent]:
-        return self._select(_WHOLE, run, after_seq, upto_seq, types, round, keys, texts, limit, newest)
+        return self._select(_WHOLE, run, after_seq, upto_seq, types, in_round, keys, texts, limit, newest)
 
     def rows(
         self,
@@ -422,12 +420,12 @@ class SQLRecorder(Recorder):
         after_seq: int = 0,
         upto_seq: int | None = None,
         types: EventTypes | None = None,
-        round: int | None = None,
+        in_round: int | None = None,
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         data: bool = True,
     ) -> Iterator[EventRow]:
-        return self._select(_ROW if data else _META, run, after_seq, upto_seq, types, round, keys, texts and data)
+        return self._select(_ROW if data else _META, run, after_seq, upto_seq, types, in_round, keys, texts and data)
 
     def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
         with self._cursor(stream=True) as cur:

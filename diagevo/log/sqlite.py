@@ -55,20 +55,20 @@ class SQLiteRecorder(SQLRecorder):
     def _exclusive(self, conn: Connection) -> None:
         conn.execution_options(sqlite_begin="IMMEDIATE")
 
-    def _index(self, types: Collection[str] | None, round: int | None) -> str:
+    def _index(self, types: Collection[str] | None, in_round: int | None) -> str:
         """SQLite's planner would rather scan the covering (run_id, round, type) index of the whole
         run than walk the index that serves the read, when a read needs no ``data``."""
-        if round is not None:
+        if in_round is not None:
             return " INDEXED BY ix_events_run_round_type"
         if types is not None:
             return " INDEXED BY ix_events_run_type_seq"
         return " INDEXED BY ix_events_run_seq"
 
-    def _order(self, after_seq: int, types: Collection[str] | None, round: int | None) -> str:
+    def _order(self, after_seq: int, types: Collection[str] | None, in_round: int | None) -> str:
         """Without a seq range but with a round or types, SQLite's planner would rather walk the
         whole run in (run_id, seq) order than sort the few rows the round or type index finds;
         ``+seq`` tells it to sort them."""
-        if after_seq <= 0 and (round is not None or types is not None):
+        if after_seq <= 0 and (in_round is not None or types is not None):
             return "ORDER BY +seq"
         return "ORDER BY seq"
 

@@ -132,10 +132,10 @@ def decide_merge(
     return [NodesMerged(survivor=survivor, absorbed=absorbed, label=label, similarity=similarity)]
 
 
-def apply_changes(memory: Memory, round: int, changes: Iterable[Change]) -> Memory:
+def apply_changes(memory: Memory, t: int, changes: Iterable[Change]) -> Memory:
     """Convenience for producers that keep a working memory in step with what they append."""
     for event in changes:
-        memory = evolve(memory, event, round)
+        memory = evolve(memory, event, t)
     return memory
 
 

@@ -138,16 +138,16 @@ class Draft:
 
     # --- apply --------------------------------------------------------------------------------
 
-    def apply(self, event: Event, round: int) -> bool:
+    def apply(self, event: Event, t: int) -> bool:
         """Apply one event (the rules of :func:`evolve`); False when it changed nothing at all."""
         cls = type(event)
-        if round != self.committed + 1:
-            return self._elsewhere(cls, round)
+        if t != self.committed + 1:
+            return self._elsewhere(cls, t)
         if not cls.folded:  # evidence and bookkeeping
-            return self._open(round)
-        return self._change(event, round)
+            return self._open(t)
+        return self._change(event, t)
 
-    def _change(self, event: Event, round: int) -> bool:
+    def _change(self, event: Event, t: int) -> bool:
         """Apply an event the fold applies, of the round after the last commit."""
         match event:  # the most frequent first
             case FailureAttributed():
@@ -171,7 +171,7 @@ class Draft:
                 if cause_id in self._causes:
                     raise InvariantError(f"cause {cause_id!r} created twice")
                 self._node(node_id)
-                self._causes_w()[cause_id] = Cause(cause_id, node_id, description, CauseState.ACTIVE, 1, round)
+                self._causes_w()[cause_id] = Cause(cause_id, node_id, description, CauseState.ACTIVE, 1, t)
                 self.n_causes_created += 1
             case NodeCreated(node_id=node_id, label=label):
                 if node_id in self._nodes:
@@ -184,8 +184,8 @@ class Draft:
                 if self.F1 is None:
                     F = self.F
                     self.F1 = F if F != 0 else None
-                self.committed, self.open_round = round, None
-                self._rounds_w().add(round)
+                self.committed, self.open_round = t, None
+                self._rounds_w().add(t)
                 return True
             case RunConfigured():  # a new config from here on (a fork continued under other values)
                 if config_k(event.config) is None:
@@ -197,32 +197,32 @@ class Draft:
                 self.k, self.config = configured.k, configured.config
             case _:  # run.started
                 raise InvariantError(f"run {self.run!r} started twice")
-        self.open_round = round
+        self.open_round = t
         return True
 
-    def skip(self, cls: type[Event], round: int) -> bool:
+    def skip(self, cls: type[Event], t: int) -> bool:
         """Take an event the fold does not apply (evidence, bookkeeping) without building it: it
         only opens its round. False when that changed nothing."""
-        if round != self.committed + 1:
-            return self._elsewhere(cls, round)
-        return self._open(round)
+        if t != self.committed + 1:
+            return self._elsewhere(cls, t)
+        return self._open(t)
 
-    def _open(self, round: int) -> bool:
-        if self.open_round == round:
+    def _open(self, t: int) -> bool:
+        if self.open_round == t:
             return False
-        self.open_round = round
+        self.open_round = t
         return True
 
-    def _elsewhere(self, cls: type[Event], round: int) -> bool:
+    def _elsewhere(self, cls: type[Event], t: int) -> bool:
         """An event of a round other than the one after the last commit: only retrospective
         bookkeeping may name a committed round (and changes nothing)."""
-        if cls in RETROSPECTIVE and round <= self.committed:
+        if cls in RETROSPECTIVE and t <= self.committed:
             return False
-        if round > self.committed:
-            raise InvariantError(f"round {round} starts before round {self.committed + 1} was committed")
-        if cls is RoundCommitted and round in self._rounds:
-            raise InvariantError(f"round {round} committed twice")
-        raise InvariantError(f"round {round} goes backwards: round {self.committed} is already committed")
+        if t > self.committed:
+            raise InvariantError(f"round {t} starts before round {self.committed + 1} was committed")
+        if cls is RoundCommitted and t in self._rounds:
+            raise InvariantError(f"round {t} committed twice")
+        raise InvariantError(f"round {t} goes backwards: round {self.committed} is already committed")
 
     def _set_cause(self, cause: Cause, state: CauseState, frequency: int) -> None:
         self._causes_w()[cause.id] = Cause(
@@ -279,12 +279,12 @@ def start(run: str, event: RunStarted | RunConfigured, seq: int = 0) -> Memory:
     return Memory(run=run, k=k, seed=int(event.seed), config=MappingProxyType(config), last_seq=seq)
 
 
-def evolve(mem: Memory, event: Event, round: int) -> Memory:
+def evolve(mem: Memory, event: Event, t: int) -> Memory:
     """Apply one event. Rounds move forward one commit at a time; ``last_seq`` is set by ``fold``.
     Only retrospective bookkeeping may name a round that is already committed (round 0, the
     base model, included). Folding many events: use :class:`Draft` (or :func:`fold`)."""
     draft = Draft(mem)
-    return draft.freeze() if draft.apply(event, round) else mem
+    return draft.freeze() if draft.apply(event, t) else mem
 
 
 def _first(run: str, cls: type[Event], rnd: int, data: Mapping[str, Any], seq: int) -> Draft:
@@ -355,18 +355,18 @@ def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
     return draft.freeze()
 
 
-def fold_until(rows: Iterable[Row], run: str, round: int, memory: Memory | None = None) -> Memory:
-    """M_round: fold up to and including the ``round.committed`` of ``round``."""
+def fold_until(rows: Iterable[Row], run: str, t: int, memory: Memory | None = None) -> Memory:
+    """M_t: fold up to and including the ``round.committed`` of round ``t``."""
     mem = memory
-    if mem is not None and mem.committed >= round:
-        if mem.committed == round:
+    if mem is not None and mem.committed >= t:
+        if mem.committed == t:
             return mem
-        raise InvariantError(f"the starting memory is past round {round}")
+        raise InvariantError(f"the starting memory is past round {t}")
     last = mem.committed if mem is not None else 0
     committed = RoundCommitted.name
     for draft, (seq, rnd, etype, _) in drafts(rows, run, memory):
         last = draft.committed
-        if etype == committed and rnd == round:
+        if etype == committed and rnd == t:
             draft.last_seq = seq
             return draft.freeze()
-    raise InvariantError(f"round {round} was never committed (last committed round: {last})")
+    raise InvariantError(f"round {t} was never committed (last committed round: {last})")

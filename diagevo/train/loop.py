@@ -272,7 +272,7 @@ class Trainer:
             r.seconds[phase] = data.get("seconds", 0.0)
             r.stats[phase] = dict(data)
         if r.done("construct") and not r.done("solver"):
-            for e in self.store.read(self.run, round=rnd.t, types=_SOLVER_INPUT_TYPES, texts=True):
+            for e in self.store.read(self.run, in_round=rnd.t, types=_SOLVER_INPUT_TYPES, texts=True):
                 match e.event:
                     case QuestionGenerated() as question:
                         r.questions[question.question_id] = question

@@ -30,7 +30,7 @@ def stored_tally(
             for e in store.read(run, keys={field: sorted(ids)}):
                 rows[e.seq] = (e.round, e.type, dict(e.data))
     for rnd in sorted(rounds):
-        for e in store.read(run, types=ROUND_MILESTONES, round=rnd):
+        for e in store.read(run, types=ROUND_MILESTONES, in_round=rnd):
             rows[e.seq] = (e.round, e.type, dict(e.data))
     tally = Tally()
     for seq in sorted(rows):

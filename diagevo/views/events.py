@@ -83,10 +83,10 @@ def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: in
     types = wanted.types or None
     keys = wanted.index_keys()
     if keys is not None:
-        found = store.read(run_id, keys=keys, types=types, round=wanted.in_round)
+        found = store.read(run_id, keys=keys, types=types, in_round=wanted.in_round)
     else:  # one more than shown: whether the list was cut
         found = store.read(
-            run_id, types=types, round=wanted.in_round, limit=min(limit + 1, 2**63 - 1) if limit else None
+            run_id, types=types, in_round=wanted.in_round, limit=min(limit + 1, 2**63 - 1) if limit else None
         )
     picked = [e for e in found if wanted.matches(e)]
     truncated = bool(limit) and len(picked) > (limit or 0)

@@ -63,29 +63,29 @@ def _snapshot(store: Recorder, run: str, upto_round: int | None = None) -> Memor
     return Memory.from_json(found[0].state) if found else None
 
 
-def load_memory(store: Recorder, run: str, round: int | None = None, *, since: Memory | None = None) -> Memory:
-    """M_round from the nearest snapshot at or before it plus the events after; with
-    ``round=None``, the memory after the run's last event (an open round included). M_0 is the
+def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since: Memory | None = None) -> Memory:
+    """M_t (``at_round`` = t) from the nearest snapshot at or before it plus the events after; with
+    ``at_round=None``, the memory after the run's last event (an open round included). M_0 is the
     memory right after ``run.started``. ``since``, a memory of this run the caller holds already
     (M_{t-1} in round t), is the base the fold starts from instead."""
-    if since is not None and round is None:
+    if since is not None and at_round is None:
         return fold(fold_rows(store, run, since.last_seq), run, since)
     if not store.has_run(run):
         raise unknown_run(store, run)
-    if round == 0:
+    if at_round == 0:
         for row in fold_rows(store, run):
             event = row.event
             if not isinstance(event, RunStarted):
                 break
             return start(run, event, row.seq)
         raise InvariantError(f"run {run!r} does not begin with {RunStarted.name}")
-    base = _snapshot(store, run, round)
-    if round is not None and base is not None and base.committed == round:
+    base = _snapshot(store, run, at_round)
+    if at_round is not None and base is not None and base.committed == at_round:
         return base
     after = base.last_seq if base else 0
-    if round is None:
+    if at_round is None:
         return fold(fold_rows(store, run, after), run, base)
-    return fold_until(fold_rows(store, run, after), run, round, base)
+    return fold_until(fold_rows(store, run, after), run, at_round, base)
 
 
 def committed_rounds(store: Recorder, run: str) -> list[int]:

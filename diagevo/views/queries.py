@@ -43,9 +43,9 @@ def memory_view(mem: Memory) -> MemoryView:
     )
 
 
-def memory_at(store: Recorder, round: int, run: str | None = None) -> MemoryView:
-    """M_round of ``run`` (default: the latest run) rebuilt from the log, with its schedule."""
-    return memory_view(load_memory(store, resolve_run(store, run), round))
+def memory_at(store: Recorder, at_round: int, run: str | None = None) -> MemoryView:
+    """M_t (``at_round`` = t) of ``run`` (default: the latest run) rebuilt from the log, with its schedule."""
+    return memory_view(load_memory(store, resolve_run(store, run), at_round))
 
 
 def show(store: Recorder, run: str | None = None) -> CurrentMemory:
@@ -110,10 +110,10 @@ STEP_FIELDS = (
 """The per-step GRPO signals shown first (TRL's names); ``train.step`` may hold more."""
 
 
-def step_row(round: int, data: Any) -> dict[str, Any]:
+def step_row(t: int, data: Any) -> dict[str, Any]:
     """One ``train.step`` event as a row: round, role, step in the phase, global step, TRL's fields."""
     return {
-        "round": round,
+        "round": t,
         "role": data["role"],
         "step": data["step"],
         "global_step": data["global_step"],

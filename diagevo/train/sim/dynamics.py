@@ -192,7 +192,7 @@ def measure_seed(
                 new_event(
                     EvalRecorded(**{"measure": MEASURE, "reference": runs[reference], **m}),
                     run=run,
-                    round=t,
+                    at_round=t,
                     event_id=event_id(run, t, "eval", MEASURE),
                 )
                 for t, m in sorted(measures[v].items())
