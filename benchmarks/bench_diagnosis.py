@@ -183,8 +183,8 @@ def bench_maintenance(tmp: Path, causes: int, n: int, synchronous: str = "full")
         return wrapper
 
     store.append = timed("append", real_append)  # type: ignore[method-assign]
-    # decisions are appended by append_checked (checked against other producers' memory events)
-    store.append_checked = timed("append", store.append_checked)  # type: ignore[method-assign]
+    # decisions are appended by append_decided (checked against other producers' memory events)
+    store.append_decided = timed("append", store.append_decided)  # type: ignore[method-assign]
     stages.evolve = timed("evolve", real_evolve)
     try:
         summary = asyncio.run(
