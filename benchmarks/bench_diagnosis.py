@@ -143,7 +143,7 @@ def bench_extraction(tmp: Path, n: int, delay_s: float, concurrency: int) -> dic
         dx = LLMDiagnostician.from_config(cfg, base_url=srv.url, model="bench-model")
         summary = asyncio.run(
             diagnose_round(
-                store=store, run=RUN, round=2, failures=failures(n), diagnostician=dx, embedder=HashEmbedder(), cfg=cfg
+                store=store, run=RUN, t=2, failures=failures(n), diagnostician=dx, embedder=HashEmbedder(), cfg=cfg
             )
         )
     latencies = [e.data["latency_s"] for e in store.read(RUN, types=(LLMCalled,))]
@@ -160,7 +160,7 @@ def bench_extraction(tmp: Path, n: int, delay_s: float, concurrency: int) -> dic
 
 
 def bench_maintenance(tmp: Path, causes: int, n: int, synchronous: str = "full") -> dict[str, Any]:
-    from diagevo.diagnosis import pipeline
+    from diagevo.diagnosis import pipeline, stages
 
     per_node = 5
     t0 = time.perf_counter()
@@ -170,7 +170,7 @@ def bench_maintenance(tmp: Path, causes: int, n: int, synchronous: str = "full")
     build_s = time.perf_counter() - t0
     cfg = DiagnosisConfig(theta_dup=0.5, theta_merge=0.99)  # random 384-d vectors: nothing screens in
     timers: dict[str, list[tuple[float, float]]] = {"append": [], "evolve": []}  # (start, seconds) per call
-    real_append, real_evolve = store.append, pipeline.evolve
+    real_append, real_evolve = store.append, stages.evolve
 
     def timed(name: str, fn: Any) -> Any:
         def wrapper(*a: Any, **kw: Any) -> Any:
@@ -183,15 +183,15 @@ def bench_maintenance(tmp: Path, causes: int, n: int, synchronous: str = "full")
         return wrapper
 
     store.append = timed("append", real_append)  # type: ignore[method-assign]
-    # decisions are appended by append_checked (checked against other producers' memory events)
-    store.append_checked = timed("append", store.append_checked)  # type: ignore[method-assign]
-    pipeline.evolve = timed("evolve", real_evolve)
+    # decisions are appended by append_decided (checked against other producers' memory events)
+    store.append_decided = timed("append", store.append_decided)  # type: ignore[method-assign]
+    stages.evolve = timed("evolve", real_evolve)
     try:
         summary = asyncio.run(
             pipeline.diagnose_round(
                 store=store,
                 run=RUN,
-                round=2,
+                t=2,
                 failures=failures(n),
                 diagnostician=InstantDiagnostician(),
                 embedder=HashEmbedder(),
@@ -199,12 +199,12 @@ def bench_maintenance(tmp: Path, causes: int, n: int, synchronous: str = "full")
             )
         )
     finally:
-        pipeline.evolve = real_evolve
+        stages.evolve = real_evolve
     store.close()
     code_s = summary.maintenance_s - summary.maintenance_model_s
     # stage 1 appends its replies FLUSH_EVERY failures at a time, then stages 2a-3.5 append the
     # decisions of DECISIONS_PER_COMMIT failures per transaction
-    stage1 = -(-n // pipeline.FLUSH_EVERY)
+    stage1 = -(-n // stages.FLUSH_EVERY)
     append_s = float(sum(d for _, d in timers["append"][stage1:]))
     evolve_s = float(sum(d for _, d in timers["evolve"]))  # only stages 2a-4a fold events into the working memory
     ms = lambda x: round(1000 * x / n, 3)  # noqa: E731

@@ -12,6 +12,7 @@ import pytest
 
 import diagevo
 from diagevo import rounds
+from diagevo.rounds import round as round_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,7 +40,7 @@ def test_import_diagevo_is_cheap() -> None:
 
 def test_a_round_reads_its_config_and_previous_memory_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = {"memory": 0, "config": 0}
-    load, config = rounds.load_memory, rounds.run_config
+    load, config = round_module.load_memory, round_module.run_config
 
     def counted_load(store, run, at_round=None, **kw):  # type: ignore[no-untyped-def]
         if at_round is not None:
@@ -50,8 +51,8 @@ def test_a_round_reads_its_config_and_previous_memory_once(tmp_path: Path, monke
         calls["config"] += 1
         return config(store, run)
 
-    monkeypatch.setattr(rounds, "load_memory", counted_load)
-    monkeypatch.setattr(rounds, "run_config", counted_config)
+    monkeypatch.setattr(round_module, "load_memory", counted_load)  # what Round reads through
+    monkeypatch.setattr(round_module, "run_config", counted_config)
     with diagevo.open_store(f"sqlite:///{tmp_path / 'x.db'}") as store:
         diagevo.start_run(store, "r", diagevo.Config())
         rnd = diagevo.Round.open(store, "r")

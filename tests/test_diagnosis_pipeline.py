@@ -114,7 +114,7 @@ def run_round(
         diagnose_round(
             store=store,
             run=RUN,
-            round=t,
+            t=t,
             failures=failures,
             diagnostician=diagnostician or dx(srv, c),
             embedder=embedder,
@@ -509,7 +509,7 @@ def test_unreachable_endpoint_records_failed_diagnoses(store: Recorder) -> None:
             diagnose_round(
                 store=store,
                 run=RUN,
-                round=rnd,
+                t=rnd,
                 failures=[failure("f1", ("C1",))],
                 diagnostician=dead,
                 embedder=embedder,
@@ -595,7 +595,7 @@ def test_with_the_local_embedder_a_paraphrase_reaches_prompt_2(srv: LLMServer, s
         diagnose_round(
             store=store,
             run=RUN,
-            round=rnd,
+            t=rnd,
             failures=[failure("f1")],
             diagnostician=dx(srv, c),
             embedder=embedder,

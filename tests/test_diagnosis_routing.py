@@ -279,7 +279,7 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
             diagnose_round(
                 store=store,
                 run=RUN,
-                round=2,
+                t=2,
                 failures=[],
                 diagnostician=dx,  # type: ignore[arg-type]
                 embedder=APIEmbedder(srv.url, "test-embed"),

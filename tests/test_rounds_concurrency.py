@@ -157,7 +157,7 @@ def _diagnose(url: str, rank: int, barrier: Any, out: Any) -> None:
             diagnose_round(
                 store=store,
                 run=RUN,
-                round=2,
+                t=2,
                 failures=failures,
                 diagnostician=ScriptedDiagnostician(rank),
                 embedder=embedder,

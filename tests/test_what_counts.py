@@ -13,6 +13,7 @@ import pytest
 from diagevo import rounds
 from diagevo.catalog import CausePromoted, Event, FailureAttributed, LLMCalled, RoundCommitted
 from diagevo.config import MemoryConfig
+from diagevo.errors import BadInput
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import Recorder, open_log
 from diagevo.memory.counting import CountBreak, breaks
@@ -159,7 +160,7 @@ def test_a_config_no_reader_can_use_says_how_to_get_past_it(tmp_path: Path, caps
         assert_one_line_error(code, err, f"seq {seq}: run.configured holds no positive k", "fork the run from round 2")
     code, out, _ = run_cli(capsys, "memory", "verify", "--run", RUN, "--db", db)
     assert code == 1 and f"seq {seq}: run.configured holds no positive k" in " ".join(out.split())
-    with open_log(db) as store, pytest.raises(rounds.BadInput) as exc:
+    with open_log(db) as store, pytest.raises(BadInput) as exc:
         rounds.run_config(store, RUN)
     assert str(exc.value).startswith(f"the config of run 'ext' at seq {seq} (run.configured of round 3) cannot be used")
     assert exc.value.hint is not None and exc.value.hint.args[:6] == ("memory", "fork", "--run", RUN, "--round", "2")

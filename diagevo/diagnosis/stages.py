@@ -1,0 +1,380 @@
+"""The stages of one :func:`~diagevo.diagnosis.pipeline.diagnose_round` call, as a pass over the
+round's failures: stage 1 (Prompt 1, concurrent), stages 2a-3.5 (one failure at a time, against a
+working memory kept in step with the log) and stage 4a (node consolidation)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from diagevo.catalog import (
+    CATALOG,
+    MEMORY_TYPES,
+    CauseCreated,
+    CauseReactivated,
+    DiagnosisFailed,
+    Event,
+    FailureAttributed,
+    FailureDiagnosed,
+    LLMCalled,
+    NodeCreated,
+)
+from diagevo.catalog.ids import digest_event_id
+from diagevo.diagnosis import routing
+from diagevo.diagnosis.calls import call_events, reply_ref
+from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.diagnosis.interface import Diagnostician, Extraction, ExtractionInput, Reply
+from diagevo.diagnosis.outcomes import prior_outcomes
+from diagevo.diagnosis.routing import Decision, Refusal, Routed
+from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput, summary_counts
+from diagevo.memory.fold import InvariantError, evolve
+from diagevo.memory.state import Memory
+from diagevo.progress import ProgressFn
+from diagevo.results import Json
+from diagevo.rounds import MemoryMoved, Round
+from diagevo.schemas import EventIn, new_event
+from diagevo.views.index import VectorIndex
+from diagevo.views.memory import load_memory
+
+# Stage-1 replies are appended in batches of this many failures (one transaction each).
+FLUSH_EVERY = 64
+# Stage 2a-3.5 decisions of this many failures share a transaction: a durable commit (an fsync
+# with SQLite's synchronous=FULL) per failure would cost more than deciding it. A crash loses at
+# most these decisions, which a resumed round makes again, identically.
+DECISIONS_PER_COMMIT = 16
+
+
+Pending = tuple[FailureInput, Extraction, "np.ndarray | None", "int | None"]
+
+
+class DiagnosisPass:
+    """The state of one diagnose_round call.
+
+    The working memory is the log's memory as of ``seen_seq``. Decisions are appended only if
+    no other producer has appended a memory event since (checked under the store's append lock);
+    otherwise the working memory is read again and the undecided failures are decided anew, so
+    two processes naming the same new cause end with one cause (the second finds the first's
+    cause in stage 2a and Prompt 2 deduplicates)."""
+
+    def __init__(
+        self,
+        store: Any,
+        run: str,
+        t: int,
+        diagnostician: Diagnostician,
+        index: VectorIndex,
+        cfg: DiagnosisConfig,
+        memory: Memory,
+        summary: DiagnosisSummary,
+        progress: ProgressFn,
+    ) -> None:
+        self.store, self.run, self.t = store, run, t
+        self.protocol = Round(store, run, t)  # every write goes through the round protocol
+        self.dx, self.index, self.cfg = diagnostician, index, cfg
+        self.mem = memory
+        self.summary = summary
+        self.progress = progress
+        self.model_s = 0.0
+        self.pending: list[EventIn] = []  # decided, not yet appended (whole failures only)
+        self.pending_failures = 0
+        self.pending_inputs: list[Pending] = []  # the failures whose decisions are pending
+        self.current: Pending | None = None  # the failure being decided
+        self.seen_seq = memory.last_seq
+        self.saved = summary_counts(summary)  # the summary as of the last append
+        self.pre_vecs: np.ndarray | None = None
+        self.tries: dict[str, int] = {}  # failures whose diagnosis failed before: how often
+        self.halted = False  # the endpoint stopped answering in stages 2a-3.5: decide no further failure
+
+    def flush(self) -> None:
+        """Append the deferred decisions in one transaction, if the memory they were decided
+        against is still the log's; else raise :class:`MemoryMoved` and append nothing."""
+        if not self.pending:
+            return
+        result = self.protocol.append_diagnosis(self.pending, since_seq=self.seen_seq)
+        self.seen_seq = result.last_seq
+        self.pending, self.pending_failures, self.pending_inputs = [], 0, []
+        self.saved = summary_counts(self.summary)
+
+    def reread(self) -> list[Pending]:
+        """Drop the pending decisions, adopt the log's memory; returns the failures to decide
+        again (those another producer has decided meanwhile are left out)."""
+        inputs = self.pending_inputs
+        self.pending, self.pending_failures, self.pending_inputs = [], 0, []
+        counts, outcomes = self.saved
+        self.summary.__dict__.update(counts)
+        del self.summary.outcomes[outcomes:]
+        self.mem = load_memory(self.store, self.run)
+        self.seen_seq = self.mem.last_seq
+        self.index.attach(self.mem)
+        if self.pre_vecs is not None:
+            self.index.prescreen(self.pre_vecs)
+        decided = prior_outcomes(self.store, self.run, self.t).decided
+        return [p for p in inputs if p[0].failure_id not in decided]
+
+    async def decide(self, todo: Sequence[Pending]) -> None:
+        """Decide ``todo`` in order; when another producer moved the memory, decide the
+        failures whose decisions were not appended again against the new memory."""
+        queue = list(todo)
+        while queue:
+            i = 0
+            try:
+                while i < len(queue):
+                    await self.maintain(*queue[i])
+                    i += 1
+                return
+            except MemoryMoved:
+                queue = [*self.reread(), *queue[i + 1 :]]
+
+    async def settle(self) -> None:
+        """Append what is pending, deciding again as often as other producers move the memory."""
+        while True:
+            try:
+                self.flush()
+                return
+            except MemoryMoved:
+                await self.decide(self.reread())
+
+    def key(self, *parts: object) -> tuple[object, ...]:
+        """The id parts of a failure's event: a failure asked again after a failed diagnosis
+        gets ids of its own (its earlier attempt's events stay as they were)."""
+        n = self.tries.get(parts[0]) if parts and isinstance(parts[0], str) else None
+        return (parts[0], "retry", n, *parts[1:]) if n else parts
+
+    def eid(self, *parts: object) -> str:
+        return digest_event_id(self.run, self.t, *self.key(*parts))
+
+    def calls(self, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
+        """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
+        return call_events(self.run, self.t, self.key(*key), reply, **extra)
+
+    def event(self, event: Event, *parts: object) -> EventIn:
+        """``event`` of this round under the id ``parts`` give it."""
+        return new_event(event, run=self.run, at_round=self.t, event_id=self.eid(*parts))
+
+    def refused(self, fid: str | None, refusal: Refusal, reply: Reply[Any] | None, *key: object) -> EventIn:
+        """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``).
+        A failure's counts as a failed diagnosis (with its reason); a node pair's apart."""
+        if fid is None:
+            self.summary.merge_failed += 1
+        else:
+            self.summary.failed += 1
+            why = f"{refusal.stage}: {' '.join(refusal.reason.split())[:160]}"
+            self.summary.failure_reasons[why] = self.summary.failure_reasons.get(why, 0) + 1
+        failed = DiagnosisFailed(
+            failure_id=fid,
+            stage=refusal.stage,
+            reason=refusal.reason[:500],
+            model=reply.model if reply else getattr(self.dx, "model_name", ""),
+            **reply_ref(reply),
+        )
+        return self.event(failed, *(key or (fid, refusal.stage)), "failed")
+
+    def commit(self, events: list[EventIn], vec: np.ndarray | None = None, *, defer: bool = False) -> None:
+        """Validate the batch against the working memory, append it (``defer``: with the next
+        few failures' batches, see DECISIONS_PER_COMMIT), then adopt the result."""
+        mem = self.mem
+        for ev in events:
+            if CATALOG[ev.type] in MEMORY_TYPES:
+                mem = evolve(mem, ev.event, self.t)
+        if events:
+            self.pending.extend(events)
+            self.pending_failures += 1
+            if self.current is not None:
+                self.pending_inputs.append(self.current)
+            if not defer or self.pending_failures >= DECISIONS_PER_COMMIT:
+                self.flush()
+        self.mem = mem
+        for ev in events:
+            event = ev.event
+            if type(event) in MEMORY_TYPES:
+                self.index.apply(event, mem, vec if isinstance(event, CauseCreated) else None)
+            elif isinstance(event, LLMCalled):
+                self.summary.llm_calls += 1
+
+    async def timed(self, coro: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await coro
+        finally:
+            self.model_s += time.perf_counter() - t0
+
+    # --- stage 1 --------------------------------------------------------------------------------
+
+    async def extract_all(self, items: Sequence[FailureInput]) -> dict[str, Extraction]:
+        out: dict[str, Extraction] = {}
+        if not items:
+            return out
+
+        async def one(f: FailureInput) -> tuple[FailureInput, Reply[Extraction] | None, str | None]:
+            known = routing.known_causes(self.mem, f.known_causes)
+            item = ExtractionInput(
+                f.failure_id, f.question_id, f.question, f.pseudo_label, f.response, f.reference, known
+            )
+            try:
+                return f, await self.dx.extract(item), None
+            except Exception as exc:  # a broken diagnostician must not stop the round
+                return f, None, f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+        buffer: list[EventIn] = []
+        done = 0
+        for fut in asyncio.as_completed([asyncio.ensure_future(one(f)) for f in items]):
+            f, reply, crash = await fut
+            fid = f.failure_id
+            events = self.calls((fid, "extract"), reply, failure_id=fid) if reply else []
+            # without a reply, ``crash`` always holds the exception that prevented it
+            value = routing.check_extraction(
+                reply.value if reply else None, crash or (reply.error if reply else None), f.known_causes
+            )
+            if isinstance(value, Refusal):
+                events.append(self.refused(fid, value, reply))
+            else:
+                assert reply is not None  # a reply was checked
+                diagnosed = FailureDiagnosed(
+                    failure_id=fid,
+                    matched_cause=value.matched_cause_id,
+                    error_cause=value.error_cause,
+                    model=reply.model,
+                    **reply_ref(reply),
+                )
+                events.append(self.event(diagnosed, fid, "extract"))
+                out[fid] = value
+            self.summary.llm_calls += sum(1 for e in events if e.type == LLMCalled.name)
+            buffer.extend(events)
+            done += 1
+            if done % FLUSH_EVERY == 0:
+                self.protocol.append_diagnosis(buffer)
+                buffer = []
+            self.progress("extract", done, len(items))
+        if buffer:
+            self.protocol.append_diagnosis(buffer)
+        return out
+
+    # --- stages 2a-3.5 --------------------------------------------------------------------------
+
+    async def maintain(self, f: FailureInput, ext: Extraction, vec: np.ndarray | None, row: int | None) -> None:
+        """Route one failure (:mod:`diagevo.diagnosis.routing`) and commit what was decided."""
+        fid = f.failure_id
+        events: list[EventIn] = []  # the diagnostician's calls, then the decision
+        reply: Reply[Any] | None = None
+        if ext.matched_cause_id is not None:
+            decision: Decision = routing.recurrence(self.mem, fid, ext.matched_cause_id)
+        elif ext.error_cause is not None and vec is not None:
+            decision, reply = await self.route_new(fid, ext.error_cause, vec, row, events)
+        else:
+            self.summary.non_skill += 1
+            self.summary.outcomes.append({"failure_id": fid, "outcome": "non_skill"})
+            return
+        outcome: dict[str, Json] = {"failure_id": fid}
+        if isinstance(decision, Refusal) and decision.reason.startswith("endpoint:"):
+            self.halted = True
+        if isinstance(decision, Refusal):
+            # a decision the memory refuses ("route") is the code's, not the diagnostician's reply
+            events.append(self.refused(fid, decision, None if decision.stage == "route" else reply))
+        else:
+            outcome.update(decision.outcome)
+            for i, change in enumerate(decision.changes):
+                events.append(self.event(change, fid, "decide", i, change.name))
+        self.current = (f, ext, vec, row)
+        try:
+            self.commit(events, vec, defer=True)
+        except InvariantError as exc:  # the decision does not fit the memory: record, go on
+            events = [e for e in events if e.type == LLMCalled.name]
+            events.append(self.refused(fid, Refusal("route", str(exc)), None))
+            self.commit(events, defer=True)
+            outcome = {"failure_id": fid}
+        finally:
+            self.current = None
+        self._count(events, outcome)
+
+    def _count(self, events: list[EventIn], outcome: dict[str, Json]) -> None:
+        s = self.summary
+        typed = [e.event for e in events]
+        if any(isinstance(e, DiagnosisFailed) for e in typed):
+            outcome["outcome"] = "failed"
+        for e in typed:
+            match e:
+                case FailureAttributed(via="recurrence"):
+                    s.recurrences += 1
+                case FailureAttributed():
+                    s.duplicates += 1
+                case CauseReactivated():
+                    s.reactivations += 1
+                    outcome["reactivated"] = True
+                case CauseCreated(cause_id=cause_id, node_id=node_id):
+                    s.new_causes += 1
+                    outcome.update(cause=cause_id, node=node_id)
+                case NodeCreated():
+                    s.new_nodes += 1
+        s.outcomes.append(outcome)
+
+    async def route_new(
+        self, fid: str, description: str, vec: np.ndarray, row: int | None, events: list[EventIn]
+    ) -> tuple[Decision, Reply[Any]]:
+        """Stages 2a-3.5 for a new cause: the decision and the reply it rests on; the
+        diagnostician's calls are added to ``events``."""
+        sims = self.index.cause_sims(vec, row)
+        # stage 2a: every stored cause at or above θ_dup is a candidate for Prompt 2 (the cap only
+        # guards the prompt's length; a cut list is counted)
+        screened, passed = self.index.screen(sims, self.summary.theta_dup, max(1, self.cfg.dedup_candidates), vec)
+        if passed > len(screened):
+            self.summary.dedup_truncated += 1
+        if screened:
+            candidates = list(routing.dedup_candidates(self.mem, screened))
+            reply: Reply[Any] = await self.timed(self.dx.deduplicate(description, candidates))
+            events.extend(self.calls((fid, "deduplicate"), reply, failure_id=fid))
+            decision = routing.after_dedup(self.mem, fid, screened, reply.value, reply.error)
+            if decision is not None:
+                return decision, reply
+        # stage 3a: shortlist of nodes by best member similarity
+        shortlist = self.index.node_shortlist(sims, max(1, self.cfg.shortlist_k), vec)
+        views = list(routing.shortlist_views(self.mem, shortlist))
+        reply = await self.timed(self.dx.assign_node(description, views))
+        events.extend(self.calls((fid, "assign_node"), reply, failure_id=fid))
+        # stage 3.5: routing in code
+        return routing.route_assignment(self.mem, fid, description, views, reply.value, reply.error), reply
+
+    # --- stage 4a ---------------------------------------------------------------------------------
+
+    async def consolidate(self) -> None:
+        t0 = time.perf_counter()
+        ids, vecs = self.index.node_vectors(self.mem)
+        self.model_s += time.perf_counter() - t0
+        pairs = routing.node_pairs(ids, vecs, self.summary.theta_merge)
+        self.summary.merge_candidates = len(pairs)
+        self.saved = summary_counts(self.summary)  # nothing is pending: a retried pair restores this
+        absorbed: set[str] = set()
+        for done, (sim, a, b) in enumerate(pairs, 1):
+            while True:  # again when another producer moved the memory meanwhile
+                merged = await self._consolidate_pair(sim, a, b, absorbed)
+                if merged is not None:
+                    if merged:
+                        absorbed.add(b)
+                    break
+            self.progress("consolidate", done, len(pairs))
+
+    async def _consolidate_pair(self, sim: float, a: str, b: str, absorbed: set[str]) -> bool | None:
+        """Prompt 4 for one node pair; whether it merged, None when the memory moved."""
+        if not routing.pair_open(self.mem, a, b, absorbed):
+            return False
+        key = ("merge", a, b)
+        reply = await self.timed(self.dx.consolidate(routing.node_view(self.mem, a), routing.node_view(self.mem, b)))
+        events = call_events(self.run, self.t, (*key, "consolidate"), reply, nodes=[a, b])
+        decision = routing.after_consolidation(self.mem, a, b, sim, reply.value, reply.error)
+        merged = isinstance(decision, Routed) and bool(decision.changes)
+        if isinstance(decision, Refusal):
+            events.append(self.refused(None, decision, reply, *key))
+        else:
+            for i, change in enumerate(decision.changes):
+                events.append(self.event(change, *key, "decide", i))
+        if merged:
+            self.summary.merges += 1
+        try:
+            self.commit(events)
+        except MemoryMoved:
+            self.reread()
+            return None
+        return merged

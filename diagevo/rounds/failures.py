@@ -1,0 +1,88 @@
+"""The failures a trainer records (one format for the API and ``diagevo diagnose``'s file), and
+those whose diagnosis failed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NotRequired, TypedDict
+
+from diagevo.catalog import (
+    CauseCreated,
+    DiagnosisFailed,
+    FailureAttributed,
+    FailureDiagnosed,
+    FailureRecorded,
+)
+from diagevo.rounds.protocol import ProtocolError
+
+FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
+FAILURE_CONTEXT = ("question", "pseudo_label", "known_causes")
+"""The other fields of a ``diagevo diagnose`` FAILURES.jsonl line: the round holds them already
+(the question, its pseudo-label and the causes it was generated for), so a line of that file is
+also a failure for :meth:`Round.record_failures`; they are checked for their type, not stored."""
+
+
+class FailureRecord(TypedDict):
+    """One failed optimization response of a retained question, as :meth:`Round.record_failures`
+    takes it and as a line of ``diagevo diagnose FAILURES.jsonl`` holds it (one format for both).
+
+    ``failure_id`` names this failure within the run (unique across rounds); ``question_id`` the
+    retained question of the round it failed; ``response`` the policy's failing response;
+    ``reference`` a construction response that agrees with the pseudo-label (``Scored.reference``).
+    ``question``, ``pseudo_label`` and ``known_causes`` may be given (the CLI's file has them)."""
+
+    failure_id: str
+    question_id: str
+    response: str
+    reference: str
+    question: NotRequired[str]
+    pseudo_label: NotRequired[str]
+    known_causes: NotRequired[Sequence[str]]
+
+
+def failure_record(f: Mapping[str, object]) -> dict[str, str]:
+    """A failure as ``failure.recorded`` holds it: its four fields, each a string, only the
+    ids and texts the diagnostician needs (a failure without response or reference is refused)."""
+    if not isinstance(f, Mapping):
+        raise ProtocolError(f"a failure is a mapping of {', '.join(FAILURE_FIELDS)}, not {type(f).__name__}")
+    fid = f.get("failure_id")
+    if not isinstance(fid, str) or not fid.strip():
+        raise ProtocolError("failure_id must be a non-empty string")
+    unknown = sorted(set(f) - set(FAILURE_FIELDS) - set(FAILURE_CONTEXT))
+    if unknown:
+        raise ProtocolError(f"failure {fid!r}: unknown field {unknown[0]!r}")
+    record: dict[str, str] = {}
+    for name in FAILURE_FIELDS[1:]:
+        value = f.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise ProtocolError(f"failure {fid!r}: {name} must be a non-empty string")
+        record[name] = value
+    for name in ("question", "pseudo_label"):
+        if name in f and not isinstance(f[name], str):
+            raise ProtocolError(f"failure {fid!r}: {name} must be a string")
+    causes = f.get("known_causes", [])
+    if not isinstance(causes, list | tuple) or not all(isinstance(c, str) for c in causes):
+        raise ProtocolError(f"failure {fid!r}: known_causes must be a list of cause ids")
+    return {"failure_id": fid, **record}
+
+
+FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, DiagnosisFailed)
+DIAGNOSES = frozenset({FailureDiagnosed.name, DiagnosisFailed.name})
+
+
+def failed_diagnoses(rows: Sequence[tuple[int, int, str, Mapping[str, Any]]]) -> list[str]:
+    """The failures of a round's ``rows`` whose diagnosis failed and that nothing decided since
+    (a failed diagnosis is asked again by the next diagnose): sorted ids."""
+    failed: set[str] = set()
+    decided: set[str] = set()
+    for _s, _r, typ, d in rows:
+        fid = d.get("failure_id")
+        if not isinstance(fid, str):
+            continue
+        if typ == DiagnosisFailed.name:
+            failed.add(fid)
+        elif typ == FailureAttributed.name or typ == CauseCreated.name:
+            decided.add(fid)
+        elif typ == FailureDiagnosed.name and d.get("matched_cause") is None and d.get("error_cause") is None:
+            decided.add(fid)  # a non-skill slip
+    return sorted(failed - decided)

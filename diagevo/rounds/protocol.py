@@ -1,0 +1,60 @@
+"""ProtocolError and its kinds, the ids of a round's events, and the one way a round step
+writes: a decision read at the log's head and appended under the append lock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from diagevo.catalog import (
+    Event,
+    EventTypes,
+)
+from diagevo.catalog import ids as keys
+from diagevo.errors import BadInput, Conflict, Hint, NotFound
+from diagevo.log import AppendResult, EventRow, Recorder
+from diagevo.schemas import EventIn, new_event
+from diagevo.urls import redact_url
+from diagevo.words import did_you_mean
+
+
+class ProtocolError(Conflict, BadInput):
+    """A round operation out of order or with input that does not fit the round."""
+
+
+class MemoryMoved(Conflict):
+    """Another producer changed the memory since the decisions were taken: decide again."""
+
+
+class UnknownRun(ProtocolError, NotFound):
+    """A step for a run the log does not hold."""
+
+
+def round_event(run: str, t: int, key: str, event: Event) -> EventIn:
+    """``event`` of round ``t``, under the id ``key`` gives it: the same on every retry."""
+    return new_event(event, run=run, at_round=t, event_id=keys.event_id(run, t, key))
+
+
+Reader = Callable[..., list[EventRow]]
+"""What a decision reads: ``read(types, *, t=None, after_seq=0)`` (``t``: one round) -> the run's rows."""
+
+
+def append_decision(store: Recorder, run: str, decide: Callable[[Reader], Sequence[EventIn]]) -> AppendResult:
+    """Append the events ``decide`` returns, having let it read ``run`` at the log's head, under
+    the append lock: one decision, no writer in between."""
+
+    def read(types: EventTypes | None, *, t: int | None = None, after_seq: int = 0) -> list[EventRow]:
+        return list(store.rows(run, types=types, in_round=t, after_seq=after_seq))
+
+    try:
+        return store.append_decided(lambda: decide(read))
+    except UnknownRun:
+        raise unknown_run(store, run) from None
+
+
+def unknown_run(store: Recorder, run: str) -> UnknownRun:
+    """``no run 'huer' in URL (did you mean 'heur'?): start it ...``: the Python call for a
+    Python caller, ``round start`` on the command line."""
+    return UnknownRun(
+        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: start it with {{command}}",
+        hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.start_run(store, {run!r}, config)"),
+    )

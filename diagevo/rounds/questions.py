@@ -1,0 +1,176 @@
+"""Generation requests, the candidates a trainer records against them and their votes (Eq. 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import asdict, dataclass, fields
+
+from diagevo import curriculum as cur
+from diagevo.config import MethodConfig
+from diagevo.memory.sampler import GenerationRequest
+from diagevo.parsing import quoted
+from diagevo.results import Json
+from diagevo.rounds.protocol import ProtocolError
+
+PURPOSES = {"curriculum": ("cur-requests", "q"), "challenger": ("chal-requests", "c")}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request(GenerationRequest):
+    """One generation request: the schedule's draw (mode, causes and their texts, node) and the
+    question id to record its question under; ``messages()`` is the Appendix J challenger prompt."""
+
+    question_id: str
+
+    def generation_request(self) -> GenerationRequest:
+        """The draw alone, without the question id."""
+        return GenerationRequest(**{f.name: getattr(self, f.name) for f in fields(GenerationRequest)})
+
+    def messages(self) -> list[dict[str, str]]:
+        """The challenger's chat prompt for this draw (Appendix J): ``[{"role": "system", ...},
+        {"role": "user", ...}]``, ready for a chat template or an OpenAI-style request."""
+        return cur.challenger_messages(self.generation_request())
+
+    def to_json(self) -> dict[str, Json]:
+        """The request as a line of ``diagevo round requests --jsonl``, its prompt included."""
+        return {"question_id": self.question_id} | asdict(self.generation_request()) | {"messages": self.messages()}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A generated question (the request's fields echoed back) with the solver's N construction
+    responses, or their extracted answers."""
+
+    question_id: str
+    mode: str
+    text: str
+    active_cause: str | None = None
+    mastered_cause: str | None = None
+    node: str | None = None
+    responses: tuple[str, ...] | None = None
+    answers: tuple[str | None, ...] | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse, naming the argument, what a question cannot be recorded with (a number for a
+        text, a list of numbers for the answers); a list of responses or answers is kept as a tuple."""
+        for name in ("question_id", "mode", "text"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ProtocolError(f"Candidate {name} must be a non-empty string, not {quoted(value, 40)}")
+        for name in ("active_cause", "mastered_cause", "node"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ProtocolError(f"Candidate {name} must be a string or None, not {quoted(value, 40)}")
+        for name in ("responses", "answers"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+                raise ProtocolError(f"Candidate {name} must be a sequence of strings, not {type(value).__name__}")
+            items = tuple(value)
+            for item in items:
+                if item is not None and not isinstance(item, str):
+                    raise ProtocolError(f"Candidate {name} must hold strings, not {quoted(item, 40)}")
+            object.__setattr__(self, name, items)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, object]) -> Candidate:
+        """From one JSON object; the request's own fields (texts, messages) may be carried along."""
+        if not isinstance(obj, Mapping):
+            raise ProtocolError("a candidate is a JSON object")
+        known = {"question_id", "mode", "text", "active_cause", "mastered_cause", "node", "responses", "answers"}
+        carried = {"active_text", "mastered_text", "node_label", "messages", "question"}
+        unknown = sorted(set(obj) - known - carried)
+        if unknown:
+            raise ProtocolError(f"unknown field {unknown[0]!r}")
+        text = obj.get("text", obj.get("question"))
+        required: dict[str, str] = {}
+        for name, value in (("question_id", obj.get("question_id")), ("mode", obj.get("mode")), ("text", text)):
+            if not isinstance(value, str) or not value.strip():
+                raise ProtocolError(f"{name} must be a non-empty string")
+            required[name] = value
+        ids: dict[str, str | None] = {}
+        for name in ("active_cause", "mastered_cause", "node"):
+            value = obj.get(name)
+            if value is not None and not isinstance(value, str):
+                raise ProtocolError(f"{name} must be a string or null")
+            ids[name] = value
+        lists: dict[str, tuple[str | None, ...] | None] = {}
+        for name in ("responses", "answers"):
+            value = obj.get(name)
+            if value is not None and (
+                not isinstance(value, list) or not all(x is None or isinstance(x, str) for x in value)
+            ):
+                raise ProtocolError(f"{name} must be a list of strings")
+            lists[name] = tuple(value) if value is not None else None
+        return cls(
+            question_id=required["question_id"],
+            mode=required["mode"],
+            text=required["text"],
+            active_cause=ids["active_cause"],
+            mastered_cause=ids["mastered_cause"],
+            node=ids["node"],
+            responses=lists["responses"],  # type: ignore[arg-type]  # None items: a response that is missing
+            answers=lists["answers"],
+        )
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A recorded candidate: votes, whether Eq. 3 keeps it, its pseudo-label and reference."""
+
+    question_id: str
+    text: str
+    mode: str
+    active_cause: str | None
+    mastered_cause: str | None
+    n: int
+    p1: float
+    p2: float
+    pseudo_label: str | None
+    retained: bool
+    reference: str
+
+    def to_json(self) -> dict[str, Json]:
+        """The scored question as ``diagevo round record --json`` prints it."""
+        return asdict(self)
+
+
+class Recorded(list[Scored]):
+    """What :meth:`Round.record` returns: every candidate scored, in order, and the question ids
+    the round held already (a retry stores nothing for those)."""
+
+    def __init__(self, scored: Iterable[Scored] = (), stored_before: Collection[str] = ()) -> None:
+        super().__init__(scored)
+        self.stored_before = frozenset(stored_before)
+
+    @property
+    def new(self) -> int:
+        """How many of the questions this call stored."""
+        return sum(1 for s in self if s.question_id not in self.stored_before)
+
+
+def score(c: Candidate, cfg: MethodConfig) -> Scored:
+    """Votes over the construction answers and the double-confidence filter (Eq. 3)."""
+    if (c.responses is None) == (c.answers is None):
+        raise ProtocolError(f"question {c.question_id}: give exactly one of responses and answers")
+    answers = list(c.answers) if c.answers is not None else [cur.extract_answer(x) for x in c.responses or ()]
+    if not answers:
+        raise ProtocolError(f"question {c.question_id}: no construction responses")
+    v = cur.votes(answers)
+    retained = v.label is not None and cur.keep(v.p1, v.p2, cfg.filter)
+    ref = v.reference if retained else None  # earliest response of the label's class
+    reference = c.responses[ref] if ref is not None and c.responses is not None else ""
+    return Scored(
+        c.question_id,
+        c.text,
+        c.mode,
+        c.active_cause,
+        c.mastered_cause,
+        len(answers),
+        v.p1,
+        v.p2,
+        v.label,
+        retained,
+        reference,
+    )

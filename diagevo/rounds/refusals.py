@@ -1,0 +1,118 @@
+"""What a round refuses under the append lock: a question or failure again with other content, a
+failure id reused across rounds, evidence counted twice, an event of a type the step does not take."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from diagevo.catalog import (
+    CATALOG,
+    CauseCreated,
+    CauseReactivated,
+    CheckpointPruned,
+    CheckpointWritten,
+    DiagnosisFailed,
+    Event,
+    FailureAttributed,
+    FailureDiagnosed,
+    FailureRecorded,
+    LLMCalled,
+    NodeCreated,
+    NodesMerged,
+    PhaseCompleted,
+    TrainStep,
+)
+from diagevo.log import Recorder
+from diagevo.memory.counting import COUNTED_TYPES
+from diagevo.parsing import quoted
+from diagevo.rounds.failures import FAILURE_FIELDS, FAILURE_TYPES
+from diagevo.rounds.protocol import ProtocolError
+from diagevo.schemas import EventIn
+from diagevo.views.counts import stored_tally
+
+
+def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[EventIn]) -> None:
+    """Refuse (:class:`ProtocolError`) when round ``t`` holds one of ``events``' ids with other
+    data: a question id recorded again with another text, mode, cause or votes would leave the
+    trainer holding a question the log does not (the same data again is a retry, skipped by the
+    append). Called from inside a decision, under the append lock."""
+    wanted = {ev.event_id: ev for ev in events}
+    if not wanted:
+        return
+    for e in store.read(run, in_round=t, keys={"event_id": list(wanted)}, texts=True):
+        ev = wanted.get(e.event_id)
+        if ev is None or e.data == ev.data:
+            continue
+        field = next(n for n in [*ev.data, *e.data] if e.data.get(n) != ev.data.get(n))
+        what = ev.data.get("question_id", e.event_id)
+        raise ProtocolError(
+            f"question {quoted(what, 80)} is recorded in round {t} of run {run!r} already with another {field} "
+            "(give it a new id; recording the same question again is a no-op)"
+        )
+
+
+def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str, Mapping[str, Any] | None]) -> None:
+    """Refuse failure ids the run holds in another round (recorded or diagnosed there), or in
+    round ``t`` recorded with other content (``given[id]``: the record, None to skip that
+    check). A failure id names one failure of the run: diagnosed twice it would be counted
+    twice. Called from inside a decision, under the append lock."""
+    if not given:
+        return
+    elsewhere: dict[str, tuple[str, int]] = {}  # failure -> what another round did with it (diagnosed first)
+    for e in store.read(run, types=FAILURE_TYPES, keys={"failure_id": list(given)}, texts=True):
+        fid = e.data.get("failure_id")
+        if not isinstance(fid, str) or fid not in given:
+            continue
+        if e.round != t:
+            what = "recorded" if e.type == FailureRecorded.name else "diagnosed"
+            if what == "diagnosed" or fid not in elsewhere:
+                elsewhere[fid] = (what, e.round)
+            continue
+        record = given[fid]
+        if e.type == FailureRecorded.name and record is not None:
+            stored = {name: e.data.get(name) for name in FAILURE_FIELDS}
+            if stored != dict(record):
+                field = next(n for n in FAILURE_FIELDS if stored[n] != record[n])
+                raise ProtocolError(
+                    f"failure {fid!r} is recorded in round {t} already with another {field} (give it a new id)"
+                )
+    for fid in given:
+        if fid in elsewhere:
+            what, other = elsewhere[fid]
+            raise ProtocolError(
+                f"failure {fid!r} was {what} in round {other} of run {run!r} already: a failure id names one "
+                "failure of the run (give new failures new ids)"
+            )
+
+
+NOTE_TYPES: frozenset[type[Event]] = frozenset({PhaseCompleted, CheckpointWritten, CheckpointPruned, TrainStep})
+"""What :meth:`Round.note` takes: the trainer's bookkeeping, which changes no count."""
+
+_DIAGNOSTICIAN: set[type[Event]] = {FailureDiagnosed, DiagnosisFailed, LLMCalled}  # its decisions and notes
+_DECIDERS: set[type[Event]] = {FailureAttributed, CauseReactivated, CauseCreated, NodeCreated, NodesMerged}
+DIAGNOSIS_TYPES: frozenset[type[Event]] = frozenset(_DIAGNOSTICIAN | _DECIDERS)
+"""What :meth:`Round.append_diagnosis` takes: the diagnostician's decisions and notes, and the
+memory events its deciders return (never a promotion, a config or a milestone)."""
+
+
+def refuse_other_type(allowed: frozenset[type[Event]], name: str, what: str) -> None:
+    """Refuse an event type (by its name) that ``allowed`` does not hold, naming those it does."""
+    names = {cls.name for cls in allowed}
+    if name not in names:
+        raise ProtocolError(f"{what} cannot be {quoted(name, 60)} (it takes {', '.join(sorted(names))})")
+
+
+def refuse_counted_twice(store: Recorder, run: str, events: Sequence[EventIn]) -> None:
+    """Refuse events that would count evidence twice (:mod:`diagevo.memory.counting`) against
+    what the run holds: a failure diagnosed or attributed again. Those the run holds already
+    under the same id (a retry) are skipped, as the append skips them. Called under the lock."""
+    fresh = [ev for ev in events if CATALOG[ev.type] in COUNTED_TYPES]
+    held = store.existing_ids(run, [ev.event_id for ev in fresh])
+    fresh = [ev for ev in fresh if ev.event_id not in held]
+    failures = {f for ev in fresh if isinstance(f := ev.data.get("failure_id"), str)}
+    tally = stored_tally(store, run, failures=failures)
+    for ev in fresh:
+        broken = tally.take(ev.round, CATALOG[ev.type], ev.data)
+        if broken is not None:
+            raise ProtocolError(f"{ev.type} refused: {broken[0]}: {broken[1]}")

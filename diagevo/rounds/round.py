@@ -1,0 +1,473 @@
+"""Round ``t`` of a run, the unit a trainer works in: its config and M_{t-1} read once, its steps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, replace
+from typing import Any, cast
+
+from diagevo.catalog import (
+    FOLDED,
+    MEMORY_TYPES,
+    MILESTONES,
+    CausePromoted,
+    EvalRecorded,
+    Event,
+    FailureRecorded,
+    MetricsRecorded,
+    PromotionsDecided,
+    QuestionGenerated,
+    QuestionScored,
+    RoundCommitted,
+)
+from diagevo.catalog.events import GenerationMode
+from diagevo.config import MethodConfig
+from diagevo.errors import BadInput, Hint
+from diagevo.log import AppendResult, Recorder
+from diagevo.memory.deciders import decide_promotions, promotion_evidence
+from diagevo.memory.fold import InvariantError, fold
+from diagevo.memory.sampler import sample_requests
+from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
+from diagevo.parsing import quoted
+from diagevo.reals import real_number
+from diagevo.results import Committed, Json, Promotion
+from diagevo.rounds.failures import DIAGNOSES, FAILURE_TYPES, FailureRecord, failed_diagnoses, failure_record
+from diagevo.rounds.metrics import check_metrics, check_summary, rank_metrics
+from diagevo.rounds.protocol import MemoryMoved, ProtocolError, Reader, append_decision, round_event
+from diagevo.rounds.questions import PURPOSES, Candidate, Recorded, Request, Scored, score
+from diagevo.rounds.refusals import (
+    DIAGNOSIS_TYPES,
+    NOTE_TYPES,
+    refuse_counted_twice,
+    refuse_other_content,
+    refuse_other_type,
+    refuse_reused_failures,
+)
+from diagevo.rounds.runs import run_config
+from diagevo.rounds.state import (
+    RoundProgress,
+    current_round,
+    open_or_reopen,
+    require_open,
+    round_progress,
+    round_state,
+    seeded,
+    state_from_rows,
+)
+from diagevo.schemas import EventIn, InvalidEvent
+from diagevo.views.caches import refresh
+from diagevo.views.memory import load_memory
+from diagevo.views.stats import count_rounds
+from diagevo.words import plural
+
+
+class Round:
+    """Round ``t`` of a run, the unit a trainer works in: the run's config and M_{t-1} are read
+    from the log once, on first use, and every step of the round reuses them.
+
+    The steps, in order: :meth:`requests` (any number of times), :meth:`record`, :meth:`promote`,
+    :meth:`record_failures`, ``diagevo.diagnose(round)``, :meth:`commit`; :meth:`note` for the trainer's
+    own bookkeeping. Each write re-checks the round's milestones under the store's append lock."""
+
+    def __init__(self, store: Recorder, run: str, t: int) -> None:
+        self.store = store
+        """The event store the round reads and appends to."""
+        self.run = run
+        """The run's id."""
+        self.t = t
+        """The round's number t (1 for the first round; M_{t-1} is the memory it starts from)."""
+        self._config: MethodConfig | None = None
+        self._base: Memory | None = None
+        self.reopened = False
+        """True when :meth:`open` found the round open already (its steps so far stand)."""
+
+    @classmethod
+    def open(cls, store: Recorder, run: str, t: int | None = None) -> Round:
+        """Open the next round (``t`` defaults to it). A round open already is returned as it
+        stands, nothing appended (every rank of a trainer opens it, a retry does too), with
+        :attr:`reopened` True and :attr:`next_step` saying what it takes next: a trainer that
+        forgot to commit round 2 gets round 2 back, ``next_step == "commit"``."""
+        t, was_open = open_or_reopen(store, run, t)
+        rnd = cls(store, run, t)
+        rnd.reopened = was_open
+        return rnd
+
+    @classmethod
+    def current(cls, store: Recorder, run: str) -> Round:
+        """The run's open round."""
+        return cls(store, run, current_round(store, run))
+
+    @property
+    def config(self) -> MethodConfig:
+        """The run's config as it stands for this round (``run.configured`` before it applied):
+        the method's, with what the components own carried (``config.part(name, cls)`` reads one)."""
+        if self._config is None:
+            self._config = run_config(self.store, self.run)
+        return self._config
+
+    @property
+    def base(self) -> Memory:
+        """M_{t-1}, the memory the round's schedule and decisions read (with the run's current
+        ``k``: a ``run.configured`` after a fork may change it for the rounds that follow)."""
+        if self._base is None:
+            memory = load_memory(self.store, self.run, self.t - 1)
+            k = self.config.memory.k
+            self._base = memory if memory.k == k else replace(memory, k=k)
+        return self._base
+
+    @property
+    def next_step(self) -> str:
+        """What the round takes next, read from the log now: ``"record"`` (no question yet),
+        ``"promote"`` (questions recorded: more may be), ``"diagnose"`` (promotions decided, a
+        recorded failure not diagnosed), ``"commit"``, or ``"committed"``; ``"open"`` for a
+        round not yet opened."""
+        st, run, t = round_state(self.store, self.run), self.run, self.t
+        if t <= st.last_committed:
+            return "committed"
+        if t not in st.started:
+            return "open"
+        if t not in st.promoted:
+            return "promote" if self.store.count(run, in_round=t, types=(QuestionScored,)) else "record"
+        recorded: set[str] = set()
+        for _s, _r, typ, d in self.store.rows(run, in_round=t, types=FAILURE_TYPES):
+            (recorded.add if typ == FailureRecorded.name else recorded.discard)(d.get("failure_id", ""))
+        return "diagnose" if recorded else "commit"
+
+    def event(self, key: str, event: Event) -> EventIn:
+        """``event`` of this round, under the id ``key`` gives it (the same on every retry)."""
+        return round_event(self.run, self.t, key, event)
+
+    # --- the steps ------------------------------------------------------------------------------
+    def requests(self, n: int, *, purpose: str = "curriculum", seed: int | None = None) -> list[Request]:
+        """``n`` requests from the schedule of M_{t-1}; the same for the same (run, round, seed,
+        purpose). ``purpose`` is ``curriculum`` (Q^cur) or ``challenger`` (Q^chal)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ProtocolError(f"n must be a whole number of at least 0, not {quoted(n, 40)}")
+        if purpose not in PURPOSES:
+            raise ProtocolError(f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}")
+        st = round_state(self.store, self.run)
+        require_open(st, self.t, "draw requests")
+        cfg, memory, t = self.config.memory, self.base, self.t
+        phase, prefix = PURPOSES[purpose]
+        rng = seeded(st.seed if seed is None else seed, t, phase)
+        drawn = sample_requests(
+            memory,
+            schedule(memory),
+            n,
+            rng,
+            generation=cfg.generation,
+            fixed_free_ratio=cfg.fixed_free_ratio,
+            stitching=cfg.stitching,
+        )
+        return [Request(question_id=f"{prefix}{t}-{i:05d}", **asdict(r)) for i, r in enumerate(drawn)]
+
+    def record(self, candidates: Sequence[Candidate]) -> Recorded:
+        """Vote, filter and append ``question.generated`` + ``question.scored`` for each candidate
+        (one transaction); returns them scored, with the ids the round held already
+        (:class:`Recorded`). Recording a question id again is a no-op."""
+        if isinstance(candidates, str | bytes | Mapping) or not isinstance(candidates, Iterable):
+            raise ProtocolError(f"candidates must be a sequence of Candidate, not {type(candidates).__name__}")
+        candidates = list(candidates)
+        for c in candidates:
+            if not isinstance(c, Candidate):
+                raise ProtocolError(f"candidates must be Candidate objects, not {type(c).__name__}")
+        run, t, cfg, memory = self.run, self.t, self.config, self.base
+        seen: set[str] = set()
+        scored: list[Scored] = []
+        generated: list[EventIn] = []
+        scores: list[EventIn] = []
+        for c in candidates:
+            if c.question_id in seen:
+                raise ProtocolError(f"question {c.question_id} appears twice")
+            seen.add(c.question_id)
+            for cause in (c.active_cause, c.mastered_cause):
+                if cause is not None and cause not in memory.causes:
+                    raise ProtocolError(f"question {c.question_id}: unknown cause {cause!r} (not in M_{t - 1})")
+            s = score(c, cfg)
+            try:
+                question = QuestionGenerated(
+                    question_id=c.question_id,
+                    mode=cast(GenerationMode, c.mode),  # checked here, refused as the candidate's
+                    active_cause=c.active_cause,
+                    mastered_cause=c.mastered_cause,
+                    node=c.node,
+                    text=c.text,
+                )
+                generated.append(self.event(f"gen/{c.question_id}", question))
+            except InvalidEvent as exc:
+                raise ProtocolError(f"question {c.question_id}: {exc}") from None
+            votes = QuestionScored(
+                question_id=c.question_id,
+                n=s.n,
+                p1=s.p1,
+                p2=s.p2,
+                pseudo_label=s.pseudo_label,
+                retained=s.retained,
+                reference=s.reference,
+            )
+            scores.append(self.event(f"score/{c.question_id}", votes))
+            scored.append(s)
+        stored: set[str] = set()
+
+        def decide(read: Reader) -> list[EventIn]:
+            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            require_open(st, t, "record questions")
+            if t in st.promoted:
+                raise ProtocolError(
+                    f"cannot record questions into round {t} of run {run!r}: its promotions are decided (the "
+                    f"evidence is closed); commit round {t} first, then open round {t + 1}",
+                    hint=self._hint("commit", "rnd.commit(metrics)"),
+                )
+            refuse_other_content(self.store, run, t, [*generated, *scores])
+            stored.clear()  # read under the append lock: what this append skips
+            stored.update(d["question_id"] for _s, _r, _t, d in read((QuestionGenerated,), t=t))
+            return generated + scores
+
+        append_decision(self.store, run, decide)
+        return Recorded(scored, stored & seen)
+
+    def promote(self) -> list[Promotion]:
+        """Decide Eq. 5-6 once, from every candidate recorded in the round against M_{t-1};
+        appends the promotions and ``promotions.decided``. Returns the promotions."""
+        run, t, cfg, memory = self.run, self.t, self.config.memory, self.base
+        decided: list[dict[str, Any]] = []
+
+        def decide(read: Reader) -> list[EventIn]:
+            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            require_open(st, t, "decide promotions")
+            if t in st.promoted:
+                raise ProtocolError(f"promotions of round {t} in run {run!r} are decided already")
+            evidence = promotion_evidence(read((QuestionGenerated, QuestionScored), t=t))
+            changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
+            promotions = [c for c in changes if isinstance(c, CausePromoted)]
+            decided.extend(p.model_dump() for p in promotions)
+            events = [self.event(f"promote/{p.cause_id}", p) for p in promotions]
+            closed = PromotionsDecided(promoted=[p.cause_id for p in promotions], candidates=len(evidence))
+            events.append(self.event("promotions", closed))
+            return events
+
+        append_decision(self.store, run, decide)
+        return [
+            Promotion(
+                cause_id=d["cause_id"],
+                kind="promoted" if "acc" in d else "reactivated",
+                acc=d.get("acc"),
+                n_candidates=d.get("n_candidates"),
+                failure_id=d.get("failure_id"),
+            )
+            for d in decided
+        ]
+
+    def record_failures(self, failures: Sequence[FailureRecord | Mapping[str, object]]) -> int:
+        """Append ``failure.recorded`` for failed optimization responses of retained questions
+        (:class:`FailureRecord`: ``failure_id``, ``question_id``, ``response``, ``reference``, the
+        last two non-empty; a line of ``diagevo diagnose``'s FAILURES.jsonl is one as it is);
+        returns how many were new. Recording the same failure again in this round is a no-op; a
+        failure id the run holds in another round, or here with other content, is refused
+        (``ProtocolError``, a :class:`~diagevo.errors.Conflict`) and nothing is stored."""
+        run, t = self.run, self.t
+        events: list[EventIn] = []
+        given: dict[str, dict[str, Any]] = {}
+        for f in failures:
+            record = failure_record(f)
+            fid = record["failure_id"]
+            if fid in given:
+                if given[fid] != record:
+                    raise ProtocolError(f"failure {fid!r} appears twice with different content")
+                continue
+            given[fid] = record
+            try:
+                events.append(self.event(f"fail/{fid}", FailureRecorded(**record)))
+            except InvalidEvent as exc:
+                raise ProtocolError(f"failure {fid!r}: {exc}") from None
+        wanted: dict[str, str] = {}  # question -> its first failure
+        for e in events:
+            wanted.setdefault(e.data["question_id"], e.data["failure_id"])
+
+        def decide(read: Reader) -> list[EventIn]:
+            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            require_open(st, t, "record failures")
+            refuse_reused_failures(self.store, run, t, given)
+            retained = {d["question_id"] for _s, _r, _t, d in read((QuestionScored,), t=t) if d["retained"]}
+            missing = sorted(set(wanted) - retained)
+            if missing:
+                q = missing[0]
+                raise ProtocolError(f"failure {wanted[q]!r}: question {q!r} is not a retained question of round {t}")
+            return events
+
+        return append_decision(self.store, run, decide).appended
+
+    def memory(self) -> Memory:
+        """The memory now: M_{t-1} and what the round has appended so far (folded from M_{t-1})."""
+        return load_memory(self.store, self.run, since=self.base)
+
+    def append_diagnosis(self, events: Sequence[EventIn], *, since_seq: int | None = None) -> AppendResult:
+        """Append the diagnostician's decisions and notes of this round (``failure.diagnosed``,
+        ``llm.called``, ``diagnosis.failed`` and the memory events decided), decided under the
+        append lock: the round must be the run's next to commit. With ``since_seq``, the seq of
+        the memory they were decided against, they are refused with :class:`MemoryMoved` when
+        another producer has appended a memory event since (the caller decides again)."""
+        run, t = self.run, self.t
+        for ev in events:
+            refuse_other_type(DIAGNOSIS_TYPES, ev.type, "a diagnosis")
+            if ev.run != run or ev.round != t:
+                raise ProtocolError(f"a diagnosis of round {t} of run {run!r} names run {ev.run!r}, round {ev.round}")
+
+        def decide(read: Reader) -> Sequence[EventIn]:
+            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            if t != st.last_committed + 1:
+                raise ProtocolError(
+                    f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}"
+                )
+            decided = {fid: None for ev in events if ev.type in DIAGNOSES and (fid := ev.data.get("failure_id"))}
+            refuse_reused_failures(self.store, run, t, decided)  # a failure is diagnosed once in a run
+            refuse_counted_twice(self.store, run, events)  # ...and counted once
+            if since_seq is not None:
+                foreign = read(MEMORY_TYPES, after_seq=since_seq)
+                if foreign:
+                    raise MemoryMoved(f"{plural(len(foreign), 'memory event')} by another producer")
+            return events
+
+        return append_decision(self.store, run, decide)
+
+    def record_metrics(self, metrics: Mapping[str, float], *, rank: int = 0, weight: float = 1.0) -> bool:
+        """Record this rank's metrics of the round (``metrics.recorded``): every rank of a
+        data-parallel trainer records its own, and :meth:`commit` folds them into the round's
+        metrics, the mean of each weighted by ``weight`` (e.g. the rank's number of questions).
+        Recording the same again is a no-op (False); other metrics for a rank that recorded
+        already, or a round that is committed, are refused and nothing is stored."""
+        run, t = self.run, self.t
+        values = check_metrics(metrics)
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise ProtocolError(f"rank must be a whole number of at least 0, not {rank!r}")
+        try:
+            weight = float(real_number(weight, f"weight of rank {rank}"))
+        except BadInput as exc:
+            raise ProtocolError(str(exc)) from None
+        if weight <= 0:
+            raise ProtocolError(f"weight of rank {rank} must be a finite number above 0, not {weight!r}")
+        ev = self.event(f"metrics/rank{rank}", MetricsRecorded(rank=rank, weight=weight, metrics=values))
+
+        def decide(read: Reader) -> list[EventIn]:
+            require_open(
+                state_from_rows(run, read(MILESTONES), self.store.url), t, f"record the metrics of rank {rank}"
+            )
+            recorded = [d for _s, _r, _t, d in read((MetricsRecorded,), t=t)]
+            for d in recorded:
+                if d["rank"] == rank and (d["metrics"], d["weight"]) != (ev.data["metrics"], ev.data["weight"]):
+                    raise ProtocolError(f"rank {rank} recorded other metrics in round {t} of run {run!r} already")
+            rank_metrics([*(d for d in recorded if d["rank"] != rank), ev.data])  # a mean the commit can store
+            return [ev]
+
+        return append_decision(self.store, run, decide).appended == 1
+
+    def note(self, key: str, event: Event) -> None:
+        """Append a trainer's bookkeeping event: a ``PhaseCompleted``, ``CheckpointWritten``,
+        ``CheckpointPruned`` or ``TrainStep`` (what changes the memory or where the round stands
+        has its own step)."""
+        refuse_other_type(NOTE_TYPES, event.name, "a note")
+        self.notes([self.event(key, event)])
+
+    def notes(self, events: Sequence[EventIn]) -> None:
+        """Append a trainer's bookkeeping events of this round (the types :meth:`note` takes) in
+        one transaction, while the round is open (decided under the append lock)."""
+        run, t = self.run, self.t
+        for ev in events:
+            refuse_other_type(NOTE_TYPES, ev.type, "a note")
+            if ev.run != run or ev.round != t:
+                raise ProtocolError(f"a note of round {t} of run {run!r} names run {ev.run!r}, round {ev.round}")
+
+        def decide(read: Reader) -> Sequence[EventIn]:
+            require_open(state_from_rows(run, read(MILESTONES), self.store.url), t, "note")
+            return events
+
+        append_decision(self.store, run, decide)
+
+    def progress(self) -> RoundProgress:
+        """Where this round stands (see :class:`RoundProgress`)."""
+        return round_progress(self.store, self.run, self.t)
+
+    def commit(
+        self,
+        metrics: Mapping[str, float] | None = None,
+        *,
+        summary: Mapping[str, Json] | None = None,
+        allow_undiagnosed: bool = False,
+        allow_failed: bool = False,
+    ) -> Committed:
+        """Append ``eval.recorded`` (the metrics: those the ranks recorded with
+        :meth:`record_metrics`, weighted, and ``metrics`` over them) and ``round.committed``: M_t
+        is the memory here. The commit waits for no rank: the trainer's ranks meet first (a
+        barrier of its own), and a rank's write after the commit is refused.
+        Refused before promotions are decided and, unless ``allow_undiagnosed``, while a recorded
+        failure has no diagnosis, and unless ``allow_failed``, while more of its failures' diagnoses
+        failed than ``diagnosis.max_failed_share`` allows (or all did): their evidence would be
+        lost from M_t. A commit so allowed says how many in ``failed_diagnoses_allowed``.
+        ``summary``: the trainer's own figures to keep in ``round.committed`` (never a count the
+        commit takes from the log: ``questions``, ``F`` ...). Returns what ``round.committed``
+        recorded (counts, F_t, ε_{t+1}, ``summary``)."""
+        run, t, base = self.run, self.t, self.base
+        metrics = check_metrics(metrics or {})
+        extra = check_summary(summary)
+        committed: dict[str, Any] = {}
+
+        def decide(read: Reader) -> list[EventIn]:
+            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            require_open(st, t, "commit")
+            if t not in st.promoted:
+                raise ProtocolError(
+                    f"cannot commit round {t}: its promotions are not decided",
+                    hint=self._hint("promote", "rnd.promote()"),
+                )
+            rows = read(None, t=t)
+            failures = {d["failure_id"] for _s, _r, typ, d in rows if typ == FailureRecorded.name}
+            diagnosed = {d["failure_id"] for _s, _r, typ, d in rows if typ in DIAGNOSES and d.get("failure_id")}
+            pending = sorted(failures - diagnosed)
+            if pending and not allow_undiagnosed:
+                raise ProtocolError(
+                    f"cannot commit round {t}: {plural(len(pending), 'recorded failure')} "
+                    f"{'is' if len(pending) == 1 else 'are'} not diagnosed "
+                    f"(first: {pending[0]}); diagnose them or allow undiagnosed failures"
+                )
+            failed = failed_diagnoses(rows)
+            if self.config.diagnosis.too_many_failed(len(failed), len(failures | diagnosed)):
+                if not allow_failed:
+                    raise ProtocolError(
+                        f"cannot commit round {t}: {len(failed)} of {plural(len(failures | diagnosed), 'failure')} "
+                        f"failed to diagnose, more than diagnosis.max_failed_share "
+                        f"{self.config.diagnosis.max_failed_share:g} allows (first: {failed[0]}); diagnose the "
+                        "round again (only they are asked) or allow the failed diagnoses"
+                    )
+                committed["failed_diagnoses_allowed"] = len(failed)
+            after = fold(read(FOLDED, after_seq=base.last_seq), run, base)
+            sched = schedule(after)
+            # the round's statistics as `memory stats` counts them, and the schedule it leaves
+            committed.update(count_rounds(rows).get(t, {}))
+            ranks = [d for _s, _r, typ, d in rows if typ == MetricsRecorded.name]
+            round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
+            if ranks:
+                committed["ranks"] = len(ranks)
+            committed.update(F=sched.F, epsilon_next=sched.epsilon)
+            committed.update(extra)  # check_summary: none of it is a count
+            events = [self.event("eval", EvalRecorded(**round_metrics))] if round_metrics else []
+            return [*events, self.event(RoundCommitted.name, RoundCommitted(**committed))]
+
+        try:
+            append_decision(self.store, run, decide)
+        except InvariantError as exc:
+            raise ProtocolError(f"cannot commit round {t}: {exc}") from None
+        refresh(self.store, run)
+        counts = {k: v for k, v in committed.items() if k not in ("ranks", "F", "epsilon_next") and k not in extra}
+        return Committed(
+            t=t,
+            counts=counts,
+            F=committed["F"],
+            epsilon_next=committed["epsilon_next"],
+            ranks=committed.get("ranks"),
+            summary={k: committed[k] for k in extra},
+        )
+
+    def _hint(self, step: str, call: str | None = None) -> Hint:
+        """The command that takes ``step`` for this round (``call``: the same in Python)."""
+        return Hint(("round", step, "--run", self.run, "--round", str(self.t)), self.store.url, call=call)

@@ -1,0 +1,154 @@
+"""Where a run and a round stand, read from their milestones, and opening the next round."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from diagevo.catalog import (
+    MILESTONES,
+    CheckpointWritten,
+    PhaseCompleted,
+    PromotionsDecided,
+    RoundCommitted,
+    RoundStarted,
+    RunStarted,
+)
+from diagevo.errors import Hint
+from diagevo.log import EventRow, Recorder
+from diagevo.rounds.protocol import ProtocolError, Reader, UnknownRun, append_decision, round_event, unknown_run
+from diagevo.schemas import EventIn
+
+
+def seeded(seed: int, t: int, phase: str) -> random.Random:
+    """The random stream of a phase of round ``t``: the same on every retry and resume."""
+    return random.Random(f"{seed}/{t}/{phase}")
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Where a run stands, read from its milestones."""
+
+    run: str
+    last_committed: int
+    started: frozenset[int]
+    promoted: frozenset[int]
+    seed: int
+    db: str = ""  # the store's URL, for the commands that messages suggest
+
+    @property
+    def open_round(self) -> int | None:
+        t = self.last_committed + 1
+        return t if t in self.started else None
+
+
+def state_from_rows(run: str, rows: Iterable[EventRow], db: str = "") -> RunState:
+    last, started, promoted, seed, exists = 0, set(), set(), 0, False
+    for row in rows:
+        match row.event:
+            case RunStarted(seed=run_seed):
+                exists, seed = True, int(run_seed)
+            case RoundStarted():
+                started.add(row.round)
+            case RoundCommitted():
+                last = max(last, row.round)
+            case PromotionsDecided():
+                promoted.add(row.round)
+    if not exists:
+        raise UnknownRun(f"no run {run!r}: start it first", hint=Hint(("round", "start", "--run", run), db))
+    return RunState(run, last, frozenset(started), frozenset(promoted), seed, db)
+
+
+@dataclass(frozen=True)
+class RoundProgress:
+    """How far round ``t`` has come: the run's milestones, the phases a trainer noted done
+    (``phase.completed``, with their figures) and the last checkpoint written up to the round:
+    what a resumed round skips and loads."""
+
+    state: RunState
+    t: int
+    phases: Mapping[str, Mapping[str, Any]]
+    checkpoint: str | None
+
+    @property
+    def promoted(self) -> bool:
+        return self.t in self.state.promoted
+
+    @property
+    def committed(self) -> bool:
+        return self.t <= self.state.last_committed
+
+    def done(self, phase: str) -> bool:
+        return phase in self.phases or (phase == "promote" and self.promoted) or self.committed
+
+
+def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
+    """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
+    state = round_state(store, run)
+    phases = {e.data["phase"]: e.data for e in store.read(run, in_round=t, types=(PhaseCompleted,))}
+    checkpoint = None
+    for e in store.read(run, types=(CheckpointWritten,)):
+        if e.round <= t:  # in seq order: the last one up to this round's own
+            checkpoint = CheckpointWritten.from_stored(e.data).path
+    return RoundProgress(state, t, phases, checkpoint)
+
+
+def round_state(store: Recorder, run: str) -> RunState:
+    """Where ``run`` stands (last committed round, open round, promotions decided), read from
+    its milestone events only."""
+    try:
+        return state_from_rows(run, store.rows(run, types=MILESTONES), store.url)
+    except UnknownRun:
+        raise unknown_run(store, run) from None
+
+
+def require_open(st: RunState, t: int, doing: str) -> None:
+    if t <= st.last_committed:
+        raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is committed")
+    if t != st.last_committed + 1:
+        raise ProtocolError(
+            f"cannot {doing}: round {t} is not next in run {st.run!r} (last committed: {st.last_committed})"
+        )
+    if t not in st.started:
+        raise ProtocolError(
+            f"cannot {doing}: round {t} of run {st.run!r} is not open",
+            hint=Hint(("round", "start", "--run", st.run), st.db, call=f"diagevo.Round.open(store, {st.run!r})"),
+        )
+
+
+def current_round(store: Recorder, run: str) -> int:
+    """The run's open round."""
+    st = round_state(store, run)
+    if st.open_round is None:
+        raise ProtocolError(
+            f"run {run!r} has no open round (last committed: {st.last_committed}); open one first",
+            hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.Round.open(store, {run!r})"),
+        )
+    return st.open_round
+
+
+def open_round(store: Recorder, run: str, t: int | None = None) -> int:
+    """Append ``round.started`` for the next round (``t`` defaults to it); opening the open
+    round again is a no-op. Returns the round."""
+    return open_or_reopen(store, run, t)[0]
+
+
+def open_or_reopen(store: Recorder, run: str, t: int | None) -> tuple[int, bool]:
+    """:func:`open_round`, and whether the round was open already (decided under the lock)."""
+    chosen: list[tuple[int, bool]] = []
+
+    def decide(read: Reader) -> list[EventIn]:
+        st = state_from_rows(run, read(MILESTONES), store.url)
+        nxt = st.last_committed + 1
+        want = nxt if t is None else t
+        if want <= st.last_committed:
+            raise ProtocolError(f"round {want} of run {run!r} is committed already")
+        if want != nxt:
+            raise ProtocolError(f"round {want} cannot open in run {run!r}: round {nxt} comes first")
+        chosen.append((want, want in st.started))
+        return [] if want in st.started else [round_event(run, want, RoundStarted.name, RoundStarted())]
+
+    append_decision(store, run, decide)
+    return chosen[0]
