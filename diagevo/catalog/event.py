@@ -82,7 +82,7 @@ class Event(BaseModel):
     stored_if_set: ClassVar[tuple[str, ...]] = ()  # fields a later version added: absent when None
     upcasters: ClassVar[tuple[Upcaster, ...]] = ()  # upcast_v1_v2 ... up to class_version, in order
     if TYPE_CHECKING:  # set on each class (``__pydantic_init_subclass__``); pydantic need not see it
-        reader: ClassVar[Callable[[Mapping[str, Any]], Event]]  # from_stored, built once per class
+        reader: ClassVar[Callable[[Mapping[str, Any]], "Event"]]  # from_stored, built once per class
     # (a subclass assigns these without annotating them again: pydantic would evaluate each)
 
     @classmethod
