@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from diagevo.cli.common import JsonOpt, console, emit_json
-from diagevo.cli.fixes import spell_fix, with_fix
 from diagevo.cli.safe import text
 
 if TYPE_CHECKING:
@@ -23,11 +22,16 @@ if TYPE_CHECKING:
     from diagevo.doctor import Check
     from diagevo.train.config import Config
 
+# diagevo.cli.fixes is imported where a fix is spelled: it reads the installation
+# (importlib.metadata), and every command of the CLI imports this module to register it
+
 STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 
 
 def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) -> dict[str, Any]:
     """The checks (and the diagnostician's probes) as ``diagevo doctor --json`` prints them."""
+    from diagevo.cli.fixes import spell_fix, with_fix
+
     out: dict[str, Any] = {
         "ok": not any(c.failed for c in checks) and (probe is None or probe.ok),
         "checks": [
@@ -68,6 +72,8 @@ def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) ->
 
 def print_checks(checks: Sequence[Check]) -> None:
     """One line a check (readable at any width, piped or not), its fix indented under it."""
+    from diagevo.cli.fixes import spell_fix, with_fix
+
     names = [c.name + (" *" if c.asked else "") for c in checks]
     width = max(map(len, names)) + 2
     for c, name in zip(checks, names):
@@ -79,6 +85,8 @@ def print_checks(checks: Sequence[Check]) -> None:
 
 def print_probe(probe: DiagnosticianProbe) -> None:
     """The diagnostician's probes: a heading, then one line a stage with its verdict and why."""
+    from diagevo.cli.fixes import spell_fix
+
     console.print()
     console.print(
         text(

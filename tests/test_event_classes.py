@@ -15,11 +15,13 @@ from diagevo.catalog import (
     CauseCreated,
     CausePromoted,
     DiagnosisFailed,
+    Event,
     FailureDiagnosed,
     InvalidEvent,
     Kind,
     LLMCalled,
     NodesMerged,
+    OpenEvent,
     RoundCommitted,
     RunStarted,
 )
@@ -33,6 +35,18 @@ def test_the_catalog_is_the_classes_and_the_names_module_spells_them() -> None:
     assert CauseCreated in FOLDED and RoundCommitted in FOLDED and LLMCalled not in FOLDED
     assert {cls.kind for cls in MILESTONES} == {Kind.MILESTONE}
     assert TEXT_FIELDS[FailureDiagnosed.name] == ("raw",)
+
+
+def test_the_classes_are_built_without_evaluating_a_string_or_a_fact_again() -> None:
+    """Every read command builds every class: pydantic evaluates each annotation of a class and
+    of its bases, so an annotation is an object (no string to compile) and a class assigns the
+    facts ``Event`` declares without annotating them again."""
+    facts = set(Event.__class_vars__)
+    assert {"name", "kind", "folded", "texts", "keys", "counted", "class_version"} <= facts
+    for cls in (Event, OpenEvent, *EVENT_CLASSES):
+        annotations = cls.__dict__.get("__annotations__", {})
+        assert not [k for k, v in annotations.items() if isinstance(v, str)], cls
+        assert cls is Event or not facts & set(annotations), cls
 
 
 def test_construction_validates_in_diagevos_words() -> None:

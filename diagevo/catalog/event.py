@@ -19,8 +19,8 @@ Kinds:
 - ``retrospective``: about a round already committed (a checkpoint evaluated or chosen later).
 """
 
-from __future__ import annotations
-
+# no ``from __future__ import annotations``: pydantic evaluates the annotations of a model and of
+# its bases for each class it builds, and every command that reads the log builds every event class
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -81,7 +81,9 @@ class Event(BaseModel):
     class_version: ClassVar[int] = 1  # the shape of its data; older stored shapes are upcast on read
     stored_if_set: ClassVar[tuple[str, ...]] = ()  # fields a later version added: absent when None
     upcasters: ClassVar[tuple[Upcaster, ...]] = ()  # upcast_v1_v2 ... up to class_version, in order
-    reader: ClassVar[Callable[[Mapping[str, Any]], Event]]  # from_stored, built once per class
+    if TYPE_CHECKING:  # set on each class (``__pydantic_init_subclass__``); pydantic need not see it
+        reader: ClassVar[Callable[[Mapping[str, Any]], "Event"]]  # from_stored, built once per class
+    # (a subclass assigns these without annotating them again: pydantic would evaluate each)
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:

@@ -1,14 +1,15 @@
 """The event types: one class per type, each the pydantic model of its ``data`` and the
 declaration of its catalog facts (the base class ``Event`` of ``diagevo.catalog.event``). The order here is the
-catalog's (the reference page, the PostgreSQL registry rows, ``memory events --type``)."""
+catalog's (the reference page, the PostgreSQL registry rows, ``memory events --type``).
 
-from __future__ import annotations
+The facts are assigned, not annotated (``name = "run.started"``): ``Event`` declares them as class
+variables, and each annotation would be evaluated again for every class a read command loads."""
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
-from diagevo.catalog.event import Event, Kind, OpenEvent, Upcaster, absent_is_none
+from diagevo.catalog.event import Event, Kind, OpenEvent, absent_is_none
 from diagevo.parsing import check_id
 
 GenerationMode = Literal["free", "targeted", "stitched"]
@@ -38,12 +39,12 @@ class RunStarted(_RunConfig):
     """A run begins: its config, its seed and the trainer that drives it (``diagevo train``,
     or the name an external trainer gives; absent in logs of older diagevo versions)."""
 
-    name: ClassVar[str] = "run.started"
-    kind: ClassVar[Kind] = Kind.MILESTONE
-    folded: ClassVar[bool] = True
-    class_version: ClassVar[int] = 2  # 2: trainer
-    stored_if_set: ClassVar[tuple[str, ...]] = ("trainer",)
-    upcast_v1_v2: ClassVar[Upcaster] = staticmethod(absent_is_none("trainer"))
+    name = "run.started"
+    kind = Kind.MILESTONE
+    folded = True
+    class_version = 2  # 2: trainer
+    stored_if_set = ("trainer",)
+    upcast_v1_v2 = staticmethod(absent_is_none("trainer"))
 
     trainer: str | None = None
 
@@ -58,27 +59,27 @@ class RunConfigured(_RunConfig):
     """The run's config from here on (``diagevo train --resume --set ...``): k and the switches
     of the rounds that follow. Recorded before the round it applies to."""
 
-    name: ClassVar[str] = "run.configured"
-    kind: ClassVar[Kind] = Kind.MEMORY
-    folded: ClassVar[bool] = True
+    name = "run.configured"
+    kind = Kind.MEMORY
+    folded = True
 
 
 class RoundStarted(Event):
     """Round t is open: its questions, promotions and failures may be recorded."""
 
-    name: ClassVar[str] = "round.started"
-    kind: ClassVar[Kind] = Kind.MILESTONE
+    name = "round.started"
+    kind = Kind.MILESTONE
 
 
 class QuestionGenerated(Event):
     """A candidate question of Q^cur (or Q^chal), with its generation mode and the causes it
     was asked to target: evidence for P_t(e) of Eq. 5."""
 
-    name: ClassVar[str] = "question.generated"
-    kind: ClassVar[Kind] = Kind.EVIDENCE
-    texts: ClassVar[tuple[str, ...]] = ("text",)
-    keys: ClassVar[tuple[str, ...]] = ("question_id", "active_cause", "mastered_cause")
-    counted: ClassVar[str | None] = "questions"
+    name = "question.generated"
+    kind = Kind.EVIDENCE
+    texts = ("text",)
+    keys = ("question_id", "active_cause", "mastered_cause")
+    counted = "questions"
 
     question_id: str
     mode: GenerationMode
@@ -88,7 +89,7 @@ class QuestionGenerated(Event):
     node: str | None = None  # skill node of the active cause at generation time
 
     @model_validator(mode="after")
-    def _causes_fit_mode(self) -> QuestionGenerated:
+    def _causes_fit_mode(self) -> Self:
         want = {"free": (False, False), "targeted": (True, False), "stitched": (True, True)}[self.mode]
         if (self.active_cause is not None, self.mastered_cause is not None) != want:
             raise ValueError(f"mode {self.mode!r} does not fit active_cause/mastered_cause")
@@ -99,13 +100,13 @@ class QuestionScored(Event):
     """The votes on a question: p1, p2 over N construction responses, the pseudo-label and
     whether the double-confidence filter (Eq. 3) retained it; evidence for acc_t(e) of Eq. 6."""
 
-    name: ClassVar[str] = "question.scored"
-    kind: ClassVar[Kind] = Kind.EVIDENCE
-    texts: ClassVar[tuple[str, ...]] = ("reference",)
-    phrases: ClassVar[tuple[str, ...]] = ("pseudo_label",)
-    keys: ClassVar[tuple[str, ...]] = ("question_id",)
-    counted: ClassVar[str | None] = "retained"
-    counted_if: ClassVar[str | None] = "retained"
+    name = "question.scored"
+    kind = Kind.EVIDENCE
+    texts = ("reference",)
+    phrases = ("pseudo_label",)
+    keys = ("question_id",)
+    counted = "retained"
+    counted_if = "retained"
 
     question_id: str
     n: int = Field(ge=1)
@@ -119,8 +120,8 @@ class QuestionScored(Event):
 class PromotionsDecided(OpenEvent):
     """Round t's promotions are decided (Eq. 5-6, once): the evidence is closed."""
 
-    name: ClassVar[str] = "promotions.decided"
-    kind: ClassVar[Kind] = Kind.MILESTONE
+    name = "promotions.decided"
+    kind = Kind.MILESTONE
 
     promoted: list[str]
     candidates: int = Field(ge=0)
@@ -130,11 +131,11 @@ class CausePromoted(Event):
     """An Active cause is Mastered (Eq. 5-6): its accuracy over its candidates reached theta_up.
     Its frequency becomes 0."""
 
-    name: ClassVar[str] = "cause.promoted"
-    kind: ClassVar[Kind] = Kind.MEMORY
-    folded: ClassVar[bool] = True
-    keys: ClassVar[tuple[str, ...]] = ("cause_id",)
-    counted: ClassVar[str | None] = "promotions"
+    name = "cause.promoted"
+    kind = Kind.MEMORY
+    folded = True
+    keys = ("cause_id",)
+    counted = "promotions"
 
     cause_id: str
     acc: float = Field(ge=0.0, le=1.0)
@@ -145,11 +146,11 @@ class FailureRecorded(Event):
     """A failed solver response to a retained question, with the construction response that
     agrees with the pseudo-label (the reference the diagnostician compares it with)."""
 
-    name: ClassVar[str] = "failure.recorded"
-    kind: ClassVar[Kind] = Kind.EVIDENCE
-    texts: ClassVar[tuple[str, ...]] = ("response", "reference")
-    keys: ClassVar[tuple[str, ...]] = ("failure_id", "question_id")
-    counted: ClassVar[str | None] = "failures"
+    name = "failure.recorded"
+    kind = Kind.EVIDENCE
+    texts = ("response", "reference")
+    keys = ("failure_id", "question_id")
+    counted = "failures"
 
     failure_id: str
     question_id: str
@@ -163,14 +164,14 @@ class FailureDiagnosed(Event):
     this failure's Prompt 1 whose ``attempt`` is ``call``; ``raw`` holds it only when no call
     recorded it."""
 
-    name: ClassVar[str] = "failure.diagnosed"
-    kind: ClassVar[Kind] = Kind.EVIDENCE
-    texts: ClassVar[tuple[str, ...]] = ("raw",)
-    phrases: ClassVar[tuple[str, ...]] = ("error_cause", "model")
-    keys: ClassVar[tuple[str, ...]] = ("failure_id", "matched_cause")
-    class_version: ClassVar[int] = 2  # 2: call
-    stored_if_set: ClassVar[tuple[str, ...]] = ("call",)
-    upcast_v1_v2: ClassVar[Upcaster] = staticmethod(absent_is_none("call"))
+    name = "failure.diagnosed"
+    kind = Kind.EVIDENCE
+    texts = ("raw",)
+    phrases = ("error_cause", "model")
+    keys = ("failure_id", "matched_cause")
+    class_version = 2  # 2: call
+    stored_if_set = ("call",)
+    upcast_v1_v2 = staticmethod(absent_is_none("call"))
 
     failure_id: str
     matched_cause: str | None = None
@@ -185,15 +186,15 @@ class DiagnosisFailed(Event):
     last reply, if any, is in the ``llm.called`` of the same failure and stage whose ``attempt``
     is ``call`` (``raw`` holds it only when no call recorded it)."""
 
-    name: ClassVar[str] = "diagnosis.failed"
-    kind: ClassVar[Kind] = Kind.BOOKKEEPING
-    texts: ClassVar[tuple[str, ...]] = ("raw",)
-    phrases: ClassVar[tuple[str, ...]] = ("reason", "model", "stage")
-    keys: ClassVar[tuple[str, ...]] = ("failure_id",)
-    counted: ClassVar[str | None] = "failed_diagnoses"
-    class_version: ClassVar[int] = 2  # 2: call
-    stored_if_set: ClassVar[tuple[str, ...]] = ("call",)
-    upcast_v1_v2: ClassVar[Upcaster] = staticmethod(absent_is_none("call"))
+    name = "diagnosis.failed"
+    kind = Kind.BOOKKEEPING
+    texts = ("raw",)
+    phrases = ("reason", "model", "stage")
+    keys = ("failure_id",)
+    counted = "failed_diagnoses"
+    class_version = 2  # 2: call
+    stored_if_set = ("call",)
+    upcast_v1_v2 = staticmethod(absent_is_none("call"))
 
     failure_id: str | None = None
     stage: str
@@ -207,11 +208,11 @@ class FailureAttributed(Event):
     """A failure is attributed to a cause (by recurrence or deduplication): f += 1. The cause
     must be Active (Eq. 7: a Mastered one is reactivated first)."""
 
-    name: ClassVar[str] = "failure.attributed"
-    kind: ClassVar[Kind] = Kind.MEMORY
-    folded: ClassVar[bool] = True
-    keys: ClassVar[tuple[str, ...]] = ("failure_id", "cause_id")
-    counted: ClassVar[str | None] = "attributions"
+    name = "failure.attributed"
+    kind = Kind.MEMORY
+    folded = True
+    keys = ("failure_id", "cause_id")
+    counted = "attributions"
 
     failure_id: str
     cause_id: str
@@ -223,11 +224,11 @@ class CauseReactivated(Event):
     """A Mastered cause recurs and becomes Active again with frequency 0 (Eq. 7); the
     attribution that follows sets it to 1."""
 
-    name: ClassVar[str] = "cause.reactivated"
-    kind: ClassVar[Kind] = Kind.MEMORY
-    folded: ClassVar[bool] = True
-    keys: ClassVar[tuple[str, ...]] = ("cause_id", "failure_id")
-    counted: ClassVar[str | None] = "reactivations"
+    name = "cause.reactivated"
+    kind = Kind.MEMORY
+    folded = True
+    keys = ("cause_id", "failure_id")
+    counted = "reactivations"
 
     cause_id: str
     failure_id: str
@@ -236,10 +237,10 @@ class CauseReactivated(Event):
 class NodeCreated(Event):
     """A new skill node, with its label."""
 
-    name: ClassVar[str] = "node.created"
-    kind: ClassVar[Kind] = Kind.MEMORY
-    folded: ClassVar[bool] = True
-    phrases: ClassVar[tuple[str, ...]] = ("label",)
+    name = "node.created"
+    kind = Kind.MEMORY
+    folded = True
+    phrases = ("label",)
 
     node_id: str
     label: str
@@ -249,12 +250,12 @@ class CauseCreated(Event):
     """A new error cause under a skill node, Active with frequency 1, from the failure that
     revealed it."""
 
-    name: ClassVar[str] = "cause.created"
-    kind: ClassVar[Kind] = Kind.MEMORY
-    folded: ClassVar[bool] = True
-    phrases: ClassVar[tuple[str, ...]] = ("description",)
-    keys: ClassVar[tuple[str, ...]] = ("cause_id", "failure_id")
-    counted: ClassVar[str | None] = "new_causes"
+    name = "cause.created"
+    kind = Kind.MEMORY
+    folded = True
+    phrases = ("description",)
+    keys = ("cause_id", "failure_id")
+    counted = "new_causes"
 
     cause_id: str
     node_id: str
@@ -266,11 +267,11 @@ class NodesMerged(Event):
     """Two skill nodes are consolidated (Prompt 4): the absorbed node's causes move to the
     survivor, which takes the new label; states and frequencies are unchanged."""
 
-    name: ClassVar[str] = "nodes.merged"
-    kind: ClassVar[Kind] = Kind.MEMORY
-    folded: ClassVar[bool] = True
-    phrases: ClassVar[tuple[str, ...]] = ("label",)
-    counted: ClassVar[str | None] = "merges"
+    name = "nodes.merged"
+    kind = Kind.MEMORY
+    folded = True
+    phrases = ("label",)
+    counted = "merges"
 
     survivor: str
     absorbed: str
@@ -286,9 +287,9 @@ class NodesMerged(Event):
 class RoundCommitted(OpenEvent):
     """Round t is over: M_t is the memory here. Summary fields (metrics, timing) are carried."""
 
-    name: ClassVar[str] = "round.committed"
-    kind: ClassVar[Kind] = Kind.MILESTONE
-    folded: ClassVar[bool] = True
+    name = "round.committed"
+    kind = Kind.MILESTONE
+    folded = True
 
 
 # --- bookkeeping and retrospective types (ignored by the fold) ----------------------------------
@@ -297,8 +298,8 @@ class RoundCommitted(OpenEvent):
 class PhaseCompleted(OpenEvent):
     """A phase of the training loop finished, with its figures (what a resume skips)."""
 
-    name: ClassVar[str] = "phase.completed"
-    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+    name = "phase.completed"
+    kind = Kind.BOOKKEEPING
 
     phase: str
 
@@ -306,8 +307,8 @@ class PhaseCompleted(OpenEvent):
 class CheckpointWritten(OpenEvent):
     """Model weights were saved at ``path`` (what a resumed round loads)."""
 
-    name: ClassVar[str] = "checkpoint.written"
-    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+    name = "checkpoint.written"
+    kind = Kind.BOOKKEEPING
 
     path: str
 
@@ -315,10 +316,10 @@ class CheckpointWritten(OpenEvent):
 class LLMCalled(OpenEvent):
     """One diagnostician call: stage, model, latency, token counts and the raw reply."""
 
-    name: ClassVar[str] = "llm.called"
-    kind: ClassVar[Kind] = Kind.BOOKKEEPING
-    texts: ClassVar[tuple[str, ...]] = ("raw",)
-    phrases: ClassVar[tuple[str, ...]] = ("model", "stage", "error", "violation")
+    name = "llm.called"
+    kind = Kind.BOOKKEEPING
+    texts = ("raw",)
+    phrases = ("model", "stage", "error", "violation")
 
     stage: str
     model: str = ""
@@ -332,15 +333,15 @@ class EvalRecorded(OpenEvent):
     """Held-out metrics of a round (the loop), or a benchmark score of a round's solver
     checkpoint (``diagevo eval --run``: ``benchmark``, ``n``, ``accuracy``, ``mean_at_k`` ...)."""
 
-    name: ClassVar[str] = "eval.recorded"
-    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
+    name = "eval.recorded"
+    kind = Kind.RETROSPECTIVE
 
 
 class CheckpointSelected(OpenEvent):
     """The round whose solver checkpoint scored best on a validation file (``eval --select``)."""
 
-    name: ClassVar[str] = "checkpoint.selected"
-    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
+    name = "checkpoint.selected"
+    kind = Kind.RETROSPECTIVE
 
     benchmark: str
     accuracy: float = Field(ge=0.0, le=1.0)
@@ -351,8 +352,8 @@ class RunForked(OpenEvent):
     """Provenance of a forked run: its log up to here is a copy of ``source_run`` through
     ``source_round``'s commit, whose hash there was ``source_hash``."""
 
-    name: ClassVar[str] = "run.forked"
-    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
+    name = "run.forked"
+    kind = Kind.RETROSPECTIVE
 
     source_run: str
     source_round: int = Field(ge=0)
@@ -371,8 +372,8 @@ def _tag(value: str) -> str:
 class RunTagged(Event):
     """Tags added to (or, with ``removed``, taken from) a run: labels to find runs by."""
 
-    name: ClassVar[str] = "run.tagged"
-    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
+    name = "run.tagged"
+    kind = Kind.RETROSPECTIVE
 
     tags: list[Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_tag)]] = Field(
         min_length=1
@@ -383,9 +384,9 @@ class RunTagged(Event):
 class RunNoted(Event):
     """A free-text note on a run, by whoever ran or read it."""
 
-    name: ClassVar[str] = "run.noted"
-    kind: ClassVar[Kind] = Kind.RETROSPECTIVE
-    phrases: ClassVar[tuple[str, ...]] = ("note",)
+    name = "run.noted"
+    kind = Kind.RETROSPECTIVE
+    phrases = ("note",)
 
     note: str = Field(min_length=1)
 
@@ -394,8 +395,8 @@ class MetricsRecorded(Event):
     """One rank's metrics of the open round (a data-parallel trainer: every rank records its
     own); the commit folds them into ``eval.recorded``, each weighted by ``weight``."""
 
-    name: ClassVar[str] = "metrics.recorded"
-    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+    name = "metrics.recorded"
+    kind = Kind.BOOKKEEPING
 
     rank: int = Field(ge=0)
     weight: float = Field(gt=0.0, allow_inf_nan=False)
@@ -408,8 +409,8 @@ class TrainStep(OpenEvent):
     (``metrics``, TRL's names: reward, reward_std, kl, entropy, clip_ratio/region_mean,
     completions/mean_length, learning_rate, grad_norm, loss ...)."""
 
-    name: ClassVar[str] = "train.step"
-    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+    name = "train.step"
+    kind = Kind.BOOKKEEPING
 
     role: str
     step: int
@@ -421,8 +422,8 @@ class CheckpointPruned(OpenEvent):
     """The checkpoint at ``path`` (written in round ``written_round`` after ``phase``) was
     deleted by ``train.keep_checkpoints``; ``bytes``: the space it held."""
 
-    name: ClassVar[str] = "checkpoint.pruned"
-    kind: ClassVar[Kind] = Kind.BOOKKEEPING
+    name = "checkpoint.pruned"
+    kind = Kind.BOOKKEEPING
 
     path: str
     phase: str

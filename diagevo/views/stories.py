@@ -11,7 +11,7 @@ folds events into stories, one pass, the merge rule taken from the fold
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from diagevo.catalog import (
@@ -20,7 +20,6 @@ from diagevo.catalog import (
     CauseCreated,
     CausePromoted,
     CauseReactivated,
-    Event,
     FailureAttributed,
     FailureDiagnosed,
     FailureRecorded,
@@ -85,44 +84,37 @@ class _StoryTeller:
             "diagnosis": None if d is None else {k: d.get(k) for k in ("matched_cause", "error_cause", "model", "raw")},
         }
 
-    def read(self, seq: int, rnd: int, etype: str, d: Mapping[str, Any]) -> None:
-        base = {"seq": seq, "round": rnd}
-        event = CATALOG[etype].from_stored(d)
-        if self.remember(event, d):
-            return
-        match event:
-            case NodesMerged() as merge:
-                self.merge_nodes(base, merge)
-            case CauseCreated() as created:
-                self.create(base, created)
-            case FailureAttributed(cause_id=cid) as attributed if cid in self.stories:
-                self.attribute(base, attributed)
-            case CausePromoted(cause_id=cid, acc=acc, n_candidates=n) if cid in self.stories:
-                self.stories[cid]["timeline"].append({**base, "kind": "promoted", "acc": acc, "n_candidates": n})
-            case CauseReactivated(cause_id=cid, failure_id=fid) if cid in self.stories:
-                failure = self.failure_view(fid)
-                entry = {**base, "kind": "reactivated", "via": None, "similarity": None, "failure": failure}
-                self.pending[(cid, fid)] = entry
-                self.stories[cid]["timeline"].append(entry)
+    def question(self, d: Mapping[str, Any]) -> None:
+        qid = d["question_id"]
+        self.questions[qid] = {**self.questions.get(qid, {}), **d}
 
-    def remember(self, event: Event, d: Mapping[str, Any]) -> bool:
-        """Keep what a later entry shows (a question, its votes, a failure, its diagnosis, a
-        Prompt 1 reply); False for an event of another type."""
-        match event:
-            case QuestionGenerated(question_id=qid):
-                self.questions[qid] = {**self.questions.get(qid, {}), **d}
-            case QuestionScored(question_id=qid):
-                scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
-                self.questions[qid] = {**self.questions.get(qid, {}), **scored}
-            case FailureRecorded(failure_id=fid):
-                self.failures[fid] = d
-            case FailureDiagnosed(failure_id=fid):
-                self.diagnoses[fid] = d
-            case LLMCalled(stage="extract") if isinstance(d.get("failure_id"), str):  # failure_id: carried
-                self.replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
-            case _:
-                return False
-        return True
+    def score(self, d: Mapping[str, Any]) -> None:
+        qid = d["question_id"]
+        scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
+        self.questions[qid] = {**self.questions.get(qid, {}), **scored}
+
+    def failure(self, d: Mapping[str, Any]) -> None:
+        self.failures[d["failure_id"]] = d
+
+    def diagnosis(self, d: Mapping[str, Any]) -> None:
+        self.diagnoses[d["failure_id"]] = d
+
+    def reply(self, d: Mapping[str, Any]) -> None:
+        """A Prompt 1 reply (``failure_id`` is carried: an extra field of ``llm.called``)."""
+        if d.get("stage") == "extract" and isinstance(d.get("failure_id"), str):
+            self.replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
+
+    def promote(self, base: dict[str, Any], promoted: CausePromoted) -> None:
+        if promoted.cause_id in self.stories:
+            entry = {**base, "kind": "promoted", "acc": promoted.acc, "n_candidates": promoted.n_candidates}
+            self.stories[promoted.cause_id]["timeline"].append(entry)
+
+    def reactivate(self, base: dict[str, Any], reactivated: CauseReactivated) -> None:
+        cid, fid = reactivated.cause_id, reactivated.failure_id
+        if cid in self.stories:
+            entry = {**base, "kind": "reactivated", "via": None, "similarity": None, "failure": self.failure_view(fid)}
+            self.pending[(cid, fid)] = entry
+            self.stories[cid]["timeline"].append(entry)
 
     def merge_nodes(self, base: dict[str, Any], merge: NodesMerged) -> None:
         """A node merge in the timeline of every story of a cause under either node, in order of
@@ -152,6 +144,8 @@ class _StoryTeller:
 
     def attribute(self, base: dict[str, Any], attributed: FailureAttributed) -> None:
         cid, fid, via, similarity = attributed.cause_id, attributed.failure_id, attributed.via, attributed.similarity
+        if cid not in self.stories:
+            return
         entry = {**base, "kind": "attributed", "via": via, "similarity": similarity}
         react = self.pending.pop((cid, fid), None)
         if react is not None:  # the reactivation is explained by this attribution
@@ -159,12 +153,41 @@ class _StoryTeller:
         self.stories[cid]["timeline"].append({**entry, "failure": self.failure_view(fid)})
 
 
+_Keep = Callable[[_StoryTeller, Mapping[str, Any]], None]
+_Tell = Callable[[_StoryTeller, dict[str, Any], Any], None]
+_EVIDENCE: dict[str, _Keep] = {
+    QuestionGenerated.name: _StoryTeller.question,
+    QuestionScored.name: _StoryTeller.score,
+    FailureRecorded.name: _StoryTeller.failure,
+    FailureDiagnosed.name: _StoryTeller.diagnosis,
+    LLMCalled.name: _StoryTeller.reply,
+}
+"""What an entry of a story shows, by type: kept as stored (a question, its votes, a failure, its
+diagnosis, a Prompt 1 reply)."""
+_TELLS: dict[str, _Tell] = {
+    NodesMerged.name: _StoryTeller.merge_nodes,
+    CauseCreated.name: _StoryTeller.create,
+    FailureAttributed.name: _StoryTeller.attribute,
+    CausePromoted.name: _StoryTeller.promote,
+    CauseReactivated.name: _StoryTeller.reactivate,
+}
+"""What a story tells, by type: each told from its typed event."""
+_READERS = {name: CATALOG[name].reader for name in _TELLS}
+
+
 def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
     """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log, by
     cause id in order of creation."""
     teller = _StoryTeller(cause_ids)
+    evidence, tells, readers = _EVIDENCE, _TELLS, _READERS  # bound once: a hot cause has many rows
     for seq, rnd, etype, d in rows:
-        teller.read(seq, rnd, etype, d)
+        keep = evidence.get(etype)
+        if keep is not None:  # kept as stored: an entry shows it as it is
+            keep(teller, d)
+            continue
+        tell = tells.get(etype)
+        if tell is not None:  # told from its typed event
+            tell(teller, {"seq": seq, "round": rnd}, readers[etype](d))
     return teller.stories
 
 
