@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from diagevo.catalog import Event, RoundCommitted, RunTagged
 from diagevo.log import open_log
 from diagevo.openai_client import OpenAIClient, TransportError, first_message
 from tests.input_cases import cli
@@ -43,9 +44,9 @@ def open_round(tmp_path: Path) -> str:
     return db
 
 
-def _events(db: str, run: str, type_: str) -> int:
+def _events(db: str, run: str, event_class: type[Event]) -> int:
     with open_log(db) as s:
-        return s.count(run, types=(type_,))
+        return s.count(run, types=(event_class,))
 
 
 @pytest.mark.parametrize("value", ["1_000", "\uff11\uff12", "٣", "inf", "nan", "1e999", "0x10", " "])
@@ -53,14 +54,14 @@ def test_a_metric_is_an_ascii_decimal_number(open_round: str, value: str) -> Non
     assert cli("round", "promote", "--run", "r", "--db", open_round)[0] == 0  # the commit would go through
     code, _, err = cli("round", "commit", "--run", "r", "--db", open_round, "--metric", f"a={value}")
     one_line(code, err, "metric 'a'", "is not a finite number in ASCII decimal")
-    assert _events(open_round, "r", "round.committed") == 0
+    assert _events(open_round, "r", RoundCommitted) == 0
 
 
 def test_a_plain_metric_still_commits(open_round: str) -> None:
     assert cli("round", "promote", "--run", "r", "--db", open_round)[0] == 0
     code, out, err = cli("round", "commit", "--run", "r", "--db", open_round, "--metric", "a=-1.5e-3", "--json")
     assert code == 0, err
-    assert _events(open_round, "r", "round.committed") == 1
+    assert _events(open_round, "r", RoundCommitted) == 1
 
 
 @pytest.mark.parametrize(
@@ -100,10 +101,10 @@ def test_numbers_the_config_takes_as_they_are(tmp_path: Path) -> None:
 def test_a_tag_is_one_line_without_control_characters(open_round: str, tag: str) -> None:
     code, _, err = cli("runs", "tag", "r", tag, "--db", open_round)
     one_line(code, err, "tag contains the control character")
-    assert _events(open_round, "r", "run.tagged") == 0
+    assert _events(open_round, "r", RunTagged) == 0
     code, _, err = cli("runs", "tag", "r", "fine-tag", "--db", open_round)
     assert code == 0, err
-    assert _events(open_round, "r", "run.tagged") == 1
+    assert _events(open_round, "r", RunTagged) == 1
 
 
 # --- redirects ----------------------------------------------------------------------------------
