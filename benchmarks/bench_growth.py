@@ -3,13 +3,14 @@
 (a) ``memory ingest`` of a 50,000-event part (validation against the stored memory, the append,
     the snapshots) into a log of ~50k events and into a log of ~1M events of the same run: the
     ratio should be about 1;
-(b) one training round's own log work (the reads ``Trainer`` does: committed rounds, the round's
-    rebuild, M_{t-1}, the diagnosis pipeline's prior outcomes, the report, the snapshot refresh)
-    at ~50k and at ~1M stored events: for a fresh round (what every round pays), for a round
-    resumed after its solver phase (its events all stored), and the extra read of a round resumed
-    before its solver (its questions with their texts); against the baseline measured in the
-    same run: the answers of a resumed round from full scans of the run (how they were read before
-    the indexes of migration 0003).
+(b) one training round's own log work (the reads ``Trainer`` does, through the entry points it
+    calls: committed rounds, the round's rebuild from its progress, the run's config and M_{t-1},
+    the diagnosis pipeline's prior outcomes, the report's row of the run's statistics, the
+    commit's snapshot refresh) at ~50k and at ~1M stored events: for a fresh round (what every
+    round pays), for a round resumed after its solver phase (its events all stored), and the extra
+    read of a round resumed before its solver (its questions with their texts); against the
+    baseline measured in the same run: the answers of a resumed round from full scans of the run
+    (how they were read before the indexes of migration 0003).
 
 The 1M log is ``bench_store.build_log``'s (``--db``; built once if missing, then reused; the
 benchmark works on a copy of it).
@@ -28,19 +29,22 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store import build_log, realistic_events  # noqa: E402
 
-from diagevo.catalog import FailureAttributed, FailureDiagnosed
-from diagevo.diagnosis.pipeline import _prior_outcomes  # noqa: E402
+from diagevo.catalog import FailureAttributed, FailureDiagnosed, QuestionGenerated, QuestionScored, RoundCommitted  # noqa: E402
+from diagevo.diagnosis.outcomes import prior_outcomes  # noqa: E402
 from diagevo.interchange import ingest  # noqa: E402
-from diagevo.log import Recorder, open_log, sqlite_path
-from diagevo.train.loop import _SOLVER_INPUT_TYPES, Trainer, _Round  # noqa: E402
-from diagevo.views.caches import refresh as refresh_snapshots
-from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.log import Recorder, open_log, sqlite_path  # noqa: E402
+from diagevo.rounds import Round  # noqa: E402
+from diagevo.views.caches import refresh as refresh_snapshots  # noqa: E402
+from diagevo.views.memory import committed_rounds, load_memory  # noqa: E402
+from diagevo.views.stats import round_stats  # noqa: E402
+
+# what a round resumed before its solver reads back (the training loop's solver input)
+SOLVER_INPUT_TYPES = (QuestionGenerated, QuestionScored)
 
 
 def _line(e) -> str:  # noqa: ANN001
@@ -54,29 +58,31 @@ def part_after(run: str, start: int, size: int) -> list[str]:
 
 
 def round_work(store: Recorder, run: str, t: int) -> None:
-    """The log reads of round t, through the code the training loop runs."""
-    me = SimpleNamespace(store=store, run=run)
-    committed_rounds(store, run)
-    r = Trainer._rebuild(me, t)  # type: ignore[arg-type]
-    load_memory(store, run, t - 1)
-    _prior_outcomes(store, run, t)
-    Trainer._report(me, r, {}, {"F": 0, "epsilon_next": 0.0})  # type: ignore[arg-type]  # the commit's figures: no read
-    refresh_snapshots(store, run)
+    """The log reads of round t, through the entry points the training loop calls. The round is
+    not opened (opening a fresh round appends ``round.started``; the milestones that decision
+    reads are read again by the round's progress)."""
+    committed_rounds(store, run)  # where a resumed run goes on
+    rnd = Round(store, run, t)
+    rnd.progress()  # the rebuild: the phases done, with their figures, and the checkpoint
+    _ = rnd.base  # the run's config and M_{t-1}, read once for the round's schedule and decisions
+    prior_outcomes(store, run, t)  # what the round's diagnosis already decided
+    round_stats(store, run)  # the report: the round's row of the run's statistics
+    refresh_snapshots(store, run)  # what the commit refreshes
 
 
 def solver_input(store: Recorder, run: str, t: int) -> None:
     """What a round resumed before its solver reads on top: its questions, texts inline."""
-    for _ in store.read(run, in_round=t, types=_SOLVER_INPUT_TYPES, texts=True):
+    for _ in store.read(run, in_round=t, types=SOLVER_INPUT_TYPES, texts=True):
         pass
 
 
 def round_work_scans(store: Recorder, run: str, t: int) -> None:
     """The answers of a resumed round from full scans of the run (the baseline)."""
-    [rnd for _, rnd, typ, _ in store.rows(run) if typ == "round.committed"]
-    r = _Round(t=t, done=set())
+    [rnd for _, rnd, typ, _ in store.rows(run) if typ == RoundCommitted.name]
+    questions: dict[str, object] = {}
     for e in store.read(run, texts=True):
-        if e.round == t and e.type == "question.generated":
-            r.questions[e.data["question_id"]] = e.data
+        if e.round == t and e.type == QuestionGenerated.name:
+            questions[e.data["question_id"]] = e.data
     load_memory(store, run, t - 1)
     [d for _, rnd, typ, d in store.rows(run, types=(FailureDiagnosed, FailureAttributed)) if rnd == t]
     Counter(typ for _, rnd, typ, _ in store.rows(run) if rnd == t)
