@@ -15,8 +15,8 @@ challenger start), which are on here, so a calibrated row can still miss.
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from typing import Any
 
 # Table 2 and Table 4 (Qwen3-8B-Base, math average over five benchmarks)
@@ -193,4 +193,6 @@ def main(paths: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="+", metavar="JSON", help="`diagevo ablate --json` output")
+    main(ap.parse_args().paths)

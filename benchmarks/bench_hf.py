@@ -8,6 +8,7 @@ Run: ``.venv/bin/python benchmarks/bench_hf.py [--tiny DIR]``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -100,11 +101,14 @@ def round_phases(tiny: Path, tmp: Path) -> None:
     )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tiny", type=Path, help="a tiny pair built by `diagevo models tiny` (default: build one)")
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        if "--tiny" in sys.argv:
-            tiny = Path(sys.argv[sys.argv.index("--tiny") + 1])
+        if args.tiny is not None:
+            tiny = args.tiny
         else:
             started = time.perf_counter()
             tiny = build_tiny(tmp / "tiny", TinySpec(steps=200))

@@ -19,6 +19,7 @@ the one imported.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import inspect
 import json
@@ -160,8 +161,19 @@ def wheel_tops(root: Path) -> list[str]:
     return sorted({n.split("/")[0] for n in names if ".dist-info" not in n.split("/")[0]})
 
 
-def main() -> int:
-    root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent).resolve()
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "checkout",
+        nargs="?",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent,
+        metavar="CHECKOUT",
+        help="the checkout to count (default: this one)",
+    )
+    ap.add_argument("-v", "--verbose", action="store_true", help="list the long modules, functions and dicts")
+    args = ap.parse_args(argv)
+    root = args.checkout.resolve()
     names = event_names(root)
     literals, files = literal_uses(root, names)
     rows = [
@@ -175,7 +187,7 @@ def main() -> int:
     ]
     for label, value in rows:
         print(f"{label:<44}{value}")
-    if "-v" in sys.argv:
+    if args.verbose:
         print("\n".join(["", *long_modules(root), "", *long_functions(root), "", *public_dicts(root)]))
     return 0
 
