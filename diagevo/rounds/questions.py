@@ -6,6 +6,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 
 from diagevo import curriculum as cur
+from diagevo.catalog import QuestionScored
 from diagevo.config import MethodConfig
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.parsing import quoted
@@ -134,6 +135,19 @@ class Scored:
     def to_json(self) -> dict[str, Json]:
         """The scored question as ``diagevo round record --json`` prints it."""
         return asdict(self)
+
+    def event(self) -> QuestionScored:
+        """The ``question.scored`` event that records these votes (one place builds it: the round
+        that stores it and the loop that keeps it in hand)."""
+        return QuestionScored(
+            question_id=self.question_id,
+            n=self.n,
+            p1=self.p1,
+            p2=self.p2,
+            pseudo_label=self.pseudo_label,
+            retained=self.retained,
+            reference=self.reference,
+        )
 
 
 class Recorded(list[Scored]):

@@ -197,16 +197,7 @@ class Round:
                 generated.append(self.event(f"gen/{c.question_id}", question))
             except InvalidEvent as exc:
                 raise ProtocolError(f"question {c.question_id}: {exc}") from None
-            votes = QuestionScored(
-                question_id=c.question_id,
-                n=s.n,
-                p1=s.p1,
-                p2=s.p2,
-                pseudo_label=s.pseudo_label,
-                retained=s.retained,
-                reference=s.reference,
-            )
-            scores.append(self.event(f"score/{c.question_id}", votes))
+            scores.append(self.event(f"score/{c.question_id}", s.event()))
             scored.append(s)
         stored: set[str] = set()
 

@@ -415,15 +415,7 @@ class Trainer:
                 mastered_cause=s.mastered_cause,
                 text=s.text,
             )
-            r.scored[s.question_id] = QuestionScored.model_construct(
-                question_id=s.question_id,
-                n=s.n,
-                p1=s.p1,
-                p2=s.p2,
-                pseudo_label=s.pseudo_label,
-                retained=s.retained,
-                reference=s.reference,
-            )
+            r.scored[s.question_id] = s.event()
         self.progress("construct", len(candidates), len(candidates))
 
     def _train_solver(self, rnd: Round, r: _LoopState) -> dict[str, float]:
