@@ -125,6 +125,18 @@ def plain_name(name: str, what: str) -> str:
 __all__ = ["plain_name", "replaced", "write_replacing"]
 
 
+def refuse_filled(out: Path) -> None:
+    """A build goes only where nothing is: ``out`` absent or an empty directory (never over a
+    model, nor into a directory of other files)."""
+    from diagevo.fixes import Fix, Option
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BadInput(
+            f"{out} exists and is not empty: remove it, or name another directory with {{command}}",
+            fix=Fix.of(Option("--out", "DIR", call="the out argument")),
+        )
+
+
 @contextmanager
 def building(out: Path) -> Iterator[Path]:
     """A temporary directory beside ``out`` to build into, renamed to ``out`` when the build

@@ -76,12 +76,17 @@ class Override:
 
 @dataclass(frozen=True)
 class Option:
-    """An option of the command that was refused (``--engine local``), or of ``diagevo doctor``."""
+    """An option of the command that was refused (``--engine local``), or of ``diagevo doctor``;
+    ``call``: what does the same for a caller of the library, who has no ``--out`` (the argument
+    of the Python call, ``the out argument``, or another function), as :attr:`Hint.call` does."""
 
     flag: str
     value: str | None = None
+    call: str | None = None
 
     def plain(self) -> str:
+        if self.call is not None:
+            return self.call
         return self.flag if self.value is None else f"{self.flag} {self.value}"
 
 

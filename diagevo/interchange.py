@@ -211,7 +211,9 @@ def as_run(events: list[tuple[int, EventIn]], new: str) -> list[tuple[int, Event
     rebases them (``SRC/T/KEY`` -> ``NEW/T/KEY``), so that the round protocol resumes it."""
     runs = list(dict.fromkeys(ev.run for _, ev in events))
     if len(runs) != 1:
-        raise BadInput(f"--run needs a file of one run; this one holds {len(runs)} ({', '.join(runs[:3])}...)")
+        raise BadInput(
+            f"only a file of one run can become another run; this one holds {len(runs)} ({', '.join(runs[:3])}...)"
+        )
     if not new.strip():
         raise BadInput("the run needs a name")
     (source,) = runs

@@ -15,10 +15,12 @@ import pytest
 
 from diagevo.catalog import CheckpointSelected, EvalRecorded
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
+from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import BenchmarkError, Question, kind_of, load_benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.grading import grade, read_choice, text_equal
 from diagevo.eval.runner import OutputsMismatch, evaluate
+from diagevo.eval.runs import solver_models
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.log import Recorder, open_log
@@ -127,11 +129,24 @@ def test_field_mapping_reads_other_columns(tmp_path: Path) -> None:
     with pytest.raises(
         BenchmarkError,
         match=(
-            r"line 1: no answer \(tried answer, answer_letter, answer_index, label\); map a column with --field "
-            r"math.answer=COLUMN"
+            r"line 1: no answer \(tried answer, answer_letter, answer_index, label\); map a column with "
+            r"fields=\{'answer': COLUMN\}$"
         ),
     ):
         load_benchmark("math", f, {"question": "prompt"})
+
+
+def test_cli_names_the_option_that_maps_a_column(
+    srv: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "mine.jsonl"
+    f.write_text('{"question": "What is 1+1?"}\n', encoding="utf-8")
+    code, _, err = run_cli(
+        capsys, "eval", "--model", "m", "--url", srv.url, "--out", str(tmp_path / "o"), "--bench", f"gsm8k={f}"
+    )
+    assert_one_line_error(
+        code, err, "line 1: no answer (tried answer); map a column with `--field gsm8k.answer=COLUMN`"
+    )
 
 
 @pytest.mark.parametrize(
@@ -349,7 +364,9 @@ def test_an_interrupted_evaluation_resumes_where_it_stopped(srv: LLMServer, tmp_
     assert [json.loads(line)["index"] for line in out.read_text().splitlines()] == list(range(10))
     again = evaluate(engine, "m", bench, cfg, out)
     assert again.resumed == 10 and again.correct == 9 and len(srv.calls("other")) - before == 6
-    with pytest.raises(OutputsMismatch, match="other settings"):
+    with pytest.raises(
+        OutputsMismatch, match=r"other settings .*; remove it, or write the outputs elsewhere \(the outputs argument\)$"
+    ):
         evaluate(engine, "other-model", bench, cfg, out)
 
 
@@ -380,6 +397,28 @@ def test_cli_evaluates_a_model_on_several_benchmarks(
     assert report["engine"] == "endpoint" and (tmp_path / "o" / "served" / "gsm8k.jsonl").is_file()
     code, out, err = run_cli(capsys, *args)
     assert code == 0 and "gsm8k" in out and "0.333" in out and "3 resumed" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"nonsense\n", "line 1 is not an evaluation output; write the outputs elsewhere (`--out DIR`)"),
+        (b"\xff\xfe\n", "is not UTF-8 text, not an evaluation output; write the outputs elsewhere (`--out DIR`)"),
+        (b'{"index": 0, "settings": "x"}\n', "other settings (model, file, prompt or sampling); remove it, or write"),
+    ],
+)
+def test_cli_an_outputs_file_not_ours_names_the_option(
+    srv: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    outputs = tmp_path / "o" / "m" / "gsm8k.jsonl"
+    outputs.parent.mkdir(parents=True)
+    outputs.write_bytes(content)
+    bench = f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}"
+    code, _, err = run_cli(
+        capsys, "eval", "--model", "m", "--url", srv.url, "--out", str(tmp_path / "o"), "--bench", bench
+    )
+    assert_one_line_error(code, err, message, "(`--out DIR`)")
+    assert outputs.read_bytes() == content  # nothing written over a file that is not ours
 
 
 @pytest.mark.parametrize(
@@ -598,7 +637,9 @@ def test_a_simulator_run_has_no_model_checkpoints(tmp_path: Path, capsys: pytest
         "--bench",
         f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}",
     )
-    assert_one_line_error(code, err, "trained with the sim backend")
+    assert_one_line_error(code, err, "trained with the sim backend", "a model directory instead (`--model DIR`)")
+    with open_log(db) as store, pytest.raises(BadInput, match=r"instead \(diagevo.eval.runs.evaluate_model\), or"):
+        solver_models(store, "s")
     code, _, err = run_cli(capsys, "eval", "--model", "m", "--url", "http://127.0.0.1:9/v1", "--select", "v.jsonl")
     assert_one_line_error(code, err, "--select picks a round of a run")
 

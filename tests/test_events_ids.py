@@ -86,7 +86,7 @@ def test_ingest_as_another_run_needs_a_file_of_one_run(
 ) -> None:
     (tmp_path / "two.jsonl").write_text(_log("a").jsonl() + _log("b").jsonl())
     code, _out, err = run_cli(capsys, "memory", "ingest", str(tmp_path / "two.jsonl"), "--run", "c", "--db", db_url)
-    assert code != 0 and len(err.strip().splitlines()) == 1 and "one run" in err
+    assert code != 0 and len(err.strip().splitlines()) == 1 and "only a file of one run can become another run" in err
 
 
 def test_protocol_ids_equal_across_runs_do_not_collide(store: Recorder) -> None:

@@ -124,6 +124,9 @@ def test_pip_and_paths_are_the_ones_that_run_as_printed(
         "rm -rf 'models/my model' && diagevo models tiny --out 'models/my model'"
     )
     assert spell_fix(Fix.of(Option("--engine", "local")), wheel) == "--engine local"
+    # an option a Python call takes as an argument: the flag for the CLI, the argument for a caller
+    out = Fix.of(Option("--out", "my dir", call="the out argument"))
+    assert (spell_fix(out, wheel), out.plain()) == ("--out 'my dir'", "the out argument")
     assert spell_fix(Fix.of(Override("hf.device", "cpu")), wheel) == "--set hf.device='\"cpu\"'"
 
 

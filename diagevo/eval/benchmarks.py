@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.errors import BadInput
+from diagevo.fixes import Fix, Option
 
 Grader = Literal["math", "choice", "text"]
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -381,8 +382,8 @@ def load_benchmark(
             questions.append(kind.read(kind, row, fields, i))
         except _Missing as exc:
             raise BenchmarkError(
-                f"{where}: no {exc.role} (tried {', '.join(exc.tried) or 'nothing'}); "
-                f"map a column with --field {label}.{exc.role}=COLUMN"
+                f"{where}: no {exc.role} (tried {', '.join(exc.tried) or 'nothing'}); map a column with {{command}}",
+                fix=Fix.of(Option("--field", f"{label}.{exc.role}=COLUMN", call=f"fields={{{exc.role!r}: COLUMN}}")),
             ) from None
         except ValueError as exc:
             raise BenchmarkError(f"{where}: {exc}") from None

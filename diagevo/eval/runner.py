@@ -26,6 +26,7 @@ from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark, Question
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.grading import grade
+from diagevo.fixes import Fix, Option
 from diagevo.generation import Engine, Sampling
 from diagevo.parsing import decode, loads, split_lines
 from diagevo.progress import ProgressFn, no_progress
@@ -62,6 +63,10 @@ class OutputsMismatch(BadInput):
     """The outputs file holds lines written under other settings."""
 
 
+# what an outputs file that is not ours asks for: another one (the CLI's --out names its directory)
+ELSEWHERE = Fix.of(Option("--out", "DIR", call="the outputs argument"))
+
+
 def settings_hash(model: str, bench: Benchmark, cfg: EvalConfig, k: int | None) -> str:
     """What decides a stored line: the model, the file, the prompt and the sampling."""
     key = {
@@ -81,7 +86,10 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
     mid-write) is cut off so appends start on a fresh line. A symbolic link there is refused:
     outputs go only into files of the output directory, never through a link planted in it."""
     if path.is_symlink():
-        raise OutputsMismatch(f"{path} is a symbolic link, not an evaluation output; remove it or use another --out")
+        raise OutputsMismatch(
+            f"{path} is a symbolic link, not an evaluation output; remove it, or write the outputs elsewhere",
+            fix=ELSEWHERE,
+        )
     if not path.exists():
         return {}
     raw = path.read_bytes()
@@ -93,17 +101,22 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
     try:
         text = decode(raw, str(path))
     except BadInput:
-        raise OutputsMismatch(f"{path} is not UTF-8 text, not an evaluation output; use another --out") from None
+        raise OutputsMismatch(
+            f"{path} is not UTF-8 text, not an evaluation output; write the outputs elsewhere", fix=ELSEWHERE
+        ) from None
     for n, line in split_lines(text):
         try:
             row = loads(line)
             index, theirs = int(row["index"]), row["settings"]
         except (ValueError, KeyError, TypeError):  # BadInput is a ValueError
-            raise OutputsMismatch(f"{path} line {n} is not an evaluation output; use another --out") from None
+            raise OutputsMismatch(
+                f"{path} line {n} is not an evaluation output; write the outputs elsewhere", fix=ELSEWHERE
+            ) from None
         if theirs != settings:
             raise OutputsMismatch(
-                f"{path} holds outputs of other settings (model, file, prompt or sampling); remove it or use "
-                "another --out"
+                f"{path} holds outputs of other settings (model, file, prompt or sampling); remove it, or write "
+                "the outputs elsewhere",
+                fix=ELSEWHERE,
             )
         done[index] = row
     return done

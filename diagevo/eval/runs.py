@@ -23,6 +23,7 @@ from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.runner import BenchResult, evaluate
+from diagevo.fixes import Fix, Option
 from diagevo.generation import Engine
 from diagevo.log import Recorder
 from diagevo.paths import run_name
@@ -53,8 +54,9 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
     backend = (config.get("train") or {}).get("backend", "sim")
     if backend != "hf":
         raise RunEvalError(
-            f"run {run!r} was trained with the {backend} backend: its checkpoints are not language models "
-            "(evaluate a model directory with --model, or a run of the hf backend)"
+            f"run {run!r} was trained with the {backend} backend: its checkpoints are not language models; "
+            "evaluate a model directory instead ({command}), or a run of the hf backend",
+            fix=Fix.of(Option("--model", "DIR", call="diagevo.eval.runs.evaluate_model")),
         )
     models = {0: str((config.get("solver") or {}).get("model", ""))}
     if not models[0]:
@@ -97,7 +99,7 @@ def pick_rounds(available: Sequence[int], spec: str) -> list[int]:
             first, last = int(lo), int(hi) if sep else int(lo)
             wanted.extend(range(first, last + 1))
     except ValueError:
-        raise RunEvalError(f"--rounds {spec!r}: use all, N, N,M or N-M") from None
+        raise RunEvalError(f"rounds {spec!r}: use all, N, N,M or N-M") from None
     missing = sorted(set(wanted) - set(available))
     if missing:
         have = ", ".join(map(str, sorted(available)))

