@@ -238,3 +238,28 @@ def test_cli_sweep_table_and_reads(five: str, tmp_path: Path, capsys: pytest.Cap
     assert json.loads(out)["runs"] == ["five", "five~k=2"] and "five~k=2" in report.read_text(encoding="utf-8")
     code, _, err = run_cli(capsys, "memory", "whatif", "--run", "five", "--set", "filter.tau=2", "--db", five)
     assert code == 1 and "needs new model calls" in err and len(err.strip().splitlines()) == 1
+
+
+def test_no_round_continues_a_whatif(store: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
+    """A what-if holds no model trained under its memory: opening a round in it is refused, with
+    the fork of the source under the same settings as the way to train on; nothing is appended."""
+    two_rounds(store)
+    strict = what_if(store, RUN, {"memory.theta_up": "0.8"})
+    head = store.last_seq(strict.run)
+    with pytest.raises(rounds.ProtocolError, match=r"is a what-if of run .*no round continues it") as caught:
+        rounds.open_round(store, strict.run)
+    hint = caught.value.hint
+    assert hint is not None and hint.args == (
+        "memory", "fork", "--run", RUN, "--round", "2", "--to", f"{strict.run}-train", "--set", "memory.theta_up=0.8",
+    )  # fmt: skip
+    assert store.last_seq(strict.run) == head
+    rounds.open_round(store, RUN)  # the source goes on
+
+
+def test_cli_round_start_refuses_a_whatif(five: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "memory", "whatif", "--run", "five", "--set", "memory.k=2", "--db", five)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "round", "start", "--run", "five~k=2", "--db", five)
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "is a what-if of run 'five'" in err and "memory fork --run five --round 5 --to" in err, err
+    assert "--set memory.k=2" in err, err
