@@ -29,6 +29,7 @@ from diagevo.catalog import (
     Event,
     FailureAttributed,
     PromotionsDecided,
+    QuestionScored,
     RoundCommitted,
     RunConfigured,
     RunForked,
@@ -37,7 +38,7 @@ from diagevo.catalog import (
 from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.config import MemoryConfig, MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.log import Recorder, StoredEvent
+from diagevo.log import EventRow, Recorder, StoredEvent
 from diagevo.memory.deciders import decide_attribution, decide_promotions, promotion_evidence
 from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
@@ -170,6 +171,9 @@ class _Deriving:
     # (type, round, cause, failure) -> the id of the source's decision
     recorded_ids: dict[tuple[type[Event], int, str, str], str] = field(default_factory=dict)
     rows: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # the round's (type, data) so far
+    # round -> the seq before which its promotions are decided, where the source has no
+    # promotions.decided to mark the step (a log written before it existed, or by a trainer without it)
+    unmarked: dict[int, int] = field(default_factory=dict)
     out: list[EventIn] = field(default_factory=list)
 
     def emit(self, cls: type[Event], rnd: int, eid: str, data: Mapping[str, Any]) -> None:
@@ -208,6 +212,8 @@ class _Deriving:
         """One source event: copied, re-decided, or dropped (the source's own decisions)."""
         eid = rebase_event_id(e.event_id, self.source, self.new)
         data, cls = e.data, CATALOG[e.type]
+        if self.unmarked.get(e.round) == e.seq:
+            self._promote(e.round)
         if cls is RunStarted or cls is RunConfigured:
             if self.settings:  # with none, the record is copied as it was written
                 data = {**data, "config": _with_settings(data.get("config", {}), self.settings)}
@@ -229,7 +235,9 @@ class _Deriving:
         else:
             self.emit(cls, e.round, eid, data)
 
-    def _promote(self, rnd: int, eid: str, data: Mapping[str, Any]) -> None:
+    def _promote(self, rnd: int, eid: str = "", data: Mapping[str, Any] | None = None) -> None:
+        """Eq. 5-6 on the round's questions so far, and the ``promotions.decided`` that marked the
+        step in the source (none where the source had none)."""
         base = self.base if self.base is not None else self.memory()
         rows = [(0, rnd, etype, d) for etype, d in self.rows]
         evidence = promotion_evidence(rows)
@@ -237,7 +245,8 @@ class _Deriving:
         promoted = [c for c in changes if isinstance(c, CausePromoted)]
         for change in promoted:
             self.decided(change, rnd)
-        self.emit(PromotionsDecided, rnd, eid, {**data, "promoted": [c.cause_id for c in promoted]})
+        if data is not None:
+            self.emit(PromotionsDecided, rnd, eid, {**data, "promoted": [c.cause_id for c in promoted]})
 
     def _commit(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The commit's summary as the round protocol writes it, counted and scheduled again."""
@@ -257,6 +266,27 @@ def _remember_decisions(events: Iterable[StoredEvent], state: _Deriving) -> None
                 state.recorded_ids[(CausePromoted, e.round, cause, "")] = e.event_id
             case CauseReactivated(cause_id=cause, failure_id=failure):
                 state.recorded_ids[(CauseReactivated, e.round, cause, str(failure))] = e.event_id
+
+
+def _unmarked_promotions(rows: Iterable[EventRow]) -> dict[int, int]:
+    """For each round without ``promotions.decided``: the seq before which the round protocol
+    decides its promotions, where the source promoted (its first ``cause.promoted``), else the
+    round's first event after its last scored question (its questions all recorded)."""
+    marked: set[int] = set()
+    first_promoted: dict[int, int] = {}
+    after_scored: dict[int, int | None] = {}
+    for seq, rnd, etype, _ in rows:
+        if etype == PromotionsDecided.name:
+            marked.add(rnd)
+        elif etype == CausePromoted.name:
+            first_promoted.setdefault(rnd, seq)
+        elif etype == QuestionScored.name:
+            after_scored[rnd] = None
+        elif rnd in after_scored and after_scored[rnd] is None:
+            after_scored[rnd] = seq
+    points = {rnd: seq for rnd, seq in after_scored.items() if seq is not None}
+    points.update(first_promoted)
+    return {rnd: seq for rnd, seq in points.items() if rnd not in marked}
 
 
 def _existing(store: Recorder, new: str, source: str, settings: Mapping[str, str], source_hash: str) -> WhatIf | None:
@@ -292,6 +322,7 @@ def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str 
         return _with_rounds(store, found)
     state = _Deriving(source, new, checked_settings)
     _remember_decisions(store.read(source, types=(CausePromoted, CauseReactivated)), state)
+    state.unmarked = _unmarked_promotions(store.rows(source, upto_seq=commit.seq, data=False))
     for e in store.read(source, upto_seq=commit.seq, texts=True):
         state.take(e)
     forked = RunForked(

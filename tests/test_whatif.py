@@ -20,7 +20,7 @@ from diagevo.train import train
 from diagevo.train.config import load_config
 from diagevo.views.memory import commit_memories
 from diagevo.whatif import MEANING, parse_settings, what_if, what_if_sweep
-from tests.logs import wire_event
+from tests.logs import Log, wire_event
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one
 
@@ -263,3 +263,48 @@ def test_cli_round_start_refuses_a_whatif(five: str, capsys: pytest.CaptureFixtu
     assert code == 1 and len(err.strip().splitlines()) == 1, err
     assert "is a what-if of run 'five'" in err and "memory fork --run five --round 5 --to" in err, err
     assert "--set memory.k=2" in err, err
+
+
+def _unmarked_log() -> Log:
+    """A log without ``promotions.decided`` (written before it existed, or by a trainer that does
+    not write it). Round 2: C1's questions at p1 = 0.75 (promoted at θ_up = 0.7), C2's at 0.5, then
+    a failure ``y`` on C1 reactivates it; round 3: C2's question at 8/12, nothing promoted."""
+    log = Log(run="legacy", k=1.0).node("N1").cause("C1", "N1", failure="f1").cause("C2", "N1", failure="f2")
+    log.commit()
+    log.question("a1", 0.75, active="C1").question("a2", 0.75, active="C1").question("b1", 0.5, active="C2")
+    log.add("cause.promoted", cause_id="C1", acc=0.75, n_candidates=2)
+    log.add("cause.reactivated", cause_id="C1", failure_id="y")
+    log.attribute("C1", "y")
+    log.commit()
+    log.question("b2", 8 / 12, active="C2").attribute("C2", "z").commit()
+    return log
+
+
+def test_a_log_without_promotion_markers_is_decided_where_it_promoted(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'legacy.db'}"
+    with open_log(db) as store:
+        store.append(_unmarked_log().events())
+        same = what_if(store, "legacy", {}, "same")
+
+        def kept(run: str) -> list[tuple[int, str, object]]:  # a commit's F and ε are counted again
+            return [(e.round, e.type, e.type != "round.committed" and e.data) for e in store.read(run, texts=True)]
+
+        assert kept(same.run)[:-1] == kept("legacy")
+        assert memories(store, same.run) == memories(store, "legacy")
+
+        def promoted(run: str) -> list[tuple[int, str, str | None]]:
+            """Round, cause promoted, and the event that follows it in the derived run."""
+            events = list(store.read(run))
+            return [
+                (e.round, e.data["cause_id"], events[i + 1].type)
+                for i, e in enumerate(events)
+                if e.type == "cause.promoted"
+            ]
+
+        assert promoted(what_if(store, "legacy", {"memory.theta_up": "0.8"}).run) == []
+        lower = what_if(store, "legacy", {"memory.theta_up": "0.6"}).run
+        # round 2 at the source's promotion; round 3, where it promoted nothing, once its questions are in
+        assert promoted(lower) == [(2, "C1", "cause.reactivated"), (3, "C2", "cause.reactivated")]
+        assert all(e.type != "promotions.decided" for e in store.read(lower))
+        [*_, three] = memories(store, lower)
+        assert three["causes"]["C2"][1] == "active"  # promoted in round 3, then z reactivated it
