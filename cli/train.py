@@ -51,6 +51,7 @@ PHASE_NAMES = {
     "extract": "diagnosis: extraction",
     "maintain": "diagnosis: memory",
     "consolidate": "diagnosis: merges",
+    "outage": "diagnostician not answering, seconds waited",
 }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from diagevo.catalog import LLMCalled
+from diagevo.catalog import LLMCalled, RoundCommitted
 from diagevo.log import open_log
 from diagevo.views.memory import load_memory
 from tests.llm_server import LLMServer
@@ -151,3 +151,41 @@ def test_a_diagnostician_down_in_round_2_stops_the_run_and_a_resume_goes_on(
         assert code == 0, err
         assert memory_of(db, "down") == memory_of(calm, "calm")
         print(json.dumps({"calm": rounds_of(calm, "calm"), "down": rounds_of(db, "down")}))
+
+
+def test_the_outage_wait_is_shown_and_a_diagnostician_back_in_time_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the diagnostician does not answer, the wait is reported through the progress
+    callback (seconds waited, before each wait); one back within ``outage_wait_s`` goes on."""
+    import diagevo.train.loop as loop
+    from diagevo.errors import EndpointUnreachable
+    from diagevo.train import train
+    from diagevo.train.config import load_config
+
+    real, asked = loop.diagnose, {"n": 0}
+
+    def down_twice(*a: Any, **kw: Any) -> Any:
+        asked["n"] += 1
+        if asked["n"] <= 2:
+            raise EndpointUnreachable("cannot reach the diagnostician at http://127.0.0.1:9/v1: connection refused")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(loop, "diagnose", down_twice)
+    cfg = load_config(
+        Path(__file__).resolve().parent.parent / "configs" / "sim.toml",
+        [
+            "train.challenger_questions=8",
+            "train.curriculum_questions=16",
+            "train.rounds=1",
+            f'train.out_dir="{tmp_path / "ckpt"}"',
+            "diagnosis.outage_wait_s=5",
+            "diagnosis.outage_backoff_s=0.05",
+        ],
+    )
+    said: list[tuple[str, int, int | None]] = []
+    with open_log(f"sqlite:///{tmp_path / 'o.db'}") as store:
+        run, _ = train(cfg, store, progress=lambda phase, done, total: said.append((phase, done, total)))
+        assert [e.round for e in store.read(run, types=(RoundCommitted,))] == [1]
+    waits = [(done, total) for phase, done, total in said if phase == "outage"]
+    assert asked["n"] == 3 and len(waits) == 2 and all(total is None for _, total in waits), said

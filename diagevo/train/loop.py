@@ -481,6 +481,7 @@ class Trainer:
                         f" (waited {waited:.0f} s, diagnosis.outage_wait_s {d.outage_wait_s:g})",
                         hint=Hint(("train", "--resume", "--run", self.run), self.store.url),
                     ) from None
+                self.progress("outage", round(waited + pause), None)  # the seconds waited, said before the wait
                 time.sleep(pause)
                 pause = min(2 * pause, MAX_OUTAGE_PAUSE_S)
 
