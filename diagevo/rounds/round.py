@@ -31,7 +31,8 @@ from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.parsing import quoted
 from diagevo.reals import real_number
-from diagevo.results import Committed, Json, Promotion
+from diagevo.results import Json
+from diagevo.results.rounds import Committed, Promotion
 from diagevo.rounds.failures import DIAGNOSES, FAILURE_TYPES, FailureRecord, failed_diagnoses, failure_record
 from diagevo.rounds.metrics import check_metrics, check_summary, rank_metrics
 from diagevo.rounds.protocol import MemoryMoved, ProtocolError, Reader, append_decision, round_event

@@ -4,18 +4,22 @@ typed results of :mod:`diagevo.results` (``to_dict()`` is the command's ``--json
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, TrainStep
 from diagevo.errors import Hint
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.results import CauseRow, CauseStory, CurrentMemory, Lifecycle, MemoryView, NodeRow, RunStats
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
 from diagevo.words import did_you_mean
+
+if TYPE_CHECKING:  # each view imports its result's module when it runs: a command loads its own
+    from diagevo.results.memory import CurrentMemory, MemoryView
+    from diagevo.results.stats import Lifecycle, RunStats
+    from diagevo.results.stories import CauseStory
 
 # the series of ``memory plot`` (the paper's Figure 3b)
 LIFECYCLE = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
@@ -23,6 +27,8 @@ LIFECYCLE = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
 
 def memory_view(mem: Memory) -> MemoryView:
     """A memory as data: its causes and nodes, F_t, F_1, k, ε_{t+1} and p_{t+1}(e)."""
+    from diagevo.results.memory import CauseRow, MemoryView, NodeRow
+
     s = schedule(mem)
     members: dict[str, list[str]] = {n: [] for n in mem.nodes}
     for c in mem.causes.values():
@@ -50,6 +56,8 @@ def memory_at(store: Recorder, at_round: int, run: str | None = None) -> MemoryV
 
 def show(store: Recorder, run: str | None = None) -> CurrentMemory:
     """The memory after the run's last event, an unfinished round included (``open_round``)."""
+    from diagevo.results.memory import CurrentMemory
+
     mem = load_memory(store, resolve_run(store, run))
     return CurrentMemory(**vars(memory_view(mem)), open_round=mem.open_round)
 
@@ -58,6 +66,8 @@ def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | No
     """The story of one cause: creation, attributions, promotions, reactivations, merges; with
     ``recent``, only that many of the newest attributions (``more_attributions``: how many more
     there are)."""
+    from diagevo.results.stories import CauseStory
+
     run_id = resolve_run(store, run)
     try:
         if recent is not None:
@@ -86,6 +96,8 @@ def stats(store: Recorder, run: str | None = None) -> RunStats:
     """One row per committed round: memory sizes, what the round did, every metric by name;
     ``metrics``: the metric columns; ``uncommitted``: metrics of rounds not committed (yet), such
     as round-0 scores of ``eval --run``."""
+    from diagevo.results.stats import RunStats
+
     run_id = resolve_run(store, run)
     acc = accumulate(store, run_id)
     rows = acc.rows()
@@ -162,6 +174,8 @@ def checkpoint_disk(store: Recorder, run: str) -> dict[int, dict[str, float]]:
 
 def lifecycle(store: Recorder, run: str | None = None) -> Lifecycle:
     """The memory's lifecycle per committed round: Active, Mastered, nodes, F_t, ε_{t+1}."""
+    from diagevo.results.stats import Lifecycle
+
     run_id = resolve_run(store, run)
     rows = round_stats(store, run_id)
     return Lifecycle(run=run_id, series=[{k: r[k] for k in LIFECYCLE} for r in rows])

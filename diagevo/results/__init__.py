@@ -1,0 +1,23 @@
+"""The typed results of the public API: what a read command or a round step returns.
+
+Each result has attributes for a Python caller and ``to_dict()`` for JSON: ``to_dict()`` gives
+exactly what the matching ``--json`` command prints (its keys in that order: a JSON document, typed
+as such), so the CLI formats these values and computes nothing of its own. The rows whose columns
+depend on the run (a metric per name, a cause's timeline of events) stay JSON values
+(:data:`Json`): their columns are data, not fields.
+
+One module per family of results (:mod:`~diagevo.results.memory`, ``stats``, ``stories``,
+``runs``, ``rounds``): a read command imports the classes of its own result only (a frozen
+dataclass is code generated when its module loads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
+
+Json: TypeAlias = "str | int | float | bool | None | Sequence[Json] | Mapping[str, Json]"
+"""A JSON value: what a row of a run-dependent table holds (read-only containers, so that a
+``dict[str, float]`` is one)."""
+
+JsonRow: TypeAlias = "Mapping[str, Json]"

@@ -1,0 +1,60 @@
+"""What a round step decided: ``Round.promote``, ``Round.commit``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from diagevo.results import Json
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """One decision of Eq. 5-6: a cause promoted to Mastered (its held-out accuracy ``acc`` over
+    ``n_candidates`` questions) or reactivated by a failure of round t (``failure_id``)."""
+
+    cause_id: str
+    kind: Literal["promoted", "reactivated"]
+    acc: float | None = None
+    n_candidates: int | None = None
+    failure_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.kind == "promoted":
+            return {"cause_id": self.cause_id, "acc": self.acc, "n_candidates": self.n_candidates}
+        return {"cause_id": self.cause_id, "failure_id": self.failure_id}
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What ``Round.commit`` recorded in ``round.committed``: the round's counts (as ``memory
+    stats`` counts them), how many ranks recorded metrics, F_t and ε_{t+1}, and the trainer's
+    own ``summary``."""
+
+    t: int
+    counts: Mapping[str, int]
+    F: int
+    epsilon_next: float
+    ranks: int | None = None
+    summary: Mapping[str, Json] = field(default_factory=dict)
+
+    @property
+    def questions(self) -> int:
+        return self.counts.get("questions", 0)
+
+    @property
+    def retained(self) -> int:
+        return self.counts.get("retained", 0)
+
+    @property
+    def failures(self) -> int:
+        return self.counts.get("failures", 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``round.committed`` event's data, in its order."""
+        out: dict[str, Any] = dict(self.counts)
+        if self.ranks is not None:
+            out["ranks"] = self.ranks
+        out.update(F=self.F, epsilon_next=self.epsilon_next, **self.summary)
+        return out
