@@ -70,20 +70,22 @@ class Event(BaseModel):
     # the schema is built on the first validation: a read builds none
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    name: ClassVar[str]  # the type's name in the log, e.g. "cause.created"
-    kind: ClassVar[Kind]
-    folded: ClassVar[bool] = False  # the fold applies it (it changes M_t, or starts or commits it)
-    texts: ClassVar[tuple[str, ...]] = ()  # long texts kept in the event's row, named in data by their sha256
-    phrases: ClassVar[tuple[str, ...]] = ()  # short untrusted phrases, stored up to limits.phrase_bytes
-    keys: ClassVar[tuple[str, ...]] = ()  # the KEY_FIELDS its data names
-    counted: ClassVar[str | None] = None  # its column in the per-round statistics
-    counted_if: ClassVar[str | None] = None  # ...counted only when this boolean data field is true
-    class_version: ClassVar[int] = 1  # the shape of its data; older stored shapes are upcast on read
-    stored_if_set: ClassVar[tuple[str, ...]] = ()  # fields a later version added: absent when None
-    upcasters: ClassVar[tuple[Upcaster, ...]] = ()  # upcast_v1_v2 ... up to class_version, in order
-    if TYPE_CHECKING:  # set on each class (``__pydantic_init_subclass__``); pydantic need not see it
+    # The facts each type declares. Their annotations are for the type checker alone: pydantic
+    # evaluates every annotation of a class and of its bases when it builds the class, so each of
+    # the event types would evaluate these again; the defaults are set below, after the class.
+    if TYPE_CHECKING:
+        name: ClassVar[str]  # the type's name in the log, e.g. "cause.created"
+        kind: ClassVar[Kind]
+        folded: ClassVar[bool]  # the fold applies it (it changes M_t, or starts or commits it)
+        texts: ClassVar[tuple[str, ...]]  # long texts kept in the event's row, named in data by their sha256
+        phrases: ClassVar[tuple[str, ...]]  # short untrusted phrases, stored up to limits.phrase_bytes
+        keys: ClassVar[tuple[str, ...]]  # the KEY_FIELDS its data names
+        counted: ClassVar[str | None]  # its column in the per-round statistics
+        counted_if: ClassVar[str | None]  # ...counted only when this boolean data field is true
+        class_version: ClassVar[int]  # the shape of its data; older stored shapes are upcast on read
+        stored_if_set: ClassVar[tuple[str, ...]]  # fields a later version added: absent when None
+        upcasters: ClassVar[tuple[Upcaster, ...]]  # upcast_v1_v2 ... up to class_version, in order
         reader: ClassVar[Callable[[Mapping[str, Any]], "Event"]]  # from_stored, built once per class
-    # (a subclass assigns these without annotating them again: pydantic would evaluate each)
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -156,6 +158,24 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any]], Event]:
         return construct(**{f: v for f, v in data.items() if f != "cut"})
 
     return read
+
+
+FACTS: dict[str, Any] = {
+    "folded": False,
+    "texts": (),
+    "phrases": (),
+    "keys": (),
+    "counted": None,
+    "counted_if": None,
+    "class_version": 1,
+    "stored_if_set": (),
+    "upcasters": (),
+}
+"""The facts' defaults; ``name`` and ``kind`` each type must declare."""
+for _fact, _default in FACTS.items():
+    setattr(Event, _fact, _default)
+# a subclass assigns the facts as class variables of its base (pydantic's own record of them)
+Event.__class_vars__.update({*FACTS, "name", "kind", "reader"})
 
 
 class OpenEvent(Event):
