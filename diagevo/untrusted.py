@@ -25,27 +25,30 @@ from collections.abc import Iterable
 
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
-_CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0)]
-_OTHERS = [ord(c) for c in BIDI] + [0x2028, 0x2029]
-_SURROGATES = range(0xD800, 0xE000)
-
-
-def _escape(cp: int) -> str:
-    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
-
-
-_TABLE: dict[int, str] = {cp: _escape(cp) for cp in (*_CONTROLS, *_OTHERS, *_SURROGATES)}
-_TABLE_LINES = {cp: v for cp, v in _TABLE.items() if cp != 0x0A}
-_TABLE[0x0A] = "\\n"  # the escapes a reader knows best
-_TABLE[0x09] = _TABLE_LINES[0x09] = "\\t"
-_TABLE[0x0D] = _TABLE_LINES[0x0D] = "\\r"
-
 UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 """Any character :func:`visible` replaces (a newline included)."""
 
 # in JSON text, the same characters as JSON escapes (JSON already escapes C0 controls)
-_JSON = {cp: f"\\u{cp:04x}" for cp in (*range(0x7F, 0xA0), *_OTHERS, *_SURROGATES)}
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}  # the escapes a reader knows best
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    named = _NAMED.get(ch)
+    if named is not None:
+        return named
+    cp = ord(ch)
+    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
+
+
+def _escape_but_newline(match: re.Match[str]) -> str:
+    return "\n" if match.group() == "\n" else _escape(match)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def visible(text: str, *, newlines: bool = False) -> str:
@@ -53,7 +56,7 @@ def visible(text: str, *, newlines: bool = False) -> str:
     (ESC as ``\\x1b``, RLO as ``\\u202e``); newlines kept when ``newlines``."""
     if not UNSAFE.search(text):
         return text
-    return text.translate(_TABLE_LINES if newlines else _TABLE)
+    return UNSAFE.sub(_escape_but_newline if newlines else _escape, text)
 
 
 def shorten(text: str, limit: int, *, middle: bool = False, fold: bool = False) -> str:
@@ -79,7 +82,7 @@ def json_visible(line: str) -> str:
         return line
     if not _JSON_UNSAFE.search(line):
         return line
-    return line.translate(_JSON)
+    return _JSON_UNSAFE.sub(_json_escape, line)
 
 
 def shell_word(arg: str) -> str:
