@@ -28,8 +28,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("LANCE_LOG", "error")  # lance logs table creation as a warning
 os.environ.setdefault("LANCEDB_LOG", "error")  # ... and so does lancedb (its own variable)
-# typer checks each option's value through a pydantic validator, and pydantic's first validator
-# reads every installed distribution's entry points looking for plugins: the command runs none
+# pydantic's first validator reads every installed distribution's entry points looking for
+# plugins (typer turns them off around its own option validators, not around ours: the config
+# models that verify, ingest and train build); the command runs none
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
