@@ -23,13 +23,8 @@ from :class:`DiagevoError`.
 # ruff: noqa: F401  (the TYPE_CHECKING imports below are the exports, for type checkers)
 from __future__ import annotations
 
-import logging
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
-
-# the library logs (e.g. a cache write that failed after the events committed, on
-# ``diagevo.cache``) and never prints: without a handler of the application's, nothing shows
-logging.getLogger("diagevo").addHandler(logging.NullHandler())
 
 # public name -> module that defines it: the whole public API, each name in the reference
 _EXPORTS: dict[str, str] = {

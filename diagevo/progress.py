@@ -7,6 +7,10 @@ Nothing below ``cli/`` prints: training, diagnosis, generation and evaluation re
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import logging
 
 ProgressFn = Callable[[str, int, int | None], None]
 
@@ -21,3 +25,16 @@ def quiet_libraries() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+
+
+def library_logger(name: str) -> logging.Logger:
+    """The logger ``name`` (under ``diagevo``) of a module that logs. The library logs (e.g. a
+    cache write that failed after the events committed) and never prints: without a handler of
+    the application's, nothing shows. Set up here, by the modules that log, so that a command
+    that logs nothing does not import :mod:`logging`."""
+    import logging
+
+    top = logging.getLogger("diagevo")
+    if not any(isinstance(h, logging.NullHandler) for h in top.handlers):
+        top.addHandler(logging.NullHandler())
+    return logging.getLogger(name)

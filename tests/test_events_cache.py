@@ -199,3 +199,11 @@ def test_train_under_an_insert_only_role(postgres_backend: PostgresBackend, tmp_
                 conn.execute(text(f"DROP OWNED BY {r} CASCADE"))
                 conn.execute(text(f"DROP ROLE {r}"))
         admin.dispose()
+
+
+def test_the_library_logs_but_never_prints() -> None:
+    """A warning on ``diagevo.cache`` with no handler of the application's shows nowhere (not on
+    stderr through logging's last resort)."""
+    code = "from diagevo.views.caches import log; log.warning('views of run %r not saved', 'c')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr == "" and done.stdout == ""

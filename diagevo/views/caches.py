@@ -3,13 +3,12 @@ statistics. Both are caches, always rebuildable from the log."""
 
 from __future__ import annotations
 
-import logging
-
 from diagevo.log import Recorder, StoreError
+from diagevo.progress import library_logger
 from diagevo.views.memory import save_snapshots
 from diagevo.views.stats import refresh_stats
 
-log = logging.getLogger("diagevo.cache")
+log = library_logger("diagevo.cache")
 
 
 def refresh(store: Recorder, run: str) -> int:

@@ -20,7 +20,6 @@ its own for node merges.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,8 +32,9 @@ from diagevo.catalog import CauseCreated, Event, NodeCreated, NodesMerged
 from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.memory.state import Memory
 from diagevo.paths import beside_database
+from diagevo.progress import library_logger
 
-log = logging.getLogger("diagevo.cache")
+log = library_logger("diagevo.cache")
 
 
 class Embedder(Protocol):
