@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from diagevo.cli.common import (
@@ -240,16 +239,9 @@ def eval_command(
     benches = load_benches(bench or [], field or [], limit)
     validation = _validation_bench(select, limit) if select else None
     kind, make = _engine_factory(engine, url)
-    columns = (
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
     greedy_only = 0 if samples == 0 else None
     # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
-    with progress_for(err_console, enabled=not json, transient=True, columns=columns) as bars, _resumable():
+    with progress_for(err_console, enabled=not json, transient=True, width=None) as bars, _resumable():
         if model is not None:
             from diagevo.eval.runs import evaluate_model
 

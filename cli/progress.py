@@ -11,13 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from diagevo.cli.safe import plain
 from diagevo.progress import ProgressFn
+
+if TYPE_CHECKING:  # rich.progress loads with the first bar: a command that shows none never imports it
+    from rich.progress import Progress, ProgressColumn
 
 
 def _duration(seconds: float) -> str:
@@ -102,10 +104,12 @@ def progress_for(
     reset_on: str | None = None,
     transient: bool = False,
     ignore: tuple[str, ...] = ("load",),
-    columns: tuple[Any, ...] | None = None,
+    width: int | None = 24,
+    rate: bool = False,
 ) -> Iterator[ProgressFn]:
     """A progress callback for ``console``: Rich bars on a terminal, plain rate-limited lines on
-    stderr otherwise, nothing when not ``enabled``."""
+    stderr otherwise, nothing when not ``enabled``. A bar's phase name is padded to ``width``;
+    ``rate`` adds the items per second."""
     names = dict(names or {})
     if not enabled:
         yield lambda _phase, _done, _total: None
@@ -116,13 +120,35 @@ def progress_for(
         plain = PlainProgress(sys.stderr, names)
         yield lambda phase, done, total: None if phase in ignore else plain(phase, done, total)
         return
-    cols = columns or (
-        TextColumn("{task.description:<24}", markup=False),
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    cols = (
+        TextColumn("{task.description}" if width is None else f"{{task.description:<{width}}}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
+        *((_rate_column(),) if rate else ()),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
     with Progress(*cols, console=console, transient=transient) as progress:
         bars = RichBars(progress, names, reset_on)
         yield lambda phase, done, total: None if phase in ignore else bars(phase, done, total)
+
+
+def _rate_column() -> ProgressColumn:
+    """A column of the items per second of a phase bar."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(f"{task.speed:7.1f}/s" if task.speed else " " * 9, style="progress.data.speed")
+
+    return RateColumn()

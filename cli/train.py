@@ -9,18 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
-from rich.text import Text
 
 from diagevo.cli.common import (
     CLIError,
@@ -53,13 +42,6 @@ PHASE_NAMES = {
     "consolidate": "diagnosis: merges",
     "outage": "diagnostician not answering, seconds waited",
 }
-
-
-class RateColumn(ProgressColumn):
-    """Items per second of a phase bar."""
-
-    def render(self, task: Task) -> Text:
-        return Text(f"{task.speed:7.1f}/s" if task.speed else " " * 9, style="progress.data.speed")
 
 
 ROUND_HEADS = ["t", "kept", "fail", "new", "prom", "react", "merge", "F_t", "ε_t+1", "acc", "label acc", "s"]
@@ -305,16 +287,8 @@ def _with_progress(run_rounds: Any, request: TrainRequest, run_id: str) -> None:
         if request.quiet:
             run_rounds(track)
             return
-        columns = (
-            TextColumn("{task.description:<24}", markup=False),
-            BarColumn(),
-            MofNCompleteColumn(),
-            RateColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-        )
         # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s
-        with progress_for(console, names=PHASE_NAMES, reset_on="rounds", columns=columns) as bars:
+        with progress_for(console, names=PHASE_NAMES, reset_on="rounds", rate=True) as bars:
 
             def show(phase: str, done: int, total: int | None) -> None:
                 track(phase, done, total)
@@ -381,6 +355,15 @@ def ablate(
             raise BadInput(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
     out.parent.mkdir(parents=True, exist_ok=True)  # validated: now the ablation's directory
     total = len(picked_v) * len(picked_w) * seeds
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn("{task.description:<40}", markup=False),
         BarColumn(),
