@@ -33,6 +33,7 @@ from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import pruned_checkpoints, pruned_note
+from diagevo.views.runs import whatif_refusal
 from diagevo.words import did_you_mean
 
 
@@ -52,6 +53,9 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
         raise ForkError("the new run needs a name")
     if at_round not in committed_rounds(store, source):
         raise ForkError(f"round {at_round} of run {source!r} is not committed: fork at a committed round")
+    refused = whatif_refusal(source, store.rows(source, types=(RunForked,)), store.url, "no fork of it trains on")
+    if refused is not None:
+        raise ForkError(refused[0], hint=refused[1])
     commit_seq = next(e.seq for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)
     needed = [e.data["path"] for e in store.read(source, types=(CheckpointWritten,)) if e.round <= at_round]
     gone = pruned_checkpoints(store, source)

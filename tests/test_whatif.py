@@ -14,6 +14,7 @@ import pytest
 from diagevo import rounds
 from diagevo.catalog import RoundCommitted
 from diagevo.errors import BadInput
+from diagevo.fork import ForkError, fork_run
 from diagevo.log import Recorder, open_log
 from diagevo.memory.schedule import schedule
 from diagevo.train import train
@@ -241,8 +242,9 @@ def test_cli_sweep_table_and_reads(five: str, tmp_path: Path, capsys: pytest.Cap
 
 
 def test_no_round_continues_a_whatif(store: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
-    """A what-if holds no model trained under its memory: opening a round in it is refused, with
-    the fork of the source under the same settings as the way to train on; nothing is appended."""
+    """A what-if holds no model trained under its memory: opening a round in it, or forking it, is
+    refused, with the fork of the source under the same settings as the way to train on; nothing
+    is appended."""
     two_rounds(store)
     strict = what_if(store, RUN, {"memory.theta_up": "0.8"})
     head = store.last_seq(strict.run)
@@ -253,6 +255,9 @@ def test_no_round_continues_a_whatif(store: Recorder, capsys: pytest.CaptureFixt
         "memory", "fork", "--run", RUN, "--round", "2", "--to", f"{strict.run}-train", "--set", "memory.theta_up=0.8",
     )  # fmt: skip
     assert store.last_seq(strict.run) == head
+    with pytest.raises(ForkError, match=r"is a what-if of run .*no fork of it trains on") as forked:
+        fork_run(store, strict.run, 2, "fork-of-whatif")
+    assert forked.value.hint == hint and not store.has_run("fork-of-whatif")
     rounds.open_round(store, RUN)  # the source goes on
 
 

@@ -21,6 +21,7 @@ from diagevo.errors import Hint
 from diagevo.log import EventRow, Recorder
 from diagevo.rounds.protocol import ProtocolError, Reader, UnknownRun, append_decision, round_event, unknown_run
 from diagevo.schemas import EventIn
+from diagevo.views.runs import whatif_refusal
 
 
 def seeded(seed: int, t: int, phase: str) -> random.Random:
@@ -136,39 +137,15 @@ def open_round(store: Recorder, run: str, t: int | None = None) -> int:
     return open_or_reopen(store, run, t)[0]
 
 
-def refuse_whatif(run: str, forks: Iterable[EventRow], db: str) -> None:
-    """A what-if's memory was decided again on evidence that models trained under the source's
-    memory produced, and it holds no model of its own: no round continues it. Training on under
-    its settings is a fork of the source with them, which continues the source's models."""
-    marker = next(reversed(list(forks)), None)
-    data = marker.data if marker is not None and marker.data is not None else {}
-    whatif = data.get("whatif")
-    if not isinstance(whatif, Mapping):
-        return
-    source, at = str(data["source_run"]), int(data["source_round"])
-    settings = whatif.get("settings")
-    if not isinstance(settings, Mapping):
-        settings = {}
-    sets = [word for k, v in settings.items() for word in ("--set", f"{k}={v}")]
-    fork = Hint(
-        ("memory", "fork", "--run", source, "--round", str(at), "--to", f"{run}-train", *sets),
-        db,
-        call=f"diagevo.fork_run(store, {source!r}, {at}, {run + '-train'!r}, overrides)",
-    )
-    raise ProtocolError(
-        f"run {run!r} is a what-if of run {source!r}: its memory was decided again without models, so no round "
-        "continues it; train on under its settings in a fork of the source: {command}",
-        hint=fork,
-    )
-
-
 def open_or_reopen(store: Recorder, run: str, t: int | None) -> tuple[int, bool]:
     """:func:`open_round`, and whether the round was open already (decided under the lock)."""
     chosen: list[tuple[int, bool]] = []
 
     def decide(read: Reader) -> list[EventIn]:
         st = state_from_rows(run, read(MILESTONES), store.url)
-        refuse_whatif(run, read((RunForked,)), store.url)
+        refused = whatif_refusal(run, read((RunForked,)), store.url, "no round continues it")
+        if refused is not None:
+            raise ProtocolError(refused[0], hint=refused[1])
         nxt = st.last_committed + 1
         want = nxt if t is None else t
         if want <= st.last_committed:

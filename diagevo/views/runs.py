@@ -14,6 +14,7 @@ fields that differ from the defaults; its tags and notes are its own events (``r
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -28,7 +29,8 @@ from diagevo.catalog import (
     RunStarted,
     RunTagged,
 )
-from diagevo.log import Recorder
+from diagevo.errors import Hint
+from diagevo.log import EventRow, Recorder
 from diagevo.results import Json
 
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunForked, RunTagged, RunNoted)
@@ -169,3 +171,29 @@ def _rounds_asked(config: dict[str, Any]) -> int | None:
 def runs(store: Recorder) -> list[RunSummary]:
     """Every run of the database, in order of creation."""
     return [summarise(store, run) for run in store.runs()]
+
+
+def whatif_refusal(run: str, forks: Iterable[EventRow], db: str, what: str) -> tuple[str, Hint] | None:
+    """Why ``run`` cannot be trained on, if it is a what-if (its last ``run.forked`` says so), and
+    the fork of its source under the same settings that can (message, hint); None otherwise. A
+    what-if's memory was decided again on evidence that models trained under the source's memory
+    produced, and it holds no model of its own: neither a round nor a fork continues it, while a
+    fork of the source with its settings continues the source's models."""
+    marker = next(reversed(list(forks)), None)
+    data = marker.data if marker is not None and marker.data is not None else {}
+    whatif = data.get("whatif")
+    if not isinstance(whatif, Mapping):
+        return None
+    source, at = str(data["source_run"]), int(data["source_round"])
+    settings = whatif.get("settings")
+    sets = [w for k, v in (settings if isinstance(settings, Mapping) else {}).items() for w in ("--set", f"{k}={v}")]
+    fork = Hint(
+        ("memory", "fork", "--run", source, "--round", str(at), "--to", f"{run}-train", *sets),
+        db,
+        call=f"diagevo.fork_run(store, {source!r}, {at}, {run + '-train'!r}, overrides)",
+    )
+    said = (
+        f"run {run!r} is a what-if of run {source!r}: its memory was decided again without models, so {what}; "
+        "train on under its settings in a fork of the source: {command}"
+    )
+    return said, fork
