@@ -120,16 +120,20 @@ def progress_for(
         plain = PlainProgress(sys.stderr, names)
         yield lambda phase, done, total: None if phase in ignore else plain(phase, done, total)
         return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import Progress
 
-    cols = (
+    cols = bar_columns(width, rate=rate)
+    with Progress(*cols, console=console, transient=transient) as progress:
+        bars = RichBars(progress, names, reset_on)
+        yield lambda phase, done, total: None if phase in ignore else bars(phase, done, total)
+
+
+def bar_columns(width: int | None = 24, *, rate: bool = False) -> tuple[ProgressColumn, ...]:
+    """The columns of a phase bar: its name padded to ``width``, the bar, done/total, with
+    ``rate`` the items per second, the time spent and the time left."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return (
         TextColumn("{task.description}" if width is None else f"{{task.description:<{width}}}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
@@ -137,9 +141,6 @@ def progress_for(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*cols, console=console, transient=transient) as progress:
-        bars = RichBars(progress, names, reset_on)
-        yield lambda phase, done, total: None if phase in ignore else bars(phase, done, total)
 
 
 def _rate_column() -> ProgressColumn:

@@ -22,7 +22,7 @@ from diagevo.cli.common import (
     open_store,
     program,
 )
-from diagevo.cli.progress import progress_for
+from diagevo.cli.progress import bar_columns, progress_for
 from diagevo.cli.safe import plain, text
 from diagevo.errors import BadInput
 from diagevo.untrusted import shell_join
@@ -355,21 +355,10 @@ def ablate(
             raise BadInput(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
     out.parent.mkdir(parents=True, exist_ok=True)  # validated: now the ablation's directory
     total = len(picked_v) * len(picked_w) * seeds
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import Progress
 
     with Progress(
-        TextColumn("{task.description:<40}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        *bar_columns(40),
         console=console,
         disable=json,
     ) as progress:

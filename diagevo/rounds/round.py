@@ -294,6 +294,15 @@ class Round:
         """The memory now: M_{t-1} and what the round has appended so far (folded from M_{t-1})."""
         return load_memory(self.store, self.run, since=self.base)
 
+    def _refuse_foreign(self, events: Sequence[EventIn], types: frozenset[type[Event]], what: str) -> None:
+        """Refuse events of another type than ``types`` takes, or of another run or round."""
+        for ev in events:
+            refuse_other_type(types, ev.type, what)
+            if ev.run != self.run or ev.round != self.t:
+                raise ProtocolError(
+                    f"{what} of round {self.t} of run {self.run!r} names run {ev.run!r}, round {ev.round}"
+                )
+
     def append_diagnosis(self, events: Sequence[EventIn], *, since_seq: int | None = None) -> AppendResult:
         """Append the diagnostician's decisions and notes of this round (``failure.diagnosed``,
         ``llm.called``, ``diagnosis.failed`` and the memory events decided), decided under the
@@ -301,10 +310,7 @@ class Round:
         the memory they were decided against, they are refused with :class:`MemoryMoved` when
         another producer has appended a memory event since (the caller decides again)."""
         run, t = self.run, self.t
-        for ev in events:
-            refuse_other_type(DIAGNOSIS_TYPES, ev.type, "a diagnosis")
-            if ev.run != run or ev.round != t:
-                raise ProtocolError(f"a diagnosis of round {t} of run {run!r} names run {ev.run!r}, round {ev.round}")
+        self._refuse_foreign(events, DIAGNOSIS_TYPES, "a diagnosis")
 
         def decide(read: Reader) -> Sequence[EventIn]:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
@@ -365,10 +371,7 @@ class Round:
         """Append a trainer's bookkeeping events of this round (the types :meth:`note` takes) in
         one transaction, while the round is open (decided under the append lock)."""
         run, t = self.run, self.t
-        for ev in events:
-            refuse_other_type(NOTE_TYPES, ev.type, "a note")
-            if ev.run != run or ev.round != t:
-                raise ProtocolError(f"a note of round {t} of run {run!r} names run {ev.run!r}, round {ev.round}")
+        self._refuse_foreign(events, NOTE_TYPES, "a note")
 
         def decide(read: Reader) -> Sequence[EventIn]:
             require_open(state_from_rows(run, read(MILESTONES), self.store.url), t, "note")
