@@ -224,10 +224,10 @@ def bench_maintenance(tmp: Path, causes: int, n: int, synchronous: str = "full")
 
 def bench_embedder(n: int, repeats: int = 3) -> dict[str, Any]:
     """Best of ``repeats``: LocalEmbedder (one text a pass, one thread) vs batched encode (64)."""
-    from diagevo.diagnosis.embedder import LocalEmbedder, _local_model
+    from diagevo.diagnosis.embedder import LocalEmbedder, local_model
 
     texts = [f"{phrase(i)} when the {WORDS[i % len(WORDS)]} case number {i} is left out" for i in range(n)]
-    model = _local_model()
+    model = local_model()
     model.encode(texts[:8])  # warm up
     best_one = best_batch = float("inf")
     for _ in range(repeats):

@@ -231,14 +231,15 @@ class DiagnosisRules(Section):
         ge=-1,
         le=1,
         description="θ_dup: least cosine similarity of a stored cause for Prompt 2 (stage 2a; Table 9: 0.5, set for "
-        "text-embedding-v4); unset: the value calibrated for the embedder in use (0.37 for the local MiniLM).",
+        "text-embedding-v4); unset: the value calibrated for the embedder in use (0.56 for the static embedder, 0.37 "
+        "for the local MiniLM).",
     )
     theta_merge: float | None = Field(
         default=None,
         ge=-1,
         le=1,
         description="θ_merge: least cosine similarity of two node labels for Prompt 4 (stage 4a; Table 9: 0.5); unset: "
-        "the value calibrated for the embedder in use (0.44 for the local MiniLM).",
+        "the value calibrated for the embedder in use (0.62 for the static embedder, 0.44 for the local MiniLM).",
     )
     shortlist_k: int = Field(
         default=5, ge=1, description="K: skill nodes shortlisted for Prompt 3 (stage 3a; Table 9: 5)."

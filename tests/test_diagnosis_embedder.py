@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from diagevo.diagnosis.embedder import LocalEmbedder, _local_model
+from diagevo.diagnosis.embedder import LocalEmbedder, local_model
 
 X = "fails to check candidate solutions against the original domain after a transformation"
 LONG = "a much longer text that pads every other member of its batch to its own length " * 4
@@ -19,5 +19,5 @@ def test_a_vector_does_not_depend_on_its_batch_or_on_what_was_cached() -> None:
     warm.embed([LONG])  # cached: the next call embeds a different batch
     mixed = warm.embed([LONG, X, "short"])[1]
     assert np.array_equal(alone, batched) and np.array_equal(alone, mixed)
-    assert np.allclose(alone, _local_model().encode([X], normalize_embeddings=True)[0], atol=1e-6)
+    assert np.allclose(alone, local_model().encode([X], normalize_embeddings=True)[0], atol=1e-6)
     assert abs(float(np.linalg.norm(alone)) - 1.0) < 1e-6

@@ -14,9 +14,9 @@ import pytest
 from diagevo.catalog import FailureDiagnosed, FailureRecorded
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.config import DiagnosisConfig
-from diagevo.diagnosis.embedder import make_embedder
 from diagevo.diagnosis.heuristic import ANSWER_MODEL, ANSWER_RULES, HeuristicDiagnostician, answer_mismatch
 from diagevo.diagnosis.interface import Consolidation, ExtractionInput, KnownCause, NodeView
+from diagevo.diagnosis.tools import make_embedder
 from diagevo.log import open_log
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, RUN, seed

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from diagevo import train
-from diagevo.diagnosis.embedder import _local_model
+from diagevo.diagnosis.embedder import local_model
 from diagevo.log import open_log
 from diagevo.train.config import load_config
 
@@ -31,7 +31,7 @@ def test_the_embedder_load_is_a_phase_of_its_own(tmp_path: Path) -> None:
     seen: list[tuple[str, int, int | None, bool]] = []
 
     def progress(phase: str, done: int, total: int | None) -> None:
-        seen.append((phase, done, total, _local_model.cache_info().currsize == 1))
+        seen.append((phase, done, total, local_model.cache_info().currsize == 1))
 
     with open_log(f"sqlite:///{tmp_path / 'p.db'}") as store:
         train.train(cfg, store, progress=progress)

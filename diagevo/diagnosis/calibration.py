@@ -7,10 +7,11 @@ are 10-20 word phrases in the style Prompt 1 and Prompt 3 ask for; :func:`measur
 with an embedder and :func:`choose_threshold` picks the midpoint of the gap between the two
 distributions (or, when they overlap, the value with the fewest misclassified pairs).
 
-Figures for ``all-MiniLM-L6-v2`` (local, normalised, cosine) are recorded in
-:data:`LOCAL_FIGURES`; ``tests/test_diagnosis_calibration.py`` re-measures them and checks that
-the chosen thresholds separate the set. For another model, ``measure(make_embedder(url, model))``
-gives the same figures and suggested thresholds.
+Figures for ``all-MiniLM-L6-v2`` (local, normalised, cosine) and for its static distillation
+(:mod:`diagevo.diagnosis.static`, the default) are recorded in :data:`FIGURES`;
+``tests/test_diagnosis_calibration.py`` re-measures them and checks the chosen thresholds. For
+another model, ``measure(make_embedder(url, model))`` gives the same figures and suggested
+thresholds.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME
 from diagevo.diagnosis.interface import Embedder
+from diagevo.diagnosis.static import STATIC_MODEL_NAME
 
 Pair = tuple[str, str]
 
@@ -275,19 +277,33 @@ class Thresholds:
 
 PAPER = Thresholds(dup=0.5, merge=0.5)  # set in the paper for its API embedder (text-embedding-v4)
 
-# Measured with all-MiniLM-L6-v2 on the pairs above: (min, mean, max) cosine, n pairs.
-LOCAL_FIGURES: dict[str, tuple[float, float, float, int]] = {
-    "cause_paraphrase": (0.208, 0.580, 0.799, 20),  # 2nd lowest 0.424; the 0.208 pair is a known miss
-    "cause_unrelated": (-0.151, 0.051, 0.314, 22),
-    "cause_near": (0.097, 0.320, 0.503, 6),  # same area, other mechanism: Prompt 2's job
-    "label_paraphrase": (0.574, 0.709, 0.830, 10),
-    "label_unrelated": (-0.047, 0.142, 0.304, 10),
+# Measured on the pairs above, per embedder: (min, mean, max) cosine, n pairs.
+FIGURES: dict[str, dict[str, tuple[float, float, float, int]]] = {
+    LOCAL_MODEL_NAME: {
+        "cause_paraphrase": (0.208, 0.580, 0.799, 20),  # 2nd lowest 0.424; the 0.208 pair is a known miss
+        "cause_unrelated": (-0.151, 0.051, 0.314, 22),
+        "cause_near": (0.097, 0.320, 0.503, 6),  # same area, other mechanism: Prompt 2's job
+        "label_paraphrase": (0.574, 0.709, 0.830, 10),
+        "label_unrelated": (-0.047, 0.142, 0.304, 10),
+    },
+    STATIC_MODEL_NAME: {
+        "cause_paraphrase": (0.485, 0.654, 0.784, 20),  # 2nd lowest 0.530
+        "cause_unrelated": (0.210, 0.396, 0.549, 22),
+        "cause_near": (0.463, 0.549, 0.606, 6),
+        "label_paraphrase": (0.661, 0.754, 0.857, 10),
+        "label_unrelated": (0.281, 0.398, 0.580, 10),
+    },
 }
-# Chosen from those figures with choose_threshold (rounded): θ_dup in the middle of the gap
-# 0.314 (top unrelated) .. 0.424 (lowest paraphrase except the lexically disjoint off-by-one
-# pair, which no cut above the unrelated can catch); θ_merge in the middle of 0.304 .. 0.574.
-# The paper's 0.5 would miss 5 of 20 cause paraphrases with this model.
-CALIBRATED: dict[str, Thresholds] = {LOCAL_MODEL_NAME: Thresholds(dup=0.37, merge=0.44)}
+# Chosen from those figures with choose_threshold (rounded). MiniLM: θ_dup in the middle of the
+# gap 0.314 (top unrelated) .. 0.424 (lowest paraphrase except the lexically disjoint off-by-one
+# pair, which no cut above the unrelated can catch); θ_merge in the middle of 0.304 .. 0.574; the
+# paper's 0.5 would miss 5 of 20 cause paraphrases. The static vectors score every pair higher and
+# the two groups overlap: θ_dup 0.56 keeps every unrelated pair out and misses 2 of 20 paraphrases;
+# θ_merge in the middle of 0.580 .. 0.661.
+CALIBRATED: dict[str, Thresholds] = {
+    LOCAL_MODEL_NAME: Thresholds(dup=0.37, merge=0.44),
+    STATIC_MODEL_NAME: Thresholds(dup=0.56, merge=0.62),
+}
 
 
 def thresholds_for(cfg: DiagnosisConfig, embedder_name: str) -> Thresholds:

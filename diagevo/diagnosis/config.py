@@ -73,15 +73,16 @@ class DiagnosticianConfig(Section):
         "wait doubles, up to a minute.",
     )
     embedder: str = Field(
-        default="local",
-        description="'local': the MiniLM model shipped with diagevo; anything else is the base URL of an "
-        "OpenAI-compatible embeddings endpoint.",
+        default="static",
+        description="'static': MiniLM distilled to token vectors, in every install; 'local': the full MiniLM "
+        "model (the embed extra, with torch); anything else is the base URL of an OpenAI-compatible embeddings "
+        "endpoint.",
     )
     embed_model: str = Field(
         default="all-MiniLM-L6-v2",
         description=(
-            "Model name sent to an embeddings endpoint (the paper: text-embedding-v4); the local embedder is always "
-            "MiniLM."
+            "Model name sent to an embeddings endpoint (the paper: text-embedding-v4); the static and local "
+            "embedders are always MiniLM."
         ),
     )
 

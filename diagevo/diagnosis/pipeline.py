@@ -239,9 +239,10 @@ def diagnose(
     default ``diagnosis.llm_url`` / ``diagnosis.model``), ``"heuristic"`` (offline rules, not the
     paper's diagnostician) or an object built by :func:`~diagevo.diagnosis.tools.llm_diagnostician`,
     :func:`~diagevo.diagnosis.tools.heuristic_diagnostician` or the caller. ``embedder`` is an
-    object, an embeddings endpoint URL or ``"local"``; by default the one ``diagnosis.embedder``
-    names (the local MiniLM model). ``cfg`` defaults to the run's diagnosis config; ``index``
-    (:func:`~diagevo.diagnosis.tools.vector_index`) keeps the vectors between rounds.
+    object, an embeddings endpoint URL, ``"static"`` or ``"local"``; by default the one
+    ``diagnosis.embedder`` names (``"static"``: MiniLM distilled to token vectors). ``cfg``
+    defaults to the run's diagnosis config; ``index`` (:func:`~diagevo.diagnosis.tools.vector_index`)
+    keeps the vectors between rounds.
 
     The round's recorded failures are diagnosed, or ``failures`` given by the caller
     (``diagevo diagnose FILE``). Given failures are first recorded into an opened round

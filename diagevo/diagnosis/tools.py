@@ -14,7 +14,7 @@ from typing import Any
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput
-from diagevo.views.index import VectorIndex, default_index_path
+from diagevo.views.index import VectorIndex, kept_index_path
 
 DIAGNOSTICIANS = ("llm", "heuristic")
 """The diagnosticians by name: ``llm`` (the paper's, Prompts 1-4 sent to an OpenAI-compatible
@@ -33,13 +33,19 @@ def _api_key(cfg: DiagnosisConfig) -> str | None:
     return cfg.api_key.get_secret_value() if cfg.api_key else None
 
 
-def make_embedder(spec: str = "local", model: str | None = None, api_key: str | None = None) -> Embedder:
-    """The embedder: ``"local"`` (MiniLM, offline; the default) or an OpenAI-compatible
+def make_embedder(spec: str = "static", model: str | None = None, api_key: str | None = None) -> Embedder:
+    """The embedder: ``"static"`` (MiniLM distilled to token vectors, in every install; the
+    default), ``"local"`` (the full MiniLM, the ``embed`` extra) or an OpenAI-compatible
     embeddings base URL serving ``model``."""
-    from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME
-    from diagevo.diagnosis.embedder import make_embedder as build
+    from diagevo.diagnosis import embedder
 
-    return build(spec, model or LOCAL_MODEL_NAME, api_key)
+    if spec == "static":
+        from diagevo.diagnosis.static import StaticEmbedder
+
+        return StaticEmbedder()
+    if spec == "local":
+        return embedder.LocalEmbedder()
+    return embedder.APIEmbedder(spec, model or embedder.LOCAL_MODEL_NAME, api_key)
 
 
 def embedder_for(cfg: DiagnosisConfig) -> Embedder:
@@ -91,12 +97,13 @@ def check_endpoints(cfg: DiagnosisConfig, name: str) -> None:
     timeout = min(cfg.request_timeout_s, 10.0)
     if name == "llm" and cfg.llm_url:
         check_endpoint(cfg.llm_url, api_key=_api_key(cfg), timeout_s=timeout, what="diagnostician")
-    if cfg.embedder != "local":
+    if cfg.embedder not in ("static", "local"):
         check_endpoint(cfg.embedder, api_key=_api_key(cfg), timeout_s=timeout, what="embedder")
 
 
 def vector_index(store: Any, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:
-    """The run's vector index (LanceDB) at ``path`` (default: in the database's folder,
-    ``dir/x.db`` -> ``dir/x.diagevo/index.lance``; else ``./diagevo-DB-KEY.diagevo/index.lance``):
-    kept in step with the log across rounds, so a round embeds only its new texts."""
-    return VectorIndex(embedder, Path(path) if path is not None else default_index_path(store.url), run)
+    """The run's vector index, kept in step with the log across rounds so that a round embeds only
+    its new texts; on disk (LanceDB, the ``index`` extra) at ``path``, by default in the database's
+    folder (``dir/x.db`` -> ``dir/x.diagevo/index.lance``; else ``./diagevo-DB-KEY.diagevo/index.lance``)
+    for an embedder worth it (:func:`~diagevo.views.index.kept_index_path`)."""
+    return VectorIndex(embedder, Path(path) if path is not None else kept_index_path(store.url, embedder), run)

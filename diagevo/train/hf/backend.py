@@ -483,10 +483,9 @@ class HFBackend:
 
     def embedder(self) -> Embedder:
         if self._emb is None:
-            from diagevo.diagnosis.embedder import make_embedder
+            from diagevo.diagnosis.tools import embedder_for
 
-            d = self.config.diagnosis
-            self._emb = make_embedder(d.embedder, d.embed_model, d.api_key.get_secret_value() if d.api_key else None)
+            self._emb = embedder_for(self.config.diagnosis)
         return self._emb
 
     def diagnostician(self) -> Diagnostician:

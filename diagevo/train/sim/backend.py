@@ -80,9 +80,9 @@ class SimBackend:
 
     def embedder(self) -> Embedder:
         if self._emb is None:
-            from diagevo.diagnosis.embedder import LocalEmbedder
+            from diagevo.diagnosis.tools import embedder_for
 
-            self._emb = LocalEmbedder()
+            self._emb = embedder_for(self.config.diagnosis)
         return self._emb
 
     def diagnostician(self) -> Diagnostician:
