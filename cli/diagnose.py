@@ -135,8 +135,6 @@ def diagnose(
     from diagevo.diagnosis.pipeline import diagnose as diagnose_round
     from diagevo.diagnosis.pipeline import failures_from_records
     from diagevo.diagnosis.tools import check_endpoints, diagnostician_for, embedder_for, vector_index
-    from diagevo.urls import resolve_db_url
-    from diagevo.views.index import default_index_path
 
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
@@ -152,7 +150,7 @@ def diagnose(
         # every failure of the round one by one
         check_endpoints(cfg, diagnostician)
         emb = embedder_for(cfg)  # the objects diagevo.diagnose builds from the same names
-        vindex = vector_index(store, run, emb, index or default_index_path(resolve_db_url(db)))
+        vindex = vector_index(store, run, emb, index)
         dx = diagnostician_for(diagnostician, cfg, emb)
         inputs = failures_from_records(line.model_dump() for line in lines)
         from diagevo.cli.eval import _resumable  # Ctrl-C: the same command goes on (decided failures are skipped)
@@ -237,12 +235,14 @@ def reindex(
     json: JsonOpt = False,
 ) -> None:
     """Rebuild the vector index (LanceDB) of a run from its event log."""
+    from diagevo.fixes import require
     from diagevo.urls import resolve_db_url
     from diagevo.views.index import VIEW as CHECKPOINT
     from diagevo.views.index import default_index_path
     from diagevo.views.index import reindex as rebuild
     from diagevo.views.memory import resolve_run
 
+    require("index", "memory reindex", "lancedb", "pyarrow")
     cfg = _diagnosis_config(config, embedder=embedder, embed_model=embed_model)
     emb = _embedder(cfg)
     path = index or default_index_path(resolve_db_url(db))

@@ -18,9 +18,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import (
     CauseCreated,
@@ -36,12 +34,16 @@ from diagevo.catalog import (
 )
 from diagevo.errors import BadInput, NotFound
 from diagevo.files import write_replacing, write_table
+from diagevo.fixes import require
 from diagevo.log import Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
 from diagevo.redaction import redact_config
 from diagevo.views.memory import commit_memories, committed_rounds
 from diagevo.words import did_you_mean
+
+if TYPE_CHECKING:
+    import polars as pl
 
 TABLES = ("questions", "failures", "nodes", "causes", "cause_states")
 """The files of an exported run (``<name>.parquet``), in the card's order."""
@@ -94,8 +96,6 @@ COLUMNS: dict[str, dict[str, str]] = {
     },
 }
 """Each table's columns and what they hold (the card's features say the same)."""
-
-_DTYPES: dict[Any, str] = {pl.Int64: "int64", pl.Float64: "float64", pl.Boolean: "bool", pl.String: "string"}
 
 
 class ExportError(BadInput):
@@ -218,57 +218,61 @@ def memory_tables(memories: list[Memory], node_rounds: Mapping[str, int]) -> dic
     }
 
 
-_SCHEMAS: dict[str, dict[str, Any]] = {
+# each table's columns and their types, as the card's features name them (polars' types in _frame)
+_SCHEMAS: dict[str, dict[str, str]] = {
     "questions": {
-        "round": pl.Int64,
-        "question_id": pl.String,
-        "mode": pl.String,
-        "active_cause": pl.String,
-        "mastered_cause": pl.String,
-        "node": pl.String,
-        "text": pl.String,
-        "n": pl.Int64,
-        "p1": pl.Float64,
-        "p2": pl.Float64,
-        "pseudo_label": pl.String,
-        "retained": pl.Boolean,
-        "promotion_score": pl.Float64,
-        "promoted": pl.Boolean,
+        "round": "int64",
+        "question_id": "string",
+        "mode": "string",
+        "active_cause": "string",
+        "mastered_cause": "string",
+        "node": "string",
+        "text": "string",
+        "n": "int64",
+        "p1": "float64",
+        "p2": "float64",
+        "pseudo_label": "string",
+        "retained": "bool",
+        "promotion_score": "float64",
+        "promoted": "bool",
     },
     "failures": {
-        "round": pl.Int64,
-        "failure_id": pl.String,
-        "question_id": pl.String,
-        "response": pl.String,
-        "reference": pl.String,
-        "diagnosis": pl.String,
-        "matched_cause": pl.String,
-        "error_cause": pl.String,
-        "diagnostician": pl.String,
-        "attributed_cause": pl.String,
-        "attributed_via": pl.String,
+        "round": "int64",
+        "failure_id": "string",
+        "question_id": "string",
+        "response": "string",
+        "reference": "string",
+        "diagnosis": "string",
+        "matched_cause": "string",
+        "error_cause": "string",
+        "diagnostician": "string",
+        "attributed_cause": "string",
+        "attributed_via": "string",
     },
-    "nodes": {"node_id": pl.String, "label": pl.String, "created_round": pl.Int64},
+    "nodes": {"node_id": "string", "label": "string", "created_round": "int64"},
     "causes": {
-        "cause_id": pl.String,
-        "node_id": pl.String,
-        "description": pl.String,
-        "created_round": pl.Int64,
-        "state": pl.String,
-        "frequency": pl.Int64,
+        "cause_id": "string",
+        "node_id": "string",
+        "description": "string",
+        "created_round": "int64",
+        "state": "string",
+        "frequency": "int64",
     },
     "cause_states": {
-        "round": pl.Int64,
-        "cause_id": pl.String,
-        "node_id": pl.String,
-        "state": pl.String,
-        "frequency": pl.Int64,
+        "round": "int64",
+        "cause_id": "string",
+        "node_id": "string",
+        "state": "string",
+        "frequency": "int64",
     },
 }
 
 
 def _frame(rows: list[dict[str, Any]], table: str) -> pl.DataFrame:
-    schema = _SCHEMAS[table]
+    import polars as pl
+
+    types = {"int64": pl.Int64, "float64": pl.Float64, "bool": pl.Boolean, "string": pl.String}
+    schema = {col: types[kind] for col, kind in _SCHEMAS[table].items()}
     return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
 
 
@@ -285,7 +289,9 @@ def export_dataset(
     store: Recorder, run: str, out: Path, *, upto_round: int | None = None, retained_only: bool = False
 ) -> Exported:
     """Write ``run`` through committed round ``upto_round`` (default: its last) into the directory
-    ``out`` as Parquet files (questions, failures, nodes, causes, cause_states) and a ``README.md`` dataset card."""
+    ``out`` as Parquet files (questions, failures, nodes, causes, cause_states) and a ``README.md`` dataset card.
+    Needs polars (the ``data`` extra)."""
+    require("data", "export dataset", "polars", "pyarrow")
     if not store.has_run(run):
         raise NotFound(f"no run {run!r} in the database{did_you_mean(run, store.runs())}")
     done = committed_rounds(store, run)
@@ -335,8 +341,8 @@ def _yaml_header(exported: Exported, frames: Mapping[str, pl.DataFrame]) -> list
     lines.append("dataset_info:")
     for name in TABLES:
         lines += [f"- config_name: {name}", "  features:"]
-        for col, dtype in frames[name].schema.items():
-            lines += [f"  - name: {col}", f"    dtype: {_DTYPES.get(dtype, 'string')}"]
+        for col, dtype in _SCHEMAS[name].items():
+            lines += [f"  - name: {col}", f"    dtype: {dtype}"]
         size = next(f.bytes for f in exported.files if f.name == f"{name}.parquet")
         lines += ["  splits:", "  - name: train", f"    num_examples: {frames[name].height}", f"    num_bytes: {size}"]
     lines += ["tags:", "- diagevo", "- self-play", "- curriculum", "---"]
@@ -371,8 +377,8 @@ def dataset_card(exported: Exported, frames: Mapping[str, pl.DataFrame], config:
     body += [f"| {f.name.removesuffix('.parquet')} | {f.name} | {f.rows} | {f.bytes} |" for f in exported.files]
     for name in TABLES:
         body += ["", f"## {name}", "", "| column | type | what it holds |", "|---|---|---|"]
-        for col, dtype in frames[name].schema.items():
-            body.append(f"| {col} | {_DTYPES.get(dtype, 'string')} | {COLUMNS[name][col]} |")
+        for col, dtype in _SCHEMAS[name].items():
+            body.append(f"| {col} | {dtype} | {COLUMNS[name][col]} |")
     body += [
         "",
         "## Loading",

@@ -8,6 +8,7 @@ checker, ``choice`` by the option letter, ``text`` (BBEH) by normalised exact ma
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import random
 import re
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.errors import BadInput
-from diagevo.fixes import Fix, Option
+from diagevo.fixes import Fix, Option, require
 
 Grader = Literal["math", "choice", "text"]
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -309,6 +310,7 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
     """(line or row number, row) of a JSONL, JSON, Parquet or CSV file."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
+        require("data", f"reading the Parquet file {path.name}", "pyarrow")
         import pyarrow.parquet as pq
 
         try:
@@ -317,13 +319,13 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
             raise BenchmarkError(f"{path}: not a readable Parquet file ({' '.join(str(exc).split())[:200]})") from None
         yield from enumerate(table.to_pylist(), 1)
     elif suffix == ".csv":
-        import polars as pl
-
         try:
-            frame = pl.read_csv(path, infer_schema=False)
-        except Exception as exc:  # polars raises several types for a broken file
+            with path.open(encoding="utf-8", newline="") as fh:
+                rows = list(csv.DictReader(fh, strict=True))
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
             raise BenchmarkError(f"{path}: not a readable CSV file ({' '.join(str(exc).split())[:200]})") from None
-        yield from enumerate(frame.iter_rows(named=True), 2)
+        # every value a text, an empty cell none, as the JSON formats give them
+        yield from enumerate(({k: v if v != "" else None for k, v in row.items()} for row in rows), 2)
     elif suffix == ".json":
         from diagevo.parsing import MAX_CHARS, loads, read_text
 

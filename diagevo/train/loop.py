@@ -44,7 +44,7 @@ from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend
 from diagevo.train.config import Config
 from diagevo.train.tracking import Tracker, numbers, open_tracker
-from diagevo.views.index import VectorIndex, default_index_path
+from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.stats import round_stats
 
@@ -458,8 +458,9 @@ class Trainer:
         """Diagnose the round; a diagnostician that stopped answering is asked again with
         backoff for ``diagnosis.outage_wait_s`` (each call asks only for the failures not yet
         diagnosed), then the run stops, the round uncommitted, with the command that resumes it."""
-        if self.index is None:  # the LanceDB projection, kept in step across rounds
-            self.index = VectorIndex(self.backend.embedder(), default_index_path(self.store.url), self.run)
+        if self.index is None:  # kept in step across rounds (and on disk, for a costly embedder)
+            emb = self.backend.embedder()
+            self.index = VectorIndex(emb, kept_index_path(self.store.url, emb), self.run)
         d = self.cfg.diagnosis
         started, pause = time.monotonic(), d.outage_backoff_s
         while True:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from diagevo.catalog import CauseCreated, Event, NodeCreated, NodesMerged
+from diagevo.fixes import require
 from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.memory.state import Memory
 from diagevo.paths import beside_database
@@ -61,6 +62,19 @@ def default_index_path(db_url: str) -> Path:
     ``./diagevo-<db>-<key>.diagevo/index.lance``, keyed by the URL so that two databases never share
     an index."""
     return beside_database(db_url, ".lance")
+
+
+def kept_index_path(db_url: str, embedder: Embedder) -> Path | None:
+    """Where a run's vectors are kept between processes: beside the database (LanceDB, the
+    ``index`` extra) for an embedder whose vectors cost a model or an endpoint to compute; None
+    when LanceDB is not installed, or for vectors cheaper to compute again than to read (an
+    embedder whose ``kept`` is False: the static one). Either way the index holds the same
+    vectors, so what is decided does not change."""
+    from importlib.util import find_spec
+
+    if not getattr(embedder, "kept", True) or find_spec("lancedb") is None:
+        return None
+    return default_index_path(db_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +129,8 @@ class VectorIndex:
     """
 
     def __init__(self, embedder: Embedder, path: str | Path | None = None, run: str | None = None) -> None:
+        if path is not None:
+            require("index", f"the vector index at {path}", "lancedb", "pyarrow")
         self.embedder = embedder
         self.path = Path(path) if path is not None else None
         self.run = run
