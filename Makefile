@@ -9,14 +9,17 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts docs-figures
+.PHONY: constraints train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts docs-figures
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml Makefile | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,hf,docs]'
+# the package's metadata has lower bounds only; the versions tested come from the constraints file
+PIP_INSTALL := $(BIN)/pip install -q -c requirements/constraints.txt
+
+$(STAMP): pyproject.toml Makefile requirements/constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e '.[test,hf,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -62,11 +65,17 @@ GPU_MODEL ?= models/smollm2
 gpu-check: $(STAMP)
 	$(BIN)/diagevo gpu-check --model $(GPU_MODEL) --out gpu-check/$$(date +%Y%m%d-%H%M%S)
 
+# mypy and import-linter read the package as a wheel installs it (cli/ and migrations/ inside
+# diagevo/): a tree of links to the sources, made afresh under build/ (the sources hold no links)
+LINT_VIEW := build/lint-view
 lint: $(STAMP)
 	$(BIN)/ruff check diagevo cli migrations tests benchmarks examples docs
 	$(BIN)/ruff format --check diagevo cli migrations tests benchmarks examples docs
-	$(BIN)/mypy diagevo
-	$(BIN)/lint-imports --no-cache
+	rm -rf $(LINT_VIEW) && mkdir -p $(LINT_VIEW)
+	cp -rs $(CURDIR)/diagevo $(CURDIR)/examples $(LINT_VIEW)/
+	cp -rs $(CURDIR)/cli $(LINT_VIEW)/diagevo/cli && cp -rs $(CURDIR)/migrations $(LINT_VIEW)/diagevo/migrations
+	cd $(LINT_VIEW) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml diagevo
+	cd $(LINT_VIEW) && PYTHONPATH=. $(CURDIR)/$(BIN)/lint-imports --config $(CURDIR)/pyproject.toml --no-cache
 
 # the documentation site (mkdocs.yml, docs/) into site/: offline, every warning an error
 docs: $(STAMP)
@@ -82,8 +91,17 @@ pictures: $(STAMP)
 	$(BIN)/python docs/pictures.py
 
 bench: $(STAMP)
-	$(BIN)/pip install -q -e '.[bench]'  # eventsourcing, for bench_peers.py's comparison
+	$(PIP_INSTALL) -e '.[bench]'  # eventsourcing, for bench_peers.py's comparison
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+# the constraints file anew: a fresh venv resolved from pyproject.toml, torch held at the CPU build on disk
+constraints:
+	rm -rf .venv-constraints && $(PYTHON) -m venv .venv-constraints
+	.venv-constraints/bin/pip install -q torch==2.13.0
+	.venv-constraints/bin/pip install -q -e '.[test,hf,docs,bench]'
+	{ sed -n '1,/^# Regenerate/p' requirements/constraints.txt; \
+	  .venv-constraints/bin/pip freeze --exclude-editable | sed 's/+cpu//'; } > requirements/constraints.new
+	mv requirements/constraints.new requirements/constraints.txt && rm -rf .venv-constraints
 
 clean:
 	rm -rf $(VENV) site diagevo.db diagevo.db-wal diagevo.db-shm diagevo.diagevo diagevo.lance diagevo.runs diagevo.leases runs

@@ -34,48 +34,6 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # ... and so does lancedb (its ow
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
-def _metavar(original: Any) -> Any:
-    """Help's type column in the user's terms: nothing for a flag, ``INT`` for ``<int range>``,
-    ``TEXT (repeatable)`` for ``<list[str]>``."""
-    names = {"str": "TEXT", "int range": "INT", "float range": "FLOAT"}
-
-    def display(self: Any, ctx: Any) -> str | None:
-        if getattr(self, "is_flag", False) and getattr(self, "metavar", None) is None:
-            return None
-        label = original(self, ctx)
-        if not isinstance(label, str) or getattr(self, "metavar", None) is not None:
-            return label
-        label = label.strip("<>")
-        many = label.startswith("list[") and label.endswith("]")
-        inner = label[5:-1] if many else label
-        shown = names.get(inner, inner.upper() if inner.isidentifier() else inner)
-        return f"{shown} (repeatable)" if many else shown
-
-    return display
-
-
-def _usage_name(self: Any) -> str:
-    """An argument in the usage line as click spells it: ``FILE``, ``[FILE]``, ``FILE...`` (typer
-    0.29 writes ``{file}``, which reads like a set or a template)."""
-    name = self.metavar if self.metavar is not None else (self.name or "").upper()
-    name = name if self.required else f"[{name}]"
-    return name + "..." if self.nargs != 1 else name
-
-
-def _clean_help_types() -> None:
-    """Typer has no public option for either display, so two of its methods are wrapped: this is
-    why ``pyproject.toml`` pins typer to the exact version they were written against, and
-    ``tests/test_cli_errors.py`` checks the help they give."""
-    from typer import core
-
-    for cls in (core.TyperOption, core.TyperArgument):
-        cls.display_type_rich = _metavar(cls.display_type_rich)  # type: ignore[method-assign]
-    core.TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
-
-
-_clean_help_types()
-
-
 def _show_version(value: bool) -> None:
     if value:
         from diagevo.api import version
@@ -260,12 +218,27 @@ def _reflow(help_text: str | None) -> str | None:
     return "\n\n".join(p for p in paragraphs if p)
 
 
+def _metavar(param: Any) -> str | None:
+    """What help shows of a flag's or a repeatable option's value (click's ``metavar``, which typer
+    shows when it is set): nothing for a flag, ``TEXT (repeatable)`` for an option given many
+    times (the repeatable options that take another type name it where they are declared);
+    None leaves typer's own display."""
+    if getattr(param, "is_flag", False):
+        return ""
+    if getattr(param, "multiple", False):
+        return "TEXT (repeatable)"
+    return None
+
+
 def _reflow_helps(command: Any) -> Any:
-    """:func:`_reflow` on the help of ``command``, its options and arguments, and its subcommands."""
+    """:func:`_reflow` on the help of ``command``, its options and arguments, and its subcommands;
+    each parameter's value named by :func:`_metavar` unless it names its own."""
     command.help = _reflow(command.help)
     for param in getattr(command, "params", ()):
         if getattr(param, "help", None):
             param.help = _reflow(param.help)
+        if param.metavar is None:
+            param.metavar = _metavar(param)
     for sub in getattr(command, "commands", {}).values():
         _reflow_helps(sub)
     return command

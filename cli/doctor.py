@@ -142,7 +142,8 @@ ModelOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--model",
-        help="A model directory to check besides those under models/ (repeatable). Named: incomplete exits 1.",
+        metavar="PATH (repeatable)",
+        help="A model directory to check besides those under models/. Named: incomplete exits 1.",
     ),
 ]
 ConfigOpt = Annotated[
