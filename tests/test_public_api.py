@@ -116,13 +116,16 @@ def test_diagnose_needs_an_endpoint_or_the_heuristic(tmp_path: Path) -> None:
 
 
 def test_the_constructors_build_what_diagnose_takes(tmp_path: Path) -> None:
-    embedder = diagevo.make_embedder()
+    embedder = diagevo.make_embedder()  # the static vectors: computed again, never kept on disk
     dx = diagevo.heuristic_diagnostician(embedder)
     with diagevo.open_store(f"sqlite:///{tmp_path / 'c.db'}") as store:
         diagevo.start_run(store, "c", {"k": 1.0})
         rnd, _ = _round(store, "c", 1)
+        assert diagevo.vector_index(store, "c", diagevo.make_embedder("local")).path == (
+            tmp_path / "c.diagevo" / "index.lance"
+        )
         index = diagevo.vector_index(store, "c", embedder)
-        assert index.path == tmp_path / "c.diagevo" / "index.lance"
+        assert index.path is None
         summary = diagevo.diagnose(rnd, diagnostician=dx, embedder=embedder, index=index)
         assert summary.failures == len(LABELS)
     with pytest.raises(diagevo.BadInput, match="no diagnostician endpoint"):
