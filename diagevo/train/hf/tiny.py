@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
+from diagevo.fixes import require
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
@@ -141,6 +142,7 @@ def build_tokenizer(texts: list[str], vocab: int):  # noqa: ANN201 - transformer
 def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no_progress) -> Path:
     """Write ``out/challenger`` and ``out/solver`` (config, weights, tokenizer, chat template)
     and ``out/heldout.jsonl``; returns ``out``."""
+    require("hf", "building the tiny models", "torch", "transformers", "tokenizers")
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
