@@ -113,6 +113,7 @@ def test_the_python_api_page_shows_each_export_from_its_signature_and_docstring(
     assert "#### Round.requests\n\n```python\nRound.requests(" in out  # a member a caller uses, without self
     assert "#### Round.record_failures" in out and "Round._" not in out
     assert ":class:" not in out and ":meth:" not in out  # roles shown as code
+    assert " at 0x" not in out and "spell: Callable[[Hint], str] = Hint.python" in out  # a default by its name
     assert docstring(":class:`~diagevo.errors.NotFound` and ``x``::") == "`NotFound` and `x`:"
 
 

@@ -123,7 +123,7 @@ def attribute_docs(cls: type) -> dict[str, tuple[str | None, str]]:
     found: dict[str, tuple[str | None, str]] = {}
     for statements in (body, init):
         for node, following in zip(statements, statements[1:]):
-            target = node.target if isinstance(node, ast.AnnAssign) else None
+            target: ast.expr | None = node.target if isinstance(node, ast.AnnAssign) else None
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
@@ -132,10 +132,10 @@ def attribute_docs(cls: type) -> dict[str, tuple[str | None, str]]:
                 name = target.id
             else:
                 continue
-            said = following.value.value if isinstance(following, ast.Expr) else None
-            if isinstance(said, str) and isinstance(following.value, ast.Constant):
+            said = following.value if isinstance(following, ast.Expr) else None
+            if isinstance(said, ast.Constant) and isinstance(said.value, str):
                 written = ast.unparse(node.annotation) if isinstance(node, ast.AnnAssign) else None
-                found[name] = (written, said)
+                found[name] = (written, said.value)
     return found
 
 
@@ -194,7 +194,8 @@ def _signature(obj: Any, shown: str, *, is_class: bool, method: bool = False) ->
         if p.annotation is not p.empty:
             name += f": {_annotation(p.annotation)}"
         if p.default is not p.empty:
-            name += f" = {p.default!r}" if p.annotation is not p.empty else f"={p.default!r}"
+            shown_default = getattr(p.default, "__qualname__", None) or repr(p.default)  # a function by its name
+            name += f" = {shown_default}" if p.annotation is not p.empty else f"={shown_default}"
         params.append(name)
         following = listed[i + 1 :]
         if p.kind is p.POSITIONAL_ONLY and not any(q.kind is p.POSITIONAL_ONLY for q in following):
