@@ -157,6 +157,8 @@ def test_an_unknown_page_names_the_closest_one(capsys: pytest.CaptureFixture[str
         docs_pages.find("nothing-like-it")
     with pytest.raises(BadInput, match="an empty name"):
         docs_pages.find(" ")
+    with pytest.raises(BadInput, match="a NUL character"):
+        docs_pages.find("how-to/audit\x00.md")
 
 
 @pytest.fixture()

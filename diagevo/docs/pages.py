@@ -142,8 +142,10 @@ def pages() -> Pages:
 
 def _refusal(name: str) -> str | None:
     """Why ``name`` cannot name a page, whatever pages there are."""
-    if not name.strip() or "\x00" in name:
+    if not name.strip():
         return "an empty name"
+    if "\x00" in name:
+        return "a NUL character in it"
     if name.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", name):
         return "an absolute path"
     if ".." in re.split(r"[/\\]", name):
