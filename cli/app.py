@@ -61,7 +61,7 @@ def _root(
 
 
 def _register() -> None:
-    from diagevo.cli import config, diagnose, doctor, fork, report, train, whatif
+    from diagevo.cli import config, diagnose, docs, doctor, fork, report, train, whatif
     from diagevo.cli import eval as evaluation
     from diagevo.cli.db import db_app
     from diagevo.cli.export import export_app
@@ -89,6 +89,7 @@ def _register() -> None:
     evaluation.register(app)
     report.register(app)
     doctor.register(app)
+    docs.register(app)
 
 
 _register()
@@ -244,26 +245,12 @@ def _reflow_helps(command: Any) -> Any:
     return command
 
 
-def build(*, for_docs: bool = False) -> Any:
+def build() -> Any:
     """The click command tree of the app: every integer bounded, every help reflowed and ending
-    with its example and page (:mod:`cli.examples`). ``for_docs``: the example goes into the help text
-    itself, which is what the generated CLI reference (mkdocs-click) shows."""
+    with its example and page (:mod:`cli.examples`)."""
     from diagevo.cli import examples
 
-    command = examples.apply(_reflow_helps(_bound_integers(typer.main.get_command(app))))
-    if for_docs:
-        for sub in examples.command_paths(command).values():
-            if sub.epilog:
-                sub.help = f"{sub.help or ''}\n\n{examples.epilog_markdown(sub.epilog)}"
-                sub.epilog = None
-    return command
-
-
-def __getattr__(name: str) -> Any:
-    """``diagevo.cli.app:docs_command``, the tree the documentation's CLI reference is generated from."""
-    if name == "docs_command":
-        return build(for_docs=True)
-    raise AttributeError(f"module 'diagevo.cli.app' has no attribute {name!r}")
+    return examples.apply(_reflow_helps(_bound_integers(typer.main.get_command(app))))
 
 
 def _check_utf8(args: list[str], env: Mapping[str, str]) -> None:

@@ -34,12 +34,12 @@ def config_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the resolved config: every field's value and what it does, as TOML (secrets redacted)."""
-    from diagevo.cli.train import DEFAULT_CONFIG
+    from diagevo.cli.train import default_config
     from diagevo.redaction import REDACTED
     from diagevo.sections import settings
     from diagevo.train.config import load_config
 
-    path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+    path = config or default_config()
     rows = settings(load_config(path, list(set_ or [])))
     if json_out:
         emit_json({"config": str(path) if path else None, "fields": [asdict(r) for r in rows]})

@@ -112,7 +112,7 @@ def _summary_table(s: Any, heuristic: bool = False) -> Table:
 
 def diagnose(
     failures_file: Annotated[
-        Path, typer.Argument(help="JSONL, one failure a line (docs/how-to/own-trainer.md).", show_default=False)
+        Path, typer.Argument(help="JSONL, one failure a line (diagevo docs how-to/own-trainer).", show_default=False)
     ],
     run: Annotated[str, typer.Option("--run", help="Run id whose memory the failures update.")],
     open_round: Annotated[int, typer.Option("--round", help="The run's open round (last committed round + 1).")],

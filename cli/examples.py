@@ -3,81 +3,73 @@
 One table for the whole CLI, applied when the command tree is built (:func:`diagevo.cli.app.build`), so
 no command function carries its own. Keys are command paths after ``diagevo`` (``""`` is
 ``diagevo --help`` itself); every command and group must have an entry
-(``tests/test_cli_examples.py``), and every page must exist under ``docs/``.
+(``tests/test_cli_examples.py``), and every page must be one ``diagevo docs`` lists. A help names its
+page as the command that shows it in any installation (``More: diagevo docs how-to/audit``); the CLI
+reference links the page (:mod:`cli.reference`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-# command path -> (the example a user most needs, the page about it, relative to the repository)
+# command path -> (the example a user most needs, the page about it as `diagevo docs` names it)
 EXAMPLES: dict[str, tuple[str, str]] = {
-    "": ("diagevo train --run demo --rounds 2", "docs/getting-started.md"),
-    "train": ("diagevo train --run demo --rounds 2", "docs/getting-started.md"),
-    "ablate": ("diagevo ablate --seeds 3 --rounds 7 --world 'all on'", "docs/concepts/simulator.md"),
-    "config": ("diagevo config --set memory.k=0.25", "docs/reference/configuration.md"),
-    "db": ("diagevo db upgrade --db postgresql+psycopg://owner@host/diagevo", "docs/how-to/upgrade.md"),
-    "db current": ("diagevo db current", "docs/how-to/upgrade.md"),
-    "db upgrade": ("diagevo db upgrade --db postgresql+psycopg://owner@host/diagevo", "docs/how-to/upgrade.md"),
+    "": ("diagevo train --run demo --rounds 2", "getting-started"),
+    "train": ("diagevo train --run demo --rounds 2", "getting-started"),
+    "ablate": ("diagevo ablate --seeds 3 --rounds 7 --world 'all on'", "concepts/simulator"),
+    "config": ("diagevo config --set memory.k=0.25", "reference/configuration"),
+    "db": ("diagevo db upgrade --db postgresql+psycopg://owner@host/diagevo", "how-to/upgrade"),
+    "db current": ("diagevo db current", "how-to/upgrade"),
+    "db upgrade": ("diagevo db upgrade --db postgresql+psycopg://owner@host/diagevo", "how-to/upgrade"),
     "diagnose": (
         "diagevo diagnose failures.jsonl --run mine --round 3 --llm-url http://localhost:8000/v1 "
         "--model Qwen/Qwen3-4B-Instruct-2507",
-        "docs/how-to/own-trainer.md",
+        "how-to/own-trainer",
     ),
-    "doctor": ("diagevo doctor --db postgresql+psycopg://me@127.0.0.1/diagevo", "docs/getting-started.md"),
-    "export": ("diagevo export dataset --run demo -o demo-dataset", "docs/how-to/export-dataset.md"),
-    "export dataset": ("diagevo export dataset --run demo -o demo-dataset", "docs/how-to/export-dataset.md"),
-    "eval": ("diagevo eval --run demo --select val.jsonl --bench math500=math500.jsonl", "docs/how-to/evaluate.md"),
-    "gpu-check": ("diagevo gpu-check --model models/smollm2 --out gpu-check/first", "docs/how-to/gpus.md"),
-    "memory": ("diagevo memory why C1 --run demo", "docs/how-to/audit.md"),
-    "memory diff": ("diagevo memory diff --run demo --run demo-k2", "docs/how-to/replay-and-compare.md"),
-    "memory events": ("diagevo memory events --type cause.reactivated", "docs/how-to/audit.md"),
-    "memory export": ("diagevo memory export --run demo -o demo.jsonl", "docs/how-to/own-trainer.md"),
-    "memory fork": ("diagevo memory fork --run demo --round 1 --to demo-k2", "docs/how-to/replay-and-compare.md"),
-    "memory ingest": ("diagevo memory ingest demo.jsonl --run demo-copy", "docs/how-to/own-trainer.md"),
-    "memory plot": ("diagevo memory plot -o lifecycle.svg", "docs/how-to/report.md"),
-    "memory reindex": ("diagevo memory reindex --run demo", "docs/concepts/event-log.md"),
-    "memory replay": ("diagevo memory replay --round 2 --run demo", "docs/how-to/replay-and-compare.md"),
-    "memory show": ("diagevo memory show --run demo", "docs/how-to/audit.md"),
-    "memory stats": ("diagevo memory stats --run demo --wide", "docs/getting-started.md"),
-    "memory verify": ("diagevo memory verify --run demo", "docs/concepts/event-log.md"),
-    "memory whatif": ("diagevo memory whatif --run demo --set memory.k=0.25,1,2", "docs/how-to/what-if.md"),
-    "memory why": ("diagevo memory why C1 --run demo", "docs/how-to/audit.md"),
-    "models": ("diagevo models smollm2 --out models/smollm2", "docs/how-to/smollm2.md"),
-    "models smollm2": ("diagevo models smollm2 --out models/smollm2", "docs/how-to/smollm2.md"),
-    "models tiny": ("diagevo models tiny --out models/tiny", "docs/how-to/smollm2.md"),
-    "report": ("diagevo report --run demo -o report.html", "docs/how-to/report.md"),
-    "round": ("diagevo round start --run mine --set memory.k=1.0", "docs/how-to/own-trainer.md"),
-    "round start": ("diagevo round start --run mine --set memory.k=1.0", "docs/how-to/own-trainer.md"),
-    "round requests": ("diagevo round requests --run mine --n 256 --jsonl", "docs/how-to/own-trainer.md"),
-    "round record": ("diagevo round record questions.jsonl --run mine --json", "docs/how-to/own-trainer.md"),
-    "round promote": ("diagevo round promote --run mine", "docs/how-to/own-trainer.md"),
-    "round commit": ("diagevo round commit --run mine --metric acc=0.71", "docs/how-to/own-trainer.md"),
-    "runs": ("diagevo runs", "docs/how-to/replay-and-compare.md"),
-    "runs tag": ("diagevo runs tag demo baseline", "docs/how-to/replay-and-compare.md"),
-    "runs note": ("diagevo runs note demo 'k = 0.5, the paper default'", "docs/how-to/replay-and-compare.md"),
+    "docs": ("diagevo docs how-to/audit", "getting-started"),
+    "doctor": ("diagevo doctor --db postgresql+psycopg://me@127.0.0.1/diagevo", "getting-started"),
+    "export": ("diagevo export dataset --run demo -o demo-dataset", "how-to/export-dataset"),
+    "export dataset": ("diagevo export dataset --run demo -o demo-dataset", "how-to/export-dataset"),
+    "eval": ("diagevo eval --run demo --select val.jsonl --bench math500=math500.jsonl", "how-to/evaluate"),
+    "gpu-check": ("diagevo gpu-check --model models/smollm2 --out gpu-check/first", "how-to/gpus"),
+    "memory": ("diagevo memory why C1 --run demo", "how-to/audit"),
+    "memory diff": ("diagevo memory diff --run demo --run demo-k2", "how-to/replay-and-compare"),
+    "memory events": ("diagevo memory events --type cause.reactivated", "how-to/audit"),
+    "memory export": ("diagevo memory export --run demo -o demo.jsonl", "how-to/own-trainer"),
+    "memory fork": ("diagevo memory fork --run demo --round 1 --to demo-k2", "how-to/replay-and-compare"),
+    "memory ingest": ("diagevo memory ingest demo.jsonl --run demo-copy", "how-to/own-trainer"),
+    "memory plot": ("diagevo memory plot -o lifecycle.svg", "how-to/report"),
+    "memory reindex": ("diagevo memory reindex --run demo", "concepts/event-log"),
+    "memory replay": ("diagevo memory replay --round 2 --run demo", "how-to/replay-and-compare"),
+    "memory show": ("diagevo memory show --run demo", "how-to/audit"),
+    "memory stats": ("diagevo memory stats --run demo --wide", "getting-started"),
+    "memory verify": ("diagevo memory verify --run demo", "concepts/event-log"),
+    "memory whatif": ("diagevo memory whatif --run demo --set memory.k=0.25,1,2", "how-to/what-if"),
+    "memory why": ("diagevo memory why C1 --run demo", "how-to/audit"),
+    "models": ("diagevo models smollm2 --out models/smollm2", "how-to/smollm2"),
+    "models smollm2": ("diagevo models smollm2 --out models/smollm2", "how-to/smollm2"),
+    "models tiny": ("diagevo models tiny --out models/tiny", "how-to/smollm2"),
+    "report": ("diagevo report --run demo -o report.html", "how-to/report"),
+    "round": ("diagevo round start --run mine --set memory.k=1.0", "how-to/own-trainer"),
+    "round start": ("diagevo round start --run mine --set memory.k=1.0", "how-to/own-trainer"),
+    "round requests": ("diagevo round requests --run mine --n 256 --jsonl", "how-to/own-trainer"),
+    "round record": ("diagevo round record questions.jsonl --run mine --json", "how-to/own-trainer"),
+    "round promote": ("diagevo round promote --run mine", "how-to/own-trainer"),
+    "round commit": ("diagevo round commit --run mine --metric acc=0.71", "how-to/own-trainer"),
+    "runs": ("diagevo runs", "how-to/replay-and-compare"),
+    "runs tag": ("diagevo runs tag demo baseline", "how-to/replay-and-compare"),
+    "runs note": ("diagevo runs note demo 'k = 0.5, the paper default'", "how-to/replay-and-compare"),
 }
 
 
 def epilog(path: str) -> str | None:
-    """The end of ``diagevo PATH --help``: the example and the page (two paragraphs), or None
-    for a command the table does not know."""
+    """The end of ``diagevo PATH --help``: the example and the command that shows the page (two
+    paragraphs), or None for a command the table does not know."""
     entry = EXAMPLES.get(path)
     if entry is None:
         return None
     example, page = entry
-    return f"Example:  {example}\n\nMore: {page}"
-
-
-def epilog_markdown(escaped: str) -> str:
-    """An applied epilog as Markdown for the CLI reference: the example as code, the page as a
-    link relative to the reference page (``docs/reference/cli.md``)."""
-    from rich.markup import render
-
-    example, _, page = render(escaped).plain.partition("\n\nMore: ")
-    command = example.removeprefix("Example:").strip()
-    target = "../" + page.removeprefix("docs/")
-    return f"Example: `{command}`  \nMore: [{page.removeprefix('docs/')}]({target})"
+    return f"Example:  {example}\n\nMore: diagevo docs {page}"
 
 
 def command_paths(command: Any, prefix: str = "") -> dict[str, Any]:

@@ -28,7 +28,20 @@ from diagevo.errors import BadInput
 from diagevo.untrusted import shell_join
 from diagevo.words import plural
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
+
+def default_config() -> Path | None:
+    """``configs/sim.toml``: the checkout's, or the copy a built package carries, so that
+    ``diagevo train`` with no ``--config`` trains the same in every installation (None: neither
+    is there, and the built-in defaults apply)."""
+    from diagevo.docs.pages import root
+    from diagevo.errors import NotFound
+
+    try:
+        path = root() / "configs" / "sim.toml"
+    except NotFound:
+        return None
+    return path if path.is_file() else None
+
 
 PHASE_NAMES = {
     "rounds": "rounds",
@@ -195,7 +208,7 @@ def train(
     overrides = list(user_sets)
     overrides += [f"train.seed={seed}"] if seed is not None else []
     overrides += [f"train.run={json.dumps(run)}"] if run is not None else []  # a TOML basic string
-    path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+    path = config or default_config()
     cfg = load_config(path, overrides)
     explicit_db = db or cfg.db
     db_url = resolve_db_url(explicit_db)
@@ -343,7 +356,7 @@ def ablate(
     from diagevo.train.ablate import VARIANTS, WORLDS, run_ablation
     from diagevo.train.config import load_config
 
-    path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
+    path = config or default_config()
     load_config(path, list(set_ or []))  # a bad config or --set is refused before anything is created
     picked_v = variants or list(VARIANTS)
     picked_w = worlds or list(WORLDS)

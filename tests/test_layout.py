@@ -19,15 +19,22 @@ def _setuptools() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
 
 
-def test_every_package_of_the_sources_is_listed_under_its_installed_name() -> None:
+def _folders(top: Path, name: str) -> set[str]:
+    """The dotted names of ``top`` and its folders that hold files (caches aside)."""
+    found = set()
+    for path in top.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts and "packaged" not in path.parts:
+            found.add(".".join([name, *path.parent.relative_to(top).parts]))
+    return found
+
+
+def test_every_folder_of_the_sources_is_listed_under_its_installed_name() -> None:
+    """A folder setuptools is not told of is left out of the wheel, or warned about."""
     tool = _setuptools()
     assert tool["package-dir"] == MAPPED
-    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "diagevo").rglob("__init__.py")}
+    found = _folders(ROOT / "diagevo", "diagevo")
     for name, folder in MAPPED.items():
-        found |= {
-            name + "".join("." + part for part in p.parent.relative_to(ROOT / folder).parts)
-            for p in (ROOT / folder).rglob("__init__.py")
-        }
+        found |= _folders(ROOT / folder, name)
     assert sorted(found) == sorted(tool["packages"])
 
 

@@ -150,3 +150,71 @@ def test_the_installed_wheel_writes_a_report(wheel: Path, tmp_path: Path) -> Non
         assert done.returncode == 0, done.stderr
     page = (tmp_path / "w.html").read_text(encoding="utf-8")
     assert '<section id="causes">' in page and "forgets the &lt;domain&gt;" in page
+
+
+def test_the_wheel_carries_the_pages_and_not_the_docs_tools(wheel: Path) -> None:
+    """``docs/``'s pages and pictures, with the files they read (the changelog, the layers
+    contract), copied when the wheel is built; the docs' Python tools stay in the checkout."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packaged = "diagevo/docs/packaged/"
+    pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    pictures = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs" / "img").iterdir()}
+    assert len(pages) > 20 and pictures
+    for name in (*pages, *pictures, "CHANGELOG.md", "pyproject.toml"):
+        assert packaged + name in names, name
+    assert {n for n in names if n.startswith(packaged)} == {packaged + n for n in (*pages, *pictures)} | {
+        packaged + "CHANGELOG.md",
+        packaged + "pyproject.toml",
+    }
+    tools = ("docs/hooks.py", "docs/figures.py", "docs/pictures.py", "docs/griffe_roles.py")
+    assert not any(n.endswith(tools) or n.startswith("docs/") for n in names)
+    assert not any(n.startswith(packaged) and n.endswith(".py") for n in names)
+    assert "diagevo/docs/pages.py" in names and "diagevo/cli/docs.py" in names
+
+
+def test_a_wheel_user_reads_every_page_with_its_references_built(wheel: Path, tmp_path: Path) -> None:
+    """Installed by pip into a fresh environment, away from the checkout: ``diagevo docs`` lists
+    the packaged pages, prints the references built from the installed code, and every help's
+    ``More:`` runs there."""
+    import json
+    import sysconfig
+
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    py = env / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)]
+    subprocess.run(pip, check=True, capture_output=True)
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True
+    ).stdout.strip()
+    Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    env_vars = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIAGEVO_DB", "VIRTUAL_ENV")}
+    exe = str(env / "bin" / "diagevo")
+
+    def docs(*args: str) -> str:
+        done = subprocess.run([exe, *args], cwd=work, env=env_vars, capture_output=True, text=True)
+        assert done.returncode == 0, (args, done.stderr)
+        return done.stdout
+
+    listing = json.loads(docs("docs", "--json"))
+    folder = Path(site) / "diagevo" / "docs" / "packaged" / "docs"
+    assert listing["folder"] == str(folder) and listing["checkout"] is False and listing["site"] is None
+    expected = {p.relative_to(ROOT / "docs").with_suffix("").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    assert {p["name"] for p in listing["pages"]} == expected
+    assert docs("docs", "how-to/audit", "--path") == f"{folder / 'how-to' / 'audit.md'}\n"
+    for page, shown in [
+        ("reference/configuration", "### `[memory]`"),
+        ("reference/python-api", "### diagevo.open_store"),
+        ("reference/cli", "More: [`diagevo docs how-to/audit`](../how-to/audit.md)"),
+        ("reference/errors", "| `NotFound` |"),
+        ("contributing", "log : paths"),
+        ("changelog", "## [Unreleased]"),
+    ]:
+        out = docs("docs", page)
+        assert shown in out and "<!-- generated:" not in out.replace("`<!-- generated: NAME -->`", ""), page
+    help_tail = docs("memory", "why", "--help").strip().splitlines()[-1].strip()
+    assert help_tail == "More: diagevo docs how-to/audit"
+    assert docs(*help_tail.split()[2:]).startswith("# Audit why a cause was reactivated")
+    assert list(work.iterdir()) == []

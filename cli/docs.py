@@ -1,0 +1,117 @@
+"""``diagevo docs``: the documentation, offline, in any installation.
+
+With no page, the pages (name and title) and where they are on disk, and the built site where a
+checkout has one; with a page (``diagevo docs how-to/audit``), the page with its generated
+sections filled from the code as the site's build fills them (:mod:`cli.reference`): rendered as
+Markdown on a terminal, the Markdown itself into a pipe or a file. ``--path`` prints the file's
+path alone, for a pager or an editor.
+
+A page is package data, yet shown as untrusted text: Rich renders its Markdown as text (no markup,
+no emoji codes, no link escapes), and the console escapes any control character left.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+
+from diagevo.cli.common import Output, console, emit_json, output_options, spell
+from diagevo.cli.safe import plain, text
+from diagevo.errors import Hint
+
+if TYPE_CHECKING:
+    from diagevo.docs.pages import Pages
+
+LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
+
+
+def docs_command(
+    ctx: typer.Context,
+    page: Annotated[
+        str | None,
+        typer.Argument(
+            help="A page as the list names it (how-to/audit; .md optional); none: the list.", show_default=False
+        ),
+    ] = None,
+    path: Annotated[
+        bool, typer.Option("--path", help="Print only the file's path: less $(diagevo docs how-to/audit --path).")
+    ] = False,
+    output: Output = Output(),
+) -> None:
+    """The documentation this diagevo carries, offline: the list of its pages, or one page (Markdown,
+    rendered on a terminal)."""
+    from diagevo.docs.pages import find, pages
+    from diagevo.docs.pages import text as page_text
+
+    listing = pages()
+    if page is None:
+        _listing(listing, path, output)
+        return
+    found = find(page, listing)
+    if path:
+        sys.stdout.write(plain(str(found.path), limit=None) + "\n")
+        return
+    from diagevo.cli.reference import generators
+
+    markdown = page_text(found, generators(ctx.find_root().command))
+    if output.as_json:
+        emit_json({**found.to_dict(), "markdown": markdown})
+    elif console.is_terminal:
+        from rich.markdown import Markdown
+
+        console.print(Markdown(for_terminal(markdown, found.name), hyperlinks=False))
+    else:
+        sys.stdout.write(plain(markdown, newlines=True, limit=None))
+
+
+def _listing(listing: Pages, path: bool, output: Output) -> None:
+    if output.as_json:
+        emit_json(listing.to_dict())
+        return
+    if path:
+        sys.stdout.write(plain(str(listing.folder), limit=None) + "\n")
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("page", no_wrap=True)
+    table.add_column("title")
+    for p in listing.pages:
+        table.add_row(text(p.name), text(p.title))
+    console.print(table)
+    console.print(text(("pages: ", "bold"), str(listing.folder)), soft_wrap=True)
+    if listing.site is not None:
+        console.print(text(("site: ", "bold"), f"{listing.site} (the same pages as HTML, offline)"), soft_wrap=True)
+    elif listing.checkout:
+        console.print(text(("site: ", "bold"), "not built (make docs builds it into site/)"), soft_wrap=True)
+    console.print(
+        text(("a page: ", "bold"), f"{spell(Hint(('docs', 'NAME')))} (rendered on a terminal, Markdown into a pipe)")
+    )
+
+
+def for_terminal(markdown: str, name: str) -> str:
+    """A page's Markdown for the terminal, where its links lead nowhere: a link to another page
+    names the page as ``diagevo docs`` takes it, a picture its file."""
+
+    def shown(match: re.Match[str]) -> str:
+        picture, label, target = match.groups()
+        if "://" in target or target.startswith(("#", "mailto:")):
+            return match.group(0)
+        file = posixpath.normpath(posixpath.join(posixpath.dirname(name), target.partition("#")[0]))
+        if picture:
+            return f"[picture: {label or file}]"
+        other = file.removesuffix(".md")
+        if not target.partition("#")[0].endswith(".md") or other.startswith(".."):
+            return match.group(0)
+        said = label.strip("`")
+        return label if said in (other, f"diagevo docs {other}") else f"{label} (`diagevo docs {other}`)"
+
+    return LINK.sub(shown, markdown)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("docs")(output_options()(docs_command))

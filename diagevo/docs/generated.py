@@ -1,0 +1,320 @@
+"""The sections of the pages that are built from the code, each in one place.
+
+A page holds a marker line ``<!-- generated: NAME -->``; :func:`diagevo.docs.pages.fill`
+replaces it with what the generator of that name builds, for the site (``docs/hooks.py``) and
+for ``diagevo docs`` alike, so nothing generated is committed and nothing is written twice:
+
+- ``configuration``: every field of the composed :class:`diagevo.train.config.Config`
+  (``diagevo config``'s rows), its default and description, and for each section the module
+  that declares its fields (the method's, which the log checks, or a component's);
+- ``events``: every type of :data:`diagevo.catalog.CATALOG` with its data model's fields;
+- ``python-api``: the names ``diagevo/__init__.py`` exports (:mod:`diagevo.docs.api`);
+- ``layers``, ``views``, ``config-sections``: the contributing page's picture of the layers
+  (from the import-linter contract) and the modules a newcomer adds to;
+- ``diagnostician-request``, ``diagnostician-stages``, ``diagnostician-settings``: what a server
+  serving the LLM diagnostician receives (a request's body, each stage's JSON Schema, the
+  ``[diagnosis]`` fields that shape them), built by the code that builds the round's requests.
+
+The sections that read the CLI (the CLI reference, the exit codes of the errors page, the
+commands' table) are built in ``cli/reference.py``, which adds them to :data:`GENERATORS`.
+
+Something added without documentation fails here (:class:`~diagevo.docs.Undocumented`): a
+config field without a description, an event type whose data model has no docstring, an error
+class or an export without one.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from diagevo.docs import Undocumented
+
+PACKAGE = Path(__file__).resolve().parent.parent
+"""The ``diagevo`` package's folder: the sources the error classes and the views are read from."""
+
+
+def cell(text: Any) -> str:
+    """A table cell: newlines folded, pipes escaped, and outside code spans what HTML would read
+    as markup (``<``, ``>``, ``&``); a code span shows its text as it is."""
+    parts = re.split(r"(`[^`]+`)", " ".join(str(text).split()))
+    shown = "".join(p if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))  # odd: a span
+    return shown.replace("|", "\\|")
+
+
+def _code(value: Any) -> str:
+    shown = json.dumps(value, ensure_ascii=False) if value is not None else "unset"
+    return f"`{shown}`".replace("|", "\\|")
+
+
+def configuration() -> str:
+    from diagevo.sections import settings
+    from diagevo.train.config import Config
+
+    rows = settings(Config())
+    undocumented = [r.key for r in rows if not r.help.strip()]
+    if undocumented:
+        raise Undocumented(f"config fields without a description: {', '.join(undocumented)}")
+    out: list[str] = []
+    section = None
+    for r in rows:
+        where, _, name = r.key.rpartition(".")
+        if where != section:
+            section = where
+            out += ["", f"### `[{where}]`" if where else "### top level", "", _declared(Config, where, rows), ""]
+            out += ["| field | default | what it does |", "|---|---|---|"]
+        out.append(f"| `{name}` | {_code(r.default)} | {cell(r.help)} |")
+    return "\n".join(out)
+
+
+def _declared(config: type, section: str, rows: list[Any]) -> str:
+    """Which modules declare the fields of ``section`` (dotted; "" for the top level), the
+    method's module first: what the log checks and what it carries for a component."""
+    model: Any = config
+    for part in filter(None, section.split(".")):
+        model = model.model_fields[part].annotation
+    names = [r.key.rpartition(".")[2] for r in rows if r.key.rpartition(".")[0] == section]
+    owners: dict[str, list[str]] = {}
+    for name in names:
+        declaring = next(c for c in model.__mro__ if name in c.__dict__.get("__annotations__", {}))
+        owners.setdefault(declaring.__module__, []).append(name)
+    method = "diagevo.config"
+    parts = []
+    for module in sorted(owners, key=lambda m: m != method):
+        path = f"`{module.replace('.', '/')}.py`"
+        said = f"{path} (the method's: the log checks them)" if module == method else path
+        fields = "" if len(owners) == 1 else ": " + ", ".join(f"`{n}`" for n in owners[module])
+        parts.append(said + fields)
+    return "Declared in " + "; in ".join(parts) + "."
+
+
+def _annotation(info: Any) -> str:
+    text = getattr(info.annotation, "__name__", None) or str(info.annotation)
+    return re.sub(r"\b(typing|collections\.abc|diagevo\.\w+)\.", "", text).replace("NoneType", "None")
+
+
+def events() -> str:
+    from diagevo.catalog import CATALOG
+
+    out: list[str] = []
+    for name, model in CATALOG.items():
+        doc = (model.__doc__ or "").strip()
+        if not doc or doc.startswith(model.__name__ + "("):
+            raise Undocumented(
+                f"event type {name}: its class {model.__name__} has no docstring (diagevo/catalog/events.py)"
+            )
+        facts = [
+            f"class `diagevo.catalog.{model.__name__}`",
+            f"kind: `{model.kind.value}`",
+            "applied by the fold" if model.folded else "not folded",
+        ]
+        if model.class_version > 1:
+            facts.append(f"class version {model.class_version} (older stored shapes are upcast when read)")
+        if model.texts:
+            facts.append("long texts kept beside the chained data: " + ", ".join(f"`{t}`" for t in model.texts))
+        if model.keys:
+            facts.append("indexed ids: " + ", ".join(f"`{k}`" for k in model.keys))
+        if model.counted:
+            facts.append(f"counted in `memory stats` as `{model.counted}`")
+        extra = model.model_config.get("extra")
+        out += ["", f"### `{name}`", "", " ".join(doc.split()), "", "; ".join(facts) + ".", ""]
+        fields = model.model_fields
+        if fields:
+            out += ["| field | type | default |", "|---|---|---|"]
+            for fname, info in fields.items():
+                default = "required" if info.is_required() else _code(info.get_default(call_default_factory=True))
+                out.append(f"| `{fname}` | `{cell(_annotation(info))}` | {default} |")
+        else:
+            out.append("No data fields (`{}`).")
+        if extra == "allow":
+            out += ["", "Other fields are carried as they are."]
+    return "\n".join(out)
+
+
+def _error_classes(folders: dict[str, Path]) -> list[tuple[str, str, list[str], str]]:
+    """(class, module, bases, docstring) of every DiagevoError subclass in the sources of
+    ``folders`` (package name -> its folder), found in the sources (so a new module's error
+    class cannot be missed)."""
+    found: dict[str, tuple[str, str, list[str], str]] = {}
+    classes: list[tuple[str, str, list[str], str]] = []
+    for package, folder in folders.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if package == "diagevo" and parts[0] in ("cli", "migrations"):  # their own entries, if any
+                continue
+            module = ".".join((package, *parts)).removesuffix(".__init__")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef):
+                    bases = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
+                    classes.append((node.name, module, bases, ast.get_docstring(node) or ""))
+    family = {"DiagevoError"}
+    changed = True
+    while changed:
+        changed = False
+        for name, module, bases, doc in classes:
+            if name not in found and (name == "DiagevoError" or family & set(bases)):
+                found[name] = (name, module, bases, doc)
+                family.add(name)
+                changed = True
+    return list(found.values())
+
+
+def error_classes(folders: dict[str, Path]) -> str:
+    """The table of the error classes a user can fix, found in the sources of ``folders``."""
+    out = ["| error class | derives from | module | what it means |", "|---|---|---|---|"]
+    classes = _error_classes(folders)
+    undocumented = [f"{m}.{n}" for n, m, _, doc in classes if not doc.strip()]
+    if undocumented:
+        raise Undocumented(f"error classes without a docstring: {', '.join(undocumented)}")
+    order = {"diagevo.errors": 0}
+    for name, module, bases, doc in sorted(classes, key=lambda c: (order.get(c[1], 1), c[1], c[0])):
+        shown = ", ".join(f"`{b}`" for b in bases if b != "Exception")
+        out.append(f"| `{name}` | {shown} | `{module}` | {cell(doc.split(chr(10) + chr(10))[0])} |")
+    return "\n".join(out)
+
+
+def _diagnostician() -> Any:
+    """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``."""
+    from diagevo.diagnosis.config import DiagnosisConfig
+    from diagevo.diagnosis.llm import LLMDiagnostician
+
+    return LLMDiagnostician.from_config(DiagnosisConfig(), base_url="http://SERVER/v1")
+
+
+def diagnostician_request() -> str:
+    """The JSON body of one request (Prompt 1's, as ``diagevo doctor`` probes it), built by the
+    code that builds every request of a round; the prompt texts and the schema are elided here."""
+    from diagevo.diagnosis.probe import stage_requests
+
+    diagnostician = _diagnostician()
+    request = stage_requests(diagnostician)[0]
+    body = diagnostician.request_body(request.messages, request.schema)
+    body["messages"] = [
+        {"role": m["role"], "content": f"<Prompt 1's {m['role']} message: {len(m['content']):,} characters>"}
+        for m in body["messages"]
+    ]
+    if "response_format" not in body:
+        raise Undocumented(
+            "diagnostician requests no longer ask for structured outputs: the page how-to/diagnostician says so"
+        )
+    body["response_format"]["json_schema"]["schema"] = "<the stage's JSON Schema, below>"
+    return "```json\n" + json.dumps(body, indent=2, ensure_ascii=False) + "\n```"
+
+
+def diagnostician_stages() -> str:
+    """Each stage's JSON Schema, as the requests of ``diagevo doctor``'s probes carry it."""
+    from diagevo.diagnosis.probe import TITLES, stage_requests
+
+    out: list[str] = []
+    for request in stage_requests(_diagnostician()):
+        out += [
+            "",
+            f"### {TITLES[request.stage][0].upper()}{TITLES[request.stage][1:]}",
+            "",
+            f"The `response_format.json_schema` of the `{request.stage}` stage's requests (the stage as `llm.called`"
+            " events name it):",
+            "",
+            "```json",
+            json.dumps(request.schema, indent=2, ensure_ascii=False),
+            "```",
+        ]
+    return "\n".join(out)
+
+
+def diagnostician_settings() -> str:
+    """The ``[diagnosis]`` fields that shape the requests a server receives."""
+    from diagevo.sections import settings
+    from diagevo.train.config import Config
+
+    wanted = ("llm_url", "model", "api_key", "concurrency", "request_timeout_s", "failure_timeout_s", "max_retries")
+    rows = {r.key: r for r in settings(Config()) if r.key.startswith("diagnosis.")}
+    out = ["| field | default | what it does |", "|---|---|---|"]
+    for name in (*wanted, "min_words", "max_words"):
+        r = rows[f"diagnosis.{name}"]
+        out.append(f"| `{r.key}` | {_code(r.default)} | {cell(r.help)} |")
+    return "\n".join(out)
+
+
+def _layer_contract() -> list[str]:
+    """The layers of the import-linter contract in ``pyproject.toml``, top first."""
+    import tomllib
+
+    from diagevo.docs.pages import root
+
+    config = tomllib.loads((root() / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    layers = next((c["layers"] for c in contracts if c.get("type") == "layers"), None)
+    if not layers:
+        raise Undocumented("pyproject.toml has no layers contract: the contributing page draws it")
+    return [str(layer) for layer in layers]
+
+
+def layers() -> str:
+    """The layers as one picture: each box imports only the boxes below it. Modules joined by
+    ``|`` may not import each other; by ``:``, they may."""
+    rows: list[str] = []
+    for layer in _layer_contract():
+        sep = " | " if "|" in layer else " : "
+        names = [n.strip().removeprefix("diagevo.") for n in re.split(r"[|:]", layer)]
+        line = ""
+        for name in names:
+            if line and len(line) + len(sep) + len(name) > 92:
+                rows.append(line + sep.rstrip())
+                line = "  "
+            line += (sep if line.strip() else "") + name
+        rows.append(line)
+        rows.append("      │ imports only what is below")
+    return "```text\n" + "\n".join(rows[:-1]) + "\n```"
+
+
+def _first_line(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def module_table(folder: Path, shown: str) -> str:
+    """The modules of ``folder`` (named ``shown/NAME.py`` as in the repository) with the first
+    paragraph of their docstring."""
+    out = ["| module | what it holds |", "|---|---|"]
+    for path in sorted(folder.glob("*.py")):
+        if path.name != "__init__.py":
+            out.append(f"| `{shown}/{path.name}` | {cell(_first_line(path))} |")
+    return "\n".join(out)
+
+
+def config_sections() -> str:
+    """Each ``[section]`` of the composed config and the module that declares its fields."""
+    from diagevo.sections import settings
+    from diagevo.train.config import Config
+
+    rows = settings(Config())
+    sections = sorted({r.key.rpartition(".")[0] for r in rows if "." in r.key}, key=lambda x: (x.count("."), x))
+    out = ["| section | declared in |", "|---|---|"]
+    for section in sections:
+        out.append(f"| `[{section}]` | {_declared(Config, section, rows).removeprefix('Declared in ').rstrip('.')} |")
+    return "\n".join(out)
+
+
+def _python_api() -> str:
+    from diagevo.docs.api import python_api
+
+    return python_api()
+
+
+GENERATORS: dict[str, Callable[[], str]] = {
+    "configuration": configuration,
+    "events": events,
+    "python-api": _python_api,
+    "layers": layers,
+    "views": lambda: module_table(PACKAGE / "views", "diagevo/views"),
+    "config-sections": config_sections,
+    "diagnostician-request": diagnostician_request,
+    "diagnostician-stages": diagnostician_stages,
+    "diagnostician-settings": diagnostician_settings,
+}
+"""The library's generators by marker name (``cli/reference.py`` adds the CLI's)."""

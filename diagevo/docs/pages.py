@@ -1,0 +1,210 @@
+"""The documentation's pages, wherever diagevo is installed: found, listed, named and read.
+
+``docs/`` in the repository is the one source of the pages. A checkout (an editable install
+included) reads them there. A wheel, or a non-editable ``pip install .``, carries a copy made
+when it is built (``setup.py``) in ``diagevo/docs/packaged/``: the pages (``docs/**.md``), their
+pictures (``docs/img/``) and the files of the repository the pages read (``CHANGELOG.md``, which
+the changelog page includes, ``pyproject.toml``, whose import-linter contract the contributing
+page draws, and ``configs/``, which the pages name and whose ``sim.toml`` is ``diagevo train``'s
+default), laid out as in the repository, so that one root serves both.
+
+A page is named by its path below ``docs/`` without ``.md`` (``how-to/audit``). A name is looked
+up among the pages listed, never joined to a folder: ``..``, an absolute path or a name no page
+has is refused in one line, naming the closest page. The listing itself takes only regular
+files that lie below the pages' folder (a link is skipped), and a page's ``--8<-- "FILE"`` line
+(pymdownx.snippets, as the site includes it) names a file below the root or is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from diagevo.errors import BadInput, Hint, NotFound
+
+PACKAGED = Path(__file__).resolve().parent / "packaged"
+"""The copy of the pages a built package carries (absent in a checkout)."""
+
+MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
+"""A line of a page that the code fills (``<!-- generated: configuration -->``)."""
+
+SNIPPET = re.compile(r'^--8<-- "([^"\n]*)"$', re.M)
+HEADING = re.compile(r"^# (.+)$")
+LISTING = Hint(("docs",))
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page: its ``name`` (``how-to/audit``), its ``title`` (its first heading) and its file."""
+
+    name: str
+    title: str
+    path: Path
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "path": str(self.path)}
+
+
+@dataclass(frozen=True)
+class Pages:
+    """Every page (``diagevo docs --json``), the folder that holds them, whether that folder is a
+    checkout's ``docs/`` (``checkout``), and the built site's ``index.html`` where there is one."""
+
+    folder: Path
+    checkout: bool
+    site: Path | None
+    pages: tuple[Page, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "folder": str(self.folder),
+            "checkout": self.checkout,
+            "site": str(self.site) if self.site is not None else None,
+            "pages": [p.to_dict() for p in self.pages],
+        }
+
+
+def root() -> Path:
+    """The folder holding ``docs/`` and the files its pages read: the packaged copy in a built
+    package, else the checkout's root."""
+    if (PACKAGED / "docs" / "index.md").is_file():
+        return PACKAGED
+    from diagevo.installation import installation
+
+    checkout = installation().root
+    if checkout is not None and (checkout / "docs" / "index.md").is_file():
+        return checkout
+    raise NotFound(f"this diagevo carries no documentation: no pages in {PACKAGED} (a package built without docs/)")
+
+
+def below(top: Path, relative: str) -> Path | None:
+    """``top/relative`` when it is a regular file below ``top``, reached without a link and
+    without ``..``; None otherwise."""
+    parts = relative.split("/")
+    if not relative or relative.startswith("/") or "\\" in relative or "\x00" in relative or ".." in parts:
+        return None
+    path = top.joinpath(*parts)
+    if path.is_symlink() or not path.is_file() or not path.resolve().is_relative_to(top.resolve()):
+        return None
+    return path
+
+
+def _order(name: str) -> tuple[int, bool, str]:
+    """The listing's order: the pages at the top first (the home page leading), then each folder's."""
+    return name.count("/"), name != "index", name
+
+
+def title(markdown: str) -> str | None:
+    """The first ``# `` heading outside a fenced block."""
+    fenced = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        found = None if fenced else HEADING.match(line)
+        if found:
+            return found.group(1).strip()
+    return None
+
+
+def _title(markdown: str, top: Path) -> str | None:
+    """A page's title: its first heading, or that of the file it includes first (the changelog)."""
+    found = title(markdown)
+    first = SNIPPET.search(markdown) if found is None else None
+    path = below(top, first.group(1)) if first is not None else None
+    return title(path.read_text(encoding="utf-8")) if path is not None else found
+
+
+def pages() -> Pages:
+    """Every page below ``docs/``, the top ones first."""
+    top = root()
+    folder = top / "docs"
+    found: list[Page] = []
+    for here, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        for file in files:
+            relative = Path(here, file).relative_to(folder).as_posix()
+            path = below(folder, relative) if file.endswith(".md") else None
+            if path is not None:
+                name = relative.removesuffix(".md")
+                found.append(Page(name, _title(path.read_text(encoding="utf-8"), top) or name, path))
+    site = top / "site" / "index.html"
+    checkout = top != PACKAGED
+    return Pages(
+        folder,
+        checkout,
+        site if checkout and site.is_file() else None,
+        tuple(sorted(found, key=lambda p: _order(p.name))),
+    )
+
+
+def _refusal(name: str) -> str | None:
+    """Why ``name`` cannot name a page, whatever pages there are."""
+    if not name.strip():
+        return "an empty name"
+    if "\x00" in name:
+        return "a NUL character in it"
+    if name.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", name):
+        return "an absolute path"
+    if ".." in re.split(r"[/\\]", name):
+        return "a path out of the pages ('..')"
+    return None
+
+
+def find(name: str, listing: Pages | None = None) -> Page:
+    """The page ``name`` names: its name as listed, with or without ``.md`` (and ``docs/``), or
+    the last part of one name alone (``audit``)."""
+    refusal = _refusal(name)
+    if refusal is not None:
+        raise BadInput(
+            f"{name!r} is not a page: {refusal}; a page is named as the listing names it ({{command}})", hint=LISTING
+        )
+    listing = listing or pages()
+    wanted = name.removeprefix("./").removeprefix("docs/").removesuffix(".md")
+    by_name = {p.name: p for p in listing.pages}
+    if wanted in by_name:
+        return by_name[wanted]
+    ends = [p for p in listing.pages if p.name.rpartition("/")[2] == wanted]
+    if len(ends) == 1:
+        return ends[0]
+    from diagevo.words import close_to, you_mean
+
+    likely = [p.name for p in ends] or close_to(wanted, by_name)
+    raise NotFound(f"no page {name!r}{you_mean([repr(n) for n in likely])}; {{command}} lists them", hint=LISTING)
+
+
+def included(markdown: str, top: Path, where: str) -> str:
+    """``markdown`` with each ``--8<-- "FILE"`` line replaced by the file (below ``top``)."""
+
+    def include(match: re.Match[str]) -> str:
+        path = below(top, match.group(1))
+        if path is None:
+            raise LookupError(f"{where}: includes {match.group(1)!r}, which is no file beside the pages")
+        return path.read_text(encoding="utf-8")
+
+    return SNIPPET.sub(include, markdown)
+
+
+def fill(markdown: str, generators: Mapping[str, Callable[[], str]], where: str) -> str:
+    """``markdown`` with each generated section built by its generator; a section no generator
+    builds is a bug in the pages (``where`` names the page)."""
+
+    def generate(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in generators:
+            raise LookupError(f"{where}: unknown generated section {name!r}")
+        return generators[name]()
+
+    return MARKER.sub(generate, markdown)
+
+
+def text(page: Page, generators: Mapping[str, Callable[[], str]]) -> str:
+    """The page's Markdown as the site shows it: the files it includes in place, its generated
+    sections filled by ``generators``."""
+    return fill(included(page.path.read_text(encoding="utf-8"), root(), page.name), generators, page.name)
+
+
+__all__ = ["MARKER", "PACKAGED", "Page", "Pages", "below", "fill", "find", "included", "pages", "root", "text", "title"]
