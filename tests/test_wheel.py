@@ -154,7 +154,8 @@ def test_the_installed_wheel_writes_a_report(wheel: Path, tmp_path: Path) -> Non
 
 def test_the_wheel_carries_the_pages_and_not_the_docs_tools(wheel: Path) -> None:
     """``docs/``'s pages and pictures, with the files they read (the changelog, the layers
-    contract), copied when the wheel is built; the docs' Python tools stay in the checkout."""
+    contract, the configs), copied when the wheel is built; the docs' Python tools stay in the
+    checkout."""
     names = set(zipfile.ZipFile(wheel).namelist())
     packaged = "diagevo/docs/packaged/"
     pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")}
@@ -162,9 +163,10 @@ def test_the_wheel_carries_the_pages_and_not_the_docs_tools(wheel: Path) -> None
     assert len(pages) > 20 and pictures
     for name in (*pages, *pictures, "CHANGELOG.md", "pyproject.toml"):
         assert packaged + name in names, name
-    assert {n for n in names if n.startswith(packaged)} == {packaged + n for n in (*pages, *pictures)} | {
-        packaged + "CHANGELOG.md",
-        packaged + "pyproject.toml",
+    configs = {p.relative_to(ROOT).as_posix() for p in (*ROOT.glob("configs/*.toml"), *ROOT.glob("configs/*/*.yaml"))}
+    assert "configs/sim.toml" in configs  # train's default in every installation
+    assert {n for n in names if n.startswith(packaged)} == {
+        packaged + n for n in (*pages, *pictures, *configs, "CHANGELOG.md", "pyproject.toml")
     }
     tools = ("docs/hooks.py", "docs/figures.py", "docs/pictures.py", "docs/griffe_roles.py")
     assert not any(n.endswith(tools) or n.startswith("docs/") for n in names)
