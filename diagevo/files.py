@@ -21,7 +21,7 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -97,6 +97,29 @@ def write_table(frame: Any, path: Path) -> None:
             frame.write_csv(fh)
         else:
             frame.write_parquet(fh)
+
+
+def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    """Write the rows' ``columns`` to ``path`` as its suffix says, atomically: .csv with the csv
+    module (a missing value an empty field), .parquet through polars, imported here: an optional
+    package, whose absence is a :class:`BadInput` naming the .csv way."""
+    import csv
+
+    suffix = Path(path).suffix.lower()
+    if suffix == ".parquet":
+        try:
+            import polars as pl
+        except ImportError:
+            raise BadInput(f"{path}: writing Parquet needs polars (pip install polars); write a .csv file") from None
+        rows = list(rows)
+        write_table(pl.DataFrame({c: [r.get(c) for r in rows] for c in columns}, strict=False), path)
+        return
+    if suffix != ".csv":
+        raise BadInput(f"{path}: cannot write a {suffix or 'suffix-less'} file; write a .csv or .parquet file")
+    with replaced(path) as fh:
+        out = csv.DictWriter(fh, columns, extrasaction="ignore")
+        out.writeheader()
+        out.writerows(rows)
 
 
 def plain_name(name: str, what: str) -> str:
