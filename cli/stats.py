@@ -96,7 +96,7 @@ def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[
     return cols, heads, sorted(range(len(cols)), key=importance)
 
 
-@output_options(file_help="Also write the rows to this file (.csv or .parquet).")
+@output_options(file_help="Also write the rows to this file (.csv, or .parquet where polars is installed).")
 def stats(
     db: DbOpt = None,
     run: RunOpt = None,
@@ -269,10 +269,8 @@ def plot(
     from diagevo.views import queries
 
     suffix = output.file.suffix.lower() if output.file is not None else ""
-    if suffix == ".png":
-        raise CLIError(f"{output.file}: memory plot draws SVG, not PNG; write a .svg file (any browser converts it)")
     if output.file is not None and suffix not in (".svg", ".csv"):
-        raise CLIError(f"{output.file}: write a .svg figure, or the series as .csv")
+        raise CLIError(f"{output.file}: write a .svg figure (no PNG: a browser converts the SVG) or the series as .csv")
     with open_store(db, readonly=True) as store:
         data = queries.lifecycle(store, run).to_dict()
     run_id, rows = data["run"], data["series"]

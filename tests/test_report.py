@@ -168,7 +168,7 @@ def test_memory_plot_writes_the_lifecycle_figure(
     lines = (tmp_path / "series.csv").read_text().splitlines()
     assert lines[0] == "round,active,mastered,nodes,F,epsilon_next" and len(lines) == 1 + len(stats)
     code, _, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "life.png"))
-    assert_one_line_error(code, err, "life.png", "write a .svg file")
+    assert_one_line_error(code, err, "life.png", "write a .svg figure", "no PNG")
     code, _, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "life.gif"))
     assert_one_line_error(code, err, "write a .svg figure")
     assert not (tmp_path / "life.png").exists() and not (tmp_path / "life.gif").exists()
@@ -185,6 +185,21 @@ def test_memory_plot_of_a_run_without_a_committed_round_says_so(
     code, _, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "x.svg"))
     assert_one_line_error(code, err, "no committed round yet", "not written")
     assert not (tmp_path / "x.svg").exists()
+
+
+def test_figure_ticks_name_the_values_drawn() -> None:
+    """Round numbers cover an axis's values, with the decimals that tell them apart; a constant
+    series (a learning rate of 1e-6) gets ticks around its value, not around 0."""
+    from diagevo.report import figures
+    from diagevo.report.svg import tick_labels, ticks
+
+    assert tick_labels(ticks(0.7854, 0.818)) == ["0.790", "0.795", "0.800", "0.805", "0.810", "0.815"]
+    assert tick_labels(ticks(0, 165)) == ["0", "25", "50", "75", "100", "125", "150"]
+    assert ticks(0.2, 20.8, integer=True) == [5, 10, 15, 20]
+    rows = [{"round": 1, "role": "solver", "global_step": s, "learning_rate": 1e-6} for s in (1, 2, 3)]
+    svg = ElementTree.fromstring(figures.steps(rows, ["learning_rate"]))
+    texts = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert "1e-06" in texts and "0.0" not in texts and "solver" in texts and "challenger" not in texts
 
 
 # a diagevo command in a process where `import polars` and `import matplotlib` raise ImportError,

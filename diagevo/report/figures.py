@@ -11,6 +11,7 @@ as text by the SVG module, escaped there.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +47,9 @@ def marker_name(i: int) -> str:
 
 
 def _points(rows: Rows, column: str, x: str = "round") -> list[tuple[float, float]]:
-    """(x, value) of the rows that have a value in ``column``."""
-    return [(r[x], r[column]) for r in rows if r.get(column) is not None]
+    """(x, value) of the rows whose ``column`` holds a finite number (a trainer's step may log a
+    NaN, or a text)."""
+    return [(r[x], v) for r in rows if isinstance(v := r.get(column), (int, float)) and math.isfinite(v)]
 
 
 def _rounds(rounds: Iterable[float]) -> Axis:
