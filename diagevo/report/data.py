@@ -164,8 +164,8 @@ def _scan(store: Recorder, run: str) -> _Scanned:
             found.texts[rnd][data["mode"]].append(data.get("text") or "")
         elif etype == EvalRecorded.name and "benchmark" in data:
             n, acc, k, at_k = (_number(data.get(f)) for f in ("n", "accuracy", "k", "mean_at_k"))
-            model = data.get("model")
-            found.bench.append(BenchmarkScore(rnd, str(data["benchmark"]), n, acc, k, at_k, model and str(model)))
+            model = None if data.get("model") is None else str(data["model"])
+            found.bench.append(BenchmarkScore(rnd, str(data["benchmark"]), n, acc, k, at_k, model))
         elif etype == EvalRecorded.name and "measure" not in data:  # not a sim-dynamics measure
             found.heldout[rnd] = data
         elif etype == CheckpointSelected.name:

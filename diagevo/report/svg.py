@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -61,6 +61,11 @@ class Bars:
     bottoms: Sequence[float] = ()  # each bar stacked on this (default 0)
     notes: Sequence[str] = ()  # a text above each bar
     width: float = 0.62
+
+    def spans(self) -> list[tuple[float, float, float]]:
+        """(x, bottom, top) of each bar."""
+        bottoms = self.bottoms or [0.0] * len(self.heights)
+        return [(x, b, b + h) for x, b, h in zip(self.x, bottoms, self.heights, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,19 +217,6 @@ def _limits(axis: Axis, values: Sequence[float], from_zero: bool = False) -> tup
 
 
 @dataclass(frozen=True, slots=True)
-class _Scale:
-    """An axis mapped onto a span of the drawing."""
-
-    lo: float
-    hi: float
-    start: float  # drawing position of lo
-    end: float  # of hi
-
-    def __call__(self, v: float) -> float:
-        return self.start + (v - self.lo) / ((self.hi - self.lo) or 1.0) * (self.end - self.start)
-
-
-@dataclass(frozen=True, slots=True)
 class _Ticked:
     """An axis's limits, ticks and tick labels."""
 
@@ -242,24 +234,27 @@ class _Ticked:
     def room(self) -> float:
         return max((_width(s, TICK) for s in self.labels), default=0.0)
 
+    def scale(self, start: float, end: float) -> Callable[[float], float]:
+        """A value's place in the drawing, the axis running from ``start`` (lo) to ``end`` (hi)."""
+        per = (end - start) / ((self.hi - self.lo) or 1.0)
+        return lambda v: start + (v - self.lo) * per
+
 
 def _panel(p: Panel, left: float, top: float, w: float, h: float, patterns: _Patterns) -> str:
     """A panel in the box (left, top, w, h): its title, plot area, grid, marks, axes."""
     lines = [m for m in p.marks if isinstance(m, Line)]
     bars = [m for m in p.marks if isinstance(m, Bars)]
-    ys = [y for m in lines if not m.right for _, y in m.points]
-    for b in bars:
-        bottoms = b.bottoms or [0.0] * len(b.heights)
-        ys += [*bottoms, *(base + v for base, v in zip(bottoms, b.heights, strict=True))]
-    x = _Ticked.of(p.x, [x for m in lines for x, _ in m.points] + [x for b in bars for x in b.x])
+    spans = [span for b in bars for span in b.spans()]
+    ys = [y for m in lines if not m.right for _, y in m.points] + [v for _, lo, hi in spans for v in (lo, hi)]
+    x = _Ticked.of(p.x, [x for m in lines for x, _ in m.points] + [x for x, _, _ in spans])
     y = _Ticked.of(p.y, ys, from_zero=bool(bars))
     r = _Ticked.of(p.right, [y for m in lines if m.right for _, y in m.points]) if p.right else None
     inset = (LABEL + 12 if p.y.label else 6) + y.room() + 10
     outset = 16.0 if r is None else r.room() + (LABEL + 20 if p.right and p.right.label else 16)
     ax, ay = left + inset, top + TITLE + 20
     aw, ah = w - inset - outset, h - (TITLE + 20) - TICK - (LABEL + 22 if p.x.label else 14)
-    sx, sy = _Scale(x.lo, x.hi, ax, ax + aw), _Scale(y.lo, y.hi, ay + ah, ay)
-    sr = _Scale(r.lo, r.hi, ay + ah, ay) if r is not None else sy
+    sx, sy = x.scale(ax, ax + aw), y.scale(ay + ah, ay)
+    sr = r.scale(ay + ah, ay) if r is not None else sy
     out = [
         f'<g class="axes"><rect class="area" x="{ax:.1f}" y="{ay:.1f}" width="{aw:.1f}" height="{ah:.1f}" fill="none"/>'
     ]
@@ -290,21 +285,20 @@ def _panel(p: Panel, left: float, top: float, w: float, h: float, patterns: _Pat
     return "".join(out)
 
 
-def _bars(b: Bars, sx: _Scale, sy: _Scale, patterns: _Patterns) -> str:
+def _bars(b: Bars, sx: Callable[[float], float], sy: Callable[[float], float], patterns: _Patterns) -> str:
     """The bars, then the note above each."""
     half = (sx(b.width) - sx(0)) / 2
-    bottoms = b.bottoms or [0.0] * len(b.heights)
     out = [f'<g class="series" fill="{patterns.fill(b.style)}" stroke="{b.style.edge}" stroke-width="0.8">']
-    for x, v, base in zip(b.x, b.heights, bottoms, strict=True):
-        y0, y1 = sy(base), sy(base + v)
-        out.append(f'<rect x="{sx(x) - half:.1f}" y="{y1:.1f}" width="{2 * half:.1f}" height="{y0 - y1:.1f}"/>')
+    for x, lo, hi in b.spans():
+        out.append(
+            f'<rect x="{sx(x) - half:.1f}" y="{sy(hi):.1f}" width="{2 * half:.1f}" height="{sy(lo) - sy(hi):.1f}"/>'
+        )
     out.append("</g>")
-    for x, note, v, base in zip(b.x, b.notes, b.heights, bottoms, strict=False):
-        out.append(_text(sx(x), sy(base + v) - 5, note, NOTE, "middle"))
+    out += [_text(sx(x), sy(hi) - 5, note, NOTE, "middle") for (x, _, hi), note in zip(b.spans(), b.notes)]
     return "".join(out)
 
 
-def _line(m: Line, sx: _Scale, sy: _Scale) -> str:
+def _line(m: Line, sx: Callable[[float], float], sy: Callable[[float], float]) -> str:
     points = [(sx(x), sy(y)) for x, y in m.points]
     faint = ' opacity="0.55"' if m.faint else ""
     markers = "".join(_marker(x, y, m.style) for x, y in points)
@@ -343,16 +337,8 @@ def chart(panels: Sequence[Panel], width: float = 640, height: float = 320, colu
     return _svg(width, top + more, patterns, [*body, legend])
 
 
-# matplotlib's YlGn colour map at nine stops
-_YLGN = ("#ffffe5", "#f7fcb9", "#d9f0a3", "#addd8e", "#78c679", "#41ab5d", "#238443", "#006837", "#004529")
-
-
-def _ylgn(v: float) -> str:
-    at = min(max(v, 0.0), 1.0) * (len(_YLGN) - 1)
-    i = min(int(at), len(_YLGN) - 2)
-    a, b = _YLGN[i], _YLGN[i + 1]
-    mix = [round(int(a[k : k + 2], 16) * (i + 1 - at) + int(b[k : k + 2], 16) * (at - i)) for k in (1, 3, 5)]
-    return "#" + "".join(f"{c:02x}" for c in mix)
+# matplotlib's YlGn colour map in nine steps from 0 to 1; a value is written in white from the 7th
+YLGN = ("#ffffe5", "#f7fcb9", "#d9f0a3", "#addd8e", "#78c679", "#41ab5d", "#238443", "#006837", "#004529")
 
 
 def heatmap(
@@ -369,11 +355,11 @@ def heatmap(
         out.append(_text(left - 7, y, name, TICK, "end"))
         for j, v in enumerate(values):
             if v is not None:
-                x, ink = left + j * cw, "#000000" if v < 0.75 else "#ffffff"
+                x, step = left + j * cw, round(min(max(v, 0.0), 1.0) * 8)
                 out.append(
-                    f'<rect x="{x:.1f}" y="{top + i * ch:.1f}" width="{cw:g}" height="{ch:g}" fill="{_ylgn(v)}"/>'
+                    f'<rect x="{x:.1f}" y="{top + i * ch:.1f}" width="{cw:g}" height="{ch:g}" fill="{YLGN[step]}"/>'
                 )
-                out.append(_text(x + cw / 2, y, f"{v:.2f}", NOTE, "middle", ink))
+                out.append(_text(x + cw / 2, y, f"{v:.2f}", NOTE, "middle", "#ffffff" if step >= 6 else "#000000"))
     out += [_text(left + (j + 0.5) * cw, bottom + TICK + 6, name, TICK, "middle") for j, name in enumerate(columns)]
     out.append(_text(left + cw * len(columns) / 2, bottom + TICK + LABEL + 12, xlabel, LABEL, "middle"))
     width = max(left + cw * len(columns), left + _width(title, TITLE, 120)) + 16
