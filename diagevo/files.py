@@ -102,7 +102,7 @@ def write_table(frame: Any, path: Path) -> None:
 def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
     """Write the rows' ``columns`` to ``path`` as its suffix says, atomically: .csv with the csv
     module (a missing value an empty field), .parquet through polars, imported here: an optional
-    package, whose absence is a :class:`BadInput` naming the .csv way."""
+    package, whose absence is an :class:`Unavailable` naming it and the .csv way."""
     import csv
 
     suffix = Path(path).suffix.lower()
@@ -110,7 +110,13 @@ def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, A
         try:
             import polars as pl
         except ImportError:
-            raise BadInput(f"{path}: writing Parquet needs polars (pip install polars); write a .csv file") from None
+            from diagevo.errors import Unavailable
+            from diagevo.fixes import Fix, Package
+
+            raise Unavailable(
+                f"{path}: writing Parquet needs polars ({{command}}), or write a .csv file",
+                fix=Fix.of(Package("polars")),
+            ) from None
         rows = list(rows)
         write_table(pl.DataFrame({c: [r.get(c) for r in rows] for c in columns}, strict=False), path)
         return
