@@ -2,17 +2,17 @@
 
 Builds a realistic log (``bench_store.build_log``: questions, scores, failures with trajectories,
 diagnoses, causes, merges, commits) and measures, each in a new process as ``diagevo report``
-runs (matplotlib imported outside the timings):
+runs (the plotting package of an earlier diagevo, matplotlib, imported outside the timings):
 
 - baseline: reading every event of the run with its texts (``Recorder.read(texts=True)``);
-- ``load_run``: everything the report draws, as polars frames (stats, stories, M_t per round);
+- ``load_run``: everything the report draws, as plain rows (stats, stories, M_t per round);
 - the whole report, as the command writes it: ``load_run``, the figures and the HTML (the
   templates compiled on the way), written to a file;
 - ``render`` again in the same process: the figures and the HTML from loaded data, the templates
   already compiled;
-- the page alone: ``render`` with no figure (each of ``figures``' functions replaced by a stub,
-  ``to_svg`` by an empty ``<svg>``), best of 3 in the process: the view data and the HTML, the
-  part the templates changed.
+- the page alone: ``render`` with no figure (each of ``figures``' functions replaced by a stub
+  drawing an empty ``<svg>``; an earlier diagevo's ``to_svg`` too), best of 3 in the process: the
+  view data and the HTML.
 
 With ``--baseline DIR`` (a checkout of an earlier diagevo, e.g. ``git worktree add DIR REV``), the
 same log is reported by that diagevo too, its process interleaved with this one's: the "before"
@@ -48,14 +48,17 @@ from pathlib import Path
 from diagevo.log import open_log
 from diagevo.report import write_report
 from diagevo.report.data import load_run
-from diagevo.report.figures import _pyplot
 from diagevo.report.html import render
 
 url, run, out = sys.argv[1:4]
 FIGURES = ("accuracy", "metrics", "pseudo_labels", "heatmap", "lifecycle", "schedule", "steps", "question_properties",
            "timing")
 command = lambda *args: " ".join(["diagevo", *args])
-_pyplot()
+try:  # an earlier diagevo drew with matplotlib
+    from diagevo.report.figures import _pyplot
+    _pyplot()
+except ImportError:
+    pass
 with open_log(url, readonly=True) as store:
     t0 = time.perf_counter()
     n = sum(1 for _ in store.read(run, texts=True))
@@ -71,8 +74,8 @@ with open_log(url, readonly=True) as store:
     again = time.perf_counter() - t0
     from diagevo.report import figures
     for name in FIGURES:  # no figure built nor drawn: the page's own work alone
-        setattr(figures, name, lambda *args, **kwargs: None)
-    figures.to_svg = lambda fig: "<svg></svg>"
+        setattr(figures, name, lambda *args, **kwargs: "<svg></svg>")
+    figures.to_svg = lambda fig: "<svg></svg>"  # an earlier diagevo's matplotlib figure to SVG
     html = []
     for _ in range(3):
         t0 = time.perf_counter()

@@ -87,7 +87,7 @@ def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: st
             return
         data = write_comparison(store, runs, out, url, command)
     size = out.stat().st_size
-    rounds = {r: data.rounds[r]["round"].to_list() for r in data.runs}
+    rounds = {r: [row["round"] for row in data.rounds[r]] for r in data.runs}
     if json:
         emit_json({"runs": data.runs, "path": str(out), "bytes": size, "rounds": rounds, "metrics": data.metrics})
         return

@@ -96,7 +96,7 @@ def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[
     return cols, heads, sorted(range(len(cols)), key=importance)
 
 
-@output_options(file_help="Also write the rows to this file (.csv or .parquet).")
+@output_options(file_help="Also write the rows to this file (.csv, or .parquet where polars is installed).")
 def stats(
     db: DbOpt = None,
     run: RunOpt = None,
@@ -141,10 +141,10 @@ def stats(
         data = queries.stats(store, run).to_dict()
     run_id, rows = data["run"], data["rounds"]
     if output.file is not None:
-        from diagevo.files import write_table
-        from diagevo.views.stats import frame
+        from diagevo.files import write_rows
+        from diagevo.views.stats import COLUMNS
 
-        write_table(frame(rows, data["metrics"]), output.file)
+        write_rows(output.file, [*COLUMNS, *data["metrics"]], rows)
     if output.as_json:
         emit_json(data)
         return
@@ -259,20 +259,18 @@ def _cell(v: Any) -> str:
     return f"{v:.3f}" if isinstance(v, float) else "-" if v is None else str(v)
 
 
-@output_options(file_help="Also write the figure (.png, .svg) or the series (.csv) to this file.")
+@output_options(file_help="Also write the figure (.svg) or the series (.csv) to this file.")
 def plot(
     db: DbOpt = None,
     run: RunOpt = None,
     output: Output = Output(),
 ) -> None:
-    """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an image with -o."""
-    import polars as pl
-
+    """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an SVG image with -o."""
     from diagevo.views import queries
 
     suffix = output.file.suffix.lower() if output.file is not None else ""
-    if output.file is not None and suffix not in (".png", ".svg", ".csv"):
-        raise CLIError(f"{output.file}: write a .png or .svg figure, or the series as .csv")
+    if output.file is not None and suffix not in (".svg", ".csv"):
+        raise CLIError(f"{output.file}: write a .svg figure (no PNG: a browser converts the SVG) or the series as .csv")
     with open_store(db, readonly=True) as store:
         data = queries.lifecycle(store, run).to_dict()
     run_id, rows = data["run"], data["series"]
@@ -284,18 +282,17 @@ def plot(
         else:
             console.print(text(f"run {run_id} has no committed round yet: nothing to plot"))
         return
-    df = pl.DataFrame(rows)
     if output.file is not None and suffix == ".csv":
-        from diagevo.files import replaced
+        from diagevo.files import write_rows
 
-        with replaced(output.file, binary=True) as fh:
-            df.write_csv(fh)
+        write_rows(output.file, list(rows[0]), rows)
     elif output.file is not None:
-        from diagevo.report import figures
+        from diagevo.files import write_replacing
+        from diagevo.report.figures import lifecycle
 
-        figures.save(figures.lifecycle(df, title=f"Memory lifecycle, run {run_id}"), output.file)
+        write_replacing(output.file, lifecycle(rows, title=f"Memory lifecycle, run {run_id}"))
     if output.as_json:
-        emit_json({"run": run_id, "series": df.to_dicts()})
+        emit_json(data)
         return
     top = max(1, *(r["active"] + r["mastered"] for r in rows))
     # a row is "round NNN " + bar + " act NNNN mas NNNN nod NNN ε 0.000": the bar takes what is left

@@ -21,7 +21,7 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -97,6 +97,30 @@ def write_table(frame: Any, path: Path) -> None:
             frame.write_csv(fh)
         else:
             frame.write_parquet(fh)
+
+
+def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    """Write the rows' ``columns`` to ``path`` as its suffix says, atomically: .csv with the csv
+    module (a missing value an empty field), .parquet through polars (the ``data`` extra), whose
+    absence is an :class:`Unavailable` naming the extra and the .csv way."""
+    import csv
+
+    suffix = Path(path).suffix.lower()
+    if suffix == ".parquet":
+        from diagevo.fixes import Advice, require
+
+        require("data", f"{path}: writing Parquet", "polars", otherwise=(Advice("write a .csv file"),))
+        import polars as pl
+
+        rows = list(rows)
+        write_table(pl.DataFrame({c: [r.get(c) for r in rows] for c in columns}, strict=False), path)
+        return
+    if suffix != ".csv":
+        raise BadInput(f"{path}: cannot write a {suffix or 'suffix-less'} file; write a .csv or .parquet file")
+    with replaced(path) as fh:
+        out = csv.DictWriter(fh, columns, extrasaction="ignore")
+        out.writeheader()
+        out.writerows(rows)
 
 
 def plain_name(name: str, what: str) -> str:

@@ -10,12 +10,13 @@ import shlex
 import signal
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
-import polars as pl
 import pytest
 
 from diagevo.log import open_log
 from diagevo.report import figures
+from diagevo.report.svg import NOTE
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, NEW, NEW_LABEL, RUN, j, seed
@@ -23,18 +24,21 @@ from tests.test_train_outage import deduplicate
 
 
 def test_lifecycle_round_labels_stay_clear_of_the_chart_title() -> None:
-    rounds = pl.DataFrame({"round": [1, 2, 3], "active": [4, 3, 2], "mastered": [0, 1, 2], "nodes": [2, 3, 3]})
-    fig = figures.lifecycle(rounds)
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    ax = fig.axes[0]
-    title = ax.title.get_window_extent(renderer)
-    labels = [t for t in ax.texts if "+" in t.get_text()]
-    assert [t.get_text() for t in labels] == ["4+0", "3+1", "2+2"]
-    for t in labels:
-        box = t.get_window_extent(renderer)
-        assert not box.overlaps(title), t.get_text()
-        assert box.y1 <= ax.get_window_extent(renderer).y1  # inside the plot, under the title
+    rounds = [
+        {"round": t, "active": a, "mastered": m, "nodes": n}
+        for t, a, m, n in ((1, 4, 0, 2), (2, 3, 1, 3), (3, 2, 2, 3))
+    ]
+    svg = ElementTree.fromstring(figures.lifecycle(rounds))
+    ns = "{http://www.w3.org/2000/svg}"
+    area = svg.find(f".//{ns}rect[@class='area']")
+    assert area is not None
+    top = float(area.get("y", "nan"))
+    texts = [(t.text or "", float(t.get("y", "nan"))) for t in svg.iter(f"{ns}text")]
+    labels = [(text, y) for text, y in texts if "+" in text]
+    assert [text for text, _ in labels] == ["4+0", "3+1", "2+2"]
+    for text, baseline in labels:
+        assert baseline - NOTE >= top, text  # the whole label inside the plot, under the title
+    assert next(y for text, y in texts if text == "Memory lifecycle") < top  # the title above the plot
 
 
 def test_a_sqlite_url_with_one_slash_suggests_a_url_that_works(

@@ -53,7 +53,7 @@ def test_the_table_stats_report_and_commits_agree_on_a_five_round_run(
     from diagevo.report.data import load_run
 
     with open_log(db) as store:
-        report = load_run(store, "five").rounds.to_dicts()
+        report = load_run(store, "five").rounds
         folded = round_stats(store, "five", cached=False)  # from the events alone
         committed = {e.round: e.data for e in store.read("five", types=(RoundCommitted,))}
 

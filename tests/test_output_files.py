@@ -43,9 +43,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
 WRITERS = {
     "report": (["report", "-o"], "out.html"),
     "export": (["memory", "export", "-o"], "out.jsonl"),
-    "plot-png": (["memory", "plot", "-o"], "out.png"),
     "plot-svg": (["memory", "plot", "-o"], "out.svg"),
     "plot-csv": (["memory", "plot", "-o"], "out.csv"),
+    "stats-csv": (["memory", "stats", "-o"], "out.csv"),
 }
 
 

@@ -1,17 +1,20 @@
 """``diagevo report`` and ``memory plot -o``: the report of a short simulator run opened in real
 headless Chromium (Debian's package), offline; it must load without a console error or a
 network request, draw every chart with a non-zero size, and answer clicks. A screenshot is
-saved (``$DIAGEVO_SCREENSHOT_DIR`` when set, else the test's temporary directory)."""
+saved (``$DIAGEVO_SCREENSHOT_DIR`` when set, else the test's temporary directory). Both run
+where neither polars nor matplotlib can be imported (the core install has neither)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -150,18 +153,25 @@ def test_memory_plot_writes_the_lifecycle_figure(
     trained: tuple[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     db, _ = trained
-    code, out, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "life.png"))
+    code, out, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "life.svg"))
     assert code == 0, err
     assert "█ active" in out and "▒ mastered" in out  # the legend tells the glyphs apart, not only colours
-    w, h = png_size(tmp_path / "life.png")
-    assert w > 600 and h > 300
-    code, _, _ = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "life.svg"))
-    svg = (tmp_path / "life.svg").read_text()
-    assert code == 0 and "<svg" in svg and "Mastered causes (hatched ///)" in svg and "Active causes (solid)" in svg
+    svg = ElementTree.parse(tmp_path / "life.svg").getroot()  # a standalone SVG file: well-formed XML
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg" and float(svg.get("width")) >= 600
+    texts = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert {"Memory lifecycle, run rep", "Mastered causes (hatched ///)", "Active causes (solid)", "round"} <= set(
+        texts
+    )
+    stats = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])["rounds"]
+    assert [f"{r['active']}+{r['mastered']}" for r in stats] == [t for t in texts if "+" in t]  # a note per bar
     code, _, _ = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "series.csv"))
-    assert (tmp_path / "series.csv").read_text().splitlines()[0] == "round,active,mastered,nodes,F,epsilon_next"
+    lines = (tmp_path / "series.csv").read_text().splitlines()
+    assert lines[0] == "round,active,mastered,nodes,F,epsilon_next" and len(lines) == 1 + len(stats)
+    code, _, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "life.png"))
+    assert_one_line_error(code, err, "life.png", "write a .svg figure", "no PNG")
     code, _, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "life.gif"))
-    assert_one_line_error(code, err, "write a .png or .svg figure")
+    assert_one_line_error(code, err, "write a .svg figure")
+    assert not (tmp_path / "life.png").exists() and not (tmp_path / "life.gif").exists()
 
 
 def test_memory_plot_of_a_run_without_a_committed_round_says_so(
@@ -172,14 +182,75 @@ def test_memory_plot_of_a_run_without_a_committed_round_says_so(
         store.append([wire_event("run.started", "new", 0, "new/0", config={"k": 0.5}, seed=0)])
     code, out, _ = run_cli(capsys, "memory", "plot", "--db", db)
     assert code == 0 and "run new has no committed round yet" in out
-    code, _, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "x.png"))
+    code, _, err = run_cli(capsys, "memory", "plot", "--db", db, "-o", str(tmp_path / "x.svg"))
     assert_one_line_error(code, err, "no committed round yet", "not written")
-    assert not (tmp_path / "x.png").exists()
+    assert not (tmp_path / "x.svg").exists()
 
 
-# In a chart's SVG (matplotlib): each axes is a <g id="axes_N"> whose first patch is its plot
-# area; its direct line2d_/patch_ children are the plotted lines, markers and bars (spines are
-# thin patches); legends are <g id="legend_N">. Returns what overlaps, as strings.
+def test_figure_ticks_name_the_values_drawn() -> None:
+    """Round numbers cover an axis's values, with the decimals that tell them apart; a constant
+    series (a learning rate of 1e-6) gets ticks around its value, not around 0."""
+    from diagevo.report import figures
+    from diagevo.report.svg import tick_labels, ticks
+
+    assert tick_labels(ticks(0.7854, 0.818)) == ["0.790", "0.795", "0.800", "0.805", "0.810", "0.815"]
+    assert tick_labels(ticks(0, 165)) == ["0", "25", "50", "75", "100", "125", "150"]
+    assert ticks(0.2, 20.8, integer=True) == [5, 10, 15, 20]
+    rows = [{"round": 1, "role": "solver", "global_step": s, "learning_rate": 1e-6} for s in (1, 2, 3)]
+    svg = ElementTree.fromstring(figures.steps(rows, ["learning_rate"]))
+    texts = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert "1e-06" in texts and "0.0" not in texts and "solver" in texts and "challenger" not in texts
+
+
+# a diagevo command in a process where `import polars` and `import matplotlib` raise ImportError,
+# as in an install without them
+WITHOUT_PLOTTING = (
+    "import sys; sys.modules['polars'] = sys.modules['matplotlib'] = None; "
+    "from diagevo.cli.app import main; sys.argv[0] = 'diagevo'; main()"
+)
+
+
+def without_plotting(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_PLOTTING, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_report_and_memory_plot_need_neither_polars_nor_matplotlib(trained: tuple[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    db, tmp = trained
+    shutil.copy(db.removeprefix("sqlite:///"), tmp_path / "two.db")
+    db2 = f"sqlite:///{tmp_path / 'two.db'}"
+    with open_log(db2) as store:  # a second run to compare with
+        store.append([wire_event("run.started", "other", 0, "other/0", config={"k": 0.5}, seed=0)])
+    for args in (
+        ["report", "--run", "rep", "-o", "report.html"],
+        ["report", "--run", "rep", "--run", "other", "-o", "compare.html"],
+        ["memory", "plot", "--run", "rep", "-o", "life.svg"],
+        ["memory", "plot", "--run", "rep", "-o", "life.csv"],
+        ["memory", "stats", "--run", "rep", "-o", "stats.csv"],
+    ):
+        done = without_plotting(tmp_path, *args, "--db", db2)
+        assert done.returncode == 0, (args, done.stderr)
+    charts = set(re.findall(r'data-chart="([^"]+)"', (tmp_path / "report.html").read_text(encoding="utf-8")))
+    assert charts == EXPECTED_CHARTS
+    assert 'data-chart="compare-active"' in (tmp_path / "compare.html").read_text(encoding="utf-8")
+    assert ElementTree.parse(tmp_path / "life.svg").getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    assert (tmp_path / "life.csv").read_text().startswith("round,active,mastered,nodes,F,epsilon_next\n")
+    header = (tmp_path / "stats.csv").read_text().splitlines()[0].split(",")
+    assert header[:6] == ["round", "active", "mastered", "nodes", "F", "epsilon_next"] and "heldout_acc" in header
+    done = without_plotting(tmp_path, "memory", "stats", "--db", db2, "--run", "rep", "-o", "stats.parquet")
+    assert done.returncode == 1 and done.stderr.strip().count("\n") == 0, done.stderr  # one line, no traceback
+    assert "needs polars" in done.stderr and "[data]" in done.stderr and ".csv" in done.stderr
+    assert not (tmp_path / "stats.parquet").exists()
+
+
+# In a chart's SVG (diagevo/report/svg.py): each panel is a <g class="axes"> whose <rect
+# class="area"> is its plot area; its <g class="series"> hold the plotted lines, markers and bars;
+# the legend is a <g class="legend">. Returns what overlaps, as strings.
 LAYOUT_PROBLEMS = """
 (figure) => {
   const svg = figure.querySelector('svg');
@@ -187,21 +258,15 @@ LAYOUT_PROBLEMS = """
   const meets = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
   const inside = (a, b) => a.left >= b.left - 0.5 && a.right <= b.right + 0.5 && a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5;
   const problems = [];
-  const legends = [...svg.querySelectorAll('g[id^="legend_"]')].map(box);
-  let previous = null;
-  for (const axes of svg.querySelectorAll('g[id^="axes_"]')) {
-    const kids = [...axes.children].filter(k => /^(line2d|patch)_/.test(k.id));
-    const solid = (k) => box(k).width > 1.5 && box(k).height > 1.5;
-    const first = kids.find(k => k.id.startsWith('patch_'));
-    const area = first && solid(first) ? box(first) : previous;  // a twin axes (twinx) draws no area of its own
-    previous = area;
-    for (const legend of legends) if (meets(legend, area)) problems.push(`legend over the plot area of ${axes.id}`);
-    const marks = kids.filter(k => k.id.startsWith('line2d_') || (k.id.startsWith('patch_') && k !== first && solid(k)));
-    for (const mark of marks) {
-      for (const legend of legends) if (meets(legend, box(mark))) problems.push(`legend over ${mark.id} of ${axes.id}`);
-      for (const m of mark.querySelectorAll('use')) if (!inside(box(m), area)) problems.push(`a marker of ${mark.id} cut by the edge of ${axes.id}`);
+  const legends = [...svg.querySelectorAll('g.legend')].map(box);
+  [...svg.querySelectorAll('g.axes')].forEach((axes, i) => {
+    const area = box(axes.querySelector('rect.area'));
+    for (const legend of legends) if (meets(legend, area)) problems.push(`legend over the plot area of panel ${i}`);
+    for (const mark of axes.querySelectorAll('g.series')) {
+      for (const legend of legends) if (meets(legend, box(mark))) problems.push(`legend over a series of panel ${i}`);
+      for (const m of mark.querySelectorAll('circle, polygon')) if (!inside(box(m), area)) problems.push(`a marker cut by the edge of panel ${i}`);
     }
-  }
+  });
   return problems;
 }
 """  # noqa: E501
@@ -237,7 +302,7 @@ def test_report_in_headless_chromium(
     for name, chart in charts.items():
         box = chart.query_selector("svg").bounding_box()
         assert box is not None and box["width"] > 200 and box["height"] > 100, name
-        assert len(chart.query_selector_all("svg path")) > 5, name  # something was drawn
+        assert len(chart.query_selector_all("svg path, svg rect, svg polygon, svg circle")) > 5, name  # drawn
 
     # the page uses the window's width, and the Rounds table fits it (no sideways scroll)
     assert page.query_selector("main").bounding_box()["width"] >= 1280 - 20
@@ -356,12 +421,13 @@ def test_report_data_by_hand(tmp_path: Path) -> None:
             )
         data = load_run(store, "h")
     assert data.committed == [1, 2]
-    assert data.rounds.select("active", "mastered", "nodes", "heldout_acc").rows() == [(1, 0, 1, 0.5), (0, 1, 1, 0.75)]
-    q = {(r["round"], r["mode"]): r for r in data.questions.to_dicts()}
+    rounds = [(r["active"], r["mastered"], r["nodes"], r["heldout_acc"]) for r in data.rounds]
+    assert rounds == [(1, 0, 1, 0.5), (0, 1, 1, 0.75)]
+    q = {(s.round, s.mode): s for s in data.questions}
     # "a b c a b": 5 words, 2-grams ab bc ca ab -> 3 of 4 distinct; with "x y": 5 2-grams, 4 distinct
-    assert (q[1, "free"]["n"], q[1, "free"]["mean_words"], q[1, "free"]["distinct_2"]) == (1, 5.0, 0.75)
-    assert (q[1, "all"]["n"], q[1, "all"]["mean_words"], q[1, "all"]["distinct_2"]) == (2, 3.5, 0.8)
-    assert data.benchmarks.select("round", "benchmark", "accuracy").rows() == [(1, "math500", 0.3)]
+    assert (q[1, "free"].n, q[1, "free"].mean_words, q[1, "free"].distinct_2) == (1, 5.0, 0.75)
+    assert (q[1, "all"].n, q[1, "all"].mean_words, q[1, "all"].distinct_2) == (2, 3.5, 0.8)
+    assert [(b.round, b.benchmark, b.accuracy) for b in data.benchmarks] == [(1, "math500", 0.3)]
     html = render(data, db, lambda *args: " ".join(["diagevo", *args]))
     assert 'class="cell A" title="1 created">A&nbsp;1<span class="mark">★</span>' in html
     assert 'class="cell M" title="1 promoted">M&nbsp;0<span class="mark">▲</span>' in html

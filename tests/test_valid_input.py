@@ -64,15 +64,12 @@ def test_report_of_odd_ids_and_mathtext_names(db: tuple[str, Path]) -> None:
         assert name in unescape(html), name
 
 
-@pytest.mark.parametrize("suffix", [".png", ".svg"])
-def test_a_figure_titled_with_mathtext_is_drawn(db: tuple[str, Path], suffix: str) -> None:
+def test_a_figure_titled_with_mathtext_is_drawn(db: tuple[str, Path]) -> None:
     url, root = db
-    out = root / f"plot{suffix}"
+    out = root / "plot.svg"
     code, _, err = cli("memory", "plot", "-o", str(out), "--db", url, "--run", f"run{MATH}")
     assert code == 0, err
-    assert out.stat().st_size > 1000
-    if suffix == ".svg":
-        assert f"run{MATH}" in unescape(out.read_text(encoding="utf-8"))
+    assert out.stat().st_size > 1000 and f"run{MATH}" in unescape(out.read_text(encoding="utf-8"))
 
 
 HUGE = "99999999999999999999"

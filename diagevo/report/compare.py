@@ -13,13 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
-
 from diagevo.log import Recorder
 from diagevo.report import figures
 from diagevo.report.html import page_html
 from diagevo.report.page import Chart, Table, chart, table
-from diagevo.views.stats import frame, is_family_detail, metric_columns, round_stats
+from diagevo.views.stats import filled, is_family_detail, metric_columns, round_stats
 from diagevo.words import plural
 
 # the series every comparison shows after the metrics: (column, title, y label, a 0-1 axis)
@@ -39,7 +37,7 @@ class Compared:
     """The runs of a comparison, in the order given, and their per-round statistics."""
 
     runs: list[str]
-    rounds: dict[str, pl.DataFrame]  # run -> views.stats.frame (every metric column of any run)
+    rounds: dict[str, list[dict[str, Any]]]  # run -> views.stats.filled (every metric column of any run)
     metrics: list[str]  # the metric columns, held-out accuracy first
 
     def series(self) -> list[tuple[str, str, str, bool]]:
@@ -58,13 +56,12 @@ def load_runs(store: Recorder, runs: Sequence[str]) -> Compared:
     for rows in stats.values():
         names.update(dict.fromkeys(m for m in metric_columns(rows) if not is_family_detail(m)))
     metrics = sorted(names, key=lambda m: (m != "heldout_acc", m.startswith("bench/"), m))
-    return Compared(list(runs), {run: frame(rows, metrics) for run, rows in stats.items()}, metrics)
+    return Compared(list(runs), {run: filled(rows, metrics) for run, rows in stats.items()}, metrics)
 
 
-def _last(df: pl.DataFrame, column: str) -> Any:
+def _last(rows: list[dict[str, Any]], column: str) -> Any:
     """The column's value at the last round that has one."""
-    values = df.filter(pl.col(column).is_not_null())[column]
-    return values[-1] if values.len() else None
+    return next((r[column] for r in reversed(rows) if r[column] is not None), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +87,7 @@ class ComparisonPage:
 def comparison_page(data: Compared, db_url: str, command: Callable[[str], str]) -> ComparisonPage:
     """The comparison's view data. ``command(run)`` spells the single-run report command of a run."""
     legend = [
-        RunLegend(run, figures.STYLES[i % len(figures.STYLES)][0], figures.marker_name(i), command(run))
+        RunLegend(run, figures.STYLES[i % len(figures.STYLES)].color, figures.marker_name(i), command(run))
         for i, run in enumerate(data.runs)
     ]
     return ComparisonPage(
@@ -101,35 +98,25 @@ def comparison_page(data: Compared, db_url: str, command: Callable[[str], str]) 
 def _charts(data: Compared) -> list[Chart]:
     charts = []
     for column, title, ylabel, unit in data.series():
-        if not any(df[column].is_not_null().any() for df in data.rounds.values()):
+        if all(_last(rows, column) is None for rows in data.rounds.values()):
             continue
-        fig = figures.overlay(
-            data.rounds, column, title, ylabel, unit=unit, counts=column in COUNTS
-        )  # every run: its colour kept
+        # every run, so each keeps its colour
+        svg = figures.overlay(data.rounds, column, title, ylabel, unit=unit, counts=column in COUNTS)
         caption = (
             f"{title}, per round, one line per run (each run's points set slightly apart so equal values stay visible)"
         )
-        charts.append(chart(f"compare-{column}", fig, caption))
+        charts.append(chart(f"compare-{column}", svg, caption))
     return charts
 
 
 def _summary(data: Compared) -> Table:
     """A row per run: its last committed round's values, each metric at the last round that has it."""
-    rows = []
-    for run in data.runs:
-        df = data.rounds[run]
-        row: dict[str, Any] = {"run": run, "committed rounds": df.height}
-        row.update({c: _last(df, c) for c in ("active", "mastered", "F", "epsilon_next")})
-        row.update({m: _last(df, m) for m in data.metrics})
-        rows.append(row)
-    schema = {
-        "run": pl.Utf8,
-        "committed rounds": pl.Int64,
-        **{c: pl.Int64 for c in ("active", "mastered", "F")},
-        "epsilon_next": pl.Float64,
-        **{m: pl.Float64 for m in data.metrics},
-    }
-    return table(pl.DataFrame(rows, schema=schema, strict=False), {"epsilon_next": "ε_t+1", "F": "F_t"}, left=("run",))
+    columns = ["run", "committed rounds", "active", "mastered", "F", "epsilon_next", *data.metrics]
+    last = [
+        {"run": run, "committed rounds": len(rows), **{c: _last(rows, c) for c in columns[2:]}}
+        for run, rows in data.rounds.items()
+    ]
+    return table(columns, last, {"epsilon_next": "ε_t+1", "F": "F_t"}, left=("run",))
 
 
 def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]) -> str:

@@ -1,4 +1,4 @@
-"""Everything the report shows, read from the run's log alone, as polars frames.
+"""Everything the report shows, read from the run's log alone, as plain rows.
 
 One pass over the log collects the round summaries, the bookkeeping (timing, evaluations, the
 checkpoint choice) and the question texts; the per-round statistics are the run's
@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
-
-import polars as pl
 
 from diagevo.catalog import (
     CheckpointSelected,
@@ -31,8 +29,7 @@ from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
 from diagevo.views.queries import step_row
 from diagevo.views.runs import summarise
-from diagevo.views.stats import COLUMNS, is_family_detail, metric_columns, round_stats
-from diagevo.views.stats import frame as stats_frame
+from diagevo.views.stats import COLUMNS, filled, is_family_detail, metric_columns, round_stats
 from diagevo.views.stories import cause_stories
 
 # the round's phases as the paper's Table 6 names its components
@@ -50,6 +47,46 @@ _SHOWN_TEXTS = (QuestionGenerated, FailureRecorded)
 _ALWAYS = ("heldout_acc", "pseudo_label_acc")  # metric columns the report's figures read
 
 
+@dataclass(frozen=True, slots=True)
+class PhaseTime:
+    round: int
+    phase: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkScore:
+    """A benchmark score of a round's checkpoint (``eval --run``); a field the log lacks: None."""
+
+    round: int
+    benchmark: str
+    n: int | None
+    accuracy: float | None
+    k: int | None
+    mean_at_k: float | None
+    model: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyAccuracy:
+    """The loop's held-out accuracy of a skill family (``acc/FAMILY``) at a round."""
+
+    family: str
+    round: int
+    accuracy: float
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionStats:
+    """Length and diversity of a round's questions of a mode (``all``: every mode)."""
+
+    round: int
+    mode: str
+    n: int
+    mean_words: float
+    distinct_2: float
+
+
 @dataclass
 class RunData:
     """A run as the report draws it."""
@@ -59,11 +96,11 @@ class RunData:
     seed: int
     last_seq: int
     recorded_at: str
-    rounds: pl.DataFrame  # one row per committed round: views.stats.frame, every metric by name
-    timing: pl.DataFrame  # round, phase, seconds
-    benchmarks: pl.DataFrame  # round, benchmark, n, accuracy, k, mean_at_k, model
-    heldout_detail: pl.DataFrame  # label, round, value: the loop's per-family held-out accuracy
-    questions: pl.DataFrame  # round, mode, n, mean_words, distinct_2
+    rounds: list[dict[str, Any]]  # a row per committed round: views.stats.filled, every metric by name
+    timing: list[PhaseTime]
+    benchmarks: list[BenchmarkScore]  # by benchmark, then round
+    heldout_detail: list[FamilyAccuracy]
+    questions: list[QuestionStats]
     memories: dict[int, Memory] = field(default_factory=dict)  # M_t of every committed round
     stories: dict[str, dict[str, Any]] = field(default_factory=dict)
     selected: dict[str, Any] | None = None
@@ -72,21 +109,22 @@ class RunData:
     tags: list[str] = field(default_factory=list)  # what `diagevo runs` says of the run
     notes: list[str] = field(default_factory=list)
     forked_from: dict[str, Any] | None = None
-    steps: pl.DataFrame = field(default_factory=pl.DataFrame)  # round, role, step, global_step, TRL's fields
+    steps: list[dict[str, Any]] = field(default_factory=list)  # round, role, step, global_step, TRL's fields
 
     @property
     def metrics(self) -> list[str]:
         """The metric columns of ``rounds`` beyond held-out and pseudo-label accuracy: a trainer's
         ``--metric``, ``bench/NAME``, by name."""
-        return [c for c in self.rounds.columns if c not in COLUMNS and c not in _ALWAYS]
+        return [c for c in self.rounds[0] if c not in COLUMNS and c not in _ALWAYS] if self.rounds else []
 
     @property
     def committed(self) -> list[int]:
         return sorted(self.memories)
 
 
-def _frame(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=schema, strict=False) if rows else pl.DataFrame(schema=schema)
+def _number(value: Any) -> Any:
+    """A number from the log, or None (a missing or other value)."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 @dataclass
@@ -98,7 +136,7 @@ class _Scanned:
     rows: list[tuple[int, int, str, dict[str, Any]]] = field(default_factory=list)
     summaries: dict[int, dict[str, Any]] = field(default_factory=dict)
     heldout: dict[int, dict[str, Any]] = field(default_factory=dict)
-    bench: list[dict[str, Any]] = field(default_factory=list)
+    bench: list[BenchmarkScore] = field(default_factory=list)
     texts: dict[int, dict[str, list[str]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     config: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
@@ -125,9 +163,9 @@ def _scan(store: Recorder, run: str) -> _Scanned:
         elif etype == QuestionGenerated.name:
             found.texts[rnd][data["mode"]].append(data.get("text") or "")
         elif etype == EvalRecorded.name and "benchmark" in data:
-            found.bench.append(
-                {"round": rnd, **{k: data.get(k) for k in ("benchmark", "n", "accuracy", "k", "mean_at_k", "model")}}
-            )
+            n, acc, k, at_k = (_number(data.get(f)) for f in ("n", "accuracy", "k", "mean_at_k"))
+            model = None if data.get("model") is None else str(data["model"])
+            found.bench.append(BenchmarkScore(rnd, str(data["benchmark"]), n, acc, k, at_k, model))
         elif etype == EvalRecorded.name and "measure" not in data:  # not a sim-dynamics measure
             found.heldout[rnd] = data
         elif etype == CheckpointSelected.name:
@@ -147,8 +185,8 @@ def load_run(store: Recorder, run: str) -> RunData:
     # every metric by name (held-out and pseudo-label accuracy always, null where not recorded);
     # the per-family accuracies are the heat map's (heldout_detail)
     named = [m for m in metric_columns(stats) if not is_family_detail(m) and m not in _ALWAYS]
-    rounds = stats_frame(stats, [*_ALWAYS, *named])
-    memories = {t: load_memory(store, run, t) for t in rounds["round"].to_list()}
+    rounds = filled(stats, [*_ALWAYS, *named])
+    memories = {t: load_memory(store, run, t) for t in (r["round"] for r in rounds)}
     latest = load_memory(store, run)
     about = summarise(store, run)
     return RunData(
@@ -170,70 +208,48 @@ def load_run(store: Recorder, run: str) -> RunData:
         tags=about.tags,
         notes=about.notes,
         forked_from=about.forked_from,
-        steps=pl.DataFrame(found.step_rows, strict=False) if found.step_rows else pl.DataFrame(),
+        steps=found.step_rows,
     )
 
 
-def _timing(summaries: dict[int, dict[str, Any]]) -> pl.DataFrame:
+def _timing(summaries: dict[int, dict[str, Any]]) -> list[PhaseTime]:
     """Seconds of each phase of each committed round."""
-    return _frame(
-        [
-            {"round": t, "phase": phase, "seconds": float(sec)}
-            for t, s in sorted(summaries.items())
-            for phase, sec in (s.get("timing") or {}).items()
-            if isinstance(sec, (int, float))
-        ],
-        {"round": pl.Int64, "phase": pl.Utf8, "seconds": pl.Float64},
-    )
+    return [
+        PhaseTime(t, str(phase), float(sec))
+        for t, s in sorted(summaries.items())
+        for phase, sec in (s.get("timing") or {}).items()
+        if _number(sec) is not None
+    ]
 
 
-def _benchmarks(bench: list[dict[str, Any]]) -> pl.DataFrame:
+def _benchmarks(bench: list[BenchmarkScore]) -> list[BenchmarkScore]:
     """Benchmark scores by round; an evaluation repeated with other settings: the latest counts."""
-    benchmarks = _frame(
-        bench,
-        {
-            "round": pl.Int64,
-            "benchmark": pl.Utf8,
-            "n": pl.Int64,
-            "accuracy": pl.Float64,
-            "k": pl.Int64,
-            "mean_at_k": pl.Float64,
-            "model": pl.Utf8,
-        },
-    )
-    if not benchmarks.height:
-        return benchmarks
-    latest = benchmarks.unique(subset=["round", "benchmark"], keep="last", maintain_order=True)
-    return latest.sort("benchmark", "round")
+    latest = {(b.round, b.benchmark): b for b in bench}
+    return sorted(latest.values(), key=lambda b: (b.benchmark, b.round))
 
 
-def _heldout_detail(heldout: dict[int, dict[str, Any]]) -> pl.DataFrame:
+def _heldout_detail(heldout: dict[int, dict[str, Any]]) -> list[FamilyAccuracy]:
     """Held-out accuracy per family (``acc/FAMILY``) and round: the heat map's cells."""
-    return _frame(
-        [
-            {"label": key.removeprefix("acc/"), "round": t, "value": float(v)}
-            for t, m in sorted(heldout.items())
-            for key, v in m.items()
-            if key.startswith("acc/") and isinstance(v, (int, float))
-        ],
-        {"label": pl.Utf8, "round": pl.Int64, "value": pl.Float64},
-    )
+    return [
+        FamilyAccuracy(key.removeprefix("acc/"), t, float(v))
+        for t, m in sorted(heldout.items())
+        for key, v in m.items()
+        if key.startswith("acc/") and _number(v) is not None
+    ]
 
 
-def _questions(texts: dict[int, dict[str, list[str]]]) -> pl.DataFrame:
+def _questions(texts: dict[int, dict[str, list[str]]]) -> list[QuestionStats]:
     """Question length and diversity per round, by mode and over all modes."""
-    qrows = []
+    rows = []
     for t in sorted(texts):
         by_mode = texts[t]
         for mode in ("free", "targeted", "stitched"):
             if by_mode.get(mode):
-                qrows.append({"round": t, "mode": mode, **_qstats(by_mode[mode])})
-        qrows.append({"round": t, "mode": "all", **_qstats([q for m in by_mode.values() for q in m])})
-    return _frame(
-        qrows, {"round": pl.Int64, "mode": pl.Utf8, "n": pl.Int64, "mean_words": pl.Float64, "distinct_2": pl.Float64}
-    )
+                rows.append(_qstats(t, mode, by_mode[mode]))
+        rows.append(_qstats(t, "all", [q for m in by_mode.values() for q in m]))
+    return rows
 
 
-def _qstats(texts: list[str]) -> dict[str, Any]:
+def _qstats(t: int, mode: str, texts: list[str]) -> QuestionStats:
     s = question_stats(texts)
-    return {"n": int(s["n"]), "mean_words": s["mean_words"], "distinct_2": s["distinct_2"]}
+    return QuestionStats(t, mode, int(s["n"]), s["mean_words"], s["distinct_2"])

@@ -8,14 +8,11 @@ carries, marked safe in :func:`chart` alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
 from markupsafe import Markup
-
-from diagevo.report import figures
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,19 +25,18 @@ class Chart:
     wide: bool = False  # across the whole row of charts
 
 
-def chart(name: str, fig: Any, caption: str, wide: bool = False) -> Chart:
-    """A matplotlib figure as a chart of the page (the figure is closed)."""
-    # The one place a page trusts markup. The SVG is what matplotlib's SVG backend wrote for a
-    # figure diagevo drew (diagevo/report/figures.py): its elements and attributes are
-    # matplotlib's own, and every text from the log in it (legend entries, tick labels, titles)
-    # went through figures.literal and is written by matplotlib as XML character data, with
+def chart(name: str, svg: str, caption: str, wide: bool = False) -> Chart:
+    """A figure (:mod:`diagevo.report.figures`) as a chart of the page."""
+    # The one place a page trusts markup. The SVG is what diagevo/report/svg.py wrote: its
+    # elements and attributes are that module's own, and every text from the log in it (legend
+    # entries, tick labels, titles) went through svg._text, written as XML character data with
     # <, > and & as entities, so no text of a run can close the <svg> or open an element.
-    return Chart(name, Markup(figures.to_svg(fig)), caption, wide)
+    return Chart(name, Markup(svg), caption, wide)
 
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    name: str  # the frame's column, the header's title (tooltip)
+    name: str  # the column, the header's title (tooltip)
     title: str  # what the header shows
     left: bool  # aligned left (text), else right (numbers)
 
@@ -61,12 +57,16 @@ def cell(value: Any, digits: int = 3) -> str:
 
 
 def table(
-    df: pl.DataFrame, headers: Mapping[str, str] | None = None, left: Iterable[str] = (), digits: int = 3
+    columns: Sequence[str],
+    rows: Iterable[Mapping[str, Any]],
+    headers: Mapping[str, str] | None = None,
+    left: Iterable[str] = (),
+    digits: int = 3,
 ) -> Table:
-    """A polars frame as a table; ``headers`` renames columns (the full name stays in the header's
-    title), ``left`` aligns them left. A header shows its name with spaces for underscores, so it
-    wraps and a wide table fits the page."""
+    """Rows as a table of ``columns``; ``headers`` renames columns (the full name stays in the
+    header's title), ``left`` aligns them left. A header shows its name with spaces for
+    underscores, so it wraps and a wide table fits the page."""
     headers = headers or {}
     left = set(left)
-    columns = [Column(c, headers.get(c, c.replace("_", " ")), c in left) for c in df.columns]
-    return Table(columns, [[cell(v, digits) for v in row] for row in df.iter_rows()])
+    shown = [Column(c, headers.get(c, c.replace("_", " ")), c in left) for c in columns]
+    return Table(shown, [[cell(r.get(c), digits) for c in columns] for r in rows])

@@ -8,17 +8,15 @@ The configuration is shown without credentials (:func:`diagevo.redaction.redact_
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
-
-import polars as pl
 
 from diagevo.catalog import CauseReactivated
 from diagevo.redaction import redact_config
 from diagevo.report import figures
 from diagevo.report.causes import Causes, Tree, causes, tree
-from diagevo.report.data import PHASES, RunData
+from diagevo.report.data import PHASES, BenchmarkScore, PhaseTime, QuestionStats, RunData
 from diagevo.report.page import Chart, Table, cell, chart, table
 from diagevo.views.queries import STEP_FIELDS
 from diagevo.views.runs import OLDER_LOG, OUR_TRAINER
@@ -129,18 +127,18 @@ def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
     database and run."""
     rounds = data.rounds
     sections = [Section("summary", "Summary", summary(data))]
-    if rounds.height:
+    if rounds:
         sections.append(Section("accuracy", "Accuracy", accuracy(data)))
         sections.append(Section("memory", "Memory lifecycle and schedule", memory(rounds)))
-    if data.steps.height:
+    if data.steps:
         sections.append(Section("steps", "GRPO steps", steps(data.steps)))
-    if data.questions.height:
+    if data.questions:
         sections.append(Section("questions", "Generated questions", questions(data.questions)))
     sections.append(Section("causes", "Error causes", causes(data, command)))
     sections.append(Section("tree", "Skill-node tree", tree(data.memories)))
-    if rounds.height:
+    if rounds:
         sections.append(Section("rounds", "Rounds", rounds_table(rounds)))
-    if data.timing.height:
+    if data.timing:
         sections.append(Section("timing", "Time per phase (Table 6)", timing(data.timing)))
     sections.append(Section("config", "Configuration", Config(data.seed, config_text(data))))
     sections.append(Section("audit", "Audit further", audits(data, command)))
@@ -180,7 +178,7 @@ def _text(value: object) -> str:
 
 def summary(data: RunData) -> list[Card]:
     """The cards of the last committed round."""
-    r = data.rounds.tail(1).to_dicts()[0] if data.rounds.height else {}
+    r = data.rounds[-1] if data.rounds else {}
     cards = [
         ("committed rounds", len(data.committed)),
         ("held-out accuracy", cell(r.get("heldout_acc"))),
@@ -216,7 +214,7 @@ def accuracy(data: RunData) -> Accuracy:
                 "every other metric the run recorded, by name (round commit --metric)",
             )
         )
-    if rounds["pseudo_label_acc"].is_not_null().any():
+    if any(r["pseudo_label_acc"] is not None for r in rounds):
         charts.append(
             chart(
                 "pseudo-labels",
@@ -225,11 +223,11 @@ def accuracy(data: RunData) -> Accuracy:
             )
         )
     benchmarks = None
-    if data.benchmarks.height:
-        frame = data.benchmarks.select("round", "benchmark", "n", "accuracy", "k", "mean_at_k", "model")
-        benchmarks = table(frame, left=("benchmark", "model"))
+    if data.benchmarks:
+        columns = [f.name for f in fields(BenchmarkScore)]
+        benchmarks = table(columns, map(asdict, data.benchmarks), left=("benchmark", "model"))
     families = None
-    if data.heldout_detail.height:
+    if data.heldout_detail:
         families = chart(
             "heldout-families",
             figures.heatmap(data.heldout_detail, "Held-out accuracy by skill family"),
@@ -248,7 +246,7 @@ def selected(data: RunData) -> Selected | None:
     return Selected(_text(sel.get("benchmark")), sel["round"], scores)
 
 
-def memory(rounds: pl.DataFrame) -> Charts:
+def memory(rounds: Sequence[dict[str, Any]]) -> Charts:
     return Charts(
         [
             chart(
@@ -261,23 +259,21 @@ def memory(rounds: pl.DataFrame) -> Charts:
     )
 
 
-def steps(frame: pl.DataFrame) -> Charts:
-    fields = [f for f in STEP_FIELDS if f in frame.columns]
+def steps(rows: Sequence[dict[str, Any]]) -> Charts:
+    shown = [f for f in STEP_FIELDS if any(f in r for r in rows)]
     caption = (
         "each GRPO step's signals as TRL logs them (train.step), challenger and solver apart; x: the role's "
         "step over all rounds"
     )
-    return Charts([chart("steps", figures.steps(frame, fields), caption, wide=True)])
+    return Charts([chart("steps", figures.steps(rows, shown), caption, wide=True)])
 
 
-def questions(stats: pl.DataFrame) -> Questions:
+def questions(stats: Sequence[QuestionStats]) -> Questions:
     caption = "Fig. 4: mean length in words and pooled 2-gram diversity of the questions generated each round, by mode"
-    frame = stats.with_columns((pl.col("distinct_2") * 100).alias("distinct-2 (%)")).select(
-        "round", "mode", "n", "mean_words", "distinct-2 (%)"
-    )
+    rows = [{**asdict(s), "distinct-2 (%)": s.distinct_2 * 100} for s in stats]
     return Questions(
         chart("questions", figures.question_properties(stats), caption, wide=True),
-        table(frame, left=("mode",), digits=1),
+        table(("round", "mode", "n", "mean_words", "distinct-2 (%)"), rows, left=("mode",), digits=1),
     )
 
 
@@ -294,34 +290,31 @@ ROUND_HEADERS = {
 }
 
 
-def rounds_table(rounds: pl.DataFrame) -> Table:
+def rounds_table(rounds: Sequence[dict[str, Any]]) -> Table:
     """A row per committed round, a column per metric by name; the benchmarks have their table
     under Accuracy."""
-    return table(rounds.select([c for c in rounds.columns if not c.startswith("bench/")]), ROUND_HEADERS)
+    return table([c for c in rounds[0] if not c.startswith("bench/")], rounds, ROUND_HEADERS)
 
 
-def timing(seconds: pl.DataFrame) -> Timing:
+def timing(seconds: Sequence[PhaseTime]) -> Timing:
     return Timing(
         chart("timing", figures.timing(seconds, PHASES), "seconds per phase and round"),
         timing_table(seconds),
     )
 
 
-def timing_table(seconds: pl.DataFrame) -> Table:
+def timing_table(seconds: Sequence[PhaseTime]) -> Table:
     """Seconds per phase summed over rounds and their share of the total, as the paper's Table 6."""
+    per: dict[str, float] = {}
+    for s in seconds:
+        per[s.phase] = per.get(s.phase, 0.0) + s.seconds
     order = {phase: i for i, phase in enumerate(PHASES)}
-    per = (
-        seconds.group_by("phase")
-        .agg(pl.col("seconds").sum())
-        .with_columns(pl.col("phase").replace_strict(order, default=len(order)).alias("order"))
-        .sort("order", "phase")
-    )
-    total = per["seconds"].sum() or 1.0
-    per = per.with_columns(
-        pl.col("phase").replace_strict(PHASES, default=pl.col("phase")).alias("component"),
-        (pl.col("seconds") / total * 100).alias("share (%)"),
-    ).select("component", "phase", "seconds", "share (%)")
-    return table(per, left=("component", "phase"), digits=1)
+    total = sum(per.values()) or 1.0
+    rows = [
+        {"component": PHASES.get(phase, phase), "phase": phase, "seconds": sec, "share (%)": sec / total * 100}
+        for phase, sec in sorted(per.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+    ]
+    return table(("component", "phase", "seconds", "share (%)"), rows, left=("component", "phase"), digits=1)
 
 
 def config_text(data: RunData) -> str:

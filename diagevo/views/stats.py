@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from diagevo.catalog import CATALOG, EvalRecorded, RoundCommitted
 from diagevo.log import Recorder, ViewState
@@ -24,9 +24,6 @@ from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import drafts
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-
-if TYPE_CHECKING:
-    import polars as pl
 
 VIEW = "stats"
 
@@ -165,16 +162,11 @@ def metric_columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return [*sorted(named), *sorted(k for k in seen if k.startswith("bench/"))]
 
 
-def frame(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] | None = None) -> pl.DataFrame:
-    """The rows as a polars frame: the fixed columns (typed), then each metric column (Float64,
-    null where a round has none); ``metrics`` picks and orders them (default: all of the rows')."""
-    import polars as pl
-
-    names = metric_columns(rows) if metrics is None else list(metrics)
-    schema: dict[str, Any] = {c: pl.Float64 if c == "epsilon_next" else pl.Int64 for c in COLUMNS}
-    schema.update(dict.fromkeys(names, pl.Float64))
-    data = [{c: r.get(c) for c in schema} for r in rows]
-    return pl.DataFrame(data, schema=schema, strict=False) if data else pl.DataFrame(schema=schema)
+def filled(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The rows with the same columns, in order: the fixed columns, then each metric column
+    (None where a round has none); ``metrics`` picks and orders them (default: all of the rows')."""
+    names = [*COLUMNS, *(metric_columns(rows) if metrics is None else metrics)]
+    return [{c: r.get(c) for c in names} for r in rows]
 
 
 def is_family_detail(name: str) -> bool:
