@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -12,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diagevo.curriculum import bleu, pairwise_bleu, pairwise_bleu_distance
+
+bleu_module = importlib.import_module("diagevo.curriculum.bleu")  # the package exports a function of that name
 
 
 def reference_matrix(texts: list[str]) -> np.ndarray:
@@ -84,6 +88,46 @@ def test_random_math_like_batch() -> None:
     texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 25))) for _ in range(80)]
     texts += [t.replace("x", "y", 1) for t in texts[:10]]  # near duplicates
     assert_matches_sacrebleu(texts)
+
+
+OPENINGS = ["Find the smallest", "Compute the sum of all", "How many", "Determine the largest"]
+SUBJECTS = ["integer n", "real number x", "triangle ABC", "polynomial P(x)", "set S"]
+CLAUSES = ["is divisible by 7", "has exactly three real roots", "equals $2^k - 1$", "is tangent to the circle"]
+
+
+def templated(rng: random.Random, n: int) -> list[str]:
+    """Questions from a few templates, with exact and near duplicates, as a challenger repeats itself."""
+    out: list[str] = []
+    for _ in range(n):
+        if out and rng.random() < 0.3:
+            out.append(rng.choice(out).replace(str(rng.randint(0, 9)), str(rng.randint(0, 9)), 1))
+            continue
+        parts = [f"{rng.choice(OPENINGS)} {rng.choice(SUBJECTS)} such that it {rng.choice(CLAUSES)}."]
+        parts += [f"Suppose {rng.randint(1, 99)} < {rng.choice(SUBJECTS)}." for _ in range(rng.randint(0, 3))]
+        out.append(" ".join(parts))
+    return out
+
+
+def test_templated_batch_with_many_shared_ngrams() -> None:
+    # 96 texts: n-grams held by 3 or more texts go through the dense product, the rest as pairs
+    texts = templated(random.Random(3), 96)
+    assert_matches_sacrebleu(texts)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 200), st.integers(0, 2**32 - 1), st.integers(1, 200))
+def test_property_dense_and_sparse_columns_agree(n: int, seed: int, share: int) -> None:
+    """Where a column of X goes (dense product or pair list) changes no count."""
+    texts = templated(random.Random(seed), n)
+    ids, owner, lens = bleu_module._token_ids([bleu_module.tokenize(t) for t in texts])
+    counts = bleu_module._match_counts(ids, owner, lens, n)
+    with mock.patch.object(bleu_module, "DENSE_SHARE", share):
+        split = bleu_module._match_counts(ids, owner, lens, n)
+    with mock.patch.object(bleu_module, "DENSE_SHARE", 10**9):  # every shared column dense
+        dense = bleu_module._match_counts(ids, owner, lens, n)
+    for order in range(4):
+        assert (split[order] == counts[order]).all() and (dense[order] == counts[order]).all()
+        assert (counts[order] == counts[order].T).all()
 
 
 _PIECES = list("ab c.,-$\\{}^_ 1 2 é数 \n\t") + ["the ", "x ", "&amp;", " . ", "<skipped>", "-\n"]

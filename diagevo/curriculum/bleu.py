@@ -7,8 +7,8 @@ Defaults of ``sacrebleu.sentence_bleu``: 13a tokenizer, no lowercasing, n-gram o
 How: clipped matches ``sum_g min(c_i(g), c_j(g))`` are symmetric in (i, j), and
 ``min(a, b) = sum_{k >= 1} [a >= k][b >= k]``. Each text is therefore one binary row over the
 features (n-gram g, occurrence k) and every order's match counts for all pairs come out of one
-sparse product ``X X^T``. The BLEU formula is then evaluated on whole matrices; the n-gram
-totals and the brevity penalty only need the two lengths.
+sparse product ``X X^T`` (:func:`_shared`). The BLEU formula is then evaluated on whole matrices;
+the n-gram totals and the brevity penalty only need the two lengths.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ import numpy as np
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 MAX_ORDER = 4
+# a column of X held by at least 1/DENSE_SHARE of the texts goes into the dense product
+# (benchmarks/bench_bleu.py measures the split)
+DENSE_SHARE = 32
 _TOKENIZER = Tokenizer13a()
 
 
@@ -36,10 +39,48 @@ def _token_ids(tokens: list[list[str]]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return np.asarray(flat, dtype=np.int64), owner, lens
 
 
+def _columns(g: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ones of X for the n-gram ``g[e]`` occurring in text ``t[e]``: their columns (one per
+    n-gram and copy number k) and rows, sorted by column, texts ascending within a column."""
+    order = np.lexsort((t, g))
+    g, t = g[order], t[order]
+    idx = np.arange(len(g))
+    new = np.ones(len(g), dtype=bool)
+    new[1:] = (g[1:] != g[:-1]) | (t[1:] != t[:-1])
+    rank = idx - np.maximum.accumulate(np.where(new, idx, 0))  # k - 1 for the k-th copy
+    col = g * (int(rank.max(initial=0)) + 1) + rank
+    order = np.argsort(col, kind="stable")
+    return col[order], t[order]
+
+
+def _shared(col: np.ndarray, t: np.ndarray, n_texts: int) -> np.ndarray:
+    """``X X^T`` off the diagonal, from X's ones as :func:`_columns` sorts them.
+
+    A column held by m texts adds 1 to m(m - 1) pairs. Columns held by many texts go into one
+    dense float32 product (BLAS; exact, the counts stay far below 2**24); the others, most of
+    them, add their pairs one by one, counted by ``np.unique``.
+    """
+    first = np.ones(len(col), dtype=bool)
+    first[1:] = col[1:] != col[:-1]
+    start = np.flatnonzero(first)
+    held = np.diff(np.append(start, len(col)))  # texts holding each column
+    dense = np.repeat(held >= max(2, n_texts // DENSE_SHARE), held)
+    x = np.zeros((n_texts, int(first[dense].sum())), dtype=np.float32)
+    x[t[dense], np.cumsum(first[dense]) - 1] = 1.0
+    counts = x @ x.T
+    # the pairs (a, b), a before b, of the entries of one sparse column
+    after = np.repeat(start + held, held)[~dense] - np.flatnonzero(~dense) - 1  # entries after a
+    a = np.repeat(np.flatnonzero(~dense), after)
+    b = a + 1 + np.arange(len(a)) - np.repeat(np.cumsum(after) - after, after)
+    pair, n_pairs = np.unique(t[a] * n_texts + t[b], return_counts=True)
+    i, j = np.divmod(pair, n_texts)
+    counts[i, j] += n_pairs
+    counts[j, i] += n_pairs
+    return counts.astype(np.int64)
+
+
 def _match_counts(ids: np.ndarray, owner: np.ndarray, lens: np.ndarray, n_texts: int) -> list[np.ndarray]:
     """Clipped n-gram match counts for every pair, one symmetric int matrix per order."""
-    from scipy import sparse  # deferred: a slow import most users of the package never need
-
     starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64) if n_texts else lens
     pos_in_text = np.arange(len(ids), dtype=np.int64) - np.repeat(starts, lens)
     vocab = int(ids.max()) + 1 if len(ids) else 1
@@ -54,19 +95,9 @@ def _match_counts(ids: np.ndarray, owner: np.ndarray, lens: np.ndarray, n_texts:
             nxt[: len(shifted)] = shifted
             code = np.unique(code * vocab + nxt, return_inverse=True)[1].astype(np.int64).ravel()
         valid = pos_in_text + n <= np.repeat(lens, lens)
-        g, t = code[valid], owner[valid]
-        if len(g) == 0:
-            out.append(np.zeros((n_texts, n_texts), dtype=np.int32))
-            continue
-        order = np.lexsort((g, t))
-        g, t = g[order], t[order]
-        idx = np.arange(len(g))
-        new = np.ones(len(g), dtype=bool)
-        new[1:] = (g[1:] != g[:-1]) | (t[1:] != t[:-1])
-        rank = idx - np.maximum.accumulate(np.where(new, idx, 0))  # k - 1 for the k-th copy
-        col = np.unique(g * (int(rank.max()) + 1) + rank, return_inverse=True)[1]
-        x = sparse.csr_matrix((np.ones(len(g), dtype=np.int32), (t, col.ravel())), shape=(n_texts, int(col.max()) + 1))
-        out.append((x @ x.T).toarray())
+        counts = _shared(*_columns(code[valid], owner[valid]), n_texts)
+        np.fill_diagonal(counts, np.maximum(lens - n + 1, 0))  # a text matches all its own n-grams
+        out.append(counts)
     return out
 
 
