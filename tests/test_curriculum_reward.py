@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -111,3 +115,15 @@ def test_output_rewards_answer_only_the_valid_questions() -> None:
     ]]  # fmt: skip
     # Eq. 9: r_unc = 1 - 2|p1 - 1/2|; the two valid questions are far apart, so r_rep = 1/3 each (B = 3)
     assert rewards == pytest.approx([1.0 - 1 / 3, 0.0, 0.0])
+
+
+def test_no_scikit_learn_or_scipy_needed() -> None:
+    """BLEU, the clusters and the reward run where neither is installed (a core install)."""
+    code = (
+        "import json, sys; sys.modules['sklearn'] = None; sys.modules['scipy'] = None\n"
+        "from diagevo.curriculum import challenger_rewards\n"
+        f"print(json.dumps(challenger_rewards({json.dumps([A, A_NEAR, C, D])}, [0.5, 0.75, 0.5, 1.0])))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == pytest.approx([0.5, 0.0, 0.75, 0.0])  # test_near_duplicates_cluster's

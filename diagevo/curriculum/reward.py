@@ -17,6 +17,7 @@ import numpy as np
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.bleu import pairwise_bleu_distance
+from diagevo.curriculum.clustering import average_linkage_clusters
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import parse_question
 from diagevo.curriculum.votes import votes
@@ -33,14 +34,7 @@ def _valid(question: str | None) -> bool:
 
 def cluster_labels(texts: list[str], threshold: float = 0.5) -> np.ndarray:
     """Average-linkage agglomerative clusters on BLEU distances, merged while below threshold."""
-    if len(texts) < 2:
-        return np.zeros(len(texts), dtype=np.int64)
-    from sklearn.cluster import AgglomerativeClustering  # deferred: a slow import
-
-    model = AgglomerativeClustering(
-        n_clusters=None, metric="precomputed", linkage="average", distance_threshold=threshold
-    )
-    return model.fit_predict(pairwise_bleu_distance(texts))
+    return average_linkage_clusters(pairwise_bleu_distance(texts), threshold)
 
 
 def repetition_penalties(questions: list[str | None], threshold: float = 0.5) -> list[float]:
