@@ -39,17 +39,17 @@ def _token_ids(tokens: list[list[str]]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return np.asarray(flat, dtype=np.int64), owner, lens
 
 
-def _columns(g: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _columns(g: np.ndarray, t: np.ndarray, n_texts: int) -> tuple[np.ndarray, np.ndarray]:
     """The ones of X for the n-gram ``g[e]`` occurring in text ``t[e]``: their columns (one per
-    n-gram and copy number k) and rows, sorted by column, texts ascending within a column."""
-    order = np.lexsort((t, g))
+    n-gram and copy number k) and rows, sorted by column."""
+    order = np.argsort(g * n_texts + t)
     g, t = g[order], t[order]
     idx = np.arange(len(g))
     new = np.ones(len(g), dtype=bool)
     new[1:] = (g[1:] != g[:-1]) | (t[1:] != t[:-1])
     rank = idx - np.maximum.accumulate(np.where(new, idx, 0))  # k - 1 for the k-th copy
     col = g * (int(rank.max(initial=0)) + 1) + rank
-    order = np.argsort(col, kind="stable")
+    order = np.argsort(col)
     return col[order], t[order]
 
 
@@ -68,7 +68,7 @@ def _shared(col: np.ndarray, t: np.ndarray, n_texts: int) -> np.ndarray:
     x = np.zeros((n_texts, int(first[dense].sum())), dtype=np.float32)
     x[t[dense], np.cumsum(first[dense]) - 1] = 1.0
     counts = x @ x.T
-    # the pairs (a, b), a before b, of the entries of one sparse column
+    # the pairs (a, b), a before b, of the entries of one sparse column: each adds to (i, j) and (j, i)
     after = np.repeat(start + held, held)[~dense] - np.flatnonzero(~dense) - 1  # entries after a
     a = np.repeat(np.flatnonzero(~dense), after)
     b = a + 1 + np.arange(len(a)) - np.repeat(np.cumsum(after) - after, after)
@@ -95,7 +95,7 @@ def _match_counts(ids: np.ndarray, owner: np.ndarray, lens: np.ndarray, n_texts:
             nxt[: len(shifted)] = shifted
             code = np.unique(code * vocab + nxt, return_inverse=True)[1].astype(np.int64).ravel()
         valid = pos_in_text + n <= np.repeat(lens, lens)
-        counts = _shared(*_columns(code[valid], owner[valid]), n_texts)
+        counts = _shared(*_columns(code[valid], owner[valid], n_texts), n_texts)
         np.fill_diagonal(counts, np.maximum(lens - n + 1, 0))  # a text matches all its own n-grams
         out.append(counts)
     return out
