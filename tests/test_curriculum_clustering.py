@@ -51,10 +51,9 @@ WORKED = symmetric([[0.1, 0.3, 0.8, 0.9], [0.6, 0.7, 0.9], [0.42, 0.9], [0.2]])
 def test_worked_by_hand() -> None:
     # {0,1} at 0.1; d({0,1}, 2) = (0.3 + 0.6) / 2 = 0.45, but 2's nearest is 3 (0.42) and 3's is 4:
     # {3,4} at 0.2; d(2, {3,4}) = (0.42 + 0.9) / 2 = 0.66, so {0,1,2} at 0.45; with
-    # d({0,1}, {3,4}) = (0.75 + 0.9) / 2 = 0.825, the last merge is at (2 * 0.825 + 0.66) / 3 = 0.77
+    # d({0,1}, {3,4}) = (0.75 + 0.9) / 2 = 0.825, the last merge is at (2 * 0.825 + 0.66) / 3 = 0.77.
+    # At 0.5, single linkage would chain all five (2-3 at 0.42), complete linkage keep 2 alone (0.6)
     assert partition(average_linkage_clusters(WORKED, 0.5)) == {frozenset({0, 1, 2}), frozenset({3, 4})}
-    # (single linkage would chain all five at 0.5, through 2-3 at 0.42; complete linkage would keep 2
-    # alone, at max(0.3, 0.6) from {0,1})
     assert partition(average_linkage_clusters(WORKED, 0.44)) == {frozenset({0, 1}), frozenset({2}), frozenset({3, 4})}
     assert partition(average_linkage_clusters(WORKED, 0.78)) == {frozenset(range(5))}
     assert partition(average_linkage_clusters(WORKED, 0.1)) == {frozenset({i}) for i in range(5)}  # 0.1: apart
@@ -66,6 +65,10 @@ def test_tie_goes_to_the_previous_link_of_the_chain() -> None:
     d = symmetric([[0.2, 0.9], [0.2]])
     assert partition(average_linkage_clusters(d, 0.5)) == {frozenset({0, 1}), frozenset({2})}
     assert sklearn_partition(d, 0.5) == {frozenset({0, 1}), frozenset({2})}
+    # the batch reversed: the chain starts at the old 2, which now joins 1, and the old 0 stays alone;
+    # where scikit-learn's clusters depend on the order, ours depend on it the same way
+    assert partition(average_linkage_clusters(d[::-1, ::-1], 0.5)) == {frozenset({0, 1}), frozenset({2})}
+    assert sklearn_partition(d[::-1, ::-1].copy(), 0.5) == {frozenset({0, 1}), frozenset({2})}
 
 
 def test_small_batches() -> None:
