@@ -9,7 +9,8 @@ Issue 51: the match counts and the clusters in numpy alone, the same results as 
 fast or faster. "Before" is kept here only: scipy.sparse's product ``X X^T`` and scikit-learn's
 ``AgglomerativeClustering``, each timed interleaved with its replacement (best of 3; wall-clock
 and CPU time, user + system of every thread, what other jobs on the machine disturb least), on
-the same batches, and the whole distance matrix and reward with both swapped in.
+the same batches, and the whole distance matrix and reward with both swapped in (scikit-learn,
+which brings scipy, is in the ``test`` extra).
 
 Run: ``.venv/bin/python benchmarks/bench_bleu.py [--quick]``
 """
