@@ -105,5 +105,6 @@ def vector_index(store: Any, run: str, embedder: Embedder, path: Path | str | No
     """The run's vector index, kept in step with the log across rounds so that a round embeds only
     its new texts; on disk (LanceDB, the ``index`` extra) at ``path``, by default in the database's
     folder (``dir/x.db`` -> ``dir/x.diagevo/index.lance``; else ``./diagevo-DB-KEY.diagevo/index.lance``)
-    for an embedder worth it (:func:`~diagevo.views.index.kept_index_path`)."""
+    for an embedder whose vectors cost a model or an endpoint (the static vectors stay in memory:
+    they cost less to compute again than to read)."""
     return VectorIndex(embedder, Path(path) if path is not None else kept_index_path(store.url, embedder), run)
