@@ -135,7 +135,7 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
         assert verify_run(store, "ablate/all on/full/s0") == []  # measures appended after commit
         report = load_run(store, "ablate/all on/full/s0")
     # the loop's per-family held-out accuracy is still what the report draws for those rounds
-    assert sorted(set(report.heldout_detail["round"].to_list())) == [1, 2]
+    assert sorted({a.round for a in report.heldout_detail}) == [1, 2]
     # a second call resumes: nothing is trained or stored twice
     code, out2, err = run_cli(
         capsys,
