@@ -27,6 +27,7 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     "doctor": ("diagevo doctor --db postgresql+psycopg://me@127.0.0.1/diagevo", "docs/getting-started.md"),
     "export": ("diagevo export dataset --run demo -o demo-dataset", "docs/how-to/export-dataset.md"),
     "export dataset": ("diagevo export dataset --run demo -o demo-dataset", "docs/how-to/export-dataset.md"),
+    "export verl": ("diagevo export verl --run mine -o round1", "docs/how-to/verl.md"),
     "eval": ("diagevo eval --run demo --select val.jsonl --bench math500=math500.jsonl", "docs/how-to/evaluate.md"),
     "gpu-check": ("diagevo gpu-check --model models/smollm2 --out gpu-check/first", "docs/how-to/gpus.md"),
     "memory": ("diagevo memory why C1 --run demo", "docs/how-to/audit.md"),
