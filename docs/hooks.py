@@ -9,7 +9,7 @@ built from the code, so nothing generated is committed and nothing is written tw
 - ``events``: every type of :data:`diagevo.catalog.CATALOG` with its data model's fields;
 - ``errors``: every error class a user can fix (found in the sources) and the CLI's exit codes;
 - ``python-api``: one mkdocstrings block per name ``diagevo/__init__.py`` exports, then the
-  types they return or take;
+  types they return or take, then each public module (``diagevo.verl``) with its ``__all__``;
 - ``layers``, ``views``, ``commands``, ``config-sections``: the contributing page's picture of
   the layers (from the import-linter contract) and the modules a newcomer adds to;
 - ``diagnostician-request``, ``diagnostician-stages``, ``diagnostician-settings``: what a server
@@ -186,7 +186,7 @@ def _api_block(module: str, name: str, heading: str) -> list[str]:
 
 def python_api() -> str:
     """One block per exported name, then the types of what they return or take."""
-    from diagevo import _DOCUMENTED_TYPES, _EXPORTS
+    from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MODULES
 
     out: list[str] = []
     for name, module in _EXPORTS.items():
@@ -200,7 +200,25 @@ def python_api() -> str:
     ]
     for name, module in _DOCUMENTED_TYPES.items():
         out += _api_block(module, name, f"{module}.{name}")
+    for module in _PUBLIC_MODULES:
+        out += [f"## {module}", "", *_module_block(module)]
     return "\n".join(out)
+
+
+def _module_block(module: str) -> list[str]:
+    """A public module (``diagevo.verl``): its docstring, then each name of its ``__all__``."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    if not (mod.__doc__ or "").strip() or not getattr(mod, "__all__", None):
+        raise PluginError(f"{module} has no docstring or no __all__: the Python API page would be empty there")
+    block = [
+        f"::: {module}",
+        "    options:",
+        "      show_root_heading: false",
+        f"      members: {json.dumps(mod.__all__)}",
+    ]
+    return [*block, ""]
 
 
 def _diagnostician() -> Any:
