@@ -63,6 +63,22 @@ def retained(store: diagevo.Recorder) -> dict[str, tuple[str, str]]:
     return {q.question_id: (q.text, q.pseudo_label) for q in retained_questions(store, RUN, 1).values()}
 
 
+def test_the_verl_extra_forces_no_torch_and_pins_nothing() -> None:
+    """``pip install "diagevo[verl]"`` takes verl from the version ``make verl-contracts`` checks
+    (a lower bound, never an exact pin) and names no torch: verl's dependencies bring theirs."""
+    import re
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0].lower(): req for req in extra["verl"]}
+    assert "verl" in names and "torch" not in names
+    assert all(">=" in req and "==" not in req and "<" not in req for req in names.values()), names
+    lowest = names["verl"].split(">=")[1]
+    plan = subprocess.run(["make", "-n", "-B", "verl-contracts"], cwd=ROOT, capture_output=True, text=True, check=True)
+    installs = [line for line in plan.stdout.splitlines() if "pip install" in line and "torch==" in line]
+    assert len(installs) == 2 and f"verl=={lowest} " in installs[1], plan.stdout  # torch first, then held
+
+
 # --- the export ---------------------------------------------------------------------------------
 
 
