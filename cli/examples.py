@@ -30,6 +30,7 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     "doctor": ("diagevo doctor --db postgresql+psycopg://me@127.0.0.1/diagevo", "getting-started"),
     "export": ("diagevo export dataset --run demo -o demo-dataset", "how-to/export-dataset"),
     "export dataset": ("diagevo export dataset --run demo -o demo-dataset", "how-to/export-dataset"),
+    "export verl": ("diagevo export verl --run mine -o round1", "how-to/verl"),
     "eval": ("diagevo eval --run demo --select val.jsonl --bench math500=math500.jsonl", "how-to/evaluate"),
     "gpu-check": ("diagevo gpu-check --model models/smollm2 --out gpu-check/first", "how-to/gpus"),
     "memory": ("diagevo memory why C1 --run demo", "how-to/audit"),

@@ -1,4 +1,5 @@
-"""``diagevo export dataset``: a run as Parquet files and a dataset card, loadable without diagevo."""
+"""``diagevo export dataset``: a run as Parquet files and a dataset card, loadable without diagevo;
+``diagevo export verl``: a round as the Parquet files verl trains on."""
 
 from __future__ import annotations
 
@@ -43,4 +44,36 @@ def dataset(
         table.add_column(col, justify="left" if col == "file" else "right")
     for f in done.files:
         table.add_row(f.name, "-" if f.name == "README.md" else str(f.rows), f"{f.bytes:,}")
+    console.print(table)
+
+
+@export_app.command()
+def verl(
+    run: Annotated[str, typer.Option("--run", help="The run to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The directory to write (created if missing).")],
+    t: Annotated[
+        int | None,
+        typer.Option("--round", min=1, help="The round (default: the run's open round, else its last committed one)."),
+    ] = None,
+    db: DbOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Write a round of RUN as the Parquet files verl's RLHFDataset reads: solver.parquet (the
+    retained questions, once recorded, with their pseudo-labels) and, while the round is open,
+    challenger.parquet (the challenger's update prompts) and curriculum.parquet (the prompts
+    Q^cur is generated from). Files of other programs in the directory are never replaced."""
+    from diagevo.verl import export_round
+
+    with open_store(db, readonly=True) as store:
+        done = export_round(store, run, out, t=t)
+    if json:
+        emit_json(done.to_dict())
+        return
+    state = "open" if done.open else "committed"
+    title = f"run {done.run}, round {done.round} ({state}), in {done.directory}"
+    table = Table(title=text(title), title_justify="left")
+    for col in ("file", "rows", "bytes"):
+        table.add_column(col, justify="left" if col == "file" else "right")
+    for f in done.files:
+        table.add_row(f.name, str(f.rows), f"{f.bytes:,}")
     console.print(table)

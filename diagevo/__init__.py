@@ -124,6 +124,11 @@ _PUBLIC_MEMBERS: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# the public modules beside the names above, for what another program loads by the module's name
+# (verl loads its reward functions from ``pkg://diagevo.verl``): each documented in the reference
+# with the names of its ``__all__``
+_PUBLIC_MODULES: tuple[str, ...] = ("diagevo.verl",)
+
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 

@@ -2,7 +2,8 @@
 log's own JSONL, whose model is :class:`diagevo.schemas.EventIn`):
 
 - one line of ``diagevo round record`` (a generated question with its construction responses);
-- one line of ``diagevo diagnose FAILURES.jsonl``.
+- one line of ``diagevo diagnose FAILURES.jsonl``;
+- one line of verl's rollout dump (``diagevo diagnose --from-verl``).
 
 A field of the wrong type is a one-line :class:`~diagevo.errors.BadInput` naming the line and
 the field, never a ``TypeError`` further down.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from diagevo.errors import BadInput
 from diagevo.parsing import Id, bad, jsonl_objects, validation_reason
@@ -57,6 +58,21 @@ class FailureLine(BaseModel):
     known_causes: list[Id] = Field(default_factory=list)
 
 
+class RolloutLine(BaseModel):
+    """One line of verl's rollout dump (``{step}.jsonl`` under ``trainer.rollout_data_dir``, as its
+    trainer's ``_write_generations`` writes it): the decoded prompt and response, the ground truth,
+    the score and the step; the reward extras beside them are kept (``question_id`` is read)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    input: StrictStr
+    output: StrictStr
+    gts: StrictStr | None = None
+    score: StrictFloat | StrictInt
+    step: StrictInt
+    question_id: StrictStr | None = None
+
+
 def read_lines(text: str | Iterable[str], model: type[M], what: str = "") -> list[tuple[int, dict[str, Any], M]]:
     """``(line number, JSON object, model)`` of every non-blank line of a JSONL text (or of its
     lines, :func:`diagevo.parsing.file_lines`), parsed with a bounded depth
@@ -71,4 +87,4 @@ def read_lines(text: str | Iterable[str], model: type[M], what: str = "") -> lis
     return out
 
 
-__all__ = ["BadInput", "CandidateLine", "FailureLine", "read_lines"]
+__all__ = ["BadInput", "CandidateLine", "FailureLine", "RolloutLine", "read_lines"]

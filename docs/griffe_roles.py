@@ -1,6 +1,7 @@
 """A griffe extension for the API reference: the Sphinx roles of the docstrings the reference
-shows (``:class:`~diagevo.errors.NotFound```, ``:meth:`Round.record```) become autorefs links
-to the objects it renders. A role whose target the reference does not render fails the build:
+shows (of the public names, and of the public modules and their ``__all__``:
+``:class:`~diagevo.errors.NotFound```, ``:meth:`Round.record```) become autorefs links to the
+objects it renders. A role whose target the reference does not render fails the build:
 every name the reference mentions is one it shows."""
 
 from __future__ import annotations
@@ -17,11 +18,18 @@ class SphinxRoles(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
         if pkg.name != "diagevo":
             return
-        from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MEMBERS
+        import importlib
+
+        from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MEMBERS, _PUBLIC_MODULES
 
         shown: dict[str, str] = {}  # a path (as written, or its alias target) -> the rendered identifier
         objects: list[tuple[str, griffe.Object | griffe.Alias]] = []
-        for name, module in {**_EXPORTS, **_DOCUMENTED_TYPES}.items():
+        rendered = {**_EXPORTS, **_DOCUMENTED_TYPES}.items()
+        for module in _PUBLIC_MODULES:  # the module's docstring, then each name of its __all__
+            objects.append((module, loader.modules_collection[module]))
+            shown.setdefault(module, module)
+            rendered = [*rendered, *((name, module) for name in importlib.import_module(module).__all__)]
+        for name, module in rendered:
             ident = f"{module}.{name}"
             obj = loader.modules_collection[ident]
             objects.append((ident, obj))
@@ -68,12 +76,13 @@ def _paths(obj: Any, ident: str) -> set[str]:
 
 
 def _resolve(text: str, obj: Any, loader: griffe.GriffeLoader, shown: dict[str, str]) -> str | None:
-    """The rendered identifier ``text`` names, read from ``obj``'s scope (its class, its module)."""
+    """The rendered identifier ``text`` names, read from ``obj``'s scope (itself when a class or a
+    module, then its parents)."""
     head, _, rest = text.removeprefix("diagevo.").partition(".")
     public = shown.get(f"diagevo.{head}") if text.startswith("diagevo.") else None
     if public is not None:  # diagevo.Name.member: the member of an exported name
         return shown.get(f"{public}.{rest}") if rest else public
-    scopes = [obj.path + "."] if obj.is_class else []
+    scopes = [obj.path + "."] if obj.is_class or obj.is_module else []
     scopes.append("")
     parent = obj.parent
     while parent is not None:

@@ -1,4 +1,5 @@
-"""The Python API reference: the names ``diagevo/__init__.py`` exports, then the types they return or take.
+"""The Python API reference: the names ``diagevo/__init__.py`` exports, the types they return or
+take, then the public modules (``diagevo.verl``).
 
 One list of what the reference shows (:func:`entries`: each name's module, heading and the
 members a caller uses), in two forms: mkdocstrings blocks for the site (``docs/hooks.py``), and
@@ -57,6 +58,21 @@ def entries() -> tuple[list[Entry], list[Entry]]:
     return exported, types
 
 
+def modules() -> list[tuple[str, str, list[Entry]]]:
+    """The public modules beside the exported names (``diagevo.verl``): each with its docstring
+    and an entry per name of its ``__all__``."""
+    from diagevo import _PUBLIC_MEMBERS, _PUBLIC_MODULES
+
+    found = []
+    for module in _PUBLIC_MODULES:
+        mod = import_module(module)
+        if not (mod.__doc__ or "").strip() or not getattr(mod, "__all__", None):
+            raise Undocumented(f"{module} has no docstring or no __all__: the Python API page would be empty there")
+        names = [Entry(module, n, f"{module}.{n}", _PUBLIC_MEMBERS.get(n)) for n in mod.__all__]
+        found.append((module, docstring(mod.__doc__), names))
+    return found
+
+
 def mkdocstrings_blocks() -> str:
     """The section as the site builds it: one mkdocstrings block per name."""
     exported, types = entries()
@@ -66,6 +82,10 @@ def mkdocstrings_blocks() -> str:
     out.append(RESULTS)
     for entry in types:
         out += _block(entry)
+    for module, said, names in modules():
+        out += [f"## {module}", "", said, ""]
+        for entry in names:
+            out += _block(entry)
     return "\n".join(out)
 
 
@@ -86,6 +106,10 @@ def python_api() -> str:
     out.append(RESULTS)
     for entry in types:
         out += _described(entry)
+    for module, said, names in modules():
+        out += [f"## {module}", "", said, ""]
+        for entry in names:
+            out += _described(entry)
     return "\n".join(out)
 
 

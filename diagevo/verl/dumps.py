@@ -1,0 +1,195 @@
+"""verl's rollout dumps read back into a round's failures.
+
+verl's trainer writes ``{step}.jsonl`` under ``trainer.rollout_data_dir``, one line per response
+(``_write_generations``): ``input`` (the prompt, decoded without special tokens), ``output``,
+``gts`` (the ground truth: the pseudo-label), ``score``, ``step``, and per response the reward
+extras its trainer keeps (``uid``; the legacy trainer also each key :func:`~diagevo.verl.compute_score`
+returned, ``question_id`` among them). A line is matched to a retained question of the round by
+that ``question_id`` where the dump has one, else by the question's text in ``input``.
+
+A failure is a response the solver's reward scores -1 against the pseudo-label (diagevo's
+answer check, again); a dump whose ``score`` says otherwise was scored by another reward
+function, and is refused. An empty response has nothing to diagnose and is left out; past the
+run's ``diagnosis.max_failures_per_question`` a question's failures are left out, as diagevo's
+own loop leaves them (the first ones kept, in step order). A failure's id derives from the
+question, the step and the failure's place among that question's failures in the step's file,
+so reading the same dump again gives the same failures (recording them again is a no-op) and a
+changed dump names a failure whose content changed (refused by
+:meth:`~diagevo.rounds.Round.record_failures`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from diagevo.errors import BadInput, NotFound
+
+if TYPE_CHECKING:
+    from diagevo.formats import RolloutLine
+    from diagevo.log import Recorder
+    from diagevo.rounds import FailureRecord
+
+STEP_FILE = re.compile(r"(0|[1-9][0-9]{0,8})\.jsonl")
+"""The name verl gives a step's dump: the global step, ``.jsonl``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retained:
+    """A retained question of the round, as a failure of it is recorded and diagnosed."""
+
+    question_id: str
+    text: str
+    pseudo_label: str
+    reference: str
+    known_causes: tuple[str, ...]
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+class QuestionFinder:
+    """Which retained question a dumped prompt asks. A prompt is the chat template around the
+    solver prompt, decoded; the question is searched for after the solver's system message (which
+    comes first), the longest question first. The template's text around the question is the same
+    in every line of a dump, so once one line has been matched by search, the others are looked up
+    directly."""
+
+    def __init__(self, questions: Mapping[str, Retained]) -> None:
+        self.by_text: dict[str, list[str]] = {}
+        for q in questions.values():
+            self.by_text.setdefault(_words(q.text), []).append(q.question_id)
+        self.longest_first = sorted(self.by_text, key=len, reverse=True)
+        self._around: tuple[int, int] | None = None  # characters before and after the question
+        from diagevo.curriculum import SOLVER_SYSTEM
+
+        self.system = _words(SOLVER_SYSTEM)
+
+    def find(self, prompt: str) -> list[str]:
+        """The ids of the retained questions of this text (several when one text was retained
+        under several ids), or none."""
+        words = _words(prompt)
+        system = words.find(self.system)
+        if system >= 0:
+            words = words[system + len(self.system) :]
+        if self._around is not None:
+            before, after = self._around
+            hit = self.by_text.get(words[before : len(words) - after])
+            if hit is not None:
+                return hit
+        for text in self.longest_first:
+            at = words.rfind(text)
+            if at >= 0:
+                self._around = (at, len(words) - at - len(text))
+                return self.by_text[text]
+        return []
+
+
+def retained_questions(store: Recorder, run: str, t: int) -> dict[str, Retained]:
+    """The round's retained questions, with what a failure of each is recorded with."""
+    from diagevo.catalog import QuestionGenerated, QuestionScored
+
+    generated: dict[str, Mapping[str, object]] = {}
+    out: dict[str, Retained] = {}
+    for _s, _r, typ, d in store.rows(run, types=(QuestionGenerated, QuestionScored), in_round=t, texts=True):
+        if typ == QuestionGenerated.name:
+            generated[d["question_id"]] = d
+        elif d["retained"] and d["question_id"] in generated:
+            g = generated[d["question_id"]]
+            causes = tuple(c for c in (g.get("active_cause"), g.get("mastered_cause")) if isinstance(c, str))
+            out[d["question_id"]] = Retained(
+                d["question_id"], str(g["text"]), d["pseudo_label"] or "", d.get("reference") or "", causes
+            )
+    return out
+
+
+def step_files(folder: Path) -> list[tuple[int, Path]]:
+    """The dump's step files, by step."""
+    if not folder.is_dir():
+        raise NotFound(f"no directory {folder}: name verl's trainer.rollout_data_dir")
+    steps = sorted((int(p.stem), p) for p in folder.iterdir() if STEP_FILE.fullmatch(p.name) and p.is_file())
+    if not steps:
+        raise NotFound(f"{folder} holds no rollout dump (STEP.jsonl, as verl's trainer.rollout_data_dir holds)")
+    return steps
+
+
+def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = None) -> list[FailureRecord]:
+    """The failures in verl's rollout dump ``dump`` (its ``trainer.rollout_data_dir``) of the
+    retained questions of round ``t`` of ``run`` (default: its open round), each as
+    :meth:`~diagevo.rounds.Round.record_failures` takes it and as a line of ``diagevo diagnose``'s
+    FAILURES.jsonl holds it (with its question, pseudo-label and known causes). A line of another
+    round's questions, or one scored by another reward function, is refused naming its file and line."""
+    from diagevo.curriculum import solver_rewards
+    from diagevo.formats import RolloutLine, read_lines
+    from diagevo.parsing import file_lines
+    from diagevo.rounds import round_state, run_config
+
+    st = round_state(store, run)
+    if t is None:
+        if st.open_round is None:
+            raise BadInput(f"run {run!r} has no open round to read failures into (last committed {st.last_committed})")
+        t = st.open_round
+    questions = retained_questions(store, run, t)
+    if not questions:
+        raise BadInput(f"round {t} of run {run!r} has no retained question: record the round's questions first")
+    finder = QuestionFinder(questions)
+    cap = run_config(store, run).diagnosis.max_failures_per_question
+    kept: Counter[str] = Counter()
+    failures: list[FailureRecord] = []
+    for step, path in step_files(dump):
+        seen: Counter[str] = Counter()
+        for n, _obj, line in read_lines(file_lines(path), RolloutLine, str(path)):
+            where = f"{path} line {n}"
+            q = questions[_question_of(line, finder, questions, where)]
+            [reward] = solver_rewards([line.output], q.pseudo_label)
+            if (reward > 0) != (line.score > 0):
+                raise BadInput(
+                    f"{where}: score {line.score:g}, but the solver's reward against the pseudo-label is {reward:g}: "
+                    "a dump scored by another reward function than diagevo.verl.compute_score"
+                )
+            if reward > 0 or not line.output.strip():
+                continue
+            k = seen[q.question_id]
+            seen[q.question_id] += 1
+            if cap is not None and kept[q.question_id] >= cap:
+                continue
+            kept[q.question_id] += 1
+            failures.append(
+                {
+                    "failure_id": f"{q.question_id}-s{step}-{k}",
+                    "question_id": q.question_id,
+                    "response": line.output,
+                    "reference": q.reference,
+                    "question": q.text,
+                    "pseudo_label": q.pseudo_label,
+                    "known_causes": list(q.known_causes),
+                }
+            )
+    return failures
+
+
+def _question_of(line: RolloutLine, finder: QuestionFinder, questions: Mapping[str, Retained], where: str) -> str:
+    """The id of the retained question a dumped line answers, checked against its ground truth."""
+    from diagevo.parsing import quoted
+
+    if line.question_id:
+        if line.question_id not in questions:
+            raise BadInput(f"{where}: question {quoted(line.question_id)} is not a retained question of the round")
+        ids = [line.question_id]
+    else:
+        ids = finder.find(line.input)
+        if not ids:
+            raise BadInput(
+                f"{where}: its prompt asks none of the round's retained questions (a dump of another round?)"
+            )
+    labelled = [qid for qid in ids if line.gts is None or questions[qid].pseudo_label == line.gts]
+    if not labelled:
+        raise BadInput(
+            f"{where}: ground truth {quoted(line.gts or '')} is not the pseudo-label of question {quoted(ids[0])}"
+        )
+    return labelled[0]

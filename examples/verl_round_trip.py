@@ -1,0 +1,137 @@
+"""A verl user's round trip through the memory: export -> train -> dump -> failures -> diagnose -> commit.
+
+diagevo keeps the memory (``import diagevo``, and ``diagevo.verl``, the public module verl calls);
+verl trains the roles, with ``configs/verl/*.yaml``, as docs/how-to/verl.md and, on GPUs,
+``examples/verl_round.sh`` run it. Here the train step is SIMULATED, for a machine without GPUs:
+a stand-in policy of a few lines of arithmetic answers each row of the exported ``solver.parquet``
+G times per step, ``diagevo.verl.compute_score`` scores each response as verl's reward worker
+calls it, and the rollouts are dumped as verl's trainer dumps them (``{step}.jsonl`` in the
+rollout directory, one line per response: ``input``, ``output``, ``gts``, ``score``, ``step``,
+``uid``). Everything after is what a real dump goes through. The challenger's update is left out
+too (it changes what the challenger writes, not the memory), and the stand-in challenger writes
+Q^cur from the exported ``curriculum.parquet``. Diagnosis is the offline heuristic unless
+``--llm-url`` names the paper's diagnostician.
+
+    python examples/verl_round_trip.py --db sqlite:///verl.db --run verl-demo --out verl-rounds --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+import diagevo
+from diagevo import verl as diagevo_verl  # the module verl loads: reward.custom_reward_function.path=pkg://diagevo.verl
+
+TRAINER = "verl (examples/verl_round_trip.py, train step simulated)"
+SIZES = [
+    "train.challenger_questions=16",
+    "train.curriculum_questions=24",
+    "solver.batch_size=8",
+    "solver.max_steps=3",
+]
+"""A round small enough for a CPU: |Q^chal|, |Q^cur|, and the solver's GRPO batches and steps."""
+
+
+class StandIn:
+    """Someone's models, in a few lines: a challenger that writes sums, a solver right 3 times in 4."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def question(self) -> str:
+        return f"What is {self.rng.randint(10, 99)} + {self.rng.randint(10, 99)}?"
+
+    def answer(self, question: str) -> str:
+        a, b = map(int, re.findall(r"\d+", question)[:2])
+        right = self.rng.random() < 0.75
+        return f"{a} plus {b}: the answer is \\boxed{{{a + b if right else a + b - 10}}}"
+
+
+def chat_text(messages: Sequence[dict[str, str]]) -> str:
+    """A chat prompt as verl's dump holds it: the ChatML template, decoded without its special tokens."""
+    return "".join(f"{m['role']}\n{m['content']}\n" for m in messages) + "assistant\n"
+
+
+def simulated_solver_phase(rows: list[dict[str, Any]], cfg: Any, policy: StandIn, dump: Path) -> float:
+    """verl's GRPO steps on solver.parquet, simulated: each step a batch of rows, G responses each,
+    scored by compute_score, dumped as ``{step}.jsonl``. Returns the share of right responses."""
+    dump.mkdir(parents=True, exist_ok=True)
+    right = total = 0
+    for step in range(1, cfg.solver.max_steps + 1):
+        batch = [rows[((step - 1) * cfg.solver.batch_size + i) % len(rows)] for i in range(cfg.solver.batch_size)]
+        lines = []
+        for b, row in enumerate(batch):
+            truth = row["reward_model"]["ground_truth"]
+            for g in range(cfg.solver.group_size):
+                response = policy.answer(row["prompt"][-1]["content"])
+                scored = diagevo_verl.compute_score(row["data_source"], response, truth, row["extra_info"])
+                right, total = right + (scored["score"] > 0), total + 1
+                line = {"input": chat_text(row["prompt"]), "output": response, "gts": truth, "score": scored["score"]}
+                lines.append({**line, "step": step, "uid": f"s{step}-{b}_0_{g}"})
+        (dump / f"{step}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return right / max(total, 1)
+
+
+def one_round(store: diagevo.Recorder, run: str, out: Path, policy: StandIn, llm: dict[str, str]) -> diagevo.Committed:
+    rnd = diagevo.Round.open(store, run)
+    folder = out / f"round{rnd.t}"
+    # export: the challenger's prompts (Q^chal) and the requests Q^cur is generated from
+    diagevo_verl.export_round(store, run, folder)
+    # Q^cur: a question for each request, N construction responses each; votes and the filter (Eq. 3)
+    requests = pq.read_table(folder / "curriculum.parquet").to_pylist()
+    n = rnd.config.grpo.construction_responses
+    candidates = []
+    for row in requests:
+        info, text = row["extra_info"], policy.question()
+        causes = [info["active_cause"], info["mastered_cause"], info["node"]]
+        responses = tuple(policy.answer(text) for _ in range(n))
+        candidates.append(diagevo.Candidate(info["question_id"], info["mode"], text, *causes, responses=responses))
+    rnd.record(candidates)
+    rnd.promote()
+    # export again: the retained questions, with their pseudo-labels (solver.parquet)
+    exported = diagevo_verl.export_round(store, run, folder)
+    if "solver.parquet" not in {f.name for f in exported.files}:
+        return rnd.commit({})
+    # train: verl's solver GRPO (simulated here), its rollouts dumped
+    rows = pq.read_table(folder / "solver.parquet").to_pylist()
+    acc = simulated_solver_phase(rows, rnd.config, policy, folder / "rollouts")
+    # the dump's failed responses of retained questions, recorded and diagnosed; the commit
+    failures = diagevo_verl.rollout_failures(store, run, folder / "rollouts")
+    rnd.record_failures(failures)
+    if llm:
+        diagevo.diagnose(rnd, **llm)
+    else:
+        diagevo.diagnose(rnd, diagnostician="heuristic")
+    return rnd.commit({"rollout_acc": acc})
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--out", required=True, type=Path, help="where each round's files go (roundT/)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--llm-url", help="the diagnostician's OpenAI-compatible base URL (else the heuristic)")
+    parser.add_argument("--model", help="the diagnostician's model, with --llm-url")
+    args = parser.parse_args(argv)
+    cfg = diagevo.load_config(None, [*SIZES, f"train.seed={args.seed}", f"train.rounds={args.rounds}"])
+    llm = {"llm_url": args.llm_url, "model": args.model} if args.llm_url else {}
+    policy = StandIn(args.seed)
+    with diagevo.open_store(args.db) as store:
+        diagevo.start_run(store, args.run, cfg, cfg.train.seed, trainer=TRAINER)
+        for _ in range(args.rounds):
+            done = one_round(store, args.run, args.out, policy, llm)
+            print(f"round {done.t}: kept {done.retained}/{done.questions}, failures {done.failures}, F={done.F}")
+
+
+if __name__ == "__main__":
+    main()
