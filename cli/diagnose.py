@@ -182,10 +182,9 @@ def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path) -> None:
             "no diagnostician endpoint: pass --llm-url (or set diagnosis.llm_url in --config), "
             "or --diagnostician heuristic to try things offline"
         )
-    if failures_file.is_dir():
-        raise CLIError(f"{failures_file} is a directory, not a JSONL file")
-    if not failures_file.is_file():
-        raise CLIError(f"no such file: {failures_file}")
+    from diagevo.parsing import input_file
+
+    input_file(failures_file, "a JSONL file")
 
 
 def _open_round(store: Any, run: str, open_round: int) -> Any:
