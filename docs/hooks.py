@@ -7,7 +7,8 @@ built from the code, so nothing generated is committed and nothing is written tw
   (``diagevo config``'s rows), its default and description, and for each section the module
   that declares its fields (the method's, which the log checks, or a component's);
 - ``events``: every type of :data:`diagevo.catalog.CATALOG` with its data model's fields;
-- ``errors``: every error class a user can fix (found in the sources) and the CLI's exit codes;
+- ``errors``: the CLI's exit codes and every error class a user can fix (found in the sources),
+  as the tree a caller catches by meaning;
 - ``python-api``: one mkdocstrings block per name ``diagevo/__init__.py`` exports, then the
   types they return or take;
 - ``layers``, ``views``, ``commands``, ``config-sections``: the contributing page's picture of
@@ -18,7 +19,8 @@ built from the code, so nothing generated is committed and nothing is written tw
 
 Something added without documentation fails the build here: a config field without a
 description, an event type whose data model has no docstring, an error class or an export
-without one, a marker this hook does not know.
+without one, a marker this hook does not know; and a page that names a ``diagevo.X`` that does
+not exist (:func:`unknown_names`, which ``tests/test_docs_examples.py`` runs on every page too).
 """
 
 from __future__ import annotations
@@ -153,21 +155,46 @@ def _error_classes() -> list[tuple[str, str, list[str], str]]:
     return list(found.values())
 
 
+MEANINGS = ("RetryLater", "BadServer", "BadInput", "Unavailable")
+"""The branches of the error tree by what to do, in the order the errors page shows them."""
+
+
 def errors() -> str:
+    """The exit codes, then every error class as a tree under ``DiagevoError`` (a class with two
+    parents in the family under each; its own subtree under the first), each line its module,
+    whether ``import diagevo`` exports it, and its docstring's first paragraph."""
+    from diagevo import _EXPORTS
     from diagevo.cli.common import EXIT_CODES
 
     out = ["| exit code | when |", "|---|---|"]
     out += [f"| {code} | {_cell(when)} |" for code, when in EXIT_CODES.items()]
-    out += ["", "| error class | derives from | module | what it means |", "|---|---|---|---|"]
     classes = _error_classes()
     undocumented = [f"{m}.{n}" for n, m, _, doc in classes if not doc.strip()]
     if undocumented:
         raise PluginError(f"error classes without a docstring: {', '.join(undocumented)}")
-    order = {"diagevo.errors": 0}
-    for name, module, bases, doc in sorted(classes, key=lambda c: (order.get(c[1], 1), c[1], c[0])):
-        shown = ", ".join(f"`{b}`" for b in bases if b != "Exception")
-        out.append(f"| `{name}` | {shown} | `{module}` | {_cell(doc.split(chr(10) + chr(10))[0])} |")
-    return "\n".join(out)
+    family = {name for name, *_ in classes}
+    parents = {name: [b for b in bases if b in family] for name, _, bases, _ in classes}
+    children: dict[str, list[str]] = {}
+    for name, _module, _bases, _doc in classes:
+        for parent in parents[name]:
+            children.setdefault(parent, []).append(name)
+    facts = {name: (module, doc) for name, module, _, doc in classes}
+
+    def order(name: str) -> tuple[int, str, str]:
+        return (MEANINGS.index(name) if name in MEANINGS else len(MEANINGS), facts[name][0], name)
+
+    def lines(name: str, depth: int, parent: str | None) -> list[str]:
+        module, doc = facts[name]
+        shown = f"`diagevo.{name}`" if name in _EXPORTS else f"`{name}`"
+        also = [p for p in parents.get(name, []) if p != parent]
+        said = " ".join(doc.split("\n\n")[0].split())
+        row = f"{'    ' * depth}- {shown} ({'also a ' + ', '.join(f'`{a}`' for a in also) + '; ' if also else ''}"
+        row += f"`{module}`): {_cell(said)}"
+        own = parent is None or parents[name][0] == parent  # its subtree under its first parent only
+        below = sorted(children.get(name, []), key=order) if own else []
+        return [row] + [line for child in below for line in lines(child, depth + 1, name)]
+
+    return "\n".join([*out, "", "## The error classes", "", *lines("DiagevoError", 0, None)])
 
 
 def _api_block(module: str, name: str, heading: str) -> list[str]:
@@ -335,6 +362,42 @@ GENERATORS = {
 }
 
 
+PYTHON_NAME = re.compile(r"(?<![\w/.-])diagevo(?:\.[A-Za-z_]\w*)+")
+NOT_PYTHON = {
+    "diagevo.db": "the default SQLite file",
+    "diagevo.diagevo": "the default database's folder",
+    "diagevo.cache": "a logger",
+}
+"""Names of the form ``diagevo.X`` that the pages write and that are not Python's."""
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` names a module of diagevo, or an attribute of one (a class's member
+    included), as a reader would import or reach it."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            try:
+                found = getattr(found, attr)
+            except AttributeError:
+                return False
+        return True
+    return False
+
+
+def unknown_names(markdown: str) -> list[str]:
+    """The ``diagevo.X`` names a page writes that name nothing (a module, a public name, an
+    attribute of one): what a reader would type and Python refuse."""
+    found = set(PYTHON_NAME.findall(markdown)) - set(NOT_PYTHON)
+    return sorted(name for name in found if not _resolves(name))
+
+
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     def generate(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -342,4 +405,7 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
             raise PluginError(f"{page.file.src_path}: unknown generated section {name!r}")
         return GENERATORS[name]()
 
+    unknown = unknown_names(markdown)
+    if unknown:
+        raise PluginError(f"{page.file.src_path} names what diagevo does not have: {', '.join(unknown)}")
     return MARKER.sub(generate, markdown)
