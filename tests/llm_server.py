@@ -404,8 +404,9 @@ def _main() -> None:
     ap = argparse.ArgumentParser(description="loopback OpenAI-compatible test server")
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--defaults", default="{}", help='JSON object: {"stage": "reply content"}')
+    ap.add_argument("--model", action="append", default=[], help="a model GET /models lists (repeatable)")
     args = ap.parse_args()
-    server = LLMServer(delay_s=args.delay)
+    server = LLMServer(delay_s=args.delay, **({"models": tuple(args.model)} if args.model else {}))
     for stage, reply in json.loads(args.defaults).items():
         server.default(stage, reply)
     with server:
