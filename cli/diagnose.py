@@ -150,7 +150,9 @@ def diagnose(
         lines = read_failures(failures_file, set(rnd.memory().causes))
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
-        check_endpoints(cfg, diagnostician)
+        unlisted = check_endpoints(cfg, diagnostician)
+        if unlisted:  # some providers list none: said, not refused
+            err_console.print(text(f"note: the diagnostician's server lists no models: {cfg.model} is not checked"))
         emb = embedder_for(cfg)  # the objects diagevo.diagnose builds from the same names
         vindex = vector_index(store, run, emb, index or default_index_path(resolve_db_url(db)))
         dx = diagnostician_for(diagnostician, cfg, emb)

@@ -220,10 +220,26 @@ def test_a_model_the_server_does_not_list_is_refused_before_the_first_diagnosis(
         assert store.last_seq("m") == before  # no llm.called crediting a model that never answered
         code, out, _ = run_cli(capsys, "doctor", "--diagnostician", srv.url, "--diagnostician-model", "served-modle")
         assert code == 1 and "model not listed" in out and "served-model" in out
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    with diagevo.open_store(db) as store:
+        diagevo.start_run(store, "n", {"k": 1.0})
+        rnd, failures = _round(store, "n", 1)
+        scored = {s.question_id: s for s in rnd.questions()}
+    lines = [
+        {**f, "question": scored[f["question_id"]].text, "pseudo_label": scored[f["question_id"]].pseudo_label}
+        for f in failures
+    ]
+    (tmp_path / "f.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     with LLMServer(models=()) as srv:  # a server that lists none: said so, the name not checked
+        from tests.test_train_outage import serve
+
+        serve(srv)
         code, out, _ = run_cli(capsys, "doctor", "--diagnostician", srv.url, "--diagnostician-model", "m", "--json")
         listed = json.loads(out)["diagnostician"]["listed"]
         assert listed["verdict"] == "lists no models" and listed["ok"], listed
+        args = ["--run", "n", "--round", "1", "--llm-url", srv.url, "--model", "m", "--embedder", srv.url]
+        code, _, err = run_cli(capsys, "diagnose", str(tmp_path / "f.jsonl"), *args, "--db", db)
+        assert code == 0 and "note: the diagnostician's server lists no models: m is not checked" in err, err
         from diagevo.train.config import load_config
         from diagevo.train.preflight import check_diagnostician
 

@@ -93,17 +93,23 @@ def diagnostician_for(name: str, cfg: DiagnosisConfig, embedder: Embedder) -> Di
     raise BadInput(f"diagnostician {name[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
 
 
-def check_endpoints(cfg: DiagnosisConfig, name: str) -> None:
+def check_endpoints(cfg: DiagnosisConfig, name: str) -> bool:
     """Ask the endpoints ``cfg`` names once, before anything is appended: an endpoint that is
     down fails the call, not every failure of the round one by one, and a diagnostician that
-    lists models but not ``diagnosis.model`` is refused."""
+    lists models but not ``diagnosis.model`` is refused. True when the diagnostician's server
+    lists no model at all (its name could not be checked: the caller says so)."""
     from diagevo.openai_client import check_endpoint
 
     timeout = min(cfg.request_timeout_s, 10.0)
+    unlisted = False
     if name == "llm" and cfg.llm_url:
-        check_endpoint(cfg.llm_url, api_key=_api_key(cfg), timeout_s=timeout, what="diagnostician", model=cfg.model)
+        listed = check_endpoint(
+            cfg.llm_url, api_key=_api_key(cfg), timeout_s=timeout, what="diagnostician", model=cfg.model
+        )
+        unlisted = listed is None
     if cfg.embedder != "local":
         check_endpoint(cfg.embedder, api_key=_api_key(cfg), timeout_s=timeout, what="embedder")
+    return unlisted
 
 
 def vector_index(store: Any, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:
