@@ -130,8 +130,8 @@ class DiagnosesFailed(DiagevoError):
     (``diagnosis.max_failed_share``), or every one of them did. Raised after the round's other
     decisions are appended; the failed ones stay undiagnosed, and diagnosing the round again asks
     only for them. ``failed`` of ``total`` failures; ``reasons``: (reason, count), the most
-    frequent first. Raised as :class:`DiagnosticianDown` (a :class:`RetryLater`) when every
-    failed diagnosis failed at the endpoint, else as :class:`DiagnosticianBroken` (a
+    frequent first. Raised as ``DiagnosticianDown`` (a :class:`RetryLater`) when every failed
+    diagnosis went unanswered at the endpoint, else as ``DiagnosticianBroken`` (a
     :class:`BadServer`)."""
 
     def __init__(

@@ -308,7 +308,7 @@ class Round:
         last two non-empty; a line of ``diagevo diagnose``'s FAILURES.jsonl is one as it is),
         after :meth:`promote` (before it: :class:`OutOfOrder`); returns how many were new.
         Recording the same failure again in this round is a no-op; a failure id the run holds in
-        another round, or here with other content, is refused (:class:`ProtocolError`, a
+        another round, or here with other content, is refused (``ProtocolError``, a
         :class:`~diagevo.errors.BadInput`) and nothing is stored."""
         run, t = self.run, self.t
         events: list[EventIn] = []
