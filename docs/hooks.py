@@ -155,6 +155,8 @@ def _error_classes() -> list[tuple[str, str, list[str], str]]:
     return list(found.values())
 
 
+ROLE = re.compile(r":\w+:`~?([\w.]+)`")
+"""A Sphinx role of a docstring (``:class:`~diagevo.errors.Conflict```), shown as its name."""
 MEANINGS = ("RetryLater", "BadServer", "BadInput", "Unavailable")
 """The branches of the error tree by what to do, in the order the errors page shows them."""
 
@@ -187,7 +189,7 @@ def errors() -> str:
         module, doc = facts[name]
         shown = f"`diagevo.{name}`" if name in _EXPORTS else f"`{name}`"
         also = [p for p in parents.get(name, []) if p != parent]
-        said = " ".join(doc.split("\n\n")[0].split())
+        said = ROLE.sub(lambda m: f"`{m.group(1).rpartition('.')[2]}`", " ".join(doc.split("\n\n")[0].split()))
         row = f"{'    ' * depth}- {shown} ({'also a ' + ', '.join(f'`{a}`' for a in also) + '; ' if also else ''}"
         row += f"`{module}`): {_cell(said)}"
         own = parent is None or parents[name][0] == parent  # its subtree under its first parent only
