@@ -80,8 +80,8 @@ def test_a_whole_round_with_the_heuristic_from_import_diagevo_alone(tmp_path: Pa
 
 def test_diagnose_with_an_llm_endpoint_from_names(tmp_path: Path) -> None:
     """``diagevo.diagnose(rnd, llm_url=..., model=...)``: the paper's diagnostician on a real
-    HTTP server on loopback; the model name is the one given."""
-    with LLMServer() as srv, diagevo.open_store(f"sqlite:///{tmp_path / 'l.db'}") as store:
+    HTTP server on loopback serving it; the model name is the one given."""
+    with LLMServer(models=("served-model",)) as srv, diagevo.open_store(f"sqlite:///{tmp_path / 'l.db'}") as store:
         srv.default("extract", j(matched_cause_id=None, error_cause="flips the sign of the final answer at the end"))
         srv.default(
             "assign_node",
