@@ -101,7 +101,13 @@ _ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EACCES, errno.EPERM, errno.
 
 def _environmental(exc: OSError) -> bool:
     """An OSError about the machine (disk full, permissions) or about a path the user named."""
-    named = exc.filename is not None and exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST)
+    named = exc.filename is not None and exc.errno in (
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EEXIST,
+        errno.ENAMETOOLONG,
+    )
     return exc.errno in _ENVIRONMENT_ERRNOS or named
 
 
@@ -159,10 +165,41 @@ def _usage_error(exc: BaseException) -> str | None:
     click would print as a multi-line panel; None for any other exception."""
     if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
         return None
+    moved = _misplaced_option(exc, sys.argv[1:])
+    if moved is not None:
+        return moved
     message = redact_text(" ".join(str(exc.format_message()).split()))
     ctx = getattr(exc, "ctx", None)
     hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
     return message + hint
+
+
+def _misplaced_option(exc: BaseException, args: list[str]) -> str | None:
+    """``diagevo --db URL runs``: an option of the command, given before it (where a group,
+    which takes none of them, refuses it), as one line with the command line that has it after
+    the command; None for any other usage error."""
+    from diagevo.cli.common import program
+    from diagevo.untrusted import shell_join
+
+    name, ctx = getattr(exc, "option_name", None), getattr(exc, "ctx", None)
+    if not name or ctx is None or not hasattr(ctx.command, "commands"):
+        return None
+    at = next((i for i, a in enumerate(args) if a == name or a.startswith(name + "=")), None)
+    if at is None:
+        return None
+    inline = "=" in args[at]
+    for takes_value in (False,) if inline else (True, False):
+        given = args[at : at + 2] if takes_value else args[at : at + 1]
+        rest = args[at + len(given) :]
+        command, words = ctx.command, []
+        while rest and hasattr(command, "commands") and rest[0] in command.commands:  # the command after it
+            words.append(rest[0])
+            command = command.commands[rest.pop(0)]
+        option = next((p for p in getattr(command, "params", ()) if name in getattr(p, "opts", ())), None)
+        if words and option is not None and (inline or takes_value != getattr(option, "is_flag", False)):
+            line = shell_join([program(), *args[:at], *words, *given, *rest])
+            return redact_text(f"{name} is an option of the command, given after it: {line}")
+    return None
 
 
 INT64 = (-(2**63), 2**63 - 1)
@@ -297,7 +334,9 @@ def main() -> None:
         if not _environmental(exc):
             err_console.print(text(_internal_error(exc)), soft_wrap=True)
             sys.exit(EXIT_INTERNAL)
-        where = f"{exc.filename}: " if exc.filename else ""
+        from diagevo.untrusted import shorten
+
+        where = f"{shorten(str(exc.filename), 120)}: " if exc.filename else ""
         err_console.print(error_line(redact_text(where + (exc.strerror or _one_line(exc)).lower())), soft_wrap=True)
         sys.exit(EXIT_ERROR)
     except Exception as exc:

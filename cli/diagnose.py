@@ -156,7 +156,9 @@ def diagnose(
         records = _failures(store, rnd, failures_file, from_verl)
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
-        check_endpoints(cfg, diagnostician)
+        unlisted = check_endpoints(cfg, diagnostician)
+        if unlisted:  # some providers list none: said, not refused
+            err_console.print(text(f"note: the diagnostician's server lists no models: {cfg.model} is not checked"))
         emb = embedder_for(cfg)  # the objects diagevo.diagnose builds from the same names
         vindex = vector_index(store, run, emb, index)
         dx = diagnostician_for(diagnostician, cfg, emb)
@@ -206,10 +208,9 @@ def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path | None, f
         )
     if failures_file is None:
         return
-    if failures_file.is_dir():
-        raise CLIError(f"{failures_file} is a directory, not a JSONL file")
-    if not failures_file.is_file():
-        raise CLIError(f"no such file: {failures_file}")
+    from diagevo.parsing import input_file
+
+    input_file(failures_file, "a JSONL file")
 
 
 def _open_round(store: Any, run: str, open_round: int) -> Any:

@@ -18,7 +18,7 @@ from diagevo.cli.common import JsonOpt, console, emit_json
 from diagevo.cli.safe import text
 
 if TYPE_CHECKING:
-    from diagevo.diagnosis.probe import DiagnosticianProbe
+    from diagevo.diagnosis.probe import DiagnosticianProbe, StageProbe
     from diagevo.doctor import Check
     from diagevo.train.config import Config
 
@@ -53,6 +53,7 @@ def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) ->
             "model": probe.model,
             "timeout_s": probe.timeout_s,
             "ok": probe.ok,
+            **({"listed": _stage_json(probe.listed)} if probe.listed is not None else {}),
             "stages": [
                 {
                     "stage": s.stage,
@@ -68,6 +69,20 @@ def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) ->
             ],
         }
     return out
+
+
+def _stage_json(s: StageProbe) -> dict[str, Any]:
+    from diagevo.cli.fixes import spell_fix
+
+    return {
+        "stage": s.stage,
+        "title": s.title,
+        "verdict": s.verdict,
+        "ok": s.ok,
+        "detail": s.detail,
+        "latency_s": s.latency_s,
+        "fix": spell_fix(s.fix) if s.fix is not None else None,
+    }
 
 
 def print_checks(checks: Sequence[Check]) -> None:
@@ -97,10 +112,11 @@ def print_probe(probe: DiagnosticianProbe) -> None:
         ),
         soft_wrap=True,
     )
-    width = max(len(s.title) for s in probe.stages) + 2
+    shown_stages = (*((probe.listed,) if probe.listed is not None else ()), *probe.stages)
+    width = max(len(s.title) for s in shown_stages) + 2
     shown = None
-    for s in probe.stages:
-        style = "green" if s.ok else "red"
+    for s in shown_stages:
+        style = ("green" if s.verdict == "ok" else "yellow") if s.ok else "red"
         console.print(text("  ", (f"{s.verdict:<23}", style), s.title.ljust(width), s.detail), soft_wrap=True)
         if not s.ok and s.reply:
             console.print(text(" " * 25, "reply: ", repr(s.reply[:120])), soft_wrap=True)

@@ -354,10 +354,9 @@ def ingest(
 ) -> None:
     """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
     from diagevo.interchange import as_run, ingest_events, parse_lines
-    from diagevo.parsing import file_lines
+    from diagevo.parsing import file_lines, input_file
 
-    if str(file) != "-" and not file.exists():
-        raise CLIError(f"no such file: {file}")
+    input_file(file)
     events = parse_lines(file_lines(file))  # a bad file is refused before the database is opened
     if not events:
         raise CLIError(f"{'stdin' if str(file) == '-' else file} is empty: no events to ingest")

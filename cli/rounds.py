@@ -101,7 +101,9 @@ def start(
 
 @round_app.command("requests")
 def requests_(
-    n: Annotated[int, typer.Option("--n", min=0, help="How many generation requests.")],
+    n: Annotated[
+        int, typer.Option("--n", min=0, help="How many generation requests (at most the run's limits.requests).")
+    ],
     run: RunOpt = None,
     db: DbOpt = None,
     open_round: RoundOpt = None,

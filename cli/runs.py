@@ -63,10 +63,15 @@ def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> Non
     # differs from the defaults): columns of their own are squeezed to a few characters a line
     # on an 80-column terminal
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
-    # as wide as the widest id, origin, tag list or config change; a note is cut to that width
+    # as wide as the widest id, origin, tag list or config change, and no wider than leaves the
+    # other columns their room on this terminal (at 80 columns too: they are never cut); a note
+    # is cut to that width
     widest = max(len(line) for r in found for line in _card(r, 0).plain.splitlines() if not line.startswith("  note"))
-    cards = [_card(r, max(min(widest, 44) - len("  note: "), 24)) for r in found]
-    table.add_column("run (origin, tags, notes, config changes)", overflow="fold", min_width=min(widest, 44))
+    statuses = max(len("status"), *(len(r.status) for r in found))
+    others = statuses + len("rounds") + len("2026-01-01 00:00") + 15  # with the padding and edges
+    first = max(min(widest, 44, console.width - others), 20)
+    cards = [_card(r, max(first - len("  note: "), 12)) for r in found]
+    table.add_column("run (origin, tags, notes, config changes)", overflow="fold", min_width=first)
     table.add_column("status")
     table.add_column("rounds", justify="right", no_wrap=True)
     table.add_column("created", no_wrap=True)

@@ -37,6 +37,7 @@ STATS_COLUMNS = {
     "promotions": "prom",
     "reactivations": "react",
     "merges": "merge",
+    "failed_diagnoses": "dx fail",
     "heldout_acc": "held-out",
     "ckpt_mb": "ckpt MB",
     "disk_mb": "disk MB",
@@ -60,6 +61,7 @@ _KEPT_FIRST = (
     "promotions",
     "reactivations",
     "merges",
+    "failed_diagnoses",
     "disk_mb",
     "ckpt_mb",
 )
@@ -71,6 +73,7 @@ _LEGEND = {
     "attr": "attributions",
     "prom": "promotions",
     "react": "reactivations",
+    "dx fail": "failures whose diagnosis failed",
     "ckpt MB": "checkpoints written in the round",
     "disk MB": "of those, still on disk",
 }

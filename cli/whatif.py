@@ -26,7 +26,8 @@ def register(memory_app: typer.Typer) -> None:
             typer.Option(
                 "--set",
                 help="A setting of the model-free deciders, section.field=value: memory.k, memory.theta_up or "
-                "memory.state_updates; v1,v2,... writes one derived run per value (every combination).",
+                "memory.state_updates; v1,v2,... writes one derived run per value (every combination, at most 100: "
+                "counted and checked before the first is written).",
             ),
         ] = None,
         to: Annotated[

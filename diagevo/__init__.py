@@ -10,14 +10,16 @@ The public API, for a trainer that drives the memory itself and for anyone readi
         reqs = rnd.requests(8)                           # Eq. 1-2 schedule draws, with prompts
         scored = rnd.record([...Candidate...])           # votes, Eq. 3 filter: a Recorded
         rnd.promote()                                    # Eq. 5-6
-        rnd.record_failures([...])                       # then Sec. 2.3:
+        rnd.record_failures([...])                       # then Sec. 2.3 (rnd.next_step: what is next)
         diagevo.diagnose(rnd, llm_url="http://localhost:8000/v1", model="...")  # or diagnostician="heuristic"
         rnd.commit({"acc": 0.5})                         # M_1
         diagevo.stats(store, "mine").rounds              # `memory stats --json` is its .to_dict()
 
 Results are typed (attributes, and ``to_dict()`` for JSON). Names are imported on first use, so
 ``import diagevo`` (and any ``diagevo.x`` submodule) stays cheap. Errors a caller can fix derive
-from :class:`DiagevoError`.
+from :class:`DiagevoError`, by what to do: :class:`RetryLater` (an endpoint down, a busy run: the
+same call later), :class:`BadServer` (a server answering wrongly), :class:`BadInput` (the call:
+a type, a value, the order of the steps), :class:`Unavailable` (the machine).
 """
 
 # ruff: noqa: F401  (the TYPE_CHECKING imports below are the exports, for type checkers)
@@ -77,10 +79,16 @@ _EXPORTS: dict[str, str] = {
     "challenger_output_rewards": "diagevo.curriculum",
     "solver_messages": "diagevo.curriculum",
     "parse_question": "diagevo.curriculum",
-    # errors a caller can fix
+    # errors a caller can fix, by what to do (diagevo.errors): the root, then retry later, fix the
+    # server, fix the call, fix the machine
     "DiagevoError": "diagevo.errors",
-    "BadInput": "diagevo.errors",
+    "RetryLater": "diagevo.errors",
+    "EndpointUnreachable": "diagevo.errors",
     "Conflict": "diagevo.errors",
+    "DiagnosesFailed": "diagevo.errors",
+    "BadServer": "diagevo.errors",
+    "BadInput": "diagevo.errors",
+    "OutOfOrder": "diagevo.rounds",
     "NotFound": "diagevo.errors",
     "Unavailable": "diagevo.errors",
 }
@@ -116,6 +124,7 @@ _PUBLIC_MEMBERS: dict[str, tuple[str, ...]] = {
         "config",
         "requests",
         "record",
+        "questions",
         "promote",
         "record_failures",
         "record_metrics",
@@ -160,14 +169,24 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.diagnosis.interface import Diagnostician
     from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose
     from diagevo.diagnosis.tools import heuristic_diagnostician, llm_diagnostician, make_embedder, vector_index
-    from diagevo.errors import BadInput, Conflict, DiagevoError, NotFound, Unavailable
+    from diagevo.errors import (
+        BadInput,
+        BadServer,
+        Conflict,
+        DiagevoError,
+        DiagnosesFailed,
+        EndpointUnreachable,
+        NotFound,
+        RetryLater,
+        Unavailable,
+    )
     from diagevo.fork import diff_runs, fork_run
     from diagevo.log import Recorder
     from diagevo.memory.schedule import schedule
     from diagevo.memory.state import Memory
     from diagevo.paths import beside_database, run_dir
     from diagevo.results.rounds import Committed
-    from diagevo.rounds import Candidate, Recorded, Request, Round, Scored, start_run
+    from diagevo.rounds import Candidate, OutOfOrder, Recorded, Request, Round, Scored, start_run
     from diagevo.train import make_backend
     from diagevo.train.config import Config, load_config
     from diagevo.views.index import VectorIndex

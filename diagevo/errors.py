@@ -1,8 +1,17 @@
-"""The errors a user can fix, declared in one place.
+"""The errors a user can fix, declared in one place, as a tree a caller catches by meaning.
 
-Everything diagevo raises on purpose for bad input, a conflicting writer, a missing thing or a
-foreign database is a :class:`DiagevoError`; the CLI prints such an error as one line and exits
-non-zero. Any other exception is a bug in diagevo and is shown as one.
+Everything diagevo raises on purpose is a :class:`DiagevoError`; the CLI prints such an error as
+one line and exits non-zero. Any other exception is a bug in diagevo and is shown as one. Below
+the root, what to do about it:
+
+- :class:`RetryLater`: nothing is wrong with the call; what it needs did not answer or was busy
+  (an endpoint unreachable or overloaded, a run another process writes, a log another writer
+  moved on): the same call later can succeed;
+- :class:`BadServer`: a server answered, but not as diagevo needs (replies that do not parse):
+  waiting does not help, the server or its model must change;
+- :class:`BadInput`: the call itself must change: a value or type, a file, a config, a name that
+  names nothing (:class:`NotFound`), a step out of the documented order;
+- :class:`Unavailable`: this machine lacks something (a package, GPUs, a model directory).
 
 ``BadInput`` and ``NotFound`` also derive from ``ValueError`` / ``LookupError`` so that callers
 written against the standard library's conventions keep working.
@@ -77,40 +86,53 @@ class DiagevoError(Exception):
         return self.render()
 
 
+class RetryLater(DiagevoError):
+    """Nothing is wrong with the call or the replies: what it needs did not answer or was busy
+    (an endpoint unreachable or overloaded, a run another process writes, a log another writer
+    moved on). The same call later can succeed, and a retry stores nothing twice."""
+
+
+class Conflict(RetryLater):
+    """The log moved on under the caller: another writer appended first, holds the run, or
+    changed the memory a decision read. Read again and retry."""
+
+
+class EndpointUnreachable(RetryLater, ValueError):
+    """An OpenAI-compatible endpoint did not answer at all: a refused connection, an unknown
+    host, or silence past the probe's deadline (the message is one line)."""
+
+
+class BadServer(DiagevoError):
+    """A server answered, but not as diagevo needs: replies that do not parse or do not fit the
+    stage's schema. Waiting does not help: the server, its model or its settings must change."""
+
+
 class BadInput(DiagevoError, ValueError):
-    """Input that diagevo refuses: a malformed file or line, an invalid value, a log that breaks
-    an invariant, a model reply that does not parse."""
+    """The call must change: a value or type diagevo refuses, a malformed file or line, a config
+    field out of its range, a log that breaks an invariant, a step out of the documented order."""
 
 
-class Conflict(DiagevoError):
-    """The state moved on under the caller: another writer appended, or a step came out of
-    order (recording into a committed round, promoting twice)."""
-
-
-class NotFound(DiagevoError, LookupError):
+class NotFound(BadInput, LookupError):
     """A run, round, cause, file, model directory or database that does not exist."""
 
 
-class NotADiagevoDatabase(DiagevoError):
+class NotADiagevoDatabase(BadInput):
     """A database that holds something other than a diagevo log (or an older revision)."""
 
 
 class Unavailable(DiagevoError):
-    """Something diagevo needs is not reachable or not installed: an endpoint that refuses
-    connections, an optional dependency (vLLM, flash-attn) missing on this machine."""
+    """This machine lacks something diagevo needs: an optional dependency (vLLM, flash-attn,
+    the hf extra), GPUs, a model directory, disk."""
 
 
-class EndpointUnreachable(Unavailable, ValueError):
-    """An OpenAI-compatible endpoint did not answer at all: a refused connection, an unknown
-    host, silence past the probe's deadline or a refused API key (the message is one line)."""
-
-
-class DiagnosesFailed(Unavailable):
+class DiagnosesFailed(DiagevoError):
     """More of a round's failures failed to diagnose than the run allows
-    (``diagnosis.max_failed_share``), or every one of them did: a dead or incompatible
-    diagnostician. Raised after the round's other decisions are appended; the failed ones stay
-    undiagnosed, and diagnosing the round again asks only for them. ``failed`` of ``total``
-    failures; ``reasons``: (reason, count), the most frequent first."""
+    (``diagnosis.max_failed_share``), or every one of them did. Raised after the round's other
+    decisions are appended; the failed ones stay undiagnosed, and diagnosing the round again asks
+    only for them. ``failed`` of ``total`` failures; ``reasons``: (reason, count), the most
+    frequent first. Raised as ``DiagnosticianDown`` (a :class:`RetryLater`) when every failed
+    diagnosis went unanswered at the endpoint, else as ``DiagnosticianBroken`` (a
+    :class:`BadServer`)."""
 
     def __init__(
         self, message: str, *, failed: int, total: int, reasons: tuple[tuple[str, int], ...], hint: Hint | None = None
@@ -119,14 +141,28 @@ class DiagnosesFailed(Unavailable):
         self.failed, self.total, self.reasons = failed, total, reasons
 
 
+class DiagnosticianDown(DiagnosesFailed, RetryLater):
+    """Every failed diagnosis failed at the endpoint (timeouts, refused connections, HTTP 429 or
+    5xx): the diagnostician did not answer. Diagnose the round again once it does."""
+
+
+class DiagnosticianBroken(DiagnosesFailed, BadServer):
+    """Failed diagnoses with replies that do not parse or a final refusal by the server: the
+    diagnostician answers, wrongly. Fix the server or its model, then diagnose the round again."""
+
+
 __all__ = [
     "BadInput",
+    "BadServer",
     "Conflict",
     "DiagevoError",
     "DiagnosesFailed",
+    "DiagnosticianBroken",
+    "DiagnosticianDown",
     "EndpointUnreachable",
     "Hint",
     "NotADiagevoDatabase",
     "NotFound",
+    "RetryLater",
     "Unavailable",
 ]

@@ -45,10 +45,17 @@ def _create(path: Path) -> tuple[int, Path]:
 
 def _plain_target(path: Path) -> None:
     """Refuse an output path that is a symbolic link or exists as anything but a regular file."""
+    from diagevo.parsing import name_too_long
+
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
+    except OSError as exc:
+        too_long = name_too_long(path, exc, "write")
+        if too_long is None:
+            raise
+        raise too_long from None
     if stat.S_ISLNK(mode):
         raise BadInput(
             f"{path} is a symbolic link: an output is written neither through a link nor over one; "

@@ -1,8 +1,10 @@
-"""How much untrusted text the log keeps and the HTTP clients read (``[limits]``).
+"""How much untrusted text the log keeps and the HTTP clients read, and how many requests one
+call may draw (``[limits]``).
 
 Not the method's: a setting of how the log stores the texts it is given (:mod:`diagevo.schemas`
-bounds each text field with it) and of how much of a reply the clients read. It sits low, beside
-the event schemas that apply it; a stored config carries it and the readers validate it here.
+bounds each text field with it), of how much of a reply the clients read, and of what a typo can
+ask for. It sits low, beside the event schemas that apply it; a stored config carries it and the
+readers validate it here.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from diagevo.sections import Section
 
 class LimitsConfig(Section):
     """``[limits]``: how much untrusted text (replies, responses, questions, notes) the log keeps
-    and the HTTP clients read. A longer text is stored cut, and its event's data names the whole
-    text's length and SHA-256 under ``cut``."""
+    and the HTTP clients read, and how many requests one call draws. A longer text is stored cut,
+    and its event's data names the whole text's length and SHA-256 under ``cut``."""
 
     text_bytes: int = Field(
         default=65536,
@@ -37,6 +39,14 @@ class LimitsConfig(Section):
         le=1024,
         description="The HTTP clients stop reading a reply body past reply_factor x text_bytes (per choice asked "
         "for) and count the call as failed.",
+    )
+
+    requests: int = Field(
+        default=100_000,
+        ge=1,
+        le=10_000_000,
+        description="The most generation requests one call draws (Round.requests, round requests --n): more is "
+        "refused before any is drawn (a round of the paper asks for a few hundred).",
     )
 
     lock_wait_s: float = Field(

@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from diagevo.errors import EndpointUnreachable
-from diagevo.parsing import one_line
+from diagevo.errors import BadInput, EndpointUnreachable
+from diagevo.parsing import one_line, quoted
 from diagevo.schemas import current_limits
 
 try:  # the HTTP library the installed openai client is built on
@@ -55,29 +55,115 @@ def failure_line(exc: BaseException) -> str:
     return one_line(str(exc), 300) or type(exc).__name__
 
 
-def check_endpoint(
-    base_url: str, *, api_key: str | None = None, timeout_s: float = 10.0, what: str = "endpoint"
-) -> None:
-    """Ask ``GET {base_url}/models`` once, before any work that would store something.
+class ModelNotServed(BadInput):
+    """A server that lists its models, the one asked for not among them (``listed``): a typo in
+    the model's name, or a server serving another model."""
 
-    Any HTTP answer means the server is there (some providers have no ``/models``), except 401
-    and 403: the key was refused. A refused connection, an unknown host or silence raise
-    :class:`EndpointUnreachable` with the reason in words."""
+    def __init__(self, message: str, listed: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.listed = listed
+
+
+MODELS_BYTES = 1 << 20
+"""The most of a ``GET /models`` reply read (a list of a few thousand models fits)."""
+
+
+def list_models(
+    base_url: str, *, api_key: str | None = None, timeout_s: float = 10.0, what: str = "endpoint"
+) -> tuple[str, ...] | None:
+    """Ask ``GET {base_url}/models`` once: the ids of the models the server lists, or None when
+    it lists none (some providers have no ``/models``, or answer it with something else).
+
+    Any HTTP answer means the server is there, except 401 and 403: the key was refused
+    (:class:`~diagevo.errors.BadInput`: the key is the caller's to fix). A refused connection,
+    an unknown host or silence raise :class:`EndpointUnreachable` with the reason in words."""
+    from diagevo.urls import redact_url
+
+    shown = redact_url(base_url)
     key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    try:  # the status is all it needs: the body is never read
+    body = b""
+    try:
         with _httpx.stream("GET", base_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s) as resp:
             status = resp.status_code
+            if status == 200:
+                for chunk in resp.iter_bytes():
+                    body += chunk
+                    if len(body) > MODELS_BYTES:  # not a list of models: read no further
+                        body = b""
+                        break
     except _httpx.TimeoutException:
-        raise EndpointUnreachable(f"the {what} at {base_url} did not answer within {timeout_s:g} s") from None
+        raise EndpointUnreachable(f"the {what} at {shown} did not answer within {timeout_s:g} s") from None
     except _httpx.HTTPError as exc:
         cause: BaseException | None = exc
         while cause is not None and not isinstance(cause, socket.gaierror):
             cause = cause.__cause__ or cause.__context__
         reason = "unknown host" if cause is not None else failure_line(exc)
-        raise EndpointUnreachable(f"cannot reach the {what} at {base_url}: {reason}") from None
+        raise EndpointUnreachable(f"cannot reach the {what} at {shown}: {reason}") from None
     if status in (401, 403):
-        raise EndpointUnreachable(f"the {what} at {base_url} refused the API key (HTTP {status})")
+        raise BadInput(
+            f"the {what} at {shown} refused the API key (HTTP {status}): give its key in $DIAGEVO_LLM_API_KEY "
+            "(or diagnosis.api_key)"
+        )
+    return served_models(body)
+
+
+def served_models(body: bytes) -> tuple[str, ...] | None:
+    """The model ids of an OpenAI ``GET /models`` reply (``{"data": [{"id": ...}, ...]}``), or
+    None for a reply that lists none."""
+    try:
+        data = json.loads(body).get("data")
+    except (ValueError, AttributeError):
+        return None
+    ids = (
+        tuple(m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str))
+        if isinstance(data, list)
+        else ()
+    )
+    return ids or None
+
+
+def check_endpoint(
+    base_url: str,
+    *,
+    api_key: str | None = None,
+    timeout_s: float = 10.0,
+    what: str = "endpoint",
+    model: str | None = None,
+) -> tuple[str, ...] | None:
+    """Ask ``GET {base_url}/models`` once, before any work that would store something
+    (:func:`list_models`); with ``model``, a server that lists models but not this one is
+    refused (:class:`ModelNotServed`, naming those it lists): the log would otherwise
+    credit a model that never answered. Returns what the server lists (None: none)."""
+    listed = list_models(base_url, api_key=api_key, timeout_s=timeout_s, what=what)
+    if model is not None and listed is not None and model not in listed:
+        from diagevo.urls import redact_url
+        from diagevo.words import did_you_mean
+
+        more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
+        shown = ", ".join(quoted(m, 80) for m in listed[:5]) + more
+        raise ModelNotServed(
+            f"the {what} at {redact_url(base_url)} does not serve model {quoted(model, 80)}"
+            f"{did_you_mean(model, listed)} (it lists {shown})",
+            listed,
+        )
+    return listed
+
+
+_ANSWERED = ("not usable JSON", "not a chat completion", "reply body", "more than")
+"""How :class:`TransportError`'s lines begin where a server answered with no usable reply (a
+body that is not a chat completion, or too large; redirects not followed)."""
+
+
+def unanswered(line: str) -> bool:
+    """Whether a failed request's line (a :class:`TransportError`'s) says the server did not
+    answer: a timeout, a connection that failed, HTTP 408, 429 or 5xx (worth asking again
+    later). Any other answer (a 4xx, a redirect not followed, a body that is no reply) is the
+    server's word: waiting does not change it."""
+    if line.startswith("HTTP "):
+        status = line[5:8]
+        return status in ("408", "429") or status.startswith("5")
+    return not line.startswith(_ANSWERED)
 
 
 class BadResponse(Exception):

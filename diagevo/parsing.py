@@ -10,6 +10,7 @@ at most :data:`SHOWN` characters of the offending value.
 
 from __future__ import annotations
 
+import errno
 import io
 import re
 import sys
@@ -140,7 +141,8 @@ def _json_type(obj: Any) -> str:
 
 def toml_loads(text: str, where: str = "") -> dict[str, Any]:
     """Parse TOML with the same bounded depth as JSON (tomllib recurses into inline arrays and
-    tables); a syntax error is ``tomllib.TOMLDecodeError`` as usual, too deep is :class:`BadInput`."""
+    tables); a syntax error is ``tomllib.TOMLDecodeError`` as usual, too deep or a number too
+    long for Python to read (5,000 digits) is :class:`BadInput`."""
     import tomllib
 
     if len(text) > MAX_CHARS:
@@ -149,6 +151,10 @@ def toml_loads(text: str, where: str = "") -> dict[str, Any]:
         data = tomllib.loads(text)
     except RecursionError:
         raise bad(where, f"TOML nested deeper than {MAX_DEPTH} levels") from None
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError:  # Python reads no integer of more than sys.get_int_max_str_digits() digits
+        raise bad(where, f"a whole number of more than {sys.get_int_max_str_digits():,} digits") from None
     if depth(data) > MAX_DEPTH + 1:  # the document itself is a table
         raise bad(where, f"TOML nested deeper than {MAX_DEPTH} levels")
     return data
@@ -226,16 +232,46 @@ def _binary(path: Path | str, name: str) -> Iterator[BinaryIO]:
         yield stdin.buffer if hasattr(stdin, "buffer") else io.BytesIO(stdin.read().encode("utf-8", "surrogateescape"))
         return
     p = Path(path)
-    if p.is_dir():
-        raise bad("", f"{p} is a directory, not a file")
+    input_file(p)
     try:
         fh = p.open("rb")
     except FileNotFoundError:
         raise bad("", f"no such file: {name}") from None
     except OSError as exc:
-        raise bad("", f"cannot read {name}: {exc.strerror or exc}") from None
+        raise name_too_long(p, exc, "read") or bad("", f"cannot read {name}: {exc.strerror or exc}") from None
     with fh:
         yield fh
+
+
+def input_file(path: Path | str, what: str = "a file") -> None:
+    """Refuse, before anything is read or written, an input file that is not there, is a
+    directory, or whose name the file system refuses (:class:`BadInput`, one line); ``-``
+    (stdin) passes."""
+    if str(path) == "-":
+        return
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise bad("", f"{p} is a directory, not {what}")
+        if not p.exists():
+            raise bad("", f"no such file: {p}")
+    except OSError as exc:
+        raise name_too_long(p, exc, "read") or bad("", f"cannot read {p}: {exc.strerror or exc}") from None
+
+
+def name_too_long(path: Path | str, exc: OSError, doing: str) -> BadInput | None:
+    """The error for a path the file system refused because a name in it is too long (a typo's
+    300 characters, a pasted text), naming the path and the longest name's size; None for any
+    other ``exc``."""
+    if exc.errno != errno.ENAMETOOLONG:
+        return None
+    parts = Path(path).parts or (str(path),)
+    longest = max(len(part.encode("utf-8", "surrogateescape")) for part in parts)
+    return bad(
+        "",
+        f"cannot {doing} {quoted(str(path), 80)}: a name in it of {longest:,} bytes, or the whole path, is longer "
+        "than the file system takes (a name at most 255 bytes on most)",
+    )
 
 
 def _chunks(fh: BinaryIO, name: str) -> Iterator[bytes]:

@@ -5,7 +5,8 @@ prints or writes to a file.
   wherever a URL appears: a config field, ``--db``, a message, a traceback;
 - the value of a secret-named setting (``api_key``, ``*_key``, ``*token``, ``password``,
   ``secret``, ``credentials``) in a config, a ``name=value`` pair (``--set
-  diagnosis.api_key=...``, a query string) or a ``"name": "value"`` pair;
+  diagnosis.api_key=...``, a query string) or a ``"name": "value"`` pair, and a URL's
+  ``?key=``, ``?sig=`` or ``?signature=`` (a provider's key or a signed URL's);
 - a bearer token.
 
 :func:`redact_config` is applied to the resolved config before ``run.started`` stores it (and
@@ -25,6 +26,7 @@ REDACTED = "***"
 _URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)(?P<secret>[^\s/?#]*)@")
 _SECRET_NAME = r"[\w.-]*?(?:api[_-]?key|apikey|_key|token|password|passwd|secret|credentials?)"
 _NAMED = re.compile(rf"(?i)(?P<head>\b{_SECRET_NAME}[\"']?\s*[=:]\s*[\"']?)(?P<secret>[^\s\"'&,;)}}\]]+)")
+_QUERY_KEY = re.compile(r"(?i)(?P<head>[?&](?:key|sig|signature)=)(?P<secret>[^\s&#]*)")  # ?key=... of a URL
 _BEARER = re.compile(r"(?i)(?P<head>\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]+)")
 _SECRET_KEY = re.compile(rf"(?i){_SECRET_NAME}")
 _SECRET_OPTION = re.compile(r"(?i)--[\w-]*(?:api-key|apikey|token|password|passwd|secret)")
@@ -44,6 +46,7 @@ def redact_text(text: str) -> str:
     """``text`` with every credential of the module docstring's list replaced by ``***``."""
     if "://" in text:
         text = _URL_PASSWORD.sub(lambda m: m.group("head") + REDACTED + "@", text)
+        text = _QUERY_KEY.sub(_mask, text)
     text = _NAMED.sub(_mask, text)
     return _BEARER.sub(_mask, text)
 

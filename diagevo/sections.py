@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Hint
@@ -28,6 +28,10 @@ from diagevo.redaction import redact_config
 from diagevo.words import you_mean
 
 S = TypeVar("S", bound=BaseModel)
+
+LARGEST_INT = 2**63 - 1
+"""The largest whole number a config field takes, unless the field declares a narrower range:
+a signed 64-bit integer, what SQLite and PostgreSQL store as a number."""
 
 
 class ConfigError(BadInput):
@@ -95,6 +99,17 @@ class Section(BaseModel):
             return super().model_validate(obj, **kwargs)
         except ValidationError as exc:
             raise config_error(first_error(exc), cls) from None
+
+    @field_validator("*", mode="after", check_fields=False)
+    @classmethod
+    def _whole_number_in_range(cls, value: Any) -> Any:
+        """A whole number of any field is within :data:`LARGEST_INT` either way (a field declares
+        a narrower range itself): what the log's databases store as a number, so that a typo's
+        ``10**30`` is a config error, never a number that overflows later."""
+        if isinstance(value, int) and not isinstance(value, bool) and not -LARGEST_INT <= value <= LARGEST_INT:
+            digits = len(str(abs(value)))
+            raise ValueError(f"Input should be at most {LARGEST_INT:,} either way, not a number of {digits} digits")
+        return value
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -278,9 +293,9 @@ def _unknown_section(error: Mapping[str, Any], model: type[BaseModel], path: Pat
 # --- overrides and the rows of ``diagevo config`` -------------------------------------------
 
 
-def _coerce(value: str) -> Any:
+def _coerce(value: str, key: str = "") -> Any:
     try:
-        return toml_loads(f"v = {value}", f"value {value[:40]!r}")["v"]
+        return toml_loads(f"v = {value}", f"config: {key}" if key else f"value {value[:40]!r}")["v"]
     except tomllib.TOMLDecodeError:
         return value
 
@@ -298,7 +313,7 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise BadInput(f"override {item!r}: {part} is not a section")
-        node[parts[-1]] = _coerce(value.strip())
+        node[parts[-1]] = _coerce(value.strip(), key.strip())
     return data
 
 

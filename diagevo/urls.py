@@ -1,6 +1,7 @@
 """Database URLs: the default (apart from ``config`` so that the store and the CLI's read
 commands do not import pydantic's configuration models); a URL's password is redacted by
-:mod:`diagevo.redaction`."""
+:mod:`diagevo.redaction`. And the one check of an endpoint's URL (the diagnostician's, an
+embedder's), wherever one is given: the config, ``diagnose --llm-url``, ``doctor --diagnostician``."""
 
 from __future__ import annotations
 
@@ -27,3 +28,35 @@ def without_password(url: str) -> str:
         return redact_url(url)
     bare = URL.create(u.drivername, u.username, None, u.host, u.port, u.database, u.query)
     return bare.render_as_string(hide_password=False)
+
+
+LONGEST_URL = 2048
+"""The longest endpoint URL taken (what browsers and servers take; a longer one is a paste gone wrong)."""
+
+
+def endpoint_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an OpenAI-compatible endpoint's base URL, or None. Credentials in
+    it are refused (the key goes in ``$DIAGEVO_LLM_API_KEY`` or ``diagnosis.api_key``, which are
+    never stored): a URL is stored with the run and shown in its report. The reason never
+    repeats the URL (it may hold a secret)."""
+    from urllib.parse import urlsplit
+
+    if len(url) > LONGEST_URL:
+        return f"a URL of {len(url):,} characters, longer than the {LONGEST_URL:,} taken"
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "a URL holds no space or control character"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # out of range or not a number: ValueError
+    except ValueError as exc:
+        return f"not a URL ({exc})"
+    if parts.scheme.lower() not in ("http", "https"):
+        return "not an http:// or https:// URL (such as http://localhost:8000/v1)"
+    if parts.username is not None or parts.password is not None:
+        return (
+            "credentials in the URL are not taken (the URL is stored with the run): give the key in "
+            "$DIAGEVO_LLM_API_KEY or diagnosis.api_key, which are never stored"
+        )
+    if not parts.hostname or port == 0:
+        return "a URL without a host (such as http://localhost:8000/v1)"
+    return None

@@ -17,6 +17,7 @@ command, ``memory diff`` (causes matched by the event that created them) and ``r
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -59,6 +60,11 @@ MEANING = (
 
 SETTINGS = ("memory.k", "memory.theta_up", "memory.state_updates")
 """The settings a what-if can change: those of the deciders that call no model."""
+
+MOST_WHATIFS = 100
+"""The most derived runs one sweep writes: the combinations are counted before any is built, and
+a sweep asking for more is refused with nothing written (``k=`` with a thousand values times
+three others is a typo, not a study)."""
 
 _WHY_NOT = {
     "memory.generation": "it changes which questions are asked",
@@ -125,23 +131,31 @@ def _why_not(key: str) -> str:
 def parse_settings(sets: Sequence[str]) -> list[dict[str, str]]:
     """``section.field=v1,v2`` items as the combinations they ask for (one dict of key -> value
     text per derived run, every combination of the values given, in order). A setting whose
-    effect needs new model calls or evidence is refused, saying why."""
+    effect needs new model calls or evidence is refused, saying why; so are more combinations
+    than :data:`MOST_WHATIFS`, counted before any is built."""
     axes: dict[str, list[str]] = {}
     for item in sets:
         key, sep, values = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise WhatIfError(f"setting {item!r} is not of the form section.field=value")
+            raise WhatIfError(f"setting {item[:80]!r} is not of the form section.field=value")
         if key not in SETTINGS:
             raise WhatIfError(
-                f"a what-if cannot change {key}: {_why_not(key)}, which needs new model calls; it changes "
+                f"a what-if cannot change {key[:80]}: {_why_not(key)}, which needs new model calls; it changes "
                 f"{', '.join(SETTINGS)} only (fork the run and train on for the rest)"
             )
         if key in axes:
             raise WhatIfError(f"{key} is set twice: give its values once, separated by commas")
         axes[key] = [v.strip() for v in values.split(",")]
         if any(not v for v in axes[key]):
-            raise WhatIfError(f"setting {item!r} has an empty value")
+            raise WhatIfError(f"setting {item[:80]!r} has an empty value")
+    count = math.prod(len(v) for v in axes.values())
+    if count > MOST_WHATIFS:
+        shown = " x ".join(f"{len(v):,}" for v in axes.values())
+        raise WhatIfError(
+            f"{shown} values ask for {count:,} what-ifs, more than the {MOST_WHATIFS} one sweep writes: "
+            "ask for fewer values (nothing was written)"
+        )
     keys = list(axes)
     return [dict(zip(keys, combo)) for combo in itertools.product(*(axes[k] for k in keys))]
 
@@ -300,11 +314,20 @@ def _existing(store: Recorder, new: str, source: str, settings: Mapping[str, str
     return WhatIf(new, source, dict(settings), marker.round, source_hash, store.last_seq(new), False)
 
 
-def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str | None = None) -> WhatIf:
-    """Write the what-if of ``source`` under ``settings`` (key -> value text; the keys
-    ``memory.k``, ``memory.theta_up``, ``memory.state_updates``) as run ``new`` (default
-    ``SOURCE~field=value``); with no setting, the copy that must reproduce the recorded memory
-    exactly. Writing the same what-if again is a no-op."""
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A what-if checked against the log before anything is written: the derived run's name,
+    the settings, the source's last commit, and the what-if already there under that name."""
+
+    new: str
+    settings: dict[str, str]
+    commit: StoredEvent
+    existing: WhatIf | None
+
+
+def _plan(store: Recorder, source: str, settings: Mapping[str, str], new: str | None) -> _Plan:
+    """Check a what-if of ``source`` under ``settings`` as run ``new`` without writing: the
+    settings against the source's config, the name against the runs the log holds."""
     [checked_settings] = parse_settings([f"{k}={v}" for k, v in settings.items()]) or [{}]
     new = new or default_name(source, checked_settings)
     if not new.strip():
@@ -315,11 +338,30 @@ def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str 
     if not done:
         raise WhatIfError(f"run {source!r} has no committed round: a what-if needs one")
     commit = next(e for e in store.read(source, types=(RoundCommitted,), in_round=done[-1]))
+    if checked_settings:  # a value the config refuses is refused here, before any what-if is written
+        for e in store.read(source, types=(RunStarted, RunConfigured), upto_seq=commit.seq):
+            _with_settings(e.data.get("config", {}), checked_settings)
+    existing = None
     if store.has_run(new):
-        found = _existing(store, new, source, checked_settings, commit.hash)
-        if found is None:
+        existing = _existing(store, new, source, checked_settings, commit.hash)
+        if existing is None:
             raise WhatIfError(f"run {new!r} exists already: pick a new name")
-        return _with_rounds(store, found)
+    return _Plan(new, checked_settings, commit, existing)
+
+
+def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str | None = None) -> WhatIf:
+    """Write the what-if of ``source`` under ``settings`` (key -> value text; the keys
+    ``memory.k``, ``memory.theta_up``, ``memory.state_updates``) as run ``new`` (default
+    ``SOURCE~field=value``); with no setting, the copy that must reproduce the recorded memory
+    exactly. Writing the same what-if again is a no-op, also when another process writes it at
+    the same time (the one that comes second finds it there: ``created`` False)."""
+    return _write(store, source, _plan(store, source, settings, new))
+
+
+def _write(store: Recorder, source: str, plan: _Plan) -> WhatIf:
+    if plan.existing is not None:
+        return _with_rounds(store, plan.existing)
+    new, checked_settings, commit = plan.new, plan.settings, plan.commit
     state = _Deriving(source, new, checked_settings)
     _remember_decisions(store.read(source, types=(CausePromoted, CauseReactivated)), state)
     state.unmarked = _unmarked_promotions(store.rows(source, upto_seq=commit.seq, data=False))
@@ -335,15 +377,22 @@ def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str 
     state.out.append(
         new_event(forked, run=new, at_round=commit.round, event_id=event_id(new, commit.round, RunForked.name))
     )
+    found: list[WhatIf] = []
 
     # the events are a function of the source's log through one commit, which no later append
     # changes; under the append lock only the new run's absence is left to decide
     def decide() -> list[EventIn]:  # the derived run is created once, under the append lock
-        if store.has_run(new):
-            raise WhatIfError(f"run {new!r} exists already: pick a new name")
+        if store.has_run(new):  # written meanwhile: the same what-if (another process's), or a run in the way
+            there = _existing(store, new, source, checked_settings, commit.hash)
+            if there is None:
+                raise WhatIfError(f"run {new!r} exists already: pick a new name")
+            found.append(there)
+            return []
         return state.out
 
     store.append_decided(decide)
+    if found:
+        return _with_rounds(store, found[0])
     refresh_snapshots(store, new)
     made = WhatIf(new, source, dict(checked_settings), commit.round, commit.hash, len(state.out), True)
     return _with_rounds(store, made)
@@ -369,9 +418,15 @@ def outcomes(store: Recorder, run: str) -> list[RoundOutcome]:
 
 def what_if_sweep(store: Recorder, source: str, sets: Sequence[str], names: Sequence[str] = ()) -> Sweep:
     """One what-if per combination of the values in ``sets`` (``section.field=v1,v2,...``);
-    ``names`` names the derived runs in that order (default ``SOURCE~field=value``)."""
+    ``names`` names the derived runs in that order (default ``SOURCE~field=value``). Every
+    combination is counted (at most :data:`MOST_WHATIFS`) and checked, its values and its name,
+    before the first is written: a refused sweep writes nothing."""
     combos = parse_settings(sets) or [{}]
     if names and len(names) != len(combos):
         raise WhatIfError(f"{len(names)} names for {len(combos)} what-ifs: give one name per combination")
-    made = [what_if(store, source, combo, names[i] if names else None) for i, combo in enumerate(combos)]
+    plans = [_plan(store, source, combo, names[i] if names else None) for i, combo in enumerate(combos)]
+    twice = next((p.new for i, p in enumerate(plans) if p.new in {q.new for q in plans[:i]}), None)
+    if twice is not None:
+        raise WhatIfError(f"two combinations would both be run {twice!r}: give each its own name")
+    made = [_write(store, source, plan) for plan in plans]
     return Sweep(source, outcomes(store, source), made)

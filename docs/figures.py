@@ -201,6 +201,7 @@ CONSTRAINED = {
     'arithmetic expressions with mixed operators"}',
 }
 FREE_TEXT = "The two attempts diverge at the first step: the failing one adds before it multiplies."
+MODEL = "Qwen/Qwen3-4B-Instruct-2507"  # what the loopback server serves (GET /models lists it)
 
 
 def _doctor_against(work: Path, replies: dict[str, str]) -> str:
@@ -208,7 +209,7 @@ def _doctor_against(work: Path, replies: dict[str, str]) -> str:
     answering each stage with ``replies``: its diagnostician section, port and timings written
     as PORT and T."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "tests.llm_server", "--defaults", json.dumps(replies)],
+        [sys.executable, "-m", "tests.llm_server", "--defaults", json.dumps(replies), "--model", MODEL],
         cwd=ROOT,
         env=ENV,
         stdin=subprocess.PIPE,
@@ -218,7 +219,7 @@ def _doctor_against(work: Path, replies: dict[str, str]) -> str:
     try:
         assert server.stdout is not None and server.stdin is not None
         url = server.stdout.readline().strip()
-        args = ["doctor", "--diagnostician", url, "--diagnostician-model", "Qwen/Qwen3-4B-Instruct-2507"]
+        args = ["doctor", "--diagnostician", url, "--diagnostician-model", MODEL]
         done = subprocess.run([*CLI, *args], cwd=work, env=ENV, capture_output=True, text=True)
     finally:
         if server.stdin is not None:

@@ -10,7 +10,9 @@ docstrings as Markdown.
 
 Something added without documentation fails the build here: a config field without a
 description, an event type whose data model has no docstring, an error class or an export
-without one, a marker no generator builds.
+without one, a marker no generator builds; and a page that names a ``diagevo.X`` that does not
+exist (:func:`diagevo.docs.generated.unknown_names`, which ``tests/test_docs_examples.py`` runs
+on every page too).
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
-
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     from diagevo.cli.app import build
     from diagevo.cli.reference import generators
     from diagevo.docs import Undocumented
     from diagevo.docs.api import mkdocstrings_blocks
+    from diagevo.docs.generated import unknown_names
     from diagevo.docs.pages import fill
 
+    unknown = unknown_names(markdown)
+    if unknown:
+        raise PluginError(f"{page.file.src_path} names what diagevo does not have: {', '.join(unknown)}")
     try:
         return fill(markdown, {**generators(build()), "python-api": mkdocstrings_blocks}, page.file.src_path)
     except (Undocumented, LookupError) as exc:

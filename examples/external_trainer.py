@@ -8,15 +8,26 @@ fields), which is how the tests check that the protocol is the loop's only path 
 
     python examples/external_trainer.py --db sqlite:///ext.db --run ext --rounds 3 \\
         --set train.challenger_questions=16 --set train.curriculum_questions=48
+
+With ``--ranks N`` it is a data-parallel trainer of N processes (each rank its own copy of the
+models and its share of each round's questions; the ranks meet at barriers, its own, as
+``torch.distributed.barrier`` would be): every rank records its questions, metrics and failures,
+rank 0 decides the promotions, diagnoses and commits. When rank 0's diagnosis raises
+``diagevo.RetryLater`` (the diagnostician does not answer), it tells the others and every rank
+stops, the round left open with everything the ranks recorded; the same command run again opens
+the round, reads ``next_step == "diagnose"``, and only rank 0 has work left: the diagnosis and
+the commit.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import random
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,24 +171,127 @@ class ExternalTrainer:
             },
         )
 
+    # --- several ranks --------------------------------------------------------------------------
+    def rank_round(self, t: int, rank: int, ranks: int, meet: Callable[[], object], stopped: Any) -> bool:
+        """Round ``t`` as rank ``rank`` of ``ranks`` (``meet``: the ranks' barrier; ``stopped``:
+        a flag rank 0 raises for all). Every step goes by ``next_step``, read by every rank
+        before any writes, so a round run again continues where it stopped. True once committed."""
+        cfg = self.cfg
+        rnd = diagevo.Round.open(self.store, self.run, t)  # every rank: the round as it stands (a no-op but once)
+        meet()
+        step = rnd.next_step  # the same for every rank: nobody writes before the next barrier
+        meet()
+        if step == "record":  # the same requests in every rank, each rank its share
+            reqs = rnd.requests(cfg.train.curriculum_questions or cfg.solver.batch_size)[rank::ranks]
+            outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, f"generate{rank}"))
+            kept = [
+                (q, text) for q, o in zip(reqs, outputs, strict=True) if (text := diagevo.parse_question(o)) is not None
+            ]
+            responses = self.backend.sample(
+                [text for _, text in kept], cfg.grpo.construction_responses, self.rng(t, f"construct{rank}")
+            )
+            rnd.record(
+                [
+                    diagevo.Candidate(
+                        q.question_id, q.mode, text, q.active_cause, q.mastered_cause, q.node, responses=tuple(resp)
+                    )
+                    for (q, text), resp in zip(kept, responses, strict=True)
+                ]
+            )
+        meet()  # every rank's evidence is in
+        if rank == 0 and step in ("record", "promote"):
+            rnd.promote()
+        meet()
+        if step in ("record", "promote", "record_failures"):  # the solver's step on this rank's share
+            retained = [s for s in rnd.questions() if s.retained][rank::ranks]
+            failures: list[dict[str, str]] = []
+            if retained:
+                out = self.backend.train_solver(
+                    [s.text for s in retained],
+                    lambda i, resp: diagevo.solver_rewards(resp, retained[i].pseudo_label),
+                    cfg.solver.group_size,
+                    self.rng(t, f"solver{rank}"),
+                )
+                failures = [
+                    {"failure_id": f"f{t}-r{rank}-{s.question_id}-{j}", "question_id": s.question_id}
+                    | {"response": resp, "reference": s.reference}
+                    for s, group, rewards in zip(retained, out.responses, out.rewards, strict=True)
+                    for j, (resp, rew) in enumerate(zip(group, rewards, strict=True))
+                    if rew < 0
+                ]
+            responses = max(1, len(retained) * cfg.solver.group_size)
+            rnd.record_metrics({"failure_rate": len(failures) / responses}, rank=rank, weight=responses)
+            rnd.record_failures(failures)
+        meet()  # every rank's metrics and failures are in
+        if rank == 0 and rnd.next_step == "diagnose":
+            try:
+                if self.index is None:
+                    self.index = diagevo.vector_index(self.store, self.run, self.backend.embedder())
+                diagevo.diagnose(
+                    rnd,
+                    diagnostician=self.backend.diagnostician(),
+                    embedder=self.backend.embedder(),
+                    cfg=cfg.diagnosis,
+                    index=self.index,
+                )
+            except diagevo.RetryLater as exc:  # not answering: every rank stops, the round stays open
+                print(f"round {t} stopped, not committed: {exc}; run the same command again", file=sys.stderr)
+                stopped.value = 1
+        meet()  # rank 0 has diagnosed, or said it could not
+        if stopped.value:
+            return False
+        if rank == 0:
+            done = rnd.commit()  # the ranks' metrics, each weighted
+            print(f"round {t}: kept {done.retained}/{done.questions}, failures {done.failures}, ranks {done.ranks}")
+        meet()
+        return True
 
-def main(argv: Sequence[str] | None = None) -> None:
+
+def run_rank(argv: list[str], rank: int, ranks: int, barrier: Any, stopped: Any) -> None:
+    """One process of a data-parallel trainer: its own store, models and share of each round."""
+    args, cfg = arguments(argv)
+    with diagevo.open_store(args.db) as store:
+        trainer = ExternalTrainer(cfg, store, args.run)
+        [run] = [r for r in diagevo.runs(store) if r.run == args.run]  # read before any rank can commit
+        for t in range(run.committed + 1, args.rounds + 1):  # those an earlier run of the command left
+            if not trainer.rank_round(t, rank, ranks, barrier.wait, stopped):
+                sys.exit(3)
+
+
+def arguments(argv: Sequence[str] | None) -> tuple[argparse.Namespace, diagevo.Config]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True)
     parser.add_argument("--run", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ranks", type=int, default=1, help="Processes of a data-parallel trainer (default 1).")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args(argv)
     # the run's target round is part of its config, as `diagevo train --rounds` stores it
     pinned = [f"train.seed={args.seed}", f"train.run={json.dumps(args.run)}", f"train.rounds={args.rounds}"]
-    cfg = diagevo.load_config(CONFIG, [*args.overrides, *pinned])
+    return args, diagevo.load_config(CONFIG, [*args.overrides, *pinned])
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, cfg = arguments(argv)
     with diagevo.open_store(args.db) as store:
         diagevo.start_run(store, args.run, cfg, cfg.train.seed, trainer=TRAINER)
-        trainer = ExternalTrainer(cfg, store, args.run)
-        for t in range(1, args.rounds + 1):
-            done = trainer.round(t)
-            print(f"round {t}: kept {done.retained}/{done.questions}, F={done.F}, eps_next={done.epsilon_next:.3f}")
+        if args.ranks == 1:
+            trainer = ExternalTrainer(cfg, store, args.run)
+            for t in range(1, args.rounds + 1):
+                done = trainer.round(t)
+                print(f"round {t}: kept {done.retained}/{done.questions}, F={done.F}, eps_next={done.epsilon_next:.3f}")
+            return
+    ctx = mp.get_context("spawn")  # as torchrun starts its ranks: fresh processes
+    barrier, stopped = ctx.Barrier(args.ranks), ctx.Value("i", 0)
+    procs = [ctx.Process(target=run_rank, args=(argv, r, args.ranks, barrier, stopped)) for r in range(args.ranks)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    if any(proc.exitcode for proc in procs):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

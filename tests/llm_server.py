@@ -96,9 +96,10 @@ def stage_of(body: dict[str, Any]) -> str:
 class LLMServer:
     """Start with ``with LLMServer() as srv:``; ``srv.url`` is the ``/v1`` base URL."""
 
-    def __init__(self, delay_s: float = 0.0, dim: int = 64) -> None:
+    def __init__(self, delay_s: float = 0.0, dim: int = 64, models: tuple[str, ...] = ("test-model", "m")) -> None:
         self.delay_s = delay_s
         self.dim = dim
+        self.models = models  # what GET /models lists (none: a server without a list)
         self.scripts: dict[str, deque[Scripted]] = defaultdict(deque)
         self.defaults: dict[str, Scripted] = {}
         self.requests: list[dict[str, Any]] = []
@@ -234,7 +235,8 @@ class LLMServer:
                 if not self.path.endswith("/models"):
                     self.send_error(404)
                     return
-                out = json.dumps({"object": "list", "data": [{"id": "test-model", "object": "model"}]}).encode()
+                data = [{"id": m, "object": "model"} for m in server.models]
+                out = json.dumps({"object": "list", "data": data}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(out)))
@@ -402,8 +404,9 @@ def _main() -> None:
     ap = argparse.ArgumentParser(description="loopback OpenAI-compatible test server")
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--defaults", default="{}", help='JSON object: {"stage": "reply content"}')
+    ap.add_argument("--model", action="append", default=[], help="a model GET /models lists (repeatable)")
     args = ap.parse_args()
-    server = LLMServer(delay_s=args.delay)
+    server = LLMServer(delay_s=args.delay, **({"models": tuple(args.model)} if args.model else {}))
     for stage, reply in json.loads(args.defaults).items():
         server.default(stage, reply)
     with server:

@@ -260,6 +260,8 @@ def test_diagnose_against_an_unreachable_endpoint_stops_before_appending(
             "2",
             "--llm-url",
             srv.url,
+            "--model",
+            "m",
             "--db",
             db,
             "--embedder",

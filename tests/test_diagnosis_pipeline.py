@@ -18,9 +18,9 @@ from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
-from diagevo.errors import Conflict
 from diagevo.log import Recorder, open_log
 from diagevo.memory.state import CauseState
+from diagevo.rounds import OutOfOrder
 from diagevo.views.index import VIEW as CHECKPOINT
 from diagevo.views.index import VectorIndex, reindex
 from diagevo.views.memory import load_memory
@@ -573,7 +573,7 @@ def test_bad_inputs_are_refused_before_anything_is_stored(srv: LLMServer, store:
         run_round(srv, store, [failure("f1", ("C9",))], rnd)
     with pytest.raises(ValueError, match="appears twice"):
         run_round(srv, store, [failure("f1"), failure("f1")], rnd)
-    with pytest.raises(Conflict, match="round 1 is not open"):
+    with pytest.raises(OutOfOrder, match="round 1 is not open"):
         run_round(srv, store, [failure("f1")], 1)
     assert store.last_seq(RUN) == before and not srv.calls()
 

@@ -106,7 +106,7 @@ def test_every_reply_failing_stops_the_round_and_a_rerun_asks_only_for_them(tmp_
             f"round 1 of run 'w': 3 of 3 failures failed to diagnose (diagnosis.max_failed_share 0.5 allows 1): "
             f"3 x {reason}; they stay undiagnosed, and diagnosing the round again asks only for them"
         )
-        with pytest.raises(ProtocolError, match=r"3 of 3 failures failed to diagnose.*allow the failed diagnoses"):
+        with pytest.raises(ProtocolError, match=r"3 of 3 failures failed to diagnose.*allow_failed=True"):
             rnd.commit({"acc": 0.5})
 
         good(srv)

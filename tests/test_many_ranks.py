@@ -64,7 +64,7 @@ def _rank(url: str, rank: int, barrier: Any, out: Any) -> None:
         try:  # after the commit: refused, nothing stored
             rnd.record_metrics({"acc": 1.0}, rank=rank + 10)
             out.put(("late", "stored"))
-        except diagevo.Conflict as exc:
+        except diagevo.OutOfOrder as exc:
             out.put(("late", str(exc)))
 
 

@@ -93,7 +93,7 @@ def test_the_diagnostician_must_answer_with_the_named_model() -> None:
         assert [c.status for c in check_diagnostician(ok)] == ["ok"]
         other = load_config(None, [f"diagnosis.llm_url={json.dumps(server.url)}", 'diagnosis.model="Qwen/Qwen3-4B"'])
         (wrong,) = check_diagnostician(other)
-        assert wrong.status == "missing" and "does not serve 'Qwen/Qwen3-4B'" in wrong.detail
+        assert wrong.status == "missing" and "does not serve model 'Qwen/Qwen3-4B'" in wrong.detail
         assert "test-model" in wrong.detail
         with pytest.raises(Exception, match="exit|not ready") as refused:
             require([wrong])
@@ -103,7 +103,7 @@ def test_the_diagnostician_must_answer_with_the_named_model() -> None:
         port = s.getsockname()[1]
     gone = load_config(None, [f'diagnosis.llm_url="http://127.0.0.1:{port}/v1"'])
     (down,) = check_diagnostician(gone, timeout_s=2)
-    assert down.status == "missing" and "not answering" in down.detail
+    assert down.status == "missing" and "cannot reach the diagnostician" in down.detail
 
 
 def test_free_disk_for_the_checkpoints(tmp_path: Path) -> None:

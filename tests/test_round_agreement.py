@@ -107,8 +107,9 @@ def test_opening_an_open_round_returns_it_and_says_what_comes_next(store: Record
     first.record([candidate("q1")])
     again = rounds.Round.open(store, RUN)  # the trainer forgot to commit: round 1 again, not round 2
     assert (again.t, again.reopened, again.next_step) == (1, True, "promote")
-    again.record_failures([{"failure_id": "f1", "question_id": "q1", "response": "8", "reference": "7"}])
     again.promote()
+    assert again.next_step == "record_failures"
+    again.record_failures([{"failure_id": "f1", "question_id": "q1", "response": "8", "reference": "7"}])
     assert again.next_step == "diagnose"
     with pytest.raises(
         rounds.ProtocolError, match=r"its promotions are decided .*; commit round 1 first, then open round 2"

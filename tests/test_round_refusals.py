@@ -24,6 +24,7 @@ def _round_two_with_a_failure(store: Recorder) -> None:
     round_one(store)
     rounds.open_round(store, RUN)
     rounds.record(store, RUN, 2, [candidate("q", agree=9)])
+    rounds.promote(store, RUN, 2)
     rounds.record_failures(store, RUN, 2, [_fail("f", "q")])
 
 
@@ -43,11 +44,11 @@ def test_a_failure_id_names_one_failure_of_the_run(store: Recorder) -> None:
         rounds.record_failures(store, RUN, 2, [_fail("f", "q", response="\\boxed{9}")])
     with pytest.raises(rounds.ProtocolError, match="failure 'g' appears twice with different content"):
         rounds.record_failures(store, RUN, 2, [_fail("g", "q"), _fail("g", "q", reference="\\boxed{6}")])
-    rounds.promote(store, RUN, 2)
     rounds.commit(store, RUN, 2, allow_undiagnosed=True)
     n = _count(store)
     rounds.open_round(store, RUN)
     rounds.record(store, RUN, 3, [candidate("q3", agree=9)])
+    rounds.promote(store, RUN, 3)
     n = _count(store)
     with pytest.raises(rounds.ProtocolError, match="failure 'f' was recorded in round 2 of run 'ext' already"):
         rounds.record_failures(store, RUN, 3, [_fail("new", "q3"), _fail("f", "q3")])
@@ -68,6 +69,7 @@ def test_a_failure_without_its_texts_is_refused(store: Recorder, failure: dict, 
     round_one(store)
     rounds.open_round(store, RUN)
     rounds.record(store, RUN, 2, [candidate("q", agree=9)])
+    rounds.promote(store, RUN, 2)
     n = _count(store)
     with pytest.raises(rounds.ProtocolError, match=message):
         rounds.record_failures(store, RUN, 2, [failure])
@@ -102,7 +104,6 @@ def test_a_failure_is_diagnosed_once_in_a_run(store: Recorder) -> None:
     rnd = rounds.Round(store, RUN, 2)
     diagnosed = rnd.event("dx/f", FailureDiagnosed(failure_id="f", error_cause=None, matched_cause=None))
     assert rnd.append_diagnosis([diagnosed]).appended == 1
-    rounds.promote(store, RUN, 2)
     rounds.commit(store, RUN, 2)
     rnd3 = rounds.Round.open(store, RUN)
     again = rnd3.event("dx/f", FailureDiagnosed(failure_id="f", error_cause=None, matched_cause=None))
@@ -117,7 +118,6 @@ def test_verify_names_a_failure_diagnosed_in_two_rounds(store: Recorder) -> None
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
     rnd.append_diagnosis([rnd.event("dx/f", FailureDiagnosed(failure_id="f"))])
-    rounds.promote(store, RUN, 2)
     rounds.commit(store, RUN, 2)
     assert verify_run(store, RUN) == []
     rounds.open_round(store, RUN)

@@ -126,13 +126,14 @@ def test_wrong_order_is_refused(store: Recorder) -> None:
     with pytest.raises(rounds.ProtocolError, match="unknown cause"):
         rounds.record(store, RUN, 1, [rounds.Candidate("q", "targeted", "x?", "C9", answers=("1",))])
     rounds.record(store, RUN, 1, [candidate("q1", agree=6)])
-    with pytest.raises(rounds.ProtocolError, match="not a retained question"):
-        rounds.record_failures(
-            store, RUN, 1, [{"failure_id": "f", "question_id": "nope", "response": "r", "reference": "7"}]
-        )
-    rounds.record_failures(store, RUN, 1, [{"failure_id": "f", "question_id": "q1", "response": "r", "reference": "7"}])
+    failure = {"failure_id": "f", "question_id": "q1", "response": "r", "reference": "7"}
+    with pytest.raises(rounds.OutOfOrder, match="cannot record failures in round 1 of run 'ext' before its promo"):
+        rounds.record_failures(store, RUN, 1, [failure])  # the documented order: promote first
     rounds.promote(store, RUN, 1)
-    with pytest.raises(rounds.ProtocolError, match="1 recorded failure is not diagnosed"):
+    with pytest.raises(rounds.ProtocolError, match="not a retained question"):
+        rounds.record_failures(store, RUN, 1, [{**failure, "question_id": "nope"}])
+    rounds.record_failures(store, RUN, 1, [failure])
+    with pytest.raises(rounds.OutOfOrder, match="1 recorded failure is not diagnosed.*allow_undiagnosed=True"):
         rounds.commit(store, RUN, 1)
     assert rounds.commit(store, RUN, 1, allow_undiagnosed=True).failures == 1
     with pytest.raises(ConfigError, match="config needs a positive k"):  # a config error, refused before the log

@@ -1,5 +1,5 @@
-"""Many producers: 4 processes record questions and failures into one round at once, then all
-try to decide its promotions; on a SQLite file and on the real PostgreSQL."""
+"""Many producers: 4 processes record questions into one round at once, all try to decide its
+promotions, then record their failures at once; on a SQLite file and on the real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -24,6 +24,12 @@ def _produce(url: str, rank: int, barrier: Any, out: Any) -> None:
         barrier.wait()
         for q in [*mine, *overlap]:  # one at a time, interleaved with the others; one question twice
             rounds.record(store, RUN, 2, [candidate(q.question_id, q, agree=9 if q.active_cause == "C2" else 3)])
+        barrier.wait()
+        try:
+            out.put(("promoted", [p.cause_id for p in rounds.promote(store, RUN, 2)]))
+        except rounds.ProtocolError as exc:
+            out.put(("refused", str(exc)))
+        barrier.wait()  # the promotions are decided: the failures of training on the retained questions
         rounds.record_failures(
             store,
             RUN,
@@ -46,11 +52,6 @@ def _produce(url: str, rank: int, barrier: Any, out: Any) -> None:
                 }
             ],
         )
-        barrier.wait()
-        try:
-            out.put(("promoted", [p.cause_id for p in rounds.promote(store, RUN, 2)]))
-        except rounds.ProtocolError as exc:
-            out.put(("refused", str(exc)))
 
 
 def _run_producers(target: Any, url: str, timeout: float) -> list[Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -130,7 +131,7 @@ def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
     at = {line.split()[0]: i for i, line in enumerate(lines) if line.split() and line.split()[0] in got}
     assert lines[at["base"] + 1 : at["base"] + 6] == [
         "tags: paper",
-        "note: the reference run [b]no…",  # cut to the column; --json has it whole
+        "note: the reference run […",  # cut to the column, which leaves the others theirs; --json has it whole
         "train.rounds=2",
         "memory.k=2.0",
         "trainer: external trainer",
@@ -138,6 +139,7 @@ def test_runs_lists_each_runs_status_origin_config_tags_and_notes(
     assert lines[at["fork-a"] + 1] == "forked from base @ round 1"
     assert lines[at["cut"]].startswith("cut interrupted 1/2") and "round 2 open" in lines[at["cut"] + 1]
     assert max(len(line) for line in out.splitlines()) <= 80
+    assert all(re.search(r" \d{4}-\d\d-\d\d \d\d:\d\d$", lines[at[r]]) for r in got)  # created: never cut
     report = tmp_path / "base.html"
     code, _, err = run_cli(capsys, "report", "--db", db_url, "--run", "base", "-o", str(report))
     header = report.read_text().split("<header>")[1].split("</header>")[0]

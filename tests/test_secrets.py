@@ -1,5 +1,6 @@
 """No credential is written anywhere (issue 28, item 7): passwords planted in ``--db``, in
-``--set diagnosis.llm_url=http://bob:PASSWORD@host/v1``, ``hf.vllm_server_url`` and
+``--set diagnosis.llm_url=http://host/v1?key=SECRET`` (a URL with ``user:password@`` is refused
+there: the key goes in the environment), ``hf.vllm_server_url`` and
 ``diagnosis.api_key`` are looked for, byte for byte, in the log (the SQLite file, the
 PostgreSQL rows), ``memory export``, the report, the printed plan, every command's output and
 the internal-error traceback file; the redacted forms are there instead."""
@@ -23,7 +24,7 @@ from tests.input_cases import cli
 SECRETS = ("Secret1-llm", "Secret2-vllm", "Secret3-key", "Secret4-db")
 SETS = [
     "--set",
-    f"diagnosis.llm_url=http://bob:{SECRETS[0]}@llm.example/v1",
+    f"diagnosis.llm_url=http://llm.example/v1?key={SECRETS[0]}",
     "--set",
     f"hf.vllm_server_url=http://alice:{SECRETS[1]}@vllm.example:8000",
     "--set",
@@ -68,10 +69,10 @@ def test_a_planted_password_is_in_no_log_export_report_plan_or_output(tmp_path: 
         no_secret(where, out)
     # what is there instead: the same URLs, their passwords redacted
     config = json.loads(exported.splitlines()[0])["data"]["config"]
-    assert config["diagnosis"]["llm_url"] == f"http://bob:{REDACTED}@llm.example/v1"
+    assert config["diagnosis"]["llm_url"] == f"http://llm.example/v1?key={REDACTED}"
     assert config["hf"]["vllm_server_url"] == f"http://alice:{REDACTED}@vllm.example:8000"
     assert config["diagnosis"]["api_key"] == REDACTED
-    assert f"http://bob:{REDACTED}@llm.example/v1" in html and f"http://bob:{REDACTED}@llm.example/v1" in plan
+    assert f"http://llm.example/v1?key={REDACTED}" in html and f"http://llm.example/v1?key={REDACTED}" in plan
 
 
 def test_the_traceback_file_holds_no_password(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,7 +95,7 @@ def test_the_traceback_file_holds_no_password(tmp_path: Path, monkeypatch: pytes
         content = trace.read_text(encoding="utf-8")
         no_secret("the traceback file", content)
         assert "RuntimeError" in content and f"postgresql://user:{REDACTED}@db.example:5432/x" in content
-        assert f"diagnosis.llm_url=http://bob:{REDACTED}@llm.example/v1" in content
+        assert f"diagnosis.llm_url=http://llm.example/v1?key={REDACTED}" in content
     finally:
         trace.unlink()
 
@@ -128,17 +129,17 @@ def test_a_password_in_a_postgres_url_is_nowhere(pg_database: str, tmp_path: Pat
 
 
 def test_a_resumed_run_takes_its_credentials_from_the_command(tmp_path: Path) -> None:
-    url = f"http://bob:{SECRETS[0]}@llm.example/v1"
+    url = f"http://llm.example/v1?key={SECRETS[0]}"
     cfg = load_config(None, [f"diagnosis.llm_url={json.dumps(url)}", 'train.run="r"'])
     with open_log(f"sqlite:///{tmp_path / 'r.db'}", create=True) as store:
         start_run(store, "r", cfg)
         stored = next(iter(store.read("r"))).data["config"]
-        assert stored["diagnosis"]["llm_url"] == f"http://bob:{REDACTED}@llm.example/v1"
+        assert stored["diagnosis"]["llm_url"] == f"http://llm.example/v1?key={REDACTED}"
         before = store.last_seq("r")
         again = resumed_config(store, "r", cfg)
         assert again.diagnosis.llm_url == url and store.last_seq("r") == before  # nothing recorded: same config
-        other = load_config(None, ['diagnosis.llm_url="http://bob:x@elsewhere.example/v1"'])
-        assert resumed_config(store, "r", other).diagnosis.llm_url == f"http://bob:{REDACTED}@llm.example/v1"
+        other = load_config(None, ['diagnosis.llm_url="http://elsewhere.example/v1?key=x"'])
+        assert resumed_config(store, "r", other).diagnosis.llm_url == f"http://llm.example/v1?key={REDACTED}"
 
 
 @pytest.mark.parametrize(
@@ -150,6 +151,8 @@ def test_a_resumed_run_takes_its_credentials_from_the_command(tmp_path: Path) ->
         ("sqlite:////tmp/x.db", "sqlite:////tmp/x.db"),
         ("http://host:8000/v1", "http://host:8000/v1"),
         ("http://h/v1?api_key=K1&x=1", f"http://h/v1?api_key={REDACTED}&x=1"),
+        ("http://h/v1?x=1&key=K2#top", f"http://h/v1?x=1&key={REDACTED}#top"),
+        ("sorted(rows, key=lambda r: r[0])", "sorted(rows, key=lambda r: r[0])"),
         ("diagnosis.api_key=sk-1", f"diagnosis.api_key={REDACTED}"),
         ('{"hf_token": "t0k", "password": "pw"}', f'{{"hf_token": "{REDACTED}", "password": "{REDACTED}"}}'),
         ("Authorization: Bearer abc.def", f"Authorization: Bearer {REDACTED}"),

@@ -164,9 +164,12 @@ class World:
         self.root, self.db, self.srv, self.diagnosed = root, db, srv, diagnosed
 
 
+HOSTILE_MODEL = "m[/b]\u202e"  # the model the loopback server serves and lists, markup and a bidi override
+
+
 @pytest.fixture(scope="module")
 def srv() -> Iterator[LLMServer]:
-    with LLMServer() as server:
+    with LLMServer(models=(HOSTILE_MODEL,)) as server:
         yield server
 
 
@@ -248,6 +251,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
         encoding="utf-8",
     )
     _ok("round", "record", str(question), "--run", FORK, "--db", db)
+    _ok("round", "promote", "--run", FORK, "--db", db)  # the failures come after the promotions
     _ok(
         "diagnose",
         str(failures),
@@ -258,7 +262,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
         "--llm-url",
         srv.url,
         "--model",
-        "m[/b]\u202e",
+        HOSTILE_MODEL,
         "--embedder",
         srv.url,
         "--embed-model",
@@ -268,7 +272,6 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
         "--index",
         str(root / "idx.lance"),
     )
-    _ok("round", "promote", "--run", FORK, "--db", db)
     _ok("round", "commit", "--run", FORK, "--db", db)
     _ok("round", "start", "--run", FORK, "--db", db)  # round 4 open: its requests name the hostile causes
     with open_log(db) as store:

@@ -8,10 +8,11 @@ declared here. :class:`DiagnosisConfig` is the whole section, as the pipeline re
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 
 from diagevo.config import DiagnosisRules
 from diagevo.sections import Section
+from diagevo.urls import endpoint_problem
 
 
 class DiagnosticianConfig(Section):
@@ -85,6 +86,16 @@ class DiagnosticianConfig(Section):
             "embedders are always MiniLM."
         ),
     )
+
+    @field_validator("llm_url", "embedder")
+    @classmethod
+    def _an_endpoint(cls, value: str | None) -> str | None:
+        """An endpoint's URL as :func:`~diagevo.urls.endpoint_problem` takes it (credentials
+        refused: the key goes in the environment), ``embedder`` also ``"local"``."""
+        problem = None if value is None or value == "local" else endpoint_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
 
 class DiagnosisConfig(DiagnosisRules, DiagnosticianConfig):

@@ -200,8 +200,12 @@ class LLMDiagnostician:
 
     def check_reachable(self, timeout_s: float = 10.0) -> None:
         """Ask the endpoint once (``GET /models``): :class:`~diagevo.errors.EndpointUnreachable`
-        when nothing answers, before a round marks its failures failed one by one."""
-        check_endpoint(self.base_url, api_key=self.api_key, timeout_s=timeout_s, what="diagnostician")
+        when nothing answers, before a round marks its failures failed one by one, and
+        :class:`~diagevo.errors.BadInput` when it lists models but not :attr:`model_name` (the
+        log would credit a model that never answered)."""
+        check_endpoint(
+            self.base_url, api_key=self.api_key, timeout_s=timeout_s, what="diagnostician", model=self.model_name
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP pools of the running loop (optional: pools die with their loop)."""

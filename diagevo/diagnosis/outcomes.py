@@ -2,7 +2,7 @@
 
 What the log holds of a round (:class:`Prior`: stored Prompt 1 replies, decided failures, failed
 diagnoses to ask again), the check of the endpoints before anything is appended, and the refusal
-of a round whose failed diagnoses stop it (:class:`~diagevo.errors.DiagnosesFailed`).
+of a round whose failed diagnoses stop it (:class:`~diagevo.errors.DiagnosesFailed`, by what stopped it).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from diagevo.config import DiagnosisRules
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Extraction
 from diagevo.diagnosis.llm import LLMDiagnostician
-from diagevo.errors import DiagnosesFailed
+from diagevo.errors import DiagnosticianBroken, DiagnosticianDown
+from diagevo.openai_client import unanswered
 
 if TYPE_CHECKING:
     from diagevo.diagnosis.pipeline import DiagnosisSummary
@@ -69,15 +70,19 @@ def check_reachable(cfg: DiagnosisConfig, dx: Diagnostician, *, embedder_named: 
 
 
 def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisRules) -> None:
-    """Raise :class:`DiagnosesFailed` when the call's failed diagnoses stop the round (its
-    other decisions are appended: the failed ones stay undiagnosed, retried by the next call)."""
+    """Raise :class:`~diagevo.errors.DiagnosesFailed` when the call's failed diagnoses stop the
+    round (its other decisions are appended: the failed ones stay undiagnosed, retried by the
+    next call): :class:`~diagevo.errors.DiagnosticianDown` (retry later) when each failed at an
+    endpoint that did not answer, else :class:`~diagevo.errors.DiagnosticianBroken` (fix the
+    server)."""
     if not summary.deferred and not rules.too_many_failed(summary.failed, summary.failures):
         return
     share = rules.max_failed_share
     reasons = tuple(sorted(summary.failure_reasons.items(), key=lambda kv: (-kv[1], kv[0])))
     top = "; ".join(f"{n} x {why[:100]}" for why, n in reasons[:2]) + ("; ..." if len(reasons) > 2 else "")
     allowed = int(share * summary.failures)
-    raise DiagnosesFailed(
+    down = all(sep and unanswered(said) for why, _n in reasons for _stage, sep, said in [why.partition(": endpoint: ")])
+    raise (DiagnosticianDown if down else DiagnosticianBroken)(
         f"round {summary.round} of run {summary.run!r}: {summary.failed} of {summary.failures} failures failed to "
         f"diagnose (diagnosis.max_failed_share {share:g} allows {allowed}): {top}; they stay undiagnosed"
         + (f", {summary.deferred} more are left undecided" if summary.deferred else "")

@@ -35,11 +35,12 @@ from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.outcomes import check_reachable, prior_outcomes, refuse_failed
 from diagevo.diagnosis.stages import DiagnosisPass
 from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput, summary_counts
-from diagevo.errors import BadInput, Conflict
+from diagevo.errors import BadInput
 from diagevo.limits import LimitsConfig
 from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
-from diagevo.rounds import FailureRecord, ProtocolError, Round, refuse_reused_failures, require_open, round_state
+from diagevo.rounds import FailureRecord, Round, refuse_reused_failures, require_open, round_state
+from diagevo.rounds.protocol import OutOfOrder
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
 
@@ -70,7 +71,7 @@ async def diagnose_round(
     if memory is None:  # the memory now (the round protocol hands it over, folded from M_{t-1})
         memory = load_memory(store, run)
     if memory.committed + 1 != t:
-        raise Conflict(f"round {t} is not open in run {run!r}: its last committed round is {memory.committed}")
+        raise OutOfOrder(f"round {t} is not open in run {run!r}: its last committed round is {memory.committed}")
     _check_inputs(failures, memory)
     if index is None:
         index = VectorIndex(embedder)
@@ -257,7 +258,7 @@ def diagnose(
     if failures is None:
         require_open(st, rnd.t, "diagnose")
     elif rnd.t != st.last_committed + 1:
-        raise ProtocolError(
+        raise OutOfOrder(
             f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
         )
     cfg = _config_of(rnd, cfg, llm_url=llm_url, model=model, embedder=embedder if isinstance(embedder, str) else None)

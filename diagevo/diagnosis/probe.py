@@ -10,7 +10,8 @@ together, once each (no retry, no re-ask: a doctor reports, it does not insist),
 A reply passes when diagevo's own check reads it (what a round would record) *and* it is what a
 server constraining decoding to the stage's JSON Schema returns: one bare JSON object that fits
 the schema. The lenient reading of a round may accept a reply wrapped in prose; a doctor does
-not, because the next reply of an unconstrained server need not be so lucky.
+not, because the next reply of an unconstrained server need not be so lucky. Before the stages,
+``GET /models``: whether the server lists the model (:func:`probe_model`).
 """
 
 from __future__ import annotations
@@ -31,9 +32,19 @@ from diagevo.fixes import Advice, Fix
 from diagevo.openai_client import TransportError
 from diagevo.urls import redact_url
 
-Verdict = Literal["ok", "unreachable", "http error", "no structured outputs", "thinking leaked", "too slow"]
+Verdict = Literal[
+    "ok",
+    "lists no models",
+    "model not listed",
+    "unreachable",
+    "http error",
+    "no structured outputs",
+    "thinking leaked",
+    "too slow",
+]
 
 TITLES = {
+    "models": "the model (GET /models)",
     "extract": "extraction (Prompt 1)",
     "deduplicate": "deduplication (Prompt 2)",
     "assign_node": "node assignment (Prompt 3)",
@@ -41,6 +52,9 @@ TITLES = {
 }
 SEE = "docs: how-to/diagnostician"
 FIXES: dict[Verdict, Fix] = {
+    "model not listed": Fix.of(
+        Advice("name a model the server lists (diagnosis.model, --diagnostician-model), or serve this one")
+    ),
     "unreachable": Fix.of(Advice(f"start the server, or check the URL (it ends in /v1; {SEE})")),
     "http error": Fix.of(Advice("read the server's message: check the URL (it ends in /v1), the model name, the key")),
     "no structured outputs": Fix.of(
@@ -102,22 +116,25 @@ class StageProbe:
 
     @property
     def ok(self) -> bool:
-        return self.verdict == "ok"
+        """Usable: ``ok``, or a server that lists no model (said so: the name is not checked)."""
+        return self.verdict in ("ok", "lists no models")
 
 
 @dataclass(frozen=True)
 class DiagnosticianProbe:
     """The probes of one server and model: the URL (without credentials), the model, the
-    deadline of each probe and one :class:`StageProbe` a stage, in pipeline order."""
+    deadline of each probe, one :class:`StageProbe` a stage, in pipeline order, and whether the
+    server lists the model (``listed``: stage ``models``, :func:`probe_model`)."""
 
     url: str
     model: str
     timeout_s: float
     stages: tuple[StageProbe, ...]
+    listed: StageProbe | None = None
 
     @property
     def ok(self) -> bool:
-        return all(s.ok for s in self.stages)
+        return all(s.ok for s in self.stages) and (self.listed is None or self.listed.ok)
 
 
 @dataclass(frozen=True)
@@ -208,6 +225,29 @@ async def _probe(diagnostician: LLMDiagnostician, request: StageRequest[Any], ti
     return _judge(request, message, time.perf_counter() - t0, diagnostician.max_tokens)
 
 
+def probe_model(url: str, model: str, api_key: str | None, timeout_s: float) -> StageProbe:
+    """Whether the server lists ``model`` (``GET /models``, as ``diagnose`` asks before its
+    first request): a server that lists models but not this one would answer for another, or
+    not at all; one that lists none is said so."""
+    from diagevo.errors import BadInput, EndpointUnreachable
+    from diagevo.openai_client import list_models
+
+    t0 = time.perf_counter()
+    try:
+        listed = list_models(url, api_key=api_key, timeout_s=timeout_s, what="diagnostician")
+    except EndpointUnreachable as exc:
+        return _verdict("models", "unreachable", str(exc), None)
+    except BadInput as exc:
+        return _verdict("models", "http error", str(exc), None)
+    latency = time.perf_counter() - t0
+    if listed is None:
+        return _verdict("models", "lists no models", f"the server lists no models: {model!r} is not checked", latency)
+    if model not in listed:
+        shown = ", ".join(repr(m) for m in listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+        return _verdict("models", "model not listed", f"{model!r} is not among the models it lists ({shown})", latency)
+    return _verdict("models", "ok", f"{latency:.2f} s: the server lists {model!r}", latency)
+
+
 async def _probe_all(diagnostician: LLMDiagnostician, timeout_s: float) -> tuple[StageProbe, ...]:
     try:
         found = await asyncio.gather(*(_probe(diagnostician, r, timeout_s) for r in stage_requests(diagnostician)))
@@ -224,15 +264,21 @@ def probe_diagnostician(
     defaults without it); ``timeout_s``: each probe's deadline (default: the config's
     ``request_timeout_s``)."""
     from diagevo.aio import run
+    from diagevo.errors import BadInput
+    from diagevo.urls import endpoint_problem
 
+    problem = endpoint_problem(url)
+    if problem is not None:
+        raise BadInput(f"the diagnostician's URL: {problem}")
     cfg = config or DiagnosisConfig()
     deadline = timeout_s or cfg.request_timeout_s
     # built as a round builds it; the client's own deadline lies past the probe's, which decides
     diagnostician = LLMDiagnostician.from_config(
         cfg, base_url=url, model=model, max_retries=0, timeout_s=deadline + 5, failure_timeout_s=None
     )
+    listed = probe_model(url, model, cfg.api_key.get_secret_value() if cfg.api_key else None, deadline)
     stages = run(_probe_all(diagnostician, deadline))
-    return DiagnosticianProbe(redact_url(url), model, deadline, stages)
+    return DiagnosticianProbe(redact_url(url), model, deadline, stages, listed)
 
 
-__all__ = ["DiagnosticianProbe", "StageProbe", "Verdict", "probe_diagnostician", "stage_requests"]
+__all__ = ["DiagnosticianProbe", "StageProbe", "Verdict", "probe_diagnostician", "probe_model", "stage_requests"]

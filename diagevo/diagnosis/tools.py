@@ -26,7 +26,17 @@ def diagnosis_config(cfg: DiagnosisConfig | None = None, **overrides: Any) -> Di
     (``llm_url``, ``model``, ``embedder``, ``embed_model``, ``concurrency`` ...)."""
     base = cfg if cfg is not None else DiagnosisConfig()
     values = {k: v for k, v in overrides.items() if v is not None}
-    return base.model_copy(update=values) if values else base
+    if not values:
+        return base
+    from diagevo.sections import ConfigError, config_error
+
+    out = base.model_copy()
+    try:
+        for name, value in values.items():
+            setattr(out, name, value)  # checked on assignment, as the config file's value is
+    except ConfigError as exc:
+        raise config_error({**exc.error, "loc": ("diagnosis", *exc.error["loc"])}, type(base)) from None
+    return out
 
 
 def _api_key(cfg: DiagnosisConfig) -> str | None:
@@ -89,16 +99,23 @@ def diagnostician_for(name: str, cfg: DiagnosisConfig, embedder: Embedder) -> Di
     raise BadInput(f"diagnostician {name[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
 
 
-def check_endpoints(cfg: DiagnosisConfig, name: str) -> None:
+def check_endpoints(cfg: DiagnosisConfig, name: str) -> bool:
     """Ask the endpoints ``cfg`` names once, before anything is appended: an endpoint that is
-    down fails the call, not every failure of the round one by one."""
+    down fails the call, not every failure of the round one by one, and a diagnostician that
+    lists models but not ``diagnosis.model`` is refused. True when the diagnostician's server
+    lists no model at all (its name could not be checked: the caller says so)."""
     from diagevo.openai_client import check_endpoint
 
     timeout = min(cfg.request_timeout_s, 10.0)
+    unlisted = False
     if name == "llm" and cfg.llm_url:
-        check_endpoint(cfg.llm_url, api_key=_api_key(cfg), timeout_s=timeout, what="diagnostician")
+        listed = check_endpoint(
+            cfg.llm_url, api_key=_api_key(cfg), timeout_s=timeout, what="diagnostician", model=cfg.model
+        )
+        unlisted = listed is None
     if cfg.embedder not in ("static", "local"):
         check_endpoint(cfg.embedder, api_key=_api_key(cfg), timeout_s=timeout, what="embedder")
+    return unlisted
 
 
 def vector_index(store: Any, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:

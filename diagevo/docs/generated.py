@@ -31,6 +31,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from importlib import import_module
 from typing import Any
 
 from diagevo.docs import Undocumented
@@ -164,18 +165,80 @@ def _error_classes(folders: dict[str, Path]) -> list[tuple[str, str, list[str], 
     return list(found.values())
 
 
+ROLE = re.compile(r":\w+:`~?([\w.]+)`")
+"""A Sphinx role of a docstring (``:class:`~diagevo.errors.Conflict```), shown as its name."""
+MEANINGS = ("RetryLater", "BadServer", "BadInput", "Unavailable")
+"""The branches of the error tree by what to do, in the order the errors page shows them."""
+
+
 def error_classes(folders: dict[str, Path]) -> str:
-    """The table of the error classes a user can fix, found in the sources of ``folders``."""
-    out = ["| error class | derives from | module | what it means |", "|---|---|---|---|"]
+    """Every error class a user can fix, found in the sources of ``folders``, as a tree under
+    ``DiagevoError`` (a class with two parents in the family under each; its own subtree under
+    the first), each line its module, whether ``import diagevo`` exports it, and its
+    docstring's first paragraph."""
+    from diagevo import _EXPORTS
+
     classes = _error_classes(folders)
     undocumented = [f"{m}.{n}" for n, m, _, doc in classes if not doc.strip()]
     if undocumented:
         raise Undocumented(f"error classes without a docstring: {', '.join(undocumented)}")
-    order = {"diagevo.errors": 0}
-    for name, module, bases, doc in sorted(classes, key=lambda c: (order.get(c[1], 1), c[1], c[0])):
-        shown = ", ".join(f"`{b}`" for b in bases if b != "Exception")
-        out.append(f"| `{name}` | {shown} | `{module}` | {cell(doc.split(chr(10) + chr(10))[0])} |")
-    return "\n".join(out)
+    family = {name for name, *_ in classes}
+    parents = {name: [b for b in bases if b in family] for name, _, bases, _ in classes}
+    children: dict[str, list[str]] = {}
+    for name, _module, _bases, _doc in classes:
+        for parent in parents[name]:
+            children.setdefault(parent, []).append(name)
+    facts = {name: (module, doc) for name, module, _, doc in classes}
+
+    def order(name: str) -> tuple[int, str, str]:
+        return (MEANINGS.index(name) if name in MEANINGS else len(MEANINGS), facts[name][0], name)
+
+    def lines(name: str, depth: int, parent: str | None) -> list[str]:
+        module, doc = facts[name]
+        shown = f"`diagevo.{name}`" if name in _EXPORTS else f"`{name}`"
+        also = [p for p in parents.get(name, []) if p != parent]
+        said = ROLE.sub(lambda m: f"`{m.group(1).rpartition('.')[2]}`", " ".join(doc.split("\n\n")[0].split()))
+        row = f"{'    ' * depth}- {shown} ({'also a ' + ', '.join(f'`{a}`' for a in also) + '; ' if also else ''}"
+        row += f"`{module}`): {cell(said)}"
+        own = parent is None or parents[name][0] == parent  # its subtree under its first parent only
+        below = sorted(children.get(name, []), key=order) if own else []
+        return [row] + [line for child in below for line in lines(child, depth + 1, name)]
+
+    return "\n".join(["## The error classes", "", *lines("DiagevoError", 0, None)])
+
+
+PYTHON_NAME = re.compile(r"(?<![\w/.-])diagevo(?:\.[A-Za-z_]\w*)+")
+NOT_PYTHON = {
+    "diagevo.db": "the default SQLite file",
+    "diagevo.diagevo": "the default database's folder",
+    "diagevo.cache": "a logger",
+}
+"""Names of the form ``diagevo.X`` that the pages write and that are not Python's."""
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` names a module of diagevo, or an attribute of one (a class's member
+    included), as a reader would import or reach it."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: Any = import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            try:
+                found = getattr(found, attr)
+            except AttributeError:
+                return False
+        return True
+    return False
+
+
+def unknown_names(markdown: str) -> list[str]:
+    """The ``diagevo.X`` names a page writes that name nothing (a module, a public name, an
+    attribute of one): what a reader would type and Python refuse."""
+    found = set(PYTHON_NAME.findall(markdown)) - set(NOT_PYTHON)
+    return sorted(name for name in found if not _resolves(name))
 
 
 def _diagnostician() -> Any:

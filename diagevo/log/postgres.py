@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, Connection, Engine
 
+from diagevo.errors import Conflict
 from diagevo.lazy import sa_exc
 from diagevo.log.recorder import FETCH, StoreError, busy
 from diagevo.log.sql import EVENT_COLUMNS, SQLRecorder
@@ -30,8 +31,9 @@ _COLUMNS_BUT_SEQ = EVENT_COLUMNS.removeprefix("seq, ")
 _LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout passed
 
 
-class LockTimeout(StoreError):
-    """An append waited ``lock_wait_s`` for the append lock; the message names who holds it."""
+class LockTimeout(StoreError, Conflict):
+    """An append waited ``lock_wait_s`` for the append lock; the message names who holds it
+    (a :class:`~diagevo.errors.Conflict`: retry once that writer is done)."""
 
 
 class PostgresRecorder(SQLRecorder):

@@ -128,7 +128,9 @@ def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
     rounds = data.rounds
     sections = [Section("summary", "Summary", summary(data))]
     if rounds:
-        sections.append(Section("accuracy", "Accuracy", accuracy(data)))
+        scores = accuracy(data)
+        if scores.charts or scores.benchmarks or scores.selected or scores.families:  # a trainer may record none
+            sections.append(Section("accuracy", "Accuracy", scores))
         sections.append(Section("memory", "Memory lifecycle and schedule", memory(rounds)))
     if data.steps:
         sections.append(Section("steps", "GRPO steps", steps(data.steps)))
@@ -196,15 +198,19 @@ def summary(data: RunData) -> list[Card]:
 
 def accuracy(data: RunData) -> Accuracy:
     """Fig. 3a, every other metric by name, Fig. 3c, the benchmark scores, the checkpoint choice
-    and held-out accuracy by skill family."""
+    and held-out accuracy by skill family: each where the run recorded what it plots (a trainer
+    that records no metric has none, and no empty panel)."""
     rounds = data.rounds
-    charts = [
-        chart(
-            "accuracy",
-            figures.accuracy(rounds, data.benchmarks),
-            "Fig. 3a: held-out accuracy and benchmark scores per round",
+    charts = []
+    held = "heldout_acc" in rounds.columns and rounds["heldout_acc"].is_not_null().any()
+    if held or data.benchmarks.height:
+        charts.append(
+            chart(
+                "accuracy",
+                figures.accuracy(rounds, data.benchmarks),
+                "Fig. 3a: held-out accuracy and benchmark scores per round",
+            )
         )
-    ]
     named = [m for m in data.metrics if not m.startswith("bench/")]  # benchmarks: in Fig. 3a
     if named:
         charts.append(

@@ -18,8 +18,9 @@ the memory:
 Every event id derives from (run, round, item), so any step can be retried. Each write checks
 the round's state and appends in one transaction under the store's append lock, so several
 processes may record into one round at once, and a step out of order (recording into a
-committed round, promoting twice, committing with undiagnosed failures) raises
-:class:`ProtocolError` and stores nothing.
+committed round, failures before the promotions, promoting twice, committing with undiagnosed
+failures) raises :class:`OutOfOrder` and stores nothing; :attr:`Round.next_step` says, by the
+same rules, what the round takes next.
 """
 
 # the package's modules, below, hold the protocol by part; `from diagevo.rounds import X` holds for each X
@@ -28,7 +29,7 @@ from __future__ import annotations
 from diagevo.rounds.failures import FAILURE_CONTEXT, FAILURE_FIELDS, FAILURE_TYPES, FailureRecord, failed_diagnoses
 from diagevo.rounds.functions import commit, note, promote, record, record_failures, requests
 from diagevo.rounds.metrics import COUNTED_HERE, check_metrics, check_summary, rank_metrics
-from diagevo.rounds.protocol import MemoryMoved, ProtocolError, UnknownRun
+from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, UnknownRun
 from diagevo.rounds.questions import PURPOSES, Candidate, Recorded, Request, Scored, score
 from diagevo.rounds.refusals import (
     DIAGNOSIS_TYPES,
@@ -80,6 +81,7 @@ __all__ = [
     "MemoryMoved",
     "NOTE_TYPES",
     "OUR_TRAINER",
+    "OutOfOrder",
     "PURPOSES",
     "ProtocolError",
     "RESUMES",

@@ -68,6 +68,18 @@ def failure_record(f: Mapping[str, object]) -> dict[str, str]:
 
 FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, DiagnosisFailed)
 DIAGNOSES = frozenset({FailureDiagnosed.name, DiagnosisFailed.name})
+DIAGNOSIS_STATE_TYPES = (*FAILURE_TYPES, FailureAttributed, CauseCreated)
+"""What :func:`diagnosis_state` reads of a round."""
+
+
+def diagnosis_state(rows: Sequence[tuple[int, int, str, Mapping[str, Any]]]) -> tuple[list[str], list[str], int]:
+    """Where a round's failures stand, from its ``rows``: those recorded with no diagnosis
+    (sorted), those whose diagnosis failed with nothing decided since (:func:`failed_diagnoses`),
+    and how many failures it has (recorded or diagnosed). One reading for the commit, which
+    refuses while either stops it, and for ``next_step``, which then says ``"diagnose"``."""
+    recorded = {d["failure_id"] for _s, _r, typ, d in rows if typ == FailureRecorded.name}
+    diagnosed = {d["failure_id"] for _s, _r, typ, d in rows if typ in DIAGNOSES and d.get("failure_id")}
+    return sorted(recorded - diagnosed), failed_diagnoses(rows), len(recorded | diagnosed)
 
 
 def failed_diagnoses(rows: Sequence[tuple[int, int, str, Mapping[str, Any]]]) -> list[str]:

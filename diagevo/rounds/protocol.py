@@ -17,8 +17,15 @@ from diagevo.urls import redact_url
 from diagevo.words import did_you_mean
 
 
-class ProtocolError(Conflict, BadInput):
-    """A round operation out of order or with input that does not fit the round."""
+class ProtocolError(BadInput):
+    """A round operation with input that does not fit the round (a type, an id, content the
+    round holds otherwise), or out of order (:class:`OutOfOrder`)."""
+
+
+class OutOfOrder(ProtocolError):
+    """A step out of the documented order: recording into a round whose promotions are decided
+    or that is committed, failures before the promotions, promoting twice, committing before the
+    promotions or with failures undiagnosed. ``Round.open(...).next_step`` says what comes next."""
 
 
 class MemoryMoved(Conflict):

@@ -23,6 +23,7 @@ from diagevo.catalog import (
 from diagevo.catalog.events import GenerationMode
 from diagevo.config import MethodConfig
 from diagevo.errors import BadInput, Hint
+from diagevo.limits import LimitsConfig
 from diagevo.log import AppendResult, Recorder
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
 from diagevo.memory.fold import InvariantError, fold
@@ -33,9 +34,9 @@ from diagevo.parsing import quoted
 from diagevo.reals import real_number
 from diagevo.results import Json
 from diagevo.results.rounds import Committed, Promotion
-from diagevo.rounds.failures import DIAGNOSES, FAILURE_TYPES, FailureRecord, failed_diagnoses, failure_record
+from diagevo.rounds.failures import DIAGNOSES, DIAGNOSIS_STATE_TYPES, FailureRecord, diagnosis_state, failure_record
 from diagevo.rounds.metrics import check_metrics, check_summary, rank_metrics
-from diagevo.rounds.protocol import MemoryMoved, ProtocolError, Reader, append_decision, round_event
+from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, Reader, append_decision, round_event
 from diagevo.rounds.questions import PURPOSES, Candidate, Recorded, Request, Scored, score
 from diagevo.rounds.refusals import (
     DIAGNOSIS_TYPES,
@@ -89,6 +90,8 @@ class Round:
         stands, nothing appended (every rank of a trainer opens it, a retry does too), with
         :attr:`reopened` True and :attr:`next_step` saying what it takes next: a trainer that
         forgot to commit round 2 gets round 2 back, ``next_step == "commit"``."""
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int)):
+            raise ProtocolError(f"t must be a whole number (a round), not {quoted(t, 40)}")
         t, was_open = open_or_reopen(store, run, t)
         rnd = cls(store, run, t)
         rnd.reopened = was_open
@@ -119,10 +122,14 @@ class Round:
 
     @property
     def next_step(self) -> str:
-        """What the round takes next, read from the log now: ``"record"`` (no question yet),
-        ``"promote"`` (questions recorded: more may be), ``"diagnose"`` (promotions decided, a
-        recorded failure not diagnosed), ``"commit"``, or ``"committed"``; ``"open"`` for a
-        round not yet opened."""
+        """What the round takes next, read from the log now, the same rule its steps refuse by:
+        ``"open"`` (not opened yet); ``"record"`` (no question yet); ``"promote"`` (questions
+        recorded: more may be); ``"record_failures"`` (promotions decided, nothing recorded since:
+        the trainer's step on the retained questions, then its failures and metrics; a round
+        without either may commit); ``"diagnose"`` (a recorded failure has no diagnosis, or more
+        diagnoses failed than ``diagnosis.max_failed_share`` allows: the commit refuses until
+        the round is diagnosed again); ``"commit"``; ``"committed"``. A trainer that resumes a
+        round continues from here: every step before it is in the log."""
         st, run, t = round_state(self.store, self.run), self.run, self.t
         if t <= st.last_committed:
             return "committed"
@@ -130,10 +137,13 @@ class Round:
             return "open"
         if t not in st.promoted:
             return "promote" if self.store.count(run, in_round=t, types=(QuestionScored,)) else "record"
-        recorded: set[str] = set()
-        for _s, _r, typ, d in self.store.rows(run, in_round=t, types=FAILURE_TYPES):
-            (recorded.add if typ == FailureRecorded.name else recorded.discard)(d.get("failure_id", ""))
-        return "diagnose" if recorded else "commit"
+        rows = list(self.store.rows(run, in_round=t, types=DIAGNOSIS_STATE_TYPES))
+        pending, failed, total = diagnosis_state(rows)
+        if pending or self.config.diagnosis.too_many_failed(len(failed), total):
+            return "diagnose"
+        if not total and not self.store.count(run, in_round=t, types=(MetricsRecorded,)):
+            return "record_failures"
+        return "commit"
 
     def event(self, key: str, event: Event) -> EventIn:
         """``event`` of this round, under the id ``key`` gives it (the same on every retry)."""
@@ -142,11 +152,15 @@ class Round:
     # --- the steps ------------------------------------------------------------------------------
     def requests(self, n: int, *, purpose: str = "curriculum", seed: int | None = None) -> list[Request]:
         """``n`` requests from the schedule of M_{t-1}; the same for the same (run, round, seed,
-        purpose). ``purpose`` is ``curriculum`` (Q^cur) or ``challenger`` (Q^chal)."""
+        purpose), and the first ``m`` of them those of ``requests(m)``. ``purpose`` is
+        ``curriculum`` (Q^cur) or ``challenger`` (Q^chal); ``n`` at most ``limits.requests``."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ProtocolError(f"n must be a whole number of at least 0, not {quoted(n, 40)}")
         if purpose not in PURPOSES:
             raise ProtocolError(f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}")
+        most = self.config.part("limits", LimitsConfig).requests
+        if n > most:  # refused before any is drawn: a typo's 10**9 would fill the memory first
+            raise ProtocolError(f"n {n:,} is more than limits.requests {most:,} allows in one call")
         st = round_state(self.store, self.run)
         require_open(st, self.t, "draw requests")
         cfg, memory, t = self.config.memory, self.base, self.t
@@ -166,7 +180,10 @@ class Round:
     def record(self, candidates: Sequence[Candidate]) -> Recorded:
         """Vote, filter and append ``question.generated`` + ``question.scored`` for each candidate
         (one transaction); returns them scored, with the ids the round held already
-        (:class:`Recorded`). Recording a question id again is a no-op."""
+        (:class:`Recorded`). Recording a question id again is a no-op, after the promotions too
+        (a resumed trainer's retry); a new question after them is refused (:class:`OutOfOrder`).
+        A question id the round never handed out is the trainer's own question (a free one it
+        wrote, say): taken as any other, its causes of M_{t-1} and its node checked."""
         if isinstance(candidates, str | bytes | Mapping) or not isinstance(candidates, Iterable):
             raise ProtocolError(f"candidates must be a sequence of Candidate, not {type(candidates).__name__}")
         candidates = list(candidates)
@@ -185,6 +202,10 @@ class Round:
             for cause in (c.active_cause, c.mastered_cause):
                 if cause is not None and cause not in memory.causes:
                     raise ProtocolError(f"question {c.question_id}: unknown cause {cause!r} (not in M_{t - 1})")
+            node = memory.causes[c.active_cause].node if c.active_cause is not None else None
+            if c.node is not None and c.node != node:
+                said = f"its active cause {c.active_cause} is under node {node}" if node else "a free question has none"
+                raise ProtocolError(f"question {c.question_id}: node {quoted(c.node, 40)} does not fit ({said})")
             s = score(c, cfg)
             try:
                 question = QuestionGenerated(
@@ -205,19 +226,49 @@ class Round:
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             require_open(st, t, "record questions")
-            if t in st.promoted:
-                raise ProtocolError(
-                    f"cannot record questions into round {t} of run {run!r}: its promotions are decided (the "
-                    f"evidence is closed); commit round {t} first, then open round {t + 1}",
-                    hint=self._hint("commit", "rnd.commit(metrics)"),
-                )
             refuse_other_content(self.store, run, t, [*generated, *scores])
             stored.clear()  # read under the append lock: what this append skips
             stored.update(d["question_id"] for _s, _r, _t, d in read((QuestionGenerated,), t=t))
+            if t in st.promoted and not seen <= stored:  # a retry of questions recorded stores nothing
+                new = sorted(seen - stored)[0]
+                raise OutOfOrder(
+                    f"cannot record question {quoted(new, 80)} into round {t} of run {run!r}: its promotions are "
+                    f"decided (the evidence is closed); commit round {t} first, then open round {t + 1}",
+                    hint=self._hint("commit", "rnd.commit(metrics)"),
+                )
             return generated + scores
 
         append_decision(self.store, run, decide)
         return Recorded(scored, stored & seen)
+
+    def questions(self) -> Recorded:
+        """The questions the round holds, scored as :meth:`record` returned them, in the order
+        they were recorded (every rank's): what a resumed trainer trains on once the promotions
+        are decided, without generating them again."""
+        texts: dict[str, QuestionGenerated] = {}
+        scored: list[Scored] = []
+        for e in self.store.read(self.run, in_round=self.t, types=(QuestionGenerated, QuestionScored), texts=True):
+            match e.event:
+                case QuestionGenerated() as q:
+                    texts[q.question_id] = q
+                case QuestionScored() as v if v.question_id in texts:
+                    q = texts[v.question_id]
+                    scored.append(
+                        Scored(
+                            q.question_id,
+                            q.text,
+                            q.mode,
+                            q.active_cause,
+                            q.mastered_cause,
+                            v.n,
+                            v.p1,
+                            v.p2,
+                            v.pseudo_label,
+                            v.retained,
+                            v.reference,
+                        )
+                    )
+        return Recorded(scored, [s.question_id for s in scored])
 
     def promote(self) -> list[Promotion]:
         """Decide Eq. 5-6 once, from every candidate recorded in the round against M_{t-1};
@@ -229,7 +280,7 @@ class Round:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             require_open(st, t, "decide promotions")
             if t in st.promoted:
-                raise ProtocolError(f"promotions of round {t} in run {run!r} are decided already")
+                raise OutOfOrder(f"promotions of round {t} in run {run!r} are decided already")
             evidence = promotion_evidence(read((QuestionGenerated, QuestionScored), t=t))
             changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
             promotions = [c for c in changes if isinstance(c, CausePromoted)]
@@ -254,10 +305,11 @@ class Round:
     def record_failures(self, failures: Sequence[FailureRecord | Mapping[str, object]]) -> int:
         """Append ``failure.recorded`` for failed optimization responses of retained questions
         (:class:`FailureRecord`: ``failure_id``, ``question_id``, ``response``, ``reference``, the
-        last two non-empty; a line of ``diagevo diagnose``'s FAILURES.jsonl is one as it is);
-        returns how many were new. Recording the same failure again in this round is a no-op; a
-        failure id the run holds in another round, or here with other content, is refused
-        (``ProtocolError``, a :class:`~diagevo.errors.Conflict`) and nothing is stored."""
+        last two non-empty; a line of ``diagevo diagnose``'s FAILURES.jsonl is one as it is),
+        after :meth:`promote` (before it: :class:`OutOfOrder`); returns how many were new.
+        Recording the same failure again in this round is a no-op; a failure id the run holds in
+        another round, or here with other content, is refused (``ProtocolError``, a
+        :class:`~diagevo.errors.BadInput`) and nothing is stored."""
         run, t = self.run, self.t
         events: list[EventIn] = []
         given: dict[str, dict[str, Any]] = {}
@@ -280,6 +332,12 @@ class Round:
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             require_open(st, t, "record failures")
+            if t not in st.promoted:
+                raise OutOfOrder(
+                    f"cannot record failures in round {t} of run {run!r} before its promotions are decided: "
+                    "promote first (the failures come from training on the retained questions)",
+                    hint=self._hint("promote", "rnd.promote()"),
+                )
             refuse_reused_failures(self.store, run, t, given)
             retained = {d["question_id"] for _s, _r, _t, d in read((QuestionScored,), t=t) if d["retained"]}
             missing = sorted(set(wanted) - retained)
@@ -315,7 +373,7 @@ class Round:
         def decide(read: Reader) -> Sequence[EventIn]:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             if t != st.last_committed + 1:
-                raise ProtocolError(
+                raise OutOfOrder(
                     f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}"
                 )
             decided = {fid: None for ev in events if ev.type in DIAGNOSES and (fid := ev.data.get("failure_id"))}
@@ -411,28 +469,27 @@ class Round:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             require_open(st, t, "commit")
             if t not in st.promoted:
-                raise ProtocolError(
+                raise OutOfOrder(
                     f"cannot commit round {t}: its promotions are not decided",
                     hint=self._hint("promote", "rnd.promote()"),
                 )
             rows = read(None, t=t)
-            failures = {d["failure_id"] for _s, _r, typ, d in rows if typ == FailureRecorded.name}
-            diagnosed = {d["failure_id"] for _s, _r, typ, d in rows if typ in DIAGNOSES and d.get("failure_id")}
-            pending = sorted(failures - diagnosed)
+            pending, failed, total = diagnosis_state(rows)
             if pending and not allow_undiagnosed:
-                raise ProtocolError(
+                raise OutOfOrder(
                     f"cannot commit round {t}: {plural(len(pending), 'recorded failure')} "
-                    f"{'is' if len(pending) == 1 else 'are'} not diagnosed "
-                    f"(first: {pending[0]}); diagnose them or allow undiagnosed failures"
+                    f"{'is' if len(pending) == 1 else 'are'} not diagnosed (first: {pending[0]}); diagnose them, "
+                    "or commit without their evidence: {command}",
+                    hint=self._hint("commit", "rnd.commit(metrics, allow_undiagnosed=True)", "--allow-undiagnosed"),
                 )
-            failed = failed_diagnoses(rows)
-            if self.config.diagnosis.too_many_failed(len(failed), len(failures | diagnosed)):
+            if self.config.diagnosis.too_many_failed(len(failed), total):
                 if not allow_failed:
-                    raise ProtocolError(
-                        f"cannot commit round {t}: {len(failed)} of {plural(len(failures | diagnosed), 'failure')} "
-                        f"failed to diagnose, more than diagnosis.max_failed_share "
-                        f"{self.config.diagnosis.max_failed_share:g} allows (first: {failed[0]}); diagnose the "
-                        "round again (only they are asked) or allow the failed diagnoses"
+                    raise OutOfOrder(
+                        f"cannot commit round {t}: {len(failed)} of {plural(total, 'failure')} failed to diagnose, "
+                        f"more than diagnosis.max_failed_share {self.config.diagnosis.max_failed_share:g} allows "
+                        f"(first: {failed[0]}); diagnose the round again (only they are asked), or commit without "
+                        "their evidence: {command}",
+                        hint=self._hint("commit", "rnd.commit(metrics, allow_failed=True)", "--allow-failed-diagnoses"),
                     )
                 committed["failed_diagnoses_allowed"] = len(failed)
             after = fold(read(FOLDED, after_seq=base.last_seq), run, base)
@@ -463,6 +520,6 @@ class Round:
             summary={k: committed[k] for k in extra},
         )
 
-    def _hint(self, step: str, call: str | None = None) -> Hint:
-        """The command that takes ``step`` for this round (``call``: the same in Python)."""
-        return Hint(("round", step, "--run", self.run, "--round", str(self.t)), self.store.url, call=call)
+    def _hint(self, step: str, call: str | None = None, *flags: str) -> Hint:
+        """The command that takes ``step`` for this round, with ``flags`` (``call``: the same in Python)."""
+        return Hint(("round", step, "--run", self.run, "--round", str(self.t), *flags), self.store.url, call=call)

@@ -26,7 +26,7 @@ from diagevo.log import Recorder
 from diagevo.parsing import quoted
 from diagevo.redaction import redact_config
 from diagevo.results import Json
-from diagevo.rounds.protocol import ProtocolError, Reader, UnknownRun, append_decision, unknown_run
+from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader, UnknownRun, append_decision, unknown_run
 from diagevo.rounds.state import round_state, state_from_rows
 from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.urls import redact_url
@@ -95,16 +95,21 @@ def start_run(
     """Append ``run.started``, decided under the append lock; True when this call started the
     run. For a run the log holds already nothing is stored, and ``resume`` says what the caller
     meant (as W&B's): ``None``, a retry: the same config and seed is a no-op (False: every rank
-    of a trainer may call this), another is refused with ``RunDiffers`` (a ``Conflict``) naming
+    of a trainer may call this), another is refused with ``RunDiffers`` (a ``BadInput``) naming
     the fields that differ (the run keeps the config it started with); ``"allow"``: continue the
     run as it is, whatever ``config`` says (the config in force is the one the log holds);
     ``"must"``: the same, and a run the log does not hold is ``UnknownRun`` (a ``NotFound``);
-    ``"never"``: the run must be new, else ``RunExists`` (a ``Conflict``: two processes creating
-    one id both find out, one of them here).
+    ``"never"``: the run must be new, else ``RunExists`` (a ``BadInput``: two processes creating
+    one id both find out, one of them here). ``seed`` is a whole number and ``run`` and
+    ``trainer`` are strings: another type is refused, never coerced.
     ``trainer`` names what drives the run (``runs`` and ``report`` show it; only a run of
     ``diagevo train`` resumes with it)."""
     if resume is not None and resume not in RESUMES:
         raise ProtocolError(f"resume must be one of {', '.join(map(repr, RESUMES))} or None, not {quoted(resume, 40)}")
+    for name, value, kind in (("run", run, str), ("seed", seed, int), ("trainer", trainer, str)):
+        if isinstance(value, bool) or not isinstance(value, kind):  # "0" for a seed is no seed: never coerced
+            said = "a string" if kind is str else "a whole number"
+            raise ProtocolError(f"{name} must be {said}, not {quoted(value, 40)} ({type(value).__name__})")
     record = config_record(config)
     if not isinstance(config, MethodConfig):
         config_from_record(record)  # a ConfigError naming the field, a typo with the name it likely means
@@ -189,7 +194,7 @@ def configure_run(store: Recorder, run: str, config: MethodConfig) -> bool:
         st = state_from_rows(run, read(MILESTONES), store.url)
         t = st.last_committed + 1
         if not target_only and any(True for _ in read(None, t=t)):
-            raise ProtocolError(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
+            raise OutOfOrder(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
         eid = keys.event_id(run, t, RunConfigured.name, digest)
         return [new_event(RunConfigured(config=record, seed=config.train.seed), run=run, at_round=t, event_id=eid)]
 
@@ -244,9 +249,7 @@ def record_retrospective(store: Recorder, run: str, events: Sequence[EventIn]) -
         st = state_from_rows(run, read(MILESTONES), store.url)
         late = [ev.round for ev in events if ev.round > st.last_committed]
         if late:
-            raise ProtocolError(
-                f"round {late[0]} of run {run!r} is not committed (last committed: {st.last_committed})"
-            )
+            raise OutOfOrder(f"round {late[0]} of run {run!r} is not committed (last committed: {st.last_committed})")
         return events
 
     return append_decision(store, run, decide).appended

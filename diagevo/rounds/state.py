@@ -19,7 +19,15 @@ from diagevo.catalog import (
 )
 from diagevo.errors import Hint
 from diagevo.log import EventRow, Recorder
-from diagevo.rounds.protocol import ProtocolError, Reader, UnknownRun, append_decision, round_event, unknown_run
+from diagevo.rounds.protocol import (
+    OutOfOrder,
+    ProtocolError,
+    Reader,
+    UnknownRun,
+    append_decision,
+    round_event,
+    unknown_run,
+)
 from diagevo.schemas import EventIn
 from diagevo.views.runs import whatif_refusal
 
@@ -108,13 +116,13 @@ def round_state(store: Recorder, run: str) -> RunState:
 
 def require_open(st: RunState, t: int, doing: str) -> None:
     if t <= st.last_committed:
-        raise ProtocolError(f"cannot {doing}: round {t} of run {st.run!r} is committed")
+        raise OutOfOrder(f"cannot {doing}: round {t} of run {st.run!r} is committed")
     if t != st.last_committed + 1:
-        raise ProtocolError(
+        raise OutOfOrder(
             f"cannot {doing}: round {t} is not next in run {st.run!r} (last committed: {st.last_committed})"
         )
     if t not in st.started:
-        raise ProtocolError(
+        raise OutOfOrder(
             f"cannot {doing}: round {t} of run {st.run!r} is not open",
             hint=Hint(("round", "start", "--run", st.run), st.db, call=f"diagevo.Round.open(store, {st.run!r})"),
         )
@@ -124,7 +132,7 @@ def current_round(store: Recorder, run: str) -> int:
     """The run's open round."""
     st = round_state(store, run)
     if st.open_round is None:
-        raise ProtocolError(
+        raise OutOfOrder(
             f"run {run!r} has no open round (last committed: {st.last_committed}); open one first",
             hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.Round.open(store, {run!r})"),
         )
@@ -149,9 +157,9 @@ def open_or_reopen(store: Recorder, run: str, t: int | None) -> tuple[int, bool]
         nxt = st.last_committed + 1
         want = nxt if t is None else t
         if want <= st.last_committed:
-            raise ProtocolError(f"round {want} of run {run!r} is committed already")
+            raise OutOfOrder(f"round {want} of run {run!r} is committed already")
         if want != nxt:
-            raise ProtocolError(f"round {want} cannot open in run {run!r}: round {nxt} comes first")
+            raise OutOfOrder(f"round {want} cannot open in run {run!r}: round {nxt} comes first")
         chosen.append((want, want in st.started))
         return [] if want in st.started else [round_event(run, want, RoundStarted.name, RoundStarted())]
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from diagevo.errors import BadInput, Conflict, Hint, NotFound, Unavailable
+from diagevo.errors import BadInput, Hint, NotFound, Unavailable
 from diagevo.fixes import Fix, Install
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.redaction import given_secrets
@@ -70,7 +70,7 @@ def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
             meant = did_you_mean(config.train.run, store.runs())
             raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}{meant}")
         if exists and not resume:
-            raise Conflict(
+            raise BadInput(
                 f"run {config.train.run!r} already exists in {redact_url(store.url)}; continue it with {{command}}",
                 hint=Hint(
                     ("train", "--run", config.train.run, "--resume"),
@@ -80,7 +80,9 @@ def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
             )
         return config.train.run
     if resume:
-        latest = store.latest_run()
+        from diagevo.views.runs import latest_run
+
+        latest = latest_run(store)
         if latest is None:
             raise NotFound(f"nothing to resume in {redact_url(store.url)}")
         return latest
@@ -94,7 +96,7 @@ def refuse_foreign_resume(store: Recorder, run: str) -> None:
 
     trainer = run_trainer(store, run)
     if trainer is not None and trainer != OUR_TRAINER:
-        raise Conflict(
+        raise BadInput(
             f"run {run!r} is driven by {trainer!r}, not by diagevo's own trainer: resuming it here would write "
             f"diagevo's own rounds into it; continue it with its trainer through the round protocol ({{command}})",
             hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.Round.open(store, {run!r})"),

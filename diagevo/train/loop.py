@@ -34,7 +34,7 @@ from diagevo.catalog import (
 )
 from diagevo.confined import no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
-from diagevo.errors import DiagnosesFailed, EndpointUnreachable, Hint, NotFound, Unavailable
+from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, Hint, NotFound, RetryLater
 from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
@@ -50,12 +50,6 @@ from diagevo.views.stats import round_stats
 
 # the longest wait between two asks of a diagnostician that stopped answering
 MAX_OUTAGE_PAUSE_S = 60.0
-
-
-def is_outage(exc: EndpointUnreachable | DiagnosesFailed) -> bool:
-    """Whether a stopped diagnosis is the endpoint not answering (worth asking again later),
-    rather than a server answering wrongly (which waiting does not fix)."""
-    return isinstance(exc, EndpointUnreachable) or all(": endpoint: " in why for why, _n in exc.reasons)
 
 
 def outage_line(exc: EndpointUnreachable | DiagnosesFailed) -> str:
@@ -475,10 +469,11 @@ class Trainer:
                 )
             except (EndpointUnreachable, DiagnosesFailed) as exc:
                 waited = time.monotonic() - started
-                if not is_outage(exc) or waited + pause > d.outage_wait_s:
-                    raise Unavailable(
+                down = isinstance(exc, RetryLater)  # not answering: asked again; answering wrongly: not
+                if not down or waited + pause > d.outage_wait_s:
+                    raise (RetryLater if down else BadServer)(
                         f"run {self.run!r} stopped in round {rnd.t}, not committed: {outage_line(exc)}; once the "
-                        "diagnostician answers, continue with {command}"
+                        f"diagnostician answers{'' if down else ' as it should'}, continue with {{command}}"
                         f" (waited {waited:.0f} s, diagnosis.outage_wait_s {d.outage_wait_s:g})",
                         hint=Hint(("train", "--resume", "--run", self.run), self.store.url),
                     ) from None

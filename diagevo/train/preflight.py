@@ -196,34 +196,25 @@ def check_gpus(cfg: Config, count: Callable[[], int] = gpu_count) -> list[Check]
 
 def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
     """The diagnostician endpoint (``diagnosis.llm_url``) answers ``GET /models`` and lists the
-    model the config names."""
-    import httpx
+    model the config names (:func:`~diagevo.openai_client.check_endpoint`, as ``diagnose`` asks
+    it); a server that lists no model is said so, not refused (some providers have no list)."""
+    from diagevo.openai_client import ModelNotServed, check_endpoint
 
     d = cfg.diagnosis
     if not d.llm_url:
         return []
     shown = redact_url(d.llm_url)
-    key = d.api_key.get_secret_value() if d.api_key else os.environ.get("DIAGEVO_LLM_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    key = d.api_key.get_secret_value() if d.api_key else None
     fix = Fix.of(Advice(f"start the endpoint serving {d.model}, or set diagnosis.llm_url and diagnosis.model"))
     try:
-        reply = httpx.get(d.llm_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
-        reply.raise_for_status()
-        served = [str(m.get("id")) for m in reply.json().get("data", []) if isinstance(m, dict)]
-    except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        said = redact_text(" ".join(str(exc).split()))[:200] or type(exc).__name__
-        return [Check("diagnostician", "missing", f"{shown}: not answering ({said})", fix, True)]
-    if d.model not in served:
-        listed = ", ".join(served[:5]) or "none"
-        return [
-            Check(
-                "diagnostician",
-                "missing",
-                f"{shown} does not serve {d.model!r} (it serves {listed})",
-                Fix.of(Override("diagnosis.model", served[0])) if served else fix,
-                True,
-            )
-        ]
+        listed = check_endpoint(d.llm_url, api_key=key, timeout_s=timeout_s, what="diagnostician", model=d.model)
+    except DiagevoError as exc:
+        said = redact_text(" ".join(str(exc).split()))[:300]
+        if isinstance(exc, ModelNotServed):
+            fix = Fix.of(Override("diagnosis.model", exc.listed[0]))
+        return [Check("diagnostician", "missing", said, fix, True)]
+    if listed is None:
+        return [Check("diagnostician", "warning", f"{shown} lists no models: {d.model!r} is not checked", asked=True)]
     return [Check("diagnostician", "ok", f"{shown} serves {d.model}", asked=True)]
 
 

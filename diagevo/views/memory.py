@@ -17,6 +17,7 @@ from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, commits, fold, fold_until, start
 from diagevo.memory.state import Memory
 from diagevo.urls import redact_url
+from diagevo.views.runs import latest_run
 from diagevo.words import did_you_mean
 
 VIEW = "memory"
@@ -43,12 +44,13 @@ def unknown_run(store: Recorder, run: str) -> NoSuchRun:
 
 
 def resolve_run(store: Recorder, run: str | None) -> str:
-    """``run``, or the latest run in the log (:class:`NoSuchRun` for one it does not hold)."""
+    """``run``, or the latest run in the log, not a what-if (:func:`~diagevo.views.runs.latest_run`;
+    :class:`NoSuchRun` for one it does not hold)."""
     if run is not None:
         if not store.has_run(run):
             raise unknown_run(store, run)
         return run
-    latest = store.latest_run()
+    latest = latest_run(store)
     if latest is None:
         raise NoSuchRun(
             f"no runs in {redact_url(store.url)}: start one with {{command}}, "

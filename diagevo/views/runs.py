@@ -7,7 +7,8 @@ not continued: no round of its own yet), or **what-if** for a what-if of :mod:`d
 older log, which does not name its trainer), **complete** (it reached the rounds its config asks
 for, no round open) or **interrupted** (a round left open, or rounds still to go: ``train
 --resume``); for another trainer's run, **open round t** (waiting for its trainer) or
-**complete** (as far as it went). A fork says where it came from. Its config is shown as the
+**complete** (as far as it went); **no round yet** for a run started whose first round was never
+opened. A fork says where it came from. Its config is shown as the
 fields that differ from the defaults; its tags and notes are its own events (``run.tagged``,
 ``run.noted``).
 """
@@ -71,6 +72,8 @@ def run_status(
         return "in progress"
     if forked_at is not None and not any(t > forked_at for t in started):
         return "forked"
+    if not started and not last:
+        return "no round yet"  # started, never a round opened: nothing is complete
     if trainer is not None and trainer != OUR_TRAINER:
         return f"open round {open_round}" if open_round is not None else "complete"
     if open_round is None and (target is None or last >= target):
@@ -171,6 +174,23 @@ def _rounds_asked(config: dict[str, Any]) -> int | None:
 def runs(store: Recorder) -> list[RunSummary]:
     """Every run of the database, in order of creation."""
     return [summarise(store, run) for run in store.runs()]
+
+
+def is_whatif(store: Recorder, run: str) -> bool:
+    """Whether ``run`` is a what-if (its last ``run.forked`` says so)."""
+    marker = next(store.read(run, types=(RunForked,), newest=True, limit=1), None)
+    return marker is not None and isinstance(marker.data.get("whatif"), Mapping)
+
+
+def latest_run(store: Recorder) -> str | None:
+    """The run a command takes when none is named: the one written to last, a what-if only when
+    the log holds nothing else (writing a what-if of a run does not make it the run a bare
+    ``memory stats`` or ``round commit`` means)."""
+    latest = store.latest_run()
+    if latest is None or not is_whatif(store, latest):
+        return latest
+    others = [r for r in store.runs() if not is_whatif(store, r)]
+    return max(others, key=store.last_seq) if others else latest
 
 
 def whatif_refusal(run: str, forks: Iterable[EventRow], db: str, what: str) -> tuple[str, Hint] | None:
