@@ -21,6 +21,7 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
+
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     from diagevo.cli.app import build
     from diagevo.cli.reference import generators

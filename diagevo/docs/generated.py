@@ -30,8 +30,8 @@ import html
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 from diagevo.docs import Undocumented

@@ -202,8 +202,8 @@ def accuracy(data: RunData) -> Accuracy:
     that records no metric has none, and no empty panel)."""
     rounds = data.rounds
     charts = []
-    held = "heldout_acc" in rounds.columns and rounds["heldout_acc"].is_not_null().any()
-    if held or data.benchmarks.height:
+    held = any(r.get("heldout_acc") is not None for r in rounds)
+    if held or data.benchmarks:
         charts.append(
             chart(
                 "accuracy",
