@@ -15,6 +15,10 @@ from diagevo.sections import Section
 from diagevo.urls import endpoint_problem
 
 
+IN_PROCESS_EMBEDDERS = ("static", "local")
+"""The embedders named rather than reached at a URL (diagnosis/tools.py's ``make_embedder``)."""
+
+
 class DiagnosticianConfig(Section):
     """``[diagnosis]``'s fields that say how the diagnostician and the embedder are reached."""
 
@@ -91,8 +95,8 @@ class DiagnosticianConfig(Section):
     @classmethod
     def _an_endpoint(cls, value: str | None) -> str | None:
         """An endpoint's URL as :func:`~diagevo.urls.endpoint_problem` takes it (credentials
-        refused: the key goes in the environment), ``embedder`` also ``"local"``."""
-        problem = None if value is None or value == "local" else endpoint_problem(value)
+        refused: the key goes in the environment), ``embedder`` also an in-process one."""
+        problem = None if value is None or value in IN_PROCESS_EMBEDDERS else endpoint_problem(value)
         if problem is not None:
             raise ValueError(problem)
         return value

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.diagnosis.config import IN_PROCESS_EMBEDDERS, DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput
 from diagevo.views.index import VectorIndex, kept_index_path
@@ -113,7 +113,7 @@ def check_endpoints(cfg: DiagnosisConfig, name: str) -> bool:
             cfg.llm_url, api_key=_api_key(cfg), timeout_s=timeout, what="diagnostician", model=cfg.model
         )
         unlisted = listed is None
-    if cfg.embedder not in ("static", "local"):
+    if cfg.embedder not in IN_PROCESS_EMBEDDERS:
         check_endpoint(cfg.embedder, api_key=_api_key(cfg), timeout_s=timeout, what="embedder")
     return unlisted
 
