@@ -14,7 +14,6 @@ from diagevo.config import DiagnosisRules
 from diagevo.sections import Section
 from diagevo.urls import endpoint_problem
 
-
 IN_PROCESS_EMBEDDERS = ("static", "local")
 """The embedders named rather than reached at a URL (diagnosis/tools.py's ``make_embedder``)."""
 
