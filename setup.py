@@ -20,7 +20,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 BESIDE = ("CHANGELOG.md", "pyproject.toml")
-CONFIGS = ("*.toml", "accelerate/*.yaml")  # configs/: the pages name them; sim.toml is train's default
+CONFIGS = ("*.toml", "*/*.yaml")  # configs/: the pages name them; sim.toml is train's default
 
 
 def documentation() -> list[Path]:

@@ -83,7 +83,7 @@ def test_every_page_prints_with_its_generated_sections_filled(name: str, capsys:
     [
         ("reference/configuration", "### `[memory]`"),
         ("reference/events", "### `cause.reactivated`"),
-        ("reference/errors", "| `NotFound` | `DiagevoError`, `LookupError` | `diagevo.errors` |"),
+        ("reference/errors", "- `diagevo.NotFound` (`diagevo.errors`): A run, round, cause, file"),
         ("reference/python-api", "### diagevo.open_store\n\n```python\nopen_store("),
         ("reference/cli", "## diagevo memory why\n"),
         ("reference/cli", "More: [`diagevo docs how-to/audit`](../how-to/audit.md)"),

@@ -6,7 +6,6 @@ block (tests/test_docs_examples.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 import diagevo
 import diagevo.catalog
 from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.docs.generated import PACKAGE, _error_classes, error_classes
 from diagevo.errors import DiagnosticianBroken, DiagnosticianDown
 from diagevo.log import RunBusy
 from diagevo.openai_client import ModelNotServed, unanswered
@@ -28,6 +28,7 @@ from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_public_api import LABELS, _round
 
 ROOT = Path(__file__).resolve().parent.parent
+SOURCES = {"diagevo": PACKAGE, "diagevo.cli": ROOT / "cli"}
 NO_RETRY = DiagnosisConfig(max_retries=0, embedder="local")
 SHORT = json.dumps({"matched_cause_id": None, "error_cause": "sign error"})  # 2 words, not 10-20
 
@@ -250,19 +251,11 @@ def test_a_model_the_server_does_not_list_is_refused_before_the_first_diagnosis(
 # --- 4. the errors a trainer catches, by what to do ------------------------------------------------
 
 
-def _hooks() -> Any:
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_every_error_class_sits_under_one_meaning_at_most_and_the_caught_ones_are_exported() -> None:
     import importlib
 
     meanings = (diagevo.RetryLater, diagevo.BadServer, diagevo.BadInput, diagevo.Unavailable)
-    for name, module, _bases, _doc in _hooks()._error_classes():
+    for name, module, _bases, _doc in _error_classes(SOURCES):
         cls = getattr(importlib.import_module(module), name)
         under = [m.__name__ for m in meanings if issubclass(cls, m)]
         assert len(under) <= 1, (name, under)
@@ -275,7 +268,7 @@ def test_every_error_class_sits_under_one_meaning_at_most_and_the_caught_ones_ar
 
 
 def test_the_errors_page_shows_the_tree() -> None:
-    page = _hooks().errors()
+    page = error_classes(SOURCES)
     tree = page.split("## The error classes", 1)[1]
     retry = tree.split("- `diagevo.RetryLater`", 1)[1].split("\n    - `diagevo.BadServer`", 1)[0]
     assert "- `diagevo.EndpointUnreachable`" in retry and "- `diagevo.Conflict`" in retry
@@ -419,7 +412,7 @@ def test_a_diagnostician_url_is_checked_in_train_diagnose_and_doctor(url: str, s
         ["report", "-o", "{long}.html"],
         ["memory", "export", "-o", "{long}.jsonl"],
         ["memory", "stats", "-o", "{long}.csv"],
-        ["memory", "plot", "-o", "{long}.png"],
+        ["memory", "plot", "-o", "{long}.svg"],
         ["memory", "ingest", "{long}.jsonl"],
         ["round", "record", "{long}.jsonl", "--run", "r"],
         ["diagnose", "{long}.jsonl", "--run", "r", "--round", "2", "--diagnostician", "heuristic"],

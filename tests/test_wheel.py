@@ -201,7 +201,7 @@ def test_a_wheel_user_reads_every_page_with_its_references_built(wheel: Path, tm
         ("reference/configuration", "### `[memory]`"),
         ("reference/python-api", "### diagevo.open_store"),
         ("reference/cli", "More: [`diagevo docs how-to/audit`](../how-to/audit.md)"),
-        ("reference/errors", "| `NotFound` |"),
+        ("reference/errors", "- `diagevo.NotFound` (`diagevo.errors`):"),
         ("contributing", "log : paths"),
         ("changelog", "## [Unreleased]"),
     ]:
