@@ -127,7 +127,7 @@ def run_check(
     model: Path, out: Path, *, overrides: list[str] | None = None, progress: ProgressFn = no_progress
 ) -> CheckReport:
     """One round of ``configs/gpu-check.toml`` with both roles from ``model``, into ``out``."""
-    require("gpu", "gpu-check", "torch", "transformers", "trl", "vllm")
+    require("hf", "gpu-check", "torch", "transformers", "trl")  # vLLM when installed (else generate)
     import torch
 
     from diagevo.log import open_log
