@@ -38,21 +38,34 @@ class Installed:
 
     def run(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         """A command of the venv's bin/ (or its python), with none of the checkout's environment."""
-        keep = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIAGEVO_DB", "VIRTUAL_ENV")}
-        keep["PATH"] = f"{self.env / 'bin'}:/usr/bin:/bin"
         return subprocess.run(
-            [str(self.env / "bin" / args[0]), *args[1:]], cwd=cwd, env=keep, capture_output=True, text=True
+            [str(self.env / "bin" / args[0]), *args[1:]], cwd=cwd, env=_away(self.env), capture_output=True, text=True
         )
 
 
+def _away(env: Path) -> dict[str, str]:
+    """This process's environment without what points into the checkout or its venv."""
+    keep = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIAGEVO_DB", "VIRTUAL_ENV")}
+    keep["PATH"] = f"{env / 'bin'}:/usr/bin:/bin"
+    return keep
+
+
 def _site(env: Path) -> tuple[dict[str, str], int]:
-    """The venv's distributions (name to version) and the bytes of its site-packages."""
+    """The venv's distributions (name to version) and the bytes of its site-packages, read away
+    from the checkout (whose diagevo.egg-info a python started there would count)."""
     code = (
         "import importlib.metadata as m, json; "
         "print(json.dumps({d.name.lower(): d.version for d in m.distributions()}))"
     )
     names = json.loads(
-        subprocess.run([str(env / "bin" / "python"), "-c", code], check=True, capture_output=True, text=True).stdout
+        subprocess.run(
+            [str(env / "bin" / "python"), "-c", code],
+            cwd=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            env=_away(env),
+        ).stdout
     )
     (site,) = (env / "lib").glob("python3*/site-packages")
     size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file() and not f.is_symlink())
@@ -64,7 +77,8 @@ def install(wheel: Path, env: Path, *, constraints: bool) -> Installed:
     before, size_before = _site(env)
     pip = [str(env / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(wheel)]
     started = time.perf_counter()
-    subprocess.run(pip + (["-c", str(CONSTRAINTS)] if constraints else []), check=True, capture_output=True)
+    constrained = ["-c", str(CONSTRAINTS)] if constraints else []
+    subprocess.run(pip + constrained, check=True, capture_output=True, env=_away(env))
     seconds = time.perf_counter() - started
     after, size_after = _site(env)
     added = sorted(f"{n} {v}" for n, v in after.items() if n not in before)
