@@ -7,6 +7,7 @@ from dataclasses import asdict, replace
 from typing import Any, cast
 
 from diagevo.catalog import (
+    CATALOG,
     FOLDED,
     MEMORY_TYPES,
     MILESTONES,
@@ -227,6 +228,7 @@ class Round:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             require_open(st, t, "record questions")
             refuse_other_content(self.store, run, t, [*generated, *scores])
+            refuse_counted_twice(self.store, run, [*generated, *scores], memory)  # a question id is one question
             stored.clear()  # read under the append lock: what this append skips
             stored.update(d["question_id"] for _s, _r, _t, d in read((QuestionGenerated,), t=t))
             if t in st.promoted and not seen <= stored:  # a retry of questions recorded stores nothing
@@ -378,7 +380,8 @@ class Round:
                 )
             decided = {fid: None for ev in events if ev.type in DIAGNOSES and (fid := ev.data.get("failure_id"))}
             refuse_reused_failures(self.store, run, t, decided)  # a failure is diagnosed once in a run
-            refuse_counted_twice(self.store, run, events)  # ...and counted once
+            changes = any(CATALOG[ev.type].folded for ev in events)
+            refuse_counted_twice(self.store, run, events, self.memory() if changes else None)  # ...and founded
             if since_seq is not None:
                 foreign = read(MEMORY_TYPES, after_seq=since_seq)
                 if foreign:
