@@ -91,8 +91,8 @@ class DiagnosticianConfig(Section):
     @classmethod
     def _an_endpoint(cls, value: str | None) -> str | None:
         """An endpoint's URL as :func:`~diagevo.urls.endpoint_problem` takes it (credentials
-        refused: the key goes in the environment), ``embedder`` also ``"local"``."""
-        problem = None if value is None or value == "local" else endpoint_problem(value)
+        refused: the key goes in the environment), ``embedder`` also ``"local"`` and ``"static"``."""
+        problem = None if value is None or value in ("local", "static") else endpoint_problem(value)
         if problem is not None:
             raise ValueError(problem)
         return value
