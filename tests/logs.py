@@ -19,13 +19,13 @@ class Log:
     """Appends events round by round; ``rows()`` feeds the fold, ``events()`` the store,
     ``jsonl()`` the CLI ingest."""
 
-    def __init__(self, run: str = "r1", k: float = 0.5, seed: int = 0) -> None:
+    def __init__(self, run: str = "r1", k: float = 0.5, seed: int = 0, theta_up: float | None = None) -> None:
         self.run = run
         self.round = 0
         self._events: list[EventIn] = []
         self._failures: set[str] = set()  # recorded
         self._diagnosed: set[str] = set()
-        self.add("run.started", config={"k": k}, seed=seed)
+        self.add("run.started", config={"k": k} if theta_up is None else {"k": k, "theta_up": theta_up}, seed=seed)
         self.round = 1
 
     def add(self, event_type: str, **data: Any) -> Log:

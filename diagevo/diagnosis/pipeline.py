@@ -123,6 +123,7 @@ async def _run(
     reused = {f.failure_id: prior.diagnosed[f.failure_id] for f in todo if f.failure_id in prior.diagnosed}
     summary.reused_replies = len(reused)
 
+    _record_unrecorded(state, store, run, failures)
     t0 = time.perf_counter()
     fresh = await state.extract_all([f for f in todo if f.failure_id not in reused])
     summary.extraction_s = time.perf_counter() - t0
@@ -173,6 +174,23 @@ async def _run(
         index.sync(store, run)
     summary.consolidation_s = time.perf_counter() - t0
     return summary
+
+
+def _record_unrecorded(state: DiagnosisPass, store: Any, run: str, failures: Sequence[FailureInput]) -> None:
+    """Record the given failures the log does not hold (a round its trainer never opened): a
+    diagnosis, and what it decides, follow from a failure recorded in the run."""
+    ids = [f.failure_id for f in failures]
+    if not ids:
+        return
+    held = {e.data.get("failure_id") for e in store.read(run, types=(FailureRecorded,), keys={"failure_id": ids})}
+    rnd = state.protocol
+    events = [
+        rnd.event(f"fail/{f.failure_id}", FailureRecorded(**_failure_record(f)))
+        for f in failures
+        if f.failure_id not in held
+    ]
+    if events:
+        rnd.append_diagnosis(events)
 
 
 def failures_from_records(records: Iterable[dict[str, Any]]) -> list[FailureInput]:

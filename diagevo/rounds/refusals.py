@@ -92,10 +92,13 @@ NOTE_TYPES: frozenset[type[Event]] = frozenset({PhaseCompleted, CheckpointWritte
 """What :meth:`Round.note` takes: the trainer's bookkeeping, which changes no count."""
 
 _DIAGNOSTICIAN: set[type[Event]] = {FailureDiagnosed, DiagnosisFailed, LLMCalled}  # its decisions and notes
+_DIAGNOSTICIAN.add(FailureRecorded)  # the failures of a round its trainer never opened, recorded with their diagnosis
 _DECIDERS: set[type[Event]] = {FailureAttributed, CauseReactivated, CauseCreated, NodeCreated, NodesMerged}
 DIAGNOSIS_TYPES: frozenset[type[Event]] = frozenset(_DIAGNOSTICIAN | _DECIDERS)
 """What :meth:`Round.append_diagnosis` takes: the diagnostician's decisions and notes, and the
-memory events its deciders return (never a promotion, a config or a milestone)."""
+memory events its deciders return (never a promotion, a config or a milestone); and
+``failure.recorded`` in a round never opened (in an open round, :meth:`Round.record_failures`
+records them, each of a retained question)."""
 
 
 def refuse_other_type(allowed: frozenset[type[Event]], name: str, what: str) -> None:

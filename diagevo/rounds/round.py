@@ -378,6 +378,11 @@ class Round:
                 raise OutOfOrder(
                     f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}"
                 )
+            if t in st.started and any(ev.type == FailureRecorded.name for ev in events):
+                raise ProtocolError(
+                    f"round {t} of run {run!r} is open: its failures are recorded by record_failures, each of a "
+                    "retained question"
+                )
             decided = {fid: None for ev in events if ev.type in DIAGNOSES and (fid := ev.data.get("failure_id"))}
             refuse_reused_failures(self.store, run, t, decided)  # a failure is diagnosed once in a run
             changes = any(CATALOG[ev.type].folded for ev in events)
