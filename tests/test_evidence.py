@@ -161,7 +161,9 @@ def test_a_run_forked_line_after_the_run_went_on(store: Recorder) -> None:
     log.round = 1
     log.add(RunForked.name, source_run="x", source_round=1, source_hash="0" * 64, source_seq=1)
     store.append(log.events())
-    assert any("run forked at its opening: run.forked (source round 1) does not follow" in p for p in verify_run(store, "r"))
+    assert any(
+        "run forked at its opening: run.forked (source round 1) does not follow" in p for p in verify_run(store, "r")
+    )
 
 
 def test_a_whatif_and_a_fork_verify(store: Recorder) -> None:
@@ -182,7 +184,9 @@ def test_append_diagnosis_refuses_an_attribution_of_a_failure_the_run_never_reco
     rnd = _round_two(store)
     n = store.last_seq(RUN)
     attributed = rnd.event("a/ghost", FailureAttributed(failure_id="ghost", cause_id="C1", via="recurrence"))
-    with pytest.raises(rounds.ProtocolError, match="failure attributed from its diagnosis: failure 'ghost' is not recorded"):
+    with pytest.raises(
+        rounds.ProtocolError, match="failure attributed from its diagnosis: failure 'ghost' is not recorded"
+    ):
         rnd.append_diagnosis([attributed])
     assert store.last_seq(RUN) == n
 
@@ -199,7 +203,9 @@ def test_append_diagnosis_refuses_a_cause_created_from_no_failure(store: Recorde
 def test_append_diagnosis_refuses_an_attribution_to_an_unknown_cause(store: Recorder) -> None:
     rnd = _round_two(store)
     rounds.record(store, RUN, 2, [])
-    store.append([wire_event("failure.recorded", RUN, 2, "fr/f", failure_id="f", question_id="q", response="a", reference="b")])
+    store.append(
+        [wire_event("failure.recorded", RUN, 2, "fr/f", failure_id="f", question_id="q", response="a", reference="b")]
+    )
     diagnosed = rnd.event("dx/f", FailureDiagnosed(failure_id="f", matched_cause="C9"))
     attributed = rnd.event("a/f", FailureAttributed(failure_id="f", cause_id="C9", via="recurrence"))
     with pytest.raises(rounds.ProtocolError, match="unknown cause 'C9'"):
@@ -212,7 +218,9 @@ def test_record_refuses_a_question_id_from_an_earlier_round(store: Recorder) -> 
     rounds.open_round(store, RUN)
     n = store.last_seq(RUN)
     again = rounds.Candidate(earlier, "free", "another question?", answers=tuple(answers("7", 9)))
-    with pytest.raises(rounds.ProtocolError, match=f"question generated once: question '{earlier}' is generated in round 1"):
+    with pytest.raises(
+        rounds.ProtocolError, match=f"question generated once: question '{earlier}' is generated in round 1"
+    ):
         rounds.Round(store, RUN, 2).record([again])
     assert store.last_seq(RUN) == n
     assert verify_run(store, RUN) == []

@@ -21,10 +21,23 @@ def _evidence(t: int, fid: str, matched: str | None = None, error_cause: str | N
     follows from."""
     return [
         wire_event(
-            "failure.recorded", RUN, t, f"{RUN}/{t}/fail/{fid}", failure_id=fid, question_id="q", response="a", reference="b"
+            "failure.recorded",
+            RUN,
+            t,
+            f"{RUN}/{t}/fail/{fid}",
+            failure_id=fid,
+            question_id="q",
+            response="a",
+            reference="b",
         ),
         wire_event(
-            "failure.diagnosed", RUN, t, f"{RUN}/{t}/dx/{fid}", failure_id=fid, matched_cause=matched, error_cause=error_cause
+            "failure.diagnosed",
+            RUN,
+            t,
+            f"{RUN}/{t}/dx/{fid}",
+            failure_id=fid,
+            matched_cause=matched,
+            error_cause=error_cause,
         ),
     ]
 
@@ -42,7 +55,14 @@ def _cause_events(t: int) -> list:
         e += _evidence(t, f"f{i}", error_cause=text)
         e.append(
             wire_event(
-                "cause.created", RUN, t, f"{RUN}/{t}/c{i}", cause_id=f"C{i}", node_id="N1", description=text, failure_id=f"f{i}"
+                "cause.created",
+                RUN,
+                t,
+                f"{RUN}/{t}/c{i}",
+                cause_id=f"C{i}",
+                node_id="N1",
+                description=text,
+                failure_id=f"f{i}",
             )
         )
     e += _evidence(t, "x", matched="C1")

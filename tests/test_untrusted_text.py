@@ -127,7 +127,7 @@ def hostile_log() -> Log:
     log.add("cause.created", cause_id=CAUSE, node_id=NODE, description="d2 " + WITH_NUL, failure_id="f'1[/b]")
     log.add("failure.recorded", failure_id="f2", question_id="q'1[/b]", response="R2 " + TEXT, reference="ref")
     log.add("failure.diagnosed", failure_id="f2", error_cause="diag2 " + TEXT, model="m", raw="raw2")
-    log.add("failure.attributed", failure_id="f2", cause_id="C1", via="recurrence", similarity=0.9)
+    log.add("failure.attributed", failure_id="f2", cause_id="C1", via="dedup", similarity=0.9)
     log.add("eval.recorded", benchmark=BENCH, n=3, accuracy=0.5, model="m " + WITH_NUL)
     log.commit(heldout_acc=0.5, timing={PHASE: 1.0, "solver": 2.0})
     log.question("q2", 0.9, active="C1")

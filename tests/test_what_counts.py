@@ -214,7 +214,9 @@ def test_a_diagnosis_counts_a_failure_once(store: Recorder) -> None:
     with pytest.raises(rounds.ProtocolError, match="failure counted once: failure 'x' was attributed in round 1"):
         rnd.append_diagnosis([again])
     assert store.last_seq(RUN) == n
-    recorded = wire_event("failure.recorded", RUN, 2, "fail/y", failure_id="y", question_id="q", response="a", reference="b")
+    recorded = wire_event(
+        "failure.recorded", RUN, 2, "fail/y", failure_id="y", question_id="q", response="a", reference="b"
+    )
     store.append([recorded])
     diagnosed = wire_event("failure.diagnosed", RUN, 2, "dx/y", failure_id="y", error_cause="a new error")
     first = wire_event("failure.attributed", RUN, 2, "first", failure_id="y", cause_id="C2", via="dedup")

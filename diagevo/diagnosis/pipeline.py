@@ -185,7 +185,12 @@ def _record_unrecorded(state: DiagnosisPass, store: Any, run: str, failures: Seq
     held = {e.data.get("failure_id") for e in store.read(run, types=(FailureRecorded,), keys={"failure_id": ids})}
     rnd = state.protocol
     events = [
-        rnd.event(f"fail/{f.failure_id}", FailureRecorded(**_failure_record(f)))
+        rnd.event(
+            f"fail/{f.failure_id}",
+            FailureRecorded(
+                failure_id=f.failure_id, question_id=f.question_id, response=f.response, reference=f.reference
+            ),
+        )
         for f in failures
         if f.failure_id not in held
     ]
@@ -267,7 +272,8 @@ def diagnose(
     (``diagevo diagnose FILE``). Given failures are first recorded into an opened round
     (:meth:`Round.record_failures`: each must be of a retained question of the round); a round
     never opened (a trainer that records nothing else) need only be the next one, and its
-    failures are diagnosed without being recorded. The summary counts which was done. A
+    failures are recorded with their diagnosis (a decision follows from a recorded failure). The
+    summary counts which was done. A
     failure recorded or diagnosed in another round of the run is refused before any model call."""
     from diagevo import aio
     from diagevo.diagnosis import tools
@@ -318,7 +324,7 @@ def diagnose(
             limits=rnd.config.part("limits", LimitsConfig),  # the run's [limits]: what its texts are stored up to
         )
     )
-    summary.recorded, summary.already_recorded, summary.not_recorded = recorded, already, unrecorded
+    summary.recorded, summary.already_recorded, summary.unopened = recorded, already, unrecorded
     refuse_failed(summary, rnd.config.diagnosis)
     return summary
 

@@ -42,7 +42,6 @@ from typing import Any, Protocol
 
 from diagevo.catalog import (
     CATALOG,
-    RunForked,
     CauseCreated,
     CausePromoted,
     CauseReactivated,
@@ -55,6 +54,7 @@ from diagevo.catalog import (
     QuestionGenerated,
     QuestionScored,
     RoundCommitted,
+    RunForked,
 )
 from diagevo.memory.fold import Draft, InvariantError, Row, step
 from diagevo.memory.state import Cause
@@ -226,12 +226,13 @@ class Tally:
             held = mem.causes.get(str(mastered))
             if held is None or held.active:
                 what = "unknown" if held is None else "Active"
-                return "stitched question on a Mastered cause", f"question {qid!r} names {what} cause {mastered!r} as mastered"
+                return (
+                    "stitched question on a Mastered cause",
+                    f"question {qid!r} names {what} cause {mastered!r} as mastered",
+                )
         return None
 
-    def _promotion(
-        self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes
-    ) -> tuple[str, str] | None:
+    def _promotion(self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes) -> tuple[str, str] | None:
         """A round's promotions are what the deciders decide from its evidence (Eq. 5-6): the
         memory before the round's first promotion is M_{t-1} as far as promotion reads it."""
         if etype is RoundCommitted and (rnd in self.decided or rnd in self.promoted):
@@ -242,7 +243,8 @@ class Tally:
         if etype is RoundCommitted:
             if want:
                 return "promotion decided from the evidence", (
-                    f"round {rnd} is committed without promotions, but its scored questions and θ_up promote {_few(want)}"
+                    f"round {rnd} is committed without promotions, but its scored questions and θ_up "
+                    f"promote {_few(want)}"
                 )
             return None
         if etype is CausePromoted:

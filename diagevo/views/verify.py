@@ -8,10 +8,9 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from collections.abc import Mapping
 
 from diagevo.catalog import RoundCommitted, RunForked
 from diagevo.log import Recorder
