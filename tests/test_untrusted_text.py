@@ -40,6 +40,7 @@ import pytest
 from diagevo.catalog import CauseCreated
 from diagevo.limits import LimitsConfig
 from diagevo.log import open_log
+from diagevo.paths import beside_database, run_dir
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
 from tests.logs import Log, wire_event
@@ -286,10 +287,11 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
         events = [wire_event("run.started", HF, 0, "hf/0", config=config, seed=0)]
         events += [
             wire_event("round.started", HF, 1, "hf/1/s"),
-            wire_event("checkpoint.written", HF, 1, "hf/1/c", path="ckpt/r1", phase="solver"),
+            wire_event("checkpoint.written", HF, 1, "hf/1/c", path="round001-solver", phase="solver"),
             wire_event("round.committed", HF, 1, "hf/1/commit"),
         ]
         store.append(events)
+        (run_dir(beside_database(store.url, ".runs"), HF) / "round001-solver").mkdir(parents=True)
     srv.default("other", lambda body: ["The answer is $\\boxed{3}$ " + TEXT] * body.get("n", 1))
     return World(root, db, srv, diagnosed[0])
 

@@ -12,6 +12,7 @@ from diagevo.catalog import (
     MEMORY_TYPES,
     MILESTONES,
     CausePromoted,
+    CheckpointWritten,
     EvalRecorded,
     Event,
     FailureRecorded,
@@ -438,6 +439,13 @@ class Round:
         one transaction, while the round is open (decided under the append lock)."""
         run, t = self.run, self.t
         self._refuse_foreign(events, NOTE_TYPES, "a note")
+        for ev in events:
+            path = ev.data.get("path") if ev.type == CheckpointWritten.name else None
+            if isinstance(path, str) and path.startswith("/"):
+                raise ProtocolError(
+                    f"checkpoint path {path[:80]!r} is absolute: a checkpoint is noted by its name in the run's "
+                    "folder (roundNNN-phase), where a resume looks for it"
+                )
 
         def decide(read: Reader) -> Sequence[EventIn]:
             require_open(state_from_rows(run, read(MILESTONES), self.store.url), t, "note")
