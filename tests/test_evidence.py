@@ -5,6 +5,7 @@ refuses the step (:mod:`diagevo.memory.counting`, one rule set for all three).""
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
@@ -232,3 +233,43 @@ def test_record_refuses_a_stitched_question_naming_an_active_cause(store: Record
     stitched = rounds.Candidate("s", "stitched", "q?", "C1", "C2", "N1", answers=tuple(answers("7", 9)))
     with pytest.raises(rounds.ProtocolError, match="stitched question on a Mastered cause: question 's' names Active"):
         rounds.Round(store, RUN, 2).record([stitched])
+
+
+# --- one of each milestone, texts every backend can hold ----------------------------------------
+
+
+def test_a_duplicate_round_started_is_refused_with_its_line_on_every_backend(store: Recorder) -> None:
+    """SQLite and PostgreSQL (the ``store`` fixture), and ``memory://``, which has no index to refuse it."""
+    from diagevo.log import open_log
+
+    log = Log("r").node("N1").commit()
+    log.add("round.started").add("round.started")
+    text = log.jsonl()
+    with open_log(f"memory://duplicate-round-{uuid.uuid4().hex}", create=True) as in_memory:
+        for backend in (store, in_memory):
+            with pytest.raises(IngestError, match=rf"^line {len(text.splitlines())}: round started once: round 2"):
+                ingest(backend, text)
+            assert not backend.has_run("r")
+            ingest(backend, "".join(text.splitlines(keepends=True)[:-1]))
+            again = {**json.loads(text.splitlines()[-1]), "event_id": "another"}
+            with pytest.raises(IngestError, match=r"^line 1: round started once"):
+                ingest(backend, json.dumps(again) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("add", "field"),
+    [
+        (lambda log: log.node("N9", "a label \x00 with NUL"), "node.created: data.label"),
+        (lambda log: log.cause("C9", "N1", "a cause \x00 with NUL"), "failure.diagnosed: data.error_cause"),
+        (lambda log: log.add("run.noted", note="a note \x00 with NUL"), "run.noted: data.note"),
+    ],
+)
+def test_nul_in_cause_node_and_note_texts_is_refused_on_every_backend(add: object, field: str) -> None:
+    """Refused when the event is built, as ingest validates a line, whatever the backend."""
+    from diagevo.catalog import InvalidEvent
+
+    log = Log("r").node("N1")
+    with pytest.raises(InvalidEvent, match=f"{field} contains a NUL character"):
+        add(log)  # type: ignore[operator]
+    with pytest.raises(InvalidEvent, match="cause.created: data.description contains a NUL character"):
+        wire_event("cause.created", "r", 1, "c", cause_id="C9", node_id="N1", description="x\x00y", failure_id="f")

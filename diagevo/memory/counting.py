@@ -12,7 +12,7 @@ one question); a log that comes from anywhere else is held to the same rules her
   counted once: attributed to a cause or revealing a new one (``cause.created``), not both, not
   twice; reactivating a cause at most once;
 - a question is generated once and scored once in a run;
-- a round decides its promotions once, every ``cause.promoted`` of the round comes before that
+- a round is started once, decides its promotions once, every ``cause.promoted`` of the round comes before that
   decision and the decision names exactly those causes, and the round commits once, after it.
 
 And every decision follows from its evidence (a memory change no evidence stands behind would move
@@ -54,6 +54,7 @@ from diagevo.catalog import (
     QuestionGenerated,
     QuestionScored,
     RoundCommitted,
+    RoundStarted,
     RunForked,
 )
 from diagevo.memory.fold import Draft, InvariantError, Row, step
@@ -72,6 +73,7 @@ COUNTED_TYPES: frozenset[type[Event]] = frozenset(
         CausePromoted,
         PromotionsDecided,
         RoundCommitted,
+        RoundStarted,
         RunForked,
     }
 )
@@ -118,6 +120,7 @@ class Tally:
     promoted: dict[int, set[str]] = field(default_factory=dict)  # round -> causes promoted
     decided: set[int] = field(default_factory=set)  # rounds whose promotions are decided
     committed: set[int] = field(default_factory=set)
+    started: set[int] = field(default_factory=set)  # rounds opened
     # the evidence decisions follow from
     diagnoses: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # failure -> (matched, error_cause)
     targets: dict[int, dict[str, Any]] = field(default_factory=dict)  # round -> question -> its active cause
@@ -147,6 +150,8 @@ class Tally:
             return self._round(rnd, etype, data) or (self._promotion(rnd, etype, data, mem) if mem else None)
         if etype is RunForked:
             return self._forked(rnd, data)
+        if etype is RoundStarted:
+            return ("round started once", f"round {rnd} is started already") if rnd in self.started else None
         fid = data.get("failure_id")
         if etype is CauseCreated and fid is None:
             return "cause created from its failure", f"cause {data.get('cause_id')!r} names no failure that revealed it"
@@ -310,6 +315,8 @@ class Tally:
                 table.pop(rnd, None)
         elif etype is RunForked:
             self.whatif = self.whatif or data.get("whatif") is not None
+        elif etype is RoundStarted:
+            self.started.add(rnd)
         elif not isinstance(key, str):
             return
         elif etype is FailureRecorded:

@@ -7,11 +7,19 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from diagevo.catalog import CATALOG, CausePromoted, PromotionsDecided, QuestionGenerated, QuestionScored, RoundCommitted
+from diagevo.catalog import (
+    CATALOG,
+    CausePromoted,
+    PromotionsDecided,
+    QuestionGenerated,
+    QuestionScored,
+    RoundCommitted,
+    RoundStarted,
+)
 from diagevo.log import Recorder
 from diagevo.memory.counting import COUNTED_TYPES, Tally
 
-ROUND_MILESTONES = (CausePromoted, PromotionsDecided, RoundCommitted)
+ROUND_MILESTONES = (RoundStarted, CausePromoted, PromotionsDecided, RoundCommitted)
 ROUND_EVIDENCE = (*ROUND_MILESTONES, QuestionGenerated, QuestionScored)  # what a round's promotions follow from
 
 
