@@ -3,7 +3,8 @@ command that prints log text, checked byte for byte (issue 28, items 1, 2 and 9)
 
 The corpus (markup, unbalanced tags, a markup link, every C0 and C1 control, OSC 8 and OSC 52,
 CSI screen clear, bidi overrides and isolates, ``$\\frac{$``, emoji codes, right-to-left
-words and a 200,000-character line; NUL is refused in every text, on every backend) is placed in run ids, node labels, cause descriptions,
+words and a 200,000-character line; NUL is refused in every text, on every backend) is placed in
+run ids, node labels, cause descriptions,
 questions, pseudo-labels, trajectories, diagnoses, benchmark, family, phase and metric names of
 real logs: one ingested through ``memory ingest``, its fork driven through the round protocol
 and ``diagnose`` (the diagnostician's hostile replies come from a loopback server), and an hf-like
