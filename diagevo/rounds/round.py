@@ -366,10 +366,13 @@ class Round:
 
     def append_diagnosis(self, events: Sequence[EventIn], *, since_seq: int | None = None) -> AppendResult:
         """Append the diagnostician's decisions and notes of this round (``failure.diagnosed``,
-        ``llm.called``, ``diagnosis.failed`` and the memory events decided), decided under the
-        append lock: the round must be the run's next to commit. With ``since_seq``, the seq of
-        the memory they were decided against, they are refused with :class:`MemoryMoved` when
-        another producer has appended a memory event since (the caller decides again)."""
+        ``llm.called``, ``diagnosis.failed`` and the memory events decided; ``failure.recorded``
+        only in a round never opened), decided under the append lock: the round must be the run's
+        next to commit, and each decision must follow from its evidence and fold on the memory at
+        the log's head (:func:`~diagevo.rounds.refusals.refuse_counted_twice`). With
+        ``since_seq``, the seq of the memory they were decided against, they are refused with
+        :class:`MemoryMoved` when another producer has appended a memory event since (the caller
+        decides again)."""
         run, t = self.run, self.t
         self._refuse_foreign(events, DIAGNOSIS_TYPES, "a diagnosis")
 
