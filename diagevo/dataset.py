@@ -38,7 +38,7 @@ from diagevo.catalog import (
 )
 from diagevo.errors import BadInput, NotFound
 from diagevo.files import write_replacing, write_table
-from diagevo.fixes import require
+from diagevo.fixes import Fix, Option, require
 from diagevo.log import Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
@@ -294,7 +294,8 @@ def _output_dir(out: Path, force: bool) -> Path:
     if others and not force:
         raise ExportError(
             f"{out} holds files the export does not write ({', '.join(others[:3])}"
-            f"{', ...' if len(others) > 3 else ''}): name a new directory, or pass --force to write beside them"
+            f"{', ...' if len(others) > 3 else ''}): name a new directory, or write beside them ({{command}})",
+            fix=Fix.of(Option("--force", call="the force argument")),
         )
     return out
 
