@@ -389,12 +389,12 @@ class Round:
                 )
             decided = {fid: None for ev in events if ev.type in DIAGNOSES and (fid := ev.data.get("failure_id"))}
             refuse_reused_failures(self.store, run, t, decided)  # a failure is diagnosed once in a run
-            changes = any(CATALOG[ev.type].folded for ev in events)
-            refuse_counted_twice(self.store, run, events, self.memory() if changes else None)  # ...and founded
-            if since_seq is not None:
+            if since_seq is not None:  # decided against a memory another producer has moved: decide again
                 foreign = read(MEMORY_TYPES, after_seq=since_seq)
                 if foreign:
                     raise MemoryMoved(f"{plural(len(foreign), 'memory event')} by another producer")
+            changes = any(CATALOG[ev.type].folded for ev in events)
+            refuse_counted_twice(self.store, run, events, self.memory() if changes else None)  # ...and founded
             return events
 
         return append_decision(self.store, run, decide)

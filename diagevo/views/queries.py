@@ -14,7 +14,6 @@ from diagevo.errors import Hint, NotFound
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.paths import beside_database, run_name
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
@@ -189,6 +188,8 @@ def checkpoint_folders(store: Recorder, run: str, root: Path) -> list[Path]:
     """Where the checkpoints ``run``'s log names may lie, in the order they are looked for: the
     run's folder under ``root`` (``train.out_dir``, or the database's folder), then its fork
     source's, and so on (a fork's copied rounds wrote theirs there), each reached without a link."""
+    from diagevo.paths import run_name  # loaded by the commands that read checkpoints (it loads sqlalchemy)
+
     folders: list[Path] = []
     seen: set[str] = set()
     current: str | None = run
@@ -203,6 +204,8 @@ def checkpoint_folders(store: Recorder, run: str, root: Path) -> list[Path]:
 def runs_root(store: Recorder, config: Mapping[str, Any]) -> Path:
     """The folder the run folders of a run with this config (its ``run.started`` record) lie in:
     its ``train.out_dir``, else the database's folder (``runs``)."""
+    from diagevo.paths import beside_database
+
     train = config.get("train")
     out_dir = train.get("out_dir") if isinstance(train, Mapping) else None
     return Path(out_dir) if isinstance(out_dir, str) and out_dir else beside_database(store.url, ".runs", move=False)
