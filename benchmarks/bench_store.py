@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from diagevo.catalog import CATALOG
 from diagevo.log import open_log
 from diagevo.log.schema import upgrade
 from diagevo.log.sql import EVENT_COLUMNS
+from diagevo.memory.deciders import promotion_scores
 from diagevo.schemas import EventIn, validate_event
 
 WORDS = (
@@ -65,6 +67,9 @@ class _World:
     node_of: dict[str, str] = field(default_factory=dict)
 
 
+THETA_UP = Fraction(7, 10)  # the paper's θ_up, which the log's config leaves at its default
+
+
 def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tuple[str, dict[str, Any]]]:
     rng = w.rng
     yield "round.started", {}
@@ -72,10 +77,13 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
     yield "checkpoint.written", {"path": f"/runs/{run}/round{rnd:03d}-challenger", "phase": "challenger"}
     yield "phase.completed", {"phase": "challenger", "seconds": round(rng.uniform(50, 70), 3)}
     qids = []
+    targets: dict[str, str | None] = {}
+    mastering = {cid for cid in w.active if rng.random() < 0.1}  # causes whose questions the solver now answers
     for i in range(questions):
         qid = f"q{rnd}-{i}"
         qids.append(qid)
         active = rng.choice(w.active) if w.active and rng.random() < 0.7 else None
+        targets[qid] = active
         mastered = rng.choice(w.mastered) if active and w.mastered and rng.random() < 0.3 else None
         mode = "stitched" if mastered else "targeted" if active else "free"
         node = w.node_of[active] if active else None
@@ -84,8 +92,10 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
             "text": _text(rng, qid, 24), "node": node,
         }  # fmt: skip
     retained = 0
+    scores: list[tuple[str | None, float]] = []
     for qid in qids:
-        p1 = rng.random()
+        p1 = rng.uniform(0.75, 1) if targets[qid] in mastering else rng.random()
+        scores.append((targets[qid], round(p1, 4)))
         retained += 0.25 <= p1 <= 0.75
         yield "question.scored", {
             "question_id": qid, "n": 12, "p1": round(p1, 4), "p2": round(rng.random() * p1, 4),
@@ -96,12 +106,12 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
         {"phase": "construct", "seconds": round(rng.uniform(20, 30), 3), "questions": len(qids), "retained": retained},
     )
     promoted = []
-    for cid in list(w.active):
-        if rng.random() < 0.1:
+    for cid, (acc, n) in promotion_scores(scores).items():  # Eq. 5-6 on the round's scores, θ_up = 0.7
+        if acc >= THETA_UP:
             w.active.remove(cid)
             w.mastered.append(cid)
             promoted.append(cid)
-            yield "cause.promoted", {"cause_id": cid, "acc": round(rng.uniform(0.7, 1), 3), "n_candidates": 5}
+            yield "cause.promoted", {"cause_id": cid, "acc": float(acc), "n_candidates": n}
     yield "promotions.decided", {"promoted": promoted, "candidates": len(promoted)}
     yield "checkpoint.written", {"path": f"/runs/{run}/round{rnd:03d}-solver", "phase": "solver"}
     yield "phase.completed", {"phase": "solver", "seconds": round(rng.uniform(80, 100), 3), "failures": len(qids) // 2}
@@ -115,15 +125,16 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
             if rng.random() < 0.6:
                 pool_active = rng.random() < 0.9 or not w.mastered
                 cause = rng.choice(w.active) if pool_active and w.active else rng.choice(w.mastered or w.active)
+                via = "recurrence" if rng.random() < 0.8 else "dedup"  # dedup: a new description, found to be it
                 yield "failure.diagnosed", {
-                    "failure_id": fid, "matched_cause": cause, "error_cause": None,
+                    "failure_id": fid, "matched_cause": cause if via == "recurrence" else None,
+                    "error_cause": None if via == "recurrence" else _text(rng, fid + "/cause", 14),
                     "model": "sim-diagnostician", "raw": _text(rng, fid + "/raw", 20),
                 }  # fmt: skip
                 if cause in w.mastered:
                     w.mastered.remove(cause)
                     w.active.append(cause)
                     yield "cause.reactivated", {"cause_id": cause, "failure_id": fid}
-                via = "recurrence" if rng.random() < 0.8 else "dedup"
                 yield "failure.attributed", {
                     "failure_id": fid, "cause_id": cause, "via": via, "similarity": round(rng.uniform(0.7, 1), 3),
                 }  # fmt: skip

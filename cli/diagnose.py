@@ -59,9 +59,9 @@ def _embedder(cfg: Any) -> Any:
 
 
 HEURISTIC_NOTE = "heuristic diagnostician: deterministic rules on the final answer, not the paper's LLM diagnostician"
-NOT_RECORDED_NOTE = (
-    "note: round {round} of run {run} was never opened (diagevo round start), so the failures were diagnosed but "
-    "not recorded: memory why and memory stats do not show them"
+UNOPENED_NOTE = (
+    "note: round {round} of run {run} was never opened (diagevo round start), so the failures were recorded with "
+    "their diagnosis, unchecked against the round's questions (the log holds none)"
 )
 
 DiagnosticianOpt = Annotated[
@@ -85,7 +85,7 @@ def _summary_table(s: Any, heuristic: bool = False) -> Table:
     rows = [
         ("failures", s.failures),
         ("recorded (new / already stored)", f"{s.recorded} / {s.already_recorded}"),
-        *([("not recorded (round never opened)", s.not_recorded)] if s.not_recorded else []),
+        *([("recorded with their diagnosis (round never opened)", s.unopened)] if s.unopened else []),
         ("already decided (resumed)", s.resumed),
         ("recurrence matches", s.recurrences),
         ("duplicates of stored causes", s.duplicates),
@@ -174,8 +174,8 @@ def diagnose(
         return
     if heuristic:
         err_console.print(text(f"note: {HEURISTIC_NOTE}"))
-    if summary.not_recorded:
-        err_console.print(text(NOT_RECORDED_NOTE.format(run=run, round=open_round)))
+    if summary.unopened:
+        err_console.print(text(UNOPENED_NOTE.format(run=run, round=open_round)))
     console.print(_summary_table(summary, heuristic))
 
 

@@ -27,6 +27,9 @@ def dataset(
     retained_only: Annotated[
         bool, typer.Option("--retained-only", help="Only the questions the filter retained (the curriculum).")
     ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Write into a directory holding other files (they are left as they are).")
+    ] = False,
     db: DbOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -35,7 +38,7 @@ def dataset(
     from diagevo.dataset import export_dataset
 
     with open_store(db, readonly=True) as store:
-        done = export_dataset(store, run, out, upto_round=upto_round, retained_only=retained_only)
+        done = export_dataset(store, run, out, upto_round=upto_round, retained_only=retained_only, force=force)
     if json:
         emit_json(asdict(done))
         return

@@ -18,6 +18,7 @@ folder refuses a link in its own place (:func:`diagevo.files.database_part`).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -132,4 +133,68 @@ def remove_owned(folder: Path, path: Path) -> bool:
     return True
 
 
-__all__ = ["OutsideFolder", "no_links_below", "not_a_link", "owned_dir", "remove_owned"]
+__all__ = [
+    "CHECKPOINT_NAME",
+    "OutsideFolder",
+    "checkpoint_dir",
+    "checkpoint_name",
+    "checkpoint_problem",
+    "no_links_below",
+    "not_a_link",
+    "owned_dir",
+    "remove_owned",
+]
+
+
+# --- checkpoints a log names ---------------------------------------------------------------------
+
+CHECKPOINT_NAME = re.compile(r"round[0-9]{3,9}-[a-z][a-z0-9_]{0,39}")
+"""The names the training loop gives its checkpoints: ``roundNNN-phase`` (``round003-solver``)."""
+
+
+def checkpoint_name(path: str) -> str | None:
+    """The checkpoint name a ``checkpoint.written`` path gives, or None. A path is stored relative
+    to the run's folder, as the name itself; a log written before that stored the absolute path,
+    of which only the last part, a checkpoint name, is taken: the run's folder is where a
+    checkpoint lies, wherever the log was written (a log ingested elsewhere points at its own)."""
+    if not isinstance(path, str) or "\x00" in path or "\\" in path:
+        return None
+    if CHECKPOINT_NAME.fullmatch(path):
+        return path
+    if path.startswith("/"):
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        return name if CHECKPOINT_NAME.fullmatch(name) else None
+    return None
+
+
+def checkpoint_problem(path: str) -> str | None:
+    """Why a ``checkpoint.written`` path is refused, or None (see :func:`checkpoint_name`)."""
+    if checkpoint_name(path) is not None:
+        return None
+    shown = path[:80] if isinstance(path, str) else type(path).__name__
+    return (
+        f"checkpoint path {shown!r} is not a checkpoint name of the run's folder "
+        "(roundNNN-phase, as the training loop names them, e.g. round003-solver)"
+    )
+
+
+def checkpoint_dir(folders: list[Path], path: str) -> Path:
+    """The checkpoint ``path`` (from a log) names, found in the first of ``folders`` (the run's
+    folder, then its fork sources') that holds it: read by its name only, never through a link,
+    never anywhere else. :class:`OutsideFolder` when the name is none the loop gives or a link
+    lies there; FileNotFoundError naming the folders when none holds it."""
+    problem = checkpoint_problem(path)
+    if problem is not None:
+        raise OutsideFolder(problem)
+    name = checkpoint_name(path)
+    assert name is not None
+    for folder in folders:
+        where = folder / name
+        st = _lstat(where)
+        if st is None:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise _refusal(where, st.st_mode, "a checkpoint folder")
+        no_links_below(where)
+        return where
+    raise FileNotFoundError(f"checkpoint {name} is in none of {', '.join(str(f) for f in folders)}")

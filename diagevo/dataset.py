@@ -15,7 +15,11 @@ data in the Parquet files only; the card holds the run's id and config, fenced.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +38,7 @@ from diagevo.catalog import (
 )
 from diagevo.errors import BadInput, NotFound
 from diagevo.files import write_replacing, write_table
-from diagevo.fixes import require
+from diagevo.fixes import Fix, Option, require
 from diagevo.log import Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
@@ -276,22 +280,61 @@ def _frame(rows: list[dict[str, Any]], table: str) -> pl.DataFrame:
     return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
 
 
-def _output_dir(out: Path) -> Path:
+def _output_dir(out: Path, force: bool) -> Path:
+    """``out``, checked: named (not ``""``), no link, a directory or nothing yet, holding no file
+    the export does not write unless ``force`` (those are then left as they are)."""
+    if not str(out).strip() or out == Path(""):
+        raise ExportError("the output directory needs a name (-o DIR; '' or . is not one)")
     if out.is_symlink():
         raise ExportError(f"{out} is a symbolic link: name the directory itself")
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
+    ours = {f"{name}.parquet" for name in TABLES} | {"README.md"}
+    others = sorted(p.name for p in out.iterdir() if p.name not in ours) if out.is_dir() else []
+    if others and not force:
+        raise ExportError(
+            f"{out} holds files the export does not write ({', '.join(others[:3])}"
+            f"{', ...' if len(others) > 3 else ''}): name a new directory, or write beside them ({{command}})",
+            fix=Fix.of(Option("--force", call="the force argument")),
+        )
     return out
 
 
+@contextmanager
+def _staged(folder: Path) -> Iterator[Path]:
+    """A new folder beside ``folder`` to write the export into; when the block ends, renamed into
+    place if ``folder`` does not exist (all or nothing), else each file moved over its namesake
+    (each whole; no other file is touched). An error leaves ``folder`` as it was."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        yield staging
+        if not folder.exists():
+            os.rename(staging, folder)
+            return
+        for path in sorted(staging.iterdir()):
+            os.replace(path, folder / path.name)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
 def export_dataset(
-    store: Recorder, run: str, out: Path, *, upto_round: int | None = None, retained_only: bool = False
+    store: Recorder,
+    run: str,
+    out: Path,
+    *,
+    upto_round: int | None = None,
+    retained_only: bool = False,
+    force: bool = False,
 ) -> Exported:
     """Write ``run`` through committed round ``upto_round`` (default: its last) into the directory
     ``out`` as Parquet files (questions, failures, nodes, causes, cause_states) and a ``README.md`` dataset card.
-    Needs polars (the ``data`` extra)."""
+    Written atomically (a new directory appears whole; an earlier export's files are each replaced
+    whole); a directory holding other files is refused unless ``force``, and they are never
+    replaced. Needs polars (the ``data`` extra)."""
     require("data", "export dataset", "polars", "pyarrow")
+    folder = _output_dir(out, force)
     if not store.has_run(run):
         raise NotFound(f"no run {run!r} in the database{did_you_mean(run, store.runs())}")
     done = committed_rounds(store, run)
@@ -307,18 +350,14 @@ def export_dataset(
         "failures": failures(store, run, upto),
         **memory_tables(memories, node_rounds),
     }
-    folder = _output_dir(out)
-    files = []
-    for name in TABLES:
-        path = folder / f"{name}.parquet"
-        write_table(frames[name], path)
-        files.append(ExportedFile(f"{name}.parquet", frames[name].height, path.stat().st_size))
-    exported = Exported(run, str(folder), upto, retained_only, files)
-    config = dict(memories[-1].config)
-    card = dataset_card(exported, frames, config)
-    write_replacing(folder / "README.md", card)
-    readme = folder / "README.md"
-    exported.files.append(ExportedFile("README.md", 0, readme.stat().st_size))
+    exported = Exported(run, str(folder), upto, retained_only, [])
+    with _staged(folder) as staging:
+        for name in TABLES:
+            path = staging / f"{name}.parquet"
+            write_table(frames[name], path)
+            exported.files.append(ExportedFile(f"{name}.parquet", frames[name].height, path.stat().st_size))
+        write_replacing(staging / "README.md", dataset_card(exported, frames, dict(memories[-1].config)))
+        exported.files.append(ExportedFile("README.md", 0, (staging / "README.md").stat().st_size))
     return exported
 
 

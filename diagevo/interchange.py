@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import CATALOG, SCHEMA_VERSION, RoundCommitted, RunStarted
+from diagevo.catalog import CATALOG, SCHEMA_VERSION, RoundCommitted, RunForked, RunStarted
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
 from diagevo.log import Recorder
@@ -28,6 +28,7 @@ from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.views.caches import refresh
 from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
+from diagevo.views.verify import fork_source_problem
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash", "schema_version")
 
@@ -141,16 +142,38 @@ def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list
         if ev.run not in memories:
             memories[ev.run] = Draft(load_memory(store, ev.run)) if ev.run in held else None
             tallies[ev.run] = _stored_tally(store, ev.run, events) if ev.run in held else Tally()
+            tallies[ev.run].whatif = any(e.run == ev.run and e.data.get("whatif") is not None for _, e in events)
+        cls = CATALOG[ev.type]
+        broken = None
+        if cls in COUNTED_TYPES:  # against the memory before the event
+            broken = tallies[ev.run].check(ev.round, cls, ev.data, memories[ev.run])
+            tallies[ev.run].add(ev.round, cls, ev.data)
+        else:
+            tallies[ev.run].last = (ev.round, cls)
         try:
             _apply(memories, ev)
         except InvariantError as exc:
             raise IngestError(no, str(exc)) from None
-        cls = CATALOG[ev.type]
-        if cls in COUNTED_TYPES and (broken := tallies[ev.run].take(ev.round, cls, ev.data)) is not None:
+        if broken is None and cls is RunForked:
+            broken = _fork_refusal(store, ev, ev.run in held, {e.run for _, e in events})
+        if broken is not None:
             rule, reason = broken
             raise IngestError(no, f"{rule}: {reason}")
         fresh.append(ev)
     return fresh
+
+
+def _fork_refusal(store: Recorder, ev: EventIn, held: bool, in_file: set[str]) -> tuple[str, str] | None:
+    """A ``run.forked`` opens a run the file creates (a fork's or a what-if's copy), of a source
+    held here (its commit's hash checked) or in the same file (checked by ``memory verify``)."""
+    rule = "run forked at its opening"
+    if held:
+        return rule, f"run {ev.run!r} is in the database already: run.forked only opens a run a fork or what-if creates"
+    source = ev.data.get("source_run")
+    if source != ev.run and source in in_file and not store.has_run(source):
+        return None
+    problem = fork_source_problem(store, ev.run, ev.data)
+    return None if problem is None else (rule, problem)
 
 
 def _stored_events(

@@ -106,7 +106,8 @@ def _stored(event: Event, cut: dict[str, Any]) -> dict[str, Any]:
 
 def _check_columns(event: Event, data: dict[str, Any]) -> None:
     """Values the store copies out of ``data`` into columns or artifacts: ids without control
-    characters, texts without NUL (refused by PostgreSQL, so refused on every backend)."""
+    characters, texts and phrases (a cause's description, a node's label, a note) without NUL
+    (PostgreSQL cannot hold it, so it is refused on every backend, by name)."""
     if not _KEYS.isdisjoint(data):
         for f in KEY_FIELDS:
             v = data.get(f)
@@ -115,7 +116,7 @@ def _check_columns(event: Event, data: dict[str, Any]) -> None:
                     check_id(v, f)
                 except ValueError as exc:
                     raise InvalidEvent(f"{event.name}: data.{exc}") from None
-    for f in event.texts:
+    for f in (*event.texts, *event.phrases):
         v = data.get(f)
         if isinstance(v, str) and "\x00" in v:
             raise InvalidEvent(f"{event.name}: data.{f} contains a NUL character (U+0000)")

@@ -19,14 +19,20 @@ class Log:
     """Appends events round by round; ``rows()`` feeds the fold, ``events()`` the store,
     ``jsonl()`` the CLI ingest."""
 
-    def __init__(self, run: str = "r1", k: float = 0.5, seed: int = 0) -> None:
+    def __init__(self, run: str = "r1", k: float = 0.5, seed: int = 0, theta_up: float | None = None) -> None:
         self.run = run
         self.round = 0
         self._events: list[EventIn] = []
-        self.add("run.started", config={"k": k}, seed=seed)
+        self._failures: set[str] = set()  # recorded
+        self._diagnosed: set[str] = set()
+        self.add("run.started", config={"k": k} if theta_up is None else {"k": k, "theta_up": theta_up}, seed=seed)
         self.round = 1
 
     def add(self, event_type: str, **data: Any) -> Log:
+        if event_type == "failure.recorded":
+            self._failures.add(data.get("failure_id"))
+        elif event_type in ("failure.diagnosed", "diagnosis.failed"):
+            self._diagnosed.add(data.get("failure_id"))
         n = len(self._events)
         self._events.append(
             validate_event(
@@ -49,16 +55,40 @@ class Log:
         return self.add("node.created", node_id=node_id, label=label or f"label of {node_id}")
 
     def cause(self, cause_id: str, node_id: str, description: str | None = None, failure: str | None = None) -> Log:
+        """A new cause, with the evidence it follows from: its failure recorded and diagnosed
+        as a new cause (unless the log holds them already)."""
+        description = description or f"description of {cause_id}"
+        failure = failure or f"f-{cause_id}-{self.round}"
+        self.evidence(failure, error_cause=description)
         return self.add(
-            "cause.created",
-            cause_id=cause_id,
-            node_id=node_id,
-            description=description or f"description of {cause_id}",
-            failure_id=failure or f"f-{cause_id}-{self.round}",
+            "cause.created", cause_id=cause_id, node_id=node_id, description=description, failure_id=failure
         )
 
     def attribute(self, cause_id: str, failure: str, via: str = "recurrence", similarity: float | None = None) -> Log:
+        """An attribution, after the evidence it follows from (see :meth:`evidence`)."""
+        if via == "recurrence":
+            self.evidence(failure, matched_cause=cause_id)
+        else:
+            self.evidence(failure, error_cause=f"an error like {cause_id}'s")
         return self.add("failure.attributed", failure_id=failure, cause_id=cause_id, via=via, similarity=similarity)
+
+    def reactivate(self, cause_id: str, failure: str) -> Log:
+        """Eq. 7: a Mastered cause recurs (the failure recorded and diagnosed as it), then the
+        attribution."""
+        self.evidence(failure, matched_cause=cause_id)
+        self.add("cause.reactivated", cause_id=cause_id, failure_id=failure)
+        return self.attribute(cause_id, failure)
+
+    def evidence(self, failure: str, matched_cause: str | None = None, error_cause: str | None = None) -> Log:
+        """``failure.recorded`` and ``failure.diagnosed`` of a failure this log has not recorded
+        yet: what an attribution or a new cause follows from."""
+        if failure not in self._failures:
+            self.add("failure.recorded", failure_id=failure, question_id=f"q-{failure}", response="r", reference="x")
+        if failure in self._diagnosed:
+            return self
+        return self.add(
+            "failure.diagnosed", failure_id=failure, matched_cause=matched_cause, error_cause=error_cause, model="m"
+        )
 
     def question(
         self, qid: str, p1: float, active: str | None = None, mastered: str | None = None, retained: bool = True

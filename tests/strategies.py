@@ -11,7 +11,8 @@ from tests.logs import Log
 
 
 def random_log(rng: random.Random, rounds: int, run: str = "r1") -> Log:
-    log = Log(run=run, k=rng.choice([0.2, 0.5, 1.0, 2.0]))
+    theta_up = rng.choice([0.3, 0.5, 0.7])
+    log = Log(run=run, k=rng.choice([0.2, 0.5, 1.0, 2.0]), theta_up=theta_up)
     for _ in range(rounds):
         start = fold(log.rows(), run)
         log.add("round.started")
@@ -23,19 +24,21 @@ def random_log(rng: random.Random, rounds: int, run: str = "r1") -> Log:
             p1 = round(rng.random(), 3)
             log.question(f"q{log.round}-{i}", p1, active=cause)
             evidence.append((cause, p1))
-        for change in decide_promotions(start, evidence, rng.choice([0.3, 0.5, 0.7])):
+        for change in decide_promotions(start, evidence, theta_up):
             log.append(change)
         mem = fold(log.rows(), run)
         for j in range(rng.randint(0, 6)):
             fid = f"f{log.round}-{j}"
             log.add("failure.recorded", failure_id=fid, question_id=f"q{log.round}-0", response="r", reference="ref")
             if mem.causes and rng.random() < 0.5:
-                changes = decide_attribution(
-                    mem, fid, rng.choice(sorted(mem.causes)), rng.choice(["recurrence", "dedup"]), rng.random()
-                )
+                cause, via = rng.choice(sorted(mem.causes)), rng.choice(["recurrence", "dedup"])
+                log.evidence(fid, matched_cause=cause if via == "recurrence" else None, error_cause=f"like {cause}")
+                changes = decide_attribution(mem, fid, cause, via, rng.random())  # type: ignore[arg-type]
             elif mem.nodes and rng.random() < 0.5:
+                log.evidence(fid, error_cause=f"cause text {fid}")
                 changes = decide_new_cause(mem, fid, f"cause text {fid}", node_id=rng.choice(sorted(mem.nodes)))
             else:
+                log.evidence(fid, error_cause=f"cause text {fid}")
                 changes = decide_new_cause(mem, fid, f"cause text {fid}", new_node_label=f"node label {fid}")
             for change in changes:
                 log.append(change)

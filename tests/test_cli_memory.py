@@ -151,7 +151,11 @@ def test_export_ingest_round_trip(tmp_path: Path, db: str, capsys: pytest.Captur
 
 BREACHES = {
     "attribution to a Mastered cause": (
-        lambda log: log.add("cause.promoted", cause_id="C1", acc=0.9, n_candidates=1).attribute("C1", "f9"),
+        lambda log: (
+            log.question("q", 0.9, active="C1")
+            .add("cause.promoted", cause_id="C1", acc=0.9, n_candidates=1)
+            .attribute("C1", "f9")
+        ),
         "without cause.reactivated",
     ),
     "unknown cause": (lambda log: log.attribute("C404", "f9"), "unknown cause 'C404'"),

@@ -89,9 +89,10 @@ def test_a_link_planted_below_the_run_folder_is_refused_before_the_round_writes(
 def test_a_prune_deletes_only_what_the_run_wrote_in_its_own_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], victim: Path
 ) -> None:
-    """A ``checkpoint.written`` naming a folder outside the run's (appended by another writer of
-    the log, here a usable copy of a checkpoint in the user's folder) is loaded but never pruned;
-    the run's own old checkpoints are. A link in the run's folder is refused up front."""
+    """A ``checkpoint.written`` naming a folder outside the run's (an absolute path, as a log
+    written before paths were stored relative holds, appended raw by another writer) is read by
+    its name in the run's own folder, never there, and never pruned; the run's own old
+    checkpoints are. A link in the run's folder is refused up front."""
     db = tmp_path / "x.db"
     url = f"sqlite:///{db}"
     assert _train(capsys, url, "t", 1, "--set", "train.keep_checkpoints=1")[0] == 0
@@ -100,7 +101,9 @@ def test_a_prune_deletes_only_what_the_run_wrote_in_its_own_folder(
     with open_log(url) as s:
         rnd = protocol.Round.open(s, "t", 2)
         forged = {"path": str(victim / "round001-solver"), "phase": "challenger", "bytes": 1}
-        rnd.notes([rnd.event("forged", CheckpointWritten(**forged))])
+        with pytest.raises(protocol.ProtocolError, match="is absolute: a checkpoint is noted by its name"):
+            rnd.notes([rnd.event("forged", CheckpointWritten(**forged))])
+        s.append([rnd.event("forged", CheckpointWritten(**forged))])
     os.symlink(victim, own / "round000-solver")
     code, _, err = run_cli(capsys, "train", "--db", url, "--run", "t", "--resume", "--rounds", "3", "--quiet")
     assert_one_line_error(code, err, "runs/t/round000-solver is a symbolic link")  # refused up front

@@ -111,6 +111,41 @@ def id_clash(lines: list[Line], pick: int) -> list[Line]:
     return [*lines, other]
 
 
+def unrecorded_attribution(lines: list[Line], pick: int) -> list[Line]:
+    """An attribution of a failure the run never recorded, beside a real one."""
+    i = _where(lines, pick, lambda line: line["type"] == "failure.attributed")
+    ghost = _copied(lines[i], event_id=f"ghost/{pick}", data={**lines[i]["data"], "failure_id": f"ghost-{pick}"})
+    return [*lines[: i + 1], ghost, *lines[i + 1 :]]
+
+
+def cause_of_no_failure(lines: list[Line], pick: int) -> list[Line]:
+    """A new cause that names no failure that revealed it."""
+    i = _where(lines, pick, lambda line: line["type"] == "cause.created")
+    return [*lines[:i], _copied(lines[i], data={**lines[i]["data"], "failure_id": None}), *lines[i + 1 :]]
+
+
+def promotion_left_out(lines: list[Line], pick: int) -> list[Line]:
+    """A promotion its round's scores decide, left out (with its name in the decision)."""
+    i = _where(lines, pick, lambda line: line["type"] == "cause.promoted")
+    cause, rnd = lines[i]["data"]["cause_id"], lines[i]["round"]
+    out = [line for k, line in enumerate(lines) if k != i]
+    for k, line in enumerate(out):
+        if line["type"] == "promotions.decided" and line["round"] == rnd:
+            kept = [c for c in line["data"]["promoted"] if c != cause]
+            out[k] = _copied(line, data={**line["data"], "promoted": kept})
+    return out
+
+
+def scored_first(lines: list[Line], pick: int) -> list[Line]:
+    """A question's votes moved before the question."""
+    j = _where(lines, pick, lambda line: line["type"] == "question.scored")
+    qid = lines[j]["data"]["question_id"]
+    i = next(
+        k for k, line in enumerate(lines) if line["type"] == "question.generated" and line["data"]["question_id"] == qid
+    )
+    return [*lines[:i], lines[j], *[line for k, line in enumerate(lines[i:], i) if k != j]]
+
+
 Corrupt = Callable[[list[Line], int], list[Line]]
 CORRUPTIONS: dict[str, tuple[Corrupt, str, str | None]] = {
     # name: (the corruption, what ingest says of a file without hashes (with them: the hash),
@@ -133,6 +168,23 @@ CORRUPTIONS: dict[str, tuple[Corrupt, str, str | None]] = {
     "promotion edited under its hash": (edited, "hash mismatch", None),
     "commit before promotions": (commit_first, "goes backwards", "goes backwards"),
     "event id clash": (id_clash, "as another event", None),
+    # decisions that no evidence stands behind
+    "attribution of a failure never recorded": (
+        unrecorded_attribution,
+        "failure attributed from its diagnosis",
+        "failure attributed from its diagnosis",
+    ),
+    "cause created from no failure": (
+        cause_of_no_failure,
+        "cause created from its failure",
+        "cause created from its failure",
+    ),
+    "promotion left out": (promotion_left_out, "promotion decided from the evidence", "promotion decided from"),
+    "question scored before generated": (
+        scored_first,
+        "question scored after generated",
+        "question scored after generated",
+    ),
 }
 
 

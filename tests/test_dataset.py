@@ -119,3 +119,35 @@ def test_untrusted_text_stays_out_of_the_card(store, tmp_path: Path, capsys: pyt
     (tmp_path / "file").write_text("x")
     with pytest.raises(BadInput, match="not a directory"):
         export_dataset(store, run, tmp_path / "file")
+
+
+def test_export_dataset_never_replaces_files_it_did_not_write(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A folder holding other files is refused unless ``force``, and they stay; an earlier
+    export is replaced file by file; ``-o ""`` is refused; a new folder appears whole."""
+    two_rounds(store)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("a user's file")
+    with pytest.raises(BadInput, match=r"holds files the export does not write \(thesis.tex\): name a new directory"):
+        export_dataset(store, RUN, mine)
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
+    done = export_dataset(store, RUN, mine, force=True)
+    assert (mine / "thesis.tex").read_text() == "a user's file"
+    assert sorted(p.name for p in mine.iterdir()) == sorted([*(f.name for f in done.files), "thesis.tex"])
+    for empty in (Path(""), Path(".")):
+        with pytest.raises(BadInput, match="the output directory needs a name"):
+            export_dataset(store, RUN, empty)
+    fresh = tmp_path / "a" / "fresh"
+    export_dataset(store, RUN, fresh)
+    again = export_dataset(store, RUN, fresh, upto_round=1)  # an earlier export: replaced, no other file there
+    assert pl.read_parquet(fresh / "questions.parquet")["round"].unique().to_list() == [1]
+    assert sorted(p.name for p in fresh.iterdir()) == sorted(f.name for f in again.files)
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["fresh"]  # no staging folder left
+
+
+def test_export_dataset_cli_refuses_an_empty_output_name(
+    store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    two_rounds(store)
+    code, _, err = run_cli(capsys, "export", "dataset", "--run", RUN, "-o", "", "--db", store.url)
+    assert code != 0 and "the output directory needs a name" in " ".join(err.split())

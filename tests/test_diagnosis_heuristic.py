@@ -113,7 +113,7 @@ def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
     summary = json.loads(_cli(capsys, *diag, "--json"))  # again: everything is decided already
     assert summary["diagnostician"] == "heuristic" and summary["model"] == ANSWER_MODEL
     assert summary["resumed"] == 4 and summary["llm_calls"] == 0
-    assert (summary["recorded"], summary["already_recorded"], summary["not_recorded"]) == (0, 4, 0)
+    assert (summary["recorded"], summary["already_recorded"], summary["unopened"]) == (0, 4, 0)
     done = json.loads(_cli(capsys, "round", "commit", *common, "--metric", "acc=0.5", "--json"))
     assert done["round"] == 1 and done["failures"] == 4
     stats = json.loads(_cli(capsys, "memory", "stats", *common, "--json"))
@@ -177,11 +177,11 @@ def test_diagnose_refuses_a_failure_of_a_question_the_round_did_not_retain(
         assert store.last_seq("h") == before
 
 
-def test_diagnose_into_a_round_never_opened_says_nothing_was_recorded(
+def test_diagnose_into_a_round_never_opened_records_the_failures_with_their_diagnosis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A trainer that records nothing else need not open the round: its failures are diagnosed,
-    not recorded, and the summary says so."""
+    """A trainer that records nothing else need not open the round: its failures are recorded
+    with their diagnosis (a decision follows from a recorded failure), and the summary says so."""
     db = f"sqlite:///{tmp_path / 'h.db'}"
     with open_log(db) as store:
         seed(store, {"N1": (L1, [("C1", D1)])})  # round 2 is next, never opened
@@ -198,13 +198,13 @@ def test_diagnose_into_a_round_never_opened_says_nothing_was_recorded(
     diag = ("diagnose", str(tmp_path / "f.jsonl"), "--run", RUN, "--round", "2", "--diagnostician", "heuristic")
     code, out, err = run_cli(capsys, *diag, "--db", db, "--index", str(tmp_path / "i.lance"))
     assert code == 0, err
-    assert "not recorded (round never opened)" in out and "0 / 0" in out
+    assert "recorded with their diagnosis (round never opened)" in out and "0 / 0" in out
     assert "was never opened (diagevo round start)" in " ".join(err.split())
     summary = json.loads(_cli(capsys, *diag, "--db", db, "--index", str(tmp_path / "i.lance"), "--json"))
-    assert (summary["recorded"], summary["already_recorded"], summary["not_recorded"]) == (0, 0, 1)
+    assert (summary["recorded"], summary["already_recorded"], summary["unopened"]) == (0, 0, 1)
     assert summary["resumed"] == 1  # diagnosed by the first run
     with open_log(db) as store:
-        assert not list(store.read(RUN, types=(FailureRecorded,)))
+        assert [e.data["failure_id"] for e in store.read(RUN, types=(FailureRecorded,))] == ["f1"]
         assert [e.data["failure_id"] for e in store.read(RUN, types=(FailureDiagnosed,))] == ["f1"]
 
 

@@ -24,6 +24,7 @@ from diagevo.eval.runs import solver_models
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.log import Recorder, open_log
+from diagevo.paths import beside_database
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, LLMServer
 from tests.logs import wire_event
@@ -479,22 +480,21 @@ def test_cli_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str], 
 
 def hf_run(store: Recorder, run: str = "hf1", rounds: int = 3) -> None:
     """A run of the hf backend as its log records it: base solver in the config, a solver
-    checkpoint written in every round."""
+    checkpoint written in every round (a folder in the run's folder, by its name)."""
     config = {"k": 0.5, "train": {"backend": "hf"}, "solver": {"model": "base-solver"}}
     events = [wire_event("run.started", run, 0, f"{run}/0/run.started", config=config, seed=0)]
     for t in range(1, rounds + 1):
+        (beside_database(store.url, ".runs") / run / f"round{t:03d}-solver").mkdir(parents=True)
         events += [
             wire_event("round.started", run, t, f"{run}/{t}/round.started"),
-            wire_event(
-                "checkpoint.written", run, t, f"{run}/{t}/ckpt", path=f"ckpt/round{t:03d}-solver", phase="solver"
-            ),
+            wire_event("checkpoint.written", run, t, f"{run}/{t}/ckpt", path=f"round{t:03d}-solver", phase="solver"),
             wire_event("round.committed", run, t, f"{run}/{t}/commit"),
         ]
     store.append(events)
 
 
 # round -> which validation questions its solver gets right (of 4), and gsm8k fixture questions
-SKILL = {"base-solver": 1, "ckpt/round001-solver": 2, "ckpt/round002-solver": 4, "ckpt/round003-solver": 3}
+SKILL = {"base-solver": 1, "round001-solver": 2, "round002-solver": 4, "round003-solver": 3}  # by folder name
 
 
 def skilled(question: str, body: dict[str, Any]) -> str:
@@ -503,7 +503,7 @@ def skilled(question: str, body: dict[str, Any]) -> str:
     gsm = load_benchmark("gsm8k", FIXTURES / "gsm8k_main_test.parquet").questions
     by_text = {q.text: (i, q.gold) for i, q in enumerate(val)} | {q.text: (i, q.gold) for i, q in enumerate(gsm)}
     i, gold = by_text[question]
-    return boxed(gold if i < SKILL[body["model"]] else "0")
+    return boxed(gold if i < SKILL[Path(body["model"]).name] else "0")
 
 
 def test_eval_run_records_one_event_per_round_and_benchmark(
@@ -531,10 +531,10 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
     code, out, err = run_cli(capsys, *args, "--rounds", "0,2-3", "--json")
     assert code == 0, err
     report = json.loads(out)
-    assert [(r["round"], r["model"], r["correct"]) for r in report["results"]] == [
+    assert [(r["round"], Path(r["model"]).name, r["correct"]) for r in report["results"]] == [
         (0, "base-solver", 1),
-        (2, "ckpt/round002-solver", 3),
-        (3, "ckpt/round003-solver", 3),
+        (2, "round002-solver", 3),
+        (3, "round003-solver", 3),
     ]
     with open_log(db) as store:
         evals = list(store.read("hf1", types=(EvalRecorded,)))
@@ -592,7 +592,7 @@ def test_select_picks_the_best_round_on_the_validation_file(
     with open_log(db) as store:
         (sel,) = store.read("hf1", types=(CheckpointSelected,))
         assert sel.round == 2 and sel.data["scores"] == {"0": 0.25, "1": 0.5, "2": 1.0, "3": 0.75}
-        assert sel.data["model"] == "ckpt/round002-solver"
+        assert Path(sel.data["model"]) == beside_database(db, ".runs") / "hf1" / "round002-solver"
         assert len(list(store.read("hf1", types=(EvalRecorded,)))) == 5  # 4 validation scores + gsm8k on round 2
     code, out, err = run_cli(
         capsys,

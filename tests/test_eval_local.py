@@ -129,7 +129,7 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
                 [
                     wire_event("round.started", run, t, f"{run}/{t}/round.started"),
                     wire_event(
-                        "checkpoint.written", run, t, f"{run}/{t}/checkpoint/solver", path=str(path), phase="solver"
+                        "checkpoint.written", run, t, f"{run}/{t}/checkpoint/solver", path=path.name, phase="solver"
                     ),
                     wire_event("round.committed", run, t, f"{run}/{t}/round.committed"),
                 ]

@@ -12,6 +12,7 @@ import pytest
 from diagevo import rounds
 from diagevo.catalog import CheckpointWritten, RunConfigured
 from diagevo.log import Recorder, open_log
+from diagevo.views.queries import checkpoint_path
 from tests.logs import wire_event
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one
@@ -96,7 +97,9 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
         assert conf.round == 2 and conf.data["config"]["memory"]["k"] == 1.0  # k is stored once, as memory.k
         paths = {r: [(e.round, e.data["path"]) for e in s.read(r, types=(CheckpointWritten,))] for r in ("src", "k1")}
         assert [p for p in paths["k1"] if p[0] == 1] == [p for p in paths["src"] if p[0] == 1]  # continues from these
-        assert {p for p in paths["k1"] if p[0] == 2}.isdisjoint(paths["src"])  # round 2 writes its own
+        # round 2 writes its own, in the fork's folder
+        assert {checkpoint_path(s, "k1", p).parent.name for t, p in paths["k1"] if t == 2} == {"k1"}
+        assert {checkpoint_path(s, "k1", p).parent.name for t, p in paths["k1"] if t == 1} == {"src"}
     stats = {
         r: json.loads(run_cli(capsys, "memory", "stats", "--run", r, "--db", db, "--json")[1])["rounds"]
         for r in ("src", "k1")

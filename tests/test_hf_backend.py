@@ -21,6 +21,7 @@ from diagevo.train import train  # noqa: E402
 from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
 from diagevo.train.hf.heuristic import MODEL as HEURISTIC  # noqa: E402
+from diagevo.views.queries import checkpoint_path
 from tests.hf_fixtures import tiny_pair  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402
 
@@ -99,7 +100,10 @@ def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
 
 def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
-    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,))}
+    ckpts = {
+        e.data["phase"]: checkpoint_path(store, run, e.data["path"])
+        for e in store.read(run, types=(CheckpointWritten,))
+    }
     base = weights(tiny_dir / "solver")
     after = weights(ckpts["solver"] / "solver")
     changed = [k for k in base if not torch.equal(base[k], after[k])]
@@ -110,7 +114,10 @@ def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> Non
 
 def test_load_reloads_a_checkpoint(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
-    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,))}
+    ckpts = {
+        e.data["phase"]: checkpoint_path(store, run, e.data["path"])
+        for e in store.read(run, types=(CheckpointWritten,))
+    }
     fresh = HFBackend(cfg, cfg.train.seed)
     fresh.load(ckpts["solver"])
     saved = weights(ckpts["solver"] / "solver")
@@ -148,7 +155,7 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
             crashing.train_solver = crash  # type: ignore[method-assign]
             with pytest.raises(KeyboardInterrupt):
                 train(cfg, store, backend=crashing)
-            (ckpt,) = [Path(e.data["path"]) for e in store.read("r", types=(CheckpointWritten,))]
+            (ckpt,) = [checkpoint_path(store, "r", e.data["path"]) for e in store.read("r", types=(CheckpointWritten,))]
             resumed = HFBackend(cfg, cfg.train.seed)
             run, (report,) = train(cfg, store, resume=True, backend=resumed)
             assert resumed.sources["solver"] == ckpt / "solver"
@@ -168,7 +175,9 @@ def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: 
 
     cfg, store, run, reports, backend, tmp = tiny_round
     (solver_ckpt,) = [
-        Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,)) if e.data["phase"] == "solver"
+        checkpoint_path(store, run, e.data["path"])
+        for e in store.read(run, types=(CheckpointWritten,))
+        if e.data["phase"] == "solver"
     ]
     code, out, err = run_cli(
         capsys,

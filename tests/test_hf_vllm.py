@@ -85,10 +85,14 @@ def train(
     events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     from diagevo.catalog import CheckpointWritten
     from diagevo.log import open_log
+    from diagevo.views.queries import checkpoint_path
 
     store = open_log(f"sqlite:///{db}")
     try:
-        ckpts = {(e.round, e.data["phase"]): Path(e.data["path"]) for e in store.read("v", types=(CheckpointWritten,))}
+        ckpts = {
+            (e.round, e.data["phase"]): checkpoint_path(store, "v", e.data["path"])
+            for e in store.read("v", types=(CheckpointWritten,))
+        }
     finally:
         store.close()
     return events, ckpts

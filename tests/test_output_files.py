@@ -19,6 +19,7 @@ import pytest
 from diagevo.errors import BadInput
 from diagevo.files import plain_name, replaced
 from diagevo.log import open_log
+from diagevo.paths import beside_database, run_dir
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
 from tests.logs import wire_event
@@ -155,10 +156,11 @@ def test_eval_of_a_run_id_with_dots_stays_under_out(tmp_path: Path) -> None:
             [
                 wire_event("run.started", run, 0, "s", config=config, seed=0),
                 wire_event("round.started", run, 1, "r1"),
-                wire_event("checkpoint.written", run, 1, "c1", path="ckpt/r1", phase="solver"),
+                wire_event("checkpoint.written", run, 1, "c1", path="round001-solver", phase="solver"),
                 wire_event("round.committed", run, 1, "k1"),
             ]
         )
+        (run_dir(beside_database(store.url, ".runs"), run) / "round001-solver").mkdir(parents=True)
     out = tmp_path / "a" / "b" / "out"
     with LLMServer() as srv:
         srv.default("other", lambda body: ["$\\boxed{3}$"] * body.get("n", 1))

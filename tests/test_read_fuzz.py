@@ -49,8 +49,8 @@ PIECES = [
 ]
 
 _chunks = st.one_of(st.text(max_size=12), st.sampled_from(PIECES))
-texts = st.lists(_chunks, min_size=1, max_size=5).map("".join)
-no_nul = texts.map(lambda t: t.replace("\x00", ""))  # texts kept as artifacts may hold no NUL
+texts = st.lists(_chunks, min_size=1, max_size=5).map(lambda parts: "".join(parts).replace("\x00", ""))
+no_nul = texts  # NUL is refused in every text of an event (PostgreSQL cannot hold it)
 _CONTROL = {*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029}
 ids = (
     st.lists(

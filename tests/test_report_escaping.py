@@ -1,5 +1,5 @@
 """The report's templates escape every text of a run: hostile HTML and template text (``<script>``,
-``</style>``, ``{{ ... }}``, ``{% ... %}``, comments, entities, quotes), ANSI escapes, NUL and
+``</style>``, ``{{ ... }}``, ``{% ... %}``, comments, entities, quotes), ANSI escapes, control characters and
 right-to-left words in every id, label, question, answer, diagnosis, name, tag and note of a real
 log, rendered through ``diagevo report`` and its comparison, and read back with the standard
 library's HTML parser.
@@ -35,7 +35,7 @@ HOSTILE = (
     "{# comment #} <!-- open </textarea> ]]> <img src=x onerror=alert(2)> &amp; &lt;b&gt; \"dq\" 'sq' `bt` "
     "\x1b[2J\x1b[31mred\x1b[0m \x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \u202eevil\u202c مرحبا"
 )
-WITH_NUL = HOSTILE + " nul\x00nul"  # labels and descriptions may hold NUL (texts kept as artifacts may not)
+WITH_CONTROL = HOSTILE + " soh\x01soh"  # labels may hold a control character (NUL is refused in every text)
 HOSTILE_ID = "<b>{{ 7 * 7 }}</b>'\"&amp;\u202e"  # ids: anything but control characters
 PLAIN = "plain"
 
@@ -75,7 +75,7 @@ def run_log(t: Texts) -> Log:
     return log
 
 
-HOSTILE_TEXTS = Texts(HOSTILE, WITH_NUL, HOSTILE_ID, "run " + HOSTILE_ID)
+HOSTILE_TEXTS = Texts(HOSTILE, WITH_CONTROL, HOSTILE_ID, "run " + HOSTILE_ID)
 PLAIN_TEXTS = Texts(PLAIN, PLAIN, PLAIN, "run-plain")
 
 
@@ -154,10 +154,10 @@ def test_hostile_texts_add_no_element_and_stay_text(tmp_path: Path, capsys: pyte
         assert control is None, (name, bad[max(0, control.start() - 40) : control.start() + 10])
     text = "".join(parse(hostile).text)
     # every hostile text is in the page's text, as the terminal shows it, template syntax literal
-    for shown in (visible(HOSTILE, newlines=True), visible(WITH_NUL, newlines=True), visible(HOSTILE_ID)):
+    for shown in (visible(HOSTILE, newlines=True), visible(WITH_CONTROL, newlines=True), visible(HOSTILE_ID)):
         assert shown in text
     assert "{{ 7 * 7 }}" in text and "{% if true %}T{% endif %}" in text and "{# comment #}" in text
-    assert "\\x1b[31mred" in text and "\\u202eevil" in text and "nul\\x00nul" in text
+    assert "\\x1b[31mred" in text and "\\u202eevil" in text and "soh\\x01soh" in text
     # the ids in attributes (anchors, titles) are the same escaped text
     page = parse(hostile)
     assert f"cause-C2{visible(HOSTILE_ID)}" in page.attributes

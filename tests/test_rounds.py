@@ -16,6 +16,32 @@ from tests.logs import wire_event
 RUN = "ext"
 
 
+def _evidence(t: int, fid: str, matched: str | None = None, error_cause: str | None = None) -> list:
+    """``failure.recorded`` and ``failure.diagnosed`` of failure ``fid``: what a memory change
+    follows from."""
+    return [
+        wire_event(
+            "failure.recorded",
+            RUN,
+            t,
+            f"{RUN}/{t}/fail/{fid}",
+            failure_id=fid,
+            question_id="q",
+            response="a",
+            reference="b",
+        ),
+        wire_event(
+            "failure.diagnosed",
+            RUN,
+            t,
+            f"{RUN}/{t}/dx/{fid}",
+            failure_id=fid,
+            matched_cause=matched,
+            error_cause=error_cause,
+        ),
+    ]
+
+
 def _cause_events(t: int) -> list:
     e = []
     e.append(wire_event("node.created", RUN, t, f"{RUN}/{t}/n1", node_id="N1", label="fractions and ratios"))
@@ -26,9 +52,20 @@ def _cause_events(t: int) -> list:
         ),
         1,
     ):
+        e += _evidence(t, f"f{i}", error_cause=text)
         e.append(
-            wire_event("cause.created", RUN, t, f"{RUN}/{t}/c{i}", cause_id=f"C{i}", node_id="N1", description=text)
+            wire_event(
+                "cause.created",
+                RUN,
+                t,
+                f"{RUN}/{t}/c{i}",
+                cause_id=f"C{i}",
+                node_id="N1",
+                description=text,
+                failure_id=f"f{i}",
+            )
         )
+    e += _evidence(t, "x", matched="C1")
     e.append(wire_event("failure.attributed", RUN, t, f"{RUN}/{t}/a1", failure_id="x", cause_id="C1", via="recurrence"))
     return e
 

@@ -2,8 +2,9 @@
 command that prints log text, checked byte for byte (issue 28, items 1, 2 and 9).
 
 The corpus (markup, unbalanced tags, a markup link, every C0 and C1 control, OSC 8 and OSC 52,
-CSI screen clear, bidi overrides and isolates, NUL, ``$\\frac{$``, emoji codes, right-to-left
-words and a 200,000-character line) is placed in run ids, node labels, cause descriptions,
+CSI screen clear, bidi overrides and isolates, ``$\\frac{$``, emoji codes, right-to-left
+words and a 200,000-character line; NUL is refused in every text, on every backend) is placed in
+run ids, node labels, cause descriptions,
 questions, pseudo-labels, trajectories, diagnoses, benchmark, family, phase and metric names of
 real logs: one ingested through ``memory ingest``, its fork driven through the round protocol
 and ``diagnose`` (the diagnostician's hostile replies come from a loopback server), and an hf-like
@@ -40,6 +41,7 @@ import pytest
 from diagevo.catalog import CauseCreated
 from diagevo.limits import LimitsConfig
 from diagevo.log import open_log
+from diagevo.paths import beside_database, run_dir
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
 from tests.logs import Log, wire_event
@@ -65,7 +67,6 @@ LONG = "y" * 200_000
 
 # the corpus as one text, the markers first (a table cell shows the start of a text)
 TEXT = " ".join([MARKUP, UNBALANCED, LINK, OSC52, CSI, MATH, EMOJI, BIDI, OSC8, C0, C1, RTL, "end"])
-WITH_NUL = TEXT + " nul\x00nul"  # labels and descriptions may hold NUL; texts kept as artifacts may not
 
 # how each marker shows in a terminal (and in the report)
 SHOWN = {
@@ -96,8 +97,8 @@ METRIC = "m[/b]$\\frac{$"
 def hostile_log() -> Log:
     """Two committed rounds; every text and id of the catalogue holds the corpus."""
     log = Log(run=RUN)
-    log.node("N1", "label " + WITH_NUL).node(NODE, "second " + WITH_NUL)
-    log.cause("C1", "N1", "desc " + WITH_NUL)
+    log.node("N1", "label " + TEXT).node(NODE, "second " + TEXT)
+    log.cause("C1", "N1", "desc " + TEXT)
     log.cause("C3", "N1", "long " + LONG)
     log.add("question.generated", question_id="q'1[/b]", mode="targeted", active_cause="C1", text="Q " + TEXT + LONG)
     log.add(
@@ -106,7 +107,7 @@ def hostile_log() -> Log:
         n=12,
         p1=0.5,
         p2=0.5,
-        pseudo_label="L " + WITH_NUL,
+        pseudo_label="L " + TEXT,
         retained=True,
         reference="ref " + TEXT,
     )
@@ -120,15 +121,15 @@ def hostile_log() -> Log:
     log.add(
         "failure.diagnosed",
         failure_id="f'1[/b]",
-        error_cause="diag " + WITH_NUL,
-        model="model " + WITH_NUL,
+        error_cause="diag " + TEXT,
+        model="model " + TEXT,
         raw="raw " + TEXT,
     )
-    log.add("cause.created", cause_id=CAUSE, node_id=NODE, description="d2 " + WITH_NUL, failure_id="f'1[/b]")
+    log.add("cause.created", cause_id=CAUSE, node_id=NODE, description="d2 " + TEXT, failure_id="f'1[/b]")
     log.add("failure.recorded", failure_id="f2", question_id="q'1[/b]", response="R2 " + TEXT, reference="ref")
     log.add("failure.diagnosed", failure_id="f2", error_cause="diag2 " + TEXT, model="m", raw="raw2")
-    log.add("failure.attributed", failure_id="f2", cause_id="C1", via="recurrence", similarity=0.9)
-    log.add("eval.recorded", benchmark=BENCH, n=3, accuracy=0.5, model="m " + WITH_NUL)
+    log.add("failure.attributed", failure_id="f2", cause_id="C1", via="dedup", similarity=0.9)
+    log.add("eval.recorded", benchmark=BENCH, n=3, accuracy=0.5, model="m " + TEXT)
     log.commit(heldout_acc=0.5, timing={PHASE: 1.0, "solver": 2.0})
     log.question("q2", 0.9, active="C1")
     log.add("cause.promoted", cause_id="C1", acc=0.9, n_candidates=1)
@@ -286,10 +287,11 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
         events = [wire_event("run.started", HF, 0, "hf/0", config=config, seed=0)]
         events += [
             wire_event("round.started", HF, 1, "hf/1/s"),
-            wire_event("checkpoint.written", HF, 1, "hf/1/c", path="ckpt/r1", phase="solver"),
+            wire_event("checkpoint.written", HF, 1, "hf/1/c", path="round001-solver", phase="solver"),
             wire_event("round.committed", HF, 1, "hf/1/commit"),
         ]
         store.append(events)
+        (run_dir(beside_database(store.url, ".runs"), HF) / "round001-solver").mkdir(parents=True)
     srv.default("other", lambda body: ["The answer is $\\boxed{3}$ " + TEXT] * body.get("n", 1))
     return World(root, db, srv, diagnosed[0])
 
@@ -434,12 +436,12 @@ def test_hostile_corpus_through_every_command(
 
 def test_the_json_outputs_give_the_texts_back_exactly(world: World) -> None:
     code, out, _ = cli("memory", "why", "C1", "--json", "--run", RUN, "--db", world.db)
-    assert code == 0 and json.loads(out)["description"] == "desc " + WITH_NUL
+    assert code == 0 and json.loads(out)["description"] == "desc " + TEXT
     code, out, _ = cli("memory", "export", "--run", RUN, "--db", world.db)
     rows = [json.loads(x) for x in out.splitlines()]
     assert {r["data"].get("label") for r in rows if r["type"] == "node.created"} == {
-        "label " + WITH_NUL,
-        "second " + WITH_NUL,
+        "label " + TEXT,
+        "second " + TEXT,
     }
     other = f"sqlite:///{world.root / 'again.db'}"
     path = world.root / "again.jsonl"

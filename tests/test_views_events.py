@@ -23,9 +23,11 @@ from tests.logs import Log
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Recorder]:
-    log = Log()
-    log.node("N1").cause("C1", "N1").attribute("C1", "f2").attribute("C1", "f3").commit()
-    log.attribute("C1", "f4").commit()
+    log = Log()  # the decisions alone (appended as they are: the evidence is not what is queried here)
+    log.node("N1").add("cause.created", cause_id="C1", node_id="N1", description="d", failure_id="f-C1-1")
+    for failure in ("f2", "f3"):
+        log.add("failure.attributed", failure_id=failure, cause_id="C1", via="recurrence")
+    log.commit().add("failure.attributed", failure_id="f4", cause_id="C1", via="recurrence").commit()
     with open_log(f"sqlite:///{tmp_path / 'e.db'}", create=True) as opened:
         opened.append(log.events())
         yield opened

@@ -33,7 +33,7 @@ def test_the_rules_name_each_break_by_seq() -> None:
         (1, 0, "run.started", {"config": {"k": 0.5}}),
         (2, 1, "failure.recorded", {"failure_id": "f1"}),
         (3, 1, "failure.recorded", {"failure_id": "f1"}),  # recorded twice
-        (4, 1, "failure.diagnosed", {"failure_id": "f1"}),
+        (4, 1, "failure.diagnosed", {"failure_id": "f1", "error_cause": "a new error"}),
         (5, 1, "diagnosis.failed", {"failure_id": "f1", "stage": "assign_node"}),  # same round: one diagnosis
         (6, 1, "cause.created", {"cause_id": "C1", "failure_id": "f1"}),
         (7, 1, "failure.attributed", {"failure_id": "f1", "cause_id": "C1"}),  # counted twice
@@ -74,13 +74,15 @@ def test_a_promotion_its_decision_does_not_name_is_a_break() -> None:
 def test_a_log_that_keeps_the_rules_breaks_none() -> None:
     rows = [
         (1, 1, "failure.recorded", {"failure_id": "f1"}),
-        (2, 1, "failure.diagnosed", {"failure_id": "f1"}),
+        (2, 1, "failure.diagnosed", {"failure_id": "f1", "matched_cause": "C1"}),
         (3, 1, "cause.reactivated", {"cause_id": "C1", "failure_id": "f1"}),
         (4, 1, "failure.attributed", {"failure_id": "f1", "cause_id": "C1"}),  # Eq. 7: reactivated, then +1
-        (5, 1, "cause.created", {"cause_id": "C2"}),  # of no failure
-        (6, 1, "diagnosis.failed", {"stage": "merge"}),  # of the whole round
-        (7, 1, "promotions.decided", {"promoted": []}),
-        (8, 1, "round.committed", {}),
+        (5, 1, "failure.recorded", {"failure_id": "f2"}),
+        (6, 1, "failure.diagnosed", {"failure_id": "f2", "error_cause": "a new error"}),
+        (7, 1, "cause.created", {"cause_id": "C2", "failure_id": "f2"}),  # the new cause its diagnosis names
+        (8, 1, "diagnosis.failed", {"stage": "merge"}),  # of the whole round
+        (9, 1, "promotions.decided", {"promoted": []}),
+        (10, 1, "round.committed", {}),
     ]
     assert list(breaks(rows)) == []
 
@@ -212,9 +214,14 @@ def test_a_diagnosis_counts_a_failure_once(store: Recorder) -> None:
     with pytest.raises(rounds.ProtocolError, match="failure counted once: failure 'x' was attributed in round 1"):
         rnd.append_diagnosis([again])
     assert store.last_seq(RUN) == n
+    recorded = wire_event(
+        "failure.recorded", RUN, 2, "fail/y", failure_id="y", question_id="q", response="a", reference="b"
+    )
+    store.append([recorded])
+    diagnosed = wire_event("failure.diagnosed", RUN, 2, "dx/y", failure_id="y", error_cause="a new error")
     first = wire_event("failure.attributed", RUN, 2, "first", failure_id="y", cause_id="C2", via="dedup")
-    assert rnd.append_diagnosis([first]).appended == 1
-    assert rnd.append_diagnosis([first]).appended == 0  # a retry
+    assert rnd.append_diagnosis([diagnosed, first]).appended == 2
+    assert rnd.append_diagnosis([diagnosed, first]).appended == 0  # a retry
 
 
 def test_ingest_refuses_an_id_clash_within_the_file(tmp_path: Path) -> None:

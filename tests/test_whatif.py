@@ -278,8 +278,7 @@ def _unmarked_log() -> Log:
     log.commit()
     log.question("a1", 0.75, active="C1").question("a2", 0.75, active="C1").question("b1", 0.5, active="C2")
     log.add("cause.promoted", cause_id="C1", acc=0.75, n_candidates=2)
-    log.add("cause.reactivated", cause_id="C1", failure_id="y")
-    log.attribute("C1", "y")
+    log.reactivate("C1", "y")
     log.commit()
     log.question("b2", 8 / 12, active="C2").attribute("C2", "z").commit()
     return log
@@ -309,7 +308,8 @@ def test_a_log_without_promotion_markers_is_decided_where_it_promoted(tmp_path: 
         assert promoted(what_if(store, "legacy", {"memory.theta_up": "0.8"}).run) == []
         lower = what_if(store, "legacy", {"memory.theta_up": "0.6"}).run
         # round 2 at the source's promotion; round 3, where it promoted nothing, once its questions are in
-        assert promoted(lower) == [(2, "C1", "cause.reactivated"), (3, "C2", "cause.reactivated")]
+        # (the failure that reactivates it recorded next)
+        assert promoted(lower) == [(2, "C1", "failure.recorded"), (3, "C2", "failure.recorded")]
         assert all(e.type != "promotions.decided" for e in store.read(lower))
         [*_, three] = memories(store, lower)
         assert three["causes"]["C2"][1] == "active"  # promoted in round 3, then z reactivated it

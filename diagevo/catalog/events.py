@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
 from diagevo.catalog.event import Event, Kind, OpenEvent, absent_is_none
+from diagevo.confined import checkpoint_problem
 from diagevo.parsing import check_id
 
 GenerationMode = Literal["free", "targeted", "stitched"]
@@ -305,12 +306,23 @@ class PhaseCompleted(OpenEvent):
 
 
 class CheckpointWritten(OpenEvent):
-    """Model weights were saved at ``path`` (what a resumed round loads)."""
+    """Model weights were saved at ``path``, a name in the run's folder (``round003-solver``):
+    what a resumed round loads, from that folder or its fork source's and nowhere else. A log
+    written before paths were stored relative holds absolute paths, read by their last part."""
 
     name = "checkpoint.written"
     kind = Kind.BOOKKEEPING
 
     path: str
+
+    @field_validator("path")
+    @classmethod
+    def _a_checkpoint_name(cls, v: str) -> str:
+        """A name the training loop gives (:func:`diagevo.confined.checkpoint_name`)."""
+        problem = checkpoint_problem(v)
+        if problem is not None:
+            raise ValueError(problem)
+        return v
 
 
 class LLMCalled(OpenEvent):

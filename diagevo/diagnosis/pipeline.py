@@ -123,6 +123,7 @@ async def _run(
     reused = {f.failure_id: prior.diagnosed[f.failure_id] for f in todo if f.failure_id in prior.diagnosed}
     summary.reused_replies = len(reused)
 
+    _record_unrecorded(state, store, run, failures)
     t0 = time.perf_counter()
     fresh = await state.extract_all([f for f in todo if f.failure_id not in reused])
     summary.extraction_s = time.perf_counter() - t0
@@ -173,6 +174,28 @@ async def _run(
         index.sync(store, run)
     summary.consolidation_s = time.perf_counter() - t0
     return summary
+
+
+def _record_unrecorded(state: DiagnosisPass, store: Any, run: str, failures: Sequence[FailureInput]) -> None:
+    """Record the given failures the log does not hold (a round its trainer never opened): a
+    diagnosis, and what it decides, follow from a failure recorded in the run."""
+    ids = [f.failure_id for f in failures]
+    if not ids:
+        return
+    held = {e.data.get("failure_id") for e in store.read(run, types=(FailureRecorded,), keys={"failure_id": ids})}
+    rnd = state.protocol
+    events = [
+        rnd.event(
+            f"fail/{f.failure_id}",
+            FailureRecorded(
+                failure_id=f.failure_id, question_id=f.question_id, response=f.response, reference=f.reference
+            ),
+        )
+        for f in failures
+        if f.failure_id not in held
+    ]
+    if events:
+        rnd.append_diagnosis(events)
 
 
 def failures_from_records(records: Iterable[dict[str, Any]]) -> list[FailureInput]:
@@ -249,7 +272,8 @@ def diagnose(
     (``diagevo diagnose FILE``). Given failures are first recorded into an opened round
     (:meth:`Round.record_failures`: each must be of a retained question of the round); a round
     never opened (a trainer that records nothing else) need only be the next one, and its
-    failures are diagnosed without being recorded. The summary counts which was done. A
+    failures are recorded with their diagnosis (a decision follows from a recorded failure). The
+    summary counts which was done. A
     failure recorded or diagnosed in another round of the run is refused before any model call."""
     from diagevo import aio
     from diagevo.diagnosis import tools
@@ -300,7 +324,7 @@ def diagnose(
             limits=rnd.config.part("limits", LimitsConfig),  # the run's [limits]: what its texts are stored up to
         )
     )
-    summary.recorded, summary.already_recorded, summary.not_recorded = recorded, already, unrecorded
+    summary.recorded, summary.already_recorded, summary.unopened = recorded, already, unrecorded
     refuse_failed(summary, rnd.config.diagnosis)
     return summary
 

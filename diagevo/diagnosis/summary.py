@@ -43,9 +43,9 @@ class DiagnosisSummary:
     """``failure.recorded`` appended by this call (the round was opened by the round protocol)."""
     already_recorded: int = 0
     """Failures the log held already (a retry, or recorded by ``Round.record_failures``)."""
-    not_recorded: int = 0
-    """Failures diagnosed without being recorded: the round was never opened (a trainer that
-    records nothing else into the log)."""
+    unopened: int = 0
+    """Failures recorded with their diagnosis: the round was never opened (a trainer that
+    records nothing else into the log), so no retained question of it vouches for them."""
     resumed: int = 0
     """Failures already decided in the log (an earlier call): skipped, not asked again."""
     reused_replies: int = 0

@@ -30,7 +30,7 @@ from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import record_retrospective
 from diagevo.schemas import EventIn, new_event
-from diagevo.views.queries import pruned_checkpoints, pruned_note
+from diagevo.views.queries import checkpoint_path, pruned_checkpoints, pruned_note
 
 
 class RunEvalError(BadInput):
@@ -39,7 +39,7 @@ class RunEvalError(BadInput):
 
 def solver_models(store: Recorder, run: str) -> dict[int, str]:
     """Round -> the solver to evaluate: the base model for round 0, then the solver checkpoint
-    of every committed round."""
+    of every committed round, as its log names it (:func:`solver_dir` finds it)."""
     config: Mapping[str, Any] = {}
     checkpoints: dict[int, str] = {}
     committed: list[int] = []
@@ -48,7 +48,7 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
             case RunStarted(config=run_config):
                 config = run_config
             case CheckpointWritten() if e.data.get("phase") == "solver":  # phase: carried
-                checkpoints[e.round] = _solver_dir(e.data)
+                checkpoints[e.round] = e.data["path"]
             case RoundCommitted():
                 committed.append(e.round)
     backend = (config.get("train") or {}).get("backend", "sim")
@@ -78,12 +78,11 @@ def pruned_solvers(store: Recorder, run: str) -> dict[int, Any]:
     }
 
 
-def _solver_dir(data: Mapping[str, Any]) -> str:
-    """A checkpoint event's solver model directory: its ``solver`` field, else ``path/solver``
-    when the backend saved both models under one path, else ``path``."""
-    if isinstance(data.get("solver"), str):
-        return str(data["solver"])
-    path = Path(data["path"])
+def solver_dir(store: Recorder, run: str, stored: str) -> str:
+    """The solver model directory of the checkpoint a log names, found in the run's folder (or its
+    fork source's) by its name alone (:func:`~diagevo.views.queries.checkpoint_path`):
+    ``path/solver`` when the backend saved both models under one path, else ``path``."""
+    path = checkpoint_path(store, run, stored)
     return str(path / "solver") if (path / "solver").is_dir() else str(path)
 
 
@@ -238,7 +237,7 @@ def evaluate_run(
 
         return evaluate_model(
             make_engine,
-            models[t],
+            models[t] if t == 0 else solver_dir(store, run, models[t]),
             suite,
             cfg,
             out_dir,

@@ -1,4 +1,5 @@
-"""What counts once: the one rule set ingest and ``memory verify`` check a run's events against.
+"""What counts once and what follows from evidence: the one rule set the round protocol, ingest
+and ``memory verify`` check a run's events against.
 
 The fold (:mod:`diagevo.memory.fold`) keeps the memory's own rules (causes exist, states move
 as Eq. 5-7 say, rounds commit in order). What it cannot see is evidence counted twice: a failure
@@ -11,18 +12,33 @@ one question); a log that comes from anywhere else is held to the same rules her
   counted once: attributed to a cause or revealing a new one (``cause.created``), not both, not
   twice; reactivating a cause at most once;
 - a question is generated once and scored once in a run;
-- a round decides its promotions once, every ``cause.promoted`` of the round comes before that
+- a round is started once, decides its promotions once, every ``cause.promoted`` of the round comes before that
   decision and the decision names exactly those causes, and the round commits once, after it.
 
-:class:`Tally` is pure: it is fed ``(round, class, data)`` in log order and answers the rule an
-event breaks, or None.
+And every decision follows from its evidence (a memory change no evidence stands behind would move
+F_t, ε and the schedule as a real one does):
+
+- an attribution (and a reactivation, Eq. 7) names a failure recorded and diagnosed in the run,
+  whose diagnosis leads to that cause: it matched the cause (``recurrence``) or described a new
+  one that deduplication found to be it (``dedup``);
+- a ``cause.created`` names the diagnosed failure that revealed it (a new description, no match);
+- a question is scored after it is generated, in the same round;
+- with the memory at hand (``mem``): a reactivated cause is Mastered, a stitched question names a
+  Mastered cause as its mastered one (a what-if copies its source's questions, and is exempt), and
+  a round's promotions are exactly what :func:`~diagevo.memory.deciders.decide_promotions`
+  decides from the round's scored questions and the run's recorded θ_up (Eq. 5-6);
+- a ``run.forked`` stands right after the commit of the round it names (the opening events of a
+  fork or a what-if), of another run.
+
+:class:`Tally` is pure: it is fed ``(round, class, data)`` in log order (with the memory before
+the event, where the caller folds) and answers the rule an event breaks, or None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from diagevo.catalog import (
     CATALOG,
@@ -38,7 +54,11 @@ from diagevo.catalog import (
     QuestionGenerated,
     QuestionScored,
     RoundCommitted,
+    RoundStarted,
+    RunForked,
 )
+from diagevo.memory.fold import Draft, InvariantError, Row, step
+from diagevo.memory.state import Cause
 
 COUNTED_TYPES: frozenset[type[Event]] = frozenset(
     {
@@ -53,6 +73,8 @@ COUNTED_TYPES: frozenset[type[Event]] = frozenset(
         CausePromoted,
         PromotionsDecided,
         RoundCommitted,
+        RoundStarted,
+        RunForked,
     }
 )
 """The types the rules read: a reader passes only these (the others change no count)."""
@@ -72,6 +94,17 @@ class CountBreak:
     reason: str
 
 
+class Causes(Protocol):
+    """What the rules read of a memory (a :class:`~diagevo.memory.state.Memory` or a fold's
+    working copy): its causes and its config, as they stand before the event."""
+
+    @property
+    def causes(self) -> Mapping[str, Cause]: ...
+
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+
+
 @dataclass(slots=True)
 class Tally:
     """What a run has counted so far. :meth:`check` tells whether the next event may count,
@@ -87,23 +120,43 @@ class Tally:
     promoted: dict[int, set[str]] = field(default_factory=dict)  # round -> causes promoted
     decided: set[int] = field(default_factory=set)  # rounds whose promotions are decided
     committed: set[int] = field(default_factory=set)
+    started: set[int] = field(default_factory=set)  # rounds opened
+    # the evidence decisions follow from
+    diagnoses: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # failure -> (matched, error_cause)
+    targets: dict[int, dict[str, Any]] = field(default_factory=dict)  # round -> question -> its active cause
+    votes: dict[int, dict[str, Any]] = field(default_factory=dict)  # round -> question -> p1
+    expected: dict[int, frozenset[str]] = field(default_factory=dict)  # round -> the promotions Eq. 5-6 decide
+    last: tuple[int, type[Event]] | None = None  # the round and type of the last event counted
+    whatif: bool = False  # a what-if: its questions are its source's (a stitched one's cause may be Active here)
 
-    def take(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> tuple[str, str] | None:
+    def take(
+        self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes | None = None
+    ) -> tuple[str, str] | None:
         """(rule, reason) of the rule the event breaks, else None, and the event counted."""
-        broken = self.check(rnd, etype, data)
+        broken = self.check(rnd, etype, data, mem)
         if broken is None:
             self.add(rnd, etype, data)
         return broken
 
-    def check(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> tuple[str, str] | None:
-        """(rule, reason) of the rule the event would break, else None; nothing is counted."""
+    def check(
+        self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes | None = None
+    ) -> tuple[str, str] | None:
+        """(rule, reason) of the rule the event would break, else None; nothing is counted.
+        ``mem``: the memory before the event, for the rules that read it (none: those are left
+        to a caller that folds)."""
         if etype is QuestionGenerated or etype is QuestionScored:
-            return self._question(rnd, etype, data)
+            return self._question(rnd, etype, data, mem)
         if etype is CausePromoted or etype is PromotionsDecided or etype is RoundCommitted:
-            return self._round(rnd, etype, data)
+            return self._round(rnd, etype, data) or (self._promotion(rnd, etype, data, mem) if mem else None)
+        if etype is RunForked:
+            return self._forked(rnd, data)
+        if etype is RoundStarted:
+            return ("round started once", f"round {rnd} is started already") if rnd in self.started else None
         fid = data.get("failure_id")
+        if etype is CauseCreated and fid is None:
+            return "cause created from its failure", f"cause {data.get('cause_id')!r} names no failure that revealed it"
         if not isinstance(fid, str):
-            return None  # a cause.created of no failure, or a diagnosis.failed of the whole round
+            return None  # a diagnosis.failed of the whole round
         if etype is FailureRecorded:
             if fid in self.recorded:
                 return "failure recorded once", f"failure {fid!r} is recorded in round {self.recorded[fid]} already"
@@ -113,11 +166,44 @@ class Tally:
         if etype is CauseReactivated:
             if fid in self.reactivated:
                 return "failure counted once", f"failure {fid!r} reactivated a cause already"
-            return None
+            return self._founded(etype, fid, data, mem)
         if fid in self.counted:  # failure.attributed or cause.created
             what, at = self.counted[fid]
             done = "attributed" if what is FailureAttributed else "revealed a new cause"
             return "failure counted once", f"failure {fid!r} was {done} in round {at} already"
+        return self._founded(etype, fid, data, mem)
+
+    def _founded(
+        self, etype: type[Event], fid: str, data: Mapping[str, Any], mem: Causes | None
+    ) -> tuple[str, str] | None:
+        """A memory change a failure stands behind: recorded, diagnosed, its diagnosis leading
+        to the change (an attribution or a reactivation to its cause, a new cause to a new one)."""
+        cause = data.get("cause_id")
+        if etype is CauseCreated:
+            rule = "cause created from its failure"
+        elif etype is CauseReactivated:
+            rule = "cause reactivated by its failure"
+        else:
+            rule = "failure attributed from its diagnosis"
+        if fid not in self.recorded:
+            return rule, f"failure {fid!r} is not recorded in the run"
+        if fid not in self.diagnoses:
+            return rule, f"failure {fid!r} is not diagnosed"
+        matched, described = self.diagnoses[fid]
+        if etype is CauseCreated:
+            if matched is not None or described is None:
+                said = f"matched cause {matched!r}" if matched is not None else "named no error cause"
+                return rule, f"failure {fid!r} revealed no new cause: its diagnosis {said}"
+            return None
+        via = data.get("via", "dedup" if matched is None else "recurrence")
+        if via == "recurrence" and matched != cause:
+            return rule, f"failure {fid!r} was diagnosed as {_cause_said(matched, described)}, not as cause {cause!r}"
+        if via == "dedup" and (matched is not None or described is None):
+            return rule, f"failure {fid!r} was diagnosed as {_cause_said(matched, described)}: nothing to deduplicate"
+        if etype is CauseReactivated and mem is not None:
+            held = mem.causes.get(str(cause))
+            if held is not None and held.active:
+                return rule, f"cause {cause!r} is Active: only a Mastered cause is reactivated (Eq. 7)"
         return None
 
     def _diagnosis(self, rnd: int, etype: type[Event], fid: str) -> tuple[str, str] | None:
@@ -128,12 +214,67 @@ class Tally:
             return "failure diagnosed once", f"failure {fid!r} is diagnosed twice in round {rnd}"
         return None
 
-    def _question(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> tuple[str, str] | None:
+    def _question(
+        self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes | None
+    ) -> tuple[str, str] | None:
         qid = data.get("question_id")
         seen = self.generated if etype is QuestionGenerated else self.scored
         if isinstance(qid, str) and qid in seen:
             what = "generated" if etype is QuestionGenerated else "scored"
             return f"question {what} once", f"question {qid!r} is {what} in round {seen[qid]} already"
+        if etype is QuestionScored and isinstance(qid, str) and self.generated.get(qid) != rnd:
+            at = self.generated.get(qid)
+            where = "never generated" if at is None else f"generated in round {at}"
+            return "question scored after generated", f"question {qid!r} is scored in round {rnd} but {where}"
+        mastered = data.get("mastered_cause")
+        if etype is QuestionGenerated and mastered is not None and mem is not None and not self.whatif:
+            held = mem.causes.get(str(mastered))
+            if held is None or held.active:
+                what = "unknown" if held is None else "Active"
+                return (
+                    "stitched question on a Mastered cause",
+                    f"question {qid!r} names {what} cause {mastered!r} as mastered",
+                )
+        return None
+
+    def _promotion(self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes) -> tuple[str, str] | None:
+        """A round's promotions are what the deciders decide from its evidence (Eq. 5-6): the
+        memory before the round's first promotion is M_{t-1} as far as promotion reads it."""
+        if etype is RoundCommitted and (rnd in self.decided or rnd in self.promoted):
+            return None
+        want = self.expected.get(rnd)
+        if want is None:
+            want = self.expected[rnd] = decided_promotions(mem, self.targets.get(rnd, {}), self.votes.get(rnd, {}))
+        if etype is RoundCommitted:
+            if want:
+                return "promotion decided from the evidence", (
+                    f"round {rnd} is committed without promotions, but its scored questions and θ_up "
+                    f"promote {_few(want)}"
+                )
+            return None
+        if etype is CausePromoted:
+            cause = data.get("cause_id")
+            if cause not in want:
+                return "promotion decided from the evidence", (
+                    f"cause {cause!r} is promoted, but the round's scored questions and θ_up promote {_few(want)}"
+                )
+            return None
+        named = data.get("promoted")
+        if isinstance(named, list) and set(map(str, named)) != want:
+            return "promotion decided from the evidence", (
+                f"round {rnd}'s decision names {_few(named)}, but its scored questions and θ_up promote {_few(want)}"
+            )
+        return None
+
+    def _forked(self, rnd: int, data: Mapping[str, Any]) -> tuple[str, str] | None:
+        """``run.forked`` opens a fork or a what-if: right after the copied commit of its round."""
+        at = data.get("source_round")
+        last = self.last
+        if at != rnd or last is None or last[0] != rnd or last[1] not in (RoundCommitted, RunForked):
+            return "run forked at its opening", (
+                f"run.forked (source round {at!r}) does not follow the commit of round {rnd}: only a fork or a "
+                "what-if writes it, right after the rounds it copies"
+            )
         return None
 
     def _round(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -155,18 +296,27 @@ class Tally:
 
     def add(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> None:
         """Count the event (whether or not it broke a rule: a reader goes on past a break)."""
+        self.last = (rnd, etype)
         question = etype is QuestionGenerated or etype is QuestionScored
         key = data.get("question_id") if question else data.get("failure_id")
         if etype is QuestionGenerated and isinstance(key, str):
             self.generated.setdefault(key, rnd)
+            self.targets.setdefault(rnd, {}).setdefault(key, data.get("active_cause"))
         elif etype is QuestionScored and isinstance(key, str):
             self.scored.setdefault(key, rnd)
+            self.votes.setdefault(rnd, {}).setdefault(key, data.get("p1"))
         elif etype is CausePromoted:
             self.promoted.setdefault(rnd, set()).add(str(data.get("cause_id")))
         elif etype is PromotionsDecided:
             self.decided.add(rnd)
         elif etype is RoundCommitted:
             self.committed.add(rnd)
+            for table in (self.targets, self.votes, self.expected):  # a committed round's evidence is closed
+                table.pop(rnd, None)
+        elif etype is RunForked:
+            self.whatif = self.whatif or data.get("whatif") is not None
+        elif etype is RoundStarted:
+            self.started.add(rnd)
         elif not isinstance(key, str):
             return
         elif etype is FailureRecorded:
@@ -175,10 +325,30 @@ class Tally:
             self.diagnosed.setdefault(key, rnd)
             if etype is FailureDiagnosed:
                 self.judged.add(key)
+                self.diagnoses.setdefault(key, (data.get("matched_cause"), data.get("error_cause")))
         elif etype is CauseReactivated:
             self.reactivated.add(key)
         elif etype is FailureAttributed or etype is CauseCreated:
             self.counted.setdefault(key, (etype, rnd))
+
+
+def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[str, Any]) -> frozenset[str]:
+    """The causes Eq. 5-6 promote from a round's questions (question -> its active cause, and
+    question -> its p1) against ``mem``, under the θ_up (and the ablation switch) of its config:
+    what :meth:`Round.promote` and the what-if decide, by the same decider."""
+    from diagevo.config import config_from_record
+    from diagevo.memory.deciders import decide_promotions
+
+    evidence = [(targets[q], float(p1)) for q, p1 in votes.items() if q in targets and isinstance(p1, int | float)]
+    method = config_from_record(dict(mem.config)).memory
+    changes = decide_promotions(mem, evidence, method.theta_up, enabled=method.state_updates)  # type: ignore[arg-type]
+    return frozenset(c.cause_id for c in changes if isinstance(c, CausePromoted))
+
+
+def _cause_said(matched: Any, described: Any) -> str:
+    if matched is not None:
+        return f"cause {matched!r}"
+    return "a new cause" if described is not None else "no skill error"
 
 
 def _few(names: Iterable[Any]) -> str:
@@ -186,6 +356,50 @@ def _few(names: Iterable[Any]) -> str:
     if not shown:
         return "none"
     return ", ".join(repr(n) for n in shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+
+
+@dataclass(frozen=True)
+class Audit:
+    """A run's log checked whole: the memory at each commit (as JSON, by round), every break of
+    the rules, and the first event the fold refused (its line; None: the fold took all)."""
+
+    commits: dict[int, dict[str, Any]]
+    breaks: list[CountBreak]
+    invariant: str | None
+
+
+def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
+    """Fold ``(seq, round, type, data)`` rows of one run and check each counted event against
+    the rules with the memory before it: one pass. Past an event the fold refuses, the rules
+    that need no memory are still checked. ``whatif``: the run is a what-if."""
+    tally = Tally(whatif=whatif)
+    draft: Draft | None = None
+    found: list[CountBreak] = []
+    commits: dict[int, dict[str, Any]] = {}
+    failed: str | None = None
+    committed = RoundCommitted.name
+    catalog = CATALOG
+    for row in rows:
+        seq, rnd, name, data = row
+        cls = catalog[name]
+        if cls in COUNTED_TYPES:
+            broken = tally.check(rnd, cls, data, draft if failed is None else None)
+            if broken is not None:
+                found.append(CountBreak(seq, *broken))
+            tally.add(rnd, cls, data)
+        else:
+            tally.last = (rnd, cls)  # what a run.forked must follow
+        if failed is not None:
+            continue
+        try:
+            draft = step(draft, run, row)
+        except InvariantError as exc:
+            failed = str(exc)
+            continue
+        if name == committed:
+            draft.last_seq = seq
+            commits[draft.committed] = draft.freeze().to_json()
+    return Audit(commits, found, failed)
 
 
 def breaks(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]]) -> Iterator[CountBreak]:

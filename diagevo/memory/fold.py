@@ -98,6 +98,11 @@ class Draft:
     # --- reads --------------------------------------------------------------------------------
 
     @property
+    def causes(self) -> Mapping[str, Cause]:
+        """The causes as they stand (read only: the draft may change them in place)."""
+        return self._causes
+
+    @property
     def F(self) -> int:
         return sum(c.frequency for c in self._causes.values() if c.active)
 
@@ -302,23 +307,28 @@ def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Itera
     An event the fold applies is built from its row (:meth:`Event.from_stored`); any other only
     opens its round."""
     draft = Draft(memory) if memory is not None else None
-    catalog = CATALOG
     for row in rows:
-        seq, rnd, etype, data = row
-        cls = catalog[etype]
-        try:
-            if draft is None:
-                draft = _first(run, cls, rnd, data, seq)
-            elif not cls.folded:
-                draft.skip(cls, rnd)
-            elif rnd == draft.committed + 1:
-                _check_shape(cls, data)
-                draft._change(cls.reader(data), rnd)
-            else:
-                draft._elsewhere(cls, rnd)
-        except InvariantError as exc:  # a reader names the event it could not fold
-            raise InvariantError(f"seq {seq}: {exc}") from None
+        draft = step(draft, run, row)
         yield draft, row
+
+
+def step(draft: Draft | None, run: str, row: Row) -> Draft:
+    """Fold one row on ``draft`` (None: the run's first row, which must start it); the draft."""
+    seq, rnd, etype, data = row
+    cls = CATALOG[etype]
+    try:
+        if draft is None:
+            draft = _first(run, cls, rnd, data, seq)
+        elif not cls.folded:
+            draft.skip(cls, rnd)
+        elif rnd == draft.committed + 1:
+            _check_shape(cls, data)
+            draft._change(cls.reader(data), rnd)
+        else:
+            draft._elsewhere(cls, rnd)
+    except InvariantError as exc:  # a reader names the event it could not fold
+        raise InvariantError(f"seq {seq}: {exc}") from None
+    return draft
 
 
 def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Memory]:

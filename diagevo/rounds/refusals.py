@@ -25,6 +25,8 @@ from diagevo.catalog import (
 )
 from diagevo.log import Recorder
 from diagevo.memory.counting import COUNTED_TYPES
+from diagevo.memory.fold import Draft, InvariantError
+from diagevo.memory.state import Memory
 from diagevo.parsing import quoted
 from diagevo.rounds.failures import FAILURE_FIELDS, FAILURE_TYPES
 from diagevo.rounds.protocol import ProtocolError
@@ -90,10 +92,13 @@ NOTE_TYPES: frozenset[type[Event]] = frozenset({PhaseCompleted, CheckpointWritte
 """What :meth:`Round.note` takes: the trainer's bookkeeping, which changes no count."""
 
 _DIAGNOSTICIAN: set[type[Event]] = {FailureDiagnosed, DiagnosisFailed, LLMCalled}  # its decisions and notes
+_DIAGNOSTICIAN.add(FailureRecorded)  # the failures of a round its trainer never opened, recorded with their diagnosis
 _DECIDERS: set[type[Event]] = {FailureAttributed, CauseReactivated, CauseCreated, NodeCreated, NodesMerged}
 DIAGNOSIS_TYPES: frozenset[type[Event]] = frozenset(_DIAGNOSTICIAN | _DECIDERS)
 """What :meth:`Round.append_diagnosis` takes: the diagnostician's decisions and notes, and the
-memory events its deciders return (never a promotion, a config or a milestone)."""
+memory events its deciders return (never a promotion, a config or a milestone); and
+``failure.recorded`` in a round never opened (in an open round, :meth:`Round.record_failures`
+records them, each of a retained question)."""
 
 
 def refuse_other_type(allowed: frozenset[type[Event]], name: str, what: str) -> None:
@@ -103,16 +108,29 @@ def refuse_other_type(allowed: frozenset[type[Event]], name: str, what: str) -> 
         raise ProtocolError(f"{what} cannot be {quoted(name, 60)} (it takes {', '.join(sorted(names))})")
 
 
-def refuse_counted_twice(store: Recorder, run: str, events: Sequence[EventIn]) -> None:
-    """Refuse events that would count evidence twice (:mod:`diagevo.memory.counting`) against
-    what the run holds: a failure diagnosed or attributed again. Those the run holds already
-    under the same id (a retry) are skipped, as the append skips them. Called under the lock."""
-    fresh = [ev for ev in events if CATALOG[ev.type] in COUNTED_TYPES]
-    held = store.existing_ids(run, [ev.event_id for ev in fresh])
-    fresh = [ev for ev in fresh if ev.event_id not in held]
+def refuse_counted_twice(store: Recorder, run: str, events: Sequence[EventIn], memory: Memory | None = None) -> None:
+    """Refuse events that would count evidence twice or decide what no evidence stands behind
+    (:mod:`diagevo.memory.counting`) against what the run holds: a failure diagnosed or
+    attributed again, an attribution or a new cause of a failure the run never recorded or
+    diagnosed so, a question generated in another round. With ``memory`` (the memory at the
+    log's head, or M_{t-1} for questions) the rules that read it too, and the memory events
+    folded on it (a state transition the fold refuses is refused here). Those the run holds
+    already under the same id (a retry) are skipped, as the append skips them. Called under
+    the lock."""
+    held = store.existing_ids(run, [ev.event_id for ev in events])
+    fresh = [ev for ev in events if ev.event_id not in held]
     failures = {f for ev in fresh if isinstance(f := ev.data.get("failure_id"), str)}
-    tally = stored_tally(store, run, failures=failures)
+    questions = {q for ev in fresh if isinstance(q := ev.data.get("question_id"), str)}
+    tally = stored_tally(store, run, failures=failures, questions=questions)
+    draft = Draft(memory) if memory is not None else None
     for ev in fresh:
-        broken = tally.take(ev.round, CATALOG[ev.type], ev.data)
-        if broken is not None:
-            raise ProtocolError(f"{ev.type} refused: {broken[0]}: {broken[1]}")
+        cls = CATALOG[ev.type]
+        if cls in COUNTED_TYPES:
+            broken = tally.take(ev.round, cls, ev.data, draft)
+            if broken is not None:
+                raise ProtocolError(f"{ev.type} refused: {broken[0]}: {broken[1]}")
+        if draft is not None and cls.folded:
+            try:
+                draft.apply(ev.event, ev.round)
+            except InvariantError as exc:
+                raise ProtocolError(f"{ev.type} refused: {exc}") from None

@@ -7,10 +7,12 @@ from dataclasses import asdict, replace
 from typing import Any, cast
 
 from diagevo.catalog import (
+    CATALOG,
     FOLDED,
     MEMORY_TYPES,
     MILESTONES,
     CausePromoted,
+    CheckpointWritten,
     EvalRecorded,
     Event,
     FailureRecorded,
@@ -227,6 +229,7 @@ class Round:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             require_open(st, t, "record questions")
             refuse_other_content(self.store, run, t, [*generated, *scores])
+            refuse_counted_twice(self.store, run, [*generated, *scores], memory)  # a question id is one question
             stored.clear()  # read under the append lock: what this append skips
             stored.update(d["question_id"] for _s, _r, _t, d in read((QuestionGenerated,), t=t))
             if t in st.promoted and not seen <= stored:  # a retry of questions recorded stores nothing
@@ -363,10 +366,13 @@ class Round:
 
     def append_diagnosis(self, events: Sequence[EventIn], *, since_seq: int | None = None) -> AppendResult:
         """Append the diagnostician's decisions and notes of this round (``failure.diagnosed``,
-        ``llm.called``, ``diagnosis.failed`` and the memory events decided), decided under the
-        append lock: the round must be the run's next to commit. With ``since_seq``, the seq of
-        the memory they were decided against, they are refused with :class:`MemoryMoved` when
-        another producer has appended a memory event since (the caller decides again)."""
+        ``llm.called``, ``diagnosis.failed`` and the memory events decided; ``failure.recorded``
+        only in a round never opened), decided under the append lock: the round must be the run's
+        next to commit, and each decision must follow from its evidence and fold on the memory at
+        the log's head (:func:`~diagevo.rounds.refusals.refuse_counted_twice`). With
+        ``since_seq``, the seq of the memory they were decided against, they are refused with
+        :class:`MemoryMoved` when another producer has appended a memory event since (the caller
+        decides again)."""
         run, t = self.run, self.t
         self._refuse_foreign(events, DIAGNOSIS_TYPES, "a diagnosis")
 
@@ -376,13 +382,19 @@ class Round:
                 raise OutOfOrder(
                     f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}"
                 )
+            if t in st.started and any(ev.type == FailureRecorded.name for ev in events):
+                raise ProtocolError(
+                    f"round {t} of run {run!r} is open: its failures are recorded by record_failures, each of a "
+                    "retained question"
+                )
             decided = {fid: None for ev in events if ev.type in DIAGNOSES and (fid := ev.data.get("failure_id"))}
             refuse_reused_failures(self.store, run, t, decided)  # a failure is diagnosed once in a run
-            refuse_counted_twice(self.store, run, events)  # ...and counted once
-            if since_seq is not None:
+            if since_seq is not None:  # decided against a memory another producer has moved: decide again
                 foreign = read(MEMORY_TYPES, after_seq=since_seq)
                 if foreign:
                     raise MemoryMoved(f"{plural(len(foreign), 'memory event')} by another producer")
+            changes = any(CATALOG[ev.type].folded for ev in events)
+            refuse_counted_twice(self.store, run, events, self.memory() if changes else None)  # ...and founded
             return events
 
         return append_decision(self.store, run, decide)
@@ -430,6 +442,13 @@ class Round:
         one transaction, while the round is open (decided under the append lock)."""
         run, t = self.run, self.t
         self._refuse_foreign(events, NOTE_TYPES, "a note")
+        for ev in events:
+            path = ev.data.get("path") if ev.type == CheckpointWritten.name else None
+            if isinstance(path, str) and path.startswith("/"):
+                raise ProtocolError(
+                    f"checkpoint path {path[:80]!r} is absolute: a checkpoint is noted by its name in the run's "
+                    "folder (roundNNN-phase), where a resume looks for it"
+                )
 
         def decide(read: Reader) -> Sequence[EventIn]:
             require_open(state_from_rows(run, read(MILESTONES), self.store.url), t, "note")

@@ -228,7 +228,12 @@ def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
 
 def _weights_moved(store: Any, run: str, model: Path, report: CheckReport) -> None:
     """A failure for a role that took no GRPO step or whose checkpoint equals ``model``."""
-    ckpts = {e.data["phase"]: Path(e.data["path"]) for e in store.read(run, types=(CheckpointWritten,))}
+    from diagevo.views.queries import checkpoint_path
+
+    ckpts = {
+        e.data["phase"]: checkpoint_path(store, run, e.data["path"])
+        for e in store.read(run, types=(CheckpointWritten,))
+    }
     for role in ("challenger", "solver"):
         if not report.phases.get(role, PhaseFigures()).steps:
             report.failures.append(

@@ -32,7 +32,7 @@ from diagevo.catalog import (
     RunForked,
     TrainStep,
 )
-from diagevo.confined import no_links_below, owned_dir, remove_owned
+from diagevo.confined import checkpoint_name, no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, Hint, NotFound, RetryLater
 from diagevo.log import Recorder
@@ -145,7 +145,7 @@ class Trainer:
             no_links_below(path)  # a phase run again writes over its own checkpoint, nothing planted there
             self.backend.save(path)
             size = tree_bytes(path)
-            written = CheckpointWritten(path=str(path), **{"phase": phase, "bytes": size})  # carried fields
+            written = CheckpointWritten(path=path.name, **{"phase": phase, "bytes": size})  # in the run's folder
             events.append(rnd.event(f"checkpoint/{phase}", written))
             for where, gone in self.to_prune(phase, r.t):
                 events.append(rnd.event(f"pruned/{phase}/{gone.written_round}", gone))
@@ -184,17 +184,26 @@ class Trainer:
             for e in self.store.read(self.run, types=(CheckpointWritten,))
             if e.data.get("phase") == phase and e.data["path"] not in gone and e.round < t
         ]
-        mine = [e for e in written if Path(os.path.abspath(e.data["path"])).parent == self.ckpt_dir]
+        mine = [e for e in written if self.own_checkpoint(e.data["path"]) is not None]
         needed = self.needed_rounds()
         old = mine[: max(0, len(mine) - (keep - 1))]  # the new one is the last of the N kept
         return [
             (
-                e.data["path"],
+                str(self.own_checkpoint(e.data["path"])),
                 CheckpointPruned(path=e.data["path"], phase=phase, written_round=e.round, bytes=e.data.get("bytes", 0)),
             )
             for e in old
             if e.round not in needed
         ]
+
+    def own_checkpoint(self, path: str) -> Path | None:
+        """Where a checkpoint this run wrote lies, in its own folder (None: a fork's copied one,
+        in its source's folder, or a name the loop never gives)."""
+        name = checkpoint_name(path)
+        if name is None or (path.startswith("/") and Path(os.path.abspath(path)).parent != self.ckpt_dir):
+            return None
+        where = self.ckpt_dir / name
+        return where if where.is_dir() and not where.is_symlink() else None
 
     def needed_rounds(self) -> set[int]:
         """Rounds of this run whose checkpoints are still needed: a fork's round (its resume loads
@@ -283,12 +292,12 @@ class Trainer:
         rnd = Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
         if r.progress.checkpoint is not None:
-            from diagevo.views.queries import pruned_checkpoints, pruned_note
+            from diagevo.views.queries import checkpoint_path, pruned_checkpoints, pruned_note
 
             gone = pruned_checkpoints(self.store, self.run).get(r.progress.checkpoint)
             if gone is not None:
                 raise NotFound(f"cannot continue run {self.run!r} at round {t}: {pruned_note(gone)}")
-            self.backend.load(Path(r.progress.checkpoint))
+            self.backend.load(checkpoint_path(self.store, self.run, r.progress.checkpoint, self.ckpt_root))
         m = self.cfg.memory
         n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
 

@@ -7,11 +7,20 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from diagevo.catalog import CATALOG, CausePromoted, PromotionsDecided, RoundCommitted
+from diagevo.catalog import (
+    CATALOG,
+    CausePromoted,
+    PromotionsDecided,
+    QuestionGenerated,
+    QuestionScored,
+    RoundCommitted,
+    RoundStarted,
+)
 from diagevo.log import Recorder
 from diagevo.memory.counting import COUNTED_TYPES, Tally
 
-ROUND_MILESTONES = (CausePromoted, PromotionsDecided, RoundCommitted)
+ROUND_MILESTONES = (RoundStarted, CausePromoted, PromotionsDecided, RoundCommitted)
+ROUND_EVIDENCE = (*ROUND_MILESTONES, QuestionGenerated, QuestionScored)  # what a round's promotions follow from
 
 
 def stored_tally(
@@ -22,15 +31,15 @@ def stored_tally(
     questions: Collection[str] = (),
     rounds: Collection[int] = (),
 ) -> Tally:
-    """The run's counts of these failure and question ids and of these rounds' promotions and
-    commits, as its log holds them."""
+    """The run's counts of these failure and question ids (with their diagnoses) and of these
+    rounds' questions, promotions and commits, as its log holds them."""
     rows: dict[int, tuple[int, str, dict[str, Any]]] = {}
     for field, ids in (("failure_id", failures), ("question_id", questions)):
         if ids:
             for e in store.read(run, keys={field: sorted(ids)}):
                 rows[e.seq] = (e.round, e.type, dict(e.data))
     for rnd in sorted(rounds):
-        for e in store.read(run, types=ROUND_MILESTONES, in_round=rnd):
+        for e in store.read(run, types=ROUND_EVIDENCE, in_round=rnd):
             rows[e.seq] = (e.round, e.type, dict(e.data))
     tally = Tally()
     for seq in sorted(rows):

@@ -4,10 +4,13 @@ typed results of :mod:`diagevo.results` (``to_dict()`` is the command's ``--json
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, TrainStep
-from diagevo.errors import Hint
+from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, RunForked, RunStarted, TrainStep
+from diagevo.confined import checkpoint_dir, owned_dir
+from diagevo.errors import Hint, NotFound
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
@@ -179,3 +182,43 @@ def lifecycle(store: Recorder, run: str | None = None) -> Lifecycle:
     run_id = resolve_run(store, run)
     rows = round_stats(store, run_id)
     return Lifecycle(run=run_id, series=[{k: r[k] for k in LIFECYCLE} for r in rows])
+
+
+def checkpoint_folders(store: Recorder, run: str, root: Path) -> list[Path]:
+    """Where the checkpoints ``run``'s log names may lie, in the order they are looked for: the
+    run's folder under ``root`` (``train.out_dir``, or the database's folder), then its fork
+    source's, and so on (a fork's copied rounds wrote theirs there), each reached without a link."""
+    from diagevo.paths import run_name  # loaded by the commands that read checkpoints (it loads sqlalchemy)
+
+    folders: list[Path] = []
+    seen: set[str] = set()
+    current: str | None = run
+    while isinstance(current, str) and current not in seen:
+        seen.add(current)
+        folders.append(owned_dir(root, run_name(current), create=False))
+        marker = next(store.read(current, types=(RunForked,), newest=True, limit=1), None)
+        current = marker.data.get("source_run") if marker is not None else None
+    return folders
+
+
+def runs_root(store: Recorder, config: Mapping[str, Any]) -> Path:
+    """The folder the run folders of a run with this config (its ``run.started`` record) lie in:
+    its ``train.out_dir``, else the database's folder (``runs``)."""
+    from diagevo.paths import beside_database
+
+    train = config.get("train")
+    out_dir = train.get("out_dir") if isinstance(train, Mapping) else None
+    return Path(out_dir) if isinstance(out_dir, str) and out_dir else beside_database(store.url, ".runs", move=False)
+
+
+def checkpoint_path(store: Recorder, run: str, path: str, root: Path | None = None) -> Path:
+    """The checkpoint a ``checkpoint.written`` of ``run`` names (``path`` as stored), in the run's
+    folder or its fork source's (:func:`diagevo.confined.checkpoint_dir`): refused by name when
+    it is no name the loop gives or a link lies there, :class:`NotFound` when no folder holds it."""
+    if root is None:
+        started = next(store.read(run, types=(RunStarted,), limit=1), None)
+        root = runs_root(store, started.data.get("config", {}) if started is not None else {})
+    try:
+        return checkpoint_dir(checkpoint_folders(store, run, root), path)
+    except FileNotFoundError as exc:
+        raise NotFound(f"run {run!r}: {exc}") from None

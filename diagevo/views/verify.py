@@ -8,13 +8,13 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import RoundCommitted
+from diagevo.catalog import RoundCommitted, RunForked
 from diagevo.log import Recorder
-from diagevo.memory.counting import COUNTED_TYPES, breaks
-from diagevo.memory.fold import InvariantError, commits
+from diagevo.memory.counting import audit
 from diagevo.parsing import loads
 from diagevo.views import index, memory, stats
 from diagevo.views.configs import config_problems
@@ -29,15 +29,15 @@ def verify_run(store: Recorder, run: str) -> list[str]:
     not vouch for."""
     problems = list(store.verify_chain(run))
     folded: dict[int, dict] = {}
-    try:
-        if any(": out of shape: " in p for p in problems):  # the fold would meet what it cannot read
-            raise InvariantError("not folded: the events above are out of shape")
-        for m in commits(store.rows(run), run):
-            folded[m.committed] = m.to_json()
-    except InvariantError as exc:
-        problems.append(f"invariant: {exc}")
-    if not any(": out of shape: " in p for p in problems):
-        problems += counted_twice(store, run)
+    if any(": out of shape: " in p for p in problems):  # the fold would meet what it cannot read
+        problems.append("invariant: not folded: the events above are out of shape")
+    else:
+        checked = audit(store.rows(run), run, whatif=is_whatif(store, run))
+        folded = checked.commits
+        if checked.invariant is not None:
+            problems.append(f"invariant: {checked.invariant}")
+        problems += [f"seq {b.at}: {b.rule}: {b.reason}" for b in checked.breaks]
+        problems += forked_problems(store, run)
         # a config the fold accepts (k is positive) that its readers refuse; one the fold
         # refused is named once, by the fold
         named = "\n".join(problems)
@@ -55,12 +55,36 @@ def verify_run(store: Recorder, run: str) -> list[str]:
     return problems + verify_anchors(store, run)
 
 
-def counted_twice(store: Recorder, run: str) -> list[str]:
-    """Every break of the counting rules (:mod:`diagevo.memory.counting`): evidence counted
-    twice (a failure recorded, diagnosed or attributed again, a question generated or scored
-    again) or a round's promotions out of place, each named by its seq and rule."""
-    rows = store.rows(run, types=COUNTED_TYPES)
-    return [f"seq {b.at}: {b.rule}: {b.reason}" for b in breaks(rows)]
+def is_whatif(store: Recorder, run: str) -> bool:
+    """Whether ``run`` is a what-if (its ``run.forked`` says so)."""
+    return any(e.data.get("whatif") is not None for e in store.rows(run, types=(RunForked,)))
+
+
+def forked_problems(store: Recorder, run: str) -> list[str]:
+    """Each ``run.forked`` of ``run`` names another run whose event at ``source_seq`` is the
+    commit of ``source_round``, with the hash it claims (:func:`fork_source_problem`)."""
+    return [
+        f"seq {e.seq}: run forked at its opening: {problem}"
+        for e in store.rows(run, types=(RunForked,))
+        if (problem := fork_source_problem(store, run, e.data)) is not None
+    ]
+
+
+def fork_source_problem(store: Recorder, run: str, data: Mapping[str, Any]) -> str | None:
+    """What is wrong with the source a ``run.forked`` (its data) names, or None: a run forks
+    another run held in this database, at the commit of the round it names, whose hash it
+    carries (a fork ingested without its source: ingest the source first)."""
+    source, at, seq = data.get("source_run"), data.get("source_round"), data.get("source_seq")
+    if source == run:
+        return f"run {run!r} names itself as its source"
+    if not isinstance(source, str) or not isinstance(seq, int) or not store.has_run(source):
+        return f"its source run {source!r} is not in this database (ingest the source first)"
+    there = store.event_at(source, seq)
+    if there is None or (there.type, there.round) != (RoundCommitted.name, at):
+        return f"seq {seq} of run {source!r} is not the commit of round {at!r}"
+    if there.hash != data.get("source_hash"):
+        return f"the commit of round {at!r} of run {source!r} has another hash than the one it names"
+    return None
 
 
 def verify_anchors(store: Recorder, run: str) -> list[str]:

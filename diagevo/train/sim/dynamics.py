@@ -52,9 +52,12 @@ SHARED_QUESTIONS = 200  # Figure 3c: 200 shared challenger-generated questions p
 
 
 def solver_checkpoints(store: Recorder, run: str) -> dict[int, Path]:
-    """Round -> the checkpoint written after that round's solver update."""
+    """Round -> the checkpoint written after that round's solver update, found in the run's
+    folder (or its fork source's) by the name its log gives."""
+    from diagevo.views.queries import checkpoint_path
+
     return {
-        e.round: Path(e.data["path"])
+        e.round: checkpoint_path(store, run, e.data["path"])
         for e in store.read(run, types=(CheckpointWritten,))
         if e.data.get("phase") == "solver"
     }
