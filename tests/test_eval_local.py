@@ -99,7 +99,7 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from diagevo.paths import beside_database, run_dir
+    from diagevo.paths import run_dir
     from diagevo.rounds import start_run
     from diagevo.train.hf.backend import HFBackend
     from tests.test_hf_backend import tiny_config
@@ -113,13 +113,13 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     AutoTokenizer.from_pretrained(tiny_dir / "solver").save_pretrained(base)
 
     db = f"sqlite:///{tmp / 'r.db'}"
-    cfg = tiny_config(tiny_dir, tmp, f"solver.model={json.dumps(str(base))}", "train.out_dir=null")
+    cfg = tiny_config(tiny_dir, tmp, f"solver.model={json.dumps(str(base))}")
     trained = AutoModelForCausalLM.from_pretrained(tiny_dir / "solver").state_dict()
     backend = HFBackend(cfg, 0)
     with open_log(db, create=True) as store:
         run = "r"
         start_run(store, run, cfg)
-        ckpt_dir = run_dir(beside_database(store.url, ".runs"), run).resolve()
+        ckpt_dir = run_dir(Path(cfg.train.out_dir), run).resolve()  # where the run's config says
         for t in (1, 2):
             if t == 2:
                 backend.model("solver").load_state_dict(trained)
