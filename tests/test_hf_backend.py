@@ -130,7 +130,7 @@ def test_load_reloads_a_checkpoint(tiny_round, tiny_dir: Path) -> None:  # noqa:
 def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_path: Path) -> None:
     cause = "Adds the two numbers correctly but then writes a different value in the final box"
     label = "Keeping intermediate arithmetic results consistent through to the final boxed answer"
-    with LLMServer() as server:
+    with LLMServer(models=("Qwen/Qwen3-4B-Instruct-2507",)) as server:  # the model tiny-hf.toml names
         server.default("extract", json.dumps({"matched_cause_id": None, "error_cause": cause}))
         server.default("deduplicate", json.dumps({"duplicate": False, "matched_cause_id": None}))
         server.default(
