@@ -105,7 +105,7 @@ def test_resume_across_processes_and_after_ctrl_c_reproduces_the_uninterrupted_r
         )
         assert ran.returncode == 0, (hint, ran.stderr)
     assert (tmp_path / "chain.diagevo" / "runs").is_dir()  # in the database's folder
-    assert (tmp_path / "chain.diagevo" / "index.lance").is_dir()
+    assert not (tmp_path / "chain.diagevo" / "index.lance").exists()  # the static vectors stay in memory
     for t in (2, 3):
         proc = cli(train_args(chain, RUN, "--rounds", str(t), "--resume"))
         assert proc.returncode == 0, proc.stderr[-2000:]
