@@ -279,17 +279,8 @@ def diagnose(
     from diagevo.diagnosis import tools
 
     st = round_state(rnd.store, rnd.run)
-    if failures is None:
-        require_open(st, rnd.t, "diagnose")
-    elif rnd.t != st.last_committed + 1:
-        raise OutOfOrder(
-            f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
-        )
-    cfg = _config_of(rnd, cfg, llm_url=llm_url, model=model, embedder=embedder if isinstance(embedder, str) else None)
-    if isinstance(diagnostician, str) and diagnostician not in tools.DIAGNOSTICIANS:
-        raise BadInput(f"diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
-    if isinstance(diagnostician, str) and diagnostician == "llm" and not cfg.llm_url:
-        tools.llm_diagnostician(cfg)  # refuses, naming what to give
+    named = {"llm_url": llm_url, "model": model, "embedder": embedder if isinstance(embedder, str) else None}
+    cfg = _checked_config(rnd, st, cfg, diagnostician, failures, named)
     memory = rnd.memory()
     # before any model call (the decisive check is the append's, under the lock): a failure
     # of another round, diagnosed here again, would be counted twice
@@ -327,6 +318,33 @@ def diagnose(
     summary.recorded, summary.already_recorded, summary.unopened = recorded, already, unrecorded
     refuse_failed(summary, rnd.config.diagnosis)
     return summary
+
+
+def _checked_config(
+    rnd: Round,
+    st: Any,
+    cfg: DiagnosisConfig | None,
+    diagnostician: Diagnostician | str,
+    failures: object,
+    named: dict[str, str | None],
+) -> DiagnosisConfig:
+    """The call's ``[diagnosis]``, after the round's state and the diagnostician's name are
+    checked, before anything is called: the recorded failures need an open round; given ones,
+    the next round."""
+    from diagevo.diagnosis import tools
+
+    if failures is None:
+        require_open(st, rnd.t, "diagnose")
+    elif rnd.t != st.last_committed + 1:
+        raise OutOfOrder(
+            f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
+        )
+    cfg = _config_of(rnd, cfg, **named)
+    if isinstance(diagnostician, str) and diagnostician not in tools.DIAGNOSTICIANS:
+        raise BadInput(f"diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
+    if isinstance(diagnostician, str) and diagnostician == "llm" and not cfg.llm_url:
+        tools.llm_diagnostician(cfg)  # refuses, naming what to give
+    return cfg
 
 
 def _config_of(rnd: Round, cfg: DiagnosisConfig | None, **names: str | None) -> DiagnosisConfig:
