@@ -65,14 +65,11 @@ def test_the_installed_wheel_migrates_a_database_away_from_the_checkout(wheel: P
     assert current.returncode == 0 and "head" in current.stdout.lower(), current.stdout + current.stderr
 
 
-def test_a_wheel_user_is_told_fixes_for_a_wheel(wheel: Path, tmp_path: Path) -> None:
-    """Installed by pip into a fresh environment (its dependencies: this one's, by a .pth file),
-    ``diagevo doctor`` and a refused ``train`` name ``pip install 'diagevo[...]=='``, never a
-    checkout's ``pip install -e``, ``make`` or ``source .venv/bin/activate``."""
-    import json
+def _installed_beside(wheel: Path, env: Path) -> tuple[Path, str]:
+    """The wheel installed by pip into a fresh venv whose dependencies are this one's (a .pth
+    file); the venv and its site-packages."""
     import sysconfig
 
-    env = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
     py = env / "bin" / "python"
     pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)]
@@ -81,6 +78,17 @@ def test_a_wheel_user_is_told_fixes_for_a_wheel(wheel: Path, tmp_path: Path) -> 
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True
     ).stdout.strip()
     Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    return env, site
+
+
+def test_a_wheel_user_is_told_fixes_for_a_wheel(wheel: Path, tmp_path: Path) -> None:
+    """Installed by pip into a fresh environment (its dependencies: this one's, by a .pth file),
+    ``diagevo doctor`` and a refused ``train`` name ``pip install 'diagevo[...]=='``, never a
+    checkout's ``pip install -e``, ``make`` or ``source .venv/bin/activate``."""
+    import json
+
+    env, site = _installed_beside(wheel, tmp_path / "env")
+    py = env / "bin" / "python"
     work = tmp_path / "work"
     work.mkdir()
     env_vars = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIAGEVO_DB", "VIRTUAL_ENV")}
@@ -170,17 +178,8 @@ def test_a_wheel_user_reads_every_page_with_its_references_built(wheel: Path, tm
     the packaged pages, prints the references built from the installed code, and every help's
     ``More:`` runs there."""
     import json
-    import sysconfig
 
-    env = tmp_path / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
-    py = env / "bin" / "python"
-    pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)]
-    subprocess.run(pip, check=True, capture_output=True)
-    site = subprocess.run(
-        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True
-    ).stdout.strip()
-    Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    env, site = _installed_beside(wheel, tmp_path / "env")
     work = tmp_path / "work"
     work.mkdir()
     env_vars = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIAGEVO_DB", "VIRTUAL_ENV")}
