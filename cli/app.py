@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Annotated, Any
 
+import click
 import typer
 
 from diagevo.cli.common import (
@@ -272,7 +273,8 @@ def _reflow_helps(command: Any) -> Any:
     """:func:`_reflow` on the help of ``command``, its options and arguments, and its subcommands;
     each parameter's value named by :func:`_metavar` unless it names its own."""
     command.help = _reflow(command.help)
-    for param in getattr(command, "params", ()):
+    help_option = command.get_help_option(click.Context(command))  # click makes it once, on first use
+    for param in [*getattr(command, "params", ()), *([help_option] if help_option else [])]:
         if getattr(param, "help", None):
             param.help = _reflow(param.help)
         if param.metavar is None:
