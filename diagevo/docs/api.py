@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import import_module
@@ -75,17 +76,23 @@ def modules() -> list[tuple[str, str, list[Entry]]]:
 
 def mkdocstrings_blocks() -> str:
     """The section as the site builds it: one mkdocstrings block per name."""
+    return _section(_block)
+
+
+def _section(render: Callable[[Entry], list[str]]) -> str:
+    """The section's order, whatever renders each name: the exported names, the results, the
+    types, then each module's own."""
     exported, types = entries()
     out: list[str] = []
     for entry in exported:
-        out += _block(entry)
+        out += render(entry)
     out.append(RESULTS)
     for entry in types:
-        out += _block(entry)
+        out += render(entry)
     for module, said, names in modules():
         out += [f"## {module}", "", said, ""]
         for entry in names:
-            out += _block(entry)
+            out += render(entry)
     return "\n".join(out)
 
 
@@ -99,18 +106,7 @@ def _block(entry: Entry) -> list[str]:
 def python_api() -> str:
     """The section as Markdown from the code: each name's signature and docstring, and for a
     class those of its members."""
-    exported, types = entries()
-    out: list[str] = []
-    for entry in exported:
-        out += _described(entry)
-    out.append(RESULTS)
-    for entry in types:
-        out += _described(entry)
-    for module, said, names in modules():
-        out += [f"## {module}", "", said, ""]
-        for entry in names:
-            out += _described(entry)
-    return "\n".join(out)
+    return _section(_described)
 
 
 def _described(entry: Entry) -> list[str]:
