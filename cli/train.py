@@ -30,17 +30,11 @@ from diagevo.words import plural
 
 
 def default_config() -> Path | None:
-    """``configs/sim.toml``: the checkout's, or the copy a built package carries, so that
-    ``diagevo train`` with no ``--config`` trains the same in every installation (None: neither
-    is there, and the built-in defaults apply)."""
-    from diagevo.docs.pages import root
-    from diagevo.errors import NotFound
+    """``configs/sim.toml``, so that ``diagevo train`` with no ``--config`` trains the same in every
+    installation (None: it is not there, and the built-in defaults apply)."""
+    from diagevo.installation import shipped
 
-    try:
-        path = root() / "configs" / "sim.toml"
-    except NotFound:
-        return None
-    return path if path.is_file() else None
+    return shipped("configs/sim.toml")
 
 
 PHASE_NAMES = {

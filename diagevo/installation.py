@@ -25,6 +25,8 @@ from typing import Literal
 from urllib.parse import unquote, urlparse
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGED = PACKAGE_DIR / "docs" / "packaged"
+"""Where a built package carries the pages and the repository's files they read (``setup.py``)."""
 
 
 @dataclass(frozen=True)
@@ -88,4 +90,14 @@ def installation() -> Installation:
     return detect()
 
 
-__all__ = ["Installation", "detect", "installation"]
+def shipped(relative: str) -> Path | None:
+    """A file of the repository that diagevo ships (``configs/sim.toml``): the copy a built package
+    carries, else the checkout's; None where neither holds it. A command reading one finds it in
+    every installation, a wheel's included."""
+    for top in (PACKAGED, installation().root):
+        if top is not None and (top / relative).is_file():
+            return top / relative
+    return None
+
+
+__all__ = ["PACKAGED", "Installation", "detect", "installation", "shipped"]

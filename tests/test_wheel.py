@@ -118,6 +118,17 @@ def test_a_wheel_user_is_told_fixes_for_a_wheel(wheel: Path, tmp_path: Path) -> 
     assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
     assert "no model directory models/smollm2" in refused.stderr and "models smollm2 --out" in refused.stderr
     assert not any(s in refused.stderr for s in (" -e ", "make ", ".venv")), refused.stderr
+    model = tmp_path / "model"  # gpu-check reads its config from the package, then wants CUDA
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    refused = subprocess.run(
+        [exe, "gpu-check", "--model", str(model), "--out", "check"],
+        cwd=work,
+        env=env_vars,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1 and "no CUDA device" in refused.stderr, refused.stderr  # Unavailable
     assert list(work.iterdir()) == []
 
 

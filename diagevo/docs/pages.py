@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.errors import BadInput, Hint, NotFound
+from diagevo.installation import PACKAGED
 
-PACKAGED = Path(__file__).resolve().parent / "packaged"
 """The copy of the pages a built package carries (absent in a checkout)."""
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
@@ -207,4 +207,4 @@ def text(page: Page, generators: Mapping[str, Callable[[], str]]) -> str:
     return fill(included(page.path.read_text(encoding="utf-8"), root(), page.name), generators, page.name)
 
 
-__all__ = ["MARKER", "PACKAGED", "Page", "Pages", "below", "fill", "find", "included", "pages", "root", "text", "title"]
+__all__ = ["MARKER", "Page", "Pages", "below", "fill", "find", "included", "pages", "root", "text", "title"]

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
-from diagevo.errors import BadInput, Hint, Unavailable
+from diagevo.errors import BadInput, Hint, NotFound, Unavailable
 from diagevo.fixes import require
+from diagevo.installation import shipped
 from diagevo.progress import ProgressFn, no_progress
 
-CONFIG = Path(__file__).resolve().parents[2] / "configs" / "gpu-check.toml"
+CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.installation.shipped)
 
 
 @dataclass
@@ -137,10 +138,10 @@ def run_check(
     from diagevo.train.hf.backend import HFBackend
     from diagevo.views.verify import verify_run
 
+    cfg = load_config(_config(), _check_overrides(model, out, overrides or []))
     if not torch.cuda.is_available():
         raise Unavailable("no CUDA device: the GPU check runs on a machine with an NVIDIA GPU")
     db = _check_database(model, out)
-    cfg = load_config(CONFIG, _check_overrides(model, out, overrides or []))
     report = CheckReport(
         device=torch.cuda.get_device_name(0),
         versions=_versions(),
@@ -183,6 +184,13 @@ def run_check(
         if report.vllm_engines > 1:
             report.failures.append(f"{report.vllm_engines} vLLM engines were built in one process (at most 1)")
     return report
+
+
+def _config() -> Path:
+    path = shipped(CONFIG)
+    if path is None:
+        raise NotFound(f"this diagevo carries no {CONFIG} (a package built without configs/)")
+    return path
 
 
 def _check_database(model: Path, out: Path) -> Path:
