@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: constraints train test test-quick test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts docs-figures verl-contracts compat
+.PHONY: constraints train test test-quick test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts gpu-contracts-inputs docs-figures verl-contracts compat
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,15 +63,23 @@ test-vllm: $(VLLM_STAMP)
 
 # the GPU versions met on this CPU: the vllm==0.31.* wheel (requirements/constraints.txt) read without importing it (cached in
 # ~/.cache/diagevo/wheels), TRL's GRPOConfig, DeepSpeed's config model (DeepSpeed built without its
-# ops, no CUDA): every call of the GPU path checked (tests/gpu_contracts.py)
-DS_STAMP := $(VENV)/.deepspeed
+# ops, no CUDA): every call of the GPU path checked (tests/gpu_contracts.py). DeepSpeed goes into a
+# folder of its own on PYTHONPATH, never into .venv: the tiers run without it, as a user of the hf
+# extra does (CI builds these inputs while the tiers run)
+DS_TARGET := build/deepspeed
+DS_STAMP := $(DS_TARGET)/.installed
 $(DS_STAMP): | $(STAMP)
-	$(BIN)/pip install -q hjson ninja py-cpuinfo msgpack einops
-	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-deps --no-build-isolation deepspeed
+	rm -rf $(DS_TARGET)
+	$(BIN)/pip install -q --no-deps --target $(DS_TARGET) hjson ninja py-cpuinfo msgpack einops
+	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-deps --no-build-isolation --target $(DS_TARGET) deepspeed
 	touch $(DS_STAMP)
 
-gpu-contracts: $(DS_STAMP)
-	$(BIN)/python -m tests.gpu_contracts
+gpu-contracts-inputs: $(DS_STAMP)
+	$(BIN)/python -c 'from tests import gpu_contracts as g; g.fetch_wheel(g.pin("vllm"))'
+
+gpu-contracts: gpu-contracts-inputs
+	PYTHONPATH=$(DS_TARGET) $(BIN)/python -m tests.gpu_contracts
+	PYTHONPATH=$(DS_TARGET) $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_gpu_contracts.py -k deepspeed
 
 # diagevo.verl against verl itself (tests/verl_contracts.py), in a venv of its own: verl 0.9 wants
 # transformers<5.11. torch first (the CPU wheel on disk), then everything with that torch held, so pip
