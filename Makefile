@@ -78,8 +78,8 @@ gpu-contracts-inputs: $(DS_STAMP)
 	$(BIN)/python -c 'from tests import gpu_contracts as g; g.fetch_wheel(g.pin("vllm"))'
 
 gpu-contracts: gpu-contracts-inputs
-	PYTHONPATH=$(DS_TARGET) $(BIN)/python -m tests.gpu_contracts
-	PYTHONPATH=$(DS_TARGET) $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_gpu_contracts.py -k deepspeed
+	PYTHONPATH=$(CURDIR)/$(DS_TARGET) $(BIN)/python -m tests.gpu_contracts
+	PYTHONPATH=$(CURDIR)/$(DS_TARGET) $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_gpu_contracts.py -k deepspeed
 
 # diagevo.verl against verl itself (tests/verl_contracts.py), in a venv of its own: verl 0.9 wants
 # transformers<5.11. torch first (the CPU wheel on disk), then everything with that torch held, so pip

@@ -19,6 +19,7 @@ from diagevo.cli.common import (
     EXIT_USAGE,
     Interrupted,
     err_console,
+    json_alone_on_stdout,
 )
 from diagevo.cli.safe import error_line, text
 from diagevo.errors import DiagevoError
@@ -271,7 +272,8 @@ def _metavar(param: Any) -> str | None:
 
 def _reflow_helps(command: Any) -> Any:
     """:func:`_reflow` on the help of ``command``, its options and arguments, and its subcommands;
-    each parameter's value named by :func:`_metavar` unless it names its own."""
+    each parameter's value named by :func:`_metavar` unless it names its own; ``--json`` keeps
+    stdout for the JSON alone (:func:`json_alone_on_stdout`)."""
     command.help = _reflow(command.help)
     help_option = command.get_help_option(click.Context(command))  # click makes it once, on first use
     for param in [*getattr(command, "params", ()), *([help_option] if help_option else [])]:
@@ -279,6 +281,8 @@ def _reflow_helps(command: Any) -> Any:
             param.help = _reflow(param.help)
         if param.metavar is None:
             param.metavar = _metavar(param)
+        if "--json" in param.opts:
+            param.callback = json_alone_on_stdout
     for sub in getattr(command, "commands", {}).values():
         _reflow_helps(sub)
     return command

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TextIO, TypeVar
 
 import typer
 
@@ -113,9 +113,33 @@ def _bad_row(store: Any, exc: Exception) -> Exception:
     return CLIError(f"{found} (memory verify names every such event)")
 
 
+_JSON_OUT: list[TextIO] = []  # the stdout each running --json command was given, innermost last
+
+
+def json_alone_on_stdout(ctx: Any, _param: Any, value: bool) -> bool:
+    """``--json``'s callback: stdout carries the JSON alone. For the command's length whatever else
+    writes to stdout (a library's warning: DeepSpeed's logger, when it is installed, on its first
+    import) goes to stderr, and :func:`emit_json` writes to the stdout the command was given."""
+    if value:
+        given = sys.stdout
+        _JSON_OUT.append(given)
+        sys.stdout = sys.stderr
+
+        def restore() -> None:
+            sys.stdout = given
+            _JSON_OUT.remove(given)
+
+        ctx.call_on_close(restore)
+    return value
+
+
+def json_stdout() -> TextIO:
+    return _JSON_OUT[-1] if _JSON_OUT else sys.stdout
+
+
 def emit_json(obj: Any) -> None:
     """One JSON document a line on stdout, its texts escaped as :func:`cli.safe.json_text` says."""
-    sys.stdout.write(json_text(obj) + "\n")
+    json_stdout().write(json_text(obj) + "\n")
 
 
 def fail(message: str) -> None:

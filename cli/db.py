@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
+from diagevo.cli.common import emit_json
 from diagevo.cli.safe import error_line, make_console, text
 
 db_app = typer.Typer(
@@ -72,7 +72,7 @@ def current_cmd(
             "state": status.state,
             "up_to_date": status.up_to_date,
         }
-        typer.echo(json.dumps(payload))
+        emit_json(payload)
         return
     from diagevo.cli.common import spell
     from diagevo.errors import Hint

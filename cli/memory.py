@@ -22,6 +22,7 @@ from diagevo.cli.common import (
     console,
     emit_json,
     err_console,
+    json_stdout,
     open_store,
     output_options,
     round_from_0,
@@ -340,7 +341,7 @@ def followed_run(store: Any, run: str | None) -> str:
 
 
 def flush_stdout() -> None:
-    sys.stdout.flush()  # into a pipe too, a line as it comes
+    json_stdout().flush()  # into a pipe too, a line as it comes
 
 
 @memory_app.command()

@@ -347,3 +347,26 @@ def test_tables_fit_80_columns_and_say_what_they_left_out(
     assert "merge" in header and "held-out" in header and "bench/gsm8k" in header and "left out" not in out
     code, out, _ = run_cli(capsys, "memory", "plot", "--db", db)
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_json_alone_on_stdout_whatever_a_library_prints(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library printing on stdout during a --json command (DeepSpeed's logger does on its first
+    import, when installed) reaches stderr: stdout holds the JSON alone, and once the command is
+    done stdout is stdout again."""
+    import diagevo.views.memory as views
+
+    assert run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)[0] == 0
+    resolve_run = views.resolve_run
+
+    def noisy(*args: object, **kwargs: object) -> str:
+        print("[WARNING] a library's line")
+        return resolve_run(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(views, "resolve_run", noisy)
+    code, out, err = run_cli(capsys, "memory", "stats", "--db", db, "--json")
+    assert code == 0 and [r["round"] for r in json.loads(out)["rounds"]] == [1, 2, 3]
+    assert "[WARNING] a library's line" in err
+    code, out, _ = run_cli(capsys, "memory", "stats", "--db", db)
+    assert code == 0 and out.startswith("[WARNING] a library's line") and "run " in out

@@ -5,6 +5,9 @@ reads), then the same wheel with one keyword renamed."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -143,3 +146,15 @@ def test_deepspeed_refuses_a_bad_accelerate_config(tmp_path: Path) -> None:
     assert gc.check_deepspeed([good]).failures == []
     (line,) = gc.check_deepspeed([bad]).failures
     assert "bad.yaml" in line and "offload" in line
+
+
+def test_deepspeed_installed_leaves_json_stdout_alone(tmp_path: Path) -> None:
+    """DeepSpeed's logger writes a warning on stdout when a trainer first imports it; a ``--json``
+    command's stdout is still one JSON document (the warning on stderr)."""
+    pytest.importorskip("deepspeed", reason="make gpu-contracts installs DeepSpeed (CPU, without its ops)")
+    diagevo = Path(sys.executable).parent / "diagevo"
+    args = [str(diagevo), "models", "tiny", "--steps", "1", "--out", str(tmp_path / "tiny"), "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["solver"] == str(tmp_path / "tiny" / "solver")
+    assert "[WARNING]" in done.stderr  # DeepSpeed's line, where it belongs
