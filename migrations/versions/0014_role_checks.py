@@ -14,7 +14,8 @@ verify`` use for the same event (:mod:`diagevo.memory.fold`, :mod:`diagevo.memor
   a ``cause.created`` of a cause the run holds; an attribution to, or a promotion of, a Mastered
   cause; a reactivation of an Active one. A cause's state is the type of its run's last
   ``cause.created``/``cause.promoted``/``cause.reactivated`` before the row (the log's or the
-  statement's), found by the ``(run_id, cause_id)`` index of 0004;
+  statement's), found by a partial index of those three types on ``(run_id, cause_id, seq)``
+  (a cause's attributions, its many events, are not in it);
 - a ``run.forked`` that does not follow the commit of its round (rule "run forked at its
   opening"), of a run this statement does not start, naming itself or a source commit this
   database does not hold with that hash (a source the same statement starts is left to verify,
@@ -118,6 +119,9 @@ BEGIN
 END
 $$;
 
+-- a cause's changes alone (a few per cause; its attributions are many): its state is one lookup
+CREATE INDEX ix_events_cause_changes ON events (run_id, cause_id, seq) WHERE type IN {changes};
+
 CREATE TRIGGER events_check_rules AFTER INSERT ON events REFERENCING NEW TABLE AS inserted
     FOR EACH STATEMENT EXECUTE FUNCTION events_check_rules();
 REVOKE ALL ON FUNCTION events_check_rules() FROM PUBLIC
@@ -139,3 +143,4 @@ def downgrade() -> None:
         return
     op.execute("DROP TRIGGER events_check_rules ON events")
     op.execute("DROP FUNCTION events_check_rules()")
+    op.execute("DROP INDEX ix_events_cause_changes")
