@@ -18,7 +18,7 @@ import pytest
 from diagevo.catalog import RunForked
 from diagevo.fork import fork_run
 from diagevo.interchange import IngestError, ingest
-from diagevo.log import open_log
+from diagevo.log import StoreError, open_log
 from diagevo.memory.fold import fold
 from diagevo.views.verify import verify_run
 from diagevo.whatif import what_if
@@ -193,6 +193,7 @@ def test_a_run_opened_by_run_forked_names_its_source_commit(
         if refusal is None:
             assert log.append(copy.events()).appended == len(copy.events())
         else:
-            with pytest.raises(Exception, match=refusal):
+            with pytest.raises(StoreError, match=f"failed: diagevo: refused event copy-[0-9]+: {refusal}") as e:
                 log.append(copy.events())
+            assert "\n" not in str(e.value)  # the project's one-line error
             assert not log.has_run("copy")
