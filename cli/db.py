@@ -31,7 +31,20 @@ def _fail(exc: Exception) -> typer.Exit:
 
 
 @db_app.command("upgrade")
-def upgrade_cmd(db: DbOption = None) -> None:
+def upgrade_cmd(
+    db: DbOption = None,
+    lock_wait: Annotated[
+        float,
+        typer.Option(
+            "--lock-wait",
+            metavar="SECONDS",
+            min=0.001,
+            max=3600,
+            help="PostgreSQL: the longest the migration waits for a lock another session holds; then it fails "
+            "naming that session.",
+        ),
+    ] = 60.0,
+) -> None:
     """Migrate the database to the latest schema revision (creates it when empty)."""
     from diagevo.log import StoreError
     from diagevo.log.schema import upgrade
@@ -39,7 +52,7 @@ def upgrade_cmd(db: DbOption = None) -> None:
 
     url = resolve_db_url(db)
     try:
-        before, after = upgrade(url)
+        before, after = upgrade(url, lock_wait_s=lock_wait)
     except StoreError as exc:
         raise _fail(exc) from None
     where = redact_url(url)

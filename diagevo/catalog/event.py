@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from diagevo.errors import BadInput
 from diagevo.parsing import find_not_utf8, one_line, quoted
@@ -36,6 +36,39 @@ filled at append time (a string value, else NULL), with a partial index on (run_
 
 CAUSE_FIELDS = KEY_FIELDS[:4]
 """The key fields that name a cause."""
+
+
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+"""The JSON types a field may declare, as the Python values ``json.loads`` gives."""
+
+
+def json_kinds(value: Any) -> set[str]:
+    """The JSON types ``value`` is, as PostgreSQL's ``jsonb_typeof`` and the registry's checks
+    see them: a boolean is no number; a number without a fractional part is also an integer."""
+    if isinstance(value, bool):
+        return {"boolean"}
+    kinds = {k for k, ts in JSON_TYPES.items() if isinstance(value, ts)}
+    if isinstance(value, float) and value.is_integer():
+        kinds.add("integer")
+    return kinds
+
+
+def carried_problem(types: Mapping[str, tuple[str, ...]], data: Mapping[str, Any]) -> str | None:
+    """The first field of ``data`` that ``types`` (field -> its JSON types) names and whose value
+    is of none of them, in words (``timing is not of its type (object, null)``); None if none."""
+    for field, value in data.items():
+        want = types.get(field)
+        if want is not None and json_kinds(value).isdisjoint(want):
+            return f"{field} is not of its type ({', '.join(want)})"
+    return None
 
 
 class Kind(StrEnum):
@@ -84,6 +117,7 @@ class Event(BaseModel):
         counted_if: ClassVar[str | None]  # ...counted only when this boolean data field is true
         class_version: ClassVar[int]  # the shape of its data; older stored shapes are upcast on read
         stored_if_set: ClassVar[tuple[str, ...]]  # fields a later version added: absent when None
+        carried_types: ClassVar[Mapping[str, tuple[str, ...]]]  # carried fields readers read -> their JSON types
         upcasters: ClassVar[tuple[Upcaster, ...]]  # upcast_v1_v2 ... up to class_version, in order
         reader: ClassVar[Callable[[Mapping[str, Any]], "Event"]]  # from_stored, built once per class
 
@@ -169,6 +203,7 @@ FACTS: dict[str, Any] = {
     "counted_if": None,
     "class_version": 1,
     "stored_if_set": (),
+    "carried_types": {},
     "upcasters": (),
 }
 """The facts' defaults; ``name`` and ``kind`` each type must declare."""
@@ -182,6 +217,15 @@ class OpenEvent(Event):
     """Bookkeeping and summaries: declared fields are checked, extra fields are carried."""
 
     model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+
+    @model_validator(mode="after")
+    def _carried_typed(self) -> Self:
+        """A carried field that readers read (``carried_types``) holds a value of its JSON types:
+        what the type's shape says, checked by PostgreSQL for a raw INSERT as well."""
+        problem = carried_problem(self.carried_types, self.model_extra or {})
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
 
 def absent_is_none(*fields: str) -> Upcaster:

@@ -286,7 +286,9 @@ class NodesMerged(Event):
 
 
 class RoundCommitted(OpenEvent):
-    """Round t is over: M_t is the memory here. Summary fields (metrics, timing) are carried."""
+    """Round t is over: M_t is the memory here. Summary fields (metrics, timing) are carried;
+    those readers read (``report``, ``memory whatif``, the ablation) have a JSON type each
+    (``carried_types``, set below from the catalog's counted columns)."""
 
     name = "round.committed"
     kind = Kind.MILESTONE
@@ -473,3 +475,15 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     CheckpointPruned,
 )
 """Every event type, in the catalog's order."""
+
+RoundCommitted.carried_types = {
+    # what the commit counts from the log (each counted column of the catalog), F_t and the ranks
+    **dict.fromkeys(
+        (*(c.counted for c in EVENT_CLASSES if c.counted), "F", "ranks", "dedup_truncated", "failed_diagnoses_allowed"),
+        ("integer",),
+    ),
+    "epsilon_next": ("number",),
+    # the trainer's own figures that readers take as numbers or as a table of seconds
+    **dict.fromkeys(("heldout_acc", "pseudo_label_acc", "val_acc"), ("number", "null")),
+    "timing": ("object", "null"),
+}

@@ -17,9 +17,8 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, Connection, Engine
 
-from diagevo.errors import Conflict
 from diagevo.lazy import sa_exc
-from diagevo.log.recorder import FETCH, StoreError, busy
+from diagevo.log.recorder import FETCH, LockTimeout, StoreError, busy
 from diagevo.log.sql import EVENT_COLUMNS, SQLRecorder
 from diagevo.urls import redact_url
 
@@ -29,11 +28,6 @@ logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 _COLUMNS_BUT_SEQ = EVENT_COLUMNS.removeprefix("seq, ")
 _LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout passed
-
-
-class LockTimeout(StoreError, Conflict):
-    """An append waited ``lock_wait_s`` for the append lock; the message names who holds it
-    (a :class:`~diagevo.errors.Conflict`: retry once that writer is done)."""
 
 
 class PostgresRecorder(SQLRecorder):
@@ -65,20 +59,7 @@ class PostgresRecorder(SQLRecorder):
                 "AND l.relation = to_regclass('events_append_lock') ORDER BY a.xact_start NULLS LAST LIMIT 1"
             )
             row = cur.fetchone()
-        if row is None:
-            return None
-        pid, app, role, since = row
-        said = [f"pid {pid}"]
-        if app:
-            said.append(f"application {str(app)[:63]!r}")
-        if role:
-            said.append(f"role {role}")
-        said.append(
-            f"in a transaction since {since.isoformat(timespec='seconds')}"
-            if since
-            else "since: not shown to this role"
-        )
-        return ", ".join(said)
+        return None if row is None else _session(*row)
 
     def _open_cursor(self, raw: Any, stream: bool) -> Any:
         if not stream:
@@ -180,5 +161,44 @@ def exclusive(conn: Connection) -> None:
     """Before BEGIN: nothing (the lock is taken inside the transaction)."""
 
 
-def lock(conn: Connection, key: int) -> None:
+def lock(conn: Connection, key: int, wait_s: float) -> None:
+    """The migrators' lock; it and every lock the migration then waits for (a reader's open
+    transaction on a table a migration alters), waited for ``wait_s`` at most."""
+    conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, int(wait_s * 1000))}")
     conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({key})")
+
+
+def lock_timed_out(exc: BaseException) -> bool:
+    """Whether a statement failed because ``lock_timeout`` passed."""
+    return getattr(getattr(exc, "orig", exc), "sqlstate", None) == _LOCK_NOT_AVAILABLE
+
+
+def lock_holder(conn: Connection, key: int) -> str | None:
+    """The session that most likely held what a migration waited for, as far as this role may
+    see: the holder of the migrators' lock ``key``, else the oldest transaction holding a lock on
+    a table of this schema (a mode that blocks more first); None when none is held any more."""
+    row = conn.exec_driver_sql(
+        "SELECT l.pid, a.application_name, a.usename, a.xact_start FROM pg_locks l "
+        "LEFT JOIN pg_stat_activity a ON a.pid = l.pid LEFT JOIN pg_class c ON c.oid = l.relation "
+        "WHERE l.granted AND l.pid <> pg_backend_pid() "
+        "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+        "AND ((l.locktype = 'advisory' AND l.objsubid = 1 "
+        f"AND ((l.classid::bigint << 32) | l.objid::bigint) = {key}) "
+        "OR (l.locktype = 'relation' AND c.relnamespace = to_regnamespace(current_schema()))) "
+        "ORDER BY l.locktype = 'advisory' DESC, l.mode = 'AccessShareLock', a.xact_start NULLS LAST LIMIT 1"
+    ).fetchone()
+    return None if row is None else _session(*row)
+
+
+def _session(pid: int, app: str | None, role: str | None, since: Any) -> str:
+    """A session in words: pid, application name, role, and since when its transaction is open
+    (hidden from a role that may not see it)."""
+    said = [f"pid {pid}"]
+    if app:
+        said.append(f"application {str(app)[:63]!r}")
+    if role:
+        said.append(f"role {role}")
+    said.append(
+        f"in a transaction since {since.isoformat(timespec='seconds')}" if since else "since: not shown to this role"
+    )
+    return ", ".join(said)

@@ -132,6 +132,11 @@ class StoreError(DiagevoError):
     """Base of the log's errors; the message is one line meant for the user."""
 
 
+class LockTimeout(StoreError, Conflict):
+    """A lock was not free within its bound (an append's ``lock_wait_s``, a migration's): the
+    message names who holds it (a :class:`~diagevo.errors.Conflict`: retry once that session is done)."""
+
+
 class ConflictError(StoreError, Conflict):
     """``expected_last_seq`` did not match: the run moved on. Nothing was stored."""
 

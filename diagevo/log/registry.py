@@ -21,6 +21,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CATALOG
+from diagevo.catalog.event import JSON_TYPES, json_kinds
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -29,7 +30,7 @@ TABLE = "event_types"
 ANY_EVENT_FIELDS = {"cut": {"types": ["object"]}}
 """Fields any event may carry: ``cut`` names the texts stored cut to the limits."""
 
-_JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+_JSON_TYPES = frozenset(JSON_TYPES)
 
 
 def _field(schema: dict[str, Any]) -> dict[str, Any]:
@@ -63,6 +64,7 @@ def type_spec(name: str) -> dict[str, Any]:
     model = CATALOG[name]
     schema = model.model_json_schema()
     fields = {f: _field(s) for f, s in schema.get("properties", {}).items()}
+    fields.update({f: {"types": sorted(types)} for f, types in model.carried_types.items()})
     for f in model.texts:  # a long text is stored as {"$artifact": sha256} in data
         if fields.get(f, {}).get("types"):
             fields[f] = {"types": sorted({*fields[f]["types"], "object"})}
@@ -136,17 +138,6 @@ def catalog_specs() -> dict[str, dict[str, Any]]:
     return {name: type_spec(name) for name in CATALOG}
 
 
-_PY_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "number": (int, float),
-    "integer": (int,),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-    "null": (type(None),),
-}
-
-
 @cache
 def _checkers() -> dict[str, tuple[frozenset[str], dict[str, tuple[frozenset[type], dict[str, Any]]], bool]]:
     """Each type's (required fields, field -> (the Python types that pass at once, its check),
@@ -157,7 +148,7 @@ def _checkers() -> dict[str, tuple[frozenset[str], dict[str, tuple[frozenset[typ
         for f, check in spec["fields"].items():
             quick: frozenset[type] = frozenset()
             if "types" in check and "enum" not in check and "items" not in check:
-                quick = frozenset(t for kind in check["types"] for t in _PY_TYPES[kind])
+                quick = frozenset(t for kind in check["types"] for t in JSON_TYPES[kind])
             fields[f] = (quick, check)
         out[name] = (frozenset(spec["required"]), fields, spec["closed"])
     return out
@@ -190,10 +181,7 @@ def _fits(check: dict[str, Any], value: Any) -> bool:
     types = check.get("types")
     if types is None:
         return True
-    kinds = {"boolean"} if isinstance(value, bool) else {k for k, ts in _PY_TYPES.items() if isinstance(value, ts)}
-    if isinstance(value, float) and value.is_integer():
-        kinds.add("integer")
-    if kinds.isdisjoint(types):
+    if json_kinds(value).isdisjoint(types):
         return False
     if "enum" in check and value not in check["enum"]:
         return False

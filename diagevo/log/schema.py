@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from diagevo.errors import Hint
 from diagevo.lazy import sa_exc
 from diagevo.log.backends import connect, dialect_of, make_engine, missing_database
-from diagevo.log.recorder import SchemaOutdated, StoreError
+from diagevo.log.recorder import LOCK_WAIT_S, LockTimeout, SchemaOutdated, StoreError
 from diagevo.parsing import error_line
 from diagevo.urls import redact_url
 
@@ -70,7 +70,7 @@ def _script() -> ScriptDirectory:
 
 # The newest migration; a test checks it against Alembic's head. A database already there is
 # opened without importing Alembic at all (about a fifth of a second of every command).
-HEAD_REVISION = "0013"
+HEAD_REVISION = "0014"
 
 
 def revision_if_plain(engine: Engine, url: str) -> str | None:
@@ -167,14 +167,25 @@ def refusal(status: RevisionStatus, url: str = "") -> SchemaOutdated:
 
 
 @contextmanager
-def migration_tx(engine: Engine, url: str) -> Iterator[Connection]:
-    """A transaction that excludes concurrent migrators (and, on SQLite, all writers)."""
+def migration_tx(engine: Engine, url: str, lock_wait_s: float = LOCK_WAIT_S) -> Iterator[Connection]:
+    """A transaction that excludes concurrent migrators (and, on SQLite, all writers). It waits
+    ``lock_wait_s`` at most for each lock it takes (PostgreSQL: the migrators' lock, any role
+    may take it; a table a reader's open transaction holds), then fails naming the holder."""
     with connect(engine, url) as conn:
         dialect = dialect_of(conn)
         dialect.exclusive(conn)
-        with conn.begin():
-            dialect.lock(conn, MIGRATE_LOCK_KEY)
-            yield conn
+        try:
+            with conn.begin():
+                dialect.lock(conn, MIGRATE_LOCK_KEY, lock_wait_s)
+                yield conn
+        except sa_exc.DBAPIError as exc:
+            if not dialect.lock_timed_out(exc):
+                raise
+            holder = dialect.lock_holder(conn, MIGRATE_LOCK_KEY) or "a session that has ended since"
+            raise LockTimeout(
+                f"the migration of {redact_url(url)} waited {lock_wait_s:g} s for a lock and gave up: held by "
+                f"{holder}; end that session or let it finish, then run the upgrade again"
+            ) from None
 
 
 def upgrade_in(conn: Connection, target: str = "head") -> None:
@@ -205,12 +216,13 @@ def current(url: str) -> str | None:
     return revision_status(url).current
 
 
-def upgrade(url: str, target: str = "head") -> tuple[str | None, str | None]:
+def upgrade(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) -> tuple[str | None, str | None]:
     """Migrate the database to ``target`` (creating a missing SQLite file); returns (revision
-    before, revision after). A foreign database or a newer revision is refused untouched."""
+    before, revision after). A foreign database or a newer revision is refused untouched; a lock
+    held elsewhere is waited for ``lock_wait_s`` at most (:func:`migration_tx`)."""
     engine = make_engine(url)
     try:
-        with migration_tx(engine, url) as conn:
+        with migration_tx(engine, url, lock_wait_s) as conn:
             before = status_of(conn, url)
             if before.state in ("unknown", "foreign"):
                 raise refusal(before, url)

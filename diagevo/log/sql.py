@@ -139,7 +139,7 @@ class SQLRecorder(Recorder):
         if status is not None and not status.up_to_date:
             if status.state != "empty" or not migrate_empty:
                 raise schema.refusal(status, self.url)
-            with schema.migration_tx(self._engine, self.url) as conn:
+            with schema.migration_tx(self._engine, self.url, self.lock_wait_s) as conn:
                 status = schema.status_of(conn, self.url)  # another process may have migrated meanwhile
                 if status.state == "empty":
                     schema.upgrade_in(conn)

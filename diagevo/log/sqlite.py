@@ -380,5 +380,15 @@ def exclusive(conn: Connection) -> None:
     conn.execution_options(sqlite_begin="IMMEDIATE")
 
 
-def lock(conn: Connection, key: int) -> None:
-    """Inside the transaction: ``BEGIN IMMEDIATE`` holds the lock already."""
+def lock(conn: Connection, key: int, wait_s: float) -> None:
+    """Inside the transaction: ``BEGIN IMMEDIATE`` holds the lock already (its wait is the
+    connection's busy timeout)."""
+
+
+def lock_timed_out(exc: BaseException) -> bool:
+    """Never: a busy file is SQLite's own error."""
+    return False
+
+
+def lock_holder(conn: Connection, key: int) -> str | None:
+    return None

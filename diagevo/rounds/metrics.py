@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from diagevo.catalog import RoundCommitted
+from diagevo.catalog.event import carried_problem
 from diagevo.errors import BadInput
 from diagevo.parsing import quoted
 from diagevo.reals import real_number
@@ -39,7 +41,8 @@ COUNTED_HERE = frozenset({*COUNTED_COLUMNS, "F", "epsilon_next", "ranks"})
 def check_summary(summary: Mapping[str, Any] | None) -> dict[str, Any]:
     """A trainer's own figures for ``round.committed``: named by strings other than what the
     commit counts from the log (a summary cannot say how many questions or failures a round had,
-    nor F_t), :class:`ProtocolError` naming the first that is."""
+    nor F_t), each a value of the JSON type readers read it as (``timing`` a table,
+    ``heldout_acc`` a number ...), :class:`ProtocolError` naming the first that is not."""
     if summary is None:
         return {}
     if not isinstance(summary, Mapping):
@@ -51,6 +54,9 @@ def check_summary(summary: Mapping[str, Any] | None) -> dict[str, Any]:
             raise ProtocolError(
                 f"summary field {name!r} is counted from the log by the commit itself: leave it out of the summary"
             )
+    problem = carried_problem(RoundCommitted.carried_types, summary)
+    if problem is not None:
+        raise ProtocolError(f"summary field {problem}: readers of round.committed read it as such")
     return dict(summary)
 
 
