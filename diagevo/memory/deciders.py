@@ -7,9 +7,9 @@ them. Applying them with :func:`diagevo.memory.fold.evolve` gives the new memory
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Literal
 
 from diagevo.catalog import (
     CauseCreated,

@@ -4,7 +4,7 @@ those whose diagnosis failed."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from diagevo.catalog import (
     CauseCreated,
