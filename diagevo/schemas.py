@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, Event, InvalidEvent, newer_problem
+from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, Event, InvalidEvent, version_problem
 from diagevo.catalog.event import first_error
 from diagevo.limits import LimitsConfig
 from diagevo.parsing import MAX_ID_CHARS, check_id, find_not_utf8, quoted
@@ -80,14 +80,14 @@ def validate_event(raw: dict[str, Any]) -> EventIn:
     except ValidationError as exc:
         raise InvalidEvent(first_error(exc)) from None
     cls = CATALOG[ev.type]
-    newer = newer_problem(cls, ev.schema_version)
-    if newer is not None:
-        raise InvalidEvent(newer)
+    unknown = version_problem(cls, ev.schema_version)
+    if unknown is not None:
+        raise InvalidEvent(unknown)
     payload = dict(ev.data)
     cut = _check_cut(cls, payload.pop("cut")) if "cut" in payload else {}
     if ev.schema_version < cls.class_version:
-        data, version = _stored_older(cls, ev.schema_version, payload, cut)
-        return ev.model_copy(update={"data": data, "schema_version": version})
+        stored, version = _stored_older(cls, ev.schema_version, payload, cut)
+        return ev.model_copy(update={"data": stored, "schema_version": version})
     data = cls(**payload)  # InvalidEvent, in diagevo's words
     return ev.model_copy(update={"data": _stored(data, cut)})
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         Kind,
         NewerEvent,
         OpenEvent,
-        newer_problem,
+        version_problem,
     )
     from diagevo.catalog.events import (
         EVENT_CLASSES,
@@ -128,7 +128,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TEXT_FIELDS",
     "TrainStep",
-    "newer_problem",
+    "version_problem",
     "of_kind",
     "type_names",
 ]

@@ -152,11 +152,11 @@ class Event(BaseModel):
 
 
 class NewerEvent(InvalidEvent):
-    """A stored event of a version of its class newer than this diagevo's: a newer diagevo
-    wrote it, and only that one knows its shape."""
+    """An event at a version its class does not have: most likely a newer diagevo wrote it, and
+    only that one knows its shape (or its version is below 1)."""
 
 
-def newer_problem(cls: type[Event], version: int) -> str | None:
+def version_problem(cls: type[Event], version: int) -> str | None:
     """Why an event of type ``cls`` cannot be stored or read at ``version`` (None: it can): the
     one rule of every writer, reader and check (ingest, verify, the reader, the database's)."""
     if type(version) is not int or version < 1:
@@ -174,7 +174,7 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any], int], Event]:
     fold reads a million events through it. ``chains[v]`` holds the upcasters an event stored at
     version ``v`` goes through (one index per event; none at the current version)."""
     upcasters, closed = cls.upcasters, cls.model_config.get("extra") == "forbid"
-    chains = ((),) + tuple(upcasters[v - 1 :] for v in range(1, cls.class_version + 1))
+    chains = (None, *(upcasters[v - 1 :] for v in range(1, cls.class_version + 1)))  # no version 0
     order = tuple(cls.__pydantic_fields__)  # declared order: the event's repr and dump keep it
     fields = frozenset(order)
     count, construct = len(fields), cls.model_construct
@@ -185,7 +185,7 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any], int], Event]:
         except (IndexError, TypeError):
             chain = None
         if chain is None:
-            raise NewerEvent(str(newer_problem(cls, version)))
+            raise NewerEvent(str(version_problem(cls, version)))
         for upcast in chain:
             data = upcast(dict(data))
         # a complete, closed shape: model_construct's result (a closed type's stored data holds its

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 import orjson
 
-from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS, Event, EventTypes, newer_problem
+from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS, Event, EventTypes, version_problem
 from diagevo.errors import Conflict, DiagevoError, Hint, NotADiagevoDatabase, NotFound
 from diagevo.log.canonical import canonical_bytes
 
@@ -554,7 +554,7 @@ class Recorder(ABC):
             if key_values(data) != tuple(r.keys):
                 problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")
             cls = CATALOG.get(r.type)
-            version = None if cls is None else newer_problem(cls, r.schema_version)
+            version = None if cls is None else version_problem(cls, r.schema_version)
             if version is not None:
                 problems.append(f"seq {r.seq}: {version}")
             shape = shape_problem(r.type, data)
