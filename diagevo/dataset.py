@@ -125,7 +125,7 @@ class Exported:
 
 
 def _rows(store: Recorder, run: str, types: EventTypes, upto: int) -> Iterable[tuple[int, str, dict[str, Any]]]:
-    for _seq, rnd, etype, data in store.rows(run, types=types, texts=True):
+    for _seq, rnd, etype, data, _ in store.rows(run, types=types, texts=True):
         if 1 <= rnd <= upto:
             yield rnd, etype, data
 

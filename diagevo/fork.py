@@ -72,6 +72,7 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
                     "round": e.round,
                     "event_id": rebase_event_id(e.event_id, source, new),
                     "data": e.data,
+                    "schema_version": e.schema_version,
                 }
             )
         )

@@ -30,7 +30,7 @@ from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
 from diagevo.views.verify import fork_source_problem
 
-EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash", "schema_version")
+EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash")
 
 
 class IngestError(BadInput):
@@ -102,8 +102,8 @@ class ExportChain:
             raise IngestError(no, f"a hash, while the lines of run {ev.run!r} before it carry none")
         prev = GENESIS_HASH if first and ev.type == RunStarted.name else head
         if prev is not None:
-            _typ, _rnd, data_json = _as_stored(ev)
-            canonical = canonical_event_json(ev.event_id, ev.run, ev.round, ev.type, SCHEMA_VERSION, data_json.decode())
+            _typ, _rnd, version, data_json = _as_stored(ev)
+            canonical = canonical_event_json(ev.event_id, ev.run, ev.round, ev.type, version, data_json.decode())
             if chain_hash(prev, canonical) != claimed:
                 raise IngestError(
                     no, f"hash mismatch: event {ev.event_id!r} is not what was exported there (edited or inserted)"
@@ -178,16 +178,16 @@ def _fork_refusal(store: Recorder, ev: EventIn, held: bool, in_file: set[str]) -
 
 def _stored_events(
     store: Recorder, events: list[tuple[int, EventIn]], held: set[str]
-) -> dict[tuple[str, str], tuple[str, int, bytes]]:
-    """(run, id) -> (type, round, data) of the stored events that the file's ids name."""
+) -> dict[tuple[str, str], tuple[str, int, int, bytes]]:
+    """(run, id) -> (type, round, version, data) of the stored events that the file's ids name."""
     ids: dict[str, list[str]] = {}
     for _, ev in events:
         if ev.run in held:
             ids.setdefault(ev.run, []).append(ev.event_id)
-    stored: dict[tuple[str, str], tuple[str, int, bytes]] = {}
+    stored: dict[tuple[str, str], tuple[str, int, int, bytes]] = {}
     for run, its in ids.items():
         for e in store.read(run, keys={"event_id": its}):
-            stored[run, e.event_id] = (e.type, e.round, canonical_bytes(e.data))
+            stored[run, e.event_id] = (e.type, e.round, e.schema_version, canonical_bytes(e.data))
     return stored
 
 
@@ -218,10 +218,11 @@ def _stored_tally(store: Recorder, run: str, events: list[tuple[int, EventIn]]) 
     )
 
 
-def _as_stored(ev: EventIn) -> tuple[str, int, bytes]:
-    """(type, round, data) of an event as the log stores it (long texts named by their sha256)."""
-    ((_eid, _run, rnd, typ, data_json, *_),), _ = prepare([ev])
-    return typ, rnd, data_json.encode()
+def _as_stored(ev: EventIn) -> tuple[str, int, int, bytes]:
+    """(type, round, version, data) of an event as the log stores it (long texts named by their
+    sha256)."""
+    ((_eid, _run, rnd, typ, version, data_json, *_),), _ = prepare([ev])
+    return typ, rnd, version, data_json.encode()
 
 
 def ingest(store: Recorder, lines: Iterable[str] | str) -> IngestResult:
@@ -277,7 +278,10 @@ def encode_line(obj: dict[str, Any]) -> str:
 
 
 def export_lines(store: Recorder, run: str) -> Iterator[str]:
-    """The run's events, one JSON object a line (``\n``-terminated, no other line breaks)."""
+    """The run's events, one JSON object a line (``\n``-terminated, no other line breaks). An
+    event stored at a version of its class other than 1 says which (``schema_version``): a line
+    without one is of version 1, so the export of a log written before versions were stored is
+    byte for byte what it was."""
     for e in store.read(run, texts=True):
         obj = {
             "type": e.type,
@@ -289,4 +293,6 @@ def export_lines(store: Recorder, run: str) -> Iterator[str]:
             "recorded_at": e.recorded_at,
             "hash": e.hash,
         }
+        if e.schema_version != SCHEMA_VERSION:
+            obj["schema_version"] = e.schema_version
         yield encode_line(obj)

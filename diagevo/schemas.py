@@ -11,6 +11,7 @@ under ``cut``: ``{field: {"bytes": length of the whole text, "sha256": its hash}
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from diagevo.catalog import CATALOG, KEY_FIELDS, Event, InvalidEvent
+from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, Event, InvalidEvent, version_problem
 from diagevo.catalog.event import first_error
 from diagevo.limits import LimitsConfig
 from diagevo.parsing import MAX_ID_CHARS, check_id, find_not_utf8, quoted
@@ -35,6 +36,9 @@ class EventIn(BaseModel):
     round: int = Field(ge=0, le=2**31 - 1)  # an INTEGER column on both backends
     event_id: str = Field(min_length=1)
     data: dict[str, Any] = Field(default_factory=dict)
+    # the version of its class ``data`` is in (stored, hashed, and what a read upcasts from); a
+    # line without one is of version 1, as every event stored before versions were stored
+    schema_version: int = Field(default=SCHEMA_VERSION, ge=1, le=2**31 - 1, strict=True)
 
     @field_validator("type")
     @classmethod
@@ -57,12 +61,15 @@ class EventIn(BaseModel):
     @property
     def event(self) -> Event:
         """The typed event of its data (as stored: texts cut, ``cut`` left in ``data``)."""
-        return CATALOG[self.type].from_stored(self.data)
+        return CATALOG[self.type].from_stored(self.data, self.schema_version)
 
 
 def validate_event(raw: dict[str, Any]) -> EventIn:
     """Validate envelope and data (an event handed in as JSON: ingest, a fork's copy); the
-    returned event's data is normalised by its class."""
+    returned event's data is normalised by its class. Data of an older version of its class
+    (``schema_version``) is validated as it reads (upcast from that version) and kept as written
+    where that is what it reads as (:func:`_stored_older`); a version newer than the class is
+    refused."""
     if isinstance(raw, dict):  # in diagevo's words, before pydantic's
         not_utf8 = find_not_utf8(raw, "")
         if not_utf8 is not None:
@@ -73,19 +80,47 @@ def validate_event(raw: dict[str, Any]) -> EventIn:
     except ValidationError as exc:
         raise InvalidEvent(first_error(exc)) from None
     cls = CATALOG[ev.type]
-    payload = ev.data
-    cut: dict[str, Any] = {}
-    if "cut" in payload:
-        payload = dict(payload)
-        cut = _check_cut(cls, payload.pop("cut"))
+    unknown = version_problem(cls, ev.schema_version)
+    if unknown is not None:
+        raise InvalidEvent(unknown)
+    payload = dict(ev.data)
+    cut = _check_cut(cls, payload.pop("cut")) if "cut" in payload else {}
+    if ev.schema_version < cls.class_version:
+        stored, version = _stored_older(cls, ev.schema_version, payload, cut)
+        return ev.model_copy(update={"data": stored, "schema_version": version})
     data = cls(**payload)  # InvalidEvent, in diagevo's words
     return ev.model_copy(update={"data": _stored(data, cut)})
+
+
+def _stored_older(
+    cls: type[Event], version: int, payload: dict[str, Any], cut: dict[str, Any]
+) -> tuple[dict[str, Any], int]:
+    """(data, version) as the log stores an event of an older ``version`` of ``cls``: validated as
+    a read gives it (upcast from ``version``). Data that reads back as exactly that event (an
+    export of a log an older diagevo wrote) is kept as written, at its version: its bytes, and so
+    its hash, are those it was exported with. Any other (a line written by hand, a default left
+    out) is stored as the validated event, at the class's version, as a new event is: either way
+    what a reader builds without validating is what was validated here."""
+    upcast = cls.upcast(payload, version)
+    event = cls(**upcast)  # InvalidEvent, in diagevo's words
+    read = {f: v for f, v in upcast.items() if not (f in cls.stored_if_set and v is None)}
+    if json.dumps(read, sort_keys=True) != json.dumps(event.stored_data(), sort_keys=True):  # True is not 1
+        return _stored(event, cut), cls.class_version
+    _check_columns(event, payload)
+    _cut(event, payload, cut)
+    return payload, version
 
 
 def new_event(event: Event, *, run: str, at_round: int, event_id: str) -> EventIn:
     """``event`` (validated when it was constructed) in its envelope, as the log stores it (what
     producers use)."""
-    envelope = {"type": event.name, "run": run, "round": at_round, "event_id": event_id}
+    envelope = {
+        "type": event.name,
+        "run": run,
+        "round": at_round,
+        "event_id": event_id,
+        "schema_version": event.class_version,
+    }
     not_utf8 = find_not_utf8(envelope, "")
     if not_utf8 is not None:
         raise InvalidEvent(f"{event.name}: {not_utf8}")

@@ -184,17 +184,16 @@ class _Deriving:
     method: MemoryConfig = field(default_factory=MemoryConfig)
     # (type, round, cause, failure) -> the id of the source's decision
     recorded_ids: dict[tuple[type[Event], int, str, str], str] = field(default_factory=dict)
-    rows: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # the round's (type, data) so far
+    rows: list[tuple[str, dict[str, Any], int]] = field(default_factory=list)  # the round's (type, data, version)
     # round -> the seq before which its promotions are decided, where the source has no
     # promotions.decided to mark the step (a log written before it existed, or by a trainer without it)
     unmarked: dict[int, int] = field(default_factory=dict)
     out: list[EventIn] = field(default_factory=list)
 
-    def emit(self, cls: type[Event], rnd: int, eid: str, data: Mapping[str, Any]) -> None:
-        """A source event copied (validated as ingest validates a line)."""
-        self._add(
-            validate_event({"type": cls.name, "run": self.new, "round": rnd, "event_id": eid, "data": dict(data)})
-        )
+    def emit(self, cls: type[Event], rnd: int, eid: str, data: Mapping[str, Any], version: int) -> None:
+        """A source event copied at its stored version (validated as ingest validates a line)."""
+        raw = {"type": cls.name, "run": self.new, "round": rnd, "event_id": eid, "data": dict(data)}
+        self._add(validate_event({**raw, "schema_version": version}))
 
     def _add(self, ev: EventIn) -> None:
         event = ev.event
@@ -205,7 +204,7 @@ class _Deriving:
         if isinstance(event, RoundCommitted):
             self.base, self.rows = self.memory(), []
         else:
-            self.rows.append((ev.type, ev.data))
+            self.rows.append((ev.type, ev.data, ev.schema_version))
         self.out.append(ev)
 
     def memory(self) -> Memory:
@@ -225,7 +224,7 @@ class _Deriving:
     def take(self, e: StoredEvent) -> None:
         """One source event: copied, re-decided, or dropped (the source's own decisions)."""
         eid = rebase_event_id(e.event_id, self.source, self.new)
-        data, cls = e.data, CATALOG[e.type]
+        data, cls, version = e.data, CATALOG[e.type], e.schema_version
         if self.unmarked.get(e.round) == e.seq:
             self._promote(e.round)
         if cls is RunStarted or cls is RunConfigured:
@@ -235,7 +234,7 @@ class _Deriving:
         if cls is CausePromoted or cls is CauseReactivated or cls is RunForked:
             return  # decided again below; a source's own fork provenance is replaced by the what-if's
         if cls is PromotionsDecided:
-            self._promote(e.round, eid, data)
+            self._promote(e.round, eid, data, version)
         elif cls is FailureAttributed:
             for change in decide_attribution(
                 self.memory(), data["failure_id"], data["cause_id"], data["via"], data.get("similarity")
@@ -243,29 +242,29 @@ class _Deriving:
                 if isinstance(change, CauseReactivated):
                     self.decided(change, e.round)
                 else:
-                    self.emit(cls, e.round, eid, data)
+                    self.emit(cls, e.round, eid, data, version)
         elif cls is RoundCommitted:
-            self.emit(cls, e.round, eid, self._commit(data))
+            self.emit(cls, e.round, eid, self._commit(data), version)
         else:
-            self.emit(cls, e.round, eid, data)
+            self.emit(cls, e.round, eid, data, version)
 
-    def _promote(self, rnd: int, eid: str = "", data: Mapping[str, Any] | None = None) -> None:
+    def _promote(self, rnd: int, eid: str = "", data: Mapping[str, Any] | None = None, version: int = 1) -> None:
         """Eq. 5-6 on the round's questions so far, and the ``promotions.decided`` that marked the
         step in the source (none where the source had none)."""
         base = self.base if self.base is not None else self.memory()
-        rows = [(0, rnd, etype, d) for etype, d in self.rows]
+        rows = [(0, rnd, etype, d, v) for etype, d, v in self.rows]
         evidence = promotion_evidence(rows)
         changes = decide_promotions(base, evidence, self.method.theta_up, enabled=self.method.state_updates)
         promoted = [c for c in changes if isinstance(c, CausePromoted)]
         for change in promoted:
             self.decided(change, rnd)
         if data is not None:
-            self.emit(PromotionsDecided, rnd, eid, {**data, "promoted": [c.cause_id for c in promoted]})
+            self.emit(PromotionsDecided, rnd, eid, {**data, "promoted": [c.cause_id for c in promoted]}, version)
 
     def _commit(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The commit's summary as the round protocol writes it, counted and scheduled again."""
         counts = dict.fromkeys(COUNTED.values(), 0)
-        for etype, d in self.rows:
+        for etype, d, _ in self.rows:
             column = counted_column(etype, d)
             if column is not None:
                 counts[column] += 1
@@ -289,7 +288,7 @@ def _unmarked_promotions(rows: Iterable[EventRow]) -> dict[int, int]:
     marked: set[int] = set()
     first_promoted: dict[int, int] = {}
     after_scored: dict[int, int | None] = {}
-    for seq, rnd, etype, _ in rows:
+    for seq, rnd, etype, _, _ in rows:
         if etype == PromotionsDecided.name:
             marked.add(rnd)
         elif etype == CausePromoted.name:

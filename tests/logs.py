@@ -109,8 +109,8 @@ class Log:
     def events(self) -> list[EventIn]:
         return list(self._events)
 
-    def rows(self) -> list[tuple[int, int, str, dict[str, Any]]]:
-        return [(i + 1, e.round, e.type, e.data) for i, e in enumerate(self._events)]
+    def rows(self) -> list[tuple[int, int, str, dict[str, Any], int]]:
+        return [(i + 1, e.round, e.type, e.data, e.schema_version) for i, e in enumerate(self._events)]
 
     def jsonl(self) -> str:
         import json

@@ -75,7 +75,10 @@ def test_construction_validates_in_diagevos_words() -> None:
 def test_a_typed_event_is_stored_as_its_wire_form(event: object, wire: dict[str, object]) -> None:
     assert isinstance(event, CATALOG[getattr(event, "name")])  # noqa: B009
     typed = new_event(event, run="r", at_round=1, event_id="e")  # type: ignore[arg-type]
-    spelled = validate_event({"type": typed.type, "run": "r", "round": 1, "event_id": "e", "data": wire})
+    version = CATALOG[typed.type].class_version  # a wire form names its version (none: version 1)
+    spelled = validate_event(
+        {"type": typed.type, "run": "r", "round": 1, "event_id": "e", "data": wire, "schema_version": version}
+    )
     assert typed == spelled and typed.data == wire
 
 
@@ -83,10 +86,10 @@ def test_a_stored_event_of_an_older_version_reads_upcast() -> None:
     """run.started before ``trainer`` and the diagnoses before ``call`` (version 1): the field
     reads as None, and the event equals the one validated today."""
     assert RunStarted.class_version == FailureDiagnosed.class_version == DiagnosisFailed.class_version == 2
-    started = RunStarted.from_stored({"config": {"k": 0.5}, "seed": 3})
+    started = RunStarted.from_stored({"config": {"k": 0.5}, "seed": 3}, 1)
     assert started == RunStarted(config={"k": 0.5}, seed=3) and started.trainer is None
     stored = {"failure_id": "f1", "matched_cause": "C1", "error_cause": None, "model": "m", "raw": ""}
-    diagnosed = FailureDiagnosed.from_stored(stored)
+    diagnosed = FailureDiagnosed.from_stored(stored, 1)
     assert diagnosed.call is None and diagnosed == FailureDiagnosed(**stored)
     assert "call" not in stored  # the stored data is left as it is
 
@@ -94,7 +97,7 @@ def test_a_stored_event_of_an_older_version_reads_upcast() -> None:
 def test_a_stored_event_keeps_its_cut_out_of_the_class() -> None:
     cut = {"raw": {"bytes": 9, "sha256": "0" * 64}}
     stored = {"failure_id": "f1", "stage": "extract", "reason": "r", "model": "", "raw": "x", "cut": cut}
-    failed = DiagnosisFailed.from_stored(stored)
+    failed = DiagnosisFailed.from_stored(stored, 2)
     assert failed == DiagnosisFailed(failure_id="f1", stage="extract", reason="r", raw="x")
     assert stored["cut"] == cut
 

@@ -160,13 +160,13 @@ def test_invariants(mutate, message: str) -> None:  # noqa: ANN001
 def test_rounds_cannot_go_backwards_or_commit_twice() -> None:
     log = base_log()
     rows = log.rows()
-    late = (len(rows) + 1, 1, "question.scored", {})
+    late = (len(rows) + 1, 1, "question.scored", {}, 1)
     with pytest.raises(InvariantError, match="round 1 goes backwards"):
         fold([*rows, late], "r1")
     with pytest.raises(InvariantError, match="round 1 committed twice"):
-        fold([*rows, (len(rows) + 1, 1, "round.committed", {})], "r1")
+        fold([*rows, (len(rows) + 1, 1, "round.committed", {}, 1)], "r1")
     with pytest.raises(InvariantError, match="round 3 starts before round 2"):
-        fold([*rows, (len(rows) + 1, 3, "round.started", {})], "r1")
+        fold([*rows, (len(rows) + 1, 3, "round.started", {}, 1)], "r1")
 
 
 def test_deciders_reject_invented_ids() -> None:
@@ -309,18 +309,18 @@ def test_nodes_are_listed_as_people_count_them() -> None:
     assert [n.id for n in mem.nodes_in_order()] == ["N1", "N2", "N10", "Nx", "N²", "N١"]
 
 
-START = (1, 0, "run.started", {"config": {"k": 0.5}, "seed": 0})
+START = (1, 0, "run.started", {"config": {"k": 0.5}, "seed": 0}, 2)
 
 
 @pytest.mark.parametrize(
     ("row", "said"),
     [
-        ((2, 1, "cause.promoted", {"acc": 1.0, "n_candidates": 1}), "cause.promoted's data.cause_id is not a text"),
-        ((2, 1, "node.created", {"node_id": "N1", "label": 7}), "node.created's data.label is not a text"),
-        ((2, 1, "failure.attributed", ["f", "C1"]), "failure.attributed's data is not a JSON object"),
-        ((2, 1, "run.configured", {"config": "k=1"}), "run.configured's data.config is not a table"),
+        ((2, 1, "cause.promoted", {"acc": 1.0, "n_candidates": 1}, 1), "cause.promoted's data.cause_id is not a text"),
+        ((2, 1, "node.created", {"node_id": "N1", "label": 7}, 1), "node.created's data.label is not a text"),
+        ((2, 1, "failure.attributed", ["f", "C1"], 1), "failure.attributed's data is not a JSON object"),
+        ((2, 1, "run.configured", {"config": "k=1"}, 1), "run.configured's data.config is not a table"),
         (
-            (2, 1, "run.configured", {"config": {"k": 1.0}, "seed": 1.5}),
+            (2, 1, "run.configured", {"config": {"k": 1.0}, "seed": 1.5}, 1),
             "run.configured's data.seed is not a whole number",
         ),
     ],
@@ -332,4 +332,4 @@ def test_a_row_no_database_checked_is_named_by_its_seq_before_it_is_built(row: t
     with pytest.raises(InvariantError, match=rf"^seq 2: {said}$"):
         list(drafts([START, row], "r"))
     with pytest.raises(InvariantError, match=r"^seq 1: run.started's data.config is not a table$"):
-        fold([(1, 0, "run.started", {"config": None})], "r")
+        fold([(1, 0, "run.started", {"config": None}, 2)], "r")

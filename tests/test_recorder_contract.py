@@ -190,12 +190,12 @@ class RecorderContract:
         log = three_rounds()
         rec.append(log.events())
         rows = log.rows()
-        assert [tuple(r[:3]) for r in rec.rows("r")] == [(s, r, t) for s, r, t, _ in rows]
-        assert [r.data for r in rec.rows("r", texts=True)] == [d for *_, d in rows]
+        assert [tuple(r[:3]) for r in rec.rows("r")] == [(s, r, t) for s, r, t, _, _v in rows]
+        assert [r.data for r in rec.rows("r", texts=True)] == [d for *_, d, _v in rows]
         assert [e.seq for e in rec.read("r", types=(RoundCommitted,))] == [
-            s for s, _, t, _ in rows if t == "round.committed"
+            s for s, _, t, _, _v in rows if t == "round.committed"
         ]
-        assert [e.seq for e in rec.read("r", in_round=2)] == [s for s, r, _, _ in rows if r == 2]
+        assert [e.seq for e in rec.read("r", in_round=2)] == [s for s, r, _, _, _v in rows if r == 2]
         assert [e.seq for e in rec.read("r", after_seq=3, upto_seq=6)] == [4, 5, 6]
         assert [e.seq for e in rec.read("r", limit=2)] == [1, 2]
         assert list(rec.read("r", types=())) == [] and list(rec.rows("r", types=set())) == []
@@ -230,11 +230,11 @@ class RecorderContract:
         rec.append(log.events())
         rec.append(batch("other", "o", 3))
         rows = log.rows()
-        attributed = [s for s, _, t, _ in rows if t == "failure.attributed"]
+        attributed = [s for s, _, t, _, _v in rows if t == "failure.attributed"]
         assert rec.count("r") == len(rows) and rec.count("other") == 3 and rec.count("nope") == 0
         assert rec.count("r", keys={"cause_id": ["C1"]}, types=(FailureAttributed,)) == len(attributed) == 6
         assert rec.count("r", types=(RoundCommitted,)) == 3 and rec.count("r", in_round=2) == sum(
-            r == 2 for _, r, _, _ in rows
+            r == 2 for _, r, _, _, _v in rows
         )
         assert rec.count("r", after_seq=3, upto_seq=6) == 3 and rec.count("r", types=()) == 0
         # an id named by two fields is counted once
@@ -245,7 +245,7 @@ class RecorderContract:
         assert [e.seq for e in newest] == attributed[-2:] and [e.data["failure_id"] for e in newest] == ["g3", "g4"]
         assert [e.seq for e in rec.read("r", limit=3, newest=True)] == [s for s, *_ in rows][-3:]
         assert [e.seq for e in rec.read("r", types=(RoundCommitted,), limit=1, newest=True)] == [
-            [s for s, _, t, _ in rows if t == "round.committed"][-1]
+            [s for s, _, t, _, _v in rows if t == "round.committed"][-1]
         ]
         assert [
             e.seq for e in rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}, limit=2, newest=True)

@@ -37,10 +37,10 @@ def test_upgrade_from_0002_keeps_the_data_and_adds_the_indexes_and_key_columns(b
     assert current(db_url) == "0002"
     assert upgrade(db_url) == ("0002", HEAD_REVISION)
     with open_log(db_url) as store:
-        stored = [(e.seq, e.round, e.type, e.data) for e in store.read(log.run, texts=True)]
+        stored = [(e.seq, e.round, e.type, e.data, e.schema_version) for e in store.read(log.run, texts=True)]
         assert [r[1:] for r in stored] == [r[1:] for r in log.rows()]
         assert store.verify_chain(log.run) == []
-        cause = next(d["cause_id"] for _, _, t, d in log.rows() if t == "cause.created")
+        cause = next(d["cause_id"] for _, _, t, d, _v in log.rows() if t == "cause.created")
         assert cause_story(cause_rows(store, log.run, cause), cause) == cause_story(log.rows(), cause)
 
 
@@ -90,11 +90,11 @@ def test_reads_by_id_and_round(store: Recorder) -> None:
     rows = log.rows()
     for rnd in (1, 2, 3):
         got = [(e.round, e.type) for e in store.read(log.run, in_round=rnd)]
-        assert got == [(r, t) for _, r, t, _ in rows if r == rnd]
+        assert got == [(r, t) for _, r, t, _, _v in rows if r == rnd]
     assert len(list(store.read(log.run, limit=5))) == 5
-    fid = next(d["failure_id"] for _, _, t, d in rows if t == "failure.recorded")
+    fid = next(d["failure_id"] for _, _, t, d, _v in rows if t == "failure.recorded")
     got = [e.type for e in store.read(log.run, keys={"failure_id": [fid]})]
-    assert got == [t for _, _, t, d in rows if d.get("failure_id") == fid]
+    assert got == [t for _, _, t, d, _v in rows if d.get("failure_id") == fid]
 
 
 def test_runs_in_order_of_their_first_event(store: Recorder) -> None:

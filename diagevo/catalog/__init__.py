@@ -14,7 +14,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from diagevo.catalog.event import CAUSE_FIELDS, KEY_FIELDS, Event, InvalidEvent, Kind, OpenEvent
+    from diagevo.catalog.event import (
+        CAUSE_FIELDS,
+        KEY_FIELDS,
+        Event,
+        InvalidEvent,
+        Kind,
+        NewerEvent,
+        OpenEvent,
+        version_problem,
+    )
     from diagevo.catalog.events import (
         EVENT_CLASSES,
         CauseCreated,
@@ -101,6 +110,7 @@ __all__ = [
     "MILESTONES",
     "MetricsRecorded",
     "NodeCreated",
+    "NewerEvent",
     "NodesMerged",
     "OpenEvent",
     "PhaseCompleted",
@@ -118,6 +128,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TEXT_FIELDS",
     "TrainStep",
+    "version_problem",
     "of_kind",
     "type_names",
 ]

@@ -6,9 +6,16 @@ Constructing an event validates it (``CauseCreated(cause_id=..., node_id=..., de
 a field that does not fit raises :class:`InvalidEvent`, in diagevo's words). Reading one back
 from the log validates nothing (:meth:`Event.from_stored`): the log holds only what was
 validated when it was appended, and a fold over a million events must not pay a validation
-each. A stored event older than its class (``class_version``) goes through the class's
-upcasters ``upcast_v1_v2``, ``upcast_v2_v3`` ... on the way, as eventsourcing does; the stored
-bytes never change.
+each. Every stored event keeps the version of its class it was written at (the log's
+``schema_version``, covered by its hash); one older than its class (``class_version``) goes
+through the class's upcasters from that version on (``upcast_v1_v2``, ``upcast_v2_v3`` ...), as
+eventsourcing does, and one at its class's version through none: an upcaster runs once on an
+event, so it need not be idempotent. The stored bytes never change.
+
+Events stored before versions were stored all carry 1, whatever shape they were written in:
+the upcasters of those versions (``absent_is_none``) are idempotent, so an event written in the
+shape of version 2 and stored as 1 reads the same. An upcaster added from now on runs only on
+events stored at the version before it.
 
 Kinds:
 
@@ -119,7 +126,7 @@ class Event(BaseModel):
         stored_if_set: ClassVar[tuple[str, ...]]  # fields a later version added: absent when None
         carried_types: ClassVar[Mapping[str, tuple[str, ...]]]  # carried fields readers read -> their JSON types
         upcasters: ClassVar[tuple[Upcaster, ...]]  # upcast_v1_v2 ... up to class_version, in order
-        reader: ClassVar[Callable[[Mapping[str, Any]], "Event"]]  # from_stored, built once per class
+        reader: ClassVar[Callable[[Mapping[str, Any], int], "Event"]]  # from_stored, built once per class
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -152,12 +159,21 @@ class Event(BaseModel):
             return value
 
     @classmethod
-    def from_stored(cls, data: Mapping[str, Any]) -> Self:
-        """The event whose stored data is ``data``, unvalidated (it was validated when it was
-        appended), upcast to the current version. Its long texts are the stored
-        ``{"$artifact": sha256}`` references unless the read put them back (``texts=True``);
-        ``cut``, which says which texts were cut, stays in the stored data."""
-        return cls.reader(data)  # type: ignore[return-value]
+    def from_stored(cls, data: Mapping[str, Any], version: int) -> Self:
+        """The event whose stored data is ``data``, stored at its class's ``version``,
+        unvalidated (it was validated when it was appended), upcast from that version to the
+        current one. Its long texts are the stored ``{"$artifact": sha256}`` references unless
+        the read put them back (``texts=True``); ``cut``, which says which texts were cut, stays
+        in the stored data."""
+        return cls.reader(data, version)  # type: ignore[return-value]
+
+    @classmethod
+    def upcast(cls, data: Mapping[str, Any], version: int) -> dict[str, Any]:
+        """Stored data of ``version`` in the current version's shape (a copy)."""
+        out = dict(data)
+        for upcast in cls.upcasters[version - 1 :]:
+            out = upcast(out)
+        return out
 
     def stored_data(self) -> dict[str, Any]:
         """The data as the log stores it: JSON values, and the fields a later version added
@@ -169,18 +185,46 @@ class Event(BaseModel):
         return data
 
 
-def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any]], Event]:
+class NewerEvent(InvalidEvent):
+    """An event at a version its class does not have: most likely a newer diagevo wrote it, and
+    only that one knows its shape (or its version is below 1)."""
+
+
+def version_problem(cls: type[Event], version: int) -> str | None:
+    """Why an event of type ``cls`` cannot be stored or read at ``version`` (None: it can): the
+    one rule of every writer, reader and check (ingest, verify, the reader, the database's)."""
+    if type(version) is not int or version < 1:
+        return f"{cls.name}: schema_version {version!r} is not a version (a whole number from 1)"
+    if version > cls.class_version:
+        return (
+            f"{cls.name}: schema_version {version} is newer than this diagevo's {cls.name} "
+            f"(version {cls.class_version}): read it with the diagevo that wrote it, or a newer one"
+        )
+    return None
+
+
+def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any], int], Event]:
     """:meth:`Event.from_stored` for ``cls``, with what it looks up per event bound once: a
-    fold reads a million events through it."""
+    fold reads a million events through it. ``chains[v]`` holds the upcasters an event stored at
+    version ``v`` goes through (one index per event; none at the current version)."""
     upcasters, closed = cls.upcasters, cls.model_config.get("extra") == "forbid"
+    chains = (None, *(upcasters[v - 1 :] for v in range(1, cls.class_version + 1)))  # no version 0
     order = tuple(cls.__pydantic_fields__)  # declared order: the event's repr and dump keep it
     fields = frozenset(order)
     count, construct = len(fields), cls.model_construct
 
-    def read(data: Mapping[str, Any]) -> Event:
-        for upcast in upcasters:
+    def read(data: Mapping[str, Any], version: int) -> Event:
+        try:
+            chain = chains[version] if version > 0 else None
+        except (IndexError, TypeError):
+            chain = None
+        if chain is None:
+            raise NewerEvent(str(version_problem(cls, version)))
+        for upcast in chain:
             data = upcast(dict(data))
-        if closed and len(data) == count:  # a complete, closed shape: model_construct's result
+        # a complete, closed shape: model_construct's result (a closed type's stored data holds its
+        # fields and ``cut`` alone; a field a later version added is absent while unset)
+        if closed and len(data) == count and "cut" not in data:
             event = _new(cls)
             _set(event, "__dict__", data)  # the rest on first use (Event.__getattr__)
             return event

@@ -13,8 +13,9 @@ from diagevo.catalog.events import (
 )
 
 SCHEMA_VERSION = 1
-"""The version of the event envelope every stored event carries (an event type's own shape has
-its ``class_version``; the stored bytes of every version keep the envelope at 1)."""
+"""The version every event stored before versions were stored carries, and that of an
+interchange line that names none: each stored event's ``schema_version`` is the version of its
+class it was written at (:attr:`Event.class_version`; see :mod:`diagevo.catalog.event`)."""
 
 CATALOG: dict[str, type[Event]] = {cls.name: cls for cls in EVENT_CLASSES}
 """Type name -> its class, in the catalog's order."""

@@ -174,7 +174,7 @@ class InMemoryRecorder(Recorder):
         data: bool = True,
     ) -> Iterator[EventRow]:
         rows = self._select(run, after_seq, upto_seq, types, in_round, keys)
-        out = [EventRow(r[0], r[3], r[4], loads(r[6]) if data else None) for r in rows]  # type: ignore[arg-type]
+        out = [EventRow(r[0], r[3], r[4], loads(r[6]) if data else None, r[5]) for r in rows]  # type: ignore[arg-type]
         if texts and data:
             restore_texts(out, [r[10] for r in rows])
         return iter(out)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 import orjson
 
-from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, TEXT_FIELDS, Event, EventTypes
+from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS, Event, EventTypes, version_problem
 from diagevo.errors import Conflict, DiagevoError, Hint, NotADiagevoDatabase, NotFound
 from diagevo.log.canonical import canonical_bytes
 
@@ -74,22 +74,24 @@ class StoredEvent:
     def event(self) -> Event:
         """The typed event (its class's ``from_stored``: the class in ``diagevo.catalog``), built on
         each access: the long texts are their stored references unless the read put them back."""
-        return CATALOG[self.type].from_stored(self.data)
+        return CATALOG[self.type].from_stored(self.data, self.schema_version)
 
 
 class EventRow(NamedTuple):
-    """(seq, round, type, data) of a stored event: what a fold reads, lighter than a StoredEvent
-    (``data`` is None where the read asked for none)."""
+    """(seq, round, type, data, version) of a stored event: what a fold reads, lighter than a
+    StoredEvent (``data`` is None where the read asked for none; ``version`` is its
+    ``schema_version``, which its class's reader upcasts from)."""
 
     seq: int
     round: int
     type: str
     data: dict[str, Any]
+    version: int
 
     @property
     def event(self) -> Event:
         """The typed event, built on each access (as :attr:`StoredEvent.event`)."""
-        return CATALOG[self.type].from_stored(self.data)
+        return CATALOG[self.type].from_stored(self.data, self.version)
 
 
 class RawRow(NamedTuple):
@@ -172,8 +174,8 @@ def chain_hash(prev_hash: str, canonical: str) -> str:
 
 # --- serialisation (outside the lock) ----------------------------------------------------------
 
-# (event_id, run, round, type, data_json, canonical utf-8 bytes, texts column, key columns)
-Prepared = tuple[str, str, int, str, str, bytes, str | None, tuple[str | None, ...]]
+# (event_id, run, round, type, schema_version, data_json, canonical utf-8 bytes, texts column, key columns)
+Prepared = tuple[str, str, int, str, int, str, bytes, str | None, tuple[str | None, ...]]
 
 _KEY_SET = frozenset(KEY_FIELDS)
 _STR_OR_NONE = frozenset({str, type(None)})
@@ -216,7 +218,7 @@ def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
     add = seen.add
     rows: list[Prepared] = []
     append = rows.append
-    middles: dict[tuple[str, int, str], bytes] = {}  # (run, round, type) -> b',"run",round,"type",v,'
+    middles: dict[tuple[str, int, str, int], bytes] = {}  # (run, round, type, v) -> b',"run",round,"type",v,'
     text_fields, json_str_, to_json, keys_of = TEXT_FIELDS, json_str, canonical_bytes, key_values
     eid = ""
     try:
@@ -225,17 +227,17 @@ def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
             if (run, eid) in seen:
                 continue
             add((run, eid))
-            typ, rnd, data = ev.type, ev.round, ev.data
+            typ, rnd, data, v = ev.type, ev.round, ev.data, ev.schema_version
             fields = text_fields.get(typ)
             texts = None
             if fields:
                 data, texts = externalise_texts(fields, data)
             data_b = to_json(data)
-            middle = middles.get((run, rnd, typ))
+            middle = middles.get((run, rnd, typ, v))
             if middle is None:
-                middle = middles[run, rnd, typ] = f",{json_str_(run)},{rnd},{json_str_(typ)},{SCHEMA_VERSION},".encode()
+                middle = middles[run, rnd, typ, v] = f",{json_str_(run)},{rnd},{json_str_(typ)},{v},".encode()
             canon = b"[%b%b%b]" % (json_str_(eid).encode(), middle, data_b)
-            append((eid, run, rnd, typ, data_b.decode(), canon, texts, keys_of(data)))
+            append((eid, run, rnd, typ, v, data_b.decode(), canon, texts, keys_of(data)))
     except (TypeError, ValueError, RecursionError) as exc:
         raise StoreError(f"event {eid}: data is not JSON-serialisable: {exc}") from None
     return rows, len(events) - len(rows)
@@ -251,11 +253,11 @@ def chain(prepared: list[Prepared], heads: dict[str, tuple[int, str]], last_seq:
     sha256 = hashlib.sha256
     rows: list[tuple[Any, ...]] = []
     seq = last_seq
-    for eid, run, rnd, typ, data_json, canon, texts, keys in prepared:
+    for eid, run, rnd, typ, version, data_json, canon, texts, keys in prepared:
         seq += 1
         p = prev[run]
         h = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
-        rows.append((seq, eid, run, rnd, typ, SCHEMA_VERSION, data_json, recorded_at, p, h, texts, *keys))
+        rows.append((seq, eid, run, rnd, typ, version, data_json, recorded_at, p, h, texts, *keys))
         prev[run] = h
         last[run] = seq
     for run, run_last in last.items():
@@ -556,6 +558,10 @@ class Recorder(ABC):
                 continue
             if key_values(data) != tuple(r.keys):
                 problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")
+            cls = CATALOG.get(r.type)
+            version = None if cls is None else version_problem(cls, r.schema_version)
+            if version is not None:
+                problems.append(f"seq {r.seq}: {version}")
             shape = shape_problem(r.type, data)
             if shape is not None:
                 problems.append(f"seq {r.seq}: {shape}")

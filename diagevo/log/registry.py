@@ -3,7 +3,8 @@
 The database checks every inserted row (migration 0013's trigger), whoever inserts it: a role
 that may only INSERT into ``events`` must not be able to write what readers cannot read. The
 trigger learns the types from ``event_types``, one row per type of the catalog: its kind
-(``retrospective`` types may name a committed round), and the shape of its ``data``: each
+(``retrospective`` types may name a committed round), its class's version (the highest
+``schema_version`` a row may name, migration 0015), and the shape of its ``data``: each
 declared field's JSON types (and values, for a choice), the required fields, and whether other
 fields are refused. The rows are derived here from the catalog and its data models, and written
 by whoever migrates the database (``diagevo db upgrade``, or the first writer of an empty one)
@@ -60,7 +61,8 @@ def _field(schema: dict[str, Any]) -> dict[str, Any]:
 
 def type_spec(name: str) -> dict[str, Any]:
     """What the database checks of an event of type ``name``: ``kind``, ``fields`` (field ->
-    its check), ``required`` (fields that must be present) and ``closed`` (no other field)."""
+    its check), ``required`` (fields that must be present), ``closed`` (no other field) and
+    ``version`` (its class's: the newest ``schema_version`` a row may name)."""
     model = CATALOG[name]
     schema = model.model_json_schema()
     fields = {f: _field(s) for f, s in schema.get("properties", {}).items()}
@@ -73,6 +75,7 @@ def type_spec(name: str) -> dict[str, Any]:
         "fields": {**fields, **ANY_EVENT_FIELDS},
         "required": sorted(schema.get("required", [])),
         "closed": model.model_config.get("extra") == "forbid",
+        "version": model.class_version,
     }
 
 
@@ -201,12 +204,13 @@ def register_types(conn: Connection) -> list[str]:
     changed = []
     for name, spec in catalog_specs().items():
         row = conn.exec_driver_sql(
-            f"INSERT INTO {TABLE} (type, kind, fields, required, closed) VALUES (%s, %s, %s::jsonb, %s, %s) "
-            "ON CONFLICT (type) DO UPDATE SET kind = excluded.kind, fields = excluded.fields, "
-            f"required = excluded.required, closed = excluded.closed WHERE ({TABLE}.kind, {TABLE}.fields, "
-            f"{TABLE}.required, {TABLE}.closed) IS DISTINCT FROM (excluded.kind, excluded.fields, excluded.required, "
-            "excluded.closed) RETURNING type",
-            (name, spec["kind"], json.dumps(spec["fields"]), spec["required"], spec["closed"]),
+            f"INSERT INTO {TABLE} (type, kind, fields, required, closed, version) "
+            "VALUES (%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (type) DO UPDATE SET kind = excluded.kind, "
+            "fields = excluded.fields, required = excluded.required, closed = excluded.closed, "
+            f"version = excluded.version WHERE ({TABLE}.kind, {TABLE}.fields, {TABLE}.required, {TABLE}.closed, "
+            f"{TABLE}.version) IS DISTINCT FROM (excluded.kind, excluded.fields, excluded.required, excluded.closed, "
+            "excluded.version) RETURNING type",
+            (name, spec["kind"], json.dumps(spec["fields"]), spec["required"], spec["closed"], spec["version"]),
         ).fetchone()
         if row is not None:
             changed.append(name)
@@ -216,8 +220,10 @@ def register_types(conn: Connection) -> list[str]:
 
 def registered_specs(conn: Connection) -> dict[str, dict[str, Any]]:
     """The rows of ``event_types``, as :func:`type_spec` gives them."""
-    rows = conn.exec_driver_sql(f"SELECT type, kind, fields, required, closed FROM {TABLE}").fetchall()
-    return {r[0]: {"kind": r[1], "fields": r[2], "required": sorted(r[3]), "closed": r[4]} for r in rows}
+    rows = conn.exec_driver_sql(f"SELECT type, kind, fields, required, closed, version FROM {TABLE}").fetchall()
+    return {
+        r[0]: {"kind": r[1], "fields": r[2], "required": sorted(r[3]), "closed": r[4], "version": r[5]} for r in rows
+    }
 
 
 def unregistered(conn: Connection) -> list[str]:

@@ -54,10 +54,13 @@ _WHOLE: tuple[str, Callable[[Any], StoredEvent]] = (
     lambda r: StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]),
 )
 _ROW: tuple[str, Callable[[Any], EventRow]] = (
-    "seq, round, type, data",
-    lambda r: EventRow(r[0], r[1], r[2], loads(r[3])),
+    "seq, round, type, data, schema_version",
+    lambda r: EventRow(r[0], r[1], r[2], loads(r[3]), r[4]),
 )
-_META: tuple[str, Callable[[Any], EventRow]] = ("seq, round, type", lambda r: EventRow(r[0], r[1], r[2], None))  # type: ignore[arg-type]
+_META: tuple[str, Callable[[Any], EventRow]] = (
+    "seq, round, type, schema_version",
+    lambda r: EventRow(r[0], r[1], r[2], None, r[3]),  # type: ignore[arg-type]
+)
 _RAW = "seq, event_id, round, type, schema_version, data, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
 
 

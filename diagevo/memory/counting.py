@@ -380,7 +380,7 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
     committed = RoundCommitted.name
     catalog = CATALOG
     for row in rows:
-        seq, rnd, name, data = row
+        seq, rnd, name, data, _ = row
         cls = catalog[name]
         if cls in COUNTED_TYPES:
             broken = tally.check(rnd, cls, data, draft if failed is None else None)
@@ -402,10 +402,10 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
     return Audit(commits, found, failed)
 
 
-def breaks(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]]) -> Iterator[CountBreak]:
+def breaks(rows: Iterable[Row]) -> Iterator[CountBreak]:
     """Every break of the rules in ``(seq, round, type, data)`` rows of one run, in log order."""
     tally = Tally()
-    for seq, rnd, name, data in rows:
+    for seq, rnd, name, data, _ in rows:
         cls = CATALOG.get(name)
         if cls not in COUNTED_TYPES:
             continue

@@ -7,9 +7,9 @@ them. Applying them with :func:`diagevo.memory.fold.evolve` gives the new memory
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Literal
 
 from diagevo.catalog import (
     CauseCreated,
@@ -23,7 +23,7 @@ from diagevo.catalog import (
     QuestionScored,
 )
 from diagevo.errors import BadInput
-from diagevo.memory.fold import evolve
+from diagevo.memory.fold import Row, evolve
 from diagevo.memory.state import Memory
 
 Change = Event
@@ -139,18 +139,18 @@ def apply_changes(memory: Memory, t: int, changes: Iterable[Change]) -> Memory:
     return memory
 
 
-def promotion_evidence(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]]) -> list[tuple[str | None, float]]:
+def promotion_evidence(rows: Iterable[Row]) -> list[tuple[str | None, float]]:
     """The evidence of Eq. 5 in a round's rows: (active cause, p1) of every candidate of Q^cur_t,
     joining each ``question.generated`` (the cause it targeted) with its ``question.scored``
     (its p1), filtered-out candidates included."""
     active: dict[str, str | None] = {}
     p1: dict[str, float] = {}
     generated, scored = QuestionGenerated.name, QuestionScored.name
-    for _seq, _rnd, etype, data in rows:
+    for _seq, _rnd, etype, data, version in rows:
         if etype == generated:
-            question = QuestionGenerated.from_stored(data)
+            question = QuestionGenerated.from_stored(data, version)
             active[question.question_id] = question.active_cause
         elif etype == scored:
-            score = QuestionScored.from_stored(data)
+            score = QuestionScored.from_stored(data, version)
             p1[score.question_id] = score.p1
     return [(active[q], p1[q]) for q in active if q in p1]

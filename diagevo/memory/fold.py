@@ -34,7 +34,7 @@ from diagevo.errors import BadInput
 from diagevo.memory.state import Cause, CauseState, Memory, Node
 from diagevo.parsing import config_k
 
-Row = tuple[int, int, str, Mapping[str, Any]]  # (seq, round, type, data)
+Row = tuple[int, int, str, Mapping[str, Any], int]  # (seq, round, type, data, schema_version)
 
 
 class InvariantError(BadInput):
@@ -292,13 +292,13 @@ def evolve(mem: Memory, event: Event, t: int) -> Memory:
     return draft.freeze() if draft.apply(event, t) else mem
 
 
-def _first(run: str, cls: type[Event], rnd: int, data: Mapping[str, Any], seq: int) -> Draft:
+def _first(run: str, cls: type[Event], rnd: int, data: Mapping[str, Any], seq: int, version: int) -> Draft:
     if cls is not RunStarted:
         raise InvariantError(f"run {run!r} has {cls.name} before {RunStarted.name}")
     if rnd != 0:
         raise InvariantError(f"{RunStarted.name} must be in round 0")
     _check_shape(cls, data)
-    return Draft(start(run, RunStarted.from_stored(data), seq))
+    return Draft(start(run, RunStarted.from_stored(data, version), seq))
 
 
 def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[tuple[Draft, Row]]:
@@ -314,16 +314,16 @@ def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Itera
 
 def step(draft: Draft | None, run: str, row: Row) -> Draft:
     """Fold one row on ``draft`` (None: the run's first row, which must start it); the draft."""
-    seq, rnd, etype, data = row
+    seq, rnd, etype, data, version = row
     cls = CATALOG[etype]
     try:
         if draft is None:
-            draft = _first(run, cls, rnd, data, seq)
+            draft = _first(run, cls, rnd, data, seq, version)
         elif not cls.folded:
             draft.skip(cls, rnd)
         elif rnd == draft.committed + 1:
             _check_shape(cls, data)
-            draft._change(cls.reader(data), rnd)
+            draft._change(cls.reader(data, version), rnd)
         else:
             draft._elsewhere(cls, rnd)
     except InvariantError as exc:  # a reader names the event it could not fold
@@ -334,7 +334,7 @@ def step(draft: Draft | None, run: str, row: Row) -> Draft:
 def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Memory]:
     """M_t at every ``round.committed`` of the rows, in order (``last_seq`` set to the commit's)."""
     committed = RoundCommitted.name
-    for draft, (seq, _, etype, _) in drafts(rows, run, memory):
+    for draft, (seq, _, etype, _, _) in drafts(rows, run, memory):
         if etype == committed:
             draft.last_seq = seq
             yield draft.freeze()
@@ -346,15 +346,15 @@ def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
     draft, seq = (Draft(memory), memory.last_seq) if memory is not None else (None, 0)
     plan = {name: (cls, cls.reader if cls.folded else None) for name, cls in CATALOG.items()}
     try:
-        for seq, rnd, etype, data in rows:  # drafts() without a yield per row: the replay's loop
+        for seq, rnd, etype, data, version in rows:  # drafts() without a yield per row: the replay's loop
             cls, read = plan[etype]
             if draft is None:
-                draft = _first(run, cls, rnd, data, seq)
+                draft = _first(run, cls, rnd, data, seq, version)
             elif read is None:
                 draft.skip(cls, rnd)
             elif rnd == draft.committed + 1:
                 _check_shape(cls, data)
-                draft._change(read(data), rnd)
+                draft._change(read(data, version), rnd)
             else:
                 draft._elsewhere(cls, rnd)
     except InvariantError as exc:  # a reader names the event it could not fold
@@ -374,7 +374,7 @@ def fold_until(rows: Iterable[Row], run: str, t: int, memory: Memory | None = No
         raise InvariantError(f"the starting memory is past round {t}")
     last = mem.committed if mem is not None else 0
     committed = RoundCommitted.name
-    for draft, (seq, rnd, etype, _) in drafts(rows, run, memory):
+    for draft, (seq, rnd, etype, _, _) in drafts(rows, run, memory):
         last = draft.committed
         if etype == committed and rnd == t:
             draft.last_seq = seq

@@ -133,7 +133,7 @@ class _Scanned:
     texts the report shows read back), each round's summary and held-out scores, benchmark
     scores, the questions by round and mode, the config, the selected checkpoint, GRPO steps."""
 
-    rows: list[tuple[int, int, str, dict[str, Any]]] = field(default_factory=list)
+    rows: list[tuple[int, int, str, dict[str, Any], int]] = field(default_factory=list)
     summaries: dict[int, dict[str, Any]] = field(default_factory=dict)
     heldout: dict[int, dict[str, Any]] = field(default_factory=dict)
     bench: list[BenchmarkScore] = field(default_factory=list)
@@ -150,12 +150,12 @@ def _scan(store: Recorder, run: str) -> _Scanned:
     found = _Scanned()
     # the texts the report shows (questions, failures) are read back; the rest stays lean
     shown = {e.seq: e.data for e in store.read(run, types=_SHOWN_TEXTS, texts=True)}
-    for seq, rnd, etype, data in store.rows(run):
+    for seq, rnd, etype, data, version in store.rows(run):
         data = shown.get(seq, data)
-        found.rows.append((seq, rnd, etype, data))
+        found.rows.append((seq, rnd, etype, data, version))
         found.last_seq = seq
         if etype == RunStarted.name:
-            started = RunStarted.from_stored(data)
+            started = RunStarted.from_stored(data, version)
             found.config, found.seed = dict(started.config), int(started.seed)
             found.trainer = started.trainer if isinstance(started.trainer, str) else None
         elif etype == RoundCommitted.name:

@@ -4,7 +4,7 @@ those whose diagnosis failed."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from diagevo.catalog import (
     CauseCreated,
@@ -13,6 +13,7 @@ from diagevo.catalog import (
     FailureDiagnosed,
     FailureRecorded,
 )
+from diagevo.memory.fold import Row
 from diagevo.rounds.protocol import ProtocolError
 
 FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
@@ -72,22 +73,22 @@ DIAGNOSIS_STATE_TYPES = (*FAILURE_TYPES, FailureAttributed, CauseCreated)
 """What :func:`diagnosis_state` reads of a round."""
 
 
-def diagnosis_state(rows: Sequence[tuple[int, int, str, Mapping[str, Any]]]) -> tuple[list[str], list[str], int]:
+def diagnosis_state(rows: Sequence[Row]) -> tuple[list[str], list[str], int]:
     """Where a round's failures stand, from its ``rows``: those recorded with no diagnosis
     (sorted), those whose diagnosis failed with nothing decided since (:func:`failed_diagnoses`),
     and how many failures it has (recorded or diagnosed). One reading for the commit, which
     refuses while either stops it, and for ``next_step``, which then says ``"diagnose"``."""
-    recorded = {d["failure_id"] for _s, _r, typ, d in rows if typ == FailureRecorded.name}
-    diagnosed = {d["failure_id"] for _s, _r, typ, d in rows if typ in DIAGNOSES and d.get("failure_id")}
+    recorded = {d["failure_id"] for _s, _r, typ, d, _v in rows if typ == FailureRecorded.name}
+    diagnosed = {d["failure_id"] for _s, _r, typ, d, _v in rows if typ in DIAGNOSES and d.get("failure_id")}
     return sorted(recorded - diagnosed), failed_diagnoses(rows), len(recorded | diagnosed)
 
 
-def failed_diagnoses(rows: Sequence[tuple[int, int, str, Mapping[str, Any]]]) -> list[str]:
+def failed_diagnoses(rows: Sequence[Row]) -> list[str]:
     """The failures of a round's ``rows`` whose diagnosis failed and that nothing decided since
     (a failed diagnosis is asked again by the next diagnose): sorted ids."""
     failed: set[str] = set()
     decided: set[str] = set()
-    for _s, _r, typ, d in rows:
+    for _s, _r, typ, d, _v in rows:
         fid = d.get("failure_id")
         if not isinstance(fid, str):
             continue

@@ -231,7 +231,7 @@ class Round:
             refuse_other_content(self.store, run, t, [*generated, *scores])
             refuse_counted_twice(self.store, run, [*generated, *scores], memory)  # a question id is one question
             stored.clear()  # read under the append lock: what this append skips
-            stored.update(d["question_id"] for _s, _r, _t, d in read((QuestionGenerated,), t=t))
+            stored.update(d["question_id"] for _s, _r, _t, d, _v in read((QuestionGenerated,), t=t))
             if t in st.promoted and not seen <= stored:  # a retry of questions recorded stores nothing
                 new = sorted(seen - stored)[0]
                 raise OutOfOrder(
@@ -342,7 +342,7 @@ class Round:
                     hint=self._hint("promote", "rnd.promote()"),
                 )
             refuse_reused_failures(self.store, run, t, given)
-            retained = {d["question_id"] for _s, _r, _t, d in read((QuestionScored,), t=t) if d["retained"]}
+            retained = {d["question_id"] for _s, _r, _t, d, _v in read((QuestionScored,), t=t) if d["retained"]}
             missing = sorted(set(wanted) - retained)
             if missing:
                 q = missing[0]
@@ -421,7 +421,7 @@ class Round:
             require_open(
                 state_from_rows(run, read(MILESTONES), self.store.url), t, f"record the metrics of rank {rank}"
             )
-            recorded = [d for _s, _r, _t, d in read((MetricsRecorded,), t=t)]
+            recorded = [d for _s, _r, _t, d, _v in read((MetricsRecorded,), t=t)]
             for d in recorded:
                 if d["rank"] == rank and (d["metrics"], d["weight"]) != (ev.data["metrics"], ev.data["weight"]):
                     raise ProtocolError(f"rank {rank} recorded other metrics in round {t} of run {run!r} already")
@@ -515,7 +515,7 @@ class Round:
             sched = schedule(after)
             # the round's statistics as `memory stats` counts them, and the schedule it leaves
             committed.update(count_rounds(rows).get(t, {}))
-            ranks = [d for _s, _r, typ, d in rows if typ == MetricsRecorded.name]
+            ranks = [d for _s, _r, typ, d, _v in rows if typ == MetricsRecorded.name]
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
             if ranks:
                 committed["ranks"] = len(ranks)

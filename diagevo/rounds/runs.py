@@ -174,7 +174,7 @@ def run_trainer(store: Recorder, run: str) -> str | None:
     """The trainer the run's ``run.started`` names (a fork's: its source's); None for a log of
     an older diagevo, which did not record it."""
     for e in store.read(run, types=(RunStarted,)):
-        name = RunStarted.from_stored(e.data).trainer
+        name = RunStarted.from_stored(e.data, e.schema_version).trainer
         return name if isinstance(name, str) else None
     return None
 

@@ -101,7 +101,7 @@ def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
     checkpoint = None
     for e in store.read(run, types=(CheckpointWritten,)):
         if e.round <= t:  # in seq order: the last one up to this round's own
-            checkpoint = CheckpointWritten.from_stored(e.data).path
+            checkpoint = CheckpointWritten.from_stored(e.data, e.schema_version).path
     return RoundProgress(state, t, phases, checkpoint)
 
 

@@ -96,7 +96,7 @@ def retained_questions(store: Recorder, run: str, t: int) -> dict[str, Retained]
 
     generated: dict[str, Mapping[str, object]] = {}
     out: dict[str, Retained] = {}
-    for _s, _r, typ, d in store.rows(run, types=(QuestionGenerated, QuestionScored), in_round=t, texts=True):
+    for _s, _r, typ, d, _v in store.rows(run, types=(QuestionGenerated, QuestionScored), in_round=t, texts=True):
         if typ == QuestionGenerated.name:
             generated[d["question_id"]] = d
         elif d["retained"] and d["question_id"] in generated:

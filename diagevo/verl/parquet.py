@@ -126,7 +126,7 @@ def solver_rows(rnd: Round) -> list[dict[str, Any]]:
 
     texts: dict[str, str] = {}
     labels: dict[str, str] = {}
-    for _s, _r, typ, d in rnd.store.rows(
+    for _s, _r, typ, d, _v in rnd.store.rows(
         rnd.run, types=(QuestionGenerated, QuestionScored), in_round=rnd.t, texts=True
     ):
         if typ == QuestionGenerated.name:

@@ -21,7 +21,7 @@ from typing import Any
 from diagevo.catalog import CATALOG, EvalRecorded, RoundCommitted
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
-from diagevo.memory.fold import drafts
+from diagevo.memory.fold import Row, drafts
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 
@@ -96,7 +96,7 @@ class RoundStats:
     metrics: dict[int, dict[str, float]] = field(default_factory=dict)
 
     def add(self, row: EventRow) -> None:
-        seq, rnd, etype, data = row
+        seq, rnd, etype, data, _ = row
         self.seq = seq
         counts = self.counts.setdefault(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
         column = counted_column(etype, data)
@@ -178,12 +178,12 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def scan(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]], run: str) -> list[dict[str, Any]]:
+def scan(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
     """The rows of a run's statistics from its events alone, in one pass with no saved state:
     the definition :func:`round_stats` must equal."""
     acc = RoundStats()
-    for draft, (seq, rnd, etype, data) in drafts(rows, run):
-        acc.add(EventRow(seq, rnd, etype, dict(data)))
+    for draft, (seq, rnd, etype, data, version) in drafts(rows, run):
+        acc.add(EventRow(seq, rnd, etype, dict(data), version))
         if etype == _COMMIT:
             acc.commit(draft.freeze())
     return acc.rows()

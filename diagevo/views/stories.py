@@ -180,14 +180,14 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
     cause id in order of creation."""
     teller = _StoryTeller(cause_ids)
     evidence, tells, readers = _EVIDENCE, _TELLS, _READERS  # bound once: a hot cause has many rows
-    for seq, rnd, etype, d in rows:
+    for seq, rnd, etype, d, version in rows:
         keep = evidence.get(etype)
         if keep is not None:  # kept as stored: an entry shows it as it is
             keep(teller, d)
             continue
         tell = tells.get(etype)
         if tell is not None:  # told from its typed event
-            tell(teller, {"seq": seq, "round": rnd}, readers[etype](d))
+            tell(teller, {"seq": seq, "round": rnd}, readers[etype](d, version))
     return teller.stories
 
 
@@ -220,7 +220,7 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     head = [*store.rows(run, keys={"cause_id": [cause]}, types=others)]
     total = store.count(run, keys={"cause_id": [cause]}, types=(FailureAttributed,))
     latest = [
-        EventRow(e.seq, e.round, e.type, e.data)
+        EventRow(e.seq, e.round, e.type, e.data, e.schema_version)
         for e in store.read(run, keys={"cause_id": [cause]}, types=(FailureAttributed,), limit=recent, newest=True)
     ]
     reactivated = [
