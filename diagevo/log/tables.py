@@ -19,6 +19,7 @@ from diagevo.catalog import KEY_FIELDS, MILESTONES, type_names
 # for every inserted row (0012), PostgreSQL compares against an array
 MILESTONES_SQLITE = " OR ".join(f"type = '{t}'" for t in sorted(type_names(MILESTONES)))
 MILESTONES_POSTGRES = "type IN (" + ", ".join(f"'{t}'" for t in sorted(type_names(MILESTONES))) + ")"
+CAUSE_CHANGES = "type IN ('cause.created', 'cause.promoted', 'cause.reactivated')"  # what sets a cause's state
 
 # On SQLite ``INTEGER PRIMARY KEY`` aliases the rowid (fast, 64-bit); BIGINT would not.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")
@@ -52,6 +53,15 @@ class Event(SQLModel, table=True):
             unique=True,
             sqlite_where=text(MILESTONES_SQLITE),
             postgresql_where=text(MILESTONES_POSTGRES),
+        ),
+        # a cause's changes alone, its state one lookup for the database's rules (0014)
+        Index(
+            "ix_events_cause_changes",
+            "run_id",
+            "cause_id",
+            "seq",
+            sqlite_where=text(CAUSE_CHANGES),
+            postgresql_where=text(CAUSE_CHANGES),
         ),
     )
 

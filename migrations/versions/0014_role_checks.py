@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0014"
@@ -119,8 +120,6 @@ BEGIN
 END
 $$;
 
--- a cause's changes alone (a few per cause; its attributions are many): its state is one lookup
-CREATE INDEX ix_events_cause_changes ON events (run_id, cause_id, seq) WHERE type IN {changes};
 
 CREATE TRIGGER events_check_rules AFTER INSERT ON events REFERENCING NEW TABLE AS inserted
     FOR EACH STATEMENT EXECUTE FUNCTION events_check_rules();
@@ -133,14 +132,17 @@ def _schema() -> str:
 
 
 def upgrade() -> None:
+    # a cause's changes alone (a few per cause; its attributions are many): its state is one lookup
+    changes = sa.text(f"type IN {_CHANGES}")
+    columns = ["run_id", "cause_id", "seq"]
+    op.create_index("ix_events_cause_changes", "events", columns, sqlite_where=changes, postgresql_where=changes)
     if op.get_context().dialect.name != "postgresql":
         return
     op.execute(_RULES.replace("{schema}", _schema()).replace("{changes}", _CHANGES))
 
 
 def downgrade() -> None:
-    if op.get_context().dialect.name != "postgresql":
-        return
-    op.execute("DROP TRIGGER events_check_rules ON events")
-    op.execute("DROP FUNCTION events_check_rules()")
-    op.execute("DROP INDEX ix_events_cause_changes")
+    if op.get_context().dialect.name == "postgresql":
+        op.execute("DROP TRIGGER events_check_rules ON events")
+        op.execute("DROP FUNCTION events_check_rules()")
+    op.drop_index("ix_events_cause_changes", "events")
