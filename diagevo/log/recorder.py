@@ -551,13 +551,27 @@ class Recorder(ABC):
                 continue
             if key_values(data) != tuple(r.keys):
                 problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")
-            shape = shape_problem(r.type, data)
+            shape = shape_problem(r.type, data) or _refused(r.type, data)
             if shape is not None:
                 problems.append(f"seq {r.seq}: {shape}")
             refs = list(text_refs(r.type, data))
             if refs:
                 problems += text_problems(r.seq, refs, r.texts)[0]
         return problems
+
+
+CONFIG_EVENTS = ("run.started", "run.configured")
+
+
+def _refused(type_: str, data: dict[str, Any]) -> str | None:
+    """What the event's class refuses in data of the right shape, as an out-of-shape problem. A
+    run's config is left to ``memory verify``'s config check, which names the fork past it."""
+    from diagevo.schemas import refused_by_type
+
+    if type_ in CONFIG_EVENTS:
+        return None
+    problem = refused_by_type(type_, data)
+    return None if problem is None else f"out of shape: {problem}"
 
 
 def busy(run: str, holder: str | None) -> RunBusy:

@@ -361,11 +361,19 @@ def _few(names: Iterable[Any]) -> str:
 @dataclass(frozen=True)
 class Audit:
     """A run's log checked whole: the memory at each commit (as JSON, by round), every break of
-    the rules, and the first event the fold refused (its line; None: the fold took all)."""
+    the rules, and the first event the fold refused (its line and its seq; None: the fold took
+    all)."""
 
     commits: dict[int, dict[str, Any]]
     breaks: list[CountBreak]
     invariant: str | None
+    refused_at: int | None = None
+
+    @property
+    def first_bad(self) -> int | None:
+        """The seq of the first event the fold refused or a rule named: the log is good before it."""
+        seqs = [b.at for b in self.breaks] + ([self.refused_at] if self.refused_at is not None else [])
+        return min(seqs, default=None)
 
 
 def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
@@ -377,6 +385,7 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
     found: list[CountBreak] = []
     commits: dict[int, dict[str, Any]] = {}
     failed: str | None = None
+    refused_at: int | None = None
     committed = RoundCommitted.name
     catalog = CATALOG
     for row in rows:
@@ -394,12 +403,12 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
         try:
             draft = step(draft, run, row)
         except InvariantError as exc:
-            failed = str(exc)
+            failed, refused_at = str(exc), seq
             continue
         if name == committed:
             draft.last_seq = seq
             commits[draft.committed] = draft.freeze().to_json()
-    return Audit(commits, found, failed)
+    return Audit(commits, found, failed, refused_at)
 
 
 def breaks(rows: Iterable[tuple[int, int, str, Mapping[str, Any]]]) -> Iterator[CountBreak]:
