@@ -417,3 +417,49 @@ def test_a_stored_event_that_breaks_round_one_says_to_start_a_new_run(base: Base
     verdict = json.loads(out)
     assert code == 1 and verdict["way_back"] is None
     assert any(p.startswith(f"seq {seq}: ") and p.endswith("no round before it to fork: start a new run") for p in verdict["problems"])
+
+
+# --- what the property found ------------------------------------------------------------------
+
+
+def _with_data(base: Base, etype: str, pick: int, **changes: Any) -> list[Line]:
+    """Run ``m``'s log with the ``pick``-th line of ``etype`` (-1: the last) given ``changes``."""
+    lines = copy.deepcopy(base.m)
+    line = [line for line in lines if line["type"] == etype][pick]
+    line["data"].update(changes)
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"timing": [1]}, "round 2's commit holds timing as an array, not an object of seconds by phase"),
+        ({"promotions": "many"}, "round 2's commit counts promotions as a string, not a number"),
+        ({"timing": {"solver": None}}, "round 2's commit holds timing.solver as null, not a number of seconds"),
+    ],
+    ids=["timing [1]", "promotions many", "timing.solver null"],
+)
+def test_a_commit_whose_summary_has_the_wrong_type_is_refused_and_named(
+    base: Base, tmp_path: Path, changes: dict[str, Any], said: str
+) -> None:
+    """Issue 52: ``timing: [1]`` passed verify and crashed ``report`` (internal error), and
+    ``promotions: "many"`` crashed ``memory whatif``."""
+    lines = _with_data(base, "round.committed", -1, **changes)
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    with open_log(db) as store, pytest.raises(IngestError, match=rf"^line {len(lines)}: round summary readable: "):
+        ingest(store, _jsonl(lines))
+    store_raw(db, lines)
+    code, out, _ = cli("memory", "verify", "--run", "m", "--db", db)
+    assert code == 1 and f"seq {len(lines)}: round summary readable: {said}" in " ".join(out.split()), out
+
+
+def test_a_free_question_naming_a_cause_stored_raw_is_named_by_verify(base: Base, tmp_path: Path) -> None:
+    """Found by the property: a ``question.generated`` of mode ``free`` with an active cause (an id
+    of another run) fits its type's shape, so verify accepted it, and ``memory whatif``, which
+    validates what it copies, stopped on it."""
+    lines = _with_data(base, "question.generated", 0, active_cause="C1")
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    store_raw(db, lines)
+    code, out, _ = cli("memory", "verify", "--run", "m", "--db", db)
+    said = " ".join(out.split())
+    assert code == 1 and "out of shape: question.generated: data.mode 'free' does not fit" in said, said

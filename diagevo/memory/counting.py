@@ -28,7 +28,9 @@ F_t, ε and the schedule as a real one does):
   a round's promotions are exactly what :func:`~diagevo.memory.deciders.decide_promotions`
   decides from the round's scored questions and the run's recorded θ_up (Eq. 5-6);
 - a ``run.forked`` stands right after the commit of the round it names (the opening events of a
-  fork or a what-if), of another run.
+  fork or a what-if), of another run;
+- a commit's summary is readable: its counts are numbers, its ``timing`` an object of numbers
+  (the summary is carried, not declared: ``report`` and ``memory whatif`` read it).
 
 :class:`Tally` is pure: it is fed ``(round, class, data)`` in log order (with the memory before
 the event, where the caller folds) and answers the rule an event breaks, or None.
@@ -146,6 +148,8 @@ class Tally:
         to a caller that folds)."""
         if etype is QuestionGenerated or etype is QuestionScored:
             return self._question(rnd, etype, data, mem)
+        if etype is RoundCommitted and (unreadable := summary_problem(data)) is not None:
+            return "round summary readable", f"round {rnd}'s commit {unreadable}"
         if etype is CausePromoted or etype is PromotionsDecided or etype is RoundCommitted:
             return self._round(rnd, etype, data) or (self._promotion(rnd, etype, data, mem) if mem else None)
         if etype is RunForked:
@@ -343,6 +347,38 @@ def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[s
     method = config_from_record(dict(mem.config)).memory
     changes = decide_promotions(mem, evidence, method.theta_up, enabled=method.state_updates)  # type: ignore[arg-type]
     return frozenset(c.cause_id for c in changes if isinstance(c, CausePromoted))
+
+
+SUMMARY_COUNTS: frozenset[str] = frozenset(cls.counted for cls in CATALOG.values() if cls.counted)
+"""The counts a commit's summary carries, each named by the type it counts (``promotions``):
+what ``report``, ``memory whatif`` and ``stats`` read as numbers."""
+
+
+def summary_problem(data: Mapping[str, Any]) -> str | None:
+    """What in a commit's summary its readers cannot read, or None: a count that is no number,
+    a ``timing`` that is not an object of numbers (seconds by phase). The summary is carried,
+    not declared, so its type is this rule's to hold."""
+    for name in sorted(SUMMARY_COUNTS & data.keys()):
+        if not _number(data[name]):
+            return f"counts {name} as {_json_kind(data[name])}, not a number"
+    timing = data.get("timing")
+    if timing is None:
+        return None
+    if not isinstance(timing, Mapping):
+        return f"holds timing as {_json_kind(timing)}, not an object of seconds by phase"
+    slow = next((phase for phase, sec in timing.items() if not _number(sec)), None)
+    return None if slow is None else f"holds timing.{slow} as {_json_kind(timing[slow])}, not a number of seconds"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    kinds = {bool: "a boolean", str: "a string", list: "an array", dict: "an object"}
+    return next((word for t, word in kinds.items() if isinstance(value, t)), type(value).__name__)
 
 
 def _cause_said(matched: Any, described: Any) -> str:
