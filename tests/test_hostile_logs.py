@@ -314,7 +314,10 @@ class Hostile:
 
 def _changes(before: list[Line], after: list[Line]) -> str:
     """The lines that differ, as a unified diff of their JSON (what a failing case shows)."""
-    show = [[json.dumps({k: line[k] for k in ("type", "round", "event_id", "data")}) for line in lines] for lines in (before, after)]
+    show = [
+        [json.dumps({k: line[k] for k in ("type", "round", "event_id", "data")}) for line in lines]
+        for lines in (before, after)
+    ]
     return "\n".join(d[:400] for d in difflib.unified_diff(*show, lineterm="", n=1))
 
 
@@ -375,7 +378,11 @@ def _stored_with(base: Base, root: Path, at_round: int, bad: Line) -> tuple[str,
 
 FOLD_BREAKERS = {
     "an attribution to an unknown cause": (
-        {"type": "failure.attributed", "event_id": "ghost", "data": {"failure_id": "f", "cause_id": "C999", "via": "dedup"}},
+        {
+            "type": "failure.attributed",
+            "event_id": "ghost",
+            "data": {"failure_id": "f", "cause_id": "C999", "via": "dedup"},
+        },
         "unknown cause",
     ),
     "a reactivation of an Active cause": (
@@ -401,7 +408,9 @@ def test_a_stored_event_that_breaks_the_fold_is_named_with_the_fork_past_it(
     said = " ".join(out.split())
     assert code == 1 and f"seq {seq}: " in said and rule in said, said
     assert "its rounds through 1 are intact: fork it from round 1" in said, said
-    assert "the way back (the rounds before the first bad event): diagevo memory fork --run m --round 1 --to m-r1" in said
+    assert (
+        "the way back (the rounds before the first bad event): diagevo memory fork --run m --round 1 --to m-r1" in said
+    )
     code, out, _ = cli("memory", "verify", "--run", "m", "--db", db, "--json")
     assert json.loads(out)["way_back"] == ["memory", "fork", "--run", "m", "--round", "1", "--to", "m-r1"]
     code, _, err = cli("memory", "fork", "--run", "m", "--round", "1", "--to", "m-r1", "--db", db)
@@ -416,7 +425,10 @@ def test_a_stored_event_that_breaks_round_one_says_to_start_a_new_run(base: Base
     code, out, _ = cli("memory", "verify", "--run", "m", "--db", db, "--json")
     verdict = json.loads(out)
     assert code == 1 and verdict["way_back"] is None
-    assert any(p.startswith(f"seq {seq}: ") and p.endswith("no round before it to fork: start a new run") for p in verdict["problems"])
+    assert any(
+        p.startswith(f"seq {seq}: ") and p.endswith("no round before it to fork: start a new run")
+        for p in verdict["problems"]
+    )
 
 
 # --- what the property found ------------------------------------------------------------------
