@@ -424,7 +424,7 @@ def test_a_stored_event_that_breaks_round_one_says_to_start_a_new_run(base: Base
     db, seq = _stored_with(base, tmp_path, 1, bad)
     code, out, _ = cli("memory", "verify", "--run", "m", "--db", db, "--json")
     verdict = json.loads(out)
-    assert code == 1 and verdict["way_back"] is None
+    assert code == 1 and "way_back" not in verdict
     assert any(
         p.startswith(f"seq {seq}: ") and p.endswith("no round before it to fork: start a new run")
         for p in verdict["problems"]

@@ -161,8 +161,10 @@ class Verdict:
         return not self.problems
 
     def to_json(self) -> dict[str, Any]:
-        back = None if self.way_back is None else list(self.way_back.args)
-        return {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last, "way_back": back}
+        out = {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last}
+        if self.way_back is not None:  # only where there is one: a clean verify prints what it did
+            out["way_back"] = list(self.way_back.args)
+        return out
 
 
 def verdict(store: Recorder, run: str) -> Verdict:
