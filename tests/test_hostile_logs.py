@@ -11,7 +11,7 @@ Each mutated log is refused by ingest (one line naming the line), or, stored raw
 other than ingest could, named by ``memory verify`` (exit 1, a seq named), or else every
 reader exits 0: ``memory show``, ``stats``, ``replay``, ``why``, ``events``, ``report``,
 ``memory whatif``, ``export dataset`` and ``train --resume``. All in this process.
-``DIAGEVO_HOSTILE_EXAMPLES`` sets how many cases the fast tier tries (default 12); the slow
+``DIAGEVO_HOSTILE_EXAMPLES`` sets how many cases the fast tier tries (default 25); the slow
 variant tries 150.
 """
 
@@ -39,7 +39,7 @@ from diagevo.log import StoreError, open_log
 from diagevo.schemas import EventIn
 from tests.input_cases import cli
 
-EXAMPLES = int(os.environ.get("DIAGEVO_HOSTILE_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("DIAGEVO_HOSTILE_EXAMPLES", "25"))
 SETS = ("--set", "train.challenger_questions=8", "--set", "train.curriculum_questions=24")
 Line = dict[str, Any]
 HOSTILE = ["x", "", 7, -3, 0, 2.5, 1e300, True, False, None, [], [1, "a"], ["C1"], {}, {"a": {"b": [None]}}]
