@@ -26,6 +26,7 @@ from diagevo.cli.common import (
     open_store,
     output_options,
     round_from_0,
+    spell,
 )
 from diagevo.cli.safe import plain, text
 from diagevo.words import did_you_mean, plural
@@ -447,6 +448,8 @@ def _print_verdict(v: Any, named: bool) -> None:
     """A line per problem of a run, or the one line that says it holds."""
     for p in v.problems:
         console.print(text(("✗", "red"), " ", f"run {v.run}: " if named else "", p))
+    if v.way_back is not None:
+        console.print(text("  the way back (the rounds before the first bad event): ", spell(v.way_back)))
     if v.ok:
         where = f" (last event: seq {v.last['seq']}, hash {v.last['hash']})" if v.last else ""
         console.print(

@@ -225,3 +225,26 @@ def _cut(event: Event, data: dict[str, Any], cut: dict[str, Any]) -> None:
                     cut[f] = whole
     if cut:
         data["cut"] = dict(sorted(cut.items()))
+
+
+def refused_by_type(type_: str, data: dict[str, Any], version: int) -> str | None:
+    """Why the class of a stored event refuses its data (upcast from its stored ``version`` as a
+    reader upcasts it), or None.
+    A row written raw can fit its type's shape (:func:`diagevo.log.registry.shape_problem`, what
+    the database checks) yet break a rule of its class (a bound, a ``mode`` that does not fit its
+    causes): the writers that copy events validate them (a what-if, a fork), so ``memory verify``
+    names such a row. Long texts stored as artifact references stand in as empty texts (their
+    bytes are checked against their keys apart)."""
+    cls = CATALOG.get(type_)
+    if cls is None:
+        return None  # not an event type: the shape check names it
+    payload = cls.upcast(data, version)
+    payload.pop("cut", None)
+    for name in cls.texts:
+        if isinstance(payload.get(name), dict):
+            payload[name] = ""
+    try:
+        cls(**payload)
+    except InvalidEvent as exc:
+        return str(exc)
+    return None

@@ -562,13 +562,27 @@ class Recorder(ABC):
             version = None if cls is None else version_problem(cls, r.schema_version)
             if version is not None:
                 problems.append(f"seq {r.seq}: {version}")
-            shape = shape_problem(r.type, data)
+            shape = shape_problem(r.type, data) or (None if version else _refused(r.type, data, r.schema_version))
             if shape is not None:
                 problems.append(f"seq {r.seq}: {shape}")
             refs = list(text_refs(r.type, data))
             if refs:
                 problems += text_problems(r.seq, refs, r.texts)[0]
         return problems
+
+
+CONFIG_EVENTS = ("run.started", "run.configured")
+
+
+def _refused(type_: str, data: dict[str, Any], version: int) -> str | None:
+    """What the event's class refuses in data of the right shape, as an out-of-shape problem. A
+    run's config is left to ``memory verify``'s config check, which names the fork past it."""
+    from diagevo.schemas import refused_by_type
+
+    if type_ in CONFIG_EVENTS:
+        return None
+    problem = refused_by_type(type_, data, version)
+    return None if problem is None else f"out of shape: {problem}"
 
 
 def busy(run: str, holder: str | None) -> RunBusy:

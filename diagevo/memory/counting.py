@@ -28,7 +28,9 @@ F_t, ε and the schedule as a real one does):
   a round's promotions are exactly what :func:`~diagevo.memory.deciders.decide_promotions`
   decides from the round's scored questions and the run's recorded θ_up (Eq. 5-6);
 - a ``run.forked`` stands right after the commit of the round it names (the opening events of a
-  fork or a what-if), of another run.
+  fork or a what-if), of another run;
+- a commit's summary is readable: its counts are numbers, its ``timing`` an object of numbers
+  (the summary is carried, not declared: ``report`` and ``memory whatif`` read it).
 
 :class:`Tally` is pure: it is fed ``(round, class, data)`` in log order (with the memory before
 the event, where the caller folds) and answers the rule an event breaks, or None.
@@ -146,6 +148,8 @@ class Tally:
         to a caller that folds)."""
         if etype is QuestionGenerated or etype is QuestionScored:
             return self._question(rnd, etype, data, mem)
+        if etype is RoundCommitted and (unreadable := summary_problem(data)) is not None:
+            return "round summary readable", f"round {rnd}'s commit {unreadable}"
         if etype is CausePromoted or etype is PromotionsDecided or etype is RoundCommitted:
             return self._round(rnd, etype, data) or (self._promotion(rnd, etype, data, mem) if mem else None)
         if etype is RunForked:
@@ -345,6 +349,38 @@ def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[s
     return frozenset(c.cause_id for c in changes if isinstance(c, CausePromoted))
 
 
+SUMMARY_COUNTS: frozenset[str] = frozenset(cls.counted for cls in CATALOG.values() if cls.counted)
+"""The counts a commit's summary carries, each named by the type it counts (``promotions``):
+what ``report``, ``memory whatif`` and ``stats`` read as numbers."""
+
+
+def summary_problem(data: Mapping[str, Any]) -> str | None:
+    """What in a commit's summary its readers cannot read, or None: a count that is no number,
+    a ``timing`` that is not an object of numbers (seconds by phase). The summary is carried,
+    not declared, so its type is this rule's to hold."""
+    for name in sorted(SUMMARY_COUNTS & data.keys()):
+        if not _number(data[name]):
+            return f"counts {name} as {_json_kind(data[name])}, not a number"
+    timing = data.get("timing")
+    if timing is None:
+        return None
+    if not isinstance(timing, Mapping):
+        return f"holds timing as {_json_kind(timing)}, not an object of seconds by phase"
+    slow = next((phase for phase, sec in timing.items() if not _number(sec)), None)
+    return None if slow is None else f"holds timing.{slow} as {_json_kind(timing[slow])}, not a number of seconds"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    kinds = {bool: "a boolean", str: "a string", list: "an array", dict: "an object"}
+    return next((word for t, word in kinds.items() if isinstance(value, t)), type(value).__name__)
+
+
 def _cause_said(matched: Any, described: Any) -> str:
     if matched is not None:
         return f"cause {matched!r}"
@@ -361,11 +397,19 @@ def _few(names: Iterable[Any]) -> str:
 @dataclass(frozen=True)
 class Audit:
     """A run's log checked whole: the memory at each commit (as JSON, by round), every break of
-    the rules, and the first event the fold refused (its line; None: the fold took all)."""
+    the rules, and the first event the fold refused (its line and its seq; None: the fold took
+    all)."""
 
     commits: dict[int, dict[str, Any]]
     breaks: list[CountBreak]
     invariant: str | None
+    refused_at: int | None = None
+
+    @property
+    def first_bad(self) -> int | None:
+        """The seq of the first event the fold refused or a rule named: the log is good before it."""
+        seqs = [b.at for b in self.breaks] + ([self.refused_at] if self.refused_at is not None else [])
+        return min(seqs, default=None)
 
 
 def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
@@ -377,6 +421,7 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
     found: list[CountBreak] = []
     commits: dict[int, dict[str, Any]] = {}
     failed: str | None = None
+    refused_at: int | None = None
     committed = RoundCommitted.name
     catalog = CATALOG
     for row in rows:
@@ -394,12 +439,12 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
         try:
             draft = step(draft, run, row)
         except InvariantError as exc:
-            failed = str(exc)
+            failed, refused_at = str(exc), seq
             continue
         if name == committed:
             draft.last_seq = seq
             commits[draft.committed] = draft.freeze().to_json()
-    return Audit(commits, found, failed)
+    return Audit(commits, found, failed, refused_at)
 
 
 def breaks(rows: Iterable[Row]) -> Iterator[CountBreak]:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from diagevo.catalog import RunConfigured, RunStarted
+from diagevo.catalog import RoundCommitted, RunConfigured, RunStarted
 from diagevo.config import config_from_record
 from diagevo.errors import BadInput, Hint
 from diagevo.log import Recorder, StoredEvent
-from diagevo.views.memory import committed_rounds
 
 CONFIG_TYPES = (RunStarted, RunConfigured)
 
@@ -33,9 +32,10 @@ def config_fault(event: StoredEvent) -> str | None:
 
 
 def recovery(store: Recorder, run: str, event: StoredEvent) -> tuple[str, Hint | None]:
-    """How to get past a bad config at ``event``: the words, and the fork that does it (None
-    when the run's first config is the bad one: nothing before it to fork)."""
-    before = [t for t in committed_rounds(store, run) if t < event.round]
+    """How to get past a bad event (a config no reader can use, an event the fold or a rule
+    refuses): the words, and the fork that does it, from the last round committed before it
+    (None when no round is: nothing before it to fork)."""
+    before = [r[1] for r in store.rows(run, types=(RoundCommitted,), upto_seq=event.seq - 1, data=False)]
     if event.type == RunStarted.name or not before:
         return "the run has no round before it to fork: start a new run", None
     last = before[-1]

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagevo.catalog import RoundCommitted, RunForked
+from diagevo.errors import Hint
 from diagevo.log import Recorder
 from diagevo.memory.counting import audit
 from diagevo.parsing import loads
 from diagevo.views import index, memory, stats
-from diagevo.views.configs import config_problems
+from diagevo.views.configs import config_problems, recovery
 
 VIEWS = (memory.VIEW, stats.VIEW, index.VIEW)
 
@@ -27,16 +28,24 @@ def verify_run(store: Recorder, run: str) -> list[str]:
     (``Recorder.verify_chain``), every invariant of the memory over the full
     log, snapshots equal to the fold, the stats equal to the log, no saved state the log does
     not vouch for."""
+    return _verify(store, run)[0]
+
+
+def _verify(store: Recorder, run: str) -> tuple[list[str], Hint | None]:
+    """:func:`verify_run`'s lines, and the fork past the first event the fold or a rule refuses
+    (None: no such event, or no round before it)."""
     problems = list(store.verify_chain(run))
     folded: dict[int, dict] = {}
+    back: Hint | None = None
     if any(": out of shape: " in p for p in problems):  # the fold would meet what it cannot read
         problems.append("invariant: not folded: the events above are out of shape")
     else:
         checked = audit(store.rows(run), run, whatif=is_whatif(store, run))
         folded = checked.commits
+        how, back = way_back(store, run, checked.first_bad)
         if checked.invariant is not None:
-            problems.append(f"invariant: {checked.invariant}")
-        problems += [f"seq {b.at}: {b.rule}: {b.reason}" for b in checked.breaks]
+            problems.append(f"invariant: {checked.invariant}{how}")
+        problems += [f"seq {b.at}: {b.rule}: {b.reason}{how}" for b in checked.breaks]
         problems += forked_problems(store, run)
         # a config the fold accepts (k is positive) that its readers refuse; one the fold
         # refused is named once, by the fold
@@ -52,7 +61,18 @@ def verify_run(store: Recorder, run: str) -> list[str]:
             fresh = stats.accumulate(store, run, cached=False, upto_seq=saved[0].seq)
             if cached.to_json() != fresh.to_json():
                 problems.append("the saved statistics differ from the log (a cache: `memory stats` would show them)")
-    return problems + verify_anchors(store, run)
+    return problems + verify_anchors(store, run), back
+
+
+def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Hint | None]:
+    """How to get past the event at ``seq`` (the first one the fold or a rule refuses), as a
+    stored config no reader can use is got past (:func:`~diagevo.views.configs.recovery`): the
+    words that end the line naming it (empty: no such event), and the fork."""
+    event = None if seq is None else store.event_at(run, seq)
+    if event is None:
+        return "", None
+    how, hint = recovery(store, run, event)
+    return f"; {how.replace(' ({command})', '')}", hint
 
 
 def is_whatif(store: Recorder, run: str) -> bool:
@@ -133,17 +153,22 @@ class Verdict:
     run: str
     problems: list[str]
     last: dict[str, Any] | None
+    way_back: Hint | None = None
+    """The fork past the first event the fold or a rule refuses (the rounds before it are intact)."""
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     def to_json(self) -> dict[str, Any]:
-        return {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last}
+        out = {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last}
+        if self.way_back is not None:  # only where there is one: a clean verify prints what it did
+            out["way_back"] = list(self.way_back.args)
+        return out
 
 
 def verdict(store: Recorder, run: str) -> Verdict:
     """:func:`verify_run` of ``run``, with its head (seq and hash)."""
-    problems = verify_run(store, run)
+    problems, back = _verify(store, run)
     head = next(iter(store.read(run, after_seq=store.last_seq(run) - 1)), None)
-    return Verdict(run, problems, {"seq": head.seq, "hash": head.hash} if head is not None else None)
+    return Verdict(run, problems, {"seq": head.seq, "hash": head.hash} if head is not None else None, back)
