@@ -448,27 +448,30 @@ def _with_data(base: Base, etype: str, pick: int, **changes: Any) -> list[Line]:
     return lines
 
 
+TIMING_SECONDS = "round summary readable: round 2's commit holds timing.solver as null, not a number of seconds"
+
+
 @pytest.mark.parametrize(
-    ("changes", "said"),
-    [
-        ({"timing": [1]}, "round 2's commit holds timing as an array, not an object of seconds by phase"),
-        ({"promotions": "many"}, "round 2's commit counts promotions as a string, not a number"),
-        ({"timing": {"solver": None}}, "round 2's commit holds timing.solver as null, not a number of seconds"),
+    ("changes", "refused", "named"),
+    [  # the summary's types are the catalog's (checked on every write); timing's seconds, counting's rule
+        ({"timing": [1]}, "round.committed: data.timing is not of its type", "data.timing is not of its type"),
+        ({"promotions": "many"}, "round.committed: data.promotions is not of its type (integer)", "data.promotions"),
+        ({"timing": {"solver": None}}, TIMING_SECONDS, TIMING_SECONDS),
     ],
     ids=["timing [1]", "promotions many", "timing.solver null"],
 )
 def test_a_commit_whose_summary_has_the_wrong_type_is_refused_and_named(
-    base: Base, tmp_path: Path, changes: dict[str, Any], said: str
+    base: Base, tmp_path: Path, changes: dict[str, Any], refused: str, named: str
 ) -> None:
     """Issue 52: ``timing: [1]`` passed verify and crashed ``report`` (internal error), and
     ``promotions: "many"`` crashed ``memory whatif``."""
     lines = _with_data(base, "round.committed", -1, **changes)
     db = f"sqlite:///{tmp_path / 'x.db'}"
-    with open_log(db) as store, pytest.raises(IngestError, match=rf"^line {len(lines)}: round summary readable: "):
+    with open_log(db) as store, pytest.raises(IngestError, match=rf"^line {len(lines)}: {re.escape(refused)}"):
         ingest(store, _jsonl(lines))
     store_raw(db, lines)
     code, out, _ = cli("memory", "verify", "--run", "m", "--db", db)
-    assert code == 1 and f"seq {len(lines)}: round summary readable: {said}" in " ".join(out.split()), out
+    assert code == 1 and f"seq {len(lines)}: " in out and named in " ".join(out.split()), out
 
 
 def test_a_free_question_naming_a_cause_stored_raw_is_named_by_verify(base: Base, tmp_path: Path) -> None:
