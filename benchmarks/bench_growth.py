@@ -78,14 +78,14 @@ def solver_input(store: Recorder, run: str, t: int) -> None:
 
 def round_work_scans(store: Recorder, run: str, t: int) -> None:
     """The answers of a resumed round from full scans of the run (the baseline)."""
-    [rnd for _, rnd, typ, _ in store.rows(run) if typ == RoundCommitted.name]
+    [rnd for _, rnd, typ, _, _ in store.rows(run) if typ == RoundCommitted.name]
     questions: dict[str, object] = {}
     for e in store.read(run, texts=True):
         if e.round == t and e.type == QuestionGenerated.name:
             questions[e.data["question_id"]] = e.data
     load_memory(store, run, t - 1)
-    [d for _, rnd, typ, d in store.rows(run, types=(FailureDiagnosed, FailureAttributed)) if rnd == t]
-    Counter(typ for _, rnd, typ, _ in store.rows(run) if rnd == t)
+    [d for _, rnd, typ, d, _ in store.rows(run, types=(FailureDiagnosed, FailureAttributed)) if rnd == t]
+    Counter(typ for _, rnd, typ, _, _ in store.rows(run) if rnd == t)
     load_memory(store, run)
 
 

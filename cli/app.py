@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import gc
 import os
 import sys
@@ -281,11 +282,25 @@ def _reflow_helps(command: Any) -> Any:
             param.help = _reflow(param.help)
         if param.metavar is None:
             param.metavar = _metavar(param)
-        if "--json" in param.opts:
-            param.callback = json_alone_on_stdout
+        if "--json" in param.opts and command.callback is not None:
+            command.callback = _json_alone(command.callback, param.name)
     for sub in getattr(command, "commands", {}).values():
         _reflow_helps(sub)
     return command
+
+
+def _json_alone(run: Any, flag: str) -> Any:
+    """``run`` (a command's callback) inside :func:`json_alone_on_stdout` when its ``--json``
+    (the parameter ``flag``) is given."""
+
+    @functools.wraps(run)
+    def with_json_alone(*args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get(flag):
+            return run(*args, **kwargs)
+        with json_alone_on_stdout():
+            return run(*args, **kwargs)
+
+    return with_json_alone
 
 
 def build() -> Any:

@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TextIO, TypeVar
@@ -116,21 +116,17 @@ def _bad_row(store: Any, exc: Exception) -> Exception:
 _JSON_OUT: list[TextIO] = []  # the stdout each running --json command was given, innermost last
 
 
-def json_alone_on_stdout(ctx: Any, _param: Any, value: bool) -> bool:
-    """``--json``'s callback: stdout carries the JSON alone. For the command's length whatever else
-    writes to stdout (a library's warning: DeepSpeed's logger, when it is installed, on its first
+@contextmanager
+def json_alone_on_stdout() -> Iterator[None]:
+    """A ``--json`` command's run: stdout carries the JSON alone. Whatever else writes to stdout
+    meanwhile (a library's warning: DeepSpeed's logger, when it is installed, on its first
     import) goes to stderr, and :func:`emit_json` writes to the stdout the command was given."""
-    if value:
-        given = sys.stdout
-        _JSON_OUT.append(given)
-        sys.stdout = sys.stderr
-
-        def restore() -> None:
-            sys.stdout = given
-            _JSON_OUT.remove(given)
-
-        ctx.call_on_close(restore)
-    return value
+    _JSON_OUT.append(sys.stdout)
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _JSON_OUT.pop()
 
 
 def json_stdout() -> TextIO:

@@ -40,7 +40,7 @@ def prior_outcomes(store: Any, run: str, t: int) -> Prior:
     diagnosed: dict[str, Extraction] = {}
     decided: set[str] = set()
     tries: dict[str, int] = {}
-    for _seq, _rnd, etype, d in store.rows(run, types=types, in_round=t):
+    for _seq, _rnd, etype, d, _v in store.rows(run, types=types, in_round=t):
         fid = d.get("failure_id")
         if fid is None:
             continue
