@@ -10,7 +10,6 @@ import sys
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-import click
 import typer
 
 from diagevo.cli.common import (
@@ -276,7 +275,7 @@ def _reflow_helps(command: Any) -> Any:
     each parameter's value named by :func:`_metavar` unless it names its own; ``--json`` keeps
     stdout for the JSON alone (:func:`json_alone_on_stdout`)."""
     command.help = _reflow(command.help)
-    help_option = command.get_help_option(click.Context(command))  # click makes it once, on first use
+    help_option = command.get_help_option(command.context_class(command))  # made once, on first use
     for param in [*getattr(command, "params", ()), *([help_option] if help_option else [])]:
         if getattr(param, "help", None):
             param.help = _reflow(param.help)
