@@ -29,8 +29,8 @@ F_t, ε and the schedule as a real one does):
   decides from the round's scored questions and the run's recorded θ_up (Eq. 5-6);
 - a ``run.forked`` stands right after the commit of the round it names (the opening events of a
   fork or a what-if), of another run;
-- a commit's summary is readable: its counts are numbers, its ``timing`` an object of numbers
-  (the summary is carried, not declared: ``report`` and ``memory whatif`` read it).
+- a commit's ``timing`` holds numbers of seconds (``report`` and ``memory whatif`` read it; the
+  summary fields' own types are the catalog's).
 
 :class:`Tally` is pure: it is fed ``(round, class, data)`` in log order (with the memory before
 the event, where the caller folds) and answers the rule an event breaks, or None.
@@ -59,6 +59,7 @@ from diagevo.catalog import (
     RoundStarted,
     RunForked,
 )
+from diagevo.catalog.event import json_kinds
 from diagevo.memory.fold import Draft, InvariantError, Row, step
 from diagevo.memory.state import Cause
 
@@ -357,19 +358,9 @@ def summary_problem(data: Mapping[str, Any]) -> str | None:
     timing = data.get("timing")
     if not isinstance(timing, Mapping):
         return None  # null, or no object: the catalog's type check names it
-    slow = next((phase for phase, sec in timing.items() if not _number(sec)), None)
-    return None if slow is None else f"holds timing.{slow} as {_json_kind(timing[slow])}, not a number of seconds"
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    kinds = {bool: "a boolean", str: "a string", list: "an array", dict: "an object"}
-    return next((word for t, word in kinds.items() if isinstance(value, t)), type(value).__name__)
+    slow = next((phase for phase, sec in timing.items() if "number" not in json_kinds(sec)), None)
+    said = " or ".join(sorted(json_kinds(timing[slow]))) if slow is not None else ""
+    return None if slow is None else f"holds timing.{slow} as {said}, not a number of seconds"
 
 
 def _cause_said(matched: Any, described: Any) -> str:
