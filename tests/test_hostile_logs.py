@@ -470,3 +470,26 @@ def test_a_free_question_naming_a_cause_stored_raw_is_named_by_verify(base: Base
     code, out, _ = cli("memory", "verify", "--run", "m", "--db", db)
     said = " ".join(out.split())
     assert code == 1 and "out of shape: question.generated: data.mode 'free' does not fit" in said, said
+
+
+@pytest.mark.parametrize(
+    ("section", "changes", "named"),
+    [
+        ("train", {"rounds": "x"}, "train.rounds: Input should be a valid integer (got 'x')"),
+        (None, {"seed": None}, "unknown field 'seed'"),
+    ],
+    ids=["train.rounds 'x'", "an unknown field"],
+)
+def test_a_start_whose_config_has_a_wrong_field_stored_raw_is_named_by_verify(
+    base: Base, tmp_path: Path, section: str | None, changes: dict[str, Any], named: str
+) -> None:
+    """Found by the property's slow variant: the promotion rule read the config to find θ_up, and
+    ``memory verify`` stopped on it in one line naming no seq."""
+    lines = copy.deepcopy(base.m)
+    config = lines[0]["data"]["config"]
+    (config if section is None else config[section]).update(changes)
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    store_raw(db, lines)
+    code, out, _ = cli("memory", "verify", "--run", "m", "--db", db)
+    said = " ".join(out.split())
+    assert code == 1 and f"seq 1: run.started's config cannot be used: {named}" in said, said

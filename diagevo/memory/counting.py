@@ -62,6 +62,7 @@ from diagevo.catalog import (
 from diagevo.catalog.event import json_kinds
 from diagevo.memory.fold import Draft, InvariantError, Row, step
 from diagevo.memory.state import Cause
+from diagevo.sections import ConfigError
 
 COUNTED_TYPES: frozenset[type[Event]] = frozenset(
     {
@@ -249,7 +250,11 @@ class Tally:
             return None
         want = self.expected.get(rnd)
         if want is None:
-            want = self.expected[rnd] = decided_promotions(mem, self.targets.get(rnd, {}), self.votes.get(rnd, {}))
+            try:
+                want = decided_promotions(mem, self.targets.get(rnd, {}), self.votes.get(rnd, {}))
+            except ConfigError:  # no θ_up to decide by: verify names the config's own seq (views.configs)
+                return None
+            self.expected[rnd] = want
         if etype is RoundCommitted:
             if want:
                 return "promotion decided from the evidence", (
