@@ -202,6 +202,21 @@ def test_figure_ticks_name_the_values_drawn() -> None:
     assert "1e-06" in texts and "0.0" not in texts and "solver" in texts and "challenger" not in texts
 
 
+def test_metrics_that_are_shares_are_drawn_on_the_unit_axis() -> None:
+    """Accuracies between 0.788 and 0.797 on an axis zoomed to them made a change of under a
+    point look steep beside accuracy's 0-1 axis; a metric outside [0, 1] keeps its own scale."""
+    from diagevo.report import figures
+
+    def ticks_of(values: dict[str, list[float]]) -> list[str | None]:
+        rows = [{"round": t, **{k: v[t - 1] for k, v in values.items()}} for t in (1, 2, 3)]
+        svg = ElementTree.fromstring(figures.metrics(rows, sorted(values)))
+        return [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("text-anchor") == "end"]
+
+    assert ticks_of({"acc": [0.788, 0.79, 0.797]}) == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
+    assert ticks_of({"acc": [0.788, 0.79, 0.797], "loss": [0.5, 1.5, 2.5]}) == ["0.5", "1.0", "1.5", "2.0", "2.5"]
+    assert ticks_of({"loss": [10.0, 12.0, 14.0]}) == ["10", "11", "12", "13", "14"]
+
+
 # a diagevo command in a process where `import polars` and `import matplotlib` raise ImportError,
 # as in an install without them
 WITHOUT_PLOTTING = (

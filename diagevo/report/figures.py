@@ -108,9 +108,11 @@ def accuracy(rounds: Rows, benchmarks: Sequence[BenchmarkScore]) -> str:
 
 def metrics(rounds: Rows, names: Sequence[str], title: str = "Metrics recorded per round") -> str:
     """A curve per metric the run recorded by name (a trainer's ``round commit --metric``), on
-    one axis scaled to them."""
+    one axis scaled to them; metrics that all lie in [0, 1] (accuracies, rates) on accuracy's 0-1
+    axis, where a change of under a point does not look steep."""
     marks = [Line(name, _points(rounds, name), STYLES[j % len(STYLES)]) for j, name in enumerate(names)]
-    return _one(title, marks, Axis("value"))
+    values = [v for m in marks for _, v in m.points]
+    return _one(title, marks, _unit("value") if all(0 <= v <= 1 for v in values) else Axis("value"))
 
 
 def steps(rows: Rows, fields: Sequence[str]) -> str:
