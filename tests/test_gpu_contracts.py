@@ -158,3 +158,34 @@ def test_deepspeed_installed_leaves_json_stdout_alone(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["solver"] == str(tmp_path / "tiny" / "solver")
     assert "[WARNING]" in done.stderr  # DeepSpeed's line, where it belongs
+
+
+def test_deepspeed_zero3_leaves_the_policies_diagevo_samples_whole(tmp_path: Path) -> None:
+    """Found on an H100 under ``accelerate launch`` with ``configs/accelerate/zero3-1gpu.yaml``:
+    the solver, first loaded inside the challenger's phase (its reward samples it), was built in
+    DeepSpeed's ``zero.Init`` while the phase's ZeRO-3 config lived, and ``generate`` failed on
+    its empty shards ("'weight' must be 2-D"). A policy the backend loads is whole, and the
+    phase's config is live again after the load."""
+    pytest.importorskip("deepspeed", reason="make gpu-contracts installs DeepSpeed (CPU, without its ops)")
+    import random
+
+    from transformers.integrations import HfDeepSpeedConfig, is_deepspeed_zero3_enabled
+
+    from diagevo.train.config import load_config
+    from diagevo.train.hf.backend import HFBackend
+
+    diagevo = Path(sys.executable).parent / "diagevo"
+    done = subprocess.run(
+        [str(diagevo), "models", "tiny", "--steps", "1", "--out", str(tmp_path / "tiny")], cwd=tmp_path
+    )
+    assert done.returncode == 0
+    solver = json.dumps(str(tmp_path / "tiny" / "solver"))
+    cfg = load_config(gc.ROOT / "configs" / "tiny-hf.toml", [f"solver.model={solver}", f"challenger.model={solver}"])
+    phase = HfDeepSpeedConfig({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1})
+    assert is_deepspeed_zero3_enabled()  # as inside a GRPO phase under ZeRO-3
+    backend = HFBackend(cfg, 0)
+    weights = list(backend.model("solver").parameters())
+    assert all(not hasattr(w, "ds_id") and w.numel() > 0 for w in weights)
+    (answers,) = backend.sample(["What is 2 + 3?"], 2, random.Random(0))
+    assert len(answers) == 2
+    assert is_deepspeed_zero3_enabled() and phase.is_zero3()

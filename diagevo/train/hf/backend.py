@@ -38,7 +38,7 @@ from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
 from diagevo.train.hf.args import PhasePlan, Role, attention, grpo_kwargs, phase_plan, step_order
-from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank
+from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank, whole_weights
 from diagevo.train.hf.tiny import HELDOUT_FILE
 
 if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
@@ -189,9 +189,10 @@ class HFBackend:
         attn = attention(self.config)
         if attn == "flash_attention_2":
             check_flash_attention()
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn).to(
-            device or self.config.hf.device  # type: ignore[arg-type]
-        )
+        with whole_weights():  # sampled with generate here: never ZeRO-3's shards
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn).to(
+                device or self.config.hf.device  # type: ignore[arg-type]
+            )
         tok = AutoTokenizer.from_pretrained(path)
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token

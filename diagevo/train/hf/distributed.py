@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -111,6 +112,28 @@ def is_zero3(trainer: Any) -> bool:
     policy once GRPO is over."""
     plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
     return bool(getattr(trainer, "is_deepspeed_enabled", False) and plugin is not None and plugin.zero_stage == 3)
+
+
+@contextmanager
+def whole_weights() -> Iterator[None]:
+    """Models loaded inside it are whole on this rank. While a phase's ``GRPOConfig`` lives under
+    ZeRO-3, transformers builds every ``from_pretrained`` model inside DeepSpeed's ``zero.Init``,
+    its weights partitioned across the ranks; the policies diagevo samples itself with
+    ``generate`` (the solver, inside the challenger's phase, for its reward; a policy loaded back
+    after its phase) must be whole, or ``generate`` fails on the empty shards."""
+    try:
+        from transformers.integrations import deepspeed as hf_deepspeed
+    except ImportError:  # no transformers: nothing partitions
+        yield
+        return
+    held = hf_deepspeed._hf_deepspeed_config_weak_ref  # a weak reference to the live config, or None
+    hf_deepspeed.unset_hf_deepspeed_config()
+    try:
+        yield
+    finally:
+        live = held() if held is not None else None
+        if live is not None:
+            hf_deepspeed.set_hf_deepspeed_config(live)
 
 
 def gather_policy(trainer: Any, staging: Path) -> Path:
