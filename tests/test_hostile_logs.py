@@ -184,12 +184,18 @@ def double_promotion(lines: list[Line], o: list[Line], draw: st.DrawFn) -> list[
     rnd, cause = lines[i]["round"], lines[i]["data"]["cause_id"]
     out = copy.deepcopy(lines)
     where = draw(st.sampled_from(["same round", "same round, named twice", "round before"]))
-    if where == "round before":
-        j = next(k for k, line in enumerate(out) if line["type"] == "promotions.decided" and line["round"] == rnd - 1)
+
+    def decision(at: int) -> int | None:  # none where the cause is promoted in round 1, or a mutation moved it
+        return next(
+            (k for k, line in enumerate(out) if line["type"] == "promotions.decided" and line["round"] == at), None
+        )
+
+    j = decision(rnd - 1)
+    if where == "round before" and j is not None:
         out[j]["data"]["promoted"] = [*out[j]["data"]["promoted"], cause]
         return [*out[:j], _again(out[i], "early", round=rnd - 1), *out[j:]]
-    if where.endswith("twice"):
-        j = next(k for k, line in enumerate(out) if line["type"] == "promotions.decided" and line["round"] == rnd)
+    j = decision(rnd)
+    if where.endswith("twice") and j is not None:
         out[j]["data"]["promoted"] = [*out[j]["data"]["promoted"], cause]
     return [*out[: i + 1], _again(out[i], "twice"), *out[i + 1 :]]
 
