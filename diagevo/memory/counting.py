@@ -364,8 +364,9 @@ def summary_problem(data: Mapping[str, Any]) -> str | None:
     if not isinstance(timing, Mapping):
         return None  # null, or no object: the catalog's type check names it
     slow = next((phase for phase, sec in timing.items() if "number" not in json_kinds(sec)), None)
-    said = " or ".join(sorted(json_kinds(timing[slow]))) if slow is not None else ""
-    return None if slow is None else f"holds timing.{slow} as {said}, not a number of seconds"
+    if slow is None:
+        return None
+    return f"holds timing.{slow} as {' or '.join(sorted(json_kinds(timing[slow])))}, not a number of seconds"
 
 
 def _cause_said(matched: Any, described: Any) -> str:
