@@ -215,6 +215,10 @@ def test_metrics_that_are_shares_are_drawn_on_the_unit_axis() -> None:
     assert ticks_of({"acc": [0.788, 0.79, 0.797]}) == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
     assert ticks_of({"acc": [0.788, 0.79, 0.797], "loss": [0.5, 1.5, 2.5]}) == ["0.5", "1.0", "1.5", "2.0", "2.5"]
     assert ticks_of({"loss": [10.0, 12.0, 14.0]}) == ["10", "11", "12", "13", "14"]
+    two = {run: [{"round": t, "pseudo_label_acc": 0.9 + t / 100} for t in (1, 2)] for run in ("a", "b")}
+    svg = ElementTree.fromstring(figures.overlay(two, "pseudo_label_acc", "pseudo-label accuracy", "value"))
+    ticks = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("text-anchor") == "end"]
+    assert ticks == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]  # a comparison's shares too
 
 
 # a diagevo command in a process where `import polars` and `import matplotlib` raise ImportError,

@@ -20,12 +20,12 @@ from diagevo.report.page import Chart, Table, chart, table
 from diagevo.views.stats import filled, is_family_detail, metric_columns, round_stats
 from diagevo.words import plural
 
-# the series every comparison shows after the metrics: (column, title, y label, a 0-1 axis)
+# the series every comparison shows after the metrics: (column, title, y label)
 MEMORY_SERIES = (
-    ("F", "F_t: failures over Active causes", "F_t", False),
-    ("epsilon_next", "ε_t+1: share of free exploration (Eq. 1)", "ε_t+1", True),
-    ("active", "Active causes", "count", False),
-    ("mastered", "Mastered causes", "count", False),
+    ("F", "F_t: failures over Active causes", "F_t"),
+    ("epsilon_next", "ε_t+1: share of free exploration (Eq. 1)", "ε_t+1"),
+    ("active", "Active causes", "count"),
+    ("mastered", "Mastered causes", "count"),
 )
 
 
@@ -40,12 +40,9 @@ class Compared:
     rounds: dict[str, list[dict[str, Any]]]  # run -> views.stats.filled (every metric column of any run)
     metrics: list[str]  # the metric columns, held-out accuracy first
 
-    def series(self) -> list[tuple[str, str, str, bool]]:
-        """(column, title, y label, 0-1 axis) of every overlaid figure, in order."""
-        scores = [
-            (m, m if m != "heldout_acc" else "held-out accuracy", "value", m == "heldout_acc" or m.startswith("bench/"))
-            for m in self.metrics
-        ]
+    def series(self) -> list[tuple[str, str, str]]:
+        """(column, title, y label) of every overlaid figure, in order."""
+        scores = [(m, m if m != "heldout_acc" else "held-out accuracy", "value") for m in self.metrics]
         return [*scores, *MEMORY_SERIES]
 
 
@@ -97,11 +94,11 @@ def comparison_page(data: Compared, db_url: str, command: Callable[[str], str]) 
 
 def _charts(data: Compared) -> list[Chart]:
     charts = []
-    for column, title, ylabel, unit in data.series():
+    for column, title, ylabel in data.series():
         if all(_last(rows, column) is None for rows in data.rounds.values()):
             continue
         # every run, so each keeps its colour
-        svg = figures.overlay(data.rounds, column, title, ylabel, unit=unit, counts=column in COUNTS)
+        svg = figures.overlay(data.rounds, column, title, ylabel, counts=column in COUNTS)
         caption = (
             f"{title}, per round, one line per run (each run's points set slightly apart so equal values stay visible)"
         )

@@ -63,6 +63,12 @@ def _unit(label: str) -> Axis:
     return Axis(label, (-0.05, 1.05), (0.0, 0.2, 0.4, 0.6, 0.8, 1.0))
 
 
+def _scaled(label: str, values: Sequence[float]) -> Axis:
+    """Accuracy's 0-1 axis for values that all lie in [0, 1] (accuracies, rates, ε), where a
+    change of under a point does not look steep; else an axis scaled to them."""
+    return _unit(label) if all(0 <= v <= 1 for v in values) else Axis(label)
+
+
 def _one(title: str, marks: Sequence[Line | Bars], y: Axis, height: float = 320, right: Axis | None = None) -> str:
     """A figure of one panel over the rounds its marks have."""
     xs = [x for m in marks for x in (m.x if isinstance(m, Bars) else [p[0] for p in m.points])]
@@ -108,11 +114,9 @@ def accuracy(rounds: Rows, benchmarks: Sequence[BenchmarkScore]) -> str:
 
 def metrics(rounds: Rows, names: Sequence[str], title: str = "Metrics recorded per round") -> str:
     """A curve per metric the run recorded by name (a trainer's ``round commit --metric``), on
-    one axis scaled to them; metrics that all lie in [0, 1] (accuracies, rates) on accuracy's 0-1
-    axis, where a change of under a point does not look steep."""
+    one axis (:func:`_scaled`)."""
     marks = [Line(name, _points(rounds, name), STYLES[j % len(STYLES)]) for j, name in enumerate(names)]
-    values = [v for m in marks for _, v in m.points]
-    return _one(title, marks, _unit("value") if all(0 <= v <= 1 for v in values) else Axis("value"))
+    return _one(title, marks, _scaled("value", [v for m in marks for _, v in m.points]))
 
 
 def steps(rows: Rows, fields: Sequence[str]) -> str:
@@ -127,27 +131,22 @@ def steps(rows: Rows, fields: Sequence[str]) -> str:
     return chart(panels, width=1280, height=250, columns=4)
 
 
-def overlay(
-    series: Mapping[str, Rows], column: str, title: str, ylabel: str, unit: bool = False, counts: bool = False
-) -> str:
+def overlay(series: Mapping[str, Rows], column: str, title: str, ylabel: str, counts: bool = False) -> str:
     """One column of several runs' per-round statistics on shared axes: a line per run, its
     colour, marker and line style (:data:`STYLES`) by the run's place in ``series``. Each run's
     points sit a little to the side of the round, so runs with equal values stay visible side by
-    side. ``counts``: whole numbers from 0."""
+    side. ``counts``: whole numbers from 0; else the axis is :func:`_scaled`."""
     n = len(series)
     marks = []
     for j, (run, rows) in enumerate(series.items()):
         shift = (j - (n - 1) / 2) * min(0.08, 0.5 / max(n, 1))
         points = [(t + shift, v) for t, v in _points(rows, column)]
         marks.append(Line(f"run {run}", points, STYLES[j % len(STYLES)]))
-    if unit:
-        y = _unit(ylabel)
-    elif counts:  # a count of 0 shows its whole marker
-        top = max([1.0] + [v for m in marks for _, v in m.points]) * 1.2
-        y = Axis(ylabel, (-0.06 * top, top), integer=True)
-    else:
-        y = Axis(ylabel)
-    return _one(title, marks, y)
+    values = [v for m in marks for _, v in m.points]
+    if counts:  # a count of 0 shows its whole marker
+        top = max([1.0, *values]) * 1.2
+        return _one(title, marks, Axis(ylabel, (-0.06 * top, top), integer=True))
+    return _one(title, marks, _scaled(ylabel, values))
 
 
 def schedule(rounds: Rows) -> str:
