@@ -7,7 +7,9 @@ install reads ``docs/`` itself (:mod:`diagevo.docs.pages`). Copied: the pages (`
 their pictures (``docs/img/``), and the files of the repository the pages read, where they lie
 in it (``CHANGELOG.md``, included by the changelog page; ``pyproject.toml``, whose import-linter
 contract the contributing page draws; ``configs/``, which the pages name and whose ``sim.toml`` is
-``diagevo train``'s default). The docs' Python tools (``docs/*.py``) are not copied.
+``diagevo train``'s default; ``examples/``, the runnable scripts the pages show and include). A
+user reaches a shipped file by its name here (``diagevo docs --path examples/verl_round.sh``).
+The docs' Python tools (``docs/*.py``) are not copied.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 BESIDE = ("CHANGELOG.md", "pyproject.toml")
 CONFIGS = ("*.toml", "*/*.yaml")  # configs/: the pages name them; sim.toml is train's default
+EXAMPLES = ("*.py", "*.sh")  # examples/: the runnable scripts (not the package file import-linter reads)
 
 
 def documentation() -> list[Path]:
@@ -30,6 +33,7 @@ def documentation() -> list[Path]:
         raise SystemExit(f"no documentation at {docs}: a diagevo package carries its pages (docs/index.md)")
     found = [*docs.rglob("*.md"), *(p for p in (docs / "img").rglob("*") if p.is_file())]
     found += [p for pattern in CONFIGS for p in (HERE / "configs").glob(pattern)]
+    found += [p for pattern in EXAMPLES for p in (HERE / "examples").glob(pattern) if p.name != "__init__.py"]
     return sorted(p.relative_to(HERE) for p in found if "__pycache__" not in p.parts) + [Path(n) for n in BESIDE]
 
 
@@ -47,4 +51,5 @@ class BuildWithDocumentation(build_py):
             shutil.copyfile(HERE / relative, target / relative)
 
 
-setup(cmdclass={"build_py": BuildWithDocumentation})
+if __name__ == "__main__":  # as setuptools runs it; the tests import documentation() alone
+    setup(cmdclass={"build_py": BuildWithDocumentation})

@@ -1,10 +1,12 @@
 """``diagevo docs``: the documentation, offline, in any installation.
 
-With no page, the pages (name and title) and where they are on disk, and the built site where a
-checkout has one; with a page (``diagevo docs how-to/audit``), the page with its generated
-sections filled from the code as the site's build fills them (:mod:`cli.reference`): rendered as
-Markdown on a terminal, the Markdown itself into a pipe or a file. ``--path`` prints the file's
-path alone, for a pager or an editor.
+With no page, the pages (name and title) and where they are on disk, the files shipped beside
+them (the examples and configs, each with its path), and the built site where a checkout has one;
+with a page (``diagevo docs how-to/audit``), the page with its generated sections filled from the
+code as the site's build fills them (:mod:`cli.reference`): rendered as Markdown on a terminal,
+the Markdown itself into a pipe or a file; with a shipped file (``diagevo docs
+examples/verl_round.sh``), its text. ``--path`` prints the file's path alone, for a pager, an
+editor or ``cp``.
 
 A page is package data, yet shown as untrusted text: Rich renders its Markdown as text (no markup,
 no emoji codes, no link escapes), and the console escapes any control character left.
@@ -26,7 +28,7 @@ from diagevo.cli.safe import plain, text
 from diagevo.errors import Hint
 
 if TYPE_CHECKING:
-    from diagevo.docs.pages import Pages
+    from diagevo.docs.pages import File, Pages
 
 LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
 
@@ -36,22 +38,31 @@ def docs_command(
     page: Annotated[
         str | None,
         typer.Argument(
-            help="A page as the list names it (how-to/audit; .md optional); none: the list.", show_default=False
+            help="A page (how-to/audit; .md optional) or a shipped file (examples/verl_round.sh) as the list "
+            "names it; none: the list.",
+            show_default=False,
         ),
     ] = None,
     path: Annotated[
-        bool, typer.Option("--path", help="Print only the file's path: less $(diagevo docs how-to/audit --path).")
+        bool,
+        typer.Option(
+            "--path", help='Print only the file\'s path: cp "$(diagevo docs --path examples/verl_round.sh)" .'
+        ),
     ] = False,
     output: Output = Output(),
 ) -> None:
-    """The documentation this diagevo carries, offline: the list of its pages, or one page (Markdown,
-    rendered on a terminal)."""
-    from diagevo.docs.pages import find, pages
+    """The documentation this diagevo carries, offline: the list of its pages and shipped files, one
+    page (Markdown, rendered on a terminal), or one shipped file (an example, a config)."""
+    from diagevo.docs.pages import find, pages, shipped_file
     from diagevo.docs.pages import text as page_text
 
     listing = pages()
     if page is None:
         _listing(listing, path, output)
+        return
+    file = shipped_file(page, listing)
+    if file is not None:
+        _file(file, path, output)
         return
     found = find(page, listing)
     if path:
@@ -70,6 +81,17 @@ def docs_command(
         sys.stdout.write(plain(markdown, newlines=True, limit=None))
 
 
+def _file(file: File, path: bool, output: Output) -> None:
+    if path:
+        sys.stdout.write(plain(str(file.path), limit=None) + "\n")
+        return
+    content = file.path.read_text(encoding="utf-8")
+    if output.as_json:
+        emit_json({**file.to_dict(), "text": content})
+    else:
+        sys.stdout.write(plain(content, newlines=True, limit=None))
+
+
 def _listing(listing: Pages, path: bool, output: Output) -> None:
     if output.as_json:
         emit_json(listing.to_dict())
@@ -83,6 +105,12 @@ def _listing(listing: Pages, path: bool, output: Output) -> None:
     for p in listing.pages:
         table.add_row(text(p.name), text(p.title))
     console.print(table)
+    files = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    files.add_column("file (to run or copy)", no_wrap=True)
+    files.add_column("path", overflow="fold")
+    for f in listing.files:
+        files.add_row(text(f.name), text(str(f.path)))
+    console.print(files)
     console.print(text(("pages: ", "bold"), str(listing.folder)), soft_wrap=True)
     if listing.site is not None:
         console.print(text(("site: ", "bold"), f"{listing.site} (the same pages as HTML, offline)"), soft_wrap=True)
@@ -91,6 +119,8 @@ def _listing(listing: Pages, path: bool, output: Output) -> None:
     console.print(
         text(("a page: ", "bold"), f"{spell(Hint(('docs', 'NAME')))} (rendered on a terminal, Markdown into a pipe)")
     )
+    copy = spell(Hint(("docs", "--path", "examples/verl_round.sh")))
+    console.print(text(("a file: ", "bold"), f'cp "$({copy})" . (a copy to edit)'), soft_wrap=True)
 
 
 def for_terminal(markdown: str, name: str) -> str:

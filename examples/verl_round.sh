@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# One DiagEvo round with verl training both roles (docs/how-to/verl.md shows this script), on a machine
-# with GPUs, verl with its vllm extra, and diagevo[verl]; run from diagevo's checkout (configs/verl/).
+# One DiagEvo round with verl training both roles (`diagevo docs how-to/verl` shows this script), on a
+# machine with GPUs, verl with its vllm extra, and diagevo[verl]. diagevo ships it and the verl configs
+# it reads (configs/verl/): run it from anywhere, or copy it to edit,
 #
-#   RUN=mine SOLVER=models/solver-0 CHALLENGER=models/challenger-0 ROUND=rounds/1 bash examples/verl_round.sh
+#   cp "$(diagevo docs --path examples/verl_round.sh)" .
+#   RUN=mine SOLVER=models/solver-0 CHALLENGER=models/challenger-0 ROUND=rounds/1 bash verl_round.sh
 #
 # SOLVER and CHALLENGER are the models the round starts from (Hugging Face directories), ROUND the
 # directory it writes (the Parquet files, checkpoints, the rollout dump, and the round's models in
@@ -16,7 +18,7 @@ set -euo pipefail
 : "${ROUND:?name the round directory}"
 DB=${DB:-sqlite:///diagevo.db}
 PORT=${PORT:-8001}
-CONFIGS="$PWD/configs/verl"
+CONFIGS=$(dirname "$(diagevo docs --path configs/verl/solver.yaml)")  # the verl configs diagevo ships
 read -r -a EXTRA <<< "${VERL_ARGS:-}"
 mkdir -p "$ROUND"
 

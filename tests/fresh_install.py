@@ -4,7 +4,8 @@ and what it weighs: ``python -m tests.fresh_install [--constraints]``.
 Prints the install's wall time, the distributions it added and the megabytes it added to
 site-packages (pip and setuptools, which the venv starts with, left out of both), then runs the
 jobs the core promises there, away from the checkout: ``diagevo train --rounds 1`` (the embedded
-default), ``examples/external_trainer.py --rounds 2`` and ``diagevo memory verify``. Without
+default), ``examples/external_trainer.py --rounds 2`` (the copy the wheel ships, found by
+``diagevo docs --path``) and ``diagevo memory verify``. Without
 ``--constraints`` pip takes the newest releases, as a user's would; with it, the tested versions
 of requirements/constraints.txt (the slow test, tests/test_fresh_install.py).
 """
@@ -87,11 +88,14 @@ def install(wheel: Path, env: Path, *, constraints: bool) -> Installed:
 
 def the_core_runs(installed: Installed, work: Path) -> list[str]:
     """The jobs a plain install promises, each a failure message when it fails."""
+    example = installed.run("diagevo", "docs", "--path", "examples/external_trainer.py", cwd=work)
+    if example.returncode != 0:
+        return [f"docs --path examples/external_trainer.py: exit {example.returncode}: {example.stderr.strip()}"]
     jobs = [
         ("diagevo", "train", "--rounds", "1", "--run", "plain", "--db", "sqlite:///fresh.db"),
         (
             "python",
-            str(ROOT / "examples" / "external_trainer.py"),
+            example.stdout.strip(),
             "--db",
             "sqlite:///fresh.db",
             "--run",

@@ -150,10 +150,12 @@ def test_a_name_out_of_the_pages_is_refused_in_one_line(
 
 def test_an_unknown_page_names_the_closest_one(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "docs", "how-to/audti")
-    assert_one_line_error(code, err, "no page 'how-to/audti' (did you mean 'how-to/audit'", "`diagevo docs` lists")
+    assert_one_line_error(
+        code, err, "no page or file 'how-to/audti' (did you mean 'how-to/audit'", "`diagevo docs` lists"
+    )
     code, _, err = run_cli(capsys, "docs", "what-if")  # two pages end so
     assert_one_line_error(code, err, "did you mean 'concepts/what-if' or 'how-to/what-if'?")
-    with pytest.raises(NotFound, match=r"no page 'nothing-like-it'; `diagevo docs` lists them"):
+    with pytest.raises(NotFound, match=r"no page or file 'nothing-like-it'; `diagevo docs` lists them"):
         docs_pages.find("nothing-like-it")
     with pytest.raises(BadInput, match="an empty name"):
         docs_pages.find(" ")
@@ -187,7 +189,7 @@ def test_a_link_out_of_the_pages_is_not_a_page_and_an_include_out_is_refused(hos
     listing = docs_pages.pages()
     assert listing.folder == hostile / "docs" and not listing.checkout and listing.site is None
     assert [p.name for p in listing.pages] == ["index", "include", "how-to/audit"]
-    with pytest.raises(NotFound, match="no page 'secret'"):
+    with pytest.raises(NotFound, match="no page or file 'secret'"):
         docs_pages.find("secret", listing)
     with pytest.raises(LookupError, match="includes '../outside.md', which is no file beside the pages"):
         docs_pages.text(docs_pages.find("include", listing), {})

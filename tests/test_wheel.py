@@ -164,8 +164,8 @@ def test_the_installed_wheel_writes_a_report(wheel: Path, tmp_path: Path) -> Non
 
 def test_the_wheel_carries_the_pages_and_not_the_docs_tools(wheel: Path) -> None:
     """``docs/``'s pages and pictures, with the files they read (the changelog, the layers
-    contract, the configs), copied when the wheel is built; the docs' Python tools stay in the
-    checkout."""
+    contract, the configs, the examples), copied when the wheel is built; the docs' Python tools
+    stay in the checkout."""
     names = set(zipfile.ZipFile(wheel).namelist())
     packaged = "diagevo/docs/packaged/"
     pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")}
@@ -175,12 +175,17 @@ def test_the_wheel_carries_the_pages_and_not_the_docs_tools(wheel: Path) -> None
         assert packaged + name in names, name
     configs = {p.relative_to(ROOT).as_posix() for p in (*ROOT.glob("configs/*.toml"), *ROOT.glob("configs/*/*.yaml"))}
     assert "configs/sim.toml" in configs  # train's default in every installation
+    examples = {p.relative_to(ROOT).as_posix() for p in (*ROOT.glob("examples/*.py"), *ROOT.glob("examples/*.sh"))}
+    examples.discard("examples/__init__.py")
+    assert "examples/verl_round.sh" in examples  # the verl page includes it
     assert {n for n in names if n.startswith(packaged)} == {
-        packaged + n for n in (*pages, *pictures, *configs, "CHANGELOG.md", "pyproject.toml")
+        packaged + n for n in (*pages, *pictures, *configs, *examples, "CHANGELOG.md", "pyproject.toml")
     }
     tools = ("docs/hooks.py", "docs/figures.py", "docs/pictures.py", "docs/griffe_roles.py")
     assert not any(n.endswith(tools) or n.startswith("docs/") for n in names)
-    assert not any(n.startswith(packaged) and n.endswith(".py") for n in names)
+    assert not any(
+        n.startswith(packaged) and n.endswith(".py") and not n.startswith(packaged + "examples/") for n in names
+    )
     assert "diagevo/docs/pages.py" in names and "diagevo/cli/docs.py" in names
 
 

@@ -6,7 +6,12 @@ when it is built (``setup.py``) in ``diagevo/docs/packaged/``: the pages (``docs
 pictures (``docs/img/``) and the files of the repository the pages read (``CHANGELOG.md``, which
 the changelog page includes, ``pyproject.toml``, whose import-linter contract the contributing
 page draws, and ``configs/``, which the pages name and whose ``sim.toml`` is ``diagevo train``'s
-default), laid out as in the repository, so that one root serves both.
+default, and ``examples/``, the runnable scripts), laid out as in the repository, so that one
+root serves both.
+
+Beside the pages, the listing names the files a user runs or copies (``examples/verl_round.sh``,
+``configs/verl/solver.yaml``), each with its path in this installation, so that
+``cp "$(diagevo docs --path examples/verl_round.sh)" .`` works in a wheel as in a checkout.
 
 A page is named by its path below ``docs/`` without ``.md`` (``how-to/audit``). A name is looked
 up among the pages listed, never joined to a folder: ``..``, an absolute path or a name no page
@@ -32,6 +37,10 @@ from diagevo.installation import PACKAGED
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
 """A line of a page that the code fills (``<!-- generated: configuration -->``)."""
 
+FILES = ("examples/*.py", "examples/*.sh", "configs/*.toml", "configs/*/*.yaml")
+"""The files beside the pages that a user runs or copies, as ``setup.py`` ships them (its
+``documentation()``; tests/test_docs_files.py holds the two equal)."""
+
 SNIPPET = re.compile(r'^--8<-- "([^"\n]*)"$', re.M)
 HEADING = re.compile(r"^# (.+)$")
 LISTING = Hint(("docs",))
@@ -50,14 +59,28 @@ class Page:
 
 
 @dataclass(frozen=True)
+class File:
+    """A file shipped beside the pages for a user to run or copy: its ``name`` as the pages write
+    it (``examples/verl_round.sh``) and where it is in this installation."""
+
+    name: str
+    path: Path
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path)}
+
+
+@dataclass(frozen=True)
 class Pages:
     """Every page (``diagevo docs --json``), the folder that holds them, whether that folder is a
-    checkout's ``docs/`` (``checkout``), and the built site's ``index.html`` where there is one."""
+    checkout's ``docs/`` (``checkout``), the built site's ``index.html`` where there is one, and
+    the files shipped beside the pages (``files``)."""
 
     folder: Path
     checkout: bool
     site: Path | None
     pages: tuple[Page, ...]
+    files: tuple[File, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +88,7 @@ class Pages:
             "checkout": self.checkout,
             "site": str(self.site) if self.site is not None else None,
             "pages": [p.to_dict() for p in self.pages],
+            "files": [f.to_dict() for f in self.files],
         }
 
 
@@ -138,7 +162,22 @@ def pages() -> Pages:
         checkout,
         site if checkout and site.is_file() else None,
         tuple(sorted(found, key=lambda p: _order(p.name))),
+        _files(top),
     )
+
+
+def _files(top: Path) -> tuple[File, ...]:
+    """The files of :data:`FILES` below ``top`` (no package file such as ``__init__.py``, no link)."""
+    names = sorted({p.relative_to(top).as_posix() for pattern in FILES for p in top.glob(pattern)})
+    found = ((n, below(top, n)) for n in names if not n.rpartition("/")[2].startswith(("_", ".")))
+    return tuple(File(name, path) for name, path in found if path is not None)
+
+
+def shipped_file(name: str, listing: Pages | None = None) -> File | None:
+    """The file shipped beside the pages that ``name`` names exactly (``examples/verl_round.sh``,
+    a leading ``./`` allowed), or None."""
+    wanted = name.removeprefix("./")
+    return next((f for f in (listing or pages()).files if f.name == wanted), None)
 
 
 def _refusal(name: str) -> str | None:
@@ -172,8 +211,10 @@ def find(name: str, listing: Pages | None = None) -> Page:
         return ends[0]
     from diagevo.words import close_to, you_mean
 
-    likely = [p.name for p in ends] or close_to(wanted, by_name)
-    raise NotFound(f"no page {name!r}{you_mean([repr(n) for n in likely])}; {{command}} lists them", hint=LISTING)
+    likely = [p.name for p in ends] or close_to(wanted, [*by_name, *(f.name for f in listing.files)])
+    raise NotFound(
+        f"no page or file {name!r}{you_mean([repr(n) for n in likely])}; {{command}} lists them", hint=LISTING
+    )
 
 
 def included(markdown: str, top: Path, where: str) -> str:
@@ -207,4 +248,19 @@ def text(page: Page, generators: Mapping[str, Callable[[], str]]) -> str:
     return fill(included(page.path.read_text(encoding="utf-8"), root(), page.name), generators, page.name)
 
 
-__all__ = ["MARKER", "Page", "Pages", "below", "fill", "find", "included", "pages", "root", "text", "title"]
+__all__ = [
+    "FILES",
+    "MARKER",
+    "File",
+    "Page",
+    "Pages",
+    "below",
+    "fill",
+    "find",
+    "included",
+    "pages",
+    "root",
+    "shipped_file",
+    "text",
+    "title",
+]
