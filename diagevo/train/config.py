@@ -170,11 +170,36 @@ class Config(MethodConfig):
 
 
 def load_config(path: Path | str | None = None, overrides: list[str] | None = None) -> Config:
-    """Read a TOML config (None = defaults), apply ``section.field=value`` overrides, validate:
-    a refusal names the field as the file or the override wrote it."""
-    file = Path(path) if path is not None else None
+    """Read a TOML config (None = defaults; a packaged config by its name, :func:`config_file`),
+    apply ``section.field=value`` overrides, validate: a refusal names the field as the file or
+    the override wrote it."""
+    file = config_file(Path(path)) if path is not None else None
     data = apply_overrides(_read_toml(file) if file is not None else {}, overrides or [])
     return checked(Config, data, overrides=overrides or [], path=file)
+
+
+def config_file(path: Path) -> Path:
+    """The config ``path`` names: the file itself wherever there is one (a real file always wins),
+    else the config diagevo ships under that name: ``configs/NAME.toml``, ``NAME.toml`` or
+    ``NAME``. So the pages' ``--config configs/tiny-hf.toml`` runs in a pip install as in a
+    checkout. A bare ``NAME`` beside a ``NAME.toml`` of the current directory names two files and
+    is refused; a name of no file lists the packaged configs."""
+    from diagevo.installation import shipped, shipped_names
+
+    if path.exists():
+        return path
+    packaged = shipped_names("configs/*.toml")
+    name = path.as_posix().removeprefix("configs/")
+    found = shipped(f"configs/{name.removesuffix('.toml')}.toml") if "/" not in name else None
+    listed = ", ".join(packaged) or "none"
+    if found is None:
+        raise NotFound(f"no config file at {path}, and no packaged config of that name (packaged: {listed})")
+    if path.suffix != ".toml" and path.with_name(f"{path.name}.toml").is_file():
+        raise BadInput(
+            f"--config {path} names both {path}.toml here and the packaged configs/{name}.toml: write the one "
+            f"meant in full (packaged: {listed})"
+        )
+    return found
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
