@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -293,6 +294,70 @@ def check_hf() -> Check:
     return Check("hf backend", "ok", ", ".join(f"{d} {v}" for d, v in versions.items()), facts=versions)
 
 
+EXTRAS = {
+    "embed": 'the full MiniLM embedder (diagnosis.embedder = "local"); the default static one needs nothing',
+    "index": "the vector index on disk for a slow or paid embedder (memory reindex)",
+    "data": "Parquet: export dataset, export verl's files, eval's benchmark files, a run's frames in polars",
+    "hf": "real models on a CPU or one GPU: the hf backend (TRL's GRPO), eval, models tiny / smollm2",
+    "gpu": "several GPUs and vLLM's sampling",
+    "verl": "verl trains both roles (its trainer loads diagevo.verl's rewards): diagevo docs how-to/verl",
+    "test": "the test suite and the linters (working on diagevo)",
+    "docs": "the documentation site (make docs)",
+    "bench": "the benchmarks' comparison with a peer (benchmarks/bench_peers.py)",
+}
+"""What each of diagevo's extras enables (tests/test_doctor_extras.py holds the names equal to
+``pyproject.toml``'s extras)."""
+
+EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
+
+
+def extra_packages(requires: Sequence[str]) -> dict[str, list[str]]:
+    """Each extra's distributions, from the package's ``Requires-Dist`` lines, an extra that
+    names diagevo's own extras (``diagevo[embed,index,data]``) expanded."""
+    direct: dict[str, list[tuple[str, list[str]]]] = {}
+    for line in requires:
+        marker = EXTRA_MARKER.search(line)
+        named = REQUIREMENT.match(line)
+        if marker and named:
+            inner = [e.strip() for e in (named.group(2) or "").split(",") if e.strip()]
+            direct.setdefault(marker.group(1), []).append((named.group(1), inner))
+
+    def expand(extra: str, seen: frozenset[str]) -> list[str]:
+        out: list[str] = []
+        for name, inner in direct.get(extra, []):
+            own = name.lower() == "diagevo"
+            out += [d for e in inner if e not in seen for d in expand(e, seen | {e})] if own else [name]
+        return list(dict.fromkeys(out))
+
+    return {extra: expand(extra, frozenset({extra})) for extra in direct}
+
+
+def check_extras(requires: Sequence[str] | None = None) -> list[Check]:
+    """Each extra of this diagevo (its metadata's): installed or not, with its packages' versions,
+    and what it enables. An extra not installed is a warning: optional, and its fix installs it
+    (verl's, the page with its exact install line: torch first, then verl and its trainer's packages)."""
+    if requires is None:
+        try:
+            requires = importlib.metadata.requires("diagevo") or []
+        except importlib.metadata.PackageNotFoundError:  # the sources on PYTHONPATH: no metadata to read
+            requires = []
+    checks = []
+    for extra, dists in extra_packages(requires).items():
+        versions = {d: _version(d) for d in dists}
+        lacking = [d for d, v in versions.items() if v is None]
+        enables = EXTRAS.get(extra, "")
+        facts = {"extra": extra, "installed": not lacking, "packages": versions, "enables": enables}
+        if not lacking:
+            shown = ", ".join(f"{d} {v}" for d, v in versions.items())
+            checks.append(Check(f"extra {extra}", "ok", f"installed ({shown}): {enables}", facts=facts))
+            continue
+        fix = Fix.of(Hint(("docs", "how-to/verl"))) if extra == "verl" else Fix.of(Install(extra))
+        said = f"not installed (lacks {', '.join(lacking)}): {enables}"
+        checks.append(Check(f"extra {extra}", "warning", said, fix, facts=facts))
+    return checks
+
+
 def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
     """Chromium and playwright, for the report's browser test (the report itself needs neither)."""
     exe = which("chromium") or which("chromium-browser")
@@ -421,15 +486,18 @@ def run_checks(
     checks = [check_database(db), check_disk(db), check_postgres(postgres)]
     checks += check_models(models, models_root)
     checks += [check_embedder(), check_hf(), check_vllm(), check_chromium(), check_on_path()]
-    return checks
+    return checks + check_extras()
 
 
 __all__ = [
+    "EXTRAS",
     "Check",
     "check_chromium",
     "check_database",
     "check_disk",
     "check_embedder",
+    "check_extras",
+    "extra_packages",
     "check_hf",
     "check_models",
     "check_on_path",

@@ -1,0 +1,64 @@
+"""``diagevo doctor`` reports each of diagevo's extras: installed or not (each package's version or
+its absence), what it enables, and what installs it; read from the installed package's metadata,
+with the names of ``pyproject.toml``."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from diagevo.doctor import EXTRAS, check_extras, extra_packages
+from diagevo.fixes import Fix, Install
+from tests.test_cli_memory import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_doctor_knows_what_each_extra_of_pyproject_enables() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert set(EXTRAS) == set(declared["optional-dependencies"])
+    installed = importlib.metadata.metadata("diagevo").get_all("Provides-Extra") or []
+    assert set(EXTRAS) == set(installed)
+
+
+def test_an_extra_that_names_diagevos_own_extras_counts_their_packages() -> None:
+    requires = [
+        "numpy>=1.26",
+        'pyarrow>=15; extra == "data"',
+        'polars>=1.0; extra == "data"',
+        "lancedb>=0.20; extra == 'index'",
+        'pyarrow>=15; extra == "index"',
+        'diagevo[data,index]; extra == "hf"',
+        'torch>=2.9; extra == "hf"',
+        'diagevo[hf]; extra == "gpu"',
+        'vllm>=0.31 ; extra == "gpu"',
+    ]
+    found = extra_packages(requires)
+    assert found["data"] == ["pyarrow", "polars"]
+    assert found["hf"] == ["pyarrow", "polars", "lancedb", "torch"]
+    assert found["gpu"] == ["pyarrow", "polars", "lancedb", "torch", "vllm"]
+    assert "numpy" not in {d for ds in found.values() for d in ds}
+
+
+def test_doctor_reports_each_extra_installed_or_not_and_what_it_enables(capsys: pytest.CaptureFixture[str]) -> None:
+    checks = {c.name: c for c in check_extras()}
+    assert set(checks) == {f"extra {e}" for e in EXTRAS}
+    data = checks["extra data"]  # this environment has the test, hf and docs extras
+    assert data.status == "ok" and data.facts["installed"] and set(data.facts["packages"]) == {"polars", "pyarrow"}
+    assert "polars " in data.detail and "pyarrow " in data.detail and "export dataset" in data.detail
+    verl = checks["extra verl"]
+    assert verl.facts["packages"] == {"verl": None} and not verl.facts["installed"]
+    assert verl.status == "warning" and verl.detail.startswith("not installed (lacks verl): ")
+    assert "how-to/verl" in str(verl.fix)  # its install line is on that page: torch first
+    absent = check_extras(['nosuchpkg-diagevo>=1; extra == "data"'])[0]
+    assert absent.status == "warning" and absent.fix == Fix.of(Install("data")), absent
+    assert absent.detail == f"not installed (lacks nosuchpkg-diagevo): {EXTRAS['data']}"
+    code, out, err = run_cli(capsys, "doctor", "--json")
+    assert code == 0, err
+    shown = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert shown["extra verl"]["fix"] == "diagevo docs how-to/verl"
+    assert shown["extra data"]["facts"]["packages"].keys() == {"polars", "pyarrow"}
