@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -62,3 +63,23 @@ def test_doctor_reports_each_extra_installed_or_not_and_what_it_enables(capsys: 
     shown = {c["name"]: c for c in json.loads(out)["checks"]}
     assert shown["extra verl"]["fix"] == "diagevo docs how-to/verl"
     assert shown["extra data"]["facts"]["packages"].keys() == {"polars", "pyarrow"}
+
+
+def test_the_verl_install_line_names_verls_version_its_trainers_packages_and_torch_first() -> None:
+    """The verl page installs what ``make verl-contracts`` installs and checks: torch first (pip
+    would take a CUDA torch from PyPI with verl), verl at the extra's lower bound, and the packages
+    verl's trainer imports that plain verl does not bring; the CPU torch from PyTorch's CPU index."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    torch = re.search(r"^VERL_TORCH := (\S+)$", makefile, re.M)
+    recipe = re.search(r"-e '\.\[verl\]' (.+)$", makefile, re.M)
+    lowest = re.search(r'^verl = \["verl>=([0-9.]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)
+    assert torch and recipe and lowest
+    page = (ROOT / "docs" / "how-to" / "verl.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", page, re.S)
+    assert block is not None
+    first, second = block.group(1).strip().splitlines()
+    assert first == f"pip install {torch.group(1)} --index-url https://download.pytorch.org/whl/cpu"
+    words = second.split()
+    assert words[:3] == ["pip", "install", torch.group(1)]  # the torch just installed, held
+    assert f"verl=={lowest.group(1)}" in words and '"diagevo[verl]"' in words
+    assert set(recipe.group(1).split()) <= set(words), recipe.group(1)
