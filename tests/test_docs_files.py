@@ -120,3 +120,16 @@ def test_the_pages_and_headers_name_the_shipped_files_as_diagevo_docs_finds_them
         assert f'--config-path "$(dirname "$(diagevo docs --path {name})")"' in said[name]
     assert 'cp "$(diagevo docs --path examples/verl_round.sh)" .' in said["examples/verl_round.sh"]
     assert 'cp "$(diagevo docs --path examples/verl_round.sh)" .' in said["docs/how-to/verl.md"]
+
+
+def test_the_verl_pointers_name_a_page_and_a_script_that_a_wheel_carries(wheel_layout: Path) -> None:
+    """``export verl --help``, ``diagnose --help`` and ``diagevo.verl``'s docstring send a user to
+    the verl page; that page and the script they name are among what a wheel carries."""
+    import diagevo.verl
+    from diagevo.cli import examples
+
+    assert examples.EXAMPLES["export verl"][1] == "how-to/verl"
+    assert "diagevo docs how-to/verl" in (diagevo.verl.__doc__ or "")
+    assert "diagevo docs --path examples/verl_round.sh" in (diagevo.verl.__doc__ or "")
+    assert docs_pages.find("how-to/verl").path == wheel_layout / "docs" / "how-to" / "verl.md"
+    assert docs_pages.shipped_file("examples/verl_round.sh") is not None

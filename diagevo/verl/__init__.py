@@ -13,7 +13,8 @@ memory, through the round protocol, between verl's runs:
   (``trainer.rollout_data_dir``) back into the round's failures, for diagnosis.
 
 Importing this module needs neither verl nor pyarrow: verl needs diagevo, not the other way
-round, and only the export writes Parquet. The recipe: `diagevo docs how-to/verl`.
+round, and only the export writes Parquet. The recipe: `diagevo docs how-to/verl`; its verl
+configs and script ship with diagevo (`diagevo docs --path examples/verl_round.sh`).
 """
 
 from diagevo.verl.dumps import rollout_failures
