@@ -308,6 +308,7 @@ EXTRAS = {
 """What each of diagevo's extras enables (tests/test_doctor_extras.py holds the names equal to
 ``pyproject.toml``'s extras)."""
 
+SHOWN = 4  # the packages an extra's line names with their versions (--json: all of them)
 EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
 
@@ -324,10 +325,11 @@ def extra_packages(requires: Sequence[str]) -> dict[str, list[str]]:
             direct.setdefault(marker.group(1), []).append((named.group(1), inner))
 
     def expand(extra: str, seen: frozenset[str]) -> list[str]:
-        out: list[str] = []
-        for name, inner in direct.get(extra, []):
-            own = name.lower() == "diagevo"
-            out += [d for e in inner if e not in seen for d in expand(e, seen | {e})] if own else [name]
+        """The extra's own packages first, then those of the extras it names."""
+        named = direct.get(extra, [])
+        out = [name for name, _ in named if name.lower() != "diagevo"]
+        nested = (e for name, inner in named if name.lower() == "diagevo" for e in inner if e not in seen)
+        out += [d for e in nested for d in expand(e, seen | {e})]
         return list(dict.fromkeys(out))
 
     return {extra: expand(extra, frozenset({extra})) for extra in direct}
@@ -343,13 +345,16 @@ def check_extras(requires: Sequence[str] | None = None) -> list[Check]:
         except importlib.metadata.PackageNotFoundError:  # the sources on PYTHONPATH: no metadata to read
             requires = []
     checks = []
-    for extra, dists in extra_packages(requires).items():
+    found = extra_packages(requires)
+    for extra in sorted(found, key=lambda e: list(EXTRAS).index(e) if e in EXTRAS else len(EXTRAS)):
+        dists = found[extra]
         versions = {d: _version(d) for d in dists}
         lacking = [d for d, v in versions.items() if v is None]
         enables = EXTRAS.get(extra, "")
         facts = {"extra": extra, "installed": not lacking, "packages": versions, "enables": enables}
         if not lacking:
-            shown = ", ".join(f"{d} {v}" for d, v in versions.items())
+            shown = ", ".join(f"{d} {v}" for d, v in list(versions.items())[:SHOWN])
+            shown += f" and {len(versions) - SHOWN} more" if len(versions) > SHOWN else ""
             checks.append(Check(f"extra {extra}", "ok", f"installed ({shown}): {enables}", facts=facts))
             continue
         fix = Fix.of(Hint(("docs", "how-to/verl"))) if extra == "verl" else Fix.of(Install(extra))

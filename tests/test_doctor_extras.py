@@ -40,8 +40,8 @@ def test_an_extra_that_names_diagevos_own_extras_counts_their_packages() -> None
     ]
     found = extra_packages(requires)
     assert found["data"] == ["pyarrow", "polars"]
-    assert found["hf"] == ["pyarrow", "polars", "lancedb", "torch"]
-    assert found["gpu"] == ["pyarrow", "polars", "lancedb", "torch", "vllm"]
+    assert found["hf"] == ["torch", "pyarrow", "polars", "lancedb"]  # its own packages first
+    assert found["gpu"] == ["vllm", "torch", "pyarrow", "polars", "lancedb"]
     assert "numpy" not in {d for ds in found.values() for d in ds}
 
 
