@@ -170,7 +170,7 @@ class Config(MethodConfig):
 
 
 def load_config(path: Path | str | None = None, overrides: list[str] | None = None) -> Config:
-    """Read a TOML config (None = defaults; a packaged config by its name, :func:`config_file`),
+    """Read a TOML config (None = defaults; a packaged config by its name: ``config_file``),
     apply ``section.field=value`` overrides, validate: a refusal names the field as the file or
     the override wrote it."""
     file = config_file(Path(path)) if path is not None else None
