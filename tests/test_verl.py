@@ -598,6 +598,40 @@ def test_diagnose_takes_one_source_of_failures(tmp_path: Path, capsys: pytest.Ca
         assert_one_line_error(code, err, "a FAILURES.jsonl file, or verl's rollout dump with --from-verl")
 
 
+def test_the_glue_is_two_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``export verl --questions`` turns the challenger's generation into construct.parquet and
+    ``round record --from-verl`` records the solver's generation of it; the questions come from
+    one source, a JSONL file or verl's output."""
+    db = f"sqlite:///{tmp_path / 'g.db'}"
+    common = ("--run", RUN, "--db", db)
+    with diagevo.open_store(db) as store:
+        diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+        diagevo.Round.open(store, RUN)
+        export_round(store, RUN, tmp_path / "r1")
+    asked = generated(
+        tmp_path / "r1" / "curriculum.parquet",
+        tmp_path / "q.parquet",
+        lambda r: ["<question>What is 2 + 3?</question>"],
+    )
+    code, out, err = run_cli(
+        capsys, "export", "verl", *common, "-o", str(tmp_path / "r1"), "--questions", str(asked), "--json"
+    )
+    assert code == 0, err
+    [construct] = [f for f in json.loads(out)["files"] if f["name"] == "construct.parquet"]
+    assert construct["rows"] == 5 and construct["overrides"] == ["actor_rollout_ref.rollout.n=4"]
+    answers = generated(
+        tmp_path / "r1" / "construct.parquet", tmp_path / "a.parquet", lambda r: ["\\boxed{5}"] * 3 + ["7"]
+    )
+    code, out, err = run_cli(capsys, "round", "record", "--from-verl", str(answers), *common, "--json")
+    assert code == 0, err
+    assert json.loads(out)["recorded"] == 5
+    for given in ((), (str(tmp_path / "x.jsonl"), "--from-verl", str(answers))):
+        code, _, err = run_cli(capsys, "round", "record", *given, *common)
+        assert_one_line_error(code, err, "a JSONL file, or verl's generation output with --from-verl FILE")
+    code, _, err = run_cli(capsys, "round", "record", "--from-verl", str(asked), *common)
+    assert_one_line_error(code, err, "its extra_info has no question")
+
+
 @pytest.mark.slow
 def test_the_example_round_trip_runs(tmp_path: Path) -> None:
     """examples/verl_round_trip.py: two rounds, each exported, trained (simulated), dumped, its
