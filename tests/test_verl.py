@@ -139,6 +139,11 @@ def test_the_export_replaces_only_its_own_files(store: diagevo.Recorder, tmp_pat
         export_round(store, RUN, out)
     assert victim.read_bytes() == b"PAR1" and precious.is_symlink()
     precious.unlink()
+    (out / "verl.json").write_text('{"mine": true}\n', encoding="utf-8")  # someone's manifest of that name
+    with pytest.raises(BadInput, match="verl.json exists and was not written by diagevo's verl export"):
+        export_round(store, RUN, out)
+    assert (out / "verl.json").read_text(encoding="utf-8") == '{"mine": true}\n'
+    (out / "verl.json").unlink()
     first = export_round(store, RUN, out)
     assert export_round(store, RUN, out) == first  # its own files: replaced
     diagevo.Round.open(store, RUN).commit({})

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from diagevo.log import Recorder
     from diagevo.rounds import FailureRecord
 
+MANIFEST = "verl.json"
+"""The manifest ``diagevo export verl`` writes beside its files: what a dump must match."""
 STEP_FILE = re.compile(r"(0|[1-9][0-9]{0,8})\.jsonl")
 """The name verl gives a step's dump: the global step, ``.jsonl``."""
 
@@ -126,7 +128,6 @@ def check_manifest(dump: Path, run: str, t: int, questions: Mapping[str, Retaine
     """Refuse, in one line, a dump that was not trained on this export of round ``t`` of ``run``:
     the manifest beside it names another run or round, or other retained questions."""
     from diagevo.parsing import quoted
-    from diagevo.verl.parquet import MANIFEST
 
     found = [p for p in (dump / MANIFEST, dump.parent / MANIFEST) if p.is_file() and not p.is_symlink()]
     if not found:

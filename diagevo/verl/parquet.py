@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.errors import BadInput, NotFound, Unavailable
+from diagevo.verl.dumps import MANIFEST
 
 if TYPE_CHECKING:
     from diagevo.log import Recorder
@@ -53,7 +54,6 @@ SOURCES = {
 """Each file's ``data_source`` (verl groups its metrics by it)."""
 MARK = b"diagevo.verl"
 """The key of the Parquet metadata that says which run and round diagevo wrote a file for."""
-MANIFEST = "verl.json"
 REQUEST_FIELDS = ("mode", "active_cause", "mastered_cause", "node")
 
 
@@ -305,9 +305,9 @@ def generated_candidates(path: Path, run: str, t: int) -> list[Candidate]:
     for where, info, responses in generated_rows(path, run, t, "construct.parquet"):
         if not isinstance(info.get("question"), str):
             raise BadInput(f"{where}: its extra_info has no question: a generation of construct.parquet has one")
-        causes = [info.get(k) for k in REQUEST_FIELDS[1:]]
+        fields: dict[str, Any] = {k: info.get(k) for k in REQUEST_FIELDS}
         try:
-            out.append(Candidate(info["question_id"], info.get("mode"), info["question"], *causes, responses=responses))
+            out.append(Candidate(info["question_id"], text=info["question"], responses=tuple(responses), **fields))
         except ProtocolError as exc:
             raise BadInput(f"{where}: {exc}") from None
     return out
