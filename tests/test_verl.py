@@ -325,6 +325,7 @@ def test_the_step_size_comes_from_verls_config_and_a_mismatch_is_named() -> None
         "reward.num_workers is 8": verl_config(reward__num_workers=8),
         "trainer.val_before_train=false trainer.test_freq=-1": verl_config(trainer__test_freq=5),
         "set trainer.v1.trainer_mode=sync": verl_config(trainer__v1__trainer_mode="async"),
+        "sync_refill_failed_groups generates more rollouts": verl_config(algorithm={"filter_groups": {"enable": True}}),
         "holds at most 1000 rollouts at once: lower data.train_batch_size to 125": verl_config(
             data__train_batch_size=256
         ),

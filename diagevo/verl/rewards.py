@@ -109,7 +109,8 @@ def step_size(config: Mapping[str, Any]) -> int:
     ``actor_rollout_ref.rollout.n``), from verl's composed config; refuses, one line naming the
     setting, a config under which the rollouts verl scores are not whole steps gathered in one
     place: more than one reward worker, validation (its batches have other sizes), a trainer mode
-    other than ``sync`` (steps overlap), or a B that verl's reward worker cannot hold at once."""
+    other than ``sync`` (steps overlap), groups generated again (a step of no fixed size), or a B
+    that verl's reward worker cannot hold at once."""
 
     def get(path: str) -> Any:
         node: Any = config
@@ -134,6 +135,11 @@ def step_size(config: Mapping[str, Any]) -> int:
         raise BadInput(
             f"trainer.v1.trainer_mode is {mode!r}: the challenger reward clusters one step's rollouts, which "
             "only the sync mode keeps apart from the next step's: set trainer.v1.trainer_mode=sync"
+        )
+    if get("algorithm.filter_groups.enable") or get("trainer.v1.sampler.sync_refill_failed_groups"):
+        raise BadInput(
+            "algorithm.filter_groups.enable or trainer.v1.sampler.sync_refill_failed_groups generates more rollouts "
+            "for a step, and the challenger reward clusters a step of a known size: set both to false"
         )
     batch, n = get("data.train_batch_size"), get("actor_rollout_ref.rollout.n")
     for name, value in (("data.train_batch_size", batch), ("actor_rollout_ref.rollout.n", n)):
