@@ -2,8 +2,8 @@
 
 One row per prompt: ``data_source``, ``prompt`` (chat messages, the tokenizer's chat template
 applied by verl), ``ability``, ``reward_model`` (``style: "rule"``, ``ground_truth``) and
-``extra_info`` (``index`` and what the reward functions read). Three files, each written only
-when the round has its rows:
+``extra_info`` (``index`` and what the reward functions read). Four files, each written only
+when the round has its rows, and a manifest:
 
 - ``solver.parquet``: Q^cur, the round's retained questions, each as the paper's solver prompt,
   its pseudo-label the ground truth of :func:`~diagevo.verl.compute_score`;
