@@ -336,6 +336,18 @@ def test_the_step_size_comes_from_verls_config_and_a_mismatch_is_named() -> None
             step_size(cfg)
 
 
+def test_the_step_reward_manager_is_built_only_to_score_whole_steps() -> None:
+    """verl builds the manager with its config and the batch reward function it loaded: without a
+    function, or with a config whose steps it could not gather, it is refused there, in one line."""
+    from diagevo.verl.manager import StepRewardManager
+
+    with pytest.raises(BadInput, match="set reward.custom_reward_function.path=pkg://diagevo.verl"):
+        StepRewardManager(config=verl_config(), tokenizer=None, compute_score=None)
+    with pytest.raises(BadInput, match="reward.num_workers is 2"):
+        StepRewardManager(config=verl_config(reward__num_workers=2), tokenizer=None, compute_score=challenger_score)
+    assert StepRewardManager(config=verl_config(), tokenizer=None, compute_score=challenger_score).size == 1000
+
+
 # --- rollout dumps back into failures -----------------------------------------------------------
 
 

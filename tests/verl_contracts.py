@@ -297,7 +297,10 @@ def check_challenger_reward(w: World) -> Result:
     """challenger_score through verl's reward worker and the step reward manager: one step of
     B = 5 rollouts, one batch call, Eq. 8-10 against the served solver; a step that could not be
     gathered is refused, in one line naming the setting, when verl builds the worker."""
+    from verl.experimental.reward_loop.reward_manager import NaiveRewardManager
+
     from diagevo.errors import BadInput
+    from diagevo.verl.manager import StepRewardManager
     from tests.llm_server import LLMServer
 
     r = Result("verl's reward worker: the step reward manager hands challenger_score a step, a loopback solver")
@@ -308,8 +311,15 @@ def check_challenger_reward(w: World) -> Result:
         cfg = compose("challenger", [*_paths(w, "challenger"), *kwargs, *step])
         ds, tokenizer = _dataset(w, "challenger", cfg)
         items = [ds[i % len(ds)] for i in range(len(CHALLENGER_OUTPUTS))]
-        outs = worker_scores(cfg, rollout_batch(tokenizer, items, CHALLENGER_OUTPUTS))
+        batch = rollout_batch(tokenizer, items, CHALLENGER_OUTPUTS)
+        outs = worker_scores(cfg, batch)
         asked = [c["body"] for c in server.calls("other")]
+    rewards = [o["reward_score"] for o in outs]
+    ours, verls = (
+        StepRewardManager.assemble_rm_scores(batch, rewards),
+        NaiveRewardManager.assemble_rm_scores(batch, rewards),
+    )
+    r.expect(bool((ours == verls).all()), "assemble_rm_scores differs from verl's own managers'")
     got = [round(o["reward_score"], 9) for o in outs]
     r.expect(got == [round(x, 9) for x in CHALLENGER_REWARDS], f"rewards {got}, not {CHALLENGER_REWARDS}")
     r.expect(len(asked) == 4 and all(b["n"] == VOTES and b["top_p"] == 0.99 for b in asked), f"solver asked {asked}")

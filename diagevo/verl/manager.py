@@ -9,8 +9,10 @@ line, before anything is generated) and then calls the batch reward function onc
 the manager's own: one per reward worker, nothing kept between steps.
 
 verl loads it by ``reward.reward_manager.source: importlib``, ``module.path: pkg://diagevo.verl.manager``
-and ``name: StepRewardManager`` (configs/verl/challenger.yaml). Importing it needs verl, which
-importing :mod:`diagevo.verl` never does.
+and ``name: StepRewardManager`` (configs/verl/challenger.yaml). It has the interface of verl's
+``RewardManagerBase`` (built with the config, the tokenizer and the reward function; ``run_single``;
+the class's ``assemble_rm_scores``, verl's own) without deriving from it, so that importing it
+needs no verl.
 """
 
 from __future__ import annotations
@@ -19,21 +21,18 @@ import asyncio
 from functools import partial
 from typing import Any
 
-from verl import DataProto
-from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
-
 from diagevo.errors import BadInput
 from diagevo.verl.rewards import step_size
 
 Pending = tuple[str, str, Any, dict[str, Any], "asyncio.Future[dict[str, Any]]"]
 
 
-class StepRewardManager(RewardManagerBase):
+class StepRewardManager:
     """Gathers a step's B rollouts and scores them in one call of the batch reward function
     (``reward.custom_reward_function``, its ``reward_kwargs`` bound by verl)."""
 
     def __init__(self, config: Any, tokenizer: Any, compute_score: Any, **_: Any) -> None:
-        super().__init__(config, tokenizer, compute_score)
+        self.config, self.tokenizer, self.compute_score = config, tokenizer, compute_score
         if compute_score is None:
             raise BadInput(
                 "the step reward manager scores with a batch reward function: set "
@@ -42,7 +41,14 @@ class StepRewardManager(RewardManagerBase):
         self.size = step_size(config)
         self.pending: list[Pending] = []
 
-    async def run_single(self, data: DataProto) -> dict[str, Any]:
+    @classmethod
+    def assemble_rm_scores(cls, data: Any, scores: list[float]) -> Any:
+        """The batch's reward tensor from the rollouts' scores, as verl's own managers assemble it."""
+        from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
+
+        return RewardManagerBase.assemble_rm_scores.__func__(cls, data, scores)  # type: ignore[attr-defined]
+
+    async def run_single(self, data: Any) -> dict[str, Any]:
         item = data[-1]  # a multi-turn rollout is scored on its last output, as verl's own managers do
         response_ids = item.batch["responses"]
         length = int(item.batch["attention_mask"][-response_ids.shape[-1] :].sum())
