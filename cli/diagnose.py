@@ -121,8 +121,9 @@ def diagnose(
         Path | None,
         typer.Option(
             "--from-verl",
-            help="Instead of FAILURES.jsonl: verl's rollout dump (its trainer.rollout_data_dir), whose failed "
-            "responses of the round's retained questions are the failures (diagevo docs how-to/verl).",
+            help="Instead of FAILURES.jsonl: verl's rollout dump (its trainer.rollout_data_dir: the "
+            "export's directory, which holds its verl.json, or a folder in it), whose failed responses of the round's "
+            "retained questions are the failures (diagevo docs how-to/verl).",
         ),
     ] = None,
     llm_url: Annotated[

@@ -58,25 +58,36 @@ def verl(
         int | None,
         typer.Option("--round", min=1, help="The round (default: the run's open round, else its last committed one)."),
     ] = None,
+    questions: Annotated[
+        Path | None,
+        typer.Option(
+            "--questions",
+            help="verl's generation output of curriculum.parquet (the questions the challenger wrote): "
+            "also write construct.parquet, each question as a solver prompt for its construction responses.",
+        ),
+    ] = None,
     db: DbOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Write a round of RUN as the Parquet files verl's RLHFDataset reads: solver.parquet (the
     retained questions, once recorded, with their pseudo-labels) and, while the round is open,
-    challenger.parquet (the challenger's update prompts) and curriculum.parquet (the prompts
-    Q^cur is generated from). Files of other programs in the directory are never replaced."""
+    challenger.parquet (the challenger's update prompts), curriculum.parquet (the prompts
+    Q^cur is generated from) and with --questions construct.parquet; and verl.json, the batch
+    settings each file trains with (the overrides shown) and what a rollout dump must match.
+    Files of other programs in the directory are never replaced (diagevo docs how-to/verl)."""
     from diagevo.verl import export_round
 
     with open_store(db, readonly=True) as store:
-        done = export_round(store, run, out, t=t)
+        done = export_round(store, run, out, t=t, questions=questions)
     if json:
         emit_json(done.to_dict())
         return
     state = "open" if done.open else "committed"
     title = f"run {done.run}, round {done.round} ({state}), in {done.directory}"
     table = Table(title=text(title), title_justify="left")
-    for col in ("file", "rows", "bytes"):
-        table.add_column(col, justify="left" if col == "file" else "right")
+    for col in ("file", "rows", "bytes", "verl overrides"):
+        table.add_column(col, justify="right" if col in ("rows", "bytes") else "left")
     for f in done.files:
-        table.add_row(f.name, str(f.rows), f"{f.bytes:,}")
+        rows = f"{f.rows} ({f.left_out} without a question)" if f.left_out else str(f.rows)
+        table.add_row(f.name, rows, f"{f.bytes:,}", text(" ".join(f.overrides)))
     console.print(table)

@@ -161,9 +161,17 @@ def read_candidates(path: Path) -> list[Any]:
 @round_app.command("record")
 def record(
     questions: Annotated[
-        Path,
+        Path | None,
         typer.Argument(help="JSONL: question_id, mode, text, causes, node, and responses or answers ('-': stdin)."),
-    ],
+    ] = None,
+    from_verl: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-verl",
+            help="Instead of QUESTIONS: verl's generation output of construct.parquet (the solver's construction "
+            "responses to each question; diagevo docs how-to/verl).",
+        ),
+    ] = None,
     run: RunOpt = None,
     db: DbOpt = None,
     open_round: RoundOpt = None,
@@ -172,10 +180,16 @@ def record(
     """Record generated questions with their construction responses: votes, filter (Eq. 3)."""
     from diagevo import rounds
 
-    candidates = read_candidates(questions)
+    if (questions is None) == (from_verl is None):
+        raise CLIError("name the questions: a JSONL file, or verl's generation output with --from-verl FILE (not both)")
+    candidates = read_candidates(questions) if questions is not None else []
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
+            if from_verl is not None:
+                from diagevo.verl import generated_candidates
+
+                candidates = generated_candidates(from_verl, r, t)
             scored = rounds.record(store, r, t, candidates)
     kept = [s for s in scored if s.retained]
     new, old = scored.new, len(scored) - scored.new

@@ -14,7 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from diagevo.errors import BadInput
 from diagevo.parsing import Id, bad, jsonl_objects, validation_reason
@@ -60,17 +69,32 @@ class FailureLine(BaseModel):
 
 class RolloutLine(BaseModel):
     """One line of verl's rollout dump (``{step}.jsonl`` under ``trainer.rollout_data_dir``, as its
-    trainer's ``_write_generations`` writes it): the decoded prompt and response, the ground truth,
-    the score and the step; the reward extras beside them are kept (``question_id`` is read)."""
+    trainer's ``_write_generations`` writes it): ``input`` (the decoded prompt), ``output`` (the
+    decoded response), ``gts`` (the ground truth, null without one), ``score`` and ``step``; beside
+    them ``uid`` (verl's v1 trainer) or the reward's extra keys (its legacy trainer), kept
+    (``question_id`` is read). A line without some of the five keys is refused naming all of them."""
 
     model_config = ConfigDict(extra="allow")
 
     input: StrictStr
     output: StrictStr
-    gts: StrictStr | None = None
+    gts: StrictStr | None
     score: StrictFloat | StrictInt
     step: StrictInt
     question_id: StrictStr | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _every_key(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            missing = [k for k in ROLLOUT_KEYS if k not in data]
+            if missing:
+                raise ValueError(f"no {', '.join(missing)}: a line of verl's dump holds {', '.join(ROLLOUT_KEYS)}")
+        return data
+
+
+ROLLOUT_KEYS = ("input", "output", "gts", "score", "step")
+"""The keys of every line of verl's rollout dump."""
 
 
 def read_lines(text: str | Iterable[str], model: type[M], what: str = "") -> list[tuple[int, dict[str, Any], M]]:

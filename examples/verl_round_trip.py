@@ -6,11 +6,14 @@ verl trains the roles, with ``configs/verl/*.yaml``, as docs/how-to/verl.md and,
 a stand-in policy of a few lines of arithmetic answers each row of the exported ``solver.parquet``
 G times per step, ``diagevo.verl.compute_score`` scores each response as verl's reward worker
 calls it, and the rollouts are dumped as verl's trainer dumps them (``{step}.jsonl`` in the
-rollout directory, one line per response: ``input``, ``output``, ``gts``, ``score``, ``step``,
-``uid``). Everything after is what a real dump goes through. The challenger's update is left out
-too (it changes what the challenger writes, not the memory), and the stand-in challenger writes
-Q^cur from the exported ``curriculum.parquet``. Diagnosis is the offline heuristic unless
-``--llm-url`` names the paper's diagnostician.
+rollout directory beside the export, one line per response: ``input``, ``output``, ``gts``,
+``score``, ``step``, ``uid``). Everything after is what a real dump goes through. The
+challenger's update is left out too (it changes what the challenger writes, not the memory);
+verl's two generations of Q^cur are simulated the same way (each row of the exported
+``curriculum.parquet`` answered by the stand-in challenger, each of ``construct.parquet`` N times
+by the stand-in solver, in a ``responses`` column as verl's generation writes it), and the glue
+between them is diagevo's (``export_round(..., questions=...)``, ``generated_candidates``).
+Diagnosis is the offline heuristic unless ``--llm-url`` names the paper's diagnostician.
 
     python examples/verl_round_trip.py --db sqlite:///verl.db --run verl-demo --out verl-rounds --rounds 2
 """
@@ -21,10 +24,11 @@ import argparse
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 import diagevo
@@ -60,6 +64,15 @@ def chat_text(messages: Sequence[dict[str, str]]) -> str:
     return "".join(f"{m['role']}\n{m['content']}\n" for m in messages) + "assistant\n"
 
 
+def simulated_generation(source: Path, out: Path, respond: Callable[[dict[str, Any]], list[str]]) -> Path:
+    """verl's generation entry point, simulated: ``out`` holds ``source``'s rows and a ``responses``
+    column, the outputs ``respond`` gives each row."""
+    table = pq.read_table(source)
+    responses = [respond(row) for row in table.to_pylist()]
+    pq.write_table(table.append_column("responses", pa.array(responses, pa.list_(pa.string()))), out)
+    return out
+
+
 def simulated_solver_phase(rows: list[dict[str, Any]], cfg: Any, policy: StandIn, dump: Path) -> float:
     """verl's GRPO steps on solver.parquet, simulated: each step a batch of rows, G responses each,
     scored by compute_score, dumped as ``{step}.jsonl``. Returns the share of right responses."""
@@ -85,16 +98,22 @@ def one_round(store: diagevo.Recorder, run: str, out: Path, policy: StandIn, llm
     folder = out / f"round{rnd.t}"
     # export: the challenger's prompts (Q^chal) and the requests Q^cur is generated from
     diagevo_verl.export_round(store, run, folder)
-    # Q^cur: a question for each request, N construction responses each; votes and the filter (Eq. 3)
-    requests = pq.read_table(folder / "curriculum.parquet").to_pylist()
+    # Q^cur: the challenger writes a question for each request (verl's generation of curriculum.parquet);
+    # construct.parquet holds them as solver prompts, answered N times (verl's generation again); the
+    # answers are the round's candidates: votes and the filter (Eq. 3)
+    asked = simulated_generation(
+        folder / "curriculum.parquet",
+        folder / "questions.parquet",
+        lambda row: [f"<question>{policy.question()}</question>"],
+    )
+    diagevo_verl.export_round(store, run, folder, questions=asked)
     n = rnd.config.grpo.construction_responses
-    candidates = []
-    for row in requests:
-        info, text = row["extra_info"], policy.question()
-        causes = [info["active_cause"], info["mastered_cause"], info["node"]]
-        responses = tuple(policy.answer(text) for _ in range(n))
-        candidates.append(diagevo.Candidate(info["question_id"], info["mode"], text, *causes, responses=responses))
-    rnd.record(candidates)
+    answered = simulated_generation(
+        folder / "construct.parquet",
+        folder / "constructed.parquet",
+        lambda row: [policy.answer(row["extra_info"]["question"]) for _ in range(n)],
+    )
+    rnd.record(diagevo_verl.generated_candidates(answered, run, rnd.t))
     rnd.promote()
     # export again: the retained questions, with their pseudo-labels (solver.parquet)
     exported = diagevo_verl.export_round(store, run, folder)

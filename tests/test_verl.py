@@ -1,12 +1,12 @@
-"""``diagevo.verl`` without verl: the export's layout and its refusals, the two reward functions (the
-challenger's against a loopback solver server, batched as verl's reward worker calls it), verl's
-rollout dumps read back into failures, ``diagevo export verl`` and ``diagevo diagnose --from-verl``
-through a whole round, and the example's simulated round trip. ``make verl-contracts``
+"""``diagevo.verl`` without verl: the export's layout, its manifest and its refusals, verl's generation
+output read back into the round's candidates, the two reward functions (the challenger's on a
+batch against a loopback solver server) and the step size read from verl's config, verl's rollout
+dumps read back into failures, ``diagevo export verl``, ``round record --from-verl`` and ``diagnose
+--from-verl`` through a whole round, and the example's simulated round trip. ``make verl-contracts``
 (tests/verl_contracts.py) holds the same files and functions against verl itself."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -20,8 +20,9 @@ import diagevo
 from diagevo.curriculum import SOLVER_SYSTEM, challenger_messages, solver_messages
 from diagevo.errors import BadInput, NotFound, Unavailable
 from diagevo.generation import GenerationError
-from diagevo.verl import challenger_score, compute_score, export_round, rollout_failures
-from tests.llm_server import LLMServer
+from diagevo.verl import challenger_score, compute_score, export_round, generated_candidates, rollout_failures
+from diagevo.verl.rewards import step_size
+from tests.llm_server import Hang, LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.verl_contracts import CHALLENGER_OUTPUTS, CHALLENGER_REWARDS, QUESTIONS, solver_answers
 
@@ -138,6 +139,11 @@ def test_the_export_replaces_only_its_own_files(store: diagevo.Recorder, tmp_pat
         export_round(store, RUN, out)
     assert victim.read_bytes() == b"PAR1" and precious.is_symlink()
     precious.unlink()
+    (out / "verl.json").write_text('{"mine": true}\n', encoding="utf-8")  # someone's manifest of that name
+    with pytest.raises(BadInput, match="verl.json exists and was not written by diagevo's verl export"):
+        export_round(store, RUN, out)
+    assert (out / "verl.json").read_text(encoding="utf-8") == '{"mine": true}\n'
+    (out / "verl.json").unlink()
     first = export_round(store, RUN, out)
     assert export_round(store, RUN, out) == first  # its own files: replaced
     diagevo.Round.open(store, RUN).commit({})
@@ -183,26 +189,18 @@ def settings(**kw: Any) -> dict[str, Any]:
     return {"votes": 4, "temperature": 1.0, "top_p": 0.99, "lam": 1.0, "cluster_distance_threshold": 0.5, **kw}
 
 
-def scores(url: str, outputs: list[str], batch_size: int, **kw: Any) -> list[Any]:
-    """The challenger reward of each output, the calls concurrent in one event loop (verl's worker)."""
-
-    async def all_of() -> list[Any]:
-        calls = [
-            challenger_score(
-                "diagevo/challenger",
-                out,
-                "",
-                {**settings(), "question_id": f"c1-{i:05d}"},
-                solver_url=url,
-                solver_model="solver",
-                batch_size=batch_size,
-                **kw,
-            )
-            for i, out in enumerate(outputs)
-        ]
-        return await asyncio.gather(*calls, return_exceptions=True)
-
-    return asyncio.run(all_of())
+def scores(url: str, outputs: list[str], **kw: Any) -> list[dict[str, Any]]:
+    """The challenger reward of a batch, called as verl's batch reward managers call it."""
+    infos = [{**settings(), "question_id": f"c1-{i:05d}"} for i in range(len(outputs))]
+    return challenger_score(
+        ["diagevo/challenger"] * len(outputs),
+        outputs,
+        [""] * len(outputs),
+        infos,
+        solver_url=url,
+        solver_model="solver",
+        **kw,
+    )
 
 
 def test_the_challenger_reward_of_a_batch_by_hand() -> None:
@@ -210,33 +208,144 @@ def test_the_challenger_reward_of_a_batch_by_hand() -> None:
     repetition penalty |C_k| / B of the BLEU clusters (a question twice), 0 without a question."""
     with LLMServer() as server:
         server.default("other", solver_answers)
-        got = scores(server.url, CHALLENGER_OUTPUTS, len(CHALLENGER_OUTPUTS))
+        got = scores(server.url, CHALLENGER_OUTPUTS)
         asked = [c["body"] for c in server.calls("other")]
     assert [round(g["score"], 9) for g in got] == [round(x, 9) for x in CHALLENGER_REWARDS]
     assert [g["question_id"] for g in got] == [f"c1-{i:05d}" for i in range(5)]
     assert len(asked) == 4 and {m["content"] for b in asked for m in b["messages"]} >= {SOLVER_SYSTEM}
     assert all((b["n"], b["temperature"], b["top_p"], b["max_tokens"]) == (4, 1.0, 0.99, 1024) for b in asked)
-
-
-def test_a_short_batch_is_scored_when_the_wait_is_over() -> None:
-    """Two of a batch of 5 arrive: scored together after wait_s, B = 2 (a batch's last part)."""
-    with LLMServer() as server:
-        server.default("other", solver_answers)
-        got = scores(server.url, CHALLENGER_OUTPUTS[2:4], 5, wait_s=0.2)
-    assert [g["score"] for g in got] == [0.0, 0.0]  # one cluster of both: 1 - 2/2
+    assert scores("http://127.0.0.1:9/v1", []) == []  # an empty batch asks nothing
 
 
 def test_the_challenger_reward_refuses_what_it_cannot_score() -> None:
-    with pytest.raises(BadInput, match="extra_info has no votes"):
-        asyncio.run(
-            challenger_score("s", "x", "", {}, solver_url="http://127.0.0.1:9/v1", solver_model="m", batch_size=1)
+    with pytest.raises(BadInput, match="extra_info has no votes, temperature"):
+        challenger_score(["s"], ["x"], [""], [{}], solver_url="http://127.0.0.1:9/v1", solver_model="m")
+    with pytest.raises(BadInput, match="2 different reward settings"):
+        challenger_score(
+            ["s"] * 2, ["x", "y"], [""] * 2, [settings(), settings(votes=8)], solver_url="u", solver_model="m"
         )
-    with pytest.raises(BadInput, match="batch_size must be"):
-        asyncio.run(challenger_score("s", "x", "", settings(), solver_url="u", solver_model="m", batch_size=0))
-    with LLMServer() as server:  # taken down: every waiting call gets the one-line error
+    with LLMServer() as server:  # taken down: the batch fails with the one-line error
         url = server.url
-    got = scores(url, CHALLENGER_OUTPUTS[:2], 2)
-    assert all(isinstance(g, GenerationError) and "connection refused" in str(g) for g in got), got
+    with pytest.raises(GenerationError, match="connection refused"):
+        scores(url, CHALLENGER_OUTPUTS[:2])
+
+
+def test_the_challenger_reward_names_a_stale_batch_size() -> None:
+    """B is the batch verl passes (a step's rollouts, :func:`step_size`): the setting that kept it
+    apart, and its 30-minute wait, are gone, and naming them is refused, not ignored."""
+    with pytest.raises(BadInput, match="takes no batch_size, wait_s: its reward_kwargs are solver_url"):
+        scores("http://127.0.0.1:9/v1", CHALLENGER_OUTPUTS, batch_size=2048, wait_s=1800)
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda: compute_score("s", None, "1"), "solution_str must be a string, not NoneType"),
+        (lambda: compute_score("s", "\\boxed{1}", 1), "ground_truth must be a string or None, not int"),
+        (lambda: compute_score("s", "\\boxed{1}", "1", ["q1"]), "extra_info must be a mapping"),
+        (
+            lambda: challenger_score("s", ["x"], [""], [settings()], solver_url="u", solver_model="m"),
+            "data_sources must",
+        ),
+        (
+            lambda: challenger_score(["s"], "x", [""], [settings()], solver_url="u", solver_model="m"),
+            "solution_strs must",
+        ),
+        (
+            lambda: challenger_score(["s"], ["x"], [""], [settings()] * 2, solver_url="u", solver_model="m"),
+            "extra_infos has 2",
+        ),
+        (
+            lambda: challenger_score(["s"], [7], [""], [settings()], solver_url="u", solver_model="m"),
+            "solution_strs\\[0\\]",
+        ),
+        (
+            lambda: challenger_score(["s"], ["x"], [""], ["v"], solver_url="u", solver_model="m"),
+            "extra_infos\\[0\\] must",
+        ),
+        (
+            lambda: challenger_score(["s"], ["x"], [""], [settings()], solver_url=None, solver_model="m"),
+            "solver_url must",
+        ),
+        (
+            lambda: challenger_score(["s"], ["x"], [""], [settings()], solver_url="u", solver_model="m", timeout_s="9"),
+            "timeout_s",
+        ),
+        (
+            lambda: challenger_score(["s"], ["x"], [""], [settings()], solver_url="u", solver_model="m", retries=-1),
+            "retries",
+        ),
+        (
+            lambda: challenger_score(["s"], ["x"], [""], [settings(votes="four")], solver_url="u", solver_model="m"),
+            "not numbers",
+        ),
+    ],
+)
+def test_the_reward_functions_name_a_wrong_argument_type(call: Any, named: str) -> None:
+    with pytest.raises(BadInput, match=named) as err:
+        call()
+    assert "\n" not in str(err.value)
+
+
+def test_a_hung_solver_server_is_given_up_as_reward_kwargs_say() -> None:
+    """``timeout_s`` bounds each request to the solver server and ``retries`` how often it is
+    sent again: with 0.2 s and 2 retries, a server that never answers is asked 3 times, and the
+    batch fails with one line naming it (the defaults: 180 s, 1 retry)."""
+    with LLMServer() as server:
+        server.default("other", Hang(30.0))
+        with pytest.raises(GenerationError, match=server.url.split("//")[1]):
+            scores(server.url, CHALLENGER_OUTPUTS[:1], timeout_s=0.2, retries=2)
+        assert len(server.calls("other")) == 3
+
+
+def verl_config(**kw: Any) -> dict[str, Any]:
+    """The parts of verl's composed config that :func:`step_size` reads (challenger.yaml's values)."""
+    cfg: dict[str, Any] = {
+        "data": {"train_batch_size": 125},
+        "actor_rollout_ref": {"rollout": {"n": 8}},
+        "reward": {"num_workers": 1},
+        "trainer": {"test_freq": -1, "val_before_train": False, "use_v1": True, "v1": {"trainer_mode": "sync"}},
+    }
+    for path, value in kw.items():
+        *parents, last = path.split("__")
+        node = cfg
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return cfg
+
+
+def test_the_step_size_comes_from_verls_config_and_a_mismatch_is_named() -> None:
+    """B = data.train_batch_size x rollout.n, the rollouts the step reward manager gathers; a
+    config under which they would not all reach it, or not at once, is named in one line when
+    verl builds the manager, before anything is generated."""
+    assert step_size(verl_config()) == 1000
+    assert step_size(verl_config(data__train_batch_size=20)) == 160
+    refused = {
+        "reward.num_workers is 8": verl_config(reward__num_workers=8),
+        "trainer.val_before_train=false trainer.test_freq=-1": verl_config(trainer__test_freq=5),
+        "set trainer.v1.trainer_mode=sync": verl_config(trainer__v1__trainer_mode="async"),
+        "sync_refill_failed_groups generates more rollouts": verl_config(algorithm={"filter_groups": {"enable": True}}),
+        "holds at most 1000 rollouts at once: lower data.train_batch_size to 125": verl_config(
+            data__train_batch_size=256
+        ),
+        "actor_rollout_ref.rollout.n must be a whole number": verl_config(actor_rollout_ref__rollout__n=None),
+    }
+    for named, cfg in refused.items():
+        with pytest.raises(BadInput, match=named):
+            step_size(cfg)
+
+
+def test_the_step_reward_manager_is_built_only_to_score_whole_steps() -> None:
+    """verl builds the manager with its config and the batch reward function it loaded: without a
+    function, or with a config whose steps it could not gather, it is refused there, in one line."""
+    from diagevo.verl.manager import StepRewardManager
+
+    with pytest.raises(BadInput, match="set reward.custom_reward_function.path=pkg://diagevo.verl"):
+        StepRewardManager(config=verl_config(), tokenizer=None, compute_score=None)
+    with pytest.raises(BadInput, match="reward.num_workers is 2"):
+        StepRewardManager(config=verl_config(reward__num_workers=2), tokenizer=None, compute_score=challenger_score)
+    assert StepRewardManager(config=verl_config(), tokenizer=None, compute_score=challenger_score).size == 1000
 
 
 # --- rollout dumps back into failures -----------------------------------------------------------
@@ -269,6 +378,7 @@ def dump_lines(store: diagevo.Recorder, *, with_ids: bool = False) -> list[dict[
 
 def test_a_dump_gives_the_wrong_responses_once(store: diagevo.Recorder, tmp_path: Path) -> None:
     rnd = recorded_round(store)
+    export_round(store, RUN, tmp_path)  # the manifest the dump is read beside
     dump = tmp_path / "rollouts"
     write_dump(dump, 1, dump_lines(store))
     write_dump(dump, 2, dump_lines(store, with_ids=True))
@@ -285,6 +395,7 @@ def test_a_dump_gives_the_wrong_responses_once(store: diagevo.Recorder, tmp_path
 
 def test_a_dump_of_another_round_or_reward_is_refused_by_line(store: diagevo.Recorder, tmp_path: Path) -> None:
     recorded_round(store)
+    export_round(store, RUN, tmp_path)
     lines = dump_lines(store)
     other = tmp_path / "other"
     write_dump(other, 3, [*lines[:2], {**lines[0], "input": chat_text("What is 40 + 2?")}])
@@ -299,8 +410,8 @@ def test_a_dump_of_another_round_or_reward_is_refused_by_line(store: diagevo.Rec
     write_dump(other, 3, [{**lines[1], "question_id": "q9-00000"}])
     with pytest.raises(BadInput, match="'q9-00000' is not a retained question"):
         rollout_failures(store, RUN, other)
-    write_dump(other, 3, [{"input": "x", "output": "y", "step": 3}])
-    with pytest.raises(BadInput, match="line 1: score"):
+    write_dump(other, 3, [{"input": "x", "output": "y", "gts": None, "step": 3}])
+    with pytest.raises(BadInput, match="line 1: no score: a line of verl's dump holds"):
         rollout_failures(store, RUN, other)
     with pytest.raises(NotFound, match="holds no rollout dump"):
         rollout_failures(store, RUN, tmp_path)
@@ -318,8 +429,153 @@ def test_the_cap_of_failures_per_question_holds(store: diagevo.Recorder, tmp_pat
     lines = [
         {"input": chat_text("What is 6 * 7?"), "output": f"\\boxed{{{k}}}", "gts": "42", "score": -1.0} for k in (1, 2)
     ]
+    export_round(store, RUN, tmp_path)
     write_dump(tmp_path / "d", 1, lines)
     assert [f["response"] for f in rollout_failures(store, RUN, tmp_path / "d")] == ["\\boxed{1}"]
+
+
+def test_a_dump_line_names_every_missing_key(store: diagevo.Recorder, tmp_path: Path) -> None:
+    """verl's dump keys are input, output, gts, score and step (and uid or the reward's extra
+    keys); a line without several of them names them all in one line."""
+    recorded_round(store)
+    export_round(store, RUN, tmp_path)
+    (tmp_path / "rollouts").mkdir()
+    (tmp_path / "rollouts" / "1.jsonl").write_text(json.dumps({"output": "y", "uid": "u"}) + "\n")
+    with pytest.raises(
+        BadInput, match=r"1\.jsonl line 1: no input, gts, score, step: a line of verl's dump holds"
+    ) as err:
+        rollout_failures(store, RUN, tmp_path / "rollouts")
+    assert "\n" not in str(err.value)
+
+
+def test_a_stale_dump_is_refused_even_where_its_questions_match(store: diagevo.Recorder, tmp_path: Path) -> None:
+    """The export's manifest (verl.json) names the run, the round and a digest of the retained
+    questions; a dump read for another round, run or question set is refused in one line, though
+    its prompts ask the same texts with the same labels."""
+    recorded_round(store).commit({})
+    export_round(store, RUN, tmp_path / "r1")
+    write_dump(tmp_path / "r1" / "rollouts", 1, dump_lines(store))
+    manifest = json.loads((tmp_path / "r1" / "verl.json").read_text())
+    assert (manifest["run"], manifest["round"], len(manifest["questions"])) == (RUN, 1, 64)
+    # round 2 retains the same texts with the same labels, under its own ids
+    rnd = diagevo.Round.open(store, RUN)
+    reqs = rnd.requests(len(QUESTIONS))
+    rnd.record(
+        [
+            diagevo.Candidate(q.question_id, q.mode, text, responses=(f"\\boxed{{{label}}}",) * 3 + ("\\boxed{1}",))
+            for q, (text, label) in zip(reqs, QUESTIONS.items(), strict=True)
+        ]
+    )
+    with pytest.raises(BadInput, match="was trained on round 1 of run 'v' .*, not round 2 of run 'v'"):
+        rollout_failures(store, RUN, tmp_path / "r1" / "rollouts")
+    export_round(store, RUN, tmp_path / "r2")
+    (tmp_path / "r1" / "rollouts").rename(tmp_path / "r2" / "rollouts")
+    assert len(rollout_failures(store, RUN, tmp_path / "r2" / "rollouts")) == 3  # beside its own export: read
+    extra = rnd.requests(len(QUESTIONS) + 1)[-1]
+    rnd.record(
+        [diagevo.Candidate(extra.question_id, extra.mode, "What is 9 + 9?", responses=("\\boxed{18}",) * 3 + ("1",))]
+    )
+    with pytest.raises(BadInput, match="trained on other questions than round 2's retained ones"):
+        rollout_failures(store, RUN, tmp_path / "r2" / "rollouts")
+    (tmp_path / "r2" / "verl.json").unlink()
+    with pytest.raises(BadInput, match="no verl.json in .* or the directory above it"):
+        rollout_failures(store, RUN, tmp_path / "r2" / "rollouts")
+
+
+# --- verl's generation output back into the round -----------------------------------------------
+
+
+def generated(source: Path, out: Path, answer: Any) -> Path:
+    """``out``: verl's ``main_generation_server`` run on ``source``, as it writes its output (the
+    input's columns through pandas, and ``responses``: the n outputs of each row's prompt)."""
+    import pandas as pd
+
+    frame = pd.read_parquet(source)
+    frame["responses"] = [answer(row) for row in frame.itertuples()]
+    frame.to_parquet(out)
+    return out
+
+
+def test_verls_generation_becomes_the_rounds_candidates(store: diagevo.Recorder, tmp_path: Path) -> None:
+    """The glue between verl's two generations: the challenger's outputs (one per request of
+    curriculum.parquet) become construct.parquet, each question as a solver prompt (an output with
+    no question left out, counted); the solver's N outputs to each become the round's candidates."""
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    rnd = diagevo.Round.open(store, RUN)
+    out = tmp_path / "r1"
+    export_round(store, RUN, out)
+    texts = ["What is 2 + 3?", "What is 12 + 3?", "", "What is 7 * 6?", "What is 1 + 1?"]
+    asked = generated(
+        out / "curriculum.parquet",
+        tmp_path / "questions.parquet",
+        lambda row: [f"<question>{texts[row.Index]}</question>" if texts[row.Index] else "no block"],
+    )
+    done = export_round(store, RUN, out, questions=asked)
+    [construct] = [f for f in done.files if f.name == "construct.parquet"]
+    assert (construct.rows, construct.left_out, construct.overrides) == (4, 1, ["actor_rollout_ref.rollout.n=4"])
+    rows = pq.read_table(out / "construct.parquet").to_pylist()
+    requests = [q for i, q in enumerate(rnd.requests(5)) if texts[i]]
+    assert [r["prompt"] for r in rows] == [solver_messages(t) for t in texts if t]
+    assert [r["extra_info"]["question_id"] for r in rows] == [q.question_id for q in requests]
+    assert rows[0]["extra_info"]["mode"] == requests[0].mode and rows[0]["data_source"] == "diagevo/construct"
+    votes = ["\\boxed{5}"] * 3 + ["\\boxed{6}"]  # p1 = 3/4: retained (Eq. 3)
+    answers = generated(out / "construct.parquet", tmp_path / "constructed.parquet", lambda row: votes)
+    candidates = generated_candidates(answers, RUN, 1)
+    assert [c.text for c in candidates] == [t for t in texts if t]
+    assert [c.question_id for c in candidates] == [q.question_id for q in requests]
+    assert all(c.responses == tuple(votes) and c.mode == q.mode for c, q in zip(candidates, requests, strict=True))
+    assert sum(s.retained for s in rnd.record(candidates)) == 4
+
+
+def test_verls_generation_of_another_round_or_shape_is_refused(store: diagevo.Recorder, tmp_path: Path) -> None:
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    diagevo.Round.open(store, RUN)
+    out = tmp_path / "r1"
+    export_round(store, RUN, out)
+    two = generated(out / "curriculum.parquet", tmp_path / "two.parquet", lambda row: ["<question>a</question>"] * 2)
+    with pytest.raises(BadInput, match="row 1: 2 responses to one request: generate Q\\^cur with actor_rollout_ref"):
+        export_round(store, RUN, out, questions=two)
+    with pytest.raises(BadInput, match="row 1 is of round 1 of run 'v', not round 2 of run 'v'"):
+        generated_candidates(two, RUN, 2)
+    with pytest.raises(BadInput, match="has no column responses: verl's generation of curriculum.parquet"):
+        export_round(store, RUN, out, questions=out / "curriculum.parquet")
+    with pytest.raises(BadInput, match="its extra_info has no question: a generation of construct.parquet"):
+        generated_candidates(two, RUN, 1)
+    (tmp_path / "junk.parquet").write_text("not parquet")
+    with pytest.raises(BadInput, match="is not a Parquet file verl's generation wrote"):
+        generated_candidates(tmp_path / "junk.parquet", RUN, 1)
+    with pytest.raises(NotFound, match="no file .*missing.parquet: name the Parquet file verl's generation wrote"):
+        generated_candidates(tmp_path / "missing.parquet", RUN, 1)
+
+
+def test_export_verl_writes_the_batch_settings_of_the_rounds_size(store: diagevo.Recorder, tmp_path: Path) -> None:
+    """verl takes no step from fewer rows than data.train_batch_size (the shipped 256 gave a small
+    round steps_per_epoch = 0): the manifest's overrides train on the rows there are, the
+    challenger's at most the 1000 rollouts a step verl's reward worker holds (in more steps)."""
+    recorded_round(store)
+    done = export_round(store, RUN, tmp_path)
+    sizes = {f.name: f.overrides for f in done.files}
+    assert sizes["solver.parquet"] == [
+        "data.train_batch_size=3",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=3",
+        "actor_rollout_ref.rollout.n=8",
+        "trainer.total_training_steps=12",
+        "trainer.save_freq=12",
+    ]
+    assert sizes["challenger.parquet"][0] == "data.train_batch_size=6" and sizes["curriculum.parquet"] == [
+        "actor_rollout_ref.rollout.n=1"
+    ]
+    assert json.loads((tmp_path / "verl.json").read_text())["overrides"] == sizes
+    diagevo.start_run(store, "paper", diagevo.load_config(None, []))  # the paper's |Q^chal| = 6 x 256
+    diagevo.Round.open(store, "paper")
+    [challenger] = [f for f in export_round(store, "paper", tmp_path / "paper").files if f.name == "challenger.parquet"]
+    assert challenger.rows == 1536 and challenger.overrides[:4] == [
+        "data.train_batch_size=125",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=125",
+        "actor_rollout_ref.rollout.n=8",
+        "trainer.total_training_steps=12",
+    ]
+    assert step_size(verl_config(data__train_batch_size=125)) == 1000
 
 
 # --- the commands, a whole round ----------------------------------------------------------------
@@ -338,8 +594,8 @@ def test_export_then_diagnose_from_verl_then_commit(tmp_path: Path, capsys: pyte
         "curriculum.parquet",
     ]
     with diagevo.open_store(db) as store:
-        write_dump(tmp_path / "rollouts", 1, dump_lines(store))
-    args = ("diagnose", "--from-verl", str(tmp_path / "rollouts"), *common, "--round", "1")
+        write_dump(tmp_path / "r1" / "rollouts", 1, dump_lines(store))
+    args = ("diagnose", "--from-verl", str(tmp_path / "r1" / "rollouts"), *common, "--round", "1")
     code, out, err = run_cli(capsys, *args, "--diagnostician", "heuristic", "--json")
     assert code == 0, err
     summary = json.loads(out)
@@ -358,6 +614,40 @@ def test_diagnose_takes_one_source_of_failures(tmp_path: Path, capsys: pytest.Ca
     for given in ((), (str(tmp_path / "f.jsonl"), "--from-verl", str(tmp_path))):
         code, _, err = run_cli(capsys, "diagnose", *given, *common)
         assert_one_line_error(code, err, "a FAILURES.jsonl file, or verl's rollout dump with --from-verl")
+
+
+def test_the_glue_is_two_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``export verl --questions`` turns the challenger's generation into construct.parquet and
+    ``round record --from-verl`` records the solver's generation of it; the questions come from
+    one source, a JSONL file or verl's output."""
+    db = f"sqlite:///{tmp_path / 'g.db'}"
+    common = ("--run", RUN, "--db", db)
+    with diagevo.open_store(db) as store:
+        diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+        diagevo.Round.open(store, RUN)
+        export_round(store, RUN, tmp_path / "r1")
+    asked = generated(
+        tmp_path / "r1" / "curriculum.parquet",
+        tmp_path / "q.parquet",
+        lambda r: ["<question>What is 2 + 3?</question>"],
+    )
+    code, out, err = run_cli(
+        capsys, "export", "verl", *common, "-o", str(tmp_path / "r1"), "--questions", str(asked), "--json"
+    )
+    assert code == 0, err
+    [construct] = [f for f in json.loads(out)["files"] if f["name"] == "construct.parquet"]
+    assert construct["rows"] == 5 and construct["overrides"] == ["actor_rollout_ref.rollout.n=4"]
+    answers = generated(
+        tmp_path / "r1" / "construct.parquet", tmp_path / "a.parquet", lambda r: ["\\boxed{5}"] * 3 + ["7"]
+    )
+    code, out, err = run_cli(capsys, "round", "record", "--from-verl", str(answers), *common, "--json")
+    assert code == 0, err
+    assert json.loads(out)["recorded"] == 5
+    for given in ((), (str(tmp_path / "x.jsonl"), "--from-verl", str(answers))):
+        code, _, err = run_cli(capsys, "round", "record", *given, *common)
+        assert_one_line_error(code, err, "a JSONL file, or verl's generation output with --from-verl FILE")
+    code, _, err = run_cli(capsys, "round", "record", "--from-verl", str(asked), *common)
+    assert_one_line_error(code, err, "its extra_info has no question")
 
 
 @pytest.mark.slow

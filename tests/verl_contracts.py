@@ -10,15 +10,19 @@ API (SQLite, a tiny local tokenizer from ``diagevo models tiny``), then:
   ``diagevo.verl.compute_score`` from the composed ``configs/verl/solver.yaml`` (``pkg://``) and from
   the module's file path; verl's ``RewardLoopWorker`` scores tokenized right and wrong responses
   (+1, -1) and carries the question id;
-- ``challenger reward``: the same worker, configured by ``configs/verl/challenger.yaml``, scores a
-  batch of challenger outputs against a loopback solver server (``tests/llm_server.py``) to the
-  rewards Eq. 8-10 give by hand;
+- ``challenger reward``: the same worker, configured by ``configs/verl/challenger.yaml``, loads the
+  step reward manager (``diagevo.verl.manager``) by importlib, and scores a step's challenger
+  outputs, one ``run_single`` each as verl calls it, in one call of the batch function against a
+  loopback solver server (``tests/llm_server.py``) to the rewards Eq. 8-10 give by hand; a config
+  whose step could not be gathered (two reward workers, a step over what the worker holds) is
+  refused naming the setting when verl builds the worker;
 - ``dumps``: verl's own writers dump those rollouts (the v1 trainer's ``_write_generations`` with
   prompts decoded as its ``_log_rollout_data`` decodes them, and the legacy trainer's
   ``_log_rollout_data`` with the reward extras), read back into exactly the wrong responses, which
   ``Round.record_failures`` accepts; read and recorded again, nothing is added;
 - ``configs``: ``configs/verl/*.yaml`` with the overrides of ``examples/verl_round.sh`` (the
-  recipe's script) compose with verl's ``ppo_trainer`` config and pass its ``validate_config``.
+  recipe's script), alone and with the batch settings the export wrote for the round's size
+  (``verl.json``), compose with verl's ``ppo_trainer`` config and pass its ``validate_config``.
 
 Each failure is one line; exit code 1 when any.
 """
@@ -210,7 +214,7 @@ def worker_scores(cfg: Any, batch: Any) -> list[dict[str, Any]]:
 
     async def score() -> list[dict[str, Any]]:
         worker = RewardLoopWorker(cfg)  # its loop is the running one, as in the actor
-        return await worker.compute_score_batch(batch)
+        return await worker.compute_score_batch(batch) if batch is not None else []
 
     return asyncio.run(score())
 
@@ -290,32 +294,51 @@ def solver_answers(body: dict[str, Any]) -> list[str]:
 
 
 def check_challenger_reward(w: World) -> Result:
-    """challenger_score through verl's reward worker: one batch, Eq. 8-10 against the served solver."""
+    """challenger_score through verl's reward worker and the step reward manager: one step of
+    B = 5 rollouts, one batch call, Eq. 8-10 against the served solver; a step that could not be
+    gathered is refused, in one line naming the setting, when verl builds the worker."""
+    from verl.experimental.reward_loop.reward_manager import NaiveRewardManager
+
+    from diagevo.errors import BadInput
+    from diagevo.verl.manager import StepRewardManager
     from tests.llm_server import LLMServer
 
-    r = Result("verl's reward worker: diagevo.verl.challenger_score on a batch, a loopback solver server")
+    r = Result("verl's reward worker: the step reward manager hands challenger_score a step, a loopback solver")
     with LLMServer() as server:
         server.default("other", solver_answers)
-        kwargs = "reward.custom_reward_function.reward_kwargs"
-        cfg = compose(
-            "challenger",
-            [
-                *_paths(w, "challenger"),
-                f"{kwargs}.solver_url={server.url}",
-                f"{kwargs}.batch_size={len(CHALLENGER_OUTPUTS)}",
-            ],
-        )
+        step = [f"data.train_batch_size={len(CHALLENGER_OUTPUTS)}", "actor_rollout_ref.rollout.n=1"]
+        kwargs = [f"reward.custom_reward_function.reward_kwargs.solver_url={server.url}"]
+        cfg = compose("challenger", [*_paths(w, "challenger"), *kwargs, *step])
         ds, tokenizer = _dataset(w, "challenger", cfg)
         items = [ds[i % len(ds)] for i in range(len(CHALLENGER_OUTPUTS))]
-        outs = worker_scores(cfg, rollout_batch(tokenizer, items, CHALLENGER_OUTPUTS))
+        batch = rollout_batch(tokenizer, items, CHALLENGER_OUTPUTS)
+        outs = worker_scores(cfg, batch)
         asked = [c["body"] for c in server.calls("other")]
+    rewards = [o["reward_score"] for o in outs]
+    ours, verls = (
+        StepRewardManager.assemble_rm_scores(batch, rewards),
+        NaiveRewardManager.assemble_rm_scores(batch, rewards),
+    )
+    r.expect(bool((ours == verls).all()), "assemble_rm_scores differs from verl's own managers'")
     got = [round(o["reward_score"], 9) for o in outs]
     r.expect(got == [round(x, 9) for x in CHALLENGER_REWARDS], f"rewards {got}, not {CHALLENGER_REWARDS}")
     r.expect(len(asked) == 4 and all(b["n"] == VOTES and b["top_p"] == 0.99 for b in asked), f"solver asked {asked}")
     r.expect(
+        all(b["max_tokens"] == cfg.data.max_response_length for b in asked), "max_tokens is not the response length"
+    )
+    r.expect(
         [o["reward_extra_info"]["question_id"] for o in outs] == [i["extra_info"]["question_id"] for i in items],
         "question ids",
     )
+    for wrong, named in (
+        (["reward.num_workers=2"], "reward.num_workers is 2"),
+        (["data.train_batch_size=256", "actor_rollout_ref.rollout.n=8"], "holds at most 1000 rollouts at once"),
+    ):
+        try:
+            worker_scores(compose("challenger", [*_paths(w, "challenger"), *step, *wrong]), None)
+            r.failures.append(f"{wrong}: the worker was built")
+        except BadInput as exc:
+            r.expect(named in str(exc) and "\n" not in str(exc), f"{wrong}: {exc}")
     return r
 
 
@@ -331,7 +354,7 @@ def check_dumps(w: World, rollouts: Rollouts, tokenizer: Any) -> Result:
     from diagevo.verl import rollout_failures
 
     r = Result("verl's rollout dumps (v1 and legacy trainers) read back into failures record_failures takes")
-    dump = w.tmp / "rollouts"
+    dump = w.export / "rollouts"  # beside the export's manifest, as the recipe dumps
     batch, scores = rollouts.batch, [o["reward_score"] for o in rollouts.scores]
     # the v1 trainer (trainer.use_v1, the default): _log_rollout_data decodes each prompt and response, then writes
     inputs = [tokenizer.decode(ids, skip_special_tokens=True) for ids in batch.batch["prompts"]]
@@ -391,28 +414,34 @@ def script_overrides() -> Iterator[tuple[str, list[str]]]:
 
 
 def check_configs(w: World) -> Result:
-    """Each main_ppo call of the recipe's script composes with verl's config and validates."""
-    from verl.trainer.ppo.reward import get_custom_reward_fn
+    """Each main_ppo call of the recipe's script composes with verl's config and validates, alone
+    and with the batch settings the export wrote for the round's rows."""
+    import json
 
-    r = Result("configs/verl/*.yaml with the recipe's overrides: verl's compose and validate_config")
+    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+
+    from diagevo.verl.manager import StepRewardManager
+    from diagevo.verl.rewards import step_size
+
+    r = Result("configs/verl/*.yaml with the recipe's and the export's overrides: verl's compose and validate_config")
     calls = list(script_overrides())
     r.expect(
         sorted({name for name, _ in calls}) == ["challenger", "solver"], f"main_ppo calls in {SCRIPT.name}: {calls}"
     )
+    sizes = json.loads((w.export / "verl.json").read_text(encoding="utf-8"))["overrides"]
     for name, overrides in calls:
-        try:
-            cfg = compose(name, [*overrides, f"actor_rollout_ref.model.path={w.tokenizer_dir}"])
-            validate(cfg)
-        except Exception as exc:  # one line, naming the call
-            r.failures.append(f"{name}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
-            continue
-        fn = get_custom_reward_fn(cfg)
-        r.expect(fn is not None and fn.args[0].__module__ == "diagevo.verl.rewards", f"{name}: reward {fn}")
-        if name == "challenger":
-            kwargs = cfg.reward.custom_reward_function.reward_kwargs
-            b = cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n
-            r.expect(kwargs.batch_size == b, f"challenger: reward batch_size {kwargs.batch_size}, not B = {b}")
-            r.expect(cfg.reward.num_workers == 1, "challenger: a batch needs one reward worker")
+        for size in ([], sizes[f"{name}.parquet"]):
+            try:
+                cfg = compose(name, [*overrides, *size, f"actor_rollout_ref.model.path={w.tokenizer_dir}"])
+                validate(cfg)
+            except Exception as exc:  # one line, naming the call
+                r.failures.append(f"{name} {size}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+                continue
+            fn = get_custom_reward_fn(cfg)
+            r.expect(fn is not None and fn.args[0].__module__ == "diagevo.verl.rewards", f"{name}: reward {fn}")
+            if name == "challenger":
+                r.expect(resolve_reward_manager_cls(cfg) is StepRewardManager, f"challenger {size}: reward manager")
+                r.expect(step_size(cfg) <= 1000, f"challenger {size}: a step of {step_size(cfg)}")
     return r
 
 

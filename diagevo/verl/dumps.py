@@ -7,6 +7,12 @@ extras its trainer keeps (``uid``; the legacy trainer also each key :func:`~diag
 returned, ``question_id`` among them). A line is matched to a retained question of the round by
 that ``question_id`` where the dump has one, else by the question's text in ``input``.
 
+A dump is read beside the export it trained on: the manifest ``verl.json`` that ``diagevo
+export verl`` wrote, in the dump's directory or the one above it (the recipe dumps into the
+export's directory), must name the run, the round and the retained questions the dump is read
+for, so a dump of another round, run or question set is refused even where its questions'
+texts and labels are the same.
+
 A failure is a response the solver's reward scores -1 against the pseudo-label (diagevo's
 answer check, again); a dump whose ``score`` says otherwise was scored by another reward
 function, and is refused. An empty response has nothing to diagnose and is left out; past the
@@ -20,6 +26,8 @@ changed dump names a failure whose content changed (refused by
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -34,6 +42,8 @@ if TYPE_CHECKING:
     from diagevo.log import Recorder
     from diagevo.rounds import FailureRecord
 
+MANIFEST = "verl.json"
+"""The manifest ``diagevo export verl`` writes beside its files: what a dump must match."""
 STEP_FILE = re.compile(r"(0|[1-9][0-9]{0,8})\.jsonl")
 """The name verl gives a step's dump: the global step, ``.jsonl``."""
 
@@ -108,6 +118,41 @@ def retained_questions(store: Recorder, run: str, t: int) -> dict[str, Retained]
     return out
 
 
+def questions_digest(questions: Mapping[str, Retained]) -> str:
+    """A digest of a round's retained questions (ids, texts, pseudo-labels), whatever their order."""
+    rows = sorted((q.question_id, q.text, q.pseudo_label) for q in questions.values())
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+
+
+def check_manifest(dump: Path, run: str, t: int, questions: Mapping[str, Retained]) -> None:
+    """Refuse, in one line, a dump that was not trained on this export of round ``t`` of ``run``:
+    the manifest beside it names another run or round, or other retained questions."""
+    from diagevo.parsing import quoted
+
+    found = [p for p in (dump / MANIFEST, dump.parent / MANIFEST) if p.is_file() and not p.is_symlink()]
+    if not found:
+        raise BadInput(
+            f"no {MANIFEST} in {dump} or the directory above it: a dump is read beside the export it trained on "
+            f"(diagevo export verl writes {MANIFEST}; set trainer.rollout_data_dir inside the export's directory)"
+        )
+    path = found[0]
+    try:
+        manifest = json.loads(path.read_bytes()[:100_000])
+        theirs = (manifest["run"], manifest["round"], manifest["questions"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise BadInput(f"{path} is not the manifest diagevo export verl writes") from None
+    if theirs[:2] != (run, t):
+        raise BadInput(
+            f"{dump} was trained on round {quoted(theirs[1])} of run {quoted(theirs[0])} ({path}), not round {t} "
+            f"of run {quoted(run)}: name this round's dump"
+        )
+    if theirs[2] != questions_digest(questions):
+        raise BadInput(
+            f"{dump} was trained on other questions than round {t}'s retained ones ({path}): export the round "
+            "again once its questions are recorded, and train on that export"
+        )
+
+
 def step_files(folder: Path) -> list[tuple[int, Path]]:
     """The dump's step files, by step."""
     if not folder.is_dir():
@@ -122,8 +167,9 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
     """The failures in verl's rollout dump ``dump`` (its ``trainer.rollout_data_dir``) of the
     retained questions of round ``t`` of ``run`` (default: its open round), each as
     :meth:`~diagevo.rounds.Round.record_failures` takes it and as a line of ``diagevo diagnose``'s
-    FAILURES.jsonl holds it (with its question, pseudo-label and known causes). A line of another
-    round's questions, or one scored by another reward function, is refused naming its file and line."""
+    FAILURES.jsonl holds it (with its question, pseudo-label and known causes). A dump beside the
+    manifest of another export (:func:`check_manifest`) is refused; so is a line of another round's
+    questions, or one scored by another reward function, naming its file and line."""
     from diagevo.curriculum import solver_rewards
     from diagevo.formats import RolloutLine, read_lines
     from diagevo.parsing import file_lines
@@ -137,11 +183,13 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
     questions = retained_questions(store, run, t)
     if not questions:
         raise BadInput(f"round {t} of run {run!r} has no retained question: record the round's questions first")
+    steps = step_files(dump)
+    check_manifest(dump, run, t, questions)
     finder = QuestionFinder(questions)
     cap = run_config(store, run).diagnosis.max_failures_per_question
     kept: Counter[str] = Counter()
     failures: list[FailureRecord] = []
-    for step, path in step_files(dump):
+    for step, path in steps:
         seen: Counter[str] = Counter()
         for n, _obj, line in read_lines(file_lines(path), RolloutLine, str(path)):
             where = f"{path} line {n}"

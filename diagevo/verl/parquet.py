@@ -2,8 +2,8 @@
 
 One row per prompt: ``data_source``, ``prompt`` (chat messages, the tokenizer's chat template
 applied by verl), ``ability``, ``reward_model`` (``style: "rule"``, ``ground_truth``) and
-``extra_info`` (``index`` and what the reward functions read). Three files, each written only
-when the round has its rows:
+``extra_info`` (``index`` and what the reward functions read). Four files, each written only
+when the round has its rows, and a manifest:
 
 - ``solver.parquet``: Q^cur, the round's retained questions, each as the paper's solver prompt,
   its pseudo-label the ground truth of :func:`~diagevo.verl.compute_score`;
@@ -11,42 +11,63 @@ when the round has its rows:
   stitched as the schedule of M_{t-1} drew them), with the run's settings of the challenger
   reward (:func:`~diagevo.verl.challenger_score`) in ``extra_info``;
 - ``curriculum.parquet``: the requests the updated challenger generates Q^cur from, the same
-  layout (verl's generation entry point reads it).
+  layout (verl's generation entry point reads it);
+- ``construct.parquet``: once the challenger has written Q^cur (verl's generation output of
+  ``curriculum.parquet``, its ``responses`` column), the question of each request as a solver
+  prompt, for the solver's N construction responses (verl's generation again), which
+  :func:`generated_candidates` reads back as the round's candidates (``diagevo round record
+  --from-verl``);
+- ``verl.json``: the manifest, what verl needs of the round and a rollout dump must match: the
+  run, the round, a digest of the retained questions (ids, texts, pseudo-labels; ``diagevo
+  diagnose --from-verl`` refuses a dump beside another), and for each file to train on the batch
+  settings its rows need (``overrides``: verl gets no step from fewer rows than
+  ``data.train_batch_size``).
 
 The requests are drawn only while the round is open (the same for the same run, round and
 seed, as ``Round.requests`` draws them). A file is written atomically, and only over a file
-this export wrote for the same run and round (its Parquet metadata says so): anything else in
-the directory stays as it is.
+this export wrote for the same run and round (its Parquet metadata, the manifest's run and round
+say so): anything else in the directory stays as it is.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.errors import BadInput, NotFound, Unavailable
+from diagevo.verl.dumps import MANIFEST
 
 if TYPE_CHECKING:
     from diagevo.log import Recorder
-    from diagevo.rounds import Request, Round
+    from diagevo.rounds import Candidate, Request, Round
 
 ABILITY = "math"
-SOURCES = {"solver": "diagevo/solver", "challenger": "diagevo/challenger", "curriculum": "diagevo/curriculum"}
+SOURCES = {
+    "solver": "diagevo/solver",
+    "challenger": "diagevo/challenger",
+    "curriculum": "diagevo/curriculum",
+    "construct": "diagevo/construct",
+}
 """Each file's ``data_source`` (verl groups its metrics by it)."""
 MARK = b"diagevo.verl"
 """The key of the Parquet metadata that says which run and round diagevo wrote a file for."""
+REQUEST_FIELDS = ("mode", "active_cause", "mastered_cause", "node")
 
 
 @dataclass(frozen=True, slots=True)
 class VerlFile:
-    """One file written: its name, its rows and its size in bytes."""
+    """One file written: its name, its rows, its size in bytes, the verl overrides that train on
+    its rows (batch settings), and how many rows of its input were left out (``construct.parquet``:
+    generated outputs with no ``<question>`` block)."""
 
     name: str
     rows: int
     bytes: int
+    overrides: list[str] = field(default_factory=list)
+    left_out: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +127,8 @@ def _schemas(pa: Any) -> dict[str, Any]:
         )
 
     requests = layout([*ids, *request, *reward])
-    return {"solver": layout(ids), "challenger": requests, "curriculum": requests}
+    construct = layout([*ids, *request, ("question", pa.string())])
+    return {"solver": layout(ids), "challenger": requests, "curriculum": requests, "construct": construct}
 
 
 def _row(name: str, messages: list[dict[str, str]], label: str, extra: dict[str, Any]) -> dict[str, Any]:
@@ -120,22 +142,14 @@ def _row(name: str, messages: list[dict[str, str]], label: str, extra: dict[str,
 
 
 def solver_rows(rnd: Round) -> list[dict[str, Any]]:
-    """Q^cur: the round's retained questions in the order recorded, as solver prompts."""
-    from diagevo.catalog import QuestionGenerated, QuestionScored
+    """Q^cur: the round's retained questions that have a pseudo-label, in the order recorded, as solver prompts."""
     from diagevo.curriculum import solver_messages
+    from diagevo.verl.dumps import retained_questions
 
-    texts: dict[str, str] = {}
-    labels: dict[str, str] = {}
-    for _s, _r, typ, d, _v in rnd.store.rows(
-        rnd.run, types=(QuestionGenerated, QuestionScored), in_round=rnd.t, texts=True
-    ):
-        if typ == QuestionGenerated.name:
-            texts[d["question_id"]] = d["text"]
-        elif d["retained"] and d.get("pseudo_label"):
-            labels[d["question_id"]] = d["pseudo_label"]
-    retained = [qid for qid in texts if qid in labels]
+    labelled = [q for q in retained_questions(rnd.store, rnd.run, rnd.t).values() if q.pseudo_label]
     return [
-        _row("solver", solver_messages(texts[qid]), labels[qid], _ids(rnd, qid, i)) for i, qid in enumerate(retained)
+        _row("solver", solver_messages(q.text), q.pseudo_label, _ids(rnd, q.question_id, i))
+        for i, q in enumerate(labelled)
     ]
 
 
@@ -168,12 +182,16 @@ def _ids(rnd: Round, question_id: str, index: int) -> dict[str, Any]:
     return {"run": rnd.run, "round": rnd.t, "question_id": question_id, "index": index}
 
 
-def export_round(store: Recorder, run: str, out: Path, *, t: int | None = None) -> VerlExport:
+def export_round(
+    store: Recorder, run: str, out: Path, *, t: int | None = None, questions: Path | None = None
+) -> VerlExport:
     """Write round ``t`` of ``run`` (default: its open round, else its last committed one) into
     the directory ``out``: ``solver.parquet`` once questions are retained, and while the round
     is open ``challenger.parquet`` (|Q^chal| requests) and ``curriculum.parquet`` (|Q^cur|
-    requests), the sizes of the run's config."""
+    requests), the sizes of the run's config; with ``questions`` (verl's generation output of
+    ``curriculum.parquet``) also ``construct.parquet``; and the manifest ``verl.json``."""
     from diagevo.rounds import Round, round_state
+    from diagevo.verl.dumps import questions_digest, retained_questions
     from diagevo.words import did_you_mean
 
     pa = _pyarrow()
@@ -188,18 +206,23 @@ def export_round(store: Recorder, run: str, out: Path, *, t: int | None = None) 
             f"round {t} of run {run!r} is neither committed nor open (last committed {st.last_committed}{opened})"
         )
     rnd = Round(store, run, t)
-    tables = {"solver": solver_rows(rnd)}
     is_open = t == st.open_round
+    if questions is not None and not is_open:
+        raise BadInput(f"round {t} of run {run!r} is committed: generated questions are recorded into the open round")
+    cfg = rnd.config
+    tables = {"solver": solver_rows(rnd)}
+    left_out = 0
     if is_open:
-        cfg = rnd.config
         tables["challenger"] = request_rows(
             rnd, "challenger", rnd.requests(cfg.challenger_questions, purpose="challenger")
         )
         tables["curriculum"] = request_rows(rnd, "curriculum", rnd.requests(cfg.curriculum_questions))
+        if questions is not None:
+            tables["construct"], left_out = construct_rows(rnd, questions)
     folder = _output_dir(out)
     written = {name: rows for name, rows in tables.items() if rows}
-    for name in written:
-        _refuse_foreign(folder / f"{name}.parquet", run, t)
+    for name in [*(f"{name}.parquet" for name in written), MANIFEST]:
+        _refuse_foreign(folder / name, run, t)
     schemas = _schemas(pa)
     mark = json.dumps({"run": run, "round": t}).encode()
     files = []
@@ -207,8 +230,122 @@ def export_round(store: Recorder, run: str, out: Path, *, t: int | None = None) 
         path = folder / f"{name}.parquet"
         table = pa.Table.from_pylist(rows, schema=schemas[name].with_metadata({MARK: mark}))
         _write(pa, table, path)
-        files.append(VerlFile(path.name, table.num_rows, path.stat().st_size))
+        skipped = left_out if name == "construct" else 0
+        files.append(VerlFile(path.name, table.num_rows, path.stat().st_size, overrides(rnd, name, len(rows)), skipped))
+    manifest = {
+        "run": run,
+        "round": t,
+        "questions": questions_digest(retained_questions(store, run, t)),
+        "overrides": {f.name: f.overrides for f in files},
+    }
+    _write_text(folder / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     return VerlExport(run, t, str(folder), is_open, files)
+
+
+def overrides(rnd: Round, name: str, rows: int) -> list[str]:
+    """The verl overrides that train on a file's ``rows`` (or generate from them) with the run's
+    config: a step is ``data.train_batch_size`` prompts of the file, and verl takes no step from
+    fewer rows than that, so the batch is the role's ``batch_size`` or the rows, whichever is
+    fewer (for the challenger also no more than verl's reward worker can gather at once,
+    :func:`~diagevo.verl.rewards.step_size`, in more steps); G rollouts each; saved at the last step."""
+    from diagevo.verl.rewards import ACTOR_CALLS
+
+    cfg = rnd.config
+    if name == "curriculum":
+        return ["actor_rollout_ref.rollout.n=1"]
+    if name == "construct":
+        return [f"actor_rollout_ref.rollout.n={cfg.grpo.construction_responses}"]
+    role = cfg.solver if name == "solver" else cfg.challenger
+    wanted = min(role.batch_size, rows)
+    batch = min(wanted, ACTOR_CALLS // role.group_size) if name == "challenger" else wanted
+    steps = role.max_steps * wanted // batch  # the role's prompts, in steps of the batch
+    return [
+        f"data.train_batch_size={batch}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={batch}",
+        f"actor_rollout_ref.rollout.n={role.group_size}",
+        f"trainer.total_training_steps={steps}",
+        f"trainer.save_freq={steps}",
+    ]
+
+
+def construct_rows(rnd: Round, path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The questions the challenger wrote for the round's requests (verl's generation output of
+    ``curriculum.parquet``: one response per request), each as a solver prompt with its request;
+    and how many responses held no ``<question>`` block (left out: nothing to answer)."""
+    from diagevo.curriculum import parse_question, solver_messages
+    from diagevo.parsing import quoted
+
+    requests = {q.question_id: q for q in rnd.requests(rnd.config.curriculum_questions)}
+    rows: list[dict[str, Any]] = []
+    left_out = 0
+    for where, info, responses in generated_rows(path, rnd.run, rnd.t, "curriculum.parquet"):
+        q = requests.get(info["question_id"])
+        if q is None:
+            raise BadInput(f"{where}: {quoted(info['question_id'])} is not a request of round {rnd.t}")
+        if len(responses) != 1:
+            raise BadInput(
+                f"{where}: {len(responses)} responses to one request: generate Q^cur with actor_rollout_ref.rollout.n=1"
+            )
+        text = parse_question(responses[0])
+        if text is None:
+            left_out += 1
+            continue
+        extra = {**_ids(rnd, q.question_id, len(rows)), **{k: getattr(q, k) for k in REQUEST_FIELDS}, "question": text}
+        rows.append(_row("construct", solver_messages(text), "", extra))
+    return rows, left_out
+
+
+def generated_candidates(path: Path, run: str, t: int) -> list[Candidate]:
+    """The round's candidates from verl's generation output of ``construct.parquet`` (its
+    ``responses``: the solver's N construction responses to each question), as
+    :meth:`~diagevo.rounds.Round.record` takes them (``diagevo round record --from-verl``)."""
+    from diagevo.rounds import Candidate, ProtocolError
+
+    out = []
+    for where, info, responses in generated_rows(path, run, t, "construct.parquet"):
+        if not isinstance(info.get("question"), str):
+            raise BadInput(f"{where}: its extra_info has no question: a generation of construct.parquet has one")
+        fields: dict[str, Any] = {k: info.get(k) for k in REQUEST_FIELDS}
+        try:
+            out.append(Candidate(info["question_id"], text=info["question"], responses=tuple(responses), **fields))
+        except ProtocolError as exc:
+            raise BadInput(f"{where}: {exc}") from None
+    return out
+
+
+def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[str, Mapping[str, Any], list[str]]]:
+    """``(where, extra_info, responses)`` of each row of verl's generation output (the input's
+    columns and ``responses``), checked to be of ``run``'s round ``t``: a row of another round or
+    run, or without what the export wrote, is refused naming the file and row."""
+    import pyarrow.parquet as pq
+
+    from diagevo.parsing import one_line, quoted
+
+    _pyarrow()
+    if not path.is_file():
+        raise NotFound(f"no file {path}: name the Parquet file verl's generation wrote (its data.output_path)")
+    try:
+        names = pq.read_schema(path).names
+        rows = pq.read_table(path, columns=[c for c in ("extra_info", "responses") if c in names]).to_pylist()
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise BadInput(f"{path} is not a Parquet file verl's generation wrote: {one_line(str(exc))[:200]}") from None
+    missing = [c for c in ("extra_info", "responses") if c not in names]
+    if missing:
+        raise BadInput(
+            f"{path} has no column {', '.join(missing)}: verl's generation of {source} writes its columns and responses"
+        )
+    if not rows:
+        raise BadInput(f"{path} holds no rows")
+    for i, row in enumerate(rows, 1):
+        where, info, responses = f"{path} row {i}", row["extra_info"], row["responses"]
+        if not isinstance(info, dict) or not isinstance(info.get("question_id"), str):
+            raise BadInput(f"{where}: its extra_info has no question_id: not a generation of diagevo's {source}")
+        if (info.get("run"), info.get("round")) != (run, t):
+            theirs = f"round {quoted(info.get('round'))} of run {quoted(info.get('run'))}"
+            raise BadInput(f"{where} is of {theirs}, not round {t} of run {quoted(run)}: another round's generation")
+        if not isinstance(responses, list) or not all(isinstance(r, str) for r in responses):
+            raise BadInput(f"{where}: responses is not a list of texts")
+        yield where, info, responses
 
 
 def _output_dir(out: Path) -> Path:
@@ -237,14 +374,18 @@ def _refuse_foreign(path: Path, run: str, t: int) -> None:
 
 
 def _written_for(path: Path) -> dict[str, Any] | None:
-    """The run and round in the metadata of a Parquet file this export wrote; None for any other file."""
+    """The run and round of a file this export wrote (a Parquet file's metadata, the manifest's
+    own keys); None for any other file."""
     import pyarrow.parquet as pq
 
     if path.is_symlink() or not path.is_file():
         return None
     try:
-        metadata = pq.read_schema(path).metadata or {}
-        mark = json.loads(metadata[MARK])
+        if path.name == MANIFEST:
+            mark = json.loads(path.read_bytes()[:100_000])
+            mark = {"run": mark["run"], "round": mark["round"]}
+        else:
+            mark = json.loads((pq.read_schema(path).metadata or {})[MARK])
     except (OSError, KeyError, ValueError, TypeError):  # pyarrow's ArrowInvalid is a ValueError
         return None
     return mark if isinstance(mark, dict) else None
@@ -255,3 +396,10 @@ def _write(pa: Any, table: Any, path: Path) -> None:
 
     with replaced(path, binary=True) as fh:
         pa.parquet.write_table(table, fh)
+
+
+def _write_text(path: Path, content: str) -> None:
+    from diagevo.files import replaced
+
+    with replaced(path) as fh:
+        fh.write(content)

@@ -1,25 +1,34 @@
-"""The two reward functions verl calls, by the signature of its custom reward functions
-(``compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs)``).
+"""The two reward functions verl calls, and what the challenger's needs of verl's config.
 
-The solver's is one response against one pseudo-label. The challenger's is not: R-Zero's
-repetition penalty (Eq. 9) clusters the whole update batch, and verl 0.9 scores one rollout at
-a time, each call as soon as its rollout is done. :func:`challenger_score` is therefore a
-coroutine (verl awaits a coroutine reward function in its reward worker's event loop): the
-calls of one batch wait for each other until ``batch_size`` of them are in, or until
-``wait_s`` has passed since the first (a last, smaller batch), and are scored together, once.
-All the calls of a batch must reach one process (``reward.num_workers=1``), and a batch must be
-one step's rollouts (verl's synchronous trainer, ``trainer.v1.trainer_mode=sync``, its default).
+The solver's, :func:`compute_score`, has the signature of verl's custom reward functions
+(``compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs)``): one
+response against one pseudo-label.
+
+The challenger's, :func:`challenger_score`, cannot score one rollout alone: R-Zero's repetition
+penalty (Eq. 9) clusters the whole update batch. It has the signature of verl's batch reward
+functions (``data_sources, solution_strs, ground_truths, extra_infos``, as verl's
+``BatchRewardManager`` calls them): the batch it clusters is the batch it is given. verl 0.9's
+trainers score each rollout as soon as it is generated, one call each, through their reward
+loop; :class:`diagevo.verl.manager.StepRewardManager` is the reward manager that gathers one
+step's rollouts there, as many as :func:`step_size` reads from verl's config, and makes that one
+call.
 """
 
 from __future__ import annotations
 
-import asyncio
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from diagevo.errors import BadInput
+
+TIMEOUT_S = 180.0
+"""The default of ``reward_kwargs.timeout_s``: the longest one request to the solver server may take."""
+RETRIES = 1
+"""The default of ``reward_kwargs.retries``: a request that failed or timed out is sent again this often."""
+ACTOR_CALLS = 1000
+"""The most calls verl's reward worker (a Ray actor running coroutines) runs at once, Ray's default
+``max_concurrency`` of such an actor: a step's rollouts all wait in it until the last one is in."""
 
 
 def compute_score(
@@ -32,45 +41,145 @@ def compute_score(
     accuracy against the pseudo-labels) and the ``question_id`` of ``extra_info``."""
     from diagevo.curriculum import solver_rewards
 
+    _text("solution_str", solution_str)
+    _text("ground_truth", ground_truth, optional=True)
     [score] = solver_rewards([solution_str], ground_truth)
-    return {"score": score, "acc": float(score > 0), "question_id": _question_id(extra_info)}
+    return {"score": score, "acc": float(score > 0), "question_id": _question_id(_info("extra_info", extra_info))}
 
 
-async def challenger_score(
-    data_source: str,
-    solution_str: str,
-    ground_truth: str | None,
-    extra_info: Mapping[str, Any] | None = None,
+def challenger_score(
+    data_sources: Sequence[str],
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[str | None],
+    extra_infos: Sequence[Mapping[str, Any] | None],
     *,
     solver_url: str,
     solver_model: str,
-    batch_size: int,
-    wait_s: float = 1800.0,
     max_tokens: int = 1024,
-    **_: Any,
-) -> dict[str, float | str]:
-    """The challenger's reward (Appendix C, Eq. 8-10, R-Zero's): ``max(0, r_unc - λ r_rep)`` of
-    the question in ``solution_str`` (0 when it holds no ``<question>`` block). ``r_unc`` comes
-    from the majority vote share of the frozen solver's N answers, sampled from the
-    OpenAI-compatible server at ``solver_url`` serving ``solver_model``; ``r_rep`` from the BLEU
-    clusters of the update batch (``batch_size``: verl's ``data.train_batch_size`` x
-    ``actor_rollout_ref.rollout.n``). N, λ, the clustering threshold and the sampling are the
-    run's, carried by each row's ``extra_info`` (``diagevo export verl`` writes them there);
-    ``max_tokens`` bounds each answer. Set as ``reward.custom_reward_function.reward_kwargs``."""
-    settings = ChallengerSettings.from_extra_info(extra_info)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise BadInput(f"batch_size must be a whole number of at least 1, not {batch_size!r}")
-    key = (solver_url, solver_model, batch_size, max_tokens, settings)
-    loop = asyncio.get_running_loop()
-    batches = _BATCHES.setdefault(loop, {})
-    if key not in batches:
-        batches[key] = Batch(batch_size, wait_s, _scorer(solver_url, solver_model, max_tokens, settings))
-    reward = await batches[key].add(solution_str)
-    return {"score": reward, "question_id": _question_id(extra_info)}
+    timeout_s: float = TIMEOUT_S,
+    retries: int = RETRIES,
+    **unknown: Any,
+) -> list[dict[str, float | str]]:
+    """The challenger's reward (Appendix C, Eq. 8-10, R-Zero's) of each output of one update
+    batch: ``max(0, r_unc - λ r_rep)`` of the question in the output (0 when it holds no
+    ``<question>`` block). ``r_unc`` comes from the majority vote share of the frozen solver's N
+    answers, sampled from the OpenAI-compatible server at ``solver_url`` serving ``solver_model``;
+    ``r_rep`` from the BLEU clusters of the batch, B = ``len(solution_strs)``. N, λ, the clustering
+    threshold and the sampling are the run's, carried by each row's ``extra_info`` (``diagevo
+    export verl`` writes them there). Set as ``reward.custom_reward_function.reward_kwargs``:
+    ``max_tokens`` bounds each answer; ``timeout_s`` each request to the server and ``retries``
+    how often a failed one is sent again, so a hung server fails the step within
+    ``timeout_s x (retries + 1)`` with one line naming it. Any other keyword is refused."""
+    from diagevo.curriculum import challenger_output_rewards, solver_messages
+    from diagevo.generation import Sampling
+    from diagevo.generation.endpoint import EndpointEngine
+
+    if unknown:
+        raise BadInput(
+            f"challenger_score takes no {', '.join(unknown)}: its reward_kwargs are solver_url, solver_model, "
+            "max_tokens, timeout_s and retries (B is the batch verl passes)"
+        )
+    _sequence("solution_strs", solution_strs, None)
+    for name, value in (("data_sources", data_sources), ("ground_truths", ground_truths), ("extra_infos", extra_infos)):
+        _sequence(name, value, len(solution_strs))
+    for i, text in enumerate(solution_strs):
+        _text(f"solution_strs[{i}]", text)
+    infos = [_info(f"extra_infos[{i}]", x) for i, x in enumerate(extra_infos)]
+    _text("solver_url", solver_url)
+    _text("solver_model", solver_model)
+    _whole("max_tokens", max_tokens, 1)
+    _whole("retries", retries, 0)
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0:
+        raise BadInput(f"timeout_s must be a number of seconds above 0, not {timeout_s!r}")
+    if not solution_strs:
+        return []
+    s = ChallengerSettings.of(infos)
+    engine = EndpointEngine(solver_model, url=solver_url, timeout_s=float(timeout_s), max_retries=retries)
+    sampling = Sampling(n=s.votes, temperature=s.temperature, top_p=s.top_p, max_new_tokens=max_tokens)
+
+    def answer(questions: list[str]) -> list[list[str]]:
+        return engine.generate([solver_messages(q) for q in questions], sampling)
+
+    rewards = challenger_output_rewards(list(solution_strs), answer, lam=s.lam, threshold=s.cluster_distance_threshold)
+    return [{"score": float(r), "question_id": _question_id(x)} for r, x in zip(rewards, infos, strict=True)]
 
 
-def _question_id(extra_info: Mapping[str, Any] | None) -> str:
-    qid = (extra_info or {}).get("question_id")
+def step_size(config: Mapping[str, Any]) -> int:
+    """B, the rollouts of one step of verl's trainer (``data.train_batch_size`` x
+    ``actor_rollout_ref.rollout.n``), from verl's composed config; refuses, one line naming the
+    setting, a config under which the rollouts verl scores are not whole steps gathered in one
+    place: more than one reward worker, validation (its batches have other sizes), a trainer mode
+    other than ``sync`` (steps overlap), groups generated again (a step of no fixed size), or a B
+    that verl's reward worker cannot hold at once."""
+
+    def get(path: str) -> Any:
+        node: Any = config
+        for key in path.split("."):
+            node = node.get(key) if hasattr(node, "get") else None
+        return node
+
+    workers = get("reward.num_workers")
+    if workers != 1:
+        raise BadInput(
+            f"reward.num_workers is {workers!r}: the challenger reward clusters a whole step's rollouts, "
+            "which reach one reward worker only with reward.num_workers=1"
+        )
+    test_freq = get("trainer.test_freq")
+    if get("trainer.val_before_train") or (isinstance(test_freq, int) and test_freq > 0):
+        raise BadInput(
+            "the challenger's trainer validates (trainer.val_before_train or trainer.test_freq > 0), and the "
+            "challenger reward scores training steps only: set trainer.val_before_train=false trainer.test_freq=-1"
+        )
+    mode = get("trainer.v1.trainer_mode")
+    if get("trainer.use_v1") is not False and mode not in (None, "sync"):
+        raise BadInput(
+            f"trainer.v1.trainer_mode is {mode!r}: the challenger reward clusters one step's rollouts, which "
+            "only the sync mode keeps apart from the next step's: set trainer.v1.trainer_mode=sync"
+        )
+    if get("algorithm.filter_groups.enable") or get("trainer.v1.sampler.sync_refill_failed_groups"):
+        raise BadInput(
+            "algorithm.filter_groups.enable or trainer.v1.sampler.sync_refill_failed_groups generates more rollouts "
+            "for a step, and the challenger reward clusters a step of a known size: set both to false"
+        )
+    batch, n = get("data.train_batch_size"), get("actor_rollout_ref.rollout.n")
+    for name, value in (("data.train_batch_size", batch), ("actor_rollout_ref.rollout.n", n)):
+        _whole(name, value, 1)
+    size = int(batch) * int(n)
+    if size > ACTOR_CALLS:
+        raise BadInput(
+            f"a step of {batch} prompts x {n} rollouts is {size}, and verl's reward worker holds at most "
+            f"{ACTOR_CALLS} rollouts at once: lower data.train_batch_size to {ACTOR_CALLS // int(n)} or less"
+        )
+    return size
+
+
+def _text(name: str, value: Any, *, optional: bool = False) -> None:
+    if not isinstance(value, str) and not (optional and value is None):
+        raise BadInput(f"{name} must be a string{' or None' if optional else ''}, not {type(value).__name__}")
+
+
+def _info(name: str, value: Any) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise BadInput(f"{name} must be a mapping (the row's extra_info) or None, not {type(value).__name__}")
+    return value
+
+
+def _sequence(name: str, value: Any, n: int | None) -> None:
+    if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__len__") or not hasattr(value, "__getitem__"):
+        raise BadInput(f"{name} must be a sequence, one item per rollout, not {type(value).__name__}")
+    if n is not None and len(value) != n:
+        raise BadInput(f"{name} has {len(value)} items for {n} solution_strs: one per rollout")
+
+
+def _whole(name: str, value: Any, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise BadInput(f"{name} must be a whole number of at least {least}, not {value!r}")
+
+
+def _question_id(extra_info: Mapping[str, Any]) -> str:
+    qid = extra_info.get("question_id")
     return qid if isinstance(qid, str) else ""
 
 
@@ -86,91 +195,29 @@ class ChallengerSettings:
     cluster_distance_threshold: float
 
     @classmethod
-    def from_extra_info(cls, extra_info: Mapping[str, Any] | None) -> ChallengerSettings:
-        info = extra_info or {}
-        missing = [f.name for f in fields(cls) if info.get(f.name) is None]
+    def of(cls, infos: Sequence[Mapping[str, Any]]) -> ChallengerSettings:
+        """The settings every row of the batch carries; rows that lack some, or carry others
+        (rows of two runs in one batch), are named in one line."""
+        names = [f.name for f in fields(cls)]
+        missing = sorted({n for info in infos for n in names if info.get(n) is None}, key=names.index)
         if missing:
             raise BadInput(
-                f"a challenger row's extra_info has no {missing[0]}: the challenger reward reads N, the sampling, "
-                "lam and the clustering threshold from the rows that diagevo's verl export writes"
+                f"a challenger row's extra_info has no {', '.join(missing)}: the challenger reward reads N, the "
+                "sampling, lam and the clustering threshold from the rows that diagevo's verl export writes"
             )
-        return cls(
-            votes=int(info["votes"]),
-            temperature=float(info["temperature"]),
-            top_p=float(info["top_p"]),
-            lam=float(info["lam"]),
-            cluster_distance_threshold=float(info["cluster_distance_threshold"]),
-        )
-
-
-def _scorer(url: str, model: str, max_tokens: int, s: ChallengerSettings) -> Callable[[list[str]], list[float]]:
-    """Eq. 8-10 for a batch of challenger outputs, the solver sampled from the server."""
-
-    def score(outputs: list[str]) -> list[float]:
-        from diagevo.curriculum import challenger_output_rewards, solver_messages
-        from diagevo.generation import Sampling
-        from diagevo.generation.endpoint import EndpointEngine
-
-        engine = EndpointEngine(model, url=url)
-        sampling = Sampling(n=s.votes, temperature=s.temperature, top_p=s.top_p, max_new_tokens=max_tokens)
-
-        def answer(questions: list[str]) -> list[list[str]]:
-            return engine.generate([solver_messages(q) for q in questions], sampling)
-
-        return challenger_output_rewards(outputs, answer, lam=s.lam, threshold=s.cluster_distance_threshold)
-
-    return score
-
-
-class Batch:
-    """Calls that wait for one another: the outputs of an update batch, scored together by
-    ``score`` (run in a thread: the reward worker's event loop goes on) when ``size`` of them are
-    in, or ``wait_s`` after the first of a batch. Each call gets its own output's reward."""
-
-    def __init__(self, size: int, wait_s: float, score: Callable[[list[str]], Sequence[float]]) -> None:
-        self.size, self.wait_s, self.score = size, wait_s, score
-        self._pending: list[tuple[str, asyncio.Future[float]]] = []
-        self._timer: asyncio.TimerHandle | None = None
-        self._scoring: set[asyncio.Task[None]] = set()
-
-    async def add(self, output: str) -> float:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[float] = loop.create_future()
-        self._pending.append((output, done))
-        if len(self._pending) >= self.size:
-            self._flush()
-        elif len(self._pending) == 1:
-            self._timer = loop.call_later(self.wait_s, self._flush)
-        return await done
-
-    def _flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        batch, self._pending = self._pending, []
-        if batch:
-            task = asyncio.get_running_loop().create_task(self._score(batch))
-            self._scoring.add(task)  # held until done: the loop keeps only a weak reference
-            task.add_done_callback(self._scoring.discard)
-
-    async def _score(self, batch: list[tuple[str, asyncio.Future[float]]]) -> None:
+        seen = {tuple(info[n] for n in names) for info in infos}
+        if len(seen) > 1:
+            raise BadInput(
+                f"the batch's rows carry {len(seen)} different reward settings: one batch is one run's export"
+            )
+        info = infos[0]
         try:
-            rewards = await asyncio.to_thread(self.score, [output for output, _ in batch])
-            if len(rewards) != len(batch):
-                raise RuntimeError(f"{len(rewards)} rewards for a batch of {len(batch)}")
-        except BaseException as exc:  # every waiting call fails with it, none waits forever
-            for _, done in batch:
-                if not done.done():
-                    done.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        for (_, done), reward in zip(batch, rewards, strict=True):
-            if not done.done():
-                done.set_result(float(reward))
-
-
-_BATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Batch]] = (
-    weakref.WeakKeyDictionary()
-)
-"""The open batch of each setting, per event loop (a batch's futures belong to its loop)."""
+            return cls(
+                votes=int(info["votes"]),
+                temperature=float(info["temperature"]),
+                top_p=float(info["top_p"]),
+                lam=float(info["lam"]),
+                cluster_distance_threshold=float(info["cluster_distance_threshold"]),
+            )
+        except (TypeError, ValueError):
+            raise BadInput(f"a challenger row's reward settings are not numbers: {dict(info)!r:.200}") from None
