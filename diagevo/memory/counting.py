@@ -393,9 +393,9 @@ def checkpoint_rule(
                 f"checkpoint.written of round {rnd} after {phase} names {shown}, not {want}"
             )
         return None
-    if name not in written:
+    phase = written.get(name) if name is not None else None
+    if phase is None:
         return "checkpoint pruned once written", f"checkpoint.pruned names {shown}, which the run never wrote before it"
-    phase = written[name]
     if latest.get(phase) == name:
         return "checkpoint pruned once written", (
             f"checkpoint.pruned names {name}, the latest checkpoint of {phase}: what a resume loads"
