@@ -152,7 +152,7 @@ CHECKPOINT_NAME = re.compile(r"round[0-9]{3,9}-[a-z][a-z0-9_]{0,39}")
 """The names the training loop gives its checkpoints: ``roundNNN-phase`` (``round003-solver``)."""
 
 
-def checkpoint_name(path: str) -> str | None:
+def checkpoint_name(path: object) -> str | None:
     """The checkpoint name a ``checkpoint.written`` path gives, or None. A path is stored relative
     to the run's folder, as the name itself; a log written before that stored the absolute path,
     of which only the last part, a checkpoint name, is taken: the run's folder is where a
@@ -167,7 +167,7 @@ def checkpoint_name(path: str) -> str | None:
     return None
 
 
-def checkpoint_problem(path: str) -> str | None:
+def checkpoint_problem(path: object) -> str | None:
     """Why a ``checkpoint.written`` path is refused, or None (see :func:`checkpoint_name`)."""
     if checkpoint_name(path) is not None:
         return None

@@ -32,7 +32,7 @@ from diagevo.results.runs import Fork, RunDiff
 from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
-from diagevo.views.queries import pruned_checkpoints, pruned_note
+from diagevo.views.queries import checkpoint_refusal, pruned_checkpoints, pruned_note
 from diagevo.views.runs import whatif_refusal
 from diagevo.words import did_you_mean
 
@@ -58,6 +58,9 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
         raise ForkError(refused[0], hint=refused[1])
     commit_seq = next(e.seq for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)
     needed = [e.data["path"] for e in store.read(source, types=(CheckpointWritten,)) if e.round <= at_round]
+    broken = checkpoint_refusal(store, source, upto_seq=commit_seq)  # a fork would inherit it
+    if broken is not None:
+        raise ForkError(f"cannot fork run {source!r} at round {at_round}: {broken[0]}", hint=broken[1])
     gone = pruned_checkpoints(store, source)
     if needed and needed[-1] in gone:  # what the fork's first round would load
         raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone[needed[-1]])}")

@@ -21,7 +21,7 @@ from diagevo.errors import BadInput
 from diagevo.log import Recorder
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.recorder import GENESIS_HASH, canonical_event_json, chain_hash, prepare
-from diagevo.memory.counting import COUNTED_TYPES, Tally
+from diagevo.memory.counting import CHECKPOINT_TYPES, COUNTED_TYPES, Tally
 from diagevo.memory.fold import Draft, InvariantError, start
 from diagevo.parsing import loads, one_line, split_lines
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
@@ -215,6 +215,7 @@ def _stored_tally(store: Recorder, run: str, events: list[tuple[int, EventIn]]) 
         failures={f for ev in mine if isinstance(f := ev.data.get("failure_id"), str)},
         questions={q for ev in mine if isinstance(q := ev.data.get("question_id"), str)},
         rounds={ev.round for ev in mine},
+        checkpoints=any(CATALOG[ev.type] in CHECKPOINT_TYPES for ev in mine),
     )
 
 

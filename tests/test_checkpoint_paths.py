@@ -17,6 +17,7 @@ from diagevo.catalog import CheckpointWritten
 from diagevo.confined import checkpoint_name
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import open_log
+from diagevo.schemas import new_event
 from diagevo.views.queries import checkpoint_path
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import SMALL
@@ -98,9 +99,9 @@ def test_an_absolute_path_of_an_older_log_is_read_by_its_name_in_the_run_folder(
     trap = tmp_path / "someone-else" / "round001-solver"
     trap.mkdir(parents=True)
     (trap / "sim_backend.json").write_text("not a checkpoint")  # loaded, the resume would fail
-    with open_log(db) as s:
-        rnd = protocol.Round.open(s, "t", 2)
-        s.append([rnd.event("old", CheckpointWritten(path=str(trap), **{"phase": "solver"}))])
+    with open_log(db) as s:  # round 1's solver checkpoint as an older log named it: by its absolute path
+        old = CheckpointWritten(path=str(trap), **{"phase": "solver"})
+        s.append([new_event(old, run="t", at_round=1, event_id="t/1/old")])
         assert checkpoint_path(s, "t", str(trap)) == tmp_path / "x.diagevo" / "runs" / "t" / "round001-solver"
     code, _, err = _train(capsys, db, "t", 2, "--resume")
     assert code == 0, err

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from diagevo import rounds as protocol
 from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunStarted
 from diagevo.log import open_log
 from diagevo.train.sim.backend import SimBackend
@@ -103,22 +102,6 @@ def test_keep_zero_keeps_all_and_a_fork_keeps_its_round(tmp_path: Path, capsys: 
     assert [(w, phase) for _, w, phase in pruned(db2, "b")] == [(2, "challenger"), (2, "solver")]
     code, _, err = run_cli(capsys, "train", "--run", "b1", "--resume", "--rounds", "2", "--db", db2, "--quiet")
     assert code == 0, err  # the fork starts from the kept round-1 checkpoint
-
-
-def test_a_resume_whose_checkpoint_was_pruned_is_refused_naming_the_event(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    db = f"sqlite:///{tmp_path / 'r.db'}"
-    assert run_cli(capsys, *small_args(db, "r", 2, tmp_path))[0] == 0
-    last = written(db, "r")[-1][2]
-    with open_log(db) as s:  # round 3 opened, and round 2's solver checkpoint pruned (by hand, say)
-        rnd = protocol.Round.open(s, "r", 3)
-        data = {"path": last.name, "phase": "solver", "written_round": 2, "bytes": 0}  # as the log names it
-        rnd.notes([rnd.event("pruned/by-hand", CheckpointPruned(**data))])
-    code, _, err = run_cli(capsys, "train", "--run", "r", "--resume", "--rounds", "3", "--db", db, "--quiet")
-    assert code == 1 and err.count("\n") == 1, err
-    assert "cannot continue run 'r' at round 3" in err and "checkpoint.pruned in round 3" in err
-    assert last.name in err
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ from diagevo import rounds as protocol
 from diagevo.catalog import CheckpointWritten
 from diagevo.confined import OutsideFolder, owned_dir, remove_owned
 from diagevo.log import open_log
+from diagevo.schemas import new_event
 from tests.test_checkpoint_retention import as_models  # noqa: F401 - a fixture
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import SMALL
@@ -100,10 +101,10 @@ def test_a_prune_deletes_only_what_the_run_wrote_in_its_own_folder(
     shutil.copy(own / "round001-challenger" / "sim_backend.json", victim / "round001-solver")
     with open_log(url) as s:
         rnd = protocol.Round.open(s, "t", 2)
-        forged = {"path": str(victim / "round001-solver"), "phase": "challenger", "bytes": 1}
+        forged = {"path": str(victim / "round001-solver"), "phase": "solver", "bytes": 1}
         with pytest.raises(protocol.ProtocolError, match="is absolute: a checkpoint is noted by its name"):
             rnd.notes([rnd.event("forged", CheckpointWritten(**forged))])
-        s.append([rnd.event("forged", CheckpointWritten(**forged))])
+        s.append([new_event(CheckpointWritten(**forged), run="t", at_round=1, event_id="t/1/forged")])  # as round 1's
     os.symlink(victim, own / "round000-solver")
     code, _, err = run_cli(capsys, "train", "--db", url, "--run", "t", "--resume", "--rounds", "3", "--quiet")
     assert_one_line_error(code, err, "runs/t/round000-solver is a symbolic link")  # refused up front

@@ -32,6 +32,11 @@ F_t, ε and the schedule as a real one does):
 - a commit's ``timing`` holds numbers of seconds (``report`` and ``memory whatif`` read it; the
   summary fields' own types are the catalog's).
 
+And a checkpoint name follows from its event (what a resume loads, :func:`checkpoint_rule`): a
+``checkpoint.written`` of round t after phase p (``challenger`` or ``solver``) names
+``round{t:03d}-{p}``; a ``checkpoint.pruned`` names a checkpoint the run wrote before it, never
+the latest written of its phase.
+
 :class:`Tally` is pure: it is fed ``(round, class, data)`` in log order (with the memory before
 the event, where the caller folds) and answers the rule an event breaks, or None.
 """
@@ -47,6 +52,8 @@ from diagevo.catalog import (
     CauseCreated,
     CausePromoted,
     CauseReactivated,
+    CheckpointPruned,
+    CheckpointWritten,
     DiagnosisFailed,
     Event,
     FailureAttributed,
@@ -60,6 +67,7 @@ from diagevo.catalog import (
     RunForked,
 )
 from diagevo.catalog.event import json_kinds
+from diagevo.confined import checkpoint_name, checkpoint_problem
 from diagevo.memory.fold import Draft, InvariantError, Row, step
 from diagevo.memory.state import Cause
 from diagevo.sections import ConfigError
@@ -79,9 +87,15 @@ COUNTED_TYPES: frozenset[type[Event]] = frozenset(
         RoundCommitted,
         RoundStarted,
         RunForked,
+        CheckpointWritten,
+        CheckpointPruned,
     }
 )
 """The types the rules read: a reader passes only these (the others change no count)."""
+
+CHECKPOINT_TYPES: tuple[type[Event], ...] = (CheckpointWritten, CheckpointPruned)
+CHECKPOINT_PHASES = ("challenger", "solver")
+"""The phases after which the training loop writes a checkpoint (both models, ``roundNNN-phase``)."""
 
 FAILURE_KEYED: tuple[type[Event], ...] = (FailureRecorded, FailureDiagnosed, DiagnosisFailed, FailureAttributed)
 """Types whose ``failure_id`` names the failure they count (``cause.created`` and
@@ -132,6 +146,8 @@ class Tally:
     expected: dict[int, frozenset[str]] = field(default_factory=dict)  # round -> the promotions Eq. 5-6 decide
     last: tuple[int, type[Event]] | None = None  # the round and type of the last event counted
     whatif: bool = False  # a what-if: its questions are its source's (a stitched one's cause may be Active here)
+    checkpoints: dict[str, str] = field(default_factory=dict)  # checkpoint written -> its phase
+    latest: dict[str, str] = field(default_factory=dict)  # phase -> its checkpoint written last
 
     def take(
         self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes | None = None
@@ -156,6 +172,8 @@ class Tally:
             return self._round(rnd, etype, data) or (self._promotion(rnd, etype, data, mem) if mem else None)
         if etype is RunForked:
             return self._forked(rnd, data)
+        if etype is CheckpointWritten or etype is CheckpointPruned:
+            return checkpoint_rule(rnd, etype, data, self.checkpoints, self.latest)
         if etype is RoundStarted:
             return ("round started once", f"round {rnd} is started already") if rnd in self.started else None
         fid = data.get("failure_id")
@@ -327,6 +345,10 @@ class Tally:
             self.whatif = self.whatif or data.get("whatif") is not None
         elif etype is RoundStarted:
             self.started.add(rnd)
+        elif etype is CheckpointWritten:
+            name, phase = checkpoint_name(data.get("path")), data.get("phase")
+            if name is not None and isinstance(phase, str):
+                self.checkpoints[name], self.latest[phase] = phase, name
         elif not isinstance(key, str):
             return
         elif etype is FailureRecorded:
@@ -340,6 +362,45 @@ class Tally:
             self.reactivated.add(key)
         elif etype is FailureAttributed or etype is CauseCreated:
             self.counted.setdefault(key, (etype, rnd))
+
+
+def checkpoint_rule(
+    rnd: int,
+    etype: type[Event],
+    data: Mapping[str, Any],
+    written: Mapping[str, str],
+    latest: Mapping[str, str],
+) -> tuple[str, str] | None:
+    """(rule, reason) when a checkpoint event (of round ``rnd``) names a checkpoint its event
+    does not give, else None. ``written``: checkpoint -> its phase, of every ``checkpoint.written``
+    the run holds before the event; ``latest``: phase -> its checkpoint written last (what a
+    resume loads). A name taken on trust would have a resume load another round's or role's
+    weights, or look for a folder that was never written or is still needed."""
+    path = data.get("path")
+    name = checkpoint_name(path)
+    shown = name if name is not None else repr(path)[:80]
+    if etype is CheckpointWritten:
+        phase = data.get("phase")
+        if name is None:
+            return "checkpoint named by its event", str(checkpoint_problem(path))
+        if phase not in CHECKPOINT_PHASES:
+            return "checkpoint named by its event", (
+                f"checkpoint.written of round {rnd} names phase {repr(phase)[:40]}, not challenger or solver"
+            )
+        want = f"round{rnd:03d}-{phase}"
+        if name != want:
+            return "checkpoint named by its event", (
+                f"checkpoint.written of round {rnd} after {phase} names {shown}, not {want}"
+            )
+        return None
+    phase = written.get(name) if name is not None else None
+    if phase is None:
+        return "checkpoint pruned once written", f"checkpoint.pruned names {shown}, which the run never wrote before it"
+    if latest.get(phase) == name:
+        return "checkpoint pruned once written", (
+            f"checkpoint.pruned names {name}, the latest checkpoint of {phase}: what a resume loads"
+        )
+    return None
 
 
 def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[str, Any]) -> frozenset[str]:

@@ -24,7 +24,7 @@ from diagevo.catalog import (
     TrainStep,
 )
 from diagevo.log import Recorder
-from diagevo.memory.counting import COUNTED_TYPES
+from diagevo.memory.counting import CHECKPOINT_TYPES, COUNTED_TYPES
 from diagevo.memory.fold import Draft, InvariantError
 from diagevo.memory.state import Memory
 from diagevo.parsing import quoted
@@ -112,16 +112,17 @@ def refuse_counted_twice(store: Recorder, run: str, events: Sequence[EventIn], m
     """Refuse events that would count evidence twice or decide what no evidence stands behind
     (:mod:`diagevo.memory.counting`) against what the run holds: a failure diagnosed or
     attributed again, an attribution or a new cause of a failure the run never recorded or
-    diagnosed so, a question generated in another round. With ``memory`` (the memory at the
-    log's head, or M_{t-1} for questions) the rules that read it too, and the memory events
-    folded on it (a state transition the fold refuses is refused here). Those the run holds
-    already under the same id (a retry) are skipped, as the append skips them. Called under
-    the lock."""
+    diagnosed so, a question generated in another round, a checkpoint its event does not name.
+    With ``memory`` (the memory at the log's head, or M_{t-1} for questions) the rules that read
+    it too, and the memory events folded on it (a state transition the fold refuses is refused
+    here). Those the run holds already under the same id (a retry) are skipped, as the append
+    skips them. Called under the lock."""
     held = store.existing_ids(run, [ev.event_id for ev in events])
     fresh = [ev for ev in events if ev.event_id not in held]
     failures = {f for ev in fresh if isinstance(f := ev.data.get("failure_id"), str)}
     questions = {q for ev in fresh if isinstance(q := ev.data.get("question_id"), str)}
-    tally = stored_tally(store, run, failures=failures, questions=questions)
+    checkpoints = any(CATALOG[ev.type] in CHECKPOINT_TYPES for ev in fresh)
+    tally = stored_tally(store, run, failures=failures, questions=questions, checkpoints=checkpoints)
     draft = Draft(memory) if memory is not None else None
     for ev in fresh:
         cls = CATALOG[ev.type]

@@ -439,7 +439,9 @@ class Round:
 
     def notes(self, events: Sequence[EventIn]) -> None:
         """Append a trainer's bookkeeping events of this round (the types :meth:`note` takes) in
-        one transaction, while the round is open (decided under the append lock)."""
+        one transaction, while the round is open (decided under the append lock): a checkpoint
+        written after phase p is named ``round{t:03d}-p``, a pruned one is one the run wrote
+        before, never the latest of its phase (:func:`~diagevo.memory.counting.checkpoint_rule`)."""
         run, t = self.run, self.t
         self._refuse_foreign(events, NOTE_TYPES, "a note")
         for ev in events:
@@ -452,6 +454,7 @@ class Round:
 
         def decide(read: Reader) -> Sequence[EventIn]:
             require_open(state_from_rows(run, read(MILESTONES), self.store.url), t, "note")
+            refuse_counted_twice(self.store, run, events)  # a checkpoint named by its event
             return events
 
         append_decision(self.store, run, decide)

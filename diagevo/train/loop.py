@@ -34,7 +34,7 @@ from diagevo.catalog import (
 )
 from diagevo.confined import checkpoint_name, no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
-from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, Hint, NotFound, RetryLater
+from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, Hint, RetryLater
 from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
@@ -46,6 +46,7 @@ from diagevo.train.config import Config
 from diagevo.train.tracking import Tracker, numbers, open_tracker
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
+from diagevo.views.queries import pruned_checkpoints, resume_checkpoint
 from diagevo.views.stats import round_stats
 
 # the longest wait between two asks of a diagnostician that stopped answering
@@ -173,8 +174,6 @@ class Trainer:
         its source's), keeping the ones a fork of this run or a selected checkpoint names. Model
         checkpoints only: a backend whose checkpoints are small states (the simulator's) keeps
         them all, so its runs fork at any round."""
-        from diagevo.views.queries import pruned_checkpoints
-
         keep = self.cfg.train.keep_checkpoints
         if keep <= 0 or not getattr(self.backend, "checkpoints_are_models", True):
             return []
@@ -291,13 +290,9 @@ class Trainer:
     def _round(self, t: int) -> RoundReport:
         rnd = Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
-        if r.progress.checkpoint is not None:
-            from diagevo.views.queries import checkpoint_path, pruned_checkpoints, pruned_note
-
-            gone = pruned_checkpoints(self.store, self.run).get(r.progress.checkpoint)
-            if gone is not None:
-                raise NotFound(f"cannot continue run {self.run!r} at round {t}: {pruned_note(gone)}")
-            self.backend.load(checkpoint_path(self.store, self.run, r.progress.checkpoint, self.ckpt_root))
+        resumed = resume_checkpoint(self.store, self.run, t, self.ckpt_root)
+        if resumed is not None:
+            self.backend.load(resumed)
         m = self.cfg.memory
         n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
 

@@ -17,7 +17,7 @@ from diagevo.catalog import (
     RoundStarted,
 )
 from diagevo.log import Recorder
-from diagevo.memory.counting import COUNTED_TYPES, Tally
+from diagevo.memory.counting import CHECKPOINT_TYPES, COUNTED_TYPES, Tally
 
 ROUND_MILESTONES = (RoundStarted, CausePromoted, PromotionsDecided, RoundCommitted)
 ROUND_EVIDENCE = (*ROUND_MILESTONES, QuestionGenerated, QuestionScored)  # what a round's promotions follow from
@@ -30,10 +30,15 @@ def stored_tally(
     failures: Collection[str] = (),
     questions: Collection[str] = (),
     rounds: Collection[int] = (),
+    checkpoints: bool = False,
 ) -> Tally:
     """The run's counts of these failure and question ids (with their diagnoses) and of these
-    rounds' questions, promotions and commits, as its log holds them."""
+    rounds' questions, promotions and commits, as its log holds them; with ``checkpoints``, the
+    checkpoints it wrote (two events a round)."""
     rows: dict[int, tuple[int, str, dict[str, Any]]] = {}
+    if checkpoints:
+        for e in store.read(run, types=CHECKPOINT_TYPES):
+            rows[e.seq] = (e.round, e.type, dict(e.data))
     for field, ids in (("failure_id", failures), ("question_id", questions)):
         if ids:
             for e in store.read(run, keys={field: sorted(ids)}):

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, RunForked, RunStarted, TrainStep
 from diagevo.confined import checkpoint_dir, owned_dir
-from diagevo.errors import Hint, NotFound
-from diagevo.log import Recorder
+from diagevo.errors import BadInput, Hint, NotFound
+from diagevo.log import Recorder, StoredEvent
+from diagevo.memory.counting import CHECKPOINT_TYPES, breaks
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.views.configs import recovery
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
@@ -209,6 +211,46 @@ def runs_root(store: Recorder, config: Mapping[str, Any]) -> Path:
     train = config.get("train")
     out_dir = train.get("out_dir") if isinstance(train, Mapping) else None
     return Path(out_dir) if isinstance(out_dir, str) and out_dir else beside_database(store.url, ".runs", move=False)
+
+
+def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | None:
+    """The checkpoint round ``t`` of ``run`` resumes from (None: the run wrote none yet): the
+    latest its log names, which the checkpoint rule (:func:`~diagevo.memory.counting.checkpoint_rule`)
+    makes the latest of its phase and never pruned. A log that breaks the rule (a row stored
+    past the checks) is refused naming the event, as a checkpoint whose folder is gone is, each
+    with the way back: a resume never trains on from other weights than the log says."""
+    refused = checkpoint_refusal(store, run)
+    if refused is not None:
+        raise BadInput(f"cannot continue run {run!r} at round {t}: {refused[0]}", hint=refused[1])
+    written = [row for row in store.rows(run, types=(CheckpointWritten,)) if row[1] <= t]
+    if not written:
+        return None
+    seq, at, _, data, _ = written[-1]
+    try:
+        return checkpoint_dir(checkpoint_folders(store, run, root), data["path"])
+    except FileNotFoundError as exc:
+        how, hint = recovery(store, run, _event(store, run, seq))
+        raise NotFound(
+            f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {at}, seq {seq}): "
+            f"put it back, or {how}",
+            hint=hint,
+        ) from None
+
+
+def checkpoint_refusal(store: Recorder, run: str, upto_seq: int | None = None) -> tuple[str, Hint | None] | None:
+    """The first checkpoint event of ``run`` (up to ``upto_seq``) that breaks the checkpoint rule,
+    in words that end with the way back, and the fork that takes it (None: no event does)."""
+    broken = next(breaks(store.rows(run, types=CHECKPOINT_TYPES, upto_seq=upto_seq)), None)
+    if broken is None:
+        return None
+    how, hint = recovery(store, run, _event(store, run, broken.at))
+    return f"seq {broken.at}: {broken.reason}; {how}", hint
+
+
+def _event(store: Recorder, run: str, seq: int) -> StoredEvent:
+    event = store.event_at(run, seq)
+    assert event is not None, (run, seq)  # a seq the run's rows just gave
+    return event
 
 
 def checkpoint_path(store: Recorder, run: str, path: str, root: Path | None = None) -> Path:
