@@ -233,6 +233,23 @@ def test_distinct_nodes_or_no_reply_change_nothing() -> None:
     )
 
 
+def test_phrases_of_a_diagnostician_in_code_are_bounded_before_they_are_embedded() -> None:
+    """What a diagnostician in code (the heuristic, the simulator's, a trainer's) answers is held
+    to the parser's bound too: a phrase past ``limits.phrase_bytes`` decides nothing, and an id
+    that is not supplied is quoted cut."""
+    huge = " ".join(["y" * 60_000] * 15)
+    bound = f"is {len(huge):,} bytes long: a phrase is at most 4,096 (limits.phrase_bytes)"
+    assert routing.check_extraction(Extraction(None, huge), None, ()) == Refusal("extract", f"error_cause {bound}")
+    assert routing.route_assignment(MEM, "f1", "x", VIEWS, Assignment(True, huge, None), None) == Refusal(
+        "assign_node", f"new_node_label {bound}"
+    )
+    assert routing.after_consolidation(MEM, "N1", "N2", 0.9, Consolidation(True, huge), None) == Refusal(
+        "consolidate", f"nodes N1 and N2: merged_label {bound}"
+    )
+    refused = routing.check_extraction(Extraction(huge, None), None, ("C1",))
+    assert isinstance(refused, Refusal) and len(refused.reason) < 200
+
+
 # --- the pipeline around the stages -----------------------------------------------------------
 
 
