@@ -106,6 +106,23 @@ def test_extraction_violations(raw: str, message: str) -> None:
         parsing.parse_extraction(raw, {"C1"})
 
 
+def test_a_phrase_is_bounded_as_the_log_stores_it() -> None:
+    """The bound is the store's (``limits.phrase_bytes``, the run's own inside ``text_limits``):
+    a 15-word phrase of 1,499 bytes passes by default and is refused under 1,024."""
+    from diagevo.limits import LimitsConfig
+    from diagevo.schemas import text_limits
+
+    long = " ".join(["z" * 99] * 15)
+    raw = f'{{"matched_cause_id": null, "error_cause": "{long}"}}'
+    assert parsing.parse_extraction(raw, set()).error_cause == long
+    with text_limits(LimitsConfig(phrase_bytes=1024)), pytest.raises(ReplyError) as exc:
+        parsing.parse_extraction(raw, set())
+    assert str(exc.value) == "error_cause is 1,499 bytes long: a phrase is at most 1,024 (limits.phrase_bytes)"
+    huge = '{"merge": true, "merged_label": "' + " ".join(["m" * 60_000] * 15) + '"}'
+    with pytest.raises(ReplyError, match="merged_label is 900,014 bytes long"):
+        parsing.parse_consolidation(huge)
+
+
 def test_extraction_non_skill_and_new_cause() -> None:
     assert parsing.parse_extraction('{"matched_cause_id": "null", "error_cause": ""}', {"C1"}).error_cause is None
     assert (

@@ -424,6 +424,43 @@ def test_error_cause_outside_10_to_20_words_is_reasked(srv: LLMServer, store: Re
     )
 
 
+def test_a_phrase_of_0_9_mb_is_refused_before_it_is_embedded(srv: LLMServer, store: Recorder) -> None:
+    """A "10-20 word" phrase of 0.9 MB (Prompt 1's cause, Prompt 3's label) is refused by the
+    bound the log stores a phrase up to: re-asked, never embedded (the real static embedder,
+    its input watched), never compared, never stored cut."""
+    from diagevo.diagnosis.static import StaticEmbedder
+    from diagevo.limits import LimitsConfig
+
+    class Watched(StaticEmbedder):
+        def embed(self, texts: Any) -> Any:
+            seen.extend(texts)
+            return super().embed(texts)
+
+    seen: list[str] = []
+    huge = " ".join([f"w{i}" + "x" * 60_000 for i in range(15)])  # 15 words, 0.9 MB
+    srv.default(
+        "extract",
+        lambda body: j(matched_cause_id=None, error_cause=huge if "HUGE" in body["messages"][1]["content"] else NEW),
+    )
+    srv.script(
+        "assign_node",
+        j(create_new_node=True, new_node_label=huge, assigned_node=None),
+        j(create_new_node=True, new_node_label=NEW_LABEL, assigned_node=None),
+    )
+    rnd = seed(store)
+    s = run_round(srv, store, [failure("f1", question="HUGE"), failure("f2")], rnd, index=VectorIndex(Watched()))
+    assert (s.failed, s.new_causes, s.new_nodes) == (1, 1, 1)
+    bound = LimitsConfig().phrase_bytes
+    assert NEW in seen and NEW_LABEL in seen and max(len(t.encode()) for t in seen) <= bound
+    ((_, failed),) = events(store, "diagnosis.failed")
+    assert failed["failure_id"] == "f1" and failed["stage"] == "extract"
+    assert f"error_cause is {len(huge):,} bytes long: a phrase is at most {bound:,}" in failed["reason"]
+    reask = srv.calls("assign_node")[1]["body"]["messages"][-1]["content"]
+    assert f"new_node_label is {len(huge):,} bytes long" in reask
+    assert [d["label"] for _, d in events(store, "node.created")] == [NEW_LABEL]
+    assert all("cut" not in d for _, d in events(store, "failure.diagnosed", "cause.created", "node.created"))
+
+
 def test_invented_ids_never_count(srv: LLMServer, store: Recorder) -> None:
     rnd = seed(store, {"N1": (L1, [("C1", D1)]), "N2": (L2, [("C2", D2)])})
 

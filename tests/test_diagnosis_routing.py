@@ -233,6 +233,23 @@ def test_distinct_nodes_or_no_reply_change_nothing() -> None:
     )
 
 
+def test_phrases_of_a_diagnostician_in_code_are_bounded_before_they_are_embedded() -> None:
+    """What a diagnostician in code (the heuristic, the simulator's, a trainer's) answers is held
+    to the parser's bound too: a phrase past ``limits.phrase_bytes`` decides nothing, and an id
+    that is not supplied is quoted cut."""
+    huge = " ".join(["y" * 60_000] * 15)
+    bound = f"is {len(huge):,} bytes long: a phrase is at most 4,096 (limits.phrase_bytes)"
+    assert routing.check_extraction(Extraction(None, huge), None, ()) == Refusal("extract", f"error_cause {bound}")
+    assert routing.route_assignment(MEM, "f1", "x", VIEWS, Assignment(True, huge, None), None) == Refusal(
+        "assign_node", f"new_node_label {bound}"
+    )
+    assert routing.after_consolidation(MEM, "N1", "N2", 0.9, Consolidation(True, huge), None) == Refusal(
+        "consolidate", f"nodes N1 and N2: merged_label {bound}"
+    )
+    refused = routing.check_extraction(Extraction(huge, None), None, ("C1",))
+    assert isinstance(refused, Refusal) and len(refused.reason) < 200
+
+
 # --- the pipeline around the stages -----------------------------------------------------------
 
 
@@ -290,3 +307,47 @@ def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(
     assert dx.asked == 2  # asked again after the memory moved
     assert (summary.merge_candidates, summary.merges) == (1, 1)
     assert set(mem.nodes) == {"N1", "N3"} and mem.nodes["N1"].label == merged
+
+
+def test_diagnosis_folds_each_row_of_the_round_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every flush of decisions is checked against the memory at the log's head, folded on the
+    memory the round last checked against, not again from the round's start: each of the round's
+    memory rows is folded once (a round of N failures costs N, not N^2)."""
+    from collections import Counter
+
+    import diagevo
+    from diagevo.log import open_log
+    from diagevo.rounds import Round, start_run
+    from diagevo.train.config import Config
+    from diagevo.views import memory as memory_view
+
+    folded: Counter[int] = Counter()
+    real = memory_view.fold_rows
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        for row in real(*args, **kwargs):
+            if row.round == 1:
+                folded[row.seq] += 1
+            yield row
+
+    monkeypatch.setattr(memory_view, "fold_rows", watched)
+    misses = ("\\boxed{{{}}}", "so the answer is \\boxed{{{}}}", "I could not finish.")
+    failures = [
+        diagevo.FailureInput(
+            f"f{i:03d}",
+            f"q{i:03d}",
+            f"How many apples are {i} and 7?",
+            str(i + 7),
+            misses[i % 3].format(-(i + 7) if i % 3 == 0 else i + 8),
+            f"\\boxed{{{i + 7}}}",
+        )
+        for i in range(60)
+    ]
+    with open_log(f"sqlite:///{tmp_path / 'fold.db'}") as store:
+        start_run(store, RUN, Config(), seed=1)
+        rnd = Round(store, RUN, 1)
+        summary = diagevo.diagnose(rnd, diagnostician="heuristic", failures=failures)
+        assert summary.failed == 0 and summary.duplicates + summary.recurrences > 40  # 4 flushes of decisions
+        assert len(folded) > 40  # the decisions of every flush but the last, checked by the next
+        assert max(folded.values()) == 1, f"rows folded again: {sum(folded.values())} folds of {len(folded)} rows"
+        assert rnd.memory() == fold(real(store, RUN), RUN)  # folded on where it stood, as from the start

@@ -7,13 +7,15 @@ import random
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from diagevo.interchange import export_lines, ingest
 from diagevo.log import open_log
 from diagevo.memory import fold, fold_until, schedule
 from diagevo.memory.state import Memory
+from diagevo.rounds import Round
 from diagevo.views.caches import refresh as refresh_snapshots
-from diagevo.views.memory import load_memory
+from diagevo.views.memory import fold_rows, load_memory
 from diagevo.views.verify import verify_run
 from tests.logs import Log
 from tests.strategies import logs, random_log
@@ -60,6 +62,23 @@ def test_snapshots_equal_fold_and_export_ingest_round_trip(tmp_path_factory, log
         assert list(export_lines(b, "r1"))[0].split('"seq"')[0] == exported[0].split('"seq"')[0]
         # re-ingesting the same file stores nothing new
         assert ingest(b, exported).appended == 0
+
+
+@given(log=logs(max_rounds=3), cuts=st.lists(st.integers(1, 400), max_size=12))
+@SETTINGS
+def test_a_round_memory_folded_flush_by_flush_equals_the_full_fold(tmp_path_factory, log: Log, cuts: list[int]) -> None:  # noqa: ANN001
+    """What a round checks each flush of decisions against (``Round.memory``, folded on the memory
+    it returned last) equals the whole log folded from its start, after every flush, wherever the
+    flushes cut the log: a row skipped or folded twice would show."""
+    d: Path = tmp_path_factory.mktemp("db")
+    events = log.events()
+    bounds = sorted({0, *(c for c in cuts if c < len(events)), len(events)})
+    with open_log(f"sqlite:///{d / 'f.db'}") as store:
+        store.append(events[:1])  # run.started: the round's M_{t-1}
+        rnd = Round(store, "r1", 1)
+        for lo, hi in zip(bounds, bounds[1:]):
+            store.append(events[max(lo, 1) : hi])
+            assert rnd.memory() == fold(fold_rows(store, "r1"), "r1")
 
 
 def test_snapshot_cache_can_be_dropped_and_rebuilt(tmp_path: Path) -> None:

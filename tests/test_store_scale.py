@@ -8,6 +8,7 @@ import sqlite3
 
 from alembic import command
 
+from diagevo.catalog import FailureRecorded
 from diagevo.log import Recorder, open_log, sqlite_path
 from diagevo.log.schema import HEAD_REVISION, _alembic_config, current, upgrade
 from diagevo.memory.fold import commits
@@ -61,6 +62,27 @@ def test_key_lookups_use_the_expression_indexes(tmp_path) -> None:  # noqa: ANN0
         "EXPLAIN QUERY PLAN SELECT seq, round, type, data FROM events WHERE run_id = 'r' AND seq > 5 ORDER BY seq"
     ).fetchall()
     assert "ix_events_run_seq" in str(plan) and "TEMP B-TREE" not in str(plan)
+    conn.close()
+
+
+def test_a_lookup_by_id_walks_its_index_not_the_whole_run(tmp_path) -> None:  # noqa: ANN001
+    """A read by ids in seq order (what each flush of a round's decisions checks: the event ids
+    held, the failures' evidence) finds its rows through the id's index and sorts those few:
+    SQLite's planner would otherwise walk the whole run in seq order, a cost that grows with the
+    run at every flush."""
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    with open_log(url) as store:
+        reads = [
+            *store._where("r", 0, None, None, None, {"event_id": ["a", "b"]}),
+            *store._where("r", 0, None, None, None, {"failure_id": ["f1", "f2"]}),
+            *store._where("r", 0, None, (FailureRecorded,), None, {"failure_id": ["f1"]}),
+        ]
+    conn = sqlite3.connect(sqlite_path(url))
+    for (where, params), index in zip(
+        reads, ("uq_events_run_event_id", "ix_events_failure_id", "ix_events_failure_id")
+    ):
+        plan = str(conn.execute(f"EXPLAIN QUERY PLAN SELECT * FROM events {where}", params).fetchall())
+        assert f"USING INDEX {index}" in plan and "ix_events_run_seq" not in plan, plan
     conn.close()
 
 

@@ -2,8 +2,9 @@
 
 Lenient about the wrapping (code fences, ``<think>`` blocks, prose around the object), strict
 about the content: every id must be one that was supplied in that very prompt, phrases must be
-10-20 words, and the routing fields must be consistent. A violation raises :class:`ReplyError`
-whose one-line message is what the re-ask tells the model.
+10-20 words of at most ``limits.phrase_bytes`` in all (:func:`phrase_problem`), and the routing
+fields must be consistent. A violation raises :class:`ReplyError` whose one-line message is what
+the re-ask tells the model.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from diagevo.diagnosis.interface import Assignment, Consolidation, Dedup, Extraction
 from diagevo.errors import BadInput
-from diagevo.parsing import MAX_DEPTH, depth, loads
+from diagevo.parsing import MAX_DEPTH, depth, loads, quoted
+from diagevo.schemas import current_limits, cut_text
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
@@ -114,7 +116,22 @@ def _model(cls: type[_Reply], raw: str) -> Any:
         raise ReplyError(f"{loc}: {msg}") from None
 
 
+def phrase_problem(field: str, text: str) -> str | None:
+    """Why ``text`` is too long to be a diagnostician's phrase (a cause, a node label), or None.
+    The bound is the one the log stores a phrase up to (``limits.phrase_bytes``,
+    :func:`~diagevo.schemas.cut_text`): a phrase past it is refused before it is embedded,
+    compared or shown in a prompt, never decided on whole and stored cut."""
+    limit = current_limits().phrase_bytes
+    _kept, whole = cut_text(text, limit)
+    if whole is None:
+        return None
+    return f"{field} is {whole['bytes']:,} bytes long: a phrase is at most {limit:,} (limits.phrase_bytes)"
+
+
 def check_phrase(field: str, text: str, min_words: int, max_words: int) -> str:
+    problem = phrase_problem(field, text)
+    if problem is not None:
+        raise ReplyError(problem)
     text = " ".join(text.split())
     n = len(text.split())
     if not min_words <= n <= max_words:
@@ -125,7 +142,7 @@ def check_phrase(field: str, text: str, min_words: int, max_words: int) -> str:
 def _supplied(field: str, value: str, ids: Collection[str], what: str) -> str:
     if value not in ids:
         shown = ", ".join(sorted(ids)) or "none"
-        raise ReplyError(f"{field} {value!r} is not one of the {what} supplied ({shown})")
+        raise ReplyError(f"{field} {quoted(value)} is not one of the {what} supplied ({shown})")
     return value
 
 

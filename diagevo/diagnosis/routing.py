@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from diagevo.diagnosis.interface import Assignment, Consolidation, Dedup, Extraction, KnownCause, NodeView
+from diagevo.diagnosis.parsing import phrase_problem
 from diagevo.memory.deciders import Change, DecisionError, decide_attribution, decide_merge, decide_new_cause
 from diagevo.memory.state import Memory
+from diagevo.parsing import quoted
 
 PAIR_BLOCK = 512  # rows of the node-similarity matrix computed at a time (stage 4a)
 
@@ -65,8 +67,9 @@ def check_extraction(value: Extraction | None, error: str | None, supplied: Coll
     if value is None:
         return Refusal("extract", error or "no decision")
     if value.matched_cause_id is not None and value.matched_cause_id not in supplied:
-        return Refusal("extract", f"matched_cause_id {value.matched_cause_id!r} was not supplied")
-    return value
+        return Refusal("extract", f"matched_cause_id {quoted(value.matched_cause_id)} was not supplied")
+    too_long = phrase_problem("error_cause", value.error_cause) if value.error_cause is not None else None
+    return value if too_long is None else Refusal("extract", too_long)
 
 
 def recurrence(memory: Memory, failure_id: str, cause_id: str) -> Decision:
@@ -97,7 +100,7 @@ def after_dedup(
         return None
     sim_of = dict(screened)
     if value.matched_cause_id not in sim_of:
-        return Refusal("deduplicate", f"matched_cause_id {value.matched_cause_id!r} was not among the candidates")
+        return Refusal("deduplicate", f"matched_cause_id {quoted(value.matched_cause_id)} was not among the candidates")
     cause_id = value.matched_cause_id
     sim = round(sim_of[cause_id], 6)
     try:
@@ -131,12 +134,15 @@ def route_assignment(
     or under a node of the shortlist it was shown."""
     if value is None:
         return Refusal("assign_node", error or "no decision")
+    too_long = phrase_problem("new_node_label", value.new_node_label) if value.new_node_label is not None else None
+    if too_long is not None:
+        return Refusal("assign_node", too_long)
     try:
         if value.new_node_label is not None:
             changes = decide_new_cause(memory, failure_id, description, new_node_label=value.new_node_label)
             return Routed(tuple(changes), {"outcome": "new_node"})
         if value.assigned_node not in {v.id for v in views}:
-            return Refusal("assign_node", f"assigned_node {value.assigned_node!r} was not on the shortlist")
+            return Refusal("assign_node", f"assigned_node {quoted(value.assigned_node)} was not on the shortlist")
         changes = decide_new_cause(memory, failure_id, description, node_id=value.assigned_node)
     except DecisionError as exc:
         return Refusal("route", str(exc))
@@ -184,5 +190,8 @@ def after_consolidation(
         return Routed(outcome={"outcome": "distinct"})
     if value.merged_label is None:  # the parser refuses this; a diagnostician in code could send it
         return Refusal("consolidate", f"nodes {a} and {b}: merge is true but merged_label is null")
+    too_long = phrase_problem("merged_label", value.merged_label)
+    if too_long is not None:
+        return Refusal("consolidate", f"nodes {a} and {b}: {too_long}")
     changes = decide_merge(memory, a, b, value.merged_label, similarity=similarity)
     return Routed(tuple(changes), {"outcome": "merged"})

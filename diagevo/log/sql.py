@@ -332,8 +332,9 @@ class SQLRecorder(Recorder):
             for i in range(0, len(values), MAX_PARAMS):
                 chunk = values[i : i + MAX_PARAMS]
                 where = f"WHERE run_id = {q} AND {field} IN ({', '.join([q] * len(chunk))}){extra}"
-                # in seq order when it is the only read (PostgreSQL returns an IN lookup in any order)
-                yield where + (" ORDER BY seq" if ordered else ""), [run, *chunk, *extra_params]
+                # in seq order when it is the only read (PostgreSQL returns an IN lookup in any order),
+                # the few rows found sorted: not the whole run walked in seq order instead (SQLite)
+                yield where + (f" ORDER BY {self.NO_INDEX}seq" if ordered else ""), [run, *chunk, *extra_params]
 
     def _select(
         self,

@@ -83,6 +83,7 @@ class Round:
         """The round's number t (1 for the first round; M_{t-1} is the memory it starts from)."""
         self._config: MethodConfig | None = None
         self._base: Memory | None = None
+        self._head: Memory | None = None
         self.reopened = False
         """True when :meth:`open` found the round open already (its steps so far stand)."""
 
@@ -352,8 +353,12 @@ class Round:
         return append_decision(self.store, run, decide).appended
 
     def memory(self) -> Memory:
-        """The memory now: M_{t-1} and what the round has appended so far (folded from M_{t-1})."""
-        return load_memory(self.store, self.run, since=self.base)
+        """The memory now: M_{t-1} and what the round has appended so far. The memory this call
+        returns is kept, and the next folds on it only the rows appended since (a fold is a left
+        fold: the same memory as folding from M_{t-1}), so a round of N decisions costs N, not
+        N^2, however often its appends check against the log's head."""
+        self._head = load_memory(self.store, self.run, since=self._head or self.base)
+        return self._head
 
     def _refuse_foreign(self, events: Sequence[EventIn], types: frozenset[type[Event]], what: str) -> None:
         """Refuse events of another type than ``types`` takes, or of another run or round."""
