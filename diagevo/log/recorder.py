@@ -28,6 +28,7 @@ import orjson
 from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS, Event, EventTypes, version_problem
 from diagevo.errors import Conflict, DiagevoError, Hint, NotADiagevoDatabase, NotFound
 from diagevo.log.canonical import canonical_bytes
+from diagevo.parsing import MAX_DEPTH, depth
 
 if TYPE_CHECKING:
     from diagevo.schemas import EventIn
@@ -41,11 +42,26 @@ LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
 
 
 def loads(text_: str) -> Any:
-    """Parse stored JSON with orjson: the values ``json.loads`` gives, in less time."""
+    """Parse stored JSON within ingest's bounds (:data:`~diagevo.parsing.MAX_DEPTH` levels, every
+    number in a double's range): a row that slipped past them (written raw where no check guards
+    the table) is a :class:`ValueError` naming the bound, never a ``RecursionError`` or a parse
+    with no end. orjson reads no deeper than 1,024 levels and no number beyond a double's range;
+    the nesting is walked only where there are enough brackets to nest that deep."""
     try:
-        return _orjson_loads(text_)
-    except ValueError:  # anything it is stricter about than the stdlib (integers beyond 64 bits)
-        return json.loads(text_)
+        value = _orjson_loads(text_)
+    except ValueError as exc:
+        said = str(exc)
+        if "depth" in said or "recursion" in said:
+            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+        if "infinity" in said:
+            raise ValueError("a number beyond a double's range") from None
+        raise ValueError(f"not JSON ({said.split(':')[0]})") from None
+    if type(value) in _NESTED and text_.count("[") + text_.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+_NESTED = (dict, list)
 
 
 json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
@@ -153,6 +169,28 @@ class MissingDatabase(StoreError, NotFound):
 
 class SchemaOutdated(StoreError, NotADiagevoDatabase):
     """The database is at an older revision (or empty and auto-migration is off)."""
+
+
+class UnreadableEvent(StoreError):
+    """A stored event whose data no reader parses (past :func:`loads`' bounds): the message names
+    its run and seq, and ``memory verify``, which names the way back."""
+
+    def __init__(self, run: str, seq: int, reason: str) -> None:
+        super().__init__(
+            f"the event at seq {seq} of run {run!r} cannot be read: its data is {reason}: "
+            "run {command} for the way back",
+            hint=Hint(("memory", "verify", "--run", run)),
+        )
+        self.run, self.seq = run, seq
+
+
+def stored_data(run: str, seq: int, text_: str) -> Any:
+    """:func:`loads` of the data of the event at ``seq`` of ``run``: :class:`UnreadableEvent`
+    past its bounds."""
+    try:
+        return loads(text_)
+    except ValueError as exc:
+        raise UnreadableEvent(run, seq, str(exc)) from None
 
 
 # --- hashing ----------------------------------------------------------------------------------
@@ -550,8 +588,8 @@ class Recorder(ABC):
             prev = r.hash
             try:
                 data = loads(r.data)
-            except ValueError:
-                problems.append(f"seq {r.seq}: its data is not JSON")
+            except ValueError as exc:
+                problems.append(f"seq {r.seq}: {UNREADABLE}{exc}")
                 continue
             if not isinstance(data, dict):
                 problems.append(f"seq {r.seq}: its data is not a JSON object")
@@ -572,6 +610,8 @@ class Recorder(ABC):
 
 
 CONFIG_EVENTS = ("run.started", "run.configured")
+UNREADABLE = "its data cannot be read: "
+"""How ``verify_chain`` names a row whose data is past the readers' bounds (:func:`loads`)."""
 
 
 def _refused(type_: str, data: dict[str, Any], version: int) -> str | None:

@@ -33,6 +33,7 @@ from diagevo.log.recorder import (
     lookup_keys,
     prepare,
     restore_texts,
+    stored_data,
 )
 from diagevo.parsing import error_line
 from diagevo.urls import redact_url
@@ -397,7 +398,12 @@ class SQLRecorder(Recorder):
         with self._cursor(stream=True) as cur:
             cur.execute(f"SELECT {columns}{', texts' if texts else ''} FROM events {where}", params)
             while rows := cur.fetchmany(FETCH):
-                batch = [make(r) for r in rows]
+                try:
+                    batch = [make(r) for r in rows]
+                except ValueError:  # data past the readers' bounds (loads): named by its run and seq
+                    for r in rows:
+                        stored_data(params[0], r[0], r[columns.split(", ").index("data")])
+                    raise
                 if texts:
                     restore_texts(batch, [r[at] for r in rows])
                 yield from batch
@@ -439,6 +445,11 @@ class SQLRecorder(Recorder):
             while rows := cur.fetchmany(FETCH):
                 for r in rows:
                     yield RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:]))
+
+    def head(self, run: str) -> tuple[int, str]:
+        """The run's newest (seq, hash), its data left unread: one indexed row."""
+        with self._cursor() as cur:
+            return self._run_head(cur, run)
 
     def runs(self) -> list[str]:
         """A skip scan of the (run_id, seq) index, one probe per run, never a pass over the events."""
