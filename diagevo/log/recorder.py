@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 import orjson
@@ -398,6 +399,9 @@ class Recorder(ABC):
     url: str
     persistent = True  # whether the log outlives this process (False: the in-memory recorder)
     lock_wait_s = LOCK_WAIT_S  # the longest an append waits for the append lock (limits.lock_wait_s)
+    read_runs: Mapping[str, None] = MappingProxyType({})
+    """The runs whose events this recorder has read, in order (a SQL backend's): where a reader
+    that failed on what it read looks for the event it could not read, never in another run."""
 
     def __enter__(self) -> Recorder:
         return self

@@ -78,6 +78,7 @@ class SQLRecorder(Recorder):
         (the read commands) implies ``create=False`` and opens a SQLite file read-only, so a
         log on a read-only mount can be read."""
         self.url = url
+        self.read_runs: dict[str, None] = {}
         create = create and not readonly
         missing = None if create else missing_database(url)
         if missing is not None:
@@ -349,6 +350,7 @@ class SQLRecorder(Recorder):
         limit: int | None = None,
         newest: bool = False,
     ) -> Iterator[E]:
+        self.read_runs[run] = None
         if newest and limit is not None:
             reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=False))
             if len(reads) == 1:  # the last ``limit`` rows of the one index that serves the read

@@ -128,14 +128,15 @@ def verify_anchors(store: Recorder, run: str) -> list[str]:
     return problems
 
 
-def first_out_of_shape(store: Recorder) -> str | None:
-    """The first stored event a reader cannot read (data that is no JSON object, or out of its
-    type's shape: a row written raw where no check guards the table), as one line naming its
-    run and seq; None when every event is in shape. Looked for after a reader failed on what
-    it read, to tell a bad row from a bug."""
+def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | None:
+    """The first stored event a reader cannot read (data that is no JSON object, past the
+    readers' bounds or out of its type's shape: a row written raw where no check guards the
+    table) of ``runs`` (None: every run), as one line naming its run and seq; None when every
+    event is in shape. Looked for after a reader failed on what it read (the runs it read), to
+    tell a bad row from a bug."""
     from diagevo.log.registry import shape_problem
 
-    for run in store.runs():
+    for run in store.runs() if runs is None else runs:
         for r in store.raw(run):
             try:
                 data = loads(r.data)
