@@ -13,7 +13,9 @@ ingest's words where they have some (:mod:`diagevo.memory.fold`):
 - a ``node.created`` of a node the run holds (``node 'N1' created twice``); a ``nodes.merged``
   of a node the run does not hold (``unknown node``) or of a node with itself; a
   ``cause.created`` under a node the run does not hold. A node is held when its last
-  ``node.created``/``nodes.merged`` (as the absorbed one) before the row is its creation;
+  ``node.created``/``nodes.merged`` (as the absorbed one) before the row is its creation: one
+  lookup in ``ix_events_node_changes``, an index of those two types by the node they change
+  (an expression over the data, PostgreSQL's alone), so an append does not read every node;
 - a ``run.started`` or ``run.configured`` whose config a reader cannot use:
   ``events_config_problem(config)``, generated from the config's schema by whoever upgrades the
   database (:func:`diagevo.log.registry.config_function`), as the types' shapes are; until then
@@ -96,21 +98,19 @@ BEGIN
         END AS reason
         FROM inserted i
         CROSS JOIN LATERAL (SELECT i.data::jsonb AS d OFFSET 0) j  -- parsed once
-        -- a node's last creation or absorption before this row: held when it is a creation
+        -- a node's last creation or absorption before this row (held when it is a creation): one
+        -- lookup in the index of the nodes' changes
         LEFT JOIN LATERAL (
             SELECT e.type FROM events e
             WHERE i.type IN ('node.created', 'cause.created', 'nodes.merged') AND e.run_id = i.run_id
-                AND e.seq < i.seq AND e.type IN ('node.created', 'nodes.merged')
-                AND (e.data::json ->> CASE e.type WHEN 'node.created' THEN 'node_id' ELSE 'absorbed' END)
-                    = j.d ->> CASE i.type WHEN 'nodes.merged' THEN 'survivor' ELSE 'node_id' END
+                AND e.type IN {nodes} AND {node_key} = j.d ->> CASE i.type WHEN 'nodes.merged' THEN 'survivor' ELSE 'node_id' END
+                AND e.seq < i.seq
             ORDER BY e.seq DESC LIMIT 1
         ) n1 ON true
         LEFT JOIN LATERAL (
             SELECT e.type FROM events e
             WHERE i.type = 'nodes.merged' AND e.run_id = i.run_id
-                AND e.seq < i.seq AND e.type IN ('node.created', 'nodes.merged')
-                AND (e.data::json ->> CASE e.type WHEN 'node.created' THEN 'node_id' ELSE 'absorbed' END)
-                    = j.d ->> 'absorbed'
+                AND e.type IN {nodes} AND {node_key} = j.d ->> 'absorbed' AND e.seq < i.seq
             ORDER BY e.seq DESC LIMIT 1
         ) n2 ON true
         -- a checkpoint.written: the name its path gives (a name, or an older log's absolute path's
@@ -157,6 +157,16 @@ REVOKE ALL ON FUNCTION events_check_usable() FROM PUBLIC
 """  # noqa: E501
 
 
+# a node's changes (its creation, its absorption by a merge), by the node they change
+_NODES = "('node.created', 'nodes.merged')"
+_NODE_KEY = (
+    "(CASE WHEN {e}type = 'node.created' THEN {e}data::jsonb ->> 'node_id' ELSE {e}data::jsonb ->> 'absorbed' END)"
+)
+_NODE_INDEX = (
+    f"CREATE INDEX ix_events_node_changes ON events (run_id, {_NODE_KEY.format(e='')}, seq) WHERE type IN {_NODES}"
+)
+
+
 def _schema() -> str:
     return str(op.get_bind().exec_driver_sql("SELECT quote_ident(current_schema())").scalar_one())
 
@@ -164,8 +174,13 @@ def _schema() -> str:
 def upgrade() -> None:
     if op.get_context().dialect.name != "postgresql":
         return
+    op.execute(_NODE_INDEX)
     op.execute(_CONFIG_STUB)
-    op.execute(_USABLE.format(schema=_schema(), depth=_DEPTH, largest=_LARGEST))
+    op.execute(
+        _USABLE.format(
+            schema=_schema(), depth=_DEPTH, largest=_LARGEST, nodes=_NODES, node_key=_NODE_KEY.format(e="e.")
+        )
+    )
 
 
 def downgrade() -> None:
@@ -174,3 +189,4 @@ def downgrade() -> None:
     op.execute("DROP TRIGGER events_check_usable ON events")
     op.execute("DROP FUNCTION events_check_usable()")
     op.execute("DROP FUNCTION events_config_problem(jsonb)")
+    op.execute("DROP INDEX ix_events_node_changes")
