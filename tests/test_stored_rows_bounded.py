@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine
 
-from diagevo.log import open_log
+from diagevo.log import StoreError, open_log
 from diagevo.log.recorder import UnreadableEvent, canonical_event_json, chain_hash
+from diagevo.schemas import EventIn
 from diagevo.views.runs import runs
 from diagevo.views.verify import verdict
 from tests.logs import Log
@@ -81,3 +82,29 @@ def test_diagevo_runs_shows_every_run_past_an_unreadable_one(db: str, capsys: py
     assert found == {"base": f"unreadable at seq {seq} (memory verify names it and the way back)", "other": "complete"}
     code, out, _err = run_cli(capsys, "runs", "--db", db)
     assert code == 0 and "other" in out and "unreadable" in out
+
+
+def _nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [([[[]]], None), (_nested(65), "JSON nested deeper than 64 levels"), (10**400, "a number beyond")],
+    ids=["3 deep", "65 deep", "a 401-digit number"],
+)
+def test_the_writer_stores_nothing_its_readers_refuse(db: str, value: Any, reason: str | None) -> None:
+    """diagevo's own append (whatever a trainer notes) refuses data past the readers' bounds,
+    naming the event; data within them is stored and read back."""
+    ev = EventIn.model_construct(type="run.noted", run="base", round=2, event_id="deep", data={"note": "n", "x": value})
+    with open_log(db, create=False) as log:
+        if reason is None:
+            log.append([ev])
+            assert next(log.read("base", newest=True, limit=1)).data["x"] == value
+        else:
+            with pytest.raises(StoreError, match=f"event deep: its data is {reason}"):
+                log.append([ev])
+            assert not log.existing_ids("base", ["deep"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -247,6 +248,18 @@ def externalise_texts(fields: tuple[str, ...], data: dict[str, Any]) -> tuple[di
     return out, _orjson_dumps(held).decode()
 
 
+_DIGITS = re.compile(rb"[0-9]{309}")  # a number beyond a double's range has at least 309 digits
+
+
+def _unreadable(data_json: bytes) -> str | None:
+    """Why :func:`loads` would refuse this JSON (the writer stores nothing its readers refuse)."""
+    try:
+        loads(data_json.decode())
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
     """Serialise outside the lock; drops in-batch duplicates (first wins). Returns (rows, dups).
 
@@ -272,6 +285,10 @@ def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
             if fields:
                 data, texts = externalise_texts(fields, data)
             data_b = to_json(data)
+            if (data_b.count(b"[") + data_b.count(b"{") > MAX_DEPTH or _DIGITS.search(data_b)) and (
+                problem := _unreadable(data_b)
+            ):
+                raise StoreError(f"event {eid}: its data is {problem}: no reader would read it")
             middle = middles.get((run, rnd, typ, v))
             if middle is None:
                 middle = middles[run, rnd, typ, v] = f",{json_str_(run)},{rnd},{json_str_(typ)},{v},".encode()
