@@ -46,24 +46,38 @@ LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
 def loads(text_: str) -> Any:
     """Parse stored JSON within ingest's bounds (:data:`~diagevo.parsing.MAX_DEPTH` levels, every
     number in a double's range): a row that slipped past them (written raw where no check guards
-    the table) is a :class:`ValueError` naming the bound, never a ``RecursionError`` or a parse
-    with no end. orjson reads no deeper than 1,024 levels and no number beyond a double's range;
-    the nesting is walked only where there are enough brackets to nest that deep."""
+    the table) is a :class:`ValueError` naming the bound, never a ``RecursionError``. orjson reads
+    no deeper than 1,024 levels and no number beyond a double's range; the nesting is walked only
+    where the text holds enough brackets to nest deeper than the bound."""
     try:
         value = _orjson_loads(text_)
     except ValueError as exc:
-        said = str(exc)
-        if "depth" in said or "recursion" in said:
-            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
-        if "infinity" in said:
-            raise ValueError("a number beyond a double's range") from None
-        raise ValueError(f"not JSON ({said.split(':')[0]})") from None
-    if type(value) in _NESTED and text_.count("[") + text_.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
+        raise _past_bounds(str(exc)) from None
+    if len(text_) > _SHALLOW and text_.count("[") + text_.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
         raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
     return value
 
 
-_NESTED = (dict, list)
+_SHALLOW = 2 * MAX_DEPTH  # no shorter JSON text nests deeper than MAX_DEPTH
+
+
+def loads_state(text_: str) -> Any:
+    """Parse a view's saved state: written by diagevo's own writers alone (a reader uses only the
+    states of a writer it trusts) and large (a memory of many causes), so parsed by orjson with its
+    own bound (1,024 levels), without the walk :func:`loads` adds for rows anyone may insert."""
+    try:
+        return _orjson_loads(text_)
+    except ValueError as exc:
+        raise _past_bounds(str(exc)) from None
+
+
+def _past_bounds(said: str) -> ValueError:
+    """orjson's refusal, as the bound it names."""
+    if "depth" in said:
+        return ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    if "infinity" in said:
+        return ValueError("a number beyond a double's range")
+    return ValueError(f"not JSON ({said.split(':')[0]})")
 
 
 json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept

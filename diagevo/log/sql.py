@@ -30,6 +30,7 @@ from diagevo.log.recorder import (
     chain,
     json_or_error,
     loads,
+    loads_state,
     lookup_keys,
     prepare,
     restore_texts,
@@ -494,7 +495,7 @@ class SQLRecorder(Recorder):
             rows = cur.fetchall()
         states: dict[int, ViewState] = {}
         for part, seq, hash_, state in rows:  # where two writers saved a part, the first trusted
-            states.setdefault(int(part), ViewState(name, run, int(part), int(seq), hash_, loads(state)))
+            states.setdefault(int(part), ViewState(name, run, int(part), int(seq), hash_, loads_state(state)))
         return [states[p] for p in sorted(states)]
 
     def put_view_states(self, states: Sequence[ViewState]) -> None:
