@@ -225,3 +225,51 @@ def test_a_row_that_slipped_in_is_named_by_verify_and_stops_no_other_reader(role
         assert load_memory(log, "other").committed == 1 and verdict(log, "other").ok
         with pytest.raises(UnreadableEvent, match=f"the event at seq {seq} of run 'base' cannot be read"):
             list(log.read("base"))
+
+
+CONFIG_CASES: list[dict[str, Any]] = [
+    config_record(Config()),
+    {"k": 0.5},
+    {"memory": {"k": 2}},
+    {"k": 0.5, "memory": {"k": -1}},  # the flat name wins
+    {"k": 0.5, "db": "sqlite:///x.db", "diagnosis": {"api_key": "s", "endpoint": "http://h"}},
+    {"k": 0.5, "theta_dup": None, "shortlist_k": 3, "lam": 0, "tau": 2, "p_low": 0.1, "p_high": 0.9},
+    {"k": True},
+    {"k": "0.5"},
+    {"k": 0.5, "train": {"rounds": 2.0}},
+    {"k": 0.5, "train": {"rounds": True}},
+    {"k": 0.5, "train": {"seed": 2**32}},
+    {"k": 0.5, "train": {"backend": "hf"}},  # a component's field of a shared section: carried
+    {"k": 0.5, "solver": {"group_size": 1}},
+    {"k": 0.5, "grpo": {"learning_rate": 0}},
+    {"k": 0.5, "filter": {"mode": "triple"}},
+    {"k": 0.5, "memory": {"state_updates": 1}},
+    {"k": 0.5, "sim": []},
+    {"k": 0.5, "memory": []},
+    {"k": 0.5, "zz": {}},
+    {"k": 0.5, "theta_merge": 1.5},
+    {"k": 0.5, "max_failures_per_question": None},
+    {"k": 0.5, "diagnosis": {"max_failures_per_question": None, "min_words": 3}},
+    {"k": 0.5, "train": {"rounds": 10**30}},
+]
+
+
+def test_the_database_and_a_runs_start_judge_a_config_alike(roles: Roles) -> None:  # noqa: F811
+    """The database's check of a config (generated from its schema) refuses what
+    ``config_from_record``, the validation of a run's start, refuses, and takes what it takes."""
+    from sqlalchemy import create_engine
+
+    from diagevo.config import config_from_record
+    from diagevo.errors import BadInput
+
+    engine = create_engine(roles.owner_url)
+    with engine.connect() as conn:
+        for config in CONFIG_CASES:
+            db = conn.execute(text("SELECT events_config_problem(CAST(:c AS jsonb))"), {"c": json.dumps(config)})
+            try:
+                config_from_record(config)
+                python = None
+            except BadInput as exc:
+                python = str(exc)
+            assert (db.scalar_one() is None) == (python is None), (config, python)
+    engine.dispose()
