@@ -105,7 +105,7 @@ def _bad_row(store: Any, exc: Exception) -> Exception:
     from diagevo.views.verify import first_out_of_shape
 
     try:
-        found = first_out_of_shape(store)
+        found = first_out_of_shape(store, list(store.read_runs) or None)
     except Exception:  # noqa: BLE001 - the search must not hide the error it explains
         return exc
     if found is None:

@@ -145,6 +145,9 @@ def why(
 
     with open_store(db, readonly=True) as store:
         story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT).to_dict()
+        # said while the store is open: an entry a raw row made unreadable (an ``acc`` that is a
+        # text) names that row, before anything is printed
+        said = [] if output.as_json else [_describe(entry) for entry in story["timeline"]]
     if output.as_json:
         emit_json(story)
         return
@@ -159,7 +162,7 @@ def why(
             table.add_row(
                 "…", "…", text((f"{more:,} more {'attribution' if more == 1 else 'attributions'} (use --all)", "dim"))
             )
-        table.add_row(str(entry["round"]), str(entry["seq"]), text(_describe(entry)))
+        table.add_row(str(entry["round"]), str(entry["seq"]), text(said[i]))
     console.print(table)
     if more:
         console.print(

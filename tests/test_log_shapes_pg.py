@@ -323,13 +323,15 @@ def test_a_bad_row_written_before_the_guard_is_named_by_its_seq(roles: Roles) ->
     """What a reader meets in a log a guard did not protect (the trigger lifted by the owner):
     ``memory verify`` names the seq (the read path's one line is the read-side work of issue 47)."""
     with roles.admin.connect() as conn:
-        conn.execute(text(f"ALTER TABLE {roles.schema}.events DISABLE TRIGGER events_check_chain"))
+        for guard in ("events_check_chain", "events_check_usable"):
+            conn.execute(text(f"ALTER TABLE {roles.schema}.events DISABLE TRIGGER {guard}"))
     row = raw_row(
         roles.trainer_url, "base", "cause.created", 2, {"cause_id": "C9", "node_id": ["x"], "description": "d"}
     )
     insert(roles.trainer, row)
     with roles.admin.connect() as conn:
-        conn.execute(text(f"ALTER TABLE {roles.schema}.events ENABLE TRIGGER events_check_chain"))
+        for guard in ("events_check_chain", "events_check_usable"):
+            conn.execute(text(f"ALTER TABLE {roles.schema}.events ENABLE TRIGGER {guard}"))
         seq = conn.execute(text(f"SELECT max(seq) FROM {roles.schema}.events")).scalar_one()
     with open_log(roles.owner_url, create=False) as log:
         problems = verify_run(log, "base")

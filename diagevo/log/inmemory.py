@@ -27,6 +27,7 @@ from diagevo.log.recorder import (
     chain,
     json_or_error,
     loads,
+    loads_state,
     lookup_keys,
     prepare,
     restore_texts,
@@ -222,7 +223,7 @@ class InMemoryRecorder(Recorder):
                 at = self.event_at(run, seq)
                 if at is None or at.hash != hash_:
                     continue
-            out.append(ViewState(name, run, part, seq, hash_, loads(state)))
+            out.append(ViewState(name, run, part, seq, hash_, loads_state(state)))
         return out[-1:] if latest else out
 
     def put_view_states(self, states: Sequence[ViewState]) -> None:

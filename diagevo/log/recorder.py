@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 import orjson
@@ -28,6 +30,7 @@ import orjson
 from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS, Event, EventTypes, version_problem
 from diagevo.errors import Conflict, DiagevoError, Hint, NotADiagevoDatabase, NotFound
 from diagevo.log.canonical import canonical_bytes
+from diagevo.parsing import MAX_DEPTH, depth
 
 if TYPE_CHECKING:
     from diagevo.schemas import EventIn
@@ -41,11 +44,40 @@ LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
 
 
 def loads(text_: str) -> Any:
-    """Parse stored JSON with orjson: the values ``json.loads`` gives, in less time."""
+    """Parse stored JSON within ingest's bounds (:data:`~diagevo.parsing.MAX_DEPTH` levels, every
+    number in a double's range): a row that slipped past them (written raw where no check guards
+    the table) is a :class:`ValueError` naming the bound, never a ``RecursionError``. orjson reads
+    no deeper than 1,024 levels and no number beyond a double's range; the nesting is walked only
+    where the text holds enough brackets to nest deeper than the bound."""
+    try:
+        value = _orjson_loads(text_)
+    except ValueError as exc:
+        raise _past_bounds(str(exc)) from None
+    if len(text_) > _SHALLOW and text_.count("[") + text_.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+_SHALLOW = 2 * MAX_DEPTH  # no shorter JSON text nests deeper than MAX_DEPTH
+
+
+def loads_state(text_: str) -> Any:
+    """Parse a view's saved state: written by diagevo's own writers alone (a reader uses only the
+    states of a writer it trusts) and large (a memory of many causes), so parsed by orjson with its
+    own bound (1,024 levels), without the walk :func:`loads` adds for rows anyone may insert."""
     try:
         return _orjson_loads(text_)
-    except ValueError:  # anything it is stricter about than the stdlib (integers beyond 64 bits)
-        return json.loads(text_)
+    except ValueError as exc:
+        raise _past_bounds(str(exc)) from None
+
+
+def _past_bounds(said: str) -> ValueError:
+    """orjson's refusal, as the bound it names."""
+    if "depth" in said:
+        return ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    if "infinity" in said:
+        return ValueError("a number beyond a double's range")
+    return ValueError(f"not JSON ({said.split(':')[0]})")
 
 
 json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
@@ -155,6 +187,28 @@ class SchemaOutdated(StoreError, NotADiagevoDatabase):
     """The database is at an older revision (or empty and auto-migration is off)."""
 
 
+class UnreadableEvent(StoreError):
+    """A stored event whose data no reader parses (past :func:`loads`' bounds): the message names
+    its run and seq, and ``memory verify``, which names the way back."""
+
+    def __init__(self, run: str, seq: int, reason: str) -> None:
+        super().__init__(
+            f"the event at seq {seq} of run {run!r} cannot be read: its data is {reason}: "
+            "run {command} for the way back",
+            hint=Hint(("memory", "verify", "--run", run)),
+        )
+        self.run, self.seq = run, seq
+
+
+def stored_data(run: str, seq: int, text_: str) -> Any:
+    """:func:`loads` of the data of the event at ``seq`` of ``run``: :class:`UnreadableEvent`
+    past its bounds."""
+    try:
+        return loads(text_)
+    except ValueError as exc:
+        raise UnreadableEvent(run, seq, str(exc)) from None
+
+
 # --- hashing ----------------------------------------------------------------------------------
 
 
@@ -208,6 +262,18 @@ def externalise_texts(fields: tuple[str, ...], data: dict[str, Any]) -> tuple[di
     return out, _orjson_dumps(held).decode()
 
 
+_DIGITS = re.compile(rb"[0-9]{309}")  # a number beyond a double's range has at least 309 digits
+
+
+def _unreadable(data_json: bytes) -> str | None:
+    """Why :func:`loads` would refuse this JSON (the writer stores nothing its readers refuse)."""
+    try:
+        loads(data_json.decode())
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
     """Serialise outside the lock; drops in-batch duplicates (first wins). Returns (rows, dups).
 
@@ -233,6 +299,10 @@ def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
             if fields:
                 data, texts = externalise_texts(fields, data)
             data_b = to_json(data)
+            if (data_b.count(b"[") + data_b.count(b"{") > MAX_DEPTH or _DIGITS.search(data_b)) and (
+                problem := _unreadable(data_b)
+            ):
+                raise StoreError(f"event {eid}: its data is {problem}: no reader would read it")
             middle = middles.get((run, rnd, typ, v))
             if middle is None:
                 middle = middles[run, rnd, typ, v] = f",{json_str_(run)},{rnd},{json_str_(typ)},{v},".encode()
@@ -360,6 +430,9 @@ class Recorder(ABC):
     url: str
     persistent = True  # whether the log outlives this process (False: the in-memory recorder)
     lock_wait_s = LOCK_WAIT_S  # the longest an append waits for the append lock (limits.lock_wait_s)
+    read_runs: Mapping[str, None] = MappingProxyType({})
+    """The runs whose events this recorder has read, in order (a SQL backend's): where a reader
+    that failed on what it read looks for the event it could not read, never in another run."""
 
     def __enter__(self) -> Recorder:
         return self
@@ -550,8 +623,8 @@ class Recorder(ABC):
             prev = r.hash
             try:
                 data = loads(r.data)
-            except ValueError:
-                problems.append(f"seq {r.seq}: its data is not JSON")
+            except ValueError as exc:
+                problems.append(f"seq {r.seq}: {UNREADABLE}{exc}")
                 continue
             if not isinstance(data, dict):
                 problems.append(f"seq {r.seq}: its data is not a JSON object")
@@ -572,6 +645,8 @@ class Recorder(ABC):
 
 
 CONFIG_EVENTS = ("run.started", "run.configured")
+UNREADABLE = "its data cannot be read: "
+"""How ``verify_chain`` names a row whose data is past the readers' bounds (:func:`loads`)."""
 
 
 def _refused(type_: str, data: dict[str, Any], version: int) -> str | None:

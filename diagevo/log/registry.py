@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CATALOG
 from diagevo.catalog.event import JSON_TYPES, json_kinds
+from diagevo.config import COMPONENT_TABLES, PAPER_NAMES, MethodConfig
+from diagevo.sections import LARGEST_INT
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -136,6 +138,90 @@ def shape_function(specs: dict[str, dict[str, Any]]) -> str:
     )
 
 
+def _config_value(section: str, field: str, flat: str | None) -> str:
+    """The value a stored config ``c`` gives a field: its flat name's where present (the flat
+    name wins), else the section's (NULL where absent)."""
+    nested = f"c -> {_q(section)} -> {_q(field)}"
+    return nested if flat is None else f"CASE WHEN c ? {_q(flat)} THEN c -> {_q(flat)} ELSE {nested} END"
+
+
+def _config_field_sql(path: str, value: str, schema: dict[str, Any]) -> list[str]:
+    """A ``WHEN`` branch, true when a config's field (``value``, jsonb, NULL when absent) is of
+    none of its JSON types or outside the range its schema declares (``minimum`` ...): what the
+    database can check of :class:`~diagevo.config.MethodConfig`'s validation of the field."""
+    fits, said = [], []
+    for b in schema.get("anyOf", [schema]):
+        kind = b.get("type")
+        if kind == "null":
+            fits.append(f"{value} = 'null'::jsonb")
+            said.append("null")
+        elif kind in ("number", "integer"):
+            number = f"({value})::numeric"
+            parts = [f"({value})::text ~ '^-?[0-9]+$'", f"abs({number}) <= {LARGEST_INT}"] if kind == "integer" else []
+            bounds = [f"{op} {b[key]}" for key, op in _BOUNDS if key in b]
+            parts += [f"{number} {bound}" for bound in bounds]
+            # a CASE: a value is cast to a number only once it is one
+            fits.append(
+                f"CASE WHEN jsonb_typeof({value}) = 'number' THEN {' AND '.join(parts) or 'true'} ELSE false END"
+            )
+            said.append(" and ".join([("a whole number" if kind == "integer" else "a number"), *bounds]))
+        elif kind == "string" and "enum" in b:
+            fits.append(f"{value} IN ({', '.join(f'{_q(json.dumps(v))}::jsonb' for v in b['enum'])})")
+            said.append("one of " + ", ".join(map(repr, b["enum"])))
+        elif kind in ("string", "boolean"):
+            fits.append(f"jsonb_typeof({value}) = {_q(kind)}")
+            said.append("a text" if kind == "string" else "true or false")
+        else:
+            return []  # a field of any value
+    message = _q(f"{path} is not {' or '.join(said)}")
+    return [f"WHEN {value} IS NOT NULL AND NOT ({' OR '.join(fits)}) THEN {message}"]
+
+
+_BOUNDS = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
+
+
+def _unknown_sql(obj: str, names: list[str], said: str) -> str:
+    """A ``WHEN`` branch, true when the object ``obj`` holds a key not in ``names``: ``said``
+    and the first such key."""
+    rest = f"({obj} - ARRAY[{', '.join(map(_q, names))}]::text[])"
+    first = f"(jsonb_path_query_first({rest}, '$.keyvalue().key') #>> '{{}}')"
+    return f"WHEN {rest} <> '{{}}'::jsonb THEN {_q(said)} || left({first}, 80)"
+
+
+def config_function() -> str:
+    """``events_config_problem(c)``: the database's check of a stored config (``run.started``'s
+    and ``run.configured``'s, migration 0016): what is wrong with it, or NULL. Generated, as the
+    types' shapes are, from the schema of :class:`~diagevo.config.MethodConfig`, the one
+    validation of a config a log carries (:func:`~diagevo.config.config_from_record`): the names
+    a config may hold, each section a table, each field of the method of its JSON type and range,
+    a flat name (``k``, ``theta_up``) in place of its field, and a positive k. A rule across
+    fields (``p_low <= p_high``) is left to diagevo's writers and ``memory verify``."""
+    schema = MethodConfig.model_json_schema()
+    flat = {path: name for name, path in PAPER_NAMES.items()}
+    whens = ["WHEN jsonb_typeof(c) IS DISTINCT FROM 'object' THEN 'it is not a table'"]
+    sections = {name: schema["$defs"][p["$ref"].rsplit("/", 1)[-1]] for name, p in schema["properties"].items()}
+    known = [*PAPER_NAMES, *sections, *COMPONENT_TABLES, "db"]
+    whens.append(_unknown_sql("c", known, "unknown field "))
+    for name in [*sections, *COMPONENT_TABLES]:
+        whens.append(
+            f"WHEN c ? {_q(name)} AND jsonb_typeof(c -> {_q(name)}) <> 'object' THEN {_q(f'{name} is not a table')}"
+        )
+    for name, section in sections.items():
+        fields = section.get("properties", {})
+        if section.get("additionalProperties") is False:
+            whens.append(_unknown_sql(f"(c -> {_q(name)})", list(fields), f"unknown field of {name}: "))
+        for field, spec in fields.items():
+            path = f"{name}.{field}"
+            said = f"{flat[path]} ({path})" if path in flat else path
+            whens += _config_field_sql(said, _config_value(name, field, flat.get(path)), spec)
+    k = _config_value("memory", "k", "k")
+    whens.append(f"WHEN {k} IS NULL THEN 'it needs a positive k (config.k or config.memory.k)'")
+    return (
+        "CREATE OR REPLACE FUNCTION events_config_problem(c jsonb) RETURNS text "
+        f"LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $config$ SELECT CASE {' '.join(whens)} END $config$"
+    )
+
+
 def catalog_specs() -> dict[str, dict[str, Any]]:
     """Every type of the catalog -> :func:`type_spec`."""
     return {name: type_spec(name) for name in CATALOG}
@@ -215,6 +301,8 @@ def register_types(conn: Connection) -> list[str]:
         if row is not None:
             changed.append(name)
     conn.exec_driver_sql(shape_function(registered_specs(conn)).replace("%", "%%"))
+    if conn.exec_driver_sql("SELECT to_regprocedure('events_config_problem(jsonb)') IS NOT NULL").scalar():
+        conn.exec_driver_sql(config_function().replace("%", "%%"))
     return changed
 
 
@@ -236,6 +324,7 @@ def unregistered(conn: Connection) -> list[str]:
 __all__ = [
     "TABLE",
     "catalog_specs",
+    "config_function",
     "has_table",
     "register_types",
     "registered_specs",

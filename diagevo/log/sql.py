@@ -30,9 +30,11 @@ from diagevo.log.recorder import (
     chain,
     json_or_error,
     loads,
+    loads_state,
     lookup_keys,
     prepare,
     restore_texts,
+    stored_data,
 )
 from diagevo.parsing import error_line
 from diagevo.urls import redact_url
@@ -77,6 +79,7 @@ class SQLRecorder(Recorder):
         (the read commands) implies ``create=False`` and opens a SQLite file read-only, so a
         log on a read-only mount can be read."""
         self.url = url
+        self.read_runs: dict[str, None] = {}
         create = create and not readonly
         missing = None if create else missing_database(url)
         if missing is not None:
@@ -349,6 +352,7 @@ class SQLRecorder(Recorder):
         limit: int | None = None,
         newest: bool = False,
     ) -> Iterator[E]:
+        self.read_runs[run] = None
         if newest and limit is not None:
             reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=False))
             if len(reads) == 1:  # the last ``limit`` rows of the one index that serves the read
@@ -398,7 +402,12 @@ class SQLRecorder(Recorder):
         with self._cursor(stream=True) as cur:
             cur.execute(f"SELECT {columns}{', texts' if texts else ''} FROM events {where}", params)
             while rows := cur.fetchmany(FETCH):
-                batch = [make(r) for r in rows]
+                try:
+                    batch = [make(r) for r in rows]
+                except ValueError:  # data past the readers' bounds (loads): named by its run and seq
+                    for r in rows:
+                        stored_data(params[0], r[0], r[columns.split(", ").index("data")])
+                    raise
                 if texts:
                     restore_texts(batch, [r[at] for r in rows])
                 yield from batch
@@ -441,6 +450,11 @@ class SQLRecorder(Recorder):
                 for r in rows:
                     yield RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:]))
 
+    def head(self, run: str) -> tuple[int, str]:
+        """The run's newest (seq, hash), its data left unread: one indexed row."""
+        with self._cursor() as cur:
+            return self._run_head(cur, run)
+
     def runs(self) -> list[str]:
         """A skip scan of the (run_id, seq) index, one probe per run, never a pass over the events."""
         with self._cursor() as cur:
@@ -482,7 +496,7 @@ class SQLRecorder(Recorder):
             rows = cur.fetchall()
         states: dict[int, ViewState] = {}
         for part, seq, hash_, state in rows:  # where two writers saved a part, the first trusted
-            states.setdefault(int(part), ViewState(name, run, int(part), int(seq), hash_, loads(state)))
+            states.setdefault(int(part), ViewState(name, run, int(part), int(seq), hash_, loads_state(state)))
         return [states[p] for p in sorted(states)]
 
     def put_view_states(self, states: Sequence[ViewState]) -> None:

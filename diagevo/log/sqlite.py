@@ -49,6 +49,7 @@ class SQLiteRecorder(SQLRecorder):
             super().__init__(url, create=create, migrate_empty=migrate_empty, readonly=readonly)
             return
         self.url = url
+        self.read_runs = {}
         self._ours = True
         self._engine = direct  # type: ignore[assignment]  # the part of an Engine the reads use
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from diagevo.catalog import RoundCommitted, RunConfigured, RunStarted
 from diagevo.config import config_from_record
 from diagevo.errors import BadInput, Hint
-from diagevo.log import Recorder, StoredEvent
+from diagevo.log import EventRow, Recorder, StoredEvent
 
 CONFIG_TYPES = (RunStarted, RunConfigured)
 
@@ -31,7 +31,7 @@ def config_fault(event: StoredEvent) -> str | None:
     return None
 
 
-def recovery(store: Recorder, run: str, event: StoredEvent) -> tuple[str, Hint | None]:
+def recovery(store: Recorder, run: str, event: StoredEvent | EventRow) -> tuple[str, Hint | None]:
     """How to get past a bad event (a config no reader can use, an event the fold or a rule
     refuses): the words, and the fork that does it, from the last round committed before it
     (None when no round is: nothing before it to fork)."""

@@ -8,7 +8,8 @@ older log, which does not name its trainer), **complete** (it reached the rounds
 for, no round open) or **interrupted** (a round left open, or rounds still to go: ``train
 --resume``); for another trainer's run, **open round t** (waiting for its trainer) or
 **complete** (as far as it went); **no round yet** for a run started whose first round was never
-opened. A fork says where it came from. Its config is shown as the
+opened; **unreadable at seq N** for a run holding an event no reader can read (a raw row past
+the readers' bounds: ``memory verify`` names the way back). A fork says where it came from. Its config is shown as the
 fields that differ from the defaults; its tags and notes are its own events (``run.tagged``,
 ``run.noted``).
 """
@@ -32,6 +33,7 @@ from diagevo.catalog import (
 )
 from diagevo.errors import Hint
 from diagevo.log import EventRow, Recorder
+from diagevo.log.recorder import UnreadableEvent
 from diagevo.results import Json
 
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunForked, RunTagged, RunNoted)
@@ -172,8 +174,17 @@ def _rounds_asked(config: dict[str, Any]) -> int | None:
 
 
 def runs(store: Recorder) -> list[RunSummary]:
-    """Every run of the database, in order of creation."""
-    return [summarise(store, run) for run in store.runs()]
+    """Every run of the database, in order of creation: a run holding an event no reader can
+    read (a raw row past the readers' bounds) is shown as such, the others as they are."""
+    return [_summary(store, run) for run in store.runs()]
+
+
+def _summary(store: Recorder, run: str) -> RunSummary:
+    try:
+        return summarise(store, run)
+    except UnreadableEvent as exc:
+        status = f"unreadable at seq {exc.seq} (memory verify names it and the way back)"
+        return RunSummary(run, status, 0, None, None, "", store.last_seq(run))
 
 
 def is_whatif(store: Recorder, run: str) -> bool:

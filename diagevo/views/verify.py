@@ -15,8 +15,8 @@ from typing import Any
 from diagevo.catalog import RoundCommitted, RunForked
 from diagevo.errors import Hint
 from diagevo.log import Recorder
+from diagevo.log.recorder import UNREADABLE, loads
 from diagevo.memory.counting import audit
-from diagevo.parsing import loads
 from diagevo.views import index, memory, stats
 from diagevo.views.configs import config_problems, recovery
 
@@ -37,8 +37,10 @@ def _verify(store: Recorder, run: str) -> tuple[list[str], Hint | None]:
     problems = list(store.verify_chain(run))
     folded: dict[int, dict] = {}
     back: Hint | None = None
-    if any(": out of shape: " in p for p in problems):  # the fold would meet what it cannot read
-        problems.append("invariant: not folded: the events above are out of shape")
+    unread = [p for p in problems if f": {UNREADABLE}" in p or ": out of shape: " in p]
+    if unread:  # the fold would meet what it cannot read: the way back past the first
+        how, back = way_back(store, run, int(unread[0].split(":", 1)[0].removeprefix("seq ")))
+        problems.append(f"invariant: not folded: the events above are out of shape{how}")
     else:
         checked = audit(store.rows(run), run, whatif=is_whatif(store, run))
         folded = checked.commits
@@ -68,7 +70,7 @@ def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Hint | No
     """How to get past the event at ``seq`` (the first one the fold or a rule refuses), as a
     stored config no reader can use is got past (:func:`~diagevo.views.configs.recovery`): the
     words that end the line naming it (empty: no such event), and the fork."""
-    event = None if seq is None else store.event_at(run, seq)
+    event = None if seq is None else next(store.rows(run, after_seq=seq - 1, upto_seq=seq, data=False), None)
     if event is None:
         return "", None
     how, hint = recovery(store, run, event)
@@ -126,20 +128,22 @@ def verify_anchors(store: Recorder, run: str) -> list[str]:
     return problems
 
 
-def first_out_of_shape(store: Recorder) -> str | None:
-    """The first stored event a reader cannot read (data that is no JSON object, or out of its
-    type's shape: a row written raw where no check guards the table), as one line naming its
-    run and seq; None when every event is in shape. Looked for after a reader failed on what
-    it read, to tell a bad row from a bug."""
+def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | None:
+    """The first stored event a reader cannot read (data that is no JSON object, past the
+    readers' bounds or out of its type's shape: a row written raw where no check guards the
+    table) of ``runs`` (None: every run), as one line naming its run and seq; None when every
+    event is in shape. Looked for after a reader failed on what it read (the runs it read), to
+    tell a bad row from a bug."""
     from diagevo.log.registry import shape_problem
 
-    for run in store.runs():
+    for run in store.runs() if runs is None else runs:
         for r in store.raw(run):
             try:
                 data = loads(r.data)
-            except ValueError:
-                data = None
-            problem = shape_problem(r.type, data) if isinstance(data, dict) else "its data is not a JSON object"
+            except ValueError as exc:
+                problem: str | None = f"{UNREADABLE}{exc}"
+            else:
+                problem = shape_problem(r.type, data) if isinstance(data, dict) else "its data is not a JSON object"
             if problem is not None:
                 return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
     return None
@@ -170,5 +174,5 @@ class Verdict:
 def verdict(store: Recorder, run: str) -> Verdict:
     """:func:`verify_run` of ``run``, with its head (seq and hash)."""
     problems, back = _verify(store, run)
-    head = next(iter(store.read(run, after_seq=store.last_seq(run) - 1)), None)
-    return Verdict(run, problems, {"seq": head.seq, "hash": head.hash} if head is not None else None, back)
+    seq, hash_ = store.head(run)
+    return Verdict(run, problems, {"seq": seq, "hash": hash_} if seq else None, back)

@@ -1,0 +1,110 @@
+"""A stored row that slipped past the checks (SQLite has no roles: whoever may write the file may
+write any row) is read within ingest's bounds and named, never a crash: ``memory verify`` names
+it with its seq and the way back, a reader's error names the run it read, and ``diagevo runs``
+shows every other run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine
+
+from diagevo.log import StoreError, open_log
+from diagevo.log.recorder import UnreadableEvent, canonical_event_json, chain_hash
+from diagevo.schemas import EventIn
+from diagevo.views.runs import runs
+from diagevo.views.verify import verdict
+from tests.logs import Log
+from tests.test_cli_memory import assert_one_line_error, run_cli
+from tests.test_log_shapes_pg import raw_row
+from tests.test_log_trainer_role import insert
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'rows.db'}"
+    with open_log(url) as log:
+        log.append(Log("base").node("N1").cause("C1", "N1").question("q1", 0.5, active="C1").commit().events())
+        log.append(Log("other").node("N1").cause("C1", "N1").commit().events())
+    return url
+
+
+def _raw(url: str, run: str, type_: str, rnd: int, data: str | dict[str, Any]) -> int:
+    """Insert a chained row of this data (``str``: JSON as written, no key columns); its seq."""
+    row = raw_row(url, run, type_, rnd, {} if isinstance(data, str) else data)
+    if isinstance(data, str):
+        row["data"] = data
+        row["hash"] = chain_hash(row["prev_hash"], canonical_event_json(row["event_id"], run, rnd, type_, 1, data))
+    engine = create_engine(url)
+    insert(engine, row)
+    engine.dispose()
+    with open_log(url, create=False) as log:
+        return log.last_seq(run)
+
+
+def test_verify_names_a_row_nested_5000_deep(db: str) -> None:
+    seq = _raw(db, "base", "eval.recorded", 1, '{"x":' + "[" * 5000 + "]" * 5000 + "}")
+    with open_log(db, create=False) as log:
+        checked = verdict(log, "base")
+        assert checked.problems[0] == f"seq {seq}: its data cannot be read: JSON nested deeper than 64 levels"
+        assert "fork it from round 1" in checked.problems[-1] and checked.way_back is not None
+        with pytest.raises(UnreadableEvent, match=f"seq {seq} of run 'base'"):
+            list(log.read("base"))
+        assert verdict(log, "other").ok
+
+
+def test_a_raw_acc_x_is_named_by_memory_why(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A promotion whose ``acc`` is a text, named by verify; ``memory why`` names it too, in
+    one line, and prints nothing else."""
+    seq = _raw(db, "base", "cause.promoted", 2, {"acc": "x", "cause_id": "C1", "n_candidates": 1})
+    code, out, err = run_cli(capsys, "memory", "why", "C1", "--run", "base", "--db", db)
+    assert_one_line_error(code, err, f"run 'base' holds an event its readers cannot read, at seq {seq}")
+    assert code != 70 and out == ""
+
+
+def test_a_readers_error_names_its_own_runs_bad_event(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both runs hold a bad promotion; ``memory why`` of run ``other`` names ``other``'s, not the
+    first run's."""
+    _raw(db, "base", "cause.promoted", 2, {"acc": "x", "cause_id": "C1", "n_candidates": 1})
+    seq = _raw(db, "other", "cause.promoted", 2, {"acc": "y", "cause_id": "C1", "n_candidates": 1})
+    code, _out, err = run_cli(capsys, "memory", "why", "C1", "--run", "other", "--db", db)
+    assert_one_line_error(code, err, f"run 'other' holds an event its readers cannot read, at seq {seq}")
+
+
+def test_diagevo_runs_shows_every_run_past_an_unreadable_one(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A milestone ``diagevo runs`` reads, holding a 5,000-digit number: that run is shown as
+    unreadable, the other as it is."""
+    seq = _raw(db, "base", "run.noted", 2, '{"note":"n","n":' + "1" * 5000 + "}")
+    with open_log(db, create=False) as log:
+        found = {s.run: s.status for s in runs(log)}
+    assert found == {"base": f"unreadable at seq {seq} (memory verify names it and the way back)", "other": "complete"}
+    code, out, _err = run_cli(capsys, "runs", "--db", db)
+    assert code == 0 and "other" in out and "unreadable" in out
+
+
+def _nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [([[[]]], None), (_nested(65), "JSON nested deeper than 64 levels"), (10**400, "a number beyond")],
+    ids=["3 deep", "65 deep", "a 401-digit number"],
+)
+def test_the_writer_stores_nothing_its_readers_refuse(db: str, value: Any, reason: str | None) -> None:
+    """diagevo's own append (whatever a trainer notes) refuses data past the readers' bounds,
+    naming the event; data within them is stored and read back."""
+    ev = EventIn.model_construct(type="run.noted", run="base", round=2, event_id="deep", data={"note": "n", "x": value})
+    with open_log(db, create=False) as log:
+        if reason is None:
+            log.append([ev])
+            assert next(log.read("base", newest=True, limit=1)).data["x"] == value
+        else:
+            with pytest.raises(StoreError, match=f"event deep: its data is {reason}"):
+                log.append([ev])
+            assert not log.existing_ids("base", ["deep"])
