@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.errors import BadInput, NotFound, Unavailable
+from diagevo.files import export_dir
 
 if TYPE_CHECKING:
     from diagevo.log import Recorder
@@ -71,7 +72,7 @@ def _pyarrow() -> Any:
         from diagevo.fixes import Fix, Install
 
         raise Unavailable(
-            "writing verl's Parquet files needs pyarrow ({command})", fix=Fix.of(Install("verl"))
+            "writing verl's Parquet files needs pyarrow ({command})", fix=Fix.of(Install("data"))
         ) from None
     return pyarrow
 
@@ -212,10 +213,7 @@ def export_round(store: Recorder, run: str, out: Path, *, t: int | None = None) 
 
 
 def _output_dir(out: Path) -> Path:
-    if out.is_symlink():
-        raise BadInput(f"{out} is a symbolic link: name the directory itself")
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"{out} exists and is not a directory")
+    export_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     return out
 
