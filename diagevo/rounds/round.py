@@ -65,6 +65,11 @@ from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
 from diagevo.words import plural
 
+NO_QUESTION = (
+    "no question is recorded in it (deciding its promotions closes its evidence); record its questions first, "
+    "or decide on none: {command}"
+)
+
 
 class Round:
     """Round ``t`` of a run, the unit a trainer works in: the run's config and M_{t-1} are read
@@ -289,8 +294,7 @@ class Round:
             evidence = promotion_evidence(read((QuestionGenerated, QuestionScored), t=t))
             if not evidence and not allow_empty:
                 raise OutOfOrder(
-                    f"cannot decide the promotions of round {t} in run {run!r}: no question is recorded in it "
-                    "(deciding closes its evidence); record its questions first, or decide on none: {command}",
+                    f"cannot decide the promotions of round {t} in run {run!r}: {NO_QUESTION}",
                     hint=self._hint("promote", "rnd.promote(allow_empty=True)", "--allow-empty"),
                 )
             changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
@@ -496,6 +500,11 @@ class Round:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             require_open(st, t, "commit")
             if t not in st.promoted:
+                if not read((QuestionGenerated,), t=t):  # the step it names must go through as printed
+                    raise OutOfOrder(
+                        f"cannot commit round {t}: its promotions are not decided, and {NO_QUESTION}",
+                        hint=self._hint("promote", "rnd.promote(allow_empty=True)", "--allow-empty"),
+                    )
                 raise OutOfOrder(
                     f"cannot commit round {t}: its promotions are not decided",
                     hint=self._hint("promote", "rnd.promote()"),
