@@ -152,6 +152,7 @@ def diagnose(
     )
     _check_arguments(cfg, diagnostician, failures_file, from_verl)
     heuristic = diagnostician == "heuristic"
+    emb = embedder_for(cfg)  # the objects diagevo.diagnose builds from the same names; a missing extra refused here
     with open_store(db) as store:
         rnd = _open_round(store, run, open_round)
         records = _failures(store, rnd, failures_file, from_verl)
@@ -160,7 +161,6 @@ def diagnose(
         unlisted = check_endpoints(cfg, diagnostician)
         if unlisted:  # some providers list none: said, not refused
             err_console.print(text(f"note: the diagnostician's server lists no models: {cfg.model} is not checked"))
-        emb = embedder_for(cfg)  # the objects diagevo.diagnose builds from the same names
         vindex = vector_index(store, run, emb, index)
         dx = diagnostician_for(diagnostician, cfg, emb)
         inputs = failures_from_records(records)

@@ -18,7 +18,7 @@ models_app = typer.Typer(no_args_is_help=True, help="Local models for the hf bac
 @models_app.command("tiny")
 def tiny(
     out: Annotated[Path, typer.Option("--out", help="Directory to write (challenger/, solver/, heldout.jsonl).")],
-    steps: Annotated[int, typer.Option("--steps", min=0, help="Supervised warm-up steps.")] = 300,
+    steps: Annotated[int, typer.Option("--steps", min=1, help="Supervised warm-up steps.")] = 300,
     hidden: Annotated[int, typer.Option("--hidden", min=8, help="Hidden size (a multiple of 4).")] = 64,
     layers: Annotated[int, typer.Option("--layers", min=1, help="Decoder layers.")] = 2,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the corpus, initialisation and warm-up.")] = 0,

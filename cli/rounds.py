@@ -218,14 +218,22 @@ def record(
 
 
 @round_app.command("promote")
-def promote(run: RunOpt = None, db: DbOpt = None, open_round: RoundOpt = None, json: JsonOpt = False) -> None:
-    """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once."""
+def promote(
+    run: RunOpt = None,
+    db: DbOpt = None,
+    open_round: RoundOpt = None,
+    json: JsonOpt = False,
+    allow_empty: Annotated[
+        bool, typer.Option("--allow-empty", help="Decide although the round holds no question (none parsed).")
+    ] = False,
+) -> None:
+    """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once (after its questions are recorded)."""
     from diagevo import rounds
 
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
-            promoted = [p.to_dict() for p in rounds.promote(store, r, t)]
+            promoted = [p.to_dict() for p in rounds.promote(store, r, t, allow_empty=allow_empty)]
     if json:
         emit_json({"run": r, "round": t, "promoted": promoted})
         return

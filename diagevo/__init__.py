@@ -26,6 +26,7 @@ a type, a value, the order of the steps), :class:`Unavailable` (the machine).
 from __future__ import annotations
 
 from importlib import import_module
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 # public name -> module that defines it: the whole public API, each name in the reference
@@ -148,6 +149,9 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'diagevo' has no attribute {name!r}")
     value = getattr(import_module(module), name)
+    if isinstance(value, FunctionType):  # a wrong argument type is BadInput naming the argument, at this boundary
+        value = import_module("diagevo.arguments").checked(value)
+        value.__module__, value.__qualname__ = __name__, name  # pickled as diagevo.NAME: this wrapper
     globals()[name] = value  # later look-ups skip this function
     return value
 

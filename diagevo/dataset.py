@@ -14,6 +14,7 @@ data in the Parquet files only; the card holds the run's id and config, fenced.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -37,7 +38,7 @@ from diagevo.catalog import (
     QuestionScored,
 )
 from diagevo.errors import BadInput, NotFound
-from diagevo.files import write_replacing, write_table
+from diagevo.files import export_dir, write_replacing, write_table
 from diagevo.fixes import Fix, Option, require
 from diagevo.log import Recorder
 from diagevo.memory.deciders import promotion_scores
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
     import polars as pl
 
 TABLES = ("questions", "failures", "nodes", "causes", "cause_states")
+CARD = "README.md"
+"""The dataset card's file name (the one Hugging Face reads)."""
+CARD_MARK = "<!-- written by diagevo export dataset; sha256 of the card above: "
+"""The card's last line up to its digest (:func:`signed`)."""
 """The files of an exported run (``<name>.parquet``), in the card's order."""
 
 COLUMNS: dict[str, dict[str, str]] = {
@@ -280,16 +285,30 @@ def _frame(rows: list[dict[str, Any]], table: str) -> pl.DataFrame:
     return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
 
 
+def signed(card: str) -> str:
+    """``card`` with a last line holding its digest: how a later export knows the card as its own
+    (a ``README.md`` of the user's, or one edited since, is never replaced)."""
+    return f"{card}{CARD_MARK}{hashlib.sha256(card.encode()).hexdigest()} -->\n"
+
+
+def own_card(path: Path) -> bool:
+    """Whether ``path`` is a card an export wrote (:func:`signed`) and nobody edited since."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    card, mark, digest = path.read_bytes().decode("utf-8", "replace").rpartition(CARD_MARK)
+    return bool(mark) and digest == f"{hashlib.sha256(card.encode()).hexdigest()} -->\n"
+
+
 def _output_dir(out: Path, force: bool) -> Path:
-    """``out``, checked: named (not ``""``), no link, a directory or nothing yet, holding no file
+    """``out``, checked (:func:`~diagevo.files.export_dir`), holding no card but its own, and no file
     the export does not write unless ``force`` (those are then left as they are)."""
-    if not str(out).strip() or out == Path(""):
-        raise ExportError("the output directory needs a name (-o DIR; '' or . is not one)")
-    if out.is_symlink():
-        raise ExportError(f"{out} is a symbolic link: name the directory itself")
-    if out.exists() and not out.is_dir():
-        raise ExportError(f"{out} exists and is not a directory")
-    ours = {f"{name}.parquet" for name in TABLES} | {"README.md"}
+    export_dir(out)
+    card = out / CARD
+    if (card.exists() or card.is_symlink()) and not own_card(card):
+        raise ExportError(
+            f"{card} was not written by diagevo's dataset export, or was edited since: move it, or name a new directory"
+        )
+    ours = {f"{name}.parquet" for name in TABLES} | {CARD}
     others = sorted(p.name for p in out.iterdir() if p.name not in ours) if out.is_dir() else []
     if others and not force:
         raise ExportError(
@@ -356,8 +375,8 @@ def export_dataset(
             path = staging / f"{name}.parquet"
             write_table(frames[name], path)
             exported.files.append(ExportedFile(f"{name}.parquet", frames[name].height, path.stat().st_size))
-        write_replacing(staging / "README.md", dataset_card(exported, frames, dict(memories[-1].config)))
-        exported.files.append(ExportedFile("README.md", 0, (staging / "README.md").stat().st_size))
+        write_replacing(staging / CARD, signed(dataset_card(exported, frames, dict(memories[-1].config))))
+        exported.files.append(ExportedFile(CARD, 0, (staging / CARD).stat().st_size))
     return exported
 
 

@@ -156,6 +156,21 @@ def plain_name(name: str, what: str) -> str:
 __all__ = ["plain_name", "replaced", "write_replacing"]
 
 
+def export_dir(out: Path) -> Path:
+    """``out`` as the directory an export writes into, checked: named (``''`` and ``.`` are the
+    current directory by accident), not a filesystem's root, no symbolic link, a directory or
+    nothing yet. What may be replaced inside it is each export's own rule."""
+    if not str(out).strip() or out == Path(""):
+        raise BadInput("the output directory needs a name (-o DIR; '' or . is not one)")
+    if out.resolve() == Path(out.resolve().anchor):
+        raise BadInput(f"{out} is the root of the file system: name a directory for the export (-o DIR)")
+    if out.is_symlink():
+        raise BadInput(f"{out} is a symbolic link: name the directory itself")
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"{out} exists and is not a directory")
+    return out
+
+
 def refuse_filled(out: Path) -> None:
     """A build goes only where nothing is: ``out`` absent or an empty directory (never over a
     model, nor into a directory of other files)."""

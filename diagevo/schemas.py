@@ -33,7 +33,7 @@ class EventIn(BaseModel):
 
     type: str
     run: str = Field(min_length=1)
-    round: int = Field(ge=0, le=2**31 - 1)  # an INTEGER column on both backends
+    round: int = Field(ge=0, le=2**31 - 1, strict=True)  # an INTEGER column on both backends
     event_id: str = Field(min_length=1)
     data: dict[str, Any] = Field(default_factory=dict)
     # the version of its class ``data`` is in (stored, hashed, and what a read upcasts from); a

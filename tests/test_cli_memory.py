@@ -158,7 +158,7 @@ BREACHES = {
         ),
         "without cause.reactivated",
     ),
-    "unknown cause": (lambda log: log.attribute("C404", "f9"), "unknown cause 'C404'"),
+    "unknown cause": (lambda log: log.attribute("C404", "f9", via="dedup"), "unknown cause 'C404'"),
     "unknown node": (lambda log: log.cause("C9", "N404"), "unknown node 'N404'"),
     "round going backwards": (
         lambda log: log.commit().__setattr__("round", 1) or log.add("round.started"),

@@ -85,7 +85,7 @@ def test_what_diagevo_suggests_runs_as_printed(tmp_path: Path) -> None:
     refused = diagevo(tmp_path, "round", "commit", "--run", "p", "--db", db)
     assert refused.returncode == 1 and "promotions are not decided" in refused.stderr
     (step,) = suggestions(refused.stderr)
-    assert step == f"{ENTRY} round promote --run p --round 1 --db {db}"
+    assert step == f"{ENTRY} round promote --run p --round 1 --allow-empty --db {db}"  # it holds no question
     run_as_printed(tmp_path, step)
     refused = diagevo(tmp_path, "round", "requests", "--n", "1", "--run", "nope", "--db", db)
     (start,) = suggestions(refused.stderr)
@@ -107,7 +107,7 @@ def test_what_diagevo_suggests_runs_as_printed(tmp_path: Path) -> None:
     assert diagevo(tmp_path, "round", "start", "--run", "q", env=env).returncode == 0
     refused = diagevo(tmp_path, "round", "commit", "--run", "q", env=env)
     (step,) = suggestions(refused.stderr)
-    assert step == f"{ENTRY} round promote --run q --round 1"
+    assert step == f"{ENTRY} round promote --run q --round 1 --allow-empty"
     run_as_printed(tmp_path, step, env=env)
 
 

@@ -151,3 +151,28 @@ def test_export_dataset_cli_refuses_an_empty_output_name(
     two_rounds(store)
     code, _, err = run_cli(capsys, "export", "dataset", "--run", RUN, "-o", "", "--db", store.url)
     assert code != 0 and "the output directory needs a name" in " ".join(err.split())
+
+
+def test_export_dataset_never_replaces_a_readme_it_did_not_write(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Its own card is known by the digest it carries, not by its name: a user's README.md (with
+    ``force`` too) and a card edited since are refused in one line and left byte for byte."""
+    two_rounds(store)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    theirs = b"# My dataset\n\nNotes I wrote by hand.\n"
+    (mine / "README.md").write_bytes(theirs)
+    for force in (False, True):
+        with pytest.raises(BadInput, match=r"README.md was not written by diagevo's dataset export") as refused:
+            export_dataset(store, RUN, mine, force=force)
+        assert "\n" not in str(refused.value)
+        assert (mine / "README.md").read_bytes() == theirs and [p.name for p in mine.iterdir()] == ["README.md"]
+    ours = tmp_path / "ours"
+    export_dataset(store, RUN, ours)
+    export_dataset(store, RUN, ours, upto_round=1)  # its own card: replaced
+    card = (ours / "README.md").read_text(encoding="utf-8")
+    assert "rounds 1 to 1" in card
+    edited = card.replace("# A DiagEvo run", "# My edited run").encode()
+    (ours / "README.md").write_bytes(edited)
+    with pytest.raises(BadInput, match="or was edited since"):
+        export_dataset(store, RUN, ours)
+    assert (ours / "README.md").read_bytes() == edited

@@ -50,7 +50,9 @@ def test_the_classes_are_built_without_evaluating_a_string_or_a_fact_again() -> 
 
 
 def test_construction_validates_in_diagevos_words() -> None:
-    with pytest.raises(InvalidEvent, match=r"^cause.promoted: data.acc: Input should be less than or equal to 1$"):
+    with pytest.raises(
+        InvalidEvent, match=r"^cause.promoted: data.acc: Input should be less than or equal to 1 \(got 1.5\)$"
+    ):
         CausePromoted(cause_id="C1", acc=1.5, n_candidates=1)
     with pytest.raises(InvalidEvent, match=r"^cause.created: data.description: not UTF-8 text"):
         CauseCreated(cause_id="C1", node_id="N1", description="a lone \ud800")

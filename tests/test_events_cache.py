@@ -23,6 +23,7 @@ from diagevo.views.verify import verify_run
 from tests.conftest import Backend, PostgresBackend
 from tests.test_cli_memory import run_cli
 from tests.test_log_trainer_role import TRAINER_GRANTS
+from tests.test_rounds import promote_on_a_question
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--set", "train.challenger_questions=16", "--set", "train.curriculum_questions=48"]
@@ -102,7 +103,7 @@ def test_a_dropped_connection_after_the_commit_is_swallowed(backend: Backend, db
     with open_log(db_url) as store:
         rounds.start_run(store, "d", {"k": 0.5})
         rnd = rounds.Round.open(store, "d")
-        rnd.promote()
+        promote_on_a_question(rnd)
 
         def broken(*_a, **_k):
             raise StoreError(f"write to {db_url} failed: server closed the connection unexpectedly")

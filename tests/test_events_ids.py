@@ -17,6 +17,7 @@ from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.logs import Log
 from tests.test_cli_memory import run_cli
+from tests.test_rounds import promote_on_a_question
 
 
 def _log(run: str = "a") -> Log:
@@ -66,7 +67,7 @@ def test_ingest_as_another_run_rebases_the_ids(db_url: str, tmp_path: Path, caps
     with open_log(db_url) as store:
         rounds.start_run(store, "src", {"k": 0.5})
         rnd = rounds.Round.open(store, "src")
-        rnd.promote()
+        promote_on_a_question(rnd)
         rnd.commit({"acc": 0.5})
     exported = _export(db_url, "src", tmp_path / "src.jsonl", capsys)
     code, out, err = run_cli(
@@ -78,7 +79,7 @@ def test_ingest_as_another_run_rebases_the_ids(db_url: str, tmp_path: Path, caps
         ids = [e.event_id for e in store.read("copy")]
         assert ids[0] == "copy/0/run.started" and all(i.startswith("copy/") for i in ids)
         assert verify_run(store, "copy") == []
-        rounds.Round.open(store, "copy").promote()  # the protocol resumes the copy as its own run
+        promote_on_a_question(rounds.Round.open(store, "copy"))  # the protocol resumes the copy as its own run
 
 
 def test_ingest_as_another_run_needs_a_file_of_one_run(

@@ -17,14 +17,14 @@ from diagevo.log import Recorder
 from diagevo.views.verify import verify_run
 from diagevo.whatif import what_if
 from tests.logs import Log, wire_event
-from tests.test_rounds import RUN, answers, round_one
+from tests.test_rounds import RUN, answers, promote_on_a_question, round_one
 
 
 def _round_two(store: Recorder) -> rounds.Round:
     """Round 1 committed (C1, C2 Active), round 2 open, its promotions decided."""
     round_one(store)
     rounds.open_round(store, RUN)
-    rounds.promote(store, RUN, 2)
+    promote_on_a_question(rounds.Round(store, RUN, 2))
     return rounds.Round(store, RUN, 2)
 
 
@@ -209,7 +209,9 @@ def test_append_diagnosis_refuses_an_attribution_to_an_unknown_cause(store: Reco
     )
     diagnosed = rnd.event("dx/f", FailureDiagnosed(failure_id="f", matched_cause="C9"))
     attributed = rnd.event("a/f", FailureAttributed(failure_id="f", cause_id="C9", via="recurrence"))
-    with pytest.raises(rounds.ProtocolError, match="unknown cause 'C9'"):
+    with pytest.raises(
+        rounds.ProtocolError, match="diagnosis matches a known cause: failure 'f' is diagnosed as cause 'C9'"
+    ):
         rnd.append_diagnosis([diagnosed, attributed])
 
 

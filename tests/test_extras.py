@@ -5,6 +5,7 @@ it, before it writes anything. The optional packages are made unimportable in a 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,8 @@ OPTIONAL = (
     "pandas",
 )
 ROOT = Path(__file__).resolve().parent.parent
+DIAGNOSE = ("--run", "r", "--round", "1", "--diagnostician", "heuristic")
+FAILURE = {"failure_id": "f1", "question_id": "q1", "question": "What is 3+3?", "pseudo_label": "6", "response": "9"}
 BLOCK = f"import sys\nfor m in {OPTIONAL!r}: sys.modules[m] = None\n"
 
 
@@ -73,8 +76,9 @@ def test_every_module_imports_without_the_extras(tmp_path: Path) -> None:
         (("models", "tiny", "--out", "tiny"), "hf"),
         (("train", "--rounds", "1", "--db", "sqlite:///x.db", "--set", 'diagnosis.embedder="local"'), "embed"),
         (("train", "--config", "configs/tiny-hf.toml", "--rounds", "1", "--db", "sqlite:///x.db"), "hf"),
+        (("diagnose", "f.jsonl", *DIAGNOSE, "--embedder", "local", "--db", "sqlite:///x.db"), "embed"),
     ],
-    ids=["reindex", "export-dataset", "models-tiny", "local-embedder", "hf-backend"],
+    ids=["reindex", "export-dataset", "models-tiny", "local-embedder", "hf-backend", "diagnose-local-embedder"],
 )
 def test_a_command_needing_an_extra_names_it_and_writes_nothing(
     tmp_path: Path, args: tuple[str, ...], extra: str
@@ -82,8 +86,9 @@ def test_a_command_needing_an_extra_names_it_and_writes_nothing(
     if "configs/tiny-hf.toml" in args:
         (tmp_path / "configs").mkdir()
         (tmp_path / "configs" / "tiny-hf.toml").write_text((ROOT / "configs" / "tiny-hf.toml").read_text())
-    if "export" in args:  # a run to export, written with the core alone
+    if "export" in args or "diagnose" in args:  # a run to export or diagnose, written with the core alone
         assert _cli(tmp_path, "round", "start", "--run", "r", "--db", "sqlite:///x.db").returncode == 0
+        (tmp_path / "f.jsonl").write_text(json.dumps(FAILURE) + "\n")
     before = _files(tmp_path)
     done = _cli(tmp_path, *args)
     assert done.returncode != 0
@@ -92,4 +97,15 @@ def test_a_command_needing_an_extra_names_it_and_writes_nothing(
     # one line; the hf config also lacks its models here: train's preflight names every need, a line each
     named = [line for line in lines if f"[{extra}]" in line and "pip install" in line]
     assert named and (len(lines) == 1 or lines[0].startswith("error: not ready:")), done.stderr
+    assert _files(tmp_path) == before
+
+
+def test_export_verl_names_the_data_extra(tmp_path: Path) -> None:
+    """The Parquet files are pyarrow's, which the ``data`` extra brings (``verl`` brings torch too)."""
+    assert _cli(tmp_path, "round", "start", "--run", "r", "--db", "sqlite:///x.db").returncode == 0
+    before = _files(tmp_path)
+    done = _cli(tmp_path, "export", "verl", "--run", "r", "-o", "out", "--db", "sqlite:///x.db")
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "needs pyarrow" in line and "[data]" in line and "[verl]" not in line, line
     assert _files(tmp_path) == before

@@ -26,6 +26,7 @@ from diagevo.rounds import ProtocolError
 from tests.llm_server import Fail, LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_public_api import LABELS, _round
+from tests.test_rounds import promote_on_a_question
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {"diagevo": PACKAGE, "diagevo.cli": ROOT / "cli"}
@@ -38,11 +39,11 @@ def _store(tmp_path: Path, name: str = "h") -> Any:
 
 
 def _committed_run(store: diagevo.Recorder, run: str, rounds: int = 1) -> None:
-    """An external trainer's run of ``rounds`` committed rounds without a question."""
+    """An external trainer's run of ``rounds`` committed rounds, each on one question of its own."""
     diagevo.start_run(store, run, {"k": 1.0}, trainer="a trainer")
     for _ in range(rounds):
         rnd = diagevo.Round.open(store, run)
-        rnd.promote()
+        promote_on_a_question(rnd)
         rnd.commit()
 
 

@@ -16,6 +16,7 @@ from diagevo.views import queries
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import j
+from tests.test_rounds import candidate, promote_on_a_question
 from tests.test_train_outage import deduplicate
 
 LABELS = ["12", "30", "8"]
@@ -159,6 +160,8 @@ def _external_run(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     common = ("--run", "toy", "--db", db)
     code, _, err = run_cli(capsys, "round", "start", *common, "--set", "memory.k=1.0", "--trainer", "toy stack")
     assert code == 0, err
+    with diagevo.open_store(db) as store:  # a question, for the promotions
+        diagevo.Round(store, "toy", 1).record([candidate("own-1")])
     assert run_cli(capsys, "round", "promote", *common)[0] == 0
     code, _, err = run_cli(capsys, "round", "commit", *common, "--metric", "acc=0.5")
     assert code == 0, err
@@ -210,17 +213,17 @@ def test_runs_tell_apart_complete_open_interrupted_and_forked(
         for run, trainer, target in (("ours", OUR_TRAINER, 3), ("done", OUR_TRAINER, 1)):
             diagevo.start_run(store, run, {"k": 1.0, "train": {"rounds": target}}, trainer=trainer)
             rnd = diagevo.Round.open(store, run)
-            rnd.promote()
+            promote_on_a_question(rnd)
             rnd.commit()
         diagevo.start_run(store, "ext", {"k": 1.0, "train": {"rounds": 1}}, trainer="verl script")
         rnd = diagevo.Round.open(store, "ext")
-        rnd.promote()
+        promote_on_a_question(rnd)
         rnd.commit()
         diagevo.Round.open(store, "ext")  # round 2 open: waiting for its trainer
         diagevo.fork_run(store, "done", 1, "what-if")
         diagevo.fork_run(store, "done", 1, "went-on", ["train.rounds=2"])
         rnd = diagevo.Round.open(store, "went-on")
-        rnd.promote()
+        promote_on_a_question(rnd)
         rnd.commit()
         got = {r.run: (r.status, r.trainer) for r in diagevo.runs(store)}
     assert got == {

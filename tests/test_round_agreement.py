@@ -20,7 +20,7 @@ from diagevo.errors import BadInput, Hint, NotFound
 from diagevo.log import Recorder
 from diagevo.sections import ConfigError
 from tests.test_cli_memory import assert_one_line_error, run_cli
-from tests.test_rounds import RUN, answers, candidate, round_one
+from tests.test_rounds import RUN, answers, candidate, promote_on_a_question, round_one
 
 
 def _count(store: Recorder, run: str = RUN) -> int:
@@ -134,7 +134,7 @@ def test_opening_an_open_round_returns_it_and_says_what_comes_next(store: Record
 )
 def test_any_real_number_is_a_metric(store: Recorder, value: object, stored: float) -> None:
     rnd = _open(store)
-    rnd.promote()
+    promote_on_a_question(rnd)
     rnd.commit({"acc": value})  # type: ignore[dict-item]
     [e] = store.read(RUN, types=(EvalRecorded,))
     assert e.data == {"acc": stored} and type(e.data["acc"]) is type(stored)
@@ -170,7 +170,7 @@ def test_ranks_near_the_largest_float_have_their_mean_and_an_overflowing_weight_
     rnd = _open(store)
     rnd.record_metrics({"acc": 1e308}, rank=0)
     rnd.record_metrics({"acc": 1.5e308}, rank=1)  # the sum overflows; the mean is 1.25e308
-    rnd.promote()
+    promote_on_a_question(rnd)
     assert rnd.commit().ranks == 2
     [e] = store.read(RUN, types=(EvalRecorded,))
     assert e.data["acc"] == pytest.approx(1.25e308) and math.isfinite(e.data["acc"])

@@ -16,7 +16,7 @@ from diagevo.views.verify import verify_run
 from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_heuristic import _cli, _failure, _open_round
-from tests.test_rounds import RUN, candidate, round_one
+from tests.test_rounds import RUN, candidate, promote_on_a_question, round_one
 
 
 def _round_two_with_a_failure(store: Recorder) -> None:
@@ -89,7 +89,7 @@ def test_a_failure_without_its_texts_is_refused(store: Recorder, failure: dict, 
 def test_a_metric_that_is_not_a_finite_number_is_refused(store: Recorder, metrics: dict, message: str) -> None:
     round_one(store)
     rounds.open_round(store, RUN)
-    rounds.promote(store, RUN, 2)
+    promote_on_a_question(rounds.Round(store, RUN, 2))
     n = _count(store)
     with pytest.raises(rounds.ProtocolError, match=message):
         rounds.commit(store, RUN, 2, metrics)

@@ -17,8 +17,8 @@ RUN = "ext"
 
 
 def _evidence(t: int, fid: str, matched: str | None = None, error_cause: str | None = None) -> list:
-    """``failure.recorded`` and ``failure.diagnosed`` of failure ``fid``: what a memory change
-    follows from."""
+    """``failure.recorded`` and ``failure.diagnosed`` of failure ``fid`` (of the round's first
+    question, which :func:`round_one` records retained): what a memory change follows from."""
     return [
         wire_event(
             "failure.recorded",
@@ -26,7 +26,7 @@ def _evidence(t: int, fid: str, matched: str | None = None, error_cause: str | N
             t,
             f"{RUN}/{t}/fail/{fid}",
             failure_id=fid,
-            question_id="q",
+            question_id=f"q{t}-00000",
             response="a",
             reference="b",
         ),
@@ -72,6 +72,13 @@ def _cause_events(t: int) -> list:
 
 def answers(label: str, agree: int, n: int = 12) -> list[str | None]:
     return [label] * agree + [str(1000 + i) for i in range(n - agree)]
+
+
+def promote_on_a_question(rnd: rounds.Round) -> None:
+    """``rnd``'s promotions decided after one free question of the trainer's own: a round decides
+    them from its questions, and promoting before any is recorded is refused."""
+    rnd.record([candidate(f"own-{rnd.t}")])
+    rnd.promote()
 
 
 def candidate(qid: str, req: rounds.Request | None = None, label: str = "7", agree: int = 6) -> rounds.Candidate:

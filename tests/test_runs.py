@@ -22,6 +22,7 @@ from diagevo.log import Recorder, open_log
 from diagevo.train import default_run_id
 from diagevo.train.config import Config
 from tests.test_cli_memory import run_cli
+from tests.test_rounds import promote_on_a_question
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def committed(store: Recorder, run: str, n: int) -> None:
     for _ in range(n):
         rnd = rounds.Round.open(store, run)
-        rnd.promote()
+        promote_on_a_question(rnd)
         rnd.commit({"acc": 0.5})
 
 

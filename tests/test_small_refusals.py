@@ -25,9 +25,11 @@ import pytest
 from diagevo.catalog import Event, RoundCommitted, RunTagged
 from diagevo.log import open_log
 from diagevo.openai_client import OpenAIClient, TransportError, first_message
+from diagevo.rounds import Round
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import case_study
+from tests.test_rounds import candidate
 
 
 def one_line(code: int, err: str, *needles: str) -> None:
@@ -41,6 +43,8 @@ def open_round(tmp_path: Path) -> str:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     code, _, err = cli("round", "start", "--run", "r", "--db", db)
     assert code == 0, err
+    with open_log(db) as store:  # a question, for the promotions the tests decide
+        Round(store, "r", 1).record([candidate("own-1")])
     return db
 
 

@@ -354,12 +354,13 @@ def test_sqlite_milestone_index_is_an_or_chain_and_still_unique(tmp_path) -> Non
 
     from diagevo import rounds
     from tests.conftest import SQLiteBackend
+    from tests.test_rounds import promote_on_a_question
 
     url, path = f"sqlite:///{tmp_path / 'm.db'}", tmp_path / "m.db"
     with open_log(url) as store:
         rounds.start_run(store, "a", {"k": 0.5})
         rnd = rounds.Round.open(store, "a")
-        rnd.promote()
+        promote_on_a_question(rnd)
         rnd.commit()
 
     def predicate() -> str:

@@ -163,7 +163,7 @@ def test_without_pyarrow_the_export_says_what_to_install(
     with diagevo.open_store(db) as other:
         recorded_round(other)
     code, _, err = run_cli(capsys, "export", "verl", "--run", RUN, "--db", db, "-o", str(tmp_path / "r1"))
-    assert_one_line_error(code, err, "needs pyarrow", "pip install", "[verl]")
+    assert_one_line_error(code, err, "needs pyarrow", "pip install", "[data]")
     assert not (tmp_path / "r1").exists()
 
 

@@ -23,7 +23,7 @@ from diagevo.train.config import load_config
 from diagevo.views.verify import verify_run
 from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
-from tests.test_rounds import RUN, round_one
+from tests.test_rounds import RUN, promote_on_a_question, round_one
 
 # --- the rules, on hand-written rows ---------------------------------------------------------
 
@@ -147,7 +147,7 @@ def _bricked(db: str) -> int:
     with open_log(db) as store:
         round_one(store)
         rounds.open_round(store, RUN)
-        rounds.promote(store, RUN, 2)
+        promote_on_a_question(rounds.Round(store, RUN, 2))
         rounds.commit(store, RUN, 2)
         bad = {"config": {"memory": {"k": None, "theta_up": 0.5}}, "seed": 3}
         store.append([EventIn.model_construct(type="run.configured", run=RUN, round=3, event_id="bad", data=bad)])

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from diagevo.errors import BadInput
-from diagevo.parsing import find_not_utf8, one_line, quoted
+from diagevo.parsing import error_reason, find_not_utf8, one_line, quoted
 
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
 """Data fields that name a cause, a failure or a question: each is also a column of ``events``,
@@ -91,8 +91,11 @@ class InvalidEvent(BadInput):
 
 
 def first_error(exc: ValidationError) -> str:
-    """The first problem pydantic found, on one line, its place first (``field.0: reason``)."""
-    err = exc.errors()[0]
+    """The first problem pydantic found, on one line, its place first (``field.0: reason``), with
+    the value it refused (:func:`~diagevo.parsing.error_reason`) unless the field is missing or unknown."""
+    err = exc.errors(include_url=False)[0]
+    if err["type"] not in ("missing", "extra_forbidden"):
+        return error_reason(err)
     loc = ".".join(str(p) if len(str(p)) <= 40 else quoted(p, 40) for p in err["loc"])
     msg = err["msg"].removeprefix("Value error, ")
     return one_line(f"{loc}: {msg}" if loc else msg)

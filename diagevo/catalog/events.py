@@ -14,6 +14,8 @@ from diagevo.confined import checkpoint_problem
 from diagevo.parsing import check_id
 
 GenerationMode = Literal["free", "targeted", "stitched"]
+Similarity = Annotated[float, Field(ge=-1.0, le=1.0, strict=True, allow_inf_nan=False)]
+"""The cosine of two unit vectors (rounded to 1e-6 where it is computed), a number as written."""
 
 
 # --- milestones and the memory -----------------------------------------------------------------
@@ -23,7 +25,7 @@ class _RunConfig(Event):
     """A run's config (the hyperparameters, at least ``k``) and its seed."""
 
     config: dict[str, Any]
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, strict=True)  # numpy's generators take no negative seed
 
     @field_validator("config")
     @classmethod
@@ -218,7 +220,7 @@ class FailureAttributed(Event):
     failure_id: str
     cause_id: str
     via: Literal["recurrence", "dedup"]
-    similarity: float | None = None
+    similarity: Similarity | None = None
 
 
 class CauseReactivated(Event):
@@ -277,7 +279,7 @@ class NodesMerged(Event):
     survivor: str
     absorbed: str
     label: str
-    similarity: float | None = None
+    similarity: Similarity | None = None
 
     def reparent(self, node: str) -> str:
         """The merge rule: where a cause under ``node`` lies after this merge (the absorbed
@@ -337,7 +339,7 @@ class LLMCalled(OpenEvent):
 
     stage: str
     model: str = ""
-    latency_s: float = 0.0
+    latency_s: float = Field(default=0.0, ge=0.0, strict=True, allow_inf_nan=False)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     raw: str = ""

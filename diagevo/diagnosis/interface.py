@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from diagevo.views.index import Embedder
 
@@ -95,6 +95,7 @@ class Reply(Generic[T]):
     calls: tuple[dict, ...] = field(default=())  # per-attempt records (raw, latency, tokens)
 
 
+@runtime_checkable  # a public function's argument is checked against it (diagevo.arguments)
 class Diagnostician(Protocol):
     """Prompts 1-4. Implementations must only return ids that were supplied to them; the
     pipeline checks again and treats an unknown id as a failed decision."""

@@ -9,12 +9,15 @@ names (``diagnostician="heuristic"``, ``llm_url=...``) gets the same objects bui
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagevo.diagnosis.config import IN_PROCESS_EMBEDDERS, DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput
 from diagevo.views.index import VectorIndex, kept_index_path
+
+if TYPE_CHECKING:
+    from diagevo.log import Recorder
 
 DIAGNOSTICIANS = ("llm", "heuristic")
 """The diagnosticians by name: ``llm`` (the paper's, Prompts 1-4 sent to an OpenAI-compatible
@@ -118,7 +121,7 @@ def check_endpoints(cfg: DiagnosisConfig, name: str) -> bool:
     return unlisted
 
 
-def vector_index(store: Any, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:
+def vector_index(store: Recorder, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:
     """The run's vector index, kept in step with the log across rounds so that a round embeds only
     its new texts; on disk (LanceDB, the ``index`` extra) at ``path``, by default in the database's
     folder (``dir/x.db`` -> ``dir/x.diagevo/index.lance``; else ``./diagevo-DB-KEY.diagevo/index.lance``)

@@ -23,6 +23,9 @@ F_t, ε and the schedule as a real one does):
   one that deduplication found to be it (``dedup``);
 - a ``cause.created`` names the diagnosed failure that revealed it (a new description, no match);
 - a question is scored after it is generated, in the same round;
+- a failure recorded in an opened round is of a question the round retained (a round its trainer
+  never opened holds failures alone);
+- with the memory at hand, a diagnosis matches a cause the memory holds;
 - with the memory at hand (``mem``): a reactivated cause is Mastered, a stitched question names a
   Mastered cause as its mastered one (a what-if copies its source's questions, and is exempt), and
   a round's promotions are exactly what :func:`~diagevo.memory.deciders.decide_promotions`
@@ -135,6 +138,7 @@ class Tally:
     reactivated: set[str] = field(default_factory=set)
     generated: dict[str, int] = field(default_factory=dict)  # question -> its round
     scored: dict[str, int] = field(default_factory=dict)
+    kept: dict[str, int] = field(default_factory=dict)  # retained question -> its round
     promoted: dict[int, set[str]] = field(default_factory=dict)  # round -> causes promoted
     decided: set[int] = field(default_factory=set)  # rounds whose promotions are decided
     committed: set[int] = field(default_factory=set)
@@ -184,8 +188,18 @@ class Tally:
         if etype is FailureRecorded:
             if fid in self.recorded:
                 return "failure recorded once", f"failure {fid!r} is recorded in round {self.recorded[fid]} already"
+            qid = data.get("question_id")
+            if rnd in self.started and self.kept.get(str(qid)) != rnd:  # a round never opened has no questions
+                return "failure of a retained question", (
+                    f"failure {fid!r} names question {qid!r}, not a retained question of round {rnd}"
+                )
             return None
         if etype is FailureDiagnosed or etype is DiagnosisFailed:
+            matched = data.get("matched_cause")
+            if etype is FailureDiagnosed and matched is not None and mem is not None and str(matched) not in mem.causes:
+                return "diagnosis matches a known cause", (
+                    f"failure {fid!r} is diagnosed as cause {matched!r}, which the memory does not hold"
+                )
             return self._diagnosis(rnd, etype, fid)
         if etype is CauseReactivated:
             if fid in self.reactivated:
@@ -332,6 +346,8 @@ class Tally:
             self.targets.setdefault(rnd, {}).setdefault(key, data.get("active_cause"))
         elif etype is QuestionScored and isinstance(key, str):
             self.scored.setdefault(key, rnd)
+            if data.get("retained") is True:
+                self.kept.setdefault(key, rnd)
             self.votes.setdefault(rnd, {}).setdefault(key, data.get("p1"))
         elif etype is CausePromoted:
             self.promoted.setdefault(rnd, set()).add(str(data.get("cause_id")))

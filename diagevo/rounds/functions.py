@@ -30,9 +30,9 @@ def record(store: Recorder, run: str, t: int, candidates: Sequence[Candidate]) -
     return Round(store, run, t).record(candidates)
 
 
-def promote(store: Recorder, run: str, t: int) -> list[Promotion]:
+def promote(store: Recorder, run: str, t: int, *, allow_empty: bool = False) -> list[Promotion]:
     """:meth:`Round.promote` of round ``t``."""
-    return Round(store, run, t).promote()
+    return Round(store, run, t).promote(allow_empty=allow_empty)
 
 
 def record_failures(store: Recorder, run: str, t: int, failures: Sequence[FailureRecord | Mapping[str, object]]) -> int:

@@ -65,6 +65,11 @@ from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
 from diagevo.words import plural
 
+NO_QUESTION = (
+    "no question is recorded in it (deciding its promotions closes its evidence); record its questions first, "
+    "or decide on none: {command}"
+)
+
 
 class Round:
     """Round ``t`` of a run, the unit a trainer works in: the run's config and M_{t-1} are read
@@ -274,9 +279,11 @@ class Round:
                     )
         return Recorded(scored, [s.question_id for s in scored])
 
-    def promote(self) -> list[Promotion]:
+    def promote(self, *, allow_empty: bool = False) -> list[Promotion]:
         """Decide Eq. 5-6 once, from every candidate recorded in the round against M_{t-1};
-        appends the promotions and ``promotions.decided``. Returns the promotions."""
+        appends the promotions and ``promotions.decided``. Returns the promotions. Refused while
+        the round holds no question, unless ``allow_empty`` (a generation none of whose outputs
+        parsed): deciding closes the round's evidence, and a question recorded later is refused."""
         run, t, cfg, memory = self.run, self.t, self.config.memory, self.base
         decided: list[dict[str, Any]] = []
 
@@ -286,6 +293,11 @@ class Round:
             if t in st.promoted:
                 raise OutOfOrder(f"promotions of round {t} in run {run!r} are decided already")
             evidence = promotion_evidence(read((QuestionGenerated, QuestionScored), t=t))
+            if not evidence and not allow_empty:
+                raise OutOfOrder(
+                    f"cannot decide the promotions of round {t} in run {run!r}: {NO_QUESTION}",
+                    hint=self._hint("promote", "rnd.promote(allow_empty=True)", "--allow-empty"),
+                )
             changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
             promotions = [c for c in changes if isinstance(c, CausePromoted)]
             decided.extend(p.model_dump() for p in promotions)
@@ -496,6 +508,11 @@ class Round:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             require_open(st, t, "commit")
             if t not in st.promoted:
+                if not read((QuestionGenerated,), t=t):  # the step it names must go through as printed
+                    raise OutOfOrder(
+                        f"cannot commit round {t}: its promotions are not decided, and {NO_QUESTION}",
+                        hint=self._hint("promote", "rnd.promote(allow_empty=True)", "--allow-empty"),
+                    )
                 raise OutOfOrder(
                     f"cannot commit round {t}: its promotions are not decided",
                     hint=self._hint("promote", "rnd.promote()"),

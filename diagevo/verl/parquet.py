@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.errors import BadInput, NotFound, Unavailable
+from diagevo.files import export_dir
 from diagevo.verl.dumps import MANIFEST
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def _pyarrow() -> Any:
         from diagevo.fixes import Fix, Install
 
         raise Unavailable(
-            "writing verl's Parquet files needs pyarrow ({command})", fix=Fix.of(Install("verl"))
+            "writing verl's Parquet files needs pyarrow ({command})", fix=Fix.of(Install("data"))
         ) from None
     return pyarrow
 
@@ -349,10 +350,7 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
 
 
 def _output_dir(out: Path) -> Path:
-    if out.is_symlink():
-        raise BadInput(f"{out} is a symbolic link: name the directory itself")
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"{out} exists and is not a directory")
+    export_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     return out
 

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from diagevo.progress import library_logger
 log = library_logger("diagevo.cache")
 
 
+@runtime_checkable  # a public function's argument is checked against it (diagevo.arguments)
 class Embedder(Protocol):
     """Text -> L2-normalised float32 rows, so a dot product is the cosine similarity."""
 

@@ -1,0 +1,167 @@
+"""The public functions' arguments checked against their annotations, at the one boundary a
+caller crosses (``diagevo.NAME``): a value of the wrong type is :class:`~diagevo.errors.BadInput`
+naming the argument and what it must be, not an ``AttributeError`` from deep inside. Shallow, by
+the annotation's outer type (a ``Mapping[str, str]`` must be a mapping; its items are the
+function's to check); a path may be given as a string. What cannot be checked at run time (a
+protocol, a type variable, an annotation that names nothing importable) is left to the function.
+"""
+
+from __future__ import annotations
+
+import collections.abc as abc
+import functools
+import inspect
+import numbers
+import os
+import types
+import typing
+from collections.abc import Callable
+from importlib import import_module
+from pathlib import Path
+from typing import Any, TypeVar
+
+from diagevo.errors import BadInput
+from diagevo.parsing import quoted
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# names a public module imports only for type checkers: where to find them at run time
+_ELSEWHERE = {
+    "Recorder": "diagevo.log",
+    "Round": "diagevo.rounds",
+    "Memory": "diagevo.memory.state",
+    "MethodConfig": "diagevo.config",
+    "DiagnosisConfig": "diagevo.config",
+    "Config": "diagevo.train.config",
+    "Embedder": "diagevo.diagnosis.tools",
+    "Diagnostician": "diagevo.diagnosis.interface",
+    "VectorIndex": "diagevo.views.index",
+}
+_STRINGS = (str, bytes)
+_ONE_BY_ONE = (abc.Iterable, abc.Sequence, abc.Collection, list, tuple, set, frozenset)
+
+
+def checked(func: F) -> F:
+    """``func`` with its arguments checked (the hints resolved on its first call)."""
+    signature = inspect.signature(func)
+    hints: dict[str, Any] = {}
+    resolved = False
+
+    @functools.wraps(func)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        nonlocal resolved
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return func(*args, **kwargs)  # a call of the wrong shape: Python's own error
+        if not resolved:
+            hints.update(_hints(func, signature))
+            resolved = True
+        for name, value in bound.arguments.items():
+            hint = hints.get(name)
+            if hint is None or _fits(value, hint):
+                continue
+            if _is_path(hint) and isinstance(value, str | os.PathLike):
+                bound.arguments[name] = Path(value)
+                continue
+            raise BadInput(
+                f"{func.__name__}: {name} must be {_said(hint)}, not {quoted(value, 40)} ({type(value).__name__})"
+            )
+        return func(*bound.args, **bound.kwargs)
+
+    return call  # type: ignore[return-value]
+
+
+def _hints(func: Callable[..., Any], signature: inspect.Signature) -> dict[str, Any]:
+    """Each parameter's annotation as a type, those that resolve."""
+    out: dict[str, Any] = {}
+    space = dict(vars(typing)) | dict(func.__globals__)
+    for name, param in signature.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.annotation is param.empty:
+            continue
+        hint = _resolve(param.annotation, space)
+        if hint is not None:
+            out[name] = hint
+    return out
+
+
+def _resolve(annotation: Any, space: dict[str, Any]) -> Any:
+    if not isinstance(annotation, str):
+        return annotation
+    for _ in range(len(_ELSEWHERE) + 1):
+        try:
+            return eval(annotation, space)  # noqa: S307 - a public function's own annotation
+        except NameError as exc:
+            module = _ELSEWHERE.get(str(exc.name))
+            if module is None or exc.name in space:
+                return None
+            space[str(exc.name)] = getattr(import_module(module), str(exc.name))
+        except Exception:  # noqa: BLE001 - an annotation that does not evaluate is not checked
+            return None
+    return None
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    if hint is Any or hint is object or isinstance(hint, TypeVar | typing.ForwardRef):
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_fits(value, arg) for arg in typing.get_args(hint))
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _fits(value, typing.get_args(hint)[0])
+    if origin is abc.Callable:
+        return callable(value)
+    kind = origin if origin is not None else hint
+    if not isinstance(kind, type):
+        return True
+    if kind in _ONE_BY_ONE and isinstance(value, _STRINGS):
+        return False  # a string is no list of strings
+    if kind is float:  # numpy's numbers too
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    try:
+        return isinstance(value, kind)
+    except TypeError:  # a protocol that is not runtime-checkable
+        return True
+
+
+def _is_path(hint: Any) -> bool:
+    return hint is Path or any(arg is Path for arg in typing.get_args(hint))
+
+
+_SAID = {
+    str: "a string",
+    int: "a whole number",
+    float: "a number",
+    bool: "True or False",
+    Path: "a path",
+    dict: "a dict",
+    list: "a list",
+    tuple: "a tuple",
+    abc.Mapping: "a mapping",
+    abc.Sequence: "a sequence (not a string)",
+    abc.Iterable: "an iterable (not a string)",
+    abc.Collection: "a collection (not a string)",
+    abc.Callable: "a function",
+}
+
+
+def _said(hint: Any) -> str:
+    """What ``hint`` asks for, in words."""
+    if hint is None or hint is type(None):
+        return "None"
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return " or ".join(_said(arg) for arg in typing.get_args(hint))
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(hint))
+    if origin is typing.Annotated:
+        return _said(typing.get_args(hint)[0])
+    kind = origin if origin is not None else hint
+    name = str(getattr(kind, "__name__", kind))
+    return _SAID.get(kind, f"{'an' if name[:1] in 'AEIOU' else 'a'} {name}")
