@@ -215,7 +215,7 @@ class EquivalenceChecker:
     def _release(self, w: _Worker) -> None:
         with self._freed:
             w.busy = False
-            self._freed.notify()
+            self._freed.notify_all()  # a close() waits here too
 
     def close(self) -> None:
         """Kill the workers once the checks in flight are done (they start again when needed)."""
