@@ -291,3 +291,16 @@ def test_a_fast_answer_is_not_queued_behind_a_slow_one() -> None:
         chk.close()
     assert done == ["fast", "slow"]
     assert chk.stats.starts >= 2 and chk.stats.timeouts == 1
+
+
+def test_an_answer_beside_hostile_ones_is_still_checked() -> None:
+    """Two checks of ``0`` cut by the CPU-time limit do not leave ``0`` unchecked against the next
+    answer: a limit, like the work budget, blames the pair, not its answers."""
+    chk = EquivalenceChecker()
+    try:
+        assert not chk.equivalent(SLOW, "0")
+        assert not chk.equivalent(SLOW.replace("x", "y"), "0")
+        assert chk.stats.timeouts == 2
+        assert chk.equivalent("\\cos(\\pi/2)", "0")
+    finally:
+        chk.close()

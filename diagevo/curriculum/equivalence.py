@@ -55,7 +55,7 @@ from diagevo.curriculum.mathverify_worker import CPU_LIMIT_S, PARSE_STEPS, VERIF
 ROUNDING_GAP = Fraction(1, 10**6)
 WORKERS = 4  # math-verify processes one checker runs at most (each holds sympy: ~150 MB)
 
-Failure = Literal["unavailable", "failed", "over budget"]  # why an operation has no answer
+Failure = Literal["unavailable", "failed", "over budget", "over limit"]  # why an operation has no answer
 
 
 @dataclass
@@ -279,8 +279,9 @@ class EquivalenceChecker:
             w.proc.stdin.write((json.dumps(request) + "\n").encode())
             reply = w.readline(time.monotonic() + self.timeout_s)
         except (_WorkerGone, OSError, ValueError):
-            self._count("timeouts" if self._restart(w) else "errors")
-            return "failed"
+            over_limit = self._restart(w)
+            self._count("timeouts" if over_limit else "errors")
+            return "over limit" if over_limit else "failed"
         if reply is None:
             self._count("timeouts")
             self._restart(w)
@@ -321,8 +322,9 @@ class EquivalenceChecker:
         A pair whose verify failed is not tried again (its verdict would be the same). An answer
         involved in two verifies that timed out or raised is not tried again against any other
         answer (a sympy-hostile expression would otherwise cost a worker restart against every
-        other answer); a spent work budget does not count here, so that a pair's verdict never
-        depends on which pairs were checked before it. A pair with an answer that is not a
+        other answer); a spent work budget or CPU-time limit does not count here, so that a pair's
+        verdict never depends on which pairs were checked before it (two hostile answers against
+        ``0`` would otherwise leave ``0`` unchecked against every other answer). A pair with an answer that is not a
         plausible final answer is not tried at all."""
         with self._lock:
             if (
@@ -357,7 +359,7 @@ class EquivalenceChecker:
                 self._bad_pairs.clear()
                 self._verify_failures.clear()
             self._bad_pairs.add((a, b))
-            for text in () if ok == "over budget" else (a, b):
+            for text in () if ok in ("over budget", "over limit") else (a, b):
                 self._verify_failures[text] = self._verify_failures.get(text, 0) + 1
                 if self._verify_failures[text] >= 2:
                     self._bad.add(text)
