@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from fractions import Fraction
 
 import pytest
 
-from diagevo.curriculum import EquivalenceChecker, answer_key, extract_answer, normalize_answer
-from diagevo.curriculum.answers import simple_number
+from diagevo.curriculum import EquivalenceChecker, answer_key, check_stats, extract_answer, normalize_answer
+from diagevo.curriculum.answers import plausible_final_answer, simple_number
+from diagevo.verl import compute_score
+
+# a verify of over 20 s of CPU with no limit; refused by no cheap rule (an exponent under 100, no \lim)
+SLOW = "\\sin(x)^{99}-x^{99}"
 
 
 @pytest.mark.parametrize(
@@ -205,3 +211,96 @@ def test_long_answers_are_not_sent(checker: EquivalenceChecker) -> None:
     assert not checker.equivalent(long, "y")
     assert checker.equivalent(long, long)  # identical strings still agree
     assert checker.stats.skipped == skipped + 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "plausible"),
+    [
+        ("\\lim_{x\\to 0} \\frac{\\sin(x)^{100}-x^{100}}{x^{102}}", False),
+        ("\\int_0^1 x^{1000} e^x dx", False),
+        ("\\sum_{k=1}^{n} k", False),
+        ("\\prod_{k=1}^{n} k", False),
+        ("\\limsup_{n} a_n", False),
+        ("\\sin(x)^{100}-x^{100}", False),
+        ("(x+1)^{-120}", False),
+        ("x ^ { 1 0 0 }", False),
+        ("x+" * 1000 + "1", False),
+        ("2^{100}", True),  # a plain number's power: the worker's power limit bounds it
+        ("10^{-10^{10}}", True),
+        ("x^{99}", True),
+        ("\\sqrt{2}/2", True),
+        ("\\interval", True),
+        ("(0, \\infty)", True),
+    ],
+)
+def test_what_cannot_be_a_final_answer_is_not_checked(answer: str, plausible: bool) -> None:
+    assert plausible_final_answer(answer) is plausible
+
+
+@pytest.mark.parametrize(
+    "response",
+    ["\\boxed{\\lim_{x\\to 0} \\frac{\\sin(x)^{100}-x^{100}}{x^{102}}}", "\\boxed{\\int_0^1 x^{1000} e^x dx}"],
+)
+def test_an_answer_of_59_bytes_that_costs_a_minute_is_refused_unchecked(response: str) -> None:
+    """The solver's reward of an answer that would be evaluated for a minute: different at once,
+    counted as skipped, and nothing sent to math-verify."""
+    before = check_stats()
+    assert compute_score("s", response, "1", {})["score"] == -1.0
+    after = check_stats()
+    assert after["skipped"] == before["skipped"] + 1
+    assert (after["parses"], after["verifies"], after["timeouts"]) == (
+        before["parses"],
+        before["verifies"],
+        before["timeouts"],
+    )
+    assert compute_score("s", response, response[7:-1], {})["score"] == 1.0  # identical still agrees
+
+
+def test_a_check_over_its_cpu_limit_counts_as_different_and_as_a_timeout() -> None:
+    """The work budget counts calls, and this one's calls are long: the CPU-time limit ends the
+    worker, the check is different and counted in timeouts, and a new worker takes the next check."""
+    chk = EquivalenceChecker()
+    try:
+        assert not chk.equivalent(SLOW, "0")
+        assert chk.stats.timeouts == 1 and chk.stats.over_budget == 0 and chk.stats.errors == 0
+        assert chk.equivalent("\\sqrt{4}", "2")
+        assert chk.stats.starts == 2
+    finally:
+        chk.close()
+
+
+def test_a_fast_answer_is_not_queued_behind_a_slow_one() -> None:
+    """A fast check submitted while a slow one runs on the pool's first worker is answered by a
+    second worker before the slow one ends."""
+    chk = EquivalenceChecker(cpu_limit_s=5.0)
+    done: list[str] = []
+
+    def slow() -> None:
+        assert not chk.equivalent(SLOW, "0")
+        done.append("slow")
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    try:
+        while chk.stats.verifies == 0 and thread.is_alive():  # until the slow verify is sent
+            time.sleep(0.01)
+        assert chk.equivalent("\\frac{1}{\\sqrt{2}}", "\\frac{\\sqrt{2}}{2}")
+        done.append("fast")
+    finally:
+        thread.join()
+        chk.close()
+    assert done == ["fast", "slow"]
+    assert chk.stats.starts >= 2 and chk.stats.timeouts == 1
+
+
+def test_an_answer_beside_hostile_ones_is_still_checked() -> None:
+    """Two checks of ``0`` cut by the CPU-time limit do not leave ``0`` unchecked against the next
+    answer: a limit, like the work budget, blames the pair, not its answers."""
+    chk = EquivalenceChecker()
+    try:
+        assert not chk.equivalent(SLOW, "0")
+        assert not chk.equivalent(SLOW.replace("x", "y"), "0")
+        assert chk.stats.timeouts == 2
+        assert chk.equivalent("\\cos(\\pi/2)", "0")
+    finally:
+        chk.close()

@@ -132,3 +132,13 @@ def test_reference_index(offline: EquivalenceChecker) -> None:
     v = votes(answers + ["0.50"], checker=offline)
     assert v.label == "0.5"
     assert reference_index(answers, v.label, checker=offline) == v.reference == 2
+
+
+def test_solver_answers_that_cost_a_minute_stay_apart_unchecked(offline: EquivalenceChecker) -> None:
+    """The challenger's reward votes over the solver's answers: one that would be evaluated for a
+    minute forms its own class without a symbolic check (the offline worker would count an error)."""
+    lim = "\\lim_{x\\to 0} \\frac{\\sin(x)^{100}-x^{100}}{x^{102}}"
+    v = votes([lim, "1", "1", lim], checker=offline)
+    assert [c.indices for c in v.classes] == [(0, 3), (1, 2)]
+    assert offline.stats.skipped == 1
+    assert offline.stats.starts == 0 and offline.stats.errors == 0 and offline.stats.parses == 0

@@ -24,6 +24,11 @@ _DEC = re.compile(r"[+-]?\d{0,40}\.\d{1,40}")
 _SLASH = re.compile(r"([+-]?\d{1,40})/(\d{1,40})")
 _FRAC = re.compile(r"([+-]?)\\frac\{([+-]?\d{1,40})\}\{(\d{1,40})\}")
 _FRAC_SHORT = re.compile(r"([+-]?)\\frac(\d)(\d)")
+MAX_ANSWER_CHARS = 2000
+# an operation still to be carried out: a limit, an integral, a sum or a product
+_UNEVALUATED = re.compile(r"\\(?:lim(?:sup|inf)?|int|iint|iiint|oint|sum|prod)(?![A-Za-z])")
+# an exponent of 100 or more (in digits, braced or not, signed) on anything but a plain number
+_SYMBOLIC_POWER = re.compile(r"(?<![0-9])\^\{?[+-]?0*[1-9][0-9]{2}")
 
 
 def _braced(text: str, start: int) -> tuple[str, int] | None:
@@ -164,6 +169,24 @@ def decimal_comma(key: str) -> Fraction | None:
 def is_decimal(key: str) -> bool:
     """Whether a key is a number written with a decimal point."""
     return _DEC.fullmatch(key) is not None
+
+
+def plausible_final_answer(answer: str) -> bool:
+    """Whether ``answer`` could be the final answer of a question of the paper's kind (MATH-500,
+    GSM8K, AMC, AIME, Minerva, OlympiadBench): only these are given to the symbolic check.
+
+    Those answers are short closed forms: a number, an expression, an interval or a set. Not one
+    of them is an operation still to be carried out (a ``\\lim``, ``\\int``, ``\\sum``,
+    ``\\prod``: the question asks for its value), nor raises an expression to a power of three
+    digits or more, nor runs past :data:`MAX_ANSWER_CHARS` characters. Those three are also what
+    makes sympy slow: evaluating the operation, expanding the power (``\\sin(x)^{100}-x^{100}``
+    takes it a minute), and work that grows with the length. A power of a plain number
+    (``2^{100}``) stays, bounded by the worker's power limit instead. Refused answers still
+    agree with an identical answer (the key comparison comes first); otherwise they are
+    different, without a symbolic check."""
+    if len(answer) > MAX_ANSWER_CHARS or _UNEVALUATED.search(answer):
+        return False
+    return _SYMBOLIC_POWER.search(_WS.sub("", answer)) is None
 
 
 def simple_number(key: str) -> Fraction | None:

@@ -1,39 +1,61 @@
-"""Answer equivalence with a deterministic budget.
+"""Answer equivalence, bounded in work and in time.
 
 Order of checks, cheapest first: identical normalised keys; two plain rationals compared by
-value; otherwise math-verify ``parse`` + ``verify`` in a child process
-(:mod:`diagevo.curriculum.mathverify_worker`). Each operation there runs under a budget counted
-in work (Python calls made, and limits on the sizes of powers and factorials), not in seconds,
-so the same pair gets the same verdict on an idle or a saturated machine; an operation over its
-budget answers "different" and is counted in :class:`CheckStats` (``over_budget``).
+value; an answer that cannot be a final answer is different without a symbolic check
+(:func:`~diagevo.curriculum.answers.plausible_final_answer`); otherwise math-verify ``parse`` +
+``verify`` in a child process (:mod:`diagevo.curriculum.mathverify_worker`), under two bounds:
 
-``timeout_s`` is only a liveness backstop for a worker that stops answering altogether (it would
-have to hang in a C call that no size limit caught): the worker is then killed and the check
-counted in ``timeouts``. It is set far above what any budgeted operation takes, so it decides
-no verdict in practice. A check that raises or cannot reach the worker answers "different" too;
-nothing raises into the caller.
+- a budget counted in work (Python calls made, and limits on the sizes of powers and
+  factorials), so the same pair gets the same verdict on an idle or a saturated machine; an
+  operation over it answers "different", is counted in :class:`CheckStats` (``over_budget``)
+  and the worker stays;
+- a limit in CPU time (``cpu_limit_s``), for the work the call count misses (one call into C can
+  take seconds): the worker is ended, the check answers "different" and is counted in
+  ``timeouts``, and another worker starts at once.
+
+``timeout_s`` is a liveness backstop in wall-clock time for a worker that stops answering
+without using CPU; it is counted in ``timeouts`` too. A check that raises or cannot reach a
+worker answers "different"; nothing raises into the caller.
+
+Checks run on a small pool of workers (``workers``), one check on a worker at a time, so a slow
+check holds one worker while checks from other threads take another: a fast answer does not
+queue behind a slow one unless every worker is busy. A worker starts only when a check finds
+all the others busy (one caller at a time uses one worker, and its parsed answers), and starting
+one costs about a second of CPU (importing sympy), which is why a worker ended over its limit
+is started again right away, in the background.
 """
 
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from diagevo.curriculum.answers import answer_key, decimal_comma, is_decimal, normalize_answer, simple_number
-from diagevo.curriculum.mathverify_worker import PARSE_STEPS, VERIFY_STEPS
+from diagevo.curriculum.answers import (
+    answer_key,
+    decimal_comma,
+    is_decimal,
+    normalize_answer,
+    plausible_final_answer,
+    simple_number,
+)
+from diagevo.curriculum.mathverify_worker import CPU_LIMIT_S, PARSE_STEPS, VERIFY_STEPS
 
 ROUNDING_GAP = Fraction(1, 10**6)
-MAX_ANSWER_CHARS = 2000  # longer answers are compared as strings only
+WORKERS = 4  # math-verify processes one checker runs at most (each holds sympy: ~150 MB)
+
+Failure = Literal["unavailable", "failed", "over budget", "over limit"]  # why an operation has no answer
 
 
 @dataclass
@@ -45,9 +67,9 @@ class CheckStats:
     verifies: int = 0  # math-verify verify operations sent
     unparsed: int = 0  # math-verify found no expression (compared as strings only)
     over_budget: int = 0  # an operation spent its work budget (deterministic; worker kept)
-    timeouts: int = 0  # the worker stopped answering (liveness backstop); it was killed
+    timeouts: int = 0  # an operation passed its CPU-time limit or the wall-clock backstop; worker ended
     errors: int = 0  # math-verify raised, or the worker died / could not start
-    skipped: int = 0  # not attempted: answer too long, failed before, or votes() budget spent
+    skipped: int = 0  # not attempted: not a plausible final answer, failed before, or votes() budget spent
     starts: int = 0  # workers started (the first start included)
 
     @property
@@ -63,94 +85,57 @@ class _WorkerGone(Exception):
     pass
 
 
-class EquivalenceChecker:
-    """math-verify behind a killable child process; parsed answers are cached in the child.
+@dataclass(eq=False)
+class _Worker:
+    """One math-verify child process, the answers parsed in it, and its unread replies."""
 
-    Thread-safe (one lock); meant to be shared, e.g. through :func:`default_checker`.
-    """
+    proc: subprocess.Popen[bytes] | None = None
+    pid: int = 0  # the process that started it (a forked child must not use it)
+    ready: bool = False
+    busy: bool = False  # a check holds it
+    buf: bytes = b""
+    parse_ids: dict[str, tuple[int, bool]] = field(default_factory=dict)  # text -> (id, parsed ok)
 
-    def __init__(
-        self,
-        timeout_s: float = 120.0,
-        start_timeout_s: float = 60.0,
-        max_cached: int = 20000,
-        command: list[str] | None = None,
-        parse_steps: int = PARSE_STEPS,
-        verify_steps: int = VERIFY_STEPS,
-    ):
-        """``parse_steps``/``verify_steps`` are the work budgets of one operation (Python calls);
-        ``timeout_s`` is the liveness backstop of one operation, ``start_timeout_s`` of a worker
-        start; ``command`` replaces the worker command line (tests use fakes that hang or fail)."""
-        # run by path: "-m diagevo..." would import the whole package (sklearn, scipy) first
-        worker = str(Path(__file__).with_name("mathverify_worker.py"))
-        self.command = command or [sys.executable, worker, str(parse_steps), str(verify_steps)]
-        self.timeout_s = timeout_s
-        self.start_timeout_s = start_timeout_s
-        self.max_cached = max_cached
-        self.max_start_failures = 3  # then symbolic checks fail fast for retry_after_s
-        self.retry_after_s = 60.0
-        self.stats = CheckStats()
-        self._lock = threading.RLock()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._pid = 0  # the process that started the worker (a forked child must not use it)
-        self._ready = False
-        self._buf = b""
-        self._parse_ids: dict[str, tuple[int, bool]] = {}  # text -> (id, parsed ok) in this worker
-        self._bad: set[str] = set()  # texts whose parse timed out or raised: never retried
-        self._next_id = 0
-        self._blamed = False
-        self._budget = False  # the last failure was a spent work budget
-        self._bad_pairs: set[tuple[str, str]] = set()
-        self._verify_failures: dict[str, int] = {}
-        self._start_failures = 0  # consecutive worker starts that never became ready
-        self._retry_after = 0.0
-
-    # -- worker management -------------------------------------------------------------
-    def _start(self) -> bool:
-        self._ready = False
-        self._buf = b""
-        self._parse_ids.clear()
-        self._pid = os.getpid()
+    def start(self, command: list[str]) -> bool:
+        self.ready = False
+        self.buf = b""
+        self.parse_ids.clear()
+        self.pid = os.getpid()
         try:
-            self._proc = subprocess.Popen(
-                self.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                bufsize=0,
-                close_fds=True,
+            self.proc = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
             )
         except OSError:
-            self._proc = None
+            self.proc = None
             return False
-        self.stats.starts += 1
         return True
 
-    def close(self) -> None:
-        """Kill the worker (it is restarted on the next symbolic check)."""
-        with self._lock:
-            proc, self._proc = self._proc, None
-            if proc is not None and self._pid == os.getpid():
-                proc.kill()
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    pass
-                for stream in (proc.stdin, proc.stdout):
-                    if stream is not None:
-                        stream.close()
-            self._ready = False
-            self._parse_ids.clear()
+    def usable(self) -> bool:
+        return self.proc is not None and self.pid == os.getpid() and self.proc.poll() is None
 
-    def _restart(self) -> None:
-        self.close()
-        self._start()  # begins importing math-verify in the background right away
+    def close(self) -> bool:
+        """Kill the process; whether it had ended itself over its CPU-time limit."""
+        proc, self.proc = self.proc, None
+        self.ready = False
+        self.parse_ids.clear()
+        if proc is None or self.pid != os.getpid():
+            return False
+        over_limit = proc.poll() == -signal.SIGPROF
+        proc.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+        return over_limit or proc.returncode == -signal.SIGPROF
 
-    def _readline(self, deadline: float) -> dict[str, Any] | None:
+    def readline(self, deadline: float) -> dict[str, Any] | None:
         """The next reply, or None at the deadline. Raises _WorkerGone on EOF."""
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        while b"\n" not in self._buf:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -160,96 +145,175 @@ class EquivalenceChecker:
             chunk = os.read(fd, 65536)
             if not chunk:
                 raise _WorkerGone
-            self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
         return json.loads(line)
 
-    def _ensure_ready(self) -> bool:
-        if self._start_failures >= self.max_start_failures and time.monotonic() < self._retry_after:
-            self.stats.errors += 1  # the worker keeps failing to start: do not wait for it again
+
+class EquivalenceChecker:
+    """math-verify behind a pool of killable child processes; parsed answers are cached in each.
+
+    Thread-safe; meant to be shared, e.g. through :func:`default_checker`.
+    """
+
+    def __init__(
+        self,
+        timeout_s: float = 30.0,
+        start_timeout_s: float = 60.0,
+        max_cached: int = 20000,
+        command: list[str] | None = None,
+        parse_steps: int = PARSE_STEPS,
+        verify_steps: int = VERIFY_STEPS,
+        cpu_limit_s: float = CPU_LIMIT_S,
+        workers: int = WORKERS,
+    ):
+        """``parse_steps``/``verify_steps`` are the work budgets of one operation (Python calls),
+        ``cpu_limit_s`` its CPU-time limit (0: none); ``timeout_s`` is the wall-clock backstop of
+        one operation, ``start_timeout_s`` of a worker start; ``workers`` the most worker
+        processes at once; ``command`` replaces the worker command line (tests use fakes that
+        hang or fail)."""
+        # run by path: "-m diagevo..." would import the whole package (sklearn, scipy) first
+        worker = str(Path(__file__).with_name("mathverify_worker.py"))
+        budgets = [str(parse_steps), str(verify_steps), str(cpu_limit_s)]
+        self.command = command or [sys.executable, worker, *budgets]
+        self.timeout_s = timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.max_cached = max_cached
+        self.workers = max(1, workers)
+        self.max_start_failures = 3  # then symbolic checks fail fast for retry_after_s
+        self.retry_after_s = 60.0
+        self.stats = CheckStats()
+        self._lock = threading.Lock()  # the pool, the stats and the sets below
+        self._freed = threading.Condition(self._lock)
+        self._pool: list[_Worker] = []
+        self._ids = itertools.count()  # names of parsed answers in the workers
+        self._bad: set[str] = set()  # texts whose parse timed out or raised: never retried
+        self._bad_pairs: set[tuple[str, str]] = set()
+        self._verify_failures: dict[str, int] = {}
+        self._start_failures = 0  # consecutive worker starts that never became ready
+        self._retry_after = 0.0
+
+    # -- the pool --------------------------------------------------------------------------
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self.stats, name, getattr(self.stats, name) + 1)
+
+    def _acquire(self) -> _Worker:
+        """The first free worker (the one a single caller always gets), a new one while the pool
+        is not full, or else the first to be freed."""
+        with self._freed:
+            while True:
+                w = next((w for w in self._pool if not w.busy), None)
+                if w is None and len(self._pool) < self.workers:
+                    w = _Worker()
+                    self._pool.append(w)
+                if w is not None:
+                    w.busy = True
+                    return w
+                self._freed.wait()
+
+    def _release(self, w: _Worker) -> None:
+        with self._freed:
+            w.busy = False
+            self._freed.notify_all()  # a close() waits here too
+
+    def close(self) -> None:
+        """Kill the workers once the checks in flight are done (they start again when needed)."""
+        with self._freed:
+            while any(w.busy for w in self._pool):
+                self._freed.wait()
+            for w in self._pool:
+                w.close()
+
+    def _start(self, w: _Worker) -> bool:
+        if not w.start(self.command):
             return False
-        if self._proc is None or self._pid != os.getpid() or self._proc.poll() is not None:
-            if self._proc is not None and self._pid == os.getpid():
-                self.close()
-            if not self._start():
-                self.stats.errors += 1
-                return False
-        if self._ready:
-            return True
-        try:
-            reply = self._readline(time.monotonic() + self.start_timeout_s)
-        except (_WorkerGone, ValueError):
-            reply = None
-        if not reply or not reply.get("ready"):
-            self.stats.errors += 1
-            self._start_failures += 1
-            self._retry_after = time.monotonic() + self.retry_after_s
-            self._restart()
-            return False
-        self._ready = True
-        self._start_failures = 0
+        self._count("starts")
         return True
 
-    def _call(self, request: dict[str, Any]) -> bool | None:
-        """Send one operation; True/False is its answer, None a counted failure. After a
-        failure, ``_blamed`` says whether the request itself timed out or raised."""
-        self._blamed = False
-        self._budget = False
-        if not self._ensure_ready():
-            return None
-        assert self._proc is not None and self._proc.stdin is not None
+    def _restart(self, w: _Worker) -> bool:
+        """Replace the worker's process, which begins importing math-verify in the background
+        right away; whether the old one had ended itself over its CPU-time limit."""
+        over_limit = w.close()
+        self._start(w)
+        return over_limit
+
+    def _ensure_ready(self, w: _Worker) -> bool:
+        with self._lock:
+            failing = self._start_failures >= self.max_start_failures and time.monotonic() < self._retry_after
+        if failing:
+            self._count("errors")  # workers keep failing to start: do not wait for one again
+            return False
+        if not w.usable():
+            if w.proc is not None and w.pid == os.getpid():
+                w.close()
+            if not self._start(w):
+                self._count("errors")
+                return False
+        if w.ready:
+            return True
         try:
-            self._proc.stdin.write((json.dumps(request) + "\n").encode())
-            reply = self._readline(time.monotonic() + self.timeout_s)
-        except (_WorkerGone, OSError, ValueError):
-            self.stats.errors += 1
-            self._blamed = True
-            self._restart()
-            return None
-        if reply is None:
-            self.stats.timeouts += 1
-            self._blamed = True
-            self._restart()
-            return None
-        if "error" in reply:
-            if reply["error"] == "budget":
-                self.stats.over_budget += 1
-                self._budget = True
-            else:
+            reply = w.readline(time.monotonic() + self.start_timeout_s)
+        except (_WorkerGone, ValueError):
+            reply = None
+        with self._lock:
+            if not reply or not reply.get("ready"):
                 self.stats.errors += 1
-            self._blamed = True
-            return None
+                self._start_failures += 1
+                self._retry_after = time.monotonic() + self.retry_after_s
+            else:
+                self._start_failures = 0
+        if not reply or not reply.get("ready"):
+            self._restart(w)
+            return False
+        w.ready = True
+        return True
+
+    def _call(self, w: _Worker, request: dict[str, Any]) -> bool | Failure:
+        """Send one operation to ``w``: its answer, or why there is none ("unavailable": no
+        worker, the request is not to blame)."""
+        if not self._ensure_ready(w):
+            return "unavailable"
+        assert w.proc is not None and w.proc.stdin is not None
+        try:
+            w.proc.stdin.write((json.dumps(request) + "\n").encode())
+            reply = w.readline(time.monotonic() + self.timeout_s)
+        except (_WorkerGone, OSError, ValueError):
+            over_limit = self._restart(w)
+            self._count("timeouts" if over_limit else "errors")
+            return "over limit" if over_limit else "failed"
+        if reply is None:
+            self._count("timeouts")
+            self._restart(w)
+            return "failed"
+        if "error" in reply:
+            over = reply["error"] == "budget"
+            self._count("over_budget" if over else "errors")
+            return "over budget" if over else "failed"
         return bool(reply["ok"])
 
     # -- checks ----------------------------------------------------------------------------
-    def _parse(self, text: str) -> int | None:
-        """Worker-side id of the parsed ``text``; None when it does not parse or failed."""
-        if text in self._bad:
-            self.stats.skipped += 1
-            return None
-        if len(text) > MAX_ANSWER_CHARS:
-            self.stats.skipped += 1
-            return None
-        cached = self._parse_ids.get(text)
+    def _parse(self, w: _Worker, text: str) -> int | None:
+        """``w``'s id of the parsed ``text``; None when it does not parse or failed."""
+        cached = w.parse_ids.get(text)
         if cached is not None:
             return cached[0] if cached[1] else None
-        if len(self._parse_ids) >= self.max_cached and self._call({"op": "forget"}):
-            self._parse_ids.clear()
-        pid = self._next_id
-        self._next_id += 1
-        self.stats.parses += 1
-        ok = self._call({"op": "parse", "id": pid, "text": text})
-        if ok is None:
-            if not self._blamed:
-                return None  # no worker: the text is not to blame, try it again next time
-            self._bad.add(text)
-            if len(self._bad) > self.max_cached:
-                self._bad.clear()
+        if len(w.parse_ids) >= self.max_cached and self._call(w, {"op": "forget"}) is True:
+            w.parse_ids.clear()
+        pid = next(self._ids)
+        self._count("parses")
+        ok = self._call(w, {"op": "parse", "id": pid, "text": text})
+        if not isinstance(ok, bool):
+            if ok != "unavailable":  # the text is to blame: never tried again
+                with self._lock:
+                    if len(self._bad) >= self.max_cached:
+                        self._bad.clear()
+                    self._bad.add(text)
             return None
         if not ok:
-            self.stats.unparsed += 1
-        if self._proc is not None and self._ready:
-            self._parse_ids[text] = (pid, ok)
+            self._count("unparsed")
+        if w.proc is not None and w.ready:
+            w.parse_ids[text] = (pid, ok)
         return pid if ok else None
 
     def symbolic_equal(self, a: str, b: str) -> bool:
@@ -258,39 +322,54 @@ class EquivalenceChecker:
         A pair whose verify failed is not tried again (its verdict would be the same). An answer
         involved in two verifies that timed out or raised is not tried again against any other
         answer (a sympy-hostile expression would otherwise cost a worker restart against every
-        other answer); a spent work budget does not count here, so that a pair's verdict never
-        depends on which pairs were checked before it."""
+        other answer); a spent work budget or CPU-time limit does not count here, so that a pair's
+        verdict never depends on which pairs were checked before it (two hostile answers against
+        ``0`` would otherwise leave ``0`` unchecked against every other answer). A pair with an answer that is not a
+        plausible final answer is not tried at all."""
         with self._lock:
-            if (a, b) in self._bad_pairs:
+            if (
+                (a, b) in self._bad_pairs
+                or {a, b} & self._bad
+                or not (plausible_final_answer(a) and plausible_final_answer(b))
+            ):
                 self.stats.skipped += 1
                 return False
-            for _ in range(2):  # a second round if the worker restarted while parsing b
-                ia = self._parse(a)
-                ib = None if ia is None else self._parse(b)
-                if ia is None or ib is None:
-                    return False
-                if self._parse_ids.get(a, (None, False))[0] == ia:
-                    break
-            else:
+        w = self._acquire()
+        try:
+            return self._verify(w, a, b)
+        finally:
+            self._release(w)
+
+    def _verify(self, w: _Worker, a: str, b: str) -> bool:
+        for _ in range(2):  # a second round if the worker forgot or restarted while parsing b
+            ia = self._parse(w, a)
+            ib = None if ia is None else self._parse(w, b)
+            if ia is None or ib is None:
                 return False
-            self.stats.verifies += 1
-            ok = self._call({"op": "verify", "a": ia, "b": ib})
-            if ok is None and self._blamed:
-                if len(self._bad_pairs) > self.max_cached:
-                    self._bad_pairs.clear()
-                    self._verify_failures.clear()
-                self._bad_pairs.add((a, b))
-                for text in () if self._budget else (a, b):
-                    self._verify_failures[text] = self._verify_failures.get(text, 0) + 1
-                    if self._verify_failures[text] >= 2:
-                        self._bad.add(text)
-            return bool(ok)
+            if w.parse_ids.get(a, (None, False))[0] == ia:
+                break
+        else:
+            return False
+        self._count("verifies")
+        ok = self._call(w, {"op": "verify", "a": ia, "b": ib})
+        if ok == "unavailable" or isinstance(ok, bool):
+            return ok is True
+        with self._lock:
+            if len(self._bad_pairs) > self.max_cached:
+                self._bad_pairs.clear()
+                self._verify_failures.clear()
+            self._bad_pairs.add((a, b))
+            for text in () if ok in ("over budget", "over limit") else (a, b):
+                self._verify_failures[text] = self._verify_failures.get(text, 0) + 1
+                if self._verify_failures[text] >= 2:
+                    self._bad.add(text)
+        return False
 
     def equivalent(self, a: str, b: str) -> bool:
         """Whether two answers are the same mathematical object (never raises; bounded work)."""
         ka, kb = answer_key(a), answer_key(b)
         if ka == kb:
-            self.stats.fast += 1
+            self._count("fast")
             return bool(ka)
         va, vb = simple_number(ka), simple_number(kb)
         # a decimal comma (1,22 or 0,111) is read as such against an answer written as a decimal
@@ -300,12 +379,12 @@ class EquivalenceChecker:
             vb = decimal_comma(kb)
         if va is not None and vb is not None:
             if va == vb:
-                self.stats.fast += 1
+                self._count("fast")
                 return True
             # math-verify compares a decimal with a number rounded to 6 places (1/12 = 0.0833333):
             # values further apart than 1e-6 never round equal; closer ones are left to it
             if not (is_decimal(ka) or is_decimal(kb)) or abs(va - vb) > ROUNDING_GAP:
-                self.stats.fast += 1
+                self._count("fast")
                 return False
         return self.symbolic_equal(normalize_answer(a), normalize_answer(b))
 

@@ -10,7 +10,16 @@ the same answer on an idle or a saturated machine:
   exceed :data:`MAX_POWER_BITS` bits, a factorial or binomial of an argument over
   :data:`MAX_FACTORIAL`, stop with ``"budget"`` before they start;
 - sympy's caches are cleared before each operation, so its cost does not depend on what the
-  worker computed before.
+  worker computed before;
+- a **CPU-time limit** (``cpu_limit_s``, :data:`CPU_LIMIT_S`): the calls the step budget counts
+  can each be long (``\\sin(x)^{100}-x^{100}`` spends a minute in under four million of them,
+  mostly inside C on large polynomials), so an operation that has used that much CPU time ends
+  the worker. The kernel does it: ``ITIMER_PROF`` raises ``SIGPROF``, whose default action
+  terminates the process even inside a C call, where no Python handler (and so no math-verify
+  timeout, which relies on one) would run. The parent sees the worker die of ``SIGPROF``,
+  counts a timeout and starts another. CPU time, not wall time, so that a loaded machine, which
+  stretches every check's wall time, does not turn ordinary answers into "different"; it is
+  far above what an ordinary answer takes (the test pairs: under half a second an operation).
 
 Protocol: one JSON object per line.
 
@@ -22,13 +31,15 @@ Protocol: one JSON object per line.
 
 Errors reply ``{"ok": false, "error": "..."}`` (``"budget"`` when the budget ran out; the worker
 stays usable). On start the worker writes ``{"ready": true}``. Run by path, with the step budgets
-as optional arguments: ``mathverify_worker.py [parse_steps verify_steps]``.
+and the CPU-time limit (seconds, 0 for none) as optional arguments:
+``mathverify_worker.py [parse_steps verify_steps [cpu_limit_s]]``.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import signal
 import sys
 import warnings
 from collections.abc import Callable
@@ -38,6 +49,7 @@ PARSE_STEPS = 2_000_000  # Python calls one parse may make (answers of the test 
 VERIFY_STEPS = 4_000_000  # Python calls one verify may make (test pairs: < 600k)
 MAX_POWER_BITS = 1 << 20  # an exact power result larger than this (about 315,000 digits) is refused
 MAX_FACTORIAL = 10_000
+CPU_LIMIT_S = 2.0  # CPU seconds one operation may use before the worker is ended
 
 
 class BudgetExceeded(BaseException):
@@ -47,11 +59,14 @@ class BudgetExceeded(BaseException):
 
 class _Steps:
     """Runs an operation under a budget of Python calls: the global trace function is called once
-    per call (it returns None, so no line events follow) and only advances a C counter."""
+    per call (it returns None, so no line events follow) and only advances a C counter. And
+    under the CPU-time limit: ``SIGPROF`` keeps its default action, so the timer ends the process."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpu_limit_s: float) -> None:
         self.count = 0
         self.spent = False
+        self.cpu_limit_s = cpu_limit_s
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)
 
     def run(self, limit: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         from sympy.core.cache import clear_cache
@@ -65,11 +80,13 @@ class _Steps:
                 self.spent = True
                 raise BudgetExceeded
 
+        signal.setitimer(signal.ITIMER_PROF, self.cpu_limit_s)  # 0 leaves it unarmed
         sys.settrace(hook)
         try:
             result = fn(*args, **kwargs)
         finally:
             sys.settrace(None)
+            signal.setitimer(signal.ITIMER_PROF, 0)
             self.count = next(calls) - 1
         if self.spent:  # someone caught the BaseException anyway: the answer is not to be trusted
             raise BudgetExceeded
@@ -131,8 +148,9 @@ def main(argv: list[str]) -> None:
 
     parse_steps = int(argv[0]) if argv else PARSE_STEPS
     verify_steps = int(argv[1]) if len(argv) > 1 else VERIFY_STEPS
+    cpu_limit_s = float(argv[2]) if len(argv) > 2 else CPU_LIMIT_S
     _install_operation_limits()
-    steps = _Steps()
+    steps = _Steps(cpu_limit_s)
     config = [LatexExtractionConfig(), ExprExtractionConfig()]
     # the first parse and verify import most of sympy: do it before "ready"
     verify(parse("$x<1$", extraction_config=config), parse("$(0,1)$", extraction_config=config))
