@@ -302,7 +302,7 @@ EXTRAS = {
     "gpu": "several GPUs and vLLM's sampling",
     "verl": "verl trains both roles (its trainer loads diagevo.verl's rewards): diagevo docs how-to/verl",
     "test": "the test suite and the linters (working on diagevo)",
-    "docs": "the documentation site (make docs)",
+    "docs": "the documentation site, built offline with mkdocs",
     "bench": "the benchmarks' comparison with a peer (benchmarks/bench_peers.py)",
 }
 """What each of diagevo's extras enables (tests/test_doctor_extras.py holds the names equal to

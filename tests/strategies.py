@@ -27,7 +27,8 @@ def random_log(rng: random.Random, rounds: int, run: str = "r1") -> Log:
         for change in decide_promotions(start, evidence, theta_up):
             log.append(change)
         mem = fold(log.rows(), run)
-        for j in range(rng.randint(0, 6)):
+        failures = rng.randint(0, 6) if evidence else 0  # a failure is of a retained question of its round
+        for j in range(failures):
             fid = f"f{log.round}-{j}"
             log.add("failure.recorded", failure_id=fid, question_id=f"q{log.round}-0", response="r", reference="ref")
             if mem.causes and rng.random() < 0.5:

@@ -168,7 +168,7 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
     retained questions of round ``t`` of ``run`` (default: its open round), each as
     :meth:`~diagevo.rounds.Round.record_failures` takes it and as a line of ``diagevo diagnose``'s
     FAILURES.jsonl holds it (with its question, pseudo-label and known causes). A dump beside the
-    manifest of another export (:func:`check_manifest`) is refused; so is a line of another round's
+    manifest of another export (``check_manifest``) is refused; so is a line of another round's
     questions, or one scored by another reward function, naming its file and line."""
     from diagevo.curriculum import solver_rewards
     from diagevo.formats import RolloutLine, read_lines
