@@ -42,7 +42,10 @@ read -r -a CURRICULUM_SIZE <<< "$(manifest curriculum.parquet)"
 vllm serve "$SOLVER" --served-model-name solver --port "$PORT" --gpu-memory-utilization 0.2 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
-until curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null; do sleep 5; done
+until curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null; do
+  kill -0 "$SERVER" 2>/dev/null || { echo "vllm serve exited before serving $SOLVER" >&2; exit 1; }
+  sleep 5
+done
 python -m verl.trainer.main_ppo --config-path "$CONFIGS" --config-name challenger \
   data.train_files="$ROUND/challenger.parquet" actor_rollout_ref.model.path="$CHALLENGER" \
   reward.custom_reward_function.reward_kwargs.solver_url="http://127.0.0.1:$PORT/v1" \

@@ -109,3 +109,17 @@ def test_export_verl_names_the_data_extra(tmp_path: Path) -> None:
     [line] = done.stderr.strip().splitlines()
     assert "needs pyarrow" in line and "[data]" in line and "[verl]" not in line, line
     assert _files(tmp_path) == before
+
+
+def test_round_record_from_verl_names_the_data_extra(tmp_path: Path) -> None:
+    """Reading verl's generation output is pyarrow's too: one line naming ``data``, nothing recorded."""
+    assert _cli(tmp_path, "round", "start", "--run", "r", "--db", "sqlite:///x.db").returncode == 0
+    (tmp_path / "constructed.parquet").write_bytes(b"PAR1")
+    before = _files(tmp_path)
+    done = _cli(
+        tmp_path, "round", "record", "--from-verl", "constructed.parquet", "--run", "r", "--db", "sqlite:///x.db"
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "needs pyarrow" in line and "[data]" in line, line
+    assert _files(tmp_path) == before

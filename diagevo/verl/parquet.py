@@ -318,11 +318,9 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
     """``(where, extra_info, responses)`` of each row of verl's generation output (the input's
     columns and ``responses``), checked to be of ``run``'s round ``t``: a row of another round or
     run, or without what the export wrote, is refused naming the file and row."""
-    import pyarrow.parquet as pq
-
     from diagevo.parsing import one_line, quoted
 
-    _pyarrow()
+    pq = _pyarrow().parquet  # the data extra, named in one line where it is missing
     if not path.is_file():
         raise NotFound(f"no file {path}: name the Parquet file verl's generation wrote (its data.output_path)")
     try:
