@@ -26,12 +26,11 @@ from diagevo.log.recorder import (
     busy,
     chain,
     json_or_error,
-    loads,
-    loads_state,
     lookup_keys,
     prepare,
     restore_texts,
 )
+from diagevo.log.stored import loads, loads_state
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -30,59 +29,21 @@ import orjson
 from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS, Event, EventTypes, version_problem
 from diagevo.errors import Conflict, DiagevoError, Hint, NotADiagevoDatabase, NotFound
 from diagevo.log.canonical import canonical_bytes
-from diagevo.parsing import MAX_DEPTH, depth
+from diagevo.log.stored import ARTIFACT_KEY, DIGITS, loads, text_problems, text_refs, unreadable
+from diagevo.parsing import MAX_DEPTH
 
 if TYPE_CHECKING:
     from diagevo.schemas import EventIn
 
 GENESIS_HASH = "0" * 64
-ARTIFACT_KEY = "$artifact"
 FETCH = 4096  # rows per DBAPI fetch on the read paths
 MAX_PARAMS = 500  # values per IN (...) list
 LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
 """What ``read(keys=...)`` looks events up by: their id, or an id their data names."""
 
 
-def loads(text_: str) -> Any:
-    """Parse stored JSON within ingest's bounds (:data:`~diagevo.parsing.MAX_DEPTH` levels, every
-    number in a double's range): a row that slipped past them (written raw where no check guards
-    the table) is a :class:`ValueError` naming the bound, never a ``RecursionError``. orjson reads
-    no deeper than 1,024 levels and no number beyond a double's range; the nesting is walked only
-    where the text holds enough brackets to nest deeper than the bound."""
-    try:
-        value = _orjson_loads(text_)
-    except ValueError as exc:
-        raise _past_bounds(str(exc)) from None
-    if len(text_) > _SHALLOW and text_.count("[") + text_.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
-        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
-    return value
-
-
-_SHALLOW = 2 * MAX_DEPTH  # no shorter JSON text nests deeper than MAX_DEPTH
-
-
-def loads_state(text_: str) -> Any:
-    """Parse a view's saved state: written by diagevo's own writers alone (a reader uses only the
-    states of a writer it trusts) and large (a memory of many causes), so parsed by orjson with its
-    own bound (1,024 levels), without the walk :func:`loads` adds for rows anyone may insert."""
-    try:
-        return _orjson_loads(text_)
-    except ValueError as exc:
-        raise _past_bounds(str(exc)) from None
-
-
-def _past_bounds(said: str) -> ValueError:
-    """orjson's refusal, as the bound it names."""
-    if "depth" in said:
-        return ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
-    if "infinity" in said:
-        return ValueError("a number beyond a double's range")
-    return ValueError(f"not JSON ({said.split(':')[0]})")
-
-
 json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 _orjson_dumps = orjson.dumps
-_orjson_loads = orjson.loads
 compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -262,18 +223,6 @@ def externalise_texts(fields: tuple[str, ...], data: dict[str, Any]) -> tuple[di
     return out, _orjson_dumps(held).decode()
 
 
-_DIGITS = re.compile(rb"[0-9]{309}")  # a number beyond a double's range has at least 309 digits
-
-
-def _unreadable(data_json: bytes) -> str | None:
-    """Why :func:`loads` would refuse this JSON (the writer stores nothing its readers refuse)."""
-    try:
-        loads(data_json.decode())
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
 def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
     """Serialise outside the lock; drops in-batch duplicates (first wins). Returns (rows, dups).
 
@@ -299,8 +248,8 @@ def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
             if fields:
                 data, texts = externalise_texts(fields, data)
             data_b = to_json(data)
-            if (data_b.count(b"[") + data_b.count(b"{") > MAX_DEPTH or _DIGITS.search(data_b)) and (
-                problem := _unreadable(data_b)
+            if (data_b.count(b"[") + data_b.count(b"{") > MAX_DEPTH or DIGITS.search(data_b)) and (
+                problem := unreadable(data_b)
             ):
                 raise StoreError(f"event {eid}: its data is {problem}: no reader would read it")
             middle = middles.get((run, rnd, typ, v))
@@ -336,36 +285,6 @@ def chain(prepared: list[Prepared], heads: dict[str, tuple[int, str]], last_seq:
 
 
 # --- texts --------------------------------------------------------------------------------------
-
-
-def text_refs(type_: str, data: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(field, sha256) of the texts an event's stored data names."""
-    for f in TEXT_FIELDS.get(type_, ()):
-        v = data.get(f)
-        if isinstance(v, dict) and isinstance(v.get(ARTIFACT_KEY), str):
-            yield f, v[ARTIFACT_KEY]
-
-
-def text_problems(seq: int, refs: list[tuple[str, str]], column: str | None) -> tuple[list[str], dict[str, Any]]:
-    """What is wrong with an event's ``texts`` column against the keys its data names, and the
-    column parsed ({} when it is missing or not a JSON object)."""
-    if column is None:
-        return [f"seq {seq}: text {f} ({sha}) is missing" for f, sha in refs], {}
-    try:
-        held = loads(column)
-    except ValueError:
-        return [f"seq {seq}: its texts column is not JSON"], {}
-    if not isinstance(held, dict):
-        return [f"seq {seq}: its texts column is not a JSON object"], {}
-    problems = []
-    sha256 = hashlib.sha256
-    for f, sha in refs:
-        t = held.get(f)
-        if not isinstance(t, str):
-            problems.append(f"seq {seq}: text {f} ({sha}) is missing")
-        elif sha256(t.encode()).hexdigest() != sha:
-            problems.append(f"seq {seq}: text {f} ({sha}) was altered (it does not hash to its key)")
-    return problems, held
 
 
 class _HasTexts(Protocol):

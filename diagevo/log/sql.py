@@ -29,13 +29,12 @@ from diagevo.log.recorder import (
     ViewState,
     chain,
     json_or_error,
-    loads,
-    loads_state,
     lookup_keys,
     prepare,
     restore_texts,
     stored_data,
 )
+from diagevo.log.stored import loads, loads_state
 from diagevo.parsing import error_line
 from diagevo.urls import redact_url
 

@@ -28,7 +28,7 @@ from diagevo.errors import BadInput, Hint
 from diagevo.limits import LimitsConfig
 from diagevo.log import AppendResult, Recorder
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
-from diagevo.memory.fold import InvariantError, fold
+from diagevo.memory.fold import InvariantError, Row, fold
 from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
@@ -508,34 +508,11 @@ class Round:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
             require_open(st, t, "commit")
             if t not in st.promoted:
-                if not read((QuestionGenerated,), t=t):  # the step it names must go through as printed
-                    raise OutOfOrder(
-                        f"cannot commit round {t}: its promotions are not decided, and {NO_QUESTION}",
-                        hint=self._hint("promote", "rnd.promote(allow_empty=True)", "--allow-empty"),
-                    )
-                raise OutOfOrder(
-                    f"cannot commit round {t}: its promotions are not decided",
-                    hint=self._hint("promote", "rnd.promote()"),
-                )
+                self._refuse_undecided(read)
             rows = read(None, t=t)
-            pending, failed, total = diagnosis_state(rows)
-            if pending and not allow_undiagnosed:
-                raise OutOfOrder(
-                    f"cannot commit round {t}: {plural(len(pending), 'recorded failure')} "
-                    f"{'is' if len(pending) == 1 else 'are'} not diagnosed (first: {pending[0]}); diagnose them, "
-                    "or commit without their evidence: {command}",
-                    hint=self._hint("commit", "rnd.commit(metrics, allow_undiagnosed=True)", "--allow-undiagnosed"),
-                )
-            if self.config.diagnosis.too_many_failed(len(failed), total):
-                if not allow_failed:
-                    raise OutOfOrder(
-                        f"cannot commit round {t}: {len(failed)} of {plural(total, 'failure')} failed to diagnose, "
-                        f"more than diagnosis.max_failed_share {self.config.diagnosis.max_failed_share:g} allows "
-                        f"(first: {failed[0]}); diagnose the round again (only they are asked), or commit without "
-                        "their evidence: {command}",
-                        hint=self._hint("commit", "rnd.commit(metrics, allow_failed=True)", "--allow-failed-diagnoses"),
-                    )
-                committed["failed_diagnoses_allowed"] = len(failed)
+            allowed = self._failed_diagnoses_allowed(rows, allow_undiagnosed, allow_failed)
+            if allowed is not None:
+                committed["failed_diagnoses_allowed"] = allowed
             after = fold(read(FOLDED, after_seq=base.last_seq), run, base)
             sched = schedule(after)
             # the round's statistics as `memory stats` counts them, and the schedule it leaves
@@ -563,6 +540,43 @@ class Round:
             ranks=committed.get("ranks"),
             summary={k: committed[k] for k in extra},
         )
+
+    def _refuse_undecided(self, read: Reader) -> None:
+        """A commit before the round's promotions are decided: the step it names must go through
+        as printed (``--allow-empty`` where the round holds no question)."""
+        t = self.t
+        if not read((QuestionGenerated,), t=t):
+            raise OutOfOrder(
+                f"cannot commit round {t}: its promotions are not decided, and {NO_QUESTION}",
+                hint=self._hint("promote", "rnd.promote(allow_empty=True)", "--allow-empty"),
+            )
+        raise OutOfOrder(
+            f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote", "rnd.promote()")
+        )
+
+    def _failed_diagnoses_allowed(self, rows: Sequence[Row], allow_undiagnosed: bool, allow_failed: bool) -> int | None:
+        """Refuse a commit that would lose recorded failures' evidence from M_t unless allowed;
+        how many failed diagnoses a commit so allowed leaves out (None: within the share)."""
+        t = self.t
+        pending, failed, total = diagnosis_state(rows)
+        if pending and not allow_undiagnosed:
+            raise OutOfOrder(
+                f"cannot commit round {t}: {plural(len(pending), 'recorded failure')} "
+                f"{'is' if len(pending) == 1 else 'are'} not diagnosed (first: {pending[0]}); diagnose them, "
+                "or commit without their evidence: {command}",
+                hint=self._hint("commit", "rnd.commit(metrics, allow_undiagnosed=True)", "--allow-undiagnosed"),
+            )
+        if not self.config.diagnosis.too_many_failed(len(failed), total):
+            return None
+        if not allow_failed:
+            raise OutOfOrder(
+                f"cannot commit round {t}: {len(failed)} of {plural(total, 'failure')} failed to diagnose, "
+                f"more than diagnosis.max_failed_share {self.config.diagnosis.max_failed_share:g} allows "
+                f"(first: {failed[0]}); diagnose the round again (only they are asked), or commit without "
+                "their evidence: {command}",
+                hint=self._hint("commit", "rnd.commit(metrics, allow_failed=True)", "--allow-failed-diagnoses"),
+            )
+        return len(failed)
 
     def _hint(self, step: str, call: str | None = None, *flags: str) -> Hint:
         """The command that takes ``step`` for this round, with ``flags`` (``call``: the same in Python)."""

@@ -15,7 +15,8 @@ from typing import Any
 from diagevo.catalog import RoundCommitted, RunForked
 from diagevo.errors import Hint
 from diagevo.log import Recorder
-from diagevo.log.recorder import UNREADABLE, loads
+from diagevo.log.recorder import UNREADABLE
+from diagevo.log.stored import loads
 from diagevo.memory.counting import audit
 from diagevo.views import index, memory, stats
 from diagevo.views.configs import config_problems, recovery

@@ -1,0 +1,98 @@
+"""A stored row's data as every reader takes it: parsed within ingest's bounds (a row that slipped
+past them, written raw where no check guards the table, is a one-line ``ValueError`` naming the
+bound, never a ``RecursionError``), and the texts it names by their sha256 checked against them.
+Backend-free, so that every recorder and ``memory verify`` read a row alike."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+
+from diagevo.catalog import TEXT_FIELDS
+from diagevo.parsing import MAX_DEPTH, depth
+
+ARTIFACT_KEY = "$artifact"
+_orjson_loads = orjson.loads
+
+
+def loads(text_: str) -> Any:
+    """Parse stored JSON within ingest's bounds (:data:`~diagevo.parsing.MAX_DEPTH` levels, every
+    number in a double's range): a row that slipped past them (written raw where no check guards
+    the table) is a :class:`ValueError` naming the bound, never a ``RecursionError``. orjson reads
+    no deeper than 1,024 levels and no number beyond a double's range; the nesting is walked only
+    where the text holds enough brackets to nest deeper than the bound."""
+    try:
+        value = _orjson_loads(text_)
+    except ValueError as exc:
+        raise _past_bounds(str(exc)) from None
+    if len(text_) > _SHALLOW and text_.count("[") + text_.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+_SHALLOW = 2 * MAX_DEPTH  # no shorter JSON text nests deeper than MAX_DEPTH
+
+
+def loads_state(text_: str) -> Any:
+    """Parse a view's saved state: written by diagevo's own writers alone (a reader uses only the
+    states of a writer it trusts) and large (a memory of many causes), so parsed by orjson with its
+    own bound (1,024 levels), without the walk :func:`loads` adds for rows anyone may insert."""
+    try:
+        return _orjson_loads(text_)
+    except ValueError as exc:
+        raise _past_bounds(str(exc)) from None
+
+
+def _past_bounds(said: str) -> ValueError:
+    """orjson's refusal, as the bound it names."""
+    if "depth" in said:
+        return ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    if "infinity" in said:
+        return ValueError("a number beyond a double's range")
+    return ValueError(f"not JSON ({said.split(':')[0]})")
+
+
+DIGITS = re.compile(rb"[0-9]{309}")  # a number beyond a double's range has at least 309 digits
+
+
+def unreadable(data_json: bytes) -> str | None:
+    """Why :func:`loads` would refuse this JSON (the writer stores nothing its readers refuse)."""
+    try:
+        loads(data_json.decode())
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def text_refs(type_: str, data: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(field, sha256) of the texts an event's stored data names."""
+    for f in TEXT_FIELDS.get(type_, ()):
+        v = data.get(f)
+        if isinstance(v, dict) and isinstance(v.get(ARTIFACT_KEY), str):
+            yield f, v[ARTIFACT_KEY]
+
+
+def text_problems(seq: int, refs: list[tuple[str, str]], column: str | None) -> tuple[list[str], dict[str, Any]]:
+    """What is wrong with an event's ``texts`` column against the keys its data names, and the
+    column parsed ({} when it is missing or not a JSON object)."""
+    if column is None:
+        return [f"seq {seq}: text {f} ({sha}) is missing" for f, sha in refs], {}
+    try:
+        held = loads(column)
+    except ValueError:
+        return [f"seq {seq}: its texts column is not JSON"], {}
+    if not isinstance(held, dict):
+        return [f"seq {seq}: its texts column is not a JSON object"], {}
+    problems = []
+    sha256 = hashlib.sha256
+    for f, sha in refs:
+        t = held.get(f)
+        if not isinstance(t, str):
+            problems.append(f"seq {seq}: text {f} ({sha}) is missing")
+        elif sha256(t.encode()).hexdigest() != sha:
+            problems.append(f"seq {seq}: text {f} ({sha}) was altered (it does not hash to its key)")
+    return problems, held
