@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from diagevo.catalog import QuestionGenerated, QuestionScored
 from diagevo.errors import BadInput, NotFound
+from diagevo.parsing import file_lines, quoted
 
 if TYPE_CHECKING:
     from diagevo.formats import RolloutLine
@@ -102,7 +104,6 @@ class QuestionFinder:
 
 def retained_questions(store: Recorder, run: str, t: int) -> dict[str, Retained]:
     """The round's retained questions, with what a failure of each is recorded with."""
-    from diagevo.catalog import QuestionGenerated, QuestionScored
 
     generated: dict[str, Mapping[str, object]] = {}
     out: dict[str, Retained] = {}
@@ -127,7 +128,6 @@ def questions_digest(questions: Mapping[str, Retained]) -> str:
 def check_manifest(dump: Path, run: str, t: int, questions: Mapping[str, Retained]) -> None:
     """Refuse, in one line, a dump that was not trained on this export of round ``t`` of ``run``:
     the manifest beside it names another run or round, or other retained questions."""
-    from diagevo.parsing import quoted
 
     found = [p for p in (dump / MANIFEST, dump.parent / MANIFEST) if p.is_file() and not p.is_symlink()]
     if not found:
@@ -172,7 +172,6 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
     questions, or one scored by another reward function, naming its file and line."""
     from diagevo.curriculum import solver_rewards
     from diagevo.formats import RolloutLine, read_lines
-    from diagevo.parsing import file_lines
     from diagevo.rounds import round_state, run_config
 
     st = round_state(store, run)
@@ -223,7 +222,6 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
 
 def _question_of(line: RolloutLine, finder: QuestionFinder, questions: Mapping[str, Retained], where: str) -> str:
     """The id of the retained question a dumped line answers, checked against its ground truth."""
-    from diagevo.parsing import quoted
 
     if line.question_id:
         if line.question_id not in questions:

@@ -38,8 +38,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.errors import BadInput, NotFound, Unavailable
-from diagevo.files import export_dir
-from diagevo.verl.dumps import MANIFEST
+from diagevo.files import export_dir, replaced
+from diagevo.parsing import one_line, quoted
+from diagevo.verl.dumps import MANIFEST, questions_digest, retained_questions
+from diagevo.verl.rewards import ACTOR_CALLS
+from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:
     from diagevo.log import Recorder
@@ -145,7 +148,6 @@ def _row(name: str, messages: list[dict[str, str]], label: str, extra: dict[str,
 def solver_rows(rnd: Round) -> list[dict[str, Any]]:
     """Q^cur: the round's retained questions that have a pseudo-label, in the order recorded, as solver prompts."""
     from diagevo.curriculum import solver_messages
-    from diagevo.verl.dumps import retained_questions
 
     labelled = [q for q in retained_questions(rnd.store, rnd.run, rnd.t).values() if q.pseudo_label]
     return [
@@ -192,8 +194,6 @@ def export_round(
     requests), the sizes of the run's config; with ``questions`` (verl's generation output of
     ``curriculum.parquet``) also ``construct.parquet``; and the manifest ``verl.json``."""
     from diagevo.rounds import Round, round_state
-    from diagevo.verl.dumps import questions_digest, retained_questions
-    from diagevo.words import did_you_mean
 
     pa = _pyarrow()
     if not store.has_run(run):
@@ -249,7 +249,6 @@ def overrides(rnd: Round, name: str, rows: int) -> list[str]:
     fewer rows than that, so the batch is the role's ``batch_size`` or the rows, whichever is
     fewer (for the challenger also no more than verl's reward worker can gather at once,
     :func:`~diagevo.verl.rewards.step_size`, in more steps); G rollouts each; saved at the last step."""
-    from diagevo.verl.rewards import ACTOR_CALLS
 
     cfg = rnd.config
     if name == "curriculum":
@@ -274,7 +273,6 @@ def construct_rows(rnd: Round, path: Path) -> tuple[list[dict[str, Any]], int]:
     ``curriculum.parquet``: one response per request), each as a solver prompt with its request;
     and how many responses held no ``<question>`` block (left out: nothing to answer)."""
     from diagevo.curriculum import parse_question, solver_messages
-    from diagevo.parsing import quoted
 
     requests = {q.question_id: q for q in rnd.requests(rnd.config.curriculum_questions)}
     rows: list[dict[str, Any]] = []
@@ -318,7 +316,6 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
     """``(where, extra_info, responses)`` of each row of verl's generation output (the input's
     columns and ``responses``), checked to be of ``run``'s round ``t``: a row of another round or
     run, or without what the export wrote, is refused naming the file and row."""
-    from diagevo.parsing import one_line, quoted
 
     pq = _pyarrow().parquet  # the data extra, named in one line where it is missing
     if not path.is_file():
@@ -355,7 +352,6 @@ def _output_dir(out: Path) -> Path:
 
 def _refuse_foreign(path: Path, run: str, t: int) -> None:
     """Refuse to replace ``path`` unless this export wrote it for the same run and round."""
-    from diagevo.parsing import quoted
 
     if not path.exists() and not path.is_symlink():
         return
@@ -388,14 +384,12 @@ def _written_for(path: Path) -> dict[str, Any] | None:
 
 
 def _write(pa: Any, table: Any, path: Path) -> None:
-    from diagevo.files import replaced
 
     with replaced(path, binary=True) as fh:
         pa.parquet.write_table(table, fh)
 
 
 def _write_text(path: Path, content: str) -> None:
-    from diagevo.files import replaced
 
     with replaced(path) as fh:
         fh.write(content)
