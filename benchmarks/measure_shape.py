@@ -11,7 +11,13 @@
 - modules over 600 lines that hold code (a module that is mostly one literal is data);
 - functions over 80 lines;
 - ``ruff check --select A``: names that shadow builtins;
-- top-level names in the wheel ``pip wheel`` builds.
+- top-level names in the wheel ``pip wheel`` builds;
+- the library's lines (``diagevo``, ``cli`` and ``migrations``, every ``.py`` line);
+- event payloads read by key outside the storage layer (``diagevo/log/``) and the interchange:
+  ``x.data["field"]``, ``x.data.get("field")`` and the same on a name ``data``;
+- open event classes: those that carry fields they do not declare;
+- function-local imports (an ``import`` inside a function) in the library;
+- ``hint=`` sites and ``{command}`` placeholders: the library spelling CLI commands.
 
 Run it in a checkout's own virtual environment (``.venv/bin/python``), so that its ``diagevo`` is
 the one imported.
@@ -55,6 +61,55 @@ def literal_uses(root: Path, names: set[str]) -> tuple[int, int]:
         count += here
         files += here > 0
     return count, files
+
+
+def library(root: Path) -> list[Path]:
+    return sorted(p for d in ("diagevo", "cli", "migrations") for p in (root / d).rglob("*.py"))
+
+
+def _is_payload(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "data") or (
+        isinstance(node, ast.Name) and node.id == "data"
+    )
+
+
+def _str(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def payload_reads(root: Path) -> int:
+    count = 0
+    for path in library(root):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(("diagevo/log/", "migrations/")) or rel == "diagevo/interchange.py":
+            continue
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.Subscript) and _is_payload(n.value) and _str(n.slice):
+                count += 1
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get":
+                count += _is_payload(n.func.value) and bool(n.args) and _str(n.args[0])
+    return count
+
+
+def local_imports(root: Path) -> int:
+    count = 0
+    for path in library(root):
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                count += sum(isinstance(s, ast.Import | ast.ImportFrom) for s in ast.walk(n))
+    return count
+
+
+def open_events(root: Path) -> int:
+    sys.path.insert(0, str(root))
+    import diagevo.catalog as catalog
+
+    return sum(cls.model_config.get("extra") != "forbid" for cls in catalog.CATALOG.values())
+
+
+def spelled_commands(root: Path) -> tuple[int, int]:
+    text = "".join(p.read_text(encoding="utf-8") for p in library(root) if p.parts[-2] != "versions")
+    return text.count("hint="), text.count("{command}")
 
 
 def long_functions(root: Path, limit: int = 80) -> list[str]:
@@ -184,6 +239,14 @@ def main(argv: list[str] | None = None) -> int:
         ("functions over 80 lines", str(len(long_functions(root)))),
         ("ruff check --select A", str(ruff_a(root))),
         ("top-level names in the wheel", ", ".join(wheel_tops(root))),
+        (
+            "library lines (diagevo, cli, migrations)",
+            str(sum(p.read_text(encoding="utf-8").count("\n") for p in library(root))),
+        ),
+        ("event payloads read by key", str(payload_reads(root))),
+        ("open event classes", f"{open_events(root)} of {len(names)}"),
+        ("function-local imports", str(local_imports(root))),
+        ("hint= sites, {command} placeholders", "{}, {}".format(*spelled_commands(root))),
     ]
     for label, value in rows:
         print(f"{label:<44}{value}")
