@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,13 +29,10 @@ from diagevo.catalog import (
     CauseCreated,
     CausePromoted,
     DiagnosisFailed,
-    EventTypes,
     FailureAttributed,
     FailureDiagnosed,
     FailureRecorded,
     NodeCreated,
-    QuestionGenerated,
-    QuestionScored,
 )
 from diagevo.errors import BadInput, NotFound
 from diagevo.files import export_dir, write_replacing, write_table
@@ -44,6 +41,7 @@ from diagevo.log import Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
 from diagevo.redaction import redact_config
+from diagevo.rounds.questions import logged_questions
 from diagevo.views.memory import commit_memories, committed_rounds
 from diagevo.words import did_you_mean
 
@@ -129,42 +127,32 @@ class Exported:
     files: list[ExportedFile] = field(default_factory=list)
 
 
-def _rows(store: Recorder, run: str, types: EventTypes, upto: int) -> Iterable[tuple[int, str, dict[str, Any]]]:
-    for _seq, rnd, etype, data, _ in store.rows(run, types=types, texts=True):
-        if 1 <= rnd <= upto:
-            yield rnd, etype, data
-
-
 def questions(store: Recorder, run: str, upto: int, retained_only: bool) -> pl.DataFrame:
     """One row per scored question of rounds 1..``upto``, with its cause's promotion score."""
-    generated: dict[str, dict[str, Any]] = {}
-    scored: dict[str, dict[str, Any]] = {}
-    promoted: set[tuple[int, str]] = set()
-    for rnd, etype, d in _rows(store, run, (QuestionGenerated, QuestionScored, CausePromoted), upto):
-        if etype == QuestionGenerated.name:
-            generated[d["question_id"]] = {"round": rnd, **d}
-        elif etype == QuestionScored.name:
-            scored[d["question_id"]] = d
-        else:
-            promoted.add((rnd, d["cause_id"]))
+    logged = logged_questions(store, run, upto=upto)
+    promoted = {
+        (e.round, p.cause_id)
+        for e in store.rows(run, types=(CausePromoted,))
+        if isinstance(p := e.event, CausePromoted)
+    }
     per_round: dict[int, list[tuple[str | None, float]]] = {}
-    for qid, g in generated.items():
-        if qid in scored:
-            per_round.setdefault(g["round"], []).append((g["active_cause"], scored[qid]["p1"]))
-    acc = {(t, c): float(a) for t, ev in per_round.items() for c, (a, _n) in promotion_scores(ev).items()}
+    for q in logged:
+        per_round.setdefault(q.round, []).append((q.asked.active_cause, q.votes.p1))
+    acc: dict[tuple[int, str | None], float] = {
+        (t, c): float(a) for t, ev in per_round.items() for c, (a, _n) in promotion_scores(ev).items()
+    }
     out = []
-    for qid, g in generated.items():
-        s = scored.get(qid)
-        if s is None or (retained_only and not s["retained"]):
+    for q in logged:
+        if retained_only and not q.votes.retained:
             continue
-        cause, t = g.get("active_cause"), g["round"]
+        g, s, cause = q.asked, q.votes, (q.round, q.asked.active_cause)
         out.append(
             {
-                **{k: g.get(k) for k in ("round", "question_id", "mode", "active_cause", "mastered_cause", "node")},
-                "text": g.get("text", ""),
-                **{k: s.get(k) for k in ("n", "p1", "p2", "pseudo_label", "retained")},
-                "promotion_score": acc.get((t, cause)) if cause is not None else None,
-                "promoted": (t, cause) in promoted if cause is not None else None,
+                **{"round": q.round, "question_id": g.question_id, "mode": g.mode, "active_cause": g.active_cause},
+                **{"mastered_cause": g.mastered_cause, "node": g.node, "text": g.text, "n": s.n, "p1": s.p1},
+                **{"p2": s.p2, "pseudo_label": s.pseudo_label, "retained": s.retained},
+                "promotion_score": acc.get(cause) if g.active_cause is not None else None,
+                "promoted": cause in promoted if g.active_cause is not None else None,
             }
         )
     return _frame(out, "questions")
@@ -174,29 +162,23 @@ def failures(store: Recorder, run: str, upto: int) -> pl.DataFrame:
     """One row per recorded failure of rounds 1..``upto``, with its diagnosis and attribution."""
     types = (FailureRecorded, FailureDiagnosed, DiagnosisFailed, FailureAttributed, CauseCreated)
     rows: dict[str, dict[str, Any]] = {}
-    for rnd, etype, d in _rows(store, run, types, upto):
-        fid = d.get("failure_id")
-        if fid is None:
+    for e in store.rows(run, types=types, texts=True):
+        if not 1 <= e.round <= upto:
             continue
-        if etype == FailureRecorded.name:
-            rows[fid] = {
-                "round": rnd,
-                **{k: d.get(k, "") for k in ("failure_id", "question_id", "response", "reference")},
-            }
-            continue
-        row = rows.get(fid)
-        if row is None:
-            continue
-        if etype == FailureDiagnosed.name:
-            kind = "matched" if d.get("matched_cause") else "new cause" if d.get("error_cause") else "slip"
-            row |= {"diagnosis": kind, "matched_cause": d.get("matched_cause"), "error_cause": d.get("error_cause")}
-            row["diagnostician"] = d.get("model") or None
-        elif etype == DiagnosisFailed.name:
-            row.setdefault("diagnosis", "failed")
-        elif etype == FailureAttributed.name:
-            row |= {"attributed_cause": d["cause_id"], "attributed_via": d["via"]}
-        else:
-            row |= {"attributed_cause": d["cause_id"], "attributed_via": "created"}
+        match e.event:
+            case FailureRecorded(failure_id=fid) as f:
+                rows[fid] = {"round": e.round, "failure_id": fid, "question_id": f.question_id}
+                rows[fid] |= {"response": f.response, "reference": f.reference}
+            case FailureDiagnosed(failure_id=fid, matched_cause=matched, error_cause=new) as d if fid in rows:
+                kind = "matched" if matched else "new cause" if new else "slip"
+                rows[fid] |= {"diagnosis": kind, "matched_cause": matched, "error_cause": new}
+                rows[fid]["diagnostician"] = d.model or None
+            case DiagnosisFailed(failure_id=str(fid)) if fid in rows:
+                rows[fid].setdefault("diagnosis", "failed")
+            case FailureAttributed(failure_id=fid, cause_id=cause, via=via) if fid in rows:
+                rows[fid] |= {"attributed_cause": cause, "attributed_via": via}
+            case CauseCreated(failure_id=str(fid), cause_id=cause) if fid in rows:
+                rows[fid] |= {"attributed_cause": cause, "attributed_via": "created"}
     return _frame(list(rows.values()), "failures")
 
 
@@ -363,7 +345,8 @@ def export_dataset(
     if upto not in done:
         raise ExportError(f"round {upto} of run {run!r} is not committed (its last committed round is {done[-1]})")
     memories = [m for m in commit_memories(store, run) if m.committed <= upto]
-    node_rounds = {d["node_id"]: rnd for rnd, _t, d in _rows(store, run, (NodeCreated,), upto)}
+    nodes = store.rows(run, types=(NodeCreated,))
+    node_rounds = {n.node_id: e.round for e in nodes if 1 <= e.round <= upto and isinstance(n := e.event, NodeCreated)}
     frames = {
         "questions": questions(store, run, upto, retained_only),
         "failures": failures(store, run, upto),

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from diagevo.catalog import (
     CauseCreated,
     CheckpointWritten,
-    Event,
     NodeCreated,
     RoundCommitted,
     RunConfigured,
@@ -29,7 +28,7 @@ from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results import Json, JsonRow
 from diagevo.results.runs import Fork, RunDiff
-from diagevo.schemas import EventIn, new_event, validate_event
+from diagevo.schemas import EventIn, new_event, of_type, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import checkpoint_refusal, pruned_checkpoints, pruned_note
@@ -57,7 +56,8 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
     if refused is not None:
         raise ForkError(refused[0], hint=refused[1])
     commit_seq = next(e.seq for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)
-    needed = [e.data["path"] for e in store.read(source, types=(CheckpointWritten,)) if e.round <= at_round]
+    written = store.rows(source, types=(CheckpointWritten,))
+    needed = [c.path for e in written if e.round <= at_round and isinstance(c := e.event, CheckpointWritten)]
     broken = checkpoint_refusal(store, source, upto_seq=commit_seq)  # a fork would inherit it
     if broken is not None:
         raise ForkError(f"cannot fork run {source!r} at round {at_round}: {broken[0]}", hint=broken[1])
@@ -111,9 +111,7 @@ def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str
     from diagevo.config import MethodConfig, config_from_record
     from diagevo.sections import apply_overrides, checked
 
-    configs = (RunStarted.name, RunConfigured.name)
-    record = next(e.data["config"] for e in reversed(events) if e.type in configs)
-    saved = config_from_record(record)
+    saved = config_from_record(next(of_type((RunStarted, RunConfigured), reversed(events))).config)
     data = apply_overrides(saved.model_dump(mode="json"), overrides)
     config = checked(MethodConfig, data, overrides=overrides)
     if config.redacted() == saved.redacted():
@@ -136,23 +134,22 @@ def _original_id(eid: str, source: str, new: str) -> str:
 
 
 def _creations(
-    store: Recorder, run: str, made: type[Event] = CauseCreated, field: str = "cause_id", depth: int = 0
+    store: Recorder, run: str, made: type[CauseCreated | NodeCreated] = CauseCreated, depth: int = 0
 ) -> dict[str, tuple[str, str]]:
-    """``made`` event id -> (the id in ``field``, identity) for every cause (or node) ``run``
-    created or inherited; a copied event's identity is that of its original in the source run."""
+    """``made`` event id -> (the cause or node id it made, identity) for every cause (or node)
+    ``run`` created or inherited; a copied event's identity is that of its original in the source run."""
     events = list(store.read(run, types=(made, RunForked)))
-    fork = next((e for e in events if e.type == RunForked.name), None)
-    source = fork.data.get("source_run") if fork is not None else None
-    inherited = _creations(store, source, made, field, depth + 1) if isinstance(source, str) and depth < 64 else {}
+    fork = next(((e.seq, f.source_run) for e in events if isinstance(f := e.event, RunForked)), None)
+    inherited = _creations(store, fork[1], made, depth + 1) if fork is not None and depth < 64 else {}
     out: dict[str, tuple[str, str]] = {}
     for e in events:
-        if e.type != made.name:
-            continue
-        identity = f"{run}:{e.event_id}"
-        if fork is not None and e.seq < fork.seq and isinstance(source, str):  # copied by the fork
-            original = _original_id(e.event_id, source, run)
-            identity = inherited.get(original, ("", f"{source}:{original}"))[1]
-        out[e.event_id] = (e.data[field], identity)
+        match e.event:
+            case CauseCreated(cause_id=made_id) | NodeCreated(node_id=made_id):
+                identity = f"{run}:{e.event_id}"
+                if fork is not None and e.seq < fork[0]:  # copied by the fork
+                    original = _original_id(e.event_id, fork[1], run)
+                    identity = inherited.get(original, ("", f"{fork[1]}:{original}"))[1]
+                out[e.event_id] = (made_id, identity)
     return out
 
 
@@ -165,7 +162,7 @@ def cause_identities(store: Recorder, run: str) -> dict[str, str]:
 
 def node_identities(store: Recorder, run: str) -> dict[str, str]:
     """Node id -> the identity of the skill node (its ``node.created`` event), as for causes."""
-    return {nid: identity for nid, identity in _creations(store, run, NodeCreated, "node_id").values()}
+    return {nid: identity for nid, identity in _creations(store, run, NodeCreated).values()}
 
 
 def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> RunDiff:

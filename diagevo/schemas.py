@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -62,6 +62,36 @@ class EventIn(BaseModel):
     def event(self) -> Event:
         """The typed event of its data (as stored: texts cut, ``cut`` left in ``data``)."""
         return CATALOG[self.type].from_stored(self.data, self.schema_version)
+
+
+class Typed(Protocol):
+    """What a read gives (a stored event, a row, an event in its envelope): its type's name and
+    its typed event."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def event(self) -> Event: ...
+
+
+E = TypeVar("E", bound=Event)
+
+
+def of_type(cls: type[E] | tuple[type[E], ...], events: Iterable[Typed]) -> Iterator[E]:
+    """The typed events of class ``cls`` (or of one of these classes) among ``events``: a reader
+    matches on the class and reads attributes, never the stored data by key."""
+    names = {c.name for c in cls} if isinstance(cls, tuple) else {cls.name}
+    for e in events:
+        if e.type in names:  # the name first: an event of another type is never built
+            yield cast(E, e.event)
+
+
+def carried(event: Event | None, name: str, default: Any = None) -> Any:
+    """A figure an open event's writer added (a phase's ``seconds``, a commit's ``heldout_acc``),
+    or ``default`` where it has none (or there is no event): the one read of a field the event's
+    class does not declare."""
+    return getattr(event, name, default)
 
 
 def validate_event(raw: dict[str, Any]) -> EventIn:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from diagevo.catalog import (
-    CATALOG,
     COUNTED,
     CausePromoted,
     CauseReactivated,
@@ -44,7 +43,7 @@ from diagevo.memory.deciders import decide_attribution, decide_promotions, promo
 from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.schemas import EventIn, new_event, validate_event
+from diagevo.schemas import EventIn, carried, new_event, of_type, validate_event
 from diagevo.sections import apply_overrides, checked
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import commit_memories, committed_rounds
@@ -224,26 +223,26 @@ class _Deriving:
     def take(self, e: StoredEvent) -> None:
         """One source event: copied, re-decided, or dropped (the source's own decisions)."""
         eid = rebase_event_id(e.event_id, self.source, self.new)
-        data, cls, version = e.data, CATALOG[e.type], e.schema_version
+        data, ev, version = e.data, e.event, e.schema_version
+        cls = type(ev)
         if self.unmarked.get(e.round) == e.seq:
             self._promote(e.round)
-        if cls is RunStarted or cls is RunConfigured:
+        if isinstance(ev, RunStarted | RunConfigured):
+            config = _with_settings(ev.config, self.settings) if self.settings else ev.config
             if self.settings:  # with none, the record is copied as it was written
-                data = {**data, "config": _with_settings(data.get("config", {}), self.settings)}
-            self.method = config_from_record(data.get("config", {})).memory
-        if cls is CausePromoted or cls is CauseReactivated or cls is RunForked:
+                data = {**data, "config": config}
+            self.method = config_from_record(config).memory
+        if isinstance(ev, CausePromoted | CauseReactivated | RunForked):
             return  # decided again below; a source's own fork provenance is replaced by the what-if's
-        if cls is PromotionsDecided:
+        if isinstance(ev, PromotionsDecided):
             self._promote(e.round, eid, data, version)
-        elif cls is FailureAttributed:
-            for change in decide_attribution(
-                self.memory(), data["failure_id"], data["cause_id"], data["via"], data.get("similarity")
-            ):
+        elif isinstance(ev, FailureAttributed):
+            for change in decide_attribution(self.memory(), ev.failure_id, ev.cause_id, ev.via, ev.similarity):
                 if isinstance(change, CauseReactivated):
                     self.decided(change, e.round)
                 else:
                     self.emit(cls, e.round, eid, data, version)
-        elif cls is RoundCommitted:
+        elif isinstance(ev, RoundCommitted):
             self.emit(cls, e.round, eid, self._commit(data), version)
         else:
             self.emit(cls, e.round, eid, data, version)
@@ -305,10 +304,10 @@ def _unmarked_promotions(rows: Iterable[EventRow]) -> dict[int, int]:
 def _existing(store: Recorder, new: str, source: str, settings: Mapping[str, str], source_hash: str) -> WhatIf | None:
     """The what-if ``new`` when it is this one already (same source, head and settings)."""
     marker = next(store.read(new, types=(RunForked,), newest=True, limit=1), None)
-    if marker is None or not isinstance(marker.data.get("whatif"), Mapping):
+    fork = marker.event if marker is not None else None
+    if marker is None or not isinstance(fork, RunForked) or not isinstance(fork.whatif, Mapping):
         return None
-    same = (marker.data.get("source_run"), marker.data.get("source_hash"), marker.data["whatif"].get("settings"))
-    if same != (source, source_hash, dict(settings)):
+    if (fork.source_run, fork.source_hash, fork.whatif.get("settings")) != (source, source_hash, dict(settings)):
         return None
     return WhatIf(new, source, dict(settings), marker.round, source_hash, store.last_seq(new), False)
 
@@ -338,8 +337,10 @@ def _plan(store: Recorder, source: str, settings: Mapping[str, str], new: str | 
         raise WhatIfError(f"run {source!r} has no committed round: a what-if needs one")
     commit = next(e for e in store.read(source, types=(RoundCommitted,), in_round=done[-1]))
     if checked_settings:  # a value the config refuses is refused here, before any what-if is written
-        for e in store.read(source, types=(RunStarted, RunConfigured), upto_seq=commit.seq):
-            _with_settings(e.data.get("config", {}), checked_settings)
+        for c in of_type(
+            (RunStarted, RunConfigured), store.rows(source, types=(RunStarted, RunConfigured), upto_seq=commit.seq)
+        ):
+            _with_settings(c.config, checked_settings)
     existing = None
     if store.has_run(new):
         existing = _existing(store, new, source, checked_settings, commit.hash)
@@ -404,8 +405,9 @@ def _with_rounds(store: Recorder, made: WhatIf) -> WhatIf:
 def outcomes(store: Recorder, run: str) -> list[RoundOutcome]:
     """Every committed round of ``run`` as the memory ended it (folded; the commits' counts)."""
     counts = {
-        e.round: (int(e.data.get("promotions", 0)), int(e.data.get("reactivations", 0)))
-        for e in store.read(run, types=(RoundCommitted,))
+        e.round: (int(carried(c, "promotions", 0)), int(carried(c, "reactivations", 0)))
+        for e in store.rows(run, types=(RoundCommitted,))
+        if isinstance(c := e.event, RoundCommitted)
     }
     out = []
     for m in commit_memories(store, run):

@@ -59,9 +59,9 @@ def recorded_round(store: diagevo.Recorder, *, promote: bool = True) -> diagevo.
 
 def retained(store: diagevo.Recorder) -> dict[str, tuple[str, str]]:
     """question id -> (text, pseudo-label) of the round's retained questions, from the log."""
-    from diagevo.verl.dumps import retained_questions
+    from diagevo.rounds import logged_questions
 
-    return {q.question_id: (q.text, q.pseudo_label) for q in retained_questions(store, RUN, 1).values()}
+    return {q.question_id: (q.text, q.pseudo_label) for q in logged_questions(store, RUN, t=1, retained=True)}
 
 
 def test_the_verl_extra_forces_no_torch_and_pins_nothing() -> None:

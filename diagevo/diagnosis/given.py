@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from diagevo.catalog import QuestionGenerated, QuestionScored
 from diagevo.errors import BadInput
 from diagevo.parsing import quoted
+from diagevo.rounds import logged_questions
 
 if TYPE_CHECKING:
     from diagevo.diagnosis.pipeline import FailureInput
@@ -26,23 +26,20 @@ def refuse_contradictions(store: Any, run: str, t: int, failures: Sequence[Failu
     named = sorted({f.question_id for f in failures})
     if not named:
         return
-    logged: dict[str, dict[str, Any]] = {}
-    types = (QuestionGenerated, QuestionScored)
-    for e in store.read(run, types=types, in_round=t, keys={"question_id": named}, texts=True):
-        q = logged.setdefault(e.data["question_id"], {})
-        if e.type == QuestionGenerated.name:
-            causes = (e.data.get("active_cause"), e.data.get("mastered_cause"))
-            q.update(question=e.data["text"], known_causes=tuple(c for c in causes if c is not None))
-        else:
-            q["pseudo_label"] = e.data.get("pseudo_label") or ""
+    logged = {q.question_id: q for q in logged_questions(store, run, t=t, ids=named)}
     for f in failures:
-        held = logged.get(f.question_id, {})
-        for name in ("question", "pseudo_label", "known_causes"):
-            given = tuple(getattr(f, name)) if name == "known_causes" else getattr(f, name)
-            if name in held and given != held[name]:
+        q = logged.get(f.question_id)
+        if q is None:
+            continue
+        for name, given, held in (
+            ("question", f.question, q.text),
+            ("pseudo_label", f.pseudo_label, q.pseudo_label),
+            ("known_causes", tuple(f.known_causes), q.known_causes),
+        ):
+            if given != held:
                 raise BadInput(
                     f"failure {quoted(f.failure_id, 60)}: its {name} {_shown(given)} is not the one round {t} "
-                    f"recorded for question {quoted(f.question_id, 60)} ({_shown(held[name])})"
+                    f"recorded for question {quoted(f.question_id, 60)} ({_shown(held)})"
                 )
 
 

@@ -40,19 +40,16 @@ def prior_outcomes(store: Any, run: str, t: int) -> Prior:
     diagnosed: dict[str, Extraction] = {}
     decided: set[str] = set()
     tries: dict[str, int] = {}
-    for _seq, _rnd, etype, d, _v in store.rows(run, types=types, in_round=t):
-        fid = d.get("failure_id")
-        if fid is None:
-            continue
-        if etype == FailureDiagnosed.name:
-            ext = Extraction(d.get("matched_cause"), d.get("error_cause"))
-            diagnosed[fid] = ext
-            if ext.matched_cause_id is None and ext.error_cause is None:
-                decided.add(fid)  # a non-skill slip: nothing follows
-        elif etype == DiagnosisFailed.name:
-            tries[fid] = tries.get(fid, 0) + 1
-        else:
-            decided.add(fid)
+    for e in store.rows(run, types=types, in_round=t):
+        match e.event:
+            case FailureDiagnosed(failure_id=fid, matched_cause=matched, error_cause=new):
+                diagnosed[fid] = Extraction(matched, new)
+                if matched is None and new is None:
+                    decided.add(fid)  # a non-skill slip: nothing follows
+            case DiagnosisFailed(failure_id=str(fid)):
+                tries[fid] = tries.get(fid, 0) + 1
+            case FailureAttributed(failure_id=fid) | CauseCreated(failure_id=str(fid)):
+                decided.add(fid)
     return Prior(diagnosed, decided, {fid: n for fid, n in tries.items() if fid not in decided})
 
 

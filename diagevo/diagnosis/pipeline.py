@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from diagevo.catalog import FailureRecorded, QuestionGenerated, QuestionScored
+from diagevo.catalog import FailureRecorded
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.given import refuse_contradictions
@@ -39,8 +39,9 @@ from diagevo.errors import BadInput
 from diagevo.limits import LimitsConfig
 from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
-from diagevo.rounds import FailureRecord, Round, refuse_reused_failures, require_open, round_state
+from diagevo.rounds import FailureRecord, Round, logged_questions, refuse_reused_failures, require_open, round_state
 from diagevo.rounds.protocol import OutOfOrder
+from diagevo.schemas import of_type
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
 
@@ -182,7 +183,10 @@ def _record_unrecorded(state: DiagnosisPass, store: Any, run: str, failures: Seq
     ids = [f.failure_id for f in failures]
     if not ids:
         return
-    held = {e.data.get("failure_id") for e in store.read(run, types=(FailureRecorded,), keys={"failure_id": ids})}
+    held = {
+        f.failure_id
+        for f in of_type(FailureRecorded, store.rows(run, types=(FailureRecorded,), keys={"failure_id": ids}))
+    }
     rnd = state.protocol
     events = [
         rnd.event(
@@ -216,31 +220,13 @@ def failures_from_records(records: Iterable[dict[str, Any]]) -> list[FailureInpu
 
 def failure_inputs(store: Any, run: str, t: int) -> list[FailureInput]:
     """The failures recorded in round ``t``, with their questions, as diagnosis inputs."""
-    questions: dict[str, dict[str, Any]] = {}
-    labels: dict[str, str] = {}
-    failures: dict[str, dict[str, Any]] = {}
-    types = (QuestionGenerated, QuestionScored, FailureRecorded)
-    for e in store.read(run, types=types, in_round=t, texts=True):  # the round's events only (indexed)
-        if e.type == QuestionGenerated.name:
-            questions[e.data["question_id"]] = e.data
-        elif e.type == QuestionScored.name:
-            labels[e.data["question_id"]] = e.data["pseudo_label"] or ""
-        else:
-            failures[e.data["failure_id"]] = e.data
+    questions = {q.question_id: q for q in logged_questions(store, run, t=t)}
+    recorded = of_type(FailureRecorded, store.rows(run, types=(FailureRecorded,), in_round=t, texts=True))
     out = []
-    for fid, f in sorted(failures.items()):
-        q = questions[f["question_id"]]
-        known = tuple(c for c in (q["active_cause"], q["mastered_cause"]) if c is not None)
+    for f in sorted(recorded, key=lambda f: f.failure_id):
+        q = questions[f.question_id]
         out.append(
-            FailureInput(
-                failure_id=fid,
-                question_id=q["question_id"],
-                question=q["text"],
-                pseudo_label=labels[q["question_id"]],
-                response=f["response"],
-                reference=f["reference"],
-                known_causes=known,
-            )
+            FailureInput(f.failure_id, f.question_id, q.text, q.pseudo_label, f.response, f.reference, q.known_causes)
         )
     return out
 

@@ -29,7 +29,7 @@ from diagevo.log import Recorder
 from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import record_retrospective
-from diagevo.schemas import EventIn, new_event
+from diagevo.schemas import EventIn, carried, new_event
 from diagevo.views.queries import checkpoint_path, pruned_checkpoints, pruned_note
 
 
@@ -43,12 +43,12 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
     config: Mapping[str, Any] = {}
     checkpoints: dict[int, str] = {}
     committed: list[int] = []
-    for e in store.read(run, types=(RunStarted, CheckpointWritten, RoundCommitted)):
+    for e in store.rows(run, types=(RunStarted, CheckpointWritten, RoundCommitted)):
         match e.event:
             case RunStarted(config=run_config):
                 config = run_config
-            case CheckpointWritten() if e.data.get("phase") == "solver":  # phase: carried
-                checkpoints[e.round] = e.data["path"]
+            case CheckpointWritten(path=path) as c if carried(c, "phase") == "solver":
+                checkpoints[e.round] = path
             case RoundCommitted():
                 committed.append(e.round)
     backend = (config.get("train") or {}).get("backend", "sim")
@@ -72,9 +72,9 @@ def pruned_solvers(store: Recorder, run: str) -> dict[int, Any]:
     """Round -> the ``checkpoint.pruned`` event that deleted its solver checkpoint."""
     gone = pruned_checkpoints(store, run)
     return {
-        e.round: gone[e.data["path"]]
-        for e in store.read(run, types=(CheckpointWritten,))
-        if e.data.get("phase") == "solver" and e.data["path"] in gone
+        e.round: gone[c.path]
+        for e in store.rows(run, types=(CheckpointWritten,))
+        if isinstance(c := e.event, CheckpointWritten) and carried(c, "phase") == "solver" and c.path in gone
     }
 
 

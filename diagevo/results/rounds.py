@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from diagevo.results import Json
 
 
 @dataclass(frozen=True)
 class Promotion:
-    """One decision of Eq. 5-6: a cause promoted to Mastered (its held-out accuracy ``acc`` over
-    ``n_candidates`` questions) or reactivated by a failure of round t (``failure_id``)."""
+    """One decision of Eq. 5-6: a cause promoted to Mastered, its accuracy ``acc`` over
+    ``n_candidates`` questions (a reactivation is decided by a failure, in the diagnosis)."""
 
     cause_id: str
-    kind: Literal["promoted", "reactivated"]
-    acc: float | None = None
-    n_candidates: int | None = None
-    failure_id: str | None = None
+    acc: float
+    n_candidates: int
 
     def to_dict(self) -> dict[str, Any]:
-        if self.kind == "promoted":
-            return {"cause_id": self.cause_id, "acc": self.acc, "n_candidates": self.n_candidates}
-        return {"cause_id": self.cause_id, "failure_id": self.failure_id}
+        return asdict(self)
 
 
 @dataclass(frozen=True)

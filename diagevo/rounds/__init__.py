@@ -30,7 +30,16 @@ from diagevo.rounds.failures import FAILURE_CONTEXT, FAILURE_FIELDS, FAILURE_TYP
 from diagevo.rounds.functions import commit, note, promote, record, record_failures, requests
 from diagevo.rounds.metrics import COUNTED_HERE, check_metrics, check_summary, rank_metrics
 from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, UnknownRun
-from diagevo.rounds.questions import PURPOSES, Candidate, Recorded, Request, Scored, score
+from diagevo.rounds.questions import (
+    PURPOSES,
+    Candidate,
+    LoggedQuestion,
+    Recorded,
+    Request,
+    Scored,
+    logged_questions,
+    score,
+)
 from diagevo.rounds.refusals import (
     DIAGNOSIS_TYPES,
     NOTE_TYPES,
@@ -78,6 +87,7 @@ __all__ = [
     "FAILURE_FIELDS",
     "FAILURE_TYPES",
     "FailureRecord",
+    "LoggedQuestion",
     "MemoryMoved",
     "NOTE_TYPES",
     "OUR_TRAINER",
@@ -103,6 +113,7 @@ __all__ = [
     "configure_run",
     "current_round",
     "failed_diagnoses",
+    "logged_questions",
     "note",
     "note_run",
     "open_round",

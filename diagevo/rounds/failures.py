@@ -13,8 +13,8 @@ from diagevo.catalog import (
     FailureDiagnosed,
     FailureRecorded,
 )
-from diagevo.memory.fold import Row
 from diagevo.rounds.protocol import ProtocolError
+from diagevo.schemas import Typed, of_type
 
 FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
 FAILURE_CONTEXT = ("question", "pseudo_label", "known_causes")
@@ -68,34 +68,32 @@ def failure_record(f: Mapping[str, object]) -> dict[str, str]:
 
 
 FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, DiagnosisFailed)
-DIAGNOSES = frozenset({FailureDiagnosed.name, DiagnosisFailed.name})
+DIAGNOSES: tuple[type[FailureDiagnosed | DiagnosisFailed], ...] = (FailureDiagnosed, DiagnosisFailed)
 DIAGNOSIS_STATE_TYPES = (*FAILURE_TYPES, FailureAttributed, CauseCreated)
 """What :func:`diagnosis_state` reads of a round."""
 
 
-def diagnosis_state(rows: Sequence[Row]) -> tuple[list[str], list[str], int]:
+def diagnosis_state(rows: Sequence[Typed]) -> tuple[list[str], list[str], int]:
     """Where a round's failures stand, from its ``rows``: those recorded with no diagnosis
     (sorted), those whose diagnosis failed with nothing decided since (:func:`failed_diagnoses`),
     and how many failures it has (recorded or diagnosed). One reading for the commit, which
     refuses while either stops it, and for ``next_step``, which then says ``"diagnose"``."""
-    recorded = {d["failure_id"] for _s, _r, typ, d, _v in rows if typ == FailureRecorded.name}
-    diagnosed = {d["failure_id"] for _s, _r, typ, d, _v in rows if typ in DIAGNOSES and d.get("failure_id")}
+    recorded = {f.failure_id for f in of_type(FailureRecorded, rows)}
+    diagnosed = {e.failure_id for e in of_type(DIAGNOSES, rows) if e.failure_id}
     return sorted(recorded - diagnosed), failed_diagnoses(rows), len(recorded | diagnosed)
 
 
-def failed_diagnoses(rows: Sequence[Row]) -> list[str]:
+def failed_diagnoses(rows: Sequence[Typed]) -> list[str]:
     """The failures of a round's ``rows`` whose diagnosis failed and that nothing decided since
     (a failed diagnosis is asked again by the next diagnose): sorted ids."""
     failed: set[str] = set()
     decided: set[str] = set()
-    for _s, _r, typ, d, _v in rows:
-        fid = d.get("failure_id")
-        if not isinstance(fid, str):
-            continue
-        if typ == DiagnosisFailed.name:
-            failed.add(fid)
-        elif typ == FailureAttributed.name or typ == CauseCreated.name:
-            decided.add(fid)
-        elif typ == FailureDiagnosed.name and d.get("matched_cause") is None and d.get("error_cause") is None:
-            decided.add(fid)  # a non-skill slip
+    for e in of_type((DiagnosisFailed, FailureAttributed, CauseCreated, FailureDiagnosed), rows):
+        match e:
+            case DiagnosisFailed(failure_id=str(fid)):
+                failed.add(fid)
+            case FailureAttributed(failure_id=fid) | CauseCreated(failure_id=str(fid)):
+                decided.add(fid)
+            case FailureDiagnosed(failure_id=fid, matched_cause=None, error_cause=None):
+                decided.add(fid)  # a non-skill slip
     return sorted(failed - decided)

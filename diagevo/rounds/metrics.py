@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from diagevo.catalog import RoundCommitted
+from diagevo.catalog import MetricsRecorded, RoundCommitted
 from diagevo.catalog.event import carried_problem
 from diagevo.errors import BadInput
 from diagevo.parsing import quoted
@@ -15,15 +15,15 @@ from diagevo.rounds.protocol import ProtocolError
 from diagevo.views.stats import COUNTED_COLUMNS
 
 
-def rank_metrics(recorded: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def rank_metrics(recorded: Sequence[MetricsRecorded]) -> dict[str, float]:
     """The round's metrics from the ranks' ``metrics.recorded``: for each name, the mean over
     the ranks that report it, weighted by their weights. Each weight is divided by the total
     first, so finite values never overflow on the way to their mean; a total weight that is not
     finite is refused (:class:`ProtocolError`), never stored as ``null``."""
     values: dict[str, list[tuple[float, float]]] = {}
-    for d in sorted(recorded, key=lambda d: d["rank"]):  # the same sum in every process
-        for name, value in d["metrics"].items():
-            values.setdefault(name, []).append((float(d["weight"]), float(value)))
+    for m in sorted(recorded, key=lambda m: m.rank):  # the same sum in every process
+        for name, value in m.metrics.items():
+            values.setdefault(name, []).append((float(m.weight), float(value)))
     means: dict[str, float] = {}
     for name, pairs in values.items():
         total = sum(w for w, _ in pairs)  # inf where it overflows (fsum would raise)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
 
 from diagevo import curriculum as cur
-from diagevo.catalog import QuestionScored
+from diagevo.catalog import QuestionGenerated, QuestionScored
 from diagevo.config import MethodConfig
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.parsing import quoted
 from diagevo.results import Json
 from diagevo.rounds.protocol import ProtocolError
+
+if TYPE_CHECKING:
+    from diagevo.log import Recorder
 
 PURPOSES = {"curriculum": ("cur-requests", "q"), "challenger": ("chal-requests", "c")}
 
@@ -148,6 +152,82 @@ class Scored:
             retained=self.retained,
             reference=self.reference,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedQuestion:
+    """A question as the log holds it: its ``question.generated`` (what was asked, for which
+    causes) joined with its ``question.scored`` (the votes), and the round holding them."""
+
+    round: int
+    asked: QuestionGenerated
+    votes: QuestionScored
+
+    @property
+    def question_id(self) -> str:
+        return self.asked.question_id
+
+    @property
+    def text(self) -> str:
+        return self.asked.text
+
+    @property
+    def pseudo_label(self) -> str:
+        """The pseudo-label, empty where the votes gave none (as a failure's line holds it)."""
+        return self.votes.pseudo_label or ""
+
+    @property
+    def known_causes(self) -> tuple[str, ...]:
+        """The causes the question was generated for (what its diagnosis is told)."""
+        return tuple(c for c in (self.asked.active_cause, self.asked.mastered_cause) if c is not None)
+
+    def scored(self) -> Scored:
+        """The question as :meth:`Round.record` returned it."""
+        q, v = self.asked, self.votes
+        return Scored(
+            q.question_id,
+            q.text,
+            q.mode,
+            q.active_cause,
+            q.mastered_cause,
+            v.n,
+            v.p1,
+            v.p2,
+            v.pseudo_label,
+            v.retained,
+            v.reference,
+        )
+
+
+def logged_questions(
+    store: Recorder,
+    run: str,
+    *,
+    t: int | None = None,
+    upto: int | None = None,
+    ids: Collection[str] | None = None,
+    retained: bool = False,
+) -> list[LoggedQuestion]:
+    """The scored questions of round ``t`` (or of rounds 1..``upto``; ``ids``: those alone;
+    ``retained``: those Eq. 3 kept), texts inline, in the order they were generated: the one
+    reading of a round's questions (the round's own, the verl export and dump, the diagnosis,
+    the dataset)."""
+    asked: dict[str, tuple[int, QuestionGenerated]] = {}
+    votes: dict[str, QuestionScored] = {}
+    keys = None if ids is None else {"question_id": ids}
+    for e in store.rows(run, types=(QuestionGenerated, QuestionScored), in_round=t, keys=keys, texts=True):
+        if upto is not None and not 1 <= e.round <= upto:
+            continue
+        match e.event:
+            case QuestionGenerated() as q:
+                asked[q.question_id] = (e.round, q)
+            case QuestionScored() as v:
+                votes[v.question_id] = v
+    return [
+        LoggedQuestion(rnd, q, votes[qid])
+        for qid, (rnd, q) in asked.items()
+        if qid in votes and (votes[qid].retained or not retained)
+    ]
 
 
 class Recorded(list[Scored]):

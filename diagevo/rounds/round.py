@@ -26,9 +26,9 @@ from diagevo.catalog.events import GenerationMode
 from diagevo.config import MethodConfig
 from diagevo.errors import BadInput, Hint
 from diagevo.limits import LimitsConfig
-from diagevo.log import AppendResult, Recorder
+from diagevo.log import AppendResult, EventRow, Recorder
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
-from diagevo.memory.fold import InvariantError, Row, fold
+from diagevo.memory.fold import InvariantError, fold
 from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
@@ -39,7 +39,7 @@ from diagevo.results.rounds import Committed, Promotion
 from diagevo.rounds.failures import DIAGNOSES, DIAGNOSIS_STATE_TYPES, FailureRecord, diagnosis_state, failure_record
 from diagevo.rounds.metrics import check_metrics, check_summary, rank_metrics
 from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, Reader, append_decision, round_event
-from diagevo.rounds.questions import PURPOSES, Candidate, Recorded, Request, Scored, score
+from diagevo.rounds.questions import PURPOSES, Candidate, Recorded, Request, Scored, logged_questions, score
 from diagevo.rounds.refusals import (
     DIAGNOSIS_TYPES,
     NOTE_TYPES,
@@ -59,7 +59,7 @@ from diagevo.rounds.state import (
     seeded,
     state_from_rows,
 )
-from diagevo.schemas import EventIn, InvalidEvent
+from diagevo.schemas import EventIn, InvalidEvent, of_type
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
@@ -237,7 +237,7 @@ class Round:
             refuse_other_content(self.store, run, t, [*generated, *scores])
             refuse_counted_twice(self.store, run, [*generated, *scores], memory)  # a question id is one question
             stored.clear()  # read under the append lock: what this append skips
-            stored.update(d["question_id"] for _s, _r, _t, d, _v in read((QuestionGenerated,), t=t))
+            stored.update(q.question_id for q in of_type(QuestionGenerated, read((QuestionGenerated,), t=t)))
             if t in st.promoted and not seen <= stored:  # a retry of questions recorded stores nothing
                 new = sorted(seen - stored)[0]
                 raise OutOfOrder(
@@ -254,29 +254,7 @@ class Round:
         """The questions the round holds, scored as :meth:`record` returned them, in the order
         they were recorded (every rank's): what a resumed trainer trains on once the promotions
         are decided, without generating them again."""
-        texts: dict[str, QuestionGenerated] = {}
-        scored: list[Scored] = []
-        for e in self.store.read(self.run, in_round=self.t, types=(QuestionGenerated, QuestionScored), texts=True):
-            match e.event:
-                case QuestionGenerated() as q:
-                    texts[q.question_id] = q
-                case QuestionScored() as v if v.question_id in texts:
-                    q = texts[v.question_id]
-                    scored.append(
-                        Scored(
-                            q.question_id,
-                            q.text,
-                            q.mode,
-                            q.active_cause,
-                            q.mastered_cause,
-                            v.n,
-                            v.p1,
-                            v.p2,
-                            v.pseudo_label,
-                            v.retained,
-                            v.reference,
-                        )
-                    )
+        scored = [q.scored() for q in logged_questions(self.store, self.run, t=self.t)]
         return Recorded(scored, [s.question_id for s in scored])
 
     def promote(self, *, allow_empty: bool = False) -> list[Promotion]:
@@ -285,7 +263,7 @@ class Round:
         the round holds no question, unless ``allow_empty`` (a generation none of whose outputs
         parsed): deciding closes the round's evidence, and a question recorded later is refused."""
         run, t, cfg, memory = self.run, self.t, self.config.memory, self.base
-        decided: list[dict[str, Any]] = []
+        decided: list[Promotion] = []
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
@@ -300,23 +278,14 @@ class Round:
                 )
             changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
             promotions = [c for c in changes if isinstance(c, CausePromoted)]
-            decided.extend(p.model_dump() for p in promotions)
+            decided[:] = [Promotion(p.cause_id, p.acc, p.n_candidates) for p in promotions]
             events = [self.event(f"promote/{p.cause_id}", p) for p in promotions]
             closed = PromotionsDecided(promoted=[p.cause_id for p in promotions], candidates=len(evidence))
             events.append(self.event("promotions", closed))
             return events
 
         append_decision(self.store, run, decide)
-        return [
-            Promotion(
-                cause_id=d["cause_id"],
-                kind="promoted" if "acc" in d else "reactivated",
-                acc=d.get("acc"),
-                n_candidates=d.get("n_candidates"),
-                failure_id=d.get("failure_id"),
-            )
-            for d in decided
-        ]
+        return decided
 
     def record_failures(self, failures: Sequence[FailureRecord | Mapping[str, object]]) -> int:
         """Append ``failure.recorded`` for failed optimization responses of retained questions
@@ -329,6 +298,7 @@ class Round:
         run, t = self.run, self.t
         events: list[EventIn] = []
         given: dict[str, dict[str, Any]] = {}
+        wanted: dict[str, str] = {}  # question -> its first failure
         for f in failures:
             record = failure_record(f)
             fid = record["failure_id"]
@@ -341,9 +311,7 @@ class Round:
                 events.append(self.event(f"fail/{fid}", FailureRecorded(**record)))
             except InvalidEvent as exc:
                 raise ProtocolError(f"failure {fid!r}: {exc}") from None
-        wanted: dict[str, str] = {}  # question -> its first failure
-        for e in events:
-            wanted.setdefault(e.data["question_id"], e.data["failure_id"])
+            wanted.setdefault(record["question_id"], fid)
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
@@ -355,7 +323,7 @@ class Round:
                     hint=self._hint("promote", "rnd.promote()"),
                 )
             refuse_reused_failures(self.store, run, t, given)
-            retained = {d["question_id"] for _s, _r, _t, d, _v in read((QuestionScored,), t=t) if d["retained"]}
+            retained = {v.question_id for v in of_type(QuestionScored, read((QuestionScored,), t=t)) if v.retained}
             missing = sorted(set(wanted) - retained)
             if missing:
                 q = missing[0]
@@ -404,7 +372,7 @@ class Round:
                     f"round {t} of run {run!r} is open: its failures are recorded by record_failures, each of a "
                     "retained question"
                 )
-            decided = {fid: None for ev in events if ev.type in DIAGNOSES and (fid := ev.data.get("failure_id"))}
+            decided = {d.failure_id: None for d in of_type(DIAGNOSES, events) if d.failure_id}
             refuse_reused_failures(self.store, run, t, decided)  # a failure is diagnosed once in a run
             if since_seq is not None:  # decided against a memory another producer has moved: decide again
                 foreign = read(MEMORY_TYPES, after_seq=since_seq)
@@ -432,17 +400,18 @@ class Round:
             raise ProtocolError(str(exc)) from None
         if weight <= 0:
             raise ProtocolError(f"weight of rank {rank} must be a finite number above 0, not {weight!r}")
-        ev = self.event(f"metrics/rank{rank}", MetricsRecorded(rank=rank, weight=weight, metrics=values))
+        mine = MetricsRecorded(rank=rank, weight=weight, metrics=values)
+        ev = self.event(f"metrics/rank{rank}", mine)
 
         def decide(read: Reader) -> list[EventIn]:
             require_open(
                 state_from_rows(run, read(MILESTONES), self.store.url), t, f"record the metrics of rank {rank}"
             )
-            recorded = [d for _s, _r, _t, d, _v in read((MetricsRecorded,), t=t)]
-            for d in recorded:
-                if d["rank"] == rank and (d["metrics"], d["weight"]) != (ev.data["metrics"], ev.data["weight"]):
+            recorded = list(of_type(MetricsRecorded, read((MetricsRecorded,), t=t)))
+            for m in recorded:
+                if m.rank == rank and (m.metrics, m.weight) != (mine.metrics, mine.weight):
                     raise ProtocolError(f"rank {rank} recorded other metrics in round {t} of run {run!r} already")
-            rank_metrics([*(d for d in recorded if d["rank"] != rank), ev.data])  # a mean the commit can store
+            rank_metrics([*(m for m in recorded if m.rank != rank), mine])  # a mean the commit can store
             return [ev]
 
         return append_decision(self.store, run, decide).appended == 1
@@ -462,8 +431,8 @@ class Round:
         run, t = self.run, self.t
         self._refuse_foreign(events, NOTE_TYPES, "a note")
         for ev in events:
-            path = ev.data.get("path") if ev.type == CheckpointWritten.name else None
-            if isinstance(path, str) and path.startswith("/"):
+            path = e.path if isinstance(e := ev.event, CheckpointWritten) else None
+            if path is not None and path.startswith("/"):
                 raise ProtocolError(
                     f"checkpoint path {path[:80]!r} is absolute: a checkpoint is noted by its name in the run's "
                     "folder (roundNNN-phase), where a resume looks for it"
@@ -502,7 +471,7 @@ class Round:
         run, t, base = self.run, self.t, self.base
         metrics = check_metrics(metrics or {})
         extra = check_summary(summary)
-        committed: dict[str, Any] = {}
+        committed: list[Committed] = []
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES), self.store.url)
@@ -511,35 +480,22 @@ class Round:
                 self._refuse_undecided(read)
             rows = read(None, t=t)
             allowed = self._failed_diagnoses_allowed(rows, allow_undiagnosed, allow_failed)
-            if allowed is not None:
-                committed["failed_diagnoses_allowed"] = allowed
-            after = fold(read(FOLDED, after_seq=base.last_seq), run, base)
-            sched = schedule(after)
+            counts = {} if allowed is None else {"failed_diagnoses_allowed": allowed}
+            sched = schedule(fold(read(FOLDED, after_seq=base.last_seq), run, base))
             # the round's statistics as `memory stats` counts them, and the schedule it leaves
-            committed.update(count_rounds(rows).get(t, {}))
-            ranks = [d for _s, _r, typ, d, _v in rows if typ == MetricsRecorded.name]
+            counts.update(count_rounds(rows).get(t, {}))
+            ranks = list(of_type(MetricsRecorded, rows))
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
-            if ranks:
-                committed["ranks"] = len(ranks)
-            committed.update(F=sched.F, epsilon_next=sched.epsilon)
-            committed.update(extra)  # check_summary: none of it is a count
+            committed[:] = [Committed(t, counts, sched.F, sched.epsilon, len(ranks) or None, extra)]
             events = [self.event("eval", EvalRecorded(**round_metrics))] if round_metrics else []
-            return [*events, self.event(RoundCommitted.name, RoundCommitted(**committed))]
+            return [*events, self.event(RoundCommitted.name, RoundCommitted(**committed[0].to_dict()))]
 
         try:
             append_decision(self.store, run, decide)
         except InvariantError as exc:
             raise ProtocolError(f"cannot commit round {t}: {exc}") from None
         refresh(self.store, run)
-        counts = {k: v for k, v in committed.items() if k not in ("ranks", "F", "epsilon_next") and k not in extra}
-        return Committed(
-            t=t,
-            counts=counts,
-            F=committed["F"],
-            epsilon_next=committed["epsilon_next"],
-            ranks=committed.get("ranks"),
-            summary={k: committed[k] for k in extra},
-        )
+        return committed[0]
 
     def _refuse_undecided(self, read: Reader) -> None:
         """A commit before the round's promotions are decided: the step it names must go through
@@ -554,7 +510,7 @@ class Round:
             f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote", "rnd.promote()")
         )
 
-    def _failed_diagnoses_allowed(self, rows: Sequence[Row], allow_undiagnosed: bool, allow_failed: bool) -> int | None:
+    def _failed_diagnoses_allowed(self, rows: Sequence[EventRow], allow_undiagnosed: bool, allow_failed: bool) -> int | None:
         """Refuse a commit that would lose recorded failures' evidence from M_t unless allowed;
         how many failed diagnoses a commit so allowed leaves out (None: within the share)."""
         t = self.t

@@ -28,7 +28,7 @@ from diagevo.redaction import redact_config
 from diagevo.results import Json
 from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader, UnknownRun, append_decision, unknown_run
 from diagevo.rounds.state import round_state, state_from_rows
-from diagevo.schemas import EventIn, InvalidEvent, new_event
+from diagevo.schemas import EventIn, InvalidEvent, new_event, of_type
 from diagevo.urls import redact_url
 from diagevo.views import runs as runs_view
 from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
@@ -52,7 +52,7 @@ def stored_config(store: Recorder, run: str) -> MethodConfig | None:
     fault = config_fault(last)
     if fault is not None:  # a log stored before its config was checked, or a raw write
         raise unusable_config(store, run, last, fault)
-    return config_from_record(last.data["config"])
+    return config_from_record(next(of_type(CONFIG_TYPES, [last])).config)
 
 
 def config_record(config: MethodConfig | Mapping[str, Json]) -> dict[str, Any]:
@@ -152,9 +152,9 @@ def refuse_other_config(store: Recorder, run: str, record: Mapping[str, Any], se
     ``seed``, naming the fields that differ (how many rounds to train aside: a run may go on for
     more). Called from inside a decision, under the append lock."""
     stored = run_config(store, run)
-    started = next(iter(store.read(run, types=(RunStarted,))), None)
+    started = next(of_type(RunStarted, store.rows(run, types=(RunStarted,))), None)
     changes = config_changes(stored, config_from_record(record))
-    stored_seed = started.data.get("seed", 0) if started is not None else 0
+    stored_seed = started.seed if started is not None else 0
     if stored_seed != seed:
         changes.append(f"seed {stored_seed!r} (given {seed!r})")
     if changes:
@@ -173,10 +173,8 @@ def refuse_other_config(store: Recorder, run: str, record: Mapping[str, Any], se
 def run_trainer(store: Recorder, run: str) -> str | None:
     """The trainer the run's ``run.started`` names (a fork's: its source's); None for a log of
     an older diagevo, which did not record it."""
-    for e in store.read(run, types=(RunStarted,)):
-        name = RunStarted.from_stored(e.data, e.schema_version).trainer
-        return name if isinstance(name, str) else None
-    return None
+    started = next(of_type(RunStarted, store.rows(run, types=(RunStarted,))), None)
+    return started.trainer if started is not None and isinstance(started.trainer, str) else None
 
 
 def configure_run(store: Recorder, run: str, config: MethodConfig) -> bool:

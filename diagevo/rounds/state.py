@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from diagevo.catalog import (
     MILESTONES,
@@ -28,7 +27,7 @@ from diagevo.rounds.protocol import (
     round_event,
     unknown_run,
 )
-from diagevo.schemas import EventIn
+from diagevo.schemas import EventIn, of_type
 from diagevo.views.runs import whatif_refusal
 
 
@@ -79,7 +78,7 @@ class RoundProgress:
 
     state: RunState
     t: int
-    phases: Mapping[str, Mapping[str, Any]]
+    phases: Mapping[str, PhaseCompleted]
     checkpoint: str | None
 
     @property
@@ -97,11 +96,12 @@ class RoundProgress:
 def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
     """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
     state = round_state(store, run)
-    phases = {e.data["phase"]: e.data for e in store.read(run, in_round=t, types=(PhaseCompleted,))}
+    phases = {p.phase: p for p in of_type(PhaseCompleted, store.rows(run, in_round=t, types=(PhaseCompleted,)))}
     checkpoint = None
-    for e in store.read(run, types=(CheckpointWritten,)):
-        if e.round <= t:  # in seq order: the last one up to this round's own
-            checkpoint = CheckpointWritten.from_stored(e.data, e.schema_version).path
+    for e in store.rows(run, types=(CheckpointWritten,)):
+        match e.event:
+            case CheckpointWritten(path=path) if e.round <= t:  # in seq order: the last up to this round's own
+                checkpoint = path
     return RoundProgress(state, t, phases, checkpoint)
 
 

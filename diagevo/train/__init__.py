@@ -232,8 +232,10 @@ def cause_to_audit(store: Recorder, run: str) -> str | None:
 
     preferred = (CauseReactivated, CausePromoted, CauseCreated)
     last: dict[str, str] = {}
-    for e in store.read(run, types=preferred):
-        last[e.type] = e.data["cause_id"]
+    for e in store.rows(run, types=preferred):
+        match e.event:
+            case CauseReactivated(cause_id=cause) | CausePromoted(cause_id=cause) | CauseCreated(cause_id=cause):
+                last[e.type] = cause
     for kind in preferred:
         if kind.name in last:
             return last[kind.name]

@@ -9,6 +9,7 @@ from typing import Any
 
 from diagevo.catalog import RoundCommitted
 from diagevo.log import Recorder, open_log
+from diagevo.schemas import carried, of_type
 from diagevo.train.config import load_config
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
@@ -152,4 +153,4 @@ def run_ablation(
 
 def heldout_curve(store: Recorder, run: str, key: str = "heldout_acc") -> list[float]:
     """One metric of every committed round (``val_acc``: the validation split's accuracy)."""
-    return [float(e.data[key]) for e in store.read(run, types=(RoundCommitted,))]
+    return [float(carried(c, key)) for c in of_type(RoundCommitted, store.rows(run, types=(RoundCommitted,)))]

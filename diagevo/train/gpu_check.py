@@ -23,6 +23,7 @@ from diagevo.errors import BadInput, Hint, NotFound, Unavailable
 from diagevo.fixes import require
 from diagevo.installation import shipped
 from diagevo.progress import ProgressFn, no_progress
+from diagevo.schemas import carried, of_type
 
 CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.installation.shipped)
 
@@ -224,24 +225,21 @@ def _check_overrides(model: Path, out: Path, overrides: list[str]) -> list[str]:
 
 def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
     """Each GRPO phase's steps, batch shape and completion tokens, from its ``phase.completed``."""
-    for e in store.read(run, types=(PhaseCompleted,)):
-        d = e.data
-        if d["phase"] in ("challenger", "solver"):
-            f = report.phases.setdefault(d["phase"], PhaseFigures())
-            f.steps = int(d.get("steps", 0))
-            f.completions_per_step = int(d.get("completions_per_step", 0))
-            f.prompts_per_step = int(d.get("prompts_per_step", 0))
-            report.grpo_tokens[d["phase"]] = float(d.get("completion_length", 0.0)) * f.completions_per_step * f.steps
+    for p in of_type(PhaseCompleted, store.rows(run, types=(PhaseCompleted,))):
+        if p.phase in ("challenger", "solver"):
+            f = report.phases.setdefault(p.phase, PhaseFigures())
+            f.steps = int(carried(p, "steps", 0))
+            f.completions_per_step = int(carried(p, "completions_per_step", 0))
+            f.prompts_per_step = int(carried(p, "prompts_per_step", 0))
+            report.grpo_tokens[p.phase] = float(carried(p, "completion_length", 0.0)) * f.completions_per_step * f.steps
 
 
 def _weights_moved(store: Any, run: str, model: Path, report: CheckReport) -> None:
     """A failure for a role that took no GRPO step or whose checkpoint equals ``model``."""
     from diagevo.views.queries import checkpoint_path
 
-    ckpts = {
-        e.data["phase"]: checkpoint_path(store, run, e.data["path"])
-        for e in store.read(run, types=(CheckpointWritten,))
-    }
+    written = of_type(CheckpointWritten, store.rows(run, types=(CheckpointWritten,)))
+    ckpts = {carried(c, "phase"): checkpoint_path(store, run, c.path) for c in written}
     for role in ("challenger", "solver"):
         if not report.phases.get(role, PhaseFigures()).steps:
             report.failures.append(

@@ -39,8 +39,18 @@ from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
 from diagevo.progress import ProgressFn, no_progress
-from diagevo.rounds import OUR_TRAINER, Candidate, FailureRecord, Request, Round, RoundProgress, seeded, start_run
-from diagevo.schemas import text_limits
+from diagevo.rounds import (
+    OUR_TRAINER,
+    Candidate,
+    FailureRecord,
+    Request,
+    Round,
+    RoundProgress,
+    logged_questions,
+    seeded,
+    start_run,
+)
+from diagevo.schemas import carried, of_type, text_limits
 from diagevo.train.backend import Backend
 from diagevo.train.config import Config
 from diagevo.train.tracking import Tracker, numbers, open_tracker
@@ -84,11 +94,15 @@ class _LoopState:
     questions: dict[str, QuestionGenerated] = field(default_factory=dict)  # question_id -> generated
     scored: dict[str, QuestionScored] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
-    stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # phase -> its phase.completed data
+    phases: dict[str, PhaseCompleted] = field(default_factory=dict)  # phase -> its phase.completed
     finished: set[str] = field(default_factory=set)  # phases done in this process
 
     def done(self, phase: str) -> bool:
         return phase in self.finished or self.progress.done(phase)
+
+    def dedup_truncated(self) -> int:
+        """How many failures the round's diagnosis left out of deduplication (its phase's figure)."""
+        return int(carried(self.phases.get("diagnose"), "dedup_truncated", 0))
 
 
 def tree_bytes(path: Path) -> int:
@@ -99,7 +113,6 @@ def tree_bytes(path: Path) -> int:
 
 
 # only when the solver is still to train: the questions it trains on (with their texts)
-_SOLVER_INPUT_TYPES = (QuestionGenerated, QuestionScored)
 
 
 class Trainer:
@@ -154,19 +167,16 @@ class Trainer:
         r.seconds[phase] = time.perf_counter() - started
         steps = self.step_events(rnd, phase)
         events += steps
-        events.append(
-            rnd.event(f"phase/{phase}", PhaseCompleted(phase=phase, **{"seconds": r.seconds[phase], **stats}))
-        )
+        r.phases[phase] = PhaseCompleted(phase=phase, **{"seconds": r.seconds[phase], **stats})
+        events.append(rnd.event(f"phase/{phase}", r.phases[phase]))
         rnd.notes(events)
-        for s in steps:  # the tracker's copy, once the log has them
-            metrics = numbers(s.data["metrics"])
-            self.tracker.log({f"{phase}/{k}": v for k, v in metrics.items()}, s.data["global_step"])
+        for s in of_type(TrainStep, steps):  # the tracker's copy, once the log has them
+            self.tracker.log({f"{phase}/{k}": v for k, v in numbers(s.metrics).items()}, s.global_step)
         if pruned:  # after the log says so: a crash in between leaves a file the log calls gone
             here = owned_dir(self.ckpt_root, run_name(self.run), create=False)  # still no link on the way
             for dead in pruned:
                 remove_owned(here, dead)
         r.finished.add(phase)
-        r.stats[phase] = stats
 
     def to_prune(self, phase: str, t: int) -> list[tuple[str, CheckpointPruned]]:
         """The checkpoints of ``phase`` that ``train.keep_checkpoints`` lets go once round ``t``'s
@@ -178,21 +188,21 @@ class Trainer:
         if keep <= 0 or not getattr(self.backend, "checkpoints_are_models", True):
             return []
         gone = pruned_checkpoints(self.store, self.run)
-        written = [
-            e
-            for e in self.store.read(self.run, types=(CheckpointWritten,))
-            if e.data.get("phase") == phase and e.data["path"] not in gone and e.round < t
+        mine = [
+            (e.round, c)
+            for e in self.store.rows(self.run, types=(CheckpointWritten,))
+            if isinstance(c := e.event, CheckpointWritten) and carried(c, "phase") == phase and e.round < t
+            if c.path not in gone and self.own_checkpoint(c.path) is not None
         ]
-        mine = [e for e in written if self.own_checkpoint(e.data["path"]) is not None]
         needed = self.needed_rounds()
         old = mine[: max(0, len(mine) - (keep - 1))]  # the new one is the last of the N kept
         return [
             (
-                str(self.own_checkpoint(e.data["path"])),
-                CheckpointPruned(path=e.data["path"], phase=phase, written_round=e.round, bytes=e.data.get("bytes", 0)),
+                str(self.own_checkpoint(c.path)),
+                CheckpointPruned(path=c.path, phase=phase, written_round=t0, bytes=carried(c, "bytes", 0)),
             )
-            for e in old
-            if e.round not in needed
+            for t0, c in old
+            if t0 not in needed
         ]
 
     def own_checkpoint(self, path: str) -> Path | None:
@@ -211,9 +221,8 @@ class Trainer:
         for other in self.store.runs():
             if other == self.run:
                 continue
-            for e in self.store.read(other, types=(RunForked,)):
-                if e.data.get("source_run") == self.run and isinstance(e.data.get("source_round"), int):
-                    rounds.add(e.data["source_round"])
+            forks = of_type(RunForked, self.store.rows(other, types=(RunForked,)))
+            rounds.update(f.source_round for f in forks if f.source_run == self.run)
         return rounds
 
     def step_events(self, rnd: Round, phase: str) -> list[Any]:
@@ -224,10 +233,8 @@ class Trainer:
         rows = take() if take is not None and phase in ("challenger", "solver") else []
         if not rows:
             return []
-        before = max(
-            (e.data["global_step"] for e in self.store.read(self.run, types=(TrainStep,)) if e.data["role"] == phase),
-            default=0,
-        )
+        steps = of_type(TrainStep, self.store.rows(self.run, types=(TrainStep,)))
+        before = max((s.global_step for s in steps if s.role == phase), default=0)
         return [
             rnd.event(f"step/{phase}/{step}", TrainStep(role=phase, step=step, global_step=before + step, metrics=row))
             for step, row in rows
@@ -270,16 +277,11 @@ class Trainer:
         checkpoint), and its questions only when the solver has still to train on them. A round
         that starts fresh or got past its solver reads a few dozen events, however long the log."""
         r = _LoopState(t=rnd.t, progress=rnd.progress())
-        for phase, data in r.progress.phases.items():
-            r.seconds[phase] = data.get("seconds", 0.0)
-            r.stats[phase] = dict(data)
+        r.phases.update(r.progress.phases)
+        r.seconds.update((phase, carried(p, "seconds", 0.0)) for phase, p in r.phases.items())
         if r.done("construct") and not r.done("solver"):
-            for e in self.store.read(self.run, in_round=rnd.t, types=_SOLVER_INPUT_TYPES, texts=True):
-                match e.event:
-                    case QuestionGenerated() as question:
-                        r.questions[question.question_id] = question
-                    case QuestionScored() as votes:
-                        r.scored[votes.question_id] = votes
+            for q in logged_questions(self.store, self.run, t=rnd.t):
+                r.questions[q.question_id], r.scored[q.question_id] = q.asked, q.votes
         return r
 
     def round(self, t: int) -> RoundReport:
@@ -346,7 +348,7 @@ class Trainer:
         rnd.commit(
             metrics,
             summary={
-                "dedup_truncated": int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
+                "dedup_truncated": r.dedup_truncated(),
                 # the round's own figures in round.committed too (the ablation reads val_acc there)
                 "heldout_acc": metrics.get("heldout_acc"),
                 "pseudo_label_acc": metrics.get("pseudo_label_acc"),
@@ -492,5 +494,5 @@ class Trainer:
             stats=stats,
             metrics=metrics,
             seconds=dict(r.seconds),
-            dedup_truncated=int(r.stats.get("diagnose", {}).get("dedup_truncated", 0)),
+            dedup_truncated=r.dedup_truncated(),
         )

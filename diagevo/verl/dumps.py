@@ -30,35 +30,22 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from diagevo.catalog import QuestionGenerated, QuestionScored
 from diagevo.errors import BadInput, NotFound
 from diagevo.parsing import file_lines, quoted
 
 if TYPE_CHECKING:
     from diagevo.formats import RolloutLine
     from diagevo.log import Recorder
-    from diagevo.rounds import FailureRecord
+    from diagevo.rounds import FailureRecord, LoggedQuestion
 
 MANIFEST = "verl.json"
 """The manifest ``diagevo export verl`` writes beside its files: what a dump must match."""
 STEP_FILE = re.compile(r"(0|[1-9][0-9]{0,8})\.jsonl")
 """The name verl gives a step's dump: the global step, ``.jsonl``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Retained:
-    """A retained question of the round, as a failure of it is recorded and diagnosed."""
-
-    question_id: str
-    text: str
-    pseudo_label: str
-    reference: str
-    known_causes: tuple[str, ...]
 
 
 def _words(text: str) -> str:
@@ -72,9 +59,9 @@ class QuestionFinder:
     in every line of a dump, so once one line has been matched by search, the others are looked up
     directly."""
 
-    def __init__(self, questions: Mapping[str, Retained]) -> None:
+    def __init__(self, questions: Iterable[LoggedQuestion]) -> None:
         self.by_text: dict[str, list[str]] = {}
-        for q in questions.values():
+        for q in questions:
             self.by_text.setdefault(_words(q.text), []).append(q.question_id)
         self.longest_first = sorted(self.by_text, key=len, reverse=True)
         self._around: tuple[int, int] | None = None  # characters before and after the question
@@ -102,30 +89,13 @@ class QuestionFinder:
         return []
 
 
-def retained_questions(store: Recorder, run: str, t: int) -> dict[str, Retained]:
-    """The round's retained questions, with what a failure of each is recorded with."""
-
-    generated: dict[str, Mapping[str, object]] = {}
-    out: dict[str, Retained] = {}
-    for _s, _r, typ, d, _v in store.rows(run, types=(QuestionGenerated, QuestionScored), in_round=t, texts=True):
-        if typ == QuestionGenerated.name:
-            generated[d["question_id"]] = d
-        elif d["retained"] and d["question_id"] in generated:
-            g = generated[d["question_id"]]
-            causes = tuple(c for c in (g.get("active_cause"), g.get("mastered_cause")) if isinstance(c, str))
-            out[d["question_id"]] = Retained(
-                d["question_id"], str(g["text"]), d["pseudo_label"] or "", d.get("reference") or "", causes
-            )
-    return out
-
-
-def questions_digest(questions: Mapping[str, Retained]) -> str:
+def questions_digest(questions: Iterable[LoggedQuestion]) -> str:
     """A digest of a round's retained questions (ids, texts, pseudo-labels), whatever their order."""
-    rows = sorted((q.question_id, q.text, q.pseudo_label) for q in questions.values())
+    rows = sorted((q.question_id, q.text, q.pseudo_label) for q in questions)
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
 
 
-def check_manifest(dump: Path, run: str, t: int, questions: Mapping[str, Retained]) -> None:
+def check_manifest(dump: Path, run: str, t: int, questions: Iterable[LoggedQuestion]) -> None:
     """Refuse, in one line, a dump that was not trained on this export of round ``t`` of ``run``:
     the manifest beside it names another run or round, or other retained questions."""
 
@@ -172,19 +142,19 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
     questions, or one scored by another reward function, naming its file and line."""
     from diagevo.curriculum import solver_rewards
     from diagevo.formats import RolloutLine, read_lines
-    from diagevo.rounds import round_state, run_config
+    from diagevo.rounds import logged_questions, round_state, run_config
 
     st = round_state(store, run)
     if t is None:
         if st.open_round is None:
             raise BadInput(f"run {run!r} has no open round to read failures into (last committed {st.last_committed})")
         t = st.open_round
-    questions = retained_questions(store, run, t)
+    questions = {q.question_id: q for q in logged_questions(store, run, t=t, retained=True)}
     if not questions:
         raise BadInput(f"round {t} of run {run!r} has no retained question: record the round's questions first")
     steps = step_files(dump)
-    check_manifest(dump, run, t, questions)
-    finder = QuestionFinder(questions)
+    check_manifest(dump, run, t, questions.values())
+    finder = QuestionFinder(questions.values())
     cap = run_config(store, run).diagnosis.max_failures_per_question
     kept: Counter[str] = Counter()
     failures: list[FailureRecord] = []
@@ -211,7 +181,7 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
                     "failure_id": f"{q.question_id}-s{step}-{k}",
                     "question_id": q.question_id,
                     "response": line.output,
-                    "reference": q.reference,
+                    "reference": q.votes.reference,
                     "question": q.text,
                     "pseudo_label": q.pseudo_label,
                     "known_causes": list(q.known_causes),
@@ -220,7 +190,7 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
     return failures
 
 
-def _question_of(line: RolloutLine, finder: QuestionFinder, questions: Mapping[str, Retained], where: str) -> str:
+def _question_of(line: RolloutLine, finder: QuestionFinder, questions: Mapping[str, LoggedQuestion], where: str) -> str:
     """The id of the retained question a dumped line answers, checked against its ground truth."""
 
     if line.question_id:

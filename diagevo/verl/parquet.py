@@ -40,13 +40,13 @@ from typing import TYPE_CHECKING, Any
 from diagevo.errors import BadInput, NotFound, Unavailable
 from diagevo.files import export_dir, replaced
 from diagevo.parsing import one_line, quoted
-from diagevo.verl.dumps import MANIFEST, questions_digest, retained_questions
+from diagevo.verl.dumps import MANIFEST, questions_digest
 from diagevo.verl.rewards import ACTOR_CALLS
 from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:
     from diagevo.log import Recorder
-    from diagevo.rounds import Candidate, Request, Round
+    from diagevo.rounds import Candidate, LoggedQuestion, Request, Round
 
 ABILITY = "math"
 SOURCES = {
@@ -145,11 +145,11 @@ def _row(name: str, messages: list[dict[str, str]], label: str, extra: dict[str,
     }
 
 
-def solver_rows(rnd: Round) -> list[dict[str, Any]]:
-    """Q^cur: the round's retained questions that have a pseudo-label, in the order recorded, as solver prompts."""
+def solver_rows(rnd: Round, retained: Iterable[LoggedQuestion]) -> list[dict[str, Any]]:
+    """Q^cur: the round's ``retained`` questions that have a pseudo-label, in the order recorded, as solver prompts."""
     from diagevo.curriculum import solver_messages
 
-    labelled = [q for q in retained_questions(rnd.store, rnd.run, rnd.t).values() if q.pseudo_label]
+    labelled = [q for q in retained if q.pseudo_label]
     return [
         _row("solver", solver_messages(q.text), q.pseudo_label, _ids(rnd, q.question_id, i))
         for i, q in enumerate(labelled)
@@ -193,7 +193,7 @@ def export_round(
     is open ``challenger.parquet`` (|Q^chal| requests) and ``curriculum.parquet`` (|Q^cur|
     requests), the sizes of the run's config; with ``questions`` (verl's generation output of
     ``curriculum.parquet``) also ``construct.parquet``; and the manifest ``verl.json``."""
-    from diagevo.rounds import Round, round_state
+    from diagevo.rounds import Round, logged_questions, round_state
 
     pa = _pyarrow()
     if not store.has_run(run):
@@ -211,7 +211,8 @@ def export_round(
     if questions is not None and not is_open:
         raise BadInput(f"round {t} of run {run!r} is committed: generated questions are recorded into the open round")
     cfg = rnd.config
-    tables = {"solver": solver_rows(rnd)}
+    retained = logged_questions(store, run, t=t, retained=True)
+    tables = {"solver": solver_rows(rnd, retained)}
     left_out = 0
     if is_open:
         tables["challenger"] = request_rows(
@@ -236,7 +237,7 @@ def export_round(
     manifest = {
         "run": run,
         "round": t,
-        "questions": questions_digest(retained_questions(store, run, t)),
+        "questions": questions_digest(retained),
         "overrides": {f.name: f.overrides for f in files},
     }
     _write_text(folder / MANIFEST, json.dumps(manifest, indent=1) + "\n")

@@ -40,7 +40,7 @@ from diagevo.config import MethodConfig
 from diagevo.log import Recorder
 from diagevo.memory.sampler import FREE
 from diagevo.rounds import record_retrospective
-from diagevo.schemas import new_event
+from diagevo.schemas import carried, new_event
 from diagevo.train.sim.backend import PSEUDO_LABEL_VOTES, STATE_FILE, SimBackend
 from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
@@ -57,9 +57,9 @@ def solver_checkpoints(store: Recorder, run: str) -> dict[int, Path]:
     from diagevo.views.queries import checkpoint_path
 
     return {
-        e.round: checkpoint_path(store, run, e.data["path"])
-        for e in store.read(run, types=(CheckpointWritten,))
-        if e.data.get("phase") == "solver"
+        e.round: checkpoint_path(store, run, c.path)
+        for e in store.rows(run, types=(CheckpointWritten,))
+        if isinstance(c := e.event, CheckpointWritten) and carried(c, "phase") == "solver"
     }
 
 
@@ -81,8 +81,8 @@ def run_measures(store: Recorder, run: str, backend: SimBackend) -> dict[int, di
     kinds = (QuestionGenerated, QuestionScored, CausePromoted, CauseReactivated, PhaseCompleted)
     for e in store.read(run, types=kinds, texts=True):
         match e.event:
-            case PhaseCompleted(phase="solver") if "care" in e.data:  # care: carried
-                care[e.round] = float(e.data["care"])
+            case PhaseCompleted(phase="solver") as p if carried(p, "care") is not None:
+                care[e.round] = float(carried(p, "care"))
             case QuestionScored(retained=True, question_id=qid, pseudo_label=label):
                 retained_for.setdefault(e.round, set()).update(targets.get(qid, ()))
                 labels.setdefault(e.round, []).append((text_of.get(qid, ""), label))
