@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Field, SecretStr, field_validator, model_valida
 from diagevo.limits import LimitsConfig
 from diagevo.parsing import config_k, quoted
 from diagevo.redaction import redact_config
-from diagevo.sections import ConfigError, Section
+from diagevo.sections import ConfigError, Section, run_setting
 from diagevo.urls import endpoint_problem
 from diagevo.words import close_to
 
@@ -41,7 +41,7 @@ class TrainConfig(Section):
     every random stream are the method's; which backend plays the roles, the run's id, where
     checkpoints and the tracker go and how many checkpoints are kept are the loop's."""
 
-    backend: Literal["sim", "hf"] = Field(
+    backend: Literal["sim", "hf"] = run_setting(
         default="sim",
         description="Who plays the roles: sim, the CPU simulator world; hf, language models trained with transformers "
         "and TRL.",
@@ -53,12 +53,12 @@ class TrainConfig(Section):
         le=2**32 - 1,
         description="Seed of every random stream; the same seed and config give the same log.",
     )
-    run: str | None = Field(
+    run: str | None = run_setting(
         default=None,
         min_length=1,
         description="Run id in the log; unset: derived from the seed and the time of the first start.",
     )
-    out_dir: Path | None = Field(
+    out_dir: Path | None = run_setting(
         default=None,
         strict=False,
         description="Directory of model checkpoints; unset: in the database's folder "
@@ -76,21 +76,21 @@ class TrainConfig(Section):
         description="|Q^cur|, curriculum candidates per round. Not given in the paper; 8000 is R-Zero's (1,000 on each "
         "of 8 GPUs), which it follows.",
     )
-    keep_checkpoints: int = Field(
+    keep_checkpoints: int = run_setting(
         default=2,
         ge=0,
         description="Checkpoints kept per phase (after the challenger's, after the solver's): the last N, plus any "
         "a fork or a selected checkpoint still needs; older ones are deleted, each deletion logged as "
         "checkpoint.pruned. 0 keeps every checkpoint.",
     )
-    report_to: Literal["none", "tensorboard", "wandb", "trackio", "mlflow"] = Field(
+    report_to: Literal["none", "tensorboard", "wandb", "trackio", "mlflow"] = run_setting(
         default="none",
         description="Experiment tracker (TRL's report_to): TRL's per-step rows go there, and diagevo mirrors each "
         "GRPO step's signals (ROLE/FIELD at the role's global step) and each round's figures (round/NAME at step t) "
         "under the run id as the tracker's run name. Offline defaults: TensorBoard files beside the database, W&B "
         "offline unless WANDB_MODE is set, MLflow into a folder beside the database unless MLFLOW_TRACKING_URI is set.",
     )
-    tracker_dir: Path | None = Field(
+    tracker_dir: Path | None = run_setting(
         default=None,
         strict=False,
         description="TensorBoard's folder (a folder per run inside); unset: beside the database (dir/x.db -> "
@@ -146,7 +146,7 @@ class RoleConfig(Section):
     on the ``hf`` backend, the model that plays the role. The two sections differ only in
     defaults."""
 
-    model: str = Field(
+    model: str = run_setting(
         default="Qwen/Qwen3-8B-Base",
         min_length=1,
         description="hf backend: the role's base model, a local model directory (nothing is downloaded).",
@@ -163,7 +163,7 @@ class RoleConfig(Section):
     max_steps: int = Field(
         default=12, ge=1, description="Most GRPO optimizer steps per round (Table 8: 12 for the solver)."
     )
-    max_new_tokens: int = Field(default=1024, ge=1, description=_HF_LENGTH)
+    max_new_tokens: int = run_setting(default=1024, ge=1, description=_HF_LENGTH)
 
 
 class SolverConfig(RoleConfig):
@@ -176,7 +176,7 @@ class ChallengerConfig(RoleConfig):
     max_steps: int = Field(
         default=6, ge=1, description="Most GRPO optimizer steps per round (Table 8: 6 for the challenger)."
     )
-    max_new_tokens: int = Field(default=512, ge=1, description=_HF_LENGTH)
+    max_new_tokens: int = run_setting(default=512, ge=1, description=_HF_LENGTH)
 
 
 class FilterConfig(Section):
@@ -273,47 +273,47 @@ class DiagnosisConfig(Section):
     how many failures and causes it is shown, and how many failed diagnoses stop a round (which
     the round's commit checks too)."""
 
-    llm_url: str | None = Field(
+    llm_url: str | None = run_setting(
         default=None,
         description="Base URL of an OpenAI-compatible chat endpoint serving the diagnostician; unset: the backend's "
         "own (the simulator's, or a heuristic one for hf).",
     )
-    model: str = Field(
+    model: str = run_setting(
         default="Qwen/Qwen3-4B-Instruct-2507",
         description="Diagnostician model name sent to llm_url (the paper's default).",
     )
-    api_key: SecretStr | None = Field(
+    api_key: SecretStr | None = run_setting(
         default=None,
         description=(
             "API key of llm_url and of an embeddings endpoint; unset: $DIAGEVO_LLM_API_KEY. Never stored or printed."
         ),
     )
-    concurrency: int = Field(
+    concurrency: int = run_setting(
         default=64,
         ge=1,
         description="Most diagnostician requests in flight at once (Prompt 1 runs for every failure concurrently).",
     )
-    request_timeout_s: float = Field(
+    request_timeout_s: float = run_setting(
         default=60.0,
         gt=0,
         description="Total deadline of one diagnostician request, in seconds: connecting and reading the whole "
         "reply (a server that drips its reply is cut off there).",
     )
-    failure_timeout_s: float = Field(
+    failure_timeout_s: float = run_setting(
         default=60.0,
         gt=0,
         description="Total deadline of one failure's requests to a stage of the diagnostician, retries and the "
         "re-ask included, in seconds: what a slow or dripping server can cost a failure. The other failures of "
         "the round go on meanwhile.",
     )
-    max_retries: int = Field(
+    max_retries: int = run_setting(
         default=3,
         ge=0,
         le=20,
         description="Retries of a request after a timeout, a connection error, an HTTP 429 or 5xx or an unusable "
         "response, with exponential backoff.",
     )
-    outage_wait_s: float = Field(
+    outage_wait_s: float = run_setting(
         default=600.0,
         ge=0,
         le=86400,
@@ -321,20 +321,20 @@ class DiagnosisConfig(Section):
         "too many of a round's requests failing at the endpoint), asking again with backoff, before it stops the "
         "run with the command that resumes it (the round uncommitted). 0: stop at once.",
     )
-    outage_backoff_s: float = Field(
+    outage_backoff_s: float = run_setting(
         default=5.0,
         gt=0,
         le=3600,
         description="The first wait before the training loop asks a diagnostician that stopped answering again; each "
         "wait doubles, up to a minute.",
     )
-    embedder: str = Field(
+    embedder: str = run_setting(
         default="static",
         description="'static': MiniLM distilled to token vectors, in every install; 'local': the full MiniLM "
         "model (the embed extra, with torch); anything else is the base URL of an OpenAI-compatible embeddings "
         "endpoint.",
     )
-    embed_model: str = Field(
+    embed_model: str = run_setting(
         default="all-MiniLM-L6-v2",
         description=(
             "Model name sent to an embeddings endpoint (the paper: text-embedding-v4); the static and local "

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Hint
@@ -158,12 +158,23 @@ def fields_of(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
     return sorted(fields, key=lambda item: _section_type(item[1]) is not None)
 
 
-def field_names(model: type[BaseModel], prefix: str = "") -> list[str]:
-    """Every settable field of ``model``, dotted (``memory.k``), in the file's order."""
+def run_setting(**kwargs: Any) -> Any:
+    """A field of how a run is carried out (on what, where, how long to wait), not of the method
+    (the paper's Tables 7-9 and its ablations): a section holds both where one part of diagevo
+    reads both; what a run changed of the method (``field_names(method=True)``) leaves it out."""
+    return Field(json_schema_extra={"method": False}, **kwargs)
+
+
+def field_names(model: type[BaseModel], prefix: str = "", *, method: bool = False) -> list[str]:
+    """Every settable field of ``model``, dotted (``memory.k``), in the file's order; with
+    ``method``, the method's alone (no :func:`run_setting`)."""
     out: list[str] = []
     for name, info in fields_of(model):
         sub = _section_type(info)
-        out += field_names(sub, f"{prefix}{name}.") if sub else [prefix + name]
+        if sub:
+            out += field_names(sub, f"{prefix}{name}.", method=method)
+        elif not (method and info.json_schema_extra == {"method": False}):
+            out.append(prefix + name)
     return out
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from diagevo.config import ChallengerConfig, MethodConfig, RoleConfig, SolverConfig, config_from_record
 from diagevo.errors import BadInput
-from diagevo.sections import ConfigError, settings, suggest_fields
+from diagevo.sections import ConfigError, field_names, settings, suggest_fields
 from diagevo.train.config import Config, load_config
 from diagevo.train.hf.config import HFConfig
 from diagevo.train.sim.config import SimParams
@@ -172,6 +172,20 @@ def test_a_run_config_stored_and_read_back_is_the_config() -> None:
     stored = config_from_record(record)
     assert stored.redacted() == record  # carried as written
     assert Config.of(stored) == cfg
+
+
+def test_a_runs_changes_of_the_method_leave_out_how_the_run_is_carried_out() -> None:
+    """A section holds the method's fields and the run's settings side by side, each declared
+    once; what a run changed of the method (``memory runs``) names the method's alone."""
+    from diagevo.rounds import config_record
+    from diagevo.views.runs import config_changes
+
+    method = field_names(MethodConfig, method=True)
+    assert {"memory.k", "challenger.max_steps", "diagnosis.theta_dup", "train.rounds"} <= set(method)
+    assert not {"train.run", "challenger.model", "diagnosis.llm_url", "limits.text_bytes"} & set(method)
+    record = config_record(load_config(ROOT / "configs" / "tiny-hf.toml", ["train.run=r"]))
+    changed = config_changes(record)
+    assert changed["challenger.max_steps"] == 1 and "challenger.model" not in changed and "train.run" not in changed
 
 
 def test_the_sections_are_listed_in_the_files_order() -> None:
