@@ -34,7 +34,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from diagevo.config import MethodConfig
+from diagevo.config import DiagnosisConfig, MethodConfig
 from diagevo.docs import Undocumented
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -233,7 +233,6 @@ def unknown_names(markdown: str) -> list[str]:
 
 def _diagnostician() -> Any:
     """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``."""
-    from diagevo.config import DiagnosisConfig
     from diagevo.diagnosis.llm import LLMDiagnostician
 
     return LLMDiagnostician.from_config(DiagnosisConfig(), base_url="http://SERVER/v1")
@@ -349,7 +348,7 @@ def config_sections() -> str:
     sections = sorted({r.key.rpartition(".")[0] for r in rows if "." in r.key}, key=lambda x: (x.count("."), x))
     out = ["| section | declared in |", "|---|---|"]
     for section in sections:
-        out.append(f"| `[{section}]` | {_declared(Config, section, rows).removeprefix('Declared in ').rstrip('.')} |")
+        out.append(f"| `[{section}]` | {_declared(Config, section).removeprefix('Declared in ').rstrip('.')} |")
     return "\n".join(out)
 
 
