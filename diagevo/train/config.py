@@ -32,7 +32,7 @@ from diagevo.train.sim.config import SimConfig
 
 
 class Config(MethodConfig):
-    """A run's configuration: one TOML file, the sections a log checks (:class:`MethodConfig`)
+    """A run's configuration: one TOML file, the sections a log checks (``MethodConfig``)
     and the components'."""
 
     model_config = ConfigDict(extra="forbid")  # the whole file: no table is carried
