@@ -129,7 +129,7 @@ def _probe(
     url: str | None, model: str | None, cfg: Config | None, timeout_s: float | None
 ) -> DiagnosticianProbe | None:
     """The diagnostician named with ``--diagnostician`` (else the config's), probed stage by stage."""
-    from diagevo.diagnosis.config import DiagnosisConfig
+    from diagevo.config import DiagnosisConfig
     from diagevo.diagnosis.probe import probe_diagnostician
 
     section = cfg.diagnosis if cfg is not None else DiagnosisConfig()

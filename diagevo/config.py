@@ -7,48 +7,62 @@ Table 9's λ, p_low, p_high, τ, θ_up, k, θ_dup, θ_merge and K, the ablation 
 and 4, and how many rounds and questions a run takes. Defaults are the paper's (Appendix E) unless
 a description says why not; every field says what it does (``diagevo config`` prints them).
 
-The file a user writes has more: each component's settings are declared beside the component
-and validated by it (:mod:`diagevo.diagnosis.config`, :mod:`diagevo.eval.config`,
-:mod:`diagevo.limits`, the backends' in :mod:`diagevo.train.hf.config` and
-:mod:`diagevo.train.sim.config`), and :class:`diagevo.train.config.Config` composes them. Four
-sections are shared: ``[train]``, ``[challenger]``, ``[solver]`` and ``[diagnosis]`` hold the
-method's fields declared here and a component's declared there. A stored config carries what is
-not the method's as it was written, for its owner to validate when it reads it back.
+The file a user writes has more: a section of each component the round protocol never reads
+(``[sim]``, ``[hf]``, ``[eval]``), declared beside the component and validated by it
+(:mod:`diagevo.train.sim.config`, :mod:`diagevo.train.hf.config`, :mod:`diagevo.eval.config`),
+which :class:`diagevo.train.config.Config` adds. A stored config carries those as they were
+written, for their owner to validate when it reads the run back. Every other section is one
+class here, each field declared once: ``[train]``, ``[challenger]``, ``[solver]`` and
+``[diagnosis]`` hold the loop's, the ``hf`` backend's and the diagnostician's fields beside the
+method's, for the round protocol, which sits below those components, reads them too.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, TypeVar
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from diagevo.limits import LimitsConfig
 from diagevo.parsing import config_k, quoted
 from diagevo.redaction import redact_config
-from diagevo.sections import ConfigError, Section, config_error
+from diagevo.sections import ConfigError, Section, run_setting
+from diagevo.urls import endpoint_problem
 from diagevo.words import close_to
 
 Role = Literal["challenger", "solver"]
-S = TypeVar("S", bound=BaseModel)
-
-# A shared section's fields that are not declared here are a component's: carried, not refused.
-_SHARED = ConfigDict(extra="allow")
 
 
-class RunConfig(Section):
-    """``[train]``'s fields that are the method's: how many rounds (Table 8), how many questions
-    a round takes, and the seed of every random stream. The loop's settings of the section (the
-    backend, where checkpoints go, the tracker) are :class:`diagevo.train.config.LoopConfig`."""
+class TrainConfig(Section):
+    """``[train]``: the run. How many rounds (Table 8) and questions a round takes and the seed of
+    every random stream are the method's; which backend plays the roles, the run's id, where
+    checkpoints and the tracker go and how many checkpoints are kept are the loop's."""
 
-    model_config = _SHARED
-
+    backend: Literal["sim", "hf"] = run_setting(
+        default="sim",
+        description="Who plays the roles: sim, the CPU simulator world; hf, language models trained with transformers "
+        "and TRL.",
+    )
     rounds: int = Field(default=5, ge=1, description="Rounds of the co-evolution loop (Table 8: 5).")
     seed: int = Field(
         default=0,
         ge=0,
         le=2**32 - 1,
         description="Seed of every random stream; the same seed and config give the same log.",
+    )
+    run: str | None = run_setting(
+        default=None,
+        min_length=1,
+        description="Run id in the log; unset: derived from the seed and the time of the first start.",
+    )
+    out_dir: Path | None = run_setting(
+        default=None,
+        strict=False,
+        description="Directory of model checkpoints; unset: in the database's folder "
+        "(dir/x.db -> dir/x.diagevo/runs/<run>/), as its vector index is, so two databases never share checkpoints.",
     )
     challenger_questions: int | None = Field(
         default=None,
@@ -61,6 +75,26 @@ class RunConfig(Section):
         ge=1,
         description="|Q^cur|, curriculum candidates per round. Not given in the paper; 8000 is R-Zero's (1,000 on each "
         "of 8 GPUs), which it follows.",
+    )
+    keep_checkpoints: int = run_setting(
+        default=2,
+        ge=0,
+        description="Checkpoints kept per phase (after the challenger's, after the solver's): the last N, plus any "
+        "a fork or a selected checkpoint still needs; older ones are deleted, each deletion logged as "
+        "checkpoint.pruned. 0 keeps every checkpoint.",
+    )
+    report_to: Literal["none", "tensorboard", "wandb", "trackio", "mlflow"] = run_setting(
+        default="none",
+        description="Experiment tracker (TRL's report_to): TRL's per-step rows go there, and diagevo mirrors each "
+        "GRPO step's signals (ROLE/FIELD at the role's global step) and each round's figures (round/NAME at step t) "
+        "under the run id as the tracker's run name. Offline defaults: TensorBoard files beside the database, W&B "
+        "offline unless WANDB_MODE is set, MLflow into a folder beside the database unless MLFLOW_TRACKING_URI is set.",
+    )
+    tracker_dir: Path | None = run_setting(
+        default=None,
+        strict=False,
+        description="TensorBoard's folder (a folder per run inside); unset: beside the database (dir/x.db -> "
+        "dir/x.diagevo/tb/).",
     )
 
 
@@ -102,13 +136,21 @@ class GRPOSettings(Section):
     )
 
 
+_HF_LENGTH = (
+    "hf backend: longest completion of the role in tokens, in GRPO and in sampling (the paper does not give it)."
+)
+
+
 class RoleConfig(Section):
-    """``[challenger]`` and ``[solver]``: what differs between the two GRPO roles (Table 8). The
-    two sections differ only in defaults; the model that plays each role on the ``hf`` backend
-    is in the same section (:mod:`diagevo.train.hf.config`)."""
+    """``[challenger]`` and ``[solver]``: what differs between the two GRPO roles (Table 8) and,
+    on the ``hf`` backend, the model that plays the role. The two sections differ only in
+    defaults."""
 
-    model_config = _SHARED
-
+    model: str = run_setting(
+        default="Qwen/Qwen3-8B-Base",
+        min_length=1,
+        description="hf backend: the role's base model, a local model directory (nothing is downloaded).",
+    )
     batch_size: int = Field(
         default=256, ge=1, description="Prompts per GRPO optimizer step, the global batch (Table 8: 256)."
     )
@@ -121,6 +163,7 @@ class RoleConfig(Section):
     max_steps: int = Field(
         default=12, ge=1, description="Most GRPO optimizer steps per round (Table 8: 12 for the solver)."
     )
+    max_new_tokens: int = run_setting(default=1024, ge=1, description=_HF_LENGTH)
 
 
 class SolverConfig(RoleConfig):
@@ -133,6 +176,7 @@ class ChallengerConfig(RoleConfig):
     max_steps: int = Field(
         default=6, ge=1, description="Most GRPO optimizer steps per round (Table 8: 6 for the challenger)."
     )
+    max_new_tokens: int = run_setting(default=512, ge=1, description=_HF_LENGTH)
 
 
 class FilterConfig(Section):
@@ -218,13 +262,85 @@ class MemoryConfig(Section):
     )
 
 
-class DiagnosisRules(Section):
-    """``[diagnosis]``'s fields that are the method's (Sec. 2.3, Appendix J): Table 9's θ_dup,
-    θ_merge and K, the length of the phrases the diagnostician returns, and how many failures
-    and causes it is shown. How the diagnostician is reached (endpoint, model, timeouts) is
-    :class:`diagevo.diagnosis.config.DiagnosticianConfig`."""
+IN_PROCESS_EMBEDDERS = ("static", "local")
+"""The embedders named rather than reached at a URL (diagnosis/tools.py's ``make_embedder``)."""
 
-    model_config = _SHARED
+
+class DiagnosisConfig(Section):
+    """``[diagnosis]``: the diagnostician pipeline (Sec. 2.3, Appendix J): how the diagnostician
+    and the embedder are reached (endpoint, model, key, timeouts, retries), and the method's rules
+    it follows: Table 9's θ_dup, θ_merge and K, the length of the phrases it returns (Appendix J),
+    how many failures and causes it is shown, and how many failed diagnoses stop a round (which
+    the round's commit checks too)."""
+
+    llm_url: str | None = run_setting(
+        default=None,
+        description="Base URL of an OpenAI-compatible chat endpoint serving the diagnostician; unset: the backend's "
+        "own (the simulator's, or a heuristic one for hf).",
+    )
+    model: str = run_setting(
+        default="Qwen/Qwen3-4B-Instruct-2507",
+        description="Diagnostician model name sent to llm_url (the paper's default).",
+    )
+    api_key: SecretStr | None = run_setting(
+        default=None,
+        description=(
+            "API key of llm_url and of an embeddings endpoint; unset: $DIAGEVO_LLM_API_KEY. Never stored or printed."
+        ),
+    )
+    concurrency: int = run_setting(
+        default=64,
+        ge=1,
+        description="Most diagnostician requests in flight at once (Prompt 1 runs for every failure concurrently).",
+    )
+    request_timeout_s: float = run_setting(
+        default=60.0,
+        gt=0,
+        description="Total deadline of one diagnostician request, in seconds: connecting and reading the whole "
+        "reply (a server that drips its reply is cut off there).",
+    )
+    failure_timeout_s: float = run_setting(
+        default=60.0,
+        gt=0,
+        description="Total deadline of one failure's requests to a stage of the diagnostician, retries and the "
+        "re-ask included, in seconds: what a slow or dripping server can cost a failure. The other failures of "
+        "the round go on meanwhile.",
+    )
+    max_retries: int = run_setting(
+        default=3,
+        ge=0,
+        le=20,
+        description="Retries of a request after a timeout, a connection error, an HTTP 429 or 5xx or an unusable "
+        "response, with exponential backoff.",
+    )
+    outage_wait_s: float = run_setting(
+        default=600.0,
+        ge=0,
+        le=86400,
+        description="How long the training loop waits for a diagnostician that stopped answering (unreachable, or "
+        "too many of a round's requests failing at the endpoint), asking again with backoff, before it stops the "
+        "run with the command that resumes it (the round uncommitted). 0: stop at once.",
+    )
+    outage_backoff_s: float = run_setting(
+        default=5.0,
+        gt=0,
+        le=3600,
+        description="The first wait before the training loop asks a diagnostician that stopped answering again; each "
+        "wait doubles, up to a minute.",
+    )
+    embedder: str = run_setting(
+        default="static",
+        description="'static': MiniLM distilled to token vectors, in every install; 'local': the full MiniLM "
+        "model (the embed extra, with torch); anything else is the base URL of an OpenAI-compatible embeddings "
+        "endpoint.",
+    )
+    embed_model: str = run_setting(
+        default="all-MiniLM-L6-v2",
+        description=(
+            "Model name sent to an embeddings endpoint (the paper: text-embedding-v4); the static and local "
+            "embedders are always MiniLM."
+        ),
+    )
 
     theta_dup: float | None = Field(
         default=None,
@@ -280,8 +396,18 @@ class DiagnosisRules(Section):
         diagnostician, whatever the share)."""
         return failed > 0 and (failed > self.max_failed_share * total or failed == total)
 
+    @field_validator("llm_url", "embedder")
+    @classmethod
+    def _an_endpoint(cls, value: str | None) -> str | None:
+        """An endpoint's URL as :func:`~diagevo.urls.endpoint_problem` takes it (credentials
+        refused: the key goes in the environment), ``embedder`` also an in-process one."""
+        problem = None if value is None or value in IN_PROCESS_EMBEDDERS else endpoint_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @model_validator(mode="after")
-    def _lengths_in_order(self) -> DiagnosisRules:
+    def _lengths_in_order(self) -> DiagnosisConfig:
         if self.min_words > self.max_words:
             raise ValueError("need min_words <= max_words")
         return self
@@ -302,35 +428,37 @@ PAPER_NAMES: dict[str, str] = {
 }
 """The hyperparameters of the paper's Table 9 by their flat names, and the fields they set."""
 
-COMPONENT_TABLES = ("sim", "hf", "eval", "limits")
-"""The sections of the composed file that are wholly a component's (the simulator's, the ``hf``
-backend's, ``diagevo eval``'s, the text limits): a stored config carries them, their owners
-validate them."""
+COMPONENT_TABLES = ("sim", "hf", "eval")
+"""The sections of the file that are wholly a component's the round protocol never reads (the
+simulator's, the ``hf`` backend's, ``diagevo eval``'s): a stored config carries them, their
+owners validate them."""
 
 
 class MethodConfig(Section):
-    """The method's configuration: the sections below, each holding the method's fields, and
-    what a stored config carries for the components (:data:`COMPONENT_TABLES`, and the
-    components' fields of the shared sections), kept as they were written."""
+    """The configuration a log carries: the sections below, and the components' own sections
+    (:data:`COMPONENT_TABLES`), kept as they were written."""
 
     model_config = ConfigDict(extra="allow")
     flat_names: ClassVar[Mapping[str, str]] = PAPER_NAMES
     other_tables: ClassVar[tuple[str, ...]] = COMPONENT_TABLES
 
-    train: RunConfig = Field(default_factory=RunConfig, description="The run.")
+    train: TrainConfig = Field(default_factory=TrainConfig, description="The run.")
     grpo: GRPOSettings = Field(default_factory=GRPOSettings, description="GRPO settings of both roles (Table 7) and N.")
     challenger: ChallengerConfig = Field(
-        default_factory=ChallengerConfig, description="The challenger's GRPO sizes (Table 8)."
+        default_factory=ChallengerConfig, description="The challenger's GRPO sizes (Table 8) and model."
     )
-    solver: SolverConfig = Field(default_factory=SolverConfig, description="The solver's GRPO sizes (Table 8).")
+    solver: SolverConfig = Field(
+        default_factory=SolverConfig, description="The solver's GRPO sizes (Table 8) and model."
+    )
     filter: FilterConfig = Field(default_factory=FilterConfig, description="Double-confidence filtering (Eq. 3).")
     reward: RewardConfig = Field(default_factory=RewardConfig, description="The challenger reward (Eq. 8-10).")
     memory: MemoryConfig = Field(
         default_factory=MemoryConfig, description="Schedule, promotion and the memory ablations."
     )
-    diagnosis: DiagnosisRules = Field(
-        default_factory=DiagnosisRules, description="The diagnostician's rules (Table 9, Appendix J)."
+    diagnosis: DiagnosisConfig = Field(
+        default_factory=DiagnosisConfig, description="The diagnostician (Sec. 2.3, Appendix J)."
     )
+    limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Sizes of untrusted text: stored and read.")
 
     @model_validator(mode="after")
     def _only_component_tables(self) -> MethodConfig:
@@ -360,18 +488,6 @@ class MethodConfig(Section):
         """The config as ``run.started`` stores it: secrets never leave memory, and where the log
         itself lives (``db``) is not part of the method's configuration."""
         return redact_config(self.model_dump(mode="json", exclude={"db"}))  # type: ignore[no-any-return]
-
-    def part(self, name: str, model: type[S]) -> S:
-        """Section ``name`` as its owner's class ``model`` reads it: the composed config's own,
-        or what a stored config carries there, validated now (a ``ConfigError`` naming the field)."""
-        value = getattr(self, name, None)
-        if isinstance(value, model):
-            return value
-        data = value.model_dump() if isinstance(value, BaseModel) else (value or {})
-        try:
-            return model.model_validate(data)
-        except ConfigError as exc:
-            raise config_error({**exc.error, "loc": (name, *exc.error["loc"])}, type(self)) from None
 
 
 def config_from_record(record: Mapping[str, Any]) -> MethodConfig:

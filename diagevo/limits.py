@@ -9,9 +9,7 @@ readers validate it here.
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from diagevo.sections import Section
+from diagevo.sections import Section, run_setting
 
 
 class LimitsConfig(Section):
@@ -19,21 +17,21 @@ class LimitsConfig(Section):
     and the HTTP clients read, and how many requests one call draws. A longer text is stored cut,
     and its event's data names the whole text's length and SHA-256 under ``cut``."""
 
-    text_bytes: int = Field(
+    text_bytes: int = run_setting(
         default=65536,
         ge=1024,
         le=2**30,
         description="Longest stored text of a reply, a response, a question or a reference, in UTF-8 bytes "
         "(64 KiB: the paper's 8k-token completions fit).",
     )
-    phrase_bytes: int = Field(
+    phrase_bytes: int = run_setting(
         default=4096,
         ge=64,
         le=2**20,
         description="Longest stored short phrase (a cause description, a node label, a reason, a note), in "
         "UTF-8 bytes.",
     )
-    reply_factor: int = Field(
+    reply_factor: int = run_setting(
         default=16,
         ge=1,
         le=1024,
@@ -41,7 +39,7 @@ class LimitsConfig(Section):
         "for) and count the call as failed.",
     )
 
-    requests: int = Field(
+    requests: int = run_setting(
         default=100_000,
         ge=1,
         le=10_000_000,
@@ -49,7 +47,7 @@ class LimitsConfig(Section):
         "refused before any is drawn (a round of the paper asks for a few hundred).",
     )
 
-    lock_wait_s: float = Field(
+    lock_wait_s: float = run_setting(
         default=60.0,
         gt=0,
         le=3600,

@@ -1,8 +1,8 @@
 """The base of every config section, and how a config that is refused is named.
 
 A run is configured by one TOML file of sections (tables). Each section's class lives beside
-the part of diagevo that reads it (the method's in :mod:`diagevo.config`, the diagnostician's in
-:mod:`diagevo.diagnosis.config`, each backend's beside the backend) and derives from
+the lowest part of diagevo that reads it (the round protocol's in :mod:`diagevo.config`, each
+backend's beside the backend) and derives from
 :class:`Section`: strict (an unknown name is refused), checked again on assignment, and refusing
 with a :class:`ConfigError` that names the field at fault by its dotted name, a nested one
 included, with the names it most likely means as data. Only ``cli/`` spells those as command-line
@@ -17,9 +17,9 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Hint
@@ -68,16 +68,13 @@ class ConfigError(BadInput):
 
 
 class Section(BaseModel):
-    """A table of the config file. ``field_order``, where a section is composed of parts (the
-    method's fields and a component's, declared in two places), is the order ``diagevo config``
-    and the reference list them in: the order the file has always had."""
+    """A table of the config file."""
 
     # strict: a number is a number (TOML's `rounds = true` or "3" is no count), a flag a boolean;
     # paths, which TOML and the stored config hold as strings, are the fields that relax it.
     # No infinity or NaN (`inf`, `nan`, `1e309`): the log stores JSON, where one becomes null,
     # and a config read back with a null where a number was is no config
     model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
-    field_order: ClassVar[tuple[str, ...]] = ()
 
     # pydantic calls a model's own __init__ for each nested section too: the innermost refusal
     # travels out as a ConfigError inside pydantic's error, and :func:`first_error` takes it out
@@ -110,12 +107,6 @@ class Section(BaseModel):
             digits = len(str(abs(value)))
             raise ValueError(f"Input should be at most {LARGEST_INT:,} either way, not a number of {digits} digits")
         return value
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        if cls.field_order and sorted(cls.field_order) != sorted(cls.model_fields):
-            raise TypeError(f"{cls.__name__}.field_order must name each of its fields once")
 
 
 def first_error(exc: ValidationError) -> dict[str, Any]:
@@ -162,18 +153,28 @@ def _section_type(info: FieldInfo) -> type[BaseModel] | None:
 
 
 def fields_of(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
-    """The fields of ``model`` in the order the file lists them (:attr:`Section.field_order`)."""
-    order = getattr(model, "field_order", ())
-    fields = model.model_fields
-    return [(name, fields[name]) for name in order] if order else list(fields.items())
+    """The fields of ``model`` in the order a TOML file lists them: its own keys, then its tables."""
+    fields = model.model_fields.items()
+    return sorted(fields, key=lambda item: _section_type(item[1]) is not None)
 
 
-def field_names(model: type[BaseModel], prefix: str = "") -> list[str]:
-    """Every settable field of ``model``, dotted (``memory.k``), in the file's order."""
+def run_setting(**kwargs: Any) -> Any:
+    """A field of how a run is carried out (on what, where, how long to wait), not of the method
+    (the paper's Tables 7-9 and its ablations): a section holds both where one part of diagevo
+    reads both; what a run changed of the method (``field_names(method=True)``) leaves it out."""
+    return Field(json_schema_extra={"method": False}, **kwargs)
+
+
+def field_names(model: type[BaseModel], prefix: str = "", *, method: bool = False) -> list[str]:
+    """Every settable field of ``model``, dotted (``memory.k``), in the file's order; with
+    ``method``, the method's alone (no :func:`run_setting`)."""
     out: list[str] = []
     for name, info in fields_of(model):
         sub = _section_type(info)
-        out += field_names(sub, f"{prefix}{name}.") if sub else [prefix + name]
+        if sub:
+            out += field_names(sub, f"{prefix}{name}.", method=method)
+        elif not (method and info.json_schema_extra == {"method": False}):
+            out.append(prefix + name)
     return out
 
 

@@ -1,6 +1,7 @@
-"""The configuration: one class per job (the method's, each component's beside it), composed
-into the one file users write; the log checks the method's part; every section refuses a name
-it does not hold with the field meant; ``diagevo config``."""
+"""The configuration: one class per section (the round protocol's in diagevo.config, each
+component's beside it), composed into the one file users write; the log checks all but the
+components' tables; every section refuses a name it does not hold with the field meant;
+``diagevo config``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from pydantic import BaseModel, ValidationError
 
 from diagevo.config import ChallengerConfig, MethodConfig, RoleConfig, SolverConfig, config_from_record
 from diagevo.errors import BadInput
-from diagevo.sections import ConfigError, settings, suggest_fields
-from diagevo.train.config import ChallengerSection, Config, SolverSection, load_config
+from diagevo.sections import ConfigError, field_names, settings, suggest_fields
+from diagevo.train.config import Config, load_config
 from diagevo.train.hf.config import HFConfig
 from diagevo.train.sim.config import SimParams
 from tests.test_cli_memory import assert_one_line_error, run_cli
@@ -45,7 +46,6 @@ def test_the_roles_share_one_model_and_differ_in_defaults() -> None:
     cfg = Config()
     assert isinstance(cfg.challenger, RoleConfig) and isinstance(cfg.solver, RoleConfig)
     assert set(ChallengerConfig.model_fields) == set(SolverConfig.model_fields) == set(RoleConfig.model_fields)
-    assert set(ChallengerSection.model_fields) == set(SolverSection.model_fields)  # the method's and the hf part
     # Table 8: 6 challenger steps and 12 solver steps, both 256 x 8
     assert (cfg.challenger.max_steps, cfg.solver.max_steps) == (6, 12)
     assert (
@@ -139,21 +139,23 @@ def test_a_config_built_in_python_is_refused_with_the_projects_error() -> None:
     assert refused.value.key == "per_device_batch" and not isinstance(refused.value, ValidationError)
 
 
-def test_the_log_checks_the_method_and_carries_each_components_part() -> None:
-    """A stored config: the method's fields are checked; a component's (a section of its own,
-    or its fields in a shared section) are carried as written, so a change to a backend's fields
-    never changes what a log accepts; the owner checks them when the run is read back whole."""
+def test_the_log_checks_its_sections_and_carries_each_components_table() -> None:
+    """A stored config: every section the round protocol reads is checked, each field of it
+    once; a component's own table (``[hf]``) is carried as written, so a change to a backend's
+    fields never changes what a log accepts; the owner checks it when the run is read back whole."""
     record = {
         "memory": {"k": 0.5},
         "hf": {"devcie": "cuda", "removed_knob": 1},
-        "solver": {"max_steps": 3, "model": "m", "old_length": 9},
+        "solver": {"max_steps": 3, "model": "m"},
         "diagnosis": {"theta_dup": 0.4, "llm_url": "http://x", "api_key": "***"},
     }
     stored = config_from_record(record)
     assert isinstance(stored, MethodConfig) and not isinstance(stored, Config)
-    assert (stored.solver.max_steps, stored.diagnosis.theta_dup) == (3, 0.4)
+    assert (stored.solver.max_steps, stored.solver.model, stored.diagnosis.theta_dup) == (3, "m", 0.4)
     kept = stored.redacted()
-    assert kept["hf"] == record["hf"] and kept["solver"]["old_length"] == 9 and kept["diagnosis"]["api_key"] is None
+    assert kept["hf"] == record["hf"] and kept["diagnosis"]["api_key"] is None
+    with pytest.raises(ConfigError, match=r"unknown config field 'solver.old_length'"):
+        config_from_record({**record, "solver": {"max_steps": 3, "old_length": 9}})
     with pytest.raises(ConfigError, match=r"unknown config field 'memory.kk' \(did you mean memory.k\?\)"):
         config_from_record({"memory": {"k": 0.5, "kk": 1}})
     with pytest.raises(ConfigError) as refused:  # read back whole: the hf backend checks its part
@@ -170,6 +172,20 @@ def test_a_run_config_stored_and_read_back_is_the_config() -> None:
     stored = config_from_record(record)
     assert stored.redacted() == record  # carried as written
     assert Config.of(stored) == cfg
+
+
+def test_a_runs_changes_of_the_method_leave_out_how_the_run_is_carried_out() -> None:
+    """A section holds the method's fields and the run's settings side by side, each declared
+    once; what a run changed of the method (``memory runs``) names the method's alone."""
+    from diagevo.rounds import config_record
+    from diagevo.views.runs import config_changes
+
+    method = field_names(MethodConfig, method=True)
+    assert {"memory.k", "challenger.max_steps", "diagnosis.theta_dup", "train.rounds"} <= set(method)
+    assert not {"train.run", "challenger.model", "diagnosis.llm_url", "limits.text_bytes"} & set(method)
+    record = config_record(load_config(ROOT / "configs" / "tiny-hf.toml", ["train.run=r"]))
+    changed = config_changes(record)
+    assert changed["challenger.max_steps"] == 1 and "challenger.model" not in changed and "train.run" not in changed
 
 
 def test_the_sections_are_listed_in_the_files_order() -> None:

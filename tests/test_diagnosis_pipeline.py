@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from diagevo.catalog import CATALOG
-from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.probe import FAILURE, probe_diagnostician, stage_requests
 from diagevo.diagnosis.reply_schemas import violation

@@ -17,7 +17,7 @@ import pytest
 
 import diagevo
 import diagevo.catalog
-from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.config import DiagnosisConfig
 from diagevo.docs.generated import PACKAGE, _error_classes, error_classes
 from diagevo.errors import DiagnosticianBroken, DiagnosticianDown
 from diagevo.log import RunBusy

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME
 from diagevo.diagnosis.interface import Embedder
 from diagevo.diagnosis.static import STATIC_MODEL_NAME

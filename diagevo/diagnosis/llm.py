@@ -22,8 +22,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis import parsing, prompts, reply_schemas
-from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import (
     Assignment,
     Consolidation,

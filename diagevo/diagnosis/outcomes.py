@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CauseCreated, DiagnosisFailed, FailureAttributed, FailureDiagnosed
-from diagevo.config import DiagnosisRules
-from diagevo.diagnosis.config import DiagnosisConfig
+from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Extraction
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.errors import DiagnosticianBroken, DiagnosticianDown
@@ -66,7 +65,7 @@ def check_reachable(cfg: DiagnosisConfig, dx: Diagnostician, *, embedder_named: 
         dx.check_reachable(min(cfg.request_timeout_s, 10.0))
 
 
-def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisRules) -> None:
+def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisConfig) -> None:
     """Raise :class:`~diagevo.errors.DiagnosesFailed` when the call's failed diagnoses stop the
     round (its other decisions are appended: the failed ones stay undiagnosed, retried by the
     next call): :class:`~diagevo.errors.DiagnosticianDown` (retry later) when each failed at an

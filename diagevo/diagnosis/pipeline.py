@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from diagevo.catalog import FailureRecorded
+from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis.calibration import thresholds_for
-from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.given import refuse_contradictions
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.outcomes import check_reachable, prior_outcomes, refuse_failed
@@ -298,7 +298,7 @@ def diagnose(
             index=index,
             progress=progress,
             memory=memory,
-            limits=rnd.config.part("limits", LimitsConfig),  # the run's [limits]: what its texts are stored up to
+            limits=rnd.config.limits,  # the run's [limits]: what its texts are stored up to
         )
     )
     summary.recorded, summary.already_recorded, summary.unopened = recorded, already, unrecorded
@@ -334,14 +334,12 @@ def _checked_config(
 
 
 def _config_of(rnd: Round, cfg: DiagnosisConfig | None, **names: str | None) -> DiagnosisConfig:
-    """The ``[diagnosis]`` a call uses: ``cfg`` (default: the run's, the method's rules as the log
-    keeps them and the endpoint) with the names given, and the run's own rule for how many failed
-    diagnoses stop the round (as its commit checks it)."""
+    """The ``[diagnosis]`` a call uses: ``cfg`` (default: the run's) with the names given, and the
+    run's own rule for how many failed diagnoses stop the round (as its commit checks it)."""
     from diagevo.diagnosis import tools
 
-    base = cfg if cfg is not None else rnd.config.part("diagnosis", DiagnosisConfig)
-    base = base.model_copy(update={"max_failed_share": rnd.config.diagnosis.max_failed_share})
-    return tools.diagnosis_config(base, **names)
+    share = rnd.config.diagnosis.max_failed_share
+    return tools.diagnosis_config(cfg or rnd.config.diagnosis, max_failed_share=share, **names)
 
 
 def _failure_record(f: FailureInput) -> FailureRecord:

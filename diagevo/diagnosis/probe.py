@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis import reply_schemas
-from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_structured
 from diagevo.diagnosis.parsing import ReplyError

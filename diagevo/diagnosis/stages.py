@@ -24,9 +24,9 @@ from diagevo.catalog import (
     NodeCreated,
 )
 from diagevo.catalog.ids import digest_event_id
+from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calls import call_events, reply_ref
-from diagevo.diagnosis.config import DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Extraction, ExtractionInput, Reply
 from diagevo.diagnosis.outcomes import prior_outcomes
 from diagevo.diagnosis.routing import Decision, Refusal, Routed

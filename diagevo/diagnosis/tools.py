@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from diagevo.diagnosis.config import IN_PROCESS_EMBEDDERS, DiagnosisConfig
+from diagevo.config import IN_PROCESS_EMBEDDERS, DiagnosisConfig
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput
 from diagevo.views.index import VectorIndex, kept_index_path

@@ -34,6 +34,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from diagevo.config import DiagnosisConfig, MethodConfig
 from diagevo.docs import Undocumented
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -67,31 +68,20 @@ def configuration() -> str:
         where, _, name = r.key.rpartition(".")
         if where != section:
             section = where
-            out += ["", f"### `[{where}]`" if where else "### top level", "", _declared(Config, where, rows), ""]
+            out += ["", f"### `[{where}]`" if where else "### top level", "", _declared(Config, where), ""]
             out += ["| field | default | what it does |", "|---|---|---|"]
         out.append(f"| `{name}` | {_code(r.default)} | {cell(r.help)} |")
     return "\n".join(out)
 
 
-def _declared(config: type, section: str, rows: list[Any]) -> str:
-    """Which modules declare the fields of ``section`` (dotted; "" for the top level), the
-    method's module first: what the log checks and what it carries for a component."""
+def _declared(config: type, section: str) -> str:
+    """Which module declares the fields of ``section`` (dotted; "" for the top level), and
+    whether the log checks them or carries them for a component."""
     model: Any = config
     for part in filter(None, section.split(".")):
         model = model.model_fields[part].annotation
-    names = [r.key.rpartition(".")[2] for r in rows if r.key.rpartition(".")[0] == section]
-    owners: dict[str, list[str]] = {}
-    for name in names:
-        declaring = next(c for c in model.__mro__ if name in c.__dict__.get("__annotations__", {}))
-        owners.setdefault(declaring.__module__, []).append(name)
-    method = "diagevo.config"
-    parts = []
-    for module in sorted(owners, key=lambda m: m != method):
-        path = f"`{module.replace('.', '/')}.py`"
-        said = f"{path} (the method's: the log checks them)" if module == method else path
-        fields = "" if len(owners) == 1 else ": " + ", ".join(f"`{n}`" for n in owners[module])
-        parts.append(said + fields)
-    return "Declared in " + "; in ".join(parts) + "."
+    checked = section.split(".")[0] in MethodConfig.model_fields
+    return f"Declared in `{model.__module__.replace('.', '/')}.py`" + (" (the log checks them)." if checked else ".")
 
 
 def _annotation(info: Any) -> str:
@@ -243,7 +233,6 @@ def unknown_names(markdown: str) -> list[str]:
 
 def _diagnostician() -> Any:
     """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``."""
-    from diagevo.diagnosis.config import DiagnosisConfig
     from diagevo.diagnosis.llm import LLMDiagnostician
 
     return LLMDiagnostician.from_config(DiagnosisConfig(), base_url="http://SERVER/v1")
@@ -359,7 +348,7 @@ def config_sections() -> str:
     sections = sorted({r.key.rpartition(".")[0] for r in rows if "." in r.key}, key=lambda x: (x.count("."), x))
     out = ["| section | declared in |", "|---|---|"]
     for section in sections:
-        out.append(f"| `[{section}]` | {_declared(Config, section, rows).removeprefix('Declared in ').rstrip('.')} |")
+        out.append(f"| `[{section}]` | {_declared(Config, section).removeprefix('Declared in ').rstrip('.')} |")
     return "\n".join(out)
 
 

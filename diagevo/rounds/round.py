@@ -25,7 +25,6 @@ from diagevo.catalog import (
 from diagevo.catalog.events import GenerationMode
 from diagevo.config import MethodConfig
 from diagevo.errors import BadInput, Hint
-from diagevo.limits import LimitsConfig
 from diagevo.log import AppendResult, EventRow, Recorder
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
 from diagevo.memory.fold import InvariantError, fold
@@ -112,8 +111,8 @@ class Round:
 
     @property
     def config(self) -> MethodConfig:
-        """The run's config as it stands for this round (``run.configured`` before it applied):
-        the method's, with what the components own carried (``config.part(name, cls)`` reads one)."""
+        """The run's config as it stands for this round (``run.configured`` before it applied),
+        with the components' own tables carried."""
         if self._config is None:
             self._config = run_config(self.store, self.run)
         return self._config
@@ -166,7 +165,7 @@ class Round:
             raise ProtocolError(f"n must be a whole number of at least 0, not {quoted(n, 40)}")
         if purpose not in PURPOSES:
             raise ProtocolError(f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}")
-        most = self.config.part("limits", LimitsConfig).requests
+        most = self.config.limits.requests
         if n > most:  # refused before any is drawn: a typo's 10**9 would fill the memory first
             raise ProtocolError(f"n {n:,} is more than limits.requests {most:,} allows in one call")
         st = round_state(self.store, self.run)
@@ -510,7 +509,9 @@ class Round:
             f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote", "rnd.promote()")
         )
 
-    def _failed_diagnoses_allowed(self, rows: Sequence[EventRow], allow_undiagnosed: bool, allow_failed: bool) -> int | None:
+    def _failed_diagnoses_allowed(
+        self, rows: Sequence[EventRow], allow_undiagnosed: bool, allow_failed: bool
+    ) -> int | None:
         """Refuse a commit that would lose recorded failures' evidence from M_t unless allowed;
         how many failed diagnoses a commit so allowed leaves out (None: within the share)."""
         t = self.t

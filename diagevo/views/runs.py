@@ -98,13 +98,15 @@ def config_changes(record: dict[str, Any]) -> dict[str, Any]:
     diagnostician's endpoint) is theirs to read."""
     from diagevo.config import MethodConfig, config_from_record
     from diagevo.errors import BadInput
+    from diagevo.sections import field_names
 
     try:
         config = config_from_record(record)
     except BadInput:
         return {"(config)": "does not validate"}
     ours, defaults = _flat(config.redacted()), _flat(MethodConfig().redacted())
-    return {k: v for k, v in ours.items() if k in defaults and defaults[k] != v}
+    method = field_names(MethodConfig, method=True)
+    return {k: v for k, v in ours.items() if k in method and defaults[k] != v}
 
 
 def summarise(store: Recorder, run: str) -> RunSummary:

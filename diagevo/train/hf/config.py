@@ -1,8 +1,8 @@
 """The ``hf`` backend's configuration, beside the backend: ``[hf]`` (how models are run:
-vLLM, attention, precision, devices, launch) and the role's model and completion length that
-``[challenger]`` and ``[solver]`` hold beside the method's GRPO sizes (:class:`HFRole`).
+vLLM, attention, precision, devices, launch). Each role's model and completion length are in
+``[challenger]`` and ``[solver]`` (:class:`diagevo.config.RoleConfig`).
 
-None of it is the method's, so none of it is checked by the log: a stored run carries it, and
+The round protocol never reads it, so the log does not check it: a stored run carries it, and
 ``train --resume`` validates it here when it reads the run's config back.
 """
 
@@ -15,46 +15,11 @@ from pydantic import Field
 
 from diagevo.sections import Section
 
-_ROLE_MODEL = "Qwen/Qwen3-8B-Base"
-
-
-class HFRole(Section):
-    """``[challenger]``'s and ``[solver]``'s fields for the ``hf`` backend: the model that plays
-    the role and its longest completion. The method's fields of the two sections (Table 8) are
-    :class:`diagevo.config.RoleConfig`."""
-
-    model: str = Field(
-        default=_ROLE_MODEL,
-        min_length=1,
-        description="hf backend: the role's base model, a local model directory (nothing is downloaded).",
-    )
-    max_new_tokens: int = Field(
-        default=1024,
-        ge=1,
-        description="hf backend: longest completion of the role in tokens, in GRPO and in sampling (the paper does not "
-        "give it).",
-    )
-
-
-class HFSolver(HFRole):
-    """``[solver]``'s fields for the ``hf`` backend."""
-
-
-class HFChallenger(HFRole):
-    """``[challenger]``'s fields for the ``hf`` backend: a challenger completion is one question."""
-
-    max_new_tokens: int = Field(
-        default=512,
-        ge=1,
-        description="hf backend: longest completion of the role in tokens, in GRPO and in sampling (the paper does not "
-        "give it).",
-    )
-
 
 class HFConfig(Section):
     """``[hf]``: the real-model backend (transformers + TRL; vLLM on GPUs), as TRL's
     ``GRPOConfig`` is beside its trainer. Each role's model and completion length are in
-    ``[challenger]`` and ``[solver]`` (:class:`HFRole`)."""
+    ``[challenger]`` and ``[solver]`` (:class:`diagevo.config.RoleConfig`)."""
 
     use_vllm: bool = Field(
         default=False, description="vLLM for GRPO rollouts and sampling (CUDA, or vLLM's CPU build)."
