@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from diagevo.errors import Hint
+from diagevo.errors import Call
 from diagevo.lazy import sa_exc
 from diagevo.log.backends import connect, dialect_of, make_engine, missing_database
 from diagevo.log.recorder import LOCK_WAIT_S, LockTimeout, SchemaOutdated, StoreError
@@ -154,16 +154,14 @@ def refusal(status: RevisionStatus, url: str = "") -> SchemaOutdated:
             f"database is at revision {status.current}, unknown to this diagevo (expected {status.head}): "
             "upgrade diagevo"
         )
-    upgrade = Hint(("db", "upgrade"), url)
+    upgrade = Call("upgrade", "diagevo.log.schema.upgrade(url)")
     if status.state == "empty":
         return SchemaOutdated(
             f"database {status.url} is empty (no diagevo log yet): a writer (train, round start, "
-            "memory ingest) creates it, or run {command}",
-            hint=upgrade,
+            "memory ingest) creates it, or run",
+            upgrade,
         )
-    return SchemaOutdated(
-        f"database is at revision {status.current}, expected {status.head}: run {{command}}", hint=upgrade
-    )
+    return SchemaOutdated(f"database is at revision {status.current}, expected {status.head}: run", upgrade)
 
 
 @contextmanager

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
-from diagevo.errors import BadInput, Hint, NotFound, Unavailable
-from diagevo.fixes import require
+from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.installation import shipped
 from diagevo.progress import ProgressFn, no_progress
+from diagevo.train.model_dirs import build_call
 
 CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.installation.shipped)
 
@@ -198,8 +198,9 @@ def _check_database(model: Path, out: Path) -> Path:
     model directory."""
     if not (model / "config.json").is_file():
         raise BadInput(
-            f"{model}: not a model directory (no config.json); build one with {{command}}",
-            hint=Hint(("models", "smollm2", "--out", str(model))),
+            f"{model}: not a model directory (no config.json); build one with",
+            build_call(str(model)),
+            about=model,
         )
     out.mkdir(parents=True, exist_ok=True)
     db = out / "gpu-check.db"
