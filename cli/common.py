@@ -175,18 +175,16 @@ def spell(*args: str, db: str | None = None) -> str:
     return shell_join([program(), *args, *where])
 
 
-_acting_on: list[str] = []
+_acting_on: list[str | None] = [None]
 
 
 def acting_on(url: str | None) -> None:
-    """Say which database this command acts on (None: none yet): the commands its errors name
-    act on it too."""
-    _acting_on[:] = [url] if url is not None else []
+    """The database this command acts on (None: none yet), which the commands its errors name act on."""
+    _acting_on[0] = url
 
 
 def database() -> str | None:
-    """The database this command acts on (None before it opened one)."""
-    return _acting_on[0] if _acting_on else None
+    return _acting_on[0]
 
 
 def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
@@ -205,16 +203,6 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
         "--db",
         without_password(db_url),
     ], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
-
-
-def suggest(*args: str, db: str | None = None) -> str:
-    """A command for the user to run next, runnable as printed: the executable they invoked
-    (when ``diagevo`` on PATH is another one, or none), ``args``, and ``--db`` when the database
-    was named explicitly (without its password)."""
-    from diagevo.urls import resolve_db_url
-
-    dbs = db_args(db, resolve_db_url(db))[0] if db else []
-    return shell_join([program(), *args, *dbs])
 
 
 @dataclass(frozen=True)

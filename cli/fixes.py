@@ -64,8 +64,10 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "Config": ("config",),
     "pages": ("docs",),
     "find": ("docs",),
+    "evaluate_model": (),
 }
-"""The command that makes each call of the library a fix names."""
+"""The command that makes each call of the library a fix names (none: the command at hand, with
+the options the call's arguments give)."""
 WITHOUT_DB = frozenset({"build_tiny", "pretrained.build", "Config", "pages", "find"})
 POSITIONAL = frozenset({"page"})
 """The arguments a command takes as its own words, without a flag."""
@@ -97,6 +99,8 @@ def call_args(call: Call) -> list[str]:
 
 def spell_call(call: Call) -> str:
     """The diagevo command that makes ``call``, runnable as printed, on this command's database."""
+    if not COMMANDS[call.function]:
+        return shell_join(call_args(call))
     return spell(*call_args(call), db=None if call.function in WITHOUT_DB else database())
 
 
@@ -215,7 +219,7 @@ def message(exc: BaseException) -> str:
 
     if isinstance(exc, ConfigError) and exc.value is not None and exc.meant:
         return set_options_meant(exc)
-    return exc.reading(lambda fix: spell_fix(fix, about=exc.about))
+    return exc.reading(lambda fix: f"`{spell_fix(fix, about=exc.about)}`")
 
 
 def set_options_meant(exc: ConfigError) -> str:

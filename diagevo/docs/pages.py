@@ -213,7 +213,11 @@ def find(name: str, listing: Pages | None = None) -> Page:
 
     likely = [p.name for p in ends] or close_to(wanted, [*by_name, *(f.name for f in listing.files)])
     raise NotFound(
-        f"no page or file {name!r}{you_mean([repr(n) for n in likely])};", LISTING, then=" lists them", about=name
+        f"no page or file {name!r}{you_mean([repr(n) for n in likely])};",
+        LISTING,
+        then=" lists them",
+        value=name,
+        allowed=tuple(by_name),
     )
 
 

@@ -368,7 +368,12 @@ def load_benchmark(
     known = {"question", "answer", "options", "id", "context", "solution", *kind.roles}
     for role in fields:
         if role not in known:
-            raise BenchmarkError(f"{name}: unknown field role {role!r} (roles: {', '.join(sorted(known))})")
+            raise BenchmarkError(
+                f"{name}: unknown field role {role!r} (roles: {', '.join(sorted(known))})",
+                about=name,
+                value=role,
+                allowed=tuple(sorted(known)),
+            )
     if not path.is_file():
         raise BenchmarkError(f"no such file: {path}" if not path.exists() else f"{path} is not a file")
     label = name.partition(":")[0]

@@ -19,7 +19,7 @@ from typing import Any
 
 from diagevo.catalog import CheckpointSelected, CheckpointWritten, EvalRecorded, RoundCommitted, RunStarted
 from diagevo.catalog.ids import event_id
-from diagevo.errors import Argument, BadInput
+from diagevo.errors import BadInput, Call
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.runner import BenchResult, evaluate
@@ -55,7 +55,7 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
         raise RunEvalError(
             f"run {run!r} was trained with the {backend} backend: its checkpoints are not language models; "
             "evaluate a model directory instead",
-            Argument("model", "DIR"),
+            Call("evaluate_model", "diagevo.eval.runs.evaluate_model", model="DIR"),
             aside=True,
             then=", or a run of the hf backend",
             about=run,

@@ -61,8 +61,10 @@ def append_decision(store: Recorder, run: str, decide: Callable[[Reader], Sequen
 def unknown_run(store: Recorder, run: str) -> UnknownRun:
     """``no run 'huer' in URL (did you mean 'heur'?): start it ...``: the Python call for a
     Python caller, ``round start`` on the command line."""
+    runs = store.runs()
     return UnknownRun(
-        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: start it with",
+        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, runs)}: start it with",
         start_call(run),
-        about=run,
+        value=run,
+        allowed=tuple(runs),
     )

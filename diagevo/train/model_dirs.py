@@ -12,22 +12,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diagevo.errors import BadInput, Call, NotFound
+from diagevo.doctor import build_call
+from diagevo.errors import BadInput, NotFound
 from diagevo.generation.local import looks_local
 from diagevo.train.config import Config
 
 PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.PROVENANCE
 TINY_RECORD = "tiny.json"  # written last by diagevo.train.hf.tiny.build_tiny
 HELDOUT = "heldout.jsonl"  # written by both builds
-
-
-def build_call(model: str) -> Call:
-    """The call that builds ``model``: the tiny pair for a ``challenger``/``solver`` role
-    directory, else SmolLM2."""
-    path = Path(model)
-    if path.name in ("challenger", "solver"):
-        return Call("build_tiny", f"diagevo.train.hf.tiny.build_tiny(Path({str(path.parent)!r}))", out=str(path.parent))
-    return Call("pretrained.build", f"diagevo.train.hf.pretrained.build(Path({model!r}))", out=model)
 
 
 def _hub_id(model: str) -> bool:

@@ -36,10 +36,12 @@ class NoSuchRun(InvariantError, NotFound):
 def unknown_run(store: Recorder, run: str) -> NoSuchRun:
     """``no run 'huer' in URL (did you mean 'heur'?)``, with how to list the runs: for a Python
     caller ``store.runs()``, on the command line ``diagevo runs``."""
+    runs = store.runs()
     return NoSuchRun(
-        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: the runs are listed by",
+        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, runs)}: the runs are listed by",
         Call("runs", "store.runs()"),
-        about=run,
+        value=run,
+        allowed=tuple(runs),
     )
 
 
