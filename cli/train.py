@@ -22,6 +22,7 @@ from diagevo.cli.common import (
     emit_json,
     open_store,
     program,
+    spell,
 )
 from diagevo.cli.progress import bar_columns, progress_for
 from diagevo.cli.safe import plain, text
@@ -306,8 +307,7 @@ def _with_progress(run_rounds: Any, request: TrainRequest, run_id: str) -> None:
             run_rounds(show)
     except KeyboardInterrupt:
         where = f"in round {in_round['round']}" if in_round["round"] else "before the first round"
-        dbs = db_args(request.explicit_db, request.db_url)[0]
-        again = shell_join([program(), "train", "--resume", "--run", run_id, *dbs])
+        again = spell("train", "--resume", "--run", run_id, db=request.db_url)
         raise Interrupted(f"interrupted {where}: continue with `{again}`") from None
 
 

@@ -51,7 +51,7 @@ class Call:
     python: str
     args: Mapping[str, Any]
 
-    def __init__(self, function: str, python: str = "", /, **args: Any) -> None:
+    def __init__(self, function: str, python: str, /, **args: Any) -> None:
         object.__setattr__(self, "function", function)
         object.__setattr__(self, "python", python)
         object.__setattr__(self, "args", args)
@@ -60,7 +60,7 @@ class Call:
         return f"Call({', '.join([repr(self.function), *(f'{k}={v!r}' for k, v in self.args.items())])})"
 
     def plain(self) -> str:
-        return self.python or f"diagevo.{self.function}({', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
+        return self.python
 
 
 def start_call(run: str, **args: Any) -> Call:

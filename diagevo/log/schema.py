@@ -139,9 +139,8 @@ def consistent_status(engine: Engine, url: str) -> RevisionStatus:
             return status_of(conn, url)
 
 
-def refusal(status: RevisionStatus, url: str = "") -> SchemaOutdated:
-    """Why a database that is not up to date is not used (one line), with the command that fixes
-    it for ``url`` (the database's own URL)."""
+def refusal(status: RevisionStatus) -> SchemaOutdated:
+    """Why a database that is not up to date is not used (one line), with the call that fixes it."""
     if status.state == "foreign":
         tables = [o for o in status.objects if o != "alembic_version"]
         shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
@@ -223,7 +222,7 @@ def upgrade(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) ->
         with migration_tx(engine, url, lock_wait_s) as conn:
             before = status_of(conn, url)
             if before.state in ("unknown", "foreign"):
-                raise refusal(before, url)
+                raise refusal(before)
             upgrade_in(conn, target)
             from alembic.runtime.migration import MigrationContext
 
