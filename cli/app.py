@@ -18,6 +18,7 @@ from diagevo.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     Interrupted,
+    acting_on,
     err_console,
     json_alone_on_stdout,
 )
@@ -133,7 +134,7 @@ def _error_lines(exc: DiagevoError) -> list[Any]:
         return [error_line(_one_line(exc))]
     from diagevo.cli.fixes import need_line
 
-    lines = [one_line(redact_text(need_line(c.name, c.detail, c.fix)), 379) for c in exc.needs]
+    lines = [one_line(redact_text(need_line(c)), 379) for c in exc.needs]
     if len(lines) == 1:
         return [error_line(f"not ready: {lines[0]}")]
     head = error_line(f"not ready: {len(lines)} needs are missing (each with its fix)")
@@ -337,6 +338,7 @@ def main() -> None:
     # what the imports built lives as long as the process: out of the collector's passes, which
     # a read of tens of thousands of events would otherwise repeat over it (Python's gc.freeze)
     gc.freeze()
+    acting_on(None)
     try:
         _check_utf8(sys.argv[1:], os.environ)
         code = build()(standalone_mode=False, prog_name="diagevo")

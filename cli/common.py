@@ -16,7 +16,7 @@ from typing import Annotated, Any, TextIO, TypeVar
 import typer
 
 from diagevo.cli.safe import json_text, make_console
-from diagevo.errors import DiagevoError, Hint
+from diagevo.errors import DiagevoError
 from diagevo.untrusted import shell_join
 
 console = make_console()
@@ -81,6 +81,7 @@ def open_store(
     from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
+    acting_on(url)
     path = sqlite_path(url)
     fresh = create and not keep_if_refused and path is not None and not path.exists()
     store = open_library_store(url, create=create, readonly=readonly)
@@ -156,22 +157,34 @@ def program() -> str:
     return os.path.relpath(target, here) if target.is_relative_to(here) else str(target)
 
 
-def spell(hint: Hint) -> str:
-    """A hint's command, runnable as printed: the executable the user invoked (when ``diagevo``
-    on PATH is not it), and ``--db`` only where the command would not find the database on its
-    own ($DIAGEVO_DB, else the default), never with a password."""
+def spell(*args: str, db: str | None = None) -> str:
+    """``diagevo ARGS`` runnable as printed: the executable the user invoked (when ``diagevo`` on
+    PATH is not it), and ``--db`` only where the command would not find the database ``db`` on
+    its own ($DIAGEVO_DB, else the default), never with a password."""
     from diagevo.urls import resolve_db_url, without_password
 
-    db: list[str] = []
-    if hint.db:
-        bare = without_password(hint.db)
+    where: list[str] = []
+    if db:
+        bare = without_password(db)
         try:
             default = without_password(resolve_db_url(None))
         except Exception:  # noqa: BLE001 - a $DIAGEVO_DB that is no URL: keep every --db
             default = None
         if bare != default:
-            db = ["--db", bare]
-    return shell_join([program(), *hint.args, *db])
+            where = ["--db", bare]
+    return shell_join([program(), *args, *where])
+
+
+_acting_on: list[str | None] = [None]
+
+
+def acting_on(url: str | None) -> None:
+    """The database this command acts on (None: none yet), which the commands its errors name act on."""
+    _acting_on[0] = url
+
+
+def database() -> str | None:
+    return _acting_on[0]
 
 
 def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
@@ -190,16 +203,6 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
         "--db",
         without_password(db_url),
     ], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
-
-
-def suggest(*args: str, db: str | None = None) -> str:
-    """A command for the user to run next, runnable as printed: the executable they invoked
-    (when ``diagevo`` on PATH is another one, or none), ``args``, and ``--db`` when the database
-    was named explicitly (without its password)."""
-    from diagevo.urls import resolve_db_url
-
-    dbs = db_args(db, resolve_db_url(db))[0] if db else []
-    return shell_join([program(), *args, *dbs])
 
 
 @dataclass(frozen=True)

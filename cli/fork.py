@@ -16,7 +16,7 @@ from diagevo.cli.common import (
     open_store,
     output_options,
     round_from_0,
-    suggest,
+    spell,
 )
 from diagevo.cli.safe import text
 
@@ -49,9 +49,9 @@ def fork(
     if ours:
         # a fork at or past its run's last round trains one more round when continued
         more = [] if saved is not None and saved.train.rounds > at_round else ["--rounds", str(at_round + 1)]
-        how = suggest("train", "--run", to, "--resume", *more, db=db)
+        how = spell("train", "--run", to, "--resume", *more, db=db)
     else:
-        how = f"its trainer ({trainer}), through the round protocol: {suggest('round', 'start', '--run', to, db=db)}"
+        how = f"its trainer ({trainer}), through the round protocol: {spell('round', 'start', '--run', to, db=db)}"
     console.print(
         text(
             f"run {to}: {plural(done['events'], 'event')}, a copy of run {run} through round {at_round} "

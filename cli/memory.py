@@ -26,7 +26,6 @@ from diagevo.cli.common import (
     open_store,
     output_options,
     round_from_0,
-    spell,
 )
 from diagevo.cli.safe import plain, text
 from diagevo.words import did_you_mean, plural
@@ -439,7 +438,8 @@ def verify(
     with open_store(db, readonly=True) as store:
         verdicts = [verdict(store, run_id) for run_id in (store.runs() if all_runs else [resolve_run(store, run)])]
     if output.as_json:
-        emit_json({"runs": [v.to_json() for v in verdicts]} if all_runs else verdicts[0].to_json())
+        shown = [_verdict_json(v) for v in verdicts]
+        emit_json({"runs": shown} if all_runs else shown[0])
     else:
         for v in verdicts:
             _print_verdict(v, all_runs)
@@ -447,12 +447,21 @@ def verify(
         raise typer.Exit(1)
 
 
+def _verdict_json(v: Any) -> dict[str, Any]:
+    """A verdict as ``--json`` prints it: the way back as the command's words, where there is one."""
+    from diagevo.cli.fixes import call_args
+
+    return {**v.to_json(), **({"way_back": call_args(v.way_back)} if v.way_back is not None else {})}
+
+
 def _print_verdict(v: Any, named: bool) -> None:
     """A line per problem of a run, or the one line that says it holds."""
+    from diagevo.cli.fixes import spell_call
+
     for p in v.problems:
         console.print(text(("✗", "red"), " ", f"run {v.run}: " if named else "", p))
     if v.way_back is not None:
-        console.print(text("  the way back (the rounds before the first bad event): ", spell(v.way_back)))
+        console.print(text("  the way back (the rounds before the first bad event): ", spell_call(v.way_back)))
     if v.ok:
         where = f" (last event: seq {v.last['seq']}, hash {v.last['hash']})" if v.last else ""
         console.print(

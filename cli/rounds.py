@@ -32,15 +32,12 @@ def _round(store: Any, run: str, t: int | None) -> int:
 @contextmanager
 def _picked(store: Any, run: str | None) -> Iterator[str]:
     """The run to work on; when ``--run`` was not given, an error says which run was picked."""
-    from diagevo.errors import DiagevoError, Hint, NotFound
-    from diagevo.urls import redact_url
+    from diagevo.errors import DiagevoError
+    from diagevo.rounds.protocol import unknown_run
     from diagevo.views.memory import resolve_run
-    from diagevo.words import did_you_mean
 
     if run is not None and not store.has_run(run):
-        start = Hint(("round", "start", "--run", run), store.url)
-        meant = did_you_mean(run, store.runs())
-        raise NotFound(f"no run {run!r} in {redact_url(store.url)}{meant}: start it first", hint=start)
+        raise unknown_run(store, run)
     r = resolve_run(store, run)
     try:
         yield r

@@ -12,7 +12,6 @@ from rich.text import Text
 
 from diagevo.cli.common import DbOpt, Output, console, emit_json, open_store, output_options, spell
 from diagevo.cli.safe import plain
-from diagevo.errors import Hint
 from diagevo.untrusted import shorten
 
 if TYPE_CHECKING:
@@ -52,9 +51,9 @@ def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> Non
     if not found:
         console.print(
             Text(
-                f"no runs in this database yet: start one with `{spell(Hint(('train',), store.url))}`, or run your "
+                f"no runs in this database yet: start one with `{spell('train', db=store.url)}`, or run your "
                 "own trainer through the round protocol "
-                f"(`{spell(Hint(('round', 'start', '--run', 'RUN'), store.url))}`)"
+                f"(`{spell('round', 'start', '--run', 'RUN', db=store.url)}`)"
             ),
             soft_wrap=True,
         )

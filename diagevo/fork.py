@@ -52,15 +52,17 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
         raise ForkError("the new run needs a name")
     if at_round not in committed_rounds(store, source):
         raise ForkError(f"round {at_round} of run {source!r} is not committed: fork at a committed round")
-    refused = whatif_refusal(source, store.rows(source, types=(RunForked,)), store.url, "no fork of it trains on")
+    refused = whatif_refusal(source, store.rows(source, types=(RunForked,)), "no fork of it trains on")
     if refused is not None:
-        raise ForkError(refused[0], hint=refused[1])
+        raise ForkError(refused[0], refused[1], about=source)
     commit_seq = next(e.seq for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)
     written = store.rows(source, types=(CheckpointWritten,))
     needed = [c.path for e in written if e.round <= at_round and isinstance(c := e.event, CheckpointWritten)]
     broken = checkpoint_refusal(store, source, upto_seq=commit_seq)  # a fork would inherit it
     if broken is not None:
-        raise ForkError(f"cannot fork run {source!r} at round {at_round}: {broken[0]}", hint=broken[1])
+        raise ForkError(
+            f"cannot fork run {source!r} at round {at_round}: {broken[0]}", broken[1], aside=True, about=source
+        )
     gone = pruned_checkpoints(store, source)
     if needed and needed[-1] in gone:  # what the fork's first round would load
         raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone[needed[-1]])}")

@@ -22,7 +22,7 @@ from typing import Any, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
-from diagevo.errors import BadInput, Hint
+from diagevo.errors import BadInput, Call
 from diagevo.parsing import error_reason, quoted, toml_loads
 from diagevo.redaction import redact_config
 from diagevo.words import you_mean
@@ -51,15 +51,15 @@ class ConfigError(BadInput):
         meant: Sequence[str] = (),
         shown: Sequence[str] = (),
         value: str | None = None,
-        hint: Hint | None = None,
+        fix: Call | None = None,
+        then: str = "",
     ) -> None:
-        super().__init__(said + you_mean(shown), hint=hint)
+        super().__init__(said + you_mean(shown), fix, then=then, value=value)
         self.said = said
         self.error = dict(error or {"type": "value_error", "loc": (), "msg": said, "input": None})
-        self.key = ".".join(str(part) for part in self.error["loc"])
+        self.key = self.about = ".".join(str(part) for part in self.error["loc"])
         self.unknown = unknown
         self.meant = tuple(meant)
-        self.value = value
 
     @property
     def reason(self) -> str:
@@ -265,8 +265,10 @@ def _unknown(
     else:
         said, shown = f"unknown config field {quoted(key, 60)}", meant
     if not meant:  # ``diagevo config`` prints every field, described
-        said += " (the fields are listed by {command})"
-        return ConfigError(said, error=error, unknown="field", hint=Hint(("config",)))
+        said += " (the fields are listed by"
+        return ConfigError(
+            said, error=error, unknown="field", fix=Call("Config", "diagevo.Config.model_fields"), then=")"
+        )
     value = given.get(key)
     return ConfigError(said, error=error, unknown="field", meant=meant, shown=shown, value=value)
 

@@ -113,7 +113,7 @@ def test_the_python_api_page_shows_each_export_from_its_signature_and_docstring(
     assert "#### Round.requests\n\n```python\nRound.requests(" in out  # a member a caller uses, without self
     assert "#### Round.record_failures" in out and "Round._" not in out
     assert ":class:" not in out and ":meth:" not in out  # roles shown as code
-    assert " at 0x" not in out and "spell: Callable[[Hint], str] = Hint.python" in out  # a default by its name
+    assert " at 0x" not in out and "spell: Callable[[Fix | Step], str] = in_python" in out  # a default by its name
     assert docstring(":class:`~diagevo.errors.NotFound` and ``x``::") == "`NotFound` and `x`:"
 
 
@@ -155,8 +155,8 @@ def test_an_unknown_page_names_the_closest_one(capsys: pytest.CaptureFixture[str
     )
     code, _, err = run_cli(capsys, "docs", "what-if")  # two pages end so
     assert_one_line_error(code, err, "did you mean 'concepts/what-if' or 'how-to/what-if'?")
-    with pytest.raises(NotFound, match=r"no page or file 'nothing-like-it'; `diagevo docs` lists them"):
-        docs_pages.find("nothing-like-it")
+    with pytest.raises(NotFound, match=r"no page or file 'nothing-like-it'; `diagevo\.docs\.pages\.pages\(\)` lists"):
+        docs_pages.find("nothing-like-it")  # a Python caller reads the Python call; the CLI, `diagevo docs` (above)
     with pytest.raises(BadInput, match="an empty name"):
         docs_pages.find(" ")
     with pytest.raises(BadInput, match="a NUL character"):

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from diagevo.doctor import check_chromium, check_on_path, model_state
-from diagevo.fixes import Activate, Fix, Install, Shell
+from diagevo.errors import Activate, Fix, Install, Shell
 from diagevo.log.schema import head_revision
 from tests.test_cli_memory import run_cli
 

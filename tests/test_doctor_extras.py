@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from diagevo.doctor import EXTRAS, check_extras, extra_packages
-from diagevo.fixes import Fix, Install
+from diagevo.errors import Fix, Install
 from tests.test_cli_memory import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

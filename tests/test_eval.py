@@ -644,7 +644,7 @@ def test_a_simulator_run_has_no_model_checkpoints(tmp_path: Path, capsys: pytest
         f"gsm8k={FIXTURES / 'gsm8k_main_test.parquet'}",
     )
     assert_one_line_error(code, err, "trained with the sim backend", "a model directory instead (`--model DIR`)")
-    with open_log(db) as store, pytest.raises(BadInput, match=r"instead \(diagevo.eval.runs.evaluate_model\), or"):
+    with open_log(db) as store, pytest.raises(BadInput, match=r"instead \(`diagevo.eval.runs.evaluate_model`\), or"):
         solver_models(store, "s")
     code, _, err = run_cli(capsys, "eval", "--model", "m", "--url", "http://127.0.0.1:9/v1", "--select", "v.jsonl")
     assert_one_line_error(code, err, "--select picks a round of a run")

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from diagevo.cli.fixes import spell_fix
-from diagevo.errors import Hint
-from diagevo.fixes import VLLM_CPU, Activate, Fix, Install, Option, Override, Package, Shell, Upgrade
+from diagevo.errors import VLLM_CPU, Activate, Argument, Call, Fix, Install, Override, Package, Shell, Upgrade
 from diagevo.installation import PACKAGE_DIR, Installation, detect, installation
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,14 +120,15 @@ def test_pip_and_paths_are_the_ones_that_run_as_printed(
     assert spell_fix(Fix.of(Install("hf")), wheel) == "env/bin/pip install 'diagevo[hf]==0.1.0'"
     (env / "bin" / "activate").unlink()  # no activate script: its bin put on PATH
     assert spell_fix(Fix.of(Activate()), wheel) == f'export PATH={env / "bin"}:"$PATH"'
-    steps = Fix((Shell(("rm", "-rf", "models/my model")), Hint(("models", "tiny", "--out", "models/my model"))))
-    assert spell_fix(steps, wheel, spell=Hint.plain) == (
-        "rm -rf 'models/my model' && diagevo models tiny --out 'models/my model'"
+    steps = Fix((Shell(("rm", "-rf", "models/my model")), Call("build_tiny", "", out="models/my model")))
+    assert spell_fix(steps, wheel) == "rm -rf 'models/my model' && diagevo models tiny --out 'models/my model'"
+    assert spell_fix(Fix.of(Argument("engine", "local")), wheel) == "--engine local"
+    # an argument of the refused call: the flag for the CLI, the argument for a caller
+    out = Fix.of(Argument("outputs", "my dir"), Argument("out", "DIR"))
+    assert (spell_fix(out, wheel), out.plain()) == (
+        "--out 'my dir', or --out DIR",
+        "outputs='my dir', or the out argument",
     )
-    assert spell_fix(Fix.of(Option("--engine", "local")), wheel) == "--engine local"
-    # an option a Python call takes as an argument: the flag for the CLI, the argument for a caller
-    out = Fix.of(Option("--out", "my dir", call="the out argument"))
-    assert (spell_fix(out, wheel), out.plain()) == ("--out 'my dir'", "the out argument")
     assert spell_fix(Fix.of(Override("hf.device", "cpu")), wheel) == "--set hf.device='\"cpu\"'"
 
 

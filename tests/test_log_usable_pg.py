@@ -220,7 +220,7 @@ def test_a_row_that_slipped_in_is_named_by_verify_and_stops_no_other_reader(role
         checked = verdict(log, "base")
         assert any(p.startswith(f"seq {seq}: its data cannot be read: ") for p in checked.problems), checked.problems
         assert any("fork it from round 1" in p for p in checked.problems), checked.problems
-        assert checked.way_back is not None and "--round" in checked.way_back.args
+        assert checked.way_back is not None and "round" in checked.way_back.args
         assert [s.run for s in runs(log)] == ["base", "other"]  # diagevo runs: every run
         assert load_memory(log, "other").committed == 1 and verdict(log, "other").ok
         with pytest.raises(UnreadableEvent, match=f"the event at seq {seq} of run 'base' cannot be read"):

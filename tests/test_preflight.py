@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from diagevo.fixes import Fix, Install, Override
+from diagevo.errors import Fix, Install, Override
 from diagevo.installation import installation
 from diagevo.log import open_log
 from diagevo.train.config import load_config

@@ -15,8 +15,9 @@ import pytest
 import diagevo
 from diagevo import rounds
 from diagevo.catalog import EvalRecorded, QuestionScored
+from diagevo.cli.fixes import message as cli_reading
 from diagevo.diagnosis.pipeline import FailureInput
-from diagevo.errors import BadInput, Hint, NotFound
+from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder
 from diagevo.sections import ConfigError
 from tests.test_cli_memory import assert_one_line_error, run_cli
@@ -69,7 +70,7 @@ def test_a_run_started_again_with_another_config_is_refused_naming_the_fields(st
     said = str(refused.value)
     assert "run 'ext' exists with another config: memory.k 0.5 (given 0.7)" in said
     assert "`diagevo.start_run(store, 'ext', config, resume='allow')`" in said  # the Python call
-    assert refused.value.render(Hint.plain).count("diagevo round start --run ext --resume allow") == 1  # the CLI's
+    assert cli_reading(refused.value).count("diagevo round start --run ext --resume allow") == 1  # the CLI's
     with pytest.raises(
         rounds.RunDiffers, match=r"another config: filter.tau 1.6 \(given 0.2\); memory.k 0.5 \(given 0.7\);"
     ):
@@ -236,7 +237,9 @@ def test_config_typos_are_the_projects_error_with_the_name_meant(store: Recorder
     assert not store.has_run(RUN)
 
 
-def test_an_unknown_run_is_not_found_with_the_run_meant_and_the_python_call(store: Recorder) -> None:
+def test_an_unknown_run_is_not_found_with_the_run_meant_and_the_python_call(
+    store: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rounds.start_run(store, "heur", {"k": 0.5})
     calls = [
         (lambda: diagevo.stats(store, "huer"), "`store.runs()`"),
@@ -253,8 +256,10 @@ def test_an_unknown_run_is_not_found_with_the_run_meant_and_the_python_call(stor
         said = str(refused.value)
         assert said.startswith("no run 'huer' in ") and "(did you mean 'heur'?)" in said and fix in said
         assert "diagevo round" not in said and "diagevo runs" not in said  # a Python caller gets Python
-    spelled = refused.value.render(Hint.plain)
-    assert "`diagevo round start --run huer --db " in spelled  # the CLI spells the command from the same hint
+        assert refused.value.value == "huer" and "heur" in refused.value.allowed  # and the parts, as fields
+    monkeypatch.setattr("diagevo.cli.common._acting_on", [store.url])  # the CLI says so when it opens the store
+    spelled = cli_reading(refused.value)
+    assert "`diagevo round start --run huer --db " in spelled  # the CLI spells the command from the same fix
 
 
 # --- a given failure held against the log ------------------------------------------------------------

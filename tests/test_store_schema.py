@@ -9,8 +9,9 @@ import pytest
 from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 
+from diagevo.cli.common import spell
 from diagevo.cli.db import db_app
-from diagevo.errors import Hint
+from diagevo.cli.fixes import message
 from diagevo.log import SchemaOutdated, StoreError, open_log
 from diagevo.log.schema import HEAD_REVISION, current, head_revision, revision_status, upgrade
 from tests.conftest import Backend
@@ -53,20 +54,27 @@ def test_brand_new_database_is_migrated_to_head(backend: Backend, db_url: str) -
         assert again.last_seq("r") == 1
 
 
-def test_empty_database_is_not_migrated_when_told_not_to(backend: Backend, db_url: str) -> None:
-    with pytest.raises(SchemaOutdated, match="run `diagevo db upgrade --db ") as info:
+def test_empty_database_is_not_migrated_when_told_not_to(
+    backend: Backend, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(SchemaOutdated, match=r"run `diagevo\.log\.schema\.upgrade\(url\)`$") as info:
         open_log(db_url, migrate_empty=False)
-    assert str(info.value).endswith(f"`{Hint(('db', 'upgrade'), db_url).plain()}`")  # runnable: its own database
+    monkeypatch.setattr("diagevo.cli.common._acting_on", [db_url])  # on the command line: its own database
+    assert message(info.value).endswith(f"`{spell('db', 'upgrade', db=db_url)}`")
     assert "events" not in tables(backend, db_url)
 
 
-def test_older_revision_is_refused_and_left_untouched(backend: Backend, db_url: str) -> None:
+def test_older_revision_is_refused_and_left_untouched(
+    backend: Backend, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert upgrade(db_url, OLDER) == (None, OLDER)
     before = tables(backend, db_url)
     with pytest.raises(SchemaOutdated) as info:
         open_log(db_url)
-    upgrade_it = Hint(("db", "upgrade"), db_url).plain()  # diagevo db upgrade --db URL, the URL quoted when it must be
-    assert str(info.value) == f"database is at revision {OLDER}, expected {HEAD}: run `{upgrade_it}`"
+    monkeypatch.setattr("diagevo.cli.common._acting_on", [db_url])
+    upgrade_it = spell("db", "upgrade", db=db_url)  # diagevo db upgrade --db URL, the URL quoted when it must be
+    assert message(info.value) == f"database is at revision {OLDER}, expected {HEAD}: run `{upgrade_it}`"
+    assert str(info.value) == f"database is at revision {OLDER}, expected {HEAD}: run `diagevo.log.schema.upgrade(url)`"
     assert tables(backend, db_url) == before and "views" not in before
     assert stored_revision(backend, db_url) == OLDER
     assert upgrade(db_url) == (OLDER, HEAD)

@@ -13,7 +13,7 @@ import pytest
 from diagevo import rounds
 from diagevo.catalog import CausePromoted, Event, FailureAttributed, LLMCalled, RoundCommitted
 from diagevo.config import MemoryConfig
-from diagevo.errors import BadInput
+from diagevo.errors import BadInput, fork_call
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import Recorder, open_log
 from diagevo.memory.counting import CountBreak, breaks
@@ -165,7 +165,7 @@ def test_a_config_no_reader_can_use_says_how_to_get_past_it(tmp_path: Path, caps
     with open_log(db) as store, pytest.raises(BadInput) as exc:
         rounds.run_config(store, RUN)
     assert str(exc.value).startswith(f"the config of run 'ext' at seq {seq} (run.configured of round 3) cannot be used")
-    assert exc.value.hint is not None and exc.value.hint.args[:6] == ("memory", "fork", "--run", RUN, "--round", "2")
+    assert exc.value.fix == fork_call(RUN, 2, f"{RUN}-r2") and exc.value.about == RUN
     # the way back: the fork leaves the bad config behind
     code, _, err = run_cli(capsys, "memory", "fork", "--run", RUN, "--round", "2", "--to", "ext-r2", "--db", db)
     assert code == 0, err

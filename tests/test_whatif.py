@@ -13,7 +13,7 @@ import pytest
 
 from diagevo import rounds
 from diagevo.catalog import RoundCommitted
-from diagevo.errors import BadInput
+from diagevo.errors import BadInput, fork_call
 from diagevo.fork import ForkError, fork_run
 from diagevo.log import Recorder, open_log
 from diagevo.memory.schedule import schedule
@@ -250,14 +250,12 @@ def test_no_round_continues_a_whatif(store: Recorder, capsys: pytest.CaptureFixt
     head = store.last_seq(strict.run)
     with pytest.raises(rounds.ProtocolError, match=r"is a what-if of run .*no round continues it") as caught:
         rounds.open_round(store, strict.run)
-    hint = caught.value.hint
-    assert hint is not None and hint.args == (
-        "memory", "fork", "--run", RUN, "--round", "2", "--to", f"{strict.run}-train", "--set", "memory.theta_up=0.8",
-    )  # fmt: skip
+    fork = caught.value.fix
+    assert fork == fork_call(RUN, 2, f"{strict.run}-train", {"memory.theta_up": "0.8"})
     assert store.last_seq(strict.run) == head
     with pytest.raises(ForkError, match=r"is a what-if of run .*no fork of it trains on") as forked:
         fork_run(store, strict.run, 2, "fork-of-whatif")
-    assert forked.value.hint == hint and not store.has_run("fork-of-whatif")
+    assert forked.value.fix == fork and not store.has_run("fork-of-whatif")
     rounds.open_round(store, RUN)  # the source goes on
 
 

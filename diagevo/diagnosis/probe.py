@@ -28,7 +28,7 @@ from diagevo.diagnosis import reply_schemas
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_structured
 from diagevo.diagnosis.parsing import ReplyError
-from diagevo.fixes import Advice, Fix
+from diagevo.errors import Advice, Fix
 from diagevo.openai_client import TransportError
 from diagevo.urls import redact_url
 

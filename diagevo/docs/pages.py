@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diagevo.errors import BadInput, Hint, NotFound
+from diagevo.errors import BadInput, Call, NotFound
 from diagevo.installation import PACKAGED
 
 """The copy of the pages a built package carries (absent in a checkout)."""
@@ -43,7 +43,7 @@ FILES = ("examples/*.py", "examples/*.sh", "configs/*.toml", "configs/*/*.yaml")
 
 SNIPPET = re.compile(r'^--8<-- "([^"\n]*)"$', re.M)
 HEADING = re.compile(r"^# (.+)$")
-LISTING = Hint(("docs",))
+LISTING = Call("pages", "diagevo.docs.pages.pages()")
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ def find(name: str, listing: Pages | None = None) -> Page:
     refusal = _refusal(name)
     if refusal is not None:
         raise BadInput(
-            f"{name!r} is not a page: {refusal}; a page is named as the listing names it ({{command}})", hint=LISTING
+            f"{name!r} is not a page: {refusal}; a page is named as the listing names it", LISTING, aside=True
         )
     listing = listing or pages()
     wanted = name.removeprefix("./").removeprefix("docs/").removesuffix(".md")
@@ -213,7 +213,11 @@ def find(name: str, listing: Pages | None = None) -> Page:
 
     likely = [p.name for p in ends] or close_to(wanted, [*by_name, *(f.name for f in listing.files)])
     raise NotFound(
-        f"no page or file {name!r}{you_mean([repr(n) for n in likely])}; {{command}} lists them", hint=LISTING
+        f"no page or file {name!r}{you_mean([repr(n) for n in likely])};",
+        LISTING,
+        then=" lists them",
+        value=name,
+        allowed=tuple(by_name),
     )
 
 

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from diagevo.curriculum.answers import extract_answer
-from diagevo.errors import BadInput
-from diagevo.fixes import Fix, Option, require
+from diagevo.errors import Argument, BadInput, require
 
 Grader = Literal["math", "choice", "text"]
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -369,7 +368,12 @@ def load_benchmark(
     known = {"question", "answer", "options", "id", "context", "solution", *kind.roles}
     for role in fields:
         if role not in known:
-            raise BenchmarkError(f"{name}: unknown field role {role!r} (roles: {', '.join(sorted(known))})")
+            raise BenchmarkError(
+                f"{name}: unknown field role {role!r} (roles: {', '.join(sorted(known))})",
+                about=name,
+                value=role,
+                allowed=tuple(sorted(known)),
+            )
     if not path.is_file():
         raise BenchmarkError(f"no such file: {path}" if not path.exists() else f"{path} is not a file")
     label = name.partition(":")[0]
@@ -384,8 +388,9 @@ def load_benchmark(
             questions.append(kind.read(kind, row, fields, i))
         except _Missing as exc:
             raise BenchmarkError(
-                f"{where}: no {exc.role} (tried {', '.join(exc.tried) or 'nothing'}); map a column with {{command}}",
-                fix=Fix.of(Option("--field", f"{label}.{exc.role}=COLUMN", call=f"fields={{{exc.role!r}: COLUMN}}")),
+                f"{where}: no {exc.role} (tried {', '.join(exc.tried) or 'nothing'}); map a column with",
+                Argument("fields", {exc.role: "COLUMN"}),
+                about=label,
             ) from None
         except ValueError as exc:
             raise BenchmarkError(f"{where}: {exc}") from None

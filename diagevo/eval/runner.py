@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from diagevo.curriculum.prompts import SOLVER_SYSTEM, solver_messages
-from diagevo.errors import BadInput
+from diagevo.errors import Argument, BadInput
 from diagevo.eval.benchmarks import Benchmark, Question
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.grading import grade
-from diagevo.fixes import Fix, Option
 from diagevo.generation import Engine, Sampling
 from diagevo.parsing import decode, loads, split_lines
 from diagevo.progress import ProgressFn, no_progress
@@ -64,7 +63,7 @@ class OutputsMismatch(BadInput):
 
 
 # what an outputs file that is not ours asks for: another one (the CLI's --out names its directory)
-ELSEWHERE = Fix.of(Option("--out", "DIR", call="the outputs argument"))
+ELSEWHERE = Argument("outputs", "DIR")
 
 
 def settings_hash(model: str, bench: Benchmark, cfg: EvalConfig, k: int | None) -> str:
@@ -88,7 +87,8 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
     if path.is_symlink():
         raise OutputsMismatch(
             f"{path} is a symbolic link, not an evaluation output; remove it, or write the outputs elsewhere",
-            fix=ELSEWHERE,
+            ELSEWHERE,
+            aside=True,
         )
     if not path.exists():
         return {}
@@ -102,7 +102,7 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
         text = decode(raw, str(path))
     except BadInput:
         raise OutputsMismatch(
-            f"{path} is not UTF-8 text, not an evaluation output; write the outputs elsewhere", fix=ELSEWHERE
+            f"{path} is not UTF-8 text, not an evaluation output; write the outputs elsewhere", ELSEWHERE, aside=True
         ) from None
     for n, line in split_lines(text):
         try:
@@ -110,13 +110,14 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
             index, theirs = int(row["index"]), row["settings"]
         except (ValueError, KeyError, TypeError):  # BadInput is a ValueError
             raise OutputsMismatch(
-                f"{path} line {n} is not an evaluation output; write the outputs elsewhere", fix=ELSEWHERE
+                f"{path} line {n} is not an evaluation output; write the outputs elsewhere", ELSEWHERE, aside=True
             ) from None
         if theirs != settings:
             raise OutputsMismatch(
                 f"{path} holds outputs of other settings (model, file, prompt or sampling); remove it, or write "
                 "the outputs elsewhere",
-                fix=ELSEWHERE,
+                ELSEWHERE,
+                aside=True,
             )
         done[index] = row
     return done

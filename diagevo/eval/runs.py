@@ -19,11 +19,10 @@ from typing import Any
 
 from diagevo.catalog import CheckpointSelected, CheckpointWritten, EvalRecorded, RoundCommitted, RunStarted
 from diagevo.catalog.ids import event_id
-from diagevo.errors import BadInput
+from diagevo.errors import BadInput, Call
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.runner import BenchResult, evaluate
-from diagevo.fixes import Fix, Option
 from diagevo.generation import Engine
 from diagevo.log import Recorder
 from diagevo.paths import run_name
@@ -55,8 +54,11 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
     if backend != "hf":
         raise RunEvalError(
             f"run {run!r} was trained with the {backend} backend: its checkpoints are not language models; "
-            "evaluate a model directory instead ({command}), or a run of the hf backend",
-            fix=Fix.of(Option("--model", "DIR", call="diagevo.eval.runs.evaluate_model")),
+            "evaluate a model directory instead",
+            Call("evaluate_model", "diagevo.eval.runs.evaluate_model", model="DIR"),
+            aside=True,
+            then=", or a run of the hf backend",
+            about=run,
         )
     models = {0: str((config.get("solver") or {}).get("model", ""))}
     if not models[0]:

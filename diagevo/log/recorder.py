@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 import orjson
 
 from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS, Event, EventTypes, version_problem
-from diagevo.errors import Conflict, DiagevoError, Hint, NotADiagevoDatabase, NotFound
+from diagevo.errors import Call, Conflict, DiagevoError, NotADiagevoDatabase, NotFound
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.stored import ARTIFACT_KEY, DIGITS, loads, text_problems, text_refs, unreadable
 from diagevo.parsing import MAX_DEPTH
@@ -154,9 +154,10 @@ class UnreadableEvent(StoreError):
 
     def __init__(self, run: str, seq: int, reason: str) -> None:
         super().__init__(
-            f"the event at seq {seq} of run {run!r} cannot be read: its data is {reason}: "
-            "run {command} for the way back",
-            hint=Hint(("memory", "verify", "--run", run)),
+            f"the event at seq {seq} of run {run!r} cannot be read: its data is {reason}: run",
+            Call("verify_run", f"diagevo.verify_run(store, {run!r})", run=run),
+            then=" for the way back",
+            about=run,
         )
         self.run, self.seq = run, seq
 
@@ -310,8 +311,8 @@ def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
         if problems:
             raise StoreError(
                 f"the texts of the event at seq {ev.seq} are missing or altered (they do not hash to the keys "
-                "in its data): run {command}",
-                hint=Hint(("memory", "verify")),
+                "in its data): run",
+                Call("verify_run", "diagevo.verify_run(store, run)"),
             )
         for f, _sha in refs:
             ev.data[f] = held[f]

@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from diagevo.errors import Hint
+from diagevo.errors import Call
 from diagevo.lazy import sa_exc
 from diagevo.log.backends import connect, dialect_of, make_engine, missing_database
 from diagevo.log.recorder import LOCK_WAIT_S, LockTimeout, SchemaOutdated, StoreError
@@ -139,9 +139,8 @@ def consistent_status(engine: Engine, url: str) -> RevisionStatus:
             return status_of(conn, url)
 
 
-def refusal(status: RevisionStatus, url: str = "") -> SchemaOutdated:
-    """Why a database that is not up to date is not used (one line), with the command that fixes
-    it for ``url`` (the database's own URL)."""
+def refusal(status: RevisionStatus) -> SchemaOutdated:
+    """Why a database that is not up to date is not used (one line), with the call that fixes it."""
     if status.state == "foreign":
         tables = [o for o in status.objects if o != "alembic_version"]
         shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
@@ -154,16 +153,14 @@ def refusal(status: RevisionStatus, url: str = "") -> SchemaOutdated:
             f"database is at revision {status.current}, unknown to this diagevo (expected {status.head}): "
             "upgrade diagevo"
         )
-    upgrade = Hint(("db", "upgrade"), url)
+    upgrade = Call("upgrade", "diagevo.log.schema.upgrade(url)")
     if status.state == "empty":
         return SchemaOutdated(
             f"database {status.url} is empty (no diagevo log yet): a writer (train, round start, "
-            "memory ingest) creates it, or run {command}",
-            hint=upgrade,
+            "memory ingest) creates it, or run",
+            upgrade,
         )
-    return SchemaOutdated(
-        f"database is at revision {status.current}, expected {status.head}: run {{command}}", hint=upgrade
-    )
+    return SchemaOutdated(f"database is at revision {status.current}, expected {status.head}: run", upgrade)
 
 
 @contextmanager
@@ -225,7 +222,7 @@ def upgrade(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) ->
         with migration_tx(engine, url, lock_wait_s) as conn:
             before = status_of(conn, url)
             if before.state in ("unknown", "foreign"):
-                raise refusal(before, url)
+                raise refusal(before)
             upgrade_in(conn, target)
             from alembic.runtime.migration import MigrationContext
 

@@ -143,13 +143,13 @@ class SQLRecorder(Recorder):
             status = schema.consistent_status(self._engine, self.url)
         if status is not None and not status.up_to_date:
             if status.state != "empty" or not migrate_empty:
-                raise schema.refusal(status, self.url)
+                raise schema.refusal(status)
             with schema.migration_tx(self._engine, self.url, self.lock_wait_s) as conn:
                 status = schema.status_of(conn, self.url)  # another process may have migrated meanwhile
                 if status.state == "empty":
                     schema.upgrade_in(conn)
                 elif not status.up_to_date:
-                    raise schema.refusal(status, self.url)
+                    raise schema.refusal(status)
         self._ours = True
         self._engine.dispose()  # connections opened from here on switch the file to WAL
 

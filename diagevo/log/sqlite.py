@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from diagevo.errors import Hint
+from diagevo.errors import Call
 from diagevo.log.backends import plain_file
 from diagevo.log.recorder import MissingDatabase, StoreError, busy
 from diagevo.log.sql import SQLRecorder
@@ -361,8 +361,10 @@ def missing_database(u: URL) -> MissingDatabase | None:
     if path is None or path.exists():
         return None
     return MissingDatabase(  # `train` creates one, and so does a trainer's first round of the protocol
-        f"no database at {path}: start one with {{command}}, or run your own trainer through the round protocol",
-        hint=Hint(("train",), u.render_as_string(), call="diagevo.open_store(url, create=True)"),
+        f"no database at {path}: start one with",
+        Call("open_store", "diagevo.open_store(url, create=True)"),
+        then=", or run your own trainer through the round protocol",
+        about=path,
     )
 
 

@@ -10,7 +10,7 @@ from diagevo.catalog import (
     EventTypes,
 )
 from diagevo.catalog import ids as keys
-from diagevo.errors import BadInput, Conflict, Hint, NotFound
+from diagevo.errors import BadInput, Conflict, NotFound, start_call
 from diagevo.log import AppendResult, EventRow, Recorder
 from diagevo.schemas import EventIn, new_event
 from diagevo.urls import redact_url
@@ -61,7 +61,10 @@ def append_decision(store: Recorder, run: str, decide: Callable[[Reader], Sequen
 def unknown_run(store: Recorder, run: str) -> UnknownRun:
     """``no run 'huer' in URL (did you mean 'heur'?): start it ...``: the Python call for a
     Python caller, ``round start`` on the command line."""
+    runs = store.runs()
     return UnknownRun(
-        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: start it with {{command}}",
-        hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.start_run(store, {run!r}, config)"),
+        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, runs)}: start it with",
+        start_call(run),
+        value=run,
+        allowed=tuple(runs),
     )

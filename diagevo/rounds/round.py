@@ -24,7 +24,7 @@ from diagevo.catalog import (
 )
 from diagevo.catalog.events import GenerationMode
 from diagevo.config import MethodConfig
-from diagevo.errors import BadInput, Hint
+from diagevo.errors import BadInput, Call
 from diagevo.log import AppendResult, EventRow, Recorder
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
 from diagevo.memory.fold import InvariantError, fold
@@ -66,7 +66,7 @@ from diagevo.words import plural
 
 NO_QUESTION = (
     "no question is recorded in it (deciding its promotions closes its evidence); record its questions first, "
-    "or decide on none: {command}"
+    "or decide on none:"
 )
 
 
@@ -231,7 +231,7 @@ class Round:
         stored: set[str] = set()
 
         def decide(read: Reader) -> list[EventIn]:
-            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            st = state_from_rows(run, read(MILESTONES))
             require_open(st, t, "record questions")
             refuse_other_content(self.store, run, t, [*generated, *scores])
             refuse_counted_twice(self.store, run, [*generated, *scores], memory)  # a question id is one question
@@ -242,7 +242,7 @@ class Round:
                 raise OutOfOrder(
                     f"cannot record question {quoted(new, 80)} into round {t} of run {run!r}: its promotions are "
                     f"decided (the evidence is closed); commit round {t} first, then open round {t + 1}",
-                    hint=self._hint("commit", "rnd.commit(metrics)"),
+                    self._call("commit"),
                 )
             return generated + scores
 
@@ -265,7 +265,7 @@ class Round:
         decided: list[Promotion] = []
 
         def decide(read: Reader) -> list[EventIn]:
-            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            st = state_from_rows(run, read(MILESTONES))
             require_open(st, t, "decide promotions")
             if t in st.promoted:
                 raise OutOfOrder(f"promotions of round {t} in run {run!r} are decided already")
@@ -273,7 +273,7 @@ class Round:
             if not evidence and not allow_empty:
                 raise OutOfOrder(
                     f"cannot decide the promotions of round {t} in run {run!r}: {NO_QUESTION}",
-                    hint=self._hint("promote", "rnd.promote(allow_empty=True)", "--allow-empty"),
+                    self._call("promote", allow_empty=True),
                 )
             changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
             promotions = [c for c in changes if isinstance(c, CausePromoted)]
@@ -313,13 +313,13 @@ class Round:
             wanted.setdefault(record["question_id"], fid)
 
         def decide(read: Reader) -> list[EventIn]:
-            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            st = state_from_rows(run, read(MILESTONES))
             require_open(st, t, "record failures")
             if t not in st.promoted:
                 raise OutOfOrder(
                     f"cannot record failures in round {t} of run {run!r} before its promotions are decided: "
                     "promote first (the failures come from training on the retained questions)",
-                    hint=self._hint("promote", "rnd.promote()"),
+                    self._call("promote"),
                 )
             refuse_reused_failures(self.store, run, t, given)
             retained = {v.question_id for v in of_type(QuestionScored, read((QuestionScored,), t=t)) if v.retained}
@@ -361,7 +361,7 @@ class Round:
         self._refuse_foreign(events, DIAGNOSIS_TYPES, "a diagnosis")
 
         def decide(read: Reader) -> Sequence[EventIn]:
-            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            st = state_from_rows(run, read(MILESTONES))
             if t != st.last_committed + 1:
                 raise OutOfOrder(
                     f"round {t} is not open in run {run!r}: its last committed round is {st.last_committed}"
@@ -403,9 +403,7 @@ class Round:
         ev = self.event(f"metrics/rank{rank}", mine)
 
         def decide(read: Reader) -> list[EventIn]:
-            require_open(
-                state_from_rows(run, read(MILESTONES), self.store.url), t, f"record the metrics of rank {rank}"
-            )
+            require_open(state_from_rows(run, read(MILESTONES)), t, f"record the metrics of rank {rank}")
             recorded = list(of_type(MetricsRecorded, read((MetricsRecorded,), t=t)))
             for m in recorded:
                 if m.rank == rank and (m.metrics, m.weight) != (mine.metrics, mine.weight):
@@ -438,7 +436,7 @@ class Round:
                 )
 
         def decide(read: Reader) -> Sequence[EventIn]:
-            require_open(state_from_rows(run, read(MILESTONES), self.store.url), t, "note")
+            require_open(state_from_rows(run, read(MILESTONES)), t, "note")
             refuse_counted_twice(self.store, run, events)  # a checkpoint named by its event
             return events
 
@@ -473,7 +471,7 @@ class Round:
         committed: list[Committed] = []
 
         def decide(read: Reader) -> list[EventIn]:
-            st = state_from_rows(run, read(MILESTONES), self.store.url)
+            st = state_from_rows(run, read(MILESTONES))
             require_open(st, t, "commit")
             if t not in st.promoted:
                 self._refuse_undecided(read)
@@ -503,11 +501,9 @@ class Round:
         if not read((QuestionGenerated,), t=t):
             raise OutOfOrder(
                 f"cannot commit round {t}: its promotions are not decided, and {NO_QUESTION}",
-                hint=self._hint("promote", "rnd.promote(allow_empty=True)", "--allow-empty"),
+                self._call("promote", allow_empty=True),
             )
-        raise OutOfOrder(
-            f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote", "rnd.promote()")
-        )
+        raise OutOfOrder(f"cannot commit round {t}: its promotions are not decided", self._call("promote"), aside=True)
 
     def _failed_diagnoses_allowed(
         self, rows: Sequence[EventRow], allow_undiagnosed: bool, allow_failed: bool
@@ -520,8 +516,8 @@ class Round:
             raise OutOfOrder(
                 f"cannot commit round {t}: {plural(len(pending), 'recorded failure')} "
                 f"{'is' if len(pending) == 1 else 'are'} not diagnosed (first: {pending[0]}); diagnose them, "
-                "or commit without their evidence: {command}",
-                hint=self._hint("commit", "rnd.commit(metrics, allow_undiagnosed=True)", "--allow-undiagnosed"),
+                "or commit without their evidence:",
+                self._call("commit", allow_undiagnosed=True),
             )
         if not self.config.diagnosis.too_many_failed(len(failed), total):
             return None
@@ -530,11 +526,12 @@ class Round:
                 f"cannot commit round {t}: {len(failed)} of {plural(total, 'failure')} failed to diagnose, "
                 f"more than diagnosis.max_failed_share {self.config.diagnosis.max_failed_share:g} allows "
                 f"(first: {failed[0]}); diagnose the round again (only they are asked), or commit without "
-                "their evidence: {command}",
-                hint=self._hint("commit", "rnd.commit(metrics, allow_failed=True)", "--allow-failed-diagnoses"),
+                "their evidence:",
+                self._call("commit", allow_failed=True),
             )
         return len(failed)
 
-    def _hint(self, step: str, call: str | None = None, *flags: str) -> Hint:
-        """The command that takes ``step`` for this round, with ``flags`` (``call``: the same in Python)."""
-        return Hint(("round", step, "--run", self.run, "--round", str(self.t), *flags), self.store.url, call=call)
+    def _call(self, step: str, **allow: bool) -> Call:
+        """The call that takes ``step`` for this round, with the ``allow`` options given."""
+        said = ", ".join([*(["metrics"] if step == "commit" else []), *(f"{k}=True" for k in allow)])
+        return Call(f"Round.{step}", f"rnd.{step}({said})", run=self.run, round=self.t, **allow)

@@ -21,7 +21,7 @@ from diagevo.catalog import (
 )
 from diagevo.catalog import ids as keys
 from diagevo.config import MethodConfig, config_changes, config_from_record
-from diagevo.errors import Hint
+from diagevo.errors import fork_call, resume_call, start_call
 from diagevo.log import Recorder
 from diagevo.parsing import quoted
 from diagevo.redaction import redact_config
@@ -132,13 +132,10 @@ def start_run(
             return [ev]
         if resume == "never":
             raise RunExists(
-                f"run {run!r} already exists in {redact_url(store.url)}: continue it with {{command}}, "
-                "or name a new run",
-                hint=Hint(
-                    ("train", "--run", run, "--resume") if trainer == OUR_TRAINER else ("round", "start", "--run", run),
-                    store.url,
-                    call=f"diagevo.start_run(store, {run!r}, config, resume='allow')",
-                ),
+                f"run {run!r} already exists in {redact_url(store.url)}: continue it with",
+                resume_call(run) if trainer == OUR_TRAINER else start_call(run, resume="allow"),
+                then=", or name a new run",
+                about=run,
             )
         if resume is None:
             refuse_other_config(store, run, record, seed)
@@ -160,13 +157,10 @@ def refuse_other_config(store: Recorder, run: str, record: Mapping[str, Any], se
     if changes:
         shown = "; ".join(changes[:3]) + (f"; and {plural(len(changes) - 3, 'more field')}" if len(changes) > 3 else "")
         raise RunDiffers(
-            f"run {run!r} exists with another config: {shown}; continue it as it is with {{command}}, "
-            "or name a new run",
-            hint=Hint(
-                ("round", "start", "--run", run, "--resume", "allow"),
-                store.url,
-                call=f"diagevo.start_run(store, {run!r}, config, resume='allow')",
-            ),
+            f"run {run!r} exists with another config: {shown}; continue it as it is with",
+            start_call(run, resume="allow"),
+            then=", or name a new run",
+            about=run,
         )
 
 
@@ -189,7 +183,7 @@ def configure_run(store: Recorder, run: str, config: MethodConfig) -> bool:
     target_only = saved is not None and _without_target(saved) == _without_target(config)
 
     def decide(read: Reader) -> list[EventIn]:
-        st = state_from_rows(run, read(MILESTONES), store.url)
+        st = state_from_rows(run, read(MILESTONES))
         t = st.last_committed + 1
         if not target_only and any(True for _ in read(None, t=t)):
             raise OutOfOrder(f"run {run!r} is in the middle of round {t}: finish it before changing its config")
@@ -215,13 +209,8 @@ def configure_fork(store: Recorder, run: str, overrides: Sequence[str]) -> bool:
         own = "has rounds of its own" if forked else "exists"
         if st.last_committed < 1:  # nothing committed yet to fork at
             raise ProtocolError(f"run {run!r} {own}: its config is fixed (a fork at a committed round may change it)")
-        sets = [word for field in overrides for word in ("--set", field)]
-        fork = Hint(
-            ("memory", "fork", "--run", run, "--round", str(st.last_committed), "--to", f"{run}-fork", *sets),
-            store.url,
-            call=f"diagevo.fork_run(store, {run!r}, {st.last_committed}, {run + '-fork'!r}, overrides)",
-        )
-        raise ProtocolError(f"run {run!r} {own}: its config is fixed; change it in a fork: {{command}}", hint=fork)
+        fork = fork_call(run, st.last_committed, f"{run}-fork", dict(o.split("=", 1) for o in overrides))
+        raise ProtocolError(f"run {run!r} {own}: its config is fixed; change it in a fork:", fork, about=run)
     saved = run_config(store, run)
     data = apply_overrides(saved.model_dump(mode="json"), list(overrides))
     return configure_run(store, run, checked(MethodConfig, data, overrides=list(overrides)))
@@ -244,7 +233,7 @@ def record_retrospective(store: Recorder, run: str, events: Sequence[EventIn]) -
             raise ProtocolError(f"{ev.type} is not a note about a committed round")
 
     def decide(read: Reader) -> Sequence[EventIn]:
-        st = state_from_rows(run, read(MILESTONES), store.url)
+        st = state_from_rows(run, read(MILESTONES))
         late = [ev.round for ev in events if ev.round > st.last_committed]
         if late:
             raise OutOfOrder(f"round {late[0]} of run {run!r} is not committed (last committed: {st.last_committed})")
@@ -265,7 +254,7 @@ def note_run(store: Recorder, run: str, note: str) -> None:
 
 def _annotate(store: Recorder, run: str, kind: type[Event], make: Callable[[], Event]) -> None:
     def decide(read: Reader) -> list[EventIn]:
-        state_from_rows(run, read(MILESTONES), store.url)  # the run exists
+        state_from_rows(run, read(MILESTONES))  # the run exists
         n = len(read((kind,)))  # the n-th of its kind: the same words twice are two events
         try:
             return [new_event(make(), run=run, at_round=0, event_id=keys.event_id(run, 0, kind.name, n))]

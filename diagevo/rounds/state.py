@@ -16,7 +16,7 @@ from diagevo.catalog import (
     RunForked,
     RunStarted,
 )
-from diagevo.errors import Hint
+from diagevo.errors import open_call, start_call
 from diagevo.log import EventRow, Recorder
 from diagevo.rounds.protocol import (
     OutOfOrder,
@@ -45,7 +45,6 @@ class RunState:
     started: frozenset[int]
     promoted: frozenset[int]
     seed: int
-    db: str = ""  # the store's URL, for the commands that messages suggest
 
     @property
     def open_round(self) -> int | None:
@@ -53,7 +52,7 @@ class RunState:
         return t if t in self.started else None
 
 
-def state_from_rows(run: str, rows: Iterable[EventRow], db: str = "") -> RunState:
+def state_from_rows(run: str, rows: Iterable[EventRow]) -> RunState:
     last, started, promoted, seed, exists = 0, set(), set(), 0, False
     for row in rows:
         match row.event:
@@ -66,8 +65,8 @@ def state_from_rows(run: str, rows: Iterable[EventRow], db: str = "") -> RunStat
             case PromotionsDecided():
                 promoted.add(row.round)
     if not exists:
-        raise UnknownRun(f"no run {run!r}: start it first", hint=Hint(("round", "start", "--run", run), db))
-    return RunState(run, last, frozenset(started), frozenset(promoted), seed, db)
+        raise UnknownRun(f"no run {run!r}: start it first", start_call(run), aside=True, about=run)
+    return RunState(run, last, frozenset(started), frozenset(promoted), seed)
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,7 @@ def round_state(store: Recorder, run: str) -> RunState:
     """Where ``run`` stands (last committed round, open round, promotions decided), read from
     its milestone events only."""
     try:
-        return state_from_rows(run, store.rows(run, types=MILESTONES), store.url)
+        return state_from_rows(run, store.rows(run, types=MILESTONES))
     except UnknownRun:
         raise unknown_run(store, run) from None
 
@@ -124,7 +123,8 @@ def require_open(st: RunState, t: int, doing: str) -> None:
     if t not in st.started:
         raise OutOfOrder(
             f"cannot {doing}: round {t} of run {st.run!r} is not open",
-            hint=Hint(("round", "start", "--run", st.run), st.db, call=f"diagevo.Round.open(store, {st.run!r})"),
+            open_call(st.run),
+            aside=True,
         )
 
 
@@ -134,7 +134,8 @@ def current_round(store: Recorder, run: str) -> int:
     if st.open_round is None:
         raise OutOfOrder(
             f"run {run!r} has no open round (last committed: {st.last_committed}); open one first",
-            hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.Round.open(store, {run!r})"),
+            open_call(run),
+            aside=True,
         )
     return st.open_round
 
@@ -150,10 +151,10 @@ def open_or_reopen(store: Recorder, run: str, t: int | None) -> tuple[int, bool]
     chosen: list[tuple[int, bool]] = []
 
     def decide(read: Reader) -> list[EventIn]:
-        st = state_from_rows(run, read(MILESTONES), store.url)
-        refused = whatif_refusal(run, read((RunForked,)), store.url, "no round continues it")
+        st = state_from_rows(run, read(MILESTONES))
+        refused = whatif_refusal(run, read((RunForked,)), "no round continues it")
         if refused is not None:
-            raise ProtocolError(refused[0], hint=refused[1])
+            raise ProtocolError(refused[0], refused[1], about=run)
         nxt = st.last_committed + 1
         want = nxt if t is None else t
         if want <= st.last_committed:

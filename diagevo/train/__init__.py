@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from diagevo.errors import BadInput, Hint, NotFound, Unavailable
-from diagevo.fixes import Fix, Install
+from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, resume_call
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.redaction import given_secrets
 from diagevo.train.config import Config
@@ -40,7 +39,7 @@ def make_backend(config: Config) -> Backend:
             from diagevo.train.hf.backend import HFBackend
         except ImportError as exc:
             raise BackendUnavailable(
-                f'backend "hf" needs the hf extra ({{command}}): {exc}', fix=Fix.of(Install("hf"))
+                'backend "hf" needs the hf extra', Install("hf"), aside=True, then=f": {exc}"
             ) from None
         return HFBackend(config, config.train.seed)
     raise BackendUnavailable(f'backend {config.train.backend!r} is not part of this build; use backend = "sim"')
@@ -71,12 +70,9 @@ def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
             raise NotFound(f"no run {config.train.run!r} to resume in {redact_url(store.url)}{meant}")
         if exists and not resume:
             raise BadInput(
-                f"run {config.train.run!r} already exists in {redact_url(store.url)}; continue it with {{command}}",
-                hint=Hint(
-                    ("train", "--run", config.train.run, "--resume"),
-                    store.url,
-                    call="diagevo.train.train(config, store, resume=True)",
-                ),
+                f"run {config.train.run!r} already exists in {redact_url(store.url)}; continue it with",
+                resume_call(config.train.run),
+                about=config.train.run,
             )
         return config.train.run
     if resume:
@@ -98,8 +94,10 @@ def refuse_foreign_resume(store: Recorder, run: str) -> None:
     if trainer is not None and trainer != OUR_TRAINER:
         raise BadInput(
             f"run {run!r} is driven by {trainer!r}, not by diagevo's own trainer: resuming it here would write "
-            f"diagevo's own rounds into it; continue it with its trainer through the round protocol ({{command}})",
-            hint=Hint(("round", "start", "--run", run), store.url, call=f"diagevo.Round.open(store, {run!r})"),
+            f"diagevo's own rounds into it; continue it with its trainer through the round protocol",
+            open_call(run),
+            aside=True,
+            about=run,
         )
 
 

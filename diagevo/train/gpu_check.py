@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
-from diagevo.errors import BadInput, Hint, NotFound, Unavailable
-from diagevo.fixes import require
+from diagevo.doctor import build_call
+from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.installation import shipped
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.schemas import carried, of_type
@@ -199,8 +199,9 @@ def _check_database(model: Path, out: Path) -> Path:
     model directory."""
     if not (model / "config.json").is_file():
         raise BadInput(
-            f"{model}: not a model directory (no config.json); build one with {{command}}",
-            hint=Hint(("models", "smollm2", "--out", str(model))),
+            f"{model}: not a model directory (no config.json); build one with",
+            build_call(str(model)),
+            about=model,
         )
     out.mkdir(parents=True, exist_ok=True)
     db = out / "gpu-check.db"

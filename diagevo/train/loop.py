@@ -34,7 +34,7 @@ from diagevo.catalog import (
 )
 from diagevo.confined import checkpoint_name, no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
-from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, Hint, RetryLater
+from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, RetryLater, resume_call
 from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.paths import beside_database, run_name
@@ -479,9 +479,10 @@ class Trainer:
                 if not down or waited + pause > d.outage_wait_s:
                     raise (RetryLater if down else BadServer)(
                         f"run {self.run!r} stopped in round {rnd.t}, not committed: {outage_line(exc)}; once the "
-                        f"diagnostician answers{'' if down else ' as it should'}, continue with {{command}}"
-                        f" (waited {waited:.0f} s, diagnosis.outage_wait_s {d.outage_wait_s:g})",
-                        hint=Hint(("train", "--resume", "--run", self.run), self.store.url),
+                        f"diagnostician answers{'' if down else ' as it should'}, continue with",
+                        resume_call(self.run),
+                        then=f" (waited {waited:.0f} s, diagnosis.outage_wait_s {d.outage_wait_s:g})",
+                        about=self.run,
                     ) from None
                 self.progress("outage", round(waited + pause), None)  # the seconds waited, said before the wait
                 time.sleep(pause)

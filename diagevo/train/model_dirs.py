@@ -12,22 +12,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diagevo.errors import BadInput, Hint, NotFound
+from diagevo.doctor import build_call
+from diagevo.errors import BadInput, NotFound
 from diagevo.generation.local import looks_local
 from diagevo.train.config import Config
 
 PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.PROVENANCE
 TINY_RECORD = "tiny.json"  # written last by diagevo.train.hf.tiny.build_tiny
 HELDOUT = "heldout.jsonl"  # written by both builds
-
-
-def build_hint(model: str) -> Hint:
-    """The command that builds ``model``: the tiny pair for a ``challenger``/``solver`` role
-    directory, else SmolLM2."""
-    path = Path(model)
-    if path.name in ("challenger", "solver"):
-        return Hint(("models", "tiny", "--out", str(path.parent)))
-    return Hint(("models", "smollm2", "--out", model))
 
 
 def _hub_id(model: str) -> bool:
@@ -43,11 +35,13 @@ def check_model_dir(model: str) -> None:
     path = Path(model).expanduser()
     if not path.exists() and _hub_id(model):  # nothing is downloaded here
         raise BadInput(
-            f"{model}: no network: pass a local model directory (one is built with {{command}})",
-            hint=build_hint("models/smollm2"),
+            f"{model}: no network: pass a local model directory (one is built with",
+            build_call("models/smollm2"),
+            then=")",
+            about=model,
         )
     if not path.exists():
-        raise NotFound(f"no model directory {model}: build it with {{command}}", hint=build_hint(model))
+        raise NotFound(f"no model directory {model}: build it with", build_call(model), about=model)
     if not path.is_dir():
         raise BadInput(f"{model}: a file, not a model directory")
     tiny = path.name in ("challenger", "solver") and (path.parent / HELDOUT).is_file()
@@ -56,12 +50,13 @@ def check_model_dir(model: str) -> None:
     if built_here and not record.is_file():
         raise BadInput(
             f"{model}: an incomplete model build (no {record.name}, written when the build completes); "
-            f"remove {path.parent if tiny else path} and build it again with {{command}}",
-            hint=build_hint(model),
+            f"remove {path.parent if tiny else path} and build it again with",
+            build_call(model),
+            about=model,
         )
     if not (path / "config.json").is_file():
         raise BadInput(
-            f"{model}: not a model directory (no config.json); build one with {{command}}", hint=build_hint(model)
+            f"{model}: not a model directory (no config.json); build one with", build_call(model), about=model
         )
 
 

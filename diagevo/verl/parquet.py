@@ -93,11 +93,9 @@ def _pyarrow() -> Any:
         import pyarrow
         import pyarrow.parquet  # noqa: F401  (the submodule pyarrow.parquet.write_table lives in)
     except ImportError:
-        from diagevo.fixes import Fix, Install
+        from diagevo.errors import Install
 
-        raise Unavailable(
-            "writing verl's Parquet files needs pyarrow ({command})", fix=Fix.of(Install("data"))
-        ) from None
+        raise Unavailable("writing verl's Parquet files needs pyarrow", Install("data"), aside=True) from None
     return pyarrow
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from diagevo.catalog import RoundCommitted, RunConfigured, RunStarted
 from diagevo.config import config_from_record
-from diagevo.errors import BadInput, Hint
+from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventRow, Recorder, StoredEvent
 
 CONFIG_TYPES = (RunStarted, RunConfigured)
@@ -31,7 +31,7 @@ def config_fault(event: StoredEvent) -> str | None:
     return None
 
 
-def recovery(store: Recorder, run: str, event: StoredEvent | EventRow) -> tuple[str, Hint | None]:
+def recovery(store: Recorder, run: str, event: StoredEvent | EventRow) -> tuple[str, Call | None]:
     """How to get past a bad event (a config no reader can use, an event the fold or a rule
     refuses): the words, and the fork that does it, from the last round committed before it
     (None when no round is: nothing before it to fork)."""
@@ -39,15 +39,14 @@ def recovery(store: Recorder, run: str, event: StoredEvent | EventRow) -> tuple[
     if event.type == RunStarted.name or not before:
         return "the run has no round before it to fork: start a new run", None
     last = before[-1]
-    hint = Hint(("memory", "fork", "--run", run, "--round", str(last), "--to", f"{run}-r{last}"), store.url)
-    return f"its rounds through {last} are intact: fork it from round {last} ({{command}})", hint
+    return f"its rounds through {last} are intact: fork it from round {last}", fork_call(run, last, f"{run}-r{last}")
 
 
 def unusable_config(store: Recorder, run: str, event: StoredEvent, fault: str) -> BadInput:
     """The one line a reader says of a run whose config in force cannot be used."""
     how, hint = recovery(store, run, event)
     what = f"the config of run {run!r} at seq {event.seq} ({event.type} of round {event.round})"
-    return BadInput(f"{what} cannot be used: {fault}; {how}", hint=hint)
+    return BadInput(f"{what} cannot be used: {fault}; {how}", hint, aside=True, about=run)
 
 
 def config_problems(store: Recorder, run: str) -> list[tuple[int, str]]:
@@ -57,6 +56,6 @@ def config_problems(store: Recorder, run: str) -> list[tuple[int, str]]:
         fault = config_fault(e)
         if fault is not None:
             how, _ = recovery(store, run, e)
-            line = f"seq {e.seq}: {e.type}'s config cannot be used: {fault}; {how.replace(' ({command})', '')}"
+            line = f"seq {e.seq}: {e.type}'s config cannot be used: {fault}; {how}"
             out.append((e.seq, line))
     return out

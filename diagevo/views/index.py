@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from diagevo.catalog import CauseCreated, Event, NodeCreated, NodesMerged
-from diagevo.fixes import require
+from diagevo.errors import require
 from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.memory.state import Memory
 from diagevo.paths import beside_database

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from diagevo.catalog import FOLDED, RoundCommitted, RunStarted
-from diagevo.errors import Hint, NotFound
+from diagevo.errors import Call, NotFound
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, commits, fold, fold_until, start
@@ -36,10 +36,12 @@ class NoSuchRun(InvariantError, NotFound):
 def unknown_run(store: Recorder, run: str) -> NoSuchRun:
     """``no run 'huer' in URL (did you mean 'heur'?)``, with how to list the runs: for a Python
     caller ``store.runs()``, on the command line ``diagevo runs``."""
+    runs = store.runs()
     return NoSuchRun(
-        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, store.runs())}: "
-        "the runs are listed by {command}",
-        hint=Hint(("runs",), store.url, call="store.runs()"),
+        f"no run {run!r} in {redact_url(store.url)}{did_you_mean(run, runs)}: the runs are listed by",
+        Call("runs", "store.runs()"),
+        value=run,
+        allowed=tuple(runs),
     )
 
 
@@ -53,9 +55,9 @@ def resolve_run(store: Recorder, run: str | None) -> str:
     latest = latest_run(store)
     if latest is None:
         raise NoSuchRun(
-            f"no runs in {redact_url(store.url)}: start one with {{command}}, "
-            "or run your own trainer through the round protocol",
-            hint=Hint(("train",), store.url, call="diagevo.start_run(store, run, config)"),
+            f"no runs in {redact_url(store.url)}: start one with",
+            Call("train", "diagevo.start_run(store, run, config)"),
+            then=", or run your own trainer through the round protocol",
         )
     return latest
 

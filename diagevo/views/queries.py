@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, RunForked, RunStarted, TrainStep
 from diagevo.confined import checkpoint_dir, owned_dir
-from diagevo.errors import BadInput, Hint, NotFound
+from diagevo.errors import BadInput, Call, NotFound
 from diagevo.log import Recorder, StoredEvent
 from diagevo.memory.counting import CHECKPOINT_TYPES, breaks
 from diagevo.memory.schedule import schedule
@@ -93,8 +93,8 @@ def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
     said = f"unknown cause {cause!r} in run {run!r}"
     if meant:
         return UnknownCause(said + meant)
-    listed = Hint(("memory", "show", "--run", run), store.url, call=f"diagevo.show(store, {run!r})")
-    return UnknownCause(f"{said}: the causes are listed by {{command}}", hint=listed)
+    listed = Call("show", f"diagevo.show(store, {run!r})", run=run)
+    return UnknownCause(f"{said}: the causes are listed by", listed, about=cause)
 
 
 def stats(store: Recorder, run: str | None = None) -> RunStats:
@@ -221,7 +221,7 @@ def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | N
     with the way back: a resume never trains on from other weights than the log says."""
     refused = checkpoint_refusal(store, run)
     if refused is not None:
-        raise BadInput(f"cannot continue run {run!r} at round {t}: {refused[0]}", hint=refused[1])
+        raise BadInput(f"cannot continue run {run!r} at round {t}: {refused[0]}", refused[1], aside=True, about=run)
     written = [row for row in store.rows(run, types=(CheckpointWritten,)) if row[1] <= t]
     if not written:
         return None
@@ -233,11 +233,13 @@ def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | N
         raise NotFound(
             f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {at}, seq {seq}): "
             f"put it back, or {how}",
-            hint=hint,
+            hint,
+            aside=True,
+            about=run,
         ) from None
 
 
-def checkpoint_refusal(store: Recorder, run: str, upto_seq: int | None = None) -> tuple[str, Hint | None] | None:
+def checkpoint_refusal(store: Recorder, run: str, upto_seq: int | None = None) -> tuple[str, Call | None] | None:
     """The first checkpoint event of ``run`` (up to ``upto_seq``) that breaks the checkpoint rule,
     in words that end with the way back, and the fork that takes it (None: no event does)."""
     broken = next(breaks(store.rows(run, types=CHECKPOINT_TYPES, upto_seq=upto_seq)), None)

@@ -31,7 +31,7 @@ from diagevo.catalog import (
     RunStarted,
     RunTagged,
 )
-from diagevo.errors import Hint
+from diagevo.errors import Call, fork_call
 from diagevo.log import EventRow, Recorder
 from diagevo.log.recorder import UnreadableEvent
 from diagevo.results import Json
@@ -206,9 +206,9 @@ def latest_run(store: Recorder) -> str | None:
     return max(others, key=store.last_seq) if others else latest
 
 
-def whatif_refusal(run: str, forks: Iterable[EventRow], db: str, what: str) -> tuple[str, Hint] | None:
+def whatif_refusal(run: str, forks: Iterable[EventRow], what: str) -> tuple[str, Call] | None:
     """Why ``run`` cannot be trained on, if it is a what-if (its last ``run.forked`` says so), and
-    the fork of its source under the same settings that can (message, hint); None otherwise. A
+    the fork of its source under the same settings that can (message, call); None otherwise. A
     what-if's memory was decided again on evidence that models trained under the source's memory
     produced, and it holds no model of its own: neither a round nor a fork continues it, while a
     fork of the source with its settings continues the source's models."""
@@ -219,14 +219,9 @@ def whatif_refusal(run: str, forks: Iterable[EventRow], db: str, what: str) -> t
         return None
     source, at = str(data["source_run"]), int(data["source_round"])
     settings = whatif.get("settings")
-    sets = [w for k, v in (settings if isinstance(settings, Mapping) else {}).items() for w in ("--set", f"{k}={v}")]
-    fork = Hint(
-        ("memory", "fork", "--run", source, "--round", str(at), "--to", f"{run}-train", *sets),
-        db,
-        call=f"diagevo.fork_run(store, {source!r}, {at}, {run + '-train'!r}, overrides)",
-    )
+    fork = fork_call(source, at, f"{run}-train", dict(settings) if isinstance(settings, Mapping) else None)
     said = (
         f"run {run!r} is a what-if of run {source!r}: its memory was decided again without models, so {what}; "
-        "train on under its settings in a fork of the source: {command}"
+        "train on under its settings in a fork of the source:"
     )
     return said, fork

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagevo.catalog import RoundCommitted, RunForked
-from diagevo.errors import Hint
+from diagevo.errors import Call
 from diagevo.log import Recorder
 from diagevo.log.recorder import UNREADABLE
 from diagevo.log.stored import loads
@@ -32,12 +32,12 @@ def verify_run(store: Recorder, run: str) -> list[str]:
     return _verify(store, run)[0]
 
 
-def _verify(store: Recorder, run: str) -> tuple[list[str], Hint | None]:
+def _verify(store: Recorder, run: str) -> tuple[list[str], Call | None]:
     """:func:`verify_run`'s lines, and the fork past the first event the fold or a rule refuses
     (None: no such event, or no round before it)."""
     problems = list(store.verify_chain(run))
     folded: dict[int, dict] = {}
-    back: Hint | None = None
+    back: Call | None = None
     unread = [p for p in problems if f": {UNREADABLE}" in p or ": out of shape: " in p]
     if unread:  # the fold would meet what it cannot read: the way back past the first
         how, back = way_back(store, run, int(unread[0].split(":", 1)[0].removeprefix("seq ")))
@@ -67,7 +67,7 @@ def _verify(store: Recorder, run: str) -> tuple[list[str], Hint | None]:
     return problems + verify_anchors(store, run), back
 
 
-def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Hint | None]:
+def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Call | None]:
     """How to get past the event at ``seq`` (the first one the fold or a rule refuses), as a
     stored config no reader can use is got past (:func:`~diagevo.views.configs.recovery`): the
     words that end the line naming it (empty: no such event), and the fork."""
@@ -75,7 +75,7 @@ def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Hint | No
     if event is None:
         return "", None
     how, hint = recovery(store, run, event)
-    return f"; {how.replace(' ({command})', '')}", hint
+    return f"; {how}", hint
 
 
 def is_whatif(store: Recorder, run: str) -> bool:
@@ -158,7 +158,7 @@ class Verdict:
     run: str
     problems: list[str]
     last: dict[str, Any] | None
-    way_back: Hint | None = None
+    way_back: Call | None = None
     """The fork past the first event the fold or a rule refuses (the rounds before it are intact)."""
 
     @property
@@ -166,10 +166,7 @@ class Verdict:
         return not self.problems
 
     def to_json(self) -> dict[str, Any]:
-        out = {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last}
-        if self.way_back is not None:  # only where there is one: a clean verify prints what it did
-            out["way_back"] = list(self.way_back.args)
-        return out
+        return {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last}
 
 
 def verdict(store: Recorder, run: str) -> Verdict:

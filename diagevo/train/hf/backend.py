@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 from diagevo import curriculum as cur
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.diagnosis.interface import Diagnostician, Embedder
-from diagevo.errors import BadInput, NotFound, Unavailable
-from diagevo.fixes import Fix, Install, Override
+from diagevo.errors import BadInput, Fix, Install, NotFound, Override, Unavailable
 from diagevo.generation import Sampling, model_text
 from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.memory.sampler import GenerationRequest
@@ -91,8 +90,8 @@ def check_flash_attention() -> None:
 
     if importlib.util.find_spec("flash_attn") is None:
         raise Unavailable(
-            'hf.attn_implementation = "flash_attention_2" needs the flash-attn package on CUDA: {command}',
-            fix=Fix.of(Install("gpu"), Override("hf.attn_implementation", "sdpa")),
+            'hf.attn_implementation = "flash_attention_2" needs the flash-attn package on CUDA:',
+            Fix.of(Install("gpu"), Override("hf.attn_implementation", "sdpa")),
         )
 
 

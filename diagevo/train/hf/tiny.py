@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
-from diagevo.fixes import require
+from diagevo.errors import require
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 
