@@ -13,8 +13,9 @@ The file a user writes has more: a section of each component the round protocol 
 which :class:`diagevo.train.config.Config` adds. A stored config carries those as they were
 written, for their owner to validate when it reads the run back. Every other section is one
 class here, each field declared once: ``[train]``, ``[challenger]``, ``[solver]`` and
-``[diagnosis]`` hold the loop's, the ``hf`` backend's and the diagnostician's fields beside the
-method's, for the round protocol, which sits below those components, reads them too.
+``[diagnosis]`` hold the loop's, the ``hf`` backend's and the diagnostician's fields (each a
+:func:`~diagevo.sections.run_setting`) beside the method's, as the round protocol, below those
+components, reads them too.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The base of every config section, and how a config that is refused is named.
 
-A run is configured by one TOML file of sections (tables). Each section's class lives beside
-the lowest part of diagevo that reads it (the round protocol's in :mod:`diagevo.config`, each
-backend's beside the backend) and derives from
-:class:`Section`: strict (an unknown name is refused), checked again on assignment, and refusing
-with a :class:`ConfigError` that names the field at fault by its dotted name, a nested one
-included, with the names it most likely means as data. Only ``cli/`` spells those as command-line
-options; a message here names fields and TOML tables, never a command.
+A run is configured by one TOML file of sections (tables). Each section is one class, beside the
+lowest part of diagevo that reads it (the round protocol's in :mod:`diagevo.config`, each
+backend's beside the backend), derived from :class:`Section`: strict (an unknown name is
+refused), checked again on assignment, and refusing with a :class:`ConfigError` that names the
+field at fault by its dotted name, a nested one included, with the names it most likely means as
+data. Only ``cli/`` spells those as command-line options; a message here names fields and TOML
+tables, never a command.
 """
 
 from __future__ import annotations
