@@ -44,9 +44,9 @@ def recovery(store: Recorder, run: str, event: StoredEvent | EventRow) -> tuple[
 
 def unusable_config(store: Recorder, run: str, event: StoredEvent, fault: str) -> BadInput:
     """The one line a reader says of a run whose config in force cannot be used."""
-    how, hint = recovery(store, run, event)
+    how, fork = recovery(store, run, event)
     what = f"the config of run {run!r} at seq {event.seq} ({event.type} of round {event.round})"
-    return BadInput(f"{what} cannot be used: {fault}; {how}", hint, aside=True, about=run)
+    return BadInput(f"{what} cannot be used: {fault}; {how}", fork, aside=True, about=run)
 
 
 def config_problems(store: Recorder, run: str) -> list[tuple[int, str]]:

@@ -229,11 +229,11 @@ def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | N
     try:
         return checkpoint_dir(checkpoint_folders(store, run, root), data["path"])
     except FileNotFoundError as exc:
-        how, hint = recovery(store, run, _event(store, run, seq))
+        how, fork = recovery(store, run, _event(store, run, seq))
         raise NotFound(
             f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {at}, seq {seq}): "
             f"put it back, or {how}",
-            hint,
+            fork,
             aside=True,
             about=run,
         ) from None
@@ -245,8 +245,8 @@ def checkpoint_refusal(store: Recorder, run: str, upto_seq: int | None = None) -
     broken = next(breaks(store.rows(run, types=CHECKPOINT_TYPES, upto_seq=upto_seq)), None)
     if broken is None:
         return None
-    how, hint = recovery(store, run, _event(store, run, broken.at))
-    return f"seq {broken.at}: {broken.reason}; {how}", hint
+    how, fork = recovery(store, run, _event(store, run, broken.at))
+    return f"seq {broken.at}: {broken.reason}; {how}", fork
 
 
 def _event(store: Recorder, run: str, seq: int) -> StoredEvent:

@@ -74,8 +74,8 @@ def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Call | No
     event = None if seq is None else next(store.rows(run, after_seq=seq - 1, upto_seq=seq, data=False), None)
     if event is None:
         return "", None
-    how, hint = recovery(store, run, event)
-    return f"; {how}", hint
+    how, fork = recovery(store, run, event)
+    return f"; {how}", fork
 
 
 def is_whatif(store: Recorder, run: str) -> bool:
