@@ -3,8 +3,9 @@ step), as a table, a file, a follow, or the paper's Figure 3b."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import suppress
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,6 +23,9 @@ from diagevo.cli.common import (
 from diagevo.cli.memory import FollowOpt, UntilOpt, flush_stdout, followed_run
 from diagevo.cli.safe import plain, text
 from diagevo.words import plural
+
+if TYPE_CHECKING:
+    from diagevo.results import JsonRow
 
 STATS_COLUMNS = {
     "round": "t",
@@ -173,7 +177,7 @@ _STEP_HEADS = {
 }
 
 
-def _step_cells(row: dict[str, Any], fields: list[str]) -> list[str]:
+def _step_cells(row: JsonRow, fields: Sequence[str]) -> list[str]:
     return [str(row["round"]), plain(str(row["role"])), str(row["global_step"])] + [
         f"{v:.4g}" if isinstance(v := row.get(f), float) else _cell(v) for f in fields
     ]
@@ -192,17 +196,17 @@ def _step_stats(
             run_id = followed_run(store, run)
     if not follow:
         if as_json:
-            emit_json(data)
+            emit_json(data.to_dict())
             return
-        if not data["steps"]:
-            console.print(text(f"run {data['run']} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
+        if not data.steps:
+            console.print(text(f"run {data.run} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
             return
         from diagevo.cli.tables import print_fitted
 
-        fields = data["fields"] if wide else [f for f in queries.STEP_FIELDS if f in data["fields"]]
+        fields = data.fields if wide else [f for f in queries.STEP_FIELDS if f in data.fields]
         heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]
-        cells = [_step_cells(r, fields) for r in data["steps"]]
-        print_fitted(console, heads, cells, title=text(f"run {data['run']}: GRPO steps"), wide=wide)
+        cells = [_step_cells(r, fields) for r in data.steps]
+        print_fitted(console, heads, cells, title=text(f"run {data.run}: GRPO steps"), wide=wide)
         return
     from diagevo.catalog import RoundCommitted, TrainStep
     from diagevo.views.follow import follow_events
@@ -211,8 +215,9 @@ def _step_stats(
         if not as_json:
             console.print(text((f"following run {run_id}: a line per GRPO step (Ctrl-C to stop)", "dim")))
         for e in follow_events(store, run_id):
-            if e.type == TrainStep.name:
-                row = queries.step_row(e.round, e.data)
+            event = e.event
+            if isinstance(event, TrainStep):
+                row = queries.step_row(e.round, event)
                 if as_json:
                     emit_json({"run": run_id, **row})
                 else:
@@ -221,7 +226,7 @@ def _step_stats(
                     line = "  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True))
                     console.print(text(line), soft_wrap=True)
                 flush_stdout()
-            if e.type == RoundCommitted.name and until_round is not None and e.round >= until_round:
+            if isinstance(event, RoundCommitted) and until_round is not None and e.round >= until_round:
                 return
 
 

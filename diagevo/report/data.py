@@ -28,8 +28,8 @@ from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
 from diagevo.views.queries import step_row
-from diagevo.views.runs import summarise
-from diagevo.views.stats import COLUMNS, filled, is_family_detail, metric_columns, round_stats
+from diagevo.views.runs import ForkedFrom, summarise
+from diagevo.views.stats import COLUMNS, BenchmarkScore, filled, is_family_detail, metric_columns, round_stats
 from diagevo.views.stories import cause_stories
 
 # the round's phases as the paper's Table 6 names its components
@@ -52,19 +52,6 @@ class PhaseTime:
     round: int
     phase: str
     seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class BenchmarkScore:
-    """A benchmark score of a round's checkpoint (``eval --run``); a field the log lacks: None."""
-
-    round: int
-    benchmark: str
-    n: int | None
-    accuracy: float | None
-    k: int | None
-    mean_at_k: float | None
-    model: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +95,7 @@ class RunData:
     trainer: str | None = None  # what run.started names (None: an older log)
     tags: list[str] = field(default_factory=list)  # what `diagevo runs` says of the run
     notes: list[str] = field(default_factory=list)
-    forked_from: dict[str, Any] | None = None
+    forked_from: ForkedFrom | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)  # round, role, step, global_step, TRL's fields
 
     @property
@@ -171,7 +158,7 @@ def _scan(store: Recorder, run: str) -> _Scanned:
         elif etype == CheckpointSelected.name:
             found.selected = {"round": rnd, **data}
         elif etype == TrainStep.name:
-            found.step_rows.append(step_row(rnd, data))
+            found.step_rows.append(step_row(rnd, TrainStep.from_stored(data, version)))
     if not found.rows:
         raise InvariantError(f"run {run!r} has no events")
     return found
