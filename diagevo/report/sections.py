@@ -189,7 +189,7 @@ def summary(data: RunData) -> list[Card]:
         ("causes in all", len(data.stories)),
     ]
     if data.selected:
-        cards.append(("selected checkpoint", f"round {data.selected['round']}"))
+        cards.append(("selected checkpoint", f"round {data.selected.round}"))
     return [Card(_text(value), label) for label, value in cards]
 
 
@@ -241,12 +241,10 @@ def accuracy(data: RunData) -> Accuracy:
 
 def selected(data: RunData) -> Selected | None:
     sel = data.selected
-    if not sel:
+    if sel is None:
         return None
-    scores = ", ".join(
-        f"round {t}: {v:.3f}" for t, v in sorted(sel.get("scores", {}).items(), key=lambda kv: int(kv[0]))
-    )
-    return Selected(_text(sel.get("benchmark")), sel["round"], scores)
+    scores = ", ".join(f"round {t}: {v:.3f}" for t, v in sorted(sel.event.scores.items(), key=lambda kv: int(kv[0])))
+    return Selected(_text(sel.event.benchmark), sel.round, scores)
 
 
 def memory(rounds: Sequence[dict[str, Any]]) -> Charts:
