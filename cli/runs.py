@@ -89,13 +89,12 @@ def _card(r: RunSummary, note_width: int) -> Text:
     """A run's id and, dimmed below it, where it was forked from, its tags, notes, config changes
     and trainer."""
     card = Text(r.run)
-    whatif = r.forked_from.get("whatif") if r.forked_from else None
-    if r.forked_from and isinstance(whatif, dict):
-        changed = ", ".join(f"{k}={v}" for k, v in whatif.items()) or "no setting changed"
-        source = plain(f"what-if of {r.forked_from['run']} through round {r.forked_from['round']}: {changed}")
-        card.append(f"\n  {source}", style="dim")
-    elif r.forked_from:
-        card.append(f"\n  forked from {r.forked_from['run']} @ round {r.forked_from['round']}", style="dim")
+    fork = r.forked_from
+    changed = None if fork is None else fork.changed()
+    if fork is not None and changed is not None:
+        card.append(f"\n  {plain(f'what-if of {fork.run} through round {fork.round}: {changed}')}", style="dim")
+    elif fork is not None:
+        card.append(f"\n  forked from {fork.run} @ round {fork.round}", style="dim")
     if r.tags:
         card.append(f"\n  tags: {', '.join(r.tags)}", style="dim")
     for note in r.notes:  # a person's words: one line each, cut to the column (--json has them whole)

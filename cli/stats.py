@@ -3,8 +3,9 @@ step), as a table, a file, a follow, or the paper's Figure 3b."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import suppress
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,6 +23,9 @@ from diagevo.cli.common import (
 from diagevo.cli.memory import FollowOpt, UntilOpt, flush_stdout, followed_run
 from diagevo.cli.safe import plain, text
 from diagevo.words import plural
+
+if TYPE_CHECKING:
+    from diagevo.results import JsonRow
 
 STATS_COLUMNS = {
     "round": "t",
@@ -80,7 +84,7 @@ _LEGEND = {
 """What the abbreviated headers of ``memory stats`` mean (said under the table for those shown)."""
 
 
-def stats_columns(rows: list[dict[str, Any]], metrics: list[str]) -> tuple[list[str], list[str], list[int]]:
+def stats_columns(rows: Sequence[JsonRow], metrics: Sequence[str]) -> tuple[list[str], list[str], list[int]]:
     """The columns of the ``memory stats`` table in their order, their headers, and their indices
     in the order a narrow terminal keeps them (:data:`_KEPT_FIRST`)."""
     from diagevo.views.stats import is_family_detail
@@ -141,22 +145,22 @@ def stats(
         _follow_stats(db, run, output.as_json, until_round)
         return
     with open_store(db, readonly=True) as store:
-        data = queries.stats(store, run).to_dict()
-    run_id, rows = data["run"], data["rounds"]
+        result = queries.stats(store, run)
+    run_id, rows = result.run, result.rounds
     if output.file is not None:
         from diagevo.files import write_rows
         from diagevo.views.stats import COLUMNS
 
-        write_rows(output.file, [*COLUMNS, *data["metrics"]], rows)
+        write_rows(output.file, [*COLUMNS, *result.metrics], rows)
     if output.as_json:
-        emit_json(data)
+        emit_json(result.to_dict())
         return
     if not rows:
-        console.print(text(f"run {run_id} has no committed round yet", _pending(data["uncommitted"])), soft_wrap=True)
+        console.print(text(f"run {run_id} has no committed round yet", _pending(result.uncommitted)), soft_wrap=True)
     else:
         from diagevo.cli.tables import print_fitted
 
-        cols, heads, keep = stats_columns(rows, data["metrics"])
+        cols, heads, keep = stats_columns(rows, result.metrics)
         cells = [[_cell(r.get(c)) for c in cols] for r in rows]
         print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, legend=_LEGEND, priority=keep)
     if output.file is not None:
@@ -173,7 +177,7 @@ _STEP_HEADS = {
 }
 
 
-def _step_cells(row: dict[str, Any], fields: list[str]) -> list[str]:
+def _step_cells(row: JsonRow, fields: Sequence[str]) -> list[str]:
     return [str(row["round"]), plain(str(row["role"])), str(row["global_step"])] + [
         f"{v:.4g}" if isinstance(v := row.get(f), float) else _cell(v) for f in fields
     ]
@@ -192,17 +196,17 @@ def _step_stats(
             run_id = followed_run(store, run)
     if not follow:
         if as_json:
-            emit_json(data)
+            emit_json(data.to_dict())
             return
-        if not data["steps"]:
-            console.print(text(f"run {data['run']} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
+        if not data.steps:
+            console.print(text(f"run {data.run} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
             return
         from diagevo.cli.tables import print_fitted
 
-        fields = data["fields"] if wide else [f for f in queries.STEP_FIELDS if f in data["fields"]]
+        fields = data.fields if wide else [f for f in queries.STEP_FIELDS if f in data.fields]
         heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]
-        cells = [_step_cells(r, fields) for r in data["steps"]]
-        print_fitted(console, heads, cells, title=text(f"run {data['run']}: GRPO steps"), wide=wide)
+        cells = [_step_cells(r, fields) for r in data.steps]
+        print_fitted(console, heads, cells, title=text(f"run {data.run}: GRPO steps"), wide=wide)
         return
     from diagevo.catalog import RoundCommitted, TrainStep
     from diagevo.views.follow import follow_events
@@ -211,8 +215,9 @@ def _step_stats(
         if not as_json:
             console.print(text((f"following run {run_id}: a line per GRPO step (Ctrl-C to stop)", "dim")))
         for e in follow_events(store, run_id):
-            if e.type == TrainStep.name:
-                row = queries.step_row(e.round, e.data)
+            event = e.event
+            if isinstance(event, TrainStep):
+                row = queries.step_row(e.round, event)
                 if as_json:
                     emit_json({"run": run_id, **row})
                 else:
@@ -221,7 +226,7 @@ def _step_stats(
                     line = "  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True))
                     console.print(text(line), soft_wrap=True)
                 flush_stdout()
-            if e.type == RoundCommitted.name and until_round is not None and e.round >= until_round:
+            if isinstance(event, RoundCommitted) and until_round is not None and e.round >= until_round:
                 return
 
 
@@ -250,7 +255,7 @@ def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: i
                 return
 
 
-def _pending(uncommitted: list[dict[str, Any]]) -> str:
+def _pending(uncommitted: Sequence[JsonRow]) -> str:
     """``; recorded so far: round 0 bench/gsm8k=0.250``: the scores of rounds not committed."""
     parts = [
         f"round {m['round']} " + " ".join(f"{k}={_cell(v)}" for k, v in m.items() if k != "round") for m in uncommitted
@@ -275,8 +280,9 @@ def plot(
     if output.file is not None and suffix not in (".svg", ".csv"):
         raise CLIError(f"{output.file}: write a .svg figure (no PNG: a browser converts the SVG) or the series as .csv")
     with open_store(db, readonly=True) as store:
-        data = queries.lifecycle(store, run).to_dict()
-    run_id, rows = data["run"], data["series"]
+        result = queries.lifecycle(store, run)
+    run_id = result.run
+    rows: list[dict[str, Any]] = [dict(r) for r in result.series]  # the memory's columns: numbers
     if not rows:
         if output.file is not None:
             raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {output.file} not written")
@@ -295,7 +301,7 @@ def plot(
 
         write_replacing(output.file, lifecycle(rows, title=f"Memory lifecycle, run {run_id}"))
     if output.as_json:
-        emit_json(data)
+        emit_json(result.to_dict())
         return
     top = max(1, *(r["active"] + r["mastered"] for r in rows))
     # a row is "round NNN " + bar + " act NNNN mas NNNN nod NNN ε 0.000": the bar takes what is left

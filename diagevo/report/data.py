@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diagevo.catalog import (
+    CATALOG,
     CheckpointSelected,
     EvalRecorded,
+    Event,
     FailureRecorded,
     QuestionGenerated,
     RoundCommitted,
@@ -23,13 +25,22 @@ from diagevo.catalog import (
     TrainStep,
 )
 from diagevo.curriculum.stats import question_stats
-from diagevo.log import Recorder
+from diagevo.log import EventRow, Recorder
 from diagevo.memory.fold import InvariantError
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
 from diagevo.views.queries import step_row
-from diagevo.views.runs import summarise
-from diagevo.views.stats import COLUMNS, filled, is_family_detail, metric_columns, round_stats
+from diagevo.views.runs import ForkedFrom, summarise
+from diagevo.views.stats import (
+    COLUMNS,
+    BenchmarkScore,
+    evaluation,
+    filled,
+    is_family_detail,
+    metric_columns,
+    number,
+    round_stats,
+)
 from diagevo.views.stories import cause_stories
 
 # the round's phases as the paper's Table 6 names its components
@@ -55,19 +66,6 @@ class PhaseTime:
 
 
 @dataclass(frozen=True, slots=True)
-class BenchmarkScore:
-    """A benchmark score of a round's checkpoint (``eval --run``); a field the log lacks: None."""
-
-    round: int
-    benchmark: str
-    n: int | None
-    accuracy: float | None
-    k: int | None
-    mean_at_k: float | None
-    model: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class FamilyAccuracy:
     """The loop's held-out accuracy of a skill family (``acc/FAMILY``) at a round."""
 
@@ -87,6 +85,14 @@ class QuestionStats:
     distinct_2: float
 
 
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The checkpoint ``eval --select`` chose: its event and the round it names."""
+
+    round: int
+    event: CheckpointSelected
+
+
 @dataclass
 class RunData:
     """A run as the report draws it."""
@@ -103,12 +109,12 @@ class RunData:
     questions: list[QuestionStats]
     memories: dict[int, Memory] = field(default_factory=dict)  # M_t of every committed round
     stories: dict[str, dict[str, Any]] = field(default_factory=dict)
-    selected: dict[str, Any] | None = None
+    selected: Selection | None = None
     open_round: int | None = None
     trainer: str | None = None  # what run.started names (None: an older log)
     tags: list[str] = field(default_factory=list)  # what `diagevo runs` says of the run
     notes: list[str] = field(default_factory=list)
-    forked_from: dict[str, Any] | None = None
+    forked_from: ForkedFrom | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)  # round, role, step, global_step, TRL's fields
 
     @property
@@ -122,56 +128,60 @@ class RunData:
         return sorted(self.memories)
 
 
-def _number(value: Any) -> Any:
-    """A number from the log, or None (a missing or other value)."""
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 @dataclass
 class _Scanned:
     """What one pass over a run's events collects for the report: the events themselves (the
-    texts the report shows read back), each round's summary and held-out scores, benchmark
+    texts the report shows read back), each round's phase times and held-out scores, benchmark
     scores, the questions by round and mode, the config, the selected checkpoint, GRPO steps."""
 
-    rows: list[tuple[int, int, str, dict[str, Any], int]] = field(default_factory=list)
-    summaries: dict[int, dict[str, Any]] = field(default_factory=dict)
-    heldout: dict[int, dict[str, Any]] = field(default_factory=dict)
+    rows: list[EventRow] = field(default_factory=list)
+    timing: list[PhaseTime] = field(default_factory=list)
+    heldout: dict[int, dict[str, float]] = field(default_factory=dict)
     bench: list[BenchmarkScore] = field(default_factory=list)
     texts: dict[int, dict[str, list[str]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     config: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     last_seq: int = 0
-    selected: dict[str, Any] | None = None
+    selected: Selection | None = None
     trainer: str | None = None
     step_rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def take(self, t: int, event: Event) -> None:
+        match event:
+            case RunStarted(config=config, seed=seed, trainer=trainer):
+                self.config, self.seed = dict(config), int(seed)
+                self.trainer = trainer if isinstance(trainer, str) else None
+            case RoundCommitted():
+                timing = getattr(event, "timing", None) or {}  # the phases' seconds its summary carries
+                self.timing += [PhaseTime(t, str(p), float(s)) for p, s in timing.items() if number(s) is not None]
+            case QuestionGenerated(mode=mode, text=text):
+                self.texts[t][mode].append(text or "")
+            case EvalRecorded():
+                said = evaluation(t, event)
+                if isinstance(said, BenchmarkScore):
+                    self.bench.append(said)
+                elif said is not None:
+                    self.heldout[t] = said
+            case CheckpointSelected():
+                self.selected = Selection(t, event)
+            case TrainStep():
+                self.step_rows.append(step_row(t, event))
+
+
+_SCANNED = frozenset((RunStarted, RoundCommitted, QuestionGenerated, EvalRecorded, CheckpointSelected, TrainStep))
 
 
 def _scan(store: Recorder, run: str) -> _Scanned:
     found = _Scanned()
     # the texts the report shows (questions, failures) are read back; the rest stays lean
     shown = {e.seq: e.data for e in store.read(run, types=_SHOWN_TEXTS, texts=True)}
-    for seq, rnd, etype, data, version in store.rows(run):
-        data = shown.get(seq, data)
-        found.rows.append((seq, rnd, etype, data, version))
-        found.last_seq = seq
-        if etype == RunStarted.name:
-            started = RunStarted.from_stored(data, version)
-            found.config, found.seed = dict(started.config), int(started.seed)
-            found.trainer = started.trainer if isinstance(started.trainer, str) else None
-        elif etype == RoundCommitted.name:
-            found.summaries[rnd] = data
-        elif etype == QuestionGenerated.name:
-            found.texts[rnd][data["mode"]].append(data.get("text") or "")
-        elif etype == EvalRecorded.name and "benchmark" in data:
-            n, acc, k, at_k = (_number(data.get(f)) for f in ("n", "accuracy", "k", "mean_at_k"))
-            model = None if data.get("model") is None else str(data["model"])
-            found.bench.append(BenchmarkScore(rnd, str(data["benchmark"]), n, acc, k, at_k, model))
-        elif etype == EvalRecorded.name and "measure" not in data:  # not a sim-dynamics measure
-            found.heldout[rnd] = data
-        elif etype == CheckpointSelected.name:
-            found.selected = {"round": rnd, **data}
-        elif etype == TrainStep.name:
-            found.step_rows.append(step_row(rnd, data))
+    for row in store.rows(run):
+        if row.seq in shown:
+            row = row._replace(data=shown[row.seq])
+        found.rows.append(row)
+        found.last_seq = row.seq
+        if CATALOG[row.type] in _SCANNED:  # the others are told by the stories alone
+            found.take(row.round, row.event)
     if not found.rows:
         raise InvariantError(f"run {run!r} has no events")
     return found
@@ -197,7 +207,7 @@ def load_run(store: Recorder, run: str) -> RunData:
         last_seq=found.last_seq,
         recorded_at=recorded_at,
         rounds=rounds,
-        timing=_timing(found.summaries),
+        timing=found.timing,
         benchmarks=_benchmarks(found.bench),
         heldout_detail=_heldout_detail(found.heldout),
         questions=_questions(found.texts),
@@ -212,29 +222,19 @@ def load_run(store: Recorder, run: str) -> RunData:
     )
 
 
-def _timing(summaries: dict[int, dict[str, Any]]) -> list[PhaseTime]:
-    """Seconds of each phase of each committed round."""
-    return [
-        PhaseTime(t, str(phase), float(sec))
-        for t, s in sorted(summaries.items())
-        for phase, sec in (s.get("timing") or {}).items()
-        if _number(sec) is not None
-    ]
-
-
 def _benchmarks(bench: list[BenchmarkScore]) -> list[BenchmarkScore]:
     """Benchmark scores by round; an evaluation repeated with other settings: the latest counts."""
     latest = {(b.round, b.benchmark): b for b in bench}
     return sorted(latest.values(), key=lambda b: (b.benchmark, b.round))
 
 
-def _heldout_detail(heldout: dict[int, dict[str, Any]]) -> list[FamilyAccuracy]:
+def _heldout_detail(heldout: dict[int, dict[str, float]]) -> list[FamilyAccuracy]:
     """Held-out accuracy per family (``acc/FAMILY``) and round: the heat map's cells."""
     return [
-        FamilyAccuracy(key.removeprefix("acc/"), t, float(v))
+        FamilyAccuracy(key.removeprefix("acc/"), t, v)
         for t, m in sorted(heldout.items())
         for key, v in m.items()
-        if key.startswith("acc/") and _number(v) is not None
+        if key.startswith("acc/")
     ]
 
 

@@ -19,7 +19,7 @@ from diagevo.report.causes import Causes, Tree, causes, tree
 from diagevo.report.data import PHASES, BenchmarkScore, PhaseTime, QuestionStats, RunData
 from diagevo.report.page import Chart, Table, cell, chart, table
 from diagevo.views.queries import STEP_FIELDS
-from diagevo.views.runs import OLDER_LOG, OUR_TRAINER
+from diagevo.views.runs import OLDER_LOG, OUR_TRAINER, ForkedFrom
 from diagevo.words import plural
 
 Command = Callable[..., str]
@@ -147,12 +147,9 @@ def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
     return RunPage(header(data, db_url), sections)
 
 
-def _fork(fork: dict[str, Any]) -> Fork:
-    whatif = fork.get("whatif")
-    changed = None
-    if isinstance(whatif, dict):
-        changed = ", ".join(f"{k}={v}" for k, v in whatif.items()) or "no setting changed"
-    return Fork(_text(fork.get("run")), _text(fork.get("round")), None if changed is None else _text(changed))
+def _fork(fork: ForkedFrom) -> Fork:
+    changed = fork.changed()
+    return Fork(_text(fork.run), _text(fork.round), None if changed is None else _text(changed))
 
 
 def header(data: RunData, db_url: str) -> Header:
@@ -192,7 +189,7 @@ def summary(data: RunData) -> list[Card]:
         ("causes in all", len(data.stories)),
     ]
     if data.selected:
-        cards.append(("selected checkpoint", f"round {data.selected['round']}"))
+        cards.append(("selected checkpoint", f"round {data.selected.round}"))
     return [Card(_text(value), label) for label, value in cards]
 
 
@@ -244,12 +241,10 @@ def accuracy(data: RunData) -> Accuracy:
 
 def selected(data: RunData) -> Selected | None:
     sel = data.selected
-    if not sel:
+    if sel is None:
         return None
-    scores = ", ".join(
-        f"round {t}: {v:.3f}" for t, v in sorted(sel.get("scores", {}).items(), key=lambda kv: int(kv[0]))
-    )
-    return Selected(_text(sel.get("benchmark")), sel["round"], scores)
+    scores = ", ".join(f"round {t}: {v:.3f}" for t, v in sorted(sel.event.scores.items(), key=lambda kv: int(kv[0])))
+    return Selected(_text(sel.event.benchmark), sel.round, scores)
 
 
 def memory(rounds: Sequence[dict[str, Any]]) -> Charts:

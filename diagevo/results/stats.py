@@ -38,3 +38,16 @@ class Lifecycle:
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "series": [dict(r) for r in self.series]}
+
+
+@dataclass(frozen=True)
+class GrpoSteps:
+    """``memory stats --steps --json``: every GRPO step the run logged (``train.step``), in log
+    order (round, role, step, global step, TRL's fields), and the TRL fields present."""
+
+    run: str
+    steps: Sequence[JsonRow]
+    fields: Sequence[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "steps": [dict(r) for r in self.steps], "fields": list(self.fields)}

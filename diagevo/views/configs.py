@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from diagevo.catalog import RoundCommitted, RunConfigured, RunStarted
+from diagevo.catalog import CATALOG, RoundCommitted, RunConfigured, RunStarted
 from diagevo.config import config_from_record
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventRow, Recorder, StoredEvent
@@ -21,14 +21,14 @@ CONFIG_TYPES = (RunStarted, RunConfigured)
 
 def config_fault(event: StoredEvent) -> str | None:
     """Why the config of this ``run.started`` or ``run.configured`` cannot be used, or None."""
-    record = event.data.get("config")
-    if not isinstance(record, Mapping):
-        return "its config is not a table"
-    try:
-        config_from_record(record)
-    except BadInput as exc:
-        return str(exc)
-    return None
+    match event.event:
+        case RunStarted(config=Mapping() as record) | RunConfigured(config=Mapping() as record):
+            try:
+                config_from_record(record)
+            except BadInput as exc:
+                return str(exc)
+            return None
+    return "its config is not a table"  # or none: a row written raw
 
 
 def recovery(store: Recorder, run: str, event: StoredEvent | EventRow) -> tuple[str, Call | None]:
@@ -36,7 +36,7 @@ def recovery(store: Recorder, run: str, event: StoredEvent | EventRow) -> tuple[
     refuses): the words, and the fork that does it, from the last round committed before it
     (None when no round is: nothing before it to fork)."""
     before = [r[1] for r in store.rows(run, types=(RoundCommitted,), upto_seq=event.seq - 1, data=False)]
-    if event.type == RunStarted.name or not before:
+    if CATALOG[event.type] is RunStarted or not before:
         return "the run has no round before it to fork: start a new run", None
     last = before[-1]
     return f"its rounds through {last} are intact: fork it from round {last}", fork_call(run, last, f"{run}-r{last}")

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import CATALOG, CAUSE_FIELDS, Event, RoundCommitted
+from diagevo.catalog import CATALOG, CAUSE_FIELDS, KEY_FIELDS, Event, RoundCommitted
 from diagevo.log import Recorder
-from diagevo.log.recorder import StoredEvent
+from diagevo.log.recorder import StoredEvent, key_values
 from diagevo.views.follow import follow_events
 from diagevo.views.memory import resolve_run
 
@@ -31,13 +31,13 @@ class EventFilter:
     in_round: int | None = None
 
     def matches(self, event: StoredEvent) -> bool:
-        data = event.data
+        ids = dict(zip(KEY_FIELDS, key_values(event.data), strict=True))  # what the key index holds of it
         return (
             (not self.types or CATALOG[event.type] in self.types)
             and (self.in_round is None or event.round == self.in_round)
-            and (self.cause is None or self.cause in {data.get(f) for f in CAUSE_FIELDS})
-            and (self.failure is None or data.get("failure_id") == self.failure)
-            and (self.question is None or data.get("question_id") == self.question)
+            and (self.cause is None or self.cause in {ids[f] for f in CAUSE_FIELDS})
+            and (self.failure is None or ids["failure_id"] == self.failure)
+            and (self.question is None or ids["question_id"] == self.question)
         )
 
     def index_keys(self) -> dict[str, list[str]] | None:
@@ -102,5 +102,5 @@ def follow_matching(
     for event in follow_events(store, run):
         if wanted.matches(event):
             yield event
-        if until_round is not None and event.type == RoundCommitted.name and event.round >= until_round:
+        if until_round is not None and CATALOG[event.type] is RoundCommitted and event.round >= until_round:
             return

@@ -17,13 +17,14 @@ from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.configs import recovery
 from diagevo.views.memory import load_memory, resolve_run
+from diagevo.views.runs import last_event, typed
 from diagevo.views.stats import accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
 from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:  # each view imports its result's module when it runs: a command loads its own
     from diagevo.results.memory import CurrentMemory, MemoryView
-    from diagevo.results.stats import Lifecycle, RunStats
+    from diagevo.results.stats import GrpoSteps, Lifecycle, RunStats
     from diagevo.results.stories import CauseStory
 
 # the series of ``memory plot`` (the paper's Figure 3b)
@@ -127,37 +128,33 @@ STEP_FIELDS = (
 """The per-step GRPO signals shown first (TRL's names); ``train.step`` may hold more."""
 
 
-def step_row(t: int, data: Any) -> dict[str, Any]:
-    """One ``train.step`` event as a row: round, role, step in the phase, global step, TRL's fields."""
-    return {
-        "round": t,
-        "role": data["role"],
-        "step": data["step"],
-        "global_step": data["global_step"],
-        **dict(data.get("metrics") or {}),
-    }
+def step_row(t: int, step: TrainStep) -> dict[str, Any]:
+    """One ``train.step`` of round ``t`` as a row: round, role, step in the phase, global step, TRL's fields."""
+    return {"round": t, "role": step.role, "step": step.step, "global_step": step.global_step, **step.metrics}
 
 
-def steps(store: Recorder, run: str | None = None) -> dict[str, Any]:
+def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
     """Every GRPO step the run logged (``train.step``), in log order: ``steps`` rows of
     :func:`step_row`; ``fields``: the TRL fields present, those of :data:`STEP_FIELDS` first."""
+    from diagevo.results.stats import GrpoSteps
+
     run_id = resolve_run(store, run)
-    rows = [step_row(e.round, e.data) for e in store.read(run_id, types=(TrainStep,))]
+    rows = [step_row(e.round, typed(e, TrainStep)) for e in store.read(run_id, types=(TrainStep,))]
     seen = dict.fromkeys(k for r in rows for k in r if k not in ("round", "role", "step", "global_step"))
     fields = [f for f in STEP_FIELDS if f in seen] + sorted(f for f in seen if f not in STEP_FIELDS)
-    return {"run": run_id, "steps": rows, "fields": fields}
+    return GrpoSteps(run=run_id, steps=rows, fields=fields)
 
 
-def pruned_checkpoints(store: Recorder, run: str) -> dict[str, Any]:
+def pruned_checkpoints(store: Recorder, run: str) -> dict[str, StoredEvent]:
     """Path -> the ``checkpoint.pruned`` event that deleted it, of ``run``."""
-    return {e.data["path"]: e for e in store.read(run, types=(CheckpointPruned,))}
+    return {typed(e, CheckpointPruned).path: e for e in store.read(run, types=(CheckpointPruned,))}
 
 
-def pruned_note(event: Any) -> str:
+def pruned_note(event: StoredEvent) -> str:
     """How a refusal names the pruning of a checkpoint: its path and its event."""
     return (
-        f"its checkpoint {event.data['path']} was pruned (checkpoint.pruned in round {event.round}, seq {event.seq}; "
-        "train.keep_checkpoints decides how many are kept)"
+        f"its checkpoint {typed(event, CheckpointPruned).path} was pruned (checkpoint.pruned in round {event.round}, "
+        f"seq {event.seq}; train.keep_checkpoints decides how many are kept)"
     )
 
 
@@ -167,12 +164,13 @@ def checkpoint_disk(store: Recorder, run: str) -> dict[int, dict[str, float]]:
     gone = pruned_checkpoints(store, run)
     out: dict[int, dict[str, float]] = {}
     for e in store.read(run, types=(CheckpointWritten,)):
-        size = e.data.get("bytes")
+        written = typed(e, CheckpointWritten)
+        size = getattr(written, "bytes", None)  # what a backend that measures its checkpoints records
         if not isinstance(size, int):
             continue
         row = out.setdefault(e.round, {"ckpt_mb": 0.0, "disk_mb": 0.0})
         row["ckpt_mb"] += size / 1e6
-        if e.data["path"] not in gone:
+        if written.path not in gone:
             row["disk_mb"] += size / 1e6
     return out
 
@@ -198,8 +196,8 @@ def checkpoint_folders(store: Recorder, run: str, root: Path) -> list[Path]:
     while isinstance(current, str) and current not in seen:
         seen.add(current)
         folders.append(owned_dir(root, run_name(current), create=False))
-        marker = next(store.read(current, types=(RunForked,), newest=True, limit=1), None)
-        current = marker.data.get("source_run") if marker is not None else None
+        marker = last_event(store, current, RunForked)
+        current = marker.source_run if marker is not None else None
     return folders
 
 
@@ -225,9 +223,9 @@ def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | N
     written = [row for row in store.rows(run, types=(CheckpointWritten,)) if row[1] <= t]
     if not written:
         return None
-    seq, at, _, data, _ = written[-1]
+    seq, at = written[-1].seq, written[-1].round
     try:
-        return checkpoint_dir(checkpoint_folders(store, run, root), data["path"])
+        return checkpoint_dir(checkpoint_folders(store, run, root), typed(written[-1], CheckpointWritten).path)
     except FileNotFoundError as exc:
         how, fork = recovery(store, run, _event(store, run, seq))
         raise NotFound(
@@ -260,8 +258,8 @@ def checkpoint_path(store: Recorder, run: str, path: str, root: Path | None = No
     folder or its fork source's (:func:`diagevo.confined.checkpoint_dir`): refused by name when
     it is no name the loop gives or a link lies there, :class:`NotFound` when no folder holds it."""
     if root is None:
-        started = next(store.read(run, types=(RunStarted,), limit=1), None)
-        root = runs_root(store, started.data.get("config", {}) if started is not None else {})
+        started = last_event(store, run, RunStarted)  # a run has one
+        root = runs_root(store, started.config if started is not None else {})
     try:
         return checkpoint_dir(checkpoint_folders(store, run, root), path)
     except FileNotFoundError as exc:

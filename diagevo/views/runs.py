@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from diagevo.catalog import (
     MILESTONES,
@@ -32,11 +32,32 @@ from diagevo.catalog import (
     RunTagged,
 )
 from diagevo.errors import Call, fork_call
-from diagevo.log import EventRow, Recorder
+from diagevo.log import EventRow, Recorder, StoredEvent
 from diagevo.log.recorder import UnreadableEvent
 from diagevo.results import Json
 
+E = TypeVar("E", bound=Event)
+
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunForked, RunTagged, RunNoted)
+
+
+@dataclass(frozen=True)
+class ForkedFrom:
+    """Where a forked run came from: its source run and round, and for a what-if the settings
+    it changed (``whatif``; None: a fork, continued by a trainer)."""
+
+    run: str
+    round: int
+    whatif: Json = None
+
+    def changed(self) -> str | None:
+        """A what-if's changed settings on one line (``memory.k=2``); None for a fork."""
+        if not isinstance(self.whatif, Mapping):
+            return None
+        return ", ".join(f"{k}={v}" for k, v in self.whatif.items()) or "no setting changed"
+
+    def to_json(self) -> dict[str, Json]:
+        return {"run": self.run, "round": self.round, **({} if self.whatif is None else {"whatif": self.whatif})}
 
 
 @dataclass(frozen=True)
@@ -48,7 +69,7 @@ class RunSummary:
     open_round: int | None
     created: str  # recorded_at of its first event
     last_seq: int
-    forked_from: dict[str, Json] | None = None  # source run and round
+    forked_from: ForkedFrom | None = None
     writer: str | None = None  # who holds its writer lease
     changed: dict[str, Json] = field(default_factory=dict)  # config fields that differ from the defaults
     tags: list[str] = field(default_factory=list)
@@ -57,7 +78,7 @@ class RunSummary:
 
     def to_json(self) -> dict[str, Json]:
         """The run as a row of ``diagevo runs --json``."""
-        return asdict(self)
+        return {**asdict(self), "forked_from": None if self.forked_from is None else self.forked_from.to_json()}
 
 
 OUR_TRAINER = "diagevo train"  # the name rounds.OUR_TRAINER gives (views sit below rounds)
@@ -114,7 +135,7 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     committed: set[int] = set()
     started: set[int] = set()
     config: dict[str, Any] = {}
-    forked: dict[str, Any] | None = None
+    forked: ForkedFrom | None = None
     tags: dict[str, None] = {}
     notes: list[str] = []
     trainer: str | None = None
@@ -130,10 +151,8 @@ def summarise(store: Recorder, run: str) -> RunSummary:
                 started.add(e.round)
             case RoundCommitted():
                 committed.add(e.round)
-            case RunForked(source_run=source_run, source_round=source_round, whatif=whatif):
-                forked = {"run": source_run, "round": source_round}
-                if isinstance(whatif, dict):  # a what-if: its memory re-decided, not continued by a trainer
-                    forked["whatif"] = whatif.get("settings", {})
+            case RunForked(source_run=source_run, source_round=source_round) as marker:
+                forked = ForkedFrom(source_run, source_round, whatif_settings(marker))
                 forked_at = e.round
             case RunTagged(tags=labels, removed=removed):
                 for tag in labels:
@@ -150,7 +169,7 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     target = _rounds_asked(config) if trainer in (None, OUR_TRAINER) else None
     writer = store.lease_holder(run)
     status = run_status(writer=writer, trainer=trainer, forked_at=forked_at, started=started, last=last, target=target)
-    if forked is not None and "whatif" in forked and status == "forked":
+    if forked is not None and forked.whatif is not None and status == "forked":
         status = "what-if"
     return RunSummary(
         run=run,
@@ -189,10 +208,29 @@ def _summary(store: Recorder, run: str) -> RunSummary:
         return RunSummary(run, status, 0, None, None, "", store.last_seq(run))
 
 
+def typed(row: StoredEvent | EventRow, cls: type[E]) -> E:
+    """The event of ``row``, read by its type ``cls``, as that class."""
+    event = row.event
+    if not isinstance(event, cls):
+        raise TypeError(f"the event at seq {row.seq} is a {row.type}, not a {cls.name}")
+    return event
+
+
+def last_event(store: Recorder, run: str, cls: type[E]) -> E | None:
+    """The last event of type ``cls`` of ``run`` (None: it has none), in one indexed read."""
+    found = next(store.read(run, types=(cls,), newest=True, limit=1), None)
+    return None if found is None else typed(found, cls)
+
+
+def whatif_settings(forked: RunForked) -> Json:
+    """The settings a what-if changed (its ``run.forked``'s record says); None: no what-if."""
+    return forked.whatif.get("settings", {}) if isinstance(forked.whatif, Mapping) else None
+
+
 def is_whatif(store: Recorder, run: str) -> bool:
     """Whether ``run`` is a what-if (its last ``run.forked`` says so)."""
-    marker = next(store.read(run, types=(RunForked,), newest=True, limit=1), None)
-    return marker is not None and isinstance(marker.data.get("whatif"), Mapping)
+    marker = last_event(store, run, RunForked)
+    return marker is not None and isinstance(marker.whatif, Mapping)
 
 
 def latest_run(store: Recorder) -> str | None:
@@ -213,12 +251,10 @@ def whatif_refusal(run: str, forks: Iterable[EventRow], what: str) -> tuple[str,
     produced, and it holds no model of its own: neither a round nor a fork continues it, while a
     fork of the source with its settings continues the source's models."""
     marker = next(reversed(list(forks)), None)
-    data = marker.data if marker is not None and marker.data is not None else {}
-    whatif = data.get("whatif")
-    if not isinstance(whatif, Mapping):
+    forked = None if marker is None else typed(marker, RunForked)
+    if forked is None or not isinstance(forked.whatif, Mapping):
         return None
-    source, at = str(data["source_run"]), int(data["source_round"])
-    settings = whatif.get("settings")
+    source, at, settings = str(forked.source_run), int(forked.source_round), whatif_settings(forked)
     fork = fork_call(source, at, f"{run}-train", dict(settings) if isinstance(settings, Mapping) else None)
     said = (
         f"run {run!r} is a what-if of run {source!r}: its memory was decided again without models, so {what}; "

@@ -24,6 +24,7 @@ from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import Row, drafts
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.views.runs import typed
 
 VIEW = "stats"
 
@@ -45,7 +46,39 @@ COLUMNS = (*MEMORY_COLUMNS, *COUNTED_COLUMNS)
 # numeric fields of a commit summary that are the round's figures (older logs carry held-out
 # accuracy there rather than in eval.recorded)
 _SUMMARY_METRICS = ("heldout", "pseudo_label_acc", "val_acc")
-_EVAL, _COMMIT = EvalRecorded.name, RoundCommitted.name
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkScore:
+    """A benchmark score of a round's checkpoint (``eval --run``); a field the log lacks: None."""
+
+    round: int
+    benchmark: str
+    n: int | None
+    accuracy: float | None
+    k: int | None
+    mean_at_k: float | None
+    model: str | None
+
+
+def evaluation(t: int, ev: EvalRecorded) -> BenchmarkScore | dict[str, float] | None:
+    """What an ``eval.recorded`` of round ``t`` says, its carried fields read here alone: a
+    benchmark score of the round's checkpoint (``eval --run``), the round's figures by name (the
+    loop's held-out accuracy, a trainer's ``--metric``), or None for the simulator's dynamics
+    measures (the report's own)."""
+    carried = dict(iter(ev))  # its fields, declared and carried (``dict(ev)`` would take its ``keys`` fact)
+    if carried.get("benchmark") is not None:
+        n, acc, k, at_k = (number(carried.get(f)) for f in ("n", "accuracy", "k", "mean_at_k"))
+        model = carried.get("model")
+        return BenchmarkScore(t, str(carried["benchmark"]), n, acc, k, at_k, None if model is None else str(model))
+    if carried.get("measure") is not None:
+        return None
+    return {k: float(v) for k, v in carried.items() if number(v) is not None}
+
+
+def commit_figures(ev: RoundCommitted) -> dict[str, float]:
+    """The round's figures its commit summary carries (held-out accuracy, in older logs)."""
+    return {k: float(v) for k, v in ev if number(v) is not None and k.startswith(_SUMMARY_METRICS)}
 
 
 def memory_sizes(mem: Memory) -> dict[str, Any]:
@@ -73,13 +106,10 @@ def counted_column(etype: str, data: Mapping[str, Any] | None) -> str | None:
 
 def count_rounds(rows: Iterable[EventRow]) -> dict[int, dict[str, int]]:
     """Per round, the counted columns of these rows (each column present, 0 where none)."""
-    out: dict[int, dict[str, int]] = {}
+    acc = RoundStats()
     for row in rows:
-        column = counted_column(row.type, row.data)
-        counts = out.setdefault(row.round, dict.fromkeys(COUNTED_COLUMNS, 0))
-        if column is not None:
-            counts[column] += 1
-    return out
+        acc.add(row)
+    return acc.counts
 
 
 def _metric_name(name: str) -> str:
@@ -102,18 +132,19 @@ class RoundStats:
         column = counted_column(etype, data)
         if column is not None:
             counts[column] += 1
-        if etype == _EVAL:
+        cls = CATALOG[etype]  # the event itself is built for these two types alone
+        if cls is EvalRecorded:
+            said = evaluation(rnd, typed(row, EvalRecorded))
             metrics = self.metrics.setdefault(rnd, {})
-            if "benchmark" in data:  # a benchmark score of the round's checkpoint: the latest counts
-                if isinstance(data.get("accuracy"), (int, float)):
-                    metrics[f"bench/{data['benchmark']}"] = float(data["accuracy"])
-            elif "measure" not in data:  # the simulator's dynamics measures are the report's own
-                metrics.update({_metric_name(k): float(v) for k, v in data.items() if _number(v)})
-        elif etype == _COMMIT:  # its summary's figures, where no eval.recorded gave them
+            if isinstance(said, BenchmarkScore):  # a score of the round's checkpoint: the latest counts
+                if said.accuracy is not None:
+                    metrics[f"bench/{said.benchmark}"] = float(said.accuracy)
+            elif said is not None:
+                metrics.update({_metric_name(k): v for k, v in said.items()})
+        elif cls is RoundCommitted:  # its summary's figures, where no eval.recorded gave them
             metrics = self.metrics.setdefault(rnd, {})
-            for k, v in data.items():
-                if _number(v) and k.startswith(_SUMMARY_METRICS):
-                    metrics.setdefault(_metric_name(k), float(v))
+            for k, v in commit_figures(typed(row, RoundCommitted)).items():
+                metrics.setdefault(_metric_name(k), v)
 
     def commit(self, mem: Memory) -> None:
         self.sizes[mem.committed] = memory_sizes(mem)
@@ -174,8 +205,9 @@ def is_family_detail(name: str) -> bool:
     return name.startswith("acc/")
 
 
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+def number(value: Any) -> Any:
+    """A number from the log, or None (a missing or other value: a boolean is no number)."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def scan(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
@@ -184,7 +216,7 @@ def scan(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
     acc = RoundStats()
     for draft, (seq, rnd, etype, data, version) in drafts(rows, run):
         acc.add(EventRow(seq, rnd, etype, dict(data), version))
-        if etype == _COMMIT:
+        if CATALOG[etype] is RoundCommitted:
             acc.commit(draft.freeze())
     return acc.rows()
 

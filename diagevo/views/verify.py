@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import RoundCommitted, RunForked
+from diagevo.catalog import CATALOG, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import Recorder
 from diagevo.log.recorder import UNREADABLE
@@ -20,6 +20,7 @@ from diagevo.log.stored import loads
 from diagevo.memory.counting import audit
 from diagevo.views import index, memory, stats
 from diagevo.views.configs import config_problems, recovery
+from diagevo.views.runs import is_whatif
 
 VIEWS = (memory.VIEW, stats.VIEW, index.VIEW)
 
@@ -78,11 +79,6 @@ def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Call | No
     return f"; {how}", fork
 
 
-def is_whatif(store: Recorder, run: str) -> bool:
-    """Whether ``run`` is a what-if (its ``run.forked`` says so)."""
-    return any(e.data.get("whatif") is not None for e in store.rows(run, types=(RunForked,)))
-
-
 def forked_problems(store: Recorder, run: str) -> list[str]:
     """Each ``run.forked`` of ``run`` names another run whose event at ``source_seq`` is the
     commit of ``source_round``, with the hash it claims (:func:`fork_source_problem`)."""
@@ -103,7 +99,7 @@ def fork_source_problem(store: Recorder, run: str, data: Mapping[str, Any]) -> s
     if not isinstance(source, str) or not isinstance(seq, int) or not store.has_run(source):
         return f"its source run {source!r} is not in this database (ingest the source first)"
     there = store.event_at(source, seq)
-    if there is None or (there.type, there.round) != (RoundCommitted.name, at):
+    if there is None or CATALOG[there.type] is not RoundCommitted or there.round != at:
         return f"seq {seq} of run {source!r} is not the commit of round {at!r}"
     if there.hash != data.get("source_hash"):
         return f"the commit of round {at!r} of run {source!r} has another hash than the one it names"
@@ -124,7 +120,7 @@ def verify_anchors(store: Recorder, run: str) -> list[str]:
                 problems.append(f"log cut off: {what} summarises the log up to seq {s.seq}, but {where}")
             elif at.hash != s.hash:
                 problems.append(f"log replaced: the event at seq {s.seq} is not the one {what} summarised")
-            elif name == memory.VIEW and (at.round, at.type) != (s.part, RoundCommitted.name):
+            elif name == memory.VIEW and (at.round != s.part or CATALOG[at.type] is not RoundCommitted):
                 problems.append(f"{what} names seq {s.seq}, which is not that round's {RoundCommitted.name}")
     return problems
 
