@@ -336,7 +336,8 @@ class SQLRecorder(Recorder):
         for field, values in lookup_keys(keys).items():
             for i in range(0, len(values), MAX_PARAMS):
                 chunk = values[i : i + MAX_PARAMS]
-                where = f"{self._key_index(field)} WHERE run_id = {q} AND {field} IN ({', '.join([q] * len(chunk))}){extra}"
+                held = f"{field} IN ({', '.join([q] * len(chunk))})"
+                where = f"{self._key_index(field)} WHERE run_id = {q} AND {held}{extra}"
                 # in seq order (PostgreSQL returns an IN lookup in any order); one id's rows lie in
                 # seq order in its index, so a page of them is read without sorting them all
                 yield where + (" ORDER BY seq" if ordered else ""), [run, *chunk, *extra_params]

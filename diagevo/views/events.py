@@ -81,7 +81,8 @@ def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: in
     ``limit`` of them (None or 0: all)."""
     run_id = resolve_run(store, run)
     cut = min(limit + 1, 2**63 - 1) if limit else None  # one more than shown: whether the list was cut
-    found = store.read(run_id, keys=wanted.index_keys(), types=wanted.types or None, in_round=wanted.in_round, limit=cut)
+    keys, types = wanted.index_keys(), wanted.types or None
+    found = store.read(run_id, keys=keys, types=types, in_round=wanted.in_round, limit=cut)
     picked = [e for e in found if wanted.matches(e)]
     truncated = bool(limit) and len(picked) > (limit or 0)
     return EventPage(run_id, picked[:limit] if limit else picked, limit or None, truncated)
