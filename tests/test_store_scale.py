@@ -8,7 +8,7 @@ import sqlite3
 
 from alembic import command
 
-from diagevo.catalog import FailureRecorded
+from diagevo.catalog import FailureAttributed, FailureRecorded
 from diagevo.log import Recorder, open_log, sqlite_path
 from diagevo.log.schema import HEAD_REVISION, _alembic_config, current, upgrade
 from diagevo.memory.fold import commits
@@ -83,6 +83,31 @@ def test_a_lookup_by_id_walks_its_index_not_the_whole_run(tmp_path) -> None:  # 
     ):
         plan = str(conn.execute(f"EXPLAIN QUERY PLAN SELECT * FROM events {where}", params).fetchall())
         assert f"USING INDEX {index}" in plan and "ix_events_run_seq" not in plan, plan
+    conn.close()
+
+
+def test_a_causes_attributions_are_counted_and_paged_in_its_index(tmp_path) -> None:  # noqa: ANN001
+    """``memory why`` of a cause attributed tens of thousands of times reads a page: the count of
+    its attributions and its newest ones come from the cause's index (which holds the type,
+    0017) without a row of the table read for its type or a sort of them all; ``memory events
+    --cause`` reads the first page of each cause field's index in seq order."""
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    with open_log(url) as store:
+        attributed = (FailureAttributed,)
+        (count,) = store._where("r", 0, None, attributed, None, {"cause_id": ["c"]}, ordered=False)
+        (newest,) = store._where("r", 0, None, attributed, None, {"cause_id": ["c"]}, ordered=False)
+        firsts = list(store._where("r", 0, None, None, None, {f: ["c"] for f in ("cause_id", "active_cause")}))
+    conn = sqlite3.connect(sqlite_path(url))
+
+    def plan(sql: str, params: list[object]) -> str:
+        return str(conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+
+    assert "USING COVERING INDEX ix_events_cause_id" in plan(f"SELECT COUNT(*) FROM events {count[0]}", count[1])
+    page = plan(f"SELECT * FROM events {newest[0]} ORDER BY seq DESC LIMIT 10", newest[1])
+    assert "USING INDEX ix_events_cause_id" in page and "TEMP B-TREE" not in page, page
+    for (where, params), field in zip(firsts, ("cause_id", "active_cause")):
+        first = plan(f"SELECT * FROM events {where} LIMIT 201", params)
+        assert f"USING INDEX ix_events_{field}" in first and "TEMP B-TREE" not in first, first
     conn.close()
 
 

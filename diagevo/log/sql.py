@@ -69,7 +69,6 @@ class SQLRecorder(Recorder):
     """An append-only SQL log with per-run hash chains and the views' saved states."""
 
     P = "?"  # the DBAPI placeholder
-    NO_INDEX = ""  # before a column: a condition on it that the planner must not pick an index for
 
     def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
         """Open the log at ``url``. ``create=False`` never creates anything: a missing SQLite
@@ -114,6 +113,10 @@ class SQLRecorder(Recorder):
 
     def _index(self, types: Collection[str] | None, in_round: int | None) -> str:
         """After ``FROM events``: the index a read of a run (no id lookup) must walk."""
+        return ""
+
+    def _key_index(self, field: str) -> str:
+        """After ``FROM events``: the index a lookup by ``field`` (an id) must walk."""
         return ""
 
     def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
@@ -319,24 +322,25 @@ class SQLRecorder(Recorder):
             return
         extra, extra_params = "", list[Any]()
         if names is not None:
-            extra += f" AND {self.NO_INDEX}type IN ({', '.join([q] * len(names))})"
+            extra += f" AND type IN ({', '.join([q] * len(names))})"
             extra_params += names
         if in_round is not None:
-            extra += f" AND {self.NO_INDEX}round = {q}"
+            extra += f" AND round = {q}"
             extra_params.append(in_round)
         if after_seq > 0:
-            extra += f" AND {self.NO_INDEX}seq > {q}"
+            extra += f" AND seq > {q}"
             extra_params.append(after_seq)
         if upto_seq is not None:
-            extra += f" AND {self.NO_INDEX}seq <= {q}"
+            extra += f" AND seq <= {q}"
             extra_params.append(upto_seq)
         for field, values in lookup_keys(keys).items():
             for i in range(0, len(values), MAX_PARAMS):
                 chunk = values[i : i + MAX_PARAMS]
-                where = f"WHERE run_id = {q} AND {field} IN ({', '.join([q] * len(chunk))}){extra}"
-                # in seq order when it is the only read (PostgreSQL returns an IN lookup in any order),
-                # the few rows found sorted: not the whole run walked in seq order instead (SQLite)
-                yield where + (f" ORDER BY {self.NO_INDEX}seq" if ordered else ""), [run, *chunk, *extra_params]
+                held = f"{field} IN ({', '.join([q] * len(chunk))})"
+                where = f"{self._key_index(field)} WHERE run_id = {q} AND {held}{extra}"
+                # in seq order (PostgreSQL returns an IN lookup in any order); one id's rows lie in
+                # seq order in its index, so a page of them is read without sorting them all
+                yield where + (" ORDER BY seq" if ordered else ""), [run, *chunk, *extra_params]
 
     def _select(
         self,
@@ -352,24 +356,21 @@ class SQLRecorder(Recorder):
         newest: bool = False,
     ) -> Iterator[E]:
         self.read_runs[run] = None
-        if newest and limit is not None:
-            reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=False))
-            if len(reads) == 1:  # the last ``limit`` rows of the one index that serves the read
-                where, params = reads[0]
-                last = list(self._fetch(shape, f"{where} ORDER BY seq DESC LIMIT {int(limit)}", params, texts))
-                return iter(last[::-1])
-            found = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts)}
-            return iter([found[seq] for seq in sorted(found)][-limit:] if limit else [])
-        reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys))
-        if len(reads) == 1 and (keys is None or limit is None):
+        paged = limit is not None
+        reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=not (newest and paged)))
+        if paged:  # each read cut where it is stored: the page lies among the first (last) ``limit`` of each
+            cut = f" ORDER BY seq DESC LIMIT {int(limit)}" if newest else f" LIMIT {int(limit)}"  # type: ignore[arg-type]
+            reads = [(where + cut, params) for where, params in reads]
+        if len(reads) == 1:
             where, params = reads[0]
-            if limit is not None:
-                where += f" LIMIT {int(limit)}"
-            return self._fetch(shape, where, params, texts)
+            found = self._fetch(shape, where, params, texts)
+            return iter(list(found)[::-1]) if newest and paged else found
         # several indexed reads: the same event may be found twice; merged in seq order
-        found = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts)}
-        picked = [found[seq] for seq in sorted(found)]
-        return iter(picked if limit is None else picked[:limit])
+        merged = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts)}
+        picked = [merged[seq] for seq in sorted(merged)]
+        if limit is None:
+            return iter(picked)
+        return iter((picked[-limit:] if limit else []) if newest else picked[:limit])
 
     def count(
         self,

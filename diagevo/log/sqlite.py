@@ -38,7 +38,6 @@ class SQLiteRecorder(SQLRecorder):
     """The event log in a SQLite file."""
 
     P = "?"
-    NO_INDEX = "+"  # SQLite: a unary plus takes the column out of index selection
 
     def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
         """A read of a plain ``sqlite:///FILE`` at the head revision opens the file directly,
@@ -64,6 +63,11 @@ class SQLiteRecorder(SQLRecorder):
         if types is not None:
             return " INDEXED BY ix_events_run_type_seq"
         return " INDEXED BY ix_events_run_seq"
+
+    def _key_index(self, field: str) -> str:
+        """SQLite's planner would rather walk the whole run in seq order, or a type or round index
+        of it, than the id's index and sort the few rows it finds."""
+        return " INDEXED BY uq_events_run_event_id" if field == "event_id" else f" INDEXED BY ix_events_{field}"
 
     def _order(self, after_seq: int, types: Collection[str] | None, in_round: int | None) -> str:
         """Without a seq range but with a round or types, SQLite's planner would rather walk the

@@ -19,7 +19,6 @@ from diagevo.catalog import KEY_FIELDS, MILESTONES, type_names
 # for every inserted row (0012), PostgreSQL compares against an array
 MILESTONES_SQLITE = " OR ".join(f"type = '{t}'" for t in sorted(type_names(MILESTONES)))
 MILESTONES_POSTGRES = "type IN (" + ", ".join(f"'{t}'" for t in sorted(type_names(MILESTONES))) + ")"
-CAUSE_CHANGES = "type IN ('cause.created', 'cause.promoted', 'cause.reactivated')"  # what sets a cause's state
 
 # On SQLite ``INTEGER PRIMARY KEY`` aliases the rowid (fast, 64-bit); BIGINT would not.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")
@@ -39,6 +38,7 @@ class Event(SQLModel, table=True):
                 f"ix_events_{f}",
                 "run_id",
                 f,
+                *(("seq", "type") if f == "cause_id" else ()),  # a cause's events in seq order, with their type (0017)
                 sqlite_where=text(f"{f} IS NOT NULL"),
                 postgresql_where=text(f"{f} IS NOT NULL"),
             )
@@ -53,15 +53,6 @@ class Event(SQLModel, table=True):
             unique=True,
             sqlite_where=text(MILESTONES_SQLITE),
             postgresql_where=text(MILESTONES_POSTGRES),
-        ),
-        # a cause's changes alone, its state one lookup for the database's rules (0014)
-        Index(
-            "ix_events_cause_changes",
-            "run_id",
-            "cause_id",
-            "seq",
-            sqlite_where=text(CAUSE_CHANGES),
-            postgresql_where=text(CAUSE_CHANGES),
         ),
     )
 

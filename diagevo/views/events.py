@@ -80,14 +80,9 @@ def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: in
     """The events of ``run`` (default: the latest run) that ``wanted`` picks, the first
     ``limit`` of them (None or 0: all)."""
     run_id = resolve_run(store, run)
-    types = wanted.types or None
-    keys = wanted.index_keys()
-    if keys is not None:
-        found = store.read(run_id, keys=keys, types=types, in_round=wanted.in_round)
-    else:  # one more than shown: whether the list was cut
-        found = store.read(
-            run_id, types=types, in_round=wanted.in_round, limit=min(limit + 1, 2**63 - 1) if limit else None
-        )
+    cut = min(limit + 1, 2**63 - 1) if limit else None  # one more than shown: whether the list was cut
+    keys, types = wanted.index_keys(), wanted.types or None
+    found = store.read(run_id, keys=keys, types=types, in_round=wanted.in_round, limit=cut)
     picked = [e for e in found if wanted.matches(e)]
     truncated = bool(limit) and len(picked) > (limit or 0)
     return EventPage(run_id, picked[:limit] if limit else picked, limit or None, truncated)

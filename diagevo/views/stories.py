@@ -11,7 +11,7 @@ folds events into stories, one pass, the merge rule taken from the fold
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from diagevo.catalog import (
@@ -33,12 +33,22 @@ from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, Row
 
 
-def _question_view(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if q is None:
+def _question_view(
+    qid: str | None, asked: QuestionGenerated | None, scored: QuestionScored | None
+) -> dict[str, Any] | None:
+    if asked is None and scored is None:
         return None
-    view = {k: q.get(k) for k in ("question_id", "mode", "active_cause", "mastered_cause", "text")}
+    view = {
+        "question_id": qid,
+        "mode": None if asked is None else asked.mode,
+        "active_cause": None if asked is None else asked.active_cause,
+        "mastered_cause": None if asked is None else asked.mastered_cause,
+        "text": None if asked is None else asked.text,
+    }
+    if scored is None:
+        return view
     # how sure the pseudo-label was (Eq. 3's votes), when the log holds the question's score
-    return view | {k: q[k] for k in ("pseudo_label", "p1", "p2", "n") if k in q}
+    return view | {"pseudo_label": scored.pseudo_label, "p1": scored.p1, "p2": scored.p2, "n": scored.n}
 
 
 class UnknownCause(InvariantError):
@@ -62,9 +72,10 @@ class _StoryTeller:
 
     def __init__(self, cause_ids: Collection[str] | None) -> None:
         self.cause_ids = cause_ids
-        self.questions: dict[str, Mapping[str, Any]] = {}
-        self.failures: dict[str, Mapping[str, Any]] = {}
-        self.diagnoses: dict[str, Mapping[str, Any]] = {}
+        self.questions: dict[str, QuestionGenerated] = {}
+        self.scores: dict[str, QuestionScored] = {}
+        self.failures: dict[str, FailureRecorded] = {}
+        self.diagnoses: dict[str, FailureDiagnosed] = {}
         self.stories: dict[str, dict[str, Any]] = {}
         self.pending: dict[tuple[str, str], dict[str, Any]] = {}  # (cause, failure) -> reactivation entry
         self.replies: dict[tuple[str, int], str] = {}  # (failure, attempt) -> Prompt 1's reply
@@ -72,37 +83,39 @@ class _StoryTeller:
     def failure_view(self, fid: str | None) -> dict[str, Any] | None:
         if fid is None:
             return None
-        f = self.failures.get(fid, {})
-        d = self.diagnoses.get(fid)
-        if d is not None and not d.get("raw") and d.get("call") is not None:  # the reply, stored once
-            d = {**d, "raw": self.replies.get((fid, d["call"]), "")}
+        f, d = self.failures.get(fid), self.diagnoses.get(fid)
+        qid = None if f is None else f.question_id
+        diagnosis = None
+        if d is not None:
+            raw = d.raw
+            if not raw and d.call is not None:  # the reply, stored once
+                raw = self.replies.get((fid, d.call), "")
+            diagnosis = {"matched_cause": d.matched_cause, "error_cause": d.error_cause, "model": d.model, "raw": raw}
         return {
             "failure_id": fid,
-            "question": _question_view(self.questions.get(f.get("question_id", ""))),
-            "response": f.get("response"),
-            "reference": f.get("reference"),
-            "diagnosis": None if d is None else {k: d.get(k) for k in ("matched_cause", "error_cause", "model", "raw")},
+            "question": None if qid is None else _question_view(qid, self.questions.get(qid), self.scores.get(qid)),
+            "response": None if f is None else f.response,
+            "reference": None if f is None else f.reference,
+            "diagnosis": diagnosis,
         }
 
-    def question(self, d: Mapping[str, Any]) -> None:
-        qid = d["question_id"]
-        self.questions[qid] = {**self.questions.get(qid, {}), **d}
+    def question(self, _base: dict[str, Any], asked: QuestionGenerated) -> None:
+        self.questions[asked.question_id] = asked
 
-    def score(self, d: Mapping[str, Any]) -> None:
-        qid = d["question_id"]
-        scored = {k: d[k] for k in ("pseudo_label", "p1", "p2", "n") if k in d}
-        self.questions[qid] = {**self.questions.get(qid, {}), **scored}
+    def score(self, _base: dict[str, Any], scored: QuestionScored) -> None:
+        self.scores[scored.question_id] = scored
 
-    def failure(self, d: Mapping[str, Any]) -> None:
-        self.failures[d["failure_id"]] = d
+    def failure(self, _base: dict[str, Any], recorded: FailureRecorded) -> None:
+        self.failures[recorded.failure_id] = recorded
 
-    def diagnosis(self, d: Mapping[str, Any]) -> None:
-        self.diagnoses[d["failure_id"]] = d
+    def diagnosis(self, _base: dict[str, Any], diagnosed: FailureDiagnosed) -> None:
+        self.diagnoses[diagnosed.failure_id] = diagnosed
 
-    def reply(self, d: Mapping[str, Any]) -> None:
-        """A Prompt 1 reply (``failure_id`` is carried: an extra field of ``llm.called``)."""
-        if d.get("stage") == "extract" and isinstance(d.get("failure_id"), str):
-            self.replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
+    def reply(self, _base: dict[str, Any], called: LLMCalled) -> None:
+        """A Prompt 1 reply (``failure_id`` and ``attempt`` are carried: extra fields of ``llm.called``)."""
+        carried = called.model_extra or {}
+        if called.stage == "extract" and isinstance(carried.get("failure_id"), str):
+            self.replies[(carried["failure_id"], carried.get("attempt", 0))] = called.raw
 
     def promote(self, base: dict[str, Any], promoted: CausePromoted) -> None:
         if promoted.cause_id in self.stories:
@@ -153,25 +166,21 @@ class _StoryTeller:
         self.stories[cid]["timeline"].append({**entry, "failure": self.failure_view(fid)})
 
 
-_Keep = Callable[[_StoryTeller, Mapping[str, Any]], None]
 _Tell = Callable[[_StoryTeller, dict[str, Any], Any], None]
-_EVIDENCE: dict[str, _Keep] = {
+_TELLS: dict[str, _Tell] = {
     QuestionGenerated.name: _StoryTeller.question,
     QuestionScored.name: _StoryTeller.score,
     FailureRecorded.name: _StoryTeller.failure,
     FailureDiagnosed.name: _StoryTeller.diagnosis,
     LLMCalled.name: _StoryTeller.reply,
-}
-"""What an entry of a story shows, by type: kept as stored (a question, its votes, a failure, its
-diagnosis, a Prompt 1 reply)."""
-_TELLS: dict[str, _Tell] = {
     NodesMerged.name: _StoryTeller.merge_nodes,
     CauseCreated.name: _StoryTeller.create,
     FailureAttributed.name: _StoryTeller.attribute,
     CausePromoted.name: _StoryTeller.promote,
     CauseReactivated.name: _StoryTeller.reactivate,
 }
-"""What a story tells, by type: each told from its typed event."""
+"""What a story reads, by type, each from its typed event: what an entry shows (a question, its
+votes, a failure, its diagnosis, a Prompt 1 reply) and what it tells."""
 _READERS = {name: CATALOG[name].reader for name in _TELLS}
 
 
@@ -179,32 +188,39 @@ def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None)
     """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log, by
     cause id in order of creation."""
     teller = _StoryTeller(cause_ids)
-    evidence, tells, readers = _EVIDENCE, _TELLS, _READERS  # bound once: a hot cause has many rows
+    tells, readers = _TELLS, _READERS  # bound once: a hot cause has many rows
     for seq, rnd, etype, d, version in rows:
-        keep = evidence.get(etype)
-        if keep is not None:  # kept as stored: an entry shows it as it is
-            keep(teller, d)
-            continue
         tell = tells.get(etype)
-        if tell is not None:  # told from its typed event
+        if tell is not None:
             tell(teller, {"seq": seq, "round": rnd}, readers[etype](d, version))
     return teller.stories
 
 
-def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
-    """The events :func:`cause_story` needs for one cause, texts inline, in seq order: the
-    cause's own events, its failures with their diagnoses, their questions and the merges of
-    nodes. Indexed reads only; the rest of the run is never read."""
-    own = list(store.rows(run, keys={"cause_id": [cause]}))
-    fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
-    failures = list(store.rows(run, keys={"failure_id": fids}, types=_FAILURE_TYPES, texts=True))
-    qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
+def _failure_ids(rows: Iterable[EventRow]) -> list[str]:
+    """The failures these events name (a cause's creation, attributions, reactivations)."""
+    events = (row.event for row in rows)
+    return [e.failure_id for e in events if isinstance(e, _NAMING_FAILURES) and isinstance(e.failure_id, str)]
+
+
+def _evidence(store: Recorder, run: str, own: list[EventRow]) -> list[EventRow]:
+    """The events a story needs beside a cause's own, texts inline, in seq order: its failures
+    with their diagnoses and Prompt 1 replies, their questions and the merges of nodes."""
+    failures = list(store.rows(run, keys={"failure_id": _failure_ids(own)}, types=_FAILURE_TYPES, texts=True))
+    qids = [e.question_id for e in (row.event for row in failures) if isinstance(e, FailureRecorded)]
     questions = store.rows(run, keys={"question_id": qids}, types=_QUESTION_TYPES, texts=True)
     merges = store.rows(run, types=(NodesMerged,))
     events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
     return [events[seq] for seq in sorted(events)]
 
 
+def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
+    """The events :func:`cause_story` needs for one cause, texts inline, in seq order: the
+    cause's own events, its failures with their diagnoses, their questions and the merges of
+    nodes. Indexed reads only; the rest of the run is never read."""
+    return _evidence(store, run, list(store.rows(run, keys={"cause_id": [cause]})))
+
+
+_NAMING_FAILURES = (CauseCreated, FailureAttributed, CauseReactivated)
 _FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, LLMCalled)  # llm.called: the replies
 _QUESTION_TYPES = (QuestionGenerated, QuestionScored)
 
@@ -215,36 +231,19 @@ RECENT = 10
 def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECENT) -> tuple[list[EventRow], int]:
     """The events of a cause's story with only its ``recent`` newest attributions (and those that
     explain a reactivation), and how many attributions it has in all (counted by the database):
-    what is read does not grow with the number of attributions."""
-    others = [t for t in EVENT_CLASSES if t is not FailureAttributed]
-    head = [*store.rows(run, keys={"cause_id": [cause]}, types=others)]
-    total = store.count(run, keys={"cause_id": [cause]}, types=(FailureAttributed,))
+    what is read does not grow with the number of attributions (each a few entries of the
+    cause's index, which holds the type: migration 0017)."""
+    cause_key = {"cause_id": [cause]}
+    head = list(store.rows(run, keys=cause_key, types=[t for t in EVENT_CLASSES if t is not FailureAttributed]))
+    total = store.count(run, keys=cause_key, types=(FailureAttributed,))
     latest = [
         EventRow(e.seq, e.round, e.type, e.data, e.schema_version)
-        for e in store.read(run, keys={"cause_id": [cause]}, types=(FailureAttributed,), limit=recent, newest=True)
+        for e in store.read(run, keys=cause_key, types=(FailureAttributed,), limit=recent, newest=True)
     ]
-    reactivated = [
-        e.data["failure_id"]
-        for e in head
-        if e.type == CauseReactivated.name and isinstance(e.data.get("failure_id"), str)
-    ]
-    explaining = (
-        [
-            e
-            for e in store.rows(run, keys={"failure_id": reactivated}, types=(FailureAttributed,))
-            if e.data.get("cause_id") == cause
-        ]
-        if reactivated
-        else []
-    )
-    own = [*head, *latest, *explaining]
-    fids = [e.data["failure_id"] for e in own if isinstance(e.data.get("failure_id"), str)]
-    failures = list(store.rows(run, keys={"failure_id": fids}, types=_FAILURE_TYPES, texts=True))
-    qids = [e.data["question_id"] for e in failures if isinstance(e.data.get("question_id"), str)]
-    questions = store.rows(run, keys={"question_id": qids}, types=_QUESTION_TYPES, texts=True)
-    merges = store.rows(run, types=(NodesMerged,))
-    events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
-    return [events[seq] for seq in sorted(events)], total
+    reactivated = [e.failure_id for e in (row.event for row in head) if isinstance(e, CauseReactivated)]
+    attributions = store.rows(run, keys={"failure_id": reactivated}, types=(FailureAttributed,))
+    explaining = [row for row in attributions if isinstance(e := row.event, FailureAttributed) and e.cause_id == cause]
+    return _evidence(store, run, [*head, *latest, *explaining]), total
 
 
 def recent_story(store: Recorder, run: str, cause: str, recent: int = RECENT) -> tuple[dict[str, Any], int, int]:
