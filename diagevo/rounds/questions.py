@@ -182,20 +182,10 @@ class LoggedQuestion:
         return tuple(c for c in (self.asked.active_cause, self.asked.mastered_cause) if c is not None)
 
     def scored(self) -> Scored:
-        """The question as :meth:`Round.record` returned it."""
-        q, v = self.asked, self.votes
+        """The question as :meth:`Round.record` returned it: each field from the event that holds it."""
+        asked = QuestionGenerated.model_fields
         return Scored(
-            q.question_id,
-            q.text,
-            q.mode,
-            q.active_cause,
-            q.mastered_cause,
-            v.n,
-            v.p1,
-            v.p2,
-            v.pseudo_label,
-            v.retained,
-            v.reference,
+            **{f.name: getattr(self.asked if f.name in asked else self.votes, f.name) for f in fields(Scored)}
         )
 
 

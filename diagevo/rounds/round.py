@@ -510,7 +510,9 @@ class Round:
             f"cannot commit round {t}: its promotions are not decided", hint=self._hint("promote", "rnd.promote()")
         )
 
-    def _failed_diagnoses_allowed(self, rows: Sequence[EventRow], allow_undiagnosed: bool, allow_failed: bool) -> int | None:
+    def _failed_diagnoses_allowed(
+        self, rows: Sequence[EventRow], allow_undiagnosed: bool, allow_failed: bool
+    ) -> int | None:
         """Refuse a commit that would lose recorded failures' evidence from M_t unless allowed;
         how many failed diagnoses a commit so allowed leaves out (None: within the share)."""
         t = self.t
