@@ -143,15 +143,7 @@ class Scored:
     def event(self) -> QuestionScored:
         """The ``question.scored`` event that records these votes (one place builds it: the round
         that stores it and the loop that keeps it in hand)."""
-        return QuestionScored(
-            question_id=self.question_id,
-            n=self.n,
-            p1=self.p1,
-            p2=self.p2,
-            pseudo_label=self.pseudo_label,
-            retained=self.retained,
-            reference=self.reference,
-        )
+        return QuestionScored(**{name: getattr(self, name) for name in QuestionScored.model_fields})
 
 
 @dataclass(frozen=True, slots=True)
