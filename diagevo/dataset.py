@@ -137,23 +137,13 @@ def questions(store: Recorder, run: str, upto: int, retained_only: bool) -> pl.D
     per_round: dict[int, list[tuple[str | None, float]]] = {}
     for q in logged:
         per_round.setdefault(q.round, []).append((q.asked.active_cause, q.votes.p1))
-    acc: dict[tuple[int, str | None], float] = {
-        (t, c): float(a) for t, ev in per_round.items() for c, (a, _n) in promotion_scores(ev).items()
-    }
+    acc = {(t, c): float(a) for t, ev in per_round.items() for c, (a, _n) in promotion_scores(ev).items()}
     out = []
     for q in logged:
-        if retained_only and not q.votes.retained:
-            continue
-        g, s, cause = q.asked, q.votes, (q.round, q.asked.active_cause)
-        out.append(
-            {
-                **{"round": q.round, "question_id": g.question_id, "mode": g.mode, "active_cause": g.active_cause},
-                **{"mastered_cause": g.mastered_cause, "node": g.node, "text": g.text, "n": s.n, "p1": s.p1},
-                **{"p2": s.p2, "pseudo_label": s.pseudo_label, "retained": s.retained},
-                "promotion_score": acc.get(cause) if g.active_cause is not None else None,
-                "promoted": cause in promoted if g.active_cause is not None else None,
-            }
-        )
+        if q.votes.retained or not retained_only:  # a question without a cause has no promotion score
+            cause = (q.round, q.asked.active_cause) if q.asked.active_cause is not None else None
+            scores = {"promotion_score": acc.get(cause), "promoted": cause in promoted} if cause else {}
+            out.append({"round": q.round, **q.asked.model_dump(), **q.votes.model_dump(), **scores})
     return _frame(out, "questions")
 
 

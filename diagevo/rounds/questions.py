@@ -143,15 +143,7 @@ class Scored:
     def event(self) -> QuestionScored:
         """The ``question.scored`` event that records these votes (one place builds it: the round
         that stores it and the loop that keeps it in hand)."""
-        return QuestionScored(
-            question_id=self.question_id,
-            n=self.n,
-            p1=self.p1,
-            p2=self.p2,
-            pseudo_label=self.pseudo_label,
-            retained=self.retained,
-            reference=self.reference,
-        )
+        return QuestionScored(**{name: getattr(self, name) for name in QuestionScored.model_fields})
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,20 +174,10 @@ class LoggedQuestion:
         return tuple(c for c in (self.asked.active_cause, self.asked.mastered_cause) if c is not None)
 
     def scored(self) -> Scored:
-        """The question as :meth:`Round.record` returned it."""
-        q, v = self.asked, self.votes
+        """The question as :meth:`Round.record` returned it: each field from the event that holds it."""
+        asked = QuestionGenerated.model_fields
         return Scored(
-            q.question_id,
-            q.text,
-            q.mode,
-            q.active_cause,
-            q.mastered_cause,
-            v.n,
-            v.p1,
-            v.p2,
-            v.pseudo_label,
-            v.retained,
-            v.reference,
+            **{f.name: getattr(self.asked if f.name in asked else self.votes, f.name) for f in fields(Scored)}
         )
 
 
