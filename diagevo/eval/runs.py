@@ -47,7 +47,7 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
         match e.event:
             case RunStarted(config=run_config):
                 config = run_config
-            case CheckpointWritten() if e.data.get("phase") == "solver":  # phase: carried
+            case CheckpointWritten(phase="solver"):
                 checkpoints[e.round] = e.data["path"]
             case RoundCommitted():
                 committed.append(e.round)
@@ -110,7 +110,7 @@ def eval_event(run: str, t: int, result: BenchResult, engine: str) -> EventIn:
     """One ``eval.recorded`` event for a (round, benchmark) score."""
     data = {
         "benchmark": result.benchmark,
-        "kind": result.kind,
+        "benchmark_kind": result.kind,
         "n": result.n,
         "correct": result.correct,
         "accuracy": result.accuracy,

@@ -167,7 +167,7 @@ def _scan(store: Recorder, run: str) -> _Scanned:
             model = None if data.get("model") is None else str(data["model"])
             found.bench.append(BenchmarkScore(rnd, str(data["benchmark"]), n, acc, k, at_k, model))
         elif etype == EvalRecorded.name and "measure" not in data:  # not a sim-dynamics measure
-            found.heldout[rnd] = data
+            found.heldout[rnd] = EvalRecorded.from_stored(data, version).metrics or {}
         elif etype == CheckpointSelected.name:
             found.selected = {"round": rnd, **data}
         elif etype == TrainStep.name:

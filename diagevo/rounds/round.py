@@ -501,7 +501,7 @@ class Round:
         recorded (counts, F_t, ε_{t+1}, ``summary``)."""
         run, t, base = self.run, self.t, self.base
         metrics = check_metrics(metrics or {})
-        extra = check_summary(summary)
+        extra = check_summary(summary)  # the summary as the event's fields
         committed: dict[str, Any] = {}
 
         def decide(read: Reader) -> list[EventIn]:
@@ -523,7 +523,7 @@ class Round:
                 committed["ranks"] = len(ranks)
             committed.update(F=sched.F, epsilon_next=sched.epsilon)
             committed.update(extra)  # check_summary: none of it is a count
-            events = [self.event("eval", EvalRecorded(**round_metrics))] if round_metrics else []
+            events = [self.event("eval", EvalRecorded(metrics=round_metrics))] if round_metrics else []
             return [*events, self.event(RoundCommitted.name, RoundCommitted(**committed))]
 
         try:
@@ -538,7 +538,7 @@ class Round:
             F=committed["F"],
             epsilon_next=committed["epsilon_next"],
             ranks=committed.get("ranks"),
-            summary={k: committed[k] for k in extra},
+            summary=dict(summary or {}),
         )
 
     def _refuse_undecided(self, read: Reader) -> None:

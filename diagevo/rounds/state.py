@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from diagevo.catalog import (
     MILESTONES,
@@ -79,7 +78,7 @@ class RoundProgress:
 
     state: RunState
     t: int
-    phases: Mapping[str, Mapping[str, Any]]
+    phases: Mapping[str, PhaseCompleted]
     checkpoint: str | None
 
     @property
@@ -97,7 +96,7 @@ class RoundProgress:
 def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
     """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
     state = round_state(store, run)
-    phases = {e.data["phase"]: e.data for e in store.read(run, in_round=t, types=(PhaseCompleted,))}
+    phases = {p.phase: p for p in (e.event for e in store.read(run, in_round=t, types=(PhaseCompleted,)))}
     checkpoint = None
     for e in store.read(run, types=(CheckpointWritten,)):
         if e.round <= t:  # in seq order: the last one up to this round's own

@@ -225,13 +225,13 @@ def _check_overrides(model: Path, out: Path, overrides: list[str]) -> list[str]:
 def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
     """Each GRPO phase's steps, batch shape and completion tokens, from its ``phase.completed``."""
     for e in store.read(run, types=(PhaseCompleted,)):
-        d = e.data
-        if d["phase"] in ("challenger", "solver"):
-            f = report.phases.setdefault(d["phase"], PhaseFigures())
+        phase, d = e.event.phase, e.event.stats or {}
+        if phase in ("challenger", "solver"):
+            f = report.phases.setdefault(phase, PhaseFigures())
             f.steps = int(d.get("steps", 0))
             f.completions_per_step = int(d.get("completions_per_step", 0))
             f.prompts_per_step = int(d.get("prompts_per_step", 0))
-            report.grpo_tokens[d["phase"]] = float(d.get("completion_length", 0.0)) * f.completions_per_step * f.steps
+            report.grpo_tokens[phase] = float(d.get("completion_length", 0.0)) * f.completions_per_step * f.steps
 
 
 def _weights_moved(store: Any, run: str, model: Path, report: CheckReport) -> None:

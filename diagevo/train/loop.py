@@ -146,7 +146,7 @@ class Trainer:
             no_links_below(path)  # a phase run again writes over its own checkpoint, nothing planted there
             self.backend.save(path)
             size = tree_bytes(path)
-            written = CheckpointWritten(path=path.name, **{"phase": phase, "bytes": size})  # in the run's folder
+            written = CheckpointWritten(path=path.name, phase=phase, bytes=size)  # in the run's folder
             events.append(rnd.event(f"checkpoint/{phase}", written))
             for where, gone in self.to_prune(phase, r.t):
                 events.append(rnd.event(f"pruned/{phase}/{gone.written_round}", gone))
@@ -154,9 +154,7 @@ class Trainer:
         r.seconds[phase] = time.perf_counter() - started
         steps = self.step_events(rnd, phase)
         events += steps
-        events.append(
-            rnd.event(f"phase/{phase}", PhaseCompleted(phase=phase, **{"seconds": r.seconds[phase], **stats}))
-        )
+        events.append(rnd.event(f"phase/{phase}", PhaseCompleted(phase=phase, seconds=r.seconds[phase], stats=stats)))
         rnd.notes(events)
         for s in steps:  # the tracker's copy, once the log has them
             metrics = numbers(s.data["metrics"])
@@ -270,9 +268,9 @@ class Trainer:
         checkpoint), and its questions only when the solver has still to train on them. A round
         that starts fresh or got past its solver reads a few dozen events, however long the log."""
         r = _LoopState(t=rnd.t, progress=rnd.progress())
-        for phase, data in r.progress.phases.items():
-            r.seconds[phase] = data.get("seconds", 0.0)
-            r.stats[phase] = dict(data)
+        for phase, done in r.progress.phases.items():
+            r.seconds[phase] = done.seconds or 0.0
+            r.stats[phase] = dict(done.stats or {})
         if r.done("construct") and not r.done("solver"):
             for e in self.store.read(self.run, in_round=rnd.t, types=_SOLVER_INPUT_TYPES, texts=True):
                 match e.event:

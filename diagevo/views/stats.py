@@ -96,7 +96,7 @@ class RoundStats:
     metrics: dict[int, dict[str, float]] = field(default_factory=dict)
 
     def add(self, row: EventRow) -> None:
-        seq, rnd, etype, data, _ = row
+        seq, rnd, etype, data, version = row
         self.seq = seq
         counts = self.counts.setdefault(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
         column = counted_column(etype, data)
@@ -108,10 +108,13 @@ class RoundStats:
                 if isinstance(data.get("accuracy"), (int, float)):
                     metrics[f"bench/{data['benchmark']}"] = float(data["accuracy"])
             elif "measure" not in data:  # the simulator's dynamics measures are the report's own
-                metrics.update({_metric_name(k): float(v) for k, v in data.items() if _number(v)})
+                held_out = EvalRecorded.from_stored(data, version).metrics or {}
+                metrics.update({_metric_name(k): float(v) for k, v in held_out.items() if _number(v)})
         elif etype == _COMMIT:  # its summary's figures, where no eval.recorded gave them
             metrics = self.metrics.setdefault(rnd, {})
-            for k, v in data.items():
+            ev = RoundCommitted.from_stored(data, version)  # the trainer's figures: declared, or in summary
+            figures = {"heldout_acc": ev.heldout_acc, "pseudo_label_acc": ev.pseudo_label_acc, "val_acc": ev.val_acc}
+            for k, v in {**figures, **(ev.summary or {})}.items():
                 if _number(v) and k.startswith(_SUMMARY_METRICS):
                     metrics.setdefault(_metric_name(k), float(v))
 

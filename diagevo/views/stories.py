@@ -100,7 +100,7 @@ class _StoryTeller:
         self.diagnoses[d["failure_id"]] = d
 
     def reply(self, d: Mapping[str, Any]) -> None:
-        """A Prompt 1 reply (``failure_id`` is carried: an extra field of ``llm.called``)."""
+        """A Prompt 1 reply (of the ``llm.called`` naming ``failure_id``)."""
         if d.get("stage") == "extract" and isinstance(d.get("failure_id"), str):
             self.replies[(d["failure_id"], d.get("attempt", 0))] = d.get("raw", "")
 

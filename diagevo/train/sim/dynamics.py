@@ -81,8 +81,8 @@ def run_measures(store: Recorder, run: str, backend: SimBackend) -> dict[int, di
     kinds = (QuestionGenerated, QuestionScored, CausePromoted, CauseReactivated, PhaseCompleted)
     for e in store.read(run, types=kinds, texts=True):
         match e.event:
-            case PhaseCompleted(phase="solver") if "care" in e.data:  # care: carried
-                care[e.round] = float(e.data["care"])
+            case PhaseCompleted(phase="solver", stats={"care": float() | int() as c}):
+                care[e.round] = float(c)
             case QuestionScored(retained=True, question_id=qid, pseudo_label=label):
                 retained_for.setdefault(e.round, set()).update(targets.get(qid, ()))
                 labels.setdefault(e.round, []).append((text_of.get(qid, ""), label))
@@ -193,7 +193,7 @@ def measure_seed(
             run,
             [
                 new_event(
-                    EvalRecorded(**{"measure": MEASURE, "reference": runs[reference], **m}),
+                    EvalRecorded(measure=MEASURE, reference=runs[reference], metrics=m),
                     run=run,
                     at_round=t,
                     event_id=event_id(run, t, "eval", MEASURE),
