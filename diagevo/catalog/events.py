@@ -298,11 +298,6 @@ class RoundCommitted(Event):
     class_version = 2  # 2: closed, the trainer's other figures in summary
     closed_since = 2
     upcast_v1_v2 = extra_into("summary")
-    stored_if_set = (
-        *("questions", "retained", "promotions", "failures", "failed_diagnoses", "attributions", "reactivations"),
-        *("new_causes", "merges", "F", "epsilon_next", "ranks", "failed_diagnoses_allowed", "dedup_truncated"),
-        *("heldout_acc", "pseudo_label_acc", "val_acc", "timing", "summary"),
-    )
 
     questions: int | None = None
     retained: int | None = None
@@ -401,10 +396,6 @@ class EvalRecorded(Event):
     kind = Kind.RETROSPECTIVE
     class_version = 2  # 2: closed, the metrics in metrics, a benchmark's kind in benchmark_kind
     closed_since = 2
-    stored_if_set = (
-        *("benchmark", "benchmark_kind", "n", "correct", "accuracy", "unparsed", "k", "mean_at_k", "model"),
-        *("engine", "file", "file_sha256", "seconds", "settings", "measure", "reference", "metrics"),
-    )
     upcast_v1_v2 = extra_into("metrics", kind="benchmark_kind")  # kind: the class's own
 
     benchmark: str | None = None
@@ -556,3 +547,6 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     CheckpointPruned,
 )
 """Every event type, in the catalog's order."""
+
+for _figures in (RoundCommitted, EvalRecorded):  # every field a figure, absent while unset (as version 1 stored it)
+    _figures.stored_if_set = tuple(_figures.__pydantic_fields__)
