@@ -96,7 +96,11 @@ class RoundProgress:
 def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
     """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
     state = round_state(store, run)
-    phases = {p.phase: p for p in (e.event for e in store.read(run, in_round=t, types=(PhaseCompleted,)))}
+    done = (
+        PhaseCompleted.from_stored(e.data, e.schema_version)
+        for e in store.read(run, in_round=t, types=(PhaseCompleted,))
+    )
+    phases = {p.phase: p for p in done}
     checkpoint = None
     for e in store.read(run, types=(CheckpointWritten,)):
         if e.round <= t:  # in seq order: the last one up to this round's own
