@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, cast
@@ -88,10 +88,17 @@ def of_type(cls: type[E] | tuple[type[E], ...], events: Iterable[Typed]) -> Iter
 
 
 def carried(event: Event | None, name: str, default: Any = None) -> Any:
-    """A figure an open event's writer added (a phase's ``seconds``, a commit's ``heldout_acc``),
-    or ``default`` where it has none (or there is no event): the one read of a field the event's
-    class does not declare."""
-    return getattr(event, name, default)
+    """A figure a trainer added to an event (a phase's ``seconds``, a commit's ``heldout_acc``):
+    its declared field, else the entry of the class's free-form field (``summary``, ``stats``,
+    ``metrics``: where version 1's flat extras are read into), else ``default``. The one read of
+    a figure a class may or may not declare."""
+    if event is None:
+        return default
+    if name in type(event).model_fields:
+        value = getattr(event, name)
+        return default if value is None else value
+    free = getattr(event, event.free_form or "", None)
+    return free.get(name, default) if isinstance(free, Mapping) else default
 
 
 def validate_event(raw: dict[str, Any]) -> EventIn:

@@ -56,12 +56,10 @@ class ExternalTrainer:
             path = self.ckpt_dir / f"round{rnd.t:03d}-{name}"
             self.backend.save(path)
             size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())  # its disk use, as train logs it
-            written = CheckpointWritten(
-                path=path.name, **{"phase": name, "bytes": size}
-            )  # its name in the run's folder
+            written = CheckpointWritten(path=path.name, phase=name, bytes=size)  # its name in the run's folder
             rnd.note(f"checkpoint/{name}", written)
         seconds = time.perf_counter() - started
-        rnd.note(f"phase/{name}", PhaseCompleted(phase=name, **{"seconds": seconds, **stats}))
+        rnd.note(f"phase/{name}", PhaseCompleted(phase=name, seconds=seconds, stats=stats))
         return seconds
 
     def challenger_reward(self, t: int) -> Any:

@@ -15,13 +15,14 @@ from diagevo.catalog import (
     CauseCreated,
     CausePromoted,
     DiagnosisFailed,
+    EvalRecorded,
     Event,
     FailureDiagnosed,
     InvalidEvent,
     Kind,
     LLMCalled,
     NodesMerged,
-    OpenEvent,
+    PhaseCompleted,
     RoundCommitted,
     RunStarted,
 )
@@ -43,7 +44,7 @@ def test_the_classes_are_built_without_evaluating_a_string_or_a_fact_again() -> 
     facts ``Event`` declares without annotating them again."""
     facts = set(Event.__class_vars__)
     assert {"name", "kind", "folded", "texts", "keys", "counted", "class_version"} <= facts
-    for cls in (Event, OpenEvent, *EVENT_CLASSES):
+    for cls in (Event, *EVENT_CLASSES):
         annotations = cls.__dict__.get("__annotations__", {})
         assert not [k for k, v in annotations.items() if isinstance(v, str)], cls
         assert cls is Event or not facts & set(annotations), cls
@@ -71,7 +72,8 @@ def test_construction_validates_in_diagevos_words() -> None:
             FailureDiagnosed(failure_id="f1", raw="r"),
             {"failure_id": "f1", "matched_cause": None, "error_cause": None, "model": "", "raw": "r"},
         ),
-        (RoundCommitted(**{"F": 3}), {"F": 3}),  # a summary's fields are carried
+        (RoundCommitted(F=3), {"F": 3}),  # a summary's unset fields are absent
+        (RoundCommitted(F=3, summary={"own": [1]}), {"F": 3, "summary": {"own": [1]}}),
     ],
 )
 def test_a_typed_event_is_stored_as_its_wire_form(event: object, wire: dict[str, object]) -> None:
@@ -94,6 +96,47 @@ def test_a_stored_event_of_an_older_version_reads_upcast() -> None:
     diagnosed = FailureDiagnosed.from_stored(stored, 1)
     assert diagnosed.call is None and diagnosed == FailureDiagnosed(**stored)
     assert "call" not in stored  # the stored data is left as it is
+
+
+def test_every_type_refuses_a_field_it_does_not_declare() -> None:
+    """Issue 61: ten types carried any field; each now declares its own (a free-form one as a
+    declared table) and refuses the others."""
+    assert all(cls.model_config.get("extra") == "forbid" for cls in EVENT_CLASSES)
+    with pytest.raises(InvalidEvent, match=r"^round.committed: data.own: Extra inputs are not permitted"):
+        RoundCommitted(F=3, own=1)
+
+
+@pytest.mark.parametrize(
+    ("cls", "stored", "reads"),
+    [
+        (
+            RoundCommitted,
+            {"F": 3, "heldout_acc": 0.5, "own": [1]},
+            {"F": 3, "heldout_acc": 0.5, "summary": {"own": [1]}},
+        ),
+        (
+            PhaseCompleted,
+            {"phase": "solver", "seconds": 2.0, "care": 0.5},
+            {"phase": "solver", "seconds": 2.0, "stats": {"care": 0.5}},
+        ),
+        (EvalRecorded, {"heldout_acc": 0.5, "acc/C1": 1.0}, {"metrics": {"heldout_acc": 0.5, "acc/C1": 1.0}}),
+        (
+            EvalRecorded,
+            {"benchmark": "b", "kind": "math", "n": 2},
+            {"benchmark": "b", "benchmark_kind": "math", "n": 2},
+        ),
+    ],
+)
+def test_an_open_types_old_flat_figures_read_as_its_declared_field(
+    cls: type[Event], stored: dict[str, object], reads: dict[str, object]
+) -> None:
+    """Their version 1 carried its figures flat: read through the upcaster, they are the free-form
+    field's, and an export of such a line is ingested as it was written (its bytes, its version)."""
+    assert cls.class_version == cls.closed_since == 2
+    assert cls.from_stored(stored, 1).stored_data() == reads == cls(**reads).stored_data()
+    raw = {"type": cls.name, "run": "r", "round": 1, "event_id": "e", "data": stored, "schema_version": 1}
+    kept = validate_event(raw)
+    assert (kept.data, kept.schema_version) == (stored, 1)
 
 
 def test_a_stored_event_keeps_its_cut_out_of_the_class() -> None:

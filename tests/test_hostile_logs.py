@@ -446,8 +446,16 @@ TIMING_SECONDS = "round summary readable: round 2's commit holds timing.solver a
 @pytest.mark.parametrize(
     ("changes", "refused", "named"),
     [  # the summary's types are the catalog's (checked on every write); timing's seconds, counting's rule
-        ({"timing": [1]}, "round.committed: data.timing is not of its type", "data.timing is not of its type"),
-        ({"promotions": "many"}, "round.committed: data.promotions is not of its type (integer)", "data.promotions"),
+        (
+            {"timing": [1]},
+            "round.committed: data.timing: Input should be a valid dictionary",
+            "data.timing is not of its type",
+        ),
+        (
+            {"promotions": "many"},
+            "round.committed: data.promotions: Input should be a valid integer",
+            "data.promotions",
+        ),
         ({"timing": {"solver": None}}, TIMING_SECONDS, TIMING_SECONDS),
     ],
     ids=["timing [1]", "promotions many", "timing.solver null"],

@@ -355,7 +355,9 @@ SHAPES: list[tuple[str, dict[str, Any]]] = [
     ("promotions.decided", {"promoted": ["a", 1], "candidates": 3}),
     ("failure.attributed", {"failure_id": "f", "cause_id": "C", "via": "dedup", "similarity": None}),
     ("failure.attributed", {"failure_id": "f", "cause_id": "C", "via": "dedup", "similarity": "0.9"}),
-    ("round.committed", {"anything": [1, {"x": None}]}),
+    ("round.committed", {"anything": [1, {"x": None}]}),  # version 1 carried it; 2 refuses it
+    ("round.committed", {"F": 2, "summary": {"anything": [1]}}),
+    ("phase.completed", {"phase": "solver", "seconds": 1.5, "care": 0.5}),
     ("run.started", {"config": {"k": 2}, "seed": 0, "trainer": None}),
     ("run.started", {"config": [], "seed": 0}),
     ("llm.called", {"stage": "extract", "prompt_tokens": 10**30, "extra": "carried"}),
@@ -367,14 +369,19 @@ SHAPES: list[tuple[str, dict[str, Any]]] = [
 
 def test_the_database_and_verify_judge_a_shape_alike(roles: Roles) -> None:  # noqa: F811
     """``memory verify`` (Python, for logs the database did not check) and the database's check
-    agree on which data is out of shape."""
+    agree on which data is out of shape, at each version of its type."""
     from diagevo.log.registry import shape_problem
 
     engine = create_engine(roles.owner_url)
+    judged = set()
     with engine.connect() as conn:
         for type_, data in SHAPES:
-            db = conn.execute(
-                text("SELECT events_shape_problem(:t, CAST(:d AS jsonb))"), {"t": type_, "d": json.dumps(data)}
-            ).scalar_one()
-            assert (db is None) == (shape_problem(type_, data) is None), (type_, data, db)
+            for v in {1, CATALOG[type_].class_version}:
+                db = conn.execute(
+                    text("SELECT events_shape_problem(:t, :v, CAST(:d AS jsonb))"),
+                    {"t": type_, "v": v, "d": json.dumps(data)},
+                ).scalar_one()
+                assert (db is None) == (shape_problem(type_, data, v) is None), (type_, v, data, db)
+                judged.add((type_, v, db is None))
+    assert {("round.committed", 1, True), ("round.committed", 2, False), ("phase.completed", 2, False)} <= judged
     engine.dispose()

@@ -146,7 +146,7 @@ def test_an_eval_recorded_past_the_readers_bounds_is_refused(open_round: Roles, 
     line = json.dumps({"type": "eval.recorded", "run": "base", "round": 1, "event_id": "e", "data": {}})
     with open_log(open_round.owner_url, create=False) as log, pytest.raises(IngestError, match="line 1: "):
         ingest(log, line.replace('"data": {}', f'"data": {data}') + "\n")  # ingest: past its own bounds
-    ok = '{"accuracy":0.5,"x":' + "[" * 63 + "]" * 63 + ',"n":' + "9" * 300 + "}"  # 64 deep, 1e300
+    ok = '{"accuracy":0.5,"x":' + "[" * 63 + "]" * 63 + ',"big":' + "9" * 300 + "}"  # 64 deep, 1e300
     insert(open_round.trainer, _raw_data(open_round, "eval.recorded", 1, ok))
     still_whole(open_round)
 

@@ -96,7 +96,7 @@ def test_a_metric_that_is_not_a_finite_number_is_refused(store: Recorder, metric
     assert _count(store) == n
     rounds.commit(store, RUN, 2, {"acc": 0.5, "n": 3})
     [ev] = [e.data for e in store.read(RUN, types=(EvalRecorded,)) if e.round == 2]
-    assert ev == {"acc": 0.5, "n": 3}
+    assert ev == {"metrics": {"acc": 0.5, "n": 3}}  # version 2: the metrics in their field
 
 
 def test_a_failure_is_diagnosed_once_in_a_run(store: Recorder) -> None:

@@ -127,7 +127,7 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
             if e.data.get("measure") == "sim-dynamics"
         ]
     assert [e.round for e in stored] == [1, 2]
-    assert stored[1].data["shared_label_acc"] == rows["full"]["dynamics"]["shared_label_acc"][1]
+    assert stored[1].data["metrics"]["shared_label_acc"] == rows["full"]["dynamics"]["shared_label_acc"][1]
     with open_log(f"sqlite:///{db}") as store:
         from diagevo.report.data import load_run
         from diagevo.views.verify import verify_run

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
         InvalidEvent,
         Kind,
         NewerEvent,
-        OpenEvent,
         version_problem,
     )
     from diagevo.catalog.events import (
@@ -112,7 +111,6 @@ __all__ = [
     "NodeCreated",
     "NewerEvent",
     "NodesMerged",
-    "OpenEvent",
     "PhaseCompleted",
     "PromotionsDecided",
     "QuestionGenerated",

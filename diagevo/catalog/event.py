@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from diagevo.errors import BadInput
 from diagevo.parsing import error_reason, find_not_utf8, one_line, quoted
@@ -66,16 +66,6 @@ def json_kinds(value: Any) -> set[str]:
     if isinstance(value, float) and value.is_integer():
         kinds.add("integer")
     return kinds
-
-
-def carried_problem(types: Mapping[str, tuple[str, ...]], data: Mapping[str, Any]) -> str | None:
-    """The first field of ``data`` that ``types`` (field -> its JSON types) names and whose value
-    is of none of them, in words (``timing is not of its type (object, null)``); None if none."""
-    for field, value in data.items():
-        want = types.get(field)
-        if want is not None and json_kinds(value).isdisjoint(want):
-            return f"{field} is not of its type ({', '.join(want)})"
-    return None
 
 
 class Kind(StrEnum):
@@ -127,7 +117,8 @@ class Event(BaseModel):
         counted_if: ClassVar[str | None]  # ...counted only when this boolean data field is true
         class_version: ClassVar[int]  # the shape of its data; older stored shapes are upcast on read
         stored_if_set: ClassVar[tuple[str, ...]]  # fields a later version added: absent when None
-        carried_types: ClassVar[Mapping[str, tuple[str, ...]]]  # carried fields readers read -> their JSON types
+        closed_since: ClassVar[int]  # the version from which its stored data holds no undeclared field
+        free_form: ClassVar[str | None]  # its field of a trainer's own figures (version 1's flat extras)
         upcasters: ClassVar[tuple[Upcaster, ...]]  # upcast_v1_v2 ... up to class_version, in order
         reader: ClassVar[Callable[[Mapping[str, Any], int], "Event"]]  # from_stored, built once per class
 
@@ -210,11 +201,9 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any], int], Event]:
     """:meth:`Event.from_stored` for ``cls``, with what it looks up per event bound once: a
     fold reads a million events through it. ``chains[v]`` holds the upcasters an event stored at
     version ``v`` goes through (one index per event; none at the current version)."""
-    upcasters, closed = cls.upcasters, cls.model_config.get("extra") == "forbid"
+    upcasters = cls.upcasters
     chains = (None, *(upcasters[v - 1 :] for v in range(1, cls.class_version + 1)))  # no version 0
-    order = tuple(cls.__pydantic_fields__)  # declared order: the event's repr and dump keep it
-    fields = frozenset(order)
-    count, construct = len(fields), cls.model_construct
+    count, construct = len(cls.__pydantic_fields__), cls.model_construct
 
     def read(data: Mapping[str, Any], version: int) -> Event:
         try:
@@ -225,16 +214,11 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any], int], Event]:
             raise NewerEvent(str(version_problem(cls, version)))
         for upcast in chain:
             data = upcast(dict(data))
-        # a complete, closed shape: model_construct's result (a closed type's stored data holds its
-        # fields and ``cut`` alone; a field a later version added is absent while unset)
-        if closed and len(data) == count and "cut" not in data:
+        # a complete shape: model_construct's result (stored data holds its fields and ``cut``
+        # alone; a field a later version added is absent while unset)
+        if len(data) == count and "cut" not in data:
             event = _new(cls)
             _set(event, "__dict__", data)  # the rest on first use (Event.__getattr__)
-            return event
-        if not closed and fields <= data.keys():  # every declared field, the others carried
-            event = _new(cls)
-            _set(event, "__dict__", {f: data[f] for f in order})
-            _set(event, "__pydantic_extra__", {f: v for f, v in data.items() if f not in fields and f != "cut"})
             return event
         return construct(**{f: v for f, v in data.items() if f != "cut"})
 
@@ -250,7 +234,8 @@ FACTS: dict[str, Any] = {
     "counted_if": None,
     "class_version": 1,
     "stored_if_set": (),
-    "carried_types": {},
+    "closed_since": 1,
+    "free_form": None,
     "upcasters": (),
 }
 """The facts' defaults; ``name`` and ``kind`` each type must declare."""
@@ -258,21 +243,6 @@ for _fact, _default in FACTS.items():
     setattr(Event, _fact, _default)
 # a subclass assigns the facts as class variables of its base (pydantic's own record of them)
 Event.__class_vars__.update({*FACTS, "name", "kind", "reader"})
-
-
-class OpenEvent(Event):
-    """Bookkeeping and summaries: declared fields are checked, extra fields are carried."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
-
-    @model_validator(mode="after")
-    def _carried_typed(self) -> Self:
-        """A carried field that readers read (``carried_types``) holds a value of its JSON types:
-        what the type's shape says, checked by PostgreSQL for a raw INSERT as well."""
-        problem = carried_problem(self.carried_types, self.model_extra or {})
-        if problem is not None:
-            raise ValueError(problem)
-        return self
 
 
 def absent_is_none(*fields: str) -> Upcaster:
@@ -285,3 +255,19 @@ def absent_is_none(*fields: str) -> Upcaster:
         return data
 
     return upcast
+
+
+def extra_into(**renamed: str) -> Any:
+    """An upcaster for a type whose version before carried undeclared fields (a trainer's free-form
+    figures): they are its ``free_form`` field's; a field ``renamed`` takes its new name."""
+
+    def upcast(cls: type[Event], data: dict[str, Any]) -> dict[str, Any]:
+        for old, new in renamed.items():
+            if old in data:
+                data[new] = data.pop(old)
+        extra = {f: data.pop(f) for f in [f for f in data if f not in cls.__pydantic_fields__ and f != "cut"]}
+        if extra:
+            data[str(cls.free_form)] = extra
+        return data
+
+    return classmethod(upcast)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
-from diagevo.catalog.event import Event, Kind, OpenEvent, absent_is_none
+from diagevo.catalog.event import Event, Kind, absent_is_none, extra_into
 from diagevo.confined import checkpoint_problem
 from diagevo.parsing import check_id
 
@@ -120,7 +120,7 @@ class QuestionScored(Event):
     reference: str = ""  # the construction response kept for diagnosis (retained questions)
 
 
-class PromotionsDecided(OpenEvent):
+class PromotionsDecided(Event):
     """Round t's promotions are decided (Eq. 5-6, once): the evidence is closed."""
 
     name = "promotions.decided"
@@ -287,37 +287,72 @@ class NodesMerged(Event):
         return self.survivor if node == self.absorbed else node
 
 
-class RoundCommitted(OpenEvent):
-    """Round t is over: M_t is the memory here. Summary fields (metrics, timing) are carried;
-    those readers read (``report``, ``memory whatif``, the ablation) have a JSON type each
-    (``carried_types``, set below from the catalog's counted columns)."""
+class RoundCommitted(Event):
+    """Round t is over: M_t is the memory here. Its summary: what the commit counts from the log
+    (each counted column of the catalog, F_t, epsilon_{t+1}, the ranks), the trainer's figures
+    readers read (``report``, ``memory whatif``, the ablation) and its others (``summary``)."""
 
     name = "round.committed"
     kind = Kind.MILESTONE
     folded = True
+    class_version = 2  # 2: closed, the trainer's other figures in summary
+    closed_since = 2
+    free_form = "summary"
+    upcast_v1_v2 = extra_into()
+
+    questions: int | None = None
+    retained: int | None = None
+    promotions: int | None = None
+    failures: int | None = None
+    failed_diagnoses: int | None = None
+    attributions: int | None = None
+    reactivations: int | None = None
+    new_causes: int | None = None
+    merges: int | None = None
+    F: int | None = None
+    epsilon_next: float | None = None
+    ranks: int | None = None
+    failed_diagnoses_allowed: int | None = None
+    dedup_truncated: int | None = None
+    heldout_acc: float | None = None
+    pseudo_label_acc: float | None = None
+    val_acc: float | None = None
+    timing: dict[str, Any] | None = None  # seconds by phase
+    summary: dict[str, Any] | None = None  # the trainer's other figures, free-form
 
 
 # --- bookkeeping and retrospective types (ignored by the fold) ----------------------------------
 
 
-class PhaseCompleted(OpenEvent):
-    """A phase of the training loop finished, with its figures (what a resume skips)."""
+class PhaseCompleted(Event):
+    """A phase of the training loop finished (what a resume skips), its seconds and its figures
+    (``stats``: the trainer's, free-form)."""
 
     name = "phase.completed"
     kind = Kind.BOOKKEEPING
+    class_version = 2  # 2: closed, the figures in stats
+    closed_since = 2
+    free_form = "stats"
+    upcast_v1_v2 = extra_into()
+    stored_if_set = ("seconds", "stats")
 
     phase: str
+    seconds: float | None = None
+    stats: dict[str, Any] | None = None
 
 
-class CheckpointWritten(OpenEvent):
+class CheckpointWritten(Event):
     """Model weights were saved at ``path``, a name in the run's folder (``round003-solver``):
     what a resumed round loads, from that folder or its fork source's and nowhere else. A log
     written before paths were stored relative holds absolute paths, read by their last part."""
 
     name = "checkpoint.written"
     kind = Kind.BOOKKEEPING
+    stored_if_set = ("phase", "bytes")
 
     path: str
+    phase: str | None = None
+    bytes: int | None = None
 
     @field_validator("path")
     @classmethod
@@ -329,13 +364,17 @@ class CheckpointWritten(OpenEvent):
         return v
 
 
-class LLMCalled(OpenEvent):
-    """One diagnostician call: stage, model, latency, token counts and the raw reply."""
+class LLMCalled(Event):
+    """One diagnostician call (an HTTP ``attempt``): stage, model, latency, token counts, the raw
+    reply, the transport's ``error`` or what made the reply unusable (``violation``), and what it
+    was about (a failure, or the two nodes of a consolidation)."""
 
     name = "llm.called"
     kind = Kind.BOOKKEEPING
     texts = ("raw",)
     phrases = ("model", "stage", "error", "violation")
+    keys = ("failure_id",)
+    stored_if_set = ("attempt", "error", "violation", "failure_id", "nodes")
 
     stage: str
     model: str = ""
@@ -343,28 +382,62 @@ class LLMCalled(OpenEvent):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     raw: str = ""
+    attempt: int | None = None
+    error: str | None = None
+    violation: str | None = None
+    failure_id: str | None = None
+    nodes: list[str] | None = None
 
 
-class EvalRecorded(OpenEvent):
-    """Held-out metrics of a round (the loop), or a benchmark score of a round's solver
-    checkpoint (``diagevo eval --run``: ``benchmark``, ``n``, ``accuracy``, ``mean_at_k`` ...)."""
+class EvalRecorded(Event):
+    """Held-out metrics of a round (the loop: ``metrics``), a benchmark score of a round's solver
+    checkpoint (``diagevo eval --run``: ``benchmark``, ``n``, ``accuracy``, ``mean_at_k`` ...),
+    or a measure of the simulator's dynamics (``measure``, its ``reference`` run, ``metrics``)."""
 
     name = "eval.recorded"
     kind = Kind.RETROSPECTIVE
+    class_version = 2  # 2: closed, the metrics in metrics, a benchmark's kind in benchmark_kind
+    closed_since = 2
+    free_form = "metrics"
+    upcast_v1_v2 = extra_into(kind="benchmark_kind")  # kind: the class's own
+
+    benchmark: str | None = None
+    benchmark_kind: str | None = None
+    n: int | None = None
+    correct: int | None = None
+    accuracy: float | None = None
+    unparsed: int | None = None
+    k: int | None = None
+    mean_at_k: float | None = None
+    model: str | None = None
+    engine: str | None = None
+    file: str | None = None
+    file_sha256: str | None = None
+    seconds: float | None = None
+    settings: str | None = None
+    measure: str | None = None
+    reference: str | None = None
+    metrics: dict[str, Any] | None = None
 
 
-class CheckpointSelected(OpenEvent):
+class CheckpointSelected(Event):
     """The round whose solver checkpoint scored best on a validation file (``eval --select``)."""
 
     name = "checkpoint.selected"
     kind = Kind.RETROSPECTIVE
+    stored_if_set = ("n", "model", "file", "file_sha256")
 
     benchmark: str
     accuracy: float = Field(ge=0.0, le=1.0)
+
     scores: dict[str, float]  # round -> validation accuracy of every round compared
+    n: int | None = None
+    model: str | None = None
+    file: str | None = None
+    file_sha256: str | None = None
 
 
-class RunForked(OpenEvent):
+class RunForked(Event):
     """Provenance of a forked run: its log up to here is a copy of ``source_run`` through
     ``source_round``'s commit, whose hash there was ``source_hash``."""
 
@@ -419,7 +492,7 @@ class MetricsRecorded(Event):
     metrics: dict[str, float]
 
 
-class TrainStep(OpenEvent):
+class TrainStep(Event):
     """One GRPO optimizer step of a phase (``role`` challenger or solver): its step in the phase,
     its step over the run's phases of that role (``global_step``), and TRL's logged row
     (``metrics``, TRL's names: reward, reward_std, kl, entropy, clip_ratio/region_mean,
@@ -434,7 +507,7 @@ class TrainStep(OpenEvent):
     metrics: dict[str, float]
 
 
-class CheckpointPruned(OpenEvent):
+class CheckpointPruned(Event):
     """The checkpoint at ``path`` (written in round ``written_round`` after ``phase``) was
     deleted by ``train.keep_checkpoints``; ``bytes``: the space it held."""
 
@@ -478,14 +551,5 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
 )
 """Every event type, in the catalog's order."""
 
-RoundCommitted.carried_types = {
-    # what the commit counts from the log (each counted column of the catalog), F_t and the ranks
-    **dict.fromkeys(
-        (*(c.counted for c in EVENT_CLASSES if c.counted), "F", "ranks", "dedup_truncated", "failed_diagnoses_allowed"),
-        ("integer",),
-    ),
-    "epsilon_next": ("number",),
-    # the trainer's own figures that readers take as numbers or as a table of seconds
-    **dict.fromkeys(("heldout_acc", "pseudo_label_acc", "val_acc"), ("number", "null")),
-    "timing": ("object", "null"),
-}
+for _figures in (RoundCommitted, EvalRecorded):  # every field a figure, absent while unset (as version 1 stored it)
+    _figures.stored_if_set = tuple(_figures.__pydantic_fields__)

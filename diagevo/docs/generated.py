@@ -112,7 +112,6 @@ def events() -> str:
             facts.append("indexed ids: " + ", ".join(f"`{k}`" for k in model.keys))
         if model.counted:
             facts.append(f"counted in `memory stats` as `{model.counted}`")
-        extra = model.model_config.get("extra")
         out += ["", f"### `{name}`", "", " ".join(doc.split()), "", "; ".join(facts) + ".", ""]
         fields = model.model_fields
         if fields:
@@ -122,8 +121,6 @@ def events() -> str:
                 out.append(f"| `{fname}` | `{cell(_annotation(info))}` | {default} |")
         else:
             out.append("No data fields (`{}`).")
-        if extra == "allow":
-            out += ["", "Other fields are carried as they are."]
     return "\n".join(out)
 
 

@@ -46,7 +46,7 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
         match e.event:
             case RunStarted(config=run_config):
                 config = run_config
-            case CheckpointWritten(path=path) as c if carried(c, "phase") == "solver":
+            case CheckpointWritten(phase="solver", path=path):
                 checkpoints[e.round] = path
             case RoundCommitted():
                 committed.append(e.round)
@@ -110,24 +110,25 @@ def pick_rounds(available: Sequence[int], spec: str) -> list[int]:
 
 def eval_event(run: str, t: int, result: BenchResult, engine: str) -> EventIn:
     """One ``eval.recorded`` event for a (round, benchmark) score."""
-    data = {
-        "benchmark": result.benchmark,
-        "kind": result.kind,
-        "n": result.n,
-        "correct": result.correct,
-        "accuracy": result.accuracy,
-        "unparsed": result.unparsed,
-        "k": result.k,
-        "mean_at_k": result.mean_at_k,
-        "model": result.model,
-        "engine": engine,
-        "file": result.file,
-        "file_sha256": result.file_sha256,
-        "seconds": result.seconds,
-        "settings": result.settings,
-    }
-    key = f"{result.benchmark}/{result.settings}/{result.n}"
-    return new_event(EvalRecorded(**data), run=run, at_round=t, event_id=event_id(run, t, "eval", key))
+    r = result
+    score = EvalRecorded(
+        benchmark=r.benchmark,
+        benchmark_kind=r.kind,
+        n=r.n,
+        correct=r.correct,
+        accuracy=r.accuracy,
+        unparsed=r.unparsed,
+        k=r.k,
+        mean_at_k=r.mean_at_k,
+        model=r.model,
+        engine=engine,
+        file=r.file,
+        file_sha256=r.file_sha256,
+        seconds=r.seconds,
+        settings=r.settings,
+    )
+    key = f"{r.benchmark}/{r.settings}/{r.n}"
+    return new_event(score, run=run, at_round=t, event_id=event_id(run, t, "eval", key))
 
 
 def best_round(scores: Mapping[int, float]) -> int:
@@ -141,12 +142,14 @@ def selection_event(run: str, results: Mapping[int, BenchResult]) -> EventIn:
     best = best_round(scores)
     chosen = results[best]
     key = hashlib.sha256(json.dumps(sorted((t, r.settings) for t, r in results.items())).encode()).hexdigest()[:16]
-    carried = {"n": chosen.n, "model": chosen.model, "file": chosen.file, "file_sha256": chosen.file_sha256}
     selected = CheckpointSelected(
         benchmark=chosen.benchmark,
         accuracy=chosen.accuracy,
         scores={str(t): s for t, s in sorted(scores.items())},
-        **carried,
+        n=chosen.n,
+        model=chosen.model,
+        file=chosen.file,
+        file_sha256=chosen.file_sha256,
     )
     return new_event(selected, run=run, at_round=best, event_id=event_id(run, best, "select", key))
 

@@ -552,7 +552,9 @@ class Recorder(ABC):
             version = None if cls is None else version_problem(cls, r.schema_version)
             if version is not None:
                 problems.append(f"seq {r.seq}: {version}")
-            shape = shape_problem(r.type, data) or (None if version else _refused(r.type, data, r.schema_version))
+            shape = shape_problem(r.type, data, r.schema_version) or (
+                None if version else _refused(r.type, data, r.schema_version)
+            )
             if shape is not None:
                 problems.append(f"seq {r.seq}: {shape}")
             refs = list(text_refs(r.type, data))

@@ -63,12 +63,12 @@ def _field(schema: dict[str, Any]) -> dict[str, Any]:
 
 def type_spec(name: str) -> dict[str, Any]:
     """What the database checks of an event of type ``name``: ``kind``, ``fields`` (field ->
-    its check), ``required`` (fields that must be present), ``closed`` (no other field) and
-    ``version`` (its class's: the newest ``schema_version`` a row may name)."""
+    its check), ``required`` (fields that must be present), ``closed`` (no other field, in a row
+    of version ``closed_since`` or later: an older version may have carried others, which its
+    upcaster reads) and ``version`` (its class's: the newest ``schema_version`` a row may name)."""
     model = CATALOG[name]
     schema = model.model_json_schema()
     fields = {f: _field(s) for f, s in schema.get("properties", {}).items()}
-    fields.update({f: {"types": sorted(types)} for f, types in model.carried_types.items()})
     for f in model.texts:  # a long text is stored as {"$artifact": sha256} in data
         if fields.get(f, {}).get("types"):
             fields[f] = {"types": sorted({*fields[f]["types"], "object"})}
@@ -77,6 +77,7 @@ def type_spec(name: str) -> dict[str, Any]:
         "fields": {**fields, **ANY_EVENT_FIELDS},
         "required": sorted(schema.get("required", [])),
         "closed": model.model_config.get("extra") == "forbid",
+        "closed_since": model.closed_since,
         "version": model.class_version,
     }
 
@@ -120,19 +121,22 @@ def _type_problem(name: str, spec: dict[str, Any]) -> str:
     if spec["closed"]:
         declared = f"ARRAY[{', '.join(map(_q, spec['fields']))}]::text[]"
         extra = f"(jsonb_path_query_first(d - {declared}, '$.keyvalue().key') #>> '{{}}')"
+        since = f"v >= {int(spec['closed_since'])} AND " if spec["closed_since"] > 1 else ""
         whens.append(
-            f"WHEN (d - {declared}) <> '{{}}'::jsonb THEN 'its data holds ' || {extra} || {_q(f', no field of {name}')}"
+            f"WHEN {since}(d - {declared}) <> '{{}}'::jsonb "
+            f"THEN 'its data holds ' || {extra} || {_q(f', no field of {name}')}"
         )
     return f"CASE {' '.join(whens)} END" if whens else "NULL"
 
 
 def shape_function(specs: dict[str, dict[str, Any]]) -> str:
-    """``events_shape_problem(type, d)``: the database's check of an event's data (what is wrong
-    with it, or NULL), generated from the types' shapes. A SQL function of one expression, which
-    the planner inlines into the insert trigger's query: no call, no JSON walked twice."""
+    """``events_shape_problem(type, v, d)``: the database's check of an event's data ``d``, stored
+    at version ``v`` (what is wrong with it, or NULL), generated from the types' shapes. A SQL
+    function of one expression, which the planner inlines into the insert trigger's query: no
+    call, no JSON walked twice."""
     branches = " ".join(f"WHEN {_q(name)} THEN {_type_problem(name, spec)}" for name, spec in sorted(specs.items()))
     return (
-        "CREATE OR REPLACE FUNCTION events_shape_problem(type text, d jsonb) RETURNS text "
+        "CREATE OR REPLACE FUNCTION events_shape_problem(type text, v integer, d jsonb) RETURNS text "
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $shape$ SELECT CASE WHEN jsonb_typeof(d) <> 'object' "
         f"THEN 'its data is not a JSON object' ELSE CASE type {branches} END END $shape$"
     )
@@ -228,9 +232,10 @@ def catalog_specs() -> dict[str, dict[str, Any]]:
 
 
 @cache
-def _checkers() -> dict[str, tuple[frozenset[str], dict[str, tuple[frozenset[type], dict[str, Any]]], bool]]:
+def _checkers() -> dict[str, tuple[frozenset[str], dict[str, tuple[frozenset[type], dict[str, Any]]], int | None]]:
     """Each type's (required fields, field -> (the Python types that pass at once, its check),
-    closed): the shape of :func:`catalog_specs`, made quick to test a row against."""
+    the version from which it is closed, None if never): the shape of :func:`catalog_specs`,
+    made quick to test a row against."""
     out = {}
     for name, spec in catalog_specs().items():
         fields = {}
@@ -239,17 +244,19 @@ def _checkers() -> dict[str, tuple[frozenset[str], dict[str, tuple[frozenset[typ
             if "types" in check and "enum" not in check and "items" not in check:
                 quick = frozenset(t for kind in check["types"] for t in JSON_TYPES[kind])
             fields[f] = (quick, check)
-        out[name] = (frozenset(spec["required"]), fields, spec["closed"])
+        out[name] = (frozenset(spec["required"]), fields, spec["closed_since"] if spec["closed"] else None)
     return out
 
 
-def shape_problem(type_: str, data: dict[str, Any]) -> str | None:
-    """What the database's check (migration 0013) would say of an event's type and data, for a
-    row stored without it (SQLite, or a log older than the check); None when it fits."""
+def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
+    """What the database's check (migration 0013) would say of an event's type and data, stored
+    at ``version``, for a row stored without it (SQLite, or a log older than the check); None
+    when it fits."""
     checker = _checkers().get(type_)
     if checker is None:
         return f"out of shape: {type_[:64]!r} is not an event type"
-    required, fields, closed = checker
+    required, fields, closed_since = checker
+    closed = closed_since is not None and version >= closed_since
     if not data.keys() >= required:
         return f"out of shape: {type_} data lacks {', '.join(sorted(required - data.keys()))}"
     for key, value in data.items():
@@ -279,7 +286,14 @@ def _fits(check: dict[str, Any], value: Any) -> bool:
 
 
 def has_table(conn: Connection) -> bool:
-    return bool(conn.exec_driver_sql(f"SELECT to_regclass('{TABLE}') IS NOT NULL").scalar())
+    """Whether the schema holds ``event_types`` as this diagevo writes it (migration 0018's): a
+    database upgraded to an older revision keeps the types it has."""
+    return bool(
+        conn.exec_driver_sql(
+            f"SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+            f"AND table_name = '{TABLE}' AND column_name = 'closed_since')"
+        ).scalar()
+    )
 
 
 def register_types(conn: Connection) -> list[str]:
@@ -290,13 +304,15 @@ def register_types(conn: Connection) -> list[str]:
     changed = []
     for name, spec in catalog_specs().items():
         row = conn.exec_driver_sql(
-            f"INSERT INTO {TABLE} (type, kind, fields, required, closed, version) "
-            "VALUES (%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (type) DO UPDATE SET kind = excluded.kind, "
+            f"INSERT INTO {TABLE} (type, kind, fields, required, closed, closed_since, version) "
+            "VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s) ON CONFLICT (type) DO UPDATE SET kind = excluded.kind, "
             "fields = excluded.fields, required = excluded.required, closed = excluded.closed, "
-            f"version = excluded.version WHERE ({TABLE}.kind, {TABLE}.fields, {TABLE}.required, {TABLE}.closed, "
-            f"{TABLE}.version) IS DISTINCT FROM (excluded.kind, excluded.fields, excluded.required, excluded.closed, "
+            f"closed_since = excluded.closed_since, version = excluded.version WHERE ({TABLE}.kind, {TABLE}.fields, "
+            f"{TABLE}.required, {TABLE}.closed, {TABLE}.closed_since, {TABLE}.version) IS DISTINCT FROM "
+            "(excluded.kind, excluded.fields, excluded.required, excluded.closed, excluded.closed_since, "
             "excluded.version) RETURNING type",
-            (name, spec["kind"], json.dumps(spec["fields"]), spec["required"], spec["closed"], spec["version"]),
+            (name, spec["kind"], json.dumps(spec["fields"]), spec["required"], spec["closed"])
+            + (spec["closed_since"], spec["version"]),
         ).fetchone()
         if row is not None:
             changed.append(name)
@@ -308,9 +324,13 @@ def register_types(conn: Connection) -> list[str]:
 
 def registered_specs(conn: Connection) -> dict[str, dict[str, Any]]:
     """The rows of ``event_types``, as :func:`type_spec` gives them."""
-    rows = conn.exec_driver_sql(f"SELECT type, kind, fields, required, closed, version FROM {TABLE}").fetchall()
+    rows = conn.exec_driver_sql(
+        f"SELECT type, kind, fields, required, closed, closed_since, version FROM {TABLE}"
+    ).fetchall()
     return {
-        r[0]: {"kind": r[1], "fields": r[2], "required": sorted(r[3]), "closed": r[4], "version": r[5]} for r in rows
+        r[0]: {"kind": r[1], "fields": r[2], "required": sorted(r[3]), "closed": r[4], "closed_since": r[5]}
+        | {"version": r[6]}
+        for r in rows
     }
 
 

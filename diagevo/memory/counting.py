@@ -435,7 +435,7 @@ def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[s
 def summary_problem(data: Mapping[str, Any]) -> str | None:
     """What in a commit's ``timing`` (seconds by phase) its readers cannot read, or None: a phase
     whose seconds are no number. The types of the summary's fields themselves are the catalog's
-    (``RoundCommitted.carried_types``: checked on every write, the database's included); the
+    (:class:`~diagevo.catalog.RoundCommitted`'s: checked on every write, the database's included); the
     values inside ``timing`` are this rule's."""
     timing = data.get("timing")
     if not isinstance(timing, Mapping):

@@ -6,8 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from diagevo.catalog import MetricsRecorded, RoundCommitted
-from diagevo.catalog.event import carried_problem
+from diagevo.catalog import InvalidEvent, MetricsRecorded, RoundCommitted
 from diagevo.errors import BadInput
 from diagevo.parsing import quoted
 from diagevo.reals import real_number
@@ -41,8 +40,9 @@ COUNTED_HERE = frozenset({*COUNTED_COLUMNS, "F", "epsilon_next", "ranks"})
 def check_summary(summary: Mapping[str, Any] | None) -> dict[str, Any]:
     """A trainer's own figures for ``round.committed``: named by strings other than what the
     commit counts from the log (a summary cannot say how many questions or failures a round had,
-    nor F_t), each a value of the JSON type readers read it as (``timing`` a table,
-    ``heldout_acc`` a number ...), :class:`ProtocolError` naming the first that is not."""
+    nor F_t), those its class declares (``timing`` a table, ``heldout_acc`` a number ...) of
+    their type, :class:`ProtocolError` naming the first that is not. Returns them as its data
+    holds them: a declared figure in its field, the others in ``summary``."""
     if summary is None:
         return {}
     if not isinstance(summary, Mapping):
@@ -54,10 +54,14 @@ def check_summary(summary: Mapping[str, Any] | None) -> dict[str, Any]:
             raise ProtocolError(
                 f"summary field {name!r} is counted from the log by the commit itself: leave it out of the summary"
             )
-    problem = carried_problem(RoundCommitted.carried_types, summary)
-    if problem is not None:
-        raise ProtocolError(f"summary field {problem}: readers of round.committed read it as such")
-    return dict(summary)
+    out: dict[str, Any] = {k: v for k, v in summary.items() if k in RoundCommitted.model_fields and k != "summary"}
+    if len(out) < len(summary):
+        out["summary"] = {k: v for k, v in summary.items() if k not in out}
+    try:
+        RoundCommitted(**out)
+    except InvalidEvent as exc:
+        raise ProtocolError(f"summary: {exc}: readers of round.committed read it as such") from None
+    return out
 
 
 def check_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:

@@ -467,7 +467,7 @@ class Round:
         recorded (counts, F_t, ε_{t+1}, ``summary``)."""
         run, t, base = self.run, self.t, self.base
         metrics = check_metrics(metrics or {})
-        extra = check_summary(summary)
+        extra = check_summary(summary)  # the summary as the event's fields
         committed: list[Committed] = []
 
         def decide(read: Reader) -> list[EventIn]:
@@ -483,9 +483,11 @@ class Round:
             counts.update(count_rounds(rows).get(t, {}))
             ranks = list(of_type(MetricsRecorded, rows))
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
-            committed[:] = [Committed(t, counts, sched.F, sched.epsilon, len(ranks) or None, extra)]
-            events = [self.event("eval", EvalRecorded(**round_metrics))] if round_metrics else []
-            return [*events, self.event(RoundCommitted.name, RoundCommitted(**committed[0].to_dict()))]
+            committed[:] = [Committed(t, counts, sched.F, sched.epsilon, len(ranks) or None, dict(summary or {}))]
+            events = [self.event("eval", EvalRecorded(metrics=round_metrics))] if round_metrics else []
+            fields: dict[str, Any] = {**counts, **({"ranks": len(ranks)} if ranks else {})}
+            summed = RoundCommitted(**fields, F=sched.F, epsilon_next=sched.epsilon, **extra)
+            return [*events, self.event(RoundCommitted.name, summed)]
 
         try:
             append_decision(self.store, run, decide)

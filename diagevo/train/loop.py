@@ -159,7 +159,7 @@ class Trainer:
             no_links_below(path)  # a phase run again writes over its own checkpoint, nothing planted there
             self.backend.save(path)
             size = tree_bytes(path)
-            written = CheckpointWritten(path=path.name, **{"phase": phase, "bytes": size})  # in the run's folder
+            written = CheckpointWritten(path=path.name, phase=phase, bytes=size)  # in the run's folder
             events.append(rnd.event(f"checkpoint/{phase}", written))
             for where, gone in self.to_prune(phase, r.t):
                 events.append(rnd.event(f"pruned/{phase}/{gone.written_round}", gone))
@@ -167,7 +167,7 @@ class Trainer:
         r.seconds[phase] = time.perf_counter() - started
         steps = self.step_events(rnd, phase)
         events += steps
-        r.phases[phase] = PhaseCompleted(phase=phase, **{"seconds": r.seconds[phase], **stats})
+        r.phases[phase] = PhaseCompleted(phase=phase, seconds=r.seconds[phase], stats=stats)
         events.append(rnd.event(f"phase/{phase}", r.phases[phase]))
         rnd.notes(events)
         for s in of_type(TrainStep, steps):  # the tracker's copy, once the log has them

@@ -62,23 +62,23 @@ class BenchmarkScore:
 
 
 def evaluation(t: int, ev: EvalRecorded) -> BenchmarkScore | dict[str, float] | None:
-    """What an ``eval.recorded`` of round ``t`` says, its carried fields read here alone: a
-    benchmark score of the round's checkpoint (``eval --run``), the round's figures by name (the
-    loop's held-out accuracy, a trainer's ``--metric``), or None for the simulator's dynamics
-    measures (the report's own)."""
-    carried = dict(iter(ev))  # its fields, declared and carried (``dict(ev)`` would take its ``keys`` fact)
-    if carried.get("benchmark") is not None:
-        n, acc, k, at_k = (number(carried.get(f)) for f in ("n", "accuracy", "k", "mean_at_k"))
-        model = carried.get("model")
-        return BenchmarkScore(t, str(carried["benchmark"]), n, acc, k, at_k, None if model is None else str(model))
-    if carried.get("measure") is not None:
+    """What an ``eval.recorded`` of round ``t`` says: a benchmark score of the round's checkpoint
+    (``eval --run``), the round's figures by name (the loop's held-out accuracy, a trainer's
+    ``--metric``), or None for the simulator's dynamics measures (the report's own)."""
+    if ev.benchmark is not None:
+        n, acc, k, at_k = (number(v) for v in (ev.n, ev.accuracy, ev.k, ev.mean_at_k))
+        return BenchmarkScore(t, ev.benchmark, n, acc, k, at_k, ev.model)
+    if ev.measure is not None:
         return None
-    return {k: float(v) for k, v in carried.items() if number(v) is not None}
+    return {k: float(v) for k, v in (ev.metrics or {}).items() if number(v) is not None}
 
 
 def commit_figures(ev: RoundCommitted) -> dict[str, float]:
-    """The round's figures its commit summary carries (held-out accuracy, in older logs)."""
-    return {k: float(v) for k, v in ev if number(v) is not None and k.startswith(_SUMMARY_METRICS)}
+    """The round's figures its commit holds (held-out accuracy, in older logs): declared, or in
+    the trainer's ``summary``."""
+    figures: dict[str, Any] = {"heldout_acc": ev.heldout_acc, "pseudo_label_acc": ev.pseudo_label_acc}
+    figures.update(val_acc=ev.val_acc, **(ev.summary or {}))
+    return {k: float(v) for k, v in figures.items() if number(v) is not None and k.startswith(_SUMMARY_METRICS)}
 
 
 def memory_sizes(mem: Memory) -> dict[str, Any]:
@@ -126,7 +126,7 @@ class RoundStats:
     metrics: dict[int, dict[str, float]] = field(default_factory=dict)
 
     def add(self, row: EventRow) -> None:
-        seq, rnd, etype, data, _ = row
+        seq, rnd, etype, data, version = row
         self.seq = seq
         counts = self.counts.setdefault(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
         column = counted_column(etype, data)

@@ -112,10 +112,9 @@ class _StoryTeller:
         self.diagnoses[diagnosed.failure_id] = diagnosed
 
     def reply(self, _base: dict[str, Any], called: LLMCalled) -> None:
-        """A Prompt 1 reply (``failure_id`` and ``attempt`` are carried: extra fields of ``llm.called``)."""
-        carried = called.model_extra or {}
-        if called.stage == "extract" and isinstance(carried.get("failure_id"), str):
-            self.replies[(carried["failure_id"], carried.get("attempt", 0))] = called.raw
+        """A Prompt 1 reply (of the ``llm.called`` naming ``failure_id``)."""
+        if called.stage == "extract" and isinstance(called.failure_id, str):
+            self.replies[(called.failure_id, called.attempt or 0)] = called.raw
 
     def promote(self, base: dict[str, Any], promoted: CausePromoted) -> None:
         if promoted.cause_id in self.stories:

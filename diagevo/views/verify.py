@@ -140,7 +140,11 @@ def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | 
             except ValueError as exc:
                 problem: str | None = f"{UNREADABLE}{exc}"
             else:
-                problem = shape_problem(r.type, data) if isinstance(data, dict) else "its data is not a JSON object"
+                problem = (
+                    shape_problem(r.type, data, r.schema_version)
+                    if isinstance(data, dict)
+                    else "its data is not a JSON object"
+                )
             if problem is not None:
                 return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
     return None

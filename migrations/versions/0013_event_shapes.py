@@ -34,10 +34,9 @@ Create Date: 2026-11-25
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from alembic import context, op
+from alembic import op
 
 revision: str = "0013"
 down_revision: str | Sequence[str] | None = "0012"
@@ -242,18 +241,78 @@ def upgrade() -> None:
     op.execute("REVOKE ALL ON FUNCTION events_is_timestamp(text) FROM PUBLIC")
 
 
-def _functions_of_0009() -> str:
-    """0009's two trigger functions, to put back: taken from that migration as it stands."""
-    v9 = context.script.get_revision("0009").module  # type: ignore[attr-defined]
-    found = re.findall(r"CREATE FUNCTION events_\w+\(\) RETURNS trigger.*?\n\$\$;", v9._FUNCTIONS, re.S)
-    return "\n".join(f.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1) for f in found)
+# 0009's two trigger functions, frozen here: what a downgrade puts back
+_FUNCTIONS_0009 = r"""
+-- before each INSERT statement: the appenders' lock, then the seqs continue after the highest
+CREATE OR REPLACE FUNCTION events_begin_insert() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {schema}, pg_temp AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock({lock});
+    PERFORM setval('events_seq_assigned', COALESCE((SELECT max(seq) FROM events), 0) + 1, false);
+    RETURN NULL;
+END
+$$;
+
+-- after each INSERT statement, the rows it inserted: seqs handed out by the sequence (the next
+-- ones after the highest), and every row in shape and extending its run's chain; or the statement
+-- (and its transaction) fails
+CREATE OR REPLACE FUNCTION events_check_chain() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {schema}, pg_temp AS $$
+DECLARE
+    bad record;
+    n bigint;
+    lo bigint;
+    hi bigint;
+    last bigint;
+    called boolean;
+BEGIN
+    SELECT count(*), min(seq), max(seq) INTO n, lo, hi FROM inserted;
+    SELECT last_value, is_called INTO last, called FROM events_seq_assigned;
+    IF n > 0 AND NOT (called AND hi = last AND hi - lo + 1 = n) THEN
+        RAISE EXCEPTION 'diagevo: refused: seq is assigned by the database (leave the column out)'
+            USING ERRCODE = 'check_violation';
+    END IF;
+    SELECT r.event_id, r.reason INTO bad FROM (
+        SELECT i.event_id, i.seq, CASE
+            WHEN i.run_id = '' OR length(i.run_id) > 512 OR i.run_id ~ '{control}'
+                THEN 'the run id is empty, longer than 512 characters or holds a control character'
+            WHEN i.event_id = '' OR length(i.event_id) > 2048 OR i.event_id ~ '{control}'
+                THEN 'the event id is empty, longer than 2048 characters or holds a control character'
+            WHEN i.round < 0 THEN 'its round is negative'
+            WHEN i.type !~ '^[a-z_]+(\.[a-z_]+)+$' OR length(i.type) > 64 THEN 'its type is not an event type'
+            WHEN i.schema_version <> 1 THEN 'its schema version is not 1'
+            WHEN json_typeof(i.data::json) <> 'object' THEN 'its data is not a JSON object'
+            WHEN i.texts IS NOT NULL AND json_typeof(i.texts::json) <> 'object' THEN 'its texts are not a JSON object'
+            WHEN i.prev_hash IS DISTINCT FROM COALESCE(
+                    lag(i.hash) OVER (PARTITION BY i.run_id ORDER BY i.seq),
+                    (SELECT e.hash FROM events e WHERE e.run_id = i.run_id AND e.seq < i.seq ORDER BY e.seq DESC LIMIT 1),
+                    repeat('0', 64))
+                THEN 'its prev_hash is not the hash of the last event of its run'
+            -- the canonical JSON: ids hold no control character (above), so a JSON string of one
+            -- escapes only the backslash and the quote; a type holds neither
+            WHEN i.hash IS DISTINCT FROM encode(sha256(convert_to(
+                    i.prev_hash || '["' || replace(replace(i.event_id, '\', '\\'), '"', '\"')
+                    || '","' || replace(replace(i.run_id, '\', '\\'), '"', '\"') || '",' || i.round
+                    || ',"' || i.type || '",' || i.schema_version || ',' || i.data || ']', 'UTF8')), 'hex')
+                THEN 'its hash is not the sha256 of its prev_hash and canonical JSON'
+        END AS reason
+        FROM inserted i
+    ) r WHERE r.reason IS NOT NULL ORDER BY r.seq LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'diagevo: refused event %: %', left(bad.event_id, 80), bad.reason
+            USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NULL;
+END
+$$;
+"""  # noqa: E501
+_APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # 0009's advisory lock
 
 
 def downgrade() -> None:
     if op.get_context().dialect.name != "postgresql":
         return
-    v9 = context.script.get_revision("0009").module  # type: ignore[attr-defined]
-    op.execute(_functions_of_0009().format(schema=_schema(), lock=v9.APPEND_LOCK_KEY, control=v9._CONTROL))
+    op.execute(_FUNCTIONS_0009.format(schema=_schema(), lock=_APPEND_LOCK_KEY, control=_CONTROL))
     op.execute("DROP FUNCTION events_is_timestamp(text)")
     op.execute("DROP FUNCTION events_shape_problem(text, jsonb)")
     op.execute("DROP VIEW events_bound")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from alembic import context, op
+from alembic import op
 
 revision: str = "0015"
 down_revision: str | Sequence[str] | None = "0014"
@@ -36,24 +36,22 @@ _KNOWN = (
 )
 
 
-def _check(rule: str) -> str:
-    """0013's chain check, as that migration stands, with ``rule`` for the schema version."""
-    v13 = context.script.get_revision("0013").module  # type: ignore[attr-defined]
-    assert v13._CHECK.count(_ONE) == 1, "0013's schema version rule moved"
-    schema = str(op.get_bind().exec_driver_sql("SELECT quote_ident(current_schema())").scalar_one())
-    body = v13._CHECK.format(schema=schema, control=v13._CONTROL, committed=v13._COMMITTED, **v13._keys())
-    return str(body.replace(_ONE, rule))
+def _rule(old: str, new: str) -> None:
+    """The chain check as it stands (0013's), with its schema version rule ``old`` made ``new``."""
+    body = str(op.get_bind().exec_driver_sql("SELECT pg_get_functiondef('events_check_chain'::regproc)").scalar())
+    assert body.count(old) == 1, "the chain check's schema version rule moved"
+    op.execute(body.replace(old, new))
 
 
 def upgrade() -> None:
     if op.get_context().dialect.name != "postgresql":
         return
     op.execute("ALTER TABLE event_types ADD COLUMN version integer NOT NULL DEFAULT 1")
-    op.execute(_check(_KNOWN))
+    _rule(_ONE, _KNOWN)
 
 
 def downgrade() -> None:
     if op.get_context().dialect.name != "postgresql":
         return
-    op.execute(_check(_ONE))
+    _rule(_KNOWN, _ONE)
     op.execute("ALTER TABLE event_types DROP COLUMN version")

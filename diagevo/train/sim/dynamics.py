@@ -193,7 +193,7 @@ def measure_seed(
             run,
             [
                 new_event(
-                    EvalRecorded(**{"measure": MEASURE, "reference": runs[reference], **m}),
+                    EvalRecorded(measure=MEASURE, reference=runs[reference], metrics=m),
                     run=run,
                     at_round=t,
                     event_id=event_id(run, t, "eval", MEASURE),
