@@ -91,19 +91,20 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
             "question_id": qid, "mode": mode, "active_cause": active, "mastered_cause": mastered,
             "text": _text(rng, qid, 24), "node": node,
         }  # fmt: skip
-    retained = 0
+    kept: list[str] = []  # the retained questions: the solver's failures are theirs
     scores: list[tuple[str | None, float]] = []
     for qid in qids:
         p1 = rng.uniform(0.75, 1) if targets[qid] in mastering else rng.random()
         scores.append((targets[qid], round(p1, 4)))
-        retained += 0.25 <= p1 <= 0.75
+        if 0.25 <= p1 <= 0.75:
+            kept.append(qid)
         yield "question.scored", {
             "question_id": qid, "n": 12, "p1": round(p1, 4), "p2": round(rng.random() * p1, 4),
             "pseudo_label": str(rng.randint(0, 999)), "retained": 0.25 <= p1 <= 0.75,
         }  # fmt: skip
     yield (
         "phase.completed",
-        {"phase": "construct", "seconds": round(rng.uniform(20, 30), 3), "questions": len(qids), "retained": retained},
+        {"phase": "construct", "seconds": round(rng.uniform(20, 30), 3), "questions": len(qids), "retained": len(kept)},
     )
     promoted = []
     for cid, (acc, n) in promotion_scores(scores).items():  # Eq. 5-6 on the round's scores, θ_up = 0.7
@@ -115,7 +116,7 @@ def _round_events(w: _World, run: str, rnd: int, questions: int) -> Iterator[tup
     yield "promotions.decided", {"promoted": promoted, "candidates": len(promoted)}
     yield "checkpoint.written", {"path": f"/runs/{run}/round{rnd:03d}-solver", "phase": "solver"}
     yield "phase.completed", {"phase": "solver", "seconds": round(rng.uniform(80, 100), 3), "failures": len(qids) // 2}
-    for j, qid in enumerate(rng.sample(qids, len(qids) // 2)):
+    for j, qid in enumerate(rng.choices(kept, k=len(qids) // 2) if kept else ()):
         fid = f"f{rnd}-{j}"
         yield "failure.recorded", {
             "failure_id": fid, "question_id": qid,

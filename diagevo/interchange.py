@@ -15,14 +15,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import CATALOG, SCHEMA_VERSION, RoundCommitted, RunForked, RunStarted
+from diagevo.catalog import SCHEMA_VERSION, RoundCommitted, RunForked, RunStarted
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
 from diagevo.log import Recorder
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.recorder import GENESIS_HASH, canonical_event_json, chain_hash, prepare
-from diagevo.memory.counting import CHECKPOINT_TYPES, COUNTED_TYPES, Tally
-from diagevo.memory.fold import Draft, InvariantError, start
+from diagevo.memory.counting import Ledger, Tally
+from diagevo.memory.fold import Draft
 from diagevo.parsing import loads, one_line, split_lines
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.views.caches import refresh
@@ -123,8 +123,7 @@ def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list
     runs = list(dict.fromkeys(ev.run for _, ev in events))
     held = set(store.runs()) if len(runs) > 64 else {r for r in runs if store.has_run(r)}
     stored = _stored_events(store, events, held)
-    memories: dict[str, Draft | None] = {}  # read on a run's first new event only (a re-ingest reads none)
-    tallies: dict[str, Tally] = {}
+    ledgers: dict[str, Ledger] = {}  # read on a run's first new event only (a re-ingest reads none)
     fresh: list[EventIn] = []
     seen: dict[tuple[str, str], tuple[int, EventIn]] = {}  # (run, id) -> its first line
     for no, ev in events:
@@ -139,22 +138,13 @@ def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list
                 raise IngestError(no, f"event id {ev.event_id!r} of run {ev.run!r} is on line {first} as another event")
             continue  # the same event twice: stored once
         seen[key] = (no, ev)
-        if ev.run not in memories:
-            memories[ev.run] = Draft(load_memory(store, ev.run)) if ev.run in held else None
-            tallies[ev.run] = _stored_tally(store, ev.run, events) if ev.run in held else Tally()
-            tallies[ev.run].whatif = any(e.run == ev.run and e.data.get("whatif") is not None for _, e in events)
-        cls = CATALOG[ev.type]
-        broken = None
-        if cls in COUNTED_TYPES:  # against the memory before the event
-            broken = tallies[ev.run].check(ev.round, cls, ev.data, memories[ev.run])
-            tallies[ev.run].add(ev.round, cls, ev.data)
-        else:
-            tallies[ev.run].last = (ev.round, cls)
-        try:
-            _apply(memories, ev)
-        except InvariantError as exc:
-            raise IngestError(no, str(exc)) from None
-        if broken is None and cls is RunForked:
+        ledger = ledgers.get(ev.run)
+        if ledger is None:
+            ledger = ledgers[ev.run] = _ledger(store, ev.run, events, ev.run in held)
+        broken = ledger.take(ev.round, ev.event)  # against the memory before the event
+        if ledger.refused is not None:
+            raise IngestError(no, str(ledger.refused))
+        if broken is None and ev.type == RunForked.name:
             broken = _fork_refusal(store, ev, ev.run in held, {e.run for _, e in events})
         if broken is not None:
             rule, reason = broken
@@ -191,32 +181,13 @@ def _stored_events(
     return stored
 
 
-def _apply(memories: dict[str, Draft | None], ev: EventIn) -> None:
-    """Fold ``ev`` on its run's memory (a run's first event must start it)."""
-    mem = memories[ev.run]
-    event = ev.event
-    if mem is None:
-        if not isinstance(event, RunStarted):
-            raise InvariantError(f"run {ev.run!r} has {ev.type} before {RunStarted.name}")
-        if ev.round != 0:
-            raise InvariantError(f"{RunStarted.name} must be in round 0")
-        memories[ev.run] = Draft(start(ev.run, event))
-    else:
-        mem.apply(event, ev.round)
-
-
-def _stored_tally(store: Recorder, run: str, events: list[tuple[int, EventIn]]) -> Tally:
+def _ledger(store: Recorder, run: str, events: list[tuple[int, EventIn]], held: bool) -> Ledger:
     """What the stored run has counted of what the file names (its failure and question ids,
-    the rounds it touches)."""
+    the rounds it touches), and its memory at the head (a run the file starts: none yet)."""
     mine = [ev for _, ev in events if ev.run == run]
-    return stored_tally(
-        store,
-        run,
-        failures={f for ev in mine if isinstance(f := ev.data.get("failure_id"), str)},
-        questions={q for ev in mine if isinstance(q := ev.data.get("question_id"), str)},
-        rounds={ev.round for ev in mine},
-        checkpoints=any(CATALOG[ev.type] in CHECKPOINT_TYPES for ev in mine),
-    )
+    tally = stored_tally(store, run, mine, rounds=True) if held else Tally()
+    tally.whatif = any(ev.data.get("whatif") is not None for ev in mine)
+    return Ledger(run, tally, Draft(load_memory(store, run)) if held else None)
 
 
 def _as_stored(ev: EventIn) -> tuple[str, int, int, bytes]:

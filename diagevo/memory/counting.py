@@ -40,13 +40,15 @@ And a checkpoint name follows from its event (what a resume loads, :func:`checkp
 ``round{t:03d}-{p}``; a ``checkpoint.pruned`` names a checkpoint the run wrote before it, never
 the latest written of its phase.
 
-:class:`Tally` is pure: it is fed ``(round, class, data)`` in log order (with the memory before
-the event, where the caller folds) and answers the rule an event breaks, or None.
+Each type's rule is stated once, in :data:`RULES`: what it checks and what it counts. A
+:class:`Tally` is fed typed events in log order (with the memory before the event, where the
+caller folds) and answers the rule an event breaks, or None; a :class:`Ledger` moves the counts
+and the memory on together, the one loop of every caller.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -71,38 +73,13 @@ from diagevo.catalog import (
 )
 from diagevo.catalog.event import json_kinds
 from diagevo.confined import checkpoint_name, checkpoint_problem
-from diagevo.memory.fold import Draft, InvariantError, Row, step
+from diagevo.memory.fold import Draft, InvariantError, Row, check_first, check_shape, start, stored_event
 from diagevo.memory.state import Cause
 from diagevo.sections import ConfigError
-
-COUNTED_TYPES: frozenset[type[Event]] = frozenset(
-    {
-        FailureRecorded,
-        FailureDiagnosed,
-        DiagnosisFailed,
-        FailureAttributed,
-        CauseCreated,
-        CauseReactivated,
-        QuestionGenerated,
-        QuestionScored,
-        CausePromoted,
-        PromotionsDecided,
-        RoundCommitted,
-        RoundStarted,
-        RunForked,
-        CheckpointWritten,
-        CheckpointPruned,
-    }
-)
-"""The types the rules read: a reader passes only these (the others change no count)."""
 
 CHECKPOINT_TYPES: tuple[type[Event], ...] = (CheckpointWritten, CheckpointPruned)
 CHECKPOINT_PHASES = ("challenger", "solver")
 """The phases after which the training loop writes a checkpoint (both models, ``roundNNN-phase``)."""
-
-FAILURE_KEYED: tuple[type[Event], ...] = (FailureRecorded, FailureDiagnosed, DiagnosisFailed, FailureAttributed)
-"""Types whose ``failure_id`` names the failure they count (``cause.created`` and
-``cause.reactivated`` name one too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +103,15 @@ class Causes(Protocol):
     def config(self) -> Mapping[str, Any]: ...
 
 
+Broken = tuple[str, str] | None
+"""(rule, reason) of the rule an event breaks, or None."""
+
+
 @dataclass(slots=True)
 class Tally:
-    """What a run has counted so far. :meth:`check` tells whether the next event may count,
-    :meth:`add` counts it; :meth:`take` does both."""
+    """What a run has counted so far. :meth:`take` checks the next event against it (and the
+    memory before the event, where the caller folds) and counts it: each type's
+    :class:`Rule` says both."""
 
     recorded: dict[str, int] = field(default_factory=dict)  # failure -> its round
     diagnosed: dict[str, int] = field(default_factory=dict)  # failure -> the round of its diagnosis
@@ -148,255 +130,287 @@ class Tally:
     targets: dict[int, dict[str, Any]] = field(default_factory=dict)  # round -> question -> its active cause
     votes: dict[int, dict[str, Any]] = field(default_factory=dict)  # round -> question -> p1
     expected: dict[int, frozenset[str]] = field(default_factory=dict)  # round -> the promotions Eq. 5-6 decide
-    last: tuple[int, type[Event]] | None = None  # the round and type of the last event counted
+    last: tuple[int, type[Event]] | None = None  # the round and type of the last event taken
     whatif: bool = False  # a what-if: its questions are its source's (a stitched one's cause may be Active here)
     checkpoints: dict[str, str] = field(default_factory=dict)  # checkpoint written -> its phase
     latest: dict[str, str] = field(default_factory=dict)  # phase -> its checkpoint written last
 
-    def take(
-        self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes | None = None
-    ) -> tuple[str, str] | None:
-        """(rule, reason) of the rule the event breaks, else None, and the event counted."""
-        broken = self.check(rnd, etype, data, mem)
-        if broken is None:
-            self.add(rnd, etype, data)
+    def take(self, rnd: int, event: Event, mem: Causes | None = None) -> Broken:
+        """(rule, reason) of the rule the event breaks, else None; the event counted whether or
+        not it broke one (a reader goes on past a break). ``mem``: the memory before the event,
+        for the rules that read it (none: those are left to a caller that folds)."""
+        rule = RULES.get(type(event))
+        broken = None
+        if rule is not None:
+            broken = rule.check(self, rnd, event, mem)
+            rule.add(self, rnd, event)
+        self.last = (rnd, type(event))
         return broken
 
-    def check(
-        self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes | None = None
-    ) -> tuple[str, str] | None:
-        """(rule, reason) of the rule the event would break, else None; nothing is counted.
-        ``mem``: the memory before the event, for the rules that read it (none: those are left
-        to a caller that folds)."""
-        if etype is QuestionGenerated or etype is QuestionScored:
-            return self._question(rnd, etype, data, mem)
-        if etype is RoundCommitted and (unreadable := summary_problem(data)) is not None:
-            return "round summary readable", f"round {rnd}'s commit {unreadable}"
-        if etype is CausePromoted or etype is PromotionsDecided or etype is RoundCommitted:
-            return self._round(rnd, etype, data) or (self._promotion(rnd, etype, data, mem) if mem else None)
-        if etype is RunForked:
-            return self._forked(rnd, data)
-        if etype is CheckpointWritten or etype is CheckpointPruned:
-            return checkpoint_rule(rnd, etype, data, self.checkpoints, self.latest)
-        if etype is RoundStarted:
-            return ("round started once", f"round {rnd} is started already") if rnd in self.started else None
-        fid = data.get("failure_id")
-        if etype is CauseCreated and fid is None:
-            return "cause created from its failure", f"cause {data.get('cause_id')!r} names no failure that revealed it"
-        if not isinstance(fid, str):
-            return None  # a diagnosis.failed of the whole round
-        if etype is FailureRecorded:
-            if fid in self.recorded:
-                return "failure recorded once", f"failure {fid!r} is recorded in round {self.recorded[fid]} already"
-            qid = data.get("question_id")
-            if rnd in self.started and self.kept.get(str(qid)) != rnd:  # a round never opened has no questions
-                return "failure of a retained question", (
-                    f"failure {fid!r} names question {qid!r}, not a retained question of round {rnd}"
-                )
-            return None
-        if etype is FailureDiagnosed or etype is DiagnosisFailed:
-            matched = data.get("matched_cause")
-            if etype is FailureDiagnosed and matched is not None and mem is not None and str(matched) not in mem.causes:
-                return "diagnosis matches a known cause", (
-                    f"failure {fid!r} is diagnosed as cause {matched!r}, which the memory does not hold"
-                )
-            return self._diagnosis(rnd, etype, fid)
-        if etype is CauseReactivated:
-            if fid in self.reactivated:
-                return "failure counted once", f"failure {fid!r} reactivated a cause already"
-            return self._founded(etype, fid, data, mem)
-        if fid in self.counted:  # failure.attributed or cause.created
-            what, at = self.counted[fid]
-            done = "attributed" if what is FailureAttributed else "revealed a new cause"
-            return "failure counted once", f"failure {fid!r} was {done} in round {at} already"
-        return self._founded(etype, fid, data, mem)
+    def promotions(self, rnd: int, mem: Causes) -> frozenset[str] | None:
+        """The causes Eq. 5-6 promote in round ``rnd`` from its scored questions, against the
+        memory before the round's first promotion (M_{t-1} as far as promotion reads it); None
+        without a θ_up to decide by (verify names the config's own seq: views.configs)."""
+        want = self.expected.get(rnd)
+        if want is None:
+            try:
+                want = decided_promotions(mem, self.targets.get(rnd, {}), self.votes.get(rnd, {}))
+            except ConfigError:
+                return None
+            self.expected[rnd] = want
+        return want
 
-    def _founded(
-        self, etype: type[Event], fid: str, data: Mapping[str, Any], mem: Causes | None
-    ) -> tuple[str, str] | None:
+    def diagnosed_once(self, rnd: int, fid: str, judged: bool) -> Broken:
+        """A failure's diagnosis events stand in one round, one ``failure.diagnosed`` (``judged``)."""
+        at = self.diagnosed.get(fid)
+        if at is not None and at != rnd:
+            return "failure diagnosed once", f"failure {fid!r} is diagnosed in round {at} already"
+        if judged and fid in self.judged:
+            return "failure diagnosed once", f"failure {fid!r} is diagnosed twice in round {rnd}"
+        return None
+
+    def founded(self, event: CauseCreated | CauseReactivated | FailureAttributed, mem: Causes | None) -> Broken:
         """A memory change a failure stands behind: recorded, diagnosed, its diagnosis leading
         to the change (an attribution or a reactivation to its cause, a new cause to a new one)."""
-        cause = data.get("cause_id")
-        if etype is CauseCreated:
-            rule = "cause created from its failure"
-        elif etype is CauseReactivated:
-            rule = "cause reactivated by its failure"
-        else:
-            rule = "failure attributed from its diagnosis"
+        fid, cause = event.failure_id, event.cause_id
+        rule = FOUNDED[type(event)]
         if fid not in self.recorded:
             return rule, f"failure {fid!r} is not recorded in the run"
         if fid not in self.diagnoses:
             return rule, f"failure {fid!r} is not diagnosed"
         matched, described = self.diagnoses[fid]
-        if etype is CauseCreated:
+        if isinstance(event, CauseCreated):
             if matched is not None or described is None:
                 said = f"matched cause {matched!r}" if matched is not None else "named no error cause"
                 return rule, f"failure {fid!r} revealed no new cause: its diagnosis {said}"
             return None
-        via = data.get("via", "dedup" if matched is None else "recurrence")
+        via = (event.via if isinstance(event, FailureAttributed) else None) or (
+            "dedup" if matched is None else "recurrence"
+        )
         if via == "recurrence" and matched != cause:
             return rule, f"failure {fid!r} was diagnosed as {_cause_said(matched, described)}, not as cause {cause!r}"
         if via == "dedup" and (matched is not None or described is None):
             return rule, f"failure {fid!r} was diagnosed as {_cause_said(matched, described)}: nothing to deduplicate"
-        if etype is CauseReactivated and mem is not None:
+        if isinstance(event, CauseReactivated) and mem is not None:
             held = mem.causes.get(str(cause))
             if held is not None and held.active:
                 return rule, f"cause {cause!r} is Active: only a Mastered cause is reactivated (Eq. 7)"
         return None
 
-    def _diagnosis(self, rnd: int, etype: type[Event], fid: str) -> tuple[str, str] | None:
-        at = self.diagnosed.get(fid)
-        if at is not None and at != rnd:
-            return "failure diagnosed once", f"failure {fid!r} is diagnosed in round {at} already"
-        if etype is FailureDiagnosed and fid in self.judged:
-            return "failure diagnosed once", f"failure {fid!r} is diagnosed twice in round {rnd}"
-        return None
 
-    def _question(
-        self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes | None
-    ) -> tuple[str, str] | None:
-        qid = data.get("question_id")
-        seen = self.generated if etype is QuestionGenerated else self.scored
-        if isinstance(qid, str) and qid in seen:
-            what = "generated" if etype is QuestionGenerated else "scored"
-            return f"question {what} once", f"question {qid!r} is {what} in round {seen[qid]} already"
-        if etype is QuestionScored and isinstance(qid, str) and self.generated.get(qid) != rnd:
-            at = self.generated.get(qid)
-            where = "never generated" if at is None else f"generated in round {at}"
-            return "question scored after generated", f"question {qid!r} is scored in round {rnd} but {where}"
-        mastered = data.get("mastered_cause")
-        if etype is QuestionGenerated and mastered is not None and mem is not None and not self.whatif:
-            held = mem.causes.get(str(mastered))
-            if held is None or held.active:
-                what = "unknown" if held is None else "Active"
-                return (
-                    "stitched question on a Mastered cause",
-                    f"question {qid!r} names {what} cause {mastered!r} as mastered",
-                )
-        return None
+FOUNDED: dict[type[Event], str] = {
+    CauseCreated: "cause created from its failure",
+    CauseReactivated: "cause reactivated by its failure",
+    FailureAttributed: "failure attributed from its diagnosis",
+}
 
-    def _promotion(self, rnd: int, etype: type[Event], data: Mapping[str, Any], mem: Causes) -> tuple[str, str] | None:
-        """A round's promotions are what the deciders decide from its evidence (Eq. 5-6): the
-        memory before the round's first promotion is M_{t-1} as far as promotion reads it."""
-        if etype is RoundCommitted and (rnd in self.decided or rnd in self.promoted):
-            return None
-        want = self.expected.get(rnd)
-        if want is None:
-            try:
-                want = decided_promotions(mem, self.targets.get(rnd, {}), self.votes.get(rnd, {}))
-            except ConfigError:  # no θ_up to decide by: verify names the config's own seq (views.configs)
-                return None
-            self.expected[rnd] = want
-        if etype is RoundCommitted:
-            if want:
-                return "promotion decided from the evidence", (
-                    f"round {rnd} is committed without promotions, but its scored questions and θ_up "
-                    f"promote {_few(want)}"
-                )
-            return None
-        if etype is CausePromoted:
-            cause = data.get("cause_id")
-            if cause not in want:
-                return "promotion decided from the evidence", (
-                    f"cause {cause!r} is promoted, but the round's scored questions and θ_up promote {_few(want)}"
-                )
-            return None
-        named = data.get("promoted")
-        if isinstance(named, list) and set(map(str, named)) != want:
-            return "promotion decided from the evidence", (
-                f"round {rnd}'s decision names {_few(named)}, but its scored questions and θ_up promote {_few(want)}"
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """An event type's counting rule, kept together as eventsourcing keeps an event's effect
+    with the event: what it checks against the counts (and the memory before it, or None) and
+    what it adds to them."""
+
+    check: Callable[[Tally, int, Any, Causes | None], Broken]
+    add: Callable[[Tally, int, Any], object]
+
+
+def _generated(t: Tally, rnd: int, ev: QuestionGenerated, mem: Causes | None) -> Broken:
+    qid, mastered = ev.question_id, ev.mastered_cause
+    if qid in t.generated:
+        return "question generated once", f"question {qid!r} is generated in round {t.generated[qid]} already"
+    if mastered is not None and mem is not None and not t.whatif:
+        held = mem.causes.get(str(mastered))
+        if held is None or held.active:
+            what = "unknown" if held is None else "Active"
+            return (
+                "stitched question on a Mastered cause",
+                f"question {qid!r} names {what} cause {mastered!r} as mastered",
             )
+    return None
+
+
+def _add_generated(t: Tally, rnd: int, ev: QuestionGenerated) -> None:
+    t.generated.setdefault(ev.question_id, rnd)
+    t.targets.setdefault(rnd, {}).setdefault(ev.question_id, ev.active_cause)
+
+
+def _scored(t: Tally, rnd: int, ev: QuestionScored, mem: Causes | None) -> Broken:
+    qid = ev.question_id
+    if qid in t.scored:
+        return "question scored once", f"question {qid!r} is scored in round {t.scored[qid]} already"
+    at = t.generated.get(qid)
+    if at != rnd:
+        where = "never generated" if at is None else f"generated in round {at}"
+        return "question scored after generated", f"question {qid!r} is scored in round {rnd} but {where}"
+    return None
+
+
+def _add_scored(t: Tally, rnd: int, ev: QuestionScored) -> None:
+    t.scored.setdefault(ev.question_id, rnd)
+    if ev.retained is True:
+        t.kept.setdefault(ev.question_id, rnd)
+    t.votes.setdefault(rnd, {}).setdefault(ev.question_id, ev.p1)
+
+
+def _promoted(t: Tally, rnd: int, ev: CausePromoted, mem: Causes | None) -> Broken:
+    if rnd in t.committed:  # a round's promotions and milestones stand before its commit
+        return "round committed once", f"round {rnd} is committed already"
+    if rnd in t.decided:
+        return "promotions decided once", f"cause {ev.cause_id!r} promoted after round {rnd}'s decision"
+    want = t.promotions(rnd, mem) if mem is not None else None
+    if want is not None and ev.cause_id not in want:
+        return "promotion decided from the evidence", (
+            f"cause {ev.cause_id!r} is promoted, but the round's scored questions and θ_up promote {_few(want)}"
+        )
+    return None
+
+
+def _decided(t: Tally, rnd: int, ev: PromotionsDecided, mem: Causes | None) -> Broken:
+    if rnd in t.committed:
+        return "round committed once", f"round {rnd} is committed already"
+    if rnd in t.decided:
+        return "promotions decided once", f"the promotions of round {rnd} are decided already"
+    named, done = set(map(str, ev.promoted)), t.promoted.get(rnd, set())
+    if done - named:
+        return "promotions decided once", f"round {rnd}'s decision does not name its promoted {_few(done - named)}"
+    if named - done:
+        never = _few(named - done)
+        return "promotions decided once", f"round {rnd}'s decision names {never}, which the round did not promote"
+    want = t.promotions(rnd, mem) if mem is not None else None
+    if want is not None and named != want:
+        return "promotion decided from the evidence", (
+            f"round {rnd}'s decision names {_few(ev.promoted)}, but its scored questions and θ_up promote {_few(want)}"
+        )
+    return None
+
+
+def _committed(t: Tally, rnd: int, ev: RoundCommitted, mem: Causes | None) -> Broken:
+    unreadable = summary_problem(ev.model_extra or {})
+    if unreadable is not None:
+        return "round summary readable", f"round {rnd}'s commit {unreadable}"
+    if rnd in t.committed:
+        return "round committed once", f"round {rnd} is committed already"
+    if mem is None or rnd in t.decided or rnd in t.promoted:
         return None
+    want = t.promotions(rnd, mem)
+    if want:
+        return "promotion decided from the evidence", (
+            f"round {rnd} is committed without promotions, but its scored questions and θ_up promote {_few(want)}"
+        )
+    return None
 
-    def _forked(self, rnd: int, data: Mapping[str, Any]) -> tuple[str, str] | None:
-        """``run.forked`` opens a fork or a what-if: right after the copied commit of its round."""
-        at = data.get("source_round")
-        last = self.last
-        if at != rnd or last is None or last[0] != rnd or last[1] not in (RoundCommitted, RunForked):
-            return "run forked at its opening", (
-                f"run.forked (source round {at!r}) does not follow the commit of round {rnd}: only a fork or a "
-                "what-if writes it, right after the rounds it copies"
-            )
-        return None
 
-    def _round(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> tuple[str, str] | None:
-        if rnd in self.committed:
-            return "round committed once", f"round {rnd} is committed already"
-        if etype is CausePromoted and rnd in self.decided:
-            return "promotions decided once", f"cause {data.get('cause_id')!r} promoted after round {rnd}'s decision"
-        if etype is not PromotionsDecided:
-            return None
-        if rnd in self.decided:
-            return "promotions decided once", f"the promotions of round {rnd} are decided already"
-        named, done = data.get("promoted"), self.promoted.get(rnd, set())
-        if not isinstance(named, list) or set(map(str, named)) == done:
-            return None
-        unnamed, never = done - set(map(str, named)), set(map(str, named)) - done
-        if unnamed:
-            return "promotions decided once", f"round {rnd}'s decision does not name its promoted {_few(unnamed)}"
-        return "promotions decided once", f"round {rnd}'s decision names {_few(never)}, which the round did not promote"
+def _add_committed(t: Tally, rnd: int, ev: RoundCommitted) -> None:
+    t.committed.add(rnd)
+    for table in (t.targets, t.votes, t.expected):  # a committed round's evidence is closed
+        table.pop(rnd, None)
 
-    def add(self, rnd: int, etype: type[Event], data: Mapping[str, Any]) -> None:
-        """Count the event (whether or not it broke a rule: a reader goes on past a break)."""
-        self.last = (rnd, etype)
-        question = etype is QuestionGenerated or etype is QuestionScored
-        key = data.get("question_id") if question else data.get("failure_id")
-        if etype is QuestionGenerated and isinstance(key, str):
-            self.generated.setdefault(key, rnd)
-            self.targets.setdefault(rnd, {}).setdefault(key, data.get("active_cause"))
-        elif etype is QuestionScored and isinstance(key, str):
-            self.scored.setdefault(key, rnd)
-            if data.get("retained") is True:
-                self.kept.setdefault(key, rnd)
-            self.votes.setdefault(rnd, {}).setdefault(key, data.get("p1"))
-        elif etype is CausePromoted:
-            self.promoted.setdefault(rnd, set()).add(str(data.get("cause_id")))
-        elif etype is PromotionsDecided:
-            self.decided.add(rnd)
-        elif etype is RoundCommitted:
-            self.committed.add(rnd)
-            for table in (self.targets, self.votes, self.expected):  # a committed round's evidence is closed
-                table.pop(rnd, None)
-        elif etype is RunForked:
-            self.whatif = self.whatif or data.get("whatif") is not None
-        elif etype is RoundStarted:
-            self.started.add(rnd)
-        elif etype is CheckpointWritten:
-            name, phase = checkpoint_name(data.get("path")), data.get("phase")
-            if name is not None and isinstance(phase, str):
-                self.checkpoints[name], self.latest[phase] = phase, name
-        elif not isinstance(key, str):
-            return
-        elif etype is FailureRecorded:
-            self.recorded.setdefault(key, rnd)
-        elif etype is FailureDiagnosed or etype is DiagnosisFailed:
-            self.diagnosed.setdefault(key, rnd)
-            if etype is FailureDiagnosed:
-                self.judged.add(key)
-                self.diagnoses.setdefault(key, (data.get("matched_cause"), data.get("error_cause")))
-        elif etype is CauseReactivated:
-            self.reactivated.add(key)
-        elif etype is FailureAttributed or etype is CauseCreated:
-            self.counted.setdefault(key, (etype, rnd))
+
+def _forked(t: Tally, rnd: int, ev: RunForked, mem: Causes | None) -> Broken:
+    """``run.forked`` opens a fork or a what-if: right after the copied commit of its round."""
+    at, last = ev.source_round, t.last
+    if at != rnd or last is None or last[0] != rnd or last[1] not in (RoundCommitted, RunForked):
+        return "run forked at its opening", (
+            f"run.forked (source round {at!r}) does not follow the commit of round {rnd}: only a fork or a "
+            "what-if writes it, right after the rounds it copies"
+        )
+    return None
+
+
+def _add_written(t: Tally, rnd: int, ev: CheckpointWritten) -> None:
+    name, phase = checkpoint_name(ev.path), (ev.model_extra or {}).get("phase")
+    if name is not None and isinstance(phase, str):
+        t.checkpoints[name], t.latest[phase] = phase, name
+
+
+def _recorded(t: Tally, rnd: int, ev: FailureRecorded, mem: Causes | None) -> Broken:
+    fid, qid = ev.failure_id, ev.question_id
+    if fid in t.recorded:
+        return "failure recorded once", f"failure {fid!r} is recorded in round {t.recorded[fid]} already"
+    if rnd in t.started and t.kept.get(qid) != rnd:  # a round never opened has no questions
+        return "failure of a retained question", (
+            f"failure {fid!r} names question {qid!r}, not a retained question of round {rnd}"
+        )
+    return None
+
+
+def _diagnosed(t: Tally, rnd: int, ev: FailureDiagnosed, mem: Causes | None) -> Broken:
+    fid, matched = ev.failure_id, ev.matched_cause
+    if matched is not None and mem is not None and str(matched) not in mem.causes:
+        return "diagnosis matches a known cause", (
+            f"failure {fid!r} is diagnosed as cause {matched!r}, which the memory does not hold"
+        )
+    return t.diagnosed_once(rnd, fid, judged=True)
+
+
+def _add_diagnosed(t: Tally, rnd: int, ev: FailureDiagnosed) -> None:
+    t.diagnosed.setdefault(ev.failure_id, rnd)
+    t.judged.add(ev.failure_id)
+    t.diagnoses.setdefault(ev.failure_id, (ev.matched_cause, ev.error_cause))
+
+
+def _reactivated(t: Tally, rnd: int, ev: CauseReactivated, mem: Causes | None) -> Broken:
+    if ev.failure_id in t.reactivated:
+        return "failure counted once", f"failure {ev.failure_id!r} reactivated a cause already"
+    return t.founded(ev, mem)
+
+
+def _counted(t: Tally, rnd: int, ev: FailureAttributed | CauseCreated, mem: Causes | None) -> Broken:
+    fid = ev.failure_id
+    if fid is None:  # a cause.created
+        return "cause created from its failure", f"cause {ev.cause_id!r} names no failure that revealed it"
+    if fid in t.counted:
+        what, at = t.counted[fid]
+        done = "attributed" if what is FailureAttributed else "revealed a new cause"
+        return "failure counted once", f"failure {fid!r} was {done} in round {at} already"
+    return t.founded(ev, mem)
+
+
+def _add_counted(t: Tally, rnd: int, ev: FailureAttributed | CauseCreated) -> None:
+    if ev.failure_id is not None:
+        t.counted.setdefault(ev.failure_id, (type(ev), rnd))
+
+
+RULES: dict[type[Event], Rule] = {
+    QuestionGenerated: Rule(_generated, _add_generated),
+    QuestionScored: Rule(_scored, _add_scored),
+    FailureRecorded: Rule(_recorded, lambda t, rnd, ev: t.recorded.setdefault(ev.failure_id, rnd)),
+    FailureDiagnosed: Rule(_diagnosed, _add_diagnosed),
+    DiagnosisFailed: Rule(  # with no failure: of the whole round
+        lambda t, rnd, ev, mem: None if ev.failure_id is None else t.diagnosed_once(rnd, ev.failure_id, judged=False),
+        lambda t, rnd, ev: None if ev.failure_id is None else t.diagnosed.setdefault(ev.failure_id, rnd),
+    ),
+    FailureAttributed: Rule(_counted, _add_counted),
+    CauseCreated: Rule(_counted, _add_counted),
+    CauseReactivated: Rule(_reactivated, lambda t, rnd, ev: t.reactivated.add(ev.failure_id)),
+    CausePromoted: Rule(_promoted, lambda t, rnd, ev: t.promoted.setdefault(rnd, set()).add(str(ev.cause_id))),
+    PromotionsDecided: Rule(_decided, lambda t, rnd, ev: t.decided.add(rnd)),
+    RoundCommitted: Rule(_committed, _add_committed),
+    RoundStarted: Rule(
+        lambda t, rnd, ev, mem: ("round started once", f"round {rnd} is started already") if rnd in t.started else None,
+        lambda t, rnd, ev: t.started.add(rnd),
+    ),
+    RunForked: Rule(_forked, lambda t, rnd, ev: setattr(t, "whatif", t.whatif or ev.whatif is not None)),
+    CheckpointWritten: Rule(lambda t, rnd, ev, mem: checkpoint_rule(rnd, ev, t.checkpoints, t.latest), _add_written),
+    CheckpointPruned: Rule(lambda t, rnd, ev, mem: checkpoint_rule(rnd, ev, t.checkpoints, t.latest), lambda *_: None),
+}
+"""Each counted type's rule: the one place it is stated."""
 
 
 def checkpoint_rule(
-    rnd: int,
-    etype: type[Event],
-    data: Mapping[str, Any],
-    written: Mapping[str, str],
-    latest: Mapping[str, str],
-) -> tuple[str, str] | None:
+    rnd: int, event: CheckpointWritten | CheckpointPruned, written: Mapping[str, str], latest: Mapping[str, str]
+) -> Broken:
     """(rule, reason) when a checkpoint event (of round ``rnd``) names a checkpoint its event
     does not give, else None. ``written``: checkpoint -> its phase, of every ``checkpoint.written``
     the run holds before the event; ``latest``: phase -> its checkpoint written last (what a
     resume loads). A name taken on trust would have a resume load another round's or role's
     weights, or look for a folder that was never written or is still needed."""
-    path = data.get("path")
+    path = event.path
     name = checkpoint_name(path)
     shown = name if name is not None else repr(path)[:80]
-    if etype is CheckpointWritten:
-        phase = data.get("phase")
+    if isinstance(event, CheckpointWritten):
+        phase = (event.model_extra or {}).get("phase")
         if name is None:
             return "checkpoint named by its event", str(checkpoint_problem(path))
         if phase not in CHECKPOINT_PHASES:
@@ -477,49 +491,71 @@ class Audit:
         return min(seqs, default=None)
 
 
+@dataclass(slots=True)
+class Ledger:
+    """A run's counts and its memory moved on together, one event at a time: the event checked
+    against the counts and the memory before it, then counted and folded. The one loop of
+    ``memory verify`` (:func:`audit`), ingest, and the round protocol's and the diagnosis's
+    appends. ``draft``: the memory at hand (None: the run's first event starts it);
+    ``folds=False``: the counts alone, without the memory's rules."""
+
+    run: str
+    tally: Tally = field(default_factory=Tally)
+    draft: Draft | None = None
+    folds: bool = True
+    refused: InvariantError | None = None  # why the fold refused an event (it folds no more)
+
+    def take(self, rnd: int, event: Event, seq: int = 0) -> Broken:
+        """(rule, reason) of the counting rule the event breaks, else None; the event counted,
+        and folded unless the fold refused one before (:attr:`refused` says why it refuses this one)."""
+        broken = self.tally.take(rnd, event, self.draft if self.folds else None)
+        if self.folds:
+            try:
+                if self.draft is None:
+                    check_first(self.run, type(event), rnd)
+                    self.draft = Draft(start(self.run, event, seq))  # type: ignore[arg-type]
+                else:
+                    self.draft.apply(event, rnd)
+            except InvariantError as exc:
+                self.refused, self.folds = exc, False
+        return broken
+
+
 def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
     """Fold ``(seq, round, type, data)`` rows of one run and check each counted event against
     the rules with the memory before it: one pass. Past an event the fold refuses, the rules
     that need no memory are still checked. ``whatif``: the run is a what-if."""
-    tally = Tally(whatif=whatif)
-    draft: Draft | None = None
+    ledger = Ledger(run, Tally(whatif=whatif))
     found: list[CountBreak] = []
     commits: dict[int, dict[str, Any]] = {}
-    failed: str | None = None
     refused_at: int | None = None
-    committed = RoundCommitted.name
-    catalog = CATALOG
-    for row in rows:
-        seq, rnd, name, data, _ = row
-        cls = catalog[name]
-        if cls in COUNTED_TYPES:
-            broken = tally.check(rnd, cls, data, draft if failed is None else None)
-            if broken is not None:
-                found.append(CountBreak(seq, *broken))
-            tally.add(rnd, cls, data)
-        else:
-            tally.last = (rnd, cls)  # what a run.forked must follow
-        if failed is not None:
-            continue
-        try:
-            draft = step(draft, run, row)
-        except InvariantError as exc:
-            failed, refused_at = str(exc), seq
-            continue
-        if name == committed:
+    for seq, rnd, name, data, version in rows:
+        cls = CATALOG[name]
+        if cls.folded and ledger.folds:
+            try:
+                check_shape(cls, data)
+            except InvariantError as exc:  # out of shape: counted, not folded
+                ledger.refused, ledger.folds = exc, False
+        broken = ledger.take(rnd, stored_event(cls, data, version), seq)
+        if broken is not None:
+            found.append(CountBreak(seq, *broken))
+        if not ledger.folds:
+            refused_at = seq if refused_at is None else refused_at
+        elif cls is RoundCommitted:
+            draft = ledger.draft
+            assert draft is not None  # a run's first event starts it, or the fold refused it
             draft.last_seq = seq
             commits[draft.committed] = draft.freeze().to_json()
+    failed = None if ledger.refused is None else f"seq {refused_at}: {ledger.refused}"
     return Audit(commits, found, failed, refused_at)
 
 
 def breaks(rows: Iterable[Row]) -> Iterator[CountBreak]:
     """Every break of the rules in ``(seq, round, type, data)`` rows of one run, in log order."""
     tally = Tally()
-    for seq, rnd, name, data, _ in rows:
+    for seq, rnd, name, data, version in rows:
         cls = CATALOG.get(name)
-        if cls not in COUNTED_TYPES:
-            continue
-        broken = tally.check(rnd, cls, data)
-        if broken is not None:
-            yield CountBreak(seq, *broken)
-        tally.add(rnd, cls, data)
+        if cls in RULES:
+            broken = tally.take(rnd, stored_event(cls, data, version))
+            if broken is not None:
+                yield CountBreak(seq, *broken)

@@ -248,24 +248,25 @@ class Draft:
                 causes[cid] = replace(c, node=node)
 
 
-# The fields the fold reads, each a text: a row stored without the database's check (SQLite, or
-# a raw write) that lacks one is named, not met with an AttributeError or a TypeError.
-_READS: dict[type[Event], tuple[str, ...]] = {
-    FailureAttributed: ("cause_id", "failure_id"),
-    CausePromoted: ("cause_id",),
-    CauseReactivated: ("cause_id",),
-    CauseCreated: ("cause_id", "node_id", "description"),
-    NodeCreated: ("node_id", "label"),
-    NodesMerged: ("survivor", "absorbed", "label"),
+# What a stored row must hold of its type's required fields: all of them, and the texts the fold
+# reads as texts. A row stored without the database's check (SQLite, or a raw write) that lacks
+# one is named, not met with an AttributeError or a TypeError.
+_REQUIRED: dict[type[Event], frozenset[str]] = {
+    cls: frozenset(n for n, f in cls.model_fields.items() if f.is_required()) for cls in CATALOG.values()
+}
+_TEXTS: dict[type[Event], tuple[str, ...]] = {
+    cls: tuple(n for n, f in cls.model_fields.items() if f.is_required() and f.annotation is str)
+    for cls in CATALOG.values()
+    if cls.folded
 }
 
 
-def _check_shape(cls: type[Event], data: Mapping[str, Any]) -> None:
+def check_shape(cls: type[Event], data: Mapping[str, Any]) -> None:
     """What the fold reads of a stored row is there, of its type: the row is built without
     validation (:meth:`Event.from_stored`), so a row no database checked is checked here."""
     if not isinstance(data, Mapping):
         raise InvariantError(f"{cls.name}'s data is not a JSON object")
-    for name in _READS.get(cls, ()):
+    for name in _TEXTS.get(cls, ()):
         if not isinstance(data.get(name), str):
             raise InvariantError(f"{cls.name}'s data.{name} is not a text")
     if cls is RunStarted or cls is RunConfigured:
@@ -273,6 +274,16 @@ def _check_shape(cls: type[Event], data: Mapping[str, Any]) -> None:
             raise InvariantError(f"{cls.name}'s data.config is not a table")
         if type(data.get("seed", 0)) is not int:
             raise InvariantError(f"{cls.name}'s data.seed is not a whole number")
+
+
+def stored_event(cls: type[Event], data: Mapping[str, Any], version: int) -> Event:
+    """A stored row's typed event, unvalidated (:meth:`Event.from_stored`); a required field a
+    row stored past the database's check lacks reads as None (the counting rules name what does
+    not fit; the fold checks its own reads first, :func:`check_shape`)."""
+    required = _REQUIRED[cls]
+    if not data.keys() >= required:
+        data = {**dict.fromkeys(required), **data}
+    return cls.reader(data, version)
 
 
 def start(run: str, event: RunStarted | RunConfigured, seq: int = 0) -> Memory:
@@ -292,43 +303,51 @@ def evolve(mem: Memory, event: Event, t: int) -> Memory:
     return draft.freeze() if draft.apply(event, t) else mem
 
 
-def _first(run: str, cls: type[Event], rnd: int, data: Mapping[str, Any], seq: int, version: int) -> Draft:
+def check_first(run: str, cls: type[Event], rnd: int) -> None:
+    """A run's first event starts it: its ``run.started``, in round 0."""
     if cls is not RunStarted:
         raise InvariantError(f"run {run!r} has {cls.name} before {RunStarted.name}")
     if rnd != 0:
         raise InvariantError(f"{RunStarted.name} must be in round 0")
-    _check_shape(cls, data)
-    return Draft(start(run, RunStarted.from_stored(data, version), seq))
 
 
 def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[tuple[Draft, Row]]:
     """The working copy after each row (the same draft every time): for projections that look at
-    the memory as the log goes, e.g. at every commit. The draft must not be kept past the loop.
-    An event the fold applies is built from its row (:meth:`Event.from_stored`); any other only
-    opens its round."""
+    the memory as the log goes, e.g. at every commit. The draft must not be kept past the loop."""
     draft = Draft(memory) if memory is not None else None
     for row in rows:
-        draft = step(draft, run, row)
+        draft = _fold(draft, run, (row,))[0]
         yield draft, row
 
 
-def step(draft: Draft | None, run: str, row: Row) -> Draft:
-    """Fold one row on ``draft`` (None: the run's first row, which must start it); the draft."""
-    seq, rnd, etype, data, version = row
-    cls = CATALOG[etype]
+_PLAN = {name: (cls, cls.reader if cls.folded else None) for name, cls in CATALOG.items()}
+"""Each type: its class, and how to read an event the fold applies (None: one it does not)."""
+
+
+def _fold(draft: Draft | None, run: str, rows: Iterable[Row]) -> tuple[Draft, int]:
+    """The fold's one loop: ``rows`` folded on ``draft`` (None: the run's first row must start
+    it); the draft and the last row's seq (0: none). An event the fold applies is built from its
+    row (:meth:`Event.from_stored`); any other only opens its round."""
+    seq, plan = 0, _PLAN
     try:
-        if draft is None:
-            draft = _first(run, cls, rnd, data, seq, version)
-        elif not cls.folded:
-            draft.skip(cls, rnd)
-        elif rnd == draft.committed + 1:
-            _check_shape(cls, data)
-            draft._change(cls.reader(data, version), rnd)
-        else:
-            draft._elsewhere(cls, rnd)
+        for seq, rnd, etype, data, version in rows:
+            cls, read = plan[etype]
+            if draft is None:
+                check_first(run, cls, rnd)
+                check_shape(cls, data)
+                draft = Draft(start(run, read(data, version), seq))  # type: ignore[misc,arg-type]
+            elif read is None:
+                draft.skip(cls, rnd)
+            elif rnd == draft.committed + 1:
+                check_shape(cls, data)
+                draft._change(read(data, version), rnd)
+            else:
+                draft._elsewhere(cls, rnd)
     except InvariantError as exc:  # a reader names the event it could not fold
         raise InvariantError(f"seq {seq}: {exc}") from None
-    return draft
+    if draft is None:
+        raise InvariantError(f"run {run!r} has no events")
+    return draft, seq
 
 
 def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Memory]:
@@ -343,25 +362,9 @@ def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iter
 def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
     """Fold ``(seq, round, type, data)`` rows of one run, starting from ``memory`` (a snapshot)
     or from the run's ``run.started``."""
-    draft, seq = (Draft(memory), memory.last_seq) if memory is not None else (None, 0)
-    plan = {name: (cls, cls.reader if cls.folded else None) for name, cls in CATALOG.items()}
-    try:
-        for seq, rnd, etype, data, version in rows:  # drafts() without a yield per row: the replay's loop
-            cls, read = plan[etype]
-            if draft is None:
-                draft = _first(run, cls, rnd, data, seq, version)
-            elif read is None:
-                draft.skip(cls, rnd)
-            elif rnd == draft.committed + 1:
-                _check_shape(cls, data)
-                draft._change(read(data, version), rnd)
-            else:
-                draft._elsewhere(cls, rnd)
-    except InvariantError as exc:  # a reader names the event it could not fold
-        raise InvariantError(f"seq {seq}: {exc}") from None
-    if draft is None:
-        raise InvariantError(f"run {run!r} has no events")
-    draft.last_seq = seq
+    draft, seq = _fold(Draft(memory) if memory is not None else None, run, rows)
+    if seq:
+        draft.last_seq = seq
     return draft.freeze()
 
 

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from diagevo.catalog import (
-    CATALOG,
     CauseCreated,
     CauseReactivated,
     CheckpointPruned,
@@ -24,8 +23,8 @@ from diagevo.catalog import (
     TrainStep,
 )
 from diagevo.log import Recorder
-from diagevo.memory.counting import CHECKPOINT_TYPES, COUNTED_TYPES
-from diagevo.memory.fold import Draft, InvariantError
+from diagevo.memory.counting import Ledger
+from diagevo.memory.fold import Draft
 from diagevo.memory.state import Memory
 from diagevo.parsing import quoted
 from diagevo.rounds.failures import FAILURE_FIELDS, FAILURE_TYPES
@@ -119,19 +118,11 @@ def refuse_counted_twice(store: Recorder, run: str, events: Sequence[EventIn], m
     skips them. Called under the lock."""
     held = store.existing_ids(run, [ev.event_id for ev in events])
     fresh = [ev for ev in events if ev.event_id not in held]
-    failures = {f for ev in fresh if isinstance(f := ev.data.get("failure_id"), str)}
-    questions = {q for ev in fresh if isinstance(q := ev.data.get("question_id"), str)}
-    checkpoints = any(CATALOG[ev.type] in CHECKPOINT_TYPES for ev in fresh)
-    tally = stored_tally(store, run, failures=failures, questions=questions, checkpoints=checkpoints)
-    draft = Draft(memory) if memory is not None else None
+    tally = stored_tally(store, run, fresh)
+    ledger = Ledger(run, tally, Draft(memory) if memory is not None else None, folds=memory is not None)
     for ev in fresh:
-        cls = CATALOG[ev.type]
-        if cls in COUNTED_TYPES:
-            broken = tally.take(ev.round, cls, ev.data, draft)
-            if broken is not None:
-                raise ProtocolError(f"{ev.type} refused: {broken[0]}: {broken[1]}")
-        if draft is not None and cls.folded:
-            try:
-                draft.apply(ev.event, ev.round)
-            except InvariantError as exc:
-                raise ProtocolError(f"{ev.type} refused: {exc}") from None
+        broken = ledger.take(ev.round, ev.event)
+        if broken is not None:
+            raise ProtocolError(f"{ev.type} refused: {broken[0]}: {broken[1]}")
+        if ledger.refused is not None:
+            raise ProtocolError(f"{ev.type} refused: {ledger.refused}")

@@ -4,8 +4,7 @@ diagnostician's appends), read by key, not by reading the run whole."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Iterable
 
 from diagevo.catalog import (
     CATALOG,
@@ -16,40 +15,31 @@ from diagevo.catalog import (
     RoundCommitted,
     RoundStarted,
 )
-from diagevo.log import Recorder
-from diagevo.memory.counting import CHECKPOINT_TYPES, COUNTED_TYPES, Tally
+from diagevo.log import Recorder, StoredEvent
+from diagevo.memory.counting import CHECKPOINT_TYPES, Tally
+from diagevo.memory.fold import stored_event
+from diagevo.schemas import EventIn
 
 ROUND_MILESTONES = (RoundStarted, CausePromoted, PromotionsDecided, RoundCommitted)
 ROUND_EVIDENCE = (*ROUND_MILESTONES, QuestionGenerated, QuestionScored)  # what a round's promotions follow from
 
 
-def stored_tally(
-    store: Recorder,
-    run: str,
-    *,
-    failures: Collection[str] = (),
-    questions: Collection[str] = (),
-    rounds: Collection[int] = (),
-    checkpoints: bool = False,
-) -> Tally:
-    """The run's counts of these failure and question ids (with their diagnoses) and of these
-    rounds' questions, promotions and commits, as its log holds them; with ``checkpoints``, the
-    checkpoints it wrote (two events a round)."""
-    rows: dict[int, tuple[int, str, dict[str, Any]]] = {}
-    if checkpoints:
-        for e in store.read(run, types=CHECKPOINT_TYPES):
-            rows[e.seq] = (e.round, e.type, dict(e.data))
-    for field, ids in (("failure_id", failures), ("question_id", questions)):
+def stored_tally(store: Recorder, run: str, events: Iterable[EventIn], *, rounds: bool = False) -> Tally:
+    """The run's counts of the failure and question ids ``events`` name (with their diagnoses),
+    of the checkpoints it wrote if they hold one (two events a round), and with ``rounds``, of
+    their rounds' questions, promotions and commits, as its log holds them."""
+    mine = [ev for ev in events if ev.run == run]
+    found: dict[int, StoredEvent] = {}
+    if any(CATALOG[ev.type] in CHECKPOINT_TYPES for ev in mine):
+        found.update((e.seq, e) for e in store.read(run, types=CHECKPOINT_TYPES))
+    for field in ("failure_id", "question_id"):
+        ids = {i for ev in mine if isinstance(i := ev.data.get(field), str)}
         if ids:
-            for e in store.read(run, keys={field: sorted(ids)}):
-                rows[e.seq] = (e.round, e.type, dict(e.data))
-    for rnd in sorted(rounds):
-        for e in store.read(run, types=ROUND_EVIDENCE, in_round=rnd):
-            rows[e.seq] = (e.round, e.type, dict(e.data))
+            found.update((e.seq, e) for e in store.read(run, keys={field: sorted(ids)}))
+    for rnd in sorted({ev.round for ev in mine}) if rounds else ():
+        found.update((e.seq, e) for e in store.read(run, types=ROUND_EVIDENCE, in_round=rnd))
     tally = Tally()
-    for seq in sorted(rows):
-        rnd, etype, data = rows[seq]
-        cls = CATALOG[etype]
-        if cls in COUNTED_TYPES:
-            tally.add(rnd, cls, data)
+    for seq in sorted(found):
+        e = found[seq]
+        tally.take(e.round, stored_event(CATALOG[e.type], e.data, e.schema_version))  # its breaks: verify names them
     return tally
