@@ -25,8 +25,8 @@ from diagevo.catalog import (
     TrainStep,
 )
 from diagevo.curriculum.stats import question_stats
-from diagevo.log import EventRow, Recorder
-from diagevo.memory.fold import InvariantError
+from diagevo.log import Recorder
+from diagevo.memory.fold import InvariantError, Row
 from diagevo.memory.state import Memory
 from diagevo.views.memory import load_memory
 from diagevo.views.queries import step_row
@@ -134,7 +134,7 @@ class _Scanned:
     texts the report shows read back), each round's phase times and held-out scores, benchmark
     scores, the questions by round and mode, the config, the selected checkpoint, GRPO steps."""
 
-    rows: list[EventRow] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     timing: list[PhaseTime] = field(default_factory=list)
     heldout: dict[int, dict[str, float]] = field(default_factory=dict)
     bench: list[BenchmarkScore] = field(default_factory=list)
@@ -175,13 +175,13 @@ def _scan(store: Recorder, run: str) -> _Scanned:
     found = _Scanned()
     # the texts the report shows (questions, failures) are read back; the rest stays lean
     shown = {e.seq: e.data for e in store.read(run, types=_SHOWN_TEXTS, texts=True)}
-    for row in store.rows(run):
-        if row.seq in shown:
-            row = row._replace(data=shown[row.seq])
-        found.rows.append(row)
-        found.last_seq = row.seq
-        if CATALOG[row.type] in _SCANNED:  # the others are told by the stories alone
-            found.take(row.round, row.event)
+    for seq, rnd, etype, data, version in store.rows(run):
+        data = shown.get(seq, data)
+        found.rows.append((seq, rnd, etype, data, version))
+        found.last_seq = seq
+        cls = CATALOG[etype]
+        if cls in _SCANNED:  # the others are told by the stories alone
+            found.take(rnd, cls.from_stored(data, version))
     if not found.rows:
         raise InvariantError(f"run {run!r} has no events")
     return found
