@@ -80,19 +80,26 @@ def _finite(obj: Any) -> bool:
     return all(_finite(v) for v in values if type(v) in _UNSURE)
 
 
+def _nulls_are_nones(obj: Any, out: bytes) -> bool:
+    """Whether each ``null`` in orjson's output stands for a None, not a NaN or an infinity.
+
+    Nulls = top-level Nones + nested Nones + non-finite floats + "null"s inside strings, so when
+    the first term alone accounts for them all there is no NaN (C loops only)."""
+    nulls = out.count(b"null")
+    if nulls == 0 or (type(obj) is dict and nulls == list(obj.values()).count(None)):
+        return True
+    return _finite(obj)
+
+
 def canonical_bytes(obj: Any) -> bytes:
     """Canonical JSON of ``obj`` as UTF-8; raises as ``stdlib_canonical`` does."""
     try:
         out = _dumps(obj, default=_not_json, option=_OPTIONS)
     except TypeError:  # see above; also ints beyond 64 bits, lone surrogates, deep nesting
         return stdlib_canonical(obj).encode()
-    # each ``null`` stands for a None, not a NaN or an infinity: nulls = top-level Nones + nested
-    # Nones + non-finite floats + "null"s inside strings, so when the first term alone accounts
-    # for them all there is no NaN (C loops only); else the values are looked at
-    nulls = out.count(b"null")
-    if nulls and not (type(obj) is dict and nulls == list(obj.values()).count(None)) and not _finite(obj):
+    if not _nulls_are_nones(obj, out):
         return stdlib_canonical(obj).encode()
-    if (b"e-" in out or b"0.0000" in out) and _SUSPECT.search(out) is not None:
+    if (out.count(b"e-") or out.count(b"0.0000")) and _SUSPECT.search(out) is not None:
         return stdlib_canonical(obj).encode()
     return out
 

@@ -29,7 +29,8 @@ import orjson
 from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS, Event, EventTypes, version_problem
 from diagevo.errors import Call, Conflict, DiagevoError, NotADiagevoDatabase, NotFound
 from diagevo.log.canonical import canonical_bytes
-from diagevo.log.stored import ARTIFACT_KEY, loads, may_be_unreadable, text_problems, text_refs, unreadable
+from diagevo.log.stored import ARTIFACT_KEY, DIGITS, loads, text_problems, text_refs, unreadable
+from diagevo.parsing import MAX_DEPTH
 
 if TYPE_CHECKING:
     from diagevo.schemas import EventIn
@@ -248,7 +249,9 @@ def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
             if fields:
                 data, texts = externalise_texts(fields, data)
             data_b = to_json(data)
-            if may_be_unreadable(data_b) and (problem := unreadable(data_b)):
+            if (data_b.count(b"[") + data_b.count(b"{") > MAX_DEPTH or DIGITS.search(data_b)) and (
+                problem := unreadable(data_b)
+            ):
                 raise StoreError(f"event {eid}: its data is {problem}: no reader would read it")
             middle = middles.get((run, rnd, typ, v))
             if middle is None:

@@ -56,18 +56,7 @@ def _past_bounds(said: str) -> ValueError:
     return ValueError(f"not JSON ({said.split(':')[0]})")
 
 
-_DIGITS = 309  # a number beyond a double's range has at least 309 digits
-_LONG_NUMBER = re.compile(rb"[0-9]{%d}" % _DIGITS)
-
-
-def may_be_unreadable(data_json: bytes) -> bool:
-    """A cheap screen of JSON an append is about to store: False when :func:`loads` surely reads it
-    (too short or too few brackets to nest past the bound, too short or without a run of digits
-    long enough to pass a double's range); True sends it to :func:`unreadable`."""
-    n = len(data_json)
-    return (n > _SHALLOW and data_json.count(b"[") + data_json.count(b"{") > MAX_DEPTH) or (
-        n >= _DIGITS and _LONG_NUMBER.search(data_json) is not None
-    )
+DIGITS = re.compile(rb"[0-9]{309}")  # a number beyond a double's range has at least 309 digits
 
 
 def unreadable(data_json: bytes) -> str | None:

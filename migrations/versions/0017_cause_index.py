@@ -11,10 +11,10 @@ before every event naming the cause was read from the table to learn its type; `
 name, its predicate and its rows (one entry per event naming a cause).
 
 A cause's changes (its creation, promotions, reactivations) are those entries of the cause whose
-type is one of the three, so on SQLite ``ix_events_cause_changes`` serves no read any more. Its
-predicate was a ``type IN (...)`` list, which SQLite evaluates for every inserted row by filling an
-ephemeral b-tree with the list (as 0012 found of the milestone index): dropping it makes every
-append cheaper. PostgreSQL keeps it: its rules trigger (0014) looks a cause's state up there.
+type is one of the three, so on SQLite ``ix_events_cause_changes`` serves no read any more and
+goes: an append's work per event stays where it was (the wider cause index costs what the dropped
+one did, ``benchmarks/measure_append_work.py``). PostgreSQL keeps it: its rules trigger (0014)
+looks a cause's state up there.
 
 Revision ID: 0017
 Revises: 0016
