@@ -162,5 +162,5 @@ def test_other_reads_take_the_full_path(tmp_path: Path, query: str) -> None:
             assert not isinstance(store._engine, _Direct) and store.runs() == ["a"]
         return
     SQLiteBackend(tmp_path).downgrade(url, "0007")
-    with pytest.raises(SchemaOutdated, match="db upgrade"):
+    with pytest.raises(SchemaOutdated, match="upgrade"):
         open_log(url, readonly=True)
