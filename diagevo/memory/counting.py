@@ -286,7 +286,7 @@ def _decided(t: Tally, rnd: int, ev: PromotionsDecided, mem: Causes | None) -> B
 
 
 def _committed(t: Tally, rnd: int, ev: RoundCommitted, mem: Causes | None) -> Broken:
-    unreadable = summary_problem(ev.model_extra or {})
+    unreadable = timing_problem(ev.timing)
     if unreadable is not None:
         return "round summary readable", f"round {rnd}'s commit {unreadable}"
     if rnd in t.committed:
@@ -319,7 +319,7 @@ def _forked(t: Tally, rnd: int, ev: RunForked, mem: Causes | None) -> Broken:
 
 
 def _add_written(t: Tally, rnd: int, ev: CheckpointWritten) -> None:
-    name, phase = checkpoint_name(ev.path), (ev.model_extra or {}).get("phase")
+    name, phase = checkpoint_name(ev.path), ev.phase
     if name is not None and isinstance(phase, str):
         t.checkpoints[name], t.latest[phase] = phase, name
 
@@ -410,7 +410,7 @@ def checkpoint_rule(
     name = checkpoint_name(path)
     shown = name if name is not None else repr(path)[:80]
     if isinstance(event, CheckpointWritten):
-        phase = (event.model_extra or {}).get("phase")
+        phase = event.phase
         if name is None:
             return "checkpoint named by its event", str(checkpoint_problem(path))
         if phase not in CHECKPOINT_PHASES:
@@ -446,12 +446,11 @@ def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[s
     return frozenset(c.cause_id for c in changes if isinstance(c, CausePromoted))
 
 
-def summary_problem(data: Mapping[str, Any]) -> str | None:
+def timing_problem(timing: Any) -> str | None:
     """What in a commit's ``timing`` (seconds by phase) its readers cannot read, or None: a phase
-    whose seconds are no number. The types of the summary's fields themselves are the catalog's
+    whose seconds are no number. The types of the commit's fields themselves are the catalog's
     (:class:`~diagevo.catalog.RoundCommitted`'s: checked on every write, the database's included); the
     values inside ``timing`` are this rule's."""
-    timing = data.get("timing")
     if not isinstance(timing, Mapping):
         return None  # null, or no object: the catalog's type check names it
     slow = next((phase for phase, sec in timing.items() if "number" not in json_kinds(sec)), None)
