@@ -153,6 +153,10 @@ class HFBackend:
 
     def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
         quiet_libraries()
+        if config.hf.torch_threads is not None:
+            import torch
+
+            torch.set_num_threads(config.hf.torch_threads)
         self.config = config
         self.seed = seed
         self.sources: dict[Role, Path] = {
@@ -462,6 +466,8 @@ class HFBackend:
             try:
                 item = loads(line, f"{path}:{n}")
                 rows.append({"question": str(item["question"]), "answer": str(item["answer"])})
+                if "skill" in item:  # the mini world's: accuracy per skill too
+                    rows[-1]["skill"] = str(item["skill"])
             except (ValueError, KeyError, TypeError):  # BadInput is a ValueError
                 raise BadInput(f"{path}:{n}: expected a JSON object with question and answer") from None
         return rows
@@ -478,7 +484,11 @@ class HFBackend:
             self._sampling(1, rng, h.heldout_max_new_tokens or self.config.solver.max_new_tokens, greedy=True),
         )
         right = [cur.agrees(cur.extract_answer(o[0]), i["answer"]) for o, i in zip(outs, items, strict=True)]
-        return {"heldout_acc": sum(right) / len(right)}
+        by_skill: dict[str, list[bool]] = defaultdict(list)
+        for ok, i in zip(right, items, strict=True):
+            if "skill" in i:
+                by_skill[i["skill"]].append(ok)
+        return {"heldout_acc": sum(right) / len(right), **{f"heldout_acc/{s}": sum(r) / len(r) for s, r in by_skill.items()}}
 
     # ------------------------------------------------------------------ diagnosis
 
@@ -501,7 +511,14 @@ class HFBackend:
                 from diagevo.train.hf.heuristic import HeuristicDiagnostician
 
                 th = thresholds_for(d, self.embedder().name)
-                self._diag = HeuristicDiagnostician(self.embedder(), th.dup, th.merge, d.min_words, d.max_words)
+                named = None
+                if self.config.hf.named_errors == "mini":
+                    from diagevo.train.mini.world import MiniErrors
+
+                    named = MiniErrors()
+                self._diag = HeuristicDiagnostician(
+                    self.embedder(), th.dup, th.merge, d.min_words, d.max_words, named=named
+                )
         return self._diag
 
     # ------------------------------------------------------------------ checkpoints
