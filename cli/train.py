@@ -396,7 +396,8 @@ def ablate(
                 f"{r['oracle_mean']:.3f}",
             )
         console.print(table)
-        console.print(dynamics_table(world, rows, seeds))
+        if any(r.get("dynamics") for r in rows):  # the simulator's alone
+            console.print(dynamics_table(world, rows, seeds))
 
 
 def register(app: typer.Typer) -> None:
