@@ -210,7 +210,10 @@ def mini_tables(db: str, svg: str | None) -> str:
     for a in arms:
         for t in range(1, last[a] + 1):
             cell = [r for r in rows if r.arm == a and r.round == t]
-            m = {k: _interval([getattr(r, k) for r in cell]) for k in ("heldout_acc", "targeted_share", "F", "epsilon_next")}
+            m = {
+                k: _interval([getattr(r, k) for r in cell])
+                for k in ("heldout_acc", "targeted_share", "F", "epsilon_next")
+            }
             by = [_interval([r.by_skill.get(s, float("nan")) for r in cell]) for s in skills]
             curves.setdefault(a, []).append(m["heldout_acc"])
             out.append(
@@ -252,9 +255,13 @@ def _svg(curves: dict[str, list[tuple[float, float]]]) -> str:
     ]
     for k, (arm, c) in enumerate(sorted(curves.items())):
         col = colours[k % len(colours)]
-        band = [xy(i, m + e) for i, (m, e) in enumerate(c)] + [xy(i, m - e) for i, (m, e) in reversed(list(enumerate(c)))]
+        band = [xy(i, m + e) for i, (m, e) in enumerate(c)] + [
+            xy(i, m - e) for i, (m, e) in reversed(list(enumerate(c)))
+        ]
         parts.append(f'<polygon points="{" ".join(band)}" fill="{col}" opacity="0.15"/>')
-        parts.append(f'<polyline points="{" ".join(xy(i, m) for i, (m, _) in enumerate(c))}" fill="none" stroke="{col}"/>')
+        parts.append(
+            f'<polyline points="{" ".join(xy(i, m) for i, (m, _) in enumerate(c))}" fill="none" stroke="{col}"/>'
+        )
         parts.append(f'<text x="{w - pad - 90}" y="{pad + 14 * k}" fill="{col}">{arm}</text>')
     parts.append(f'<text x="{w // 2 - 20}" y="{h - 8}">round 1 .. {n}</text></svg>')
     return "\n".join(parts) + "\n"

@@ -33,7 +33,7 @@ SMALL = [  # a round in a few minutes on one busy core
     "solver.batch_size=8",
     "solver.max_steps=2",
     "train.keep_checkpoints=0",
-    "filter.mode=\"absolute\"",
+    'filter.mode="absolute"',
 ]
 
 
@@ -57,9 +57,7 @@ def ablation(pair: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN
     config = ROOT / "configs" / "mini-cpu.toml"
 
     def run(rounds: int, arms: list[str]) -> dict:
-        return ablate.run_ablation(
-            config, [*models, *SMALL], db, 1, rounds, arms, [ablate.CONFIGURED], lambda *_: None
-        )
+        return ablate.run_ablation(config, [*models, *SMALL], db, 1, rounds, arms, [ablate.CONFIGURED], lambda *_: None)
 
     first = run(1, ["full"])  # the one-cell smoke
     with open_log(db) as store:

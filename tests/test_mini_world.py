@@ -127,7 +127,13 @@ def test_the_chat_template_keeps_what_a_prompt_says() -> None:
     targeted = GenerationRequest(mode="targeted", active_cause="c", active_text=cause, node="n", node_label="L")
     assert render(challenger_messages(targeted)) == f"@{cause}:"
     stitched = GenerationRequest(
-        mode="stitched", active_cause="c", active_text=cause, mastered_cause="m", mastered_text="B", node="n", node_label="L"
+        mode="stitched",
+        active_cause="c",
+        active_text=cause,
+        mastered_cause="m",
+        mastered_text="B",
+        node="n",
+        node_label="L",
     )
     assert render(challenger_messages(stitched)) == f"@{cause}:"
     out = render(challenger_messages(targeted), "<question>47+38=</question>")

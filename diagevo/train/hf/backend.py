@@ -488,7 +488,10 @@ class HFBackend:
         for ok, i in zip(right, items, strict=True):
             if "skill" in i:
                 by_skill[i["skill"]].append(ok)
-        return {"heldout_acc": sum(right) / len(right), **{f"heldout_acc/{s}": sum(r) / len(r) for s, r in by_skill.items()}}
+        return {
+            "heldout_acc": sum(right) / len(right),
+            **{f"heldout_acc/{s}": sum(r) / len(r) for s, r in by_skill.items()},
+        }
 
     # ------------------------------------------------------------------ diagnosis
 

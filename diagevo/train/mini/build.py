@@ -72,7 +72,9 @@ class MiniReport:
     valid: float = 0.0  # share of challenger samples that parse as a question of the world
 
 
-def _solver_rows(rng: random.Random, pools: dict[str, list[str]], weights: list[float], n: int) -> list[tuple[str, str]]:
+def _solver_rows(
+    rng: random.Random, pools: dict[str, list[str]], weights: list[float], n: int
+) -> list[tuple[str, str]]:
     skills = rng.choices(list(pools), weights=weights, k=n)
     return [(q, f"\\boxed{{{w.answer(q)}}}") for q in (rng.choice(pools[s]) for s in skills)]
 
@@ -83,7 +85,9 @@ def _challenger_rows(rng: random.Random, pools: dict[str, list[str]], n: int) ->
     for _ in range(n):
         cause = rng.choice([None, *causes]) if rng.random() > 1 / 3 else None
         skill = cause.skill if cause else rng.choice(list(pools))
-        rows.append((challenger_prompt(cause.text if cause else None), f"<question>{rng.choice(pools[skill])}</question>"))
+        rows.append(
+            (challenger_prompt(cause.text if cause else None), f"<question>{rng.choice(pools[skill])}</question>")
+        )
     return rows
 
 
@@ -137,7 +141,9 @@ def measure(model: Any, tok: Any, heldout: list[dict[str, str]], skills: tuple[s
     prompts = [challenger_prompt(c.text) for c in causes for _ in range(probes)]
     prompts += [challenger_prompt(None)] * (probes * len(skills))
     got = [w.skill_of(parse_question(o) or "") for o in sample(model, tok, prompts, 24, temperature=1.0)]
-    targeted = {c.key: sum(s == c.skill for s in got[i * probes : (i + 1) * probes]) / probes for i, c in enumerate(causes)}
+    targeted = {
+        c.key: sum(s == c.skill for s in got[i * probes : (i + 1) * probes]) / probes for i, c in enumerate(causes)
+    }
     free = Counter(got[len(causes) * probes :])
     return MiniReport(
         parameters=sum(p.numel() for p in model.parameters()),
@@ -214,9 +220,11 @@ def _warm_up(model: Any, tok: Any, spec: MiniSpec, pools: dict[str, list[str]], 
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.98), weight_decay=0.1)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt,
-        lambda s: (s + 1) / spec.warmup
-        if s < spec.warmup
-        else 0.5 * (1 + math.cos(math.pi * (s - spec.warmup) / max(1, spec.steps - spec.warmup))),
+        lambda s: (
+            (s + 1) / spec.warmup
+            if s < spec.warmup
+            else 0.5 * (1 + math.cos(math.pi * (s - spec.warmup) / max(1, spec.steps - spec.warmup)))
+        ),
     )
     rng = random.Random(spec.seed)
     weights = [w.world().skills[s][1] for s in pools]
