@@ -42,7 +42,12 @@ def make_backend(config: Config) -> Backend:
             raise BackendUnavailable(
                 f'backend "hf" needs the hf extra ({{command}}): {exc}', fix=Fix.of(Install("hf"))
             ) from None
-        return HFBackend(config, config.train.seed)
+        named = None
+        if config.hf.named_errors == "mini":
+            from diagevo.train.mini.world import MiniErrors
+
+            named = MiniErrors()
+        return HFBackend(config, config.train.seed, named_errors=named)
     raise BackendUnavailable(f'backend {config.train.backend!r} is not part of this build; use backend = "sim"')
 
 

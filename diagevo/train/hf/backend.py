@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo import curriculum as cur
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
+from diagevo.diagnosis.heuristic import NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput, NotFound, Unavailable
 from diagevo.fixes import Fix, Install, Override
@@ -151,8 +152,14 @@ class HFBackend:
     name = "hf"
     checkpoints_are_models = True  # model weights: train.keep_checkpoints prunes them
 
-    def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, config: Config, seed: int, embedder: Embedder | None = None, named_errors: NamedErrors | None = None
+    ) -> None:
+        """``named_errors``: the world's named errors the heuristic diagnostician words failures
+        by (:func:`diagevo.train.make_backend` gives the mini world's for ``hf.named_errors =
+        "mini"``); None: by where a failure departs from its reference."""
         quiet_libraries()
+        self.named_errors = named_errors
         if config.hf.torch_threads is not None:
             import torch
 
@@ -514,13 +521,8 @@ class HFBackend:
                 from diagevo.train.hf.heuristic import HeuristicDiagnostician
 
                 th = thresholds_for(d, self.embedder().name)
-                named = None
-                if self.config.hf.named_errors == "mini":
-                    from diagevo.train.mini.world import MiniErrors
-
-                    named = MiniErrors()
                 self._diag = HeuristicDiagnostician(
-                    self.embedder(), th.dup, th.merge, d.min_words, d.max_words, named=named
+                    self.embedder(), th.dup, th.merge, d.min_words, d.max_words, named=self.named_errors
                 )
         return self._diag
 
