@@ -55,7 +55,7 @@ def mini(
     json: JsonOpt = False,
 ) -> None:
     """Build the mini world's pair: a 0.8M-parameter character-level Qwen3 warmed up on answer-only
-    arithmetic, some skills weak on purpose (minutes on one CPU thread, a fixed step count)."""
+    arithmetic, some skills weak on purpose (a fixed step count, on one CPU thread)."""
     from dataclasses import asdict
 
     from rich.table import Table
