@@ -8,11 +8,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from diagevo.log import open_log
 from diagevo.train import train
 from diagevo.train.backend import SolverRewardFn, SolverRound
 from diagevo.train.config import load_config
 from diagevo.train.sim.backend import SimBackend
+
+pytestmark = pytest.mark.slow  # a simulator round
 
 
 class BlankingBackend(SimBackend):
