@@ -1,7 +1,13 @@
-"""The README's "What the simulator shows" tables, regenerated from ``diagevo ablate --json`` output.
+"""The README's "What the simulator shows" tables, regenerated from ``diagevo ablate --json`` output;
+with ``--log``, the mini world's results page tables and plot, read from the ablation's log.
 
     diagevo ablate --seeds 3 --rounds 7 --world "all on" --json > ablate.json
     python benchmarks/ablation_table.py ablate.json [more.json ...]
+    python benchmarks/ablation_table.py --log sqlite:///ablation/mini.db --svg docs/mini-ablation.svg
+
+The mini world's primary outcome, named before any result was known: held-out accuracy after the
+last round, full DiagEvo against no memory (free exploration only), paired by seed, with its 95 %
+t interval. Everything else (per skill, per round, the targeted share, F_t, ε) is secondary.
 
 Several files (runs of other variants, same seeds and rounds) are merged world by world; the
 dynamics rows read the variants they name from whichever file has them.
@@ -178,6 +184,89 @@ def dynamics_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _interval(xs: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % t interval across seeds (0 for one seed)."""
+    import statistics
+
+    from scipy.stats import t
+
+    m = statistics.fmean(xs)
+    return m, (float(t.ppf(0.975, len(xs) - 1)) * statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0.0)
+
+
+def mini_tables(db: str, svg: str | None) -> str:
+    """The per-arm, per-round table (mean ± 95 % half-width across seeds) and the primary outcome."""
+    from diagevo.log import open_log
+    from diagevo.train.mini.results import cell_rounds
+
+    with open_log(db) as store:
+        rows = cell_rounds(store)
+    arms = sorted({r.arm for r in rows})
+    skills = sorted({s for r in rows for s in r.by_skill})
+    last = {a: max((r.round for r in rows if r.arm == a), default=0) for a in arms}
+    head = ["arm", "round", "seeds", "held-out acc", *skills, "targeted share", "F_t", "ε_t+1", "minutes"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for a in arms:
+        for t in range(1, last[a] + 1):
+            cell = [r for r in rows if r.arm == a and r.round == t]
+            m = {
+                k: _interval([getattr(r, k) for r in cell])
+                for k in ("heldout_acc", "targeted_share", "F", "epsilon_next")
+            }
+            by = [_interval([r.by_skill.get(s, float("nan")) for r in cell]) for s in skills]
+            curves.setdefault(a, []).append(m["heldout_acc"])
+            out.append(
+                f"| {a} | {t} | {len(cell)} | "
+                + " | ".join(f"{x:.3f} ± {h:.3f}" for x, h in [m["heldout_acc"], *by, m["targeted_share"]])
+                + f" | {m['F'][0]:.1f} ± {m['F'][1]:.1f} | {m['epsilon_next'][0]:.2f} ± {m['epsilon_next'][1]:.2f}"
+                + f" | {sum(r.seconds for r in cell) / len(cell) / 60:.1f} |"
+            )
+    final = {a: {r.seed: r.heldout_acc for r in rows if r.arm == a and r.round == last[a]} for a in arms}
+    primary = "primary outcome (full - pure free, held-out accuracy after the last round, paired by seed): "
+    if "full" in final and "pure free" in final and (seeds := sorted(set(final["full"]) & set(final["pure free"]))):
+        d, h = _interval([final["full"][s] - final["pure free"][s] for s in seeds])
+        primary += f"{d:+.3f} ± {h:.3f} (95 % t interval, {len(seeds)} seeds)"
+    else:
+        primary += "not measured yet (no seed has both arms' last round)"
+    if svg:
+        with open(svg, "w", encoding="utf-8") as f:
+            f.write(_svg(curves))
+    return "\n".join([*out, "", primary])
+
+
+def _svg(curves: dict[str, list[tuple[float, float]]]) -> str:
+    """Held-out accuracy per round, one line per arm with its 95 % band (hand-written SVG)."""
+    w, h, pad = 480, 300, 40
+    n = max((len(c) for c in curves.values()), default=1)
+    lo = min((m - e for c in curves.values() for m, e in c), default=0.0)
+    hi = max((m + e for c in curves.values() for m, e in c), default=1.0)
+    lo, hi = max(0.0, lo - 0.02), min(1.0, hi + 0.02) if hi > lo else lo + 0.1
+
+    def xy(i: int, v: float) -> str:
+        x = pad + (w - 2 * pad) * (i / max(1, n - 1))
+        return f"{x:.1f},{h - pad - (h - 2 * pad) * (v - lo) / (hi - lo):.1f}"
+
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
+        f'<text x="{pad}" y="16">held-out accuracy by round (mean, 95 % band across seeds)</text>',
+        f'<text x="4" y="{h - pad}">{lo:.2f}</text><text x="4" y="{pad}">{hi:.2f}</text>',
+    ]
+    for k, (arm, c) in enumerate(sorted(curves.items())):
+        col = colours[k % len(colours)]
+        band = [xy(i, m + e) for i, (m, e) in enumerate(c)] + [
+            xy(i, m - e) for i, (m, e) in reversed(list(enumerate(c)))
+        ]
+        parts.append(f'<polygon points="{" ".join(band)}" fill="{col}" opacity="0.15"/>')
+        parts.append(
+            f'<polyline points="{" ".join(xy(i, m) for i, (m, _) in enumerate(c))}" fill="none" stroke="{col}"/>'
+        )
+        parts.append(f'<text x="{w - pad - 90}" y="{pad + 14 * k}" fill="{col}">{arm}</text>')
+    parts.append(f'<text x="{w // 2 - 20}" y="{h - 8}">round 1 .. {n}</text></svg>')
+    return "\n".join(parts) + "\n"
+
+
 def main(paths: list[str]) -> None:
     data: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
@@ -194,5 +283,11 @@ def main(paths: list[str]) -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("paths", nargs="+", metavar="JSON", help="`diagevo ablate --json` output")
-    main(ap.parse_args().paths)
+    ap.add_argument("paths", nargs="*", metavar="JSON", help="`diagevo ablate --json` output")
+    ap.add_argument("--log", help="the mini world's ablation log (a database URL): its results tables instead")
+    ap.add_argument("--svg", help="with --log: write the held-out accuracy plot here")
+    args = ap.parse_args()
+    if args.log:
+        print(mini_tables(args.log, args.svg))
+    else:
+        main(args.paths)

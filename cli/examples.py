@@ -50,6 +50,7 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     "models": ("diagevo models smollm2 --out models/smollm2", "how-to/smollm2"),
     "models smollm2": ("diagevo models smollm2 --out models/smollm2", "how-to/smollm2"),
     "models tiny": ("diagevo models tiny --out models/tiny", "how-to/smollm2"),
+    "models mini": ("diagevo models mini --out models/mini", "how-to/mini-world"),
     "report": ("diagevo report --run demo -o report.html", "how-to/report"),
     "round": ("diagevo round start --run mine --set memory.k=1.0", "how-to/own-trainer"),
     "round start": ("diagevo round start --run mine --set memory.k=1.0", "how-to/own-trainer"),

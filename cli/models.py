@@ -41,6 +41,56 @@ def tiny(
     )
 
 
+@models_app.command("mini")
+def mini(
+    out: Annotated[Path, typer.Option("--out", help="Directory to write (challenger/, solver/, heldout.jsonl).")],
+    steps: Annotated[
+        int | None, typer.Option("--steps", min=1, help="Warm-up steps, every 4th a challenger step (default: 1,600).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the split, initialisation and warm-up.")] = 0,
+    skills: Annotated[
+        list[str] | None, typer.Option("--skill", help="Only these skills of the mini world (default: all six).")
+    ] = None,
+    threads: Annotated[int, typer.Option("--threads", min=1, help="Torch threads while building.")] = 1,
+    json: JsonOpt = False,
+) -> None:
+    """Build the mini world's pair: a 0.8M-parameter character-level Qwen3 warmed up on answer-only
+    arithmetic, some skills weak on purpose (a fixed step count, on one CPU thread)."""
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from diagevo.train.mini.build import MiniSpec, build_mini
+
+    try:
+        given = {"steps": steps, "skills": tuple(skills) if skills else None}
+        spec = MiniSpec(seed=seed, threads=threads, **{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise BadInput(f"--skill: {exc}") from None
+    with progress_for(console, enabled=not json) as progress:
+        report = build_mini(out, spec, progress)
+    if json:
+        emit_json({"out": str(out), **asdict(report)})
+        return
+    console.print(
+        text(
+            "mini model pair written to ",
+            (str(out), "bold"),
+            f": {report.parameters:,} parameters, built in {report.seconds:.0f} s; "
+            f"{report.valid:.0%} of challenger samples are questions of the world",
+        ),
+        soft_wrap=True,
+    )
+    table = Table("skill", "held-out accuracy", "share of free questions", box=None)
+    for skill, acc in report.accuracy.items():
+        table.add_row(skill, f"{acc:.0%}", f"{report.free_share.get(skill, 0):.0%}")
+    console.print(table)
+    causes = Table("cause", "share of its skill when targeted", box=None)
+    for cause, share in report.targeted_share.items():
+        causes.add_row(cause, f"{share:.0%}")
+    console.print(causes)
+
+
 @models_app.command("smollm2")
 def smollm2(
     out: Annotated[

@@ -348,20 +348,23 @@ def ablate(
     json: JsonOpt = False,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
 ) -> None:
-    """Table 2 and Table 4 variants on the simulator, with each world property on and off."""
-    from diagevo.train.ablate import VARIANTS, WORLDS, run_ablation
+    """Table 2 and Table 4 variants on the simulator, with each world property on and off; on the hf
+    backend (the mini world) full DiagEvo, no memory and frozen challenger by default, in the
+    configured world. Each (world, variant, seed) is a run of the log: run the command again and
+    finished runs are skipped, a stopped one resumed."""
+    from diagevo.train.ablate import CONFIGURED, MINI_ARMS, VARIANTS, WORLDS, run_ablation
     from diagevo.train.config import load_config
 
     path = config or default_config()
-    load_config(path, list(set_ or []))  # a bad config or --set is refused before anything is created
-    picked_v = variants or list(VARIANTS)
-    picked_w = worlds or list(WORLDS)
+    sim = load_config(path, list(set_ or [])).train.backend == "sim"  # a bad config is refused before anything
+    picked_v = variants or list(VARIANTS if sim else MINI_ARMS)
+    picked_w = worlds or (list(WORLDS) if sim else [CONFIGURED])
     for name in picked_v:
         if name not in VARIANTS:
             raise BadInput(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
     for name in picked_w:
-        if name not in WORLDS:
-            raise BadInput(f"unknown world setting {name!r}; choose from {', '.join(WORLDS)}")
+        if name not in WORLDS and name != CONFIGURED:
+            raise BadInput(f"unknown world setting {name!r}; choose from {', '.join([*WORLDS, CONFIGURED])}")
     out.parent.mkdir(parents=True, exist_ok=True)  # validated: now the ablation's directory
     total = len(picked_v) * len(picked_w) * seeds
     from rich.progress import Progress
@@ -395,7 +398,8 @@ def ablate(
                 f"{r['oracle_mean']:.3f}",
             )
         console.print(table)
-        console.print(dynamics_table(world, rows, seeds))
+        if any(r.get("dynamics") for r in rows):  # the simulator's alone
+            console.print(dynamics_table(world, rows, seeds))
 
 
 def register(app: typer.Typer) -> None:

@@ -38,6 +38,7 @@ NO_DISK = 512 * 2**20
 # the files that say a model directory's build completed (cli/models.py, diagevo/train/hf/)
 PROVENANCE = "provenance.json"  # `diagevo models smollm2`, written last
 TINY_SPEC = "tiny.json"  # `diagevo models tiny`, written last
+MINI_RECORD = "mini.json"  # `diagevo models mini`, written last
 URL_FIX = Fix.of(
     Advice("check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
 )
@@ -417,13 +418,14 @@ def model_state(d: Path) -> tuple[Status, str]:
     (``provenance.json`` of ``models smollm2``, ``tiny.json`` of ``models tiny``) and the files
     it lists. A directory without such a record is incomplete (a build cut off, or empty); a
     downloaded transformers model (config, weights, tokenizer; no record) is a warning."""
-    if (d / TINY_SPEC).is_file():
+    pair = next((r for r in (TINY_SPEC, MINI_RECORD) if (d / r).is_file()), None)
+    if pair is not None:
         broken = [
             r for r in ("challenger", "solver") if not ((d / r / "config.json").is_file() and _has(d / r, WEIGHTS))
         ]
         if broken:
             return "missing", f"incomplete tiny pair: {', '.join(broken)} lacks config or weights"
-        return "ok", "tiny pair (models tiny)"
+        return "ok", "tiny pair (models tiny)" if pair == TINY_SPEC else "mini pair (models mini)"
     if (d / PROVENANCE).is_file():
         try:
             record = json.loads((d / PROVENANCE).read_text(encoding="utf-8"))

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from diagevo.diagnosis.interface import (
 
 MODEL = "heuristic-first-departure"
 ANSWER_MODEL = "heuristic-answer-mismatch"  # the model name ``diagnose --diagnostician heuristic`` records
+NAMED_MODEL = "heuristic-named-errors"  # with a world's named errors (the mini world's)
 _STEP_SPLIT = re.compile(r"\n+|(?=Step \d+:)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _OPERATIONS = (
@@ -179,6 +181,16 @@ def answer_mismatch(response: str, pseudo_label: str) -> str | None:
     return "wrong_number"
 
 
+class NamedErrors(Protocol):
+    """A world's own named errors (the mini world's): every rule's (cause, node label), and the
+    rule a failure falls under, read from its question, response and pseudo-label (None: a slip
+    no rule names)."""
+
+    def rules(self) -> Mapping[str, tuple[str, str]]: ...
+
+    def name(self, question: str, response: str, pseudo_label: str) -> str | None: ...
+
+
 class HeuristicDiagnostician:
     """Implements :class:`~diagevo.diagnosis.interface.Diagnostician` without a language model."""
 
@@ -193,15 +205,19 @@ class HeuristicDiagnostician:
         max_words: int = 20,
         *,
         answers: bool = False,
+        named: NamedErrors | None = None,
     ) -> None:
         """``answers``: Prompt 1 by how the final answer misses the pseudo-label first (the
         ``diagnose --diagnostician heuristic`` rules), and every reply's ``raw`` a JSON record
-        that names the heuristic and its rule; else as the hf backend has always decided."""
+        that names the heuristic and its rule; else as the hf backend has always decided.
+        ``named``: Prompt 1 by a world's named errors alone (implies ``answers``'s matching and
+        records); their causes sharing a node label share a node."""
         self.embedder = embedder
         self.theta_dup, self.theta_merge = theta_dup, theta_merge
         self.min_words, self.max_words = min_words, max_words
-        self.answers = answers
-        self.model_name = ANSWER_MODEL if answers else MODEL
+        self.answers = answers or named is not None
+        self.named = named
+        self.model_name = ANSWER_MODEL if answers else NAMED_MODEL if named else MODEL
 
         def as_cause(words: str) -> str:
             return _fit(words.split(), min_words, max_words, _FILLER)
@@ -214,9 +230,10 @@ class HeuristicDiagnostician:
         self._cause_rules = {as_cause(t.format(op=op)): DEPARTURE_RULE for t in _DEPARTURES for op in _OPERATION_NAMES}
         self._label_rules = {as_label(_NODE_LABEL.format(op=op)): DEPARTURE_RULE for op in _OPERATION_NAMES}
         self._labels: dict[str, str] = {}
-        for rule, (cause, label) in ANSWER_RULES.items():
+        for rule, (cause, label) in {**ANSWER_RULES, **(named.rules() if named else {})}.items():
             worded, labelled = as_cause(cause), as_label(label)
-            self._cause_rules[worded], self._label_rules[labelled] = rule, rule
+            self._cause_rules[worded] = rule
+            self._label_rules.setdefault(labelled, rule)  # a label's first rule stands for all of its causes
             self._labels[worded] = labelled
 
     def _same_rule(self, a: str | None, b: str | None) -> bool:
@@ -242,6 +259,11 @@ class HeuristicDiagnostician:
 
     def _cause(self, item: ExtractionInput) -> tuple[str | None, str]:
         """The failure's cause (None: a non-skill slip) and the rule that worded it."""
+        if self.named is not None:
+            rule = self.named.name(item.question, item.response, item.pseudo_label)
+            if rule is None:
+                return None, "unnamed"
+            return _fit(self.named.rules()[rule][0].split(), self.min_words, self.max_words, _FILLER), rule
         if self.answers:
             rule = answer_mismatch(item.response, item.pseudo_label)
             if rule is not None and (rule != "wrong_number" or first_departure(item.response, item.reference) is None):
@@ -279,7 +301,7 @@ class HeuristicDiagnostician:
         label = (self._labels.get(new_cause) if self.answers else None) or node_label_for(
             new_cause, self.min_words, self.max_words
         )
-        own = self._cause_rules.get(new_cause)
+        own = self._label_rules.get(label) if new_cause in self._cause_rules else None
         same = [n for n in shortlist if self._same_rule(own, self._label_rules.get(n.label))]
         i, sim = self._best(label, [n.label for n in same])
         if i >= 0 and sim >= self.theta_merge:

@@ -41,7 +41,12 @@ def make_backend(config: Config) -> Backend:
             raise BackendUnavailable(
                 'backend "hf" needs the hf extra', Install("hf"), aside=True, then=f": {exc}"
             ) from None
-        return HFBackend(config, config.train.seed)
+        named = None
+        if config.hf.named_errors == "mini":
+            from diagevo.train.mini.world import MiniErrors
+
+            named = MiniErrors()
+        return HFBackend(config, config.train.seed, named_errors=named)
     raise BackendUnavailable(f'backend {config.train.backend!r} is not part of this build; use backend = "sim"')
 
 

@@ -39,6 +39,16 @@ WORLDS: dict[str, list[str]] = {
     "(d) off: no drift": ["sim.drift=false"],
     "composition off": ["sim.composition=false"],
 }
+CONFIGURED = "as configured"
+"""The one world setting of a backend other than the simulator (the hf backend's mini world): the
+config's own, with no overrides."""
+
+MINI_ARMS = ("full", "pure free", "frozen challenger")
+"""The mini world's arms (issue 64): full DiagEvo, no memory (free exploration only), frozen challenger."""
+
+
+def world_overrides(world: str) -> list[str]:
+    return [] if world == CONFIGURED else WORLDS[world]
 
 
 # Figure 3c's reference: the shared pseudo-label questions come from this variant's challenger
@@ -65,7 +75,9 @@ def _summary(variant: str, curves: list[list[float]], val_curves: list[list[floa
     """Per seed, the round with the best validation accuracy (the earliest on ties) is selected and
     its held-out accuracy reported, as the paper selects checkpoints on a validation set; the last
     round's too. ``oracle_mean`` (the best held-out round, chosen on the held-out set itself) is
-    optimistic and only there to show by how much."""
+    optimistic and only there to show by how much. Without a validation split (the hf backend)
+    the last round is the one selected: nothing is chosen on the held-out set."""
+    val_curves = val_curves or [[float(i == len(c) - 1) for i in range(len(c))] for c in curves]
     picked = [max(range(len(v)), key=v.__getitem__) for v in val_curves]
     selected = [c[i] for c, i in zip(curves, picked, strict=True)]
     final = [c[-1] for c in curves]
@@ -99,7 +111,12 @@ def run_ablation(
 ) -> dict[str, list[dict[str, Any]]]:
     """Run every (world, seed, variant); held-out and validation accuracy per round come from the log, the
     per-round dynamics (question length and diversity, skill coverage, lifecycle, pseudo-label
-    accuracy on a shared set) from :mod:`diagevo.train.sim.dynamics`, stored back in the log."""
+    accuracy on a shared set) from :mod:`diagevo.train.sim.dynamics`, stored back in the log (the
+    simulator's alone: another backend has no validation split nor simulated world to measure).
+
+    Each (world, variant, seed) is one run of the log: a finished one is skipped, a stopped one
+    resumed where its log and checkpoints left it, so the command may be stopped at any moment
+    and run again."""
     from diagevo.train import train
     from diagevo.train.sim.backend import SimBackend
     from diagevo.train.sim.dynamics import measure_seed
@@ -109,6 +126,7 @@ def run_ablation(
     reference = reference_variant(variants)
     results: dict[str, list[dict[str, Any]]] = {}
     out_dir = Path(db.removeprefix("sqlite:///")).parent / "ablate-ckpt"
+    sim = load_config(config, overrides).train.backend == "sim"
     with open_log(db) as store:
         for world in worlds:
             curves: dict[str, list[list[float]]] = {v: [] for v in variants}
@@ -124,7 +142,7 @@ def run_ablation(
                         config,
                         [
                             *overrides,
-                            *WORLDS[world],
+                            *world_overrides(world),
                             *VARIANTS[variant],
                             f"train.seed={seed}",
                             f"train.rounds={rounds}",
@@ -132,13 +150,19 @@ def run_ablation(
                             f'train.out_dir="{out_dir}"',
                         ],
                     )
-                    train(cfg, store, resume=run in store.runs(), rounds=rounds)
-                    curves[variant].append(heldout_curve(store, run))
-                    val_curves[variant].append(heldout_curve(store, run, "val_acc"))
+                    curve = heldout_curve(store, run)
+                    if len(curve) < rounds:  # a finished run is skipped, a stopped one resumed
+                        train(cfg, store, resume=run in store.runs(), rounds=rounds)
+                        curve = heldout_curve(store, run)
+                    curves[variant].append(curve)
+                    if sim:
+                        val_curves[variant].append(heldout_curve(store, run, "val_acc"))
                     runs[variant] = run
                     if variant == reference:
                         ref_cfg = cfg
                     done += 1
+                if not sim:
+                    continue
                 assert ref_cfg is not None  # the reference is one of the variants run
                 measured = measure_seed(store, runs, reference, SimBackend(ref_cfg, seed), seed)
                 for v, m in measured.items():

@@ -439,9 +439,12 @@ class Trainer:
         # every failed optimization response, in whichever step its question was drawn (Appendix E)
         cap = self.cfg.diagnosis.max_failures_per_question
         failures: list[FailureRecord] = []
-        capped = 0
+        capped = blank = 0
         for qid, responses, rewards in zip(retained, out.responses, out.rewards, strict=True):
             failed = [(j, resp) for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)) if rew < 0]
+            # an empty completion (the end token first) leaves the diagnostician nothing to read
+            blank += sum(1 for _, resp in failed if not resp.strip())
+            failed = [(j, resp) for j, resp in failed if resp.strip()]
             if cap is not None and len(failed) > cap:
                 capped += len(failed) - cap
                 failed = failed[:cap]
@@ -452,7 +455,12 @@ class Trainer:
                 )
         if failures:
             rnd.record_failures(failures)
-        return {**out.stats, "failures": len(failures), **({"failures_capped": capped} if cap is not None else {})}
+        return {
+            **out.stats,
+            "failures": len(failures),
+            **({"failures_capped": capped} if cap is not None else {}),
+            **({"failures_blank": blank} if blank else {}),
+        }
 
     def _diagnose(self, rnd: Round) -> DiagnosisSummary:
         """Diagnose the round; a diagnostician that stopped answering is asked again with

@@ -1,8 +1,8 @@
 """The model directories a run names, checked before anything is created: the preflight's model check.
 
 A directory that ``diagevo models smollm2`` or ``diagevo models tiny`` builds is complete only
-with its completion record, written last (``provenance.json``, ``tiny.json`` beside the two
-roles): both builds now write into a temporary directory beside the target and rename it when
+with its completion record, written last (``provenance.json``, ``tiny.json`` or ``mini.json`` beside
+the two roles): both builds now write into a temporary directory beside the target and rename it when
 complete, and a directory an older, interrupted build left (the build's ``heldout.jsonl`` without
 the record) is refused. A directory from elsewhere (a transformers checkpoint, no
 ``heldout.jsonl``) needs only its ``config.json``.
@@ -19,6 +19,7 @@ from diagevo.train.config import Config
 
 PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.PROVENANCE
 TINY_RECORD = "tiny.json"  # written last by diagevo.train.hf.tiny.build_tiny
+PAIR_RECORDS = (TINY_RECORD, "mini.json")  # and by diagevo.train.mini.build.build_mini
 HELDOUT = "heldout.jsonl"  # written by both builds
 
 
@@ -46,7 +47,8 @@ def check_model_dir(model: str) -> None:
         raise BadInput(f"{model}: a file, not a model directory")
     tiny = path.name in ("challenger", "solver") and (path.parent / HELDOUT).is_file()
     built_here = (path / HELDOUT).is_file() or tiny
-    record = path.parent / TINY_RECORD if tiny else path / PROVENANCE
+    pair = next((path.parent / r for r in PAIR_RECORDS if (path.parent / r).is_file()), path.parent / TINY_RECORD)
+    record = pair if tiny else path / PROVENANCE
     if built_here and not record.is_file():
         raise BadInput(
             f"{model}: an incomplete model build (no {record.name}, written when the build completes); "

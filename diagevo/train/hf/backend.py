@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo import curriculum as cur
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
+from diagevo.diagnosis.heuristic import NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput, Fix, Install, NotFound, Override, Unavailable
 from diagevo.generation import Sampling, model_text
@@ -150,8 +151,18 @@ class HFBackend:
     name = "hf"
     checkpoints_are_models = True  # model weights: train.keep_checkpoints prunes them
 
-    def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, config: Config, seed: int, embedder: Embedder | None = None, named_errors: NamedErrors | None = None
+    ) -> None:
+        """``named_errors``: the world's named errors the heuristic diagnostician words failures
+        by (:func:`diagevo.train.make_backend` gives the mini world's for ``hf.named_errors =
+        "mini"``); None: by where a failure departs from its reference."""
         quiet_libraries()
+        self.named_errors = named_errors
+        if config.hf.torch_threads is not None:
+            import torch
+
+            torch.set_num_threads(config.hf.torch_threads)
         self.config = config
         self.seed = seed
         self.sources: dict[Role, Path] = {
@@ -461,6 +472,8 @@ class HFBackend:
             try:
                 item = loads(line, f"{path}:{n}")
                 rows.append({"question": str(item["question"]), "answer": str(item["answer"])})
+                if "skill" in item:  # the mini world's: accuracy per skill too
+                    rows[-1]["skill"] = str(item["skill"])
             except (ValueError, KeyError, TypeError):  # BadInput is a ValueError
                 raise BadInput(f"{path}:{n}: expected a JSON object with question and answer") from None
         return rows
@@ -477,7 +490,14 @@ class HFBackend:
             self._sampling(1, rng, h.heldout_max_new_tokens or self.config.solver.max_new_tokens, greedy=True),
         )
         right = [cur.agrees(cur.extract_answer(o[0]), i["answer"]) for o, i in zip(outs, items, strict=True)]
-        return {"heldout_acc": sum(right) / len(right)}
+        by_skill: dict[str, list[bool]] = defaultdict(list)
+        for ok, i in zip(right, items, strict=True):
+            if "skill" in i:
+                by_skill[i["skill"]].append(ok)
+        return {
+            "heldout_acc": sum(right) / len(right),
+            **{f"heldout_acc/{s}": sum(r) / len(r) for s, r in by_skill.items()},
+        }
 
     # ------------------------------------------------------------------ diagnosis
 
@@ -500,7 +520,9 @@ class HFBackend:
                 from diagevo.train.hf.heuristic import HeuristicDiagnostician
 
                 th = thresholds_for(d, self.embedder().name)
-                self._diag = HeuristicDiagnostician(self.embedder(), th.dup, th.merge, d.min_words, d.max_words)
+                self._diag = HeuristicDiagnostician(
+                    self.embedder(), th.dup, th.merge, d.min_words, d.max_words, named=self.named_errors
+                )
         return self._diag
 
     # ------------------------------------------------------------------ checkpoints

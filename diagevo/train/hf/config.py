@@ -64,6 +64,17 @@ class HFConfig(Section):
             "JSONL of {question, answer} for held-out evaluation; unset: <solver.model>/heldout.jsonl if present."
         ),
     )
+    torch_threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="Threads torch computes with on a CPU; unset: torch's own choice (one per core). One is faster "
+        "where other processes hold the other cores.",
+    )
+    named_errors: Literal["none", "mini"] = Field(
+        default="none",
+        description="Without diagnosis.llm_url, how the heuristic diagnostician names a failure: none, by where it "
+        "departs from the reference; mini, by the mini world's named errors (diagevo models mini).",
+    )
     heldout_max_new_tokens: int | None = Field(
         default=None, ge=1, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
     )

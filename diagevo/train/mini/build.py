@@ -1,0 +1,243 @@
+"""``diagevo models mini``: the mini world's challenger/solver pair, built from a seed.
+
+One character-level ``Qwen3ForCausalLM`` (0.8M parameters) is warmed up on both roles, so both
+start from one base model as in the paper: solver steps on ``47+38=`` -> ``\\boxed{85}`` with the
+skills mixed by ``world.json``'s weights (a skill seen rarely stays weak: that is what sets the
+per-skill accuracies the memory has to find), and every ``chal_every``-th step a challenger step
+on ``@<cause>:`` -> ``<question>...</question>`` (a cause's text -> a question of its skill; ``@:``
+-> a question of any skill). The step count is fixed: the weak skills close their gap if training
+runs on, so a wall-clock budget would not give the same pair twice. Held-out questions come from
+each skill's held-out split and never occur in the warm-up.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from diagevo.curriculum.answers import extract_answer
+from diagevo.curriculum.equivalence import agrees
+from diagevo.curriculum.prompts import parse_question
+from diagevo.fixes import require
+from diagevo.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.train.hf.tiny import HELDOUT_FILE, ROLES
+from diagevo.train.mini import world as w
+from diagevo.train.mini.tokenizer import EOS, build_tokenizer, challenger_prompt
+
+RECORD = "mini.json"
+
+
+@dataclass(frozen=True)
+class MiniSpec:
+    """The pair's size and warm-up (defaults: the feasibility note's 0.79M model and ~1,300 solver steps)."""
+
+    skills: tuple[str, ...] = ("add_nc", "add_c", "sub_nb", "sub_b", "mul", "mod")
+    hidden: int = 128
+    layers: int = 4
+    heads: int = 4
+    kv_heads: int = 2
+    positions: int = 128
+    steps: int = 1600  # 1,200 solver steps, 400 challenger steps
+    batch: int = 128
+    chal_every: int = 4
+    chal_batch: int = 32
+    lr: float = 1e-3
+    warmup: int = 100
+    heldout: int = 100
+    seed: int = 0
+    threads: int = 1
+    probes: int = 24  # challenger samples per cause (and per skill, free) when measuring targeting
+
+    def __post_init__(self) -> None:
+        known = w.world().skills
+        bad = [s for s in self.skills if s not in known]
+        if bad or not self.skills:
+            raise ValueError(f"skills must be some of {sorted(known)}, not {list(self.skills)}")
+
+
+@dataclass
+class MiniReport:
+    """What a build measured: parameters, seconds, held-out accuracy per skill, targeting."""
+
+    parameters: int
+    seconds: float
+    accuracy: dict[str, float]
+    targeted_share: dict[str, float] = field(default_factory=dict)  # cause -> share of its skill
+    free_share: dict[str, float] = field(default_factory=dict)  # skill -> share among free questions
+    valid: float = 0.0  # share of challenger samples that parse as a question of the world
+
+
+def _solver_rows(
+    rng: random.Random, pools: dict[str, list[str]], weights: list[float], n: int
+) -> list[tuple[str, str]]:
+    skills = rng.choices(list(pools), weights=weights, k=n)
+    return [(q, f"\\boxed{{{w.answer(q)}}}") for q in (rng.choice(pools[s]) for s in skills)]
+
+
+def _challenger_rows(rng: random.Random, pools: dict[str, list[str]], n: int) -> list[tuple[str, str]]:
+    causes = [c for c in w.world().causes.values() if c.skill in pools]
+    rows = []
+    for _ in range(n):
+        cause = rng.choice([None, *causes]) if rng.random() > 1 / 3 else None
+        skill = cause.skill if cause else rng.choice(list(pools))
+        rows.append(
+            (challenger_prompt(cause.text if cause else None), f"<question>{rng.choice(pools[skill])}</question>")
+        )
+    return rows
+
+
+def _batch(tok: Any, rows: list[tuple[str, str]]) -> dict[str, Any]:
+    """Right-padded ids, loss on the completion and the end token only."""
+    import torch
+
+    ps = tok([p for p, _ in rows], add_special_tokens=False)["input_ids"]
+    cs = tok([c + EOS for _, c in rows], add_special_tokens=False)["input_ids"]
+    width = max(len(p) + len(c) for p, c in zip(ps, cs, strict=True))
+    ids = torch.full((len(rows), width), tok.pad_token_id)
+    labels = torch.full((len(rows), width), -100)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (p, c) in enumerate(zip(ps, cs, strict=True)):
+        ids[i, : len(p) + len(c)] = torch.tensor(p + c)
+        labels[i, len(p) : len(p) + len(c)] = torch.tensor(c)
+        mask[i, : len(p) + len(c)] = 1
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def sample(model: Any, tok: Any, prompts: list[str], max_new: int, temperature: float = 0.0) -> list[str]:
+    """Completions of raw (already templated) prompts, 128 at a time; greedy at temperature 0."""
+    import torch
+
+    out: list[str] = []
+    for i in range(0, len(prompts), 128):
+        enc = tok(prompts[i : i + 128], return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.no_grad():
+            gen = model.generate(
+                **enc,
+                max_new_tokens=max_new,
+                do_sample=temperature > 0,
+                temperature=temperature or None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
+            )
+        out += tok.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+    return out
+
+
+def measure(model: Any, tok: Any, heldout: list[dict[str, str]], skills: tuple[str, ...], probes: int) -> MiniReport:
+    """Greedy held-out accuracy per skill, and the challenger's targeting: for each cause the share
+    of its sampled questions that exercise its skill, beside each skill's share of free ones."""
+    outs = sample(model, tok, [h["question"] for h in heldout], 8)
+    right: dict[str, list[bool]] = {}
+    for h, o in zip(heldout, outs, strict=True):
+        right.setdefault(h["skill"], []).append(agrees(extract_answer(o), h["answer"]))
+    causes = [c for c in w.world().causes.values() if c.skill in skills]
+    prompts = [challenger_prompt(c.text) for c in causes for _ in range(probes)]
+    prompts += [challenger_prompt(None)] * (probes * len(skills))
+    got = [w.skill_of(parse_question(o) or "") for o in sample(model, tok, prompts, 24, temperature=1.0)]
+    targeted = {
+        c.key: sum(s == c.skill for s in got[i * probes : (i + 1) * probes]) / probes for i, c in enumerate(causes)
+    }
+    free = Counter(got[len(causes) * probes :])
+    return MiniReport(
+        parameters=sum(p.numel() for p in model.parameters()),
+        seconds=0.0,
+        accuracy={s: sum(r) / len(r) for s, r in right.items()},
+        targeted_share=targeted,
+        free_share={s: free[s] / (probes * len(skills)) for s in skills},
+        valid=sum(g is not None for g in got) / len(got),
+    )
+
+
+def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no_progress) -> MiniReport:
+    """Write ``out/challenger`` and ``out/solver`` (the same warmed-up weights), ``out/heldout.jsonl``
+    (question, answer, skill) and ``out/mini.json`` (the spec and what was measured)."""
+    require("hf", "building the mini models", "torch", "transformers", "tokenizers")
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from diagevo.files import building, refuse_filled
+
+    quiet_libraries()
+    out = Path(out)
+    refuse_filled(out)
+    started = time.perf_counter()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(spec.threads)  # one thread: with the other core busy, two were 8x slower
+    try:
+        torch.manual_seed(spec.seed)
+        splits = {s: w.split(s, spec.heldout, spec.seed) for s in spec.skills}
+        pools = {s: warm for s, (warm, _) in splits.items()}
+        heldout = [{"question": q, "answer": w.answer(q), "skill": s} for s, (_, held) in splits.items() for q in held]
+        tok = build_tokenizer()
+        model = Qwen3ForCausalLM(
+            Qwen3Config(
+                vocab_size=len(tok),
+                hidden_size=spec.hidden,
+                intermediate_size=3 * spec.hidden,
+                num_hidden_layers=spec.layers,
+                num_attention_heads=spec.heads,
+                num_key_value_heads=spec.kv_heads,
+                head_dim=spec.hidden // spec.heads,
+                max_position_embeddings=spec.positions,
+                tie_word_embeddings=True,
+                bos_token_id=None,
+                eos_token_id=tok.eos_token_id,
+                pad_token_id=tok.pad_token_id,
+            )
+        )
+        _warm_up(model, tok, spec, pools, progress)
+        model.generation_config.eos_token_id = tok.eos_token_id
+        model.generation_config.pad_token_id = tok.pad_token_id
+        model.generation_config.bos_token_id = None
+        report = measure(model, tok, heldout, spec.skills, spec.probes)
+        report.seconds = round(time.perf_counter() - started, 1)
+        with building(out) as part:  # renamed to ``out`` once complete: a half-built pair never looks built
+            for role in ROLES:
+                model.save_pretrained(part / role)
+                tok.save_pretrained(part / role)
+            (part / HELDOUT_FILE).write_text("".join(json.dumps(h) + "\n" for h in heldout), encoding="utf-8")
+            record = {"spec": asdict(spec), "measured": asdict(report)}
+            (part / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    finally:
+        torch.set_num_threads(threads)
+    return report
+
+
+def _warm_up(model: Any, tok: Any, spec: MiniSpec, pools: dict[str, list[str]], progress: ProgressFn) -> None:
+    """AdamW (betas 0.9/0.98, weight decay 0.1), linear warm-up then cosine decay, clip 1.0; a
+    fresh batch from the pools every step."""
+    import math
+
+    import torch
+
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.98), weight_decay=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: (
+            (s + 1) / spec.warmup
+            if s < spec.warmup
+            else 0.5 * (1 + math.cos(math.pi * (s - spec.warmup) / max(1, spec.steps - spec.warmup)))
+        ),
+    )
+    rng = random.Random(spec.seed)
+    weights = [w.world().skills[s][1] for s in pools]
+    model.train()
+    for step in range(spec.steps):
+        if spec.chal_every and step % spec.chal_every == spec.chal_every - 1:
+            rows = _challenger_rows(rng, pools, spec.chal_batch)
+        else:
+            rows = _solver_rows(rng, pools, weights, spec.batch)
+        model(**_batch(tok, rows)).loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+        progress("warm-up", step + 1, spec.steps)
+    model.eval()

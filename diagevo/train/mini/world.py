@@ -1,0 +1,182 @@
+"""The mini world: short answer-only arithmetic a 0.8M-parameter character-level model can learn.
+
+Questions are ``47+38=``, ``83-47=``, ``7*38=`` and ``83%7=``; the solver answers ``\\boxed{85}``
+alone (no worked chain: a tiny model cannot write one). Skills, the warm-up mix that makes some
+of them weak on purpose, and the named errors are data (``world.json``); this module holds the
+rules that read them: which skill a question exercises (from its own digits), the fixed split of
+every skill's questions into warm-up and held-out ones, and how a failed answer is named.
+
+Naming a failure reads the question and the failed answer against the pseudo-label, as a person
+marking the work would (a units sum of ten or more with an answer ten short is a dropped carry);
+it never reads which skill the question was generated for.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from diagevo.curriculum.answers import extract_answer
+
+_QUESTION = re.compile(r"^(\d{1,2})([-+*%])(\d{1,2})=$")
+_DATA = Path(__file__).with_name("world.json")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A named error: its rule key, the skill whose questions it shows on, its 10-20 word text."""
+
+    key: str
+    skill: str
+    text: str
+
+
+@dataclass(frozen=True)
+class World:
+    """The world's data: skill -> (family, warm-up weight), family -> node label, the causes."""
+
+    skills: dict[str, tuple[str, float]]
+    labels: dict[str, str]
+    causes: dict[str, Cause]
+    no_answer: Cause
+    no_answer_label: str
+
+    def label_of(self, cause: Cause) -> str:
+        return self.no_answer_label if cause is self.no_answer else self.labels[self.skills[cause.skill][0]]
+
+    def causes_of(self, skill: str) -> list[Cause]:
+        return [c for c in self.causes.values() if c.skill == skill]
+
+
+@cache
+def world(path: Path = _DATA) -> World:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return World(
+        skills={k: (v["family"], float(v["mix"])) for k, v in raw["skills"].items()},
+        labels=dict(raw["families"]),
+        causes={k: Cause(k, v["skill"], v["text"]) for k, v in raw["causes"].items()},
+        no_answer=Cause("no_answer", "", raw["no_answer"]["text"]),
+        no_answer_label=raw["no_answer"]["label"],
+    )
+
+
+def parse(question: str) -> tuple[int, str, int] | None:
+    """(a, operator, b) of a well-formed question of this world, else None."""
+    m = _QUESTION.match(question.strip())
+    return (int(m[1]), m[2], int(m[3])) if m else None
+
+
+def solve(a: int, op: str, b: int) -> int:
+    return {"+": a + b, "-": a - b, "*": a * b, "%": a % b if b else 0}[op]
+
+
+def skill_of(question: str) -> str | None:
+    """The skill a question exercises, read from its digits; None for anything else."""
+    p = parse(question)
+    if p is None:
+        return None
+    a, op, b = p
+    if op == "+":
+        return "add_c" if a % 10 + b % 10 >= 10 else "add_nc"
+    if op == "-":
+        if a <= b:
+            return None
+        return "sub_b" if a % 10 < b % 10 else "sub_nb"
+    if op == "*":
+        return "mul" if 2 <= a <= 9 and 10 <= b <= 99 else None
+    return "mod" if 10 <= a <= 99 and 2 <= b <= 9 else None
+
+
+def question(a: int, op: str, b: int) -> str:
+    return f"{a}{op}{b}="
+
+
+@cache
+def pool(skill: str) -> tuple[str, ...]:
+    """Every question of a skill (two-digit operands; a one-digit factor or divisor), sorted."""
+    if skill == "mul":
+        pairs = [(a, "*", b) for a in range(2, 10) for b in range(10, 100)]
+    elif skill == "mod":
+        pairs = [(a, "%", b) for a in range(10, 100) for b in range(2, 10)]
+    else:
+        op = "+" if skill.startswith("add") else "-"
+        pairs = [(a, op, b) for a in range(10, 100) for b in range(10, 100)]
+    if skill == "add_nc":  # no carry anywhere: the sum stays below 100
+        pairs = [p for p in pairs if p[0] + p[2] < 100]
+    qs = sorted(question(*p) for p in pairs)
+    return tuple(q for q in qs if skill_of(q) == skill)
+
+
+def split(skill: str, heldout: int, seed: int) -> tuple[list[str], list[str]]:
+    """(warm-up questions, held-out questions) of a skill: one shuffle of its pool, so the two
+    never share a question."""
+    qs = list(pool(skill))
+    random.Random(f"{seed}/{skill}").shuffle(qs)
+    return qs[heldout:], qs[:heldout]
+
+
+def answer(q: str) -> str:
+    p = parse(q)
+    if p is None:
+        raise ValueError(f"not a question of the mini world: {q!r}")
+    return str(solve(*p))
+
+
+def _integer(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def name_failure(q: str, response: str, pseudo_label: str) -> Cause | None:
+    """The named error of a failed answer against the pseudo-label; None when the question is
+    not one of this world's or the answer agrees (a slip the rules cannot name)."""
+    w = world()
+    got = extract_answer(response)
+    if got is None:
+        return w.no_answer
+    p, skill, have, want = parse(q), skill_of(q), _integer(got), _integer(pseudo_label)
+    if p is None or skill is None or want is None or have == want:
+        return None
+    a, _, b = p
+    d = None if have is None else have - want
+    c = w.causes
+    rules = {
+        "add_c": c["carry_dropped"] if d == -10 else c["sum_slip_carry"],
+        "add_nc": c["carry_invented"] if d == 10 else c["sum_slip"],
+        "sub_b": c["borrow_forgotten"] if d == 10 else c["difference_slip_borrow"],
+        "sub_nb": c["borrow_invented"] if d == -10 else c["difference_slip"],
+        "mul": (
+            c["times_table_off_one_row"]
+            if d is not None and abs(d) in (a, b)
+            else c["product_tens_slip"]
+            if d in (-20, -10, 10, 20)
+            else c["product_slip"]
+        ),
+        "mod": (
+            c["quotient_for_remainder"]
+            if have == a // b
+            else c["remainder_off_by_one"]
+            if d in (-1, 1)
+            else c["remainder_slip"]
+        ),
+    }
+    return rules[skill]
+
+
+class MiniErrors:
+    """The world's named errors as the heuristic diagnostician reads them
+    (:class:`diagevo.diagnosis.heuristic.NamedErrors`)."""
+
+    def rules(self) -> dict[str, tuple[str, str]]:
+        wd = world()
+        return {c.key: (c.text, wd.label_of(c)) for c in [*wd.causes.values(), wd.no_answer]}
+
+    def name(self, question: str, response: str, pseudo_label: str) -> str | None:
+        cause = name_failure(question, response, pseudo_label)
+        return cause.key if cause else None

@@ -1,0 +1,116 @@
+"""The real loop on the mini world (``diagevo models mini``, the hf backend, ``diagevo ablate``): a
+two-skill pair built here, one cell of the ablation, then the cells it skips, resumes and adds."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+import torch  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+
+from diagevo.catalog import CheckpointWritten, QuestionGenerated  # noqa: E402
+from diagevo.log import open_log  # noqa: E402
+from diagevo.train import ablate  # noqa: E402
+from diagevo.train.mini import build, world  # noqa: E402
+from diagevo.views.queries import checkpoint_path  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = build.MiniSpec(skills=("add_nc", "add_c"), hidden=64, layers=2, steps=300, heldout=50, probes=8)
+SMALL = [  # a round in a few minutes on one busy core
+    "train.challenger_questions=8",
+    "train.curriculum_questions=48",
+    "challenger.batch_size=8",
+    "challenger.max_steps=1",
+    "solver.batch_size=8",
+    "solver.max_steps=2",
+    "train.keep_checkpoints=0",
+    'filter.mode="absolute"',
+]
+
+
+@pytest.fixture(scope="module")
+def pair(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The two-skill pair, kept in pytest's cache while the world and its builder are unchanged."""
+    source = "".join(inspect.getsource(m) for m in (build, world)) + world._DATA.read_text() + repr(SPEC)
+    key = hashlib.sha256(source.encode()).hexdigest()[:12]
+    cache = getattr(pytestconfig, "cache", None)
+    out = Path(cache.mkdir(f"diagevo-mini-{key}")) if cache else tmp_path_factory.mktemp("mini") / "pair"
+    if not (out / build.RECORD).is_file():
+        shutil.rmtree(out, ignore_errors=True)
+        build.build_mini(out, SPEC)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ablation(pair: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    db = f"sqlite:///{tmp_path_factory.mktemp('ablate') / 'ablate.db'}"
+    models = [f'challenger.model="{pair / "challenger"}"', f'solver.model="{pair / "solver"}"']
+    config = ROOT / "configs" / "mini-cpu.toml"
+
+    def run(rounds: int, arms: list[str]) -> dict:
+        return ablate.run_ablation(config, [*models, *SMALL], db, 1, rounds, arms, [ablate.CONFIGURED], lambda *_: None)
+
+    first = run(1, ["full"])  # the one-cell smoke
+    with open_log(db) as store:
+        counts = {r: sum(1 for _ in store.read(r)) for r in store.runs()}
+    again = run(1, ["full"])  # finished: skipped
+    with open_log(db) as store:
+        assert {r: sum(1 for _ in store.read(r)) for r in store.runs()} == counts
+    later = run(2, ["full", "pure free"])  # the full cell resumed to round 2, the no-memory cell added
+    return db, pair, first, again, later
+
+
+def test_one_cell_runs_a_round_and_measures_each_skill(ablation) -> None:  # noqa: ANN001
+    db, pair, first, again, _ = ablation
+    (row,) = first[ablate.CONFIGURED]
+    assert row["variant"] == "full" and len(row["curve"]) == 1 and 0 <= row["final_mean"] <= 1
+    assert again == first
+    with open_log(db) as store:
+        (run,) = [r for r in store.runs() if "/full/" in r]
+        names = {k for e in store.read(run) if e.type == "eval.recorded" for k in e.data}
+    assert {"heldout_acc/add_nc", "heldout_acc/add_c"} <= names
+    recorded = json.loads((pair / build.RECORD).read_text())["measured"]
+    assert set(recorded["accuracy"]) == {"add_nc", "add_c"}
+
+
+def _weights(path: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(path / "model.safetensors"))
+
+
+def test_both_roles_change_every_round_of_the_full_arm(ablation) -> None:  # noqa: ANN001
+    db, pair, *_ = ablation
+    with open_log(db) as store:
+        (run,) = [r for r in store.runs() if "/full/" in r]
+        ckpts = {
+            (e.round, e.data["phase"]): checkpoint_path(store, run, e.data["path"])
+            for e in store.read(run, types=(CheckpointWritten,))
+        }
+    before = {role: _weights(pair / role) for role in ("challenger", "solver")}
+    for t in (1, 2):
+        for role in ("challenger", "solver"):
+            after = _weights(ckpts[(t, role)] / role)
+            changed = [k for k in after if not torch.equal(after[k], before[role][k])]
+            assert changed, f"round {t}: the {role}'s weights did not change"
+            before[role] = after
+
+
+def test_the_full_arm_targets_causes_and_the_no_memory_arm_never_does(ablation) -> None:  # noqa: ANN001
+    db, *_ = ablation
+    with open_log(db) as store:
+        runs = {("full" if "/full/" in r else "free"): r for r in store.runs()}
+        asked = {
+            arm: [e for e in store.read(run, types=(QuestionGenerated,)) if e.round == 2] for arm, run in runs.items()
+        }
+    assert asked["full"] and asked["free"]
+    targeted = [e for e in asked["full"] if e.data["mode"] != "free"]
+    assert targeted and all(e.data["active_cause"] for e in targeted)
+    assert all(e.data["mode"] == "free" and e.data["active_cause"] is None for e in asked["free"])

@@ -1,0 +1,160 @@
+"""The mini world (``diagevo models mini``): its questions, split, tokenizer and named errors."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from diagevo.curriculum.prompts import challenger_messages, parse_question, solver_messages
+from diagevo.diagnosis.heuristic import NAMED_MODEL, HeuristicDiagnostician
+from diagevo.diagnosis.interface import ExtractionInput, NodeView
+from diagevo.diagnosis.static import StaticEmbedder
+from diagevo.memory.sampler import GenerationRequest
+from diagevo.train.mini import world as w
+
+SKILLS = ("add_nc", "add_c", "sub_nb", "sub_b", "mul", "mod")
+
+
+@pytest.mark.parametrize(
+    ("question", "skill", "answer"),
+    [
+        ("23+45=", "add_nc", "68"),
+        ("47+38=", "add_c", "85"),
+        ("83-41=", "sub_nb", "42"),
+        ("83-47=", "sub_b", "36"),
+        ("7*38=", "mul", "266"),
+        ("83%7=", "mod", "6"),
+    ],
+)
+def test_a_question_s_skill_and_answer_come_from_its_digits(question: str, skill: str, answer: str) -> None:
+    assert w.skill_of(question) == skill
+    assert w.answer(question) == answer
+    assert question in w.pool(skill)
+
+
+@pytest.mark.parametrize("text", ["47-83=", "47+38", "7*8=", "what is 2+2?", "83%1=", ""])
+def test_anything_else_is_no_question_of_the_world(text: str) -> None:
+    assert w.skill_of(text) is None
+
+
+def test_every_pool_holds_its_own_skill_only_and_the_skills_do_not_share_questions() -> None:
+    seen: set[str] = set()
+    for skill in SKILLS:
+        pool = w.pool(skill)
+        assert len(pool) >= 700 and all(w.skill_of(q) == skill for q in pool)
+        assert not seen & set(pool)
+        seen |= set(pool)
+
+
+def test_held_out_questions_never_occur_in_the_warm_up_and_the_split_is_fixed_by_the_seed() -> None:
+    for skill in SKILLS:
+        warm, held = w.split(skill, 100, seed=3)
+        assert len(held) == 100 and not set(warm) & set(held)
+        assert sorted(warm + held) == sorted(w.pool(skill))
+        assert w.split(skill, 100, seed=3) == (warm, held)
+        assert w.split(skill, 100, seed=4)[1] != held
+
+
+@pytest.mark.parametrize(
+    ("question", "response", "label", "cause"),
+    [
+        ("47+38=", "\\boxed{75}", "85", "carry_dropped"),
+        ("47+38=", "\\boxed{86}", "85", "sum_slip_carry"),
+        ("23+45=", "\\boxed{78}", "68", "carry_invented"),
+        ("23+45=", "\\boxed{69}", "68", "sum_slip"),
+        ("83-47=", "\\boxed{46}", "36", "borrow_forgotten"),
+        ("83-47=", "\\boxed{34}", "36", "difference_slip_borrow"),
+        ("83-41=", "\\boxed{32}", "42", "borrow_invented"),
+        ("83-41=", "\\boxed{43}", "42", "difference_slip"),
+        ("7*38=", "\\boxed{259}", "266", "times_table_off_one_row"),  # 7 short: one row of 7 too few
+        ("7*38=", "\\boxed{228}", "266", "times_table_off_one_row"),  # 38 short
+        ("7*38=", "\\boxed{246}", "266", "product_tens_slip"),
+        ("7*38=", "\\boxed{267}", "266", "product_slip"),
+        ("83%7=", "\\boxed{11}", "6", "quotient_for_remainder"),
+        ("83%7=", "\\boxed{5}", "6", "remainder_off_by_one"),
+        ("83%7=", "\\boxed{3}", "6", "remainder_slip"),
+        ("83%7=", "6", "6", "no_answer"),  # no boxed answer
+        ("83%7=", "\\boxed{x}", "6", "remainder_slip"),  # not a number: a wrong remainder all the same
+    ],
+)
+def test_a_failure_is_named_from_its_question_and_answer(question: str, response: str, label: str, cause: str) -> None:
+    named = w.name_failure(question, response, label)
+    assert named is not None and named.key == cause
+    assert named.skill in (w.skill_of(question), "")
+
+
+def test_an_agreeing_answer_or_a_foreign_question_is_not_named() -> None:
+    assert w.name_failure("47+38=", "\\boxed{85}", "85") is None
+    assert w.name_failure("What is 2+2?", "\\boxed{5}", "4") is None
+
+
+def test_every_cause_and_label_has_appendix_j_s_length() -> None:
+    wd = w.world()
+    for text, label in w.MiniErrors().rules().values():
+        assert 10 <= len(text.split()) <= 20 and 10 <= len(label.split()) <= 20
+    assert {c.skill for c in wd.causes.values()} == set(SKILLS)
+    assert len({wd.label_of(c) for c in wd.causes.values()}) == 4  # one node per family
+
+
+def test_the_tokenizer_is_one_token_per_character_and_the_markers_decode_as_written() -> None:
+    pytest.importorskip("transformers")
+    from diagevo.train.mini.tokenizer import MARKERS, build_tokenizer
+
+    tok = build_tokenizer()
+    text = "<question>47+38=</question>\\boxed{85}"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert len(ids) == len("47+38=") + len("85}") + len(MARKERS)
+    assert tok.decode(ids + [tok.eos_token_id], skip_special_tokens=True) == text
+    assert build_tokenizer().get_vocab() == tok.get_vocab()  # the same ids every time
+
+
+def test_the_chat_template_keeps_what_a_prompt_says() -> None:
+    pytest.importorskip("transformers")
+    from diagevo.train.mini.tokenizer import build_tokenizer
+
+    tok = build_tokenizer()
+
+    def render(messages: list[dict[str, str]], completion: str | None = None) -> str:
+        if completion is not None:
+            messages = [*messages, {"role": "assistant", "content": completion}]
+        return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=completion is None)
+
+    cause = w.world().causes["carry_dropped"].text
+    assert render(solver_messages("47+38=")) == "47+38="
+    assert render(solver_messages("47+38="), "\\boxed{85}") == "47+38=\\boxed{85}<|im_end|>"
+    assert render(challenger_messages(GenerationRequest(mode="free"))) == "@:"
+    targeted = GenerationRequest(mode="targeted", active_cause="c", active_text=cause, node="n", node_label="L")
+    assert render(challenger_messages(targeted)) == f"@{cause}:"
+    stitched = GenerationRequest(
+        mode="stitched",
+        active_cause="c",
+        active_text=cause,
+        mastered_cause="m",
+        mastered_text="B",
+        node="n",
+        node_label="L",
+    )
+    assert render(challenger_messages(stitched)) == f"@{cause}:"
+    out = render(challenger_messages(targeted), "<question>47+38=</question>")
+    assert parse_question(out) == "47+38="
+
+
+def test_the_heuristic_diagnostician_names_failures_by_the_world_s_errors_and_nodes_by_family() -> None:
+    d = HeuristicDiagnostician(StaticEmbedder(), 0.9, 0.9, named=w.MiniErrors())
+    assert d.model_name == NAMED_MODEL
+
+    def extract(q: str, response: str, label: str) -> str | None:
+        item = ExtractionInput("f", "q", q, label, response, f"\\boxed{{{label}}}")
+        return asyncio.run(d.extract(item)).value.error_cause
+
+    dropped = extract("47+38=", "\\boxed{75}", "85")
+    assert dropped == w.world().causes["carry_dropped"].text
+    assert extract("83%7=", "\\boxed{11}", "6") == w.world().causes["quotient_for_remainder"].text
+    assert extract("What is 2+2?", "\\boxed{5}", "4") is None  # a slip no rule names
+    slip = w.world().causes["sum_slip_carry"].text
+    node = NodeView("n1", w.world().labels["add"], (dropped,))
+    joined = asyncio.run(d.assign_node(slip, [node])).value
+    assert joined.assigned_node == "n1"  # one family, one node
+    other = asyncio.run(d.assign_node(w.world().causes["remainder_slip"].text, [node])).value
+    assert other.create_new_node and other.new_node_label == w.world().labels["mod"]
