@@ -47,27 +47,29 @@ def cell_rounds(store: Recorder) -> list[CellRound]:
             continue
         skills: dict[int, dict[str, float]] = {}
         asked: dict[int, list[bool]] = {}
-        for e in store.read(run, types=(EvalRecorded, QuestionGenerated)):
-            if e.type == EvalRecorded.name:
-                skills[e.round] = {
-                    k.removeprefix(SKILL_METRIC): float(v) for k, v in e.data.items() if k.startswith(SKILL_METRIC)
-                }
-            else:
-                asked.setdefault(e.round, []).append(e.data["mode"] != "free")
-        for c in store.read(run, types=(RoundCommitted,)):
-            d = c.data
-            modes = asked.get(c.round, [])
+        for e in store.rows(run, types=(EvalRecorded, QuestionGenerated)):
+            match e.event:
+                case EvalRecorded(metrics=metrics):
+                    named = (metrics or {}).items()
+                    skills[e.round] = {
+                        k.removeprefix(SKILL_METRIC): float(v) for k, v in named if k.startswith(SKILL_METRIC)
+                    }
+                case QuestionGenerated(mode=mode):
+                    asked.setdefault(e.round, []).append(mode != "free")
+        for row in store.rows(run, types=(RoundCommitted,)):
+            c, modes = row.event, asked.get(row.round, [])
+            assert isinstance(c, RoundCommitted)
             rows.append(
                 CellRound(
                     arm=cell[0],
                     seed=cell[1],
-                    round=c.round,
-                    heldout_acc=float(d["heldout_acc"]),
-                    by_skill=skills.get(c.round, {}),
+                    round=row.round,
+                    heldout_acc=float("nan") if c.heldout_acc is None else float(c.heldout_acc),
+                    by_skill=skills.get(row.round, {}),
                     targeted_share=sum(modes) / len(modes) if modes else 0.0,
-                    F=float(d.get("F") or 0.0),
-                    epsilon_next=float(d.get("epsilon_next") or 0.0),
-                    seconds=float(sum((d.get("timing") or {}).values())),
+                    F=float(c.F or 0.0),
+                    epsilon_next=float(c.epsilon_next or 0.0),
+                    seconds=float(sum((c.timing or {}).values())),
                 )
             )
     return sorted(rows, key=lambda r: (r.arm, r.seed, r.round))
