@@ -94,7 +94,7 @@ def test_four_ranks_record_and_rank_zero_diagnoses_and_commits(backend) -> None:
         assert of["question.generated"] == of["question.scored"] == total  # nothing lost, none twice
         assert of["failure.recorded"] == of["failure.diagnosed"] == total
         assert of["metrics.recorded"] == RANKS and of["round.committed"] == 1
-        [metrics] = [e.data for e in events if e.type == "eval.recorded"]
+        [metrics] = [e.event.metrics for e in events if e.type == "eval.recorded"]
         weights = [PER_RANK + r for r in range(RANKS)]
         expected = sum(w * r / 10 for r, w in enumerate(weights)) / sum(weights)
         assert metrics["acc"] == pytest.approx(expected) and metrics["reward"] == pytest.approx(1.0)

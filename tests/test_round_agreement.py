@@ -138,7 +138,8 @@ def test_any_real_number_is_a_metric(store: Recorder, value: object, stored: flo
     promote_on_a_question(rnd)
     rnd.commit({"acc": value})  # type: ignore[dict-item]
     [e] = store.read(RUN, types=(EvalRecorded,))
-    assert e.data == {"acc": stored} and type(e.data["acc"]) is type(stored)
+    metrics = e.event.metrics  # eval.recorded's metrics field (version 2: closed)
+    assert metrics == {"acc": stored} and type(metrics["acc"]) is type(stored)
 
 
 def test_a_torch_scalar_is_a_metric(store: Recorder) -> None:
@@ -174,7 +175,7 @@ def test_ranks_near_the_largest_float_have_their_mean_and_an_overflowing_weight_
     promote_on_a_question(rnd)
     assert rnd.commit().ranks == 2
     [e] = store.read(RUN, types=(EvalRecorded,))
-    assert e.data["acc"] == pytest.approx(1.25e308) and math.isfinite(e.data["acc"])
+    assert e.event.metrics["acc"] == pytest.approx(1.25e308) and math.isfinite(e.event.metrics["acc"])
     nxt = rounds.Round.open(store, RUN)
     nxt.record_metrics({"acc": 0.5}, rank=0, weight=1e308)
     before = _count(store)

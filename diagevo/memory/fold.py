@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
+from functools import cache
 from types import MappingProxyType
 from typing import Any
 
@@ -251,14 +252,14 @@ class Draft:
 # What a stored row must hold of its type's required fields: all of them, and the texts the fold
 # reads as texts. A row stored without the database's check (SQLite, or a raw write) that lacks
 # one is named, not met with an AttributeError or a TypeError.
-_REQUIRED: dict[type[Event], frozenset[str]] = {
-    cls: frozenset(n for n, f in cls.model_fields.items() if f.is_required()) for cls in CATALOG.values()
-}
-_TEXTS: dict[type[Event], tuple[str, ...]] = {
-    cls: tuple(n for n, f in cls.model_fields.items() if f.is_required() and f.annotation is str)
-    for cls in CATALOG.values()
-    if cls.folded
-}
+@cache
+def _required(cls: type[Event]) -> frozenset[str]:
+    return frozenset(n for n, f in cls.model_fields.items() if f.is_required())
+
+
+@cache
+def _texts(cls: type[Event]) -> tuple[str, ...]:
+    return tuple(n for n, f in cls.model_fields.items() if f.is_required() and f.annotation is str) if cls.folded else ()
 
 
 def check_shape(cls: type[Event], data: Mapping[str, Any]) -> None:
@@ -266,7 +267,7 @@ def check_shape(cls: type[Event], data: Mapping[str, Any]) -> None:
     validation (:meth:`Event.from_stored`), so a row no database checked is checked here."""
     if not isinstance(data, Mapping):
         raise InvariantError(f"{cls.name}'s data is not a JSON object")
-    for name in _TEXTS.get(cls, ()):
+    for name in _texts(cls):
         if not isinstance(data.get(name), str):
             raise InvariantError(f"{cls.name}'s data.{name} is not a text")
     if cls is RunStarted or cls is RunConfigured:
@@ -280,7 +281,7 @@ def stored_event(cls: type[Event], data: Mapping[str, Any], version: int) -> Eve
     """A stored row's typed event, unvalidated (:meth:`Event.from_stored`); a required field a
     row stored past the database's check lacks reads as None (the counting rules name what does
     not fit; the fold checks its own reads first, :func:`check_shape`)."""
-    required = _REQUIRED[cls]
+    required = _required(cls)
     if not data.keys() >= required:
         data = {**dict.fromkeys(required), **data}
     return cls.reader(data, version)
