@@ -259,7 +259,9 @@ def _required(cls: type[Event]) -> frozenset[str]:
 
 @cache
 def _texts(cls: type[Event]) -> tuple[str, ...]:
-    return tuple(n for n, f in cls.model_fields.items() if f.is_required() and f.annotation is str) if cls.folded else ()
+    if not cls.folded:
+        return ()
+    return tuple(n for n, f in cls.model_fields.items() if f.is_required() and f.annotation is str)
 
 
 def check_shape(cls: type[Event], data: Mapping[str, Any]) -> None:
