@@ -23,7 +23,7 @@ from typing import Any
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import parse_question
-from diagevo.fixes import require
+from diagevo.errors import require
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.hf.tiny import HELDOUT_FILE, ROLES
 from diagevo.train.mini import world as w
