@@ -73,7 +73,7 @@ class HFConfig(Section):
     named_errors: Literal["none", "mini"] = Field(
         default="none",
         description="Without diagnosis.llm_url, how the heuristic diagnostician names a failure: none, by where it "
-        "departs from the reference; mini, by the mini world's named errors (diagevo models mini).",
+        "departs from the reference; mini, by the mini world's named errors (its models built by models mini).",
     )
     heldout_max_new_tokens: int | None = Field(
         default=None, ge=1, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
