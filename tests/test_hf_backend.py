@@ -13,10 +13,11 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from diagevo.catalog import CauseCreated, CheckpointWritten, EvalRecorded
+from diagevo.catalog import CauseCreated, CheckpointWritten, EvalRecorded, PhaseCompleted
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.generation import Sampling, make_engine  # noqa: E402
 from diagevo.log import open_log
+from diagevo.schemas import of_type
 from diagevo.train import train  # noqa: E402
 from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
@@ -84,7 +85,7 @@ def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
     (report,) = reports
     events = list(store.read(run, texts=True))
-    phases = {e.data["phase"]: e.data for e in events if e.type == "phase.completed"}
+    phases = {p.phase: {"seconds": p.seconds, **(p.stats or {})} for p in of_type(PhaseCompleted, events)}
     assert set(phases) == {"challenger", "construct", "solver", "diagnose"}
     for phase in ("challenger", "solver"):
         for key in ("loss", "kl", "reward", "completion_length"):
@@ -203,8 +204,8 @@ def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: 
         (1, str(solver_ckpt / "solver"), 3),
     ]
     evals = [
-        e for e in store.read(run, types=(EvalRecorded,)) if "benchmark" in e.data
+        e for e in store.read(run, types=(EvalRecorded,)) if e.event.benchmark is not None
     ]  # not the loop's held-out metrics
-    assert [(e.round, e.data["benchmark"], e.data["model"]) for e in evals] == [
+    assert [(e.round, e.event.benchmark, e.event.model) for e in evals] == [
         (r["round"], "math500", r["model"]) for r in results
     ]

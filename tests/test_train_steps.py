@@ -87,12 +87,12 @@ def test_each_grpo_step_is_logged_with_trls_row(tiny_run: tuple[str, Path], caps
 
     store = open_log(db)
     try:
-        phase = [e for e in store.read("s", types=(PhaseCompleted,)) if e.data["phase"] == "solver"]
+        phase = [e for e in store.read("s", types=(PhaseCompleted,)) if e.event.phase == "solver"]
     finally:
         store.close()
     for e in phase:
         mine = [x["reward"] for x in by_role["solver"] if x["round"] == e.round]
-        assert e.data["reward"] == pytest.approx(sum(mine) / len(mine))
+        assert e.event.stats["reward"] == pytest.approx(sum(mine) / len(mine))
     code, out, err = run_cli(capsys, "memory", "stats", "--steps", "--db", db, "--run", "s")
     assert code == 0 and "GRPO steps" in out and "challenger" in out and "reward" in out, err
 
