@@ -99,7 +99,7 @@ def test_two_rounds_on_one_real_vllm_engine(tmp_path: Path) -> None:
 
     with open_log(db) as store:
         commits = list(store.read("v", types=(RoundCommitted,)))
-        phases = {(e.round, e.data["phase"]): e.data for e in store.read("v", types=(PhaseCompleted,))}
+        phases = {(e.round, e.event.phase): e.event.stats or {} for e in store.read("v", types=(PhaseCompleted,))}
         questions = [e for e in store.read("v", types=(QuestionGenerated,))]
     assert [e.round for e in commits] == [1, 2]
     for t in (1, 2):
@@ -109,9 +109,9 @@ def test_two_rounds_on_one_real_vllm_engine(tmp_path: Path) -> None:
             assert stats["steps"] == 1, (t, role, stats)
             assert "sampling_logp_diff" in stats  # TRL sampled the step's completions from vLLM
         assert (t, "diagnose") in phases
-        committed = commits[t - 1].data
-        assert committed["heldout_acc"] is not None  # greedy held-out accuracy, sampled by the engine
-        assert {"challenger", "construct", "solver", "diagnose", "evaluate"} <= set(committed["timing"])
+        committed = commits[t - 1].event
+        assert committed.heldout_acc is not None  # greedy held-out accuracy, sampled by the engine
+        assert {"challenger", "construct", "solver", "diagnose", "evaluate"} <= set(committed.timing or {})
     assert {e.round for e in questions} == {1, 2}
 
     verify = subprocess.run(
