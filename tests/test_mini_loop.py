@@ -15,7 +15,7 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from diagevo.catalog import CheckpointWritten, QuestionGenerated  # noqa: E402
+from diagevo.catalog import CheckpointWritten, EvalRecorded, QuestionGenerated  # noqa: E402
 from diagevo.log import open_log  # noqa: E402
 from diagevo.train import ablate  # noqa: E402
 from diagevo.train.mini import build, world  # noqa: E402
@@ -76,7 +76,7 @@ def test_one_cell_runs_a_round_and_measures_each_skill(ablation) -> None:  # noq
     assert again == first
     with open_log(db) as store:
         (run,) = [r for r in store.runs() if "/full/" in r]
-        names = {k for e in store.read(run) if e.type == "eval.recorded" for k in e.data}
+        names = {k for e in store.read(run, types=(EvalRecorded,)) for k in e.event.metrics or {}}
     assert {"heldout_acc/add_nc", "heldout_acc/add_c"} <= names
     recorded = json.loads((pair / build.RECORD).read_text())["measured"]
     assert set(recorded["accuracy"]) == {"add_nc", "add_c"}
