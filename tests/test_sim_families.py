@@ -11,7 +11,7 @@ import pytest
 
 from diagevo.errors import BadInput
 from diagevo.train.sim.families import Family, catalogue, parse_catalogue
-from diagevo.train.sim.questions import WRITERS, Raw
+from diagevo.train.sim.questions import WRITERS, Draw
 
 # sha256 of the catalogue's words, and of what every writer draws for fixed seeds, as the Python
 # literal that families.toml replaced produced them (computed once from that module): a run of the
@@ -76,16 +76,22 @@ labels = ["{LABEL}"]
 name = "pole"
 skill = "a denominator may vanish"
 causes = ["{CAUSE}"]
+questions = ["What is {{a}} + 1?"]
+right = ["Add: {{ans}}."]
+wrong = ["Add: {{trap}}."]
 
 [[family.variant]]
 name = "sign"
 skill = "a square root is never negative"
 causes = ["{OTHER}"]
+questions = ["What is {{a}} + 1?", "{{someone}} adds 1 to {{a}}. What is the sum?"]
+right = ["Add: {{ans}}."]
+wrong = ["Add: {{trap}}."]
 """
 
 
-def _writer(rng: random.Random, d: int) -> Raw:
-    return 0, "What is 1 + 1?", 2, 3, (), ("Add: 2.",), ("Add: 3.",)
+def _writer(rng: random.Random, d: int) -> Draw:
+    return Draw(2, 3, a=1)
 
 
 WRITES = {"roots.pole": _writer, "roots.sign": _writer}
@@ -96,7 +102,9 @@ def test_a_good_file_binds_each_variant_to_its_writer() -> None:
     (fam,) = cat.families
     assert [v.key for v in fam.variants] == ["roots.pole", "roots.sign"]
     assert fam.labels == (LABEL,) and fam.causes == (CAUSE, OTHER)
-    assert cat.variant_by_key["roots.sign"].make(random.Random(0), 0).trap == 3
+    made = cat.variant_by_key["roots.sign"].make(random.Random(0), 0)
+    assert (made.answer, made.trap, made.right, made.wrong) == (2, 3, ("Add: 2.",), ("Add: 3.",))
+    assert made.text in ("What is 1 + 1?", f"{made.text.split()[0]} adds 1 to 1. What is the sum?")
 
 
 @pytest.mark.parametrize(
@@ -115,6 +123,16 @@ def test_a_good_file_binds_each_variant_to_its_writer() -> None:
         (GOOD.replace('area = "algebra"', 'area = "algebra"\ncolour = "red"'), WRITES, "family 'roots', colour: Extra"),
         (GOOD.replace('name = "sign"', 'name = "Sign Flip"'), WRITES, "family 'roots', variant 'Sign Flip', name: "),
         (GOOD.replace('labels = ["', 'labels = [7, "'), WRITES, "family 'roots', labels[0]: Input should be"),
+        (
+            GOOD.replace("Add: {ans}.", "Add: {ans."),
+            WRITES,
+            "family 'roots', variant 'pole', right[0]: is not a template: expected '}' before end of string",
+        ),
+        (
+            GOOD.replace("Add: {trap}.", "Add: {trap[0]}."),
+            WRITES,
+            "variant 'pole', wrong[0]: is not a template: a field is a name in braces, {name}",
+        ),
         (
             GOOD.replace('skill = "solutions must be checked"', 'skill = "  "'),
             WRITES,

@@ -3,9 +3,10 @@
 A family is a skill (extraneous roots, inclusion-exclusion, ...). It has several trap
 *variants*: distinct ways a solver gets that skill wrong (keeping a root that makes the radical's
 side negative, keeping a root that zeroes a denominator, dropping the negative square root, ...).
-A variant is a sub-skill of its own: its writer (``diagevo.train.sim.questions``) draws its own
-kind of question at a difficulty level (0-3), the true answer, the answer of a solver that falls
-into the variant's trap, and both solution paths as steps. The two paths share ``lead`` steps and
+A variant is a sub-skill of its own: its writer (``diagevo.train.sim.questions``) draws the
+numbers of its own kind of question at a difficulty level (0-3), the true answer and the answer of
+a solver that falls into the variant's trap; its templates word the question and both solution
+paths as steps around them. The two paths share ``lead`` steps and
 diverge at the first step of ``right`` / ``wrong``; that divergence is what the simulated
 diagnostician looks for. Steps carry no context words, only numbers, so two steps of one variant
 differ only numerically unless the reasoning differs, and the diverging steps of two variants
@@ -14,8 +15,8 @@ always differ in wording.
 Language side (what the challenger and the diagnostician read through the embedding model), the
 data of ``families.toml``:
 
-- every variant has a skill description and 10-20 word verb-object cause paraphrases (what the
-  simulated diagnostician reports, Appendix J). Paraphrases of sibling variants share the
+- every variant has question and step templates, a skill description and 10-20 word verb-object
+  cause paraphrases (what the simulated diagnostician reports, Appendix J). Paraphrases of sibling variants share the
   family's vocabulary, so they are similar but distinct, as real fine-grained causes are;
 - every family has several 10-20 word skill-node labels: skill nodes correspond to families, and
   a family named twice under different label wordings gives two nodes that consolidation merges.
@@ -33,12 +34,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from importlib import resources
+from string import Formatter
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from diagevo.errors import BadInput
-from diagevo.train.sim.questions import WRITERS, Writer
+from diagevo.train.sim.questions import WRITERS, Writer, worded
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +63,16 @@ class Variant:
     skill: str  # what the challenger matches a cause text against
     causes: tuple[str, ...]  # the diagnostician's paraphrases of this trap
     writer: Writer
+    questions: tuple[str, ...]  # templates of the question, filled in with what the writer drew
+    steps: tuple[tuple[str, ...], ...]  # templates of the lead, right and wrong steps
 
     def make(self, rng: random.Random, d: int) -> Instance:
-        while True:  # the rare draw whose trap gives the true answer is redrawn
-            t, text, ans, trap, lead, right, wrong = self.writer(rng, d)
-            if Fraction(ans) != Fraction(trap):
+        while True:  # the rare draw whose trap gives the true answer is redrawn, worded again
+            draw = self.writer(rng, d)
+            t, text, (lead, right, wrong) = worded(draw, rng, self.questions, self.steps)
+            if Fraction(draw.answer) != Fraction(draw.trap):
                 break
-        return Instance(self.key, self.family, t, text, Fraction(ans), Fraction(trap), lead, right, wrong)
+        return Instance(self.key, self.family, t, text, Fraction(draw.answer), Fraction(draw.trap), lead, right, wrong)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +116,21 @@ def _not_blank(text: str) -> str:
 
 _Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
 _Sentence = Annotated[str, AfterValidator(_not_blank)]
+
+
+def _a_template(text: str) -> str:
+    """A template of a question or a step: text with ``{name}`` fields (``{{`` for a brace)."""
+    try:
+        fields = [field for _, field, _, _ in Formatter().parse(_not_blank(text)) if field is not None]
+    except ValueError as exc:
+        raise ValueError(f"is not a template: {exc}") from None
+    if not all(field.isidentifier() for field in fields):
+        raise ValueError("is not a template: a field is a name in braces, {name}")
+    return text
+
+
 _Phrase = Annotated[str, AfterValidator(_ten_to_twenty_words)]
+_Template = Annotated[str, AfterValidator(_a_template)]
 
 
 class _VariantEntry(BaseModel):
@@ -121,6 +140,10 @@ class _VariantEntry(BaseModel):
     name: _Name
     skill: _Sentence
     causes: tuple[_Phrase, ...] = Field(min_length=1)
+    questions: tuple[_Template, ...] = Field(min_length=1)
+    lead: tuple[_Template, ...] = ()
+    right: tuple[_Template, ...] = Field(min_length=1)
+    wrong: tuple[_Template, ...] = Field(min_length=1)
 
 
 class _FamilyEntry(BaseModel):
@@ -221,6 +244,8 @@ def _family_of(entry: _FamilyEntry, writers: Mapping[str, Writer]) -> Family:
             skill=v.skill,
             causes=v.causes,
             writer=writers[f"{entry.name}.{v.name}"],
+            questions=v.questions,
+            steps=(v.lead, v.right, v.wrong),
         )
         for v in entry.variants
     )

@@ -1,8 +1,9 @@
 """The question writers of the simulator's trap variants, one module per knowledge area.
 
-A writer is code (it draws numbers and words the question, its answers and its solution steps
-around them); what a variant is called and how its cause is worded is data, in ``families.toml``.
-``WRITERS`` joins the two: a variant's key ``"family.variant"`` names its writer.
+A writer is code: it draws the numbers of a question, its answer and its trap. How the question
+and its solution steps are worded around them, what a variant is called and how its cause is
+worded are data, in ``families.toml``. ``WRITERS`` joins the two: a variant's key
+``"family.variant"`` names its writer.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from diagevo.train.sim.questions import algebra, combinatorics, number_theory, percentages, probability
-from diagevo.train.sim.questions.common import Raw, Writer
+from diagevo.train.sim.questions.common import Draw, Writer, worded
 
 WRITERS: Mapping[str, Writer] = {
     **algebra.WRITERS,
@@ -20,4 +21,4 @@ WRITERS: Mapping[str, Writer] = {
     **percentages.WRITERS,
 }
 
-__all__ = ["WRITERS", "Raw", "Writer"]
+__all__ = ["WRITERS", "Draw", "Writer", "worded"]

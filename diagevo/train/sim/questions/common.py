@@ -1,19 +1,55 @@
-"""What every question writer returns, and the small draws several of them share."""
+"""What every question writer returns, how its variant's templates word it, and the small draws
+several writers share."""
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
+from string import Formatter
+
+from diagevo.train.sim.text import NAMES, OBJECTS
 
 # answer and trap are exact numbers: ints, or Fractions where the result is not whole
 Num = int | Fraction
-# (template, text, answer, trap, lead, right, wrong): the surface template drawn, the question, the
-# true answer, the trapped answer, the steps both paths share, and where the right and wrong paths go
-Raw = tuple[int, str, Num, Num, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+# the fields of a question template that are drawn afresh at each mention, not by the writer
+FRESH: dict[str, Sequence[str]] = {"someone": NAMES, "someone_else": NAMES, "some_objects": OBJECTS}
+
+
+class Draw:
+    """One question of a variant as its writer draws it: the true answer, the answer of a solver
+    that falls into the trap, and the values its templates (``families.toml``) name. ``among``
+    narrows the question templates it may be worded by (their indexes; every one by default)."""
+
+    def __init__(self, answer: Num, trap: Num, /, *, among: range | None = None, **values: object) -> None:
+        self.answer, self.trap, self.among = answer, trap, among
+        self.values = {"ans": answer, "trap": trap, **values}
+
+
 # a writer draws one question of its variant from the generator at a difficulty level (0-3)
-Writer = Callable[[random.Random, int], Raw]
+Writer = Callable[[random.Random, int], Draw]
+
+
+def _fields(template: str) -> list[str]:
+    return [field for _, field, _, _ in Formatter().parse(template) if field]
+
+
+def worded(
+    draw: Draw, rng: random.Random, questions: Sequence[str], steps: Sequence[Sequence[str]]
+) -> tuple[int, str, list[tuple[str, ...]]]:
+    """The question template drawn (its index is the question's "context" for transfer), the
+    question and each of ``steps`` (lead, right, wrong) filled in with ``draw``'s values.
+
+    Every template the question may be worded by draws its fresh names and objects (``FRESH``)
+    before one is picked, in the order they are written: the generator's sequence, and so every
+    simulated run, is fixed by that order."""
+    among = draw.among or range(len(questions))
+    fresh = [{f: rng.choice(FRESH[f]) for f in _fields(questions[i]) if f in FRESH} for i in among]
+    n = rng.randrange(len(among))
+    text = questions[among[n]].format_map({**draw.values, **fresh[n]})
+    return among[n], text, [tuple(s.format_map(draw.values) for s in step) for step in steps]
 
 
 def aggregate(rng: random.Random) -> str:
@@ -23,9 +59,3 @@ def aggregate(rng: random.Random) -> str:
 
 def combine(agg: str, xs: list[int]) -> int:
     return sum(xs) if agg == "sum" else math.prod(xs)
-
-
-def pick(rng: random.Random, texts: tuple[str, ...]) -> tuple[int, str]:
-    """One surface template and its index (the index is the question's "context" for transfer)."""
-    t = rng.randrange(len(texts))
-    return t, texts[t]
