@@ -30,7 +30,7 @@ from pydantic import ConfigDict, Field, SecretStr, field_validator, model_valida
 from diagevo.limits import LimitsConfig
 from diagevo.parsing import config_k, quoted
 from diagevo.redaction import redact_config
-from diagevo.sections import ConfigError, Section, run_setting
+from diagevo.sections import ConfigError, Cosine, Count, NonNegative, Positive, Section, Share, run_setting
 from diagevo.urls import endpoint_problem
 from diagevo.words import close_to
 
@@ -47,7 +47,7 @@ class TrainConfig(Section):
         description="Who plays the roles: sim, the CPU simulator world; hf, language models trained with transformers "
         "and TRL.",
     )
-    rounds: int = Field(default=5, ge=1, description="Rounds of the co-evolution loop (Table 8: 5).")
+    rounds: Count = Field(default=5, description="Rounds of the co-evolution loop (Table 8: 5).")
     seed: int = Field(
         default=0,
         ge=0,
@@ -65,15 +65,13 @@ class TrainConfig(Section):
         description="Directory of model checkpoints; unset: in the database's folder "
         "(dir/x.db -> dir/x.diagevo/runs/<run>/), as its vector index is, so two databases never share checkpoints.",
     )
-    challenger_questions: int | None = Field(
+    challenger_questions: Count | None = Field(
         default=None,
-        ge=1,
         description="|Q^chal|, challenger-update prompts per round; unset: challenger.max_steps x "
         "challenger.batch_size (Table 8: 6 x 256).",
     )
-    curriculum_questions: int = Field(
+    curriculum_questions: Count = Field(
         default=8000,
-        ge=1,
         description="|Q^cur|, curriculum candidates per round. Not given in the paper; 8000 is R-Zero's (1,000 on each "
         "of 8 GPUs), which it follows.",
     )
@@ -109,10 +107,9 @@ class GRPOSettings(Section):
         le=1,
         description="hf backend: GRPO learning rate, held constant (no warmup, no decay) (Table 7: 1e-6).",
     )
-    weight_decay: float = Field(default=1e-2, ge=0, le=1, description="hf backend: AdamW weight decay (Table 7: 0.01).")
-    kl_beta: float = Field(
+    weight_decay: Share = Field(default=1e-2, description="hf backend: AdamW weight decay (Table 7: 0.01).")
+    kl_beta: NonNegative = Field(
         default=1e-2,
-        ge=0,
         description="hf backend: KL penalty coefficient β against the reference policy (Table 7: 0.01).",
     )
     temperature: float = Field(
@@ -128,9 +125,8 @@ class GRPOSettings(Section):
         le=1,
         description="hf backend: nucleus-sampling top-p of rollouts and samples (Table 7: 0.99).",
     )
-    construction_responses: int = Field(
+    construction_responses: Count = Field(
         default=12,
-        ge=1,
         description="N: solver responses sampled per curriculum candidate; their votes give the pseudo-label, p1 and "
         "p2 "
         "(Eq. 3) (Table 8: 12).",
@@ -152,8 +148,8 @@ class RoleConfig(Section):
         min_length=1,
         description="hf backend: the role's base model, a local model directory (nothing is downloaded).",
     )
-    batch_size: int = Field(
-        default=256, ge=1, description="Prompts per GRPO optimizer step, the global batch (Table 8: 256)."
+    batch_size: Count = Field(
+        default=256, description="Prompts per GRPO optimizer step, the global batch (Table 8: 256)."
     )
     group_size: int = Field(
         default=8,
@@ -161,10 +157,10 @@ class RoleConfig(Section):
         description="Completions per prompt, the GRPO group whose rewards are normalised together (Table 8: 8; "
         "G for the solver). At least 2: a group-relative advantage needs two.",
     )
-    max_steps: int = Field(
-        default=12, ge=1, description="Most GRPO optimizer steps per round (Table 8: 12 for the solver)."
+    max_steps: Count = Field(
+        default=12, description="Most GRPO optimizer steps per round (Table 8: 12 for the solver)."
     )
-    max_new_tokens: int = run_setting(default=1024, ge=1, description=_HF_LENGTH)
+    max_new_tokens: Count = run_setting(default=1024, description=_HF_LENGTH)
 
 
 class SolverConfig(RoleConfig):
@@ -174,49 +170,42 @@ class SolverConfig(RoleConfig):
 class ChallengerConfig(RoleConfig):
     """``[challenger]``: Table 8's challenger column; a challenger completion is one question."""
 
-    max_steps: int = Field(
-        default=6, ge=1, description="Most GRPO optimizer steps per round (Table 8: 6 for the challenger)."
+    max_steps: Count = Field(
+        default=6, description="Most GRPO optimizer steps per round (Table 8: 6 for the challenger)."
     )
-    max_new_tokens: int = run_setting(default=512, ge=1, description=_HF_LENGTH)
+    max_new_tokens: Count = run_setting(default=512, description=_HF_LENGTH)
 
 
 class FilterConfig(Section):
     """``[filter]``: double-confidence filtering (Eq. 3) and its Table 2 ablations."""
+
+    ordered = (("p_low", "p_high"),)
 
     mode: Literal["double", "absolute", "none"] = Field(
         default="double",
         description="double: p_low <= p1 <= p_high and p1 >= τ p2 (Eq. 3); absolute: the first constraint only; none: "
         "keep every labelled candidate (Table 2 ablations).",
     )
-    p_low: float = Field(
-        default=0.25, ge=0, le=1, description="p_low: least self-consistency p1 of a retained question (Table 9: 0.25)."
+    p_low: Share = Field(
+        default=0.25, description="p_low: least self-consistency p1 of a retained question (Table 9: 0.25)."
     )
-    p_high: float = Field(
-        default=0.75, ge=0, le=1, description="p_high: most self-consistency p1 of a retained question (Table 9: 0.75)."
+    p_high: Share = Field(
+        default=0.75, description="p_high: most self-consistency p1 of a retained question (Table 9: 0.75)."
     )
-    tau: float = Field(
-        default=1.6, ge=0, description="τ: least ratio p1 / p2 of the two leading vote shares (Table 9: 1.6)."
+    tau: NonNegative = Field(
+        default=1.6, description="τ: least ratio p1 / p2 of the two leading vote shares (Table 9: 1.6)."
     )
-
-    @model_validator(mode="after")
-    def _bounds_in_order(self) -> FilterConfig:
-        if self.p_low > self.p_high:
-            raise ValueError("need p_low <= p_high")
-        return self
 
 
 class RewardConfig(Section):
     """``[reward]``: the challenger reward (Eq. 8-10)."""
 
-    lam: float = Field(
+    lam: NonNegative = Field(
         default=1.0,
-        ge=0,
         description="λ: weight of the repetition penalty in the challenger reward (Eq. 10; Table 9: 1.0).",
     )
-    cluster_distance_threshold: float = Field(
+    cluster_distance_threshold: Share = Field(
         default=0.5,
-        ge=0,
-        le=1,
         description="BLEU distance 1 - BLEU (Eq. 9) below which agglomerative clustering joins questions for the "
         "repetition penalty (R-Zero's criterion).",
     )
@@ -225,16 +214,13 @@ class RewardConfig(Section):
 class MemoryConfig(Section):
     """``[memory]``: the schedule (Eq. 1-2), promotion (Eq. 5-6) and the Table 2 / Table 4 ablation switches."""
 
-    k: float = Field(
+    k: Positive = Field(
         default=0.5,
-        gt=0,
         description="k: exploration-exploitation proportionality of the schedule, ε_{t+1} = F_1 / (F_1 + F_t / k) "
         "(Eq. 1; Table 9: 0.5).",
     )
-    theta_up: float = Field(
+    theta_up: Share = Field(
         default=0.70,
-        ge=0,
-        le=1,
         description="θ_up: an Active cause whose mean p1 over its targeted candidates reaches this is promoted to "
         "Mastered (Eq. 6; Table 9: 0.70).",
     )
@@ -243,11 +229,8 @@ class MemoryConfig(Section):
         description="mixed: the frequency-driven schedule (Eq. 2); free / targeted: one mode only; fixed: the free "
         "share is fixed_free_ratio (Table 2 ablations).",
     )
-    fixed_free_ratio: float = Field(
-        default=0.5,
-        ge=0,
-        le=1,
-        description="With generation = fixed: the share of free-exploration questions (Table 4).",
+    fixed_free_ratio: Share = Field(
+        default=0.5, description="With generation = fixed: the share of free-exploration questions (Table 4)."
     )
     state_updates: bool = Field(
         default=True,
@@ -274,6 +257,8 @@ class DiagnosisConfig(Section):
     how many failures and causes it is shown, and how many failed diagnoses stop a round (which
     the round's commit checks too)."""
 
+    ordered = (("min_words", "max_words"),)
+
     llm_url: str | None = run_setting(
         default=None,
         description="Base URL of an OpenAI-compatible chat endpoint serving the diagnostician; unset: the backend's "
@@ -289,20 +274,17 @@ class DiagnosisConfig(Section):
             "API key of llm_url and of an embeddings endpoint; unset: $DIAGEVO_LLM_API_KEY. Never stored or printed."
         ),
     )
-    concurrency: int = run_setting(
+    concurrency: Count = run_setting(
         default=64,
-        ge=1,
         description="Most diagnostician requests in flight at once (Prompt 1 runs for every failure concurrently).",
     )
-    request_timeout_s: float = run_setting(
+    request_timeout_s: Positive = run_setting(
         default=60.0,
-        gt=0,
         description="Total deadline of one diagnostician request, in seconds: connecting and reading the whole "
         "reply (a server that drips its reply is cut off there).",
     )
-    failure_timeout_s: float = run_setting(
+    failure_timeout_s: Positive = run_setting(
         default=60.0,
-        gt=0,
         description="Total deadline of one failure's requests to a stage of the diagnostician, retries and the "
         "re-ask included, in seconds: what a slow or dripping server can cost a failure. The other failures of "
         "the round go on meanwhile.",
@@ -343,47 +325,36 @@ class DiagnosisConfig(Section):
         ),
     )
 
-    theta_dup: float | None = Field(
+    theta_dup: Cosine | None = Field(
         default=None,
-        ge=-1,
-        le=1,
         description="θ_dup: least cosine similarity of a stored cause for Prompt 2 (stage 2a; Table 9: 0.5, set for "
         "text-embedding-v4); unset: the value calibrated for the embedder in use (0.56 for the static embedder, 0.37 "
         "for the local MiniLM).",
     )
-    theta_merge: float | None = Field(
+    theta_merge: Cosine | None = Field(
         default=None,
-        ge=-1,
-        le=1,
         description="θ_merge: least cosine similarity of two node labels for Prompt 4 (stage 4a; Table 9: 0.5); unset: "
         "the value calibrated for the embedder in use (0.62 for the static embedder, 0.44 for the local MiniLM).",
     )
-    shortlist_k: int = Field(
-        default=5, ge=1, description="K: skill nodes shortlisted for Prompt 3 (stage 3a; Table 9: 5)."
-    )
-    dedup_candidates: int = Field(
+    shortlist_k: Count = Field(default=5, description="K: skill nodes shortlisted for Prompt 3 (stage 3a; Table 9: 5).")
+    dedup_candidates: Count = Field(
         default=64,
-        ge=1,
         description="Most causes shown to Prompt 2, the best first: stage 2a passes every cause at or above θ_dup, "
         "this only guards the prompt's length (a cut list is counted as dedup_truncated).",
     )
-    max_failures_per_question: int | None = Field(
+    max_failures_per_question: Count | None = Field(
         default=None,
-        ge=1,
         description="Most failed optimization responses of one retained question sent to diagnosis; unset: all of "
         "them, "
         "as the paper (what a cap leaves out is counted as failures_capped).",
     )
-    min_words: int = Field(
+    min_words: Count = Field(
         default=10,
-        ge=1,
         description="Fewest words of an error cause or node label the diagnostician may return (Appendix J: 10).",
     )
-    max_words: int = Field(default=20, ge=1, description="Most words of an error cause or node label (Appendix J: 20).")
-    max_failed_share: float = Field(
+    max_words: Count = Field(default=20, description="Most words of an error cause or node label (Appendix J: 20).")
+    max_failed_share: Share = Field(
         default=0.5,
-        ge=0,
-        le=1,
         description="Most of a round's failures whose diagnosis may fail (a share, 0-1) for the round to go on; "
         "more stops diagnose and refuses the commit, and a round where every diagnosis failed (a dead or "
         "incompatible diagnostician) always stops. 0.5: a sporadic bad reply (one invented id among five "
@@ -406,12 +377,6 @@ class DiagnosisConfig(Section):
         if problem is not None:
             raise ValueError(problem)
         return value
-
-    @model_validator(mode="after")
-    def _lengths_in_order(self) -> DiagnosisConfig:
-        if self.min_words > self.max_words:
-            raise ValueError("need min_words <= max_words")
-        return self
 
 
 # --- the method's config, and the config a log carries -----------------------------------------

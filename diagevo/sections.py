@@ -17,9 +17,9 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Call
@@ -28,6 +28,14 @@ from diagevo.redaction import redact_config
 from diagevo.words import you_mean
 
 S = TypeVar("S", bound=BaseModel)
+
+# the ranges many fields share, each stated once (a field of another range declares it itself)
+Count = Annotated[int, Field(ge=1)]
+Share = Annotated[float, Field(ge=0, le=1)]  # a share or a probability
+Cosine = Annotated[float, Field(ge=-1, le=1)]  # a cosine similarity
+Logit = Annotated[float, Field(ge=-10, le=10)]
+Positive = Annotated[float, Field(gt=0)]
+NonNegative = Annotated[float, Field(ge=0)]
 
 LARGEST_INT = 2**63 - 1
 """The largest whole number a config field takes, unless the field declares a narrower range:
@@ -76,6 +84,9 @@ class Section(BaseModel):
     # and a config read back with a null where a number was is no config
     model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
 
+    ordered: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """Pairs of fields ``(low, high)`` whose values a section holds in that order."""
+
     # pydantic calls a model's own __init__ for each nested section too: the innermost refusal
     # travels out as a ConfigError inside pydantic's error, and :func:`first_error` takes it out
     def __init__(self, /, **data: Any) -> None:
@@ -96,6 +107,13 @@ class Section(BaseModel):
             return super().model_validate(obj, **kwargs)
         except ValidationError as exc:
             raise config_error(first_error(exc), cls) from None
+
+    @model_validator(mode="after")
+    def _in_order(self) -> Self:
+        for low, high in self.ordered:
+            if getattr(self, low) > getattr(self, high):
+                raise ValueError(f"need {low} <= {high}")
+        return self
 
     @field_validator("*", mode="after", check_fields=False)
     @classmethod

@@ -78,7 +78,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from diagevo.sections import Section
+from diagevo.sections import Cosine, Count, Logit, NonNegative, Positive, Section, Share
 
 
 class SimParams(Section):
@@ -88,20 +88,15 @@ class SimParams(Section):
     world_seed: int = Field(
         default=0, ge=0, description="Fixes the base competences and the evaluation sets (the simulated base model)."
     )
-    skill_logit_lo: float = Field(
-        default=0.8,
-        ge=-10,
-        le=10,
-        description="Lowest per-family competence logit of the base solver (Figure 3c calibration).",
+    skill_logit_lo: Logit = Field(
+        default=0.8, description="Lowest per-family competence logit of the base solver (Figure 3c calibration)."
     )
-    skill_logit_hi: float = Field(
-        default=2.4, ge=-10, le=10, description="Highest per-family competence logit of the base solver."
-    )
+    skill_logit_hi: Logit = Field(default=2.4, description="Highest per-family competence logit of the base solver.")
     difficulty_slope: float = Field(
         default=0.4, ge=0, le=10, description="Competence logits lost per difficulty level (4 levels)."
     )
-    slip_base: float = Field(
-        default=0.02, ge=0, le=1, description="Probability of a rare slip unrelated to any skill, per response."
+    slip_base: Share = Field(
+        default=0.02, description="Probability of a rare slip unrelated to any skill, per response."
     )
     attention_bias: float = Field(
         default=-4.2,
@@ -110,12 +105,10 @@ class SimParams(Section):
         description="Attention slips follow sigmoid(attention_bias + attention_per_100_words * words / 100 + "
         "attention_per_distractor * distractors - care): about 3% at 46 words (cheap difficulty, (a)).",
     )
-    attention_per_100_words: float = Field(
-        default=1.6, ge=-10, le=10, description="Attention-slip logit added per 100 words of the question."
+    attention_per_100_words: Logit = Field(
+        default=1.6, description="Attention-slip logit added per 100 words of the question."
     )
-    attention_per_distractor: float = Field(
-        default=0.5, ge=-10, le=10, description="Attention-slip logit added per distractor."
-    )
+    attention_per_distractor: Logit = Field(default=0.5, description="Attention-slip logit added per distractor.")
     shared_bias: float = Field(
         default=-2.3,
         ge=-20,
@@ -123,15 +116,10 @@ class SimParams(Section):
         description="A slip lands on the question's one shared misreading with probability sigmoid(shared_bias + "
         "shared_per_100_words * words / 100 + shared_per_distractor * distractors) (label noise, (b)).",
     )
-    shared_per_100_words: float = Field(
-        default=1.2, ge=-10, le=10, description="Shared-misreading logit added per 100 words."
-    )
-    shared_per_distractor: float = Field(
-        default=0.6, ge=-10, le=10, description="Shared-misreading logit added per distractor."
-    )
-    variant_logit_spread: float = Field(
+    shared_per_100_words: Logit = Field(default=1.2, description="Shared-misreading logit added per 100 words.")
+    shared_per_distractor: Logit = Field(default=0.6, description="Shared-misreading logit added per distractor.")
+    variant_logit_spread: NonNegative = Field(
         default=0.6,
-        ge=0,
         description="A family's trap variants scatter around its competence by up to ± this, in logits.",
     )
     solver_lr: float = Field(
@@ -142,10 +130,8 @@ class SimParams(Section):
             "Solver learning rate: pure free exploration gains about six points, peaking near round 3 (Figure 3a)."
         ),
     )
-    sibling_transfer: float = Field(
+    sibling_transfer: Share = Field(
         default=0.25,
-        ge=0,
-        le=1,
         description="Share of a sub-skill's update that reaches each sibling variant of its family (transfer, (c)).",
     )
     care_lr_scale: float = Field(
@@ -154,27 +140,22 @@ class SimParams(Section):
         le=10,
         description="Learning rate of the solver's care (which lowers attention slips), relative to solver_lr.",
     )
-    transfer_off_share: float = Field(
+    transfer_off_share: Share = Field(
         default=0.15,
-        ge=0,
-        le=1,
         description=(
             "With sim.transfer off: the share of an update the shared variant parameter gets; the rest stays with the "
             "question's context."
         ),
     )
-    drift_rate: float = Field(
+    drift_rate: Share = Field(
         default=0.35,
-        ge=0,
-        le=1,
         description=(
             "Per round, an unpractised sub-skill moves back towards its base competence by drift_rate * exp(-practice "
             "/ drift_practice_scale) (drift, (d))."
         ),
     )
-    drift_practice_scale: float = Field(
+    drift_practice_scale: Positive = Field(
         default=16.0,
-        gt=0,
         description="Applications of a sub-skill in a round's solver update that cut its drift by a factor e.",
     )
     challenger_lr: float = Field(
@@ -185,60 +166,52 @@ class SimParams(Section):
             "Challenger learning rate: a head's logits move about half a unit a round under a consistent reward."
         ),
     )
-    challenger_steps: int = Field(
+    challenger_steps: Count = Field(
         default=2,
-        ge=1,
         description=(
             "With sim.paper_challenger_steps off: passes over all prompts per round (at most challenger.max_steps)."
         ),
     )
-    target_temperature: float = Field(
+    target_temperature: Positive = Field(
         default=0.03,
-        gt=0,
         description="Softmax temperature over cosine similarities when the challenger maps a cause text to a skill.",
     )
     node_label_weight: float = Field(
         default=0.3, ge=0, le=10, description="Weight of the node label (read as a family) in that mapping."
     )
-    dedup_mid: float = Field(
+    dedup_mid: Cosine = Field(
         default=0.75,
-        ge=-1,
-        le=1,
         description=(
             "The simulated Prompt 2 confirms two causes of the same variant with probability sigmoid((cos - "
             "dedup_mid) / dedup_width)."
         ),
     )
-    dedup_width: float = Field(
-        default=0.05, gt=0, description="Width of the simulated Prompt 2 and Prompt 3 decisions, in cosine similarity."
+    dedup_width: Positive = Field(
+        default=0.05, description="Width of the simulated Prompt 2 and Prompt 3 decisions, in cosine similarity."
     )
-    assign_mid: float = Field(
+    assign_mid: Cosine = Field(
         default=0.4,
-        ge=-1,
-        le=1,
         description=(
             "The simulated Prompt 3 accepts the node of the cause's own skill with probability sigmoid((cos - "
             "assign_mid) / dedup_width)."
         ),
     )
-    eval_samples: int = Field(
-        default=4, ge=1, description="Responses per held-out question (held-out accuracy is mean@eval_samples)."
+    eval_samples: Count = Field(
+        default=4, description="Responses per held-out question (held-out accuracy is mean@eval_samples)."
     )
-    trap_share_lo: float = Field(
+    trap_share_lo: Share = Field(
         default=0.45,
-        ge=0,
-        le=1,
         description=(
             "Wrong-answer spread: the trap's share among a sub-skill's wrong values is drawn in [trap_share_lo, "
             "trap_share_hi]."
         ),
     )
-    trap_share_hi: float = Field(default=0.85, ge=0, le=1, description="Upper end of that draw.")
-    start_family_spread: float = Field(
-        default=1.0, ge=0, description="Skewed start: standard deviation of the challenger's initial family logits."
+    trap_share_hi: Share = Field(default=0.85, description="Upper end of that draw.")
+    start_family_spread: NonNegative = Field(
+        default=1.0, description="Skewed start: standard deviation of the challenger's initial family logits."
     )
-    start_difficulty_tilt: float = Field(
-        default=0.4, ge=-10, le=10, description="Skewed start: initial difficulty logit the challenger loses per level."
+    start_difficulty_tilt: Logit = Field(
+        default=0.4, description="Skewed start: initial difficulty logit the challenger loses per level."
     )
 
 
@@ -274,22 +247,18 @@ class SimConfig(Section):
         description="The challenger starts away from the held-out mix (some families and easier questions more "
         "often), as a base model does; off: uniform.",
     )
-    diagnostician_error_rate: float = Field(
+    diagnostician_error_rate: Share = Field(
         default=0.05,
-        ge=0,
-        le=1,
         description=(
             "Probability that a call of the simulated diagnostician errs (a wrong variant, a slip called a skill or "
             "the reverse, a missed match, a flipped dedup or merge, a wrong node)."
         ),
     )
-    heldout_per_family: int = Field(
-        default=20, ge=1, description="Held-out questions per family (the simulated benchmark)."
+    heldout_per_family: Count = Field(
+        default=20, description="Held-out questions per family (the simulated benchmark)."
     )
-    shared_label_questions: int = Field(
-        default=200,
-        ge=1,
-        description="Questions of the shared set on which pseudo-label accuracy is measured (Figure 3c).",
+    shared_label_questions: Count = Field(
+        default=200, description="Questions of the shared set on which pseudo-label accuracy is measured (Figure 3c)."
     )
     params: SimParams = Field(
         default_factory=SimParams, description="The world's fine-grained parameters ([sim.params])."
