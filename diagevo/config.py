@@ -30,7 +30,7 @@ from pydantic import ConfigDict, Field, SecretStr, field_validator, model_valida
 from diagevo.limits import LimitsConfig
 from diagevo.parsing import config_k, quoted
 from diagevo.redaction import redact_config
-from diagevo.sections import ConfigError, Cosine, Count, NonNegative, Positive, Section, Share, run_setting
+from diagevo.sections import ConfigError, Count, NonNegative, Positive, Section, Share, run_setting
 from diagevo.urls import endpoint_problem
 from diagevo.words import close_to
 
@@ -65,8 +65,9 @@ class TrainConfig(Section):
         description="Directory of model checkpoints; unset: in the database's folder "
         "(dir/x.db -> dir/x.diagevo/runs/<run>/), as its vector index is, so two databases never share checkpoints.",
     )
-    challenger_questions: Count | None = Field(
+    challenger_questions: int | None = Field(
         default=None,
+        ge=1,
         description="|Q^chal|, challenger-update prompts per round; unset: challenger.max_steps x "
         "challenger.batch_size (Table 8: 6 x 256).",
     )
@@ -325,14 +326,18 @@ class DiagnosisConfig(Section):
         ),
     )
 
-    theta_dup: Cosine | None = Field(
+    theta_dup: float | None = Field(
         default=None,
+        ge=-1,
+        le=1,
         description="θ_dup: least cosine similarity of a stored cause for Prompt 2 (stage 2a; Table 9: 0.5, set for "
         "text-embedding-v4); unset: the value calibrated for the embedder in use (0.56 for the static embedder, 0.37 "
         "for the local MiniLM).",
     )
-    theta_merge: Cosine | None = Field(
+    theta_merge: float | None = Field(
         default=None,
+        ge=-1,
+        le=1,
         description="θ_merge: least cosine similarity of two node labels for Prompt 4 (stage 4a; Table 9: 0.5); unset: "
         "the value calibrated for the embedder in use (0.62 for the static embedder, 0.44 for the local MiniLM).",
     )
@@ -342,8 +347,9 @@ class DiagnosisConfig(Section):
         description="Most causes shown to Prompt 2, the best first: stage 2a passes every cause at or above θ_dup, "
         "this only guards the prompt's length (a cut list is counted as dedup_truncated).",
     )
-    max_failures_per_question: Count | None = Field(
+    max_failures_per_question: int | None = Field(
         default=None,
+        ge=1,
         description="Most failed optimization responses of one retained question sent to diagnosis; unset: all of "
         "them, "
         "as the paper (what a cap leaves out is counted as failures_capped).",
