@@ -17,6 +17,7 @@ rebuilds it with :meth:`Config.of`); the log checks its sections and carries the
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from pydantic import ConfigDict, Field
 from diagevo.config import MethodConfig
 from diagevo.errors import BadInput, NotFound
 from diagevo.eval.config import EvalConfig
+from diagevo.installation import shipped, shipped_names
 from diagevo.parsing import read_text, toml_loads
 from diagevo.sections import apply_overrides, checked
 from diagevo.train.hf.config import HFConfig
@@ -72,8 +74,6 @@ def config_file(path: Path) -> Path:
     ``NAME``. So the pages' ``--config configs/tiny-hf.toml`` runs in a pip install as in a
     checkout. A bare ``NAME`` beside a ``NAME.toml`` of the current directory names two files and
     is refused; a name of no file lists the packaged configs."""
-    from diagevo.installation import shipped, shipped_names
-
     if path.exists():
         return path
     packaged = shipped_names("configs/*.toml")
@@ -91,8 +91,6 @@ def config_file(path: Path) -> Path:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    import tomllib
-
     if path.is_dir():
         raise BadInput(f"config {path} is a directory, not a TOML file")
     if not path.is_file():

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.diagnosis.tools import embedder_for
 from diagevo.errors import BadInput
+from diagevo.files import write_replacing
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
@@ -80,8 +82,6 @@ class SimBackend:
 
     def embedder(self) -> Embedder:
         if self._emb is None:
-            from diagevo.diagnosis.tools import embedder_for
-
             self._emb = embedder_for(self.config.diagnosis)
         return self._emb
 
@@ -312,8 +312,6 @@ class SimBackend:
             "challenger": self.challenger.state(),
             "registry": [spec.to_list() for spec in self.registry.specs.values()],
         }
-        from diagevo.files import write_replacing
-
         write_replacing(path / STATE_FILE, json.dumps(data, separators=(",", ":")))
 
     def load(self, path: Path) -> None:

@@ -46,6 +46,7 @@ from diagevo.train.sim.measures import bigram_diversity, mean_words, share_cover
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Question
 from diagevo.views.memory import committed_rounds, load_memory
+from diagevo.views.queries import checkpoint_path
 
 MEASURE = "sim-dynamics"
 SHARED_QUESTIONS = 200  # Figure 3c: 200 shared challenger-generated questions per round
@@ -54,8 +55,6 @@ SHARED_QUESTIONS = 200  # Figure 3c: 200 shared challenger-generated questions p
 def solver_checkpoints(store: Recorder, run: str) -> dict[int, Path]:
     """Round -> the checkpoint written after that round's solver update, found in the run's
     folder (or its fork source's) by the name its log gives."""
-    from diagevo.views.queries import checkpoint_path
-
     return {
         e.round: checkpoint_path(store, run, c.path)
         for e in store.rows(run, types=(CheckpointWritten,))
