@@ -28,7 +28,7 @@ def test_the_wheel_holds_one_top_level_package(wheel: Path) -> None:
     assert tops == {"diagevo"}
     assert "diagevo/cli/app.py" in names
     assert "diagevo/migrations/env.py" in names and "diagevo/migrations/script.py.mako" in names
-    assert "diagevo/train/sim/families.toml" in names
+    assert "diagevo/train/sim/families.toml" in names and "diagevo/train/sim/words.toml" in names
     assert "diagevo/report/templates/run.html" in names and "diagevo/report/templates/sections/causes.html" in names
     assert any(n.startswith("diagevo/migrations/versions/0001_") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
