@@ -22,6 +22,7 @@ from diagevo.catalog import (
     RunStarted,
 )
 from diagevo.catalog.ids import event_id, rebase_event_id
+from diagevo.config import MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
@@ -29,6 +30,7 @@ from diagevo.memory.state import Memory
 from diagevo.results import Json, JsonRow
 from diagevo.results.runs import Fork, RunDiff
 from diagevo.schemas import EventIn, new_event, of_type, validate_event
+from diagevo.sections import apply_overrides, checked
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import checkpoint_refusal, pruned_checkpoints, pruned_note
@@ -110,9 +112,6 @@ def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str
     """``run.configured`` of round ``t``: the config in force at the end of ``events`` with
     ``overrides`` applied (None when they change nothing). The method's fields are checked
     here; a component's are carried, for the trainer that continues the fork to check."""
-    from diagevo.config import MethodConfig, config_from_record
-    from diagevo.sections import apply_overrides, checked
-
     saved = config_from_record(next(of_type((RunStarted, RunConfigured), reversed(events))).config)
     data = apply_overrides(saved.model_dump(mode="json"), overrides)
     config = checked(MethodConfig, data, overrides=overrides)

@@ -65,7 +65,7 @@ def decide_promotions(
     theta_up: float,
     *,
     enabled: bool = True,
-) -> list[Change]:
+) -> list[CausePromoted]:
     """Eq. 6: an Active cause with |P_t(e)| > 0 and acc_t(e) >= θ_up becomes (Mastered, 0).
 
     ``memory`` is M_{t-1} (the state at round start); causes that are not Active there, or
@@ -75,7 +75,7 @@ def decide_promotions(
     if not enabled:
         return []
     threshold = Fraction(repr(float(theta_up)))
-    out: list[Change] = []
+    out: list[CausePromoted] = []
     for cause_id, (acc, n) in promotion_scores(evidence).items():
         cause = memory.causes.get(cause_id)
         if cause is not None and cause.active and acc >= threshold:

@@ -11,7 +11,6 @@ from diagevo.catalog import (
     FOLDED,
     MEMORY_TYPES,
     MILESTONES,
-    CausePromoted,
     CheckpointWritten,
     EvalRecorded,
     Event,
@@ -275,8 +274,7 @@ class Round:
                     f"cannot decide the promotions of round {t} in run {run!r}: {NO_QUESTION}",
                     self._call("promote", allow_empty=True),
                 )
-            changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
-            promotions = [c for c in changes if isinstance(c, CausePromoted)]
+            promotions = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
             decided[:] = [Promotion(p.cause_id, p.acc, p.n_candidates) for p in promotions]
             events = [self.event(f"promote/{p.cause_id}", p) for p in promotions]
             closed = PromotionsDecided(promoted=[p.cause_id for p in promotions], candidates=len(evidence))
