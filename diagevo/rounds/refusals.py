@@ -91,8 +91,10 @@ NOTE_TYPES: frozenset[type[Event]] = frozenset({PhaseCompleted, CheckpointWritte
 """What :meth:`Round.note` takes: the trainer's bookkeeping, which changes no count."""
 
 DIAGNOSIS_TYPES: frozenset[type[Event]] = frozenset(
-    {FailureDiagnosed, DiagnosisFailed, LLMCalled, FailureRecorded}  # the diagnostician's decisions and notes
-    | {FailureAttributed, CauseReactivated, CauseCreated, NodeCreated, NodesMerged}  # its deciders' events
+    {
+        *(FailureDiagnosed, DiagnosisFailed, LLMCalled, FailureRecorded),  # the diagnostician's decisions and notes
+        *(FailureAttributed, CauseReactivated, CauseCreated, NodeCreated, NodesMerged),  # its deciders' events
+    }
 )
 """What :meth:`Round.append_diagnosis` takes: the diagnostician's decisions and notes, and the
 memory events its deciders return (never a promotion, a config or a milestone); and
