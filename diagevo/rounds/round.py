@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
-from typing import Any, cast
+from typing import Any
 
 from diagevo.catalog import (
     CATALOG,
@@ -21,7 +21,6 @@ from diagevo.catalog import (
     QuestionScored,
     RoundCommitted,
 )
-from diagevo.catalog.events import GenerationMode
 from diagevo.config import MethodConfig
 from diagevo.errors import BadInput, Call
 from diagevo.log import AppendResult, EventRow, Recorder
@@ -214,14 +213,8 @@ class Round:
                 raise ProtocolError(f"question {c.question_id}: node {quoted(c.node, 40)} does not fit ({said})")
             s = score(c, cfg)
             try:
-                question = QuestionGenerated(
-                    question_id=c.question_id,
-                    mode=cast(GenerationMode, c.mode),  # checked here, refused as the candidate's
-                    active_cause=c.active_cause,
-                    mastered_cause=c.mastered_cause,
-                    node=c.node,
-                    text=c.text,
-                )
+                # each field the candidate's own; its mode checked here, refused as the candidate's
+                question = QuestionGenerated(**{name: getattr(c, name) for name in QuestionGenerated.model_fields})
                 generated.append(self.event(f"gen/{c.question_id}", question))
             except InvalidEvent as exc:
                 raise ProtocolError(f"question {c.question_id}: {exc}") from None
