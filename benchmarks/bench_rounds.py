@@ -74,8 +74,8 @@ def seed_memory(store: Recorder, causes: int) -> None:
             )
         )
     store.append(ev)
-    rounds.promote(store, RUN, 1)
-    rounds.commit(store, RUN, 1)
+    rounds.Round(store, RUN, 1).promote()
+    rounds.Round(store, RUN, 1).commit()
 
 
 def answers(rng: random.Random) -> list[str]:
@@ -124,7 +124,7 @@ def baseline_round(store: Recorder, t: int, n: int, cfg: Config, rng: random.Ran
 
 def protocol_round(store: Recorder, t: int, n: int, batch: int, rng: random.Random) -> None:
     rounds.open_round(store, RUN, t)
-    reqs = rounds.requests(store, RUN, t, n)
+    reqs = rounds.Round(store, RUN, t).requests(n)
     cands = [
         rounds.Candidate(
             q.question_id,
@@ -138,9 +138,9 @@ def protocol_round(store: Recorder, t: int, n: int, batch: int, rng: random.Rand
         for q in reqs
     ]
     for i in range(0, len(cands), batch):
-        rounds.record(store, RUN, t, cands[i : i + batch])
-    rounds.promote(store, RUN, t)
-    rounds.commit(store, RUN, t)
+        rounds.Round(store, RUN, t).record(cands[i : i + batch])
+    rounds.Round(store, RUN, t).promote()
+    rounds.Round(store, RUN, t).commit()
 
 
 def main() -> None:

@@ -106,11 +106,11 @@ def _round_producer(url: str, name: str) -> None:
             try:
                 st = rounds.round_state(store, ROUND_RUN)
                 t = st.open_round or rounds.open_round(store, ROUND_RUN)
-                reqs = rounds.requests(store, ROUND_RUN, t, 6)
-                rounds.record(store, ROUND_RUN, t, [cand(r) for r in reqs])
+                reqs = rounds.Round(store, ROUND_RUN, t).requests(6)
+                rounds.Round(store, ROUND_RUN, t).record([cand(r) for r in reqs])
                 if t not in rounds.round_state(store, ROUND_RUN).promoted:
-                    rounds.promote(store, ROUND_RUN, t)
-                rounds.commit(store, ROUND_RUN, t, {"heldout_acc": 0.5})
+                    rounds.Round(store, ROUND_RUN, t).promote()
+                rounds.Round(store, ROUND_RUN, t).commit({"heldout_acc": 0.5})
             except rounds.ProtocolError:
                 continue  # the other producer moved the round on: read the state again
 

@@ -117,7 +117,7 @@ def requests_(
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
-            reqs = rounds.requests(store, r, t, n, purpose=purpose, seed=seed)
+            reqs = rounds.Round(store, r, t).requests(n, purpose=purpose, seed=seed)
     if jsonl:
         for q in reqs:
             emit_json(q.to_json())
@@ -187,7 +187,7 @@ def record(
                 from diagevo.verl import generated_candidates
 
                 candidates = generated_candidates(from_verl, r, t)
-            scored = rounds.record(store, r, t, candidates)
+            scored = rounds.Round(store, r, t).record(candidates)
     kept = [s for s in scored if s.retained]
     new, old = scored.new, len(scored) - scored.new
     if json:
@@ -230,7 +230,7 @@ def promote(
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
-            promoted = [p.to_dict() for p in rounds.promote(store, r, t, allow_empty=allow_empty)]
+            promoted = [p.to_dict() for p in rounds.Round(store, r, t).promote(allow_empty=allow_empty)]
     if json:
         emit_json({"run": r, "round": t, "promoted": promoted})
         return
@@ -273,9 +273,11 @@ def commit(
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
-            done = rounds.commit(
-                store, r, t, metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses
-            ).to_dict()
+            done = (
+                rounds.Round(store, r, t)
+                .commit(metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses)
+                .to_dict()
+            )
     if json:
         emit_json({"run": r, "round": t, **done})
         return

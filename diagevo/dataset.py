@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from diagevo.api import version
 from diagevo.catalog import (
     CauseCreated,
     CausePromoted,
@@ -47,61 +48,65 @@ from diagevo.words import did_you_mean
 if TYPE_CHECKING:
     import polars as pl
 
-TABLES = ("questions", "failures", "nodes", "causes", "cause_states")
 CARD = "README.md"
 """The dataset card's file name (the one Hugging Face reads)."""
 CARD_MARK = "<!-- written by diagevo export dataset; sha256 of the card above: "
 """The card's last line up to its digest (:func:`signed`)."""
-"""The files of an exported run (``<name>.parquet``), in the card's order."""
 
-COLUMNS: dict[str, dict[str, str]] = {
+COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
     "questions": {
-        "round": "the round t that generated it",
-        "question_id": "its id in the run (q: curriculum Q^cur, c: challenger Q^chal)",
-        "mode": "free, targeted or stitched (Eq. 2)",
-        "active_cause": "the Active cause it targeted (targeted, stitched)",
-        "mastered_cause": "the Mastered cause stitched in (stitched)",
-        "node": "the skill node of the targeted cause when it was generated",
-        "text": "the question, as the challenger wrote it (model output)",
-        "n": "construction responses voted (N)",
-        "p1": "share of the leading answer",
-        "p2": "share of the second answer",
-        "pseudo_label": "the leading answer (model output)",
-        "retained": "kept by the double-confidence filter (Eq. 3)",
-        "promotion_score": "acc_t of its targeted cause over the round's candidates (Eq. 5)",
-        "promoted": "its targeted cause was promoted to Mastered that round (Eq. 6)",
+        "round": ("int64", "the round t that generated it"),
+        "question_id": ("string", "its id in the run (q: curriculum Q^cur, c: challenger Q^chal)"),
+        "mode": ("string", "free, targeted or stitched (Eq. 2)"),
+        "active_cause": ("string", "the Active cause it targeted (targeted, stitched)"),
+        "mastered_cause": ("string", "the Mastered cause stitched in (stitched)"),
+        "node": ("string", "the skill node of the targeted cause when it was generated"),
+        "text": ("string", "the question, as the challenger wrote it (model output)"),
+        "n": ("int64", "construction responses voted (N)"),
+        "p1": ("float64", "share of the leading answer"),
+        "p2": ("float64", "share of the second answer"),
+        "pseudo_label": ("string", "the leading answer (model output)"),
+        "retained": ("bool", "kept by the double-confidence filter (Eq. 3)"),
+        "promotion_score": ("float64", "acc_t of its targeted cause over the round's candidates (Eq. 5)"),
+        "promoted": ("bool", "its targeted cause was promoted to Mastered that round (Eq. 6)"),
     },
     "failures": {
-        "round": "the round the solver failed in",
-        "failure_id": "its id in the run",
-        "question_id": "the retained question it failed",
-        "response": "the solver's response (model output)",
-        "reference": "the construction response that agrees with the pseudo-label (model output)",
-        "diagnosis": "matched, new cause, slip (no skill cause) or failed (no valid decision)",
-        "matched_cause": "the stored cause the diagnostician matched",
-        "error_cause": "the new error cause it described (model output)",
-        "diagnostician": "the diagnostician's model",
-        "attributed_cause": "the cause it counts for: attributed (recurrence, dedup) or created from it",
-        "attributed_via": "recurrence, dedup or created",
+        "round": ("int64", "the round the solver failed in"),
+        "failure_id": ("string", "its id in the run"),
+        "question_id": ("string", "the retained question it failed"),
+        "response": ("string", "the solver's response (model output)"),
+        "reference": ("string", "the construction response that agrees with the pseudo-label (model output)"),
+        "diagnosis": ("string", "matched, new cause, slip (no skill cause) or failed (no valid decision)"),
+        "matched_cause": ("string", "the stored cause the diagnostician matched"),
+        "error_cause": ("string", "the new error cause it described (model output)"),
+        "diagnostician": ("string", "the diagnostician's model"),
+        "attributed_cause": ("string", "the cause it counts for: attributed (recurrence, dedup) or created from it"),
+        "attributed_via": ("string", "recurrence, dedup or created"),
     },
-    "nodes": {"node_id": "skill node id", "label": "its label (model output)", "created_round": "round created"},
+    "nodes": {
+        "node_id": ("string", "skill node id"),
+        "label": ("string", "its label (model output)"),
+        "created_round": ("int64", "round created"),
+    },
     "causes": {
-        "cause_id": "error cause id",
-        "node_id": "its skill node at the last round exported",
-        "description": "the cause (model output)",
-        "created_round": "round created",
-        "state": "active or mastered at the last round exported",
-        "frequency": "its frequency f there",
+        "cause_id": ("string", "error cause id"),
+        "node_id": ("string", "its skill node at the last round exported"),
+        "description": ("string", "the cause (model output)"),
+        "created_round": ("int64", "round created"),
+        "state": ("string", "active or mastered at the last round exported"),
+        "frequency": ("int64", "its frequency f there"),
     },
     "cause_states": {
-        "round": "a committed round t",
-        "cause_id": "error cause id",
-        "node_id": "its skill node in M_t",
-        "state": "active or mastered in M_t",
-        "frequency": "f in M_t",
+        "round": ("int64", "a committed round t"),
+        "cause_id": ("string", "error cause id"),
+        "node_id": ("string", "its skill node in M_t"),
+        "state": ("string", "active or mastered in M_t"),
+        "frequency": ("int64", "f in M_t"),
     },
 }
-"""Each table's columns and what they hold (the card's features say the same)."""
+"""Each table's columns: the type the card's features name (polars' types in :func:`_frame`) and what it holds."""
+TABLES = tuple(COLUMNS)
+"""The files of an exported run (``<name>.parquet``), in the card's order."""
 
 
 class ExportError(BadInput):
@@ -198,61 +203,11 @@ def memory_tables(memories: list[Memory], node_rounds: Mapping[str, int]) -> dic
     }
 
 
-# each table's columns and their types, as the card's features name them (polars' types in _frame)
-_SCHEMAS: dict[str, dict[str, str]] = {
-    "questions": {
-        "round": "int64",
-        "question_id": "string",
-        "mode": "string",
-        "active_cause": "string",
-        "mastered_cause": "string",
-        "node": "string",
-        "text": "string",
-        "n": "int64",
-        "p1": "float64",
-        "p2": "float64",
-        "pseudo_label": "string",
-        "retained": "bool",
-        "promotion_score": "float64",
-        "promoted": "bool",
-    },
-    "failures": {
-        "round": "int64",
-        "failure_id": "string",
-        "question_id": "string",
-        "response": "string",
-        "reference": "string",
-        "diagnosis": "string",
-        "matched_cause": "string",
-        "error_cause": "string",
-        "diagnostician": "string",
-        "attributed_cause": "string",
-        "attributed_via": "string",
-    },
-    "nodes": {"node_id": "string", "label": "string", "created_round": "int64"},
-    "causes": {
-        "cause_id": "string",
-        "node_id": "string",
-        "description": "string",
-        "created_round": "int64",
-        "state": "string",
-        "frequency": "int64",
-    },
-    "cause_states": {
-        "round": "int64",
-        "cause_id": "string",
-        "node_id": "string",
-        "state": "string",
-        "frequency": "int64",
-    },
-}
-
-
 def _frame(rows: list[dict[str, Any]], table: str) -> pl.DataFrame:
     import polars as pl
 
     types = {"int64": pl.Int64, "float64": pl.Float64, "bool": pl.Boolean, "string": pl.String}
-    schema = {col: types[kind] for col, kind in _SCHEMAS[table].items()}
+    schema = {col: types[kind] for col, (kind, _) in COLUMNS[table].items()}
     return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
 
 
@@ -373,7 +328,7 @@ def _yaml_header(exported: Exported, frames: Mapping[str, pl.DataFrame]) -> list
     lines.append("dataset_info:")
     for name in TABLES:
         lines += [f"- config_name: {name}", "  features:"]
-        for col, dtype in _SCHEMAS[name].items():
+        for col, (dtype, _) in COLUMNS[name].items():
             lines += [f"  - name: {col}", f"    dtype: {dtype}"]
         size = next(f.bytes for f in exported.files if f.name == f"{name}.parquet")
         lines += ["  splits:", "  - name: train", f"    num_examples: {frames[name].height}", f"    num_bytes: {size}"]
@@ -383,8 +338,6 @@ def _yaml_header(exported: Exported, frames: Mapping[str, pl.DataFrame]) -> list
 
 def dataset_card(exported: Exported, frames: Mapping[str, pl.DataFrame], config: Mapping[str, Any]) -> str:
     """The ``README.md`` of an exported run: the YAML header ``datasets`` reads, then the card."""
-    from diagevo.api import version
-
     cut = "retained questions only" if exported.retained_only else "every scored question, retained or not"
     body = [
         "# A DiagEvo run as a dataset",
@@ -409,8 +362,8 @@ def dataset_card(exported: Exported, frames: Mapping[str, pl.DataFrame], config:
     body += [f"| {f.name.removesuffix('.parquet')} | {f.name} | {f.rows} | {f.bytes} |" for f in exported.files]
     for name in TABLES:
         body += ["", f"## {name}", "", "| column | type | what it holds |", "|---|---|---|"]
-        for col, dtype in _SCHEMAS[name].items():
-            body.append(f"| {col} | {dtype} | {COLUMNS[name][col]} |")
+        for col, (dtype, what) in COLUMNS[name].items():
+            body.append(f"| {col} | {dtype} | {what} |")
     body += [
         "",
         "## Loading",

@@ -22,6 +22,7 @@ from diagevo.catalog import (
     RunStarted,
 )
 from diagevo.catalog.ids import event_id, rebase_event_id
+from diagevo.config import MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
@@ -29,6 +30,7 @@ from diagevo.memory.state import Memory
 from diagevo.results import Json, JsonRow
 from diagevo.results.runs import Fork, RunDiff
 from diagevo.schemas import EventIn, new_event, of_type, validate_event
+from diagevo.sections import apply_overrides, checked
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import checkpoint_refusal, pruned_checkpoints, pruned_note
@@ -110,9 +112,6 @@ def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str
     """``run.configured`` of round ``t``: the config in force at the end of ``events`` with
     ``overrides`` applied (None when they change nothing). The method's fields are checked
     here; a component's are carried, for the trainer that continues the fork to check."""
-    from diagevo.config import MethodConfig, config_from_record
-    from diagevo.sections import apply_overrides, checked
-
     saved = config_from_record(next(of_type((RunStarted, RunConfigured), reversed(events))).config)
     data = apply_overrides(saved.model_dump(mode="json"), overrides)
     config = checked(MethodConfig, data, overrides=overrides)
@@ -155,16 +154,12 @@ def _creations(
     return out
 
 
-def cause_identities(store: Recorder, run: str) -> dict[str, str]:
-    """Cause id -> the identity of the cause: the ``cause.created`` event that made it, in the
-    run where it was first appended (a fork inherits its source's causes up to the fork; causes
-    created after it in two runs never share an identity, even when they share an id)."""
-    return {cid: identity for cid, identity in _creations(store, run).values()}
-
-
-def node_identities(store: Recorder, run: str) -> dict[str, str]:
-    """Node id -> the identity of the skill node (its ``node.created`` event), as for causes."""
-    return {nid: identity for nid, identity in _creations(store, run, NodeCreated).values()}
+def identities(store: Recorder, run: str, made: type[CauseCreated | NodeCreated] = CauseCreated) -> dict[str, str]:
+    """Cause id (or node id) -> the identity of the cause: the ``cause.created`` (``node.created``)
+    event that made it, in the run where it was first appended (a fork inherits its source's causes
+    up to the fork; causes created after it in two runs never share an identity, even when they
+    share an id)."""
+    return dict(_creations(store, run, made).values())
 
 
 def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> RunDiff:
@@ -185,7 +180,7 @@ def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> R
             raise ForkError(f"round {at_round} of run {run!r} is not committed")
         memories.append(load_memory(store, run, at_round if at_round is not None else max(rounds, default=0)))
     ma, mb = memories
-    ida, idb = cause_identities(store, a), cause_identities(store, b)
+    ida, idb = identities(store, a), identities(store, b)
     key_a = {cid: ida.get(cid, f"id:{cid}") for cid in ma.causes}  # a cause without its event: by id
     key_b = {cid: idb.get(cid, f"id:{cid}") for cid in mb.causes}
     by_key_b = {k: cid for cid, k in key_b.items()}
@@ -211,7 +206,7 @@ def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> R
             )
     only[b] = sorted((cid for cid in mb.causes if cid not in matched_b), key=order)
     same_id = sorted((cid for cid in set(ma.causes) & set(mb.causes) if key_a[cid] != key_b[cid]), key=order)
-    nia, nib = node_identities(store, a), node_identities(store, b)
+    nia, nib = identities(store, a, NodeCreated), identities(store, b, NodeCreated)
     nodes_a = {nid: nia.get(nid, f"id:{nid}") for nid in ma.nodes}  # node id -> identity
     nodes_b = {nid: nib.get(nid, f"id:{nid}") for nid in mb.nodes}
     node_keys_a, node_keys_b = set(nodes_a.values()), set(nodes_b.values())

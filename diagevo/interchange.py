@@ -141,11 +141,12 @@ def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list
         ledger = ledgers.get(ev.run)
         if ledger is None:
             ledger = ledgers[ev.run] = _ledger(store, ev.run, events, ev.run in held)
-        broken = ledger.take(ev.round, ev.event)  # against the memory before the event
+        event = ev.event
+        broken = ledger.take(ev.round, event)  # against the memory before the event
         if ledger.refused is not None:
             raise IngestError(no, str(ledger.refused))
-        if broken is None and ev.type == RunForked.name:
-            broken = _fork_refusal(store, ev, ev.run in held, {e.run for _, e in events})
+        if broken is None and isinstance(event, RunForked):
+            broken = _fork_refusal(store, ev, event, ev.run in held, {e.run for _, e in events})
         if broken is not None:
             rule, reason = broken
             raise IngestError(no, f"{rule}: {reason}")
@@ -153,13 +154,15 @@ def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list
     return fresh
 
 
-def _fork_refusal(store: Recorder, ev: EventIn, held: bool, in_file: set[str]) -> tuple[str, str] | None:
+def _fork_refusal(
+    store: Recorder, ev: EventIn, forked: RunForked, held: bool, in_file: set[str]
+) -> tuple[str, str] | None:
     """A ``run.forked`` opens a run the file creates (a fork's or a what-if's copy), of a source
     held here (its commit's hash checked) or in the same file (checked by ``memory verify``)."""
     rule = "run forked at its opening"
     if held:
         return rule, f"run {ev.run!r} is in the database already: run.forked only opens a run a fork or what-if creates"
-    source = ev.data.get("source_run")
+    source = forked.source_run
     if source != ev.run and source in in_file and not store.has_run(source):
         return None
     problem = fork_source_problem(store, ev.run, ev.data)
@@ -186,7 +189,7 @@ def _ledger(store: Recorder, run: str, events: list[tuple[int, EventIn]], held: 
     the rounds it touches), and its memory at the head (a run the file starts: none yet)."""
     mine = [ev for _, ev in events if ev.run == run]
     tally = stored_tally(store, run, mine, rounds=True) if held else Tally()
-    tally.whatif = any(ev.data.get("whatif") is not None for ev in mine)
+    tally.whatif = any(isinstance(e := ev.event, RunForked) and e.whatif is not None for ev in mine)
     return Ledger(run, tally, Draft(load_memory(store, run)) if held else None)
 
 

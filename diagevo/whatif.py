@@ -43,11 +43,11 @@ from diagevo.memory.deciders import decide_attribution, decide_promotions, promo
 from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.schemas import EventIn, carried, new_event, of_type, validate_event
+from diagevo.schemas import EventIn, new_event, of_type, validate_event
 from diagevo.sections import apply_overrides, checked
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import commit_memories, committed_rounds
-from diagevo.views.stats import counted_column
+from diagevo.views.stats import count_rounds
 from diagevo.words import did_you_mean
 
 MEANING = (
@@ -183,7 +183,7 @@ class _Deriving:
     method: MemoryConfig = field(default_factory=MemoryConfig)
     # (type, round, cause, failure) -> the id of the source's decision
     recorded_ids: dict[tuple[type[Event], int, str, str], str] = field(default_factory=dict)
-    rows: list[tuple[str, dict[str, Any], int]] = field(default_factory=list)  # the round's (type, data, version)
+    rows: list[EventRow] = field(default_factory=list)  # the round's so far
     # round -> the seq before which its promotions are decided, where the source has no
     # promotions.decided to mark the step (a log written before it existed, or by a trainer without it)
     unmarked: dict[int, int] = field(default_factory=dict)
@@ -203,7 +203,7 @@ class _Deriving:
         if isinstance(event, RoundCommitted):
             self.base, self.rows = self.memory(), []
         else:
-            self.rows.append((ev.type, ev.data, ev.schema_version))
+            self.rows.append(EventRow(0, ev.round, ev.type, ev.data, ev.schema_version))
         self.out.append(ev)
 
     def memory(self) -> Memory:
@@ -243,7 +243,7 @@ class _Deriving:
                 else:
                     self.emit(cls, e.round, eid, data, version)
         elif isinstance(ev, RoundCommitted):
-            self.emit(cls, e.round, eid, self._commit(data), version)
+            self.emit(cls, e.round, eid, self._commit(e.round, data), version)
         else:
             self.emit(cls, e.round, eid, data, version)
 
@@ -251,22 +251,16 @@ class _Deriving:
         """Eq. 5-6 on the round's questions so far, and the ``promotions.decided`` that marked the
         step in the source (none where the source had none)."""
         base = self.base if self.base is not None else self.memory()
-        rows = [(0, rnd, etype, d, v) for etype, d, v in self.rows]
-        evidence = promotion_evidence(rows)
-        changes = decide_promotions(base, evidence, self.method.theta_up, enabled=self.method.state_updates)
-        promoted = [c for c in changes if isinstance(c, CausePromoted)]
+        evidence = promotion_evidence(self.rows)
+        promoted = decide_promotions(base, evidence, self.method.theta_up, enabled=self.method.state_updates)
         for change in promoted:
             self.decided(change, rnd)
         if data is not None:
             self.emit(PromotionsDecided, rnd, eid, {**data, "promoted": [c.cause_id for c in promoted]}, version)
 
-    def _commit(self, data: Mapping[str, Any]) -> dict[str, Any]:
+    def _commit(self, rnd: int, data: Mapping[str, Any]) -> dict[str, Any]:
         """The commit's summary as the round protocol writes it, counted and scheduled again."""
-        counts = dict.fromkeys(COUNTED.values(), 0)
-        for etype, d, _ in self.rows:
-            column = counted_column(etype, d)
-            if column is not None:
-                counts[column] += 1
+        counts = count_rounds(self.rows).get(rnd, dict.fromkeys(COUNTED.values(), 0))
         sched = schedule(self.memory())
         return {**data, **{k: v for k, v in counts.items() if k in data}, "F": sched.F, "epsilon_next": sched.epsilon}
 
@@ -405,7 +399,7 @@ def _with_rounds(store: Recorder, made: WhatIf) -> WhatIf:
 def outcomes(store: Recorder, run: str) -> list[RoundOutcome]:
     """Every committed round of ``run`` as the memory ended it (folded; the commits' counts)."""
     counts = {
-        e.round: (int(carried(c, "promotions", 0)), int(carried(c, "reactivations", 0)))
+        e.round: (c.promotions or 0, c.reactivations or 0)
         for e in store.rows(run, types=(RoundCommitted,))
         if isinstance(c := e.event, RoundCommitted)
     }

@@ -107,9 +107,9 @@ def test_untrusted_text_stays_out_of_the_card(store, tmp_path: Path, capsys: pyt
     rounds.start_run(store, run.replace("\n", " "), {"k": 1.0})
     run = run.replace("\n", " ")
     rounds.open_round(store, run)
-    rounds.record(store, run, 1, [candidate("q1")])
-    rounds.promote(store, run, 1)
-    rounds.commit(store, run, 1)
+    rounds.Round(store, run, 1).record([candidate("q1")])
+    rounds.Round(store, run, 1).promote()
+    rounds.Round(store, run, 1).commit()
     export_dataset(store, run, tmp_path / "ds")
     card = (tmp_path / "ds" / "README.md").read_text(encoding="utf-8")
     assert fenced(run) in card and card.count(run) == 1  # the id once, in a fence its backticks cannot close

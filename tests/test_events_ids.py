@@ -95,13 +95,13 @@ def test_protocol_ids_equal_across_runs_do_not_collide(store: Recorder) -> None:
     for run in ("x", "x/1"):
         rounds.start_run(store, run, {"k": 0.5})
         rounds.open_round(store, run)
-    rounds.note(store, "x", 1, "1/k", PhaseCompleted(phase="a", **{"seconds": 1.0}))
-    rounds.note(store, "x/1", 1, "k", PhaseCompleted(phase="b", **{"seconds": 2.0}))
+    rounds.Round(store, "x", 1).note("1/k", PhaseCompleted(phase="a", **{"seconds": 1.0}))
+    rounds.Round(store, "x/1", 1).note("k", PhaseCompleted(phase="b", **{"seconds": 2.0}))
     (a,) = store.read("x", types=(PhaseCompleted,))
     (b,) = store.read("x/1", types=(PhaseCompleted,))
     assert a.event_id == b.event_id == "x/1/1/k"
     assert (a.data["phase"], b.data["phase"]) == ("a", "b")
-    rounds.note(store, "x/1", 1, "k", PhaseCompleted(phase="b", **{"seconds": 2.0}))  # a retry: no-op
+    rounds.Round(store, "x/1", 1).note("k", PhaseCompleted(phase="b", **{"seconds": 2.0}))  # a retry: no-op
     assert len(list(store.read("x/1", types=(PhaseCompleted,)))) == 1
 
 

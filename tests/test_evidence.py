@@ -203,7 +203,7 @@ def test_append_diagnosis_refuses_a_cause_created_from_no_failure(store: Recorde
 
 def test_append_diagnosis_refuses_an_attribution_to_an_unknown_cause(store: Recorder) -> None:
     rnd = _round_two(store)
-    rounds.record(store, RUN, 2, [])
+    rounds.Round(store, RUN, 2).record([])
     store.append(
         [wire_event("failure.recorded", RUN, 2, "fr/f", failure_id="f", question_id="q", response="a", reference="b")]
     )

@@ -23,10 +23,10 @@ def two_rounds(db: str) -> None:
     with open_log(db) as store:
         round_one(store, rounds.OUR_TRAINER)
         rounds.open_round(store, RUN)
-        reqs = rounds.requests(store, RUN, 2, 20)
-        rounds.record(store, RUN, 2, [candidate(q.question_id, q, agree=9) for q in reqs])
-        assert rounds.promote(store, RUN, 2)  # C1 and/or C2 mastered in round 2
-        rounds.commit(store, RUN, 2)
+        reqs = rounds.Round(store, RUN, 2).requests(20)
+        rounds.Round(store, RUN, 2).record([candidate(q.question_id, q, agree=9) for q in reqs])
+        assert rounds.Round(store, RUN, 2).promote()  # C1 and/or C2 mastered in round 2
+        rounds.Round(store, RUN, 2).commit()
 
 
 def test_fork_replay_why_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,15 +130,15 @@ def _new_cause_in_round_two(store: Recorder, run: str, text: str) -> None:
     from diagevo.catalog.ids import event_id
 
     rounds.open_round(store, run)
-    rounds.record(store, run, 2, [candidate("q2-x")])
+    rounds.Round(store, run, 2).record([candidate("q2-x")])
     store.append(
         [
             wire_event("node.created", run, 2, event_id(run, 2, "n9"), node_id="N9", label=f"node for: {text}"),
             wire_event("cause.created", run, 2, event_id(run, 2, "c3"), cause_id="C3", node_id="N9", description=text),
         ]
     )
-    rounds.promote(store, run, 2)
-    rounds.commit(store, run, 2)
+    rounds.Round(store, run, 2).promote()
+    rounds.Round(store, run, 2).commit()
 
 
 def test_diff_matches_causes_by_the_event_that_created_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -249,7 +249,7 @@ def test_an_unknown_run_is_not_found_with_the_run_meant_and_the_python_call(
         (lambda: diagevo.Round.open(store, "huer"), "`diagevo.start_run(store, 'huer', config)`"),
         (lambda: rounds.round_state(store, "huer"), "`diagevo.start_run(store, 'huer', config)`"),
         (lambda: rounds.run_config(store, "huer"), "`diagevo.start_run(store, 'huer', config)`"),
-        (lambda: rounds.record_failures(store, "huer", 1, []), "`diagevo.start_run(store, 'huer', config)`"),
+        (lambda: rounds.Round(store, "huer", 1).record_failures([]), "`diagevo.start_run(store, 'huer', config)`"),
     ]
     for call, fix in calls:
         with pytest.raises(NotFound) as refused:

@@ -23,9 +23,9 @@ def _round_two_with_a_failure(store: Recorder) -> None:
     """Round 1 committed, round 2 open with one retained question ``q`` and failure ``f`` of it."""
     round_one(store)
     rounds.open_round(store, RUN)
-    rounds.record(store, RUN, 2, [candidate("q", agree=9)])
-    rounds.promote(store, RUN, 2)
-    rounds.record_failures(store, RUN, 2, [_fail("f", "q")])
+    rounds.Round(store, RUN, 2).record([candidate("q", agree=9)])
+    rounds.Round(store, RUN, 2).promote()
+    rounds.Round(store, RUN, 2).record_failures([_fail("f", "q")])
 
 
 def _fail(fid: str, qid: str, response: str = "\\boxed{8}", reference: str = "\\boxed{7}") -> dict[str, str]:
@@ -38,20 +38,20 @@ def _count(store: Recorder) -> int:
 
 def test_a_failure_id_names_one_failure_of_the_run(store: Recorder) -> None:
     _round_two_with_a_failure(store)
-    assert rounds.record_failures(store, RUN, 2, [_fail("f", "q")]) == 0  # the same again: a retry
+    assert rounds.Round(store, RUN, 2).record_failures([_fail("f", "q")]) == 0  # the same again: a retry
     n = _count(store)
     with pytest.raises(rounds.ProtocolError, match="failure 'f' is recorded in round 2 already with another response"):
-        rounds.record_failures(store, RUN, 2, [_fail("f", "q", response="\\boxed{9}")])
+        rounds.Round(store, RUN, 2).record_failures([_fail("f", "q", response="\\boxed{9}")])
     with pytest.raises(rounds.ProtocolError, match="failure 'g' appears twice with different content"):
-        rounds.record_failures(store, RUN, 2, [_fail("g", "q"), _fail("g", "q", reference="\\boxed{6}")])
-    rounds.commit(store, RUN, 2, allow_undiagnosed=True)
+        rounds.Round(store, RUN, 2).record_failures([_fail("g", "q"), _fail("g", "q", reference="\\boxed{6}")])
+    rounds.Round(store, RUN, 2).commit(allow_undiagnosed=True)
     n = _count(store)
     rounds.open_round(store, RUN)
-    rounds.record(store, RUN, 3, [candidate("q3", agree=9)])
-    rounds.promote(store, RUN, 3)
+    rounds.Round(store, RUN, 3).record([candidate("q3", agree=9)])
+    rounds.Round(store, RUN, 3).promote()
     n = _count(store)
     with pytest.raises(rounds.ProtocolError, match="failure 'f' was recorded in round 2 of run 'ext' already"):
-        rounds.record_failures(store, RUN, 3, [_fail("new", "q3"), _fail("f", "q3")])
+        rounds.Round(store, RUN, 3).record_failures([_fail("new", "q3"), _fail("f", "q3")])
     assert _count(store) == n  # nothing, not even the new one
 
 
@@ -68,11 +68,11 @@ def test_a_failure_id_names_one_failure_of_the_run(store: Recorder) -> None:
 def test_a_failure_without_its_texts_is_refused(store: Recorder, failure: dict, message: str) -> None:
     round_one(store)
     rounds.open_round(store, RUN)
-    rounds.record(store, RUN, 2, [candidate("q", agree=9)])
-    rounds.promote(store, RUN, 2)
+    rounds.Round(store, RUN, 2).record([candidate("q", agree=9)])
+    rounds.Round(store, RUN, 2).promote()
     n = _count(store)
     with pytest.raises(rounds.ProtocolError, match=message):
-        rounds.record_failures(store, RUN, 2, [failure])
+        rounds.Round(store, RUN, 2).record_failures([failure])
     assert _count(store) == n
 
 
@@ -92,9 +92,9 @@ def test_a_metric_that_is_not_a_finite_number_is_refused(store: Recorder, metric
     promote_on_a_question(rounds.Round(store, RUN, 2))
     n = _count(store)
     with pytest.raises(rounds.ProtocolError, match=message):
-        rounds.commit(store, RUN, 2, metrics)
+        rounds.Round(store, RUN, 2).commit(metrics)
     assert _count(store) == n
-    rounds.commit(store, RUN, 2, {"acc": 0.5, "n": 3})
+    rounds.Round(store, RUN, 2).commit({"acc": 0.5, "n": 3})
     [ev] = [e.data for e in store.read(RUN, types=(EvalRecorded,)) if e.round == 2]
     assert ev == {"metrics": {"acc": 0.5, "n": 3}}  # version 2: the metrics in their field
 
@@ -104,7 +104,7 @@ def test_a_failure_is_diagnosed_once_in_a_run(store: Recorder) -> None:
     rnd = rounds.Round(store, RUN, 2)
     diagnosed = rnd.event("dx/f", FailureDiagnosed(failure_id="f", error_cause=None, matched_cause=None))
     assert rnd.append_diagnosis([diagnosed]).appended == 1
-    rounds.commit(store, RUN, 2)
+    rounds.Round(store, RUN, 2).commit()
     rnd3 = rounds.Round.open(store, RUN)
     again = rnd3.event("dx/f", FailureDiagnosed(failure_id="f", error_cause=None, matched_cause=None))
     n = _count(store)
@@ -118,7 +118,7 @@ def test_verify_names_a_failure_diagnosed_in_two_rounds(store: Recorder) -> None
     _round_two_with_a_failure(store)
     rnd = rounds.Round(store, RUN, 2)
     rnd.append_diagnosis([rnd.event("dx/f", FailureDiagnosed(failure_id="f"))])
-    rounds.commit(store, RUN, 2)
+    rounds.Round(store, RUN, 2).commit()
     assert verify_run(store, RUN) == []
     rounds.open_round(store, RUN)
     store.append([wire_event("failure.diagnosed", RUN, 3, "by-hand/f", failure_id="f")])

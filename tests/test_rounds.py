@@ -99,20 +99,20 @@ def round_one(store: Recorder, trainer: str = rounds.EXTERNAL_TRAINER) -> None:
     """Round 1 with two causes (C1: f=2, C2: f=1), committed."""
     assert rounds.start_run(store, RUN, {"k": 1.0, "memory": {"theta_up": 0.5}}, seed=3, trainer=trainer)
     assert rounds.open_round(store, RUN) == 1
-    reqs = rounds.requests(store, RUN, 1, 4)
+    reqs = rounds.Round(store, RUN, 1).requests(4)
     assert {r.mode for r in reqs} == {"free"}  # F_0 = 0: free exploration only
-    rounds.record(store, RUN, 1, [candidate(r.question_id) for r in reqs])
+    rounds.Round(store, RUN, 1).record([candidate(r.question_id) for r in reqs])
     store.append(_cause_events(1))
-    rounds.promote(store, RUN, 1)
-    rounds.commit(store, RUN, 1, {"heldout_acc": 0.5})
+    rounds.Round(store, RUN, 1).promote()
+    rounds.Round(store, RUN, 1).commit({"heldout_acc": 0.5})
 
 
 def test_a_round_through_the_protocol(store: Recorder) -> None:
     round_one(store)
     assert rounds.open_round(store, RUN) == 2
-    reqs = rounds.requests(store, RUN, 2, 40)
-    assert reqs == rounds.requests(store, RUN, 2, 40)  # deterministic for (run, round, seed)
-    assert reqs != rounds.requests(store, RUN, 2, 40, seed=4)
+    reqs = rounds.Round(store, RUN, 2).requests(40)
+    assert reqs == rounds.Round(store, RUN, 2).requests(40)  # deterministic for (run, round, seed)
+    assert reqs != rounds.Round(store, RUN, 2).requests(40, seed=4)
     modes = Counter(r.mode for r in reqs)
     assert modes["targeted"] > 0 and modes["free"] > 0  # ε_2 = F1/(F1+F/k) = 1/2
     targeted = [r for r in reqs if r.mode == "targeted"]
@@ -124,32 +124,32 @@ def test_a_round_through_the_protocol(store: Recorder) -> None:
     c1 = [r for r in targeted if r.active_cause == "C1"]
     # C2's candidates are answered with p1 = 9/12 (mastered at θ_up = 0.5), C1's with 3/12
     cands = [candidate(r.question_id, r, agree=9) for r in c2] + [candidate(r.question_id, r, agree=3) for r in c1]
-    scored = rounds.record(store, RUN, 2, cands)
+    scored = rounds.Round(store, RUN, 2).record(cands)
     assert all(s.pseudo_label == "7" for s in scored)
     assert {s.retained for s in scored if s.active_cause == "C2"} == {True}  # 0.25 <= 0.75 <= 0.75, >= 1.6 * 1/12
     assert scored.new == len(cands) and not scored.stored_before
-    again = rounds.record(store, RUN, 2, cands)
+    again = rounds.Round(store, RUN, 2).record(cands)
     assert again == scored  # a retry stores nothing new, and says so
     assert again.new == 0 and again.stored_before == {c.question_id for c in cands}
     extra = candidate("q2-extra")
-    partly = rounds.record(store, RUN, 2, [cands[0], extra])
+    partly = rounds.Round(store, RUN, 2).record([cands[0], extra])
     assert partly.new == 1 and partly.stored_before == {cands[0].question_id}
     cands.append(extra)
-    promoted = rounds.promote(store, RUN, 2)
+    promoted = rounds.Round(store, RUN, 2).promote()
     assert [p.cause_id for p in promoted] == ["C2"] and promoted[0].n_candidates == len(c2)
     with pytest.raises(rounds.ProtocolError, match="decided already"):
-        rounds.promote(store, RUN, 2)
+        rounds.Round(store, RUN, 2).promote()
     with pytest.raises(rounds.ProtocolError, match="evidence is closed"):
-        rounds.record(store, RUN, 2, [candidate("late")])
-    done = rounds.commit(store, RUN, 2, {"heldout_acc": 0.6})
+        rounds.Round(store, RUN, 2).record([candidate("late")])
+    done = rounds.Round(store, RUN, 2).commit({"heldout_acc": 0.6})
     assert done.questions == len(cands) and done.F == 2
     mem = load_memory(store, RUN, 2)
     assert not mem.causes["C2"].active and mem.causes["C1"].frequency == 2
     with pytest.raises(rounds.ProtocolError, match="round 2 of run 'ext' is committed"):
-        rounds.record(store, RUN, 2, [candidate("late")])
+        rounds.Round(store, RUN, 2).record([candidate("late")])
     n = len(list(store.read(RUN)))
     with pytest.raises(rounds.ProtocolError):
-        rounds.commit(store, RUN, 2)
+        rounds.Round(store, RUN, 2).commit()
     assert len(list(store.read(RUN))) == n  # nothing partial
 
 
@@ -158,28 +158,28 @@ def test_wrong_order_is_refused(store: Recorder) -> None:
         rounds.open_round(store, RUN)
     rounds.start_run(store, RUN, {"k": 0.5})
     with pytest.raises(rounds.ProtocolError, match="not open"):
-        rounds.record(store, RUN, 1, [candidate("q")])
+        rounds.Round(store, RUN, 1).record([candidate("q")])
     with pytest.raises(rounds.ProtocolError, match="round 1 comes first"):
         rounds.open_round(store, RUN, 2)
     rounds.open_round(store, RUN)
     assert rounds.open_round(store, RUN) == 1  # idempotent
     with pytest.raises(rounds.ProtocolError, match="promotions are not decided"):
-        rounds.commit(store, RUN, 1)
+        rounds.Round(store, RUN, 1).commit()
     with pytest.raises(rounds.ProtocolError, match="exactly one of responses and answers"):
-        rounds.record(store, RUN, 1, [rounds.Candidate("q", "free", "x?")])
+        rounds.Round(store, RUN, 1).record([rounds.Candidate("q", "free", "x?")])
     with pytest.raises(rounds.ProtocolError, match="unknown cause"):
-        rounds.record(store, RUN, 1, [rounds.Candidate("q", "targeted", "x?", "C9", answers=("1",))])
-    rounds.record(store, RUN, 1, [candidate("q1", agree=6)])
+        rounds.Round(store, RUN, 1).record([rounds.Candidate("q", "targeted", "x?", "C9", answers=("1",))])
+    rounds.Round(store, RUN, 1).record([candidate("q1", agree=6)])
     failure = {"failure_id": "f", "question_id": "q1", "response": "r", "reference": "7"}
     with pytest.raises(rounds.OutOfOrder, match="cannot record failures in round 1 of run 'ext' before its promo"):
-        rounds.record_failures(store, RUN, 1, [failure])  # the documented order: promote first
-    rounds.promote(store, RUN, 1)
+        rounds.Round(store, RUN, 1).record_failures([failure])  # the documented order: promote first
+    rounds.Round(store, RUN, 1).promote()
     with pytest.raises(rounds.ProtocolError, match="not a retained question"):
-        rounds.record_failures(store, RUN, 1, [{**failure, "question_id": "nope"}])
-    rounds.record_failures(store, RUN, 1, [failure])
+        rounds.Round(store, RUN, 1).record_failures([{**failure, "question_id": "nope"}])
+    rounds.Round(store, RUN, 1).record_failures([failure])
     with pytest.raises(rounds.OutOfOrder, match="1 recorded failure is not diagnosed.*allow_undiagnosed=True"):
-        rounds.commit(store, RUN, 1)
-    assert rounds.commit(store, RUN, 1, allow_undiagnosed=True).failures == 1
+        rounds.Round(store, RUN, 1).commit()
+    assert rounds.Round(store, RUN, 1).commit(allow_undiagnosed=True).failures == 1
     with pytest.raises(ConfigError, match="config needs a positive k"):  # a config error, refused before the log
         rounds.start_run(store, "other", {"memory": {}})
 
@@ -190,7 +190,7 @@ def test_record_with_responses_keeps_a_reference(store: Recorder) -> None:
     responses = [
         f"so the answer is \\boxed{{{x}}}" for x in ["5", "7", "7", "7", "7", "3", "4", "6", "8", "9", "10", "11"]
     ]
-    [s] = rounds.record(store, RUN, 1, [rounds.Candidate("q", "free", "x?", responses=tuple(responses))])
+    [s] = rounds.Round(store, RUN, 1).record([rounds.Candidate("q", "free", "x?", responses=tuple(responses))])
     assert s.pseudo_label == "7" and s.p1 == pytest.approx(4 / 12) and s.retained
     assert s.reference == responses[1]  # the earliest response of the label's class
     [stored] = [e.data for e in store.read(RUN, types=(QuestionScored,), texts=True)]

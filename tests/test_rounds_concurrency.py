@@ -18,22 +18,19 @@ PER_PRODUCER = 12
 
 def _produce(url: str, rank: int, barrier: Any, out: Any) -> None:
     with open_log(url) as store:
-        reqs = rounds.requests(store, RUN, 2, PRODUCERS * PER_PRODUCER)
+        reqs = rounds.Round(store, RUN, 2).requests(PRODUCERS * PER_PRODUCER)
         mine = reqs[rank * PER_PRODUCER : (rank + 1) * PER_PRODUCER]
         overlap = [reqs[((rank + 1) % PRODUCERS) * PER_PRODUCER]]  # the next producer's first question
         barrier.wait()
         for q in [*mine, *overlap]:  # one at a time, interleaved with the others; one question twice
-            rounds.record(store, RUN, 2, [candidate(q.question_id, q, agree=9 if q.active_cause == "C2" else 3)])
+            rounds.Round(store, RUN, 2).record([candidate(q.question_id, q, agree=9 if q.active_cause == "C2" else 3)])
         barrier.wait()
         try:
-            out.put(("promoted", [p.cause_id for p in rounds.promote(store, RUN, 2)]))
+            out.put(("promoted", [p.cause_id for p in rounds.Round(store, RUN, 2).promote()]))
         except rounds.ProtocolError as exc:
             out.put(("refused", str(exc)))
         barrier.wait()  # the promotions are decided: the failures of training on the retained questions
-        rounds.record_failures(
-            store,
-            RUN,
-            2,
+        rounds.Round(store, RUN, 2).record_failures(
             [
                 {
                     "failure_id": f"f-{q.question_id}",

@@ -148,7 +148,7 @@ def _bricked(db: str) -> int:
         round_one(store)
         rounds.open_round(store, RUN)
         promote_on_a_question(rounds.Round(store, RUN, 2))
-        rounds.commit(store, RUN, 2)
+        rounds.Round(store, RUN, 2).commit()
         bad = {"config": {"memory": {"k": None, "theta_up": 0.5}}, "seed": 3}
         store.append([EventIn.model_construct(type="run.configured", run=RUN, round=3, event_id="bad", data=bad)])
         return store.last_seq(RUN)

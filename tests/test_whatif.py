@@ -131,16 +131,16 @@ def two_rounds(store: Recorder) -> None:
     each targeted cause is promoted; then a failure ``y`` attributed to C1 reactivates it."""
     round_one(store)
     rounds.open_round(store, RUN)
-    reqs = rounds.requests(store, RUN, 2, 20)
-    rounds.record(store, RUN, 2, [candidate(q.question_id, q, agree=9) for q in reqs])
-    assert {p.cause_id for p in rounds.promote(store, RUN, 2)} == {"C1", "C2"}
+    reqs = rounds.Round(store, RUN, 2).requests(20)
+    rounds.Round(store, RUN, 2).record([candidate(q.question_id, q, agree=9) for q in reqs])
+    assert {p.cause_id for p in rounds.Round(store, RUN, 2).promote()} == {"C1", "C2"}
     store.append(
         [
             wire_event("cause.reactivated", RUN, 2, f"{RUN}/2/r", cause_id="C1", failure_id="y"),
             wire_event("failure.attributed", RUN, 2, f"{RUN}/2/a", failure_id="y", cause_id="C1", via="recurrence"),
         ]
     )
-    rounds.commit(store, RUN, 2)
+    rounds.Round(store, RUN, 2).commit()
 
 
 def test_other_settings_are_decided_again(store: Recorder) -> None:

@@ -5,6 +5,8 @@ diagnosis decisions."""
 
 from __future__ import annotations
 
+import hashlib
+
 
 def event_id(run: str, t: int, *parts: object) -> str:
     """``RUN/ROUND/PART/...``: the id of the event ``parts`` of a round, the same on every retry."""
@@ -14,8 +16,6 @@ def event_id(run: str, t: int, *parts: object) -> str:
 def digest_event_id(run: str, t: int, *parts: object) -> str:
     """``dx-`` and 32 hex digits of sha256 over (run, round, parts): ids of diagnosis events,
     whose parts (failure ids, stages, call numbers) may be long or hold any character."""
-    import hashlib
-
     key = "\x1f".join([run, str(t), *(str(p) for p in parts)])
     return "dx-" + hashlib.sha256(key.encode()).hexdigest()[:32]
 

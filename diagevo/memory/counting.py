@@ -4,41 +4,12 @@ and ``memory verify`` check a run's events against.
 The fold (:mod:`diagevo.memory.fold`) keeps the memory's own rules (causes exist, states move
 as Eq. 5-7 say, rounds commit in order). What it cannot see is evidence counted twice: a failure
 recorded, diagnosed or attributed again under a new event id adds to a cause's frequency (F_t and
-ε of Eq. 1-2), and a question generated or scored again adds to a cause's accuracy (Eq. 5-6). The
-round protocol never writes such events (a failure id names one failure of a run, a question id
-one question); a log that comes from anywhere else is held to the same rules here:
-
-- a failure is recorded once in a run, diagnosed once (its diagnosis events in one round), and
-  counted once: attributed to a cause or revealing a new one (``cause.created``), not both, not
-  twice; reactivating a cause at most once;
-- a question is generated once and scored once in a run;
-- a round is started once, decides its promotions once, every ``cause.promoted`` of the round comes before that
-  decision and the decision names exactly those causes, and the round commits once, after it.
-
-And every decision follows from its evidence (a memory change no evidence stands behind would move
-F_t, ε and the schedule as a real one does):
-
-- an attribution (and a reactivation, Eq. 7) names a failure recorded and diagnosed in the run,
-  whose diagnosis leads to that cause: it matched the cause (``recurrence``) or described a new
-  one that deduplication found to be it (``dedup``);
-- a ``cause.created`` names the diagnosed failure that revealed it (a new description, no match);
-- a question is scored after it is generated, in the same round;
-- a failure recorded in an opened round is of a question the round retained (a round its trainer
-  never opened holds failures alone);
-- with the memory at hand, a diagnosis matches a cause the memory holds;
-- with the memory at hand (``mem``): a reactivated cause is Mastered, a stitched question names a
-  Mastered cause as its mastered one (a what-if copies its source's questions, and is exempt), and
-  a round's promotions are exactly what :func:`~diagevo.memory.deciders.decide_promotions`
-  decides from the round's scored questions and the run's recorded θ_up (Eq. 5-6);
-- a ``run.forked`` stands right after the commit of the round it names (the opening events of a
-  fork or a what-if), of another run;
-- a commit's ``timing`` holds numbers of seconds (``report`` and ``memory whatif`` read it; the
-  summary fields' own types are the catalog's).
-
-And a checkpoint name follows from its event (what a resume loads, :func:`checkpoint_rule`): a
-``checkpoint.written`` of round t after phase p (``challenger`` or ``solver``) names
-``round{t:03d}-{p}``; a ``checkpoint.pruned`` names a checkpoint the run wrote before it, never
-the latest written of its phase.
+ε of Eq. 1-2), and a question generated or scored again adds to a cause's accuracy (Eq. 5-6). Nor
+can it see a decision no evidence stands behind (an attribution of a failure never diagnosed so,
+promotions other than what Eq. 5-6 decide from the round's scored questions), which would move
+F_t, ε and the schedule as a real one does. The round protocol never writes such events; a log
+that comes from anywhere else is held to the same rules here. A checkpoint name follows from its
+event too (what a resume loads, :func:`checkpoint_rule`).
 
 Each type's rule is stated once, in :data:`RULES`: what it checks and what it counts. A
 :class:`Tally` is fed typed events in log order (with the memory before the event, where the
@@ -72,7 +43,9 @@ from diagevo.catalog import (
     RunForked,
 )
 from diagevo.catalog.event import json_kinds
+from diagevo.config import config_from_record
 from diagevo.confined import checkpoint_name, checkpoint_problem
+from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.fold import Draft, InvariantError, Row, check_first, check_shape, start, stored_event
 from diagevo.memory.state import Cause
 from diagevo.sections import ConfigError
@@ -437,13 +410,10 @@ def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[s
     """The causes Eq. 5-6 promote from a round's questions (question -> its active cause, and
     question -> its p1) against ``mem``, under the θ_up (and the ablation switch) of its config:
     what :meth:`Round.promote` and the what-if decide, by the same decider."""
-    from diagevo.config import config_from_record
-    from diagevo.memory.deciders import decide_promotions
-
     evidence = [(targets[q], float(p1)) for q, p1 in votes.items() if q in targets and isinstance(p1, int | float)]
     method = config_from_record(dict(mem.config)).memory
     changes = decide_promotions(mem, evidence, method.theta_up, enabled=method.state_updates)  # type: ignore[arg-type]
-    return frozenset(c.cause_id for c in changes if isinstance(c, CausePromoted))
+    return frozenset(c.cause_id for c in changes)
 
 
 def timing_problem(timing: Any) -> str | None:

@@ -6,9 +6,10 @@ them. Applying them with :func:`diagevo.memory.fold.evolve` gives the new memory
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from fractions import Fraction
+from functools import cache
 from typing import Literal
 
 from diagevo.catalog import (
@@ -34,6 +35,7 @@ class DecisionError(BadInput):
     """A decision names something the memory does not hold (or is otherwise impossible)."""
 
 
+@cache
 def vote_share(p1: float) -> Fraction:
     """``p1`` as the ratio of counts it is (votes / N, N up to 10^6), exactly."""
     return Fraction(p1).limit_denominator(1_000_000)
@@ -44,14 +46,17 @@ def promotion_scores(evidence: Iterable[tuple[str | None, float]]) -> dict[str, 
     (filtered-out candidates included). ``evidence`` is (active_cause, p1) per scored candidate.
 
     The mean is exact: p1 values are ratios of counts, and a float sum of fifteen shares whose
-    mean is 7/10 comes out at 0.6999999999999998, which Eq. 6 must not read as below 0.70."""
-    sums: dict[str, Fraction] = defaultdict(Fraction)
-    counts: dict[str, int] = defaultdict(int)
+    mean is 7/10 comes out at 0.6999999999999998, which Eq. 6 must not read as below 0.70. A
+    round's p1 values are few (votes / N), so each distinct one is summed once, times its count."""
+    shares: dict[str, Counter[float]] = defaultdict(Counter)
     for cause, p1 in evidence:
         if cause is not None:
-            sums[cause] += vote_share(p1)
-            counts[cause] += 1
-    return {c: (sums[c] / counts[c], counts[c]) for c in sorted(counts)}
+            shares[cause][p1] += 1
+    out: dict[str, tuple[Fraction, int]] = {}
+    for cause in sorted(shares):
+        n = sum(shares[cause].values())
+        out[cause] = (sum((vote_share(p1) * k for p1, k in shares[cause].items()), Fraction()) / n, n)
+    return out
 
 
 def decide_promotions(
@@ -60,7 +65,7 @@ def decide_promotions(
     theta_up: float,
     *,
     enabled: bool = True,
-) -> list[Change]:
+) -> list[CausePromoted]:
     """Eq. 6: an Active cause with |P_t(e)| > 0 and acc_t(e) >= θ_up becomes (Mastered, 0).
 
     ``memory`` is M_{t-1} (the state at round start); causes that are not Active there, or
@@ -70,7 +75,7 @@ def decide_promotions(
     if not enabled:
         return []
     threshold = Fraction(repr(float(theta_up)))
-    out: list[Change] = []
+    out: list[CausePromoted] = []
     for cause_id, (acc, n) in promotion_scores(evidence).items():
         cause = memory.causes.get(cause_id)
         if cause is not None and cause.active and acc >= threshold:

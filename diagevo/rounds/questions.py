@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from diagevo import curriculum as cur
 from diagevo.catalog import QuestionGenerated, QuestionScored
@@ -83,41 +83,26 @@ class Candidate:
         """From one JSON object; the request's own fields (texts, messages) may be carried along."""
         if not isinstance(obj, Mapping):
             raise ProtocolError("a candidate is a JSON object")
-        known = {"question_id", "mode", "text", "active_cause", "mastered_cause", "node", "responses", "answers"}
+        known = {f.name for f in fields(cls)}
         carried = {"active_text", "mastered_text", "node_label", "messages", "question"}
         unknown = sorted(set(obj) - known - carried)
         if unknown:
             raise ProtocolError(f"unknown field {unknown[0]!r}")
-        text = obj.get("text", obj.get("question"))
-        required: dict[str, str] = {}
-        for name, value in (("question_id", obj.get("question_id")), ("mode", obj.get("mode")), ("text", text)):
-            if not isinstance(value, str) or not value.strip():
+        given: dict[str, Any] = {name: obj.get(name) for name in known}
+        given["text"] = obj.get("text", obj.get("question"))
+        for name in ("question_id", "mode", "text"):
+            if not isinstance(given[name], str) or not given[name].strip():
                 raise ProtocolError(f"{name} must be a non-empty string")
-            required[name] = value
-        ids: dict[str, str | None] = {}
         for name in ("active_cause", "mastered_cause", "node"):
-            value = obj.get(name)
-            if value is not None and not isinstance(value, str):
+            if given[name] is not None and not isinstance(given[name], str):
                 raise ProtocolError(f"{name} must be a string or null")
-            ids[name] = value
-        lists: dict[str, tuple[str | None, ...] | None] = {}
         for name in ("responses", "answers"):
-            value = obj.get(name)
+            value = given[name]
             if value is not None and (
                 not isinstance(value, list) or not all(x is None or isinstance(x, str) for x in value)
             ):
                 raise ProtocolError(f"{name} must be a list of strings")
-            lists[name] = tuple(value) if value is not None else None
-        return cls(
-            question_id=required["question_id"],
-            mode=required["mode"],
-            text=required["text"],
-            active_cause=ids["active_cause"],
-            mastered_cause=ids["mastered_cause"],
-            node=ids["node"],
-            responses=lists["responses"],  # type: ignore[arg-type]  # None items: a response that is missing
-            answers=lists["answers"],
-        )
+        return cls(**given)  # a list kept as a tuple (None items: a response that is missing)
 
 
 @dataclass(frozen=True)

@@ -90,10 +90,12 @@ def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str
 NOTE_TYPES: frozenset[type[Event]] = frozenset({PhaseCompleted, CheckpointWritten, CheckpointPruned, TrainStep})
 """What :meth:`Round.note` takes: the trainer's bookkeeping, which changes no count."""
 
-_DIAGNOSTICIAN: set[type[Event]] = {FailureDiagnosed, DiagnosisFailed, LLMCalled}  # its decisions and notes
-_DIAGNOSTICIAN.add(FailureRecorded)  # the failures of a round its trainer never opened, recorded with their diagnosis
-_DECIDERS: set[type[Event]] = {FailureAttributed, CauseReactivated, CauseCreated, NodeCreated, NodesMerged}
-DIAGNOSIS_TYPES: frozenset[type[Event]] = frozenset(_DIAGNOSTICIAN | _DECIDERS)
+DIAGNOSIS_TYPES: frozenset[type[Event]] = frozenset(
+    {
+        *(FailureDiagnosed, DiagnosisFailed, LLMCalled, FailureRecorded),  # the diagnostician's decisions and notes
+        *(FailureAttributed, CauseReactivated, CauseCreated, NodeCreated, NodesMerged),  # its deciders' events
+    }
+)
 """What :meth:`Round.append_diagnosis` takes: the diagnostician's decisions and notes, and the
 memory events its deciders return (never a promotion, a config or a milestone); and
 ``failure.recorded`` in a round never opened (in an open round, :meth:`Round.record_failures`

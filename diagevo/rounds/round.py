@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
-from typing import Any, cast
+from typing import Any
 
 from diagevo.catalog import (
     CATALOG,
     FOLDED,
     MEMORY_TYPES,
     MILESTONES,
-    CausePromoted,
     CheckpointWritten,
     EvalRecorded,
     Event,
@@ -22,7 +21,6 @@ from diagevo.catalog import (
     QuestionScored,
     RoundCommitted,
 )
-from diagevo.catalog.events import GenerationMode
 from diagevo.config import MethodConfig
 from diagevo.errors import BadInput, Call
 from diagevo.log import AppendResult, EventRow, Recorder
@@ -215,14 +213,8 @@ class Round:
                 raise ProtocolError(f"question {c.question_id}: node {quoted(c.node, 40)} does not fit ({said})")
             s = score(c, cfg)
             try:
-                question = QuestionGenerated(
-                    question_id=c.question_id,
-                    mode=cast(GenerationMode, c.mode),  # checked here, refused as the candidate's
-                    active_cause=c.active_cause,
-                    mastered_cause=c.mastered_cause,
-                    node=c.node,
-                    text=c.text,
-                )
+                # each field the candidate's own; its mode checked here, refused as the candidate's
+                question = QuestionGenerated(**{name: getattr(c, name) for name in QuestionGenerated.model_fields})
                 generated.append(self.event(f"gen/{c.question_id}", question))
             except InvalidEvent as exc:
                 raise ProtocolError(f"question {c.question_id}: {exc}") from None
@@ -275,8 +267,7 @@ class Round:
                     f"cannot decide the promotions of round {t} in run {run!r}: {NO_QUESTION}",
                     self._call("promote", allow_empty=True),
                 )
-            changes = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
-            promotions = [c for c in changes if isinstance(c, CausePromoted)]
+            promotions = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
             decided[:] = [Promotion(p.cause_id, p.acc, p.n_candidates) for p in promotions]
             events = [self.event(f"promote/{p.cause_id}", p) for p in promotions]
             closed = PromotionsDecided(promoted=[p.cause_id for p in promotions], candidates=len(evidence))

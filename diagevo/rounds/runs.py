@@ -29,6 +29,7 @@ from diagevo.results import Json
 from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader, UnknownRun, append_decision, unknown_run
 from diagevo.rounds.state import round_state, state_from_rows
 from diagevo.schemas import EventIn, InvalidEvent, new_event, of_type
+from diagevo.sections import apply_overrides, checked
 from diagevo.urls import redact_url
 from diagevo.views import runs as runs_view
 from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
@@ -201,8 +202,6 @@ def configure_fork(store: Recorder, run: str, overrides: Sequence[str]) -> bool:
     round. Any other existing run keeps its config (:class:`ProtocolError`: fork it to change
     it). The method's fields are checked here; a component's are carried, for the trainer that
     reads them to check. False when the overrides change nothing."""
-    from diagevo.sections import apply_overrides, checked
-
     forked = [e.round for e in store.read(run, types=(RunForked,))]
     st = round_state(store, run)
     if not forked or any(t > forked[-1] for t in st.started):

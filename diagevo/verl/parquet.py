@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.errors import BadInput, NotFound, Unavailable
-from diagevo.files import export_dir, replaced
+from diagevo.files import export_dir, replaced, write_replacing
 from diagevo.parsing import one_line, quoted
 from diagevo.verl.dumps import MANIFEST, questions_digest
 from diagevo.verl.rewards import ACTOR_CALLS
@@ -103,12 +103,7 @@ def _schemas(pa: Any) -> dict[str, Any]:
     messages = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
     reward_model = pa.struct([("style", pa.string()), ("ground_truth", pa.string())])
     ids = [("run", pa.string()), ("round", pa.int64()), ("question_id", pa.string()), ("index", pa.int64())]
-    request = [
-        ("mode", pa.string()),
-        ("active_cause", pa.string()),
-        ("mastered_cause", pa.string()),
-        ("node", pa.string()),
-    ]
+    request = [(name, pa.string()) for name in REQUEST_FIELDS]
     reward = [
         ("votes", pa.int64()),
         ("temperature", pa.float64()),
@@ -171,7 +166,7 @@ def request_rows(rnd: Round, name: str, requests: Sequence[Request]) -> list[dic
             "",
             {
                 **_ids(rnd, q.question_id, i),
-                **{k: getattr(q, k) for k in ("mode", "active_cause", "mastered_cause", "node")},
+                **{k: getattr(q, k) for k in REQUEST_FIELDS},
                 **reward,
             },
         )
@@ -219,7 +214,8 @@ def export_round(
         tables["curriculum"] = request_rows(rnd, "curriculum", rnd.requests(cfg.curriculum_questions))
         if questions is not None:
             tables["construct"], left_out = construct_rows(rnd, questions)
-    folder = _output_dir(out)
+    folder = export_dir(out)
+    folder.mkdir(parents=True, exist_ok=True)
     written = {name: rows for name, rows in tables.items() if rows}
     for name in [*(f"{name}.parquet" for name in written), MANIFEST]:
         _refuse_foreign(folder / name, run, t)
@@ -229,7 +225,8 @@ def export_round(
     for name, rows in written.items():
         path = folder / f"{name}.parquet"
         table = pa.Table.from_pylist(rows, schema=schemas[name].with_metadata({MARK: mark}))
-        _write(pa, table, path)
+        with replaced(path, binary=True) as fh:
+            pa.parquet.write_table(table, fh)
         skipped = left_out if name == "construct" else 0
         files.append(VerlFile(path.name, table.num_rows, path.stat().st_size, overrides(rnd, name, len(rows)), skipped))
     manifest = {
@@ -238,7 +235,7 @@ def export_round(
         "questions": questions_digest(retained),
         "overrides": {f.name: f.overrides for f in files},
     }
-    _write_text(folder / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    write_replacing(folder / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     return VerlExport(run, t, str(folder), is_open, files)
 
 
@@ -343,12 +340,6 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
         yield where, info, responses
 
 
-def _output_dir(out: Path) -> Path:
-    export_dir(out)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
 def _refuse_foreign(path: Path, run: str, t: int) -> None:
     """Refuse to replace ``path`` unless this export wrote it for the same run and round."""
 
@@ -380,15 +371,3 @@ def _written_for(path: Path) -> dict[str, Any] | None:
     except (OSError, KeyError, ValueError, TypeError):  # pyarrow's ArrowInvalid is a ValueError
         return None
     return mark if isinstance(mark, dict) else None
-
-
-def _write(pa: Any, table: Any, path: Path) -> None:
-
-    with replaced(path, binary=True) as fh:
-        pa.parquet.write_table(table, fh)
-
-
-def _write_text(path: Path, content: str) -> None:
-
-    with replaced(path) as fh:
-        fh.write(content)
