@@ -8,7 +8,7 @@ model, reads the log or appends to it; :mod:`diagevo.diagnosis.pipeline` does, i
 * Prompt 1 for every failure -> :func:`check_extraction`; a match with a supplied cause ->
   :func:`recurrence`; neither a match nor a cause -> a non-skill slip, nothing more;
 * a new cause: stage 2a screening against every stored cause (θ_dup, ``VectorIndex.screen``)
-  -> :func:`dedup_candidates` -> Prompt 2 when some candidate passed -> :func:`after_dedup`
+  -> :func:`known_causes` -> Prompt 2 when some candidate passed -> :func:`after_dedup`
   (a confirmed duplicate is attributed; otherwise on to stage 3a);
 * stage 3a: the node shortlist (top K by best member similarity, ``VectorIndex.node_shortlist``)
   -> :func:`shortlist_views` -> Prompt 3 -> stage 3.5 :func:`route_assignment`;
@@ -82,11 +82,6 @@ def recurrence(memory: Memory, failure_id: str, cause_id: str) -> Decision:
 
 
 # --- stage 2a and Prompt 2 --------------------------------------------------------------------
-
-
-def dedup_candidates(memory: Memory, screened: Sequence[tuple[str, float]]) -> tuple[KnownCause, ...]:
-    """What Prompt 2 is shown: the causes stage 2a passed (``(cause_id, similarity)``, best first)."""
-    return known_causes(memory, [cid for cid, _ in screened])
 
 
 def after_dedup(

@@ -496,7 +496,7 @@ class DiagnosisPass:
         if passed > len(screened):
             self.summary.dedup_truncated += 1
         if screened:
-            candidates = list(routing.dedup_candidates(self.mem, screened))
+            candidates = list(routing.known_causes(self.mem, [cid for cid, _ in screened]))
             reply: Reply[Any] = await self.timed(self.dx.deduplicate(description, candidates))
             events.extend(self.calls((fid, "deduplicate"), reply, failure_id=fid))
             decision = routing.after_dedup(self.mem, fid, screened, reply.value, reply.error)
