@@ -154,7 +154,6 @@ class DiagnosisPass:
         self.progress = progress or no_progress
         self.model_s = 0.0
         self.pending: list[EventIn] = []  # decided, not yet appended (whole failures only)
-        self.pending_failures = 0
         self.pending_inputs: list[Pending] = []  # the failures whose decisions are pending
         self.current: Pending | None = None  # the failure being decided
         self.seen_seq = memory.last_seq
@@ -237,14 +236,14 @@ class DiagnosisPass:
             return
         result = self.protocol.append_diagnosis(self.pending, since_seq=self.seen_seq)
         self.seen_seq = result.last_seq
-        self.pending, self.pending_failures, self.pending_inputs = [], 0, []
+        self.pending, self.pending_inputs = [], []
         self.saved = self._counts()
 
     def reread(self) -> list[Pending]:
         """Drop the pending decisions, adopt the log's memory; returns the failures to decide
         again (those another producer has decided meanwhile are left out)."""
         inputs = self.pending_inputs
-        self.pending, self.pending_failures, self.pending_inputs = [], 0, []
+        self.pending, self.pending_inputs = [], []
         counts, outcomes = self.saved
         self.summary.__dict__.update(counts)
         del self.summary.outcomes[outcomes:]
@@ -285,16 +284,15 @@ class DiagnosisPass:
         n = self.tries.get(parts[0]) if parts and isinstance(parts[0], str) else None
         return (parts[0], "retry", n, *parts[1:]) if n else parts
 
-    def eid(self, *parts: object) -> str:
-        return digest_event_id(self.run, self.t, *self.key(*parts))
-
     def calls(self, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
         """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
         return call_events(self.run, self.t, self.key(*key), reply, **extra)
 
     def event(self, event: Event, *parts: object) -> EventIn:
         """``event`` of this round under the id ``parts`` give it."""
-        return new_event(event, run=self.run, at_round=self.t, event_id=self.eid(*parts))
+        return new_event(
+            event, run=self.run, at_round=self.t, event_id=digest_event_id(self.run, self.t, *self.key(*parts))
+        )
 
     def refused(self, fid: str | None, refusal: Refusal, reply: Reply[Any] | None, *key: object) -> EventIn:
         """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``).
@@ -323,10 +321,9 @@ class DiagnosisPass:
                 mem = evolve(mem, ev.event, self.t)
         if events:
             self.pending.extend(events)
-            self.pending_failures += 1
             if self.current is not None:
                 self.pending_inputs.append(self.current)
-            if not defer or self.pending_failures >= DECISIONS_PER_COMMIT:
+            if not defer or len(self.pending_inputs) >= DECISIONS_PER_COMMIT:
                 self.flush()
         self.mem = mem
         for ev in events:
