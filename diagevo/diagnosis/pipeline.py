@@ -1,21 +1,14 @@
 """One round of diagnosis and memory maintenance (Sec. 2.3, Appendix J), as appended events.
 
-The routing rules, stage by stage, are :mod:`diagevo.diagnosis.routing`; the stages that ask the
-diagnostician, stamp and append what the rules decide are :mod:`diagevo.diagnosis.stages`; this
-module checks a call's inputs, runs the stages in order and keeps the round summary
-(:mod:`diagevo.diagnosis.summary`).
+The modules form one order: :mod:`~diagevo.diagnosis.routing` states the rules, stage by stage;
+:class:`~diagevo.diagnosis.stages.DiagnosisPass` asks the diagnostician and appends what the
+rules decide; this module checks a call's inputs before any model is called and runs one pass.
 
-Stage 1 runs Prompt 1 for every failure concurrently and stores each reply (``failure.diagnosed``
-or ``diagnosis.failed``, with one ``llm.called`` per HTTP attempt). Everything after is
-sequential, in failure-id order, against a working memory kept in step with the log: stages
-2a-3.5 route each failure's new cause (screening, Prompt 2, shortlist, Prompt 3, routing).
-
-A failure's decision is never split across transactions; the decisions of up to 16 failures
-share one (a durable commit per failure would cost more than the decision), so a crash never
-leaves half a failure and a resumed round redoes at most the last 16, identically. After
-all failures, stage 4a screens node pairs on label embeddings (θ_merge) and Prompt 4 decides each
-pair in a fixed order; the older node survives, and a node absorbed this round is not merged
-again. Event ids derive from (run, round, failure, stage): a resumed round skips failures already
+Stage 1 runs Prompt 1 for every failure concurrently; everything after is sequential, in
+failure-id order, against a working memory kept in step with the log. A failure's decision is
+never split across transactions and the decisions of up to 16 failures share one (a durable
+commit per failure would cost more than the decision), so a crash never leaves half a failure.
+Event ids derive from (run, round, failure, stage): a resumed round skips failures already
 decided in the log, reuses stored Prompt 1 replies, and re-appending anything is a no-op.
 """
 
@@ -219,8 +212,8 @@ def diagnose(
     (:meth:`Round.record_failures`: each must be of a retained question of the round); a round
     never opened (a trainer that records nothing else) need only be the next one, and its
     failures are recorded with their diagnosis (a decision follows from a recorded failure). The
-    summary counts which was done. A
-    failure recorded or diagnosed in another round of the run is refused before any model call."""
+    summary counts which was done. A failure recorded or diagnosed in another round of the run
+    is refused before any model call."""
     st = round_state(rnd.store, rnd.run)
     named = {"llm_url": llm_url, "model": model, "embedder": embedder if isinstance(embedder, str) else None}
     cfg = _checked_config(rnd, st, cfg, diagnostician, failures, named)
