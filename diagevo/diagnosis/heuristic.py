@@ -235,13 +235,16 @@ class HeuristicDiagnostician:
         no rule worded, written by another diagnostician, only among themselves)."""
         return not self.answers or a == b
 
-    def _best(self, text: str, others: Sequence[str]) -> tuple[int, float]:
-        if not others:
+    def _nearest(self, text: str, own: str | None, rules: dict[str, str], others: Sequence[str]) -> tuple[int, float]:
+        """The index in ``others`` of the text nearest ``text`` among those one rule may match
+        with it (``own``: its rule; ``rules``: each text's), and their similarity; -1 for none."""
+        allowed = [i for i, other in enumerate(others) if self._same_rule(own, rules.get(other))]
+        if not allowed:
             return -1, -1.0
-        v = self.embedder.embed([text, *others])
+        v = self.embedder.embed([text, *(others[i] for i in allowed)])
         sims = v[1:] @ v[0]
-        i = int(np.argmax(sims))
-        return i, float(sims[i])
+        best = int(np.argmax(sims))
+        return allowed[best], float(sims[best])
 
     def _reply(self, value: Any, **why: object) -> Reply:
         raw = ""
@@ -274,18 +277,16 @@ class HeuristicDiagnostician:
         if cause is None:
             return self._reply(Extraction(None, None), rule=rule)
         own = self._cause_rules.get(cause)
-        known = [k for k in item.known if self._same_rule(own, self._cause_rules.get(k.description))]
-        i, sim = self._best(cause, [k.description for k in known])
+        i, sim = self._nearest(cause, own, self._cause_rules, [k.description for k in item.known])
         if i >= 0 and sim >= self.theta_dup:
-            return self._reply(Extraction(known[i].id, None), rule=rule, similarity=round(sim, 4))
+            return self._reply(Extraction(item.known[i].id, None), rule=rule, similarity=round(sim, 4))
         return self._reply(Extraction(None, cause), rule=rule)
 
     async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
         own = self._cause_rules.get(new_cause)
-        same = [c for c in candidates if self._same_rule(own, self._cause_rules.get(c.description))]
-        i, sim = self._best(new_cause, [c.description for c in same])
+        i, sim = self._nearest(new_cause, own, self._cause_rules, [c.description for c in candidates])
         if i >= 0 and sim >= self.theta_dup:
-            return self._reply(Dedup(True, same[i].id), rule=own, similarity=round(sim, 4))
+            return self._reply(Dedup(True, candidates[i].id), rule=own, similarity=round(sim, 4))
         return self._reply(Dedup(False, None), rule=own)
 
     async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
@@ -293,17 +294,16 @@ class HeuristicDiagnostician:
             new_cause, self.min_words, self.max_words
         )
         own = self._label_rules.get(label) if new_cause in self._cause_rules else None
-        same = [n for n in shortlist if self._same_rule(own, self._label_rules.get(n.label))]
-        i, sim = self._best(label, [n.label for n in same])
+        i, sim = self._nearest(label, own, self._label_rules, [n.label for n in shortlist])
         if i >= 0 and sim >= self.theta_merge:
-            return self._reply(Assignment(False, None, same[i].id), rule=own, similarity=round(sim, 4))
+            return self._reply(Assignment(False, None, shortlist[i].id), rule=own, similarity=round(sim, 4))
         return self._reply(Assignment(True, label, None), rule=own)
 
     async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
         rule = self._label_rules.get(a.label)
         if not self._same_rule(rule, self._label_rules.get(b.label)):
             return self._reply(Consolidation(False, None), rules=[rule, self._label_rules.get(b.label)])
-        _, sim = self._best(a.label, [b.label])
+        _, sim = self._nearest(a.label, rule, self._label_rules, [b.label])
         if sim >= self.theta_merge:
             return self._reply(Consolidation(True, a.label), rule=rule, similarity=round(sim, 4))
         return self._reply(Consolidation(False, None), rule=rule)
