@@ -270,7 +270,7 @@ def probe_diagnostician(
     diagnostician = LLMDiagnostician.from_config(
         cfg, base_url=url, model=model, max_retries=0, timeout_s=deadline + 5, failure_timeout_s=None
     )
-    listed = probe_model(url, model, cfg.api_key.get_secret_value() if cfg.api_key else None, deadline)
+    listed = probe_model(url, model, diagnostician.api_key, deadline)
     stages = run(_probe_all(diagnostician, deadline))
     return DiagnosticianProbe(redact_url(url), model, deadline, stages, listed)
 
