@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import build_log, realistic_events  # noqa: E402
 
 from diagevo.catalog import FailureAttributed, FailureDiagnosed, QuestionGenerated, QuestionScored, RoundCommitted  # noqa: E402
-from diagevo.diagnosis.outcomes import prior_outcomes  # noqa: E402
+from diagevo.diagnosis.stages import prior_outcomes  # noqa: E402
 from diagevo.interchange import ingest  # noqa: E402
 from diagevo.log import Recorder, open_log, sqlite_path  # noqa: E402
 from diagevo.rounds import Round  # noqa: E402

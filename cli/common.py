@@ -11,13 +11,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeVar
 
 import typer
 
 from diagevo.cli.safe import json_text, make_console
 from diagevo.errors import DiagevoError
 from diagevo.untrusted import shell_join
+
+if TYPE_CHECKING:
+    from diagevo.log import Recorder
 
 console = make_console()
 err_console = make_console(stderr=True)
@@ -99,7 +102,7 @@ def open_store(
         store.close()
 
 
-def _bad_row(store: Any, exc: Exception) -> Exception:
+def _bad_row(store: Recorder, exc: Exception) -> Exception:
     """What a command that failed on what it read says: the event its readers cannot read (a
     row written raw, past the checks), in one line, when the log holds one; else the error as
     it was (a bug, reported as one)."""

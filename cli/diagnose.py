@@ -12,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
 from diagevo.cli.safe import text
+
+if TYPE_CHECKING:
+    from diagevo.log import Recorder
 
 PHASES = {"extract": "Prompt 1 (extraction)", "maintain": "stages 2a-3.5 (memory)", "consolidate": "stage 4a (merges)"}
 
@@ -180,7 +183,7 @@ def diagnose(
     console.print(_summary_table(summary, heuristic))
 
 
-def _failures(store: Any, rnd: Any, failures_file: Path | None, from_verl: Path | None) -> list[dict[str, Any]]:
+def _failures(store: Recorder, rnd: Any, failures_file: Path | None, from_verl: Path | None) -> list[dict[str, Any]]:
     """The failures to diagnose, as FAILURES.jsonl lines: the file's, or those of verl's dump."""
     if from_verl is not None:
         from diagevo.verl import rollout_failures
@@ -214,7 +217,7 @@ def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path | None, f
     input_file(failures_file, "a JSONL file")
 
 
-def _open_round(store: Any, run: str, open_round: int) -> Any:
+def _open_round(store: Recorder, run: str, open_round: int) -> Any:
     """The round protocol's handle on ``open_round`` of ``run`` (M_{t-1} read once); refused when
     the run is unknown or the round is not the one after its last commit."""
     from diagevo.rounds import Round, round_state

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -27,6 +27,9 @@ from diagevo.cli.common import (
 from diagevo.cli.progress import progress_for
 from diagevo.cli.safe import text
 from diagevo.untrusted import shell_join
+
+if TYPE_CHECKING:
+    from diagevo.log import Recorder
 
 EngineOpt = Annotated[
     str | None,
@@ -311,7 +314,7 @@ def _validation_bench(select: str, limit: int | None) -> Any:
 
 
 def _evaluate_run(
-    store: Any,
+    store: Recorder,
     run: str | None,
     benches: list[Any],
     make: Any,

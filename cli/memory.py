@@ -31,6 +31,7 @@ from diagevo.cli.safe import plain, text
 from diagevo.words import did_you_mean, plural
 
 if TYPE_CHECKING:
+    from diagevo.log import Recorder
     from diagevo.memory.state import Memory
 
 FollowOpt = Annotated[
@@ -332,7 +333,7 @@ def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, 
             flush_stdout()
 
 
-def followed_run(store: Any, run: str | None) -> str:
+def followed_run(store: Recorder, run: str | None) -> str:
     """The run to follow: ``run`` (waited for when no process has started it yet), else the latest."""
     from diagevo.views.follow import wait_for_run
     from diagevo.views.memory import resolve_run

@@ -10,7 +10,7 @@ import json as jsonlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -18,19 +18,22 @@ from rich.table import Table
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
 from diagevo.cli.safe import text
 
+if TYPE_CHECKING:
+    from diagevo.log import Recorder
+
 round_app = typer.Typer(no_args_is_help=True, help="Drive one round of the memory from another trainer.")
 
 RoundOpt = Annotated[int | None, typer.Option("--round", min=1, help="Round (default: the run's open round).")]
 
 
-def _round(store: Any, run: str, t: int | None) -> int:
+def _round(store: Recorder, run: str, t: int | None) -> int:
     from diagevo import rounds
 
     return t if t is not None else rounds.current_round(store, run)
 
 
 @contextmanager
-def _picked(store: Any, run: str | None) -> Iterator[str]:
+def _picked(store: Recorder, run: str | None) -> Iterator[str]:
     """The run to work on; when ``--run`` was not given, an error says which run was picked."""
     from diagevo.errors import DiagevoError
     from diagevo.rounds.protocol import unknown_run

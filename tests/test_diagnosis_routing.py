@@ -96,7 +96,7 @@ SCREENED = [("C3", 0.81234567), ("C1", 0.6)]  # best first, as VectorIndex.scree
 
 
 def test_prompt_2_is_shown_the_screened_causes_in_their_order() -> None:
-    assert [c.id for c in routing.dedup_candidates(MEM, SCREENED)] == ["C3", "C1"]
+    assert [c.id for c in routing.known_causes(MEM, [cid for cid, _ in SCREENED])] == ["C3", "C1"]
 
 
 def test_a_confirmed_duplicate_is_attributed_with_its_rounded_similarity() -> None:

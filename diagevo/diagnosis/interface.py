@@ -87,9 +87,6 @@ class Reply(Generic[T]):
     value: T | None
     raw: str = ""
     model: str = ""
-    latency_s: float = 0.0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
     attempts: int = 1
     error: str | None = None
     calls: tuple[dict, ...] = field(default=())  # per-attempt records (raw, latency, tokens)

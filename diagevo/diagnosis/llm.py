@@ -235,21 +235,7 @@ class LLMDiagnostician:
         return self._reply(None, raw, calls, 2, f"invalid reply after a re-ask: {error}")
 
     def _reply(self, value: T | None, raw: str, calls: list[dict[str, Any]], asks: int, error: str | None) -> Reply[T]:
-        def total(key: str) -> int | None:
-            vals = [c[key] for c in calls if c.get(key) is not None]
-            return sum(vals) if vals else None
-
-        return Reply(
-            value=value,
-            raw=raw,
-            model=self.model_name,
-            latency_s=sum(c["latency_s"] for c in calls),
-            prompt_tokens=total("prompt_tokens"),
-            completion_tokens=total("completion_tokens"),
-            attempts=asks,
-            error=error,
-            calls=tuple(calls),
-        )
+        return Reply(value=value, raw=raw, model=self.model_name, attempts=asks, error=error, calls=tuple(calls))
 
     async def _complete(
         self,

@@ -1,54 +1,55 @@
 """One round of diagnosis and memory maintenance (Sec. 2.3, Appendix J), as appended events.
 
-The routing rules, stage by stage, are :mod:`diagevo.diagnosis.routing`; the stages that ask the
-diagnostician, stamp and append what the rules decide are :mod:`diagevo.diagnosis.stages`; this
-module checks a call's inputs, runs the stages in order and keeps the round summary
-(:mod:`diagevo.diagnosis.summary`).
+The modules form one order: :mod:`~diagevo.diagnosis.routing` states the rules, stage by stage;
+:class:`~diagevo.diagnosis.stages.DiagnosisPass` asks the diagnostician and appends what the
+rules decide; this module checks a call's inputs before any model is called and runs one pass.
 
-Stage 1 runs Prompt 1 for every failure concurrently and stores each reply (``failure.diagnosed``
-or ``diagnosis.failed``, with one ``llm.called`` per HTTP attempt). Everything after is
-sequential, in failure-id order, against a working memory kept in step with the log: stages
-2a-3.5 route each failure's new cause (screening, Prompt 2, shortlist, Prompt 3, routing).
-
-A failure's decision is never split across transactions; the decisions of up to 16 failures
-share one (a durable commit per failure would cost more than the decision), so a crash never
-leaves half a failure and a resumed round redoes at most the last 16, identically. After
-all failures, stage 4a screens node pairs on label embeddings (θ_merge) and Prompt 4 decides each
-pair in a fixed order; the older node survives, and a node absorbed this round is not merged
-again. Event ids derive from (run, round, failure, stage): a resumed round skips failures already
+Stage 1 runs Prompt 1 for every failure concurrently; everything after is sequential, in
+failure-id order, against a working memory kept in step with the log. A failure's decision is
+never split across transactions and the decisions of up to 16 failures share one (a durable
+commit per failure would cost more than the decision), so a crash never leaves half a failure.
+Event ids derive from (run, round, failure, stage): a resumed round skips failures already
 decided in the log, reuses stored Prompt 1 replies, and re-appending anything is a no-op.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
+from diagevo import aio
 from diagevo.catalog import FailureRecorded
 from diagevo.config import DiagnosisConfig
-from diagevo.diagnosis.calibration import thresholds_for
-from diagevo.diagnosis.given import refuse_contradictions
+from diagevo.diagnosis import tools
 from diagevo.diagnosis.interface import Diagnostician, Embedder
-from diagevo.diagnosis.outcomes import check_reachable, prior_outcomes, refuse_failed
+from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.stages import DiagnosisPass
-from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput, summary_counts
-from diagevo.errors import BadInput
+from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput
+from diagevo.errors import BadInput, DiagnosticianBroken, DiagnosticianDown
 from diagevo.limits import LimitsConfig
+from diagevo.log import Recorder
 from diagevo.memory.state import Memory
-from diagevo.progress import ProgressFn, no_progress
-from diagevo.rounds import FailureRecord, Round, logged_questions, refuse_reused_failures, require_open, round_state
+from diagevo.openai_client import unanswered
+from diagevo.parsing import quoted
+from diagevo.progress import ProgressFn
+from diagevo.rounds import (
+    FailureRecord,
+    Round,
+    logged_questions,
+    refuse_reused_failures,
+    require_open,
+    round_state,
+)
 from diagevo.rounds.protocol import OutOfOrder
-from diagevo.schemas import of_type
+from diagevo.rounds.state import RunState
+from diagevo.schemas import current_limits, of_type, text_limits
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
 
 
 async def diagnose_round(
     *,
-    store: Any,
+    store: Recorder,
     run: str,
     t: int,
     failures: Sequence[FailureInput],
@@ -68,25 +69,17 @@ async def diagnose_round(
     the run's memory as it stands (read from the log when not given). ``limits``: what texts are
     stored and replies read up to (the run's ``[limits]``; by default those in effect).
     """
-    progress = progress or no_progress
     if memory is None:  # the memory now (the round protocol hands it over, folded from M_{t-1})
         memory = load_memory(store, run)
     if memory.committed + 1 != t:
         raise OutOfOrder(f"round {t} is not open in run {run!r}: its last committed round is {memory.committed}")
     _check_inputs(failures, memory)
-    if index is None:
-        index = VectorIndex(embedder)
-    elif index.embedder.name != embedder.name:
+    if index is not None and index.embedder.name != embedder.name:
         raise BadInput(f"the index holds {index.embedder.name} vectors, not {embedder.name}")
-    th = thresholds_for(cfg, embedder.name)
-    summary = DiagnosisSummary(run=run, round=t, theta_dup=th.dup, theta_merge=th.merge, failures=len(failures))
-    state = DiagnosisPass(store, run, t, diagnostician, index, cfg, memory, summary, progress)
-
-    from diagevo.schemas import current_limits, text_limits
-
+    diagnosis = DiagnosisPass(store, run, t, diagnostician, embedder, cfg, memory, index=index, progress=progress)
     try:
         with text_limits(limits or current_limits()):
-            return await _run(state, store, run, t, failures, embedder, index, progress)
+            return await diagnosis.diagnose(failures)
     finally:
         aclose = getattr(diagnostician, "aclose", None)
         if aclose is not None:  # the HTTP pool belongs to this event loop
@@ -105,101 +98,61 @@ def _check_inputs(failures: Sequence[FailureInput], memory: Memory) -> None:
             raise BadInput(f"failure {f.failure_id!r}: unknown known cause {unknown[0]!r}")
 
 
-async def _run(
-    state: DiagnosisPass,
-    store: Any,
-    run: str,
-    t: int,
-    failures: Sequence[FailureInput],
-    embedder: Embedder,
-    index: VectorIndex,
-    progress: ProgressFn,
-) -> DiagnosisSummary:
-    summary = state.summary
-    prior = prior_outcomes(store, run, t)
-    todo = sorted((f for f in failures if f.failure_id not in prior.decided), key=lambda f: f.failure_id)
-    summary.resumed = len(failures) - len(todo)
-    state.tries = {f.failure_id: prior.tries[f.failure_id] for f in todo if f.failure_id in prior.tries}
-    summary.retried = len(state.tries)
-    reused = {f.failure_id: prior.diagnosed[f.failure_id] for f in todo if f.failure_id in prior.diagnosed}
-    summary.reused_replies = len(reused)
-
-    _record_unrecorded(state, store, run, failures)
-    t0 = time.perf_counter()
-    fresh = await state.extract_all([f for f in todo if f.failure_id not in reused])
-    summary.extraction_s = time.perf_counter() - t0
-    extractions = {**reused, **fresh}
-    if state.cfg.too_many_failed(summary.failed, len(failures)):
-        # the round stops: what Prompt 1 answered is stored (reused next time), and the memory is
-        # decided next time, in failure-id order, as in a round whose diagnostician never failed
-        summary.deferred = len(todo) - summary.failed
-        return summary
-
-    t0 = time.perf_counter()
-    if index.path is not None:
-        index.sync(store, run)
-    index.attach(state.mem)
-    # the round's new causes, embedded in one batch, in processing order
-    texts = list(
-        dict.fromkeys(
-            e.error_cause
-            for f in todo
-            if (e := extractions.get(f.failure_id)) is not None and e.matched_cause_id is None and e.error_cause
-        )
-    )
-    vecs = embedder.embed(texts) if texts else np.zeros((0, 1), dtype=np.float32)
-    rows = {t: i for i, t in enumerate(texts)}
-    if texts:
-        index.prescreen(vecs)
-        state.pre_vecs = vecs
-    state.model_s = time.perf_counter() - t0
-    state.saved = summary_counts(summary)
-    for done, f in enumerate(todo, 1):
-        ext = extractions.get(f.failure_id)
-        if ext is not None:  # None: Prompt 1 failed, already recorded
-            row = rows.get(ext.error_cause) if ext.error_cause else None
-            await state.decide([(f, ext, None if row is None else vecs[row], row)])
-        progress("maintain", done, len(todo))
-        if state.halted:  # the rest next time, in the same order
-            summary.deferred = sum(1 for g in todo[done:] if g.failure_id in extractions)
-            break
-    await state.settle()
-    if state.halted:
-        return summary
-    summary.maintenance_s = time.perf_counter() - t0
-    summary.maintenance_model_s = state.model_s
-
-    t0 = time.perf_counter()
-    await state.consolidate()
-    if index.path is not None:
-        index.sync(store, run)
-    summary.consolidation_s = time.perf_counter() - t0
-    return summary
-
-
-def _record_unrecorded(state: DiagnosisPass, store: Any, run: str, failures: Sequence[FailureInput]) -> None:
-    """Record the given failures the log does not hold (a round its trainer never opened): a
-    diagnosis, and what it decides, follow from a failure recorded in the run."""
-    ids = [f.failure_id for f in failures]
-    if not ids:
+def refuse_contradictions(store: Recorder, run: str, t: int, failures: Sequence[FailureInput]) -> None:
+    """:class:`BadInput` naming the first given failure whose question text, pseudo-label or
+    known causes differ from those round ``t`` recorded for its question: the diagnosis would
+    explain a failure the log does not hold (a question the round does not hold is left to
+    :meth:`~diagevo.rounds.Round.record_failures`, which refuses it)."""
+    named = sorted({f.question_id for f in failures})
+    if not named:
         return
-    held = {
-        f.failure_id
-        for f in of_type(FailureRecorded, store.rows(run, types=(FailureRecorded,), keys={"failure_id": ids}))
-    }
-    rnd = state.protocol
-    events = [
-        rnd.event(
-            f"fail/{f.failure_id}",
-            FailureRecorded(
-                failure_id=f.failure_id, question_id=f.question_id, response=f.response, reference=f.reference
-            ),
-        )
-        for f in failures
-        if f.failure_id not in held
-    ]
-    if events:
-        rnd.append_diagnosis(events)
+    logged = {q.question_id: q for q in logged_questions(store, run, t=t, ids=named)}
+    for f in failures:
+        q = logged.get(f.question_id)
+        if q is None:
+            continue
+        for name, given, held in (
+            ("question", f.question, q.text),
+            ("pseudo_label", f.pseudo_label, q.pseudo_label),
+            ("known_causes", tuple(f.known_causes), q.known_causes),
+        ):
+            if given != held:
+                raise BadInput(
+                    f"failure {quoted(f.failure_id, 60)}: its {name} {_shown(given)} is not the one round {t} "
+                    f"recorded for question {quoted(f.question_id, 60)} ({_shown(held)})"
+                )
+
+
+def _shown(value: Any) -> str:
+    """A text or a tuple of cause ids as a message shows it, bounded (``()`` for no causes)."""
+    if not isinstance(value, tuple):
+        return quoted(value, 60)
+    text = repr(value)  # ids quoted, control characters escaped
+    return text if len(text) <= 120 else f"{text[:120]}…"
+
+
+def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisConfig) -> None:
+    """Raise :class:`~diagevo.errors.DiagnosesFailed` when the call's failed diagnoses stop the
+    round (its other decisions are appended: the failed ones stay undiagnosed, retried by the
+    next call): :class:`~diagevo.errors.DiagnosticianDown` (retry later) when each failed at an
+    endpoint that did not answer, else :class:`~diagevo.errors.DiagnosticianBroken` (fix the
+    server)."""
+    if not summary.deferred and not rules.too_many_failed(summary.failed, summary.failures):
+        return
+    share = rules.max_failed_share
+    reasons = tuple(sorted(summary.failure_reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    top = "; ".join(f"{n} x {why[:100]}" for why, n in reasons[:2]) + ("; ..." if len(reasons) > 2 else "")
+    allowed = int(share * summary.failures)
+    down = all(sep and unanswered(said) for why, _n in reasons for _stage, sep, said in [why.partition(": endpoint: ")])
+    raise (DiagnosticianDown if down else DiagnosticianBroken)(
+        f"round {summary.round} of run {summary.run!r}: {summary.failed} of {summary.failures} failures failed to "
+        f"diagnose (diagnosis.max_failed_share {share:g} allows {allowed}): {top}; they stay undiagnosed"
+        + (f", {summary.deferred} more are left undecided" if summary.deferred else "")
+        + ", and diagnosing the round again asks only for them",
+        failed=summary.failed,
+        total=summary.failures,
+        reasons=reasons,
+    )
 
 
 def failures_from_records(records: Iterable[dict[str, Any]]) -> list[FailureInput]:
@@ -218,7 +171,7 @@ def failures_from_records(records: Iterable[dict[str, Any]]) -> list[FailureInpu
     ]
 
 
-def failure_inputs(store: Any, run: str, t: int) -> list[FailureInput]:
+def failure_inputs(store: Recorder, run: str, t: int) -> list[FailureInput]:
     """The failures recorded in round ``t``, with their questions, as diagnosis inputs."""
     questions = {q.question_id: q for q in logged_questions(store, run, t=t)}
     recorded = of_type(FailureRecorded, store.rows(run, types=(FailureRecorded,), in_round=t, texts=True))
@@ -259,11 +212,8 @@ def diagnose(
     (:meth:`Round.record_failures`: each must be of a retained question of the round); a round
     never opened (a trainer that records nothing else) need only be the next one, and its
     failures are recorded with their diagnosis (a decision follows from a recorded failure). The
-    summary counts which was done. A
-    failure recorded or diagnosed in another round of the run is refused before any model call."""
-    from diagevo import aio
-    from diagevo.diagnosis import tools
-
+    summary counts which was done. A failure recorded or diagnosed in another round of the run
+    is refused before any model call."""
     st = round_state(rnd.store, rnd.run)
     named = {"llm_url": llm_url, "model": model, "embedder": embedder if isinstance(embedder, str) else None}
     cfg = _checked_config(rnd, st, cfg, diagnostician, failures, named)
@@ -275,7 +225,12 @@ def diagnose(
         refuse_contradictions(rnd.store, rnd.run, rnd.t, failures)
     emb = embedder if embedder is not None and not isinstance(embedder, str) else tools.embedder_for(cfg)
     dx = tools.diagnostician_for(diagnostician, cfg, emb) if isinstance(diagnostician, str) else diagnostician
-    check_reachable(cfg, dx, embedder_named=embedder is None or isinstance(embedder, str))
+    # the endpoints asked once before anything is appended: one that is down fails the call here,
+    # instead of every failure of the round being marked failed one by one
+    if embedder is None or isinstance(embedder, str):
+        tools.check_endpoints(cfg, "embedder")
+    if isinstance(dx, LLMDiagnostician):
+        dx.check_reachable(min(cfg.request_timeout_s, 10.0))
     recorded = already = unrecorded = 0
     if failures is None:
         failures = failure_inputs(rnd.store, rnd.run, rnd.t)
@@ -308,7 +263,7 @@ def diagnose(
 
 def _checked_config(
     rnd: Round,
-    st: Any,
+    st: RunState,
     cfg: DiagnosisConfig | None,
     diagnostician: Diagnostician | str,
     failures: object,
@@ -316,30 +271,21 @@ def _checked_config(
 ) -> DiagnosisConfig:
     """The call's ``[diagnosis]``, after the round's state and the diagnostician's name are
     checked, before anything is called: the recorded failures need an open round; given ones,
-    the next round."""
-    from diagevo.diagnosis import tools
-
+    the next round. ``cfg`` (default: the run's) with the names given, and the run's own rule for
+    how many failed diagnoses stop the round (as its commit checks it)."""
     if failures is None:
         require_open(st, rnd.t, "diagnose")
     elif rnd.t != st.last_committed + 1:
         raise OutOfOrder(
             f"round {rnd.t} is not open in run {rnd.run!r}: its last committed round is {st.last_committed}"
         )
-    cfg = _config_of(rnd, cfg, **named)
+    share = rnd.config.diagnosis.max_failed_share
+    cfg = tools.diagnosis_config(cfg or rnd.config.diagnosis, max_failed_share=share, **named)
     if isinstance(diagnostician, str) and diagnostician not in tools.DIAGNOSTICIANS:
         raise BadInput(f"diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
     if isinstance(diagnostician, str) and diagnostician == "llm" and not cfg.llm_url:
         tools.llm_diagnostician(cfg)  # refuses, naming what to give
     return cfg
-
-
-def _config_of(rnd: Round, cfg: DiagnosisConfig | None, **names: str | None) -> DiagnosisConfig:
-    """The ``[diagnosis]`` a call uses: ``cfg`` (default: the run's) with the names given, and the
-    run's own rule for how many failed diagnoses stop the round (as its commit checks it)."""
-    from diagevo.diagnosis import tools
-
-    share = rnd.config.diagnosis.max_failed_share
-    return tools.diagnosis_config(cfg or rnd.config.diagnosis, max_failed_share=share, **names)
 
 
 def _failure_record(f: FailureInput) -> FailureRecord:

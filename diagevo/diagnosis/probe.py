@@ -23,14 +23,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from diagevo.aio import run
 from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis import reply_schemas
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_structured
 from diagevo.diagnosis.parsing import ReplyError
-from diagevo.errors import Advice, Fix
-from diagevo.openai_client import TransportError
-from diagevo.urls import redact_url
+from diagevo.errors import Advice, BadInput, EndpointUnreachable, Fix
+from diagevo.openai_client import TransportError, list_models
+from diagevo.urls import endpoint_problem, redact_url
 
 Verdict = Literal[
     "ok",
@@ -229,9 +230,6 @@ def probe_model(url: str, model: str, api_key: str | None, timeout_s: float) -> 
     """Whether the server lists ``model`` (``GET /models``, as ``diagnose`` asks before its
     first request): a server that lists models but not this one would answer for another, or
     not at all; one that lists none is said so."""
-    from diagevo.errors import BadInput, EndpointUnreachable
-    from diagevo.openai_client import list_models
-
     t0 = time.perf_counter()
     try:
         listed = list_models(url, api_key=api_key, timeout_s=timeout_s, what="diagnostician")
@@ -263,10 +261,6 @@ def probe_diagnostician(
     ``[diagnosis]`` section whose key, phrase lengths and deadline the real requests use (the
     defaults without it); ``timeout_s``: each probe's deadline (default: the config's
     ``request_timeout_s``)."""
-    from diagevo.aio import run
-    from diagevo.errors import BadInput
-    from diagevo.urls import endpoint_problem
-
     problem = endpoint_problem(url)
     if problem is not None:
         raise BadInput(f"the diagnostician's URL: {problem}")
@@ -276,7 +270,7 @@ def probe_diagnostician(
     diagnostician = LLMDiagnostician.from_config(
         cfg, base_url=url, model=model, max_retries=0, timeout_s=deadline + 5, failure_timeout_s=None
     )
-    listed = probe_model(url, model, cfg.api_key.get_secret_value() if cfg.api_key else None, deadline)
+    listed = probe_model(url, model, diagnostician.api_key, deadline)
     stages = run(_probe_all(diagnostician, deadline))
     return DiagnosticianProbe(redact_url(url), model, deadline, stages, listed)
 

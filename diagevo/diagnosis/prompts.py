@@ -163,36 +163,15 @@ def fill(template: str, **slots: str) -> str:
         rest = rest[end + 2 :]
 
 
-def _state(state: str) -> str:
-    return state.strip().capitalize()
-
-
-def known_cause_list(known: Sequence[KnownCause]) -> str:
-    return "\n".join(f"- ID: {c.id} | State: {_state(c.state)} | Cause: {c.description}" for c in known)
-
-
-def candidate_cause_list(candidates: Sequence[KnownCause]) -> str:
-    return "\n".join(f"- ID: {c.id} | Cause: {c.description}" for c in candidates)
-
-
-def candidate_node_list(shortlist: Sequence[NodeView]) -> str:
-    if not shortlist:
-        return "(none)"
-    return "\n".join(
-        f"- ID: {n.id} | Label: {n.label} | Representative error cause: {n.representative}" for n in shortlist
-    )
-
-
-def node_causes(node: NodeView) -> str:
-    return "".join(f"\n- {c}" for c in node.causes) if node.causes else "(no error causes)"
-
-
 def _messages(system: str, user: str) -> Messages:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def extract_messages(item: ExtractionInput) -> Messages:
-    section = fill(KNOWN_CAUSE_SECTION, known_cause_list=known_cause_list(item.known)) if item.known else ""
+    known = "\n".join(
+        f"- ID: {c.id} | State: {c.state.strip().capitalize()} | Cause: {c.description}" for c in item.known
+    )
+    section = fill(KNOWN_CAUSE_SECTION, known_cause_list=known) if item.known else ""
     user = fill(
         EXTRACT_USER,
         problem=item.question,
@@ -205,12 +184,15 @@ def extract_messages(item: ExtractionInput) -> Messages:
 
 
 def dedup_messages(new_cause: str, candidates: Sequence[KnownCause]) -> Messages:
-    user = fill(DEDUP_USER, new_cause=new_cause, candidate_cause_list=candidate_cause_list(candidates))
-    return _messages(DEDUP_SYSTEM, user)
+    listed = "\n".join(f"- ID: {c.id} | Cause: {c.description}" for c in candidates)
+    return _messages(DEDUP_SYSTEM, fill(DEDUP_USER, new_cause=new_cause, candidate_cause_list=listed))
 
 
 def assign_messages(new_cause: str, shortlist: Sequence[NodeView]) -> Messages:
-    user = fill(ASSIGN_USER, new_cause=new_cause, candidate_node_list=candidate_node_list(shortlist))
+    listed = "\n".join(
+        f"- ID: {n.id} | Label: {n.label} | Representative error cause: {n.representative}" for n in shortlist
+    )
+    user = fill(ASSIGN_USER, new_cause=new_cause, candidate_node_list=listed or "(none)")
     return _messages(ASSIGN_SYSTEM, user)
 
 
@@ -218,11 +200,15 @@ def consolidate_messages(a: NodeView, b: NodeView) -> Messages:
     user = fill(
         CONSOLIDATE_USER,
         node_a_label=a.label,
-        node_a_causes=node_causes(a),
+        node_a_causes=_node_causes(a),
         node_b_label=b.label,
-        node_b_causes=node_causes(b),
+        node_b_causes=_node_causes(b),
     )
     return _messages(CONSOLIDATE_SYSTEM, user)
+
+
+def _node_causes(node: NodeView) -> str:
+    return "".join(f"\n- {c}" for c in node.causes) if node.causes else "(no error causes)"
 
 
 def reask_message(violation: str) -> dict[str, str]:

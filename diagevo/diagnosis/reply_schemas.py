@@ -19,14 +19,13 @@ NULL: dict[str, Any] = {"type": "null"}
 
 
 def _ids(ids: Collection[str]) -> dict[str, Any]:
-    """One of the supplied ids, or null."""
-    return {"anyOf": [{"type": "string", "enum": sorted(ids)}, NULL]} if ids else NULL
+    """One of the supplied ids."""
+    return {"type": "string", "enum": sorted(ids)}
 
 
 def _phrase(min_words: int, max_words: int) -> dict[str, Any]:
-    """A phrase of ``min_words``-``max_words`` words (single spaces), or null."""
-    words = {"type": "string", "pattern": f"^[^ ]+( [^ ]+){{{min_words - 1},{max_words - 1}}}$"}
-    return {"anyOf": [words, NULL]}
+    """A phrase of ``min_words``-``max_words`` words (single spaces)."""
+    return {"type": "string", "pattern": f"^[^ ]+( [^ ]+){{{min_words - 1},{max_words - 1}}}$"}
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -46,10 +45,10 @@ def _const(value: bool) -> dict[str, Any]:
 
 def extraction(supplied: Collection[str], min_words: int, max_words: int) -> dict[str, Any]:
     """A known cause's id (and nothing else), or a new cause's phrase, or null for a non-skill slip."""
-    new = _object({"matched_cause_id": NULL, "error_cause": _phrase(min_words, max_words)})
+    new = _object({"matched_cause_id": NULL, "error_cause": {"anyOf": [_phrase(min_words, max_words), NULL]}})
     if not supplied:
         return _named("extraction", new)
-    return _named("extraction", _object({"matched_cause_id": _ids(supplied)["anyOf"][0], "error_cause": NULL}), new)
+    return _named("extraction", _object({"matched_cause_id": _ids(supplied), "error_cause": NULL}), new)
 
 
 def dedup(candidates: Collection[str]) -> dict[str, Any]:
@@ -57,27 +56,17 @@ def dedup(candidates: Collection[str]) -> dict[str, Any]:
     distinct = _object({"duplicate": _const(False), "matched_cause_id": NULL})
     if not candidates:
         return _named("deduplication", distinct)
-    return _named(
-        "deduplication",
-        _object({"duplicate": _const(True), "matched_cause_id": _ids(candidates)["anyOf"][0]}),
-        distinct,
-    )
+    duplicate = _object({"duplicate": _const(True), "matched_cause_id": _ids(candidates)})
+    return _named("deduplication", duplicate, distinct)
 
 
 def assignment(shortlist: Collection[str], min_words: int, max_words: int) -> dict[str, Any]:
     """Exactly one of a new node's label and a shortlisted node's id."""
-    new = _object(
-        {
-            "create_new_node": _const(True),
-            "new_node_label": _phrase(min_words, max_words)["anyOf"][0],
-            "assigned_node": NULL,
-        }
-    )
+    label = _phrase(min_words, max_words)
+    new = _object({"create_new_node": _const(True), "new_node_label": label, "assigned_node": NULL})
     if not shortlist:
         return _named("assignment", new)
-    existing = _object(
-        {"create_new_node": _const(False), "new_node_label": NULL, "assigned_node": _ids(shortlist)["anyOf"][0]}
-    )
+    existing = _object({"create_new_node": _const(False), "new_node_label": NULL, "assigned_node": _ids(shortlist)})
     return _named("assignment", new, existing)
 
 
@@ -85,7 +74,7 @@ def consolidation(min_words: int, max_words: int) -> dict[str, Any]:
     """A merge names its label; no merge, no label."""
     return _named(
         "consolidation",
-        _object({"merge": _const(True), "merged_label": _phrase(min_words, max_words)["anyOf"][0]}),
+        _object({"merge": _const(True), "merged_label": _phrase(min_words, max_words)}),
         _object({"merge": _const(False), "merged_label": NULL}),
     )
 

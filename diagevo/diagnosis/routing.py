@@ -8,7 +8,7 @@ model, reads the log or appends to it; :mod:`diagevo.diagnosis.pipeline` does, i
 * Prompt 1 for every failure -> :func:`check_extraction`; a match with a supplied cause ->
   :func:`recurrence`; neither a match nor a cause -> a non-skill slip, nothing more;
 * a new cause: stage 2a screening against every stored cause (θ_dup, ``VectorIndex.screen``)
-  -> :func:`dedup_candidates` -> Prompt 2 when some candidate passed -> :func:`after_dedup`
+  -> :func:`known_causes` -> Prompt 2 when some candidate passed -> :func:`after_dedup`
   (a confirmed duplicate is attributed; otherwise on to stage 3a);
 * stage 3a: the node shortlist (top K by best member similarity, ``VectorIndex.node_shortlist``)
   -> :func:`shortlist_views` -> Prompt 3 -> stage 3.5 :func:`route_assignment`;
@@ -18,7 +18,7 @@ model, reads the log or appends to it; :mod:`diagevo.diagnosis.pipeline` does, i
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,21 +72,23 @@ def check_extraction(value: Extraction | None, error: str | None, supplied: Coll
     return value if too_long is None else Refusal("extract", too_long)
 
 
-def recurrence(memory: Memory, failure_id: str, cause_id: str) -> Decision:
-    """A confirmed match with a supplied cause counts one failure for it (Eq. 7)."""
+def _decided(outcome: dict[str, Any], decide: Callable[..., list[Change]], *args: Any, **kwargs: Any) -> Decision:
+    """The changes ``decide`` makes of the memory, with ``outcome``; a refusal at ``route`` when
+    the memory does not take them."""
     try:
-        changes = decide_attribution(memory, failure_id, cause_id, "recurrence")
+        changes = decide(*args, **kwargs)
     except DecisionError as exc:
         return Refusal("route", str(exc))
-    return Routed(tuple(changes), {"outcome": "recurrence", "cause": cause_id})
+    return Routed(tuple(changes), outcome)
+
+
+def recurrence(memory: Memory, failure_id: str, cause_id: str) -> Decision:
+    """A confirmed match with a supplied cause counts one failure for it (Eq. 7)."""
+    outcome = {"outcome": "recurrence", "cause": cause_id}
+    return _decided(outcome, decide_attribution, memory, failure_id, cause_id, "recurrence")
 
 
 # --- stage 2a and Prompt 2 --------------------------------------------------------------------
-
-
-def dedup_candidates(memory: Memory, screened: Sequence[tuple[str, float]]) -> tuple[KnownCause, ...]:
-    """What Prompt 2 is shown: the causes stage 2a passed (``(cause_id, similarity)``, best first)."""
-    return known_causes(memory, [cid for cid, _ in screened])
 
 
 def after_dedup(
@@ -103,11 +105,8 @@ def after_dedup(
         return Refusal("deduplicate", f"matched_cause_id {quoted(value.matched_cause_id)} was not among the candidates")
     cause_id = value.matched_cause_id
     sim = round(sim_of[cause_id], 6)
-    try:
-        changes = decide_attribution(memory, failure_id, cause_id, "dedup", similarity=sim)
-    except DecisionError as exc:
-        return Refusal("route", str(exc))
-    return Routed(tuple(changes), {"outcome": "duplicate", "cause": cause_id, "similarity": sim})
+    outcome = {"outcome": "duplicate", "cause": cause_id, "similarity": sim}
+    return _decided(outcome, decide_attribution, memory, failure_id, cause_id, "dedup", similarity=sim)
 
 
 # --- stage 3a, Prompt 3 and stage 3.5 ---------------------------------------------------------
@@ -137,16 +136,15 @@ def route_assignment(
     too_long = phrase_problem("new_node_label", value.new_node_label) if value.new_node_label is not None else None
     if too_long is not None:
         return Refusal("assign_node", too_long)
-    try:
-        if value.new_node_label is not None:
-            changes = decide_new_cause(memory, failure_id, description, new_node_label=value.new_node_label)
-            return Routed(tuple(changes), {"outcome": "new_node"})
-        if value.assigned_node not in {v.id for v in views}:
-            return Refusal("assign_node", f"assigned_node {quoted(value.assigned_node)} was not on the shortlist")
-        changes = decide_new_cause(memory, failure_id, description, node_id=value.assigned_node)
-    except DecisionError as exc:
-        return Refusal("route", str(exc))
-    return Routed(tuple(changes), {"outcome": "existing_node"})
+    if value.new_node_label is not None:
+        label = value.new_node_label
+        return _decided(
+            {"outcome": "new_node"}, decide_new_cause, memory, failure_id, description, new_node_label=label
+        )
+    if value.assigned_node not in {v.id for v in views}:
+        return Refusal("assign_node", f"assigned_node {quoted(value.assigned_node)} was not on the shortlist")
+    node = value.assigned_node
+    return _decided({"outcome": "existing_node"}, decide_new_cause, memory, failure_id, description, node_id=node)
 
 
 # --- stage 4a and Prompt 4 --------------------------------------------------------------------

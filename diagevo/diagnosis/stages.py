@@ -1,12 +1,14 @@
-"""The stages of one :func:`~diagevo.diagnosis.pipeline.diagnose_round` call, as a pass over the
-round's failures: stage 1 (Prompt 1, concurrent), stages 2a-3.5 (one failure at a time, against a
-working memory kept in step with the log) and stage 4a (node consolidation)."""
+"""One round's diagnosis, as a pass over its failures that owns its state: what the log already
+holds of the round (:class:`Prior`), stage 1 (Prompt 1, concurrent), stages 2a-3.5 (one failure
+at a time, against a working memory kept in step with the log) and stage 4a (node consolidation).
+:func:`~diagevo.diagnosis.pipeline.diagnose_round` checks a call's inputs and runs one pass."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,23 +22,24 @@ from diagevo.catalog import (
     Event,
     FailureAttributed,
     FailureDiagnosed,
+    FailureRecorded,
     LLMCalled,
     NodeCreated,
 )
 from diagevo.catalog.ids import digest_event_id
 from diagevo.config import DiagnosisConfig
 from diagevo.diagnosis import routing
-from diagevo.diagnosis.calls import call_events, reply_ref
-from diagevo.diagnosis.interface import Diagnostician, Extraction, ExtractionInput, Reply
-from diagevo.diagnosis.outcomes import prior_outcomes
+from diagevo.diagnosis.calibration import thresholds_for
+from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
-from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput, summary_counts
+from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput
+from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, evolve
 from diagevo.memory.state import Memory
-from diagevo.progress import ProgressFn
+from diagevo.progress import ProgressFn, no_progress
 from diagevo.results import Json
 from diagevo.rounds import MemoryMoved, Round
-from diagevo.schemas import EventIn, new_event
+from diagevo.schemas import EventIn, new_event, of_type
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
 
@@ -51,8 +54,76 @@ DECISIONS_PER_COMMIT = 16
 Pending = tuple[FailureInput, Extraction, "np.ndarray | None", "int | None"]
 
 
+@dataclass(frozen=True, slots=True)
+class Prior:
+    """What the log already holds for a round: stored Prompt 1 replies (``diagnosed``), the
+    failures decided (``decided``), and how often each undecided failure's diagnosis failed
+    (``tries``): a failed diagnosis decides nothing, so the next call asks again, under ids of
+    its own (the ``tries``-th retry)."""
+
+    diagnosed: dict[str, Extraction]
+    decided: set[str]
+    tries: dict[str, int]
+
+
+def prior_outcomes(store: Recorder, run: str, t: int) -> Prior:
+    """What the log holds of round ``t`` of ``run`` (see :class:`Prior`)."""
+    types = (FailureDiagnosed, FailureAttributed, CauseCreated, DiagnosisFailed)
+    diagnosed: dict[str, Extraction] = {}
+    decided: set[str] = set()
+    tries: dict[str, int] = {}
+    for e in store.rows(run, types=types, in_round=t):
+        match e.event:
+            case FailureDiagnosed(failure_id=fid, matched_cause=matched, error_cause=new):
+                diagnosed[fid] = Extraction(matched, new)
+                if matched is None and new is None:
+                    decided.add(fid)  # a non-skill slip: nothing follows
+            case DiagnosisFailed(failure_id=str(fid)):
+                tries[fid] = tries.get(fid, 0) + 1
+            case FailureAttributed(failure_id=fid) | CauseCreated(failure_id=str(fid)):
+                decided.add(fid)
+    return Prior(diagnosed, decided, {fid: n for fid, n in tries.items() if fid not in decided})
+
+
+def call_events(run: str, t: int, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
+    """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
+    out = []
+    for i, c in enumerate(reply.calls):
+        data = {
+            k: v
+            for k, v in c.items()
+            if k not in ("stage", "model", "latency_s", "prompt_tokens", "completion_tokens", "raw")
+        }
+        call = LLMCalled(
+            stage=c.get("stage", key[-1]),
+            model=c.get("model", reply.model),
+            latency_s=float(c.get("latency_s", 0.0)),
+            prompt_tokens=c.get("prompt_tokens"),
+            completion_tokens=c.get("completion_tokens"),
+            raw=c.get("raw", ""),
+            **extra,
+            **data,
+        )
+        out.append(new_event(call, run=run, at_round=t, event_id=digest_event_id(run, t, *key, "call", i)))
+    return out
+
+
+def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
+    """How a decision names its reply: ``call``, the ``attempt`` of the ``llm.called`` event of
+    the same decision that holds the reply (stored once, there), or the reply inline as ``raw``
+    when no call recorded it (a diagnostician without HTTP calls)."""
+    if reply is None or not reply.raw:
+        return {"raw": ""}
+    for c in reversed(reply.calls):
+        if c.get("raw") == reply.raw and isinstance(c.get("attempt"), int):
+            return {"raw": "", "call": c["attempt"]}
+    return {"raw": reply.raw}
+
+
 class DiagnosisPass:
-    """The state of one diagnose_round call.
+    """One round's diagnosis: built from the round, the diagnostician and the memory as it
+    stands, it keeps the working memory, the round summary and what is decided but not yet
+    appended; :meth:`diagnose` runs the stages over the round's failures.
 
     The working memory is the log's memory as of ``seen_seq``. Decisions are appended only if
     no other producer has appended a memory event since (checked under the store's append lock);
@@ -62,32 +133,101 @@ class DiagnosisPass:
 
     def __init__(
         self,
-        store: Any,
+        store: Recorder,
         run: str,
         t: int,
         diagnostician: Diagnostician,
-        index: VectorIndex,
+        embedder: Embedder,
         cfg: DiagnosisConfig,
         memory: Memory,
-        summary: DiagnosisSummary,
-        progress: ProgressFn,
+        *,
+        index: VectorIndex | None = None,
+        progress: ProgressFn | None = None,
     ) -> None:
         self.store, self.run, self.t = store, run, t
         self.protocol = Round(store, run, t)  # every write goes through the round protocol
-        self.dx, self.index, self.cfg = diagnostician, index, cfg
+        self.dx, self.embedder, self.cfg = diagnostician, embedder, cfg
+        self.index = index if index is not None else VectorIndex(embedder)
         self.mem = memory
-        self.summary = summary
-        self.progress = progress
+        th = thresholds_for(cfg, embedder.name)
+        self.summary = DiagnosisSummary(run=run, round=t, theta_dup=th.dup, theta_merge=th.merge)
+        self.progress = progress or no_progress
         self.model_s = 0.0
         self.pending: list[EventIn] = []  # decided, not yet appended (whole failures only)
-        self.pending_failures = 0
         self.pending_inputs: list[Pending] = []  # the failures whose decisions are pending
         self.current: Pending | None = None  # the failure being decided
         self.seen_seq = memory.last_seq
-        self.saved = summary_counts(summary)  # the summary as of the last append
+        self.saved = self._counts()  # the summary as of the last append
         self.pre_vecs: np.ndarray | None = None
         self.tries: dict[str, int] = {}  # failures whose diagnosis failed before: how often
         self.halted = False  # the endpoint stopped answering in stages 2a-3.5: decide no further failure
+
+    async def diagnose(self, failures: Sequence[FailureInput]) -> DiagnosisSummary:
+        """Run the stages over ``failures``: those the log holds decided are skipped, stored
+        Prompt 1 replies reused, failed diagnoses asked again under ids of their own."""
+        summary = self.summary
+        summary.failures = len(failures)
+        prior = prior_outcomes(self.store, self.run, self.t)
+        todo = sorted((f for f in failures if f.failure_id not in prior.decided), key=lambda f: f.failure_id)
+        summary.resumed = len(failures) - len(todo)
+        self.tries = {f.failure_id: prior.tries[f.failure_id] for f in todo if f.failure_id in prior.tries}
+        summary.retried = len(self.tries)
+        reused = {f.failure_id: prior.diagnosed[f.failure_id] for f in todo if f.failure_id in prior.diagnosed}
+        summary.reused_replies = len(reused)
+
+        self.record_unrecorded(failures)
+        t0 = time.perf_counter()
+        fresh = await self.extract_all([f for f in todo if f.failure_id not in reused])
+        summary.extraction_s = time.perf_counter() - t0
+        extractions = {**reused, **fresh}
+        if self.cfg.too_many_failed(summary.failed, len(failures)):
+            # the round stops: what Prompt 1 answered is stored (reused next time), and the memory is
+            # decided next time, in failure-id order, as in a round whose diagnostician never failed
+            summary.deferred = len(todo) - summary.failed
+            return summary
+
+        t0 = time.perf_counter()
+        await self.maintain_all(todo, extractions)
+        if self.halted:
+            return summary
+        summary.maintenance_s = time.perf_counter() - t0
+        summary.maintenance_model_s = self.model_s
+
+        t0 = time.perf_counter()
+        await self.consolidate()
+        if self.index.path is not None:
+            self.index.sync(self.store, self.run)
+        summary.consolidation_s = time.perf_counter() - t0
+        return summary
+
+    def record_unrecorded(self, failures: Sequence[FailureInput]) -> None:
+        """Record the given failures the log does not hold (a round its trainer never opened): a
+        diagnosis, and what it decides, follow from a failure recorded in the run."""
+        ids = [f.failure_id for f in failures]
+        if not ids:
+            return
+        held = {
+            f.failure_id
+            for f in of_type(
+                FailureRecorded, self.store.rows(self.run, types=(FailureRecorded,), keys={"failure_id": ids})
+            )
+        }
+        events = [
+            self.protocol.event(
+                f"fail/{f.failure_id}",
+                FailureRecorded(
+                    failure_id=f.failure_id, question_id=f.question_id, response=f.response, reference=f.reference
+                ),
+            )
+            for f in failures
+            if f.failure_id not in held
+        ]
+        if events:
+            self.protocol.append_diagnosis(events)
+
+    def _counts(self) -> tuple[dict[str, Any], int]:
+        """The summary's counters and how many outcomes it lists (outcomes are only appended)."""
+        return {k: v for k, v in vars(self.summary).items() if k != "outcomes"}, len(self.summary.outcomes)
 
     def flush(self) -> None:
         """Append the deferred decisions in one transaction, if the memory they were decided
@@ -96,14 +236,14 @@ class DiagnosisPass:
             return
         result = self.protocol.append_diagnosis(self.pending, since_seq=self.seen_seq)
         self.seen_seq = result.last_seq
-        self.pending, self.pending_failures, self.pending_inputs = [], 0, []
-        self.saved = summary_counts(self.summary)
+        self.pending, self.pending_inputs = [], []
+        self.saved = self._counts()
 
     def reread(self) -> list[Pending]:
         """Drop the pending decisions, adopt the log's memory; returns the failures to decide
         again (those another producer has decided meanwhile are left out)."""
         inputs = self.pending_inputs
-        self.pending, self.pending_failures, self.pending_inputs = [], 0, []
+        self.pending, self.pending_inputs = [], []
         counts, outcomes = self.saved
         self.summary.__dict__.update(counts)
         del self.summary.outcomes[outcomes:]
@@ -144,16 +284,15 @@ class DiagnosisPass:
         n = self.tries.get(parts[0]) if parts and isinstance(parts[0], str) else None
         return (parts[0], "retry", n, *parts[1:]) if n else parts
 
-    def eid(self, *parts: object) -> str:
-        return digest_event_id(self.run, self.t, *self.key(*parts))
-
     def calls(self, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
         """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
         return call_events(self.run, self.t, self.key(*key), reply, **extra)
 
     def event(self, event: Event, *parts: object) -> EventIn:
         """``event`` of this round under the id ``parts`` give it."""
-        return new_event(event, run=self.run, at_round=self.t, event_id=self.eid(*parts))
+        return new_event(
+            event, run=self.run, at_round=self.t, event_id=digest_event_id(self.run, self.t, *self.key(*parts))
+        )
 
     def refused(self, fid: str | None, refusal: Refusal, reply: Reply[Any] | None, *key: object) -> EventIn:
         """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``).
@@ -182,10 +321,9 @@ class DiagnosisPass:
                 mem = evolve(mem, ev.event, self.t)
         if events:
             self.pending.extend(events)
-            self.pending_failures += 1
             if self.current is not None:
                 self.pending_inputs.append(self.current)
-            if not defer or self.pending_failures >= DECISIONS_PER_COMMIT:
+            if not defer or len(self.pending_inputs) >= DECISIONS_PER_COMMIT:
                 self.flush()
         self.mem = mem
         for ev in events:
@@ -255,6 +393,38 @@ class DiagnosisPass:
 
     # --- stages 2a-3.5 --------------------------------------------------------------------------
 
+    async def maintain_all(self, todo: Sequence[FailureInput], extractions: dict[str, Extraction]) -> None:
+        """Stages 2a-3.5 for ``todo`` in order: the round's new causes embedded in one batch, each
+        failure routed, then what is pending appended (deciding again where the memory moved)."""
+        t0 = time.perf_counter()
+        if self.index.path is not None:
+            self.index.sync(self.store, self.run)
+        self.index.attach(self.mem)
+        texts = list(
+            dict.fromkeys(
+                e.error_cause
+                for f in todo
+                if (e := extractions.get(f.failure_id)) is not None and e.matched_cause_id is None and e.error_cause
+            )
+        )
+        vecs = self.embedder.embed(texts) if texts else np.zeros((0, 1), dtype=np.float32)
+        rows = {t: i for i, t in enumerate(texts)}
+        if texts:
+            self.index.prescreen(vecs)
+            self.pre_vecs = vecs
+        self.model_s = time.perf_counter() - t0
+        self.saved = self._counts()
+        for done, f in enumerate(todo, 1):
+            ext = extractions.get(f.failure_id)
+            if ext is not None:  # None: Prompt 1 failed, already recorded
+                row = rows.get(ext.error_cause) if ext.error_cause else None
+                await self.decide([(f, ext, None if row is None else vecs[row], row)])
+            self.progress("maintain", done, len(todo))
+            if self.halted:  # the rest next time, in the same order
+                self.summary.deferred = sum(1 for g in todo[done:] if g.failure_id in extractions)
+                break
+        await self.settle()
+
     async def maintain(self, f: FailureInput, ext: Extraction, vec: np.ndarray | None, row: int | None) -> None:
         """Route one failure (:mod:`diagevo.diagnosis.routing`) and commit what was decided."""
         fid = f.failure_id
@@ -323,7 +493,7 @@ class DiagnosisPass:
         if passed > len(screened):
             self.summary.dedup_truncated += 1
         if screened:
-            candidates = list(routing.dedup_candidates(self.mem, screened))
+            candidates = list(routing.known_causes(self.mem, [cid for cid, _ in screened]))
             reply: Reply[Any] = await self.timed(self.dx.deduplicate(description, candidates))
             events.extend(self.calls((fid, "deduplicate"), reply, failure_id=fid))
             decision = routing.after_dedup(self.mem, fid, screened, reply.value, reply.error)
@@ -345,7 +515,7 @@ class DiagnosisPass:
         self.model_s += time.perf_counter() - t0
         pairs = routing.node_pairs(ids, vecs, self.summary.theta_merge)
         self.summary.merge_candidates = len(pairs)
-        self.saved = summary_counts(self.summary)  # nothing is pending: a retried pair restores this
+        self.saved = self._counts()  # nothing is pending: a retried pair restores this
         absorbed: set[str] = set()
         for done, (sim, a, b) in enumerate(pairs, 1):
             while True:  # again when another producer moved the memory meanwhile

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from diagevo.diagnosis.embedder import Cached
+from diagevo.diagnosis.embedder import Cached, local_model
 
 STATIC_MODEL_NAME = "all-MiniLM-L6-v2-static256"
 TABLE = "minilm-l6-static256.npz"
@@ -156,8 +156,6 @@ def distill(path: Path, batch: int = 512) -> Path:
     mean-pooled output alone, PCA to :data:`DIMENSIONS` (each component's sign fixed so that its
     largest coefficient is positive: the same table on every run), SIF weights by rank, int8 rows."""
     import torch
-
-    from diagevo.diagnosis.embedder import local_model
 
     model = local_model()
     vocab = [t for t, _ in sorted(model.tokenizer.get_vocab().items(), key=lambda kv: kv[1])]

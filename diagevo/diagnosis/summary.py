@@ -4,7 +4,6 @@ summary (``diagevo diagnose --json``)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from diagevo.results import Json
 
@@ -100,8 +99,3 @@ class DiagnosisSummary:
     def to_json(self) -> dict[str, Json]:
         """The summary as ``diagevo diagnose --json`` prints it."""
         return asdict(self)
-
-
-def summary_counts(summary: DiagnosisSummary) -> tuple[dict[str, Any], int]:
-    """The summary's counters and how many outcomes it lists (outcomes are only appended)."""
-    return {k: v for k, v in summary.__dict__.items() if k != "outcomes"}, len(summary.outcomes)

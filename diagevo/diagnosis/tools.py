@@ -9,15 +9,20 @@ names (``diagnostician="heuristic"``, ``llm_url=...``) gets the same objects bui
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from diagevo.config import IN_PROCESS_EMBEDDERS, DiagnosisConfig
+from diagevo.diagnosis import embedder
+from diagevo.diagnosis.calibration import thresholds_for
+from diagevo.diagnosis.heuristic import HeuristicDiagnostician
 from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.diagnosis.llm import LLMDiagnostician
+from diagevo.diagnosis.static import StaticEmbedder
 from diagevo.errors import BadInput
+from diagevo.log import Recorder
+from diagevo.openai_client import check_endpoint
+from diagevo.sections import ConfigError, config_error
 from diagevo.views.index import VectorIndex, kept_index_path
-
-if TYPE_CHECKING:
-    from diagevo.log import Recorder
 
 DIAGNOSTICIANS = ("llm", "heuristic")
 """The diagnosticians by name: ``llm`` (the paper's, Prompts 1-4 sent to an OpenAI-compatible
@@ -31,8 +36,6 @@ def diagnosis_config(cfg: DiagnosisConfig | None = None, **overrides: Any) -> Di
     values = {k: v for k, v in overrides.items() if v is not None}
     if not values:
         return base
-    from diagevo.sections import ConfigError, config_error
-
     out = base.model_copy()
     try:
         for name, value in values.items():
@@ -50,11 +53,7 @@ def make_embedder(spec: str = "static", model: str | None = None, api_key: str |
     """The embedder: ``"static"`` (MiniLM distilled to token vectors, in every install; the
     default), ``"local"`` (the full MiniLM, the ``embed`` extra) or an OpenAI-compatible
     embeddings base URL serving ``model``."""
-    from diagevo.diagnosis import embedder
-
     if spec == "static":
-        from diagevo.diagnosis.static import StaticEmbedder
-
         return StaticEmbedder()
     if spec == "local":
         return embedder.LocalEmbedder()
@@ -71,8 +70,6 @@ def llm_diagnostician(
 ) -> Diagnostician:
     """The paper's diagnostician: Prompts 1-4 sent to ``llm_url`` (default: ``diagnosis.llm_url``)
     as ``model``, with the retries, timeouts and concurrency of ``cfg``."""
-    from diagevo.diagnosis.llm import LLMDiagnostician
-
     cfg = diagnosis_config(cfg, llm_url=llm_url, model=model)
     if not cfg.llm_url:
         raise BadInput(
@@ -85,9 +82,6 @@ def llm_diagnostician(
 def heuristic_diagnostician(embedder: Embedder, cfg: DiagnosisConfig | None = None) -> Diagnostician:
     """The offline rule-based stand-in (not the paper's LLM diagnostician), at the calibrated
     thresholds of ``embedder``."""
-    from diagevo.diagnosis.calibration import thresholds_for
-    from diagevo.diagnosis.heuristic import HeuristicDiagnostician
-
     cfg = cfg if cfg is not None else DiagnosisConfig()
     th = thresholds_for(cfg, embedder.name)
     return HeuristicDiagnostician(embedder, th.dup, th.merge, cfg.min_words, cfg.max_words, answers=True)
@@ -107,8 +101,6 @@ def check_endpoints(cfg: DiagnosisConfig, name: str) -> bool:
     down fails the call, not every failure of the round one by one, and a diagnostician that
     lists models but not ``diagnosis.model`` is refused. True when the diagnostician's server
     lists no model at all (its name could not be checked: the caller says so)."""
-    from diagevo.openai_client import check_endpoint
-
     timeout = min(cfg.request_timeout_s, 10.0)
     unlisted = False
     if name == "llm" and cfg.llm_url:

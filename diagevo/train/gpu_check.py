@@ -22,6 +22,7 @@ from diagevo.catalog import CheckpointWritten, PhaseCompleted
 from diagevo.doctor import build_call
 from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.installation import shipped
+from diagevo.log import Recorder
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.schemas import carried, of_type
 
@@ -224,7 +225,7 @@ def _check_overrides(model: Path, out: Path, overrides: list[str]) -> list[str]:
     ]
 
 
-def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
+def _grpo_figures(store: Recorder, run: str, report: CheckReport) -> None:
     """Each GRPO phase's steps, batch shape and completion tokens, from its ``phase.completed``."""
     for p in of_type(PhaseCompleted, store.rows(run, types=(PhaseCompleted,))):
         if p.phase in ("challenger", "solver"):
@@ -235,7 +236,7 @@ def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
             report.grpo_tokens[p.phase] = float(carried(p, "completion_length", 0.0)) * f.completions_per_step * f.steps
 
 
-def _weights_moved(store: Any, run: str, model: Path, report: CheckReport) -> None:
+def _weights_moved(store: Recorder, run: str, model: Path, report: CheckReport) -> None:
     """A failure for a role that took no GRPO step or whose checkpoint equals ``model``."""
     from diagevo.views.queries import checkpoint_path
 
