@@ -19,7 +19,7 @@ from diagevo.generation import Sampling
 from diagevo.generation.vllm_engine import engine_args, sampling_params
 from diagevo.train.config import load_config
 from diagevo.train.hf.args import attention, grpo_kwargs, launch_command, phase_plan, plan, step_order, vllm_kwargs
-from diagevo.train.hf.heuristic import HeuristicDiagnostician, cause_for, first_departure, node_label_for
+from diagevo.diagnosis.heuristic import HeuristicDiagnostician, cause_for, first_departure, node_label_for
 from diagevo.train.hf.tiny import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
