@@ -11,10 +11,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
 from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, resume_call
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.redaction import given_secrets
+from diagevo.sections import apply_overrides, checked
 from diagevo.train.config import Config
+from diagevo.train.hf import distributed
 from diagevo.urls import redact_url
 from diagevo.words import did_you_mean
 
@@ -106,24 +109,13 @@ def refuse_foreign_resume(store: Recorder, run: str) -> None:
         )
 
 
-def reconfigure(store: Recorder, run: str, saved: Config, overrides: list[str]) -> Config:
-    """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
-    the next round (:func:`diagevo.rounds.configure_run`: refused while a round is under way)."""
-    from diagevo.rounds import configure_run
-    from diagevo.sections import apply_overrides, checked
-
-    data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), overrides)
-    config = checked(Config, data, overrides=overrides)
-    configure_run(store, run, config)
-    return config
-
-
 def resumed_config(store: Recorder, run: str, config: Config, overrides: list[str] | None = None) -> Config:
     """The config a resumed run trains with: the one its log records (each component's part
     validated by its owner, :meth:`Config.of`), ``overrides`` applied (a change is recorded), and
     the credentials the log does not keep (a URL's password is stored as ``***``) taken from
-    ``config``, the command's, where it names the same URL."""
-    from diagevo.rounds import stored_config
+    ``config``, the command's, where it names the same URL. A change is recorded as
+    ``run.configured`` before the next round (refused while a round is under way)."""
+    from diagevo.rounds import configure_run, stored_config
 
     stored = stored_config(store, run)
     if stored is None:
@@ -136,9 +128,11 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
         last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True))
         raise unusable_config(store, run, last, str(exc)) from None
     secrets = given_secrets(saved.redacted(), config.model_dump(mode="json", exclude={"db"}))
-    again = [f"{field}={json.dumps(value)}" for field, value in secrets]
-    if overrides or again:
-        saved = reconfigure(store, run, saved, [*again, *(overrides or [])])
+    wanted = [*(f"{field}={json.dumps(value)}" for field, value in secrets), *(overrides or [])]
+    if wanted:
+        data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), wanted)
+        saved = checked(Config, data, overrides=wanted)
+        configure_run(store, run, saved)
     return saved.model_copy(update={"db": config.db})
 
 
@@ -208,8 +202,6 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
     that makes its backend send each phase to every rank, and trains against the store; any other
     rank follows rank 0's phase commands here, without a database, and gets None when rank 0 is
     done. On leaving, the leader tells the followers to stop and the process group is closed."""
-    from diagevo.train.hf import distributed
-
     config, leads = distributed.for_this_rank(config)
     if not leads:  # a model worker: rank 0's phase commands, no database
         try:
@@ -222,7 +214,7 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
         yield config, None
         return
     try:
-        yield config, distributed.Leader
+        yield config, distributed.lead
     finally:
         distributed.stop()
         distributed.finish()
@@ -231,8 +223,6 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
 def cause_to_audit(store: Recorder, run: str) -> str | None:
     """A cause worth ``memory why``: the last one reactivated, else the last one promoted, else
     the most recently created."""
-    from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
-
     preferred = (CauseReactivated, CausePromoted, CauseCreated)
     last: dict[str, str] = {}
     for e in store.rows(run, types=preferred):

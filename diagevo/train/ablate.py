@@ -10,7 +10,10 @@ from typing import Any
 from diagevo.catalog import RoundCommitted
 from diagevo.log import Recorder, open_log
 from diagevo.schemas import carried, of_type
+from diagevo.train import train
 from diagevo.train.config import load_config
+from diagevo.train.sim.backend import SimBackend
+from diagevo.train.sim.dynamics import measure_seed
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {
@@ -117,10 +120,6 @@ def run_ablation(
     Each (world, variant, seed) is one run of the log: a finished one is skipped, a stopped one
     resumed where its log and checkpoints left it, so the command may be stopped at any moment
     and run again."""
-    from diagevo.train import train
-    from diagevo.train.sim.backend import SimBackend
-    from diagevo.train.sim.dynamics import measure_seed
-
     total = len(worlds) * len(variants) * seeds
     done = 0
     reference = reference_variant(variants)

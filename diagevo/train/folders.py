@@ -30,6 +30,3 @@ def check_folders(config: Config, db_url: str, run: str) -> None:
         no_links_below(owned_dir(board, run_name(run), create=False), depth=3)
     elif config.train.report_to == "mlflow" and not os.environ.get("MLFLOW_TRACKING_URI"):
         no_links_below(beside_database(db_url, ".mlruns"), depth=2)
-
-
-__all__ = ["check_folders"]

@@ -15,6 +15,7 @@ import importlib.util
 import json
 import time
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,14 @@ from diagevo.catalog import CheckpointWritten, PhaseCompleted
 from diagevo.doctor import build_call
 from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.installation import shipped
+from diagevo.log import Recorder, open_log
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.schemas import carried, of_type
+from diagevo.train import train
+from diagevo.train.config import load_config
+from diagevo.train.hf.args import attention
+from diagevo.views.queries import checkpoint_path
+from diagevo.views.verify import verify_run
 
 CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.installation.shipped)
 
@@ -66,8 +73,6 @@ class CheckReport:
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for name in ("torch", "transformers", "trl", "accelerate", "vllm", "flash-attn"):
         try:
@@ -132,12 +137,7 @@ def run_check(
     require("hf", "gpu-check", "torch", "transformers", "trl")  # vLLM when installed (else generate)
     import torch
 
-    from diagevo.log import open_log
-    from diagevo.train import train
-    from diagevo.train.config import load_config
-    from diagevo.train.hf.args import attention
     from diagevo.train.hf.backend import HFBackend
-    from diagevo.views.verify import verify_run
 
     cfg = load_config(_config(), _check_overrides(model, out, overrides or []))
     if not torch.cuda.is_available():
@@ -224,7 +224,7 @@ def _check_overrides(model: Path, out: Path, overrides: list[str]) -> list[str]:
     ]
 
 
-def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
+def _grpo_figures(store: Recorder, run: str, report: CheckReport) -> None:
     """Each GRPO phase's steps, batch shape and completion tokens, from its ``phase.completed``."""
     for p in of_type(PhaseCompleted, store.rows(run, types=(PhaseCompleted,))):
         if p.phase in ("challenger", "solver"):
@@ -235,10 +235,8 @@ def _grpo_figures(store: Any, run: str, report: CheckReport) -> None:
             report.grpo_tokens[p.phase] = float(carried(p, "completion_length", 0.0)) * f.completions_per_step * f.steps
 
 
-def _weights_moved(store: Any, run: str, model: Path, report: CheckReport) -> None:
+def _weights_moved(store: Recorder, run: str, model: Path, report: CheckReport) -> None:
     """A failure for a role that took no GRPO step or whose checkpoint equals ``model``."""
-    from diagevo.views.queries import checkpoint_path
-
     written = of_type(CheckpointWritten, store.rows(run, types=(CheckpointWritten,)))
     ckpts = {carried(c, "phase"): checkpoint_path(store, run, c.path) for c in written}
     for role in ("challenger", "solver"):

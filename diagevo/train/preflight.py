@@ -25,6 +25,7 @@ from diagevo.doctor import WEIGHTS, Check
 from diagevo.errors import Advice, Argument, DiagevoError, Fix, Install, Override, Package, Unavailable
 from diagevo.redaction import redact_text
 from diagevo.train.config import Config
+from diagevo.train.model_dirs import check_model_dir
 from diagevo.urls import redact_url
 
 NO_VLLM = Override("hf.use_vllm", False)
@@ -147,22 +148,18 @@ def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[C
 
 
 def check_tracker(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
-    """The package of the tracker ``train.report_to`` names."""
-    from diagevo.train.tracking import PACKAGES
-
+    """The package of the tracker ``train.report_to`` names (each is its package's name)."""
     kind = cfg.train.report_to
     if kind == "none":
         return []
-    if not present(PACKAGES[kind]):
-        fix = Fix.of(Package(PACKAGES[kind]), Argument("report_to", "none"))
-        return [Check("tracker", "missing", f"train.report_to = {kind!r} needs {PACKAGES[kind]}", fix, True)]
+    if not present(kind):
+        fix = Fix.of(Package(kind), Argument("report_to", "none"))
+        return [Check("tracker", "missing", f"train.report_to = {kind!r} needs {kind}", fix, True)]
     return [Check("tracker", "ok", f"{kind} (found, not imported)", asked=True)]
 
 
 def check_model_dirs(cfg: Config) -> list[Check]:
     """Each model directory the hf backend loads: complete (its build's record written last)."""
-    from diagevo.train.model_dirs import check_model_dir
-
     if cfg.train.backend != "hf":
         return []
     out = []
@@ -286,32 +283,8 @@ def preflight(
     return checks
 
 
-def missing(checks: Sequence[Check]) -> list[Check]:
-    """The needs ``checks`` found missing, in their order."""
-    return [c for c in checks if c.status == "missing"]
-
-
 def require(checks: Sequence[Check]) -> None:
-    """Raise :class:`NotReady` naming every check that is ``missing``."""
-    lacking = missing(checks)
+    """Raise :class:`NotReady` naming every check that is ``missing``, in their order."""
+    lacking = [c for c in checks if c.status == "missing"]
     if lacking:
         raise NotReady(lacking)
-
-
-__all__ = [
-    "NotReady",
-    "check_diagnostician",
-    "check_engine",
-    "check_disk",
-    "check_gpus",
-    "check_model_dirs",
-    "check_packages",
-    "check_tracker",
-    "checkpoint_bytes",
-    "checkpoint_root",
-    "checkpoints_kept",
-    "gpu_count",
-    "missing",
-    "preflight",
-    "require",
-]

@@ -28,9 +28,6 @@ from typing import Any
 from diagevo.paths import beside_database, run_name
 from diagevo.train.config import Config
 
-PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio", "mlflow": "mlflow"}
-"""``train.report_to`` -> the module it needs."""
-
 PROJECT = "diagevo"  # the project name of W&B and trackio (WANDB_PROJECT / TRACKIO_PROJECT override)
 
 
@@ -152,6 +149,3 @@ def open_tracker(cfg: Config, run: str, db_url: str) -> Tracker:
     if kind == "mlflow":
         return MLflow(run, Path(beside_database(db_url, ".mlruns")))
     return Tracker()
-
-
-__all__ = ["PACKAGES", "MLflow", "TensorBoard", "Tracker", "WandbLike", "numbers", "open_tracker", "tracker_dir"]

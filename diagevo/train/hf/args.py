@@ -292,19 +292,3 @@ def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: 
                 ),
             }
     return out
-
-
-__all__ = [
-    "PhasePlan",
-    "Role",
-    "attention",
-    "engine_decisions",
-    "engines_per_process",
-    "grpo_kwargs",
-    "launch_command",
-    "phase_plan",
-    "plan",
-    "ranks",
-    "step_order",
-    "vllm_kwargs",
-]

@@ -48,9 +48,6 @@ class World:
     def label_of(self, cause: Cause) -> str:
         return self.no_answer_label if cause is self.no_answer else self.labels[self.skills[cause.skill][0]]
 
-    def causes_of(self, skill: str) -> list[Cause]:
-        return [c for c in self.causes.values() if c.skill == skill]
-
 
 @cache
 def world(path: Path = _DATA) -> World:
