@@ -139,7 +139,10 @@ def run_check(
 
     from diagevo.train.hf.backend import HFBackend
 
-    cfg = load_config(_config(), _check_overrides(model, out, overrides or []))
+    config = shipped(CONFIG)
+    if config is None:
+        raise NotFound(f"this diagevo carries no {CONFIG} (a package built without configs/)")
+    cfg = load_config(config, _check_overrides(model, out, overrides or []))
     if not torch.cuda.is_available():
         raise Unavailable("no CUDA device: the GPU check runs on a machine with an NVIDIA GPU")
     db = _check_database(model, out)
@@ -185,13 +188,6 @@ def run_check(
         if report.vllm_engines > 1:
             report.failures.append(f"{report.vllm_engines} vLLM engines were built in one process (at most 1)")
     return report
-
-
-def _config() -> Path:
-    path = shipped(CONFIG)
-    if path is None:
-        raise NotFound(f"this diagevo carries no {CONFIG} (a package built without configs/)")
-    return path
 
 
 def _check_database(model: Path, out: Path) -> Path:

@@ -112,9 +112,6 @@ def tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-# only when the solver is still to train: the questions it trains on (with their texts)
-
-
 class Trainer:
     """Runs rounds of one run against one store and one backend."""
 
@@ -241,10 +238,6 @@ class Trainer:
         ]
 
     # --- run ----------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Append ``run.started`` (a no-op when the run exists: it goes on with the config it holds)."""
-        start_run(self.store, self.run, self.cfg, self.seed, resume="allow", trainer=OUR_TRAINER)
-
     def load_embedder(self) -> None:
         """Load the embedding model once, as its own phase (``embedder`` 0/1, then 1/1), before
         any round's clock runs: the first round's diagnosis is not charged with it."""
@@ -255,7 +248,8 @@ class Trainer:
         self.progress("embedder", 1, 1)
 
     def train(self, rounds: int | None = None) -> list[RoundReport]:
-        self.start()
+        # ``run.started``: a no-op when the run exists (it goes on with the config it holds)
+        start_run(self.store, self.run, self.cfg, self.seed, resume="allow", trainer=OUR_TRAINER)
         last = max(committed_rounds(self.store, self.run), default=0)
         total = rounds if rounds is not None else self.cfg.train.rounds
         reports = []
@@ -356,7 +350,8 @@ class Trainer:
                 "timing": dict(r.seconds),
             },
         )
-        report = self._report(r, metrics)
+        stats = next(row for row in round_stats(self.store, self.run) if row["round"] == t)
+        report = RoundReport(t, stats, metrics, dict(r.seconds), r.dedup_truncated())
         figures = {f"round/{k}": v for k, v in numbers({**report.stats, **metrics}).items() if k != "round"}
         self.tracker.log(figures, t)
         self.on_round(report)
@@ -495,13 +490,3 @@ class Trainer:
                 self.progress("outage", round(waited + pause), None)  # the seconds waited, said before the wait
                 time.sleep(pause)
                 pause = min(2 * pause, MAX_OUTAGE_PAUSE_S)
-
-    def _report(self, r: _LoopState, metrics: dict[str, float]) -> RoundReport:
-        stats = next(row for row in round_stats(self.store, self.run) if row["round"] == r.t)
-        return RoundReport(
-            round=r.t,
-            stats=stats,
-            metrics=metrics,
-            seconds=dict(r.seconds),
-            dedup_truncated=r.dedup_truncated(),
-        )

@@ -36,7 +36,6 @@ class PhasePlan:
     steps: int  # optimizer steps
     prompts_per_step: int  # the global batch of a step (Table 8: 256)
     group: int  # completions per prompt (Table 8: 8)
-    processes: int
     per_device: int  # completions per device per micro-step
     accumulation: int  # micro-steps per optimizer step on each device
 
@@ -73,7 +72,6 @@ def phase_plan(cfg: Config, role: Role, n_prompts: int) -> PhasePlan:
         steps=steps,
         prompts_per_step=per_step,
         group=group,
-        processes=procs,
         per_device=per_device,
         accumulation=per_process // per_device,
     )

@@ -97,13 +97,6 @@ def broadcast(obj: Any) -> Any:
     return box[0]
 
 
-def gather(items: list[Any]) -> list[Any]:
-    """Every rank's ``items``, concatenated in rank order, on every rank."""
-    from accelerate.utils import gather_object
-
-    return list(gather_object(items))
-
-
 def is_zero3(trainer: Any) -> bool:
     """Whether ``trainer`` runs under DeepSpeed ZeRO-3, where each rank holds only a shard of the
     policy once GRPO is over."""
@@ -151,9 +144,10 @@ def global_rewards(local: Sequence[T], compute: Callable[[list[T]], list[float]]
     if world_size() == 1:
         return list(compute(list(local)))
     from accelerate import PartialState
+    from accelerate.utils import gather_object
 
     state = PartialState()
-    tagged = gather([(state.process_index, item) for item in local])
+    tagged = list(gather_object([(state.process_index, item) for item in local]))  # every rank's, in rank order
     rewards: list[float] | None = None
     if state.process_index == 0:
         rewards = [float(x) for x in compute([item for _, item in tagged])]
