@@ -63,11 +63,6 @@ def default_run_id(config: Config) -> str:
     return f"{config.train.backend}-s{config.train.seed}-{stamp}.{int(now * 1000) % 1000:03d}-{secrets.token_hex(4)}"
 
 
-def writer_holder(what: str = "train") -> str:
-    """How a writer names itself in its run's lease: the command, its pid, host and start."""
-    return f"{what} (pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')})"
-
-
 def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
     """The run to train: the configured id, the latest run when resuming, else a new id.
     Resuming a run the log does not hold is an error, not a new run."""
@@ -178,7 +173,9 @@ def train(
         ready(config, store.url)  # before the run (or its lease) is written: a refusal leaves nothing
     if resume:
         refuse_foreign_resume(store, run)
-    with store.lease(run, writer_holder()):  # one training process per run; a second is refused
+    # one training process per run, named in its lease by its pid, host and start; a second is refused
+    holder = f"train (pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')})"
+    with store.lease(run, holder):
         if resume:
             config = resumed_config(store, run, config, wanted)
             if backend is None:

@@ -111,11 +111,8 @@ def whole_weights() -> Iterator[None]:
     its weights partitioned across the ranks; the policies diagevo samples itself with
     ``generate`` (the solver, inside the challenger's phase, for its reward; a policy loaded back
     after its phase) must be whole, or ``generate`` fails on the empty shards."""
-    try:
-        from transformers.integrations import deepspeed as hf_deepspeed
-    except ImportError:  # no transformers: nothing partitions
-        yield
-        return
+    from transformers.integrations import deepspeed as hf_deepspeed  # the hf backend's: transformers is there
+
     held = hf_deepspeed._hf_deepspeed_config_weak_ref  # a weak reference to the live config, or None
     hf_deepspeed.unset_hf_deepspeed_config()
     try:

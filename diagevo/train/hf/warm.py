@@ -5,7 +5,6 @@ one way to write a pair. Imported only by a build, after its ``require`` found t
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -54,13 +53,6 @@ def pad_batch(rows: Sequence[tuple[list[int], list[int]]], pad: int) -> dict[str
         labels[i, len(p) : len(p) + len(c)] = torch.tensor(c)
         mask[i, : len(p) + len(c)] = 1
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
-
-
-def warmup_cosine(warmup: int, steps: int) -> Callable[[int], float]:
-    """The learning rate's factor at a step: linear warm-up, then cosine decay to 0."""
-    return lambda s: (
-        (s + 1) / warmup if s < warmup else 0.5 * (1 + math.cos(math.pi * (s - warmup) / max(1, steps - warmup)))
-    )
 
 
 def fit(

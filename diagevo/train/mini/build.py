@@ -13,6 +13,7 @@ each skill's held-out split and never occur in the warm-up.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections import Counter
@@ -181,7 +182,11 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
             batch,
             spec.steps,
             lr=spec.lr,
-            schedule=warm.warmup_cosine(spec.warmup, spec.steps),  # AdamW as the feasibility note's
+            schedule=lambda s: (  # linear warm-up, then cosine decay
+                (s + 1) / spec.warmup
+                if s < spec.warmup
+                else 0.5 * (1 + math.cos(math.pi * (s - spec.warmup) / max(1, spec.steps - spec.warmup)))
+            ),
             betas=(0.9, 0.98),
             weight_decay=0.1,
             tick=lambda d, n: progress("warm-up", d, n),
