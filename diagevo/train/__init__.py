@@ -37,20 +37,18 @@ def make_backend(config: Config) -> Backend:
         from diagevo.train.sim.backend import SimBackend
 
         return SimBackend(config, config.train.seed)
-    if config.train.backend == "hf":
-        try:
-            from diagevo.train.hf.backend import HFBackend
-        except ImportError as exc:
-            raise BackendUnavailable(
-                'backend "hf" needs the hf extra', Install("hf"), aside=True, then=f": {exc}"
-            ) from None
-        named = None
-        if config.hf.named_errors == "mini":
-            from diagevo.train.mini.world import MiniErrors
+    try:  # "hf", the other the config allows
+        from diagevo.train.hf.backend import HFBackend
+    except ImportError as exc:
+        raise BackendUnavailable(
+            'backend "hf" needs the hf extra', Install("hf"), aside=True, then=f": {exc}"
+        ) from None
+    named = None
+    if config.hf.named_errors == "mini":
+        from diagevo.train.mini.world import MiniErrors
 
-            named = MiniErrors()
-        return HFBackend(config, config.train.seed, named_errors=named)
-    raise BackendUnavailable(f'backend {config.train.backend!r} is not part of this build; use backend = "sim"')
+        named = MiniErrors()
+    return HFBackend(config, config.train.seed, named_errors=named)
 
 
 def default_run_id(config: Config) -> str:

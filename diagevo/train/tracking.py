@@ -50,8 +50,6 @@ class Tracker:
     """One tracker run, named by the run id: ``log`` a set of scalars at a step; ``phase`` the
     context of one GRPO phase (where TRL's own rows of it go)."""
 
-    name = "none"
-
     def log(self, values: Mapping[str, float], step: int) -> None:
         """Scalars at ``step``."""
 
@@ -64,8 +62,6 @@ class Tracker:
 
 
 class TensorBoard(Tracker):
-    name = "tensorboard"
-
     def __init__(self, directory: Path) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
@@ -100,18 +96,17 @@ class WandbLike(Tracker):
     ``ROLE/global_step``), since their step must only grow."""
 
     def __init__(self, name: str, run: str) -> None:
-        self.name = name
         if name == "wandb":
             import wandb
 
             os.environ.setdefault("WANDB_MODE", "offline")
             self.module: Any = wandb
-            self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", PROJECT), name=run, reinit=True)
+            wandb.init(project=os.environ.get("WANDB_PROJECT", PROJECT), name=run, reinit=True)
         else:
             import trackio
 
             self.module = trackio
-            self.run = trackio.init(project=os.environ.get("TRACKIO_PROJECT", PROJECT), name=run)
+            trackio.init(project=os.environ.get("TRACKIO_PROJECT", PROJECT), name=run)
 
     def log(self, values: Mapping[str, float], step: int) -> None:
         axis = "round" if all(k.startswith("round/") for k in values) else next(iter(values)).split("/")[0] + "/step"
@@ -122,15 +117,13 @@ class WandbLike(Tracker):
 
 
 class MLflow(Tracker):
-    name = "mlflow"
-
     def __init__(self, run: str, directory: Path) -> None:
         import mlflow
 
         if not os.environ.get("MLFLOW_TRACKING_URI"):
             mlflow.set_tracking_uri(directory.resolve().as_uri())
         self.mlflow = mlflow
-        self.active = mlflow.start_run(run_name=run)
+        mlflow.start_run(run_name=run)
 
     def log(self, values: Mapping[str, float], step: int) -> None:
         self.mlflow.log_metrics(dict(values), step=step)
