@@ -15,12 +15,11 @@ import importlib.util
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
-from diagevo.doctor import build_call
+from diagevo.doctor import _version, build_call
 from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.installation import shipped
 from diagevo.log import Recorder, open_log
@@ -70,16 +69,6 @@ class CheckReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "passed": self.passed, "sampled_tokens_per_s": round(self.sampled_tokens_per_s, 1)}
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for name in ("torch", "transformers", "trl", "accelerate", "vllm", "flash-attn"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
 
 
 def _tensors(path: Path) -> dict[str, Any]:
@@ -148,7 +137,10 @@ def run_check(
     db = _check_database(model, out)
     report = CheckReport(
         device=torch.cuda.get_device_name(0),
-        versions=_versions(),
+        versions={
+            n: _version(n) or "not installed"
+            for n in ("torch", "transformers", "trl", "accelerate", "vllm", "flash-attn")
+        },
         engine="vLLM colocated (one engine per process)"
         if cfg.hf.use_vllm
         else "transformers generate (vLLM not installed)",

@@ -13,7 +13,6 @@ database, a run or a round exists. Packages are looked up, not imported; nothing
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from diagevo.diagnosis.embedder import LOCAL_MODULES
-from diagevo.doctor import WEIGHTS, Check
+from diagevo.doctor import WEIGHTS, Check, _present  # one lookup of an installed module, the doctor's
 from diagevo.errors import Advice, Argument, DiagevoError, Fix, Install, Override, Package, Unavailable
 from diagevo.redaction import redact_text
 from diagevo.train.config import Config
@@ -52,13 +51,6 @@ def _in_words(need: Check) -> str:
     if need.error is not None:
         return f"{need.name}: {need.error}"
     return f"{need.name}: {need.detail}" + (f"; fix: {need.fix.plain()}" if need.fix is not None else "")
-
-
-def _present(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def gpu_count() -> int:
