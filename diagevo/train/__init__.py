@@ -131,9 +131,10 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
 
 def ready(config: Config, db_url: str) -> None:
     """The preflight of :mod:`diagevo.train.preflight`: a missing need is refused (exit code 2)."""
-    from diagevo.train.preflight import checkpoint_root, preflight, require
+    from diagevo.train.folders import checkpoint_root
+    from diagevo.train.preflight import preflight, require
 
-    require(preflight(config, checkpoint_root(config, db_url)))
+    require(preflight(config, checkpoint_root(config, db_url, move=False)))
 
 
 def train(

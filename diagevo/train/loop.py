@@ -37,7 +37,7 @@ from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, RetryLater, resume_call
 from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.paths import beside_database, run_name
+from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import (
     OUR_TRAINER,
@@ -53,6 +53,7 @@ from diagevo.rounds import (
 from diagevo.schemas import carried, of_type, text_limits
 from diagevo.train.backend import Backend
 from diagevo.train.config import Config
+from diagevo.train.folders import checkpoint_root
 from diagevo.train.tracking import Tracker, numbers, open_tracker
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
@@ -125,7 +126,7 @@ class Trainer:
         self.progress = progress
         self.on_round = on_round
         self.seed = config.train.seed
-        self.ckpt_root = Path(config.train.out_dir or beside_database(store.url, ".runs"))  # keyed by database
+        self.ckpt_root = checkpoint_root(config, store.url)  # keyed by database
         # absolute (a resume may start elsewhere), reached without a link (nothing is written or
         # pruned outside the folder)
         self.ckpt_dir = owned_dir(self.ckpt_root, run_name(run), create=False)

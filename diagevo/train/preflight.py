@@ -199,14 +199,6 @@ def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
     return [Check("diagnostician", "ok", f"{shown} serves {d.model}", asked=True)]
 
 
-def checkpoint_root(cfg: Config, db_url: str) -> Path:
-    """Where a run's checkpoints go: ``train.out_dir``, else beside the database. Only named: an
-    earlier layout is not moved here (the preflight and a dry run change nothing)."""
-    from diagevo.paths import beside_database
-
-    return cfg.train.out_dir or beside_database(db_url, ".runs", move=False)
-
-
 def checkpoint_bytes(cfg: Config) -> int:
     """Estimated bytes of one checkpoint (both roles' weights, config and tokenizer): the model
     directories' own sizes. 0 for the simulator, whose checkpoints are a few kB."""

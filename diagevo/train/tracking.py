@@ -27,14 +27,9 @@ from typing import Any
 
 from diagevo.paths import beside_database, run_name
 from diagevo.train.config import Config
+from diagevo.train.folders import tracker_root
 
 PROJECT = "diagevo"  # the project name of W&B and trackio (WANDB_PROJECT / TRACKIO_PROJECT override)
-
-
-def tracker_dir(cfg: Config, db_url: str, run: str) -> Path:
-    """Where TensorBoard's files of ``run`` go: ``train.tracker_dir``, else beside the database."""
-    root = cfg.train.tracker_dir or beside_database(db_url, ".tb")
-    return Path(root) / run_name(run)
 
 
 def numbers(values: Mapping[str, Any]) -> dict[str, float]:
@@ -136,7 +131,7 @@ def open_tracker(cfg: Config, run: str, db_url: str) -> Tracker:
     """The tracker ``train.report_to`` names for ``run`` (``none``: one that records nothing)."""
     kind = cfg.train.report_to
     if kind == "tensorboard":
-        return TensorBoard(tracker_dir(cfg, db_url, run))
+        return TensorBoard(tracker_root(cfg, db_url) / run_name(run))
     if kind in ("wandb", "trackio"):
         return WandbLike(kind, run)
     if kind == "mlflow":
