@@ -67,10 +67,6 @@ def parse(question: str) -> tuple[int, str, int] | None:
     return (int(m[1]), m[2], int(m[3])) if m else None
 
 
-def solve(a: int, op: str, b: int) -> int:
-    return {"+": a + b, "-": a - b, "*": a * b, "%": a % b if b else 0}[op]
-
-
 def skill_of(question: str) -> str | None:
     """The skill a question exercises, read from its digits; None for anything else."""
     p = parse(question)
@@ -120,7 +116,8 @@ def answer(q: str) -> str:
     p = parse(q)
     if p is None:
         raise ValueError(f"not a question of the mini world: {q!r}")
-    return str(solve(*p))
+    a, op, b = p
+    return str({"+": a + b, "-": a - b, "*": a * b, "%": a % b if b else 0}[op])
 
 
 def _integer(text: str) -> int | None:
