@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import json
+import math
 import os
 import random
 import tempfile
@@ -74,7 +75,6 @@ from diagevo.train.hf.distributed import (
 )
 from diagevo.train.hf.vllm_share import ServerClient, shared_with_trl
 from diagevo.train.model_dirs import HELDOUT_FILE
-from diagevo.train.tracking import numbers
 
 if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config
@@ -113,7 +113,11 @@ STEP_KEYS = (
 
 def step_row(logs: dict[str, Any]) -> dict[str, float]:
     """The finite numbers of :data:`STEP_KEYS` in one of TRL's log rows."""
-    return numbers({k: logs[k] for k in STEP_KEYS if k in logs})
+    return {
+        k: float(logs[k])
+        for k in STEP_KEYS
+        if isinstance(logs.get(k), int | float) and not isinstance(logs[k], bool) and math.isfinite(logs[k])
+    }
 
 
 def check_flash_attention() -> None:
@@ -166,8 +170,9 @@ def grpo_stats(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Mean over the training steps of loss, KL, reward and completion length."""
     sums: dict[str, list[float]] = defaultdict(list)
     for row in log_history:
-        for key, value in numbers({k: row[k] for k in STAT_KEYS if k in row}).items():
-            sums[STAT_KEYS[key]].append(value)
+        for key, name in STAT_KEYS.items():
+            if key in row and isinstance(row[key], int | float) and math.isfinite(row[key]):
+                sums[name].append(float(row[key]))
     return {name: sum(v) / len(v) for name, v in sums.items()}
 
 
