@@ -30,13 +30,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-from accelerate import PartialState
-from datasets import Dataset
-from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-from transformers.trainer_callback import PrinterCallback, ProgressCallback
-from trl import GRPOConfig, GRPOTrainer
-
 from diagevo import curriculum as cur
 from diagevo.config import Role
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
@@ -74,6 +67,9 @@ from diagevo.train.hf.distributed import (
     whole_weights,
 )
 from diagevo.train.hf.vllm_share import ServerClient, shared_with_trl
+
+# torch, transformers and TRL load in the methods that use them: every module of the package
+# imports without the hf extra (make_backend refuses in one line where it is missing)
 from diagevo.train.model_dirs import HELDOUT_FILE
 
 if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
@@ -191,6 +187,8 @@ class HFBackend:
         quiet_libraries()
         self.named_errors = named_errors
         if config.hf.torch_threads is not None:
+            import torch
+
             torch.set_num_threads(config.hf.torch_threads)
         self.config = config
         self.seed = seed
@@ -222,6 +220,9 @@ class HFBackend:
         return self._tokenizers[role]
 
     def _load_role(self, role: Role, path: Path, device: str | None = None) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
         dtype = getattr(torch, weight_dtype(self.config))
         attn = attention(self.config)
         if attn == "flash_attention_2":
@@ -382,6 +383,12 @@ class HFBackend:
     def _grpo(
         self, plan: PhasePlan, rows: list[dict[str, Any]], reward: Any, rng: random.Random, progress: ProgressFn
     ) -> dict[str, float]:
+        from accelerate import PartialState
+        from datasets import Dataset
+        from transformers import TrainerCallback
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+        from trl import GRPOConfig, GRPOTrainer
+
         role = plan.role
         h = self.config.hf
         engine = self._vllm_engine() if h.use_vllm and h.vllm_mode == "colocate" else None
@@ -461,6 +468,8 @@ class HFBackend:
     def _free(self) -> None:
         gc.collect()
         if self.config.hf.device.startswith("cuda"):
+            import torch
+
             torch.cuda.empty_cache()
 
     # ------------------------------------------------------------------ evaluation

@@ -21,9 +21,6 @@ from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import trl.trainer.grpo_trainer as grpo
-from trl.generation.vllm_generation import VLLMGeneration
-
 from diagevo.errors import BadInput, Unavailable
 from diagevo.generation.vllm_engine import VLLMEngine
 
@@ -58,6 +55,8 @@ class ServerClient:
 def shared_with_trl(engine: VLLMEngine | None = None, server: ServerClient | None = None) -> Iterator[None]:
     """Within this block, a ``GRPOTrainer`` built with ``use_vllm`` takes ``engine`` (colocate) or
     ``server`` (server mode) instead of building its own."""
+    import trl.trainer.grpo_trainer as grpo
+    from trl.generation.vllm_generation import VLLMGeneration
 
     class SharedGeneration(VLLMGeneration):  # type: ignore[misc]
         def _init_vllm(self) -> None:

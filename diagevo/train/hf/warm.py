@@ -1,6 +1,7 @@
 """The torch side of the small model pairs built on this machine (``models tiny``, ``models mini``,
 the format warm-up of ``models smollm2``): one model shape, one padded batch, one supervised loop,
-one way to write a pair. Imported only by a build, after its ``require`` found torch."""
+one way to write a pair. Called only by a build, after its ``require`` found torch (which each
+function imports: every module of the package imports without the hf extra)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,6 @@ import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-import torch
-from transformers import Qwen3Config, Qwen3ForCausalLM
 
 from diagevo.files import building
 from diagevo.train.model_dirs import HELDOUT_FILE
@@ -23,6 +21,9 @@ Tick = Callable[[int, int], None]
 def new_model(tok: Any, seed: int, *, hidden: int, layers: int, heads: int, kv_heads: int, positions: int) -> Any:
     """A fresh ``Qwen3ForCausalLM`` over ``tok``'s vocabulary (tied embeddings, no BOS token),
     initialised from ``seed``."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
     torch.manual_seed(seed)
     return Qwen3ForCausalLM(
         Qwen3Config(
@@ -44,6 +45,8 @@ def new_model(tok: Any, seed: int, *, hidden: int, layers: int, heads: int, kv_h
 
 def pad_batch(rows: Sequence[tuple[list[int], list[int]]], pad: int) -> dict[str, Any]:
     """Right-padded (prompt ids, completion ids) rows; the loss on the completion only."""
+    import torch
+
     width = max(len(p) + len(c) for p, c in rows)
     ids = torch.full((len(rows), width), pad)
     labels = torch.full((len(rows), width), -100)
@@ -68,6 +71,8 @@ def fit(
 ) -> list[float]:
     """AdamW on ``batch(step)`` for ``steps`` steps, gradients clipped at 1.0; the learning rate
     follows ``schedule`` (a factor per step), else one cycle (10 % warm-up). Returns each step's loss."""
+    import torch
+
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, weight_decay=weight_decay)
     sched = (
         torch.optim.lr_scheduler.LambdaLR(opt, schedule)
