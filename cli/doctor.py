@@ -223,10 +223,11 @@ def doctor(
     cfg = None
     if config is not None or set_:
         from diagevo.train.config import load_config
-        from diagevo.train.preflight import checkpoint_root, preflight
+        from diagevo.train.folders import checkpoint_root
+        from diagevo.train.preflight import preflight
 
         cfg = load_config(config, list(set_ or []))
-        checks += preflight(cfg, checkpoint_root(cfg, resolve_db_url(db or cfg.db)))
+        checks += preflight(cfg, checkpoint_root(cfg, resolve_db_url(db or cfg.db), move=False))
     probe = _probe(diagnostician, diagnostician_model, cfg, timeout)
     failed = [c.name for c in checks if c.failed] + (["diagnostician"] if probe is not None and not probe.ok else [])
     if json:

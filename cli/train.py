@@ -112,10 +112,11 @@ def _metric(metrics: dict[str, float], key: str) -> str:
 def preflight_verdicts(cfg: Any, db_url: str) -> dict[str, dict[str, str]]:
     """What ``train`` would check before starting, each check's status and detail (and fix)."""
     from diagevo.cli.fixes import detail, spell_fix
-    from diagevo.train.preflight import checkpoint_root, preflight
+    from diagevo.train.folders import checkpoint_root
+    from diagevo.train.preflight import preflight
 
     out: dict[str, dict[str, str]] = {}
-    for c in preflight(cfg, checkpoint_root(cfg, db_url)):
+    for c in preflight(cfg, checkpoint_root(cfg, db_url, move=False)):
         out[c.name] = {"status": c.status, "detail": detail(c)}
         if c.fix is not None:
             out[c.name]["fix"] = spell_fix(c.fix)
@@ -216,9 +217,10 @@ def train(
     # the preflight, once: here before the database is created, so a refused train leaves nothing (exit 2);
     # a resumed run's config is read from its log, and checked there by the library
     if not resume:
-        from diagevo.train.preflight import checkpoint_root, preflight, require
+        from diagevo.train.folders import checkpoint_root
+        from diagevo.train.preflight import preflight, require
 
-        require(preflight(cfg, checkpoint_root(cfg, db_url)))
+        require(preflight(cfg, checkpoint_root(cfg, db_url, move=False)))
     _train_rounds(cfg, TrainRequest(resume, rounds, quiet, user_sets, explicit_db, db_url))
 
 

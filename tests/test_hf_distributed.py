@@ -181,3 +181,36 @@ def test_only_the_hf_backend_runs_on_several_processes(monkeypatch: pytest.Monke
     monkeypatch.setenv("WORLD_SIZE", "1")
     cfg = load_config(ROOT / "configs" / "sim.toml")
     assert for_this_rank(cfg) == (cfg, True)
+
+
+def test_followers_run_the_phases_rank_0_announces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rank 0's backend, made to lead, announces each collective phase; a follower runs it with a
+    copy of rank 0's random stream as the phase started, and computes no reward."""
+    import random
+    from types import SimpleNamespace
+
+    from diagevo.train.config import load_config
+    from diagevo.train.hf import distributed
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    cfg = load_config(ROOT / "configs" / "tiny-hf.toml")
+    leader = distributed.lead(SimpleNamespace(config=cfg, leading=False))
+    assert leader.leading and leader.config.hf.num_processes == 2
+    rng = random.Random(7)
+    script = [
+        distributed.Command("train_solver", leader.config, questions=("q",), group_size=4, rng=rng),
+        distributed.Command(distributed.STOP),
+    ]
+    monkeypatch.setattr(distributed, "broadcast", lambda _: script.pop(0))
+    ran: list[tuple[list[str], int, float]] = []
+
+    class Follower:
+        config = leader.config
+
+        def train_solver(self, questions: list[str], reward_fn: object, group_size: int, r: random.Random) -> None:
+            ran.append((questions, group_size, r.random()))
+            with pytest.raises(RuntimeError, match="a follower computes no rewards"):
+                reward_fn(0, ["x"])  # type: ignore[operator]
+
+    assert distributed.follow(lambda _: Follower()) == 1
+    assert ran == [(["q"], 4, random.Random(7).random())]

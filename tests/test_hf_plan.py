@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from diagevo.diagnosis.heuristic import HeuristicDiagnostician, cause_for, first_departure, node_label_for
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.errors import NotFound
 from diagevo.generation import Sampling
 from diagevo.generation.vllm_engine import engine_args, sampling_params
 from diagevo.train.config import load_config
 from diagevo.train.hf.args import attention, grpo_kwargs, launch_command, phase_plan, plan, step_order, vllm_kwargs
-from diagevo.train.hf.heuristic import HeuristicDiagnostician, cause_for, first_departure, node_label_for
 from diagevo.train.hf.tiny import corpus
 
 ROOT = Path(__file__).resolve().parents[1]

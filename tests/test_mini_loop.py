@@ -44,7 +44,7 @@ def pair(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) 
     key = hashlib.sha256(source.encode()).hexdigest()[:12]
     cache = getattr(pytestconfig, "cache", None)
     out = Path(cache.mkdir(f"diagevo-mini-{key}")) if cache else tmp_path_factory.mktemp("mini") / "pair"
-    if not (out / build.RECORD).is_file():
+    if not (out / build.MINI_RECORD).is_file():
         shutil.rmtree(out, ignore_errors=True)
         build.build_mini(out, SPEC)
     return out
@@ -78,7 +78,7 @@ def test_one_cell_runs_a_round_and_measures_each_skill(ablation) -> None:  # noq
         (run,) = [r for r in store.runs() if "/full/" in r]
         names = {k for e in store.read(run, types=(EvalRecorded,)) for k in e.event.metrics or {}}
     assert {"heldout_acc/add_nc", "heldout_acc/add_c"} <= names
-    recorded = json.loads((pair / build.RECORD).read_text())["measured"]
+    recorded = json.loads((pair / build.MINI_RECORD).read_text())["measured"]
     assert set(recorded["accuracy"]) == {"add_nc", "add_c"}
 
 

@@ -11,10 +11,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
 from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, resume_call
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.redaction import given_secrets
+from diagevo.sections import apply_overrides, checked
 from diagevo.train.config import Config
+from diagevo.train.hf import distributed
 from diagevo.urls import redact_url
 from diagevo.words import did_you_mean
 
@@ -34,20 +37,18 @@ def make_backend(config: Config) -> Backend:
         from diagevo.train.sim.backend import SimBackend
 
         return SimBackend(config, config.train.seed)
-    if config.train.backend == "hf":
-        try:
-            from diagevo.train.hf.backend import HFBackend
-        except ImportError as exc:
-            raise BackendUnavailable(
-                'backend "hf" needs the hf extra', Install("hf"), aside=True, then=f": {exc}"
-            ) from None
-        named = None
-        if config.hf.named_errors == "mini":
-            from diagevo.train.mini.world import MiniErrors
+    try:  # "hf", the other the config allows
+        from diagevo.train.hf.backend import HFBackend
+    except ImportError as exc:
+        raise BackendUnavailable(
+            'backend "hf" needs the hf extra', Install("hf"), aside=True, then=f": {exc}"
+        ) from None
+    named = None
+    if config.hf.named_errors == "mini":
+        from diagevo.train.mini.world import MiniErrors
 
-            named = MiniErrors()
-        return HFBackend(config, config.train.seed, named_errors=named)
-    raise BackendUnavailable(f'backend {config.train.backend!r} is not part of this build; use backend = "sim"')
+        named = MiniErrors()
+    return HFBackend(config, config.train.seed, named_errors=named)
 
 
 def default_run_id(config: Config) -> str:
@@ -58,11 +59,6 @@ def default_run_id(config: Config) -> str:
     now = time.time()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     return f"{config.train.backend}-s{config.train.seed}-{stamp}.{int(now * 1000) % 1000:03d}-{secrets.token_hex(4)}"
-
-
-def writer_holder(what: str = "train") -> str:
-    """How a writer names itself in its run's lease: the command, its pid, host and start."""
-    return f"{what} (pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')})"
 
 
 def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
@@ -106,24 +102,13 @@ def refuse_foreign_resume(store: Recorder, run: str) -> None:
         )
 
 
-def reconfigure(store: Recorder, run: str, saved: Config, overrides: list[str]) -> Config:
-    """``saved`` with ``overrides`` applied; a change is recorded as ``run.configured`` before
-    the next round (:func:`diagevo.rounds.configure_run`: refused while a round is under way)."""
-    from diagevo.rounds import configure_run
-    from diagevo.sections import apply_overrides, checked
-
-    data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), overrides)
-    config = checked(Config, data, overrides=overrides)
-    configure_run(store, run, config)
-    return config
-
-
 def resumed_config(store: Recorder, run: str, config: Config, overrides: list[str] | None = None) -> Config:
     """The config a resumed run trains with: the one its log records (each component's part
     validated by its owner, :meth:`Config.of`), ``overrides`` applied (a change is recorded), and
     the credentials the log does not keep (a URL's password is stored as ``***``) taken from
-    ``config``, the command's, where it names the same URL."""
-    from diagevo.rounds import stored_config
+    ``config``, the command's, where it names the same URL. A change is recorded as
+    ``run.configured`` before the next round (refused while a round is under way)."""
+    from diagevo.rounds import configure_run, stored_config
 
     stored = stored_config(store, run)
     if stored is None:
@@ -136,17 +121,20 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
         last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True))
         raise unusable_config(store, run, last, str(exc)) from None
     secrets = given_secrets(saved.redacted(), config.model_dump(mode="json", exclude={"db"}))
-    again = [f"{field}={json.dumps(value)}" for field, value in secrets]
-    if overrides or again:
-        saved = reconfigure(store, run, saved, [*again, *(overrides or [])])
+    wanted = [*(f"{field}={json.dumps(value)}" for field, value in secrets), *(overrides or [])]
+    if wanted:
+        data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), wanted)
+        saved = checked(Config, data, overrides=wanted)
+        configure_run(store, run, saved)
     return saved.model_copy(update={"db": config.db})
 
 
 def ready(config: Config, db_url: str) -> None:
     """The preflight of :mod:`diagevo.train.preflight`: a missing need is refused (exit code 2)."""
-    from diagevo.train.preflight import checkpoint_root, preflight, require
+    from diagevo.train.folders import checkpoint_root
+    from diagevo.train.preflight import preflight, require
 
-    require(preflight(config, checkpoint_root(config, db_url)))
+    require(preflight(config, checkpoint_root(config, db_url, move=False)))
 
 
 def train(
@@ -184,7 +172,9 @@ def train(
         ready(config, store.url)  # before the run (or its lease) is written: a refusal leaves nothing
     if resume:
         refuse_foreign_resume(store, run)
-    with store.lease(run, writer_holder()):  # one training process per run; a second is refused
+    # one training process per run, named in its lease by its pid, host and start; a second is refused
+    holder = f"train (pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')})"
+    with store.lease(run, holder):
         if resume:
             config = resumed_config(store, run, config, wanted)
             if backend is None:
@@ -208,8 +198,6 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
     that makes its backend send each phase to every rank, and trains against the store; any other
     rank follows rank 0's phase commands here, without a database, and gets None when rank 0 is
     done. On leaving, the leader tells the followers to stop and the process group is closed."""
-    from diagevo.train.hf import distributed
-
     config, leads = distributed.for_this_rank(config)
     if not leads:  # a model worker: rank 0's phase commands, no database
         try:
@@ -222,7 +210,7 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
         yield config, None
         return
     try:
-        yield config, distributed.Leader
+        yield config, distributed.lead
     finally:
         distributed.stop()
         distributed.finish()
@@ -231,8 +219,6 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
 def cause_to_audit(store: Recorder, run: str) -> str | None:
     """A cause worth ``memory why``: the last one reactivated, else the last one promoted, else
     the most recently created."""
-    from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
-
     preferred = (CauseReactivated, CausePromoted, CauseCreated)
     last: dict[str, str] = {}
     for e in store.rows(run, types=preferred):

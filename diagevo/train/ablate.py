@@ -10,7 +10,10 @@ from typing import Any
 from diagevo.catalog import RoundCommitted
 from diagevo.log import Recorder, open_log
 from diagevo.schemas import carried, of_type
+from diagevo.train import train
 from diagevo.train.config import load_config
+from diagevo.train.sim.backend import SimBackend
+from diagevo.train.sim.dynamics import measure_seed
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {
@@ -47,17 +50,9 @@ MINI_ARMS = ("full", "pure free", "frozen challenger")
 """The mini world's arms (issue 64): full DiagEvo, no memory (free exploration only), frozen challenger."""
 
 
-def world_overrides(world: str) -> list[str]:
-    return [] if world == CONFIGURED else WORLDS[world]
-
-
 # Figure 3c's reference: the shared pseudo-label questions come from this variant's challenger
 # when it is run (else from "pure free", else from the first variant run)
 REFERENCES = ("pure free, absolute only", "pure free")
-
-
-def reference_variant(variants: list[str]) -> str:
-    return next((v for v in REFERENCES if v in variants), variants[0])
 
 
 def _mean_curves(per_seed: list[dict[int, dict[str, float]]]) -> dict[str, list[float]]:
@@ -117,13 +112,9 @@ def run_ablation(
     Each (world, variant, seed) is one run of the log: a finished one is skipped, a stopped one
     resumed where its log and checkpoints left it, so the command may be stopped at any moment
     and run again."""
-    from diagevo.train import train
-    from diagevo.train.sim.backend import SimBackend
-    from diagevo.train.sim.dynamics import measure_seed
-
     total = len(worlds) * len(variants) * seeds
     done = 0
-    reference = reference_variant(variants)
+    reference = next((v for v in REFERENCES if v in variants), variants[0])
     results: dict[str, list[dict[str, Any]]] = {}
     out_dir = Path(db.removeprefix("sqlite:///")).parent / "ablate-ckpt"
     sim = load_config(config, overrides).train.backend == "sim"
@@ -142,7 +133,7 @@ def run_ablation(
                         config,
                         [
                             *overrides,
-                            *world_overrides(world),
+                            *([] if world == CONFIGURED else WORLDS[world]),
                             *VARIANTS[variant],
                             f"train.seed={seed}",
                             f"train.rounds={rounds}",

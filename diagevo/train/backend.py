@@ -36,6 +36,24 @@ class SolverRound:
     rewards: list[list[float]]
     stats: dict[str, float] = field(default_factory=dict)
 
+    @classmethod
+    def over(cls, n: int) -> SolverRound:
+        """A phase over ``n`` questions, before any is drawn (:meth:`score` fills it)."""
+        return cls([[] for _ in range(n)], [[] for _ in range(n)])
+
+    def score(self, i: int, responses: Sequence[str], reward_fn: SolverRewardFn) -> list[float]:
+        """The rewards of ``responses`` to question ``i``, both kept beside the question's earlier
+        draws in the phase."""
+        rewards = list(reward_fn(i, responses))
+        self.responses[i].extend(responses)
+        self.rewards[i].extend(rewards)
+        return rewards
+
+    def failed_fraction(self) -> float:
+        """The share of the phase's responses rewarded below 0 (those go to diagnosis)."""
+        flat = [r for rs in self.rewards for r in rs]
+        return sum(r < 0 for r in flat) / len(flat) if flat else 0.0
+
 
 class Backend(Protocol):
     name: str

@@ -19,12 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
-from diagevo.doctor import build_call
+from diagevo.doctor import _version, build_call
 from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.installation import shipped
-from diagevo.log import Recorder
+from diagevo.log import Recorder, open_log
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.schemas import carried, of_type
+from diagevo.train import train
+from diagevo.train.config import load_config
+from diagevo.train.hf.args import attention
+from diagevo.views.queries import checkpoint_path
+from diagevo.views.verify import verify_run
 
 CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.installation.shipped)
 
@@ -64,18 +69,6 @@ class CheckReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "passed": self.passed, "sampled_tokens_per_s": round(self.sampled_tokens_per_s, 1)}
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("torch", "transformers", "trl", "accelerate", "vllm", "flash-attn"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
 
 
 def _tensors(path: Path) -> dict[str, Any]:
@@ -133,20 +126,21 @@ def run_check(
     require("hf", "gpu-check", "torch", "transformers", "trl")  # vLLM when installed (else generate)
     import torch
 
-    from diagevo.log import open_log
-    from diagevo.train import train
-    from diagevo.train.config import load_config
-    from diagevo.train.hf.args import attention
     from diagevo.train.hf.backend import HFBackend
-    from diagevo.views.verify import verify_run
 
-    cfg = load_config(_config(), _check_overrides(model, out, overrides or []))
+    config = shipped(CONFIG)
+    if config is None:
+        raise NotFound(f"this diagevo carries no {CONFIG} (a package built without configs/)")
+    cfg = load_config(config, _check_overrides(model, out, overrides or []))
     if not torch.cuda.is_available():
         raise Unavailable("no CUDA device: the GPU check runs on a machine with an NVIDIA GPU")
     db = _check_database(model, out)
     report = CheckReport(
         device=torch.cuda.get_device_name(0),
-        versions=_versions(),
+        versions={
+            n: _version(n) or "not installed"
+            for n in ("torch", "transformers", "trl", "accelerate", "vllm", "flash-attn")
+        },
         engine="vLLM colocated (one engine per process)"
         if cfg.hf.use_vllm
         else "transformers generate (vLLM not installed)",
@@ -186,13 +180,6 @@ def run_check(
         if report.vllm_engines > 1:
             report.failures.append(f"{report.vllm_engines} vLLM engines were built in one process (at most 1)")
     return report
-
-
-def _config() -> Path:
-    path = shipped(CONFIG)
-    if path is None:
-        raise NotFound(f"this diagevo carries no {CONFIG} (a package built without configs/)")
-    return path
 
 
 def _check_database(model: Path, out: Path) -> Path:
@@ -238,8 +225,6 @@ def _grpo_figures(store: Recorder, run: str, report: CheckReport) -> None:
 
 def _weights_moved(store: Recorder, run: str, model: Path, report: CheckReport) -> None:
     """A failure for a role that took no GRPO step or whose checkpoint equals ``model``."""
-    from diagevo.views.queries import checkpoint_path
-
     written = of_type(CheckpointWritten, store.rows(run, types=(CheckpointWritten,)))
     ckpts = {carried(c, "phase"): checkpoint_path(store, run, c.path) for c in written}
     for role in ("challenger", "solver"):

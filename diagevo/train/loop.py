@@ -37,7 +37,7 @@ from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, RetryLater, resume_call
 from diagevo.log import Recorder
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.paths import beside_database, run_name
+from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import (
     OUR_TRAINER,
@@ -53,6 +53,7 @@ from diagevo.rounds import (
 from diagevo.schemas import carried, of_type, text_limits
 from diagevo.train.backend import Backend
 from diagevo.train.config import Config
+from diagevo.train.folders import checkpoint_root
 from diagevo.train.tracking import Tracker, numbers, open_tracker
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
@@ -105,16 +106,6 @@ class _LoopState:
         return int(carried(self.phases.get("diagnose"), "dedup_truncated", 0))
 
 
-def tree_bytes(path: Path) -> int:
-    """Bytes of the files under ``path`` (a checkpoint directory, or one file)."""
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-# only when the solver is still to train: the questions it trains on (with their texts)
-
-
 class Trainer:
     """Runs rounds of one run against one store and one backend."""
 
@@ -135,7 +126,7 @@ class Trainer:
         self.progress = progress
         self.on_round = on_round
         self.seed = config.train.seed
-        self.ckpt_root = Path(config.train.out_dir or beside_database(store.url, ".runs"))  # keyed by database
+        self.ckpt_root = checkpoint_root(config, store.url)  # keyed by database
         # absolute (a resume may start elsewhere), reached without a link (nothing is written or
         # pruned outside the folder)
         self.ckpt_dir = owned_dir(self.ckpt_root, run_name(run), create=False)
@@ -158,7 +149,7 @@ class Trainer:
             path = owned_dir(self.ckpt_root, run_name(self.run), f"round{r.t:03d}-{phase}")
             no_links_below(path)  # a phase run again writes over its own checkpoint, nothing planted there
             self.backend.save(path)
-            size = tree_bytes(path)
+            size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())  # the checkpoint's files
             written = CheckpointWritten(path=path.name, phase=phase, bytes=size)  # in the run's folder
             events.append(rnd.event(f"checkpoint/{phase}", written))
             for where, gone in self.to_prune(phase, r.t):
@@ -241,10 +232,6 @@ class Trainer:
         ]
 
     # --- run ----------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Append ``run.started`` (a no-op when the run exists: it goes on with the config it holds)."""
-        start_run(self.store, self.run, self.cfg, self.seed, resume="allow", trainer=OUR_TRAINER)
-
     def load_embedder(self) -> None:
         """Load the embedding model once, as its own phase (``embedder`` 0/1, then 1/1), before
         any round's clock runs: the first round's diagnosis is not charged with it."""
@@ -255,7 +242,8 @@ class Trainer:
         self.progress("embedder", 1, 1)
 
     def train(self, rounds: int | None = None) -> list[RoundReport]:
-        self.start()
+        # ``run.started``: a no-op when the run exists (it goes on with the config it holds)
+        start_run(self.store, self.run, self.cfg, self.seed, resume="allow", trainer=OUR_TRAINER)
         last = max(committed_rounds(self.store, self.run), default=0)
         total = rounds if rounds is not None else self.cfg.train.rounds
         reports = []
@@ -356,7 +344,8 @@ class Trainer:
                 "timing": dict(r.seconds),
             },
         )
-        report = self._report(r, metrics)
+        stats = next(row for row in round_stats(self.store, self.run) if row["round"] == t)
+        report = RoundReport(t, stats, metrics, dict(r.seconds), r.dedup_truncated())
         figures = {f"round/{k}": v for k, v in numbers({**report.stats, **metrics}).items() if k != "round"}
         self.tracker.log(figures, t)
         self.on_round(report)
@@ -495,13 +484,3 @@ class Trainer:
                 self.progress("outage", round(waited + pause), None)  # the seconds waited, said before the wait
                 time.sleep(pause)
                 pause = min(2 * pause, MAX_OUTAGE_PAUSE_S)
-
-    def _report(self, r: _LoopState, metrics: dict[str, float]) -> RoundReport:
-        stats = next(row for row in round_stats(self.store, self.run) if row["round"] == r.t)
-        return RoundReport(
-            round=r.t,
-            stats=stats,
-            metrics=metrics,
-            seconds=dict(r.seconds),
-            dedup_truncated=r.dedup_truncated(),
-        )

@@ -15,12 +15,11 @@ from pathlib import Path
 from diagevo.doctor import build_call
 from diagevo.errors import BadInput, NotFound
 from diagevo.generation.local import looks_local
-from diagevo.train.config import Config
 
-PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.PROVENANCE
-TINY_RECORD = "tiny.json"  # written last by diagevo.train.hf.tiny.build_tiny
-PAIR_RECORDS = (TINY_RECORD, "mini.json")  # and by diagevo.train.mini.build.build_mini
-HELDOUT = "heldout.jsonl"  # written by both builds
+PROVENANCE = "provenance.json"  # written last by diagevo.train.hf.pretrained.build
+TINY_RECORD = "tiny.json"  # by diagevo.train.hf.tiny.build_tiny
+MINI_RECORD = "mini.json"  # by diagevo.train.mini.build.build_mini
+HELDOUT_FILE = "heldout.jsonl"  # written by every build
 
 
 def _hub_id(model: str) -> bool:
@@ -45,9 +44,11 @@ def check_model_dir(model: str) -> None:
         raise NotFound(f"no model directory {model}: build it with", build_call(model), about=model)
     if not path.is_dir():
         raise BadInput(f"{model}: a file, not a model directory")
-    tiny = path.name in ("challenger", "solver") and (path.parent / HELDOUT).is_file()
-    built_here = (path / HELDOUT).is_file() or tiny
-    pair = next((path.parent / r for r in PAIR_RECORDS if (path.parent / r).is_file()), path.parent / TINY_RECORD)
+    tiny = path.name in ("challenger", "solver") and (path.parent / HELDOUT_FILE).is_file()
+    built_here = (path / HELDOUT_FILE).is_file() or tiny
+    pair = next(
+        (path.parent / r for r in (TINY_RECORD, MINI_RECORD) if (path.parent / r).is_file()), path.parent / TINY_RECORD
+    )
     record = pair if tiny else path / PROVENANCE
     if built_here and not record.is_file():
         raise BadInput(
@@ -60,11 +61,3 @@ def check_model_dir(model: str) -> None:
         raise BadInput(
             f"{model}: not a model directory (no config.json); build one with", build_call(model), about=model
         )
-
-
-def check_models(config: Config) -> None:
-    """Every model directory the run's backend loads (the hf backend's two roles)."""
-    if config.train.backend != "hf":
-        return
-    for model in dict.fromkeys((config.challenger.model, config.solver.model)):
-        check_model_dir(model)

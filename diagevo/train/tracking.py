@@ -27,17 +27,9 @@ from typing import Any
 
 from diagevo.paths import beside_database, run_name
 from diagevo.train.config import Config
-
-PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio", "mlflow": "mlflow"}
-"""``train.report_to`` -> the module it needs."""
+from diagevo.train.folders import tracker_root
 
 PROJECT = "diagevo"  # the project name of W&B and trackio (WANDB_PROJECT / TRACKIO_PROJECT override)
-
-
-def tracker_dir(cfg: Config, db_url: str, run: str) -> Path:
-    """Where TensorBoard's files of ``run`` go: ``train.tracker_dir``, else beside the database."""
-    root = cfg.train.tracker_dir or beside_database(db_url, ".tb")
-    return Path(root) / run_name(run)
 
 
 def numbers(values: Mapping[str, Any]) -> dict[str, float]:
@@ -53,8 +45,6 @@ class Tracker:
     """One tracker run, named by the run id: ``log`` a set of scalars at a step; ``phase`` the
     context of one GRPO phase (where TRL's own rows of it go)."""
 
-    name = "none"
-
     def log(self, values: Mapping[str, float], step: int) -> None:
         """Scalars at ``step``."""
 
@@ -67,8 +57,6 @@ class Tracker:
 
 
 class TensorBoard(Tracker):
-    name = "tensorboard"
-
     def __init__(self, directory: Path) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
@@ -103,18 +91,17 @@ class WandbLike(Tracker):
     ``ROLE/global_step``), since their step must only grow."""
 
     def __init__(self, name: str, run: str) -> None:
-        self.name = name
         if name == "wandb":
             import wandb
 
             os.environ.setdefault("WANDB_MODE", "offline")
             self.module: Any = wandb
-            self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", PROJECT), name=run, reinit=True)
+            wandb.init(project=os.environ.get("WANDB_PROJECT", PROJECT), name=run, reinit=True)
         else:
             import trackio
 
             self.module = trackio
-            self.run = trackio.init(project=os.environ.get("TRACKIO_PROJECT", PROJECT), name=run)
+            trackio.init(project=os.environ.get("TRACKIO_PROJECT", PROJECT), name=run)
 
     def log(self, values: Mapping[str, float], step: int) -> None:
         axis = "round" if all(k.startswith("round/") for k in values) else next(iter(values)).split("/")[0] + "/step"
@@ -125,15 +112,13 @@ class WandbLike(Tracker):
 
 
 class MLflow(Tracker):
-    name = "mlflow"
-
     def __init__(self, run: str, directory: Path) -> None:
         import mlflow
 
         if not os.environ.get("MLFLOW_TRACKING_URI"):
             mlflow.set_tracking_uri(directory.resolve().as_uri())
         self.mlflow = mlflow
-        self.active = mlflow.start_run(run_name=run)
+        mlflow.start_run(run_name=run)
 
     def log(self, values: Mapping[str, float], step: int) -> None:
         self.mlflow.log_metrics(dict(values), step=step)
@@ -146,12 +131,9 @@ def open_tracker(cfg: Config, run: str, db_url: str) -> Tracker:
     """The tracker ``train.report_to`` names for ``run`` (``none``: one that records nothing)."""
     kind = cfg.train.report_to
     if kind == "tensorboard":
-        return TensorBoard(tracker_dir(cfg, db_url, run))
+        return TensorBoard(tracker_root(cfg, db_url) / run_name(run))
     if kind in ("wandb", "trackio"):
         return WandbLike(kind, run)
     if kind == "mlflow":
         return MLflow(run, Path(beside_database(db_url, ".mlruns")))
     return Tracker()
-
-
-__all__ = ["PACKAGES", "MLflow", "TensorBoard", "Tracker", "WandbLike", "numbers", "open_tracker", "tracker_dir"]

@@ -36,7 +36,6 @@ class PhasePlan:
     steps: int  # optimizer steps
     prompts_per_step: int  # the global batch of a step (Table 8: 256)
     group: int  # completions per prompt (Table 8: 8)
-    processes: int
     per_device: int  # completions per device per micro-step
     accumulation: int  # micro-steps per optimizer step on each device
 
@@ -50,11 +49,6 @@ class PhasePlan:
         return self.steps * self.prompts_per_step
 
 
-def _divisor_at_most(n: int, cap: int) -> int:
-    """The largest divisor of ``n`` that is at most ``cap`` (1 at least)."""
-    return max(d for d in range(1, min(n, max(1, cap)) + 1) if n % d == 0)
-
-
 def phase_plan(cfg: Config, role: Role, n_prompts: int) -> PhasePlan:
     """The plan of a phase with ``n_prompts`` distinct prompts: steps = min(max steps, ⌈n / batch⌉),
     each step a global batch of min(batch, n) prompts, rounded up to a multiple of the processes so
@@ -66,14 +60,14 @@ def phase_plan(cfg: Config, role: Role, n_prompts: int) -> PhasePlan:
     per_step = math.ceil(min(batch, n) / procs) * procs
     steps = min(max_steps, math.ceil(n / min(batch, n)))
     per_process = per_step // procs * group
-    per_device = _divisor_at_most(per_process, h.per_device_batch)
+    # the largest divisor of the process's completions that is at most hf.per_device_batch
+    per_device = max(d for d in range(1, min(per_process, h.per_device_batch) + 1) if per_process % d == 0)
     return PhasePlan(
         role=role,
         prompts=n_prompts,
         steps=steps,
         prompts_per_step=per_step,
         group=group,
-        processes=procs,
         per_device=per_device,
         accumulation=per_process // per_device,
     )
@@ -292,19 +286,3 @@ def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: 
                 ),
             }
     return out
-
-
-__all__ = [
-    "PhasePlan",
-    "Role",
-    "attention",
-    "engine_decisions",
-    "engines_per_process",
-    "grpo_kwargs",
-    "launch_command",
-    "phase_plan",
-    "plan",
-    "ranks",
-    "step_order",
-    "vllm_kwargs",
-]

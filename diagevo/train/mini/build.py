@@ -13,6 +13,7 @@ each skill's held-out split and never occur in the warm-up.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections import Counter
@@ -24,12 +25,11 @@ from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import parse_question
 from diagevo.errors import require
+from diagevo.files import refuse_filled
 from diagevo.progress import ProgressFn, no_progress, quiet_libraries
-from diagevo.train.hf.tiny import HELDOUT_FILE, ROLES
 from diagevo.train.mini import world as w
 from diagevo.train.mini.tokenizer import EOS, build_tokenizer, challenger_prompt
-
-RECORD = "mini.json"
+from diagevo.train.model_dirs import MINI_RECORD
 
 
 @dataclass(frozen=True)
@@ -91,41 +91,22 @@ def _challenger_rows(rng: random.Random, pools: dict[str, list[str]], n: int) ->
     return rows
 
 
-def _batch(tok: Any, rows: list[tuple[str, str]]) -> dict[str, Any]:
-    """Right-padded ids, loss on the completion and the end token only."""
-    import torch
-
-    ps = tok([p for p, _ in rows], add_special_tokens=False)["input_ids"]
-    cs = tok([c + EOS for _, c in rows], add_special_tokens=False)["input_ids"]
-    width = max(len(p) + len(c) for p, c in zip(ps, cs, strict=True))
-    ids = torch.full((len(rows), width), tok.pad_token_id)
-    labels = torch.full((len(rows), width), -100)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, (p, c) in enumerate(zip(ps, cs, strict=True)):
-        ids[i, : len(p) + len(c)] = torch.tensor(p + c)
-        labels[i, len(p) : len(p) + len(c)] = torch.tensor(c)
-        mask[i, : len(p) + len(c)] = 1
-    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
-
-
 def sample(model: Any, tok: Any, prompts: list[str], max_new: int, temperature: float = 0.0) -> list[str]:
-    """Completions of raw (already templated) prompts, 128 at a time; greedy at temperature 0."""
-    import torch
-
+    """Completions of raw (already templated) prompts, 128 at a time; greedy at temperature 0
+    (``generate`` runs without gradients)."""
     out: list[str] = []
     for i in range(0, len(prompts), 128):
         enc = tok(prompts[i : i + 128], return_tensors="pt", padding=True, add_special_tokens=False)
-        with torch.no_grad():
-            gen = model.generate(
-                **enc,
-                max_new_tokens=max_new,
-                do_sample=temperature > 0,
-                temperature=temperature or None,
-                top_p=None,
-                top_k=None,
-                pad_token_id=tok.pad_token_id,
-                eos_token_id=tok.eos_token_id,
-            )
+        gen = model.generate(
+            **enc,
+            max_new_tokens=max_new,
+            do_sample=temperature > 0,
+            temperature=temperature or None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
         out += tok.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     return out
 
@@ -160,9 +141,8 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
     (question, answer, skill) and ``out/mini.json`` (the spec and what was measured)."""
     require("hf", "building the mini models", "torch", "transformers", "tokenizers")
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from diagevo.files import building, refuse_filled
+    from diagevo.train.hf import warm
 
     quiet_libraries()
     out = Path(out)
@@ -171,73 +151,50 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
     threads = torch.get_num_threads()
     torch.set_num_threads(spec.threads)  # one thread: with the other core busy, two were 8x slower
     try:
-        torch.manual_seed(spec.seed)
         splits = {s: w.split(s, spec.heldout, spec.seed) for s in spec.skills}
-        pools = {s: warm for s, (warm, _) in splits.items()}
+        pools = {s: pool for s, (pool, _) in splits.items()}
         heldout = [{"question": q, "answer": w.answer(q), "skill": s} for s, (_, held) in splits.items() for q in held]
         tok = build_tokenizer()
-        model = Qwen3ForCausalLM(
-            Qwen3Config(
-                vocab_size=len(tok),
-                hidden_size=spec.hidden,
-                intermediate_size=3 * spec.hidden,
-                num_hidden_layers=spec.layers,
-                num_attention_heads=spec.heads,
-                num_key_value_heads=spec.kv_heads,
-                head_dim=spec.hidden // spec.heads,
-                max_position_embeddings=spec.positions,
-                tie_word_embeddings=True,
-                bos_token_id=None,
-                eos_token_id=tok.eos_token_id,
-                pad_token_id=tok.pad_token_id,
-            )
+        model = warm.new_model(
+            tok,
+            spec.seed,
+            hidden=spec.hidden,
+            layers=spec.layers,
+            heads=spec.heads,
+            kv_heads=spec.kv_heads,
+            positions=spec.positions,
         )
-        _warm_up(model, tok, spec, pools, progress)
-        model.generation_config.eos_token_id = tok.eos_token_id
-        model.generation_config.pad_token_id = tok.pad_token_id
-        model.generation_config.bos_token_id = None
+        rng = random.Random(spec.seed)
+        weights = [w.world().skills[s][1] for s in pools]
+
+        def batch(step: int) -> dict[str, Any]:
+            """A fresh batch from the pools every step; the loss on the completion and the end token."""
+            if spec.chal_every and step % spec.chal_every == spec.chal_every - 1:
+                rows = _challenger_rows(rng, pools, spec.chal_batch)
+            else:
+                rows = _solver_rows(rng, pools, weights, spec.batch)
+            ps = tok([p for p, _ in rows], add_special_tokens=False)["input_ids"]
+            cs = tok([c + EOS for _, c in rows], add_special_tokens=False)["input_ids"]
+            return warm.pad_batch(list(zip(ps, cs, strict=True)), tok.pad_token_id)
+
+        warm.fit(
+            model,
+            batch,
+            spec.steps,
+            lr=spec.lr,
+            schedule=lambda s: (  # linear warm-up, then cosine decay
+                (s + 1) / spec.warmup
+                if s < spec.warmup
+                else 0.5 * (1 + math.cos(math.pi * (s - spec.warmup) / max(1, spec.steps - spec.warmup)))
+            ),
+            betas=(0.9, 0.98),
+            weight_decay=0.1,
+            tick=lambda d, n: progress("warm-up", d, n),
+        )
         report = measure(model, tok, heldout, spec.skills, spec.probes)
         report.seconds = round(time.perf_counter() - started, 1)
-        with building(out) as part:  # renamed to ``out`` once complete: a half-built pair never looks built
-            for role in ROLES:
-                model.save_pretrained(part / role)
-                tok.save_pretrained(part / role)
-            (part / HELDOUT_FILE).write_text("".join(json.dumps(h) + "\n" for h in heldout), encoding="utf-8")
-            record = {"spec": asdict(spec), "measured": asdict(report)}
-            (part / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
+        record = json.dumps({"spec": asdict(spec), "measured": asdict(report)}, indent=1)
+        warm.write_pair(out, model, tok, heldout, (MINI_RECORD, record))
     finally:
         torch.set_num_threads(threads)
     return report
-
-
-def _warm_up(model: Any, tok: Any, spec: MiniSpec, pools: dict[str, list[str]], progress: ProgressFn) -> None:
-    """AdamW (betas 0.9/0.98, weight decay 0.1), linear warm-up then cosine decay, clip 1.0; a
-    fresh batch from the pools every step."""
-    import math
-
-    import torch
-
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.98), weight_decay=0.1)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt,
-        lambda s: (
-            (s + 1) / spec.warmup
-            if s < spec.warmup
-            else 0.5 * (1 + math.cos(math.pi * (s - spec.warmup) / max(1, spec.steps - spec.warmup)))
-        ),
-    )
-    rng = random.Random(spec.seed)
-    weights = [w.world().skills[s][1] for s in pools]
-    model.train()
-    for step in range(spec.steps):
-        if spec.chal_every and step % spec.chal_every == spec.chal_every - 1:
-            rows = _challenger_rows(rng, pools, spec.chal_batch)
-        else:
-            rows = _solver_rows(rng, pools, weights, spec.batch)
-        model(**_batch(tok, rows)).loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad()
-        progress("warm-up", step + 1, spec.steps)
-    model.eval()

@@ -48,9 +48,6 @@ class World:
     def label_of(self, cause: Cause) -> str:
         return self.no_answer_label if cause is self.no_answer else self.labels[self.skills[cause.skill][0]]
 
-    def causes_of(self, skill: str) -> list[Cause]:
-        return [c for c in self.causes.values() if c.skill == skill]
-
 
 @cache
 def world(path: Path = _DATA) -> World:
@@ -68,10 +65,6 @@ def parse(question: str) -> tuple[int, str, int] | None:
     """(a, operator, b) of a well-formed question of this world, else None."""
     m = _QUESTION.match(question.strip())
     return (int(m[1]), m[2], int(m[3])) if m else None
-
-
-def solve(a: int, op: str, b: int) -> int:
-    return {"+": a + b, "-": a - b, "*": a * b, "%": a % b if b else 0}[op]
 
 
 def skill_of(question: str) -> str | None:
@@ -123,7 +116,8 @@ def answer(q: str) -> str:
     p = parse(q)
     if p is None:
         raise ValueError(f"not a question of the mini world: {q!r}")
-    return str(solve(*p))
+    a, op, b = p
+    return str({"+": a + b, "-": a - b, "*": a * b, "%": a % b if b else 0}[op])
 
 
 def _integer(text: str) -> int | None:
