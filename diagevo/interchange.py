@@ -24,7 +24,7 @@ from diagevo.log.recorder import GENESIS_HASH, canonical_event_json, chain_hash,
 from diagevo.memory.counting import Ledger, Tally
 from diagevo.memory.fold import Draft
 from diagevo.parsing import loads, one_line, split_lines
-from diagevo.schemas import EventIn, InvalidEvent, validate_event
+from diagevo.schemas import EventIn, InvalidEvent, typed, validate_event
 from diagevo.views.caches import refresh
 from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
@@ -162,7 +162,7 @@ def _fork_refusal(store: Recorder, ev: EventIn, held: bool, in_file: set[str]) -
     source = ev.data.get("source_run")
     if source != ev.run and source in in_file and not store.has_run(source):
         return None
-    problem = fork_source_problem(store, ev.run, ev.data)
+    problem = fork_source_problem(store, ev.run, typed(RunForked, ev))
     return None if problem is None else (rule, problem)
 
 

@@ -87,6 +87,15 @@ def of_type(cls: type[E] | tuple[type[E], ...], events: Iterable[Typed]) -> Iter
             yield cast(E, e.event)
 
 
+def typed(cls: type[E], row: Typed) -> E:
+    """The event of ``row``, read by its type ``cls``, as that class (a row of another type is a
+    :class:`TypeError`)."""
+    event = row.event
+    if not isinstance(event, cls):
+        raise TypeError(f"the event read is a {row.type}, not a {cls.name}")
+    return event
+
+
 def carried(event: Event | None, name: str, default: Any = None) -> Any:
     """A figure a trainer added to an event (a phase's ``seconds``, a commit's ``heldout_acc``):
     its declared field, else the entry of the class's free-form field (``summary``, ``stats``,

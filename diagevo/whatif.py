@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from diagevo.catalog import (
+    CATALOG,
     COUNTED,
     CausePromoted,
     CauseReactivated,
@@ -263,8 +264,8 @@ class _Deriving:
     def _commit(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The commit's summary as the round protocol writes it, counted and scheduled again."""
         counts = dict.fromkeys(COUNTED.values(), 0)
-        for etype, d, _ in self.rows:
-            column = counted_column(etype, d)
+        for etype, d, version in self.rows:
+            column = counted_column(CATALOG[etype].from_stored(d, version))
             if column is not None:
                 counts[column] += 1
         sched = schedule(self.memory())

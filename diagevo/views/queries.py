@@ -15,9 +15,10 @@ from diagevo.log import Recorder, StoredEvent
 from diagevo.memory.counting import CHECKPOINT_TYPES, breaks
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.schemas import typed
 from diagevo.views.configs import recovery
 from diagevo.views.memory import load_memory, resolve_run
-from diagevo.views.runs import last_event, typed
+from diagevo.views.runs import last_event
 from diagevo.views.stats import accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
 from diagevo.words import did_you_mean
@@ -139,7 +140,7 @@ def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
     from diagevo.results.stats import GrpoSteps
 
     run_id = resolve_run(store, run)
-    rows = [step_row(e.round, typed(e, TrainStep)) for e in store.read(run_id, types=(TrainStep,))]
+    rows = [step_row(e.round, typed(TrainStep, e)) for e in store.read(run_id, types=(TrainStep,))]
     seen = dict.fromkeys(k for r in rows for k in r if k not in ("round", "role", "step", "global_step"))
     fields = [f for f in STEP_FIELDS if f in seen] + sorted(f for f in seen if f not in STEP_FIELDS)
     return GrpoSteps(run=run_id, steps=rows, fields=fields)
@@ -147,13 +148,13 @@ def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
 
 def pruned_checkpoints(store: Recorder, run: str) -> dict[str, StoredEvent]:
     """Path -> the ``checkpoint.pruned`` event that deleted it, of ``run``."""
-    return {typed(e, CheckpointPruned).path: e for e in store.read(run, types=(CheckpointPruned,))}
+    return {typed(CheckpointPruned, e).path: e for e in store.read(run, types=(CheckpointPruned,))}
 
 
 def pruned_note(event: StoredEvent) -> str:
     """How a refusal names the pruning of a checkpoint: its path and its event."""
     return (
-        f"its checkpoint {typed(event, CheckpointPruned).path} was pruned (checkpoint.pruned in round {event.round}, "
+        f"its checkpoint {typed(CheckpointPruned, event).path} was pruned (checkpoint.pruned in round {event.round}, "
         f"seq {event.seq}; train.keep_checkpoints decides how many are kept)"
     )
 
@@ -164,7 +165,7 @@ def checkpoint_disk(store: Recorder, run: str) -> dict[int, dict[str, float]]:
     gone = pruned_checkpoints(store, run)
     out: dict[int, dict[str, float]] = {}
     for e in store.read(run, types=(CheckpointWritten,)):
-        written = typed(e, CheckpointWritten)
+        written = typed(CheckpointWritten, e)
         size = getattr(written, "bytes", None)  # what a backend that measures its checkpoints records
         if not isinstance(size, int):
             continue
@@ -225,7 +226,7 @@ def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | N
         return None
     seq, at = written[-1].seq, written[-1].round
     try:
-        return checkpoint_dir(checkpoint_folders(store, run, root), typed(written[-1], CheckpointWritten).path)
+        return checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, written[-1]).path)
     except FileNotFoundError as exc:
         how, fork = recovery(store, run, _event(store, run, seq))
         raise NotFound(
