@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from diagevo.files import write_replacing
 from diagevo.log import Recorder
-from diagevo.report.compare import Compared
+from diagevo.report.compare import Compared, load_runs, render_comparison
 from diagevo.report.data import RunData, load_run
 
 
@@ -23,8 +24,6 @@ def report_html(store: Recorder, run: str, db_url: str, command: Callable[..., s
 def write_report(store: Recorder, run: str, out: Path, db_url: str, command: Callable[..., str]) -> RunData:
     """:func:`report_html`, written to ``out`` (atomically, through a new temporary file:
     :func:`diagevo.files.replaced`)."""
-    from diagevo.files import write_replacing
-
     data, page = report_html(store, run, db_url, command)
     write_replacing(out, page)
     return data
@@ -35,8 +34,6 @@ def comparison_html(
 ) -> tuple[Compared, str]:
     """Read ``runs`` and render their comparison (:mod:`diagevo.report.compare`): the data and
     the page. ``command(run)`` spells the single-run report command of a run."""
-    from diagevo.report.compare import load_runs, render_comparison
-
     data = load_runs(store, runs)
     return data, render_comparison(data, db_url, command)
 
@@ -45,8 +42,6 @@ def write_comparison(
     store: Recorder, runs: list[str], out: Path, db_url: str, command: Callable[[str], str]
 ) -> Compared:
     """:func:`comparison_html`, written to ``out`` atomically."""
-    from diagevo.files import write_replacing
-
     data, page = comparison_html(store, runs, db_url, command)
     write_replacing(out, page)
     return data

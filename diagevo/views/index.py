@@ -23,6 +23,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,6 +35,7 @@ from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.memory.state import Memory
 from diagevo.paths import beside_database
 from diagevo.progress import library_logger
+from diagevo.views.memory import load_memory
 
 log = library_logger("diagevo.cache")
 
@@ -71,8 +73,6 @@ def kept_index_path(db_url: str, embedder: Embedder) -> Path | None:
     when LanceDB is not installed, or for vectors cheaper to compute again than to read (an
     embedder whose ``kept`` is False: the static one). Either way the index holds the same
     vectors, so what is decided does not change."""
-    from importlib.util import find_spec
-
     if not getattr(embedder, "kept", True) or find_spec("lancedb") is None:
         return None
     return default_index_path(db_url)
@@ -389,8 +389,6 @@ class VectorIndex:
     def sync(self, store: Recorder, run: str, *, rebuild: bool = False) -> int:
         """Bring the LanceDB table up to the run's memory now (its causes and nodes, with their
         texts); returns the rows written. Without a path only the vectors are brought up to date."""
-        from diagevo.views.memory import load_memory
-
         self.run = run
         saved = [] if rebuild else store.view_states(VIEW, run, latest=True)
         if self.path is not None:

@@ -31,11 +31,13 @@ from diagevo.catalog import (
     RunStarted,
     RunTagged,
 )
-from diagevo.errors import Call, fork_call
+from diagevo.config import MethodConfig, config_from_record
+from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventRow, Recorder
 from diagevo.log.recorder import UnreadableEvent
 from diagevo.results import Json
 from diagevo.schemas import of_type
+from diagevo.sections import field_names
 
 E = TypeVar("E", bound=Event)
 
@@ -118,10 +120,6 @@ def config_changes(record: dict[str, Any]) -> dict[str, Any]:
     """The method's fields of a stored run config that differ from the paper's values (dotted
     names), as its one reader reads it; what the components own (the backends, the
     diagnostician's endpoint) is theirs to read."""
-    from diagevo.config import MethodConfig, config_from_record
-    from diagevo.errors import BadInput
-    from diagevo.sections import field_names
-
     try:
         config = config_from_record(record)
     except BadInput:

@@ -25,6 +25,7 @@ from diagevo.memory.fold import Row, drafts
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.schemas import typed
+from diagevo.views.memory import commit_memories
 
 VIEW = "stats"
 
@@ -222,8 +223,6 @@ def accumulate(store: Recorder, run: str, *, cached: bool = True, upto_seq: int 
     """The run's statistics up to its last event (or ``upto_seq``): from the saved state
     (``cached``), moved on with the log after it and the memory of the commits after it (from
     the snapshots)."""
-    from diagevo.views.memory import commit_memories
-
     saved = store.view_states(VIEW, run, latest=True) if cached else []
     acc = RoundStats.from_state(saved[0]) if saved else RoundStats()
     for row in store.rows(run, after_seq=acc.seq, upto_seq=upto_seq):

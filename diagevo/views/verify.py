@@ -15,6 +15,7 @@ from diagevo.catalog import CATALOG, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import Recorder
 from diagevo.log.recorder import UNREADABLE
+from diagevo.log.registry import shape_problem
 from diagevo.log.stored import loads
 from diagevo.memory.counting import audit
 from diagevo.schemas import typed
@@ -131,8 +132,6 @@ def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | 
     table) of ``runs`` (None: every run), as one line naming its run and seq; None when every
     event is in shape. Looked for after a reader failed on what it read (the runs it read), to
     tell a bad row from a bug."""
-    from diagevo.log.registry import shape_problem
-
     for run in store.runs() if runs is None else runs:
         for r in store.raw(run):
             try:
