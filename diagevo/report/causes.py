@@ -13,6 +13,7 @@ from typing import Any
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.report.data import RunData
+from diagevo.report.page import text
 from diagevo.untrusted import shorten
 from diagevo.words import plural
 
@@ -148,16 +149,12 @@ def _excerpt(text: str) -> str:
     return shorten(text.strip(), EXCERPT)
 
 
-def _text(value: object) -> str:
-    return "" if value is None else str(value)
-
-
 def _failure(f: Mapping[str, Any] | None, full: bool) -> Failure | None:
     """A failure of a story (``memory why``'s view); with ``full`` its diagnosis and trajectories."""
     if not f:
         return None
     q = f.get("question") or {}
-    failure = Failure(_text(f.get("failure_id")), _text(q.get("question_id")) if q else None, _text(q.get("mode")))
+    failure = Failure(text(f.get("failure_id")), text(q.get("question_id")) if q else None, text(q.get("mode")))
     if not full:
         return failure
     d = f.get("diagnosis") or {}
@@ -165,10 +162,10 @@ def _failure(f: Mapping[str, Any] | None, full: bool) -> Failure | None:
         failure.failure_id,
         failure.question_id,
         failure.mode,
-        text=_text(q.get("text")),
-        diagnosis_model=_text(d.get("model") or "?"),
-        error_cause=_text(d.get("error_cause")),
-        matched_cause=_text(d.get("matched_cause")),
+        text=text(q.get("text")),
+        diagnosis_model=text(d.get("model") or "?"),
+        error_cause=text(d.get("error_cause")),
+        matched_cause=text(d.get("matched_cause")),
         response=_excerpt(f["response"]) if f.get("response") else None,
         reference=_excerpt(f["reference"]) if f.get("reference") else None,
     )

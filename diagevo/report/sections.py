@@ -17,9 +17,9 @@ from diagevo.redaction import redact_config
 from diagevo.report import figures
 from diagevo.report.causes import Causes, Tree, causes, tree
 from diagevo.report.data import PHASES, BenchmarkScore, PhaseTime, QuestionStats, RunData
-from diagevo.report.page import Chart, Table, cell, chart, table
+from diagevo.report.page import Chart, Table, cell, chart, table, text
 from diagevo.views.queries import STEP_FIELDS
-from diagevo.views.runs import OLDER_LOG, OUR_TRAINER, ForkedFrom
+from diagevo.views.runs import OUR_TRAINER, ForkedFrom
 from diagevo.words import plural
 
 Command = Callable[..., str]
@@ -80,13 +80,9 @@ class Charts:
 
 
 @dataclass(frozen=True, slots=True)
-class Questions:
-    chart: Chart
-    table: Table
+class ChartTable:
+    """A figure and the table of what it draws (the questions, the time per phase)."""
 
-
-@dataclass(frozen=True, slots=True)
-class Timing:
     chart: Chart
     table: Table
 
@@ -109,7 +105,7 @@ class Section:
 
     id: str
     title: str
-    view: list[Card] | Accuracy | Charts | Questions | Causes | Tree | Table | Timing | Config | list[Audit]
+    view: list[Card] | Accuracy | Charts | ChartTable | Causes | Tree | Table | Config | list[Audit]
 
     @property
     def partial(self) -> str:
@@ -149,13 +145,12 @@ def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
 
 def _fork(fork: ForkedFrom) -> Fork:
     changed = fork.changed()
-    return Fork(_text(fork.run), _text(fork.round), None if changed is None else _text(changed))
+    return Fork(text(fork.run), text(fork.round), None if changed is None else text(changed))
 
 
 def header(data: RunData, db_url: str) -> Header:
     backend = (data.config.get("train") or {}).get("backend")
-    trainer = data.trainer or OLDER_LOG
-    fork = data.forked_from
+    trainer, fork = data.about.trainer, data.about.forked_from
     return Header(
         run=data.run,
         committed=plural(len(data.committed), "committed round"),
@@ -166,13 +161,9 @@ def header(data: RunData, db_url: str) -> Header:
         last_seq=data.last_seq,
         recorded_at=data.recorded_at,
         forked_from=_fork(fork) if fork else None,
-        tags=list(data.tags),
-        notes=list(data.notes),
+        tags=list(data.about.tags),
+        notes=list(data.about.notes),
     )
-
-
-def _text(value: object) -> str:
-    return "" if value is None else str(value)
 
 
 def summary(data: RunData) -> list[Card]:
@@ -190,7 +181,7 @@ def summary(data: RunData) -> list[Card]:
     ]
     if data.selected:
         cards.append(("selected checkpoint", f"round {data.selected.round}"))
-    return [Card(_text(value), label) for label, value in cards]
+    return [Card(text(value), label) for label, value in cards]
 
 
 def accuracy(data: RunData) -> Accuracy:
@@ -244,7 +235,7 @@ def selected(data: RunData) -> Selected | None:
     if sel is None:
         return None
     scores = ", ".join(f"round {t}: {v:.3f}" for t, v in sorted(sel.event.scores.items(), key=lambda kv: int(kv[0])))
-    return Selected(_text(sel.event.benchmark), sel.round, scores)
+    return Selected(text(sel.event.benchmark), sel.round, scores)
 
 
 def memory(rounds: Sequence[dict[str, Any]]) -> Charts:
@@ -269,10 +260,10 @@ def steps(rows: Sequence[dict[str, Any]]) -> Charts:
     return Charts([chart("steps", figures.steps(rows, shown), caption, wide=True)])
 
 
-def questions(stats: Sequence[QuestionStats]) -> Questions:
+def questions(stats: Sequence[QuestionStats]) -> ChartTable:
     caption = "Fig. 4: mean length in words and pooled 2-gram diversity of the questions generated each round, by mode"
     rows = [{**asdict(s), "distinct-2 (%)": s.distinct_2 * 100} for s in stats]
-    return Questions(
+    return ChartTable(
         chart("questions", figures.question_properties(stats), caption, wide=True),
         table(("round", "mode", "n", "mean_words", "distinct-2 (%)"), rows, left=("mode",), digits=1),
     )
@@ -297,8 +288,8 @@ def rounds_table(rounds: Sequence[dict[str, Any]]) -> Table:
     return table([c for c in rounds[0] if not c.startswith("bench/")], rounds, ROUND_HEADERS)
 
 
-def timing(seconds: Sequence[PhaseTime]) -> Timing:
-    return Timing(
+def timing(seconds: Sequence[PhaseTime]) -> ChartTable:
+    return ChartTable(
         chart("timing", figures.timing(seconds, PHASES), "seconds per phase and round"),
         timing_table(seconds),
     )
