@@ -28,13 +28,6 @@ user would type it (each argument one word, quoted where it must be)."""
 
 
 @dataclass(frozen=True, slots=True)
-class Fork:
-    run: str
-    round: str
-    whatif: str | None = None  # a what-if's changed settings ("memory.k=2"), else None
-
-
-@dataclass(frozen=True, slots=True)
 class Header:
     """The page's head: the run, where its log is, and what ``diagevo runs`` says of it."""
 
@@ -46,7 +39,7 @@ class Header:
     db_url: str
     last_seq: int
     recorded_at: str
-    forked_from: Fork | None = None
+    forked_from: ForkedFrom | None = None
     tags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -75,11 +68,6 @@ class Accuracy:
 
 
 @dataclass(frozen=True, slots=True)
-class Charts:
-    charts: list[Chart]
-
-
-@dataclass(frozen=True, slots=True)
 class ChartTable:
     """A figure and the table of what it draws (the questions, the time per phase)."""
 
@@ -105,7 +93,7 @@ class Section:
 
     id: str
     title: str
-    view: list[Card] | Accuracy | Charts | ChartTable | Causes | Tree | Table | Config | list[Audit]
+    view: list[Card] | Accuracy | list[Chart] | ChartTable | Causes | Tree | Table | Config | list[Audit]
 
     @property
     def partial(self) -> str:
@@ -143,14 +131,9 @@ def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
     return RunPage(header(data, db_url), sections)
 
 
-def _fork(fork: ForkedFrom) -> Fork:
-    changed = fork.changed()
-    return Fork(text(fork.run), text(fork.round), None if changed is None else text(changed))
-
-
 def header(data: RunData, db_url: str) -> Header:
     backend = (data.config.get("train") or {}).get("backend")
-    trainer, fork = data.about.trainer, data.about.forked_from
+    trainer = data.about.trainer
     return Header(
         run=data.run,
         committed=plural(len(data.committed), "committed round"),
@@ -160,7 +143,7 @@ def header(data: RunData, db_url: str) -> Header:
         db_url=db_url,
         last_seq=data.last_seq,
         recorded_at=data.recorded_at,
-        forked_from=_fork(fork) if fork else None,
+        forked_from=data.about.forked_from,
         tags=list(data.about.tags),
         notes=list(data.about.notes),
     )
@@ -238,26 +221,24 @@ def selected(data: RunData) -> Selected | None:
     return Selected(text(sel.event.benchmark), sel.round, scores)
 
 
-def memory(rounds: Sequence[dict[str, Any]]) -> Charts:
-    return Charts(
-        [
-            chart(
-                "lifecycle",
-                figures.lifecycle(rounds),
-                "Fig. 3b: Active and Mastered causes and skill nodes at each commit",
-            ),
-            chart("schedule", figures.schedule(rounds), "F_t and ε_t+1 (Eq. 1) at each commit"),
-        ]
-    )
+def memory(rounds: Sequence[dict[str, Any]]) -> list[Chart]:
+    return [
+        chart(
+            "lifecycle",
+            figures.lifecycle(rounds),
+            "Fig. 3b: Active and Mastered causes and skill nodes at each commit",
+        ),
+        chart("schedule", figures.schedule(rounds), "F_t and ε_t+1 (Eq. 1) at each commit"),
+    ]
 
 
-def steps(rows: Sequence[dict[str, Any]]) -> Charts:
+def steps(rows: Sequence[dict[str, Any]]) -> list[Chart]:
     shown = [f for f in STEP_FIELDS if any(f in r for r in rows)]
     caption = (
         "each GRPO step's signals as TRL logs them (train.step), challenger and solver apart; x: the role's "
         "step over all rounds"
     )
-    return Charts([chart("steps", figures.steps(rows, shown), caption, wide=True)])
+    return [chart("steps", figures.steps(rows, shown), caption, wide=True)]
 
 
 def questions(stats: Sequence[QuestionStats]) -> ChartTable:

@@ -137,7 +137,6 @@ class VectorIndex:
         self.run = run
         self._vec: dict[tuple[str, str], np.ndarray] = {}  # (kind, id) -> vector of its current text
         self._text: dict[tuple[str, str], str] = {}
-        self._seq: dict[tuple[str, str], int] = {}
         self._held: dict[tuple[str, str], str] = {}  # (kind, id) -> text, as the LanceDB table holds it
         self._table: Any = None
         # the mirror, built by attach()
@@ -374,12 +373,12 @@ class VectorIndex:
             data = tbl.to_arrow()
             if set(data.column("model").to_pylist()) <= {self.embedder.name}:
                 self._table = tbl
-                ids, kinds, texts, seqs = (data.column(c).to_pylist() for c in ("id", "kind", "text", "seq"))
+                ids, kinds, texts = (data.column(c).to_pylist() for c in ("id", "kind", "text"))
                 flat = np.asarray(data.column("vector").combine_chunks().flatten(), dtype=np.float32)
                 mat = flat.reshape(len(ids), -1) if ids else flat.reshape(0, 1)
-                for i, (id_, kind, text, seq) in enumerate(zip(ids, kinds, texts, seqs, strict=True)):
+                for i, (id_, kind, text) in enumerate(zip(ids, kinds, texts, strict=True)):
                     key = (kind, id_)
-                    self._vec[key], self._text[key], self._seq[key] = mat[i], text, seq
+                    self._vec[key], self._text[key] = mat[i], text
                     self._held[key] = text
                 return False
         self._table = db.create_table(name, schema=self._schema(self.dim), mode="overwrite")
@@ -410,11 +409,9 @@ class VectorIndex:
         for kind in ("cause", "node"):
             self.vectors(kind, [(r.id, r.text) for r in rows if r.kind == kind])
         for r in rows:
-            self._seq[(r.kind, r.id)] = r.seq
             self._held[(r.kind, r.id)] = r.text
         for key in deletes:
             self._held.pop(key, None)
-            self._seq.pop(key, None)
         if self.path is None:
             return len(rows)
         if rows:
