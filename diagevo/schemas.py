@@ -116,15 +116,8 @@ def validate_event(raw: dict[str, Any]) -> EventIn:
     (``schema_version``) is validated as it reads (upcast from that version) and kept as written
     where that is what it reads as (:func:`_stored_older`); a version newer than the class is
     refused."""
-    if isinstance(raw, dict):  # in diagevo's words, before pydantic's
-        not_utf8 = find_not_utf8(raw, "")
-        if not_utf8 is not None:
-            where = f"{raw.get('type')}: " if isinstance(raw.get("type"), str) and raw["type"] in CATALOG else ""
-            raise InvalidEvent(where + str(not_utf8))
-    try:
-        ev = EventIn.model_validate(raw)
-    except ValidationError as exc:
-        raise InvalidEvent(first_error(exc)) from None
+    name = raw.get("type") if isinstance(raw, dict) else None
+    ev = _envelope(raw, name if isinstance(name, str) and name in CATALOG else None)
     cls = CATALOG[ev.type]
     unknown = version_problem(cls, ev.schema_version)
     if unknown is not None:
@@ -152,9 +145,7 @@ def _stored_older(
     read = {f: v for f, v in upcast.items() if not (f in cls.stored_if_set and v is None)}
     if json.dumps(read, sort_keys=True) != json.dumps(event.stored_data(), sort_keys=True):  # True is not 1
         return _stored(event, cut), cls.class_version
-    _check_columns(event, payload)
-    _cut(event, payload, cut)
-    return payload, version
+    return _stored(event, cut, payload), version
 
 
 def new_event(event: Event, *, run: str, at_round: int, event_id: str) -> EventIn:
@@ -167,22 +158,28 @@ def new_event(event: Event, *, run: str, at_round: int, event_id: str) -> EventI
         "event_id": event_id,
         "schema_version": event.class_version,
     }
-    not_utf8 = find_not_utf8(envelope, "")
+    return _envelope(envelope, event.name).model_copy(update={"data": _stored(event, {})})
+
+
+def _envelope(raw: Any, name: str | None) -> EventIn:
+    """``raw`` validated as an envelope, refused in diagevo's words (a text not UTF-8 before
+    pydantic's words), naming its type ``name`` where known."""
+    not_utf8 = find_not_utf8(raw, "") if isinstance(raw, dict) else None
     if not_utf8 is not None:
-        raise InvalidEvent(f"{event.name}: {not_utf8}")
+        raise InvalidEvent(f"{name}: {not_utf8}" if name else str(not_utf8))
     try:
-        ev = EventIn.model_validate(envelope)
+        return EventIn.model_validate(raw)
     except ValidationError as exc:
         raise InvalidEvent(first_error(exc)) from None
-    return ev.model_copy(update={"data": _stored(event, {})})
 
 
-def _stored(event: Event, cut: dict[str, Any]) -> dict[str, Any]:
-    """The data of a valid event as the log stores it: ids checked, texts cut to the limits."""
-    dumped = event.stored_data()
-    _check_columns(event, dumped)
-    _cut(event, dumped, cut)
-    return dumped
+def _stored(event: Event, cut: dict[str, Any], data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The data of a valid event (``data``: as written, else its own) as the log stores it: ids
+    checked, texts cut to the limits."""
+    data = event.stored_data() if data is None else data
+    _check_columns(event, data)
+    _cut(event, data, cut)
+    return data
 
 
 def _check_columns(event: Event, data: dict[str, Any]) -> None:

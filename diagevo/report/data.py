@@ -28,7 +28,7 @@ from diagevo.curriculum.stats import question_stats
 from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, Row
 from diagevo.memory.state import Memory
-from diagevo.views.memory import load_memory
+from diagevo.views.memory import commit_memories, load_memory
 from diagevo.views.queries import step_row
 from diagevo.views.runs import RunSummary, summarise
 from diagevo.views.stats import (
@@ -191,7 +191,7 @@ def load_run(store: Recorder, run: str) -> RunData:
     # the per-family accuracies are the heat map's (heldout_detail)
     named = [m for m in metric_columns(stats) if not is_family_detail(m) and m not in _ALWAYS]
     rounds = filled(stats, [*_ALWAYS, *named])
-    memories = {t: load_memory(store, run, t) for t in (r["round"] for r in rounds)}
+    memories = {m.committed: m for m in commit_memories(store, run)}  # one pass over the snapshots
     latest = load_memory(store, run)
     return RunData(
         run=run,
