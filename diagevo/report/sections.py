@@ -126,7 +126,9 @@ def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
         sections.append(Section("rounds", "Rounds", rounds_table(rounds)))
     if data.timing:
         sections.append(Section("timing", "Time per phase (Table 6)", timing(data.timing)))
-    sections.append(Section("config", "Configuration", Config(data.seed, config_text(data))))
+    # the config as stored in run.started, secrets redacted; non-ASCII written as JSON escapes
+    config = json.dumps(redact_config(data.config), indent=2, sort_keys=True)
+    sections.append(Section("config", "Configuration", Config(data.seed, config)))
     sections.append(Section("audit", "Audit further", audits(data, command)))
     return RunPage(header(data, db_url), sections)
 
@@ -270,14 +272,8 @@ def rounds_table(rounds: Sequence[dict[str, Any]]) -> Table:
 
 
 def timing(seconds: Sequence[PhaseTime]) -> ChartTable:
-    return ChartTable(
-        chart("timing", figures.timing(seconds, PHASES), "seconds per phase and round"),
-        timing_table(seconds),
-    )
-
-
-def timing_table(seconds: Sequence[PhaseTime]) -> Table:
-    """Seconds per phase summed over rounds and their share of the total, as the paper's Table 6."""
+    """Seconds per phase and round, and summed over rounds with their share of the total, as the
+    paper's Table 6."""
     per: dict[str, float] = {}
     for s in seconds:
         per[s.phase] = per.get(s.phase, 0.0) + s.seconds
@@ -287,12 +283,8 @@ def timing_table(seconds: Sequence[PhaseTime]) -> Table:
         {"component": PHASES.get(phase, phase), "phase": phase, "seconds": sec, "share (%)": sec / total * 100}
         for phase, sec in sorted(per.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
     ]
-    return table(("component", "phase", "seconds", "share (%)"), rows, left=("component", "phase"), digits=1)
-
-
-def config_text(data: RunData) -> str:
-    """The config as stored in run.started, secrets redacted; non-ASCII written as JSON escapes."""
-    return json.dumps(redact_config(data.config), indent=2, sort_keys=True)
+    shares = table(("component", "phase", "seconds", "share (%)"), rows, left=("component", "phase"), digits=1)
+    return ChartTable(chart("timing", figures.timing(seconds, PHASES), "seconds per phase and round"), shares)
 
 
 def audits(data: RunData, command: Command) -> list[Audit]:

@@ -18,7 +18,7 @@ from diagevo.memory.state import Memory
 from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
 from diagevo.results.stats import GrpoSteps, Lifecycle, RunStats
 from diagevo.results.stories import CauseStory
-from diagevo.schemas import typed
+from diagevo.schemas import of_type, typed
 from diagevo.views.configs import recovery
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.runs import last_event
@@ -79,7 +79,7 @@ def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | No
 def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
     """``unknown cause 'c1' in run 'demo'``, with the cause ids of the run it most likely means
     (case aside, or close), else the command that lists them."""
-    created = (CauseCreated.from_stored(row.data, row.version) for row in store.rows(run, types=(CauseCreated,)))
+    created = of_type(CauseCreated, store.rows(run, types=(CauseCreated,)))
     meant = did_you_mean(cause, (e.cause_id for e in created if isinstance(e.cause_id, str)))
     said = f"unknown cause {cause!r} in run {run!r}"
     if meant:
