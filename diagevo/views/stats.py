@@ -127,8 +127,8 @@ class RoundStats:
         seq, rnd, etype, data, version = row
         self.seq = seq
         counts = self.counts.setdefault(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
-        cls = CATALOG[etype]  # the event itself is built for the counted types and these two alone
-        column = None if cls.counted is None else counted_column(row.event)
+        cls = CATALOG[etype]  # the event itself is built where its column depends on it, and for these two
+        column = cls.counted if cls.counted_if is None else counted_column(row.event)
         if column is not None:
             counts[column] += 1
         if cls is EvalRecorded:
