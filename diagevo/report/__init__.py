@@ -8,15 +8,14 @@ from pathlib import Path
 
 from diagevo.files import write_replacing
 from diagevo.log import Recorder
-from diagevo.report.compare import Compared, load_runs, render_comparison
+from diagevo.report.compare import Compared, comparison_page, load_runs
 from diagevo.report.data import RunData, load_run
+from diagevo.report.html import page_html, render
 
 
 def report_html(store: Recorder, run: str, db_url: str, command: Callable[..., str]) -> tuple[RunData, str]:
     """Read ``run`` and render its report: the data and the page. ``command(*args)`` spells a
     diagevo command for the report."""
-    from diagevo.report.html import render
-
     data = load_run(store, run)
     return data, render(data, db_url, command)
 
@@ -35,7 +34,7 @@ def comparison_html(
     """Read ``runs`` and render their comparison (:mod:`diagevo.report.compare`): the data and
     the page. ``command(run)`` spells the single-run report command of a run."""
     data = load_runs(store, runs)
-    return data, render_comparison(data, db_url, command)
+    return data, page_html("compare.html", comparison_page(data, db_url, command))
 
 
 def write_comparison(
