@@ -89,7 +89,8 @@ class Audit:
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """A section of the page: its anchor, its heading, and what its partial lays out."""
+    """A section of the page: its anchor, its heading, and what its partial lays out
+    (``sections/<id>.html``; a section of charts alone, ``sections/charts.html``)."""
 
     id: str
     title: str
@@ -97,7 +98,8 @@ class Section:
 
     @property
     def partial(self) -> str:
-        return f"sections/{self.id}.html"
+        charts = isinstance(self.view, list) and all(isinstance(v, Chart) for v in self.view)
+        return f"sections/{'charts' if charts and self.view else self.id}.html"
 
 
 @dataclass(frozen=True, slots=True)
