@@ -15,9 +15,7 @@ from diagevo.log import Recorder, StoredEvent
 from diagevo.memory.counting import CHECKPOINT_TYPES, breaks
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
-from diagevo.results.stats import GrpoSteps, Lifecycle, RunStats
-from diagevo.results.stories import CauseStory
+from diagevo.results import CauseRow, CauseStory, CurrentMemory, GrpoSteps, Lifecycle, MemoryView, NodeRow, RunStats
 from diagevo.schemas import of_type, typed
 from diagevo.views.configs import recovery
 from diagevo.views.memory import load_memory, resolve_run
