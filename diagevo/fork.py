@@ -27,11 +27,12 @@ from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results import Fork, Json, JsonRow, RunDiff
-from diagevo.schemas import EventIn, new_event, of_type, validate_event
+from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import checkpoint_refusal, pruned_checkpoints, pruned_note
 from diagevo.views.runs import whatif_refusal
+from diagevo.views.typed import of_type
 from diagevo.words import did_you_mean
 
 

@@ -24,10 +24,11 @@ from diagevo.log.recorder import GENESIS_HASH, canonical_event_json, chain_hash,
 from diagevo.memory.counting import Ledger, Tally
 from diagevo.memory.fold import Draft
 from diagevo.parsing import loads, one_line, split_lines
-from diagevo.schemas import EventIn, InvalidEvent, typed, validate_event
+from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.views.caches import refresh
 from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
+from diagevo.views.typed import typed
 from diagevo.views.verify import fork_source_problem
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash")

@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -62,52 +62,6 @@ class EventIn(BaseModel):
     def event(self) -> Event:
         """The typed event of its data (as stored: texts cut, ``cut`` left in ``data``)."""
         return CATALOG[self.type].from_stored(self.data, self.schema_version)
-
-
-class Typed(Protocol):
-    """What a read gives (a stored event, a row, an event in its envelope): its type's name and
-    its typed event."""
-
-    @property
-    def type(self) -> str: ...
-
-    @property
-    def event(self) -> Event: ...
-
-
-E = TypeVar("E", bound=Event)
-
-
-def of_type(cls: type[E] | tuple[type[E], ...], events: Iterable[Typed]) -> Iterator[E]:
-    """The typed events of class ``cls`` (or of one of these classes) among ``events``: a reader
-    matches on the class and reads attributes, never the stored data by key."""
-    names = {c.name for c in cls} if isinstance(cls, tuple) else {cls.name}
-    for e in events:
-        if e.type in names:  # the name first: an event of another type is never built
-            yield cast(E, e.event)
-
-
-def typed(cls: type[E], row: Typed) -> E:
-    """The event of ``row``, read by its type ``cls``, as that class (a row of another type is a
-    :class:`TypeError`)."""
-    event = row.event
-    if not isinstance(event, cls):
-        raise TypeError(f"the event read is a {row.type}, not a {cls.name}")
-    return event
-
-
-def carried(event: Event | None, name: str, default: Any = None) -> Any:
-    """A figure a trainer added to an event (a phase's ``seconds``, a commit's ``heldout_acc``):
-    its declared field, else the entry of the class's free-form field (``summary``, ``stats``,
-    ``metrics``: where version 1's flat extras are read into), else ``default``. The one read of
-    a figure a class may or may not declare."""
-    if event is None:
-        return default
-    if name in type(event).model_fields:
-        value = getattr(event, name)
-        return default if value is None else value
-    free = getattr(event, event.free_form or "", None)
-    return free.get(name, default) if isinstance(free, Mapping) else default
 
 
 def validate_event(raw: dict[str, Any]) -> EventIn:

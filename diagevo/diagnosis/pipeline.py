@@ -41,9 +41,9 @@ from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import FailureRecord, Round, logged_questions, refuse_reused_failures, require_open, round_state
 from diagevo.rounds.protocol import OutOfOrder
-from diagevo.schemas import of_type
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
+from diagevo.views.typed import of_type
 
 
 async def diagnose_round(

@@ -23,7 +23,7 @@ from diagevo.doctor import build_call
 from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.installation import shipped
 from diagevo.progress import ProgressFn, no_progress
-from diagevo.schemas import carried, of_type
+from diagevo.views.typed import carried, of_type
 
 CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.installation.shipped)
 

@@ -16,12 +16,11 @@ from diagevo.memory.counting import CHECKPOINT_TYPES, breaks
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results import CauseRow, CauseStory, CurrentMemory, GrpoSteps, Lifecycle, MemoryView, NodeRow, RunStats
-from diagevo.schemas import of_type, typed
 from diagevo.views.configs import recovery
 from diagevo.views.memory import load_memory, resolve_run
-from diagevo.views.runs import last_event
 from diagevo.views.stats import MEMORY_COLUMNS, accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
+from diagevo.views.typed import last_event, of_type, typed
 from diagevo.words import did_you_mean
 
 

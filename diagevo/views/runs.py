@@ -36,8 +36,8 @@ from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventRow, Recorder
 from diagevo.log.recorder import UnreadableEvent
 from diagevo.results import Json
-from diagevo.schemas import of_type
 from diagevo.sections import field_names
+from diagevo.views.typed import last_event, of_type
 
 E = TypeVar("E", bound=Event)
 
@@ -205,11 +205,6 @@ def _summary(store: Recorder, run: str) -> RunSummary:
     except UnreadableEvent as exc:
         status = f"unreadable at seq {exc.seq} (memory verify names it and the way back)"
         return RunSummary(run, status, 0, None, None, "", store.last_seq(run))
-
-
-def last_event(store: Recorder, run: str, cls: type[E]) -> E | None:
-    """The last event of type ``cls`` of ``run`` (None: it has none), in one indexed read."""
-    return next(of_type(cls, store.read(run, types=(cls,), newest=True, limit=1)), None)
 
 
 def whatif_settings(forked: RunForked) -> Json:

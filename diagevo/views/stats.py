@@ -24,8 +24,8 @@ from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import Row, drafts
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.schemas import typed
 from diagevo.views.memory import commit_memories
+from diagevo.views.typed import typed
 
 VIEW = "stats"
 

@@ -18,10 +18,10 @@ from diagevo.log.recorder import UNREADABLE
 from diagevo.log.registry import shape_problem
 from diagevo.log.stored import loads
 from diagevo.memory.counting import audit
-from diagevo.schemas import typed
 from diagevo.views import index, memory, stats
 from diagevo.views.configs import config_problems, recovery
 from diagevo.views.runs import is_whatif
+from diagevo.views.typed import typed
 
 VIEWS = (memory.VIEW, stats.VIEW, index.VIEW)
 
