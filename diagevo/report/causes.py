@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from diagevo.memory.schedule import schedule
@@ -158,10 +158,8 @@ def _failure(f: Mapping[str, Any] | None, full: bool) -> Failure | None:
     if not full:
         return failure
     d = f.get("diagnosis") or {}
-    return Failure(
-        failure.failure_id,
-        failure.question_id,
-        failure.mode,
+    return replace(
+        failure,
         text=text(q.get("text")),
         diagnosis_model=text(d.get("model") or "?"),
         error_cause=text(d.get("error_cause")),
