@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "Candidate": "diagevo.rounds",
     "Scored": "diagevo.rounds",
     "Recorded": "diagevo.rounds",
-    "Committed": "diagevo.results",
+    "Committed": "diagevo.results.rounds",
     # diagnosis (Sec. 2.3)
     "diagnose": "diagevo.diagnosis.pipeline",
     "FailureInput": "diagevo.diagnosis.pipeline",
@@ -98,16 +98,16 @@ _EXPORTS: dict[str, str] = {
 # attributes and annotations, imported from their modules when a caller names them)
 _DOCUMENTED_TYPES: dict[str, str] = {
     "FailureRecord": "diagevo.rounds",
-    "Promotion": "diagevo.results",
-    "MemoryView": "diagevo.results",
-    "CurrentMemory": "diagevo.results",
-    "CauseRow": "diagevo.results",
-    "NodeRow": "diagevo.results",
-    "RunStats": "diagevo.results",
-    "CauseStory": "diagevo.results",
-    "Lifecycle": "diagevo.results",
-    "RunDiff": "diagevo.results",
-    "Fork": "diagevo.results",
+    "Promotion": "diagevo.results.rounds",
+    "MemoryView": "diagevo.results.memory",
+    "CurrentMemory": "diagevo.results.memory",
+    "CauseRow": "diagevo.results.memory",
+    "NodeRow": "diagevo.results.memory",
+    "RunStats": "diagevo.results.stats",
+    "CauseStory": "diagevo.results.stories",
+    "Lifecycle": "diagevo.results.stats",
+    "RunDiff": "diagevo.results.runs",
+    "Fork": "diagevo.results.runs",
 }
 
 # the members of an exported class that a caller uses (the others serve diagevo's own modules):
@@ -189,7 +189,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.memory.schedule import schedule
     from diagevo.memory.state import Memory
     from diagevo.paths import beside_database, run_dir
-    from diagevo.results import Committed
+    from diagevo.results.rounds import Committed
     from diagevo.rounds import Candidate, OutOfOrder, Recorded, Request, Round, Scored, start_run
     from diagevo.train import make_backend
     from diagevo.train.config import Config, load_config

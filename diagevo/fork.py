@@ -26,7 +26,8 @@ from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.results import Fork, Json, JsonRow, RunDiff
+from diagevo.results import Json, JsonRow
+from diagevo.results.runs import Fork, RunDiff
 from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory

@@ -11,7 +11,8 @@ from diagevo.catalog import (
     Event,
 )
 from diagevo.log import Recorder
-from diagevo.results import Committed, Json, Promotion
+from diagevo.results import Json
+from diagevo.results.rounds import Committed, Promotion
 from diagevo.rounds.failures import FailureRecord
 from diagevo.rounds.questions import Candidate, Recorded, Request
 from diagevo.rounds.round import Round

@@ -33,7 +33,8 @@ from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.parsing import quoted
 from diagevo.reals import real_number
-from diagevo.results import Committed, Json, Promotion
+from diagevo.results import Json
+from diagevo.results.rounds import Committed, Promotion
 from diagevo.rounds.failures import DIAGNOSES, DIAGNOSIS_STATE_TYPES, FailureRecord, diagnosis_state, failure_record
 from diagevo.rounds.metrics import check_metrics, check_summary, rank_metrics
 from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, Reader, append_decision, round_event
