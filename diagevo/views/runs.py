@@ -31,12 +31,10 @@ from diagevo.catalog import (
     RunStarted,
     RunTagged,
 )
-from diagevo.config import MethodConfig, config_from_record
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventRow, Recorder
 from diagevo.log.recorder import UnreadableEvent
 from diagevo.results import Json
-from diagevo.sections import field_names
 from diagevo.views.typed import last_event, of_type
 
 E = TypeVar("E", bound=Event)
@@ -120,6 +118,9 @@ def config_changes(record: dict[str, Any]) -> dict[str, Any]:
     """The method's fields of a stored run config that differ from the paper's values (dotted
     names), as its one reader reads it; what the components own (the backends, the
     diagnostician's endpoint) is theirs to read."""
+    from diagevo.config import MethodConfig, config_from_record  # pydantic's models: for the reads that show a config
+    from diagevo.sections import field_names
+
     try:
         config = config_from_record(record)
     except BadInput:
