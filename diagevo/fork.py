@@ -29,12 +29,13 @@ from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results import Json, JsonRow
 from diagevo.results.runs import Fork, RunDiff
-from diagevo.schemas import EventIn, new_event, of_type, validate_event
+from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.sections import apply_overrides, checked
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import checkpoint_refusal, pruned_checkpoints, pruned_note
 from diagevo.views.runs import whatif_refusal
+from diagevo.views.typed import of_type
 from diagevo.words import did_you_mean
 
 

@@ -28,6 +28,7 @@ from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.views.caches import refresh
 from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
+from diagevo.views.typed import typed
 from diagevo.views.verify import fork_source_problem
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash")
@@ -165,7 +166,7 @@ def _fork_refusal(
     source = forked.source_run
     if source != ev.run and source in in_file and not store.has_run(source):
         return None
-    problem = fork_source_problem(store, ev.run, ev.data)
+    problem = fork_source_problem(store, ev.run, typed(RunForked, ev))
     return None if problem is None else (rule, problem)
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -64,58 +64,14 @@ class EventIn(BaseModel):
         return CATALOG[self.type].from_stored(self.data, self.schema_version)
 
 
-class Typed(Protocol):
-    """What a read gives (a stored event, a row, an event in its envelope): its type's name and
-    its typed event."""
-
-    @property
-    def type(self) -> str: ...
-
-    @property
-    def event(self) -> Event: ...
-
-
-E = TypeVar("E", bound=Event)
-
-
-def of_type(cls: type[E] | tuple[type[E], ...], events: Iterable[Typed]) -> Iterator[E]:
-    """The typed events of class ``cls`` (or of one of these classes) among ``events``: a reader
-    matches on the class and reads attributes, never the stored data by key."""
-    names = {c.name for c in cls} if isinstance(cls, tuple) else {cls.name}
-    for e in events:
-        if e.type in names:  # the name first: an event of another type is never built
-            yield cast(E, e.event)
-
-
-def carried(event: Event | None, name: str, default: Any = None) -> Any:
-    """A figure a trainer added to an event (a phase's ``seconds``, a commit's ``heldout_acc``):
-    its declared field, else the entry of the class's free-form field (``summary``, ``stats``,
-    ``metrics``: where version 1's flat extras are read into), else ``default``. The one read of
-    a figure a class may or may not declare."""
-    if event is None:
-        return default
-    if name in type(event).model_fields:
-        value = getattr(event, name)
-        return default if value is None else value
-    free = getattr(event, event.free_form or "", None)
-    return free.get(name, default) if isinstance(free, Mapping) else default
-
-
 def validate_event(raw: dict[str, Any]) -> EventIn:
     """Validate envelope and data (an event handed in as JSON: ingest, a fork's copy); the
     returned event's data is normalised by its class. Data of an older version of its class
     (``schema_version``) is validated as it reads (upcast from that version) and kept as written
     where that is what it reads as (:func:`_stored_older`); a version newer than the class is
     refused."""
-    if isinstance(raw, dict):  # in diagevo's words, before pydantic's
-        not_utf8 = find_not_utf8(raw, "")
-        if not_utf8 is not None:
-            where = f"{raw.get('type')}: " if isinstance(raw.get("type"), str) and raw["type"] in CATALOG else ""
-            raise InvalidEvent(where + str(not_utf8))
-    try:
-        ev = EventIn.model_validate(raw)
-    except ValidationError as exc:
-        raise InvalidEvent(first_error(exc)) from None
+    name = raw.get("type") if isinstance(raw, dict) else None
+    ev = _envelope(raw, name if isinstance(name, str) and name in CATALOG else None)
     cls = CATALOG[ev.type]
     unknown = version_problem(cls, ev.schema_version)
     if unknown is not None:
@@ -143,9 +99,7 @@ def _stored_older(
     read = {f: v for f, v in upcast.items() if not (f in cls.stored_if_set and v is None)}
     if json.dumps(read, sort_keys=True) != json.dumps(event.stored_data(), sort_keys=True):  # True is not 1
         return _stored(event, cut), cls.class_version
-    _check_columns(event, payload)
-    _cut(event, payload, cut)
-    return payload, version
+    return _stored(event, cut, payload), version
 
 
 def new_event(event: Event, *, run: str, at_round: int, event_id: str) -> EventIn:
@@ -158,22 +112,28 @@ def new_event(event: Event, *, run: str, at_round: int, event_id: str) -> EventI
         "event_id": event_id,
         "schema_version": event.class_version,
     }
-    not_utf8 = find_not_utf8(envelope, "")
+    return _envelope(envelope, event.name).model_copy(update={"data": _stored(event, {})})
+
+
+def _envelope(raw: Any, name: str | None) -> EventIn:
+    """``raw`` validated as an envelope, refused in diagevo's words (a text not UTF-8 before
+    pydantic's words), naming its type ``name`` where known."""
+    not_utf8 = find_not_utf8(raw, "") if isinstance(raw, dict) else None
     if not_utf8 is not None:
-        raise InvalidEvent(f"{event.name}: {not_utf8}")
+        raise InvalidEvent(f"{name}: {not_utf8}" if name else str(not_utf8))
     try:
-        ev = EventIn.model_validate(envelope)
+        return EventIn.model_validate(raw)
     except ValidationError as exc:
         raise InvalidEvent(first_error(exc)) from None
-    return ev.model_copy(update={"data": _stored(event, {})})
 
 
-def _stored(event: Event, cut: dict[str, Any]) -> dict[str, Any]:
-    """The data of a valid event as the log stores it: ids checked, texts cut to the limits."""
-    dumped = event.stored_data()
-    _check_columns(event, dumped)
-    _cut(event, dumped, cut)
-    return dumped
+def _stored(event: Event, cut: dict[str, Any], data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The data of a valid event (``data``: as written, else its own) as the log stores it: ids
+    checked, texts cut to the limits."""
+    data = event.stored_data() if data is None else data
+    _check_columns(event, data)
+    _cut(event, data, cut)
+    return data
 
 
 def _check_columns(event: Event, data: dict[str, Any]) -> None:

@@ -43,11 +43,12 @@ from diagevo.memory.deciders import decide_attribution, decide_promotions, promo
 from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.schemas import EventIn, new_event, of_type, validate_event
+from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.sections import apply_overrides, checked
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import commit_memories, committed_rounds
 from diagevo.views.stats import count_rounds
+from diagevo.views.typed import of_type
 from diagevo.words import did_you_mean
 
 MEANING = (

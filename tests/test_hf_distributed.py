@@ -16,7 +16,7 @@ pytest.importorskip("accelerate")
 
 from diagevo import curriculum as cur  # noqa: E402
 from diagevo.catalog import PhaseCompleted  # noqa: E402
-from diagevo.schemas import of_type  # noqa: E402
+from diagevo.views.typed import of_type  # noqa: E402
 from tests.dist_rewards import P1, SHARDS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

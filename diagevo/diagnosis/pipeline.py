@@ -42,9 +42,10 @@ from diagevo.rounds import (
 )
 from diagevo.rounds.protocol import OutOfOrder
 from diagevo.rounds.state import RunState
-from diagevo.schemas import current_limits, of_type, text_limits
+from diagevo.schemas import current_limits, text_limits
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
+from diagevo.views.typed import of_type
 
 
 async def diagnose_round(

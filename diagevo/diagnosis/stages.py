@@ -39,9 +39,10 @@ from diagevo.memory.state import Memory
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.results import Json
 from diagevo.rounds import MemoryMoved, Round
-from diagevo.schemas import EventIn, new_event, of_type
+from diagevo.schemas import EventIn, new_event
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
+from diagevo.views.typed import of_type
 
 # Stage-1 replies are appended in batches of this many failures (one transaction each).
 FLUSH_EVERY = 64

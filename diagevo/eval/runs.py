@@ -28,8 +28,9 @@ from diagevo.log import Recorder
 from diagevo.paths import run_name
 from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import record_retrospective
-from diagevo.schemas import EventIn, carried, new_event
+from diagevo.schemas import EventIn, new_event
 from diagevo.views.queries import checkpoint_path, pruned_checkpoints, pruned_note
+from diagevo.views.typed import carried
 
 
 class RunEvalError(BadInput):

@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from diagevo.files import write_replacing
 from diagevo.log import Recorder
-from diagevo.report.compare import Compared
+from diagevo.report.compare import Compared, comparison_page, load_runs
 from diagevo.report.data import RunData, load_run
+from diagevo.report.html import page_html, render
 
 
 def report_html(store: Recorder, run: str, db_url: str, command: Callable[..., str]) -> tuple[RunData, str]:
     """Read ``run`` and render its report: the data and the page. ``command(*args)`` spells a
     diagevo command for the report."""
-    from diagevo.report.html import render
-
     data = load_run(store, run)
     return data, render(data, db_url, command)
 
@@ -23,8 +23,6 @@ def report_html(store: Recorder, run: str, db_url: str, command: Callable[..., s
 def write_report(store: Recorder, run: str, out: Path, db_url: str, command: Callable[..., str]) -> RunData:
     """:func:`report_html`, written to ``out`` (atomically, through a new temporary file:
     :func:`diagevo.files.replaced`)."""
-    from diagevo.files import write_replacing
-
     data, page = report_html(store, run, db_url, command)
     write_replacing(out, page)
     return data
@@ -35,18 +33,14 @@ def comparison_html(
 ) -> tuple[Compared, str]:
     """Read ``runs`` and render their comparison (:mod:`diagevo.report.compare`): the data and
     the page. ``command(run)`` spells the single-run report command of a run."""
-    from diagevo.report.compare import load_runs, render_comparison
-
     data = load_runs(store, runs)
-    return data, render_comparison(data, db_url, command)
+    return data, page_html("compare.html", comparison_page(data, db_url, command))
 
 
 def write_comparison(
     store: Recorder, runs: list[str], out: Path, db_url: str, command: Callable[[str], str]
 ) -> Compared:
     """:func:`comparison_html`, written to ``out`` atomically."""
-    from diagevo.files import write_replacing
-
     data, page = comparison_html(store, runs, db_url, command)
     write_replacing(out, page)
     return data

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, replace
+from typing import Any
 
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.report.data import RunData
+from diagevo.report.page import text
 from diagevo.untrusted import shorten
 from diagevo.words import plural
 
@@ -38,51 +39,24 @@ class Failure:
 
 
 @dataclass(frozen=True, slots=True)
-class Created:
-    kind: ClassVar[str] = "created"
+class Step:
+    """An entry of a story as the page shows it; ``kind`` (a ``memory why`` entry's) says which
+    fields it fills: ``created`` node and failure, ``attributed`` and ``reactivated`` failure,
+    via and similarity, ``promoted`` acc and n_candidates, ``node_merged`` absorbed, survivor,
+    label and similarity."""
+
+    kind: str
     round: int
-    node: str
-    node_label: str
-    failure: Failure | None
-
-
-@dataclass(frozen=True, slots=True)
-class Attributed:
-    kind: ClassVar[str] = "attributed"
-    round: int
-    failure: Failure | None
-    via: str
-    similarity: str  # ", similarity 0.912", or ""
-
-
-@dataclass(frozen=True, slots=True)
-class Promoted:
-    kind: ClassVar[str] = "promoted"
-    round: int
-    acc: str
-    n_candidates: int
-
-
-@dataclass(frozen=True, slots=True)
-class Reactivated:
-    kind: ClassVar[str] = "reactivated"
-    round: int
-    via: str
-    similarity: str
-    failure: Failure | None
-
-
-@dataclass(frozen=True, slots=True)
-class NodeMerged:
-    kind: ClassVar[str] = "node_merged"
-    round: int
-    absorbed: str
-    survivor: str
-    label: str
-    similarity: str
-
-
-StoryStep = Created | Attributed | Promoted | Reactivated | NodeMerged
+    failure: Failure | None = None
+    node: str = ""
+    node_label: str = ""
+    via: str = ""
+    similarity: str = ""  # ", similarity 0.912", or ""
+    acc: str = ""
+    n_candidates: int = 0
+    absorbed: str = ""
+    survivor: str = ""
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +77,7 @@ class CauseRow:
     node_label: str
     cells: list[Cell]
     description: str
-    story: list[StoryStep]
+    story: list[Step]
     audit: str  # the command that tells the story in the terminal
 
 
@@ -149,19 +123,21 @@ def _cell(memory: Memory, cid: str, marks: Counter[str]) -> Cell:
     return Cell("A" if cause.active else "M", cause.frequency, symbols, title)
 
 
-def _step(entry: Mapping[str, Any], labels: Mapping[str, str]) -> StoryStep:
+def _step(entry: Mapping[str, Any], labels: Mapping[str, str]) -> Step:
     """An entry of a ``memory why`` timeline as the story shows it."""
     kind, rnd = entry["kind"], entry["round"]
     if kind == "created":
         node = entry["node"]
-        return Created(rnd, node, labels.get(node, ""), _failure(entry.get("failure"), True))
+        return Step(kind, rnd, _failure(entry.get("failure"), True), node=node, node_label=labels.get(node, ""))
     if kind == "attributed":
-        return Attributed(rnd, _failure(entry.get("failure"), False), entry["via"], _similarity(entry))
+        return Step(kind, rnd, _failure(entry.get("failure"), False), via=entry["via"], similarity=_similarity(entry))
     if kind == "promoted":
-        return Promoted(rnd, f"{entry['acc']:.3f}", entry["n_candidates"])
+        return Step(kind, rnd, acc=f"{entry['acc']:.3f}", n_candidates=entry["n_candidates"])
     if kind == "reactivated":
-        return Reactivated(rnd, entry.get("via") or "?", _similarity(entry), _failure(entry.get("failure"), True))
-    return NodeMerged(rnd, entry["absorbed"], entry["survivor"], entry["label"], _similarity(entry))
+        failure = _failure(entry.get("failure"), True)
+        return Step(kind, rnd, failure, via=entry.get("via") or "?", similarity=_similarity(entry))
+    merged = {f: entry[f] for f in ("absorbed", "survivor", "label")}
+    return Step(kind, rnd, similarity=_similarity(entry), **merged)
 
 
 def _similarity(entry: Mapping[str, Any]) -> str:
@@ -173,27 +149,21 @@ def _excerpt(text: str) -> str:
     return shorten(text.strip(), EXCERPT)
 
 
-def _text(value: object) -> str:
-    return "" if value is None else str(value)
-
-
 def _failure(f: Mapping[str, Any] | None, full: bool) -> Failure | None:
     """A failure of a story (``memory why``'s view); with ``full`` its diagnosis and trajectories."""
     if not f:
         return None
     q = f.get("question") or {}
-    failure = Failure(_text(f.get("failure_id")), _text(q.get("question_id")) if q else None, _text(q.get("mode")))
+    failure = Failure(text(f.get("failure_id")), text(q.get("question_id")) if q else None, text(q.get("mode")))
     if not full:
         return failure
     d = f.get("diagnosis") or {}
-    return Failure(
-        failure.failure_id,
-        failure.question_id,
-        failure.mode,
-        text=_text(q.get("text")),
-        diagnosis_model=_text(d.get("model") or "?"),
-        error_cause=_text(d.get("error_cause")),
-        matched_cause=_text(d.get("matched_cause")),
+    return replace(
+        failure,
+        text=text(q.get("text")),
+        diagnosis_model=text(d.get("model") or "?"),
+        error_cause=text(d.get("error_cause")),
+        matched_cause=text(d.get("matched_cause")),
         response=_excerpt(f["response"]) if f.get("response") else None,
         reference=_excerpt(f["reference"]) if f.get("reference") else None,
     )

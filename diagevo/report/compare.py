@@ -15,7 +15,6 @@ from typing import Any
 
 from diagevo.log import Recorder
 from diagevo.report import figures
-from diagevo.report.html import page_html
 from diagevo.report.page import Chart, Table, chart, table
 from diagevo.views.stats import filled, is_family_detail, metric_columns, round_stats
 from diagevo.words import plural
@@ -116,9 +115,4 @@ def _summary(data: Compared) -> Table:
     return table(columns, last, {"epsilon_next": "ε_t+1", "F": "F_t"}, left=("run",))
 
 
-def render_comparison(data: Compared, db_url: str, command: Callable[[str], str]) -> str:
-    """The comparison page. ``command(run)`` spells the single-run report command of a run."""
-    return page_html("compare.html", comparison_page(data, db_url, command))
-
-
-__all__ = ["Compared", "ComparisonPage", "comparison_page", "load_runs", "render_comparison"]
+__all__ = ["Compared", "ComparisonPage", "comparison_page", "load_runs"]

@@ -28,9 +28,9 @@ from diagevo.curriculum.stats import question_stats
 from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, Row
 from diagevo.memory.state import Memory
-from diagevo.views.memory import load_memory
+from diagevo.views.memory import commit_memories, load_memory
 from diagevo.views.queries import step_row
-from diagevo.views.runs import ForkedFrom, summarise
+from diagevo.views.runs import RunSummary, summarise
 from diagevo.views.stats import (
     COLUMNS,
     BenchmarkScore,
@@ -107,14 +107,11 @@ class RunData:
     benchmarks: list[BenchmarkScore]  # by benchmark, then round
     heldout_detail: list[FamilyAccuracy]
     questions: list[QuestionStats]
+    about: RunSummary  # what `diagevo runs` says of the run: its trainer, tags, notes, fork
     memories: dict[int, Memory] = field(default_factory=dict)  # M_t of every committed round
     stories: dict[str, dict[str, Any]] = field(default_factory=dict)
     selected: Selection | None = None
     open_round: int | None = None
-    trainer: str | None = None  # what run.started names (None: an older log)
-    tags: list[str] = field(default_factory=list)  # what `diagevo runs` says of the run
-    notes: list[str] = field(default_factory=list)
-    forked_from: ForkedFrom | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)  # round, role, step, global_step, TRL's fields
 
     @property
@@ -143,14 +140,12 @@ class _Scanned:
     seed: int = 0
     last_seq: int = 0
     selected: Selection | None = None
-    trainer: str | None = None
     step_rows: list[dict[str, Any]] = field(default_factory=list)
 
     def take(self, t: int, event: Event) -> None:
         match event:
-            case RunStarted(config=config, seed=seed, trainer=trainer):
+            case RunStarted(config=config, seed=seed):
                 self.config, self.seed = dict(config), int(seed)
-                self.trainer = trainer if isinstance(trainer, str) else None
             case RoundCommitted():
                 timing = getattr(event, "timing", None) or {}  # the phases' seconds its summary carries
                 self.timing += [PhaseTime(t, str(p), float(s)) for p, s in timing.items() if number(s) is not None]
@@ -196,12 +191,10 @@ def load_run(store: Recorder, run: str) -> RunData:
     # the per-family accuracies are the heat map's (heldout_detail)
     named = [m for m in metric_columns(stats) if not is_family_detail(m) and m not in _ALWAYS]
     rounds = filled(stats, [*_ALWAYS, *named])
-    memories = {t: load_memory(store, run, t) for t in (r["round"] for r in rounds)}
+    memories = {m.committed: m for m in commit_memories(store, run)}  # one pass over the snapshots
     latest = load_memory(store, run)
-    about = summarise(store, run)
     return RunData(
         run=run,
-        trainer=found.trainer,
         config=found.config,
         seed=found.seed,
         last_seq=found.last_seq,
@@ -215,9 +208,7 @@ def load_run(store: Recorder, run: str) -> RunData:
         stories=cause_stories(found.rows),
         selected=found.selected,
         open_round=latest.open_round,
-        tags=about.tags,
-        notes=about.notes,
-        forked_from=about.forked_from,
+        about=summarise(store, run),
         steps=found.step_rows,
     )
 

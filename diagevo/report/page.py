@@ -56,6 +56,11 @@ def cell(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def text(value: object) -> str:
+    """A value from the log as a page's text (a missing one: empty)."""
+    return "" if value is None else str(value)
+
+
 def table(
     columns: Sequence[str],
     rows: Iterable[Mapping[str, Any]],

@@ -17,21 +17,14 @@ from diagevo.redaction import redact_config
 from diagevo.report import figures
 from diagevo.report.causes import Causes, Tree, causes, tree
 from diagevo.report.data import PHASES, BenchmarkScore, PhaseTime, QuestionStats, RunData
-from diagevo.report.page import Chart, Table, cell, chart, table
+from diagevo.report.page import Chart, Table, cell, chart, table, text
 from diagevo.views.queries import STEP_FIELDS
-from diagevo.views.runs import OLDER_LOG, OUR_TRAINER, ForkedFrom
+from diagevo.views.runs import OUR_TRAINER, ForkedFrom
 from diagevo.words import plural
 
 Command = Callable[..., str]
 """``command("memory", "why", cause_id)``: a diagevo command for this database and run, as the
 user would type it (each argument one word, quoted where it must be)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Fork:
-    run: str
-    round: str
-    whatif: str | None = None  # a what-if's changed settings ("memory.k=2"), else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +39,7 @@ class Header:
     db_url: str
     last_seq: int
     recorded_at: str
-    forked_from: Fork | None = None
+    forked_from: ForkedFrom | None = None
     tags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -75,18 +68,9 @@ class Accuracy:
 
 
 @dataclass(frozen=True, slots=True)
-class Charts:
-    charts: list[Chart]
+class ChartTable:
+    """A figure and the table of what it draws (the questions, the time per phase)."""
 
-
-@dataclass(frozen=True, slots=True)
-class Questions:
-    chart: Chart
-    table: Table
-
-
-@dataclass(frozen=True, slots=True)
-class Timing:
     chart: Chart
     table: Table
 
@@ -105,15 +89,17 @@ class Audit:
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """A section of the page: its anchor, its heading, and what its partial lays out."""
+    """A section of the page: its anchor, its heading, and what its partial lays out
+    (``sections/<id>.html``; a section of charts alone, ``sections/charts.html``)."""
 
     id: str
     title: str
-    view: list[Card] | Accuracy | Charts | Questions | Causes | Tree | Table | Timing | Config | list[Audit]
+    view: list[Card] | Accuracy | list[Chart] | ChartTable | Causes | Tree | Table | Config | list[Audit]
 
     @property
     def partial(self) -> str:
-        return f"sections/{self.id}.html"
+        charts = isinstance(self.view, list) and all(isinstance(v, Chart) for v in self.view)
+        return f"sections/{'charts' if charts and self.view else self.id}.html"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,20 +128,16 @@ def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
         sections.append(Section("rounds", "Rounds", rounds_table(rounds)))
     if data.timing:
         sections.append(Section("timing", "Time per phase (Table 6)", timing(data.timing)))
-    sections.append(Section("config", "Configuration", Config(data.seed, config_text(data))))
+    # the config as stored in run.started, secrets redacted; non-ASCII written as JSON escapes
+    config = json.dumps(redact_config(data.config), indent=2, sort_keys=True)
+    sections.append(Section("config", "Configuration", Config(data.seed, config)))
     sections.append(Section("audit", "Audit further", audits(data, command)))
     return RunPage(header(data, db_url), sections)
 
 
-def _fork(fork: ForkedFrom) -> Fork:
-    changed = fork.changed()
-    return Fork(_text(fork.run), _text(fork.round), None if changed is None else _text(changed))
-
-
 def header(data: RunData, db_url: str) -> Header:
     backend = (data.config.get("train") or {}).get("backend")
-    trainer = data.trainer or OLDER_LOG
-    fork = data.forked_from
+    trainer = data.about.trainer
     return Header(
         run=data.run,
         committed=plural(len(data.committed), "committed round"),
@@ -165,14 +147,10 @@ def header(data: RunData, db_url: str) -> Header:
         db_url=db_url,
         last_seq=data.last_seq,
         recorded_at=data.recorded_at,
-        forked_from=_fork(fork) if fork else None,
-        tags=list(data.tags),
-        notes=list(data.notes),
+        forked_from=data.about.forked_from,
+        tags=list(data.about.tags),
+        notes=list(data.about.notes),
     )
-
-
-def _text(value: object) -> str:
-    return "" if value is None else str(value)
 
 
 def summary(data: RunData) -> list[Card]:
@@ -190,7 +168,7 @@ def summary(data: RunData) -> list[Card]:
     ]
     if data.selected:
         cards.append(("selected checkpoint", f"round {data.selected.round}"))
-    return [Card(_text(value), label) for label, value in cards]
+    return [Card(text(value), label) for label, value in cards]
 
 
 def accuracy(data: RunData) -> Accuracy:
@@ -244,35 +222,33 @@ def selected(data: RunData) -> Selected | None:
     if sel is None:
         return None
     scores = ", ".join(f"round {t}: {v:.3f}" for t, v in sorted(sel.event.scores.items(), key=lambda kv: int(kv[0])))
-    return Selected(_text(sel.event.benchmark), sel.round, scores)
+    return Selected(text(sel.event.benchmark), sel.round, scores)
 
 
-def memory(rounds: Sequence[dict[str, Any]]) -> Charts:
-    return Charts(
-        [
-            chart(
-                "lifecycle",
-                figures.lifecycle(rounds),
-                "Fig. 3b: Active and Mastered causes and skill nodes at each commit",
-            ),
-            chart("schedule", figures.schedule(rounds), "F_t and ε_t+1 (Eq. 1) at each commit"),
-        ]
-    )
+def memory(rounds: Sequence[dict[str, Any]]) -> list[Chart]:
+    return [
+        chart(
+            "lifecycle",
+            figures.lifecycle(rounds),
+            "Fig. 3b: Active and Mastered causes and skill nodes at each commit",
+        ),
+        chart("schedule", figures.schedule(rounds), "F_t and ε_t+1 (Eq. 1) at each commit"),
+    ]
 
 
-def steps(rows: Sequence[dict[str, Any]]) -> Charts:
+def steps(rows: Sequence[dict[str, Any]]) -> list[Chart]:
     shown = [f for f in STEP_FIELDS if any(f in r for r in rows)]
     caption = (
         "each GRPO step's signals as TRL logs them (train.step), challenger and solver apart; x: the role's "
         "step over all rounds"
     )
-    return Charts([chart("steps", figures.steps(rows, shown), caption, wide=True)])
+    return [chart("steps", figures.steps(rows, shown), caption, wide=True)]
 
 
-def questions(stats: Sequence[QuestionStats]) -> Questions:
+def questions(stats: Sequence[QuestionStats]) -> ChartTable:
     caption = "Fig. 4: mean length in words and pooled 2-gram diversity of the questions generated each round, by mode"
     rows = [{**asdict(s), "distinct-2 (%)": s.distinct_2 * 100} for s in stats]
-    return Questions(
+    return ChartTable(
         chart("questions", figures.question_properties(stats), caption, wide=True),
         table(("round", "mode", "n", "mean_words", "distinct-2 (%)"), rows, left=("mode",), digits=1),
     )
@@ -297,15 +273,9 @@ def rounds_table(rounds: Sequence[dict[str, Any]]) -> Table:
     return table([c for c in rounds[0] if not c.startswith("bench/")], rounds, ROUND_HEADERS)
 
 
-def timing(seconds: Sequence[PhaseTime]) -> Timing:
-    return Timing(
-        chart("timing", figures.timing(seconds, PHASES), "seconds per phase and round"),
-        timing_table(seconds),
-    )
-
-
-def timing_table(seconds: Sequence[PhaseTime]) -> Table:
-    """Seconds per phase summed over rounds and their share of the total, as the paper's Table 6."""
+def timing(seconds: Sequence[PhaseTime]) -> ChartTable:
+    """Seconds per phase and round, and summed over rounds with their share of the total, as the
+    paper's Table 6."""
     per: dict[str, float] = {}
     for s in seconds:
         per[s.phase] = per.get(s.phase, 0.0) + s.seconds
@@ -315,12 +285,8 @@ def timing_table(seconds: Sequence[PhaseTime]) -> Table:
         {"component": PHASES.get(phase, phase), "phase": phase, "seconds": sec, "share (%)": sec / total * 100}
         for phase, sec in sorted(per.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
     ]
-    return table(("component", "phase", "seconds", "share (%)"), rows, left=("component", "phase"), digits=1)
-
-
-def config_text(data: RunData) -> str:
-    """The config as stored in run.started, secrets redacted; non-ASCII written as JSON escapes."""
-    return json.dumps(redact_config(data.config), indent=2, sort_keys=True)
+    shares = table(("component", "phase", "seconds", "share (%)"), rows, left=("component", "phase"), digits=1)
+    return ChartTable(chart("timing", figures.timing(seconds, PHASES), "seconds per phase and round"), shares)
 
 
 def audits(data: RunData, command: Command) -> list[Audit]:

@@ -14,10 +14,18 @@ dataclass is code generated when its module loads).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from dataclasses import asdict
+from typing import Any, TypeAlias
 
 Json: TypeAlias = "str | int | float | bool | None | Sequence[Json] | Mapping[str, Json]"
 """A JSON value: what a row of a run-dependent table holds (read-only containers, so that a
 ``dict[str, float]`` is one)."""
 
 JsonRow: TypeAlias = "Mapping[str, Json]"
+
+
+class Result:
+    """A result whose ``to_dict()`` is its fields, in order, as JSON (a dataclass's)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from diagevo.results import Json
+from diagevo.results import Json, Result
 
 
 @dataclass(frozen=True)
-class Promotion:
+class Promotion(Result):
     """One decision of Eq. 5-6: a cause promoted to Mastered, its accuracy ``acc`` over
     ``n_candidates`` questions (a reactivation is decided by a failure, in the diagnosis)."""
 
     cause_id: str
     acc: float
     n_candidates: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.results import JsonRow
+from diagevo.results import JsonRow, Result
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class RunDiff:
 
 
 @dataclass(frozen=True)
-class Fork:
+class Fork(Result):
     """What ``fork_run`` made (``memory fork --json``): the run and committed round it copies,
     that commit's hash and seq (the provenance ``run.forked`` records), the new run, how many
     events it starts with, and whether config changes were recorded for it."""
@@ -51,14 +51,3 @@ class Fork:
     run: str
     events: int
     configured: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source_run": self.source_run,
-            "source_round": self.source_round,
-            "source_hash": self.source_hash,
-            "source_seq": self.source_seq,
-            "run": self.run,
-            "events": self.events,
-            "configured": self.configured,
-        }

@@ -14,7 +14,7 @@ from diagevo.catalog import (
     FailureRecorded,
 )
 from diagevo.rounds.protocol import ProtocolError
-from diagevo.schemas import Typed, of_type
+from diagevo.views.typed import Typed, of_type
 
 FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
 FAILURE_CONTEXT = ("question", "pseudo_label", "known_causes")

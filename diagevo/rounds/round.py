@@ -56,10 +56,11 @@ from diagevo.rounds.state import (
     seeded,
     state_from_rows,
 )
-from diagevo.schemas import EventIn, InvalidEvent, of_type
+from diagevo.schemas import EventIn, InvalidEvent
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
+from diagevo.views.typed import of_type
 from diagevo.words import plural
 
 NO_QUESTION = (

@@ -28,11 +28,12 @@ from diagevo.redaction import redact_config
 from diagevo.results import Json
 from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader, UnknownRun, append_decision, unknown_run
 from diagevo.rounds.state import round_state, state_from_rows
-from diagevo.schemas import EventIn, InvalidEvent, new_event, of_type
+from diagevo.schemas import EventIn, InvalidEvent, new_event
 from diagevo.sections import apply_overrides, checked
 from diagevo.urls import redact_url
 from diagevo.views import runs as runs_view
 from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
+from diagevo.views.typed import of_type
 from diagevo.words import did_you_mean, plural
 
 

@@ -27,8 +27,9 @@ from diagevo.rounds.protocol import (
     round_event,
     unknown_run,
 )
-from diagevo.schemas import EventIn, of_type
+from diagevo.schemas import EventIn
 from diagevo.views.runs import whatif_refusal
+from diagevo.views.typed import of_type
 
 
 def seeded(seed: int, t: int, phase: str) -> random.Random:

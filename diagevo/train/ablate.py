@@ -9,11 +9,11 @@ from typing import Any
 
 from diagevo.catalog import RoundCommitted
 from diagevo.log import Recorder, open_log
-from diagevo.schemas import carried, of_type
 from diagevo.train import train
 from diagevo.train.config import load_config
 from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.dynamics import measure_seed
+from diagevo.views.typed import carried, of_type
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {

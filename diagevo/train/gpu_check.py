@@ -24,11 +24,11 @@ from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.installation import shipped
 from diagevo.log import Recorder, open_log
 from diagevo.progress import ProgressFn, no_progress
-from diagevo.schemas import carried, of_type
 from diagevo.train import train
 from diagevo.train.config import load_config
 from diagevo.train.hf.args import attention
 from diagevo.views.queries import checkpoint_path
+from diagevo.views.typed import carried, of_type
 from diagevo.views.verify import verify_run
 
 CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.installation.shipped)

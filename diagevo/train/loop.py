@@ -50,7 +50,7 @@ from diagevo.rounds import (
     seeded,
     start_run,
 )
-from diagevo.schemas import carried, of_type, text_limits
+from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend
 from diagevo.train.config import Config
 from diagevo.train.folders import checkpoint_root
@@ -59,6 +59,7 @@ from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.queries import pruned_checkpoints, resume_checkpoint
 from diagevo.views.stats import round_stats
+from diagevo.views.typed import carried, of_type
 
 # the longest wait between two asks of a diagnostician that stopped answering
 MAX_OUTAGE_PAUSE_S = 60.0

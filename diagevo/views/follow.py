@@ -12,6 +12,7 @@ from typing import Any
 
 from diagevo.log import Recorder
 from diagevo.log.recorder import StoredEvent
+from diagevo.views.stats import accumulate
 
 INTERVAL = 0.5  # seconds between two looks at the head when nothing new came
 
@@ -57,8 +58,6 @@ def follow_stats(
 ) -> Iterator[dict[str, Any]]:
     """The run's per-round statistics (:mod:`diagevo.views.stats`), a row as each round is
     committed: the rows there are first, then each new one."""
-    from diagevo.views.stats import accumulate
-
     shown = 0  # the last committed round given
     for _ in heads(store, run, interval=interval, sleep=sleep):
         for row in accumulate(store, run).rows():

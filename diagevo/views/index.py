@@ -23,6 +23,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,6 +35,7 @@ from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.memory.state import Memory
 from diagevo.paths import beside_database
 from diagevo.progress import library_logger
+from diagevo.views.memory import load_memory
 
 log = library_logger("diagevo.cache")
 
@@ -71,8 +73,6 @@ def kept_index_path(db_url: str, embedder: Embedder) -> Path | None:
     when LanceDB is not installed, or for vectors cheaper to compute again than to read (an
     embedder whose ``kept`` is False: the static one). Either way the index holds the same
     vectors, so what is decided does not change."""
-    from importlib.util import find_spec
-
     if not getattr(embedder, "kept", True) or find_spec("lancedb") is None:
         return None
     return default_index_path(db_url)
@@ -137,7 +137,6 @@ class VectorIndex:
         self.run = run
         self._vec: dict[tuple[str, str], np.ndarray] = {}  # (kind, id) -> vector of its current text
         self._text: dict[tuple[str, str], str] = {}
-        self._seq: dict[tuple[str, str], int] = {}
         self._held: dict[tuple[str, str], str] = {}  # (kind, id) -> text, as the LanceDB table holds it
         self._table: Any = None
         # the mirror, built by attach()
@@ -374,12 +373,12 @@ class VectorIndex:
             data = tbl.to_arrow()
             if set(data.column("model").to_pylist()) <= {self.embedder.name}:
                 self._table = tbl
-                ids, kinds, texts, seqs = (data.column(c).to_pylist() for c in ("id", "kind", "text", "seq"))
+                ids, kinds, texts = (data.column(c).to_pylist() for c in ("id", "kind", "text"))
                 flat = np.asarray(data.column("vector").combine_chunks().flatten(), dtype=np.float32)
                 mat = flat.reshape(len(ids), -1) if ids else flat.reshape(0, 1)
-                for i, (id_, kind, text, seq) in enumerate(zip(ids, kinds, texts, seqs, strict=True)):
+                for i, (id_, kind, text) in enumerate(zip(ids, kinds, texts, strict=True)):
                     key = (kind, id_)
-                    self._vec[key], self._text[key], self._seq[key] = mat[i], text, seq
+                    self._vec[key], self._text[key] = mat[i], text
                     self._held[key] = text
                 return False
         self._table = db.create_table(name, schema=self._schema(self.dim), mode="overwrite")
@@ -389,8 +388,6 @@ class VectorIndex:
     def sync(self, store: Recorder, run: str, *, rebuild: bool = False) -> int:
         """Bring the LanceDB table up to the run's memory now (its causes and nodes, with their
         texts); returns the rows written. Without a path only the vectors are brought up to date."""
-        from diagevo.views.memory import load_memory
-
         self.run = run
         saved = [] if rebuild else store.view_states(VIEW, run, latest=True)
         if self.path is not None:
@@ -412,11 +409,9 @@ class VectorIndex:
         for kind in ("cause", "node"):
             self.vectors(kind, [(r.id, r.text) for r in rows if r.kind == kind])
         for r in rows:
-            self._seq[(r.kind, r.id)] = r.seq
             self._held[(r.kind, r.id)] = r.text
         for key in deletes:
             self._held.pop(key, None)
-            self._seq.pop(key, None)
         if self.path is None:
             return len(rows)
         if rows:

@@ -17,18 +17,15 @@ from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.configs import recovery
 from diagevo.views.memory import load_memory, resolve_run
-from diagevo.views.runs import last_event, typed
-from diagevo.views.stats import accumulate, metric_columns, round_stats
+from diagevo.views.stats import MEMORY_COLUMNS, accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
+from diagevo.views.typed import last_event, of_type, typed
 from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:  # each view imports its result's module when it runs: a command loads its own
     from diagevo.results.memory import CurrentMemory, MemoryView
     from diagevo.results.stats import GrpoSteps, Lifecycle, RunStats
     from diagevo.results.stories import CauseStory
-
-# the series of ``memory plot`` (the paper's Figure 3b)
-LIFECYCLE = ("round", "active", "mastered", "nodes", "F", "epsilon_next")
 
 
 def memory_view(mem: Memory) -> MemoryView:
@@ -89,7 +86,7 @@ def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | No
 def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
     """``unknown cause 'c1' in run 'demo'``, with the cause ids of the run it most likely means
     (case aside, or close), else the command that lists them."""
-    created = (CauseCreated.from_stored(row.data, row.version) for row in store.rows(run, types=(CauseCreated,)))
+    created = of_type(CauseCreated, store.rows(run, types=(CauseCreated,)))
     meant = did_you_mean(cause, (e.cause_id for e in created if isinstance(e.cause_id, str)))
     said = f"unknown cause {cause!r} in run {run!r}"
     if meant:
@@ -139,7 +136,7 @@ def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
     from diagevo.results.stats import GrpoSteps
 
     run_id = resolve_run(store, run)
-    rows = [step_row(e.round, typed(e, TrainStep)) for e in store.read(run_id, types=(TrainStep,))]
+    rows = [step_row(e.round, typed(TrainStep, e)) for e in store.read(run_id, types=(TrainStep,))]
     seen = dict.fromkeys(k for r in rows for k in r if k not in ("round", "role", "step", "global_step"))
     fields = [f for f in STEP_FIELDS if f in seen] + sorted(f for f in seen if f not in STEP_FIELDS)
     return GrpoSteps(run=run_id, steps=rows, fields=fields)
@@ -147,13 +144,13 @@ def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
 
 def pruned_checkpoints(store: Recorder, run: str) -> dict[str, StoredEvent]:
     """Path -> the ``checkpoint.pruned`` event that deleted it, of ``run``."""
-    return {typed(e, CheckpointPruned).path: e for e in store.read(run, types=(CheckpointPruned,))}
+    return {typed(CheckpointPruned, e).path: e for e in store.read(run, types=(CheckpointPruned,))}
 
 
 def pruned_note(event: StoredEvent) -> str:
     """How a refusal names the pruning of a checkpoint: its path and its event."""
     return (
-        f"its checkpoint {typed(event, CheckpointPruned).path} was pruned (checkpoint.pruned in round {event.round}, "
+        f"its checkpoint {typed(CheckpointPruned, event).path} was pruned (checkpoint.pruned in round {event.round}, "
         f"seq {event.seq}; train.keep_checkpoints decides how many are kept)"
     )
 
@@ -164,7 +161,7 @@ def checkpoint_disk(store: Recorder, run: str) -> dict[int, dict[str, float]]:
     gone = pruned_checkpoints(store, run)
     out: dict[int, dict[str, float]] = {}
     for e in store.read(run, types=(CheckpointWritten,)):
-        written = typed(e, CheckpointWritten)
+        written = typed(CheckpointWritten, e)
         size = getattr(written, "bytes", None)  # what a backend that measures its checkpoints records
         if not isinstance(size, int):
             continue
@@ -181,7 +178,7 @@ def lifecycle(store: Recorder, run: str | None = None) -> Lifecycle:
 
     run_id = resolve_run(store, run)
     rows = round_stats(store, run_id)
-    return Lifecycle(run=run_id, series=[{k: r[k] for k in LIFECYCLE} for r in rows])
+    return Lifecycle(run=run_id, series=[{k: r[k] for k in MEMORY_COLUMNS} for r in rows])
 
 
 def checkpoint_folders(store: Recorder, run: str, root: Path) -> list[Path]:
@@ -225,7 +222,7 @@ def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | N
         return None
     seq, at = written[-1].seq, written[-1].round
     try:
-        return checkpoint_dir(checkpoint_folders(store, run, root), typed(written[-1], CheckpointWritten).path)
+        return checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, written[-1]).path)
     except FileNotFoundError as exc:
         how, fork = recovery(store, run, _event(store, run, seq))
         raise NotFound(

@@ -31,10 +31,11 @@ from diagevo.catalog import (
     RunStarted,
     RunTagged,
 )
-from diagevo.errors import Call, fork_call
-from diagevo.log import EventRow, Recorder, StoredEvent
+from diagevo.errors import BadInput, Call, fork_call
+from diagevo.log import EventRow, Recorder
 from diagevo.log.recorder import UnreadableEvent
 from diagevo.results import Json
+from diagevo.views.typed import last_event, of_type
 
 E = TypeVar("E", bound=Event)
 
@@ -117,8 +118,7 @@ def config_changes(record: dict[str, Any]) -> dict[str, Any]:
     """The method's fields of a stored run config that differ from the paper's values (dotted
     names), as its one reader reads it; what the components own (the backends, the
     diagnostician's endpoint) is theirs to read."""
-    from diagevo.config import MethodConfig, config_from_record
-    from diagevo.errors import BadInput
+    from diagevo.config import MethodConfig, config_from_record  # pydantic's models: for the reads that show a config
     from diagevo.sections import field_names
 
     try:
@@ -208,20 +208,6 @@ def _summary(store: Recorder, run: str) -> RunSummary:
         return RunSummary(run, status, 0, None, None, "", store.last_seq(run))
 
 
-def typed(row: StoredEvent | EventRow, cls: type[E]) -> E:
-    """The event of ``row``, read by its type ``cls``, as that class."""
-    event = row.event
-    if not isinstance(event, cls):
-        raise TypeError(f"the event at seq {row.seq} is a {row.type}, not a {cls.name}")
-    return event
-
-
-def last_event(store: Recorder, run: str, cls: type[E]) -> E | None:
-    """The last event of type ``cls`` of ``run`` (None: it has none), in one indexed read."""
-    found = next(store.read(run, types=(cls,), newest=True, limit=1), None)
-    return None if found is None else typed(found, cls)
-
-
 def whatif_settings(forked: RunForked) -> Json:
     """The settings a what-if changed (its ``run.forked``'s record says); None: no what-if."""
     return forked.whatif.get("settings", {}) if isinstance(forked.whatif, Mapping) else None
@@ -250,8 +236,7 @@ def whatif_refusal(run: str, forks: Iterable[EventRow], what: str) -> tuple[str,
     what-if's memory was decided again on evidence that models trained under the source's memory
     produced, and it holds no model of its own: neither a round nor a fork continues it, while a
     fork of the source with its settings continues the source's models."""
-    marker = next(reversed(list(forks)), None)
-    forked = None if marker is None else typed(marker, RunForked)
+    forked = next(of_type(RunForked, reversed(list(forks))), None)
     if forked is None or not isinstance(forked.whatif, Mapping):
         return None
     source, at, settings = str(forked.source_run), int(forked.source_round), whatif_settings(forked)

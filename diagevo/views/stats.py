@@ -18,13 +18,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from diagevo.catalog import CATALOG, EvalRecorded, RoundCommitted
+from diagevo.catalog import CATALOG, EvalRecorded, Event, RoundCommitted
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import Row, drafts
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.views.runs import typed
+from diagevo.views.memory import commit_memories
+from diagevo.views.typed import typed
 
 VIEW = "stats"
 
@@ -94,14 +95,11 @@ def memory_sizes(mem: Memory) -> dict[str, Any]:
     }
 
 
-def counted_column(etype: str, data: Mapping[str, Any] | None) -> str | None:
-    """The column an event counts under (None: not counted)."""
-    t = CATALOG.get(etype)
-    if t is None or t.counted is None:
+def counted_column(event: Event) -> str | None:
+    """The column ``event`` counts under (None: not counted)."""
+    if event.counted_if is not None and not getattr(event, event.counted_if):
         return None
-    if t.counted_if is not None and not (data or {}).get(t.counted_if):
-        return None
-    return t.counted
+    return event.counted
 
 
 def count_rounds(rows: Iterable[EventRow]) -> dict[int, dict[str, int]]:
@@ -129,12 +127,12 @@ class RoundStats:
         seq, rnd, etype, data, version = row
         self.seq = seq
         counts = self.counts.setdefault(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
-        column = counted_column(etype, data)
+        cls = CATALOG[etype]  # the event itself is built where its column depends on it, and for these two
+        column = cls.counted if cls.counted_if is None else counted_column(row.event)
         if column is not None:
             counts[column] += 1
-        cls = CATALOG[etype]  # the event itself is built for these two types alone
         if cls is EvalRecorded:
-            said = evaluation(rnd, typed(row, EvalRecorded))
+            said = evaluation(rnd, typed(EvalRecorded, row))
             metrics = self.metrics.setdefault(rnd, {})
             if isinstance(said, BenchmarkScore):  # a score of the round's checkpoint: the latest counts
                 if said.accuracy is not None:
@@ -143,7 +141,7 @@ class RoundStats:
                 metrics.update({_metric_name(k): v for k, v in said.items()})
         elif cls is RoundCommitted:  # its summary's figures, where no eval.recorded gave them
             metrics = self.metrics.setdefault(rnd, {})
-            for k, v in commit_figures(typed(row, RoundCommitted)).items():
+            for k, v in commit_figures(typed(RoundCommitted, row)).items():
                 metrics.setdefault(_metric_name(k), v)
 
     def commit(self, mem: Memory) -> None:
@@ -225,8 +223,6 @@ def accumulate(store: Recorder, run: str, *, cached: bool = True, upto_seq: int 
     """The run's statistics up to its last event (or ``upto_seq``): from the saved state
     (``cached``), moved on with the log after it and the memory of the commits after it (from
     the snapshots)."""
-    from diagevo.views.memory import commit_memories
-
     saved = store.view_states(VIEW, run, latest=True) if cached else []
     acc = RoundStats.from_state(saved[0]) if saved else RoundStats()
     for row in store.rows(run, after_seq=acc.seq, upto_seq=upto_seq):

@@ -11,15 +11,15 @@ folds events into stories, one pass, the merge rule taken from the fold
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from diagevo.catalog import (
-    CATALOG,
     EVENT_CLASSES,
     CauseCreated,
     CausePromoted,
     CauseReactivated,
+    Event,
     FailureAttributed,
     FailureDiagnosed,
     FailureRecorded,
@@ -99,22 +99,30 @@ class _StoryTeller:
             "diagnosis": diagnosis,
         }
 
-    def question(self, _base: dict[str, Any], asked: QuestionGenerated) -> None:
-        self.questions[asked.question_id] = asked
-
-    def score(self, _base: dict[str, Any], scored: QuestionScored) -> None:
-        self.scores[scored.question_id] = scored
-
-    def failure(self, _base: dict[str, Any], recorded: FailureRecorded) -> None:
-        self.failures[recorded.failure_id] = recorded
-
-    def diagnosis(self, _base: dict[str, Any], diagnosed: FailureDiagnosed) -> None:
-        self.diagnoses[diagnosed.failure_id] = diagnosed
-
-    def reply(self, _base: dict[str, Any], called: LLMCalled) -> None:
-        """A Prompt 1 reply (of the ``llm.called`` naming ``failure_id``)."""
-        if called.stage == "extract" and isinstance(called.failure_id, str):
-            self.replies[(called.failure_id, called.attempt or 0)] = called.raw
+    def tell(self, base: dict[str, Any], event: Event) -> None:
+        """What ``event`` tells: an entry shows a question, its votes, a failure, its diagnosis, a
+        Prompt 1 reply (of the ``llm.called`` naming ``failure_id``); the others are entries."""
+        match event:
+            case QuestionGenerated(question_id=qid):
+                self.questions[qid] = event
+            case QuestionScored(question_id=qid):
+                self.scores[qid] = event
+            case FailureRecorded(failure_id=fid):
+                self.failures[fid] = event
+            case FailureDiagnosed(failure_id=fid):
+                self.diagnoses[fid] = event
+            case LLMCalled(stage="extract", failure_id=str(fid)):
+                self.replies[(fid, event.attempt or 0)] = event.raw
+            case NodesMerged():
+                self.merge_nodes(base, event)
+            case CauseCreated():
+                self.create(base, event)
+            case FailureAttributed():
+                self.attribute(base, event)
+            case CausePromoted():
+                self.promote(base, event)
+            case CauseReactivated():
+                self.reactivate(base, event)
 
     def promote(self, base: dict[str, Any], promoted: CausePromoted) -> None:
         if promoted.cause_id in self.stories:
@@ -165,33 +173,29 @@ class _StoryTeller:
         self.stories[cid]["timeline"].append({**entry, "failure": self.failure_view(fid)})
 
 
-_Tell = Callable[[_StoryTeller, dict[str, Any], Any], None]
-_TELLS: dict[str, _Tell] = {
-    QuestionGenerated.name: _StoryTeller.question,
-    QuestionScored.name: _StoryTeller.score,
-    FailureRecorded.name: _StoryTeller.failure,
-    FailureDiagnosed.name: _StoryTeller.diagnosis,
-    LLMCalled.name: _StoryTeller.reply,
-    NodesMerged.name: _StoryTeller.merge_nodes,
-    CauseCreated.name: _StoryTeller.create,
-    FailureAttributed.name: _StoryTeller.attribute,
-    CausePromoted.name: _StoryTeller.promote,
-    CauseReactivated.name: _StoryTeller.reactivate,
-}
-"""What a story reads, by type, each from its typed event: what an entry shows (a question, its
-votes, a failure, its diagnosis, a Prompt 1 reply) and what it tells."""
-_READERS = {name: CATALOG[name].reader for name in _TELLS}
+_TOLD = (
+    QuestionGenerated,
+    QuestionScored,
+    FailureRecorded,
+    FailureDiagnosed,
+    LLMCalled,
+    NodesMerged,
+    CauseCreated,
+    FailureAttributed,
+    CausePromoted,
+    CauseReactivated,
+)
+_READERS = {cls.name: cls.reader for cls in _TOLD}  # what a story reads, by type: bound once
 
 
 def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
     """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log, by
     cause id in order of creation."""
-    teller = _StoryTeller(cause_ids)
-    tells, readers = _TELLS, _READERS  # bound once: a hot cause has many rows
+    teller, readers = _StoryTeller(cause_ids), _READERS  # bound once: a hot cause has many rows
     for seq, rnd, etype, d, version in rows:
-        tell = tells.get(etype)
-        if tell is not None:
-            tell(teller, {"seq": seq, "round": rnd}, readers[etype](d, version))
+        read = readers.get(etype)
+        if read is not None:
+            teller.tell({"seq": seq, "round": rnd}, read(d, version))
     return teller.stories
 
 

@@ -8,7 +8,6 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,11 +15,13 @@ from diagevo.catalog import CATALOG, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import Recorder
 from diagevo.log.recorder import UNREADABLE
+from diagevo.log.registry import shape_problem
 from diagevo.log.stored import loads
 from diagevo.memory.counting import audit
 from diagevo.views import index, memory, stats
 from diagevo.views.configs import config_problems, recovery
 from diagevo.views.runs import is_whatif
+from diagevo.views.typed import typed
 
 VIEWS = (memory.VIEW, stats.VIEW, index.VIEW)
 
@@ -85,15 +86,15 @@ def forked_problems(store: Recorder, run: str) -> list[str]:
     return [
         f"seq {e.seq}: run forked at its opening: {problem}"
         for e in store.rows(run, types=(RunForked,))
-        if (problem := fork_source_problem(store, run, e.data)) is not None
+        if (problem := fork_source_problem(store, run, typed(RunForked, e))) is not None
     ]
 
 
-def fork_source_problem(store: Recorder, run: str, data: Mapping[str, Any]) -> str | None:
-    """What is wrong with the source a ``run.forked`` (its data) names, or None: a run forks
+def fork_source_problem(store: Recorder, run: str, forked: RunForked) -> str | None:
+    """What is wrong with the source ``forked`` names, or None: a run forks
     another run held in this database, at the commit of the round it names, whose hash it
     carries (a fork ingested without its source: ingest the source first)."""
-    source, at, seq = data.get("source_run"), data.get("source_round"), data.get("source_seq")
+    source, at, seq = forked.source_run, forked.source_round, forked.source_seq
     if source == run:
         return f"run {run!r} names itself as its source"
     if not isinstance(source, str) or not isinstance(seq, int) or not store.has_run(source):
@@ -101,7 +102,7 @@ def fork_source_problem(store: Recorder, run: str, data: Mapping[str, Any]) -> s
     there = store.event_at(source, seq)
     if there is None or CATALOG[there.type] is not RoundCommitted or there.round != at:
         return f"seq {seq} of run {source!r} is not the commit of round {at!r}"
-    if there.hash != data.get("source_hash"):
+    if there.hash != forked.source_hash:
         return f"the commit of round {at!r} of run {source!r} has another hash than the one it names"
     return None
 
@@ -131,8 +132,6 @@ def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | 
     table) of ``runs`` (None: every run), as one line naming its run and seq; None when every
     event is in shape. Looked for after a reader failed on what it read (the runs it read), to
     tell a bad row from a bug."""
-    from diagevo.log.registry import shape_problem
-
     for run in store.runs() if runs is None else runs:
         for r in store.raw(run):
             try:

@@ -40,13 +40,14 @@ from diagevo.config import MethodConfig
 from diagevo.log import Recorder
 from diagevo.memory.sampler import FREE
 from diagevo.rounds import record_retrospective
-from diagevo.schemas import carried, new_event
+from diagevo.schemas import new_event
 from diagevo.train.sim.backend import PSEUDO_LABEL_VOTES, STATE_FILE, SimBackend
 from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Question
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import checkpoint_path
+from diagevo.views.typed import carried
 
 MEASURE = "sim-dynamics"
 SHARED_QUESTIONS = 200  # Figure 3c: 200 shared challenger-generated questions per round
