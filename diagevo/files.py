@@ -16,6 +16,7 @@ A label that names a file or a directory (``eval --bench NAME=PATH``) must be a 
 
 from __future__ import annotations
 
+import csv
 import os
 import secrets
 import shutil
@@ -26,7 +27,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from diagevo.errors import BadInput
+from diagevo.confined import not_a_link, owned_dir
+from diagevo.errors import Advice, Argument, BadInput, require
+from diagevo.parsing import name_too_long, quoted
+from diagevo.untrusted import UNSAFE
 
 _ATTEMPTS = 100
 
@@ -45,8 +49,6 @@ def _create(path: Path) -> tuple[int, Path]:
 
 def _plain_target(path: Path) -> None:
     """Refuse an output path that is a symbolic link or exists as anything but a regular file."""
-    from diagevo.parsing import name_too_long
-
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -110,12 +112,8 @@ def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, A
     """Write the rows' ``columns`` to ``path`` as its suffix says, atomically: .csv with the csv
     module (a missing value an empty field), .parquet through polars (the ``data`` extra), whose
     absence is an :class:`Unavailable` naming the extra and the .csv way."""
-    import csv
-
     suffix = Path(path).suffix.lower()
     if suffix == ".parquet":
-        from diagevo.errors import Advice, require
-
         require("data", f"{path}: writing Parquet", "polars", otherwise=(Advice("write a .csv file"),))
         import polars as pl
 
@@ -134,9 +132,6 @@ def plain_name(name: str, what: str) -> str:
     """``name`` when it can be one part of a path and nothing more: 1-200 characters, no ``/``,
     ``\\``, ``..``, NUL or other control or bidi character (:data:`diagevo.untrusted.UNSAFE`), not
     starting with ``.`` or ``-``; else a :class:`BadInput` naming ``what``."""
-    from diagevo.parsing import quoted
-    from diagevo.untrusted import UNSAFE
-
     if (
         not 0 < len(name) <= 200
         or "/" in name
@@ -174,8 +169,6 @@ def export_dir(out: Path) -> Path:
 def refuse_filled(out: Path) -> None:
     """A build goes only where nothing is: ``out`` absent or an empty directory (never over a
     model, nor into a directory of other files)."""
-    from diagevo.errors import Argument
-
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(
             f"{out} exists and is not empty: remove it, or name another directory with",
@@ -220,8 +213,6 @@ def database_part(base: Path, part: str, *, move: bool = True) -> Path:
     folder = base.with_suffix(DATABASE_FOLDER)
     new = folder / part
     old = base.with_suffix(FOLDER_PARTS[part])
-    from diagevo.confined import not_a_link, owned_dir
-
     if folder.parent.is_dir():  # else nothing is there (the database's own open says why)
         owned_dir(folder.parent, folder.name, part, create=False)  # no link, no file or FIFO in their place
     not_a_link(old)

@@ -28,10 +28,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
+from yarl import URL
 
 from diagevo.errors import BadInput, EndpointUnreachable
-from diagevo.parsing import one_line, quoted
+from diagevo.parsing import loads, one_line, quoted
 from diagevo.schemas import current_limits
+from diagevo.urls import redact_url
+from diagevo.words import did_you_mean
 
 try:  # the HTTP library the installed openai client is built on
     import httpx2 as _httpx
@@ -77,8 +80,6 @@ def list_models(
     Any HTTP answer means the server is there, except 401 and 403: the key was refused
     (:class:`~diagevo.errors.BadInput`: the key is the caller's to fix). A refused connection,
     an unknown host or silence raise :class:`EndpointUnreachable` with the reason in words."""
-    from diagevo.urls import redact_url
-
     shown = redact_url(base_url)
     key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -137,9 +138,6 @@ def check_endpoint(
     credit a model that never answered. Returns what the server lists (None: none)."""
     listed = list_models(base_url, api_key=api_key, timeout_s=timeout_s, what=what)
     if model is not None and listed is not None and model not in listed:
-        from diagevo.urls import redact_url
-        from diagevo.words import did_you_mean
-
         more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
         shown = ", ".join(quoted(m, 80) for m in listed[:5]) + more
         raise ModelNotServed(
@@ -370,8 +368,6 @@ MAX_REDIRECTS = 5
 
 def same_origin(a: str, b: str) -> bool:
     """Whether two URLs share scheme, host and port (the port a scheme implies included)."""
-    from yarl import URL
-
     x, y = URL(a), URL(b)
     return (x.scheme.lower(), (x.host or "").lower(), x.port) == (y.scheme.lower(), (y.host or "").lower(), y.port)
 
@@ -379,8 +375,6 @@ def same_origin(a: str, b: str) -> bool:
 def redirect_target(url: str, status: int, location: str | None) -> str:
     """Where a redirect of a POST to ``url`` may go: the same origin, with the method kept (307,
     308). Any other redirect is a final :class:`_HTTPStatus` naming where it pointed."""
-    from yarl import URL
-
     if not location:
         raise _HTTPStatus(status, f"HTTP {status}: a redirect without a Location")
     target = str(URL(url).join(URL(location)))
@@ -420,9 +414,6 @@ def _text(payload: bytes) -> str:
 
 
 def _parse_json(text: str) -> Any:
-    from diagevo.errors import BadInput
-    from diagevo.parsing import loads, quoted
-
     try:
         return loads(text, "the response")
     except BadInput as exc:

@@ -14,6 +14,7 @@ import errno
 import io
 import re
 import sys
+import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -143,8 +144,6 @@ def toml_loads(text: str, where: str = "") -> dict[str, Any]:
     """Parse TOML with the same bounded depth as JSON (tomllib recurses into inline arrays and
     tables); a syntax error is ``tomllib.TOMLDecodeError`` as usual, too deep or a number too
     long for Python to read (5,000 digits) is :class:`BadInput`."""
-    import tomllib
-
     if len(text) > MAX_CHARS:
         raise bad(where, f"{len(text):,} characters, more than the limit of {MAX_CHARS:,}")
     try:

@@ -6,6 +6,7 @@ embedder's), wherever one is given: the config, ``diagnose --llm-url``, ``doctor
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 from diagevo.redaction import REDACTED as REDACTED
 from diagevo.redaction import redact_url as redact_url
@@ -39,8 +40,6 @@ def endpoint_problem(url: str) -> str | None:
     it are refused (the key goes in ``$DIAGEVO_LLM_API_KEY`` or ``diagnosis.api_key``, which are
     never stored): a URL is stored with the run and shown in its report. The reason never
     repeats the URL (it may hold a secret)."""
-    from urllib.parse import urlsplit
-
     if len(url) > LONGEST_URL:
         return f"a URL of {len(url):,} characters, longer than the {LONGEST_URL:,} taken"
     if any(c.isspace() or not c.isprintable() for c in url):

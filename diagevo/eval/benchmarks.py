@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.errors import Argument, BadInput, require
+from diagevo.parsing import MAX_CHARS, file_lines, loads, read_text
 
 Grader = Literal["math", "choice", "text"]
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -326,8 +327,6 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
         # every value a text, an empty cell none, as the JSON formats give them
         yield from enumerate(({k: v if v != "" else None for k, v in row.items()} for row in rows), 2)
     elif suffix == ".json":
-        from diagevo.parsing import MAX_CHARS, loads, read_text
-
         try:
             data = loads(read_text(path, max_bytes=4 * MAX_CHARS), str(path), max_chars=4 * MAX_CHARS)
         except BadInput as exc:
@@ -338,8 +337,6 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
             raise BenchmarkError(f'{path}: a JSON file must hold a list of questions (or {{"examples": [...]}})')
         yield from enumerate(data, 1)
     else:
-        from diagevo.parsing import file_lines, loads
-
         try:
             for n, line in enumerate(file_lines(path), 1):  # on "\n" only, as every JSONL diagevo reads
                 if line.strip(" \t\r"):

