@@ -31,7 +31,7 @@ import aiohttp
 from yarl import URL
 
 from diagevo.errors import BadInput, EndpointUnreachable
-from diagevo.parsing import loads, one_line, quoted
+from diagevo.parsing import loads, not_utf8, one_line, quoted
 from diagevo.schemas import current_limits
 from diagevo.urls import redact_url
 from diagevo.words import did_you_mean
@@ -409,8 +409,7 @@ def _text(payload: bytes) -> str:
     try:
         return payload.decode("utf-8")
     except UnicodeDecodeError as exc:
-        byte = payload[exc.start : exc.start + 1].hex()
-        raise BadResponse(f"reply body: not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
+        raise BadResponse(f"reply body: {not_utf8(payload, exc.start)}") from None
 
 
 def _parse_json(text: str) -> Any:

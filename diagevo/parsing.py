@@ -168,8 +168,12 @@ def decode(raw: bytes, what: str) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        byte = raw[exc.start : exc.start + 1].hex()
-        raise bad(f"{what} line {line}", f"not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
+        raise bad(f"{what} line {line}", not_utf8(raw, exc.start)) from None
+
+
+def not_utf8(raw: bytes | bytearray, at: int) -> str:
+    """What a bytes' decoding as UTF-8 refused: the byte at offset ``at``."""
+    return f"not UTF-8 text (byte 0x{raw[at : at + 1].hex()} at offset {at:,})"
 
 
 def utf8_problem(value: str) -> str | None:
@@ -336,8 +340,7 @@ def _decoded(raw: bytearray, label: str, no: int) -> str:
     try:
         text = raw.decode("utf-8-sig" if no == 1 else "utf-8")
     except UnicodeDecodeError as exc:
-        byte = raw[exc.start : exc.start + 1].hex()
-        raise bad(f"{label} line {no}", f"not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
+        raise bad(f"{label} line {no}", not_utf8(raw, exc.start)) from None
     return text[:-1] if text.endswith("\r") else text
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Literal, Protocol
 
 from diagevo.errors import BadInput, Unavailable
@@ -65,23 +66,23 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
+# each kind's class, imported when an engine of the kind is made (the endpoint's pulls in aiohttp)
+ENGINES: dict[str, tuple[str, str]] = {
+    "local": ("diagevo.generation.local", "LocalEngine"),
+    "vllm": ("diagevo.generation.vllm_engine", "VLLMEngine"),
+    "endpoint": ("diagevo.generation.endpoint", "EndpointEngine"),
+}
+
+
 def make_engine(kind: EngineKind, model: str, **options: object) -> Engine:
     """The engine of ``kind`` for ``model`` (a local model directory, or for ``endpoint`` the
     model name the server knows); ``options`` go to the engine (``url`` and ``api_key`` for an
     endpoint, ``device``/``dtype`` for local engines, ...)."""
-    if kind == "local":
-        from diagevo.generation.local import LocalEngine
-
-        return LocalEngine(model, **options)  # type: ignore[arg-type]
-    if kind == "vllm":
-        from diagevo.generation.vllm_engine import VLLMEngine
-
-        return VLLMEngine(model, **options)  # type: ignore[arg-type]
-    if kind == "endpoint":
-        from diagevo.generation.endpoint import EndpointEngine
-
-        return EndpointEngine(model, **options)  # type: ignore[arg-type]
-    raise BadInput(f"unknown engine {kind!r}: use local, vllm or endpoint")
+    if kind not in ENGINES:
+        raise BadInput(f"unknown engine {kind!r}: use local, vllm or endpoint")
+    module, name = ENGINES[kind]
+    engine: Engine = getattr(import_module(module), name)(model, **options)
+    return engine
 
 
 __all__ = [

