@@ -52,39 +52,22 @@ def decide(
     sleep = platform in SLEEP_MODE_PLATFORMS if sleep_mode_available is None else sleep_mode_available
     out: dict[str, Decision] = {}
     if sleep:
-        out["enable_sleep_mode"] = Decision(
-            True,
-            (
-                f"vLLM supports sleep mode on {platform}: the engine frees its weights and KV cache while an "
-                "optimizer steps"
-            ),
-        )
+        why = f"vLLM supports sleep mode on {platform}: the engine frees its weights and KV cache while an "
+        why += "optimizer steps"
+        out["enable_sleep_mode"] = Decision(True, why)
     else:
-        out["enable_sleep_mode"] = Decision(
-            False, f"vLLM has no sleep mode on {platform} (it refuses the engine); weights and KV cache stay allocated"
-        )
+        why = f"vLLM has no sleep mode on {platform} (it refuses the engine); weights and KV cache stay allocated"
+        out["enable_sleep_mode"] = Decision(False, why)
     if cpu:
         out["enforce_eager"] = Decision(
             True,
-            (
-                "torch.compile of the CPU build takes minutes per engine and its cache is not reused; eager builds in "
-                "under a minute"
-            ),
+            "torch.compile of the CPU build takes minutes per engine and its cache is not reused; eager builds in "
+            "under a minute",
         )
         out["kv_cache_memory_bytes"] = Decision(
             int(cpu_kv_cache_gib * GIB),
-            (
-                "on a CPU gpu_memory_utilization is a share of host memory reserved; an explicit KV cache of "
-                f"{cpu_kv_cache_gib:g} GiB (hf.vllm_cpu_kv_cache_gib) instead"
-            ),
-        )
-        out["dtype"] = _dtype(bf16)
-        out["environment"] = Decision(
-            {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
-            (
-                "the engine runs in this process: a spawned engine process fails to start without a __main__ guard "
-                "and cannot take weights in memory"
-            ),
+            "on a CPU gpu_memory_utilization is a share of host memory reserved; an explicit KV cache of "
+            f"{cpu_kv_cache_gib:g} GiB (hf.vllm_cpu_kv_cache_gib) instead",
         )
     else:
         out["enforce_eager"] = Decision(
@@ -92,27 +75,28 @@ def decide(
         )
         out["gpu_memory_utilization"] = Decision(
             gpu_memory_utilization,
-            (
-                "the share of GPU memory the engine takes (weights, activations, KV cache); the rest stays for the "
-                "policies, references and optimizer state"
-            ),
+            "the share of GPU memory the engine takes (weights, activations, KV cache); the rest stays for the "
+            "policies, references and optimizer state",
         )
-        out["dtype"] = _dtype(bf16)
-        out["environment"] = Decision(
-            {}, "vLLM's defaults (external_launcher keeps the engine in the training process)"
-        )
-    return out
-
-
-def _dtype(bf16: bool) -> Decision:
     if bf16:
-        return Decision(
+        out["dtype"] = Decision(
             "bfloat16", "hf.bf16: the policies compute in bfloat16, and so does the engine that samples them"
         )
-    return Decision(
-        "float32",
-        "the policies' float32 weights as pushed (vLLM's 'auto' would downcast a float32 checkpoint to bfloat16)",
+    else:
+        out["dtype"] = Decision(
+            "float32",
+            "the policies' float32 weights as pushed (vLLM's 'auto' would downcast a float32 checkpoint to bfloat16)",
+        )
+    out["environment"] = (
+        Decision(
+            {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
+            "the engine runs in this process: a spawned engine process fails to start without a __main__ guard "
+            "and cannot take weights in memory",
+        )
+        if cpu
+        else Decision({}, "vLLM's defaults (external_launcher keeps the engine in the training process)")
     )
+    return out
 
 
 def engine_options(decisions: dict[str, Decision]) -> dict[str, Any]:
@@ -121,8 +105,7 @@ def engine_options(decisions: dict[str, Decision]) -> dict[str, Any]:
 
 
 def environment(decisions: dict[str, Decision]) -> dict[str, str]:
-    value = decisions["environment"].value if "environment" in decisions else {}
-    return dict(value)
+    return dict(decisions["environment"].value if "environment" in decisions else {})
 
 
 def apply_environment(decisions: dict[str, Decision]) -> None:
