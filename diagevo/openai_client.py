@@ -5,7 +5,8 @@ Transport errors (timeouts, connection errors, 429, 5xx) and 200 replies that ar
 asked for are retried with jittered exponential backoff; other 4xx are final. What a server can
 cost is bounded: each attempt has a total deadline (``timeout_s``, so a server that drips its
 reply byte by byte is cut off), a :class:`Deadline` bounds a request across its retries, and a
-reply body is read up to ``max_body_bytes`` only."""
+reply body is read up to ``max_body_bytes`` only.
+"""
 
 from __future__ import annotations
 
