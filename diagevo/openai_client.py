@@ -65,13 +65,20 @@ MODELS_BYTES = 1 << 20
 """The most of a ``GET /models`` reply read (a list of a few thousand models fits)."""
 
 
-def list_models(
-    base_url: str, *, api_key: str | None = None, timeout_s: float = 10.0, what: str = "endpoint"
+def check_endpoint(
+    base_url: str,
+    *,
+    api_key: str | None = None,
+    timeout_s: float = 10.0,
+    what: str = "endpoint",
+    model: str | None = None,
 ) -> tuple[str, ...] | None:
-    """The ids of the models ``GET {base_url}/models`` lists, or None when it lists none (some
-    providers have no ``/models``). Any HTTP answer means the server is there, except 401 and
-    403: the key was refused (:class:`~diagevo.errors.BadInput`); no answer at all is
-    :class:`EndpointUnreachable`."""
+    """Ask ``GET {base_url}/models`` once, before any work that would store something: the ids of
+    the models the server lists, or None when it lists none (some providers have no ``/models``).
+    Any HTTP answer means the server is there, except 401 and 403: the key was refused
+    (:class:`~diagevo.errors.BadInput`); no answer at all is :class:`EndpointUnreachable`. With
+    ``model``, a server that lists models but not this one is refused (:class:`ModelNotServed`):
+    the log would otherwise credit a model that never answered."""
     shown = redact_url(base_url)
     key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -98,7 +105,16 @@ def list_models(
             f"the {what} at {shown} refused the API key (HTTP {status}): give its key in $DIAGEVO_LLM_API_KEY "
             "(or diagnosis.api_key)"
         )
-    return served_models(body)
+    listed = served_models(body)
+    if model is not None and listed is not None and model not in listed:
+        more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
+        shown_listed = ", ".join(quoted(m, 80) for m in listed[:5]) + more
+        raise ModelNotServed(
+            f"the {what} at {shown} does not serve model {quoted(model, 80)}"
+            f"{did_you_mean(model, listed)} (it lists {shown_listed})",
+            listed,
+        )
+    return listed
 
 
 def served_models(body: bytes) -> tuple[str, ...] | None:
@@ -113,29 +129,6 @@ def served_models(body: bytes) -> tuple[str, ...] | None:
         else ()
     )
     return ids or None
-
-
-def check_endpoint(
-    base_url: str,
-    *,
-    api_key: str | None = None,
-    timeout_s: float = 10.0,
-    what: str = "endpoint",
-    model: str | None = None,
-) -> tuple[str, ...] | None:
-    """:func:`list_models`, before any work that would store something; with ``model``, a server
-    that lists models but not this one is refused (:class:`ModelNotServed`): the log would
-    otherwise credit a model that never answered."""
-    listed = list_models(base_url, api_key=api_key, timeout_s=timeout_s, what=what)
-    if model is not None and listed is not None and model not in listed:
-        more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
-        shown = ", ".join(quoted(m, 80) for m in listed[:5]) + more
-        raise ModelNotServed(
-            f"the {what} at {redact_url(base_url)} does not serve model {quoted(model, 80)}"
-            f"{did_you_mean(model, listed)} (it lists {shown})",
-            listed,
-        )
-    return listed
 
 
 _ANSWERED = ("not usable JSON", "not a chat completion", "reply body", "more than")

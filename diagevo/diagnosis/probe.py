@@ -230,11 +230,11 @@ def probe_model(url: str, model: str, api_key: str | None, timeout_s: float) -> 
     first request): a server that lists models but not this one would answer for another, or
     not at all; one that lists none is said so."""
     from diagevo.errors import BadInput, EndpointUnreachable
-    from diagevo.openai_client import list_models
+    from diagevo.openai_client import check_endpoint
 
     t0 = time.perf_counter()
     try:
-        listed = list_models(url, api_key=api_key, timeout_s=timeout_s, what="diagnostician")
+        listed = check_endpoint(url, api_key=api_key, timeout_s=timeout_s, what="diagnostician")
     except EndpointUnreachable as exc:
         return _verdict("models", "unreachable", str(exc), None)
     except BadInput as exc:
