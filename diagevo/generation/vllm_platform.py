@@ -1,18 +1,13 @@
 """What a vLLM engine is built with on each platform, decided here and nowhere else.
 
 The same config runs on a CUDA node and on a CPU (vLLM's CPU build), and vLLM's defaults suit
-neither use in a training process: sleep mode exists only on some platforms and is refused at
-build time elsewhere; ``torch.compile`` takes minutes on a CPU and is not reused; the KV-cache knob
-``gpu_memory_utilization`` means a share of GPU memory on CUDA but a share of *host* memory
-reserved on a CPU; and the V1 engine would run in a spawned process. :func:`decide` returns every
-choice with the reason for it; :func:`engine_options` and :func:`environment` are what an engine
-is built with, and ``train --dry-run`` prints the reasons.
-
-The platform is the config's declared device (``hf.device``), so a GPU plan is computed on any
-machine without importing vLLM. When an engine is built, the platform vLLM itself reports is used
-instead, and sleep mode is what vLLM's ``Platform.is_sleep_mode_available()`` answers there;
-:data:`SLEEP_MODE_PLATFORMS` mirrors that answer for the plan (a test of the vLLM tier checks the
-two agree).
+neither in a training process: sleep mode exists only on some platforms and is refused
+elsewhere; ``torch.compile`` takes minutes on a CPU and is not reused;
+``gpu_memory_utilization`` is a share of *host* memory on a CPU; and the V1 engine would run in
+a spawned process. :func:`decide` returns every choice with the reason for it (``train
+--dry-run`` prints them). The plan reads the config's declared device, so a GPU plan is computed
+on any machine; a built engine uses the platform vLLM reports, and
+:data:`SLEEP_MODE_PLATFORMS` mirrors vLLM's own answer (a test of the vLLM tier holds them equal).
 """
 
 from __future__ import annotations
@@ -45,9 +40,8 @@ def decide(
     cpu_kv_cache_gib: float = 1.0,
     sleep_mode_available: bool | None = None,
 ) -> dict[str, Decision]:
-    """The engine's platform-dependent arguments (``environment`` included) with their reasons.
-    ``sleep_mode_available`` is vLLM's own answer when an engine is being built; None reads
-    :data:`SLEEP_MODE_PLATFORMS`."""
+    """The engine's platform-dependent arguments (``environment`` included) with their reasons;
+    ``sleep_mode_available``: vLLM's own answer when an engine is built (None: the table's)."""
     cpu = platform == "cpu"
     sleep = platform in SLEEP_MODE_PLATFORMS if sleep_mode_available is None else sleep_mode_available
     out: dict[str, Decision] = {}
@@ -109,8 +103,7 @@ def environment(decisions: dict[str, Decision]) -> dict[str, str]:
 
 
 def apply_environment(decisions: dict[str, Decision]) -> None:
-    """Set the variables vLLM reads when it is imported or builds an engine (an explicit setting
-    in the environment wins)."""
+    """Set the variables vLLM reads (an explicit setting in the environment wins)."""
     for key, value in environment(decisions).items():
         os.environ.setdefault(key, value)
 
@@ -122,7 +115,7 @@ def explain(decisions: dict[str, Decision]) -> dict[str, dict[str, Any]]:
 
 def serve_flags(decisions: dict[str, Decision]) -> list[str]:
     """The same choices as ``vllm serve`` flags, sleep mode aside (a server's engine never sleeps
-    for an optimizer; the server spawns its engine process as vLLM wants, no environment needed)."""
+    for an optimizer)."""
     flags: list[str] = []
     for key, value in engine_options(decisions).items():
         if key == "enable_sleep_mode":
