@@ -124,16 +124,18 @@ def loads_object(text: str | bytes, where: str = "", **limits: Any) -> dict[str,
     """:func:`loads`, and the document must be a JSON object."""
     obj = loads(text, where, **limits)
     if not isinstance(obj, dict):
-        raise bad(where, f"expected a JSON object, not {_json_type(obj)}")
+        raise bad(where, f"expected a JSON object, not {_JSON_TYPES.get(type(obj), 'a value')}")
     return obj
 
 
-def _json_type(obj: Any) -> str:
-    if obj is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}.get(
-        type(obj), "a value"
-    )
+_JSON_TYPES = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    str: "a string",
+    list: "an array",
+}
 
 
 def toml_loads(text: str, where: str = "") -> dict[str, Any]:

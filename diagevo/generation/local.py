@@ -23,20 +23,15 @@ def looks_local(model: str) -> bool:
     return "/" in model and Path(head).expanduser().is_dir()
 
 
-def no_network(model: str) -> BadInput | NotFound:
-    """A missing local path is ``no such directory``; a hub id cannot be fetched (no network)."""
-    if looks_local(model):
-        return NotFound(f"{model}: no such directory")
-    return BadInput(f"{model}: no network: pass a local model directory")
-
-
 def check_local_model(model: str) -> Path:
     """The directory of a local model; a name that looks like a hub id says no hub can be reached."""
     path = Path(model).expanduser()
     if path.exists() and not path.is_dir():
         raise BadInput(f"{model}: a file, not a model directory")
-    if not path.is_dir():
-        raise no_network(model)
+    if not path.is_dir() and looks_local(model):
+        raise NotFound(f"{model}: no such directory")
+    if not path.is_dir():  # a hub id: it cannot be fetched (no network)
+        raise BadInput(f"{model}: no network: pass a local model directory")
     if not (path / "config.json").is_file():
         raise BadInput(f"{model}: not a model directory (no config.json)")
     return path
