@@ -71,6 +71,12 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _versions(dists: Sequence[str]) -> tuple[dict[str, str | None], list[str]]:
+    """Each distribution's installed version, and those not installed."""
+    versions = {d: _version(d) for d in dists}
+    return versions, [d for d, v in versions.items() if v is None]
+
+
 def module_present(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
@@ -224,8 +230,7 @@ def check_embedder() -> Check:
 
 def check_hf() -> Check:
     """torch and transformers for the hf backend (looked up, not imported)."""
-    versions = {d: _version(d) for d in ("torch", "transformers", "trl")}
-    lacking = [d for d, v in versions.items() if v is None]
+    versions, lacking = _versions(("torch", "transformers", "trl"))
     check = partial(Check, "hf backend", facts=versions)
     if lacking:
         return check(
@@ -287,8 +292,7 @@ def check_extras(requires: Sequence[str] | None = None) -> list[Check]:
     found = extra_packages(requires)
     for extra in sorted(found, key=lambda e: list(EXTRAS).index(e) if e in EXTRAS else len(EXTRAS)):
         dists = found[extra]
-        versions = {d: _version(d) for d in dists}
-        lacking = [d for d, v in versions.items() if v is None]
+        versions, lacking = _versions(dists)
         enables = EXTRAS.get(extra, "")
         facts = {"extra": extra, "installed": not lacking, "packages": versions, "enables": enables}
         if not lacking:

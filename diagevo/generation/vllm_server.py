@@ -67,18 +67,16 @@ def served(
     import httpx
 
     port = free_port()
+    options = {
+        "--model": str(model),
+        "--host": "127.0.0.1",
+        "--port": str(port),
+        "--served-model-name": name,
+        "--max-model-len": str(max_model_len),
+    }
     cmd = [
         *serve_command(),
-        "--model",
-        str(model),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--served-model-name",
-        name,
-        "--max-model-len",
-        str(max_model_len),
+        *(word for pair in options.items() for word in pair),
         *serve_flags(decide(platform)),
         *extra,
     ]
