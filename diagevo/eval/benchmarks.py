@@ -196,6 +196,7 @@ def _text_answer(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], 
 
 _MATH_Q = ("problem", "question", "Question")
 _ID = ("unique_id", "id", "idx", "question_id", "uuid")
+_MATH = {"question": _MATH_Q, "answer": ("answer",), "id": _ID}
 _MC = {
     "question": ("question", "Question", "problem"),
     "options": ("options", "choices"),
@@ -206,37 +207,18 @@ _MC = {
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind(
-            "math500",
-            "MATH-500",
-            {"question": _MATH_Q, "answer": ("answer",), "id": _ID},
-            _math,
-            extra=("subject", "level"),
-        ),
-        Kind("gsm8k", "GSM8K", {"question": ("question", "problem"), "answer": ("answer",), "id": _ID}, _math),
+        Kind("math500", "MATH-500", _MATH, _math, extra=("subject", "level")),
+        Kind("gsm8k", "GSM8K", {**_MATH, "question": ("question", "problem")}, _math),
         Kind(
             "olympiadbench",
             "OlympiadBench",
-            {"question": _MATH_Q, "answer": ("final_answer", "answer"), "context": ("context",), "id": _ID},
+            {**_MATH, "answer": ("final_answer", "answer"), "context": ("context",)},
             _math,
             extra=("subfield", "answer_type", "unit"),
         ),
-        Kind(
-            "minerva",
-            "Minerva Math",
-            {"question": _MATH_Q, "answer": ("answer",), "solution": ("solution",), "id": _ID},
-            _math,
-            extra=("type",),
-        ),
-        Kind("amc", "AMC", {"question": _MATH_Q, "answer": ("answer",), "id": _ID}, _math, mean_at_k=True),
-        Kind(
-            "aime",
-            "AIME",
-            {"question": _MATH_Q, "answer": ("answer",), "id": _ID},
-            _math,
-            mean_at_k=True,
-            extra=("year",),
-        ),
+        Kind("minerva", "Minerva Math", {**_MATH, "solution": ("solution",)}, _math, extra=("type",)),
+        Kind("amc", "AMC", _MATH, _math, mean_at_k=True),
+        Kind("aime", "AIME", _MATH, _math, mean_at_k=True, extra=("year",)),
         Kind("mmlu_pro", "MMLU-Pro", _MC, _choice, extra=("category",)),
         Kind("supergpqa", "SuperGPQA", _MC, _choice, extra=("discipline", "field", "difficulty")),
         Kind(
