@@ -5,7 +5,7 @@ A check is ``ok``, ``warning`` (works, or is optional and absent, or could be be
 ``missing``. A check is *asked* when the user named its subject (``--db``, ``--postgres``,
 ``--model``): ``diagevo doctor`` exits non-zero only when an asked check is not ``ok``, so
 ``diagevo doctor --db URL`` can gate a script while a bare ``diagevo doctor`` only reports.
-Checks import nothing heavy (vLLM and torch are looked up, not imported) and write nothing.
+Checks import no optional package (vLLM and torch are looked up, not imported) and write nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +22,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from sqlalchemy import create_engine, text
+
 from diagevo.errors import Activate, Advice, Argument, Call, DiagevoError, Fix, Install, Package, Shell, Upgrade
+from diagevo.log import open_log, sqlite_path
+from diagevo.log.backends import normalise_url
+from diagevo.log.schema import revision_status
 from diagevo.redaction import redact_text
 from diagevo.urls import redact_url, resolve_db_url, without_password
 from diagevo.words import did_you_mean
@@ -108,9 +113,6 @@ DATABASE_STATES: dict[str, tuple[Status, str, Fix]] = {
 def check_database(db: str | None) -> Check:
     """The event log at ``db`` (default: $DIAGEVO_DB, else sqlite:///diagevo.db): reachable, a
     diagevo database, at the current migration; how many runs it holds."""
-    from diagevo.log import open_log, sqlite_path
-    from diagevo.log.schema import revision_status
-
     url = resolve_db_url(db)
     shown = redact_url(url)
     check = partial(Check, "database", asked=db is not None)
@@ -137,8 +139,6 @@ def check_database(db: str | None) -> Check:
 
 def check_disk(db: str | None) -> Check:
     """Free space where the database lives (where checkpoints and indexes go by default)."""
-    from diagevo.log import sqlite_path
-
     try:
         path = sqlite_path(resolve_db_url(db))
     except DiagevoError:
@@ -164,10 +164,6 @@ def check_disk(db: str | None) -> Check:
 
 def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
     """A PostgreSQL server reachable at ``url`` (default: the local one), and its version."""
-    from sqlalchemy import create_engine, text
-
-    from diagevo.log.backends import normalise_url
-
     asked = url is not None
     check = partial(Check, "postgresql", asked=asked)
     target = url or DEFAULT_POSTGRES
