@@ -341,6 +341,7 @@ def model_state(d: Path) -> tuple[Status, str]:
     """Whether the model directory ``d`` is complete: its build's record, written last, and the
     files it lists. A directory without such a record is incomplete (a build cut off); a
     downloaded transformers model (config, weights, tokenizer; no record) is a warning."""
+    complete = (d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER)
     pair = next((r for r in (TINY_SPEC, MINI_RECORD) if (d / r).is_file()), None)
     if pair is not None:
         broken = [
@@ -356,10 +357,10 @@ def model_state(d: Path) -> tuple[Status, str]:
             return "missing", f"incomplete: {PROVENANCE} does not parse"
         if not isinstance(record, dict) or "warm_up" not in record:
             return "missing", f"incomplete: {PROVENANCE} has no warm-up record (the build was cut off)"
-        if not ((d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER)):
+        if not complete:
             return "missing", "incomplete: provenance without config, weights or tokenizer"
         return "ok", f"{record.get('model', 'model')} (built, warm-up {record['warm_up'].get('steps', '?')} steps)"
-    if (d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER):
+    if complete:
         return "warning", f"no {PROVENANCE}: downloaded, or a `models smollm2` build cut off before its warm-up"
     if d.is_dir() and not any(d.iterdir()):
         return "missing", "incomplete: empty"
