@@ -1,10 +1,8 @@
 """Running a coroutine from synchronous code so that Ctrl-C takes effect at once.
 
-``asyncio.run`` replaces Python's SIGINT handler with one that only *cancels* the main task:
-the cancellation lands at the task's next ``await``, so a coroutine busy in synchronous work
-(loading the embedding model, embedding a round's failures, folding the memory) ignored Ctrl-C
-until that work was done. :func:`run` keeps Python's own handler, so KeyboardInterrupt
-is raised wherever the main thread is, and then cancels whatever tasks are left.
+``asyncio.run`` replaces Python's SIGINT handler with one that only *cancels* the main task, at
+its next ``await``: a coroutine busy in synchronous work (loading the embedding model, folding
+the memory) ignored Ctrl-C until that work was done. :func:`run` keeps Python's own handler.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""The public functions' arguments checked against their annotations, at the one boundary a
-caller crosses (``diagevo.NAME``): a value of the wrong type is :class:`~diagevo.errors.BadInput`
-naming the argument and what it must be, not an ``AttributeError`` from deep inside. Shallow, by
-the annotation's outer type (a ``Mapping[str, str]`` must be a mapping; its items are the
-function's to check); a path may be given as a string. What cannot be checked at run time (a
-protocol, a type variable, an annotation that names nothing importable) is left to the function.
+"""The public functions' arguments checked against their annotations at the one boundary a
+caller crosses (``diagevo.NAME``): a value of the wrong type is a
+:class:`~diagevo.errors.BadInput` naming the argument, not an ``AttributeError`` from deep
+inside. Shallow, by the annotation's outer type; a path may be given as a string. What cannot
+be checked at run time (a protocol, a type variable) is left to the function.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """What diagevo writes and deletes inside a folder it owns, and nowhere else.
 
-A database ``x.db`` owns ``x.diagevo/`` (:mod:`diagevo.paths`); ``train.out_dir``, when set, is
-a folder the user hands over for checkpoints. Below such a folder diagevo creates run folders,
-checkpoints, TensorBoard and MLflow files, the vector index and lease files, and a prune
-(``train.keep_checkpoints``) deletes checkpoints. A symbolic link planted anywhere below would
-send those writes, and the prune's ``rmtree``, to a place nobody gave diagevo; a plain file, a
-FIFO or a device where a folder should be would fail half way, after events were written. So
-every path below the folder is walked with ``lstat`` (never following a link): a link, or
-something that is not a folder where one should be, is refused in one line
-(:class:`OutsideFolder`), before anything is written. A deletion must name a folder directly
-inside the folder that holds it, reached without a link.
-
-The folder itself is the user's to choose (a link there is the user's own); diagevo's database
-folder refuses a link in its own place (:func:`diagevo.files.database_part`).
+A database ``x.db`` owns ``x.diagevo/``; ``train.out_dir``, when set, is a folder the user hands
+over for checkpoints. A symbolic link planted below such a folder would send diagevo's writes,
+and a prune's ``rmtree``, to a place nobody gave it; a file or a FIFO where a folder should be
+would fail half way, after events were written. So every path below the folder is walked with
+``lstat`` (never following a link) and such a path is refused (:class:`OutsideFolder`) before
+anything is written. The folder itself is the user's to choose (a link there is the user's own).
 """
 
 from __future__ import annotations
@@ -30,18 +23,18 @@ class OutsideFolder(BadInput):
     """A path below a folder diagevo owns that would lead outside it, or is not what belongs there."""
 
 
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISREG, "a file"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+)
+
+
 def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISREG(mode):
-        return "a file"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a folder"
+    return next((name for test, name in _KINDS if test(mode)), "not a folder")
 
 
 def _refusal(path: Path, mode: int, want: str) -> OutsideFolder:
@@ -61,10 +54,8 @@ def _lstat(path: Path) -> os.stat_result | None:
 
 
 def owned_dir(top: Path, *parts: str, create: bool = True) -> Path:
-    """``top/part/...``, each part a folder that is no link (created when missing, ``top`` too,
-    with ``create``); :class:`OutsideFolder` names the first part that is a link or not a folder.
-    ``top`` is taken as given (the owned folder); the path returned is absolute and names the
-    folder as reached through ``top``, without resolving links."""
+    """``top/part/...``, each part a folder that is no link (created when missing, with
+    ``create``); the path returned is absolute, as reached through ``top``, links not resolved."""
     path = Path(os.path.abspath(top))
     if path.exists() and not path.is_dir():  # the folder itself may be a link: the user's own
         raise _refusal(path, os.stat(path).st_mode, "a folder")
@@ -89,7 +80,7 @@ def owned_dir(top: Path, *parts: str, create: bool = True) -> Path:
 def no_links_below(folder: Path, depth: int = 2) -> None:
     """Refuse a link (or a FIFO, socket or device) in ``folder`` and in its folders down to
     ``depth`` levels: what a library that writes a tree there (LanceDB, TensorBoard, MLflow) would
-    follow. A missing ``folder`` is fine; ``folder`` itself must be a folder."""
+    follow."""
     st = _lstat(folder)
     if st is None:
         return
@@ -114,9 +105,8 @@ def not_a_link(path: Path) -> None:
 
 
 def remove_owned(folder: Path, path: Path) -> bool:
-    """Delete ``path``, a folder (or file) directly inside ``folder``, reached without a link
-    (``folder`` as :func:`owned_dir` returned it). Returns whether something was deleted; a path
-    anywhere else, or a link, is refused and nothing is touched."""
+    """Delete ``path``, directly inside ``folder`` and reached without a link; whether something
+    was deleted. Anything else is refused and nothing is touched."""
     folder = Path(os.path.abspath(folder))
     path = Path(os.path.abspath(path))
     if path.parent != folder:
@@ -153,10 +143,9 @@ CHECKPOINT_NAME = re.compile(r"round[0-9]{3,9}-[a-z][a-z0-9_]{0,39}")
 
 
 def checkpoint_name(path: object) -> str | None:
-    """The checkpoint name a ``checkpoint.written`` path gives, or None. A path is stored relative
-    to the run's folder, as the name itself; a log written before that stored the absolute path,
-    of which only the last part, a checkpoint name, is taken: the run's folder is where a
-    checkpoint lies, wherever the log was written (a log ingested elsewhere points at its own)."""
+    """The checkpoint name a ``checkpoint.written`` path gives, or None. A path is stored as the
+    name itself; a log written before that stored the absolute path, whose last part is taken: the
+    run's folder is where a checkpoint lies, wherever the log was written."""
     if not isinstance(path, str) or "\x00" in path or "\\" in path:
         return None
     if CHECKPOINT_NAME.fullmatch(path):
@@ -179,10 +168,9 @@ def checkpoint_problem(path: object) -> str | None:
 
 
 def checkpoint_dir(folders: list[Path], path: str) -> Path:
-    """The checkpoint ``path`` (from a log) names, found in the first of ``folders`` (the run's
-    folder, then its fork sources') that holds it: read by its name only, never through a link,
-    never anywhere else. :class:`OutsideFolder` when the name is none the loop gives or a link
-    lies there; FileNotFoundError naming the folders when none holds it."""
+    """The checkpoint ``path`` (from a log) names, found by its name only in the first of
+    ``folders`` (the run's, then its fork sources') that holds it, never through a link.
+    FileNotFoundError naming the folders when none holds it."""
     problem = checkpoint_problem(path)
     if problem is not None:
         raise OutsideFolder(problem)

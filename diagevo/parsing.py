@@ -1,11 +1,9 @@
 """Reading external JSON and JSONL safely: the one place where outside text becomes Python data.
 
-Every file, stdin line or model reply that diagevo reads as JSON goes through :func:`loads` (a
-bounded depth and size, never a ``RecursionError``) and every JSONL text through
-:func:`split_lines` (``\\n`` only: U+2028, U+2029 and U+0085 are characters of a text, not line
-ends, so whatever ``export`` wrote, ``ingest`` reads back). Problems raise
-:class:`~diagevo.errors.BadInput` with one short line that names the line and field and shows
-at most :data:`SHOWN` characters of the offending value.
+Every JSON document diagevo reads goes through :func:`loads` (a bounded depth and size, never a
+``RecursionError``) and every JSONL text through :func:`split_lines` (``\\n`` only: U+2028,
+U+2029 and U+0085 are characters of a text, not line ends, so whatever ``export`` wrote,
+``ingest`` reads back). Problems raise :class:`~diagevo.errors.BadInput` with one short line.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ import errno
 import io
 import re
 import sys
+import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,9 +25,8 @@ from diagevo.errors import BadInput
 from diagevo.untrusted import shorten
 
 MAX_DEPTH = 64
-"""Deepest nesting of arrays and objects accepted in one JSON document. Far above anything
-diagevo writes (a run config is 3 levels), far below Python's recursion limit and the 254
-levels the canonical encoder of the event log accepts."""
+"""Deepest nesting accepted in one JSON document: far above anything diagevo writes, far below
+Python's recursion limit and the 254 levels the log's canonical encoder accepts."""
 
 MAX_CHARS = 256 * 2**20
 """Longest JSON document (one JSONL line, one model reply) in characters: long trajectories fit."""
@@ -47,8 +45,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def quoted(value: Any, limit: int = SHOWN) -> str:
-    """``value`` as an error line quotes it: its ``repr`` (of its start, with its size, for a long
-    one), at most about ``limit`` characters."""
+    """``value`` as an error line quotes it: its ``repr``, of its start (with its size) for a long
+    one."""
     if isinstance(value, (str, bytes)) and len(value) > limit:
         return f"{value[:limit]!r}… ({len(value):,} {'characters' if isinstance(value, str) else 'bytes'})"
     if isinstance(value, (dict, list, tuple)):
@@ -95,9 +93,8 @@ def depth(obj: Any) -> int:
 
 def loads(text: str | bytes, where: str = "", *, max_depth: int = MAX_DEPTH, max_chars: int = MAX_CHARS) -> Any:
     """Parse one JSON document with bounded depth and size; :class:`BadInput` naming ``where``.
-
-    Strict JSON: no NaN or Infinity, no raw control characters inside strings, no lone
-    surrogates (none of these can be stored or written back by the event log)."""
+    Strict JSON: no NaN or Infinity, no raw control characters in strings, no lone surrogates
+    (none of these can be stored or written back by the event log)."""
     if len(text) > max_chars:
         raise bad(where, f"{len(text):,} characters, more than the limit of {max_chars:,}")
     try:
@@ -127,24 +124,24 @@ def loads_object(text: str | bytes, where: str = "", **limits: Any) -> dict[str,
     """:func:`loads`, and the document must be a JSON object."""
     obj = loads(text, where, **limits)
     if not isinstance(obj, dict):
-        raise bad(where, f"expected a JSON object, not {_json_type(obj)}")
+        raise bad(where, f"expected a JSON object, not {_JSON_TYPES.get(type(obj), 'a value')}")
     return obj
 
 
-def _json_type(obj: Any) -> str:
-    if obj is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}.get(
-        type(obj), "a value"
-    )
+_JSON_TYPES = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    str: "a string",
+    list: "an array",
+}
 
 
 def toml_loads(text: str, where: str = "") -> dict[str, Any]:
-    """Parse TOML with the same bounded depth as JSON (tomllib recurses into inline arrays and
-    tables); a syntax error is ``tomllib.TOMLDecodeError`` as usual, too deep or a number too
-    long for Python to read (5,000 digits) is :class:`BadInput`."""
-    import tomllib
-
+    """Parse TOML with the same bounded depth as JSON (tomllib recurses); a syntax error is
+    ``tomllib.TOMLDecodeError`` as usual, too deep or a number too long for Python to read is
+    :class:`BadInput`."""
     if len(text) > MAX_CHARS:
         raise bad(where, f"{len(text):,} characters, more than the limit of {MAX_CHARS:,}")
     try:
@@ -169,14 +166,18 @@ def decode(raw: bytes, what: str) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        byte = raw[exc.start : exc.start + 1].hex()
-        raise bad(f"{what} line {line}", f"not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
+        raise bad(f"{what} line {line}", not_utf8(raw, exc.start)) from None
+
+
+def not_utf8(raw: bytes | bytearray, at: int) -> str:
+    """What a bytes' decoding as UTF-8 refused: the byte at offset ``at``."""
+    return f"not UTF-8 text (byte 0x{raw[at : at + 1].hex()} at offset {at:,})"
 
 
 def utf8_problem(value: str) -> str | None:
-    """What keeps ``value`` from being UTF-8 text, with the byte offset, or None. A byte that
-    was not UTF-8 where the text came from (a command-line argument, an environment variable:
-    Python keeps it as a lone surrogate) is named as that byte."""
+    """What keeps ``value`` from being UTF-8 text, or None. A byte that was not UTF-8 where the
+    text came from (an argument, an environment variable: Python keeps it as a lone surrogate) is
+    named as that byte."""
     if value.isascii():
         return None
     try:
@@ -245,8 +246,7 @@ def _binary(path: Path | str, name: str) -> Iterator[BinaryIO]:
 
 def input_file(path: Path | str, what: str = "a file") -> None:
     """Refuse, before anything is read or written, an input file that is not there, is a
-    directory, or whose name the file system refuses (:class:`BadInput`, one line); ``-``
-    (stdin) passes."""
+    directory, or whose name the file system refuses; ``-`` (stdin) passes."""
     if str(path) == "-":
         return
     p = Path(path)
@@ -260,9 +260,8 @@ def input_file(path: Path | str, what: str = "a file") -> None:
 
 
 def name_too_long(path: Path | str, exc: OSError, doing: str) -> BadInput | None:
-    """The error for a path the file system refused because a name in it is too long (a typo's
-    300 characters, a pasted text), naming the path and the longest name's size; None for any
-    other ``exc``."""
+    """The error for a path refused because a name in it is too long (a typo's 300 characters, a
+    pasted text); None for any other ``exc``."""
     if exc.errno != errno.ENAMETOOLONG:
         return None
     parts = Path(path).parts or (str(path),)
@@ -288,8 +287,8 @@ def _chunks(fh: BinaryIO, name: str) -> Iterator[bytes]:
 
 
 def read_text(path: Path | str, what: str | None = None, *, max_bytes: int = MAX_CHARS) -> str:
-    """The UTF-8 text of a file, or of stdin for ``-``; an unreadable one is :class:`BadInput`,
-    and so is one longer than ``max_bytes``: reading stops there (``/dev/zero`` included)."""
+    """The UTF-8 text of a file, or of stdin for ``-``; reading stops past ``max_bytes``
+    (``/dev/zero`` included), a :class:`BadInput`."""
     name = "stdin" if str(path) == "-" else str(path)
     held = bytearray()
     with _binary(path, name) as fh:
@@ -301,11 +300,10 @@ def read_text(path: Path | str, what: str | None = None, *, max_bytes: int = MAX
 
 
 def file_lines(path: Path | str, what: str | None = None, *, max_line: int = MAX_CHARS) -> Iterator[str]:
-    """Every line of a UTF-8 JSONL file, or of stdin for ``-``, read a chunk at a time: split on
-    ``\\n`` only (a ``\\r`` before it dropped; blank lines kept, so the numbering is the file's).
-    At most one line and one chunk are held: a line longer than ``max_line`` bytes (a pipe that
-    never sends a line break, ``/dev/zero``) or a NUL byte (which no JSON text holds) is
-    :class:`BadInput` naming the line, and reading stops there."""
+    """Every line of a UTF-8 JSONL file, or of stdin for ``-``, read a chunk at a time and split
+    on ``\\n`` only (a ``\\r`` before it dropped; blank lines kept, so the numbering is the
+    file's). A line longer than ``max_line`` bytes (a pipe that never sends a line break) or a NUL
+    byte is :class:`BadInput` naming the line, and reading stops there."""
     name = "stdin" if str(path) == "-" else str(path)
     label = what or name
     line = bytearray()
@@ -337,8 +335,7 @@ def _decoded(raw: bytearray, label: str, no: int) -> str:
     try:
         text = raw.decode("utf-8-sig" if no == 1 else "utf-8")
     except UnicodeDecodeError as exc:
-        byte = raw[exc.start : exc.start + 1].hex()
-        raise bad(f"{label} line {no}", f"not UTF-8 text (byte 0x{byte} at offset {exc.start:,})") from None
+        raise bad(f"{label} line {no}", not_utf8(raw, exc.start)) from None
     return text[:-1] if text.endswith("\r") else text
 
 
@@ -368,9 +365,8 @@ _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)
 
 
 def decimal_number(text: str, what: str = "value") -> float:
-    """``text`` as a finite number written in ASCII decimal (``0.71``, ``-3``, ``1e-3``): not
-    ``1_000``, full-width or other Unicode digits, ``inf`` or ``nan``, all of which Python's
-    ``float`` would take; :class:`BadInput` naming ``what``."""
+    """``text`` as a finite number in ASCII decimal (``0.71``, ``-3``, ``1e-3``): not ``1_000``,
+    other Unicode digits, ``inf`` or ``nan``, which Python's ``float`` would take."""
     value = text.strip()
     if len(value) <= 64 and _DECIMAL.fullmatch(value):
         number = float(value)
@@ -384,7 +380,7 @@ def decimal_number(text: str, what: str = "value") -> float:
 
 def check_id(value: str, field: str = "id", max_chars: int = MAX_ID_CHARS) -> str:
     """An id is a non-empty string of at most :data:`MAX_ID_CHARS` characters without control
-    characters (NUL, line breaks, tabs, DEL, C1 controls, U+2028/U+2029)."""
+    characters (line breaks, C1 controls, U+2028/U+2029 included)."""
     if not value:
         raise ValueError(f"{field} is empty")
     if len(value) > max_chars:
@@ -409,8 +405,7 @@ def validation_reason(exc: ValidationError) -> str:
 
 
 def error_reason(err: Mapping[str, Any]) -> str:
-    """One error of a pydantic validation (its ``type``, ``loc``, ``msg`` and ``input``) as
-    ``FIELD: message (got VALUE)``, one short line."""
+    """One error of a pydantic validation as ``FIELD: message (got VALUE)``, one short line."""
     loc = ".".join(map(_field_name, err["loc"]))
     kind = err["type"]
     msg = str(err["msg"]).removeprefix("Value error, ")
@@ -430,8 +425,8 @@ def _field_name(part: Any) -> str:
 
 def config_k(config: Mapping[str, Any]) -> float | None:
     """The k of Eq. 1 a run's stored config carries (``config.k``, else ``config.memory.k``), or
-    None when it holds no positive number there: the one place k is looked up in a stored config
-    (by the config's checks and by the fold, which must not load the config's schema)."""
+    None: the one place k is looked up in a stored config (the fold must not load the config's
+    schema)."""
     memory = config.get("memory")
     k = config.get("k", memory.get("k") if isinstance(memory, Mapping) else None)
     if not isinstance(k, (int, float)) or isinstance(k, bool) or k <= 0:

@@ -1,12 +1,7 @@
-"""Files that belong to one database live in one folder beside it.
-
-A SQLite log ``dir/x.db`` keeps ``dir/x.diagevo/``: ``index.lance`` (the LanceDB index),
-``runs/<run>/`` (checkpoints) and ``leases/`` (writer leases), so moving or deleting the two
-together is safe and two databases never share files, even when they hold runs with the same id.
-The earlier layout (``x.lance``, ``x.runs``, ``x.leases`` beside ``x.db``) is moved into the
-folder when it is first used (:func:`diagevo.files.database_part`). A server database
-(PostgreSQL) has no directory: its folder goes to the current directory under a name keyed by
-the URL.
+"""Files that belong to one database live in one folder beside it: a SQLite log ``dir/x.db``
+keeps ``dir/x.diagevo/`` (the vector index, run checkpoints, writer leases), so moving or
+deleting the two together is safe and two databases never share files. A server database has no
+directory: its folder goes to the current directory under a name keyed by the URL.
 """
 
 from __future__ import annotations
@@ -29,11 +24,9 @@ _PARTS = {suffix: part for part, suffix in FOLDER_PARTS.items()}
 
 
 def beside_database(db_url: str, suffix: str, *, move: bool = True) -> Path:
-    """The part ``suffix`` names (``.lance``: ``index.lance``, ``.runs``: ``runs``, ``.leases``:
-    ``leases``) of the database's folder: ``sqlite:///dir/x.db`` -> ``dir/x.diagevo/<part>``; any
-    other database -> ``./diagevo-<name>-<key>.diagevo/<part>``, ``key`` a hash of the URL without
-    its password. An earlier layout is moved in first (not with ``move=False``: a dry run); a
-    symbolic link there is refused."""
+    """The part ``suffix`` names (``.lance``, ``.runs``, ``.leases``) of the database's folder:
+    ``sqlite:///dir/x.db`` -> ``dir/x.diagevo/<part>``, any other database ->
+    ``./diagevo-<name>-<key>.diagevo/<part>``, ``key`` a hash of the URL without its password."""
     return database_part(_base(db_url), _PARTS[suffix], move=move)
 
 

@@ -28,10 +28,9 @@ def quiet_libraries() -> None:
 
 
 def library_logger(name: str) -> logging.Logger:
-    """The logger ``name`` (under ``diagevo``) of a module that logs. The library logs (e.g. a
-    cache write that failed after the events committed) and never prints: without a handler of
-    the application's, nothing shows. Set up here, by the modules that log, so that a command
-    that logs nothing does not import :mod:`logging`."""
+    """The logger ``name`` (under ``diagevo``) of a module that logs; without a handler of the
+    application's, nothing shows. Set up here so that a command that logs nothing does not import
+    :mod:`logging`."""
     import logging
 
     top = logging.getLogger("diagevo")

@@ -1,17 +1,8 @@
 """Credentials never leave memory: the one place that removes them from what diagevo stores,
-prints or writes to a file.
-
-- a URL's password (``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``),
-  wherever a URL appears: a config field, ``--db``, a message, a traceback;
-- the value of a secret-named setting (``api_key``, ``*_key``, ``*token``, ``password``,
-  ``secret``, ``credentials``) in a config, a ``name=value`` pair (``--set
-  diagnosis.api_key=...``, a query string) or a ``"name": "value"`` pair, and a URL's
-  ``?key=``, ``?sig=`` or ``?signature=`` (a provider's key or a signed URL's);
-- a bearer token.
-
-:func:`redact_config` is applied to the resolved config before ``run.started`` stores it (and
-wherever a config is shown); :func:`redact_text` to error lines and the internal-error
-traceback file; :func:`redact_argv` to the command line that file records.
+prints or writes to a file: a URL's password, the value of a secret-named setting (``api_key``,
+``*_key``, ``*token``, ``password``, ``secret``, ``credentials``) in a config, a ``name=value``
+or a ``"name": "value"`` pair, a URL's ``?key=``, ``?sig=`` or ``?signature=``, and a bearer
+token.
 """
 
 from __future__ import annotations
@@ -73,8 +64,7 @@ def redact_config(value: Any) -> Any:
 
 def given_secrets(stored: Mapping[str, Any], given: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     """``(dotted.field, value)`` for each string of ``given`` (a config as the command resolved
-    it) whose redaction is what ``stored`` (the config the log keeps) holds in its place: the
-    credentials a resumed run takes from the command, as the log has none."""
+    it) whose redaction ``stored`` holds: the credentials a resumed run takes from the command."""
     found: list[tuple[str, str]] = []
     for key, value in stored.items():
         other = given.get(key)

@@ -1,20 +1,12 @@
 """Untrusted text shown to a person: which characters are never passed on raw, and how they are
 shown instead.
 
-Texts in a log (run ids, labels, descriptions, questions, trajectories, diagnoses, benchmark
-and metric names) are written by models and by other people's files. Shown in a terminal, a
-figure or a JSON line, these characters are replaced by a visible escape:
-
-- every C0 control (NUL, ESC, BEL, CR, ...), DEL and every C1 control (``\\x1b``, ``\\x9b``):
-  they move the cursor, clear the screen, set the clipboard (OSC 52), make links (OSC 8);
-- bidirectional overrides, embeddings, isolates and marks (U+202A-202E, U+2066-2069, U+200E,
-  U+200F, U+061C), shown as ``\\u202e``: they reorder what is shown around them;
-- the line and paragraph separators U+2028, U+2029 and lone surrogates (which no UTF-8 stream
-  can carry).
-
-A newline is kept only where a text may span lines (``newlines=True``). A backslash is not
-doubled, so ``$\\frac{1}{2}$`` stays readable; the escapes are for a reader, not a parser.
-The functions are linear in the text's length.
+Texts in a log are written by models and by other people's files. Shown in a terminal, a
+figure or a JSON line, these characters become a visible escape: C0 and C1 controls and DEL
+(they move the cursor, set the clipboard, make links), bidirectional controls (they reorder
+what is shown around them), U+2028, U+2029 and lone surrogates. A newline is kept only where a
+text may span lines. A backslash is not doubled, so ``$\\frac{1}{2}$`` stays readable: the
+escapes are for a reader, not a parser.
 """
 
 from __future__ import annotations
@@ -60,10 +52,8 @@ def visible(text: str, *, newlines: bool = False) -> str:
 
 
 def shorten(text: str, limit: int, *, middle: bool = False, fold: bool = False) -> str:
-    """diagevo's one way to shorten a text: with ``fold``, runs of whitespace (newlines too)
-    become one space, for a text shown on one line; then, longer than ``limit`` characters, its
-    end is cut (``…``), or with ``middle`` its middle, the cut named (a trajectory's or a
-    message's end says as much as its start)."""
+    """diagevo's one way to shorten a text: with ``fold``, whitespace runs become one space; then,
+    past ``limit`` characters, its end is cut (``…``), or with ``middle`` its middle, the cut named."""
     if fold:
         text = " ".join(text.split())
     if len(text) <= limit:
@@ -75,9 +65,8 @@ def shorten(text: str, limit: int, *, middle: bool = False, fold: bool = False) 
 
 
 def json_visible(line: str) -> str:
-    """A JSON text (from ``json.dumps(..., ensure_ascii=False)``) whose DEL, C1 controls, bidi
-    controls, line separators and lone surrogates are written as ``\\uXXXX`` escapes: the same
-    JSON value, safe to print. (Outside strings JSON holds none of these characters.)"""
+    """A JSON text whose DEL, C1 controls, bidi controls, line separators and lone surrogates are
+    written as ``\\uXXXX`` escapes: the same JSON value, safe to print."""
     if line.isascii() and "\x7f" not in line:  # the usual case, decided without a scan by the regex
         return line
     if not _JSON_UNSAFE.search(line):
@@ -87,8 +76,8 @@ def json_visible(line: str) -> str:
 
 def shell_word(arg: str) -> str:
     """``arg`` as one word of a command the user may copy: :func:`shlex.quote`, or, when it holds
-    a character :func:`visible` escapes, bash's ``$'...'`` with the same escapes (ESC as
-    ``\\x1b``, RLO as ``\\u202e``), so the command shown is the command that runs."""
+    a character :func:`visible` escapes, bash's ``$'...'`` with the same escapes, so the command
+    shown is the command that runs."""
     if not UNSAFE.search(arg):
         return shlex.quote(arg)
     return "$'" + visible(arg.replace("\\", "\\\\").replace("'", "\\'")) + "'"

@@ -1,11 +1,10 @@
-"""Database URLs: the default (apart from ``config`` so that the store and the CLI's read
-commands do not import pydantic's configuration models); a URL's password is redacted by
-:mod:`diagevo.redaction`. And the one check of an endpoint's URL (the diagnostician's, an
-embedder's), wherever one is given: the config, ``diagnose --llm-url``, ``doctor --diagnostician``."""
+"""Database URLs (the default, apart from ``config`` so that read commands do not import its
+models), and the one check of an endpoint's URL, wherever one is given."""
 
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 from diagevo.redaction import REDACTED as REDACTED
 from diagevo.redaction import redact_url as redact_url
@@ -35,12 +34,10 @@ LONGEST_URL = 2048
 
 
 def endpoint_problem(url: str) -> str | None:
-    """Why ``url`` cannot be an OpenAI-compatible endpoint's base URL, or None. Credentials in
-    it are refused (the key goes in ``$DIAGEVO_LLM_API_KEY`` or ``diagnosis.api_key``, which are
-    never stored): a URL is stored with the run and shown in its report. The reason never
-    repeats the URL (it may hold a secret)."""
-    from urllib.parse import urlsplit
-
+    """Why ``url`` cannot be an OpenAI-compatible endpoint's base URL, or None. Credentials in it
+    are refused: a URL is stored with the run and shown in its report (the key goes in
+    ``$DIAGEVO_LLM_API_KEY`` or ``diagnosis.api_key``, never stored). The reason never repeats the
+    URL (it may hold a secret)."""
     if len(url) > LONGEST_URL:
         return f"a URL of {len(url):,} characters, longer than the {LONGEST_URL:,} taken"
     if any(c.isspace() or not c.isprintable() for c in url):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 
 
@@ -18,8 +19,6 @@ def times(n: int) -> str:
 def close_to(word: str, known: Iterable[str], n: int = 3) -> list[str]:
     """The ``known`` names ``word`` most likely means: those equal to it but for case, else the
     closest by :func:`difflib.get_close_matches`, case aside (none for a word over 200 characters)."""
-    import difflib
-
     if len(word) > 200:
         return []
     folded: dict[str, str] = {}

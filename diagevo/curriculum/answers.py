@@ -67,11 +67,9 @@ def _boxed_content(text: str, pos: int) -> str | None:
 
 def _glue(text: str) -> str:
     """Every run of ``\\!`` (negative thin spaces, with the whitespace around them) joins its
-    neighbours, except a command name and a letter (``\\int\\!x``), which keep one space.
-
-    One pass over the pieces between the ``\\!``: each piece is stripped once (a regular
-    expression that starts a match at every blank of a long run would look at the run once for
-    each of its blanks)."""
+    neighbours, except a command name and a letter (``\\int\\!x``), which keep one space. One
+    pass, each piece stripped once: a regular expression would look at a long run of blanks once
+    for each of them."""
     parts = text.split("\\!")
     if len(parts) == 1:
         return text
@@ -95,8 +93,8 @@ _BLANKS = re.compile(r"\s*")
 
 def _without_dollars(s: str) -> str:
     """``s`` (stripped) without the ``$`` pairs around it, the blanks inside each pair stripped
-    too. Indices move inward over whole runs of ``$`` at once (the end is read on the reversed
-    text), and the result is copied once: one copy per pair costs the square of the length."""
+    too; indices move over whole runs of ``$`` and the result is copied once (one copy per pair
+    costs the square of the length)."""
     if len(s) < 2 or s[0] != "$" or s[-1] != "$":
         return s
     r = s[::-1]
@@ -172,18 +170,14 @@ def is_decimal(key: str) -> bool:
 
 
 def plausible_final_answer(answer: str) -> bool:
-    """Whether ``answer`` could be the final answer of a question of the paper's kind (MATH-500,
-    GSM8K, AMC, AIME, Minerva, OlympiadBench): only these are given to the symbolic check.
+    """Whether ``answer`` could be the final answer of a question of the paper's kind (short closed
+    forms: a number, an expression, an interval, a set): only these go to the symbolic check.
 
-    Those answers are short closed forms: a number, an expression, an interval or a set. Not one
-    of them is an operation still to be carried out (a ``\\lim``, ``\\int``, ``\\sum``,
-    ``\\prod``: the question asks for its value), nor raises an expression to a power of three
-    digits or more, nor runs past :data:`MAX_ANSWER_CHARS` characters. Those three are also what
-    makes sympy slow: evaluating the operation, expanding the power (``\\sin(x)^{100}-x^{100}``
-    takes it a minute), and work that grows with the length. A power of a plain number
-    (``2^{100}``) stays, bounded by the worker's power limit instead. Refused answers still
-    agree with an identical answer (the key comparison comes first); otherwise they are
-    different, without a symbolic check."""
+    Refused: an operation still to be carried out (``\\lim``, ``\\int``, ``\\sum``, ``\\prod``),
+    an expression raised to a power of three digits or more, or more than :data:`MAX_ANSWER_CHARS`
+    characters; these are also what makes sympy slow (``\\sin(x)^{100}-x^{100}`` takes it a
+    minute). A power of a plain number (``2^{100}``) stays, bounded by the worker's power limit.
+    Refused answers still agree with an identical answer (keys are compared first)."""
     if len(answer) > MAX_ANSWER_CHARS or _UNEVALUATED.search(answer):
         return False
     return _SYMBOLIC_POWER.search(_WS.sub("", answer)) is None

@@ -54,12 +54,9 @@ def _columns(g: np.ndarray, t: np.ndarray, n_texts: int) -> tuple[np.ndarray, np
 
 
 def _shared(col: np.ndarray, t: np.ndarray, n_texts: int) -> np.ndarray:
-    """``X X^T`` off the diagonal, from X's ones as :func:`_columns` sorts them.
-
-    A column held by m texts adds 1 to m(m - 1) pairs. Columns held by many texts go into one
-    dense float32 product (BLAS; exact, the counts stay far below 2**24); the others, most of
-    them, add their pairs one by one, counted by ``np.unique``.
-    """
+    """``X X^T`` off the diagonal, from X's ones as :func:`_columns` sorts them. Columns held by
+    many texts go into one dense float32 product (BLAS; exact, the counts stay far below 2**24);
+    the others add their pairs one by one, counted by ``np.unique``."""
     first = np.ones(len(col), dtype=bool)
     first[1:] = col[1:] != col[:-1]
     start = np.flatnonzero(first)
@@ -140,13 +137,9 @@ def bleu(hypothesis: str, reference: str) -> float:
 
 
 def pairwise_bleu_distance(texts: Sequence[str]) -> np.ndarray:
-    """``d_ij = 1 - (BLEU(x_i, x_j) + BLEU(x_j, x_i)) / 2``, zero diagonal.
-
-    BLEU is asymmetric (the brevity penalty and the n-gram totals are the hypothesis's), so both
-    directions are averaged: the clustering then does not depend on the order of the batch,
-    which R-Zero's "i is the hypothesis for i < j" would. Averaging is free since both
-    directions share the same match counts.
-    """
+    """``d_ij = 1 - (BLEU(x_i, x_j) + BLEU(x_j, x_i)) / 2``, zero diagonal. BLEU is asymmetric,
+    so both directions are averaged: the clustering then does not depend on the order of the
+    batch, which R-Zero's "i is the hypothesis for i < j" would."""
     b = pairwise_bleu(texts)
     d = 1.0 - (b + b.T) / 2.0
     np.fill_diagonal(d, 0.0)

@@ -1,28 +1,21 @@
 """Answer equivalence, bounded in work and in time.
 
-Order of checks, cheapest first: identical normalised keys; two plain rationals compared by
-value; an answer that cannot be a final answer is different without a symbolic check
-(:func:`~diagevo.curriculum.answers.plausible_final_answer`); otherwise math-verify ``parse`` +
-``verify`` in a child process (:mod:`diagevo.curriculum.mathverify_worker`), under two bounds:
+Cheapest first: identical normalised keys; two plain rationals compared by value; an answer
+that cannot be a final answer is different without a symbolic check; otherwise math-verify
+``parse`` + ``verify`` in a child process (:mod:`diagevo.curriculum.mathverify_worker`), under
+two bounds:
 
-- a budget counted in work (Python calls made, and limits on the sizes of powers and
-  factorials), so the same pair gets the same verdict on an idle or a saturated machine; an
-  operation over it answers "different", is counted in :class:`CheckStats` (``over_budget``)
-  and the worker stays;
-- a limit in CPU time (``cpu_limit_s``), for the work the call count misses (one call into C can
-  take seconds): the worker is ended, the check answers "different" and is counted in
-  ``timeouts``, and another worker starts at once.
+- a budget counted in work (Python calls, sizes of powers and factorials), so the same pair gets
+  the same verdict on an idle or a saturated machine; past it the answer is "different",
+  counted in :class:`CheckStats` (``over_budget``), and the worker stays;
+- a limit in CPU time (``cpu_limit_s``) for the work the call count misses (one call into C can
+  take seconds): the worker is ended, the check answers "different" (``timeouts``), and another
+  worker starts at once.
 
-``timeout_s`` is a liveness backstop in wall-clock time for a worker that stops answering
-without using CPU; it is counted in ``timeouts`` too. A check that raises or cannot reach a
-worker answers "different"; nothing raises into the caller.
-
-Checks run on a small pool of workers (``workers``), one check on a worker at a time, so a slow
-check holds one worker while checks from other threads take another: a fast answer does not
-queue behind a slow one unless every worker is busy. A worker starts only when a check finds
-all the others busy (one caller at a time uses one worker, and its parsed answers), and starting
-one costs about a second of CPU (importing sympy), which is why a worker ended over its limit
-is started again right away, in the background.
+``timeout_s`` is a wall-clock backstop for a worker that stops answering. Nothing raises into
+the caller. Checks run on a small pool of workers, one check per worker at a time, so a fast
+answer does not queue behind a slow one unless every worker is busy; a worker starts only when
+all the others are busy, since starting one costs about a second of CPU (importing sympy).
 """
 
 from __future__ import annotations
@@ -167,11 +160,10 @@ class EquivalenceChecker:
         cpu_limit_s: float = CPU_LIMIT_S,
         workers: int = WORKERS,
     ):
-        """``parse_steps``/``verify_steps`` are the work budgets of one operation (Python calls),
-        ``cpu_limit_s`` its CPU-time limit (0: none); ``timeout_s`` is the wall-clock backstop of
-        one operation, ``start_timeout_s`` of a worker start; ``workers`` the most worker
-        processes at once; ``command`` replaces the worker command line (tests use fakes that
-        hang or fail)."""
+        """``parse_steps``/``verify_steps``: the work budgets of one operation (Python calls);
+        ``cpu_limit_s``: its CPU-time limit (0: none); ``timeout_s``, ``start_timeout_s``: wall-clock
+        backstops of an operation and of a worker start; ``command``: the worker's command line (tests
+        use fakes that hang or fail)."""
         # run by path: "-m diagevo..." would import the whole package (sklearn, scipy) first
         worker = str(Path(__file__).with_name("mathverify_worker.py"))
         budgets = [str(parse_steps), str(verify_steps), str(cpu_limit_s)]
@@ -232,8 +224,8 @@ class EquivalenceChecker:
         return True
 
     def _restart(self, w: _Worker) -> bool:
-        """Replace the worker's process, which begins importing math-verify in the background
-        right away; whether the old one had ended itself over its CPU-time limit."""
+        """Replace the worker's process (it imports math-verify in the background at once); whether
+        the old one had ended itself over its CPU-time limit."""
         over_limit = w.close()
         self._start(w)
         return over_limit
@@ -319,13 +311,10 @@ class EquivalenceChecker:
     def symbolic_equal(self, a: str, b: str) -> bool:
         """math-verify's verdict on two normalised answers (``a`` is the gold side).
 
-        A pair whose verify failed is not tried again (its verdict would be the same). An answer
-        involved in two verifies that timed out or raised is not tried again against any other
-        answer (a sympy-hostile expression would otherwise cost a worker restart against every
-        other answer); a spent work budget or CPU-time limit does not count here, so that a pair's
-        verdict never depends on which pairs were checked before it (two hostile answers against
-        ``0`` would otherwise leave ``0`` unchecked against every other answer). A pair with an answer that is not a
-        plausible final answer is not tried at all."""
+        A pair whose verify failed is not tried again. An answer in two verifies that timed out or
+        raised is not tried again against any other (a sympy-hostile expression would otherwise cost a
+        worker restart against every other answer); a spent budget or CPU limit does not count here,
+        so that a pair's verdict never depends on which pairs were checked before it."""
         with self._lock:
             if (
                 (a, b) in self._bad_pairs
@@ -413,9 +402,9 @@ def agrees(answer: str | None, label: str | None, checker: EquivalenceChecker | 
     """Whether a response's final answer agrees with a (pseudo-)label.
 
     The one decision behind a vote's label class, the stored reference trajectory and the
-    solver's +-1 reward, so a response counted in the label's class is never punished. math-verify
-    is asymmetric (gold ``0<x<1`` accepts ``(0,1)``, gold ``(0,1)`` rejects ``0<x<1``); the label
-    is always the gold side."""
+    solver's +-1 reward, so a response counted in the label's class is never punished.
+    math-verify is asymmetric (gold ``0<x<1`` accepts ``(0,1)``, not the reverse); the label is
+    always the gold side."""
     if answer is None or label is None or not answer.strip() or not label.strip():
         return False
     return (checker or default_checker()).equivalent(label, answer)

@@ -20,12 +20,9 @@ def double_confidence(p1: float, p2: float, p_low: float, p_high: float, tau: fl
 
 
 def keep(p1: float, p2: float, cfg: FilterConfig) -> bool:
-    """Whether a candidate enters the solver training set under ``cfg.mode``.
-
-    ``double`` is Eq. 3, ``absolute`` drops the relative constraint, ``none`` keeps every
-    candidate that has a pseudo-label at all (p1 > 0); a question no response answered cannot
-    be trained on in any mode.
-    """
+    """Whether a candidate enters the solver training set under ``cfg.mode`` (``double``: Eq. 3,
+    ``absolute``: without the relative constraint, ``none``: any pseudo-label); a question no
+    response answered cannot be trained on in any mode."""
     if p1 <= 0.0:
         return False
     if cfg.mode == "double":

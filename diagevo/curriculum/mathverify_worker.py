@@ -3,42 +3,30 @@
 Every operation runs under a budget counted in work, never in seconds, so the same request gets
 the same answer on an idle or a saturated machine:
 
-- a **step budget**: Python function calls made by the operation (a trace hook counts them;
-  sympy is Python, so its work is calls). Past the budget the operation stops with ``"budget"``;
-- **operation limits** on the few sympy operations that are single calls into C and can run for
-  minutes (``9^{9^{9^{9}}}``: an integer power; ``100000!``): a power whose exact result would
-  exceed :data:`MAX_POWER_BITS` bits, a factorial or binomial of an argument over
-  :data:`MAX_FACTORIAL`, stop with ``"budget"`` before they start;
-- sympy's caches are cleared before each operation, so its cost does not depend on what the
-  worker computed before;
-- a **CPU-time limit** (``cpu_limit_s``, :data:`CPU_LIMIT_S`): the calls the step budget counts
-  can each be long (``\\sin(x)^{100}-x^{100}`` spends a minute in under four million of them,
-  mostly inside C on large polynomials), so an operation that has used that much CPU time ends
-  the worker. The kernel does it: ``ITIMER_PROF`` raises ``SIGPROF``, whose default action
-  terminates the process even inside a C call, where no Python handler (and so no math-verify
-  timeout, which relies on one) would run. The parent sees the worker die of ``SIGPROF``,
-  counts a timeout and starts another. CPU time, not wall time, so that a loaded machine, which
-  stretches every check's wall time, does not turn ordinary answers into "different"; it is
-  far above what an ordinary answer takes (the test pairs: under half a second an operation).
+- a **step budget**: Python function calls made by the operation (sympy is Python, so its work
+  is calls), counted by a trace hook; past it the operation stops with ``"budget"``;
+- **operation limits** on the sympy operations that are single calls into C and can run for
+  minutes (``9^{9^{9^{9}}}``, ``100000!``): a power over :data:`MAX_POWER_BITS` bits, a
+  factorial or binomial over :data:`MAX_FACTORIAL`, stop with ``"budget"`` before they start;
+- sympy's caches are cleared before each operation, so its cost does not depend on history;
+- a **CPU-time limit** (:data:`CPU_LIMIT_S`) for the calls the budget counts that are each long
+  (``\\sin(x)^{100}-x^{100}`` spends a minute in under four million of them, inside C):
+  ``ITIMER_PROF`` raises ``SIGPROF``, whose default action ends the process even inside a C call,
+  where no Python handler would run. CPU time, not wall time, so a loaded machine does not turn
+  ordinary answers into "different".
 
-Protocol: one JSON object per line.
-
-- ``{"op": "parse", "id": k, "text": s}`` -> ``{"ok": bool}`` (k names the parsed answer)
-- ``{"op": "verify", "a": k1, "b": k2}`` -> ``{"ok": bool}``, with math-verify's lenient set and
-  relation comparison (``allow_set_relation_comp``): ``x \\in [-2,7]`` and ``-2 \\le x \\le 7``
-  agree whichever is the gold side
-- ``{"op": "forget"}`` -> ``{"ok": true}`` (drop every parsed answer)
-
-Errors reply ``{"ok": false, "error": "..."}`` (``"budget"`` when the budget ran out; the worker
-stays usable). On start the worker writes ``{"ready": true}``. Run by path, with the step budgets
-and the CPU-time limit (seconds, 0 for none) as optional arguments:
-``mathverify_worker.py [parse_steps verify_steps [cpu_limit_s]]``.
+Protocol: one JSON object per line. ``{"op": "parse", "id": k, "text": s}`` and ``{"op":
+"verify", "a": k1, "b": k2}`` (with math-verify's lenient set and relation comparison) answer
+``{"ok": bool}``; ``{"op": "forget"}`` drops every parsed answer. Errors reply ``{"ok": false,
+"error": "..."}`` (``"budget"``: the worker stays usable). On start the worker writes
+``{"ready": true}``. Run by path: ``mathverify_worker.py [parse_steps verify_steps [cpu_limit_s]]``.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
 import signal
 import sys
 import warnings
@@ -141,8 +129,6 @@ def _answer_latex(text: str) -> str:
 
 def main(argv: list[str]) -> None:
     warnings.filterwarnings("ignore")
-    import logging
-
     logging.disable(logging.WARNING)
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 

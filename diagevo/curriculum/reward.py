@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.bleu import pairwise_bleu_distance
 from diagevo.curriculum.clustering import average_linkage_clusters
@@ -32,17 +30,13 @@ def _valid(question: str | None) -> bool:
     return question is not None and question.strip() != ""
 
 
-def cluster_labels(texts: list[str], threshold: float = 0.5) -> np.ndarray:
-    """Average-linkage agglomerative clusters on BLEU distances, merged while below threshold."""
-    return average_linkage_clusters(pairwise_bleu_distance(texts), threshold)
-
-
 def repetition_penalties(questions: list[str | None], threshold: float = 0.5) -> list[float]:
     """``r_rep(x_i) = |C_k| / B`` for valid questions (B counts invalid ones too); 0 for invalid."""
     batch = len(questions)
     valid = [i for i, q in enumerate(questions) if _valid(q)]
     out = [0.0] * batch
-    labels = cluster_labels([questions[i] or "" for i in valid], threshold)
+    # average-linkage clusters on BLEU distances, merged while below the threshold
+    labels = average_linkage_clusters(pairwise_bleu_distance([questions[i] or "" for i in valid]), threshold)
     sizes = Counter(labels.tolist())
     for i, label in zip(valid, labels.tolist()):
         out[i] = sizes[label] / batch

@@ -6,13 +6,9 @@ from collections.abc import Sequence
 
 
 def question_stats(questions: Sequence[str | None]) -> dict[str, float]:
-    """Mean length in words and 2-gram lexical diversity of a set of questions.
-
-    Words are whitespace-separated tokens, case kept. ``distinct_2`` pools the adjacent word
-    pairs of all questions (pairs never span two questions) and is the fraction of them that
-    are distinct, so repeating a question lowers it. Invalid (None or blank) questions are
-    skipped and counted in ``invalid``.
-    """
+    """Mean length in words and 2-gram lexical diversity of a set of questions. ``distinct_2``
+    pools the adjacent word pairs of all questions (none spans two) and is the share of them that
+    are distinct, so repeating a question lowers it; blank or None questions count in ``invalid``."""
     words = [q.split() for q in questions if q is not None and q.strip()]
     n = len(words)
     bigrams = [(w[i], w[i + 1]) for w in words for i in range(len(w) - 1)]

@@ -1,16 +1,16 @@
 """Majority voting over the N construction responses of one question (Sec. 2.2).
 
 A response belongs to the label's class exactly when :func:`~diagevo.curriculum.equivalence.agrees`
-says its answer agrees with the label, the same call that decides the solver's reward and the
+says its answer agrees with the label, the call that decides the solver's reward and the
 reference trajectory, so a response counted in p1 is never punished by the reward.
 
-Classes: answers with the same key or the same plain rational value are one answer. The others
-are taken in order of first occurrence; each joins the earliest class whose first answer (its
-leader, the gold side) it agrees with, else starts a class. Classes are ordered by size, larger
-first, then by the index of their earliest response. The label is the first class's leader; any
-answer in a later class that also agrees with the label then moves to the label's class (math-verify
-can accept an answer against two leaders that reject each other). The reference trajectory is the
-label class's earliest response.
+Answers with the same key or the same plain rational value are one answer. The others are taken
+in order of first occurrence; each joins the earliest class whose leader (its first answer, the
+gold side) it agrees with, else starts a class. Classes are ordered by size, then by their
+earliest response. The label is the first class's leader; an answer in a later class that also
+agrees with the label then moves to the label's class (math-verify can accept an answer against
+two leaders that reject each other). The reference trajectory is the label class's earliest
+response.
 """
 
 from __future__ import annotations
@@ -115,13 +115,9 @@ def votes(
     checker: EquivalenceChecker | None = None,
     max_checks: int = 256,
 ) -> Votes:
-    """Group answers, compute p1/p2 and the pseudo-label.
-
-    Exact keys and plain rationals are grouped without math-verify; a symbolic check is made
-    only between an answer and a class leader (or the label). After ``max_checks`` such checks the
-    remaining ones are skipped (counted) and those answers stay apart: a budget counted in checks,
-    not seconds, so the same answers give the same votes at any machine load.
-    """
+    """Group answers, compute p1/p2 and the pseudo-label. After ``max_checks`` symbolic checks the
+    rest are skipped (counted) and those answers stay apart: a budget counted in checks, not
+    seconds, so the same answers give the same votes at any machine load."""
     n = len(answers)
     members, values = _distinct_answers(answers)
     texts = [normalize_answer(answers[m[0]] or "") for m in members]
@@ -161,10 +157,8 @@ def votes(
 def reference_index(
     answers: Sequence[str | None], label: str | None, checker: EquivalenceChecker | None = None
 ) -> int | None:
-    """Earliest response whose answer agrees with ``label``; None when none does.
-
-    For a label from :func:`votes` this is ``Votes.reference`` (the label class's earliest
-    member); prefer that attribute, it costs nothing."""
+    """Earliest response whose answer agrees with ``label``, or None (for a label of
+    :func:`votes`, ``Votes.reference`` costs nothing)."""
     if label is None or not label.strip():
         return None
     chk = checker or default_checker()

@@ -30,7 +30,7 @@ from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_structured
 from diagevo.diagnosis.parsing import ReplyError
 from diagevo.errors import Advice, BadInput, EndpointUnreachable, Fix
-from diagevo.openai_client import TransportError, list_models
+from diagevo.openai_client import TransportError, check_endpoint
 from diagevo.urls import endpoint_problem, redact_url
 
 Verdict = Literal[
@@ -232,7 +232,7 @@ def probe_model(url: str, model: str, api_key: str | None, timeout_s: float) -> 
     not at all; one that lists none is said so."""
     t0 = time.perf_counter()
     try:
-        listed = list_models(url, api_key=api_key, timeout_s=timeout_s, what="diagnostician")
+        listed = check_endpoint(url, api_key=api_key, timeout_s=timeout_s, what="diagnostician")
     except EndpointUnreachable as exc:
         return _verdict("models", "unreachable", str(exc), None)
     except BadInput as exc:

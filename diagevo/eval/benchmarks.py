@@ -1,9 +1,7 @@
-"""Benchmark files of Table 1 in their public formats, read into :class:`Question` lists.
-
-Each benchmark *kind* knows the columns of its public release (JSONL, JSON, Parquet or, for
-GPQA's original release, CSV) and how its gold answer is written; any column can be remapped
-(``--field NAME.ROLE=COLUMN``). Grading follows the kind: ``math`` answers through the answer
-checker, ``choice`` by the option letter, ``text`` (BBEH) by normalised exact match.
+"""Benchmark files of Table 1 in their public formats (JSONL, JSON, Parquet, GPQA's CSV), read
+into :class:`Question` lists; any column can be remapped (``--field NAME.ROLE=COLUMN``). Grading
+follows the kind: ``math`` through the answer checker, ``choice`` by the option letter, ``text``
+(BBEH) by normalised exact match.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from typing import Any, Literal
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.errors import Argument, BadInput, require
+from diagevo.parsing import MAX_CHARS, file_lines, loads, read_text
 
 Grader = Literal["math", "choice", "text"]
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -40,8 +39,8 @@ class Question:
 
 @dataclass(frozen=True)
 class Kind:
-    """How one benchmark's public format reads. ``roles`` maps a role to candidate columns,
-    tried in order; ``mean_at_k`` marks the benchmarks reported as mean@k (AMC, AIME)."""
+    """How one benchmark's public format reads: ``roles`` maps a role to candidate columns, tried
+    in order; ``mean_at_k`` marks the benchmarks reported as mean@k (AMC, AIME)."""
 
     name: str
     title: str
@@ -76,8 +75,8 @@ class _Missing(Exception):
 
 
 def _column(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], role: str, required: bool = True) -> Any:
-    """The value of ``role``: the mapped column if the user mapped one, else the first of the
-    kind's candidate columns present and non-empty."""
+    """The value of ``role``: the column the user mapped, else the first of the kind's candidate
+    columns present and non-empty."""
     tried = (fields[role],) if role in fields else kind.roles.get(role, ())
     for col in tried:
         value = row.get(col)
@@ -123,8 +122,7 @@ def _math(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int)
 
 
 def gsm8k_answer(answer: str) -> str:
-    """GSM8K's gold: the number after ``####`` (the whole field when there is none), without
-    thousands separators."""
+    """GSM8K's gold: the number after ``####``, without thousands separators."""
     if "####" in answer:
         answer = answer.rsplit("####", 1)[1]
     return answer.strip().replace(",", "")
@@ -171,8 +169,8 @@ def _choice(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: in
 
 
 def _gpqa(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int, question: str) -> Question:
-    """GPQA's release: a correct answer and three incorrect ones, shuffled here with a seed
-    derived from the question, so every run sees the same order."""
+    """GPQA's release: a correct answer and three incorrect ones, shuffled with a seed derived
+    from the question, so every run sees the same order."""
     correct = _text(_column(kind, row, fields, "correct"))
     wrong = [_text(_column(kind, row, fields, f"incorrect{j}")) for j in (1, 2, 3)]
     opts = [correct, *wrong]
@@ -198,6 +196,7 @@ def _text_answer(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], 
 
 _MATH_Q = ("problem", "question", "Question")
 _ID = ("unique_id", "id", "idx", "question_id", "uuid")
+_MATH = {"question": _MATH_Q, "answer": ("answer",), "id": _ID}
 _MC = {
     "question": ("question", "Question", "problem"),
     "options": ("options", "choices"),
@@ -208,37 +207,18 @@ _MC = {
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind(
-            "math500",
-            "MATH-500",
-            {"question": _MATH_Q, "answer": ("answer",), "id": _ID},
-            _math,
-            extra=("subject", "level"),
-        ),
-        Kind("gsm8k", "GSM8K", {"question": ("question", "problem"), "answer": ("answer",), "id": _ID}, _math),
+        Kind("math500", "MATH-500", _MATH, _math, extra=("subject", "level")),
+        Kind("gsm8k", "GSM8K", {**_MATH, "question": ("question", "problem")}, _math),
         Kind(
             "olympiadbench",
             "OlympiadBench",
-            {"question": _MATH_Q, "answer": ("final_answer", "answer"), "context": ("context",), "id": _ID},
+            {**_MATH, "answer": ("final_answer", "answer"), "context": ("context",)},
             _math,
             extra=("subfield", "answer_type", "unit"),
         ),
-        Kind(
-            "minerva",
-            "Minerva Math",
-            {"question": _MATH_Q, "answer": ("answer",), "solution": ("solution",), "id": _ID},
-            _math,
-            extra=("type",),
-        ),
-        Kind("amc", "AMC", {"question": _MATH_Q, "answer": ("answer",), "id": _ID}, _math, mean_at_k=True),
-        Kind(
-            "aime",
-            "AIME",
-            {"question": _MATH_Q, "answer": ("answer",), "id": _ID},
-            _math,
-            mean_at_k=True,
-            extra=("year",),
-        ),
+        Kind("minerva", "Minerva Math", {**_MATH, "solution": ("solution",)}, _math, extra=("type",)),
+        Kind("amc", "AMC", _MATH, _math, mean_at_k=True),
+        Kind("aime", "AIME", _MATH, _math, mean_at_k=True, extra=("year",)),
         Kind("mmlu_pro", "MMLU-Pro", _MC, _choice, extra=("category",)),
         Kind("supergpqa", "SuperGPQA", _MC, _choice, extra=("discipline", "field", "difficulty")),
         Kind(
@@ -285,8 +265,8 @@ _ALIASES = {
 
 
 def kind_of(name: str) -> Kind:
-    """The kind a benchmark name refers to: ``KIND`` itself, a name that begins with one
-    (``aime2024``, ``gsm8k_test``, ``amc23``), or ``LABEL:KIND``."""
+    """The kind a benchmark name refers to: ``KIND``, a name that begins with one (``aime2024``),
+    or ``LABEL:KIND``."""
     label, _, explicit = name.partition(":")
     key = (explicit or label).lower().replace("-", "").replace("_", "")
     candidates = {k.replace("_", ""): k for k in KINDS} | _ALIASES
@@ -326,8 +306,6 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
         # every value a text, an empty cell none, as the JSON formats give them
         yield from enumerate(({k: v if v != "" else None for k, v in row.items()} for row in rows), 2)
     elif suffix == ".json":
-        from diagevo.parsing import MAX_CHARS, loads, read_text
-
         try:
             data = loads(read_text(path, max_bytes=4 * MAX_CHARS), str(path), max_chars=4 * MAX_CHARS)
         except BadInput as exc:
@@ -338,8 +316,6 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
             raise BenchmarkError(f'{path}: a JSON file must hold a list of questions (or {{"examples": [...]}})')
         yield from enumerate(data, 1)
     else:
-        from diagevo.parsing import file_lines, loads
-
         try:
             for n, line in enumerate(file_lines(path), 1):  # on "\n" only, as every JSONL diagevo reads
                 if line.strip(" \t\r"):
@@ -360,8 +336,8 @@ def load_benchmark(
     name: str, path: Path | str, fields: Mapping[str, str] | None = None, limit: int | None = None
 ) -> Benchmark:
     """Read ``path`` as benchmark ``name`` (see :func:`kind_of`); ``fields`` remaps roles to
-    columns (``{"question": "prompt"}``); ``limit`` keeps the first questions. Raises
-    :class:`BenchmarkError` naming the file and line of the first problem."""
+    columns; ``limit`` keeps the first questions. :class:`BenchmarkError` names the file and line
+    of the first problem."""
     kind = kind_of(name)
     path = Path(path)
     fields = dict(fields or {})

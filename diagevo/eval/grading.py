@@ -1,15 +1,12 @@
-"""Grading one response against a benchmark's gold answer.
+"""Grading one response against a benchmark's gold answer, by the content of its last
+``\\boxed{}`` (as the solver prompt asks and the rewards read it):
 
-The final answer of a response is the content of its last ``\\boxed{}``, as the solver prompt
-asks and as the rewards read it (:func:`diagevo.curriculum.extract_answer`). Then:
-
-- ``math``: the project's answer check (the same one the solver reward uses), gold first;
-- ``choice``: the boxed content must name one option. It does when it is a letter of the
-  options (``B``, ``(B)``, ``\\text{B}``), starts with one followed by ``.``, ``)`` or ``:``
-  (``B. 42``), or is exactly one option's text. Anything else (no box, another letter, a
-  number that is not an option) is *unparsable*: graded wrong and counted apart, never guessed;
+- ``math``: the answer check the solver reward uses, gold first;
+- ``choice``: the boxed content must name one option: a letter of the options (``B``, ``(B)``,
+  ``\\text{B}``), one followed by ``.``, ``)`` or ``:`` (``B. 42``), or exactly one option's
+  text. Anything else is *unparsable*: graded wrong and counted apart, never guessed;
 - ``text`` (BBEH): equal after normalisation (case, spacing, ``\\text{}``, surrounding
-  parentheses and end punctuation), or equal as numbers.
+  parentheses, end punctuation), or equal as numbers.
 """
 
 from __future__ import annotations

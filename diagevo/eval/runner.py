@@ -1,12 +1,10 @@
 """Evaluating one model on one benchmark: prompts, generation, grading, resumable outputs.
 
-Every benchmark gets greedy pass@1; AMC and AIME also get mean@k, the mean accuracy of k
-samples per question at the rollout settings of Appendix E (temperature 1.0, top-p 0.99; k = 32
-in the paper). Questions are generated in batches and each graded question is appended to the
-outputs JSONL at once, so an interrupted evaluation loses at most one batch: run again, and the
-questions already in the file are skipped. Each line carries a hash of everything that decides
-its content (model, file, prompt, sampling), and a file written under other settings is refused
-rather than mixed.
+Every benchmark gets greedy pass@1; AMC and AIME also get mean@k at the rollout settings of
+Appendix E. Each graded question is appended to the outputs JSONL at once, so an interrupted
+evaluation loses at most one batch and a run again skips what the file holds. Each line carries
+a hash of everything that decides its content (model, file, prompt, sampling): a file written
+under other settings is refused rather than mixed.
 """
 
 from __future__ import annotations
@@ -66,6 +64,10 @@ class OutputsMismatch(BadInput):
 ELSEWHERE = Argument("outputs", "DIR")
 
 
+def _mismatch(path: Path, what: str, fix: str = "write the outputs elsewhere") -> OutputsMismatch:
+    return OutputsMismatch(f"{path}{what}; {fix}", ELSEWHERE, aside=True)
+
+
 def settings_hash(model: str, bench: Benchmark, cfg: EvalConfig, k: int | None) -> str:
     """What decides a stored line: the model, the file, the prompt and the sampling."""
     key = {
@@ -82,13 +84,10 @@ def settings_hash(model: str, bench: Benchmark, cfg: EvalConfig, k: int | None) 
 
 def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
     """Lines already graded under ``settings``, by question index. A torn last line (a crash
-    mid-write) is cut off so appends start on a fresh line. A symbolic link there is refused:
-    outputs go only into files of the output directory, never through a link planted in it."""
+    mid-write) is cut off so appends start on a fresh line; a symbolic link there is refused."""
     if path.is_symlink():
-        raise OutputsMismatch(
-            f"{path} is a symbolic link, not an evaluation output; remove it, or write the outputs elsewhere",
-            ELSEWHERE,
-            aside=True,
+        raise _mismatch(
+            path, " is a symbolic link, not an evaluation output", "remove it, or write the outputs elsewhere"
         )
     if not path.exists():
         return {}
@@ -101,24 +100,16 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
     try:
         text = decode(raw, str(path))
     except BadInput:
-        raise OutputsMismatch(
-            f"{path} is not UTF-8 text, not an evaluation output; write the outputs elsewhere", ELSEWHERE, aside=True
-        ) from None
+        raise _mismatch(path, " is not UTF-8 text, not an evaluation output") from None
     for n, line in split_lines(text):
         try:
             row = loads(line)
             index, theirs = int(row["index"]), row["settings"]
         except (ValueError, KeyError, TypeError):  # BadInput is a ValueError
-            raise OutputsMismatch(
-                f"{path} line {n} is not an evaluation output; write the outputs elsewhere", ELSEWHERE, aside=True
-            ) from None
+            raise _mismatch(path, f" line {n} is not an evaluation output") from None
         if theirs != settings:
-            raise OutputsMismatch(
-                f"{path} holds outputs of other settings (model, file, prompt or sampling); remove it, or write "
-                "the outputs elsewhere",
-                ELSEWHERE,
-                aside=True,
-            )
+            said = " holds outputs of other settings (model, file, prompt or sampling)"
+            raise _mismatch(path, said, "remove it, or write the outputs elsewhere")
         done[index] = row
     return done
 
@@ -160,13 +151,10 @@ def evaluate(
     samples: int | None = None,
     progress: ProgressFn = no_progress,
 ) -> BenchResult:
-    """Greedy pass@1 of ``model`` (through ``engine``) on ``bench``, and mean@k where the
-    benchmark reports it (``samples`` overrides k; 0 skips it). Graded questions go to
-    ``outputs`` (JSONL, one line per question) as soon as their batch is done.
-
-    A batch is graded in a background thread while the next one generates: the answer check
-    (math-verify in its own process) then costs no wall time unless it is slower than the
-    engine."""
+    """Greedy pass@1 of ``model`` on ``bench``, and mean@k where the benchmark reports it
+    (``samples`` overrides k; 0 skips it). A batch is graded in a background thread while the
+    next one generates: the answer check (math-verify in its own process) then costs no wall time
+    unless it is slower than the engine."""
     k = (cfg.samples if samples is None else samples) if bench.kind.mean_at_k else None
     k = k or None
     settings = settings_hash(model, bench, cfg, k)
@@ -216,20 +204,6 @@ def evaluate(
         if pending is not None:
             pending.result()
     rows = [done[q.index] for q in bench.questions]
-    return _scored(bench, model, k, rows, time.perf_counter() - started, total - len(todo), outputs, settings)
-
-
-def _scored(
-    bench: Benchmark,
-    model: str,
-    k: int | None,
-    rows: list[dict[str, Any]],
-    seconds: float,
-    resumed: int,
-    outputs: Path,
-    settings: str,
-) -> BenchResult:
-    """The benchmark's result from its graded rows (one per question, in the file's order)."""
     correct = sum(bool(r["correct"]) for r in rows)
     return BenchResult(
         benchmark=bench.name,
@@ -244,8 +218,8 @@ def _scored(
         unparsed=sum(r["answer"] is None for r in rows),
         k=k,
         mean_at_k=sum(r["mean_correct"] for r in rows) / len(rows) if k else None,
-        seconds=seconds,
-        resumed=resumed,
+        seconds=time.perf_counter() - started,
+        resumed=total - len(todo),
         outputs=str(outputs),
         settings=settings,
     )

@@ -1,10 +1,10 @@
 """Evaluating a run's solver checkpoints, recording scores in its log, choosing a checkpoint.
 
 Round 0 is the base solver named in the run's config; round t >= 1 is the solver checkpoint
-written in round t (its ``checkpoint.written`` event of phase ``solver``). Each score becomes one
-``eval.recorded`` event in the evaluated round, and a choice by validation accuracy one
-``checkpoint.selected`` event (Appendix E: each run uses the checkpoint with the highest
-validation accuracy). Event ids derive from the settings, so evaluating again is a no-op.
+written in round t. Each score becomes one ``eval.recorded`` event in the evaluated round, and a
+choice by validation accuracy one ``checkpoint.selected`` event (Appendix E: each run uses the
+checkpoint with the highest validation accuracy). Event ids derive from the settings, so
+evaluating again is a no-op.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from diagevo.errors import BadInput, Call
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.runner import BenchResult, evaluate
+from diagevo.files import plain_name
 from diagevo.generation import Engine
 from diagevo.log import Recorder
 from diagevo.paths import run_name
@@ -39,7 +40,7 @@ class RunEvalError(BadInput):
 
 def solver_models(store: Recorder, run: str) -> dict[int, str]:
     """Round -> the solver to evaluate: the base model for round 0, then the solver checkpoint
-    of every committed round, as its log names it (:func:`solver_dir` finds it)."""
+    of every committed round, as its log names it."""
     config: Mapping[str, Any] = {}
     checkpoints: dict[int, str] = {}
     committed: list[int] = []
@@ -79,14 +80,6 @@ def pruned_solvers(store: Recorder, run: str) -> dict[int, Any]:
         for e in store.rows(run, types=(CheckpointWritten,))
         if isinstance(c := e.event, CheckpointWritten) and carried(c, "phase") == "solver" and c.path in gone
     }
-
-
-def solver_dir(store: Recorder, run: str, stored: str) -> str:
-    """The solver model directory of the checkpoint a log names, found in the run's folder (or its
-    fork source's) by its name alone (:func:`~diagevo.views.queries.checkpoint_path`):
-    ``path/solver`` when the backend saved both models under one path, else ``path``."""
-    path = checkpoint_path(store, run, stored)
-    return str(path / "solver") if (path / "solver").is_dir() else str(path)
 
 
 def pick_rounds(available: Sequence[int], spec: str) -> list[int]:
@@ -132,15 +125,10 @@ def eval_event(run: str, t: int, result: BenchResult, engine: str) -> EventIn:
     return new_event(score, run=run, at_round=t, event_id=event_id(run, t, "eval", key))
 
 
-def best_round(scores: Mapping[int, float]) -> int:
-    """The round with the highest validation accuracy; a tie goes to the earlier round."""
-    return min(scores, key=lambda t: (-scores[t], t))
-
-
 def selection_event(run: str, results: Mapping[int, BenchResult]) -> EventIn:
     """``checkpoint.selected`` for the best of ``results`` (round -> validation score)."""
     scores = {t: r.accuracy for t, r in results.items()}
-    best = best_round(scores)
+    best = min(scores, key=lambda t: (-scores[t], t))  # a tie goes to the earlier round
     chosen = results[best]
     key = hashlib.sha256(json.dumps(sorted((t, r.settings) for t, r in results.items())).encode()).hexdigest()[:16]
     selected = CheckpointSelected(
@@ -167,13 +155,6 @@ class RunEvaluation:
     selected: int | None = None
 
 
-def output_path(out_dir: Path, label: str, bench: Benchmark) -> Path:
-    """``out_dir/label/NAME.jsonl``; the benchmark's name must be a plain name (it stays in ``out_dir``)."""
-    from diagevo.files import plain_name
-
-    return out_dir / label / f"{plain_name(bench.name, 'benchmark name')}.jsonl"
-
-
 def model_label(model: str) -> str:
     """A directory name for a model's outputs: its last path components, filesystem-safe."""
     parts = [p for p in Path(model).parts if p not in ("/", ".", "..")][-2:]
@@ -197,7 +178,8 @@ def evaluate_model(
     try:
         results = []
         for bench in benches:
-            out = output_path(out_dir, label or model_label(model), bench)
+            name = plain_name(bench.name, "benchmark name")  # the outputs stay in out_dir
+            out = out_dir / (label or model_label(model)) / f"{name}.jsonl"
             result = evaluate(engine, model, bench, cfg, out, samples=samples, progress=progress)
             on_result(result)
             results.append(result)
@@ -237,13 +219,18 @@ def evaluate_run(
     done = RunEvaluation()
 
     def score(t: int, suite: Sequence[Benchmark]) -> list[BenchResult]:
+        model = models[t]
+        if t > 0:  # the checkpoint's solver: path/solver where the backend saved both models under one path
+            path = checkpoint_path(store, run, model)
+            model = str(path / "solver") if (path / "solver").is_dir() else str(path)
+
         def record(result: BenchResult) -> None:
             record_retrospective(store, run, [eval_event(run, t, result, engine_name)])
             on_result(t, result)
 
         return evaluate_model(
             make_engine,
-            models[t] if t == 0 else solver_dir(store, run, models[t]),
+            model,
             suite,
             cfg,
             out_dir,

@@ -1,22 +1,16 @@
 """One small generation interface for real language models.
 
-The ``hf`` training backend (challenger questions, frozen-solver votes, Q^cur, optimization
-responses) and ``diagevo eval`` both generate through an :class:`Engine`. Three engines:
-
-- ``local``: transformers ``generate`` in this process (CPU, or a small GPU);
-- ``vllm``: a vLLM engine in this process (CUDA, or vLLM's CPU build);
-- ``endpoint``: any OpenAI-compatible server (``vllm serve``, a provider), so a large model can
-  be sampled or evaluated from any machine with the same client code as the diagnostician.
-
-A prompt is a list of chat messages; an engine renders it with the model's chat template when
-the model has one. Engines are imported lazily: none of torch, transformers or vLLM is loaded
-by importing this module.
+The ``hf`` training backend and ``diagevo eval`` both generate through an :class:`Engine`:
+``local`` (transformers in this process), ``vllm`` (a vLLM engine in this process) or
+``endpoint`` (any OpenAI-compatible server, with the diagnostician's client). A prompt is a list
+of chat messages. Importing this module loads none of torch, transformers or vLLM.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Literal, Protocol
 
 from diagevo.errors import BadInput, Unavailable
@@ -65,23 +59,22 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
+# each kind's class, imported when an engine of the kind is made (the endpoint's pulls in aiohttp)
+ENGINES: dict[str, tuple[str, str]] = {
+    "local": ("diagevo.generation.local", "LocalEngine"),
+    "vllm": ("diagevo.generation.vllm_engine", "VLLMEngine"),
+    "endpoint": ("diagevo.generation.endpoint", "EndpointEngine"),
+}
+
+
 def make_engine(kind: EngineKind, model: str, **options: object) -> Engine:
-    """The engine of ``kind`` for ``model`` (a local model directory, or for ``endpoint`` the
-    model name the server knows); ``options`` go to the engine (``url`` and ``api_key`` for an
-    endpoint, ``device``/``dtype`` for local engines, ...)."""
-    if kind == "local":
-        from diagevo.generation.local import LocalEngine
-
-        return LocalEngine(model, **options)  # type: ignore[arg-type]
-    if kind == "vllm":
-        from diagevo.generation.vllm_engine import VLLMEngine
-
-        return VLLMEngine(model, **options)  # type: ignore[arg-type]
-    if kind == "endpoint":
-        from diagevo.generation.endpoint import EndpointEngine
-
-        return EndpointEngine(model, **options)  # type: ignore[arg-type]
-    raise BadInput(f"unknown engine {kind!r}: use local, vllm or endpoint")
+    """The engine of ``kind`` for ``model`` (a local model directory, or the name an endpoint's
+    server knows); ``options`` go to the engine."""
+    if kind not in ENGINES:
+        raise BadInput(f"unknown engine {kind!r}: use local, vllm or endpoint")
+    module, name = ENGINES[kind]
+    engine: Engine = getattr(import_module(module), name)(model, **options)
+    return engine
 
 
 __all__ = [

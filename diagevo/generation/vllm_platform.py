@@ -1,18 +1,13 @@
 """What a vLLM engine is built with on each platform, decided here and nowhere else.
 
 The same config runs on a CUDA node and on a CPU (vLLM's CPU build), and vLLM's defaults suit
-neither use in a training process: sleep mode exists only on some platforms and is refused at
-build time elsewhere; ``torch.compile`` takes minutes on a CPU and is not reused; the KV-cache knob
-``gpu_memory_utilization`` means a share of GPU memory on CUDA but a share of *host* memory
-reserved on a CPU; and the V1 engine would run in a spawned process. :func:`decide` returns every
-choice with the reason for it; :func:`engine_options` and :func:`environment` are what an engine
-is built with, and ``train --dry-run`` prints the reasons.
-
-The platform is the config's declared device (``hf.device``), so a GPU plan is computed on any
-machine without importing vLLM. When an engine is built, the platform vLLM itself reports is used
-instead, and sleep mode is what vLLM's ``Platform.is_sleep_mode_available()`` answers there;
-:data:`SLEEP_MODE_PLATFORMS` mirrors that answer for the plan (a test of the vLLM tier checks the
-two agree).
+neither in a training process: sleep mode exists only on some platforms and is refused
+elsewhere; ``torch.compile`` takes minutes on a CPU and is not reused;
+``gpu_memory_utilization`` is a share of *host* memory on a CPU; and the V1 engine would run in
+a spawned process. :func:`decide` returns every choice with the reason for it (``train
+--dry-run`` prints them). The plan reads the config's declared device, so a GPU plan is computed
+on any machine; a built engine uses the platform vLLM reports, and
+:data:`SLEEP_MODE_PLATFORMS` mirrors vLLM's own answer (a test of the vLLM tier holds them equal).
 """
 
 from __future__ import annotations
@@ -45,46 +40,28 @@ def decide(
     cpu_kv_cache_gib: float = 1.0,
     sleep_mode_available: bool | None = None,
 ) -> dict[str, Decision]:
-    """The engine's platform-dependent arguments (``environment`` included) with their reasons.
-    ``sleep_mode_available`` is vLLM's own answer when an engine is being built; None reads
-    :data:`SLEEP_MODE_PLATFORMS`."""
+    """The engine's platform-dependent arguments (``environment`` included) with their reasons;
+    ``sleep_mode_available``: vLLM's own answer when an engine is built (None: the table's)."""
     cpu = platform == "cpu"
     sleep = platform in SLEEP_MODE_PLATFORMS if sleep_mode_available is None else sleep_mode_available
     out: dict[str, Decision] = {}
     if sleep:
-        out["enable_sleep_mode"] = Decision(
-            True,
-            (
-                f"vLLM supports sleep mode on {platform}: the engine frees its weights and KV cache while an "
-                "optimizer steps"
-            ),
-        )
+        why = f"vLLM supports sleep mode on {platform}: the engine frees its weights and KV cache while an "
+        why += "optimizer steps"
+        out["enable_sleep_mode"] = Decision(True, why)
     else:
-        out["enable_sleep_mode"] = Decision(
-            False, f"vLLM has no sleep mode on {platform} (it refuses the engine); weights and KV cache stay allocated"
-        )
+        why = f"vLLM has no sleep mode on {platform} (it refuses the engine); weights and KV cache stay allocated"
+        out["enable_sleep_mode"] = Decision(False, why)
     if cpu:
         out["enforce_eager"] = Decision(
             True,
-            (
-                "torch.compile of the CPU build takes minutes per engine and its cache is not reused; eager builds in "
-                "under a minute"
-            ),
+            "torch.compile of the CPU build takes minutes per engine and its cache is not reused; eager builds in "
+            "under a minute",
         )
         out["kv_cache_memory_bytes"] = Decision(
             int(cpu_kv_cache_gib * GIB),
-            (
-                "on a CPU gpu_memory_utilization is a share of host memory reserved; an explicit KV cache of "
-                f"{cpu_kv_cache_gib:g} GiB (hf.vllm_cpu_kv_cache_gib) instead"
-            ),
-        )
-        out["dtype"] = _dtype(bf16)
-        out["environment"] = Decision(
-            {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
-            (
-                "the engine runs in this process: a spawned engine process fails to start without a __main__ guard "
-                "and cannot take weights in memory"
-            ),
+            "on a CPU gpu_memory_utilization is a share of host memory reserved; an explicit KV cache of "
+            f"{cpu_kv_cache_gib:g} GiB (hf.vllm_cpu_kv_cache_gib) instead",
         )
     else:
         out["enforce_eager"] = Decision(
@@ -92,27 +69,28 @@ def decide(
         )
         out["gpu_memory_utilization"] = Decision(
             gpu_memory_utilization,
-            (
-                "the share of GPU memory the engine takes (weights, activations, KV cache); the rest stays for the "
-                "policies, references and optimizer state"
-            ),
+            "the share of GPU memory the engine takes (weights, activations, KV cache); the rest stays for the "
+            "policies, references and optimizer state",
         )
-        out["dtype"] = _dtype(bf16)
-        out["environment"] = Decision(
-            {}, "vLLM's defaults (external_launcher keeps the engine in the training process)"
-        )
-    return out
-
-
-def _dtype(bf16: bool) -> Decision:
     if bf16:
-        return Decision(
+        out["dtype"] = Decision(
             "bfloat16", "hf.bf16: the policies compute in bfloat16, and so does the engine that samples them"
         )
-    return Decision(
-        "float32",
-        "the policies' float32 weights as pushed (vLLM's 'auto' would downcast a float32 checkpoint to bfloat16)",
+    else:
+        out["dtype"] = Decision(
+            "float32",
+            "the policies' float32 weights as pushed (vLLM's 'auto' would downcast a float32 checkpoint to bfloat16)",
+        )
+    out["environment"] = (
+        Decision(
+            {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
+            "the engine runs in this process: a spawned engine process fails to start without a __main__ guard "
+            "and cannot take weights in memory",
+        )
+        if cpu
+        else Decision({}, "vLLM's defaults (external_launcher keeps the engine in the training process)")
     )
+    return out
 
 
 def engine_options(decisions: dict[str, Decision]) -> dict[str, Any]:
@@ -121,13 +99,11 @@ def engine_options(decisions: dict[str, Decision]) -> dict[str, Any]:
 
 
 def environment(decisions: dict[str, Decision]) -> dict[str, str]:
-    value = decisions["environment"].value if "environment" in decisions else {}
-    return dict(value)
+    return dict(decisions["environment"].value if "environment" in decisions else {})
 
 
 def apply_environment(decisions: dict[str, Decision]) -> None:
-    """Set the variables vLLM reads when it is imported or builds an engine (an explicit setting
-    in the environment wins)."""
+    """Set the variables vLLM reads (an explicit setting in the environment wins)."""
     for key, value in environment(decisions).items():
         os.environ.setdefault(key, value)
 
@@ -139,7 +115,7 @@ def explain(decisions: dict[str, Decision]) -> dict[str, dict[str, Any]]:
 
 def serve_flags(decisions: dict[str, Decision]) -> list[str]:
     """The same choices as ``vllm serve`` flags, sleep mode aside (a server's engine never sleeps
-    for an optimizer; the server spawns its engine process as vLLM wants, no environment needed)."""
+    for an optimizer)."""
     flags: list[str] = []
     for key, value in engine_options(decisions).items():
         if key == "enable_sleep_mode":

