@@ -62,7 +62,3 @@ def config_command(
             out.append(f"    # default {'unset' if r.default is None else toml_value(r.default)}", style="dim")
         out.append("\n")
     console.print(out, soft_wrap=True, highlight=False)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("config")(config_command)

@@ -9,9 +9,7 @@ import typer
 from diagevo.cli.common import acting_on, emit_json
 from diagevo.cli.safe import error_line, make_console, text
 
-db_app = typer.Typer(
-    help="Database schema: upgrade to the latest revision, show the current one.", no_args_is_help=True
-)
+db_app = typer.Typer(help="Database schema: upgrade, current revision.", no_args_is_help=True)
 
 DbOption = Annotated[
     str | None,

@@ -284,8 +284,3 @@ def reindex(
         emit_json(result)
     else:
         console.print(text(f"reindexed run {run_id}: {rows} rows ({emb.name}) in {path}, checkpoint at seq {seq}"))
-
-
-def register(app: typer.Typer, memory_app: typer.Typer) -> None:
-    app.command("diagnose")(diagnose)
-    memory_app.command("reindex")(reindex)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
 
 
+@output_options()
 def docs_command(
     ctx: typer.Context,
     page: Annotated[
@@ -138,7 +139,3 @@ def for_terminal(markdown: str, name: str) -> str:
         return label if said in (other, f"diagevo docs {other}") else f"{label} (`diagevo docs {other}`)"
 
     return LINK.sub(shown, markdown)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("docs")(output_options()(docs_command))

@@ -241,7 +241,3 @@ def doctor(
             )
     if failed:
         raise typer.Exit(1)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("doctor")(doctor)

@@ -365,7 +365,3 @@ def _print_scores(scores: EvalScores, title: str, out: Path) -> None:
         )
     if scores.rows:
         console.print(text((f"per-question outputs under {out}/ (rerun the same command to resume)", "dim")))
-
-
-def register(app: typer.Typer) -> None:
-    app.command("eval")(eval_command)

@@ -152,11 +152,6 @@ def _print_one_sided(d: dict[str, Any], runs: list[str]) -> None:
         )
 
 
-def register(memory_app: typer.Typer) -> None:
-    memory_app.command()(fork)
-    memory_app.command()(diff)
-
-
 LISTED = 20
 """Ids a line of ``memory diff`` lists before it says how many more there are."""
 

@@ -43,9 +43,6 @@ UntilOpt = Annotated[
     int | None, typer.Option("--until-round", help="With --follow: stop once this round is committed.")
 ]
 
-memory_app = typer.Typer(help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True)
-
-
 def render_memory(mem: Memory, title: str) -> None:
     from diagevo.memory.schedule import schedule
     from diagevo.words import plural
@@ -71,7 +68,6 @@ def render_memory(mem: Memory, title: str) -> None:
     console.print(text(f"active {len(mem.active())}, mastered {len(mem.mastered())}, nodes {len(mem.nodes)}"))
 
 
-@memory_app.command()
 @output_options()
 def replay(
     at_round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
@@ -91,7 +87,6 @@ def replay(
         render_memory(mem, f"M_{at_round}")
 
 
-@memory_app.command()
 @output_options()
 def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> None:
     """The memory after the run's last event (an unfinished round included)."""
@@ -126,7 +121,6 @@ def _describe(entry: dict[str, Any]) -> str:
     return f"node {entry['from_node']} merged: {entry['absorbed']} into {entry['survivor']} as '{entry['label']}'"
 
 
-@memory_app.command()
 @output_options()
 def why(
     cause: Annotated[str, typer.Argument(help="Cause id, e.g. C12.")],
@@ -235,7 +229,6 @@ def _data_line(data: dict[str, Any]) -> str:
     return shorten(shown, SHOWN_DATA)
 
 
-@memory_app.command()
 @output_options(json_help="Print one JSON document: the run, the events, whether more matched.")
 def events(
     db: DbOpt = None,
@@ -347,7 +340,6 @@ def flush_stdout() -> None:
     json_stdout().flush()  # into a pipe too, a line as it comes
 
 
-@memory_app.command()
 def ingest(
     file: Annotated[Path, typer.Argument(help="JSONL file of events ('-' for stdin).")],
     db: DbOpt = None,
@@ -394,7 +386,6 @@ def _runs(runs: tuple[str, ...] | list[str]) -> str:
     return f"{len(runs):,} runs: {shown}" + (f", … ({more:,} more; --json lists them all)" if more > 0 else "")
 
 
-@memory_app.command()
 def export(
     db: DbOpt = None,
     run: RunOpt = None,
@@ -420,7 +411,6 @@ def export(
     console.print(text(f"wrote {out} ({plural(n, 'event')} of run ", run_id, ")"), soft_wrap=True)
 
 
-@memory_app.command()
 @output_options()
 def verify(
     db: DbOpt = None,

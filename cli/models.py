@@ -12,7 +12,7 @@ from diagevo.cli.progress import progress_for
 from diagevo.cli.safe import text
 from diagevo.errors import BadInput
 
-models_app = typer.Typer(no_args_is_help=True, help="Local models for the hf backend.")
+models_app = typer.Typer(no_args_is_help=True, help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI).")
 
 
 @models_app.command("tiny")

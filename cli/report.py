@@ -98,7 +98,3 @@ def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: st
         ),
         soft_wrap=True,
     )
-
-
-def register(app: typer.Typer) -> None:
-    app.command("report")(report_command)

@@ -325,8 +325,3 @@ def plot(
     console.print(text(("act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1", "dim")))
     if output.file is not None:
         console.print(text(f"wrote {output.file}"))
-
-
-def register(memory_app: typer.Typer) -> None:
-    memory_app.command()(stats)
-    memory_app.command()(plot)

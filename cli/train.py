@@ -402,11 +402,6 @@ def ablate(
             console.print(dynamics_table(world, rows, seeds))
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(train)
-    app.command()(ablate)
-
-
 # per-round measures shown by `diagevo ablate` (key, column title, format)
 DYNAMICS_COLUMNS = (
     ("question_words", "words", "{:.0f}"),
