@@ -19,7 +19,6 @@ from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from diagevo.cli import examples
-
 from diagevo.cli.common import (
     EXIT_ERROR,
     EXIT_INTERNAL,

@@ -18,6 +18,7 @@ import typer
 from diagevo.cli.safe import json_text, make_console
 from diagevo.errors import DiagevoError
 from diagevo.untrusted import shell_join
+from diagevo.urls import resolve_db_url, without_password
 
 console = make_console()
 err_console = make_console(stderr=True)
@@ -78,7 +79,6 @@ def open_store(
     command refuses its input (a DiagevoError): a refusal leaves nothing behind."""
     from diagevo.api import open_store as open_library_store
     from diagevo.log import sqlite_path
-    from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
     acting_on(url)
@@ -161,8 +161,6 @@ def spell(*args: str, db: str | None = None) -> str:
     """``diagevo ARGS`` runnable as printed: the executable the user invoked (when ``diagevo`` on
     PATH is not it), and ``--db`` only where the command would not find the database ``db`` on
     its own ($DIAGEVO_DB, else the default), never with a password."""
-    from diagevo.urls import resolve_db_url, without_password
-
     where: list[str] = []
     if db:
         bare = without_password(db)
@@ -194,8 +192,6 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
     if explicit is None:
         return [], None
     from sqlalchemy.engine import make_url
-
-    from diagevo.urls import without_password
 
     if make_url(db_url).password is None:  # the store has parsed this URL already
         return ["--db", db_url], None

@@ -17,6 +17,10 @@ import typer
 from rich.text import Text
 
 from diagevo.cli.common import JsonOpt, console, emit_json
+from diagevo.cli.train import default_config
+from diagevo.redaction import REDACTED
+from diagevo.sections import settings
+from diagevo.train.config import load_config
 
 _CONTROL = re.compile(r"[\x7f-\x9f\u2028\u2029]")  # json.dumps escapes the C0 controls itself
 
@@ -34,11 +38,6 @@ def config_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the resolved config: every field's value and what it does, as TOML (secrets redacted)."""
-    from diagevo.cli.train import default_config
-    from diagevo.redaction import REDACTED
-    from diagevo.sections import settings
-    from diagevo.train.config import load_config
-
     path = config or default_config()
     rows = settings(load_config(path, list(set_ or [])))
     if json_out:

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from diagevo.cli.common import JsonOpt, acting_on, console, emit_json
+from diagevo.cli.fixes import detail, spell_fix
 from diagevo.cli.safe import text
+from diagevo.config import DiagnosisConfig
+from diagevo.diagnosis.probe import probe_diagnostician
+from diagevo.doctor import run_checks
+from diagevo.train.config import load_config
+from diagevo.train.preflight import checkpoint_root, preflight
+from diagevo.urls import resolve_db_url
 
 if TYPE_CHECKING:
     from diagevo.diagnosis.probe import DiagnosticianProbe, StageProbe
@@ -30,8 +37,6 @@ STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 
 def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) -> dict[str, Any]:
     """The checks (and the diagnostician's probes) as ``diagevo doctor --json`` prints them."""
-    from diagevo.cli.fixes import detail, spell_fix
-
     out: dict[str, Any] = {
         "ok": not any(c.failed for c in checks) and (probe is None or probe.ok),
         "checks": [
@@ -72,8 +77,6 @@ def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) ->
 
 
 def _stage_json(s: StageProbe) -> dict[str, Any]:
-    from diagevo.cli.fixes import spell_fix
-
     return {
         "stage": s.stage,
         "title": s.title,
@@ -87,8 +90,6 @@ def _stage_json(s: StageProbe) -> dict[str, Any]:
 
 def print_checks(checks: Sequence[Check]) -> None:
     """One line a check (readable at any width, piped or not), its fix indented under it."""
-    from diagevo.cli.fixes import detail, spell_fix
-
     names = [c.name + (" *" if c.asked else "") for c in checks]
     width = max(map(len, names)) + 2
     for c, name in zip(checks, names):
@@ -100,8 +101,6 @@ def print_checks(checks: Sequence[Check]) -> None:
 
 def print_probe(probe: DiagnosticianProbe) -> None:
     """The diagnostician's probes: a heading, then one line a stage with its verdict and why."""
-    from diagevo.cli.fixes import spell_fix
-
     console.print()
     console.print(
         text(
@@ -129,9 +128,6 @@ def _probe(
     url: str | None, model: str | None, cfg: Config | None, timeout_s: float | None
 ) -> DiagnosticianProbe | None:
     """The diagnostician named with ``--diagnostician`` (else the config's), probed stage by stage."""
-    from diagevo.config import DiagnosisConfig
-    from diagevo.diagnosis.probe import probe_diagnostician
-
     section = cfg.diagnosis if cfg is not None else DiagnosisConfig()
     target = url or section.llm_url
     if target is None:
@@ -215,16 +211,10 @@ def doctor(
     backend, vLLM, Chromium, diagevo on PATH, and a diagnostician server; each ok / warning /
     missing with its fix. Exits 1 only when something you named (--db, --postgres, --model,
     --config, --diagnostician) is not ok."""
-    from diagevo.doctor import run_checks
-    from diagevo.urls import resolve_db_url
-
     acting_on(resolve_db_url(db))
     checks = run_checks(db=db, postgres=postgres, models=list(model or []))
     cfg = None
     if config is not None or set_:
-        from diagevo.train.config import load_config
-        from diagevo.train.preflight import checkpoint_root, preflight
-
         cfg = load_config(config, list(set_ or []))
         checks += preflight(cfg, checkpoint_root(cfg, resolve_db_url(db or cfg.db)))
     probe = _probe(diagnostician, diagnostician_model, cfg, timeout)

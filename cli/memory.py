@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from diagevo.catalog import CATALOG as EVENT_TYPES
 from diagevo.catalog.names import NAMES as EVENT_TYPE_NAMES
 from diagevo.cli.common import (
     CLIError,
@@ -28,6 +29,16 @@ from diagevo.cli.common import (
     round_from_0,
 )
 from diagevo.cli.safe import plain, text
+from diagevo.files import replaced
+from diagevo.memory.schedule import schedule
+from diagevo.parsing import file_lines, input_file
+from diagevo.untrusted import json_visible, shorten
+from diagevo.views import queries
+from diagevo.views.events import EventFilter, event_json, follow_matching, list_events
+from diagevo.views.follow import wait_for_run
+from diagevo.views.memory import load_memory, resolve_run
+from diagevo.views.queries import memory_view
+from diagevo.views.stories import RECENT
 from diagevo.words import did_you_mean, plural
 
 if TYPE_CHECKING:
@@ -43,10 +54,8 @@ UntilOpt = Annotated[
     int | None, typer.Option("--until-round", help="With --follow: stop once this round is committed.")
 ]
 
-def render_memory(mem: Memory, title: str) -> None:
-    from diagevo.memory.schedule import schedule
-    from diagevo.words import plural
 
+def render_memory(mem: Memory, title: str) -> None:
     s = schedule(mem)
     tree = Tree(text((title, "bold"), "  run ", mem.run))
     for node in mem.nodes_in_order():
@@ -76,9 +85,6 @@ def replay(
     output: Output = Output(),
 ) -> None:
     """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
-    from diagevo.views.memory import load_memory, resolve_run
-    from diagevo.views.queries import memory_view
-
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), at_round)
     if output.as_json:
@@ -90,9 +96,6 @@ def replay(
 @output_options()
 def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> None:
     """The memory after the run's last event (an unfinished round included)."""
-    from diagevo.views.memory import load_memory, resolve_run
-    from diagevo.views.queries import memory_view
-
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
     if output.as_json:
@@ -133,9 +136,6 @@ def why(
 ) -> None:
     """The story of one cause: creation, promotions, reactivations, merges and its most recent
     attributions (every one with --all or --json)."""
-    from diagevo.views import queries
-    from diagevo.views.stories import RECENT
-
     with open_store(db, readonly=True) as store:
         story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT).to_dict()
         # said while the store is open: an entry a raw row made unreadable (an ``acc`` that is a
@@ -178,8 +178,6 @@ TRAJECTORY_SHOWN = 400
 
 def _trajectory(response: str | None) -> str:
     """A trajectory on a few lines: whitespace folded, the middle cut when it is long."""
-    from diagevo.untrusted import shorten
-
     return shorten(response or "", TRAJECTORY_SHOWN, middle=True, fold=True) or "-"
 
 
@@ -219,8 +217,6 @@ SHOWN_DATA = 140
 def _data_line(data: dict[str, Any]) -> str:
     """An event's data on one line: its scalar fields, floats rounded (``p1=0.667``), cut to
     :data:`SHOWN_DATA` characters."""
-    from diagevo.untrusted import shorten
-
     shown = ", ".join(
         f"{k}={round(v, 3) if isinstance(v, float) else v}"
         for k, v in data.items()
@@ -249,8 +245,6 @@ def events(
     """List events, filtered (every filter is an indexed read). With --follow, every event of the
     run from its first (filtered) and then each new one as another process appends it, a line
     each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
-    from diagevo.views.events import EventFilter, event_json, list_events
-
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
     if output.as_json and jsonl:
@@ -276,9 +270,6 @@ def events(
 def _event_classes(types: list[str]) -> frozenset[Any]:
     """The classes of the event types named (the filter takes classes); an event type the
     catalog does not know is refused, with the one most likely meant."""
-    from diagevo.catalog import CATALOG as EVENT_TYPES
-    from diagevo.untrusted import shorten
-
     unknown = sorted(set(types) - set(EVENT_TYPES))
     if unknown:
         shown = shorten(" ".join(unknown[0].split()), 40)
@@ -311,8 +302,6 @@ def _print_events(page: Any) -> None:
 def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, until_round: int | None) -> None:
     """``memory events --follow``: a line per event as it comes (Ctrl-C ends it: nothing more
     printed, exit 0)."""
-    from diagevo.views.events import event_json, follow_matching
-
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = followed_run(store, run)
         if not as_json:
@@ -327,9 +316,6 @@ def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, 
 
 def followed_run(store: Any, run: str | None) -> str:
     """The run to follow: ``run`` (waited for when no process has started it yet), else the latest."""
-    from diagevo.views.follow import wait_for_run
-    from diagevo.views.memory import resolve_run
-
     if run is not None and not store.has_run(run):
         err_console.print(text((f"waiting for run {run} to start (Ctrl-C to stop)", "dim")), soft_wrap=True)
         wait_for_run(store, run)
@@ -350,7 +336,6 @@ def ingest(
 ) -> None:
     """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
     from diagevo.interchange import as_run, ingest_events, parse_lines
-    from diagevo.parsing import file_lines, input_file
 
     input_file(file)
     events = parse_lines(file_lines(file))  # a bad file is refused before the database is opened
@@ -363,8 +348,6 @@ def ingest(
     if json:
         emit_json(result.__dict__)
     else:
-        from diagevo.words import plural
-
         console.print(
             text(
                 f"ingested {plural(result.appended, 'event')} ({result.skipped} already stored) into ",
@@ -392,10 +375,7 @@ def export(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout ('-': stdout).")] = None,
 ) -> None:
     """Write the run's log as JSONL (with seq, recorded_at, hash)."""
-    from diagevo.files import replaced
     from diagevo.interchange import export_lines
-    from diagevo.untrusted import json_visible
-    from diagevo.views.memory import resolve_run
 
     with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
@@ -420,7 +400,6 @@ def verify(
 ) -> None:
     """Check the hash chain, the texts against their keys, the invariants, and that the saved
     views (snapshots, the statistics) equal the log and reach no further than it."""
-    from diagevo.views.memory import resolve_run
     from diagevo.views.verify import verdict
 
     if all_runs and run is not None:

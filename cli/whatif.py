@@ -12,6 +12,7 @@ from rich.table import Table
 
 from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store
 from diagevo.cli.safe import text
+from diagevo.whatif import what_if_sweep
 
 if TYPE_CHECKING:
     from diagevo.whatif import RoundOutcome, Sweep
@@ -37,8 +38,6 @@ def whatif(
 ) -> None:
     """Re-decide RUN's memory (promotions, reactivations, F_t, ε, the schedule) on its recorded
     evidence under other settings, each as a derived run that every read command reads."""
-    from diagevo.whatif import what_if_sweep
-
     with open_store(db) as store:
         done = what_if_sweep(store, run, list(set_ or []), list(to or []))
     if json:
