@@ -139,10 +139,6 @@ def emit_json(obj: Any) -> None:
     json_stdout().write(json_text(obj) + "\n")
 
 
-def fail(message: str) -> None:
-    raise CLIError(message)
-
-
 def program() -> str:
     """How to run diagevo again from the user's shell: ``diagevo`` when that is what PATH finds,
     else the entry point that is running (``.venv/bin/diagevo`` after ``make train``)."""

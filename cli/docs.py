@@ -17,7 +17,7 @@ from __future__ import annotations
 import posixpath
 import re
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich import box
@@ -27,11 +27,8 @@ from rich.table import Table
 from diagevo.cli.common import Output, console, emit_json, output_options, spell
 from diagevo.cli.reference import generators
 from diagevo.cli.safe import plain, text
-from diagevo.docs.pages import find, pages, shipped_file
+from diagevo.docs.pages import File, Pages, find, pages, shipped_file
 from diagevo.docs.pages import text as page_text
-
-if TYPE_CHECKING:
-    from diagevo.docs.pages import File, Pages
 
 LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
 

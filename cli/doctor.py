@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -18,19 +18,11 @@ from diagevo.cli.common import JsonOpt, acting_on, console, emit_json
 from diagevo.cli.fixes import detail, spell_fix
 from diagevo.cli.safe import text
 from diagevo.config import DiagnosisConfig
-from diagevo.diagnosis.probe import probe_diagnostician
-from diagevo.doctor import run_checks
-from diagevo.train.config import load_config
+from diagevo.diagnosis.probe import DiagnosticianProbe, StageProbe, probe_diagnostician
+from diagevo.doctor import Check, run_checks
+from diagevo.train.config import Config, load_config
 from diagevo.train.preflight import checkpoint_root, preflight
 from diagevo.urls import resolve_db_url
-
-if TYPE_CHECKING:
-    from diagevo.diagnosis.probe import DiagnosticianProbe, StageProbe
-    from diagevo.doctor import Check
-    from diagevo.train.config import Config
-
-# diagevo.cli.fixes is imported where a fix is spelled: it reads the installation
-# (importlib.metadata), and every command of the CLI imports this module to register it
 
 STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 
@@ -59,19 +51,7 @@ def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) ->
             "timeout_s": probe.timeout_s,
             "ok": probe.ok,
             **({"listed": _stage_json(probe.listed)} if probe.listed is not None else {}),
-            "stages": [
-                {
-                    "stage": s.stage,
-                    "title": s.title,
-                    "verdict": s.verdict,
-                    "ok": s.ok,
-                    "detail": s.detail,
-                    "latency_s": s.latency_s,
-                    "fix": spell_fix(s.fix) if s.fix is not None else None,
-                    "reply": s.reply,
-                }
-                for s in probe.stages
-            ],
+            "stages": [{**_stage_json(s), "reply": s.reply} for s in probe.stages],
         }
     return out
 

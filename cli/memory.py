@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -31,6 +31,7 @@ from diagevo.cli.common import (
 from diagevo.cli.safe import plain, text
 from diagevo.files import replaced
 from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
 from diagevo.parsing import file_lines, input_file
 from diagevo.untrusted import json_visible, shorten
 from diagevo.views import queries
@@ -40,9 +41,6 @@ from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.queries import memory_view
 from diagevo.views.stories import RECENT
 from diagevo.words import did_you_mean, plural
-
-if TYPE_CHECKING:
-    from diagevo.memory.state import Memory
 
 FollowOpt = Annotated[
     bool,

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -29,9 +29,6 @@ from rich.text import Text
 
 from diagevo.cli.safe import plain
 from diagevo.progress import ProgressFn
-
-if TYPE_CHECKING:  # rich.progress loads with the first bar: a command that shows none never imports it
-    from rich.progress import Progress, ProgressColumn
 
 
 def _duration(seconds: float) -> str:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich import box
@@ -14,10 +14,8 @@ from diagevo.cli.common import DbOpt, Output, console, emit_json, open_store, ou
 from diagevo.cli.safe import plain
 from diagevo.untrusted import shorten
 from diagevo.views.memory import resolve_run
+from diagevo.views.runs import RunSummary
 from diagevo.views.runs import runs as summaries
-
-if TYPE_CHECKING:
-    from diagevo.views.runs import RunSummary
 
 runs_app = typer.Typer(
     help="The runs of a database: status, rounds, origin, config; tag and note them.",

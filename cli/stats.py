@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -25,13 +25,11 @@ from diagevo.cli.memory import FollowOpt, UntilOpt, flush_stdout, followed_run
 from diagevo.cli.safe import plain, text
 from diagevo.cli.tables import print_fitted
 from diagevo.files import TABLE_SUFFIXES, write_replacing, write_rows
+from diagevo.results import JsonRow
 from diagevo.views import queries
 from diagevo.views.follow import follow_events, follow_stats
 from diagevo.views.stats import COLUMNS, is_family_detail, metric_columns
 from diagevo.words import plural
-
-if TYPE_CHECKING:
-    from diagevo.results import JsonRow
 
 STATS_COLUMNS = {
     "round": "t",

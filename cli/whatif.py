@@ -4,7 +4,7 @@ per setting asked, side by side in one table."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich import box
@@ -12,10 +12,7 @@ from rich.table import Table
 
 from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store
 from diagevo.cli.safe import text
-from diagevo.whatif import what_if_sweep
-
-if TYPE_CHECKING:
-    from diagevo.whatif import RoundOutcome, Sweep
+from diagevo.whatif import RoundOutcome, Sweep, what_if_sweep
 
 
 def whatif(
