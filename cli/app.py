@@ -184,25 +184,25 @@ class LazyGroup(TyperGroup):
         self._listing = False
         super().__init__(*args, **kwargs)
 
-    @property
-    def commands(self) -> dict[str, Any]:  # type: ignore[override]
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, Any]:
         return {name: self._load(name) for name in self.lazy}
 
     @commands.setter
     def commands(self, value: dict[str, Any]) -> None:
         self._loaded.update(value)
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:
         return list(self.lazy)
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any | None:
         if cmd_name not in self.lazy:
             return None
         if self._listing and cmd_name not in self._loaded:
             return TyperCommand(cmd_name, help=self.lazy[cmd_name].help)
         return self._load(cmd_name)
 
-    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing = True
         try:
             super().format_help(ctx, formatter)
@@ -213,6 +213,7 @@ class LazyGroup(TyperGroup):
         if name not in self._loaded:
             module, _, attr = self.lazy[name].target.partition(":")
             found = getattr(import_module(module), attr)
+            command: Any
             if isinstance(found, typer.Typer):
                 command = typer.main.get_group(found)
             else:

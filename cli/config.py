@@ -17,7 +17,7 @@ import typer
 from rich.text import Text
 
 from diagevo.cli.common import JsonOpt, console, emit_json
-from diagevo.cli.train import default_config
+from diagevo.cli.train import SetOpt, default_config
 from diagevo.redaction import REDACTED
 from diagevo.sections import settings
 from diagevo.train.config import load_config
@@ -34,7 +34,7 @@ def config_command(
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml, as for train).")
     ] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
+    set_: SetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Print the resolved config: every field's value and what it does, as TOML (secrets redacted)."""

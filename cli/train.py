@@ -337,7 +337,7 @@ def ablate(
     variants: Annotated[list[str] | None, typer.Option("--variant", help="Only these variants.")] = None,
     worlds: Annotated[list[str] | None, typer.Option("--world", help="Only these world settings.")] = None,
     json: JsonOpt = False,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
+    set_: SetOpt = None,
 ) -> None:
     """Table 2 and Table 4 variants on the simulator, with each world property on and off; on the hf
     backend (the mini world) full DiagEvo, no memory and frozen challenger by default, in the
