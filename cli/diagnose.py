@@ -66,10 +66,6 @@ def _diagnosis_config(config: Path | None, **overrides: Any) -> Any:
     return diagnosis_config(load_config(config).diagnosis, **overrides)
 
 
-def _embedder(cfg: Any) -> Any:
-    return embedder_for(cfg)
-
-
 HEURISTIC_NOTE = "heuristic diagnostician: deterministic rules on the final answer, not the paper's LLM diagnostician"
 UNOPENED_NOTE = (
     "note: round {round} of run {run} was never opened (diagevo round start), so the failures were recorded with "
@@ -263,7 +259,7 @@ def reindex(
     """Rebuild the vector index (LanceDB) of a run from its event log."""
     require("index", "memory reindex", "lancedb", "pyarrow")
     cfg = _diagnosis_config(config, embedder=embedder, embed_model=embed_model)
-    emb = _embedder(cfg)
+    emb = embedder_for(cfg)
     path = index or default_index_path(resolve_db_url(db))
     with open_store(db) as store:
         run_id = resolve_run(store, run)
