@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import atexit
 import errno
 import functools
 import gc
 import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Mapping
-from typing import Annotated, Any
+from importlib import import_module
+from typing import Annotated, Any, NamedTuple
 
 import typer
+from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
+from diagevo.cli import examples
 from diagevo.cli.common import (
     EXIT_ERROR,
     EXIT_INTERNAL,
@@ -21,10 +28,13 @@ from diagevo.cli.common import (
     acting_on,
     err_console,
     json_alone_on_stdout,
+    program,
 )
 from diagevo.cli.safe import error_line, text
-from diagevo.errors import DiagevoError
+from diagevo.errors import BadInput, DiagevoError
+from diagevo.parsing import one_line, utf8_problem
 from diagevo.redaction import redact_argv, redact_text
+from diagevo.untrusted import shell_join, shorten
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -37,15 +47,201 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # ... and so does lancedb (its ow
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
+class Lazy(NamedTuple):
+    """A command of a :class:`LazyGroup`: where it is defined (``module:name``, a function or a
+    typer app), and the line ``--help`` lists it with (the first paragraph of its help: a test
+    checks that they agree)."""
+
+    target: str
+    help: str
+
+
+# every command of ``diagevo``, in the order ``--help`` lists them
+COMMANDS: dict[str, Lazy] = {
+    "gpu-check": Lazy(
+        "diagevo.cli.models:gpu_check",
+        "One round of the real loop on a CUDA GPU: seconds and peak memory per phase, tokens/s, completions per step; "
+        "fails if a policy did not change, verify fails, or a process built more than one vLLM engine.",
+    ),
+    "train": Lazy("diagevo.cli.train:train", "Run the co-evolution loop (CPU simulator by default)."),
+    "ablate": Lazy(
+        "diagevo.cli.train:ablate",
+        "Table 2 and Table 4 variants on the simulator, with each world property on and off; on the hf backend (the "
+        "mini world) full DiagEvo, no memory and frozen challenger by default, in the configured world. Each (world, "
+        "variant, seed) is a run of the log: run the command again and finished runs are skipped, a stopped one "
+        "resumed.",
+    ),
+    "config": Lazy(
+        "diagevo.cli.config:config_command",
+        "Print the resolved config: every field's value and what it does, as TOML (secrets redacted).",
+    ),
+    "diagnose": Lazy(
+        "diagevo.cli.diagnose:diagnose",
+        "Diagnose failures from any trainer (FAILURES.jsonl, or verl's rollout dump with --from-verl): Prompts 1-4, "
+        "appended to the run's event log. In a round opened with 'round start' the failures are recorded first (each "
+        "of a retained question). (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)",
+    ),
+    "eval": Lazy(
+        "diagevo.cli.eval:eval_command",
+        "Benchmark accuracy (greedy pass@1; mean@k for AMC and AIME) of a model or of a run's checkpoints.",
+    ),
+    "report": Lazy(
+        "diagevo.cli.report:report_command",
+        "Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, "
+        "trees, timing, config. With several --run, one page comparing them: their curves (accuracy and every metric, "
+        "F_t, ε, Active/Mastered) on shared axes.",
+    ),
+    "doctor": Lazy(
+        "diagevo.cli.doctor:doctor",
+        "What this installation can do: database, disk, PostgreSQL, models, embedding model, hf backend, vLLM, "
+        "Chromium, diagevo on PATH, and a diagnostician server; each ok / warning / missing with its fix. Exits 1 only "
+        "when something you named (--db, --postgres, --model, --config, --diagnostician) is not ok.",
+    ),
+    "docs": Lazy(
+        "diagevo.cli.docs:docs_command",
+        "The documentation this diagevo carries, offline: the list of its pages and shipped files, one page "
+        "(Markdown, rendered on a terminal), or one shipped file (an example, a config).",
+    ),
+    "memory": Lazy("diagevo.cli.app:memory_app", "Inspect, audit, move and verify the error-cause memory."),
+    "round": Lazy("diagevo.cli.rounds:round_app", "Drive one round of the memory from another trainer."),
+    "runs": Lazy(
+        "diagevo.cli.runs:runs_app", "The runs of a database: status, rounds, origin, config; tag and note them."
+    ),
+    "db": Lazy("diagevo.cli.db:db_app", "Database schema: upgrade, current revision."),
+    "export": Lazy("diagevo.cli.export:export_app", "A run as files others can load without diagevo."),
+    "models": Lazy(
+        "diagevo.cli.models:models_app",
+        "Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI).",
+    ),
+}
+
+MEMORY_COMMANDS: dict[str, Lazy] = {
+    "replay": Lazy(
+        "diagevo.cli.memory:replay",
+        "Rebuild M_N from the log; show the memory tree and the schedule for round N+1.",
+    ),
+    "show": Lazy("diagevo.cli.memory:show", "The memory after the run's last event (an unfinished round included)."),
+    "why": Lazy(
+        "diagevo.cli.memory:why",
+        "The story of one cause: creation, promotions, reactivations, merges and its most recent attributions (every "
+        "one with --all or --json).",
+    ),
+    "events": Lazy(
+        "diagevo.cli.memory:events",
+        "List events, filtered (every filter is an indexed read). With --follow, every event of the run from its first "
+        "(filtered) and then each new one as another process appends it, a line each (a JSON line with "
+        "--json/--jsonl), until Ctrl-C or --until-round.",
+    ),
+    "ingest": Lazy(
+        "diagevo.cli.memory:ingest",
+        "Validate a whole JSONL file, then store it in one transaction (or nothing).",
+    ),
+    "export": Lazy("diagevo.cli.memory:export", "Write the run's log as JSONL (with seq, recorded_at, hash)."),
+    "verify": Lazy(
+        "diagevo.cli.memory:verify",
+        "Check the hash chain, the texts against their keys, the invariants, and that the saved views (snapshots, the "
+        "statistics) equal the log and reach no further than it.",
+    ),
+    "stats": Lazy(
+        "diagevo.cli.stats:stats",
+        "One row per committed round: the memory, what the round did, and every metric the run recorded, by name "
+        "(held-out accuracy, --metric of round commit, bench/NAME of eval --run). With --follow, a line per round as "
+        "another process commits it (a JSON line with --json). With --steps, one row per GRPO step of the hf backend "
+        "(x = the role's global step).",
+    ),
+    "plot": Lazy(
+        "diagevo.cli.stats:plot",
+        "Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an SVG image with -o.",
+    ),
+    "reindex": Lazy("diagevo.cli.diagnose:reindex", "Rebuild the vector index (LanceDB) of a run from its event log."),
+    "fork": Lazy(
+        "diagevo.cli.fork:fork",
+        "A new run whose log is RUN's log through ROUND's commit, continued by the trainer that wrote RUN (train "
+        "--resume for diagevo's own, the round protocol for another).",
+    ),
+    "diff": Lazy(
+        "diagevo.cli.fork:diff",
+        "Causes whose state or frequency differ, nodes in one run only, F_t and ε side by side.",
+    ),
+    "whatif": Lazy(
+        "diagevo.cli.whatif:whatif",
+        "Re-decide RUN's memory (promotions, reactivations, F_t, ε, the schedule) on its recorded evidence under other "
+        "settings, each as a derived run that every read command reads.",
+    ),
+}
+
+
+class LazyGroup(TyperGroup):
+    """A group whose commands are imported and built when one runs, or when ``commands`` is read
+    (the reference, the tests): ``diagevo memory stats`` imports the modules of that command
+    alone, and ``--help`` lists the commands by their :class:`Lazy` lines without importing any."""
+
+    lazy: dict[str, Lazy] = {}
+    path = ""  # the group's path after ``diagevo``
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._loaded: dict[str, Any] = {}
+        self._listing = False
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, Any]:
+        return {name: self._load(name) for name in self.lazy}
+
+    @commands.setter
+    def commands(self, value: dict[str, Any]) -> None:
+        self._loaded.update(value)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.lazy)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any | None:
+        if cmd_name not in self.lazy:
+            return None
+        if self._listing and cmd_name not in self._loaded:
+            return TyperCommand(cmd_name, help=self.lazy[cmd_name].help)
+        return self._load(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def _load(self, name: str) -> Any:
+        if name not in self._loaded:
+            module, _, attr = self.lazy[name].target.partition(":")
+            found = getattr(import_module(module), attr)
+            command: Any
+            if isinstance(found, typer.Typer):
+                command = typer.main.get_group(found)
+            else:
+                single = typer.Typer(add_completion=False)
+                single.command(name)(found)
+                command = typer.main.get_command(single)
+            command.name = name
+            self._loaded[name] = _finish(command, f"{self.path} {name}".strip())
+        return self._loaded[name]
+
+
+class _Root(LazyGroup):
+    lazy = COMMANDS
+
+
+class _Memory(LazyGroup):
+    lazy = MEMORY_COMMANDS
+    path = "memory"
+
+
 def _show_version(value: bool) -> None:
     if value:
-        from diagevo.api import version
-
-        sys.stdout.write(f"diagevo {version()}\n")
+        sys.stdout.write(f"diagevo {_version()}\n")
         raise typer.Exit()
 
 
 app = typer.Typer(
+    cls=_Root,
     name="diagevo",
     help="DiagEvo: diagnosis-guided self-play around an event-sourced error-cause memory.",
     no_args_is_help=True,
@@ -63,39 +259,14 @@ def _root(
     """DiagEvo: diagnosis-guided self-play around an event-sourced error-cause memory."""
 
 
-def _register() -> None:
-    from diagevo.cli import config, diagnose, docs, doctor, fork, report, train, whatif
-    from diagevo.cli import eval as evaluation
-    from diagevo.cli.db import db_app
-    from diagevo.cli.export import export_app
-    from diagevo.cli.memory import memory_app
-    from diagevo.cli.models import gpu_check, models_app
-    from diagevo.cli.rounds import round_app
-    from diagevo.cli.runs import runs_app
-    from diagevo.cli.stats import register as register_stats
-
-    app.add_typer(memory_app, name="memory")
-    app.add_typer(round_app, name="round")
-    app.add_typer(runs_app, name="runs")
-    app.add_typer(db_app, name="db", help="Database schema: upgrade, current revision.")
-    app.add_typer(export_app, name="export")
-    app.add_typer(
-        models_app, name="models", help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI)."
-    )
-    app.command("gpu-check")(gpu_check)
-    train.register(app)
-    config.register(app)
-    register_stats(memory_app)
-    diagnose.register(app, memory_app)
-    fork.register(memory_app)
-    whatif.register(memory_app)
-    evaluation.register(app)
-    report.register(app)
-    doctor.register(app)
-    docs.register(app)
+memory_app = typer.Typer(
+    cls=_Memory, help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True
+)
 
 
-_register()
+@memory_app.callback()
+def _memory() -> None:
+    """The commands of ``diagevo memory`` (:data:`MEMORY_COMMANDS`)."""
 
 
 # OSErrors that say something about the machine, not about diagevo: one line, like a DiagevoError
@@ -117,8 +288,7 @@ def _environmental(exc: OSError) -> bool:
 def _one_line(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not
     echoed), without credentials."""
-    from diagevo.cli.fixes import message
-    from diagevo.parsing import one_line
+    from diagevo.cli.fixes import message  # an error's path alone pays for the fixes' tables
 
     said = redact_text(message(exc)).strip()
     return one_line(said.splitlines()[0], 390) if said else type(exc).__name__  # with "error: ", at most 400
@@ -127,13 +297,11 @@ def _one_line(exc: BaseException) -> str:
 def _error_lines(exc: DiagevoError) -> list[Any]:
     """An error as the user reads it: one line; a preflight refusal of several needs, one line
     under its first for each (what, why, and the fix spelled for this installation)."""
-    from diagevo.parsing import one_line
-    from diagevo.train.preflight import NotReady
+    from diagevo.cli.fixes import need_line
+    from diagevo.train.preflight import NotReady  # the training config's models: not for every start
 
     if not isinstance(exc, NotReady):
         return [error_line(_one_line(exc))]
-    from diagevo.cli.fixes import need_line
-
     lines = [one_line(redact_text(need_line(c)), 379) for c in exc.needs]
     if len(lines) == 1:
         return [error_line(f"not ready: {lines[0]}")]
@@ -144,9 +312,6 @@ def _error_lines(exc: DiagevoError) -> list[Any]:
 def _internal_error(exc: BaseException) -> str:
     """A bug in diagevo: one line that names the exception and a file holding its traceback
     (the command line and the traceback without credentials)."""
-    import tempfile
-    import traceback
-
     fd, path = tempfile.mkstemp(prefix="diagevo-traceback-", suffix=".txt")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(f"diagevo {_version()}\nargv: {redact_argv(sys.argv)!r}\n\n")
@@ -155,7 +320,7 @@ def _internal_error(exc: BaseException) -> str:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version  # reads the installed packages: for --version alone
 
     try:
         return version("diagevo")
@@ -181,9 +346,6 @@ def _misplaced_option(exc: BaseException, args: list[str]) -> str | None:
     """``diagevo --db URL runs``: an option of the command, given before it (where a group,
     which takes none of them, refuses it), as one line with the command line that has it after
     the command; None for any other usage error."""
-    from diagevo.cli.common import program
-    from diagevo.untrusted import shell_join
-
     name, ctx = getattr(exc, "option_name", None), getattr(exc, "ctx", None)
     if not name or ctx is None or not hasattr(ctx.command, "commands"):
         return None
@@ -195,9 +357,9 @@ def _misplaced_option(exc: BaseException, args: list[str]) -> str | None:
         given = args[at : at + 2] if takes_value else args[at : at + 1]
         rest = args[at + len(given) :]
         command, words = ctx.command, []
-        while rest and hasattr(command, "commands") and rest[0] in command.commands:  # the command after it
+        while rest and hasattr(command, "commands") and rest[0] in command.list_commands(ctx):  # the command after it
             words.append(rest[0])
-            command = command.commands[rest.pop(0)]
+            command = command.get_command(ctx, rest.pop(0))
         option = next((p for p in getattr(command, "params", ()) if name in getattr(p, "opts", ())), None)
         if words and option is not None and (inline or takes_value != getattr(option, "is_flag", False)):
             line = shell_join([program(), *args[:at], *words, *given, *rest])
@@ -223,25 +385,12 @@ def _bounded(process: Any, param: Any) -> Any:
     return check
 
 
-def _bound_integers(command: Any) -> Any:
-    """Every option and argument of ``command`` and its subcommands refuses an integer beyond 64
-    bits: ``--round 99999999999999999999`` is a usage error naming the option, not an overflow
-    deep in a database driver."""
-    for param in getattr(command, "params", ()):
-        param.process_value = _bounded(param.process_value, param)
-    for sub in getattr(command, "commands", {}).values():
-        _bound_integers(sub)
-    return command
-
-
 def _leave_now(code: int) -> None:
     """After Ctrl-C: the exit handlers (they stop the math-verify worker), then out without
     Python's teardown, which can spend seconds freeing torch and the rest after the message is shown.
     The store is closed already (the commands hold it in ``with``). Inside pytest, an ordinary exit."""
     if "pytest" in sys.modules:
         sys.exit(code)
-    import atexit
-
     try:
         atexit._run_exitfuncs()
     finally:
@@ -271,21 +420,30 @@ def _metavar(param: Any) -> str | None:
     return None
 
 
-def _reflow_helps(command: Any) -> Any:
-    """:func:`_reflow` on the help of ``command``, its options and arguments, and its subcommands;
-    each parameter's value named by :func:`_metavar` unless it names its own; ``--json`` keeps
-    stdout for the JSON alone (:func:`json_alone_on_stdout`)."""
+def _finish(command: Any, path: str) -> Any:
+    """``command`` (at ``path`` after ``diagevo``) and the subcommands built with it (a
+    :class:`LazyGroup` finishes its own as it loads them), as the user meets them: every
+    integer bounded (``--round 99999999999999999999`` is a usage error naming the option, not an
+    overflow deep in a database driver); :func:`_reflow` on every help, each parameter's value
+    named by :func:`_metavar` unless it names its own; ``--json`` keeping stdout for the JSON
+    alone (:func:`json_alone_on_stdout`); the help ending with the command's example and page
+    (:mod:`cli.examples`, escaped: typer renders an epilog as Rich markup)."""
     command.help = _reflow(command.help)
+    epilog = examples.epilog(path)
+    if epilog is not None:
+        command.epilog = escape(epilog)
     help_option = command.get_help_option(command.context_class(command))  # made once, on first use
     for param in [*getattr(command, "params", ()), *([help_option] if help_option else [])]:
+        param.process_value = _bounded(param.process_value, param)
         if getattr(param, "help", None):
             param.help = _reflow(param.help)
         if param.metavar is None:
             param.metavar = _metavar(param)
         if "--json" in param.opts and command.callback is not None:
             command.callback = _json_alone(command.callback, param.name)
-    for sub in getattr(command, "commands", {}).values():
-        _reflow_helps(sub)
+    if not isinstance(command, LazyGroup):
+        for name, sub in getattr(command, "commands", {}).items():
+            _finish(sub, f"{path} {name}".strip())
     return command
 
 
@@ -304,19 +462,15 @@ def _json_alone(run: Any, flag: str) -> Any:
 
 
 def build() -> Any:
-    """The click command tree of the app: every integer bounded, every help reflowed and ending
-    with its example and page (:mod:`cli.examples`)."""
-    from diagevo.cli import examples
-
-    return examples.apply(_reflow_helps(_bound_integers(typer.main.get_command(app))))
+    """The click command tree of the app (:func:`_finish`), each command loaded when it runs or
+    when the tree's ``commands`` are read."""
+    return _finish(typer.main.get_command(app), "")
 
 
 def _check_utf8(args: list[str], env: Mapping[str, str]) -> None:
     """Command-line arguments and diagevo's environment variables that are not UTF-8 are named
     in diagevo's words (which argument or variable, which byte at which offset), before a
     command sees them."""
-    from diagevo.errors import BadInput
-    from diagevo.parsing import utf8_problem
 
     for i, arg in enumerate(args, 1):
         problem = utf8_problem(arg)
@@ -356,8 +510,6 @@ def main() -> None:
         if not _environmental(exc):
             err_console.print(text(_internal_error(exc)), soft_wrap=True)
             sys.exit(EXIT_INTERNAL)
-        from diagevo.untrusted import shorten
-
         where = f"{shorten(str(exc.filename), 120)}: " if exc.filename else ""
         err_console.print(error_line(redact_text(where + (exc.strerror or _one_line(exc)).lower())), soft_wrap=True)
         sys.exit(EXIT_ERROR)

@@ -18,6 +18,7 @@ import typer
 from diagevo.cli.safe import json_text, make_console
 from diagevo.errors import DiagevoError
 from diagevo.untrusted import shell_join
+from diagevo.urls import resolve_db_url, without_password
 
 if TYPE_CHECKING:
     from diagevo.log import Recorder
@@ -81,7 +82,6 @@ def open_store(
     command refuses its input (a DiagevoError): a refusal leaves nothing behind."""
     from diagevo.api import open_store as open_library_store
     from diagevo.log import sqlite_path
-    from diagevo.urls import resolve_db_url
 
     url = resolve_db_url(db)
     acting_on(url)
@@ -142,10 +142,6 @@ def emit_json(obj: Any) -> None:
     json_stdout().write(json_text(obj) + "\n")
 
 
-def fail(message: str) -> None:
-    raise CLIError(message)
-
-
 def program() -> str:
     """How to run diagevo again from the user's shell: ``diagevo`` when that is what PATH finds,
     else the entry point that is running (``.venv/bin/diagevo`` after ``make train``)."""
@@ -164,8 +160,6 @@ def spell(*args: str, db: str | None = None) -> str:
     """``diagevo ARGS`` runnable as printed: the executable the user invoked (when ``diagevo`` on
     PATH is not it), and ``--db`` only where the command would not find the database ``db`` on
     its own ($DIAGEVO_DB, else the default), never with a password."""
-    from diagevo.urls import resolve_db_url, without_password
-
     where: list[str] = []
     if db:
         bare = without_password(db)
@@ -197,8 +191,6 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
     if explicit is None:
         return [], None
     from sqlalchemy.engine import make_url
-
-    from diagevo.urls import without_password
 
     if make_url(db_url).password is None:  # the store has parsed this URL already
         return ["--db", db_url], None

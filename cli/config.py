@@ -17,6 +17,10 @@ import typer
 from rich.text import Text
 
 from diagevo.cli.common import JsonOpt, console, emit_json
+from diagevo.cli.train import SetOpt, default_config
+from diagevo.redaction import REDACTED
+from diagevo.sections import settings
+from diagevo.train.config import load_config
 
 _CONTROL = re.compile(r"[\x7f-\x9f\u2028\u2029]")  # json.dumps escapes the C0 controls itself
 
@@ -30,15 +34,10 @@ def config_command(
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml, as for train).")
     ] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
+    set_: SetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Print the resolved config: every field's value and what it does, as TOML (secrets redacted)."""
-    from diagevo.cli.train import default_config
-    from diagevo.redaction import REDACTED
-    from diagevo.sections import settings
-    from diagevo.train.config import load_config
-
     path = config or default_config()
     rows = settings(load_config(path, list(set_ or [])))
     if json_out:
@@ -62,7 +61,3 @@ def config_command(
             out.append(f"    # default {'unset' if r.default is None else toml_value(r.default)}", style="dim")
         out.append("\n")
     console.print(out, soft_wrap=True, highlight=False)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("config")(config_command)

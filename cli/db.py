@@ -6,12 +6,15 @@ from typing import Annotated
 
 import typer
 
-from diagevo.cli.common import acting_on, emit_json
+from diagevo.cli.common import acting_on, emit_json, spell
+from diagevo.cli.fixes import message
 from diagevo.cli.safe import error_line, make_console, text
+from diagevo.log import StoreError
+from diagevo.log.schema import revision_status, upgrade
+from diagevo.redaction import redact_text
+from diagevo.urls import redact_url, resolve_db_url
 
-db_app = typer.Typer(
-    help="Database schema: upgrade to the latest revision, show the current one.", no_args_is_help=True
-)
+db_app = typer.Typer(help="Database schema: upgrade, current revision.", no_args_is_help=True)
 
 DbOption = Annotated[
     str | None,
@@ -23,9 +26,6 @@ _err = make_console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    from diagevo.cli.fixes import message
-    from diagevo.redaction import redact_text
-
     _err.print(error_line(redact_text(message(exc))))
     return typer.Exit(1)
 
@@ -46,10 +46,6 @@ def upgrade_cmd(
     ] = 60.0,
 ) -> None:
     """Migrate the database to the latest schema revision (creates it when empty)."""
-    from diagevo.log import StoreError
-    from diagevo.log.schema import upgrade
-    from diagevo.urls import redact_url, resolve_db_url
-
     url = resolve_db_url(db)
     acting_on(url)
     try:
@@ -69,10 +65,6 @@ def current_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show the database's schema revision and whether it is up to date (creates nothing)."""
-    from diagevo.log import StoreError
-    from diagevo.log.schema import revision_status
-    from diagevo.urls import resolve_db_url
-
     url = resolve_db_url(db)
     acting_on(url)
     try:
@@ -89,7 +81,6 @@ def current_cmd(
         }
         emit_json(payload)
         return
-    from diagevo.cli.common import spell
 
     advice = {
         "up_to_date": text(("up to date", "green")),

@@ -12,16 +12,31 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
+from diagevo.cli.eval import _resumable
+from diagevo.cli.failures import read_failures
 from diagevo.cli.safe import text
-
-if TYPE_CHECKING:
-    from diagevo.log import Recorder
+from diagevo.diagnosis.pipeline import diagnose as diagnose_round
+from diagevo.diagnosis.pipeline import failures_from_records
+from diagevo.diagnosis.tools import check_endpoints, diagnosis_config, diagnostician_for, embedder_for, vector_index
+from diagevo.errors import require
+from diagevo.log import Recorder
+from diagevo.parsing import input_file
+from diagevo.rounds import Round, round_state
+from diagevo.train.config import load_config
+from diagevo.urls import resolve_db_url
+from diagevo.verl import rollout_failures
+from diagevo.views.index import VIEW as CHECKPOINT
+from diagevo.views.index import default_index_path
+from diagevo.views.index import reindex as rebuild
+from diagevo.views.memory import resolve_run
+from diagevo.words import did_you_mean
 
 PHASES = {"extract": "Prompt 1 (extraction)", "maintain": "stages 2a-3.5 (memory)", "consolidate": "stage 4a (merges)"}
 
@@ -49,16 +64,7 @@ ConfigOpt = Annotated[
 
 
 def _diagnosis_config(config: Path | None, **overrides: Any) -> Any:
-    from diagevo.diagnosis.tools import diagnosis_config
-    from diagevo.train.config import load_config
-
     return diagnosis_config(load_config(config).diagnosis, **overrides)
-
-
-def _embedder(cfg: Any) -> Any:
-    from diagevo.diagnosis.tools import embedder_for
-
-    return embedder_for(cfg)
 
 
 HEURISTIC_NOTE = "heuristic diagnostician: deterministic rules on the final answer, not the paper's LLM diagnostician"
@@ -146,10 +152,6 @@ def diagnose(
     Prompts 1-4, appended to the run's event log. In a round opened with 'round start' the failures
     are recorded first (each of a retained question).
     (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
-    from diagevo.diagnosis.pipeline import diagnose as diagnose_round
-    from diagevo.diagnosis.pipeline import failures_from_records
-    from diagevo.diagnosis.tools import check_endpoints, diagnostician_for, embedder_for, vector_index
-
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
     )
@@ -167,7 +169,6 @@ def diagnose(
         vindex = vector_index(store, run, emb, index)
         dx = diagnostician_for(diagnostician, cfg, emb)
         inputs = failures_from_records(records)
-        from diagevo.cli.eval import _resumable  # Ctrl-C: the same command goes on (decided failures are skipped)
 
         with _phase_bars(hidden=json_out) as progress, _resumable():
             summary = diagnose_round(
@@ -186,10 +187,7 @@ def diagnose(
 def _failures(store: Recorder, rnd: Any, failures_file: Path | None, from_verl: Path | None) -> list[dict[str, Any]]:
     """The failures to diagnose, as FAILURES.jsonl lines: the file's, or those of verl's dump."""
     if from_verl is not None:
-        from diagevo.verl import rollout_failures
-
         return [dict(f) for f in rollout_failures(store, rnd.run, from_verl, t=rnd.t)]
-    from diagevo.cli.failures import read_failures
 
     assert failures_file is not None  # _check_arguments: one of the two
     return [line.model_dump() for line in read_failures(failures_file, set(rnd.memory().causes))]
@@ -212,7 +210,6 @@ def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path | None, f
         )
     if failures_file is None:
         return
-    from diagevo.parsing import input_file
 
     input_file(failures_file, "a JSONL file")
 
@@ -220,9 +217,6 @@ def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path | None, f
 def _open_round(store: Recorder, run: str, open_round: int) -> Any:
     """The round protocol's handle on ``open_round`` of ``run`` (M_{t-1} read once); refused when
     the run is unknown or the round is not the one after its last commit."""
-    from diagevo.rounds import Round, round_state
-    from diagevo.words import did_you_mean
-
     runs = store.runs()
     if run not in runs:
         raise CLIError(f"no run {run!r} in the database{did_you_mean(run, runs)}")
@@ -235,8 +229,6 @@ def _open_round(store: Recorder, run: str, open_round: int) -> Any:
 @contextmanager
 def _phase_bars(hidden: bool) -> Iterator[Any]:
     """A transient bar on stderr per diagnosis phase, fed by the pipeline's progress callback."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     with Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(),
@@ -266,16 +258,9 @@ def reindex(
     json: JsonOpt = False,
 ) -> None:
     """Rebuild the vector index (LanceDB) of a run from its event log."""
-    from diagevo.errors import require
-    from diagevo.urls import resolve_db_url
-    from diagevo.views.index import VIEW as CHECKPOINT
-    from diagevo.views.index import default_index_path
-    from diagevo.views.index import reindex as rebuild
-    from diagevo.views.memory import resolve_run
-
     require("index", "memory reindex", "lancedb", "pyarrow")
     cfg = _diagnosis_config(config, embedder=embedder, embed_model=embed_model)
-    emb = _embedder(cfg)
+    emb = embedder_for(cfg)
     path = index or default_index_path(resolve_db_url(db))
     with open_store(db) as store:
         run_id = resolve_run(store, run)
@@ -287,8 +272,3 @@ def reindex(
         emit_json(result)
     else:
         console.print(text(f"reindexed run {run_id}: {rows} rows ({emb.name}) in {path}, checkpoint at seq {seq}"))
-
-
-def register(app: typer.Typer, memory_app: typer.Typer) -> None:
-    app.command("diagnose")(diagnose)
-    memory_app.command("reindex")(reindex)

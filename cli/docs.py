@@ -17,21 +17,23 @@ from __future__ import annotations
 import posixpath
 import re
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich import box
+from rich.markdown import Markdown
 from rich.table import Table
 
 from diagevo.cli.common import Output, console, emit_json, output_options, spell
+from diagevo.cli.reference import generators
 from diagevo.cli.safe import plain, text
-
-if TYPE_CHECKING:
-    from diagevo.docs.pages import File, Pages
+from diagevo.docs.pages import File, Pages, find, pages, shipped_file
+from diagevo.docs.pages import text as page_text
 
 LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
 
 
+@output_options()
 def docs_command(
     ctx: typer.Context,
     page: Annotated[
@@ -52,9 +54,6 @@ def docs_command(
 ) -> None:
     """The documentation this diagevo carries, offline: the list of its pages and shipped files, one
     page (Markdown, rendered on a terminal), or one shipped file (an example, a config)."""
-    from diagevo.docs.pages import find, pages, shipped_file
-    from diagevo.docs.pages import text as page_text
-
     listing = pages()
     if page is None:
         _listing(listing, path, output)
@@ -67,14 +66,11 @@ def docs_command(
     if path:
         sys.stdout.write(plain(str(found.path), limit=None) + "\n")
         return
-    from diagevo.cli.reference import generators
 
     markdown = page_text(found, generators(ctx.find_root().command))
     if output.as_json:
         emit_json({**found.to_dict(), "markdown": markdown})
     elif console.is_terminal:
-        from rich.markdown import Markdown
-
         console.print(Markdown(for_terminal(markdown, found.name), hyperlinks=False))
     else:
         sys.stdout.write(plain(markdown, newlines=True, limit=None))
@@ -138,7 +134,3 @@ def for_terminal(markdown: str, name: str) -> str:
         return label if said in (other, f"diagevo docs {other}") else f"{label} (`diagevo docs {other}`)"
 
     return LINK.sub(shown, markdown)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("docs")(output_options()(docs_command))

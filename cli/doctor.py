@@ -10,28 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from diagevo.cli.common import JsonOpt, acting_on, console, emit_json
+from diagevo.cli.fixes import detail, spell_fix
 from diagevo.cli.safe import text
-
-if TYPE_CHECKING:
-    from diagevo.diagnosis.probe import DiagnosticianProbe, StageProbe
-    from diagevo.doctor import Check
-    from diagevo.train.config import Config
-
-# diagevo.cli.fixes is imported where a fix is spelled: it reads the installation
-# (importlib.metadata), and every command of the CLI imports this module to register it
+from diagevo.config import DiagnosisConfig
+from diagevo.diagnosis.probe import DiagnosticianProbe, StageProbe, probe_diagnostician
+from diagevo.doctor import Check, run_checks
+from diagevo.train.config import Config, load_config
+from diagevo.train.folders import checkpoint_root
+from diagevo.train.preflight import preflight
+from diagevo.urls import resolve_db_url
 
 STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 
 
 def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) -> dict[str, Any]:
     """The checks (and the diagnostician's probes) as ``diagevo doctor --json`` prints them."""
-    from diagevo.cli.fixes import detail, spell_fix
-
     out: dict[str, Any] = {
         "ok": not any(c.failed for c in checks) and (probe is None or probe.ok),
         "checks": [
@@ -54,26 +52,12 @@ def as_json(checks: Sequence[Check], probe: DiagnosticianProbe | None = None) ->
             "timeout_s": probe.timeout_s,
             "ok": probe.ok,
             **({"listed": _stage_json(probe.listed)} if probe.listed is not None else {}),
-            "stages": [
-                {
-                    "stage": s.stage,
-                    "title": s.title,
-                    "verdict": s.verdict,
-                    "ok": s.ok,
-                    "detail": s.detail,
-                    "latency_s": s.latency_s,
-                    "fix": spell_fix(s.fix) if s.fix is not None else None,
-                    "reply": s.reply,
-                }
-                for s in probe.stages
-            ],
+            "stages": [{**_stage_json(s), "reply": s.reply} for s in probe.stages],
         }
     return out
 
 
 def _stage_json(s: StageProbe) -> dict[str, Any]:
-    from diagevo.cli.fixes import spell_fix
-
     return {
         "stage": s.stage,
         "title": s.title,
@@ -87,8 +71,6 @@ def _stage_json(s: StageProbe) -> dict[str, Any]:
 
 def print_checks(checks: Sequence[Check]) -> None:
     """One line a check (readable at any width, piped or not), its fix indented under it."""
-    from diagevo.cli.fixes import detail, spell_fix
-
     names = [c.name + (" *" if c.asked else "") for c in checks]
     width = max(map(len, names)) + 2
     for c, name in zip(checks, names):
@@ -100,8 +82,6 @@ def print_checks(checks: Sequence[Check]) -> None:
 
 def print_probe(probe: DiagnosticianProbe) -> None:
     """The diagnostician's probes: a heading, then one line a stage with its verdict and why."""
-    from diagevo.cli.fixes import spell_fix
-
     console.print()
     console.print(
         text(
@@ -129,9 +109,6 @@ def _probe(
     url: str | None, model: str | None, cfg: Config | None, timeout_s: float | None
 ) -> DiagnosticianProbe | None:
     """The diagnostician named with ``--diagnostician`` (else the config's), probed stage by stage."""
-    from diagevo.config import DiagnosisConfig
-    from diagevo.diagnosis.probe import probe_diagnostician
-
     section = cfg.diagnosis if cfg is not None else DiagnosisConfig()
     target = url or section.llm_url
     if target is None:
@@ -215,17 +192,10 @@ def doctor(
     backend, vLLM, Chromium, diagevo on PATH, and a diagnostician server; each ok / warning /
     missing with its fix. Exits 1 only when something you named (--db, --postgres, --model,
     --config, --diagnostician) is not ok."""
-    from diagevo.doctor import run_checks
-    from diagevo.urls import resolve_db_url
-
     acting_on(resolve_db_url(db))
     checks = run_checks(db=db, postgres=postgres, models=list(model or []))
     cfg = None
     if config is not None or set_:
-        from diagevo.train.config import load_config
-        from diagevo.train.folders import checkpoint_root
-        from diagevo.train.preflight import preflight
-
         cfg = load_config(config, list(set_ or []))
         checks += preflight(cfg, checkpoint_root(cfg, resolve_db_url(db or cfg.db), move=False))
     probe = _probe(diagnostician, diagnostician_model, cfg, timeout)
@@ -242,7 +212,3 @@ def doctor(
             )
     if failed:
         raise typer.Exit(1)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("doctor")(doctor)

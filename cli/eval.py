@@ -7,7 +7,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import typer
 from rich import box
@@ -26,10 +27,18 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.progress import progress_for
 from diagevo.cli.safe import text
+from diagevo.eval.benchmarks import load_benchmark
+from diagevo.eval.config import EvalConfig
+from diagevo.eval.runs import evaluate_model, evaluate_run
+from diagevo.files import plain_name
+from diagevo.generation import make_engine
+from diagevo.log import Recorder
+from diagevo.progress import quiet_libraries
+from diagevo.sections import ConfigError
+from diagevo.train.preflight import check_engine, require
 from diagevo.untrusted import shell_join
-
-if TYPE_CHECKING:
-    from diagevo.log import Recorder
+from diagevo.urls import without_password
+from diagevo.views.memory import resolve_run
 
 EngineOpt = Annotated[
     str | None,
@@ -52,15 +61,12 @@ def _pairs(items: list[str], what: str, example: str) -> list[tuple[str, str]]:
 def load_benches(specs: list[str], fields: list[str], limit: int | None) -> list[Any]:
     """Parse ``NAME=PATH`` and ``NAME.ROLE=COLUMN`` options and read every file (all before
     anything is generated, so a bad file costs nothing)."""
-    from diagevo.eval.benchmarks import load_benchmark
-
     mapping: dict[str, dict[str, str]] = {}
     for key, column in _pairs(fields, "--field", "NAME.ROLE=COLUMN"):
         name, dot, role = key.rpartition(".")
         if not dot or not name:
             raise CLIError(f"--field {key}={column}: name the benchmark and the role, e.g. gsm8k.question={column}")
         mapping.setdefault(name, {})[role] = column
-    from diagevo.files import plain_name
 
     pairs = _pairs(specs, "--bench", "NAME=PATH")
     for name, _ in pairs:  # NAME names the outputs file under --out
@@ -75,8 +81,6 @@ def load_benches(specs: list[str], fields: list[str], limit: int | None) -> list
 
 
 def _engine_factory(engine: str | None, url: str | None) -> tuple[str, Any]:
-    from diagevo.generation import make_engine
-
     kind = engine or ("endpoint" if url else "local")
     if kind not in ("local", "vllm", "endpoint"):
         raise CLIError(f"--engine {kind}: use local, vllm or endpoint")
@@ -86,15 +90,12 @@ def _engine_factory(engine: str | None, url: str | None) -> tuple[str, Any]:
         )
     if kind != "endpoint" and url:
         raise CLIError(f"--url is for the endpoint engine, not {kind}")
-    from diagevo.train.preflight import check_engine, require
 
     require(check_engine(kind))  # before anything is loaded or recorded: one line, exit 2
 
     def build(model: str) -> Any:
         try:
             if kind == "local":
-                from diagevo.progress import quiet_libraries
-
                 quiet_libraries()
             return make_engine(kind, model, **({"url": url} if kind == "endpoint" else {}))  # type: ignore[arg-type]
         except ImportError as exc:
@@ -119,10 +120,6 @@ def _resumable() -> Iterator[None]:
 
 def _without_passwords(args: list[str]) -> list[str]:
     """The command's words with the password of a --db or --url URL left out (never printed)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    from diagevo.urls import without_password
-
     out: list[str] = []
     for i, word in enumerate(args):
         flag = args[i - 1] if i else ""
@@ -246,8 +243,6 @@ def eval_command(
     # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
     with progress_for(err_console, enabled=not json, transient=True, width=None) as bars, _resumable():
         if model is not None:
-            from diagevo.eval.runs import evaluate_model
-
             results = evaluate_model(make, model, benches, cfg, out, samples=greedy_only, progress=bars)
             scores = EvalScores(
                 {"model": model, "engine": kind, "results": [r.to_json() for r in results]},
@@ -287,9 +282,6 @@ def _eval_config(
     limit: int | None, samples: int | None, max_new_tokens: int | None, batch_size: int | None, seed: int | None
 ) -> Any:
     """The evaluation settings given on the command line, each refused under its option's name."""
-    from diagevo.eval.config import EvalConfig
-    from diagevo.sections import ConfigError
-
     if limit is not None and limit < 1:
         raise CLIError(f"--limit {limit}: give a positive number of questions")
     if samples is not None and samples < 0:
@@ -303,12 +295,8 @@ def _eval_config(
 
 def _validation_bench(select: str, limit: int | None) -> Any:
     """The file of ``--select`` (``VAL_FILE`` or ``NAME=PATH``) whose accuracy picks a round."""
-    from diagevo.eval.benchmarks import load_benchmark
-
     name, sep, path = select.partition("=")
     if sep:
-        from diagevo.files import plain_name
-
         plain_name(name, "--select NAME")
     return load_benchmark(name if sep else "validation:mixed", path if sep else select, None, limit)
 
@@ -327,9 +315,6 @@ def _evaluate_run(
     bars: Any,
 ) -> EvalScores:
     """Evaluate the run's solver checkpoints (scores recorded in its log)."""
-    from diagevo.eval.runs import evaluate_run
-    from diagevo.views.memory import resolve_run
-
     run_id = resolve_run(store, run)
     done = evaluate_run(
         store,
@@ -368,7 +353,3 @@ def _print_scores(scores: EvalScores, title: str, out: Path) -> None:
         )
     if scores.rows:
         console.print(text((f"per-question outputs under {out}/ (rerun the same command to resume)", "dim")))
-
-
-def register(app: typer.Typer) -> None:
-    app.command("eval")(eval_command)

@@ -80,15 +80,3 @@ def command_paths(command: Any, prefix: str = "") -> dict[str, Any]:
     for name, sub in sorted(getattr(command, "commands", {}).items()):
         out.update(command_paths(sub, f"{prefix} {name}".strip()))
     return out
-
-
-def apply(command: Any) -> Any:
-    """Set each command's epilog from the table; the markup characters of an example are escaped
-    (typer renders an epilog as Rich markup)."""
-    from rich.markup import escape
-
-    for path, sub in command_paths(command).items():
-        text = epilog(path)
-        if text is not None:
-            sub.epilog = escape(text)
-    return command

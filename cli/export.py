@@ -12,6 +12,8 @@ from rich.table import Table
 
 from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, round_from_0
 from diagevo.cli.safe import text
+from diagevo.dataset import export_dataset
+from diagevo.verl import export_round
 
 export_app = typer.Typer(no_args_is_help=True, help="A run as files others can load without diagevo.")
 
@@ -35,8 +37,6 @@ def dataset(
 ) -> None:
     """Write RUN as Parquet files (questions, failures with their diagnoses, nodes, causes, every
     cause's state per round) and a README.md dataset card that Hugging Face datasets reads."""
-    from diagevo.dataset import export_dataset
-
     with open_store(db, readonly=True) as store:
         done = export_dataset(store, run, out, upto_round=upto_round, retained_only=retained_only, force=force)
     if json:
@@ -75,8 +75,6 @@ def verl(
     Q^cur is generated from) and with --questions construct.parquet; and verl.json, the batch
     settings each file trains with (the overrides shown) and what a rollout dump must match.
     Files of other programs in the directory are never replaced (diagevo docs how-to/verl)."""
-    from diagevo.verl import export_round
-
     with open_store(db, readonly=True) as store:
         done = export_round(store, run, out, t=t, questions=questions)
     if json:

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from diagevo.cli.common import (
+    CLIError,
     DbOpt,
     JsonOpt,
     Output,
@@ -19,6 +20,8 @@ from diagevo.cli.common import (
     spell,
 )
 from diagevo.cli.safe import text
+from diagevo.fork import diff_runs, fork_run
+from diagevo.words import plural, times
 
 
 def fork(
@@ -34,9 +37,7 @@ def fork(
 ) -> None:
     """A new run whose log is RUN's log through ROUND's commit, continued by the trainer that
     wrote RUN (train --resume for diagevo's own, the round protocol for another)."""
-    from diagevo.fork import fork_run
     from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
-    from diagevo.words import plural
 
     with open_store(db) as store:
         done = fork_run(store, run, at_round, to, list(set_ or [])).to_dict()
@@ -72,10 +73,6 @@ def diff(
     output: Output = Output(),
 ) -> None:
     """Causes whose state or frequency differ, nodes in one run only, F_t and ε side by side."""
-    from diagevo.cli.common import CLIError
-    from diagevo.fork import diff_runs
-    from diagevo.words import times
-
     if len(runs) != 2:
         raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
     with open_store(db, readonly=True) as store:
@@ -103,8 +100,6 @@ def _schedule_table(d: dict[str, Any], a: str, b: str) -> Table:
 
 def _print_differing_causes(d: dict[str, Any], a: str, b: str) -> None:
     """The causes (matched by the event that created them) whose state or frequency differ."""
-    from diagevo.words import plural
-
     n = len(d["causes_differing"])
     matched = "causes matched by the event that created them, not by id"
     if not n:
@@ -126,8 +121,6 @@ def _print_differing_causes(d: dict[str, Any], a: str, b: str) -> None:
 
 def _print_one_sided(d: dict[str, Any], runs: list[str]) -> None:
     """What one run has and the other lacks, and the ids that name different things in each."""
-    from diagevo.words import plural
-
     for run in runs:  # wrapped at the terminal; a long list cut (--json has every id)
         console.print(
             text(f"only in {run}: causes {_some(d['causes_only_in'][run])}; nodes {_some(d['nodes_only_in'][run])}")
@@ -150,11 +143,6 @@ def _print_one_sided(d: dict[str, Any], runs: list[str]) -> None:
                 f"run (created after the fork): {ids}"
             )
         )
-
-
-def register(memory_app: typer.Typer) -> None:
-    memory_app.command()(fork)
-    memory_app.command()(diff)
 
 
 LISTED = 20

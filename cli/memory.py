@@ -5,13 +5,14 @@ from __future__ import annotations
 import sys
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from diagevo.catalog import CATALOG as EVENT_TYPES
 from diagevo.catalog.names import NAMES as EVENT_TYPE_NAMES
 from diagevo.cli.common import (
     CLIError,
@@ -28,11 +29,19 @@ from diagevo.cli.common import (
     round_from_0,
 )
 from diagevo.cli.safe import plain, text
+from diagevo.files import replaced
+from diagevo.log import Recorder
+from diagevo.memory.schedule import schedule
+from diagevo.memory.state import Memory
+from diagevo.parsing import file_lines, input_file
+from diagevo.untrusted import json_visible, shorten
+from diagevo.views import queries
+from diagevo.views.events import EventFilter, event_json, follow_matching, list_events
+from diagevo.views.follow import wait_for_run
+from diagevo.views.memory import load_memory, resolve_run
+from diagevo.views.queries import memory_view
+from diagevo.views.stories import RECENT
 from diagevo.words import did_you_mean, plural
-
-if TYPE_CHECKING:
-    from diagevo.log import Recorder
-    from diagevo.memory.state import Memory
 
 FollowOpt = Annotated[
     bool,
@@ -44,13 +53,8 @@ UntilOpt = Annotated[
     int | None, typer.Option("--until-round", help="With --follow: stop once this round is committed.")
 ]
 
-memory_app = typer.Typer(help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True)
-
 
 def render_memory(mem: Memory, title: str) -> None:
-    from diagevo.memory.schedule import schedule
-    from diagevo.words import plural
-
     s = schedule(mem)
     tree = Tree(text((title, "bold"), "  run ", mem.run))
     for node in mem.nodes_in_order():
@@ -72,7 +76,6 @@ def render_memory(mem: Memory, title: str) -> None:
     console.print(text(f"active {len(mem.active())}, mastered {len(mem.mastered())}, nodes {len(mem.nodes)}"))
 
 
-@memory_app.command()
 @output_options()
 def replay(
     at_round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
@@ -81,9 +84,6 @@ def replay(
     output: Output = Output(),
 ) -> None:
     """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
-    from diagevo.views.memory import load_memory, resolve_run
-    from diagevo.views.queries import memory_view
-
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), at_round)
     if output.as_json:
@@ -92,13 +92,9 @@ def replay(
         render_memory(mem, f"M_{at_round}")
 
 
-@memory_app.command()
 @output_options()
 def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> None:
     """The memory after the run's last event (an unfinished round included)."""
-    from diagevo.views.memory import load_memory, resolve_run
-    from diagevo.views.queries import memory_view
-
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
     if output.as_json:
@@ -127,7 +123,6 @@ def _describe(entry: dict[str, Any]) -> str:
     return f"node {entry['from_node']} merged: {entry['absorbed']} into {entry['survivor']} as '{entry['label']}'"
 
 
-@memory_app.command()
 @output_options()
 def why(
     cause: Annotated[str, typer.Argument(help="Cause id, e.g. C12.")],
@@ -140,9 +135,6 @@ def why(
 ) -> None:
     """The story of one cause: creation, promotions, reactivations, merges and its most recent
     attributions (every one with --all or --json)."""
-    from diagevo.views import queries
-    from diagevo.views.stories import RECENT
-
     with open_store(db, readonly=True) as store:
         story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT).to_dict()
         # said while the store is open: an entry a raw row made unreadable (an ``acc`` that is a
@@ -185,8 +177,6 @@ TRAJECTORY_SHOWN = 400
 
 def _trajectory(response: str | None) -> str:
     """A trajectory on a few lines: whitespace folded, the middle cut when it is long."""
-    from diagevo.untrusted import shorten
-
     return shorten(response or "", TRAJECTORY_SHOWN, middle=True, fold=True) or "-"
 
 
@@ -226,8 +216,6 @@ SHOWN_DATA = 140
 def _data_line(data: dict[str, Any]) -> str:
     """An event's data on one line: its scalar fields, floats rounded (``p1=0.667``), cut to
     :data:`SHOWN_DATA` characters."""
-    from diagevo.untrusted import shorten
-
     shown = ", ".join(
         f"{k}={round(v, 3) if isinstance(v, float) else v}"
         for k, v in data.items()
@@ -236,7 +224,6 @@ def _data_line(data: dict[str, Any]) -> str:
     return shorten(shown, SHOWN_DATA)
 
 
-@memory_app.command()
 @output_options(json_help="Print one JSON document: the run, the events, whether more matched.")
 def events(
     db: DbOpt = None,
@@ -257,8 +244,6 @@ def events(
     """List events, filtered (every filter is an indexed read). With --follow, every event of the
     run from its first (filtered) and then each new one as another process appends it, a line
     each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
-    from diagevo.views.events import EventFilter, event_json, list_events
-
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
     if output.as_json and jsonl:
@@ -284,9 +269,6 @@ def events(
 def _event_classes(types: list[str]) -> frozenset[Any]:
     """The classes of the event types named (the filter takes classes); an event type the
     catalog does not know is refused, with the one most likely meant."""
-    from diagevo.catalog import CATALOG as EVENT_TYPES
-    from diagevo.untrusted import shorten
-
     unknown = sorted(set(types) - set(EVENT_TYPES))
     if unknown:
         shown = shorten(" ".join(unknown[0].split()), 40)
@@ -319,8 +301,6 @@ def _print_events(page: Any) -> None:
 def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, until_round: int | None) -> None:
     """``memory events --follow``: a line per event as it comes (Ctrl-C ends it: nothing more
     printed, exit 0)."""
-    from diagevo.views.events import event_json, follow_matching
-
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = followed_run(store, run)
         if not as_json:
@@ -335,9 +315,6 @@ def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, 
 
 def followed_run(store: Recorder, run: str | None) -> str:
     """The run to follow: ``run`` (waited for when no process has started it yet), else the latest."""
-    from diagevo.views.follow import wait_for_run
-    from diagevo.views.memory import resolve_run
-
     if run is not None and not store.has_run(run):
         err_console.print(text((f"waiting for run {run} to start (Ctrl-C to stop)", "dim")), soft_wrap=True)
         wait_for_run(store, run)
@@ -348,7 +325,6 @@ def flush_stdout() -> None:
     json_stdout().flush()  # into a pipe too, a line as it comes
 
 
-@memory_app.command()
 def ingest(
     file: Annotated[Path, typer.Argument(help="JSONL file of events ('-' for stdin).")],
     db: DbOpt = None,
@@ -359,7 +335,6 @@ def ingest(
 ) -> None:
     """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
     from diagevo.interchange import as_run, ingest_events, parse_lines
-    from diagevo.parsing import file_lines, input_file
 
     input_file(file)
     events = parse_lines(file_lines(file))  # a bad file is refused before the database is opened
@@ -372,8 +347,6 @@ def ingest(
     if json:
         emit_json(result.__dict__)
     else:
-        from diagevo.words import plural
-
         console.print(
             text(
                 f"ingested {plural(result.appended, 'event')} ({result.skipped} already stored) into ",
@@ -395,17 +368,13 @@ def _runs(runs: tuple[str, ...] | list[str]) -> str:
     return f"{len(runs):,} runs: {shown}" + (f", … ({more:,} more; --json lists them all)" if more > 0 else "")
 
 
-@memory_app.command()
 def export(
     db: DbOpt = None,
     run: RunOpt = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout ('-': stdout).")] = None,
 ) -> None:
     """Write the run's log as JSONL (with seq, recorded_at, hash)."""
-    from diagevo.files import replaced
     from diagevo.interchange import export_lines
-    from diagevo.untrusted import json_visible
-    from diagevo.views.memory import resolve_run
 
     with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
@@ -421,7 +390,6 @@ def export(
     console.print(text(f"wrote {out} ({plural(n, 'event')} of run ", run_id, ")"), soft_wrap=True)
 
 
-@memory_app.command()
 @output_options()
 def verify(
     db: DbOpt = None,
@@ -431,7 +399,6 @@ def verify(
 ) -> None:
     """Check the hash chain, the texts against their keys, the invariants, and that the saved
     views (snapshots, the statistics) equal the log and reach no further than it."""
-    from diagevo.views.memory import resolve_run
     from diagevo.views.verify import verdict
 
     if all_runs and run is not None:

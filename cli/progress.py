@@ -8,18 +8,27 @@ Both take the library's ``(phase, done, total)`` callbacks.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from diagevo.cli.safe import plain
 from diagevo.progress import ProgressFn
-
-if TYPE_CHECKING:  # rich.progress loads with the first bar: a command that shows none never imports it
-    from rich.progress import Progress, ProgressColumn
 
 
 def _duration(seconds: float) -> str:
@@ -115,12 +124,9 @@ def progress_for(
         yield lambda _phase, _done, _total: None
         return
     if not console.is_terminal:
-        import sys
-
         plain = PlainProgress(sys.stderr, names)
         yield lambda phase, done, total: None if phase in ignore else plain(phase, done, total)
         return
-    from rich.progress import Progress
 
     cols = bar_columns(width, rate=rate)
     with Progress(*cols, console=console, transient=transient) as progress:
@@ -131,8 +137,6 @@ def progress_for(
 def bar_columns(width: int | None = 24, *, rate: bool = False) -> tuple[ProgressColumn, ...]:
     """The columns of a phase bar: its name padded to ``width``, the bar, done/total, with
     ``rate`` the items per second, the time spent and the time left."""
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
     return (
         TextColumn("{task.description}" if width is None else f"{{task.description:<{width}}}", markup=False),
         BarColumn(),
@@ -145,8 +149,6 @@ def bar_columns(width: int | None = 24, *, rate: bool = False) -> tuple[Progress
 
 def _rate_column() -> ProgressColumn:
     """A column of the items per second of a phase bar."""
-    from rich.progress import ProgressColumn, Task
-    from rich.text import Text
 
     class RateColumn(ProgressColumn):
         def render(self, task: Task) -> Text:

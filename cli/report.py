@@ -10,7 +10,11 @@ import typer
 
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, open_store, program
 from diagevo.cli.safe import plain, text
+from diagevo.report import comparison_html, report_html, write_comparison, write_report
 from diagevo.untrusted import shell_join
+from diagevo.urls import redact_url, resolve_db_url, without_password
+from diagevo.views.memory import resolve_run
+from diagevo.words import plural
 
 
 def report_command(
@@ -28,10 +32,6 @@ def report_command(
 ) -> None:
     """Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, trees, timing, config.
     With several --run, one page comparing them: their curves (accuracy and every metric, F_t, ε, Active/Mastered) on shared axes."""  # noqa: E501
-    from diagevo.report import report_html, write_report
-    from diagevo.urls import redact_url, resolve_db_url, without_password
-    from diagevo.views.memory import resolve_run
-    from diagevo.words import plural
 
     to_stdout = str(out) == "-"
     if to_stdout and json:
@@ -73,9 +73,6 @@ def report_command(
 
 
 def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: str, json: bool) -> None:
-    from diagevo.report import comparison_html, write_comparison
-    from diagevo.views.memory import resolve_run
-
     with open_store(db, readonly=True) as store:
         runs = [resolve_run(store, r) for r in runs]  # each must exist
 
@@ -98,7 +95,3 @@ def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: st
         ),
         soft_wrap=True,
     )
-
-
-def register(app: typer.Typer) -> None:
-    app.command("report")(report_command)

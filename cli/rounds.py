@@ -10,16 +10,22 @@ import json as jsonlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
 
+from diagevo import rounds
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
 from diagevo.cli.safe import text
-
-if TYPE_CHECKING:
-    from diagevo.log import Recorder
+from diagevo.errors import DiagevoError
+from diagevo.formats import CandidateLine, read_lines
+from diagevo.log import Recorder
+from diagevo.parsing import decimal_number, file_lines, one_line
+from diagevo.rounds.protocol import unknown_run
+from diagevo.train.config import load_config
+from diagevo.verl import generated_candidates
+from diagevo.views.memory import resolve_run
 
 round_app = typer.Typer(no_args_is_help=True, help="Drive one round of the memory from another trainer.")
 
@@ -27,18 +33,12 @@ RoundOpt = Annotated[int | None, typer.Option("--round", min=1, help="Round (def
 
 
 def _round(store: Recorder, run: str, t: int | None) -> int:
-    from diagevo import rounds
-
     return t if t is not None else rounds.current_round(store, run)
 
 
 @contextmanager
 def _picked(store: Recorder, run: str | None) -> Iterator[str]:
     """The run to work on; when ``--run`` was not given, an error says which run was picked."""
-    from diagevo.errors import DiagevoError
-    from diagevo.rounds.protocol import unknown_run
-    from diagevo.views.memory import resolve_run
-
     if run is not None and not store.has_run(run):
         raise unknown_run(store, run)
     r = resolve_run(store, run)
@@ -75,9 +75,6 @@ def start(
     json: JsonOpt = False,
 ) -> None:
     """Start the run (when new) and open its next round."""
-    from diagevo import rounds
-    from diagevo.train.config import load_config
-
     if resume is not None and resume not in rounds.RESUMES:
         raise CLIError(f"--resume must be allow, must or never, not {resume[:40]!r}")
     chosen = cast("rounds.Resume | None", resume)
@@ -115,8 +112,6 @@ def requests_(
     jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON request a line.")] = False,
 ) -> None:
     """Generation requests drawn from the schedule of M_{t-1} (Eq. 1-2), with challenger prompts."""
-    from diagevo import rounds
-
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
@@ -143,10 +138,6 @@ def requests_(
 
 def read_candidates(path: Path) -> list[Any]:
     """Every line of the file as a candidate; the first bad line is ``line N: reason``."""
-    from diagevo import rounds
-    from diagevo.formats import CandidateLine, read_lines
-    from diagevo.parsing import file_lines, one_line
-
     out = []
     for i, obj, _ in read_lines(file_lines(path), CandidateLine):
         try:
@@ -178,8 +169,6 @@ def record(
     json: JsonOpt = False,
 ) -> None:
     """Record generated questions with their construction responses: votes, filter (Eq. 3)."""
-    from diagevo import rounds
-
     if (questions is None) == (from_verl is None):
         raise CLIError("name the questions: a JSONL file, or verl's generation output with --from-verl FILE (not both)")
     candidates = read_candidates(questions) if questions is not None else []
@@ -187,8 +176,6 @@ def record(
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
             if from_verl is not None:
-                from diagevo.verl import generated_candidates
-
                 candidates = generated_candidates(from_verl, r, t)
             scored = rounds.Round(store, r, t).record(candidates)
     kept = [s for s in scored if s.retained]
@@ -228,8 +215,6 @@ def promote(
     ] = False,
 ) -> None:
     """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once (after its questions are recorded)."""
-    from diagevo import rounds
-
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
@@ -264,9 +249,6 @@ def commit(
     json: JsonOpt = False,
 ) -> None:
     """Commit the round: M_t is the memory here."""
-    from diagevo import rounds
-    from diagevo.parsing import decimal_number
-
     metrics: dict[str, float] = {}
     for item in metric or []:
         name, sep, value = item.partition("=")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich import box
@@ -13,9 +13,9 @@ from rich.text import Text
 from diagevo.cli.common import DbOpt, Output, console, emit_json, open_store, output_options, spell
 from diagevo.cli.safe import plain
 from diagevo.untrusted import shorten
-
-if TYPE_CHECKING:
-    from diagevo.views.runs import RunSummary
+from diagevo.views.memory import resolve_run
+from diagevo.views.runs import RunSummary
+from diagevo.views.runs import runs as summaries
 
 runs_app = typer.Typer(
     help="The runs of a database: status, rounds, origin, config; tag and note them.",
@@ -41,7 +41,6 @@ def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> Non
     from the defaults."""
     if ctx.invoked_subcommand is not None:
         return
-    from diagevo.views.runs import runs as summaries
 
     with open_store(db, readonly=True) as store:
         found = summaries(store)
@@ -115,7 +114,6 @@ def tag(
 ) -> None:
     """Tag a run (stored as a ``run.tagged`` event)."""
     from diagevo.rounds import tag_run
-    from diagevo.views.memory import resolve_run
 
     with open_store(db) as store:
         resolve_run(store, run)  # an unknown run is likely a typo: say which runs are close
@@ -131,7 +129,6 @@ def note(
 ) -> None:
     """Add a free-text note to a run (stored as a ``run.noted`` event)."""
     from diagevo.rounds import note_run
-    from diagevo.views.memory import resolve_run
 
     with open_store(db) as store:
         resolve_run(store, run)  # an unknown run is likely a typo: say which runs are close

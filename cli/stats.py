@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
+from diagevo.catalog import RoundCommitted, TrainStep
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -22,10 +23,13 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.memory import FollowOpt, UntilOpt, flush_stdout, followed_run
 from diagevo.cli.safe import plain, text
+from diagevo.cli.tables import print_fitted
+from diagevo.files import TABLE_SUFFIXES, write_replacing, write_rows
+from diagevo.results import JsonRow
+from diagevo.views import queries
+from diagevo.views.follow import follow_events, follow_stats
+from diagevo.views.stats import COLUMNS, is_family_detail, metric_columns
 from diagevo.words import plural
-
-if TYPE_CHECKING:
-    from diagevo.results import JsonRow
 
 STATS_COLUMNS = {
     "round": "t",
@@ -87,8 +91,6 @@ _LEGEND = {
 def stats_columns(rows: Sequence[JsonRow], metrics: Sequence[str]) -> tuple[list[str], list[str], list[int]]:
     """The columns of the ``memory stats`` table in their order, their headers, and their indices
     in the order a narrow terminal keeps them (:data:`_KEPT_FIRST`)."""
-    from diagevo.views.stats import is_family_detail
-
     named = [m for m in metrics if m != "heldout_acc"]
     cols = [c for c in STATS_COLUMNS if rows and any(c in r for r in rows)] + named
     heads = [STATS_COLUMNS.get(c, c) for c in cols]  # a metric under its own name, as --json has it
@@ -124,9 +126,6 @@ def stats(
     recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run).
     With --follow, a line per round as another process commits it (a JSON line with --json).
     With --steps, one row per GRPO step of the hf backend (x = the role's global step)."""
-    from diagevo.files import TABLE_SUFFIXES
-    from diagevo.views import queries
-
     if steps:
         if output.file is not None:
             raise CLIError("--steps goes without -o (memory stats --steps --json has the rows)")
@@ -148,9 +147,6 @@ def stats(
         result = queries.stats(store, run)
     run_id, rows = result.run, result.rounds
     if output.file is not None:
-        from diagevo.files import write_rows
-        from diagevo.views.stats import COLUMNS
-
         write_rows(output.file, [*COLUMNS, *result.metrics], rows)
     if output.as_json:
         emit_json(result.to_dict())
@@ -158,8 +154,6 @@ def stats(
     if not rows:
         console.print(text(f"run {run_id} has no committed round yet", _pending(result.uncommitted)), soft_wrap=True)
     else:
-        from diagevo.cli.tables import print_fitted
-
         cols, heads, keep = stats_columns(rows, result.metrics)
         cells = [[_cell(r.get(c)) for c in cols] for r in rows]
         print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, legend=_LEGEND, priority=keep)
@@ -187,8 +181,6 @@ def _step_stats(
     db: str | None, run: str | None, as_json: bool, wide: bool, follow: bool, until_round: int | None
 ) -> None:
     """``memory stats --steps``: the run's GRPO steps; with --follow, each as its phase logs it."""
-    from diagevo.views import queries
-
     with open_store(db, readonly=True) as store:
         if not follow:
             data = queries.steps(store, run)
@@ -201,15 +193,12 @@ def _step_stats(
         if not data.steps:
             console.print(text(f"run {data.run} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
             return
-        from diagevo.cli.tables import print_fitted
 
         fields = data.fields if wide else [f for f in queries.STEP_FIELDS if f in data.fields]
         heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]
         cells = [_step_cells(r, fields) for r in data.steps]
         print_fitted(console, heads, cells, title=text(f"run {data.run}: GRPO steps"), wide=wide)
         return
-    from diagevo.catalog import RoundCommitted, TrainStep
-    from diagevo.views.follow import follow_events
 
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         if not as_json:
@@ -232,9 +221,6 @@ def _step_stats(
 
 def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
     """``memory stats --follow``: a line per committed round as it comes (Ctrl-C ends it, exit 0)."""
-    from diagevo.views.follow import follow_stats
-    from diagevo.views.stats import metric_columns
-
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = followed_run(store, run)
         if not as_json:
@@ -274,8 +260,6 @@ def plot(
     output: Output = Output(),
 ) -> None:
     """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an SVG image with -o."""
-    from diagevo.views import queries
-
     suffix = output.file.suffix.lower() if output.file is not None else ""
     if output.file is not None and suffix not in (".svg", ".csv"):
         raise CLIError(f"{output.file}: write a .svg figure (no PNG: a browser converts the SVG) or the series as .csv")
@@ -292,11 +276,8 @@ def plot(
             console.print(text(f"run {run_id} has no committed round yet: nothing to plot"))
         return
     if output.file is not None and suffix == ".csv":
-        from diagevo.files import write_rows
-
         write_rows(output.file, list(rows[0]), rows)
     elif output.file is not None:
-        from diagevo.files import write_replacing
         from diagevo.report.figures import lifecycle
 
         write_replacing(output.file, lifecycle(rows, title=f"Memory lifecycle, run {run_id}"))
@@ -325,8 +306,3 @@ def plot(
     console.print(text(("act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1", "dim")))
     if output.file is not None:
         console.print(text(f"wrote {output.file}"))
-
-
-def register(memory_app: typer.Typer) -> None:
-    memory_app.command()(stats)
-    memory_app.command()(plot)

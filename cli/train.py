@@ -9,8 +9,10 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
+from rich.progress import Progress
 from rich.table import Table
 
+from diagevo import train as training
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -24,18 +26,28 @@ from diagevo.cli.common import (
     program,
     spell,
 )
+from diagevo.cli.fixes import detail, spell_fix
 from diagevo.cli.progress import bar_columns, progress_for
 from diagevo.cli.safe import plain, text
+from diagevo.cli.tables import print_fitted
 from diagevo.errors import BadInput
+from diagevo.installation import shipped
+from diagevo.paths import beside_database, run_dir
+from diagevo.redaction import redact_config
+from diagevo.train import default_run_id
+from diagevo.train.ablate import CONFIGURED, MINI_ARMS, VARIANTS, WORLDS, run_ablation
+from diagevo.train.config import load_config
+from diagevo.train.folders import checkpoint_root
+from diagevo.train.hf.args import plan
+from diagevo.train.preflight import preflight, require
 from diagevo.untrusted import shell_join
+from diagevo.urls import redact_url, resolve_db_url
 from diagevo.words import plural
 
 
 def default_config() -> Path | None:
     """``configs/sim.toml``, so that ``diagevo train`` with no ``--config`` trains the same in every
     installation (None: it is not there, and the built-in defaults apply)."""
-    from diagevo.installation import shipped
-
     return shipped("configs/sim.toml")
 
 
@@ -69,8 +81,6 @@ ROUND_LEGEND = {
 def print_round_table(reports: list[Any]) -> None:
     """After each round: what it retained, diagnosed and changed, and the held-out metrics; the
     columns that do not fit the terminal are left out whole and named, never cut to ``8…``."""
-    from diagevo.cli.tables import print_fitted
-
     rows = []
     for r in reports:
         s = r.stats  # the round's row of `memory stats`
@@ -111,10 +121,6 @@ def _metric(metrics: dict[str, float], key: str) -> str:
 
 def preflight_verdicts(cfg: Any, db_url: str) -> dict[str, dict[str, str]]:
     """What ``train`` would check before starting, each check's status and detail (and fix)."""
-    from diagevo.cli.fixes import detail, spell_fix
-    from diagevo.train.folders import checkpoint_root
-    from diagevo.train.preflight import preflight
-
     out: dict[str, dict[str, str]] = {}
     for c in preflight(cfg, checkpoint_root(cfg, db_url, move=False)):
         out[c.name] = {"status": c.status, "detail": detail(c)}
@@ -125,14 +131,8 @@ def preflight_verdicts(cfg: Any, db_url: str) -> dict[str, dict[str, str]]:
 
 def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     """``train --dry-run``: what a run would do, read from the config alone."""
-    from diagevo.paths import beside_database, run_dir
-    from diagevo.train import default_run_id
-    from diagevo.train.hf.args import plan
-    from diagevo.urls import redact_url
-
     run = default_run_id(cfg)
     root = cfg.train.out_dir or beside_database(db_url, ".runs", move=False)  # a dry run moves nothing
-    from diagevo.redaction import redact_config
 
     data = plan(
         cfg,
@@ -194,9 +194,6 @@ def train(
     report_to: ReportToOpt = None,
 ) -> None:
     """Run the co-evolution loop (CPU simulator by default)."""
-    from diagevo.train.config import load_config
-    from diagevo.urls import resolve_db_url
-
     if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
         raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
     # --rounds says where to stop, not how a round runs (stored as train.rounds, the target,
@@ -217,9 +214,6 @@ def train(
     # the preflight, once: here before the database is created, so a refused train leaves nothing (exit 2);
     # a resumed run's config is read from its log, and checked there by the library
     if not resume:
-        from diagevo.train.folders import checkpoint_root
-        from diagevo.train.preflight import preflight, require
-
         require(preflight(cfg, checkpoint_root(cfg, db_url, move=False)))
     _train_rounds(cfg, TrainRequest(resume, rounds, quiet, user_sets, explicit_db, db_url))
 
@@ -251,8 +245,6 @@ class RunOutcome:
 def _train_rounds(cfg: Any, request: TrainRequest) -> None:
     """Train on this rank (rank 0 leads, the others follow under accelerate launch), then print
     the rounds and the commands that read them."""
-    from diagevo import train as training
-
     with training.this_rank(cfg) as role:
         if role is None:
             return
@@ -315,8 +307,6 @@ def _with_progress(run_rounds: Any, request: TrainRequest, run_id: str) -> None:
 
 def _print_outcome(outcome: RunOutcome, request: TrainRequest) -> None:
     """The rounds trained, where the log is, and the commands that read the run."""
-    from diagevo.urls import redact_url
-
     if outcome.reports:
         print_round_table(outcome.reports)
     else:
@@ -348,15 +338,12 @@ def ablate(
     variants: Annotated[list[str] | None, typer.Option("--variant", help="Only these variants.")] = None,
     worlds: Annotated[list[str] | None, typer.Option("--world", help="Only these world settings.")] = None,
     json: JsonOpt = False,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")] = None,
+    set_: SetOpt = None,
 ) -> None:
     """Table 2 and Table 4 variants on the simulator, with each world property on and off; on the hf
     backend (the mini world) full DiagEvo, no memory and frozen challenger by default, in the
     configured world. Each (world, variant, seed) is a run of the log: run the command again and
     finished runs are skipped, a stopped one resumed."""
-    from diagevo.train.ablate import CONFIGURED, MINI_ARMS, VARIANTS, WORLDS, run_ablation
-    from diagevo.train.config import load_config
-
     path = config or default_config()
     sim = load_config(path, list(set_ or [])).train.backend == "sim"  # a bad config is refused before anything
     picked_v = variants or list(VARIANTS if sim else MINI_ARMS)
@@ -369,7 +356,6 @@ def ablate(
             raise BadInput(f"unknown world setting {name!r}; choose from {', '.join([*WORLDS, CONFIGURED])}")
     out.parent.mkdir(parents=True, exist_ok=True)  # validated: now the ablation's directory
     total = len(picked_v) * len(picked_w) * seeds
-    from rich.progress import Progress
 
     with Progress(
         *bar_columns(40),
@@ -402,11 +388,6 @@ def ablate(
         console.print(table)
         if any(r.get("dynamics") for r in rows):  # the simulator's alone
             console.print(dynamics_table(world, rows, seeds))
-
-
-def register(app: typer.Typer) -> None:
-    app.command()(train)
-    app.command()(ablate)
 
 
 # per-round measures shown by `diagevo ablate` (key, column title, format)

@@ -4,7 +4,7 @@ per setting asked, side by side in one table."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich import box
@@ -12,41 +12,35 @@ from rich.table import Table
 
 from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store
 from diagevo.cli.safe import text
-
-if TYPE_CHECKING:
-    from diagevo.whatif import RoundOutcome, Sweep
+from diagevo.whatif import RoundOutcome, Sweep, what_if_sweep
 
 
-def register(memory_app: typer.Typer) -> None:
-    @memory_app.command()
-    def whatif(
-        run: Annotated[str, typer.Option("--run", help="The recorded run to re-decide.")],
-        set_: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--set",
-                help="A setting of the model-free deciders, section.field=value: memory.k, memory.theta_up or "
-                "memory.state_updates; v1,v2,... writes one derived run per value (every combination, at most 100: "
-                "counted and checked before the first is written).",
-            ),
-        ] = None,
-        to: Annotated[
-            list[str] | None,
-            typer.Option("--to", help="The derived runs' ids, one per combination (default: RUN~field=value)."),
-        ] = None,
-        db: DbOpt = None,
-        json: JsonOpt = False,
-    ) -> None:
-        """Re-decide RUN's memory (promotions, reactivations, F_t, ε, the schedule) on its recorded
-        evidence under other settings, each as a derived run that every read command reads."""
-        from diagevo.whatif import what_if_sweep
-
-        with open_store(db) as store:
-            done = what_if_sweep(store, run, list(set_ or []), list(to or []))
-        if json:
-            emit_json(asdict(done))
-            return
-        render(done)
+def whatif(
+    run: Annotated[str, typer.Option("--run", help="The recorded run to re-decide.")],
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="A setting of the model-free deciders, section.field=value: memory.k, memory.theta_up or "
+            "memory.state_updates; v1,v2,... writes one derived run per value (every combination, at most 100: "
+            "counted and checked before the first is written).",
+        ),
+    ] = None,
+    to: Annotated[
+        list[str] | None,
+        typer.Option("--to", help="The derived runs' ids, one per combination (default: RUN~field=value)."),
+    ] = None,
+    db: DbOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Re-decide RUN's memory (promotions, reactivations, F_t, ε, the schedule) on its recorded
+    evidence under other settings, each as a derived run that every read command reads."""
+    with open_store(db) as store:
+        done = what_if_sweep(store, run, list(set_ or []), list(to or []))
+    if json:
+        emit_json(asdict(done))
+        return
+    render(done)
 
 
 def _cell(r: RoundOutcome | None) -> str:

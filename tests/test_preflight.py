@@ -198,6 +198,7 @@ def test_the_preflight_runs_once_per_train(
 ) -> None:
     """``diagevo train`` checks before it creates the database, and the library does not check the
     same config again; a resumed run's config (read from its log) is checked once, by the library."""
+    from diagevo.cli import train as train_cli
     from diagevo.train import preflight as checks
 
     calls: list[str] = []
@@ -208,6 +209,7 @@ def test_the_preflight_runs_once_per_train(
         return real(cfg, *args, **kwargs)
 
     monkeypatch.setattr(checks, "preflight", counted)
+    monkeypatch.setattr(train_cli, "preflight", counted)  # the command's own check, before the database
     # the rounds are not what is counted here: the run starts (run.started, its lease) and trains none
     monkeypatch.setattr("diagevo.train.loop.Trainer.train", lambda self, rounds: [])
     monkeypatch.chdir(tmp_path)
