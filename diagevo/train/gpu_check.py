@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
-from diagevo.doctor import _version, build_call
+from diagevo.doctor import build_call, installed_version
 from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.installation import shipped
 from diagevo.log import Recorder, open_log
@@ -138,7 +138,7 @@ def run_check(
     report = CheckReport(
         device=torch.cuda.get_device_name(0),
         versions={
-            n: _version(n) or "not installed"
+            n: installed_version(n) or "not installed"
             for n in ("torch", "transformers", "trl", "accelerate", "vllm", "flash-attn")
         },
         engine="vLLM colocated (one engine per process)"

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from diagevo.diagnosis.embedder import LOCAL_MODULES
-from diagevo.doctor import WEIGHTS, Check, _present  # one lookup of an installed module, the doctor's
+from diagevo.doctor import WEIGHTS, Check, module_present  # one lookup of an installed module, the doctor's
 from diagevo.errors import Advice, Argument, DiagevoError, Fix, Install, Override, Package, Unavailable
 from diagevo.redaction import redact_text
 from diagevo.train.config import Config
@@ -87,7 +87,7 @@ def _package(
     return Check(name, "missing", need, fix, True)
 
 
-def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
+def check_packages(cfg: Config, present: Callable[[str], bool] = module_present) -> list[Check]:
     """The packages the config's engines and its embedder import."""
     out: list[Check] = []
     lacking = [m for m in LOCAL_MODULES if not present(m)]
@@ -123,7 +123,7 @@ def check_packages(cfg: Config, present: Callable[[str], bool] = _present) -> li
     return out
 
 
-def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[Check]:
+def check_engine(kind: str, present: Callable[[str], bool] = module_present) -> list[Check]:
     """The packages of ``diagevo eval --engine KIND``: vLLM for ``vllm``, transformers for ``local``."""
     if kind == "vllm":
         need = "the vllm engine needs vLLM, which is not installed"
@@ -134,7 +134,7 @@ def check_engine(kind: str, present: Callable[[str], bool] = _present) -> list[C
     return []
 
 
-def check_tracker(cfg: Config, present: Callable[[str], bool] = _present) -> list[Check]:
+def check_tracker(cfg: Config, present: Callable[[str], bool] = module_present) -> list[Check]:
     """The package of the tracker ``train.report_to`` names (each is its package's name)."""
     kind = cfg.train.report_to
     if kind == "none":
@@ -241,7 +241,7 @@ def preflight(
     cfg: Config,
     checkpoints: Path | None = None,
     *,
-    present: Callable[[str], bool] = _present,
+    present: Callable[[str], bool] = module_present,
     gpus: Callable[[], int] = gpu_count,
     endpoint: bool = True,
 ) -> list[Check]:
