@@ -7,25 +7,26 @@ is steered, which saved states a connection trusts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from diagevo.catalog import KEY_FIELDS, EventTypes, type_names
+from diagevo.catalog import type_names
 from diagevo.lazy import sa_exc
-from diagevo.log.backends import make_engine, missing_database
+from diagevo.log import schema
+from diagevo.log.backends import cannot_open, connect, make_engine, missing_database
 from diagevo.log.recorder import (
+    COLUMNS,
     FETCH,
     GENESIS_HASH,
     MAX_PARAMS,
     AppendResult,
-    E,
-    EventRow,
     Prepared,
-    RawRow,
+    Query,
     Recorder,
-    StoredEvent,
+    Shape,
     StoreError,
+    T,
     ViewState,
     chain,
     json_or_error,
@@ -34,7 +35,7 @@ from diagevo.log.recorder import (
     restore_texts,
     stored_data,
 )
-from diagevo.log.stored import loads, loads_state
+from diagevo.log.stored import loads_state
 from diagevo.parsing import error_line
 from diagevo.urls import redact_url
 
@@ -43,26 +44,7 @@ if TYPE_CHECKING:
 
     from diagevo.schemas import EventIn
 
-EVENT_COLUMNS = (
-    "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, texts, "
-    + ", ".join(KEY_FIELDS)
-)
-N_COLUMNS = 11 + len(KEY_FIELDS)
-
-# what a read fetches: whole events, or the (seq, round, type, data) a fold needs
-_WHOLE: tuple[str, Callable[[Any], StoredEvent]] = (
-    "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash",
-    lambda r: StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]),
-)
-_ROW: tuple[str, Callable[[Any], EventRow]] = (
-    "seq, round, type, data, schema_version",
-    lambda r: EventRow(r[0], r[1], r[2], loads(r[3]), r[4]),
-)
-_META: tuple[str, Callable[[Any], EventRow]] = (
-    "seq, round, type, schema_version",
-    lambda r: EventRow(r[0], r[1], r[2], None, r[3]),  # type: ignore[arg-type]
-)
-_RAW = "seq, event_id, round, type, schema_version, data, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
+EVENT_COLUMNS = ", ".join(COLUMNS)
 
 
 class SQLRecorder(Recorder):
@@ -88,7 +70,7 @@ class SQLRecorder(Recorder):
             self._ensure_schema(migrate_empty and create)
         except sa_exc.DBAPIError as exc:
             self._engine.dispose()
-            raise StoreError(f"cannot open database {redact_url(url)}: {error_line(exc)}") from None
+            raise cannot_open(url, exc) from None
         except StoreError:
             self._engine.dispose()
             raise
@@ -121,12 +103,10 @@ class SQLRecorder(Recorder):
 
     def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         """Insert numbered, hashed event rows."""
-        cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * N_COLUMNS)})", rows)
+        cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * len(COLUMNS))})", rows)
 
     def _is_dbapi_error(self, exc: BaseException) -> bool:
-        from sqlalchemy import exc as sa
-
-        return isinstance(exc, sa.DBAPIError)
+        return isinstance(exc, sa_exc.DBAPIError)
 
     def _is_integrity_error(self, exc: BaseException) -> bool:
         return False
@@ -138,8 +118,6 @@ class SQLRecorder(Recorder):
     # --- schema -------------------------------------------------------------------------------
 
     def _ensure_schema(self, migrate_empty: bool) -> None:
-        from diagevo.log import schema
-
         if schema.revision_if_plain(self._engine, self.url) == schema.HEAD_REVISION:
             status = None
         else:
@@ -160,11 +138,7 @@ class SQLRecorder(Recorder):
 
     @contextmanager
     def _write_tx(self, *, append_lock: bool = False) -> Iterator[Connection]:
-        try:
-            conn_cm = self._engine.connect()
-        except sa_exc.DBAPIError as exc:
-            raise StoreError(f"cannot open database {redact_url(self.url)}: {error_line(exc)}") from None
-        with conn_cm as conn:
+        with connect(self._engine, self.url) as conn:
             self._exclusive(conn)
             try:
                 with conn.begin():
@@ -187,7 +161,7 @@ class SQLRecorder(Recorder):
         try:
             raw = self._engine.raw_connection()
         except sa_exc.DBAPIError as exc:
-            raise StoreError(f"cannot open database {redact_url(self.url)}: {error_line(exc)}") from None
+            raise cannot_open(self.url, exc) from None
         try:
             cur = self._open_cursor(raw, stream)
             try:
@@ -284,80 +258,47 @@ class SQLRecorder(Recorder):
 
     # --- reads --------------------------------------------------------------------------------
 
-    def _where(
-        self,
-        run: str,
-        after_seq: int,
-        upto_seq: int | None,
-        types: EventTypes | None,
-        in_round: int | None,
-        keys: Mapping[str, Collection[str]] | None,
-        ordered: bool = True,
-    ) -> Iterator[tuple[str, list[Any]]]:
+    def _where(self, q: Query, ordered: bool = True) -> Iterator[tuple[str, list[Any]]]:
         """The (WHERE ... ORDER BY, params) of the reads that together select the events: one,
         served by the (run_id, seq), (run_id, type, seq) or (run_id, round, type) index; or, with
         ``keys``, one per key field and chunk of ids through that field's index, the other
         filters applied to the rows it finds (marked so that the planner does not walk a type or
         round index of the whole run instead)."""
-        q = self.P
-        names = None if types is None else type_names(types)
+        p = self.P
+        names = None if q.types is None else type_names(q.types)
         if names is not None and not names:
             return
-        if keys is None:
-            sql, params = f"WHERE run_id = {q}", list[Any]([run])
-            if after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
-                sql += f" AND seq > {q}"
-                params.append(after_seq)
-            if in_round is not None:
-                sql += f" AND round = {q}"
-                params.append(in_round)
-            if upto_seq is not None:
-                sql += f" AND seq <= {q}"
-                params.append(upto_seq)
-            if names is not None:
-                sql += f" AND type IN ({', '.join([q] * len(names))})"
-                params.extend(names)
-            order = " " + self._order(after_seq, names, in_round) if ordered else ""
-            yield f"{self._index(names, in_round)} {sql}{order}", params
-            return
-        extra, extra_params = "", list[Any]()
+        extra, params = "", list[Any]()
+        if q.after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
+            extra += f" AND seq > {p}"
+            params.append(q.after_seq)
+        if q.in_round is not None:
+            extra += f" AND round = {p}"
+            params.append(q.in_round)
+        if q.upto_seq is not None:
+            extra += f" AND seq <= {p}"
+            params.append(q.upto_seq)
         if names is not None:
-            extra += f" AND type IN ({', '.join([q] * len(names))})"
-            extra_params += names
-        if in_round is not None:
-            extra += f" AND round = {q}"
-            extra_params.append(in_round)
-        if after_seq > 0:
-            extra += f" AND seq > {q}"
-            extra_params.append(after_seq)
-        if upto_seq is not None:
-            extra += f" AND seq <= {q}"
-            extra_params.append(upto_seq)
-        for field, values in lookup_keys(keys).items():
+            extra += f" AND type IN ({', '.join([p] * len(names))})"
+            params.extend(names)
+        if q.keys is None:
+            order = " " + self._order(q.after_seq, names, q.in_round) if ordered else ""
+            yield f"{self._index(names, q.in_round)} WHERE run_id = {p}{extra}{order}", [q.run, *params]
+            return
+        for field, values in lookup_keys(q.keys).items():
             for i in range(0, len(values), MAX_PARAMS):
                 chunk = values[i : i + MAX_PARAMS]
-                held = f"{field} IN ({', '.join([q] * len(chunk))})"
-                where = f"{self._key_index(field)} WHERE run_id = {q} AND {held}{extra}"
+                where = f"{self._key_index(field)} WHERE run_id = {p} AND {field} IN ({', '.join([p] * len(chunk))})"
                 # in seq order (PostgreSQL returns an IN lookup in any order); one id's rows lie in
                 # seq order in its index, so a page of them is read without sorting them all
-                yield where + (" ORDER BY seq" if ordered else ""), [run, *chunk, *extra_params]
+                yield where + extra + (" ORDER BY seq" if ordered else ""), [q.run, *chunk, *params]
 
     def _select(
-        self,
-        shape: tuple[str, Callable[[Any], E]],
-        run: str,
-        after_seq: int,
-        upto_seq: int | None,
-        types: EventTypes | None,
-        in_round: int | None,
-        keys: Mapping[str, Collection[str]] | None,
-        texts: bool,
-        limit: int | None = None,
-        newest: bool = False,
-    ) -> Iterator[E]:
-        self.read_runs[run] = None
+        self, q: Query, shape: Shape[T], texts: bool, limit: int | None = None, newest: bool = False
+    ) -> Iterator[T]:
+        self.read_runs[q.run] = None
         paged = limit is not None
-        reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=not (newest and paged)))
+        reads = list(self._where(q, ordered=not (newest and paged)))
         if paged:  # each read cut where it is stored: the page lies among the first (last) ``limit`` of each
             cut = f" ORDER BY seq DESC LIMIT {int(limit)}" if newest else f" LIMIT {int(limit)}"  # type: ignore[arg-type]
             reads = [(where + cut, params) for where, params in reads]
@@ -372,17 +313,8 @@ class SQLRecorder(Recorder):
             return iter(picked)
         return iter((picked[-limit:] if limit else []) if newest else picked[:limit])
 
-    def count(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-    ) -> int:
-        reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=False))
+    def _count(self, q: Query) -> int:
+        reads = list(self._where(q, ordered=False))
         with self._cursor() as cur:
             if len(reads) == 1:
                 where, params = reads[0]
@@ -394,61 +326,22 @@ class SQLRecorder(Recorder):
                 seqs.update(int(r[0]) for r in cur.fetchall())
             return len(seqs)
 
-    def _fetch(self, shape: tuple[str, Callable[[Any], E]], where: str, params: list[Any], texts: bool) -> Iterator[E]:
-        """Rows of a shape (its columns, and what a row becomes); ``texts``: with the long texts
-        back inline from their ``texts`` column, checked against their keys."""
+    def _fetch(self, shape: Shape[T], where: str, params: list[Any], texts: bool) -> Iterator[T]:
+        """Rows of a shape; ``texts``: with the long texts back inline from their ``texts``
+        column, checked against their keys."""
         columns, make = shape
-        at = columns.count(",") + 1  # where the texts column comes
         with self._cursor(stream=True) as cur:
-            cur.execute(f"SELECT {columns}{', texts' if texts else ''} FROM events {where}", params)
+            cur.execute(f"SELECT {', '.join(columns)}{', texts' if texts else ''} FROM events {where}", params)
             while rows := cur.fetchmany(FETCH):
                 try:
                     batch = [make(r) for r in rows]
                 except ValueError:  # data past the readers' bounds (loads): named by its run and seq
                     for r in rows:
-                        stored_data(params[0], r[0], r[columns.split(", ").index("data")])
+                        stored_data(params[0], r[0], r[columns.index("data")])
                     raise
                 if texts:
-                    restore_texts(batch, [r[at] for r in rows])
+                    restore_texts(batch, [r[len(columns)] for r in rows])  # type: ignore[type-var]
                 yield from batch
-
-    def read(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-        texts: bool = False,
-        limit: int | None = None,
-        newest: bool = False,
-    ) -> Iterator[StoredEvent]:
-        return self._select(_WHOLE, run, after_seq, upto_seq, types, in_round, keys, texts, limit, newest)
-
-    def rows(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-        texts: bool = False,
-        data: bool = True,
-    ) -> Iterator[EventRow]:
-        return self._select(_ROW if data else _META, run, after_seq, upto_seq, types, in_round, keys, texts and data)
-
-    def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
-        with self._cursor(stream=True) as cur:
-            cur.execute(
-                f"SELECT {_RAW} FROM events WHERE run_id = {self.P} AND seq > {self.P} ORDER BY seq", (run, after_seq)
-            )
-            while rows := cur.fetchmany(FETCH):
-                for r in rows:
-                    yield RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:]))
 
     def head(self, run: str) -> tuple[int, str]:
         """The run's newest (seq, hash), its data left unread: one indexed row."""
@@ -502,38 +395,25 @@ class SQLRecorder(Recorder):
     def put_view_states(self, states: Sequence[ViewState]) -> None:
         if not states:
             return
-        from sqlalchemy import text
-
         rows = [
-            {
-                "name": s.name,
-                "run_id": s.run,
-                "part": s.part,
-                "seq": s.seq,
-                "hash": s.hash,
-                "state": json_or_error(s.state, f"the saved state of view {s.name!r}"),
-            }
+            (s.name, s.run, s.part, s.seq, s.hash, json_or_error(s.state, f"the saved state of view {s.name!r}"))
             for s in states
         ]
-        stmt = text(
-            "INSERT INTO views (name, run_id, part, seq, hash, state) VALUES (:name, :run_id, :part, :seq, :hash, "
-            ":state) "
-            f"ON CONFLICT ({self._views_key()}) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, state = "
-            "excluded.state"
-        )
+        p = self.P
         with self._write_tx() as conn:
-            conn.execute(stmt, rows)
+            conn.exec_driver_sql(
+                f"INSERT INTO views (name, run_id, part, seq, hash, state) VALUES ({p}, {p}, {p}, {p}, {p}, {p}) "
+                f"ON CONFLICT ({self._views_key()}) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
+                "state = excluded.state",
+                rows,
+            )
 
     def _views_key(self) -> str:
         return "name, run_id, part, writer"
 
     def drop_view_states(self, name: str, run: str) -> int:
-        from sqlalchemy import text
-
         with self._write_tx() as conn:
-            res = conn.execute(
-                text("DELETE FROM views WHERE name = :name AND run_id = :run"), {"name": name, "run": run}
-            )
+            res = conn.exec_driver_sql(f"DELETE FROM views WHERE name = {self.P} AND run_id = {self.P}", (name, run))
         return int(res.rowcount)
 
 
