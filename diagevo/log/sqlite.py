@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from diagevo.errors import Call
-from diagevo.log.backends import plain_file
+from diagevo.errors import BadInput, Call
+from diagevo.files import database_part
+from diagevo.log import backends
 from diagevo.log.recorder import MissingDatabase, StoreError, busy
+from diagevo.log.schema import HEAD_REVISION
 from diagevo.log.sql import SQLRecorder
 from diagevo.urls import redact_url
 
@@ -83,11 +85,7 @@ class SQLiteRecorder(SQLRecorder):
     # --- the writer lease: a lock file per run beside the database (the OS drops it with its process)
 
     def _lease_file(self, run: str) -> Path:
-        from diagevo.errors import BadInput
-        from diagevo.files import database_part
-        from diagevo.log.backends import sqlite_path
-
-        path = sqlite_path(self.url)
+        path = backends.sqlite_path(self.url)
         if path is None:
             raise StoreError("a writer lease needs a SQLite file")
         try:
@@ -180,8 +178,6 @@ class _Direct:
         """Nothing pooled to throw away."""
 
     def connect(self) -> Any:
-        from diagevo.urls import redact_url
-
         # SQLite's own words for a write through a read-only connection
         raise StoreError(f"write to {redact_url(self._url)} failed: attempt to write a readonly database")
 
@@ -190,9 +186,7 @@ class _Direct:
 
 
 def _open_direct(url: str) -> _Direct | None:
-    from diagevo.log.schema import HEAD_REVISION
-
-    path = plain_file(url)
+    path = backends.plain_file(url)
     if path is None or not path.is_file():
         return None
     _check_files(path)
