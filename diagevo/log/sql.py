@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from diagevo.catalog import type_names
 from diagevo.lazy import sa_exc
 from diagevo.log import schema
-from diagevo.log.backends import cannot_open, connect, make_engine, missing_database
+from diagevo.log.backends import cannot_open, connect, dialect_of, make_engine, missing_database
 from diagevo.log.recorder import (
     COLUMNS,
     FETCH,
@@ -80,9 +80,6 @@ class SQLRecorder(Recorder):
 
     # --- the dialect's hooks --------------------------------------------------------------------
 
-    def _exclusive(self, conn: Connection) -> None:
-        """Before a write transaction begins (SQLite: take the write lock at BEGIN)."""
-
     def _lock_appends(self, conn: Connection) -> None:
         """Inside a write transaction that appends (PostgreSQL: the append lock, waited for lock_wait_s)."""
 
@@ -106,10 +103,7 @@ class SQLRecorder(Recorder):
         cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * len(COLUMNS))})", rows)
 
     def _is_dbapi_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, sa_exc.DBAPIError)
-
-    def _is_integrity_error(self, exc: BaseException) -> bool:
-        return False
+        return isinstance(exc, sa_exc.DBAPIError | self._engine.dialect.dbapi.Error)
 
     def _trusted_writers(self) -> str:
         """A condition on ``views.writer``: the saved states this connection may read."""
@@ -139,7 +133,7 @@ class SQLRecorder(Recorder):
     @contextmanager
     def _write_tx(self, *, append_lock: bool = False) -> Iterator[Connection]:
         with connect(self._engine, self.url) as conn:
-            self._exclusive(conn)
+            dialect_of(conn).exclusive(conn)
             try:
                 with conn.begin():
                     try:
@@ -216,7 +210,7 @@ class SQLRecorder(Recorder):
         try:
             self._insert(cur, prepared, heads)
         except Exception as exc:
-            if not self._is_integrity_error(exc):
+            if not isinstance(exc, self._engine.dialect.dbapi.IntegrityError):
                 raise
             cur.execute("ROLLBACK TO SAVEPOINT diagevo_append")
             heads.update(start)
@@ -403,13 +397,10 @@ class SQLRecorder(Recorder):
         with self._write_tx() as conn:
             conn.exec_driver_sql(
                 f"INSERT INTO views (name, run_id, part, seq, hash, state) VALUES ({p}, {p}, {p}, {p}, {p}, {p}) "
-                f"ON CONFLICT ({self._views_key()}) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
+                "ON CONFLICT (name, run_id, part, writer) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
                 "state = excluded.state",
                 rows,
             )
-
-    def _views_key(self) -> str:
-        return "name, run_id, part, writer"
 
     def drop_view_states(self, name: str, run: str) -> int:
         with self._write_tx() as conn:

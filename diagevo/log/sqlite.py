@@ -54,9 +54,6 @@ class SQLiteRecorder(SQLRecorder):
         self._ours = True
         self._engine = direct  # type: ignore[assignment]  # the part of an Engine the reads use
 
-    def _exclusive(self, conn: Connection) -> None:
-        conn.execution_options(sqlite_begin="IMMEDIATE")
-
     def _index(self, types: Collection[str] | None, in_round: int | None) -> str:
         """SQLite's planner would rather scan the covering (run_id, round, type) index of the whole
         run than walk the index that serves the read, when a read needs no ``data``."""
@@ -80,7 +77,7 @@ class SQLiteRecorder(SQLRecorder):
         return "ORDER BY seq"
 
     def _is_dbapi_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, sqlite3.Error) or super()._is_dbapi_error(exc)
+        return isinstance(exc, sqlite3.Error) or super()._is_dbapi_error(exc)  # the direct path has no dialect
 
     # --- the writer lease: a lock file per run beside the database (the OS drops it with its process)
 
@@ -126,9 +123,6 @@ class SQLiteRecorder(SQLRecorder):
         finally:
             os.close(fd)
         return None
-
-    def _is_integrity_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, sqlite3.IntegrityError)
 
 
 RECORDER = SQLiteRecorder
