@@ -20,18 +20,18 @@ from diagevo.log.recorder import (
     COLUMNS,
     GENESIS_HASH,
     LOOKUP_FIELDS,
-    AppendResult,
     MissingDatabase,
+    Prepared,
     Query,
     Recorder,
     Shape,
+    Stored_,
     T,
     ViewState,
     busy,
     chain,
     json_or_error,
     lookup_keys,
-    prepare,
     restore_texts,
 )
 from diagevo.log.stored import loads_state
@@ -39,7 +39,6 @@ from diagevo.log.stored import loads_state
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
-    from diagevo.schemas import EventIn
 
 Row = tuple[Any, ...]  # the values of COLUMNS
 _COLUMN = {c: i for i, c in enumerate(COLUMNS)}
@@ -84,22 +83,21 @@ class InMemoryRecorder(Recorder):
 
     # --- append -------------------------------------------------------------------------------
 
-    def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
+    @contextmanager
+    def _appending(self) -> Iterator[Callable[[list[Prepared]], Stored_]]:
+        with self._log.lock:  # re-entrant: decide reads through this recorder
+            yield self._store
+
+    def _store(self, prepared: list[Prepared]) -> Stored_:
         log = self._log
-        with log.lock:  # re-entrant: decide reads through this recorder
-            events = list(decide())
-            if not events:
-                return AppendResult(0, 0, 0)
-            prepared, dups = prepare(events)
-            fresh = [p for p in prepared if (p[1], p[0]) not in log.ids]
-            heads = {run: self.head(run) for run in {p[1] for p in prepared}}
-            if fresh:
-                for row in chain(fresh, heads, log.last_seq):
-                    log.runs.setdefault(row[2], []).append(row)
-                    log.seqs.setdefault(row[2], []).append(row[0])
-                    log.ids.add((row[2], row[1]))
-                    log.last_seq, log.latest_run = row[0], row[2]
-        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
+        fresh = [p for p in prepared if (p[1], p[0]) not in log.ids]
+        heads = {run: self.head(run) for run in {p[1] for p in prepared}}
+        for row in chain(fresh, heads, log.last_seq):
+            log.runs.setdefault(row[2], []).append(row)
+            log.seqs.setdefault(row[2], []).append(row[0])
+            log.ids.add((row[2], row[1]))
+            log.last_seq, log.latest_run = row[0], row[2]
+        return fresh, heads
 
     def head(self, run: str) -> tuple[int, str]:
         with self._log.lock:

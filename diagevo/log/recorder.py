@@ -193,6 +193,7 @@ def chain_hash(prev_hash: str, canonical: str) -> str:
 
 # (event_id, run, round, type, schema_version, data_json, canonical utf-8 bytes, texts column, key columns)
 Prepared = tuple[str, str, int, str, int, str, bytes, str | None, tuple[str | None, ...]]
+Stored_ = tuple[list[Prepared], dict[str, tuple[int, str]]]  # (the fresh events, each run's (last seq, hash))
 
 _KEY_SET = frozenset(KEY_FIELDS)
 _STR_OR_NONE = frozenset({str, type(None)})
@@ -383,7 +384,7 @@ ROW = Shape(("seq", "round", "type", "data", "schema_version"), lambda r: EventR
 META = Shape(("seq", "round", "type", "schema_version"), lambda r: EventRow(r[0], r[1], r[2], None, r[3]))  # type: ignore[arg-type]
 RAW = Shape(
     ("seq", "event_id", "round", "type", "schema_version", "data", "prev_hash", "hash", "texts", *KEY_FIELDS),
-    lambda r: RawRow(*r[:9], tuple(r[9:])),
+    lambda r: RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:])),
 )
 
 
@@ -421,12 +422,9 @@ class EventWriter(Stored):
     lock_wait_s = LOCK_WAIT_S  # the longest an append waits for the append lock (limits.lock_wait_s)
 
     @abstractmethod
-    def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
-        """Append the events ``decide`` returns, in one transaction, with the append lock held
-        while it decides: whatever it reads through this recorder is the log's current head, and
-        no writer appends between those reads and the write. Ids a run already holds are skipped
-        (ids are unique per run). ``decide`` raising stores nothing. The result's ``last_seq`` is
-        that of the last event's run (0 when there was nothing to append)."""
+    def _appending(self) -> AbstractContextManager[Callable[[list[Prepared]], Stored_]]:
+        """One transaction under the append lock, yielding what stores serialised events there:
+        it returns those whose ids their runs did not hold, and each run's head after them."""
 
     @abstractmethod
     def head(self, run: str) -> tuple[int, str]:
@@ -442,6 +440,20 @@ class EventWriter(Stored):
     @abstractmethod
     def lease_holder(self, run: str) -> str | None:
         """Who holds the run's writer lease now, or None."""
+
+    def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
+        """Append the events ``decide`` returns, in one transaction, with the append lock held
+        while it decides: whatever it reads through this recorder is the log's current head, and
+        no writer appends between those reads and the write. Ids a run already holds are skipped
+        (ids are unique per run). ``decide`` raising stores nothing. The result's ``last_seq`` is
+        that of the last event's run (0 when there was nothing to append)."""
+        with self._appending() as store:
+            events = list(decide())
+            if not events:
+                return AppendResult(0, 0, 0)
+            prepared, dups = prepare(events)
+            fresh, heads = store(prepared)
+        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
 
     def append(self, events: Sequence[EventIn], *, expected_last_seq: int | None = None) -> AppendResult:
         """Append a batch in one transaction (ids a run holds already are skipped silently);

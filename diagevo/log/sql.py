@@ -20,18 +20,17 @@ from diagevo.log.recorder import (
     FETCH,
     GENESIS_HASH,
     MAX_PARAMS,
-    AppendResult,
     Prepared,
     Query,
     Recorder,
     Shape,
+    Stored_,
     StoreError,
     T,
     ViewState,
     chain,
     json_or_error,
     lookup_keys,
-    prepare,
     restore_texts,
     stored_data,
 )
@@ -42,7 +41,6 @@ from diagevo.urls import redact_url
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from diagevo.schemas import EventIn
 
 EVENT_COLUMNS = ", ".join(COLUMNS)
 
@@ -103,7 +101,7 @@ class SQLRecorder(Recorder):
         cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * len(COLUMNS))})", rows)
 
     def _is_dbapi_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, sa_exc.DBAPIError | self._engine.dialect.dbapi.Error)
+        return isinstance(exc, sa_exc.DBAPIError | self._engine.dialect.loaded_dbapi.Error)
 
     def _trusted_writers(self) -> str:
         """A condition on ``views.writer``: the saved states this connection may read."""
@@ -183,34 +181,29 @@ class SQLRecorder(Recorder):
 
     # --- append -------------------------------------------------------------------------------
 
-    def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
-        with self._write_tx(append_lock=True) as conn:
-            events = list(decide())  # its reads (other connections) see the head: we hold the lock
-            if not events:
-                return AppendResult(0, 0, 0)
-            prepared, dups = prepare(events)
+    @contextmanager
+    def _appending(self) -> Iterator[Callable[[list[Prepared]], Stored_]]:
+        with self._write_tx(append_lock=True) as conn:  # decide's reads (other connections) see the head
             cur = conn.connection.cursor()
             try:
-                heads = {run: self._run_head(cur, run) for run in {p[1] for p in prepared}}
-                fresh = self._insert_fresh(cur, prepared, heads)
+                yield lambda prepared: self._insert_fresh(cur, prepared)
             finally:
                 cur.close()
-        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
 
-    def _insert_fresh(self, cur: Any, prepared: list[Prepared], heads: dict[str, tuple[int, str]]) -> list[Prepared]:
-        """Insert the events whose ids their runs do not hold yet and return them (``heads``
-        moves on).
+    def _insert_fresh(self, cur: Any, prepared: list[Prepared]) -> Stored_:
+        """Insert the events whose ids their runs do not hold yet.
 
         Optimistic: the unique index on (run_id, event_id) checks every row as it goes in anyway,
         so the batch is inserted under a savepoint without looking its ids up first; only when
         one is already stored (a retried batch) is that undone, the stored ids looked up and the
         rest inserted. Either way the rows and the chain are those of the fresh events alone."""
-        start = dict(heads)
+        start = {run: self._run_head(cur, run) for run in {p[1] for p in prepared}}
+        heads = dict(start)
         cur.execute("SAVEPOINT diagevo_append")
         try:
             self._insert(cur, prepared, heads)
         except Exception as exc:
-            if not isinstance(exc, self._engine.dialect.dbapi.IntegrityError):
+            if not isinstance(exc, self._engine.dialect.loaded_dbapi.IntegrityError):
                 raise
             cur.execute("ROLLBACK TO SAVEPOINT diagevo_append")
             heads.update(start)
@@ -218,9 +211,9 @@ class SQLRecorder(Recorder):
             fresh = [p for p in prepared if (p[1], p[0]) not in existing]
             if fresh:
                 self._insert(cur, fresh, heads)  # another constraint than the ids fails here again
-            return fresh
+            return fresh, heads
         cur.execute("RELEASE SAVEPOINT diagevo_append")
-        return prepared
+        return prepared, heads
 
     def _insert(self, cur: Any, fresh: list[Prepared], heads: dict[str, tuple[int, str]]) -> None:
         cur.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
