@@ -1,15 +1,12 @@
-"""The recorder: the interface every backend of the log implements, and what they all share.
+"""The recorder: the roles a backend of the log plays, and what every backend shares.
 
-A recorder is the log and nothing else: it appends events to per-run hash chains (ids
-idempotent per run; a decision taken under the append lock, so that no writer appends between
-what it read and what it writes), reads them back by run, seq range, round, type and the ids
-they name, verifies the chain, and keeps the views' saved states (a cache each view checks out
-against the log). What the events mean is for :mod:`diagevo.views` and :mod:`diagevo.memory`.
-
-One module per backend: :mod:`diagevo.log.sqlite`, :mod:`diagevo.log.postgres` (both on
-:mod:`diagevo.log.sql`) and :mod:`diagevo.log.inmemory`; :func:`diagevo.log.open_log` opens the
-one a URL names. Everything here is backend-free: the serialisation and hashing (so that every
-backend writes byte-identical chains), the public types and errors.
+A writer appends events to per-run hash chains (ids idempotent per run; a decision taken under
+the append lock, so that no writer appends between what it read and what it writes); a reader
+reads them back by run, seq range, round, type and the ids they name; an operator verifies the
+chain and keeps the views' saved states (a cache each view checks out against the log). What the
+events mean is for :mod:`diagevo.views` and :mod:`diagevo.memory`. :class:`Recorder`, all three
+roles, is what each backend implements; everything here is backend-free, so that every backend
+writes byte-identical chains.
 """
 
 from __future__ import annotations
@@ -369,8 +366,7 @@ class Query(NamedTuple):
 
 
 class Shape(NamedTuple, Generic[T]):
-    """What a read makes of each stored row: the ``events`` columns it reads, and what a tuple
-    of their values becomes."""
+    """What a read makes of a row: the columns it reads, and what their values become."""
 
     columns: tuple[str, ...]
     make: Callable[[Any], T]
@@ -389,8 +385,7 @@ RAW = Shape(
 
 
 class Stored(ABC):
-    """What every role of a recorder stands on: the log at ``url``, whose connections the
-    context releases, and the one selection every read is made of."""
+    """What every role stands on: the log at ``url`` and the one selection every read is made of."""
 
     url: str
 

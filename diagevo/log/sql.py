@@ -101,7 +101,7 @@ class SQLRecorder(Recorder):
         cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * len(COLUMNS))})", rows)
 
     def _is_dbapi_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, sa_exc.DBAPIError | self._engine.dialect.loaded_dbapi.Error)
+        return isinstance(exc, self._engine.dialect.loaded_dbapi.Error) or isinstance(exc, sa_exc.DBAPIError)
 
     def _trusted_writers(self) -> str:
         """A condition on ``views.writer``: the saved states this connection may read."""

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -75,9 +76,6 @@ class SQLiteRecorder(SQLRecorder):
         if after_seq <= 0 and (in_round is not None or types is not None):
             return "ORDER BY +seq"
         return "ORDER BY seq"
-
-    def _is_dbapi_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, sqlite3.Error) or super()._is_dbapi_error(exc)  # the direct path has no dialect
 
     # --- the writer lease: a lock file per run beside the database (the OS drops it with its process)
 
@@ -152,6 +150,8 @@ class _Direct:
     """One read-only sqlite3 connection in the place of SQLAlchemy's engine, for the reads
     (which use ``raw_connection()`` and roll back after each): lending it out, ``close`` and
     ``invalidate`` are no-ops; ``dispose`` closes it. Writes are refused."""
+
+    dialect = SimpleNamespace(loaded_dbapi=sqlite3)  # whose errors are the database's
 
     def __init__(self, conn: sqlite3.Connection, url: str) -> None:
         self._conn, self._url = conn, url
