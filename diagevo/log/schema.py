@@ -207,11 +207,6 @@ def revision_status(url: str) -> RevisionStatus:
         engine.dispose()
 
 
-def current(url: str) -> str | None:
-    """The database's Alembic revision (None when it has none)."""
-    return revision_status(url).current
-
-
 def upgrade(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) -> tuple[str | None, str | None]:
     """Migrate the database to ``target`` (creating a missing SQLite file); returns (revision
     before, revision after). A foreign database or a newer revision is refused untouched; a lock
