@@ -20,12 +20,12 @@ from diagevo.log.recorder import (
     COLUMNS,
     GENESIS_HASH,
     LOOKUP_FIELDS,
+    Appended,
     MissingDatabase,
     Prepared,
     Query,
     Recorder,
     Shape,
-    Stored_,
     T,
     ViewState,
     busy,
@@ -84,11 +84,11 @@ class InMemoryRecorder(Recorder):
     # --- append -------------------------------------------------------------------------------
 
     @contextmanager
-    def _appending(self) -> Iterator[Callable[[list[Prepared]], Stored_]]:
+    def _appending(self) -> Iterator[Callable[[list[Prepared]], Appended]]:
         with self._log.lock:  # re-entrant: decide reads through this recorder
             yield self._store
 
-    def _store(self, prepared: list[Prepared]) -> Stored_:
+    def _store(self, prepared: list[Prepared]) -> Appended:
         log = self._log
         fresh = [p for p in prepared if (p[1], p[0]) not in log.ids]
         heads = {run: self.head(run) for run in {p[1] for p in prepared}}

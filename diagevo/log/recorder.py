@@ -190,7 +190,7 @@ def chain_hash(prev_hash: str, canonical: str) -> str:
 
 # (event_id, run, round, type, schema_version, data_json, canonical utf-8 bytes, texts column, key columns)
 Prepared = tuple[str, str, int, str, int, str, bytes, str | None, tuple[str | None, ...]]
-Stored_ = tuple[list[Prepared], dict[str, tuple[int, str]]]  # (the fresh events, each run's (last seq, hash))
+Appended = tuple[list[Prepared], dict[str, tuple[int, str]]]  # (the fresh events, each run's (last seq, hash))
 
 _KEY_SET = frozenset(KEY_FIELDS)
 _STR_OR_NONE = frozenset({str, type(None)})
@@ -417,7 +417,7 @@ class EventWriter(Stored):
     lock_wait_s = LOCK_WAIT_S  # the longest an append waits for the append lock (limits.lock_wait_s)
 
     @abstractmethod
-    def _appending(self) -> AbstractContextManager[Callable[[list[Prepared]], Stored_]]:
+    def _appending(self) -> AbstractContextManager[Callable[[list[Prepared]], Appended]]:
         """One transaction under the append lock, yielding what stores serialised events there:
         it returns those whose ids their runs did not hold, and each run's head after them."""
 

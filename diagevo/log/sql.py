@@ -20,11 +20,11 @@ from diagevo.log.recorder import (
     FETCH,
     GENESIS_HASH,
     MAX_PARAMS,
+    Appended,
     Prepared,
     Query,
     Recorder,
     Shape,
-    Stored_,
     StoreError,
     T,
     ViewState,
@@ -182,7 +182,7 @@ class SQLRecorder(Recorder):
     # --- append -------------------------------------------------------------------------------
 
     @contextmanager
-    def _appending(self) -> Iterator[Callable[[list[Prepared]], Stored_]]:
+    def _appending(self) -> Iterator[Callable[[list[Prepared]], Appended]]:
         with self._write_tx(append_lock=True) as conn:  # decide's reads (other connections) see the head
             cur = conn.connection.cursor()
             try:
@@ -190,7 +190,7 @@ class SQLRecorder(Recorder):
             finally:
                 cur.close()
 
-    def _insert_fresh(self, cur: Any, prepared: list[Prepared]) -> Stored_:
+    def _insert_fresh(self, cur: Any, prepared: list[Prepared]) -> Appended:
         """Insert the events whose ids their runs do not hold yet.
 
         Optimistic: the unique index on (run_id, event_id) checks every row as it goes in anyway,
