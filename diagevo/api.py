@@ -3,6 +3,9 @@ installed version."""
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed
+
 from diagevo.log import Recorder, open_log
 from diagevo.urls import resolve_db_url
 
@@ -18,9 +21,6 @@ def open_store(url: str | None = None, *, create: bool = True, readonly: bool = 
 
 def version() -> str:
     """The installed distribution's version (``unknown`` when run from a bare checkout)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
     try:
         return installed("diagevo")
     except PackageNotFoundError:

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from diagevo.catalog import QuestionGenerated
 from diagevo.log import Recorder, StoreError, open_log
-from diagevo.log.schema import HEAD_REVISION, current, upgrade
+from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.logs import wire_event
@@ -124,7 +124,7 @@ def test_a_legacy_text_lost_or_edited_before_the_upgrade_stays_missing(
 def test_a_log_of_revision_0004_is_upgraded_readable_and_verifiable(backend: Backend, db_url: str) -> None:
     _legacy_log(backend, db_url)
     backend.downgrade(db_url, "0004")  # as diagevo 0004 left it
-    assert current(db_url) == "0004"
+    assert revision_status(db_url).current == "0004"
     assert upgrade(db_url) == ("0004", HEAD_REVISION)
     with open_log(db_url) as store:
         assert verify_run(store, "r") == []

@@ -12,7 +12,7 @@ import pytest
 from diagevo import rounds
 from diagevo.catalog import PhaseCompleted
 from diagevo.log import Recorder, open_log
-from diagevo.log.schema import HEAD_REVISION, current, upgrade
+from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.logs import Log
@@ -110,7 +110,7 @@ def test_a_log_of_revision_0006_is_upgraded_and_verifies(backend: Backend, db_ur
         store.append(_log("a").events())
         before = [(e.seq, e.event_id, e.hash) for e in store.read("a")]
     backend.downgrade(db_url, "0006")
-    assert current(db_url) == "0006"
+    assert revision_status(db_url).current == "0006"
     assert upgrade(db_url) == ("0006", HEAD_REVISION)
     with open_log(db_url) as store:
         assert [(e.seq, e.event_id, e.hash) for e in store.read("a")] == before

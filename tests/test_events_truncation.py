@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log
-from diagevo.log.schema import HEAD_REVISION, current, upgrade
+from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
@@ -106,7 +106,7 @@ def test_a_replaced_commit_is_detected_by_its_hash(backend: Backend, db_url: str
 def test_a_log_of_revision_0005_is_upgraded_with_its_snapshots_anchored(backend: Backend, db_url: str) -> None:
     commits = _stored(db_url)
     backend.downgrade(db_url, "0005")  # snapshots without their commit's hash, as 0005 kept them
-    assert current(db_url) == "0005"
+    assert revision_status(db_url).current == "0005"
     assert upgrade(db_url) == ("0005", HEAD_REVISION)
     with open_log(db_url) as store:
         hashes = {e.seq: e.hash for e in store.read("t", types=(RoundCommitted,))}

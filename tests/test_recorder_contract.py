@@ -15,7 +15,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diagevo.catalog import SCHEMA_VERSION, FailureAttributed, QuestionGenerated, QuestionScored, RoundCommitted
-from diagevo.log import GENESIS_HASH, AppendResult, ConflictError, Recorder, StoreError, ViewState, open_log
+from diagevo.log import (
+    GENESIS_HASH,
+    AppendResult,
+    ConflictError,
+    EventReader,
+    EventWriter,
+    LogOperator,
+    Recorder,
+    StoreError,
+    ViewState,
+    open_log,
+)
 from diagevo.log.inmemory import InMemoryRecorder, forget
 from diagevo.log.postgres import PostgresRecorder
 from diagevo.log.recorder import ARTIFACT_KEY, EventRow, RunBusy
@@ -93,6 +104,10 @@ class RecorderContract:
             assert getattr(type(rec), name) is not getattr(Recorder, name), (
                 f"{self.kind.__name__} does not implement {name}"
             )
+        # each role is a few methods, and the recorder plays all three
+        for role in (EventWriter, EventReader, LogOperator):
+            assert isinstance(rec, role)
+            assert len([m for m, f in vars(role).items() if callable(f) and not m.startswith("_")]) <= 8, role
 
     # --- append, seq, idempotency ------------------------------------------------------------
 

@@ -10,7 +10,8 @@ from alembic import command
 
 from diagevo.catalog import FailureAttributed, FailureRecorded
 from diagevo.log import Recorder, open_log, sqlite_path
-from diagevo.log.schema import HEAD_REVISION, _alembic_config, current, upgrade
+from diagevo.log.recorder import Query
+from diagevo.log.schema import HEAD_REVISION, _alembic_config, revision_status, upgrade
 from diagevo.memory.fold import commits
 from diagevo.views.caches import refresh
 from diagevo.views.memory import commit_memories
@@ -35,7 +36,7 @@ def test_upgrade_from_0002_keeps_the_data_and_adds_the_indexes_and_key_columns(b
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "0002")
     engine.dispose()
-    assert current(db_url) == "0002"
+    assert revision_status(db_url).current == "0002"
     assert upgrade(db_url) == ("0002", HEAD_REVISION)
     with open_log(db_url) as store:
         stored = [(e.seq, e.round, e.type, e.data, e.schema_version) for e in store.read(log.run, texts=True)]
@@ -73,9 +74,9 @@ def test_a_lookup_by_id_walks_its_index_not_the_whole_run(tmp_path) -> None:  # 
     url = f"sqlite:///{tmp_path / 'x.db'}"
     with open_log(url) as store:
         reads = [
-            *store._where("r", 0, None, None, None, {"event_id": ["a", "b"]}),
-            *store._where("r", 0, None, None, None, {"failure_id": ["f1", "f2"]}),
-            *store._where("r", 0, None, (FailureRecorded,), None, {"failure_id": ["f1"]}),
+            *store._where(Query("r", keys={"event_id": ["a", "b"]})),
+            *store._where(Query("r", keys={"failure_id": ["f1", "f2"]})),
+            *store._where(Query("r", types=(FailureRecorded,), keys={"failure_id": ["f1"]})),
         ]
     conn = sqlite3.connect(sqlite_path(url))
     for (where, params), index in zip(
@@ -94,9 +95,9 @@ def test_a_causes_attributions_are_counted_and_paged_in_its_index(tmp_path) -> N
     url = f"sqlite:///{tmp_path / 'x.db'}"
     with open_log(url) as store:
         attributed = (FailureAttributed,)
-        (count,) = store._where("r", 0, None, attributed, None, {"cause_id": ["c"]}, ordered=False)
-        (newest,) = store._where("r", 0, None, attributed, None, {"cause_id": ["c"]}, ordered=False)
-        firsts = list(store._where("r", 0, None, None, None, {f: ["c"] for f in ("cause_id", "active_cause")}))
+        (count,) = store._where(Query("r", types=attributed, keys={"cause_id": ["c"]}), ordered=False)
+        (newest,) = store._where(Query("r", types=attributed, keys={"cause_id": ["c"]}), ordered=False)
+        firsts = list(store._where(Query("r", keys={f: ["c"] for f in ("cause_id", "active_cause")})))
     conn = sqlite3.connect(sqlite_path(url))
 
     def plan(sql: str, params: list[object]) -> str:

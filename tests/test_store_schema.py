@@ -13,7 +13,7 @@ from diagevo.cli.common import spell
 from diagevo.cli.db import db_app
 from diagevo.cli.fixes import message
 from diagevo.log import SchemaOutdated, StoreError, open_log
-from diagevo.log.schema import HEAD_REVISION, current, head_revision, revision_status, upgrade
+from diagevo.log.schema import HEAD_REVISION, head_revision, revision_status, upgrade
 from tests.conftest import Backend
 from tests.logs import wire_event
 
@@ -49,7 +49,7 @@ def test_brand_new_database_is_migrated_to_head(backend: Backend, db_url: str) -
     with open_log(db_url) as store:
         store.append([wire_event("round.started", "r", 1, "e1")])
     assert {"events", "views", "alembic_version"} <= tables(backend, db_url)
-    assert current(db_url) == HEAD
+    assert revision_status(db_url).current == HEAD
     with open_log(db_url) as again:  # reopening an up-to-date db works and keeps the data
         assert again.last_seq("r") == 1
 
@@ -163,7 +163,7 @@ def test_a_zero_byte_file_is_empty_and_migrated(tmp_path) -> None:
     assert path.stat().st_size == 0
     with open_log(f"sqlite:///{path}") as store:
         assert store.runs() == []
-    assert current(f"sqlite:///{path}") == HEAD
+    assert revision_status(f"sqlite:///{path}").current == HEAD
 
 
 def test_a_missing_sqlite_file_is_created_only_by_writers(tmp_path) -> None:
@@ -290,7 +290,7 @@ def test_cli_db_defaults_to_env(tmp_path, monkeypatch: pytest.MonkeyPatch) -> No
     url = f"sqlite:///{tmp_path / 'env.db'}"
     monkeypatch.setenv("DIAGEVO_DB", url)
     assert runner.invoke(db_app, ["upgrade"]).exit_code == 0
-    assert current(url) == HEAD
+    assert revision_status(url).current == HEAD
 
 
 def test_cli_current_does_not_create_a_missing_sqlite_file(tmp_path) -> None:

@@ -2,7 +2,8 @@
 
 :func:`open_log` opens the recorder a URL names (``sqlite:///FILE``,
 ``postgresql+psycopg://...``, ``memory://NAME``); :class:`Recorder` is what every backend
-implements (:mod:`diagevo.log.recorder`). What the events mean, and everything derived from
+implements (:mod:`diagevo.log.recorder`), the union of three roles a caller is typed against:
+:class:`EventWriter`, :class:`EventReader` and :class:`LogOperator`. What the events mean, and everything derived from
 them, is :mod:`diagevo.views`; the schema and its migrations are :mod:`diagevo.log.schema`.
 """
 
@@ -13,7 +14,10 @@ from diagevo.log.recorder import (
     GENESIS_HASH,
     AppendResult,
     ConflictError,
+    EventReader,
     EventRow,
+    EventWriter,
+    LogOperator,
     MissingDatabase,
     RawRow,
     Recorder,
@@ -28,7 +32,10 @@ __all__ = [
     "GENESIS_HASH",
     "AppendResult",
     "ConflictError",
+    "EventReader",
     "EventRow",
+    "EventWriter",
+    "LogOperator",
     "MissingDatabase",
     "RawRow",
     "Recorder",

@@ -123,11 +123,15 @@ def missing_database(url: str) -> MissingDatabase | None:
     return check(normalise_url(url)) if check is not None else None
 
 
+def cannot_open(url: str, exc: BaseException) -> StoreError:
+    return StoreError(f"cannot open database {redact_url(url)}: {error_line(exc)}")
+
+
 @contextmanager
 def connect(engine: Engine, url: str) -> Iterator[Connection]:
     try:
         conn = engine.connect()
     except sa_exc.DBAPIError as exc:
-        raise StoreError(f"cannot open database {redact_url(url)}: {error_line(exc)}") from None
+        raise cannot_open(url, exc) from None
     with conn:
         yield conn

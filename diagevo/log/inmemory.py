@@ -9,37 +9,41 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from diagevo.catalog import KEY_FIELDS, EventTypes, type_names
+from diagevo.catalog import type_names
 from diagevo.log.recorder import (
-    AppendResult,
-    EventRow,
+    COLUMNS,
+    GENESIS_HASH,
+    LOOKUP_FIELDS,
+    Appended,
     MissingDatabase,
-    RawRow,
+    Prepared,
+    Query,
     Recorder,
-    StoredEvent,
+    Shape,
+    T,
     ViewState,
     busy,
     chain,
     json_or_error,
     lookup_keys,
-    prepare,
     restore_texts,
 )
-from diagevo.log.stored import loads, loads_state
+from diagevo.log.stored import loads_state
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
-    from diagevo.schemas import EventIn
 
-# (seq, event_id, run, round, type, schema_version, data_json, recorded_at, prev_hash, hash, texts, *keys)
-Row = tuple[Any, ...]
-_LOOKUP_INDEX = {"event_id": 1} | {f: 11 + i for i, f in enumerate(KEY_FIELDS)}
+Row = tuple[Any, ...]  # the values of COLUMNS
+_COLUMN = {c: i for i, c in enumerate(COLUMNS)}
+_LOOKUP_INDEX = {f: _COLUMN[f] for f in LOOKUP_FIELDS}
+_TEXTS = _COLUMN["texts"]
 
 
 @dataclass
@@ -79,109 +83,63 @@ class InMemoryRecorder(Recorder):
 
     # --- append -------------------------------------------------------------------------------
 
-    def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
+    @contextmanager
+    def _appending(self) -> Iterator[Callable[[list[Prepared]], Appended]]:
+        with self._log.lock:  # re-entrant: decide reads through this recorder
+            yield self._store
+
+    def _store(self, prepared: list[Prepared]) -> Appended:
         log = self._log
-        with log.lock:  # re-entrant: decide reads through this recorder
-            events = list(decide())
-            if not events:
-                return AppendResult(0, 0, 0)
-            prepared, dups = prepare(events)
-            fresh = [p for p in prepared if (p[1], p[0]) not in log.ids]
-            heads = {run: self.head(run) for run in {p[1] for p in prepared}}
-            if fresh:
-                for row in chain(fresh, heads, log.last_seq):
-                    log.runs.setdefault(row[2], []).append(row)
-                    log.seqs.setdefault(row[2], []).append(row[0])
-                    log.ids.add((row[2], row[1]))
-                    log.last_seq, log.latest_run = row[0], row[2]
-        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
+        fresh = [p for p in prepared if (p[1], p[0]) not in log.ids]
+        heads = {run: self.head(run) for run in {p[1] for p in prepared}}
+        for row in chain(fresh, heads, log.last_seq):
+            log.runs.setdefault(row[2], []).append(row)
+            log.seqs.setdefault(row[2], []).append(row[0])
+            log.ids.add((row[2], row[1]))
+            log.last_seq, log.latest_run = row[0], row[2]
+        return fresh, heads
+
+    def head(self, run: str) -> tuple[int, str]:
+        with self._log.lock:
+            rows = self._log.runs.get(run)
+            return (rows[-1][0], rows[-1][9]) if rows else (0, GENESIS_HASH)
 
     # --- reads --------------------------------------------------------------------------------
 
-    def _select(
-        self,
-        run: str,
-        after_seq: int,
-        upto_seq: int | None,
-        types: EventTypes | None,
-        in_round: int | None,
-        keys: Mapping[str, Collection[str]] | None,
-        limit: int | None = None,
-        newest: bool = False,
-    ) -> list[Row]:
+    def _rows(self, q: Query, limit: int | None = None, newest: bool = False) -> list[Row]:
         """The run's rows that pass the filters, in seq order: the first ``limit``, or with
         ``newest`` the last ``limit`` (found walking back from the end)."""
-        wanted = None if types is None else set(type_names(types))
-        lookups = None if keys is None else {_LOOKUP_INDEX[f]: set(v) for f, v in lookup_keys(keys).items()}
+        wanted = None if q.types is None else set(type_names(q.types))
+        lookups = None if q.keys is None else {_LOOKUP_INDEX[f]: set(v) for f, v in lookup_keys(q.keys).items()}
         with self._log.lock:  # rows are only ever appended: the span stays what it is
-            rows = self._log.runs.get(run, [])
-            seqs = self._log.seqs.get(run, [])
-            first = bisect_right(seqs, after_seq) if after_seq > 0 else 0
-            stop = bisect_right(seqs, upto_seq) if upto_seq is not None else len(rows)
+            rows = self._log.runs.get(q.run, [])
+            seqs = self._log.seqs.get(q.run, [])
+            first = bisect_right(seqs, q.after_seq) if q.after_seq > 0 else 0
+            stop = bisect_right(seqs, q.upto_seq) if q.upto_seq is not None else len(rows)
         out: list[Row] = []
         for at in range(stop - 1, first - 1, -1) if newest else range(first, stop):
             if limit is not None and len(out) >= limit:
                 break
             row = rows[at]
-            if wanted is not None and row[4] not in wanted or in_round is not None and row[3] != in_round:
+            if wanted is not None and row[4] not in wanted or q.in_round is not None and row[3] != q.in_round:
                 continue
             if lookups is not None and not any(row[col] in ids for col, ids in lookups.items()):
                 continue
             out.append(row)
         return out[::-1] if newest else out
 
-    def read(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-        texts: bool = False,
-        limit: int | None = None,
-        newest: bool = False,
-    ) -> Iterator[StoredEvent]:
-        rows = self._select(run, after_seq, upto_seq, types, in_round, keys, limit, newest and limit is not None)
-        out = [StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]) for r in rows]
+    def _select(
+        self, q: Query, shape: Shape[T], texts: bool, limit: int | None = None, newest: bool = False
+    ) -> Iterator[T]:
+        rows = self._rows(q, limit, newest and limit is not None)
+        pick = itemgetter(*(_COLUMN[c] for c in shape.columns))
+        out = [shape.make(pick(r)) for r in rows]
         if texts:
-            restore_texts(out, [r[10] for r in rows])
+            restore_texts(out, [r[_TEXTS] for r in rows])  # type: ignore[type-var]
         return iter(out)
 
-    def count(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-    ) -> int:
-        return len(self._select(run, after_seq, upto_seq, types, in_round, keys))
-
-    def rows(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-        texts: bool = False,
-        data: bool = True,
-    ) -> Iterator[EventRow]:
-        rows = self._select(run, after_seq, upto_seq, types, in_round, keys)
-        out = [EventRow(r[0], r[3], r[4], loads(r[6]) if data else None, r[5]) for r in rows]  # type: ignore[arg-type]
-        if texts and data:
-            restore_texts(out, [r[10] for r in rows])
-        return iter(out)
-
-    def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
-        for r in self._select(run, after_seq, None, None, None, None):
-            yield RawRow(r[0], r[1], r[3], r[4], r[5], r[6], r[8], r[9], r[10], tuple(r[11:]))
+    def _count(self, q: Query) -> int:
+        return len(self._rows(q))
 
     def runs(self) -> list[str]:
         with self._log.lock:

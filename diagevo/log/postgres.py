@@ -75,16 +75,6 @@ class PostgresRecorder(SQLRecorder):
             for row in rows:
                 copy.write_row(row[1:])
 
-    def _is_dbapi_error(self, exc: BaseException) -> bool:
-        import psycopg
-
-        return isinstance(exc, psycopg.Error) or super()._is_dbapi_error(exc)
-
-    def _is_integrity_error(self, exc: BaseException) -> bool:
-        import psycopg
-
-        return isinstance(exc, psycopg.IntegrityError)
-
     def _trusted_writers(self) -> str:
         # a state saved by this role or by the owner of the tables (a role that may write the
         # log but not be trusted with the owner's caches saves its own, which the owner never reads)

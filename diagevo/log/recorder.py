@@ -1,15 +1,12 @@
-"""The recorder: the interface every backend of the log implements, and what they all share.
+"""The recorder: the roles a backend of the log plays, and what every backend shares.
 
-A recorder is the log and nothing else: it appends events to per-run hash chains (ids
-idempotent per run; a decision taken under the append lock, so that no writer appends between
-what it read and what it writes), reads them back by run, seq range, round, type and the ids
-they name, verifies the chain, and keeps the views' saved states (a cache each view checks out
-against the log). What the events mean is for :mod:`diagevo.views` and :mod:`diagevo.memory`.
-
-One module per backend: :mod:`diagevo.log.sqlite`, :mod:`diagevo.log.postgres` (both on
-:mod:`diagevo.log.sql`) and :mod:`diagevo.log.inmemory`; :func:`diagevo.log.open_log` opens the
-one a URL names. Everything here is backend-free: the serialisation and hashing (so that every
-backend writes byte-identical chains), the public types and errors.
+A writer appends events to per-run hash chains (ids idempotent per run; a decision taken under
+the append lock, so that no writer appends between what it read and what it writes); a reader
+reads them back by run, seq range, round, type and the ids they name; an operator verifies the
+chain and keeps the views' saved states (a cache each view checks out against the log). What the
+events mean is for :mod:`diagevo.views` and :mod:`diagevo.memory`. :class:`Recorder`, all three
+roles, is what each backend implements; everything here is backend-free, so that every backend
+writes byte-identical chains.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
 import orjson
 
@@ -31,6 +28,7 @@ from diagevo.errors import Call, Conflict, DiagevoError, NotADiagevoDatabase, No
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.stored import ARTIFACT_KEY, DIGITS, loads, text_problems, text_refs, unreadable
 from diagevo.parsing import MAX_DEPTH
+from diagevo.urls import redact_url
 
 if TYPE_CHECKING:
     from diagevo.schemas import EventIn
@@ -192,6 +190,7 @@ def chain_hash(prev_hash: str, canonical: str) -> str:
 
 # (event_id, run, round, type, schema_version, data_json, canonical utf-8 bytes, texts column, key columns)
 Prepared = tuple[str, str, int, str, int, str, bytes, str | None, tuple[str | None, ...]]
+Appended = tuple[list[Prepared], dict[str, tuple[int, str]]]  # (the fresh events, each run's (last seq, hash))
 
 _KEY_SET = frozenset(KEY_FIELDS)
 _STR_OR_NONE = frozenset({str, type(None)})
@@ -263,10 +262,16 @@ def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
     return rows, len(events) - len(rows)
 
 
+COLUMNS = (
+    "seq", "event_id", "run_id", "round", "type", "schema_version", "data", "recorded_at", "prev_hash", "hash", "texts",
+    *KEY_FIELDS,
+)  # fmt: skip
+"""The ``events`` table's columns, in the order of :func:`chain`'s rows."""
+
+
 def chain(prepared: list[Prepared], heads: dict[str, tuple[int, str]], last_seq: int) -> list[tuple[Any, ...]]:
     """Number and hash the fresh events after ``last_seq`` (the database's highest seq), each on
-    its run's chain; ``heads`` moves on. Returns rows (seq, event_id, run, round, type,
-    schema_version, data, recorded_at, prev_hash, hash, texts, *key columns)."""
+    its run's chain; ``heads`` moves on. Returns rows of :data:`COLUMNS`."""
     recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
     prev = {run: h for run, (_, h) in heads.items()}
     last: dict[str, int] = {}
@@ -288,9 +293,12 @@ def chain(prepared: list[Prepared], heads: dict[str, tuple[int, str]], last_seq:
 # --- texts --------------------------------------------------------------------------------------
 
 
-class _HasTexts(Protocol):
+class _HasSeq(Protocol):
     @property
     def seq(self) -> int: ...
+
+
+class _HasTexts(_HasSeq, Protocol):
     @property
     def type(self) -> str: ...
     @property
@@ -298,6 +306,7 @@ class _HasTexts(Protocol):
 
 
 E = TypeVar("E", bound=_HasTexts)
+T = TypeVar("T", bound=_HasSeq)
 
 
 def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
@@ -336,47 +345,110 @@ def lookup_keys(keys: Mapping[str, Collection[str]]) -> dict[str, list[str]]:
     return out
 
 
-# --- the interface ----------------------------------------------------------------------------
+# --- the interface: one role each -------------------------------------------------------------
 
 
 LOCK_WAIT_S = 60.0
 """How long an append waits for the append lock by default (where the backend bounds it)."""
 
 
-class Recorder(ABC):
-    """The event log of one database: twelve operations every backend implements
-    (``tests/test_recorder_contract.py`` holds each backend to them)."""
+class Query(NamedTuple):
+    """Which of a run's events a read selects: those after ``after_seq`` and up to ``upto_seq``,
+    of these ``types``, of round ``in_round``, naming one of these ids (``keys``: a field of
+    :data:`LOOKUP_FIELDS` -> ids; any field may match)."""
+
+    run: str
+    after_seq: int = 0
+    upto_seq: int | None = None
+    types: EventTypes | None = None
+    in_round: int | None = None
+    keys: Mapping[str, Collection[str]] | None = None
+
+
+class Shape(NamedTuple, Generic[T]):
+    """What a read makes of a row: the columns it reads, and what their values become."""
+
+    columns: tuple[str, ...]
+    make: Callable[[Any], T]
+
+
+WHOLE = Shape(
+    ("seq", "event_id", "run_id", "round", "type", "schema_version", "data", "recorded_at", "prev_hash", "hash"),
+    lambda r: StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]),
+)
+ROW = Shape(("seq", "round", "type", "data", "schema_version"), lambda r: EventRow(r[0], r[1], r[2], loads(r[3]), r[4]))
+META = Shape(("seq", "round", "type", "schema_version"), lambda r: EventRow(r[0], r[1], r[2], None, r[3]))  # type: ignore[arg-type]
+RAW = Shape(
+    ("seq", "event_id", "round", "type", "schema_version", "data", "prev_hash", "hash", "texts", *KEY_FIELDS),
+    lambda r: RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:])),
+)
+
+
+class Stored(ABC):
+    """What every role stands on: the log at ``url`` and the one selection every read is made of."""
 
     url: str
-    persistent = True  # whether the log outlives this process (False: the in-memory recorder)
-    lock_wait_s = LOCK_WAIT_S  # the longest an append waits for the append lock (limits.lock_wait_s)
-    read_runs: Mapping[str, None] = MappingProxyType({})
-    """The runs whose events this recorder has read, in order (a SQL backend's): where a reader
-    that failed on what it read looks for the event it could not read, never in another run."""
 
-    def __enter__(self) -> Recorder:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        from diagevo.urls import redact_url
-
         return f"{type(self).__name__}({redact_url(self.url)!r})"
 
     def close(self) -> None:  # noqa: B027 - a backend without connections has nothing to release
         """Release connections (the log stays)."""
 
-    # --- append ---------------------------------------------------------------------------------
+    @abstractmethod
+    def _select(
+        self, q: Query, shape: Shape[T], texts: bool, limit: int | None = None, newest: bool = False
+    ) -> Iterator[T]:
+        """The events ``q`` selects, in seq order, as ``shape`` makes them; ``texts``: with the
+        long texts back inline, checked against their keys. ``limit``: the first that many, or
+        with ``newest`` the last that many."""
+
+
+class EventWriter(Stored):
+    """What a writer of the log needs: append (a decision taken under the append lock), the head
+    of a run, and the run's writer lease."""
+
+    lock_wait_s = LOCK_WAIT_S  # the longest an append waits for the append lock (limits.lock_wait_s)
 
     @abstractmethod
+    def _appending(self) -> AbstractContextManager[Callable[[list[Prepared]], Appended]]:
+        """One transaction under the append lock, yielding what stores serialised events there:
+        it returns those whose ids their runs did not hold, and each run's head after them."""
+
+    @abstractmethod
+    def head(self, run: str) -> tuple[int, str]:
+        """(last seq, last hash) of the run; (0, the genesis hash) for a run with no events."""
+
+    @abstractmethod
+    def lease(self, run: str, holder: str) -> AbstractContextManager[None]:
+        """Hold the run's writer lease while the context is open: one long writer of a run at a
+        time (a training process). ``holder`` says who (host, pid, since when) for the error a
+        second writer gets (:class:`RunBusy`). The lease ends with the context or with its
+        process: a crashed writer leaves nothing to clear by hand."""
+
+    @abstractmethod
+    def lease_holder(self, run: str) -> str | None:
+        """Who holds the run's writer lease now, or None."""
+
     def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
         """Append the events ``decide`` returns, in one transaction, with the append lock held
         while it decides: whatever it reads through this recorder is the log's current head, and
         no writer appends between those reads and the write. Ids a run already holds are skipped
         (ids are unique per run). ``decide`` raising stores nothing. The result's ``last_seq`` is
         that of the last event's run (0 when there was nothing to append)."""
+        with self._appending() as store:
+            events = list(decide())
+            if not events:
+                return AppendResult(0, 0, 0)
+            prepared, dups = prepare(events)
+            fresh, heads = store(prepared)
+        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
 
     def append(self, events: Sequence[EventIn], *, expected_last_seq: int | None = None) -> AppendResult:
         """Append a batch in one transaction (ids a run holds already are skipped silently);
@@ -399,9 +471,33 @@ class Recorder(ABC):
 
         return self.append_decided(check)
 
-    # --- reads ----------------------------------------------------------------------------------
+    def last_seq(self, run: str) -> int:
+        """The run's last seq (0 for a run with no events)."""
+        return self.head(run)[0]
+
+
+class EventReader(Stored):
+    """What a reader of the log needs: a run's events (each filter an indexed read), how many
+    there are, and which runs there are. A backend implements the two selections (``_select``,
+    ``_count``) and the run list; the filters are spelled once, here."""
+
+    persistent = True  # whether the log outlives this process (False: the in-memory recorder)
+    read_runs: Mapping[str, None] = MappingProxyType({})
+    """The runs whose events this recorder has read, in order (a SQL backend's): where a reader
+    that failed on what it read looks for the event it could not read, never in another run."""
 
     @abstractmethod
+    def _count(self, q: Query) -> int:
+        """How many events ``q`` selects, counted where they are stored."""
+
+    @abstractmethod
+    def runs(self) -> list[str]:
+        """Run ids in order of their first event."""
+
+    @abstractmethod
+    def latest_run(self) -> str | None:
+        """The run of the most recently appended event."""
+
     def read(
         self,
         run: str,
@@ -415,28 +511,13 @@ class Recorder(ABC):
         limit: int | None = None,
         newest: bool = False,
     ) -> Iterator[StoredEvent]:
-        """A run's events in seq order: those after ``after_seq`` and up to ``upto_seq``, of
-        these ``types``, of round ``in_round``, naming one of these ids (``keys``: a field of
-        :data:`LOOKUP_FIELDS` -> ids; any field may match). Every filter is an indexed read.
-        ``texts=True`` puts the long texts back inline (checked against their keys). ``limit``:
-        the first that many, or with ``newest`` the last that many (still in seq order; a SQL
-        backend reads only those rows when one index serves the read)."""
+        """A run's events in seq order, selected as :class:`Query` says. ``texts=True`` puts the
+        long texts back inline (checked against their keys). ``limit``: the first that many, or
+        with ``newest`` the last that many (still in seq order; a SQL backend reads only those
+        rows when one index serves the read)."""
+        q = Query(run, after_seq, upto_seq, types, in_round, keys)
+        return self._select(q, WHOLE, texts, limit, newest)
 
-    @abstractmethod
-    def count(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-    ) -> int:
-        """How many events :meth:`read` gives with these filters, counted where they are stored
-        (a SQL backend returns one number; no event is read)."""
-
-    @abstractmethod
     def rows(
         self,
         run: str,
@@ -449,35 +530,43 @@ class Recorder(ABC):
         texts: bool = False,
         data: bool = True,
     ) -> Iterator[EventRow]:
-        """:meth:`read`'s events as (seq, round, type, data): what a fold or a count needs (a
-        SQL backend reads only those columns; ``data=False`` leaves the data out)."""
+        """:meth:`read`'s events as (seq, round, type, data, version): what a fold or a count
+        needs (a SQL backend reads only those columns; ``data=False`` leaves the data out)."""
+        q = Query(run, after_seq, upto_seq, types, in_round, keys)
+        return self._select(q, ROW if data else META, texts and data)
 
-    @abstractmethod
-    def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
-        """A run's rows exactly as stored, in seq order (what verification recomputes)."""
+    def count(
+        self,
+        run: str,
+        *,
+        after_seq: int = 0,
+        upto_seq: int | None = None,
+        types: EventTypes | None = None,
+        in_round: int | None = None,
+        keys: Mapping[str, Collection[str]] | None = None,
+    ) -> int:
+        """How many events :meth:`read` gives with these filters (a SQL backend returns one
+        number; no event is read)."""
+        return self._count(Query(run, after_seq, upto_seq, types, in_round, keys))
 
-    @abstractmethod
-    def runs(self) -> list[str]:
-        """Run ids in order of their first event."""
+    def has_run(self, run: str) -> bool:
+        return next(self._select(Query(run), META, False, 1), None) is not None
 
-    @abstractmethod
-    def latest_run(self) -> str | None:
-        """The run of the most recently appended event."""
+    def existing_ids(self, run: str, ids: Collection[str]) -> set[str]:
+        """Which of these event ids the run already holds."""
+        if not ids:
+            return set()
+        return {e.event_id for e in self.read(run, keys={"event_id": ids})}
 
-    # --- one writer of a run at a time -------------------------------------------------------------
+    def event_at(self, run: str, seq: int) -> StoredEvent | None:
+        """The run's event at ``seq``, or None."""
+        return next(self.read(run, after_seq=seq - 1, upto_seq=seq), None)
 
-    @abstractmethod
-    def lease(self, run: str, holder: str) -> AbstractContextManager[None]:
-        """Hold the run's writer lease while the context is open: one long writer of a run at a
-        time (a training process). ``holder`` says who (host, pid, since when) for the error a
-        second writer gets (:class:`RunBusy`). The lease ends with the context or with its
-        process: a crashed writer leaves nothing to clear by hand."""
 
-    @abstractmethod
-    def lease_holder(self, run: str) -> str | None:
-        """Who holds the run's writer lease now, or None."""
-
-    # --- the views' saved states ------------------------------------------------------------------
+class LogOperator(Stored):
+    """What an operator of the log needs: the rows exactly as stored (verification, export), the
+    check of a run's chain, and the views' saved states (a cache each view checks out against
+    the log)."""
 
     @abstractmethod
     def view_states(
@@ -497,38 +586,16 @@ class Recorder(ABC):
     def drop_view_states(self, name: str, run: str) -> int:
         """Delete a view's states for a run (they are a cache); returns how many."""
 
-    # --- derived from the above ---------------------------------------------------------------
-
-    def head(self, run: str) -> tuple[int, str]:
-        """(last seq, last hash) of the run; (0, the genesis hash) for a run with no events: its
-        newest event, one indexed row."""
-        for last in self.read(run, limit=1, newest=True):
-            return last.seq, last.hash
-        return 0, GENESIS_HASH
-
-    def last_seq(self, run: str) -> int:
-        """The run's last seq (0 for a run with no events)."""
-        return self.head(run)[0]
-
-    def has_run(self, run: str) -> bool:
-        return self.last_seq(run) > 0
-
-    def existing_ids(self, run: str, ids: Collection[str]) -> set[str]:
-        """Which of these event ids the run already holds."""
-        if not ids:
-            return set()
-        return {e.event_id for e in self.read(run, keys={"event_id": ids})}
-
-    def event_at(self, run: str, seq: int) -> StoredEvent | None:
-        """The run's event at ``seq``, or None."""
-        return next(self.read(run, after_seq=seq - 1, upto_seq=seq), None)
+    def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
+        """A run's rows exactly as stored, in seq order (what verification recomputes)."""
+        return self._select(Query(run, after_seq), RAW, False)
 
     def verify_chain(self, run: str) -> list[str]:
         """Recompute the run's hash chain, check every text against its key, every key column
         against the data it is copied from and every event against its type's shape (what
         PostgreSQL refuses on insert, :mod:`diagevo.log.registry`); one line per problem (empty:
         intact)."""
-        from diagevo.log.registry import shape_problem
+        from diagevo.log.registry import shape_problem  # the config's and events' models: not for light reads
 
         problems: list[str] = []
         prev = GENESIS_HASH
@@ -566,6 +633,12 @@ class Recorder(ABC):
         return problems
 
 
+class Recorder(EventWriter, EventReader, LogOperator):
+    """The event log of one database, every role at once: what each backend implements
+    (``tests/test_recorder_contract.py`` holds each backend to it). A caller is typed against the
+    role it uses."""
+
+
 CONFIG_EVENTS = ("run.started", "run.configured")
 UNREADABLE = "its data cannot be read: "
 """How ``verify_chain`` names a row whose data is past the readers' bounds (:func:`loads`)."""
@@ -574,7 +647,7 @@ UNREADABLE = "its data cannot be read: "
 def _refused(type_: str, data: dict[str, Any], version: int) -> str | None:
     """What the event's class refuses in data of the right shape, as an out-of-shape problem. A
     run's config is left to ``memory verify``'s config check, which names the fork past it."""
-    from diagevo.schemas import refused_by_type
+    from diagevo.schemas import refused_by_type  # pydantic's models: not for light reads
 
     if type_ in CONFIG_EVENTS:
         return None

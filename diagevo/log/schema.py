@@ -7,6 +7,7 @@ migration excludes other writers) come from the backend module.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,8 +46,6 @@ class RevisionStatus:
 def _migrations_dir() -> Path:
     """The alembic environment is the subpackage :mod:`diagevo.migrations` (a checkout links it
     to ``migrations/`` at the top; a wheel holds it as files)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("diagevo.migrations")  # found, not imported: its env.py imports the log
     if spec is None or not spec.submodule_search_locations:
         raise StoreError("cannot find the diagevo migrations (diagevo.migrations)")
@@ -206,11 +205,6 @@ def revision_status(url: str) -> RevisionStatus:
         raise StoreError(f"cannot read the revision of {redact_url(url)}: {error_line(exc)}") from None
     finally:
         engine.dispose()
-
-
-def current(url: str) -> str | None:
-    """The database's Alembic revision (None when it has none)."""
-    return revision_status(url).current
 
 
 def upgrade(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) -> tuple[str | None, str | None]:

@@ -7,62 +7,42 @@ is steered, which saved states a connection trusts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from diagevo.catalog import KEY_FIELDS, EventTypes, type_names
+from diagevo.catalog import type_names
 from diagevo.lazy import sa_exc
-from diagevo.log.backends import make_engine, missing_database
+from diagevo.log import schema
+from diagevo.log.backends import cannot_open, connect, dialect_of, make_engine, missing_database
 from diagevo.log.recorder import (
+    COLUMNS,
     FETCH,
     GENESIS_HASH,
     MAX_PARAMS,
-    AppendResult,
-    E,
-    EventRow,
+    Appended,
     Prepared,
-    RawRow,
+    Query,
     Recorder,
-    StoredEvent,
+    Shape,
     StoreError,
+    T,
     ViewState,
     chain,
     json_or_error,
     lookup_keys,
-    prepare,
     restore_texts,
     stored_data,
 )
-from diagevo.log.stored import loads, loads_state
+from diagevo.log.stored import loads_state
 from diagevo.parsing import error_line
 from diagevo.urls import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from diagevo.schemas import EventIn
 
-EVENT_COLUMNS = (
-    "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash, texts, "
-    + ", ".join(KEY_FIELDS)
-)
-N_COLUMNS = 11 + len(KEY_FIELDS)
-
-# what a read fetches: whole events, or the (seq, round, type, data) a fold needs
-_WHOLE: tuple[str, Callable[[Any], StoredEvent]] = (
-    "seq, event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash",
-    lambda r: StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]),
-)
-_ROW: tuple[str, Callable[[Any], EventRow]] = (
-    "seq, round, type, data, schema_version",
-    lambda r: EventRow(r[0], r[1], r[2], loads(r[3]), r[4]),
-)
-_META: tuple[str, Callable[[Any], EventRow]] = (
-    "seq, round, type, schema_version",
-    lambda r: EventRow(r[0], r[1], r[2], None, r[3]),  # type: ignore[arg-type]
-)
-_RAW = "seq, event_id, round, type, schema_version, data, prev_hash, hash, texts, " + ", ".join(KEY_FIELDS)
+EVENT_COLUMNS = ", ".join(COLUMNS)
 
 
 class SQLRecorder(Recorder):
@@ -88,7 +68,7 @@ class SQLRecorder(Recorder):
             self._ensure_schema(migrate_empty and create)
         except sa_exc.DBAPIError as exc:
             self._engine.dispose()
-            raise StoreError(f"cannot open database {redact_url(url)}: {error_line(exc)}") from None
+            raise cannot_open(url, exc) from None
         except StoreError:
             self._engine.dispose()
             raise
@@ -97,9 +77,6 @@ class SQLRecorder(Recorder):
         self._engine.dispose()
 
     # --- the dialect's hooks --------------------------------------------------------------------
-
-    def _exclusive(self, conn: Connection) -> None:
-        """Before a write transaction begins (SQLite: take the write lock at BEGIN)."""
 
     def _lock_appends(self, conn: Connection) -> None:
         """Inside a write transaction that appends (PostgreSQL: the append lock, waited for lock_wait_s)."""
@@ -121,15 +98,10 @@ class SQLRecorder(Recorder):
 
     def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         """Insert numbered, hashed event rows."""
-        cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * N_COLUMNS)})", rows)
+        cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * len(COLUMNS))})", rows)
 
     def _is_dbapi_error(self, exc: BaseException) -> bool:
-        from sqlalchemy import exc as sa
-
-        return isinstance(exc, sa.DBAPIError)
-
-    def _is_integrity_error(self, exc: BaseException) -> bool:
-        return False
+        return isinstance(exc, self._engine.dialect.loaded_dbapi.Error) or isinstance(exc, sa_exc.DBAPIError)
 
     def _trusted_writers(self) -> str:
         """A condition on ``views.writer``: the saved states this connection may read."""
@@ -138,8 +110,6 @@ class SQLRecorder(Recorder):
     # --- schema -------------------------------------------------------------------------------
 
     def _ensure_schema(self, migrate_empty: bool) -> None:
-        from diagevo.log import schema
-
         if schema.revision_if_plain(self._engine, self.url) == schema.HEAD_REVISION:
             status = None
         else:
@@ -160,12 +130,8 @@ class SQLRecorder(Recorder):
 
     @contextmanager
     def _write_tx(self, *, append_lock: bool = False) -> Iterator[Connection]:
-        try:
-            conn_cm = self._engine.connect()
-        except sa_exc.DBAPIError as exc:
-            raise StoreError(f"cannot open database {redact_url(self.url)}: {error_line(exc)}") from None
-        with conn_cm as conn:
-            self._exclusive(conn)
+        with connect(self._engine, self.url) as conn:
+            dialect_of(conn).exclusive(conn)
             try:
                 with conn.begin():
                     try:
@@ -187,7 +153,7 @@ class SQLRecorder(Recorder):
         try:
             raw = self._engine.raw_connection()
         except sa_exc.DBAPIError as exc:
-            raise StoreError(f"cannot open database {redact_url(self.url)}: {error_line(exc)}") from None
+            raise cannot_open(self.url, exc) from None
         try:
             cur = self._open_cursor(raw, stream)
             try:
@@ -215,34 +181,29 @@ class SQLRecorder(Recorder):
 
     # --- append -------------------------------------------------------------------------------
 
-    def append_decided(self, decide: Callable[[], Sequence[EventIn]]) -> AppendResult:
-        with self._write_tx(append_lock=True) as conn:
-            events = list(decide())  # its reads (other connections) see the head: we hold the lock
-            if not events:
-                return AppendResult(0, 0, 0)
-            prepared, dups = prepare(events)
+    @contextmanager
+    def _appending(self) -> Iterator[Callable[[list[Prepared]], Appended]]:
+        with self._write_tx(append_lock=True) as conn:  # decide's reads (other connections) see the head
             cur = conn.connection.cursor()
             try:
-                heads = {run: self._run_head(cur, run) for run in {p[1] for p in prepared}}
-                fresh = self._insert_fresh(cur, prepared, heads)
+                yield lambda prepared: self._insert_fresh(cur, prepared)
             finally:
                 cur.close()
-        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
 
-    def _insert_fresh(self, cur: Any, prepared: list[Prepared], heads: dict[str, tuple[int, str]]) -> list[Prepared]:
-        """Insert the events whose ids their runs do not hold yet and return them (``heads``
-        moves on).
+    def _insert_fresh(self, cur: Any, prepared: list[Prepared]) -> Appended:
+        """Insert the events whose ids their runs do not hold yet.
 
         Optimistic: the unique index on (run_id, event_id) checks every row as it goes in anyway,
         so the batch is inserted under a savepoint without looking its ids up first; only when
         one is already stored (a retried batch) is that undone, the stored ids looked up and the
         rest inserted. Either way the rows and the chain are those of the fresh events alone."""
-        start = dict(heads)
+        start = {run: self._run_head(cur, run) for run in {p[1] for p in prepared}}
+        heads = dict(start)
         cur.execute("SAVEPOINT diagevo_append")
         try:
             self._insert(cur, prepared, heads)
         except Exception as exc:
-            if not self._is_integrity_error(exc):
+            if not isinstance(exc, self._engine.dialect.loaded_dbapi.IntegrityError):
                 raise
             cur.execute("ROLLBACK TO SAVEPOINT diagevo_append")
             heads.update(start)
@@ -250,9 +211,9 @@ class SQLRecorder(Recorder):
             fresh = [p for p in prepared if (p[1], p[0]) not in existing]
             if fresh:
                 self._insert(cur, fresh, heads)  # another constraint than the ids fails here again
-            return fresh
+            return fresh, heads
         cur.execute("RELEASE SAVEPOINT diagevo_append")
-        return prepared
+        return prepared, heads
 
     def _insert(self, cur: Any, fresh: list[Prepared], heads: dict[str, tuple[int, str]]) -> None:
         cur.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
@@ -284,80 +245,47 @@ class SQLRecorder(Recorder):
 
     # --- reads --------------------------------------------------------------------------------
 
-    def _where(
-        self,
-        run: str,
-        after_seq: int,
-        upto_seq: int | None,
-        types: EventTypes | None,
-        in_round: int | None,
-        keys: Mapping[str, Collection[str]] | None,
-        ordered: bool = True,
-    ) -> Iterator[tuple[str, list[Any]]]:
+    def _where(self, q: Query, ordered: bool = True) -> Iterator[tuple[str, list[Any]]]:
         """The (WHERE ... ORDER BY, params) of the reads that together select the events: one,
         served by the (run_id, seq), (run_id, type, seq) or (run_id, round, type) index; or, with
         ``keys``, one per key field and chunk of ids through that field's index, the other
         filters applied to the rows it finds (marked so that the planner does not walk a type or
         round index of the whole run instead)."""
-        q = self.P
-        names = None if types is None else type_names(types)
+        p = self.P
+        names = None if q.types is None else type_names(q.types)
         if names is not None and not names:
             return
-        if keys is None:
-            sql, params = f"WHERE run_id = {q}", list[Any]([run])
-            if after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
-                sql += f" AND seq > {q}"
-                params.append(after_seq)
-            if in_round is not None:
-                sql += f" AND round = {q}"
-                params.append(in_round)
-            if upto_seq is not None:
-                sql += f" AND seq <= {q}"
-                params.append(upto_seq)
-            if names is not None:
-                sql += f" AND type IN ({', '.join([q] * len(names))})"
-                params.extend(names)
-            order = " " + self._order(after_seq, names, in_round) if ordered else ""
-            yield f"{self._index(names, in_round)} {sql}{order}", params
-            return
-        extra, extra_params = "", list[Any]()
+        extra, params = "", list[Any]()
+        if q.after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
+            extra += f" AND seq > {p}"
+            params.append(q.after_seq)
+        if q.in_round is not None:
+            extra += f" AND round = {p}"
+            params.append(q.in_round)
+        if q.upto_seq is not None:
+            extra += f" AND seq <= {p}"
+            params.append(q.upto_seq)
         if names is not None:
-            extra += f" AND type IN ({', '.join([q] * len(names))})"
-            extra_params += names
-        if in_round is not None:
-            extra += f" AND round = {q}"
-            extra_params.append(in_round)
-        if after_seq > 0:
-            extra += f" AND seq > {q}"
-            extra_params.append(after_seq)
-        if upto_seq is not None:
-            extra += f" AND seq <= {q}"
-            extra_params.append(upto_seq)
-        for field, values in lookup_keys(keys).items():
+            extra += f" AND type IN ({', '.join([p] * len(names))})"
+            params.extend(names)
+        if q.keys is None:
+            order = " " + self._order(q.after_seq, names, q.in_round) if ordered else ""
+            yield f"{self._index(names, q.in_round)} WHERE run_id = {p}{extra}{order}", [q.run, *params]
+            return
+        for field, values in lookup_keys(q.keys).items():
             for i in range(0, len(values), MAX_PARAMS):
                 chunk = values[i : i + MAX_PARAMS]
-                held = f"{field} IN ({', '.join([q] * len(chunk))})"
-                where = f"{self._key_index(field)} WHERE run_id = {q} AND {held}{extra}"
+                where = f"{self._key_index(field)} WHERE run_id = {p} AND {field} IN ({', '.join([p] * len(chunk))})"
                 # in seq order (PostgreSQL returns an IN lookup in any order); one id's rows lie in
                 # seq order in its index, so a page of them is read without sorting them all
-                yield where + (" ORDER BY seq" if ordered else ""), [run, *chunk, *extra_params]
+                yield where + extra + (" ORDER BY seq" if ordered else ""), [q.run, *chunk, *params]
 
     def _select(
-        self,
-        shape: tuple[str, Callable[[Any], E]],
-        run: str,
-        after_seq: int,
-        upto_seq: int | None,
-        types: EventTypes | None,
-        in_round: int | None,
-        keys: Mapping[str, Collection[str]] | None,
-        texts: bool,
-        limit: int | None = None,
-        newest: bool = False,
-    ) -> Iterator[E]:
-        self.read_runs[run] = None
+        self, q: Query, shape: Shape[T], texts: bool, limit: int | None = None, newest: bool = False
+    ) -> Iterator[T]:
+        self.read_runs[q.run] = None
         paged = limit is not None
-        reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=not (newest and paged)))
+        reads = list(self._where(q, ordered=not (newest and paged)))
         if paged:  # each read cut where it is stored: the page lies among the first (last) ``limit`` of each
             cut = f" ORDER BY seq DESC LIMIT {int(limit)}" if newest else f" LIMIT {int(limit)}"  # type: ignore[arg-type]
             reads = [(where + cut, params) for where, params in reads]
@@ -372,17 +300,8 @@ class SQLRecorder(Recorder):
             return iter(picked)
         return iter((picked[-limit:] if limit else []) if newest else picked[:limit])
 
-    def count(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-    ) -> int:
-        reads = list(self._where(run, after_seq, upto_seq, types, in_round, keys, ordered=False))
+    def _count(self, q: Query) -> int:
+        reads = list(self._where(q, ordered=False))
         with self._cursor() as cur:
             if len(reads) == 1:
                 where, params = reads[0]
@@ -394,61 +313,22 @@ class SQLRecorder(Recorder):
                 seqs.update(int(r[0]) for r in cur.fetchall())
             return len(seqs)
 
-    def _fetch(self, shape: tuple[str, Callable[[Any], E]], where: str, params: list[Any], texts: bool) -> Iterator[E]:
-        """Rows of a shape (its columns, and what a row becomes); ``texts``: with the long texts
-        back inline from their ``texts`` column, checked against their keys."""
+    def _fetch(self, shape: Shape[T], where: str, params: list[Any], texts: bool) -> Iterator[T]:
+        """Rows of a shape; ``texts``: with the long texts back inline from their ``texts``
+        column, checked against their keys."""
         columns, make = shape
-        at = columns.count(",") + 1  # where the texts column comes
         with self._cursor(stream=True) as cur:
-            cur.execute(f"SELECT {columns}{', texts' if texts else ''} FROM events {where}", params)
+            cur.execute(f"SELECT {', '.join(columns)}{', texts' if texts else ''} FROM events {where}", params)
             while rows := cur.fetchmany(FETCH):
                 try:
                     batch = [make(r) for r in rows]
                 except ValueError:  # data past the readers' bounds (loads): named by its run and seq
                     for r in rows:
-                        stored_data(params[0], r[0], r[columns.split(", ").index("data")])
+                        stored_data(params[0], r[0], r[columns.index("data")])
                     raise
                 if texts:
-                    restore_texts(batch, [r[at] for r in rows])
+                    restore_texts(batch, [r[len(columns)] for r in rows])  # type: ignore[type-var]
                 yield from batch
-
-    def read(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-        texts: bool = False,
-        limit: int | None = None,
-        newest: bool = False,
-    ) -> Iterator[StoredEvent]:
-        return self._select(_WHOLE, run, after_seq, upto_seq, types, in_round, keys, texts, limit, newest)
-
-    def rows(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-        texts: bool = False,
-        data: bool = True,
-    ) -> Iterator[EventRow]:
-        return self._select(_ROW if data else _META, run, after_seq, upto_seq, types, in_round, keys, texts and data)
-
-    def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
-        with self._cursor(stream=True) as cur:
-            cur.execute(
-                f"SELECT {_RAW} FROM events WHERE run_id = {self.P} AND seq > {self.P} ORDER BY seq", (run, after_seq)
-            )
-            while rows := cur.fetchmany(FETCH):
-                for r in rows:
-                    yield RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:]))
 
     def head(self, run: str) -> tuple[int, str]:
         """The run's newest (seq, hash), its data left unread: one indexed row."""
@@ -502,38 +382,22 @@ class SQLRecorder(Recorder):
     def put_view_states(self, states: Sequence[ViewState]) -> None:
         if not states:
             return
-        from sqlalchemy import text
-
         rows = [
-            {
-                "name": s.name,
-                "run_id": s.run,
-                "part": s.part,
-                "seq": s.seq,
-                "hash": s.hash,
-                "state": json_or_error(s.state, f"the saved state of view {s.name!r}"),
-            }
+            (s.name, s.run, s.part, s.seq, s.hash, json_or_error(s.state, f"the saved state of view {s.name!r}"))
             for s in states
         ]
-        stmt = text(
-            "INSERT INTO views (name, run_id, part, seq, hash, state) VALUES (:name, :run_id, :part, :seq, :hash, "
-            ":state) "
-            f"ON CONFLICT ({self._views_key()}) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, state = "
-            "excluded.state"
-        )
+        p = self.P
         with self._write_tx() as conn:
-            conn.execute(stmt, rows)
-
-    def _views_key(self) -> str:
-        return "name, run_id, part, writer"
+            conn.exec_driver_sql(
+                f"INSERT INTO views (name, run_id, part, seq, hash, state) VALUES ({p}, {p}, {p}, {p}, {p}, {p}) "
+                "ON CONFLICT (name, run_id, part, writer) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
+                "state = excluded.state",
+                rows,
+            )
 
     def drop_view_states(self, name: str, run: str) -> int:
-        from sqlalchemy import text
-
         with self._write_tx() as conn:
-            res = conn.execute(
-                text("DELETE FROM views WHERE name = :name AND run_id = :run"), {"name": name, "run": run}
-            )
+            res = conn.exec_driver_sql(f"DELETE FROM views WHERE name = {self.P} AND run_id = {self.P}", (name, run))
         return int(res.rowcount)
 
 

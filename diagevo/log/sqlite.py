@@ -18,12 +18,15 @@ import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from diagevo.errors import Call
-from diagevo.log.backends import plain_file
+from diagevo.errors import BadInput, Call
+from diagevo.files import database_part
+from diagevo.log import backends
 from diagevo.log.recorder import MissingDatabase, StoreError, busy
+from diagevo.log.schema import HEAD_REVISION
 from diagevo.log.sql import SQLRecorder
 from diagevo.urls import redact_url
 
@@ -52,9 +55,6 @@ class SQLiteRecorder(SQLRecorder):
         self._ours = True
         self._engine = direct  # type: ignore[assignment]  # the part of an Engine the reads use
 
-    def _exclusive(self, conn: Connection) -> None:
-        conn.execution_options(sqlite_begin="IMMEDIATE")
-
     def _index(self, types: Collection[str] | None, in_round: int | None) -> str:
         """SQLite's planner would rather scan the covering (run_id, round, type) index of the whole
         run than walk the index that serves the read, when a read needs no ``data``."""
@@ -77,17 +77,10 @@ class SQLiteRecorder(SQLRecorder):
             return "ORDER BY +seq"
         return "ORDER BY seq"
 
-    def _is_dbapi_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, sqlite3.Error) or super()._is_dbapi_error(exc)
-
     # --- the writer lease: a lock file per run beside the database (the OS drops it with its process)
 
     def _lease_file(self, run: str) -> Path:
-        from diagevo.errors import BadInput
-        from diagevo.files import database_part
-        from diagevo.log.backends import sqlite_path
-
-        path = sqlite_path(self.url)
+        path = backends.sqlite_path(self.url)
         if path is None:
             raise StoreError("a writer lease needs a SQLite file")
         try:
@@ -129,9 +122,6 @@ class SQLiteRecorder(SQLRecorder):
             os.close(fd)
         return None
 
-    def _is_integrity_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, sqlite3.IntegrityError)
-
 
 RECORDER = SQLiteRecorder
 
@@ -161,6 +151,8 @@ class _Direct:
     (which use ``raw_connection()`` and roll back after each): lending it out, ``close`` and
     ``invalidate`` are no-ops; ``dispose`` closes it. Writes are refused."""
 
+    dialect = SimpleNamespace(loaded_dbapi=sqlite3)  # whose errors are the database's
+
     def __init__(self, conn: sqlite3.Connection, url: str) -> None:
         self._conn, self._url = conn, url
 
@@ -180,8 +172,6 @@ class _Direct:
         """Nothing pooled to throw away."""
 
     def connect(self) -> Any:
-        from diagevo.urls import redact_url
-
         # SQLite's own words for a write through a read-only connection
         raise StoreError(f"write to {redact_url(self._url)} failed: attempt to write a readonly database")
 
@@ -190,9 +180,7 @@ class _Direct:
 
 
 def _open_direct(url: str) -> _Direct | None:
-    from diagevo.log.schema import HEAD_REVISION
-
-    path = plain_file(url)
+    path = backends.plain_file(url)
     if path is None or not path.is_file():
         return None
     _check_files(path)

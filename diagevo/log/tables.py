@@ -10,7 +10,7 @@ so the database must store exactly the text the store hashed (PostgreSQL's JSONB
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text, text
+from sqlalchemy import BigInteger, Column, Index, Integer, String, Text, text
 from sqlmodel import Field, SQLModel
 
 from diagevo.catalog import KEY_FIELDS, MILESTONES, type_names
@@ -94,7 +94,4 @@ class View(SQLModel, table=True):
     state: str = Field(sa_column=Column("state", Text, nullable=False))
 
 
-# SQLModel sets ``__table__`` on table models at class creation, but its stubs do not declare it
-events_table: Table = Event.__table__  # type: ignore[attr-defined]
-views_table: Table = View.__table__  # type: ignore[attr-defined]
 metadata = SQLModel.metadata
