@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from bench_store import wire_event  # noqa: E402
 
 from diagevo.catalog import LLMCalled
-from diagevo.config import DiagnosisConfig  # noqa: E402
+from diagevo.config.sections import DiagnosisConfig  # noqa: E402
 from diagevo.diagnosis.interface import (  # noqa: E402
     Assignment,
     Consolidation,

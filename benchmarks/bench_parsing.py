@@ -1,4 +1,4 @@
-"""The bounded JSONL reader (diagevo/parsing.py) vs what it replaced, measured in the same run.
+"""The bounded JSONL reader (diagevo/text/parsing.py) vs what it replaced, measured in the same run.
 
 Baseline: ``[json.loads(line) for line in text.splitlines()]`` (the reader of ingest, round
 record and diagnose before; it splits on U+2028 and friends and raises RecursionError on deep
@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from diagevo.parsing import loads, split_lines
 from diagevo.schemas import EventIn, validate_event
+from diagevo.text.parsing import loads, split_lines
 
 
 def export_like(n: int) -> str:

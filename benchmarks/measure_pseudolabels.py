@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from diagevo.config import FilterConfig
+from diagevo.config.sections import FilterConfig
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.filtering import keep

@@ -32,9 +32,9 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.safe import error_line, text
 from diagevo.errors import BadInput, DiagevoError
-from diagevo.parsing import one_line, utf8_problem
-from diagevo.redaction import redact_argv, redact_text
-from diagevo.untrusted import shell_join, shorten
+from diagevo.text.parsing import one_line, utf8_problem
+from diagevo.text.redaction import redact_argv, redact_text
+from diagevo.text.untrusted import shell_join, shorten
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -17,8 +17,8 @@ import typer
 
 from diagevo.cli.safe import json_text, make_console
 from diagevo.errors import DiagevoError
-from diagevo.untrusted import shell_join
-from diagevo.urls import resolve_db_url, without_password
+from diagevo.text.untrusted import shell_join
+from diagevo.text.urls import resolve_db_url, without_password
 
 if TYPE_CHECKING:
     from diagevo.log import Recorder

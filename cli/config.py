@@ -18,8 +18,8 @@ from rich.text import Text
 
 from diagevo.cli.common import JsonOpt, console, emit_json
 from diagevo.cli.train import SetOpt, default_config
-from diagevo.redaction import REDACTED
-from diagevo.sections import settings
+from diagevo.config.base import settings
+from diagevo.text.redaction import REDACTED
 from diagevo.train.config import load_config
 
 _CONTROL = re.compile(r"[\x7f-\x9f\u2028\u2029]")  # json.dumps escapes the C0 controls itself

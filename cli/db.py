@@ -11,8 +11,8 @@ from diagevo.cli.fixes import message
 from diagevo.cli.safe import error_line, make_console, text
 from diagevo.log import StoreError
 from diagevo.log.schema import revision_status, upgrade
-from diagevo.redaction import redact_text
-from diagevo.urls import redact_url, resolve_db_url
+from diagevo.text.redaction import redact_text
+from diagevo.text.urls import redact_url, resolve_db_url
 
 db_app = typer.Typer(help="Database schema: upgrade, current revision.", no_args_is_help=True)
 

@@ -27,16 +27,16 @@ from diagevo.diagnosis.pipeline import failures_from_records
 from diagevo.diagnosis.tools import check_endpoints, diagnosis_config, diagnostician_for, embedder_for, vector_index
 from diagevo.errors import require
 from diagevo.log import Recorder
-from diagevo.parsing import input_file
 from diagevo.rounds import Round, round_state
+from diagevo.text.parsing import input_file
+from diagevo.text.urls import resolve_db_url
+from diagevo.text.words import did_you_mean
 from diagevo.train.config import load_config
-from diagevo.urls import resolve_db_url
 from diagevo.verl import rollout_failures
 from diagevo.views.index import VIEW as CHECKPOINT
 from diagevo.views.index import default_index_path
 from diagevo.views.index import reindex as rebuild
 from diagevo.views.memory import resolve_run
-from diagevo.words import did_you_mean
 
 PHASES = {"extract": "Prompt 1 (extraction)", "maintain": "stages 2a-3.5 (memory)", "consolidate": "stage 4a (merges)"}
 

@@ -17,13 +17,13 @@ import typer
 from diagevo.cli.common import JsonOpt, acting_on, console, emit_json
 from diagevo.cli.fixes import detail, spell_fix
 from diagevo.cli.safe import text
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.probe import DiagnosticianProbe, StageProbe, probe_diagnostician
 from diagevo.doctor import Check, run_checks
+from diagevo.text.urls import resolve_db_url
 from diagevo.train.config import Config, load_config
 from diagevo.train.folders import checkpoint_root
 from diagevo.train.preflight import preflight
-from diagevo.urls import resolve_db_url
 
 STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 

@@ -27,17 +27,17 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.progress import progress_for
 from diagevo.cli.safe import text
+from diagevo.config.base import ConfigError
 from diagevo.eval.benchmarks import load_benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.runs import evaluate_model, evaluate_run
-from diagevo.files import plain_name
+from diagevo.files.written import plain_name
 from diagevo.generation import make_engine
 from diagevo.log import Recorder
-from diagevo.progress import quiet_libraries
-from diagevo.sections import ConfigError
+from diagevo.runtime.progress import quiet_libraries
+from diagevo.text.untrusted import shell_join
+from diagevo.text.urls import without_password
 from diagevo.train.preflight import check_engine, require
-from diagevo.untrusted import shell_join
-from diagevo.urls import without_password
 from diagevo.views.memory import resolve_run
 
 EngineOpt = Annotated[

@@ -1,14 +1,14 @@
 """FAILURES.jsonl of ``diagevo diagnose``: one validated failure per line (imported only by that
 command, so that pydantic is not paid by every command). The line model is
-:class:`diagevo.formats.FailureLine`."""
+:class:`diagevo.text.formats.FailureLine`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from diagevo.cli.common import CLIError
-from diagevo.formats import FailureLine, read_lines
-from diagevo.parsing import file_lines, quoted
+from diagevo.text.formats import FailureLine, read_lines
+from diagevo.text.parsing import file_lines, quoted
 
 __all__ = ["FailureLine", "read_failures"]
 

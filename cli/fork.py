@@ -21,7 +21,7 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.safe import text
 from diagevo.fork import diff_runs, fork_run
-from diagevo.words import plural, times
+from diagevo.text.words import plural, times
 
 
 def fork(

@@ -29,19 +29,19 @@ from diagevo.cli.common import (
     round_from_0,
 )
 from diagevo.cli.safe import plain, text
-from diagevo.files import replaced
+from diagevo.files.written import replaced
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.parsing import file_lines, input_file
-from diagevo.untrusted import json_visible, shorten
+from diagevo.text.parsing import file_lines, input_file
+from diagevo.text.untrusted import json_visible, shorten
+from diagevo.text.words import did_you_mean, plural
 from diagevo.views import queries
 from diagevo.views.events import EventFilter, event_json, follow_matching, list_events
 from diagevo.views.follow import wait_for_run
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.queries import memory_view
 from diagevo.views.stories import RECENT
-from diagevo.words import did_you_mean, plural
 
 FollowOpt = Annotated[
     bool,

@@ -28,7 +28,7 @@ from rich.progress import (
 from rich.text import Text
 
 from diagevo.cli.safe import plain
-from diagevo.progress import ProgressFn
+from diagevo.runtime.progress import ProgressFn
 
 
 def _duration(seconds: float) -> str:

@@ -11,10 +11,10 @@ import typer
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, open_store, program
 from diagevo.cli.safe import plain, text
 from diagevo.report import comparison_html, report_html, write_comparison, write_report
-from diagevo.untrusted import shell_join
-from diagevo.urls import redact_url, resolve_db_url, without_password
+from diagevo.text.untrusted import shell_join
+from diagevo.text.urls import redact_url, resolve_db_url, without_password
+from diagevo.text.words import plural
 from diagevo.views.memory import resolve_run
-from diagevo.words import plural
 
 
 def report_command(

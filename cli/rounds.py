@@ -19,10 +19,10 @@ from diagevo import rounds
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
 from diagevo.cli.safe import text
 from diagevo.errors import DiagevoError
-from diagevo.formats import CandidateLine, read_lines
 from diagevo.log import Recorder
-from diagevo.parsing import decimal_number, file_lines, one_line
 from diagevo.rounds.protocol import unknown_run
+from diagevo.text.formats import CandidateLine, read_lines
+from diagevo.text.parsing import decimal_number, file_lines, one_line
 from diagevo.train.config import load_config
 from diagevo.verl import generated_candidates
 from diagevo.views.memory import resolve_run

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from diagevo.cli.common import DbOpt, Output, console, emit_json, open_store, output_options, spell
 from diagevo.cli.safe import plain
-from diagevo.untrusted import shorten
+from diagevo.text.untrusted import shorten
 from diagevo.views.memory import resolve_run
 from diagevo.views.runs import RunSummary
 from diagevo.views.runs import runs as summaries

@@ -7,7 +7,7 @@ from models and from other people's files. The CLI shows them
   styled lines are assembled from :class:`rich.text.Text` parts (:func:`text`), so
   ``computes [x/2] instead of floor(x/2)`` shows as written and ``[/b]`` breaks nothing;
 - without a control character: C0/C1 controls, DEL, bidi overrides and isolates and lone
-  surrogates are shown as escapes (ESC as ``\\x1b``; :func:`diagevo.untrusted.visible`);
+  surrogates are shown as escapes (ESC as ``\\x1b``; :func:`diagevo.text.untrusted.visible`);
 - cut in the middle when a single text is longer than :data:`LONGEST` characters (``--json``
   has them whole), so a 200,000-character line costs neither time nor a screen of noise.
 
@@ -27,7 +27,7 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-from diagevo.untrusted import UNSAFE, json_visible, shorten, visible
+from diagevo.text.untrusted import UNSAFE, json_visible, shorten, visible
 
 LONGEST = 2000
 """Characters of one untrusted text shown in the terminal (the middle is cut)."""
@@ -82,7 +82,7 @@ def error_line(message: str, label: str = "error:") -> Text:
 
 
 def json_text(obj: Any) -> str:
-    """One JSON document on one line, escaped as :func:`diagevo.untrusted.json_visible` says
+    """One JSON document on one line, escaped as :func:`diagevo.text.untrusted.json_visible` says
     (the same JSON value: a reader gets the texts back exactly)."""
     return json_visible(json.dumps(obj, ensure_ascii=False, default=str))
 

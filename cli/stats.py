@@ -24,12 +24,12 @@ from diagevo.cli.common import (
 from diagevo.cli.memory import FollowOpt, UntilOpt, flush_stdout, followed_run
 from diagevo.cli.safe import plain, text
 from diagevo.cli.tables import print_fitted
-from diagevo.files import TABLE_SUFFIXES, write_replacing, write_rows
+from diagevo.files.written import TABLE_SUFFIXES, write_replacing, write_rows
 from diagevo.results import JsonRow
+from diagevo.text.words import plural
 from diagevo.views import queries
 from diagevo.views.follow import follow_events, follow_stats
 from diagevo.views.stats import COLUMNS, is_family_detail, metric_columns
-from diagevo.words import plural
 
 STATS_COLUMNS = {
     "round": "t",

@@ -31,18 +31,18 @@ from diagevo.cli.progress import bar_columns, progress_for
 from diagevo.cli.safe import plain, text
 from diagevo.cli.tables import print_fitted
 from diagevo.errors import BadInput
-from diagevo.installation import shipped
-from diagevo.paths import beside_database, run_dir
-from diagevo.redaction import redact_config
+from diagevo.errors.installation import shipped
+from diagevo.log.paths import beside_database, run_dir
+from diagevo.text.redaction import redact_config
+from diagevo.text.untrusted import shell_join
+from diagevo.text.urls import redact_url, resolve_db_url
+from diagevo.text.words import plural
 from diagevo.train import default_run_id
 from diagevo.train.ablate import CONFIGURED, MINI_ARMS, VARIANTS, WORLDS, run_ablation
 from diagevo.train.config import load_config
 from diagevo.train.folders import checkpoint_root
 from diagevo.train.hf.args import plan
 from diagevo.train.preflight import preflight, require
-from diagevo.untrusted import shell_join
-from diagevo.urls import redact_url, resolve_db_url
-from diagevo.words import plural
 
 
 def default_config() -> Path | None:

@@ -73,8 +73,8 @@ _EXPORTS: dict[str, str] = {
     "export_dataset": "diagevo.dataset",
     # a backend and where its files go, for a trainer built on diagevo's models
     "make_backend": "diagevo.train",
-    "run_dir": "diagevo.paths",
-    "beside_database": "diagevo.paths",
+    "run_dir": "diagevo.log.paths",
+    "beside_database": "diagevo.log.paths",
     # what a reward function needs (Sec. 2.2, Appendix C and J)
     "solver_rewards": "diagevo.curriculum",
     "challenger_output_rewards": "diagevo.curriculum",
@@ -186,9 +186,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     )
     from diagevo.fork import diff_runs, fork_run
     from diagevo.log import Recorder
+    from diagevo.log.paths import beside_database, run_dir
     from diagevo.memory.schedule import schedule
     from diagevo.memory.state import Memory
-    from diagevo.paths import beside_database, run_dir
     from diagevo.results.rounds import Committed
     from diagevo.rounds import Candidate, OutOfOrder, Recorded, Request, Round, Scored, start_run
     from diagevo.train import make_backend

@@ -7,7 +7,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed
 
 from diagevo.log import Recorder, open_log
-from diagevo.urls import resolve_db_url
+from diagevo.text.urls import resolve_db_url
 
 
 def open_store(url: str | None = None, *, create: bool = True, readonly: bool = False) -> Recorder:

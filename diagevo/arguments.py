@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from diagevo.errors import BadInput
-from diagevo.parsing import quoted
+from diagevo.text.parsing import quoted
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,8 +29,8 @@ _ELSEWHERE = {
     "Recorder": "diagevo.log",
     "Round": "diagevo.rounds",
     "Memory": "diagevo.memory.state",
-    "MethodConfig": "diagevo.config",
-    "DiagnosisConfig": "diagevo.config",
+    "MethodConfig": "diagevo.config.sections",
+    "DiagnosisConfig": "diagevo.config.sections",
     "Config": "diagevo.train.config",
     "Embedder": "diagevo.diagnosis.tools",
     "Diagnostician": "diagevo.diagnosis.interface",

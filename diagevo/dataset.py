@@ -36,14 +36,14 @@ from diagevo.catalog import (
     NodeCreated,
 )
 from diagevo.errors import Argument, BadInput, NotFound, require
-from diagevo.files import export_dir, write_replacing, write_table
+from diagevo.files.written import export_dir, write_replacing, write_table
 from diagevo.log import Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
-from diagevo.redaction import redact_config
 from diagevo.rounds.questions import logged_questions
+from diagevo.text.redaction import redact_config
+from diagevo.text.words import did_you_mean
 from diagevo.views.memory import commit_memories, committed_rounds
-from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:
     import polars as pl
@@ -226,7 +226,7 @@ def own_card(path: Path) -> bool:
 
 
 def _output_dir(out: Path, force: bool) -> Path:
-    """``out``, checked (:func:`~diagevo.files.export_dir`), holding no card but its own, and no file
+    """``out``, checked (:func:`~diagevo.files.written.export_dir`), holding no card but its own, and no file
     the export does not write unless ``force`` (those are then left as they are)."""
     export_dir(out)
     card = out / CARD

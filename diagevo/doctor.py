@@ -28,9 +28,9 @@ from diagevo.errors import Activate, Advice, Argument, Call, DiagevoError, Fix, 
 from diagevo.log import open_log, sqlite_path
 from diagevo.log.backends import normalise_url
 from diagevo.log.schema import revision_status
-from diagevo.redaction import redact_text
-from diagevo.urls import redact_url, resolve_db_url, without_password
-from diagevo.words import did_you_mean
+from diagevo.text.redaction import redact_text
+from diagevo.text.urls import redact_url, resolve_db_url, without_password
+from diagevo.text.words import did_you_mean
 
 Status = Literal["ok", "warning", "missing"]
 

@@ -22,7 +22,8 @@ from diagevo.catalog import (
     RunStarted,
 )
 from diagevo.catalog.ids import event_id, rebase_event_id
-from diagevo.config import MethodConfig, config_from_record
+from diagevo.config.base import apply_overrides, checked
+from diagevo.config.sections import MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
@@ -30,13 +31,12 @@ from diagevo.memory.state import Memory
 from diagevo.results import Json, JsonRow
 from diagevo.results.runs import Fork, RunDiff
 from diagevo.schemas import EventIn, new_event, validate_event
-from diagevo.sections import apply_overrides, checked
+from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import checkpoint_refusal, pruned_checkpoints, pruned_note
 from diagevo.views.runs import whatif_refusal
 from diagevo.views.typed import of_type
-from diagevo.words import did_you_mean
 
 
 class ForkError(BadInput):

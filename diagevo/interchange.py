@@ -5,7 +5,7 @@ the append lock and against the log's head, run by run against the memory's inva
 (continuing from what the log holds) and against the events stored under the same ids, and one
 append stores it.
 Lines are read and written by one codec: split on ``\n`` only, each parsed with a bounded depth
-(:mod:`diagevo.parsing`), so whatever :func:`export_lines` writes, :func:`parse_lines` reads back.
+(:mod:`diagevo.text.parsing`), so whatever :func:`export_lines` writes, :func:`parse_lines` reads back.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from diagevo.log.canonical import canonical_bytes
 from diagevo.log.recorder import GENESIS_HASH, canonical_event_json, chain_hash, prepare
 from diagevo.memory.counting import Ledger, Tally
 from diagevo.memory.fold import Draft
-from diagevo.parsing import loads, one_line, split_lines
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
+from diagevo.text.parsing import loads, one_line, split_lines
 from diagevo.views.caches import refresh
 from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
@@ -245,8 +245,8 @@ _LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85"
 
 
 def encode_line(obj: dict[str, Any]) -> str:
-    """One JSONL line (with its ``\n``) that :func:`diagevo.parsing.split_lines` and
-    :func:`diagevo.parsing.loads` read back as ``obj``."""
+    """One JSONL line (with its ``\n``) that :func:`diagevo.text.parsing.split_lines` and
+    :func:`diagevo.text.parsing.loads` read back as ``obj``."""
     line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     if "\u2028" in line or "\u2029" in line or "\x85" in line:
         line = line.translate(_LINE_BREAKERS)

@@ -3,7 +3,7 @@ how an event becomes what the log stores: its data validated by its class
 (:mod:`diagevo.catalog.events`), its ids checked, its texts cut. An unknown ``type`` or ``data``
 that does not fit its class is rejected.
 
-Untrusted text is stored bounded (:class:`diagevo.limits.LimitsConfig`): a long text field
+Untrusted text is stored bounded (:class:`diagevo.config.limits.LimitsConfig`): a long text field
 (an event class's ``texts``) beyond ``text_bytes`` UTF-8 bytes, or a short phrase (its
 ``phrases``) beyond ``phrase_bytes``, is cut there, and the event's data says so
 under ``cut``: ``{field: {"bytes": length of the whole text, "sha256": its hash}}``."""
@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, Event, InvalidEvent, version_problem
 from diagevo.catalog.event import first_error
-from diagevo.limits import LimitsConfig
-from diagevo.parsing import MAX_ID_CHARS, check_id, find_not_utf8, quoted
+from diagevo.config.limits import LimitsConfig
+from diagevo.text.parsing import MAX_ID_CHARS, check_id, find_not_utf8, quoted
 
 
 class EventIn(BaseModel):

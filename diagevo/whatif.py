@@ -36,7 +36,8 @@ from diagevo.catalog import (
     RunStarted,
 )
 from diagevo.catalog.ids import event_id, rebase_event_id
-from diagevo.config import MemoryConfig, MethodConfig, config_from_record
+from diagevo.config.base import apply_overrides, checked
+from diagevo.config.sections import MemoryConfig, MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import EventRow, Recorder, StoredEvent
 from diagevo.memory.deciders import decide_attribution, decide_promotions, promotion_evidence
@@ -44,12 +45,11 @@ from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.schemas import EventIn, new_event, validate_event
-from diagevo.sections import apply_overrides, checked
+from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import commit_memories, committed_rounds
 from diagevo.views.stats import count_rounds
 from diagevo.views.typed import of_type
-from diagevo.words import did_you_mean
 
 MEANING = (
     "a what-if re-decides the memory (promotions, reactivations, F_t, ε, the schedule p) on the run's "

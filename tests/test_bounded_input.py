@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from diagevo.curriculum.answers import _BRACED_COMMA, _SPACING, _THOUSANDS, _WS, extract_answer, normalize_answer
 from diagevo.errors import BadInput
-from diagevo.parsing import MAX_CHARS, file_lines, read_text
+from diagevo.text.parsing import MAX_CHARS, file_lines, read_text
 from tests.test_cli_memory import assert_one_line_error
 
 LIMIT = 2 * 2**30

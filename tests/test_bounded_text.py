@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.limits import LimitsConfig
+from diagevo.config.limits import LimitsConfig
 from diagevo.schemas import InvalidEvent, text_limits, validate_event
 from diagevo.views.verify import verify_run
 from tests.llm_server import LLMServer

@@ -14,7 +14,7 @@ import pytest
 
 from diagevo import rounds as protocol
 from diagevo.catalog import CheckpointWritten
-from diagevo.confined import checkpoint_name
+from diagevo.files.confined import checkpoint_name
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import open_log
 from diagevo.schemas import new_event

@@ -5,7 +5,7 @@ phase has begun, the test sends SIGINT and counts the CPU time the process spend
 it has printed the one-line ``interrupted in round N: continue with ...`` and exited. CPU time,
 not wall-clock time: on a loaded machine the wall clock says nothing about the process, while
 work done after Ctrl-C is CPU time whatever the load. Before diagevo ran its coroutines with
-:func:`diagevo.aio.run`, ``asyncio.run`` deferred Ctrl-C to the next ``await``: 6-14 s of loading
+:func:`diagevo.runtime.aio.run`, ``asyncio.run`` deferred Ctrl-C to the next ``await``: 6-14 s of loading
 and running the embedder in the diagnosis, and Python's teardown then took 1-4 s more."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.words import times
+from diagevo.text.words import times
 from tests.test_train import SMALL
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -1,4 +1,4 @@
-"""The configuration: one class per section (the round protocol's in diagevo.config, each
+"""The configuration: one class per section (the round protocol's in diagevo.config.sections, each
 component's beside it), composed into the one file users write; the log checks all but the
 components' tables; every section refuses a name it does not hold with the field meant;
 ``diagevo config``."""
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from diagevo.config import ChallengerConfig, MethodConfig, RoleConfig, SolverConfig, config_from_record
+from diagevo.config.base import ConfigError, field_names, settings, suggest_fields
+from diagevo.config.sections import ChallengerConfig, MethodConfig, RoleConfig, SolverConfig, config_from_record
 from diagevo.errors import BadInput
-from diagevo.sections import ConfigError, field_names, settings, suggest_fields
 from diagevo.train.config import Config, load_config
 from diagevo.train.hf.config import HFConfig
 from diagevo.train.sim.config import SimParams
@@ -61,7 +61,7 @@ def test_the_roles_share_one_model_and_differ_in_defaults() -> None:
 
 
 def test_no_config_class_shares_a_name_with_trl() -> None:
-    import diagevo.config as method
+    import diagevo.config.sections as method
     import diagevo.train.hf.config as hf
 
     assert not hasattr(method, "GRPOConfig") and not hasattr(hf, "GRPOConfig")

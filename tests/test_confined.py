@@ -18,7 +18,7 @@ import pytest
 
 from diagevo import rounds as protocol
 from diagevo.catalog import CheckpointWritten
-from diagevo.confined import OutsideFolder, owned_dir, remove_owned
+from diagevo.files.confined import OutsideFolder, owned_dir, remove_owned
 from diagevo.log import open_log
 from diagevo.schemas import new_event
 from tests.test_checkpoint_retention import as_models  # noqa: F401 - a fixture

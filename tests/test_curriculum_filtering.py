@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from diagevo.config import FilterConfig
+from diagevo.config.sections import FilterConfig
 from diagevo.curriculum import double_confidence, keep
 
 P_LOW, P_HIGH, TAU = 0.25, 0.75, 1.6

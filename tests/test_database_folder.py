@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from diagevo.errors import BadInput
-from diagevo.files import database_part
+from diagevo.files.written import database_part
 from diagevo.log import StoreError, open_log
-from diagevo.paths import beside_database
+from diagevo.log.paths import beside_database
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import SMALL
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import calibration as cal
 from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME
 from diagevo.diagnosis.static import STATIC_MODEL_NAME

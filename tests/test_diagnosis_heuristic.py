@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from diagevo.catalog import FailureDiagnosed, FailureRecorded
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import ANSWER_MODEL, ANSWER_RULES, HeuristicDiagnostician, answer_mismatch
 from diagevo.diagnosis.interface import Consolidation, ExtractionInput, KnownCause, NodeView

@@ -109,7 +109,7 @@ def test_extraction_violations(raw: str, message: str) -> None:
 def test_a_phrase_is_bounded_as_the_log_stores_it() -> None:
     """The bound is the store's (``limits.phrase_bytes``, the run's own inside ``text_limits``):
     a 15-word phrase of 1,499 bytes passes by default and is refused under 1,024."""
-    from diagevo.limits import LimitsConfig
+    from diagevo.config.limits import LimitsConfig
     from diagevo.schemas import text_limits
 
     long = " ".join(["z" * 99] * 15)

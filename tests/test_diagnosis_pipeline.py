@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from diagevo.catalog import CATALOG
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
@@ -428,8 +428,8 @@ def test_a_phrase_of_0_9_mb_is_refused_before_it_is_embedded(srv: LLMServer, sto
     """A "10-20 word" phrase of 0.9 MB (Prompt 1's cause, Prompt 3's label) is refused by the
     bound the log stores a phrase up to: re-asked, never embedded (the real static embedder,
     its input watched), never compared, never stored cut."""
+    from diagevo.config.limits import LimitsConfig
     from diagevo.diagnosis.static import StaticEmbedder
-    from diagevo.limits import LimitsConfig
 
     class Watched(StaticEmbedder):
         def embed(self, texts: Any) -> Any:

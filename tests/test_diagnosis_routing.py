@@ -256,7 +256,7 @@ def test_phrases_of_a_diagnostician_in_code_are_bounded_before_they_are_embedded
 def test_a_consolidation_retried_after_another_producer_keeps_the_round_summary(tmp_path: Path) -> None:
     """Another producer appends a node while Prompt 4 is asked: the pair is decided again
     against the memory as it now is, and the summary still counts the round's screened pairs."""
-    from diagevo.config import DiagnosisConfig
+    from diagevo.config.sections import DiagnosisConfig
     from diagevo.diagnosis.embedder import APIEmbedder
     from diagevo.diagnosis.interface import Reply
     from diagevo.diagnosis.pipeline import diagnose_round

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.probe import FAILURE, probe_diagnostician, stage_requests
 from diagevo.diagnosis.reply_schemas import violation
@@ -79,7 +79,7 @@ def test_the_probes_are_the_requests_a_round_sends() -> None:
         probe_diagnostician(server.url, "test-model", timeout_s=10)
         (probed,) = [r["body"] for r in server.calls("extract")]
         diagnostician = LLMDiagnostician.from_config(DiagnosisConfig(), base_url=server.url, model="test-model")
-        from diagevo.aio import run
+        from diagevo.runtime.aio import run
 
         reply = run(diagnostician.extract(FAILURE))
         real = [r["body"] for r in server.calls("extract")][-1]

@@ -56,10 +56,10 @@ def test_the_list_says_where_a_built_site_is(monkeypatch: pytest.MonkeyPatch, tm
     (top / "docs").mkdir(parents=True)
     (top / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
     monkeypatch.setattr(docs_pages, "PACKAGED", tmp_path / "nowhere")
-    from diagevo.installation import Installation
+    from diagevo.errors.installation import Installation
 
     checkout = Installation("checkout", "0", top, tmp_path, False)
-    monkeypatch.setattr("diagevo.installation.installation", lambda: checkout)
+    monkeypatch.setattr("diagevo.errors.installation.installation", lambda: checkout)
     assert docs_pages.pages().site is None
     (top / "site").mkdir()
     (top / "site" / "index.html").write_text("<html></html>", encoding="utf-8")
@@ -89,7 +89,7 @@ def test_every_page_prints_with_its_generated_sections_filled(name: str, capsys:
         ("reference/cli", "More: [`diagevo docs how-to/audit`](../how-to/audit.md)"),
         (
             "contributing",
-            "views\n      │ imports only what is below\nlog : paths",
+            "views\n      │ imports only what is below\nlog\n",
         ),  # the layers, from pyproject.toml's contract
         ("how-to/diagnostician", '"response_format": {'),
         ("changelog", "## [Unreleased]"),

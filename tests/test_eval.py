@@ -24,7 +24,7 @@ from diagevo.eval.runs import solver_models
 from diagevo.generation import GenerationError
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.log import Recorder, open_log
-from diagevo.paths import beside_database
+from diagevo.log.paths import beside_database
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, LLMServer
 from tests.logs import wire_event

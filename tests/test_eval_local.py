@@ -99,7 +99,7 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from diagevo.paths import run_dir
+    from diagevo.log.paths import run_dir
     from diagevo.rounds import start_run
     from diagevo.train.hf.backend import HFBackend
     from tests.test_hf_backend import tiny_config

@@ -17,11 +17,11 @@ import pytest
 
 import diagevo
 import diagevo.catalog
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.docs.generated import PACKAGE, _error_classes, error_classes
 from diagevo.errors import DiagnosticianBroken, DiagnosticianDown
+from diagevo.generation.openai_client import ModelNotServed, unanswered
 from diagevo.log import RunBusy
-from diagevo.openai_client import ModelNotServed, unanswered
 from diagevo.rounds import ProtocolError
 from tests.llm_server import Fail, LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from diagevo.catalog import RunStarted
 from diagevo.errors import BadInput
 from diagevo.log import open_log
-from diagevo.parsing import MAX_DEPTH, depth, loads, split_lines
+from diagevo.text.parsing import MAX_DEPTH, depth, loads, split_lines
 from tests.test_cli_memory import case_study, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, RUN, seed
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from diagevo.config.limits import LimitsConfig
 from diagevo.diagnosis.llm import LLMDiagnostician
-from diagevo.limits import LimitsConfig
-from diagevo.openai_client import Deadline, OpenAIClient, TransportError, first_message
+from diagevo.generation.openai_client import Deadline, OpenAIClient, TransportError, first_message
 from tests.llm_server import Drip, Flood, LLMServer, Stall
 from tests.test_diagnosis_pipeline import (  # noqa: F401  (fixtures)
     D1,

@@ -14,8 +14,8 @@ from diagevo.errors import BadInput
 from diagevo.eval.benchmarks import load_benchmark
 from diagevo.interchange import export_lines, parse_lines
 from diagevo.log import open_log
-from diagevo.parsing import MAX_DEPTH, loads, split_lines
 from diagevo.schemas import validate_event
+from diagevo.text.parsing import MAX_DEPTH, loads, split_lines
 from tests.conftest import Backend
 from tests.input_cases import COMMANDS, cli, command, db_state, dumps, make_db, nested, valid_objects
 from tests.logs import Log, wire_event
@@ -198,7 +198,7 @@ def test_llm_replies_nested_too_deep_are_reply_errors() -> None:
 
 
 def test_an_endpoint_response_nested_too_deep_is_a_bad_response() -> None:
-    from diagevo.openai_client import BadResponse, _parse_json
+    from diagevo.generation.openai_client import BadResponse, _parse_json
 
     with pytest.raises(BadResponse, match="nested deeper"):
         _parse_json(nested(10_000).decode())

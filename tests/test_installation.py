@@ -1,4 +1,4 @@
-"""How diagevo was installed (:mod:`diagevo.installation`), and fixes spelled to fit it
+"""How diagevo was installed (:mod:`diagevo.errors.installation`), and fixes spelled to fit it
 (:mod:`diagevo.cli.fixes`): a checkout gets its editable install and its Makefile's targets, a
 wheel install the installed distribution's extras, never ``-e``, ``make`` or ``.venv``. The wheel
 as a user installs it is in ``tests/test_wheel.py``."""
@@ -15,7 +15,7 @@ import pytest
 
 from diagevo.cli.fixes import spell_fix
 from diagevo.errors import VLLM_CPU, Activate, Argument, Call, Fix, Install, Override, Package, Shell, Upgrade
-from diagevo.installation import PACKAGE_DIR, Installation, detect, installation
+from diagevo.errors.installation import PACKAGE_DIR, Installation, detect, installation
 
 ROOT = Path(__file__).resolve().parent.parent
 

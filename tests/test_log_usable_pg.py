@@ -259,7 +259,7 @@ def test_the_database_and_a_runs_start_judge_a_config_alike(roles: Roles) -> Non
     ``config_from_record``, the validation of a run's start, refuses, and takes what it takes."""
     from sqlalchemy import create_engine
 
-    from diagevo.config import config_from_record
+    from diagevo.config.sections import config_from_record
     from diagevo.errors import BadInput
 
     engine = create_engine(roles.owner_url)

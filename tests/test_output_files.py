@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from diagevo.errors import BadInput
-from diagevo.files import plain_name, replaced
+from diagevo.files.written import plain_name, replaced
 from diagevo.log import open_log
-from diagevo.paths import beside_database, run_dir
+from diagevo.log.paths import beside_database, run_dir
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
 from tests.logs import wire_event
@@ -77,10 +77,10 @@ def test_a_symlink_at_the_drawn_temporary_name_is_not_opened(
     db: str, tmp_path: Path, writer: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The attacker guessed the random part: O_EXCL refuses the name, the writer draws another."""
-    import diagevo.files
+    import diagevo.files.written
 
     draws = iter(["guessed", "fresh"])
-    monkeypatch.setattr(diagevo.files.secrets, "token_hex", lambda _n: next(draws))
+    monkeypatch.setattr(diagevo.files.written.secrets, "token_hex", lambda _n: next(draws))
     args, name = WRITERS[writer]
     v = victim(tmp_path)
     out = tmp_path / name

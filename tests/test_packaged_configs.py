@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from diagevo.errors import BadInput, NotFound
-from diagevo.installation import shipped
+from diagevo.errors.installation import shipped
 from diagevo.train.config import config_file, load_config
 from tests.test_cli_memory import assert_one_line_error, run_cli
 

@@ -1,4 +1,4 @@
-"""diagevo/parsing.py, the one reader of outside JSON: limits, line splitting, ids, messages;
+"""diagevo/text/parsing.py, the one reader of outside JSON: limits, line splitting, ids, messages;
 and the JSONL codec's round trip for any text."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from diagevo.errors import BadInput
 from diagevo.interchange import encode_line
-from diagevo.parsing import (
+from diagevo.text.parsing import (
     MAX_ID_CHARS,
     Id,
     check_id,
@@ -96,7 +96,7 @@ def test_every_text_survives_the_jsonl_codec(texts: list[str], key: str) -> None
 
 
 def test_close_to_prefers_the_same_name_but_for_case_then_close_ones() -> None:
-    from diagevo.words import close_to, did_you_mean
+    from diagevo.text.words import close_to, did_you_mean
 
     assert close_to("c1", ["C1", "C10", "C11"]) == ["C1"]  # case aside first, however many are close
     assert close_to("dmeo", ["demo", "other"]) == ["demo"]
@@ -106,7 +106,7 @@ def test_close_to_prefers_the_same_name_but_for_case_then_close_ones() -> None:
 
 
 def test_the_one_shortening_helper_cuts_the_end_or_the_middle_and_folds_on_request() -> None:
-    from diagevo.untrusted import shorten
+    from diagevo.text.untrusted import shorten
 
     assert shorten("abcdef", 6) == "abcdef"
     assert shorten("abcdefg", 6) == "abcde…"

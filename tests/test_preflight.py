@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from diagevo.errors import Fix, Install, Override
-from diagevo.installation import installation
+from diagevo.errors.installation import installation
 from diagevo.log import open_log
 from diagevo.train.config import load_config
 from diagevo.train.preflight import NotReady, check_diagnostician, check_disk, check_gpus, preflight, require

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from diagevo.errors import BadInput, Unavailable
-from diagevo.files import building, refuse_filled
+from diagevo.files.written import building, refuse_filled
 from tests.test_cli_memory import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

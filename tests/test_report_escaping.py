@@ -7,7 +7,7 @@ library's HTML parser.
 The check is structural: the hostile page has exactly the elements and attributes of the same
 log written with plain texts (a ``<bdi>`` around each non-ASCII text aside; in a figure, no kind
 of element or attribute the plain figure lacks), so no text of a run opens, closes or changes an
-element; each hostile text is in the page's text as :func:`diagevo.untrusted.visible` shows it
+element; each hostile text is in the page's text as :func:`diagevo.text.untrusted.visible` shows it
 (template syntax literally, never evaluated); no control character but a newline reaches the
 file. Each figure's SVG is well-formed XML whose texts are the names as the figure shows them
 (:func:`diagevo.report.svg.shown`).
@@ -25,7 +25,7 @@ from xml.etree import ElementTree
 import pytest
 
 from diagevo.log import open_log
-from diagevo.untrusted import visible
+from diagevo.text.untrusted import visible
 from tests.logs import Log, wire_event
 from tests.test_cli_memory import run_cli
 

@@ -16,10 +16,10 @@ import diagevo
 from diagevo import rounds
 from diagevo.catalog import EvalRecorded, QuestionScored
 from diagevo.cli.fixes import message as cli_reading
+from diagevo.config.base import ConfigError
 from diagevo.diagnosis.pipeline import FailureInput
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder
-from diagevo.sections import ConfigError
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_rounds import RUN, answers, candidate, promote_on_a_question, round_one
 

@@ -138,7 +138,7 @@ class ScriptedDiagnostician:
 def _diagnose(url: str, rank: int, barrier: Any, out: Any) -> None:
     import asyncio
 
-    from diagevo.config import DiagnosisConfig
+    from diagevo.config.sections import DiagnosisConfig
     from diagevo.diagnosis.embedder import LocalEmbedder
     from diagevo.diagnosis.pipeline import FailureInput, diagnose_round
     from diagevo.views.index import VectorIndex

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from diagevo.config import MethodConfig, config_from_record
+from diagevo.config.sections import MethodConfig, config_from_record
 from diagevo.errors import BadInput
 from diagevo.log import open_log
 from diagevo.rounds import config_record, run_config

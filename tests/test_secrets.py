@@ -15,8 +15,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from diagevo.log import open_log
-from diagevo.redaction import REDACTED, given_secrets, redact_argv, redact_config, redact_text
 from diagevo.rounds import start_run
+from diagevo.text.redaction import REDACTED, given_secrets, redact_argv, redact_config, redact_text
 from diagevo.train import resumed_config
 from diagevo.train.config import load_config
 from tests.input_cases import cli

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from diagevo.catalog import Event, RoundCommitted, RunTagged
+from diagevo.generation.openai_client import OpenAIClient, TransportError, first_message
 from diagevo.log import open_log
-from diagevo.openai_client import OpenAIClient, TransportError, first_message
 from diagevo.rounds import Round
 from tests.input_cases import cli
 from tests.llm_server import LLMServer

@@ -159,8 +159,17 @@ def test_the_cli_imports_no_heavy_library_before_a_command_needs_it() -> None:
     import subprocess
     import sys
 
-    heavy = ("pydantic", "sqlalchemy", "alembic", "polars", "torch", "transformers", "diagevo.config", "asyncio")
-    heavy += ("diagevo.sections", "diagevo.train.config")
+    heavy = (
+        "pydantic",
+        "sqlalchemy",
+        "alembic",
+        "polars",
+        "torch",
+        "transformers",
+        "diagevo.config.sections",
+        "asyncio",
+    )
+    heavy += ("diagevo.config.base", "diagevo.train.config")
     code = f"import sys, diagevo.cli.app; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == []
@@ -175,7 +184,7 @@ def test_the_read_commands_build_no_event_model() -> None:
     code = (
         "import sys, diagevo.log, diagevo.views.queries, diagevo.views.memory, diagevo.views.stats, "
         "diagevo.views.stories; "
-        "print(' '.join(m for m in ('diagevo.schemas', 'diagevo.formats') if m in sys.modules))"
+        "print(' '.join(m for m in ('diagevo.schemas', 'diagevo.text.formats') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == []

@@ -39,9 +39,9 @@ from typing import Any
 import pytest
 
 from diagevo.catalog import CauseCreated
-from diagevo.limits import LimitsConfig
+from diagevo.config.limits import LimitsConfig
 from diagevo.log import open_log
-from diagevo.paths import beside_database, run_dir
+from diagevo.log.paths import beside_database, run_dir
 from tests.input_cases import cli
 from tests.llm_server import LLMServer
 from tests.logs import Log, wire_event
@@ -562,7 +562,7 @@ def test_the_report_isolates_every_hostile_text(world: World, browser: Any) -> N
 
 def test_a_suggested_command_runs_as_shown() -> None:
     """An id the terminal shows with escapes is quoted as bash's $'...': the same escapes, the same bytes."""
-    from diagevo.untrusted import shell_join, visible
+    from diagevo.text.untrusted import shell_join, visible
 
     args = [RUN, FORK, "tr[/b]x\u202e's \x1b[2J", "a b", "plain"]
     line = shell_join(args)

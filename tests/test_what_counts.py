@@ -12,13 +12,13 @@ import pytest
 
 from diagevo import rounds
 from diagevo.catalog import CausePromoted, Event, FailureAttributed, LLMCalled, RoundCommitted
-from diagevo.config import MemoryConfig
+from diagevo.config.base import ConfigError
+from diagevo.config.sections import MemoryConfig
 from diagevo.errors import BadInput, fork_call
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import Recorder, open_log
 from diagevo.memory.counting import CountBreak, breaks
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
-from diagevo.sections import ConfigError
 from diagevo.train.config import load_config
 from diagevo.views.verify import verify_run
 from tests.logs import wire_event

@@ -95,7 +95,7 @@ def test_a_wheel_user_is_told_fixes_for_a_wheel(wheel: Path, tmp_path: Path) -> 
     env_vars["PATH"] = "/usr/bin:/bin"
     exe = str(env / "bin" / "diagevo")
     where = subprocess.run(
-        [str(py), "-c", "from diagevo.installation import installation as i; print(i().kind, i().version)"],
+        [str(py), "-c", "from diagevo.errors.installation import installation as i; print(i().kind, i().version)"],
         cwd=work,
         env=env_vars,
         capture_output=True,
@@ -217,7 +217,7 @@ def test_a_wheel_user_reads_every_page_with_its_references_built(wheel: Path, tm
         ("reference/python-api", "### diagevo.open_store"),
         ("reference/cli", "More: [`diagevo docs how-to/audit`](../how-to/audit.md)"),
         ("reference/errors", "- `diagevo.NotFound` (`diagevo.errors`):"),
-        ("contributing", "log : paths"),
+        ("contributing", "config.sections : config.limits"),
         ("changelog", "## [Unreleased]"),
     ]:
         out = docs("docs", page)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from diagevo.errors import BadInput
-from diagevo.parsing import error_reason, find_not_utf8, one_line, quoted
+from diagevo.text.parsing import error_reason, find_not_utf8, one_line, quoted
 
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
 """Data fields that name a cause, a failure or a question: each is also a column of ``events``,
@@ -82,7 +82,7 @@ class InvalidEvent(BadInput):
 
 def first_error(exc: ValidationError) -> str:
     """The first problem pydantic found, on one line, its place first (``field.0: reason``), with
-    the value it refused (:func:`~diagevo.parsing.error_reason`) unless the field is missing or unknown."""
+    the value it refused (:func:`~diagevo.text.parsing.error_reason`) unless the field is missing or unknown."""
     err = exc.errors(include_url=False)[0]
     if err["type"] not in ("missing", "extra_forbidden"):
         return error_reason(err)

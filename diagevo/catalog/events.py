@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
 from diagevo.catalog.event import Event, Kind, absent_is_none, extra_into
-from diagevo.confined import checkpoint_problem
-from diagevo.parsing import check_id
+from diagevo.files.confined import checkpoint_problem
+from diagevo.text.parsing import check_id
 
 GenerationMode = Literal["free", "targeted", "stitched"]
 Similarity = Annotated[float, Field(ge=-1.0, le=1.0, strict=True, allow_inf_nan=False)]
@@ -30,9 +30,9 @@ class _RunConfig(Event):
     @field_validator("config")
     @classmethod
     def _a_run_config(cls, v: dict[str, Any]) -> dict[str, Any]:
-        """At least k; every field known (the schema: :func:`diagevo.config.config_from_record`,
+        """At least k; every field known (the schema: :func:`diagevo.config.sections.config_from_record`,
         loaded when an event is validated: a read needs no config schema)."""
-        from diagevo.config import config_from_record
+        from diagevo.config.sections import config_from_record
 
         config_from_record(v)
         return v
@@ -357,7 +357,7 @@ class CheckpointWritten(Event):
     @field_validator("path")
     @classmethod
     def _a_checkpoint_name(cls, v: str) -> str:
-        """A name the training loop gives (:func:`diagevo.confined.checkpoint_name`)."""
+        """A name the training loop gives (:func:`diagevo.files.confined.checkpoint_name`)."""
         problem = checkpoint_problem(v)
         if problem is not None:
             raise ValueError(problem)

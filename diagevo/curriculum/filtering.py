@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diagevo.config import FilterConfig
+from diagevo.config.sections import FilterConfig
 
 # Vote shares are ratios of small integers; 1.6 * (5/13) != 8/13 in binary floating point, so
 # the paper's non-strict inequalities are evaluated with this slack to keep exact boundaries.

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME
 from diagevo.diagnosis.interface import Embedder
 from diagevo.diagnosis.static import STATIC_MODEL_NAME

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from diagevo.errors import Advice, Override, require
-from diagevo.progress import quiet_libraries
+from diagevo.runtime.progress import quiet_libraries
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -129,7 +129,7 @@ class APIEmbedder(Cached):
         super().__init__()
         from openai import DefaultHttpxClient, OpenAI
 
-        from diagevo.openai_client import same_origin
+        from diagevo.generation.openai_client import same_origin
 
         def stay(request: Any) -> None:  # a redirect elsewhere would carry the texts and the key
             if not same_origin(base_url, str(request.url)):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import parsing, prompts, reply_schemas
 from diagevo.diagnosis.interface import (
     Assignment,
@@ -35,7 +35,14 @@ from diagevo.diagnosis.interface import (
     Reply,
 )
 from diagevo.errors import BadInput
-from diagevo.openai_client import Attempt, Deadline, OpenAIClient, TransportError, check_endpoint, first_message
+from diagevo.generation.openai_client import (
+    Attempt,
+    Deadline,
+    OpenAIClient,
+    TransportError,
+    check_endpoint,
+    first_message,
+)
 
 T = TypeVar("T")
 # what a server's 400 says when it does not take a response_format of type json_schema

@@ -18,8 +18,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from diagevo.diagnosis.interface import Assignment, Consolidation, Dedup, Extraction
 from diagevo.errors import BadInput
-from diagevo.parsing import MAX_DEPTH, depth, loads, quoted
 from diagevo.schemas import current_limits, cut_text
+from diagevo.text.parsing import MAX_DEPTH, depth, loads, quoted
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
@@ -32,7 +32,7 @@ class ReplyError(BadInput):
 
 def extract_json(text: str) -> dict[str, Any]:
     """The first JSON object in ``text``: the whole text, a fenced block, or embedded in prose.
-    Parsed with a bounded depth (:mod:`diagevo.parsing`): a reply nested too deep is refused."""
+    Parsed with a bounded depth (:mod:`diagevo.text.parsing`): a reply nested too deep is refused."""
     text = _THINK.sub("", text or "").strip()
     if not text:
         raise ReplyError("the reply is empty")

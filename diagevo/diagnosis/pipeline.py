@@ -17,21 +17,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from diagevo import aio
 from diagevo.catalog import FailureRecorded
-from diagevo.config import DiagnosisConfig
+from diagevo.config.limits import LimitsConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import tools
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.stages import DiagnosisPass
 from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput
 from diagevo.errors import BadInput, DiagnosticianBroken, DiagnosticianDown
-from diagevo.limits import LimitsConfig
+from diagevo.generation.openai_client import unanswered
 from diagevo.log import Recorder
 from diagevo.memory.state import Memory
-from diagevo.openai_client import unanswered
-from diagevo.parsing import quoted
-from diagevo.progress import ProgressFn
 from diagevo.rounds import (
     FailureRecord,
     Round,
@@ -42,7 +39,10 @@ from diagevo.rounds import (
 )
 from diagevo.rounds.protocol import OutOfOrder
 from diagevo.rounds.state import RunState
+from diagevo.runtime import aio
+from diagevo.runtime.progress import ProgressFn
 from diagevo.schemas import current_limits, text_limits
+from diagevo.text.parsing import quoted
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
 from diagevo.views.typed import of_type

@@ -23,15 +23,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from diagevo.aio import run
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import reply_schemas
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_structured
 from diagevo.diagnosis.parsing import ReplyError
 from diagevo.errors import Advice, BadInput, EndpointUnreachable, Fix
-from diagevo.openai_client import TransportError, check_endpoint
-from diagevo.urls import endpoint_problem, redact_url
+from diagevo.generation.openai_client import TransportError, check_endpoint
+from diagevo.runtime.aio import run
+from diagevo.text.urls import endpoint_problem, redact_url
 
 Verdict = Literal[
     "ok",

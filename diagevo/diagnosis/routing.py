@@ -28,7 +28,7 @@ from diagevo.diagnosis.interface import Assignment, Consolidation, Dedup, Extrac
 from diagevo.diagnosis.parsing import phrase_problem
 from diagevo.memory.deciders import Change, DecisionError, decide_attribution, decide_merge, decide_new_cause
 from diagevo.memory.state import Memory
-from diagevo.parsing import quoted
+from diagevo.text.parsing import quoted
 
 PAIR_BLOCK = 512  # rows of the node-similarity matrix computed at a time (stage 4a)
 

@@ -27,7 +27,7 @@ from diagevo.catalog import (
     NodeCreated,
 )
 from diagevo.catalog.ids import digest_event_id
-from diagevo.config import DiagnosisConfig
+from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
@@ -36,9 +36,9 @@ from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput
 from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, evolve
 from diagevo.memory.state import Memory
-from diagevo.progress import ProgressFn, no_progress
 from diagevo.results import Json
 from diagevo.rounds import MemoryMoved, Round
+from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import EventIn, new_event
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory

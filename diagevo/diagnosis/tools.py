@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from diagevo.config import IN_PROCESS_EMBEDDERS, DiagnosisConfig
+from diagevo.config.base import ConfigError, config_error
+from diagevo.config.sections import IN_PROCESS_EMBEDDERS, DiagnosisConfig
 from diagevo.diagnosis import embedder
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician
@@ -19,9 +20,8 @@ from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.static import StaticEmbedder
 from diagevo.errors import BadInput
+from diagevo.generation.openai_client import check_endpoint
 from diagevo.log import Recorder
-from diagevo.openai_client import check_endpoint
-from diagevo.sections import ConfigError, config_error
 from diagevo.views.index import VectorIndex, kept_index_path
 
 DIAGNOSTICIANS = ("llm", "heuristic")

@@ -34,7 +34,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from diagevo.config import DiagnosisConfig, MethodConfig
+from diagevo.config.sections import DiagnosisConfig, MethodConfig
 from diagevo.docs import Undocumented
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def _code(value: Any) -> str:
 
 
 def configuration() -> str:
-    from diagevo.sections import settings
+    from diagevo.config.base import settings
     from diagevo.train.config import Config
 
     rows = settings(Config())
@@ -277,7 +277,7 @@ def diagnostician_stages() -> str:
 
 def diagnostician_settings() -> str:
     """The ``[diagnosis]`` fields that shape the requests a server receives."""
-    from diagevo.sections import settings
+    from diagevo.config.base import settings
     from diagevo.train.config import Config
 
     wanted = ("llm_url", "model", "api_key", "concurrency", "request_timeout_s", "failure_timeout_s", "max_retries")
@@ -338,7 +338,7 @@ def module_table(folder: Path, shown: str) -> str:
 
 def config_sections() -> str:
     """Each ``[section]`` of the composed config and the module that declares its fields."""
-    from diagevo.sections import settings
+    from diagevo.config.base import settings
     from diagevo.train.config import Config
 
     rows = settings(Config())

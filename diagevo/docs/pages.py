@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.errors import BadInput, Call, NotFound
-from diagevo.installation import PACKAGED
+from diagevo.errors.installation import PACKAGED
 
 """The copy of the pages a built package carries (absent in a checkout)."""
 
@@ -97,7 +97,7 @@ def root() -> Path:
     package, else the checkout's root."""
     if (PACKAGED / "docs" / "index.md").is_file():
         return PACKAGED
-    from diagevo.installation import installation
+    from diagevo.errors.installation import installation
 
     checkout = installation().root
     if checkout is not None and (checkout / "docs" / "index.md").is_file():
@@ -209,7 +209,7 @@ def find(name: str, listing: Pages | None = None) -> Page:
     ends = [p for p in listing.pages if p.name.rpartition("/")[2] == wanted]
     if len(ends) == 1:
         return ends[0]
-    from diagevo.words import close_to, you_mean
+    from diagevo.text.words import close_to, you_mean
 
     likely = [p.name for p in ends] or close_to(wanted, [*by_name, *(f.name for f in listing.files)])
     raise NotFound(

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.errors import Argument, BadInput, require
-from diagevo.parsing import MAX_CHARS, file_lines, loads, read_text
+from diagevo.text.parsing import MAX_CHARS, file_lines, loads, read_text
 
 Grader = Literal["math", "choice", "text"]
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from diagevo.sections import Section
+from diagevo.config.base import Section
 
 
 class EvalConfig(Section):

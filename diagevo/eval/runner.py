@@ -25,8 +25,8 @@ from diagevo.eval.benchmarks import Benchmark, Question
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.grading import grade
 from diagevo.generation import Engine, Sampling
-from diagevo.parsing import decode, loads, split_lines
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.runtime.progress import ProgressFn, no_progress
+from diagevo.text.parsing import decode, loads, split_lines
 
 PROMPT_VERSION = 1  # bump when the prompt or grading changes what a stored line means
 

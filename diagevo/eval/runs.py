@@ -23,12 +23,12 @@ from diagevo.errors import BadInput, Call
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.runner import BenchResult, evaluate
-from diagevo.files import plain_name
+from diagevo.files.written import plain_name
 from diagevo.generation import Engine
 from diagevo.log import Recorder
-from diagevo.paths import run_name
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.log.paths import run_name
 from diagevo.rounds import record_retrospective
+from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import EventIn, new_event
 from diagevo.views.queries import checkpoint_path, pruned_checkpoints, pruned_note
 from diagevo.views.typed import carried

@@ -14,7 +14,7 @@ from importlib import import_module
 from typing import Literal, Protocol
 
 from diagevo.errors import BadInput, Unavailable
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.runtime.progress import ProgressFn, no_progress
 
 Messages = Sequence[Mapping[str, str]]  # [{"role": "system"|"user"|"assistant", "content": ...}]
 EngineKind = Literal["local", "vllm", "endpoint"]

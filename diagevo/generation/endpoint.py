@@ -1,5 +1,5 @@
 """The ``endpoint`` engine: any OpenAI-compatible server (``vllm serve``, a provider), through
-the diagnostician's HTTP client (:class:`diagevo.openai_client.OpenAIClient`).
+the diagnostician's HTTP client (:class:`diagevo.generation.openai_client.OpenAIClient`).
 
 A server whose model has no chat template (a base model behind ``vllm serve``) answers the chat
 route with a 400 naming the chat template; the engine then switches to the completions route
@@ -14,11 +14,11 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from diagevo import aio
 from diagevo.errors import BadInput
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
-from diagevo.openai_client import BadResponse, OpenAIClient, TransportError
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.generation.openai_client import BadResponse, OpenAIClient, TransportError
+from diagevo.runtime import aio
+from diagevo.runtime.progress import ProgressFn, no_progress
 
 _NO_TEMPLATE_HINTS = ("chat template", "chat_template")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from diagevo.errors import BadInput, NotFound
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.runtime.progress import ProgressFn, no_progress
 
 
 def looks_local(model: str) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 from diagevo.errors import BadInput, Fix, Install, Override, Unavailable
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.generation import vllm_platform as vp
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.runtime.progress import ProgressFn, no_progress
 
 ENGINE_OPTIONS = frozenset(
     {

@@ -12,10 +12,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from diagevo.lazy import sa_exc
 from diagevo.log.recorder import MissingDatabase, Recorder, StoreError
-from diagevo.parsing import error_line
-from diagevo.urls import redact_url
+from diagevo.runtime.lazy import sa_exc
+from diagevo.text.parsing import error_line
+from diagevo.text.urls import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection, Engine

@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, Connection, Engine
 
-from diagevo.lazy import sa_exc
 from diagevo.log.recorder import FETCH, LockTimeout, StoreError, busy
 from diagevo.log.sql import EVENT_COLUMNS, SQLRecorder
-from diagevo.urls import redact_url
+from diagevo.runtime.lazy import sa_exc
+from diagevo.text.urls import redact_url
 
 # psycopg logs "error ignored ..." when cleaning up after a failed statement; the store turns the
 # failure itself into one StoreError line, so without a handler of the application's these stay quiet

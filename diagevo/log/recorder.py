@@ -27,8 +27,8 @@ from diagevo.catalog import CATALOG, KEY_FIELDS, TEXT_FIELDS, Event, EventTypes,
 from diagevo.errors import Call, Conflict, DiagevoError, NotADiagevoDatabase, NotFound
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.stored import ARTIFACT_KEY, DIGITS, loads, text_problems, text_refs, unreadable
-from diagevo.parsing import MAX_DEPTH
-from diagevo.urls import redact_url
+from diagevo.text.parsing import MAX_DEPTH
+from diagevo.text.urls import redact_url
 
 if TYPE_CHECKING:
     from diagevo.schemas import EventIn

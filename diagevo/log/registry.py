@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CATALOG
 from diagevo.catalog.event import JSON_TYPES, json_kinds
-from diagevo.config import COMPONENT_TABLES, PAPER_NAMES, MethodConfig
-from diagevo.sections import LARGEST_INT
+from diagevo.config.base import LARGEST_INT
+from diagevo.config.sections import COMPONENT_TABLES, PAPER_NAMES, MethodConfig
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -152,7 +152,7 @@ def _config_value(section: str, field: str, flat: str | None) -> str:
 def _config_field_sql(path: str, value: str, schema: dict[str, Any]) -> list[str]:
     """A ``WHEN`` branch, true when a config's field (``value``, jsonb, NULL when absent) is of
     none of its JSON types or outside the range its schema declares (``minimum`` ...): what the
-    database can check of :class:`~diagevo.config.MethodConfig`'s validation of the field."""
+    database can check of :class:`~diagevo.config.sections.MethodConfig`'s validation of the field."""
     fits, said = [], []
     for b in schema.get("anyOf", [schema]):
         kind = b.get("type")
@@ -195,8 +195,8 @@ def _unknown_sql(obj: str, names: list[str], said: str) -> str:
 def config_function() -> str:
     """``events_config_problem(c)``: the database's check of a stored config (``run.started``'s
     and ``run.configured``'s, migration 0016): what is wrong with it, or NULL. Generated, as the
-    types' shapes are, from the schema of :class:`~diagevo.config.MethodConfig`, the one
-    validation of a config a log carries (:func:`~diagevo.config.config_from_record`): the names
+    types' shapes are, from the schema of :class:`~diagevo.config.sections.MethodConfig`, the one
+    validation of a config a log carries (:func:`~diagevo.config.sections.config_from_record`): the names
     a config may hold, each section a table, each field of the method of its JSON type and range,
     a flat name (``k``, ``theta_up``) in place of its field, and a positive k. A rule across
     fields (``p_low <= p_high``) is left to diagevo's writers and ``memory verify``."""

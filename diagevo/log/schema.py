@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from diagevo.errors import Call
-from diagevo.lazy import sa_exc
 from diagevo.log.backends import connect, dialect_of, make_engine, missing_database
 from diagevo.log.recorder import LOCK_WAIT_S, LockTimeout, SchemaOutdated, StoreError
-from diagevo.parsing import error_line
-from diagevo.urls import redact_url
+from diagevo.runtime.lazy import sa_exc
+from diagevo.text.parsing import error_line
+from diagevo.text.urls import redact_url
 
 if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
     from alembic.config import Config

@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import type_names
-from diagevo.lazy import sa_exc
 from diagevo.log import schema
 from diagevo.log.backends import cannot_open, connect, dialect_of, make_engine, missing_database
 from diagevo.log.recorder import (
@@ -35,8 +34,9 @@ from diagevo.log.recorder import (
     stored_data,
 )
 from diagevo.log.stored import loads_state
-from diagevo.parsing import error_line
-from diagevo.urls import redact_url
+from diagevo.runtime.lazy import sa_exc
+from diagevo.text.parsing import error_line
+from diagevo.text.urls import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from diagevo.errors import BadInput, Call
-from diagevo.files import database_part
+from diagevo.files.written import database_part
 from diagevo.log import backends
 from diagevo.log.recorder import MissingDatabase, StoreError, busy
 from diagevo.log.schema import HEAD_REVISION
 from diagevo.log.sql import SQLRecorder
-from diagevo.urls import redact_url
+from diagevo.text.urls import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection, Engine

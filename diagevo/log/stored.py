@@ -13,14 +13,14 @@ from typing import Any
 import orjson
 
 from diagevo.catalog import TEXT_FIELDS
-from diagevo.parsing import MAX_DEPTH, depth
+from diagevo.text.parsing import MAX_DEPTH, depth
 
 ARTIFACT_KEY = "$artifact"
 _orjson_loads = orjson.loads
 
 
 def loads(text_: str) -> Any:
-    """Parse stored JSON within ingest's bounds (:data:`~diagevo.parsing.MAX_DEPTH` levels, every
+    """Parse stored JSON within ingest's bounds (:data:`~diagevo.text.parsing.MAX_DEPTH` levels, every
     number in a double's range): a row that slipped past them (written raw where no check guards
     the table) is a :class:`ValueError` naming the bound, never a ``RecursionError``. orjson reads
     no deeper than 1,024 levels and no number beyond a double's range; the nesting is walked only

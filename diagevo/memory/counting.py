@@ -43,12 +43,12 @@ from diagevo.catalog import (
     RunForked,
 )
 from diagevo.catalog.event import json_kinds
-from diagevo.config import config_from_record
-from diagevo.confined import checkpoint_name, checkpoint_problem
+from diagevo.config.base import ConfigError
+from diagevo.config.sections import config_from_record
+from diagevo.files.confined import checkpoint_name, checkpoint_problem
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.fold import Draft, InvariantError, Row, check_first, check_shape, start, stored_event
 from diagevo.memory.state import Cause
-from diagevo.sections import ConfigError
 
 CHECKPOINT_TYPES: tuple[type[Event], ...] = (CheckpointWritten, CheckpointPruned)
 CHECKPOINT_PHASES = ("challenger", "solver")

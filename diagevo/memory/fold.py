@@ -33,7 +33,7 @@ from diagevo.catalog import (
 )
 from diagevo.errors import BadInput
 from diagevo.memory.state import Cause, CauseState, Memory, Node
-from diagevo.parsing import config_k
+from diagevo.text.parsing import config_k
 
 Row = tuple[int, int, str, Mapping[str, Any], int]  # (seq, round, type, data, schema_version)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from diagevo.files import write_replacing
+from diagevo.files.written import write_replacing
 from diagevo.log import Recorder
 from diagevo.report.compare import Compared, comparison_page, load_runs
 from diagevo.report.data import RunData, load_run
@@ -22,7 +22,7 @@ def report_html(store: Recorder, run: str, db_url: str, command: Callable[..., s
 
 def write_report(store: Recorder, run: str, out: Path, db_url: str, command: Callable[..., str]) -> RunData:
     """:func:`report_html`, written to ``out`` (atomically, through a new temporary file:
-    :func:`diagevo.files.replaced`)."""
+    :func:`diagevo.files.written.replaced`)."""
     data, page = report_html(store, run, db_url, command)
     write_replacing(out, page)
     return data

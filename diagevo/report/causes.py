@@ -14,8 +14,8 @@ from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.report.data import RunData
 from diagevo.report.page import text
-from diagevo.untrusted import shorten
-from diagevo.words import plural
+from diagevo.text.untrusted import shorten
+from diagevo.text.words import plural
 
 EXCERPT = 600  # characters of a trajectory shown in a story
 

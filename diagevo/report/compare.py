@@ -16,8 +16,8 @@ from typing import Any
 from diagevo.log import Recorder
 from diagevo.report import figures
 from diagevo.report.page import Chart, Table, chart, table
+from diagevo.text.words import plural
 from diagevo.views.stats import filled, is_family_detail, metric_columns, round_stats
-from diagevo.words import plural
 
 # the series every comparison shows after the metrics: (column, title, y label)
 MEMORY_SERIES = (

@@ -8,7 +8,7 @@ plain text; autoescaping is on for every template, so the engine escapes every t
 log. What the templates add to jinja2: ``{% text value %}`` (:class:`TextTag`) writes a text from
 a run inside an element; the filter ``visible_line`` shows a text in an attribute or the title
 (control characters and bidi overrides as escapes, as the terminal shows them:
-:func:`diagevo.untrusted.visible`, ESC as ``\\x1b``, RLO as ``\\u202e``, a newline as ``\\n``).
+:func:`diagevo.text.untrusted.visible`, ESC as ``\\x1b``, RLO as ``\\u202e``, a newline as ``\\n``).
 The one markup marked safe is a figure's SVG (:func:`diagevo.report.page.chart`).
 
 The templates are compiled once per process: one environment, its templates cached and never
@@ -26,7 +26,7 @@ from jinja2.parser import Parser
 
 from diagevo.report.data import RunData
 from diagevo.report.sections import Command, run_page
-from diagevo.untrusted import visible
+from diagevo.text.untrusted import visible
 
 
 def _visible(value: object) -> str:

@@ -2,7 +2,7 @@
 template (``templates/sections/<id>.html``) lays out, every text still plain text and every
 number already formatted. :func:`run_page` reads a :class:`~diagevo.report.data.RunData`.
 
-The configuration is shown without credentials (:func:`diagevo.redaction.redact_config`).
+The configuration is shown without credentials (:func:`diagevo.text.redaction.redact_config`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from diagevo.catalog import CauseReactivated
-from diagevo.redaction import redact_config
 from diagevo.report import figures
 from diagevo.report.causes import Causes, Tree, causes, tree
 from diagevo.report.data import PHASES, BenchmarkScore, PhaseTime, QuestionStats, RunData
 from diagevo.report.page import Chart, Table, cell, chart, table, text
+from diagevo.text.redaction import redact_config
+from diagevo.text.words import plural
 from diagevo.views.queries import STEP_FIELDS
 from diagevo.views.runs import OUR_TRAINER, ForkedFrom
-from diagevo.words import plural
 
 Command = Callable[..., str]
 """``command("memory", "why", cause_id)``: a diagevo command for this database and run, as the

@@ -4,7 +4,7 @@ on the right, one legend under all panels; and the heat map.
 
 Every text a chart shows (a title, a legend entry, a tick or axis label) goes through
 :func:`_text` alone: shortened, its control and bidi characters shown as escapes
-(:func:`diagevo.untrusted.visible`) and XML-escaped, so a name from a log is character data and
+(:func:`diagevo.text.untrusted.visible`) and XML-escaped, so a name from a log is character data and
 never markup. Attributes hold numbers and this module's own constants only.
 
 No font is read: a text's width is estimated (:data:`EM`) and the layout leaves room for it. The
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-from diagevo.untrusted import shorten, visible
+from diagevo.text.untrusted import shorten, visible
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 EM = 0.6  # a character's width in font sizes: an estimate that errs wide

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from diagevo.catalog import InvalidEvent, MetricsRecorded, RoundCommitted
+from diagevo.config.reals import real_number
 from diagevo.errors import BadInput
-from diagevo.parsing import quoted
-from diagevo.reals import real_number
 from diagevo.rounds.protocol import ProtocolError
+from diagevo.text.parsing import quoted
 from diagevo.views.stats import COUNTED_COLUMNS
 
 

@@ -13,8 +13,8 @@ from diagevo.catalog import ids as keys
 from diagevo.errors import BadInput, Conflict, NotFound, start_call
 from diagevo.log import AppendResult, EventRow, Recorder
 from diagevo.schemas import EventIn, new_event
-from diagevo.urls import redact_url
-from diagevo.words import did_you_mean
+from diagevo.text.urls import redact_url
+from diagevo.text.words import did_you_mean
 
 
 class ProtocolError(BadInput):

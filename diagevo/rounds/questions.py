@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo import curriculum as cur
 from diagevo.catalog import QuestionGenerated, QuestionScored
-from diagevo.config import MethodConfig
+from diagevo.config.sections import MethodConfig
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.parsing import quoted
 from diagevo.results import Json
 from diagevo.rounds.protocol import ProtocolError
+from diagevo.text.parsing import quoted
 
 if TYPE_CHECKING:
     from diagevo.log import Recorder

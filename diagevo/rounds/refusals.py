@@ -26,10 +26,10 @@ from diagevo.log import Recorder
 from diagevo.memory.counting import Ledger
 from diagevo.memory.fold import Draft
 from diagevo.memory.state import Memory
-from diagevo.parsing import quoted
 from diagevo.rounds.failures import FAILURE_FIELDS, FAILURE_TYPES
 from diagevo.rounds.protocol import ProtocolError
 from diagevo.schemas import EventIn
+from diagevo.text.parsing import quoted
 from diagevo.views.counts import stored_tally
 
 

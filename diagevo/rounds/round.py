@@ -21,7 +21,8 @@ from diagevo.catalog import (
     QuestionScored,
     RoundCommitted,
 )
-from diagevo.config import MethodConfig
+from diagevo.config.reals import real_number
+from diagevo.config.sections import MethodConfig
 from diagevo.errors import BadInput, Call
 from diagevo.log import AppendResult, EventRow, Recorder
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
@@ -29,8 +30,6 @@ from diagevo.memory.fold import InvariantError, fold
 from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.parsing import quoted
-from diagevo.reals import real_number
 from diagevo.results import Json
 from diagevo.results.rounds import Committed, Promotion
 from diagevo.rounds.failures import DIAGNOSES, DIAGNOSIS_STATE_TYPES, FailureRecord, diagnosis_state, failure_record
@@ -57,11 +56,12 @@ from diagevo.rounds.state import (
     state_from_rows,
 )
 from diagevo.schemas import EventIn, InvalidEvent
+from diagevo.text.parsing import quoted
+from diagevo.text.words import plural
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
 from diagevo.views.typed import of_type
-from diagevo.words import plural
 
 NO_QUESTION = (
     "no question is recorded in it (deciding its promotions closes its evidence); record its questions first, "

@@ -20,21 +20,21 @@ from diagevo.catalog import (
     RunTagged,
 )
 from diagevo.catalog import ids as keys
-from diagevo.config import MethodConfig, config_changes, config_from_record
+from diagevo.config.base import apply_overrides, checked
+from diagevo.config.sections import MethodConfig, config_changes, config_from_record
 from diagevo.errors import fork_call, resume_call, start_call
 from diagevo.log import Recorder
-from diagevo.parsing import quoted
-from diagevo.redaction import redact_config
 from diagevo.results import Json
 from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader, UnknownRun, append_decision, unknown_run
 from diagevo.rounds.state import round_state, state_from_rows
 from diagevo.schemas import EventIn, InvalidEvent, new_event
-from diagevo.sections import apply_overrides, checked
-from diagevo.urls import redact_url
+from diagevo.text.parsing import quoted
+from diagevo.text.redaction import redact_config
+from diagevo.text.urls import redact_url
+from diagevo.text.words import did_you_mean, plural
 from diagevo.views import runs as runs_view
 from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
 from diagevo.views.typed import of_type
-from diagevo.words import did_you_mean, plural
 
 
 def run_config(store: Recorder, run: str) -> MethodConfig:

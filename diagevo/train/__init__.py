@@ -12,14 +12,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
+from diagevo.config.base import apply_overrides, checked
 from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, resume_call
-from diagevo.progress import ProgressFn, no_progress
-from diagevo.redaction import given_secrets
-from diagevo.sections import apply_overrides, checked
+from diagevo.runtime.progress import ProgressFn, no_progress
+from diagevo.text.redaction import given_secrets
+from diagevo.text.urls import redact_url
+from diagevo.text.words import did_you_mean
 from diagevo.train.config import Config
 from diagevo.train.hf import distributed
-from diagevo.urls import redact_url
-from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:  # types only: the config alone is read without loading the loop's parts
     from diagevo.log import Recorder

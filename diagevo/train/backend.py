@@ -17,7 +17,7 @@ from typing import Protocol
 
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.runtime.progress import ProgressFn, no_progress
 
 # rewards for a batch of challenger outputs (one per request), computed by the loop with the
 # frozen solver's votes and the repetition penalty over the whole batch

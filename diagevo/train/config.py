@@ -4,9 +4,9 @@ The file format users write (``configs/*.toml``, ``--set section.field=value``, 
 config``) is one table per section, each declared once, beside the lowest part of diagevo that
 reads it:
 
-- :mod:`diagevo.config`: every section the round protocol reads (``[train]``, ``[grpo]``,
+- :mod:`diagevo.config.sections`: every section the round protocol reads (``[train]``, ``[grpo]``,
   ``[challenger]``, ``[solver]``, ``[filter]``, ``[reward]``, ``[memory]``, ``[diagnosis]``,
-  with :mod:`diagevo.limits`'s ``[limits]``). This is what the log checks when a run's config
+  with :mod:`diagevo.config.limits`'s ``[limits]``). This is what the log checks when a run's config
   is stored;
 - the components': ``[sim]`` (:mod:`diagevo.train.sim.config`), ``[hf]``
   (:mod:`diagevo.train.hf.config`) and ``[eval]`` (:mod:`diagevo.eval.config`), added here.
@@ -23,12 +23,12 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from diagevo.config import MethodConfig
+from diagevo.config.base import apply_overrides, checked
+from diagevo.config.sections import MethodConfig
 from diagevo.errors import BadInput, NotFound
+from diagevo.errors.installation import shipped, shipped_names
 from diagevo.eval.config import EvalConfig
-from diagevo.installation import shipped, shipped_names
-from diagevo.parsing import read_text, toml_loads
-from diagevo.sections import apply_overrides, checked
+from diagevo.text.parsing import read_text, toml_loads
 from diagevo.train.hf.config import HFConfig
 from diagevo.train.sim.config import SimConfig
 

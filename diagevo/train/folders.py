@@ -5,7 +5,7 @@ under ``leases/`` and, with ``train.report_to``, TensorBoard files under ``tb/<r
 under ``mlruns/`` (all in the database's folder, or ``train.out_dir`` / ``train.tracker_dir``).
 A link planted there, or a file or FIFO where a folder belongs, would otherwise be met half way
 through a round, after events were written, or followed outside the folder
-(:mod:`diagevo.confined`): here it is refused first, in one line.
+(:mod:`diagevo.files.confined`): here it is refused first, in one line.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from diagevo.confined import no_links_below, owned_dir
-from diagevo.paths import beside_database, run_name
+from diagevo.files.confined import no_links_below, owned_dir
+from diagevo.log.paths import beside_database, run_name
 from diagevo.train.config import Config
 
 
@@ -30,7 +30,7 @@ def tracker_root(config: Config, db_url: str) -> Path:
 
 
 def check_folders(config: Config, db_url: str, run: str) -> None:
-    """Refuse (:class:`diagevo.confined.OutsideFolder`) a link, or something that is not a
+    """Refuse (:class:`diagevo.files.confined.OutsideFolder`) a link, or something that is not a
     folder, where the run ``run`` would write; creates nothing but the database's folder parts."""
     no_links_below(owned_dir(checkpoint_root(config, db_url), run_name(run), create=False), depth=2)
     no_links_below(beside_database(db_url, ".lance"), depth=2)

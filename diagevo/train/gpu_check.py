@@ -21,9 +21,9 @@ from typing import Any
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
 from diagevo.doctor import build_call, installed_version
 from diagevo.errors import BadInput, NotFound, Unavailable, require
-from diagevo.installation import shipped
+from diagevo.errors.installation import shipped
 from diagevo.log import Recorder, open_log
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train import train
 from diagevo.train.config import load_config
 from diagevo.train.hf.args import attention
@@ -31,7 +31,7 @@ from diagevo.views.queries import checkpoint_path
 from diagevo.views.typed import carried, of_type
 from diagevo.views.verify import verify_run
 
-CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.installation.shipped)
+CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.errors.installation.shipped)
 
 
 @dataclass

@@ -32,13 +32,12 @@ from diagevo.catalog import (
     RunForked,
     TrainStep,
 )
-from diagevo.confined import checkpoint_name, no_links_below, owned_dir, remove_owned
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, RetryLater, resume_call
+from diagevo.files.confined import checkpoint_name, no_links_below, owned_dir, remove_owned
 from diagevo.log import Recorder
+from diagevo.log.paths import run_name
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.paths import run_name
-from diagevo.progress import ProgressFn, no_progress
 from diagevo.rounds import (
     OUR_TRAINER,
     Candidate,
@@ -50,6 +49,7 @@ from diagevo.rounds import (
     seeded,
     start_run,
 )
+from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend
 from diagevo.train.config import Config

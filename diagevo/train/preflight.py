@@ -22,10 +22,10 @@ from pathlib import Path
 from diagevo.diagnosis.embedder import LOCAL_MODULES
 from diagevo.doctor import WEIGHTS, Check, module_present  # one lookup of an installed module, the doctor's
 from diagevo.errors import Advice, Argument, DiagevoError, Fix, Install, Override, Package, Unavailable
-from diagevo.redaction import redact_text
+from diagevo.text.redaction import redact_text
+from diagevo.text.urls import redact_url
 from diagevo.train.config import Config
 from diagevo.train.model_dirs import check_model_dir
-from diagevo.urls import redact_url
 
 NO_VLLM = Override("hf.use_vllm", False)
 HEADROOM = 1.10  # free disk wanted beyond the checkpoints' estimated size (+10 %)
@@ -177,9 +177,9 @@ def check_gpus(cfg: Config, count: Callable[[], int] = gpu_count) -> list[Check]
 
 def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
     """The diagnostician endpoint (``diagnosis.llm_url``) answers ``GET /models`` and lists the
-    model the config names (:func:`~diagevo.openai_client.check_endpoint`, as ``diagnose`` asks
+    model the config names (:func:`~diagevo.generation.openai_client.check_endpoint`, as ``diagnose`` asks
     it); a server that lists no model is said so, not refused (some providers have no list)."""
-    from diagevo.openai_client import ModelNotServed, check_endpoint
+    from diagevo.generation.openai_client import ModelNotServed, check_endpoint
 
     d = cfg.diagnosis
     if not d.llm_url:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from diagevo.paths import beside_database, run_name
+from diagevo.log.paths import beside_database, run_name
 from diagevo.train.config import Config
 from diagevo.train.folders import tracker_root
 

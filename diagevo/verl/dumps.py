@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from diagevo.errors import BadInput, NotFound
-from diagevo.parsing import file_lines, quoted
+from diagevo.text.parsing import file_lines, quoted
 
 if TYPE_CHECKING:
-    from diagevo.formats import RolloutLine
     from diagevo.log import Recorder
     from diagevo.rounds import FailureRecord, LoggedQuestion
+    from diagevo.text.formats import RolloutLine
 
 MANIFEST = "verl.json"
 """The manifest ``diagevo export verl`` writes beside its files: what a dump must match."""
@@ -141,8 +141,8 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
     manifest of another export (``check_manifest``) is refused; so is a line of another round's
     questions, or one scored by another reward function, naming its file and line."""
     from diagevo.curriculum import solver_rewards
-    from diagevo.formats import RolloutLine, read_lines
     from diagevo.rounds import logged_questions, round_state, run_config
+    from diagevo.text.formats import RolloutLine, read_lines
 
     st = round_state(store, run)
     if t is None:

@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.errors import BadInput, NotFound, Unavailable
-from diagevo.files import export_dir, replaced, write_replacing
-from diagevo.parsing import one_line, quoted
+from diagevo.files.written import export_dir, replaced, write_replacing
+from diagevo.text.parsing import one_line, quoted
+from diagevo.text.words import did_you_mean
 from diagevo.verl.dumps import MANIFEST, questions_digest
 from diagevo.verl.rewards import ACTOR_CALLS
-from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:
     from diagevo.log import Recorder

@@ -4,7 +4,7 @@ statistics. Both are caches, always rebuildable from the log."""
 from __future__ import annotations
 
 from diagevo.log import Recorder, StoreError
-from diagevo.progress import library_logger
+from diagevo.runtime.progress import library_logger
 from diagevo.views.memory import save_snapshots
 from diagevo.views.stats import refresh_stats
 

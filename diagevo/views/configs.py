@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from diagevo.catalog import CATALOG, RoundCommitted, RunConfigured, RunStarted
-from diagevo.config import config_from_record
+from diagevo.config.sections import config_from_record
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventRow, Recorder, StoredEvent
 

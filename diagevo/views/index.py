@@ -32,9 +32,9 @@ import numpy as np
 from diagevo.catalog import CauseCreated, Event, NodeCreated, NodesMerged
 from diagevo.errors import require
 from diagevo.log import Recorder, StoreError, ViewState
+from diagevo.log.paths import beside_database
 from diagevo.memory.state import Memory
-from diagevo.paths import beside_database
-from diagevo.progress import library_logger
+from diagevo.runtime.progress import library_logger
 from diagevo.views.memory import load_memory
 
 log = library_logger("diagevo.cache")

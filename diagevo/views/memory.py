@@ -16,9 +16,9 @@ from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, commits, fold, fold_until, start
 from diagevo.memory.state import Memory
-from diagevo.urls import redact_url
+from diagevo.text.urls import redact_url
+from diagevo.text.words import did_you_mean
 from diagevo.views.runs import latest_run
-from diagevo.words import did_you_mean
 
 VIEW = "memory"
 """The name of the memory's saved states (one per committed round: the round is the part)."""

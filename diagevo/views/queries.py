@@ -9,18 +9,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, RunForked, RunStarted, TrainStep
-from diagevo.confined import checkpoint_dir, owned_dir
 from diagevo.errors import BadInput, Call, NotFound
+from diagevo.files.confined import checkpoint_dir, owned_dir
 from diagevo.log import Recorder, StoredEvent
 from diagevo.memory.counting import CHECKPOINT_TYPES, breaks
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.text.words import did_you_mean
 from diagevo.views.configs import recovery
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import MEMORY_COLUMNS, accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
 from diagevo.views.typed import last_event, of_type, typed
-from diagevo.words import did_you_mean
 
 if TYPE_CHECKING:  # each view imports its result's module when it runs: a command loads its own
     from diagevo.results.memory import CurrentMemory, MemoryView
@@ -185,7 +185,7 @@ def checkpoint_folders(store: Recorder, run: str, root: Path) -> list[Path]:
     """Where the checkpoints ``run``'s log names may lie, in the order they are looked for: the
     run's folder under ``root`` (``train.out_dir``, or the database's folder), then its fork
     source's, and so on (a fork's copied rounds wrote theirs there), each reached without a link."""
-    from diagevo.paths import run_name  # loaded by the commands that read checkpoints (it loads sqlalchemy)
+    from diagevo.log.paths import run_name  # loaded by the commands that read checkpoints (it loads sqlalchemy)
 
     folders: list[Path] = []
     seen: set[str] = set()
@@ -201,7 +201,7 @@ def checkpoint_folders(store: Recorder, run: str, root: Path) -> list[Path]:
 def runs_root(store: Recorder, config: Mapping[str, Any]) -> Path:
     """The folder the run folders of a run with this config (its ``run.started`` record) lie in:
     its ``train.out_dir``, else the database's folder (``runs``)."""
-    from diagevo.paths import beside_database
+    from diagevo.log.paths import beside_database
 
     train = config.get("train")
     out_dir = train.get("out_dir") if isinstance(train, Mapping) else None
@@ -252,7 +252,7 @@ def _event(store: Recorder, run: str, seq: int) -> StoredEvent:
 
 def checkpoint_path(store: Recorder, run: str, path: str, root: Path | None = None) -> Path:
     """The checkpoint a ``checkpoint.written`` of ``run`` names (``path`` as stored), in the run's
-    folder or its fork source's (:func:`diagevo.confined.checkpoint_dir`): refused by name when
+    folder or its fork source's (:func:`diagevo.files.confined.checkpoint_dir`): refused by name when
     it is no name the loop gives or a link lies there, :class:`NotFound` when no folder holds it."""
     if root is None:
         started = last_event(store, run, RunStarted)  # a run has one

@@ -118,8 +118,11 @@ def config_changes(record: dict[str, Any]) -> dict[str, Any]:
     """The method's fields of a stored run config that differ from the paper's values (dotted
     names), as its one reader reads it; what the components own (the backends, the
     diagnostician's endpoint) is theirs to read."""
-    from diagevo.config import MethodConfig, config_from_record  # pydantic's models: for the reads that show a config
-    from diagevo.sections import field_names
+    from diagevo.config.base import field_names
+    from diagevo.config.sections import (  # pydantic's models: for the reads that show a config
+        MethodConfig,
+        config_from_record,
+    )
 
     try:
         config = config_from_record(record)

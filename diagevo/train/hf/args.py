@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from diagevo.config import Role
+from diagevo.config.sections import Role
 from diagevo.errors import BadInput
 from diagevo.generation.vllm_platform import Decision, decide, engine_options, environment, explain, platform_of
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo import curriculum as cur
-from diagevo.config import Role
+from diagevo.config.sections import Role
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
@@ -45,8 +45,8 @@ from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.generation.vllm_engine import VLLMEngine
 from diagevo.generation.vllm_platform import current_platform
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.parsing import file_lines, loads
-from diagevo.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.text.parsing import file_lines, loads
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
 from diagevo.train.hf.args import (
     PhasePlan,

@@ -1,6 +1,6 @@
 """The ``hf`` backend's configuration, beside the backend: ``[hf]`` (how models are run:
 vLLM, attention, precision, devices, launch). Each role's model and completion length are in
-``[challenger]`` and ``[solver]`` (:class:`diagevo.config.RoleConfig`).
+``[challenger]`` and ``[solver]`` (:class:`diagevo.config.sections.RoleConfig`).
 
 The round protocol never reads it, so the log does not check it: a stored run carries it, and
 ``train --resume`` validates it here when it reads the run's config back.
@@ -13,13 +13,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from diagevo.sections import Section
+from diagevo.config.base import Section
 
 
 class HFConfig(Section):
     """``[hf]``: the real-model backend (transformers + TRL; vLLM on GPUs), as TRL's
     ``GRPOConfig`` is beside its trainer. Each role's model and completion length are in
-    ``[challenger]`` and ``[solver]`` (:class:`diagevo.config.RoleConfig`)."""
+    ``[challenger]`` and ``[solver]`` (:class:`diagevo.config.sections.RoleConfig`)."""
 
     use_vllm: bool = Field(
         default=False, description="vLLM for GRPO rollouts and sampling (CUDA, or vLLM's CPU build)."

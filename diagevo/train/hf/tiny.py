@@ -18,9 +18,9 @@ from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.errors import require
-from diagevo.files import refuse_filled
+from diagevo.files.written import refuse_filled
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.model_dirs import TINY_RECORD
 
 CHAT_TEMPLATE = (

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from diagevo.files import building
+from diagevo.files.written import building
 from diagevo.train.model_dirs import HELDOUT_FILE
 
 ROLES = ("challenger", "solver")

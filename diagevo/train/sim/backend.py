@@ -28,9 +28,9 @@ import numpy as np
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.tools import embedder_for
 from diagevo.errors import BadInput
-from diagevo.files import write_replacing
+from diagevo.files.written import write_replacing
 from diagevo.memory.sampler import GenerationRequest
-from diagevo.progress import ProgressFn, no_progress
+from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician

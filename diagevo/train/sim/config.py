@@ -78,7 +78,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from diagevo.sections import Cosine, Count, Logit, NonNegative, Positive, Section, Share
+from diagevo.config.base import Cosine, Count, Logit, NonNegative, Positive, Section, Share
 
 
 class SimParams(Section):

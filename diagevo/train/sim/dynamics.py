@@ -36,7 +36,7 @@ from diagevo.catalog import (
     QuestionScored,
 )
 from diagevo.catalog.ids import event_id
-from diagevo.config import MethodConfig
+from diagevo.config.sections import MethodConfig
 from diagevo.log import Recorder
 from diagevo.memory.sampler import FREE
 from diagevo.rounds import record_retrospective

@@ -26,10 +26,10 @@ import aiohttp
 from yarl import URL
 
 from diagevo.errors import BadInput, EndpointUnreachable
-from diagevo.parsing import loads, not_utf8, one_line, quoted
 from diagevo.schemas import current_limits
-from diagevo.urls import redact_url
-from diagevo.words import did_you_mean
+from diagevo.text.parsing import loads, not_utf8, one_line, quoted
+from diagevo.text.urls import redact_url
+from diagevo.text.words import did_you_mean
 
 try:  # the HTTP library the installed openai client is built on
     import httpx2 as _httpx

@@ -1,7 +1,7 @@
 """The base of every config section, and how a config that is refused is named.
 
 A run is configured by one TOML file of sections (tables). Each section is one class, beside the
-lowest part of diagevo that reads it (the round protocol's in :mod:`diagevo.config`, each
+lowest part of diagevo that reads it (the round protocol's in :mod:`diagevo.config.sections`, each
 backend's beside the backend), derived from :class:`Section`: strict (an unknown name is
 refused), checked again on assignment, and refusing with a :class:`ConfigError` that names the
 field at fault by its dotted name, a nested one included, with the names it most likely means as
@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Call
-from diagevo.parsing import error_reason, quoted, toml_loads
-from diagevo.redaction import redact_config
-from diagevo.words import you_mean
+from diagevo.text.parsing import error_reason, quoted, toml_loads
+from diagevo.text.redaction import redact_config
+from diagevo.text.words import you_mean
 
 S = TypeVar("S", bound=BaseModel)
 

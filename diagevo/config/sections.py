@@ -14,7 +14,7 @@ which :class:`diagevo.train.config.Config` adds. A stored config carries those a
 written, for their owner to validate when it reads the run back. Every other section is one
 class here, each field declared once: ``[train]``, ``[challenger]``, ``[solver]`` and
 ``[diagnosis]`` hold the loop's, the ``hf`` backend's and the diagnostician's fields (each a
-:func:`~diagevo.sections.run_setting`) beside the method's, as the round protocol, below those
+:func:`~diagevo.config.base.run_setting`) beside the method's, as the round protocol, below those
 components, reads them too.
 """
 
@@ -27,12 +27,12 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from diagevo.limits import LimitsConfig
-from diagevo.parsing import config_k, quoted
-from diagevo.redaction import redact_config
-from diagevo.sections import ConfigError, Count, NonNegative, Positive, Section, Share, run_setting
-from diagevo.urls import endpoint_problem
-from diagevo.words import close_to
+from diagevo.config.base import ConfigError, Count, NonNegative, Positive, Section, Share, run_setting
+from diagevo.config.limits import LimitsConfig
+from diagevo.text.parsing import config_k, quoted
+from diagevo.text.redaction import redact_config
+from diagevo.text.urls import endpoint_problem
+from diagevo.text.words import close_to
 
 Role = Literal["challenger", "solver"]
 
@@ -377,7 +377,7 @@ class DiagnosisConfig(Section):
     @field_validator("llm_url", "embedder")
     @classmethod
     def _an_endpoint(cls, value: str | None) -> str | None:
-        """An endpoint's URL as :func:`~diagevo.urls.endpoint_problem` takes it (credentials
+        """An endpoint's URL as :func:`~diagevo.text.urls.endpoint_problem` takes it (credentials
         refused: the key goes in the environment), ``embedder`` also an in-process one."""
         problem = None if value is None or value in IN_PROCESS_EMBEDDERS else endpoint_problem(value)
         if problem is not None:

@@ -14,7 +14,7 @@ import numbers
 from typing import Any
 
 from diagevo.errors import BadInput
-from diagevo.parsing import quoted
+from diagevo.text.parsing import quoted
 
 
 def _shown(value: Any) -> str:

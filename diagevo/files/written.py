@@ -22,10 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from diagevo.confined import not_a_link, owned_dir
 from diagevo.errors import Advice, Argument, BadInput, require
-from diagevo.parsing import name_too_long, quoted
-from diagevo.untrusted import UNSAFE
+from diagevo.files.confined import not_a_link, owned_dir
+from diagevo.text.parsing import name_too_long, quoted
+from diagevo.text.untrusted import UNSAFE
 
 _ATTEMPTS = 100
 

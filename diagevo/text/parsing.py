@@ -22,7 +22,7 @@ import orjson
 from pydantic import AfterValidator, StrictStr, ValidationError
 
 from diagevo.errors import BadInput
-from diagevo.untrusted import shorten
+from diagevo.text.untrusted import shorten
 
 MAX_DEPTH = 64
 """Deepest nesting accepted in one JSON document: far above anything diagevo writes, far below

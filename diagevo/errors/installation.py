@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlparse
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
 PACKAGED = PACKAGE_DIR / "docs" / "packaged"
 """Where a built package carries the pages and the repository's files they read (``setup.py``)."""
 

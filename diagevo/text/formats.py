@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from diagevo.errors import BadInput
-from diagevo.parsing import Id, bad, jsonl_objects, validation_reason
+from diagevo.text.parsing import Id, bad, jsonl_objects, validation_reason
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from diagevo.files import FOLDER_PARTS, database_part
+from diagevo.files.written import FOLDER_PARTS, database_part
 from diagevo.log import StoreError, sqlite_path
-from diagevo.urls import without_password
+from diagevo.text.urls import without_password
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 

@@ -9,7 +9,7 @@ readers validate it here.
 
 from __future__ import annotations
 
-from diagevo.sections import Section, run_setting
+from diagevo.config.base import Section, run_setting
 
 
 class LimitsConfig(Section):
