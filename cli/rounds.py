@@ -25,8 +25,8 @@ from diagevo.text.formats import CandidateLine, read_lines
 from diagevo.text.parsing import decimal_number, file_lines, one_line
 from diagevo.train.config import load_config
 from diagevo.verl import generated_candidates
-from diagevo.views.stats import COUNTED_COLUMNS
 from diagevo.views.memory import resolve_run
+from diagevo.views.stats import COUNTED_COLUMNS
 
 round_app = typer.Typer(no_args_is_help=True, help="Drive one round of the memory from another trainer.")
 
