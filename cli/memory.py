@@ -13,7 +13,6 @@ from rich.text import Text
 from rich.tree import Tree
 
 from diagevo.catalog import CATALOG as EVENT_TYPES
-from diagevo.catalog.names import NAMES as EVENT_TYPE_NAMES
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -229,7 +228,7 @@ def events(
     db: DbOpt = None,
     run: RunOpt = None,
     event_types: Annotated[
-        list[str] | None, typer.Option("--type", help=f"Only these event types: {', '.join(sorted(EVENT_TYPE_NAMES))}.")
+        list[str] | None, typer.Option("--type", help=f"Only these event types: {', '.join(sorted(EVENT_TYPES))}.")
     ] = None,
     cause: Annotated[str | None, typer.Option("--cause", help="Only events naming this cause.")] = None,
     failure: Annotated[str | None, typer.Option("--failure", help="Only events naming this failure.")] = None,

@@ -26,6 +26,7 @@ from diagevo.text.parsing import decimal_number, file_lines, one_line
 from diagevo.train.config import load_config
 from diagevo.verl import generated_candidates
 from diagevo.views.memory import resolve_run
+from diagevo.views.stats import COUNTED_COLUMNS
 
 round_app = typer.Typer(no_args_is_help=True, help="Drive one round of the memory from another trainer.")
 
@@ -218,7 +219,7 @@ def promote(
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
-            promoted = [p.to_dict() for p in rounds.Round(store, r, t).promote(allow_empty=allow_empty)]
+            promoted = [p.stored_data() for p in rounds.Round(store, r, t).promote(allow_empty=allow_empty)]
     if json:
         emit_json({"run": r, "round": t, "promoted": promoted})
         return
@@ -258,11 +259,13 @@ def commit(
     with open_store(db) as store:
         with _picked(store, run) as r:
             t = _round(store, r, open_round)
-            done = (
-                rounds.Round(store, r, t)
-                .commit(metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses)
-                .to_dict()
+            ev = rounds.Round(store, r, t).commit(
+                metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses
             )
+    # what the commit counted, in the order printed since before it returned the event
+    said = {"failed_diagnoses_allowed": ev.failed_diagnoses_allowed, **{c: getattr(ev, c) for c in COUNTED_COLUMNS}}
+    said.update(ranks=ev.ranks, F=ev.F, epsilon_next=ev.epsilon_next)
+    done = {k: v for k, v in said.items() if v is not None}
     if json:
         emit_json({"run": r, "round": t, **done})
         return

@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "Candidate": "diagevo.rounds",
     "Scored": "diagevo.rounds",
     "Recorded": "diagevo.rounds",
-    "Committed": "diagevo.results.rounds",
+    "Committed": "diagevo.rounds",
     # diagnosis (Sec. 2.3)
     "diagnose": "diagevo.diagnosis.pipeline",
     "FailureInput": "diagevo.diagnosis.pipeline",
@@ -98,7 +98,7 @@ _EXPORTS: dict[str, str] = {
 # attributes and annotations, imported from their modules when a caller names them)
 _DOCUMENTED_TYPES: dict[str, str] = {
     "FailureRecord": "diagevo.rounds",
-    "Promotion": "diagevo.results.rounds",
+    "CausePromoted": "diagevo.catalog",
     "MemoryView": "diagevo.results.memory",
     "CurrentMemory": "diagevo.results.memory",
     "CauseRow": "diagevo.results.memory",
@@ -189,8 +189,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.log.paths import beside_database, run_dir
     from diagevo.memory.schedule import schedule
     from diagevo.memory.state import Memory
-    from diagevo.results.rounds import Committed
-    from diagevo.rounds import Candidate, OutOfOrder, Recorded, Request, Round, Scored, start_run
+    from diagevo.rounds import Candidate, Committed, OutOfOrder, Recorded, Request, Round, Scored, start_run
     from diagevo.train import make_backend
     from diagevo.train.config import Config, load_config
     from diagevo.views.index import VectorIndex

@@ -214,9 +214,8 @@ class _Deriving:
 
     def decided(self, event: CausePromoted | CauseReactivated, rnd: int) -> None:
         """A re-decided memory event: the recorded event's id when the source decided the same."""
-        cause = event.cause_id
-        failure = event.failure_id if isinstance(event, CauseReactivated) else ""
-        recorded = self.recorded_ids.get((type(event), rnd, cause, failure))
+        _, _, cause, failure = decision = _decision(event, rnd)
+        recorded = self.recorded_ids.get(decision)
         key = f"promote/{cause}" if isinstance(event, CausePromoted) else f"whatif/reactivate/{cause}/{failure}"
         eid = rebase_event_id(recorded, self.source, self.new) if recorded else event_id(self.new, rnd, key)
         self._add(new_event(event, run=self.new, at_round=rnd, event_id=eid))
@@ -266,13 +265,10 @@ class _Deriving:
         return {**data, **{k: v for k, v in counts.items() if k in data}, "F": sched.F, "epsilon_next": sched.epsilon}
 
 
-def _remember_decisions(events: Iterable[StoredEvent], state: _Deriving) -> None:
-    for e in events:
-        match e.event:
-            case CausePromoted(cause_id=cause):
-                state.recorded_ids[(CausePromoted, e.round, cause, "")] = e.event_id
-            case CauseReactivated(cause_id=cause, failure_id=failure):
-                state.recorded_ids[(CauseReactivated, e.round, cause, str(failure))] = e.event_id
+def _decision(event: CausePromoted | CauseReactivated, rnd: int) -> tuple[type[Event], int, str, str]:
+    """What makes a re-decided event the source's own decision: its type, round, cause and failure."""
+    failure = event.failure_id if isinstance(event, CauseReactivated) else ""
+    return type(event), rnd, event.cause_id, str(failure)
 
 
 def _unmarked_promotions(rows: Iterable[EventRow]) -> dict[int, int]:
@@ -358,7 +354,9 @@ def _write(store: Recorder, source: str, plan: _Plan) -> WhatIf:
         return _with_rounds(store, plan.existing)
     new, checked_settings, commit = plan.new, plan.settings, plan.commit
     state = _Deriving(source, new, checked_settings)
-    _remember_decisions(store.read(source, types=(CausePromoted, CauseReactivated)), state)
+    for e in store.read(source, types=(CausePromoted, CauseReactivated)):
+        if isinstance(decided := e.event, CausePromoted | CauseReactivated):
+            state.recorded_ids[_decision(decided, e.round)] = e.event_id
     state.unmarked = _unmarked_promotions(store.rows(source, upto_seq=commit.seq, data=False))
     for e in store.read(source, upto_seq=commit.seq, texts=True):
         state.take(e)

@@ -147,9 +147,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     policy = StandIn(args.seed)
     with diagevo.open_store(args.db) as store:
         diagevo.start_run(store, args.run, cfg, cfg.train.seed, trainer=TRAINER)
-        for _ in range(args.rounds):
+        for t in range(1, args.rounds + 1):
             done = one_round(store, args.run, args.out, policy, llm)
-            print(f"round {done.t}: kept {done.retained}/{done.questions}, failures {done.failures}, F={done.F}")
+            print(f"round {t}: kept {done.retained}/{done.questions}, failures {done.failures}, F={done.F}")
 
 
 if __name__ == "__main__":

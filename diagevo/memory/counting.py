@@ -84,7 +84,7 @@ Broken = tuple[str, str] | None
 class Tally:
     """What a run has counted so far. :meth:`take` checks the next event against it (and the
     memory before the event, where the caller folds) and counts it: each type's
-    :class:`Rule` says both."""
+    :data:`Rule` does both."""
 
     recorded: dict[str, int] = field(default_factory=dict)  # failure -> its round
     diagnosed: dict[str, int] = field(default_factory=dict)  # failure -> the round of its diagnosis
@@ -113,10 +113,7 @@ class Tally:
         not it broke one (a reader goes on past a break). ``mem``: the memory before the event,
         for the rules that read it (none: those are left to a caller that folds)."""
         rule = RULES.get(type(event))
-        broken = None
-        if rule is not None:
-            broken = rule.check(self, rnd, event, mem)
-            rule.add(self, rnd, event)
+        broken = None if rule is None else rule(self, rnd, event, mem)
         self.last = (rnd, type(event))
         return broken
 
@@ -178,110 +175,117 @@ FOUNDED: dict[type[Event], str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """An event type's counting rule, kept together as eventsourcing keeps an event's effect
-    with the event: what it checks against the counts (and the memory before it, or None) and
-    what it adds to them."""
-
-    check: Callable[[Tally, int, Any, Causes | None], Broken]
-    add: Callable[[Tally, int, Any], object]
+Rule = Callable[[Tally, int, Any, Causes | None], Broken]
+"""An event type's counting rule, kept together as eventsourcing keeps an event's effect with the
+event: it checks the event against the counts (and the memory before it, or None) and adds it to
+them, whether or not it broke the rule (the ``finally`` of the rules that check more than one thing)."""
 
 
 def _generated(t: Tally, rnd: int, ev: QuestionGenerated, mem: Causes | None) -> Broken:
     qid, mastered = ev.question_id, ev.mastered_cause
-    if qid in t.generated:
-        return "question generated once", f"question {qid!r} is generated in round {t.generated[qid]} already"
-    if mastered is not None and mem is not None and not t.whatif:
-        held = mem.causes.get(str(mastered))
-        if held is None or held.active:
-            what = "unknown" if held is None else "Active"
-            return (
-                "stitched question on a Mastered cause",
-                f"question {qid!r} names {what} cause {mastered!r} as mastered",
-            )
-    return None
-
-
-def _add_generated(t: Tally, rnd: int, ev: QuestionGenerated) -> None:
-    t.generated.setdefault(ev.question_id, rnd)
-    t.targets.setdefault(rnd, {}).setdefault(ev.question_id, ev.active_cause)
+    try:
+        if qid in t.generated:
+            return "question generated once", f"question {qid!r} is generated in round {t.generated[qid]} already"
+        if mastered is not None and mem is not None and not t.whatif:
+            held = mem.causes.get(str(mastered))
+            if held is None or held.active:
+                what = "unknown" if held is None else "Active"
+                return (
+                    "stitched question on a Mastered cause",
+                    f"question {qid!r} names {what} cause {mastered!r} as mastered",
+                )
+        return None
+    finally:
+        t.generated.setdefault(qid, rnd)
+        t.targets.setdefault(rnd, {}).setdefault(qid, ev.active_cause)
 
 
 def _scored(t: Tally, rnd: int, ev: QuestionScored, mem: Causes | None) -> Broken:
     qid = ev.question_id
-    if qid in t.scored:
-        return "question scored once", f"question {qid!r} is scored in round {t.scored[qid]} already"
-    at = t.generated.get(qid)
-    if at != rnd:
-        where = "never generated" if at is None else f"generated in round {at}"
-        return "question scored after generated", f"question {qid!r} is scored in round {rnd} but {where}"
-    return None
-
-
-def _add_scored(t: Tally, rnd: int, ev: QuestionScored) -> None:
-    t.scored.setdefault(ev.question_id, rnd)
-    if ev.retained is True:
-        t.kept.setdefault(ev.question_id, rnd)
-    t.votes.setdefault(rnd, {}).setdefault(ev.question_id, ev.p1)
+    try:
+        if qid in t.scored:
+            return "question scored once", f"question {qid!r} is scored in round {t.scored[qid]} already"
+        at = t.generated.get(qid)
+        if at != rnd:
+            where = "never generated" if at is None else f"generated in round {at}"
+            return "question scored after generated", f"question {qid!r} is scored in round {rnd} but {where}"
+        return None
+    finally:
+        t.scored.setdefault(qid, rnd)
+        if ev.retained is True:
+            t.kept.setdefault(qid, rnd)
+        t.votes.setdefault(rnd, {}).setdefault(qid, ev.p1)
 
 
 def _promoted(t: Tally, rnd: int, ev: CausePromoted, mem: Causes | None) -> Broken:
-    if rnd in t.committed:  # a round's promotions and milestones stand before its commit
-        return "round committed once", f"round {rnd} is committed already"
-    if rnd in t.decided:
-        return "promotions decided once", f"cause {ev.cause_id!r} promoted after round {rnd}'s decision"
-    want = t.promotions(rnd, mem) if mem is not None else None
-    if want is not None and ev.cause_id not in want:
-        return "promotion decided from the evidence", (
-            f"cause {ev.cause_id!r} is promoted, but the round's scored questions and θ_up promote {_few(want)}"
-        )
-    return None
+    try:
+        if rnd in t.committed:  # a round's promotions and milestones stand before its commit
+            return "round committed once", f"round {rnd} is committed already"
+        if rnd in t.decided:
+            return "promotions decided once", f"cause {ev.cause_id!r} promoted after round {rnd}'s decision"
+        want = t.promotions(rnd, mem) if mem is not None else None
+        if want is not None and ev.cause_id not in want:
+            return "promotion decided from the evidence", (
+                f"cause {ev.cause_id!r} is promoted, but the round's scored questions and θ_up promote {_few(want)}"
+            )
+        return None
+    finally:
+        t.promoted.setdefault(rnd, set()).add(str(ev.cause_id))
 
 
 def _decided(t: Tally, rnd: int, ev: PromotionsDecided, mem: Causes | None) -> Broken:
-    if rnd in t.committed:
-        return "round committed once", f"round {rnd} is committed already"
-    if rnd in t.decided:
-        return "promotions decided once", f"the promotions of round {rnd} are decided already"
-    named, done = set(map(str, ev.promoted)), t.promoted.get(rnd, set())
-    if done - named:
-        return "promotions decided once", f"round {rnd}'s decision does not name its promoted {_few(done - named)}"
-    if named - done:
-        never = _few(named - done)
-        return "promotions decided once", f"round {rnd}'s decision names {never}, which the round did not promote"
-    want = t.promotions(rnd, mem) if mem is not None else None
-    if want is not None and named != want:
-        return "promotion decided from the evidence", (
-            f"round {rnd}'s decision names {_few(ev.promoted)}, but its scored questions and θ_up promote {_few(want)}"
-        )
-    return None
+    try:
+        if rnd in t.committed:
+            return "round committed once", f"round {rnd} is committed already"
+        if rnd in t.decided:
+            return "promotions decided once", f"the promotions of round {rnd} are decided already"
+        named, done = set(map(str, ev.promoted)), t.promoted.get(rnd, set())
+        if done - named:
+            return "promotions decided once", f"round {rnd}'s decision does not name its promoted {_few(done - named)}"
+        if named - done:
+            never = _few(named - done)
+            return "promotions decided once", f"round {rnd}'s decision names {never}, which the round did not promote"
+        want = t.promotions(rnd, mem) if mem is not None else None
+        if want is not None and named != want:
+            return "promotion decided from the evidence", (
+                f"round {rnd}'s decision names {_few(ev.promoted)}, but its scored questions and θ_up promote "
+                f"{_few(want)}"
+            )
+        return None
+    finally:
+        t.decided.add(rnd)
 
 
 def _committed(t: Tally, rnd: int, ev: RoundCommitted, mem: Causes | None) -> Broken:
-    unreadable = timing_problem(ev.timing)
-    if unreadable is not None:
-        return "round summary readable", f"round {rnd}'s commit {unreadable}"
-    if rnd in t.committed:
-        return "round committed once", f"round {rnd} is committed already"
-    if mem is None or rnd in t.decided or rnd in t.promoted:
+    try:
+        unreadable = timing_problem(ev.timing)
+        if unreadable is not None:
+            return "round summary readable", f"round {rnd}'s commit {unreadable}"
+        if rnd in t.committed:
+            return "round committed once", f"round {rnd} is committed already"
+        if mem is None or rnd in t.decided or rnd in t.promoted:
+            return None
+        want = t.promotions(rnd, mem)
+        if want:
+            return "promotion decided from the evidence", (
+                f"round {rnd} is committed without promotions, but its scored questions and θ_up promote {_few(want)}"
+            )
         return None
-    want = t.promotions(rnd, mem)
-    if want:
-        return "promotion decided from the evidence", (
-            f"round {rnd} is committed without promotions, but its scored questions and θ_up promote {_few(want)}"
-        )
-    return None
+    finally:
+        t.committed.add(rnd)
+        for table in (t.targets, t.votes, t.expected):  # a committed round's evidence is closed
+            table.pop(rnd, None)
 
 
-def _add_committed(t: Tally, rnd: int, ev: RoundCommitted) -> None:
-    t.committed.add(rnd)
-    for table in (t.targets, t.votes, t.expected):  # a committed round's evidence is closed
-        table.pop(rnd, None)
+def _started(t: Tally, rnd: int, ev: RoundStarted, mem: Causes | None) -> Broken:
+    broken = ("round started once", f"round {rnd} is started already") if rnd in t.started else None
+    t.started.add(rnd)
+    return broken
 
 
 def _forked(t: Tally, rnd: int, ev: RunForked, mem: Causes | None) -> Broken:
     """``run.forked`` opens a fork or a what-if: right after the copied commit of its round."""
+    t.whatif = t.whatif or ev.whatif is not None
     at, last = ev.source_round, t.last
     if at != rnd or last is None or last[0] != rnd or last[1] not in (RoundCommitted, RunForked):
         return "run forked at its opening", (
@@ -291,82 +295,90 @@ def _forked(t: Tally, rnd: int, ev: RunForked, mem: Causes | None) -> Broken:
     return None
 
 
-def _add_written(t: Tally, rnd: int, ev: CheckpointWritten) -> None:
-    name, phase = checkpoint_name(ev.path), ev.phase
-    if name is not None and isinstance(phase, str):
-        t.checkpoints[name], t.latest[phase] = phase, name
+def _checkpoint(t: Tally, rnd: int, ev: CheckpointWritten | CheckpointPruned, mem: Causes | None) -> Broken:
+    broken = checkpoint_rule(rnd, ev, t.checkpoints, t.latest)
+    name = checkpoint_name(ev.path)
+    if isinstance(ev, CheckpointWritten) and name is not None and isinstance(ev.phase, str):
+        t.checkpoints[name], t.latest[ev.phase] = ev.phase, name
+    return broken
 
 
 def _recorded(t: Tally, rnd: int, ev: FailureRecorded, mem: Causes | None) -> Broken:
     fid, qid = ev.failure_id, ev.question_id
-    if fid in t.recorded:
-        return "failure recorded once", f"failure {fid!r} is recorded in round {t.recorded[fid]} already"
-    if rnd in t.started and t.kept.get(qid) != rnd:  # a round never opened has no questions
-        return "failure of a retained question", (
-            f"failure {fid!r} names question {qid!r}, not a retained question of round {rnd}"
-        )
-    return None
+    try:
+        if fid in t.recorded:
+            return "failure recorded once", f"failure {fid!r} is recorded in round {t.recorded[fid]} already"
+        if rnd in t.started and t.kept.get(qid) != rnd:  # a round never opened has no questions
+            return "failure of a retained question", (
+                f"failure {fid!r} names question {qid!r}, not a retained question of round {rnd}"
+            )
+        return None
+    finally:
+        t.recorded.setdefault(fid, rnd)
 
 
 def _diagnosed(t: Tally, rnd: int, ev: FailureDiagnosed, mem: Causes | None) -> Broken:
     fid, matched = ev.failure_id, ev.matched_cause
-    if matched is not None and mem is not None and str(matched) not in mem.causes:
-        return "diagnosis matches a known cause", (
-            f"failure {fid!r} is diagnosed as cause {matched!r}, which the memory does not hold"
-        )
-    return t.diagnosed_once(rnd, fid, judged=True)
+    try:
+        if matched is not None and mem is not None and str(matched) not in mem.causes:
+            return "diagnosis matches a known cause", (
+                f"failure {fid!r} is diagnosed as cause {matched!r}, which the memory does not hold"
+            )
+        return t.diagnosed_once(rnd, fid, judged=True)
+    finally:
+        t.diagnosed.setdefault(fid, rnd)
+        t.judged.add(fid)
+        t.diagnoses.setdefault(fid, (matched, ev.error_cause))
 
 
-def _add_diagnosed(t: Tally, rnd: int, ev: FailureDiagnosed) -> None:
-    t.diagnosed.setdefault(ev.failure_id, rnd)
-    t.judged.add(ev.failure_id)
-    t.diagnoses.setdefault(ev.failure_id, (ev.matched_cause, ev.error_cause))
+def _failed(t: Tally, rnd: int, ev: DiagnosisFailed, mem: Causes | None) -> Broken:
+    fid = ev.failure_id
+    if fid is None:  # of the whole round
+        return None
+    broken = t.diagnosed_once(rnd, fid, judged=False)
+    t.diagnosed.setdefault(fid, rnd)
+    return broken
 
 
 def _reactivated(t: Tally, rnd: int, ev: CauseReactivated, mem: Causes | None) -> Broken:
-    if ev.failure_id in t.reactivated:
-        return "failure counted once", f"failure {ev.failure_id!r} reactivated a cause already"
-    return t.founded(ev, mem)
+    try:
+        if ev.failure_id in t.reactivated:
+            return "failure counted once", f"failure {ev.failure_id!r} reactivated a cause already"
+        return t.founded(ev, mem)
+    finally:
+        t.reactivated.add(ev.failure_id)
 
 
 def _counted(t: Tally, rnd: int, ev: FailureAttributed | CauseCreated, mem: Causes | None) -> Broken:
     fid = ev.failure_id
     if fid is None:  # a cause.created
         return "cause created from its failure", f"cause {ev.cause_id!r} names no failure that revealed it"
-    if fid in t.counted:
-        what, at = t.counted[fid]
-        done = "attributed" if what is FailureAttributed else "revealed a new cause"
-        return "failure counted once", f"failure {fid!r} was {done} in round {at} already"
-    return t.founded(ev, mem)
-
-
-def _add_counted(t: Tally, rnd: int, ev: FailureAttributed | CauseCreated) -> None:
-    if ev.failure_id is not None:
-        t.counted.setdefault(ev.failure_id, (type(ev), rnd))
+    try:
+        if fid in t.counted:
+            what, at = t.counted[fid]
+            done = "attributed" if what is FailureAttributed else "revealed a new cause"
+            return "failure counted once", f"failure {fid!r} was {done} in round {at} already"
+        return t.founded(ev, mem)
+    finally:
+        t.counted.setdefault(fid, (type(ev), rnd))
 
 
 RULES: dict[type[Event], Rule] = {
-    QuestionGenerated: Rule(_generated, _add_generated),
-    QuestionScored: Rule(_scored, _add_scored),
-    FailureRecorded: Rule(_recorded, lambda t, rnd, ev: t.recorded.setdefault(ev.failure_id, rnd)),
-    FailureDiagnosed: Rule(_diagnosed, _add_diagnosed),
-    DiagnosisFailed: Rule(  # with no failure: of the whole round
-        lambda t, rnd, ev, mem: None if ev.failure_id is None else t.diagnosed_once(rnd, ev.failure_id, judged=False),
-        lambda t, rnd, ev: None if ev.failure_id is None else t.diagnosed.setdefault(ev.failure_id, rnd),
-    ),
-    FailureAttributed: Rule(_counted, _add_counted),
-    CauseCreated: Rule(_counted, _add_counted),
-    CauseReactivated: Rule(_reactivated, lambda t, rnd, ev: t.reactivated.add(ev.failure_id)),
-    CausePromoted: Rule(_promoted, lambda t, rnd, ev: t.promoted.setdefault(rnd, set()).add(str(ev.cause_id))),
-    PromotionsDecided: Rule(_decided, lambda t, rnd, ev: t.decided.add(rnd)),
-    RoundCommitted: Rule(_committed, _add_committed),
-    RoundStarted: Rule(
-        lambda t, rnd, ev, mem: ("round started once", f"round {rnd} is started already") if rnd in t.started else None,
-        lambda t, rnd, ev: t.started.add(rnd),
-    ),
-    RunForked: Rule(_forked, lambda t, rnd, ev: setattr(t, "whatif", t.whatif or ev.whatif is not None)),
-    CheckpointWritten: Rule(lambda t, rnd, ev, mem: checkpoint_rule(rnd, ev, t.checkpoints, t.latest), _add_written),
-    CheckpointPruned: Rule(lambda t, rnd, ev, mem: checkpoint_rule(rnd, ev, t.checkpoints, t.latest), lambda *_: None),
+    QuestionGenerated: _generated,
+    QuestionScored: _scored,
+    FailureRecorded: _recorded,
+    FailureDiagnosed: _diagnosed,
+    DiagnosisFailed: _failed,
+    FailureAttributed: _counted,
+    CauseCreated: _counted,
+    CauseReactivated: _reactivated,
+    CausePromoted: _promoted,
+    PromotionsDecided: _decided,
+    RoundCommitted: _committed,
+    RoundStarted: _started,
+    RunForked: _forked,
+    CheckpointWritten: _checkpoint,
+    CheckpointPruned: _checkpoint,
 }
 """Each counted type's rule: the one place it is stated."""
 

@@ -26,6 +26,7 @@ same rules, what the round takes next.
 # the package's modules, below, hold the protocol by part; what a trainer and the library's other parts use is here
 from __future__ import annotations
 
+from diagevo.catalog import RoundCommitted as Committed  # what Round.commit returns, by its old public name
 from diagevo.rounds.failures import FailureRecord
 from diagevo.rounds.metrics import check_metrics
 from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, UnknownRun
@@ -68,6 +69,7 @@ from diagevo.rounds.state import (
 
 __all__ = [
     "Candidate",
+    "Committed",
     "EXTERNAL_TRAINER",
     "FailureRecord",
     "LoggedQuestion",

@@ -11,6 +11,7 @@ from diagevo.catalog import (
     FOLDED,
     MEMORY_TYPES,
     MILESTONES,
+    CausePromoted,
     CheckpointWritten,
     EvalRecorded,
     Event,
@@ -31,7 +32,6 @@ from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results import Json
-from diagevo.results.rounds import Committed, Promotion
 from diagevo.rounds.failures import DIAGNOSES, DIAGNOSIS_STATE_TYPES, FailureRecord, diagnosis_state, failure_record
 from diagevo.rounds.metrics import check_metrics, check_summary, rank_metrics
 from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, Reader, append_decision, round_event
@@ -249,13 +249,14 @@ class Round:
         scored = [q.scored() for q in logged_questions(self.store, self.run, t=self.t)]
         return Recorded(scored, [s.question_id for s in scored])
 
-    def promote(self, *, allow_empty: bool = False) -> list[Promotion]:
+    def promote(self, *, allow_empty: bool = False) -> list[CausePromoted]:
         """Decide Eq. 5-6 once, from every candidate recorded in the round against M_{t-1};
-        appends the promotions and ``promotions.decided``. Returns the promotions. Refused while
+        appends the promotions and ``promotions.decided``. Returns the promotions (the
+        ``cause.promoted`` events appended). Refused while
         the round holds no question, unless ``allow_empty`` (a generation none of whose outputs
         parsed): deciding closes the round's evidence, and a question recorded later is refused."""
         run, t, cfg, memory = self.run, self.t, self.config.memory, self.base
-        decided: list[Promotion] = []
+        decided: list[CausePromoted] = []
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES))
@@ -269,7 +270,7 @@ class Round:
                     self._call("promote", allow_empty=True),
                 )
             promotions = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
-            decided[:] = [Promotion(p.cause_id, p.acc, p.n_candidates) for p in promotions]
+            decided[:] = promotions
             events = [self.event(f"promote/{p.cause_id}", p) for p in promotions]
             closed = PromotionsDecided(promoted=[p.cause_id for p in promotions], candidates=len(evidence))
             events.append(self.event("promotions", closed))
@@ -445,7 +446,7 @@ class Round:
         summary: Mapping[str, Json] | None = None,
         allow_undiagnosed: bool = False,
         allow_failed: bool = False,
-    ) -> Committed:
+    ) -> RoundCommitted:
         """Append ``eval.recorded`` (the metrics: those the ranks recorded with
         :meth:`record_metrics`, weighted, and ``metrics`` over them) and ``round.committed``: M_t
         is the memory here. The commit waits for no rank: the trainer's ranks meet first (a
@@ -455,12 +456,12 @@ class Round:
         failed than ``diagnosis.max_failed_share`` allows (or all did): their evidence would be
         lost from M_t. A commit so allowed says how many in ``failed_diagnoses_allowed``.
         ``summary``: the trainer's own figures to keep in ``round.committed`` (never a count the
-        commit takes from the log: ``questions``, ``F`` ...). Returns what ``round.committed``
-        recorded (counts, F_t, ε_{t+1}, ``summary``)."""
+        commit takes from the log: ``questions``, ``F`` ...). Returns the ``round.committed``
+        event appended (counts, F_t, ε_{t+1}, the summary)."""
         run, t, base = self.run, self.t, self.base
         metrics = check_metrics(metrics or {})
         extra = check_summary(summary)  # the summary as the event's fields
-        committed: list[Committed] = []
+        committed: list[RoundCommitted] = []
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES))
@@ -475,11 +476,10 @@ class Round:
             counts.update(count_rounds(rows).get(t, {}))
             ranks = list(of_type(MetricsRecorded, rows))
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
-            committed[:] = [Committed(t, counts, sched.F, sched.epsilon, len(ranks) or None, dict(summary or {}))]
             events = [self.event("eval", EvalRecorded(metrics=round_metrics))] if round_metrics else []
             fields: dict[str, Any] = {**counts, **({"ranks": len(ranks)} if ranks else {})}
-            summed = RoundCommitted(**fields, F=sched.F, epsilon_next=sched.epsilon, **extra)
-            return [*events, self.event(RoundCommitted.name, summed)]
+            committed[:] = [RoundCommitted(**fields, F=sched.F, epsilon_next=sched.epsilon, **extra)]
+            return [*events, self.event(RoundCommitted.name, committed[0])]
 
         try:
             append_decision(self.store, run, decide)
