@@ -14,8 +14,9 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Self, TypeVar
 
@@ -170,10 +171,15 @@ def _section_type(info: FieldInfo) -> type[BaseModel] | None:
     return sub if isinstance(sub, type) and issubclass(sub, BaseModel) else None
 
 
-def fields_of(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
-    """The fields of ``model`` in the order a TOML file lists them: its own keys, then its tables."""
-    fields = model.model_fields.items()
-    return sorted(fields, key=lambda item: _section_type(item[1]) is not None)
+def _tree(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, FieldInfo, type[BaseModel] | None]]:
+    """Every field of ``model``, dotted (``memory.k``), with its section's class where it is a
+    section, in the order a TOML file lists them: a table's own keys, then its tables, each
+    followed by what it holds."""
+    for name, info in sorted(model.model_fields.items(), key=lambda item: _section_type(item[1]) is not None):
+        sub = _section_type(info)
+        yield prefix + name, info, sub
+        if sub:
+            yield from _tree(sub, f"{prefix}{name}.")
 
 
 def run_setting(**kwargs: Any) -> Any:
@@ -183,30 +189,21 @@ def run_setting(**kwargs: Any) -> Any:
     return Field(json_schema_extra={"method": False}, **kwargs)
 
 
-def field_names(model: type[BaseModel], prefix: str = "", *, method: bool = False) -> list[str]:
+def field_names(model: type[BaseModel], *, method: bool = False) -> list[str]:
     """Every settable field of ``model``, dotted (``memory.k``), in the file's order; with
     ``method``, the method's alone (no :func:`run_setting`)."""
-    out: list[str] = []
-    for name, info in fields_of(model):
-        sub = _section_type(info)
-        if sub:
-            out += field_names(sub, f"{prefix}{name}.", method=method)
-        elif not (method and info.json_schema_extra == {"method": False}):
-            out.append(prefix + name)
-    return out
+    return [
+        name
+        for name, info, sub in _tree(model)
+        if not sub and not (method and info.json_schema_extra == {"method": False})
+    ]
 
 
-def section_names(model: type[BaseModel], prefix: str = "") -> list[str]:
-    """Every section (TOML table) of ``model``, dotted (``sim.params``), in the file's order;
-    at the top, also the tables a config carries for others (``other_tables``)."""
-    out: list[str] = []
-    for name, info in fields_of(model):
-        sub = _section_type(info)
-        if sub:
-            out += [prefix + name, *section_names(sub, f"{prefix}{name}.")]
-    if not prefix:
-        out += getattr(model, "other_tables", ())
-    return list(dict.fromkeys(out))
+def section_names(model: type[BaseModel]) -> list[str]:
+    """Every section (TOML table) of ``model``, dotted (``sim.params``), in the file's order,
+    then the tables a config carries for others (``other_tables``)."""
+    sections = [name for name, _, sub in _tree(model) if sub]
+    return list(dict.fromkeys([*sections, *getattr(model, "other_tables", ())]))
 
 
 def suggest_fields(model: type[BaseModel], key: str) -> list[str]:
@@ -352,18 +349,14 @@ def settings(config: BaseModel) -> list[Setting]:
     """Every field of ``config`` in the file's order, with its value, default and description.
     Secrets (an API key, the password of a URL) are redacted."""
     out: list[Setting] = []
-
-    def walk(model: BaseModel, prefix: str) -> None:
-        for name, info in fields_of(type(model)):
-            value = getattr(model, name)
-            if isinstance(value, BaseModel):
-                walk(value, f"{prefix}{name}.")
-                continue
-            shown = redact_config({name: _json_value(value)})[name]  # credentials never shown
-            default = redact_config({name: _json_value(info.get_default(call_default_factory=True))})[name]
-            out.append(Setting(prefix + name, shown, default, info.description or ""))
-
-    walk(config, "")
+    for key, info, sub in _tree(type(config)):
+        if not sub:
+            name = key.rpartition(".")[2]
+            value = reduce(getattr, key.split("."), config)
+            default = info.get_default(call_default_factory=True)
+            # credentials never shown: the value redacted as a config of this one field
+            shown, default = (redact_config({name: _json_value(v)})[name] for v in (value, default))
+            out.append(Setting(key, shown, default, info.description or ""))
     return out
 
 

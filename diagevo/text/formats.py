@@ -19,7 +19,6 @@ from pydantic import (
     model_validator,
 )
 
-from diagevo.errors import BadInput
 from diagevo.text.parsing import Id, bad, jsonl_objects, validation_reason
 
 M = TypeVar("M", bound=BaseModel)
@@ -101,6 +100,3 @@ def read_lines(text: str | Iterable[str], model: type[M], what: str = "") -> lis
         except ValidationError as exc:
             raise bad(f"{prefix}line {no}", validation_reason(exc)) from None
     return out
-
-
-__all__ = ["BadInput", "CandidateLine", "FailureLine", "RolloutLine", "read_lines"]
