@@ -156,8 +156,7 @@ def config_error(
     the TOML file ``path``) with the names it most likely means."""
     loc = tuple(str(p) for p in error["loc"])
     if error["type"] == "extra_forbidden" and loc:
-        given = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in overrides)}
-        return _unknown(error, model, given, path)
+        return _unknown(loc, error, model, overrides, path)
     where = ".".join(loc)
     msg = str(error["msg"]).removeprefix("Value error, ")
     return ConfigError(f"config: {where}: {msg}" if where else f"config: {msg}", error=error)
@@ -261,16 +260,15 @@ def _in_table(dotted: str) -> str:
 
 
 def _unknown(
-    error: Mapping[str, Any], model: type[BaseModel], overrides: Mapping[str, str], path: Path | None
+    loc: tuple[str, ...], error: Mapping[str, Any], model: type[BaseModel], overrides: Sequence[str], path: Path | None
 ) -> ConfigError:
     """An unknown section or field, named where it was given (an override or the TOML file),
     with the names it most likely means."""
-    loc = tuple(str(p) for p in error["loc"])
     key = ".".join(loc)
-    given = {k: v for k, v in overrides.items() if k == key or k.startswith(key + ".")}
-    in_file = path is not None and not given
+    given = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in overrides)}
+    in_file = path is not None and not any(k == key or k.startswith(key + ".") for k in given)
     if isinstance(error.get("input"), Mapping):  # a table: an unknown section
-        return _unknown_section(error, model, path if in_file else None)
+        return _unknown_section(loc, error, model, path if in_file else None)
     meant = suggest_fields(model, key)
     if in_file:
         where = f"in [{_toml_key(loc[:-1])}]" if len(loc) > 1 else "at the top level"
@@ -288,8 +286,9 @@ def _unknown(
     return ConfigError(said, error=error, unknown="field", meant=meant, shown=shown, value=value)
 
 
-def _unknown_section(error: Mapping[str, Any], model: type[BaseModel], path: Path | None) -> ConfigError:
-    loc = tuple(str(p) for p in error["loc"])
+def _unknown_section(
+    loc: tuple[str, ...], error: Mapping[str, Any], model: type[BaseModel], path: Path | None
+) -> ConfigError:
     key = ".".join(loc)
     meant = suggest_sections(model, key)
     parent = key.rpartition(".")[0]
