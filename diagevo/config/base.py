@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Call
-from diagevo.text.parsing import error_reason, quoted, toml_loads
+from diagevo.text.parsing import quoted, toml_loads
 from diagevo.text.redaction import redact_config
 from diagevo.text.words import you_mean
 
@@ -69,11 +69,6 @@ class ConfigError(BadInput):
         self.key = self.about = ".".join(str(part) for part in self.error["loc"])
         self.unknown = unknown
         self.meant = tuple(meant)
-
-    @property
-    def reason(self) -> str:
-        """The refusal as ``FIELD: message (got VALUE)``, one short line."""
-        return error_reason(self.error)
 
 
 class Section(BaseModel):

@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Field, SecretStr, field_validator, model_valida
 
 from diagevo.config.base import ConfigError, Count, NonNegative, Positive, Section, Share, run_setting
 from diagevo.config.limits import LimitsConfig
-from diagevo.text.parsing import config_k, quoted
+from diagevo.text.parsing import config_k, error_reason, quoted
 from diagevo.text.redaction import redact_config
 from diagevo.text.urls import endpoint_problem
 from diagevo.text.words import close_to
@@ -524,7 +524,7 @@ def _as_stored(exc: ConfigError, record: Mapping[str, Any]) -> ConfigError:
         return ConfigError(f"{said} (known: {', '.join(names)})", error=exc.error, unknown="field")
     if exc.unknown:  # a nested name: the section's own refusal names it, with the names it likely means
         return exc
-    reason = exc.reason
+    reason = error_reason(exc.error)
     for name, path in PAPER_NAMES.items():  # a value given by its flat name is named so
         if name in record and reason.startswith(f"{path}:"):
             reason = name + reason[len(path) :]
