@@ -17,10 +17,11 @@ import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
+from operator import getitem
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Call
@@ -342,21 +343,13 @@ class Setting:
 def settings(config: BaseModel) -> list[Setting]:
     """Every field of ``config`` in the file's order, with its value, default and description.
     Secrets (an API key, the password of a URL) are redacted."""
-    out: list[Setting] = []
-    for key, info, sub in _tree(type(config)):
-        if not sub:
-            name = key.rpartition(".")[2]
-            value = reduce(getattr, key.split("."), config)
-            default = info.get_default(call_default_factory=True)
-            # credentials never shown: the value redacted as a config of this one field
-            shown, default = (redact_config({name: _json_value(v)})[name] for v in (value, default))
-            out.append(Setting(key, shown, default, info.description or ""))
-    return out
+    values, defaults = (redact_config(c.model_dump(mode="json")) for c in (config, type(config)()))
+    return [
+        Setting(key, _at(values, key), _at(defaults, key), info.description or "")
+        for key, info, sub in _tree(type(config))
+        if not sub
+    ]
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, SecretStr):
-        return value.get_secret_value()  # redacted by the caller
-    return value
+def _at(data: Mapping[str, Any], dotted: str) -> Any:
+    return reduce(getitem, dotted.split("."), data)
