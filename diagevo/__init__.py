@@ -17,9 +17,7 @@ The public API, for a trainer that drives the memory itself and for anyone readi
 
 Results are typed (attributes, and ``to_dict()`` for JSON). Names are imported on first use, so
 ``import diagevo`` (and any ``diagevo.x`` submodule) stays cheap. Errors a caller can fix derive
-from :class:`DiagevoError`, by what to do: :class:`RetryLater` (an endpoint down, a busy run: the
-same call later), :class:`BadServer` (a server answering wrongly), :class:`BadInput` (the call:
-a type, a value, the order of the steps), :class:`Unavailable` (the machine).
+from :class:`DiagevoError`, by what to do (:mod:`diagevo.errors`).
 """
 
 # ruff: noqa: F401  (the TYPE_CHECKING imports below are the exports, read by _exports)
