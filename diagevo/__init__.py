@@ -17,82 +17,18 @@ The public API, for a trainer that drives the memory itself and for anyone readi
 
 Results are typed (attributes, and ``to_dict()`` for JSON). Names are imported on first use, so
 ``import diagevo`` (and any ``diagevo.x`` submodule) stays cheap. Errors a caller can fix derive
-from :class:`DiagevoError`, by what to do: :class:`RetryLater` (an endpoint down, a busy run: the
-same call later), :class:`BadServer` (a server answering wrongly), :class:`BadInput` (the call:
-a type, a value, the order of the steps), :class:`Unavailable` (the machine).
+from :class:`DiagevoError`, by what to do (:mod:`diagevo.errors`).
 """
 
-# ruff: noqa: F401  (the TYPE_CHECKING imports below are the exports, for type checkers)
+# ruff: noqa: F401  (the TYPE_CHECKING imports below are the exports, read by _exports)
 from __future__ import annotations
 
+import ast
+from functools import cache
 from importlib import import_module
+from pathlib import Path
 from types import FunctionType
 from typing import TYPE_CHECKING, Any
-
-# public name -> module that defines it: the whole public API, each name in the reference
-_EXPORTS: dict[str, str] = {
-    # the store and the config
-    "open_store": "diagevo.api",
-    "Recorder": "diagevo.log",
-    "Config": "diagevo.train.config",
-    "load_config": "diagevo.train.config",
-    # the round protocol (each step a method of Round)
-    "start_run": "diagevo.rounds",
-    "Round": "diagevo.rounds",
-    "Request": "diagevo.rounds",
-    "Candidate": "diagevo.rounds",
-    "Scored": "diagevo.rounds",
-    "Recorded": "diagevo.rounds",
-    "Committed": "diagevo.rounds",
-    # diagnosis (Sec. 2.3)
-    "diagnose": "diagevo.diagnosis.pipeline",
-    "FailureInput": "diagevo.diagnosis.pipeline",
-    "DiagnosisSummary": "diagevo.diagnosis.pipeline",
-    "Diagnostician": "diagevo.diagnosis.interface",
-    "VectorIndex": "diagevo.views.index",
-    "llm_diagnostician": "diagevo.diagnosis.tools",
-    "heuristic_diagnostician": "diagevo.diagnosis.tools",
-    "make_embedder": "diagevo.diagnosis.tools",
-    "vector_index": "diagevo.diagnosis.tools",
-    # state and schedule
-    "Memory": "diagevo.memory.state",
-    "load_memory": "diagevo.views.memory",
-    "schedule": "diagevo.memory.schedule",
-    "verify_run": "diagevo.views.verify",
-    # the read commands as typed values (``to_dict()``: what ``--json`` prints)
-    "runs": "diagevo.views.runs",
-    "RunSummary": "diagevo.views.runs",
-    "stats": "diagevo.views.queries",
-    "show": "diagevo.views.queries",
-    "why": "diagevo.views.queries",
-    # what-if
-    "fork_run": "diagevo.fork",
-    "diff_runs": "diagevo.fork",
-    "what_if": "diagevo.whatif",
-    # a run as a dataset
-    "export_dataset": "diagevo.dataset",
-    # a backend and where its files go, for a trainer built on diagevo's models
-    "make_backend": "diagevo.train",
-    "run_dir": "diagevo.log.paths",
-    "beside_database": "diagevo.log.paths",
-    # what a reward function needs (Sec. 2.2, Appendix C and J)
-    "solver_rewards": "diagevo.curriculum",
-    "challenger_output_rewards": "diagevo.curriculum",
-    "solver_messages": "diagevo.curriculum",
-    "parse_question": "diagevo.curriculum",
-    # errors a caller can fix, by what to do (diagevo.errors): the root, then retry later, fix the
-    # server, fix the call, fix the machine
-    "DiagevoError": "diagevo.errors",
-    "RetryLater": "diagevo.errors",
-    "EndpointUnreachable": "diagevo.errors",
-    "Conflict": "diagevo.errors",
-    "DiagnosesFailed": "diagevo.errors",
-    "BadServer": "diagevo.errors",
-    "BadInput": "diagevo.errors",
-    "OutOfOrder": "diagevo.rounds",
-    "NotFound": "diagevo.errors",
-    "Unavailable": "diagevo.errors",
-}
 
 # the types the public names return or take, documented in the reference beside them (reached as
 # attributes and annotations, imported from their modules when a caller names them)
@@ -139,13 +75,28 @@ _PUBLIC_MEMBERS: dict[str, tuple[str, ...]] = {
 # with the names of its ``__all__``
 _PUBLIC_MODULES: tuple[str, ...] = ("diagevo.verl",)
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+
+@cache
+def _exports() -> dict[str, str]:
+    """Public name -> the module that defines it: the whole public API, each name in the reference,
+    read from the imports for type checkers at the end of this file (one list: what a type checker
+    sees is what ``diagevo.NAME`` loads; scientific-python's lazy_loader reads a stub alike)."""
+    source = Path(__file__).read_text(encoding="utf-8")
+    block = ast.parse(source[source.index("\nif TYPE_CHECKING:") + 1 :]).body[0]
+    assert isinstance(block, ast.If)
+    return {
+        alias.name: str(node.module) for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    }
 
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
         return import_module("diagevo.api").version()  # type: ignore[no-any-return]
-    module = _EXPORTS.get(name)
+    if name == "_EXPORTS":
+        return _exports()
+    if name == "__all__":
+        return sorted([*_exports(), "__version__"])
+    module = _exports().get(name)
     if module is None:
         raise AttributeError(f"module 'diagevo' has no attribute {name!r}")
     value = getattr(import_module(module), name)
@@ -157,12 +108,11 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | {*_exports(), "__version__"})
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from diagevo.api import open_store
-    from diagevo.catalog import events
     from diagevo.curriculum import (
         challenger_output_rewards,
         parse_question,

@@ -19,22 +19,19 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, TypeVar
 
+from diagevo import _EXPORTS
 from diagevo.errors import BadInput
 from diagevo.text.parsing import quoted
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# names a public module imports only for type checkers: where to find them at run time
+# names a public module imports only for type checkers: where to find them at run time (the
+# public names' modules, and these)
 _ELSEWHERE = {
-    "Recorder": "diagevo.log",
-    "Round": "diagevo.rounds",
-    "Memory": "diagevo.memory.state",
+    **_EXPORTS,
     "MethodConfig": "diagevo.config.sections",
     "DiagnosisConfig": "diagevo.config.sections",
-    "Config": "diagevo.train.config",
     "Embedder": "diagevo.diagnosis.tools",
-    "Diagnostician": "diagevo.diagnosis.interface",
-    "VectorIndex": "diagevo.views.index",
 }
 _STRINGS = (str, bytes)
 _ONE_BY_ONE = (abc.Iterable, abc.Sequence, abc.Collection, list, tuple, set, frozenset)

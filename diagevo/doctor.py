@@ -420,22 +420,3 @@ def run_checks(
     checks += check_models(models, models_root)
     checks += [check_embedder(), check_hf(), check_vllm(), check_chromium(), check_on_path()]
     return checks + check_extras()
-
-
-__all__ = [
-    "EXTRAS",
-    "Check",
-    "check_chromium",
-    "check_database",
-    "check_disk",
-    "check_embedder",
-    "check_extras",
-    "extra_packages",
-    "check_hf",
-    "check_models",
-    "check_on_path",
-    "check_postgres",
-    "check_vllm",
-    "model_state",
-    "run_checks",
-]

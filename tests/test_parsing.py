@@ -12,17 +12,17 @@ from pydantic import BaseModel, ValidationError
 
 from diagevo.errors import BadInput
 from diagevo.interchange import encode_line
+from diagevo.text.formats import Id
 from diagevo.text.parsing import (
     MAX_ID_CHARS,
-    Id,
     check_id,
     decode,
+    error_reason,
     loads,
     loads_object,
     one_line,
     quoted,
     split_lines,
-    validation_reason,
 )
 
 
@@ -72,13 +72,15 @@ class _M(BaseModel):
     n: int = 0
 
 
-def test_validation_reason_names_the_field_and_shortens_the_value() -> None:
+def test_error_reason_names_the_field_and_shortens_the_value() -> None:
     with pytest.raises(ValidationError) as exc:
         _M.model_validate({"cause": {}})
-    assert validation_reason(exc.value).startswith("cause: Input should be a valid string (got dict)")
+    assert error_reason(exc.value.errors(include_url=False)[0]).startswith(
+        "cause: Input should be a valid string (got dict)"
+    )
     with pytest.raises(ValidationError) as exc:
         _M.model_validate({"n": "q" * 5_000_000})
-    reason = validation_reason(exc.value)
+    reason = error_reason(exc.value.errors(include_url=False)[0])
     assert reason.startswith("n: Input should be a valid integer") and len(reason) < 300
 
 

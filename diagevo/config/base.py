@@ -14,16 +14,18 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
+from operator import getitem
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Call
-from diagevo.text.parsing import error_reason, quoted, toml_loads
+from diagevo.text.parsing import quoted, toml_loads
 from diagevo.text.redaction import redact_config
 from diagevo.text.words import you_mean
 
@@ -68,11 +70,6 @@ class ConfigError(BadInput):
         self.key = self.about = ".".join(str(part) for part in self.error["loc"])
         self.unknown = unknown
         self.meant = tuple(meant)
-
-    @property
-    def reason(self) -> str:
-        """The refusal as ``FIELD: message (got VALUE)``, one short line."""
-        return error_reason(self.error)
 
 
 class Section(BaseModel):
@@ -155,8 +152,7 @@ def config_error(
     the TOML file ``path``) with the names it most likely means."""
     loc = tuple(str(p) for p in error["loc"])
     if error["type"] == "extra_forbidden" and loc:
-        given = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in overrides)}
-        return _unknown(error, model, given, path)
+        return _unknown(loc, error, model, overrides, path)
     where = ".".join(loc)
     msg = str(error["msg"]).removeprefix("Value error, ")
     return ConfigError(f"config: {where}: {msg}" if where else f"config: {msg}", error=error)
@@ -170,10 +166,15 @@ def _section_type(info: FieldInfo) -> type[BaseModel] | None:
     return sub if isinstance(sub, type) and issubclass(sub, BaseModel) else None
 
 
-def fields_of(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
-    """The fields of ``model`` in the order a TOML file lists them: its own keys, then its tables."""
-    fields = model.model_fields.items()
-    return sorted(fields, key=lambda item: _section_type(item[1]) is not None)
+def _tree(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, FieldInfo, type[BaseModel] | None]]:
+    """Every field of ``model``, dotted (``memory.k``), with its section's class where it is a
+    section, in the order a TOML file lists them: a table's own keys, then its tables, each
+    followed by what it holds."""
+    for name, info in sorted(model.model_fields.items(), key=lambda item: _section_type(item[1]) is not None):
+        sub = _section_type(info)
+        yield prefix + name, info, sub
+        if sub:
+            yield from _tree(sub, f"{prefix}{name}.")
 
 
 def run_setting(**kwargs: Any) -> Any:
@@ -183,30 +184,21 @@ def run_setting(**kwargs: Any) -> Any:
     return Field(json_schema_extra={"method": False}, **kwargs)
 
 
-def field_names(model: type[BaseModel], prefix: str = "", *, method: bool = False) -> list[str]:
+def field_names(model: type[BaseModel], *, method: bool = False) -> list[str]:
     """Every settable field of ``model``, dotted (``memory.k``), in the file's order; with
     ``method``, the method's alone (no :func:`run_setting`)."""
-    out: list[str] = []
-    for name, info in fields_of(model):
-        sub = _section_type(info)
-        if sub:
-            out += field_names(sub, f"{prefix}{name}.", method=method)
-        elif not (method and info.json_schema_extra == {"method": False}):
-            out.append(prefix + name)
-    return out
+    return [
+        name
+        for name, info, sub in _tree(model)
+        if not sub and not (method and info.json_schema_extra == {"method": False})
+    ]
 
 
-def section_names(model: type[BaseModel], prefix: str = "") -> list[str]:
-    """Every section (TOML table) of ``model``, dotted (``sim.params``), in the file's order;
-    at the top, also the tables a config carries for others (``other_tables``)."""
-    out: list[str] = []
-    for name, info in fields_of(model):
-        sub = _section_type(info)
-        if sub:
-            out += [prefix + name, *section_names(sub, f"{prefix}{name}.")]
-    if not prefix:
-        out += getattr(model, "other_tables", ())
-    return list(dict.fromkeys(out))
+def section_names(model: type[BaseModel]) -> list[str]:
+    """Every section (TOML table) of ``model``, dotted (``sim.params``), in the file's order,
+    then the tables a config carries for others (``other_tables``)."""
+    sections = [name for name, _, sub in _tree(model) if sub]
+    return list(dict.fromkeys([*sections, *getattr(model, "other_tables", ())]))
 
 
 def suggest_fields(model: type[BaseModel], key: str) -> list[str]:
@@ -264,16 +256,15 @@ def _in_table(dotted: str) -> str:
 
 
 def _unknown(
-    error: Mapping[str, Any], model: type[BaseModel], overrides: Mapping[str, str], path: Path | None
+    loc: tuple[str, ...], error: Mapping[str, Any], model: type[BaseModel], overrides: Sequence[str], path: Path | None
 ) -> ConfigError:
     """An unknown section or field, named where it was given (an override or the TOML file),
     with the names it most likely means."""
-    loc = tuple(str(p) for p in error["loc"])
     key = ".".join(loc)
-    given = {k: v for k, v in overrides.items() if k == key or k.startswith(key + ".")}
-    in_file = path is not None and not given
+    given = {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in overrides)}
+    in_file = path is not None and not any(k == key or k.startswith(key + ".") for k in given)
     if isinstance(error.get("input"), Mapping):  # a table: an unknown section
-        return _unknown_section(error, model, path if in_file else None)
+        return _unknown_section(loc, error, model, path if in_file else None)
     meant = suggest_fields(model, key)
     if in_file:
         where = f"in [{_toml_key(loc[:-1])}]" if len(loc) > 1 else "at the top level"
@@ -291,8 +282,9 @@ def _unknown(
     return ConfigError(said, error=error, unknown="field", meant=meant, shown=shown, value=value)
 
 
-def _unknown_section(error: Mapping[str, Any], model: type[BaseModel], path: Path | None) -> ConfigError:
-    loc = tuple(str(p) for p in error["loc"])
+def _unknown_section(
+    loc: tuple[str, ...], error: Mapping[str, Any], model: type[BaseModel], path: Path | None
+) -> ConfigError:
     key = ".".join(loc)
     meant = suggest_sections(model, key)
     parent = key.rpartition(".")[0]
@@ -351,25 +343,13 @@ class Setting:
 def settings(config: BaseModel) -> list[Setting]:
     """Every field of ``config`` in the file's order, with its value, default and description.
     Secrets (an API key, the password of a URL) are redacted."""
-    out: list[Setting] = []
-
-    def walk(model: BaseModel, prefix: str) -> None:
-        for name, info in fields_of(type(model)):
-            value = getattr(model, name)
-            if isinstance(value, BaseModel):
-                walk(value, f"{prefix}{name}.")
-                continue
-            shown = redact_config({name: _json_value(value)})[name]  # credentials never shown
-            default = redact_config({name: _json_value(info.get_default(call_default_factory=True))})[name]
-            out.append(Setting(prefix + name, shown, default, info.description or ""))
-
-    walk(config, "")
-    return out
+    values, defaults = (redact_config(c.model_dump(mode="json")) for c in (config, type(config)()))
+    return [
+        Setting(key, _at(values, key), _at(defaults, key), info.description or "")
+        for key, info, sub in _tree(type(config))
+        if not sub
+    ]
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, SecretStr):
-        return value.get_secret_value()  # redacted by the caller
-    return value
+def _at(data: Mapping[str, Any], dotted: str) -> Any:
+    return reduce(getitem, dotted.split("."), data)

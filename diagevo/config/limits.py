@@ -51,7 +51,6 @@ class LimitsConfig(Section):
         default=60.0,
         gt=0,
         le=3600,
-        allow_inf_nan=False,
         description="PostgreSQL: the longest an append waits for the log's append lock, in seconds; then it fails "
         "naming the session that holds it.",
     )

@@ -52,6 +52,3 @@ def real_number(value: Any, what: str) -> int | float:
     if not math.isfinite(as_float):
         raise BadInput(f"{what} must be a finite number, not {_shown(value)}")
     return as_float
-
-
-__all__ = ["real_number"]

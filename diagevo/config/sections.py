@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Field, SecretStr, field_validator, model_valida
 
 from diagevo.config.base import ConfigError, Count, NonNegative, Positive, Section, Share, run_setting
 from diagevo.config.limits import LimitsConfig
-from diagevo.text.parsing import config_k, quoted
+from diagevo.text.parsing import config_k, error_reason, quoted
 from diagevo.text.redaction import redact_config
 from diagevo.text.urls import endpoint_problem
 from diagevo.text.words import close_to
@@ -141,8 +141,8 @@ _HF_LENGTH = (
 
 class RoleConfig(Section):
     """``[challenger]`` and ``[solver]``: what differs between the two GRPO roles (Table 8) and,
-    on the ``hf`` backend, the model that plays the role. The two sections differ only in
-    defaults."""
+    on the ``hf`` backend, the model that plays the role; the defaults are the solver's (Table 8's
+    solver column), the challenger's section changes some."""
 
     model: str = run_setting(
         default="Qwen/Qwen3-8B-Base",
@@ -162,10 +162,6 @@ class RoleConfig(Section):
         default=12, description="Most GRPO optimizer steps per round (Table 8: 12 for the solver)."
     )
     max_new_tokens: Count = run_setting(default=1024, description=_HF_LENGTH)
-
-
-class SolverConfig(RoleConfig):
-    """``[solver]``: Table 8's solver column."""
 
 
 class ChallengerConfig(RoleConfig):
@@ -419,9 +415,7 @@ class MethodConfig(Section):
     challenger: ChallengerConfig = Field(
         default_factory=ChallengerConfig, description="The challenger's GRPO sizes (Table 8) and model."
     )
-    solver: SolverConfig = Field(
-        default_factory=SolverConfig, description="The solver's GRPO sizes (Table 8) and model."
-    )
+    solver: RoleConfig = Field(default_factory=RoleConfig, description="The solver's GRPO sizes (Table 8) and model.")
     filter: FilterConfig = Field(default_factory=FilterConfig, description="Double-confidence filtering (Eq. 3).")
     reward: RewardConfig = Field(default_factory=RewardConfig, description="The challenger reward (Eq. 8-10).")
     memory: MemoryConfig = Field(
@@ -530,7 +524,7 @@ def _as_stored(exc: ConfigError, record: Mapping[str, Any]) -> ConfigError:
         return ConfigError(f"{said} (known: {', '.join(names)})", error=exc.error, unknown="field")
     if exc.unknown:  # a nested name: the section's own refusal names it, with the names it likely means
         return exc
-    reason = exc.reason
+    reason = error_reason(exc.error)
     for name, path in PAPER_NAMES.items():  # a value given by its flat name is named so
         if name in record and reason.startswith(f"{path}:"):
             reason = name + reason[len(path) :]

@@ -306,37 +306,3 @@ def require(extra: str, job: str, *modules: str, otherwise: tuple[Step, ...] = (
     missing = [m for m in modules if find_spec(m) is None]
     if missing:
         raise Unavailable(f"{job} needs {', '.join(missing)}:", Fix.of(Install(extra), *otherwise), about=job)
-
-
-__all__ = [
-    "VLLM_CPU",
-    "Activate",
-    "Advice",
-    "Argument",
-    "Call",
-    "Fix",
-    "Install",
-    "Override",
-    "Package",
-    "Shell",
-    "Step",
-    "Upgrade",
-    "fork_call",
-    "in_python",
-    "open_call",
-    "require",
-    "resume_call",
-    "start_call",
-    "BadInput",
-    "BadServer",
-    "Conflict",
-    "DiagevoError",
-    "DiagnosesFailed",
-    "DiagnosticianBroken",
-    "DiagnosticianDown",
-    "EndpointUnreachable",
-    "NotADiagevoDatabase",
-    "NotFound",
-    "RetryLater",
-    "Unavailable",
-]

@@ -98,6 +98,3 @@ def shipped_names(pattern: str) -> list[str]:
         if found:
             return found
     return []
-
-
-__all__ = ["PACKAGED", "Installation", "detect", "installation", "shipped", "shipped_names"]

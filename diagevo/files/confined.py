@@ -123,19 +123,6 @@ def remove_owned(folder: Path, path: Path) -> bool:
     return True
 
 
-__all__ = [
-    "CHECKPOINT_NAME",
-    "OutsideFolder",
-    "checkpoint_dir",
-    "checkpoint_name",
-    "checkpoint_problem",
-    "no_links_below",
-    "not_a_link",
-    "owned_dir",
-    "remove_owned",
-]
-
-
 # --- checkpoints a log names ---------------------------------------------------------------------
 
 CHECKPOINT_NAME = re.compile(r"round[0-9]{3,9}-[a-z][a-z0-9_]{0,39}")

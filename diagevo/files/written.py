@@ -142,9 +142,6 @@ def plain_name(name: str, what: str) -> str:
     return name
 
 
-__all__ = ["plain_name", "replaced", "write_replacing"]
-
-
 def export_dir(out: Path) -> Path:
     """``out`` as the directory an export writes into, checked: named (``''`` and ``.`` are the
     current directory by accident), not a filesystem's root, no symbolic link, a directory or

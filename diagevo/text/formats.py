@@ -6,9 +6,11 @@ the wrong type is a one-line :class:`~diagevo.errors.BadInput` naming the line a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal, TypeVar
+from functools import partial
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -19,10 +21,12 @@ from pydantic import (
     model_validator,
 )
 
-from diagevo.errors import BadInput
-from diagevo.text.parsing import Id, bad, jsonl_objects, validation_reason
+from diagevo.text.parsing import bad, check_id, error_reason, loads_object, split_lines
 
 M = TypeVar("M", bound=BaseModel)
+
+Id = Annotated[StrictStr, AfterValidator(partial(check_id, field="the id"))]
+"""A pydantic field type for ids read from outside (see :func:`~diagevo.text.parsing.check_id`)."""
 
 
 class CandidateLine(BaseModel):
@@ -92,15 +96,17 @@ ROLLOUT_KEYS = ("input", "output", "gts", "score", "step")
 
 def read_lines(text: str | Iterable[str], model: type[M], what: str = "") -> list[tuple[int, dict[str, Any], M]]:
     """``(line number, JSON object, model)`` of every non-blank line of a JSONL text (or of its
-    lines), checked against ``model``; the first problem raises ``BadInput('line N: FIELD: reason')``."""
+    lines, :func:`~diagevo.text.parsing.file_lines`'s, every one numbered from 1), checked against ``model``;
+    the first problem raises ``BadInput('line N: FIELD: reason')``."""
     prefix = f"{what} " if what else ""
     out: list[tuple[int, dict[str, Any], M]] = []
-    for no, obj in jsonl_objects(text, what):
+    numbered = split_lines(text) if isinstance(text, str) else enumerate(text, start=1)
+    for no, line in numbered:
+        if not line.strip(" \t\r"):
+            continue
+        obj = loads_object(line, f"{prefix}line {no}")
         try:
             out.append((no, obj, model.model_validate(obj)))
         except ValidationError as exc:
-            raise bad(f"{prefix}line {no}", validation_reason(exc)) from None
+            raise bad(f"{prefix}line {no}", error_reason(exc.errors(include_url=False)[0])) from None
     return out
-
-
-__all__ = ["BadInput", "CandidateLine", "FailureLine", "RolloutLine", "read_lines"]

@@ -13,13 +13,12 @@ import io
 import re
 import sys
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
-from pydantic import AfterValidator, StrictStr, ValidationError
 
 from diagevo.errors import BadInput
 from diagevo.text.untrusted import shorten
@@ -349,16 +348,6 @@ def split_lines(text: str) -> Iterator[tuple[int, str]]:
             yield no, line
 
 
-def jsonl_objects(text: str | Iterable[str], what: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for every non-blank line of a JSONL text, or of its lines
-    (:func:`file_lines`: every line, numbered from 1)."""
-    prefix = f"{what} " if what else ""
-    numbered = split_lines(text) if isinstance(text, str) else enumerate(text, start=1)
-    for no, line in numbered:
-        if line.strip(" \t\r"):
-            yield no, loads_object(line, f"{prefix}line {no}")
-
-
 # --- numbers ------------------------------------------------------------------------------------
 
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -389,19 +378,6 @@ def check_id(value: str, field: str = "id", max_chars: int = MAX_ID_CHARS) -> st
     if m:
         raise ValueError(f"{field} contains the control character U+{ord(m.group()):04X}: {quoted(value, 40)}")
     return value
-
-
-def _check_id(value: str) -> str:
-    return check_id(value, "the id")
-
-
-Id = Annotated[StrictStr, AfterValidator(_check_id)]
-"""A pydantic field type for ids read from outside (see :func:`check_id`)."""
-
-
-def validation_reason(exc: ValidationError) -> str:
-    """The first error of ``exc`` as ``FIELD: message (got VALUE)``, one short line."""
-    return error_reason(exc.errors(include_url=False)[0])
 
 
 def error_reason(err: Mapping[str, Any]) -> str:

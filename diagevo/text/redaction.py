@@ -85,6 +85,3 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
         out.append(REDACTED if hide_next else redact_text(word))
         hide_next = _SECRET_OPTION.fullmatch(word) is not None
     return out
-
-
-__all__ = ["REDACTED", "given_secrets", "redact_argv", "redact_config", "redact_text", "redact_url", "secret_name"]

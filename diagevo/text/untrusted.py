@@ -86,6 +86,3 @@ def shell_word(arg: str) -> str:
 def shell_join(args: Iterable[str]) -> str:
     """A command line of :func:`shell_word` words."""
     return " ".join(shell_word(a) for a in args)
-
-
-__all__ = ["BIDI", "UNSAFE", "json_visible", "shell_join", "shell_word", "shorten", "visible"]

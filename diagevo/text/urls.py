@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-from diagevo.text.redaction import REDACTED as REDACTED
 from diagevo.text.redaction import redact_url as redact_url
 
 DEFAULT_DB_URL = "sqlite:///diagevo.db"
