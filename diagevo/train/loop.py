@@ -285,7 +285,7 @@ class Trainer:
         if resumed is not None:
             self.backend.load(resumed)
         m = self.cfg.memory
-        n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
+        n_chal, n_cur = self.cfg.challenger_questions, self.cfg.train.curriculum_questions
 
         def requests(n: int, purpose: str) -> list[Request]:
             # drawn from the schedule of M_{t-1} (Eq. 1-2)

@@ -15,6 +15,7 @@ for 150-190 Active causes), so a promoted cause stays Mastered unless its mechan
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -195,8 +196,7 @@ class SimBackend:
         n = len(questions)
         steps = max(1, min(self.config.solver.max_steps, n))
         bounds = [round(i * n / steps) for i in range(steps + 1)]
-        responses: list[list[str]] = [[] for _ in range(n)]
-        rewards: list[list[float]] = [[] for _ in range(n)]
+        out = SolverRound.over(n)
         practice = [0] * len(self.variants)
         index = self.solver.index
         progress("solver", 0, n)
@@ -205,27 +205,25 @@ class SimBackend:
             for i in range(bounds[s], bounds[s + 1]):
                 q = self.registry.lookup(questions[i])
                 if q is None:
-                    responses[i] = _unknown_responses(questions[i], group_size, rng)
-                    rewards[i] = list(reward_fn(i, responses[i]))
+                    out.score(i, _unknown_responses(questions[i], group_size, rng), reward_fn)
                     continue
                 outs = self.solver.outcomes(q, group_size, rng)
-                responses[i] = [Solver.text(q, o) for o in outs]
-                rewards[i] = list(reward_fn(i, responses[i]))
-                self.solver.accumulate(grad, q, outs, group_advantages(rewards[i]))
+                rewards = out.score(i, [Solver.text(q, o) for o in outs], reward_fn)
+                self.solver.accumulate(grad, q, outs, group_advantages(rewards))
                 for part in q.parts:
                     practice[index[part.skill]] += group_size
             self.solver.apply(grad)
             progress("solver", bounds[s + 1], n)
         self.solver.drift(practice)
-        flat = [r for rs in rewards for r in rs]
+        flat = [r for rs in out.rewards for r in rs]
         stats = {
             "reward_mean": float(np.mean(flat)) if flat else 0.0,
-            "failed_fraction": float(np.mean([r < 0 for r in flat])) if flat else 0.0,
+            "failed_fraction": out.failed_fraction(),
             "steps": float(steps),
             "skill_mean": float(np.mean([sigmoid(t) for t in self.solver.theta])),
             "care": self.solver.care,
         }
-        return SolverRound(responses, rewards, stats)
+        return dataclasses.replace(out, stats=stats)
 
     # ------------------------------------------------------------------ evaluation
 
