@@ -27,7 +27,6 @@ from diagevo.catalog import (
     CheckpointSelected,
     CheckpointWritten,
     PhaseCompleted,
-    QuestionGenerated,
     QuestionScored,
     RunForked,
     TrainStep,
@@ -93,7 +92,7 @@ class _LoopState:
 
     t: int
     progress: RoundProgress
-    questions: dict[str, QuestionGenerated] = field(default_factory=dict)  # question_id -> generated
+    questions: dict[str, str] = field(default_factory=dict)  # question_id -> text
     scored: dict[str, QuestionScored] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     phases: dict[str, PhaseCompleted] = field(default_factory=dict)  # phase -> its phase.completed
@@ -270,7 +269,7 @@ class Trainer:
         r.seconds.update((phase, carried(p, "seconds", 0.0)) for phase, p in r.phases.items())
         if r.done("construct") and not r.done("solver"):
             for q in logged_questions(self.store, self.run, t=rnd.t):
-                r.questions[q.question_id], r.scored[q.question_id] = q.asked, q.votes
+                r.questions[q.question_id], r.scored[q.question_id] = q.text, q.votes
         return r
 
     def round(self, t: int) -> RoundReport:
@@ -398,13 +397,7 @@ class Trainer:
             ]
         )
         for s in scored:
-            r.questions[s.question_id] = QuestionGenerated.model_construct(  # as recorded (validated there)
-                question_id=s.question_id,
-                mode=s.mode,
-                active_cause=s.active_cause,
-                mastered_cause=s.mastered_cause,
-                text=s.text,
-            )
+            r.questions[s.question_id] = s.text
             r.scored[s.question_id] = s.event()
         self.progress("construct", len(candidates), len(candidates))
 
@@ -420,7 +413,7 @@ class Trainer:
             return cur.solver_rewards(responses, labels[i])
 
         out = self.backend.train_solver(
-            [r.questions[q].text for q in retained],
+            [r.questions[q] for q in retained],
             reward,
             self.cfg.solver.group_size,
             self.rng(t, "solver"),
