@@ -252,9 +252,10 @@ class Trainer:
             self.load_embedder()
             self.tracker = open_tracker(self.cfg, self.run, self.store.url)
         try:
-            for t in range(last + 1, total + 1):
-                reports.append(self.round(t))
-                self.progress("rounds", t, total)
+            with text_limits(self.cfg.limits):  # the rounds' untrusted texts stored under the run's [limits]
+                for t in range(last + 1, total + 1):
+                    reports.append(self.round(t))
+                    self.progress("rounds", t, total)
         finally:
             self.tracker.close()
             self.tracker = Tracker()
@@ -273,11 +274,6 @@ class Trainer:
         return r
 
     def round(self, t: int) -> RoundReport:
-        """Round t, its untrusted texts stored under the run's ``[limits]``."""
-        with text_limits(self.cfg.limits):
-            return self._round(t)
-
-    def _round(self, t: int) -> RoundReport:
         rnd = Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
         resumed = resume_checkpoint(self.store, self.run, t, self.ckpt_root)

@@ -136,32 +136,30 @@ class SimBackend:
         Otherwise ``challenger_steps`` passes over all prompts, one question each: identical
         prompts form a group (all free requests are one prompt); a prompt drawn once is normalised
         against the batch of its kind instead."""
-        rewards_seen: list[float] = []
-        words: list[int] = []
         if self.config.sim.paper_challenger_steps:
             n, size = len(requests), self.config.challenger.group_size
             steps = max(1, min(self.config.challenger.max_steps, n))
             bounds = [round(i * n / steps) for i in range(steps + 1)]
-            progress("challenger", 0, steps)
-            for step in range(steps):
-                batch = [r for r in requests[bounds[step] : bounds[step + 1]] for _ in range(size)]
-                qs, choices = self._propose(batch, rng)
-                rewards = list(reward_fn(batch, [wrap(q.text) for q in qs]))
-                adv = [a for i in range(0, len(batch), size) for a in group_advantages(rewards[i : i + size])]
-                self.challenger.update(choices, adv)
-                rewards_seen.extend(rewards)
-                words.extend(q.words for q in qs)
-                progress("challenger", step + 1, steps)
+            batches = [[r for r in requests[bounds[s] : bounds[s + 1]] for _ in range(size)] for s in range(steps)]
+
+            def advantages(
+                requests: Sequence[GenerationRequest], choices: Sequence[Choice], rewards: Sequence[float]
+            ) -> list[float]:  # each prompt's group of questions normalised on its own
+                return [a for i in range(0, len(requests), size) for a in group_advantages(rewards[i : i + size])]
         else:
             steps = max(1, min(self.params.challenger_steps, self.config.challenger.max_steps))
-            progress("challenger", 0, steps)
-            for step in range(steps):
-                qs, choices = self._propose(requests, rng)
-                rewards = list(reward_fn(requests, [wrap(q.text) for q in qs]))
-                self.challenger.update(choices, _advantages(requests, choices, rewards))
-                rewards_seen.extend(rewards)
-                words.extend(q.words for q in qs)
-                progress("challenger", step + 1, steps)
+            batches = [list(requests)] * steps
+            advantages = _advantages
+        rewards_seen: list[float] = []
+        words: list[int] = []
+        progress("challenger", 0, steps)
+        for step, batch in enumerate(batches):
+            qs, choices = self._propose(batch, rng)
+            rewards = list(reward_fn(batch, [wrap(q.text) for q in qs]))
+            self.challenger.update(choices, advantages(batch, choices, rewards))
+            rewards_seen.extend(rewards)
+            words.extend(q.words for q in qs)
+            progress("challenger", step + 1, steps)
         stats = {
             "reward_mean": float(np.mean(rewards_seen)) if rewards_seen else 0.0,
             "question_words": float(np.mean(words)) if words else 0.0,
