@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import re
 from collections import Counter
@@ -50,6 +49,7 @@ from diagevo.diagnosis.interface import (
     Reply,
 )
 from diagevo.train.sim.families import Family, catalogue, variants_of
+from diagevo.train.sim.solver import sigmoid
 from diagevo.train.sim.text import signature
 
 MODEL = "sim-diagnostician"
@@ -182,7 +182,7 @@ class SimDiagnostician(Diagnostician):
         if self.cause_variant(a) != self.cause_variant(b):
             return False
         cos = float(self._vec(a) @ self._vec(b))
-        return rng.random() < 1.0 / (1.0 + math.exp(-(cos - self.dedup_mid) / self.dedup_width))
+        return rng.random() < sigmoid((cos - self.dedup_mid) / self.dedup_width)
 
     def cause_family(self, text: str) -> str:
         return self.by_key[self.cause_variant(text)].family
@@ -263,7 +263,7 @@ class SimDiagnostician(Diagnostician):
             # Prompt 3 shows one representative cause per node: a different mechanism of the same
             # skill is recognised as belonging there the more readily the closer it reads
             cos = float(self._vec(new_cause) @ self._vec(target.representative))
-            if rng.random() >= 1.0 / (1.0 + math.exp(-(cos - self.assign_mid) / self.dedup_width)):
+            if rng.random() >= sigmoid((cos - self.assign_mid) / self.dedup_width):
                 target = None  # a second node for the skill, under another label; Prompt 4 merges them
         if rng.random() < self.error_rate:
             if target is not None:
