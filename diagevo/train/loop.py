@@ -50,10 +50,10 @@ from diagevo.rounds import (
 )
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import text_limits
-from diagevo.train.backend import Backend
+from diagevo.train.backend import Backend, numbers
 from diagevo.train.config import Config
 from diagevo.train.folders import checkpoint_root
-from diagevo.train.tracking import Tracker, numbers, open_tracker
+from diagevo.train.tracking import Tracker, open_tracker
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.queries import pruned_checkpoints, resume_checkpoint
