@@ -279,10 +279,7 @@ class SimBackend:
         for q in heldout:
             outs = self.solver.outcomes(q, k, rng)
             per_family[q.parts[0].family].append(sum(o.value == q.answer for o in outs) / k)
-        labels_ok = []
-        for q in shared:
-            votes = Counter(o.value for o in self.solver.outcomes(q, PSEUDO_LABEL_VOTES, rng))
-            labels_ok.append(votes.most_common(1)[0][0] == q.answer)
+        labels_ok = [label_is_right(self.solver, q, rng) for q in shared]
         # after the other two, so that adding it left their random draws unchanged
         val = [sum(o.value == q.answer for o in self.solver.outcomes(q, k, rng)) / k for q in self._validation]
         accs = [a for v in per_family.values() for a in v]
@@ -311,7 +308,7 @@ class SimBackend:
         write_replacing(path / STATE_FILE, json.dumps(data, separators=(",", ":")))
 
     def load(self, path: Path) -> None:
-        data = json.loads((Path(path) / STATE_FILE).read_text(encoding="utf-8"))
+        data = read_state(path)
         if data.get("skills") != [v.key for v in self.variants]:
             raise BadInput(f"{path}: checkpoint was written for a different set of sim skills and variants")
         self.solver.load_state(data["solver"])
@@ -319,6 +316,19 @@ class SimBackend:
         self.registry.specs.clear()
         for item in data["registry"]:
             self.registry.register(Spec.from_list(item))
+
+
+def read_state(checkpoint: Path) -> dict:
+    """The simulator's state saved in ``checkpoint`` (:meth:`SimBackend.save`)."""
+    data: dict = json.loads((Path(checkpoint) / STATE_FILE).read_text(encoding="utf-8"))
+    return data
+
+
+def label_is_right(solver: Solver, q: Question, rng: random.Random) -> bool:
+    """Whether the majority of ``PSEUDO_LABEL_VOTES`` responses of ``solver`` (the pseudo-label of
+    Figure 3c) is the true answer."""
+    votes = Counter(o.value for o in solver.outcomes(q, PSEUDO_LABEL_VOTES, rng))
+    return bool(votes.most_common(1)[0][0] == q.answer)
 
 
 def _advantages(
