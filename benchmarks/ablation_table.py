@@ -23,7 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from diagevo.log import Recorder
 
 # Table 2 and Table 4 (Qwen3-8B-Base, math average over five benchmarks)
 PAPER_TABLE = {
@@ -184,6 +188,74 @@ def dynamics_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+SKILL_METRIC = "heldout_acc/"
+
+
+@dataclass(frozen=True)
+class CellRound:
+    """One committed round of one (arm, seed) run."""
+
+    arm: str
+    seed: int
+    round: int
+    heldout_acc: float
+    by_skill: dict[str, float] = field(default_factory=dict)
+    targeted_share: float = 0.0
+    F: float = 0.0
+    epsilon_next: float = 0.0
+    seconds: float = 0.0
+
+
+def cell_of(run: str) -> tuple[str, int] | None:
+    """(arm, seed) of an ablation run ``ablate/<world>/<arm>/s<seed>``; None for another run."""
+    parts = run.split("/")
+    if len(parts) != 4 or parts[0] != "ablate" or not parts[3].startswith("s") or not parts[3][1:].isdigit():
+        return None
+    return parts[2], int(parts[3][1:])
+
+
+def cell_rounds(store: Recorder) -> list[CellRound]:
+    """Every committed round of every ablation run in the log, by arm, seed and round: held-out
+    accuracy overall (``round.committed``) and per skill (``eval.recorded``), the share of the
+    round's curriculum questions that targeted a cause (``question.generated``), F_t, ε_{t+1} and
+    the round's seconds (``round.committed``)."""
+    from diagevo.catalog import EvalRecorded, QuestionGenerated, RoundCommitted
+
+    rows = []
+    for run in store.runs():
+        cell = cell_of(run)
+        if cell is None:
+            continue
+        skills: dict[int, dict[str, float]] = {}
+        asked: dict[int, list[bool]] = {}
+        for e in store.rows(run, types=(EvalRecorded, QuestionGenerated)):
+            match e.event:
+                case EvalRecorded(metrics=metrics):
+                    named = (metrics or {}).items()
+                    skills[e.round] = {
+                        k.removeprefix(SKILL_METRIC): float(v) for k, v in named if k.startswith(SKILL_METRIC)
+                    }
+                case QuestionGenerated(mode=mode):
+                    asked.setdefault(e.round, []).append(mode != "free")
+        for row in store.rows(run, types=(RoundCommitted,)):
+            c, modes = row.event, asked.get(row.round, [])
+            assert isinstance(c, RoundCommitted)
+            rows.append(
+                CellRound(
+                    arm=cell[0],
+                    seed=cell[1],
+                    round=row.round,
+                    heldout_acc=float("nan") if c.heldout_acc is None else float(c.heldout_acc),
+                    by_skill=skills.get(row.round, {}),
+                    targeted_share=sum(modes) / len(modes) if modes else 0.0,
+                    F=float(c.F or 0.0),
+                    epsilon_next=float(c.epsilon_next or 0.0),
+                    seconds=float(sum((c.timing or {}).values())),
+                )
+            )
+    return sorted(rows, key=lambda r: (r.arm, r.seed, r.round))
+
+
 def _interval(xs: list[float]) -> tuple[float, float]:
     """Mean and the half-width of its 95 % t interval across seeds (0 for one seed)."""
     import statistics
@@ -197,7 +269,6 @@ def _interval(xs: list[float]) -> tuple[float, float]:
 def mini_tables(db: str, svg: str | None) -> str:
     """The per-arm, per-round table (mean ± 95 % half-width across seeds) and the primary outcome."""
     from diagevo.log import open_log
-    from diagevo.train.mini.results import cell_rounds
 
     with open_log(db) as store:
         rows = cell_rounds(store)

@@ -34,7 +34,7 @@ def test_gpu_configs_hold_the_paper_values(name: str) -> None:
     cfg = load_config(ROOT / "configs" / f"{name}.toml")
     assert cfg.train.backend == "hf" and cfg.hf.device == "cuda" and cfg.hf.bf16
     assert cfg.hf.attn_implementation == "flash_attention_2"
-    assert cfg.challenger_questions == 6 * 256 and cfg.curriculum_questions == 8000
+    assert cfg.challenger_questions == 6 * 256 and cfg.train.curriculum_questions == 8000
     # the solver with 700 retained questions: three steps of 256 (the third topped up), 2,000 retained: 8
     for role, n, steps in (
         ("challenger", cfg.challenger_questions, 6),

@@ -445,11 +445,6 @@ class MethodConfig(Section):
         """|Q^chal| of a round (Table 8: steps x the global batch)."""
         return self.train.challenger_questions or self.challenger.max_steps * self.challenger.batch_size
 
-    @property
-    def curriculum_questions(self) -> int:
-        """|Q^cur|: the pool of curriculum candidates of a round."""
-        return self.train.curriculum_questions
-
     def redacted(self) -> dict[str, Any]:
         """The config as ``run.started`` stores it: secrets never leave memory, and where the log
         itself lives (``db``) is not part of the method's configuration."""

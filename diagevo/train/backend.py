@@ -10,10 +10,10 @@ why the reward functions here are too).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.memory.sampler import GenerationRequest
@@ -24,6 +24,16 @@ from diagevo.runtime.progress import ProgressFn, no_progress
 ChallengerRewardFn = Callable[[Sequence[GenerationRequest], Sequence[str]], list[float]]
 # rewards for the responses to question i (+1 agrees with its pseudo-label, -1 otherwise)
 SolverRewardFn = Callable[[int, Sequence[str]], list[float]]
+
+
+def numbers(values: Mapping[str, Any]) -> dict[str, float]:
+    """The finite numbers of ``values`` (booleans and texts left out): what of a trainer's row
+    (TRL's, a round's figures) the log and the trackers take."""
+    out = {}
+    for k, v in values.items():
+        if isinstance(v, int | float) and not isinstance(v, bool) and v == v and abs(v) != float("inf"):
+            out[k] = float(v)
+    return out
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ from diagevo.catalog import (
     CheckpointSelected,
     CheckpointWritten,
     PhaseCompleted,
-    QuestionGenerated,
     QuestionScored,
     RunForked,
     TrainStep,
@@ -51,10 +50,10 @@ from diagevo.rounds import (
 )
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import text_limits
-from diagevo.train.backend import Backend
+from diagevo.train.backend import Backend, numbers
 from diagevo.train.config import Config
 from diagevo.train.folders import checkpoint_root
-from diagevo.train.tracking import Tracker, numbers, open_tracker
+from diagevo.train.tracking import Tracker, open_tracker
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.queries import pruned_checkpoints, resume_checkpoint
@@ -93,7 +92,7 @@ class _LoopState:
 
     t: int
     progress: RoundProgress
-    questions: dict[str, QuestionGenerated] = field(default_factory=dict)  # question_id -> generated
+    questions: dict[str, str] = field(default_factory=dict)  # question_id -> text
     scored: dict[str, QuestionScored] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     phases: dict[str, PhaseCompleted] = field(default_factory=dict)  # phase -> its phase.completed
@@ -253,9 +252,10 @@ class Trainer:
             self.load_embedder()
             self.tracker = open_tracker(self.cfg, self.run, self.store.url)
         try:
-            for t in range(last + 1, total + 1):
-                reports.append(self.round(t))
-                self.progress("rounds", t, total)
+            with text_limits(self.cfg.limits):  # the rounds' untrusted texts stored under the run's [limits]
+                for t in range(last + 1, total + 1):
+                    reports.append(self.round(t))
+                    self.progress("rounds", t, total)
         finally:
             self.tracker.close()
             self.tracker = Tracker()
@@ -270,22 +270,17 @@ class Trainer:
         r.seconds.update((phase, carried(p, "seconds", 0.0)) for phase, p in r.phases.items())
         if r.done("construct") and not r.done("solver"):
             for q in logged_questions(self.store, self.run, t=rnd.t):
-                r.questions[q.question_id], r.scored[q.question_id] = q.asked, q.votes
+                r.questions[q.question_id], r.scored[q.question_id] = q.text, q.votes
         return r
 
     def round(self, t: int) -> RoundReport:
-        """Round t, its untrusted texts stored under the run's ``[limits]``."""
-        with text_limits(self.cfg.limits):
-            return self._round(t)
-
-    def _round(self, t: int) -> RoundReport:
         rnd = Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
         resumed = resume_checkpoint(self.store, self.run, t, self.ckpt_root)
         if resumed is not None:
             self.backend.load(resumed)
         m = self.cfg.memory
-        n_chal, n_cur = self.cfg.challenger_questions, self.cfg.curriculum_questions
+        n_chal, n_cur = self.cfg.challenger_questions, self.cfg.train.curriculum_questions
 
         def requests(n: int, purpose: str) -> list[Request]:
             # drawn from the schedule of M_{t-1} (Eq. 1-2)
@@ -398,13 +393,7 @@ class Trainer:
             ]
         )
         for s in scored:
-            r.questions[s.question_id] = QuestionGenerated.model_construct(  # as recorded (validated there)
-                question_id=s.question_id,
-                mode=s.mode,
-                active_cause=s.active_cause,
-                mastered_cause=s.mastered_cause,
-                text=s.text,
-            )
+            r.questions[s.question_id] = s.text
             r.scored[s.question_id] = s.event()
         self.progress("construct", len(candidates), len(candidates))
 
@@ -420,7 +409,7 @@ class Trainer:
             return cur.solver_rewards(responses, labels[i])
 
         out = self.backend.train_solver(
-            [r.questions[q].text for q in retained],
+            [r.questions[q] for q in retained],
             reward,
             self.cfg.solver.group_size,
             self.rng(t, "solver"),

@@ -32,15 +32,6 @@ from diagevo.train.folders import tracker_root
 PROJECT = "diagevo"  # the project name of W&B and trackio (WANDB_PROJECT / TRACKIO_PROJECT override)
 
 
-def numbers(values: Mapping[str, Any]) -> dict[str, float]:
-    """The finite numbers of ``values`` (booleans and texts left out)."""
-    out = {}
-    for k, v in values.items():
-        if isinstance(v, int | float) and not isinstance(v, bool) and v == v and abs(v) != float("inf"):
-            out[k] = float(v)
-    return out
-
-
 class Tracker:
     """One tracker run, named by the run id: ``log`` a set of scalars at a step; ``phase`` the
     context of one GRPO phase (where TRL's own rows of it go)."""

@@ -211,7 +211,7 @@ def export_round(
         tables["challenger"] = request_rows(
             rnd, "challenger", rnd.requests(cfg.challenger_questions, purpose="challenger")
         )
-        tables["curriculum"] = request_rows(rnd, "curriculum", rnd.requests(cfg.curriculum_questions))
+        tables["curriculum"] = request_rows(rnd, "curriculum", rnd.requests(cfg.train.curriculum_questions))
         if questions is not None:
             tables["construct"], left_out = construct_rows(rnd, questions)
     folder = export_dir(out)
@@ -270,7 +270,7 @@ def construct_rows(rnd: Round, path: Path) -> tuple[list[dict[str, Any]], int]:
     and how many responses held no ``<question>`` block (left out: nothing to answer)."""
     from diagevo.curriculum import parse_question, solver_messages
 
-    requests = {q.question_id: q for q in rnd.requests(rnd.config.curriculum_questions)}
+    requests = {q.question_id: q for q in rnd.requests(rnd.config.train.curriculum_questions)}
     rows: list[dict[str, Any]] = []
     left_out = 0
     for where, info, responses in generated_rows(path, rnd.run, rnd.t, "curriculum.parquet"):

@@ -239,7 +239,7 @@ def _phase_summary(cfg: Config, plan: PhasePlan, kwargs: dict[str, Any]) -> dict
 
 def plan(cfg: Config, *, config_path: str | None, run: str | None, checkpoints: Path, db: str) -> dict[str, Any]:
     """What ``train`` would do, without loading a model."""
-    n_chal, n_cur = cfg.challenger_questions, cfg.curriculum_questions
+    n_chal, n_cur = cfg.challenger_questions, cfg.train.curriculum_questions
     engine = "vllm" if cfg.hf.use_vllm else "local"
     out: dict[str, Any] = {
         "backend": cfg.train.backend,

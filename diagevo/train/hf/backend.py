@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import importlib.util
 import json
-import math
 import os
 import random
 import tempfile
@@ -47,7 +46,7 @@ from diagevo.generation.vllm_platform import current_platform
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.text.parsing import file_lines, loads
-from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
+from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound, numbers
 from diagevo.train.hf.args import (
     PhasePlan,
     attention,
@@ -109,11 +108,7 @@ STEP_KEYS = (
 
 def step_row(logs: dict[str, Any]) -> dict[str, float]:
     """The finite numbers of :data:`STEP_KEYS` in one of TRL's log rows."""
-    return {
-        k: float(logs[k])
-        for k in STEP_KEYS
-        if isinstance(logs.get(k), int | float) and not isinstance(logs[k], bool) and math.isfinite(logs[k])
-    }
+    return numbers({k: logs[k] for k in STEP_KEYS if k in logs})
 
 
 def check_flash_attention() -> None:
@@ -166,9 +161,8 @@ def grpo_stats(log_history: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Mean over the training steps of loss, KL, reward and completion length."""
     sums: dict[str, list[float]] = defaultdict(list)
     for row in log_history:
-        for key, name in STAT_KEYS.items():
-            if key in row and isinstance(row[key], int | float) and math.isfinite(row[key]):
-                sums[name].append(float(row[key]))
+        for key, value in numbers({k: row[k] for k in STAT_KEYS if k in row}).items():
+            sums[STAT_KEYS[key]].append(value)
     return {name: sum(v) / len(v) for name, v in sums.items()}
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from diagevo.config.base import Section
+from diagevo.config.base import Count, Positive, Section
 
 
 class HFConfig(Section):
@@ -29,12 +29,11 @@ class HFConfig(Section):
         description="colocate: one engine in each training process; server: `trl vllm-serve` at vllm_server_url.",
     )
     vllm_server_url: str | None = Field(default=None, description="With vllm_mode = server: the server's base URL.")
-    vllm_gpu_memory_utilization: float = Field(
-        default=0.3, gt=0, le=1, description="Share of GPU memory a colocated vLLM engine may take."
+    vllm_gpu_memory_utilization: Positive = Field(
+        default=0.3, le=1, description="Share of GPU memory a colocated vLLM engine may take."
     )
-    vllm_cpu_kv_cache_gib: float = Field(
+    vllm_cpu_kv_cache_gib: Positive = Field(
         default=1.0,
-        gt=0,
         le=1024,
         description="vLLM's CPU build: the KV cache's size in GiB (a CPU has no GPU memory to share).",
     )
@@ -43,20 +42,19 @@ class HFConfig(Section):
         description="Attention of both policies and the KL reference (the paper: FlashAttention 2, which needs "
         "flash-attn on CUDA; a CPU uses SDPA instead).",
     )
-    vllm_max_model_len: int | None = Field(
-        default=None, ge=1, description="Context length of a vLLM engine, in tokens; unset: the model's own."
+    vllm_max_model_len: Count | None = Field(
+        default=None, description="Context length of a vLLM engine, in tokens; unset: the model's own."
     )
     device: str = Field(default="cpu", description="cpu or cuda.")
     bf16: bool = Field(default=False, description="BF16 mixed precision (the paper's, on GPUs; ignored on a CPU).")
     gradient_checkpointing: bool = Field(
         default=False, description="Recompute activations in the backward pass: less memory, more time."
     )
-    per_device_batch: int = Field(
+    per_device_batch: Count = Field(
         default=8,
-        ge=1,
         description="Most GRPO completions per device per micro-step (gradient accumulation makes up the step).",
     )
-    generation_batch: int = Field(default=8, ge=1, description="Prompts per local generate call (without vLLM).")
+    generation_batch: Count = Field(default=8, description="Prompts per local generate call (without vLLM).")
     heldout: Path | None = Field(
         default=None,
         strict=False,
@@ -64,9 +62,8 @@ class HFConfig(Section):
             "JSONL of {question, answer} for held-out evaluation; unset: <solver.model>/heldout.jsonl if present."
         ),
     )
-    torch_threads: int | None = Field(
+    torch_threads: Count | None = Field(
         default=None,
-        ge=1,
         description="Threads torch computes with on a CPU; unset: torch's own choice (one per core). One is faster "
         "where other processes hold the other cores.",
     )
@@ -75,8 +72,8 @@ class HFConfig(Section):
         description="Without diagnosis.llm_url, how the heuristic diagnostician names a failure: none, by where it "
         "departs from the reference; mini, by the mini world's named errors (its models built by models mini).",
     )
-    heldout_max_new_tokens: int | None = Field(
-        default=None, ge=1, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
+    heldout_max_new_tokens: Count | None = Field(
+        default=None, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
     )
     accelerate_config: Path | None = Field(
         default=None,
@@ -84,4 +81,4 @@ class HFConfig(Section):
         description="On GPUs: the accelerate config the run is launched with (accelerate launch's --config_file; "
         "a dry run of train prints the command).",
     )
-    num_processes: int = Field(default=1, ge=1, description="Processes (GPUs) of a launch.")
+    num_processes: Count = Field(default=1, description="Processes (GPUs) of a launch.")

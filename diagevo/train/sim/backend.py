@@ -15,6 +15,7 @@ for 150-190 Active causes), so a promoted cause stays Mastered unless its mechan
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -135,32 +136,30 @@ class SimBackend:
         Otherwise ``challenger_steps`` passes over all prompts, one question each: identical
         prompts form a group (all free requests are one prompt); a prompt drawn once is normalised
         against the batch of its kind instead."""
-        rewards_seen: list[float] = []
-        words: list[int] = []
         if self.config.sim.paper_challenger_steps:
             n, size = len(requests), self.config.challenger.group_size
             steps = max(1, min(self.config.challenger.max_steps, n))
             bounds = [round(i * n / steps) for i in range(steps + 1)]
-            progress("challenger", 0, steps)
-            for step in range(steps):
-                batch = [r for r in requests[bounds[step] : bounds[step + 1]] for _ in range(size)]
-                qs, choices = self._propose(batch, rng)
-                rewards = list(reward_fn(batch, [wrap(q.text) for q in qs]))
-                adv = [a for i in range(0, len(batch), size) for a in group_advantages(rewards[i : i + size])]
-                self.challenger.update(choices, adv)
-                rewards_seen.extend(rewards)
-                words.extend(q.words for q in qs)
-                progress("challenger", step + 1, steps)
+            batches = [[r for r in requests[bounds[s] : bounds[s + 1]] for _ in range(size)] for s in range(steps)]
+
+            def advantages(
+                requests: Sequence[GenerationRequest], choices: Sequence[Choice], rewards: Sequence[float]
+            ) -> list[float]:  # each prompt's group of questions normalised on its own
+                return [a for i in range(0, len(requests), size) for a in group_advantages(rewards[i : i + size])]
         else:
             steps = max(1, min(self.params.challenger_steps, self.config.challenger.max_steps))
-            progress("challenger", 0, steps)
-            for step in range(steps):
-                qs, choices = self._propose(requests, rng)
-                rewards = list(reward_fn(requests, [wrap(q.text) for q in qs]))
-                self.challenger.update(choices, _advantages(requests, choices, rewards))
-                rewards_seen.extend(rewards)
-                words.extend(q.words for q in qs)
-                progress("challenger", step + 1, steps)
+            batches = [list(requests)] * steps
+            advantages = _advantages
+        rewards_seen: list[float] = []
+        words: list[int] = []
+        progress("challenger", 0, steps)
+        for step, batch in enumerate(batches):
+            qs, choices = self._propose(batch, rng)
+            rewards = list(reward_fn(batch, [wrap(q.text) for q in qs]))
+            self.challenger.update(choices, advantages(batch, choices, rewards))
+            rewards_seen.extend(rewards)
+            words.extend(q.words for q in qs)
+            progress("challenger", step + 1, steps)
         stats = {
             "reward_mean": float(np.mean(rewards_seen)) if rewards_seen else 0.0,
             "question_words": float(np.mean(words)) if words else 0.0,
@@ -195,8 +194,7 @@ class SimBackend:
         n = len(questions)
         steps = max(1, min(self.config.solver.max_steps, n))
         bounds = [round(i * n / steps) for i in range(steps + 1)]
-        responses: list[list[str]] = [[] for _ in range(n)]
-        rewards: list[list[float]] = [[] for _ in range(n)]
+        out = SolverRound.over(n)
         practice = [0] * len(self.variants)
         index = self.solver.index
         progress("solver", 0, n)
@@ -205,27 +203,25 @@ class SimBackend:
             for i in range(bounds[s], bounds[s + 1]):
                 q = self.registry.lookup(questions[i])
                 if q is None:
-                    responses[i] = _unknown_responses(questions[i], group_size, rng)
-                    rewards[i] = list(reward_fn(i, responses[i]))
+                    out.score(i, _unknown_responses(questions[i], group_size, rng), reward_fn)
                     continue
                 outs = self.solver.outcomes(q, group_size, rng)
-                responses[i] = [Solver.text(q, o) for o in outs]
-                rewards[i] = list(reward_fn(i, responses[i]))
-                self.solver.accumulate(grad, q, outs, group_advantages(rewards[i]))
+                rewards = out.score(i, [Solver.text(q, o) for o in outs], reward_fn)
+                self.solver.accumulate(grad, q, outs, group_advantages(rewards))
                 for part in q.parts:
                     practice[index[part.skill]] += group_size
             self.solver.apply(grad)
             progress("solver", bounds[s + 1], n)
         self.solver.drift(practice)
-        flat = [r for rs in rewards for r in rs]
+        flat = [r for rs in out.rewards for r in rs]
         stats = {
             "reward_mean": float(np.mean(flat)) if flat else 0.0,
-            "failed_fraction": float(np.mean([r < 0 for r in flat])) if flat else 0.0,
+            "failed_fraction": out.failed_fraction(),
             "steps": float(steps),
             "skill_mean": float(np.mean([sigmoid(t) for t in self.solver.theta])),
             "care": self.solver.care,
         }
-        return SolverRound(responses, rewards, stats)
+        return dataclasses.replace(out, stats=stats)
 
     # ------------------------------------------------------------------ evaluation
 
@@ -283,10 +279,7 @@ class SimBackend:
         for q in heldout:
             outs = self.solver.outcomes(q, k, rng)
             per_family[q.parts[0].family].append(sum(o.value == q.answer for o in outs) / k)
-        labels_ok = []
-        for q in shared:
-            votes = Counter(o.value for o in self.solver.outcomes(q, PSEUDO_LABEL_VOTES, rng))
-            labels_ok.append(votes.most_common(1)[0][0] == q.answer)
+        labels_ok = [label_is_right(self.solver, q, rng) for q in shared]
         # after the other two, so that adding it left their random draws unchanged
         val = [sum(o.value == q.answer for o in self.solver.outcomes(q, k, rng)) / k for q in self._validation]
         accs = [a for v in per_family.values() for a in v]
@@ -315,7 +308,7 @@ class SimBackend:
         write_replacing(path / STATE_FILE, json.dumps(data, separators=(",", ":")))
 
     def load(self, path: Path) -> None:
-        data = json.loads((Path(path) / STATE_FILE).read_text(encoding="utf-8"))
+        data = read_state(path)
         if data.get("skills") != [v.key for v in self.variants]:
             raise BadInput(f"{path}: checkpoint was written for a different set of sim skills and variants")
         self.solver.load_state(data["solver"])
@@ -323,6 +316,19 @@ class SimBackend:
         self.registry.specs.clear()
         for item in data["registry"]:
             self.registry.register(Spec.from_list(item))
+
+
+def read_state(checkpoint: Path) -> dict:
+    """The simulator's state saved in ``checkpoint`` (:meth:`SimBackend.save`)."""
+    data: dict = json.loads((Path(checkpoint) / STATE_FILE).read_text(encoding="utf-8"))
+    return data
+
+
+def label_is_right(solver: Solver, q: Question, rng: random.Random) -> bool:
+    """Whether the majority of ``PSEUDO_LABEL_VOTES`` responses of ``solver`` (the pseudo-label of
+    Figure 3c) is the true answer."""
+    votes = Counter(o.value for o in solver.outcomes(q, PSEUDO_LABEL_VOTES, rng))
+    return bool(votes.most_common(1)[0][0] == q.answer)
 
 
 def _advantages(

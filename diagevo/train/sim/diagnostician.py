@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from functools import lru_cache
+from typing import TypeVar
 
 import numpy as np
 
@@ -48,15 +49,22 @@ from diagevo.diagnosis.interface import (
     Reply,
 )
 from diagevo.train.sim.families import Family, catalogue, variants_of
+from diagevo.train.sim.solver import sigmoid
 from diagevo.train.sim.text import signature
 
 MODEL = "sim-diagnostician"
 _STEP = re.compile(r"^Step \d+:\s*(.*)$")
+R = TypeVar("R", Extraction, Dedup, Assignment, Consolidation)
 
 
 def _rng(*parts: object) -> random.Random:
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return random.Random(int.from_bytes(hashlib.sha256(blob).digest()[:8], "big"))
+
+
+def _reply(value: R) -> Reply[R]:
+    """A decision as the model's reply: its fields as the JSON object the prompt asks for."""
+    return Reply(value=value, raw=json.dumps(asdict(value)), model=MODEL)
 
 
 def steps_of(trajectory: str) -> list[str]:
@@ -174,7 +182,7 @@ class SimDiagnostician(Diagnostician):
         if self.cause_variant(a) != self.cause_variant(b):
             return False
         cos = float(self._vec(a) @ self._vec(b))
-        return rng.random() < 1.0 / (1.0 + math.exp(-(cos - self.dedup_mid) / self.dedup_width))
+        return rng.random() < sigmoid((cos - self.dedup_mid) / self.dedup_width)
 
     def cause_family(self, text: str) -> str:
         return self.by_key[self.cause_variant(text)].family
@@ -233,8 +241,7 @@ class SimDiagnostician(Diagnostician):
                 value = Extraction(match.id, None)
             else:
                 value = Extraction(None, rng.choice(self.by_key[key].causes))
-        raw = json.dumps({"matched_cause_id": value.matched_cause_id, "error_cause": value.error_cause})
-        return Reply(value=value, raw=raw, model=MODEL)
+        return _reply(value)
 
     # ------------------------------------------------------------------ Prompt 2
 
@@ -244,8 +251,7 @@ class SimDiagnostician(Diagnostician):
         if rng.random() < self.error_rate and candidates:
             match = None if match is not None else rng.choice(list(candidates))
         value = Dedup(True, match.id) if match is not None else Dedup(False, None)
-        raw = json.dumps({"duplicate": value.duplicate, "matched_cause_id": value.matched_cause_id})
-        return Reply(value=value, raw=raw, model=MODEL)
+        return _reply(value)
 
     # ------------------------------------------------------------------ Prompt 3
 
@@ -257,7 +263,7 @@ class SimDiagnostician(Diagnostician):
             # Prompt 3 shows one representative cause per node: a different mechanism of the same
             # skill is recognised as belonging there the more readily the closer it reads
             cos = float(self._vec(new_cause) @ self._vec(target.representative))
-            if rng.random() >= 1.0 / (1.0 + math.exp(-(cos - self.assign_mid) / self.dedup_width)):
+            if rng.random() >= sigmoid((cos - self.assign_mid) / self.dedup_width):
                 target = None  # a second node for the skill, under another label; Prompt 4 merges them
         if rng.random() < self.error_rate:
             if target is not None:
@@ -268,14 +274,7 @@ class SimDiagnostician(Diagnostician):
             value = Assignment(False, None, target.id)
         else:
             value = Assignment(True, rng.choice(self.by_name[fam].labels), None)
-        raw = json.dumps(
-            {
-                "create_new_node": value.create_new_node,
-                "new_node_label": value.new_node_label,
-                "assigned_node": value.assigned_node,
-            }
-        )
-        return Reply(value=value, raw=raw, model=MODEL)
+        return _reply(value)
 
     # ------------------------------------------------------------------ Prompt 4
 
@@ -287,5 +286,4 @@ class SimDiagnostician(Diagnostician):
             merge = not merge
         label = (rng.choice(self.by_name[fam_a].labels) if fam_a == fam_b else a.label) if merge else None
         value = Consolidation(merge, label)
-        raw = json.dumps({"merge": value.merge, "merged_label": value.merged_label})
-        return Reply(value=value, raw=raw, model=MODEL)
+        return _reply(value)

@@ -19,9 +19,7 @@ per round (``measure = "sim-dynamics"``) so the run report and ``diagevo ablate`
 
 from __future__ import annotations
 
-import json
 import random
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,7 +39,7 @@ from diagevo.log import Recorder
 from diagevo.memory.sampler import FREE
 from diagevo.rounds import record_retrospective
 from diagevo.schemas import new_event
-from diagevo.train.sim.backend import PSEUDO_LABEL_VOTES, STATE_FILE, SimBackend
+from diagevo.train.sim.backend import SimBackend, label_is_right, read_state
 from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Question
@@ -152,24 +150,16 @@ def _mean_repetition(texts: Sequence[str], config: MethodConfig) -> float:
 
 def shared_questions(backend: SimBackend, checkpoint: Path, seed: int, t: int) -> list[Question]:
     """The 200 questions the reference challenger writes after round ``t`` (free exploration)."""
-    backend.challenger.load_state(_state(checkpoint)["challenger"])
+    backend.challenger.load_state(read_state(checkpoint)["challenger"])
     rng = random.Random(f"sim-shared:{seed}:{t}")
     return [backend.registry.question(backend.challenger.propose(FREE, rng)[0]) for _ in range(SHARED_QUESTIONS)]
 
 
 def label_accuracy(backend: SimBackend, checkpoint: Path, questions: Sequence[Question], rng: random.Random) -> float:
     """Share of majority-of-12 pseudo-labels of the solver at ``checkpoint`` equal to the truth."""
-    backend.solver.load_state(_state(checkpoint)["solver"])
-    ok = 0
-    for q in questions:
-        votes = Counter(o.value for o in backend.solver.outcomes(q, PSEUDO_LABEL_VOTES, rng))
-        ok += votes.most_common(1)[0][0] == q.answer
+    backend.solver.load_state(read_state(checkpoint)["solver"])
+    ok = sum(label_is_right(backend.solver, q, rng) for q in questions)
     return ok / len(questions) if questions else 0.0
-
-
-def _state(checkpoint: Path) -> dict:
-    data: dict = json.loads((Path(checkpoint) / STATE_FILE).read_text(encoding="utf-8"))
-    return data
 
 
 def measure_seed(

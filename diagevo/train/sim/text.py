@@ -84,13 +84,6 @@ def distractors(count: int, rng: random.Random) -> list[tuple[str, int]]:
     return out
 
 
-_CHAIN = (
-    "This problem has {n} parts that feed a single answer. {parts} Compute {combo}.",
-    "Several quantities are defined by separate questions. {parts} What is the value of {combo}?",
-    "Work out each lettered value, then combine them. {parts} Report the single number {combo}.",
-)
-
-
 def composite(texts: list[str], combo: str, rng: random.Random) -> str:
     """One question whose answer combines the answers of ``texts`` (two parts: the stitched form
     of Prompt 2; more: a chained question the free challenger composes)."""

@@ -1,9 +1,4 @@
-"""Algebra: extraneous roots, domains of logarithms, inequalities whose sign flips, AM-GM's equality case.
-
-One writer per trap variant (``WRITERS``, keyed ``"family.variant"`` as in ``families.toml``): each
-draws the numbers of a question at a difficulty level (0-3), its true answer and the answer of a
-solver that falls into the trap; the variant's templates in ``families.toml`` word them.
-"""
+"""Algebra: extraneous roots, domains of logarithms, inequalities whose sign flips, AM-GM's equality case."""
 
 from __future__ import annotations
 
@@ -11,13 +6,13 @@ import math
 import random
 from fractions import Fraction
 
-from diagevo.train.sim.questions.common import Draw, Writer, aggregate, combine
+from diagevo.train.sim.questions.common import Draw, aggregate, combine
 from diagevo.train.sim.text import lin, quad
 
 # ----------------------------------------------------------------------------- extraneous roots
 
 
-def _radical_sign(rng: random.Random, d: int) -> Draw:
+def radical_sign(rng: random.Random, d: int) -> Draw:
     while True:
         k = rng.randint(2, 3 + 2 * d)
         b = rng.randint(0, 2 + 2 * d)
@@ -45,7 +40,7 @@ def _radical_sign(rng: random.Random, d: int) -> Draw:
     )
 
 
-def _rational_pole(rng: random.Random, d: int) -> Draw:
+def rational_pole(rng: random.Random, d: int) -> Draw:
     while True:
         r = rng.randint(2, 4 + 2 * d) * rng.choice((1, -1))
         s = rng.randint(-5 - 2 * d, 6 + 2 * d)
@@ -69,7 +64,7 @@ def _rational_pole(rng: random.Random, d: int) -> Draw:
     )
 
 
-def _abs_of_square(rng: random.Random, d: int) -> Draw:
+def abs_of_square(rng: random.Random, d: int) -> Draw:
     a = rng.randint(-4 - d, 6 + 2 * d)
     m = rng.randint(3, 8 + 4 * d)
     ans, trap = m + 1, 2 * m + 1
@@ -77,7 +72,7 @@ def _abs_of_square(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, a_minus_m=a - m, a_plus_m=a + m, eq=eq, two_m_plus_1=2 * m + 1, x_minus_a=lin("x", -a), a=a)
 
 
-def _plus_minus_root(rng: random.Random, d: int) -> Draw:
+def plus_minus_root(rng: random.Random, d: int) -> Draw:
     while True:
         b = rng.randint(-4 - d, 6 + 2 * d)
         k = rng.randint(2, 5 + 2 * d)
@@ -94,7 +89,7 @@ def _plus_minus_root(rng: random.Random, d: int) -> Draw:
 # ----------------------------------------------------------------------------- log domain
 
 
-def _log_argument(rng: random.Random, d: int) -> Draw:
+def log_argument(rng: random.Random, d: int) -> Draw:
     while True:
         a = rng.randint(-3, 4 + d)
         b = a + rng.randint(1, 3 + d)
@@ -124,7 +119,7 @@ def _log_argument(rng: random.Random, d: int) -> Draw:
     )
 
 
-def _log_base(rng: random.Random, d: int) -> Draw:
+def log_base(rng: random.Random, d: int) -> Draw:
     s = rng.randint(2, 6 + 3 * d)
     e = 2 if d < 2 or rng.random() < 0.5 else 4
     c = s**e
@@ -133,7 +128,7 @@ def _log_base(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, agg=agg, c=c, e=e, s=s)
 
 
-def _log_power(rng: random.Random, d: int) -> Draw:
+def log_power(rng: random.Random, d: int) -> Draw:
     base = rng.choice((2, 3) if d < 2 else (2, 3, 5))
     k = rng.randint(1, 2 + d)
     v = base**k
@@ -145,7 +140,7 @@ def _log_power(rng: random.Random, d: int) -> Draw:
 # ----------------------------------------------------------------------------- inequalities
 
 
-def _divide_negative(rng: random.Random, d: int) -> Draw:
+def divide_negative(rng: random.Random, d: int) -> Draw:
     while True:
         a = rng.randint(2, 4 + d)
         t_ = rng.randint(2, 6 + 2 * d)
@@ -162,7 +157,7 @@ def _divide_negative(rng: random.Random, d: int) -> Draw:
     return Draw(t_, trap, m=m, ineq=ineq, a=a, c_minus_b=c - b, q=q, t_=t_, ceil_q=ceil_q)
 
 
-def _reciprocal(rng: random.Random, d: int) -> Draw:
+def reciprocal(rng: random.Random, d: int) -> Draw:
     while True:
         c = rng.randint(3, 8 + 3 * d)
         m = c + rng.randint(2, 8 + 4 * d)
@@ -173,7 +168,7 @@ def _reciprocal(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, m=m, ineq=ineq, c=c, c_plus_1=c + 1, c_minus_1=c - 1)
 
 
-def _square_bound(rng: random.Random, d: int) -> Draw:
+def square_bound(rng: random.Random, d: int) -> Draw:
     s = rng.randint(2, 4 + 2 * d)
     big = s * s + rng.randint(1, 2 * s + 1)
     m = s + rng.randint(2, 6 + 2 * d)
@@ -181,7 +176,7 @@ def _square_bound(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, m=m, big=big, s=s, s_plus_1=s + 1)
 
 
-def _abs_bound(rng: random.Random, d: int) -> Draw:
+def abs_bound(rng: random.Random, d: int) -> Draw:
     a = rng.randint(-5, 8 + 3 * d)
     c = rng.randint(2, 5 + 2 * d)
     m = c + rng.randint(1, 5 + 2 * d)
@@ -202,7 +197,7 @@ def _abs_bound(rng: random.Random, d: int) -> Draw:
 # ----------------------------------------------------------------------------- AM-GM
 
 
-def _amgm_lower(rng: random.Random, d: int) -> Draw:
+def amgm_lower(rng: random.Random, d: int) -> Draw:
     s = rng.randint(2, 4 + d)
     m = s + rng.randint(1, 3 + d)
     k = s * s
@@ -210,7 +205,7 @@ def _amgm_lower(rng: random.Random, d: int) -> Draw:
     return Draw(ans, 2 * s, k=k, m=m, two_s=2 * s, s=s)
 
 
-def _amgm_upper(rng: random.Random, d: int) -> Draw:
+def amgm_upper(rng: random.Random, d: int) -> Draw:
     s = rng.randint(3, 5 + d)
     m = rng.randint(1, s - 1)
     k = s * s
@@ -218,33 +213,14 @@ def _amgm_upper(rng: random.Random, d: int) -> Draw:
     return Draw(ans, 2 * s, k=k, m=m, two_s=2 * s, s=s)
 
 
-def _amgm_integer(rng: random.Random, d: int) -> Draw:
+def amgm_integer(rng: random.Random, d: int) -> Draw:
     a = rng.randint(2, 9 + 6 * d)
     total = 2 * a + 1
     ans, trap = a * (a + 1), Fraction(total * total, 4)
     return Draw(ans, trap, total=total, two_total=2 * total, a=a, a_plus_1=a + 1)
 
 
-def _amgm_negative(rng: random.Random, d: int) -> Draw:
+def amgm_negative(rng: random.Random, d: int) -> Draw:
     s = rng.randint(2, 6 + 3 * d)
     k = s * s
     return Draw(-2 * s, 2 * s, k=k, s=s, two_s=2 * s)
-
-
-WRITERS: dict[str, Writer] = {
-    "extraneous_roots.radical_sign": _radical_sign,
-    "extraneous_roots.rational_pole": _rational_pole,
-    "extraneous_roots.abs_of_square": _abs_of_square,
-    "extraneous_roots.plus_minus_root": _plus_minus_root,
-    "sign_flip_inequality.divide_negative": _divide_negative,
-    "sign_flip_inequality.reciprocal": _reciprocal,
-    "sign_flip_inequality.square_bound": _square_bound,
-    "sign_flip_inequality.abs_bound": _abs_bound,
-    "amgm_equality.endpoint_lower": _amgm_lower,
-    "amgm_equality.endpoint_upper": _amgm_upper,
-    "amgm_equality.integer_equality": _amgm_integer,
-    "amgm_equality.negative_terms": _amgm_negative,
-    "log_domain.argument_positive": _log_argument,
-    "log_domain.base_domain": _log_base,
-    "log_domain.power_rule": _log_power,
-}

@@ -1,16 +1,11 @@
-"""Combinatorics: inclusion-exclusion, circular arrangements, diagonals of polygons.
-
-One writer per trap variant (``WRITERS``, keyed ``"family.variant"`` as in ``families.toml``): each
-draws the numbers of a question at a difficulty level (0-3), its true answer and the answer of a
-solver that falls into the trap; the variant's templates in ``families.toml`` word them.
-"""
+"""Combinatorics: inclusion-exclusion, circular arrangements, diagonals of polygons."""
 
 from __future__ import annotations
 
 import math
 import random
 
-from diagevo.train.sim.questions.common import Draw, Writer
+from diagevo.train.sim.questions.common import Draw
 
 # ----------------------------------------------------------------------------- inclusion-exclusion
 
@@ -25,18 +20,18 @@ def _two_counts(rng: random.Random, d: int) -> tuple[int, int, int, int, int, in
             return p, q, n, lcm, n // p, n // q, n // lcm
 
 
-def _union_two(rng: random.Random, d: int) -> Draw:
+def union_two(rng: random.Random, d: int) -> Draw:
     p, q, n, lcm, a, b, c = _two_counts(rng, d)
     return Draw(a + b - c, a + b, n=n, p=p, q=q, a=a, b=b, lcm=lcm, c=c, a_plus_b_minus_c=a + b - c, a_plus_b=a + b)
 
 
-def _neither(rng: random.Random, d: int) -> Draw:
+def neither(rng: random.Random, d: int) -> Draw:
     p, q, n, lcm, a, b, c = _two_counts(rng, d)
     u = a + b - c
     return Draw(n - u, u, n=n, p=p, q=q, a=a, b=b, lcm=lcm, c=c, u=u, n_minus_u=n - u)
 
 
-def _three_sets(rng: random.Random, d: int) -> Draw:
+def three_sets(rng: random.Random, d: int) -> Draw:
     p, q, r = sorted(rng.sample((2, 3, 5, 7), 3))
     n = rng.randint(p * q * r + 5, 2 * p * q * r + 100 * d)
     a, b, c = n // p, n // q, n // r
@@ -64,7 +59,7 @@ def _three_sets(rng: random.Random, d: int) -> Draw:
     )
 
 
-def _exactly_one(rng: random.Random, d: int) -> Draw:
+def exactly_one(rng: random.Random, d: int) -> Draw:
     p, q, n, lcm, a, b, c = _two_counts(rng, d)
     return Draw(
         a + b - 2 * c,
@@ -84,26 +79,26 @@ def _exactly_one(rng: random.Random, d: int) -> Draw:
 # ----------------------------------------------------------------------------- circular arrangements
 
 
-def _round_table(rng: random.Random, d: int) -> Draw:
+def round_table(rng: random.Random, d: int) -> Draw:
     n = rng.randint(4, 6 + d)
     ans, trap = math.factorial(n - 1), math.factorial(n)
     return Draw(ans, trap, n=n)
 
 
-def _adjacent_block(rng: random.Random, d: int) -> Draw:
+def adjacent_block(rng: random.Random, d: int) -> Draw:
     n = rng.randint(5, 7 + d)
     units = n - 1
     ans, trap = 2 * math.factorial(units - 1), math.factorial(units - 1)
     return Draw(ans, trap, n=n, units=units)
 
 
-def _necklace(rng: random.Random, d: int) -> Draw:
+def necklace(rng: random.Random, d: int) -> Draw:
     n = rng.randint(4, 6 + d)
     rot = math.factorial(n - 1)
     return Draw(rot // 2, rot, n=n, rot=rot, rot_over_2=rot // 2)
 
 
-def _numbered_seats(rng: random.Random, d: int) -> Draw:
+def numbered_seats(rng: random.Random, d: int) -> Draw:
     n = rng.randint(4, 6 + d)
     ans, trap = math.factorial(n), math.factorial(n - 1)
     return Draw(ans, trap, n=n)
@@ -112,33 +107,18 @@ def _numbered_seats(rng: random.Random, d: int) -> Draw:
 # ----------------------------------------------------------------------------- polygon diagonals
 
 
-def _sides_excluded(rng: random.Random, d: int) -> Draw:
+def sides_excluded(rng: random.Random, d: int) -> Draw:
     n = rng.randint(5, 10 + 6 * d)
     seg = n * (n - 1) // 2
     return Draw(seg - n, seg, n=n, n_minus_1=n - 1, seg=seg, seg_minus_n=seg - n)
 
 
-def _one_vertex(rng: random.Random, d: int) -> Draw:
+def one_vertex(rng: random.Random, d: int) -> Draw:
     n = rng.randint(5, 12 + 10 * d)
     return Draw(n - 3, n - 1, n=n, n_minus_1=n - 1, n_minus_3=n - 3)
 
 
-def _ordered_ends(rng: random.Random, d: int) -> Draw:
+def ordered_ends(rng: random.Random, d: int) -> Draw:
     n = rng.randint(5, 10 + 6 * d)
     per = n - 3
     return Draw(n * per // 2, n * per, n=n, per=per, n_times_per_over_2=n * per // 2, n_times_per=n * per)
-
-
-WRITERS: dict[str, Writer] = {
-    "inclusion_exclusion.union_two": _union_two,
-    "inclusion_exclusion.neither_complement": _neither,
-    "inclusion_exclusion.three_sets": _three_sets,
-    "inclusion_exclusion.exactly_one": _exactly_one,
-    "circular_arrangements.round_table": _round_table,
-    "circular_arrangements.adjacent_block": _adjacent_block,
-    "circular_arrangements.necklace_reflection": _necklace,
-    "circular_arrangements.numbered_seats": _numbered_seats,
-    "polygon_diagonals.sides_excluded": _sides_excluded,
-    "polygon_diagonals.one_vertex": _one_vertex,
-    "polygon_diagonals.double_count": _ordered_ends,
-}

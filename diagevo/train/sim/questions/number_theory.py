@@ -1,21 +1,16 @@
-"""Number theory: remainders of negative numbers, cycles of units digits, counting with inclusive ends.
-
-One writer per trap variant (``WRITERS``, keyed ``"family.variant"`` as in ``families.toml``): each
-draws the numbers of a question at a difficulty level (0-3), its true answer and the answer of a
-solver that falls into the trap; the variant's templates in ``families.toml`` word them.
-"""
+"""Number theory: remainders of negative numbers, cycles of units digits, counting with inclusive ends."""
 
 from __future__ import annotations
 
 import random
 
-from diagevo.train.sim.questions.common import Draw, Writer
+from diagevo.train.sim.questions.common import Draw
 from diagevo.train.sim.text import NAMES, OBJECTS
 
 # ----------------------------------------------------------------------------- negative remainders
 
 
-def _negated_residue(rng: random.Random, d: int) -> Draw:
+def negated_residue(rng: random.Random, d: int) -> Draw:
     while True:
         n = rng.randint(10, 60 * (d + 1))
         m = rng.randint(3, 9 + 2 * d)
@@ -26,7 +21,7 @@ def _negated_residue(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, n=n, m=m, m_minus_1=m - 1, q=q, r=r, q_plus_1=q + 1, m_minus_r=m - r)
 
 
-def _floor_quotient(rng: random.Random, d: int) -> Draw:
+def floor_quotient(rng: random.Random, d: int) -> Draw:
     while True:
         n = rng.randint(10, 60 * (d + 1))
         m = rng.randint(3, 9 + 2 * d)
@@ -36,7 +31,7 @@ def _floor_quotient(rng: random.Random, d: int) -> Draw:
     return Draw(-(q + 1), -q, n=n, m=m, q=q, r=r, q_plus_1=q + 1)
 
 
-def _negative_congruence(rng: random.Random, d: int) -> Draw:
+def negative_congruence(rng: random.Random, d: int) -> Draw:
     while True:
         m = rng.randint(5, 11 + 3 * d)
         a = rng.randint(m + 1, 40 + 50 * d)
@@ -51,7 +46,7 @@ def _negative_congruence(rng: random.Random, d: int) -> Draw:
 _CYCLES = {2: (2, 4, 8, 6), 3: (3, 9, 7, 1), 7: (7, 9, 3, 1), 8: (8, 4, 2, 6)}
 
 
-def _cycle_index(rng: random.Random, d: int) -> Draw:
+def cycle_index(rng: random.Random, d: int) -> Draw:
     digit = rng.choice(tuple(_CYCLES))
     base = digit + 10 * rng.randint(0, 2 + 3 * d)
     while True:
@@ -64,7 +59,7 @@ def _cycle_index(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, base=base, n=n, cyc0=cyc[0], cyc1=cyc[1], cyc2=cyc[2], cyc3=cyc[3], r=r, r_plus_1=r + 1)
 
 
-def _zero_remainder(rng: random.Random, d: int) -> Draw:
+def zero_remainder(rng: random.Random, d: int) -> Draw:
     digit = rng.choice((2, 8))
     base = digit + 10 * rng.randint(0, 2 + 3 * d)
     n = 4 * rng.randint(2, 10 + 15 * d)
@@ -74,7 +69,7 @@ def _zero_remainder(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, base=base, n=n, c=c, cyc0=cyc[0], cyc1=cyc[1], cyc2=cyc[2], cyc3=cyc[3])
 
 
-def _exponent_mod_ten(rng: random.Random, d: int) -> Draw:
+def exponent_mod_ten(rng: random.Random, d: int) -> Draw:
     digit = rng.choice(tuple(_CYCLES))
     base = digit + 10 * rng.randint(0, 2 + 3 * d)
     cyc = _CYCLES[digit]
@@ -103,7 +98,7 @@ def _exponent_mod_ten(rng: random.Random, d: int) -> Draw:
 # ----------------------------------------------------------------------------- inclusive counting
 
 
-def _inclusive_range(rng: random.Random, d: int) -> Draw:
+def inclusive_range(rng: random.Random, d: int) -> Draw:
     step = 1 if d < 2 or rng.random() < 0.5 else rng.randint(2, 3 + d)
     a = step * rng.randint(2, 20 + 20 * d)
     b = a + step * rng.randint(5, 30 + 40 * d)
@@ -113,7 +108,7 @@ def _inclusive_range(rng: random.Random, d: int) -> Draw:
     return Draw(span + 1, span, among=among, a=a, b=b, name=name, obj=obj, step=step, span=span, span_plus_1=span + 1)
 
 
-def _exclusive_range(rng: random.Random, d: int) -> Draw:
+def exclusive_range(rng: random.Random, d: int) -> Draw:
     a = rng.randint(2, 30 + 30 * d)
     b = a + rng.randint(5, 30 + 40 * d)
     span = b - a
@@ -121,21 +116,8 @@ def _exclusive_range(rng: random.Random, d: int) -> Draw:
     return Draw(span - 1, span + 1, a=a, b=b, name=name, span=span, span_minus_1=span - 1, span_plus_1=span + 1)
 
 
-def _closed_loop(rng: random.Random, d: int) -> Draw:
+def closed_loop(rng: random.Random, d: int) -> Draw:
     gap = rng.choice((2, 3, 4, 5, 6, 8, 10))
     n = rng.randint(6, 30 + 40 * d)
     length = gap * n
     return Draw(n, n + 1, gap=gap, length=length, n=n, n_plus_1=n + 1)
-
-
-WRITERS: dict[str, Writer] = {
-    "negative_remainder.negated_residue": _negated_residue,
-    "negative_remainder.floor_quotient": _floor_quotient,
-    "negative_remainder.negative_congruence": _negative_congruence,
-    "units_digit_cycle.cycle_index": _cycle_index,
-    "units_digit_cycle.zero_remainder": _zero_remainder,
-    "units_digit_cycle.exponent_mod_ten": _exponent_mod_ten,
-    "inclusive_counting.inclusive_range": _inclusive_range,
-    "inclusive_counting.exclusive_range": _exclusive_range,
-    "inclusive_counting.closed_loop": _closed_loop,
-}

@@ -1,22 +1,17 @@
-"""Percentages: successive changes, and undoing a change to find the original amount.
-
-One writer per trap variant (``WRITERS``, keyed ``"family.variant"`` as in ``families.toml``): each
-draws the numbers of a question at a difficulty level (0-3), its true answer and the answer of a
-solver that falls into the trap; the variant's templates in ``families.toml`` word them.
-"""
+"""Percentages: successive changes, and undoing a change to find the original amount."""
 
 from __future__ import annotations
 
 import random
 from fractions import Fraction
 
-from diagevo.train.sim.questions.common import Draw, Writer
+from diagevo.train.sim.questions.common import Draw
 from diagevo.train.sim.text import NAMES
 
 # ----------------------------------------------------------------------------- successive changes
 
 
-def _up_then_down(rng: random.Random, d: int) -> Draw:
+def up_then_down(rng: random.Random, d: int) -> Draw:
     price = 100 * rng.randint(2, 9 + 5 * d)
     p = 10 * rng.randint(1, 5 + d)
     q = 10 * rng.randint(1, 5)
@@ -28,7 +23,7 @@ def _up_then_down(rng: random.Random, d: int) -> Draw:
     )
 
 
-def _compound_years(rng: random.Random, d: int) -> Draw:
+def compound_years(rng: random.Random, d: int) -> Draw:
     price = 100 * rng.randint(1, 9 + 5 * d)
     p = 10 * rng.randint(1, 3 + d)
     n = 2 if d < 2 else rng.randint(2, 3)
@@ -37,7 +32,7 @@ def _compound_years(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, price=price, p=p, n=n, p_up=100 + p, n_times_p=n * p, n_p_up=100 + n * p)
 
 
-def _points_vs_percent(rng: random.Random, d: int) -> Draw:
+def points_vs_percent(rng: random.Random, d: int) -> Draw:
     a = rng.choice((4, 5, 8, 10, 12, 15, 20, 25, 30, 40))
     b = a + rng.randint(1, 10 + 5 * d)
     ans = Fraction(100 * (b - a), a)
@@ -47,7 +42,7 @@ def _points_vs_percent(rng: random.Random, d: int) -> Draw:
 # ----------------------------------------------------------------------------- reverse percentages
 
 
-def _undo_discount(rng: random.Random, d: int) -> Draw:
+def undo_discount(rng: random.Random, d: int) -> Draw:
     p = 5 * rng.randint(2, 8 + d)
     orig = 20 * rng.randint(3, 30 + 20 * d)
     final = Fraction(orig * (100 - p), 100)
@@ -55,7 +50,7 @@ def _undo_discount(rng: random.Random, d: int) -> Draw:
     return Draw(orig, trap, p=p, final=final, p_down=100 - p, orig=orig, p_up=100 + p)
 
 
-def _undo_raise(rng: random.Random, d: int) -> Draw:
+def undo_raise(rng: random.Random, d: int) -> Draw:
     p = 5 * rng.randint(2, 8 + d)
     orig = 20 * rng.randint(3, 30 + 20 * d)
     final = Fraction(orig * (100 + p), 100)
@@ -63,7 +58,7 @@ def _undo_raise(rng: random.Random, d: int) -> Draw:
     return Draw(orig, trap, p=p, final=final, p_up=100 + p, orig=orig, p_down=100 - p)
 
 
-def _tax_inclusive(rng: random.Random, d: int) -> Draw:
+def tax_inclusive(rng: random.Random, d: int) -> Draw:
     p = 5 * rng.randint(1, 5 + d)
     orig = 20 * rng.randint(3, 30 + 20 * d)
     total = Fraction(orig * (100 + p), 100)
@@ -71,19 +66,8 @@ def _tax_inclusive(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, total=total, p=p, p_up=100 + p, orig=orig)
 
 
-def _percent_less(rng: random.Random, d: int) -> Draw:
+def percent_less(rng: random.Random, d: int) -> Draw:
     p = rng.choice((10, 20, 25, 30, 40, 50, 60, 75, 80, 100, 150, 200)[: 8 + 2 * d])
     ans = Fraction(100 * p, 100 + p)
     x, y = rng.sample(NAMES, 2)
     return Draw(ans, p, x=x, p=p, y=y, p_up=100 + p)
-
-
-WRITERS: dict[str, Writer] = {
-    "successive_percentages.up_then_down": _up_then_down,
-    "successive_percentages.compound_years": _compound_years,
-    "successive_percentages.points_vs_percent": _points_vs_percent,
-    "reverse_percentage.undo_discount": _undo_discount,
-    "reverse_percentage.undo_raise": _undo_raise,
-    "reverse_percentage.tax_inclusive": _tax_inclusive,
-    "reverse_percentage.percent_less": _percent_less,
-}

@@ -1,16 +1,11 @@
-"""Probability and rates: drawing without replacement, average speeds and work rates.
-
-One writer per trap variant (``WRITERS``, keyed ``"family.variant"`` as in ``families.toml``): each
-draws the numbers of a question at a difficulty level (0-3), its true answer and the answer of a
-solver that falls into the trap; the variant's templates in ``families.toml`` word them.
-"""
+"""Probability and rates: drawing without replacement, average speeds and work rates."""
 
 from __future__ import annotations
 
 import random
 from fractions import Fraction
 
-from diagevo.train.sim.questions.common import Draw, Writer
+from diagevo.train.sim.questions.common import Draw
 from diagevo.train.sim.text import NAMES
 
 # ----------------------------------------------------------------------------- sampling without replacement
@@ -22,25 +17,25 @@ def _urn(rng: random.Random, d: int) -> tuple[int, int, int, str]:
     return r, b, r + b, rng.choice(("marbles", "balls", "cards", "tokens"))
 
 
-def _both_same(rng: random.Random, d: int) -> Draw:
+def both_same(rng: random.Random, d: int) -> Draw:
     r, b, n, obj = _urn(rng, d)
     ans, trap = Fraction(r * (r - 1), n * (n - 1)), Fraction(r * r, n * n)
     return Draw(ans, trap, r=r, b=b, obj=obj, n=n, n_minus_1=n - 1, r_minus_1=r - 1)
 
 
-def _one_of_each(rng: random.Random, d: int) -> Draw:
+def one_of_each(rng: random.Random, d: int) -> Draw:
     r, b, n, obj = _urn(rng, d)
     ans, trap = Fraction(2 * r * b, n * (n - 1)), Fraction(r * b, n * (n - 1))
     return Draw(ans, trap, r=r, b=b, obj=obj, n=n, n_minus_1=n - 1)
 
 
-def _at_least_one(rng: random.Random, d: int) -> Draw:
+def at_least_one(rng: random.Random, d: int) -> Draw:
     r, b, n, obj = _urn(rng, d)
     ans, trap = 1 - Fraction(b * (b - 1), n * (n - 1)), 1 - Fraction(b * b, n * n)
     return Draw(ans, trap, r=r, b=b, obj=obj, n=n, b_minus_1=b - 1, n_minus_1=n - 1)
 
 
-def _second_draw(rng: random.Random, d: int) -> Draw:
+def second_draw(rng: random.Random, d: int) -> Draw:
     r, b, n, obj = _urn(rng, d)
     ans, trap = Fraction(r, n), Fraction(r - 1, n - 1)
     return Draw(ans, trap, r=r, b=b, obj=obj, one_obj=obj[:-1], n=n, r_minus_1=r - 1, n_minus_1=n - 1)
@@ -57,20 +52,20 @@ def _two_speeds(rng: random.Random, d: int) -> tuple[int, int]:
             return v1, v2
 
 
-def _round_trip(rng: random.Random, d: int) -> Draw:
+def round_trip(rng: random.Random, d: int) -> Draw:
     v1, v2 = _two_speeds(rng, d)
     ans, trap = Fraction(2 * v1 * v2, v1 + v2), Fraction(v1 + v2, 2)
     return Draw(ans, trap, v1=v1, v2=v2)
 
 
-def _equal_times(rng: random.Random, d: int) -> Draw:
+def equal_times(rng: random.Random, d: int) -> Draw:
     v1, v2 = _two_speeds(rng, d)
     h = rng.randint(1, 4 + d)
     ans, trap = Fraction(v1 + v2, 2), Fraction(2 * v1 * v2, v1 + v2)
     return Draw(ans, trap, h=h, v1=v1, v2=v2, two_h=2 * h)
 
 
-def _unequal_legs(rng: random.Random, d: int) -> Draw:
+def unequal_legs(rng: random.Random, d: int) -> Draw:
     v1, v2 = _two_speeds(rng, d)
     while True:
         d1, d2 = rng.randint(1, 6 + 2 * d) * 10, rng.randint(1, 6 + 2 * d) * 10
@@ -81,7 +76,7 @@ def _unequal_legs(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, d1=d1, v1=v1, d2=d2, v2=v2, d1_plus_d2=d1 + d2, time=time)
 
 
-def _work_rate(rng: random.Random, d: int) -> Draw:
+def work_rate(rng: random.Random, d: int) -> Draw:
     while True:
         a = rng.randint(2, 8 + 4 * d)
         b = rng.randint(2, 8 + 4 * d)
@@ -90,15 +85,3 @@ def _work_rate(rng: random.Random, d: int) -> Draw:
     ans, trap = Fraction(a * b, a + b), Fraction(a + b, 2)
     x, y = rng.sample(NAMES, 2)
     return Draw(ans, trap, x=x, a=a, y=y, b=b, rate_sum=Fraction(a + b, a * b))
-
-
-WRITERS: dict[str, Writer] = {
-    "sampling_without_replacement.both_same": _both_same,
-    "sampling_without_replacement.one_of_each": _one_of_each,
-    "sampling_without_replacement.at_least_one": _at_least_one,
-    "sampling_without_replacement.second_draw": _second_draw,
-    "harmonic_average_speed.round_trip": _round_trip,
-    "harmonic_average_speed.equal_times": _equal_times,
-    "harmonic_average_speed.unequal_legs": _unequal_legs,
-    "harmonic_average_speed.work_rate": _work_rate,
-}
