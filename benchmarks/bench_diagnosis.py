@@ -50,6 +50,7 @@ from diagevo.diagnosis.interface import (  # noqa: E402
 )
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
 from diagevo.diagnosis.pipeline import FailureInput, diagnose_round  # noqa: E402
+from diagevo.generation.openai_client import OpenAIClient  # noqa: E402
 from diagevo.log import Recorder, open_log
 from tests.llm_server import ServerProcess  # noqa: E402
 
@@ -249,7 +250,7 @@ def sequential_latency(n: int, delay_s: float) -> float:
     """Mean latency of one request when nothing else is in flight (concurrency 1)."""
     reply = json.dumps({"matched_cause_id": None, "error_cause": None})
     with ServerProcess(delay_s=delay_s, defaults={"extract": reply}) as srv:
-        dx = LLMDiagnostician(srv.url, "bench-model", concurrency=1)
+        dx = LLMDiagnostician(OpenAIClient(srv.url, concurrency=1), "bench-model")
 
         async def go() -> list[float]:
             out = []

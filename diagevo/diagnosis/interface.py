@@ -42,16 +42,24 @@ class NodeView:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractionInput:
-    """One failure for Prompt 1: a failed optimization trajectory and the stored reference."""
+class FailureInput:
+    """A failed optimization trajectory of a retained question (``response``), with the stored
+    reference that agrees with the pseudo-label and the causes supplied when the question was
+    generated (``known_causes``, their ids). Prompt 1 reads it with those causes as the memory
+    holds them (``known``: the pipeline fills them in from ``known_causes``)."""
 
     failure_id: str
     question_id: str
     question: str
     pseudo_label: str
-    response: str  # the trajectory that disagrees with the pseudo-label
-    reference: str  # the construction response that agrees with it
+    response: str
+    reference: str
+    known_causes: tuple[str, ...] = ()
     known: tuple[KnownCause, ...] = ()
+
+
+ExtractionInput = FailureInput
+"""What Prompt 1 reads: a failure, its known causes filled in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +137,7 @@ __all__ = [
     "Embedder",
     "Extraction",
     "ExtractionInput",
+    "FailureInput",
     "KnownCause",
     "NodeView",
     "Reply",

@@ -40,7 +40,6 @@ from diagevo.generation.openai_client import (
     Deadline,
     OpenAIClient,
     TransportError,
-    check_endpoint,
     first_message,
 )
 
@@ -85,60 +84,44 @@ class LLMDiagnostician:
 
     def __init__(
         self,
-        base_url: str,
+        client: OpenAIClient,
         model: str,
         *,
-        api_key: str | None = None,
-        concurrency: int = 64,
-        timeout_s: float = 60.0,
-        max_retries: int = 3,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 8.0,
         min_words: int = 10,
         max_words: int = 20,
         max_tokens: int | None = 512,
         thinking: bool = False,
         structured: bool | None = None,
         failure_timeout_s: float | None = None,
-        max_body_bytes: int | None = None,
     ) -> None:
+        """``client``: the server's, with its concurrency, deadlines, retries and reply limit."""
+        self.client = client
         self.model_name = model
         # None: ask for structured outputs until the server refuses them; False: never ask
         self.structured = structured
-        self.base_url = base_url
-        self.api_key = api_key
         self.min_words, self.max_words = min_words, max_words
         self.max_tokens = max_tokens
         self._extra_body = {"chat_template_kwargs": {"enable_thinking": thinking}}
-        self.client = OpenAIClient(
-            base_url,
-            api_key=api_key,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            backoff_s=backoff_s,
-            max_backoff_s=max_backoff_s,
-            max_body_bytes=max_body_bytes,
-        )
         self.failure_timeout_s = failure_timeout_s
 
     @classmethod
-    def from_config(cls, cfg: DiagnosisConfig, **overrides: Any) -> LLMDiagnostician:
-        if not cfg.llm_url and "base_url" not in overrides:
+    def from_config(
+        cls, cfg: DiagnosisConfig, *, base_url: str | None = None, model: str | None = None, **client: Any
+    ) -> LLMDiagnostician:
+        """The diagnostician ``cfg`` describes, at ``base_url`` and as ``model`` when given;
+        ``client``: :class:`OpenAIClient` options besides those the config sets."""
+        url = base_url or cfg.llm_url
+        if not url:
             raise BadInput("diagnosis.llm_url is not set")
-        kwargs: dict[str, Any] = {
-            "base_url": cfg.llm_url,
-            "model": cfg.model,
-            "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
-            "concurrency": cfg.concurrency,
-            "timeout_s": cfg.request_timeout_s,
-            "max_retries": cfg.max_retries,
-            "min_words": cfg.min_words,
-            "max_words": cfg.max_words,
-            "failure_timeout_s": cfg.failure_timeout_s,
-        }
-        kwargs.update(overrides)
-        return cls(**kwargs)
+        key = cfg.api_key.get_secret_value() if cfg.api_key else None
+        options = {"concurrency": cfg.concurrency, "timeout_s": cfg.request_timeout_s, "max_retries": cfg.max_retries}
+        return cls(
+            OpenAIClient(url, api_key=key, **{**options, **client}),
+            model or cfg.model,
+            min_words=cfg.min_words,
+            max_words=cfg.max_words,
+            failure_timeout_s=cfg.failure_timeout_s,
+        )
 
     # --- the four decisions: each request built in one place (``diagevo doctor`` probes with them)
 
@@ -204,15 +187,6 @@ class LLMDiagnostician:
         return body
 
     # --- plumbing -----------------------------------------------------------------------------
-
-    def check_reachable(self, timeout_s: float = 10.0) -> None:
-        """Ask the endpoint once (``GET /models``): :class:`~diagevo.errors.EndpointUnreachable`
-        when nothing answers, before a round marks its failures failed one by one, and
-        :class:`~diagevo.errors.BadInput` when it lists models but not :attr:`model_name` (the
-        log would credit a model that never answered)."""
-        check_endpoint(
-            self.base_url, api_key=self.api_key, timeout_s=timeout_s, what="diagnostician", model=self.model_name
-        )
 
     async def aclose(self) -> None:
         """Close the HTTP pools of the running loop (optional: pools die with their loop)."""

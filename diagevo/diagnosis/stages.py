@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,9 +30,9 @@ from diagevo.catalog.ids import digest_event_id
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
-from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
+from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, FailureInput, Reply
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
-from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput
+from diagevo.diagnosis.summary import DiagnosisSummary
 from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, evolve
 from diagevo.memory.state import Memory
@@ -349,10 +349,7 @@ class DiagnosisPass:
             return out
 
         async def one(f: FailureInput) -> tuple[FailureInput, Reply[Extraction] | None, str | None]:
-            known = routing.known_causes(self.mem, f.known_causes)
-            item = ExtractionInput(
-                f.failure_id, f.question_id, f.question, f.pseudo_label, f.response, f.reference, known
-            )
+            item = replace(f, known=routing.known_causes(self.mem, f.known_causes))
             try:
                 return f, await self.dx.extract(item), None
             except Exception as exc:  # a broken diagnostician must not stop the round
