@@ -69,7 +69,7 @@ def test_a_server_without_structured_outputs_is_asked_again_without_them(srv: LL
     stages = [r["stage"] for r in srv.requests]
     assert stages == ["refused", "extract", "extract"]  # refused once, then plain requests only
     assert "response_format" not in srv.requests[2]["body"] and d.structured is False
-    assert first.attempts == 1 and [c.get("error") is not None for c in first.calls] == [True, False]
+    assert first.attempts == 1 and [c.error is not None for c in first.calls] == [True, False]
 
 
 def test_structured_false_never_asks(srv: LLMServer) -> None:

@@ -10,9 +10,10 @@ rules (:mod:`diagevo.diagnosis.routing`) and the round that asks and appends
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
+from diagevo.catalog import LLMCalled
 from diagevo.views.index import Embedder
 
 T = TypeVar("T")
@@ -97,7 +98,7 @@ class Reply(Generic[T]):
     model: str = ""
     attempts: int = 1
     error: str | None = None
-    calls: tuple[dict, ...] = field(default=())  # per-attempt records (raw, latency, tokens)
+    calls: tuple[LLMCalled, ...] = ()  # one per HTTP attempt, as the log records it
 
 
 @runtime_checkable  # a public function's argument is checked against it (diagevo.arguments)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from diagevo.catalog import LLMCalled
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import parsing, prompts, reply_schemas
 from diagevo.diagnosis.interface import (
@@ -194,7 +195,7 @@ class LLMDiagnostician:
 
     async def _ask(self, request: StageRequest[T]) -> Reply[T]:
         stage, messages, parse, schema = request.stage, request.messages, request.parse, request.schema
-        calls: list[dict[str, Any]] = []
+        calls: list[LLMCalled] = []
         raw, error = "", None
         # one budget for this decision's requests, retries and the re-ask included
         deadline = Deadline(self.failure_timeout_s) if self.failure_timeout_s else None
@@ -209,20 +210,20 @@ class LLMDiagnostician:
                 value = parse(raw)
             except parsing.ReplyError as exc:
                 error = str(exc)
-                calls[-1]["violation"] = error
+                calls[-1] = calls[-1].model_copy(update={"violation": error})
                 messages = [*messages, {"role": "assistant", "content": raw}, prompts.reask_message(error)]
                 continue
             return self._reply(value, raw, calls, ask + 1, None)
         return self._reply(None, raw, calls, 2, f"invalid reply after a re-ask: {error}")
 
-    def _reply(self, value: T | None, raw: str, calls: list[dict[str, Any]], asks: int, error: str | None) -> Reply[T]:
+    def _reply(self, value: T | None, raw: str, calls: list[LLMCalled], asks: int, error: str | None) -> Reply[T]:
         return Reply(value=value, raw=raw, model=self.model_name, attempts=asks, error=error, calls=tuple(calls))
 
     async def _complete(
         self,
         stage: str,
         messages: list[dict[str, str]],
-        calls: list[dict[str, Any]],
+        calls: list[LLMCalled],
         schema: dict[str, Any] | None = None,
         deadline: Deadline | None = None,
     ) -> tuple[str, str | None]:
@@ -235,13 +236,9 @@ class LLMDiagnostician:
 
         def record(attempt: Attempt, **fields: Any) -> None:
             calls.append(
-                {
-                    "stage": stage,
-                    "model": self.model_name,
-                    "attempt": len(calls) + 1,
-                    "latency_s": attempt.latency_s,
-                    **fields,
-                }
+                LLMCalled(
+                    stage=stage, model=self.model_name, attempt=len(calls) + 1, latency_s=attempt.latency_s, **fields
+                )
             )
 
         try:

@@ -87,26 +87,17 @@ def prior_outcomes(store: Recorder, run: str, t: int) -> Prior:
 
 
 def call_events(run: str, t: int, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
-    """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
-    out = []
-    for i, c in enumerate(reply.calls):
-        data = {
-            k: v
-            for k, v in c.items()
-            if k not in ("stage", "model", "latency_s", "prompt_tokens", "completion_tokens", "raw")
-        }
-        call = LLMCalled(
-            stage=c.get("stage", key[-1]),
-            model=c.get("model", reply.model),
-            latency_s=float(c.get("latency_s", 0.0)),
-            prompt_tokens=c.get("prompt_tokens"),
-            completion_tokens=c.get("completion_tokens"),
-            raw=c.get("raw", ""),
-            **extra,
-            **data,
+    """``llm.called`` of a reply's HTTP attempts, with ids from ``key`` and the ``extra`` fields
+    that say what they were about."""
+    return [
+        new_event(
+            LLMCalled(**{**c.model_dump(), **extra}),
+            run=run,
+            at_round=t,
+            event_id=digest_event_id(run, t, *key, "call", i),
         )
-        out.append(new_event(call, run=run, at_round=t, event_id=digest_event_id(run, t, *key, "call", i)))
-    return out
+        for i, c in enumerate(reply.calls)
+    ]
 
 
 def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
@@ -116,8 +107,8 @@ def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
     if reply is None or not reply.raw:
         return {"raw": ""}
     for c in reversed(reply.calls):
-        if c.get("raw") == reply.raw and isinstance(c.get("attempt"), int):
-            return {"raw": "", "call": c["attempt"]}
+        if c.raw == reply.raw and c.attempt is not None:
+            return {"raw": "", "call": c.attempt}
     return {"raw": reply.raw}
 
 
