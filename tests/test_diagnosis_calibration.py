@@ -33,7 +33,7 @@ def test_the_labelled_set_is_made_of_10_to_20_word_phrases() -> None:
 
 def test_recorded_figures_match_a_fresh_measurement(measured: tuple[str, dict[str, np.ndarray]]) -> None:
     model, sims = measured
-    for name, (lo, mean, hi, n) in cal.FIGURES[model].items():
+    for name, (lo, mean, hi, n) in cal.figures()[model].items():
         s = sims[name]
         assert len(s) == n
         assert (s.min(), s.mean(), s.max()) == pytest.approx((lo, mean, hi), abs=0.01), name

@@ -9,7 +9,7 @@ distributions (or, when they overlap, the value with the fewest misclassified pa
 The pairs are data, in ``calibration.toml`` beside this module.
 
 Figures for ``all-MiniLM-L6-v2`` (local, normalised, cosine) and for its static distillation
-(:mod:`diagevo.diagnosis.static`, the default) are recorded in :data:`FIGURES`;
+(:mod:`diagevo.diagnosis.static`, the default) are recorded beside the pairs (:func:`figures`);
 ``tests/test_diagnosis_calibration.py`` re-measures them and checks the chosen thresholds. For
 another model, ``measure(make_embedder(url, model))`` gives the same figures and suggested
 thresholds.
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
@@ -34,13 +35,21 @@ Pair = tuple[str, str]
 
 
 @cache
+def _data() -> dict[str, Any]:
+    return tomllib.loads(resources.files("diagevo.diagnosis").joinpath("calibration.toml").read_text(encoding="utf-8"))
+
+
 def labelled_pairs() -> dict[str, tuple[Pair, ...]]:
     """The labelled pairs by group (``calibration.toml``: each group names its texts by key), by
-    the names :data:`FIGURES` and :func:`measure` give them."""
-    data = tomllib.loads(resources.files("diagevo.diagnosis").joinpath("calibration.toml").read_text(encoding="utf-8"))
-    groups = {name: keys for name, keys in data.items() if isinstance(keys, list)}
-    texts = {name: data["causes"] if name.startswith("cause_") else data["labels"] for name in groups}
+    the names :func:`figures` and :func:`measure` give them."""
+    groups = {name: keys for name, keys in _data().items() if isinstance(keys, list)}
+    texts = {name: _data()["causes"] if name.startswith("cause_") else _data()["labels"] for name in groups}
     return {name: tuple((texts[name][a], texts[name][b]) for a, b in keys) for name, keys in groups.items()}
+
+
+def figures() -> dict[str, dict[str, list[float]]]:
+    """What the pairs measured, per embedder and group: min, mean and max cosine, and n pairs."""
+    return _data()["figures"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,29 +60,12 @@ class Thresholds:
 
 PAPER = Thresholds(dup=0.5, merge=0.5)  # set in the paper for its API embedder (text-embedding-v4)
 
-# Measured on the pairs above, per embedder: (min, mean, max) cosine, n pairs.
-FIGURES: dict[str, dict[str, tuple[float, float, float, int]]] = {
-    LOCAL_MODEL_NAME: {
-        "cause_paraphrase": (0.208, 0.580, 0.799, 20),  # 2nd lowest 0.424; the 0.208 pair is a known miss
-        "cause_unrelated": (-0.151, 0.051, 0.314, 22),
-        "cause_near": (0.097, 0.320, 0.503, 6),  # same area, other mechanism: Prompt 2's job
-        "label_paraphrase": (0.574, 0.709, 0.830, 10),
-        "label_unrelated": (-0.047, 0.142, 0.304, 10),
-    },
-    STATIC_MODEL_NAME: {
-        "cause_paraphrase": (0.485, 0.654, 0.784, 20),  # 2nd lowest 0.530
-        "cause_unrelated": (0.210, 0.396, 0.549, 22),
-        "cause_near": (0.463, 0.549, 0.606, 6),
-        "label_paraphrase": (0.661, 0.754, 0.857, 10),
-        "label_unrelated": (0.281, 0.398, 0.580, 10),
-    },
-}
-# Chosen from those figures with choose_threshold (rounded). MiniLM: θ_dup in the middle of the
-# gap 0.314 (top unrelated) .. 0.424 (lowest paraphrase except the lexically disjoint off-by-one
-# pair, which no cut above the unrelated can catch); θ_merge in the middle of 0.304 .. 0.574; the
-# paper's 0.5 would miss 5 of 20 cause paraphrases. The static vectors score every pair higher and
-# the two groups overlap: θ_dup 0.56 keeps every unrelated pair out and misses 2 of 20 paraphrases;
-# θ_merge in the middle of 0.580 .. 0.661.
+# Chosen from the recorded figures (calibration.toml) with choose_threshold (rounded). MiniLM:
+# θ_dup in the middle of the gap 0.314 (top unrelated) .. 0.424 (lowest paraphrase except the
+# lexically disjoint off-by-one pair, which no cut above the unrelated can catch); θ_merge in the
+# middle of 0.304 .. 0.574; the paper's 0.5 would miss 5 of 20 cause paraphrases. The static
+# vectors score every pair higher and the two groups overlap: θ_dup 0.56 keeps every unrelated
+# pair out and misses 2 of 20 paraphrases; θ_merge in the middle of 0.580 .. 0.661.
 CALIBRATED: dict[str, Thresholds] = {
     LOCAL_MODEL_NAME: Thresholds(dup=0.37, merge=0.44),
     STATIC_MODEL_NAME: Thresholds(dup=0.56, merge=0.62),
