@@ -1,13 +1,11 @@
 """The diagnostician over an OpenAI-compatible chat API (vLLM's server or any provider).
 
-One :class:`LLMDiagnostician` serves a whole round: at most ``concurrency`` requests in flight,
-each with a total deadline (``timeout_s``) and a reply read up to the client's limit, the requests
-of one decision (retries and the re-ask) within ``failure_timeout_s`` together, transport errors
-(timeouts, connection errors, 429, 5xx) retried with exponential backoff, ``max_tokens``,
-temperature 0 and Qwen3's non-thinking mode. A reply that does not validate
-gets exactly one re-ask stating the violation; after that, or when the endpoint stays
-unreachable, the :class:`Reply` carries ``value=None`` and a one-line ``error``. Every HTTP
-attempt is described in ``Reply.calls`` so the pipeline can store it as ``llm.called``.
+One :class:`LLMDiagnostician` serves a whole round over one
+:class:`~diagevo.generation.openai_client.OpenAIClient` (concurrency, deadlines, retries), greedy
+and in Qwen3's non-thinking mode. A reply that does not validate gets exactly one re-ask stating
+the violation; after that, or when the endpoint stays unreachable, the :class:`Reply` carries
+``value=None`` and a one-line ``error``. Every HTTP attempt is in ``Reply.calls``, as the
+``llm.called`` event the pipeline stores.
 
 Structured outputs: each request asks the server to constrain the reply to its JSON Schema
 (:mod:`diagevo.diagnosis.reply_schemas`, ``response_format`` of type ``json_schema``), so a weak

@@ -102,19 +102,23 @@ _THINK = re.compile(r"</?think>", re.IGNORECASE)
 @dataclass(frozen=True)
 class StageProbe:
     """One stage's probe: the stage (as ``llm.called`` names it), its verdict, one line of why
-    (or of what came back), the seconds it took (None when no reply came), what fixes a
-    verdict that is not ``ok``, and the reply's text (the server's words: untrusted)."""
+    (or of what came back), the seconds it took (None when no reply came), and the reply's text
+    (the server's words: untrusted)."""
 
     stage: str
     verdict: Verdict
     detail: str
     latency_s: float | None = None
-    fix: Fix | None = None
     reply: str = ""
 
     @property
     def title(self) -> str:
         return TITLES[self.stage]
+
+    @property
+    def fix(self) -> Fix | None:
+        """What fixes a verdict that is not ``ok``."""
+        return FIXES.get(self.verdict)
 
     @property
     def ok(self) -> bool:
@@ -171,7 +175,7 @@ def stage_requests(diagnostician: LLMDiagnostician) -> tuple[StageRequest[Any], 
 
 
 def _verdict(stage: str, verdict: Verdict, detail: str, latency: float | None, reply: str = "") -> StageProbe:
-    return StageProbe(stage, verdict, detail, latency, FIXES.get(verdict), reply[:REPLY_KEPT])
+    return StageProbe(stage, verdict, detail, latency, reply[:REPLY_KEPT])
 
 
 def _judge(request: StageRequest[Any], message: _Message, latency: float, max_tokens: int | None) -> StageProbe:
