@@ -17,6 +17,7 @@ from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.probe import FAILURE, probe_diagnostician, stage_requests
 from diagevo.diagnosis.reply_schemas import violation
+from diagevo.diagnosis.tools import llm_diagnostician
 from diagevo.generation.openai_client import OpenAIClient
 from tests.llm_server import Fail, Hang, LLMServer
 from tests.test_cli_memory import run_cli
@@ -79,7 +80,7 @@ def test_the_probes_are_the_requests_a_round_sends() -> None:
     with serving(constrained, LLMServer()) as server:
         probe_diagnostician(server.url, "test-model", timeout_s=10)
         (probed,) = [r["body"] for r in server.calls("extract")]
-        diagnostician = LLMDiagnostician.from_config(DiagnosisConfig(), base_url=server.url, model="test-model")
+        diagnostician = llm_diagnostician(DiagnosisConfig(), llm_url=server.url, model="test-model")
         from diagevo.runtime.aio import run
 
         reply = run(diagnostician.extract(FAILURE))

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from diagevo.catalog import LLMCalled
-from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import parsing, prompts, reply_schemas
 from diagevo.diagnosis.interface import (
     Assignment,
@@ -33,7 +32,6 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
-from diagevo.errors import BadInput
 from diagevo.generation.openai_client import (
     Attempt,
     Deadline,
@@ -102,25 +100,6 @@ class LLMDiagnostician:
         self.max_tokens = max_tokens
         self._extra_body = {"chat_template_kwargs": {"enable_thinking": thinking}}
         self.failure_timeout_s = failure_timeout_s
-
-    @classmethod
-    def from_config(
-        cls, cfg: DiagnosisConfig, *, base_url: str | None = None, model: str | None = None, **client: Any
-    ) -> LLMDiagnostician:
-        """The diagnostician ``cfg`` describes, at ``base_url`` and as ``model`` when given;
-        ``client``: :class:`OpenAIClient` options besides those the config sets."""
-        url = base_url or cfg.llm_url
-        if not url:
-            raise BadInput("diagnosis.llm_url is not set")
-        key = cfg.api_key.get_secret_value() if cfg.api_key else None
-        options = {"concurrency": cfg.concurrency, "timeout_s": cfg.request_timeout_s, "max_retries": cfg.max_retries}
-        return cls(
-            OpenAIClient(url, api_key=key, **{**options, **client}),
-            model or cfg.model,
-            min_words=cfg.min_words,
-            max_words=cfg.max_words,
-            failure_timeout_s=cfg.failure_timeout_s,
-        )
 
     # --- the four decisions: each request built in one place (``diagevo doctor`` probes with them)
 

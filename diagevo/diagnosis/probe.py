@@ -28,7 +28,7 @@ from diagevo.diagnosis import reply_schemas
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_structured
 from diagevo.diagnosis.parsing import ReplyError
-from diagevo.diagnosis.tools import check_endpoints
+from diagevo.diagnosis.tools import check_endpoints, llm_diagnostician
 from diagevo.errors import Advice, BadInput, EndpointUnreachable, Fix
 from diagevo.generation.openai_client import ModelNotServed, TransportError
 from diagevo.runtime.aio import run
@@ -275,7 +275,7 @@ def probe_diagnostician(
     cfg = config or DiagnosisConfig()
     deadline = timeout_s or cfg.request_timeout_s
     # built as a round builds it; the client's own deadline lies past the probe's, which decides
-    diagnostician = LLMDiagnostician.from_config(cfg, base_url=url, model=model, max_retries=0, timeout_s=deadline + 5)
+    diagnostician = llm_diagnostician(cfg, llm_url=url, model=model, max_retries=0, timeout_s=deadline + 5)
     listed = _probe_models(diagnostician, cfg, deadline)
     stages = run(_probe_all(diagnostician, deadline))
     return DiagnosticianProbe(redact_url(url), model, deadline, stages, listed)

@@ -20,7 +20,7 @@ from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.static import StaticEmbedder
 from diagevo.errors import BadInput
-from diagevo.generation.openai_client import check_endpoint
+from diagevo.generation.openai_client import OpenAIClient, check_endpoint
 from diagevo.log import Recorder
 from diagevo.views.index import VectorIndex, kept_index_path
 
@@ -66,13 +66,21 @@ def embedder_for(cfg: DiagnosisConfig) -> Embedder:
 
 
 def llm_diagnostician(
-    cfg: DiagnosisConfig | None = None, *, llm_url: str | None = None, model: str | None = None
-) -> Diagnostician:
+    cfg: DiagnosisConfig | None = None, *, llm_url: str | None = None, model: str | None = None, **client: Any
+) -> LLMDiagnostician:
     """The paper's diagnostician: Prompts 1-4 sent to ``llm_url`` (default: ``diagnosis.llm_url``)
-    as ``model``, with the retries, timeouts and concurrency of ``cfg``."""
+    as ``model``, with the retries, timeouts and concurrency of ``cfg``; ``client``: the
+    :class:`~diagevo.generation.openai_client.OpenAIClient`'s other options (``backoff_s`` ...)."""
     cfg = diagnosis_config(cfg, llm_url=llm_url, model=model)
     check_name("llm", cfg)
-    return LLMDiagnostician.from_config(cfg)
+    options = {"concurrency": cfg.concurrency, "timeout_s": cfg.request_timeout_s, "max_retries": cfg.max_retries}
+    return LLMDiagnostician(
+        OpenAIClient(cfg.llm_url or "", api_key=_api_key(cfg), **{**options, **client}),
+        cfg.model,
+        min_words=cfg.min_words,
+        max_words=cfg.max_words,
+        failure_timeout_s=cfg.failure_timeout_s,
+    )
 
 
 def heuristic_diagnostician(embedder: Embedder, cfg: DiagnosisConfig | None = None) -> Diagnostician:
@@ -98,7 +106,7 @@ def check_name(name: str, cfg: DiagnosisConfig) -> None:
 def diagnostician_for(name: str, cfg: DiagnosisConfig, embedder: Embedder) -> Diagnostician:
     """The diagnostician called ``name`` (:data:`DIAGNOSTICIANS`), built from ``cfg``."""
     check_name(name, cfg)
-    return heuristic_diagnostician(embedder, cfg) if name == "heuristic" else LLMDiagnostician.from_config(cfg)
+    return heuristic_diagnostician(embedder, cfg) if name == "heuristic" else llm_diagnostician(cfg)
 
 
 def check_endpoints(
