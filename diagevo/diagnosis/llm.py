@@ -204,10 +204,9 @@ class LLMDiagnostician:
         schema: dict[str, Any] | None = None,
         deadline: Deadline | None = None,
     ) -> tuple[str, str | None]:
-        """One chat completion with bounded retries; appends one record per HTTP attempt. With a
-        ``schema``, the reply is constrained to it unless the server has refused structured outputs.
-        Returns the reply as the log can store it, and what makes it unusable as it came (a NUL
-        character, a ``usage`` count that is not a whole number of tokens), else None."""
+        """One chat completion with the client's retries; appends one ``llm.called`` per HTTP
+        attempt. Returns the reply as the log can store it, and what makes it unusable as it came
+        (a NUL character, a ``usage`` count that is not a whole number of tokens), else None."""
         body = self.request_body(messages, schema)
         constrained = "response_format" in body
 
