@@ -50,6 +50,8 @@ from diagevo.diagnosis.interface import (  # noqa: E402
 )
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
 from diagevo.diagnosis.pipeline import FailureInput, diagnose_round  # noqa: E402
+from diagevo.diagnosis.tools import llm_diagnostician  # noqa: E402
+from diagevo.generation.openai_client import OpenAIClient  # noqa: E402
 from diagevo.log import Recorder, open_log
 from tests.llm_server import ServerProcess  # noqa: E402
 
@@ -140,7 +142,7 @@ def bench_extraction(tmp: Path, n: int, delay_s: float, concurrency: int) -> dic
     cfg = DiagnosisConfig(concurrency=concurrency, request_timeout_s=30.0, theta_dup=0.5, theta_merge=0.5)
     reply = json.dumps({"matched_cause_id": None, "error_cause": None})
     with ServerProcess(delay_s=delay_s, defaults={"extract": reply}) as srv:
-        dx = LLMDiagnostician.from_config(cfg, base_url=srv.url, model="bench-model")
+        dx = llm_diagnostician(cfg, llm_url=srv.url, model="bench-model")
         summary = asyncio.run(
             diagnose_round(
                 store=store, run=RUN, t=2, failures=failures(n), diagnostician=dx, embedder=HashEmbedder(), cfg=cfg
@@ -249,7 +251,7 @@ def sequential_latency(n: int, delay_s: float) -> float:
     """Mean latency of one request when nothing else is in flight (concurrency 1)."""
     reply = json.dumps({"matched_cause_id": None, "error_cause": None})
     with ServerProcess(delay_s=delay_s, defaults={"extract": reply}) as srv:
-        dx = LLMDiagnostician(srv.url, "bench-model", concurrency=1)
+        dx = LLMDiagnostician(OpenAIClient(srv.url, concurrency=1), "bench-model")
 
         async def go() -> list[float]:
             out = []

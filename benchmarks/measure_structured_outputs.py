@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView  # noqa: E402
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
+from diagevo.generation.openai_client import OpenAIClient  # noqa: E402
 
 CAUSES = [
     "adds the tens digits but forgets to carry the one from the units column",
@@ -62,7 +63,7 @@ def requests(n: int, seed: int = 0) -> list[tuple[str, Any]]:
             str(a + b),
             f"{a} + {b} = {wrong}. The answer is \\boxed{{{wrong}}}.",
             f"{a} + {b} = {a + b}. The answer is \\boxed{{{a + b}}}.",
-            known,
+            known=known,
         )
         out.append(("extract", item))
         cands = [KnownCause(f"C{j + 1}", "active", CAUSES[j]) for j in rng.sample(range(len(CAUSES)), 2)]
@@ -108,9 +109,8 @@ def measure(url: str, name: str, n: int, max_tokens: int) -> dict[str, Any]:
     items = requests(n)
     out: dict[str, Any] = {}
     for mode, structured in (("unconstrained", False), ("structured", None)):
-        dx = LLMDiagnostician(
-            url, name, concurrency=8, timeout_s=600, max_retries=1, max_tokens=max_tokens, structured=structured
-        )
+        client = OpenAIClient(url, concurrency=8, timeout_s=600, max_retries=1)
+        dx = LLMDiagnostician(client, name, max_tokens=max_tokens, structured=structured)
         replies = asyncio.run(ask_all(dx, items))
         out[mode] = rates(replies)
         out[mode]["server_took_schemas"] = dx.structured

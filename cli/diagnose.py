@@ -161,13 +161,13 @@ def diagnose(
     with open_store(db) as store:
         rnd = _open_round(store, run, open_round)
         records = _failures(store, rnd, failures_file, from_verl)
+        dx = diagnostician_for(diagnostician, cfg, emb)
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
-        unlisted = check_endpoints(cfg, diagnostician)
+        unlisted = check_endpoints(cfg, dx)
         if unlisted:  # some providers list none: said, not refused
             err_console.print(text(f"note: the diagnostician's server lists no models: {cfg.model} is not checked"))
         vindex = vector_index(store, run, emb, index)
-        dx = diagnostician_for(diagnostician, cfg, emb)
         inputs = failures_from_records(records)
 
         with _phase_bars(hidden=json_out) as progress, _resumable():

@@ -18,11 +18,11 @@ SPEC = {LOCAL_MODEL_NAME: "local", STATIC_MODEL_NAME: "static"}
 @pytest.fixture(scope="module", params=sorted(SPEC))
 def measured(request: pytest.FixtureRequest) -> tuple[str, dict[str, np.ndarray]]:
     e = make_embedder(SPEC[request.param])
-    return request.param, {name: cal.pair_similarities(e, pairs) for name, pairs in cal.PAIRS.items()}
+    return request.param, {name: cal.pair_similarities(e, pairs) for name, pairs in cal.labelled_pairs().items()}
 
 
 def test_the_labelled_set_is_made_of_10_to_20_word_phrases() -> None:
-    groups = list(cal.PAIRS.values())
+    groups = list(cal.labelled_pairs().values())
     assert sum(len(g) for g in groups) >= 60
     for group in groups:
         for a, b in group:
@@ -33,7 +33,7 @@ def test_the_labelled_set_is_made_of_10_to_20_word_phrases() -> None:
 
 def test_recorded_figures_match_a_fresh_measurement(measured: tuple[str, dict[str, np.ndarray]]) -> None:
     model, sims = measured
-    for name, (lo, mean, hi, n) in cal.FIGURES[model].items():
+    for name, (lo, mean, hi, n) in cal.figures()[model].items():
         s = sims[name]
         assert len(s) == n
         assert (s.min(), s.mean(), s.max()) == pytest.approx((lo, mean, hi), abs=0.01), name
@@ -50,7 +50,7 @@ def test_dup_threshold_keeps_unrelated_causes_from_prompt_2(measured: tuple[str,
 
 def test_local_dup_threshold_catches_more_duplicates_than_the_papers() -> None:
     e = make_embedder("local")
-    para = cal.pair_similarities(e, cal.CAUSE_PARAPHRASES)
+    para = cal.pair_similarities(e, cal.labelled_pairs()["cause_paraphrase"])
     assert (para >= 0.5).sum() < (para >= cal.CALIBRATED[LOCAL_MODEL_NAME].dup).sum()
 
 

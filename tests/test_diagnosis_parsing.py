@@ -12,7 +12,9 @@ PHRASE = "fails to check candidate solutions against the original domain after a
 
 
 def all_messages() -> list[list[dict[str, str]]]:
-    item = ExtractionInput("f", "q", "P {x} {{problem}}", "6", "bad", "good", (KnownCause("C1", "mastered", PHRASE),))
+    item = ExtractionInput(
+        "f", "q", "P {x} {{problem}}", "6", "bad", "good", known=(KnownCause("C1", "mastered", PHRASE),)
+    )
     node = NodeView("N1", "label", (PHRASE, "other cause"))
     return [
         prompts.extract_messages(item),

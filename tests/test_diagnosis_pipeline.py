@@ -18,6 +18,7 @@ from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
+from diagevo.diagnosis.tools import llm_diagnostician
 from diagevo.log import Recorder, open_log
 from diagevo.memory.state import CauseState
 from diagevo.rounds import OutOfOrder
@@ -96,7 +97,7 @@ def cfg(**kw: Any) -> DiagnosisConfig:
 
 def dx(srv: LLMServer, c: DiagnosisConfig | None = None, **kw: Any) -> LLMDiagnostician:
     c = c or cfg()
-    return LLMDiagnostician.from_config(c, base_url=srv.url, model="test-model", backoff_s=0.01, **kw)
+    return llm_diagnostician(c, llm_url=srv.url, model="test-model", backoff_s=0.01, **kw)
 
 
 def run_round(
@@ -539,7 +540,7 @@ def test_unreachable_endpoint_records_failed_diagnoses(store: Recorder) -> None:
     with LLMServer() as gone:
         url = gone.url
     c = cfg(max_retries=1)
-    dead = LLMDiagnostician.from_config(c, base_url=url, model="m", backoff_s=0.01)
+    dead = llm_diagnostician(c, llm_url=url, model="m", backoff_s=0.01)
     with LLMServer() as srv:
         embedder = APIEmbedder(srv.url, "test-embed")
         s = asyncio.run(

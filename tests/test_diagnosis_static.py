@@ -13,7 +13,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from diagevo.diagnosis.static import STATIC_MODEL_NAME, StaticEmbedder, WordPiece, _table, distill, table_path
+from diagevo.diagnosis.embedder import local_model
+from diagevo.diagnosis.static import STATIC_MODEL_NAME, StaticEmbedder, WordPiece, _table, table_path
 
 X = "fails to check candidate solutions against the original domain after a transformation"
 TRICKY = [
@@ -80,6 +81,40 @@ def test_it_runs_where_torch_cannot_be_imported() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "(1, 256)"
+
+
+# model2vec's defaults, not tuned here: PCA dimensions and the SIF coefficient
+DIMENSIONS = 256
+SIF_COEFFICIENT = 1e-4
+
+
+def distill(path: Path, batch: int = 512) -> Path:
+    """Build the table from the local MiniLM (the ``embed`` extra) into ``path``: each token's
+    mean-pooled output alone, PCA to :data:`DIMENSIONS` (each component's sign fixed so that its
+    largest coefficient is positive: the same table on every run), SIF weights by rank, int8 rows."""
+    import torch  # the embed extra
+
+    model = local_model()
+    vocab = [t for t, _ in sorted(model.tokenizer.get_vocab().items(), key=lambda kv: kv[1])]
+    bert = model[0].auto_model
+    cls_id, sep_id = model.tokenizer.cls_token_id, model.tokenizer.sep_token_id
+    raw = np.zeros((len(vocab), bert.config.hidden_size), dtype=np.float32)
+    with torch.inference_mode():
+        for start in range(0, len(vocab), batch):
+            ids = torch.tensor([[cls_id, i, sep_id] for i in range(start, min(start + batch, len(vocab)))])
+            raw[start : start + len(ids)] = bert(
+                input_ids=ids, attention_mask=torch.ones_like(ids)
+            ).last_hidden_state.mean(1)
+    centred = raw - raw.mean(axis=0)
+    components = np.linalg.svd(centred, full_matrices=False)[2][:DIMENSIONS]
+    components *= np.sign(components[np.arange(DIMENSIONS), np.abs(components).argmax(axis=1)])[:, None]
+    rank = np.arange(1, len(vocab) + 1)
+    weight = SIF_COEFFICIENT / (SIF_COEFFICIENT + 1.0 / (rank * np.log(len(vocab))))
+    table = (centred @ components.T) * weight[:, None]
+    scale = np.maximum(np.abs(table).max(axis=1), 1e-12) / 127.0
+    rows = np.round(table / scale[:, None]).astype(np.int8)
+    np.savez_compressed(path, rows=rows, scale=scale.astype(np.float32), vocab=np.array(vocab))
+    return path
 
 
 @pytest.mark.slow

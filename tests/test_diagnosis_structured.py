@@ -13,6 +13,7 @@ import pytest
 
 from diagevo.diagnosis import reply_schemas
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
+from diagevo.diagnosis.llm import LLMDiagnostician
 from tests.llm_server import LLMServer
 from tests.test_diagnosis_pipeline import dx, j
 
@@ -33,7 +34,7 @@ def item(*known: str) -> ExtractionInput:
         "2",
         "x = 2 only",
         "x = 2 or x = -2; the positive root is 2",
-        tuple(KnownCause(k, "active", CAUSE) for k in known),
+        known=tuple(KnownCause(k, "active", CAUSE) for k in known),
     )
 
 
@@ -68,12 +69,12 @@ def test_a_server_without_structured_outputs_is_asked_again_without_them(srv: LL
     stages = [r["stage"] for r in srv.requests]
     assert stages == ["refused", "extract", "extract"]  # refused once, then plain requests only
     assert "response_format" not in srv.requests[2]["body"] and d.structured is False
-    assert first.attempts == 1 and [c.get("error") is not None for c in first.calls] == [True, False]
+    assert first.attempts == 1 and [c.error is not None for c in first.calls] == [True, False]
 
 
 def test_structured_false_never_asks(srv: LLMServer) -> None:
     srv.default("extract", j(matched_cause_id=None, error_cause=None))
-    d = dx(srv, structured=False)
+    d = LLMDiagnostician(dx(srv).client, "test-model", structured=False)
     assert asyncio.run(d.extract(item())).value is not None
     assert "response_format" not in srv.requests[0]["body"]
 

@@ -17,6 +17,8 @@ from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.probe import FAILURE, probe_diagnostician, stage_requests
 from diagevo.diagnosis.reply_schemas import violation
+from diagevo.diagnosis.tools import llm_diagnostician
+from diagevo.generation.openai_client import OpenAIClient
 from tests.llm_server import Fail, Hang, LLMServer
 from tests.test_cli_memory import run_cli
 
@@ -78,7 +80,7 @@ def test_the_probes_are_the_requests_a_round_sends() -> None:
     with serving(constrained, LLMServer()) as server:
         probe_diagnostician(server.url, "test-model", timeout_s=10)
         (probed,) = [r["body"] for r in server.calls("extract")]
-        diagnostician = LLMDiagnostician.from_config(DiagnosisConfig(), base_url=server.url, model="test-model")
+        diagnostician = llm_diagnostician(DiagnosisConfig(), llm_url=server.url, model="test-model")
         from diagevo.runtime.aio import run
 
         reply = run(diagnostician.extract(FAILURE))
@@ -137,7 +139,7 @@ def test_a_server_that_refuses_the_field_down_failing_thinking_or_slow() -> None
 
 def test_the_schemas_admit_what_the_check_reads_and_refuse_what_it_refuses() -> None:
     """The validator the probe uses agrees with each stage's check on a reply of each shape."""
-    diagnostician = LLMDiagnostician("http://unused/v1", "m")
+    diagnostician = LLMDiagnostician(OpenAIClient("http://unused/v1"), "m")
     for request in stage_requests(diagnostician):
         schema = request.schema["schema"]
         good = instance(schema)

@@ -258,7 +258,7 @@ def test_heuristic_diagnostician_decisions() -> None:
     item = ExtractionInput("f", "q", "What is (12 + 3) * 4?", "60", slip, REF)
     new = asyncio.run(d.extract(item)).value
     assert new.matched_cause_id is None and new.error_cause == cause_for(slip, REF)
-    known = ExtractionInput("f", "q", "", "60", slip, REF, (KnownCause("C7", "active", new.error_cause),))
+    known = ExtractionInput("f", "q", "", "60", slip, REF, known=(KnownCause("C7", "active", new.error_cause),))
     assert asyncio.run(d.extract(known)).value.matched_cause_id == "C7"
     assert asyncio.run(d.extract(ExtractionInput("f", "q", "", "60", REF, REF))).value.error_cause is None
     assert asyncio.run(d.deduplicate(new.error_cause, [KnownCause("C1", "active", new.error_cause)])).value.duplicate

@@ -15,6 +15,7 @@ import pytest
 
 from diagevo.config.limits import LimitsConfig
 from diagevo.diagnosis.llm import LLMDiagnostician
+from diagevo.diagnosis.tools import llm_diagnostician
 from diagevo.generation.openai_client import Deadline, OpenAIClient, TransportError, first_message
 from tests.llm_server import Drip, Flood, LLMServer, Stall
 from tests.test_diagnosis_pipeline import (  # noqa: F401  (fixtures)
@@ -36,9 +37,7 @@ SMALL = LimitsConfig(text_bytes=1024)  # replies read up to 16 KiB
 
 def small_dx(srv: LLMServer, **kw: Any) -> LLMDiagnostician:  # noqa: F811
     c = cfg(**kw)
-    return LLMDiagnostician.from_config(
-        c, base_url=srv.url, model="test-model", backoff_s=0.01, max_body_bytes=SMALL.reply_bytes
-    )
+    return llm_diagnostician(c, llm_url=srv.url, model="test-model", backoff_s=0.01, max_body_bytes=SMALL.reply_bytes)
 
 
 @pytest.mark.parametrize("declare", [True, False], ids=["content-length", "close-delimited"])

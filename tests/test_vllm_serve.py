@@ -19,6 +19,7 @@ skip_without_vllm()
 from diagevo.catalog import LLMCalled
 from diagevo.diagnosis.interface import ExtractionInput  # noqa: E402
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
+from diagevo.generation.openai_client import OpenAIClient  # noqa: E402
 from diagevo.generation.vllm_server import served  # noqa: E402
 from diagevo.log import open_log
 from tests.hf_fixtures import smollm2_model  # noqa: E402
@@ -51,7 +52,7 @@ def failure_line(fid: str, question: str, label: str, response: str, reference: 
 
 
 def test_the_diagnostician_gets_schema_constrained_replies(server: str) -> None:
-    dx = LLMDiagnostician(server, NAME, concurrency=2, timeout_s=300, max_retries=1)
+    dx = LLMDiagnostician(OpenAIClient(server, concurrency=2, timeout_s=300, max_retries=1), NAME)
     item = ExtractionInput(
         "f1",
         "q1",

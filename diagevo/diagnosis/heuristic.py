@@ -188,8 +188,6 @@ class NamedErrors(Protocol):
 class HeuristicDiagnostician:
     """Implements :class:`~diagevo.diagnosis.interface.Diagnostician` without a language model."""
 
-    model_name = MODEL
-
     def __init__(
         self,
         embedder: Embedder,

@@ -10,9 +10,10 @@ rules (:mod:`diagevo.diagnosis.routing`) and the round that asks and appends
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
+from diagevo.catalog import LLMCalled
 from diagevo.views.index import Embedder
 
 T = TypeVar("T")
@@ -42,16 +43,24 @@ class NodeView:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractionInput:
-    """One failure for Prompt 1: a failed optimization trajectory and the stored reference."""
+class FailureInput:
+    """A failed optimization trajectory of a retained question (``response``), with the stored
+    reference that agrees with the pseudo-label and the causes supplied when the question was
+    generated (``known_causes``, their ids). Prompt 1 reads it with those causes as the memory
+    holds them (``known``: the pipeline fills them in from ``known_causes``)."""
 
     failure_id: str
     question_id: str
     question: str
     pseudo_label: str
-    response: str  # the trajectory that disagrees with the pseudo-label
-    reference: str  # the construction response that agrees with it
+    response: str
+    reference: str
+    known_causes: tuple[str, ...] = ()
     known: tuple[KnownCause, ...] = ()
+
+
+ExtractionInput = FailureInput
+"""What Prompt 1 reads: a failure, its known causes filled in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +98,7 @@ class Reply(Generic[T]):
     model: str = ""
     attempts: int = 1
     error: str | None = None
-    calls: tuple[dict, ...] = field(default=())  # per-attempt records (raw, latency, tokens)
+    calls: tuple[LLMCalled, ...] = ()  # one per HTTP attempt, as the log records it
 
 
 @runtime_checkable  # a public function's argument is checked against it (diagevo.arguments)
@@ -129,6 +138,7 @@ __all__ = [
     "Embedder",
     "Extraction",
     "ExtractionInput",
+    "FailureInput",
     "KnownCause",
     "NodeView",
     "Reply",

@@ -1,13 +1,11 @@
 """The diagnostician over an OpenAI-compatible chat API (vLLM's server or any provider).
 
-One :class:`LLMDiagnostician` serves a whole round: at most ``concurrency`` requests in flight,
-each with a total deadline (``timeout_s``) and a reply read up to the client's limit, the requests
-of one decision (retries and the re-ask) within ``failure_timeout_s`` together, transport errors
-(timeouts, connection errors, 429, 5xx) retried with exponential backoff, ``max_tokens``,
-temperature 0 and Qwen3's non-thinking mode. A reply that does not validate
-gets exactly one re-ask stating the violation; after that, or when the endpoint stays
-unreachable, the :class:`Reply` carries ``value=None`` and a one-line ``error``. Every HTTP
-attempt is described in ``Reply.calls`` so the pipeline can store it as ``llm.called``.
+One :class:`LLMDiagnostician` serves a whole round over one
+:class:`~diagevo.generation.openai_client.OpenAIClient` (concurrency, deadlines, retries), greedy
+and in Qwen3's non-thinking mode. A reply that does not validate gets exactly one re-ask stating
+the violation; after that, or when the endpoint stays unreachable, the :class:`Reply` carries
+``value=None`` and a one-line ``error``. Every HTTP attempt is in ``Reply.calls``, as the
+``llm.called`` event the pipeline stores.
 
 Structured outputs: each request asks the server to constrain the reply to its JSON Schema
 (:mod:`diagevo.diagnosis.reply_schemas`, ``response_format`` of type ``json_schema``), so a weak
@@ -22,7 +20,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from diagevo.config.sections import DiagnosisConfig
+from diagevo.catalog import LLMCalled
 from diagevo.diagnosis import parsing, prompts, reply_schemas
 from diagevo.diagnosis.interface import (
     Assignment,
@@ -34,13 +32,11 @@ from diagevo.diagnosis.interface import (
     NodeView,
     Reply,
 )
-from diagevo.errors import BadInput
 from diagevo.generation.openai_client import (
     Attempt,
     Deadline,
     OpenAIClient,
     TransportError,
-    check_endpoint,
     first_message,
 )
 
@@ -85,60 +81,25 @@ class LLMDiagnostician:
 
     def __init__(
         self,
-        base_url: str,
+        client: OpenAIClient,
         model: str,
         *,
-        api_key: str | None = None,
-        concurrency: int = 64,
-        timeout_s: float = 60.0,
-        max_retries: int = 3,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 8.0,
         min_words: int = 10,
         max_words: int = 20,
         max_tokens: int | None = 512,
         thinking: bool = False,
         structured: bool | None = None,
         failure_timeout_s: float | None = None,
-        max_body_bytes: int | None = None,
     ) -> None:
+        """``client``: the server's, with its concurrency, deadlines, retries and reply limit."""
+        self.client = client
         self.model_name = model
         # None: ask for structured outputs until the server refuses them; False: never ask
         self.structured = structured
-        self.base_url = base_url
-        self.api_key = api_key
         self.min_words, self.max_words = min_words, max_words
         self.max_tokens = max_tokens
         self._extra_body = {"chat_template_kwargs": {"enable_thinking": thinking}}
-        self.client = OpenAIClient(
-            base_url,
-            api_key=api_key,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            backoff_s=backoff_s,
-            max_backoff_s=max_backoff_s,
-            max_body_bytes=max_body_bytes,
-        )
         self.failure_timeout_s = failure_timeout_s
-
-    @classmethod
-    def from_config(cls, cfg: DiagnosisConfig, **overrides: Any) -> LLMDiagnostician:
-        if not cfg.llm_url and "base_url" not in overrides:
-            raise BadInput("diagnosis.llm_url is not set")
-        kwargs: dict[str, Any] = {
-            "base_url": cfg.llm_url,
-            "model": cfg.model,
-            "api_key": cfg.api_key.get_secret_value() if cfg.api_key else None,
-            "concurrency": cfg.concurrency,
-            "timeout_s": cfg.request_timeout_s,
-            "max_retries": cfg.max_retries,
-            "min_words": cfg.min_words,
-            "max_words": cfg.max_words,
-            "failure_timeout_s": cfg.failure_timeout_s,
-        }
-        kwargs.update(overrides)
-        return cls(**kwargs)
 
     # --- the four decisions: each request built in one place (``diagevo doctor`` probes with them)
 
@@ -205,22 +166,13 @@ class LLMDiagnostician:
 
     # --- plumbing -----------------------------------------------------------------------------
 
-    def check_reachable(self, timeout_s: float = 10.0) -> None:
-        """Ask the endpoint once (``GET /models``): :class:`~diagevo.errors.EndpointUnreachable`
-        when nothing answers, before a round marks its failures failed one by one, and
-        :class:`~diagevo.errors.BadInput` when it lists models but not :attr:`model_name` (the
-        log would credit a model that never answered)."""
-        check_endpoint(
-            self.base_url, api_key=self.api_key, timeout_s=timeout_s, what="diagnostician", model=self.model_name
-        )
-
     async def aclose(self) -> None:
         """Close the HTTP pools of the running loop (optional: pools die with their loop)."""
         await self.client.aclose()
 
     async def _ask(self, request: StageRequest[T]) -> Reply[T]:
         stage, messages, parse, schema = request.stage, request.messages, request.parse, request.schema
-        calls: list[dict[str, Any]] = []
+        calls: list[LLMCalled] = []
         raw, error = "", None
         # one budget for this decision's requests, retries and the re-ask included
         deadline = Deadline(self.failure_timeout_s) if self.failure_timeout_s else None
@@ -235,39 +187,34 @@ class LLMDiagnostician:
                 value = parse(raw)
             except parsing.ReplyError as exc:
                 error = str(exc)
-                calls[-1]["violation"] = error
+                calls[-1] = calls[-1].model_copy(update={"violation": error})
                 messages = [*messages, {"role": "assistant", "content": raw}, prompts.reask_message(error)]
                 continue
             return self._reply(value, raw, calls, ask + 1, None)
         return self._reply(None, raw, calls, 2, f"invalid reply after a re-ask: {error}")
 
-    def _reply(self, value: T | None, raw: str, calls: list[dict[str, Any]], asks: int, error: str | None) -> Reply[T]:
+    def _reply(self, value: T | None, raw: str, calls: list[LLMCalled], asks: int, error: str | None) -> Reply[T]:
         return Reply(value=value, raw=raw, model=self.model_name, attempts=asks, error=error, calls=tuple(calls))
 
     async def _complete(
         self,
         stage: str,
         messages: list[dict[str, str]],
-        calls: list[dict[str, Any]],
+        calls: list[LLMCalled],
         schema: dict[str, Any] | None = None,
         deadline: Deadline | None = None,
     ) -> tuple[str, str | None]:
-        """One chat completion with bounded retries; appends one record per HTTP attempt. With a
-        ``schema``, the reply is constrained to it unless the server has refused structured outputs.
-        Returns the reply as the log can store it, and what makes it unusable as it came (a NUL
-        character, a ``usage`` count that is not a whole number of tokens), else None."""
+        """One chat completion with the client's retries; appends one ``llm.called`` per HTTP
+        attempt. Returns the reply as the log can store it, and what makes it unusable as it came
+        (a NUL character, a ``usage`` count that is not a whole number of tokens), else None."""
         body = self.request_body(messages, schema)
         constrained = "response_format" in body
 
         def record(attempt: Attempt, **fields: Any) -> None:
             calls.append(
-                {
-                    "stage": stage,
-                    "model": self.model_name,
-                    "attempt": len(calls) + 1,
-                    "latency_s": attempt.latency_s,
-                    **fields,
-                }
+                LLMCalled(
+                    stage=stage, model=self.model_name, attempt=len(calls) + 1, latency_s=attempt.latency_s, **fields
+                )
             )
 
         try:

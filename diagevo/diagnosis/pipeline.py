@@ -21,10 +21,9 @@ from diagevo.catalog import FailureRecorded
 from diagevo.config.limits import LimitsConfig
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import tools
-from diagevo.diagnosis.interface import Diagnostician, Embedder
-from diagevo.diagnosis.llm import LLMDiagnostician
+from diagevo.diagnosis.interface import Diagnostician, Embedder, FailureInput
 from diagevo.diagnosis.stages import DiagnosisPass
-from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput
+from diagevo.diagnosis.summary import DiagnosisSummary
 from diagevo.errors import BadInput, DiagnosticianBroken, DiagnosticianDown
 from diagevo.generation.openai_client import unanswered
 from diagevo.log import Recorder
@@ -228,10 +227,7 @@ def diagnose(
     dx = tools.diagnostician_for(diagnostician, cfg, emb) if isinstance(diagnostician, str) else diagnostician
     # the endpoints asked once before anything is appended: one that is down fails the call here,
     # instead of every failure of the round being marked failed one by one
-    if embedder is None or isinstance(embedder, str):
-        tools.check_endpoints(cfg, "embedder")
-    if isinstance(dx, LLMDiagnostician):
-        dx.check_reachable(min(cfg.request_timeout_s, 10.0))
+    tools.check_endpoints(cfg, dx, embedder=embedder is None or isinstance(embedder, str))
     recorded = already = unrecorded = 0
     if failures is None:
         failures = failure_inputs(rnd.store, rnd.run, rnd.t)
@@ -282,10 +278,8 @@ def _checked_config(
         )
     share = rnd.config.diagnosis.max_failed_share
     cfg = tools.diagnosis_config(cfg or rnd.config.diagnosis, max_failed_share=share, **named)
-    if isinstance(diagnostician, str) and diagnostician not in tools.DIAGNOSTICIANS:
-        raise BadInput(f"diagnostician {diagnostician[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
-    if isinstance(diagnostician, str) and diagnostician == "llm" and not cfg.llm_url:
-        tools.llm_diagnostician(cfg)  # refuses, naming what to give
+    if isinstance(diagnostician, str):
+        tools.check_name(diagnostician, cfg)
     return cfg
 
 

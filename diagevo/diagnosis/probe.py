@@ -11,7 +11,7 @@ A reply passes when diagevo's own check reads it (what a round would record) *an
 server constraining decoding to the stage's JSON Schema returns: one bare JSON object that fits
 the schema. The lenient reading of a round may accept a reply wrapped in prose; a doctor does
 not, because the next reply of an unconstrained server need not be so lucky. Before the stages,
-``GET /models``: whether the server lists the model (:func:`probe_model`).
+``GET /models``: whether the server lists the model.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from diagevo.diagnosis import reply_schemas
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_structured
 from diagevo.diagnosis.parsing import ReplyError
+from diagevo.diagnosis.tools import check_endpoints, llm_diagnostician
 from diagevo.errors import Advice, BadInput, EndpointUnreachable, Fix
-from diagevo.generation.openai_client import TransportError, check_endpoint
+from diagevo.generation.openai_client import ModelNotServed, TransportError
 from diagevo.runtime.aio import run
 from diagevo.text.urls import endpoint_problem, redact_url
 
@@ -101,19 +102,23 @@ _THINK = re.compile(r"</?think>", re.IGNORECASE)
 @dataclass(frozen=True)
 class StageProbe:
     """One stage's probe: the stage (as ``llm.called`` names it), its verdict, one line of why
-    (or of what came back), the seconds it took (None when no reply came), what fixes a
-    verdict that is not ``ok``, and the reply's text (the server's words: untrusted)."""
+    (or of what came back), the seconds it took (None when no reply came), and the reply's text
+    (the server's words: untrusted)."""
 
     stage: str
     verdict: Verdict
     detail: str
     latency_s: float | None = None
-    fix: Fix | None = None
     reply: str = ""
 
     @property
     def title(self) -> str:
         return TITLES[self.stage]
+
+    @property
+    def fix(self) -> Fix | None:
+        """What fixes a verdict that is not ``ok``."""
+        return FIXES.get(self.verdict)
 
     @property
     def ok(self) -> bool:
@@ -125,7 +130,7 @@ class StageProbe:
 class DiagnosticianProbe:
     """The probes of one server and model: the URL (without credentials), the model, the
     deadline of each probe, one :class:`StageProbe` a stage, in pipeline order, and whether the
-    server lists the model (``listed``: stage ``models``, :func:`probe_model`)."""
+    server lists the model (``listed``: stage ``models``)."""
 
     url: str
     model: str
@@ -170,7 +175,7 @@ def stage_requests(diagnostician: LLMDiagnostician) -> tuple[StageRequest[Any], 
 
 
 def _verdict(stage: str, verdict: Verdict, detail: str, latency: float | None, reply: str = "") -> StageProbe:
-    return StageProbe(stage, verdict, detail, latency, FIXES.get(verdict), reply[:REPLY_KEPT])
+    return StageProbe(stage, verdict, detail, latency, reply[:REPLY_KEPT])
 
 
 def _judge(request: StageRequest[Any], message: _Message, latency: float, max_tokens: int | None) -> StageProbe:
@@ -226,23 +231,26 @@ async def _probe(diagnostician: LLMDiagnostician, request: StageRequest[Any], ti
     return _judge(request, message, time.perf_counter() - t0, diagnostician.max_tokens)
 
 
-def probe_model(url: str, model: str, api_key: str | None, timeout_s: float) -> StageProbe:
-    """Whether the server lists ``model`` (``GET /models``, as ``diagnose`` asks before its
+def _probe_models(diagnostician: LLMDiagnostician, cfg: DiagnosisConfig, timeout_s: float) -> StageProbe:
+    """Whether the server lists the model (``GET /models``, the check ``diagnose`` makes before its
     first request): a server that lists models but not this one would answer for another, or
     not at all; one that lists none is said so."""
+    model = diagnostician.model_name
     t0 = time.perf_counter()
     try:
-        listed = check_endpoint(url, api_key=api_key, timeout_s=timeout_s, what="diagnostician")
+        unlisted = check_endpoints(cfg, diagnostician, embedder=False, timeout_s=timeout_s)
+    except ModelNotServed as exc:
+        listed = exc.listed
+        shown = ", ".join(repr(m) for m in listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+        said = f"{model!r} is not among the models it lists ({shown})"
+        return _verdict("models", "model not listed", said, time.perf_counter() - t0)
     except EndpointUnreachable as exc:
         return _verdict("models", "unreachable", str(exc), None)
     except BadInput as exc:
         return _verdict("models", "http error", str(exc), None)
     latency = time.perf_counter() - t0
-    if listed is None:
+    if unlisted:
         return _verdict("models", "lists no models", f"the server lists no models: {model!r} is not checked", latency)
-    if model not in listed:
-        shown = ", ".join(repr(m) for m in listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
-        return _verdict("models", "model not listed", f"{model!r} is not among the models it lists ({shown})", latency)
     return _verdict("models", "ok", f"{latency:.2f} s: the server lists {model!r}", latency)
 
 
@@ -267,12 +275,10 @@ def probe_diagnostician(
     cfg = config or DiagnosisConfig()
     deadline = timeout_s or cfg.request_timeout_s
     # built as a round builds it; the client's own deadline lies past the probe's, which decides
-    diagnostician = LLMDiagnostician.from_config(
-        cfg, base_url=url, model=model, max_retries=0, timeout_s=deadline + 5, failure_timeout_s=None
-    )
-    listed = probe_model(url, model, diagnostician.api_key, deadline)
+    diagnostician = llm_diagnostician(cfg, llm_url=url, model=model, max_retries=0, timeout_s=deadline + 5)
+    listed = _probe_models(diagnostician, cfg, deadline)
     stages = run(_probe_all(diagnostician, deadline))
     return DiagnosticianProbe(redact_url(url), model, deadline, stages, listed)
 
 
-__all__ = ["DiagnosticianProbe", "StageProbe", "Verdict", "probe_diagnostician", "probe_model", "stage_requests"]
+__all__ = ["DiagnosticianProbe", "StageProbe", "Verdict", "probe_diagnostician", "stage_requests"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,9 +30,9 @@ from diagevo.catalog.ids import digest_event_id
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
-from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
+from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, FailureInput, Reply
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
-from diagevo.diagnosis.summary import DiagnosisSummary, FailureInput
+from diagevo.diagnosis.summary import DiagnosisSummary
 from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, evolve
 from diagevo.memory.state import Memory
@@ -87,26 +87,17 @@ def prior_outcomes(store: Recorder, run: str, t: int) -> Prior:
 
 
 def call_events(run: str, t: int, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
-    """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
-    out = []
-    for i, c in enumerate(reply.calls):
-        data = {
-            k: v
-            for k, v in c.items()
-            if k not in ("stage", "model", "latency_s", "prompt_tokens", "completion_tokens", "raw")
-        }
-        call = LLMCalled(
-            stage=c.get("stage", key[-1]),
-            model=c.get("model", reply.model),
-            latency_s=float(c.get("latency_s", 0.0)),
-            prompt_tokens=c.get("prompt_tokens"),
-            completion_tokens=c.get("completion_tokens"),
-            raw=c.get("raw", ""),
-            **extra,
-            **data,
+    """``llm.called`` of a reply's HTTP attempts, with ids from ``key`` and the ``extra`` fields
+    that say what they were about."""
+    return [
+        new_event(
+            LLMCalled(**{**c.model_dump(), **extra}),
+            run=run,
+            at_round=t,
+            event_id=digest_event_id(run, t, *key, "call", i),
         )
-        out.append(new_event(call, run=run, at_round=t, event_id=digest_event_id(run, t, *key, "call", i)))
-    return out
+        for i, c in enumerate(reply.calls)
+    ]
 
 
 def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
@@ -116,8 +107,8 @@ def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
     if reply is None or not reply.raw:
         return {"raw": ""}
     for c in reversed(reply.calls):
-        if c.get("raw") == reply.raw and isinstance(c.get("attempt"), int):
-            return {"raw": "", "call": c["attempt"]}
+        if c.raw == reply.raw and c.attempt is not None:
+            return {"raw": "", "call": c.attempt}
     return {"raw": reply.raw}
 
 
@@ -349,10 +340,7 @@ class DiagnosisPass:
             return out
 
         async def one(f: FailureInput) -> tuple[FailureInput, Reply[Extraction] | None, str | None]:
-            known = routing.known_causes(self.mem, f.known_causes)
-            item = ExtractionInput(
-                f.failure_id, f.question_id, f.question, f.pseudo_label, f.response, f.reference, known
-            )
+            item = replace(f, known=routing.known_causes(self.mem, f.known_causes))
             try:
                 return f, await self.dx.extract(item), None
             except Exception as exc:  # a broken diagnostician must not stop the round

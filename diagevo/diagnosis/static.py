@@ -6,9 +6,9 @@ gives them: MiniLM encodes each token of its vocabulary alone (``[CLS] token [SE
 pooled), PCA keeps 256 dimensions, and each row is weighted by its SIF coefficient from the
 token's Zipf rank, so that frequent tokens weigh less. A text's vector is the mean of its
 tokens' rows, normalised. The table (int8 rows with one scale each, and MiniLM's vocabulary) is
-package data, built once by :func:`distill` from the model of the ``embed`` extra; the slow tier
-builds it again and compares. Tokenizing follows MiniLM's (BERT's uncased WordPiece) in plain
-Python, so nothing here needs more than numpy.
+package data, built once from the model of the ``embed`` extra by the recipe in
+``tests/test_diagnosis_static.py``, whose slow test builds it again and compares. Tokenizing
+follows MiniLM's (BERT's uncased WordPiece) in plain Python, so nothing here needs more than numpy.
 
 Thresholds belong to an embedder (:mod:`diagevo.diagnosis.calibration` measures this one).
 """
@@ -22,13 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from diagevo.diagnosis.embedder import Cached, local_model
+from diagevo.diagnosis.embedder import Cached
 
 STATIC_MODEL_NAME = "all-MiniLM-L6-v2-static256"
 TABLE = "minilm-l6-static256.npz"
-# model2vec's defaults, not tuned here: PCA dimensions and the SIF coefficient
-DIMENSIONS = 256
-SIF_COEFFICIENT = 1e-4
 _MAX_WORD_CHARS = 100  # BERT's WordPiece: a longer word is one [UNK]
 # control, format, private-use and surrogate characters; unassigned ones stay (and make [UNK])
 _DROPPED = frozenset({"Cc", "Cf", "Co", "Cs"})
@@ -149,32 +146,3 @@ class StaticEmbedder(Cached):
             if ids:
                 out[i] = rows[ids].mean(axis=0)
         return out
-
-
-def distill(path: Path, batch: int = 512) -> Path:
-    """Build the table from the local MiniLM (the ``embed`` extra) into ``path``: each token's
-    mean-pooled output alone, PCA to :data:`DIMENSIONS` (each component's sign fixed so that its
-    largest coefficient is positive: the same table on every run), SIF weights by rank, int8 rows."""
-    import torch
-
-    model = local_model()
-    vocab = [t for t, _ in sorted(model.tokenizer.get_vocab().items(), key=lambda kv: kv[1])]
-    bert = model[0].auto_model
-    cls_id, sep_id = model.tokenizer.cls_token_id, model.tokenizer.sep_token_id
-    raw = np.zeros((len(vocab), bert.config.hidden_size), dtype=np.float32)
-    with torch.inference_mode():
-        for start in range(0, len(vocab), batch):
-            ids = torch.tensor([[cls_id, i, sep_id] for i in range(start, min(start + batch, len(vocab)))])
-            raw[start : start + len(ids)] = bert(
-                input_ids=ids, attention_mask=torch.ones_like(ids)
-            ).last_hidden_state.mean(1)
-    centred = raw - raw.mean(axis=0)
-    components = np.linalg.svd(centred, full_matrices=False)[2][:DIMENSIONS]
-    components *= np.sign(components[np.arange(DIMENSIONS), np.abs(components).argmax(axis=1)])[:, None]
-    rank = np.arange(1, len(vocab) + 1)
-    weight = SIF_COEFFICIENT / (SIF_COEFFICIENT + 1.0 / (rank * np.log(len(vocab))))
-    table = (centred @ components.T) * weight[:, None]
-    scale = np.maximum(np.abs(table).max(axis=1), 1e-12) / 127.0
-    rows = np.round(table / scale[:, None]).astype(np.int8)
-    np.savez_compressed(path, rows=rows, scale=scale.astype(np.float32), vocab=np.array(vocab))
-    return path

@@ -1,25 +1,10 @@
-"""What a diagnosis takes and what it did: a failure as the pipeline reads it, and the round's
-summary (``diagevo diagnose --json``)."""
+"""What a diagnosis did: the round's summary (``diagevo diagnose --json``)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
 from diagevo.results import Json
-
-
-@dataclass(frozen=True, slots=True)
-class FailureInput:
-    """A failed optimization trajectory of a retained question, with the stored reference that
-    agrees with the pseudo-label and the causes supplied when the question was generated."""
-
-    failure_id: str
-    question_id: str
-    question: str
-    pseudo_label: str
-    response: str
-    reference: str
-    known_causes: tuple[str, ...] = ()
 
 
 @dataclass

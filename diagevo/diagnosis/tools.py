@@ -20,7 +20,7 @@ from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.static import StaticEmbedder
 from diagevo.errors import BadInput
-from diagevo.generation.openai_client import check_endpoint
+from diagevo.generation.openai_client import OpenAIClient, check_endpoint
 from diagevo.log import Recorder
 from diagevo.views.index import VectorIndex, kept_index_path
 
@@ -66,17 +66,21 @@ def embedder_for(cfg: DiagnosisConfig) -> Embedder:
 
 
 def llm_diagnostician(
-    cfg: DiagnosisConfig | None = None, *, llm_url: str | None = None, model: str | None = None
-) -> Diagnostician:
+    cfg: DiagnosisConfig | None = None, *, llm_url: str | None = None, model: str | None = None, **client: Any
+) -> LLMDiagnostician:
     """The paper's diagnostician: Prompts 1-4 sent to ``llm_url`` (default: ``diagnosis.llm_url``)
-    as ``model``, with the retries, timeouts and concurrency of ``cfg``."""
+    as ``model``, with the retries, timeouts and concurrency of ``cfg``; ``client``: the
+    :class:`~diagevo.generation.openai_client.OpenAIClient`'s other options (``backoff_s`` ...)."""
     cfg = diagnosis_config(cfg, llm_url=llm_url, model=model)
-    if not cfg.llm_url:
-        raise BadInput(
-            "no diagnostician endpoint: give llm_url (diagnosis.llm_url), or diagnostician='heuristic' to try "
-            "things offline"
-        )
-    return LLMDiagnostician.from_config(cfg)
+    check_name("llm", cfg)
+    options = {"concurrency": cfg.concurrency, "timeout_s": cfg.request_timeout_s, "max_retries": cfg.max_retries}
+    return LLMDiagnostician(
+        OpenAIClient(cfg.llm_url or "", api_key=_api_key(cfg), **{**options, **client}),
+        cfg.model,
+        min_words=cfg.min_words,
+        max_words=cfg.max_words,
+        failure_timeout_s=cfg.failure_timeout_s,
+    )
 
 
 def heuristic_diagnostician(embedder: Embedder, cfg: DiagnosisConfig | None = None) -> Diagnostician:
@@ -87,28 +91,42 @@ def heuristic_diagnostician(embedder: Embedder, cfg: DiagnosisConfig | None = No
     return HeuristicDiagnostician(embedder, th.dup, th.merge, cfg.min_words, cfg.max_words, answers=True)
 
 
+def check_name(name: str, cfg: DiagnosisConfig) -> None:
+    """Refuse, before anything is built, a diagnostician's name not in :data:`DIAGNOSTICIANS`,
+    and ``llm`` without an endpoint."""
+    if name not in DIAGNOSTICIANS:
+        raise BadInput(f"diagnostician {name[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
+    if name == "llm" and not cfg.llm_url:
+        raise BadInput(
+            "no diagnostician endpoint: give llm_url (diagnosis.llm_url), or diagnostician='heuristic' to try "
+            "things offline"
+        )
+
+
 def diagnostician_for(name: str, cfg: DiagnosisConfig, embedder: Embedder) -> Diagnostician:
     """The diagnostician called ``name`` (:data:`DIAGNOSTICIANS`), built from ``cfg``."""
-    if name == "heuristic":
-        return heuristic_diagnostician(embedder, cfg)
-    if name == "llm":
-        return llm_diagnostician(cfg)
-    raise BadInput(f"diagnostician {name[:40]!r}: use 'llm' (the paper's) or 'heuristic' (offline rules)")
+    check_name(name, cfg)
+    return heuristic_diagnostician(embedder, cfg) if name == "heuristic" else llm_diagnostician(cfg)
 
 
-def check_endpoints(cfg: DiagnosisConfig, name: str) -> bool:
-    """Ask the endpoints ``cfg`` names once, before anything is appended: an endpoint that is
-    down fails the call, not every failure of the round one by one, and a diagnostician that
-    lists models but not ``diagnosis.model`` is refused. True when the diagnostician's server
-    lists no model at all (its name could not be checked: the caller says so)."""
-    timeout = min(cfg.request_timeout_s, 10.0)
+def check_endpoints(
+    cfg: DiagnosisConfig, diagnostician: Diagnostician, *, embedder: bool = True, timeout_s: float | None = None
+) -> bool:
+    """Ask the endpoints a call uses once, before anything is appended (``GET /models``, within
+    ``timeout_s``, by default ``diagnosis.request_timeout_s`` up to 10 s): an endpoint that is
+    down fails the call, not every failure of the round one by one. The LLM diagnostician's
+    server must list its model when it lists any (:class:`~diagevo.generation.openai_client.ModelNotServed`);
+    with ``embedder``, the embeddings endpoint ``cfg`` names is asked too. True when the
+    diagnostician's server lists no model at all (its name could not be checked: the caller says so)."""
+    timeout = timeout_s or min(cfg.request_timeout_s, 10.0)
     unlisted = False
-    if name == "llm" and cfg.llm_url:
+    if isinstance(diagnostician, LLMDiagnostician):
+        client, model = diagnostician.client, diagnostician.model_name
         listed = check_endpoint(
-            cfg.llm_url, api_key=_api_key(cfg), timeout_s=timeout, what="diagnostician", model=cfg.model
+            client.base_url, api_key=client.api_key, timeout_s=timeout, what="diagnostician", model=model
         )
         unlisted = listed is None
-    if cfg.embedder not in IN_PROCESS_EMBEDDERS:
+    if embedder and cfg.embedder not in IN_PROCESS_EMBEDDERS:
         check_endpoint(cfg.embedder, api_key=_api_key(cfg), timeout_s=timeout, what="embedder")
     return unlisted
 

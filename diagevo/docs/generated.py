@@ -230,9 +230,9 @@ def unknown_names(markdown: str) -> list[str]:
 
 def _diagnostician() -> Any:
     """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``."""
-    from diagevo.diagnosis.llm import LLMDiagnostician
+    from diagevo.diagnosis.tools import llm_diagnostician
 
-    return LLMDiagnostician.from_config(DiagnosisConfig(), base_url="http://SERVER/v1")
+    return llm_diagnostician(DiagnosisConfig(), llm_url="http://SERVER/v1")
 
 
 def diagnostician_request() -> str:

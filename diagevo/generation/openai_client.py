@@ -203,8 +203,8 @@ class OpenAIClient:
         max_backoff_s: float = 8.0,
         max_body_bytes: int | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY") or "unused"
+        self.base_url = base_url
+        self.api_key = api_key or os.environ.get("DIAGEVO_LLM_API_KEY")
         self.concurrency = max(1, concurrency)
         self.timeout_s = timeout_s
         self.max_retries = max(0, max_retries)
@@ -236,7 +236,7 @@ class OpenAIClient:
         # one TLS context for the pool (loading the CA bundle costs ~35 ms); none for http
         tls: Any = ssl.create_default_context() if self.base_url.startswith("https") else False
         connector = aiohttp.TCPConnector(limit=self.concurrency, ssl=tls)
-        headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"}
+        headers = {"Authorization": f"Bearer {self.api_key or 'unused'}", "Content-Type": "application/json"}
         return aiohttp.ClientSession(connector=connector, headers=headers, timeout=aiohttp.ClientTimeout(total=None))
 
     async def aclose(self) -> None:
@@ -316,7 +316,7 @@ class OpenAIClient:
         """One request: the status and the body, read up to ``limit`` bytes. A redirect is followed
         only as :func:`redirect_target` allows: the body holds the failures' texts and the key goes
         with it."""
-        url = self.base_url + path
+        url = self.base_url.rstrip("/") + path
         for _ in range(MAX_REDIRECTS + 1):
             async with session.post(url, data=data, allow_redirects=False) as resp:
                 if 300 <= resp.status < 400:

@@ -35,8 +35,7 @@ from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
-from diagevo.diagnosis.llm import LLMDiagnostician
-from diagevo.diagnosis.tools import embedder_for
+from diagevo.diagnosis.tools import embedder_for, llm_diagnostician
 from diagevo.errors import BadInput, Fix, Install, NotFound, Override, Unavailable
 from diagevo.generation import Sampling, model_text
 from diagevo.generation.endpoint import EndpointEngine
@@ -521,7 +520,7 @@ class HFBackend:
         if self._diag is None:
             d = self.config.diagnosis
             if d.llm_url:
-                self._diag = LLMDiagnostician.from_config(d)
+                self._diag = llm_diagnostician(d)
             else:
                 th = thresholds_for(d, self.embedder().name)
                 self._diag = HeuristicDiagnostician(

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from diagevo.diagnosis.interface import Diagnostician, Embedder
-from diagevo.diagnosis.tools import embedder_for
+from diagevo.diagnosis.tools import embedder_for, llm_diagnostician
 from diagevo.errors import BadInput
 from diagevo.files.written import write_replacing
 from diagevo.memory.sampler import GenerationRequest
@@ -89,9 +89,7 @@ class SimBackend:
     def diagnostician(self) -> Diagnostician:
         if self.config.diagnosis.llm_url:  # a real diagnostician over the simulated world's failures
             if self._llm is None:
-                from diagevo.diagnosis.llm import LLMDiagnostician
-
-                self._llm = LLMDiagnostician.from_config(self.config.diagnosis)
+                self._llm = llm_diagnostician(self.config.diagnosis)
             return self._llm
         if self._diag is None:
             self._diag = SimDiagnostician(
