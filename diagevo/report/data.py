@@ -41,7 +41,7 @@ from diagevo.views.stats import (
     number,
     round_stats,
 )
-from diagevo.views.stories import cause_stories
+from diagevo.views.stories import Story, cause_stories
 
 # the round's phases as the paper's Table 6 names its components
 PHASES = {
@@ -109,7 +109,7 @@ class RunData:
     questions: list[QuestionStats]
     about: RunSummary  # what `diagevo runs` says of the run: its trainer, tags, notes, fork
     memories: dict[int, Memory] = field(default_factory=dict)  # M_t of every committed round
-    stories: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stories: dict[str, Story] = field(default_factory=dict)
     selected: Selection | None = None
     open_round: int | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)  # round, role, step, global_step, TRL's fields
