@@ -141,7 +141,7 @@ def header(data: RunData, db_url: str) -> Header:
     return Header(
         run=data.run,
         committed=plural(len(data.committed), "committed round"),
-        open_note=f"; round {data.open_round} is in progress" if data.open_round else "",
+        open_note=f"; round {data.about.open_round} is in progress" if data.about.open_round else "",
         driver=f"{trainer} (backend {backend})" if trainer == OUR_TRAINER and backend else trainer,
         seed=data.seed,
         db_url=db_url,
