@@ -167,4 +167,3 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last}
-
