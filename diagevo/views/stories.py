@@ -237,8 +237,8 @@ class _StoryTeller:
                 story.node = merge.reparent(story.node)
 
 
-_TOLD = (QuestionGenerated, QuestionScored, FailureRecorded, FailureDiagnosed, LLMCalled, *KINDS)
-_READERS = {cls.name: cls.reader for cls in _TOLD}  # what a story reads, by type: bound once
+_SHOWN: tuple[type[Event], ...] = (QuestionGenerated, QuestionScored, FailureRecorded, FailureDiagnosed, LLMCalled)
+_READERS = {cls.name: cls.reader for cls in (*_SHOWN, *KINDS)}  # what a story reads, by type: bound once
 
 
 def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, Story]:
