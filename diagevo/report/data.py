@@ -232,13 +232,8 @@ def _questions(texts: dict[int, dict[str, list[str]]]) -> list[QuestionStats]:
     rows = []
     for t in sorted(texts):
         by_mode = texts[t]
-        for mode in ("free", "targeted", "stitched"):
-            if by_mode.get(mode):
-                rows.append(_qstats(t, mode, by_mode[mode]))
-        rows.append(_qstats(t, "all", [q for m in by_mode.values() for q in m]))
+        modes = [(mode, by_mode[mode]) for mode in ("free", "targeted", "stitched") if by_mode.get(mode)]
+        for mode, asked in [*modes, ("all", [q for m in by_mode.values() for q in m])]:
+            s = question_stats(asked)
+            rows.append(QuestionStats(t, mode, int(s["n"]), s["mean_words"], s["distinct_2"]))
     return rows
-
-
-def _qstats(t: int, mode: str, texts: list[str]) -> QuestionStats:
-    s = question_stats(texts)
-    return QuestionStats(t, mode, int(s["n"]), s["mean_words"], s["distinct_2"])

@@ -81,19 +81,6 @@ def commit_figures(ev: RoundCommitted) -> dict[str, float]:
     return {k: float(v) for k, v in figures.items() if number(v) is not None and k.startswith(_SUMMARY_METRICS)}
 
 
-def memory_sizes(mem: Memory) -> dict[str, Any]:
-    """A committed memory's sizes and schedule: the memory columns of its row."""
-    s = schedule(mem)
-    return {
-        "round": mem.committed,
-        "active": len(mem.active()),
-        "mastered": len(mem.mastered()),
-        "nodes": len(mem.nodes),
-        "F": s.F,
-        "epsilon_next": s.epsilon,
-    }
-
-
 def count_rounds(rows: Iterable[EventRow]) -> dict[int, dict[str, int]]:
     """Per round, the counted columns of these rows (each column present, 0 where none)."""
     acc = RoundStats()
@@ -136,7 +123,16 @@ class RoundStats:
                 metrics.setdefault(_metric_name(k), v)
 
     def commit(self, mem: Memory) -> None:
-        self.sizes[mem.committed] = memory_sizes(mem)
+        """The memory columns of a committed memory's row: its sizes and schedule."""
+        s = schedule(mem)
+        self.sizes[mem.committed] = {
+            "round": mem.committed,
+            "active": len(mem.active()),
+            "mastered": len(mem.mastered()),
+            "nodes": len(mem.nodes),
+            "F": s.F,
+            "epsilon_next": s.epsilon,
+        }
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per committed round: the fixed columns, then its metrics by name."""
