@@ -136,11 +136,11 @@ def _step(entry: Entry, labels: Mapping[str, str]) -> Step:
         case CausePromoted(acc=acc, n_candidates=n):
             return Step(kind, rnd, acc=f"{acc:.3f}", n_candidates=n)
         case CauseReactivated():
-            via, similarity = ("?", None) if a is None else (a.via, a.similarity)
-            return Step(kind, rnd, _failure(entry.failure, True), via=via, similarity=_similarity(similarity))
+            how = _similarity(None if a is None else a.similarity)
+            return Step(kind, rnd, _failure(entry.failure, True), via=(a and a.via) or "?", similarity=how)
         case NodesMerged(absorbed=absorbed, survivor=survivor, label=label, similarity=similarity):
-            merged = {"absorbed": absorbed, "survivor": survivor, "label": label}
-            return Step(kind, rnd, similarity=_similarity(similarity), **merged)
+            how = _similarity(similarity)
+            return Step(kind, rnd, similarity=how, absorbed=absorbed, survivor=survivor, label=label)
 
 
 def _similarity(s: float | None) -> str:
