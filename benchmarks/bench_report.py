@@ -46,7 +46,8 @@ MEASURE = """
 import json, sys, time
 from pathlib import Path
 from diagevo.log import open_log
-from diagevo.report import write_report
+from diagevo.files.written import write_replacing
+from diagevo.report import report_html
 from diagevo.report.data import load_run
 from diagevo.report.html import render
 
@@ -64,7 +65,7 @@ with open_log(url, readonly=True) as store:
     n = sum(1 for _ in store.read(run, texts=True))
     read = time.perf_counter() - t0
     t0 = time.perf_counter()
-    write_report(store, run, Path(out), url, command)
+    write_replacing(Path(out), report_html(store, run, url, command)[1])
     whole = time.perf_counter() - t0
     t0 = time.perf_counter()
     data = load_run(store, run)

@@ -13,6 +13,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from diagevo.catalog import CATALOG as EVENT_TYPES
+from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated, FailureAttributed, NodesMerged
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -40,7 +41,7 @@ from diagevo.views.events import EventFilter, event_json, follow_matching, list_
 from diagevo.views.follow import wait_for_run
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.queries import memory_view
-from diagevo.views.stories import RECENT
+from diagevo.views.stories import RECENT, Entry, Failure
 
 FollowOpt = Annotated[
     bool,
@@ -103,23 +104,24 @@ def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> Non
         render_memory(mem, title)
 
 
-def _describe(entry: dict[str, Any]) -> str:
-    kind = entry["kind"]
-    f = entry.get("failure") or {}
-    q = f.get("question") or {}
-    qtxt = f" on {q.get('question_id')} ({q.get('mode')})" if q else ""
-    if kind == "created":
-        diag = (f.get("diagnosis") or {}).get("model") or "?"
-        return f"created under {entry['node']} from failure {f.get('failure_id')}{qtxt}, diagnosed by {diag}"
-    if kind == "attributed":
-        sim = f", similarity {entry['similarity']:.3f}" if entry.get("similarity") is not None else ""
-        return f"failure {f.get('failure_id')}{qtxt} attributed via {entry['via']}{sim}"
-    if kind == "promoted":
-        return f"promoted to Mastered: acc {entry['acc']:.3f} over {plural(entry['n_candidates'], 'candidate')}"
-    if kind == "reactivated":
-        sim = f", similarity {entry['similarity']:.3f}" if entry.get("similarity") is not None else ""
-        return f"reactivated by failure {f.get('failure_id')}{qtxt} via {entry.get('via')}{sim}"
-    return f"node {entry['from_node']} merged: {entry['absorbed']} into {entry['survivor']} as '{entry['label']}'"
+def _describe(entry: Entry) -> str:
+    f, a = entry.failure, entry.attribution
+    q = None if f is None else f.question
+    failure = None if f is None else f.failure_id
+    qtxt = f" on {q.question_id} ({q.mode})" if q is not None else ""
+    sim = f", similarity {a.similarity:.3f}" if a is not None and a.similarity is not None else ""
+    match entry.event:
+        case CauseCreated(node_id=node):
+            diag = (None if f is None or f.diagnosis is None else f.diagnosis.model) or "?"
+            return f"created under {node} from failure {failure}{qtxt}, diagnosed by {diag}"
+        case FailureAttributed(via=via):
+            return f"failure {failure}{qtxt} attributed via {via}{sim}"
+        case CausePromoted(acc=acc, n_candidates=n):
+            return f"promoted to Mastered: acc {acc:.3f} over {plural(n, 'candidate')}"
+        case CauseReactivated():
+            return f"reactivated by failure {failure}{qtxt} via {None if a is None else a.via}{sim}"
+        case NodesMerged(absorbed=absorbed, survivor=survivor, label=label):
+            return f"node {entry.from_node} merged: {absorbed} into {survivor} as '{label}'"
 
 
 @output_options()
@@ -135,39 +137,39 @@ def why(
     """The story of one cause: creation, promotions, reactivations, merges and its most recent
     attributions (every one with --all or --json)."""
     with open_store(db, readonly=True) as store:
-        story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT).to_dict()
+        story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT)
         # said while the store is open: an entry a raw row made unreadable (an ``acc`` that is a
         # text) names that row, before anything is printed
-        said = [] if output.as_json else [_describe(entry) for entry in story["timeline"]]
+        said = [] if output.as_json else [_describe(entry) for entry in story.timeline]
     if output.as_json:
-        emit_json(story)
+        emit_json(story.to_dict())
         return
-    console.print(text((cause, "bold"), f" ({story['node']}): ", story["description"]))
+    console.print(text((cause, "bold"), f" ({story.story.node}): ", story.story.description))
     table = Table("round", "seq", "what")
-    more = story["more_attributions"]
-    attributed = [i for i, e in enumerate(story["timeline"]) if e["kind"] == "attributed"]
+    more = story.more_attributions
+    attributed = [i for i, e in enumerate(story.timeline) if isinstance(e.event, FailureAttributed)]
     # the row of those left out comes before the most recent ones (older ones shown explain a reactivation)
     cut = attributed[-min(RECENT, len(attributed))] if more and attributed else None
-    for i, entry in enumerate(story["timeline"]):
+    for i, entry in enumerate(story.timeline):
         if i == cut:
             table.add_row(
                 "…", "…", text((f"{more:,} more {'attribution' if more == 1 else 'attributions'} (use --all)", "dim"))
             )
-        table.add_row(str(entry["round"]), str(entry["seq"]), text(said[i]))
+        table.add_row(str(entry.round), str(entry.seq), text(said[i]))
     console.print(table)
     if more:
         console.print(
             text(
                 (
-                    f"{story['attributions']:,} attributions in all, {len(attributed)} shown (the most recent): "
+                    f"{story.attributions:,} attributions in all, {len(attributed)} shown (the most recent): "
                     f"... {more:,} more attributions (use --all)",
                     "dim",
                 )
             )
         )
-    created = next((e for e in story["timeline"] if e["kind"] == "created"), None)
-    if created is not None and created.get("failure"):
-        console.print(creation_story(created["failure"]))
+    created = next((e for e in story.timeline if isinstance(e.event, CauseCreated)), None)
+    if created is not None and created.failure is not None:
+        console.print(creation_story(created.failure))
 
 
 TRAJECTORY_SHOWN = 400
@@ -179,31 +181,28 @@ def _trajectory(response: str | None) -> str:
     return shorten(response or "", TRAJECTORY_SHOWN, middle=True, fold=True) or "-"
 
 
-def creation_story(failure: dict[str, Any]) -> Text:
+def creation_story(failure: Failure) -> Text:
     """How the cause came to be, told in the terminal as ``--json`` has it: the question, how
     sure its pseudo-label was, the failing and the reference trajectories (shortened) and the
     diagnosis. Model text is shown as text, never read as markup."""
     out = Text()
-    q = failure.get("question") or {}
-    if q:
-        out.append_text(text((f"question {q.get('question_id')} ({q.get('mode')}): ", "dim")))
-        out.append_text(text(str(q.get("text") or ""), newlines=True)).append("\n")
-    if "pseudo_label" in q:
+    q, f, d = failure.question, failure.recorded, failure.diagnosis
+    if q is not None:
+        out.append_text(text((f"question {q.question_id} ({q.mode}): ", "dim")))
+        out.append_text(text(str(q.text or ""), newlines=True)).append("\n")
+    s = None if q is None else q.scored
+    if s is not None:
         sure = (
-            f"p1={q['p1']:.3f}, p2={q['p2']:.3f}"
-            if isinstance(q.get("p1"), float) and isinstance(q.get("p2"), float)
-            else "votes unknown"
+            f"p1={s.p1:.3f}, p2={s.p2:.3f}" if isinstance(s.p1, float) and isinstance(s.p2, float) else "votes unknown"
         )
-        over = f" of {q['n']} construction answers" if q.get("n") else ""
-        out.append_text(text(("pseudo-label: ", "dim"), f"{q['pseudo_label']} ({sure}{over})")).append("\n")
-    out.append_text(
-        text((f"failing response ({failure.get('failure_id')}): ", "dim"), _trajectory(failure.get("response")))
-    ).append("\n")
-    out.append_text(text(("reference: ", "dim"), _trajectory(failure.get("reference")))).append("\n")
-    d = failure.get("diagnosis") or {}
-    if d:
-        said = d.get("error_cause") or (f"matches {d['matched_cause']}" if d.get("matched_cause") else "no skill error")
-        out.append_text(text((f"diagnosis ({d.get('model') or '?'}): ", "dim"), str(said)))
+        over = f" of {s.n} construction answers" if s.n else ""
+        out.append_text(text(("pseudo-label: ", "dim"), f"{s.pseudo_label} ({sure}{over})")).append("\n")
+    response, reference = (None, None) if f is None else (f.response, f.reference)
+    out.append_text(text((f"failing response ({failure.failure_id}): ", "dim"), _trajectory(response))).append("\n")
+    out.append_text(text(("reference: ", "dim"), _trajectory(reference))).append("\n")
+    if d is not None:
+        said = d.error_cause or (f"matches {d.matched_cause}" if d.matched_cause else "no skill error")
+        out.append_text(text((f"diagnosis ({d.model or '?'}): ", "dim"), str(said)))
     return out
 
 

@@ -10,7 +10,8 @@ import typer
 
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, open_store, program
 from diagevo.cli.safe import plain, text
-from diagevo.report import comparison_html, report_html, write_comparison, write_report
+from diagevo.files.written import write_replacing
+from diagevo.report import comparison_html, report_html
 from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import redact_url, resolve_db_url, without_password
 from diagevo.text.words import plural
@@ -54,10 +55,11 @@ def report_command(
         def command(*args: str) -> str:  # runnable as printed: the executable invoked, the database
             return shell_join([program(), *args, "--db", plain_url, "--run", run_id])
 
-        if to_stdout:
-            sys.stdout.write(report_html(store, run_id, url, command)[1])
-            return
-        data = write_report(store, run_id, out, url, command)
+        data, page = report_html(store, run_id, url, command)
+    if to_stdout:
+        sys.stdout.write(page)
+        return
+    write_replacing(out, page)
     size = out.stat().st_size
     if json:
         emit_json(
@@ -79,10 +81,11 @@ def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: st
         def command(r: str) -> str:
             return shell_join([program(), "report", "--db", plain_url, "--run", r])
 
-        if str(out) == "-":
-            sys.stdout.write(comparison_html(store, runs, url, command)[1])
-            return
-        data = write_comparison(store, runs, out, url, command)
+        data, page = comparison_html(store, runs, url, command)
+    if str(out) == "-":
+        sys.stdout.write(page)
+        return
+    write_replacing(out, page)
     size = out.stat().st_size
     rounds = {r: [row["round"] for row in data.rounds[r]] for r in data.runs}
     if json:

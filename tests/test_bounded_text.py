@@ -69,7 +69,7 @@ def test_a_malformed_cut_map_is_refused_in_one_line(cut: object, said: str) -> N
 
 
 def test_why_joins_the_reply_back_from_its_call(srv: LLMServer, store) -> None:  # noqa: F811
-    from diagevo.views.stories import cause_rows, cause_story, recent_cause_rows, recent_story
+    from diagevo.views.stories import cause_rows, cause_story, recent_cause_rows
 
     rnd = seed(store, {"N1": (L1, [("C1", D1)])})
     reply = j(matched_cause_id="C1", error_cause=None)
@@ -78,8 +78,8 @@ def test_why_joins_the_reply_back_from_its_call(srv: LLMServer, store) -> None: 
     ((_, diag),) = events(store, "failure.diagnosed")
     assert diag["raw"] == "" and diag["call"] == 1  # stored once, in the call
     whole = cause_story(cause_rows(store, RUN, "C1"), "C1")
-    recent, _total, _more = recent_story(store, RUN, "C1")
+    recent = cause_story(recent_cause_rows(store, RUN, "C1")[0], "C1")
     for story in (whole, recent):
-        (attributed,) = [e for e in story["timeline"] if (e.get("failure") or {}).get("failure_id") == "f1"]
-        assert attributed["failure"]["diagnosis"]["raw"] == reply
+        (attributed,) = [e for e in story.timeline if e.failure is not None and e.failure.failure_id == "f1"]
+        assert attributed.failure.reply == reply and attributed.to_dict()["failure"]["diagnosis"]["raw"] == reply
     assert any(e.type == "llm.called" for e in recent_cause_rows(store, RUN, "C1")[0])

@@ -70,8 +70,8 @@ def test_a_whole_round_with_the_heuristic_from_import_diagevo_alone(tmp_path: Pa
         assert diagevo.stats(store, "p").rounds[0]["failures"] == len(LABELS)
         cause = next(iter(diagevo.load_memory(store, "p").causes))
         story = diagevo.why(store, cause, "p")
-        assert story.cause_id == cause and story.timeline[0]["kind"] == "created" and story.more_attributions == 0
-        assert diagevo.why(store, cause, "p", recent=1).timeline[0]["kind"] == "created"
+        assert story.cause_id == cause and story.timeline[0].kind == "created" and story.more_attributions == 0
+        assert diagevo.why(store, cause, "p", recent=1).timeline[0].kind == "created"
         [summary_row] = diagevo.runs(store)
         assert summary_row.run == "p"
         assert run_trainer(store, "p") == "my trainer"

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections.abc import Iterable
+from typing import Any
 
 from alembic import command
 
-from diagevo.catalog import FailureAttributed, FailureRecorded
+from diagevo.catalog import CATALOG, FailureAttributed, FailureRecorded, RoundCommitted
 from diagevo.log import Recorder, open_log, sqlite_path
-from diagevo.log.recorder import Query
+from diagevo.log.recorder import EventRow, Query
 from diagevo.log.schema import HEAD_REVISION, _alembic_config, revision_status, upgrade
-from diagevo.memory.fold import commits
+from diagevo.memory.fold import Row, commits, drafts
 from diagevo.views.caches import refresh
 from diagevo.views.memory import commit_memories
-from diagevo.views.stats import round_stats, scan
+from diagevo.views.stats import RoundStats, round_stats
 from diagevo.views.stories import cause_rows, cause_stories, cause_story
 from tests.conftest import Backend
 from tests.logs import Log
@@ -119,6 +121,17 @@ def test_cause_rows_tell_every_story_as_the_full_log_does(store: Recorder) -> No
     assert len(full) >= 2
     for cause, story in full.items():
         assert cause_story(cause_rows(store, log.run, cause), cause) == story
+
+
+def scan(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
+    """The rows of a run's statistics from its events alone, in one pass with no saved state:
+    the definition :func:`round_stats` must equal."""
+    acc = RoundStats()
+    for draft, (seq, rnd, etype, data, version) in drafts(rows, run):
+        acc.add(EventRow(seq, rnd, etype, dict(data), version))
+        if CATALOG[etype] is RoundCommitted:
+            acc.commit(draft.freeze())
+    return acc.rows()
 
 
 def test_round_stats_equal_the_scan_with_and_without_saved_states(store: Recorder) -> None:

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
-from diagevo.files.written import write_replacing
 from diagevo.log import Recorder
 from diagevo.report.compare import Compared, comparison_page, load_runs
 from diagevo.report.data import RunData, load_run
@@ -14,18 +12,10 @@ from diagevo.report.html import page_html, render
 
 
 def report_html(store: Recorder, run: str, db_url: str, command: Callable[..., str]) -> tuple[RunData, str]:
-    """Read ``run`` and render its report: the data and the page. ``command(*args)`` spells a
-    diagevo command for the report."""
+    """Read ``run`` and render its report: the data and the page (the caller writes it: a file,
+    atomically, or standard output). ``command(*args)`` spells a diagevo command for the report."""
     data = load_run(store, run)
     return data, render(data, db_url, command)
-
-
-def write_report(store: Recorder, run: str, out: Path, db_url: str, command: Callable[..., str]) -> RunData:
-    """:func:`report_html`, written to ``out`` (atomically, through a new temporary file:
-    :func:`diagevo.files.written.replaced`)."""
-    data, page = report_html(store, run, db_url, command)
-    write_replacing(out, page)
-    return data
 
 
 def comparison_html(
@@ -37,13 +27,4 @@ def comparison_html(
     return data, page_html("compare.html", comparison_page(data, db_url, command))
 
 
-def write_comparison(
-    store: Recorder, runs: list[str], out: Path, db_url: str, command: Callable[[str], str]
-) -> Compared:
-    """:func:`comparison_html`, written to ``out`` atomically."""
-    data, page = comparison_html(store, runs, db_url, command)
-    write_replacing(out, page)
-    return data
-
-
-__all__ = ["Compared", "RunData", "comparison_html", "load_run", "report_html", "write_comparison", "write_report"]
+__all__ = ["Compared", "RunData", "comparison_html", "load_run", "report_html"]

@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
+from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated, FailureAttributed, NodesMerged
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.report.data import RunData
 from diagevo.report.page import text
 from diagevo.text.untrusted import shorten
 from diagevo.text.words import plural
+from diagevo.views.stories import Entry
+from diagevo.views.stories import Failure as StoryFailure
 
 EXCERPT = 600  # characters of a trajectory shown in a story
 
@@ -96,18 +98,18 @@ def causes(data: RunData, command: Callable[..., str]) -> Causes:
     rows = []
     for cid, story in data.stories.items():
         marks: dict[int, Counter[str]] = defaultdict(Counter)
-        for entry in story["timeline"]:
-            marks[entry["round"]][entry["kind"]] += 1
+        for entry in story.timeline:
+            marks[entry.round][entry.kind] += 1
         cells = [_cell(data.memories[t], cid, marks.get(t, Counter())) for t in rounds]
-        node = last.causes[cid].node if last is not None and cid in last.causes else story["node"]
+        node = last.causes[cid].node if last is not None and cid in last.causes else story.node
         rows.append(
             CauseRow(
                 id=cid,
                 node=node,
                 node_label=labels.get(node, ""),
                 cells=cells,
-                description=story["description"],
-                story=[_step(entry, labels) for entry in story["timeline"]],
+                description=story.description,
+                story=[_step(entry, labels) for entry in story.timeline],
                 audit=command("memory", "why", cid),
             )
         )
@@ -123,25 +125,25 @@ def _cell(memory: Memory, cid: str, marks: Counter[str]) -> Cell:
     return Cell("A" if cause.active else "M", cause.frequency, symbols, title)
 
 
-def _step(entry: Mapping[str, Any], labels: Mapping[str, str]) -> Step:
+def _step(entry: Entry, labels: Mapping[str, str]) -> Step:
     """An entry of a ``memory why`` timeline as the story shows it."""
-    kind, rnd = entry["kind"], entry["round"]
-    if kind == "created":
-        node = entry["node"]
-        return Step(kind, rnd, _failure(entry.get("failure"), True), node=node, node_label=labels.get(node, ""))
-    if kind == "attributed":
-        return Step(kind, rnd, _failure(entry.get("failure"), False), via=entry["via"], similarity=_similarity(entry))
-    if kind == "promoted":
-        return Step(kind, rnd, acc=f"{entry['acc']:.3f}", n_candidates=entry["n_candidates"])
-    if kind == "reactivated":
-        failure = _failure(entry.get("failure"), True)
-        return Step(kind, rnd, failure, via=entry.get("via") or "?", similarity=_similarity(entry))
-    merged = {f: entry[f] for f in ("absorbed", "survivor", "label")}
-    return Step(kind, rnd, similarity=_similarity(entry), **merged)
+    kind, rnd, a = entry.kind, entry.round, entry.attribution
+    match entry.event:
+        case CauseCreated(node_id=node):
+            return Step(kind, rnd, _failure(entry.failure, True), node=node, node_label=labels.get(node, ""))
+        case FailureAttributed(via=via, similarity=similarity):
+            return Step(kind, rnd, _failure(entry.failure, False), via=via, similarity=_similarity(similarity))
+        case CausePromoted(acc=acc, n_candidates=n):
+            return Step(kind, rnd, acc=f"{acc:.3f}", n_candidates=n)
+        case CauseReactivated():
+            how = _similarity(None if a is None else a.similarity)
+            return Step(kind, rnd, _failure(entry.failure, True), via=(a and a.via) or "?", similarity=how)
+        case NodesMerged(absorbed=absorbed, survivor=survivor, label=label, similarity=similarity):
+            how = _similarity(similarity)
+            return Step(kind, rnd, similarity=how, absorbed=absorbed, survivor=survivor, label=label)
 
 
-def _similarity(entry: Mapping[str, Any]) -> str:
-    s = entry.get("similarity")
+def _similarity(s: float | None) -> str:
     return f", similarity {s:.3f}" if isinstance(s, (int, float)) else ""
 
 
@@ -149,23 +151,22 @@ def _excerpt(text: str) -> str:
     return shorten(text.strip(), EXCERPT)
 
 
-def _failure(f: Mapping[str, Any] | None, full: bool) -> Failure | None:
+def _failure(f: StoryFailure | None, full: bool) -> Failure | None:
     """A failure of a story (``memory why``'s view); with ``full`` its diagnosis and trajectories."""
-    if not f:
+    if f is None:
         return None
-    q = f.get("question") or {}
-    failure = Failure(text(f.get("failure_id")), text(q.get("question_id")) if q else None, text(q.get("mode")))
+    q, d, recorded = f.question, f.diagnosis, f.recorded
+    failure = Failure(text(f.failure_id), None if q is None else text(q.question_id), text(q and q.mode))
     if not full:
         return failure
-    d = f.get("diagnosis") or {}
     return replace(
         failure,
-        text=text(q.get("text")),
-        diagnosis_model=text(d.get("model") or "?"),
-        error_cause=text(d.get("error_cause")),
-        matched_cause=text(d.get("matched_cause")),
-        response=_excerpt(f["response"]) if f.get("response") else None,
-        reference=_excerpt(f["reference"]) if f.get("reference") else None,
+        text=text(q and q.text),
+        diagnosis_model=text(d and d.model or "?"),
+        error_cause=text(d and d.error_cause),
+        matched_cause=text(d and d.matched_cause),
+        response=_excerpt(recorded.response) if recorded and recorded.response else None,
+        reference=_excerpt(recorded.reference) if recorded and recorded.reference else None,
     )
 
 

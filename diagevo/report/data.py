@@ -3,8 +3,9 @@
 One pass over the log collects the round summaries, the bookkeeping (timing, evaluations, the
 checkpoint choice) and the question texts; the per-round statistics are the run's
 (:func:`diagevo.views.stats.round_stats`, what ``memory stats`` prints), the causes' stories
-come from :func:`diagevo.views.stories.cause_stories`, and the memory of every committed round
-from :func:`diagevo.views.memory.load_memory` (snapshot-backed).
+come from :func:`diagevo.views.stories.cause_stories`, the memory of every committed round
+from :func:`diagevo.views.memory.commit_memories` (snapshot-backed), and what ``diagevo runs``
+says of the run (its open round among it) from :func:`diagevo.views.runs.summarise`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from diagevo.curriculum.stats import question_stats
 from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, Row
 from diagevo.memory.state import Memory
-from diagevo.views.memory import commit_memories, load_memory
+from diagevo.views.memory import commit_memories
 from diagevo.views.queries import step_row
 from diagevo.views.runs import RunSummary, summarise
 from diagevo.views.stats import (
@@ -41,7 +42,7 @@ from diagevo.views.stats import (
     number,
     round_stats,
 )
-from diagevo.views.stories import cause_stories
+from diagevo.views.stories import Story, cause_stories
 
 # the round's phases as the paper's Table 6 names its components
 PHASES = {
@@ -109,9 +110,8 @@ class RunData:
     questions: list[QuestionStats]
     about: RunSummary  # what `diagevo runs` says of the run: its trainer, tags, notes, fork
     memories: dict[int, Memory] = field(default_factory=dict)  # M_t of every committed round
-    stories: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stories: dict[str, Story] = field(default_factory=dict)
     selected: Selection | None = None
-    open_round: int | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)  # round, role, step, global_step, TRL's fields
 
     @property
@@ -192,7 +192,6 @@ def load_run(store: Recorder, run: str) -> RunData:
     named = [m for m in metric_columns(stats) if not is_family_detail(m) and m not in _ALWAYS]
     rounds = filled(stats, [*_ALWAYS, *named])
     memories = {m.committed: m for m in commit_memories(store, run)}  # one pass over the snapshots
-    latest = load_memory(store, run)
     return RunData(
         run=run,
         config=found.config,
@@ -207,7 +206,6 @@ def load_run(store: Recorder, run: str) -> RunData:
         memories=memories,
         stories=cause_stories(found.rows),
         selected=found.selected,
-        open_round=latest.open_round,
         about=summarise(store, run),
         steps=found.step_rows,
     )
@@ -234,13 +232,8 @@ def _questions(texts: dict[int, dict[str, list[str]]]) -> list[QuestionStats]:
     rows = []
     for t in sorted(texts):
         by_mode = texts[t]
-        for mode in ("free", "targeted", "stitched"):
-            if by_mode.get(mode):
-                rows.append(_qstats(t, mode, by_mode[mode]))
-        rows.append(_qstats(t, "all", [q for m in by_mode.values() for q in m]))
+        modes = [(mode, by_mode[mode]) for mode in ("free", "targeted", "stitched") if by_mode.get(mode)]
+        for mode, asked in [*modes, ("all", [q for m in by_mode.values() for q in m])]:
+            s = question_stats(asked)
+            rows.append(QuestionStats(t, mode, int(s["n"]), s["mean_words"], s["distinct_2"]))
     return rows
-
-
-def _qstats(t: int, mode: str, texts: list[str]) -> QuestionStats:
-    s = question_stats(texts)
-    return QuestionStats(t, mode, int(s["n"]), s["mean_words"], s["distinct_2"])

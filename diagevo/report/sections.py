@@ -141,7 +141,7 @@ def header(data: RunData, db_url: str) -> Header:
     return Header(
         run=data.run,
         committed=plural(len(data.committed), "committed round"),
-        open_note=f"; round {data.open_round} is in progress" if data.open_round else "",
+        open_note=f"; round {data.about.open_round} is in progress" if data.about.open_round else "",
         driver=f"{trainer} (backend {backend})" if trainer == OUR_TRAINER and backend else trainer,
         seed=data.seed,
         db_url=db_url,
@@ -294,7 +294,7 @@ def audits(data: RunData, command: Command) -> list[Audit]:
     t = data.committed[-1] if data.committed else 0
     # the cause with the most eventful story (promotions, reactivations, merges) as the example
     some_cause = max(
-        data.stories, key=lambda c: sum(e["kind"] != "attributed" for e in data.stories[c]["timeline"]), default="C1"
+        data.stories, key=lambda c: len(data.stories[c].timeline) - data.stories[c].attributions(), default="C1"
     )
     rows: list[tuple[str, tuple[str, ...]]] = [
         ("rebuild a round's memory from the log", ("memory", "replay", "--round", str(t))),

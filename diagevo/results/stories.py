@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from diagevo.results import JsonRow
+if TYPE_CHECKING:  # the story's types are the view's, below this layer only for the type checker
+    from diagevo.views.stories import Entry, Story
 
 
 @dataclass(frozen=True)
@@ -15,20 +16,25 @@ class CauseStory:
     ``attributions`` counts them all, ``more_attributions`` those left out of ``timeline``."""
 
     run: str
-    cause_id: str
-    story: JsonRow  # the cause's fields as the log holds them, ``timeline`` included
+    story: Story
     attributions: int
-    more_attributions: int
 
     @property
-    def timeline(self) -> list[JsonRow]:
-        entries = self.story.get("timeline")
-        return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    def cause_id(self) -> str:
+        return self.story.cause_id
+
+    @property
+    def timeline(self) -> list[Entry]:
+        return self.story.timeline
+
+    @property
+    def more_attributions(self) -> int:
+        return max(0, self.attributions - self.story.attributions())
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "run": self.run,
-            **self.story,
+            **self.story.to_dict(),
             "attributions": self.attributions,
             "more_attributions": self.more_attributions,
         }

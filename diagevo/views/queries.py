@@ -19,7 +19,7 @@ from diagevo.text.words import did_you_mean
 from diagevo.views.configs import recovery
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import MEMORY_COLUMNS, accumulate, metric_columns, round_stats
-from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_story
+from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_cause_rows
 from diagevo.views.typed import last_event, of_type, typed
 
 if TYPE_CHECKING:  # each view imports its result's module when it runs: a command loads its own
@@ -73,14 +73,13 @@ def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | No
 
     run_id = resolve_run(store, run)
     try:
-        if recent is not None:
-            story, total, more = recent_story(store, run_id, cause, recent)
-            return CauseStory(run_id, cause, story, total, more)
-        story = cause_story(cause_rows(store, run_id, cause), cause)
+        if recent is None:
+            story = cause_story(cause_rows(store, run_id, cause), cause)
+            return CauseStory(run_id, story, story.attributions())
+        rows, total = recent_cause_rows(store, run_id, cause, recent)
+        return CauseStory(run_id, cause_story(rows, cause), total)
     except UnknownCause:
         raise unknown_cause(store, run_id, cause) from None
-    count = sum(e["kind"] == "attributed" for e in story["timeline"])
-    return CauseStory(run_id, cause, story, count, 0)
 
 
 def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:

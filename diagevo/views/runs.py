@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from diagevo.catalog import (
     MILESTONES,
@@ -36,8 +36,6 @@ from diagevo.log import EventRow, Recorder
 from diagevo.log.recorder import UnreadableEvent
 from diagevo.results import Json
 from diagevo.views.typed import last_event, of_type
-
-E = TypeVar("E", bound=Event)
 
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunForked, RunTagged, RunNoted)
 

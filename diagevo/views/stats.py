@@ -18,10 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from diagevo.catalog import CATALOG, EvalRecorded, Event, RoundCommitted
+from diagevo.catalog import CATALOG, EvalRecorded, RoundCommitted
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
-from diagevo.memory.fold import Row, drafts
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.memory import commit_memories
@@ -82,26 +81,6 @@ def commit_figures(ev: RoundCommitted) -> dict[str, float]:
     return {k: float(v) for k, v in figures.items() if number(v) is not None and k.startswith(_SUMMARY_METRICS)}
 
 
-def memory_sizes(mem: Memory) -> dict[str, Any]:
-    """A committed memory's sizes and schedule: the memory columns of its row."""
-    s = schedule(mem)
-    return {
-        "round": mem.committed,
-        "active": len(mem.active()),
-        "mastered": len(mem.mastered()),
-        "nodes": len(mem.nodes),
-        "F": s.F,
-        "epsilon_next": s.epsilon,
-    }
-
-
-def counted_column(event: Event) -> str | None:
-    """The column ``event`` counts under (None: not counted)."""
-    if event.counted_if is not None and not getattr(event, event.counted_if):
-        return None
-    return event.counted
-
-
 def count_rounds(rows: Iterable[EventRow]) -> dict[int, dict[str, int]]:
     """Per round, the counted columns of these rows (each column present, 0 where none)."""
     acc = RoundStats()
@@ -128,9 +107,8 @@ class RoundStats:
         self.seq = seq
         counts = self.counts.setdefault(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
         cls = CATALOG[etype]  # the event itself is built where its column depends on it, and for these two
-        column = cls.counted if cls.counted_if is None else counted_column(row.event)
-        if column is not None:
-            counts[column] += 1
+        if cls.counted is not None and (cls.counted_if is None or getattr(row.event, cls.counted_if)):
+            counts[cls.counted] += 1
         if cls is EvalRecorded:
             said = evaluation(rnd, typed(EvalRecorded, row))
             metrics = self.metrics.setdefault(rnd, {})
@@ -145,7 +123,16 @@ class RoundStats:
                 metrics.setdefault(_metric_name(k), v)
 
     def commit(self, mem: Memory) -> None:
-        self.sizes[mem.committed] = memory_sizes(mem)
+        """The memory columns of a committed memory's row: its sizes and schedule."""
+        s = schedule(mem)
+        self.sizes[mem.committed] = {
+            "round": mem.committed,
+            "active": len(mem.active()),
+            "mastered": len(mem.mastered()),
+            "nodes": len(mem.nodes),
+            "F": s.F,
+            "epsilon_next": s.epsilon,
+        }
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per committed round: the fixed columns, then its metrics by name."""
@@ -206,17 +193,6 @@ def is_family_detail(name: str) -> bool:
 def number(value: Any) -> Any:
     """A number from the log, or None (a missing or other value: a boolean is no number)."""
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def scan(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
-    """The rows of a run's statistics from its events alone, in one pass with no saved state:
-    the definition :func:`round_stats` must equal."""
-    acc = RoundStats()
-    for draft, (seq, rnd, etype, data, version) in drafts(rows, run):
-        acc.add(EventRow(seq, rnd, etype, dict(data), version))
-        if CATALOG[etype] is RoundCommitted:
-            acc.commit(draft.freeze())
-    return acc.rows()
 
 
 def accumulate(store: Recorder, run: str, *, cached: bool = True, upto_seq: int | None = None) -> RoundStats:

@@ -3,6 +3,8 @@ trajectories and the diagnostician's reply), attributions, promotions (acc, n), 
 (which failure, its question and generation mode, recurrence or dedup, similarity) and the
 merges of its node.
 
+A story is typed: its entries are the cause's events as read from the log, each with the
+failure it names (:class:`Failure`, its events); ``to_dict()`` is ``memory why --json``.
 :func:`cause_rows` reads only the events a story needs (indexed reads: the cause's own events,
 its failures with their diagnoses, their questions, the node merges); :func:`cause_stories`
 folds events into stories, one pass, the merge rule taken from the fold
@@ -12,7 +14,8 @@ folds events into stories, one pass, the merge rule taken from the fold
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from diagevo.catalog import (
     EVENT_CLASSES,
@@ -32,30 +35,131 @@ from diagevo.log import Recorder
 from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, Row
 
+Told: TypeAlias = CauseCreated | FailureAttributed | CausePromoted | CauseReactivated | NodesMerged
+"""The events a story has an entry for."""
 
-def _question_view(
-    qid: str | None, asked: QuestionGenerated | None, scored: QuestionScored | None
-) -> dict[str, Any] | None:
-    if asked is None and scored is None:
-        return None
-    view = {
-        "question_id": qid,
-        "mode": None if asked is None else asked.mode,
-        "active_cause": None if asked is None else asked.active_cause,
-        "mastered_cause": None if asked is None else asked.mastered_cause,
-        "text": None if asked is None else asked.text,
-    }
-    if scored is None:
-        return view
-    # how sure the pseudo-label was (Eq. 3's votes), when the log holds the question's score
-    return view | {"pseudo_label": scored.pseudo_label, "p1": scored.p1, "p2": scored.p2, "n": scored.n}
+KINDS: dict[type[Event], str] = {
+    CauseCreated: "created",
+    FailureAttributed: "attributed",
+    CausePromoted: "promoted",
+    CauseReactivated: "reactivated",
+    NodesMerged: "node_merged",
+}
+"""An entry's ``kind`` in ``memory why --json``, by its event's class."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A failure's question: as generated, and how sure its pseudo-label was (Eq. 3's votes)
+    when the log holds its score."""
+
+    question_id: str
+    generated: QuestionGenerated | None
+    scored: QuestionScored | None
+
+    @property
+    def mode(self) -> str | None:
+        return None if self.generated is None else self.generated.mode
+
+    @property
+    def text(self) -> str | None:
+        return None if self.generated is None else self.generated.text
+
+    def to_dict(self) -> dict[str, Any]:
+        g, s = self.generated, self.scored
+        view = {
+            "question_id": self.question_id,
+            "mode": self.mode,
+            "active_cause": None if g is None else g.active_cause,
+            "mastered_cause": None if g is None else g.mastered_cause,
+            "text": self.text,
+        }
+        return view if s is None else view | {"pseudo_label": s.pseudo_label, "p1": s.p1, "p2": s.p2, "n": s.n}
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A failure an entry names: as recorded, its question, its diagnosis and Prompt 1's reply
+    (the diagnosis's own, or that of the ``llm.called`` it names: the reply stored once)."""
+
+    failure_id: str
+    recorded: FailureRecorded | None
+    question: Question | None
+    diagnosis: FailureDiagnosed | None
+    reply: str
+
+    def to_dict(self) -> dict[str, Any]:
+        f, d = self.recorded, self.diagnosis
+        return {
+            "failure_id": self.failure_id,
+            "question": None if self.question is None else self.question.to_dict(),
+            "response": None if f is None else f.response,
+            "reference": None if f is None else f.reference,
+            "diagnosis": None
+            if d is None
+            else {"matched_cause": d.matched_cause, "error_cause": d.error_cause, "model": d.model, "raw": self.reply},
+        }
+
+
+@dataclass(slots=True)
+class Entry:
+    """An entry of a story: an event of the cause or a merge of its node, where the log holds
+    it, with the failure it names. ``attribution`` says how that failure came to the cause: an
+    attribution's own event, or the one that explains a reactivation (once read);
+    ``from_node``: the node a merge moved the cause from."""
+
+    seq: int
+    round: int
+    event: Told
+    failure: Failure | None = None
+    attribution: FailureAttributed | None = None
+    from_node: str = ""
+
+    @property
+    def kind(self) -> str:
+        return KINDS[type(self.event)]
+
+    def to_dict(self) -> dict[str, Any]:
+        head: dict[str, Any] = {"seq": self.seq, "round": self.round, "kind": self.kind}
+        failure = None if self.failure is None else self.failure.to_dict()
+        a = self.attribution
+        match self.event:
+            case CauseCreated(node_id=node, description=description):
+                return head | {"node": node, "description": description, "failure": failure}
+            case FailureAttributed() | CauseReactivated():
+                how = {"via": None, "similarity": None} if a is None else {"via": a.via, "similarity": a.similarity}
+                return head | how | {"failure": failure}
+            case CausePromoted(acc=acc, n_candidates=n):
+                return head | {"acc": acc, "n_candidates": n}
+            case NodesMerged(survivor=survivor, absorbed=absorbed, label=label, similarity=similarity):
+                merged = {"survivor": survivor, "absorbed": absorbed, "label": label, "similarity": similarity}
+                return head | {"from_node": self.from_node} | merged
+
+
+@dataclass(slots=True)
+class Story:
+    """A cause's story: its description, the node it is under now (merges move it) and its
+    entries, oldest first."""
+
+    cause_id: str
+    description: str
+    node: str
+    timeline: list[Entry]
+
+    def attributions(self) -> int:
+        """How many attributions the timeline shows."""
+        return sum(isinstance(e.event, FailureAttributed) for e in self.timeline)
+
+    def to_dict(self) -> dict[str, Any]:
+        timeline = [e.to_dict() for e in self.timeline]
+        return {"cause": self.cause_id, "description": self.description, "node": self.node, "timeline": timeline}
 
 
 class UnknownCause(InvariantError):
     """A story asked of a cause the run never created."""
 
 
-def cause_story(rows: Iterable[Row], cause_id: str) -> dict[str, Any]:
+def cause_story(rows: Iterable[Row], cause_id: str) -> Story:
     """Everything the log says about one cause, oldest first: its creation (failure, question,
     diagnosis), attributions, promotions, reactivations (with the failure's question and its
     generation mode, recurrence or dedup, similarity) and the merges of its node."""
@@ -76,30 +180,25 @@ class _StoryTeller:
         self.scores: dict[str, QuestionScored] = {}
         self.failures: dict[str, FailureRecorded] = {}
         self.diagnoses: dict[str, FailureDiagnosed] = {}
-        self.stories: dict[str, dict[str, Any]] = {}
-        self.pending: dict[tuple[str, str], dict[str, Any]] = {}  # (cause, failure) -> reactivation entry
+        self.stories: dict[str, Story] = {}
+        self.pending: dict[tuple[str, str], Entry] = {}  # (cause, failure) -> reactivation entry
         self.replies: dict[tuple[str, int], str] = {}  # (failure, attempt) -> Prompt 1's reply
 
-    def failure_view(self, fid: str | None) -> dict[str, Any] | None:
+    def failure(self, fid: str | None) -> Failure | None:
         if fid is None:
             return None
         f, d = self.failures.get(fid), self.diagnoses.get(fid)
-        qid = None if f is None else f.question_id
-        diagnosis = None
-        if d is not None:
-            raw = d.raw
-            if not raw and d.call is not None:  # the reply, stored once
-                raw = self.replies.get((fid, d.call), "")
-            diagnosis = {"matched_cause": d.matched_cause, "error_cause": d.error_cause, "model": d.model, "raw": raw}
-        return {
-            "failure_id": fid,
-            "question": None if qid is None else _question_view(qid, self.questions.get(qid), self.scores.get(qid)),
-            "response": None if f is None else f.response,
-            "reference": None if f is None else f.reference,
-            "diagnosis": diagnosis,
-        }
+        question = None
+        if f is not None:
+            asked, scored = self.questions.get(f.question_id), self.scores.get(f.question_id)
+            if asked is not None or scored is not None:
+                question = Question(f.question_id, asked, scored)
+        reply = "" if d is None else d.raw
+        if d is not None and not reply and d.call is not None:  # the reply, stored once
+            reply = self.replies.get((fid, d.call), "")
+        return Failure(fid, f, question, d, reply)
 
-    def tell(self, base: dict[str, Any], event: Event) -> None:
+    def tell(self, seq: int, rnd: int, event: Event) -> None:
         """What ``event`` tells: an entry shows a question, its votes, a failure, its diagnosis, a
         Prompt 1 reply (of the ``llm.called`` naming ``failure_id``); the others are entries."""
         match event:
@@ -114,88 +213,42 @@ class _StoryTeller:
             case LLMCalled(stage="extract", failure_id=str(fid)):
                 self.replies[(fid, event.attempt or 0)] = event.raw
             case NodesMerged():
-                self.merge_nodes(base, event)
-            case CauseCreated():
-                self.create(base, event)
-            case FailureAttributed():
-                self.attribute(base, event)
-            case CausePromoted():
-                self.promote(base, event)
-            case CauseReactivated():
-                self.reactivate(base, event)
+                self.merge_nodes(seq, rnd, event)
+            case CauseCreated(cause_id=cid) if self.cause_ids is None or cid in self.cause_ids:
+                entry = Entry(seq, rnd, event, self.failure(event.failure_id))
+                self.stories[cid] = Story(cid, event.description, event.node_id, [entry])
+            case FailureAttributed(cause_id=cid, failure_id=fid) if cid in self.stories:
+                react = self.pending.pop((cid, fid), None)
+                if react is not None:  # the reactivation is explained by this attribution
+                    react.attribution = event
+                self.stories[cid].timeline.append(Entry(seq, rnd, event, self.failure(fid), event))
+            case CausePromoted(cause_id=cid) if cid in self.stories:
+                self.stories[cid].timeline.append(Entry(seq, rnd, event))
+            case CauseReactivated(cause_id=cid, failure_id=fid) if cid in self.stories:
+                self.pending[(cid, fid)] = entry = Entry(seq, rnd, event, self.failure(fid))
+                self.stories[cid].timeline.append(entry)
 
-    def promote(self, base: dict[str, Any], promoted: CausePromoted) -> None:
-        if promoted.cause_id in self.stories:
-            entry = {**base, "kind": "promoted", "acc": promoted.acc, "n_candidates": promoted.n_candidates}
-            self.stories[promoted.cause_id]["timeline"].append(entry)
-
-    def reactivate(self, base: dict[str, Any], reactivated: CauseReactivated) -> None:
-        cid, fid = reactivated.cause_id, reactivated.failure_id
-        if cid in self.stories:
-            entry = {**base, "kind": "reactivated", "via": None, "similarity": None, "failure": self.failure_view(fid)}
-            self.pending[(cid, fid)] = entry
-            self.stories[cid]["timeline"].append(entry)
-
-    def merge_nodes(self, base: dict[str, Any], merge: NodesMerged) -> None:
+    def merge_nodes(self, seq: int, rnd: int, merge: NodesMerged) -> None:
         """A node merge in the timeline of every story of a cause under either node, in order of
         creation; the cause moves as the fold moves it (:meth:`NodesMerged.reparent`)."""
         for story in self.stories.values():
-            if story["node"] in (merge.survivor, merge.absorbed):
-                story["timeline"].append(
-                    {
-                        **base,
-                        "kind": "node_merged",
-                        "from_node": story["node"],
-                        "survivor": merge.survivor,
-                        "absorbed": merge.absorbed,
-                        "label": merge.label,
-                        "similarity": merge.similarity,
-                    }
-                )
-                story["node"] = merge.reparent(story["node"])
-
-    def create(self, base: dict[str, Any], created: CauseCreated) -> None:
-        cid, node, description = created.cause_id, created.node_id, created.description
-        if self.cause_ids is not None and cid not in self.cause_ids:
-            return
-        self.stories[cid] = {"cause": cid, "description": description, "node": node, "timeline": []}
-        entry = {**base, "kind": "created", "node": node, "description": description}
-        self.stories[cid]["timeline"].append({**entry, "failure": self.failure_view(created.failure_id)})
-
-    def attribute(self, base: dict[str, Any], attributed: FailureAttributed) -> None:
-        cid, fid, via, similarity = attributed.cause_id, attributed.failure_id, attributed.via, attributed.similarity
-        if cid not in self.stories:
-            return
-        entry = {**base, "kind": "attributed", "via": via, "similarity": similarity}
-        react = self.pending.pop((cid, fid), None)
-        if react is not None:  # the reactivation is explained by this attribution
-            react.update(via=via, similarity=similarity)
-        self.stories[cid]["timeline"].append({**entry, "failure": self.failure_view(fid)})
+            if story.node in (merge.survivor, merge.absorbed):
+                story.timeline.append(Entry(seq, rnd, merge, from_node=story.node))
+                story.node = merge.reparent(story.node)
 
 
-_TOLD = (
-    QuestionGenerated,
-    QuestionScored,
-    FailureRecorded,
-    FailureDiagnosed,
-    LLMCalled,
-    NodesMerged,
-    CauseCreated,
-    FailureAttributed,
-    CausePromoted,
-    CauseReactivated,
-)
-_READERS = {cls.name: cls.reader for cls in _TOLD}  # what a story reads, by type: bound once
+_SHOWN: tuple[type[Event], ...] = (QuestionGenerated, QuestionScored, FailureRecorded, FailureDiagnosed, LLMCalled)
+_READERS = {cls.name: cls.reader for cls in (*_SHOWN, *KINDS)}  # what a story reads, by type: bound once
 
 
-def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
+def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, Story]:
     """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log, by
     cause id in order of creation."""
     teller, readers = _StoryTeller(cause_ids), _READERS  # bound once: a hot cause has many rows
     for seq, rnd, etype, d, version in rows:
         read = readers.get(etype)
         if read is not None:
-            teller.tell({"seq": seq, "round": rnd}, read(d, version))
+            teller.tell(seq, rnd, read(d, version))
     return teller.stories
 
 
@@ -247,13 +300,3 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     attributions = store.rows(run, keys={"failure_id": reactivated}, types=(FailureAttributed,))
     explaining = [row for row in attributions if isinstance(e := row.event, FailureAttributed) and e.cause_id == cause]
     return _evidence(store, run, [*head, *latest, *explaining]), total
-
-
-def recent_story(store: Recorder, run: str, cause: str, recent: int = RECENT) -> tuple[dict[str, Any], int, int]:
-    """A cause's story (``diagevo memory why``) with its head (creation, promotions,
-    reactivations, merges) whole and only the ``recent`` newest attributions; with how many
-    attributions there are in all and how many are left out."""
-    rows, total = recent_cause_rows(store, run, cause, recent)
-    story = cause_story(rows, cause)
-    shown = sum(e["kind"] == "attributed" for e in story["timeline"])
-    return story, total, max(0, total - shown)

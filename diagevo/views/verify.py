@@ -31,12 +31,12 @@ def verify_run(store: Recorder, run: str) -> list[str]:
     (``Recorder.verify_chain``), every invariant of the memory over the full
     log, snapshots equal to the fold, the stats equal to the log, no saved state the log does
     not vouch for."""
-    return _verify(store, run)[0]
+    return verdict(store, run).problems
 
 
-def _verify(store: Recorder, run: str) -> tuple[list[str], Call | None]:
-    """:func:`verify_run`'s lines, and the fork past the first event the fold or a rule refuses
-    (None: no such event, or no round before it)."""
+def verdict(store: Recorder, run: str) -> Verdict:
+    """:func:`verify_run` of ``run``, with its head (seq and hash) and the fork past the first
+    event the fold or a rule refuses (None: no such event, or no round before it)."""
     problems = list(store.verify_chain(run))
     folded: dict[int, dict] = {}
     back: Call | None = None
@@ -66,7 +66,8 @@ def _verify(store: Recorder, run: str) -> tuple[list[str], Call | None]:
             fresh = stats.accumulate(store, run, cached=False, upto_seq=saved[0].seq)
             if cached.to_json() != fresh.to_json():
                 problems.append("the saved statistics differ from the log (a cache: `memory stats` would show them)")
-    return problems + verify_anchors(store, run), back
+    seq, hash_ = store.head(run)
+    return Verdict(run, problems + verify_anchors(store, run), {"seq": seq, "hash": hash_} if seq else None, back)
 
 
 def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Call | None]:
@@ -166,10 +167,3 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "ok": self.ok, "problems": self.problems, "last": self.last}
-
-
-def verdict(store: Recorder, run: str) -> Verdict:
-    """:func:`verify_run` of ``run``, with its head (seq and hash)."""
-    problems, back = _verify(store, run)
-    seq, hash_ = store.head(run)
-    return Verdict(run, problems, {"seq": seq, "hash": hash_} if seq else None, back)
