@@ -148,10 +148,6 @@ def diagnose(
     config: ConfigOpt = None,
     diagnostician: DiagnosticianOpt = "llm",
 ) -> None:
-    """Diagnose failures from any trainer (FAILURES.jsonl, or verl's rollout dump with --from-verl):
-    Prompts 1-4, appended to the run's event log. In a round opened with 'round start' the failures
-    are recorded first (each of a retained question).
-    (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
     )
@@ -257,7 +253,6 @@ def reindex(
     config: ConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """Rebuild the vector index (LanceDB) of a run from its event log."""
     require("index", "memory reindex", "lancedb", "pyarrow")
     cfg = _diagnosis_config(config, embedder=embedder, embed_model=embed_model)
     emb = embedder_for(cfg)

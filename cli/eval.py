@@ -233,7 +233,6 @@ def eval_command(
     db: DbOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """Benchmark accuracy (greedy pass@1; mean@k for AMC and AIME) of a model or of a run's checkpoints."""
     _check_targets(model, run, bench, select)
     cfg = _eval_config(limit, samples, max_new_tokens, batch_size, seed)
     benches = load_benches(bench or [], field or [], limit)

@@ -15,7 +15,7 @@ from diagevo.cli.safe import text
 from diagevo.dataset import export_dataset
 from diagevo.verl import export_round
 
-export_app = typer.Typer(no_args_is_help=True, help="A run as files others can load without diagevo.")
+export_app = typer.Typer(no_args_is_help=True)
 
 
 @export_app.command()

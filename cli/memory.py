@@ -83,7 +83,6 @@ def replay(
     run: RunOpt = None,
     output: Output = Output(),
 ) -> None:
-    """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), at_round)
     if output.as_json:
@@ -94,7 +93,6 @@ def replay(
 
 @output_options()
 def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> None:
-    """The memory after the run's last event (an unfinished round included)."""
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
     if output.as_json:
@@ -133,8 +131,6 @@ def why(
     ] = False,
     output: Output = Output(),
 ) -> None:
-    """The story of one cause: creation, promotions, reactivations, merges and its most recent
-    attributions (every one with --all or --json)."""
     with open_store(db, readonly=True) as store:
         story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT).to_dict()
         # said while the store is open: an entry a raw row made unreadable (an ``acc`` that is a
@@ -241,9 +237,6 @@ def events(
     until_round: UntilOpt = None,
     output: Output = Output(),
 ) -> None:
-    """List events, filtered (every filter is an indexed read). With --follow, every event of the
-    run from its first (filtered) and then each new one as another process appends it, a line
-    each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
     if output.as_json and jsonl:
@@ -333,7 +326,6 @@ def ingest(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
     from diagevo.interchange import as_run, ingest_events, parse_lines
 
     input_file(file)
@@ -373,7 +365,6 @@ def export(
     run: RunOpt = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout ('-': stdout).")] = None,
 ) -> None:
-    """Write the run's log as JSONL (with seq, recorded_at, hash)."""
     from diagevo.interchange import export_lines
 
     with open_store(db, readonly=True) as store:
@@ -397,8 +388,6 @@ def verify(
     all_runs: Annotated[bool, typer.Option("--all", help="Every run of the database.")] = False,
     output: Output = Output(),
 ) -> None:
-    """Check the hash chain, the texts against their keys, the invariants, and that the saved
-    views (snapshots, the statistics) equal the log and reach no further than it."""
     from diagevo.views.verify import verdict
 
     if all_runs and run is not None:

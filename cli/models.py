@@ -18,9 +18,7 @@ from diagevo.train.hf.pretrained import SMOLLM2, FormatWarmUp, build
 from diagevo.train.hf.tiny import TinySpec, build_tiny
 from diagevo.train.mini.build import MiniSpec, build_mini
 
-models_app = typer.Typer(
-    no_args_is_help=True, help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI)."
-)
+models_app = typer.Typer(no_args_is_help=True)
 
 
 @models_app.command("tiny")
@@ -152,9 +150,6 @@ def gpu_check(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """One round of the real loop on a CUDA GPU: seconds and peak memory per phase, tokens/s,
-    completions per step; fails if a policy did not change, verify fails, or a process built more
-    than one vLLM engine."""
     with progress_for(console, enabled=not json) as tick:
         report = run_check(model, out, overrides=list(set_ or []), progress=tick)
     if json:

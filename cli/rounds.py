@@ -27,7 +27,7 @@ from diagevo.train.config import load_config
 from diagevo.verl import generated_candidates
 from diagevo.views.memory import resolve_run
 
-round_app = typer.Typer(no_args_is_help=True, help="Drive one round of the memory from another trainer.")
+round_app = typer.Typer(no_args_is_help=True)
 
 RoundOpt = Annotated[int | None, typer.Option("--round", min=1, help="Round (default: the run's open round).")]
 

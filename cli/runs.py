@@ -17,10 +17,7 @@ from diagevo.views.memory import resolve_run
 from diagevo.views.runs import RunSummary
 from diagevo.views.runs import runs as summaries
 
-runs_app = typer.Typer(
-    help="The runs of a database: status, rounds, origin, config; tag and note them.",
-    invoke_without_command=True,
-)
+runs_app = typer.Typer(invoke_without_command=True)
 
 STATUS_STYLE = {
     "complete": "green",

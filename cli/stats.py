@@ -122,10 +122,6 @@ def stats(
     ] = False,
     output: Output = Output(),
 ) -> None:
-    """One row per committed round: the memory, what the round did, and every metric the run
-    recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run).
-    With --follow, a line per round as another process commits it (a JSON line with --json).
-    With --steps, one row per GRPO step of the hf backend (x = the role's global step)."""
     if steps:
         if output.file is not None:
             raise CLIError("--steps goes without -o (memory stats --steps --json has the rows)")
@@ -259,7 +255,6 @@ def plot(
     run: RunOpt = None,
     output: Output = Output(),
 ) -> None:
-    """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an SVG image with -o."""
     suffix = output.file.suffix.lower() if output.file is not None else ""
     if output.file is not None and suffix not in (".svg", ".csv"):
         raise CLIError(f"{output.file}: write a .svg figure (no PNG: a browser converts the SVG) or the series as .csv")

@@ -193,7 +193,6 @@ def train(
     json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: the plan as JSON.")] = False,
     report_to: ReportToOpt = None,
 ) -> None:
-    """Run the co-evolution loop (CPU simulator by default)."""
     if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
         raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
     # --rounds says where to stop, not how a round runs (stored as train.rounds, the target,
@@ -340,10 +339,6 @@ def ablate(
     json: JsonOpt = False,
     set_: SetOpt = None,
 ) -> None:
-    """Table 2 and Table 4 variants on the simulator, with each world property on and off; on the hf
-    backend (the mini world) full DiagEvo, no memory and frozen challenger by default, in the
-    configured world. Each (world, variant, seed) is a run of the log: run the command again and
-    finished runs are skipped, a stopped one resumed."""
     path = config or default_config()
     sim = load_config(path, list(set_ or [])).train.backend == "sim"  # a bad config is refused before anything
     picked_v = variants or list(VARIANTS if sim else MINI_ARMS)
