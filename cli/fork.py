@@ -21,6 +21,7 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.safe import text
 from diagevo.fork import diff_runs, fork_run
+from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
 from diagevo.text.words import plural, times
 
 
@@ -35,8 +36,6 @@ def fork(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
-
     with open_store(db) as store:
         done = fork_run(store, run, at_round, to, list(set_ or [])).to_dict()
         saved = stored_config(store, to)

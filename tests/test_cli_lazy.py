@@ -45,4 +45,4 @@ def test_help_imports_no_command_and_a_command_its_own_modules(tmp_path: Path) -
     assert loaded("memory", "--help") == shared
     stats = loaded("memory", "stats", "--db", f"sqlite:///{tmp_path / 'x.db'}")  # no such database: its error
     helpers = {"diagevo.cli.fixes", "diagevo.cli.tables", "diagevo.cli.progress"}
-    assert stats - shared - helpers == {"diagevo.cli.memory", "diagevo.cli.stats"}
+    assert stats - shared - helpers == {"diagevo.cli.follow", "diagevo.cli.stats"}
