@@ -20,7 +20,6 @@ from rich.table import Table
 
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
 from diagevo.cli.eval import _resumable
-from diagevo.cli.failures import read_failures
 from diagevo.cli.safe import text
 from diagevo.diagnosis.pipeline import diagnose as diagnose_round
 from diagevo.diagnosis.pipeline import failures_from_records
@@ -28,7 +27,8 @@ from diagevo.diagnosis.tools import check_endpoints, diagnosis_config, diagnosti
 from diagevo.errors import require
 from diagevo.log import Recorder
 from diagevo.rounds import Round, round_state
-from diagevo.text.parsing import input_file
+from diagevo.text.formats import FailureLine, read_lines
+from diagevo.text.parsing import file_lines, input_file, quoted
 from diagevo.text.urls import resolve_db_url
 from diagevo.text.words import did_you_mean
 from diagevo.train.config import load_config
@@ -187,6 +187,28 @@ def _failures(store: Recorder, rnd: Any, failures_file: Path | None, from_verl: 
 
     assert failures_file is not None  # _check_arguments: one of the two
     return [line.model_dump() for line in read_failures(failures_file, set(rnd.memory().causes))]
+
+
+def read_failures(path: Path, known_cause_ids: set[str]) -> list[FailureLine]:
+    """FAILURES.jsonl, every line validated (:class:`~diagevo.text.formats.FailureLine`); the first
+    problem is ``line N: ...``."""
+    out: list[FailureLine] = []
+    seen: dict[str, int] = {}
+    for n, _, item in read_lines(file_lines(path), FailureLine):
+        if item.failure_id in seen:
+            raise CLIError(
+                f"line {n}: failure_id {quoted(item.failure_id)} already appears on line {seen[item.failure_id]}"
+            )
+        seen[item.failure_id] = n
+        unknown = [c for c in item.known_causes if c not in known_cause_ids]
+        if unknown:
+            raise CLIError(f"line {n}: known_causes names {quoted(unknown[0])}, which is not a cause of this run")
+        if len(set(item.known_causes)) != len(item.known_causes):
+            raise CLIError(f"line {n}: known_causes repeats a cause")
+        out.append(item)
+    if not out:
+        raise CLIError(f"{path} holds no failures")
+    return out
 
 
 def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path | None, from_verl: Path | None) -> None:
