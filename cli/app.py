@@ -245,7 +245,6 @@ def _show_version(value: bool) -> None:
 app = typer.Typer(
     cls=_Root,
     name="diagevo",
-    help="DiagEvo: diagnosis-guided self-play around an event-sourced error-cause memory.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,

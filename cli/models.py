@@ -20,10 +20,12 @@ from diagevo.train.mini.build import MiniSpec, build_mini
 
 models_app = typer.Typer(no_args_is_help=True)
 
+PairOpt = Annotated[Path, typer.Option("--out", help="Directory to write (challenger/, solver/, heldout.jsonl).")]
+
 
 @models_app.command("tiny")
 def tiny(
-    out: Annotated[Path, typer.Option("--out", help="Directory to write (challenger/, solver/, heldout.jsonl).")],
+    out: PairOpt,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Supervised warm-up steps.")] = 300,
     hidden: Annotated[int, typer.Option("--hidden", min=8, help="Hidden size (a multiple of 4).")] = 64,
     layers: Annotated[int, typer.Option("--layers", min=1, help="Decoder layers.")] = 2,
@@ -47,7 +49,7 @@ def tiny(
 
 @models_app.command("mini")
 def mini(
-    out: Annotated[Path, typer.Option("--out", help="Directory to write (challenger/, solver/, heldout.jsonl).")],
+    out: PairOpt,
     steps: Annotated[
         int | None, typer.Option("--steps", min=1, help="Warm-up steps, every 4th a challenger step (default: 1,600).")
     ] = None,
