@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
 from diagevo.cli.eval import _resumable
+from diagevo.cli.progress import RichBars, bar_columns
 from diagevo.cli.safe import text
 from diagevo.diagnosis.pipeline import diagnose as diagnose_round
 from diagevo.diagnosis.pipeline import failures_from_records
@@ -247,23 +248,8 @@ def _open_round(store: Recorder, run: str, open_round: int) -> Any:
 @contextmanager
 def _phase_bars(hidden: bool) -> Iterator[Any]:
     """A transient bar on stderr per diagnosis phase, fed by the pipeline's progress callback."""
-    with Progress(
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=hidden,
-    ) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(phase: str, done: int, total: int | None) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
-        yield progress
+    with Progress(*bar_columns(None), console=err_console, transient=True, disable=hidden) as bar:
+        yield RichBars(bar, PHASES, None)
 
 
 def reindex(
