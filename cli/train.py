@@ -281,21 +281,15 @@ def _with_progress(run_rounds: Any, request: TrainRequest, run_id: str) -> None:
     """Run the rounds with bars (or, with --quiet, none), keeping the round in progress so that
     Ctrl-C says where it stopped and the command that continues."""
     in_round = {"round": 0}
-
-    def track(phase: str, done: int, total: int | None) -> None:
-        if phase == "rounds":
-            in_round["round"] = done + 1
-
     try:
-        if request.quiet:
-            run_rounds(track)
-            return
         # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s
-        with progress_for(console, names=PHASE_NAMES, reset_on="rounds", rate=True) as bars:
+        bars = progress_for(console, names=PHASE_NAMES, reset_on="rounds", rate=True, enabled=not request.quiet)
+        with bars as bar:
 
             def show(phase: str, done: int, total: int | None) -> None:
-                track(phase, done, total)
-                bars(phase, done, total)
+                if phase == "rounds":
+                    in_round["round"] = done + 1
+                bar(phase, done, total)
 
             run_rounds(show)
     except KeyboardInterrupt:
