@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import suppress
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -287,7 +288,11 @@ def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, 
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = followed_run(store, run, "", as_json)
         for e in follow_matching(store, run_id, wanted, until_round):
-            say(as_json, event_json(e), lambda e=e: text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(e.data)))
+            say(as_json, event_json(e), partial(_event_line, e))
+
+
+def _event_line(e: Any) -> Text:
+    return text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(e.data))
 
 
 def ingest(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import suppress
+from functools import partial
 from typing import Annotated, Any
 
 import typer
@@ -203,7 +204,7 @@ def _follow_steps(db: str | None, run: str | None, as_json: bool, until_round: i
             event = e.event
             if isinstance(event, TrainStep):
                 row = queries.step_row(e.round, event)
-                say(as_json, {"run": run_id, **row}, lambda row=row: _step_line(row))
+                say(as_json, {"run": run_id, **row}, partial(_step_line, row))
             if isinstance(event, RoundCommitted) and until_round is not None and e.round >= until_round:
                 return
 
@@ -219,7 +220,7 @@ def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: i
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
         run_id = followed_run(store, run, ": a line per committed round", as_json)
         for row in follow_stats(store, run_id):
-            say(as_json, {"run": run_id, **row}, lambda row=row: _round_line(row))
+            say(as_json, {"run": run_id, **row}, partial(_round_line, row))
             if until_round is not None and row["round"] >= until_round:
                 return
 
