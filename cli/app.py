@@ -48,8 +48,8 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 class Lazy(NamedTuple):
     """A command of a :class:`LazyGroup`: where it is defined (``module:name``, a function or a
-    typer app), and the line ``--help`` lists it with (the first paragraph of its help: a test
-    checks that they agree)."""
+    typer app), and its help: the line ``--help`` lists it with, stated here alone (a command's
+    function carries no docstring of its own; the group loading it gives it this line)."""
 
     target: str
     help: str
@@ -210,7 +210,8 @@ class LazyGroup(TyperGroup):
 
     def _load(self, name: str) -> Any:
         if name not in self._loaded:
-            module, _, attr = self.lazy[name].target.partition(":")
+            target, line = self.lazy[name]
+            module, _, attr = target.partition(":")
             found = getattr(import_module(module), attr)
             command: Any
             if isinstance(found, typer.Typer):
@@ -220,6 +221,7 @@ class LazyGroup(TyperGroup):
                 single.command(name)(found)
                 command = typer.main.get_command(single)
             command.name = name
+            command.help = line
             self._loaded[name] = _finish(command, f"{self.path} {name}".strip())
         return self._loaded[name]
 
@@ -242,7 +244,6 @@ def _show_version(value: bool) -> None:
 app = typer.Typer(
     cls=_Root,
     name="diagevo",
-    help="DiagEvo: diagnosis-guided self-play around an event-sourced error-cause memory.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -258,9 +259,7 @@ def _root(
     """DiagEvo: diagnosis-guided self-play around an event-sourced error-cause memory."""
 
 
-memory_app = typer.Typer(
-    cls=_Memory, help="Inspect, audit, move and verify the error-cause memory.", no_args_is_help=True
-)
+memory_app = typer.Typer(cls=_Memory, no_args_is_help=True)
 
 
 @memory_app.callback()

@@ -37,7 +37,6 @@ def config_command(
     set_: SetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print the resolved config: every field's value and what it does, as TOML (secrets redacted)."""
     path = config or default_config()
     rows = settings(load_config(path, list(set_ or [])))
     if json_out:

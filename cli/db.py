@@ -14,7 +14,7 @@ from diagevo.log.schema import revision_status, upgrade
 from diagevo.text.redaction import redact_text
 from diagevo.text.urls import redact_url, resolve_db_url
 
-db_app = typer.Typer(help="Database schema: upgrade, current revision.", no_args_is_help=True)
+db_app = typer.Typer(no_args_is_help=True)
 
 DbOption = Annotated[
     str | None,

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
 from diagevo.cli.eval import _resumable
-from diagevo.cli.failures import read_failures
+from diagevo.cli.progress import RichBars, bar_columns
 from diagevo.cli.safe import text
 from diagevo.diagnosis.pipeline import diagnose as diagnose_round
 from diagevo.diagnosis.pipeline import failures_from_records
@@ -28,7 +28,8 @@ from diagevo.diagnosis.tools import check_endpoints, diagnosis_config, diagnosti
 from diagevo.errors import require
 from diagevo.log import Recorder
 from diagevo.rounds import Round, round_state
-from diagevo.text.parsing import input_file
+from diagevo.text.formats import FailureLine, read_lines
+from diagevo.text.parsing import file_lines, input_file, quoted
 from diagevo.text.urls import resolve_db_url
 from diagevo.text.words import did_you_mean
 from diagevo.train.config import load_config
@@ -148,10 +149,6 @@ def diagnose(
     config: ConfigOpt = None,
     diagnostician: DiagnosticianOpt = "llm",
 ) -> None:
-    """Diagnose failures from any trainer (FAILURES.jsonl, or verl's rollout dump with --from-verl):
-    Prompts 1-4, appended to the run's event log. In a round opened with 'round start' the failures
-    are recorded first (each of a retained question).
-    (--diagnostician heuristic: offline rules, not the paper's LLM diagnostician.)"""
     cfg = _diagnosis_config(
         config, llm_url=llm_url, model=model, embedder=embedder, embed_model=embed_model, concurrency=concurrency
     )
@@ -193,6 +190,28 @@ def _failures(store: Recorder, rnd: Any, failures_file: Path | None, from_verl: 
     return [line.model_dump() for line in read_failures(failures_file, set(rnd.memory().causes))]
 
 
+def read_failures(path: Path, known_cause_ids: set[str]) -> list[FailureLine]:
+    """FAILURES.jsonl, every line validated (:class:`~diagevo.text.formats.FailureLine`); the first
+    problem is ``line N: ...``."""
+    out: list[FailureLine] = []
+    seen: dict[str, int] = {}
+    for n, _, item in read_lines(file_lines(path), FailureLine):
+        if item.failure_id in seen:
+            raise CLIError(
+                f"line {n}: failure_id {quoted(item.failure_id)} already appears on line {seen[item.failure_id]}"
+            )
+        seen[item.failure_id] = n
+        unknown = [c for c in item.known_causes if c not in known_cause_ids]
+        if unknown:
+            raise CLIError(f"line {n}: known_causes names {quoted(unknown[0])}, which is not a cause of this run")
+        if len(set(item.known_causes)) != len(item.known_causes):
+            raise CLIError(f"line {n}: known_causes repeats a cause")
+        out.append(item)
+    if not out:
+        raise CLIError(f"{path} holds no failures")
+    return out
+
+
 def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path | None, from_verl: Path | None) -> None:
     """Refuse what the command line gets wrong before the database is opened."""
     if diagnostician not in ("llm", "heuristic"):
@@ -229,23 +248,8 @@ def _open_round(store: Recorder, run: str, open_round: int) -> Any:
 @contextmanager
 def _phase_bars(hidden: bool) -> Iterator[Any]:
     """A transient bar on stderr per diagnosis phase, fed by the pipeline's progress callback."""
-    with Progress(
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=hidden,
-    ) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(phase: str, done: int, total: int | None) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
-        yield progress
+    with Progress(*bar_columns(None), console=err_console, transient=True, disable=hidden) as bar:
+        yield RichBars(bar, PHASES, None)
 
 
 def reindex(
@@ -257,7 +261,6 @@ def reindex(
     config: ConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """Rebuild the vector index (LanceDB) of a run from its event log."""
     require("index", "memory reindex", "lancedb", "pyarrow")
     cfg = _diagnosis_config(config, embedder=embedder, embed_model=embed_model)
     emb = embedder_for(cfg)

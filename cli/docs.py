@@ -52,8 +52,6 @@ def docs_command(
     ] = False,
     output: Output = Output(),
 ) -> None:
-    """The documentation this diagevo carries, offline: the list of its pages and shipped files, one
-    page (Markdown, rendered on a terminal), or one shipped file (an example, a config)."""
     listing = pages()
     if page is None:
         _listing(listing, path, output)

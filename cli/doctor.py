@@ -188,10 +188,6 @@ def doctor(
     timeout: TimeoutOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """What this installation can do: database, disk, PostgreSQL, models, embedding model, hf
-    backend, vLLM, Chromium, diagevo on PATH, and a diagnostician server; each ok / warning /
-    missing with its fix. Exits 1 only when something you named (--db, --postgres, --model,
-    --config, --diagnostician) is not ok."""
     acting_on(resolve_db_url(db))
     checks = run_checks(db=db, postgres=postgres, models=list(model or []))
     cfg = None

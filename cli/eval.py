@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -30,10 +29,9 @@ from diagevo.cli.safe import text
 from diagevo.config.base import ConfigError
 from diagevo.eval.benchmarks import load_benchmark
 from diagevo.eval.config import EvalConfig
-from diagevo.eval.runs import evaluate_model, evaluate_run
+from diagevo.eval.runs import RunEvaluation, evaluate_model, evaluate_run
 from diagevo.files.written import plain_name
 from diagevo.generation import make_engine
-from diagevo.log import Recorder
 from diagevo.runtime.progress import quiet_libraries
 from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import without_password
@@ -233,39 +231,58 @@ def eval_command(
     db: DbOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """Benchmark accuracy (greedy pass@1; mean@k for AMC and AIME) of a model or of a run's checkpoints."""
     _check_targets(model, run, bench, select)
     cfg = _eval_config(limit, samples, max_new_tokens, batch_size, seed)
     benches = load_benches(bench or [], field or [], limit)
     validation = _validation_bench(select, limit) if select else None
     kind, make = _engine_factory(engine, url)
     greedy_only = 0 if samples == 0 else None
+    done = RunEvaluation()  # a model's: no rounds, no validation
     # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
     with progress_for(err_console, enabled=not json, transient=True, width=None) as bars, _resumable():
         if model is not None:
             results = evaluate_model(make, model, benches, cfg, out, samples=greedy_only, progress=bars)
-            scores = EvalScores(
-                {"model": model, "engine": kind, "results": [r.to_json() for r in results]},
-                [(None, r) for r in results],
-            )
+            title = f"model {model}"
+            rows: list[tuple[int | None, Any]] = [(None, r) for r in results]
+            report: dict[str, Any] = {"model": model, "engine": kind, "results": [r.to_json() for r in results]}
         else:
             with open_store(db) as store:
-                scores = _evaluate_run(store, run, benches, make, cfg, out, rounds, validation, greedy_only, kind, bars)
+                run_id = resolve_run(store, run)
+                done = evaluate_run(
+                    store,
+                    run_id,
+                    benches,
+                    make,
+                    cfg,
+                    out,
+                    rounds=rounds,
+                    validation=validation,
+                    samples=greedy_only,
+                    engine_name=kind,
+                    progress=bars,
+                )
+            title = f"run {run_id}"
+            rows = [*sorted(done.validation.items()), *done.results]
+            report = {
+                "run": run_id,
+                "engine": kind,
+                "selected": done.selected,
+                "validation": {str(t): r.to_json() for t, r in sorted(done.validation.items())},
+                "results": [{"round": t, **r.to_json()} for t, r in done.results],
+            }
     if json:
-        emit_json(scores.report)
+        emit_json(report)
         return
-    _print_scores(scores, f"model {model}" if model is not None else f"run {scores.report['run']}", out)
-
-
-@dataclass
-class EvalScores:
-    """What ``eval`` prints: the JSON report, the table's rows (round, result), and the round
-    the validation file picked with its result."""
-
-    report: dict[str, Any]
-    rows: Sequence[tuple[int | None, Any]]
-    selected: int | None = None
-    selected_result: Any = None
+    console.print(_table(rows, title, done.selected))
+    if done.selected is not None:
+        best = done.validation[done.selected]
+        console.print(
+            text(
+                f"selected round {done.selected} (* above): validation accuracy {best.accuracy:.3f} on {best.benchmark}"
+            )
+        )
+    if rows:
+        console.print(text((f"per-question outputs under {out}/ (rerun the same command to resume)", "dim")))
 
 
 def _check_targets(model: str | None, run: str | None, bench: list[str] | None, select: str | None) -> None:
@@ -299,57 +316,3 @@ def _validation_bench(select: str, limit: int | None) -> Any:
     if sep:
         plain_name(name, "--select NAME")
     return load_benchmark(name if sep else "validation:mixed", path if sep else select, None, limit)
-
-
-def _evaluate_run(
-    store: Recorder,
-    run: str | None,
-    benches: list[Any],
-    make: Any,
-    cfg: Any,
-    out: Path,
-    rounds: str,
-    validation: Any,
-    greedy_only: int | None,
-    kind: str,
-    bars: Any,
-) -> EvalScores:
-    """Evaluate the run's solver checkpoints (scores recorded in its log)."""
-    run_id = resolve_run(store, run)
-    done = evaluate_run(
-        store,
-        run_id,
-        benches,
-        make,
-        cfg,
-        out,
-        rounds=rounds,
-        validation=validation,
-        samples=greedy_only,
-        engine_name=kind,
-        progress=bars,
-    )
-    report = {
-        "run": run_id,
-        "engine": kind,
-        "selected": done.selected,
-        "validation": {str(t): r.to_json() for t, r in sorted(done.validation.items())},
-        "results": [{"round": t, **r.to_json()} for t, r in done.results],
-    }
-    rows = [*sorted(done.validation.items()), *done.results]
-    best = done.validation[done.selected] if done.selected is not None else None
-    return EvalScores(report, rows, done.selected, best)
-
-
-def _print_scores(scores: EvalScores, title: str, out: Path) -> None:
-    console.print(_table(scores.rows, title, scores.selected))
-    best = scores.selected_result
-    if best is not None:
-        console.print(
-            text(
-                f"selected round {scores.selected} (* above): validation accuracy {best.accuracy:.3f} "
-                f"on {best.benchmark}"
-            )
-        )
-    if scores.rows:
-        console.print(text((f"per-question outputs under {out}/ (rerun the same command to resume)", "dim")))

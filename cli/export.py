@@ -15,13 +15,16 @@ from diagevo.cli.safe import text
 from diagevo.dataset import export_dataset
 from diagevo.verl import export_round
 
-export_app = typer.Typer(no_args_is_help=True, help="A run as files others can load without diagevo.")
+export_app = typer.Typer(no_args_is_help=True)
+
+RunOpt = Annotated[str, typer.Option("--run", help="The run to export.")]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="The directory to write (created if missing).")]
 
 
 @export_app.command()
 def dataset(
-    run: Annotated[str, typer.Option("--run", help="The run to export.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The directory to write (created if missing).")],
+    run: RunOpt,
+    out: OutOpt,
     upto_round: Annotated[
         int | None,
         typer.Option("--round", callback=round_from_0, help="Export rounds 1 to this committed round (default: all)."),
@@ -52,8 +55,8 @@ def dataset(
 
 @export_app.command()
 def verl(
-    run: Annotated[str, typer.Option("--run", help="The run to export.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The directory to write (created if missing).")],
+    run: RunOpt,
+    out: OutOpt,
     t: Annotated[
         int | None,
         typer.Option("--round", min=1, help="The round (default: the run's open round, else its last committed one)."),

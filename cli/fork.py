@@ -21,6 +21,7 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.safe import text
 from diagevo.fork import diff_runs, fork_run
+from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
 from diagevo.text.words import plural, times
 
 
@@ -35,10 +36,6 @@ def fork(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """A new run whose log is RUN's log through ROUND's commit, continued by the trainer that
-    wrote RUN (train --resume for diagevo's own, the round protocol for another)."""
-    from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
-
     with open_store(db) as store:
         done = fork_run(store, run, at_round, to, list(set_ or [])).to_dict()
         saved = stored_config(store, to)
@@ -72,7 +69,6 @@ def diff(
     db: DbOpt = None,
     output: Output = Output(),
 ) -> None:
-    """Causes whose state or frequency differ, nodes in one run only, F_t and ε side by side."""
     if len(runs) != 2:
         raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
     with open_store(db, readonly=True) as store:

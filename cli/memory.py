@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import suppress
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,15 +23,15 @@ from diagevo.cli.common import (
     RunOpt,
     console,
     emit_json,
-    err_console,
-    json_stdout,
     open_store,
     output_options,
     round_from_0,
 )
+from diagevo.cli.fixes import call_args, spell_call
+from diagevo.cli.follow import FollowOpt, UntilOpt, followed_run, say
 from diagevo.cli.safe import plain, text
 from diagevo.files.written import replaced
-from diagevo.log import Recorder
+from diagevo.interchange import as_run, export_lines, ingest_events, parse_lines
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.text.parsing import file_lines, input_file
@@ -38,20 +39,10 @@ from diagevo.text.untrusted import json_visible, shorten
 from diagevo.text.words import did_you_mean, plural
 from diagevo.views import queries
 from diagevo.views.events import EventFilter, event_json, follow_matching, list_events
-from diagevo.views.follow import wait_for_run
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.queries import memory_view
 from diagevo.views.stories import RECENT, Entry, Failure
-
-FollowOpt = Annotated[
-    bool,
-    typer.Option(
-        "--follow", "-f", help="Keep reading: print what another process appends to the run (Ctrl-C to stop)."
-    ),
-]
-UntilOpt = Annotated[
-    int | None, typer.Option("--until-round", help="With --follow: stop once this round is committed.")
-]
+from diagevo.views.verify import verdict
 
 
 def render_memory(mem: Memory, title: str) -> None:
@@ -83,7 +74,6 @@ def replay(
     run: RunOpt = None,
     output: Output = Output(),
 ) -> None:
-    """Rebuild M_N from the log; show the memory tree and the schedule for round N+1."""
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), at_round)
     if output.as_json:
@@ -94,7 +84,6 @@ def replay(
 
 @output_options()
 def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> None:
-    """The memory after the run's last event (an unfinished round included)."""
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
     if output.as_json:
@@ -134,8 +123,6 @@ def why(
     ] = False,
     output: Output = Output(),
 ) -> None:
-    """The story of one cause: creation, promotions, reactivations, merges and its most recent
-    attributions (every one with --all or --json)."""
     with open_store(db, readonly=True) as store:
         story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT)
         # said while the store is open: an entry a raw row made unreadable (an ``acc`` that is a
@@ -239,9 +226,6 @@ def events(
     until_round: UntilOpt = None,
     output: Output = Output(),
 ) -> None:
-    """List events, filtered (every filter is an indexed read). With --follow, every event of the
-    run from its first (filtered) and then each new one as another process appends it, a line
-    each (a JSON line with --json/--jsonl), until Ctrl-C or --until-round."""
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
     if output.as_json and jsonl:
@@ -300,27 +284,13 @@ def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, 
     """``memory events --follow``: a line per event as it comes (Ctrl-C ends it: nothing more
     printed, exit 0)."""
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
-        run_id = followed_run(store, run)
-        if not as_json:
-            console.print(text((f"following run {run_id} (Ctrl-C to stop)", "dim")), soft_wrap=True)
+        run_id = followed_run(store, run, "", as_json)
         for e in follow_matching(store, run_id, wanted, until_round):
-            if as_json:
-                emit_json(event_json(e))
-            else:
-                console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(e.data)), soft_wrap=True)
-            flush_stdout()
+            say(as_json, event_json(e), partial(_event_line, e))
 
 
-def followed_run(store: Recorder, run: str | None) -> str:
-    """The run to follow: ``run`` (waited for when no process has started it yet), else the latest."""
-    if run is not None and not store.has_run(run):
-        err_console.print(text((f"waiting for run {run} to start (Ctrl-C to stop)", "dim")), soft_wrap=True)
-        wait_for_run(store, run)
-    return resolve_run(store, run)
-
-
-def flush_stdout() -> None:
-    json_stdout().flush()  # into a pipe too, a line as it comes
+def _event_line(e: Any) -> Text:
+    return text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(e.data))
 
 
 def ingest(
@@ -331,9 +301,6 @@ def ingest(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Validate a whole JSONL file, then store it in one transaction (or nothing)."""
-    from diagevo.interchange import as_run, ingest_events, parse_lines
-
     input_file(file)
     events = parse_lines(file_lines(file))  # a bad file is refused before the database is opened
     if not events:
@@ -371,9 +338,6 @@ def export(
     run: RunOpt = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout ('-': stdout).")] = None,
 ) -> None:
-    """Write the run's log as JSONL (with seq, recorded_at, hash)."""
-    from diagevo.interchange import export_lines
-
     with open_store(db, readonly=True) as store:
         run_id = resolve_run(store, run)
         lines = (json_visible(line) for line in export_lines(store, run_id))  # the same JSON, safe to print
@@ -395,10 +359,6 @@ def verify(
     all_runs: Annotated[bool, typer.Option("--all", help="Every run of the database.")] = False,
     output: Output = Output(),
 ) -> None:
-    """Check the hash chain, the texts against their keys, the invariants, and that the saved
-    views (snapshots, the statistics) equal the log and reach no further than it."""
-    from diagevo.views.verify import verdict
-
     if all_runs and run is not None:
         raise CLIError("give --run or --all, not both")
     with open_store(db, readonly=True) as store:
@@ -415,15 +375,11 @@ def verify(
 
 def _verdict_json(v: Any) -> dict[str, Any]:
     """A verdict as ``--json`` prints it: the way back as the command's words, where there is one."""
-    from diagevo.cli.fixes import call_args
-
     return {**v.to_json(), **({"way_back": call_args(v.way_back)} if v.way_back is not None else {})}
 
 
 def _print_verdict(v: Any, named: bool) -> None:
     """A line per problem of a run, or the one line that says it holds."""
-    from diagevo.cli.fixes import spell_call
-
     for p in v.problems:
         console.print(text(("✗", "red"), " ", f"run {v.run}: " if named else "", p))
     if v.way_back is not None:

@@ -18,14 +18,14 @@ from diagevo.train.hf.pretrained import SMOLLM2, FormatWarmUp, build
 from diagevo.train.hf.tiny import TinySpec, build_tiny
 from diagevo.train.mini.build import MiniSpec, build_mini
 
-models_app = typer.Typer(
-    no_args_is_help=True, help="Local models for the hf backend (a tiny pair built here, SmolLM2 from PyPI)."
-)
+models_app = typer.Typer(no_args_is_help=True)
+
+PairOpt = Annotated[Path, typer.Option("--out", help="Directory to write (challenger/, solver/, heldout.jsonl).")]
 
 
 @models_app.command("tiny")
 def tiny(
-    out: Annotated[Path, typer.Option("--out", help="Directory to write (challenger/, solver/, heldout.jsonl).")],
+    out: PairOpt,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Supervised warm-up steps.")] = 300,
     hidden: Annotated[int, typer.Option("--hidden", min=8, help="Hidden size (a multiple of 4).")] = 64,
     layers: Annotated[int, typer.Option("--layers", min=1, help="Decoder layers.")] = 2,
@@ -49,7 +49,7 @@ def tiny(
 
 @models_app.command("mini")
 def mini(
-    out: Annotated[Path, typer.Option("--out", help="Directory to write (challenger/, solver/, heldout.jsonl).")],
+    out: PairOpt,
     steps: Annotated[
         int | None, typer.Option("--steps", min=1, help="Warm-up steps, every 4th a challenger step (default: 1,600).")
     ] = None,
@@ -152,9 +152,6 @@ def gpu_check(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """One round of the real loop on a CUDA GPU: seconds and peak memory per phase, tokens/s,
-    completions per step; fails if a policy did not change, verify fails, or a process built more
-    than one vLLM engine."""
     with progress_for(console, enabled=not json) as tick:
         report = run_check(model, out, overrides=list(set_ or []), progress=tick)
     if json:

@@ -141,17 +141,14 @@ def bar_columns(width: int | None = 24, *, rate: bool = False) -> tuple[Progress
         TextColumn("{task.description}" if width is None else f"{{task.description:<{width}}}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
-        *((_rate_column(),) if rate else ()),
+        *((RateColumn(),) if rate else ()),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
 
 
-def _rate_column() -> ProgressColumn:
-    """A column of the items per second of a phase bar."""
+class RateColumn(ProgressColumn):
+    """The items per second of a phase bar."""
 
-    class RateColumn(ProgressColumn):
-        def render(self, task: Task) -> Text:
-            return Text(f"{task.speed:7.1f}/s" if task.speed else " " * 9, style="progress.data.speed")
-
-    return RateColumn()
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.speed:7.1f}/s" if task.speed else " " * 9, style="progress.data.speed")

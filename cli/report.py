@@ -31,8 +31,6 @@ def report_command(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Write an offline HTML report of a run: accuracy, memory lifecycle, schedule, questions, every cause's story, trees, timing, config.
-    With several --run, one page comparing them: their curves (accuracy and every metric, F_t, ε, Active/Mastered) on shared axes."""  # noqa: E501
 
     to_stdout = str(out) == "-"
     if to_stdout and json:

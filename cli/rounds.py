@@ -28,23 +28,20 @@ from diagevo.verl import generated_candidates
 from diagevo.views.memory import resolve_run
 from diagevo.views.stats import COUNTED_COLUMNS
 
-round_app = typer.Typer(no_args_is_help=True, help="Drive one round of the memory from another trainer.")
+round_app = typer.Typer(no_args_is_help=True)
 
 RoundOpt = Annotated[int | None, typer.Option("--round", min=1, help="Round (default: the run's open round).")]
 
 
-def _round(store: Recorder, run: str, t: int | None) -> int:
-    return t if t is not None else rounds.current_round(store, run)
-
-
 @contextmanager
-def _picked(store: Recorder, run: str | None) -> Iterator[str]:
-    """The run to work on; when ``--run`` was not given, an error says which run was picked."""
+def _picked(store: Recorder, run: str | None, t: int | None) -> Iterator[rounds.Round]:
+    """Round ``t`` (default: the open one) of the run to work on; when ``--run`` was not given,
+    an error says which run was picked."""
     if run is not None and not store.has_run(run):
         raise unknown_run(store, run)
     r = resolve_run(store, run)
     try:
-        yield r
+        yield rounds.Round(store, r, t if t is not None else rounds.current_round(store, r))
     except DiagevoError as exc:
         if run is None and exc.args and isinstance(exc.args[0], str):
             exc.args = (f"{exc.args[0]} [run {r}: the latest run, as --run was not given]", *exc.args[1:])
@@ -114,9 +111,9 @@ def requests_(
 ) -> None:
     """Generation requests drawn from the schedule of M_{t-1} (Eq. 1-2), with challenger prompts."""
     with open_store(db) as store:
-        with _picked(store, run) as r:
-            t = _round(store, r, open_round)
-            reqs = rounds.Round(store, r, t).requests(n, purpose=purpose, seed=seed)
+        with _picked(store, run, open_round) as rnd:
+            reqs = rnd.requests(n, purpose=purpose, seed=seed)
+    r, t = rnd.run, rnd.t
     if jsonl:
         for q in reqs:
             emit_json(q.to_json())
@@ -174,11 +171,11 @@ def record(
         raise CLIError("name the questions: a JSONL file, or verl's generation output with --from-verl FILE (not both)")
     candidates = read_candidates(questions) if questions is not None else []
     with open_store(db) as store:
-        with _picked(store, run) as r:
-            t = _round(store, r, open_round)
+        with _picked(store, run, open_round) as rnd:
             if from_verl is not None:
-                candidates = generated_candidates(from_verl, r, t)
-            scored = rounds.Round(store, r, t).record(candidates)
+                candidates = generated_candidates(from_verl, rnd.run, rnd.t)
+            scored = rnd.record(candidates)
+    r, t = rnd.run, rnd.t
     kept = [s for s in scored if s.retained]
     new, old = scored.new, len(scored) - scored.new
     if json:
@@ -217,9 +214,9 @@ def promote(
 ) -> None:
     """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once (after its questions are recorded)."""
     with open_store(db) as store:
-        with _picked(store, run) as r:
-            t = _round(store, r, open_round)
-            promoted = [p.stored_data() for p in rounds.Round(store, r, t).promote(allow_empty=allow_empty)]
+        with _picked(store, run, open_round) as rnd:
+            promoted = [p.stored_data() for p in rnd.promote(allow_empty=allow_empty)]
+    r, t = rnd.run, rnd.t
     if json:
         emit_json({"run": r, "round": t, "promoted": promoted})
         return
@@ -257,11 +254,9 @@ def commit(
             raise CLIError(f"metric {item!r} is not of the form name=number")
         metrics[name.strip()] = decimal_number(value, f"metric {name.strip()!r}")
     with open_store(db) as store:
-        with _picked(store, run) as r:
-            t = _round(store, r, open_round)
-            ev = rounds.Round(store, r, t).commit(
-                metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses
-            )
+        with _picked(store, run, open_round) as rnd:
+            ev = rnd.commit(metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses)
+    r, t = rnd.run, rnd.t
     # what the commit counted, in the order printed since before it returned the event
     said = {"failed_diagnoses_allowed": ev.failed_diagnoses_allowed, **{c: getattr(ev, c) for c in COUNTED_COLUMNS}}
     said.update(ranks=ev.ranks, F=ev.F, epsilon_next=ev.epsilon_next)

@@ -12,15 +12,13 @@ from rich.text import Text
 
 from diagevo.cli.common import DbOpt, Output, console, emit_json, open_store, output_options, spell
 from diagevo.cli.safe import plain
+from diagevo.rounds import note_run, tag_run
 from diagevo.text.untrusted import shorten
 from diagevo.views.memory import resolve_run
 from diagevo.views.runs import RunSummary
 from diagevo.views.runs import runs as summaries
 
-runs_app = typer.Typer(
-    help="The runs of a database: status, rounds, origin, config; tag and note them.",
-    invoke_without_command=True,
-)
+runs_app = typer.Typer(invoke_without_command=True)
 
 STATUS_STYLE = {
     "complete": "green",
@@ -113,8 +111,6 @@ def tag(
     db: DbOpt = None,
 ) -> None:
     """Tag a run (stored as a ``run.tagged`` event)."""
-    from diagevo.rounds import tag_run
-
     with open_store(db) as store:
         resolve_run(store, run)  # an unknown run is likely a typo: say which runs are close
         tag_run(store, run, tags, removed=remove)
@@ -128,8 +124,6 @@ def note(
     db: DbOpt = None,
 ) -> None:
     """Add a free-text note to a run (stored as a ``run.noted`` event)."""
-    from diagevo.rounds import note_run
-
     with open_store(db) as store:
         resolve_run(store, run)  # an unknown run is likely a typo: say which runs are close
         note_run(store, run, text)

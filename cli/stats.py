@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import suppress
+from functools import partial
 from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from diagevo.catalog import RoundCommitted, TrainStep
 from diagevo.cli.common import (
@@ -21,7 +23,7 @@ from diagevo.cli.common import (
     open_store,
     output_options,
 )
-from diagevo.cli.memory import FollowOpt, UntilOpt, flush_stdout, followed_run
+from diagevo.cli.follow import FollowOpt, UntilOpt, followed_run, say
 from diagevo.cli.safe import plain, text
 from diagevo.cli.tables import print_fitted
 from diagevo.files.written import TABLE_SUFFIXES, write_replacing, write_rows
@@ -122,10 +124,6 @@ def stats(
     ] = False,
     output: Output = Output(),
 ) -> None:
-    """One row per committed round: the memory, what the round did, and every metric the run
-    recorded, by name (held-out accuracy, --metric of round commit, bench/NAME of eval --run).
-    With --follow, a line per round as another process commits it (a JSON line with --json).
-    With --steps, one row per GRPO step of the hf backend (x = the role's global step)."""
     if steps:
         if output.file is not None:
             raise CLIError("--steps goes without -o (memory stats --steps --json has the rows)")
@@ -181,64 +179,55 @@ def _step_stats(
     db: str | None, run: str | None, as_json: bool, wide: bool, follow: bool, until_round: int | None
 ) -> None:
     """``memory stats --steps``: the run's GRPO steps; with --follow, each as its phase logs it."""
-    with open_store(db, readonly=True) as store:
-        if not follow:
-            data = queries.steps(store, run)
-        else:
-            run_id = followed_run(store, run)
-    if not follow:
-        if as_json:
-            emit_json(data.to_dict())
-            return
-        if not data.steps:
-            console.print(text(f"run {data.run} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
-            return
-
-        fields = data.fields if wide else [f for f in queries.STEP_FIELDS if f in data.fields]
-        heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]
-        cells = [_step_cells(r, fields) for r in data.steps]
-        print_fitted(console, heads, cells, title=text(f"run {data.run}: GRPO steps"), wide=wide)
+    if follow:
+        _follow_steps(db, run, as_json, until_round)
         return
+    with open_store(db, readonly=True) as store:
+        data = queries.steps(store, run)
+    if as_json:
+        emit_json(data.to_dict())
+        return
+    if not data.steps:
+        console.print(text(f"run {data.run} logged no GRPO step (the hf backend logs them)"), soft_wrap=True)
+        return
+    fields = data.fields if wide else [f for f in queries.STEP_FIELDS if f in data.fields]
+    heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]
+    cells = [_step_cells(r, fields) for r in data.steps]
+    print_fitted(console, heads, cells, title=text(f"run {data.run}: GRPO steps"), wide=wide)
 
+
+def _follow_steps(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
+    """``memory stats --steps --follow``: a line per GRPO step as its phase logs it."""
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
-        if not as_json:
-            console.print(text((f"following run {run_id}: a line per GRPO step (Ctrl-C to stop)", "dim")))
+        run_id = followed_run(store, run, ": a line per GRPO step", as_json)
         for e in follow_events(store, run_id):
             event = e.event
             if isinstance(event, TrainStep):
                 row = queries.step_row(e.round, event)
-                if as_json:
-                    emit_json({"run": run_id, **row})
-                else:
-                    shown = [f for f in queries.STEP_FIELDS if f in row]
-                    names = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in shown]]
-                    line = "  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True))
-                    console.print(text(line), soft_wrap=True)
-                flush_stdout()
+                say(as_json, {"run": run_id, **row}, partial(_step_line, row))
             if isinstance(event, RoundCommitted) and until_round is not None and e.round >= until_round:
                 return
+
+
+def _step_line(row: JsonRow) -> Text:
+    shown = [f for f in queries.STEP_FIELDS if f in row]
+    names = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in shown]]
+    return text("  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True)))
 
 
 def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
     """``memory stats --follow``: a line per committed round as it comes (Ctrl-C ends it, exit 0)."""
     with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
-        run_id = followed_run(store, run)
-        if not as_json:
-            console.print(
-                text((f"following run {run_id}: a line per committed round (Ctrl-C to stop)", "dim")), soft_wrap=True
-            )
+        run_id = followed_run(store, run, ": a line per committed round", as_json)
         for row in follow_stats(store, run_id):
-            if as_json:
-                emit_json({"run": run_id, **row})
-            else:
-                cols, heads, _ = stats_columns([row], metric_columns([row]))
-                console.print(
-                    text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True))),
-                    soft_wrap=True,
-                )
-            flush_stdout()
+            say(as_json, {"run": run_id, **row}, partial(_round_line, row))
             if until_round is not None and row["round"] >= until_round:
                 return
+
+
+def _round_line(row: JsonRow) -> Text:
+    cols, heads, _ = stats_columns([row], metric_columns([row]))
+    return text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True)))
 
 
 def _pending(uncommitted: Sequence[JsonRow]) -> str:
@@ -259,7 +248,6 @@ def plot(
     run: RunOpt = None,
     output: Output = Output(),
 ) -> None:
-    """Memory lifecycle per round (the paper's Figure 3b): terminal bars, or an SVG image with -o."""
     suffix = output.file.suffix.lower() if output.file is not None else ""
     if output.file is not None and suffix not in (".svg", ".csv"):
         raise CLIError(f"{output.file}: write a .svg figure (no PNG: a browser converts the SVG) or the series as .csv")

@@ -45,17 +45,21 @@ def fit_columns(
     return sorted(chosen)
 
 
-def fitted_table(
+def print_fitted(
     console: Console,
     heads: Sequence[str],
     rows: Sequence[Sequence[str]],
     *,
     title: str | Text,
     wide: bool = False,
+    legend: Mapping[str, str] | None = None,
     priority: Sequence[int] | None = None,
-) -> tuple[Table, list[str]]:
-    """The table with the columns that fit ``console`` (all of them when ``wide``; the most
-    important first, as ``priority`` orders them) and the headers of the columns left out."""
+    see_all: str = "--wide or --json for all",
+) -> None:
+    """Print the table with the columns that fit ``console`` (all of them when ``wide``; the most
+    important first, as ``priority`` orders them); under it, what the shown headers that ``legend``
+    knows mean (a line of its own, wrapped at the terminal however wide the table), and which
+    columns were left out and how to see them (``see_all``)."""
     heads = [plain(h) for h in heads]
     rows = [[plain(c) for c in r] for r in rows]
     shown = list(range(len(heads))) if wide else fit_columns(heads, rows, console.width, priority=priority)
@@ -70,26 +74,6 @@ def fitted_table(
         table.add_column(text(heads[i]), justify="right", no_wrap=True, min_width=cell_len(heads[i]))
     for r in rows:
         table.add_row(*(Text(r[i]) for i in shown))
-    return table, [heads[i] for i in range(len(heads)) if i not in shown]
-
-
-def print_fitted(
-    console: Console,
-    heads: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    *,
-    title: str | Text,
-    wide: bool = False,
-    legend: Mapping[str, str] | None = None,
-    priority: Sequence[int] | None = None,
-    see_all: str = "--wide or --json for all",
-) -> None:
-    """Print :func:`fitted_table`; under it, what the shown headers that ``legend`` knows mean
-    (a line of its own, wrapped at the terminal however wide the table), and which columns were
-    left out and how to see them (``see_all``)."""
-    heads = [plain(h) for h in heads]
-    rows = [[plain(c) for c in r] for r in rows]
-    table, dropped = fitted_table(console, heads, rows, title=title, wide=wide, priority=priority)
     if wide:  # as wide as the table needs, uncropped (the terminal wraps what it cannot show)
         needed = _EDGE + sum(column_widths(heads, rows)) + 1
         # print(width=) would be clamped to the console's, and setting the console's width would
@@ -103,8 +87,8 @@ def print_fitted(
         wider.print(table, crop=False)
     else:
         console.print(table)
-    shown = set(heads) - set(dropped)
-    meanings = "  ".join(f"{h}: {meaning}" for h, meaning in (legend or {}).items() if h in shown)
+    dropped = [heads[i] for i in range(len(heads)) if i not in shown]
+    meanings = "  ".join(f"{h}: {meaning}" for h, meaning in (legend or {}).items() if h in heads and h not in dropped)
     if meanings:
         console.print(text(meanings))
     if dropped:

@@ -193,7 +193,6 @@ def train(
     json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: the plan as JSON.")] = False,
     report_to: ReportToOpt = None,
 ) -> None:
-    """Run the co-evolution loop (CPU simulator by default)."""
     if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
         raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
     # --rounds says where to stop, not how a round runs (stored as train.rounds, the target,
@@ -282,21 +281,15 @@ def _with_progress(run_rounds: Any, request: TrainRequest, run_id: str) -> None:
     """Run the rounds with bars (or, with --quiet, none), keeping the round in progress so that
     Ctrl-C says where it stopped and the command that continues."""
     in_round = {"round": 0}
-
-    def track(phase: str, done: int, total: int | None) -> None:
-        if phase == "rounds":
-            in_round["round"] = done + 1
-
     try:
-        if request.quiet:
-            run_rounds(track)
-            return
         # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s
-        with progress_for(console, names=PHASE_NAMES, reset_on="rounds", rate=True) as bars:
+        bars = progress_for(console, names=PHASE_NAMES, reset_on="rounds", rate=True, enabled=not request.quiet)
+        with bars as bar:
 
             def show(phase: str, done: int, total: int | None) -> None:
-                track(phase, done, total)
-                bars(phase, done, total)
+                if phase == "rounds":
+                    in_round["round"] = done + 1
+                bar(phase, done, total)
 
             run_rounds(show)
     except KeyboardInterrupt:
@@ -340,10 +333,6 @@ def ablate(
     json: JsonOpt = False,
     set_: SetOpt = None,
 ) -> None:
-    """Table 2 and Table 4 variants on the simulator, with each world property on and off; on the hf
-    backend (the mini world) full DiagEvo, no memory and frozen challenger by default, in the
-    configured world. Each (world, variant, seed) is a run of the log: run the command again and
-    finished runs are skipped, a stopped one resumed."""
     path = config or default_config()
     sim = load_config(path, list(set_ or [])).train.backend == "sim"  # a bad config is refused before anything
     picked_v = variants or list(VARIANTS if sim else MINI_ARMS)

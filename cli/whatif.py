@@ -33,8 +33,6 @@ def whatif(
     db: DbOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """Re-decide RUN's memory (promotions, reactivations, F_t, ε, the schedule) on its recorded
-    evidence under other settings, each as a derived run that every read command reads."""
     with open_store(db) as store:
         done = what_if_sweep(store, run, list(set_ or []), list(to or []))
     if json:
