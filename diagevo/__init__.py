@@ -76,10 +76,10 @@ _EXPORTS: dict[str, str] = {
     "run_dir": "diagevo.log.paths",
     "beside_database": "diagevo.log.paths",
     # what a reward function needs (Sec. 2.2, Appendix C and J)
-    "solver_rewards": "diagevo.curriculum",
-    "challenger_output_rewards": "diagevo.curriculum",
-    "solver_messages": "diagevo.curriculum",
-    "parse_question": "diagevo.curriculum",
+    "solver_rewards": "diagevo.curriculum.reward",
+    "challenger_output_rewards": "diagevo.curriculum.reward",
+    "solver_messages": "diagevo.curriculum.prompts",
+    "parse_question": "diagevo.curriculum.prompts",
     # errors a caller can fix, by what to do (diagevo.errors): the root, then retry later, fix the
     # server, fix the call, fix the machine
     "DiagevoError": "diagevo.errors",
@@ -163,12 +163,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from diagevo.api import open_store
     from diagevo.catalog import events
-    from diagevo.curriculum import (
-        challenger_output_rewards,
-        parse_question,
-        solver_messages,
-        solver_rewards,
-    )
+    from diagevo.curriculum.prompts import parse_question, solver_messages
+    from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
     from diagevo.dataset import export_dataset
     from diagevo.diagnosis.interface import Diagnostician
     from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose

@@ -392,12 +392,6 @@ def default_checker() -> EquivalenceChecker:
         return _default
 
 
-def answers_equivalent(a: str, b: str, checker: EquivalenceChecker | None = None) -> bool:
-    """Budgeted equivalence of two answers, ``a`` as math-verify's gold side; failures count
-    as different (see CheckStats). To ask whether a response agrees with a label, use :func:`agrees`."""
-    return (checker or default_checker()).equivalent(a, b)
-
-
 def agrees(answer: str | None, label: str | None, checker: EquivalenceChecker | None = None) -> bool:
     """Whether a response's final answer agrees with a (pseudo-)label.
 
