@@ -243,7 +243,7 @@ def unknown_names(markdown: str) -> list[str]:
     return sorted(name for name in found if not _resolves(name))
 
 
-def _requests() -> tuple[Any, list[Any], dict[str, str]]:
+def _requests() -> tuple[Any, tuple[Any, ...], dict[str, str]]:
     """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``,
     the request of each stage as ``diagevo doctor`` probes it (built by the code that builds every
     request of a round), and each stage's title."""

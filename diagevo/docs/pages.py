@@ -241,21 +241,3 @@ def text(page: Page, generators: Mapping[str, Callable[[], str]]) -> str:
     """The page's Markdown as the site shows it: the files it includes in place, its generated
     sections filled by ``generators``."""
     return fill(included(page.path.read_text(encoding="utf-8"), root(), page.name), generators, page.name)
-
-
-__all__ = [
-    "FILES",
-    "MARKER",
-    "File",
-    "Page",
-    "Pages",
-    "below",
-    "fill",
-    "find",
-    "included",
-    "pages",
-    "root",
-    "shipped_file",
-    "text",
-    "title",
-]
