@@ -248,18 +248,15 @@ class EquivalenceChecker:
             reply = w.readline(time.monotonic() + self.start_timeout_s)
         except (_WorkerGone, ValueError):
             reply = None
+        w.ready = bool(reply and reply.get("ready"))
         with self._lock:
-            if not reply or not reply.get("ready"):
+            self._start_failures = 0 if w.ready else self._start_failures + 1
+            if not w.ready:
                 self.stats.errors += 1
-                self._start_failures += 1
                 self._retry_after = time.monotonic() + self.retry_after_s
-            else:
-                self._start_failures = 0
-        if not reply or not reply.get("ready"):
+        if not w.ready:
             self._restart(w)
-            return False
-        w.ready = True
-        return True
+        return w.ready
 
     def _call(self, w: _Worker, request: dict[str, Any]) -> bool | Failure:
         """Send one operation to ``w``: its answer, or why there is none ("unavailable": no
