@@ -1,22 +1,10 @@
 """The sections of the pages that are built from the code, each in one place.
 
 A page holds a marker line ``<!-- generated: NAME -->``; :func:`diagevo.docs.pages.fill`
-replaces it with what the generator of that name builds, for the site (``docs/hooks.py``) and
-for ``diagevo docs`` alike, so nothing generated is committed and nothing is written twice:
-
-- ``configuration``: every field of the composed :class:`diagevo.train.config.Config`
-  (``diagevo config``'s rows), its default and description, and for each section the module
-  that declares its fields (the method's, which the log checks, or a component's);
-- ``events``: every type of :data:`diagevo.catalog.CATALOG` with its data model's fields;
-- ``python-api``: the names ``diagevo/__init__.py`` exports (:mod:`diagevo.docs.api`);
-- ``layers``, ``views``, ``config-sections``: the contributing page's picture of the layers
-  (from the import-linter contract) and the modules a newcomer adds to;
-- ``diagnostician-request``, ``diagnostician-stages``, ``diagnostician-settings``: what a server
-  serving the LLM diagnostician receives (a request's body, each stage's JSON Schema, the
-  ``[diagnosis]`` fields that shape them), built by the code that builds the round's requests.
-
-The sections that read the CLI (the CLI reference, the exit codes of the errors page, the
-commands' table) are built in ``cli/reference.py``, which adds them to :data:`GENERATORS`.
+replaces it with what the generator of that name in :data:`GENERATORS` builds, for the site
+(``docs/hooks.py``) and for ``diagevo docs`` alike, so nothing generated is committed and nothing
+is written twice. The sections that read the CLI (the CLI reference, the exit codes of the errors
+page, the commands' table) are built in ``cli/reference.py``, which adds them.
 
 Something added without documentation fails here (:class:`~diagevo.docs.Undocumented`): a
 config field without a description, an event type whose data model has no docstring, an error
@@ -77,6 +65,8 @@ def _field(shown: str, row: Setting) -> str:
 
 
 def configuration() -> str:
+    """Every field of the composed config by section, its default and description, and the module
+    that declares the section (the method's, which the log checks, or a component's)."""
     config, rows = _settings()
     out: list[str] = []
     section = None
@@ -105,6 +95,7 @@ def _annotation(info: Any) -> str:
 
 
 def events() -> str:
+    """Every type of :data:`diagevo.catalog.CATALOG` with its data model's fields."""
     from diagevo.catalog import CATALOG
 
     out: list[str] = []
