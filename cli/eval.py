@@ -245,7 +245,7 @@ def eval_command(
         if model is not None:
             results = evaluate_model(make, model, benches, cfg, out, samples=greedy_only, progress=bars)
             scores = EvalScores(
-                {"model": model, "engine": kind, "results": [r.to_json() for r in results]},
+                {"model": model, "engine": kind, "results": [r.to_dict() for r in results]},
                 [(None, r) for r in results],
             )
         else:
@@ -333,8 +333,8 @@ def _evaluate_run(
         "run": run_id,
         "engine": kind,
         "selected": done.selected,
-        "validation": {str(t): r.to_json() for t, r in sorted(done.validation.items())},
-        "results": [{"round": t, **r.to_json()} for t, r in done.results],
+        "validation": {str(t): r.to_dict() for t, r in sorted(done.validation.items())},
+        "results": [{"round": t, **r.to_dict()} for t, r in done.results],
     }
     rows = [*sorted(done.validation.items()), *done.results]
     best = done.validation[done.selected] if done.selected is not None else None

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,6 +25,7 @@ from diagevo.eval.benchmarks import Benchmark, Question
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.grading import grade
 from diagevo.generation import Engine, Messages, Sampling
+from diagevo.results import Result
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.text.parsing import decode, loads, split_lines
 
@@ -32,7 +33,7 @@ PROMPT_VERSION = 1  # bump when the prompt or grading changes what a stored line
 
 
 @dataclass(frozen=True)
-class BenchResult:
+class BenchResult(Result):
     """One benchmark's score for one model. ``mean_at_k`` is None where it is not reported."""
 
     benchmark: str
@@ -51,9 +52,6 @@ class BenchResult:
     resumed: int  # questions read back from the outputs file instead of generated
     outputs: str
     settings: str  # hash of what decides the outputs (model, file, prompt, sampling)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class OutputsMismatch(BadInput):

@@ -104,7 +104,7 @@ def pick_rounds(available: Sequence[int], spec: str) -> list[int]:
 
 def _carried(event: type[Event], result: BenchResult) -> dict[str, Any]:
     """The fields of ``result`` that ``event`` records under the same names."""
-    return {k: v for k, v in result.to_json().items() if k in event.model_fields}
+    return {k: v for k, v in result.to_dict().items() if k in event.model_fields}
 
 
 def eval_event(run: str, t: int, result: BenchResult, engine: str) -> EventIn:
