@@ -25,8 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 import diagevo.curriculum.equivalence as equivalence
-from diagevo.curriculum import EquivalenceChecker
 from diagevo.curriculum.answers import MAX_ANSWER_CHARS
+from diagevo.curriculum.equivalence import EquivalenceChecker
 from diagevo.verl import compute_score
 
 LIM = "\\lim_{x\\to 0} \\frac{\\sin(x)^{100}-x^{100}}{x^{102}}"

@@ -18,7 +18,6 @@ Run: ``.venv/bin/python benchmarks/bench_bleu.py [--quick]``
 from __future__ import annotations
 
 import argparse
-import importlib
 import random
 import subprocess
 import sys
@@ -30,11 +29,11 @@ from unittest import mock
 import numpy as np
 import sacrebleu
 
-from diagevo.curriculum import challenger_rewards, pairwise_bleu, pairwise_bleu_distance
+from diagevo.curriculum import bleu as bleu_module
+from diagevo.curriculum import reward as reward_module
+from diagevo.curriculum.bleu import pairwise_bleu, pairwise_bleu_distance
 from diagevo.curriculum.clustering import average_linkage_clusters
-
-bleu_module = importlib.import_module("diagevo.curriculum.bleu")  # the package exports a function of that name
-reward_module = importlib.import_module("diagevo.curriculum.reward")
+from diagevo.curriculum.reward import challenger_rewards
 
 SUBJECTS = ["integer n", "real number x", "triangle ABC", "sequence a_n", "polynomial P(x)", "set S", "function f"]
 VERBS = ["satisfies", "is divisible by", "has exactly", "is tangent to", "maximises", "equals"]

@@ -22,7 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from diagevo import curriculum as cur
 from diagevo import rounds
 from diagevo.catalog import (
     CauseCreated,
@@ -33,6 +32,8 @@ from diagevo.catalog import (
     RoundCommitted,
     RoundStarted,
 )
+from diagevo.curriculum.filtering import keep
+from diagevo.curriculum.votes import votes
 from diagevo.log import Recorder, open_log
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.sampler import sample_requests
@@ -92,8 +93,8 @@ def baseline_round(store: Recorder, t: int, n: int, cfg: Config, rng: random.Ran
     evidence = []
     for i, q in enumerate(reqs):
         qid = f"q{t}-{i:05d}"
-        v = cur.votes(answers(rng))
-        kept = v.label is not None and cur.keep(v.p1, v.p2, cfg.filter)
+        v = votes(answers(rng))
+        kept = v.label is not None and keep(v.p1, v.p2, cfg.filter)
         out.append(
             ev(
                 f"gen/{qid}",

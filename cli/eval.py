@@ -244,7 +244,7 @@ def eval_command(
             results = evaluate_model(make, model, benches, cfg, out, samples=greedy_only, progress=bars)
             title = f"model {model}"
             rows: list[tuple[int | None, Any]] = [(None, r) for r in results]
-            report: dict[str, Any] = {"model": model, "engine": kind, "results": [r.to_json() for r in results]}
+            report: dict[str, Any] = {"model": model, "engine": kind, "results": [r.to_dict() for r in results]}
         else:
             with open_store(db) as store:
                 run_id = resolve_run(store, run)

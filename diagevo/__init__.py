@@ -113,12 +113,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from diagevo.api import open_store
-    from diagevo.curriculum import (
-        challenger_output_rewards,
-        parse_question,
-        solver_messages,
-        solver_rewards,
-    )
+    from diagevo.curriculum.prompts import parse_question, solver_messages
+    from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
     from diagevo.dataset import export_dataset
     from diagevo.diagnosis.interface import Diagnostician
     from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from diagevo import curriculum as cur
+from diagevo.curriculum.reward import challenger_rewards
 from diagevo.train.hf.distributed import finish, global_rewards, init
 
 SHARDS = [
@@ -19,7 +19,7 @@ P1 = 0.5  # every question at the frozen solver's most uncertain vote share
 
 def batch(items: list[tuple[int, str]]) -> list[float]:
     questions: list[str | None] = [q for _, q in items]
-    return cur.challenger_rewards(questions, [P1] * len(questions))
+    return challenger_rewards(questions, [P1] * len(questions))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from diagevo.curriculum import agrees, normalize_answer, reference_index, votes
+from diagevo.curriculum.answers import normalize_answer
+from diagevo.curriculum.equivalence import agrees
+from diagevo.curriculum.votes import reference_index, votes
 
 # (gold, prediction, Math-Verify's verdict)
 MATH_VERIFY_PAIRS = [

@@ -9,8 +9,14 @@ from fractions import Fraction
 
 import pytest
 
-from diagevo.curriculum import EquivalenceChecker, answer_key, check_stats, extract_answer, normalize_answer
-from diagevo.curriculum.answers import plausible_final_answer, simple_number
+from diagevo.curriculum.answers import (
+    answer_key,
+    extract_answer,
+    normalize_answer,
+    plausible_final_answer,
+    simple_number,
+)
+from diagevo.curriculum.equivalence import EquivalenceChecker, check_stats
 from diagevo.verl import compute_score
 
 # a verify of over 20 s of CPU with no limit; refused by no cheap rule (an exponent under 100, no \lim)

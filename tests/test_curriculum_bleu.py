@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 import random
 from unittest import mock
@@ -13,9 +12,8 @@ import sacrebleu
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diagevo.curriculum import bleu, pairwise_bleu, pairwise_bleu_distance
-
-bleu_module = importlib.import_module("diagevo.curriculum.bleu")  # the package exports a function of that name
+from diagevo.curriculum import bleu as bleu_module
+from diagevo.curriculum.bleu import bleu, pairwise_bleu, pairwise_bleu_distance
 
 
 def reference_matrix(texts: list[str]) -> np.ndarray:

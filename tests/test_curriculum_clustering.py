@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.cluster import AgglomerativeClustering
 
-from diagevo.curriculum import pairwise_bleu_distance
+from diagevo.curriculum.bleu import pairwise_bleu_distance
 from diagevo.curriculum.clustering import average_linkage_clusters
 from tests.test_curriculum_bleu import templated
 

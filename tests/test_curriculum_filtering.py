@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from diagevo.config.sections import FilterConfig
-from diagevo.curriculum import double_confidence, keep
+from diagevo.curriculum.filtering import double_confidence, keep
 
 P_LOW, P_HIGH, TAU = 0.25, 0.75, 1.6
 

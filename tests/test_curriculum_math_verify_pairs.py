@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.curriculum import EquivalenceChecker, agrees, extract_answer
+from diagevo.curriculum.answers import extract_answer
+from diagevo.curriculum.equivalence import EquivalenceChecker, agrees
 
 PAIRS = json.loads((Path(__file__).parent / "data" / "math_verify_pairs.json").read_text())["pairs"]
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)

@@ -10,7 +10,13 @@ import re
 
 import pytest
 
-from diagevo.curriculum import CHALLENGER_SYSTEM, SOLVER_SYSTEM, challenger_messages, parse_question, solver_messages
+from diagevo.curriculum.prompts import (
+    CHALLENGER_SYSTEM,
+    SOLVER_SYSTEM,
+    challenger_messages,
+    parse_question,
+    solver_messages,
+)
 from diagevo.memory.sampler import FREE, GenerationRequest
 
 SYSTEM_TEX = r"""

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import diagevo.curriculum.reward as reward
-from diagevo.curriculum import (
+from diagevo.curriculum.bleu import pairwise_bleu_distance
+from diagevo.curriculum.reward import (
     challenger_output_rewards,
     challenger_rewards,
-    pairwise_bleu_distance,
     repetition_penalties,
     uncertainty_reward,
 )
@@ -121,7 +121,7 @@ def test_no_scikit_learn_or_scipy_needed() -> None:
     """BLEU, the clusters and the reward run where neither is installed (a core install)."""
     code = (
         "import json, sys; sys.modules['sklearn'] = None; sys.modules['scipy'] = None\n"
-        "from diagevo.curriculum import challenger_rewards\n"
+        "from diagevo.curriculum.reward import challenger_rewards\n"
         f"print(json.dumps(challenger_rewards({json.dumps([A, A_NEAR, C, D])}, [0.5, 0.75, 0.5, 1.0])))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

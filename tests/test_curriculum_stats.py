@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from diagevo.curriculum import question_stats
+from diagevo.curriculum.stats import question_stats
 
 
 def test_hand_computed() -> None:

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from diagevo.curriculum import EquivalenceChecker, reference_index, votes
+from diagevo.curriculum.equivalence import EquivalenceChecker
+from diagevo.curriculum.votes import reference_index, votes
 
 # The fast path must not need math-verify: a checker whose worker cannot start would count an
 # error the moment a symbolic check were attempted.

@@ -59,7 +59,7 @@ def test_the_list_says_where_a_built_site_is(monkeypatch: pytest.MonkeyPatch, tm
     from diagevo.errors.installation import Installation
 
     checkout = Installation("checkout", "0", top, tmp_path, False)
-    monkeypatch.setattr("diagevo.errors.installation.installation", lambda: checkout)
+    monkeypatch.setattr(docs_pages, "installation", lambda: checkout)
     assert docs_pages.pages().site is None
     (top / "site").mkdir()
     (top / "site" / "index.html").write_text("<html></html>", encoding="utf-8")

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("accelerate")
 
-from diagevo import curriculum as cur  # noqa: E402
 from diagevo.catalog import PhaseCompleted  # noqa: E402
+from diagevo.curriculum.reward import challenger_rewards  # noqa: E402
 from diagevo.views.typed import of_type  # noqa: E402
 from tests.dist_rewards import P1, SHARDS  # noqa: E402
 
@@ -67,10 +67,10 @@ def test_the_challenger_penalty_is_computed_over_the_global_batch(tmp_path: Path
     got = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [g["size"] for g in got] == [2, 2]
     everything = [q for shard in SHARDS for q in shard]
-    expected = cur.challenger_rewards(list(everything), [P1] * len(everything))
+    expected = challenger_rewards(list(everything), [P1] * len(everything))
     assert got[0]["rewards"] + got[1]["rewards"] == expected
     # the question both shards hold is penalised only when the batch is global
-    per_shard = [cur.challenger_rewards(list(s), [P1] * len(s)) for s in SHARDS]
+    per_shard = [challenger_rewards(list(s), [P1] * len(s)) for s in SHARDS]
     assert per_shard[0] + per_shard[1] != expected
 
 

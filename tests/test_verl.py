@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import diagevo
-from diagevo.curriculum import SOLVER_SYSTEM, challenger_messages, solver_messages
+from diagevo.curriculum.prompts import SOLVER_SYSTEM, challenger_messages, solver_messages
 from diagevo.errors import BadInput, NotFound, Unavailable
 from diagevo.generation import GenerationError
 from diagevo.verl import challenger_score, compute_score, export_round, generated_candidates, rollout_failures

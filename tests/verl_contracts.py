@@ -153,7 +153,7 @@ def check_dataset(w: World) -> Result:
     """verl's RLHFDataset reads the three files with the recipe's data settings."""
     import pyarrow.parquet as pq
 
-    from diagevo.curriculum import solver_messages
+    from diagevo.curriculum.prompts import solver_messages
 
     r = Result("RLHFDataset loads solver.parquet, challenger.parquet and curriculum.parquet")
     for name, config in (("solver", "solver"), ("challenger", "challenger"), ("curriculum", "challenger")):

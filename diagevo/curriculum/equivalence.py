@@ -248,18 +248,15 @@ class EquivalenceChecker:
             reply = w.readline(time.monotonic() + self.start_timeout_s)
         except (_WorkerGone, ValueError):
             reply = None
+        w.ready = bool(reply and reply.get("ready"))
         with self._lock:
-            if not reply or not reply.get("ready"):
+            self._start_failures = 0 if w.ready else self._start_failures + 1
+            if not w.ready:
                 self.stats.errors += 1
-                self._start_failures += 1
                 self._retry_after = time.monotonic() + self.retry_after_s
-            else:
-                self._start_failures = 0
-        if not reply or not reply.get("ready"):
+        if not w.ready:
             self._restart(w)
-            return False
-        w.ready = True
-        return True
+        return w.ready
 
     def _call(self, w: _Worker, request: dict[str, Any]) -> bool | Failure:
         """Send one operation to ``w``: its answer, or why there is none ("unavailable": no
@@ -390,12 +387,6 @@ def default_checker() -> EquivalenceChecker:
             _default = EquivalenceChecker()
             atexit.register(_default.close)
         return _default
-
-
-def answers_equivalent(a: str, b: str, checker: EquivalenceChecker | None = None) -> bool:
-    """Budgeted equivalence of two answers, ``a`` as math-verify's gold side; failures count
-    as different (see CheckStats). To ask whether a response agrees with a label, use :func:`agrees`."""
-    return (checker or default_checker()).equivalent(a, b)
 
 
 def agrees(answer: str | None, label: str | None, checker: EquivalenceChecker | None = None) -> bool:

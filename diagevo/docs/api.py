@@ -1,7 +1,7 @@
 """The Python API reference: the names ``diagevo/__init__.py`` exports, the types they return or
 take, then the public modules (``diagevo.verl``).
 
-One list of what the reference shows (:func:`entries`: each name's module, heading and the
+One list of what the reference shows (:func:`parts`: each name's module, heading and the
 members a caller uses), in two forms: mkdocstrings blocks for the site (``docs/hooks.py``), and
 Markdown built from the signatures and docstrings themselves for ``diagevo docs`` (no
 mkdocstrings where the docs are read in a terminal). The docstrings' Sphinx roles
@@ -11,9 +11,11 @@ mkdocstrings where the docs are read in a terminal). The docstrings' Sphinx role
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -45,55 +47,45 @@ class Entry:
         return getattr(import_module(self.module), self.name)
 
 
-def entries() -> tuple[list[Entry], list[Entry]]:
-    """The exported names, then the types documented beside them; each must have a docstring."""
-    from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MEMBERS
+def parts() -> list[tuple[list[str], list[Entry]]]:
+    """The reference in order, each part the lines above its names and an entry per name: the
+    exported names, the types documented beside them (the results), then each public module's
+    ``__all__`` under its docstring. Each name, and each module, must have a docstring."""
+    from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MEMBERS, _PUBLIC_MODULES
 
-    exported = [Entry(m, n, f"diagevo.{n}", _PUBLIC_MEMBERS.get(n)) for n, m in _EXPORTS.items()]
-    types = [Entry(m, n, f"{m}.{n}", _PUBLIC_MEMBERS.get(n)) for n, m in _DOCUMENTED_TYPES.items()]
-    for entry in (*exported, *types):
-        if not (entry.value().__doc__ or "").strip():
-            raise Undocumented(
-                f"{entry.heading} ({entry.module}) has no docstring: the Python API page would be empty there"
-            )
-    return exported, types
+    def entry(module: str, name: str, heading: str) -> Entry:
+        found = Entry(module, name, heading, _PUBLIC_MEMBERS.get(name))
+        if not (found.value().__doc__ or "").strip():
+            raise Undocumented(f"{heading} ({module}) has no docstring: the Python API page would be empty there")
+        return found
 
-
-def modules() -> list[tuple[str, str, list[Entry]]]:
-    """The public modules beside the exported names (``diagevo.verl``): each with its docstring
-    and an entry per name of its ``__all__``."""
-    from diagevo import _PUBLIC_MEMBERS, _PUBLIC_MODULES
-
-    found = []
+    out = [
+        ([], [entry(m, n, f"diagevo.{n}") for n, m in _EXPORTS.items()]),
+        ([RESULTS], [entry(m, n, f"{m}.{n}") for n, m in _DOCUMENTED_TYPES.items()]),
+    ]
     for module in _PUBLIC_MODULES:
         mod = import_module(module)
         if not (mod.__doc__ or "").strip() or not getattr(mod, "__all__", None):
             raise Undocumented(f"{module} has no docstring or no __all__: the Python API page would be empty there")
-        names = [Entry(module, n, f"{module}.{n}", _PUBLIC_MEMBERS.get(n)) for n in mod.__all__]
-        found.append((module, docstring(mod.__doc__), names))
-    return found
+        out.append(
+            ([f"## {module}", "", docstring(mod.__doc__), ""], [entry(module, n, f"{module}.{n}") for n in mod.__all__])
+        )
+    return out
+
+
+def _section(render: Callable[[Entry], list[str]]) -> str:
+    """The section's :func:`parts`, whatever renders each name."""
+    out: list[str] = []
+    for above, names in parts():
+        out += above
+        for entry in names:
+            out += render(entry)
+    return "\n".join(out)
 
 
 def mkdocstrings_blocks() -> str:
     """The section as the site builds it: one mkdocstrings block per name."""
     return _section(_block)
-
-
-def _section(render: Callable[[Entry], list[str]]) -> str:
-    """The section's order, whatever renders each name: the exported names, the results, the
-    types, then each module's own."""
-    exported, types = entries()
-    out: list[str] = []
-    for entry in exported:
-        out += render(entry)
-    out.append(RESULTS)
-    for entry in types:
-        out += render(entry)
-    for module, said, names in modules():
-        out += [f"## {module}", "", said, ""]
-        for entry in names:
-            out += render(entry)
-    return "\n".join(out)
 
 
 def _block(entry: Entry) -> list[str]:
@@ -131,9 +123,6 @@ def attribute_docs(cls: type) -> dict[str, tuple[str | None, str]]:
     """name -> (annotation as written, docstring) of the attributes ``cls``'s source documents
     with a string after their assignment, in its body or as ``self.NAME`` in ``__init__`` (as
     griffe reads them for the site)."""
-    import ast
-    import textwrap
-
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError, SyntaxError):  # no source to read: no attribute docstrings

@@ -1,22 +1,10 @@
 """The sections of the pages that are built from the code, each in one place.
 
 A page holds a marker line ``<!-- generated: NAME -->``; :func:`diagevo.docs.pages.fill`
-replaces it with what the generator of that name builds, for the site (``docs/hooks.py``) and
-for ``diagevo docs`` alike, so nothing generated is committed and nothing is written twice:
-
-- ``configuration``: every field of the composed :class:`diagevo.train.config.Config`
-  (``diagevo config``'s rows), its default and description, and for each section the module
-  that declares its fields (the method's, which the log checks, or a component's);
-- ``events``: every type of :data:`diagevo.catalog.CATALOG` with its data model's fields;
-- ``python-api``: the names ``diagevo/__init__.py`` exports (:mod:`diagevo.docs.api`);
-- ``layers``, ``views``, ``config-sections``: the contributing page's picture of the layers
-  (from the import-linter contract) and the modules a newcomer adds to;
-- ``diagnostician-request``, ``diagnostician-stages``, ``diagnostician-settings``: what a server
-  serving the LLM diagnostician receives (a request's body, each stage's JSON Schema, the
-  ``[diagnosis]`` fields that shape them), built by the code that builds the round's requests.
-
-The sections that read the CLI (the CLI reference, the exit codes of the errors page, the
-commands' table) are built in ``cli/reference.py``, which adds them to :data:`GENERATORS`.
+replaces it with what the generator of that name in :data:`GENERATORS` builds, for the site
+(``docs/hooks.py``) and for ``diagevo docs`` alike, so nothing generated is committed and nothing
+is written twice. The sections that read the CLI (the CLI reference, the exit codes of the errors
+page, the commands' table) are built in ``cli/reference.py``, which adds them.
 
 Something added without documentation fails here (:class:`~diagevo.docs.Undocumented`): a
 config field without a description, an event type whose data model has no docstring, an error
@@ -29,13 +17,17 @@ import ast
 import html
 import json
 import re
+import tomllib
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from diagevo.config.base import Setting, settings
 from diagevo.config.sections import DiagnosisConfig, MethodConfig
 from diagevo.docs import Undocumented
+from diagevo.docs.api import python_api
+from diagevo.docs.pages import root
 
 PACKAGE = Path(__file__).resolve().parent.parent
 """The ``diagevo`` package's folder: the sources the error classes and the views are read from."""
@@ -54,23 +46,36 @@ def _code(value: Any) -> str:
     return f"`{shown}`".replace("|", "\\|")
 
 
-def configuration() -> str:
-    from diagevo.config.base import settings
+FIELDS = ["| field | default | what it does |", "|---|---|---|"]
+
+
+def _settings() -> tuple[type, list[Setting]]:
+    """The composed config's class and its fields (``diagevo config``'s rows), each described."""
     from diagevo.train.config import Config
 
     rows = settings(Config())
     undocumented = [r.key for r in rows if not r.help.strip()]
     if undocumented:
         raise Undocumented(f"config fields without a description: {', '.join(undocumented)}")
+    return Config, rows
+
+
+def _field(shown: str, row: Setting) -> str:
+    return f"| `{shown}` | {_code(row.default)} | {cell(row.help)} |"
+
+
+def configuration() -> str:
+    """Every field of the composed config by section, its default and description, and the module
+    that declares the section (the method's, which the log checks, or a component's)."""
+    config, rows = _settings()
     out: list[str] = []
     section = None
     for r in rows:
         where, _, name = r.key.rpartition(".")
         if where != section:
             section = where
-            out += ["", f"### `[{where}]`" if where else "### top level", "", _declared(Config, where), ""]
-            out += ["| field | default | what it does |", "|---|---|---|"]
-        out.append(f"| `{name}` | {_code(r.default)} | {cell(r.help)} |")
+            out += ["", f"### `[{where}]`" if where else "### top level", "", _declared(config, where), "", *FIELDS]
+        out.append(_field(name, r))
     return "\n".join(out)
 
 
@@ -90,6 +95,7 @@ def _annotation(info: Any) -> str:
 
 
 def events() -> str:
+    """Every type of :data:`diagevo.catalog.CATALOG` with its data model's fields."""
     from diagevo.catalog import CATALOG
 
     out: list[str] = []
@@ -228,21 +234,21 @@ def unknown_names(markdown: str) -> list[str]:
     return sorted(name for name in found if not _resolves(name))
 
 
-def _diagnostician() -> Any:
-    """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``."""
+def _requests() -> tuple[Any, tuple[Any, ...], dict[str, str]]:
+    """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``,
+    the request of each stage as ``diagevo doctor`` probes it (built by the code that builds every
+    request of a round), and each stage's title."""
+    from diagevo.diagnosis.probe import TITLES, stage_requests
     from diagevo.diagnosis.tools import llm_diagnostician
 
-    return llm_diagnostician(DiagnosisConfig(), llm_url="http://SERVER/v1")
+    diagnostician = llm_diagnostician(DiagnosisConfig(), llm_url="http://SERVER/v1")
+    return diagnostician, stage_requests(diagnostician), TITLES
 
 
 def diagnostician_request() -> str:
-    """The JSON body of one request (Prompt 1's, as ``diagevo doctor`` probes it), built by the
-    code that builds every request of a round; the prompt texts and the schema are elided here."""
-    from diagevo.diagnosis.probe import stage_requests
-
-    diagnostician = _diagnostician()
-    request = stage_requests(diagnostician)[0]
-    body = diagnostician.request_body(request.messages, request.schema)
+    """The JSON body of one request (Prompt 1's); the prompt texts and the schema are elided here."""
+    diagnostician, requests, _ = _requests()
+    body = diagnostician.request_body(requests[0].messages, requests[0].schema)
     body["messages"] = [
         {"role": m["role"], "content": f"<Prompt 1's {m['role']} message: {len(m['content']):,} characters>"}
         for m in body["messages"]
@@ -257,13 +263,12 @@ def diagnostician_request() -> str:
 
 def diagnostician_stages() -> str:
     """Each stage's JSON Schema, as the requests of ``diagevo doctor``'s probes carry it."""
-    from diagevo.diagnosis.probe import TITLES, stage_requests
-
+    _, requests, titles = _requests()
     out: list[str] = []
-    for request in stage_requests(_diagnostician()):
+    for request in requests:
         out += [
             "",
-            f"### {TITLES[request.stage][0].upper()}{TITLES[request.stage][1:]}",
+            f"### {titles[request.stage][0].upper()}{titles[request.stage][1:]}",
             "",
             f"The `response_format.json_schema` of the `{request.stage}` stage's requests (the stage as `llm.called`"
             " events name it):",
@@ -277,24 +282,15 @@ def diagnostician_stages() -> str:
 
 def diagnostician_settings() -> str:
     """The ``[diagnosis]`` fields that shape the requests a server receives."""
-    from diagevo.config.base import settings
-    from diagevo.train.config import Config
-
     wanted = ("llm_url", "model", "api_key", "concurrency", "request_timeout_s", "failure_timeout_s", "max_retries")
-    rows = {r.key: r for r in settings(Config()) if r.key.startswith("diagnosis.")}
-    out = ["| field | default | what it does |", "|---|---|---|"]
-    for name in (*wanted, "min_words", "max_words"):
-        r = rows[f"diagnosis.{name}"]
-        out.append(f"| `{r.key}` | {_code(r.default)} | {cell(r.help)} |")
-    return "\n".join(out)
+    rows = {r.key: r for r in _settings()[1]}
+    return "\n".join(
+        [*FIELDS, *(_field(f"diagnosis.{n}", rows[f"diagnosis.{n}"]) for n in (*wanted, "min_words", "max_words"))]
+    )
 
 
 def _layer_contract() -> list[str]:
     """The layers of the import-linter contract in ``pyproject.toml``, top first."""
-    import tomllib
-
-    from diagevo.docs.pages import root
-
     config = tomllib.loads((root() / "pyproject.toml").read_text(encoding="utf-8"))
     contracts = config["tool"]["importlinter"]["contracts"]
     layers = next((c["layers"] for c in contracts if c.get("type") == "layers"), None)
@@ -338,27 +334,18 @@ def module_table(folder: Path, shown: str) -> str:
 
 def config_sections() -> str:
     """Each ``[section]`` of the composed config and the module that declares its fields."""
-    from diagevo.config.base import settings
-    from diagevo.train.config import Config
-
-    rows = settings(Config())
+    config, rows = _settings()
     sections = sorted({r.key.rpartition(".")[0] for r in rows if "." in r.key}, key=lambda x: (x.count("."), x))
     out = ["| section | declared in |", "|---|---|"]
     for section in sections:
-        out.append(f"| `[{section}]` | {_declared(Config, section).removeprefix('Declared in ').rstrip('.')} |")
+        out.append(f"| `[{section}]` | {_declared(config, section).removeprefix('Declared in ').rstrip('.')} |")
     return "\n".join(out)
-
-
-def _python_api() -> str:
-    from diagevo.docs.api import python_api
-
-    return python_api()
 
 
 GENERATORS: dict[str, Callable[[], str]] = {
     "configuration": configuration,
     "events": events,
-    "python-api": _python_api,
+    "python-api": python_api,
     "layers": layers,
     "views": lambda: module_table(PACKAGE / "views", "diagevo/views"),
     "config-sections": config_sections,

@@ -25,14 +25,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from diagevo.errors import BadInput, Call, NotFound
-from diagevo.errors.installation import PACKAGED
-
-"""The copy of the pages a built package carries (absent in a checkout)."""
+from diagevo.errors.installation import PACKAGED, installation
+from diagevo.text.words import close_to, you_mean
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
 """A line of a page that the code fills (``<!-- generated: configuration -->``)."""
@@ -46,32 +45,37 @@ HEADING = re.compile(r"^# (.+)$")
 LISTING = Call("pages", "diagevo.docs.pages.pages()")
 
 
+def _json(fields: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {k: str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v for k, v in fields}
+
+
+class _Listed:
+    """``to_dict()``: the fields, in order, as ``diagevo docs --json`` prints them (a path as its text)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self, dict_factory=_json)  # type: ignore[call-overload]
+
+
 @dataclass(frozen=True)
-class Page:
+class Page(_Listed):
     """One page: its ``name`` (``how-to/audit``), its ``title`` (its first heading) and its file."""
 
     name: str
     title: str
     path: Path
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "title": self.title, "path": str(self.path)}
-
 
 @dataclass(frozen=True)
-class File:
+class File(_Listed):
     """A file shipped beside the pages for a user to run or copy: its ``name`` as the pages write
     it (``examples/verl_round.sh``) and where it is in this installation."""
 
     name: str
     path: Path
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.path)}
-
 
 @dataclass(frozen=True)
-class Pages:
+class Pages(_Listed):
     """Every page (``diagevo docs --json``), the folder that holds them, whether that folder is a
     checkout's ``docs/`` (``checkout``), the built site's ``index.html`` where there is one, and
     the files shipped beside the pages (``files``)."""
@@ -82,23 +86,12 @@ class Pages:
     pages: tuple[Page, ...]
     files: tuple[File, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "folder": str(self.folder),
-            "checkout": self.checkout,
-            "site": str(self.site) if self.site is not None else None,
-            "pages": [p.to_dict() for p in self.pages],
-            "files": [f.to_dict() for f in self.files],
-        }
-
 
 def root() -> Path:
     """The folder holding ``docs/`` and the files its pages read: the packaged copy in a built
     package, else the checkout's root."""
     if (PACKAGED / "docs" / "index.md").is_file():
         return PACKAGED
-    from diagevo.errors.installation import installation
-
     checkout = installation().root
     if checkout is not None and (checkout / "docs" / "index.md").is_file():
         return checkout
@@ -209,8 +202,6 @@ def find(name: str, listing: Pages | None = None) -> Page:
     ends = [p for p in listing.pages if p.name.rpartition("/")[2] == wanted]
     if len(ends) == 1:
         return ends[0]
-    from diagevo.text.words import close_to, you_mean
-
     likely = [p.name for p in ends] or close_to(wanted, [*by_name, *(f.name for f in listing.files)])
     raise NotFound(
         f"no page or file {name!r}{you_mean([repr(n) for n in likely])};",
@@ -250,21 +241,3 @@ def text(page: Page, generators: Mapping[str, Callable[[], str]]) -> str:
     """The page's Markdown as the site shows it: the files it includes in place, its generated
     sections filled by ``generators``."""
     return fill(included(page.path.read_text(encoding="utf-8"), root(), page.name), generators, page.name)
-
-
-__all__ = [
-    "FILES",
-    "MARKER",
-    "File",
-    "Page",
-    "Pages",
-    "below",
-    "fill",
-    "find",
-    "included",
-    "pages",
-    "root",
-    "shipped_file",
-    "text",
-    "title",
-]

@@ -45,7 +45,7 @@ class Kind:
     name: str
     title: str
     roles: Mapping[str, tuple[str, ...]]
-    read: Callable[[Kind, Mapping[str, Any], Mapping[str, str], int], Question]
+    read: Callable[[Row], Question]
     mean_at_k: bool = False
     extra: tuple[str, ...] = ()
 
@@ -74,17 +74,33 @@ class _Missing(Exception):
         self.role, self.tried = role, tuple(tried)
 
 
-def _column(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], role: str, required: bool = True) -> Any:
-    """The value of ``role``: the column the user mapped, else the first of the kind's candidate
-    columns present and non-empty."""
-    tried = (fields[role],) if role in fields else kind.roles.get(role, ())
-    for col in tried:
-        value = row.get(col)
-        if value is not None and value != "" and value != []:
-            return value
-    if required:
-        raise _Missing(role, tried)
-    return None
+@dataclass(frozen=True)
+class Row:
+    """The ``index``-th row of a file of ``kind``, read through the columns the user mapped
+    (``fields``: role -> column)."""
+
+    kind: Kind
+    values: Mapping[str, Any]
+    fields: Mapping[str, str]
+    index: int
+
+    def get(self, role: str, required: bool = True) -> Any:
+        """The value of ``role``: the column the user mapped, else the first of the kind's
+        candidate columns present and non-empty."""
+        tried = (self.fields[role],) if role in self.fields else self.kind.roles.get(role, ())
+        for col in tried:
+            value = self.values.get(col)
+            if value is not None and value != "" and value != []:
+                return value
+        if required:
+            raise _Missing(role, tried)
+        return None
+
+    def question(self, text: str, gold: str, grader: Grader, options: tuple[str, ...] = ()) -> Question:
+        """The row's question, with the file's own id and the kind's columns kept for inspection."""
+        source_id = self.get("id", required=False)
+        extra = {k: self.values[k] for k in self.kind.extra if self.values.get(k) not in (None, "")}
+        return Question(self.index, "" if source_id is None else _text(source_id), text, gold, grader, options, extra)
 
 
 def _text(value: Any) -> str:
@@ -93,32 +109,23 @@ def _text(value: Any) -> str:
     return str(value).strip()
 
 
-def _source_id(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str]) -> str:
-    value = _column(kind, row, fields, "id", required=False)
-    return "" if value is None else _text(value)
-
-
-def _extra(kind: Kind, row: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: row[k] for k in kind.extra if row.get(k) not in (None, "")}
-
-
-def _math(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int) -> Question:
-    text = _text(_column(kind, row, fields, "question"))
-    context = _column(kind, row, fields, "context", required=False)
+def _math(row: Row) -> Question:
+    text = _text(row.get("question"))
+    context = row.get("context", required=False)
     if context:  # OlympiadBench: shared context of a multi-part problem
         text = f"{_text(context)}\n\n{text}"
-    answer = _column(kind, row, fields, "answer", required=False)
+    answer = row.get("answer", required=False)
     if answer is None:  # Minerva's release: the answer is the last \boxed of the solution
-        solution = _column(kind, row, fields, "solution", required=False)
+        solution = row.get("solution", required=False)
         answer = extract_answer(str(solution)) if solution else None
         if answer is None:
-            raise _Missing("answer", (*kind.roles.get("answer", ()), *kind.roles.get("solution", ())))
+            raise _Missing("answer", (*row.kind.roles.get("answer", ()), *row.kind.roles.get("solution", ())))
     if isinstance(answer, (list, tuple)):  # OlympiadBench: final_answer is a list
         answer = ", ".join(_text(a) for a in answer)
     gold = _MATH_DELIMITER.sub("", _text(answer)).strip()  # "$-3$, $3$" -> "-3, 3"; "\\$36" stays
-    if kind.name == "gsm8k":
+    if row.kind.name == "gsm8k":
         gold = gsm8k_answer(gold)
-    return Question(i, _source_id(kind, row, fields), text, gold, "math", extra=_extra(kind, row))
+    return row.question(text, gold, "math")
 
 
 def gsm8k_answer(answer: str) -> str:
@@ -149,49 +156,39 @@ def choice_prompt(question: str, options: Sequence[str]) -> str:
     return f"{question}\n\n{lines}"
 
 
-def _choice(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int) -> Question:
-    question = _text(_column(kind, row, fields, "question"))
-    options = _column(kind, row, fields, "options", required=False)
-    if options is None and kind.name == "gpqa_diamond":
-        return _gpqa(kind, row, fields, i, question)
+def _choice(row: Row) -> Question:
+    question = _text(row.get("question"))
+    options = row.get("options", required=False)
+    if options is None and row.kind.name == "gpqa_diamond":
+        return _gpqa(row, question)
     if not isinstance(options, (list, tuple)) or not options:
-        raise _Missing("options", kind.roles.get("options", ()))
+        raise _Missing("options", row.kind.roles.get("options", ()))
     opts = tuple(_text(o) for o in options)
     if len(opts) > len(LETTERS):
         raise ValueError(f"{len(opts)} options: at most {len(LETTERS)} can be lettered")
-    raw = _column(kind, row, fields, "answer")
+    raw = row.get("answer")
     gold = _choice_gold(raw, opts)
     if gold is None:
         raise ValueError(f"answer {raw!r} names none of the {len(opts)} options")
-    return Question(
-        i, _source_id(kind, row, fields), choice_prompt(question, opts), gold, "choice", opts, _extra(kind, row)
-    )
+    return row.question(choice_prompt(question, opts), gold, "choice", opts)
 
 
-def _gpqa(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int, question: str) -> Question:
+def _gpqa(row: Row, question: str) -> Question:
     """GPQA's release: a correct answer and three incorrect ones, shuffled with a seed derived
     from the question, so every run sees the same order."""
-    correct = _text(_column(kind, row, fields, "correct"))
-    wrong = [_text(_column(kind, row, fields, f"incorrect{j}")) for j in (1, 2, 3)]
-    opts = [correct, *wrong]
+    correct = _text(row.get("correct"))
+    opts = [correct, *(_text(row.get(f"incorrect{j}")) for j in (1, 2, 3))]
     random.Random(hashlib.sha256(question.encode()).hexdigest()).shuffle(opts)
-    gold = LETTERS[opts.index(correct)]
-    return Question(
-        i, _source_id(kind, row, fields), choice_prompt(question, opts), gold, "choice", tuple(opts), _extra(kind, row)
-    )
+    return row.question(choice_prompt(question, opts), LETTERS[opts.index(correct)], "choice", tuple(opts))
 
 
-def _mixed(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int) -> Question:
+def _mixed(row: Row) -> Question:
     """A validation file mixing math questions and multiple-choice ones (MATH + MMLU)."""
-    if _column(kind, row, fields, "options", required=False) is not None:
-        return _choice(kind, row, fields, i)
-    return _math(kind, row, fields, i)
+    return _choice(row) if row.get("options", required=False) is not None else _math(row)
 
 
-def _text_answer(kind: Kind, row: Mapping[str, Any], fields: Mapping[str, str], i: int) -> Question:
-    question = _text(_column(kind, row, fields, "question"))
-    gold = _text(_column(kind, row, fields, "answer"))
-    return Question(i, _source_id(kind, row, fields), question, gold, "text", extra=_extra(kind, row))
+def _text_answer(row: Row) -> Question:
+    return row.question(_text(row.get("question")), _text(row.get("answer")), "text")
 
 
 _MATH_Q = ("problem", "question", "Question")
@@ -361,7 +358,7 @@ def load_benchmark(
         if not isinstance(row, dict):
             raise BenchmarkError(f"{where}: not a JSON object")
         try:
-            questions.append(kind.read(kind, row, fields, i))
+            questions.append(kind.read(Row(kind, row, fields, i)))
         except _Missing as exc:
             raise BenchmarkError(
                 f"{where}: no {exc.role} (tried {', '.join(exc.tried) or 'nothing'}); map a column with",

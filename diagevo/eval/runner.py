@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,7 +24,8 @@ from diagevo.errors import Argument, BadInput
 from diagevo.eval.benchmarks import Benchmark, Question
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.grading import grade
-from diagevo.generation import Engine, Sampling
+from diagevo.generation import Engine, Messages, Sampling
+from diagevo.results import Result
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.text.parsing import decode, loads, split_lines
 
@@ -32,7 +33,7 @@ PROMPT_VERSION = 1  # bump when the prompt or grading changes what a stored line
 
 
 @dataclass(frozen=True)
-class BenchResult:
+class BenchResult(Result):
     """One benchmark's score for one model. ``mean_at_k`` is None where it is not reported."""
 
     benchmark: str
@@ -51,9 +52,6 @@ class BenchResult:
     resumed: int  # questions read back from the outputs file instead of generated
     outputs: str
     settings: str  # hash of what decides the outputs (model, file, prompt, sampling)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class OutputsMismatch(BadInput):
@@ -173,10 +171,12 @@ def evaluate(
 
     render = getattr(engine, "render", None)
 
-    def write(fh: TextIO, batch: list[Question], first: list[list[str]], many: list[list[str]]) -> None:
+    def write(
+        fh: TextIO, batch: list[Question], prompts: Sequence[Messages], first: list[list[str]], many: list[list[str]]
+    ) -> None:
         lines = []
-        for q, g_out, s_out in zip(batch, first, many, strict=True):
-            row = _graded(q, settings, g_out[0], s_out, k, render(solver_messages(q.text)) if render else None)
+        for q, messages, g_out, s_out in zip(batch, prompts, first, many, strict=True):
+            row = _graded(q, settings, g_out[0], s_out, k, render(messages) if render else None)
             lines.append(json.dumps(row, ensure_ascii=False) + "\n")
             done[q.index] = row
         fh.write("".join(lines))
@@ -200,7 +200,7 @@ def evaluate(
             many = engine.generate(prompts, sampled, reporter(phases[1])) if k else [[] for _ in batch]
             if pending is not None:
                 pending.result()  # lines stay in order; at most one batch waits for grading
-            pending = grader.submit(write, fh, batch, first, many)
+            pending = grader.submit(write, fh, batch, prompts, first, many)
         if pending is not None:
             pending.result()
     rows = [done[q.index] for q in bench.questions]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagevo.catalog import CheckpointSelected, CheckpointWritten, EvalRecorded, RoundCommitted, RunStarted
+from diagevo.catalog import CheckpointSelected, CheckpointWritten, EvalRecorded, Event, RoundCommitted, RunStarted
 from diagevo.catalog.ids import event_id
 from diagevo.errors import BadInput, Call
 from diagevo.eval.benchmarks import Benchmark
@@ -102,26 +102,15 @@ def pick_rounds(available: Sequence[int], spec: str) -> list[int]:
     return sorted(set(wanted))
 
 
+def _carried(event: type[Event], result: BenchResult) -> dict[str, Any]:
+    """The fields of ``result`` that ``event`` records under the same names."""
+    return {k: v for k, v in result.to_dict().items() if k in event.model_fields}
+
+
 def eval_event(run: str, t: int, result: BenchResult, engine: str) -> EventIn:
     """One ``eval.recorded`` event for a (round, benchmark) score."""
-    r = result
-    score = EvalRecorded(
-        benchmark=r.benchmark,
-        benchmark_kind=r.kind,
-        n=r.n,
-        correct=r.correct,
-        accuracy=r.accuracy,
-        unparsed=r.unparsed,
-        k=r.k,
-        mean_at_k=r.mean_at_k,
-        model=r.model,
-        engine=engine,
-        file=r.file,
-        file_sha256=r.file_sha256,
-        seconds=r.seconds,
-        settings=r.settings,
-    )
-    key = f"{r.benchmark}/{r.settings}/{r.n}"
+    score = EvalRecorded(**_carried(EvalRecorded, result), benchmark_kind=result.kind, engine=engine)
+    key = f"{result.benchmark}/{result.settings}/{result.n}"
     return new_event(score, run=run, at_round=t, event_id=event_id(run, t, "eval", key))
 
 
@@ -129,17 +118,9 @@ def selection_event(run: str, results: Mapping[int, BenchResult]) -> EventIn:
     """``checkpoint.selected`` for the best of ``results`` (round -> validation score)."""
     scores = {t: r.accuracy for t, r in results.items()}
     best = min(scores, key=lambda t: (-scores[t], t))  # a tie goes to the earlier round
-    chosen = results[best]
     key = hashlib.sha256(json.dumps(sorted((t, r.settings) for t, r in results.items())).encode()).hexdigest()[:16]
-    selected = CheckpointSelected(
-        benchmark=chosen.benchmark,
-        accuracy=chosen.accuracy,
-        scores={str(t): s for t, s in sorted(scores.items())},
-        n=chosen.n,
-        model=chosen.model,
-        file=chosen.file,
-        file_sha256=chosen.file_sha256,
-    )
+    scored = {str(t): s for t, s in sorted(scores.items())}
+    selected = CheckpointSelected(**_carried(CheckpointSelected, results[best]), scores=scored)
     return new_event(selected, run=run, at_round=best, event_id=event_id(run, best, "select", key))
 
 

@@ -75,16 +75,3 @@ def make_engine(kind: EngineKind, model: str, **options: object) -> Engine:
     module, name = ENGINES[kind]
     engine: Engine = getattr(import_module(module), name)(model, **options)
     return engine
-
-
-__all__ = [
-    "Engine",
-    "EngineKind",
-    "GenerationError",
-    "Messages",
-    "ProgressFn",
-    "Sampling",
-    "make_engine",
-    "no_progress",
-    "render_plain",
-]

@@ -51,8 +51,7 @@ class LocalEngine:
         dtype: str = "auto",
         batch_size: int = 8,
     ) -> None:
-        if isinstance(model, str):
-            check_local_model(model)  # before importing torch: a typo is answered at once
+        path = check_local_model(model) if isinstance(model, str) else None  # before torch: a typo answered at once
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -60,8 +59,7 @@ class LocalEngine:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if dtype == "auto":
             dtype = "bfloat16" if device.startswith("cuda") else "float32"
-        if isinstance(model, str):
-            path = check_local_model(model)
+        if path is not None:
             self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device)  # type: ignore[arg-type]
             self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
         else:

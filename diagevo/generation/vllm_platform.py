@@ -134,18 +134,3 @@ def current_platform() -> tuple[str, bool]:
 
     name = "rocm" if p.is_rocm() else str(p.device_type or "cpu")
     return name, bool(p.is_sleep_mode_available())
-
-
-__all__ = [
-    "GIB",
-    "SLEEP_MODE_PLATFORMS",
-    "Decision",
-    "apply_environment",
-    "current_platform",
-    "decide",
-    "engine_options",
-    "environment",
-    "explain",
-    "platform_of",
-    "serve_flags",
-]

@@ -6,9 +6,12 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from diagevo import curriculum as cur
 from diagevo.catalog import QuestionGenerated, QuestionScored
 from diagevo.config.sections import MethodConfig
+from diagevo.curriculum.answers import extract_answer
+from diagevo.curriculum.filtering import keep
+from diagevo.curriculum.prompts import challenger_messages
+from diagevo.curriculum.votes import votes
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.results import Json
 from diagevo.rounds.protocol import ProtocolError
@@ -34,7 +37,7 @@ class Request(GenerationRequest):
     def messages(self) -> list[dict[str, str]]:
         """The challenger's chat prompt for this draw (Appendix J): ``[{"role": "system", ...},
         {"role": "user", ...}]``, ready for a chat template or an OpenAI-style request."""
-        return cur.challenger_messages(self.generation_request())
+        return challenger_messages(self.generation_request())
 
     def to_json(self) -> dict[str, Json]:
         """The request as a line of ``diagevo round requests --jsonl``, its prompt included."""
@@ -215,11 +218,11 @@ def score(c: Candidate, cfg: MethodConfig) -> Scored:
     """Votes over the construction answers and the double-confidence filter (Eq. 3)."""
     if (c.responses is None) == (c.answers is None):
         raise ProtocolError(f"question {c.question_id}: give exactly one of responses and answers")
-    answers = list(c.answers) if c.answers is not None else [cur.extract_answer(x) for x in c.responses or ()]
+    answers = list(c.answers) if c.answers is not None else [extract_answer(x) for x in c.responses or ()]
     if not answers:
         raise ProtocolError(f"question {c.question_id}: no construction responses")
-    v = cur.votes(answers)
-    retained = v.label is not None and cur.keep(v.p1, v.p2, cfg.filter)
+    v = votes(answers)
+    retained = v.label is not None and keep(v.p1, v.p2, cfg.filter)
     ref = v.reference if retained else None  # earliest response of the label's class
     reference = c.responses[ref] if ref is not None and c.responses is not None else ""
     return Scored(

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagevo import curriculum as cur
 from diagevo.catalog import (
     CheckpointPruned,
     CheckpointSelected,
@@ -31,6 +30,8 @@ from diagevo.catalog import (
     RunForked,
     TrainStep,
 )
+from diagevo.curriculum.prompts import parse_question
+from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, RetryLater, resume_call
 from diagevo.files.confined import checkpoint_name, no_links_below, owned_dir, remove_owned
@@ -355,7 +356,7 @@ class Trainer:
         def reward(requests: Sequence[GenerationRequest], outputs: Sequence[str]) -> list[float]:
             calls[0] += 1
             rng = self.rng(t, f"chal-votes-{calls[0]}")
-            return cur.challenger_output_rewards(
+            return challenger_output_rewards(
                 outputs,
                 lambda qs: self.backend.sample(qs, n, rng),
                 lam=self.cfg.reward.lam,
@@ -370,7 +371,7 @@ class Trainer:
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
         candidates: list[tuple[Request, str]] = []
         for req, out in zip(reqs, outputs, strict=True):
-            text = cur.parse_question(out)
+            text = parse_question(out)
             if text is not None:  # a format-invalid output is not a candidate
                 candidates.append((req, text))
         self.progress("generate", len(reqs), len(reqs))
@@ -406,7 +407,7 @@ class Trainer:
 
         def reward(i: int, responses: Sequence[str]) -> list[float]:
             # the same agreement that put responses in the label's class (p1): +1 exactly for those
-            return cur.solver_rewards(responses, labels[i])
+            return solver_rewards(responses, labels[i])
 
         out = self.backend.train_solver(
             [r.questions[q] for q in retained],

@@ -65,7 +65,7 @@ class QuestionFinder:
             self.by_text.setdefault(_words(q.text), []).append(q.question_id)
         self.longest_first = sorted(self.by_text, key=len, reverse=True)
         self._around: tuple[int, int] | None = None  # characters before and after the question
-        from diagevo.curriculum import SOLVER_SYSTEM
+        from diagevo.curriculum.prompts import SOLVER_SYSTEM
 
         self.system = _words(SOLVER_SYSTEM)
 
@@ -140,7 +140,7 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
     FAILURES.jsonl holds it (with its question, pseudo-label and known causes). A dump beside the
     manifest of another export (``check_manifest``) is refused; so is a line of another round's
     questions, or one scored by another reward function, naming its file and line."""
-    from diagevo.curriculum import solver_rewards
+    from diagevo.curriculum.reward import solver_rewards
     from diagevo.rounds import logged_questions, round_state, run_config
     from diagevo.text.formats import RolloutLine, read_lines
 

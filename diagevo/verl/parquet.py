@@ -140,7 +140,7 @@ def _row(name: str, messages: list[dict[str, str]], label: str, extra: dict[str,
 
 def solver_rows(rnd: Round, retained: Iterable[LoggedQuestion]) -> list[dict[str, Any]]:
     """Q^cur: the round's ``retained`` questions that have a pseudo-label, in the order recorded, as solver prompts."""
-    from diagevo.curriculum import solver_messages
+    from diagevo.curriculum.prompts import solver_messages
 
     labelled = [q for q in retained if q.pseudo_label]
     return [
@@ -268,7 +268,7 @@ def construct_rows(rnd: Round, path: Path) -> tuple[list[dict[str, Any]], int]:
     """The questions the challenger wrote for the round's requests (verl's generation output of
     ``curriculum.parquet``: one response per request), each as a solver prompt with its request;
     and how many responses held no ``<question>`` block (left out: nothing to answer)."""
-    from diagevo.curriculum import parse_question, solver_messages
+    from diagevo.curriculum.prompts import parse_question, solver_messages
 
     requests = {q.question_id: q for q in rnd.requests(rnd.config.train.curriculum_questions)}
     rows: list[dict[str, Any]] = []

@@ -39,7 +39,7 @@ def compute_score(
     that counted the construction responses in the label's class), else ``-1``, a failure that
     diagnosis reads back. Returns ``score``, ``acc`` (1 or 0: verl's validation reports it as the
     accuracy against the pseudo-labels) and the ``question_id`` of ``extra_info``."""
-    from diagevo.curriculum import solver_rewards
+    from diagevo.curriculum.reward import solver_rewards
 
     _text("solution_str", solution_str)
     _text("ground_truth", ground_truth, optional=True)
@@ -70,7 +70,8 @@ def challenger_score(
     ``max_tokens`` bounds each answer; ``timeout_s`` each request to the server and ``retries``
     how often a failed one is sent again, so a hung server fails the step within
     ``timeout_s x (retries + 1)`` with one line naming it. Any other keyword is refused."""
-    from diagevo.curriculum import challenger_output_rewards, solver_messages
+    from diagevo.curriculum.prompts import solver_messages
+    from diagevo.curriculum.reward import challenger_output_rewards
     from diagevo.generation import Sampling
     from diagevo.generation.endpoint import EndpointEngine
 

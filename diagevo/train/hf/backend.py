@@ -29,8 +29,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from diagevo import curriculum as cur
 from diagevo.config.sections import Role
+from diagevo.curriculum.answers import extract_answer
+from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
@@ -499,7 +500,7 @@ class HFBackend:
             [solver_messages(i["question"]) for i in items],
             self._sampling(1, rng, h.heldout_max_new_tokens or self.config.solver.max_new_tokens, greedy=True),
         )
-        right = [cur.agrees(cur.extract_answer(o[0]), i["answer"]) for o, i in zip(outs, items, strict=True)]
+        right = [agrees(extract_answer(o[0]), i["answer"]) for o, i in zip(outs, items, strict=True)]
         by_skill: dict[str, list[bool]] = defaultdict(list)
         for ok, i in zip(right, items, strict=True):
             if "skill" in i:

@@ -23,7 +23,6 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from diagevo import curriculum as cur
 from diagevo.catalog import (
     CausePromoted,
     CauseReactivated,
@@ -35,6 +34,9 @@ from diagevo.catalog import (
 )
 from diagevo.catalog.ids import event_id
 from diagevo.config.sections import MethodConfig
+from diagevo.curriculum.answers import extract_answer
+from diagevo.curriculum.equivalence import agrees
+from diagevo.curriculum.reward import repetition_penalties
 from diagevo.log import Recorder
 from diagevo.memory.sampler import FREE
 from diagevo.rounds import record_retrospective
@@ -136,7 +138,7 @@ def _label_truth(labelled: Sequence[tuple[str, str | None]], backend: SimBackend
         if q is None:
             continue
         n += 1
-        ok += cur.agrees(cur.extract_answer(boxed(q.answer)), label)
+        ok += agrees(extract_answer(boxed(q.answer)), label)
     return ok / n if n else 0.0
 
 
@@ -144,7 +146,7 @@ def _mean_repetition(texts: Sequence[str], config: MethodConfig) -> float:
     """Mean ``r_rep`` (Eq. 10) over one round's questions taken as one batch."""
     if len(texts) < 2:
         return 0.0
-    pen = cur.repetition_penalties(list(texts), config.reward.cluster_distance_threshold)
+    pen = repetition_penalties(list(texts), config.reward.cluster_distance_threshold)
     return sum(pen) / len(pen)
 
 
