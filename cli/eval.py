@@ -267,8 +267,8 @@ def eval_command(
                 "run": run_id,
                 "engine": kind,
                 "selected": done.selected,
-                "validation": {str(t): r.to_json() for t, r in sorted(done.validation.items())},
-                "results": [{"round": t, **r.to_json()} for t, r in done.results],
+                "validation": {str(t): r.to_dict() for t, r in sorted(done.validation.items())},
+                "results": [{"round": t, **r.to_dict()} for t, r in done.results],
             }
     if json:
         emit_json(report)
