@@ -30,7 +30,7 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.safe import plain, text
 from diagevo.files.written import replaced
-from diagevo.log import Recorder
+from diagevo.log import Recorder, payload
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.text.parsing import file_lines, input_file
@@ -282,7 +282,7 @@ def _event_classes(types: list[str]) -> frozenset[Any]:
 def _print_events(page: Any) -> None:
     table = Table("seq", "round", "type", "data", title=text(f"run {page.run}"), title_justify="left")
     for e in page.events:
-        table.add_row(str(e.seq), str(e.round), e.type, text(_data_line(e.data)))
+        table.add_row(str(e.seq), str(e.round), e.type, text(_data_line(payload(e))))
     console.print(table)
     if page.truncated:
         console.print(
@@ -309,7 +309,7 @@ def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, 
             if as_json:
                 emit_json(event_json(e))
             else:
-                console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(e.data)), soft_wrap=True)
+                console.print(text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(payload(e))), soft_wrap=True)
             flush_stdout()
 
 

@@ -41,7 +41,7 @@ def test_the_files_agree_with_the_log(sim: str, tmp_path: Path) -> None:
         done = export_dataset(store, "two", tmp_path / "ds")
         scored = [e.data for e in store.read("two", types=(QuestionScored,))]
         recorded = [e.data for e in store.read("two", types=(FailureRecorded,))]
-        attributed = {e.data["failure_id"]: e.data["cause_id"] for e in store.read("two", types=(FailureAttributed,))}
+        attributed = {e.event.failure_id: e.event.cause_id for e in store.read("two", types=(FailureAttributed,))}
         memory = load_memory(store, "two", 2)
     assert [f.name for f in done.files] == [*(f"{t}.parquet" for t in TABLES), "README.md"]
     q = pl.read_parquet(tmp_path / "ds" / "questions.parquet")

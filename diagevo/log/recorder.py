@@ -50,13 +50,16 @@ compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
+    """A stored event as a reader gets it: its place in the log around the typed :attr:`event`.
+    Its data as stored stays inside the log and the interchange (:func:`payload`)."""
+
     seq: int
     event_id: str
     run: str
     round: int
     type: str
     schema_version: int
-    data: dict[str, Any]
+    _data: dict[str, Any]
     recorded_at: str
     prev_hash: str
     hash: str
@@ -65,7 +68,7 @@ class StoredEvent:
     def event(self) -> Event:
         """The typed event (its class's ``from_stored``: the class in ``diagevo.catalog``), built on
         each access: the long texts are their stored references unless the read put them back."""
-        return CATALOG[self.type].from_stored(self.data, self.schema_version)
+        return CATALOG[self.type].from_stored(self._data, self.schema_version)
 
 
 class EventRow(NamedTuple):
@@ -83,6 +86,13 @@ class EventRow(NamedTuple):
     def event(self) -> Event:
         """The typed event, built on each access (as :attr:`StoredEvent.event`)."""
         return CATALOG[self.type].from_stored(self.data, self.version)
+
+
+def payload(e: StoredEvent | EventRow) -> dict[str, Any]:
+    """An event's data as stored (its long texts inline where the read put them back), for what
+    copies or shows the stored bytes (the JSONL interchange, a fork's or a what-if's copy,
+    ``memory events``); what reads an event's meaning reads :attr:`StoredEvent.event`."""
+    return e._data if isinstance(e, StoredEvent) else e.data
 
 
 class RawRow(NamedTuple):
@@ -298,14 +308,7 @@ class _HasSeq(Protocol):
     def seq(self) -> int: ...
 
 
-class _HasTexts(_HasSeq, Protocol):
-    @property
-    def type(self) -> str: ...
-    @property
-    def data(self) -> dict[str, Any]: ...
-
-
-E = TypeVar("E", bound=_HasTexts)
+E = TypeVar("E", StoredEvent, EventRow)
 T = TypeVar("T", bound=_HasSeq)
 
 
@@ -313,7 +316,8 @@ def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
     """Put each event's texts back inline from its ``texts`` column, each checked against the
     key its data names: an altered or missing text is refused, never shown."""
     for ev, column in zip(batch, columns, strict=True):
-        refs = list(text_refs(ev.type, ev.data))
+        data = payload(ev)
+        refs = list(text_refs(ev.type, data))
         if not refs:
             continue
         problems, held = text_problems(ev.seq, refs, column)
@@ -324,7 +328,7 @@ def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
                 Call("verify_run", "diagevo.verify_run(store, run)"),
             )
         for f, _sha in refs:
-            ev.data[f] = held[f]
+            data[f] = held[f]
     return list(batch)
 
 
@@ -529,11 +533,13 @@ class EventReader(Stored):
         keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         data: bool = True,
+        limit: int | None = None,
+        newest: bool = False,
     ) -> Iterator[EventRow]:
         """:meth:`read`'s events as (seq, round, type, data, version): what a fold or a count
         needs (a SQL backend reads only those columns; ``data=False`` leaves the data out)."""
         q = Query(run, after_seq, upto_seq, types, in_round, keys)
-        return self._select(q, ROW if data else META, texts and data)
+        return self._select(q, ROW if data else META, texts and data, limit, newest)
 
     def count(
         self,
