@@ -62,7 +62,7 @@ def assert_identity(db: str, run: str, capsys: pytest.CaptureFixture[str]) -> No
         recorded = [(e.round, e.type, e.event) for e in store.read(run, texts=True) if e.type != "run.forked"]
         derived = [(e.round, e.type, e.event) for e in store.read(f"{run}-same", texts=True)]
         assert derived[:-1] == recorded  # the same events in the same order
-        assert derived[-1][1] == "run.forked" and derived[-1][2]["whatif"] == {"settings": {}, "meaning": MEANING}
+        assert derived[-1][1] == "run.forked" and derived[-1][2].whatif == {"settings": {}, "meaning": MEANING}
     for t in range(1, n_rounds + 1):
         code, out, err = run_cli(
             capsys, "memory", "diff", "--run", run, "--run", f"{run}-same", "--round", str(t), "--db", db, "--json"
