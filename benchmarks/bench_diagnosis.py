@@ -148,7 +148,7 @@ def bench_extraction(tmp: Path, n: int, delay_s: float, concurrency: int) -> dic
                 store=store, run=RUN, t=2, failures=failures(n), diagnostician=dx, embedder=HashEmbedder(), cfg=cfg
             )
         )
-    latencies = [e.data["latency_s"] for e in store.read(RUN, types=(LLMCalled,))]
+    latencies = [e.event.latency_s for e in store.read(RUN, types=(LLMCalled,))]
     store.close()
     return {
         "failures": n,

@@ -80,7 +80,7 @@ def round_work_scans(store: Recorder, run: str, t: int) -> None:
     """The answers of a resumed round from full scans of the run (the baseline)."""
     [rnd for _, rnd, typ, _, _ in store.rows(run) if typ == RoundCommitted.name]
     questions: dict[str, object] = {}
-    for e in store.read(run, texts=True):
+    for e in store.rows(run, texts=True):
         if e.round == t and e.type == QuestionGenerated.name:
             questions[e.data["question_id"]] = e.data
     load_memory(store, run, t - 1)

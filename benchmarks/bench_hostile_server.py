@@ -59,10 +59,14 @@ CALLS = """
 import json, sys
 from diagevo.catalog import DiagnosisFailed, FailureDiagnosed, LLMCalled
 from diagevo.log import open_log
+try:
+    from diagevo.log import payload
+except ImportError:  # a diagevo before payload: its stored events carry their data
+    payload = lambda e: e.data
 with open_log(sys.argv[1]) as s:
     out = []
     for e in s.read("hostile", types=(LLMCalled, DiagnosisFailed, FailureDiagnosed), texts=True):
-        d = e.data
+        d = payload(e)
         out.append({"type": e.type, "raw_bytes": len(d.get("raw", "").encode()), "cut": d.get("cut"),
                     "error": d.get("error") or d.get("reason")})
 print(json.dumps(out))

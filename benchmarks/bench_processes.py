@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from diagevo.catalog import PhaseCompleted
 from diagevo.log import open_log
+from diagevo.views.typed import of_type
 
 SIZES = ["train.challenger_questions=4", "train.curriculum_questions=8", "grpo.construction_responses=4"]
 
@@ -85,7 +86,9 @@ def one_round(tiny: Path, tmp: Path, processes: int) -> tuple[float, dict[str, f
         sys.exit(f"{processes} process(es) failed: {done.stderr.strip().splitlines()[-1]}")
     store = open_log(f"sqlite:///{db}")
     try:
-        phases = {e.data["phase"]: float(e.data["seconds"]) for e in store.read("r", types=(PhaseCompleted,))}
+        phases = {
+            p.phase: float(p.seconds or 0) for p in of_type(PhaseCompleted, store.read("r", types=(PhaseCompleted,)))
+        }
     finally:
         store.close()
     return wall, phases

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import build_log  # noqa: E402
 
 from diagevo.catalog import FailureAttributed, FailureRecorded, RoundCommitted
-from diagevo.log import open_log, sqlite_path
+from diagevo.log import open_log, payload, sqlite_path
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.stats import scan as scan_stats
 from diagevo.views.stories import cause_story
@@ -201,10 +201,10 @@ def main(argv: list[str] | None = None) -> int:
 
         baselines = {
             "stats": lambda: scan_stats(store.rows(run), run),
-            "why": lambda: cause_story(((e.seq, e.round, e.type, e.data) for e in store.read(run, texts=True)), cause),
-            "events --cause": lambda: scan(lambda e: cause in {e.data.get(k) for k in CAUSE_FIELDS}),
-            "events --failure": lambda: scan(lambda e: e.data.get("failure_id") == fid),
-            "events --question": lambda: scan(lambda e: e.data.get("question_id") == qid),
+            "why": lambda: cause_story(((e.seq, e.round, e.type, e.data) for e in store.rows(run, texts=True)), cause),
+            "events --cause": lambda: scan(lambda e: cause in {payload(e).get(k) for k in CAUSE_FIELDS}),
+            "events --failure": lambda: scan(lambda e: payload(e).get("failure_id") == fid),
+            "events --question": lambda: scan(lambda e: payload(e).get("question_id") == qid),
             "events --round": lambda: scan(lambda e: e.round == rnd),
         }
         base = {k: timed(f) for k, f in baselines.items()}

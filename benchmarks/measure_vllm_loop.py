@@ -81,6 +81,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
     from diagevo.train import train
     from diagevo.train.config import load_config
     from diagevo.train.hf.backend import HFBackend
+    from diagevo.views.typed import carried, of_type
     from diagevo.views.verify import verify_run
 
     cfg = load_config(
@@ -124,16 +125,15 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
         try:
             run, _ = train(cfg, store, backend=backend, rounds=rounds)
             wall = time.perf_counter() - started
-            for e in store.read(run, types=(PhaseCompleted,)):
-                d = e.data
-                if d["phase"] in ("challenger", "solver"):  # TRL's completions: mean length x completions
+            for phase in of_type(PhaseCompleted, store.read(run, types=(PhaseCompleted,))):
+                if phase.phase in ("challenger", "solver"):  # TRL's completions: mean length x completions
                     n = (
-                        float(d.get("completion_length", 0.0))
-                        * float(d.get("completions_per_step", 0))
-                        * float(d.get("steps", 0))
+                        float(carried(phase, "completion_length", 0.0))
+                        * float(carried(phase, "completions_per_step", 0))
+                        * float(carried(phase, "steps", 0))
                     )
-                    meter.rows[f"{d['phase']} GRPO"]["tokens"] += n
-            commits = [e.data for e in store.read(run, types=(RoundCommitted,))]  # summary fields inline
+                    meter.rows[f"{phase.phase} GRPO"]["tokens"] += n
+            commits = list(of_type(RoundCommitted, store.read(run, types=(RoundCommitted,))))  # summary fields inline
             problems = verify_run(store, run)
         finally:
             store.close()
@@ -148,8 +148,8 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
         "wall_seconds": wall,
         "cpu_seconds": time.process_time(),
         "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-        "heldout_acc": [c.get("heldout_acc") for c in commits],
-        "round_seconds": [c.get("timing", {}) for c in commits],  # the loop's own clock, per round
+        "heldout_acc": [c.heldout_acc for c in commits],
+        "round_seconds": [c.timing or {} for c in commits],  # the loop's own clock, per round
         "verify_problems": problems,
         "vllm_engines": engines,
         "load_average": [load0, os.getloadavg()[0]],

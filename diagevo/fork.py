@@ -25,7 +25,7 @@ from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.config.base import apply_overrides, checked
 from diagevo.config.sections import MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.log import Recorder
+from diagevo.log import Recorder, payload
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results import Json, JsonRow
@@ -79,7 +79,7 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
                     "run": new,
                     "round": e.round,
                     "event_id": rebase_event_id(e.event_id, source, new),
-                    "data": e.data,
+                    "data": payload(e),
                     "schema_version": e.schema_version,
                 }
             )

@@ -18,7 +18,7 @@ from typing import Any
 from diagevo.catalog import SCHEMA_VERSION, RoundCommitted, RunForked, RunStarted
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
-from diagevo.log import Recorder
+from diagevo.log import Recorder, payload
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.recorder import GENESIS_HASH, canonical_event_json, chain_hash, prepare
 from diagevo.memory.counting import Ledger, Tally
@@ -181,7 +181,7 @@ def _stored_events(
     stored: dict[tuple[str, str], tuple[str, int, int, bytes]] = {}
     for run, its in ids.items():
         for e in store.read(run, keys={"event_id": its}):
-            stored[run, e.event_id] = (e.type, e.round, e.schema_version, canonical_bytes(e.data))
+            stored[run, e.event_id] = (e.type, e.round, e.schema_version, canonical_bytes(payload(e)))
     return stored
 
 
@@ -264,7 +264,7 @@ def export_lines(store: Recorder, run: str) -> Iterator[str]:
             "run": e.run,
             "round": e.round,
             "event_id": e.event_id,
-            "data": e.data,
+            "data": payload(e),
             "seq": e.seq,
             "recorded_at": e.recorded_at,
             "hash": e.hash,

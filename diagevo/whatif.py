@@ -39,7 +39,7 @@ from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.config.base import apply_overrides, checked
 from diagevo.config.sections import MemoryConfig, MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.log import EventRow, Recorder, StoredEvent
+from diagevo.log import EventRow, Recorder, StoredEvent, payload
 from diagevo.memory.deciders import decide_attribution, decide_promotions, promotion_evidence
 from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
@@ -223,7 +223,7 @@ class _Deriving:
     def take(self, e: StoredEvent) -> None:
         """One source event: copied, re-decided, or dropped (the source's own decisions)."""
         eid = rebase_event_id(e.event_id, self.source, self.new)
-        data, ev, version = e.data, e.event, e.schema_version
+        data, ev, version = payload(e), e.event, e.schema_version
         cls = type(ev)
         if self.unmarked.get(e.round) == e.seq:
             self._promote(e.round)

@@ -29,7 +29,7 @@ def _train(capsys: pytest.CaptureFixture[str], db: str, run: str, rounds: int, *
 
 def _paths(db: str, run: str) -> list[str]:
     with open_log(db) as s:
-        return [e.data["path"] for e in s.read(run, types=(CheckpointWritten,))]
+        return [e.event.path for e in s.read(run, types=(CheckpointWritten,))]
 
 
 def test_checkpoint_paths_are_stored_relative_to_the_run_folder(

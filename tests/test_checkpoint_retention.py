@@ -24,18 +24,18 @@ def written(db: str, run: str) -> list[tuple[int, str, Path]]:
     source's where that holds it (where the first was, once pruned)."""
     with open_log(db) as s:
         (started,) = s.read(run, types=(RunStarted,))
-        folders = checkpoint_folders(s, run, runs_root(s, started.data["config"]))
+        folders = checkpoint_folders(s, run, runs_root(s, started.event.config))
         out = []
         for e in s.read(run, types=(CheckpointWritten,)):
-            name = e.data["path"]
+            name = e.event.path
             where = next((f / name for f in folders if (f / name).exists()), folders[0] / name)
-            out.append((e.round, e.data["phase"], where))
+            out.append((e.round, e.event.phase, where))
         return out
 
 
 def pruned(db: str, run: str) -> list[tuple[int, int, str]]:
     with open_log(db) as s:
-        return [(e.round, e.data["written_round"], e.data["phase"]) for e in s.read(run, types=(CheckpointPruned,))]
+        return [(e.round, e.event.written_round, e.event.phase) for e in s.read(run, types=(CheckpointPruned,))]
 
 
 @pytest.fixture
@@ -133,7 +133,7 @@ def test_a_tiny_hf_run_keeping_one_checkpoint(
     ]
     held = sum(p.stat().st_size for p in (tmp_path / "h.diagevo" / "runs").rglob("*") if p.is_file())
     with open_log(db) as s:
-        sizes = {e.data["path"]: e.data["bytes"] for e in s.read("h", types=(CheckpointWritten,))}
+        sizes = {e.event.path: e.event.bytes for e in s.read("h", types=(CheckpointWritten,))}
     assert held == sum(sizes[p.name] for _, _, p in ckpts if p.exists())  # the log's sizes are the disk's
     assert sum(sizes.values()) > 2.5 * held  # three rounds written, one kept
     bench = tmp_path / "b.jsonl"

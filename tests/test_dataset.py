@@ -39,13 +39,13 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_the_files_agree_with_the_log(sim: str, tmp_path: Path) -> None:
     with open_log(sim) as store:
         done = export_dataset(store, "two", tmp_path / "ds")
-        scored = [e.data for e in store.read("two", types=(QuestionScored,))]
-        recorded = [e.data for e in store.read("two", types=(FailureRecorded,))]
-        attributed = {e.data["failure_id"]: e.data["cause_id"] for e in store.read("two", types=(FailureAttributed,))}
+        scored = [e.event for e in store.read("two", types=(QuestionScored,))]
+        recorded = [e.event for e in store.read("two", types=(FailureRecorded,))]
+        attributed = {e.event.failure_id: e.event.cause_id for e in store.read("two", types=(FailureAttributed,))}
         memory = load_memory(store, "two", 2)
     assert [f.name for f in done.files] == [*(f"{t}.parquet" for t in TABLES), "README.md"]
     q = pl.read_parquet(tmp_path / "ds" / "questions.parquet")
-    assert q.height == len(scored) and q["retained"].sum() == sum(s["retained"] for s in scored) > 0
+    assert q.height == len(scored) and q["retained"].sum() == sum(s.retained for s in scored) > 0
     f = pl.read_parquet(tmp_path / "ds" / "failures.parquet")
     assert f.height == len(recorded) > 0 and f["diagnosis"].null_count() == 0
     mine = {r["failure_id"]: r["attributed_cause"] for r in f.iter_rows(named=True) if r["attributed_via"] != "created"}

@@ -17,7 +17,7 @@ from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import ANSWER_MODEL, ANSWER_RULES, HeuristicDiagnostician, answer_mismatch
 from diagevo.diagnosis.interface import Consolidation, ExtractionInput, KnownCause, NodeView
 from diagevo.diagnosis.tools import make_embedder
-from diagevo.log import open_log
+from diagevo.log import open_log, payload
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, RUN, seed
 
@@ -126,10 +126,10 @@ def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
     assert ANSWER_RULES["off_by_one"][0] not in text and ANSWER_RULES["wrong_number"][0] not in text
 
     with open_log(db) as store:
-        diagnosed = {e.data["failure_id"]: e.data for e in store.read("h", types=(FailureDiagnosed,), texts=True)}
+        diagnosed = {e.event.failure_id: e.event for e in store.read("h", types=(FailureDiagnosed,), texts=True)}
     assert set(diagnosed) == {"f0", "f1", "f2", "f3"}
-    assert all(d["model"] == ANSWER_MODEL for d in diagnosed.values())
-    raws = {fid: json.loads(d["raw"]) for fid, d in diagnosed.items()}
+    assert all(d.model == ANSWER_MODEL for d in diagnosed.values())
+    raws = {fid: json.loads(d.raw) for fid, d in diagnosed.items()}
     assert {r["diagnostician"] for r in raws.values()} == {"heuristic"}
     assert [raws[f]["rule"] for f in ("f0", "f1", "f2", "f3")] == [
         "sign",
@@ -137,9 +137,9 @@ def test_the_round_protocol_walks_through_with_the_heuristic_diagnostician(
         "no_final_answer",
         "final_answer_agrees",
     ]
-    assert diagnosed["f3"]["error_cause"] is None and diagnosed["f3"]["matched_cause"] is None
+    assert diagnosed["f3"].error_cause is None and diagnosed["f3"].matched_cause is None
     with open_log(db) as store:
-        recorded = {e.data["failure_id"]: e.data for e in store.read("h", types=(FailureRecorded,), texts=True)}
+        recorded = {e.event.failure_id: payload(e) for e in store.read("h", types=(FailureRecorded,), texts=True)}
     assert recorded["f0"] == {
         "failure_id": "f0",
         "question_id": reqs[0]["question_id"],
@@ -204,8 +204,8 @@ def test_diagnose_into_a_round_never_opened_records_the_failures_with_their_diag
     assert (summary["recorded"], summary["already_recorded"], summary["unopened"]) == (0, 0, 1)
     assert summary["resumed"] == 1  # diagnosed by the first run
     with open_log(db) as store:
-        assert [e.data["failure_id"] for e in store.read(RUN, types=(FailureRecorded,))] == ["f1"]
-        assert [e.data["failure_id"] for e in store.read(RUN, types=(FailureDiagnosed,))] == ["f1"]
+        assert [e.event.failure_id for e in store.read(RUN, types=(FailureRecorded,))] == ["f1"]
+        assert [e.event.failure_id for e in store.read(RUN, types=(FailureDiagnosed,))] == ["f1"]
 
 
 NO_FINAL_ANSWER = ExtractionInput("f9", "q9", "What is 3+3?", "6", "3+3 = 9", "3+3 = 6, so \\boxed{6}")

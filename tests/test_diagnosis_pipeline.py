@@ -19,7 +19,7 @@ from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
 from diagevo.diagnosis.tools import llm_diagnostician
-from diagevo.log import Recorder, open_log
+from diagevo.log import Recorder, open_log, payload
 from diagevo.memory.state import CauseState
 from diagevo.rounds import OutOfOrder
 from diagevo.views.index import VIEW as CHECKPOINT
@@ -127,7 +127,7 @@ def run_round(
 
 def events(store: Recorder, *types: str) -> list[tuple[str, dict[str, Any]]]:
     classes = [CATALOG[name] for name in types] or None
-    return [(e.type, e.data) for e in store.read(RUN, types=classes, texts=True) if e.round >= 2]
+    return [(e.type, payload(e)) for e in store.read(RUN, types=classes, texts=True) if e.round >= 2]  # as stored
 
 
 def decisions(store: Recorder) -> list[tuple[str, dict[str, Any]]]:

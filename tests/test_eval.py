@@ -544,7 +544,7 @@ def test_eval_run_records_one_event_per_round_and_benchmark(
     ]
     with open_log(db) as store:
         evals = list(store.read("hf1", types=(EvalRecorded,)))
-        assert [(e.round, e.data["benchmark"], e.data["accuracy"]) for e in evals] == [
+        assert [(e.round, e.event.benchmark, e.event.accuracy) for e in evals] == [
             (0, "gsm8k", 1 / 3),
             (2, "gsm8k", 1.0),
             (3, "gsm8k", 1.0),
@@ -597,8 +597,8 @@ def test_select_picks_the_best_round_on_the_validation_file(
     ]  # test benchmarks on the chosen round only
     with open_log(db) as store:
         (sel,) = store.read("hf1", types=(CheckpointSelected,))
-        assert sel.round == 2 and sel.data["scores"] == {"0": 0.25, "1": 0.5, "2": 1.0, "3": 0.75}
-        assert Path(sel.data["model"]) == beside_database(db, ".runs") / "hf1" / "round002-solver"
+        assert sel.round == 2 and sel.event.scores == {"0": 0.25, "1": 0.5, "2": 1.0, "3": 0.75}
+        assert Path(sel.event.model) == beside_database(db, ".runs") / "hf1" / "round002-solver"
         assert len(list(store.read("hf1", types=(EvalRecorded,)))) == 5  # 4 validation scores + gsm8k on round 2
     code, out, err = run_cli(
         capsys,
@@ -622,8 +622,8 @@ def test_select_picks_the_best_round_on_the_validation_file(
     code, _, err = run_cli(capsys, "memory", "ingest", str(exported), "--db", other)
     assert code == 0, err
     with open_log(db) as a, open_log(other) as b:
-        assert [(e.event_id, e.round, e.data) for e in a.read("hf1")] == [
-            (e.event_id, e.round, e.data) for e in b.read("hf1")
+        assert [(e.event_id, e.round, e.event) for e in a.read("hf1")] == [
+            (e.event_id, e.round, e.event) for e in b.read("hf1")
         ]
 
 

@@ -156,7 +156,7 @@ def test_eval_run_on_hf_checkpoints_and_select(
     ]
     with open_log(db) as store:
         evals = list(store.read("r", types=(EvalRecorded,)))
-    assert [(e.round, e.data["benchmark"], e.data["n"], e.data["engine"]) for e in evals] == [
+    assert [(e.round, e.event.benchmark, e.event.n, e.event.engine) for e in evals] == [
         (t, "math500", 4, "local") for t in (0, 1, 2)
     ]
 
@@ -181,9 +181,9 @@ def test_eval_run_on_hf_checkpoints_and_select(
     with open_log(db) as store:
         (sel,) = store.read("r", types=(CheckpointSelected,))
         evals = list(store.read("r", types=(EvalRecorded,)))
-    assert sel.round == 2 and sel.data["model"] == str(ckpt_dir / "round002-solver" / "solver")
-    assert sel.data["scores"] == {str(t): s for t, s in scores.items()}
-    assert sorted((e.round, e.data["benchmark"], e.data["n"]) for e in evals) == [
+    assert sel.round == 2 and sel.event.model == str(ckpt_dir / "round002-solver" / "solver")
+    assert sel.event.scores == {str(t): s for t, s in scores.items()}
+    assert sorted((e.round, e.event.benchmark, e.event.n) for e in evals) == [
         (0, "math500", 4),
         (0, "validation", 24),
         (1, "math500", 4),

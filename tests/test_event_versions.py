@@ -102,7 +102,7 @@ def test_an_event_is_upcast_from_the_version_it_was_stored_at(fresh_url: Any) ->
     with open_log(fresh_url()) as store:
         store.append(_run("r"))
         assert _read(store, "r") == [(2, 3), (1, 30)]  # the one of version 2 is not upcast again
-        assert [e.data for e in store.read("r", types=(Scaled,))] == [{"n": 3}, {"n": 3}]  # stored as written
+        assert [json.loads(r.data) for r in store.raw("r") if r.type == Scaled.name] == [{"n": 3}] * 2  # as written
         assert [e.schema_version for e in store.read("r", types=(RunStarted,))] == [RunStarted.class_version]
         assert store.verify_chain("r") == []
         assert verify_run(store, "r") == []

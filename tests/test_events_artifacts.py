@@ -84,16 +84,16 @@ def _raw(backend: Backend, url: str, sql: str) -> None:
 def test_the_key_is_the_hash_of_the_text(store: Recorder) -> None:
     _log(store)
     (q,) = store.read("r", types=(QuestionGenerated,))
-    assert q.data["text"] == {"$artifact": SHA}
+    assert q.event.text == {"$artifact": SHA}
     (full,) = store.read("r", types=(QuestionGenerated,), texts=True)
-    assert full.data["text"] == QUESTION
+    assert full.event.text == QUESTION
 
 
 def test_the_upgrade_moves_the_texts_of_an_older_log_into_their_rows(backend: Backend, db_url: str) -> None:
     _legacy_log(backend, db_url)
     assert "artifacts" not in _tables(backend, db_url)
     with open_log(db_url) as store:
-        assert [e.data["text"] for e in store.read("r", types=(QuestionGenerated,), texts=True)] == [QUESTION]
+        assert [e.event.text for e in store.read("r", types=(QuestionGenerated,), texts=True)] == [QUESTION]
         assert verify_run(store, "r") == []
     engine = backend.engine(db_url)
     with engine.connect() as conn:
@@ -128,7 +128,7 @@ def test_a_log_of_revision_0004_is_upgraded_readable_and_verifiable(backend: Bac
     assert upgrade(db_url) == ("0004", HEAD_REVISION)
     with open_log(db_url) as store:
         assert verify_run(store, "r") == []
-        assert [e.data["text"] for e in store.read("r", types=(QuestionGenerated,), texts=True)] == [QUESTION]
+        assert [e.event.text for e in store.read("r", types=(QuestionGenerated,), texts=True)] == [QUESTION]
 
 
 def test_a_text_in_its_events_row_is_guarded_like_the_event(backend: Backend, db_url: str) -> None:
@@ -174,4 +174,4 @@ def test_the_downgrade_to_0007_loses_no_text(backend: Backend, db_url: str) -> N
     engine.dispose()
     assert upgrade(db_url) == ("0007", HEAD_REVISION)
     with open_log(db_url) as store:
-        assert [e.data["text"] for e in store.read("r", types=(QuestionGenerated,), texts=True)] == [QUESTION]
+        assert [e.event.text for e in store.read("r", types=(QuestionGenerated,), texts=True)] == [QUESTION]

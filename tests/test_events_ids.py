@@ -55,7 +55,7 @@ def test_an_export_renamed_by_hand_is_stored_as_that_run(
     with open_log(db_url, create=False) as store:
         a, b = list(store.read("a", texts=True)), list(store.read("b", texts=True))
         assert [e.event_id for e in a] == [e.event_id for e in b]  # the same ids, two runs
-        assert [e.data for e in a] == [e.data for e in b]
+        assert [e.event for e in a] == [e.event for e in b]
         assert a[-1].hash != b[-1].hash  # each its own chain (the run is hashed)
         assert verify_run(store, "a") == [] and verify_run(store, "b") == []
     # ingesting it again is the idempotent no-op it says it is
@@ -100,7 +100,7 @@ def test_protocol_ids_equal_across_runs_do_not_collide(store: Recorder) -> None:
     (a,) = store.read("x", types=(PhaseCompleted,))
     (b,) = store.read("x/1", types=(PhaseCompleted,))
     assert a.event_id == b.event_id == "x/1/1/k"
-    assert (a.data["phase"], b.data["phase"]) == ("a", "b")
+    assert (a.event.phase, b.event.phase) == ("a", "b")
     rounds.Round(store, "x/1", 1).note("k", PhaseCompleted(phase="b", **{"seconds": 2.0}))  # a retry: no-op
     assert len(list(store.read("x/1", types=(PhaseCompleted,)))) == 1
 

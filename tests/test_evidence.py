@@ -217,7 +217,7 @@ def test_append_diagnosis_refuses_an_attribution_to_an_unknown_cause(store: Reco
 
 def test_record_refuses_a_question_id_from_an_earlier_round(store: Recorder) -> None:
     round_one(store)
-    earlier = next(e.data["question_id"] for e in store.read(RUN, types=(QuestionGenerated,)))
+    earlier = next(e.event.question_id for e in store.read(RUN, types=(QuestionGenerated,)))
     rounds.open_round(store, RUN)
     n = store.last_seq(RUN)
     again = rounds.Candidate(earlier, "free", "another question?", answers=tuple(answers("7", 9)))

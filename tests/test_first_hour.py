@@ -154,7 +154,7 @@ def test_two_ranks_stop_together_when_the_diagnostician_is_down_and_go_on_when_r
         with diagevo.open_store(db) as store:
             rnd = diagevo.Round.open(store, "dp")
             assert (rnd.t, rnd.reopened, rnd.next_step) == (1, True, "diagnose")
-            ranks = [e.data["rank"] for e in store.read("dp", types=(diagevo.catalog.MetricsRecorded,))]
+            ranks = [e.event.rank for e in store.read("dp", types=(diagevo.catalog.MetricsRecorded,))]
             assert sorted(ranks) == [0, 1]
         srv.restart()
         second = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
@@ -163,8 +163,8 @@ def test_two_ranks_stop_together_when_the_diagnostician_is_down_and_go_on_when_r
     finally:
         srv.stop()
     with diagevo.open_store(db) as store:
-        commits = [e.data for e in store.read("dp", types=(diagevo.catalog.RoundCommitted,))]
-        assert [c["ranks"] for c in commits] == [2, 2] and diagevo.verify_run(store, "dp") == []
+        commits = [e.event for e in store.read("dp", types=(diagevo.catalog.RoundCommitted,))]
+        assert [c.ranks for c in commits] == [2, 2] and diagevo.verify_run(store, "dp") == []
 
 
 # --- 3. what the docs forbid, or what would make the log lie, is refused --------------------------

@@ -42,9 +42,9 @@ def test_fork_replay_why_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         new = list(s.read("what-if"))
         commit1 = next(e for e in src if e.type == "round.committed" and e.round == 1)
         assert prov["source_hash"] == commit1.hash and prov["source_seq"] == commit1.seq
-        copied = [e for e in src if e.seq <= commit1.seq]
-        assert [(e.type, e.round, e.data) for e in new[:-1]] == [(e.type, e.round, e.data) for e in copied]
-        assert new[-1].type == "run.forked" and new[-1].data["source_run"] == RUN
+        stored = [(r.type, r.round, r.data) for r in s.raw("what-if")][:-1]  # the bytes copied as they were
+        assert stored == [(r.type, r.round, r.data) for r in s.raw(RUN) if r.seq <= commit1.seq]
+        assert new[-1].type == "run.forked" and new[-1].event.source_run == RUN
         assert new[0].hash != src[0].hash  # its own chain
     for r in ("0", "1"):
         a = json.loads(run_cli(capsys, "memory", "replay", "--round", r, "--run", RUN, "--db", db, "--json")[1])
@@ -94,8 +94,8 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0, err
     with open_log(db) as s:
         [conf] = [e for e in s.read("k1", types=(RunConfigured,))]
-        assert conf.round == 2 and conf.data["config"]["memory"]["k"] == 1.0  # k is stored once, as memory.k
-        paths = {r: [(e.round, e.data["path"]) for e in s.read(r, types=(CheckpointWritten,))] for r in ("src", "k1")}
+        assert conf.round == 2 and conf.event.config["memory"]["k"] == 1.0  # k is stored once, as memory.k
+        paths = {r: [(e.round, e.event.path) for e in s.read(r, types=(CheckpointWritten,))] for r in ("src", "k1")}
         assert [p for p in paths["k1"] if p[0] == 1] == [p for p in paths["src"] if p[0] == 1]  # continues from these
         # round 2 writes its own, in the fork's folder
         assert {checkpoint_path(s, "k1", p).parent.name for t, p in paths["k1"] if t == 2} == {"k1"}

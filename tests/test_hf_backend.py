@@ -94,7 +94,7 @@ def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
     assert report.stats["questions"] > 0 and report.stats["retained"] > 0
     assert report.stats["failures"] > 0
     diagnosed = [e for e in events if e.type == "failure.diagnosed"]
-    assert diagnosed and all(e.data.get("model", HEURISTIC) == HEURISTIC for e in diagnosed)
+    assert diagnosed and all((e.event.model or HEURISTIC) == HEURISTIC for e in diagnosed)
     assert any(e.type == "cause.created" for e in events)
     assert "heldout_acc" in report.metrics
 
@@ -102,8 +102,7 @@ def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
 def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
     ckpts = {
-        e.data["phase"]: checkpoint_path(store, run, e.data["path"])
-        for e in store.read(run, types=(CheckpointWritten,))
+        e.event.phase: checkpoint_path(store, run, e.event.path) for e in store.read(run, types=(CheckpointWritten,))
     }
     base = weights(tiny_dir / "solver")
     after = weights(ckpts["solver"] / "solver")
@@ -116,8 +115,7 @@ def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> Non
 def test_load_reloads_a_checkpoint(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
     ckpts = {
-        e.data["phase"]: checkpoint_path(store, run, e.data["path"])
-        for e in store.read(run, types=(CheckpointWritten,))
+        e.event.phase: checkpoint_path(store, run, e.event.path) for e in store.read(run, types=(CheckpointWritten,))
     }
     fresh = HFBackend(cfg, cfg.train.seed)
     fresh.load(ckpts["solver"])
@@ -156,12 +154,12 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
             crashing.train_solver = crash  # type: ignore[method-assign]
             with pytest.raises(KeyboardInterrupt):
                 train(cfg, store, backend=crashing)
-            (ckpt,) = [checkpoint_path(store, "r", e.data["path"]) for e in store.read("r", types=(CheckpointWritten,))]
+            (ckpt,) = [checkpoint_path(store, "r", e.event.path) for e in store.read("r", types=(CheckpointWritten,))]
             resumed = HFBackend(cfg, cfg.train.seed)
             run, (report,) = train(cfg, store, resume=True, backend=resumed)
             assert resumed.sources["solver"] == ckpt / "solver"
             assert resumed.sources["challenger"] == ckpt / "challenger"
-            texts = [e.data["description"] for e in store.read(run, texts=True, types=(CauseCreated,))]
+            texts = [e.event.description for e in store.read(run, texts=True, types=(CauseCreated,))]
         finally:
             store.close()
         assert server.calls("extract"), "no failure reached the endpoint"
@@ -176,9 +174,9 @@ def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: 
 
     cfg, store, run, reports, backend, tmp = tiny_round
     (solver_ckpt,) = [
-        checkpoint_path(store, run, e.data["path"])
+        checkpoint_path(store, run, e.event.path)
         for e in store.read(run, types=(CheckpointWritten,))
-        if e.data["phase"] == "solver"
+        if e.event.phase == "solver"
     ]
     code, out, err = run_cli(
         capsys,

@@ -130,7 +130,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     assert sorted(p["phase"] for p in phases) == ["challenger", "construct", "diagnose", "solver"]
     trained = {p["phase"]: p for p in phases if p["phase"] in ("challenger", "solver")}
     assert all(p["processes"] == 2 and p["steps"] >= 1 and "reward" in p for p in trained.values())
-    ckpts = [e.data["path"] for e in events if e.type == "checkpoint.written"]
+    ckpts = [e.event.path for e in events if e.type == "checkpoint.written"]
     assert len(ckpts) == 2 == len(set(ckpts))
     assert sorted(p.name for p in (tmp_path / "ckpt").rglob("round*") if p.is_dir()) == sorted(
         Path(c).name for c in ckpts

@@ -90,7 +90,7 @@ def train(
     store = open_log(f"sqlite:///{db}")
     try:
         ckpts = {
-            (e.round, e.data["phase"]): checkpoint_path(store, "v", e.data["path"])
+            (e.round, e.event.phase): checkpoint_path(store, "v", e.event.path)
             for e in store.read("v", types=(CheckpointWritten,))
         }
     finally:

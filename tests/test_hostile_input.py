@@ -147,7 +147,7 @@ def test_line_separators_inside_texts_survive_export_and_ingest(
     assert code == 0, err
     with open_log(b) as store:
         started = next(iter(store.read(log.run, types=(RunStarted,))))
-        assert started.data["config"]["diagnosis"]["model"] == odd
+        assert started.event.config["diagnosis"]["model"] == odd
 
 
 def test_split_lines_splits_on_newline_only() -> None:

@@ -238,10 +238,10 @@ def test_export_ingest_round_trips_odd_characters(backend: Backend, tmp_path: Pa
     code, _, err = cli("memory", "ingest", str(p), "--db", dst)
     assert code == 0, err
     with open_log(dst) as a, open_log(src) as b:
-        got = [(e.event_id, e.type, e.data, e.hash) for e in a.read("odd", texts=True)]
-        want = [(e.event_id, e.type, e.data, e.hash) for e in b.read("odd", texts=True)]
+        got = [(e.event_id, e.type, e.event, e.hash) for e in a.read("odd", texts=True)]
+        want = [(e.event_id, e.type, e.event, e.hash) for e in b.read("odd", texts=True)]
         again = "".join(export_lines(a, "odd"))
-    texts = [v for _, _, d, _ in got for v in d.values() if isinstance(v, str)]
+    texts = [v for _, _, ev, _ in got for v in ev.model_dump().values() if isinstance(v, str)]
     assert got == want and sum(ODD in t for t in texts) >= 5
     strip = [{k: v for k, v in json.loads(x).items() if k != "recorded_at"} for x in again.split("\n")[:-1]]
     assert strip == [{k: v for k, v in json.loads(x).items() if k != "recorded_at"} for x in exported.split("\n")[:-1]]

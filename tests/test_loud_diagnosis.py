@@ -19,7 +19,7 @@ import pytest
 import diagevo
 from diagevo.catalog import RoundCommitted
 from diagevo.errors import DiagnosesFailed, EndpointUnreachable
-from diagevo.log import Recorder, open_log
+from diagevo.log import Recorder, open_log, payload
 from diagevo.rounds import ProtocolError
 from tests.llm_server import LLMServer, Raw
 from tests.test_cli_memory import assert_one_line_error, run_cli
@@ -74,7 +74,7 @@ def good(srv: LLMServer) -> None:
 
 
 def commits(store: Any, run: str) -> list[dict[str, Any]]:
-    return [e.data for e in store.read(run, types=(RoundCommitted,))]
+    return [payload(e) for e in store.read(run, types=(RoundCommitted,))]  # as stored
 
 
 def test_a_dead_endpoint_raises_from_python_before_anything_is_marked_failed(tmp_path: Path) -> None:

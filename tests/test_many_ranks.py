@@ -98,7 +98,7 @@ def test_four_ranks_record_and_rank_zero_diagnoses_and_commits(backend) -> None:
         weights = [PER_RANK + r for r in range(RANKS)]
         expected = sum(w * r / 10 for r, w in enumerate(weights)) / sum(weights)
         assert metrics["acc"] == pytest.approx(expected) and metrics["reward"] == pytest.approx(1.0)
-        diagnosed = Counter(e.data["failure_id"] for e in events if e.type == "failure.diagnosed")
+        diagnosed = Counter(e.event.failure_id for e in events if e.type == "failure.diagnosed")
         assert set(diagnosed.values()) == {1}
         assert diagevo.stats(store, RUN).rounds[0]["failures"] == total
         assert diagevo.verify_run(store, RUN) == []

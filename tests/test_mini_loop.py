@@ -91,7 +91,7 @@ def test_both_roles_change_every_round_of_the_full_arm(ablation) -> None:  # noq
     with open_log(db) as store:
         (run,) = [r for r in store.runs() if "/full/" in r]
         ckpts = {
-            (e.round, e.data["phase"]): checkpoint_path(store, run, e.data["path"])
+            (e.round, e.event.phase): checkpoint_path(store, run, e.event.path)
             for e in store.read(run, types=(CheckpointWritten,))
         }
     before = {role: _weights(pair / role) for role in ("challenger", "solver")}
@@ -111,6 +111,6 @@ def test_the_full_arm_targets_causes_and_the_no_memory_arm_never_does(ablation) 
             arm: [e for e in store.read(run, types=(QuestionGenerated,)) if e.round == 2] for arm, run in runs.items()
         }
     assert asked["full"] and asked["free"]
-    targeted = [e for e in asked["full"] if e.data["mode"] != "free"]
-    assert targeted and all(e.data["active_cause"] for e in targeted)
-    assert all(e.data["mode"] == "free" and e.data["active_cause"] is None for e in asked["free"])
+    targeted = [e for e in asked["full"] if e.event.mode != "free"]
+    assert targeted and all(e.event.active_cause for e in targeted)
+    assert all(e.event.mode == "free" and e.event.active_cause is None for e in asked["free"])

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from diagevo.catalog import RoundCommitted
-from diagevo.log import open_log
+from diagevo.log import open_log, payload
 from diagevo.train import train
 from diagevo.train.config import load_config
 from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, round_stats
@@ -55,7 +55,7 @@ def test_the_table_stats_report_and_commits_agree_on_a_five_round_run(
     with open_log(db) as store:
         report = load_run(store, "five").rounds
         folded = round_stats(store, "five", cached=False)  # from the events alone
-        committed = {e.round: e.data for e in store.read("five", types=(RoundCommitted,))}
+        committed = {e.round: payload(e) for e in store.read("five", types=(RoundCommitted,))}
 
     # the figures that move from round to round, so an off-by-one round cannot pass
     assert len({row["active"] for row in stats}) > 1 and sum(row["promotions"] for row in stats) > 0

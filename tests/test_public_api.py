@@ -98,7 +98,7 @@ def test_diagnose_with_an_llm_endpoint_from_names(tmp_path: Path) -> None:
         summary = diagevo.diagnose(rnd, llm_url=srv.url, model="served-model", embedder=srv.url)
         assert summary.failures == len(failures) and summary.new_causes == 1
         assert (summary.duplicates, summary.failed) == (len(failures) - 1, 0)
-        models = {e.data["model"] for e in store.read("l", types=(FailureDiagnosed,))}
+        models = {e.event.model for e in store.read("l", types=(FailureDiagnosed,))}
         assert models == {"served-model"}
         rnd.commit({"acc": 0.25})
 

@@ -14,7 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagevo.catalog import SCHEMA_VERSION, FailureAttributed, QuestionGenerated, QuestionScored, RoundCommitted
+from diagevo.catalog import (
+    SCHEMA_VERSION,
+    CausePromoted,
+    FailureAttributed,
+    QuestionGenerated,
+    QuestionScored,
+    RoundCommitted,
+)
 from diagevo.log import (
     GENESIS_HASH,
     AppendResult,
@@ -72,10 +79,10 @@ def three_rounds(run: str = "r") -> Log:
     return log.question("q3", 0.6, active="C1", retained=False).commit()
 
 
-def _expected_hash(prev: str, e) -> str:  # type: ignore[no-untyped-def]
-    """The documented formula, spelled with the standard library."""
+def _expected_hash(prev: str, run: str, r) -> str:  # type: ignore[no-untyped-def]
+    """The documented formula, spelled with the standard library, over a row as stored."""
     canonical = json.dumps(
-        [e.event_id, e.run, e.round, e.type, e.schema_version, e.data],
+        [r.event_id, run, r.round, r.type, r.schema_version, json.loads(r.data)],
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -127,14 +134,15 @@ class RecorderContract:
         (got,) = rec.read("r")
         assert (got.event_id, got.run, got.round, got.type) == ("p-1", "r", 3, "cause.promoted")
         assert got.schema_version == SCHEMA_VERSION and got.recorded_at.endswith("+00:00")
-        assert got.data == {"cause_id": "c1", "acc": 0.75, "n_candidates": 4}
+        assert got.event == CausePromoted(cause_id="c1", acc=0.75, n_candidates=4)
+        assert json.loads(next(rec.raw("r")).data) == {"cause_id": "c1", "acc": 0.75, "n_candidates": 4}
 
     def test_ids_are_idempotent_per_run(self, rec: Recorder) -> None:
         rec.append([scored("a", "x")])
         assert rec.append([scored("a", "x"), scored("a", "y")]) == AppendResult(1, 1, 2)
         assert rec.append([scored("b", "x")]).appended == 1  # another run: another event
         assert rec.append([scored("a", "z"), scored("a", "z", p1=0.9)]) == AppendResult(1, 1, 4)  # the first wins
-        assert [e.data["p1"] for e in rec.read("a", keys={"event_id": ["z"]})] == [0.5]
+        assert [e.event.p1 for e in rec.read("a", keys={"event_id": ["z"]})] == [0.5]
         assert rec.existing_ids("a", ["x", "y", "w"]) == {"x", "y"} and rec.existing_ids("b", ["y"]) == set()
         assert rec.append([]) == AppendResult(0, 0, 0)
         assert rec.verify_chain("a") == []
@@ -187,8 +195,8 @@ class RecorderContract:
         )
         for run in ("a", "b"):
             prev = GENESIS_HASH
-            for e in rec.read(run):  # texts=False: data as stored (long texts named by their hash)
-                assert e.prev_hash == prev and e.hash == _expected_hash(prev, e)
+            for e in rec.raw(run):  # data as stored (long texts named by their hash)
+                assert e.prev_hash == prev and e.hash == _expected_hash(prev, run, e)
                 prev = e.hash
 
     def test_the_chain_is_the_same_on_every_backend(self, rec: Recorder) -> None:
@@ -257,7 +265,7 @@ class RecorderContract:
             list(rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}))
         )
         newest = list(rec.read("r", keys={"cause_id": ["C1"]}, types=(FailureAttributed,), limit=2, newest=True))
-        assert [e.seq for e in newest] == attributed[-2:] and [e.data["failure_id"] for e in newest] == ["g3", "g4"]
+        assert [e.seq for e in newest] == attributed[-2:] and [e.event.failure_id for e in newest] == ["g3", "g4"]
         assert [e.seq for e in rec.read("r", limit=3, newest=True)] == [s for s, *_ in rows][-3:]
         assert [e.seq for e in rec.read("r", types=(RoundCommitted,), limit=1, newest=True)] == [
             [s for s, _, t, _, _v in rows if t == "round.committed"][-1]
@@ -292,11 +300,11 @@ class RecorderContract:
             wire_event("failure.diagnosed", "r", 1, "d", failure_id="f1", raw=long_text),
         ]
         rec.append(evs)
-        stored = {e.event_id: e.data for e in rec.read("r")}
+        stored = {r.event_id: json.loads(r.data) for r in rec.raw("r")}
         sha = hashlib.sha256(long_text.encode()).hexdigest()
         assert stored["g"]["text"] == stored["d"]["raw"] == {ARTIFACT_KEY: sha}
         assert stored["f"]["reference"] == ""  # empty strings stay inline
-        assert {e.event_id: e.data for e in rec.read("r", texts=True)} == {e.event_id: e.data for e in evs}
+        assert {e.event_id: e.event for e in rec.read("r", texts=True)} == {e.event_id: e.event for e in evs}
         assert [
             r.data["text"] for r in rec.rows("r", keys={"question_id": ["q"]}, types=(QuestionGenerated,), texts=True)
         ] == [long_text]

@@ -53,7 +53,7 @@ def test_a_question_id_recorded_again_with_other_content_is_refused(store: Recor
     assert _count(store) == before  # nothing stored by a refusal
     again = rnd.record([candidate("q1", label="10"), candidate("q2")])  # a retry with one new question
     assert again.new == 1 and again.stored_before == {"q1"}
-    stored = [e.data["pseudo_label"] for e in store.read(RUN, types=(QuestionScored,))]
+    stored = [e.event.pseudo_label for e in store.read(RUN, types=(QuestionScored,))]
     assert stored == ["10", "7"]
 
 

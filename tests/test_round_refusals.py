@@ -5,6 +5,7 @@ twice); ``memory verify`` names a log in which one failure was diagnosed in two 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def test_a_metric_that_is_not_a_finite_number_is_refused(store: Recorder, metric
         rounds.Round(store, RUN, 2).commit(metrics)
     assert _count(store) == n
     rounds.Round(store, RUN, 2).commit({"acc": 0.5, "n": 3})
-    [ev] = [e.data for e in store.read(RUN, types=(EvalRecorded,)) if e.round == 2]
+    [ev] = [json.loads(r.data) for r in store.raw(RUN) if r.type == EvalRecorded.name and r.round == 2]
     assert ev == {"metrics": {"acc": 0.5, "n": 3}}  # version 2: the metrics in their field
 
 

@@ -193,8 +193,8 @@ def test_record_with_responses_keeps_a_reference(store: Recorder) -> None:
     [s] = rounds.Round(store, RUN, 1).record([rounds.Candidate("q", "free", "x?", responses=tuple(responses))])
     assert s.pseudo_label == "7" and s.p1 == pytest.approx(4 / 12) and s.retained
     assert s.reference == responses[1]  # the earliest response of the label's class
-    [stored] = [e.data for e in store.read(RUN, types=(QuestionScored,), texts=True)]
-    assert stored["reference"] == responses[1] and stored["retained"]
+    [stored] = [e.event for e in store.read(RUN, types=(QuestionScored,), texts=True)]
+    assert stored.reference == responses[1] and stored.retained
 
 
 @pytest.mark.slow

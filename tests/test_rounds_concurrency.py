@@ -80,8 +80,8 @@ def test_four_producers_record_into_one_round(backend) -> None:  # type: ignore[
         assert of["question.generated"] == of["question.scored"] == PRODUCERS * PER_PRODUCER
         assert of["failure.recorded"] == PRODUCERS * 3  # the overlapping failure is the next producer's own
         assert of["promotions.decided"] == 1
-        [decided] = [e.data for e in events if e.type == "promotions.decided" and e.round == 2]
-        assert decided["candidates"] == PRODUCERS * PER_PRODUCER  # every producer's evidence was in
+        [decided] = [e.event for e in events if e.type == "promotions.decided" and e.round == 2]
+        assert decided.candidates == PRODUCERS * PER_PRODUCER  # every producer's evidence was in
         assert store.verify_chain(RUN) == []
 
 
@@ -181,7 +181,7 @@ def test_four_producers_diagnose_one_round(backend) -> None:  # type: ignore[no-
         assert same[0].frequency == 2 * PRODUCERS  # created once, every other naming attributed to it
         assert sorted(c.description for c in mem.causes.values() if c.id not in ("C1", "C2")) == sorted([SAME, *UNIQUE])
         decided = Counter(
-            e.data["failure_id"] for e in store.read(RUN, types=(FailureAttributed, CauseCreated)) if e.round == 2
+            e.event.failure_id for e in store.read(RUN, types=(FailureAttributed, CauseCreated)) if e.round == 2
         )
         assert len(decided) == 3 * PRODUCERS and set(decided.values()) == {1}  # each failure decided once
         assert verify_run(store, RUN) == []

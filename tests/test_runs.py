@@ -45,7 +45,7 @@ def test_creating_a_run_is_one_decision(store: Recorder) -> None:
     with pytest.raises(rounds.RunExists, match="run 'r' already exists"):
         rounds.start_run(store, "r", {"k": 2.0}, resume="never")
     assert not rounds.start_run(store, "r", {"k": 2.0}, resume="allow")  # continued as it is: nothing stored
-    assert [e.data["config"]["k"] for e in store.read("r", types=(RunStarted,))] == [0.5]
+    assert [e.event.config["k"] for e in store.read("r", types=(RunStarted,))] == [0.5]
 
 
 _HOLD = """

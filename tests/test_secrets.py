@@ -133,7 +133,7 @@ def test_a_resumed_run_takes_its_credentials_from_the_command(tmp_path: Path) ->
     cfg = load_config(None, [f"diagnosis.llm_url={json.dumps(url)}", 'train.run="r"'])
     with open_log(f"sqlite:///{tmp_path / 'r.db'}", create=True) as store:
         start_run(store, "r", cfg)
-        stored = next(iter(store.read("r"))).data["config"]
+        stored = next(iter(store.read("r"))).event.config
         assert stored["diagnosis"]["llm_url"] == f"http://llm.example/v1?key={REDACTED}"
         before = store.last_seq("r")
         again = resumed_config(store, "r", cfg)

@@ -122,12 +122,10 @@ def test_ablate_stores_dynamics_per_round(tmp_path: Path, capsys: pytest.Capture
     assert rows["pure free"]["dynamics"]["mastered"] == [0.0, 0.0]
     with open_log(f"sqlite:///{db}") as store:
         stored = [
-            e
-            for e in store.read("ablate/all on/full/s0", types=(EvalRecorded,))
-            if e.data.get("measure") == "sim-dynamics"
+            e for e in store.read("ablate/all on/full/s0", types=(EvalRecorded,)) if e.event.measure == "sim-dynamics"
         ]
     assert [e.round for e in stored] == [1, 2]
-    assert stored[1].data["metrics"]["shared_label_acc"] == rows["full"]["dynamics"]["shared_label_acc"][1]
+    assert stored[1].event.metrics["shared_label_acc"] == rows["full"]["dynamics"]["shared_label_acc"][1]
     with open_log(f"sqlite:///{db}") as store:
         from diagevo.report.data import load_run
         from diagevo.views.verify import verify_run

@@ -41,7 +41,7 @@ def test_upgrade_from_0002_keeps_the_data_and_adds_the_indexes_and_key_columns(b
     assert revision_status(db_url).current == "0002"
     assert upgrade(db_url) == ("0002", HEAD_REVISION)
     with open_log(db_url) as store:
-        stored = [(e.seq, e.round, e.type, e.data, e.schema_version) for e in store.read(log.run, texts=True)]
+        stored = list(store.rows(log.run, texts=True))
         assert [r[1:] for r in stored] == [r[1:] for r in log.rows()]
         assert store.verify_chain(log.run) == []
         cause = next(d["cause_id"] for _, _, t, d, _v in log.rows() if t == "cause.created")

@@ -103,7 +103,7 @@ def test_the_writer_stores_nothing_its_readers_refuse(db: str, value: Any, reaso
     with open_log(db, create=False) as log:
         if reason is None:
             log.append([ev])
-            assert next(log.read("base", newest=True, limit=1)).data["x"] == value
+            assert next(log.rows("base", newest=True, limit=1)).data["x"] == value
         else:
             with pytest.raises(StoreError, match=f"event deep: its data is {reason}"):
                 log.append([ev])

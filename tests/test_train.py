@@ -54,7 +54,9 @@ def comparable(db: str, run: str) -> list[tuple[str, str, str]]:
     in_force: dict | None = None
     with open_log(db) as s:
         for e in s.read(run, texts=True):
-            data = {k: v for k, v in e.data.items() if k not in ("seconds", "timing", "latency_s", "path")}
+            data = {
+                k: v for k, v in e.event.model_dump().items() if k not in ("seconds", "timing", "latency_s", "path")
+            }
             if e.type in ("run.started", "run.configured"):
                 data.pop("trainer", None)  # who drives the run: the one field that tells them apart
                 data["config"]["train"].pop("out_dir")

@@ -109,7 +109,7 @@ def test_a_diagnostician_down_in_round_2_stops_the_run_and_a_resume_goes_on(
         code, _, err = run_cli(capsys, *args(calm, "calm", srv, tmp_path / "calm"))
         assert code == 0, err
         with open_log(calm) as s:  # Prompt 1 requests of round 1 (the same in any run of this seed)
-            first = sum(1 for e in s.read("calm", types=(LLMCalled,), in_round=1) if e.data["stage"] == "extract")
+            first = sum(1 for e in s.read("calm", types=(LLMCalled,), in_round=1) if e.event.stage == "extract")
 
         asked = {"n": 0}
         lock = threading.Lock()

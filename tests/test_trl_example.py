@@ -75,7 +75,7 @@ def test_the_trl_example_drives_two_rounds(
     with open_store(db) as store:
         types = Counter(e.type for e in store.read("trl"))
         evals = [e.event.metrics or {} for e in store.read("trl", types=(EvalRecorded,))]
-        diagnosed = Counter(e.data["failure_id"] for e in store.read("trl", types=(FailureDiagnosed,)))
+        diagnosed = Counter(e.event.failure_id for e in store.read("trl", types=(FailureDiagnosed,)))
     assert types["round.committed"] == 2 and types["question.generated"] > 0
     assert types["failure.recorded"] == types["failure.diagnosed"] and set(diagnosed.values()) <= {1}
     assert len(evals) == 2 and all("solver_reward" in e for e in evals)

@@ -276,7 +276,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, srv: LLMServer) -> World:
     _ok("round", "commit", "--run", FORK, "--db", db)
     _ok("round", "start", "--run", FORK, "--db", db)  # round 4 open: its requests name the hostile causes
     with open_log(db) as store:
-        diagnosed = [e.data["cause_id"] for e in store.read(FORK, types=(CauseCreated,), in_round=3)]
+        diagnosed = [e.event.cause_id for e in store.read(FORK, types=(CauseCreated,), in_round=3)]
     assert len(diagnosed) == 1
     d = json.loads(_ok("memory", "diff", "--run", RUN, "--run", FORK, "--db", db, "--json"))
     assert "C1" in {c["cause_id"] for c in d["causes_differing"]}  # its description is in diff's table

@@ -110,8 +110,8 @@ def test_diagnose_and_eval_through_vllm_serve(server: str, capsys: pytest.Captur
     summary = json.loads(out)
     assert summary["failures"] == 2
     with open_log(db) as store:
-        calls = [e.data for e in store.read(RUN, types=(LLMCalled,)) if e.round == 2]
-    assert calls and all(c["model"] == NAME for c in calls)  # every decision asked the real server
+        calls = [e.event for e in store.read(RUN, types=(LLMCalled,)) if e.round == 2]
+    assert calls and all(c.model == NAME for c in calls)  # every decision asked the real server
 
     bench = tmp_path / "gsm8k.jsonl"
     bench.write_text(

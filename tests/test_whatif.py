@@ -15,7 +15,7 @@ from diagevo import rounds
 from diagevo.catalog import RoundCommitted
 from diagevo.errors import BadInput, fork_call
 from diagevo.fork import ForkError, fork_run
-from diagevo.log import Recorder, open_log
+from diagevo.log import Recorder, open_log, payload
 from diagevo.memory.schedule import schedule
 from diagevo.train import train
 from diagevo.train.config import load_config
@@ -49,7 +49,7 @@ def memories(store: Recorder, run: str) -> list[dict[str, Any]]:
 
 
 def commits(store: Recorder, run: str) -> list[dict[str, Any]]:
-    return [e.data for e in store.read(run, types=(RoundCommitted,))]
+    return [payload(e) for e in store.read(run, types=(RoundCommitted,))]
 
 
 def assert_identity(db: str, run: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -59,10 +59,10 @@ def assert_identity(db: str, run: str, capsys: pytest.CaptureFixture[str]) -> No
         assert memories(store, run) == memories(store, f"{run}-same")
         assert commits(store, run) == commits(store, f"{run}-same")
         n_rounds = len(commits(store, run))
-        recorded = [(e.round, e.type, e.data) for e in store.read(run, texts=True) if e.type != "run.forked"]
-        derived = [(e.round, e.type, e.data) for e in store.read(f"{run}-same", texts=True)]
+        recorded = [(e.round, e.type, e.event) for e in store.read(run, texts=True) if e.type != "run.forked"]
+        derived = [(e.round, e.type, e.event) for e in store.read(f"{run}-same", texts=True)]
         assert derived[:-1] == recorded  # the same events in the same order
-        assert derived[-1][1] == "run.forked" and derived[-1][2]["whatif"] == {"settings": {}, "meaning": MEANING}
+        assert derived[-1][1] == "run.forked" and derived[-1][2].whatif == {"settings": {}, "meaning": MEANING}
     for t in range(1, n_rounds + 1):
         code, out, err = run_cli(
             capsys, "memory", "diff", "--run", run, "--run", f"{run}-same", "--round", str(t), "--db", db, "--json"
@@ -289,7 +289,7 @@ def test_a_log_without_promotion_markers_is_decided_where_it_promoted(tmp_path: 
         same = what_if(store, "legacy", {}, "same")
 
         def kept(run: str) -> list[tuple[int, str, object]]:  # a commit's F and ε are counted again
-            return [(e.round, e.type, e.type != "round.committed" and e.data) for e in store.read(run, texts=True)]
+            return [(e.round, e.type, e.type != "round.committed" and e.event) for e in store.read(run, texts=True)]
 
         assert kept(same.run)[:-1] == kept("legacy")
         assert memories(store, same.run) == memories(store, "legacy")
@@ -298,7 +298,7 @@ def test_a_log_without_promotion_markers_is_decided_where_it_promoted(tmp_path: 
             """Round, cause promoted, and the event that follows it in the derived run."""
             events = list(store.read(run))
             return [
-                (e.round, e.data["cause_id"], events[i + 1].type)
+                (e.round, e.event.cause_id, events[i + 1].type)
                 for i, e in enumerate(events)
                 if e.type == "cause.promoted"
             ]

@@ -26,6 +26,7 @@ from diagevo.log.recorder import (
     StoredEvent,
     StoreError,
     ViewState,
+    payload,
 )
 
 __all__ = [
@@ -45,5 +46,6 @@ __all__ = [
     "StoredEvent",
     "ViewState",
     "open_log",
+    "payload",
     "sqlite_path",
 ]

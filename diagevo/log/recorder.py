@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
 import orjson
 
@@ -50,13 +50,16 @@ compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
+    """A stored event as a reader gets it: its place in the log around the typed :attr:`event`.
+    Its data as stored stays inside the log and the interchange (:func:`payload`)."""
+
     seq: int
     event_id: str
     run: str
     round: int
     type: str
     schema_version: int
-    data: dict[str, Any]
+    _data: dict[str, Any]
     recorded_at: str
     prev_hash: str
     hash: str
@@ -65,7 +68,7 @@ class StoredEvent:
     def event(self) -> Event:
         """The typed event (its class's ``from_stored``: the class in ``diagevo.catalog``), built on
         each access: the long texts are their stored references unless the read put them back."""
-        return CATALOG[self.type].from_stored(self.data, self.schema_version)
+        return CATALOG[self.type].from_stored(self._data, self.schema_version)
 
 
 class EventRow(NamedTuple):
@@ -83,6 +86,13 @@ class EventRow(NamedTuple):
     def event(self) -> Event:
         """The typed event, built on each access (as :attr:`StoredEvent.event`)."""
         return CATALOG[self.type].from_stored(self.data, self.version)
+
+
+def payload(e: StoredEvent | EventRow) -> dict[str, Any]:
+    """An event's data as stored (its long texts inline where the read put them back), for what
+    copies or shows the stored bytes (the JSONL interchange, a fork's or a what-if's copy,
+    ``memory events``); what reads an event's meaning reads :attr:`StoredEvent.event`."""
+    return e._data if isinstance(e, StoredEvent) else e.data
 
 
 class RawRow(NamedTuple):
@@ -293,27 +303,16 @@ def chain(prepared: list[Prepared], heads: dict[str, tuple[int, str]], last_seq:
 # --- texts --------------------------------------------------------------------------------------
 
 
-class _HasSeq(Protocol):
-    @property
-    def seq(self) -> int: ...
-
-
-class _HasTexts(_HasSeq, Protocol):
-    @property
-    def type(self) -> str: ...
-    @property
-    def data(self) -> dict[str, Any]: ...
-
-
-E = TypeVar("E", bound=_HasTexts)
-T = TypeVar("T", bound=_HasSeq)
+E = TypeVar("E", StoredEvent, EventRow)
+T = TypeVar("T", StoredEvent, EventRow, RawRow)  # what a read makes of a row
 
 
 def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
     """Put each event's texts back inline from its ``texts`` column, each checked against the
     key its data names: an altered or missing text is refused, never shown."""
     for ev, column in zip(batch, columns, strict=True):
-        refs = list(text_refs(ev.type, ev.data))
+        data = payload(ev)
+        refs = list(text_refs(ev.type, data))
         if not refs:
             continue
         problems, held = text_problems(ev.seq, refs, column)
@@ -324,7 +323,7 @@ def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
                 Call("verify_run", "diagevo.verify_run(store, run)"),
             )
         for f, _sha in refs:
-            ev.data[f] = held[f]
+            data[f] = held[f]
     return list(batch)
 
 
@@ -363,6 +362,16 @@ class Query(NamedTuple):
     types: EventTypes | None = None
     in_round: int | None = None
     keys: Mapping[str, Collection[str]] | None = None
+
+
+class Filters(TypedDict, total=False):
+    """A read's filters: :class:`Query`'s fields but the run."""
+
+    after_seq: int
+    upto_seq: int | None
+    types: EventTypes | None
+    in_round: int | None
+    keys: Mapping[str, Collection[str]] | None
 
 
 class Shape(NamedTuple, Generic[T]):
@@ -502,52 +511,35 @@ class EventReader(Stored):
         self,
         run: str,
         *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         limit: int | None = None,
         newest: bool = False,
+        **filters: Unpack[Filters],
     ) -> Iterator[StoredEvent]:
         """A run's events in seq order, selected as :class:`Query` says. ``texts=True`` puts the
         long texts back inline (checked against their keys). ``limit``: the first that many, or
         with ``newest`` the last that many (still in seq order; a SQL backend reads only those
         rows when one index serves the read)."""
-        q = Query(run, after_seq, upto_seq, types, in_round, keys)
-        return self._select(q, WHOLE, texts, limit, newest)
+        return self._select(Query(run, **filters), WHOLE, texts, limit, newest)
 
     def rows(
         self,
         run: str,
         *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
         texts: bool = False,
         data: bool = True,
+        limit: int | None = None,
+        newest: bool = False,
+        **filters: Unpack[Filters],
     ) -> Iterator[EventRow]:
         """:meth:`read`'s events as (seq, round, type, data, version): what a fold or a count
         needs (a SQL backend reads only those columns; ``data=False`` leaves the data out)."""
-        q = Query(run, after_seq, upto_seq, types, in_round, keys)
-        return self._select(q, ROW if data else META, texts and data)
+        return self._select(Query(run, **filters), ROW if data else META, texts and data, limit, newest)
 
-    def count(
-        self,
-        run: str,
-        *,
-        after_seq: int = 0,
-        upto_seq: int | None = None,
-        types: EventTypes | None = None,
-        in_round: int | None = None,
-        keys: Mapping[str, Collection[str]] | None = None,
-    ) -> int:
+    def count(self, run: str, **filters: Unpack[Filters]) -> int:
         """How many events :meth:`read` gives with these filters (a SQL backend returns one
         number; no event is read)."""
-        return self._count(Query(run, after_seq, upto_seq, types, in_round, keys))
+        return self._count(Query(run, **filters))
 
     def has_run(self, run: str) -> bool:
         return next(self._select(Query(run), META, False, 1), None) is not None
@@ -586,9 +578,10 @@ class LogOperator(Stored):
     def drop_view_states(self, name: str, run: str) -> int:
         """Delete a view's states for a run (they are a cache); returns how many."""
 
-    def raw(self, run: str, *, after_seq: int = 0) -> Iterator[RawRow]:
-        """A run's rows exactly as stored, in seq order (what verification recomputes)."""
-        return self._select(Query(run, after_seq), RAW, False)
+    def raw(self, run: str, **filters: Unpack[Filters]) -> Iterator[RawRow]:
+        """A run's rows exactly as stored, in seq order (what verification recomputes, and what
+        a check of the stored bytes reads)."""
+        return self._select(Query(run, **filters), RAW, False)
 
     def verify_chain(self, run: str) -> list[str]:
         """Recompute the run's hash chain, check every text against its key, every key column

@@ -339,16 +339,3 @@ def unregistered(conn: Connection) -> list[str]:
     version's (the database would refuse or mis-check them until the owner upgrades it)."""
     held = registered_specs(conn)
     return [name for name, spec in catalog_specs().items() if held.get(name) != spec]
-
-
-__all__ = [
-    "TABLE",
-    "catalog_specs",
-    "config_function",
-    "has_table",
-    "register_types",
-    "registered_specs",
-    "shape_problem",
-    "type_spec",
-    "unregistered",
-]

@@ -221,10 +221,10 @@ def read_only(u: URL) -> URL:
     """``u`` opened read-only: ``mode=ro``, so nothing can be written through it; and
     ``immutable=1`` where SQLite could not create the ``-shm``/``-wal`` files a WAL database
     needs (a directory that is not writable: a read-only mount, a shared results folder)."""
-    db = u.database
-    if not db or db == ":memory:" or db.startswith("file:"):
+    path = sqlite_path(u)
+    if path is None:
         return u
-    path = Path(db).resolve()
+    path = path.resolve()
     params = {"mode": "ro", "uri": "true"}
     if _immutable(path):
         params["immutable"] = "1"

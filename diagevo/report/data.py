@@ -169,7 +169,7 @@ _SCANNED = frozenset((RunStarted, RoundCommitted, QuestionGenerated, EvalRecorde
 def _scan(store: Recorder, run: str) -> _Scanned:
     found = _Scanned()
     # the texts the report shows (questions, failures) are read back; the rest stays lean
-    shown = {e.seq: e.data for e in store.read(run, types=_SHOWN_TEXTS, texts=True)}
+    shown = {e.seq: e.data for e in store.rows(run, types=_SHOWN_TEXTS, texts=True)}
     for seq, rnd, etype, data, version in store.rows(run):
         data = shown.get(seq, data)
         found.rows.append((seq, rnd, etype, data, version))

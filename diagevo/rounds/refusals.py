@@ -22,7 +22,7 @@ from diagevo.catalog import (
     PhaseCompleted,
     TrainStep,
 )
-from diagevo.log import Recorder
+from diagevo.log import Recorder, payload
 from diagevo.memory.counting import Ledger
 from diagevo.memory.fold import Draft
 from diagevo.memory.state import Memory
@@ -43,9 +43,10 @@ def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[Eve
         return
     for e in store.read(run, in_round=t, keys={"event_id": list(wanted)}, texts=True):
         ev = wanted.get(e.event_id)
-        if ev is None or e.data == ev.data:
+        stored = payload(e)
+        if ev is None or stored == ev.data:
             continue
-        field = next(n for n in [*ev.data, *e.data] if e.data.get(n) != ev.data.get(n))
+        field = next(n for n in [*ev.data, *stored] if stored.get(n) != ev.data.get(n))
         what = ev.data.get("question_id", e.event_id)
         raise ProtocolError(
             f"question {quoted(what, 80)} is recorded in round {t} of run {run!r} already with another {field} "
@@ -62,7 +63,8 @@ def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str
         return
     elsewhere: dict[str, tuple[str, int]] = {}  # failure -> what another round did with it (diagnosed first)
     for e in store.read(run, types=FAILURE_TYPES, keys={"failure_id": list(given)}, texts=True):
-        fid = e.data.get("failure_id")
+        data = payload(e)
+        fid = data.get("failure_id")
         if not isinstance(fid, str) or fid not in given:
             continue
         if e.round != t:
@@ -72,7 +74,7 @@ def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str
             continue
         record = given[fid]
         if e.type == FailureRecorded.name and record is not None:
-            stored = {name: e.data.get(name) for name in FAILURE_FIELDS}
+            stored = {name: data.get(name) for name in FAILURE_FIELDS}
             if stored != dict(record):
                 field = next(n for n in FAILURE_FIELDS if stored[n] != record[n])
                 raise ProtocolError(

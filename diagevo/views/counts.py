@@ -15,7 +15,7 @@ from diagevo.catalog import (
     RoundCommitted,
     RoundStarted,
 )
-from diagevo.log import Recorder, StoredEvent
+from diagevo.log import EventRow, Recorder
 from diagevo.memory.counting import CHECKPOINT_TYPES, Tally
 from diagevo.memory.fold import stored_event
 from diagevo.schemas import EventIn
@@ -29,17 +29,17 @@ def stored_tally(store: Recorder, run: str, events: Iterable[EventIn], *, rounds
     of the checkpoints it wrote if they hold one (two events a round), and with ``rounds``, of
     their rounds' questions, promotions and commits, as its log holds them."""
     mine = [ev for ev in events if ev.run == run]
-    found: dict[int, StoredEvent] = {}
+    found: dict[int, EventRow] = {}
     if any(CATALOG[ev.type] in CHECKPOINT_TYPES for ev in mine):
-        found.update((e.seq, e) for e in store.read(run, types=CHECKPOINT_TYPES))
+        found.update((e.seq, e) for e in store.rows(run, types=CHECKPOINT_TYPES))
     for field in ("failure_id", "question_id"):
         ids = {i for ev in mine if isinstance(i := ev.data.get(field), str)}
         if ids:
-            found.update((e.seq, e) for e in store.read(run, keys={field: sorted(ids)}))
+            found.update((e.seq, e) for e in store.rows(run, keys={field: sorted(ids)}))
     for rnd in sorted({ev.round for ev in mine}) if rounds else ():
-        found.update((e.seq, e) for e in store.read(run, types=ROUND_EVIDENCE, in_round=rnd))
+        found.update((e.seq, e) for e in store.rows(run, types=ROUND_EVIDENCE, in_round=rnd))
     tally = Tally()
     for seq in sorted(found):
         e = found[seq]
-        tally.take(e.round, stored_event(CATALOG[e.type], e.data, e.schema_version))  # its breaks: verify names them
+        tally.take(e.round, stored_event(CATALOG[e.type], e.data, e.version))  # its breaks: verify names them
     return tally

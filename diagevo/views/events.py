@@ -14,7 +14,7 @@ from typing import Any
 
 from diagevo.catalog import CATALOG, CAUSE_FIELDS, KEY_FIELDS, Event, RoundCommitted
 from diagevo.log import Recorder
-from diagevo.log.recorder import StoredEvent, key_values
+from diagevo.log.recorder import StoredEvent, key_values, payload
 from diagevo.views.follow import follow_events
 from diagevo.views.memory import resolve_run
 
@@ -31,7 +31,7 @@ class EventFilter:
     in_round: int | None = None
 
     def matches(self, event: StoredEvent) -> bool:
-        ids = dict(zip(KEY_FIELDS, key_values(event.data), strict=True))  # what the key index holds of it
+        ids = dict(zip(KEY_FIELDS, key_values(payload(event)), strict=True))  # what the key index holds of it
         return (
             (not self.types or CATALOG[event.type] in self.types)
             and (self.in_round is None or event.round == self.in_round)
@@ -73,7 +73,13 @@ class EventPage:
 
 def event_json(event: StoredEvent) -> dict[str, Any]:
     """An event as ``memory events --json`` gives it: seq, round, type, event id, data."""
-    return {"seq": event.seq, "round": event.round, "type": event.type, "event_id": event.event_id, "data": event.data}
+    return {
+        "seq": event.seq,
+        "round": event.round,
+        "type": event.type,
+        "event_id": event.event_id,
+        "data": payload(event),
+    }
 
 
 def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: int | None = None) -> EventPage:

@@ -292,10 +292,7 @@ def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECEN
     cause_key = {"cause_id": [cause]}
     head = list(store.rows(run, keys=cause_key, types=[t for t in EVENT_CLASSES if t is not FailureAttributed]))
     total = store.count(run, keys=cause_key, types=(FailureAttributed,))
-    latest = [
-        EventRow(e.seq, e.round, e.type, e.data, e.schema_version)
-        for e in store.read(run, keys=cause_key, types=(FailureAttributed,), limit=recent, newest=True)
-    ]
+    latest = list(store.rows(run, keys=cause_key, types=(FailureAttributed,), limit=recent, newest=True))
     reactivated = [e.failure_id for e in (row.event for row in head) if isinstance(e, CauseReactivated)]
     attributions = store.rows(run, keys={"failure_id": reactivated}, types=(FailureAttributed,))
     explaining = [row for row in attributions if isinstance(e := row.event, FailureAttributed) and e.cause_id == cause]
