@@ -322,7 +322,7 @@ def test_cli_errors_are_one_line_without_traceback(args: list[str], needle: str)
     assert "Traceback" not in res.output and "pw" not in res.output
 
 
-def test_migrations_match_the_sqlmodel_tables(backend: Backend, db_url: str) -> None:
+def test_migrations_match_the_declared_tables(backend: Backend, db_url: str) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
