@@ -35,14 +35,15 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the full-scan baseline is the tests' definition
 
 from bench_store import build_log  # noqa: E402
 
 from diagevo.catalog import FailureAttributed, FailureRecorded, RoundCommitted
 from diagevo.log import open_log, payload, sqlite_path
 from diagevo.views.caches import refresh as refresh_snapshots
-from diagevo.views.stats import scan as scan_stats
 from diagevo.views.stories import cause_story
+from tests.test_store_scale import scan as scan_stats  # noqa: E402
 
 CAUSE_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause")
 

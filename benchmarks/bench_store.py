@@ -286,7 +286,7 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
     Python (serialising, texts out, key columns, then the chain and the rows under the lock)
     timed alone, and raw executemany of the store's rows into the full schema, into it without
     and the read indexes of migrations 0003/0004."""
-    from diagevo.log.recorder import prepare as _prepare
+    from diagevo.log.chain import prepare as _prepare
 
     events = list(realistic_events("breakdown", n, seed=3))
     batches = [events[i : i + 1000] for i in range(0, len(events), 1000)]

@@ -20,7 +20,7 @@ from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
 from diagevo.log import Recorder, payload
 from diagevo.log.canonical import canonical_bytes
-from diagevo.log.recorder import GENESIS_HASH, canonical_event_json, chain_hash, prepare
+from diagevo.log.chain import GENESIS_HASH, canonical_event_json, chain_hash, prepare
 from diagevo.memory.counting import Ledger, Tally
 from diagevo.memory.fold import Draft
 from diagevo.schemas import EventIn, InvalidEvent, validate_event

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from diagevo.log.recorder import LOCK_WAIT_S, LockTimeout
+from diagevo.log.errors import LockTimeout
+from diagevo.log.recorder import LOCK_WAIT_S
 from diagevo.log.schema import HEAD_REVISION, MIGRATE_LOCK_KEY, upgrade
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_log_shapes_pg import reader  # noqa: F401 - the fixture

@@ -23,8 +23,8 @@ from sqlalchemy.engine import make_url
 
 from diagevo.catalog import CATALOG, Event, Kind, RoundStarted
 from diagevo.log import open_log
+from diagevo.log.chain import chain, prepare
 from diagevo.log.postgres import LockTimeout
-from diagevo.log.recorder import chain, prepare
 from diagevo.log.registry import catalog_specs, registered_specs, unregistered
 from diagevo.log.schema import HEAD_REVISION, upgrade
 from diagevo.schemas import EventIn

@@ -18,7 +18,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
 from diagevo.log import ViewState, open_log
-from diagevo.log.recorder import chain, prepare
+from diagevo.log.chain import chain, prepare
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.verify import verify_run

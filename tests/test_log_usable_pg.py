@@ -18,7 +18,8 @@ from sqlalchemy import text
 
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import open_log
-from diagevo.log.recorder import UnreadableEvent, canonical_event_json, chain_hash
+from diagevo.log.chain import canonical_event_json, chain_hash
+from diagevo.log.errors import UnreadableEvent
 from diagevo.memory.fold import fold
 from diagevo.rounds.runs import config_record
 from diagevo.train.config import Config

@@ -34,10 +34,12 @@ from diagevo.log import (
     ViewState,
     open_log,
 )
+from diagevo.log.errors import RunBusy
 from diagevo.log.inmemory import InMemoryRecorder, forget
 from diagevo.log.postgres import PostgresRecorder
-from diagevo.log.recorder import ARTIFACT_KEY, EventRow, RunBusy
+from diagevo.log.recorder import EventRow
 from diagevo.log.sqlite import SQLiteRecorder
+from diagevo.log.stored import ARTIFACT_KEY
 from diagevo.schemas import EventIn
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory

@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import create_engine
 
 from diagevo.log import StoreError, open_log
-from diagevo.log.recorder import UnreadableEvent, canonical_event_json, chain_hash
+from diagevo.log.chain import canonical_event_json, chain_hash
+from diagevo.log.errors import UnreadableEvent
 from diagevo.schemas import EventIn
 from diagevo.views.runs import runs
 from diagevo.views.verify import verdict

@@ -204,6 +204,20 @@ def evaluate(
         if pending is not None:
             pending.result()
     rows = [done[q.index] for q in bench.questions]
+    return _scored(bench, model, rows, k, time.perf_counter() - started, total - len(todo), outputs, settings)
+
+
+def _scored(
+    bench: Benchmark,
+    model: str,
+    rows: list[dict[str, Any]],
+    k: int | None,
+    seconds: float,
+    resumed: int,
+    outputs: Path,
+    settings: str,
+) -> BenchResult:
+    """A benchmark's scores from its graded rows (a resumed pass's rows read back included)."""
     correct = sum(bool(r["correct"]) for r in rows)
     return BenchResult(
         benchmark=bench.name,
@@ -218,8 +232,8 @@ def evaluate(
         unparsed=sum(r["answer"] is None for r in rows),
         k=k,
         mean_at_k=sum(r["mean_correct"] for r in rows) / len(rows) if k else None,
-        seconds=time.perf_counter() - started,
-        resumed=total - len(todo),
+        seconds=seconds,
+        resumed=resumed,
         outputs=str(outputs),
         settings=settings,
     )

@@ -10,21 +10,17 @@ them, is :mod:`diagevo.views`; the schema and its migrations are :mod:`diagevo.l
 from __future__ import annotations
 
 from diagevo.log.backends import open_log, sqlite_path
+from diagevo.log.chain import GENESIS_HASH
+from diagevo.log.errors import ConflictError, MissingDatabase, RunBusy, SchemaOutdated, StoreError
 from diagevo.log.recorder import (
-    GENESIS_HASH,
     AppendResult,
-    ConflictError,
     EventReader,
     EventRow,
     EventWriter,
     LogOperator,
-    MissingDatabase,
     RawRow,
     Recorder,
-    RunBusy,
-    SchemaOutdated,
     StoredEvent,
-    StoreError,
     ViewState,
     payload,
 )

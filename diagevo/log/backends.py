@@ -12,7 +12,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from diagevo.log.recorder import MissingDatabase, Recorder, StoreError
+from diagevo.log.errors import MissingDatabase, StoreError
+from diagevo.log.recorder import Recorder
 from diagevo.runtime.lazy import sa_exc
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url

@@ -16,20 +16,16 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import type_names
+from diagevo.log.chain import COLUMNS, GENESIS_HASH, Appended, Prepared, chain
+from diagevo.log.errors import MissingDatabase
 from diagevo.log.recorder import (
-    COLUMNS,
-    GENESIS_HASH,
     LOOKUP_FIELDS,
-    Appended,
-    MissingDatabase,
-    Prepared,
     Query,
     Recorder,
     Shape,
     T,
     ViewState,
     busy,
-    chain,
     json_or_error,
     lookup_keys,
     restore_texts,

@@ -17,7 +17,8 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, Connection, Engine
 
-from diagevo.log.recorder import FETCH, LockTimeout, StoreError, busy
+from diagevo.log.errors import LockTimeout, StoreError
+from diagevo.log.recorder import FETCH, busy
 from diagevo.log.sql import EVENT_COLUMNS, SQLRecorder
 from diagevo.runtime.lazy import sa_exc
 from diagevo.text.urls import redact_url

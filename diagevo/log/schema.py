@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 from diagevo.errors import Call
 from diagevo.log.backends import connect, dialect_of, make_engine, missing_database
-from diagevo.log.recorder import LOCK_WAIT_S, LockTimeout, SchemaOutdated, StoreError
+from diagevo.log.errors import LockTimeout, SchemaOutdated, StoreError
+from diagevo.log.recorder import LOCK_WAIT_S
 from diagevo.runtime.lazy import sa_exc
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url

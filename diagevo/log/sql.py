@@ -14,20 +14,16 @@ from typing import TYPE_CHECKING, Any
 from diagevo.catalog import type_names
 from diagevo.log import schema
 from diagevo.log.backends import cannot_open, connect, dialect_of, make_engine, missing_database
+from diagevo.log.chain import COLUMNS, GENESIS_HASH, Appended, Prepared, chain
+from diagevo.log.errors import StoreError
 from diagevo.log.recorder import (
-    COLUMNS,
     FETCH,
-    GENESIS_HASH,
     MAX_PARAMS,
-    Appended,
-    Prepared,
     Query,
     Recorder,
     Shape,
-    StoreError,
     T,
     ViewState,
-    chain,
     json_or_error,
     lookup_keys,
     restore_texts,

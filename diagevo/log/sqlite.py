@@ -25,7 +25,8 @@ from urllib.parse import quote
 from diagevo.errors import BadInput, Call
 from diagevo.files.written import database_part
 from diagevo.log import backends
-from diagevo.log.recorder import MissingDatabase, StoreError, busy
+from diagevo.log.errors import MissingDatabase, StoreError
+from diagevo.log.recorder import busy
 from diagevo.log.schema import HEAD_REVISION
 from diagevo.log.sql import SQLRecorder
 from diagevo.text.urls import redact_url

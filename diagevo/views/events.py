@@ -14,7 +14,8 @@ from typing import Any
 
 from diagevo.catalog import CATALOG, CAUSE_FIELDS, KEY_FIELDS, Event, RoundCommitted
 from diagevo.log import Recorder
-from diagevo.log.recorder import StoredEvent, key_values, payload
+from diagevo.log.chain import key_values
+from diagevo.log.recorder import StoredEvent, payload
 from diagevo.views.follow import follow_events
 from diagevo.views.memory import resolve_run
 

@@ -33,7 +33,7 @@ from diagevo.catalog import (
 )
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventRow, Recorder
-from diagevo.log.recorder import UnreadableEvent
+from diagevo.log.errors import UnreadableEvent
 from diagevo.results import Json
 from diagevo.views.typed import last_event, of_type
 

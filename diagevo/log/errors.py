@@ -1,0 +1,45 @@
+"""What a backend of the log refuses, each a :class:`~diagevo.errors.DiagevoError` by what a
+caller can do about it."""
+
+from __future__ import annotations
+
+from diagevo.errors import Call, Conflict, DiagevoError, NotADiagevoDatabase, NotFound
+
+
+class StoreError(DiagevoError):
+    """Base of the log's errors; the message is one line meant for the user."""
+
+
+class LockTimeout(StoreError, Conflict):
+    """A lock was not free within its bound (an append's ``lock_wait_s``, a migration's): the
+    message names who holds it (a :class:`~diagevo.errors.Conflict`: retry once that session is done)."""
+
+
+class ConflictError(StoreError, Conflict):
+    """``expected_last_seq`` did not match: the run moved on. Nothing was stored."""
+
+
+class RunBusy(StoreError, Conflict):
+    """Another process holds the run's writer lease."""
+
+
+class MissingDatabase(StoreError, NotFound):
+    """The SQLite file a read names does not exist (nothing is created)."""
+
+
+class SchemaOutdated(StoreError, NotADiagevoDatabase):
+    """The database is at an older revision (or empty and auto-migration is off)."""
+
+
+class UnreadableEvent(StoreError):
+    """A stored event whose data no reader parses (past :func:`loads`' bounds): the message names
+    its run and seq, and ``memory verify``, which names the way back."""
+
+    def __init__(self, run: str, seq: int, reason: str) -> None:
+        super().__init__(
+            f"the event at seq {seq} of run {run!r} cannot be read: its data is {reason}: run",
+            Call("verify_run", f"diagevo.verify_run(store, {run!r})", run=run),
+            then=" for the way back",
+            about=run,
+        )
+        self.run, self.seq = run, seq
