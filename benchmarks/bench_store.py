@@ -303,8 +303,8 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
             prepared, _ = _prepare(b)
             prev = "0" * 64
             for p in prepared:  # the chain and the row, as Recorder._insert builds them
-                prev = hashlib.sha256(prev.encode() + p[5]).hexdigest()
-                (0, p[0], p[1], p[2], p[3], 1, p[4], "", prev, prev, p[6], *p[7])
+                prev = hashlib.sha256(prev.encode() + p[6]).hexdigest()
+                (0, p[0], p[1], p[2], p[3], p[4], p[5], "", prev, prev, p[7], *p[8])
         python_s = min(python_s, time.perf_counter() - t0)
 
     def raw(label: str, drop_indexes: bool) -> float:
