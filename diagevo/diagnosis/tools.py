@@ -70,7 +70,7 @@ def llm_diagnostician(
 ) -> LLMDiagnostician:
     """The paper's diagnostician: Prompts 1-4 sent to ``llm_url`` (default: ``diagnosis.llm_url``)
     as ``model``, with the retries, timeouts and concurrency of ``cfg``; ``client``: the
-    :class:`~diagevo.generation.openai_client.OpenAIClient`'s other options (``backoff_s`` ...)."""
+    OpenAI client's other options (``backoff_s`` ...)."""
     cfg = diagnosis_config(cfg, llm_url=llm_url, model=model)
     check_name("llm", cfg)
     options = {"concurrency": cfg.concurrency, "timeout_s": cfg.request_timeout_s, "max_retries": cfg.max_retries}
