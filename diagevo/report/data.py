@@ -29,7 +29,7 @@ from diagevo.curriculum.stats import question_stats
 from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, Row
 from diagevo.memory.state import Memory
-from diagevo.views.memory import commit_memories
+from diagevo.views.memory import commit_memories, load_memory
 from diagevo.views.queries import step_row
 from diagevo.views.runs import RunSummary, summarise
 from diagevo.views.stats import (
@@ -185,6 +185,7 @@ def _scan(store: Recorder, run: str) -> _Scanned:
 def load_run(store: Recorder, run: str) -> RunData:
     """Read ``run`` from ``store`` (see the module docstring)."""
     found = _scan(store, run)
+    load_memory(store, run)  # folded through its end, as every reader does: what none can use is refused here too
     recorded_at = next(store.read(run, after_seq=found.last_seq - 1)).recorded_at
     stats = round_stats(store, run)
     # every metric by name (held-out and pseudo-label accuracy always, null where not recorded);

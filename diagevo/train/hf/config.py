@@ -42,8 +42,8 @@ class HFConfig(Section):
         description="Attention of both policies and the KL reference (the paper: FlashAttention 2, which needs "
         "flash-attn on CUDA; a CPU uses SDPA instead).",
     )
-    vllm_max_model_len: Count | None = Field(
-        default=None, description="Context length of a vLLM engine, in tokens; unset: the model's own."
+    vllm_max_model_len: int | None = Field(
+        default=None, ge=1, description="Context length of a vLLM engine, in tokens; unset: the model's own."
     )
     device: str = Field(default="cpu", description="cpu or cuda.")
     bf16: bool = Field(default=False, description="BF16 mixed precision (the paper's, on GPUs; ignored on a CPU).")
@@ -62,8 +62,9 @@ class HFConfig(Section):
             "JSONL of {question, answer} for held-out evaluation; unset: <solver.model>/heldout.jsonl if present."
         ),
     )
-    torch_threads: Count | None = Field(
+    torch_threads: int | None = Field(
         default=None,
+        ge=1,
         description="Threads torch computes with on a CPU; unset: torch's own choice (one per core). One is faster "
         "where other processes hold the other cores.",
     )
@@ -72,8 +73,8 @@ class HFConfig(Section):
         description="Without diagnosis.llm_url, how the heuristic diagnostician names a failure: none, by where it "
         "departs from the reference; mini, by the mini world's named errors (its models built by models mini).",
     )
-    heldout_max_new_tokens: Count | None = Field(
-        default=None, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
+    heldout_max_new_tokens: int | None = Field(
+        default=None, ge=1, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
     )
     accelerate_config: Path | None = Field(
         default=None,
