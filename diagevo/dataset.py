@@ -19,11 +19,14 @@ import json
 import os
 import shutil
 import tempfile
+import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import jinja2
 
 from diagevo.api import version
 from diagevo.catalog import (
@@ -54,57 +57,11 @@ CARD_MARK = "<!-- written by diagevo export dataset; sha256 of the card above: "
 """The card's last line up to its digest (:func:`signed`)."""
 
 COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
-    "questions": {
-        "round": ("int64", "the round t that generated it"),
-        "question_id": ("string", "its id in the run (q: curriculum Q^cur, c: challenger Q^chal)"),
-        "mode": ("string", "free, targeted or stitched (Eq. 2)"),
-        "active_cause": ("string", "the Active cause it targeted (targeted, stitched)"),
-        "mastered_cause": ("string", "the Mastered cause stitched in (stitched)"),
-        "node": ("string", "the skill node of the targeted cause when it was generated"),
-        "text": ("string", "the question, as the challenger wrote it (model output)"),
-        "n": ("int64", "construction responses voted (N)"),
-        "p1": ("float64", "share of the leading answer"),
-        "p2": ("float64", "share of the second answer"),
-        "pseudo_label": ("string", "the leading answer (model output)"),
-        "retained": ("bool", "kept by the double-confidence filter (Eq. 3)"),
-        "promotion_score": ("float64", "acc_t of its targeted cause over the round's candidates (Eq. 5)"),
-        "promoted": ("bool", "its targeted cause was promoted to Mastered that round (Eq. 6)"),
-    },
-    "failures": {
-        "round": ("int64", "the round the solver failed in"),
-        "failure_id": ("string", "its id in the run"),
-        "question_id": ("string", "the retained question it failed"),
-        "response": ("string", "the solver's response (model output)"),
-        "reference": ("string", "the construction response that agrees with the pseudo-label (model output)"),
-        "diagnosis": ("string", "matched, new cause, slip (no skill cause) or failed (no valid decision)"),
-        "matched_cause": ("string", "the stored cause the diagnostician matched"),
-        "error_cause": ("string", "the new error cause it described (model output)"),
-        "diagnostician": ("string", "the diagnostician's model"),
-        "attributed_cause": ("string", "the cause it counts for: attributed (recurrence, dedup) or created from it"),
-        "attributed_via": ("string", "recurrence, dedup or created"),
-    },
-    "nodes": {
-        "node_id": ("string", "skill node id"),
-        "label": ("string", "its label (model output)"),
-        "created_round": ("int64", "round created"),
-    },
-    "causes": {
-        "cause_id": ("string", "error cause id"),
-        "node_id": ("string", "its skill node at the last round exported"),
-        "description": ("string", "the cause (model output)"),
-        "created_round": ("int64", "round created"),
-        "state": ("string", "active or mastered at the last round exported"),
-        "frequency": ("int64", "its frequency f there"),
-    },
-    "cause_states": {
-        "round": ("int64", "a committed round t"),
-        "cause_id": ("string", "error cause id"),
-        "node_id": ("string", "its skill node in M_t"),
-        "state": ("string", "active or mastered in M_t"),
-        "frequency": ("int64", "f in M_t"),
-    },
+    table: {column: (kind, what) for column, (kind, what) in columns.items()}
+    for table, columns in tomllib.loads(Path(__file__).with_name("dataset.toml").read_text(encoding="utf-8")).items()
 }
-"""Each table's columns: the type the card's features name (polars' types in :func:`_frame`) and what it holds."""
+"""Each table's columns (``dataset.toml``): the type the card's features name (polars' types in
+:func:`_frame`) and what it holds."""
 TABLES = tuple(COLUMNS)
 """The files of an exported run (``<name>.parquet``), in the card's order."""
 
@@ -319,70 +276,22 @@ def fenced(content: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{content}\n{fence}"
 
 
-def _yaml_header(exported: Exported, frames: Mapping[str, pl.DataFrame]) -> list[str]:
-    lines = ["---", "license: unknown  # set the license under which you share this data", "configs:"]
-    for name in TABLES:
-        lines += [f"- config_name: {name}", "  data_files:", "  - split: train", f"    path: {name}.parquet"]
-        if name == "questions":
-            lines.append("  default: true")
-    lines.append("dataset_info:")
-    for name in TABLES:
-        lines += [f"- config_name: {name}", "  features:"]
-        for col, (dtype, _) in COLUMNS[name].items():
-            lines += [f"  - name: {col}", f"    dtype: {dtype}"]
-        size = next(f.bytes for f in exported.files if f.name == f"{name}.parquet")
-        lines += ["  splits:", "  - name: train", f"    num_examples: {frames[name].height}", f"    num_bytes: {size}"]
-    lines += ["tags:", "- diagevo", "- self-play", "- curriculum", "---"]
-    return lines
+CARD_TEMPLATE = Path(__file__).with_name("dataset_card.md.jinja")
+"""The card's text around the run's figures (a jinja2 template; Markdown, so nothing is escaped:
+the run's id and config are fenced, every text a model wrote stays in the Parquet files)."""
 
 
 def dataset_card(exported: Exported, frames: Mapping[str, pl.DataFrame], config: Mapping[str, Any]) -> str:
     """The ``README.md`` of an exported run: the YAML header ``datasets`` reads, then the card."""
-    cut = "retained questions only" if exported.retained_only else "every scored question, retained or not"
-    body = [
-        "# A DiagEvo run as a dataset",
-        "",
-        f"Exported by diagevo {version()} from the event log of the run below, rounds 1 to {exported.round} "
-        f"({cut}). The run's id:",
-        "",
-        fenced(exported.run),
-        "",
-        "DiagEvo (diagnosis-guided self-play) trains a challenger and a solver; each round the challenger asks "
-        "questions (free, or targeted at an error cause of the memory), the solver's votes give each a "
-        "pseudo-label, failures on retained questions are diagnosed into error causes under skill nodes, and "
-        "causes are promoted to Mastered or reactivated. Every text a model wrote (questions, answers, responses, "
-        "diagnoses, cause descriptions, node labels) is in the Parquet files as it was written: unreviewed model "
-        "output.",
-        "",
-        "## Files",
-        "",
-        "| config | file | rows | bytes |",
-        "|---|---|---|---|",
-    ]
-    body += [f"| {f.name.removesuffix('.parquet')} | {f.name} | {f.rows} | {f.bytes} |" for f in exported.files]
-    for name in TABLES:
-        body += ["", f"## {name}", "", "| column | type | what it holds |", "|---|---|---|"]
-        for col, (dtype, what) in COLUMNS[name].items():
-            body.append(f"| {col} | {dtype} | {what} |")
-    body += [
-        "",
-        "## Loading",
-        "",
-        fenced(
-            'from datasets import load_dataset\n\nquestions = load_dataset("parquet", '
-            'data_files="questions.parquet")["train"]\n\n'
-            'import polars as pl\n\ncauses = pl.read_parquet("causes.parquet")',
-            "python",
-        ),
-        "",
-        "## The run's config",
-        "",
-        fenced(json.dumps(redact_config(config), indent=2, sort_keys=True, ensure_ascii=True), "json"),
-        "",
-        "## License",
-        "",
-        "Not set: the `license` field of the header is `unknown`. Whoever shares this data sets it, "
-        "minding the licenses of the models that wrote the texts and of the seed problems.",
-        "",
-    ]
-    return "\n".join([*_yaml_header(exported, frames), "", *body])
+    env = jinja2.Environment(
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined
+    )
+    env.filters["fenced"] = fenced
+    return env.from_string(CARD_TEMPLATE.read_text(encoding="utf-8")).render(
+        columns=COLUMNS,
+        exported=exported,
+        version=version(),
+        rows={name: frame.height for name, frame in frames.items()},
+        sizes={f.name: f.bytes for f in exported.files},
+        config=json.dumps(redact_config(config), indent=2, sort_keys=True, ensure_ascii=True),
+    )
