@@ -1,5 +1,6 @@
 """Benchmark files of Table 1 in their public formats (JSONL, JSON, Parquet, GPQA's CSV), read
-into :class:`Question` lists; any column can be remapped (``--field NAME.ROLE=COLUMN``). Grading
+into :class:`Question` lists: each kind's columns are in ``benchmarks.toml``, and any column can be
+remapped (``--field NAME.ROLE=COLUMN``). Grading
 follows the kind: ``math`` through the answer checker, ``choice`` by the option letter, ``text``
 (BBEH) by normalised exact match.
 """
@@ -10,6 +11,7 @@ import csv
 import hashlib
 import random
 import re
+import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,74 +193,32 @@ def _text_answer(row: Row) -> Question:
     return row.question(_text(row.get("question")), _text(row.get("answer")), "text")
 
 
-_MATH_Q = ("problem", "question", "Question")
-_ID = ("unique_id", "id", "idx", "question_id", "uuid")
-_MATH = {"question": _MATH_Q, "answer": ("answer",), "id": _ID}
-_MC = {
-    "question": ("question", "Question", "problem"),
-    "options": ("options", "choices"),
-    "answer": ("answer_letter", "answer", "answer_index", "label"),
-    "id": _ID,
+READERS: dict[str, Callable[[Row], Question]] = {
+    "math": _math,
+    "choice": _choice,
+    "text": _text_answer,
+    "mixed": _mixed,
 }
+"""How a row becomes a question, by the name ``benchmarks.toml`` gives it."""
 
-KINDS: dict[str, Kind] = {
-    k.name: k
-    for k in (
-        Kind("math500", "MATH-500", _MATH, _math, extra=("subject", "level")),
-        Kind("gsm8k", "GSM8K", {**_MATH, "question": ("question", "problem")}, _math),
-        Kind(
-            "olympiadbench",
-            "OlympiadBench",
-            {**_MATH, "answer": ("final_answer", "answer"), "context": ("context",)},
-            _math,
-            extra=("subfield", "answer_type", "unit"),
-        ),
-        Kind("minerva", "Minerva Math", {**_MATH, "solution": ("solution",)}, _math, extra=("type",)),
-        Kind("amc", "AMC", _MATH, _math, mean_at_k=True),
-        Kind("aime", "AIME", _MATH, _math, mean_at_k=True, extra=("year",)),
-        Kind("mmlu_pro", "MMLU-Pro", _MC, _choice, extra=("category",)),
-        Kind("supergpqa", "SuperGPQA", _MC, _choice, extra=("discipline", "field", "difficulty")),
-        Kind(
-            "gpqa_diamond",
-            "GPQA-Diamond",
-            {
-                **_MC,
-                "question": ("Question", "question"),
-                "correct": ("Correct Answer",),
-                "incorrect1": ("Incorrect Answer 1",),
-                "incorrect2": ("Incorrect Answer 2",),
-                "incorrect3": ("Incorrect Answer 3",),
-                "id": ("Record ID", *_ID),
-            },
-            _choice,
-            extra=("High-level domain", "Subdomain"),
-        ),
-        Kind(
-            "bbeh",
-            "BBEH",
-            {"question": ("input", "question"), "answer": ("target", "answer"), "id": _ID},
-            _text_answer,
-            extra=("task",),
-        ),
-        Kind("mmlu", "MMLU", _MC, _choice, extra=("subject",)),
-        Kind(
-            "mixed",
-            "math + multiple choice",
-            {**_MC, "answer": ("answer", "answer_letter", "answer_index", "label"), "question": _MATH_Q},
-            _mixed,
-            extra=("subject", "level"),
-        ),
-    )
-}
-_ALIASES = {
-    "gpqa": "gpqa_diamond",
-    "olympiad": "olympiadbench",
-    "minervamath": "minerva",
-    "mmlupro": "mmlu_pro",
-    "math": "mixed",
-    "val": "mixed",
-    "validation": "mixed",
-}
+
+def _kinds(formats: Mapping[str, Any]) -> dict[str, Kind]:
+    """Each kind of ``benchmarks.toml``, its columns those of its shared table with its own over them."""
+    kinds = {}
+    for name, k in formats["kinds"].items():
+        roles = {
+            role: tuple(columns) for role, columns in {**formats["columns"][k["columns"]], **k.get("roles", {})}.items()
+        }
+        kinds[name] = Kind(
+            name, k["title"], roles, READERS[k["read"]], k.get("mean_at_k", False), tuple(k.get("extra", ()))
+        )
+    return kinds
+
+
+_FORMATS = tomllib.loads(Path(__file__).with_name("benchmarks.toml").read_text(encoding="utf-8"))
+KINDS = _kinds(_FORMATS)
+"""The benchmarks' public formats (``benchmarks.toml``), by name."""
+_ALIASES: dict[str, str] = _FORMATS["aliases"]
 
 
 def kind_of(name: str) -> Kind:
