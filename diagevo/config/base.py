@@ -37,6 +37,7 @@ Share = Annotated[float, Field(ge=0, le=1)]  # a share or a probability
 Cosine = Annotated[float, Field(ge=-1, le=1)]  # a cosine similarity
 Logit = Annotated[float, Field(ge=-10, le=10)]
 Positive = Annotated[float, Field(gt=0)]
+PositiveShare = Annotated[float, Field(gt=0, le=1)]  # a top-p, a learning rate
 NonNegative = Annotated[float, Field(ge=0)]
 
 LARGEST_INT = 2**63 - 1

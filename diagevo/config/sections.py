@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from diagevo.config.base import ConfigError, Count, NonNegative, Positive, Section, Share, run_setting
+from diagevo.config.base import ConfigError, Count, NonNegative, Positive, PositiveShare, Section, Share, run_setting
 from diagevo.config.limits import LimitsConfig
 from diagevo.text.parsing import config_k, error_reason, quoted
 from diagevo.text.redaction import redact_config
@@ -102,11 +102,8 @@ class GRPOSettings(Section):
     """``[grpo]``: the optimizer recipe both roles share (Table 7, R-Zero's values; the simulator has
     its own learning rates in ``[sim.params]``) and N."""
 
-    learning_rate: float = Field(
-        default=1e-6,
-        gt=0,
-        le=1,
-        description="hf backend: GRPO learning rate, held constant (no warmup, no decay) (Table 7: 1e-6).",
+    learning_rate: PositiveShare = Field(
+        default=1e-6, description="hf backend: GRPO learning rate, held constant (no warmup, no decay) (Table 7: 1e-6)."
     )
     weight_decay: Share = Field(default=1e-2, description="hf backend: AdamW weight decay (Table 7: 0.01).")
     kl_beta: NonNegative = Field(
@@ -120,11 +117,8 @@ class GRPOSettings(Section):
         description="hf backend: sampling temperature of GRPO rollouts and of every question and response sampled "
         "(Table 7: 1.0).",
     )
-    top_p: float = Field(
-        default=0.99,
-        gt=0,
-        le=1,
-        description="hf backend: nucleus-sampling top-p of rollouts and samples (Table 7: 0.99).",
+    top_p: PositiveShare = Field(
+        default=0.99, description="hf backend: nucleus-sampling top-p of rollouts and samples (Table 7: 0.99)."
     )
     construction_responses: Count = Field(
         default=12,

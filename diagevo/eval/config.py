@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from diagevo.config.base import Count, Section
+from diagevo.config.base import Count, PositiveShare, Section
 
 
 class EvalConfig(Section):
@@ -15,7 +15,7 @@ class EvalConfig(Section):
     temperature: float = Field(
         default=1.0, gt=0.0, le=2.0, description="Sampling temperature of mean@k (Table 7: 1.0)."
     )
-    top_p: float = Field(default=0.99, gt=0.0, le=1.0, description="Top-p of mean@k (Table 7: 0.99).")
+    top_p: PositiveShare = Field(default=0.99, description="Top-p of mean@k (Table 7: 0.99).")
     max_new_tokens: Count = Field(default=4096, le=131072, description="Longest response in tokens.")
     batch_size: Count = Field(
         default=64, le=100000, description="Questions per generate call; outputs are saved after each."
