@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 import tomllib
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +35,7 @@ from diagevo.catalog import (
     NodeCreated,
 )
 from diagevo.errors import Argument, BadInput, NotFound, require
-from diagevo.files.written import export_dir, write_replacing, write_table
+from diagevo.files.written import building, export_dir, write_replacing, write_table
 from diagevo.log import Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
@@ -204,25 +200,6 @@ def _output_dir(out: Path, force: bool) -> Path:
     return out
 
 
-@contextmanager
-def _staged(folder: Path) -> Iterator[Path]:
-    """A new folder beside ``folder`` to write the export into; when the block ends, renamed into
-    place if ``folder`` does not exist (all or nothing), else each file moved over its namesake
-    (each whole; no other file is touched). An error leaves ``folder`` as it was."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        yield staging
-        if not folder.exists():
-            os.rename(staging, folder)
-            return
-        for path in sorted(staging.iterdir()):
-            os.replace(path, folder / path.name)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-
-
 def export_dataset(
     store: Recorder,
     run: str,
@@ -256,7 +233,7 @@ def export_dataset(
         **memory_tables(memories, node_rounds),
     }
     exported = Exported(run, str(folder), upto, retained_only, [])
-    with _staged(folder) as staging:
+    with building(folder) as staging:
         for name in TABLES:
             path = staging / f"{name}.parquet"
             write_table(frames[name], path)

@@ -170,15 +170,22 @@ def refuse_filled(out: Path) -> None:
 
 @contextmanager
 def building(out: Path) -> Iterator[Path]:
-    """A temporary directory beside ``out`` to build into, renamed to ``out`` when the build
-    completes and removed when it does not: a half-built model never looks built."""
+    """A temporary directory beside ``out`` to build into, removed when the block ends. A build
+    that completes is renamed to ``out`` where ``out`` is absent or an empty directory (all or
+    nothing: a half-built model or export never looks built), else each of its files is moved
+    over its namesake in ``out`` (each whole; nothing else in ``out`` is touched). An error
+    leaves ``out`` as it was."""
     out.parent.mkdir(parents=True, exist_ok=True)
     part = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         yield part
-        if out.is_dir():
-            out.rmdir()  # empty (checked before the build); a file there makes the rename fail
-        os.replace(part, out)
+        if out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        if not out.exists():
+            os.replace(part, out)
+            return
+        for path in sorted(part.iterdir()):
+            os.replace(path, out / path.name)
     finally:
         if part.exists():
             shutil.rmtree(part, ignore_errors=True)
