@@ -39,10 +39,11 @@ MODELS_DIR = Path("models")
 # free space below which a database's disk is a warning / not usable for a training run
 LOW_DISK = 5 * 2**30
 NO_DISK = 512 * 2**20
-# the files, each written last, that say a model directory's build (smollm2, tiny, mini) completed
-PROVENANCE = "provenance.json"
-TINY_SPEC = "tiny.json"
-MINI_RECORD = "mini.json"
+# the files, each written last, that say a model directory's build completed (the builds in
+# diagevo/train write them, and its preflight reads them, by these names)
+PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.build
+TINY_RECORD = "tiny.json"  # diagevo.train.hf.tiny.build_tiny
+MINI_RECORD = "mini.json"  # diagevo.train.mini.build.build_mini
 URL_FIX = Fix.of(
     Advice("check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
 )
@@ -342,14 +343,14 @@ def model_state(d: Path) -> tuple[Status, str]:
     files it lists. A directory without such a record is incomplete (a build cut off); a
     downloaded transformers model (config, weights, tokenizer; no record) is a warning."""
     complete = (d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER)
-    pair = next((r for r in (TINY_SPEC, MINI_RECORD) if (d / r).is_file()), None)
+    pair = next((r for r in (TINY_RECORD, MINI_RECORD) if (d / r).is_file()), None)
     if pair is not None:
         broken = [
             r for r in ("challenger", "solver") if not ((d / r / "config.json").is_file() and _has(d / r, WEIGHTS))
         ]
         if broken:
             return "missing", f"incomplete tiny pair: {', '.join(broken)} lacks config or weights"
-        return "ok", "tiny pair (models tiny)" if pair == TINY_SPEC else "mini pair (models mini)"
+        return "ok", "tiny pair (models tiny)" if pair == TINY_RECORD else "mini pair (models mini)"
     if (d / PROVENANCE).is_file():
         try:
             record = json.loads((d / PROVENANCE).read_text(encoding="utf-8"))

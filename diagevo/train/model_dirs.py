@@ -12,13 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diagevo.doctor import build_call
+from diagevo.doctor import MINI_RECORD, PROVENANCE, TINY_RECORD, build_call
 from diagevo.errors import BadInput, NotFound
 from diagevo.generation.local import looks_local
 
-PROVENANCE = "provenance.json"  # written last by diagevo.train.hf.pretrained.build
-TINY_RECORD = "tiny.json"  # by diagevo.train.hf.tiny.build_tiny
-MINI_RECORD = "mini.json"  # by diagevo.train.mini.build.build_mini
 HELDOUT_FILE = "heldout.jsonl"  # written by every build
 
 
