@@ -32,15 +32,14 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from diagevo.curriculum.prompts import SOLVER_SYSTEM
+from diagevo.curriculum.reward import solver_rewards
 from diagevo.errors import BadInput, NotFound
+from diagevo.log import Recorder
+from diagevo.rounds import FailureRecord, LoggedQuestion, logged_questions, round_state, run_config
+from diagevo.text.formats import RolloutLine, read_lines
 from diagevo.text.parsing import file_lines, quoted
-
-if TYPE_CHECKING:
-    from diagevo.log import Recorder
-    from diagevo.rounds import FailureRecord, LoggedQuestion
-    from diagevo.text.formats import RolloutLine
 
 MANIFEST = "verl.json"
 """The manifest ``diagevo export verl`` writes beside its files: what a dump must match."""
@@ -65,8 +64,6 @@ class QuestionFinder:
             self.by_text.setdefault(_words(q.text), []).append(q.question_id)
         self.longest_first = sorted(self.by_text, key=len, reverse=True)
         self._around: tuple[int, int] | None = None  # characters before and after the question
-        from diagevo.curriculum.prompts import SOLVER_SYSTEM
-
         self.system = _words(SOLVER_SYSTEM)
 
     def find(self, prompt: str) -> list[str]:
@@ -140,10 +137,6 @@ def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = N
     FAILURES.jsonl holds it (with its question, pseudo-label and known causes). A dump beside the
     manifest of another export (``check_manifest``) is refused; so is a line of another round's
     questions, or one scored by another reward function, naming its file and line."""
-    from diagevo.curriculum.reward import solver_rewards
-    from diagevo.rounds import logged_questions, round_state, run_config
-    from diagevo.text.formats import RolloutLine, read_lines
-
     st = round_state(store, run)
     if t is None:
         if st.open_round is None:

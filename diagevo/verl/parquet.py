@@ -35,18 +35,17 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from diagevo.errors import BadInput, NotFound, Unavailable
+from diagevo.curriculum.prompts import parse_question, solver_messages
+from diagevo.errors import BadInput, Install, NotFound, Unavailable
 from diagevo.files.written import export_dir, replaced, write_replacing
+from diagevo.log import Recorder
+from diagevo.rounds import Candidate, LoggedQuestion, ProtocolError, Request, Round, logged_questions, round_state
 from diagevo.text.parsing import one_line, quoted
 from diagevo.text.words import did_you_mean
 from diagevo.verl.dumps import MANIFEST, questions_digest
 from diagevo.verl.rewards import ACTOR_CALLS
-
-if TYPE_CHECKING:
-    from diagevo.log import Recorder
-    from diagevo.rounds import Candidate, LoggedQuestion, Request, Round
 
 ABILITY = "math"
 SOURCES = {
@@ -93,8 +92,6 @@ def _pyarrow() -> Any:
         import pyarrow
         import pyarrow.parquet  # noqa: F401  (the submodule pyarrow.parquet.write_table lives in)
     except ImportError:
-        from diagevo.errors import Install
-
         raise Unavailable("writing verl's Parquet files needs pyarrow", Install("data"), aside=True) from None
     return pyarrow
 
@@ -140,8 +137,6 @@ def _row(name: str, messages: list[dict[str, str]], label: str, extra: dict[str,
 
 def solver_rows(rnd: Round, retained: Iterable[LoggedQuestion]) -> list[dict[str, Any]]:
     """Q^cur: the round's ``retained`` questions that have a pseudo-label, in the order recorded, as solver prompts."""
-    from diagevo.curriculum.prompts import solver_messages
-
     labelled = [q for q in retained if q.pseudo_label]
     return [
         _row("solver", solver_messages(q.text), q.pseudo_label, _ids(rnd, q.question_id, i))
@@ -186,8 +181,6 @@ def export_round(
     is open ``challenger.parquet`` (|Q^chal| requests) and ``curriculum.parquet`` (|Q^cur|
     requests), the sizes of the run's config; with ``questions`` (verl's generation output of
     ``curriculum.parquet``) also ``construct.parquet``; and the manifest ``verl.json``."""
-    from diagevo.rounds import Round, logged_questions, round_state
-
     pa = _pyarrow()
     if not store.has_run(run):
         raise NotFound(f"no run {run!r} in the database{did_you_mean(run, store.runs())}")
@@ -268,8 +261,6 @@ def construct_rows(rnd: Round, path: Path) -> tuple[list[dict[str, Any]], int]:
     """The questions the challenger wrote for the round's requests (verl's generation output of
     ``curriculum.parquet``: one response per request), each as a solver prompt with its request;
     and how many responses held no ``<question>`` block (left out: nothing to answer)."""
-    from diagevo.curriculum.prompts import parse_question, solver_messages
-
     requests = {q.question_id: q for q in rnd.requests(rnd.config.train.curriculum_questions)}
     rows: list[dict[str, Any]] = []
     left_out = 0
@@ -294,8 +285,6 @@ def generated_candidates(path: Path, run: str, t: int) -> list[Candidate]:
     """The round's candidates from verl's generation output of ``construct.parquet`` (its
     ``responses``: the solver's N construction responses to each question), as
     :meth:`~diagevo.rounds.Round.record` takes them (``diagevo round record --from-verl``)."""
-    from diagevo.rounds import Candidate, ProtocolError
-
     out = []
     for where, info, responses in generated_rows(path, run, t, "construct.parquet"):
         if not isinstance(info.get("question"), str):

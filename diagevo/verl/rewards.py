@@ -20,7 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from diagevo.curriculum.prompts import solver_messages
+from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
 from diagevo.errors import BadInput
+from diagevo.generation import Sampling
+from diagevo.generation.endpoint import EndpointEngine
 
 TIMEOUT_S = 180.0
 """The default of ``reward_kwargs.timeout_s``: the longest one request to the solver server may take."""
@@ -39,8 +43,6 @@ def compute_score(
     that counted the construction responses in the label's class), else ``-1``, a failure that
     diagnosis reads back. Returns ``score``, ``acc`` (1 or 0: verl's validation reports it as the
     accuracy against the pseudo-labels) and the ``question_id`` of ``extra_info``."""
-    from diagevo.curriculum.reward import solver_rewards
-
     _text("solution_str", solution_str)
     _text("ground_truth", ground_truth, optional=True)
     [score] = solver_rewards([solution_str], ground_truth)
@@ -70,11 +72,6 @@ def challenger_score(
     ``max_tokens`` bounds each answer; ``timeout_s`` each request to the server and ``retries``
     how often a failed one is sent again, so a hung server fails the step within
     ``timeout_s x (retries + 1)`` with one line naming it. Any other keyword is refused."""
-    from diagevo.curriculum.prompts import solver_messages
-    from diagevo.curriculum.reward import challenger_output_rewards
-    from diagevo.generation import Sampling
-    from diagevo.generation.endpoint import EndpointEngine
-
     if unknown:
         raise BadInput(
             f"challenger_score takes no {', '.join(unknown)}: its reward_kwargs are solver_url, solver_model, "
