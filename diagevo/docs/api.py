@@ -22,6 +22,7 @@ from functools import cached_property
 from importlib import import_module
 from typing import Any
 
+from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MEMBERS, _PUBLIC_MODULES
 from diagevo.docs import Undocumented
 
 RESULTS = (
@@ -51,7 +52,6 @@ def parts() -> list[tuple[list[str], list[Entry]]]:
     """The reference in order, each part the lines above its names and an entry per name: the
     exported names, the types documented beside them (the results), then each public module's
     ``__all__`` under its docstring. Each name, and each module, must have a docstring."""
-    from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MEMBERS, _PUBLIC_MODULES
 
     def entry(module: str, name: str, heading: str) -> Entry:
         found = Entry(module, name, heading, _PUBLIC_MEMBERS.get(name))

@@ -23,6 +23,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from diagevo import _EXPORTS
 from diagevo.config.base import Setting, settings
 from diagevo.config.sections import DiagnosisConfig, MethodConfig
 from diagevo.docs import Undocumented
@@ -169,8 +170,6 @@ def error_classes(folders: dict[str, Path]) -> str:
     ``DiagevoError`` (a class with two parents in the family under each; its own subtree under
     the first), each line its module, whether ``import diagevo`` exports it, and its
     docstring's first paragraph."""
-    from diagevo import _EXPORTS
-
     classes = _error_classes(folders)
     undocumented = [f"{m}.{n}" for n, m, _, doc in classes if not doc.strip()]
     if undocumented:
