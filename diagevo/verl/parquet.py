@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -45,16 +45,9 @@ from diagevo.rounds import Candidate, LoggedQuestion, ProtocolError, Request, Ro
 from diagevo.text.parsing import one_line, quoted
 from diagevo.text.words import did_you_mean
 from diagevo.verl.dumps import MANIFEST, questions_digest
-from diagevo.verl.rewards import ACTOR_CALLS
+from diagevo.verl.rewards import ACTOR_CALLS, ChallengerSettings
 
 ABILITY = "math"
-SOURCES = {
-    "solver": "diagevo/solver",
-    "challenger": "diagevo/challenger",
-    "curriculum": "diagevo/curriculum",
-    "construct": "diagevo/construct",
-}
-"""Each file's ``data_source`` (verl groups its metrics by it)."""
 MARK = b"diagevo.verl"
 """The key of the Parquet metadata that says which run and round diagevo wrote a file for."""
 REQUEST_FIELDS = ("mode", "active_cause", "mastered_cause", "node")
@@ -101,13 +94,7 @@ def _schemas(pa: Any) -> dict[str, Any]:
     reward_model = pa.struct([("style", pa.string()), ("ground_truth", pa.string())])
     ids = [("run", pa.string()), ("round", pa.int64()), ("question_id", pa.string()), ("index", pa.int64())]
     request = [(name, pa.string()) for name in REQUEST_FIELDS]
-    reward = [
-        ("votes", pa.int64()),
-        ("temperature", pa.float64()),
-        ("top_p", pa.float64()),
-        ("lam", pa.float64()),
-        ("cluster_distance_threshold", pa.float64()),
-    ]
+    reward = [(f.name, pa.int64() if f.type == "int" else pa.float64()) for f in fields(ChallengerSettings)]
 
     def layout(extra: list[tuple[str, Any]]) -> Any:
         return pa.schema(
@@ -127,7 +114,7 @@ def _schemas(pa: Any) -> dict[str, Any]:
 
 def _row(name: str, messages: list[dict[str, str]], label: str, extra: dict[str, Any]) -> dict[str, Any]:
     return {
-        "data_source": SOURCES[name],
+        "data_source": f"diagevo/{name}",  # verl groups its metrics by it
         "prompt": messages,
         "ability": ABILITY,
         "reward_model": {"style": "rule", "ground_truth": label},
@@ -146,14 +133,7 @@ def solver_rows(rnd: Round, retained: Iterable[LoggedQuestion]) -> list[dict[str
 
 def request_rows(rnd: Round, name: str, requests: Sequence[Request]) -> list[dict[str, Any]]:
     """Requests as challenger prompts, with the run's settings of the challenger reward."""
-    cfg = rnd.config
-    reward = {
-        "votes": cfg.grpo.construction_responses,
-        "temperature": cfg.grpo.temperature,
-        "top_p": cfg.grpo.top_p,
-        "lam": cfg.reward.lam,
-        "cluster_distance_threshold": cfg.reward.cluster_distance_threshold,
-    }
+    reward = asdict(ChallengerSettings.from_config(rnd.config))
     return [
         _row(
             name,

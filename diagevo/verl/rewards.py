@@ -18,13 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagevo.curriculum.prompts import solver_messages
 from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
 from diagevo.errors import BadInput
 from diagevo.generation import Sampling
 from diagevo.generation.endpoint import EndpointEngine
+
+if TYPE_CHECKING:
+    from diagevo.config.sections import MethodConfig
 
 TIMEOUT_S = 180.0
 """The default of ``reward_kwargs.timeout_s``: the longest one request to the solver server may take."""
@@ -184,13 +187,22 @@ def _question_id(extra_info: Mapping[str, Any]) -> str:
 @dataclass(frozen=True, slots=True)
 class ChallengerSettings:
     """What the challenger reward takes from the run's config (``extra_info`` of a challenger row):
-    N answers per question, their sampling, λ and the clustering's distance threshold."""
+    N answers per question, their sampling, λ and the clustering's distance threshold; the
+    export writes these fields, in this order, and the reward reads them back."""
 
     votes: int
     temperature: float
     top_p: float
     lam: float
     cluster_distance_threshold: float
+
+    @classmethod
+    def from_config(cls, cfg: MethodConfig) -> ChallengerSettings:
+        """The settings of the run's config, as the export writes them into each challenger row."""
+        grpo, reward = cfg.grpo, cfg.reward
+        return cls(
+            grpo.construction_responses, grpo.temperature, grpo.top_p, reward.lam, reward.cluster_distance_threshold
+        )
 
     @classmethod
     def of(cls, infos: Sequence[Mapping[str, Any]]) -> ChallengerSettings:
@@ -210,12 +222,6 @@ class ChallengerSettings:
             )
         info = infos[0]
         try:
-            return cls(
-                votes=int(info["votes"]),
-                temperature=float(info["temperature"]),
-                top_p=float(info["top_p"]),
-                lam=float(info["lam"]),
-                cluster_distance_threshold=float(info["cluster_distance_threshold"]),
-            )
+            return cls(int(info["votes"]), *(float(info[n]) for n in names[1:]))
         except (TypeError, ValueError):
             raise BadInput(f"a challenger row's reward settings are not numbers: {dict(info)!r:.200}") from None
