@@ -19,6 +19,7 @@ from typing import Any
 
 from diagevo.catalog import CheckpointSelected, CheckpointWritten, EvalRecorded, Event, RoundCommitted, RunStarted
 from diagevo.catalog.ids import event_id
+from diagevo.config.sections import MethodConfig, config_from_record
 from diagevo.errors import BadInput, Call
 from diagevo.eval.benchmarks import Benchmark
 from diagevo.eval.config import EvalConfig
@@ -41,18 +42,18 @@ class RunEvalError(BadInput):
 def solver_models(store: Recorder, run: str) -> dict[int, str]:
     """Round -> the solver to evaluate: the base model for round 0, then the solver checkpoint
     of every committed round, as its log names it."""
-    config: Mapping[str, Any] = {}
+    config = MethodConfig()  # no run.started: the simulator's defaults, no language model to evaluate
     checkpoints: dict[int, str] = {}
     committed: list[int] = []
     for e in store.rows(run, types=(RunStarted, CheckpointWritten, RoundCommitted)):
         match e.event:
-            case RunStarted(config=run_config):
-                config = run_config
+            case RunStarted(config=stored):
+                config = config_from_record(stored)
             case CheckpointWritten(phase="solver", path=path):
                 checkpoints[e.round] = path
             case RoundCommitted():
                 committed.append(e.round)
-    backend = (config.get("train") or {}).get("backend", "sim")
+    backend = config.train.backend
     if backend != "hf":
         raise RunEvalError(
             f"run {run!r} was trained with the {backend} backend: its checkpoints are not language models; "
@@ -62,9 +63,7 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
             then=", or a run of the hf backend",
             about=run,
         )
-    models = {0: str((config.get("solver") or {}).get("model", ""))}
-    if not models[0]:
-        raise RunEvalError(f"run {run!r} names no base solver (solver.model) in its config")
+    models = {0: config.solver.model}
     for t in committed:
         if t not in checkpoints:
             raise RunEvalError(f"round {t} of run {run!r} has no solver checkpoint")
