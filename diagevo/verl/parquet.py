@@ -134,23 +134,16 @@ def solver_rows(rnd: Round, retained: Iterable[LoggedQuestion]) -> list[dict[str
 def request_rows(rnd: Round, name: str, requests: Sequence[Request]) -> list[dict[str, Any]]:
     """Requests as challenger prompts, with the run's settings of the challenger reward."""
     reward = asdict(ChallengerSettings.from_config(rnd.config))
-    return [
-        _row(
-            name,
-            q.messages(),
-            "",
-            {
-                **_ids(rnd, q.question_id, i),
-                **{k: getattr(q, k) for k in REQUEST_FIELDS},
-                **reward,
-            },
-        )
-        for i, q in enumerate(requests)
-    ]
+    return [_row(name, q.messages(), "", {**_request_ids(rnd, q, i), **reward}) for i, q in enumerate(requests)]
 
 
 def _ids(rnd: Round, question_id: str, index: int) -> dict[str, Any]:
     return {"run": rnd.run, "round": rnd.t, "question_id": question_id, "index": index}
+
+
+def _request_ids(rnd: Round, q: Request, index: int) -> dict[str, Any]:
+    """A request's row's ids and the request's draw (mode, causes, node), which the rows made of it carry on."""
+    return {**_ids(rnd, q.question_id, index), **{k: getattr(q, k) for k in REQUEST_FIELDS}}
 
 
 def export_round(
@@ -256,8 +249,7 @@ def construct_rows(rnd: Round, path: Path) -> tuple[list[dict[str, Any]], int]:
         if text is None:
             left_out += 1
             continue
-        extra = {**_ids(rnd, q.question_id, len(rows)), **{k: getattr(q, k) for k in REQUEST_FIELDS}, "question": text}
-        rows.append(_row("construct", solver_messages(text), "", extra))
+        rows.append(_row("construct", solver_messages(text), "", {**_request_ids(rnd, q, len(rows)), "question": text}))
     return rows, left_out
 
 
