@@ -20,7 +20,9 @@ import asyncio
 import json
 import re
 import time
+import tomllib
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Literal
 
 from diagevo.config.sections import DiagnosisConfig
@@ -71,30 +73,13 @@ FIXES: dict[Verdict, Fix] = {
     "too slow": Fix.of(Advice("serve it on a faster machine, or allow more: diagnosis.request_timeout_s")),
 }
 
-# one failure of known answer: 2 + 3 × 4 worked left to right; its cause, a node, and a second node
-KNOWN = KnownCause(
-    "c1", "active", "applies arithmetic operations strictly left to right, ignoring that multiplication binds tighter"
-)
-NEW_CAUSE = "evaluates addition before multiplication in mixed expressions, ignoring the standard order of operations"
-FAILURE = ExtractionInput(
-    failure_id="probe",
-    question_id="probe",
-    question="Compute 2 + 3 × 4.",
-    pseudo_label="14",
-    response="Add first: 2 + 3 = 5. Then multiply: 5 × 4 = 20. The answer is 20.",
-    reference="Multiply first: 3 × 4 = 12. Then add: 2 + 12 = 14. The answer is 14.",
-    known=(KNOWN,),
-)
-NODE_A = NodeView(
-    "n1",
-    "applies the order of operations correctly in arithmetic expressions with mixed operators",
-    (KNOWN.description,),
-)
-NODE_B = NodeView(
-    "n2",
-    "evaluates mixed arithmetic expressions respecting operator precedence and the conventional order",
-    ("multiplies before adding only when the multiplication is written first in the expression",),
-)
+# one failure of known answer (probe.toml): 2 + 3 × 4 worked left to right; its cause, a node, and a second node
+_CASE = tomllib.loads(resources.files("diagevo.diagnosis").joinpath("probe.toml").read_text(encoding="utf-8"))
+KNOWN = KnownCause(**_CASE["known"])
+NEW_CAUSE: str = _CASE["new_cause"]
+FAILURE = ExtractionInput(**_CASE["failure"], known=(KNOWN,))
+NODE_A = NodeView(**_CASE["node_a"], causes=(KNOWN.description,))
+NODE_B = NodeView(_CASE["node_b"]["id"], _CASE["node_b"]["label"], tuple(_CASE["node_b"]["causes"]))
 REPLY_KEPT = 300  # characters of a reply a probe keeps to show
 _THINK = re.compile(r"</?think>", re.IGNORECASE)
 
