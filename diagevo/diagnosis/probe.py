@@ -32,7 +32,7 @@ from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_struct
 from diagevo.diagnosis.parsing import ReplyError
 from diagevo.diagnosis.tools import check_endpoints, llm_diagnostician
 from diagevo.errors import Advice, BadInput, EndpointUnreachable, Fix
-from diagevo.generation.openai_client import ModelNotServed, TransportError
+from diagevo.generation.openai_client import ChatMessage, ModelNotServed, TransportError, chat_message
 from diagevo.runtime.aio import run
 from diagevo.text.urls import endpoint_problem, redact_url
 
@@ -128,27 +128,6 @@ class DiagnosticianProbe:
         return all(s.ok for s in self.stages) and (self.listed is None or self.listed.ok)
 
 
-@dataclass(frozen=True)
-class _Message:
-    """The part of a chat completion a probe judges; ``content`` None: not a chat completion."""
-
-    content: str | None
-    thinking: str = ""
-    finish: str | None = None
-
-
-def _message(data: Any) -> _Message:
-    try:
-        choice = data["choices"][0]
-        message = choice["message"]
-    except (KeyError, IndexError, TypeError):
-        return _Message(None)
-    content = message.get("content") if isinstance(message, dict) else None
-    thinking = message.get("reasoning_content") or message.get("reasoning") if isinstance(message, dict) else None
-    finish = choice.get("finish_reason") if isinstance(choice, dict) else None
-    return _Message(content if isinstance(content, str) else "", str(thinking or ""), finish)
-
-
 def stage_requests(diagnostician: LLMDiagnostician) -> tuple[StageRequest[Any], ...]:
     """The four probe requests, as the diagnostician builds any request of its stages."""
     return (
@@ -163,7 +142,7 @@ def _verdict(stage: str, verdict: Verdict, detail: str, latency: float | None, r
     return StageProbe(stage, verdict, detail, latency, reply[:REPLY_KEPT])
 
 
-def _judge(request: StageRequest[Any], message: _Message, latency: float, max_tokens: int | None) -> StageProbe:
+def _judge(request: StageRequest[Any], message: ChatMessage, latency: float, max_tokens: int | None) -> StageProbe:
     """A reply that came back, judged: a chat completion, no thinking, read by diagevo's check,
     and constrained (one bare JSON object fitting the stage's schema)."""
     stage, content = request.stage, message.content
@@ -203,7 +182,7 @@ async def _probe(diagnostician: LLMDiagnostician, request: StageRequest[Any], ti
     t0 = time.perf_counter()
     try:
         async with asyncio.timeout(timeout_s):
-            message, _ = await diagnostician.client.post("/chat/completions", body, _message)
+            message, _ = await diagnostician.client.post("/chat/completions", body, chat_message)
     except TimeoutError:
         return _verdict(request.stage, "too slow", f"no reply within {timeout_s:g} s", None)
     except TransportError as exc:
