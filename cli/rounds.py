@@ -212,14 +212,14 @@ def promote(
 ) -> None:
     """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once (after its questions are recorded)."""
     with _picked(db, run, open_round) as rnd:
-        promoted = [p.stored_data() for p in rnd.promote(allow_empty=allow_empty)]
+        promoted = rnd.promote(allow_empty=allow_empty)
     r, t = rnd.run, rnd.t
     if json:
-        emit_json({"run": r, "round": t, "promoted": promoted})
+        emit_json({"run": r, "round": t, "promoted": [p.stored_data() for p in promoted]})
         return
     console.print(text(f"run {r}, round {t}: {len(promoted)} promoted"))
     for p in promoted:
-        console.print(text(f"  {p['cause_id']}  acc={p['acc']:.3f}  n={p['n_candidates']}"))
+        console.print(text(f"  {p.cause_id}  acc={p.acc:.3f}  n={p.n_candidates}"))
 
 
 @round_app.command("commit")
@@ -260,14 +260,11 @@ def commit(
     if json:
         emit_json({"run": r, "round": t, **done})
         return
+    allowed = ev.failed_diagnoses_allowed
     console.print(
         text(
-            f"run {r}: round {t} committed  kept {done['retained']}/{done['questions']}  failures {done['failures']}  "
-            f"F_t={done['F']}  ε_t+1={done['epsilon_next']:.3f}"
-            + (
-                f"  failed diagnoses allowed {done['failed_diagnoses_allowed']}"
-                if "failed_diagnoses_allowed" in done
-                else ""
-            )
+            f"run {r}: round {t} committed  kept {ev.retained}/{ev.questions}  failures {ev.failures}  "
+            f"F_t={ev.F}  ε_t+1={ev.epsilon_next:.3f}"
+            + (f"  failed diagnoses allowed {allowed}" if allowed is not None else "")
         )
     )
