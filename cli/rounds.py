@@ -120,9 +120,8 @@ def requests_(
     if json:
         emit_json({"run": r, "round": t, "requests": [q.to_json() for q in reqs]})
         return
-    table = Table(title=text(f"run {r}, round {t}: {len(reqs)} requests"), title_justify="left")
-    for h in ("question_id", "mode", "active", "mastered", "node", "cause text"):
-        table.add_column(h)
+    heads = ("question_id", "mode", "active", "mastered", "node", "cause text")
+    table = Table(*heads, title=text(f"run {r}, round {t}: {len(reqs)} requests"), title_justify="left")
     for q in reqs:
         table.add_row(
             *(
@@ -192,9 +191,7 @@ def record(
         )
         return
     title = f"run {r}, round {t}: {len(kept)}/{len(scored)} retained; recorded {new} ({old} already stored)"
-    table = Table(title=text(title), title_justify="left")
-    for h in ("question_id", "mode", "p1", "p2", "pseudo-label"):
-        table.add_column(h)
+    table = Table("question_id", "mode", "p1", "p2", "pseudo-label", title=text(title), title_justify="left")
     for s in kept:
         table.add_row(text(s.question_id), s.mode, f"{s.p1:.3f}", f"{s.p2:.3f}", text(s.pseudo_label or ""))
     console.print(table)
