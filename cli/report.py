@@ -42,8 +42,8 @@ def report_command(
         raise CLIError(f"no directory {out.parent} to write {out.name} into")
     url = redact_url(resolve_db_url(db))
     plain_url = without_password(resolve_db_url(db))  # in commands: libpq finds the password itself
-    runs = list(run or [])
-    twice = next((r for i, r in enumerate(runs) if r in runs[:i]), None)
+    asked: list[str | None] = list(run or []) or [None]  # None: the latest run
+    twice = next((r for i, r in enumerate(asked) if r in asked[:i]), None)
     if twice is not None:
         raise CLIError(f"--run {plain(twice, limit=80)} is given twice")
 
@@ -51,7 +51,7 @@ def report_command(
         return shell_join([program(), *args, "--db", plain_url, "--run", run_id])
 
     with open_store(db, readonly=True) as store:
-        runs = [resolve_run(store, r) for r in runs or [None]]  # each must exist
+        runs = [resolve_run(store, r) for r in asked]  # each must exist
         if len(runs) == 1:
             data, page = report_html(store, runs[0], url, partial(command, runs[0]))
         else:  # each run's own report is the single-run report command
