@@ -22,7 +22,7 @@ from diagevo.catalog import (
     PhaseCompleted,
     TrainStep,
 )
-from diagevo.log import Recorder, payload
+from diagevo.log import Recorder
 from diagevo.memory.counting import Ledger
 from diagevo.memory.fold import Draft
 from diagevo.memory.state import Memory
@@ -43,11 +43,14 @@ def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[Eve
         return
     for e in store.read(run, in_round=t, keys={"event_id": list(wanted)}, texts=True):
         ev = wanted.get(e.event_id)
-        stored = payload(e)
-        if ev is None or stored == ev.data:
+        if ev is None:
             continue
-        field = next(n for n in [*ev.data, *stored] if stored.get(n) != ev.data.get(n))
-        what = ev.data.get("question_id", e.event_id)
+        stored, given = e.event, ev.event
+        if stored == given:
+            continue
+        fields = type(given).model_fields
+        field = next((n for n in fields if getattr(stored, n, None) != getattr(given, n)), "type")
+        what = getattr(given, "question_id", e.event_id)
         raise ProtocolError(
             f"question {quoted(what, 80)} is recorded in round {t} of run {run!r} already with another {field} "
             "(give it a new id; recording the same question again is a no-op)"
@@ -63,18 +66,18 @@ def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str
         return
     elsewhere: dict[str, tuple[str, int]] = {}  # failure -> what another round did with it (diagnosed first)
     for e in store.read(run, types=FAILURE_TYPES, keys={"failure_id": list(given)}, texts=True):
-        data = payload(e)
-        fid = data.get("failure_id")
+        event = e.event
+        fid = getattr(event, "failure_id", None)
         if not isinstance(fid, str) or fid not in given:
             continue
         if e.round != t:
-            what = "recorded" if e.type == FailureRecorded.name else "diagnosed"
+            what = "recorded" if isinstance(event, FailureRecorded) else "diagnosed"
             if what == "diagnosed" or fid not in elsewhere:
                 elsewhere[fid] = (what, e.round)
             continue
         record = given[fid]
-        if e.type == FailureRecorded.name and record is not None:
-            stored = {name: data.get(name) for name in FAILURE_FIELDS}
+        if isinstance(event, FailureRecorded) and record is not None:
+            stored = {name: getattr(event, name) for name in FAILURE_FIELDS}
             if stored != dict(record):
                 field = next(n for n in FAILURE_FIELDS if stored[n] != record[n])
                 raise ProtocolError(
