@@ -213,7 +213,6 @@ def negative_terms(rng: random.Random, d: int) -> Draw:
     return Draw(-2 * s, 2 * s, k=k, s=s)
 
 
-# each family's writers, named as its variants are in families.toml
 FAMILIES: dict[str, tuple[Writer, ...]] = {
     "extraneous_roots": (radical_sign, rational_pole, abs_of_square, plus_minus_root),
     "sign_flip_inequality": (divide_negative, reciprocal, square_bound, abs_bound),

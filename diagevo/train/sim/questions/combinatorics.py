@@ -93,7 +93,6 @@ def double_count(rng: random.Random, d: int) -> Draw:
     return Draw(n * per // 2, n * per, n=n, per=per)
 
 
-# each family's writers, named as its variants are in families.toml
 FAMILIES: dict[str, tuple[Writer, ...]] = {
     "inclusion_exclusion": (union_two, neither_complement, three_sets, exactly_one),
     "circular_arrangements": (round_table, adjacent_block, necklace_reflection, numbered_seats),

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import ast
 import math
-import operator
 import random
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from functools import cache
 from string import Formatter
+from types import CodeType
 from typing import Any
 
 from diagevo.train.sim.text import NAMES, OBJECTS
@@ -36,50 +36,33 @@ class Draw:
 Writer = Callable[[random.Random, int], Draw]
 
 
-_OPERATORS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-}
+# what a template's field may hold besides whole numbers: names, minus, and these operators
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
+_ARITHMETIC = (ast.Expression, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.USub, *_OPERATORS)
 
 
 @cache
-def field_expression(field: str) -> ast.expr:
+def field_expression(field: str) -> CodeType:
     """A template's field: a name the writer drew, or whole-number arithmetic of such names
     (``{a + b - c}``, ``{(n - 1) % 4 + 1}``), so a writer draws the numbers and the wording says
-    how they combine; anything else is a ``ValueError``."""
+    how they combine; anything else is a ``ValueError``. Evaluated with no builtins, a field so
+    checked can only read the values and compute with them."""
     try:
-        node = ast.parse(field, mode="eval").body
+        tree = ast.parse(field, mode="eval")
     except SyntaxError:
-        node = None
-    allowed = (ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.USub, *_OPERATORS)
-    if node is None or not all(
-        isinstance(n, allowed) or (isinstance(n, ast.Constant) and type(n.value) is int) for n in ast.walk(node)
+        tree = None
+    if tree is None or not all(
+        isinstance(n, _ARITHMETIC) or (isinstance(n, ast.Constant) and type(n.value) is int) for n in ast.walk(tree)
     ):
         raise ValueError("a field is a name in braces, {name}, or whole-number arithmetic of names, {name + 1}")
-    return node
-
-
-def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
-    match node:
-        case ast.Name(id=name):
-            return values[name]
-        case ast.Constant(value=number):
-            return number
-        case ast.UnaryOp(operand=operand):  # the one unary operator allowed: minus
-            return -_value(operand, values)
-        case ast.BinOp(left=left, op=op, right=right):
-            return _OPERATORS[type(op)](_value(left, values), _value(right, values))
-    raise ValueError(f"not a field: {ast.unparse(node)}")
+    return compile(tree, field, "eval")
 
 
 class _Filled(Formatter):
     """``str.format`` whose fields are :func:`field_expression`s of the values."""
 
     def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, str]:
-        return _value(field_expression(field_name), kwargs), field_name
+        return eval(field_expression(field_name), {"__builtins__": {}}, kwargs), field_name
 
 
 def fill(template: str, values: Mapping[str, Any]) -> str:

@@ -109,7 +109,6 @@ def closed_loop(rng: random.Random, d: int) -> Draw:
     return Draw(n, n + 1, gap=gap, length=length, n=n)
 
 
-# each family's writers, named as its variants are in families.toml
 FAMILIES: dict[str, tuple[Writer, ...]] = {
     "negative_remainder": (negated_residue, floor_quotient, negative_congruence),
     "units_digit_cycle": (cycle_index, zero_remainder, exponent_mod_ten),

@@ -71,7 +71,6 @@ def percent_less(rng: random.Random, d: int) -> Draw:
     return Draw(ans, p, x=x, p=p, y=y)
 
 
-# each family's writers, named as its variants are in families.toml
 FAMILIES: dict[str, tuple[Writer, ...]] = {
     "successive_percentages": (up_then_down, compound_years, points_vs_percent),
     "reverse_percentage": (undo_discount, undo_raise, tax_inclusive, percent_less),

@@ -87,7 +87,6 @@ def work_rate(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, x=x, a=a, y=y, b=b, rate_sum=Fraction(a + b, a * b))
 
 
-# each family's writers, named as its variants are in families.toml
 FAMILIES: dict[str, tuple[Writer, ...]] = {
     "sampling_without_replacement": (both_same, one_of_each, at_least_one, second_draw),
     "harmonic_average_speed": (round_trip, equal_times, unequal_legs, work_rate),
