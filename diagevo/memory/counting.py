@@ -497,7 +497,6 @@ class Ledger:
                 self.refused, self.folds = exc, False
         return broken
 
-
     def take_row(self, row: Row) -> Broken:
         """:meth:`take` of a stored row's event, built unvalidated (:func:`stored_event`): a row
         the fold reads out of shape is counted, not folded (the fold refuses it)."""
