@@ -481,8 +481,7 @@ class Ledger:
     def take(self, rnd: int, event: Event, seq: int = 0) -> Broken:
         """(rule, reason) of the counting rule the event breaks, else None; the event counted
         whether or not it broke one (a reader goes on past a break), and folded unless the fold
-        refused one before (:attr:`refused` says why it refuses this one). Without the fold the
-        rules that read the memory are left to a caller that folds."""
+        refused one before (:attr:`refused` says why it refuses this one)."""
         rule = RULES.get(type(event))
         broken = None if rule is None else rule(self.tally, rnd, event, self.draft if self.folds else None)
         self.tally.last = (rnd, type(event))

@@ -48,7 +48,6 @@ from diagevo.rounds.runs import run_config
 from diagevo.rounds.state import (
     RoundProgress,
     current_round,
-    open_at_head,
     open_or_reopen,
     require_open,
     round_progress,
@@ -225,7 +224,8 @@ class Round:
         stored: set[str] = set()
 
         def decide(read: Reader) -> list[EventIn]:
-            st = open_at_head(run, read, t, "record questions")
+            st = state_from_rows(run, read(MILESTONES))
+            require_open(st, t, "record questions")
             refuse_other_content(self.store, run, t, [*generated, *scores])
             refuse_counted_twice(self.store, run, [*generated, *scores], memory)  # a question id is one question
             stored.clear()  # read under the append lock: what this append skips
@@ -259,7 +259,8 @@ class Round:
         decided: list[CausePromoted] = []
 
         def decide(read: Reader) -> list[EventIn]:
-            st = open_at_head(run, read, t, "decide promotions")
+            st = state_from_rows(run, read(MILESTONES))
+            require_open(st, t, "decide promotions")
             if t in st.promoted:
                 raise OutOfOrder(f"promotions of round {t} in run {run!r} are decided already")
             evidence = promotion_evidence(read((QuestionGenerated, QuestionScored), t=t))
@@ -305,7 +306,8 @@ class Round:
             wanted.setdefault(record["question_id"], fid)
 
         def decide(read: Reader) -> list[EventIn]:
-            st = open_at_head(run, read, t, "record failures")
+            st = state_from_rows(run, read(MILESTONES))
+            require_open(st, t, "record failures")
             if t not in st.promoted:
                 raise OutOfOrder(
                     f"cannot record failures in round {t} of run {run!r} before its promotions are decided: "
@@ -394,7 +396,7 @@ class Round:
         ev = self.event(f"metrics/rank{rank}", mine)
 
         def decide(read: Reader) -> list[EventIn]:
-            open_at_head(run, read, t, f"record the metrics of rank {rank}")
+            require_open(state_from_rows(run, read(MILESTONES)), t, f"record the metrics of rank {rank}")
             recorded = list(of_type(MetricsRecorded, read((MetricsRecorded,), t=t)))
             for m in recorded:
                 if m.rank == rank and (m.metrics, m.weight) != (mine.metrics, mine.weight):
@@ -427,7 +429,7 @@ class Round:
                 )
 
         def decide(read: Reader) -> Sequence[EventIn]:
-            open_at_head(run, read, t, "note")
+            require_open(state_from_rows(run, read(MILESTONES)), t, "note")
             refuse_counted_twice(self.store, run, events)  # a checkpoint named by its event
             return events
 
@@ -462,7 +464,8 @@ class Round:
         committed: list[RoundCommitted] = []
 
         def decide(read: Reader) -> list[EventIn]:
-            st = open_at_head(run, read, t, "commit")
+            st = state_from_rows(run, read(MILESTONES))
+            require_open(st, t, "commit")
             if t not in st.promoted:
                 self._refuse_undecided(read)
             rows = read(None, t=t)

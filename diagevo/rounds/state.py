@@ -129,14 +129,6 @@ def require_open(st: RunState, t: int, doing: str) -> None:
         )
 
 
-def open_at_head(run: str, read: Reader, t: int, doing: str) -> RunState:
-    """Where ``run`` stands at the log's head, read by a decision under the append lock: round
-    ``t`` must be open there to go on ``doing`` (:func:`require_open`)."""
-    st = state_from_rows(run, read(MILESTONES))
-    require_open(st, t, doing)
-    return st
-
-
 def current_round(store: Recorder, run: str) -> int:
     """The run's open round."""
     st = round_state(store, run)
