@@ -12,6 +12,7 @@ from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
@@ -170,6 +171,36 @@ def spell(*args: str, db: str | None = None) -> str:
         if bare != default:
             where = ["--db", bare]
     return shell_join([program(), *args, *where])
+
+
+@contextmanager
+def resumable() -> Iterator[None]:
+    """Ctrl-C in a command that the same command line resumes (``eval``: its outputs are saved
+    per batch under --out and skipped when there, ``resumed`` in its results; ``diagnose``: the
+    failures decided are skipped): one line with that command line."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"interrupted: continue with `{shell_join([program(), *without_passwords(sys.argv[1:])])}`"
+        ) from None
+
+
+def without_passwords(args: list[str]) -> list[str]:
+    """The command's words with the password of a --db or --url URL left out (never printed)."""
+    out: list[str] = []
+    for i, word in enumerate(args):
+        flag = args[i - 1] if i else ""
+        if flag == "--db":
+            word = without_password(word)
+        elif flag == "--url":
+            parts = urlsplit(word)
+            if parts.password is not None:
+                host = parts.hostname or ""
+                netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
+                word = urlunsplit(parts._replace(netloc=netloc))
+        out.append(word)
+    return out
 
 
 _acting_on: list[str | None] = [None]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 
-from diagevo.cli.common import acting_on, emit_json, spell
+from diagevo.cli.common import acting_on, console, emit_json, err_console, spell
 from diagevo.cli.fixes import message
-from diagevo.cli.safe import error_line, make_console, text
+from diagevo.cli.safe import error_line, text
 from diagevo.log import StoreError
 from diagevo.log.schema import revision_status, upgrade
 from diagevo.text.redaction import redact_text
@@ -21,13 +23,18 @@ DbOption = Annotated[
     typer.Option("--db", help="Database URL (default: env DIAGEVO_DB, else sqlite:///diagevo.db).", show_default=False),
 ]
 
-_out = make_console(highlight=False, soft_wrap=True)
-_err = make_console(stderr=True, highlight=False, soft_wrap=True)
 
-
-def _fail(exc: Exception) -> typer.Exit:
-    _err.print(error_line(redact_text(message(exc))))
-    return typer.Exit(1)
+@contextmanager
+def _database(db: str | None) -> Iterator[str]:
+    """The database's URL; a :class:`StoreError` is one line on stderr and exit code 1 (here: a
+    program may run ``db_app`` without ``diagevo``'s entry)."""
+    url = resolve_db_url(db)
+    acting_on(url)
+    try:
+        yield url
+    except StoreError as exc:
+        err_console.print(error_line(redact_text(message(exc))), soft_wrap=True)
+        raise typer.Exit(1) from None
 
 
 @db_app.command("upgrade")
@@ -46,17 +53,14 @@ def upgrade_cmd(
     ] = 60.0,
 ) -> None:
     """Migrate the database to the latest schema revision (creates it when empty)."""
-    url = resolve_db_url(db)
-    acting_on(url)
-    try:
+    with _database(db) as url:
         before, after = upgrade(url, lock_wait_s=lock_wait)
-    except StoreError as exc:
-        raise _fail(exc) from None
     where = redact_url(url)
     if before == after:
-        _out.print(text(f"{where}: already at revision ", (str(after), "bold"), " (head)"))
+        console.print(text(f"{where}: already at revision ", (str(after), "bold"), " (head)"), soft_wrap=True)
     else:
-        _out.print(text(f"{where}: upgraded from revision {before or '(empty)'} to ", (str(after), "bold"), " (head)"))
+        said = text(f"{where}: upgraded from revision {before or '(empty)'} to ", (str(after), "bold"), " (head)")
+        console.print(said, soft_wrap=True)
 
 
 @db_app.command("current")
@@ -65,12 +69,8 @@ def current_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show the database's schema revision and whether it is up to date (creates nothing)."""
-    url = resolve_db_url(db)
-    acting_on(url)
-    try:
+    with _database(db) as url:
         status = revision_status(url)
-    except StoreError as exc:
-        raise _fail(exc) from None
     if as_json:
         payload = {
             "db": status.url,
@@ -91,6 +91,7 @@ def current_cmd(
         "unknown": text(("unknown revision", "red"), ": this diagevo is older than the database"),
         "foreign": text(("not a diagevo database", "red"), ": diagevo will not write into it"),
     }[status.state]
-    _out.print(
-        text(f"{status.url}: revision ", (status.current or "(none)", "bold"), f", head {status.head} - ", advice)
+    console.print(
+        text(f"{status.url}: revision ", (status.current or "(none)", "bold"), f", head {status.head} - ", advice),
+        soft_wrap=True,
     )

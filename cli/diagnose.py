@@ -18,8 +18,17 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, open_store
-from diagevo.cli.eval import _resumable
+from diagevo.cli.common import (
+    CLIError,
+    DbOpt,
+    JsonOpt,
+    RunOpt,
+    console,
+    emit_json,
+    err_console,
+    open_store,
+    resumable,
+)
 from diagevo.cli.progress import RichBars, bar_columns
 from diagevo.cli.safe import text
 from diagevo.diagnosis.pipeline import diagnose as diagnose_round
@@ -167,7 +176,7 @@ def diagnose(
         vindex = vector_index(store, run, emb, index)
         inputs = failures_from_records(records)
 
-        with _phase_bars(hidden=json_out) as progress, _resumable():
+        with _phase_bars(hidden=json_out) as progress, resumable():
             summary = diagnose_round(
                 rnd, diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
             )

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import typer
 from rich import box
@@ -16,13 +13,12 @@ from rich.table import Table
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
-    Interrupted,
     JsonOpt,
     console,
     emit_json,
     err_console,
     open_store,
-    program,
+    resumable,
 )
 from diagevo.cli.progress import progress_for
 from diagevo.cli.safe import text
@@ -33,8 +29,6 @@ from diagevo.eval.runs import RunEvaluation, evaluate_model, evaluate_run
 from diagevo.files.written import plain_name
 from diagevo.generation import make_engine
 from diagevo.runtime.progress import quiet_libraries
-from diagevo.text.untrusted import shell_join
-from diagevo.text.urls import without_password
 from diagevo.train.preflight import check_engine, require
 from diagevo.views.memory import resolve_run
 
@@ -102,35 +96,6 @@ def _engine_factory(engine: str | None, url: str | None) -> tuple[str, Any]:
             ) from None
 
     return kind, build
-
-
-@contextmanager
-def _resumable() -> Iterator[None]:
-    """Ctrl-C: one line with the command that resumes the evaluation. The outputs are saved per
-    batch under --out and the same command skips what is there (``resumed`` in its results)."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        raise Interrupted(
-            f"interrupted: continue with `{shell_join([program(), *_without_passwords(sys.argv[1:])])}`"
-        ) from None
-
-
-def _without_passwords(args: list[str]) -> list[str]:
-    """The command's words with the password of a --db or --url URL left out (never printed)."""
-    out: list[str] = []
-    for i, word in enumerate(args):
-        flag = args[i - 1] if i else ""
-        if flag == "--db":
-            word = without_password(word)
-        elif flag == "--url":
-            parts = urlsplit(word)
-            if parts.password is not None:
-                host = parts.hostname or ""
-                netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
-                word = urlunsplit(parts._replace(netloc=netloc))
-        out.append(word)
-    return out
 
 
 def _table(rows: Sequence[tuple[int | None, Any]], title: str, selected: int | None = None) -> Table:
@@ -239,7 +204,7 @@ def eval_command(
     greedy_only = 0 if samples == 0 else None
     done = RunEvaluation()  # a model's: no rounds, no validation
     # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
-    with progress_for(err_console, enabled=not json, transient=True, width=None) as bars, _resumable():
+    with progress_for(err_console, enabled=not json, transient=True, width=None) as bars, resumable():
         if model is not None:
             results = evaluate_model(make, model, benches, cfg, out, samples=greedy_only, progress=bars)
             title = f"model {model}"

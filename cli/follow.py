@@ -3,15 +3,18 @@ process has started it), then a line, or a JSON line, for each thing another pro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from functools import partial
 from typing import Annotated, Any
 
 import typer
 from rich.text import Text
 
-from diagevo.cli.common import console, emit_json, err_console, json_stdout
+from diagevo.cli.common import console, emit_json, err_console, json_stdout, open_store
 from diagevo.cli.safe import text
 from diagevo.log import Recorder
+from diagevo.results import JsonRow
 from diagevo.views.follow import wait_for_run
 from diagevo.views.memory import resolve_run
 
@@ -45,3 +48,20 @@ def say(as_json: bool, obj: Any, line: Callable[[], Text]) -> None:
     else:
         console.print(line(), soft_wrap=True)
     json_stdout().flush()
+
+
+def follow_rows(
+    db: str | None,
+    run: str | None,
+    what: str,
+    as_json: bool,
+    rows: Callable[[Recorder, str], Iterator[JsonRow]],
+    line: Callable[[JsonRow], Text],
+) -> None:
+    """``memory stats --follow`` (by round, or by GRPO step): each row ``rows`` gives of the
+    followed run, as a JSON line with the run's id, else as ``line`` has it (Ctrl-C ends it:
+    nothing more printed, exit 0)."""
+    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
+        run_id = followed_run(store, run, what, as_json)
+        for row in rows(store, run_id):
+            say(as_json, {"run": run_id, **row}, partial(line, row))

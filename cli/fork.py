@@ -121,24 +121,15 @@ def _print_one_sided(d: dict[str, Any], runs: list[str]) -> None:
         console.print(
             text(f"only in {run}: causes {_some(d['causes_only_in'][run])}; nodes {_some(d['nodes_only_in'][run])}")
         )
-    if d["same_node_id_differs"]:
-        ids = _some(d["same_node_id_differs"])
-        console.print(
-            text(
-                f"{plural(len(d['same_node_id_differs']), 'node id')} "
-                f"{'names' if len(d['same_node_id_differs']) == 1 else 'name'} "
-                f"a different skill node in each run (created after the fork): {ids}"
-            )
-        )
-    clash = d["same_id_differs"]
-    if clash:
-        ids = _some([c["cause_id"] for c in clash])
-        console.print(
-            text(
-                f"{plural(len(clash), 'id')} {'names' if len(clash) == 1 else 'name'} a different cause in each "
-                f"run (created after the fork): {ids}"
-            )
-        )
+    clashes = (
+        (d["same_node_id_differs"], "node id", "skill node"),
+        ([c["cause_id"] for c in d["same_id_differs"]], "id", "cause"),
+    )
+    for ids, noun, thing in clashes:
+        if ids:
+            names = "names" if len(ids) == 1 else "name"
+            said = f"{plural(len(ids), noun)} {names} a different {thing} in each run (created after the fork)"
+            console.print(text(f"{said}: {_some(ids)}"))
 
 
 LISTED = 20

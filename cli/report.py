@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -41,58 +42,40 @@ def report_command(
         raise CLIError(f"no directory {out.parent} to write {out.name} into")
     url = redact_url(resolve_db_url(db))
     plain_url = without_password(resolve_db_url(db))  # in commands: libpq finds the password itself
-    runs = list(run or [])
-    twice = next((r for i, r in enumerate(runs) if r in runs[:i]), None)
+    asked: list[str | None] = list(run or []) or [None]  # None: the latest run
+    twice = next((r for i, r in enumerate(asked) if r in asked[:i]), None)
     if twice is not None:
         raise CLIError(f"--run {plain(twice, limit=80)} is given twice")
-    if len(runs) > 1:
-        return _compare(runs, out, db, url, plain_url, json)
+
+    def command(run_id: str, *args: str) -> str:  # runnable as printed: the executable invoked, the database
+        return shell_join([program(), *args, "--db", plain_url, "--run", run_id])
+
     with open_store(db, readonly=True) as store:
-        run_id = resolve_run(store, runs[0] if runs else None)
-
-        def command(*args: str) -> str:  # runnable as printed: the executable invoked, the database
-            return shell_join([program(), *args, "--db", plain_url, "--run", run_id])
-
-        data, page = report_html(store, run_id, url, command)
+        runs = [resolve_run(store, r) for r in asked]  # each must exist
+        if len(runs) == 1:
+            data, page = report_html(store, runs[0], url, partial(command, runs[0]))
+        else:  # each run's own report is the single-run report command
+            compared, page = comparison_html(store, runs, url, lambda r: command(r, "report"))
     if to_stdout:
         sys.stdout.write(page)
         return
     write_replacing(out, page)
     size = out.stat().st_size
+    if len(runs) > 1:
+        rounds = {r: [row["round"] for row in compared.rounds[r]] for r in compared.runs}
+        result = {"runs": compared.runs, "path": str(out), "bytes": size, "rounds": rounds, "metrics": compared.metrics}
+        what = f"{len(runs)} runs compared ({', '.join(compared.runs)})"
+    else:
+        result = {
+            "run": runs[0],
+            "path": str(out),
+            "bytes": size,
+            "rounds": data.committed,
+            "causes": len(data.stories),
+        }
+        what = f"run {runs[0]}, {plural(len(data.committed), 'committed round')}, {plural(len(data.stories), 'cause')}"
     if json:
-        emit_json(
-            {"run": run_id, "path": str(out), "bytes": size, "rounds": data.committed, "causes": len(data.stories)}
-        )
+        emit_json(result)
         return
-    console.print(
-        text(
-            f"wrote {out} ({size / 1024:.0f} KiB): run {run_id}, {plural(len(data.committed), 'committed round')}, "
-            f"{plural(len(data.stories), 'cause')}; it opens offline in any browser"
-        )
-    )
-
-
-def _compare(runs: list[str], out: Path, db: str | None, url: str, plain_url: str, json: bool) -> None:
-    with open_store(db, readonly=True) as store:
-        runs = [resolve_run(store, r) for r in runs]  # each must exist
-
-        def command(r: str) -> str:
-            return shell_join([program(), "report", "--db", plain_url, "--run", r])
-
-        data, page = comparison_html(store, runs, url, command)
-    if str(out) == "-":
-        sys.stdout.write(page)
-        return
-    write_replacing(out, page)
-    size = out.stat().st_size
-    rounds = {r: [row["round"] for row in data.rounds[r]] for r in data.runs}
-    if json:
-        emit_json({"runs": data.runs, "path": str(out), "bytes": size, "rounds": rounds, "metrics": data.metrics})
-        return
-    console.print(
-        text(
-            f"wrote {out} ({size / 1024:.0f} KiB): {len(runs)} runs compared ({', '.join(data.runs)}); it opens "
-            "offline in any browser"
-        ),
-        soft_wrap=True,
-    )
+    line = text(f"wrote {out} ({size / 1024:.0f} KiB): {what}; it opens offline in any browser")
+    console.print(line, soft_wrap=len(runs) > 1)  # a comparison's list of runs is not wrapped

@@ -19,7 +19,6 @@ from diagevo import rounds
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
 from diagevo.cli.safe import text
 from diagevo.errors import DiagevoError
-from diagevo.log import Recorder
 from diagevo.rounds.protocol import unknown_run
 from diagevo.text.formats import CandidateLine, read_lines
 from diagevo.text.parsing import decimal_number, file_lines, one_line
@@ -34,18 +33,19 @@ RoundOpt = Annotated[int | None, typer.Option("--round", min=1, help="Round (def
 
 
 @contextmanager
-def _picked(store: Recorder, run: str | None, t: int | None) -> Iterator[rounds.Round]:
-    """Round ``t`` (default: the open one) of the run to work on; when ``--run`` was not given,
-    an error says which run was picked."""
-    if run is not None and not store.has_run(run):
-        raise unknown_run(store, run)
-    r = resolve_run(store, run)
-    try:
-        yield rounds.Round(store, r, t if t is not None else rounds.current_round(store, r))
-    except DiagevoError as exc:
-        if run is None and exc.args and isinstance(exc.args[0], str):
-            exc.args = (f"{exc.args[0]} [run {r}: the latest run, as --run was not given]", *exc.args[1:])
-        raise
+def _picked(db: str | None, run: str | None, t: int | None) -> Iterator[rounds.Round]:
+    """Round ``t`` (default: the open one) of the run to work on, in the database ``db`` (open
+    while the command works on it); when ``--run`` was not given, an error says which run was picked."""
+    with open_store(db) as store:
+        if run is not None and not store.has_run(run):
+            raise unknown_run(store, run)
+        r = resolve_run(store, run)
+        try:
+            yield rounds.Round(store, r, t if t is not None else rounds.current_round(store, r))
+        except DiagevoError as exc:
+            if run is None and exc.args and isinstance(exc.args[0], str):
+                exc.args = (f"{exc.args[0]} [run {r}: the latest run, as --run was not given]", *exc.args[1:])
+            raise
 
 
 @round_app.command("start")
@@ -110,9 +110,8 @@ def requests_(
     jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON request a line.")] = False,
 ) -> None:
     """Generation requests drawn from the schedule of M_{t-1} (Eq. 1-2), with challenger prompts."""
-    with open_store(db) as store:
-        with _picked(store, run, open_round) as rnd:
-            reqs = rnd.requests(n, purpose=purpose, seed=seed)
+    with _picked(db, run, open_round) as rnd:
+        reqs = rnd.requests(n, purpose=purpose, seed=seed)
     r, t = rnd.run, rnd.t
     if jsonl:
         for q in reqs:
@@ -121,9 +120,8 @@ def requests_(
     if json:
         emit_json({"run": r, "round": t, "requests": [q.to_json() for q in reqs]})
         return
-    table = Table(title=text(f"run {r}, round {t}: {len(reqs)} requests"), title_justify="left")
-    for h in ("question_id", "mode", "active", "mastered", "node", "cause text"):
-        table.add_column(h)
+    heads = ("question_id", "mode", "active", "mastered", "node", "cause text")
+    table = Table(*heads, title=text(f"run {r}, round {t}: {len(reqs)} requests"), title_justify="left")
     for q in reqs:
         table.add_row(
             *(
@@ -170,11 +168,10 @@ def record(
     if (questions is None) == (from_verl is None):
         raise CLIError("name the questions: a JSONL file, or verl's generation output with --from-verl FILE (not both)")
     candidates = read_candidates(questions) if questions is not None else []
-    with open_store(db) as store:
-        with _picked(store, run, open_round) as rnd:
-            if from_verl is not None:
-                candidates = generated_candidates(from_verl, rnd.run, rnd.t)
-            scored = rnd.record(candidates)
+    with _picked(db, run, open_round) as rnd:
+        if from_verl is not None:
+            candidates = generated_candidates(from_verl, rnd.run, rnd.t)
+        scored = rnd.record(candidates)
     r, t = rnd.run, rnd.t
     kept = [s for s in scored if s.retained]
     new, old = scored.new, len(scored) - scored.new
@@ -194,9 +191,7 @@ def record(
         )
         return
     title = f"run {r}, round {t}: {len(kept)}/{len(scored)} retained; recorded {new} ({old} already stored)"
-    table = Table(title=text(title), title_justify="left")
-    for h in ("question_id", "mode", "p1", "p2", "pseudo-label"):
-        table.add_column(h)
+    table = Table("question_id", "mode", "p1", "p2", "pseudo-label", title=text(title), title_justify="left")
     for s in kept:
         table.add_row(text(s.question_id), s.mode, f"{s.p1:.3f}", f"{s.p2:.3f}", text(s.pseudo_label or ""))
     console.print(table)
@@ -213,16 +208,15 @@ def promote(
     ] = False,
 ) -> None:
     """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once (after its questions are recorded)."""
-    with open_store(db) as store:
-        with _picked(store, run, open_round) as rnd:
-            promoted = [p.stored_data() for p in rnd.promote(allow_empty=allow_empty)]
+    with _picked(db, run, open_round) as rnd:
+        promoted = rnd.promote(allow_empty=allow_empty)
     r, t = rnd.run, rnd.t
     if json:
-        emit_json({"run": r, "round": t, "promoted": promoted})
+        emit_json({"run": r, "round": t, "promoted": [p.stored_data() for p in promoted]})
         return
     console.print(text(f"run {r}, round {t}: {len(promoted)} promoted"))
     for p in promoted:
-        console.print(text(f"  {p['cause_id']}  acc={p['acc']:.3f}  n={p['n_candidates']}"))
+        console.print(text(f"  {p.cause_id}  acc={p.acc:.3f}  n={p.n_candidates}"))
 
 
 @round_app.command("commit")
@@ -253,9 +247,8 @@ def commit(
         if not sep or not name.strip():
             raise CLIError(f"metric {item!r} is not of the form name=number")
         metrics[name.strip()] = decimal_number(value, f"metric {name.strip()!r}")
-    with open_store(db) as store:
-        with _picked(store, run, open_round) as rnd:
-            ev = rnd.commit(metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses)
+    with _picked(db, run, open_round) as rnd:
+        ev = rnd.commit(metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses)
     r, t = rnd.run, rnd.t
     # what the commit counted, in the order printed since before it returned the event
     said = {"failed_diagnoses_allowed": ev.failed_diagnoses_allowed, **{c: getattr(ev, c) for c in COUNTED_COLUMNS}}
@@ -264,14 +257,11 @@ def commit(
     if json:
         emit_json({"run": r, "round": t, **done})
         return
+    allowed = ev.failed_diagnoses_allowed
     console.print(
         text(
-            f"run {r}: round {t} committed  kept {done['retained']}/{done['questions']}  failures {done['failures']}  "
-            f"F_t={done['F']}  ε_t+1={done['epsilon_next']:.3f}"
-            + (
-                f"  failed diagnoses allowed {done['failed_diagnoses_allowed']}"
-                if "failed_diagnoses_allowed" in done
-                else ""
-            )
+            f"run {r}: round {t} committed  kept {ev.retained}/{ev.questions}  failures {ev.failures}  "
+            f"F_t={ev.F}  ε_t+1={ev.epsilon_next:.3f}"
+            + (f"  failed diagnoses allowed {allowed}" if allowed is not None else "")
         )
     )

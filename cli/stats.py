@@ -4,14 +4,12 @@ step), as a table, a file, a follow, or the paper's Figure 3b."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import suppress
 from functools import partial
 from typing import Annotated, Any
 
 import typer
 from rich.text import Text
 
-from diagevo.catalog import RoundCommitted, TrainStep
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -23,15 +21,15 @@ from diagevo.cli.common import (
     open_store,
     output_options,
 )
-from diagevo.cli.follow import FollowOpt, UntilOpt, followed_run, say
+from diagevo.cli.follow import FollowOpt, UntilOpt, follow_rows
 from diagevo.cli.safe import plain, text
 from diagevo.cli.tables import print_fitted
 from diagevo.files.written import TABLE_SUFFIXES, write_replacing, write_rows
 from diagevo.results import JsonRow
 from diagevo.text.words import plural
 from diagevo.views import queries
-from diagevo.views.follow import follow_events, follow_stats
-from diagevo.views.stats import COLUMNS, is_family_detail, metric_columns
+from diagevo.views.follow import follow_stats, follow_steps
+from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, is_family_detail, metric_columns
 
 STATS_COLUMNS = {
     "round": "t",
@@ -53,8 +51,8 @@ STATS_COLUMNS = {
     "disk_mb": "disk MB",
 }
 # what a narrow terminal keeps, most important first: the round, its scores (held-out accuracy,
-# every metric by name, the benchmarks), the schedule and the memory, then what the round did;
-# per-family accuracies (acc/FAMILY) last
+# every metric by name, the benchmarks), the schedule and the memory, then what the round did
+# (the counted columns, in their order); per-family accuracies (acc/FAMILY) last
 _KEPT_FIRST = (
     "round",
     "heldout_acc",
@@ -64,14 +62,7 @@ _KEPT_FIRST = (
     "active",
     "mastered",
     "nodes",
-    "retained",
-    "failures",
-    "new_causes",
-    "attributions",
-    "promotions",
-    "reactivations",
-    "merges",
-    "failed_diagnoses",
+    *COUNTED_COLUMNS,
     "disk_mb",
     "ckpt_mb",
 )
@@ -139,7 +130,8 @@ def stats(
     if follow:
         if output.file is not None:
             raise CLIError("give --follow or -o, not both")
-        _follow_stats(db, run, output.as_json, until_round)
+        rounds = partial(follow_stats, until_round=until_round)
+        follow_rows(db, run, ": a line per committed round", output.as_json, rounds, _round_line)
         return
     with open_store(db, readonly=True) as store:
         result = queries.stats(store, run)
@@ -180,7 +172,8 @@ def _step_stats(
 ) -> None:
     """``memory stats --steps``: the run's GRPO steps; with --follow, each as its phase logs it."""
     if follow:
-        _follow_steps(db, run, as_json, until_round)
+        steps = partial(follow_steps, until_round=until_round)
+        follow_rows(db, run, ": a line per GRPO step", as_json, steps, _step_line)
         return
     with open_store(db, readonly=True) as store:
         data = queries.steps(store, run)
@@ -196,33 +189,10 @@ def _step_stats(
     print_fitted(console, heads, cells, title=text(f"run {data.run}: GRPO steps"), wide=wide)
 
 
-def _follow_steps(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
-    """``memory stats --steps --follow``: a line per GRPO step as its phase logs it."""
-    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
-        run_id = followed_run(store, run, ": a line per GRPO step", as_json)
-        for e in follow_events(store, run_id):
-            event = e.event
-            if isinstance(event, TrainStep):
-                row = queries.step_row(e.round, event)
-                say(as_json, {"run": run_id, **row}, partial(_step_line, row))
-            if isinstance(event, RoundCommitted) and until_round is not None and e.round >= until_round:
-                return
-
-
 def _step_line(row: JsonRow) -> Text:
     shown = [f for f in queries.STEP_FIELDS if f in row]
     names = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in shown]]
     return text("  ".join(f"{h}={c}" for h, c in zip(names, _step_cells(row, shown), strict=True)))
-
-
-def _follow_stats(db: str | None, run: str | None, as_json: bool, until_round: int | None) -> None:
-    """``memory stats --follow``: a line per committed round as it comes (Ctrl-C ends it, exit 0)."""
-    with open_store(db, readonly=True) as store, suppress(KeyboardInterrupt):
-        run_id = followed_run(store, run, ": a line per committed round", as_json)
-        for row in follow_stats(store, run_id):
-            say(as_json, {"run": run_id, **row}, partial(_round_line, row))
-            if until_round is not None and row["round"] >= until_round:
-                return
 
 
 def _round_line(row: JsonRow) -> Text:

@@ -32,7 +32,7 @@ from diagevo.cli.safe import plain, text
 from diagevo.cli.tables import print_fitted
 from diagevo.errors import BadInput
 from diagevo.errors.installation import shipped
-from diagevo.log.paths import beside_database, run_dir
+from diagevo.log.paths import run_dir
 from diagevo.text.redaction import redact_config
 from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import redact_url, resolve_db_url
@@ -132,13 +132,13 @@ def preflight_verdicts(cfg: Any, db_url: str) -> dict[str, dict[str, str]]:
 def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     """``train --dry-run``: what a run would do, read from the config alone."""
     run = default_run_id(cfg)
-    root = cfg.train.out_dir or beside_database(db_url, ".runs", move=False)  # a dry run moves nothing
+    root = checkpoint_root(cfg, db_url, move=False)  # a dry run moves nothing
 
     data = plan(
         cfg,
         config_path=str(path) if path else None,
         run=cfg.train.run,
-        checkpoints=run_dir(Path(root), run),
+        checkpoints=run_dir(root, run),
         db=redact_url(db_url),
     )
     data = redact_config(data)  # the diagnostician's and the vLLM server's URLs, a key: printed without credentials

@@ -21,16 +21,17 @@ from diagevo.catalog import (
     RunForked,
     RunStarted,
 )
-from diagevo.catalog.ids import event_id, rebase_event_id
+from diagevo.catalog.ids import event_id
 from diagevo.config.base import apply_overrides, checked
 from diagevo.config.sections import MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.log import Recorder, payload
+from diagevo.interchange import copied_event
+from diagevo.log import Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results import Json, JsonRow
 from diagevo.results.runs import Fork, RunDiff
-from diagevo.schemas import EventIn, new_event, validate_event
+from diagevo.schemas import EventIn, new_event
 from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import committed_rounds, load_memory
@@ -58,7 +59,8 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
     refused = whatif_refusal(source, store.rows(source, types=(RunForked,)), "no fork of it trains on")
     if refused is not None:
         raise ForkError(refused[0], refused[1], about=source)
-    commit_seq = next(e.seq for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)
+    commit = next(e for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)
+    commit_seq, last_hash = commit.seq, commit.hash
     written = store.rows(source, types=(CheckpointWritten,))
     needed = [c.path for e in written if e.round <= at_round and isinstance(c := e.event, CheckpointWritten)]
     broken = checkpoint_refusal(store, source, upto_seq=commit_seq)  # a fork would inherit it
@@ -69,22 +71,7 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
     gone = pruned_checkpoints(store, source)
     if needed and needed[-1] in gone:  # what the fork's first round would load
         raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone[needed[-1]])}")
-    events: list[EventIn] = []
-    last_hash = ""
-    for e in store.read(source, upto_seq=commit_seq, texts=True):
-        events.append(
-            validate_event(
-                {
-                    "type": e.type,
-                    "run": new,
-                    "round": e.round,
-                    "event_id": rebase_event_id(e.event_id, source, new),
-                    "data": payload(e),
-                    "schema_version": e.schema_version,
-                }
-            )
-        )
-        last_hash = e.hash
+    events = [copied_event(e, source, new) for e in store.read(source, upto_seq=commit_seq, texts=True)]
     forked = RunForked(source_run=source, source_round=at_round, source_hash=last_hash, source_seq=commit_seq)
     events.append(new_event(forked, run=new, at_round=at_round, event_id=event_id(new, at_round, RunForked.name)))
     changed = _configured(events, new, at_round + 1, list(overrides)) if overrides else None
@@ -129,7 +116,7 @@ def _cause_row(m: Memory, cid: str) -> dict[str, Json]:
 
 
 def _original_id(eid: str, source: str, new: str) -> str:
-    """The id in ``source`` of the event that :func:`rebase_event_id` copied as ``eid`` into ``new``."""
+    """The id in ``source`` of the event that ``rebase_event_id`` copied as ``eid`` into ``new``."""
     if eid.startswith(f"{new}/fork/"):
         return eid[len(f"{new}/fork/") :]
     return source + eid[len(new) :] if eid.startswith(f"{new}/") else eid

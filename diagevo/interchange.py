@@ -18,7 +18,7 @@ from typing import Any
 from diagevo.catalog import SCHEMA_VERSION, RoundCommitted, RunForked, RunStarted
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
-from diagevo.log import Recorder, payload
+from diagevo.log import Recorder, StoredEvent, payload
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.chain import GENESIS_HASH, canonical_event_json, chain_hash, prepare
 from diagevo.memory.counting import Ledger, Tally
@@ -221,6 +221,24 @@ def as_run(events: list[tuple[int, EventIn]], new: str) -> list[tuple[int, Event
         (no, ev.model_copy(update={"run": new, "event_id": rebase_event_id(ev.event_id, source, new)}))
         for no, ev in events
     ]
+
+
+def copied_event(e: StoredEvent, source: str, new: str, **changed: Any) -> EventIn:
+    """Event ``e`` of run ``source`` copied into run ``new`` (a fork's or a what-if's copy): its
+    id rebased as :func:`as_run` rebases it, its data the stored record with the ``changed``
+    fields replaced, at its stored version, validated as ingest validates a line. The copy holds
+    the source's bytes, which the typed event cannot give back: its class's reader upcasts an
+    older version and leaves out ``cut``."""
+    return validate_event(
+        {
+            "type": e.type,
+            "run": new,
+            "round": e.round,
+            "event_id": rebase_event_id(e.event_id, source, new),
+            "data": {**payload(e), **changed},
+            "schema_version": e.schema_version,
+        }
+    )
 
 
 def ingest_events(store: Recorder, events: list[tuple[int, EventIn]]) -> IngestResult:

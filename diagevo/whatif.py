@@ -39,12 +39,13 @@ from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.config.base import apply_overrides, checked
 from diagevo.config.sections import MemoryConfig, MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.log import EventRow, Recorder, StoredEvent, payload
+from diagevo.interchange import copied_event
+from diagevo.log import EventRow, Recorder, StoredEvent
 from diagevo.memory.deciders import decide_attribution, decide_promotions, promotion_evidence
 from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.schemas import EventIn, new_event, validate_event
+from diagevo.schemas import EventIn, new_event
 from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import commit_memories, committed_rounds
@@ -190,10 +191,9 @@ class _Deriving:
     unmarked: dict[int, int] = field(default_factory=dict)
     out: list[EventIn] = field(default_factory=list)
 
-    def emit(self, cls: type[Event], rnd: int, eid: str, data: Mapping[str, Any], version: int) -> None:
-        """A source event copied at its stored version (validated as ingest validates a line)."""
-        raw = {"type": cls.name, "run": self.new, "round": rnd, "event_id": eid, "data": dict(data)}
-        self._add(validate_event({**raw, "schema_version": version}))
+    def copy(self, e: StoredEvent, **changed: Any) -> None:
+        """A source event copied at its stored version, ``changed`` fields replaced."""
+        self._add(copied_event(e, self.source, self.new, **changed))
 
     def _add(self, ev: EventIn) -> None:
         event = ev.event
@@ -222,47 +222,48 @@ class _Deriving:
 
     def take(self, e: StoredEvent) -> None:
         """One source event: copied, re-decided, or dropped (the source's own decisions)."""
-        eid = rebase_event_id(e.event_id, self.source, self.new)
-        data, ev, version = payload(e), e.event, e.schema_version
-        cls = type(ev)
+        ev = e.event
         if self.unmarked.get(e.round) == e.seq:
             self._promote(e.round)
         if isinstance(ev, RunStarted | RunConfigured):
             config = _with_settings(ev.config, self.settings) if self.settings else ev.config
-            if self.settings:  # with none, the record is copied as it was written
-                data = {**data, "config": config}
             self.method = config_from_record(config).memory
+            if self.settings:  # with none, the record is copied as it was written
+                self.copy(e, config=config)
+                return
         if isinstance(ev, CausePromoted | CauseReactivated | RunForked):
             return  # decided again below; a source's own fork provenance is replaced by the what-if's
         if isinstance(ev, PromotionsDecided):
-            self._promote(e.round, eid, data, version)
+            self._promote(e.round, e)
         elif isinstance(ev, FailureAttributed):
             for change in decide_attribution(self.memory(), ev.failure_id, ev.cause_id, ev.via, ev.similarity):
                 if isinstance(change, CauseReactivated):
                     self.decided(change, e.round)
                 else:
-                    self.emit(cls, e.round, eid, data, version)
+                    self.copy(e)
         elif isinstance(ev, RoundCommitted):
-            self.emit(cls, e.round, eid, self._commit(e.round, data), version)
+            self.copy(e, **self._commit(e.round, ev))
         else:
-            self.emit(cls, e.round, eid, data, version)
+            self.copy(e)
 
-    def _promote(self, rnd: int, eid: str = "", data: Mapping[str, Any] | None = None, version: int = 1) -> None:
+    def _promote(self, rnd: int, marked: StoredEvent | None = None) -> None:
         """Eq. 5-6 on the round's questions so far, and the ``promotions.decided`` that marked the
-        step in the source (none where the source had none)."""
+        step in the source (``marked``; none where the source had none)."""
         base = self.base if self.base is not None else self.memory()
         evidence = promotion_evidence(self.rows)
         promoted = decide_promotions(base, evidence, self.method.theta_up, enabled=self.method.state_updates)
         for change in promoted:
             self.decided(change, rnd)
-        if data is not None:
-            self.emit(PromotionsDecided, rnd, eid, {**data, "promoted": [c.cause_id for c in promoted]}, version)
+        if marked is not None:
+            self.copy(marked, promoted=[c.cause_id for c in promoted])
 
-    def _commit(self, rnd: int, data: Mapping[str, Any]) -> dict[str, Any]:
-        """The commit's summary as the round protocol writes it, counted and scheduled again."""
+    def _commit(self, rnd: int, committed: RoundCommitted) -> dict[str, Any]:
+        """The commit's summary as the round protocol writes it, counted and scheduled again: the
+        counts the recorded commit holds, F and epsilon."""
         counts = count_rounds(self.rows).get(rnd, dict.fromkeys(COUNTED.values(), 0))
         sched = schedule(self.memory())
-        return {**data, **{k: v for k, v in counts.items() if k in data}, "F": sched.F, "epsilon_next": sched.epsilon}
+        held = committed.model_fields_set
+        return {**{k: v for k, v in counts.items() if k in held}, "F": sched.F, "epsilon_next": sched.epsilon}
 
 
 def _decision(event: CausePromoted | CauseReactivated, rnd: int) -> tuple[type[Event], int, str, str]:

@@ -192,7 +192,7 @@ def dataset(work: Path) -> str:
 
 
 # what a server constraining decoding to each stage's schema answers the probes of `doctor`
-# (diagevo/diagnosis/probe.py: 2 + 3 x 4 worked left to right, cause c1, nodes n1 and n2)
+# (diagevo/diagnosis/probe.toml: 2 + 3 x 4 worked left to right, cause c1, nodes n1 and n2)
 CONSTRAINED = {
     "extract": '{"matched_cause_id": "c1", "error_cause": null}',
     "deduplicate": '{"duplicate": true, "matched_cause_id": "c1"}',

@@ -17,9 +17,11 @@ from diagevo import rounds
 from diagevo.catalog import EvalRecorded, QuestionScored
 from diagevo.cli.fixes import message as cli_reading
 from diagevo.config.base import ConfigError
+from diagevo.config.limits import LimitsConfig
 from diagevo.diagnosis.pipeline import FailureInput
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder
+from diagevo.schemas import text_limits
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_rounds import RUN, answers, candidate, promote_on_a_question, round_one
 
@@ -55,6 +57,21 @@ def test_a_question_id_recorded_again_with_other_content_is_refused(store: Recor
     assert again.new == 1 and again.stored_before == {"q1"}
     stored = [e.event.pseudo_label for e in store.read(RUN, types=(QuestionScored,))]
     assert stored == ["10", "7"]
+
+
+def test_a_question_whose_text_differs_past_the_cut_is_refused(store: Recorder) -> None:
+    """Both texts are stored cut to the same first KiB; only the record of what was cut tells them
+    apart, and the second is a new question, not a retry."""
+    rnd = _open(store)
+    head = "How many? " + "x" * 2000
+    with text_limits(LimitsConfig(text_bytes=1024)):
+        rnd.record([rounds.Candidate("q1", "free", head + " first", answers=tuple(answers("10", 6)))])
+        before = _count(store)
+        again = rnd.record([rounds.Candidate("q1", "free", head + " first", answers=tuple(answers("10", 6)))])
+        assert again.new == 0  # the same long text again: a retry
+        with pytest.raises(rounds.ProtocolError, match=r"question 'q1' is recorded in round 1 .* another text"):
+            rnd.record([rounds.Candidate("q1", "free", head + " other", answers=tuple(answers("10", 6)))])
+    assert _count(store) == before
 
 
 # --- a run started again --------------------------------------------------------------------------

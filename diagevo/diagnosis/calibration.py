@@ -27,9 +27,7 @@ from typing import Any
 import numpy as np
 
 from diagevo.config.sections import DiagnosisConfig
-from diagevo.diagnosis.embedder import LOCAL_MODEL_NAME
 from diagevo.diagnosis.interface import Embedder
-from diagevo.diagnosis.static import STATIC_MODEL_NAME
 
 Pair = tuple[str, str]
 
@@ -60,16 +58,8 @@ class Thresholds:
 
 PAPER = Thresholds(dup=0.5, merge=0.5)  # set in the paper for its API embedder (text-embedding-v4)
 
-# Chosen from the recorded figures (calibration.toml) with choose_threshold (rounded). MiniLM:
-# θ_dup in the middle of the gap 0.314 (top unrelated) .. 0.424 (lowest paraphrase except the
-# lexically disjoint off-by-one pair, which no cut above the unrelated can catch); θ_merge in the
-# middle of 0.304 .. 0.574; the paper's 0.5 would miss 5 of 20 cause paraphrases. The static
-# vectors score every pair higher and the two groups overlap: θ_dup 0.56 keeps every unrelated
-# pair out and misses 2 of 20 paraphrases; θ_merge in the middle of 0.580 .. 0.661.
-CALIBRATED: dict[str, Thresholds] = {
-    LOCAL_MODEL_NAME: Thresholds(dup=0.37, merge=0.44),
-    STATIC_MODEL_NAME: Thresholds(dup=0.56, merge=0.62),
-}
+CALIBRATED: dict[str, Thresholds] = {name: Thresholds(**t) for name, t in _data()["thresholds"].items()}
+"""θ_dup and θ_merge by embedder, chosen from the recorded figures (``calibration.toml`` says how)."""
 
 
 def thresholds_for(cfg: DiagnosisConfig, embedder_name: str) -> Thresholds:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from importlib import resources
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,29 +43,15 @@ ANSWER_MODEL = "heuristic-answer-mismatch"  # the model name ``diagnose --diagno
 NAMED_MODEL = "heuristic-named-errors"  # with a world's named errors (the mini world's)
 _STEP_SPLIT = re.compile(r"\n+|(?=Step \d+:)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_OPERATIONS = (
-    ("remainder", "remainder of a division"),
-    ("divided", "division"),
-    ("*", "multiplication"),
-    ("times", "multiplication"),
-    ("multiply", "multiplication"),
-    ("-", "subtraction"),
-    ("subtract", "subtraction"),
-    ("+", "addition"),
-    ("add", "addition"),
-    ("boxed", "final answer"),
-)
+_WORDINGS = tomllib.loads(resources.files("diagevo.diagnosis").joinpath("heuristic.toml").read_text(encoding="utf-8"))
+"""How causes and node labels are worded (``heuristic.toml`` beside this module)."""
+_OPERATIONS: tuple[tuple[str, str], ...] = tuple((key, name) for key, name in _WORDINGS["operations"])
 _OPERATION_NAMES = tuple(dict.fromkeys([*(name for _, name in _OPERATIONS), "reasoning"]))
-# how cause_for words a departure: stopped early, right method with a wrong result, another method
-_DEPARTURES = (
-    "Stops before finishing the {op} step that the correct solution still needs to complete",
-    "Computes the {op} step with the right method but gets the wrong numerical result",
-    "Departs from the correct method at the {op} step and writes a different calculation",
-)
-_NODE_LABEL = "Carrying out {op} steps correctly within multi-step arithmetic word problems"
+_DEPARTURES: tuple[str, ...] = tuple(_WORDINGS["departures"])  # stopped early, a wrong result, another method
+_NODE_LABEL: str = _WORDINGS["node_label"]
 DEPARTURE_RULE = "first_departure"  # the rule of every cause_for wording and node_label_for label
-_FILLER = "while the rest of the solution follows the same steps".split()
-_LABEL_FILLER = "and checking each intermediate result".split()
+_FILLER: list[str] = _WORDINGS["filler"].split()
+_LABEL_FILLER: list[str] = _WORDINGS["label_filler"].split()
 
 
 def steps_of(text: str) -> list[str]:
@@ -121,30 +109,7 @@ def node_label_for(cause: str, min_words: int = 10, max_words: int = 20) -> str:
 
 # how a final answer misses the pseudo-label -> the cause it is worded as, and its skill node
 ANSWER_RULES: dict[str, tuple[str, str]] = {
-    "no_final_answer": (
-        "Ends without a final boxed answer, so the solution never commits to a result for the question",
-        "Finishing a solution by stating one final answer in the requested form",
-    ),
-    "sign": (
-        "Reaches the right magnitude but gives the opposite sign, losing track of a negative quantity or direction",
-        "Keeping track of signs and directions of quantities through a calculation",
-    ),
-    "off_by_one": (
-        "Gets an answer off by exactly one, miscounting the endpoints or items of a range or sequence",
-        "Counting items, endpoints and steps of ranges and sequences exactly",
-    ),
-    "off_by_factor": (
-        "Gets an answer off by a constant factor, applying a scaling, unit conversion or repeated count wrongly",
-        "Applying scalings, unit conversions and repeated counts the right number of times",
-    ),
-    "wrong_number": (
-        "Reaches a wrong numerical result through an error in setting up or carrying out the calculation",
-        "Setting up and carrying out the calculation of a numerical answer correctly",
-    ),
-    "wrong_expression": (
-        "Gives a final answer that is a different expression or value than the correct one after simplifying",
-        "Simplifying expressions and stating the final answer in its correct form",
-    ),
+    rule: (cause, label) for rule, (cause, label) in _WORDINGS["answer_rules"].items()
 }
 _FACTORS = frozenset({2, 3, 4, 5, 6, 8, 10, 12, 100, 1000})
 

@@ -20,7 +20,9 @@ import asyncio
 import json
 import re
 import time
+import tomllib
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Literal
 
 from diagevo.config.sections import DiagnosisConfig
@@ -30,7 +32,7 @@ from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_struct
 from diagevo.diagnosis.parsing import ReplyError
 from diagevo.diagnosis.tools import check_endpoints, llm_diagnostician
 from diagevo.errors import Advice, BadInput, EndpointUnreachable, Fix
-from diagevo.generation.openai_client import ModelNotServed, TransportError
+from diagevo.generation.openai_client import ChatMessage, ModelNotServed, TransportError, chat_message
 from diagevo.runtime.aio import run
 from diagevo.text.urls import endpoint_problem, redact_url
 
@@ -71,30 +73,13 @@ FIXES: dict[Verdict, Fix] = {
     "too slow": Fix.of(Advice("serve it on a faster machine, or allow more: diagnosis.request_timeout_s")),
 }
 
-# one failure of known answer: 2 + 3 × 4 worked left to right; its cause, a node, and a second node
-KNOWN = KnownCause(
-    "c1", "active", "applies arithmetic operations strictly left to right, ignoring that multiplication binds tighter"
-)
-NEW_CAUSE = "evaluates addition before multiplication in mixed expressions, ignoring the standard order of operations"
-FAILURE = ExtractionInput(
-    failure_id="probe",
-    question_id="probe",
-    question="Compute 2 + 3 × 4.",
-    pseudo_label="14",
-    response="Add first: 2 + 3 = 5. Then multiply: 5 × 4 = 20. The answer is 20.",
-    reference="Multiply first: 3 × 4 = 12. Then add: 2 + 12 = 14. The answer is 14.",
-    known=(KNOWN,),
-)
-NODE_A = NodeView(
-    "n1",
-    "applies the order of operations correctly in arithmetic expressions with mixed operators",
-    (KNOWN.description,),
-)
-NODE_B = NodeView(
-    "n2",
-    "evaluates mixed arithmetic expressions respecting operator precedence and the conventional order",
-    ("multiplies before adding only when the multiplication is written first in the expression",),
-)
+# one failure of known answer (probe.toml): 2 + 3 × 4 worked left to right; its cause, a node, and a second node
+_CASE = tomllib.loads(resources.files("diagevo.diagnosis").joinpath("probe.toml").read_text(encoding="utf-8"))
+KNOWN = KnownCause(**_CASE["known"])
+NEW_CAUSE: str = _CASE["new_cause"]
+FAILURE = ExtractionInput(**_CASE["failure"], known=(KNOWN,))
+NODE_A = NodeView(**_CASE["node_a"], causes=(KNOWN.description,))
+NODE_B = NodeView(_CASE["node_b"]["id"], _CASE["node_b"]["label"], tuple(_CASE["node_b"]["causes"]))
 REPLY_KEPT = 300  # characters of a reply a probe keeps to show
 _THINK = re.compile(r"</?think>", re.IGNORECASE)
 
@@ -143,27 +128,6 @@ class DiagnosticianProbe:
         return all(s.ok for s in self.stages) and (self.listed is None or self.listed.ok)
 
 
-@dataclass(frozen=True)
-class _Message:
-    """The part of a chat completion a probe judges; ``content`` None: not a chat completion."""
-
-    content: str | None
-    thinking: str = ""
-    finish: str | None = None
-
-
-def _message(data: Any) -> _Message:
-    try:
-        choice = data["choices"][0]
-        message = choice["message"]
-    except (KeyError, IndexError, TypeError):
-        return _Message(None)
-    content = message.get("content") if isinstance(message, dict) else None
-    thinking = message.get("reasoning_content") or message.get("reasoning") if isinstance(message, dict) else None
-    finish = choice.get("finish_reason") if isinstance(choice, dict) else None
-    return _Message(content if isinstance(content, str) else "", str(thinking or ""), finish)
-
-
 def stage_requests(diagnostician: LLMDiagnostician) -> tuple[StageRequest[Any], ...]:
     """The four probe requests, as the diagnostician builds any request of its stages."""
     return (
@@ -178,7 +142,7 @@ def _verdict(stage: str, verdict: Verdict, detail: str, latency: float | None, r
     return StageProbe(stage, verdict, detail, latency, reply[:REPLY_KEPT])
 
 
-def _judge(request: StageRequest[Any], message: _Message, latency: float, max_tokens: int | None) -> StageProbe:
+def _judge(request: StageRequest[Any], message: ChatMessage, latency: float, max_tokens: int | None) -> StageProbe:
     """A reply that came back, judged: a chat completion, no thinking, read by diagevo's check,
     and constrained (one bare JSON object fitting the stage's schema)."""
     stage, content = request.stage, message.content
@@ -218,7 +182,7 @@ async def _probe(diagnostician: LLMDiagnostician, request: StageRequest[Any], ti
     t0 = time.perf_counter()
     try:
         async with asyncio.timeout(timeout_s):
-            message, _ = await diagnostician.client.post("/chat/completions", body, _message)
+            message, _ = await diagnostician.client.post("/chat/completions", body, chat_message)
     except TimeoutError:
         return _verdict(request.stage, "too slow", f"no reply within {timeout_s:g} s", None)
     except TransportError as exc:

@@ -86,20 +86,6 @@ def prior_outcomes(store: Recorder, run: str, t: int) -> Prior:
     return Prior(diagnosed, decided, {fid: n for fid, n in tries.items() if fid not in decided})
 
 
-def call_events(run: str, t: int, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
-    """``llm.called`` of a reply's HTTP attempts, with ids from ``key`` and the ``extra`` fields
-    that say what they were about."""
-    return [
-        new_event(
-            LLMCalled(**{**c.model_dump(), **extra}),
-            run=run,
-            at_round=t,
-            event_id=digest_event_id(run, t, *key, "call", i),
-        )
-        for i, c in enumerate(reply.calls)
-    ]
-
-
 def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:
     """How a decision names its reply: ``call``, the ``attempt`` of the ``llm.called`` event of
     the same decision that holds the reply (stored once, there), or the reply inline as ``raw``
@@ -147,7 +133,6 @@ class DiagnosisPass:
         self.model_s = 0.0
         self.pending: list[EventIn] = []  # decided, not yet appended (whole failures only)
         self.pending_inputs: list[Pending] = []  # the failures whose decisions are pending
-        self.current: Pending | None = None  # the failure being decided
         self.seen_seq = memory.last_seq
         self.saved = self._counts()  # the summary as of the last append
         self.pre_vecs: np.ndarray | None = None
@@ -277,8 +262,11 @@ class DiagnosisPass:
         return (parts[0], "retry", n, *parts[1:]) if n else parts
 
     def calls(self, key: tuple[object, ...], reply: Reply[Any], **extra: Any) -> list[EventIn]:
-        """``llm.called`` of a reply's HTTP attempts, with ids from ``key``."""
-        return call_events(self.run, self.t, self.key(*key), reply, **extra)
+        """``llm.called`` of a reply's HTTP attempts, with ids from ``key`` and the ``extra``
+        fields that say what they were about."""
+        return [
+            self.event(LLMCalled(**{**c.model_dump(), **extra}), *key, "call", i) for i, c in enumerate(reply.calls)
+        ]
 
     def event(self, event: Event, *parts: object) -> EventIn:
         """``event`` of this round under the id ``parts`` give it."""
@@ -304,18 +292,19 @@ class DiagnosisPass:
         )
         return self.event(failed, *(key or (fid, refusal.stage)), "failed")
 
-    def commit(self, events: list[EventIn], vec: np.ndarray | None = None, *, defer: bool = False) -> None:
-        """Validate the batch against the working memory, append it (``defer``: with the next
-        few failures' batches, see DECISIONS_PER_COMMIT), then adopt the result."""
+    def commit(self, events: list[EventIn], vec: np.ndarray | None = None, *, deciding: Pending | None = None) -> None:
+        """Validate the batch against the working memory, append it (with the next few failures'
+        batches when it decides the failure ``deciding``, see DECISIONS_PER_COMMIT), then adopt
+        the result."""
         mem = self.mem
         for ev in events:
             if CATALOG[ev.type] in MEMORY_TYPES:
                 mem = evolve(mem, ev.event, self.t)
         if events:
             self.pending.extend(events)
-            if self.current is not None:
-                self.pending_inputs.append(self.current)
-            if not defer or len(self.pending_inputs) >= DECISIONS_PER_COMMIT:
+            if deciding is not None:
+                self.pending_inputs.append(deciding)
+            if deciding is None or len(self.pending_inputs) >= DECISIONS_PER_COMMIT:
                 self.flush()
         self.mem = mem
         for ev in events:
@@ -437,16 +426,14 @@ class DiagnosisPass:
             outcome.update(decision.outcome)
             for i, change in enumerate(decision.changes):
                 events.append(self.event(change, fid, "decide", i, change.name))
-        self.current = (f, ext, vec, row)
+        deciding = (f, ext, vec, row)
         try:
-            self.commit(events, vec, defer=True)
+            self.commit(events, vec, deciding=deciding)
         except InvariantError as exc:  # the decision does not fit the memory: record, go on
             events = [e for e in events if e.type == LLMCalled.name]
             events.append(self.refused(fid, Refusal("route", str(exc)), None))
-            self.commit(events, defer=True)
+            self.commit(events, deciding=deciding)
             outcome = {"failure_id": fid}
-        finally:
-            self.current = None
         self._count(events, outcome)
 
     def _count(self, events: list[EventIn], outcome: dict[str, Json]) -> None:
@@ -521,7 +508,7 @@ class DiagnosisPass:
             return False
         key = ("merge", a, b)
         reply = await self.timed(self.dx.consolidate(routing.node_view(self.mem, a), routing.node_view(self.mem, b)))
-        events = call_events(self.run, self.t, (*key, "consolidate"), reply, nodes=[a, b])
+        events = self.calls((*key, "consolidate"), reply, nodes=[a, b])
         decision = routing.after_consolidation(self.mem, a, b, sim, reply.value, reply.error)
         merged = isinstance(decision, Routed) and bool(decision.changes)
         if isinstance(decision, Refusal):

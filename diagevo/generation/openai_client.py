@@ -392,15 +392,37 @@ def _parse_json(text: str) -> Any:
         raise BadResponse(f"not usable JSON ({exc}): {quoted(text, 200)}") from None
 
 
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """The first choice of a chat completion: its text (None: the reply is not a chat completion),
+    any thinking the server returned beside it, and why it finished."""
+
+    content: str | None
+    thinking: str = ""
+    finish: str | None = None
+
+
+def chat_message(data: Any) -> ChatMessage:
+    """The first choice of a chat completion, as :class:`ChatMessage` (a content that is not a
+    string reads as ``""``)."""
+    try:
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        return ChatMessage(None)
+    content = message.get("content") if isinstance(message, dict) else None
+    thinking = message.get("reasoning_content") or message.get("reasoning") if isinstance(message, dict) else None
+    finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+    return ChatMessage(content if isinstance(content, str) else "", str(thinking or ""), finish)
+
+
 def first_message(data: Any) -> tuple[str, dict[str, Any]]:
     """Content of the first choice of a chat completion and its usage; :class:`BadResponse`
     when ``data`` is not one."""
-    try:
-        message = data["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        raise BadResponse(f"not a chat completion: {json.dumps(data)[:200]!r}") from None
-    content = message.get("content") if isinstance(message, dict) else None
-    return content if isinstance(content, str) else "", usage_of(data)
+    content = chat_message(data).content
+    if content is None:
+        raise BadResponse(f"not a chat completion: {json.dumps(data)[:200]!r}")
+    return content, usage_of(data)
 
 
 def usage_of(data: Any) -> dict[str, Any]:

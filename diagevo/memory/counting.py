@@ -12,9 +12,10 @@ that comes from anywhere else is held to the same rules here. A checkpoint name 
 event too (what a resume loads, :func:`checkpoint_rule`).
 
 Each type's rule is stated once, in :data:`RULES`: what it checks and what it counts. A
-:class:`Tally` is fed typed events in log order (with the memory before the event, where the
-caller folds) and answers the rule an event breaks, or None; a :class:`Ledger` moves the counts
-and the memory on together, the one loop of every caller.
+:class:`Tally` holds what a run has counted; a :class:`Ledger` takes typed events (or stored
+rows) in log order, checks each against the counts and the memory before it, and moves both on
+together: the one driver of every caller (``memory verify``, ingest, the round's refusals, a
+stored run's counts).
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ Broken = tuple[str, str] | None
 
 @dataclass(slots=True)
 class Tally:
-    """What a run has counted so far. :meth:`take` checks the next event against it (and the
-    memory before the event, where the caller folds) and counts it: each type's
+    """What a run has counted so far. :meth:`Ledger.take` checks the next event against it (and
+    the memory before the event, where the caller folds) and counts it: each type's
     :data:`Rule` does both."""
 
     recorded: dict[str, int] = field(default_factory=dict)  # failure -> its round
@@ -107,15 +108,6 @@ class Tally:
     whatif: bool = False  # a what-if: its questions are its source's (a stitched one's cause may be Active here)
     checkpoints: dict[str, str] = field(default_factory=dict)  # checkpoint written -> its phase
     latest: dict[str, str] = field(default_factory=dict)  # phase -> its checkpoint written last
-
-    def take(self, rnd: int, event: Event, mem: Causes | None = None) -> Broken:
-        """(rule, reason) of the rule the event breaks, else None; the event counted whether or
-        not it broke one (a reader goes on past a break). ``mem``: the memory before the event,
-        for the rules that read it (none: those are left to a caller that folds)."""
-        rule = RULES.get(type(event))
-        broken = None if rule is None else rule(self, rnd, event, mem)
-        self.last = (rnd, type(event))
-        return broken
 
     def promotions(self, rnd: int, mem: Causes) -> frozenset[str] | None:
         """The causes Eq. 5-6 promote in round ``rnd`` from its scored questions, against the
@@ -487,9 +479,12 @@ class Ledger:
     refused: InvariantError | None = None  # why the fold refused an event (it folds no more)
 
     def take(self, rnd: int, event: Event, seq: int = 0) -> Broken:
-        """(rule, reason) of the counting rule the event breaks, else None; the event counted,
-        and folded unless the fold refused one before (:attr:`refused` says why it refuses this one)."""
-        broken = self.tally.take(rnd, event, self.draft if self.folds else None)
+        """(rule, reason) of the counting rule the event breaks, else None; the event counted
+        whether or not it broke one (a reader goes on past a break), and folded unless the fold
+        refused one before (:attr:`refused` says why it refuses this one)."""
+        rule = RULES.get(type(event))
+        broken = None if rule is None else rule(self.tally, rnd, event, self.draft if self.folds else None)
+        self.tally.last = (rnd, type(event))
         if self.folds:
             try:
                 if self.draft is None:
@@ -501,6 +496,18 @@ class Ledger:
                 self.refused, self.folds = exc, False
         return broken
 
+    def take_row(self, row: Row) -> Broken:
+        """:meth:`take` of a stored row's event, built unvalidated (:func:`stored_event`): a row
+        the fold reads out of shape is counted, not folded (the fold refuses it)."""
+        seq, rnd, name, data, version = row
+        cls = CATALOG[name]
+        if cls.folded and self.folds:
+            try:
+                check_shape(cls, data)
+            except InvariantError as exc:
+                self.refused, self.folds = exc, False
+        return self.take(rnd, stored_event(cls, data, version), seq)
+
 
 def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
     """Fold ``(seq, round, type, data)`` rows of one run and check each counted event against
@@ -510,19 +517,14 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
     found: list[CountBreak] = []
     commits: dict[int, dict[str, Any]] = {}
     refused_at: int | None = None
-    for seq, rnd, name, data, version in rows:
-        cls = CATALOG[name]
-        if cls.folded and ledger.folds:
-            try:
-                check_shape(cls, data)
-            except InvariantError as exc:  # out of shape: counted, not folded
-                ledger.refused, ledger.folds = exc, False
-        broken = ledger.take(rnd, stored_event(cls, data, version), seq)
+    for row in rows:
+        seq, _, name, _, _ = row
+        broken = ledger.take_row(row)
         if broken is not None:
             found.append(CountBreak(seq, *broken))
         if not ledger.folds:
             refused_at = seq if refused_at is None else refused_at
-        elif cls is RoundCommitted:
+        elif name == RoundCommitted.name:
             draft = ledger.draft
             assert draft is not None  # a run's first event starts it, or the fold refused it
             draft.last_seq = seq
@@ -532,11 +534,11 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
 
 
 def breaks(rows: Iterable[Row]) -> Iterator[CountBreak]:
-    """Every break of the rules in ``(seq, round, type, data)`` rows of one run, in log order."""
-    tally = Tally()
-    for seq, rnd, name, data, version in rows:
-        cls = CATALOG.get(name)
-        if cls in RULES:
-            broken = tally.take(rnd, stored_event(cls, data, version))
+    """Every break of the rules in ``(seq, round, type, data)`` rows of one run, in log order
+    (the rows of the types no rule reads are passed over)."""
+    ledger = Ledger("", folds=False)
+    for row in rows:
+        if CATALOG.get(row[2]) in RULES:
+            broken = ledger.take_row(row)
             if broken is not None:
-                yield CountBreak(seq, *broken)
+                yield CountBreak(row[0], *broken)

@@ -12,7 +12,7 @@ afterwards). From the outside the memory stays a value: no frozen memory is ever
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 from functools import cache
 from types import MappingProxyType
 from typing import Any
@@ -42,6 +42,10 @@ class InvariantError(BadInput):
     """The log breaks a rule of the memory (the message says which)."""
 
 
+_SCALARS = tuple(f.name for f in fields(Memory) if f.name not in ("causes", "nodes", "committed_rounds"))
+"""The memory's fields a draft holds as they are (its tables it copies on first write)."""
+
+
 class Draft:
     """A mutable working copy of a :class:`Memory`, private to whoever folds with it.
 
@@ -49,22 +53,7 @@ class Draft:
     first change, then copied once; :meth:`freeze` shares them with the frozen memory and marks
     them to be copied again on the next change."""
 
-    __slots__ = (
-        "run",
-        "k",
-        "seed",
-        "config",
-        "committed",
-        "open_round",
-        "F1",
-        "n_causes_created",
-        "n_nodes_created",
-        "last_seq",
-        "_causes",
-        "_nodes",
-        "_rounds",
-        "_owned",
-    )
+    __slots__ = (*_SCALARS, "_causes", "_nodes", "_rounds", "_owned")
 
     def __init__(self, mem: Memory) -> None:
         self.run, self.k, self.seed, self.config = mem.run, mem.k, mem.seed, mem.config
@@ -127,31 +116,16 @@ class Draft:
         self._causes, self._nodes, self._rounds = causes, nodes, rounds
         self._owned.clear()
         return Memory(
-            run=self.run,
-            k=self.k,
-            seed=self.seed,
-            config=self.config,
-            committed=self.committed,
-            open_round=self.open_round,
-            F1=self.F1,
-            causes=causes,
-            nodes=nodes,
-            n_causes_created=self.n_causes_created,
-            n_nodes_created=self.n_nodes_created,
-            last_seq=self.last_seq,
-            committed_rounds=rounds,
+            **{name: getattr(self, name) for name in _SCALARS}, causes=causes, nodes=nodes, committed_rounds=rounds
         )
 
     # --- apply --------------------------------------------------------------------------------
 
     def apply(self, event: Event, t: int) -> bool:
         """Apply one event (the rules of :func:`evolve`); False when it changed nothing at all."""
-        cls = type(event)
-        if t != self.committed + 1:
-            return self._elsewhere(cls, t)
-        if not cls.folded:  # evidence and bookkeeping
-            return self._open(t)
-        return self._change(event, t)
+        if type(event).folded and t == self.committed + 1:
+            return self._change(event, t)
+        return self.skip(type(event), t)  # evidence and bookkeeping, or a round other than the next
 
     def _change(self, event: Event, t: int) -> bool:
         """Apply an event the fold applies, of the round after the last commit."""
@@ -207,13 +181,11 @@ class Draft:
         return True
 
     def skip(self, cls: type[Event], t: int) -> bool:
-        """Take an event the fold does not apply (evidence, bookkeeping) without building it: it
-        only opens its round. False when that changed nothing."""
+        """Take an event the fold does not apply (evidence, bookkeeping), or one of another round
+        than the next (refused unless retrospective), without building it: it only opens its
+        round. False when that changed nothing."""
         if t != self.committed + 1:
             return self._elsewhere(cls, t)
-        return self._open(t)
-
-    def _open(self, t: int) -> bool:
         if self.open_round == t:
             return False
         self.open_round = t
@@ -339,13 +311,11 @@ def _fold(draft: Draft | None, run: str, rows: Iterable[Row]) -> tuple[Draft, in
                 check_first(run, cls, rnd)
                 check_shape(cls, data)
                 draft = Draft(start(run, read(data, version), seq))  # type: ignore[misc,arg-type]
-            elif read is None:
+            elif read is None or rnd != draft.committed + 1:
                 draft.skip(cls, rnd)
-            elif rnd == draft.committed + 1:
+            else:
                 check_shape(cls, data)
                 draft._change(read(data, version), rnd)
-            else:
-                draft._elsewhere(cls, rnd)
     except InvariantError as exc:  # a reader names the event it could not fold
         raise InvariantError(f"seq {seq}: {exc}") from None
     if draft is None:

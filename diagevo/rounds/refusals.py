@@ -43,11 +43,19 @@ def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[Eve
         return
     for e in store.read(run, in_round=t, keys={"event_id": list(wanted)}, texts=True):
         ev = wanted.get(e.event_id)
-        stored = payload(e)
-        if ev is None or stored == ev.data:
+        if ev is None:
             continue
-        field = next(n for n in [*ev.data, *stored] if stored.get(n) != ev.data.get(n))
-        what = ev.data.get("question_id", e.event_id)
+        stored, given = e.event, ev.event
+        # a text over the limit is stored cut, with a record of what was cut: two texts that differ
+        # past the cut read equal as events and differ only in that record
+        same_cut = payload(e).get("cut") == ev.data.get("cut")
+        if stored == given and same_cut:
+            continue
+        fields = type(given).model_fields
+        field = next(
+            (n for n in fields if getattr(stored, n, None) != getattr(given, n)), "type" if same_cut else "text"
+        )
+        what = getattr(given, "question_id", e.event_id)
         raise ProtocolError(
             f"question {quoted(what, 80)} is recorded in round {t} of run {run!r} already with another {field} "
             "(give it a new id; recording the same question again is a no-op)"
@@ -63,18 +71,18 @@ def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str
         return
     elsewhere: dict[str, tuple[str, int]] = {}  # failure -> what another round did with it (diagnosed first)
     for e in store.read(run, types=FAILURE_TYPES, keys={"failure_id": list(given)}, texts=True):
-        data = payload(e)
-        fid = data.get("failure_id")
+        event = e.event
+        fid = getattr(event, "failure_id", None)
         if not isinstance(fid, str) or fid not in given:
             continue
         if e.round != t:
-            what = "recorded" if e.type == FailureRecorded.name else "diagnosed"
+            what = "recorded" if isinstance(event, FailureRecorded) else "diagnosed"
             if what == "diagnosed" or fid not in elsewhere:
                 elsewhere[fid] = (what, e.round)
             continue
         record = given[fid]
-        if e.type == FailureRecorded.name and record is not None:
-            stored = {name: data.get(name) for name in FAILURE_FIELDS}
+        if isinstance(event, FailureRecorded) and record is not None:
+            stored = {name: getattr(event, name) for name in FAILURE_FIELDS}
             if stored != dict(record):
                 field = next(n for n in FAILURE_FIELDS if stored[n] != record[n])
                 raise ProtocolError(

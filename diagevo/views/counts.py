@@ -16,8 +16,7 @@ from diagevo.catalog import (
     RoundStarted,
 )
 from diagevo.log import EventRow, Recorder
-from diagevo.memory.counting import CHECKPOINT_TYPES, Tally
-from diagevo.memory.fold import stored_event
+from diagevo.memory.counting import CHECKPOINT_TYPES, Ledger, Tally
 from diagevo.schemas import EventIn
 
 ROUND_MILESTONES = (RoundStarted, CausePromoted, PromotionsDecided, RoundCommitted)
@@ -38,8 +37,7 @@ def stored_tally(store: Recorder, run: str, events: Iterable[EventIn], *, rounds
             found.update((e.seq, e) for e in store.rows(run, keys={field: sorted(ids)}))
     for rnd in sorted({ev.round for ev in mine}) if rounds else ():
         found.update((e.seq, e) for e in store.rows(run, types=ROUND_EVIDENCE, in_round=rnd))
-    tally = Tally()
+    ledger = Ledger(run, folds=False)
     for seq in sorted(found):
-        e = found[seq]
-        tally.take(e.round, stored_event(CATALOG[e.type], e.data, e.version))  # its breaks: verify names them
-    return tally
+        ledger.take_row(found[seq])  # its breaks: verify names them
+    return ledger.tally

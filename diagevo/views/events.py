@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import CATALOG, CAUSE_FIELDS, KEY_FIELDS, Event, RoundCommitted
+from diagevo.catalog import CATALOG, CAUSE_FIELDS, Event, RoundCommitted
 from diagevo.log import Recorder
-from diagevo.log.chain import key_values
 from diagevo.log.recorder import StoredEvent, payload
 from diagevo.views.follow import follow_events
 from diagevo.views.memory import resolve_run
@@ -32,13 +31,13 @@ class EventFilter:
     in_round: int | None = None
 
     def matches(self, event: StoredEvent) -> bool:
-        ids = dict(zip(KEY_FIELDS, key_values(payload(event)), strict=True))  # what the key index holds of it
+        named = event.event  # the ids it names are its key fields' values (what the key index holds of it)
         return (
             (not self.types or CATALOG[event.type] in self.types)
             and (self.in_round is None or event.round == self.in_round)
-            and (self.cause is None or self.cause in {ids[f] for f in CAUSE_FIELDS})
-            and (self.failure is None or ids["failure_id"] == self.failure)
-            and (self.question is None or ids["question_id"] == self.question)
+            and (self.cause is None or any(getattr(named, f, None) == self.cause for f in CAUSE_FIELDS))
+            and (self.failure is None or getattr(named, "failure_id", None) == self.failure)
+            and (self.question is None or getattr(named, "question_id", None) == self.question)
         )
 
     def index_keys(self) -> dict[str, list[str]] | None:
@@ -79,8 +78,16 @@ def event_json(event: StoredEvent) -> dict[str, Any]:
         "round": event.round,
         "type": event.type,
         "event_id": event.event_id,
-        "data": payload(event),
+        "data": shown_data(event),
     }
+
+
+def shown_data(event: StoredEvent) -> dict[str, Any]:
+    """An event's data as ``memory events`` shows it (the line and ``--json``): the log's record
+    as stored, not the typed event. Its class's reader upcasts an older version (a trainer's
+    figures, once flat, move under its free-form field) and leaves out ``cut`` (what a stored
+    text lost), so the typed event would show another record than the one the log holds."""
+    return payload(event)
 
 
 def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: int | None = None) -> EventPage:

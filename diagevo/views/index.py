@@ -98,29 +98,15 @@ def _has_table(db: Any, name: str) -> bool:
     return True
 
 
-class _Matrix:
-    """Rows of unit vectors with amortised O(1) append."""
-
-    def __init__(self, dim: int, capacity: int = 256) -> None:
-        self._buf = np.zeros((capacity, dim), dtype=np.float32)
-        self.n = 0
-
-    def append(self, vec: np.ndarray) -> int:
-        if self.n == len(self._buf):
-            grown = np.zeros((2 * len(self._buf), self._buf.shape[1]), dtype=np.float32)
-            grown[: self.n] = self._buf[: self.n]
-            self._buf = grown
-        self._buf[self.n] = vec
-        self.n += 1
-        return self.n - 1
-
-    def extend(self, vecs: np.ndarray) -> None:
-        for v in vecs:
-            self.append(v)
-
-    @property
-    def view(self) -> np.ndarray:
-        return self._buf[: self.n]
+def _room(buf: np.ndarray, n: int, fill: float | bool) -> np.ndarray:
+    """``buf`` with room for ``n`` rows: itself, or a copy twice as long whose new rows hold
+    ``fill``, so that appending a row costs O(1) amortised (the causes' vectors and nodes, the
+    nodes' liveness)."""
+    if n <= len(buf):
+        return buf
+    grown = np.full((2 * n, *buf.shape[1:]), fill, dtype=buf.dtype)
+    grown[: len(buf)] = buf
+    return grown
 
 
 class VectorIndex:
@@ -142,7 +128,7 @@ class VectorIndex:
         # the mirror, built by attach()
         self.cause_ids: list[str] = []
         self._cause_row: dict[str, int] = {}
-        self._causes: _Matrix | None = None
+        self._causes: np.ndarray | None = None  # a row per cause (aligned with cause_ids), and room
         self._cause_node = np.zeros(0, dtype=np.int64)
         self.node_ids: list[str] = []  # creation order (age); absorbed nodes keep their slot
         self._node_pos: dict[str, int] = {}
@@ -189,17 +175,24 @@ class VectorIndex:
         self.cause_ids = list(memory.causes)
         self._cause_row = {c: i for i, c in enumerate(self.cause_ids)}
         mat = self.vectors("cause", [(c.id, c.description) for c in memory.causes.values()])
-        self._causes = _Matrix(mat.shape[1] if len(mat) else self.dim, capacity=max(256, 2 * len(mat)))
-        self._causes.extend(mat)
+        dim = mat.shape[1] if len(mat) else self.dim
+        self._causes = np.zeros((max(256, 2 * len(mat)), dim), dtype=np.float32)
+        self._causes[: len(mat)] = mat
         self._cause_node = np.array([self._node_pos.get(c.node, -1) for c in memory.causes.values()], dtype=np.int64)
+
+    @property
+    def _cause_vectors(self) -> np.ndarray:
+        """The stored causes' vectors, a row per cause of ``cause_ids``."""
+        assert self._causes is not None, "attach() first"
+        return self._causes[: len(self.cause_ids)]
 
     def add_node(self, node_id: str) -> None:
         if node_id not in self._node_pos:
-            self._node_pos[node_id] = len(self.node_ids)
+            n = len(self.node_ids)
+            self._node_pos[node_id] = n
             self.node_ids.append(node_id)
-            if len(self._node_live) < len(self.node_ids):
-                self._node_live = np.concatenate([self._node_live, np.ones(len(self._node_live) + 64, dtype=bool)])
-            self._node_live[len(self.node_ids) - 1] = True
+            self._node_live = _room(self._node_live, n + 1, True)
+            self._node_live[n] = True
 
     def add_cause(self, cause_id: str, node_id: str, text: str, vec: np.ndarray | None = None) -> None:
         assert self._causes is not None, "attach() first"
@@ -210,14 +203,13 @@ class VectorIndex:
         else:
             self._vec[("cause", cause_id)], self._text[("cause", cause_id)] = vec, text
         self.add_node(node_id)
-        self._cause_row[cause_id] = self._causes.append(vec)
+        n = len(self.cause_ids)
+        self._causes = _room(self._causes, n + 1, 0.0)
+        self._causes[n] = vec
+        self._cause_node = _room(self._cause_node, n + 1, -1)
+        self._cause_node[n] = self._node_pos[node_id]
+        self._cause_row[cause_id] = n
         self.cause_ids.append(cause_id)
-        pos = self._node_pos[node_id]
-        if len(self._cause_node) < len(self.cause_ids):
-            grown = np.full(max(256, 2 * len(self.cause_ids)), -1, dtype=np.int64)
-            grown[: len(self._cause_node)] = self._cause_node
-            self._cause_node = grown
-        self._cause_node[len(self.cause_ids) - 1] = pos
 
     def follow(self, memory: Memory) -> None:
         """Take each cause's node, and which nodes live, from ``memory`` (after a node merge: the
@@ -249,26 +241,26 @@ class VectorIndex:
         per block instead. Causes added later in the round are still compared one by one."""
         assert self._causes is not None, "attach() first"
         self._pre_vecs = np.asarray(vecs, dtype=np.float32)
-        self._pre_n0 = self._causes.n
-        self._pre_base = self._causes.view  # rows [:n0] never change, even if the buffer grows
+        self._pre_n0 = len(self.cause_ids)
+        self._pre_base = self._cause_vectors  # rows [:n0] never change, even if the buffer grows
         self._pre_block = block
         self._pre_cache: tuple[int, np.ndarray] | None = None
 
     def cause_sims(self, vec: np.ndarray, row: int | None = None) -> np.ndarray:
         """Cosine similarity of ``vec`` with every stored cause (aligned with ``cause_ids``);
         ``row`` is ``vec``'s row in the last :meth:`prescreen` batch, if it is one."""
-        if self._causes is None or self._causes.n == 0:
+        if self._causes is None or not self.cause_ids:
             return np.zeros(0, dtype=np.float32)
         vec = vec.astype(np.float32, copy=False)
         pre_vecs = self._pre_vecs  # set in __init__, so no getattr fallback is needed
         if row is None or pre_vecs is None:
-            return self._causes.view @ vec
+            return self._cause_vectors @ vec
         b = row // self._pre_block
         if self._pre_cache is None or self._pre_cache[0] != b:
             rows = pre_vecs[b * self._pre_block : (b + 1) * self._pre_block]
             self._pre_cache = (b, rows @ self._pre_base.T)
         head = self._pre_cache[1][row - b * self._pre_block]
-        tail = self._causes.view[self._pre_n0 :] @ vec
+        tail = self._cause_vectors[self._pre_n0 :] @ vec
         return np.concatenate([head, tail]) if len(tail) else head
 
     def _exact(self, sims: np.ndarray, rows: np.ndarray, vec: np.ndarray | None) -> np.ndarray:
@@ -278,7 +270,7 @@ class VectorIndex:
         between an interrupted and an uninterrupted run. Without ``vec``, ``sims`` rounded."""
         if vec is None or self._causes is None:
             return np.round(sims[rows].astype(np.float64), 6)
-        exact = self._causes.view[rows].astype(np.float64) @ vec.astype(np.float64)
+        exact = self._cause_vectors[rows].astype(np.float64) @ vec.astype(np.float64)
         return np.round(exact, 6)
 
     def screen(

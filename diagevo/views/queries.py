@@ -219,14 +219,14 @@ def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | N
     written = [row for row in store.rows(run, types=(CheckpointWritten,)) if row[1] <= t]
     if not written:
         return None
-    seq, at = written[-1].seq, written[-1].round
+    last = written[-1]
     try:
-        return checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, written[-1]).path)
+        return checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, last).path)
     except FileNotFoundError as exc:
-        how, fork = recovery(store, run, _event(store, run, seq))
+        how, fork = recovery(store, run, last)
         raise NotFound(
-            f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {at}, seq {seq}): "
-            f"put it back, or {how}",
+            f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {last.round}, "
+            f"seq {last.seq}): put it back, or {how}",
             fork,
             aside=True,
             about=run,
@@ -239,14 +239,10 @@ def checkpoint_refusal(store: Recorder, run: str, upto_seq: int | None = None) -
     broken = next(breaks(store.rows(run, types=CHECKPOINT_TYPES, upto_seq=upto_seq)), None)
     if broken is None:
         return None
-    how, fork = recovery(store, run, _event(store, run, broken.at))
+    event = store.event_at(run, broken.at)
+    assert event is not None, (run, broken.at)  # a seq the run's rows just gave
+    how, fork = recovery(store, run, event)
     return f"seq {broken.at}: {broken.reason}; {how}", fork
-
-
-def _event(store: Recorder, run: str, seq: int) -> StoredEvent:
-    event = store.event_at(run, seq)
-    assert event is not None, (run, seq)  # a seq the run's rows just gave
-    return event
 
 
 def checkpoint_path(store: Recorder, run: str, path: str, root: Path | None = None) -> Path:

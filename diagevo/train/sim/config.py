@@ -76,9 +76,15 @@ adjusted after seeing results; the calibrations above were made before those swi
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from diagevo.config.base import Cosine, Count, Logit, NonNegative, Positive, Section, Share
+
+Bias = Annotated[float, Field(ge=-20, le=20)]  # the constant term of a logit
+Rate = Annotated[float, Field(ge=0, le=100)]  # a learning rate of a simulated policy
+Weight = Annotated[float, Field(ge=0, le=10)]
 
 
 class SimParams(Section):
@@ -92,16 +98,12 @@ class SimParams(Section):
         default=0.8, description="Lowest per-family competence logit of the base solver (Figure 3c calibration)."
     )
     skill_logit_hi: Logit = Field(default=2.4, description="Highest per-family competence logit of the base solver.")
-    difficulty_slope: float = Field(
-        default=0.4, ge=0, le=10, description="Competence logits lost per difficulty level (4 levels)."
-    )
+    difficulty_slope: Weight = Field(default=0.4, description="Competence logits lost per difficulty level (4 levels).")
     slip_base: Share = Field(
         default=0.02, description="Probability of a rare slip unrelated to any skill, per response."
     )
-    attention_bias: float = Field(
+    attention_bias: Bias = Field(
         default=-4.2,
-        ge=-20,
-        le=20,
         description="Attention slips follow sigmoid(attention_bias + attention_per_100_words * words / 100 + "
         "attention_per_distractor * distractors - care): about 3% at 46 words (cheap difficulty, (a)).",
     )
@@ -109,10 +111,8 @@ class SimParams(Section):
         default=1.6, description="Attention-slip logit added per 100 words of the question."
     )
     attention_per_distractor: Logit = Field(default=0.5, description="Attention-slip logit added per distractor.")
-    shared_bias: float = Field(
+    shared_bias: Bias = Field(
         default=-2.3,
-        ge=-20,
-        le=20,
         description="A slip lands on the question's one shared misreading with probability sigmoid(shared_bias + "
         "shared_per_100_words * words / 100 + shared_per_distractor * distractors) (label noise, (b)).",
     )
@@ -122,10 +122,8 @@ class SimParams(Section):
         default=0.6,
         description="A family's trap variants scatter around its competence by up to ± this, in logits.",
     )
-    solver_lr: float = Field(
+    solver_lr: Rate = Field(
         default=3.0,
-        ge=0,
-        le=100,
         description=(
             "Solver learning rate: pure free exploration gains about six points, peaking near round 3 (Figure 3a)."
         ),
@@ -134,10 +132,8 @@ class SimParams(Section):
         default=0.25,
         description="Share of a sub-skill's update that reaches each sibling variant of its family (transfer, (c)).",
     )
-    care_lr_scale: float = Field(
+    care_lr_scale: Weight = Field(
         default=0.3,
-        ge=0,
-        le=10,
         description="Learning rate of the solver's care (which lowers attention slips), relative to solver_lr.",
     )
     transfer_off_share: Share = Field(
@@ -158,10 +154,8 @@ class SimParams(Section):
         default=16.0,
         description="Applications of a sub-skill in a round's solver update that cut its drift by a factor e.",
     )
-    challenger_lr: float = Field(
+    challenger_lr: Rate = Field(
         default=5.0,
-        ge=0,
-        le=100,
         description=(
             "Challenger learning rate: a head's logits move about half a unit a round under a consistent reward."
         ),
@@ -176,8 +170,8 @@ class SimParams(Section):
         default=0.03,
         description="Softmax temperature over cosine similarities when the challenger maps a cause text to a skill.",
     )
-    node_label_weight: float = Field(
-        default=0.3, ge=0, le=10, description="Weight of the node label (read as a family) in that mapping."
+    node_label_weight: Weight = Field(
+        default=0.3, description="Weight of the node label (read as a family) in that mapping."
     )
     dedup_mid: Cosine = Field(
         default=0.75,

@@ -41,6 +41,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from diagevo.errors import BadInput
 from diagevo.train.sim.questions import WRITERS, Writer, worded
+from diagevo.train.sim.questions.common import field_expression
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +120,14 @@ _Sentence = Annotated[str, AfterValidator(_not_blank)]
 
 
 def _a_template(text: str) -> str:
-    """A template of a question or a step: text with ``{name}`` fields (``{{`` for a brace)."""
+    """A template of a question or a step: text with ``{name}`` or ``{name + 1}`` fields (``{{``
+    for a brace)."""
     try:
-        fields = [field for _, field, _, _ in Formatter().parse(_not_blank(text)) if field is not None]
+        for _, field, _, _ in Formatter().parse(_not_blank(text)):
+            if field is not None:
+                field_expression(field)
     except ValueError as exc:
         raise ValueError(f"is not a template: {exc}") from None
-    if not all(field.isidentifier() for field in fields):
-        raise ValueError("is not a template: a field is a name in braces, {name}")
     return text
 
 

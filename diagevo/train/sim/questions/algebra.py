@@ -6,7 +6,7 @@ import math
 import random
 from fractions import Fraction
 
-from diagevo.train.sim.questions.common import Draw, aggregate, combine
+from diagevo.train.sim.questions.common import Draw, Writer, aggregate, combine
 from diagevo.train.sim.text import lin, quad
 
 # ----------------------------------------------------------------------------- extraneous roots
@@ -36,7 +36,7 @@ def radical_sign(rng: random.Random, d: int) -> Draw:
         x_minus_r2=lin("x", -r2),
         r=r,
         r2=r2,
-        r2_minus_b=r2 - b,
+        b=b,
     )
 
 
@@ -56,7 +56,6 @@ def rational_pole(rng: random.Random, d: int) -> Draw:
         eq=eq,
         x_minus_r=lin("x", -r),
         cleared_lhs=quad(-(r + s), 0),
-        neg_r_times_s=-r * s,
         cleared=quad(-(r + s), r * s),
         x_minus_s=lin("x", -s),
         r=r,
@@ -69,7 +68,7 @@ def abs_of_square(rng: random.Random, d: int) -> Draw:
     m = rng.randint(3, 8 + 4 * d)
     ans, trap = m + 1, 2 * m + 1
     eq = f"\\sqrt{{({lin('x', -a)})^2}} = {lin('x', -a)}"
-    return Draw(ans, trap, a_minus_m=a - m, a_plus_m=a + m, eq=eq, two_m_plus_1=2 * m + 1, x_minus_a=lin("x", -a), a=a)
+    return Draw(ans, trap, eq=eq, x_minus_a=lin("x", -a), a=a, m=m)
 
 
 def plus_minus_root(rng: random.Random, d: int) -> Draw:
@@ -81,15 +80,13 @@ def plus_minus_root(rng: random.Random, d: int) -> Draw:
         if ans != trap:
             break
     eq = f"({lin('x', -b)})^2 = {k * k}"
-    return Draw(
-        ans, trap, agg=agg, eq=eq, b=b, k_times_k=k * k, x_minus_b=lin("x", -b), k=k, b_plus_k=b + k, b_minus_k=b - k
-    )
+    return Draw(ans, trap, agg=agg, eq=eq, b=b, x_minus_b=lin("x", -b), k=k)
 
 
 # ----------------------------------------------------------------------------- log domain
 
 
-def log_argument(rng: random.Random, d: int) -> Draw:
+def argument_positive(rng: random.Random, d: int) -> Draw:
     while True:
         a = rng.randint(-3, 4 + d)
         b = a + rng.randint(1, 3 + d)
@@ -115,11 +112,11 @@ def log_argument(rng: random.Random, d: int) -> Draw:
         x_minus_s=lin("x", -s),
         r=r,
         s=s,
-        s_minus_a=s - a,
+        a=a,
     )
 
 
-def log_base(rng: random.Random, d: int) -> Draw:
+def base_domain(rng: random.Random, d: int) -> Draw:
     s = rng.randint(2, 6 + 3 * d)
     e = 2 if d < 2 or rng.random() < 0.5 else 4
     c = s**e
@@ -128,13 +125,13 @@ def log_base(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, agg=agg, c=c, e=e, s=s)
 
 
-def log_power(rng: random.Random, d: int) -> Draw:
+def power_rule(rng: random.Random, d: int) -> Draw:
     base = rng.choice((2, 3) if d < 2 else (2, 3, 5))
     k = rng.randint(1, 2 + d)
     v = base**k
     agg = aggregate(rng)
     ans, trap = combine(agg, [v, -v]), v
-    return Draw(ans, trap, agg=agg, base=base, two_k=2 * k, v_times_v=v * v, v=v, k=k)
+    return Draw(ans, trap, agg=agg, base=base, v=v, k=k)
 
 
 # ----------------------------------------------------------------------------- inequalities
@@ -154,7 +151,7 @@ def divide_negative(rng: random.Random, d: int) -> Draw:
         if trap != t_ and trap > 0:
             break
     ineq = (f"{b} - {a}x \\ge {c}", f"{c} \\le {b} - {a}x", f"-{a}x + {b} \\ge {c}")[rng.randrange(3)]
-    return Draw(t_, trap, m=m, ineq=ineq, a=a, c_minus_b=c - b, q=q, t_=t_, ceil_q=ceil_q)
+    return Draw(t_, trap, m=m, ineq=ineq, a=a, q=q, t_=t_, ceil_q=ceil_q, c=c, b=b)
 
 
 def reciprocal(rng: random.Random, d: int) -> Draw:
@@ -165,7 +162,7 @@ def reciprocal(rng: random.Random, d: int) -> Draw:
         if ans != trap:
             break
     ineq = rng.choice((f"\\frac{{1}}{{x}} < \\frac{{1}}{{{c}}}", f"\\frac{{1}}{{{c}}} > \\frac{{1}}{{x}}"))
-    return Draw(ans, trap, m=m, ineq=ineq, c=c, c_plus_1=c + 1, c_minus_1=c - 1)
+    return Draw(ans, trap, m=m, ineq=ineq, c=c)
 
 
 def square_bound(rng: random.Random, d: int) -> Draw:
@@ -173,7 +170,7 @@ def square_bound(rng: random.Random, d: int) -> Draw:
     big = s * s + rng.randint(1, 2 * s + 1)
     m = s + rng.randint(2, 6 + 2 * d)
     ans, trap = 2 * s + 1, s + m + 1
-    return Draw(ans, trap, m=m, big=big, s=s, s_plus_1=s + 1)
+    return Draw(ans, trap, m=m, big=big, s=s)
 
 
 def abs_bound(rng: random.Random, d: int) -> Draw:
@@ -181,46 +178,44 @@ def abs_bound(rng: random.Random, d: int) -> Draw:
     c = rng.randint(2, 5 + 2 * d)
     m = c + rng.randint(1, 5 + 2 * d)
     ans, trap = 2 * c - 1, m + c
-    return Draw(
-        ans,
-        trap,
-        a_minus_m=a - m,
-        a_plus_m=a + m,
-        x_minus_a=lin("x", -a),
-        c=c,
-        a=a,
-        a_minus_c_plus_1=a - c + 1,
-        a_plus_c_minus_1=a + c - 1,
-    )
+    return Draw(ans, trap, x_minus_a=lin("x", -a), c=c, a=a, m=m)
 
 
 # ----------------------------------------------------------------------------- AM-GM
 
 
-def amgm_lower(rng: random.Random, d: int) -> Draw:
+def endpoint_lower(rng: random.Random, d: int) -> Draw:
     s = rng.randint(2, 4 + d)
     m = s + rng.randint(1, 3 + d)
     k = s * s
     ans = Fraction(m * m + k, m)
-    return Draw(ans, 2 * s, k=k, m=m, two_s=2 * s, s=s)
+    return Draw(ans, 2 * s, k=k, m=m, s=s)
 
 
-def amgm_upper(rng: random.Random, d: int) -> Draw:
+def endpoint_upper(rng: random.Random, d: int) -> Draw:
     s = rng.randint(3, 5 + d)
     m = rng.randint(1, s - 1)
     k = s * s
     ans = Fraction(m * m + k, m)
-    return Draw(ans, 2 * s, k=k, m=m, two_s=2 * s, s=s)
+    return Draw(ans, 2 * s, k=k, m=m, s=s)
 
 
-def amgm_integer(rng: random.Random, d: int) -> Draw:
+def integer_equality(rng: random.Random, d: int) -> Draw:
     a = rng.randint(2, 9 + 6 * d)
     total = 2 * a + 1
     ans, trap = a * (a + 1), Fraction(total * total, 4)
-    return Draw(ans, trap, total=total, two_total=2 * total, a=a, a_plus_1=a + 1)
+    return Draw(ans, trap, total=total, a=a)
 
 
-def amgm_negative(rng: random.Random, d: int) -> Draw:
+def negative_terms(rng: random.Random, d: int) -> Draw:
     s = rng.randint(2, 6 + 3 * d)
     k = s * s
-    return Draw(-2 * s, 2 * s, k=k, s=s, two_s=2 * s)
+    return Draw(-2 * s, 2 * s, k=k, s=s)
+
+
+FAMILIES: dict[str, tuple[Writer, ...]] = {
+    "extraneous_roots": (radical_sign, rational_pole, abs_of_square, plus_minus_root),
+    "sign_flip_inequality": (divide_negative, reciprocal, square_bound, abs_bound),
+    "amgm_equality": (endpoint_lower, endpoint_upper, integer_equality, negative_terms),
+    "log_domain": (argument_positive, base_domain, power_rule),
+}

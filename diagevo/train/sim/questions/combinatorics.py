@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from diagevo.train.sim.questions.common import Draw
+from diagevo.train.sim.questions.common import Draw, Writer
 
 # ----------------------------------------------------------------------------- inclusion-exclusion
 
@@ -22,13 +22,13 @@ def _two_counts(rng: random.Random, d: int) -> tuple[int, int, int, int, int, in
 
 def union_two(rng: random.Random, d: int) -> Draw:
     p, q, n, lcm, a, b, c = _two_counts(rng, d)
-    return Draw(a + b - c, a + b, n=n, p=p, q=q, a=a, b=b, lcm=lcm, c=c, a_plus_b_minus_c=a + b - c, a_plus_b=a + b)
+    return Draw(a + b - c, a + b, n=n, p=p, q=q, a=a, b=b, lcm=lcm, c=c)
 
 
-def neither(rng: random.Random, d: int) -> Draw:
+def neither_complement(rng: random.Random, d: int) -> Draw:
     p, q, n, lcm, a, b, c = _two_counts(rng, d)
     u = a + b - c
-    return Draw(n - u, u, n=n, p=p, q=q, a=a, b=b, lcm=lcm, c=c, u=u, n_minus_u=n - u)
+    return Draw(n - u, u, n=n, p=p, q=q, a=a, b=b, lcm=lcm, c=c, u=u)
 
 
 def three_sets(rng: random.Random, d: int) -> Draw:
@@ -37,43 +37,12 @@ def three_sets(rng: random.Random, d: int) -> Draw:
     a, b, c = n // p, n // q, n // r
     ab, ac, bc, abc = n // (p * q), n // (p * r), n // (q * r), n // (p * q * r)
     trap = a + b + c - ab - ac - bc
-    return Draw(
-        trap + abc,
-        trap,
-        n=n,
-        p=p,
-        q=q,
-        r=r,
-        a=a,
-        b=b,
-        c=c,
-        p_times_q=p * q,
-        p_times_r=p * r,
-        q_times_r=q * r,
-        ab=ab,
-        ac=ac,
-        bc=bc,
-        p_times_q_times_r=p * q * r,
-        abc=abc,
-        trap_plus_abc=trap + abc,
-    )
+    return Draw(trap + abc, trap, n=n, p=p, q=q, r=r, a=a, b=b, c=c, ab=ab, ac=ac, bc=bc, abc=abc)
 
 
 def exactly_one(rng: random.Random, d: int) -> Draw:
     p, q, n, lcm, a, b, c = _two_counts(rng, d)
-    return Draw(
-        a + b - 2 * c,
-        a + b - c,
-        n=n,
-        p=p,
-        q=q,
-        a=a,
-        b=b,
-        c=c,
-        lcm=lcm,
-        a_plus_b_minus_2_times_c=a + b - 2 * c,
-        a_plus_b_minus_c=a + b - c,
-    )
+    return Draw(a + b - 2 * c, a + b - c, n=n, p=p, q=q, a=a, b=b, c=c, lcm=lcm)
 
 
 # ----------------------------------------------------------------------------- circular arrangements
@@ -92,10 +61,10 @@ def adjacent_block(rng: random.Random, d: int) -> Draw:
     return Draw(ans, trap, n=n, units=units)
 
 
-def necklace(rng: random.Random, d: int) -> Draw:
+def necklace_reflection(rng: random.Random, d: int) -> Draw:
     n = rng.randint(4, 6 + d)
     rot = math.factorial(n - 1)
-    return Draw(rot // 2, rot, n=n, rot=rot, rot_over_2=rot // 2)
+    return Draw(rot // 2, rot, n=n, rot=rot)
 
 
 def numbered_seats(rng: random.Random, d: int) -> Draw:
@@ -110,15 +79,22 @@ def numbered_seats(rng: random.Random, d: int) -> Draw:
 def sides_excluded(rng: random.Random, d: int) -> Draw:
     n = rng.randint(5, 10 + 6 * d)
     seg = n * (n - 1) // 2
-    return Draw(seg - n, seg, n=n, n_minus_1=n - 1, seg=seg, seg_minus_n=seg - n)
+    return Draw(seg - n, seg, n=n, seg=seg)
 
 
 def one_vertex(rng: random.Random, d: int) -> Draw:
     n = rng.randint(5, 12 + 10 * d)
-    return Draw(n - 3, n - 1, n=n, n_minus_1=n - 1, n_minus_3=n - 3)
+    return Draw(n - 3, n - 1, n=n)
 
 
-def ordered_ends(rng: random.Random, d: int) -> Draw:
+def double_count(rng: random.Random, d: int) -> Draw:
     n = rng.randint(5, 10 + 6 * d)
     per = n - 3
-    return Draw(n * per // 2, n * per, n=n, per=per, n_times_per_over_2=n * per // 2, n_times_per=n * per)
+    return Draw(n * per // 2, n * per, n=n, per=per)
+
+
+FAMILIES: dict[str, tuple[Writer, ...]] = {
+    "inclusion_exclusion": (union_two, neither_complement, three_sets, exactly_one),
+    "circular_arrangements": (round_table, adjacent_block, necklace_reflection, numbered_seats),
+    "polygon_diagonals": (sides_excluded, one_vertex, double_count),
+}

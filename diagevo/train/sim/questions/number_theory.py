@@ -4,31 +4,30 @@ from __future__ import annotations
 
 import random
 
-from diagevo.train.sim.questions.common import Draw
+from diagevo.train.sim.questions.common import Draw, Writer
 from diagevo.train.sim.text import NAMES, OBJECTS
 
 # ----------------------------------------------------------------------------- negative remainders
 
 
-def negated_residue(rng: random.Random, d: int) -> Draw:
+def _not_divisible(rng: random.Random, d: int) -> tuple[int, int, int, int]:
+    """A number ``n`` and a divisor ``m`` that leaves a remainder, with ``n``'s quotient and remainder."""
     while True:
         n = rng.randint(10, 60 * (d + 1))
         m = rng.randint(3, 9 + 2 * d)
         if n % m:
-            break
-    q, r = divmod(n, m)
+            return n, m, *divmod(n, m)
+
+
+def negated_residue(rng: random.Random, d: int) -> Draw:
+    n, m, q, r = _not_divisible(rng, d)
     ans, trap = (-n) % m, -r
-    return Draw(ans, trap, n=n, m=m, m_minus_1=m - 1, q=q, r=r, q_plus_1=q + 1, m_minus_r=m - r)
+    return Draw(ans, trap, n=n, m=m, q=q, r=r)
 
 
 def floor_quotient(rng: random.Random, d: int) -> Draw:
-    while True:
-        n = rng.randint(10, 60 * (d + 1))
-        m = rng.randint(3, 9 + 2 * d)
-        if n % m:
-            break
-    q, r = divmod(n, m)
-    return Draw(-(q + 1), -q, n=n, m=m, q=q, r=r, q_plus_1=q + 1)
+    n, m, q, r = _not_divisible(rng, d)
+    return Draw(-(q + 1), -q, n=n, m=m, q=q, r=r)
 
 
 def negative_congruence(rng: random.Random, d: int) -> Draw:
@@ -38,7 +37,7 @@ def negative_congruence(rng: random.Random, d: int) -> Draw:
         q, r = divmod(a, m)
         if r and 2 * r != m:
             break
-    return Draw(m - r, r, a=a, m=m, q=q, r=r, m_minus_r=m - r)
+    return Draw(m - r, r, a=a, m=m, q=q, r=r)
 
 
 # ----------------------------------------------------------------------------- units digits
@@ -56,7 +55,7 @@ def cycle_index(rng: random.Random, d: int) -> Draw:
     cyc = _CYCLES[digit]
     r = n % 4
     ans, trap = cyc[(n - 1) % 4], cyc[r]
-    return Draw(ans, trap, base=base, n=n, cyc0=cyc[0], cyc1=cyc[1], cyc2=cyc[2], cyc3=cyc[3], r=r, r_plus_1=r + 1)
+    return Draw(ans, trap, base=base, n=n, cyc0=cyc[0], cyc1=cyc[1], cyc2=cyc[2], cyc3=cyc[3], r=r)
 
 
 def zero_remainder(rng: random.Random, d: int) -> Draw:
@@ -79,20 +78,7 @@ def exponent_mod_ten(rng: random.Random, d: int) -> Draw:
         ans, trap = cyc[(n - 1) % 4], cyc[(r10 - 1) % 4]
         if r10 and trap != ans:
             break
-    return Draw(
-        ans,
-        trap,
-        base=base,
-        n=n,
-        cyc0=cyc[0],
-        cyc1=cyc[1],
-        cyc2=cyc[2],
-        cyc3=cyc[3],
-        r4=r4,
-        position=(n - 1) % 4 + 1,
-        r10=r10,
-        trap_position=(r10 - 1) % 4 + 1,
-    )
+    return Draw(ans, trap, base=base, n=n, cyc0=cyc[0], cyc1=cyc[1], cyc2=cyc[2], cyc3=cyc[3], r4=r4, r10=r10)
 
 
 # ----------------------------------------------------------------------------- inclusive counting
@@ -105,7 +91,7 @@ def inclusive_range(rng: random.Random, d: int) -> Draw:
     span = (b - a) // step
     name, obj = rng.choice(NAMES), rng.choice(OBJECTS)
     among = range(4) if step == 1 else range(4, 6)  # the templates of steps of 1, of larger steps
-    return Draw(span + 1, span, among=among, a=a, b=b, name=name, obj=obj, step=step, span=span, span_plus_1=span + 1)
+    return Draw(span + 1, span, among=among, a=a, b=b, name=name, obj=obj, step=step, span=span)
 
 
 def exclusive_range(rng: random.Random, d: int) -> Draw:
@@ -113,11 +99,18 @@ def exclusive_range(rng: random.Random, d: int) -> Draw:
     b = a + rng.randint(5, 30 + 40 * d)
     span = b - a
     name = rng.choice(NAMES)
-    return Draw(span - 1, span + 1, a=a, b=b, name=name, span=span, span_minus_1=span - 1, span_plus_1=span + 1)
+    return Draw(span - 1, span + 1, a=a, b=b, name=name, span=span)
 
 
 def closed_loop(rng: random.Random, d: int) -> Draw:
     gap = rng.choice((2, 3, 4, 5, 6, 8, 10))
     n = rng.randint(6, 30 + 40 * d)
     length = gap * n
-    return Draw(n, n + 1, gap=gap, length=length, n=n, n_plus_1=n + 1)
+    return Draw(n, n + 1, gap=gap, length=length, n=n)
+
+
+FAMILIES: dict[str, tuple[Writer, ...]] = {
+    "negative_remainder": (negated_residue, floor_quotient, negative_congruence),
+    "units_digit_cycle": (cycle_index, zero_remainder, exponent_mod_ten),
+    "inclusive_counting": (inclusive_range, exclusive_range, closed_loop),
+}

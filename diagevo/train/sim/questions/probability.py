@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
-from diagevo.train.sim.questions.common import Draw
+from diagevo.train.sim.questions.common import Draw, Writer
 from diagevo.train.sim.text import NAMES
 
 # ----------------------------------------------------------------------------- sampling without replacement
@@ -20,25 +20,25 @@ def _urn(rng: random.Random, d: int) -> tuple[int, int, int, str]:
 def both_same(rng: random.Random, d: int) -> Draw:
     r, b, n, obj = _urn(rng, d)
     ans, trap = Fraction(r * (r - 1), n * (n - 1)), Fraction(r * r, n * n)
-    return Draw(ans, trap, r=r, b=b, obj=obj, n=n, n_minus_1=n - 1, r_minus_1=r - 1)
+    return Draw(ans, trap, r=r, b=b, obj=obj, n=n)
 
 
 def one_of_each(rng: random.Random, d: int) -> Draw:
     r, b, n, obj = _urn(rng, d)
     ans, trap = Fraction(2 * r * b, n * (n - 1)), Fraction(r * b, n * (n - 1))
-    return Draw(ans, trap, r=r, b=b, obj=obj, n=n, n_minus_1=n - 1)
+    return Draw(ans, trap, r=r, b=b, obj=obj, n=n)
 
 
 def at_least_one(rng: random.Random, d: int) -> Draw:
     r, b, n, obj = _urn(rng, d)
     ans, trap = 1 - Fraction(b * (b - 1), n * (n - 1)), 1 - Fraction(b * b, n * n)
-    return Draw(ans, trap, r=r, b=b, obj=obj, n=n, b_minus_1=b - 1, n_minus_1=n - 1)
+    return Draw(ans, trap, r=r, b=b, obj=obj, n=n)
 
 
 def second_draw(rng: random.Random, d: int) -> Draw:
     r, b, n, obj = _urn(rng, d)
     ans, trap = Fraction(r, n), Fraction(r - 1, n - 1)
-    return Draw(ans, trap, r=r, b=b, obj=obj, one_obj=obj[:-1], n=n, r_minus_1=r - 1, n_minus_1=n - 1)
+    return Draw(ans, trap, r=r, b=b, obj=obj, one_obj=obj[:-1], n=n)
 
 
 # ----------------------------------------------------------------------------- average rates
@@ -62,7 +62,7 @@ def equal_times(rng: random.Random, d: int) -> Draw:
     v1, v2 = _two_speeds(rng, d)
     h = rng.randint(1, 4 + d)
     ans, trap = Fraction(v1 + v2, 2), Fraction(2 * v1 * v2, v1 + v2)
-    return Draw(ans, trap, h=h, v1=v1, v2=v2, two_h=2 * h)
+    return Draw(ans, trap, h=h, v1=v1, v2=v2)
 
 
 def unequal_legs(rng: random.Random, d: int) -> Draw:
@@ -73,7 +73,7 @@ def unequal_legs(rng: random.Random, d: int) -> Draw:
             break
     time = Fraction(d1, v1) + Fraction(d2, v2)
     ans, trap = (d1 + d2) / time, Fraction(d1 * v1 + d2 * v2, d1 + d2)
-    return Draw(ans, trap, d1=d1, v1=v1, d2=d2, v2=v2, d1_plus_d2=d1 + d2, time=time)
+    return Draw(ans, trap, d1=d1, v1=v1, d2=d2, v2=v2, time=time)
 
 
 def work_rate(rng: random.Random, d: int) -> Draw:
@@ -85,3 +85,9 @@ def work_rate(rng: random.Random, d: int) -> Draw:
     ans, trap = Fraction(a * b, a + b), Fraction(a + b, 2)
     x, y = rng.sample(NAMES, 2)
     return Draw(ans, trap, x=x, a=a, y=y, b=b, rate_sum=Fraction(a + b, a * b))
+
+
+FAMILIES: dict[str, tuple[Writer, ...]] = {
+    "sampling_without_replacement": (both_same, one_of_each, at_least_one, second_draw),
+    "harmonic_average_speed": (round_trip, equal_times, unequal_legs, work_rate),
+}
