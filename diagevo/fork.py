@@ -26,7 +26,7 @@ from diagevo.config.base import apply_overrides, checked
 from diagevo.config.sections import MethodConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.interchange import copied_event
-from diagevo.log import Recorder
+from diagevo.log import EventReader, Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results import Json, JsonRow
@@ -123,7 +123,7 @@ def _original_id(eid: str, source: str, new: str) -> str:
 
 
 def _creations(
-    store: Recorder, run: str, made: type[CauseCreated | NodeCreated] = CauseCreated, depth: int = 0
+    store: EventReader, run: str, made: type[CauseCreated | NodeCreated] = CauseCreated, depth: int = 0
 ) -> dict[str, tuple[str, str]]:
     """``made`` event id -> (the cause or node id it made, identity) for every cause (or node)
     ``run`` created or inherited; a copied event's identity is that of its original in the source run."""
@@ -142,7 +142,7 @@ def _creations(
     return out
 
 
-def identities(store: Recorder, run: str, made: type[CauseCreated | NodeCreated] = CauseCreated) -> dict[str, str]:
+def identities(store: EventReader, run: str, made: type[CauseCreated | NodeCreated] = CauseCreated) -> dict[str, str]:
     """Cause id (or node id) -> the identity of the cause: the ``cause.created`` (``node.created``)
     event that made it, in the run where it was first appended (a fork inherits its source's causes
     up to the fork; causes created after it in two runs never share an identity, even when they

@@ -18,7 +18,7 @@ from typing import Any
 from diagevo.catalog import SCHEMA_VERSION, RoundCommitted, RunForked, RunStarted
 from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
-from diagevo.log import Recorder, StoredEvent, payload
+from diagevo.log import EventReader, Recorder, StoredEvent, payload
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.chain import GENESIS_HASH, canonical_event_json, chain_hash, prepare
 from diagevo.memory.counting import Ledger, Tally
@@ -171,7 +171,7 @@ def _fork_refusal(
 
 
 def _stored_events(
-    store: Recorder, events: list[tuple[int, EventIn]], held: set[str]
+    store: EventReader, events: list[tuple[int, EventIn]], held: set[str]
 ) -> dict[tuple[str, str], tuple[str, int, int, bytes]]:
     """(run, id) -> (type, round, version, data) of the stored events that the file's ids name."""
     ids: dict[str, list[str]] = {}
@@ -271,7 +271,7 @@ def encode_line(obj: dict[str, Any]) -> str:
     return line + "\n"
 
 
-def export_lines(store: Recorder, run: str) -> Iterator[str]:
+def export_lines(store: EventReader, run: str) -> Iterator[str]:
     """The run's events, one JSON object a line (``\n``-terminated, no other line breaks). An
     event stored at a version of its class other than 1 says which (``schema_version``): a line
     without one is of version 1, so the export of a log written before versions were stored is

@@ -21,7 +21,7 @@ from diagevo.diagnosis.llm import LLMDiagnostician
 from diagevo.diagnosis.static import StaticEmbedder
 from diagevo.errors import BadInput
 from diagevo.generation.openai_client import OpenAIClient, check_endpoint
-from diagevo.log import Recorder
+from diagevo.log import EventReader
 from diagevo.views.index import VectorIndex, kept_index_path
 
 DIAGNOSTICIANS = ("llm", "heuristic")
@@ -131,7 +131,7 @@ def check_endpoints(
     return unlisted
 
 
-def vector_index(store: Recorder, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:
+def vector_index(store: EventReader, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:
     """The run's vector index, kept in step with the log across rounds so that a round embeds only
     its new texts; on disk (LanceDB, the ``index`` extra) at ``path``, by default in the database's
     folder (``dir/x.db`` -> ``dir/x.diagevo/index.lance``; else ``./diagevo-DB-KEY.diagevo/index.lance``)

@@ -22,7 +22,7 @@ from diagevo.train.config import Config
 from diagevo.train.hf import distributed
 
 if TYPE_CHECKING:  # types only: the config alone is read without loading the loop's parts
-    from diagevo.log import Recorder
+    from diagevo.log import EventReader, Recorder
     from diagevo.train.backend import Backend
 
 
@@ -216,7 +216,7 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
         distributed.finish()
 
 
-def cause_to_audit(store: Recorder, run: str) -> str | None:
+def cause_to_audit(store: EventReader, run: str) -> str | None:
     """A cause worth ``memory why``: the last one reactivated, else the last one promoted, else
     the most recently created."""
     preferred = (CauseReactivated, CausePromoted, CauseCreated)

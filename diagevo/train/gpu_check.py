@@ -22,7 +22,7 @@ from diagevo.catalog import CheckpointWritten, PhaseCompleted
 from diagevo.doctor import build_call, installed_version
 from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.errors.installation import shipped
-from diagevo.log import Recorder, open_log
+from diagevo.log import EventReader, Recorder, open_log
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train import train
 from diagevo.train.config import load_config
@@ -212,7 +212,7 @@ def _check_overrides(model: Path, out: Path, overrides: list[str]) -> list[str]:
     ]
 
 
-def _grpo_figures(store: Recorder, run: str, report: CheckReport) -> None:
+def _grpo_figures(store: EventReader, run: str, report: CheckReport) -> None:
     """Each GRPO phase's steps, batch shape and completion tokens, from its ``phase.completed``."""
     for p in of_type(PhaseCompleted, store.rows(run, types=(PhaseCompleted,))):
         if p.phase in ("challenger", "solver"):
