@@ -22,8 +22,7 @@ from diagevo.catalog import (
     RunStarted,
 )
 from diagevo.catalog.ids import event_id
-from diagevo.config.base import apply_overrides, checked
-from diagevo.config.sections import MethodConfig, config_from_record
+from diagevo.config.sections import config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.interchange import copied_event
 from diagevo.log import EventReader, Recorder
@@ -101,8 +100,7 @@ def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str
     ``overrides`` applied (None when they change nothing). The method's fields are checked
     here; a component's are carried, for the trainer that continues the fork to check."""
     saved = config_from_record(next(of_type((RunStarted, RunConfigured), reversed(events))).config)
-    data = apply_overrides(saved.model_dump(mode="json"), overrides)
-    config = checked(MethodConfig, data, overrides=overrides)
+    config = saved.overridden(overrides)
     if config.redacted() == saved.redacted():
         return None
     digest = hashlib.sha256(json.dumps(config.redacted(), sort_keys=True).encode()).hexdigest()[:16]

@@ -36,8 +36,7 @@ from diagevo.catalog import (
     RunStarted,
 )
 from diagevo.catalog.ids import event_id, rebase_event_id
-from diagevo.config.base import apply_overrides, checked
-from diagevo.config.sections import MemoryConfig, MethodConfig, config_from_record
+from diagevo.config.sections import MemoryConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.interchange import copied_event
 from diagevo.log import EventRow, Recorder, StoredEvent
@@ -163,9 +162,7 @@ def parse_settings(sets: Sequence[str]) -> list[dict[str, str]]:
 
 def _with_settings(record: Mapping[str, Any], settings: Mapping[str, str]) -> dict[str, Any]:
     """A stored config record with ``settings`` applied, checked as the method's config."""
-    overrides = [f"{k}={v}" for k, v in settings.items()]
-    data = apply_overrides(config_from_record(record).model_dump(mode="json"), overrides)
-    return checked(MethodConfig, data, overrides=overrides).redacted()
+    return config_from_record(record).overridden([f"{k}={v}" for k, v in settings.items()]).redacted()
 
 
 def default_name(source: str, settings: Mapping[str, str]) -> str:

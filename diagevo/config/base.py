@@ -106,6 +106,12 @@ class Section(BaseModel):
         except ValidationError as exc:
             raise config_error(first_error(exc), cls) from None
 
+    def overridden(self, overrides: Sequence[str]) -> Self:
+        """This config with ``overrides`` (``section.field=value``) applied, checked as a new one
+        (a refusal names the override): how a saved config is changed, by a fork, a what-if, a
+        ``round start --set`` or a resumed run, is one rule."""
+        return checked(type(self), apply_overrides(self.model_dump(mode="json"), overrides), overrides=overrides)
+
     @model_validator(mode="after")
     def _in_order(self) -> Self:
         for low, high in self.ordered:

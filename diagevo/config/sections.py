@@ -524,7 +524,7 @@ def config_changes(stored: MethodConfig, given: MethodConfig) -> list[str]:
     """The fields in which ``given`` differs from ``stored``, each as ``memory.k 0.5 (given
     0.7)``, in the config's order; how many rounds to train (``train.rounds``) is left out: it
     does not change how a round is run, and a run may go on for more."""
-    old, new = _flat(stored.redacted()), _flat(given.redacted())
+    old, new = dotted(stored.redacted()), dotted(given.redacted())
     names = [*old, *(name for name in new if name not in old)]
     return [
         f"{name} {quoted(old.get(name), 40)} (given {quoted(new.get(name), 40)})"
@@ -533,11 +533,13 @@ def config_changes(stored: MethodConfig, given: MethodConfig) -> list[str]:
     ]
 
 
-def _flat(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def dotted(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config as one level of dotted names (``memory.k``) to values, in its order: how
+    two configs are compared field by field (an empty table is a value of its own)."""
     out: dict[str, Any] = {}
     for name, value in record.items():
         if isinstance(value, Mapping) and value:
-            out.update(_flat(value, f"{prefix}{name}."))
+            out.update(dotted(value, f"{prefix}{name}."))
         else:
             out[f"{prefix}{name}"] = value
     return out

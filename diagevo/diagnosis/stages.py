@@ -38,6 +38,7 @@ from diagevo.memory.fold import InvariantError, evolve
 from diagevo.memory.state import Memory
 from diagevo.results import Json
 from diagevo.rounds import MemoryMoved, Round
+from diagevo.rounds.failures import DECIDING, decided_failures
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import EventIn, new_event
 from diagevo.views.index import VectorIndex
@@ -69,21 +70,17 @@ class Prior:
 
 def prior_outcomes(store: EventReader, run: str, t: int) -> Prior:
     """What the log holds of round ``t`` of ``run`` (see :class:`Prior`)."""
-    types = (FailureDiagnosed, FailureAttributed, CauseCreated, DiagnosisFailed)
+    events = [e.event for e in store.rows(run, types=(*DECIDING, DiagnosisFailed), in_round=t)]
+    decided = decided_failures(events)
     diagnosed: dict[str, Extraction] = {}
-    decided: set[str] = set()
     tries: dict[str, int] = {}
-    for e in store.rows(run, types=types, in_round=t):
-        match e.event:
+    for e in events:
+        match e:
             case FailureDiagnosed(failure_id=fid, matched_cause=matched, error_cause=new):
                 diagnosed[fid] = Extraction(matched, new)
-                if matched is None and new is None:
-                    decided.add(fid)  # a non-skill slip: nothing follows
-            case DiagnosisFailed(failure_id=str(fid)):
+            case DiagnosisFailed(failure_id=str(fid)) if fid not in decided:
                 tries[fid] = tries.get(fid, 0) + 1
-            case FailureAttributed(failure_id=fid) | CauseCreated(failure_id=str(fid)):
-                decided.add(fid)
-    return Prior(diagnosed, decided, {fid: n for fid, n in tries.items() if fid not in decided})
+    return Prior(diagnosed, decided, tries)
 
 
 def reply_ref(reply: Reply[Any] | None) -> dict[str, Any]:

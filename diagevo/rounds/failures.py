@@ -3,12 +3,13 @@ those whose diagnosis failed."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NotRequired, TypedDict
 
 from diagevo.catalog import (
     CauseCreated,
     DiagnosisFailed,
+    Event,
     FailureAttributed,
     FailureDiagnosed,
     FailureRecorded,
@@ -86,14 +87,24 @@ def diagnosis_state(rows: Sequence[Typed]) -> tuple[list[str], list[str], int]:
 def failed_diagnoses(rows: Sequence[Typed]) -> list[str]:
     """The failures of a round's ``rows`` whose diagnosis failed and that nothing decided since
     (a failed diagnosis is asked again by the next diagnose): sorted ids."""
-    failed: set[str] = set()
+    failed = {e.failure_id for e in of_type(DiagnosisFailed, rows) if e.failure_id is not None}
+    return sorted(failed - decided_failures(of_type(DECIDING, rows)))
+
+
+DECIDING = (FailureAttributed, CauseCreated, FailureDiagnosed)
+"""The events that may decide a failure (:func:`decided_failures`)."""
+
+
+def decided_failures(events: Iterable[Event]) -> set[str]:
+    """The failures ``events`` decide: attributed to a cause, revealing a new cause, or
+    diagnosed as a non-skill slip (nothing follows it). A failed diagnosis decides nothing, so
+    the next diagnose asks again: the one statement of the rule, for the commit's reading of a
+    round and for a diagnosis resuming one."""
     decided: set[str] = set()
-    for e in of_type((DiagnosisFailed, FailureAttributed, CauseCreated, FailureDiagnosed), rows):
+    for e in events:
         match e:
-            case DiagnosisFailed(failure_id=str(fid)):
-                failed.add(fid)
             case FailureAttributed(failure_id=fid) | CauseCreated(failure_id=str(fid)):
                 decided.add(fid)
             case FailureDiagnosed(failure_id=fid, matched_cause=None, error_cause=None):
                 decided.add(fid)  # a non-skill slip
-    return sorted(failed - decided)
+    return decided

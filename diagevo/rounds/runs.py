@@ -20,7 +20,6 @@ from diagevo.catalog import (
     RunTagged,
 )
 from diagevo.catalog import ids as keys
-from diagevo.config.base import apply_overrides, checked
 from diagevo.config.sections import MethodConfig, config_changes, config_from_record
 from diagevo.errors import fork_call, resume_call, start_call
 from diagevo.log import Recorder
@@ -211,9 +210,7 @@ def configure_fork(store: Recorder, run: str, overrides: Sequence[str]) -> bool:
             raise ProtocolError(f"run {run!r} {own}: its config is fixed (a fork at a committed round may change it)")
         fork = fork_call(run, st.last_committed, f"{run}-fork", dict(o.split("=", 1) for o in overrides))
         raise ProtocolError(f"run {run!r} {own}: its config is fixed; change it in a fork:", fork, about=run)
-    saved = run_config(store, run)
-    data = apply_overrides(saved.model_dump(mode="json"), list(overrides))
-    return configure_run(store, run, checked(MethodConfig, data, overrides=list(overrides)))
+    return configure_run(store, run, run_config(store, run).overridden(overrides))
 
 
 def _without_target(config: MethodConfig) -> dict[str, Any]:

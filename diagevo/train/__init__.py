@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
-from diagevo.config.base import apply_overrides, checked
 from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, resume_call
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.text.redaction import given_secrets
@@ -123,8 +122,7 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
     secrets = given_secrets(saved.redacted(), config.model_dump(mode="json", exclude={"db"}))
     wanted = [*(f"{field}={json.dumps(value)}" for field, value in secrets), *(overrides or [])]
     if wanted:
-        data = apply_overrides(saved.model_dump(mode="json", exclude={"db"}), wanted)
-        saved = checked(Config, data, overrides=wanted)
+        saved = saved.overridden(wanted)
         configure_run(store, run, saved)
     return saved.model_copy(update={"db": config.db})
 

@@ -103,15 +103,6 @@ def run_status(
     return "interrupted"
 
 
-def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(data, dict):
-        return {prefix: data}
-    out: dict[str, Any] = {}
-    for k, v in data.items():
-        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
-    return out
-
-
 def config_changes(record: dict[str, Any]) -> dict[str, Any]:
     """The method's fields of a stored run config that differ from the paper's values (dotted
     names), as its one reader reads it; what the components own (the backends, the
@@ -120,13 +111,14 @@ def config_changes(record: dict[str, Any]) -> dict[str, Any]:
     from diagevo.config.sections import (  # pydantic's models: for the reads that show a config
         MethodConfig,
         config_from_record,
+        dotted,
     )
 
     try:
         config = config_from_record(record)
     except BadInput:
         return {"(config)": "does not validate"}
-    ours, defaults = _flat(config.redacted()), _flat(MethodConfig().redacted())
+    ours, defaults = dotted(config.redacted()), dotted(MethodConfig().redacted())
     method = field_names(MethodConfig, method=True)
     return {k: v for k, v in ours.items() if k in method and defaults[k] != v}
 
