@@ -19,12 +19,10 @@ from diagevo.cli.common import (
     CLIError,
     DbOpt,
     JsonOpt,
-    Output,
     RunOpt,
     console,
     emit_json,
     open_store,
-    output_options,
     round_from_0,
 )
 from diagevo.cli.fixes import call_args, spell_call
@@ -67,26 +65,24 @@ def render_memory(mem: Memory, title: str) -> None:
     console.print(text(f"active {len(mem.active())}, mastered {len(mem.mastered())}, nodes {len(mem.nodes)}"))
 
 
-@output_options()
 def replay(
     at_round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
     db: DbOpt = None,
     run: RunOpt = None,
-    output: Output = Output(),
+    json: JsonOpt = False,
 ) -> None:
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run), at_round)
-    if output.as_json:
+    if json:
         emit_json(memory_view(mem).to_dict())
     else:
         render_memory(mem, f"M_{at_round}")
 
 
-@output_options()
-def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> None:
+def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     with open_store(db, readonly=True) as store:
         mem = load_memory(store, resolve_run(store, run))
-    if output.as_json:
+    if json:
         emit_json({**memory_view(mem).to_dict(), "open_round": mem.open_round})
     else:
         title = f"M_{mem.committed}" + (f" + round {mem.open_round} so far" if mem.open_round else "")
@@ -113,7 +109,6 @@ def _describe(entry: Entry) -> str:
             return f"node {entry.from_node} merged: {absorbed} into {survivor} as '{label}'"
 
 
-@output_options()
 def why(
     cause: Annotated[str, typer.Argument(help="Cause id, e.g. C12.")],
     db: DbOpt = None,
@@ -121,14 +116,14 @@ def why(
     all_entries: Annotated[
         bool, typer.Option("--all", help="Every attribution (default: the most recent ones and how many more).")
     ] = False,
-    output: Output = Output(),
+    json: JsonOpt = False,
 ) -> None:
     with open_store(db, readonly=True) as store:
-        story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT)
+        story = queries.why(store, cause, run, recent=None if all_entries or json else RECENT)
         # said while the store is open: an entry a raw row made unreadable (an ``acc`` that is a
         # text) names that row, before anything is printed
-        said = [] if output.as_json else [_describe(entry) for entry in story.timeline]
-    if output.as_json:
+        said = [] if json else [_describe(entry) for entry in story.timeline]
+    if json:
         emit_json(story.to_dict())
         return
     console.print(text((cause, "bold"), f" ({story.story.node}): ", story.story.description))
@@ -209,7 +204,6 @@ def _data_line(data: dict[str, Any]) -> str:
     return shorten(shown, SHOWN_DATA)
 
 
-@output_options(json_help="Print one JSON document: the run, the events, whether more matched.")
 def events(
     db: DbOpt = None,
     run: RunOpt = None,
@@ -224,25 +218,27 @@ def events(
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream the events as JSON lines, one event a line.")] = False,
     follow: FollowOpt = False,
     until_round: UntilOpt = None,
-    output: Output = Output(),
+    json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")
+    ] = False,
 ) -> None:
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
-    if output.as_json and jsonl:
+    if json and jsonl:
         raise CLIError("give --json or --jsonl, not both")
     classes = _event_classes(event_types or [])
     if until_round is not None and not follow:
         raise CLIError("--until-round goes with --follow")
     wanted = EventFilter(classes, cause, failure, question, in_round)
     if follow:
-        _follow_events(db, run, wanted, output.as_json or jsonl, until_round)
+        _follow_events(db, run, wanted, json or jsonl, until_round)
         return
     with open_store(db, readonly=True) as store:
         page = list_events(store, run, wanted, limit)
     if jsonl:
         for e in page.events:
             emit_json(event_json(e))
-    elif output.as_json:
+    elif json:
         emit_json(page.to_json())
     else:
         _print_events(page)
@@ -352,18 +348,17 @@ def export(
     console.print(text(f"wrote {out} ({plural(n, 'event')} of run ", run_id, ")"), soft_wrap=True)
 
 
-@output_options()
 def verify(
     db: DbOpt = None,
     run: RunOpt = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Every run of the database.")] = False,
-    output: Output = Output(),
+    json: JsonOpt = False,
 ) -> None:
     if all_runs and run is not None:
         raise CLIError("give --run or --all, not both")
     with open_store(db, readonly=True) as store:
         verdicts = [verdict(store, run_id) for run_id in (store.runs() if all_runs else [resolve_run(store, run)])]
-    if output.as_json:
+    if json:
         shown = [_verdict_json(v) for v in verdicts]
         emit_json({"runs": shown} if all_runs else shown[0])
     else:
