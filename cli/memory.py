@@ -30,39 +30,40 @@ from diagevo.cli.follow import FollowOpt, UntilOpt, followed_run, say
 from diagevo.cli.safe import plain, text
 from diagevo.files.written import replaced
 from diagevo.interchange import as_run, export_lines, ingest_events, parse_lines
-from diagevo.memory.schedule import schedule
-from diagevo.memory.state import Memory
+from diagevo.memory.state import node_order
+from diagevo.results.memory import MemoryView
 from diagevo.text.parsing import file_lines, input_file
 from diagevo.text.untrusted import json_visible, shorten
 from diagevo.text.words import did_you_mean, plural
 from diagevo.views import queries
 from diagevo.views.events import EventFilter, event_json, follow_matching, list_events, shown_data
-from diagevo.views.memory import load_memory, resolve_run
-from diagevo.views.queries import memory_view
+from diagevo.views.memory import resolve_run
 from diagevo.views.stories import RECENT, Entry, Failure
 from diagevo.views.verify import verdict
 
 
-def render_memory(mem: Memory, title: str) -> None:
-    s = schedule(mem)
-    tree = Tree(text((title, "bold"), "  run ", mem.run))
-    for node in mem.nodes_in_order():
-        causes = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
-        branch = tree.add(
-            text((node.id, "bold cyan"), " ", node.label, "  ", (f"({plural(len(causes), 'cause')})", "dim"))
+def render_memory(view: MemoryView, title: str) -> None:
+    """M_t drawn from the library's query, the result ``--json`` prints: the tree and the JSON cannot disagree."""
+    causes = {c.cause_id: c for c in view.causes}
+    tree = Tree(text((title, "bold"), "  run ", view.run))
+    for node in sorted(view.nodes, key=lambda n: node_order(n.node_id)):
+        members = sorted(
+            (causes[i] for i in node.causes), key=lambda c: (c.state != "active", -c.frequency, c.cause_id)
         )
-        for c in causes:
-            style = "yellow" if c.active else "green"
-            p = f"  p={s.p[c.id]:.3f}" if c.id in s.p else ""
-            branch.add(text((f"{c.id} {c.state.value:8s} f={c.frequency}", style), p, "  ", c.description))
+        branch = tree.add(
+            text((node.node_id, "bold cyan"), " ", node.label, "  ", (f"({plural(len(members), 'cause')})", "dim"))
+        )
+        for c in members:
+            style = "yellow" if c.state == "active" else "green"
+            p = f"  p={view.p_next[c.cause_id]:.3f}" if c.cause_id in view.p_next else ""
+            branch.add(text((f"{c.cause_id} {c.state:8s} f={c.frequency}", style), p, "  ", c.description))
     console.print(tree)
     # F_t, then the reference F_1 of Eq. 1 (said once at t = 1, where the two are one figure)
-    reference = "   F_1 not fixed yet" if s.F1 is None else "" if mem.committed == 1 else f"   F_1 = {s.F1}"
+    reference = "   F_1 not fixed yet" if view.F1 is None else "" if view.t == 1 else f"   F_1 = {view.F1}"
     # numbers only, yet built as Text like every line here: nothing printed is read as markup
-    console.print(
-        text(f"F_{mem.committed} = {s.F}{reference}   k = {mem.k:g}   ε_{mem.committed + 1} = {s.epsilon:.4f}")
-    )
-    console.print(text(f"active {len(mem.active())}, mastered {len(mem.mastered())}, nodes {len(mem.nodes)}"))
+    console.print(text(f"F_{view.t} = {view.F}{reference}   k = {view.k:g}   ε_{view.t + 1} = {view.epsilon_next:.4f}"))
+    active = sum(c.state == "active" for c in view.causes)
+    console.print(text(f"active {active}, mastered {len(view.causes) - active}, nodes {len(view.nodes)}"))
 
 
 def replay(
@@ -72,21 +73,21 @@ def replay(
     json: JsonOpt = False,
 ) -> None:
     with open_store(db, readonly=True) as store:
-        mem = load_memory(store, resolve_run(store, run), at_round)
+        view = queries.memory_at(store, at_round, run)
     if json:
-        emit_json(memory_view(mem).to_dict())
+        emit_json(view.to_dict())
     else:
-        render_memory(mem, f"M_{at_round}")
+        render_memory(view, f"M_{at_round}")
 
 
 def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     with open_store(db, readonly=True) as store:
-        mem = load_memory(store, resolve_run(store, run))
+        current = queries.show(store, run)
     if json:
-        emit_json({**memory_view(mem).to_dict(), "open_round": mem.open_round})
+        emit_json(current.to_dict())
     else:
-        title = f"M_{mem.committed}" + (f" + round {mem.open_round} so far" if mem.open_round else "")
-        render_memory(mem, title)
+        title = f"M_{current.t}" + (f" + round {current.open_round} so far" if current.open_round else "")
+        render_memory(current, title)
 
 
 def _describe(entry: Entry) -> str:
