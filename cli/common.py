@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
@@ -229,57 +226,3 @@ def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
         "--db",
         without_password(db_url),
     ], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"
-
-
-@dataclass(frozen=True)
-class Output:
-    """What a read command was asked for besides its table: JSON instead (``--json``), and a
-    file to write too (``-o``/``--out``; None where the command has no such option or it was
-    not given)."""
-
-    as_json: bool = False
-    file: Path | None = None
-
-
-_Command = TypeVar("_Command", bound=Callable[..., Any])
-
-
-def output_options(
-    *, json_help: str = "Print machine-readable JSON.", file_help: str | None = None
-) -> Callable[[_Command], _Command]:
-    """The output options of a read command, declared once (as sqlite-utils' ``output_options``):
-    ``--json``, and with ``file_help`` ``--out``/``-o``. The command takes them as one
-    ``output: Output`` parameter; typer sees the two options in its place."""
-
-    def decorate(command: _Command) -> _Command:
-        signature = inspect.signature(command, eval_str=True)
-        options = [
-            inspect.Parameter(
-                "json",
-                inspect.Parameter.KEYWORD_ONLY,
-                default=False,
-                annotation=Annotated[bool, typer.Option("--json", help=json_help)],
-            )
-        ]
-        if file_help is not None:
-            options.append(
-                inspect.Parameter(
-                    "out",
-                    inspect.Parameter.KEYWORD_ONLY,
-                    default=None,
-                    annotation=Annotated[Path | None, typer.Option("--out", "-o", help=file_help)],
-                )
-            )
-        kept = [
-            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for n, p in signature.parameters.items() if n != "output"
-        ]
-
-        @functools.wraps(command)
-        def with_output(*args: Any, json: bool = False, out: Path | None = None, **kwargs: Any) -> Any:
-            return command(*args, output=Output(json, out), **kwargs)
-
-        with_output.__signature__ = signature.replace(parameters=[*kept, *options])  # type: ignore[attr-defined]
-        with_output.__annotations__ = {p.name: p.annotation for p in [*kept, *options]}
-        return with_output  # type: ignore[return-value]
-
-    return decorate

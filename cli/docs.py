@@ -24,7 +24,7 @@ from rich import box
 from rich.markdown import Markdown
 from rich.table import Table
 
-from diagevo.cli.common import Output, console, emit_json, output_options, spell
+from diagevo.cli.common import JsonOpt, console, emit_json, spell
 from diagevo.cli.reference import generators
 from diagevo.cli.safe import plain, text
 from diagevo.docs.pages import File, Pages, find, pages, shipped_file
@@ -33,7 +33,6 @@ from diagevo.docs.pages import text as page_text
 LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
 
 
-@output_options()
 def docs_command(
     ctx: typer.Context,
     page: Annotated[
@@ -50,15 +49,15 @@ def docs_command(
             "--path", help='Print only the file\'s path: cp "$(diagevo docs --path examples/verl_round.sh)" .'
         ),
     ] = False,
-    output: Output = Output(),
+    json: JsonOpt = False,
 ) -> None:
     listing = pages()
     if page is None:
-        _listing(listing, path, output)
+        _listing(listing, path, json)
         return
     file = shipped_file(page, listing)
     if file is not None:
-        _file(file, path, output)
+        _file(file, path, json)
         return
     found = find(page, listing)
     if path:
@@ -66,7 +65,7 @@ def docs_command(
         return
 
     markdown = page_text(found, generators(ctx.find_root().command))
-    if output.as_json:
+    if json:
         emit_json({**found.to_dict(), "markdown": markdown})
     elif console.is_terminal:
         console.print(Markdown(for_terminal(markdown, found.name), hyperlinks=False))
@@ -74,19 +73,19 @@ def docs_command(
         sys.stdout.write(plain(markdown, newlines=True, limit=None))
 
 
-def _file(file: File, path: bool, output: Output) -> None:
+def _file(file: File, path: bool, as_json: bool) -> None:
     if path:
         sys.stdout.write(plain(str(file.path), limit=None) + "\n")
         return
     content = file.path.read_text(encoding="utf-8")
-    if output.as_json:
+    if as_json:
         emit_json({**file.to_dict(), "text": content})
     else:
         sys.stdout.write(plain(content, newlines=True, limit=None))
 
 
-def _listing(listing: Pages, path: bool, output: Output) -> None:
-    if output.as_json:
+def _listing(listing: Pages, path: bool, as_json: bool) -> None:
+    if as_json:
         emit_json(listing.to_dict())
         return
     if path:

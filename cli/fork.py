@@ -11,11 +11,9 @@ from diagevo.cli.common import (
     CLIError,
     DbOpt,
     JsonOpt,
-    Output,
     console,
     emit_json,
     open_store,
-    output_options,
     round_from_0,
     spell,
 )
@@ -59,7 +57,6 @@ def fork(
     )
 
 
-@output_options()
 def diff(
     runs: Annotated[list[str], typer.Option("--run", help="Two runs to compare (give --run twice).")],
     at_round: Annotated[
@@ -67,13 +64,13 @@ def diff(
         typer.Option("--round", callback=round_from_0, help="Compare M_t of this round (default: each run's last)."),
     ] = None,
     db: DbOpt = None,
-    output: Output = Output(),
+    json: JsonOpt = False,
 ) -> None:
     if len(runs) != 2:
         raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
     with open_store(db, readonly=True) as store:
         d = diff_runs(store, runs[0], runs[1], at_round).to_dict()
-    if output.as_json:
+    if json:
         emit_json(d)
         return
     console.print(_schedule_table(d, runs[0], runs[1]))

@@ -19,12 +19,10 @@ from diagevo.cli.common import (
     CLIError,
     DbOpt,
     JsonOpt,
-    Output,
     RunOpt,
     console,
     emit_json,
     open_store,
-    output_options,
     round_from_0,
 )
 from diagevo.cli.fixes import call_args, spell_call
@@ -32,65 +30,64 @@ from diagevo.cli.follow import FollowOpt, UntilOpt, followed_run, say
 from diagevo.cli.safe import plain, text
 from diagevo.files.written import replaced
 from diagevo.interchange import as_run, export_lines, ingest_events, parse_lines
-from diagevo.memory.schedule import schedule
-from diagevo.memory.state import Memory
+from diagevo.memory.state import node_order
+from diagevo.results.memory import MemoryView
 from diagevo.text.parsing import file_lines, input_file
 from diagevo.text.untrusted import json_visible, shorten
 from diagevo.text.words import did_you_mean, plural
 from diagevo.views import queries
 from diagevo.views.events import EventFilter, event_json, follow_matching, list_events, shown_data
-from diagevo.views.memory import load_memory, resolve_run
-from diagevo.views.queries import memory_view
+from diagevo.views.memory import resolve_run
 from diagevo.views.stories import RECENT, Entry, Failure
 from diagevo.views.verify import verdict
 
 
-def render_memory(mem: Memory, title: str) -> None:
-    s = schedule(mem)
-    tree = Tree(text((title, "bold"), "  run ", mem.run))
-    for node in mem.nodes_in_order():
-        causes = sorted(mem.members(node.id), key=lambda c: (not c.active, -c.frequency, c.id))
-        branch = tree.add(
-            text((node.id, "bold cyan"), " ", node.label, "  ", (f"({plural(len(causes), 'cause')})", "dim"))
+def render_memory(view: MemoryView, title: str) -> None:
+    """M_t drawn from the library's query, the result ``--json`` prints: the tree and the JSON cannot disagree."""
+    causes = {c.cause_id: c for c in view.causes}
+    tree = Tree(text((title, "bold"), "  run ", view.run))
+    for node in sorted(view.nodes, key=lambda n: node_order(n.node_id)):
+        members = sorted(
+            (causes[i] for i in node.causes), key=lambda c: (c.state != "active", -c.frequency, c.cause_id)
         )
-        for c in causes:
-            style = "yellow" if c.active else "green"
-            p = f"  p={s.p[c.id]:.3f}" if c.id in s.p else ""
-            branch.add(text((f"{c.id} {c.state.value:8s} f={c.frequency}", style), p, "  ", c.description))
+        branch = tree.add(
+            text((node.node_id, "bold cyan"), " ", node.label, "  ", (f"({plural(len(members), 'cause')})", "dim"))
+        )
+        for c in members:
+            style = "yellow" if c.state == "active" else "green"
+            p = f"  p={view.p_next[c.cause_id]:.3f}" if c.cause_id in view.p_next else ""
+            branch.add(text((f"{c.cause_id} {c.state:8s} f={c.frequency}", style), p, "  ", c.description))
     console.print(tree)
     # F_t, then the reference F_1 of Eq. 1 (said once at t = 1, where the two are one figure)
-    reference = "   F_1 not fixed yet" if s.F1 is None else "" if mem.committed == 1 else f"   F_1 = {s.F1}"
+    reference = "   F_1 not fixed yet" if view.F1 is None else "" if view.t == 1 else f"   F_1 = {view.F1}"
     # numbers only, yet built as Text like every line here: nothing printed is read as markup
-    console.print(
-        text(f"F_{mem.committed} = {s.F}{reference}   k = {mem.k:g}   ε_{mem.committed + 1} = {s.epsilon:.4f}")
-    )
-    console.print(text(f"active {len(mem.active())}, mastered {len(mem.mastered())}, nodes {len(mem.nodes)}"))
+    console.print(text(f"F_{view.t} = {view.F}{reference}   k = {view.k:g}   ε_{view.t + 1} = {view.epsilon_next:.4f}"))
+    active = sum(c.state == "active" for c in view.causes)
+    console.print(text(f"active {active}, mastered {len(view.causes) - active}, nodes {len(view.nodes)}"))
 
 
-@output_options()
 def replay(
     at_round: Annotated[int, typer.Option("--round", "-r", callback=round_from_0, help="Committed round to rebuild.")],
     db: DbOpt = None,
     run: RunOpt = None,
-    output: Output = Output(),
+    json: JsonOpt = False,
 ) -> None:
     with open_store(db, readonly=True) as store:
-        mem = load_memory(store, resolve_run(store, run), at_round)
-    if output.as_json:
-        emit_json(memory_view(mem).to_dict())
+        view = queries.memory_at(store, at_round, run)
+    if json:
+        emit_json(view.to_dict())
     else:
-        render_memory(mem, f"M_{at_round}")
+        render_memory(view, f"M_{at_round}")
 
 
-@output_options()
-def show(db: DbOpt = None, run: RunOpt = None, output: Output = Output()) -> None:
+def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     with open_store(db, readonly=True) as store:
-        mem = load_memory(store, resolve_run(store, run))
-    if output.as_json:
-        emit_json({**memory_view(mem).to_dict(), "open_round": mem.open_round})
+        current = queries.show(store, run)
+    if json:
+        emit_json(current.to_dict())
     else:
-        title = f"M_{mem.committed}" + (f" + round {mem.open_round} so far" if mem.open_round else "")
-        render_memory(mem, title)
+        title = f"M_{current.t}" + (f" + round {current.open_round} so far" if current.open_round else "")
+        render_memory(current, title)
 
 
 def _describe(entry: Entry) -> str:
@@ -113,7 +110,6 @@ def _describe(entry: Entry) -> str:
             return f"node {entry.from_node} merged: {absorbed} into {survivor} as '{label}'"
 
 
-@output_options()
 def why(
     cause: Annotated[str, typer.Argument(help="Cause id, e.g. C12.")],
     db: DbOpt = None,
@@ -121,14 +117,14 @@ def why(
     all_entries: Annotated[
         bool, typer.Option("--all", help="Every attribution (default: the most recent ones and how many more).")
     ] = False,
-    output: Output = Output(),
+    json: JsonOpt = False,
 ) -> None:
     with open_store(db, readonly=True) as store:
-        story = queries.why(store, cause, run, recent=None if all_entries or output.as_json else RECENT)
+        story = queries.why(store, cause, run, recent=None if all_entries or json else RECENT)
         # said while the store is open: an entry a raw row made unreadable (an ``acc`` that is a
         # text) names that row, before anything is printed
-        said = [] if output.as_json else [_describe(entry) for entry in story.timeline]
-    if output.as_json:
+        said = [] if json else [_describe(entry) for entry in story.timeline]
+    if json:
         emit_json(story.to_dict())
         return
     console.print(text((cause, "bold"), f" ({story.story.node}): ", story.story.description))
@@ -209,7 +205,6 @@ def _data_line(data: dict[str, Any]) -> str:
     return shorten(shown, SHOWN_DATA)
 
 
-@output_options(json_help="Print one JSON document: the run, the events, whether more matched.")
 def events(
     db: DbOpt = None,
     run: RunOpt = None,
@@ -224,25 +219,27 @@ def events(
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream the events as JSON lines, one event a line.")] = False,
     follow: FollowOpt = False,
     until_round: UntilOpt = None,
-    output: Output = Output(),
+    json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document: the run, the events, whether more matched.")
+    ] = False,
 ) -> None:
     if limit < 0:
         raise CLIError(f"--limit {limit}: use 0 (all) or a positive number")
-    if output.as_json and jsonl:
+    if json and jsonl:
         raise CLIError("give --json or --jsonl, not both")
     classes = _event_classes(event_types or [])
     if until_round is not None and not follow:
         raise CLIError("--until-round goes with --follow")
     wanted = EventFilter(classes, cause, failure, question, in_round)
     if follow:
-        _follow_events(db, run, wanted, output.as_json or jsonl, until_round)
+        _follow_events(db, run, wanted, json or jsonl, until_round)
         return
     with open_store(db, readonly=True) as store:
         page = list_events(store, run, wanted, limit)
     if jsonl:
         for e in page.events:
             emit_json(event_json(e))
-    elif output.as_json:
+    elif json:
         emit_json(page.to_json())
     else:
         _print_events(page)
@@ -352,18 +349,17 @@ def export(
     console.print(text(f"wrote {out} ({plural(n, 'event')} of run ", run_id, ")"), soft_wrap=True)
 
 
-@output_options()
 def verify(
     db: DbOpt = None,
     run: RunOpt = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Every run of the database.")] = False,
-    output: Output = Output(),
+    json: JsonOpt = False,
 ) -> None:
     if all_runs and run is not None:
         raise CLIError("give --run or --all, not both")
     with open_store(db, readonly=True) as store:
         verdicts = [verdict(store, run_id) for run_id in (store.runs() if all_runs else [resolve_run(store, run)])]
-    if output.as_json:
+    if json:
         shown = [_verdict_json(v) for v in verdicts]
         emit_json({"runs": shown} if all_runs else shown[0])
     else:

@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from diagevo.cli.common import DbOpt, Output, console, emit_json, open_store, output_options, spell
+from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
 from diagevo.cli.safe import plain
 from diagevo.rounds import note_run, tag_run
 from diagevo.text.untrusted import shorten
@@ -30,8 +30,7 @@ STATUS_STYLE = {
 
 
 @runs_app.callback()
-@output_options()
-def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> None:
+def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
     """List the runs: id, trainer, status (complete, in progress, interrupted: diagevo train's,
     resumable; open round t: another trainer's, waiting for it; forked: not continued; what-if:
     a run's memory re-decided under other settings, memory whatif), rounds
@@ -42,7 +41,7 @@ def runs(ctx: typer.Context, db: DbOpt = None, output: Output = Output()) -> Non
 
     with open_store(db, readonly=True) as store:
         found = summaries(store)
-    if output.as_json:
+    if json:
         emit_json({"runs": [r.to_json() for r in found]})
         return
     if not found:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -13,13 +14,12 @@ from rich.text import Text
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
-    Output,
+    JsonOpt,
     RunOpt,
     WideOpt,
     console,
     emit_json,
     open_store,
-    output_options,
 )
 from diagevo.cli.follow import FollowOpt, UntilOpt, follow_rows
 from diagevo.cli.safe import plain, text
@@ -98,7 +98,6 @@ def stats_columns(rows: Sequence[JsonRow], metrics: Sequence[str]) -> tuple[list
     return cols, heads, sorted(range(len(cols)), key=importance)
 
 
-@output_options(file_help="Also write the rows to this file (.csv, or .parquet where polars is installed).")
 def stats(
     db: DbOpt = None,
     run: RunOpt = None,
@@ -113,32 +112,36 @@ def stats(
             "completion length, learning rate, grad norm, as TRL names them), challenger and solver apart.",
         ),
     ] = False,
-    output: Output = Output(),
+    json: JsonOpt = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Also write the rows to this file (.csv, or .parquet where polars is installed)."
+        ),
+    ] = None,
 ) -> None:
     if steps:
-        if output.file is not None:
+        if out is not None:
             raise CLIError("--steps goes without -o (memory stats --steps --json has the rows)")
-        _step_stats(db, run, output.as_json, wide, follow, until_round)
+        _step_stats(db, run, json, wide, follow, until_round)
         return
 
-    if output.file is not None and output.file.suffix.lower() not in TABLE_SUFFIXES:
-        raise CLIError(
-            f"{output.file}: write the rows as a .csv or .parquet file (not {output.file.suffix or 'no suffix'})"
-        )
+    if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
+        raise CLIError(f"{out}: write the rows as a .csv or .parquet file (not {out.suffix or 'no suffix'})")
     if until_round is not None and not follow:
         raise CLIError("--until-round goes with --follow")
     if follow:
-        if output.file is not None:
+        if out is not None:
             raise CLIError("give --follow or -o, not both")
         rounds = partial(follow_stats, until_round=until_round)
-        follow_rows(db, run, ": a line per committed round", output.as_json, rounds, _round_line)
+        follow_rows(db, run, ": a line per committed round", json, rounds, _round_line)
         return
     with open_store(db, readonly=True) as store:
         result = queries.stats(store, run)
     run_id, rows = result.run, result.rounds
-    if output.file is not None:
-        write_rows(output.file, [*COLUMNS, *result.metrics], rows)
-    if output.as_json:
+    if out is not None:
+        write_rows(out, [*COLUMNS, *result.metrics], rows)
+    if json:
         emit_json(result.to_dict())
         return
     if not rows:
@@ -147,8 +150,8 @@ def stats(
         cols, heads, keep = stats_columns(rows, result.metrics)
         cells = [[_cell(r.get(c)) for c in cols] for r in rows]
         print_fitted(console, heads, cells, title=text(f"run {run_id}"), wide=wide, legend=_LEGEND, priority=keep)
-    if output.file is not None:
-        console.print(text(f"wrote {output.file} ({plural(len(rows), 'round')})"))
+    if out is not None:
+        console.print(text(f"wrote {out} ({plural(len(rows), 'round')})"))
 
 
 _STEP_HEADS = {
@@ -212,34 +215,36 @@ def _cell(v: Any) -> str:
     return f"{v:.3f}" if isinstance(v, float) else "-" if v is None else str(v)
 
 
-@output_options(file_help="Also write the figure (.svg) or the series (.csv) to this file.")
 def plot(
     db: DbOpt = None,
     run: RunOpt = None,
-    output: Output = Output(),
+    json: JsonOpt = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Also write the figure (.svg) or the series (.csv) to this file.")
+    ] = None,
 ) -> None:
-    suffix = output.file.suffix.lower() if output.file is not None else ""
-    if output.file is not None and suffix not in (".svg", ".csv"):
-        raise CLIError(f"{output.file}: write a .svg figure (no PNG: a browser converts the SVG) or the series as .csv")
+    suffix = out.suffix.lower() if out is not None else ""
+    if out is not None and suffix not in (".svg", ".csv"):
+        raise CLIError(f"{out}: write a .svg figure (no PNG: a browser converts the SVG) or the series as .csv")
     with open_store(db, readonly=True) as store:
         result = queries.lifecycle(store, run)
     run_id = result.run
     rows: list[dict[str, Any]] = [dict(r) for r in result.series]  # the memory's columns: numbers
     if not rows:
-        if output.file is not None:
-            raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {output.file} not written")
-        if output.as_json:
+        if out is not None:
+            raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {out} not written")
+        if json:
             emit_json({"run": run_id, "series": []})
         else:
             console.print(text(f"run {run_id} has no committed round yet: nothing to plot"))
         return
-    if output.file is not None and suffix == ".csv":
-        write_rows(output.file, list(rows[0]), rows)
-    elif output.file is not None:
+    if out is not None and suffix == ".csv":
+        write_rows(out, list(rows[0]), rows)
+    elif out is not None:
         from diagevo.report.figures import lifecycle
 
-        write_replacing(output.file, lifecycle(rows, title=f"Memory lifecycle, run {run_id}"))
-    if output.as_json:
+        write_replacing(out, lifecycle(rows, title=f"Memory lifecycle, run {run_id}"))
+    if json:
         emit_json(result.to_dict())
         return
     top = max(1, *(r["active"] + r["mastered"] for r in rows))
@@ -262,5 +267,5 @@ def plot(
             )
         )
     console.print(text(("act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1", "dim")))
-    if output.file is not None:
-        console.print(text(f"wrote {output.file}"))
+    if out is not None:
+        console.print(text(f"wrote {out}"))

@@ -355,7 +355,7 @@ def test_json_alone_on_stdout_whatever_a_library_prints(
     """A library printing on stdout during a --json command (DeepSpeed's logger does on its first
     import, when installed) reaches stderr: stdout holds the JSON alone, and once the command is
     done stdout is stdout again."""
-    import diagevo.cli.memory as views  # where `memory show` finds the library's resolve_run
+    import diagevo.views.queries as views  # where `memory show` (the library's query) finds resolve_run
 
     assert run_cli(capsys, "memory", "ingest", str(write(tmp_path, case_study())), "--db", db)[0] == 0
     resolve_run = views.resolve_run

@@ -165,12 +165,12 @@ def test_loads_bounds_depth_without_recursion() -> None:
 def test_a_bug_is_named_as_one_with_its_traceback_in_a_file(
     world: dict[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import diagevo.cli.memory
+    import diagevo.views.queries
 
     def broken(*_: object, **__: object) -> None:
         raise KeyError("a bug")
 
-    monkeypatch.setattr(diagevo.cli.memory, "load_memory", broken)  # the name `memory show` calls
+    monkeypatch.setattr(diagevo.views.queries, "load_memory", broken)  # the name `memory show`'s query calls
     monkeypatch.delenv("DIAGEVO_TRACEBACK", raising=False)
     code, _, err = run_cli(capsys, "memory", "show", "--db", world["db"], "--run", RUN)
     assert code == 70

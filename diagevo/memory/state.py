@@ -40,6 +40,15 @@ class Node:
     label: str
 
 
+def node_order(node_id: str) -> tuple[int, int, str]:
+    """The sort key of a skill node's id, as people count them: N2 before N10; an id of another
+    shape (a log written by hand) after them, in text order. Only ASCII digits count:
+    ``'N²'.isdigit()`` holds but ``int('²')`` fails."""
+    digits = node_id[1:]
+    numbered = digits.isascii() and digits.isdigit() and len(digits) < 19
+    return (0, int(digits), "") if numbered else (1, 0, node_id)
+
+
 @dataclass(frozen=True, slots=True)
 class Memory:
     """The memory of one run after some prefix of its log.
@@ -78,16 +87,8 @@ class Memory:
         return [c for c in self.causes.values() if c.node == node_id]
 
     def nodes_in_order(self) -> list[Node]:
-        """The skill nodes as people count them: N2 before N10; an id of another shape (a log
-        written by hand) after them, in text order. Only ASCII digits count: ``'N²'.isdigit()``
-        holds but ``int('²')`` fails."""
-
-        def key(node: Node) -> tuple[int, int, str]:
-            digits = node.id[1:]
-            numbered = digits.isascii() and digits.isdigit() and len(digits) < 19
-            return (0, int(digits), "") if numbered else (1, 0, node.id)
-
-        return sorted(self.nodes.values(), key=key)
+        """The skill nodes as people count them: N2 before N10, ids of another shape after them (``node_order``)."""
+        return sorted(self.nodes.values(), key=lambda node: node_order(node.id))
 
     def next_cause_id(self) -> str:
         return f"C{self.n_causes_created + 1}"
