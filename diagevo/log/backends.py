@@ -5,6 +5,7 @@ Everything dialect-specific lives in those modules."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import import_module
@@ -14,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.log.errors import MissingDatabase, StoreError
 from diagevo.log.recorder import Recorder
-from diagevo.runtime.lazy import sa_exc
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url
 
@@ -25,12 +25,20 @@ if TYPE_CHECKING:
 _MODULES = {"sqlite": "diagevo.log.sqlite", "postgresql": "diagevo.log.postgres", "memory": "diagevo.log.inmemory"}
 
 
+def sqlalchemy_errors(*names: str) -> tuple[type[Exception], ...]:
+    """SQLAlchemy's exception classes ``names``, or none while SQLAlchemy is not loaded: a log
+    opened without it (SQLite's read path) cannot raise them, and importing it only to name them
+    in an ``except`` would cost every read command its import."""
+    module = sys.modules.get("sqlalchemy.exc")
+    return tuple(getattr(module, name) for name in names) if module else ()
+
+
 def normalise_url(url: str) -> URL:
     from sqlalchemy.engine import make_url
 
     try:
         u = make_url(url)
-    except sa_exc.ArgumentError:
+    except sqlalchemy_errors("ArgumentError"):
         raise StoreError(f"invalid database URL {redact_url(url)!r}{_sqlite_hint(url)}") from None
     if u.drivername.split("+", 1)[0] == "postgres":  # libpq's other spelling, which SQLAlchemy refuses
         u = u.set(drivername="postgresql" + u.drivername[len("postgres") :])
@@ -114,7 +122,7 @@ def make_engine(url: str, wal: Callable[[], bool] = lambda: False, *, readonly: 
         raise StoreError(f"{redact_url(url)} is not a SQL database")
     try:
         return module.make_engine(u, wal, readonly)  # type: ignore[no-any-return]
-    except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as exc:
+    except sqlalchemy_errors("ArgumentError", "NoSuchModuleError") + (ImportError,) as exc:
         raise StoreError(f"cannot use database URL {redact_url(url)!r}: {error_line(exc)}") from None
 
 
@@ -132,7 +140,7 @@ def cannot_open(url: str, exc: BaseException) -> StoreError:
 def connect(engine: Engine, url: str) -> Iterator[Connection]:
     try:
         conn = engine.connect()
-    except sa_exc.DBAPIError as exc:
+    except sqlalchemy_errors("DBAPIError") as exc:
         raise cannot_open(url, exc) from None
     with conn:
         yield conn

@@ -15,12 +15,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import create_engine
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, Engine
 
 from diagevo.log.errors import LockTimeout, StoreError
 from diagevo.log.recorder import FETCH, busy
 from diagevo.log.sql import EVENT_COLUMNS, SQLRecorder
-from diagevo.runtime.lazy import sa_exc
 from diagevo.text.urls import redact_url
 
 # psycopg logs "error ignored ..." when cleaning up after a failed statement; the store turns the

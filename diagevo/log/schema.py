@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from diagevo.errors import Call
-from diagevo.log.backends import connect, dialect_of, make_engine, missing_database
+from diagevo.log.backends import connect, dialect_of, make_engine, missing_database, sqlalchemy_errors
 from diagevo.log.errors import LockTimeout, SchemaOutdated, StoreError
 from diagevo.log.recorder import LOCK_WAIT_S
-from diagevo.runtime.lazy import sa_exc
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url
 
@@ -80,7 +79,7 @@ def revision_if_plain(engine: Engine, url: str) -> str | None:
         try:
             rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
             conn.exec_driver_sql("SELECT seq, event_id, run_id, data, hash FROM events WHERE 1 = 0").fetchall()
-        except sa_exc.DBAPIError:
+        except sqlalchemy_errors("DBAPIError"):
             return None
     return str(rows[0][0]) if len(rows) == 1 else None
 
@@ -175,7 +174,7 @@ def migration_tx(engine: Engine, url: str, lock_wait_s: float = LOCK_WAIT_S) -> 
             with conn.begin():
                 dialect.lock(conn, MIGRATE_LOCK_KEY, lock_wait_s)
                 yield conn
-        except sa_exc.DBAPIError as exc:
+        except sqlalchemy_errors("DBAPIError") as exc:
             if not dialect.lock_timed_out(exc):
                 raise
             holder = dialect.lock_holder(conn, MIGRATE_LOCK_KEY) or "a session that has ended since"
@@ -202,7 +201,7 @@ def revision_status(url: str) -> RevisionStatus:
     engine = make_engine(url, readonly=True)
     try:
         return consistent_status(engine, url)
-    except sa_exc.DBAPIError as exc:
+    except sqlalchemy_errors("DBAPIError") as exc:
         raise StoreError(f"cannot read the revision of {redact_url(url)}: {error_line(exc)}") from None
     finally:
         engine.dispose()
@@ -223,7 +222,7 @@ def upgrade(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) ->
 
             after = MigrationContext.configure(conn).get_current_revision()
         return before.current, after
-    except sa_exc.DBAPIError as exc:
+    except sqlalchemy_errors("DBAPIError") as exc:
         raise StoreError(f"upgrade of {redact_url(url)} failed: {error_line(exc)}") from None
     finally:
         engine.dispose()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import type_names
 from diagevo.log import schema
-from diagevo.log.backends import cannot_open, connect, dialect_of, make_engine, missing_database
+from diagevo.log.backends import cannot_open, connect, dialect_of, make_engine, missing_database, sqlalchemy_errors
 from diagevo.log.chain import COLUMNS, GENESIS_HASH, Appended, Prepared, chain
 from diagevo.log.errors import StoreError
 from diagevo.log.recorder import (
@@ -30,7 +30,6 @@ from diagevo.log.recorder import (
     stored_data,
 )
 from diagevo.log.stored import loads_state
-from diagevo.runtime.lazy import sa_exc
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url
 
@@ -62,7 +61,7 @@ class SQLRecorder(Recorder):
         self._engine = make_engine(url, wal=lambda: self._ours, readonly=readonly)
         try:
             self._ensure_schema(migrate_empty and create)
-        except sa_exc.DBAPIError as exc:
+        except sqlalchemy_errors("DBAPIError") as exc:
             self._engine.dispose()
             raise cannot_open(url, exc) from None
         except StoreError:
@@ -97,7 +96,7 @@ class SQLRecorder(Recorder):
         cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * len(COLUMNS))})", rows)
 
     def _is_dbapi_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, self._engine.dialect.loaded_dbapi.Error) or isinstance(exc, sa_exc.DBAPIError)
+        return isinstance(exc, (self._engine.dialect.loaded_dbapi.Error, *sqlalchemy_errors("DBAPIError")))
 
     def _trusted_writers(self) -> str:
         """A condition on ``views.writer``: the saved states this connection may read."""
@@ -148,7 +147,7 @@ class SQLRecorder(Recorder):
         """A raw DBAPI cursor in a read transaction that is rolled back."""
         try:
             raw = self._engine.raw_connection()
-        except sa_exc.DBAPIError as exc:
+        except sqlalchemy_errors("DBAPIError") as exc:
             raise cannot_open(self.url, exc) from None
         try:
             cur = self._open_cursor(raw, stream)
