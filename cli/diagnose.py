@@ -35,7 +35,7 @@ from diagevo.diagnosis.pipeline import diagnose as diagnose_round
 from diagevo.diagnosis.pipeline import failures_from_records
 from diagevo.diagnosis.tools import check_endpoints, diagnosis_config, diagnostician_for, embedder_for, vector_index
 from diagevo.errors import require
-from diagevo.log import Recorder
+from diagevo.log import EventReader, Recorder
 from diagevo.rounds import Round, round_state
 from diagevo.text.formats import FailureLine, read_lines
 from diagevo.text.parsing import file_lines, input_file, quoted
@@ -190,7 +190,7 @@ def diagnose(
     console.print(_summary_table(summary, heuristic))
 
 
-def _failures(store: Recorder, rnd: Any, failures_file: Path | None, from_verl: Path | None) -> list[dict[str, Any]]:
+def _failures(store: EventReader, rnd: Any, failures_file: Path | None, from_verl: Path | None) -> list[dict[str, Any]]:
     """The failures to diagnose, as FAILURES.jsonl lines: the file's, or those of verl's dump."""
     if from_verl is not None:
         return [dict(f) for f in rollout_failures(store, rnd.run, from_verl, t=rnd.t)]

@@ -36,7 +36,7 @@ from diagevo.catalog import (
 )
 from diagevo.errors import Argument, BadInput, NotFound, require
 from diagevo.files.written import building, export_dir, write_replacing, write_table
-from diagevo.log import Recorder
+from diagevo.log import EventReader, Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
 from diagevo.rounds.questions import logged_questions
@@ -84,7 +84,7 @@ class Exported:
     files: list[ExportedFile] = field(default_factory=list)
 
 
-def questions(store: Recorder, run: str, upto: int, retained_only: bool) -> pl.DataFrame:
+def questions(store: EventReader, run: str, upto: int, retained_only: bool) -> pl.DataFrame:
     """One row per scored question of rounds 1..``upto``, with its cause's promotion score."""
     logged = logged_questions(store, run, upto=upto)
     promoted = {
@@ -105,7 +105,7 @@ def questions(store: Recorder, run: str, upto: int, retained_only: bool) -> pl.D
     return _frame(out, "questions")
 
 
-def failures(store: Recorder, run: str, upto: int) -> pl.DataFrame:
+def failures(store: EventReader, run: str, upto: int) -> pl.DataFrame:
     """One row per recorded failure of rounds 1..``upto``, with its diagnosis and attribution."""
     types = (FailureRecorded, FailureDiagnosed, DiagnosisFailed, FailureAttributed, CauseCreated)
     rows: dict[str, dict[str, Any]] = {}

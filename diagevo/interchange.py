@@ -156,7 +156,7 @@ def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list
 
 
 def _fork_refusal(
-    store: Recorder, ev: EventIn, forked: RunForked, held: bool, in_file: set[str]
+    store: EventReader, ev: EventIn, forked: RunForked, held: bool, in_file: set[str]
 ) -> tuple[str, str] | None:
     """A ``run.forked`` opens a run the file creates (a fork's or a what-if's copy), of a source
     held here (its commit's hash checked) or in the same file (checked by ``memory verify``)."""

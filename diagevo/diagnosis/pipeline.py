@@ -26,7 +26,7 @@ from diagevo.diagnosis.stages import DiagnosisPass
 from diagevo.diagnosis.summary import DiagnosisSummary
 from diagevo.errors import BadInput, DiagnosticianBroken, DiagnosticianDown
 from diagevo.generation.openai_client import unanswered
-from diagevo.log import Recorder
+from diagevo.log import EventReader, Recorder
 from diagevo.memory.state import Memory
 from diagevo.rounds import (
     FailureRecord,
@@ -98,7 +98,7 @@ def _check_inputs(failures: Sequence[FailureInput], memory: Memory) -> None:
             raise BadInput(f"failure {f.failure_id!r}: unknown known cause {unknown[0]!r}")
 
 
-def refuse_contradictions(store: Recorder, run: str, t: int, failures: Sequence[FailureInput]) -> None:
+def refuse_contradictions(store: EventReader, run: str, t: int, failures: Sequence[FailureInput]) -> None:
     """:class:`BadInput` naming the first given failure whose question text, pseudo-label or
     known causes differ from those round ``t`` recorded for its question: the diagnosis would
     explain a failure the log does not hold (a question the round does not hold is left to
@@ -171,7 +171,7 @@ def failures_from_records(records: Iterable[dict[str, Any]]) -> list[FailureInpu
     ]
 
 
-def failure_inputs(store: Recorder, run: str, t: int) -> list[FailureInput]:
+def failure_inputs(store: EventReader, run: str, t: int) -> list[FailureInput]:
     """The failures recorded in round ``t``, with their questions, as diagnosis inputs."""
     questions = {q.question_id: q for q in logged_questions(store, run, t=t)}
     recorded = of_type(FailureRecorded, store.rows(run, types=(FailureRecorded,), in_round=t, texts=True))

@@ -26,7 +26,7 @@ from diagevo.eval.config import EvalConfig
 from diagevo.eval.runner import BenchResult, evaluate
 from diagevo.files.written import plain_name
 from diagevo.generation import Engine
-from diagevo.log import Recorder
+from diagevo.log import EventReader, Recorder
 from diagevo.log.paths import run_name
 from diagevo.rounds import record_retrospective
 from diagevo.runtime.progress import ProgressFn, no_progress
@@ -39,7 +39,7 @@ class RunEvalError(BadInput):
     """A run whose checkpoints cannot be evaluated as asked."""
 
 
-def solver_models(store: Recorder, run: str) -> dict[int, str]:
+def solver_models(store: EventReader, run: str) -> dict[int, str]:
     """Round -> the solver to evaluate: the base model for round 0, then the solver checkpoint
     of every committed round, as its log names it."""
     config = MethodConfig()  # no run.started: the simulator's defaults, no language model to evaluate
@@ -71,7 +71,7 @@ def solver_models(store: Recorder, run: str) -> dict[int, str]:
     return models
 
 
-def pruned_solvers(store: Recorder, run: str) -> dict[int, Any]:
+def pruned_solvers(store: EventReader, run: str) -> dict[int, Any]:
     """Round -> the ``checkpoint.pruned`` event that deleted its solver checkpoint."""
     gone = pruned_checkpoints(store, run)
     return {

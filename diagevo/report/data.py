@@ -26,7 +26,7 @@ from diagevo.catalog import (
     TrainStep,
 )
 from diagevo.curriculum.stats import question_stats
-from diagevo.log import Recorder
+from diagevo.log import EventReader, Recorder
 from diagevo.memory.fold import InvariantError, Row
 from diagevo.memory.state import Memory
 from diagevo.views.memory import commit_memories, load_memory
@@ -166,7 +166,7 @@ class _Scanned:
 _SCANNED = frozenset((RunStarted, RoundCommitted, QuestionGenerated, EvalRecorded, CheckpointSelected, TrainStep))
 
 
-def _scan(store: Recorder, run: str) -> _Scanned:
+def _scan(store: EventReader, run: str) -> _Scanned:
     found = _Scanned()
     # the texts the report shows (questions, failures) are read back; the rest stays lean
     shown = {e.seq: e.data for e in store.rows(run, types=_SHOWN_TEXTS, texts=True)}

@@ -11,7 +11,7 @@ from diagevo.catalog import (
 )
 from diagevo.catalog import ids as keys
 from diagevo.errors import BadInput, Conflict, NotFound, start_call
-from diagevo.log import AppendResult, EventRow, Recorder
+from diagevo.log import AppendResult, EventReader, EventRow, Recorder
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
@@ -58,7 +58,7 @@ def append_decision(store: Recorder, run: str, decide: Callable[[Reader], Sequen
         raise unknown_run(store, run) from None
 
 
-def unknown_run(store: Recorder, run: str) -> UnknownRun:
+def unknown_run(store: EventReader, run: str) -> UnknownRun:
     """``no run 'huer' in URL (did you mean 'heur'?): start it ...``: the Python call for a
     Python caller, ``round start`` on the command line."""
     runs = store.runs()

@@ -18,7 +18,7 @@ from diagevo.rounds.protocol import ProtocolError
 from diagevo.text.parsing import quoted
 
 if TYPE_CHECKING:
-    from diagevo.log import Recorder
+    from diagevo.log import EventReader
 
 PURPOSES = {"curriculum": ("cur-requests", "q"), "challenger": ("chal-requests", "c")}
 
@@ -170,7 +170,7 @@ class LoggedQuestion:
 
 
 def logged_questions(
-    store: Recorder,
+    store: EventReader,
     run: str,
     *,
     t: int | None = None,

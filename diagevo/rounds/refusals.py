@@ -22,7 +22,7 @@ from diagevo.catalog import (
     PhaseCompleted,
     TrainStep,
 )
-from diagevo.log import Recorder, payload
+from diagevo.log import EventReader, payload
 from diagevo.memory.counting import Ledger
 from diagevo.memory.fold import Draft
 from diagevo.memory.state import Memory
@@ -33,7 +33,7 @@ from diagevo.text.parsing import quoted
 from diagevo.views.counts import stored_tally
 
 
-def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[EventIn]) -> None:
+def refuse_other_content(store: EventReader, run: str, t: int, events: Sequence[EventIn]) -> None:
     """Refuse (:class:`ProtocolError`) when round ``t`` holds one of ``events``' ids with other
     data: a question id recorded again with another text, mode, cause or votes would leave the
     trainer holding a question the log does not (the same data again is a retry, skipped by the
@@ -62,7 +62,7 @@ def refuse_other_content(store: Recorder, run: str, t: int, events: Sequence[Eve
         )
 
 
-def refuse_reused_failures(store: Recorder, run: str, t: int, given: Mapping[str, Mapping[str, Any] | None]) -> None:
+def refuse_reused_failures(store: EventReader, run: str, t: int, given: Mapping[str, Mapping[str, Any] | None]) -> None:
     """Refuse failure ids the run holds in another round (recorded or diagnosed there), or in
     round ``t`` recorded with other content (``given[id]``: the record, None to skip that
     check). A failure id names one failure of the run: diagnosed twice it would be counted
@@ -119,7 +119,7 @@ def refuse_other_type(allowed: frozenset[type[Event]], name: str, what: str) -> 
         raise ProtocolError(f"{what} cannot be {quoted(name, 60)} (it takes {', '.join(sorted(names))})")
 
 
-def refuse_counted_twice(store: Recorder, run: str, events: Sequence[EventIn], memory: Memory | None = None) -> None:
+def refuse_counted_twice(store: EventReader, run: str, events: Sequence[EventIn], memory: Memory | None = None) -> None:
     """Refuse events that would count evidence twice or decide what no evidence stands behind
     (:mod:`diagevo.memory.counting`) against what the run holds: a failure diagnosed or
     attributed again, an attribution or a new cause of a failure the run never recorded or

@@ -22,7 +22,7 @@ from diagevo.catalog import (
 from diagevo.catalog import ids as keys
 from diagevo.config.sections import MethodConfig, config_changes, config_from_record
 from diagevo.errors import fork_call, resume_call, start_call
-from diagevo.log import Recorder
+from diagevo.log import EventReader, Recorder
 from diagevo.results import Json
 from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader, UnknownRun, append_decision, unknown_run
 from diagevo.rounds.state import round_state, state_from_rows
@@ -36,7 +36,7 @@ from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
 from diagevo.views.typed import of_type
 
 
-def run_config(store: Recorder, run: str) -> MethodConfig:
+def run_config(store: EventReader, run: str) -> MethodConfig:
     """The config recorded in the run's ``run.started`` (defaults for what it leaves out), with
     the latest ``run.configured`` applied: the one place the run's config is read from the log."""
     cfg = stored_config(store, run)
@@ -45,7 +45,7 @@ def run_config(store: Recorder, run: str) -> MethodConfig:
     return cfg
 
 
-def stored_config(store: Recorder, run: str) -> MethodConfig | None:
+def stored_config(store: EventReader, run: str) -> MethodConfig | None:
     """:func:`run_config`, or None for a run the log does not hold."""
     last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True), None)
     if last is None:
@@ -145,7 +145,7 @@ def start_run(
     return store.append_decided(decide).appended == 1
 
 
-def refuse_other_config(store: Recorder, run: str, record: Mapping[str, Any], seed: int) -> None:
+def refuse_other_config(store: EventReader, run: str, record: Mapping[str, Any], seed: int) -> None:
     """:class:`RunDiffers` when ``run`` holds a config or seed other than ``record`` and
     ``seed``, naming the fields that differ (how many rounds to train aside: a run may go on for
     more). Called from inside a decision, under the append lock."""
@@ -165,7 +165,7 @@ def refuse_other_config(store: Recorder, run: str, record: Mapping[str, Any], se
         )
 
 
-def run_trainer(store: Recorder, run: str) -> str | None:
+def run_trainer(store: EventReader, run: str) -> str | None:
     """The trainer the run's ``run.started`` names (a fork's: its source's); None for a log of
     an older diagevo, which did not record it."""
     started = next(of_type(RunStarted, store.rows(run, types=(RunStarted,))), None)

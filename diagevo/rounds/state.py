@@ -17,7 +17,7 @@ from diagevo.catalog import (
     RunStarted,
 )
 from diagevo.errors import open_call, start_call
-from diagevo.log import EventRow, Recorder
+from diagevo.log import EventReader, EventRow, Recorder
 from diagevo.rounds.protocol import (
     OutOfOrder,
     ProtocolError,
@@ -93,7 +93,7 @@ class RoundProgress:
         return phase in self.phases or (phase == "promote" and self.promoted) or self.committed
 
 
-def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
+def round_progress(store: EventReader, run: str, t: int) -> RoundProgress:
     """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
     state = round_state(store, run)
     phases = {p.phase: p for p in of_type(PhaseCompleted, store.rows(run, in_round=t, types=(PhaseCompleted,)))}
@@ -105,7 +105,7 @@ def round_progress(store: Recorder, run: str, t: int) -> RoundProgress:
     return RoundProgress(state, t, phases, checkpoint)
 
 
-def round_state(store: Recorder, run: str) -> RunState:
+def round_state(store: EventReader, run: str) -> RunState:
     """Where ``run`` stands (last committed round, open round, promotions decided), read from
     its milestone events only."""
     try:
@@ -129,7 +129,7 @@ def require_open(st: RunState, t: int, doing: str) -> None:
         )
 
 
-def current_round(store: Recorder, run: str) -> int:
+def current_round(store: EventReader, run: str) -> int:
     """The run's open round."""
     st = round_state(store, run)
     if st.open_round is None:

@@ -85,7 +85,7 @@ def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
     return default_run_id(config)
 
 
-def refuse_foreign_resume(store: Recorder, run: str) -> None:
+def refuse_foreign_resume(store: EventReader, run: str) -> None:
     """``train --resume`` continues only a run ``diagevo train`` started (or a fork of one): on
     another trainer's run it would write diagevo's own backend's rounds into that run."""
     from diagevo.rounds import OUR_TRAINER, run_trainer

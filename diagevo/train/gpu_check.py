@@ -22,7 +22,7 @@ from diagevo.catalog import CheckpointWritten, PhaseCompleted
 from diagevo.doctor import build_call, installed_version
 from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.errors.installation import shipped
-from diagevo.log import EventReader, Recorder, open_log
+from diagevo.log import EventReader, open_log
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train import train
 from diagevo.train.config import load_config
@@ -223,7 +223,7 @@ def _grpo_figures(store: EventReader, run: str, report: CheckReport) -> None:
             report.grpo_tokens[p.phase] = float(carried(p, "completion_length", 0.0)) * f.completions_per_step * f.steps
 
 
-def _weights_moved(store: Recorder, run: str, model: Path, report: CheckReport) -> None:
+def _weights_moved(store: EventReader, run: str, model: Path, report: CheckReport) -> None:
     """A failure for a role that took no GRPO step or whose checkpoint equals ``model``."""
     written = of_type(CheckpointWritten, store.rows(run, types=(CheckpointWritten,)))
     ckpts = {carried(c, "phase"): checkpoint_path(store, run, c.path) for c in written}

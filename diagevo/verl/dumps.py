@@ -36,7 +36,7 @@ from pathlib import Path
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.curriculum.reward import solver_rewards
 from diagevo.errors import BadInput, NotFound
-from diagevo.log import Recorder
+from diagevo.log import EventReader
 from diagevo.rounds import FailureRecord, LoggedQuestion, logged_questions, round_state, run_config
 from diagevo.text.formats import RolloutLine, read_lines
 from diagevo.text.parsing import file_lines, quoted
@@ -130,7 +130,7 @@ def step_files(folder: Path) -> list[tuple[int, Path]]:
     return steps
 
 
-def rollout_failures(store: Recorder, run: str, dump: Path, *, t: int | None = None) -> list[FailureRecord]:
+def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None = None) -> list[FailureRecord]:
     """The failures in verl's rollout dump ``dump`` (its ``trainer.rollout_data_dir``) of the
     retained questions of round ``t`` of ``run`` (default: its open round), each as
     :meth:`~diagevo.rounds.Round.record_failures` takes it and as a line of ``diagevo diagnose``'s

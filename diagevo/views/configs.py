@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from diagevo.catalog import CATALOG, RoundCommitted, RunConfigured, RunStarted
 from diagevo.config.sections import config_from_record
 from diagevo.errors import BadInput, Call, fork_call
-from diagevo.log import EventRow, Recorder, StoredEvent
+from diagevo.log import EventReader, EventRow, StoredEvent
 
 CONFIG_TYPES = (RunStarted, RunConfigured)
 
@@ -31,7 +31,7 @@ def config_fault(event: StoredEvent) -> str | None:
     return "its config is not a table"  # or none: a row written raw
 
 
-def recovery(store: Recorder, run: str, event: StoredEvent | EventRow) -> tuple[str, Call | None]:
+def recovery(store: EventReader, run: str, event: StoredEvent | EventRow) -> tuple[str, Call | None]:
     """How to get past a bad event (a config no reader can use, an event the fold or a rule
     refuses): the words, and the fork that does it, from the last round committed before it
     (None when no round is: nothing before it to fork)."""
@@ -42,14 +42,14 @@ def recovery(store: Recorder, run: str, event: StoredEvent | EventRow) -> tuple[
     return f"its rounds through {last} are intact: fork it from round {last}", fork_call(run, last, f"{run}-r{last}")
 
 
-def unusable_config(store: Recorder, run: str, event: StoredEvent, fault: str) -> BadInput:
+def unusable_config(store: EventReader, run: str, event: StoredEvent, fault: str) -> BadInput:
     """The one line a reader says of a run whose config in force cannot be used."""
     how, fork = recovery(store, run, event)
     what = f"the config of run {run!r} at seq {event.seq} ({event.type} of round {event.round})"
     return BadInput(f"{what} cannot be used: {fault}; {how}", fork, aside=True, about=run)
 
 
-def config_problems(store: Recorder, run: str) -> list[tuple[int, str]]:
+def config_problems(store: EventReader, run: str) -> list[tuple[int, str]]:
     """(seq, line) for each stored config of the run that cannot be used (``memory verify``)."""
     out: list[tuple[int, str]] = []
     for e in store.read(run, types=CONFIG_TYPES):

@@ -15,7 +15,7 @@ from diagevo.catalog import (
     RoundCommitted,
     RoundStarted,
 )
-from diagevo.log import EventRow, Recorder
+from diagevo.log import EventReader, EventRow
 from diagevo.memory.counting import CHECKPOINT_TYPES, Ledger, Tally
 from diagevo.schemas import EventIn
 
@@ -23,7 +23,7 @@ ROUND_MILESTONES = (RoundStarted, CausePromoted, PromotionsDecided, RoundCommitt
 ROUND_EVIDENCE = (*ROUND_MILESTONES, QuestionGenerated, QuestionScored)  # what a round's promotions follow from
 
 
-def stored_tally(store: Recorder, run: str, events: Iterable[EventIn], *, rounds: bool = False) -> Tally:
+def stored_tally(store: EventReader, run: str, events: Iterable[EventIn], *, rounds: bool = False) -> Tally:
     """The run's counts of the failure and question ids ``events`` name (with their diagnoses),
     of the checkpoints it wrote if they hold one (two events a round), and with ``rounds``, of
     their rounds' questions, promotions and commits, as its log holds them."""

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from diagevo.catalog import RoundCommitted, TrainStep
-from diagevo.log import Recorder
+from diagevo.log import EventReader, EventWriter, Recorder
 from diagevo.log.recorder import StoredEvent
 from diagevo.views.queries import step_row
 from diagevo.views.stats import accumulate
@@ -20,7 +20,7 @@ INTERVAL = 0.5  # seconds between two looks at the head when nothing new came
 
 
 def heads(
-    store: Recorder,
+    store: EventWriter,
     run: str,
     *,
     after_seq: int = 0,
@@ -89,7 +89,7 @@ def follow_steps(store: Recorder, run: str, until_round: int | None = None) -> I
 
 
 def wait_for_run(
-    store: Recorder, run: str, *, interval: float = INTERVAL, sleep: Callable[[float], None] = time.sleep
+    store: EventReader, run: str, *, interval: float = INTERVAL, sleep: Callable[[float], None] = time.sleep
 ) -> None:
     """Return once ``run`` has an event (a follower started before the writer)."""
     while not store.has_run(run):

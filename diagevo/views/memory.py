@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from diagevo.catalog import FOLDED, RoundCommitted, RunStarted
 from diagevo.errors import Call, NotFound
-from diagevo.log import Recorder, ViewState
+from diagevo.log import EventReader, LogOperator, Recorder, ViewState
 from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, commits, fold, fold_until, start
 from diagevo.memory.state import Memory
@@ -24,7 +24,7 @@ VIEW = "memory"
 """The name of the memory's saved states (one per committed round: the round is the part)."""
 
 
-def fold_rows(store: Recorder, run: str, after_seq: int = 0) -> Iterator[EventRow]:
+def fold_rows(store: EventReader, run: str, after_seq: int = 0) -> Iterator[EventRow]:
     """The rows the memory is folded from: those the fold applies, after ``after_seq``."""
     return store.rows(run, after_seq=after_seq, types=FOLDED)
 
@@ -33,7 +33,7 @@ class NoSuchRun(InvariantError, NotFound):
     """A run the log does not hold (an ``InvariantError`` too, as it always was)."""
 
 
-def unknown_run(store: Recorder, run: str) -> NoSuchRun:
+def unknown_run(store: EventReader, run: str) -> NoSuchRun:
     """``no run 'huer' in URL (did you mean 'heur'?)``, with how to list the runs: for a Python
     caller ``store.runs()``, on the command line ``diagevo runs``."""
     runs = store.runs()
@@ -62,7 +62,7 @@ def resolve_run(store: Recorder, run: str | None) -> str:
     return latest
 
 
-def _snapshot(store: Recorder, run: str, upto_round: int | None = None) -> Memory | None:
+def _snapshot(store: LogOperator, run: str, upto_round: int | None = None) -> Memory | None:
     found = store.view_states(VIEW, run, upto=upto_round, latest=True)
     return Memory.from_json(found[0].state) if found else None
 
@@ -92,7 +92,7 @@ def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since
     return fold_until(fold_rows(store, run, after), run, at_round, base)
 
 
-def committed_rounds(store: Recorder, run: str) -> list[int]:
+def committed_rounds(store: EventReader, run: str) -> list[int]:
     """The run's committed rounds (as many rows as rounds, through the type index)."""
     return [r.round for r in store.rows(run, types=(RoundCommitted,), data=False)]
 

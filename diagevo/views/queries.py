@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, RunForked, RunStarted, TrainStep
 from diagevo.errors import BadInput, Call, NotFound
 from diagevo.files.confined import checkpoint_dir, owned_dir
-from diagevo.log import Recorder, StoredEvent
+from diagevo.log import EventReader, Recorder, StoredEvent
 from diagevo.memory.counting import CHECKPOINT_TYPES, breaks
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
@@ -82,7 +82,7 @@ def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | No
         raise unknown_cause(store, run_id, cause) from None
 
 
-def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
+def unknown_cause(store: EventReader, run: str, cause: str) -> UnknownCause:
     """``unknown cause 'c1' in run 'demo'``, with the cause ids of the run it most likely means
     (case aside, or close), else the command that lists them."""
     created = of_type(CauseCreated, store.rows(run, types=(CauseCreated,)))
@@ -141,7 +141,7 @@ def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
     return GrpoSteps(run=run_id, steps=rows, fields=fields)
 
 
-def pruned_checkpoints(store: Recorder, run: str) -> dict[str, StoredEvent]:
+def pruned_checkpoints(store: EventReader, run: str) -> dict[str, StoredEvent]:
     """Path -> the ``checkpoint.pruned`` event that deleted it, of ``run``."""
     return {typed(CheckpointPruned, e).path: e for e in store.read(run, types=(CheckpointPruned,))}
 
@@ -154,7 +154,7 @@ def pruned_note(event: StoredEvent) -> str:
     )
 
 
-def checkpoint_disk(store: Recorder, run: str) -> dict[int, dict[str, float]]:
+def checkpoint_disk(store: EventReader, run: str) -> dict[int, dict[str, float]]:
     """Round -> MB of checkpoints written that round (``ckpt_mb``) and of those still on disk
     (``disk_mb``), from ``checkpoint.written``'s bytes and ``checkpoint.pruned``."""
     gone = pruned_checkpoints(store, run)
@@ -180,7 +180,7 @@ def lifecycle(store: Recorder, run: str | None = None) -> Lifecycle:
     return Lifecycle(run=run_id, series=[{k: r[k] for k in MEMORY_COLUMNS} for r in rows])
 
 
-def checkpoint_folders(store: Recorder, run: str, root: Path) -> list[Path]:
+def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
     """Where the checkpoints ``run``'s log names may lie, in the order they are looked for: the
     run's folder under ``root`` (``train.out_dir``, or the database's folder), then its fork
     source's, and so on (a fork's copied rounds wrote theirs there), each reached without a link."""
@@ -197,7 +197,7 @@ def checkpoint_folders(store: Recorder, run: str, root: Path) -> list[Path]:
     return folders
 
 
-def runs_root(store: Recorder, config: Mapping[str, Any]) -> Path:
+def runs_root(store: EventReader, config: Mapping[str, Any]) -> Path:
     """The folder the run folders of a run with this config (its ``run.started`` record) lie in:
     its ``train.out_dir``, else the database's folder (``runs``)."""
     from diagevo.log.paths import beside_database
@@ -207,7 +207,7 @@ def runs_root(store: Recorder, config: Mapping[str, Any]) -> Path:
     return Path(out_dir) if isinstance(out_dir, str) and out_dir else beside_database(store.url, ".runs", move=False)
 
 
-def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | None:
+def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Path | None:
     """The checkpoint round ``t`` of ``run`` resumes from (None: the run wrote none yet): the
     latest its log names, which the checkpoint rule (:func:`~diagevo.memory.counting.checkpoint_rule`)
     makes the latest of its phase and never pruned. A log that breaks the rule (a row stored
@@ -233,7 +233,7 @@ def resume_checkpoint(store: Recorder, run: str, t: int, root: Path) -> Path | N
         ) from None
 
 
-def checkpoint_refusal(store: Recorder, run: str, upto_seq: int | None = None) -> tuple[str, Call | None] | None:
+def checkpoint_refusal(store: EventReader, run: str, upto_seq: int | None = None) -> tuple[str, Call | None] | None:
     """The first checkpoint event of ``run`` (up to ``upto_seq``) that breaks the checkpoint rule,
     in words that end with the way back, and the fork that takes it (None: no event does)."""
     broken = next(breaks(store.rows(run, types=CHECKPOINT_TYPES, upto_seq=upto_seq)), None)
@@ -245,7 +245,7 @@ def checkpoint_refusal(store: Recorder, run: str, upto_seq: int | None = None) -
     return f"seq {broken.at}: {broken.reason}; {how}", fork
 
 
-def checkpoint_path(store: Recorder, run: str, path: str, root: Path | None = None) -> Path:
+def checkpoint_path(store: EventReader, run: str, path: str, root: Path | None = None) -> Path:
     """The checkpoint a ``checkpoint.written`` of ``run`` names (``path`` as stored), in the run's
     folder or its fork source's (:func:`diagevo.files.confined.checkpoint_dir`): refused by name when
     it is no name the loop gives or a link lies there, :class:`NotFound` when no folder holds it."""

@@ -32,7 +32,7 @@ from diagevo.catalog import (
     RunTagged,
 )
 from diagevo.errors import BadInput, Call, fork_call
-from diagevo.log import EventRow, Recorder
+from diagevo.log import EventReader, EventRow, Recorder
 from diagevo.log.errors import UnreadableEvent
 from diagevo.results import Json
 from diagevo.views.typed import last_event, of_type
@@ -206,7 +206,7 @@ def whatif_settings(forked: RunForked) -> Json:
     return forked.whatif.get("settings", {}) if isinstance(forked.whatif, Mapping) else None
 
 
-def is_whatif(store: Recorder, run: str) -> bool:
+def is_whatif(store: EventReader, run: str) -> bool:
     """Whether ``run`` is a what-if (its last ``run.forked`` says so)."""
     marker = last_event(store, run, RunForked)
     return marker is not None and isinstance(marker.whatif, Mapping)

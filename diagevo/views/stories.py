@@ -31,7 +31,7 @@ from diagevo.catalog import (
     QuestionGenerated,
     QuestionScored,
 )
-from diagevo.log import Recorder
+from diagevo.log import EventReader
 from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, Row
 
@@ -258,7 +258,7 @@ def _failure_ids(rows: Iterable[EventRow]) -> list[str]:
     return [e.failure_id for e in events if isinstance(e, _NAMING_FAILURES) and isinstance(e.failure_id, str)]
 
 
-def _evidence(store: Recorder, run: str, own: list[EventRow]) -> list[EventRow]:
+def _evidence(store: EventReader, run: str, own: list[EventRow]) -> list[EventRow]:
     """The events a story needs beside a cause's own, texts inline, in seq order: its failures
     with their diagnoses and Prompt 1 replies, their questions and the merges of nodes."""
     failures = list(store.rows(run, keys={"failure_id": _failure_ids(own)}, types=_FAILURE_TYPES, texts=True))
@@ -269,7 +269,7 @@ def _evidence(store: Recorder, run: str, own: list[EventRow]) -> list[EventRow]:
     return [events[seq] for seq in sorted(events)]
 
 
-def cause_rows(store: Recorder, run: str, cause: str) -> list[EventRow]:
+def cause_rows(store: EventReader, run: str, cause: str) -> list[EventRow]:
     """The events :func:`cause_story` needs for one cause, texts inline, in seq order: the
     cause's own events, its failures with their diagnoses, their questions and the merges of
     nodes. Indexed reads only; the rest of the run is never read."""
@@ -284,7 +284,7 @@ RECENT = 10
 """Attributions a story shows by default (``memory why``): the most recent ones."""
 
 
-def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECENT) -> tuple[list[EventRow], int]:
+def recent_cause_rows(store: EventReader, run: str, cause: str, recent: int = RECENT) -> tuple[list[EventRow], int]:
     """The events of a cause's story with only its ``recent`` newest attributions (and those that
     explain a reactivation), and how many attributions it has in all (counted by the database):
     what is read does not grow with the number of attributions (each a few entries of the

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
 from diagevo.catalog import Event
-from diagevo.log import Recorder
+from diagevo.log import EventReader
 
 
 class Typed(Protocol):
@@ -58,6 +58,6 @@ def carried(event: Event | None, name: str, default: Any = None) -> Any:
     return free.get(name, default) if isinstance(free, Mapping) else default
 
 
-def last_event(store: Recorder, run: str, cls: type[E]) -> E | None:
+def last_event(store: EventReader, run: str, cls: type[E]) -> E | None:
     """The last event of type ``cls`` of ``run`` (None: it has none), in one indexed read."""
     return next(of_type(cls, store.read(run, types=(cls,), newest=True, limit=1)), None)

@@ -13,7 +13,7 @@ from typing import Any
 
 from diagevo.catalog import CATALOG, RoundCommitted, RunForked
 from diagevo.errors import Call
-from diagevo.log import Recorder
+from diagevo.log import EventReader, Recorder
 from diagevo.log.recorder import UNREADABLE
 from diagevo.log.registry import shape_problem
 from diagevo.log.stored import loads
@@ -70,7 +70,7 @@ def verdict(store: Recorder, run: str) -> Verdict:
     return Verdict(run, problems + verify_anchors(store, run), {"seq": seq, "hash": hash_} if seq else None, back)
 
 
-def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Call | None]:
+def way_back(store: EventReader, run: str, seq: int | None) -> tuple[str, Call | None]:
     """How to get past the event at ``seq`` (the first one the fold or a rule refuses), as a
     stored config no reader can use is got past (:func:`~diagevo.views.configs.recovery`): the
     words that end the line naming it (empty: no such event), and the fork."""
@@ -81,7 +81,7 @@ def way_back(store: Recorder, run: str, seq: int | None) -> tuple[str, Call | No
     return f"; {how}", fork
 
 
-def forked_problems(store: Recorder, run: str) -> list[str]:
+def forked_problems(store: EventReader, run: str) -> list[str]:
     """Each ``run.forked`` of ``run`` names another run whose event at ``source_seq`` is the
     commit of ``source_round``, with the hash it claims (:func:`fork_source_problem`)."""
     return [
@@ -91,7 +91,7 @@ def forked_problems(store: Recorder, run: str) -> list[str]:
     ]
 
 
-def fork_source_problem(store: Recorder, run: str, forked: RunForked) -> str | None:
+def fork_source_problem(store: EventReader, run: str, forked: RunForked) -> str | None:
     """What is wrong with the source ``forked`` names, or None: a run forks
     another run held in this database, at the commit of the round it names, whose hash it
     carries (a fork ingested without its source: ingest the source first)."""

@@ -37,7 +37,7 @@ from diagevo.config.sections import MethodConfig
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.reward import repetition_penalties
-from diagevo.log import Recorder
+from diagevo.log import EventReader, Recorder
 from diagevo.memory.sampler import FREE
 from diagevo.rounds import record_retrospective
 from diagevo.schemas import new_event
@@ -53,7 +53,7 @@ MEASURE = "sim-dynamics"
 SHARED_QUESTIONS = 200  # Figure 3c: 200 shared challenger-generated questions per round
 
 
-def solver_checkpoints(store: Recorder, run: str) -> dict[int, Path]:
+def solver_checkpoints(store: EventReader, run: str) -> dict[int, Path]:
     """Round -> the checkpoint written after that round's solver update, found in the run's
     folder (or its fork source's) by the name its log gives."""
     return {
