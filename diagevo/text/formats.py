@@ -135,14 +135,13 @@ ROLLOUT_KEYS = ("input", "output", "gts", "score", "step")
 @dataclass(frozen=True)
 class Refusal:
     """The first problem of a Python caller's values, as data its caller words: the ``field``
-    (None: the whole), what it must be (its ``description``; None: no such field), the ``value``
-    given, whether an item of it is at fault, and the model's own ``detail`` (why an id is refused)."""
+    (None: the whole), what it must be (its ``description``, with the model's reason where it gives
+    one, as for an id; None: no such field), the ``value`` given, whether an item of it is at fault."""
 
     field: str | None
     wanted: str | None
     value: object
     item: bool = False
-    detail: str = ""
 
     @classmethod
     def of(cls, exc: ValidationError, model: type[BaseModel]) -> Refusal:
@@ -154,9 +153,8 @@ class Refusal:
         name = str(err["loc"][0])
         if err["type"] == "extra_forbidden":
             return cls(name, None, err.get("input"))
-        info = model.model_fields[name]
-        detail = msg if err["type"] == "value_error" else ""
-        return cls(name, info.description or "", err.get("input"), len(err["loc"]) > 1, detail)
+        reason = f" ({msg})" if err["type"] == "value_error" else ""
+        return cls(name, f"{model.model_fields[name].description}{reason}", err.get("input"), len(err["loc"]) > 1)
 
     def __str__(self) -> str:
         """In the terms of a JSON object: ``FIELD must be WHAT`` or ``unknown field 'FIELD'``."""
@@ -164,7 +162,7 @@ class Refusal:
             return str(self.wanted)
         if self.wanted is None:
             return f"unknown field {self.field!r}"
-        return one_line(f"{self.field} must be {self.wanted}" + (f" ({self.detail})" if self.detail else ""))
+        return one_line(f"{self.field} must be {self.wanted}")
 
     def in_python(self, owner: str) -> str:
         """In the terms of a Python call making an ``owner``: ``None`` for null, a sequence for a
