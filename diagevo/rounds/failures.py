@@ -46,7 +46,7 @@ class FailureRecord(TypedDict):
 
 def failure_record(f: Mapping[str, object]) -> dict[str, str]:
     """A failure as ``failure.recorded`` holds it: its four fields, checked as a line of
-    FAILURES.jsonl is (:class:`~diagevo.text.formats.Failure`; a failure without response or
+    FAILURES.jsonl is (``text.formats.Failure``; a failure without response or
     reference is refused), only the ids and texts the diagnostician needs."""
     if not isinstance(f, Mapping):
         raise ProtocolError(f"a failure is a mapping of {', '.join(FAILURE_FIELDS)}, not {type(f).__name__}")

@@ -63,7 +63,7 @@ class Candidate:
     def __post_init__(self) -> None:
         """Refuse, naming the argument, what a question cannot be recorded with (a number for a
         text, a list of numbers for the answers): the checks of a ``round record`` line
-        (:class:`~diagevo.text.formats.CandidateLine`), in Python's terms. A list of responses or
+        (``text.formats.CandidateLine``), in Python's terms. A list of responses or
         answers is kept as a tuple."""
         given = {f.name: getattr(self, f.name) for f in fields(self)}
         try:
@@ -77,7 +77,7 @@ class Candidate:
     @classmethod
     def from_json(cls, obj: Mapping[str, object]) -> Candidate:
         """From one JSON object, a line of ``round record``
-        (:class:`~diagevo.text.formats.CandidateLine`: the request's own fields, texts and
+        (``text.formats.CandidateLine``: the request's own fields, texts and
         messages, may be carried along)."""
         if not isinstance(obj, Mapping):
             raise ProtocolError("a candidate is a JSON object")

@@ -1,7 +1,7 @@
 """The model directories a run names, checked before anything is created: the preflight's model check.
 
 A directory that ``diagevo models smollm2`` or ``diagevo models tiny`` builds is complete only
-with its completion record, written last (:func:`~diagevo.doctor.build_record`, the rule
+with its completion record, written last (``doctor.build_record``, the rule
 ``diagevo doctor`` reports by): both builds now write into a temporary directory beside the target and rename it when
 complete, and a directory an older, interrupted build left (the build's ``heldout.jsonl`` without
 the record) is refused. A directory from elsewhere (a transformers checkpoint, no
