@@ -21,7 +21,7 @@ from diagevo.cli.safe import text
 from diagevo.errors import DiagevoError
 from diagevo.rounds.protocol import unknown_run
 from diagevo.text.formats import CandidateLine, read_lines
-from diagevo.text.parsing import decimal_number, file_lines, one_line
+from diagevo.text.parsing import decimal_number, file_lines
 from diagevo.train.config import load_config
 from diagevo.verl import generated_candidates
 from diagevo.views.memory import resolve_run
@@ -134,12 +134,7 @@ def requests_(
 
 def read_candidates(path: Path) -> list[Any]:
     """Every line of the file as a candidate; the first bad line is ``line N: reason``."""
-    out = []
-    for i, obj, _ in read_lines(file_lines(path), CandidateLine):
-        try:
-            out.append(rounds.Candidate.from_json(obj))
-        except rounds.ProtocolError as exc:
-            raise CLIError(one_line(f"line {i}: {exc}")) from None
+    out = [rounds.Candidate.from_line(line) for _, _, line in read_lines(file_lines(path), CandidateLine)]
     if not out:
         raise CLIError(f"{path}: no questions")
     return out

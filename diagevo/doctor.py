@@ -44,6 +44,8 @@ NO_DISK = 512 * 2**20
 PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.build
 TINY_RECORD = "tiny.json"  # diagevo.train.hf.tiny.build_tiny
 MINI_RECORD = "mini.json"  # diagevo.train.mini.build.build_mini
+HELDOUT_FILE = "heldout.jsonl"  # written by every build
+ROLES = ("challenger", "solver")  # the two directories of a pair
 URL_FIX = Fix.of(
     Advice("check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
 )
@@ -338,29 +340,46 @@ def _has(d: Path, names: Sequence[str]) -> bool:
     return any((d / n).is_file() for n in names)
 
 
+def build_record(d: Path) -> Path | None:
+    """The record a build of diagevo writes last into the model directory ``d``, once it is
+    complete: a pair's ``tiny.json`` or ``mini.json`` (a ``challenger`` or ``solver`` directory's
+    is its pair's), else ``provenance.json``. It need not exist: a build that never completed left
+    its ``heldout.jsonl`` without it. None where no build of diagevo's wrote ``d`` (a checkpoint
+    from elsewhere). The one rule of a complete model directory: doctor reports it, train refuses."""
+    home = d.parent if d.name in ROLES else d
+    pair_records = [home / r for r in (TINY_RECORD, MINI_RECORD)]
+    found = next((r for r in (*pair_records, d / PROVENANCE) if r.is_file()), None)
+    if found is None and (home / HELDOUT_FILE).is_file():
+        pair = home != d or any((d / r).is_dir() for r in ROLES)
+        return pair_records[0] if pair else d / PROVENANCE
+    return found
+
+
 def model_state(d: Path) -> tuple[Status, str]:
-    """Whether the model directory ``d`` is complete: its build's record, written last, and the
-    files it lists. A directory without such a record is incomplete (a build cut off); a
-    downloaded transformers model (config, weights, tokenizer; no record) is a warning."""
+    """Whether the model directory ``d`` is complete: its build's record (:func:`build_record`)
+    and the files it lists. A build without its record is incomplete (cut off); a downloaded
+    transformers model (config, weights, tokenizer; no record) is a warning."""
     complete = (d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER)
-    pair = next((r for r in (TINY_RECORD, MINI_RECORD) if (d / r).is_file()), None)
-    if pair is not None:
-        broken = [
-            r for r in ("challenger", "solver") if not ((d / r / "config.json").is_file() and _has(d / r, WEIGHTS))
-        ]
+    record = build_record(d)
+    if record is not None and not record.is_file():
+        return "missing", f"incomplete: no {record.name} (the build was cut off)"
+    if record is not None and record.name in (TINY_RECORD, MINI_RECORD):
+        pair = record.parent
+        broken = [r for r in ROLES if not ((pair / r / "config.json").is_file() and _has(pair / r, WEIGHTS))]
         if broken:
             return "missing", f"incomplete tiny pair: {', '.join(broken)} lacks config or weights"
-        return "ok", "tiny pair (models tiny)" if pair == TINY_RECORD else "mini pair (models mini)"
-    if (d / PROVENANCE).is_file():
+        return "ok", "tiny pair (models tiny)" if record.name == TINY_RECORD else "mini pair (models mini)"
+    if record is not None:
         try:
-            record = json.loads((d / PROVENANCE).read_text(encoding="utf-8"))
+            provenance = json.loads(record.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError):
             return "missing", f"incomplete: {PROVENANCE} does not parse"
-        if not isinstance(record, dict) or "warm_up" not in record:
+        if not isinstance(provenance, dict) or "warm_up" not in provenance:
             return "missing", f"incomplete: {PROVENANCE} has no warm-up record (the build was cut off)"
         if not complete:
             return "missing", "incomplete: provenance without config, weights or tokenizer"
-        return "ok", f"{record.get('model', 'model')} (built, warm-up {record['warm_up'].get('steps', '?')} steps)"
+        steps = provenance["warm_up"].get("steps", "?")
+        return "ok", f"{provenance.get('model', 'model')} (built, warm-up {steps} steps)"
     if complete:
         return "warning", f"no {PROVENANCE}: downloaded, or a `models smollm2` build cut off before its warm-up"
     if d.is_dir() and not any(d.iterdir()):
@@ -371,7 +390,7 @@ def model_state(d: Path) -> tuple[Status, str]:
 def build_call(model: str | Path) -> Call:
     """The call that builds the model directory ``model``: the tiny pair for a ``tiny`` directory
     or a ``challenger``/``solver`` one (into its parent), else SmolLM2."""
-    path = Path(model).parent if Path(model).name in ("challenger", "solver") else Path(model)
+    path = Path(model).parent if Path(model).name in ROLES else Path(model)
     if "tiny" in path.name or path != Path(model):
         return Call("build_tiny", f"diagevo.train.hf.tiny.build_tiny(Path({str(path)!r}))", out=str(path))
     return Call("pretrained.build", f"diagevo.train.hf.pretrained.build(Path({str(path)!r}))", out=str(path))

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NotRequired, TypedDict
 
+from pydantic import ValidationError
+
 from diagevo.catalog import (
     CauseCreated,
     DiagnosisFailed,
@@ -15,13 +17,14 @@ from diagevo.catalog import (
     FailureRecorded,
 )
 from diagevo.rounds.protocol import ProtocolError
+from diagevo.text.formats import Failure, Refusal
 from diagevo.views.typed import Typed, of_type
 
 FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
-FAILURE_CONTEXT = ("question", "pseudo_label", "known_causes")
-"""The other fields of a ``diagevo diagnose`` FAILURES.jsonl line: the round holds them already
-(the question, its pseudo-label and the causes it was generated for), so a line of that file is
-also a failure for :meth:`Round.record_failures`; they are checked for their type, not stored."""
+"""What ``failure.recorded`` stores of a failure. The other fields of a ``diagevo diagnose``
+FAILURES.jsonl line the round holds already (the question, its pseudo-label and the causes it was
+generated for), so a line of that file is also a failure for :meth:`Round.record_failures`; they
+are checked for their type, not stored."""
 
 
 class FailureRecord(TypedDict):
@@ -43,29 +46,18 @@ class FailureRecord(TypedDict):
 
 
 def failure_record(f: Mapping[str, object]) -> dict[str, str]:
-    """A failure as ``failure.recorded`` holds it: its four fields, each a string, only the
-    ids and texts the diagnostician needs (a failure without response or reference is refused)."""
+    """A failure as ``failure.recorded`` holds it: its four fields, checked as a line of
+    FAILURES.jsonl is (``text.formats.Failure``; a failure without response or
+    reference is refused), only the ids and texts the diagnostician needs."""
     if not isinstance(f, Mapping):
         raise ProtocolError(f"a failure is a mapping of {', '.join(FAILURE_FIELDS)}, not {type(f).__name__}")
-    fid = f.get("failure_id")
-    if not isinstance(fid, str) or not fid.strip():
-        raise ProtocolError("failure_id must be a non-empty string")
-    unknown = sorted(set(f) - set(FAILURE_FIELDS) - set(FAILURE_CONTEXT))
-    if unknown:
-        raise ProtocolError(f"failure {fid!r}: unknown field {unknown[0]!r}")
-    record: dict[str, str] = {}
-    for name in FAILURE_FIELDS[1:]:
-        value = f.get(name)
-        if not isinstance(value, str) or not value.strip():
-            raise ProtocolError(f"failure {fid!r}: {name} must be a non-empty string")
-        record[name] = value
-    for name in ("question", "pseudo_label"):
-        if name in f and not isinstance(f[name], str):
-            raise ProtocolError(f"failure {fid!r}: {name} must be a string")
-    causes = f.get("known_causes", [])
-    if not isinstance(causes, list | tuple) or not all(isinstance(c, str) for c in causes):
-        raise ProtocolError(f"failure {fid!r}: known_causes must be a list of cause ids")
-    return {"failure_id": fid, **record}
+    try:
+        failure = Failure.model_validate(f)
+    except ValidationError as exc:
+        refusal = Refusal.of(exc, Failure)
+        whose = "" if refusal.field == "failure_id" else f"failure {f.get('failure_id')!r}: "
+        raise ProtocolError(f"{whose}{refusal}") from None
+    return {name: getattr(failure, name) for name in FAILURE_FIELDS}
 
 
 FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, DiagnosisFailed)

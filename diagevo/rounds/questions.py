@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
 
 from diagevo.catalog import QuestionGenerated, QuestionScored
 from diagevo.config.sections import MethodConfig
@@ -15,7 +17,7 @@ from diagevo.curriculum.votes import votes
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.results import Json
 from diagevo.rounds.protocol import ProtocolError
-from diagevo.text.parsing import quoted
+from diagevo.text.formats import CandidateLine, Refusal
 
 if TYPE_CHECKING:
     from diagevo.log import EventReader
@@ -60,52 +62,36 @@ class Candidate:
 
     def __post_init__(self) -> None:
         """Refuse, naming the argument, what a question cannot be recorded with (a number for a
-        text, a list of numbers for the answers); a list of responses or answers is kept as a tuple."""
-        for name in ("question_id", "mode", "text"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value.strip():
-                raise ProtocolError(f"Candidate {name} must be a non-empty string, not {quoted(value, 40)}")
-        for name in ("active_cause", "mastered_cause", "node"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ProtocolError(f"Candidate {name} must be a string or None, not {quoted(value, 40)}")
+        text, a list of numbers for the answers): the checks of a ``round record`` line
+        (``text.formats.CandidateLine``), in Python's terms. A list of responses or
+        answers is kept as a tuple."""
+        given = {f.name: getattr(self, f.name) for f in fields(self)}
+        try:
+            line = CandidateLine.model_validate(given)
+        except ValidationError as exc:
+            raise ProtocolError(Refusal.of(exc, CandidateLine).in_python("Candidate")) from None
         for name in ("responses", "answers"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-                raise ProtocolError(f"Candidate {name} must be a sequence of strings, not {type(value).__name__}")
-            items = tuple(value)
-            for item in items:
-                if item is not None and not isinstance(item, str):
-                    raise ProtocolError(f"Candidate {name} must hold strings, not {quoted(item, 40)}")
-            object.__setattr__(self, name, items)
+            value = getattr(line, name)
+            object.__setattr__(self, name, None if value is None else tuple(value))
 
     @classmethod
     def from_json(cls, obj: Mapping[str, object]) -> Candidate:
-        """From one JSON object; the request's own fields (texts, messages) may be carried along."""
+        """From one JSON object, a line of ``round record``
+        (``text.formats.CandidateLine``: the request's own fields, texts and
+        messages, may be carried along)."""
         if not isinstance(obj, Mapping):
             raise ProtocolError("a candidate is a JSON object")
-        known = {f.name for f in fields(cls)}
-        carried = {"active_text", "mastered_text", "node_label", "messages", "question"}
-        unknown = sorted(set(obj) - known - carried)
-        if unknown:
-            raise ProtocolError(f"unknown field {unknown[0]!r}")
-        given: dict[str, Any] = {name: obj.get(name) for name in known}
-        given["text"] = obj.get("text", obj.get("question"))
-        for name in ("question_id", "mode", "text"):
-            if not isinstance(given[name], str) or not given[name].strip():
-                raise ProtocolError(f"{name} must be a non-empty string")
-        for name in ("active_cause", "mastered_cause", "node"):
-            if given[name] is not None and not isinstance(given[name], str):
-                raise ProtocolError(f"{name} must be a string or null")
-        for name in ("responses", "answers"):
-            value = given[name]
-            if value is not None and (
-                not isinstance(value, list) or not all(x is None or isinstance(x, str) for x in value)
-            ):
-                raise ProtocolError(f"{name} must be a list of strings")
-        return cls(**given)  # a list kept as a tuple (None items: a response that is missing)
+        try:
+            return cls.from_line(CandidateLine.model_validate(obj))
+        except ValidationError as exc:
+            raise ProtocolError(str(Refusal.of(exc, CandidateLine))) from None
+
+    @classmethod
+    def from_line(cls, line: CandidateLine) -> Candidate:
+        """From a checked line of ``round record``."""
+        kept = {name: getattr(line, name) for name in ("active_cause", "mastered_cause", "node")}
+        texts = {name: getattr(line, name) for name in ("responses", "answers")}
+        return cls(line.question_id, line.mode, line.the_text, **kept, **texts)
 
 
 @dataclass(frozen=True)

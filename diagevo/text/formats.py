@@ -1,11 +1,17 @@
 """Pydantic models of the line formats other programs hand to diagevo: ``round record``'s lines,
 ``diagnose FAILURES.jsonl``'s and verl's rollout dump's (``diagnose --from-verl``). A field of
 the wrong type is a one-line :class:`~diagevo.errors.BadInput` naming the line and the field.
+
+The same models check what a Python caller hands the round (a :class:`~diagevo.rounds.Candidate`,
+a failure for ``Round.record_failures``): one statement of each field, read two ways. A file's
+line is refused in pydantic's words (:func:`read_lines`); a Python caller gets a
+:class:`Refusal`, each field's ``description`` saying what it must be.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -21,12 +27,25 @@ from pydantic import (
     model_validator,
 )
 
-from diagevo.text.parsing import bad, check_id, error_reason, loads_object, split_lines
+from diagevo.text.parsing import bad, check_id, error_reason, loads_object, one_line, quoted, split_lines
 
 M = TypeVar("M", bound=BaseModel)
 
-Id = Annotated[StrictStr, AfterValidator(partial(check_id, field="the id"))]
+Id = Annotated[StrictStr, AfterValidator(partial(check_id, field="the id")), Field(description="a non-empty string")]
 """A pydantic field type for ids read from outside (see :func:`~diagevo.text.parsing.check_id`)."""
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("only white space")
+    return value
+
+
+Text = Annotated[StrictStr, AfterValidator(_not_blank), Field(description="a non-empty string")]
+"""A text that must say something (a question, a response)."""
+
+OptionalId = Annotated[Id | None, Field(description="a string or null")]
+Texts = Annotated[list[StrictStr | None] | None, Field(description="a list of strings")]
 
 
 class CandidateLine(BaseModel):
@@ -36,33 +55,52 @@ class CandidateLine(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question_id: Id
-    mode: Literal["free", "targeted", "stitched"]
-    text: StrictStr | None = None
-    question: StrictStr | None = None  # the request's name for the text
-    active_cause: Id | None = None
-    mastered_cause: Id | None = None
-    node: Id | None = None
-    responses: list[StrictStr | None] | None = None
-    answers: list[StrictStr | None] | None = None
+    mode: Annotated[Literal["free", "targeted", "stitched"], Field(description="free, targeted or stitched")]
+    text: StrictStr | None = Field(None, description="a non-empty string")
+    question: StrictStr | None = Field(None, description="a non-empty string")  # the request's name for the text
+    active_cause: OptionalId = None
+    mastered_cause: OptionalId = None
+    node: OptionalId = None
+    responses: Texts = None
+    answers: Texts = None
     # carried from the request, not used
     active_text: StrictStr | None = None
     mastered_text: StrictStr | None = None
     node_label: StrictStr | None = None
     messages: list[dict[str, Any]] | None = None
 
+    @model_validator(mode="after")
+    def _has_text(self) -> CandidateLine:
+        if not self.the_text.strip():
+            raise ValueError("text must be a non-empty string")
+        return self
 
-class FailureLine(BaseModel):
-    """One line of FAILURES.jsonl."""
+    @property
+    def the_text(self) -> str:
+        """The question's text, under either name ("" without one)."""
+        return self.text if self.text is not None else self.question or ""
+
+
+class Failure(BaseModel):
+    """A failure as ``Round.record_failures`` takes it: its four fields (``question``,
+    ``pseudo_label`` and ``known_causes`` may come along, checked for their type only)."""
 
     model_config = ConfigDict(extra="forbid")
 
     failure_id: Id
     question_id: Id
-    question: StrictStr
-    pseudo_label: StrictStr
-    response: StrictStr
-    reference: StrictStr
-    known_causes: list[Id] = Field(default_factory=list)
+    response: Text
+    reference: Text
+    question: StrictStr = Field("", description="a string")
+    pseudo_label: StrictStr = Field("", description="a string")
+    known_causes: list[Id] = Field(default_factory=list, description="a list of cause ids")
+
+
+class FailureLine(Failure):
+    """One line of FAILURES.jsonl: a :class:`Failure` with its question and pseudo-label."""
+
+    question: StrictStr = Field(description="a string")
+    pseudo_label: StrictStr = Field(description="a string")
 
 
 class RolloutLine(BaseModel):
@@ -92,6 +130,48 @@ class RolloutLine(BaseModel):
 
 ROLLOUT_KEYS = ("input", "output", "gts", "score", "step")
 """The keys of every line of verl's rollout dump."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The first problem of a Python caller's values, as data its caller words: the ``field``
+    (None: the whole), what it must be (its ``description``, with the model's reason where it gives
+    one, as for an id; None: no such field), the ``value`` given, whether an item of it is at fault."""
+
+    field: str | None
+    wanted: str | None
+    value: object
+    item: bool = False
+
+    @classmethod
+    def of(cls, exc: ValidationError, model: type[BaseModel]) -> Refusal:
+        """The first error of ``exc``, raised validating ``model``."""
+        err = exc.errors(include_url=False)[0]
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if not err["loc"]:
+            return cls(None, msg, err.get("input"))
+        name = str(err["loc"][0])
+        if err["type"] == "extra_forbidden":
+            return cls(name, None, err.get("input"))
+        reason = f" ({msg})" if err["type"] == "value_error" else ""
+        return cls(name, f"{model.model_fields[name].description}{reason}", err.get("input"), len(err["loc"]) > 1)
+
+    def __str__(self) -> str:
+        """In the terms of a JSON object: ``FIELD must be WHAT`` or ``unknown field 'FIELD'``."""
+        if self.field is None:
+            return str(self.wanted)
+        if self.wanted is None:
+            return f"unknown field {self.field!r}"
+        return one_line(f"{self.field} must be {self.wanted}")
+
+    def in_python(self, owner: str) -> str:
+        """In the terms of a Python call making an ``owner``: ``None`` for null, a sequence for a
+        list, and the value given."""
+        if self.field is None or self.wanted is None:
+            return f"{owner} {self}"
+        wanted = self.wanted.replace("null", "None").replace("a list of", "a sequence of")
+        must = f"hold {wanted.removeprefix('a sequence of ')}" if self.item else f"be {wanted}"
+        return one_line(f"{owner} {self.field} must {must}, not {quoted(self.value, 40)}")
 
 
 def read_lines(text: str | Iterable[str], model: type[M], what: str = "") -> list[tuple[int, dict[str, Any], M]]:

@@ -1,8 +1,8 @@
 """The model directories a run names, checked before anything is created: the preflight's model check.
 
 A directory that ``diagevo models smollm2`` or ``diagevo models tiny`` builds is complete only
-with its completion record, written last (``provenance.json``, ``tiny.json`` or ``mini.json`` beside
-the two roles): both builds now write into a temporary directory beside the target and rename it when
+with its completion record, written last (``doctor.build_record``, the rule
+``diagevo doctor`` reports by): both builds now write into a temporary directory beside the target and rename it when
 complete, and a directory an older, interrupted build left (the build's ``heldout.jsonl`` without
 the record) is refused. A directory from elsewhere (a transformers checkpoint, no
 ``heldout.jsonl``) needs only its ``config.json``.
@@ -12,17 +12,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diagevo.doctor import MINI_RECORD, PROVENANCE, TINY_RECORD, build_call
+from diagevo.doctor import ROLES, build_call, build_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.generation.local import looks_local
-
-HELDOUT_FILE = "heldout.jsonl"  # written by every build
 
 
 def _hub_id(model: str) -> bool:
     """``org/name`` that is no directory here and not where diagevo's own builds write."""
     path = Path(model)
-    return not looks_local(model) and path.parts[0] != "models" and path.name not in ("challenger", "solver")
+    return not looks_local(model) and path.parts[0] != "models" and path.name not in ROLES
 
 
 def check_model_dir(model: str) -> None:
@@ -41,16 +39,11 @@ def check_model_dir(model: str) -> None:
         raise NotFound(f"no model directory {model}: build it with", build_call(model), about=model)
     if not path.is_dir():
         raise BadInput(f"{model}: a file, not a model directory")
-    tiny = path.name in ("challenger", "solver") and (path.parent / HELDOUT_FILE).is_file()
-    built_here = (path / HELDOUT_FILE).is_file() or tiny
-    pair = next(
-        (path.parent / r for r in (TINY_RECORD, MINI_RECORD) if (path.parent / r).is_file()), path.parent / TINY_RECORD
-    )
-    record = pair if tiny else path / PROVENANCE
-    if built_here and not record.is_file():
+    record = build_record(path)
+    if record is not None and not record.is_file():
         raise BadInput(
             f"{model}: an incomplete model build (no {record.name}, written when the build completes); "
-            f"remove {path.parent if tiny else path} and build it again with",
+            f"remove {record.parent} and build it again with",
             build_call(model),
             about=model,
         )

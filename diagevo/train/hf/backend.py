@@ -37,6 +37,7 @@ from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.tools import embedder_for, llm_diagnostician
+from diagevo.doctor import HELDOUT_FILE
 from diagevo.errors import BadInput, Fix, Install, NotFound, Override, Unavailable
 from diagevo.generation import Sampling, model_text
 from diagevo.generation.endpoint import EndpointEngine
@@ -69,7 +70,6 @@ from diagevo.train.hf.vllm_share import ServerClient, shared_with_trl
 
 # torch, transformers and TRL load in the methods that use them: every module of the package
 # imports without the hf extra (make_backend refuses in one line where it is missing)
-from diagevo.train.model_dirs import HELDOUT_FILE
 
 if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config

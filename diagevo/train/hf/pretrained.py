@@ -28,11 +28,11 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from diagevo.doctor import HELDOUT_FILE, PROVENANCE
 from diagevo.errors import Argument, BadInput, Install, Unavailable, require
 from diagevo.files.written import building, refuse_filled
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.hf.tiny import corpus
-from diagevo.train.model_dirs import HELDOUT_FILE, PROVENANCE
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
+from diagevo.doctor import TINY_RECORD
 from diagevo.errors import require
 from diagevo.files.written import refuse_filled
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
-from diagevo.train.model_dirs import TINY_RECORD
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

@@ -11,10 +11,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from diagevo.doctor import HELDOUT_FILE, ROLES
 from diagevo.files.written import building
-from diagevo.train.model_dirs import HELDOUT_FILE
 
-ROLES = ("challenger", "solver")
 Tick = Callable[[int, int], None]
 
 

@@ -24,12 +24,12 @@ from typing import Any
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import parse_question
+from diagevo.doctor import MINI_RECORD
 from diagevo.errors import require
 from diagevo.files.written import refuse_filled
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.mini import world as w
 from diagevo.train.mini.tokenizer import EOS, build_tokenizer, challenger_prompt
-from diagevo.train.model_dirs import MINI_RECORD
 
 
 @dataclass(frozen=True)
