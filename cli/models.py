@@ -81,9 +81,10 @@ def mini(
         ),
         soft_wrap=True,
     )
-    table = Table("skill", "held-out accuracy", "share of free questions", box=None)
+    table = Table("skill", "validation accuracy", "held-out accuracy", "share of free questions", box=None)
     for skill, acc in report.accuracy.items():
-        table.add_row(skill, f"{acc:.0%}", f"{report.free_share.get(skill, 0):.0%}")
+        val = report.validation_accuracy.get(skill, 0)
+        table.add_row(skill, f"{val:.0%}", f"{acc:.0%}", f"{report.free_share.get(skill, 0):.0%}")
     console.print(table)
     causes = Table("cause", "share of its skill when targeted", box=None)
     for cause, share in report.targeted_share.items():

@@ -47,13 +47,16 @@ def test_every_pool_holds_its_own_skill_only_and_the_skills_do_not_share_questio
         seen |= set(pool)
 
 
-def test_held_out_questions_never_occur_in_the_warm_up_and_the_split_is_fixed_by_the_seed() -> None:
+def test_warm_up_validation_and_held_out_questions_never_meet_and_the_split_is_fixed_by_the_seed() -> None:
     for skill in SKILLS:
-        warm, held = w.split(skill, 100, seed=3)
-        assert len(held) == 100 and not set(warm) & set(held)
-        assert sorted(warm + held) == sorted(w.pool(skill))
-        assert w.split(skill, 100, seed=3) == (warm, held)
-        assert w.split(skill, 100, seed=4)[1] != held
+        warm, val, held = w.split(skill, 100, seed=3, validation=80)
+        assert len(held) == 100 and len(val) == 80
+        assert not set(warm) & set(held) and not set(warm) & set(val) and not set(val) & set(held)
+        assert sorted(warm + val + held) == sorted(w.pool(skill))
+        assert w.split(skill, 100, seed=3, validation=80) == (warm, val, held)
+        assert w.split(skill, 100, seed=3).heldout == held  # the held-out part does not move with the validation size
+        assert w.split(skill, 100, seed=4, validation=80).heldout != held
+        assert w.split(skill, 100, seed=4, validation=80).validation != val
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ per-skill accuracies the memory has to find), and every ``chal_every``-th step a
 on ``@<cause>:`` -> ``<question>...</question>`` (a cause's text -> a question of its skill; ``@:``
 -> a question of any skill). The step count is fixed: the weak skills close their gap if training
 runs on, so a wall-clock budget would not give the same pair twice. Held-out questions come from
-each skill's held-out split and never occur in the warm-up.
+each skill's held-out split and never occur in the warm-up; the mix is chosen by each skill's
+validation split (recorded in ``mini.json``), never by the held-out one.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class MiniSpec:
     lr: float = 1e-3
     warmup: int = 100
     heldout: int = 100
+    validation: int = 100  # questions per skill the warm-up mix is chosen by
     seed: int = 0
     threads: int = 1
     probes: int = 24  # challenger samples per cause (and per skill, free) when measuring targeting
@@ -62,11 +64,12 @@ class MiniSpec:
 
 @dataclass
 class MiniReport:
-    """What a build measured: parameters, seconds, held-out accuracy per skill, targeting."""
+    """What a build measured: parameters, seconds, held-out and validation accuracy per skill, targeting."""
 
     parameters: int
     seconds: float
-    accuracy: dict[str, float]
+    accuracy: dict[str, float]  # held-out
+    validation_accuracy: dict[str, float] = field(default_factory=dict)
     targeted_share: dict[str, float] = field(default_factory=dict)  # cause -> share of its skill
     free_share: dict[str, float] = field(default_factory=dict)  # skill -> share among free questions
     valid: float = 0.0  # share of challenger samples that parse as a question of the world
@@ -111,13 +114,31 @@ def sample(model: Any, tok: Any, prompts: list[str], max_new: int, temperature: 
     return out
 
 
-def measure(model: Any, tok: Any, heldout: list[dict[str, str]], skills: tuple[str, ...], probes: int) -> MiniReport:
-    """Greedy held-out accuracy per skill, and the challenger's targeting: for each cause the share
-    of its sampled questions that exercise its skill, beside each skill's share of free ones."""
-    outs = sample(model, tok, [h["question"] for h in heldout], 8)
+def _graded(questions: dict[str, list[str]]) -> list[dict[str, str]]:
+    """Skill -> questions as (question, answer, skill) rows."""
+    return [{"question": q, "answer": w.answer(q), "skill": s} for s, qs in questions.items() for q in qs]
+
+
+def _accuracy(model: Any, tok: Any, rows: list[dict[str, str]]) -> dict[str, float]:
+    """Greedy accuracy per skill of (question, answer, skill) rows."""
+    outs = sample(model, tok, [r["question"] for r in rows], 8)
     right: dict[str, list[bool]] = {}
-    for h, o in zip(heldout, outs, strict=True):
-        right.setdefault(h["skill"], []).append(agrees(extract_answer(o), h["answer"]))
+    for r, o in zip(rows, outs, strict=True):
+        right.setdefault(r["skill"], []).append(agrees(extract_answer(o), r["answer"]))
+    return {s: sum(r) / len(r) for s, r in right.items()}
+
+
+def measure(
+    model: Any,
+    tok: Any,
+    heldout: list[dict[str, str]],
+    validation: list[dict[str, str]],
+    skills: tuple[str, ...],
+    probes: int,
+) -> MiniReport:
+    """Greedy held-out (and validation) accuracy per skill, and the challenger's targeting: for
+    each cause the share of its sampled questions that exercise its skill, beside each skill's
+    share of free ones."""
     causes = [c for c in w.world().causes.values() if c.skill in skills]
     prompts = [challenger_prompt(c.text) for c in causes for _ in range(probes)]
     prompts += [challenger_prompt(None)] * (probes * len(skills))
@@ -129,7 +150,8 @@ def measure(model: Any, tok: Any, heldout: list[dict[str, str]], skills: tuple[s
     return MiniReport(
         parameters=sum(p.numel() for p in model.parameters()),
         seconds=0.0,
-        accuracy={s: sum(r) / len(r) for s, r in right.items()},
+        accuracy=_accuracy(model, tok, heldout),
+        validation_accuracy=_accuracy(model, tok, validation),
         targeted_share=targeted,
         free_share={s: free[s] / (probes * len(skills)) for s in skills},
         valid=sum(g is not None for g in got) / len(got),
@@ -138,7 +160,8 @@ def measure(model: Any, tok: Any, heldout: list[dict[str, str]], skills: tuple[s
 
 def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no_progress) -> MiniReport:
     """Write ``out/challenger`` and ``out/solver`` (the same warmed-up weights), ``out/heldout.jsonl``
-    (question, answer, skill) and ``out/mini.json`` (the spec and what was measured)."""
+    (question, answer, skill) and ``out/mini.json`` (the spec, the warm-up mix, the validation
+    questions and what was measured)."""
     require("hf", "building the mini models", "torch", "transformers", "tokenizers")
     import torch
 
@@ -151,9 +174,10 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
     threads = torch.get_num_threads()
     torch.set_num_threads(spec.threads)  # one thread: with the other core busy, two were 8x slower
     try:
-        splits = {s: w.split(s, spec.heldout, spec.seed) for s in spec.skills}
-        pools = {s: pool for s, (pool, _) in splits.items()}
-        heldout = [{"question": q, "answer": w.answer(q), "skill": s} for s, (_, held) in splits.items() for q in held]
+        splits = {s: w.split(s, spec.heldout, spec.seed, spec.validation) for s in spec.skills}
+        pools = {s: part.warmup for s, part in splits.items()}
+        validation = {s: part.validation for s, part in splits.items()}
+        heldout = _graded({s: part.heldout for s, part in splits.items()})
         tok = build_tokenizer()
         model = warm.new_model(
             tok,
@@ -191,9 +215,12 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
             weight_decay=0.1,
             tick=lambda d, n: progress("warm-up", d, n),
         )
-        report = measure(model, tok, heldout, spec.skills, spec.probes)
+        report = measure(model, tok, heldout, _graded(validation), spec.skills, spec.probes)
         report.seconds = round(time.perf_counter() - started, 1)
-        record = json.dumps({"spec": asdict(spec), "measured": asdict(report)}, indent=1)
+        mix = dict(zip(pools, weights, strict=True))
+        record = json.dumps(
+            {"spec": asdict(spec), "mix": mix, "measured": asdict(report), "validation": validation}, indent=1
+        )
         warm.write_pair(out, model, tok, heldout, (MINI_RECORD, record))
     finally:
         torch.set_num_threads(threads)

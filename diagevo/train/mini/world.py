@@ -4,7 +4,7 @@ Questions are ``47+38=``, ``83-47=``, ``7*38=`` and ``83%7=``; the solver answer
 alone (no worked chain: a tiny model cannot write one). Skills, the warm-up mix that makes some
 of them weak on purpose, and the named errors are data (``world.json``); this module holds the
 rules that read them: which skill a question exercises (from its own digits), the fixed split of
-every skill's questions into warm-up and held-out ones, and how a failed answer is named.
+every skill's questions into warm-up, validation and held-out ones, and how a failed answer is named.
 
 Naming a failure reads the question and the failed answer against the pseudo-label, as a person
 marking the work would (a units sum of ten or more with an answer ten short is a dropped carry);
@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from diagevo.curriculum.answers import extract_answer
 
@@ -104,12 +105,22 @@ def pool(skill: str) -> tuple[str, ...]:
     return tuple(q for q in qs if skill_of(q) == skill)
 
 
-def split(skill: str, heldout: int, seed: int) -> tuple[list[str], list[str]]:
-    """(warm-up questions, held-out questions) of a skill: one shuffle of its pool, so the two
-    never share a question."""
+class Split(NamedTuple):
+    """A skill's questions in three disjoint parts: warm-up (trained on), validation (what the
+    warm-up mix is chosen by) and held-out (what the loop is measured on, never chosen by)."""
+
+    warmup: list[str]
+    validation: list[str]
+    heldout: list[str]
+
+
+def split(skill: str, heldout: int, seed: int, validation: int = 0) -> Split:
+    """One shuffle of a skill's pool, cut into held-out, validation and warm-up questions, so no
+    two parts share a question; the held-out part does not depend on the validation size."""
     qs = list(pool(skill))
     random.Random(f"{seed}/{skill}").shuffle(qs)
-    return qs[heldout:], qs[:heldout]
+    cut = heldout + validation
+    return Split(qs[cut:], qs[heldout:cut], qs[:heldout])
 
 
 def answer(q: str) -> str:
