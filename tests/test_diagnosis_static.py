@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from diagevo.diagnosis.embedder import local_model
@@ -51,6 +51,8 @@ def test_tokens_are_minilms(minilm_tokenizer, text: str) -> None:  # noqa: ANN00
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=60))
+@example("0\U0002b820")  # between BERT's CJK block start (0x2B820) and the tokenizers library's (0x2B920)
+@example("0\U0002b920")
 def test_tokens_are_minilms_for_any_text(minilm_tokenizer, text: str) -> None:  # noqa: ANN001
     # a mark that Python's Unicode tables know and the tokenizers library's older ones do not (U+11073,
     # Unicode 14) is an accent Python strips and the library keeps as [UNK]: not a difference of the rules

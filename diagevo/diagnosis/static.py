@@ -46,7 +46,7 @@ def _is_cjk(cp: int) -> bool:
         or 0x20000 <= cp <= 0x2A6DF
         or 0x2A700 <= cp <= 0x2B73F
         or 0x2B740 <= cp <= 0x2B81F
-        or 0x2B820 <= cp <= 0x2CEAF
+        or 0x2B920 <= cp <= 0x2CEAF  # tokenizers' BertNormalizer starts here, not at BERT's 0x2B820
         or 0xF900 <= cp <= 0xFAFF
         or 0x2F800 <= cp <= 0x2FA1F
     )
