@@ -534,4 +534,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # ``python -m diagevo.cli.app`` runs this file as ``__main__``, a second copy of the module
+    # beside the ``diagevo.cli.app`` the command tables name: its ``main`` would build the groups
+    # from one copy's classes and finish them with the other's, and ``isinstance(command,
+    # LazyGroup)`` failing would load every command of a group (every module behind them)
+    from diagevo.cli.app import main as installed_main
+
+    installed_main()

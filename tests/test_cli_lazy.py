@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from diagevo.cli.app import LazyGroup, build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,15 +24,18 @@ def test_each_listed_line_is_the_commands_help() -> None:
             assert command.short_help is None and command.help == lazy.help, name
 
 
-def loaded(*args: str) -> set[str]:
+ENTRY = "from diagevo.cli.app import main\nmain()"  # the installed ``diagevo`` script
+AS_MODULE = "import runpy\nrunpy.run_module('diagevo.cli.app', run_name='__main__', alter_sys=True)"  # python -m
+
+
+def loaded(*args: str, run: str = ENTRY) -> set[str]:
     """The ``diagevo.cli`` modules imported by ``diagevo ARGS`` (in a fresh interpreter)."""
     code = (
         "import contextlib, io, sys\n"
         f"sys.argv = ['diagevo', *{list(args)!r}]\n"
-        "from diagevo.cli.app import main\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
         "    try:\n"
-        "        main()\n"
+        f"        exec({run!r})\n"
         "    except SystemExit:\n"
         "        pass\n"
         "print(' '.join(m for m in sys.modules if m.startswith('diagevo.cli.')))\n"
@@ -39,10 +44,11 @@ def loaded(*args: str) -> set[str]:
     return set(done.stdout.split())
 
 
-def test_help_imports_no_command_and_a_command_its_own_modules(tmp_path: Path) -> None:
+@pytest.mark.parametrize("run", [ENTRY, AS_MODULE], ids=["diagevo", "python -m diagevo.cli.app"])
+def test_help_imports_no_command_and_a_command_its_own_modules(tmp_path: Path, run: str) -> None:
     shared = {"diagevo.cli.app", "diagevo.cli.common", "diagevo.cli.examples", "diagevo.cli.safe"}
-    assert loaded("--help") == shared
-    assert loaded("memory", "--help") == shared
-    stats = loaded("memory", "stats", "--db", f"sqlite:///{tmp_path / 'x.db'}")  # no such database: its error
+    assert loaded("--help", run=run) == shared
+    assert loaded("memory", "--help", run=run) == shared
+    stats = loaded("memory", "stats", "--db", f"sqlite:///{tmp_path / 'x.db'}", run=run)  # no such database: its error
     helpers = {"diagevo.cli.fixes", "diagevo.cli.tables", "diagevo.cli.progress"}
     assert stats - shared - helpers == {"diagevo.cli.follow", "diagevo.cli.stats"}
