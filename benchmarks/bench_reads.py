@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 
         baselines = {
             "stats": lambda: scan_stats(store.rows(run), run),
-            "why": lambda: cause_story(((e.seq, e.round, e.type, e.data) for e in store.rows(run, texts=True)), cause),
+            "why": lambda: cause_story(store.rows(run, texts=True), cause),
             "events --cause": lambda: scan(lambda e: cause in {payload(e).get(k) for k in CAUSE_FIELDS}),
             "events --failure": lambda: scan(lambda e: payload(e).get("failure_id") == fid),
             "events --question": lambda: scan(lambda e: payload(e).get("question_id") == qid),
