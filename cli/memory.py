@@ -30,13 +30,14 @@ from diagevo.cli.follow import FollowOpt, UntilOpt, followed_run, say
 from diagevo.cli.safe import plain, text
 from diagevo.files.written import replaced
 from diagevo.interchange import as_run, export_lines, ingest_events, parse_lines
+from diagevo.log import payload
 from diagevo.memory.state import node_order
 from diagevo.results.memory import MemoryView
 from diagevo.text.parsing import file_lines, input_file
 from diagevo.text.untrusted import json_visible, shorten
 from diagevo.text.words import did_you_mean, plural
 from diagevo.views import queries
-from diagevo.views.events import EventFilter, event_json, follow_matching, list_events, shown_data
+from diagevo.views.events import EventFilter, event_json, follow_matching, list_events
 from diagevo.views.memory import resolve_run
 from diagevo.views.stories import RECENT, Entry, Failure
 from diagevo.views.verify import verdict
@@ -261,7 +262,7 @@ def _event_classes(types: list[str]) -> frozenset[Any]:
 def _print_events(page: Any) -> None:
     table = Table("seq", "round", "type", "data", title=text(f"run {page.run}"), title_justify="left")
     for e in page.events:
-        table.add_row(str(e.seq), str(e.round), e.type, text(_data_line(shown_data(e))))
+        table.add_row(str(e.seq), str(e.round), e.type, text(_data_line(payload(e))))
     console.print(table)
     if page.truncated:
         console.print(
@@ -287,7 +288,7 @@ def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, 
 
 
 def _event_line(e: Any) -> Text:
-    return text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(shown_data(e)))
+    return text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(payload(e)))
 
 
 def ingest(

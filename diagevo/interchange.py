@@ -228,7 +228,7 @@ def copied_event(e: StoredEvent, source: str, new: str, **changed: Any) -> Event
     id rebased as :func:`as_run` rebases it, its data the stored record with the ``changed``
     fields replaced, at its stored version, validated as ingest validates a line. The copy holds
     the source's bytes, which the typed event cannot give back: its class's reader upcasts an
-    older version and leaves out ``cut``."""
+    older version."""
     return validate_event(
         {
             "type": e.type,

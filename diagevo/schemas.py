@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, Event, InvalidEvent, version_problem
-from diagevo.catalog.event import first_error
+from diagevo.catalog.event import TextCut, first_error
 from diagevo.config.limits import LimitsConfig
 from diagevo.text.parsing import MAX_ID_CHARS, check_id, find_not_utf8, quoted
 
@@ -60,7 +60,7 @@ class EventIn(BaseModel):
 
     @property
     def event(self) -> Event:
-        """The typed event of its data (as stored: texts cut, ``cut`` left in ``data``)."""
+        """The typed event of its data (as stored: texts cut, what was cut its :attr:`~Event.cut`)."""
         return CATALOG[self.type].from_stored(self.data, self.schema_version)
 
 
@@ -175,7 +175,7 @@ def current_limits() -> LimitsConfig:
     return _LIMITS.get() or _DEFAULT_LIMITS
 
 
-def cut_text(text: str, limit: int) -> tuple[str, dict[str, Any] | None]:
+def cut_text(text: str, limit: int) -> tuple[str, TextCut | None]:
     """``text`` cut to at most ``limit`` UTF-8 bytes (at a character boundary) and, when it was
     cut, the whole text's ``{"bytes", "sha256"}``; else ``(text, None)``."""
     if len(text) * 4 <= limit:

@@ -138,12 +138,18 @@ def test_an_open_types_old_flat_figures_read_as_its_declared_field(
     assert (kept.data, kept.schema_version) == (stored, 1)
 
 
-def test_a_stored_event_keeps_its_cut_out_of_the_class() -> None:
+def test_a_stored_event_holds_what_was_cut_of_its_texts_apart_from_its_data() -> None:
+    """Two texts that differ past the cut are stored alike: the events differ in their ``cut``,
+    which no producer gives (the store cuts) and which stays out of the event's data."""
     cut = {"raw": {"bytes": 9, "sha256": "0" * 64}}
     stored = {"failure_id": "f1", "stage": "extract", "reason": "r", "model": "", "raw": "x", "cut": cut}
     failed = DiagnosisFailed.from_stored(stored, 2)
-    assert failed == DiagnosisFailed(failure_id="f1", stage="extract", reason="r", raw="x")
-    assert stored["cut"] == cut
+    whole = DiagnosisFailed(failure_id="f1", stage="extract", reason="r", raw="x")
+    assert failed.cut == cut and whole.cut == {} and failed != whole
+    assert failed.stored_data() == whole.stored_data() and stored["cut"] == cut
+    assert DiagnosisFailed.from_stored(whole.stored_data(), 2) == whole  # a whole text read back
+    with pytest.raises(InvalidEvent, match=r"data.cut: Extra inputs are not permitted"):
+        DiagnosisFailed(failure_id="f1", stage="extract", reason="r", raw="x", cut=cut)
 
 
 def test_the_merge_rule_is_the_merge_events() -> None:

@@ -325,7 +325,7 @@ START = (1, 0, "run.started", {"config": {"k": 0.5}, "seed": 0}, 2)
         ),
     ],
 )
-def test_a_row_no_database_checked_is_named_by_its_seq_before_it_is_built(row: tuple, said: str) -> None:
+def test_a_row_no_database_checked_is_named_by_its_seq_before_it_is_folded(row: tuple, said: str) -> None:
     """A stored row is built without validation: what the fold reads of it is checked first."""
     with pytest.raises(InvariantError, match=rf"^seq 2: {said}$"):
         fold([START, row], "r")

@@ -30,9 +30,9 @@ Kinds:
 # its bases for each class it builds, and every command that reads the log builds every event class
 from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from diagevo.errors import BadInput
 from diagevo.text.parsing import error_reason, find_not_utf8, one_line, quoted
@@ -93,6 +93,15 @@ def first_error(exc: ValidationError) -> str:
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
+
+class TextCut(TypedDict):
+    """What the log kept of a text it stored cut to the limits: the whole text's UTF-8 length
+    and SHA-256 (the stored data's ``cut``, by field: :func:`diagevo.schemas.cut_text`)."""
+
+    bytes: int
+    sha256: str
+
+
 _new = object.__new__
 _set = object.__setattr__
 
@@ -122,6 +131,10 @@ class Event(BaseModel):
         upcasters: ClassVar[tuple[Upcaster, ...]]  # upcast_v1_v2 ... up to class_version, in order
         reader: ClassVar[Callable[[Mapping[str, Any], int], "Event"]]  # from_stored, built once per class
 
+    # what the log cut of the texts of a stored event: set by the reader alone (a producer gives
+    # whole texts; the store cuts them), compared as its fields are
+    _cut: dict[str, TextCut] = PrivateAttr(default_factory=dict)
+
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
@@ -145,7 +158,9 @@ class Event(BaseModel):
             a complete, closed shape."""
             if item == "__pydantic_fields_set__":
                 value: Any = set(self.__dict__)  # the declared fields, as model_construct sets it
-            elif item in ("__pydantic_extra__", "__pydantic_private__"):
+            elif item == "__pydantic_private__":
+                value = {"_cut": {}}  # stored whole
+            elif item == "__pydantic_extra__":
                 value = None
             else:
                 return super().__getattr__(item)
@@ -157,9 +172,16 @@ class Event(BaseModel):
         """The event whose stored data is ``data``, stored at its class's ``version``,
         unvalidated (it was validated when it was appended), upcast from that version to the
         current one. Its long texts are the stored ``{"$artifact": sha256}`` references unless
-        the read put them back (``texts=True``); ``cut``, which says which texts were cut, stays
-        in the stored data."""
+        the read put them back (``texts=True``); the stored ``cut``, which says which texts were
+        cut, is its :attr:`cut`."""
         return cls.reader(data, version)  # type: ignore[return-value]
+
+    @property
+    def cut(self) -> Mapping[str, TextCut]:
+        """What the log cut of this stored event's texts, by field (empty: none; an event not
+        read from the log holds whole texts): two texts that differ past the cut are stored
+        alike, and differ here."""
+        return self._cut
 
     @classmethod
     def upcast(cls, data: Mapping[str, Any], version: int) -> dict[str, Any]:
@@ -220,7 +242,10 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any], int], Event]:
             event = _new(cls)
             _set(event, "__dict__", data)  # the rest on first use (Event.__getattr__)
             return event
-        return construct(**{f: v for f, v in data.items() if f != "cut"})
+        fields = dict(data)
+        if "cut" in fields:
+            fields["_cut"] = fields.pop("cut")  # model_construct sets the private attribute it is given
+        return construct(**fields)
 
     return read
 

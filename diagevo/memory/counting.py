@@ -501,12 +501,13 @@ class Ledger:
         the fold reads out of shape is counted, not folded (the fold refuses it)."""
         seq, rnd, name, data, version = row
         cls = CATALOG[name]
+        event = stored_event(cls, data, version)
         if cls.folded and self.folds:
             try:
-                check_shape(cls, data)
+                check_shape(event)
             except InvariantError as exc:
                 self.refused, self.folds = exc, False
-        return self.take(rnd, stored_event(cls, data, version), seq)
+        return self.take(rnd, event, seq)
 
 
 def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:

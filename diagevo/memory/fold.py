@@ -11,11 +11,11 @@ afterwards). From the outside the memory stays a value: no frozen memory is ever
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from functools import cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from diagevo.catalog import (
     CATALOG,
@@ -236,18 +236,19 @@ def _texts(cls: type[Event]) -> tuple[str, ...]:
     return tuple(n for n, f in cls.model_fields.items() if f.is_required() and f.annotation is str)
 
 
-def check_shape(cls: type[Event], data: Mapping[str, Any]) -> None:
-    """What the fold reads of a stored row is there, of its type: the row is built without
-    validation (:meth:`Event.from_stored`), so a row no database checked is checked here."""
-    if not isinstance(data, Mapping):
-        raise InvariantError(f"{cls.name}'s data is not a JSON object")
+def check_shape(event: Event) -> None:
+    """What the fold reads of a stored row's event is there, of its type: the event is built
+    without validation (:meth:`Event.from_stored`), so a row no database checked is checked
+    here, before the fold applies it."""
+    cls = type(event)
     for name in _texts(cls):
-        if not isinstance(data.get(name), str):
+        if not isinstance(getattr(event, name, None), str):
             raise InvariantError(f"{cls.name}'s data.{name} is not a text")
     if cls is RunStarted or cls is RunConfigured:
-        if not isinstance(data.get("config"), Mapping):
+        configured = cast(RunStarted | RunConfigured, event)
+        if not isinstance(getattr(configured, "config", None), Mapping):  # absent: a required field unset
             raise InvariantError(f"{cls.name}'s data.config is not a table")
-        if type(data.get("seed", 0)) is not int:
+        if type(configured.seed) is not int:
             raise InvariantError(f"{cls.name}'s data.seed is not a whole number")
 
 
@@ -299,6 +300,16 @@ _PLAN = {name: (cls, cls.reader if cls.folded else None) for name, cls in CATALO
 """Each type: its class, and how to read an event the fold applies (None: one it does not)."""
 
 
+def _folded_event(cls: type[Event], read: Callable[[Mapping[str, Any], int], Event], data: Any, version: int) -> Event:
+    """The event of a stored row the fold applies, built from its data (:meth:`Event.from_stored`)
+    and checked (:func:`check_shape`)."""
+    if not isinstance(data, Mapping):
+        raise InvariantError(f"{cls.name}'s data is not a JSON object")
+    event = read(data, version)
+    check_shape(event)
+    return event
+
+
 def _fold(draft: Draft | None, run: str, rows: Iterable[Row]) -> tuple[Draft, int]:
     """The fold's one loop: ``rows`` folded on ``draft`` (None: the run's first row must start
     it); the draft and the last row's seq (0: none). An event the fold applies is built from its
@@ -309,13 +320,11 @@ def _fold(draft: Draft | None, run: str, rows: Iterable[Row]) -> tuple[Draft, in
             cls, read = plan[etype]
             if draft is None:
                 check_first(run, cls, rnd)
-                check_shape(cls, data)
-                draft = Draft(start(run, read(data, version), seq))  # type: ignore[misc,arg-type]
+                draft = Draft(start(run, _folded_event(cls, read, data, version), seq))  # type: ignore[arg-type]
             elif read is None or rnd != draft.committed + 1:
                 draft.skip(cls, rnd)
             else:
-                check_shape(cls, data)
-                draft._change(read(data, version), rnd)
+                draft._change(_folded_event(cls, read, data, version), rnd)
     except InvariantError as exc:  # a reader names the event it could not fold
         raise InvariantError(f"seq {seq}: {exc}") from None
     if draft is None:

@@ -22,7 +22,7 @@ from diagevo.catalog import (
     PhaseCompleted,
     TrainStep,
 )
-from diagevo.log import EventReader, payload
+from diagevo.log import EventReader
 from diagevo.memory.counting import Ledger
 from diagevo.memory.fold import Draft
 from diagevo.memory.state import Memory
@@ -46,14 +46,16 @@ def refuse_other_content(store: EventReader, run: str, t: int, events: Sequence[
         if ev is None:
             continue
         stored, given = e.event, ev.event
-        # a text over the limit is stored cut, with a record of what was cut: two texts that differ
-        # past the cut read equal as events and differ only in that record
-        same_cut = payload(e).get("cut") == ev.data.get("cut")
-        if stored == given and same_cut:
+        if stored == given:
             continue
-        fields = type(given).model_fields
+        # a text over the limit is stored cut: two texts that differ past the cut differ in what was cut
         field = next(
-            (n for n in fields if getattr(stored, n, None) != getattr(given, n)), "type" if same_cut else "text"
+            (
+                n
+                for n in type(given).model_fields
+                if getattr(stored, n, None) != getattr(given, n) or stored.cut.get(n) != given.cut.get(n)
+            ),
+            "type",
         )
         what = getattr(given, "question_id", e.event_id)
         raise ProtocolError(

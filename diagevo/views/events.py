@@ -72,22 +72,17 @@ class EventPage:
 
 
 def event_json(event: StoredEvent) -> dict[str, Any]:
-    """An event as ``memory events --json`` gives it: seq, round, type, event id, data."""
+    """An event as ``memory events --json`` gives it: seq, round, type, event id, data. Its data
+    (as the line shows it too) is the log's record as stored, as an export's line holds it, not
+    the typed event: its class's reader upcasts an older version (a trainer's figures, once flat,
+    move under its free-form field), so the typed event would show another record than the log's."""
     return {
         "seq": event.seq,
         "round": event.round,
         "type": event.type,
         "event_id": event.event_id,
-        "data": shown_data(event),
+        "data": payload(event),
     }
-
-
-def shown_data(event: StoredEvent) -> dict[str, Any]:
-    """An event's data as ``memory events`` shows it (the line and ``--json``): the log's record
-    as stored, not the typed event. Its class's reader upcasts an older version (a trainer's
-    figures, once flat, move under its free-form field) and leaves out ``cut`` (what a stored
-    text lost), so the typed event would show another record than the one the log holds."""
-    return payload(event)
 
 
 def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: int | None = None) -> EventPage:
