@@ -132,12 +132,12 @@ MEMORY_COMMANDS: dict[str, Lazy] = {
         "--json/--jsonl), until Ctrl-C or --until-round.",
     ),
     "ingest": Lazy(
-        "diagevo.cli.memory:ingest",
+        "diagevo.cli.operate:ingest",
         "Validate a whole JSONL file, then store it in one transaction (or nothing).",
     ),
-    "export": Lazy("diagevo.cli.memory:export", "Write the run's log as JSONL (with seq, recorded_at, hash)."),
+    "export": Lazy("diagevo.cli.operate:export", "Write the run's log as JSONL (with seq, recorded_at, hash)."),
     "verify": Lazy(
-        "diagevo.cli.memory:verify",
+        "diagevo.cli.operate:verify",
         "Check the hash chain, the texts against their keys, the invariants, and that the saved views (snapshots, the "
         "statistics) equal the log and reach no further than it.",
     ),

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from diagevo.cli.app import LazyGroup, build
+from diagevo.log import open_log
+from tests.logs import Log
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,8 +30,8 @@ ENTRY = "from diagevo.cli.app import main\nmain()"  # the installed ``diagevo`` 
 AS_MODULE = "import runpy\nrunpy.run_module('diagevo.cli.app', run_name='__main__', alter_sys=True)"  # python -m
 
 
-def loaded(*args: str, run: str = ENTRY) -> set[str]:
-    """The ``diagevo.cli`` modules imported by ``diagevo ARGS`` (in a fresh interpreter)."""
+def imported(*args: str, run: str = ENTRY) -> set[str]:
+    """Every module imported by ``diagevo ARGS`` (in a fresh interpreter)."""
     code = (
         "import contextlib, io, sys\n"
         f"sys.argv = ['diagevo', *{list(args)!r}]\n"
@@ -38,10 +40,15 @@ def loaded(*args: str, run: str = ENTRY) -> set[str]:
         f"        exec({run!r})\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "print(' '.join(m for m in sys.modules if m.startswith('diagevo.cli.')))\n"
+        "print(' '.join(sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     return set(done.stdout.split())
+
+
+def loaded(*args: str, run: str = ENTRY) -> set[str]:
+    """The ``diagevo.cli`` modules of :func:`imported`."""
+    return {m for m in imported(*args, run=run) if m.startswith("diagevo.cli.")}
 
 
 @pytest.mark.parametrize("run", [ENTRY, AS_MODULE], ids=["diagevo", "python -m diagevo.cli.app"])
@@ -52,3 +59,20 @@ def test_help_imports_no_command_and_a_command_its_own_modules(tmp_path: Path, r
     stats = loaded("memory", "stats", "--db", f"sqlite:///{tmp_path / 'x.db'}", run=run)  # no such database: its error
     helpers = {"diagevo.cli.fixes", "diagevo.cli.tables", "diagevo.cli.progress"}
     assert stats - shared - helpers == {"diagevo.cli.follow", "diagevo.cli.stats"}
+
+
+READS = [("why", "C1"), ("events", "--cause", "C1"), ("replay", "--round", "1"), ("show",)]
+
+
+@pytest.mark.parametrize("read", READS, ids=[r[0] for r in READS])
+def test_a_read_of_the_memory_loads_neither_the_interchange_nor_verification(
+    tmp_path: Path, read: tuple[str, ...]
+) -> None:
+    """``memory why`` and the other reads do not pay for what ``ingest``, ``export`` and
+    ``verify`` need: the JSONL format, the verification of every view, the vector index's numpy;
+    nor for SQLAlchemy (a SQLite log is read without it)."""
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    with open_log(db) as store:
+        store.append(Log().node("N1").cause("C1", "N1").commit().events())
+    heavy = {"diagevo.interchange", "diagevo.views.verify", "diagevo.cli.operate", "numpy", "sqlalchemy"}
+    assert heavy & imported("memory", *read, "--db", db) == set()
