@@ -61,6 +61,14 @@ def test_help_imports_no_command_and_a_command_its_own_modules(tmp_path: Path, r
     assert stats - shared - helpers == {"diagevo.cli.follow", "diagevo.cli.stats"}
 
 
+def small_log(tmp_path: Path) -> str:
+    """The URL of a SQLite log of one committed round with a cause ``C1``."""
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    with open_log(db) as store:
+        store.append(Log().node("N1").cause("C1", "N1").commit().events())
+    return db
+
+
 READS = [("why", "C1"), ("events", "--cause", "C1"), ("replay", "--round", "1"), ("show",)]
 
 
@@ -71,8 +79,14 @@ def test_a_read_of_the_memory_loads_neither_the_interchange_nor_verification(
     """``memory why`` and the other reads do not pay for what ``ingest``, ``export`` and
     ``verify`` need: the JSONL format, the verification of every view, the vector index's numpy;
     nor for SQLAlchemy (a SQLite log is read without it)."""
-    db = f"sqlite:///{tmp_path / 'x.db'}"
-    with open_log(db) as store:
-        store.append(Log().node("N1").cause("C1", "N1").commit().events())
     heavy = {"diagevo.interchange", "diagevo.views.verify", "diagevo.cli.operate", "numpy", "sqlalchemy"}
-    assert heavy & imported("memory", *read, "--db", db) == set()
+    assert heavy & imported("memory", *read, "--db", small_log(tmp_path)) == set()
+
+
+@pytest.mark.parametrize("command", ["verify", "export"])
+def test_verify_and_export_load_not_the_vector_index(tmp_path: Path, command: str) -> None:
+    """Verification checks the vector index's saved state by its name alone: neither it nor
+    the export (whose format checks a fork's source as verification does) loads the index's
+    numpy, nor SQLAlchemy for a SQLite log."""
+    heavy = {"diagevo.views.index", "numpy", "sqlalchemy"}
+    assert heavy & imported("memory", command, "--db", small_log(tmp_path)) == set()
