@@ -102,7 +102,7 @@ COMMANDS: dict[str, Lazy] = {
         "(Markdown, rendered on a terminal), or one shipped file (an example, a config).",
     ),
     "memory": Lazy("diagevo.cli.app:memory_app", "Inspect, audit, move and verify the error-cause memory."),
-    "round": Lazy("diagevo.cli.rounds:round_app", "Drive one round of the memory from another trainer."),
+    "round": Lazy("diagevo.cli.app:round_app", "Drive one round of the memory from another trainer."),
     "runs": Lazy(
         "diagevo.cli.runs:runs_app", "The runs of a database: status, rounds, origin, config; tag and note them."
     ),
@@ -167,6 +167,24 @@ MEMORY_COMMANDS: dict[str, Lazy] = {
         "Re-decide RUN's memory (promotions, reactivations, F_t, ε, the schedule) on its recorded evidence under other "
         "settings, each as a derived run that every read command reads.",
     ),
+}
+
+
+ROUND_COMMANDS: dict[str, Lazy] = {
+    "start": Lazy("diagevo.cli.rounds:start", "Start the run (when new) and open its next round."),
+    "requests": Lazy(
+        "diagevo.cli.rounds:requests_",
+        "Generation requests drawn from the schedule of M_{t-1} (Eq. 1-2), with challenger prompts.",
+    ),
+    "record": Lazy(
+        "diagevo.cli.record:record",
+        "Record generated questions with their construction responses: votes, filter (Eq. 3).",
+    ),
+    "promote": Lazy(
+        "diagevo.cli.rounds:promote",
+        "Decide the round's promotions (Eq. 5-6) against M_{t-1}, once (after its questions are recorded).",
+    ),
+    "commit": Lazy("diagevo.cli.rounds:commit", "Commit the round: M_t is the memory here."),
 }
 
 
@@ -235,6 +253,11 @@ class _Memory(LazyGroup):
     path = "memory"
 
 
+class _Round(LazyGroup):
+    lazy = ROUND_COMMANDS
+    path = "round"
+
+
 def _show_version(value: bool) -> None:
     if value:
         sys.stdout.write(f"diagevo {_version()}\n")
@@ -265,6 +288,14 @@ memory_app = typer.Typer(cls=_Memory, no_args_is_help=True)
 @memory_app.callback()
 def _memory() -> None:
     """The commands of ``diagevo memory`` (:data:`MEMORY_COMMANDS`)."""
+
+
+round_app = typer.Typer(cls=_Round, no_args_is_help=True)
+
+
+@round_app.callback()
+def _round() -> None:
+    """The commands of ``diagevo round`` (:data:`ROUND_COMMANDS`)."""
 
 
 # OSErrors that say something about the machine, not about diagevo: one line, like a DiagevoError

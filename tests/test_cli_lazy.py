@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_each_listed_line_is_the_commands_help() -> None:
     root = build()
-    for group in (root, root.commands["memory"]):
+    for group in (root, root.commands["memory"], root.commands["round"]):
         assert isinstance(group, LazyGroup)
         for name, lazy in group.lazy.items():
             command = group.commands[name]
@@ -90,3 +90,11 @@ def test_verify_and_export_load_not_the_vector_index(tmp_path: Path, command: st
     numpy, nor SQLAlchemy for a SQLite log."""
     heavy = {"diagevo.views.index", "numpy", "sqlalchemy"}
     assert heavy & imported("memory", command, "--db", small_log(tmp_path)) == set()
+
+
+@pytest.mark.parametrize("command", ["start", "requests", "promote", "commit"])
+def test_the_round_protocol_loads_verl_for_record_alone(tmp_path: Path, command: str) -> None:
+    """verl's module (its reward functions' HTTP client, numpy, BLEU) is for ``round record
+    --from-verl``: the protocol's other commands start without it."""
+    assert "diagevo.verl" not in imported("round", command, "--help")
+    assert "diagevo.verl" in imported("round", "record", "--help")
