@@ -31,7 +31,7 @@ from diagevo.cli.common import (
     program,
 )
 from diagevo.cli.safe import error_line, text
-from diagevo.errors import BadInput, DiagevoError
+from diagevo.errors import BadInput, DiagevoError, NotReady
 from diagevo.text.redaction import redact_argv, redact_text
 from diagevo.text.untrusted import shell_join, shorten
 
@@ -329,7 +329,6 @@ def _error_lines(exc: DiagevoError) -> list[Any]:
     under its first for each (what, why, and the fix spelled for this installation)."""
     from diagevo.cli.fixes import need_line
     from diagevo.text.parsing import one_line
-    from diagevo.train.preflight import NotReady  # the training config's models: not for every start
 
     if not isinstance(exc, NotReady):
         return [error_line(_one_line(exc))]
