@@ -1,6 +1,9 @@
-"""``diagevo memory replay/show/why/events``: read the error-cause memory. The commands that move
-a log (``ingest``, ``export``) and verify it are :mod:`diagevo.cli.operate`'s: a read loads
-neither the interchange format nor the verification of every view."""
+"""``diagevo memory replay/show/why/events``: read the error-cause memory.
+
+The commands that move a log (``ingest``, ``export``) and verify it are
+:mod:`diagevo.cli.operate`'s: a read loads neither the interchange format nor the verification
+of every view.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""``diagevo memory ingest/export/verify``: move a run's log in and out as JSONL, and verify it
-(what :class:`diagevo.log.LogOperator` serves): the commands that need the interchange format
-and the verification of every view, apart from the read commands (:mod:`diagevo.cli.memory`)."""
+"""``diagevo memory ingest/export/verify``: move a run's log in and out as JSONL, and verify it.
+
+What :class:`diagevo.log.LogOperator` serves: the commands that need the interchange format and
+the verification of every view, apart from the read commands (:mod:`diagevo.cli.memory`).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""``diagevo round record``: a round's generated questions, from a JSONL file or from verl's
-generation output: apart from the other commands of the round protocol (:mod:`diagevo.cli.rounds`),
-which do not load :mod:`diagevo.verl` (its reward functions' HTTP client, numpy, BLEU)."""
+"""``diagevo round record``: a round's generated questions, from a JSONL file or from verl's output.
+
+Apart from the other commands of the round protocol (:mod:`diagevo.cli.rounds`), which do not
+load :mod:`diagevo.verl` (its reward functions' HTTP client, numpy, BLEU).
+"""
 
 from __future__ import annotations
 

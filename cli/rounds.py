@@ -1,8 +1,8 @@
-"""``diagevo round {start,requests,promote,commit}``: the round protocol for any trainer
-(``record``, which reads verl's output as well, is :mod:`diagevo.cli.record`'s).
+"""``diagevo round {start,requests,promote,commit}``: the round protocol for any trainer.
 
 Thin: each command parses, calls :mod:`diagevo.rounds` and renders. Failures go through
-``diagevo diagnose``. Every command takes ``--run``, ``--db`` and ``--json``.
+``diagevo diagnose``. Every command takes ``--run``, ``--db`` and ``--json``. ``record``, which
+reads verl's output as well, is :mod:`diagevo.cli.record`'s.
 """
 
 from __future__ import annotations
