@@ -188,6 +188,12 @@ ROUND_COMMANDS: dict[str, Lazy] = {
 }
 
 
+RUNS_COMMANDS: dict[str, Lazy] = {
+    "tag": Lazy("diagevo.cli.labels:tag", "Tag a run (stored as a `run.tagged` event)."),
+    "note": Lazy("diagevo.cli.labels:note", "Add a free-text note to a run (stored as a `run.noted` event)."),
+}
+
+
 class LazyGroup(TyperGroup):
     """A group whose commands are imported and built when one runs, or when ``commands`` is read
     (the reference, the tests): ``diagevo memory stats`` imports the modules of that command
@@ -251,6 +257,13 @@ class _Root(LazyGroup):
 class _Memory(LazyGroup):
     lazy = MEMORY_COMMANDS
     path = "memory"
+
+
+class RunsGroup(LazyGroup):
+    """``diagevo runs``: the list is the group's own callback (:data:`diagevo.cli.runs.runs_app`)."""
+
+    lazy = RUNS_COMMANDS
+    path = "runs"
 
 
 class _Round(LazyGroup):

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_each_listed_line_is_the_commands_help() -> None:
     root = build()
-    for group in (root, root.commands["memory"], root.commands["round"]):
+    for group in (root, *(root.commands[name] for name in ("memory", "round", "runs"))):
         assert isinstance(group, LazyGroup)
         for name, lazy in group.lazy.items():
             command = group.commands[name]
@@ -105,3 +105,10 @@ def test_an_error_is_told_without_the_training_preflight(tmp_path: Path) -> None
     embedder's numpy, the doctor): NotReady, the one error told need by need, is the errors' own."""
     heavy = {"diagevo.train.preflight", "diagevo.doctor", "numpy"}
     assert heavy & imported("memory", "why", "C9", "--db", small_log(tmp_path)) == set()
+
+
+def test_the_list_of_runs_loads_not_the_round_protocol(tmp_path: Path) -> None:
+    """``runs`` reads; ``runs tag`` and ``runs note`` write through the round protocol, loaded
+    when one of them runs."""
+    assert "diagevo.rounds" not in imported("runs", "--db", small_log(tmp_path))
+    assert "diagevo.rounds" in imported("runs", "tag", "--help")
