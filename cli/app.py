@@ -32,6 +32,7 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.safe import error_line, text
 from diagevo.errors import BadInput, DiagevoError, NotReady
+from diagevo.text.parsing import one_line, utf8_problem
 from diagevo.text.redaction import redact_argv, redact_text
 from diagevo.text.untrusted import shell_join, shorten
 
@@ -331,7 +332,6 @@ def _one_line(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not
     echoed), without credentials."""
     from diagevo.cli.fixes import message  # an error's path alone pays for the fixes' tables
-    from diagevo.text.parsing import one_line
 
     said = redact_text(message(exc)).strip()
     return one_line(said.splitlines()[0], 390) if said else type(exc).__name__  # with "error: ", at most 400
@@ -341,7 +341,6 @@ def _error_lines(exc: DiagevoError) -> list[Any]:
     """An error as the user reads it: one line; a preflight refusal of several needs, one line
     under its first for each (what, why, and the fix spelled for this installation)."""
     from diagevo.cli.fixes import need_line
-    from diagevo.text.parsing import one_line
 
     if not isinstance(exc, NotReady):
         return [error_line(_one_line(exc))]
@@ -514,8 +513,6 @@ def _check_utf8(args: list[str], env: Mapping[str, str]) -> None:
     """Command-line arguments and diagevo's environment variables that are not UTF-8 are named
     in diagevo's words (which argument or variable, which byte at which offset), before a
     command sees them."""
-    from diagevo.text.parsing import utf8_problem  # pydantic's import, paid once a command runs
-
     for i, arg in enumerate(args, 1):
         problem = utf8_problem(arg)
         if problem is not None:
