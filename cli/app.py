@@ -31,7 +31,8 @@ from diagevo.cli.common import (
     program,
 )
 from diagevo.cli.safe import error_line, text
-from diagevo.errors import BadInput, DiagevoError
+from diagevo.errors import BadInput, DiagevoError, NotReady
+from diagevo.text.parsing import one_line, utf8_problem
 from diagevo.text.redaction import redact_argv, redact_text
 from diagevo.text.untrusted import shell_join, shorten
 
@@ -102,7 +103,7 @@ COMMANDS: dict[str, Lazy] = {
         "(Markdown, rendered on a terminal), or one shipped file (an example, a config).",
     ),
     "memory": Lazy("diagevo.cli.app:memory_app", "Inspect, audit, move and verify the error-cause memory."),
-    "round": Lazy("diagevo.cli.rounds:round_app", "Drive one round of the memory from another trainer."),
+    "round": Lazy("diagevo.cli.app:round_app", "Drive one round of the memory from another trainer."),
     "runs": Lazy(
         "diagevo.cli.runs:runs_app", "The runs of a database: status, rounds, origin, config; tag and note them."
     ),
@@ -132,12 +133,12 @@ MEMORY_COMMANDS: dict[str, Lazy] = {
         "--json/--jsonl), until Ctrl-C or --until-round.",
     ),
     "ingest": Lazy(
-        "diagevo.cli.memory:ingest",
+        "diagevo.cli.operate:ingest",
         "Validate a whole JSONL file, then store it in one transaction (or nothing).",
     ),
-    "export": Lazy("diagevo.cli.memory:export", "Write the run's log as JSONL (with seq, recorded_at, hash)."),
+    "export": Lazy("diagevo.cli.operate:export", "Write the run's log as JSONL (with seq, recorded_at, hash)."),
     "verify": Lazy(
-        "diagevo.cli.memory:verify",
+        "diagevo.cli.operate:verify",
         "Check the hash chain, the texts against their keys, the invariants, and that the saved views (snapshots, the "
         "statistics) equal the log and reach no further than it.",
     ),
@@ -167,6 +168,30 @@ MEMORY_COMMANDS: dict[str, Lazy] = {
         "Re-decide RUN's memory (promotions, reactivations, F_t, ε, the schedule) on its recorded evidence under other "
         "settings, each as a derived run that every read command reads.",
     ),
+}
+
+
+ROUND_COMMANDS: dict[str, Lazy] = {
+    "start": Lazy("diagevo.cli.rounds:start", "Start the run (when new) and open its next round."),
+    "requests": Lazy(
+        "diagevo.cli.rounds:requests_",
+        "Generation requests drawn from the schedule of M_{t-1} (Eq. 1-2), with challenger prompts.",
+    ),
+    "record": Lazy(
+        "diagevo.cli.record:record",
+        "Record generated questions with their construction responses: votes, filter (Eq. 3).",
+    ),
+    "promote": Lazy(
+        "diagevo.cli.rounds:promote",
+        "Decide the round's promotions (Eq. 5-6) against M_{t-1}, once (after its questions are recorded).",
+    ),
+    "commit": Lazy("diagevo.cli.rounds:commit", "Commit the round: M_t is the memory here."),
+}
+
+
+RUNS_COMMANDS: dict[str, Lazy] = {
+    "tag": Lazy("diagevo.cli.labels:tag", "Tag a run (stored as a `run.tagged` event)."),
+    "note": Lazy("diagevo.cli.labels:note", "Add a free-text note to a run (stored as a `run.noted` event)."),
 }
 
 
@@ -235,6 +260,18 @@ class _Memory(LazyGroup):
     path = "memory"
 
 
+class RunsGroup(LazyGroup):
+    """``diagevo runs``: the list is the group's own callback (:data:`diagevo.cli.runs.runs_app`)."""
+
+    lazy = RUNS_COMMANDS
+    path = "runs"
+
+
+class _Round(LazyGroup):
+    lazy = ROUND_COMMANDS
+    path = "round"
+
+
 def _show_version(value: bool) -> None:
     if value:
         sys.stdout.write(f"diagevo {_version()}\n")
@@ -267,6 +304,14 @@ def _memory() -> None:
     """The commands of ``diagevo memory`` (:data:`MEMORY_COMMANDS`)."""
 
 
+round_app = typer.Typer(cls=_Round, no_args_is_help=True)
+
+
+@round_app.callback()
+def _round() -> None:
+    """The commands of ``diagevo round`` (:data:`ROUND_COMMANDS`)."""
+
+
 # OSErrors that say something about the machine, not about diagevo: one line, like a DiagevoError
 _ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EROFS, errno.EDQUOT, errno.EMFILE})
 
@@ -287,7 +332,6 @@ def _one_line(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not
     echoed), without credentials."""
     from diagevo.cli.fixes import message  # an error's path alone pays for the fixes' tables
-    from diagevo.text.parsing import one_line
 
     said = redact_text(message(exc)).strip()
     return one_line(said.splitlines()[0], 390) if said else type(exc).__name__  # with "error: ", at most 400
@@ -297,8 +341,6 @@ def _error_lines(exc: DiagevoError) -> list[Any]:
     """An error as the user reads it: one line; a preflight refusal of several needs, one line
     under its first for each (what, why, and the fix spelled for this installation)."""
     from diagevo.cli.fixes import need_line
-    from diagevo.text.parsing import one_line
-    from diagevo.train.preflight import NotReady  # the training config's models: not for every start
 
     if not isinstance(exc, NotReady):
         return [error_line(_one_line(exc))]
@@ -471,8 +513,6 @@ def _check_utf8(args: list[str], env: Mapping[str, str]) -> None:
     """Command-line arguments and diagevo's environment variables that are not UTF-8 are named
     in diagevo's words (which argument or variable, which byte at which offset), before a
     command sees them."""
-    from diagevo.text.parsing import utf8_problem  # pydantic's import, paid once a command runs
-
     for i, arg in enumerate(args, 1):
         problem = utf8_problem(arg)
         if problem is not None:

@@ -29,6 +29,7 @@ from diagevo.errors import (
     Advice,
     Argument,
     Call,
+    Check,
     DiagevoError,
     Fix,
     Install,
@@ -44,7 +45,6 @@ from diagevo.text.words import you_mean
 
 if TYPE_CHECKING:
     from diagevo.config.base import ConfigError
-    from diagevo.doctor import Check
 
 
 COMMANDS: dict[str, tuple[str, ...]] = {

@@ -1,11 +1,14 @@
-"""``diagevo memory ...``: read, audit, move and verify the error-cause memory."""
+"""``diagevo memory replay/show/why/events``: read the error-cause memory.
+
+The commands that move a log (``ingest``, ``export``) and verify it are
+:mod:`diagevo.cli.operate`'s: a read loads neither the interchange format nor the verification
+of every view.
+"""
 
 from __future__ import annotations
 
-import sys
 from contextlib import suppress
 from functools import partial
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -15,32 +18,17 @@ from rich.tree import Tree
 
 from diagevo.catalog import CATALOG as EVENT_TYPES
 from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated, FailureAttributed, NodesMerged
-from diagevo.cli.common import (
-    CLIError,
-    DbOpt,
-    JsonOpt,
-    RunOpt,
-    console,
-    emit_json,
-    open_store,
-    round_from_0,
-)
-from diagevo.cli.fixes import call_args, spell_call
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store, round_from_0
 from diagevo.cli.follow import FollowOpt, UntilOpt, followed_run, say
-from diagevo.cli.safe import plain, text
-from diagevo.files.written import replaced
-from diagevo.interchange import as_run, export_lines, ingest_events, parse_lines
+from diagevo.cli.safe import text
 from diagevo.log import payload
 from diagevo.memory.state import node_order
 from diagevo.results.memory import MemoryView
-from diagevo.text.parsing import file_lines, input_file
-from diagevo.text.untrusted import json_visible, shorten
+from diagevo.text.untrusted import shorten
 from diagevo.text.words import did_you_mean, plural
 from diagevo.views import queries
 from diagevo.views.events import EventFilter, event_json, follow_matching, list_events
-from diagevo.views.memory import resolve_run
 from diagevo.views.stories import RECENT, Entry, Failure
-from diagevo.views.verify import verdict
 
 
 def render_memory(view: MemoryView, title: str) -> None:
@@ -289,104 +277,3 @@ def _follow_events(db: str | None, run: str | None, wanted: Any, as_json: bool, 
 
 def _event_line(e: Any) -> Text:
     return text(f"{e.seq:>7} {e.round:>4} {e.type:<20} ", _data_line(payload(e)))
-
-
-def ingest(
-    file: Annotated[Path, typer.Argument(help="JSONL file of events ('-' for stdin).")],
-    db: DbOpt = None,
-    run: Annotated[
-        str | None, typer.Option("--run", help="Store the file's (single) run under this name, its ids rebased.")
-    ] = None,
-    json: JsonOpt = False,
-) -> None:
-    input_file(file)
-    events = parse_lines(file_lines(file))  # a bad file is refused before the database is opened
-    if not events:
-        raise CLIError(f"{'stdin' if str(file) == '-' else file} is empty: no events to ingest")
-    if run is not None:
-        events = as_run(events, run)
-    with open_store(db, create=True, keep_if_refused=False) as store:
-        result = ingest_events(store, events)
-    if json:
-        emit_json(result.__dict__)
-    else:
-        console.print(
-            text(
-                f"ingested {plural(result.appended, 'event')} ({result.skipped} already stored) into ",
-                _runs(result.runs),
-            ),
-            soft_wrap=True,
-        )
-
-
-SHOWN_RUNS = 5
-
-
-def _runs(runs: tuple[str, ...] | list[str]) -> str:
-    """``run r1``, ``2 runs: r1, r2``, or the first few of many and how many more (``--json`` lists all)."""
-    if len(runs) == 1:
-        return f"run {plain(runs[0], limit=200)}"
-    shown = ", ".join(plain(r, limit=80) for r in runs[:SHOWN_RUNS])
-    more = len(runs) - SHOWN_RUNS
-    return f"{len(runs):,} runs: {shown}" + (f", … ({more:,} more; --json lists them all)" if more > 0 else "")
-
-
-def export(
-    db: DbOpt = None,
-    run: RunOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here instead of stdout ('-': stdout).")] = None,
-) -> None:
-    with open_store(db, readonly=True) as store:
-        run_id = resolve_run(store, run)
-        lines = (json_visible(line) for line in export_lines(store, run_id))  # the same JSON, safe to print
-        if out is None or str(out) == "-":
-            sys.stdout.writelines(lines)
-            return
-        n = 0
-        with replaced(out) as fh:
-            for line in lines:
-                fh.write(line)
-                n += 1
-    console.print(text(f"wrote {out} ({plural(n, 'event')} of run ", run_id, ")"), soft_wrap=True)
-
-
-def verify(
-    db: DbOpt = None,
-    run: RunOpt = None,
-    all_runs: Annotated[bool, typer.Option("--all", help="Every run of the database.")] = False,
-    json: JsonOpt = False,
-) -> None:
-    if all_runs and run is not None:
-        raise CLIError("give --run or --all, not both")
-    with open_store(db, readonly=True) as store:
-        verdicts = [verdict(store, run_id) for run_id in (store.runs() if all_runs else [resolve_run(store, run)])]
-    if json:
-        shown = [_verdict_json(v) for v in verdicts]
-        emit_json({"runs": shown} if all_runs else shown[0])
-    else:
-        for v in verdicts:
-            _print_verdict(v, all_runs)
-    if not all(v.ok for v in verdicts):
-        raise typer.Exit(1)
-
-
-def _verdict_json(v: Any) -> dict[str, Any]:
-    """A verdict as ``--json`` prints it: the way back as the command's words, where there is one."""
-    return {**v.to_json(), **({"way_back": call_args(v.way_back)} if v.way_back is not None else {})}
-
-
-def _print_verdict(v: Any, named: bool) -> None:
-    """A line per problem of a run, or the one line that says it holds."""
-    for p in v.problems:
-        console.print(text(("✗", "red"), " ", f"run {v.run}: " if named else "", p))
-    if v.way_back is not None:
-        console.print(text("  the way back (the rounds before the first bad event): ", spell_call(v.way_back)))
-    if v.ok:
-        where = f" (last event: seq {v.last['seq']}, hash {v.last['hash']})" if v.last else ""
-        console.print(
-            text(
-                ("✓", "green"),
-                f" run {v.run}: hash chain intact, texts match their keys, invariants hold, "
-                f"saved views equal the log{where}",
-            )
-        )

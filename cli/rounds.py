@@ -1,7 +1,8 @@
-"""``diagevo round {start,requests,record,promote,commit}``: the round protocol for any trainer.
+"""``diagevo round {start,requests,promote,commit}``: the round protocol for any trainer.
 
 Thin: each command parses, calls :mod:`diagevo.rounds` and renders. Failures go through
-``diagevo diagnose``. Every command takes ``--run``, ``--db`` and ``--json``.
+``diagevo diagnose``. Every command takes ``--run``, ``--db`` and ``--json``. ``record``, which
+reads verl's output as well, is :mod:`diagevo.cli.record`'s.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json as jsonlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, cast
 
 import typer
 from rich.table import Table
@@ -20,20 +21,16 @@ from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_j
 from diagevo.cli.safe import text
 from diagevo.errors import DiagevoError
 from diagevo.rounds.protocol import unknown_run
-from diagevo.text.formats import CandidateLine, read_lines
-from diagevo.text.parsing import decimal_number, file_lines
+from diagevo.text.parsing import decimal_number
 from diagevo.train.config import load_config
-from diagevo.verl import generated_candidates
 from diagevo.views.memory import resolve_run
 from diagevo.views.stats import COUNTED_COLUMNS
-
-round_app = typer.Typer(no_args_is_help=True)
 
 RoundOpt = Annotated[int | None, typer.Option("--round", min=1, help="Round (default: the run's open round).")]
 
 
 @contextmanager
-def _picked(db: str | None, run: str | None, t: int | None) -> Iterator[rounds.Round]:
+def picked(db: str | None, run: str | None, t: int | None) -> Iterator[rounds.Round]:
     """Round ``t`` (default: the open one) of the run to work on, in the database ``db`` (open
     while the command works on it); when ``--run`` was not given, an error says which run was picked."""
     with open_store(db) as store:
@@ -48,7 +45,6 @@ def _picked(db: str | None, run: str | None, t: int | None) -> Iterator[rounds.R
             raise
 
 
-@round_app.command("start")
 def start(
     run: Annotated[str, typer.Option("--run", help="Run id (created when new).")],
     db: DbOpt = None,
@@ -72,7 +68,6 @@ def start(
     ] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Start the run (when new) and open its next round."""
     if resume is not None and resume not in rounds.RESUMES:
         raise CLIError(f"--resume must be allow, must or never, not {resume[:40]!r}")
     chosen = cast("rounds.Resume | None", resume)
@@ -94,7 +89,6 @@ def start(
         console.print(text(f"run {run}: round {t} is open" + (" (new run)" if created else "")))
 
 
-@round_app.command("requests")
 def requests_(
     n: Annotated[
         int, typer.Option("--n", min=0, help="How many generation requests (at most the run's limits.requests).")
@@ -109,8 +103,7 @@ def requests_(
     json: JsonOpt = False,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON request a line.")] = False,
 ) -> None:
-    """Generation requests drawn from the schedule of M_{t-1} (Eq. 1-2), with challenger prompts."""
-    with _picked(db, run, open_round) as rnd:
+    with picked(db, run, open_round) as rnd:
         reqs = rnd.requests(n, purpose=purpose, seed=seed)
     r, t = rnd.run, rnd.t
     if jsonl:
@@ -132,67 +125,6 @@ def requests_(
     console.print(table)
 
 
-def read_candidates(path: Path) -> list[Any]:
-    """Every line of the file as a candidate; the first bad line is ``line N: reason``."""
-    out = [rounds.Candidate.from_line(line) for _, _, line in read_lines(file_lines(path), CandidateLine)]
-    if not out:
-        raise CLIError(f"{path}: no questions")
-    return out
-
-
-@round_app.command("record")
-def record(
-    questions: Annotated[
-        Path | None,
-        typer.Argument(help="JSONL: question_id, mode, text, causes, node, and responses or answers ('-': stdin)."),
-    ] = None,
-    from_verl: Annotated[
-        Path | None,
-        typer.Option(
-            "--from-verl",
-            help="Instead of QUESTIONS: verl's generation output of construct.parquet (the solver's construction "
-            "responses to each question; diagevo docs how-to/verl).",
-        ),
-    ] = None,
-    run: RunOpt = None,
-    db: DbOpt = None,
-    open_round: RoundOpt = None,
-    json: JsonOpt = False,
-) -> None:
-    """Record generated questions with their construction responses: votes, filter (Eq. 3)."""
-    if (questions is None) == (from_verl is None):
-        raise CLIError("name the questions: a JSONL file, or verl's generation output with --from-verl FILE (not both)")
-    candidates = read_candidates(questions) if questions is not None else []
-    with _picked(db, run, open_round) as rnd:
-        if from_verl is not None:
-            candidates = generated_candidates(from_verl, rnd.run, rnd.t)
-        scored = rnd.record(candidates)
-    r, t = rnd.run, rnd.t
-    kept = [s for s in scored if s.retained]
-    new, old = scored.new, len(scored) - scored.new
-    if json:
-        # ``questions``: every question of the file with its ``retained`` flag; ``retained`` (the
-        # retained ones only) stays as it was for callers that read it; ``recorded``: how many
-        # this call stored, ``already_stored``: how many the round held already (a retry)
-        emit_json(
-            {
-                "run": r,
-                "round": t,
-                "recorded": new,
-                "already_stored": old,
-                "questions": [s.to_json() for s in scored],
-                "retained": [s.to_json() for s in kept],
-            }
-        )
-        return
-    title = f"run {r}, round {t}: {len(kept)}/{len(scored)} retained; recorded {new} ({old} already stored)"
-    table = Table("question_id", "mode", "p1", "p2", "pseudo-label", title=text(title), title_justify="left")
-    for s in kept:
-        table.add_row(text(s.question_id), s.mode, f"{s.p1:.3f}", f"{s.p2:.3f}", text(s.pseudo_label or ""))
-    console.print(table)
-
-
-@round_app.command("promote")
 def promote(
     run: RunOpt = None,
     db: DbOpt = None,
@@ -202,8 +134,7 @@ def promote(
         bool, typer.Option("--allow-empty", help="Decide although the round holds no question (none parsed).")
     ] = False,
 ) -> None:
-    """Decide the round's promotions (Eq. 5-6) against M_{t-1}, once (after its questions are recorded)."""
-    with _picked(db, run, open_round) as rnd:
+    with picked(db, run, open_round) as rnd:
         promoted = rnd.promote(allow_empty=allow_empty)
     r, t = rnd.run, rnd.t
     if json:
@@ -214,7 +145,6 @@ def promote(
         console.print(text(f"  {p.cause_id}  acc={p.acc:.3f}  n={p.n_candidates}"))
 
 
-@round_app.command("commit")
 def commit(
     run: RunOpt = None,
     db: DbOpt = None,
@@ -235,14 +165,13 @@ def commit(
     ] = False,
     json: JsonOpt = False,
 ) -> None:
-    """Commit the round: M_t is the memory here."""
     metrics: dict[str, float] = {}
     for item in metric or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise CLIError(f"metric {item!r} is not of the form name=number")
         metrics[name.strip()] = decimal_number(value, f"metric {name.strip()!r}")
-    with _picked(db, run, open_round) as rnd:
+    with picked(db, run, open_round) as rnd:
         ev = rnd.commit(metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses)
     r, t = rnd.run, rnd.t
     # what the commit counted, in the order printed since before it returned the event

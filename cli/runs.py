@@ -1,24 +1,24 @@
-"""``diagevo runs``: the runs of a database (status, rounds, origin, config, tags, notes), and
-``runs tag`` / ``runs note`` to label them."""
+"""``diagevo runs``: the runs of a database (status, rounds, origin, config, tags, notes).
+
+``runs tag`` / ``runs note``, which label them through the round protocol, are
+:mod:`diagevo.cli.labels`'s: the list loads none of the protocol.
+"""
 
 from __future__ import annotations
-
-from typing import Annotated
 
 import typer
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from diagevo.cli.app import RunsGroup
 from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
 from diagevo.cli.safe import plain
-from diagevo.rounds import note_run, tag_run
 from diagevo.text.untrusted import shorten
-from diagevo.views.memory import resolve_run
 from diagevo.views.runs import RunSummary
 from diagevo.views.runs import runs as summaries
 
-runs_app = typer.Typer(invoke_without_command=True)
+runs_app = typer.Typer(cls=RunsGroup, invoke_without_command=True)
 
 STATUS_STYLE = {
     "complete": "green",
@@ -100,30 +100,3 @@ def _card(r: RunSummary, note_width: int) -> Text:
         card.append(f"\n  {k}={v}", style="dim")
     card.append(f"\n  trainer: {plain(r.trainer, limit=None)}", style="dim")  # who drives it
     return card
-
-
-@runs_app.command("tag")
-def tag(
-    run: Annotated[str, typer.Argument(help="The run.")],
-    tags: Annotated[list[str], typer.Argument(help="Tags to add.")],
-    remove: Annotated[bool, typer.Option("--remove", help="Take these tags off instead.")] = False,
-    db: DbOpt = None,
-) -> None:
-    """Tag a run (stored as a ``run.tagged`` event)."""
-    with open_store(db) as store:
-        resolve_run(store, run)  # an unknown run is likely a typo: say which runs are close
-        tag_run(store, run, tags, removed=remove)
-    console.print(Text(f"{'untagged' if remove else 'tagged'} run {run}: {', '.join(tags)}"))
-
-
-@runs_app.command("note")
-def note(
-    run: Annotated[str, typer.Argument(help="The run.")],
-    text: Annotated[str, typer.Argument(help="The note.")],
-    db: DbOpt = None,
-) -> None:
-    """Add a free-text note to a run (stored as a ``run.noted`` event)."""
-    with open_store(db) as store:
-        resolve_run(store, run)  # an unknown run is likely a typo: say which runs are close
-        note_run(store, run, text)
-    console.print(Text(f"noted on run {run}"))

@@ -17,22 +17,32 @@ import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import create_engine, text
 
-from diagevo.errors import Activate, Advice, Argument, Call, DiagevoError, Fix, Install, Package, Shell, Upgrade
+from diagevo.errors import (
+    Activate,
+    Advice,
+    Argument,
+    Call,
+    Check,
+    DiagevoError,
+    Fix,
+    Install,
+    Package,
+    Shell,
+    Status,
+    Upgrade,
+)
 from diagevo.log import open_log, sqlite_path
 from diagevo.log.backends import normalise_url
 from diagevo.log.schema import revision_status
 from diagevo.text.redaction import redact_text
 from diagevo.text.urls import redact_url, resolve_db_url, without_password
 from diagevo.text.words import did_you_mean
-
-Status = Literal["ok", "warning", "missing"]
 
 DEFAULT_POSTGRES = "postgresql+psycopg://127.0.0.1:5432/postgres"
 MODELS_DIR = Path("models")
@@ -51,25 +61,6 @@ URL_FIX = Fix.of(
 )
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One thing diagevo may need: its status, why (``detail``, one line), what fixes it, and the
-    library's refusal itself where the check is one (``error``)."""
-
-    name: str
-    status: Status
-    detail: str
-    fix: Fix | None = None
-    asked: bool = False
-    facts: dict[str, Any] = field(default_factory=dict)  # machine-readable extras for --json
-    error: DiagevoError | None = None
-
-    @property
-    def failed(self) -> bool:
-        """An asked check that is not ok: ``diagevo doctor`` exits non-zero."""
-        return self.asked and self.status != "ok"
 
 
 def installed_version(dist: str) -> str | None:

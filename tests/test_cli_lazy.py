@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 
 from diagevo.cli.app import LazyGroup, build
+from diagevo.log import open_log
+from tests.logs import Log
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_each_listed_line_is_the_commands_help() -> None:
     root = build()
-    for group in (root, root.commands["memory"]):
+    for group in (root, *(root.commands[name] for name in ("memory", "round", "runs"))):
         assert isinstance(group, LazyGroup)
         for name, lazy in group.lazy.items():
             command = group.commands[name]
@@ -28,8 +30,8 @@ ENTRY = "from diagevo.cli.app import main\nmain()"  # the installed ``diagevo`` 
 AS_MODULE = "import runpy\nrunpy.run_module('diagevo.cli.app', run_name='__main__', alter_sys=True)"  # python -m
 
 
-def loaded(*args: str, run: str = ENTRY) -> set[str]:
-    """The ``diagevo.cli`` modules imported by ``diagevo ARGS`` (in a fresh interpreter)."""
+def imported(*args: str, run: str = ENTRY) -> set[str]:
+    """Every module imported by ``diagevo ARGS`` (in a fresh interpreter)."""
     code = (
         "import contextlib, io, sys\n"
         f"sys.argv = ['diagevo', *{list(args)!r}]\n"
@@ -38,10 +40,15 @@ def loaded(*args: str, run: str = ENTRY) -> set[str]:
         f"        exec({run!r})\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "print(' '.join(m for m in sys.modules if m.startswith('diagevo.cli.')))\n"
+        "print(' '.join(sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     return set(done.stdout.split())
+
+
+def loaded(*args: str, run: str = ENTRY) -> set[str]:
+    """The ``diagevo.cli`` modules of :func:`imported`."""
+    return {m for m in imported(*args, run=run) if m.startswith("diagevo.cli.")}
 
 
 @pytest.mark.parametrize("run", [ENTRY, AS_MODULE], ids=["diagevo", "python -m diagevo.cli.app"])
@@ -52,3 +59,56 @@ def test_help_imports_no_command_and_a_command_its_own_modules(tmp_path: Path, r
     stats = loaded("memory", "stats", "--db", f"sqlite:///{tmp_path / 'x.db'}", run=run)  # no such database: its error
     helpers = {"diagevo.cli.fixes", "diagevo.cli.tables", "diagevo.cli.progress"}
     assert stats - shared - helpers == {"diagevo.cli.follow", "diagevo.cli.stats"}
+
+
+def small_log(tmp_path: Path) -> str:
+    """The URL of a SQLite log of one committed round with a cause ``C1``."""
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    with open_log(db) as store:
+        store.append(Log().node("N1").cause("C1", "N1").commit().events())
+    return db
+
+
+READS = [("why", "C1"), ("events", "--cause", "C1"), ("replay", "--round", "1"), ("show",)]
+
+
+@pytest.mark.parametrize("read", READS, ids=[r[0] for r in READS])
+def test_a_read_of_the_memory_loads_neither_the_interchange_nor_verification(
+    tmp_path: Path, read: tuple[str, ...]
+) -> None:
+    """``memory why`` and the other reads do not pay for what ``ingest``, ``export`` and
+    ``verify`` need: the JSONL format, the verification of every view, the vector index's numpy;
+    nor for SQLAlchemy (a SQLite log is read without it)."""
+    heavy = {"diagevo.interchange", "diagevo.views.verify", "diagevo.cli.operate", "numpy", "sqlalchemy"}
+    assert heavy & imported("memory", *read, "--db", small_log(tmp_path)) == set()
+
+
+@pytest.mark.parametrize("command", ["verify", "export"])
+def test_verify_and_export_load_not_the_vector_index(tmp_path: Path, command: str) -> None:
+    """Verification checks the vector index's saved state by its name alone: neither it nor
+    the export (whose format checks a fork's source as verification does) loads the index's
+    numpy, nor SQLAlchemy for a SQLite log."""
+    heavy = {"diagevo.views.index", "numpy", "sqlalchemy"}
+    assert heavy & imported("memory", command, "--db", small_log(tmp_path)) == set()
+
+
+@pytest.mark.parametrize("command", ["start", "requests", "promote", "commit"])
+def test_the_round_protocol_loads_verl_for_record_alone(tmp_path: Path, command: str) -> None:
+    """verl's module (its reward functions' HTTP client, numpy, BLEU) is for ``round record
+    --from-verl``: the protocol's other commands start without it."""
+    assert "diagevo.verl" not in imported("round", command, "--help")
+    assert "diagevo.verl" in imported("round", "record", "--help")
+
+
+def test_an_error_is_told_without_the_training_preflight(tmp_path: Path) -> None:
+    """A command's error (here an unknown cause) is told without the preflight's modules (its
+    embedder's numpy, the doctor): NotReady, the one error told need by need, is the errors' own."""
+    heavy = {"diagevo.train.preflight", "diagevo.doctor", "numpy"}
+    assert heavy & imported("memory", "why", "C9", "--db", small_log(tmp_path)) == set()
+
+
+def test_the_list_of_runs_loads_not_the_round_protocol(tmp_path: Path) -> None:
+    """``runs`` reads; ``runs tag`` and ``runs note`` write through the round protocol, loaded
+    when one of them runs."""
+    assert "diagevo.rounds" not in imported("runs", "--db", small_log(tmp_path))
+    assert "diagevo.rounds" in imported("runs", "tag", "--help")

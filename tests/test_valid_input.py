@@ -132,7 +132,7 @@ def test_an_integer_beyond_64_bits_is_a_usage_error_naming_the_option(db: tuple[
 
 
 def test_an_ingest_of_many_runs_names_a_few_on_one_short_line(tmp_path: Path) -> None:
-    from diagevo.cli.memory import _runs
+    from diagevo.cli.operate import _runs
 
     line = _runs([f"run-{i:06d}" for i in range(100_000)])
     assert (

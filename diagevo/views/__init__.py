@@ -7,3 +7,7 @@ commands' values (:mod:`~diagevo.views.queries`).
 A view only reads the log; what it saves is a cache (:class:`diagevo.log.ViewState`), read only
 where the log vouches for it, and always rebuildable.
 """
+
+INDEX_VIEW = "vector_index"
+"""The name the vector index (:mod:`~diagevo.views.index`) saves its state under: here, so that
+verification, which checks every view's saved states, knows it without loading the index's numpy."""

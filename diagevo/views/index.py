@@ -35,6 +35,7 @@ from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.log.paths import beside_database
 from diagevo.memory.state import Memory
 from diagevo.runtime.progress import library_logger
+from diagevo.views import INDEX_VIEW as VIEW
 from diagevo.views.memory import load_memory
 
 log = library_logger("diagevo.cache")
@@ -49,7 +50,6 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-VIEW = "vector_index"
 # float32 similarities of unit vectors are off by well under 1e-5; candidates within this margin
 # of a threshold or cutoff are re-scored exactly before anything is decided
 _MARGIN = 1e-4

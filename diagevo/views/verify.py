@@ -18,12 +18,12 @@ from diagevo.log.recorder import UNREADABLE
 from diagevo.log.registry import shape_problem
 from diagevo.log.stored import loads
 from diagevo.memory.counting import audit
-from diagevo.views import index, memory, stats
+from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
 from diagevo.views.runs import is_whatif
 from diagevo.views.typed import typed
 
-VIEWS = (memory.VIEW, stats.VIEW, index.VIEW)
+VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
 
 
 def verify_run(store: Recorder, run: str) -> list[str]:
