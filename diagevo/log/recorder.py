@@ -435,12 +435,21 @@ class LogOperator(Stored):
     def verify_chain(self, run: str) -> list[str]:
         """Recompute the run's hash chain, check every text against its key, every key column
         against the data it is copied from and every event against its type's shape (what
-        PostgreSQL refuses on insert, :mod:`diagevo.log.registry`); one line per problem (empty:
-        intact)."""
+        PostgreSQL refuses on insert, :mod:`diagevo.log.registry`) and its class; one line per
+        problem (empty: intact)."""
+        problems: list[str] = []
+        for _ in self.checked_rows(run, problems):
+            pass
+        return problems
+
+    def checked_rows(self, run: str, problems: list[str]) -> Iterator[EventRow]:
+        """:meth:`verify_chain`'s one pass over the run's stored rows, each row's problems
+        appended to ``problems`` as it is read; each row as :meth:`rows` gives it, while no row
+        so far is unreadable or out of shape (past one, the rest are checked, not given): what
+        ``memory verify`` folds as it checks, without reading the log twice."""
         from diagevo.log.registry import shape_problem  # the config's and events' models: not for light reads
 
-        problems: list[str] = []
-        prev = GENESIS_HASH
+        prev, readable = GENESIS_HASH, True
         for r in self.raw(run):
             if r.prev_hash != prev:
                 problems.append(f"seq {r.seq}: prev_hash does not match the hash of the run's previous event")
@@ -454,9 +463,11 @@ class LogOperator(Stored):
                 data = loads(r.data)
             except ValueError as exc:
                 problems.append(f"seq {r.seq}: {UNREADABLE}{exc}")
+                readable = False
                 continue
             if not isinstance(data, dict):
                 problems.append(f"seq {r.seq}: its data is not a JSON object")
+                readable = False
                 continue
             if key_values(data) != tuple(r.keys):
                 problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")
@@ -469,10 +480,12 @@ class LogOperator(Stored):
             )
             if shape is not None:
                 problems.append(f"seq {r.seq}: {shape}")
+                readable = False
             refs = list(text_refs(r.type, data))
             if refs:
                 problems += text_problems(r.seq, refs, r.texts)[0]
-        return problems
+            if readable:
+                yield EventRow(r.seq, r.round, r.type, data, r.schema_version)
 
 
 class Recorder(EventWriter, EventReader, LogOperator):

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import CATALOG, RoundCommitted, RunForked
+from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
 from diagevo.log.recorder import UNREADABLE
 from diagevo.log.registry import shape_problem
 from diagevo.log.stored import loads
-from diagevo.memory.counting import audit
+from diagevo.memory.counting import Audit, audit
 from diagevo.views import index, memory, stats
 from diagevo.views.configs import config_problems, recovery
 from diagevo.views.runs import is_whatif
@@ -37,15 +37,14 @@ def verify_run(store: Recorder, run: str) -> list[str]:
 def verdict(store: Recorder, run: str) -> Verdict:
     """:func:`verify_run` of ``run``, with its head (seq and hash) and the fork past the first
     event the fold or a rule refuses (None: no such event, or no round before it)."""
-    problems = list(store.verify_chain(run))
+    problems: list[str] = []
+    checked = fold_checked(store, run, problems)
     folded: dict[int, dict] = {}
     back: Call | None = None
-    unread = [p for p in problems if f": {UNREADABLE}" in p or ": out of shape: " in p]
-    if unread:  # the fold would meet what it cannot read: the way back past the first
-        how, back = way_back(store, run, int(unread[0].split(":", 1)[0].removeprefix("seq ")))
+    if checked is None:  # the fold would meet what it cannot read: the way back past the first
+        how, back = way_back(store, run, int(unread(problems)[0].split(":", 1)[0].removeprefix("seq ")))
         problems.append(f"invariant: not folded: the events above are out of shape{how}")
     else:
-        checked = audit(store.rows(run), run, whatif=is_whatif(store, run))
         folded = checked.commits
         how, back = way_back(store, run, checked.first_bad)
         if checked.invariant is not None:
@@ -68,6 +67,32 @@ def verdict(store: Recorder, run: str) -> Verdict:
                 problems.append("the saved statistics differ from the log (a cache: `memory stats` would show them)")
     seq, hash_ = store.head(run)
     return Verdict(run, problems + verify_anchors(store, run), {"seq": seq, "hash": hash_} if seq else None, back)
+
+
+def fold_checked(store: Recorder, run: str, problems: list[str]) -> Audit | None:
+    """The chain's problems (``Recorder.verify_chain``), appended to ``problems``, and the
+    audit of the rows folded as they are checked: one read of the log. None when a row is one
+    the fold cannot read (:func:`unread`; the chain gives no row past the first). A row of a
+    version newer than its class stops the fold, as it stops every reader (:class:`NewerEvent`),
+    unless a row past it is one the fold cannot read."""
+    rows = store.checked_rows(run, problems)
+    try:
+        checked = audit(rows, run, whatif=is_whatif(store, run))
+    except NewerEvent:
+        for _ in rows:  # the rest of the chain
+            pass
+        if not unread(problems):
+            raise
+        return None
+    return None if unread(problems) else checked
+
+
+def unread(problems: list[str]) -> list[str]:
+    """The problems of the rows the fold cannot read: unreadable, no JSON object, out of shape."""
+    return [p for p in problems if any(f": {said}" in p for said in UNREAD)]
+
+
+UNREAD = (UNREADABLE, "its data is not a JSON object", "out of shape: ")
 
 
 def way_back(store: EventReader, run: str, seq: int | None) -> tuple[str, Call | None]:
