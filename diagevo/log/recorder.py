@@ -448,6 +448,7 @@ class LogOperator(Stored):
         so far is unreadable or out of shape (past one, the rest are checked, not given): what
         ``memory verify`` folds as it checks, without reading the log twice."""
         from diagevo.log.registry import shape_problem  # the config's and events' models: not for light reads
+        from diagevo.schemas import refused_by_type
 
         prev, readable = GENESIS_HASH, True
         for r in self.raw(run):
@@ -475,9 +476,10 @@ class LogOperator(Stored):
             version = None if cls is None else version_problem(cls, r.schema_version)
             if version is not None:
                 problems.append(f"seq {r.seq}: {version}")
-            shape = shape_problem(r.type, data, r.schema_version) or (
-                None if version else _refused(r.type, data, r.schema_version)
-            )
+            shape = shape_problem(r.type, data, r.schema_version)
+            if shape is None and version is None and r.type not in CONFIG_EVENTS:
+                refused = refused_by_type(r.type, data, r.schema_version)
+                shape = None if refused is None else f"out of shape: {refused}"
             if shape is not None:
                 problems.append(f"seq {r.seq}: {shape}")
                 readable = False
@@ -495,19 +497,11 @@ class Recorder(EventWriter, EventReader, LogOperator):
 
 
 CONFIG_EVENTS = ("run.started", "run.configured")
+"""The types that hold a run's config: ``verify_chain`` leaves what their class refuses to
+``memory verify``'s config check, which names the fork past it. Every other row in shape is held
+to its class too: it can break a rule of its class (a bound, a ``mode`` that does not fit its causes)."""
 UNREADABLE = "its data cannot be read: "
 """How ``verify_chain`` names a row whose data is past the readers' bounds (:func:`loads`)."""
-
-
-def _refused(type_: str, data: dict[str, Any], version: int) -> str | None:
-    """What the event's class refuses in data of the right shape, as an out-of-shape problem. A
-    run's config is left to ``memory verify``'s config check, which names the fork past it."""
-    from diagevo.schemas import refused_by_type  # pydantic's models: not for light reads
-
-    if type_ in CONFIG_EVENTS:
-        return None
-    problem = refused_by_type(type_, data, version)
-    return None if problem is None else f"out of shape: {problem}"
 
 
 def busy(run: str, holder: str | None) -> RunBusy:

@@ -72,10 +72,10 @@ def verdict(store: Recorder, run: str) -> Verdict:
 def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.RoundStats, upto: int) -> Audit | None:
     """The chain's problems (``Recorder.verify_chain``), appended to ``problems``, and the
     audit of the rows folded as they are checked, each up to seq ``upto`` also added to
-    ``counts``: one read of the log. None when a row is one
-    the fold cannot read (:func:`unread`; the chain gives no row past the first). A row of a
-    version newer than its class stops the fold, as it stops every reader (:class:`NewerEvent`),
-    unless a row past it is one the fold cannot read."""
+    ``counts``: one read of the log. None when a row is one the fold cannot read
+    (:func:`unread`; the chain gives no row past the first). A row of a version newer than its
+    class stops the fold, as it stops every reader (:class:`NewerEvent`), unless a row past it
+    is one the fold cannot read."""
     rows = counted(store.checked_rows(run, problems), counts, upto)
     try:
         checked = audit(rows, run, whatif=is_whatif(store, run))
