@@ -225,8 +225,8 @@ def _cut(event: Event, data: dict[str, Any], cut: dict[str, Any]) -> None:
 
 
 def refused_by_type(type_: str, data: dict[str, Any], version: int) -> str | None:
-    """Why the class of a stored event refuses its data (upcast from its stored ``version`` as a
-    reader upcasts it), or None.
+    """Why the class of a stored event refuses its data (as parsed from the log's JSON, upcast
+    from its stored ``version`` as a reader upcasts it), or None.
     A row written raw can fit its type's shape (:func:`diagevo.log.registry.shape_problem`, what
     the database checks) yet break a rule of its class (a bound, a ``mode`` that does not fit its
     causes): the writers that copy events validate them (a what-if, a fork), so ``memory verify``
@@ -241,7 +241,7 @@ def refused_by_type(type_: str, data: dict[str, Any], version: int) -> str | Non
         if isinstance(payload.get(name), dict):
             payload[name] = ""
     try:
-        cls(**payload)
+        cls.from_json(payload)
     except InvalidEvent as exc:
         return str(exc)
     return None

@@ -56,6 +56,15 @@ def test_verify_names_a_row_nested_5000_deep(db: str) -> None:
         assert verdict(log, "other").ok
 
 
+def test_verify_names_a_row_whose_data_is_no_object(db: str) -> None:
+    """The fold is not run over a row it cannot read (it met ``[1]`` as a mapping)."""
+    seq = _raw(db, "base", "question.generated", 1, "[1]")
+    with open_log(db, create=False) as log:
+        checked = verdict(log, "base")
+        assert checked.problems[0] == f"seq {seq}: its data is not a JSON object"
+        assert checked.problems[1].startswith("invariant: not folded: the events above are out of shape; ")
+
+
 def test_a_raw_acc_x_is_named_by_memory_why(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     """A promotion whose ``acc`` is a text, named by verify; ``memory why`` names it too, in
     one line, and prints nothing else."""

@@ -147,10 +147,7 @@ class Event(BaseModel):
             problem = find_not_utf8(data, "data")
             if problem is not None:
                 raise InvalidEvent(f"{self.name}: {problem}")
-            try:
-                super().__init__(**data)
-            except ValidationError as exc:
-                raise InvalidEvent(f"{self.name}: data.{first_error(exc)}") from None
+            self._validate(data)
 
         def __getattr__(self, item: str) -> Any:
             """An event read from the log holds its ``__dict__`` alone (:func:`_reader`: one
@@ -166,6 +163,22 @@ class Event(BaseModel):
                 return super().__getattr__(item)
             _set(self, item, value)
             return value
+
+    def _validate(self, data: dict[str, Any]) -> None:
+        """Fill this event from ``data`` as pydantic validates it; what it refuses, in diagevo's words."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise InvalidEvent(f"{self.name}: data.{first_error(exc)}") from None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        """The event of ``data`` parsed from JSON, validated as constructing it validates, less
+        the look for text that is not UTF-8: a JSON parser gives none (orjson refuses a lone
+        surrogate), and a check of every stored row must not serialise each again to look."""
+        event = _new(cls)
+        event._validate(data)
+        return event
 
     @classmethod
     def from_stored(cls, data: Mapping[str, Any], version: int) -> Self:

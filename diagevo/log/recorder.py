@@ -435,12 +435,22 @@ class LogOperator(Stored):
     def verify_chain(self, run: str) -> list[str]:
         """Recompute the run's hash chain, check every text against its key, every key column
         against the data it is copied from and every event against its type's shape (what
-        PostgreSQL refuses on insert, :mod:`diagevo.log.registry`); one line per problem (empty:
-        intact)."""
-        from diagevo.log.registry import shape_problem  # the config's and events' models: not for light reads
-
+        PostgreSQL refuses on insert, :mod:`diagevo.log.registry`) and its class; one line per
+        problem (empty: intact)."""
         problems: list[str] = []
-        prev = GENESIS_HASH
+        for _ in self.checked_rows(run, problems):
+            pass
+        return problems
+
+    def checked_rows(self, run: str, problems: list[str]) -> Iterator[EventRow]:
+        """:meth:`verify_chain`'s one pass over the run's stored rows, each row's problems
+        appended to ``problems`` as it is read; each row as :meth:`rows` gives it, while no row
+        so far is unreadable or out of shape (past one, the rest are checked, not given): what
+        ``memory verify`` folds as it checks, without reading the log twice."""
+        from diagevo.log.registry import shape_problem  # the config's and events' models: not for light reads
+        from diagevo.schemas import refused_by_type
+
+        prev, readable = GENESIS_HASH, True
         for r in self.raw(run):
             if r.prev_hash != prev:
                 problems.append(f"seq {r.seq}: prev_hash does not match the hash of the run's previous event")
@@ -454,9 +464,11 @@ class LogOperator(Stored):
                 data = loads(r.data)
             except ValueError as exc:
                 problems.append(f"seq {r.seq}: {UNREADABLE}{exc}")
+                readable = False
                 continue
             if not isinstance(data, dict):
                 problems.append(f"seq {r.seq}: its data is not a JSON object")
+                readable = False
                 continue
             if key_values(data) != tuple(r.keys):
                 problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")
@@ -464,15 +476,18 @@ class LogOperator(Stored):
             version = None if cls is None else version_problem(cls, r.schema_version)
             if version is not None:
                 problems.append(f"seq {r.seq}: {version}")
-            shape = shape_problem(r.type, data, r.schema_version) or (
-                None if version else _refused(r.type, data, r.schema_version)
-            )
+            shape = shape_problem(r.type, data, r.schema_version)
+            if shape is None and version is None and r.type not in CONFIG_EVENTS:
+                refused = refused_by_type(r.type, data, r.schema_version)
+                shape = None if refused is None else f"out of shape: {refused}"
             if shape is not None:
                 problems.append(f"seq {r.seq}: {shape}")
+                readable = False
             refs = list(text_refs(r.type, data))
             if refs:
                 problems += text_problems(r.seq, refs, r.texts)[0]
-        return problems
+            if readable:
+                yield EventRow(r.seq, r.round, r.type, data, r.schema_version)
 
 
 class Recorder(EventWriter, EventReader, LogOperator):
@@ -482,19 +497,11 @@ class Recorder(EventWriter, EventReader, LogOperator):
 
 
 CONFIG_EVENTS = ("run.started", "run.configured")
+"""The types that hold a run's config: ``verify_chain`` leaves what their class refuses to
+``memory verify``'s config check, which names the fork past it. Every other row in shape is held
+to its class too: it can break a rule of its class (a bound, a ``mode`` that does not fit its causes)."""
 UNREADABLE = "its data cannot be read: "
 """How ``verify_chain`` names a row whose data is past the readers' bounds (:func:`loads`)."""
-
-
-def _refused(type_: str, data: dict[str, Any], version: int) -> str | None:
-    """What the event's class refuses in data of the right shape, as an out-of-shape problem. A
-    run's config is left to ``memory verify``'s config check, which names the fork past it."""
-    from diagevo.schemas import refused_by_type  # pydantic's models: not for light reads
-
-    if type_ in CONFIG_EVENTS:
-        return None
-    problem = refused_by_type(type_, data, version)
-    return None if problem is None else f"out of shape: {problem}"
 
 
 def busy(run: str, holder: str | None) -> RunBusy:

@@ -231,11 +231,14 @@ def catalog_specs() -> dict[str, dict[str, Any]]:
     return {name: type_spec(name) for name in CATALOG}
 
 
+FieldCheck = tuple[frozenset[type], frozenset[str], dict[str, Any]]
+
+
 @cache
-def _checkers() -> dict[str, tuple[frozenset[str], dict[str, tuple[frozenset[type], dict[str, Any]]], int | None]]:
-    """Each type's (required fields, field -> (the Python types that pass at once, its check),
-    the version from which it is closed, None if never): the shape of :func:`catalog_specs`,
-    made quick to test a row against."""
+def _checkers() -> dict[str, tuple[frozenset[str], dict[str, FieldCheck], int | None]]:
+    """Each type's (required fields, field -> (the Python types that pass at once, the texts
+    that pass at once, its check), the version from which it is closed, None if never): the
+    shape of :func:`catalog_specs`, made quick to test a row against."""
     out = {}
     for name, spec in catalog_specs().items():
         fields = {}
@@ -243,7 +246,8 @@ def _checkers() -> dict[str, tuple[frozenset[str], dict[str, tuple[frozenset[typ
             quick: frozenset[type] = frozenset()
             if "types" in check and "enum" not in check and "items" not in check:
                 quick = frozenset(t for kind in check["types"] for t in JSON_TYPES[kind])
-            fields[f] = (quick, check)
+            words = frozenset(v for v in check.get("enum", ()) if isinstance(v, str))  # a choice's texts
+            fields[f] = (quick, words, check)
         out[name] = (frozenset(spec["required"]), fields, spec["closed_since"] if spec["closed"] else None)
     return out
 
@@ -265,8 +269,8 @@ def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
             if closed:
                 return f"out of shape: {type_} data holds {key[:64]!r}, no field of {type_}"
             continue
-        quick, check = field
-        if type(value) not in quick and not _fits(check, value):
+        quick, words, check = field
+        if type(value) not in quick and not (type(value) is str and value in words) and not _fits(check, value):
             return f"out of shape: {type_} data.{key} is not of its type ({', '.join(check['types'])})"
     return None
 

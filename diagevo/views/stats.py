@@ -134,6 +134,15 @@ class RoundStats:
             "epsilon_next": s.epsilon,
         }
 
+    def commits_added(self, store: Recorder, run: str) -> RoundStats:
+        """The memory columns of the run's commits after the last one held, up to the last event
+        added (from the snapshots): what follows the events' rows."""
+        for mem in commit_memories(store, run, after_round=max(self.sizes, default=0)):
+            if mem.last_seq > self.seq:
+                break
+            self.commit(mem)
+        return self
+
     def rows(self) -> list[dict[str, Any]]:
         """One row per committed round: the fixed columns, then its metrics by name."""
         out = []
@@ -203,11 +212,7 @@ def accumulate(store: Recorder, run: str, *, cached: bool = True, upto_seq: int 
     acc = RoundStats.from_state(saved[0]) if saved else RoundStats()
     for row in store.rows(run, after_seq=acc.seq, upto_seq=upto_seq):
         acc.add(row)
-    for mem in commit_memories(store, run, after_round=max(acc.sizes, default=0)):
-        if mem.last_seq > acc.seq:
-            break
-        acc.commit(mem)
-    return acc
+    return acc.commits_added(store, run)
 
 
 def round_stats(store: Recorder, run: str, *, cached: bool = True) -> list[dict[str, Any]]:

@@ -8,16 +8,17 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from diagevo.catalog import CATALOG, RoundCommitted, RunForked
+from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
-from diagevo.log.recorder import UNREADABLE
+from diagevo.log.recorder import UNREADABLE, EventRow
 from diagevo.log.registry import shape_problem
 from diagevo.log.stored import loads
-from diagevo.memory.counting import audit
+from diagevo.memory.counting import Audit, audit
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
 from diagevo.views.runs import is_whatif
@@ -37,15 +38,16 @@ def verify_run(store: Recorder, run: str) -> list[str]:
 def verdict(store: Recorder, run: str) -> Verdict:
     """:func:`verify_run` of ``run``, with its head (seq and hash) and the fork past the first
     event the fold or a rule refuses (None: no such event, or no round before it)."""
-    problems = list(store.verify_chain(run))
+    problems: list[str] = []
+    saved = store.view_states(stats.VIEW, run, latest=True)
+    fresh = stats.RoundStats()  # the statistics up to the saved ones', counted in the same read
+    checked = fold_checked(store, run, problems, fresh, saved[0].seq if saved else 0)
     folded: dict[int, dict] = {}
     back: Call | None = None
-    unread = [p for p in problems if f": {UNREADABLE}" in p or ": out of shape: " in p]
-    if unread:  # the fold would meet what it cannot read: the way back past the first
-        how, back = way_back(store, run, int(unread[0].split(":", 1)[0].removeprefix("seq ")))
+    if checked is None:  # the fold would meet what it cannot read: the way back past the first
+        how, back = way_back(store, run, int(unread(problems)[0].split(":", 1)[0].removeprefix("seq ")))
         problems.append(f"invariant: not folded: the events above are out of shape{how}")
     else:
-        checked = audit(store.rows(run), run, whatif=is_whatif(store, run))
         folded = checked.commits
         how, back = way_back(store, run, checked.first_bad)
         if checked.invariant is not None:
@@ -59,15 +61,47 @@ def verdict(store: Recorder, run: str) -> Verdict:
     for snap in store.view_states(memory.VIEW, run):
         if snap.part in folded and snap.state != folded[snap.part]:
             problems.append(f"snapshot of round {snap.part} differs from the fold of the log")
-    if not any(p.startswith("invariant") for p in problems):
-        saved = store.view_states(stats.VIEW, run, latest=True)
-        if saved:
-            cached = stats.RoundStats.from_state(saved[0])
-            fresh = stats.accumulate(store, run, cached=False, upto_seq=saved[0].seq)
-            if cached.to_json() != fresh.to_json():
-                problems.append("the saved statistics differ from the log (a cache: `memory stats` would show them)")
+    if saved and not any(p.startswith("invariant") for p in problems):
+        cached = stats.RoundStats.from_state(saved[0])
+        if cached.to_json() != fresh.commits_added(store, run).to_json():
+            problems.append("the saved statistics differ from the log (a cache: `memory stats` would show them)")
     seq, hash_ = store.head(run)
     return Verdict(run, problems + verify_anchors(store, run), {"seq": seq, "hash": hash_} if seq else None, back)
+
+
+def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.RoundStats, upto: int) -> Audit | None:
+    """The chain's problems (``Recorder.verify_chain``), appended to ``problems``, and the
+    audit of the rows folded as they are checked, each up to seq ``upto`` also added to
+    ``counts``: one read of the log. None when a row is one the fold cannot read
+    (:func:`unread`; the chain gives no row past the first). A row of a version newer than its
+    class stops the fold, as it stops every reader (:class:`NewerEvent`), unless a row past it
+    is one the fold cannot read."""
+    rows = counted(store.checked_rows(run, problems), counts, upto)
+    try:
+        checked = audit(rows, run, whatif=is_whatif(store, run))
+    except NewerEvent:
+        for _ in rows:  # the rest of the chain
+            pass
+        if not unread(problems):
+            raise
+        return None
+    return None if unread(problems) else checked
+
+
+def counted(rows: Iterator[EventRow], counts: stats.RoundStats, upto: int) -> Iterator[EventRow]:
+    """``rows``, each up to seq ``upto`` added to ``counts`` as it passes."""
+    for row in rows:
+        if row.seq <= upto:
+            counts.add(row)
+        yield row
+
+
+def unread(problems: list[str]) -> list[str]:
+    """The problems of the rows the fold cannot read: unreadable, no JSON object, out of shape."""
+    return [p for p in problems if any(f": {said}" in p for said in UNREAD)]
+
+
+UNREAD = (UNREADABLE, "its data is not a JSON object", "out of shape: ")
 
 
 def way_back(store: EventReader, run: str, seq: int | None) -> tuple[str, Call | None]:
