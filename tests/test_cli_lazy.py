@@ -86,9 +86,9 @@ def test_a_read_of_the_memory_loads_neither_the_interchange_nor_verification(
 @pytest.mark.parametrize("read", [*READS, ("stats",)], ids=[*(r[0] for r in READS), "stats"])
 def test_a_read_of_the_memory_loads_not_the_config_models(tmp_path: Path, read: tuple[str, ...]) -> None:
     """The reads take a run's config as stored: neither the config's models (pydantic's, which
-    validate a config for a round, a fork or a what-if) nor the counting rules (which verify,
-    ingest and the checkpoint refusals check a log against) load with them."""
-    heavy = {"diagevo.config.sections", "diagevo.memory.counting"}
+    validate a config for a round, a fork or a what-if) nor its TOML parser, nor the counting
+    rules (which verify, ingest and the checkpoint refusals check a log against) load with them."""
+    heavy = {"diagevo.config.sections", "tomllib", "diagevo.memory.counting"}
     assert heavy & imported("memory", *read, "--db", small_log(tmp_path)) == set()
 
 
