@@ -42,7 +42,7 @@ from bench_store import build_log  # noqa: E402
 from diagevo.catalog import FailureAttributed, FailureRecorded, RoundCommitted
 from diagevo.log import open_log, payload, sqlite_path
 from diagevo.views.caches import refresh as refresh_snapshots
-from diagevo.views.stories import cause_story
+from diagevo.views.stories import cause_story, story_events
 from tests.test_store_scale import scan as scan_stats  # noqa: E402
 
 CAUSE_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause")
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 
         baselines = {
             "stats": lambda: scan_stats(store.rows(run), run),
-            "why": lambda: cause_story(store.rows(run, texts=True), cause),
+            "why": lambda: cause_story(story_events(store.rows(run, texts=True)), cause),
             "events --cause": lambda: scan(lambda e: cause in {payload(e).get(k) for k in CAUSE_FIELDS}),
             "events --failure": lambda: scan(lambda e: payload(e).get("failure_id") == fid),
             "events --question": lambda: scan(lambda e: payload(e).get("question_id") == qid),

@@ -33,8 +33,9 @@ from diagevo.results.runs import Fork, RunDiff
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.checkpoints import checkpoint_refusal
 from diagevo.views.memory import committed_rounds, load_memory
-from diagevo.views.queries import checkpoint_refusal, pruned_checkpoints, pruned_note
+from diagevo.views.queries import pruned_checkpoints, pruned_note
 from diagevo.views.runs import whatif_refusal
 from diagevo.views.typed import of_type
 

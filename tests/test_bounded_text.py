@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from diagevo.catalog import LLMCalled
 from diagevo.config.limits import LimitsConfig
 from diagevo.schemas import InvalidEvent, text_limits, validate_event
 from diagevo.views.verify import verify_run
@@ -82,4 +83,4 @@ def test_why_joins_the_reply_back_from_its_call(srv: LLMServer, store) -> None: 
     for story in (whole, recent):
         (attributed,) = [e for e in story.timeline if e.failure is not None and e.failure.failure_id == "f1"]
         assert attributed.failure.reply == reply and attributed.to_dict()["failure"]["diagnosis"]["raw"] == reply
-    assert any(e.type == "llm.called" for e in recent_cause_rows(store, RUN, "C1")[0])
+    assert any(isinstance(e, LLMCalled) for _, _, e in recent_cause_rows(store, RUN, "C1")[0])

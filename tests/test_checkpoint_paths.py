@@ -18,7 +18,7 @@ from diagevo.files.confined import checkpoint_name
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import open_log
 from diagevo.schemas import new_event
-from diagevo.views.queries import checkpoint_path
+from diagevo.views.checkpoints import checkpoint_path
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import SMALL
 

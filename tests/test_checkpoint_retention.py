@@ -14,7 +14,7 @@ import pytest
 from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunStarted
 from diagevo.log import open_log
 from diagevo.train.sim.backend import SimBackend
-from diagevo.views.queries import checkpoint_folders, runs_root
+from diagevo.views.checkpoints import checkpoint_folders, runs_root
 from tests.test_cli_memory import run_cli
 from tests.test_train import small_args
 

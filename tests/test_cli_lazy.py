@@ -83,6 +83,15 @@ def test_a_read_of_the_memory_loads_neither_the_interchange_nor_verification(
     assert heavy & imported("memory", *read, "--db", small_log(tmp_path)) == set()
 
 
+@pytest.mark.parametrize("read", [*READS, ("stats",)], ids=[*(r[0] for r in READS), "stats"])
+def test_a_read_of_the_memory_loads_not_the_config_models(tmp_path: Path, read: tuple[str, ...]) -> None:
+    """The reads take a run's config as stored: neither the config's models (pydantic's, which
+    validate a config for a round, a fork or a what-if) nor its TOML parser, nor the counting
+    rules (which verify, ingest and the checkpoint refusals check a log against) load with them."""
+    heavy = {"diagevo.config.sections", "tomllib", "diagevo.memory.counting"}
+    assert heavy & imported("memory", *read, "--db", small_log(tmp_path)) == set()
+
+
 @pytest.mark.parametrize("command", ["verify", "export"])
 def test_verify_and_export_load_not_the_vector_index(tmp_path: Path, command: str) -> None:
     """Verification checks the vector index's saved state by its name alone: neither it nor

@@ -12,7 +12,7 @@ import pytest
 from diagevo import rounds
 from diagevo.catalog import CheckpointWritten, RunConfigured
 from diagevo.log import Recorder, open_log
-from diagevo.views.queries import checkpoint_path
+from diagevo.views.checkpoints import checkpoint_path
 from tests.logs import wire_event
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN, candidate, round_one

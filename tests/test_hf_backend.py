@@ -21,7 +21,7 @@ from diagevo.log import open_log
 from diagevo.train import train  # noqa: E402
 from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
-from diagevo.views.queries import checkpoint_path
+from diagevo.views.checkpoints import checkpoint_path
 from diagevo.views.typed import of_type
 from tests.hf_fixtures import tiny_pair  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402

@@ -85,7 +85,7 @@ def train(
     events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     from diagevo.catalog import CheckpointWritten
     from diagevo.log import open_log
-    from diagevo.views.queries import checkpoint_path
+    from diagevo.views.checkpoints import checkpoint_path
 
     store = open_log(f"sqlite:///{db}")
     try:

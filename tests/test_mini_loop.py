@@ -19,7 +19,7 @@ from diagevo.catalog import CheckpointWritten, EvalRecorded, QuestionGenerated  
 from diagevo.log import open_log  # noqa: E402
 from diagevo.train import ablate  # noqa: E402
 from diagevo.train.mini import build, world  # noqa: E402
-from diagevo.views.queries import checkpoint_path  # noqa: E402
+from diagevo.views.checkpoints import checkpoint_path  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 

@@ -18,7 +18,7 @@ from diagevo.memory.fold import Row, commits, drafts
 from diagevo.views.caches import refresh
 from diagevo.views.memory import commit_memories
 from diagevo.views.stats import RoundStats, round_stats
-from diagevo.views.stories import cause_rows, cause_stories, cause_story
+from diagevo.views.stories import cause_rows, cause_stories, cause_story, story_events
 from tests.conftest import Backend
 from tests.logs import Log
 from tests.strategies import random_log
@@ -45,7 +45,7 @@ def test_upgrade_from_0002_keeps_the_data_and_adds_the_indexes_and_key_columns(b
         assert [r[1:] for r in stored] == [r[1:] for r in log.rows()]
         assert store.verify_chain(log.run) == []
         cause = next(d["cause_id"] for _, _, t, d, _v in log.rows() if t == "cause.created")
-        assert cause_story(cause_rows(store, log.run, cause), cause) == cause_story(log.rows(), cause)
+        assert cause_story(cause_rows(store, log.run, cause), cause) == cause_story(story_events(log.rows()), cause)
 
 
 def test_key_lookups_use_the_expression_indexes(tmp_path) -> None:  # noqa: ANN001
@@ -117,7 +117,7 @@ def test_a_causes_attributions_are_counted_and_paged_in_its_index(tmp_path) -> N
 def test_cause_rows_tell_every_story_as_the_full_log_does(store: Recorder) -> None:
     log = random_log(random.Random(11), 6)
     store.append(log.events())
-    full = cause_stories(log.rows())
+    full = cause_stories(story_events(log.rows()))
     assert len(full) >= 2
     for cause, story in full.items():
         assert cause_story(cause_rows(store, log.run, cause), cause) == story
@@ -228,7 +228,7 @@ def test_a_database_left_at_0003_is_upgraded_to_key_columns(backend: Backend, db
     engine.dispose()
     assert upgrade(db_url) == ("0003", HEAD_REVISION)
     with open_log(db_url) as store:
-        for cause, story in cause_stories(log.rows()).items():
+        for cause, story in cause_stories(story_events(log.rows())).items():
             assert cause_story(cause_rows(store, log.run, cause), cause) == story
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 
 from diagevo.errors import BadInput, Call
-from diagevo.text.parsing import quoted, toml_loads
+from diagevo.text.parsing import MAX_CHARS, MAX_DEPTH, bad, depth, quoted
 from diagevo.text.redaction import redact_config
 from diagevo.text.words import you_mean
 
@@ -311,6 +312,25 @@ def _unknown_section(
 
 
 # --- overrides and the rows of ``diagevo config`` -------------------------------------------
+
+
+def toml_loads(text: str, where: str = "") -> dict[str, Any]:
+    """Parse TOML with the same bounded depth as JSON (tomllib recurses); a syntax error is
+    ``tomllib.TOMLDecodeError`` as usual, too deep or a number too long for Python to read is
+    :class:`BadInput`."""
+    if len(text) > MAX_CHARS:
+        raise bad(where, f"{len(text):,} characters, more than the limit of {MAX_CHARS:,}")
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise bad(where, f"TOML nested deeper than {MAX_DEPTH} levels") from None
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError:  # Python reads no integer of more than sys.get_int_max_str_digits() digits
+        raise bad(where, f"a whole number of more than {sys.get_int_max_str_digits():,} digits") from None
+    if depth(data) > MAX_DEPTH + 1:  # the document itself is a table
+        raise bad(where, f"TOML nested deeper than {MAX_DEPTH} levels")
+    return data
 
 
 def _coerce(value: str, key: str = "") -> Any:

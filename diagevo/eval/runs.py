@@ -31,7 +31,8 @@ from diagevo.log.paths import run_name
 from diagevo.rounds import record_retrospective
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import EventIn, new_event
-from diagevo.views.queries import checkpoint_path, pruned_checkpoints, pruned_note
+from diagevo.views.checkpoints import checkpoint_path
+from diagevo.views.queries import pruned_checkpoints, pruned_note
 from diagevo.views.typed import carried
 
 

@@ -42,7 +42,7 @@ from diagevo.views.stats import (
     number,
     round_stats,
 )
-from diagevo.views.stories import Story, cause_stories
+from diagevo.views.stories import Story, cause_stories, story_events
 
 # the round's phases as the paper's Table 6 names its components
 PHASES = {
@@ -205,7 +205,7 @@ def load_run(store: Recorder, run: str) -> RunData:
         heldout_detail=_heldout_detail(found.heldout),
         questions=_questions(found.texts),
         memories=memories,
-        stories=cause_stories(found.rows),
+        stories=cause_stories(story_events(found.rows)),
         selected=found.selected,
         about=summarise(store, run),
         steps=found.step_rows,

@@ -12,7 +12,6 @@ import errno
 import io
 import re
 import sys
-import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -135,25 +134,6 @@ _JSON_TYPES = {
     str: "a string",
     list: "an array",
 }
-
-
-def toml_loads(text: str, where: str = "") -> dict[str, Any]:
-    """Parse TOML with the same bounded depth as JSON (tomllib recurses); a syntax error is
-    ``tomllib.TOMLDecodeError`` as usual, too deep or a number too long for Python to read is
-    :class:`BadInput`."""
-    if len(text) > MAX_CHARS:
-        raise bad(where, f"{len(text):,} characters, more than the limit of {MAX_CHARS:,}")
-    try:
-        data = tomllib.loads(text)
-    except RecursionError:
-        raise bad(where, f"TOML nested deeper than {MAX_DEPTH} levels") from None
-    except tomllib.TOMLDecodeError:
-        raise
-    except ValueError:  # Python reads no integer of more than sys.get_int_max_str_digits() digits
-        raise bad(where, f"a whole number of more than {sys.get_int_max_str_digits():,} digits") from None
-    if depth(data) > MAX_DEPTH + 1:  # the document itself is a table
-        raise bad(where, f"TOML nested deeper than {MAX_DEPTH} levels")
-    return data
 
 
 # --- text and lines ---------------------------------------------------------------------------

@@ -23,12 +23,12 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from diagevo.config.base import apply_overrides, checked
+from diagevo.config.base import apply_overrides, checked, toml_loads
 from diagevo.config.sections import MethodConfig
 from diagevo.errors import BadInput, NotFound
 from diagevo.errors.installation import shipped, shipped_names
 from diagevo.eval.config import EvalConfig
-from diagevo.text.parsing import read_text, toml_loads
+from diagevo.text.parsing import read_text
 from diagevo.train.hf.config import HFConfig
 from diagevo.train.sim.config import SimConfig
 

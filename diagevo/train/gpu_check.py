@@ -27,7 +27,7 @@ from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train import train
 from diagevo.train.config import load_config
 from diagevo.train.hf.args import attention
-from diagevo.views.queries import checkpoint_path
+from diagevo.views.checkpoints import checkpoint_path
 from diagevo.views.typed import carried, of_type
 from diagevo.views.verify import verify_run
 

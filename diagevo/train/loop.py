@@ -55,9 +55,10 @@ from diagevo.train.backend import Backend, numbers
 from diagevo.train.config import Config
 from diagevo.train.folders import checkpoint_root
 from diagevo.train.tracking import Tracker, open_tracker
+from diagevo.views.checkpoints import resume_checkpoint
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
-from diagevo.views.queries import pruned_checkpoints, resume_checkpoint
+from diagevo.views.queries import pruned_checkpoints
 from diagevo.views.stats import round_stats
 from diagevo.views.typed import carried, of_type
 

@@ -31,11 +31,19 @@ class EventFilter:
     in_round: int | None = None
 
     def matches(self, event: StoredEvent) -> bool:
-        named = event.event  # the ids it names are its key fields' values (what the key index holds of it)
+        """Whether ``event`` passes every filter; typed only where an id is asked of it."""
+        asks = self.cause is not None or self.failure is not None or self.question is not None
         return (
             (not self.types or CATALOG[event.type] in self.types)
             and (self.in_round is None or event.round == self.in_round)
-            and (self.cause is None or any(getattr(named, f, None) == self.cause for f in CAUSE_FIELDS))
+            and (not asks or self.names(event.event))
+        )
+
+    def names(self, named: Event) -> bool:
+        """Whether ``named`` names the cause, failure and question asked for: the ids it names
+        are its key fields' values (what the key index holds of it)."""
+        return (
+            (self.cause is None or any(getattr(named, f, None) == self.cause for f in CAUSE_FIELDS))
             and (self.failure is None or getattr(named, "failure_id", None) == self.failure)
             and (self.question is None or getattr(named, "question_id", None) == self.question)
         )

@@ -7,15 +7,15 @@ A story is typed: its entries are the cause's events as read from the log, each 
 failure it names (:class:`Failure`, its events); ``to_dict()`` is ``memory why --json``.
 :func:`cause_rows` reads only the events a story needs (indexed reads: the cause's own events,
 its failures with their diagnoses, their questions, the node merges); :func:`cause_stories`
-folds events into stories, one pass, the merge rule taken from the fold
-(:meth:`diagevo.catalog.NodesMerged.reparent`).
+folds the events :func:`story_events` types (each row once) into stories, one pass, the merge
+rule taken from the fold (:meth:`diagevo.catalog.NodesMerged.reparent`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 from diagevo.catalog import (
     EVENT_CLASSES,
@@ -32,11 +32,13 @@ from diagevo.catalog import (
     QuestionScored,
 )
 from diagevo.log import EventReader
-from diagevo.log.recorder import EventRow
 from diagevo.memory.fold import InvariantError, Row
 
 Told: TypeAlias = CauseCreated | FailureAttributed | CausePromoted | CauseReactivated | NodesMerged
 """The events a story has an entry for."""
+
+Read: TypeAlias = tuple[int, int, Event]
+"""(seq, round, event) of a row a story reads (:func:`story_events`), its event typed."""
 
 KINDS: dict[type[Event], str] = {
     CauseCreated: "created",
@@ -48,10 +50,11 @@ KINDS: dict[type[Event], str] = {
 """An entry's ``kind`` in ``memory why --json``, by its event's class."""
 
 
-@dataclass(frozen=True, slots=True)
-class Question:
+class Question(NamedTuple):
     """A failure's question: as generated, and how sure its pseudo-label was (Eq. 3's votes)
-    when the log holds its score."""
+    when the log holds its score. A named tuple, as :class:`Failure` is: one of each is made for
+    every entry of a story, thousands for a cause attributed as often, and a frozen dataclass
+    is made field by field."""
 
     question_id: str
     generated: QuestionGenerated | None
@@ -77,8 +80,7 @@ class Question:
         return view if s is None else view | {"pseudo_label": s.pseudo_label, "p1": s.p1, "p2": s.p2, "n": s.n}
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(NamedTuple):
     """A failure an entry names: as recorded, its question, its diagnosis and Prompt 1's reply
     (the diagnosis's own, or that of the ``llm.called`` it names: the reply stored once)."""
 
@@ -127,8 +129,8 @@ class Entry:
             case CauseCreated(node_id=node, description=description):
                 return head | {"node": node, "description": description, "failure": failure}
             case FailureAttributed() | CauseReactivated():
-                how = {"via": None, "similarity": None} if a is None else {"via": a.via, "similarity": a.similarity}
-                return head | how | {"failure": failure}
+                via, similarity = (None, None) if a is None else (a.via, a.similarity)
+                return head | {"via": via, "similarity": similarity, "failure": failure}
             case CausePromoted(acc=acc, n_candidates=n):
                 return head | {"acc": acc, "n_candidates": n}
             case NodesMerged(survivor=survivor, absorbed=absorbed, label=label, similarity=similarity):
@@ -159,11 +161,11 @@ class UnknownCause(InvariantError):
     """A story asked of a cause the run never created."""
 
 
-def cause_story(rows: Iterable[Row], cause_id: str) -> Story:
+def cause_story(events: Iterable[Read], cause_id: str) -> Story:
     """Everything the log says about one cause, oldest first: its creation (failure, question,
     diagnosis), attributions, promotions, reactivations (with the failure's question and its
     generation mode, recurrence or dedup, similarity) and the merges of its node."""
-    stories = cause_stories(rows, {cause_id})
+    stories = cause_stories(events, {cause_id})
     if cause_id not in stories:
         raise UnknownCause(f"unknown cause {cause_id!r}")
     return stories[cause_id]
@@ -200,31 +202,41 @@ class _StoryTeller:
 
     def tell(self, seq: int, rnd: int, event: Event) -> None:
         """What ``event`` tells: an entry shows a question, its votes, a failure, its diagnosis, a
-        Prompt 1 reply (of the ``llm.called`` naming ``failure_id``); the others are entries."""
-        match event:
-            case QuestionGenerated(question_id=qid):
-                self.questions[qid] = event
-            case QuestionScored(question_id=qid):
-                self.scores[qid] = event
-            case FailureRecorded(failure_id=fid):
-                self.failures[fid] = event
-            case FailureDiagnosed(failure_id=fid):
-                self.diagnoses[fid] = event
-            case LLMCalled(stage="extract", failure_id=str(fid)):
-                self.replies[(fid, event.attempt or 0)] = event.raw
-            case NodesMerged():
-                self.merge_nodes(seq, rnd, event)
-            case CauseCreated(cause_id=cid) if self.cause_ids is None or cid in self.cause_ids:
-                entry = Entry(seq, rnd, event, self.failure(event.failure_id))
-                self.stories[cid] = Story(cid, event.description, event.node_id, [entry])
-            case FailureAttributed(cause_id=cid, failure_id=fid) if cid in self.stories:
+        Prompt 1 reply (of the ``llm.called`` naming ``failure_id``); the others are entries. By
+        its exact class (a catalog class has no subclass), not by a class pattern: that is an
+        ``isinstance`` through pydantic's metaclass for each class tried, on each of the events
+        of a cause attributed thousands of times."""
+        if type(event) is QuestionGenerated:
+            self.questions[event.question_id] = event
+        elif type(event) is QuestionScored:
+            self.scores[event.question_id] = event
+        elif type(event) is FailureRecorded:
+            self.failures[event.failure_id] = event
+        elif type(event) is FailureDiagnosed:
+            self.diagnoses[event.failure_id] = event
+        elif type(event) is FailureAttributed:
+            cid, fid = event.cause_id, event.failure_id
+            if cid in self.stories:
                 react = self.pending.pop((cid, fid), None)
                 if react is not None:  # the reactivation is explained by this attribution
                     react.attribution = event
                 self.stories[cid].timeline.append(Entry(seq, rnd, event, self.failure(fid), event))
-            case CausePromoted(cause_id=cid) if cid in self.stories:
-                self.stories[cid].timeline.append(Entry(seq, rnd, event))
-            case CauseReactivated(cause_id=cid, failure_id=fid) if cid in self.stories:
+        elif type(event) is LLMCalled:
+            if event.stage == "extract" and isinstance(event.failure_id, str):
+                self.replies[(event.failure_id, event.attempt or 0)] = event.raw
+        elif type(event) is NodesMerged:
+            self.merge_nodes(seq, rnd, event)
+        elif type(event) is CauseCreated:
+            cid = event.cause_id
+            if self.cause_ids is None or cid in self.cause_ids:
+                entry = Entry(seq, rnd, event, self.failure(event.failure_id))
+                self.stories[cid] = Story(cid, event.description, event.node_id, [entry])
+        elif type(event) is CausePromoted:
+            if event.cause_id in self.stories:
+                self.stories[event.cause_id].timeline.append(Entry(seq, rnd, event))
+        elif type(event) is CauseReactivated:
+            cid, fid = event.cause_id, event.failure_id
+            if cid in self.stories:
                 self.pending[(cid, fid)] = entry = Entry(seq, rnd, event, self.failure(fid))
                 self.stories[cid].timeline.append(entry)
 
@@ -241,39 +253,47 @@ _SHOWN: tuple[type[Event], ...] = (QuestionGenerated, QuestionScored, FailureRec
 _READERS = {cls.name: cls.reader for cls in (*_SHOWN, *KINDS)}  # what a story reads, by type: bound once
 
 
-def cause_stories(rows: Iterable[Row], cause_ids: Collection[str] | None = None) -> dict[str, Story]:
-    """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log, by
-    cause id in order of creation."""
-    teller, readers = _StoryTeller(cause_ids), _READERS  # bound once: a hot cause has many rows
+def story_events(rows: Iterable[Row]) -> Iterator[Read]:
+    """The rows a story reads (an entry's event, or what an entry shows), each typed once: the
+    ids that say which rows a cause's story needs are read from the same events it tells."""
+    readers = _READERS  # bound once: a hot cause has many rows
     for seq, rnd, etype, d, version in rows:
         read = readers.get(etype)
         if read is not None:
-            teller.tell(seq, rnd, read(d, version))
+            yield seq, rnd, read(d, version)
+
+
+def cause_stories(events: Iterable[Read], cause_ids: Collection[str] | None = None) -> dict[str, Story]:
+    """:func:`cause_story` of every cause (or of ``cause_ids``) in one pass over the log's
+    :func:`story_events`, by cause id in order of creation."""
+    teller = _StoryTeller(cause_ids)
+    for seq, rnd, event in events:
+        teller.tell(seq, rnd, event)
     return teller.stories
 
 
-def _failure_ids(rows: Iterable[EventRow]) -> list[str]:
+def _failure_ids(events: Iterable[Read]) -> list[str]:
     """The failures these events name (a cause's creation, attributions, reactivations)."""
-    events = (row.event for row in rows)
-    return [e.failure_id for e in events if isinstance(e, _NAMING_FAILURES) and isinstance(e.failure_id, str)]
+    return [e.failure_id for _, _, e in events if isinstance(e, _NAMING_FAILURES) and isinstance(e.failure_id, str)]
 
 
-def _evidence(store: EventReader, run: str, own: list[EventRow]) -> list[EventRow]:
+def _evidence(store: EventReader, run: str, own: list[Read]) -> list[Read]:
     """The events a story needs beside a cause's own, texts inline, in seq order: its failures
     with their diagnoses and Prompt 1 replies, their questions and the merges of nodes."""
-    failures = list(store.rows(run, keys={"failure_id": _failure_ids(own)}, types=_FAILURE_TYPES, texts=True))
-    qids = [e.question_id for e in (row.event for row in failures) if isinstance(e, FailureRecorded)]
-    questions = store.rows(run, keys={"question_id": qids}, types=_QUESTION_TYPES, texts=True)
-    merges = store.rows(run, types=(NodesMerged,))
-    events: dict[int, EventRow] = {e.seq: e for e in (*own, *failures, *questions, *merges)}
+    failure_keys = {"failure_id": _failure_ids(own)}
+    failures = list(story_events(store.rows(run, keys=failure_keys, types=_FAILURE_TYPES, texts=True)))
+    qids = [e.question_id for _, _, e in failures if type(e) is FailureRecorded]
+    questions = story_events(store.rows(run, keys={"question_id": qids}, types=_QUESTION_TYPES, texts=True))
+    merges = story_events(store.rows(run, types=(NodesMerged,)))
+    events: dict[int, Read] = {e[0]: e for e in (*own, *failures, *questions, *merges)}
     return [events[seq] for seq in sorted(events)]
 
 
-def cause_rows(store: EventReader, run: str, cause: str) -> list[EventRow]:
+def cause_rows(store: EventReader, run: str, cause: str) -> list[Read]:
     """The events :func:`cause_story` needs for one cause, texts inline, in seq order: the
     cause's own events, its failures with their diagnoses, their questions and the merges of
     nodes. Indexed reads only; the rest of the run is never read."""
-    return _evidence(store, run, list(store.rows(run, keys={"cause_id": [cause]})))
+    return _evidence(store, run, list(story_events(store.rows(run, keys={"cause_id": [cause]}))))
 
 
 _NAMING_FAILURES = (CauseCreated, FailureAttributed, CauseReactivated)
@@ -284,16 +304,17 @@ RECENT = 10
 """Attributions a story shows by default (``memory why``): the most recent ones."""
 
 
-def recent_cause_rows(store: EventReader, run: str, cause: str, recent: int = RECENT) -> tuple[list[EventRow], int]:
+def recent_cause_rows(store: EventReader, run: str, cause: str, recent: int = RECENT) -> tuple[list[Read], int]:
     """The events of a cause's story with only its ``recent`` newest attributions (and those that
     explain a reactivation), and how many attributions it has in all (counted by the database):
     what is read does not grow with the number of attributions (each a few entries of the
     cause's index, which holds the type: migration 0017)."""
     cause_key = {"cause_id": [cause]}
-    head = list(store.rows(run, keys=cause_key, types=[t for t in EVENT_CLASSES if t is not FailureAttributed]))
+    others = [t for t in EVENT_CLASSES if t is not FailureAttributed]
+    head = list(story_events(store.rows(run, keys=cause_key, types=others)))
     total = store.count(run, keys=cause_key, types=(FailureAttributed,))
-    latest = list(store.rows(run, keys=cause_key, types=(FailureAttributed,), limit=recent, newest=True))
-    reactivated = [e.failure_id for e in (row.event for row in head) if isinstance(e, CauseReactivated)]
-    attributions = store.rows(run, keys={"failure_id": reactivated}, types=(FailureAttributed,))
-    explaining = [row for row in attributions if isinstance(e := row.event, FailureAttributed) and e.cause_id == cause]
+    latest = list(story_events(store.rows(run, keys=cause_key, types=(FailureAttributed,), limit=recent, newest=True)))
+    reactivated = [e.failure_id for _, _, e in head if isinstance(e, CauseReactivated)]
+    attributions = story_events(store.rows(run, keys={"failure_id": reactivated}, types=(FailureAttributed,)))
+    explaining = [a for a in attributions if isinstance(e := a[2], FailureAttributed) and e.cause_id == cause]
     return _evidence(store, run, [*head, *latest, *explaining]), total

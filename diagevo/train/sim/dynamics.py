@@ -45,8 +45,8 @@ from diagevo.train.sim.backend import SimBackend, label_is_right, read_state
 from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Question
+from diagevo.views.checkpoints import checkpoint_path
 from diagevo.views.memory import committed_rounds, load_memory
-from diagevo.views.queries import checkpoint_path
 from diagevo.views.typed import carried
 
 MEASURE = "sim-dynamics"
