@@ -467,7 +467,7 @@ class LogOperator(Stored):
                 readable = False
                 continue
             if not isinstance(data, dict):
-                problems.append(f"seq {r.seq}: its data is not a JSON object")
+                problems.append(f"seq {r.seq}: {NOT_AN_OBJECT}")
                 readable = False
                 continue
             if key_values(data) != tuple(r.keys):
@@ -502,6 +502,8 @@ CONFIG_EVENTS = ("run.started", "run.configured")
 to its class too: it can break a rule of its class (a bound, a ``mode`` that does not fit its causes)."""
 UNREADABLE = "its data cannot be read: "
 """How ``verify_chain`` names a row whose data is past the readers' bounds (:func:`loads`)."""
+NOT_AN_OBJECT = "its data is not a JSON object"
+"""How ``verify_chain`` names a row whose data is JSON but no object (no event's data)."""
 
 
 def busy(run: str, holder: str | None) -> RunBusy:

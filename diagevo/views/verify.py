@@ -15,7 +15,7 @@ from typing import Any
 from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
-from diagevo.log.recorder import UNREADABLE, EventRow
+from diagevo.log.recorder import NOT_AN_OBJECT, UNREADABLE, EventRow
 from diagevo.log.registry import shape_problem
 from diagevo.log.stored import loads
 from diagevo.memory.counting import Audit, audit
@@ -101,7 +101,7 @@ def unread(problems: list[str]) -> list[str]:
     return [p for p in problems if any(f": {said}" in p for said in UNREAD)]
 
 
-UNREAD = (UNREADABLE, "its data is not a JSON object", "out of shape: ")
+UNREAD = (UNREADABLE, NOT_AN_OBJECT, "out of shape: ")
 
 
 def way_back(store: EventReader, run: str, seq: int | None) -> tuple[str, Call | None]:
@@ -174,11 +174,7 @@ def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | 
             except ValueError as exc:
                 problem: str | None = f"{UNREADABLE}{exc}"
             else:
-                problem = (
-                    shape_problem(r.type, data, r.schema_version)
-                    if isinstance(data, dict)
-                    else "its data is not a JSON object"
-                )
+                problem = shape_problem(r.type, data, r.schema_version) if isinstance(data, dict) else NOT_AN_OBJECT
             if problem is not None:
                 return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
     return None
