@@ -161,7 +161,7 @@ def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
     key its data names: an altered or missing text is refused, never shown."""
     for ev, column in zip(batch, columns, strict=True):
         data = payload(ev)
-        refs = list(text_refs(ev.type, data))
+        refs = text_refs(ev.type, data)
         if not refs:
             continue
         problems, held = text_problems(ev.seq, refs, column)
@@ -483,7 +483,7 @@ class LogOperator(Stored):
             if shape is not None:
                 problems.append(f"seq {r.seq}: {shape}")
                 readable = False
-            refs = list(text_refs(r.type, data))
+            refs = text_refs(r.type, data)
             if refs:
                 problems += text_problems(r.seq, refs, r.texts)[0]
             if readable:

@@ -240,12 +240,13 @@ class SQLRecorder(Recorder):
 
     # --- reads --------------------------------------------------------------------------------
 
-    def _where(self, q: Query, ordered: bool = True) -> Iterator[tuple[str, list[Any]]]:
+    def _where(self, q: Query, ordered: bool = True, sort_ids: bool = True) -> Iterator[tuple[str, list[Any]]]:
         """The (WHERE ... ORDER BY, params) of the reads that together select the events: one,
         served by the (run_id, seq), (run_id, type, seq) or (run_id, round, type) index; or, with
         ``keys``, one per key field and chunk of ids through that field's index, the other
         filters applied to the rows it finds (marked so that the planner does not walk a type or
-        round index of the whole run instead)."""
+        round index of the whole run instead). Without ``sort_ids`` a lookup of several ids is
+        left in the database's order: sorting it there copies every row found, texts and all."""
         p = self.P
         names = None if q.types is None else type_names(q.types)
         if names is not None and not names:
@@ -273,22 +274,24 @@ class SQLRecorder(Recorder):
                 where = f"{self._key_index(field)} WHERE run_id = {p} AND {field} IN ({', '.join([p] * len(chunk))})"
                 # in seq order (PostgreSQL returns an IN lookup in any order); one id's rows lie in
                 # seq order in its index, so a page of them is read without sorting them all
-                yield where + extra + (" ORDER BY seq" if ordered else ""), [q.run, *chunk, *params]
+                order = ordered and (sort_ids or len(chunk) == 1)
+                yield where + extra + (" ORDER BY seq" if order else ""), [q.run, *chunk, *params]
 
     def _select(
         self, q: Query, shape: Shape[T], texts: bool, limit: int | None = None, newest: bool = False
     ) -> Iterator[T]:
         self.read_runs[q.run] = None
         paged = limit is not None
-        reads = list(self._where(q, ordered=not (newest and paged)))
+        reads = list(self._where(q, ordered=not (newest and paged), sort_ids=paged))
         if paged:  # each read cut where it is stored: the page lies among the first (last) ``limit`` of each
             cut = f" ORDER BY seq DESC LIMIT {int(limit)}" if newest else f" LIMIT {int(limit)}"  # type: ignore[arg-type]
             reads = [(where + cut, params) for where, params in reads]
-        if len(reads) == 1:
+        if len(reads) == 1 and (paged or q.keys is None or sum(map(len, q.keys.values())) == 1):
             where, params = reads[0]
             found = self._fetch(shape, where, params, texts)
             return iter(list(found)[::-1]) if newest and paged else found
-        # several indexed reads: the same event may be found twice; merged in seq order
+        # several indexed reads, or a lookup of several ids: the same event may be found twice;
+        # merged in seq order here
         merged = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts)}
         picked = [merged[seq] for seq in sorted(merged)]
         if limit is None:

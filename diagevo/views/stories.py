@@ -122,20 +122,22 @@ class Entry:
         return KINDS[type(self.event)]
 
     def to_dict(self) -> dict[str, Any]:
+        """By the event's exact class, as :meth:`_StoryTeller.tell` reads it: a class pattern is an
+        ``isinstance`` through pydantic's metaclass for each case tried, on each entry of a story
+        that may hold thousands."""
         head: dict[str, Any] = {"seq": self.seq, "round": self.round, "kind": self.kind}
+        e = self.event
+        if type(e) is CausePromoted:
+            return head | {"acc": e.acc, "n_candidates": e.n_candidates}
+        if type(e) is NodesMerged:
+            merged = {"survivor": e.survivor, "absorbed": e.absorbed, "label": e.label, "similarity": e.similarity}
+            return head | {"from_node": self.from_node} | merged
         failure = None if self.failure is None else self.failure.to_dict()
-        a = self.attribution
-        match self.event:
-            case CauseCreated(node_id=node, description=description):
-                return head | {"node": node, "description": description, "failure": failure}
-            case FailureAttributed() | CauseReactivated():
-                via, similarity = (None, None) if a is None else (a.via, a.similarity)
-                return head | {"via": via, "similarity": similarity, "failure": failure}
-            case CausePromoted(acc=acc, n_candidates=n):
-                return head | {"acc": acc, "n_candidates": n}
-            case NodesMerged(survivor=survivor, absorbed=absorbed, label=label, similarity=similarity):
-                merged = {"survivor": survivor, "absorbed": absorbed, "label": label, "similarity": similarity}
-                return head | {"from_node": self.from_node} | merged
+        if type(e) is CauseCreated:
+            return head | {"node": e.node_id, "description": e.description, "failure": failure}
+        a = self.attribution  # an attribution's, or the one that explains a reactivation
+        via, similarity = (None, None) if a is None else (a.via, a.similarity)
+        return head | {"via": via, "similarity": similarity, "failure": failure}
 
 
 @dataclass(slots=True)
