@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
-import orjson
-
 from diagevo.catalog import CATALOG, KEY_FIELDS, Event, EventTypes, version_problem
 from diagevo.errors import Call
 from diagevo.log.chain import (
@@ -50,7 +48,6 @@ LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
 """What ``read(keys=...)`` looks events up by: their id, or an id their data names."""
 
 
-_orjson_dumps = orjson.dumps
 compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -176,11 +173,12 @@ def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
     return list(batch)
 
 
-def json_or_error(obj: Any, what: str) -> str:
+def encoded_state(s: ViewState) -> str:
+    """A view's saved state as it is stored: compact JSON."""
     try:
-        return compact(obj)
+        return compact(s.state)
     except (TypeError, ValueError) as exc:
-        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from None
+        raise StoreError(f"the saved state of view {s.name!r} is not JSON-serialisable: {exc}") from None
 
 
 def lookup_keys(keys: Mapping[str, Collection[str]]) -> dict[str, list[str]]:

@@ -24,7 +24,7 @@ from diagevo.log.recorder import (
     Shape,
     T,
     ViewState,
-    json_or_error,
+    encoded_state,
     lookup_keys,
     restore_texts,
     stored_data,
@@ -377,10 +377,7 @@ class SQLRecorder(Recorder):
     def put_view_states(self, states: Sequence[ViewState]) -> None:
         if not states:
             return
-        rows = [
-            (s.name, s.run, s.part, s.seq, s.hash, json_or_error(s.state, f"the saved state of view {s.name!r}"))
-            for s in states
-        ]
+        rows = [(s.name, s.run, s.part, s.seq, s.hash, encoded_state(s)) for s in states]
         p = self.P
         with self._write_tx() as conn:
             conn.exec_driver_sql(
