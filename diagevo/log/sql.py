@@ -43,7 +43,7 @@ EVENT_COLUMNS = ", ".join(COLUMNS)
 class SQLRecorder(Recorder):
     """An append-only SQL log with per-run hash chains and the views' saved states."""
 
-    P = "?"  # the DBAPI placeholder
+    P = "?"  # the DBAPI placeholder (SQLite's; PostgreSQL's is %s)
 
     def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
         """Open the log at ``url``. ``create=False`` never creates anything: a missing SQLite

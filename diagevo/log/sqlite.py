@@ -41,8 +41,6 @@ SYNCHRONOUS = ("full", "normal")  # durability levels a URL may ask for
 class SQLiteRecorder(SQLRecorder):
     """The event log in a SQLite file."""
 
-    P = "?"
-
     def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
         """A read of a plain ``sqlite:///FILE`` at the head revision opens the file directly,
         read-only, without SQLAlchemy; anything else (or anything unexpected) takes the full
