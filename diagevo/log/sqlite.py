@@ -223,11 +223,8 @@ def read_only(u: URL) -> URL:
     path = sqlite_path(u)
     if path is None:
         return u
-    path = path.resolve()
-    params = {"mode": "ro", "uri": "true"}
-    if _immutable(path):
-        params["immutable"] = "1"
-    return u.set(database=f"file:{quote(str(path))}").update_query_dict(params)
+    database, _, query = read_only_uri(path).partition("?")
+    return u.set(database=database).update_query_string(f"{query}&uri=true")
 
 
 def _immutable(path: Path) -> bool:
