@@ -26,7 +26,7 @@ from diagevo.log.recorder import (
     T,
     ViewState,
     busy,
-    json_or_error,
+    encoded_state,
     lookup_keys,
     restore_texts,
 )
@@ -40,6 +40,7 @@ Row = tuple[Any, ...]  # the values of COLUMNS
 _COLUMN = {c: i for i, c in enumerate(COLUMNS)}
 _LOOKUP_INDEX = {f: _COLUMN[f] for f in LOOKUP_FIELDS}
 _TEXTS = _COLUMN["texts"]
+_SEQ = itemgetter(0)
 
 
 @dataclass
@@ -47,7 +48,6 @@ class _Log:
     lock: threading.RLock = field(default_factory=threading.RLock)
     last_seq: int = 0
     runs: dict[str, list[Row]] = field(default_factory=dict)  # rows of each run, in seq order
-    seqs: dict[str, list[int]] = field(default_factory=dict)  # their seqs (for bisect)
     ids: set[tuple[str, str]] = field(default_factory=set)
     latest_run: str | None = None
     leases: dict[str, str] = field(default_factory=dict)  # run -> holder
@@ -90,7 +90,6 @@ class InMemoryRecorder(Recorder):
         heads = {run: self.head(run) for run in {p[1] for p in prepared}}
         for row in chain(fresh, heads, log.last_seq):
             log.runs.setdefault(row[2], []).append(row)
-            log.seqs.setdefault(row[2], []).append(row[0])
             log.ids.add((row[2], row[1]))
             log.last_seq, log.latest_run = row[0], row[2]
         return fresh, heads
@@ -109,9 +108,8 @@ class InMemoryRecorder(Recorder):
         lookups = None if q.keys is None else {_LOOKUP_INDEX[f]: set(v) for f, v in lookup_keys(q.keys).items()}
         with self._log.lock:  # rows are only ever appended: the span stays what it is
             rows = self._log.runs.get(q.run, [])
-            seqs = self._log.seqs.get(q.run, [])
-            first = bisect_right(seqs, q.after_seq) if q.after_seq > 0 else 0
-            stop = bisect_right(seqs, q.upto_seq) if q.upto_seq is not None else len(rows)
+            first = bisect_right(rows, q.after_seq, key=_SEQ) if q.after_seq > 0 else 0
+            stop = bisect_right(rows, q.upto_seq, key=_SEQ) if q.upto_seq is not None else len(rows)
         out: list[Row] = []
         for at in range(stop - 1, first - 1, -1) if newest else range(first, stop):
             if limit is not None and len(out) >= limit:
@@ -180,7 +178,7 @@ class InMemoryRecorder(Recorder):
         return out[-1:] if latest else out
 
     def put_view_states(self, states: Sequence[ViewState]) -> None:
-        encoded = [(s, json_or_error(s.state, f"the saved state of view {s.name!r}")) for s in states]
+        encoded = [(s, encoded_state(s)) for s in states]
         with self._log.lock:
             for s, state in encoded:
                 self._log.views[s.name, s.run, s.part] = (s.seq, s.hash, state)

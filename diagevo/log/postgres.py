@@ -43,7 +43,7 @@ class PostgresRecorder(SQLRecorder):
         try:
             conn.exec_driver_sql("INSERT INTO events (event_id) SELECT '' WHERE false")
         except sa_exc.DBAPIError as exc:
-            if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+            if not lock_timed_out(exc):
                 raise
             raise LockTimeout(
                 f"the append lock of {redact_url(self.url)} was not free within {self.lock_wait_s:g} s: "

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
-import orjson
-
 from diagevo.catalog import CATALOG, KEY_FIELDS, Event, EventTypes, version_problem
 from diagevo.errors import Call
 from diagevo.log.chain import (
@@ -50,7 +48,6 @@ LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
 """What ``read(keys=...)`` looks events up by: their id, or an id their data names."""
 
 
-_orjson_dumps = orjson.dumps
 compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -176,11 +173,12 @@ def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
     return list(batch)
 
 
-def json_or_error(obj: Any, what: str) -> str:
+def encoded_state(s: ViewState) -> str:
+    """A view's saved state as it is stored: compact JSON."""
     try:
-        return compact(obj)
+        return compact(s.state)
     except (TypeError, ValueError) as exc:
-        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from None
+        raise StoreError(f"the saved state of view {s.name!r} is not JSON-serialisable: {exc}") from None
 
 
 def lookup_keys(keys: Mapping[str, Collection[str]]) -> dict[str, list[str]]:
@@ -447,7 +445,7 @@ class LogOperator(Stored):
         appended to ``problems`` as it is read; each row as :meth:`rows` gives it, while no row
         so far is unreadable or out of shape (past one, the rest are checked, not given): what
         ``memory verify`` folds as it checks, without reading the log twice."""
-        from diagevo.log.registry import shape_problem  # the config's and events' models: not for light reads
+        from diagevo.log.registry import stored_problem  # the config's and events' models: not for light reads
         from diagevo.schemas import refused_by_type
 
         prev, readable = GENESIS_HASH, True
@@ -460,14 +458,9 @@ class LogOperator(Stored):
             if want != r.hash:
                 problems.append(f"seq {r.seq}: hash mismatch (event {r.event_id} was altered)")
             prev = r.hash
-            try:
-                data = loads(r.data)
-            except ValueError as exc:
-                problems.append(f"seq {r.seq}: {UNREADABLE}{exc}")
-                readable = False
-                continue
-            if not isinstance(data, dict):
-                problems.append(f"seq {r.seq}: {NOT_AN_OBJECT}")
+            data, shape = stored_problem(r)
+            if data is None:
+                problems.append(f"seq {r.seq}: {shape}")
                 readable = False
                 continue
             if key_values(data) != tuple(r.keys):
@@ -476,7 +469,6 @@ class LogOperator(Stored):
             version = None if cls is None else version_problem(cls, r.schema_version)
             if version is not None:
                 problems.append(f"seq {r.seq}: {version}")
-            shape = shape_problem(r.type, data, r.schema_version)
             if shape is None and version is None and r.type not in CONFIG_EVENTS:
                 refused = refused_by_type(r.type, data, r.schema_version)
                 shape = None if refused is None else f"out of shape: {refused}"
@@ -500,10 +492,6 @@ CONFIG_EVENTS = ("run.started", "run.configured")
 """The types that hold a run's config: ``verify_chain`` leaves what their class refuses to
 ``memory verify``'s config check, which names the fork past it. Every other row in shape is held
 to its class too: it can break a rule of its class (a bound, a ``mode`` that does not fit its causes)."""
-UNREADABLE = "its data cannot be read: "
-"""How ``verify_chain`` names a row whose data is past the readers' bounds (:func:`loads`)."""
-NOT_AN_OBJECT = "its data is not a JSON object"
-"""How ``verify_chain`` names a row whose data is JSON but no object (no event's data)."""
 
 
 def busy(run: str, holder: str | None) -> RunBusy:

@@ -25,9 +25,12 @@ from diagevo.catalog import CATALOG
 from diagevo.catalog.event import JSON_TYPES, json_kinds
 from diagevo.config.base import LARGEST_INT
 from diagevo.config.sections import COMPONENT_TABLES, PAPER_NAMES, MethodConfig
+from diagevo.log.stored import loads
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
+
+    from diagevo.log.recorder import RawRow
 
 TABLE = "event_types"
 ANY_EVENT_FIELDS = {"cut": {"types": ["object"]}}
@@ -138,7 +141,7 @@ def shape_function(specs: dict[str, dict[str, Any]]) -> str:
     return (
         "CREATE OR REPLACE FUNCTION events_shape_problem(type text, v integer, d jsonb) RETURNS text "
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $shape$ SELECT CASE WHEN jsonb_typeof(d) <> 'object' "
-        f"THEN 'its data is not a JSON object' ELSE CASE type {branches} END END $shape$"
+        f"THEN {_q(NOT_AN_OBJECT)} ELSE CASE type {branches} END END $shape$"
     )
 
 
@@ -273,6 +276,26 @@ def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
         if type(value) not in quick and not (type(value) is str and value in words) and not _fits(check, value):
             return f"out of shape: {type_} data.{key} is not of its type ({', '.join(check['types'])})"
     return None
+
+
+UNREADABLE = "its data cannot be read: "
+"""How a reader names a row whose data is past its bounds (:func:`~diagevo.log.stored.loads`)."""
+NOT_AN_OBJECT = "its data is not a JSON object"
+"""How a reader names a row whose data is JSON but no object (no event's data)."""
+
+
+def stored_problem(row: RawRow) -> tuple[dict[str, Any] | None, str | None]:
+    """A stored row's data as its readers take it, and what they refuse of it (None: nothing):
+    data past their bounds or no JSON object (then the data is None), or out of its type's
+    shape (:func:`shape_problem`): the one rule of ``verify_chain`` and of the look for the row
+    a reader failed on."""
+    try:
+        data = loads(row.data)
+    except ValueError as exc:
+        return None, f"{UNREADABLE}{exc}"
+    if not isinstance(data, dict):
+        return None, NOT_AN_OBJECT
+    return data, shape_problem(row.type, data, row.schema_version)
 
 
 def _fits(check: dict[str, Any], value: Any) -> bool:

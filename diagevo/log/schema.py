@@ -218,10 +218,8 @@ def upgrade(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) ->
             if before.state in ("unknown", "foreign"):
                 raise refusal(before)
             upgrade_in(conn, target)
-            from alembic.runtime.migration import MigrationContext
-
-            after = MigrationContext.configure(conn).get_current_revision()
-        return before.current, after
+            after = status_of(conn, url)
+        return before.current, after.current
     except sqlalchemy_errors("DBAPIError") as exc:
         raise StoreError(f"upgrade of {redact_url(url)} failed: {error_line(exc)}") from None
     finally:

@@ -24,7 +24,7 @@ from diagevo.log.recorder import (
     Shape,
     T,
     ViewState,
-    json_or_error,
+    encoded_state,
     lookup_keys,
     restore_texts,
     stored_data,
@@ -43,7 +43,7 @@ EVENT_COLUMNS = ", ".join(COLUMNS)
 class SQLRecorder(Recorder):
     """An append-only SQL log with per-run hash chains and the views' saved states."""
 
-    P = "?"  # the DBAPI placeholder
+    P = "?"  # the DBAPI placeholder (SQLite's; PostgreSQL's is %s)
 
     def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
         """Open the log at ``url``. ``create=False`` never creates anything: a missing SQLite
@@ -380,10 +380,7 @@ class SQLRecorder(Recorder):
     def put_view_states(self, states: Sequence[ViewState]) -> None:
         if not states:
             return
-        rows = [
-            (s.name, s.run, s.part, s.seq, s.hash, json_or_error(s.state, f"the saved state of view {s.name!r}"))
-            for s in states
-        ]
+        rows = [(s.name, s.run, s.part, s.seq, s.hash, encoded_state(s)) for s in states]
         p = self.P
         with self._write_tx() as conn:
             conn.exec_driver_sql(

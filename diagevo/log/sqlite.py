@@ -41,8 +41,6 @@ SYNCHRONOUS = ("full", "normal")  # durability levels a URL may ask for
 class SQLiteRecorder(SQLRecorder):
     """The event log in a SQLite file."""
 
-    P = "?"
-
     def __init__(self, url: str, *, create: bool = True, migrate_empty: bool = True, readonly: bool = False) -> None:
         """A read of a plain ``sqlite:///FILE`` at the head revision opens the file directly,
         read-only, without SQLAlchemy; anything else (or anything unexpected) takes the full
@@ -225,11 +223,8 @@ def read_only(u: URL) -> URL:
     path = sqlite_path(u)
     if path is None:
         return u
-    path = path.resolve()
-    params = {"mode": "ro", "uri": "true"}
-    if _immutable(path):
-        params["immutable"] = "1"
-    return u.set(database=f"file:{quote(str(path))}").update_query_dict(params)
+    database, _, query = read_only_uri(path).partition("?")
+    return u.set(database=database).update_query_string(f"{query}&uri=true")
 
 
 def _immutable(path: Path) -> bool:

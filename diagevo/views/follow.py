@@ -7,7 +7,7 @@ read is a new snapshot of the WAL) and PostgreSQL. The generators end at the rou
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from diagevo.catalog import RoundCommitted, TrainStep
@@ -19,55 +19,34 @@ from diagevo.views.stats import accumulate
 INTERVAL = 0.5  # seconds between two looks at the head when nothing new came
 
 
-def heads(
-    store: EventWriter,
-    run: str,
-    *,
-    after_seq: int = 0,
-    interval: float = INTERVAL,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Iterator[int]:
-    """The run's head seq each time it has moved past ``after_seq``, then past the last one
-    given; one look every ``interval`` seconds at most."""
-    last = after_seq
+def heads(store: EventWriter, run: str) -> Iterator[int]:
+    """The run's head seq each time it has moved on (the first: once the run has an event); one
+    look every :data:`INTERVAL` seconds at most."""
+    last = 0
     while True:
         head = store.head(run)[0]
         if head > last:
             last = head
             yield head
-        sleep(interval)
+        time.sleep(INTERVAL)
 
 
-def follow_events(
-    store: Recorder,
-    run: str,
-    *,
-    after_seq: int = 0,
-    interval: float = INTERVAL,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Iterator[StoredEvent]:
-    """The run's events after ``after_seq`` in seq order, then each new one as it is appended."""
-    last = after_seq
-    for head in heads(store, run, after_seq=after_seq, interval=interval, sleep=sleep):
+def follow_events(store: Recorder, run: str) -> Iterator[StoredEvent]:
+    """The run's events in seq order, then each new one as it is appended."""
+    last = 0
+    for head in heads(store, run):
         # a plain loop, not ``yield from``: closing this generator leaves the read as it always did
         for event in store.read(run, after_seq=last, upto_seq=head):  # noqa: UP028
             yield event
         last = head
 
 
-def follow_stats(
-    store: Recorder,
-    run: str,
-    until_round: int | None = None,
-    *,
-    interval: float = INTERVAL,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Iterator[dict[str, Any]]:
+def follow_stats(store: Recorder, run: str, until_round: int | None = None) -> Iterator[dict[str, Any]]:
     """The run's per-round statistics (:mod:`diagevo.views.stats`), a row as each round is
     committed: the rows there are first, then each new one; with ``until_round``, done after
     the row of that round (or a later one)."""
     shown = 0  # the last committed round given
-    for _ in heads(store, run, interval=interval, sleep=sleep):
+    for _ in heads(store, run):
         for row in accumulate(store, run).rows():
             if row["round"] > shown:
                 shown = row["round"]
@@ -88,9 +67,7 @@ def follow_steps(store: Recorder, run: str, until_round: int | None = None) -> I
             return
 
 
-def wait_for_run(
-    store: EventReader, run: str, *, interval: float = INTERVAL, sleep: Callable[[float], None] = time.sleep
-) -> None:
+def wait_for_run(store: EventReader, run: str) -> None:
     """Return once ``run`` has an event (a follower started before the writer)."""
     while not store.has_run(run):
-        sleep(interval)
+        time.sleep(INTERVAL)

@@ -90,12 +90,12 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _has_table(db: Any, name: str) -> bool:
+def _table(db: Any, name: str) -> Any:
+    """The table ``name`` of ``db``, or None where it has none."""
     try:
-        db.open_table(name)
+        return db.open_table(name)
     except (ValueError, FileNotFoundError):
-        return False
-    return True
+        return None
 
 
 def _room(buf: np.ndarray, n: int, fill: float | bool) -> np.ndarray:
@@ -360,8 +360,8 @@ class VectorIndex:
         """Open (or create) the run's table; True when it was (re)created empty."""
         db = self._db()
         name = table_name(run)
-        if not rebuild and _has_table(db, name):
-            tbl = db.open_table(name)
+        tbl = None if rebuild else _table(db, name)
+        if tbl is not None:
             data = tbl.to_arrow()
             if set(data.column("model").to_pylist()) <= {self.embedder.name}:
                 self._table = tbl

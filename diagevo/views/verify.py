@@ -15,9 +15,8 @@ from typing import Any
 from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
-from diagevo.log.recorder import NOT_AN_OBJECT, UNREADABLE, EventRow
-from diagevo.log.registry import shape_problem
-from diagevo.log.stored import loads
+from diagevo.log.recorder import EventRow
+from diagevo.log.registry import NOT_AN_OBJECT, UNREADABLE, stored_problem
 from diagevo.memory.counting import Audit, audit
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
@@ -169,12 +168,7 @@ def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | 
     tell a bad row from a bug."""
     for run in store.runs() if runs is None else runs:
         for r in store.raw(run):
-            try:
-                data = loads(r.data)
-            except ValueError as exc:
-                problem: str | None = f"{UNREADABLE}{exc}"
-            else:
-                problem = shape_problem(r.type, data, r.schema_version) if isinstance(data, dict) else NOT_AN_OBJECT
+            problem = stored_problem(r)[1]
             if problem is not None:
                 return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
     return None
