@@ -20,9 +20,10 @@ import shutil
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from diagevo.cli.common import database, spell
+from diagevo.config.base import ConfigError
 from diagevo.errors import (
     VLLM_CPU,
     Activate,
@@ -42,10 +43,6 @@ from diagevo.errors import (
 from diagevo.errors.installation import Installation, installation
 from diagevo.text.untrusted import shell_join, shell_word
 from diagevo.text.words import you_mean
-
-if TYPE_CHECKING:
-    from diagevo.config.base import ConfigError
-
 
 COMMANDS: dict[str, tuple[str, ...]] = {
     "open_store": ("train",),  # a database is created by its first writer
@@ -216,8 +213,6 @@ def message(exc: BaseException) -> str:
     a config field given with ``--set`` and misnamed with the options it most likely means."""
     if not isinstance(exc, DiagevoError):
         return str(exc)
-    from diagevo.config.base import ConfigError  # an error path: the import costs nothing a command waits for
-
     if isinstance(exc, ConfigError) and exc.value is not None and exc.meant:
         return set_options_meant(exc)
     return exc.reading(lambda fix: f"`{spell_fix(fix, about=exc.about)}`")

@@ -14,6 +14,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 from sqlalchemy.engine import Connection
 
+from diagevo.log.registry import has_table, register_types
 from diagevo.log.tables import metadata
 
 config = context.config
@@ -38,8 +39,6 @@ def _register_event_types(connection: Connection) -> None:
     (:mod:`diagevo.log.registry`), written after every upgrade, one with nothing to migrate too."""
     if connection.dialect.name != "postgresql":
         return
-    from diagevo.log.registry import has_table, register_types
-
     if has_table(connection):
         register_types(connection)
 

@@ -6,11 +6,8 @@ Nothing below ``cli/`` prints: training, diagnosis, generation and evaluation re
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import logging
 
 ProgressFn = Callable[[str, int, int | None], None]
 
@@ -29,10 +26,7 @@ def quiet_libraries() -> None:
 
 def library_logger(name: str) -> logging.Logger:
     """The logger ``name`` (under ``diagevo``) of a module that logs; without a handler of the
-    application's, nothing shows. Set up here so that a command that logs nothing does not import
-    :mod:`logging`."""
-    import logging
-
+    application's, nothing shows."""
     top = logging.getLogger("diagevo")
     if not any(isinstance(h, logging.NullHandler) for h in top.handlers):
         top.addHandler(logging.NullHandler())

@@ -1,4 +1,10 @@
-"""Training: the co-evolution loop and its backends."""
+"""Training: the co-evolution loop and its backends.
+
+What training alone needs (the backends, the preflight, the run folders, the loop, the round
+protocol and the views of a run) is imported by the functions here that use it: every reader of
+:mod:`diagevo.train.config` imports this package first (the round protocol's commands, ``doctor``,
+``models``), and those parts bring numpy, SQLAlchemy, the diagnosis and the round protocol with
+them."""
 
 from __future__ import annotations
 

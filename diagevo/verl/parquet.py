@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.curriculum.prompts import parse_question, solver_messages
-from diagevo.errors import BadInput, Install, NotFound, Unavailable
+from diagevo.errors import BadInput, NotFound, require
 from diagevo.files.written import export_dir, replaced, write_replacing
 from diagevo.log import Recorder
 from diagevo.rounds import Candidate, LoggedQuestion, ProtocolError, Request, Round, logged_questions, round_state
@@ -81,11 +81,12 @@ class VerlExport:
 
 
 def _pyarrow() -> Any:
-    try:
-        import pyarrow
-        import pyarrow.parquet  # noqa: F401  (the submodule pyarrow.parquet.write_table lives in)
-    except ImportError:
-        raise Unavailable("writing verl's Parquet files needs pyarrow", Install("data"), aside=True) from None
+    """pyarrow, with the submodule ``pyarrow.parquet`` loaded; refused naming the data extra
+    where it is not installed."""
+    require("data", "verl's Parquet files", "pyarrow")
+    import pyarrow
+    import pyarrow.parquet  # noqa: F401  (the submodule pyarrow.parquet.write_table lives in)
+
     return pyarrow
 
 
@@ -319,8 +320,7 @@ def _refuse_foreign(path: Path, run: str, t: int) -> None:
 def _written_for(path: Path) -> dict[str, Any] | None:
     """The run and round of a file this export wrote (a Parquet file's metadata, the manifest's
     own keys); None for any other file."""
-    import pyarrow.parquet as pq
-
+    pq = _pyarrow().parquet
     if path.is_symlink() or not path.is_file():
         return None
     try:

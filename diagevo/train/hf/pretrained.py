@@ -33,6 +33,7 @@ from diagevo.errors import Argument, BadInput, Install, Unavailable, require
 from diagevo.files.written import building, refuse_filled
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.hf.tiny import corpus
+from diagevo.train.hf.warm import warm_up
 
 
 @dataclass(frozen=True)
@@ -263,8 +264,6 @@ def warm_up_formats(out: Path, warm: FormatWarmUp, progress: ProgressFn = no_pro
     """The format warm-up of the model in ``out`` (saved in place) and its held-out file."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from diagevo.train.hf.warm import warm_up
 
     pairs, heldout = corpus(2000, warm.seed)
     (out / HELDOUT_FILE).write_text("".join(json.dumps(h) + "\n" for h in heldout), encoding="utf-8")

@@ -22,6 +22,7 @@ from diagevo.errors import require
 from diagevo.files.written import refuse_filled
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.train.hf import warm
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -142,8 +143,6 @@ def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no
     """Write ``out/challenger`` and ``out/solver`` (config, weights, tokenizer, chat template)
     and ``out/heldout.jsonl``; returns ``out``."""
     require("hf", "building the tiny models", "torch", "transformers", "tokenizers")
-    from diagevo.train.hf import warm
-
     quiet_libraries()
     out = Path(out)
     refuse_filled(out)

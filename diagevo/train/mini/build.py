@@ -29,6 +29,7 @@ from diagevo.doctor import MINI_RECORD
 from diagevo.errors import require
 from diagevo.files.written import refuse_filled
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
+from diagevo.train.hf import warm
 from diagevo.train.mini import world as w
 from diagevo.train.mini.tokenizer import EOS, build_tokenizer, challenger_prompt
 
@@ -164,8 +165,6 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
     questions and what was measured)."""
     require("hf", "building the mini models", "torch", "transformers", "tokenizers")
     import torch
-
-    from diagevo.train.hf import warm
 
     quiet_libraries()
     out = Path(out)
