@@ -10,10 +10,10 @@ hands back (possibly after a restart).
 from __future__ import annotations
 
 import random
-from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache, partial
 from itertools import product
 
 from diagevo.train.sim import text as tx
@@ -141,22 +141,9 @@ def render_response(steps: tuple[str, ...], value: Fraction) -> str:
 class Registry:
     """Question text -> spec, plus a bounded cache of rendered questions."""
 
-    def __init__(self, variants: Mapping[str, Variant], cache_size: int = 20_000) -> None:
-        self._variants = variants
+    def __init__(self, variants: Mapping[str, Variant]) -> None:
         self.specs: dict[str, Spec] = {}
-        self._cache: OrderedDict[Spec, Question] = OrderedDict()
-        self._cache_size = cache_size
-
-    def question(self, spec: Spec) -> Question:
-        q = self._cache.get(spec)
-        if q is None:
-            q = build(spec, self._variants)
-            self._cache[spec] = q
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(spec)
-        return q
+        self.question: Callable[[Spec], Question] = lru_cache(maxsize=20_000)(partial(build, variants=variants))
 
     def register(self, spec: Spec) -> Question:
         q = self.question(spec)
