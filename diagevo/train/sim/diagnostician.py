@@ -135,8 +135,7 @@ class SimDiagnostician(Diagnostician):
         self.label_table = {lbl: f.name for f in self.fams for lbl in (*f.labels, f.skill)}
         self.step_table = _step_signatures(tuple(v.key for v in self.variants), seed)
         self._step_words = [(_words(s), key) for s, key in self.step_table.items()]
-        self._text_emb: tuple[dict[str, int], np.ndarray] | None = None
-        self._label_emb: tuple[list[str], np.ndarray] | None = None
+        self._embedded: dict[int, tuple[dict[str, int], np.ndarray]] = {}  # id(table) -> its texts' rows
 
     # ------------------------------------------------------------------ reading texts
 
@@ -153,24 +152,28 @@ class SimDiagnostician(Diagnostician):
                 best, best_j = name, j
         return best
 
-    def _table_emb(self) -> tuple[dict[str, int], np.ndarray]:
-        if self._text_emb is None:
-            texts = list(self.cause_table)
-            self._text_emb = ({t: i for i, t in enumerate(texts)}, self._embedder().embed(texts))
-        return self._text_emb
+    def _rows(self, table: dict[str, str]) -> tuple[dict[str, int], np.ndarray]:
+        """The texts of ``table`` embedded once: text -> row, and the rows."""
+        if id(table) not in self._embedded:
+            texts = list(table)
+            self._embedded[id(table)] = ({t: i for i, t in enumerate(texts)}, self._embedder().embed(texts))
+        return self._embedded[id(table)]
 
     def _vec(self, text: str) -> np.ndarray:
-        rows, mat = self._table_emb()
+        rows, mat = self._rows(self.cause_table)
         i = rows.get(text.strip())
         return mat[i] if i is not None else self._embedder().embed([text])[0]
 
+    def _read(self, table: dict[str, str], text: str) -> str:
+        """``table``'s value for ``text``, or for the table's text that reads most like it."""
+        hit = table.get(text.strip())
+        if hit is not None:
+            return hit
+        rows, mat = self._rows(table)
+        return table[list(rows)[int(np.argmax(mat @ self._embedder().embed([text])[0]))]]
+
     def cause_variant(self, text: str) -> str:
-        key = self.cause_table.get(text.strip())
-        if key is not None:
-            return key
-        rows, mat = self._table_emb()
-        texts = list(rows)
-        return self.cause_table[texts[int(np.argmax(mat @ self._vec(text)))]]
+        return self._read(self.cause_table, text)
 
     def same_cause(self, a: str, b: str, rng: random.Random) -> bool:
         """Prompt 2's judgement on one pair: the same mechanism (variant) is confirmed the more
@@ -187,23 +190,12 @@ class SimDiagnostician(Diagnostician):
     def cause_family(self, text: str) -> str:
         return self.by_key[self.cause_variant(text)].family
 
-    def label_family(self, label: str) -> str:
-        fam = self.label_table.get(label.strip())
-        if fam is not None:
-            return fam
-        if self._label_emb is None:
-            texts = list(self.label_table)
-            self._label_emb = (texts, self._embedder().embed(texts))
-        texts, mat = self._label_emb
-        v = self._embedder().embed([label])[0]
-        return self.label_table[texts[int(np.argmax(mat @ v))]]
-
     def node_family(self, node: NodeView) -> str:
         """The skill (family) most of a node's causes belong to (its label when it has none)."""
         if node.causes:
             votes = Counter(self.cause_family(c) for c in node.causes)
             return votes.most_common(1)[0][0]
-        return self.label_family(node.label)
+        return self._read(self.label_table, node.label)
 
     def _wrong_variant(self, key: str, rng: random.Random) -> str:
         """A plausible misreading: usually a sibling mechanism of the same skill, else a skill of
