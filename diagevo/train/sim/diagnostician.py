@@ -36,6 +36,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from diagevo.diagnosis.heuristic import first_departure
 from diagevo.diagnosis.interface import (
     Assignment,
     Consolidation,
@@ -53,7 +54,7 @@ from diagevo.train.sim.solver import sigmoid
 from diagevo.train.sim.text import signature
 
 MODEL = "sim-diagnostician"
-_STEP = re.compile(r"^Step \d+:\s*(.*)$")
+_NUMBERED = re.compile(r"^Step \d+:\s*")
 R = TypeVar("R", Extraction, Dedup, Assignment, Consolidation)
 
 
@@ -67,25 +68,11 @@ def _reply(value: R) -> Reply[R]:
     return Reply(value=value, raw=json.dumps(asdict(value)), model=MODEL)
 
 
-def steps_of(trajectory: str) -> list[str]:
-    out = []
-    for line in trajectory.splitlines():
-        m = _STEP.match(line.strip())
-        if m:
-            out.append(m.group(1).strip())
-    return out
-
-
 def first_divergence(a: str, b: str) -> tuple[str, str] | None:
-    """The first pair of differing steps of two trajectories (None if they never differ)."""
-    sa, sb = steps_of(a), steps_of(b)
-    for x, y in zip(sa, sb):
-        if x != y:
-            return x, y
-    if len(sa) != len(sb):
-        n = min(len(sa), len(sb))
-        return (sa[n] if n < len(sa) else ""), (sb[n] if n < len(sb) else "")
-    return None
+    """The first pair of differing steps of two trajectories, each without its ``Step n:`` (None if
+    they never differ)."""
+    found = first_departure(a, b)
+    return None if found is None else (_NUMBERED.sub("", found[1]), _NUMBERED.sub("", found[2]))
 
 
 @lru_cache(maxsize=8)
