@@ -37,15 +37,15 @@ from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRoun
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician
 from diagevo.train.sim.families import families, variants_of
-from diagevo.train.sim.solver import Solver, group_advantages, sigmoid
-from diagevo.train.sim.text import boxed
-from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Question, Registry, Spec
+from diagevo.train.sim.solver import Outcome, Solver, group_advantages, sigmoid
+from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Question, Registry, Spec, render_response
 
 if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config
 
 STATE_FILE = "sim_backend.json"
 PSEUDO_LABEL_VOTES = 12  # Figure 3c: majority over 12 responses, as for curriculum construction
+UNFAMILIAR = "The statement does not follow a familiar pattern, so estimate the quantity directly."
 
 
 def wrap(text: str) -> str:
@@ -166,15 +166,18 @@ class SimBackend:
 
     # ------------------------------------------------------------------ solver
 
+    def _respond(self, text: str, n: int, rng: random.Random) -> tuple[Question | None, list[Outcome], list[str]]:
+        """``n`` responses to ``text``: the solver's, with their outcomes, to a question the world
+        wrote; to any other text a few hash-derived guesses, no known truth."""
+        q = self.registry.lookup(text)
+        if q is None:
+            guesses = [int(b) % 50 for b in hashlib.sha256(text.encode()).digest()[:3]]
+            return None, [], [render_response((UNFAMILIAR,), rng.choices(guesses, (5, 3, 2))[0]) for _ in range(n)]
+        outs = self.solver.outcomes(q, n, rng)
+        return q, outs, [render_response(q.paths[o.ok], o.value) for o in outs]
+
     def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
-        out = []
-        for text in questions:
-            q = self.registry.lookup(text)
-            if q is None:
-                out.append(_unknown_responses(text, n, rng))
-            else:
-                out.append([Solver.text(q, o) for o in self.solver.outcomes(q, n, rng)])
-        return out
+        return [self._respond(text, n, rng)[2] for text in questions]
 
     def train_solver(
         self,
@@ -195,15 +198,12 @@ class SimBackend:
         for s in range(steps):
             grad = self.solver.new_grad()
             for i in range(bounds[s], bounds[s + 1]):
-                q = self.registry.lookup(questions[i])
-                if q is None:
-                    out.score(i, _unknown_responses(questions[i], group_size, rng), reward_fn)
-                    continue
-                outs = self.solver.outcomes(q, group_size, rng)
-                rewards = out.score(i, [Solver.text(q, o) for o in outs], reward_fn)
-                self.solver.accumulate(grad, q, outs, group_advantages(rewards))
-                for part in q.parts:
-                    practice[index[part.skill]] += group_size
+                q, outs, responses = self._respond(questions[i], group_size, rng)
+                rewards = out.score(i, responses, reward_fn)
+                if q is not None:
+                    self.solver.accumulate(grad, q, outs, group_advantages(rewards))
+                    for part in q.parts:
+                        practice[index[part.skill]] += group_size
             self.solver.apply(grad)
             progress("solver", bounds[s + 1], n)
         self.solver.drift(practice)
@@ -352,17 +352,3 @@ def _advantages(
             mean, std = kind_stats[choices[i].kind]
             adv[i] = (rewards[i] - mean) / std if std > 1e-8 else 0.0
     return adv
-
-
-def _unknown_responses(text: str, n: int, rng: random.Random) -> list[str]:
-    """Answers to a text the world did not write: a few hash-derived guesses, no known truth."""
-    h = hashlib.sha256(text.encode()).digest()
-    guesses = [int(b) % 50 for b in h[:3]]
-    out = []
-    for _ in range(n):
-        v = rng.choices(guesses, weights=(5, 3, 2))[0]
-        out.append(
-            "Step 1: The statement does not follow a familiar pattern, so estimate the quantity directly.\n"
-            f"Step 2: Therefore, the final answer is {boxed(v)}."
-        )
-    return out

@@ -131,7 +131,7 @@ def _wrong_values(part: Instance, seed: int, j: int) -> tuple[Fraction, ...]:
     return tuple(out)
 
 
-def render_response(steps: tuple[str, ...], value: Fraction) -> str:
+def render_response(steps: tuple[str, ...], value: Fraction | int) -> str:
     """A numbered solution ending in the boxed final answer."""
     lines = [f"Step {i}: {s}" for i, s in enumerate(steps, 1)]
     lines.append(f"Step {len(steps) + 1}: Therefore, the final answer is {tx.boxed(value)}.")
