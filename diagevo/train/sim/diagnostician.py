@@ -52,6 +52,7 @@ from diagevo.diagnosis.interface import (
 from diagevo.train.sim.families import Family, catalogue, variants_of
 from diagevo.train.sim.solver import sigmoid
 from diagevo.train.sim.text import signature
+from diagevo.train.sim.world import MAX_DIFFICULTY
 
 MODEL = "sim-diagnostician"
 _NUMBERED = re.compile(r"^Step \d+:\s*")
@@ -83,7 +84,7 @@ def _step_signatures(keys: tuple[str, ...], seed: int) -> dict[str, str]:
     table: dict[str, str] = {}
     for key in keys:
         v = catalogue().variant_by_key[key]
-        for d in range(4):
+        for d in range(MAX_DIFFICULTY + 1):
             for _ in range(40):
                 inst = v.make(rng, d)
                 for s in (inst.right[0], inst.wrong[0]):

@@ -112,7 +112,7 @@ def build(spec: Spec, variants: Mapping[str, Variant]) -> Question:
         if misread in values.values():
             misread = answer + 10 * delta + 7
     wrong = tuple(_wrong_values(p, spec.seed, j) for j, p in enumerate(parts))
-    return Question(spec, key, tx.word_count(key), parts, coef, answer, misread, paths, values, wrong)
+    return Question(spec, key, len(key.split()), parts, coef, answer, misread, paths, values, wrong)
 
 
 def _wrong_values(part: Instance, seed: int, j: int) -> tuple[Fraction, ...]:
