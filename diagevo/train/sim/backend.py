@@ -65,7 +65,7 @@ class SimBackend:
         self.fams = families(config.sim.n_families)
         self.variants = variants_of(self.fams)
         self.registry = Registry({v.key: v for v in self.variants})
-        self.solver = Solver(self.fams, self.params, config.sim)
+        self.solver = Solver(self.fams, config.sim)
         self.challenger = Challenger(
             self.fams,
             self.params,

@@ -28,7 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from diagevo.train.sim.config import SimConfig, SimParams
+from diagevo.train.sim.config import SimConfig
 from diagevo.train.sim.families import Family, variants_of
 from diagevo.train.sim.world import WRONG_VALUES, Question
 
@@ -57,8 +57,8 @@ class _Grad:
 
 
 class Solver:
-    def __init__(self, fams: Sequence[Family], params: SimParams, sim: SimConfig) -> None:
-        self.params = params
+    def __init__(self, fams: Sequence[Family], sim: SimConfig) -> None:
+        self.params = params = sim.params
         self.sim = sim
         self.variants = variants_of(tuple(fams))
         self.index = {v.key: i for i, v in enumerate(self.variants)}
