@@ -85,10 +85,6 @@ def skill_of(question: str) -> str | None:
     return "mod" if 10 <= a <= 99 and 2 <= b <= 9 else None
 
 
-def question(a: int, op: str, b: int) -> str:
-    return f"{a}{op}{b}="
-
-
 @cache
 def pool(skill: str) -> tuple[str, ...]:
     """Every question of a skill (two-digit operands; a one-digit factor or divisor), sorted."""
@@ -101,7 +97,7 @@ def pool(skill: str) -> tuple[str, ...]:
         pairs = [(a, op, b) for a in range(10, 100) for b in range(10, 100)]
     if skill == "add_nc":  # no carry anywhere: the sum stays below 100
         pairs = [p for p in pairs if p[0] + p[2] < 100]
-    qs = sorted(question(*p) for p in pairs)
+    qs = sorted(f"{a}{op}{b}=" for a, op, b in pairs)
     return tuple(q for q in qs if skill_of(q) == skill)
 
 

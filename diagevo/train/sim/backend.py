@@ -21,6 +21,7 @@ import json
 import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,15 +37,15 @@ from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRoun
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician
 from diagevo.train.sim.families import families, variants_of
-from diagevo.train.sim.solver import Solver, group_advantages, sigmoid
-from diagevo.train.sim.text import boxed
-from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Question, Registry, Spec
+from diagevo.train.sim.solver import Outcome, Solver, group_advantages, sigmoid
+from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Question, Registry, Spec, render_response
 
 if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config
 
 STATE_FILE = "sim_backend.json"
 PSEUDO_LABEL_VOTES = 12  # Figure 3c: majority over 12 responses, as for curriculum construction
+UNFAMILIAR = "The statement does not follow a familiar pattern, so estimate the quantity directly."
 
 
 def wrap(text: str) -> str:
@@ -64,7 +65,7 @@ class SimBackend:
         self.fams = families(config.sim.n_families)
         self.variants = variants_of(self.fams)
         self.registry = Registry({v.key: v for v in self.variants})
-        self.solver = Solver(self.fams, self.params, config.sim)
+        self.solver = Solver(self.fams, config.sim)
         self.challenger = Challenger(
             self.fams,
             self.params,
@@ -73,11 +74,7 @@ class SimBackend:
             skewed_start=config.sim.skewed_challenger_start,
         )
         self._emb = embedder
-        self._diag: SimDiagnostician | None = None
-        self._llm: Diagnostician | None = None
-        self._heldout: list[Question] | None = None
-        self._validation: list[Question] = []
-        self._shared: list[Question] | None = None
+        self._diag: Diagnostician | None = None
 
     # ------------------------------------------------------------------ models
 
@@ -87,20 +84,19 @@ class SimBackend:
         return self._emb
 
     def diagnostician(self) -> Diagnostician:
-        if self.config.diagnosis.llm_url:  # a real diagnostician over the simulated world's failures
-            if self._llm is None:
-                self._llm = llm_diagnostician(self.config.diagnosis)
-            return self._llm
         if self._diag is None:
-            self._diag = SimDiagnostician(
-                self.fams,
-                self.config.sim.diagnostician_error_rate,
-                self.embedder,
-                self.params.world_seed,
-                dedup_mid=self.params.dedup_mid,
-                dedup_width=self.params.dedup_width,
-                assign_mid=self.params.assign_mid,
-            )
+            if self.config.diagnosis.llm_url:  # a real diagnostician over the simulated world's failures
+                self._diag = llm_diagnostician(self.config.diagnosis)
+            else:
+                self._diag = SimDiagnostician(
+                    self.fams,
+                    self.config.sim.diagnostician_error_rate,
+                    self.embedder,
+                    self.params.world_seed,
+                    dedup_mid=self.params.dedup_mid,
+                    dedup_width=self.params.dedup_width,
+                    assign_mid=self.params.assign_mid,
+                )
         return self._diag
 
     # ------------------------------------------------------------------ challenger
@@ -159,8 +155,8 @@ class SimBackend:
             words.extend(q.words for q in qs)
             progress("challenger", step + 1, steps)
         stats = {
-            "reward_mean": float(np.mean(rewards_seen)) if rewards_seen else 0.0,
-            "question_words": float(np.mean(words)) if words else 0.0,
+            "reward_mean": _mean(rewards_seen),
+            "question_words": _mean(words),
             "steps": float(steps),
         }
         for kind in ("free", "guided"):
@@ -170,15 +166,18 @@ class SimBackend:
 
     # ------------------------------------------------------------------ solver
 
+    def _respond(self, text: str, n: int, rng: random.Random) -> tuple[Question | None, list[Outcome], list[str]]:
+        """``n`` responses to ``text``: the solver's, with their outcomes, to a question the world
+        wrote; to any other text a few hash-derived guesses, no known truth."""
+        q = self.registry.lookup(text)
+        if q is None:
+            guesses = [int(b) % 50 for b in hashlib.sha256(text.encode()).digest()[:3]]
+            return None, [], [render_response((UNFAMILIAR,), rng.choices(guesses, (5, 3, 2))[0]) for _ in range(n)]
+        outs = self.solver.outcomes(q, n, rng)
+        return q, outs, [render_response(q.paths[o.ok], o.value) for o in outs]
+
     def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
-        out = []
-        for text in questions:
-            q = self.registry.lookup(text)
-            if q is None:
-                out.append(_unknown_responses(text, n, rng))
-            else:
-                out.append([Solver.text(q, o) for o in self.solver.outcomes(q, n, rng)])
-        return out
+        return [self._respond(text, n, rng)[2] for text in questions]
 
     def train_solver(
         self,
@@ -199,21 +198,18 @@ class SimBackend:
         for s in range(steps):
             grad = self.solver.new_grad()
             for i in range(bounds[s], bounds[s + 1]):
-                q = self.registry.lookup(questions[i])
-                if q is None:
-                    out.score(i, _unknown_responses(questions[i], group_size, rng), reward_fn)
-                    continue
-                outs = self.solver.outcomes(q, group_size, rng)
-                rewards = out.score(i, [Solver.text(q, o) for o in outs], reward_fn)
-                self.solver.accumulate(grad, q, outs, group_advantages(rewards))
-                for part in q.parts:
-                    practice[index[part.skill]] += group_size
+                q, outs, responses = self._respond(questions[i], group_size, rng)
+                rewards = out.score(i, responses, reward_fn)
+                if q is not None:
+                    self.solver.accumulate(grad, q, outs, group_advantages(rewards))
+                    for part in q.parts:
+                        practice[index[part.skill]] += group_size
             self.solver.apply(grad)
             progress("solver", bounds[s + 1], n)
         self.solver.drift(practice)
         flat = [r for rs in out.rewards for r in rs]
         stats = {
-            "reward_mean": float(np.mean(flat)) if flat else 0.0,
+            "reward_mean": _mean(flat),
             "failed_fraction": out.failed_fraction(),
             "steps": float(steps),
             "skill_mean": float(np.mean([sigmoid(t) for t in self.solver.theta])),
@@ -241,53 +237,56 @@ class SimBackend:
             for j in range(per)
         ]
 
-    def _eval_sets(self) -> tuple[list[Question], list[Question]]:
-        if self._heldout is None or self._shared is None:
-            rng = random.Random(f"sim-eval:{self.params.world_seed}")
-            self._heldout = self._benchmark_like(rng)
-            # validation: drawn from the same distribution with other seeds, for choosing a
-            # round without looking at the held-out set (the paper's protocol)
-            self._validation = self._benchmark_like(random.Random(f"sim-validation:{self.params.world_seed}"))
-            # shared pseudo-label set: challenger-style questions over the whole range of lengths
-            # and distractors (Figure 3c uses round-5 challenger questions), one in five stitched
-            # with a sibling variant (stitching pairs causes of one skill node)
-            shared = []
-            keys = [v.key for v in self.variants]
-            siblings = {
-                v.key: [w.key for w in self.variants if w.family == v.family and w.key != v.key] for v in self.variants
-            }
-            for _ in range(self.config.sim.shared_label_questions):
-                a = rng.choice(keys)
-                skills = (a, rng.choice(siblings[a])) if siblings[a] and rng.random() < 0.2 else (a,)
-                spec = Spec(
-                    skills,
-                    rng.randint(0, MAX_DIFFICULTY),
-                    rng.randint(0, MAX_PAD),
-                    rng.randint(0, MAX_DISTRACT),
-                    rng.getrandbits(48),
-                )
-                shared.append(self.registry.question(spec))
-            self._shared = shared
-        return self._heldout, self._shared
+    @cached_property
+    def _eval_sets(self) -> tuple[list[Question], list[Question], list[Question]]:
+        """Held-out, validation and shared pseudo-label questions, fixed by the world seed."""
+        rng = random.Random(f"sim-eval:{self.params.world_seed}")
+        heldout = self._benchmark_like(rng)
+        # validation: drawn from the same distribution with other seeds, for choosing a
+        # round without looking at the held-out set (the paper's protocol)
+        validation = self._benchmark_like(random.Random(f"sim-validation:{self.params.world_seed}"))
+        # shared pseudo-label set: challenger-style questions over the whole range of lengths
+        # and distractors (Figure 3c uses round-5 challenger questions), one in five stitched
+        # with a sibling variant (stitching pairs causes of one skill node)
+        shared = []
+        keys = [v.key for v in self.variants]
+        siblings = {
+            v.key: [w.key for w in self.variants if w.family == v.family and w.key != v.key] for v in self.variants
+        }
+        for _ in range(self.config.sim.shared_label_questions):
+            a = rng.choice(keys)
+            skills = (a, rng.choice(siblings[a])) if siblings[a] and rng.random() < 0.2 else (a,)
+            spec = Spec(
+                skills,
+                rng.randint(0, MAX_DIFFICULTY),
+                rng.randint(0, MAX_PAD),
+                rng.randint(0, MAX_DISTRACT),
+                rng.getrandbits(48),
+            )
+            shared.append(self.registry.question(spec))
+        return heldout, validation, shared
 
     def evaluate(self, rng: random.Random) -> dict[str, float]:
-        heldout, shared = self._eval_sets()
+        heldout, validation, shared = self._eval_sets
         k = self.params.eval_samples
+
+        def accuracy(q: Question) -> float:
+            return sum(o.value == q.answer for o in self.solver.outcomes(q, k, rng)) / k
+
         per_family: dict[str, list[float]] = defaultdict(list)
         for q in heldout:
-            outs = self.solver.outcomes(q, k, rng)
-            per_family[q.parts[0].family].append(sum(o.value == q.answer for o in outs) / k)
+            per_family[q.parts[0].family].append(accuracy(q))
         labels_ok = [label_is_right(self.solver, q, rng) for q in shared]
         # after the other two, so that adding it left their random draws unchanged
-        val = [sum(o.value == q.answer for o in self.solver.outcomes(q, k, rng)) / k for q in self._validation]
+        val = [accuracy(q) for q in validation]
         accs = [a for v in per_family.values() for a in v]
         out = {
-            "heldout_acc": float(np.mean(accs)) if accs else 0.0,
-            "pseudo_label_acc": float(np.mean(labels_ok)) if labels_ok else 0.0,
-            "val_acc": float(np.mean(val)) if val else 0.0,
+            "heldout_acc": _mean(accs),
+            "pseudo_label_acc": _mean(labels_ok),
+            "val_acc": _mean(val),
         }
         for f in self.fams:
-            out[f"acc/{f.name}"] = float(np.mean(per_family[f.name])) if per_family[f.name] else 0.0
+            out[f"acc/{f.name}"] = _mean(per_family[f.name])
         return out
 
     # ------------------------------------------------------------------ checkpoints
@@ -329,6 +328,10 @@ def label_is_right(solver: Solver, q: Question, rng: random.Random) -> bool:
     return bool(votes.most_common(1)[0][0] == q.answer)
 
 
+def _mean(xs: Sequence[float]) -> float:
+    return float(np.mean(xs)) if xs else 0.0
+
+
 def _advantages(
     requests: Sequence[GenerationRequest], choices: Sequence[Choice], rewards: Sequence[float]
 ) -> list[float]:
@@ -349,17 +352,3 @@ def _advantages(
             mean, std = kind_stats[choices[i].kind]
             adv[i] = (rewards[i] - mean) / std if std > 1e-8 else 0.0
     return adv
-
-
-def _unknown_responses(text: str, n: int, rng: random.Random) -> list[str]:
-    """Answers to a text the world did not write: a few hash-derived guesses, no known truth."""
-    h = hashlib.sha256(text.encode()).digest()
-    guesses = [int(b) % 50 for b in h[:3]]
-    out = []
-    for _ in range(n):
-        v = rng.choices(guesses, weights=(5, 3, 2))[0]
-        out.append(
-            "Step 1: The statement does not follow a familiar pattern, so estimate the quantity directly.\n"
-            f"Step 2: Therefore, the final answer is {boxed(v)}."
-        )
-    return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -33,7 +34,7 @@ _INIT = {
     "difficulty": [0.0, 0.0, 0.0, 0.0],
     "pad": [0.0, 0.3, -0.7, -2.0, -3.0],
     "distract": [0.0, -1.5, -2.5, -3.5],
-    # depth - 1; see params.py ("Composition") for the source of the initial mix
+    # depth - 1; see config.py ("Composition") for the source of the initial mix
     "depth": [0.0, -2.5, -4.0],
 }
 _CLIP = 8.0
@@ -94,39 +95,33 @@ class Challenger:
             tilt = -params.start_difficulty_tilt * np.arange(HEADS["difficulty"], dtype=float)
             for hs in self.heads.values():
                 hs["difficulty"] = tilt.copy()
-        self._skill_emb: np.ndarray | None = None
-        self._label_emb: list[np.ndarray] | None = None
 
     # ------------------------------------------------------------------ reading causes
 
+    @cached_property
     def _tables(self) -> tuple[np.ndarray, list[np.ndarray]]:
-        if self._skill_emb is None or self._label_emb is None:
-            emb = self._embedder()
-            # the challenger's picture of each sub-skill: its description together with the ways
-            # its failure mechanism is described (a prototype, never one exact cause text)
-            skills = emb.embed([v.skill for v in self.variants])
-            protos = []
-            for v, s in zip(self.variants, skills, strict=True):
-                p = s + emb.embed(list(v.causes)).mean(axis=0)
-                protos.append(p / np.linalg.norm(p))
-            self._skill_emb = np.stack(protos).astype(np.float32)
-            self._label_emb = [emb.embed([f.skill, *f.labels]) for f in self.fams]
-        return self._skill_emb, self._label_emb
+        """The challenger's picture of each sub-skill: its description together with the ways its
+        failure mechanism is described (a prototype, never one exact cause text); each family's
+        skill and labels."""
+        emb = self._embedder()
+        skills = emb.embed([v.skill for v in self.variants])
+        protos = []
+        for v, s in zip(self.variants, skills, strict=True):
+            p = s + emb.embed(list(v.causes)).mean(axis=0)
+            protos.append(p / np.linalg.norm(p))
+        return np.stack(protos).astype(np.float32), [emb.embed([f.skill, *f.labels]) for f in self.fams]
 
-    def skill_scores(self, cause: str, node_label: str | None = None) -> np.ndarray:
-        """Cosine similarity of a cause text to every variant's skill description, plus a small
-        bonus for the variants of the family the node label reads like."""
-        skills, labels = self._tables()
+    def read_cause(self, cause: str, node_label: str | None, rng: random.Random, exclude: int | None = None) -> int:
+        """A variant drawn by the cosine similarity of a cause text to every variant's prototype,
+        plus a small bonus for the variants of the family the node label reads like."""
+        skills, labels = self._tables
         emb = self._embedder()
         scores = skills @ emb.embed([cause])[0]
         if node_label:
             v = emb.embed([node_label])[0]
             fam_sim = np.array([float((m @ v).max()) for m in labels])
             scores = scores + self.params.node_label_weight * fam_sim[self._family_of]
-        return scores
-
-    def read_cause(self, cause: str, node_label: str | None, rng: random.Random, exclude: int | None = None) -> int:
-        scores = self.skill_scores(cause, node_label) / self.params.target_temperature
+        scores = scores / self.params.target_temperature
         if exclude is not None and len(scores) > 1:
             scores[exclude] = -np.inf
         return _draw(scores, rng)

@@ -36,6 +36,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from diagevo.diagnosis.heuristic import first_departure
 from diagevo.diagnosis.interface import (
     Assignment,
     Consolidation,
@@ -51,9 +52,10 @@ from diagevo.diagnosis.interface import (
 from diagevo.train.sim.families import Family, catalogue, variants_of
 from diagevo.train.sim.solver import sigmoid
 from diagevo.train.sim.text import signature
+from diagevo.train.sim.world import MAX_DIFFICULTY
 
 MODEL = "sim-diagnostician"
-_STEP = re.compile(r"^Step \d+:\s*(.*)$")
+_NUMBERED = re.compile(r"^Step \d+:\s*")
 R = TypeVar("R", Extraction, Dedup, Assignment, Consolidation)
 
 
@@ -67,25 +69,11 @@ def _reply(value: R) -> Reply[R]:
     return Reply(value=value, raw=json.dumps(asdict(value)), model=MODEL)
 
 
-def steps_of(trajectory: str) -> list[str]:
-    out = []
-    for line in trajectory.splitlines():
-        m = _STEP.match(line.strip())
-        if m:
-            out.append(m.group(1).strip())
-    return out
-
-
 def first_divergence(a: str, b: str) -> tuple[str, str] | None:
-    """The first pair of differing steps of two trajectories (None if they never differ)."""
-    sa, sb = steps_of(a), steps_of(b)
-    for x, y in zip(sa, sb):
-        if x != y:
-            return x, y
-    if len(sa) != len(sb):
-        n = min(len(sa), len(sb))
-        return (sa[n] if n < len(sa) else ""), (sb[n] if n < len(sb) else "")
-    return None
+    """The first pair of differing steps of two trajectories, each without its ``Step n:`` (None if
+    they never differ)."""
+    found = first_departure(a, b)
+    return None if found is None else (_NUMBERED.sub("", found[1]), _NUMBERED.sub("", found[2]))
 
 
 @lru_cache(maxsize=8)
@@ -96,7 +84,7 @@ def _step_signatures(keys: tuple[str, ...], seed: int) -> dict[str, str]:
     table: dict[str, str] = {}
     for key in keys:
         v = catalogue().variant_by_key[key]
-        for d in range(4):
+        for d in range(MAX_DIFFICULTY + 1):
             for _ in range(40):
                 inst = v.make(rng, d)
                 for s in (inst.right[0], inst.wrong[0]):
@@ -135,8 +123,7 @@ class SimDiagnostician(Diagnostician):
         self.label_table = {lbl: f.name for f in self.fams for lbl in (*f.labels, f.skill)}
         self.step_table = _step_signatures(tuple(v.key for v in self.variants), seed)
         self._step_words = [(_words(s), key) for s, key in self.step_table.items()]
-        self._text_emb: tuple[dict[str, int], np.ndarray] | None = None
-        self._label_emb: tuple[list[str], np.ndarray] | None = None
+        self._embedded: dict[int, tuple[dict[str, int], np.ndarray]] = {}  # id(table) -> its texts' rows
 
     # ------------------------------------------------------------------ reading texts
 
@@ -153,24 +140,28 @@ class SimDiagnostician(Diagnostician):
                 best, best_j = name, j
         return best
 
-    def _table_emb(self) -> tuple[dict[str, int], np.ndarray]:
-        if self._text_emb is None:
-            texts = list(self.cause_table)
-            self._text_emb = ({t: i for i, t in enumerate(texts)}, self._embedder().embed(texts))
-        return self._text_emb
+    def _rows(self, table: dict[str, str]) -> tuple[dict[str, int], np.ndarray]:
+        """The texts of ``table`` embedded once: text -> row, and the rows."""
+        if id(table) not in self._embedded:
+            texts = list(table)
+            self._embedded[id(table)] = ({t: i for i, t in enumerate(texts)}, self._embedder().embed(texts))
+        return self._embedded[id(table)]
 
     def _vec(self, text: str) -> np.ndarray:
-        rows, mat = self._table_emb()
+        rows, mat = self._rows(self.cause_table)
         i = rows.get(text.strip())
         return mat[i] if i is not None else self._embedder().embed([text])[0]
 
+    def _read(self, table: dict[str, str], text: str) -> str:
+        """``table``'s value for ``text``, or for the table's text that reads most like it."""
+        hit = table.get(text.strip())
+        if hit is not None:
+            return hit
+        rows, mat = self._rows(table)
+        return table[list(rows)[int(np.argmax(mat @ self._embedder().embed([text])[0]))]]
+
     def cause_variant(self, text: str) -> str:
-        key = self.cause_table.get(text.strip())
-        if key is not None:
-            return key
-        rows, mat = self._table_emb()
-        texts = list(rows)
-        return self.cause_table[texts[int(np.argmax(mat @ self._vec(text)))]]
+        return self._read(self.cause_table, text)
 
     def same_cause(self, a: str, b: str, rng: random.Random) -> bool:
         """Prompt 2's judgement on one pair: the same mechanism (variant) is confirmed the more
@@ -187,23 +178,12 @@ class SimDiagnostician(Diagnostician):
     def cause_family(self, text: str) -> str:
         return self.by_key[self.cause_variant(text)].family
 
-    def label_family(self, label: str) -> str:
-        fam = self.label_table.get(label.strip())
-        if fam is not None:
-            return fam
-        if self._label_emb is None:
-            texts = list(self.label_table)
-            self._label_emb = (texts, self._embedder().embed(texts))
-        texts, mat = self._label_emb
-        v = self._embedder().embed([label])[0]
-        return self.label_table[texts[int(np.argmax(mat @ v))]]
-
     def node_family(self, node: NodeView) -> str:
         """The skill (family) most of a node's causes belong to (its label when it has none)."""
         if node.causes:
             votes = Counter(self.cause_family(c) for c in node.causes)
             return votes.most_common(1)[0][0]
-        return self.label_family(node.label)
+        return self._read(self.label_table, node.label)
 
     def _wrong_variant(self, key: str, rng: random.Random) -> str:
         """A plausible misreading: usually a sibling mechanism of the same skill, else a skill of

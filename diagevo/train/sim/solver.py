@@ -28,9 +28,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from diagevo.train.sim.config import SimConfig, SimParams
+from diagevo.train.sim.config import SimConfig
 from diagevo.train.sim.families import Family, variants_of
-from diagevo.train.sim.world import WRONG_VALUES, Question, render_response
+from diagevo.train.sim.world import WRONG_VALUES, Question
 
 _OFFSETS = (-3, -2, -1, 1, 2, 3, 4, 5, 6, 9)
 REF_WORDS = 46  # length of an unpadded round-1 question (Figure 4a), the slip rate without (a)
@@ -57,8 +57,8 @@ class _Grad:
 
 
 class Solver:
-    def __init__(self, fams: Sequence[Family], params: SimParams, sim: SimConfig) -> None:
-        self.params = params
+    def __init__(self, fams: Sequence[Family], sim: SimConfig) -> None:
+        self.params = params = sim.params
         self.sim = sim
         self.variants = variants_of(tuple(fams))
         self.index = {v.key: i for i, v in enumerate(self.variants)}
@@ -147,10 +147,6 @@ class Solver:
                     value = value + rng.choice(_OFFSETS)
             out.append(Outcome(ok, attention, slipped, value))
         return out
-
-    @staticmethod
-    def text(q: Question, o: Outcome) -> str:
-        return render_response(q.paths[o.ok], o.value)
 
     # ------------------------------------------------------------------ learning
 

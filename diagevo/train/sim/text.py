@@ -112,7 +112,3 @@ def normalize_question(text: str) -> str:
     if end >= 0:
         t = t[:end]
     return _WS.sub(" ", t).strip()
-
-
-def word_count(text: str) -> int:
-    return len(text.split())

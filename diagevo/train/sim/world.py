@@ -10,10 +10,10 @@ hands back (possibly after a restart).
 from __future__ import annotations
 
 import random
-from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache, partial
 from itertools import product
 
 from diagevo.train.sim import text as tx
@@ -112,7 +112,7 @@ def build(spec: Spec, variants: Mapping[str, Variant]) -> Question:
         if misread in values.values():
             misread = answer + 10 * delta + 7
     wrong = tuple(_wrong_values(p, spec.seed, j) for j, p in enumerate(parts))
-    return Question(spec, key, tx.word_count(key), parts, coef, answer, misread, paths, values, wrong)
+    return Question(spec, key, len(key.split()), parts, coef, answer, misread, paths, values, wrong)
 
 
 def _wrong_values(part: Instance, seed: int, j: int) -> tuple[Fraction, ...]:
@@ -131,7 +131,7 @@ def _wrong_values(part: Instance, seed: int, j: int) -> tuple[Fraction, ...]:
     return tuple(out)
 
 
-def render_response(steps: tuple[str, ...], value: Fraction) -> str:
+def render_response(steps: tuple[str, ...], value: Fraction | int) -> str:
     """A numbered solution ending in the boxed final answer."""
     lines = [f"Step {i}: {s}" for i, s in enumerate(steps, 1)]
     lines.append(f"Step {len(steps) + 1}: Therefore, the final answer is {tx.boxed(value)}.")
@@ -141,22 +141,9 @@ def render_response(steps: tuple[str, ...], value: Fraction) -> str:
 class Registry:
     """Question text -> spec, plus a bounded cache of rendered questions."""
 
-    def __init__(self, variants: Mapping[str, Variant], cache_size: int = 20_000) -> None:
-        self._variants = variants
+    def __init__(self, variants: Mapping[str, Variant]) -> None:
         self.specs: dict[str, Spec] = {}
-        self._cache: OrderedDict[Spec, Question] = OrderedDict()
-        self._cache_size = cache_size
-
-    def question(self, spec: Spec) -> Question:
-        q = self._cache.get(spec)
-        if q is None:
-            q = build(spec, self._variants)
-            self._cache[spec] = q
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(spec)
-        return q
+        self.question: Callable[[Spec], Question] = lru_cache(maxsize=20_000)(partial(build, variants=variants))
 
     def register(self, spec: Spec) -> Question:
         q = self.question(spec)
