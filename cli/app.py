@@ -555,8 +555,8 @@ def main() -> None:
         err_console.print(error_line(redact_text(where + (exc.strerror or _one_line(exc)).lower())), soft_wrap=True)
         sys.exit(EXIT_ERROR)
     except Exception as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":  # `diagevo memory` alone: the help
-            shown = exc.ctx.get_help()  # type: ignore[attr-defined]  # rich help prints itself, returns ""
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `diagevo memory` alone: the help, once
+            shown = str(exc.format_message())  # type: ignore[attr-defined]  # rich help printed itself: ""
             if shown.strip():
                 sys.stdout.write(shown + "\n")
             sys.exit(0)
