@@ -296,20 +296,10 @@ def _root(
     """DiagEvo: diagnosis-guided self-play around an event-sourced error-cause memory."""
 
 
+# the groups of ``diagevo memory`` and ``diagevo round``: a LazyGroup lists and loads their
+# commands, and takes its help from its Lazy line (a callback would add nothing)
 memory_app = typer.Typer(cls=_Memory, no_args_is_help=True)
-
-
-@memory_app.callback()
-def _memory() -> None:
-    """The commands of ``diagevo memory`` (:data:`MEMORY_COMMANDS`)."""
-
-
 round_app = typer.Typer(cls=_Round, no_args_is_help=True)
-
-
-@round_app.callback()
-def _round() -> None:
-    """The commands of ``diagevo round`` (:data:`ROUND_COMMANDS`)."""
 
 
 # OSErrors that say something about the machine, not about diagevo: one line, like a DiagevoError
