@@ -296,20 +296,10 @@ def _root(
     """DiagEvo: diagnosis-guided self-play around an event-sourced error-cause memory."""
 
 
+# the groups of ``diagevo memory`` and ``diagevo round``: a LazyGroup lists and loads their
+# commands, and takes its help from its Lazy line (a callback would add nothing)
 memory_app = typer.Typer(cls=_Memory, no_args_is_help=True)
-
-
-@memory_app.callback()
-def _memory() -> None:
-    """The commands of ``diagevo memory`` (:data:`MEMORY_COMMANDS`)."""
-
-
 round_app = typer.Typer(cls=_Round, no_args_is_help=True)
-
-
-@round_app.callback()
-def _round() -> None:
-    """The commands of ``diagevo round`` (:data:`ROUND_COMMANDS`)."""
 
 
 # OSErrors that say something about the machine, not about diagevo: one line, like a DiagevoError
@@ -555,8 +545,8 @@ def main() -> None:
         err_console.print(error_line(redact_text(where + (exc.strerror or _one_line(exc)).lower())), soft_wrap=True)
         sys.exit(EXIT_ERROR)
     except Exception as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":  # `diagevo memory` alone: the help
-            shown = exc.ctx.get_help()  # type: ignore[attr-defined]  # rich help prints itself, returns ""
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `diagevo memory` alone: the help, once
+            shown = str(exc.format_message())  # type: ignore[attr-defined]  # rich help printed itself: ""
             if shown.strip():
                 sys.stdout.write(shown + "\n")
             sys.exit(0)

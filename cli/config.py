@@ -7,7 +7,6 @@ fields and secrets are commented out (TOML has no null; a secret is never printe
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from dataclasses import asdict
 from pathlib import Path
@@ -20,14 +19,14 @@ from diagevo.cli.common import JsonOpt, console, emit_json
 from diagevo.cli.train import SetOpt, default_config
 from diagevo.config.base import settings
 from diagevo.text.redaction import REDACTED
+from diagevo.text.untrusted import json_visible
 from diagevo.train.config import load_config
-
-_CONTROL = re.compile(r"[\x7f-\x9f\u2028\u2029]")  # json.dumps escapes the C0 controls itself
 
 
 def toml_value(value: Any) -> str:
-    """A value as TOML spells it (a JSON string is a TOML basic string); no control character left."""
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+    """A value as TOML spells it (a JSON string is a TOML basic string, and its escapes
+    :func:`~diagevo.text.untrusted.json_visible`'s): no control character left."""
+    return json_visible(json.dumps(value, ensure_ascii=False))
 
 
 def config_command(

@@ -9,8 +9,6 @@ were is :func:`diagevo.diagnosis.pipeline.diagnose`'s to decide, and the summary
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -176,7 +174,9 @@ def diagnose(
         vindex = vector_index(store, run, emb, index)
         inputs = failures_from_records(records)
 
-        with _phase_bars(hidden=json_out) as progress, resumable():
+        # a transient bar on stderr per diagnosis phase, fed by the pipeline's progress callback
+        with Progress(*bar_columns(None), console=err_console, transient=True, disable=json_out) as bar, resumable():
+            progress = RichBars(bar, PHASES, None)
             summary = diagnose_round(
                 rnd, diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
             )
@@ -252,13 +252,6 @@ def _open_round(store: Recorder, run: str, open_round: int) -> Any:
     if open_round != last + 1:
         raise CLIError(f"round {open_round} is not open in run {run!r}: its last committed round is {last}")
     return Round(store, run, open_round)
-
-
-@contextmanager
-def _phase_bars(hidden: bool) -> Iterator[Any]:
-    """A transient bar on stderr per diagnosis phase, fed by the pipeline's progress callback."""
-    with Progress(*bar_columns(None), console=err_console, transient=True, disable=hidden) as bar:
-        yield RichBars(bar, PHASES, None)
 
 
 def reindex(

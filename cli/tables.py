@@ -28,17 +28,16 @@ def fit_columns(
     heads: Sequence[str],
     rows: Sequence[Sequence[str]],
     width: int,
-    keep: int = 1,
     priority: Sequence[int] | None = None,
 ) -> list[int]:
-    """Indices of the columns to show, in their order: the first ``keep`` of ``priority`` (the
-    column indices, most important first; default left to right) always, then the others in
-    that order while the table stays within ``width``."""
+    """Indices of the columns to show, in their order: the first of ``priority`` (the column
+    indices, most important first; default left to right) always, then the others in that
+    order while the table stays within ``width``."""
     widths = column_widths(heads, rows)
     order = list(priority) if priority is not None else list(range(len(heads)))
-    chosen = order[:keep]
+    chosen = order[:1]
     used = _EDGE + sum(widths[i] for i in chosen)
-    for i in order[keep:]:
+    for i in order[1:]:
         if used + widths[i] <= width:
             chosen.append(i)
             used += widths[i]

@@ -399,6 +399,9 @@ def test_version_and_help_in_the_users_terms(
     assert "list[str]" not in out and "TEXT (repeatable)" in out
     code, out, _ = run_cli(capsys, "memory", "ingest", "--help")
     assert code == 0 and "Usage: diagevo memory ingest [OPTIONS]" in out and "file" in out.lower()
+    for group in ([], ["memory"], ["round"]):  # a group alone: its help, once
+        code, out, _ = run_cli(capsys, *group)
+        assert code == 0 and out.count("Usage: ") == 1 and out.rstrip() == run_cli(capsys, *group, "--help")[1].rstrip()
 
 
 @pytest.mark.parametrize("command", [["memory", "stats"], ["round", "start", "--run", "x"]], ids=["reader", "writer"])
