@@ -238,6 +238,7 @@ class LazyGroup(TyperGroup):
             target, line = self.lazy[name]
             module, _, attr = target.partition(":")
             found = getattr(import_module(module), attr)
+            gc.freeze()  # the command's modules live as long as those main froze
             command: Any
             if isinstance(found, typer.Typer):
                 command = typer.main.get_group(found)
