@@ -274,8 +274,8 @@ class SQLRecorder(Recorder):
                 where = f"{self._key_index(field)} WHERE run_id = {p} AND {field} IN ({', '.join([p] * len(chunk))})"
                 # in seq order (PostgreSQL returns an IN lookup in any order); one id's rows lie in
                 # seq order in its index, so a page of them is read without sorting them all
-                order = ordered and (sort_ids or len(chunk) == 1)
-                yield where + extra + (" ORDER BY seq" if order else ""), [q.run, *chunk, *params]
+                by_seq = ordered and (sort_ids or len(chunk) == 1)
+                yield where + extra + (" ORDER BY seq" if by_seq else ""), [q.run, *chunk, *params]
 
     def _select(
         self, q: Query, shape: Shape[T], texts: bool, limit: int | None = None, newest: bool = False
