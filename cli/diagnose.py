@@ -41,7 +41,6 @@ from diagevo.text.urls import resolve_db_url
 from diagevo.text.words import did_you_mean
 from diagevo.train.config import load_config
 from diagevo.verl import rollout_failures
-from diagevo.views.index import VIEW as CHECKPOINT
 from diagevo.views.index import default_index_path
 from diagevo.views.index import reindex as rebuild
 from diagevo.views.memory import resolve_run
@@ -268,12 +267,9 @@ def reindex(
     emb = embedder_for(cfg)
     path = index or default_index_path(resolve_db_url(db))
     with open_store(db) as store:
-        run_id = resolve_run(store, run)
-        rows = rebuild(store, run_id, path, emb)
-        saved = store.view_states(CHECKPOINT, run_id, latest=True)
-        seq = saved[0].seq if saved else 0
-    result = {"run": run_id, "rows": rows, "path": str(path), "model": emb.name, "checkpoint": seq}
+        done = rebuild(store, resolve_run(store, run), path, emb)
     if json:
-        emit_json(result)
+        emit_json(done.to_dict())
     else:
-        console.print(text(f"reindexed run {run_id}: {rows} rows ({emb.name}) in {path}, checkpoint at seq {seq}"))
+        said = f"{done.rows} rows ({done.model}) in {done.path}, checkpoint at seq {done.checkpoint}"
+        console.print(text(f"reindexed run {done.run}: {said}"))

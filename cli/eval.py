@@ -25,7 +25,7 @@ from diagevo.cli.safe import text
 from diagevo.config.base import ConfigError
 from diagevo.eval.benchmarks import load_benchmark
 from diagevo.eval.config import EvalConfig
-from diagevo.eval.runs import RunEvaluation, evaluate_model, evaluate_run
+from diagevo.eval.runs import ModelEvaluation, RunEvaluation, evaluate_model, evaluate_run
 from diagevo.files.written import plain_name
 from diagevo.generation import make_engine
 from diagevo.runtime.progress import quiet_libraries
@@ -202,20 +202,17 @@ def eval_command(
     validation = _validation_bench(select, limit) if select else None
     kind, make = _engine_factory(engine, url)
     greedy_only = 0 if samples == 0 else None
-    done = RunEvaluation()  # a model's: no rounds, no validation
+    done: ModelEvaluation | RunEvaluation
     # bars on a terminal; piped or into a log file, a plain line on stderr every 10 s per phase
     with progress_for(err_console, enabled=not json, transient=True, width=None) as bars, resumable():
         if model is not None:
-            results = evaluate_model(make, model, benches, cfg, out, samples=greedy_only, progress=bars)
+            done = evaluate_model(make, model, benches, cfg, out, samples=greedy_only, progress=bars, engine_name=kind)
             title = f"model {model}"
-            rows: list[tuple[int | None, Any]] = [(None, r) for r in results]
-            report: dict[str, Any] = {"model": model, "engine": kind, "results": [r.to_dict() for r in results]}
         else:
             with open_store(db) as store:
-                run_id = resolve_run(store, run)
                 done = evaluate_run(
                     store,
-                    run_id,
+                    resolve_run(store, run),
                     benches,
                     make,
                     cfg,
@@ -226,27 +223,20 @@ def eval_command(
                     engine_name=kind,
                     progress=bars,
                 )
-            title = f"run {run_id}"
-            rows = [*sorted(done.validation.items()), *done.results]
-            report = {
-                "run": run_id,
-                "engine": kind,
-                "selected": done.selected,
-                "validation": {str(t): r.to_dict() for t, r in sorted(done.validation.items())},
-                "results": [{"round": t, **r.to_dict()} for t, r in done.results],
-            }
+            title = f"run {done.run}"
     if json:
-        emit_json(report)
+        emit_json(done.to_dict())
         return
-    console.print(_table(rows, title, done.selected))
-    if done.selected is not None:
+    selected = done.selected if isinstance(done, RunEvaluation) else None
+    console.print(_table(done.rows, title, selected))
+    if isinstance(done, RunEvaluation) and done.selected is not None:
         best = done.validation[done.selected]
         console.print(
             text(
                 f"selected round {done.selected} (* above): validation accuracy {best.accuracy:.3f} on {best.benchmark}"
             )
         )
-    if rows:
+    if done.rows:
         console.print(text((f"per-question outputs under {out}/ (rerun the same command to resume)", "dim")))
 
 

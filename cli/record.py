@@ -54,25 +54,11 @@ def record(
         if from_verl is not None:
             candidates = generated_candidates(from_verl, rnd.run, rnd.t)
         scored = rnd.record(candidates)
-    r, t = rnd.run, rnd.t
-    kept = [s for s in scored if s.retained]
-    new, old = scored.new, len(scored) - scored.new
     if json:
-        # ``questions``: every question of the file with its ``retained`` flag; ``retained`` (the
-        # retained ones only) stays as it was for callers that read it; ``recorded``: how many
-        # this call stored, ``already_stored``: how many the round held already (a retry)
-        emit_json(
-            {
-                "run": r,
-                "round": t,
-                "recorded": new,
-                "already_stored": old,
-                "questions": [s.to_json() for s in scored],
-                "retained": [s.to_json() for s in kept],
-            }
-        )
+        emit_json(scored.to_dict())
         return
-    title = f"run {r}, round {t}: {len(kept)}/{len(scored)} retained; recorded {new} ({old} already stored)"
+    kept, new, old = scored.retained, scored.new, len(scored) - scored.new
+    title = f"run {rnd.run}, round {rnd.t}: {len(kept)}/{len(scored)} retained; recorded {new} ({old} already stored)"
     table = Table("question_id", "mode", "p1", "p2", "pseudo-label", title=text(title), title_justify="left")
     for s in kept:
         table.add_row(text(s.question_id), s.mode, f"{s.p1:.3f}", f"{s.p2:.3f}", text(s.pseudo_label or ""))

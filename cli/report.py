@@ -11,8 +11,7 @@ import typer
 
 from diagevo.cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, open_store, program
 from diagevo.cli.safe import plain, text
-from diagevo.files.written import write_replacing
-from diagevo.report import comparison_html, report_html
+from diagevo.report import Comparison, RunReport, comparison_html, report_html
 from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import redact_url, resolve_db_url, without_password
 from diagevo.text.words import plural
@@ -53,29 +52,19 @@ def report_command(
     with open_store(db, readonly=True) as store:
         runs = [resolve_run(store, r) for r in asked]  # each must exist
         if len(runs) == 1:
-            data, page = report_html(store, runs[0], url, partial(command, runs[0]))
+            report: RunReport | Comparison = report_html(store, runs[0], url, partial(command, runs[0]))
         else:  # each run's own report is the single-run report command
-            compared, page = comparison_html(store, runs, url, lambda r: command(r, "report"))
+            report = comparison_html(store, runs, url, lambda r: command(r, "report"))
     if to_stdout:
-        sys.stdout.write(page)
+        sys.stdout.write(report.html)
         return
-    write_replacing(out, page)
-    size = out.stat().st_size
-    if len(runs) > 1:
-        rounds = {r: [row["round"] for row in compared.rounds[r]] for r in compared.runs}
-        result = {"runs": compared.runs, "path": str(out), "bytes": size, "rounds": rounds, "metrics": compared.metrics}
-        what = f"{len(runs)} runs compared ({', '.join(compared.runs)})"
-    else:
-        result = {
-            "run": runs[0],
-            "path": str(out),
-            "bytes": size,
-            "rounds": data.committed,
-            "causes": len(data.stories),
-        }
-        what = f"run {runs[0]}, {plural(len(data.committed), 'committed round')}, {plural(len(data.stories), 'cause')}"
+    report = report.write(out)
     if json:
-        emit_json(result)
+        emit_json(report.to_dict())
         return
-    line = text(f"wrote {out} ({size / 1024:.0f} KiB): {what}; it opens offline in any browser")
+    if isinstance(report, Comparison):
+        what = f"{len(report.runs)} runs compared ({', '.join(report.runs)})"
+    else:
+        what = f"run {report.run}, {plural(len(report.rounds), 'committed round')}, {plural(report.causes, 'cause')}"
+    line = text(f"wrote {out} ({(report.size or 0) / 1024:.0f} KiB): {what}; it opens offline in any browser")
     console.print(line, soft_wrap=len(runs) > 1)  # a comparison's list of runs is not wrapped

@@ -24,7 +24,6 @@ from diagevo.rounds.protocol import unknown_run
 from diagevo.text.parsing import decimal_number
 from diagevo.train.config import load_config
 from diagevo.views.memory import resolve_run
-from diagevo.views.stats import COUNTED_COLUMNS
 
 RoundOpt = Annotated[int | None, typer.Option("--round", min=1, help="Round (default: the run's open round).")]
 
@@ -174,12 +173,8 @@ def commit(
     with picked(db, run, open_round) as rnd:
         ev = rnd.commit(metrics, allow_undiagnosed=allow_undiagnosed, allow_failed=allow_failed_diagnoses)
     r, t = rnd.run, rnd.t
-    # what the commit counted, in the order printed since before it returned the event
-    said = {"failed_diagnoses_allowed": ev.failed_diagnoses_allowed, **{c: getattr(ev, c) for c in COUNTED_COLUMNS}}
-    said.update(ranks=ev.ranks, F=ev.F, epsilon_next=ev.epsilon_next)
-    done = {k: v for k, v in said.items() if v is not None}
     if json:
-        emit_json({"run": r, "round": t, **done})
+        emit_json({"run": r, "round": t, **rounds.commit_counts(ev)})
         return
     allowed = ev.failed_diagnoses_allowed
     console.print(

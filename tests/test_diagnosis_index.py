@@ -183,7 +183,7 @@ def test_lancedb_projection_is_idempotent_and_follows_merges(store: Recorder, tm
     assert set(nodes) == {"N1", "N3"} and nodes["N1"]["text"] == "merged label"
     assert nodes["N1"]["seq"] == store.last_seq(RUN)
     # a rebuild from the log gives the same table
-    assert reindex(store, RUN, tmp_path / "w.lance", emb) == 8
+    assert reindex(store, RUN, tmp_path / "w.lance", emb).rows == 8
     again = VectorIndex(emb, tmp_path / "w.lance", RUN)
     again.sync(store, RUN)
     assert _texts(again.rows()) == _texts(index.rows())  # the same texts (each row's seq: the memory's when written)

@@ -249,7 +249,7 @@ def test_new_cause_to_a_new_node_and_the_index_follows(srv: LLMServer, store: Re
     assert {r["id"]: r["seq"] for r in rows} == {"C1": written, "N1": written}
     assert store.view_states(CHECKPOINT, RUN)[0].seq == written
     # rebuild from the log gives the same rows
-    assert reindex(store, RUN, tmp_path / "idx2.lance", embedder) == 2
+    assert reindex(store, RUN, tmp_path / "idx2.lance", embedder).rows == 2
     again = VectorIndex(embedder, tmp_path / "idx2.lance", RUN)
     again.sync(store, RUN)
     assert again.rows() == rows

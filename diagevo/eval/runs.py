@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -127,13 +127,48 @@ def selection_event(run: str, results: Mapping[int, BenchResult]) -> EventIn:
 EngineFactory = Callable[[str], Engine]
 
 
-@dataclass
-class RunEvaluation:
-    """What ``evaluate_run`` did: scores by round, the validation scores and the choice."""
+@dataclass(frozen=True)
+class ModelEvaluation:
+    """What ``evaluate_model`` did (``eval --model --json``): the model, the engine that ran it,
+    its score on each benchmark."""
 
-    results: list[tuple[int, BenchResult]] = field(default_factory=list)
-    validation: dict[int, BenchResult] = field(default_factory=dict)
-    selected: int | None = None
+    model: str
+    engine: str
+    results: tuple[BenchResult, ...]
+
+    @property
+    def rows(self) -> list[tuple[int | None, BenchResult]]:
+        """The scores as ``eval`` tabulates them: no round."""
+        return [(None, r) for r in self.results]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "engine": self.engine, "results": [r.to_dict() for r in self.results]}
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    """What ``evaluate_run`` did (``eval --run --json``): the run, the engine, the scores by
+    round, the validation scores by round and the round they chose."""
+
+    run: str
+    engine: str
+    results: tuple[tuple[int, BenchResult], ...]
+    validation: Mapping[int, BenchResult]
+    selected: int | None
+
+    @property
+    def rows(self) -> list[tuple[int | None, BenchResult]]:
+        """The scores as ``eval`` tabulates them: the validation scores, then the benchmarks'."""
+        return [*sorted(self.validation.items()), *self.results]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "engine": self.engine,
+            "selected": self.selected,
+            "validation": {str(t): r.to_dict() for t, r in sorted(self.validation.items())},
+            "results": [{"round": t, **r.to_dict()} for t, r in self.results],
+        }
 
 
 def model_label(model: str) -> str:
@@ -153,8 +188,9 @@ def evaluate_model(
     samples: int | None = None,
     progress: ProgressFn = no_progress,
     on_result: Callable[[BenchResult], None] = lambda r: None,
-) -> list[BenchResult]:
-    """Every benchmark on one model, with one engine."""
+    engine_name: str = "",
+) -> ModelEvaluation:
+    """Every benchmark on one model, with one engine (``engine_name`` names its kind)."""
     engine = make_engine(model)
     try:
         results = []
@@ -164,7 +200,7 @@ def evaluate_model(
             result = evaluate(engine, model, bench, cfg, out, samples=samples, progress=progress)
             on_result(result)
             results.append(result)
-        return results
+        return ModelEvaluation(model, engine_name, tuple(results))
     finally:
         engine.close()
 
@@ -197,9 +233,11 @@ def evaluate_run(
     for t in picked:
         if t in gone:  # asked for by number
             raise RunEvalError(f"round {t} of run {run!r}: {pruned_note(gone[t])}")
-    done = RunEvaluation()
+    results: list[tuple[int, BenchResult]] = []
+    validated: dict[int, BenchResult] = {}
+    selected = None
 
-    def score(t: int, suite: Sequence[Benchmark]) -> list[BenchResult]:
+    def score(t: int, suite: Sequence[Benchmark]) -> tuple[BenchResult, ...]:
         model = models[t]
         if t > 0:  # the checkpoint's solver: path/solver where the backend saved both models under one path
             path = checkpoint_path(store, run, model)
@@ -219,20 +257,20 @@ def evaluate_run(
             samples=samples,
             progress=lambda phase, d, n: progress(f"round {t}: {phase}", d, n),
             on_result=record,
-        )
+        ).results
 
     if validation is not None:
         for i, t in enumerate(picked):
             progress("checkpoints on the validation file", i, len(picked))
-            done.validation[t] = score(t, [validation])[0]
+            validated[t] = score(t, [validation])[0]
         progress("checkpoints on the validation file", len(picked), len(picked))
-        event = selection_event(run, done.validation)
+        event = selection_event(run, validated)
         record_retrospective(store, run, [event])
-        done.selected = event.round
+        selected = event.round
         picked = [event.round]
     if benches:
         for i, t in enumerate(picked):
             progress("checkpoints", i, len(picked))
-            done.results.extend((t, r) for r in score(t, benches))
+            results.extend((t, r) for r in score(t, benches))
         progress("checkpoints", len(picked), len(picked))
-    return done
+    return RunEvaluation(run, engine_name, tuple(results), validated, selected)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from diagevo.catalog import RoundCommitted as Committed  # what Round.commit returns, by its old public name
 from diagevo.rounds.failures import FailureRecord
-from diagevo.rounds.metrics import check_metrics
+from diagevo.rounds.metrics import check_metrics, commit_counts
 from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, UnknownRun
 from diagevo.rounds.questions import (
     Candidate,
@@ -88,6 +88,7 @@ __all__ = [
     "Scored",
     "UnknownRun",
     "check_metrics",
+    "commit_counts",
     "config_record",
     "configure_fork",
     "configure_run",

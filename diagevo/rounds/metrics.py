@@ -37,6 +37,14 @@ COUNTED_HERE = frozenset({*COUNTED_COLUMNS, "F", "epsilon_next", "ranks"})
 """What ``round.committed`` holds that :meth:`Round.commit` counts from the log itself."""
 
 
+def commit_counts(committed: RoundCommitted) -> dict[str, int | float]:
+    """What a commit counted from the log and allowed (``round commit --json``, after the run
+    and round): the fields of ``round.committed`` it set, in the order the command printed them
+    before :meth:`Round.commit` returned the event; the trainer's own figures stay out."""
+    shown = ("failed_diagnoses_allowed", *COUNTED_COLUMNS, "ranks", "F", "epsilon_next")
+    return {name: value for name in shown if (value := getattr(committed, name)) is not None}
+
+
 def check_summary(summary: Mapping[str, Any] | None) -> dict[str, Any]:
     """A trainer's own figures for ``round.committed``: named by strings other than what the
     commit counts from the log (a summary cannot say how many questions or failures a round had,

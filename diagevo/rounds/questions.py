@@ -187,17 +187,37 @@ def logged_questions(
 
 
 class Recorded(list[Scored]):
-    """What :meth:`Round.record` returns: every candidate scored, in order, and the question ids
-    the round held already (a retry stores nothing for those)."""
+    """What :meth:`Round.record` returns: every candidate of round ``t`` of ``run`` scored, in
+    order, and the question ids the round held already (a retry stores nothing for those)."""
 
-    def __init__(self, scored: Iterable[Scored] = (), stored_before: Collection[str] = ()) -> None:
+    def __init__(self, run: str, t: int, scored: Iterable[Scored] = (), stored_before: Collection[str] = ()) -> None:
         super().__init__(scored)
+        self.run, self.t = run, t
         self.stored_before = frozenset(stored_before)
 
     @property
     def new(self) -> int:
         """How many of the questions this call stored."""
         return sum(1 for s in self if s.question_id not in self.stored_before)
+
+    @property
+    def retained(self) -> list[Scored]:
+        """The questions Eq. 3 keeps, in order: those the trainer trains on."""
+        return [s for s in self if s.retained]
+
+    def to_dict(self) -> dict[str, Json]:
+        """``round record --json``: ``questions``, every question with its ``retained`` flag;
+        ``retained``, the retained ones only (as it was before ``questions``, for callers that
+        read it); ``recorded``, how many this call stored; ``already_stored``, how many the round
+        held already (a retry)."""
+        return {
+            "run": self.run,
+            "round": self.t,
+            "recorded": self.new,
+            "already_stored": len(self) - self.new,
+            "questions": [s.to_json() for s in self],
+            "retained": [s.to_json() for s in self.retained],
+        }
 
 
 def score(c: Candidate, cfg: MethodConfig) -> Scored:

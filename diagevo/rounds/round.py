@@ -240,14 +240,14 @@ class Round:
             return generated + scores
 
         append_decision(self.store, run, decide)
-        return Recorded(scored, stored & seen)
+        return Recorded(run, t, scored, stored & seen)
 
     def questions(self) -> Recorded:
         """The questions the round holds, scored as :meth:`record` returned them, in the order
         they were recorded (every rank's): what a resumed trainer trains on once the promotions
         are decided, without generating them again."""
         scored = [q.scored() for q in logged_questions(self.store, self.run, t=self.t)]
-        return Recorded(scored, [s.question_id for s in scored])
+        return Recorded(self.run, self.t, scored, [s.question_id for s in scored])
 
     def promote(self, *, allow_empty: bool = False) -> list[CausePromoted]:
         """Decide Eq. 5-6 once, from every candidate recorded in the round against M_{t-1};

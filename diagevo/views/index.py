@@ -34,6 +34,7 @@ from diagevo.errors import require
 from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.log.paths import beside_database
 from diagevo.memory.state import Memory
+from diagevo.results import Result
 from diagevo.runtime.progress import library_logger
 from diagevo.views import INDEX_VIEW as VIEW
 from diagevo.views.memory import load_memory
@@ -454,7 +455,20 @@ class VectorIndex:
         return sorted(data, key=lambda r: (r["kind"], r["seq"], r["id"]))
 
 
-def reindex(store: Recorder, run: str, path: str | Path, embedder: Embedder) -> int:
-    """Rebuild the run's LanceDB table from the log; returns the number of rows written."""
-    index = VectorIndex(embedder, path, run)
-    return index.sync(store, run, rebuild=True)
+@dataclass(frozen=True)
+class Reindexed(Result):
+    """What :func:`reindex` wrote (``memory reindex --json``): the run, how many rows, the index's
+    path, the embedder's model, and the seq of the log its checkpoint reached."""
+
+    run: str
+    rows: int
+    path: str
+    model: str
+    checkpoint: int
+
+
+def reindex(store: Recorder, run: str, path: str | Path, embedder: Embedder) -> Reindexed:
+    """Rebuild the run's LanceDB table from the log."""
+    rows = VectorIndex(embedder, path, run).sync(store, run, rebuild=True)
+    saved = store.view_states(VIEW, run, latest=True)
+    return Reindexed(run, rows, str(path), embedder.name, saved[0].seq if saved else 0)
