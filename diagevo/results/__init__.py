@@ -7,7 +7,7 @@ depend on the run (a metric per name, a cause's timeline of events) stay JSON va
 (:data:`Json`): their columns are data, not fields.
 
 One module per family of results (:mod:`~diagevo.results.memory`, ``stats``, ``stories``,
-``runs``, ``rounds``): a read command imports the classes of its own result only (a frozen
+``runs``): a read command imports the classes of its own result only (a frozen
 dataclass is code generated when its module loads).
 """
 
