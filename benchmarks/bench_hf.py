@@ -26,9 +26,9 @@ from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.generation import Sampling  # noqa: E402
 from diagevo.generation.local import LocalEngine  # noqa: E402
 from diagevo.log import open_log
-from diagevo.train import train  # noqa: E402
 from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.tiny import TinySpec, build_tiny  # noqa: E402
+from diagevo.train.run import train  # noqa: E402
 
 QUESTIONS = [f"What is {a} + {b}?" for a, b in zip(range(3, 35, 2), range(40, 8, -2), strict=True)]  # 16 prompts
 SAMPLES, NEW_TOKENS, BATCH = 4, 40, 8

@@ -78,9 +78,9 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
     from diagevo.catalog import PhaseCompleted, RoundCommitted
     from diagevo.log import open_log
     from diagevo.train import loop as loop_module
-    from diagevo.train import train
     from diagevo.train.config import load_config
     from diagevo.train.hf.backend import HFBackend
+    from diagevo.train.run import train
     from diagevo.views.typed import carried, of_type
     from diagevo.views.verify import verify_run
 

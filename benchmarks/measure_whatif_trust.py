@@ -24,8 +24,8 @@ from typing import Any
 from diagevo.fork import fork_run
 from diagevo.log import Recorder, open_log
 from diagevo.memory.schedule import schedule
-from diagevo.train import train
 from diagevo.train.config import load_config
+from diagevo.train.run import train
 from diagevo.views.memory import commit_memories
 from diagevo.whatif import what_if
 

@@ -59,7 +59,7 @@ class Lazy(NamedTuple):
 # every command of ``diagevo``, in the order ``--help`` lists them
 COMMANDS: dict[str, Lazy] = {
     "gpu-check": Lazy(
-        "diagevo.cli.models:gpu_check",
+        "diagevo.cli.gpu_check:gpu_check",
         "One round of the real loop on a CUDA GPU: seconds and peak memory per phase, tokens/s, completions per step; "
         "fails if a policy did not change, verify fails, or a process built more than one vLLM engine.",
     ),

@@ -12,7 +12,6 @@ from rich import box
 from rich.progress import Progress
 from rich.table import Table
 
-from diagevo import train as training
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -37,12 +36,12 @@ from diagevo.text.redaction import redact_config
 from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import redact_url, resolve_db_url
 from diagevo.text.words import plural
-from diagevo.train import default_run_id
+from diagevo.train import run as training
 from diagevo.train.ablate import CONFIGURED, MINI_ARMS, VARIANTS, WORLDS, run_ablation
 from diagevo.train.config import load_config
 from diagevo.train.folders import checkpoint_root
 from diagevo.train.hf.args import plan
-from diagevo.train.preflight import preflight, require
+from diagevo.train.preflight import preflight
 
 
 def default_config() -> Path | None:
@@ -131,7 +130,7 @@ def preflight_verdicts(cfg: Any, db_url: str) -> dict[str, dict[str, str]]:
 
 def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
     """``train --dry-run``: what a run would do, read from the config alone."""
-    run = default_run_id(cfg)
+    run = training.default_run_id(cfg)
     root = checkpoint_root(cfg, db_url, move=False)  # a dry run moves nothing
 
     data = plan(
@@ -213,7 +212,7 @@ def train(
     # the preflight, once: here before the database is created, so a refused train leaves nothing (exit 2);
     # a resumed run's config is read from its log, and checked there by the library
     if not resume:
-        require(preflight(cfg, checkpoint_root(cfg, db_url, move=False)))
+        training.ready(cfg, db_url)
     _train_rounds(cfg, TrainRequest(resume, rounds, quiet, user_sets, explicit_db, db_url))
 
 

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from diagevo.interchange import EXPORT_ONLY_FIELDS, IngestError, export_lines, ingest
 from diagevo.log import Recorder, open_log
 from diagevo.schemas import validate_event
-from diagevo.train import train
 from diagevo.train.config import load_config
+from diagevo.train.run import train
 from diagevo.views.verify import verify_run
 
 RUN = "m"

@@ -14,8 +14,8 @@ from diagevo.catalog import FailureAttributed, FailureRecorded, QuestionScored
 from diagevo.dataset import TABLES, export_dataset, fenced
 from diagevo.errors import BadInput
 from diagevo.log import open_log
-from diagevo.train import train
 from diagevo.train.config import load_config
+from diagevo.train.run import train
 from diagevo.views.memory import load_memory
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import RUN

@@ -18,9 +18,9 @@ from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.diagnosis.heuristic import MODEL as HEURISTIC  # noqa: E402
 from diagevo.generation import Sampling, make_engine  # noqa: E402
 from diagevo.log import open_log
-from diagevo.train import train  # noqa: E402
 from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
+from diagevo.train.run import train  # noqa: E402
 from diagevo.views.checkpoints import checkpoint_path
 from diagevo.views.typed import of_type
 from tests.hf_fixtures import tiny_pair  # noqa: E402

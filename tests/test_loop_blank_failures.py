@@ -12,9 +12,9 @@ import pytest
 
 from diagevo.catalog import PhaseCompleted
 from diagevo.log import open_log
-from diagevo.train import train
 from diagevo.train.backend import SolverRewardFn, SolverRound
 from diagevo.train.config import load_config
+from diagevo.train.run import train
 from diagevo.train.sim.backend import SimBackend
 
 pytestmark = pytest.mark.slow  # a simulator round

@@ -13,8 +13,8 @@ import pytest
 
 from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log, payload
-from diagevo.train import train
 from diagevo.train.config import load_config
+from diagevo.train.run import train
 from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, round_stats
 from tests.test_cli_memory import run_cli
 

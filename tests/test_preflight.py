@@ -198,18 +198,17 @@ def test_the_preflight_runs_once_per_train(
 ) -> None:
     """``diagevo train`` checks before it creates the database, and the library does not check the
     same config again; a resumed run's config (read from its log) is checked once, by the library."""
-    from diagevo.cli import train as train_cli
-    from diagevo.train import preflight as checks
+    from diagevo.train import run as training
 
     calls: list[str] = []
-    real = checks.preflight
+    real = training.preflight
 
     def counted(cfg: Any, *args: Any, **kwargs: Any) -> Any:
         calls.append(cfg.train.run)
         return real(cfg, *args, **kwargs)
 
-    monkeypatch.setattr(checks, "preflight", counted)
-    monkeypatch.setattr(train_cli, "preflight", counted)  # the command's own check, before the database
+    # the command's own check, before the database, and the library's: both are training.ready's
+    monkeypatch.setattr(training, "preflight", counted)
     # the rounds are not what is counted here: the run starts (run.started, its lease) and trains none
     monkeypatch.setattr("diagevo.train.loop.Trainer.train", lambda self, rounds: [])
     monkeypatch.chdir(tmp_path)

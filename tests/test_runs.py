@@ -19,8 +19,8 @@ from diagevo import rounds
 from diagevo.catalog import RunStarted
 from diagevo.fork import fork_run
 from diagevo.log import Recorder, open_log
-from diagevo.train import default_run_id
 from diagevo.train.config import Config
+from diagevo.train.run import default_run_id
 from tests.test_cli_memory import run_cli
 from tests.test_rounds import promote_on_a_question
 

@@ -17,8 +17,8 @@ from sqlalchemy.engine import make_url
 from diagevo.log import open_log
 from diagevo.rounds import start_run
 from diagevo.text.redaction import REDACTED, given_secrets, redact_argv, redact_config, redact_text
-from diagevo.train import resumed_config
 from diagevo.train.config import load_config
+from diagevo.train.run import resumed_config
 from tests.input_cases import cli
 
 SECRETS = ("Secret1-llm", "Secret2-vllm", "Secret3-key", "Secret4-db")

@@ -160,8 +160,8 @@ def test_the_outage_wait_is_shown_and_a_diagnostician_back_in_time_goes_on(
     callback (seconds waited, before each wait); one back within ``outage_wait_s`` goes on."""
     import diagevo.train.loop as loop
     from diagevo.errors import EndpointUnreachable
-    from diagevo.train import train
     from diagevo.train.config import load_config
+    from diagevo.train.run import train
 
     real, asked = loop.diagnose, {"n": 0}
 

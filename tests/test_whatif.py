@@ -17,8 +17,8 @@ from diagevo.errors import BadInput, fork_call
 from diagevo.fork import ForkError, fork_run
 from diagevo.log import Recorder, open_log, payload
 from diagevo.memory.schedule import schedule
-from diagevo.train import train
 from diagevo.train.config import load_config
+from diagevo.train.run import train
 from diagevo.views.memory import commit_memories
 from diagevo.whatif import MEANING, parse_settings, what_if, what_if_sweep
 from tests.logs import Log, wire_event

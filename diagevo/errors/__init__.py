@@ -76,7 +76,7 @@ def open_call(run: str) -> Call:
 
 def resume_call(run: str) -> Call:
     """Continue ``run`` with diagevo's own trainer."""
-    return Call("train", "diagevo.train.train(config, store, resume=True)", resume=True, run=run)
+    return Call("train", "diagevo.train.run.train(config, store, resume=True)", resume=True, run=run)
 
 
 def fork_call(run: str, at: int, to: str, overrides: Mapping[str, Any] | None = None) -> Call:

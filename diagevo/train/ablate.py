@@ -9,8 +9,8 @@ from typing import Any
 
 from diagevo.catalog import RoundCommitted
 from diagevo.log import Recorder, open_log
-from diagevo.train import train
 from diagevo.train.config import load_config
+from diagevo.train.run import train
 from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.dynamics import measure_seed
 from diagevo.views.typed import carried, of_type

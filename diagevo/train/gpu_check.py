@@ -24,9 +24,9 @@ from diagevo.errors import BadInput, NotFound, Unavailable, require
 from diagevo.errors.installation import shipped
 from diagevo.log import EventReader, open_log
 from diagevo.runtime.progress import ProgressFn, no_progress
-from diagevo.train import train
 from diagevo.train.config import load_config
 from diagevo.train.hf.args import attention
+from diagevo.train.run import train
 from diagevo.views.checkpoints import checkpoint_path
 from diagevo.views.typed import carried, of_type
 from diagevo.views.verify import verify_run

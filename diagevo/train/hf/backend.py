@@ -176,7 +176,7 @@ class HFBackend:
         self, config: Config, seed: int, embedder: Embedder | None = None, named_errors: NamedErrors | None = None
     ) -> None:
         """``named_errors``: the world's named errors the heuristic diagnostician words failures
-        by (:func:`diagevo.train.make_backend` gives the mini world's for ``hf.named_errors =
+        by (:func:`diagevo.train.run.make_backend` gives the mini world's for ``hf.named_errors =
         "mini"``); None: by where a failure departs from its reference."""
         quiet_libraries()
         self.named_errors = named_errors
