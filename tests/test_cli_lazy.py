@@ -121,3 +121,23 @@ def test_the_list_of_runs_loads_not_the_round_protocol(tmp_path: Path) -> None:
     when one of them runs."""
     assert "diagevo.rounds" not in imported("runs", "--db", small_log(tmp_path))
     assert "diagevo.rounds" in imported("runs", "tag", "--help")
+
+
+HELPS = [
+    ("train", "--help"),
+    ("gpu-check", "--help"),
+    ("models", "--help"),
+    ("round", "start", "--help"),
+    ("doctor", "--help"),
+]
+
+
+@pytest.mark.parametrize("args", HELPS, ids=[" ".join(a[:-1]) for a in HELPS])
+def test_the_training_loop_loads_when_a_run_trains(args: tuple[str, ...]) -> None:
+    """A command's help loads not the training loop (its diagnosis pipeline and HTTP clients):
+    ``gpu-check`` loads its check when it runs, and ``models`` builds models without it. Readers of
+    a run's config (the round protocol, ``doctor``) load not even how a run is trained."""
+    loaded = imported(*args)
+    assert "diagevo.train.loop" not in loaded
+    if args[0] in ("round", "doctor", "models"):
+        assert "diagevo.train.run" not in loaded

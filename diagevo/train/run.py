@@ -24,7 +24,6 @@ from diagevo.train.backend import Backend
 from diagevo.train.config import Config
 from diagevo.train.folders import check_folders, checkpoint_root
 from diagevo.train.hf import distributed
-from diagevo.train.loop import Trainer
 from diagevo.train.preflight import preflight, require
 from diagevo.train.sim.backend import SimBackend
 from diagevo.views.configs import CONFIG_TYPES, unusable_config
@@ -150,6 +149,10 @@ def train(
     lease is written; ``checked=True``: the caller has run it on ``config`` already (``diagevo
     train`` does, before it creates the database), so it is not run twice. A resumed run trains
     with the config its log records, which is checked here in any case."""
+    # the loop (the diagnosis pipeline, the tracker, the views of a round) loads when a run trains,
+    # not for ``diagevo train --help`` or ``ablate --help``, which read this module
+    from diagevo.train.loop import Trainer
+
     if rounds is not None and rounds < 1:
         raise BadInput(f"rounds must be at least 1, not {rounds}")
     store.lock_wait_s = config.limits.lock_wait_s
