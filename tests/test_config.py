@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from diagevo.config.base import ConfigError, field_names, settings, suggest_fields
-from diagevo.config.sections import ChallengerConfig, MethodConfig, RoleConfig, config_from_record
+from diagevo.config.sections import ChallengerConfig, MethodConfig, RoleConfig, SolverConfig, config_from_record
 from diagevo.errors import BadInput
 from diagevo.train.config import Config, load_config
 from diagevo.train.hf.config import HFConfig
@@ -45,7 +45,11 @@ def test_every_field_of_every_section_is_described() -> None:
 def test_the_roles_share_one_model_and_differ_in_defaults() -> None:
     cfg = Config()
     assert isinstance(cfg.challenger, RoleConfig) and isinstance(cfg.solver, RoleConfig)
-    assert set(ChallengerConfig.model_fields) == set(RoleConfig.model_fields)
+    # the GRPO fields are one class's; each role adds what only it has (the challenger's question
+    # check, the solver's reward)
+    assert set(ChallengerConfig.model_fields) - set(RoleConfig.model_fields) == {"known_questions_only"}
+    assert set(SolverConfig.model_fields) - set(RoleConfig.model_fields) == {"reward"}
+    assert (cfg.challenger.known_questions_only, cfg.solver.reward) == (False, "pseudo_label")  # the paper's
     # Table 8: 6 challenger steps and 12 solver steps, both 256 x 8
     assert (cfg.challenger.max_steps, cfg.solver.max_steps) == (6, 12)
     assert (
@@ -206,6 +210,11 @@ def test_the_sections_are_listed_in_the_files_order() -> None:
         "solver.group_size",
         "solver.max_steps",
         "solver.max_new_tokens",
+        "solver.learning_rate",
+        "solver.lr_scheduler",
+        "solver.lr_span",
+        "solver.keep_optimizer",
+        "solver.reward",
     ]
     assert settings(Config())[0].key == "db"
 

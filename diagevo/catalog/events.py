@@ -317,6 +317,12 @@ class RoundCommitted(Event):
     heldout_acc: float | None = None
     pseudo_label_acc: float | None = None
     val_acc: float | None = None
+    # where the world knows the truth: retained questions whose pseudo-label is right, and the
+    # solver's positive rewards given to wrong answers (diagevo/train/labels.py), overall and by skill
+    retained_label_acc: float | None = None
+    retained_label_acc_by_skill: dict[str, float] | None = None
+    wrong_reward_share: float | None = None
+    wrong_reward_share_by_skill: dict[str, float] | None = None
     timing: dict[str, Any] | None = None  # seconds by phase
     summary: dict[str, Any] | None = None  # the trainer's other figures, free-form
 

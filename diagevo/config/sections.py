@@ -120,6 +120,11 @@ class GRPOSettings(Section):
     top_p: PositiveShare = Field(
         default=0.99, description="hf backend: nucleus-sampling top-p of rollouts and samples (Table 7: 0.99)."
     )
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = Field(
+        default="dapo",
+        description="hf backend: how TRL's GRPO loss aggregates its tokens (TRL's loss_type; the paper does not say; "
+        "TRL's default, dapo, kept).",
+    )
     construction_responses: Count = Field(
         default=12,
         description="N: solver responses sampled per curriculum candidate; their votes give the pseudo-label, p1 and "
@@ -156,6 +161,25 @@ class RoleConfig(Section):
         default=12, description="Most GRPO optimizer steps per round (Table 8: 12 for the solver)."
     )
     max_new_tokens: Count = run_setting(default=1024, description=_HF_LENGTH)
+    learning_rate: PositiveShare | None = Field(
+        default=None, description="hf backend: this role's GRPO learning rate; unset: grpo.learning_rate."
+    )
+    lr_scheduler: Literal["constant", "linear", "cosine"] = Field(
+        default="constant",
+        description="hf backend: the learning rate's schedule (the paper: constant, R-Zero's 1e-6 throughout); "
+        "linear and cosine decay to 0 over lr_span.",
+    )
+    lr_span: Literal["phase", "run"] = Field(
+        default="phase",
+        description="hf backend: the steps a decaying schedule spans: phase, each round's GRPO phase; run, every "
+        "round's (train.rounds x max_steps), continued from the role's steps so far. A departure from the paper "
+        "when not constant.",
+    )
+    keep_optimizer: bool = Field(
+        default=False,
+        description="hf backend: one AdamW state kept across the rounds (saved with each checkpoint) instead of a "
+        "fresh optimizer every phase (the paper: each round a fresh training run). A departure from the paper.",
+    )
 
 
 class ChallengerConfig(RoleConfig):
@@ -165,6 +189,23 @@ class ChallengerConfig(RoleConfig):
         default=6, description="Most GRPO optimizer steps per round (Table 8: 6 for the challenger)."
     )
     max_new_tokens: Count = run_setting(default=512, description=_HF_LENGTH)
+    known_questions_only: bool = Field(
+        default=False,
+        description="Where the world knows its questions (the simulator's, the mini world's): a question it does not "
+        "know is invalid, as a malformed one is (challenger reward 0, never a candidate). A departure from the paper, "
+        "whose format checks refuse only malformed questions.",
+    )
+
+
+class SolverConfig(RoleConfig):
+    """``[solver]``: Table 8's solver column (the role's defaults), and what its reward compares with."""
+
+    reward: Literal["pseudo_label", "true_answer"] = Field(
+        default="pseudo_label",
+        description="pseudo_label: +1 for agreeing with the majority vote's label (Sec. 2.2, the method); "
+        "true_answer: with the question's true answer, where the world knows it (the oracle arm, an upper reference, "
+        "not the method; a question whose answer is unknown keeps its pseudo-label).",
+    )
 
 
 class FilterConfig(Section):
@@ -409,7 +450,9 @@ class MethodConfig(Section):
     challenger: ChallengerConfig = Field(
         default_factory=ChallengerConfig, description="The challenger's GRPO sizes (Table 8) and model."
     )
-    solver: RoleConfig = Field(default_factory=RoleConfig, description="The solver's GRPO sizes (Table 8) and model.")
+    solver: SolverConfig = Field(
+        default_factory=SolverConfig, description="The solver's GRPO sizes (Table 8), model and reward."
+    )
     filter: FilterConfig = Field(default_factory=FilterConfig, description="Double-confidence filtering (Eq. 3).")
     reward: RewardConfig = Field(default_factory=RewardConfig, description="The challenger reward (Eq. 8-10).")
     memory: MemoryConfig = Field(

@@ -62,11 +62,12 @@ def challenger_output_rewards(
     answer: Callable[[list[str]], list[list[str]]],
     lam: float = 1.0,
     threshold: float = 0.5,
+    parse: Callable[[str], str | None] = parse_question,
 ) -> list[float]:
-    """Eq. 8-10 for a batch of raw challenger outputs: each is parsed into a question, the frozen
-    solver answers the valid ones (``answer``: questions -> responses per question), and each
-    gets ``challenger_rewards`` from its majority vote share."""
-    questions = [parse_question(o) for o in outputs]
+    """Eq. 8-10 for a batch of raw challenger outputs: each is parsed into a question (``parse``:
+    None for an invalid output), the frozen solver answers the valid ones (``answer``: questions
+    -> responses per question), and each gets ``challenger_rewards`` from its majority vote share."""
+    questions = [parse(o) for o in outputs]
     valid = {i: q for i, q in enumerate(questions) if q is not None}
     p1 = [0.0] * len(questions)
     for i, responses in zip(valid, answer(list(valid.values())), strict=True):

@@ -20,6 +20,8 @@ VARIANTS: dict[str, list[str]] = {
     "full": [],
     "frozen challenger": ["memory.challenger_updates=false"],
     "pure free": ['memory.generation="free"'],
+    # the upper reference, not the method: no memory, the true answer as the solver's reward
+    "oracle": ['memory.generation="free"', 'solver.reward="true_answer"'],
     # Figure 3c's baseline: pure free exploration with the absolute confidence constraint only
     "pure free, absolute only": ['memory.generation="free"', 'filter.mode="absolute"'],
     "pure targeted": ['memory.generation="targeted"'],
@@ -46,8 +48,9 @@ CONFIGURED = "as configured"
 """The one world setting of a backend other than the simulator (the hf backend's mini world): the
 config's own, with no overrides."""
 
-MINI_ARMS = ("full", "pure free", "frozen challenger")
-"""The mini world's arms (issue 64): full DiagEvo, no memory (free exploration only), frozen challenger."""
+MINI_ARMS = ("full", "pure free", "frozen challenger", "oracle")
+"""The mini world's arms: full DiagEvo, no memory (free exploration only), frozen challenger, and
+the oracle (no memory, the true answer as the solver's reward: an upper reference, not the method)."""
 
 
 # Figure 3c's reference: the shared pseudo-label questions come from this variant's challenger

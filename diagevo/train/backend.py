@@ -36,6 +36,16 @@ def numbers(values: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Truth:
+    """What the world knows of a question: its true answer and the skill it exercises (None:
+    none of the world's). The simulator knows it for every question it wrote, the mini world for
+    every question of its skills; a world of real models knows none."""
+
+    answer: str
+    skill: str | None = None
+
+
 @dataclass(frozen=True)
 class SolverRound:
     """What a solver update produced: every optimization response per question, in the order they
@@ -104,6 +114,12 @@ class Backend(Protocol):
     def evaluate(self, rng: random.Random) -> dict[str, float]:
         """Held-out metrics after the round (``heldout_acc`` at least; the sim also reports
         ``pseudo_label_acc`` and per-family accuracies as ``acc/<family>``)."""
+        ...
+
+    def truth(self, question: str) -> Truth | None:
+        """The question's true answer and skill where the world knows them, else None. Read for
+        the label accuracy a round records, the oracle reward (``solver.reward = "true_answer"``)
+        and ``challenger.known_questions_only``; never by the method itself."""
         ...
 
     def diagnostician(self) -> Diagnostician: ...

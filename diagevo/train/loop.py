@@ -54,6 +54,7 @@ from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, numbers
 from diagevo.train.config import Config
 from diagevo.train.folders import checkpoint_root
+from diagevo.train.labels import LABEL_FIELDS, audit_labels
 from diagevo.train.tracking import Tracker, open_tracker
 from diagevo.views.checkpoints import resume_checkpoint
 from diagevo.views.index import VectorIndex, kept_index_path
@@ -331,9 +332,11 @@ class Trainer:
         started = time.perf_counter()
         metrics = self.backend.evaluate(self.rng(t, "evaluate"))
         r.seconds["evaluate"] = time.perf_counter() - started
+        solver_stats = r.phases["solver"].stats if "solver" in r.phases else None
         rnd.commit(
             metrics,
             summary={
+                **{k: v for k, v in (solver_stats or {}).items() if k in LABEL_FIELDS},  # where the truth is known
                 "dedup_truncated": r.dedup_truncated(),
                 # the round's own figures in round.committed too (the ablation reads val_acc there)
                 "heldout_acc": metrics.get("heldout_acc"),
@@ -362,9 +365,19 @@ class Trainer:
                 lambda qs: self.backend.sample(qs, n, rng),
                 lam=self.cfg.reward.lam,
                 threshold=self.cfg.reward.cluster_distance_threshold,
+                parse=self.question_of,
             )
 
         return reward
+
+    def question_of(self, output: str) -> str | None:
+        """The question a challenger output holds (Appendix J's format), None for an invalid one:
+        malformed, or with ``challenger.known_questions_only`` one the world does not know."""
+        text = parse_question(output)
+        if text is None or not self.cfg.challenger.known_questions_only:
+            return text
+        known = self.backend.truth(text)
+        return text if known is not None and known.skill is not None else None
 
     def _generate_and_score(self, rnd: Round, r: _LoopState, reqs: list[Request]) -> None:
         t = r.t
@@ -372,7 +385,7 @@ class Trainer:
         outputs = self.backend.generate([q.generation_request() for q in reqs], self.rng(t, "generate"))
         candidates: list[tuple[Request, str]] = []
         for req, out in zip(reqs, outputs, strict=True):
-            text = parse_question(out)
+            text = self.question_of(out)
             if text is not None:  # a format-invalid output is not a candidate
                 candidates.append((req, text))
         self.progress("generate", len(reqs), len(reqs))
@@ -405,13 +418,17 @@ class Trainer:
         labels = [r.scored[q].pseudo_label for q in retained]
         if not retained:
             return {"questions": 0}
+        texts = [r.questions[q] for q in retained]
+        targets = list(labels)
+        if self.cfg.solver.reward == "true_answer":  # the oracle arm: the world's answer where it knows one
+            targets = [k.answer if (k := self.backend.truth(q)) is not None else lab for q, lab in zip(texts, labels)]
 
         def reward(i: int, responses: Sequence[str]) -> list[float]:
             # the same agreement that put responses in the label's class (p1): +1 exactly for those
-            return solver_rewards(responses, labels[i])
+            return solver_rewards(responses, targets[i])
 
         out = self.backend.train_solver(
-            [r.questions[q] for q in retained],
+            texts,
             reward,
             self.cfg.solver.group_size,
             self.rng(t, "solver"),
@@ -436,8 +453,10 @@ class Trainer:
                 )
         if failures:
             rnd.record_failures(failures)
+        labelled = audit_labels(texts, labels, out.responses, out.rewards, self.backend.truth)
         return {
             **out.stats,
+            **labelled.summary(),
             "failures": len(failures),
             **({"failures_capped": capped} if cap is not None else {}),
             **({"failures_blank": blank} if blank else {}),

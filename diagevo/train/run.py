@@ -46,12 +46,11 @@ def make_backend(config: Config) -> Backend:
         raise BackendUnavailable(
             'backend "hf" needs the hf extra', Install("hf"), aside=True, then=f": {exc}"
         ) from None
-    named = None
-    if config.hf.named_errors == "mini":
-        from diagevo.train.mini.world import MiniErrors
+    if config.hf.named_errors == "mini":  # the mini world: its named errors, and its questions' answers
+        from diagevo.train.mini.world import MiniErrors, truth
 
-        named = MiniErrors()
-    return HFBackend(config, config.train.seed, named_errors=named)
+        return HFBackend(config, config.train.seed, named_errors=MiniErrors(), truth=truth)
+    return HFBackend(config, config.train.seed)
 
 
 def default_run_id(config: Config) -> str:

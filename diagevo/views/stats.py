@@ -78,7 +78,16 @@ def commit_figures(ev: RoundCommitted) -> dict[str, float]:
     the trainer's ``summary``."""
     figures: dict[str, Any] = {"heldout_acc": ev.heldout_acc, "pseudo_label_acc": ev.pseudo_label_acc}
     figures.update(val_acc=ev.val_acc, **(ev.summary or {}))
-    return {k: float(v) for k, v in figures.items() if number(v) is not None and k.startswith(_SUMMARY_METRICS)}
+    out = {k: float(v) for k, v in figures.items() if number(v) is not None and k.startswith(_SUMMARY_METRICS)}
+    labels = {
+        "retained_label_acc": (ev.retained_label_acc, ev.retained_label_acc_by_skill),
+        "wrong_reward_share": (ev.wrong_reward_share, ev.wrong_reward_share_by_skill),
+    }
+    for name, (overall, by_skill) in labels.items():
+        if number(overall) is not None:
+            out[name] = float(overall)
+        out.update({f"{name}/{k}": float(v) for k, v in (by_skill or {}).items() if number(v) is not None})
+    return out
 
 
 def count_rounds(rows: Iterable[EventRow]) -> dict[int, dict[str, int]]:

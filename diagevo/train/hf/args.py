@@ -8,6 +8,9 @@ steps x 256 prompts, each seen once, and the solver takes as many steps as its r
 fill (a step's batch that the questions cannot fill is topped up with questions drawn again). The
 learning rate is constant (R-Zero's recipe: 1e-6, no warmup, no decay); every phase builds a
 fresh optimizer, as each R-Zero round starts a fresh training run from the merged checkpoint.
+A role's section can depart from that recipe, for a small model that a constant rate and a fresh
+Adam every few steps unlearn: its own learning rate, a decaying schedule over the phase or the
+whole run, one optimizer state kept across rounds (:mod:`diagevo.train.hf.optim`).
 """
 
 from __future__ import annotations
@@ -86,6 +89,33 @@ def step_order(plan: PhasePlan, rng: random.Random) -> list[int]:
     return order[: plan.rows]
 
 
+def role_learning_rate(cfg: Config, role: Role) -> float:
+    """The role's GRPO learning rate: its own section's, else ``grpo.learning_rate``."""
+    return cfg.role(role).learning_rate or cfg.grpo.learning_rate
+
+
+def own_optimizer(cfg: Config, role: Role) -> bool:
+    """Whether the backend builds the role's optimizer and schedule itself (one AdamW kept across
+    the rounds, or a schedule spanning the run) rather than TRL building both each phase."""
+    r = cfg.role(role)
+    return r.keep_optimizer or (r.lr_span == "run" and r.lr_scheduler != "constant")
+
+
+def lr_factor(kind: str, step: int, horizon: int) -> float:
+    """The share of the base learning rate at ``step`` of a schedule over ``horizon`` steps
+    (transformers' constant, linear and cosine schedules without warm-up)."""
+    if kind == "constant" or horizon <= 0:
+        return 1.0
+    done = min(1.0, step / horizon)
+    return 1.0 - done if kind == "linear" else 0.5 * (1.0 + math.cos(math.pi * done))
+
+
+def schedule_horizon(cfg: Config, plan: PhasePlan) -> int:
+    """The steps a decaying schedule spans: the phase's, or every round's (``lr_span = "run"``)."""
+    r = cfg.role(plan.role)
+    return cfg.train.rounds * r.max_steps if r.lr_span == "run" else plan.steps
+
+
 def attention(cfg: Config) -> str:
     """The attention implementation a role loads with: the config's on CUDA (FlashAttention 2 in
     the paper's configs), SDPA on a CPU, where FlashAttention does not exist."""
@@ -99,15 +129,16 @@ def grpo_kwargs(cfg: Config, plan: PhasePlan, output_dir: Path | str, seed: int 
     """Keyword arguments of ``trl.GRPOConfig`` for one phase: Table 7 (shared) and Table 8 (per
     step: a generation batch of ``prompts_per_step`` x G completions is exactly one optimizer step,
     split into ``per_device``-completion micro-batches)."""
-    g, h = cfg.grpo, cfg.hf
+    g, h, r = cfg.grpo, cfg.hf, cfg.role(plan.role)
     cpu = h.device == "cpu"
     kwargs: dict[str, Any] = {
         "output_dir": str(output_dir),
-        "learning_rate": g.learning_rate,
-        "lr_scheduler_type": "constant",  # R-Zero: 1e-6 throughout, no warmup, no decay
+        "learning_rate": role_learning_rate(cfg, plan.role),
+        "lr_scheduler_type": r.lr_scheduler,  # R-Zero: constant, 1e-6 throughout, no warmup, no decay
         "warmup_steps": 0,
         "weight_decay": g.weight_decay,
         "beta": g.kl_beta,
+        "loss_type": g.loss_type,
         "temperature": g.temperature,
         "top_p": g.top_p,
         "num_generations": plan.group,
@@ -223,6 +254,8 @@ def _phase_summary(cfg: Config, plan: PhasePlan, kwargs: dict[str, Any]) -> dict
         "steps": plan.steps,
         "scheduler": (
             f"{kwargs['lr_scheduler_type']}, learning rate {kwargs['learning_rate']:g}, warmup {kwargs['warmup_steps']}"
+            + (f", over {schedule_horizon(cfg, plan)} steps of the run" if cfg.role(plan.role).lr_span == "run" else "")
+            + (", one optimizer kept across the rounds" if cfg.role(plan.role).keep_optimizer else "")
         ),
         "attention": attention(cfg),
         "per_device_completions": plan.per_device,

@@ -24,7 +24,7 @@ import os
 import random
 import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,13 +47,15 @@ from diagevo.generation.vllm_platform import current_platform
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.text.parsing import file_lines, loads
-from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound, numbers
+from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound, Truth, numbers
 from diagevo.train.hf.args import (
     PhasePlan,
     attention,
     engine_decisions,
     grpo_kwargs,
+    own_optimizer,
     phase_plan,
+    schedule_horizon,
     step_order,
     vllm_kwargs,
 )
@@ -66,6 +68,7 @@ from diagevo.train.hf.distributed import (
     rank,
     whole_weights,
 )
+from diagevo.train.hf.optim import RoleOptimizer, load_state, optimizers, save_state
 from diagevo.train.hf.vllm_share import ServerClient, shared_with_trl
 
 # torch, transformers and TRL load in the methods that use them: every module of the package
@@ -173,13 +176,20 @@ class HFBackend:
     checkpoints_are_models = True  # model weights: train.keep_checkpoints prunes them
 
     def __init__(
-        self, config: Config, seed: int, embedder: Embedder | None = None, named_errors: NamedErrors | None = None
+        self,
+        config: Config,
+        seed: int,
+        embedder: Embedder | None = None,
+        named_errors: NamedErrors | None = None,
+        truth: Callable[[str], Truth | None] | None = None,
     ) -> None:
         """``named_errors``: the world's named errors the heuristic diagnostician words failures
         by (:func:`diagevo.train.run.make_backend` gives the mini world's for ``hf.named_errors =
-        "mini"``); None: by where a failure departs from its reference."""
+        "mini"``); None: by where a failure departs from its reference. ``truth``: the world's
+        answers to its questions, where it knows them (the mini world's); None: unknown."""
         quiet_libraries()
         self.named_errors = named_errors
+        self._truth = truth
         if config.hf.torch_threads is not None:
             import torch
 
@@ -200,6 +210,10 @@ class HFBackend:
         self._version: dict[Role, int] = {"challenger": 0, "solver": 0}  # bumped whenever a policy changes
         self._in_phase = False  # inside a GRPO phase the optimizer owns the GPU between rollouts
         self._steps: list[tuple[int, dict[str, float]]] = []  # the last phase's TRL rows (step, row)
+        # each role's optimizer steps in the run, and its optimizer where one is kept across rounds
+        self._optim: dict[Role, RoleOptimizer] = {"challenger": RoleOptimizer(), "solver": RoleOptimizer()}
+        if any(config.role(r).keep_optimizer for r in self._optim) and config.hf.num_processes > 1:
+            raise BadInput("keep_optimizer keeps one process's AdamW state: set hf.num_processes = 1 or leave it off")
         self.leading = False  # rank 0 of a launch: each collective phase is announced to the followers
 
     # ------------------------------------------------------------------ models
@@ -413,6 +427,13 @@ class HFBackend:
                             steps.append((int(state.global_step), row))
 
             reward.__name__ = f"{role}_reward"
+            held = self._optim[role]
+            pair = (None, None)
+            if own_optimizer(self.config, role):  # the role's section departs from a fresh TRL run per phase
+                r = self.config.role(role)
+                pair = optimizers(
+                    held, model, args, r.lr_scheduler, schedule_horizon(self.config, plan), r.keep_optimizer
+                )
             with shared_with_trl(engine, server):  # TRL takes this process's engine, builds none
                 trainer = GRPOTrainer(
                     model=model,
@@ -421,6 +442,7 @@ class HFBackend:
                     train_dataset=Dataset.from_list(rows),
                     processing_class=tok,
                     callbacks=[Tick()],
+                    optimizers=pair,
                 )
             for quiet in (PrinterCallback, ProgressCallback):  # nothing below cli/ prints
                 trainer.remove_callback(quiet)
@@ -431,6 +453,7 @@ class HFBackend:
             finally:
                 self._in_phase = False
             stats = grpo_stats(trainer.state.log_history)
+            held.steps += int(trainer.state.global_step)
             self._steps = steps
             stats["steps"] = float(trainer.state.global_step)
             stats["prompts_per_step"] = float(plan.prompts_per_step)
@@ -510,6 +533,9 @@ class HFBackend:
             **{f"heldout_acc/{s}": sum(r) / len(r) for s, r in by_skill.items()},
         }
 
+    def truth(self, question: str) -> Truth | None:
+        return self._truth(question) if self._truth is not None else None
+
     # ------------------------------------------------------------------ diagnosis
 
     def embedder(self) -> Embedder:
@@ -537,6 +563,8 @@ class HFBackend:
         for role in ("challenger", "solver"):
             self.model(role).save_pretrained(path / role)
             self._tokenizers[role].save_pretrained(path / role)
+            if own_optimizer(self.config, role):  # where the backend owns it: its steps, its kept state
+                save_state(self._optim[role], path / role)
 
     def load(self, path: Path) -> None:
         self._announce(Command("load", self.config, path=str(path)))
@@ -546,3 +574,4 @@ class HFBackend:
                 raise BadInput(f"{path}: not an hf checkpoint (no {role}/config.json)")
             self.sources[role] = d
             self._load_role(role, d)
+            self._optim[role] = load_state(d)

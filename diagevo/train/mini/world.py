@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from diagevo.curriculum.answers import extract_answer
+from diagevo.train.backend import Truth
 
 _QUESTION = re.compile(r"^(\d{1,2})([-+*%])(\d{1,2})=$")
 _DATA = Path(__file__).with_name("world.json")
@@ -75,7 +76,9 @@ def skill_of(question: str) -> str | None:
         return None
     a, op, b = p
     if op == "+":
-        return "add_c" if a % 10 + b % 10 >= 10 else "add_nc"
+        if a % 10 + b % 10 >= 10:
+            return "add_c"
+        return "add_nc" if a + b < 100 else None  # a carry into the hundreds only: no skill of the world
     if op == "-":
         if a <= b:
             return None
@@ -168,6 +171,15 @@ def name_failure(q: str, response: str, pseudo_label: str) -> Cause | None:
         ),
     }
     return rules[skill]
+
+
+def truth(question: str) -> Truth | None:
+    """A question's true answer and skill (None: a sum, difference, product or remainder outside
+    the world's skills, whose answer is still known); None for a text that is no such question."""
+    p = parse(question)
+    if p is None or (p[1] == "%" and p[2] == 0):
+        return None
+    return Truth(answer(question), skill_of(question))
 
 
 class MiniErrors:

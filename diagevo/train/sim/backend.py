@@ -27,13 +27,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from diagevo.curriculum.answers import extract_answer
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.tools import embedder_for, llm_diagnostician
 from diagevo.errors import BadInput
 from diagevo.files.written import write_replacing
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.runtime.progress import ProgressFn, no_progress
-from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound
+from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound, Truth
+from diagevo.train.sim import text as tx
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician
 from diagevo.train.sim.families import families, variants_of
@@ -178,6 +180,14 @@ class SimBackend:
 
     def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
         return [self._respond(text, n, rng)[2] for text in questions]
+
+    def truth(self, question: str) -> Truth | None:
+        """A question the world wrote: its answer as a response boxes it, and its family (a
+        stitched question's first part's, as held-out accuracy groups it)."""
+        q = self.registry.lookup(question)
+        if q is None:
+            return None
+        return Truth(extract_answer(tx.boxed(q.answer)) or str(q.answer), q.parts[0].family)
 
     def train_solver(
         self,
