@@ -57,15 +57,26 @@ def mini(
         list[str] | None, typer.Option("--skill", help="Only these skills of the mini world (default: all six).")
     ] = None,
     threads: Annotated[int, typer.Option("--threads", min=1, help="Torch threads while building.")] = 1,
+    mix: Annotated[
+        list[str] | None,
+        typer.Option("--mix", help="SKILL=WEIGHT: a skill's warm-up weight in place of world.json's (repeatable)."),
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Build the mini world's pair: a 0.8M-parameter character-level Qwen3 warmed up on answer-only
     arithmetic, some skills weak on purpose (a fixed step count, on one CPU thread)."""
+    weights = []
+    for item in mix or []:
+        skill, _, weight = item.partition("=")
+        try:
+            weights.append((skill.strip(), float(weight)))
+        except ValueError:
+            raise BadInput(f"--mix: expected SKILL=WEIGHT, not {item!r}") from None
     try:
-        given = {"steps": steps, "skills": tuple(skills) if skills else None}
+        given = {"steps": steps, "skills": tuple(skills) if skills else None, "mix": tuple(weights) or None}
         spec = MiniSpec(seed=seed, threads=threads, **{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
     except ValueError as exc:
-        raise BadInput(f"--skill: {exc}") from None
+        raise BadInput(f"--{'mix' if 'mix weight' in str(exc) else 'skill'}: {exc}") from None
     with progress_for(console, enabled=not json) as progress:
         report = build_mini(out, spec, progress)
     if json:

@@ -55,12 +55,23 @@ class MiniSpec:
     seed: int = 0
     threads: int = 1
     probes: int = 24  # challenger samples per cause (and per skill, free) when measuring targeting
+    mix: tuple[tuple[str, float], ...] = ()  # (skill, weight) in place of world.json's warm-up weight
 
     def __post_init__(self) -> None:
         known = w.world().skills
         bad = [s for s in self.skills if s not in known]
         if bad or not self.skills:
             raise ValueError(f"skills must be some of {sorted(known)}, not {list(self.skills)}")
+        for skill, weight in self.mix:
+            if skill not in self.skills or not weight > 0:
+                raise ValueError(
+                    f"a mix weight is SKILL=W, W > 0, SKILL one of {list(self.skills)}, not {skill}={weight}"
+                )
+
+    def weights(self) -> list[float]:
+        """Each skill's warm-up weight: the mix given, else world.json's."""
+        given = dict(self.mix)
+        return [given.get(s, w.world().skills[s][1]) for s in self.skills]
 
 
 @dataclass
@@ -188,7 +199,7 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
             positions=spec.positions,
         )
         rng = random.Random(spec.seed)
-        weights = [w.world().skills[s][1] for s in pools]
+        weights = spec.weights()
 
         def batch(step: int) -> dict[str, Any]:
             """A fresh batch from the pools every step; the loss on the completion and the end token."""
