@@ -329,6 +329,9 @@ def ablate(
     out: Annotated[Path, typer.Option("--out", help="SQLite file for the ablation runs.")] = Path("runs/ablate.db"),
     variants: Annotated[list[str] | None, typer.Option("--variant", help="Only these variants.")] = None,
     worlds: Annotated[list[str] | None, typer.Option("--world", help="Only these world settings.")] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", min=1, help="Cells trained at once, each in its own process (default: 1).")
+    ] = 1,
     json: JsonOpt = False,
     set_: SetOpt = None,
 ) -> None:
@@ -355,7 +358,9 @@ def ablate(
         def tick(name: str, done: int, _total: int | None) -> None:
             progress.update(task, completed=done, description=plain(name))
 
-        results = run_ablation(path, list(set_ or []), f"sqlite:///{out}", seeds, rounds, picked_v, picked_w, tick)
+        results = run_ablation(
+            path, list(set_ or []), f"sqlite:///{out}", seeds, rounds, picked_v, picked_w, tick, jobs=jobs
+        )
     if json:
         emit_json(results)
         return

@@ -193,6 +193,24 @@ def test_ablate_runs_variants_and_reports(tmp_path: Path, capsys: pytest.Capture
     assert code == 1 and "unknown variant" in err
 
 
+def test_ablate_jobs_train_the_cells_in_processes_to_the_same_results(tmp_path: Path) -> None:
+    """``--jobs 2``: the cells train in two processes against one log, then are read as one at a
+    time reads them: the same runs, the same events, the same results."""
+    from diagevo.log import open_log
+    from diagevo.train.ablate import run_ablation
+
+    args = (["full", "pure free"], ["all on"], lambda *_: None)
+    overrides = [s for s in SMALL if s != "--set"]
+    one = run_ablation(None, overrides, f"sqlite:///{tmp_path / 'one.db'}", 2, 1, *args)
+    two = run_ablation(None, overrides, f"sqlite:///{tmp_path / 'two.db'}", 2, 1, *args, jobs=2)
+    assert one == two
+    logs = []
+    for name in ("one", "two"):
+        with open_log(f"sqlite:///{tmp_path / name}.db") as store:
+            logs.append({run: [(e.type, e.event_id) for e in store.read(run)] for run in sorted(store.runs())})
+    assert logs[0] == logs[1] and len(logs[0]) == 4
+
+
 def test_ablate_selects_the_round_on_validation_not_on_held_out() -> None:
     from diagevo.train.ablate import _summary
 

@@ -97,6 +97,54 @@ def _summary(variant: str, curves: list[list[float]], val_curves: list[list[floa
     }
 
 
+def cell_overrides(overrides: list[str], world: str, variant: str, seed: int, rounds: int, out_dir: Path) -> list[str]:
+    """The config of one (world, variant, seed) cell: the command's overrides, the world's, the
+    variant's, and the cell's seed, rounds, run id and checkpoint folder."""
+    return [
+        *overrides,
+        *([] if world == CONFIGURED else WORLDS[world]),
+        *VARIANTS[variant],
+        f"train.seed={seed}",
+        f"train.rounds={rounds}",
+        f'train.run="{cell_run(world, variant, seed)}"',
+        f'train.out_dir="{out_dir}"',
+    ]
+
+
+def cell_run(world: str, variant: str, seed: int) -> str:
+    return f"ablate/{world}/{variant}/s{seed}"
+
+
+def train_cell(config: Path | None, overrides: list[str], db: str, rounds: int, run: str) -> None:
+    """Train one cell to ``rounds`` (skipped when finished, resumed when stopped): what each
+    process of ``--jobs`` runs, against the shared log."""
+    cfg = load_config(config, overrides)
+    with open_log(db) as store:
+        if len(heldout_curve(store, run)) < rounds:
+            train(cfg, store, resume=run in store.runs(), rounds=rounds)
+
+
+def train_cells_in_parallel(
+    config: Path | None,
+    cells: list[tuple[str, list[str]]],
+    db: str,
+    rounds: int,
+    jobs: int,
+    tick: Callable[[str, int, int | None], None],
+) -> None:
+    """Train (run, overrides) cells in ``jobs`` processes at once (each a cell at a time, its own
+    connection to the log; a run's lease keeps two processes off one run). For a machine with
+    more cores than one cell uses: the mini world's cells take one torch thread each."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(train_cell, config, o, db, rounds, run): run for run, o in cells}
+        for done, future in enumerate(as_completed(futures), 1):
+            future.result()  # a cell's error is the command's
+            tick(futures[future], done, len(cells))
+
+
 def run_ablation(
     config: Path | None,
     overrides: list[str],
@@ -106,6 +154,7 @@ def run_ablation(
     variants: list[str],
     worlds: list[str],
     tick: Callable[[str, int, int | None], None],
+    jobs: int = 1,
 ) -> dict[str, list[dict[str, Any]]]:
     """Run every (world, seed, variant); held-out and validation accuracy per round come from the log, the
     per-round dynamics (question length and diversity, skill coverage, lifecycle, pseudo-label
@@ -114,13 +163,21 @@ def run_ablation(
 
     Each (world, variant, seed) is one run of the log: a finished one is skipped, a stopped one
     resumed where its log and checkpoints left it, so the command may be stopped at any moment
-    and run again."""
+    and run again. With ``jobs`` > 1 the cells train in that many processes first, then are read."""
     total = len(worlds) * len(variants) * seeds
     done = 0
     reference = next((v for v in REFERENCES if v in variants), variants[0])
     results: dict[str, list[dict[str, Any]]] = {}
     out_dir = Path(db.removeprefix("sqlite:///")).parent / "ablate-ckpt"
     sim = load_config(config, overrides).train.backend == "sim"
+    if jobs > 1:
+        cells = [
+            (cell_run(w, v, s), cell_overrides(overrides, w, v, s, rounds, out_dir))
+            for w in worlds
+            for s in range(seeds)
+            for v in variants
+        ]
+        train_cells_in_parallel(config, cells, db, rounds, jobs, tick)
     with open_log(db) as store:
         for world in worlds:
             curves: dict[str, list[list[float]]] = {v: [] for v in variants}
@@ -130,20 +187,9 @@ def run_ablation(
                 runs: dict[str, str] = {}
                 ref_cfg = None
                 for variant in variants:
-                    run = f"ablate/{world}/{variant}/s{seed}"
+                    run = cell_run(world, variant, seed)
                     tick(f"{world[:14]} | {variant} | seed {seed}", done, total)
-                    cfg = load_config(
-                        config,
-                        [
-                            *overrides,
-                            *([] if world == CONFIGURED else WORLDS[world]),
-                            *VARIANTS[variant],
-                            f"train.seed={seed}",
-                            f"train.rounds={rounds}",
-                            f'train.run="{run}"',
-                            f'train.out_dir="{out_dir}"',
-                        ],
-                    )
+                    cfg = load_config(config, cell_overrides(overrides, world, variant, seed, rounds, out_dir))
                     curve = heldout_curve(store, run)
                     if len(curve) < rounds:  # a finished run is skipped, a stopped one resumed
                         train(cfg, store, resume=run in store.runs(), rounds=rounds)
