@@ -29,7 +29,7 @@ from diagevo.results import JsonRow
 from diagevo.text.words import plural
 from diagevo.views import queries
 from diagevo.views.follow import follow_stats, follow_steps
-from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, is_family_detail, metric_columns
+from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, LABEL_FIGURES, is_family_detail, metric_columns
 
 STATS_COLUMNS = {
     "round": "t",
@@ -47,16 +47,20 @@ STATS_COLUMNS = {
     "merges": "merge",
     "failed_diagnoses": "dx fail",
     "heldout_acc": "held-out",
+    "retained_label_acc": "kept lab",
+    "wrong_reward_share": "wrong+",
     "ckpt_mb": "ckpt MB",
     "disk_mb": "disk MB",
 }
 # what a narrow terminal keeps, most important first: the round, its scores (held-out accuracy,
-# every metric by name, the benchmarks), the schedule and the memory, then what the round did
-# (the counted columns, in their order); per-family accuracies (acc/FAMILY) last
+# every metric by name, the benchmarks, the label figures), the schedule and the memory, then what
+# the round did (the counted columns, in their order); per-family figures (acc/FAMILY and the label
+# figures by skill) last
 _KEPT_FIRST = (
     "round",
     "heldout_acc",
     "*",
+    *LABEL_FIGURES,
     "F",
     "epsilon_next",
     "active",
@@ -77,6 +81,8 @@ _LEGEND = {
     "dx fail": "failures whose diagnosis failed",
     "ckpt MB": "checkpoints written in the round",
     "disk MB": "of those, still on disk",
+    "kept lab": "retained questions whose pseudo-label is right",
+    "wrong+": "positive rewards on wrong answers",
 }
 """What the abbreviated headers of ``memory stats`` mean (said under the table for those shown)."""
 
@@ -84,7 +90,7 @@ _LEGEND = {
 def stats_columns(rows: Sequence[JsonRow], metrics: Sequence[str]) -> tuple[list[str], list[str], list[int]]:
     """The columns of the ``memory stats`` table in their order, their headers, and their indices
     in the order a narrow terminal keeps them (:data:`_KEPT_FIRST`)."""
-    named = [m for m in metrics if m != "heldout_acc"]
+    named = [m for m in metrics if m not in STATS_COLUMNS]  # held-out accuracy and the label figures: named above
     cols = [c for c in STATS_COLUMNS if rows and any(c in r for r in rows)] + named
     heads = [STATS_COLUMNS.get(c, c) for c in cols]  # a metric under its own name, as --json has it
     rank = {c: i for i, c in enumerate(_KEPT_FIRST)}

@@ -74,48 +74,61 @@ ROUND_LEGEND = {
     "prom": "promotions",
     "react": "reactivations",
     "acc": "held-out accuracy",
+    "kept lab": "retained questions whose pseudo-label is right",
+    "wrong+": "positive rewards on wrong answers",
 }
+LABEL_HEADS = {"retained_label_acc": "kept lab", "wrong_reward_share": "wrong+"}
+"""The label figures' columns, after ``label acc`` (and after it in importance), where any round
+has them: a world that knows no truth (the hf backend on a world of real models) has none, and
+its table none of these columns."""
 
 
 def print_round_table(reports: list[Any]) -> None:
     """After each round: what it retained, diagnosed and changed, and the held-out metrics; the
     columns that do not fit the terminal are left out whole and named, never cut to ``8…``."""
+    labels = [k for k in LABEL_HEADS if any(_number(r.stats.get(k)) is not None for r in reports)]
+    at = ROUND_HEADS.index("label acc") + 1
+    heads = [*ROUND_HEADS[:at], *(LABEL_HEADS[k] for k in labels), *ROUND_HEADS[at:]]
     rows = []
     for r in reports:
         s = r.stats  # the round's row of `memory stats`
-        rows.append(
-            [
-                str(r.round),
-                f"{s['retained']}/{s['questions']}",
-                str(s["failures"]),
-                str(s["new_causes"]),
-                str(s["promotions"]),
-                str(s["reactivations"]),
-                str(s["merges"]),
-                str(s["F"]),
-                f"{s['epsilon_next']:.3f}",
-                _metric(r.metrics, "heldout_acc"),
-                _metric(r.metrics, "pseudo_label_acc"),
-                f"{sum(r.seconds.values()):.1f}",
-            ]
-        )
-    priority = [ROUND_HEADS.index(h) for h in ROUND_KEPT_FIRST]
+        row = [
+            str(r.round),
+            f"{s['retained']}/{s['questions']}",
+            str(s["failures"]),
+            str(s["new_causes"]),
+            str(s["promotions"]),
+            str(s["reactivations"]),
+            str(s["merges"]),
+            str(s["F"]),
+            f"{s['epsilon_next']:.3f}",
+            _metric(r.metrics, "heldout_acc"),
+            _metric(r.metrics, "pseudo_label_acc"),
+            f"{sum(r.seconds.values()):.1f}",
+        ]
+        rows.append([*row[:at], *(_metric(s, k) for k in labels), *row[at:]])
+    at = ROUND_KEPT_FIRST.index("label acc") + 1
+    kept_first = [*ROUND_KEPT_FIRST[:at], *(LABEL_HEADS[k] for k in labels), *ROUND_KEPT_FIRST[at:]]
     print_fitted(
         console,
-        ROUND_HEADS,
+        heads,
         rows,
         title="rounds",
         legend=ROUND_LEGEND,
-        priority=priority,
+        priority=[heads.index(h) for h in kept_first],
         see_all="memory stats --wide has them all",
     )
 
 
-def _metric(metrics: dict[str, float], key: str) -> str:
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
+
+
+def _metric(metrics: dict[str, Any], key: str) -> str:
     """A round's metric, or a dash where the backend has none (the hf backend knows no true
     answers, so no pseudo-label accuracy)."""
-    value = metrics.get(key)
-    return "–" if value is None or value != value else f"{value:.3f}"
+    value = _number(metrics.get(key))
+    return "–" if value is None else f"{value:.3f}"
 
 
 def preflight_verdicts(cfg: Any, db_url: str) -> dict[str, dict[str, str]]:

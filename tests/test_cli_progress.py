@@ -100,3 +100,58 @@ def test_the_round_table_leaves_columns_out_whole_at_80_columns(monkeypatch: pyt
     shown = next(line.split() for line in lines if line.strip().startswith("t "))
     assert "merge" in left_out and "merge" not in shown and "memory stats --wide" in left_out
     assert ("react: reactivations" in out.getvalue()) == ("react" in shown)
+
+
+def _round_table(monkeypatch: pytest.MonkeyPatch, width: int, labelled: bool) -> str:
+    """The round table of two paper-sized rounds at ``width`` columns, the second with the
+    label figures where ``labelled`` (the first never: a resumed run's earlier round)."""
+    from diagevo.cli import train as train_cli
+    from diagevo.cli.safe import make_console
+    from diagevo.train.loop import RoundReport
+
+    out = io.StringIO()
+    monkeypatch.setattr(train_cli, "console", make_console(file=out, width=width))
+    counts = {"retained": 51, "questions": 80, "failures": 40, "new_causes": 11, "promotions": 1}
+    counts |= {"reactivations": 3, "merges": 4, "F": 80, "epsilon_next": 0.25}
+    labels = {"retained_label_acc": 0.8, "wrong_reward_share": 0.05} if labelled else {}
+    reports = [
+        RoundReport(1, counts, {"heldout_acc": 0.5, "pseudo_label_acc": 0.75}, {"solver": 2.0}),
+        RoundReport(2, {**counts, **labels}, {"heldout_acc": 0.625, "pseudo_label_acc": 0.875}, {"solver": 3.0}),
+    ]
+    train_cli.print_round_table(reports)
+    return out.getvalue()
+
+
+def test_the_round_table_shows_the_label_figures_where_a_round_has_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diagevo.cli import train as train_cli
+
+    out = _round_table(monkeypatch, 200, labelled=True)
+    heads = next(line for line in out.splitlines() if line.strip().startswith("t "))
+    assert heads.split() == [
+        *("t", "kept", "fail", "new", "prom", "react", "merge", "F_t", "ε_t+1", "acc", "label", "acc"),
+        *("kept", "lab", "wrong+", "s"),
+    ]
+    rows = [line.split() for line in out.splitlines() if line.strip()[:2] in ("1 ", "2 ")]
+    assert rows[0][-4:] == ["0.750", "–", "–", "2.0"]  # a round without them: a dash
+    assert rows[1][-4:] == ["0.875", "0.800", "0.050", "3.0"]
+    said = " ".join(out.split())  # the legend, wrapped at the terminal
+    assert "kept lab: retained questions whose pseudo-label is right" in said
+    assert "wrong+: positive rewards on wrong answers" in said
+    # a world that knows no truth: the table as it always was, and no word of the figures
+    out = _round_table(monkeypatch, 200, labelled=False)
+    heads = next(line for line in out.splitlines() if line.strip().startswith("t "))
+    assert heads.split() == " ".join(train_cli.ROUND_HEADS).split()
+    assert "kept lab" not in out and "wrong+" not in out
+
+
+def test_a_narrow_round_table_keeps_the_label_figures_after_label_accuracy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns the columns are kept in the order of importance, the label figures right
+    after the pseudo-label accuracy: the overall label accuracy before the merges."""
+    out = _round_table(monkeypatch, 80, labelled=True)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    shown = next(line for line in out.splitlines() if line.strip().startswith("t ")).split()
+    left_out = next(line for line in out.splitlines() if line.startswith("left out to fit 80 columns: "))
+    assert {"acc", "label", "kept", "lab"} <= set(shown) and "merge" in left_out and "merge" not in shown
+    assert ("wrong+" in shown) != ("wrong+" in left_out)
+    said = " ".join(out.split())
+    assert ("wrong+: positive rewards" in said) == ("wrong+" in shown)  # the legend: only what is shown

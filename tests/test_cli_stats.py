@@ -248,3 +248,122 @@ def test_report_of_one_run_is_unchanged_by_the_comparison(
     )
     assert_one_line_error(code, err, "nope")
     assert not (tmp_path / "x.html").exists()
+
+
+SKILL = "[red]x\x1b[2J"  # a skill name from the world's data: text, never markup or a control
+
+
+def labelled_run(run: str = "lab", scale: float = 1.0) -> Log:
+    """Two committed rounds whose commits carry the label figures, overall and by skill (what
+    the loop records where the world knows the truth), and the pseudo-label accuracy; and a
+    trainer's metric by name."""
+    log = Log(run)
+    for q, acc, wrong in (("q1", 0.75, 0.125), ("q2", 0.875, 0.25)):
+        log.question(q, 0.5)
+        log.add("eval.recorded", acc=0.25)
+        log.commit(
+            heldout_acc=0.5,
+            pseudo_label_acc=0.625,
+            retained_label_acc=acc * scale,
+            retained_label_acc_by_skill={"add": 1.0, SKILL: 0.5},
+            wrong_reward_share=wrong * scale,
+            wrong_reward_share_by_skill={"add": 0.0, SKILL: 0.375},
+        )
+    return log
+
+
+def test_the_label_figures_are_columns_and_their_skills_detail(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest(capsys, tmp_path, db, labelled_run())
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli(capsys, "memory", "stats", "--db", db)
+    assert code == 0, err
+    heads = next(line for line in out.splitlines() if line.lstrip().startswith("t "))
+    assert "kept lab" in heads and "wrong+" in header(out)
+    assert not {"retained_label_acc", "wrong_reward_share"} & set(header(out))  # named once, short
+    column = {name: heads.index(name) + len(name) for name in ("kept lab", "wrong+")}  # right-aligned
+    row2 = next(line for line in out.splitlines() if line.split()[:1] == ["2"])
+    assert row2[: column["kept lab"]].endswith("0.875") and row2[: column["wrong+"]].endswith("0.250")
+    said = " ".join(out.split())
+    assert "kept lab: retained questions whose pseudo-label is right" in said
+    assert "wrong+: positive rewards on wrong answers" in said
+    # by skill: detail, kept last, as acc/FAMILY is; at 80 columns left out before the schedule
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, "memory", "stats", "--db", db)
+    assert {"kept", "lab", "wrong+", "F_t", "ε_t+1"} <= set(header(out))
+    assert "retained_label_acc/add" in out.split("left out to fit 80 columns:")[1]
+    code, out, _ = run_cli(capsys, "memory", "stats", "--db", db, "--wide")
+    assert code == 0 and "retained_label_acc/add" in out and "wrong_reward_share/[red]x\\x1b[2J" in out
+    assert "\x1b" not in out
+    data = json.loads(run_cli(capsys, "memory", "stats", "--db", db, "--json")[1])
+    assert [r["retained_label_acc"] for r in data["rounds"]] == [0.75, 0.875]
+    assert [r["wrong_reward_share"] for r in data["rounds"]] == [0.125, 0.25]
+    assert [r[f"wrong_reward_share/{SKILL}"] for r in data["rounds"]] == [0.375, 0.375]
+
+
+def test_a_run_without_the_label_figures_has_no_such_column(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest(capsys, tmp_path, db, metric_run())
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli(capsys, "memory", "stats", "--db", db, "--wide")
+    assert code == 0, err
+    assert "kept lab" not in out and "wrong+" not in out
+
+
+def test_the_report_shows_the_label_figures_overall(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rounds table and Fig. 3c: the two overall figures (not the skills'); a line each on
+    the pseudo-label chart; none of them for a run without them."""
+    from xml.etree import ElementTree
+
+    from diagevo.log import open_log
+    from diagevo.report.data import load_run
+    from diagevo.report.html import render
+
+    ingest(capsys, tmp_path, db, labelled_run(), "a.jsonl")
+    ingest(capsys, tmp_path, db, metric_run(), "b.jsonl")
+    with open_log(db, readonly=True) as store:
+        data, plain_run = load_run(store, "lab"), load_run(store, "r1")
+    assert [(r["retained_label_acc"], r["wrong_reward_share"]) for r in data.rounds] == [(0.75, 0.125), (0.875, 0.25)]
+    assert not any("/" in c for c in data.rounds[0])  # the skills' detail stays in memory stats --json
+    assert data.metrics == ["acc"]  # "every other metric": not these again
+    assert "retained_label_acc" not in plain_run.rounds[0] and "wrong_reward_share" not in plain_run.rounds[0]
+    html = render(data, db, lambda *args: " ".join(["diagevo", *args]))
+    rounds = html[html.index('<section id="rounds">') :]
+    rounds = rounds[: rounds.index("</section>")].replace(' class=""', "")
+    assert 'title="retained_label_acc"' in rounds and 'title="wrong_reward_share"' in rounds
+    assert "<td>0.875</td>" in rounds and "<td>0.250</td>" in rounds and "[red]" not in rounds
+    figure = html[html.index('data-chart="pseudo-labels"') :]
+    svg = ElementTree.fromstring(figure[figure.index("<svg") : figure.index("</svg>") + len("</svg>")])
+    legend = {t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")}
+    assert {
+        "pseudo-label accuracy",
+        "retained questions whose pseudo-label is right",
+        "positive rewards on wrong answers",
+    } <= legend
+    plain_html = render(plain_run, db, lambda *args: " ".join(["diagevo", *args]))
+    assert "retained_label_acc" not in plain_html and "wrong answers" not in plain_html
+
+
+def test_the_comparison_shows_the_label_figures_overall(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ingest(capsys, tmp_path, db, labelled_run("a"), "a.jsonl")
+    ingest(capsys, tmp_path, db, labelled_run("b", scale=0.5), "b.jsonl")
+    out = tmp_path / "compare.html"
+    code, stdout, err = run_cli(capsys, "report", "--db", db, "--run", "a", "--run", "b", "-o", str(out), "--json")
+    assert code == 0, err
+    metrics = json.loads(stdout)["metrics"]
+    assert metrics == ["heldout_acc", "pseudo_label_acc", "retained_label_acc", "wrong_reward_share", "acc"]
+    html = out.read_text(encoding="utf-8")
+    charts = set(re.findall(r'data-chart="([^"]+)"', html))
+    assert {"compare-retained_label_acc", "compare-wrong_reward_share"} <= charts
+    assert not any(c.startswith(("compare-retained_label_acc/", "compare-wrong_reward_share/")) for c in charts)
+    summary = html[html.index('<section id="runs">') : html.index('<section id="curves">')]
+    summary = summary.replace(' class=""', "").replace(' class="l"', "")
+    # each run's last round: 0.875 and 0.25, and half of them
+    assert all(f"<td>{v}</td>" in summary for v in ("0.875", "0.250", "0.438", "0.125"))
+    assert "[red]" not in summary

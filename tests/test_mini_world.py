@@ -11,6 +11,7 @@ from diagevo.diagnosis.heuristic import NAMED_MODEL, HeuristicDiagnostician
 from diagevo.diagnosis.interface import ExtractionInput, NodeView
 from diagevo.diagnosis.static import StaticEmbedder
 from diagevo.memory.sampler import GenerationRequest
+from diagevo.train.backend import Truth
 from diagevo.train.mini import world as w
 
 SKILLS = ("add_nc", "add_c", "sub_nb", "sub_b", "mul", "mod")
@@ -36,6 +37,29 @@ def test_a_question_s_skill_and_answer_come_from_its_digits(question: str, skill
 @pytest.mark.parametrize("text", ["47-83=", "47+38", "7*8=", "what is 2+2?", "83%1=", ""])
 def test_anything_else_is_no_question_of_the_world(text: str) -> None:
     assert w.skill_of(text) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "skill"),
+    [
+        ("47+38=", "85", "add_c"),
+        ("51+66=", "117", None),  # no carry in the units, a sum over 100: none of the world's skills
+        ("79-86=", "-7", None),  # below zero: none of the world's skills
+        ("83%7=", "6", "mod"),
+    ],
+)
+def test_the_truth_of_a_question_is_its_answer_and_skill(question: str, answer: str, skill: str | None) -> None:
+    assert w.truth(question) == Truth(answer, skill)
+
+
+@pytest.mark.parametrize("text", ["what is 2+2?", "47+38", "47/38=", "83%0=", ""])
+def test_a_text_that_is_no_question_has_no_truth(text: str) -> None:
+    assert w.truth(text) is None
+
+
+def test_a_sum_carried_into_the_hundreds_only_is_no_skill_of_the_world() -> None:
+    assert w.skill_of("51+66=") is None and w.skill_of("41+58=") == "add_nc"  # 99: still add_nc
+    assert "51+66=" not in w.pool("add_nc") and "51+66=" not in w.pool("add_c")
 
 
 def test_every_pool_holds_its_own_skill_only_and_the_skills_do_not_share_questions() -> None:

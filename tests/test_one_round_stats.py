@@ -15,7 +15,7 @@ from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log, payload
 from diagevo.train.config import load_config
 from diagevo.train.run import train
-from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, round_stats
+from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, LABEL_FIGURES, round_stats
 from tests.test_cli_memory import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +65,11 @@ def test_the_table_stats_report_and_commits_agree_on_a_five_round_run(
         for name in (*COLUMNS, "heldout_acc"):
             assert same(table[t - 1][name], want[name]), (t, name, "training table")
             assert same(folded[t - 1][name], want[name]), (t, name, "fold")
-        for name in ("active", "mastered", "F", "epsilon_next", "heldout_acc"):
+        for name in ("active", "mastered", "F", "epsilon_next", "heldout_acc", *LABEL_FIGURES):
             assert same(report[t - 1][name], want[name]), (t, name, "report")
+        for name in LABEL_FIGURES:  # the simulator knows the truth: every round has the label figures
+            assert 0.0 <= want[name] <= 1.0, (t, name)
+            assert same(table[t - 1][name], want[name]), (t, name, "training table")
+            assert same(committed[t][name], want[name]), (t, name, "commit")
         for name in (*COUNTED_COLUMNS, "F", "epsilon_next"):
             assert same(committed[t][name], want[name]), (t, name, "commit summary")

@@ -40,6 +40,8 @@ COMPARED_CHARTS = {
     for c in (
         "heldout_acc",
         "pseudo_label_acc",
+        "retained_label_acc",  # the label figures overall; by skill they are detail, not compared
+        "wrong_reward_share",
         "val_acc",
         "bench/math500",
         "bench/aime2024",

@@ -1,7 +1,8 @@
 """Runs compared in one offline HTML file (``diagevo report --run A --run B ...``): each run's
 per-round statistics (:func:`diagevo.views.stats.round_stats`, what ``memory stats`` prints)
-overlaid on shared axes, one colour, marker and line style per run: held-out accuracy and every
-metric recorded by name, F_t, ε_{t+1}, Active and Mastered causes.
+overlaid on shared axes, one colour, marker and line style per run: held-out accuracy, the label
+figures where the world knows the truth and every metric recorded by name (per-skill detail
+aside: ``memory stats --json`` has it), F_t, ε_{t+1}, Active and Mastered causes.
 
 Run ids and metric names are untrusted: escaped by the template engine in the HTML
 (``templates/compare.html``), drawn literally in the figures.
@@ -17,7 +18,7 @@ from diagevo.log import Recorder
 from diagevo.report import figures
 from diagevo.report.page import Chart, Table, chart, table
 from diagevo.text.words import plural
-from diagevo.views.stats import filled, is_family_detail, metric_columns, round_stats
+from diagevo.views.stats import LABEL_FIGURES, filled, is_family_detail, metric_columns, round_stats
 
 # the series every comparison shows after the metrics: (column, title, y label)
 MEMORY_SERIES = (
@@ -30,6 +31,14 @@ MEMORY_SERIES = (
 
 COUNTS = ("F", "active", "mastered")
 
+# the metrics every comparison shows first (where a run has them), and their figures' titles
+FIRST = ("heldout_acc", "pseudo_label_acc", *LABEL_FIGURES)
+METRIC_TITLES = {
+    "heldout_acc": "held-out accuracy",
+    "retained_label_acc": "retained_label_acc: retained questions whose pseudo-label is right",
+    "wrong_reward_share": "wrong_reward_share: positive rewards on wrong answers",
+}
+
 
 @dataclass
 class Compared:
@@ -37,11 +46,11 @@ class Compared:
 
     runs: list[str]
     rounds: dict[str, list[dict[str, Any]]]  # run -> views.stats.filled (every metric column of any run)
-    metrics: list[str]  # the metric columns, held-out accuracy first
+    metrics: list[str]  # the metric columns: held-out and pseudo-label accuracy, the label figures first
 
     def series(self) -> list[tuple[str, str, str]]:
         """(column, title, y label) of every overlaid figure, in order."""
-        scores = [(m, m if m != "heldout_acc" else "held-out accuracy", "value") for m in self.metrics]
+        scores = [(m, METRIC_TITLES.get(m, m), "value") for m in self.metrics]
         return [*scores, *MEMORY_SERIES]
 
 
@@ -51,7 +60,8 @@ def load_runs(store: Recorder, runs: Sequence[str]) -> Compared:
     names: dict[str, None] = {}
     for rows in stats.values():
         names.update(dict.fromkeys(m for m in metric_columns(rows) if not is_family_detail(m)))
-    metrics = sorted(names, key=lambda m: (m != "heldout_acc", m.startswith("bench/"), m))
+    order = {m: i for i, m in enumerate(FIRST)}
+    metrics = sorted(names, key=lambda m: (order.get(m, len(order)), m.startswith("bench/"), m))
     return Compared(list(runs), {run: filled(rows, metrics) for run, rows in stats.items()}, metrics)
 
 

@@ -34,6 +34,7 @@ from diagevo.views.queries import step_row
 from diagevo.views.runs import RunSummary, summarise
 from diagevo.views.stats import (
     COLUMNS,
+    LABEL_FIGURES,
     BenchmarkScore,
     evaluation,
     filled,
@@ -57,6 +58,7 @@ PHASES = {
 
 _SHOWN_TEXTS = (QuestionGenerated, FailureRecorded)
 _ALWAYS = ("heldout_acc", "pseudo_label_acc")  # metric columns the report's figures read
+# and, where any round has them (a world that knows the truth), the label figures: Fig. 3c's too
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +118,10 @@ class RunData:
 
     @property
     def metrics(self) -> list[str]:
-        """The metric columns of ``rounds`` beyond held-out and pseudo-label accuracy: a trainer's
-        ``--metric``, ``bench/NAME``, by name."""
-        return [c for c in self.rounds[0] if c not in COLUMNS and c not in _ALWAYS] if self.rounds else []
+        """The metric columns of ``rounds`` beyond held-out and pseudo-label accuracy and the label
+        figures: a trainer's ``--metric``, ``bench/NAME``, by name."""
+        shown = {*COLUMNS, *_ALWAYS, *LABEL_FIGURES}
+        return [c for c in self.rounds[0] if c not in shown] if self.rounds else []
 
     @property
     def committed(self) -> list[int]:
@@ -188,10 +191,13 @@ def load_run(store: Recorder, run: str) -> RunData:
     load_memory(store, run)  # folded through its end, as every reader does: what none can use is refused here too
     recorded_at = next(store.read(run, after_seq=found.last_seq - 1)).recorded_at
     stats = round_stats(store, run)
-    # every metric by name (held-out and pseudo-label accuracy always, null where not recorded);
-    # the per-family accuracies are the heat map's (heldout_detail)
-    named = [m for m in metric_columns(stats) if not is_family_detail(m) and m not in _ALWAYS]
-    rounds = filled(stats, [*_ALWAYS, *named])
+    # every metric by name (held-out and pseudo-label accuracy always, null where not recorded;
+    # the label figures where a round has them); the per-family accuracies are the heat map's
+    # (heldout_detail), the label figures by skill stay in memory stats --json
+    present = metric_columns(stats)
+    labels = [m for m in LABEL_FIGURES if m in present]
+    named = [m for m in present if not is_family_detail(m) and m not in (*_ALWAYS, *LABEL_FIGURES)]
+    rounds = filled(stats, [*_ALWAYS, *labels, *named])
     memories = {m.committed: m for m in commit_memories(store, run)}  # one pass over the snapshots
     return RunData(
         run=run,

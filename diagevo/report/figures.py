@@ -1,7 +1,8 @@
 """The run's figures as SVG text (:mod:`diagevo.report.svg`): the paper's Fig. 3 (accuracy,
-memory lifecycle, pseudo-label accuracy), Fig. 4 (question length and 2-gram diversity by mode),
-the schedule (F_t, ε), the time per phase (Table 6), held-out accuracy by skill family, the GRPO
-steps, and one statistic of several runs overlaid.
+memory lifecycle, pseudo-label accuracy and the label figures where the world knows the truth),
+Fig. 4 (question length and 2-gram diversity by mode), the schedule (F_t, ε), the time per phase
+(Table 6), held-out accuracy by skill family, the GRPO steps, and one statistic of several runs
+overlaid.
 
 Every series is told apart without colour too: by marker and line style, bars by hatching, and
 the legends show both. A round's statistics are the rows of :mod:`diagevo.views.stats` (a column
@@ -162,10 +163,22 @@ def schedule(rounds: Rows) -> str:
     return _one("Schedule (Eq. 1)", marks, Axis("F_t: failures over Active causes"), right=right)
 
 
+# the label figures where the world knows the truth (diagevo.train.labels): (column, legend, style)
+LABEL_LINES = (
+    ("retained_label_acc", "retained questions whose pseudo-label is right", STYLES[0]),
+    ("wrong_reward_share", "positive rewards on wrong answers", STYLES[1]),
+)
+
+
 def pseudo_labels(rounds: Rows) -> str:
-    """Fig. 3c: pseudo-label accuracy per round."""
-    marks = [Line("pseudo-label accuracy", _points(rounds, "pseudo_label_acc"), STYLES[2])]
-    return _one("Pseudo-label accuracy", marks, _unit("majority-vote label accuracy"), height=300)
+    """Fig. 3c: pseudo-label accuracy per round, and the label figures of the questions the solver
+    trained on where the run has them (the share of retained questions whose pseudo-label is
+    right, the share of positive rewards given to wrong answers)."""
+    labels = _points(rounds, "pseudo_label_acc")
+    marks = [Line("pseudo-label accuracy", labels, STYLES[2])] if labels else []
+    known = [Line(name, points, style) for column, name, style in LABEL_LINES if (points := _points(rounds, column))]
+    marks += known
+    return _one("Pseudo-label accuracy", marks, _unit("share" if known else "majority-vote label accuracy"), height=300)
 
 
 def question_properties(stats: Sequence[QuestionStats]) -> str:

@@ -195,14 +195,15 @@ def accuracy(data: RunData) -> Accuracy:
                 "every other metric the run recorded, by name (round commit --metric)",
             )
         )
-    if any(r["pseudo_label_acc"] is not None for r in rounds):
-        charts.append(
-            chart(
-                "pseudo-labels",
-                figures.pseudo_labels(rounds),
-                "Fig. 3c: accuracy of the majority-vote pseudo-labels",
+    labels = [c for c, _, _ in figures.LABEL_LINES if any(r.get(c) is not None for r in rounds)]
+    if labels or any(r["pseudo_label_acc"] is not None for r in rounds):
+        caption = "Fig. 3c: accuracy of the majority-vote pseudo-labels"
+        if labels:  # where the world knows the truth
+            caption += (
+                "; of the questions the solver trained on, the share whose pseudo-label is right and the share "
+                "of its positive rewards given to wrong answers"
             )
-        )
+        charts.append(chart("pseudo-labels", figures.pseudo_labels(rounds), caption))
     benchmarks = None
     if data.benchmarks:
         columns = [f.name for f in fields(BenchmarkScore)]

@@ -412,7 +412,7 @@ class Trainer:
             r.scored[s.question_id] = s.event()
         self.progress("construct", len(candidates), len(candidates))
 
-    def _train_solver(self, rnd: Round, r: _LoopState) -> dict[str, float]:
+    def _train_solver(self, rnd: Round, r: _LoopState) -> dict[str, Any]:
         t = r.t
         retained = [qid for qid, s in r.scored.items() if s.retained]
         labels = [r.scored[q].pseudo_label for q in retained]

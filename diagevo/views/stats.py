@@ -47,6 +47,10 @@ COLUMNS = (*MEMORY_COLUMNS, *COUNTED_COLUMNS)
 # accuracy there rather than in eval.recorded)
 _SUMMARY_METRICS = ("heldout", "pseudo_label_acc", "val_acc")
 
+LABEL_FIGURES = ("retained_label_acc", "wrong_reward_share")
+"""The round's overall label figures where the world knows the truth (:mod:`diagevo.train.labels`):
+retained questions whose pseudo-label is right, and positive rewards given to wrong answers."""
+
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkScore:
@@ -84,8 +88,8 @@ def commit_figures(ev: RoundCommitted) -> dict[str, float]:
         "wrong_reward_share": (ev.wrong_reward_share, ev.wrong_reward_share_by_skill),
     }
     for name, (overall, by_skill) in labels.items():
-        if number(overall) is not None:
-            out[name] = float(overall)
+        if (value := number(overall)) is not None:
+            out[name] = float(value)
         out.update({f"{name}/{k}": float(v) for k, v in (by_skill or {}).items() if number(v) is not None})
     return out
 
@@ -203,9 +207,14 @@ def filled(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] | None = No
     return [{c: r.get(c) for c in names} for r in rows]
 
 
+_DETAIL = ("acc/", *(f"{name}/" for name in LABEL_FIGURES))
+
+
 def is_family_detail(name: str) -> bool:
-    """A per-skill-family held-out accuracy (``acc/FAMILY``): detail behind ``heldout_acc``."""
-    return name.startswith("acc/")
+    """A per-skill-family figure: a held-out accuracy (``acc/FAMILY``), detail behind
+    ``heldout_acc``, or a label figure of a skill (``retained_label_acc/SKILL``,
+    ``wrong_reward_share/SKILL``), detail behind the overall one."""
+    return name.startswith(_DETAIL)
 
 
 def number(value: Any) -> Any:

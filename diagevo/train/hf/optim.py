@@ -39,7 +39,7 @@ def build_adamw(model: Any, args: Any) -> Any:
     from transformers import Trainer
 
     decay = set(Trainer.get_decay_parameter_names(None, model))  # type: ignore[arg-type]  # self is unused
-    groups = [
+    groups: list[dict[str, Any]] = [
         {"params": [p for n, p in model.named_parameters() if n in decay and p.requires_grad]},
         {"params": [p for n, p in model.named_parameters() if n not in decay and p.requires_grad]},
     ]

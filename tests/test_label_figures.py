@@ -1,0 +1,175 @@
+"""The label figures of a round (``diagevo.train.labels``): how often the retained questions'
+pseudo-labels are right and how many of the solver's positive rewards go to wrong answers, where
+the world knows the truth. By hand on a made-up world; then on simulator runs, recomputed from
+the log, with the oracle reward (``solver.reward = "true_answer"``) and with
+``challenger.known_questions_only``."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagevo.catalog import QuestionGenerated, QuestionScored, RoundCommitted
+from diagevo.curriculum.equivalence import agrees
+from diagevo.log import open_log
+from diagevo.memory.sampler import GenerationRequest
+from diagevo.train.backend import Truth
+from diagevo.train.config import load_config
+from diagevo.train.labels import LABEL_FIELDS, OUTSIDE, audit_labels
+from diagevo.train.run import train
+from diagevo.train.sim.backend import SimBackend, wrap
+from tests.test_cli_memory import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WORLD = {
+    "q1": Truth("5", "add"),
+    "q2": Truth("7", "add"),
+    "q3": Truth("10", None),  # an answer the world knows, of none of its skills
+    "q5": Truth("3", "mul"),
+}  # "q4": a text the world does not know
+
+
+def test_label_figures_by_hand() -> None:
+    audit = audit_labels(
+        ["q1", "q2", "q3", "q4", "q5"],
+        ["5", "8", "10", "1", None],  # right, wrong, right, unknown truth, no label
+        [
+            [r"\boxed{5}", r"\boxed{5}", r"\boxed{6}"],
+            [r"\boxed{8}", r"\boxed{7}", r"\boxed{8}"],
+            [r"\boxed{10}", r"\boxed{9}"],
+            [r"\boxed{1}"],
+            [r"\boxed{3}", r"\boxed{2}"],
+        ],
+        [[1.0, 1.0, -1.0], [1.0, -1.0, 1.0], [1.0, -1.0], [1.0], [-1.0, 0.0]],
+        WORLD.get,
+    )
+    # labels: add 1 of 2 right (q1, not q2), outside 1 of 1 (q3), mul 0 of 1 (q5 has none); q4 unknown:
+    # 2 of 4. Positive rewards: add 4 (q1's two right, q2's two on the wrong label 8), outside 1 (right),
+    # mul none (a reward of 0 is no positive one), q4's unknown: 2 wrong of 5
+    assert audit.summary() == {
+        "retained_label_acc": 0.5,
+        "retained_label_acc_by_skill": {"add": 0.5, OUTSIDE: 1.0, "mul": 0.0},
+        "wrong_reward_share": 0.4,
+        "wrong_reward_share_by_skill": {"add": 0.5, OUTSIDE: 0.0},
+    }
+    assert OUTSIDE == "outside"
+    assert set(audit.summary()) == set(LABEL_FIELDS) <= set(RoundCommitted.model_fields)
+
+
+def test_no_figure_where_the_truth_is_never_known() -> None:
+    audit = audit_labels(["q4", "q6"], ["1", "2"], [[r"\boxed{1}"], [r"\boxed{3}"]], [[1.0], [-1.0]], WORLD.get)
+    assert audit.summary() == {}
+    # a known question with no positive reward: a label figure, no reward figure
+    audit = audit_labels(["q1"], ["6"], [[r"\boxed{5}"]], [[-1.0]], WORLD.get)
+    assert audit.summary() == {"retained_label_acc": 0.0, "retained_label_acc_by_skill": {"add": 0.0}}
+
+
+# --- on the simulator ------------------------------------------------------------------------
+
+
+SMALL = ("train.challenger_questions=16", "train.curriculum_questions=48")
+
+
+def sim_run(
+    tmp_path: Path, name: str, sets: Sequence[str] = (), world: type[SimBackend] = SimBackend, rounds: int = 2
+) -> SimBackend:
+    """A simulator run ``name`` of small rounds into ``tmp_path/NAME.db``; the backend it ran on,
+    whose registry then knows every question text it wrote."""
+    cfg = load_config(
+        ROOT / "configs" / "sim.toml",
+        [
+            *SMALL,
+            f"train.rounds={rounds}",
+            f'train.run="{name}"',
+            f'train.out_dir="{tmp_path / "ckpt"}"',
+            *sets,
+        ],
+    )
+    backend = world(cfg, cfg.train.seed)
+    with open_log(f"sqlite:///{tmp_path / name}.db") as store:
+        train(cfg, store, backend=backend)
+    return backend
+
+
+def stats_rows(capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str) -> list[dict[str, Any]]:
+    code, out, err = run_cli(capsys, "memory", "stats", "--db", f"sqlite:///{tmp_path / name}.db", "--json")
+    assert code == 0, err
+    rows: list[dict[str, Any]] = json.loads(out)["rounds"]
+    return rows
+
+
+def scored_texts(tmp_path: Path, name: str) -> list[tuple[int, str, QuestionScored]]:
+    """(round, question text, its question.scored) of every scored question of the run."""
+    with open_log(f"sqlite:///{tmp_path / name}.db", readonly=True) as store:
+        events = list(store.read(name, types=(QuestionGenerated, QuestionScored), texts=True))
+    text = {e.event.question_id: e.event.text for e in events if isinstance(e.event, QuestionGenerated)}
+    return [(e.round, text[e.event.question_id], e.event) for e in events if isinstance(e.event, QuestionScored)]
+
+
+def test_memory_stats_has_the_label_figures_the_log_gives(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each round's retained_label_acc (overall and by skill) is the share of its retained
+    questions (question.scored, retained) whose pseudo-label is the simulator's true answer."""
+    backend = sim_run(tmp_path, "labels")
+    rows = stats_rows(capsys, tmp_path, "labels")
+    assert [r["round"] for r in rows] == [1, 2]
+    tally: dict[int, dict[str, list[bool]]] = {1: {}, 2: {}}
+    for t, text, scored in scored_texts(tmp_path, "labels"):
+        known = backend.truth(text)
+        if scored.retained and known is not None:
+            tally[t].setdefault(known.skill or OUTSIDE, []).append(agrees(scored.pseudo_label, known.answer))
+    for row in rows:
+        by_skill = tally[row["round"]]
+        every = [ok for oks in by_skill.values() for ok in oks]
+        assert len(every) > 10  # the round retained questions of the world's own
+        assert math.isclose(row["retained_label_acc"], sum(every) / len(every))
+        for skill, oks in by_skill.items():
+            assert math.isclose(row[f"retained_label_acc/{skill}"], sum(oks) / len(oks))
+        assert 0.0 <= row["wrong_reward_share"] <= 1.0
+        shares = [v for k, v in row.items() if k.startswith("wrong_reward_share/")]
+        assert shares and min(shares) <= row["wrong_reward_share"] <= max(shares)
+
+
+def test_the_true_answer_as_reward_pays_no_wrong_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The oracle arm: with the world's answer as the reward, no positive reward is for a wrong
+    answer; with the pseudo-label (the paper's), the same world pays some (in one of three small
+    rounds: a round's votes may all be right)."""
+    sim_run(tmp_path, "voted", rounds=3)
+    sim_run(tmp_path, "oracle", ['solver.reward="true_answer"'], rounds=3)
+    voted, oracle = stats_rows(capsys, tmp_path, "voted"), stats_rows(capsys, tmp_path, "oracle")
+    assert any(r["wrong_reward_share"] > 0 for r in voted)
+    assert [r["round"] for r in oracle] == [1, 2, 3]
+    assert [r["wrong_reward_share"] for r in oracle] == [0.0, 0.0, 0.0]
+    # the labels measured are still the votes' (the oracle changes the reward, not the labels)
+    assert all(0.0 <= r["retained_label_acc"] <= 1.0 for r in oracle)
+
+
+UNKNOWN = "What is the airspeed velocity of an unladen swallow {i}?"
+
+
+class StrangeQuestions(SimBackend):
+    """The simulator, whose challenger also writes every third question in words the world does
+    not know (its solver answers those with guesses, no truth)."""
+
+    def generate(self, requests: Sequence[GenerationRequest], rng: random.Random) -> list[str]:
+        out = super().generate(requests, rng)
+        return [wrap(UNKNOWN.format(i=i)) if i % 3 == 0 else o for i, o in enumerate(out)]
+
+
+@pytest.mark.parametrize("known_only", [False, True])
+def test_known_questions_only_leaves_the_world_s_unknown_questions_out(tmp_path: Path, known_only: bool) -> None:
+    sets = [f"challenger.known_questions_only={str(known_only).lower()}"]
+    backend = sim_run(tmp_path, "known", sets, StrangeQuestions)
+    texts = [text for _, text, _ in scored_texts(tmp_path, "known")]
+    unknown = [text for text in texts if backend.truth(text) is None]
+    assert texts and {t for t in unknown if t.startswith("What is the airspeed")} == set(unknown)
+    if known_only:
+        assert unknown == []
+    else:  # the same world without the switch: its unknown questions are scored
+        assert unknown
