@@ -3,7 +3,7 @@ with ``--log``, the mini world's results page tables and plot, read from the abl
 
     diagevo ablate --seeds 3 --rounds 7 --world "all on" --json > ablate.json
     python benchmarks/ablation_table.py ablate.json [more.json ...]
-    python benchmarks/ablation_table.py --log sqlite:///ablation/mini.db --svg docs/mini-ablation.svg
+    python benchmarks/ablation_table.py --log sqlite:///ablation/mini.db --pair models/mini --svg docs/mini-ablation.svg
 
 The mini world's primary outcome, named before any result was known: held-out accuracy after the
 last round, full DiagEvo against no memory (free exploration only), paired by seed, with its 95 %
@@ -204,6 +204,8 @@ class CellRound:
     F: float = 0.0
     epsilon_next: float = 0.0
     seconds: float = 0.0
+    label_acc: float = float("nan")  # retained questions whose pseudo-label is right (where the truth is known)
+    wrong_share: float = float("nan")  # the solver's positive rewards on wrong answers
 
 
 def cell_of(run: str) -> tuple[str, int] | None:
@@ -251,6 +253,8 @@ def cell_rounds(store: Recorder) -> list[CellRound]:
                     F=float(c.F or 0.0),
                     epsilon_next=float(c.epsilon_next or 0.0),
                     seconds=float(sum((c.timing or {}).values())),
+                    label_acc=float("nan") if c.retained_label_acc is None else float(c.retained_label_acc),
+                    wrong_share=float("nan") if c.wrong_reward_share is None else float(c.wrong_reward_share),
                 )
             )
     return sorted(rows, key=lambda r: (r.arm, r.seed, r.round))
@@ -266,47 +270,80 @@ def _interval(xs: list[float]) -> tuple[float, float]:
     return m, (float(t.ppf(0.975, len(xs) - 1)) * statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0.0)
 
 
-def mini_tables(db: str, svg: str | None) -> str:
-    """The per-arm, per-round table (mean ± 95 % half-width across seeds) and the primary outcome."""
+def pair_accuracy(pair: str) -> tuple[float, dict[str, float]]:
+    """The built pair's held-out accuracy (``mini.json``: greedy, the loop's held-out questions),
+    overall (the mean of the skills, as the loop's) and per skill: round 0 of every arm."""
+    with open(f"{pair}/mini.json", encoding="utf-8") as f:
+        by_skill = json.load(f)["measured"]["accuracy"]
+    return sum(by_skill.values()) / len(by_skill), by_skill
+
+
+def _cell(x: tuple[float, float], digits: int = 3) -> str:
+    return "–" if x[0] != x[0] else f"{x[0]:.{digits}f} ± {x[1]:.{digits}f}"
+
+
+def mini_tables(dbs: list[str], svg: str | None, pair: str | None = None) -> str:
+    """The primary outcome first, each arm's change over the pair, then the per-arm, per-round
+    table (mean ± 95 % half-width across seeds) with the label figures beside held-out accuracy."""
     from diagevo.log import open_log
 
-    with open_log(db) as store:
-        rows = cell_rounds(store)
+    rows: list[CellRound] = []
+    for db in dbs:
+        with open_log(db) as store:
+            rows += cell_rounds(store)
+    rows.sort(key=lambda r: (r.arm, r.seed, r.round))
     arms = sorted({r.arm for r in rows})
     skills = sorted({s for r in rows for s in r.by_skill})
     last = {a: max((r.round for r in rows if r.arm == a), default=0) for a in arms}
-    head = ["arm", "round", "seeds", "held-out acc", *skills, "targeted share", "F_t", "ε_t+1", "minutes"]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    start = pair_accuracy(pair) if pair else None
+    head = ["arm", "round", "seeds", "held-out acc", *skills, "kept labels right", "wrong+", "targeted share", "F_t"]
+    out = ["| " + " | ".join([*head, "ε_t+1", "minutes"]) + " |", "|" + "---|" * (len(head) + 2)]
     curves: dict[str, list[tuple[float, float]]] = {}
     for a in arms:
+        if start is not None:
+            curves[a] = [(start[0], 0.0)]
+            out.append(
+                f"| {a} | 0 (the pair) | – | {start[0]:.3f} | "
+                + " | ".join(f"{start[1].get(s, float('nan')):.3f}" for s in skills)
+                + " | – | – | – | – | – | – |"
+            )
         for t in range(1, last[a] + 1):
             cell = [r for r in rows if r.arm == a and r.round == t]
             m = {
                 k: _interval([getattr(r, k) for r in cell])
-                for k in ("heldout_acc", "targeted_share", "F", "epsilon_next")
+                for k in ("heldout_acc", "label_acc", "wrong_share", "targeted_share", "F", "epsilon_next")
             }
             by = [_interval([r.by_skill.get(s, float("nan")) for r in cell]) for s in skills]
             curves.setdefault(a, []).append(m["heldout_acc"])
+            shares = [m["label_acc"], m["wrong_share"], m["targeted_share"]]
             out.append(
                 f"| {a} | {t} | {len(cell)} | "
-                + " | ".join(f"{x:.3f} ± {h:.3f}" for x, h in [m["heldout_acc"], *by, m["targeted_share"]])
+                + " | ".join(_cell(x) for x in [m["heldout_acc"], *by])
+                + " | "
+                + " | ".join(_cell(x, 2) for x in shares)
                 + f" | {m['F'][0]:.1f} ± {m['F'][1]:.1f} | {m['epsilon_next'][0]:.2f} ± {m['epsilon_next'][1]:.2f}"
                 + f" | {sum(r.seconds for r in cell) / len(cell) / 60:.1f} |"
             )
     final = {a: {r.seed: r.heldout_acc for r in rows if r.arm == a and r.round == last[a]} for a in arms}
-    primary = "primary outcome (full - pure free, held-out accuracy after the last round, paired by seed): "
+    primary = "**Primary outcome** (full − pure free, held-out accuracy after the last round, paired by seed): "
     if "full" in final and "pure free" in final and (seeds := sorted(set(final["full"]) & set(final["pure free"]))):
         d, h = _interval([final["full"][s] - final["pure free"][s] for s in seeds])
         primary += f"{d:+.3f} ± {h:.3f} (95 % t interval, {len(seeds)} seeds)"
     else:
         primary += "not measured yet (no seed has both arms' last round)"
+    gains = []
+    if start is not None:
+        for a in arms:
+            if len(final[a]) >= 1:
+                d, h = _interval([v - start[0] for v in final[a].values()])
+                gains.append(f"- {a}: round {last[a]} − the pair {d:+.3f} ± {h:.3f} ({len(final[a])} seeds)")
     if svg:
         with open(svg, "w", encoding="utf-8") as f:
-            f.write(_svg(curves))
-    return "\n".join([*out, "", primary])
+            f.write(_svg(curves, first=0 if start is not None else 1))
+    return "\n".join([primary, "", *gains, *([""] if gains else []), *out])
 
 
-def _svg(curves: dict[str, list[tuple[float, float]]]) -> str:
+def _svg(curves: dict[str, list[tuple[float, float]]], first: int = 1) -> str:
     """Held-out accuracy per round, one line per arm with its 95 % band (hand-written SVG)."""
     w, h, pad = 480, 300, 40
     n = max((len(c) for c in curves.values()), default=1)
@@ -334,7 +371,7 @@ def _svg(curves: dict[str, list[tuple[float, float]]]) -> str:
             f'<polyline points="{" ".join(xy(i, m) for i, (m, _) in enumerate(c))}" fill="none" stroke="{col}"/>'
         )
         parts.append(f'<text x="{w - pad - 90}" y="{pad + 14 * k}" fill="{col}">{arm}</text>')
-    parts.append(f'<text x="{w // 2 - 20}" y="{h - 8}">round 1 .. {n}</text></svg>')
+    parts.append(f'<text x="{w // 2 - 20}" y="{h - 8}">round {first} .. {first + n - 1}</text></svg>')
     return "\n".join(parts) + "\n"
 
 
@@ -355,10 +392,13 @@ def main(paths: list[str]) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", metavar="JSON", help="`diagevo ablate --json` output")
-    ap.add_argument("--log", help="the mini world's ablation log (a database URL): its results tables instead")
+    ap.add_argument(
+        "--log", action="append", help="the mini world's ablation log (a database URL; repeatable): its results tables"
+    )
     ap.add_argument("--svg", help="with --log: write the held-out accuracy plot here")
+    ap.add_argument("--pair", help="with --log: the pair's directory (its mini.json): round 0 and each arm's gain")
     args = ap.parse_args()
     if args.log:
-        print(mini_tables(args.log, args.svg))
+        print(mini_tables(args.log, args.svg, args.pair))
     else:
         main(args.paths)

@@ -56,12 +56,15 @@ class MiniSpec:
     threads: int = 1
     probes: int = 24  # challenger samples per cause (and per skill, free) when measuring targeting
     mix: tuple[tuple[str, float], ...] = ()  # (skill, weight) in place of world.json's warm-up weight
+    device: str = "cpu"  # where the warm-up runs (cuda on a GPU machine: the pair is built there, not carried)
 
     def __post_init__(self) -> None:
         known = w.world().skills
         bad = [s for s in self.skills if s not in known]
         if bad or not self.skills:
             raise ValueError(f"skills must be some of {sorted(known)}, not {list(self.skills)}")
+        if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
+            raise ValueError(f"the device is cpu, cuda or cuda:N, not {self.device!r}")
         for skill, weight in self.mix:
             if skill not in self.skills or not weight > 0:
                 raise ValueError(
@@ -111,7 +114,7 @@ def sample(model: Any, tok: Any, prompts: list[str], max_new: int, temperature: 
     (``generate`` runs without gradients)."""
     out: list[str] = []
     for i in range(0, len(prompts), 128):
-        enc = tok(prompts[i : i + 128], return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = tok(prompts[i : i + 128], return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
         gen = model.generate(
             **enc,
             max_new_tokens=max_new,
@@ -197,7 +200,7 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
             heads=spec.heads,
             kv_heads=spec.kv_heads,
             positions=spec.positions,
-        )
+        ).to(spec.device)
         rng = random.Random(spec.seed)
         weights = spec.weights()
 
