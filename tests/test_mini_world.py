@@ -185,3 +185,34 @@ def test_the_heuristic_diagnostician_names_failures_by_the_world_s_errors_and_no
     assert joined.assigned_node == "n1"  # one family, one node
     other = asyncio.run(d.assign_node(w.world().causes["remainder_slip"].text, [node])).value
     assert other.create_new_node and other.new_node_label == w.world().labels["mod"]
+
+
+def test_a_build_s_mix_replaces_the_world_s_weights_only_where_given() -> None:
+    from diagevo.train.mini.build import MiniSpec
+
+    world_weights = [w.world().skills[s][1] for s in MiniSpec().skills]
+    assert MiniSpec().weights() == world_weights
+    spec = MiniSpec(mix=(("add_c", 3.0), ("sub_b", 1.75)))
+    by_skill = dict(zip(spec.skills, spec.weights(), strict=True))
+    assert (by_skill["add_c"], by_skill["sub_b"], by_skill["mul"]) == (3.0, 1.75, w.world().skills["mul"][1])
+    for bad in ((("div", 1.0),), (("add_c", 0.0),), (("add_c", -1.0),)):
+        with pytest.raises(ValueError, match="a mix weight is SKILL=W"):
+            MiniSpec(mix=bad)
+    with pytest.raises(ValueError, match="the device is cpu, cuda or cuda:N"):
+        MiniSpec(device="tpu")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--mix", "add_c"], "--mix: expected SKILL=WEIGHT, not 'add_c'"),
+        (["--mix", "div=2"], "--mix: a mix weight is SKILL=W"),
+        (["--device", "tpu"], "--device: the device is cpu, cuda or cuda:N, not 'tpu'"),
+    ],
+)
+def test_a_bad_mix_or_device_is_one_line_and_builds_nothing(args: list[str], said: str, tmp_path, capsys) -> None:  # noqa: ANN001
+    from tests.test_cli_memory import run_cli
+
+    code, _, err = run_cli(capsys, "models", "mini", "--out", str(tmp_path / "pair"), *args)
+    assert code == 1 and said in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "pair").exists()
