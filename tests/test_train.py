@@ -211,6 +211,55 @@ def test_ablate_jobs_train_the_cells_in_processes_to_the_same_results(tmp_path: 
     assert logs[0] == logs[1] and len(logs[0]) == 4
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_stopped_ablate_leaves_no_cell_training(tmp_path: Path) -> None:
+    """``ablate --jobs 2`` stopped (SIGTERM to the command alone, as ``kill`` sends it): its cell
+    processes end with it rather than train on, unseen, holding their runs' leases."""
+    import time
+
+    def cells(parent: int) -> list[int]:
+        out = []
+        for proc in Path("/proc").iterdir():
+            try:
+                stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                cmd = (proc / "cmdline").read_bytes()
+            except (OSError, IndexError):
+                continue
+            if int(stat[1]) == parent and b"spawn_main" in cmd:
+                out.append(int(proc.name))
+        return out
+
+    args = ["ablate", "--seeds", "2", "--rounds", "400", "--variant", "full", "--world", "all on", "--jobs", "2"]
+    command = subprocess.Popen(
+        [sys.executable, "-m", "diagevo.cli.app", *args, "--out", str(tmp_path / "a.db"), *SMALL],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(2400):  # a hang guard, not a bound on speed: the cells start
+            started = cells(command.pid)
+            if len(started) == 2:
+                break
+            time.sleep(0.5)
+        assert len(started) == 2
+    finally:
+        command.send_signal(signal.SIGTERM)
+        command.wait()
+    for _ in range(600):
+        alive = [pid for pid in started if Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)]
+        if not alive:
+            break
+        time.sleep(0.5)
+    assert alive == []
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 def test_ablate_selects_the_round_on_validation_not_on_held_out() -> None:
     from diagevo.train.ablate import _summary
 

@@ -136,13 +136,32 @@ def train_cells_in_parallel(
     connection to the log; a run's lease keeps two processes off one run). For a machine with
     more cores than one cell uses: the mini world's cells take one torch thread each."""
     import multiprocessing
+    import os
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_end_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(train_cell, config, o, db, rounds, run): run for run, o in cells}
         for done, future in enumerate(as_completed(futures), 1):
             future.result()  # a cell's error is the command's
             tick(futures[future], done, len(cells))
+
+
+def _end_with_parent(parent: int) -> None:
+    """A cell's process ends when the command that started it does (Linux: the parent-death
+    signal), so a stopped ``ablate --jobs`` leaves no cell training on in the background, holding
+    its run's lease and a core, where the command run again would resume it. A command stopped
+    while the cell was still starting is gone before the signal was asked for: then at once."""
+    import ctypes
+    import os
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
 
 
 def run_ablation(
