@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
-from diagevo.cli.safe import json_text, make_console
+from diagevo.cli.safe import json_text, make_console, text
 from diagevo.errors import DiagevoError
 from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import resolve_db_url, without_password
@@ -70,14 +70,21 @@ class Interrupted(CLIError):
 
 @contextmanager
 def open_store(
-    db: str | None, *, create: bool = False, keep_if_refused: bool = True, readonly: bool = False
+    db: str | None,
+    *,
+    create: bool = False,
+    keep_if_refused: bool = True,
+    readonly: bool = False,
+    name_passed: bool = True,
 ) -> Iterator[Any]:
     """The event store at ``db``, opened by the library's one :func:`diagevo.api.open_store`, for
     a command. Read commands leave ``create`` off, so a missing SQLite file is ``no database at
     PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it.
     Commands that only read set ``readonly``: SQLite is opened read-only (a read-only mount works).
     With ``keep_if_refused=False``, a SQLite file this call created is removed again when the
-    command refuses its input (a DiagevoError): a refusal leaves nothing behind."""
+    command refuses its input (a DiagevoError): a refusal leaves nothing behind. Once the command
+    is done, each row its readers passed over is named on stderr, a line each (``name_passed``
+    off: the command names them itself, as ``memory verify`` does)."""
     from diagevo.api import open_store as open_library_store
     from diagevo.log import sqlite_path
 
@@ -96,8 +103,19 @@ def open_store(
         raise
     except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
         raise _bad_row(store, exc) from exc
+    else:
+        if name_passed:
+            name_passed_over(store)
     finally:
         store.close()
+
+
+def name_passed_over(store: Recorder) -> None:
+    """Each row the command's readers passed over, a line on stderr (run, seq, why)."""
+    from diagevo.log.recorder import passed_line
+
+    for (run, seq), why in store.passed_over.items():
+        err_console.print(text(passed_line(run, seq, why)), soft_wrap=True)
 
 
 def _bad_row(store: Recorder, exc: Exception) -> Exception:

@@ -91,7 +91,7 @@ def verify(
 ) -> None:
     if all_runs and run is not None:
         raise CLIError("give --run or --all, not both")
-    with open_store(db, readonly=True) as store:
+    with open_store(db, readonly=True, name_passed=False) as store:  # a verdict names every row passed over
         verdicts = [verdict(store, run_id) for run_id in (store.runs() if all_runs else [resolve_run(store, run)])]
     if json:
         shown = [_verdict_json(v) for v in verdicts]

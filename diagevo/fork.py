@@ -34,6 +34,7 @@ from diagevo.schemas import EventIn, new_event
 from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.checkpoints import checkpoint_refusal
+from diagevo.views.configs import passed_config
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import pruned_checkpoints, pruned_note
 from diagevo.views.runs import whatif_refusal
@@ -71,7 +72,8 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
     gone = pruned_checkpoints(store, source)
     if needed and needed[-1] in gone:  # what the fork's first round would load
         raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone[needed[-1]])}")
-    events = [copied_event(e, source, new) for e in store.read(source, upto_seq=commit_seq, texts=True)]
+    copied = store.read(source, upto_seq=commit_seq, texts=True)
+    events = [copied_event(e, source, new) for e in copied if not passed_config(store, source, e)]
     forked = RunForked(source_run=source, source_round=at_round, source_hash=last_hash, source_seq=commit_seq)
     events.append(new_event(forked, run=new, at_round=at_round, event_id=event_id(new, at_round, RunForked.name)))
     changed = _configured(events, new, at_round + 1, list(overrides)) if overrides else None

@@ -47,9 +47,9 @@ from diagevo.memory.state import Memory
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
+from diagevo.views.configs import passed_config
 from diagevo.views.memory import commit_memories, committed_rounds
 from diagevo.views.stats import count_rounds
-from diagevo.views.typed import of_type
 
 MEANING = (
     "a what-if re-decides the memory (promotions, reactivations, F_t, ε, the schedule p) on the run's "
@@ -326,10 +326,9 @@ def _plan(store: Recorder, source: str, settings: Mapping[str, str], new: str | 
         raise WhatIfError(f"run {source!r} has no committed round: a what-if needs one")
     commit = next(e for e in store.read(source, types=(RoundCommitted,), in_round=done[-1]))
     if checked_settings:  # a value the config refuses is refused here, before any what-if is written
-        for c in of_type(
-            (RunStarted, RunConfigured), store.rows(source, types=(RunStarted, RunConfigured), upto_seq=commit.seq)
-        ):
-            _with_settings(c.config, checked_settings)
+        for e in store.read(source, types=(RunStarted, RunConfigured), upto_seq=commit.seq):
+            if not passed_config(store, source, e) and isinstance(c := e.event, RunStarted | RunConfigured):
+                _with_settings(c.config, checked_settings)
     existing = None
     if store.has_run(new):
         existing = _existing(store, new, source, checked_settings, commit.hash)
@@ -357,7 +356,8 @@ def _write(store: Recorder, source: str, plan: _Plan) -> WhatIf:
             state.recorded_ids[_decision(decided, e.round)] = e.event_id
     state.unmarked = _unmarked_promotions(store.rows(source, upto_seq=commit.seq, data=False))
     for e in store.read(source, upto_seq=commit.seq, texts=True):
-        state.take(e)
+        if not passed_config(store, source, e):  # a config that cannot be used: the one before it in force
+            state.take(e)
     forked = RunForked(
         source_run=source,
         source_round=commit.round,

@@ -3,7 +3,7 @@ caller can do about it."""
 
 from __future__ import annotations
 
-from diagevo.errors import Call, Conflict, DiagevoError, NotADiagevoDatabase, NotFound
+from diagevo.errors import Conflict, DiagevoError, NotADiagevoDatabase, NotFound
 
 
 class StoreError(DiagevoError):
@@ -29,17 +29,3 @@ class MissingDatabase(StoreError, NotFound):
 
 class SchemaOutdated(StoreError, NotADiagevoDatabase):
     """The database is at an older revision (or empty and auto-migration is off)."""
-
-
-class UnreadableEvent(StoreError):
-    """A stored event whose data no reader parses (past :func:`loads`' bounds): the message names
-    its run and seq, and ``memory verify``, which names the way back."""
-
-    def __init__(self, run: str, seq: int, reason: str) -> None:
-        super().__init__(
-            f"the event at seq {seq} of run {run!r} cannot be read: its data is {reason}: run",
-            Call("verify_run", f"diagevo.verify_run(store, {run!r})", run=run),
-            then=" for the way back",
-            about=run,
-        )
-        self.run, self.seq = run, seq

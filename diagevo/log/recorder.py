@@ -30,18 +30,15 @@ from diagevo.log.chain import (
     key_values,
     prepare,
 )
-from diagevo.log.errors import (
-    ConflictError,
-    RunBusy,
-    StoreError,
-    UnreadableEvent,
-)
-from diagevo.log.stored import loads, text_problems, text_refs
+from diagevo.log.errors import ConflictError, RunBusy, StoreError
+from diagevo.log.stored import NEGATIVE_ROUND, loads_data, text_problems, text_refs
+from diagevo.runtime.progress import library_logger
 from diagevo.text.urls import redact_url
 
 if TYPE_CHECKING:
     from diagevo.schemas import EventIn
 
+_log = library_logger("diagevo.log")
 FETCH = 4096  # rows per DBAPI fetch on the read paths
 MAX_PARAMS = 500  # values per IN (...) list
 LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
@@ -137,13 +134,21 @@ class AppendResult:
     last_seq: int  # last seq of the batch's run after the append (0 for an empty batch)
 
 
-def stored_data(run: str, seq: int, text_: str) -> Any:
-    """:func:`loads` of the data of the event at ``seq`` of ``run``: :class:`UnreadableEvent`
-    past its bounds."""
-    try:
-        return loads(text_)
-    except ValueError as exc:
-        raise UnreadableEvent(run, seq, str(exc)) from None
+def passed_line(run: str, seq: int, why: str) -> str:
+    """The one line a reader says of a row it passed over."""
+    return f"run {run!r}, seq {seq}: passed over: {why}"
+
+
+def pass_over(store: EventReader, run: str, seq: int, why: str) -> None:
+    """Note that a reader of ``store`` passed over the event at ``seq`` of ``run``, and why
+    (:attr:`EventReader.passed_over`; once, and a warning on the ``diagevo.log`` logger)."""
+    if (run, seq) not in store.passed_over:
+        store.passed_over[run, seq] = why
+        _log.warning(passed_line(run, seq, why))
+
+
+def _below_0() -> int:
+    raise ValueError(NEGATIVE_ROUND)
 
 
 # --- texts --------------------------------------------------------------------------------------
@@ -228,12 +233,22 @@ class Shape(NamedTuple, Generic[T]):
     make: Callable[[Any], T]
 
 
+# a row no reader can take (:func:`~diagevo.log.stored.row_problem`) is a ValueError here, which
+# the read turns into the row passed over
 WHOLE = Shape(
     ("seq", "event_id", "run_id", "round", "type", "schema_version", "data", "recorded_at", "prev_hash", "hash"),
-    lambda r: StoredEvent(r[0], r[1], r[2], r[3], r[4], r[5], loads(r[6]), r[7], r[8], r[9]),
+    lambda r: StoredEvent(
+        r[0], r[1], r[2], r[3] if r[3] >= 0 else _below_0(), r[4], r[5], loads_data(r[6]), r[7], r[8], r[9]
+    ),
 )
-ROW = Shape(("seq", "round", "type", "data", "schema_version"), lambda r: EventRow(r[0], r[1], r[2], loads(r[3]), r[4]))
-META = Shape(("seq", "round", "type", "schema_version"), lambda r: EventRow(r[0], r[1], r[2], None, r[3]))  # type: ignore[arg-type]
+ROW = Shape(
+    ("seq", "round", "type", "data", "schema_version"),
+    lambda r: EventRow(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], loads_data(r[3]), r[4]),
+)
+META = Shape(
+    ("seq", "round", "type", "schema_version"),
+    lambda r: EventRow(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], None, r[3]),  # type: ignore[arg-type]
+)
 RAW = Shape(
     ("seq", "event_id", "round", "type", "schema_version", "data", "prev_hash", "hash", "texts", *KEY_FIELDS),
     lambda r: RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:])),
@@ -342,6 +357,19 @@ class EventReader(Stored):
     """The runs whose events this recorder has read, in order (a SQL backend's): where a reader
     that failed on what it read looks for the event it could not read, never in another run."""
 
+    @property
+    def passed_over(self) -> dict[tuple[str, int], str]:
+        """The rows this recorder's readers passed over, (run, seq) -> why, in the order met: a
+        row no reader can take (its data past the readers' bounds or no JSON object, its round
+        below 0: written raw where no check guards the table), which every read leaves out, or
+        an event a reader's rule refuses (:func:`pass_over`). The command that read them names
+        each in one line (:func:`passed_line`)."""
+        try:
+            return self._passed_over
+        except AttributeError:
+            self._passed_over: dict[tuple[str, int], str] = {}
+            return self._passed_over
+
     @abstractmethod
     def _count(self, q: Query) -> int:
         """How many events ``q`` selects, counted where they are stored."""
@@ -442,9 +470,10 @@ class LogOperator(Stored):
 
     def checked_rows(self, run: str, problems: list[str]) -> Iterator[EventRow]:
         """:meth:`verify_chain`'s one pass over the run's stored rows, each row's problems
-        appended to ``problems`` as it is read; each row as :meth:`rows` gives it, while no row
-        so far is unreadable or out of shape (past one, the rest are checked, not given): what
-        ``memory verify`` folds as it checks, without reading the log twice."""
+        appended to ``problems`` as it is read; each row as :meth:`rows` gives it (a row every
+        read passes over is named and left out), while no row so far is out of shape (past one,
+        the rest are checked, not given): what ``memory verify`` folds as it checks, without
+        reading the log twice."""
         from diagevo.log.registry import stored_problem  # the config's and events' models: not for light reads
         from diagevo.schemas import refused_by_type
 
@@ -459,9 +488,8 @@ class LogOperator(Stored):
                 problems.append(f"seq {r.seq}: hash mismatch (event {r.event_id} was altered)")
             prev = r.hash
             data, shape = stored_problem(r)
-            if data is None:
-                problems.append(f"seq {r.seq}: {shape}")
-                readable = False
+            if data is None or r.round < 0:  # what every read passes over
+                problems.append(f"seq {r.seq}: {NEGATIVE_ROUND if r.round < 0 else shape}{PASSED}")
                 continue
             if key_values(data) != tuple(r.keys):
                 problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")
@@ -488,6 +516,8 @@ class Recorder(EventWriter, EventReader, LogOperator):
     role it uses."""
 
 
+PASSED = " (every reader passes it over)"
+"""What ``memory verify`` adds to the line naming a row every read passes over."""
 CONFIG_EVENTS = ("run.started", "run.configured")
 """The types that hold a run's config: ``verify_chain`` leaves what their class refuses to
 ``memory verify``'s config check, which names the fork past it. Every other row in shape is held

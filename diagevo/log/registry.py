@@ -25,7 +25,7 @@ from diagevo.catalog import CATALOG
 from diagevo.catalog.event import JSON_TYPES, json_kinds
 from diagevo.config.base import LARGEST_INT
 from diagevo.config.sections import COMPONENT_TABLES, PAPER_NAMES, MethodConfig
-from diagevo.log.stored import loads
+from diagevo.log.stored import NOT_AN_OBJECT, UNREADABLE, loads
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -37,18 +37,23 @@ ANY_EVENT_FIELDS = {"cut": {"types": ["object"]}}
 """Fields any event may carry: ``cut`` names the texts stored cut to the limits."""
 
 _JSON_TYPES = frozenset(JSON_TYPES)
+BOUNDS = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
+"""A JSON schema's bounds of a number, and the comparison each asks of a value."""
 
 
 def _field(schema: dict[str, Any]) -> dict[str, Any]:
-    """The check of one field from its JSON schema: ``types`` (absent: any value) and, for a
-    choice of values (a ``Literal``), ``enum``."""
+    """The check of one field from its JSON schema: ``types`` (absent: any value), for a
+    choice of values (a ``Literal``) ``enum``, and for a number with bounds (``Field(ge=0)``)
+    ``bounds`` (``minimum`` ... -> the bound)."""
     types: set[str] = set()
     values: list[Any] = []
+    bounds: dict[str, Any] = {}
     free = False  # a branch that takes any value of its type
     for b in schema.get("anyOf", [schema]):
         if b.get("type") not in _JSON_TYPES:
             return {}  # a field of any value
         types.add(b["type"])
+        bounds |= {key: b[key] for key, _op in BOUNDS if key in b}
         if "enum" in b or "const" in b:
             values += b.get("enum", [b.get("const")])
         elif b["type"] == "null":
@@ -58,6 +63,8 @@ def _field(schema: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"types": sorted(types)}
     if not free:
         out["enum"] = values
+    if bounds and len(types & {"integer", "number"}) == 1:  # the one branch of a number bounds it
+        out["bounds"] = bounds
     items = schema.get("items", {}).get("type")
     if types == {"array"} and items in _JSON_TYPES - {"integer"}:
         out["items"] = items  # every element of this JSON type (a list of ids)
@@ -107,6 +114,10 @@ def _unfit_sql(field: str, check: dict[str, Any]) -> list[str]:
     if "items" in check:
         path = _q(f'$[*] ? (@.type() != "{check["items"]}")')
         conditions.append(f"{kind} = 'array' AND jsonb_path_exists({value}, {path})")
+    if "bounds" in check:  # last: the bounds of a number of its type
+        bounds = check["bounds"]
+        within = " AND ".join(f"({value})::numeric {op} {bounds[key]}" for key, op in BOUNDS if key in bounds)
+        conditions.append(f"CASE WHEN {kind} = 'number' THEN NOT ({within}) ELSE false END")
     return conditions
 
 
@@ -119,8 +130,12 @@ def _type_problem(name: str, spec: dict[str, Any]) -> str:
         whens.append(f"WHEN NOT d ?& ARRAY[{', '.join(map(_q, spec['required']))}]::text[] THEN CASE {first} END")
     for field, check in spec["fields"].items():
         if check.get("types"):
+            conditions = _unfit_sql(field, check)
             message = _q(f"its data.{field} is not of its type ({name})")
-            whens += [f"WHEN {c} THEN {message}" for c in _unfit_sql(field, check)]
+            whens += [f"WHEN {c} THEN {message}" for c in conditions[: len(conditions) - ("bounds" in check)]]
+            if "bounds" in check:
+                said = _q(f"its data.{field} is out of its range ({name}: {_range(check)})")
+                whens.append(f"WHEN {conditions[-1]} THEN {said}")
     if spec["closed"]:
         declared = f"ARRAY[{', '.join(map(_q, spec['fields']))}]::text[]"
         extra = f"(jsonb_path_query_first(d - {declared}, '$.keyvalue().key') #>> '{{}}')"
@@ -132,16 +147,32 @@ def _type_problem(name: str, spec: dict[str, Any]) -> str:
     return f"CASE {' '.join(whens)} END" if whens else "NULL"
 
 
+def _range(check: dict[str, Any]) -> str:
+    """A field's bounds in words: ``>= 0 and <= 1``."""
+    bounds = check["bounds"]
+    return " and ".join(f"{op} {bounds[key]}" for key, op in BOUNDS if key in bounds)
+
+
+DOUBLE_OVERFLOW = 2**1024 - 2**970
+"""The least number a double cannot hold (halfway past the largest double, 1.7976931348623157e308,
+rounds to infinity): a JSON number of this size or more is one no reader parses (orjson refuses it)."""
+BEYOND_A_DOUBLE = "its data holds a number beyond a double's range"
+_BEYOND = f'strict $.** ? (@.type() == "number" && (@ >= {DOUBLE_OVERFLOW} || @ <= -{DOUBLE_OVERFLOW}))'
+
+
 def shape_function(specs: dict[str, dict[str, Any]]) -> str:
     """``events_shape_problem(type, v, d)``: the database's check of an event's data ``d``, stored
-    at version ``v`` (what is wrong with it, or NULL), generated from the types' shapes. A SQL
-    function of one expression, which the planner inlines into the insert trigger's query: no
-    call, no JSON walked twice."""
+    at version ``v`` (what is wrong with it, or NULL), generated from the types' shapes: a JSON
+    object, every number in it (at any depth) within a double's range, its value compared (the
+    way it is spelt does not matter: ``1`` and 248 zeros ``e99`` is refused as ``1e400`` is), then
+    its type's shape. A SQL function of one expression, which the planner inlines into the
+    insert trigger's query: no call, no JSON parsed twice."""
     branches = " ".join(f"WHEN {_q(name)} THEN {_type_problem(name, spec)}" for name, spec in sorted(specs.items()))
     return (
         "CREATE OR REPLACE FUNCTION events_shape_problem(type text, v integer, d jsonb) RETURNS text "
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $shape$ SELECT CASE WHEN jsonb_typeof(d) <> 'object' "
-        f"THEN {_q(NOT_AN_OBJECT)} ELSE CASE type {branches} END END $shape$"
+        f"THEN {_q(NOT_AN_OBJECT)} WHEN jsonb_path_exists(d, {_q(_BEYOND)}) THEN {_q(BEYOND_A_DOUBLE)} "
+        f"ELSE CASE type {branches} END END $shape$"
     )
 
 
@@ -165,7 +196,7 @@ def _config_field_sql(path: str, value: str, schema: dict[str, Any]) -> list[str
         elif kind in ("number", "integer"):
             number = f"({value})::numeric"
             parts = [f"({value})::text ~ '^-?[0-9]+$'", f"abs({number}) <= {LARGEST_INT}"] if kind == "integer" else []
-            bounds = [f"{op} {b[key]}" for key, op in _BOUNDS if key in b]
+            bounds = [f"{op} {b[key]}" for key, op in BOUNDS if key in b]
             parts += [f"{number} {bound}" for bound in bounds]
             # a CASE: a value is cast to a number only once it is one
             fits.append(
@@ -182,9 +213,6 @@ def _config_field_sql(path: str, value: str, schema: dict[str, Any]) -> list[str
             return []  # a field of any value
     message = _q(f"{path} is not {' or '.join(said)}")
     return [f"WHEN {value} IS NOT NULL AND NOT ({' OR '.join(fits)}) THEN {message}"]
-
-
-_BOUNDS = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
 
 
 def _unknown_sql(obj: str, names: list[str], said: str) -> str:
@@ -247,7 +275,7 @@ def _checkers() -> dict[str, tuple[frozenset[str], dict[str, FieldCheck], int | 
         fields = {}
         for f, check in spec["fields"].items():
             quick: frozenset[type] = frozenset()
-            if "types" in check and "enum" not in check and "items" not in check:
+            if "types" in check and not check.keys() & {"enum", "items", "bounds"}:
                 quick = frozenset(t for kind in check["types"] for t in JSON_TYPES[kind])
             words = frozenset(v for v in check.get("enum", ()) if isinstance(v, str))  # a choice's texts
             fields[f] = (quick, words, check)
@@ -275,13 +303,25 @@ def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
         quick, words, check = field
         if type(value) not in quick and not (type(value) is str and value in words) and not _fits(check, value):
             return f"out of shape: {type_} data.{key} is not of its type ({', '.join(check['types'])})"
+        if "bounds" in check and not _within(check["bounds"], value):
+            return f"out of shape: {type_} data.{key} is out of its range ({_range(check)})"
     return None
 
 
-UNREADABLE = "its data cannot be read: "
-"""How a reader names a row whose data is past its bounds (:func:`~diagevo.log.stored.loads`)."""
-NOT_AN_OBJECT = "its data is not a JSON object"
-"""How a reader names a row whose data is JSON but no object (no event's data)."""
+_COMPARE = {
+    "minimum": lambda v, b: v >= b,
+    "exclusiveMinimum": lambda v, b: v > b,
+    "maximum": lambda v, b: v <= b,
+    "exclusiveMaximum": lambda v, b: v < b,
+}
+
+
+def _within(bounds: dict[str, Any], value: Any) -> bool:
+    """Whether a value of a bounded field is within its bounds, as the database compares them (a
+    value of another type is its type check's)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True
+    return all(_COMPARE[key](value, bound) for key, bound in bounds.items())
 
 
 def stored_problem(row: RawRow) -> tuple[dict[str, Any] | None, str | None]:

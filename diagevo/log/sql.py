@@ -26,10 +26,10 @@ from diagevo.log.recorder import (
     ViewState,
     encoded_state,
     lookup_keys,
+    pass_over,
     restore_texts,
-    stored_data,
 )
-from diagevo.log.stored import loads_state
+from diagevo.log.stored import loads_state, row_problem
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url
 
@@ -281,6 +281,20 @@ class SQLRecorder(Recorder):
         self, q: Query, shape: Shape[T], texts: bool, limit: int | None = None, newest: bool = False
     ) -> Iterator[T]:
         self.read_runs[q.run] = None
+        if limit is None:
+            return self._selected(q, shape, texts, None, newest, [0])
+        want = limit
+        while True:  # a page holds ``limit`` events, whatever rows among them are passed over
+            passed = [0]
+            got = list(self._selected(q, shape, texts, want, newest, passed))
+            if not passed[0] or len(got) >= limit or len(got) + passed[0] < want:
+                return iter((got[-limit:] if limit else []) if newest else got[:limit])
+            want = limit + passed[0]
+
+    def _selected(
+        self, q: Query, shape: Shape[T], texts: bool, limit: int | None, newest: bool, passed: list[int]
+    ) -> Iterator[T]:
+        """:meth:`_select`, each row passed over counted in ``passed[0]``."""
         paged = limit is not None
         reads = list(self._where(q, ordered=not (newest and paged), sort_ids=paged))
         if paged:  # each read cut where it is stored: the page lies among the first (last) ``limit`` of each
@@ -288,11 +302,11 @@ class SQLRecorder(Recorder):
             reads = [(where + cut, params) for where, params in reads]
         if len(reads) == 1 and (paged or q.keys is None or sum(map(len, q.keys.values())) == 1):
             where, params = reads[0]
-            found = self._fetch(shape, where, params, texts)
+            found = self._fetch(shape, where, params, texts, passed)
             return iter(list(found)[::-1]) if newest and paged else found
         # several indexed reads, or a lookup of several ids: the same event may be found twice;
         # merged in seq order here
-        merged = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts)}
+        merged = {e.seq: e for where, params in reads for e in self._fetch(shape, where, params, texts, passed)}
         picked = [merged[seq] for seq in sorted(merged)]
         if limit is None:
             return iter(picked)
@@ -311,22 +325,39 @@ class SQLRecorder(Recorder):
                 seqs.update(int(r[0]) for r in cur.fetchall())
             return len(seqs)
 
-    def _fetch(self, shape: Shape[T], where: str, params: list[Any], texts: bool) -> Iterator[T]:
+    def _fetch(
+        self, shape: Shape[T], where: str, params: list[Any], texts: bool, passed: list[int] | None = None
+    ) -> Iterator[T]:
         """Rows of a shape; ``texts``: with the long texts back inline from their ``texts``
-        column, checked against their keys."""
+        column, checked against their keys. A row no reader can take is passed over
+        (:func:`~diagevo.log.recorder.pass_over`), and counted in ``passed[0]``."""
         columns, make = shape
         with self._cursor(stream=True) as cur:
             cur.execute(f"SELECT {', '.join(columns)}{', texts' if texts else ''} FROM events {where}", params)
             while rows := cur.fetchmany(FETCH):
                 try:
                     batch = [make(r) for r in rows]
-                except ValueError:  # data past the readers' bounds (loads): named by its run and seq
-                    for r in rows:
-                        stored_data(params[0], r[0], r[columns.index("data")])
-                    raise
+                except ValueError:  # a row past the readers' bounds: the others, one by one
+                    rows = self._takeable(shape, params[0], rows, passed)
+                    batch = [make(r) for r in rows]
                 if texts:
                     restore_texts(batch, [r[len(columns)] for r in rows])  # type: ignore[type-var]
                 yield from batch
+
+    def _takeable(self, shape: Shape[Any], run: str, rows: list[Any], passed: list[int] | None) -> list[Any]:
+        """The rows a reader can take; each other one passed over, named by its run and seq."""
+        columns = shape.columns
+        at = columns.index("data") if "data" in columns else None
+        kept = []
+        for r in rows:
+            why = row_problem(r[columns.index("round")], None if at is None else r[at])
+            if why is None:
+                kept.append(r)
+                continue
+            pass_over(self, run, int(r[0]), why)
+            if passed is not None:
+                passed[0] += 1
+        return kept
 
     def head(self, run: str) -> tuple[int, str]:
         """The run's newest (seq, hash), its data left unread: one indexed row."""

@@ -36,6 +36,37 @@ def loads(text_: str) -> Any:
 
 _SHALLOW = 2 * MAX_DEPTH  # no shorter JSON text nests deeper than MAX_DEPTH
 
+UNREADABLE = "its data cannot be read: "
+"""How a reader names a row whose data is past its bounds (:func:`loads`)."""
+NOT_AN_OBJECT = "its data is not a JSON object"
+"""How a reader names a row whose data is JSON but no object (no event's data)."""
+NEGATIVE_ROUND = "its round is negative"
+"""How a reader names a row of a round below 0 (rounds start at 0, ``run.started``)."""
+
+
+def loads_data(text_: str) -> dict[str, Any]:
+    """:func:`loads` of an event's stored data, which is a JSON object: a :class:`ValueError`
+    otherwise (what a read passes over, :func:`row_problem` saying why)."""
+    value = loads(text_)
+    if type(value) is not dict:
+        raise ValueError(NOT_AN_OBJECT)
+    return value
+
+
+def row_problem(round_: int, data: str | None) -> str | None:
+    """Why every reader passes over a stored row (its round below 0, its data past the readers'
+    bounds or no JSON object), or None: what a read says of a row it could not make
+    (``data`` None: a read of no data)."""
+    if round_ < 0:
+        return NEGATIVE_ROUND
+    if data is None:
+        return None
+    try:
+        value = loads(data)
+    except ValueError as exc:
+        return f"{UNREADABLE}{exc}"
+    return None if type(value) is dict else NOT_AN_OBJECT
+
 
 def loads_state(text_: str) -> Any:
     """Parse a view's saved state: written by diagevo's own writers alone (a reader uses only the

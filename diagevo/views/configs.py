@@ -15,6 +15,7 @@ from diagevo.catalog import CATALOG, RoundCommitted, RunConfigured, RunStarted
 from diagevo.config.sections import config_from_record
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventReader, EventRow, StoredEvent
+from diagevo.log.recorder import pass_over
 
 CONFIG_TYPES = (RunStarted, RunConfigured)
 
@@ -29,6 +30,20 @@ def config_fault(event: StoredEvent) -> str | None:
                 return str(exc)
             return None
     return "its config is not a table"  # or none: a row written raw
+
+
+def passed_config(store: EventReader, run: str, event: StoredEvent) -> bool:
+    """Whether ``event`` is a ``run.configured`` whose config cannot be used, which a copy of
+    its run (a fork, a what-if) passes over: named (:func:`~diagevo.log.recorder.pass_over`)
+    and left behind, the config before it in force. A ``run.started`` is never passed over: its
+    run has no config without it."""
+    if CATALOG[event.type] is not RunConfigured:
+        return False
+    fault = config_fault(event)
+    if fault is None:
+        return False
+    pass_over(store, run, event.seq, f"{event.type}'s config cannot be used: {fault}")
+    return True
 
 
 def recovery(store: EventReader, run: str, event: StoredEvent | EventRow) -> tuple[str, Call | None]:

@@ -8,10 +8,11 @@ older log, which does not name its trainer), **complete** (it reached the rounds
 for, no round open) or **interrupted** (a round left open, or rounds still to go: ``train
 --resume``); for another trainer's run, **open round t** (waiting for its trainer) or
 **complete** (as far as it went); **no round yet** for a run started whose first round was never
-opened; **unreadable at seq N** for a run holding an event no reader can read (a raw row past
-the readers' bounds: ``memory verify`` names the way back). A fork says where it came from. Its config is shown as the
-fields that differ from the defaults; its tags and notes are its own events (``run.tagged``,
-``run.noted``).
+opened. A row its reads passed over (a raw row no reader can take: its data past the readers'
+bounds or no JSON object, among the run's milestones, config, labels and its newest row) is
+listed with the run (``passed_over``: its seq and why; ``memory verify`` names every one). A
+fork says where it came from. Its config is shown as the fields that differ from the defaults;
+its tags and notes are its own events (``run.tagged``, ``run.noted``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from diagevo.catalog import (
 )
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventReader, EventRow, Recorder
-from diagevo.log.errors import UnreadableEvent
 from diagevo.results import Json
 from diagevo.views.typed import last_event, of_type
 
@@ -74,6 +74,7 @@ class RunSummary:
     tags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     trainer: str = ""  # what drives the run (run.started), or OLDER_LOG
+    passed_over: list[dict[str, Json]] = field(default_factory=list)  # {"seq", "why"} of each row its reads passed over
 
     def to_json(self) -> dict[str, Json]:
         """The run as a row of ``diagevo runs --json``."""
@@ -116,8 +117,8 @@ def config_changes(record: dict[str, Any]) -> dict[str, Any]:
 
     try:
         config = config_from_record(record)
-    except BadInput:
-        return {"(config)": "does not validate"}
+    except BadInput as exc:
+        return {"(config)": f"cannot be used: {exc}"}
     ours, defaults = dotted(config.redacted()), dotted(MethodConfig().redacted())
     method = field_names(MethodConfig, method=True)
     return {k: v for k, v in ours.items() if k in method and defaults[k] != v}
@@ -156,6 +157,7 @@ def summarise(store: Recorder, run: str) -> RunSummary:
             case RunNoted(note=note):
                 notes.append(str(note))
     first = next(store.read(run, limit=1), None)
+    next(store.rows(run, limit=1, newest=True), None)  # the newest row: passed over, if no reader can take it
     last = max(committed, default=0)
     open_round = last + 1 if last + 1 in started else None
     # another trainer's run stores the default train.rounds, which it never used: no total to show
@@ -178,6 +180,7 @@ def summarise(store: Recorder, run: str) -> RunSummary:
         tags=list(tags),
         notes=notes,
         trainer=trainer or OLDER_LOG,
+        passed_over=[{"seq": seq, "why": why} for (r, seq), why in store.passed_over.items() if r == run],
     )
 
 
@@ -188,17 +191,8 @@ def _rounds_asked(config: dict[str, Any]) -> int | None:
 
 
 def runs(store: Recorder) -> list[RunSummary]:
-    """Every run of the database, in order of creation: a run holding an event no reader can
-    read (a raw row past the readers' bounds) is shown as such, the others as they are."""
-    return [_summary(store, run) for run in store.runs()]
-
-
-def _summary(store: Recorder, run: str) -> RunSummary:
-    try:
-        return summarise(store, run)
-    except UnreadableEvent as exc:
-        status = f"unreadable at seq {exc.seq} (memory verify names it and the way back)"
-        return RunSummary(run, status, 0, None, None, "", store.last_seq(run))
+    """Every run of the database, in order of creation, each with the rows its reads passed over."""
+    return [summarise(store, run) for run in store.runs()]
 
 
 def whatif_settings(forked: RunForked) -> Json:

@@ -16,7 +16,7 @@ from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
 from diagevo.log.recorder import EventRow
-from diagevo.log.registry import NOT_AN_OBJECT, UNREADABLE, stored_problem
+from diagevo.log.registry import stored_problem
 from diagevo.memory.counting import Audit, audit
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
@@ -96,11 +96,12 @@ def counted(rows: Iterator[EventRow], counts: stats.RoundStats, upto: int) -> It
 
 
 def unread(problems: list[str]) -> list[str]:
-    """The problems of the rows the fold cannot read: unreadable, no JSON object, out of shape."""
+    """The problems of the rows the fold cannot read: out of shape (a row no reader can take,
+    its data past their bounds or no JSON object, is passed over by every reader, the fold too)."""
     return [p for p in problems if any(f": {said}" in p for said in UNREAD)]
 
 
-UNREAD = (UNREADABLE, NOT_AN_OBJECT, "out of shape: ")
+UNREAD = ("out of shape: ",)
 
 
 def way_back(store: EventReader, run: str, seq: int | None) -> tuple[str, Call | None]:
@@ -161,15 +162,15 @@ def verify_anchors(store: Recorder, run: str) -> list[str]:
 
 
 def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | None:
-    """The first stored event a reader cannot read (data that is no JSON object, past the
-    readers' bounds or out of its type's shape: a row written raw where no check guards the
-    table) of ``runs`` (None: every run), as one line naming its run and seq; None when every
-    event is in shape. Looked for after a reader failed on what it read (the runs it read), to
-    tell a bad row from a bug."""
+    """The first stored event a reader cannot read (data out of its type's shape: a row written
+    raw where no check guards the table) of ``runs`` (None: every run), as one line naming its
+    run and seq; None when every event is in shape. Looked for after a reader failed on what it
+    read (the runs it read), to tell a bad row from a bug. A row every read passes over (data
+    past the readers' bounds or no JSON object, a round below 0) is not one: no reader met it."""
     for run in store.runs() if runs is None else runs:
         for r in store.raw(run):
-            problem = stored_problem(r)[1]
-            if problem is not None:
+            data, problem = stored_problem(r)
+            if data is not None and r.round >= 0 and problem is not None:
                 return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
     return None
 
