@@ -336,7 +336,9 @@ def mini_tables(dbs: list[str], svg: str | None, pair: str | None = None) -> str
         for a in arms:
             if len(final[a]) >= 1:
                 d, h = _interval([v - start[0] for v in final[a].values()])
-                gains.append(f"- {a}: round {last[a]} − the pair {d:+.3f} ± {h:.3f} ({len(final[a])} seeds)")
+                gains.append(
+                    f"- {a}: round {last[a]} − the pair {d:+.3f} ± {h:.3f} ({len(final[a])} seed{'s' if len(final[a]) != 1 else ''})"
+                )
     if svg:
         with open(svg, "w", encoding="utf-8") as f:
             f.write(_svg(curves, first=0 if start is not None else 1))
