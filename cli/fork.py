@@ -13,6 +13,7 @@ from diagevo.cli.common import (
     JsonOpt,
     console,
     emit_json,
+    notice,
     open_store,
     round_from_0,
     spell,
@@ -55,6 +56,8 @@ def fork(
         ),
         soft_wrap=True,
     )
+    for line in done["passed_over"]:
+        notice(line)
 
 
 def diff(

@@ -49,17 +49,16 @@ from diagevo.rounds import (
     seeded,
     start_run,
 )
-from diagevo.runtime.progress import ProgressFn, no_progress
+from diagevo.runtime.progress import NoticeFn, ProgressFn, no_notice, no_progress
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, numbers
 from diagevo.train.config import Config
 from diagevo.train.folders import checkpoint_root
 from diagevo.train.labels import LABEL_FIELDS, audit_labels
 from diagevo.train.tracking import Tracker, open_tracker
-from diagevo.views.checkpoints import resume_checkpoint
+from diagevo.views.checkpoints import checkpoint_log, resume_checkpoint
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
-from diagevo.views.queries import pruned_checkpoints
 from diagevo.views.stats import round_stats
 from diagevo.views.typed import carried, of_type
 
@@ -121,6 +120,7 @@ class Trainer:
         *,
         progress: ProgressFn = no_progress,
         on_round: Callable[[RoundReport], None] = lambda r: None,
+        notice: NoticeFn = no_notice,
     ) -> None:
         self.cfg = config
         self.store = store
@@ -128,6 +128,8 @@ class Trainer:
         self.run = run
         self.progress = progress
         self.on_round = on_round
+        self.notice = notice
+        self.noticed: set[str] = set()  # the lines said already (a passed-over event is named once)
         self.seed = config.train.seed
         self.ckpt_root = checkpoint_root(config, store.url)  # keyed by database
         # absolute (a resume may start elsewhere), reached without a link (nothing is written or
@@ -172,21 +174,30 @@ class Trainer:
                 remove_owned(here, dead)
         r.finished.add(phase)
 
+    def say(self, lines: Sequence[str]) -> None:
+        """Each line through the notice callback, once in this process."""
+        for line in lines:
+            if line not in self.noticed:
+                self.noticed.add(line)
+                self.notice(line)
+
     def to_prune(self, phase: str, t: int) -> list[tuple[str, CheckpointPruned]]:
         """The checkpoints of ``phase`` that ``train.keep_checkpoints`` lets go once round ``t``'s
         is written: all but the last N of this run's own directory (a fork's copied ones live in
         its source's), keeping the ones a fork of this run or a selected checkpoint names. Model
         checkpoints only: a backend whose checkpoints are small states (the simulator's) keeps
-        them all, so its runs fork at any round."""
+        them all, so its runs fork at any round. The checkpoint events the rule refuses are
+        passed over (:func:`~diagevo.views.checkpoints.checkpoint_log`)."""
         keep = self.cfg.train.keep_checkpoints
         if keep <= 0 or not getattr(self.backend, "checkpoints_are_models", True):
             return []
-        gone = pruned_checkpoints(self.store, self.run)
+        log = checkpoint_log(self.store, self.run)
+        self.say(log.passed_lines())
         mine = [
             (e.round, c)
-            for e in self.store.rows(self.run, types=(CheckpointWritten,))
-            if isinstance(c := e.event, CheckpointWritten) and carried(c, "phase") == phase and e.round < t
-            if c.path not in gone and self.own_checkpoint(c.path) is not None
+            for e in log.written
+            if isinstance(c := e.event, CheckpointWritten) and c.phase == phase and e.round < t
+            if log.gone(e) is None and self.own_checkpoint(c.path) is not None
         ]
         needed = self.needed_rounds()
         old = mine[: max(0, len(mine) - (keep - 1))]  # the new one is the last of the N kept
@@ -280,8 +291,9 @@ class Trainer:
         rnd = Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
         resumed = resume_checkpoint(self.store, self.run, t, self.ckpt_root)
-        if resumed is not None:
-            self.backend.load(resumed)
+        self.say(resumed.passed)
+        if resumed.path is not None:
+            self.backend.load(resumed.path)
         m = self.cfg.memory
         n_chal, n_cur = self.cfg.challenger_questions, self.cfg.train.curriculum_questions
 

@@ -16,7 +16,7 @@ from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
 from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, resume_call
 from diagevo.log import EventReader, Recorder
 from diagevo.rounds import OUR_TRAINER, configure_run, run_trainer, start_run, stored_config
-from diagevo.runtime.progress import ProgressFn, no_progress
+from diagevo.runtime.progress import NoticeFn, ProgressFn, no_notice, no_progress
 from diagevo.text.redaction import given_secrets
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
@@ -139,6 +139,7 @@ def train(
     overrides: list[str] | None = None,
     lead: Callable[[Backend], Backend] | None = None,
     checked: bool = False,
+    notice: NoticeFn = no_notice,
 ) -> tuple[str, list]:
     """Train (or resume) a run up to round ``rounds`` (default: the config's); returns the run id
     and the reports of the rounds it ran. ``lead`` wraps the backend, built from the run's
@@ -147,7 +148,8 @@ def train(
     The preflight (:func:`ready`) refuses a config this machine cannot run before the run or its
     lease is written; ``checked=True``: the caller has run it on ``config`` already (``diagevo
     train`` does, before it creates the database), so it is not run twice. A resumed run trains
-    with the config its log records, which is checked here in any case."""
+    with the config its log records, which is checked here in any case. What a reader passes over
+    on the way (a checkpoint event the rules refuse) is named through ``notice``, one line each."""
     # the loop (the diagnosis pipeline, the tracker, the views of a round) loads when a run trains,
     # not for ``diagevo train --help`` or ``ablate --help``, which read this module
     from diagevo.train.loop import Trainer
@@ -175,7 +177,9 @@ def train(
             start_run(store, run, config, config.train.seed, resume="never", trainer=OUR_TRAINER)
         progress("load", 0, None)
         models = backend or make_backend(config)
-        trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)
+        trainer = Trainer(
+            config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round, notice=notice
+        )
         return run, trainer.train(config.train.rounds)
 
 

@@ -1,22 +1,81 @@
 """The checkpoints a run's log names, for what loads them (a resume, a fork, eval, the trainers'
-checks): where they lie, which one a round resumes from, and the first checkpoint event that breaks
-the checkpoint rule, each refusal with the way back. Apart from the read commands' values
-(:mod:`~diagevo.views.queries`): these read the counting rules and the config's way back, which no
-read command loads."""
+checks, the sizes ``memory stats`` shows): where they lie, which one a round resumes from, and
+the checkpoint events the checkpoint rule (:mod:`diagevo.memory.checkpoints`) refuses, which
+every reader passes over, naming each."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagevo.catalog import CheckpointWritten, RunForked, RunStarted
-from diagevo.errors import BadInput, Call, NotFound
-from diagevo.files.confined import checkpoint_dir, owned_dir
-from diagevo.log import EventReader
-from diagevo.memory.counting import CHECKPOINT_TYPES, breaks
-from diagevo.views.configs import recovery
+from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunForked, RunStarted
+from diagevo.errors import NotFound
+from diagevo.files.confined import checkpoint_dir, checkpoint_name, owned_dir
+from diagevo.log import EventReader, EventRow
+from diagevo.memory.checkpoints import CHECKPOINT_READS, checkpoint_verdicts
 from diagevo.views.typed import last_event, typed
+
+
+@dataclass(frozen=True)
+class CheckpointLog:
+    """A run's checkpoint events as its readers take them, in log order: the ``checkpoint.written``
+    rows the checkpoint rule (:func:`~diagevo.memory.checkpoints.checkpoint_rule`) takes, the
+    ``checkpoint.pruned`` it takes (by the checkpoint's name), and each event it refuses, passed
+    over (``passed``: where, the rule and why)."""
+
+    run: str
+    written: list[EventRow] = field(default_factory=list)
+    pruned: dict[str, EventRow] = field(default_factory=dict)
+    passed: list[PassedOver] = field(default_factory=list)
+
+    def latest(self, t: int) -> EventRow | None:
+        """The checkpoint round ``t`` resumes from: the last written up to its round (None: none)."""
+        return next((row for row in reversed(self.written) if row.round <= t), None)
+
+    def gone(self, row: EventRow) -> EventRow | None:
+        """The ``checkpoint.pruned`` that deleted the checkpoint ``row`` wrote, or None."""
+        name = checkpoint_name(typed(CheckpointWritten, row).path)
+        return self.pruned.get(name) if name is not None else None
+
+    def passed_lines(self, upto_round: int | None = None) -> list[str]:
+        """One line for each event passed over (of a round up to ``upto_round``)."""
+        return [p.line(self.run) for p in self.passed if upto_round is None or p.round <= upto_round]
+
+
+@dataclass(frozen=True)
+class PassedOver:
+    """A checkpoint event the rule refuses: its seq and round, the rule and why."""
+
+    seq: int
+    round: int
+    rule: str
+    reason: str
+
+    def line(self, run: str) -> str:
+        """How a reader names it, in one line: the run, the seq, the rule and why."""
+        return (
+            f"run {run!r}: seq {self.seq} passed over ({self.rule}: {self.reason}); "
+            "memory verify names it with the way back"
+        )
+
+
+def checkpoint_log(store: EventReader, run: str, upto_seq: int | None = None) -> CheckpointLog:
+    """``run``'s checkpoint events (up to ``upto_seq``), each taken or passed over by the
+    checkpoint rule: the one place a reader of checkpoints learns which the log names."""
+    log = CheckpointLog(run)
+    rows = store.rows(run, types=CHECKPOINT_READS, upto_seq=upto_seq)
+    for row, broken in checkpoint_verdicts(rows):
+        if broken is not None:
+            log.passed.append(PassedOver(row.seq, row.round, *broken))
+        elif row.type == CheckpointWritten.name:
+            log.written.append(row)
+        else:
+            name = checkpoint_name(typed(CheckpointPruned, row).path)
+            assert name is not None  # the rule took it
+            log.pruned[name] = row
+    return log
 
 
 def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
@@ -46,22 +105,31 @@ def runs_root(store: EventReader, config: Mapping[str, Any]) -> Path:
     return Path(out_dir) if isinstance(out_dir, str) and out_dir else beside_database(store.url, ".runs", move=False)
 
 
-def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Path | None:
-    """The checkpoint round ``t`` of ``run`` resumes from (None: the run wrote none yet): the
-    latest its log names, which the checkpoint rule (:func:`~diagevo.memory.counting.checkpoint_rule`)
-    makes the latest of its phase and never pruned. A log that breaks the rule (a row stored
-    past the checks) is refused naming the event, as a checkpoint whose folder is gone is, each
-    with the way back: a resume never trains on from other weights than the log says."""
-    refused = checkpoint_refusal(store, run)
-    if refused is not None:
-        raise BadInput(f"cannot continue run {run!r} at round {t}: {refused[0]}", refused[1], aside=True, about=run)
-    written = [row for row in store.rows(run, types=(CheckpointWritten,)) if row[1] <= t]
-    if not written:
-        return None
-    last = written[-1]
+@dataclass(frozen=True)
+class Resumed:
+    """What round ``t`` of a run resumes from: the checkpoint (None: the run wrote none yet) and
+    a line for each checkpoint event of its rounds so far that was passed over."""
+
+    path: Path | None
+    passed: list[str]
+
+
+def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Resumed:
+    """The checkpoint round ``t`` of ``run`` resumes from: the latest its log names that the
+    checkpoint rule (:func:`~diagevo.memory.checkpoints.checkpoint_rule`) takes, which is the latest
+    of its phase and never pruned. An event the rule refuses (a row stored past the checks) is
+    passed over and named; a checkpoint whose folder is gone is refused in one line with the way
+    back: a resume never trains on from other weights than the log's valid events say."""
+    log = checkpoint_log(store, run)
+    passed = log.passed_lines(upto_round=t)
+    last = log.latest(t)
+    if last is None:
+        return Resumed(None, passed)
     try:
-        return checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, last).path)
+        path = checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, last).path)
     except FileNotFoundError as exc:
+        from diagevo.views.configs import recovery  # the config's models: loaded for the refusal alone
+
         how, fork = recovery(store, run, last)
         raise NotFound(
             f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {last.round}, "
@@ -70,18 +138,7 @@ def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Path 
             aside=True,
             about=run,
         ) from None
-
-
-def checkpoint_refusal(store: EventReader, run: str, upto_seq: int | None = None) -> tuple[str, Call | None] | None:
-    """The first checkpoint event of ``run`` (up to ``upto_seq``) that breaks the checkpoint rule,
-    in words that end with the way back, and the fork that takes it (None: no event does)."""
-    broken = next(breaks(store.rows(run, types=CHECKPOINT_TYPES, upto_seq=upto_seq)), None)
-    if broken is None:
-        return None
-    event = store.event_at(run, broken.at)
-    assert event is not None, (run, broken.at)  # a seq the run's rows just gave
-    how, fork = recovery(store, run, event)
-    return f"seq {broken.at}: {broken.reason}; {how}", fork
+    return Resumed(path, passed)
 
 
 def checkpoint_path(store: EventReader, run: str, path: str, root: Path | None = None) -> Path:
