@@ -220,8 +220,11 @@ def evaluate_run(
     engine_name: str = "",
     progress: ProgressFn = no_progress,
     on_result: Callable[[int, BenchResult], None] = lambda t, r: None,
+    checkpoints: Path | None = None,
 ) -> RunEvaluation:
-    """Evaluate the run's solver of each picked round and record every score in its log.
+    """Evaluate the run's solver of each picked round and record every score in its log; its
+    checkpoints are looked for under ``checkpoints`` (the folder its trainer was given as
+    ``train.out_dir``; None: the database's folder), never where a row says.
 
     With ``validation``, every picked round is scored on it first, the best round is recorded
     as ``checkpoint.selected``, and ``benches`` are evaluated on that round only (the paper's
@@ -241,7 +244,7 @@ def evaluate_run(
     def score(t: int, suite: Sequence[Benchmark]) -> tuple[BenchResult, ...]:
         model = models[t]
         if t > 0:  # the checkpoint's solver: path/solver where the backend saved both models under one path
-            path = checkpoint_path(store, run, model)
+            path = checkpoint_path(store, run, model, checkpoints)
             model = str(path / "solver") if (path / "solver").is_dir() else str(path)
 
         def record(result: BenchResult) -> None:

@@ -500,7 +500,7 @@ class Trainer:
                     raise (RetryLater if down else BadServer)(
                         f"run {self.run!r} stopped in round {rnd.t}, not committed: {outage_line(exc)}; once the "
                         f"diagnostician answers{'' if down else ' as it should'}, continue with",
-                        resume_call(self.run),
+                        resume_call(self.run, self.cfg.train.out_dir),
                         then=f" (waited {waited:.0f} s, diagnosis.outage_wait_s {d.outage_wait_s:g})",
                         about=self.run,
                     ) from None

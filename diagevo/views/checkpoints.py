@@ -1,16 +1,22 @@
 """The checkpoints a run's log names, for what loads them (a resume, a fork, eval, the trainers'
 checks, the sizes ``memory stats`` shows): where they lie, which one a round resumes from, and
 the checkpoint events the checkpoint rule (:mod:`diagevo.memory.checkpoints`) refuses, which
-every reader passes over, naming each."""
+every reader passes over, naming each.
+
+Where the checkpoints lie comes from the machine, never from a row: the run's folder under the
+database's folder (``x.db`` -> ``x.diagevo/runs/<run>/``), or under the folder the command was
+given (``train.out_dir`` of the command's own config, ``--out-dir``). A ``train.out_dir`` stored in
+the run's config is a record of where its first trainer wrote, no more: one that differs is named
+(:func:`stored_out_dir_note`) and not looked in."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunForked, RunStarted
+from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunConfigured, RunForked, RunStarted
 from diagevo.errors import NotFound
 from diagevo.files.confined import checkpoint_dir, checkpoint_name, owned_dir
 from diagevo.log import EventReader, EventRow
@@ -80,8 +86,8 @@ def checkpoint_log(store: EventReader, run: str, upto_seq: int | None = None) ->
 
 def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
     """Where the checkpoints ``run``'s log names may lie, in the order they are looked for: the
-    run's folder under ``root`` (``train.out_dir``, or the database's folder), then its fork
-    source's, and so on (a fork's copied rounds wrote theirs there), each reached without a link."""
+    run's folder under ``root`` (:func:`runs_root`), then its fork source's, and so on (a fork's
+    copied rounds wrote theirs there), each reached without a link."""
     from diagevo.log.paths import run_name  # loaded by the commands that read checkpoints (it loads sqlalchemy)
 
     folders: list[Path] = []
@@ -95,14 +101,28 @@ def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
     return folders
 
 
-def runs_root(store: EventReader, config: Mapping[str, Any]) -> Path:
-    """The folder the run folders of a run with this config (its ``run.started`` record) lie in:
-    its ``train.out_dir``, else the database's folder (``runs``)."""
+def runs_root(store: EventReader, given: Path | None = None) -> Path:
+    """The folder the run folders lie in: ``given`` (the command's ``train.out_dir`` or
+    ``--out-dir``), else the database's folder (``runs``). Never a folder a row names."""
     from diagevo.log.paths import beside_database
 
-    train = config.get("train")
-    out_dir = train.get("out_dir") if isinstance(train, Mapping) else None
-    return Path(out_dir) if isinstance(out_dir, str) and out_dir else beside_database(store.url, ".runs", move=False)
+    return Path(given) if given is not None else beside_database(store.url, ".runs", move=False)
+
+
+def stored_out_dir_note(store: EventReader, run: str, root: Path) -> str | None:
+    """The line that names the ``train.out_dir`` of ``run``'s config in force when it is not
+    ``root``, the folder looked in (None: the config holds none, or that one)."""
+    config = next(store.read(run, types=(RunStarted, RunConfigured), limit=1, newest=True), None)
+    if config is None:
+        return None
+    held = getattr(config.event, "config", None)
+    stored = _out_dir(held) if isinstance(held, Mapping) else None
+    if stored is None or os.path.abspath(stored) == os.path.abspath(root):
+        return None
+    return (
+        f"run {run!r}: its config (seq {config.seq}) holds train.out_dir {stored[:200]!r}, which is not looked in: "
+        f"checkpoints are looked for under {os.path.abspath(root)} (the database's folder, or the command's --out-dir)"
+    )
 
 
 @dataclass(frozen=True)
@@ -118,8 +138,10 @@ def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Resum
     """The checkpoint round ``t`` of ``run`` resumes from: the latest its log names that the
     checkpoint rule (:func:`~diagevo.memory.checkpoints.checkpoint_rule`) takes, which is the latest
     of its phase and never pruned. An event the rule refuses (a row stored past the checks) is
-    passed over and named; a checkpoint whose folder is gone is refused in one line with the way
-    back: a resume never trains on from other weights than the log's valid events say."""
+    passed over and named; a checkpoint whose folder is not under ``root`` is refused in one line
+    with the way back (a stored ``train.out_dir`` that differs is the trainer's to name:
+    :func:`stored_out_dir_note`): a resume never trains on from other weights than the log's valid
+    events say."""
     log = checkpoint_log(store, run)
     passed = log.passed_lines(upto_round=t)
     last = log.latest(t)
@@ -133,7 +155,7 @@ def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Resum
         how, fork = recovery(store, run, last)
         raise NotFound(
             f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {last.round}, "
-            f"seq {last.seq}): put it back, or {how}",
+            f"seq {last.seq}): put it back (or name its folder: --out-dir), or {how}",
             fork,
             aside=True,
             about=run,
@@ -143,12 +165,18 @@ def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Resum
 
 def checkpoint_path(store: EventReader, run: str, path: str, root: Path | None = None) -> Path:
     """The checkpoint a ``checkpoint.written`` of ``run`` names (``path`` as stored), in the run's
-    folder or its fork source's (:func:`diagevo.files.confined.checkpoint_dir`): refused by name when
-    it is no name the loop gives or a link lies there, :class:`NotFound` when no folder holds it."""
-    if root is None:
-        started = last_event(store, run, RunStarted)  # a run has one
-        root = runs_root(store, started.config if started is not None else {})
+    folder under ``root`` (None: the database's folder) or its fork source's
+    (:func:`diagevo.files.confined.checkpoint_dir`): refused by name when it is no name the loop
+    gives or a link lies there, :class:`NotFound` when no folder holds it."""
+    where = runs_root(store, root)
     try:
-        return checkpoint_dir(checkpoint_folders(store, run, root), path)
+        return checkpoint_dir(checkpoint_folders(store, run, where), path)
     except FileNotFoundError as exc:
-        raise NotFound(f"run {run!r}: {exc}") from None
+        note = stored_out_dir_note(store, run, where)
+        raise NotFound(f"run {run!r}: {exc}{' (' + note + ')' if note else ''}") from None
+
+
+def _out_dir(config: Mapping[str, object]) -> str | None:
+    train = config.get("train")
+    out = train.get("out_dir") if isinstance(train, Mapping) else None
+    return out if isinstance(out, str) and out else None
