@@ -35,14 +35,6 @@ WideOpt = Annotated[
 ]
 
 
-def notice(line: str) -> None:
-    """A library's notice (:data:`diagevo.runtime.progress.NoticeFn`): one line on stderr, marked
-    ``note:``, its text escaped (it may quote a stored row)."""
-    from diagevo.text.redaction import redact_text
-
-    err_console.print(text(f"note: {redact_text(line)}"), soft_wrap=True)
-
-
 def round_from_0(value: int | None) -> int | None:
     """The callback of a ``--round`` that names any round of a run: rounds are numbered from 0
     (``run.started``, M_0)."""

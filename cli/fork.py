@@ -13,7 +13,6 @@ from diagevo.cli.common import (
     JsonOpt,
     console,
     emit_json,
-    notice,
     open_store,
     round_from_0,
     spell,
@@ -56,8 +55,6 @@ def fork(
         ),
         soft_wrap=True,
     )
-    for line in done["passed_over"]:
-        notice(line)
 
 
 def diff(

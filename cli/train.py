@@ -21,7 +21,6 @@ from diagevo.cli.common import (
     console,
     db_args,
     emit_json,
-    notice,
     open_store,
     program,
     spell,
@@ -294,7 +293,6 @@ def _train_rounds(cfg: Any, request: TrainRequest) -> None:
                     lead=leader,
                     overrides=list(request.overrides),
                     checked=not request.resume,  # a new run's config was checked above; a resumed one's, in there
-                    notice=notice,
                 )
 
             _with_progress(run_rounds, request, run_id)

@@ -68,7 +68,7 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
     gone = checkpoint_log(store, source).gone(needed) if needed is not None else None
     if gone is not None:
         raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone)}")
-    left = {p.seq for p in checkpoints.passed}
+    left = set(checkpoints.passed)
     copied = store.read(source, upto_seq=commit_seq, texts=True)
     events = [copied_event(e, source, new) for e in copied if e.seq not in left and not passed_config(store, source, e)]
     forked = RunForked(source_run=source, source_round=at_round, source_hash=last_hash, source_seq=commit_seq)
@@ -92,7 +92,6 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
         run=new,
         events=len(events),
         configured=changed is not None,
-        passed_over=checkpoints.passed_lines(),
     )
 
 

@@ -102,7 +102,7 @@ def held_to_the_rule(
     code, _, err = run_cli(capsys, "train", "--run", "t", "--resume", "--rounds", "3", "--db", db, "--quiet", *SMALL)
     assert code == 0, err
     notes = [line for line in err.splitlines() if line.strip()]
-    assert len(notes) == 1 and notes[0].startswith(f"note: run 't': seq {seq} passed over (checkpoint "), err
+    assert len(notes) == 1 and notes[0].startswith(f"run 't', seq {seq}: passed over: checkpoint "), err
     assert reason in notes[0], err
     if loads is not None:
         assert [p.name for p in loads] == ["round002-solver"], loads
@@ -190,7 +190,7 @@ def test_a_fork_names_a_checkpoint_named_against_the_rule_and_leaves_it_behind(
     code, out, err = cli("memory", "fork", "--run", "t", "--round", "2", "--to", "u", "--db", db)
     assert code == 0, err
     said = " ".join(err.split())
-    assert f"note: run 't': seq {seq} passed over (checkpoint pruned once written: " in said, err
+    assert f"run 't', seq {seq}: passed over: checkpoint pruned once written: " in said, err
     assert "the latest checkpoint of solver" in said, err
     code, _, err = cli("train", "--run", "u", "--resume", "--rounds", "3", "--db", db, "--quiet", *SMALL)
     assert code == 0 and "passed over" not in err, err

@@ -80,7 +80,7 @@ def test_a_bogus_checkpoint_path_is_refused_by_name(tmp_path: Path, capsys: pyte
     code, _, err = _train(capsys, db, "t", 2, "--resume")  # passed over, named: round 2 goes on from round 1's
     assert code == 0, err
     (note,) = [line for line in err.splitlines() if line.strip()]
-    assert note.startswith(f"note: run 't': seq {seq} passed over (checkpoint named by its event: "), note
+    assert note.startswith(f"run 't', seq {seq}: passed over: checkpoint named by its event: "), note
     assert "checkpoint path '../../etc' is not a checkpoint name of the run's folder" in note
 
 

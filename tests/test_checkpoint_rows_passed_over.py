@@ -135,8 +135,8 @@ def resumed_past(log: Log, seq: int, rule: str, *words: str) -> str:
     the rule and ``words``), and round 3 is committed after rounds 1 and 2: its stderr."""
     code, _, err = log.train("--resume", "--rounds", "3")
     assert code == 0, err
-    (note,) = [line for line in err.splitlines() if f"seq {seq} " in line]
-    assert note.startswith(f"note: run '{RUN}': seq {seq} passed over ({rule}: "), note
+    (note,) = [line for line in err.splitlines() if f"seq {seq}:" in line]
+    assert note.startswith(f"run '{RUN}', seq {seq}: passed over: {rule}: "), note
     assert all(w in note for w in words), note
     with open_log(log.db, create=False) as s:
         assert [e.round for e in s.read(RUN, types=(RoundCommitted,))] == [1, 2, 3]
@@ -208,8 +208,9 @@ def test_a_stored_out_dir_is_named_and_not_looked_in(log: Log, loads: list[Path]
     code, _, err = log.train("--resume", "--rounds", "3")
     assert code == 0, err
     (note,) = [line for line in err.splitlines() if line.strip()]
-    assert re.match(rf"note: run '{RUN}': its config \(seq \d+\) holds train.out_dir '{elsewhere}'", note), note
-    assert f"which is not looked in: checkpoints are looked for under {log.runs} " in note, note
+    said = f"passed over: its train.out_dir '{elsewhere}' is not looked in: checkpoints are looked for under "
+    said += f"{log.runs} "
+    assert re.match(rf"run '{RUN}', seq \d+: ", note) and said in note, note
     assert loads == [log.runs / RUN / "round002-solver"]
     assert (log.runs / RUN / "round003-solver").is_dir() and not elsewhere.exists()
 
@@ -225,9 +226,8 @@ def test_the_commands_own_out_dir_is_where_checkpoints_go_and_are_looked_for(tmp
     assert code == 0 and not err.strip(), err  # the stored folder is the command's: nothing to name
     assert loads == [out_dir / RUN / "round001-solver"]
     code, _, err = made.train("--resume", "--rounds", "3")
-    note, error = err.strip().split("\n")  # a note naming the stored folder, then the one-line error
-    assert (
-        code == 1 and note.startswith("note: ") and f"holds train.out_dir '{out_dir}', which is not looked in" in note
-    )
-    assert error.startswith(f"error: cannot continue run '{RUN}' at round 3: checkpoint round002-solver is in none of ")
+    (error,) = err.strip().split("\n")  # one line, naming the stored folder
+    assert code == 1 and error.startswith(f"error: cannot continue run '{RUN}' at round 3: checkpoint round002-"), err
+    assert f"checkpoint round002-solver is in none of {made.runs / RUN} (" in error, error
+    assert f"; not in its stored train.out_dir '{out_dir}' (seq " in error, error
     assert "put it back (or name its folder: --out-dir)" in error, error

@@ -25,6 +25,13 @@ CHECKPOINT_PHASES = ("challenger", "solver")
 """The phases after which the training loop writes a checkpoint (both models, ``roundNNN-phase``)."""
 MAX_BYTES = 2**63 - 1
 """The largest size a checkpoint event holds: a 64-bit count of bytes."""
+SIZED, NAMED, OPENED, PRUNED = CHECKPOINT_RULES = (
+    "checkpoint size a count of bytes",
+    "checkpoint named by its event",
+    "checkpoint of an open round",
+    "checkpoint pruned once written",
+)
+"""The names of the rules :func:`checkpoint_rule` states, as a break names them."""
 
 Broken = tuple[str, str] | None
 """(rule, reason) of the rule an event breaks, or None."""
@@ -51,35 +58,31 @@ def checkpoint_rule(
     shown = name if name is not None else repr(path)[:80]
     size = getattr(event, "bytes", None)
     if size is not None and (type(size) is not int or not 0 <= size <= MAX_BYTES):
-        return "checkpoint size a count of bytes", (
+        return SIZED, (
             f"{event.name} of round {rnd} holds bytes {repr(size)[:40]}, not a whole number from 0 to 2^63-1"
         )
     if isinstance(event, CheckpointWritten):
         phase = event.phase
         if name is None:
-            return "checkpoint named by its event", str(checkpoint_problem(path))
+            return NAMED, str(checkpoint_problem(path))
         if phase not in CHECKPOINT_PHASES:
-            return "checkpoint named by its event", (
+            return NAMED, (
                 f"checkpoint.written of round {rnd} names phase {repr(phase)[:40]}, not challenger or solver"
             )
         want = f"round{rnd:03d}-{phase}"
         if name != want:
-            return "checkpoint named by its event", (
-                f"checkpoint.written of round {rnd} after {phase} names {shown}, not {want}"
-            )
+            return NAMED, (f"checkpoint.written of round {rnd} after {phase} names {shown}, not {want}")
     if not opened:
-        return "checkpoint of an open round", (
+        return OPENED, (
             f"{event.name} of round {rnd} names {shown}, but round {rnd} is not open (started, not committed)"
         )
     if isinstance(event, CheckpointWritten):
         return None
     phase = written.get(name) if name is not None else None
     if phase is None:
-        return "checkpoint pruned once written", f"checkpoint.pruned names {shown}, which the run never wrote before it"
+        return PRUNED, f"checkpoint.pruned names {shown}, which the run never wrote before it"
     if latest.get(phase) == name:
-        return "checkpoint pruned once written", (
-            f"checkpoint.pruned names {name}, the latest checkpoint of {phase}: what a resume loads"
-        )
+        return PRUNED, (f"checkpoint.pruned names {name}, the latest checkpoint of {phase}: what a resume loads")
     return None
 
 

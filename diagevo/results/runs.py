@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from diagevo.results import JsonRow, Result
@@ -42,8 +42,7 @@ class RunDiff:
 class Fork(Result):
     """What ``fork_run`` made (``memory fork --json``): the run and committed round it copies,
     that commit's hash and seq (the provenance ``run.forked`` records), the new run, how many
-    events it starts with, whether config changes were recorded for it, and a line for each
-    checkpoint event of the copy that the checkpoint rule refuses (passed over, as by every reader)."""
+    events it starts with, and whether config changes were recorded for it."""
 
     source_run: str
     source_round: int
@@ -52,4 +51,3 @@ class Fork(Result):
     run: str
     events: int
     configured: bool
-    passed_over: list[str] = field(default_factory=list)

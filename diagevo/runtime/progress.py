@@ -1,10 +1,7 @@
-"""The progress and notice callbacks shared by long-running library code.
+"""The progress callback shared by long-running library code.
 
 Nothing below ``cli/`` prints: training, diagnosis, generation and evaluation report
-``(phase, done, total)`` through the progress callback and the CLI renders it with
-``rich.progress``; what a command should know but that does not stop it (an event of the log
-passed over, a stored setting ignored) is one line through the notice callback, which the CLI
-writes to stderr.
+``(phase, done, total)`` through this callback and the CLI renders it with ``rich.progress``.
 """
 
 from __future__ import annotations
@@ -15,15 +12,8 @@ from collections.abc import Callable
 ProgressFn = Callable[[str, int, int | None], None]
 
 
-NoticeFn = Callable[[str], None]
-
-
 def no_progress(phase: str, done: int, total: int | None) -> None:
     """The default progress callback: report nothing."""
-
-
-def no_notice(line: str) -> None:
-    """The default notice callback: say nothing."""
 
 
 def quiet_libraries() -> None:

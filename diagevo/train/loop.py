@@ -49,7 +49,7 @@ from diagevo.rounds import (
     seeded,
     start_run,
 )
-from diagevo.runtime.progress import NoticeFn, ProgressFn, no_notice, no_progress
+from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, numbers
 from diagevo.train.config import Config
@@ -120,7 +120,6 @@ class Trainer:
         *,
         progress: ProgressFn = no_progress,
         on_round: Callable[[RoundReport], None] = lambda r: None,
-        notice: NoticeFn = no_notice,
     ) -> None:
         self.cfg = config
         self.store = store
@@ -128,8 +127,6 @@ class Trainer:
         self.run = run
         self.progress = progress
         self.on_round = on_round
-        self.notice = notice
-        self.noticed: set[str] = set()  # the lines said already (a passed-over event is named once)
         self.seed = config.train.seed
         self.ckpt_root = checkpoint_root(config, store.url)  # keyed by database
         # absolute (a resume may start elsewhere), reached without a link (nothing is written or
@@ -174,13 +171,6 @@ class Trainer:
                 remove_owned(here, dead)
         r.finished.add(phase)
 
-    def say(self, lines: Sequence[str]) -> None:
-        """Each line through the notice callback, once in this process."""
-        for line in lines:
-            if line not in self.noticed:
-                self.noticed.add(line)
-                self.notice(line)
-
     def to_prune(self, phase: str, t: int) -> list[tuple[str, CheckpointPruned]]:
         """The checkpoints of ``phase`` that ``train.keep_checkpoints`` lets go once round ``t``'s
         is written: all but the last N of this run's own directory (a fork's copied ones live in
@@ -192,7 +182,6 @@ class Trainer:
         if keep <= 0 or not getattr(self.backend, "checkpoints_are_models", True):
             return []
         log = checkpoint_log(self.store, self.run)
-        self.say(log.passed_lines())
         mine = [
             (e.round, c)
             for e in log.written
@@ -291,9 +280,8 @@ class Trainer:
         rnd = Round.open(self.store, self.run, t)  # reads the config and M_{t-1} once
         r = self._rebuild(rnd)
         resumed = resume_checkpoint(self.store, self.run, t, self.ckpt_root)
-        self.say(resumed.passed)
-        if resumed.path is not None:
-            self.backend.load(resumed.path)
+        if resumed is not None:
+            self.backend.load(resumed)
         m = self.cfg.memory
         n_chal, n_cur = self.cfg.challenger_questions, self.cfg.train.curriculum_questions
 

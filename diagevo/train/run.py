@@ -16,7 +16,7 @@ from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
 from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, resume_call
 from diagevo.log import EventReader, Recorder
 from diagevo.rounds import OUR_TRAINER, configure_run, run_trainer, start_run, stored_config
-from diagevo.runtime.progress import NoticeFn, ProgressFn, no_notice, no_progress
+from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.text.redaction import given_secrets
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
@@ -26,7 +26,7 @@ from diagevo.train.folders import check_folders, checkpoint_root
 from diagevo.train.hf import distributed
 from diagevo.train.preflight import preflight, require
 from diagevo.train.sim.backend import SimBackend
-from diagevo.views.checkpoints import stored_out_dir_note
+from diagevo.views.checkpoints import name_stored_out_dir
 from diagevo.views.configs import CONFIG_TYPES, unusable_config
 from diagevo.views.runs import latest_run
 
@@ -144,7 +144,6 @@ def train(
     overrides: list[str] | None = None,
     lead: Callable[[Backend], Backend] | None = None,
     checked: bool = False,
-    notice: NoticeFn = no_notice,
 ) -> tuple[str, list]:
     """Train (or resume) a run up to round ``rounds`` (default: the config's); returns the run id
     and the reports of the rounds it ran. ``lead`` wraps the backend, built from the run's
@@ -155,8 +154,8 @@ def train(
     train`` does, before it creates the database), so it is not run twice. A resumed run trains
     with the config its log records, which is checked here in any case; its checkpoints are
     looked for where ``config`` (the command's) puts them, a stored ``train.out_dir`` that differs
-    named through ``notice`` and ignored, as each checkpoint event the rules refuse is
-    (:mod:`diagevo.views.checkpoints`)."""
+    named and ignored as each checkpoint event the rules refuse is: passed over
+    (:mod:`diagevo.views.checkpoints`, :func:`~diagevo.log.recorder.pass_over`)."""
     # the loop (the diagnosis pipeline, the tracker, the views of a round) loads when a run trains,
     # not for ``diagevo train --help`` or ``ablate --help``, which read this module
     from diagevo.train.loop import Trainer
@@ -176,9 +175,7 @@ def train(
     with store.lease(run, holder):
         if resume:
             config = resumed_config(store, run, config, wanted)
-            note = stored_out_dir_note(store, run, checkpoint_root(config, store.url, move=False))
-            if note is not None:
-                notice(note)
+            name_stored_out_dir(store, run, checkpoint_root(config, store.url, move=False))
             if backend is None:
                 ready(config, store.url)
         else:  # one decision under the append lock: of two processes creating this id, one is refused
@@ -187,9 +184,7 @@ def train(
             start_run(store, run, config, config.train.seed, resume="never", trainer=OUR_TRAINER)
         progress("load", 0, None)
         models = backend or make_backend(config)
-        trainer = Trainer(
-            config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round, notice=notice
-        )
+        trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)
         return run, trainer.train(config.train.rounds)
 
 

@@ -1,13 +1,14 @@
 """The checkpoints a run's log names, for what loads them (a resume, a fork, eval, the trainers'
-checks, the sizes ``memory stats`` shows): where they lie, which one a round resumes from, and
-the checkpoint events the checkpoint rule (:mod:`diagevo.memory.checkpoints`) refuses, which
-every reader passes over, naming each.
+checks, the sizes ``memory stats`` shows, the round protocol's progress): where they lie, which
+one a round resumes from, and the checkpoint events the checkpoint rule
+(:mod:`diagevo.memory.checkpoints`) refuses, which every reader passes over, each named as every
+row a reader passes over is (:func:`~diagevo.log.recorder.pass_over`: the command names it).
 
 Where the checkpoints lie comes from the machine, never from a row: the run's folder under the
 database's folder (``x.db`` -> ``x.diagevo/runs/<run>/``), or under the folder the command was
 given (``train.out_dir`` of the command's own config, ``--out-dir``). A ``train.out_dir`` stored in
 the run's config is a record of where its first trainer wrote, no more: one that differs is named
-(:func:`stored_out_dir_note`) and not looked in."""
+(:func:`name_stored_out_dir`) and not looked in."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunConfigured, 
 from diagevo.errors import NotFound
 from diagevo.files.confined import checkpoint_dir, checkpoint_name, owned_dir
 from diagevo.log import EventReader, EventRow
+from diagevo.log.recorder import pass_over
 from diagevo.memory.checkpoints import CHECKPOINT_READS, checkpoint_verdicts
 from diagevo.views.typed import last_event, typed
 
@@ -28,13 +30,13 @@ from diagevo.views.typed import last_event, typed
 class CheckpointLog:
     """A run's checkpoint events as its readers take them, in log order: the ``checkpoint.written``
     rows the checkpoint rule (:func:`~diagevo.memory.checkpoints.checkpoint_rule`) takes, the
-    ``checkpoint.pruned`` it takes (by the checkpoint's name), and each event it refuses, passed
-    over (``passed``: where, the rule and why)."""
+    ``checkpoint.pruned`` it takes (by the checkpoint's name), and the seq of each event it
+    refuses, passed over (``passed``)."""
 
     run: str
     written: list[EventRow] = field(default_factory=list)
     pruned: dict[str, EventRow] = field(default_factory=dict)
-    passed: list[PassedOver] = field(default_factory=list)
+    passed: list[int] = field(default_factory=list)
 
     def latest(self, t: int) -> EventRow | None:
         """The checkpoint round ``t`` resumes from: the last written up to its round (None: none)."""
@@ -45,36 +47,18 @@ class CheckpointLog:
         name = checkpoint_name(typed(CheckpointWritten, row).path)
         return self.pruned.get(name) if name is not None else None
 
-    def passed_lines(self, upto_round: int | None = None) -> list[str]:
-        """One line for each event passed over (of a round up to ``upto_round``)."""
-        return [p.line(self.run) for p in self.passed if upto_round is None or p.round <= upto_round]
-
-
-@dataclass(frozen=True)
-class PassedOver:
-    """A checkpoint event the rule refuses: its seq and round, the rule and why."""
-
-    seq: int
-    round: int
-    rule: str
-    reason: str
-
-    def line(self, run: str) -> str:
-        """How a reader names it, in one line: the run, the seq, the rule and why."""
-        return (
-            f"run {run!r}: seq {self.seq} passed over ({self.rule}: {self.reason}); "
-            "memory verify names it with the way back"
-        )
-
 
 def checkpoint_log(store: EventReader, run: str, upto_seq: int | None = None) -> CheckpointLog:
     """``run``'s checkpoint events (up to ``upto_seq``), each taken or passed over by the
-    checkpoint rule: the one place a reader of checkpoints learns which the log names."""
+    checkpoint rule: the one place a reader of checkpoints learns which the log names. Each event
+    passed over is noted on ``store`` (:func:`~diagevo.log.recorder.pass_over`: the rule and why),
+    which the command that read it names in one line."""
     log = CheckpointLog(run)
     rows = store.rows(run, types=CHECKPOINT_READS, upto_seq=upto_seq)
     for row, broken in checkpoint_verdicts(rows):
         if broken is not None:
-            log.passed.append(PassedOver(row.seq, row.round, *broken))
+            log.passed.append(row.seq)
+            pass_over(store, run, row.seq, f"{broken[0]}: {broken[1]}")
         elif row.type == CheckpointWritten.name:
             log.written.append(row)
         else:
@@ -109,9 +93,9 @@ def runs_root(store: EventReader, given: Path | None = None) -> Path:
     return Path(given) if given is not None else beside_database(store.url, ".runs", move=False)
 
 
-def stored_out_dir_note(store: EventReader, run: str, root: Path) -> str | None:
-    """The line that names the ``train.out_dir`` of ``run``'s config in force when it is not
-    ``root``, the folder looked in (None: the config holds none, or that one)."""
+def stored_out_dir(store: EventReader, run: str, root: Path) -> tuple[int, str] | None:
+    """(seq, folder) of the config in force of ``run`` when it holds a ``train.out_dir`` that is not
+    ``root``, the folder looked in (None: it holds none, or that one)."""
     config = next(store.read(run, types=(RunStarted, RunConfigured), limit=1, newest=True), None)
     if config is None:
         return None
@@ -119,34 +103,40 @@ def stored_out_dir_note(store: EventReader, run: str, root: Path) -> str | None:
     stored = _out_dir(held) if isinstance(held, Mapping) else None
     if stored is None or os.path.abspath(stored) == os.path.abspath(root):
         return None
-    return (
-        f"run {run!r}: its config (seq {config.seq}) holds train.out_dir {stored[:200]!r}, which is not looked in: "
-        f"checkpoints are looked for under {os.path.abspath(root)} (the database's folder, or the command's --out-dir)"
-    )
+    return config.seq, stored
 
 
-@dataclass(frozen=True)
-class Resumed:
-    """What round ``t`` of a run resumes from: the checkpoint (None: the run wrote none yet) and
-    a line for each checkpoint event of its rounds so far that was passed over."""
+def name_stored_out_dir(store: EventReader, run: str, root: Path) -> None:
+    """Name a stored ``train.out_dir`` that is not ``root`` as every passed-over row is named
+    (:func:`~diagevo.log.recorder.pass_over`): the field is passed over, the folder never looked in."""
+    found = stored_out_dir(store, run, root)
+    if found is not None:
+        seq, stored = found
+        pass_over(
+            store,
+            run,
+            seq,
+            f"its train.out_dir {stored[:200]!r} is not looked in: checkpoints are looked for under "
+            f"{os.path.abspath(root)} (the database's folder, or the command's --out-dir)",
+        )
 
-    path: Path | None
-    passed: list[str]
+
+def _out_dir_said(store: EventReader, run: str, root: Path) -> str:
+    """A stored ``train.out_dir`` that is not ``root``, as a refusal names it ('' when none)."""
+    found = stored_out_dir(store, run, root)
+    return f"; not in its stored train.out_dir {found[1][:120]!r} (seq {found[0]})" if found is not None else ""
 
 
-def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Resumed:
+def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Path | None:
     """The checkpoint round ``t`` of ``run`` resumes from: the latest its log names that the
     checkpoint rule (:func:`~diagevo.memory.checkpoints.checkpoint_rule`) takes, which is the latest
     of its phase and never pruned. An event the rule refuses (a row stored past the checks) is
     passed over and named; a checkpoint whose folder is not under ``root`` is refused in one line
-    with the way back (a stored ``train.out_dir`` that differs is the trainer's to name:
-    :func:`stored_out_dir_note`): a resume never trains on from other weights than the log's valid
-    events say."""
-    log = checkpoint_log(store, run)
-    passed = log.passed_lines(upto_round=t)
-    last = log.latest(t)
+    with the way back, naming a stored ``train.out_dir`` that differs: a resume never trains on
+    from other weights than the log's valid events say."""
+    last = checkpoint_log(store, run).latest(t)
     if last is None:
-        return Resumed(None, passed)
+        return None
     try:
         path = checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, last).path)
     except FileNotFoundError as exc:
@@ -155,12 +145,13 @@ def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Resum
         how, fork = recovery(store, run, last)
         raise NotFound(
             f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {last.round}, "
-            f"seq {last.seq}): put it back (or name its folder: --out-dir), or {how}",
+            f"seq {last.seq}{_out_dir_said(store, run, root)}): put it back (or name its folder: --out-dir), "
+            f"or {how}",
             fork,
             aside=True,
             about=run,
         ) from None
-    return Resumed(path, passed)
+    return path
 
 
 def checkpoint_path(store: EventReader, run: str, path: str, root: Path | None = None) -> Path:
@@ -172,8 +163,7 @@ def checkpoint_path(store: EventReader, run: str, path: str, root: Path | None =
     try:
         return checkpoint_dir(checkpoint_folders(store, run, where), path)
     except FileNotFoundError as exc:
-        note = stored_out_dir_note(store, run, where)
-        raise NotFound(f"run {run!r}: {exc}{' (' + note + ')' if note else ''}") from None
+        raise NotFound(f"run {run!r}: {exc}{_out_dir_said(store, run, where)}") from None
 
 
 def _out_dir(config: Mapping[str, object]) -> str | None:
