@@ -176,6 +176,14 @@ BatchSizeOpt = Annotated[
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed of the mean@k samples (default 0).")]
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Directory of the per-question outputs (JSONL, resumable).")]
+OutDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out-dir",
+        help="With --run: the folder its checkpoints were written under (train's --out-dir or train.out_dir; "
+        "default: the database's folder), whatever the run's stored config says.",
+    ),
+]
 
 
 def eval_command(
@@ -193,10 +201,13 @@ def eval_command(
     batch_size: BatchSizeOpt = None,
     seed: SeedOpt = None,
     out: OutOpt = Path("eval"),
+    out_dir: OutDirOpt = None,
     db: DbOpt = None,
     json: JsonOpt = False,
 ) -> None:
     _check_targets(model, run, bench, select)
+    if out_dir is not None and run is None:
+        raise CLIError("--out-dir says where a run's checkpoints lie: use it with --run")
     cfg = _eval_config(limit, samples, max_new_tokens, batch_size, seed)
     benches = load_benches(bench or [], field or [], limit)
     validation = _validation_bench(select, limit) if select else None
@@ -222,6 +233,7 @@ def eval_command(
                     samples=greedy_only,
                     engine_name=kind,
                     progress=bars,
+                    checkpoints=out_dir,
                 )
             title = f"run {done.run}"
     if json:

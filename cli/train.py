@@ -174,6 +174,14 @@ def show_plan(cfg: Any, path: Path | None, db_url: str, as_json: bool) -> None:
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config (default: configs/sim.toml).")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a field: section.field=value.")]
+OutDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out-dir",
+        help="Folder of the run folders of checkpoints (train.out_dir; default: the database's folder, "
+        "DB.diagevo/runs/). A resume looks only here, whatever the run's stored config says.",
+    ),
+]
 ReportToOpt = Annotated[
     str | None,
     typer.Option(
@@ -204,6 +212,7 @@ def train(
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="With --dry-run: the plan as JSON.")] = False,
     report_to: ReportToOpt = None,
+    out_dir: OutDirOpt = None,
 ) -> None:
     if json_out and not dry_run:  # a run's figures as JSON: memory stats --json once it ran
         raise CLIError("--json goes with --dry-run (after a run: diagevo memory stats --json)")
@@ -213,6 +222,8 @@ def train(
     overrides = list(user_sets)
     overrides += [f"train.seed={seed}"] if seed is not None else []
     overrides += [f"train.run={json.dumps(run)}"] if run is not None else []  # a TOML basic string
+    # where this machine keeps checkpoints: the command's own, never taken from a resumed run's log
+    overrides += [f"train.out_dir={json.dumps(str(out_dir))}"] if out_dir is not None else []
     path = config or default_config()
     cfg = load_config(path, overrides)
     explicit_db = db or cfg.db
@@ -226,7 +237,7 @@ def train(
     # a resumed run's config is read from its log, and checked there by the library
     if not resume:
         training.ready(cfg, db_url)
-    _train_rounds(cfg, TrainRequest(resume, rounds, quiet, user_sets, explicit_db, db_url))
+    _train_rounds(cfg, TrainRequest(resume, rounds, quiet, user_sets, explicit_db, db_url, cfg.train.out_dir))
 
 
 @dataclass(frozen=True)
@@ -240,6 +251,7 @@ class TrainRequest:
     overrides: list[str]
     explicit_db: str | None
     db_url: str
+    out_dir: Path | None = None  # train.out_dir of the command: where the checkpoints go and are looked for
 
 
 @dataclass
@@ -306,7 +318,8 @@ def _with_progress(run_rounds: Any, request: TrainRequest, run_id: str) -> None:
             run_rounds(show)
     except KeyboardInterrupt:
         where = f"in round {in_round['round']}" if in_round["round"] else "before the first round"
-        again = spell("train", "--resume", "--run", run_id, db=request.db_url)
+        out_dir = ["--out-dir", str(request.out_dir)] if request.out_dir is not None else []
+        again = spell("train", "--resume", "--run", run_id, *out_dir, db=request.db_url)
         raise Interrupted(f"interrupted {where}: continue with `{again}`") from None
 
 

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 from diagevo.catalog import (
     CauseCreated,
-    CheckpointWritten,
     NodeCreated,
     RoundCommitted,
     RunConfigured,
@@ -33,10 +32,10 @@ from diagevo.results.runs import Fork, RunDiff
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
-from diagevo.views.checkpoints import checkpoint_refusal
+from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.configs import passed_config
 from diagevo.views.memory import committed_rounds, load_memory
-from diagevo.views.queries import pruned_checkpoints, pruned_note
+from diagevo.views.queries import pruned_note
 from diagevo.views.runs import whatif_refusal
 from diagevo.views.typed import of_type
 
@@ -62,18 +61,16 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
         raise ForkError(refused[0], refused[1], about=source)
     commit = next(e for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)
     commit_seq, last_hash = commit.seq, commit.hash
-    written = store.rows(source, types=(CheckpointWritten,))
-    needed = [c.path for e in written if e.round <= at_round and isinstance(c := e.event, CheckpointWritten)]
-    broken = checkpoint_refusal(store, source, upto_seq=commit_seq)  # a fork would inherit it
-    if broken is not None:
-        raise ForkError(
-            f"cannot fork run {source!r} at round {at_round}: {broken[0]}", broken[1], aside=True, about=source
-        )
-    gone = pruned_checkpoints(store, source)
-    if needed and needed[-1] in gone:  # what the fork's first round would load
-        raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone[needed[-1]])}")
+    # what the fork's first round would load: the checkpoint events the rule refuses are passed
+    # over (named), and left behind by the copy, as a config no loader takes is
+    checkpoints = checkpoint_log(store, source, upto_seq=commit_seq)
+    needed = checkpoints.latest(at_round)
+    gone = checkpoint_log(store, source).gone(needed) if needed is not None else None
+    if gone is not None:
+        raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone)}")
+    left = set(checkpoints.passed)
     copied = store.read(source, upto_seq=commit_seq, texts=True)
-    events = [copied_event(e, source, new) for e in copied if not passed_config(store, source, e)]
+    events = [copied_event(e, source, new) for e in copied if e.seq not in left and not passed_config(store, source, e)]
     forked = RunForked(source_run=source, source_round=at_round, source_hash=last_hash, source_seq=commit_seq)
     events.append(new_event(forked, run=new, at_round=at_round, event_id=event_id(new, at_round, RunForked.name)))
     changed = _configured(events, new, at_round + 1, list(overrides)) if overrides else None

@@ -1,7 +1,7 @@
 """Paths from the log are never trusted: a checkpoint is stored by its name in the run's folder
 (``roundNNN-phase``), a resume reads it only there (or in the fork source's folder), never through a
-link, and anything else is refused by name, in ingest and in ``Round.note`` alike. On the
-simulator and the real SQLite log."""
+link, and anything else is refused by name, in ingest and in ``Round.note`` alike (a raw row holding
+one is passed over by the resume, named). On the simulator and the real SQLite log."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import pytest
 from diagevo import rounds as protocol
 from diagevo.catalog import CheckpointWritten
 from diagevo.files.confined import checkpoint_name
-from diagevo.interchange import IngestError, ingest
+from diagevo.interchange import IngestError, export_lines, ingest
 from diagevo.log import open_log
-from diagevo.schemas import new_event
 from diagevo.views.checkpoints import checkpoint_path
 from tests.test_cli_memory import assert_one_line_error, run_cli
+from tests.test_hostile_logs import store_raw
 from tests.test_train import SMALL
 
 
@@ -76,8 +76,12 @@ def test_a_bogus_checkpoint_path_is_refused_by_name(tmp_path: Path, capsys: pyte
         with pytest.raises(protocol.ProtocolError, match="'/tmp/round001-solver' is absolute"):
             rnd.note("ckpt", CheckpointWritten(path="/tmp/round001-solver"))
         s.append([rnd.event("raw", CheckpointWritten.model_construct(path="../../etc"))])  # a raw write
-    code, _, err = _train(capsys, db, "t", 2, "--resume")
-    assert_one_line_error(code, err, "checkpoint path '../../etc' is not a checkpoint name of the run's folder")
+        seq = s.last_seq("t")
+    code, _, err = _train(capsys, db, "t", 2, "--resume")  # passed over, named: round 2 goes on from round 1's
+    assert code == 0, err
+    (note,) = [line for line in err.splitlines() if line.strip()]
+    assert note.startswith(f"run 't', seq {seq}: passed over: checkpoint named by its event: "), note
+    assert "checkpoint path '../../etc' is not a checkpoint name of the run's folder" in note
 
 
 def test_a_link_in_place_of_a_checkpoint_is_never_followed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,11 +104,17 @@ def test_an_absolute_path_of_an_older_log_is_read_by_its_name_in_the_run_folder(
     trap.mkdir(parents=True)
     (trap / "sim_backend.json").write_text("not a checkpoint")  # loaded, the resume would fail
     with open_log(db) as s:  # round 1's solver checkpoint as an older log named it: by its absolute path
-        old = CheckpointWritten(path=str(trap), **{"phase": "solver"})
-        s.append([new_event(old, run="t", at_round=1, event_id="t/1/old")])
-        assert checkpoint_path(s, "t", str(trap)) == tmp_path / "x.diagevo" / "runs" / "t" / "round001-solver"
-    code, _, err = _train(capsys, db, "t", 2, "--resume")
-    assert code == 0, err
+        lines = [json.loads(line) for line in export_lines(s, "t")]
+    for line in lines:
+        if line["type"] == "checkpoint.written" and line["data"]["path"] == "round001-solver":
+            line["data"]["path"] = str(trap)
+    older = f"sqlite:///{tmp_path / 'older.db'}"
+    store_raw(older, lines)
+    shutil.copytree(tmp_path / "x.diagevo", tmp_path / "older.diagevo")
+    with open_log(older) as s:
+        assert checkpoint_path(s, "t", str(trap)) == tmp_path / "older.diagevo" / "runs" / "t" / "round001-solver"
+    code, _, err = _train(capsys, older, "t", 2, "--resume")
+    assert code == 0 and "passed over" not in err, err
 
 
 def test_a_fork_reads_its_copied_rounds_checkpoints_in_its_source_folder(

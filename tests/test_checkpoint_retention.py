@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunStarted
+from diagevo.catalog import CheckpointPruned, CheckpointWritten
 from diagevo.log import open_log
 from diagevo.train.sim.backend import SimBackend
 from diagevo.views.checkpoints import checkpoint_folders, runs_root
@@ -19,12 +19,12 @@ from tests.test_cli_memory import run_cli
 from tests.test_train import small_args
 
 
-def written(db: str, run: str) -> list[tuple[int, str, Path]]:
-    """(round, phase, where) of each checkpoint the log names: in the run's folder, or in its fork
-    source's where that holds it (where the first was, once pruned)."""
+def written(db: str, run: str, root: Path | None = None) -> list[tuple[int, str, Path]]:
+    """(round, phase, where) of each checkpoint the log names: in the run's folder under ``root``
+    (the trainer's ``train.out_dir``; None: the database's folder), or in its fork source's where
+    that holds it (where the first was, once pruned)."""
     with open_log(db) as s:
-        (started,) = s.read(run, types=(RunStarted,))
-        folders = checkpoint_folders(s, run, runs_root(s, started.event.config))
+        folders = checkpoint_folders(s, run, runs_root(s, root))
         out = []
         for e in s.read(run, types=(CheckpointWritten,)):
             name = e.event.path
@@ -51,10 +51,11 @@ def test_the_simulators_states_are_kept_and_a_run_forks_at_any_round(
     db = f"sqlite:///{tmp_path / 'e.db'}"
     code, _, err = run_cli(capsys, *small_args(db, "a", 3, tmp_path), "--set", "train.keep_checkpoints=1")
     assert code == 0, err
-    assert pruned(db, "a") == [] and all(p.exists() for _, _, p in written(db, "a"))
+    assert pruned(db, "a") == [] and all(p.exists() for _, _, p in written(db, "a", tmp_path / "ckpt"))
     code, _, err = run_cli(capsys, "memory", "fork", "--run", "a", "--round", "1", "--to", "b", "--db", db)
     assert code == 0, err
-    code, _, err = run_cli(capsys, "train", "--run", "b", "--resume", "--rounds", "2", "--db", db, "--quiet")
+    again = ["train", "--run", "b", "--resume", "--rounds", "2", "--db", db, "--quiet"]
+    code, _, err = run_cli(capsys, *again, "--out-dir", str(tmp_path / "ckpt"))
     assert code == 0, err
 
 
@@ -64,7 +65,7 @@ def test_keep_one_prunes_the_older_and_logs_each(tmp_path: Path, capsys: pytest.
     args = [*small_args(db, "k", 3, tmp_path), "--set", "train.keep_checkpoints=1"]
     code, _, err = run_cli(capsys, *args)
     assert code == 0, err
-    ckpts = written(db, "k")
+    ckpts = written(db, "k", tmp_path / "ckpt")
     assert len(ckpts) == 6  # after each round's challenger and solver
     on_disk = {(t, phase) for t, phase, p in ckpts if p.exists()}
     assert on_disk == {(3, "challenger"), (3, "solver")}
@@ -90,17 +91,17 @@ def test_keep_one_prunes_the_older_and_logs_each(tmp_path: Path, capsys: pytest.
 def test_keep_zero_keeps_all_and_a_fork_keeps_its_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = f"sqlite:///{tmp_path / 'a.db'}"
     assert run_cli(capsys, *small_args(db, "a", 3, tmp_path), "--set", "train.keep_checkpoints=0")[0] == 0
-    assert all(p.exists() for _, _, p in written(db, "a")) and pruned(db, "a") == []
+    assert all(p.exists() for _, _, p in written(db, "a", tmp_path / "ckpt")) and pruned(db, "a") == []
     # a run forked at round 1 still needs the source's round-1 checkpoints: they stay
-    db2 = f"sqlite:///{tmp_path / 'b.db'}"
+    db2, here = f"sqlite:///{tmp_path / 'b.db'}", ["--out-dir", str(tmp_path / "b" / "ckpt")]
     assert run_cli(capsys, *small_args(db2, "b", 1, tmp_path / "b"), "--set", "train.keep_checkpoints=1")[0] == 0
     assert run_cli(capsys, "memory", "fork", "--run", "b", "--round", "1", "--to", "b1", "--db", db2)[0] == 0
-    code, _, err = run_cli(capsys, "train", "--run", "b", "--resume", "--rounds", "3", "--db", db2, "--quiet")
+    code, _, err = run_cli(capsys, "train", "--run", "b", "--resume", "--rounds", "3", "--db", db2, "--quiet", *here)
     assert code == 0, err
-    kept = {(t, phase) for t, phase, p in written(db2, "b") if p.exists()}
+    kept = {(t, phase) for t, phase, p in written(db2, "b", tmp_path / "b" / "ckpt") if p.exists()}
     assert kept == {(1, "challenger"), (1, "solver"), (3, "challenger"), (3, "solver")}
     assert [(w, phase) for _, w, phase in pruned(db2, "b")] == [(2, "challenger"), (2, "solver")]
-    code, _, err = run_cli(capsys, "train", "--run", "b1", "--resume", "--rounds", "2", "--db", db2, "--quiet")
+    code, _, err = run_cli(capsys, "train", "--run", "b1", "--resume", "--rounds", "2", "--db", db2, "--quiet", *here)
     assert code == 0, err  # the fork starts from the kept round-1 checkpoint
 
 

@@ -119,7 +119,7 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     with open_log(db, create=True) as store:
         run = "r"
         start_run(store, run, cfg)
-        ckpt_dir = run_dir(Path(cfg.train.out_dir), run).resolve()  # where the run's config says
+        ckpt_dir = run_dir(Path(cfg.train.out_dir), run).resolve()  # where its trainer was told to write
         for t in (1, 2):
             if t == 2:
                 backend.model("solver").load_state_dict(trained)
@@ -144,6 +144,7 @@ def test_eval_run_on_hf_checkpoints_and_select(
 
     db, ckpt_dir = hf_checkpoint_run(tiny_dir, tmp_path)
     base = ["eval", "--db", db, "--run", "r", "--out", str(tmp_path / "o"), "--max-new-tokens", "48", "--json"]
+    base += ["--out-dir", str(ckpt_dir.parent)]  # the folder its trainer was given (train.out_dir)
     bench = ["--bench", f"math500={MATH500}", "--limit", "4"]
     code, out, err = run_cli(capsys, *base, *bench, "--rounds", "all")
     assert code == 0, err

@@ -88,9 +88,9 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
     db = f"sqlite:///{tmp_path / 't.db'}"
     assert run_cli(capsys, *small_args(db, "src", 2, tmp_path))[0] == 0
     assert run_cli(capsys, "memory", "fork", "--run", "src", "--round", "1", "--to", "k1", "--db", db)[0] == 0
-    code, _, err = run_cli(
-        capsys, "train", "--run", "k1", "--resume", "--db", db, "--rounds", "2", "--quiet", "--set", "memory.k=1.0"
-    )
+    out_dir = tmp_path / "ckpt"  # small_args's train.out_dir: the command names it again, the log never does
+    again = ["train", "--run", "k1", "--resume", "--db", db, "--rounds", "2", "--quiet", "--out-dir", str(out_dir)]
+    code, _, err = run_cli(capsys, *again, "--set", "memory.k=1.0")
     assert code == 0, err
     with open_log(db) as s:
         [conf] = [e for e in s.read("k1", types=(RunConfigured,))]
@@ -98,8 +98,8 @@ def test_fork_continues_under_another_k(tmp_path: Path, capsys: pytest.CaptureFi
         paths = {r: [(e.round, e.event.path) for e in s.read(r, types=(CheckpointWritten,))] for r in ("src", "k1")}
         assert [p for p in paths["k1"] if p[0] == 1] == [p for p in paths["src"] if p[0] == 1]  # continues from these
         # round 2 writes its own, in the fork's folder
-        assert {checkpoint_path(s, "k1", p).parent.name for t, p in paths["k1"] if t == 2} == {"k1"}
-        assert {checkpoint_path(s, "k1", p).parent.name for t, p in paths["k1"] if t == 1} == {"src"}
+        assert {checkpoint_path(s, "k1", p, out_dir).parent.name for t, p in paths["k1"] if t == 2} == {"k1"}
+        assert {checkpoint_path(s, "k1", p, out_dir).parent.name for t, p in paths["k1"] if t == 1} == {"src"}
     stats = {
         r: json.loads(run_cli(capsys, "memory", "stats", "--run", r, "--db", db, "--json")[1])["rounds"]
         for r in ("src", "k1")

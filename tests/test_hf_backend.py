@@ -102,7 +102,8 @@ def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
 def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
     ckpts = {
-        e.event.phase: checkpoint_path(store, run, e.event.path) for e in store.read(run, types=(CheckpointWritten,))
+        e.event.phase: checkpoint_path(store, run, e.event.path, cfg.train.out_dir)
+        for e in store.read(run, types=(CheckpointWritten,))
     }
     base = weights(tiny_dir / "solver")
     after = weights(ckpts["solver"] / "solver")
@@ -115,7 +116,8 @@ def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> Non
 def test_load_reloads_a_checkpoint(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
     ckpts = {
-        e.event.phase: checkpoint_path(store, run, e.event.path) for e in store.read(run, types=(CheckpointWritten,))
+        e.event.phase: checkpoint_path(store, run, e.event.path, cfg.train.out_dir)
+        for e in store.read(run, types=(CheckpointWritten,))
     }
     fresh = HFBackend(cfg, cfg.train.seed)
     fresh.load(ckpts["solver"])
@@ -154,7 +156,8 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
             crashing.train_solver = crash  # type: ignore[method-assign]
             with pytest.raises(KeyboardInterrupt):
                 train(cfg, store, backend=crashing)
-            (ckpt,) = [checkpoint_path(store, "r", e.event.path) for e in store.read("r", types=(CheckpointWritten,))]
+            written = store.read("r", types=(CheckpointWritten,))
+            (ckpt,) = [checkpoint_path(store, "r", e.event.path, cfg.train.out_dir) for e in written]
             resumed = HFBackend(cfg, cfg.train.seed)
             run, (report,) = train(cfg, store, resume=True, backend=resumed)
             assert resumed.sources["solver"] == ckpt / "solver"
@@ -174,7 +177,7 @@ def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: 
 
     cfg, store, run, reports, backend, tmp = tiny_round
     (solver_ckpt,) = [
-        checkpoint_path(store, run, e.event.path)
+        checkpoint_path(store, run, e.event.path, cfg.train.out_dir)
         for e in store.read(run, types=(CheckpointWritten,))
         if e.event.phase == "solver"
     ]
@@ -193,6 +196,8 @@ def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: 
         "32",
         "--out",
         str(tmp / "eval"),
+        "--out-dir",  # where the run's checkpoints lie: the folder its trainer was given
+        str(cfg.train.out_dir),
         "--json",
     )
     assert code == 0, err

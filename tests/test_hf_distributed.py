@@ -154,6 +154,8 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
             "--resume",
             "--rounds",
             "2",
+            "--out-dir",  # where round 1's checkpoints lie: the command says, never the log
+            str(tmp_path / "ckpt"),
         ],
         timeout=400,
     )

@@ -134,6 +134,8 @@ def test_a_diagnostician_down_in_round_2_stops_the_run_and_a_resume_goes_on(
             "--resume",
             "--run",
             "down",
+            "--out-dir",  # the run's checkpoints are where its command put them: the resume is told
+            str(tmp_path / "down" / "ckpt"),
             "--db",
             db,
         ]

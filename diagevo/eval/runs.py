@@ -31,9 +31,8 @@ from diagevo.log.paths import run_name
 from diagevo.rounds import record_retrospective
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import EventIn, new_event
-from diagevo.views.checkpoints import checkpoint_path
-from diagevo.views.queries import pruned_checkpoints, pruned_note
-from diagevo.views.typed import carried
+from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
+from diagevo.views.queries import pruned_note
 
 
 class RunEvalError(BadInput):
@@ -42,15 +41,17 @@ class RunEvalError(BadInput):
 
 def solver_models(store: EventReader, run: str) -> dict[int, str]:
     """Round -> the solver to evaluate: the base model for round 0, then the solver checkpoint
-    of every committed round, as its log names it."""
+    of every committed round, as its log names it (the events the checkpoint rule refuses passed
+    over)."""
     config = MethodConfig()  # no run.started: the simulator's defaults, no language model to evaluate
     checkpoints: dict[int, str] = {}
     committed: list[int] = []
+    valid = {row.seq for row in checkpoint_log(store, run).written}
     for e in store.rows(run, types=(RunStarted, CheckpointWritten, RoundCommitted)):
         match e.event:
             case RunStarted(config=stored):
                 config = config_from_record(stored)
-            case CheckpointWritten(phase="solver", path=path):
+            case CheckpointWritten(phase="solver", path=path) if e.seq in valid:
                 checkpoints[e.round] = path
             case RoundCommitted():
                 committed.append(e.round)
@@ -74,11 +75,11 @@ def solver_models(store: EventReader, run: str) -> dict[int, str]:
 
 def pruned_solvers(store: EventReader, run: str) -> dict[int, Any]:
     """Round -> the ``checkpoint.pruned`` event that deleted its solver checkpoint."""
-    gone = pruned_checkpoints(store, run)
+    log = checkpoint_log(store, run)
     return {
-        e.round: gone[c.path]
-        for e in store.rows(run, types=(CheckpointWritten,))
-        if isinstance(c := e.event, CheckpointWritten) and carried(c, "phase") == "solver" and c.path in gone
+        e.round: gone
+        for e in log.written
+        if isinstance(c := e.event, CheckpointWritten) and c.phase == "solver" and (gone := log.gone(e)) is not None
     }
 
 
@@ -219,8 +220,11 @@ def evaluate_run(
     engine_name: str = "",
     progress: ProgressFn = no_progress,
     on_result: Callable[[int, BenchResult], None] = lambda t, r: None,
+    checkpoints: Path | None = None,
 ) -> RunEvaluation:
-    """Evaluate the run's solver of each picked round and record every score in its log.
+    """Evaluate the run's solver of each picked round and record every score in its log; its
+    checkpoints are looked for under ``checkpoints`` (the folder its trainer was given as
+    ``train.out_dir``; None: the database's folder), never where a row says.
 
     With ``validation``, every picked round is scored on it first, the best round is recorded
     as ``checkpoint.selected``, and ``benches`` are evaluated on that round only (the paper's
@@ -240,7 +244,7 @@ def evaluate_run(
     def score(t: int, suite: Sequence[Benchmark]) -> tuple[BenchResult, ...]:
         model = models[t]
         if t > 0:  # the checkpoint's solver: path/solver where the backend saved both models under one path
-            path = checkpoint_path(store, run, model)
+            path = checkpoint_path(store, run, model, checkpoints)
             model = str(path / "solver") if (path / "solver").is_dir() else str(path)
 
         def record(result: BenchResult) -> None:

@@ -9,7 +9,7 @@ can it see a decision no evidence stands behind (an attribution of a failure nev
 promotions other than what Eq. 5-6 decide from the round's scored questions), which would move
 F_t, ε and the schedule as a real one does. The round protocol never writes such events; a log
 that comes from anywhere else is held to the same rules here. A checkpoint name follows from its
-event too (what a resume loads, :func:`checkpoint_rule`).
+event too (what a resume loads, :func:`~diagevo.memory.checkpoints.checkpoint_rule`).
 
 Each type's rule is stated once, in :data:`RULES`: what it checks and what it counts. A
 :class:`Tally` holds what a run has counted; a :class:`Ledger` takes typed events (or stored
@@ -46,14 +46,10 @@ from diagevo.catalog import (
 from diagevo.catalog.event import json_kinds
 from diagevo.config.base import ConfigError
 from diagevo.config.sections import config_from_record
-from diagevo.files.confined import checkpoint_name, checkpoint_problem
+from diagevo.memory.checkpoints import CheckpointTally
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.fold import Draft, InvariantError, Row, check_first, check_shape, start, stored_event
 from diagevo.memory.state import Cause
-
-CHECKPOINT_TYPES: tuple[type[Event], ...] = (CheckpointWritten, CheckpointPruned)
-CHECKPOINT_PHASES = ("challenger", "solver")
-"""The phases after which the training loop writes a checkpoint (both models, ``roundNNN-phase``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +102,7 @@ class Tally:
     expected: dict[int, frozenset[str]] = field(default_factory=dict)  # round -> the promotions Eq. 5-6 decide
     last: tuple[int, type[Event]] | None = None  # the round and type of the last event taken
     whatif: bool = False  # a what-if: its questions are its source's (a stitched one's cause may be Active here)
-    checkpoints: dict[str, str] = field(default_factory=dict)  # checkpoint written -> its phase
-    latest: dict[str, str] = field(default_factory=dict)  # phase -> its checkpoint written last
+    checkpoints: CheckpointTally = field(default_factory=CheckpointTally)  # the checkpoints the rule took
 
     def promotions(self, rnd: int, mem: Causes) -> frozenset[str] | None:
         """The causes Eq. 5-6 promote in round ``rnd`` from its scored questions, against the
@@ -288,11 +283,7 @@ def _forked(t: Tally, rnd: int, ev: RunForked, mem: Causes | None) -> Broken:
 
 
 def _checkpoint(t: Tally, rnd: int, ev: CheckpointWritten | CheckpointPruned, mem: Causes | None) -> Broken:
-    broken = checkpoint_rule(rnd, ev, t.checkpoints, t.latest)
-    name = checkpoint_name(ev.path)
-    if isinstance(ev, CheckpointWritten) and name is not None and isinstance(ev.phase, str):
-        t.checkpoints[name], t.latest[ev.phase] = ev.phase, name
-    return broken
+    return t.checkpoints.take(rnd, ev, opened=rnd in t.started and rnd not in t.committed)
 
 
 def _recorded(t: Tally, rnd: int, ev: FailureRecorded, mem: Causes | None) -> Broken:
@@ -373,41 +364,6 @@ RULES: dict[type[Event], Rule] = {
     CheckpointPruned: _checkpoint,
 }
 """Each counted type's rule: the one place it is stated."""
-
-
-def checkpoint_rule(
-    rnd: int, event: CheckpointWritten | CheckpointPruned, written: Mapping[str, str], latest: Mapping[str, str]
-) -> Broken:
-    """(rule, reason) when a checkpoint event (of round ``rnd``) names a checkpoint its event
-    does not give, else None. ``written``: checkpoint -> its phase, of every ``checkpoint.written``
-    the run holds before the event; ``latest``: phase -> its checkpoint written last (what a
-    resume loads). A name taken on trust would have a resume load another round's or role's
-    weights, or look for a folder that was never written or is still needed."""
-    path = event.path
-    name = checkpoint_name(path)
-    shown = name if name is not None else repr(path)[:80]
-    if isinstance(event, CheckpointWritten):
-        phase = event.phase
-        if name is None:
-            return "checkpoint named by its event", str(checkpoint_problem(path))
-        if phase not in CHECKPOINT_PHASES:
-            return "checkpoint named by its event", (
-                f"checkpoint.written of round {rnd} names phase {repr(phase)[:40]}, not challenger or solver"
-            )
-        want = f"round{rnd:03d}-{phase}"
-        if name != want:
-            return "checkpoint named by its event", (
-                f"checkpoint.written of round {rnd} after {phase} names {shown}, not {want}"
-            )
-        return None
-    phase = written.get(name) if name is not None else None
-    if phase is None:
-        return "checkpoint pruned once written", f"checkpoint.pruned names {shown}, which the run never wrote before it"
-    if latest.get(phase) == name:
-        return "checkpoint pruned once written", (
-            f"checkpoint.pruned names {name}, the latest checkpoint of {phase}: what a resume loads"
-        )
-    return None
 
 
 def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[str, Any]) -> frozenset[str]:

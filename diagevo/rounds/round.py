@@ -417,7 +417,7 @@ class Round:
         """Append a trainer's bookkeeping events of this round (the types :meth:`note` takes) in
         one transaction, while the round is open (decided under the append lock): a checkpoint
         written after phase p is named ``round{t:03d}-p``, a pruned one is one the run wrote
-        before, never the latest of its phase (:func:`~diagevo.memory.counting.checkpoint_rule`)."""
+        before, never the latest of its phase (:func:`~diagevo.memory.checkpoints.checkpoint_rule`)."""
         run, t = self.run, self.t
         self._refuse_foreign(events, NOTE_TYPES, "a note")
         for ev in events:

@@ -28,8 +28,9 @@ from diagevo.rounds.protocol import (
     unknown_run,
 )
 from diagevo.schemas import EventIn
+from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.runs import whatif_refusal
-from diagevo.views.typed import of_type
+from diagevo.views.typed import of_type, typed
 
 
 def seeded(seed: int, t: int, phase: str) -> random.Random:
@@ -73,8 +74,8 @@ def state_from_rows(run: str, rows: Iterable[EventRow]) -> RunState:
 @dataclass(frozen=True)
 class RoundProgress:
     """How far round ``t`` has come: the run's milestones, the phases a trainer noted done
-    (``phase.completed``, with their figures) and the last checkpoint written up to the round:
-    what a resumed round skips and loads."""
+    (``phase.completed``, with their figures) and the last checkpoint written up to the round
+    that the checkpoint rule takes: what a resumed round skips and loads."""
 
     state: RunState
     t: int
@@ -97,12 +98,8 @@ def round_progress(store: EventReader, run: str, t: int) -> RoundProgress:
     """Where round ``t`` of ``run`` stands (indexed reads of a few dozen events)."""
     state = round_state(store, run)
     phases = {p.phase: p for p in of_type(PhaseCompleted, store.rows(run, in_round=t, types=(PhaseCompleted,)))}
-    checkpoint = None
-    for e in store.rows(run, types=(CheckpointWritten,)):
-        match e.event:
-            case CheckpointWritten(path=path) if e.round <= t:  # in seq order: the last up to this round's own
-                checkpoint = path
-    return RoundProgress(state, t, phases, checkpoint)
+    last = checkpoint_log(store, run).latest(t)  # the events the checkpoint rule refuses passed over
+    return RoundProgress(state, t, phases, typed(CheckpointWritten, last).path if last is not None else None)
 
 
 def round_state(store: EventReader, run: str) -> RunState:

@@ -25,9 +25,10 @@ from diagevo.errors.installation import shipped
 from diagevo.log import EventReader, open_log
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train.config import load_config
+from diagevo.train.folders import checkpoint_root
 from diagevo.train.hf.args import attention
 from diagevo.train.run import train
-from diagevo.views.checkpoints import checkpoint_path
+from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
 from diagevo.views.typed import carried, of_type
 from diagevo.views.verify import verify_run
 
@@ -169,7 +170,7 @@ def run_check(
         report.round_seconds = time.perf_counter() - started
         report.phases = meter.figures
         _grpo_figures(store, run, report)
-        _weights_moved(store, run, model, report)
+        _weights_moved(store, run, model, report, checkpoint_root(cfg, store.url))
         report.verify_problems = verify_run(store, run)
         if report.verify_problems:
             report.failures.append(f"verify: {report.verify_problems[0]}")
@@ -223,10 +224,11 @@ def _grpo_figures(store: EventReader, run: str, report: CheckReport) -> None:
             report.grpo_tokens[p.phase] = float(carried(p, "completion_length", 0.0)) * f.completions_per_step * f.steps
 
 
-def _weights_moved(store: EventReader, run: str, model: Path, report: CheckReport) -> None:
-    """A failure for a role that took no GRPO step or whose checkpoint equals ``model``."""
-    written = of_type(CheckpointWritten, store.rows(run, types=(CheckpointWritten,)))
-    ckpts = {carried(c, "phase"): checkpoint_path(store, run, c.path) for c in written}
+def _weights_moved(store: EventReader, run: str, model: Path, report: CheckReport, root: Path) -> None:
+    """A failure for a role that took no GRPO step or whose checkpoint (under ``root``, where the
+    check's config put them) equals ``model``."""
+    written = of_type(CheckpointWritten, checkpoint_log(store, run).written)
+    ckpts = {c.phase: checkpoint_path(store, run, c.path, root) for c in written}
     for role in ("challenger", "solver"):
         if not report.phases.get(role, PhaseFigures()).steps:
             report.failures.append(

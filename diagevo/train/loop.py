@@ -56,10 +56,9 @@ from diagevo.train.config import Config
 from diagevo.train.folders import checkpoint_root
 from diagevo.train.labels import LABEL_FIELDS, audit_labels
 from diagevo.train.tracking import Tracker, open_tracker
-from diagevo.views.checkpoints import resume_checkpoint
+from diagevo.views.checkpoints import checkpoint_log, resume_checkpoint
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
-from diagevo.views.queries import pruned_checkpoints
 from diagevo.views.stats import round_stats
 from diagevo.views.typed import carried, of_type
 
@@ -177,16 +176,17 @@ class Trainer:
         is written: all but the last N of this run's own directory (a fork's copied ones live in
         its source's), keeping the ones a fork of this run or a selected checkpoint names. Model
         checkpoints only: a backend whose checkpoints are small states (the simulator's) keeps
-        them all, so its runs fork at any round."""
+        them all, so its runs fork at any round. The checkpoint events the rule refuses are
+        passed over (:func:`~diagevo.views.checkpoints.checkpoint_log`)."""
         keep = self.cfg.train.keep_checkpoints
         if keep <= 0 or not getattr(self.backend, "checkpoints_are_models", True):
             return []
-        gone = pruned_checkpoints(self.store, self.run)
+        log = checkpoint_log(self.store, self.run)
         mine = [
             (e.round, c)
-            for e in self.store.rows(self.run, types=(CheckpointWritten,))
-            if isinstance(c := e.event, CheckpointWritten) and carried(c, "phase") == phase and e.round < t
-            if c.path not in gone and self.own_checkpoint(c.path) is not None
+            for e in log.written
+            if isinstance(c := e.event, CheckpointWritten) and c.phase == phase and e.round < t
+            if log.gone(e) is None and self.own_checkpoint(c.path) is not None
         ]
         needed = self.needed_rounds()
         old = mine[: max(0, len(mine) - (keep - 1))]  # the new one is the last of the N kept
@@ -488,7 +488,7 @@ class Trainer:
                     raise (RetryLater if down else BadServer)(
                         f"run {self.run!r} stopped in round {rnd.t}, not committed: {outage_line(exc)}; once the "
                         f"diagnostician answers{'' if down else ' as it should'}, continue with",
-                        resume_call(self.run),
+                        resume_call(self.run, self.cfg.train.out_dir),
                         then=f" (waited {waited:.0f} s, diagnosis.outage_wait_s {d.outage_wait_s:g})",
                         about=self.run,
                     ) from None

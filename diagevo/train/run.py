@@ -26,6 +26,7 @@ from diagevo.train.folders import check_folders, checkpoint_root
 from diagevo.train.hf import distributed
 from diagevo.train.preflight import preflight, require
 from diagevo.train.sim.backend import SimBackend
+from diagevo.views.checkpoints import name_stored_out_dir
 from diagevo.views.configs import CONFIG_TYPES, unusable_config
 from diagevo.views.runs import latest_run
 
@@ -74,7 +75,7 @@ def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
         if exists and not resume:
             raise BadInput(
                 f"run {config.train.run!r} already exists in {redact_url(store.url)}; continue it with",
-                resume_call(config.train.run),
+                resume_call(config.train.run, config.train.out_dir),
                 about=config.train.run,
             )
         return config.train.run
@@ -105,7 +106,10 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
     validated by its owner, :meth:`Config.of`), ``overrides`` applied (a change is recorded), and
     the credentials the log does not keep (a URL's password is stored as ``***``) taken from
     ``config``, the command's, where it names the same URL. A change is recorded as
-    ``run.configured`` before the next round (refused while a round is under way)."""
+    ``run.configured`` before the next round (refused while a round is under way). Where the
+    checkpoints lie is the machine's, not the log's: the command's ``train.out_dir`` (unset: the
+    database's folder), whatever the stored config says (:func:`train` names a stored one that
+    differs)."""
     stored = stored_config(store, run)
     if stored is None:
         return config
@@ -119,7 +123,8 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
     if wanted:
         saved = saved.overridden(wanted)
         configure_run(store, run, saved)
-    return saved.model_copy(update={"db": config.db})
+    here = saved.train.model_copy(update={"out_dir": config.train.out_dir})
+    return saved.model_copy(update={"db": config.db, "train": here})
 
 
 def ready(config: Config, db_url: str) -> None:
@@ -147,7 +152,10 @@ def train(
     The preflight (:func:`ready`) refuses a config this machine cannot run before the run or its
     lease is written; ``checked=True``: the caller has run it on ``config`` already (``diagevo
     train`` does, before it creates the database), so it is not run twice. A resumed run trains
-    with the config its log records, which is checked here in any case."""
+    with the config its log records, which is checked here in any case; its checkpoints are
+    looked for where ``config`` (the command's) puts them, a stored ``train.out_dir`` that differs
+    named and ignored as each checkpoint event the rules refuse is: passed over
+    (:mod:`diagevo.views.checkpoints`, :func:`~diagevo.log.recorder.pass_over`)."""
     # the loop (the diagnosis pipeline, the tracker, the views of a round) loads when a run trains,
     # not for ``diagevo train --help`` or ``ablate --help``, which read this module
     from diagevo.train.loop import Trainer
@@ -167,6 +175,7 @@ def train(
     with store.lease(run, holder):
         if resume:
             config = resumed_config(store, run, config, wanted)
+            name_stored_out_dir(store, run, checkpoint_root(config, store.url, move=False))
             if backend is None:
                 ready(config, store.url)
         else:  # one decision under the append lock: of two processes creating this id, one is refused

@@ -1,28 +1,77 @@
 """The checkpoints a run's log names, for what loads them (a resume, a fork, eval, the trainers'
-checks): where they lie, which one a round resumes from, and the first checkpoint event that breaks
-the checkpoint rule, each refusal with the way back. Apart from the read commands' values
-(:mod:`~diagevo.views.queries`): these read the counting rules and the config's way back, which no
-read command loads."""
+checks, the sizes ``memory stats`` shows, the round protocol's progress): where they lie, which
+one a round resumes from, and the checkpoint events the checkpoint rule
+(:mod:`diagevo.memory.checkpoints`) refuses, which every reader passes over, each named as every
+row a reader passes over is (:func:`~diagevo.log.recorder.pass_over`: the command names it).
+
+Where the checkpoints lie comes from the machine, never from a row: the run's folder under the
+database's folder (``x.db`` -> ``x.diagevo/runs/<run>/``), or under the folder the command was
+given (``train.out_dir`` of the command's own config, ``--out-dir``). A ``train.out_dir`` stored in
+the run's config is a record of where its first trainer wrote, no more: one that differs is named
+(:func:`name_stored_out_dir`) and not looked in."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from diagevo.catalog import CheckpointWritten, RunForked, RunStarted
-from diagevo.errors import BadInput, Call, NotFound
-from diagevo.files.confined import checkpoint_dir, owned_dir
-from diagevo.log import EventReader
-from diagevo.memory.counting import CHECKPOINT_TYPES, breaks
-from diagevo.views.configs import recovery
+from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunConfigured, RunForked, RunStarted
+from diagevo.errors import NotFound
+from diagevo.files.confined import checkpoint_dir, checkpoint_name, owned_dir
+from diagevo.log import EventReader, EventRow
+from diagevo.log.recorder import pass_over
+from diagevo.memory.checkpoints import CHECKPOINT_READS, checkpoint_verdicts
 from diagevo.views.typed import last_event, typed
+
+
+@dataclass(frozen=True)
+class CheckpointLog:
+    """A run's checkpoint events as its readers take them, in log order: the ``checkpoint.written``
+    rows the checkpoint rule (:func:`~diagevo.memory.checkpoints.checkpoint_rule`) takes, the
+    ``checkpoint.pruned`` it takes (by the checkpoint's name), and the seq of each event it
+    refuses, passed over (``passed``)."""
+
+    run: str
+    written: list[EventRow] = field(default_factory=list)
+    pruned: dict[str, EventRow] = field(default_factory=dict)
+    passed: list[int] = field(default_factory=list)
+
+    def latest(self, t: int) -> EventRow | None:
+        """The checkpoint round ``t`` resumes from: the last written up to its round (None: none)."""
+        return next((row for row in reversed(self.written) if row.round <= t), None)
+
+    def gone(self, row: EventRow) -> EventRow | None:
+        """The ``checkpoint.pruned`` that deleted the checkpoint ``row`` wrote, or None."""
+        name = checkpoint_name(typed(CheckpointWritten, row).path)
+        return self.pruned.get(name) if name is not None else None
+
+
+def checkpoint_log(store: EventReader, run: str, upto_seq: int | None = None) -> CheckpointLog:
+    """``run``'s checkpoint events (up to ``upto_seq``), each taken or passed over by the
+    checkpoint rule: the one place a reader of checkpoints learns which the log names. Each event
+    passed over is noted on ``store`` (:func:`~diagevo.log.recorder.pass_over`: the rule and why),
+    which the command that read it names in one line."""
+    log = CheckpointLog(run)
+    rows = store.rows(run, types=CHECKPOINT_READS, upto_seq=upto_seq)
+    for row, broken in checkpoint_verdicts(rows):
+        if broken is not None:
+            log.passed.append(row.seq)
+            pass_over(store, run, row.seq, f"{broken[0]}: {broken[1]}")
+        elif row.type == CheckpointWritten.name:
+            log.written.append(row)
+        else:
+            name = checkpoint_name(typed(CheckpointPruned, row).path)
+            assert name is not None  # the rule took it
+            log.pruned[name] = row
+    return log
 
 
 def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
     """Where the checkpoints ``run``'s log names may lie, in the order they are looked for: the
-    run's folder under ``root`` (``train.out_dir``, or the database's folder), then its fork
-    source's, and so on (a fork's copied rounds wrote theirs there), each reached without a link."""
+    run's folder under ``root`` (:func:`runs_root`), then its fork source's, and so on (a fork's
+    copied rounds wrote theirs there), each reached without a link."""
     from diagevo.log.paths import run_name  # loaded by the commands that read checkpoints (it loads sqlalchemy)
 
     folders: list[Path] = []
@@ -36,62 +85,88 @@ def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
     return folders
 
 
-def runs_root(store: EventReader, config: Mapping[str, Any]) -> Path:
-    """The folder the run folders of a run with this config (its ``run.started`` record) lie in:
-    its ``train.out_dir``, else the database's folder (``runs``)."""
+def runs_root(store: EventReader, given: Path | None = None) -> Path:
+    """The folder the run folders lie in: ``given`` (the command's ``train.out_dir`` or
+    ``--out-dir``), else the database's folder (``runs``). Never a folder a row names."""
     from diagevo.log.paths import beside_database
 
-    train = config.get("train")
-    out_dir = train.get("out_dir") if isinstance(train, Mapping) else None
-    return Path(out_dir) if isinstance(out_dir, str) and out_dir else beside_database(store.url, ".runs", move=False)
+    return Path(given) if given is not None else beside_database(store.url, ".runs", move=False)
+
+
+def stored_out_dir(store: EventReader, run: str, root: Path) -> tuple[int, str] | None:
+    """(seq, folder) of the config in force of ``run`` when it holds a ``train.out_dir`` that is not
+    ``root``, the folder looked in (None: it holds none, or that one)."""
+    config = next(store.read(run, types=(RunStarted, RunConfigured), limit=1, newest=True), None)
+    if config is None:
+        return None
+    held = getattr(config.event, "config", None)
+    stored = _out_dir(held) if isinstance(held, Mapping) else None
+    if stored is None or os.path.abspath(stored) == os.path.abspath(root):
+        return None
+    return config.seq, stored
+
+
+def name_stored_out_dir(store: EventReader, run: str, root: Path) -> None:
+    """Name a stored ``train.out_dir`` that is not ``root`` as every passed-over row is named
+    (:func:`~diagevo.log.recorder.pass_over`): the field is passed over, the folder never looked in."""
+    found = stored_out_dir(store, run, root)
+    if found is not None:
+        seq, stored = found
+        pass_over(
+            store,
+            run,
+            seq,
+            f"its train.out_dir {stored[:200]!r} is not looked in: checkpoints are looked for under "
+            f"{os.path.abspath(root)} (the database's folder, or the command's --out-dir)",
+        )
+
+
+def _out_dir_said(store: EventReader, run: str, root: Path) -> str:
+    """A stored ``train.out_dir`` that is not ``root``, as a refusal names it ('' when none)."""
+    found = stored_out_dir(store, run, root)
+    return f"; not in its stored train.out_dir {found[1][:120]!r} (seq {found[0]})" if found is not None else ""
 
 
 def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Path | None:
-    """The checkpoint round ``t`` of ``run`` resumes from (None: the run wrote none yet): the
-    latest its log names, which the checkpoint rule (:func:`~diagevo.memory.counting.checkpoint_rule`)
-    makes the latest of its phase and never pruned. A log that breaks the rule (a row stored
-    past the checks) is refused naming the event, as a checkpoint whose folder is gone is, each
-    with the way back: a resume never trains on from other weights than the log says."""
-    refused = checkpoint_refusal(store, run)
-    if refused is not None:
-        raise BadInput(f"cannot continue run {run!r} at round {t}: {refused[0]}", refused[1], aside=True, about=run)
-    written = [row for row in store.rows(run, types=(CheckpointWritten,)) if row[1] <= t]
-    if not written:
+    """The checkpoint round ``t`` of ``run`` resumes from: the latest its log names that the
+    checkpoint rule (:func:`~diagevo.memory.checkpoints.checkpoint_rule`) takes, which is the latest
+    of its phase and never pruned. An event the rule refuses (a row stored past the checks) is
+    passed over and named; a checkpoint whose folder is not under ``root`` is refused in one line
+    with the way back, naming a stored ``train.out_dir`` that differs: a resume never trains on
+    from other weights than the log's valid events say."""
+    last = checkpoint_log(store, run).latest(t)
+    if last is None:
         return None
-    last = written[-1]
     try:
-        return checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, last).path)
+        path = checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, last).path)
     except FileNotFoundError as exc:
+        from diagevo.views.configs import recovery  # the config's models: loaded for the refusal alone
+
         how, fork = recovery(store, run, last)
         raise NotFound(
             f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {last.round}, "
-            f"seq {last.seq}): put it back, or {how}",
+            f"seq {last.seq}{_out_dir_said(store, run, root)}): put it back (or name its folder: --out-dir), "
+            f"or {how}",
             fork,
             aside=True,
             about=run,
         ) from None
-
-
-def checkpoint_refusal(store: EventReader, run: str, upto_seq: int | None = None) -> tuple[str, Call | None] | None:
-    """The first checkpoint event of ``run`` (up to ``upto_seq``) that breaks the checkpoint rule,
-    in words that end with the way back, and the fork that takes it (None: no event does)."""
-    broken = next(breaks(store.rows(run, types=CHECKPOINT_TYPES, upto_seq=upto_seq)), None)
-    if broken is None:
-        return None
-    event = store.event_at(run, broken.at)
-    assert event is not None, (run, broken.at)  # a seq the run's rows just gave
-    how, fork = recovery(store, run, event)
-    return f"seq {broken.at}: {broken.reason}; {how}", fork
+    return path
 
 
 def checkpoint_path(store: EventReader, run: str, path: str, root: Path | None = None) -> Path:
     """The checkpoint a ``checkpoint.written`` of ``run`` names (``path`` as stored), in the run's
-    folder or its fork source's (:func:`diagevo.files.confined.checkpoint_dir`): refused by name when
-    it is no name the loop gives or a link lies there, :class:`NotFound` when no folder holds it."""
-    if root is None:
-        started = last_event(store, run, RunStarted)  # a run has one
-        root = runs_root(store, started.config if started is not None else {})
+    folder under ``root`` (None: the database's folder) or its fork source's
+    (:func:`diagevo.files.confined.checkpoint_dir`): refused by name when it is no name the loop
+    gives or a link lies there, :class:`NotFound` when no folder holds it."""
+    where = runs_root(store, root)
     try:
-        return checkpoint_dir(checkpoint_folders(store, run, root), path)
+        return checkpoint_dir(checkpoint_folders(store, run, where), path)
     except FileNotFoundError as exc:
-        raise NotFound(f"run {run!r}: {exc}") from None
+        raise NotFound(f"run {run!r}: {exc}{_out_dir_said(store, run, where)}") from None
+
+
+def _out_dir(config: Mapping[str, object]) -> str | None:
+    train = config.get("train")
+    out = train.get("out_dir") if isinstance(train, Mapping) else None
+    return out if isinstance(out, str) and out else None

@@ -16,7 +16,8 @@ from diagevo.catalog import (
     RoundStarted,
 )
 from diagevo.log import EventReader, EventRow
-from diagevo.memory.counting import CHECKPOINT_TYPES, Ledger, Tally
+from diagevo.memory.checkpoints import CHECKPOINT_READS, CHECKPOINT_TYPES
+from diagevo.memory.counting import Ledger, Tally
 from diagevo.schemas import EventIn
 
 ROUND_MILESTONES = (RoundStarted, CausePromoted, PromotionsDecided, RoundCommitted)
@@ -30,7 +31,7 @@ def stored_tally(store: EventReader, run: str, events: Iterable[EventIn], *, rou
     mine = [ev for ev in events if ev.run == run]
     found: dict[int, EventRow] = {}
     if any(CATALOG[ev.type] in CHECKPOINT_TYPES for ev in mine):
-        found.update((e.seq, e) for e in store.rows(run, types=CHECKPOINT_TYPES))
+        found.update((e.seq, e) for e in store.rows(run, types=CHECKPOINT_READS))
     for field in ("failure_id", "question_id"):
         ids = {i for ev in mine if isinstance(i := ev.data.get(field), str)}
         if ids:

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, TrainStep
 from diagevo.errors import Call
-from diagevo.log import EventReader, Recorder, StoredEvent
+from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.text.words import did_you_mean
+from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import MEMORY_COLUMNS, accumulate, metric_columns, round_stats
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_cause_rows
@@ -136,12 +137,7 @@ def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
     return GrpoSteps(run=run_id, steps=rows, fields=fields)
 
 
-def pruned_checkpoints(store: EventReader, run: str) -> dict[str, StoredEvent]:
-    """Path -> the ``checkpoint.pruned`` event that deleted it, of ``run``."""
-    return {typed(CheckpointPruned, e).path: e for e in store.read(run, types=(CheckpointPruned,))}
-
-
-def pruned_note(event: StoredEvent) -> str:
+def pruned_note(event: StoredEvent | EventRow) -> str:
     """How a refusal names the pruning of a checkpoint: its path and its event."""
     return (
         f"its checkpoint {typed(CheckpointPruned, event).path} was pruned (checkpoint.pruned in round {event.round}, "
@@ -151,17 +147,17 @@ def pruned_note(event: StoredEvent) -> str:
 
 def checkpoint_disk(store: EventReader, run: str) -> dict[int, dict[str, float]]:
     """Round -> MB of checkpoints written that round (``ckpt_mb``) and of those still on disk
-    (``disk_mb``), from ``checkpoint.written``'s bytes and ``checkpoint.pruned``."""
-    gone = pruned_checkpoints(store, run)
+    (``disk_mb``), from ``checkpoint.written``'s bytes and ``checkpoint.pruned`` (the events the
+    checkpoint rule refuses passed over: :func:`~diagevo.views.checkpoints.checkpoint_log`)."""
+    log = checkpoint_log(store, run)
     out: dict[int, dict[str, float]] = {}
-    for e in store.read(run, types=(CheckpointWritten,)):
-        written = typed(CheckpointWritten, e)
-        size = getattr(written, "bytes", None)  # what a backend that measures its checkpoints records
-        if not isinstance(size, int):
+    for e in log.written:
+        size = typed(CheckpointWritten, e).bytes  # what a backend that measures its checkpoints records
+        if size is None:
             continue
         row = out.setdefault(e.round, {"ckpt_mb": 0.0, "disk_mb": 0.0})
         row["ckpt_mb"] += size / 1e6
-        if written.path not in gone:
+        if log.gone(e) is None:
             row["disk_mb"] += size / 1e6
     return out
 

@@ -45,7 +45,7 @@ from diagevo.train.sim.backend import SimBackend, label_is_right, read_state
 from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Question
-from diagevo.views.checkpoints import checkpoint_path
+from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.typed import carried
 
@@ -53,20 +53,24 @@ MEASURE = "sim-dynamics"
 SHARED_QUESTIONS = 200  # Figure 3c: 200 shared challenger-generated questions per round
 
 
-def solver_checkpoints(store: EventReader, run: str) -> dict[int, Path]:
+def solver_checkpoints(store: EventReader, run: str, root: Path | None = None) -> dict[int, Path]:
     """Round -> the checkpoint written after that round's solver update, found in the run's
-    folder (or its fork source's) by the name its log gives."""
+    folder under ``root`` (None: the database's folder) or its fork source's, by the name its
+    log gives (the events the checkpoint rule refuses passed over)."""
     return {
-        e.round: checkpoint_path(store, run, c.path)
-        for e in store.rows(run, types=(CheckpointWritten,))
-        if isinstance(c := e.event, CheckpointWritten) and carried(c, "phase") == "solver"
+        e.round: checkpoint_path(store, run, c.path, root)
+        for e in checkpoint_log(store, run).written
+        if isinstance(c := e.event, CheckpointWritten) and c.phase == "solver"
     }
 
 
-def run_measures(store: Recorder, run: str, backend: SimBackend) -> dict[int, dict[str, float]]:
+def run_measures(
+    store: Recorder, run: str, backend: SimBackend, root: Path | None = None
+) -> dict[int, dict[str, float]]:
     """Question and memory measures of every committed round of ``run``. ``backend`` is loaded
-    with the run's last checkpoint, whose registry maps every logged question text to its spec."""
-    ckpts = solver_checkpoints(store, run)
+    with the run's last checkpoint (under ``root``: :func:`solver_checkpoints`), whose registry
+    maps every logged question text to its spec."""
+    ckpts = solver_checkpoints(store, run, root)
     if ckpts:
         backend.load(ckpts[max(ckpts)])
     texts: dict[int, list[str]] = {}
@@ -165,13 +169,15 @@ def label_accuracy(backend: SimBackend, checkpoint: Path, questions: Sequence[Qu
 
 
 def measure_seed(
-    store: Recorder, runs: dict[str, str], reference: str, backend: SimBackend, seed: int
+    store: Recorder, runs: dict[str, str], reference: str, backend: SimBackend, seed: int, root: Path | None = None
 ) -> dict[str, dict[int, dict[str, float]]]:
     """Every measure for the runs of one seed (variant -> run id), the shared pseudo-label set
-    taken from ``reference``'s challenger; stores one ``eval.recorded`` per run and round."""
-    measures = {v: run_measures(store, run, backend) for v, run in runs.items()}
-    ref_ckpts = solver_checkpoints(store, runs[reference])
-    ckpts = {v: solver_checkpoints(store, run) for v, run in runs.items()}
+    taken from ``reference``'s challenger; stores one ``eval.recorded`` per run and round. The
+    runs' checkpoints lie under ``root`` (their trainer's ``train.out_dir``; None: the database's
+    folder)."""
+    measures = {v: run_measures(store, run, backend, root) for v, run in runs.items()}
+    ref_ckpts = solver_checkpoints(store, runs[reference], root)
+    ckpts = {v: solver_checkpoints(store, run, root) for v, run in runs.items()}
     for t in sorted(ref_ckpts):
         shared = shared_questions(backend, ref_ckpts[t], seed, t)
         for v in runs:
