@@ -137,6 +137,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.memory.state import Memory
     from diagevo.rounds import Candidate, Committed, OutOfOrder, Recorded, Request, Round, Scored, start_run
     from diagevo.train.config import Config, load_config
+    from diagevo.train.labels import audit_labels
     from diagevo.train.run import make_backend
     from diagevo.views.index import VectorIndex
     from diagevo.views.memory import load_memory

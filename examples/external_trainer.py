@@ -140,7 +140,15 @@ class ExternalTrainer:
             ]
             if failures:
                 rnd.record_failures(failures)
-            stats = {**out.stats, "failures": len(failures)}
+            # where the world knows the truth (the simulator does): how often the labels were right
+            labels = diagevo.audit_labels(
+                [s.text for s in retained],
+                [s.pseudo_label for s in retained],
+                out.responses,
+                out.rewards,
+                self.backend.truth,
+            )
+            stats = {**out.stats, **labels.summary(), "failures": len(failures)}
         seconds["solver"] = self.phase(rnd, "solver", started, checkpoint=True, **stats)
 
         # diagnosis (Sec. 2.3)
@@ -163,6 +171,7 @@ class ExternalTrainer:
         return rnd.commit(
             metrics,
             summary={
+                **{k: v for k, v in stats.items() if k.startswith(("retained_label_acc", "wrong_reward_share"))},
                 "dedup_truncated": summary.dedup_truncated,
                 "heldout_acc": metrics.get("heldout_acc"),
                 "pseudo_label_acc": metrics.get("pseudo_label_acc"),
