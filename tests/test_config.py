@@ -213,6 +213,7 @@ def test_the_sections_are_listed_in_the_files_order() -> None:
         "solver.learning_rate",
         "solver.lr_scheduler",
         "solver.lr_span",
+        "solver.lr_warmup",
         "solver.keep_optimizer",
         "solver.reward",
     ]

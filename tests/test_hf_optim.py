@@ -26,6 +26,9 @@ def test_the_schedules_by_hand() -> None:
     assert [lr_factor("linear", s, 8) for s in (0, 2, 6, 8, 12)] == [1.0, 0.75, 0.25, 0.0, 0.0]
     assert lr_factor("cosine", 0, 4) == 1.0 and lr_factor("cosine", 4, 4) == 0.0
     assert lr_factor("cosine", 1, 4) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4)))
+    # a warm-up of 4 steps over 12: 0, 1/4, 1/2, 3/4, then the decay over the 8 steps left
+    assert [lr_factor("linear", s, 12, warmup=4) for s in (0, 1, 2, 3, 4, 6, 12)] == [0, 0.25, 0.5, 0.75, 1, 0.75, 0]
+    assert [lr_factor("constant", s, 12, warmup=2) for s in (0, 1, 2, 11)] == [0, 0.5, 1, 1]
 
 
 def test_the_role_keys_reach_trl_and_the_paper_configs_keep_them_off() -> None:
@@ -47,6 +50,11 @@ def test_the_role_keys_reach_trl_and_the_paper_configs_keep_them_off() -> None:
     assert grpo_kwargs(cfg, chal, "/tmp/x")["learning_rate"] == 5e-5  # the challenger keeps grpo's rate
     assert schedule_horizon(cfg, solver) == 300 and schedule_horizon(cfg, chal) == chal.steps
     assert own_optimizer(cfg, "solver") and not own_optimizer(cfg, "challenger")
+    warm = load_config(None, ['solver.lr_span="run"', "solver.lr_warmup=5"])  # a constant rate warmed up over the run
+    assert own_optimizer(warm, "solver")
+    phase_warm = load_config(None, ["solver.lr_warmup=5"])  # TRL's own: transformers' constant ignores a warm-up
+    kw = grpo_kwargs(phase_warm, phase_plan(phase_warm, "solver", 9000), "/tmp/x")
+    assert (kw["lr_scheduler_type"], kw["warmup_steps"]) == ("constant_with_warmup", 5)
     for name in ("qwen3-4b-base", "qwen3-8b-base", "octothinker-8b"):  # the paper's: a fresh constant run each phase
         paper = load_config(ROOT / "configs" / f"{name}.toml")
         for role in ("challenger", "solver"):

@@ -176,6 +176,13 @@ class RoleConfig(Section):
         "round's (train.rounds x max_steps), continued from the role's steps so far. A departure from the paper "
         "when not constant.",
     )
+    lr_warmup: int = Field(
+        default=0,
+        ge=0,
+        description="hf backend: steps of linear warm-up from 0 at the start of the schedule's span (the paper: 0). "
+        "A fresh Adam's first steps move every weight by about the learning rate: a small model at 1e-4 loses "
+        "skills it had. A departure from the paper when set.",
+    )
     keep_optimizer: bool = Field(
         default=False,
         description="hf backend: one AdamW state kept across the rounds (saved with each checkpoint) instead of a "

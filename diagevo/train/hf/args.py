@@ -98,15 +98,18 @@ def own_optimizer(cfg: Config, role: Role) -> bool:
     """Whether the backend builds the role's optimizer and schedule itself (one AdamW kept across
     the rounds, or a schedule spanning the run) rather than TRL building both each phase."""
     r = cfg.role(role)
-    return r.keep_optimizer or (r.lr_span == "run" and r.lr_scheduler != "constant")
+    return r.keep_optimizer or (r.lr_span == "run" and (r.lr_scheduler != "constant" or r.lr_warmup > 0))
 
 
-def lr_factor(kind: str, step: int, horizon: int) -> float:
-    """The share of the base learning rate at ``step`` of a schedule over ``horizon`` steps
-    (transformers' constant, linear and cosine schedules without warm-up)."""
-    if kind == "constant" or horizon <= 0:
+def lr_factor(kind: str, step: int, horizon: int, warmup: int = 0) -> float:
+    """The share of the base learning rate at ``step`` of a schedule over ``horizon`` steps, the
+    first ``warmup`` of them rising linearly from 0 (transformers' constant, linear and cosine
+    schedules, with warm-up)."""
+    if step < warmup:
+        return step / warmup
+    if kind == "constant" or horizon <= warmup:
         return 1.0
-    done = min(1.0, step / horizon)
+    done = min(1.0, (step - warmup) / (horizon - warmup))
     return 1.0 - done if kind == "linear" else 0.5 * (1.0 + math.cos(math.pi * done))
 
 
@@ -134,8 +137,9 @@ def grpo_kwargs(cfg: Config, plan: PhasePlan, output_dir: Path | str, seed: int 
     kwargs: dict[str, Any] = {
         "output_dir": str(output_dir),
         "learning_rate": role_learning_rate(cfg, plan.role),
-        "lr_scheduler_type": r.lr_scheduler,  # R-Zero: constant, 1e-6 throughout, no warmup, no decay
-        "warmup_steps": 0,
+        # R-Zero: constant, 1e-6 throughout, no warmup, no decay (transformers' constant ignores a warm-up)
+        "lr_scheduler_type": "constant_with_warmup" if r.lr_scheduler == "constant" and r.lr_warmup else r.lr_scheduler,
+        "warmup_steps": r.lr_warmup,
         "weight_decay": g.weight_decay,
         "beta": g.kl_beta,
         "loss_type": g.loss_type,

@@ -432,7 +432,13 @@ class HFBackend:
             if own_optimizer(self.config, role):  # the role's section departs from a fresh TRL run per phase
                 r = self.config.role(role)
                 pair = optimizers(
-                    held, model, args, r.lr_scheduler, schedule_horizon(self.config, plan), r.keep_optimizer
+                    held,
+                    model,
+                    args,
+                    r.lr_scheduler,
+                    schedule_horizon(self.config, plan),
+                    r.keep_optimizer,
+                    r.lr_warmup,
                 )
             with shared_with_trl(engine, server):  # TRL takes this process's engine, builds none
                 trainer = GRPOTrainer(

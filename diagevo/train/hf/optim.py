@@ -48,7 +48,9 @@ def build_adamw(model: Any, args: Any) -> Any:
     return cls(groups, **kwargs)
 
 
-def optimizers(held: RoleOptimizer, model: Any, args: Any, kind: str, horizon: int, keep: bool) -> tuple[Any, Any]:
+def optimizers(
+    held: RoleOptimizer, model: Any, args: Any, kind: str, horizon: int, keep: bool, warmup: int = 0
+) -> tuple[Any, Any]:
     """The (optimizer, schedule) pair a phase's trainer takes: the kept optimizer (built on first
     use, a checkpoint's state loaded into it), or a fresh one; a schedule of ``kind`` over
     ``horizon`` steps that starts at the role's steps so far."""
@@ -63,7 +65,7 @@ def optimizers(held: RoleOptimizer, model: Any, args: Any, kind: str, horizon: i
     start = held.steps
     for group in optimizer.param_groups:
         group["lr"] = group["initial_lr"] = args.learning_rate  # the schedule's base, whatever the last phase left
-    return optimizer, LambdaLR(optimizer, lambda s: lr_factor(kind, start + s, horizon))
+    return optimizer, LambdaLR(optimizer, lambda s: lr_factor(kind, start + s, horizon, warmup))
 
 
 def save_state(held: RoleOptimizer, directory: Path) -> None:
