@@ -162,8 +162,8 @@ class RoleConfig(Section):
         default=12, description="Most GRPO optimizer steps per round (Table 8: 12 for the solver)."
     )
     max_new_tokens: Count = run_setting(default=1024, description=_HF_LENGTH)
-    learning_rate: PositiveShare | None = Field(
-        default=None, description="hf backend: this role's GRPO learning rate; unset: grpo.learning_rate."
+    learning_rate: float | None = Field(
+        default=None, gt=0, le=1, description="hf backend: this role's GRPO learning rate; unset: grpo.learning_rate."
     )
     lr_scheduler: Literal["constant", "linear", "cosine"] = Field(
         default="constant",
