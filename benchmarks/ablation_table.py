@@ -328,7 +328,11 @@ def mini_tables(dbs: list[str], svg: str | None, pair: str | None = None) -> str
     primary = "**Primary outcome** (full − pure free, held-out accuracy after the last round, paired by seed): "
     if "full" in final and "pure free" in final and (seeds := sorted(set(final["full"]) & set(final["pure free"]))):
         d, h = _interval([final["full"][s] - final["pure free"][s] for s in seeds])
-        primary += f"{d:+.3f} ± {h:.3f} (95 % t interval, {len(seeds)} seeds)"
+        primary += (
+            f"{d:+.3f} ± {h:.3f} (95 % t interval, {len(seeds)} seeds)"
+            if len(seeds) > 1
+            else f"{d:+.3f} (one seed: no interval yet)"
+        )
     else:
         primary += "not measured yet (no seed has both arms' last round)"
     gains = []
@@ -337,7 +341,8 @@ def mini_tables(dbs: list[str], svg: str | None, pair: str | None = None) -> str
             if len(final[a]) >= 1:
                 d, h = _interval([v - start[0] for v in final[a].values()])
                 gains.append(
-                    f"- {a}: round {last[a]} − the pair {d:+.3f} ± {h:.3f} ({len(final[a])} seed{'s' if len(final[a]) != 1 else ''})"
+                    f"- {a}: round {last[a]} − the pair {d:+.3f}"
+                    + (f" ± {h:.3f} ({len(final[a])} seeds)" if len(final[a]) > 1 else " (one seed)")
                 )
     if svg:
         with open(svg, "w", encoding="utf-8") as f:
