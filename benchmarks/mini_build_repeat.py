@@ -79,7 +79,7 @@ def main() -> None:
         same, diff = compare(base, out)
         acc = accuracy(out)
         print(
-            f"| {name} | {seconds:.0f} | {'yes' if same else 'no'} | {diff:.2e} | "
+            f"| {name} | {'–' if seconds != seconds else f'{seconds:.0f}'} | {'yes' if same else 'no'} | {diff:.2e} | "
             + " | ".join(f"{acc[s]:.2f}" for s in skills)
             + f" | {sum(acc.values()) / len(acc):.3f} |"
         )
