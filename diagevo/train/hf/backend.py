@@ -428,18 +428,6 @@ class HFBackend:
 
             reward.__name__ = f"{role}_reward"
             held = self._optim[role]
-            pair = (None, None)
-            if own_optimizer(self.config, role):  # the role's section departs from a fresh TRL run per phase
-                r = self.config.role(role)
-                pair = optimizers(
-                    held,
-                    model,
-                    args,
-                    r.lr_scheduler,
-                    schedule_horizon(self.config, plan),
-                    r.keep_optimizer,
-                    r.lr_warmup,
-                )
             with shared_with_trl(engine, server):  # TRL takes this process's engine, builds none
                 trainer = GRPOTrainer(
                     model=model,
@@ -448,7 +436,7 @@ class HFBackend:
                     train_dataset=Dataset.from_list(rows),
                     processing_class=tok,
                     callbacks=[Tick()],
-                    optimizers=pair,
+                    optimizers=self._optimizers(plan, model, args),
                 )
             for quiet in (PrinterCallback, ProgressCallback):  # nothing below cli/ prints
                 trainer.remove_callback(quiet)
@@ -477,6 +465,16 @@ class HFBackend:
         self._changed(role)
         self._free()
         return stats
+
+    def _optimizers(self, plan: PhasePlan, model: Any, args: Any) -> tuple[Any, Any]:
+        """The (optimizer, schedule) a phase's trainer takes: TRL's own (None, None), unless the
+        role's section departs from a fresh TRL run per phase (:mod:`diagevo.train.hf.optim`)."""
+        role = plan.role
+        if not own_optimizer(self.config, role):
+            return None, None
+        r = self.config.role(role)
+        horizon = schedule_horizon(self.config, plan)
+        return optimizers(self._optim[role], model, args, r.lr_scheduler, horizon, r.keep_optimizer, r.lr_warmup)
 
     def _announce(self, command: Command) -> None:
         """Leading a launch: the followers run ``command`` too, with this rank, before it runs."""
