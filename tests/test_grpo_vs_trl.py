@@ -4,9 +4,7 @@ TRL's linear schedule step by step, over one phase and across two phases with th
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import inspect
 import shutil
 import sys
 from dataclasses import replace
@@ -17,13 +15,11 @@ import pytest
 pytest.importorskip("trl")
 import torch  # noqa: E402
 
-from diagevo.train.mini import build, world  # noqa: E402
+from tests.test_mini_loop import pair  # noqa: E402,F401  # the two-skill pair, one cache entry for both files
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 ROOT = Path(__file__).resolve().parents[1]
-# tests/test_mini_loop.py's pair: the same spec shares its cache entry
-SPEC = build.MiniSpec(skills=("add_c", "sub_b"), hidden=64, layers=2, steps=300, chal_every=2, heldout=50, probes=64)
 
 
 def _bench():  # noqa: ANN202
@@ -39,21 +35,8 @@ bench = _bench()
 SMALL = bench.Settings(steps=8, group=4, batch=4, lr=1e-4, beta=0.04, loss_type="grpo", phases=1, seed=0)
 
 
-@pytest.fixture(scope="module")
-def pair(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The two-skill pair, kept in pytest's cache while the world and its builder are unchanged."""
-    source = "".join(inspect.getsource(m) for m in (build, world)) + world._DATA.read_text() + repr(SPEC)
-    key = hashlib.sha256(source.encode()).hexdigest()[:12]
-    cache = getattr(pytestconfig, "cache", None)
-    out = Path(cache.mkdir(f"diagevo-mini-{key}")) if cache else tmp_path_factory.mktemp("mini") / "pair"
-    if not (out / build.MINI_RECORD).is_file():
-        shutil.rmtree(out, ignore_errors=True)
-        build.build_mini(out, SPEC)
-    return out
-
-
 @pytest.fixture
-def copy(pair: Path, tmp_path: Path) -> Path:
+def copy(pair: Path, tmp_path: Path) -> Path:  # noqa: F811  (the imported fixture)
     torch.set_num_threads(1)
     shutil.copytree(pair, tmp_path / "pair")
     return tmp_path / "pair"

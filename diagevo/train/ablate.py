@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
+import os
+import signal
 import statistics
+import sys
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -135,10 +141,6 @@ def train_cells_in_parallel(
     """Train (run, overrides) cells in ``jobs`` processes at once (each a cell at a time, its own
     connection to the log; a run's lease keeps two processes off one run). For a machine with
     more cores than one cell uses: the mini world's cells take one torch thread each."""
-    import multiprocessing
-    import os
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_end_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(train_cell, config, o, db, rounds, run): run for run, o in cells}
@@ -152,11 +154,6 @@ def _end_with_parent(parent: int) -> None:
     signal), so a stopped ``ablate --jobs`` leaves no cell training on in the background, holding
     its run's lease and a core, where the command run again would resume it. A command stopped
     while the cell was still starting is gone before the signal was asked for: then at once."""
-    import ctypes
-    import os
-    import signal
-    import sys
-
     if sys.platform.startswith("linux"):
         pr_set_pdeathsig = 1
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
