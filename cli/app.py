@@ -67,9 +67,9 @@ COMMANDS: dict[str, Lazy] = {
     "ablate": Lazy(
         "diagevo.cli.train:ablate",
         "Table 2 and Table 4 variants on the simulator, with each world property on and off; on the hf backend (the "
-        "mini world) full DiagEvo, no memory and frozen challenger by default, in the configured world. Each (world, "
-        "variant, seed) is a run of the log: run the command again and finished runs are skipped, a stopped one "
-        "resumed.",
+        "mini world) full DiagEvo, no memory, frozen challenger and the oracle (the true answer as the solver's "
+        "reward) by default, in the configured world. Each (world, variant, seed) is a run of the log: run the "
+        "command again and finished runs are skipped, a stopped one resumed.",
     ),
     "config": Lazy(
         "diagevo.cli.config:config_command",

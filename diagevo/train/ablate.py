@@ -103,9 +103,10 @@ def _summary(variant: str, curves: list[list[float]], val_curves: list[list[floa
     }
 
 
-def cell_overrides(overrides: list[str], world: str, variant: str, seed: int, rounds: int, out_dir: Path) -> list[str]:
+def cell_overrides(overrides: list[str], world: str, variant: str, seed: int, rounds: int) -> list[str]:
     """The config of one (world, variant, seed) cell: the command's overrides, the world's, the
-    variant's, and the cell's seed, rounds, run id and checkpoint folder."""
+    variant's, and the cell's seed, rounds and run id. Its checkpoints go where every reader of the
+    log looks (the command's ``train.out_dir``, else the database's folder), not a folder of its own."""
     return [
         *overrides,
         *([] if world == CONFIGURED else WORLDS[world]),
@@ -113,7 +114,6 @@ def cell_overrides(overrides: list[str], world: str, variant: str, seed: int, ro
         f"train.seed={seed}",
         f"train.rounds={rounds}",
         f'train.run="{cell_run(world, variant, seed)}"',
-        f'train.out_dir="{out_dir}"',
     ]
 
 
@@ -184,11 +184,11 @@ def run_ablation(
     done = 0
     reference = next((v for v in REFERENCES if v in variants), variants[0])
     results: dict[str, list[dict[str, Any]]] = {}
-    out_dir = Path(db.removeprefix("sqlite:///")).parent / "ablate-ckpt"
-    sim = load_config(config, overrides).train.backend == "sim"
+    command = load_config(config, overrides)
+    sim = command.train.backend == "sim"
     if jobs > 1:
         cells = [
-            (cell_run(w, v, s), cell_overrides(overrides, w, v, s, rounds, out_dir))
+            (cell_run(w, v, s), cell_overrides(overrides, w, v, s, rounds))
             for w in worlds
             for s in range(seeds)
             for v in variants
@@ -205,7 +205,7 @@ def run_ablation(
                 for variant in variants:
                     run = cell_run(world, variant, seed)
                     tick(f"{world[:14]} | {variant} | seed {seed}", done, total)
-                    cfg = load_config(config, cell_overrides(overrides, world, variant, seed, rounds, out_dir))
+                    cfg = load_config(config, cell_overrides(overrides, world, variant, seed, rounds))
                     curve = heldout_curve(store, run)
                     if len(curve) < rounds:  # a finished run is skipped, a stopped one resumed
                         train(cfg, store, resume=run in store.runs(), rounds=rounds)
@@ -220,7 +220,7 @@ def run_ablation(
                 if not sim:
                     continue
                 assert ref_cfg is not None  # the reference is one of the variants run
-                measured = measure_seed(store, runs, reference, SimBackend(ref_cfg, seed), seed, out_dir)
+                measured = measure_seed(store, runs, reference, SimBackend(ref_cfg, seed), seed, command.train.out_dir)
                 for v, m in measured.items():
                     dynamics[v].append(m)
             results[world] = [
