@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from diagevo.catalog import QuestionGenerated, QuestionScored, RoundCommitted
+from diagevo.catalog import FailureRecorded, PhaseCompleted, QuestionGenerated, QuestionScored, RoundCommitted
 from diagevo.curriculum.equivalence import agrees
 from diagevo.log import open_log
 from diagevo.memory.sampler import GenerationRequest
@@ -173,3 +173,33 @@ def test_known_questions_only_leaves_the_world_s_unknown_questions_out(tmp_path:
         assert unknown == []
     else:  # the same world without the switch: its unknown questions are scored
         assert unknown
+
+
+def test_anchors_join_the_solvers_questions_and_are_no_evidence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``solver.anchor_share``: confident questions (p1 above p_high) join the retained ones,
+    ``share / (1 - share)`` of them per retained question while the round has them; none is
+    recorded as a failure, and the log verifies (a failure of an unretained question would not)."""
+    sim_run(tmp_path, "anchored", ["solver.anchor_share=0.5"])
+    sim_run(tmp_path, "plain")
+    with open_log(f"sqlite:///{tmp_path / 'anchored'}.db", readonly=True) as store:
+        events = list(store.read("anchored", types=(QuestionScored, FailureRecorded, PhaseCompleted)))
+    for t in (1, 2):
+        scored = [e.event for e in events if e.round == t and isinstance(e.event, QuestionScored)]
+        retained = {s.question_id for s in scored if s.retained}
+        confident = [s for s in scored if not s.retained and s.pseudo_label is not None and s.p1 > 0.75]
+        (solver,) = [
+            e.event
+            for e in events
+            if e.round == t and isinstance(e.event, PhaseCompleted) and e.event.phase == "solver"
+        ]
+        assert solver.stats is not None
+        assert solver.stats.get("anchors", 0) == min(len(confident), len(retained)) > 0
+        failed = {e.event.question_id for e in events if e.round == t and isinstance(e.event, FailureRecorded)}
+        assert failed and failed <= retained
+    with open_log(f"sqlite:///{tmp_path / 'plain'}.db", readonly=True) as store:
+        phases = [e.event for e in store.read("plain", types=(PhaseCompleted,)) if e.event.phase == "solver"]
+    assert phases and all("anchors" not in (p.stats or {}) for p in phases)
+    code, _, err = run_cli(capsys, "memory", "verify", "--db", f"sqlite:///{tmp_path / 'anchored'}.db")
+    assert code == 0, err

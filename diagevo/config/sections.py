@@ -215,6 +215,15 @@ class SolverConfig(RoleConfig):
         "true_answer: with the question's true answer, where the world knows it (the oracle arm, an upper reference, "
         "not the method; a question whose answer is unknown keeps its pseudo-label).",
     )
+    anchor_share: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="Share of the solver's GRPO questions drawn from the round's confident questions, those above "
+        "filter.p_high that the filter passes over (labelled as retained ones are: majority, or the true answer with "
+        "reward=true_answer). Never diagnosed nor counted as retained: a replay of what the solver answers, so a "
+        "round on contested questions does not wear down the skills it never sees. A departure from the paper (0).",
+    )
 
 
 class FilterConfig(Section):

@@ -32,3 +32,17 @@ def keep(p1: float, p2: float, cfg: FilterConfig) -> bool:
     if cfg.mode == "none":
         return True
     raise ValueError(f"unknown filter mode {cfg.mode!r}")
+
+
+def confident(p1: float, p_high: float) -> bool:
+    """Above the filter's upper bound: a question the solver already answers alike, which Eq. 3
+    leaves out of the training set (the anchors of ``solver.anchor_share``)."""
+    return p1 > p_high + EPS
+
+
+def anchor_count(share: float, retained: int, available: int) -> int:
+    """How many confident questions join ``retained`` ones so they make ``share`` of the solver's
+    questions (``share / (1 - share)`` per retained one), as many as there are at most."""
+    if share <= 0.0 or retained == 0:
+        return 0
+    return min(available, round(retained * share / (1.0 - share)))

@@ -30,6 +30,7 @@ from diagevo.catalog import (
     RunForked,
     TrainStep,
 )
+from diagevo.curriculum.filtering import anchor_count, confident
 from diagevo.curriculum.prompts import parse_question
 from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
@@ -418,17 +419,20 @@ class Trainer:
         labels = [r.scored[q].pseudo_label for q in retained]
         if not retained:
             return {"questions": 0}
+        anchors = self._anchors(r, len(retained))
         texts = [r.questions[q] for q in retained]
-        targets = list(labels)
+        trained = texts + [r.questions[q] for q in anchors]
+        targets = labels + [r.scored[q].pseudo_label for q in anchors]
         if self.cfg.solver.reward == "true_answer":  # the oracle arm: the world's answer where it knows one
-            targets = [k.answer if (k := self.backend.truth(q)) is not None else lab for q, lab in zip(texts, labels)]
+            truths = [self.backend.truth(q) for q in trained]
+            targets = [k.answer if k is not None else lab for k, lab in zip(truths, targets, strict=True)]
 
         def reward(i: int, responses: Sequence[str]) -> list[float]:
             # the same agreement that put responses in the label's class (p1): +1 exactly for those
             return solver_rewards(responses, targets[i])
 
         out = self.backend.train_solver(
-            texts,
+            trained,
             reward,
             self.cfg.solver.group_size,
             self.rng(t, "solver"),
@@ -438,7 +442,9 @@ class Trainer:
         cap = self.cfg.diagnosis.max_failures_per_question
         failures: list[FailureRecord] = []
         capped = blank = 0
-        for qid, responses, rewards in zip(retained, out.responses, out.rewards, strict=True):
+        kept = len(retained)  # the anchors' responses are no evidence: neither failures nor label audit
+        responses_of, rewards_of = out.responses[:kept], out.rewards[:kept]
+        for qid, responses, rewards in zip(retained, responses_of, rewards_of, strict=True):
             failed = [(j, resp) for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)) if rew < 0]
             # an empty completion (the end token first) leaves the diagnostician nothing to read
             blank += sum(1 for _, resp in failed if not resp.strip())
@@ -453,14 +459,26 @@ class Trainer:
                 )
         if failures:
             rnd.record_failures(failures)
-        labelled = audit_labels(texts, labels, out.responses, out.rewards, self.backend.truth)
+        labelled = audit_labels(texts, labels, responses_of, rewards_of, self.backend.truth)
         return {
             **out.stats,
+            **({"anchors": len(anchors)} if anchors else {}),
             **labelled.summary(),
             "failures": len(failures),
             **({"failures_capped": capped} if cap is not None else {}),
             **({"failures_blank": blank} if blank else {}),
         }
+
+    def _anchors(self, r: _LoopState, retained: int) -> list[str]:
+        """The confident questions that join the retained ones (``solver.anchor_share``; none in
+        the paper), drawn with the round's own seed so a resumed round draws the same."""
+        pool = [
+            qid
+            for qid, s in r.scored.items()
+            if not s.retained and s.pseudo_label is not None and confident(s.p1, self.cfg.filter.p_high)
+        ]
+        count = anchor_count(self.cfg.solver.anchor_share, retained, len(pool))
+        return sorted(self.rng(r.t, "anchors").sample(pool, count)) if count else []
 
     def _diagnose(self, rnd: Round) -> DiagnosisSummary:
         """Diagnose the round; a diagnostician that stopped answering is asked again with
