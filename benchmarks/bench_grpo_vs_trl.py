@@ -229,7 +229,7 @@ def train_diagevo(pair: Path, questions: list[tuple[str, str]], s: Settings, var
     seeded stream, the ±1 reward of the true answer; the learning rates its trainers logged."""
     from diagevo.train.hf.backend import HFBackend
 
-    backend = HFBackend(diagevo_config(pair, s, variant), s.seed)
+    backend = HFBackend(diagevo_config(pair, s, variant))
     n = s.per_phase * s.batch  # one pass over a phase's questions fills its steps
     lrs: list[float] = []
     started = time.perf_counter()

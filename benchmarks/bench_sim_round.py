@@ -34,7 +34,7 @@ CAUSES = [
 
 
 def one_round(embedder: LocalEmbedder, seed: int) -> dict[str, float]:
-    b = SimBackend(Config(), seed=0, embedder=embedder)
+    b = SimBackend(Config(), embedder=embedder)
     rng = random.Random(seed)
     causes = [GenerationRequest("targeted", f"c{i}", t, None, None, "n1", None) for i, t in enumerate(CAUSES)]
     reqs = ([FREE] * 6 + causes) * 16

@@ -94,7 +94,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
         ],
     )
     meter = Meter()
-    backend = HFBackend(cfg, cfg.train.seed)
+    backend = HFBackend(cfg)
     for method, name in (
         ("train_challenger", "challenger GRPO"),
         ("generate", "Q^cur"),

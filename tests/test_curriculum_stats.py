@@ -22,8 +22,9 @@ def test_repetition_lowers_diversity() -> None:
     assert question_stats([q, q])["distinct_2"] == 0.5
 
 
-def test_case_is_kept_and_one_word_questions() -> None:
-    assert question_stats(["The the"])["distinct_2"] == 1.0
+def test_case_is_ignored_and_one_word_questions() -> None:
+    # (the, cat) twice, one of them capitalised: one distinct pair of two
+    assert question_stats(["The cat", "the CAT"])["distinct_2"] == 0.5
     s = question_stats(["x", "y"])
     assert s["mean_words"] == 1.0 and s["bigrams"] == 0 and s["distinct_2"] == 0.0
 

@@ -115,7 +115,7 @@ def hf_checkpoint_run(tiny_dir: Path, tmp: Path) -> tuple[str, Path]:
     db = f"sqlite:///{tmp / 'r.db'}"
     cfg = tiny_config(tiny_dir, tmp, f"solver.model={json.dumps(str(base))}")
     trained = AutoModelForCausalLM.from_pretrained(tiny_dir / "solver").state_dict()
-    backend = HFBackend(cfg, 0)
+    backend = HFBackend(cfg)
     with open_log(db, create=True) as store:
         run = "r"
         start_run(store, run, cfg)

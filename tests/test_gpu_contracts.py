@@ -183,7 +183,7 @@ def test_deepspeed_zero3_leaves_the_policies_diagevo_samples_whole(tmp_path: Pat
     cfg = load_config(gc.ROOT / "configs" / "tiny-hf.toml", [f"solver.model={solver}", f"challenger.model={solver}"])
     phase = HfDeepSpeedConfig({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1})
     assert is_deepspeed_zero3_enabled()  # as inside a GRPO phase under ZeRO-3
-    backend = HFBackend(cfg, 0)
+    backend = HFBackend(cfg)
     weights = list(backend.model("solver").parameters())
     assert all(not hasattr(w, "ds_id") and w.numel() > 0 for w in weights)
     (answers,) = backend.sample(["What is 2 + 3?"], 2, random.Random(0))

@@ -54,7 +54,7 @@ def tiny_round(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory):  # noq
     cfg = tiny_config(tiny_dir, tmp)
     url = f"sqlite:///{tmp / 'x.db'}"
     store = open_log(url, create=True)
-    backend = HFBackend(cfg, cfg.train.seed)
+    backend = HFBackend(cfg)
     run, reports = train(cfg, store, backend=backend)
     yield cfg, store, run, reports, backend, tmp
     store.close()
@@ -119,7 +119,7 @@ def test_load_reloads_a_checkpoint(tiny_round, tiny_dir: Path) -> None:  # noqa:
         e.event.phase: checkpoint_path(store, run, e.event.path, cfg.train.out_dir)
         for e in store.read(run, types=(CheckpointWritten,))
     }
-    fresh = HFBackend(cfg, cfg.train.seed)
+    fresh = HFBackend(cfg)
     fresh.load(ckpts["solver"])
     saved = weights(ckpts["solver"] / "solver")
     loaded = dict(fresh.model("solver").state_dict())
@@ -148,7 +148,7 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
         store = open_log(f"sqlite:///{tmp_path / 'y.db'}", create=True)
         try:
             # cut the round short in the solver phase; the resumed process reloads the checkpoint
-            crashing = HFBackend(cfg, cfg.train.seed)
+            crashing = HFBackend(cfg)
 
             def crash(*_a: object, **_k: object) -> None:
                 raise KeyboardInterrupt
@@ -158,7 +158,7 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
                 train(cfg, store, backend=crashing)
             written = store.read("r", types=(CheckpointWritten,))
             (ckpt,) = [checkpoint_path(store, "r", e.event.path, cfg.train.out_dir) for e in written]
-            resumed = HFBackend(cfg, cfg.train.seed)
+            resumed = HFBackend(cfg)
             run, (report,) = train(cfg, store, resume=True, backend=resumed)
             assert resumed.sources["solver"] == ckpt / "solver"
             assert resumed.sources["challenger"] == ckpt / "challenger"

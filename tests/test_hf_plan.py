@@ -354,16 +354,16 @@ def test_bad_heldout_files_are_one_line_errors(tmp_path: Path) -> None:
     ]
     cfg = load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.heldout={json.dumps(str(bad))}"])
     with pytest.raises(ValueError, match=r"h\.jsonl:2: expected a JSON object with question and answer"):
-        HFBackend(cfg, 0).heldout()
+        HFBackend(cfg).heldout()
     gone = load_config(
         ROOT / "configs" / "tiny-hf.toml", [*models, f"hf.heldout={json.dumps(str(tmp_path / 'none.jsonl'))}"]
     )
     with pytest.raises(NotFound, match="no held-out file"):
-        HFBackend(gone, 0).heldout()
-    assert HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", models), 0).heldout() == []
+        HFBackend(gone).heldout()
+    assert HFBackend(load_config(ROOT / "configs" / "tiny-hf.toml", models)).heldout() == []
     with pytest.raises(ValueError, match="not a model directory"):
         HFBackend(
-            load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"solver.model={json.dumps(str(tmp_path))}"]), 0
+            load_config(ROOT / "configs" / "tiny-hf.toml", [*models, f"solver.model={json.dumps(str(tmp_path))}"])
         )
 
 

@@ -75,7 +75,7 @@ def test_one_real_grpo_step_moves_the_pretrained_solver(smollm2: Path, tmp_path:
             "hf.use_vllm=false",  # transformers generate: the vLLM engine has its own tier (tests/test_vllm_engine.py)
         ],
     )
-    backend = HFBackend(cfg, cfg.train.seed)
+    backend = HFBackend(cfg)
     before = {k: v.detach().clone() for k, v in backend.model("solver").state_dict().items()}
     questions = ["What is 7 + 5?", "What is 9 times 3?"]
 

@@ -92,7 +92,7 @@ def sim_run(
             *sets,
         ],
     )
-    backend = world(cfg, cfg.train.seed)
+    backend = world(cfg)
     with open_log(f"sqlite:///{tmp_path / name}.db") as store:
         train(cfg, store, backend=backend)
     return backend

@@ -51,7 +51,7 @@ def test_blank_failed_responses_are_counted_and_not_recorded(tmp_path: Path) -> 
         ],
     )
     with open_log(f"sqlite:///{tmp_path / 'x.db'}") as store:
-        _, reports = train(cfg, store, rounds=1, backend=BlankingBackend(cfg, cfg.train.seed))
+        _, reports = train(cfg, store, rounds=1, backend=BlankingBackend(cfg))
         recorded = [e.event for e in store.read("r") if e.type == "failure.recorded"]
         solver = next(e.event.stats for e in store.read("r", types=(PhaseCompleted,)) if e.event.phase == "solver")
     assert recorded and all(f.response for f in recorded)

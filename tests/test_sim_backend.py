@@ -27,7 +27,7 @@ def embedder():  # noqa: ANN201 - the real local MiniLM, loaded once for the mod
 def _backend(embedder, **params: float) -> SimBackend:  # noqa: ANN001
     cfg = Config()
     cfg.sim.params = dict(params)
-    return SimBackend(cfg, seed=0, embedder=embedder)
+    return SimBackend(cfg, embedder=embedder)
 
 
 def _skills_of(b: SimBackend, outputs: list[str]) -> list[tuple[str, ...]]:

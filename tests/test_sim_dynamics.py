@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from diagevo.catalog import EvalRecorded
+from diagevo.curriculum.stats import mean_words
 from diagevo.log import open_log
 from diagevo.memory.sampler import FREE
 from diagevo.train.config import load_config
@@ -18,7 +19,7 @@ from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.config import SimParams
 from diagevo.train.sim.families import families, variants_of
-from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
+from diagevo.train.sim.measures import bigram_diversity, share_covered, skill_coverage
 from diagevo.train.sim.world import MAX_PARTS, Spec, build
 from tests.test_cli_memory import run_cli
 
@@ -164,12 +165,12 @@ def test_shared_questions_are_the_reference_challengers(tmp_path: Path) -> None:
     from diagevo.train.sim.dynamics import SHARED_QUESTIONS, shared_questions
 
     cfg = load_config("configs/sim.toml", [])
-    b = SimBackend(cfg, 0)
+    b = SimBackend(cfg)
     b.challenger.heads["free"]["depth"] = np.array([-9.0, -9.0, 9.0])
     b.save(tmp_path / "long")
     b.challenger.heads["free"]["depth"] = np.array([9.0, -9.0, -9.0])
     b.save(tmp_path / "short")
-    fresh = SimBackend(cfg, 0)
+    fresh = SimBackend(cfg)
     long = shared_questions(fresh, tmp_path / "long", 0, 3)
     short = shared_questions(fresh, tmp_path / "short", 0, 3)
     assert len(long) == SHARED_QUESTIONS

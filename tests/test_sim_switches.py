@@ -19,7 +19,7 @@ def _backend(**sim: object) -> SimBackend:
     cfg = Config()
     for k, v in sim.items():
         setattr(cfg.sim, k, v)
-    return SimBackend(cfg, seed=0)
+    return SimBackend(cfg)
 
 
 def _wrong_values(b: SimBackend, n_questions: int = 30) -> list[int]:

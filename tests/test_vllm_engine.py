@@ -76,7 +76,7 @@ def test_the_engine_follows_the_policy_through_a_real_grpo_step(smollm2: Path, t
         "grpo.learning_rate=1e-4",
     ]
     cfg = load_config(ROOT / "configs" / "smollm2-cpu.toml", sets)
-    backend = HFBackend(cfg, cfg.train.seed)
+    backend = HFBackend(cfg)
     tok = backend.tokenizer("solver")
     prompts = [
         tok.apply_chat_template(solver_messages(q), tokenize=True, add_generation_prompt=True, return_dict=True)[

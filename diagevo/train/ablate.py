@@ -220,7 +220,7 @@ def run_ablation(
                 if not sim:
                     continue
                 assert ref_cfg is not None  # the reference is one of the variants run
-                measured = measure_seed(store, runs, reference, SimBackend(ref_cfg, seed), seed, command.train.out_dir)
+                measured = measure_seed(store, runs, reference, SimBackend(ref_cfg), seed, command.train.out_dir)
                 for v, m in measured.items():
                     dynamics[v].append(m)
             results[world] = [

@@ -148,7 +148,7 @@ def run_check(
         attention=attention(cfg),
     )
     engines = _count_engines() if cfg.hf.use_vllm else None
-    backend = HFBackend(cfg, cfg.train.seed)
+    backend = HFBackend(cfg)
     sampler = backend._generate
 
     def counted(role: Any, prompts: Any, sampling: Any) -> list[list[str]]:

@@ -40,7 +40,7 @@ def make_backend(config: Config) -> Backend:
     ``hf`` (transformers + TRL, the ``hf`` extra: its module is imported only here, where a missing
     extra is told in one line)."""
     if config.train.backend == "sim":
-        return SimBackend(config, config.train.seed)
+        return SimBackend(config)
     try:  # "hf", the other the config allows
         from diagevo.train.hf.backend import HFBackend
     except ImportError as exc:
@@ -50,8 +50,8 @@ def make_backend(config: Config) -> Backend:
     if config.hf.named_errors == "mini":  # the mini world: its named errors, and its questions' answers
         from diagevo.train.mini.world import MiniErrors, truth
 
-        return HFBackend(config, config.train.seed, named_errors=MiniErrors(), truth=truth)
-    return HFBackend(config, config.train.seed)
+        return HFBackend(config, named_errors=MiniErrors(), truth=truth)
+    return HFBackend(config)
 
 
 def default_run_id(config: Config) -> str:

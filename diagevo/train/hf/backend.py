@@ -178,7 +178,6 @@ class HFBackend:
     def __init__(
         self,
         config: Config,
-        seed: int,
         embedder: Embedder | None = None,
         named_errors: NamedErrors | None = None,
         truth: Callable[[str], Truth | None] | None = None,
@@ -195,7 +194,7 @@ class HFBackend:
 
             torch.set_num_threads(config.hf.torch_threads)
         self.config = config
-        self.seed = seed
+        self.seed = config.train.seed
         self.sources: dict[Role, Path] = {
             "challenger": check_local_model(config.challenger.model),
             "solver": check_local_model(config.solver.model),

@@ -60,9 +60,9 @@ class SimBackend:
     name = "sim"
     checkpoints_are_models = False  # its states are small: every round's is kept, a fork at any round works
 
-    def __init__(self, config: Config, seed: int, embedder: Embedder | None = None) -> None:
+    def __init__(self, config: Config, embedder: Embedder | None = None) -> None:
         self.config = config
-        self.seed = seed
+        self.seed = config.train.seed
         self.params = config.sim.params
         self.fams = families(config.sim.n_families)
         self.variants = variants_of(self.fams)

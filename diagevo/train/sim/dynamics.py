@@ -37,12 +37,13 @@ from diagevo.config.sections import MethodConfig
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.reward import repetition_penalties
+from diagevo.curriculum.stats import mean_words
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.sampler import FREE
 from diagevo.rounds import record_retrospective
 from diagevo.schemas import new_event
 from diagevo.train.sim.backend import SimBackend, label_is_right, read_state
-from diagevo.train.sim.measures import bigram_diversity, mean_words, share_covered, skill_coverage
+from diagevo.train.sim.measures import bigram_diversity, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Question
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path

@@ -11,20 +11,12 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-
-def mean_words(texts: Sequence[str]) -> float:
-    """Average question length in words (Figure 4a)."""
-    return sum(len(t.split()) for t in texts) / len(texts) if texts else 0.0
+from diagevo.curriculum.stats import distinct_2
 
 
 def bigram_diversity(texts: Sequence[str]) -> float:
-    """Pooled 2-gram diversity (Figure 4b): distinct adjacent word pairs over all adjacent word
-    pairs of the round's questions, in percent."""
-    pairs: list[tuple[str, str]] = []
-    for t in texts:
-        words = t.lower().split()
-        pairs.extend(zip(words, words[1:], strict=False))
-    return 100.0 * len(set(pairs)) / len(pairs) if pairs else 0.0
+    """Pooled 2-gram diversity (Figure 4b) in percent, as the simulator's tables print it."""
+    return 100.0 * distinct_2(texts)
 
 
 def skill_coverage(variants: Sequence[str], n_variants: int) -> float:
