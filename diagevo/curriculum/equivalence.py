@@ -93,7 +93,7 @@ class CheckStats:
         return {**asdict(self), "failures": self.failures}
 
 
-@dataclass
+@dataclass(eq=False)  # a scope is left by identity: two budgets may be equal
 class Budget:
     """The worker CPU seconds a group of checks may spend (:meth:`EquivalenceChecker.budget`);
     each operation is charged what the worker measured, a cut one its CPU-time limit."""
