@@ -10,9 +10,13 @@ out the hostile answers of a minute and more before). After is the default check
   cheap rule refuses (``\\sin(x)^{99}-x^{99}`` against ``0``), cut by the CPU-time limit;
 - ``compute_score`` over a verl-sized batch (``--batch``, 2048) of which 1 % are hostile, the
   rest answers like a solver's (plain numbers, and symbolic forms of each question's label);
+- the same batch with 0 %, 1 % and 10 % hostile answers, every one a distinct text of the forms
+  that passed the spelling rules and cost 4-12 s each (issue 74) and of one form no rule refuses
+  (cut by the CPU-time limit, bounded by the batch's CPU budget): time against the clean batch's,
+  in this run (targets: 1 % at most 2x, 10 % at most 5x);
 - the wait of fast symbolic answers sent from a second thread while a slow one is checked.
 
-Run: ``.venv/bin/python benchmarks/bench_answercheck.py [--quick] [--batch N]``
+Run: ``.venv/bin/python benchmarks/bench_answercheck.py [--quick] [--shares] [--batch N]``
 """
 
 from __future__ import annotations
@@ -83,6 +87,47 @@ def batch(n: int, hostile_every: int) -> list[tuple[str, str]]:
     return out
 
 
+def hostile(i: int) -> str:
+    """The ``i``-th hostile answer: distinct for each ``i``, in turn one of seven forms."""
+    k, v = i // 7, "xyztuvwabc"[i % 10]
+    return [
+        f"(\\sin({v})^{{({100 + k})}}-{v}^{{(100)}})^{{2}}",
+        f"{10000 + k}!" * 8,
+        f"(2^{{{524287 - k}}}+1)^{{2}}",
+        f"({v}+y+z+w+q)^{{({60 + k % 40})}}",
+        f"\\frac{{d^{{{99 - k % 90}}}}}{{d{v}^{{{99 - k % 90}}}}} \\tan({v})",
+        "\\sqrt{" * 200 + str(k) + "}" * 200,
+        f"\\sin({v})^{{{99 - k % 20}}}-{v}^{{{99 - k % 20}}}",
+    ][i % 7]
+
+
+def mixed(n: int, share: float) -> list[tuple[str, str]]:
+    """``batch(n)``'s ordinary responses with ``share`` of them, evenly spread, replaced by
+    hostile answers (each text once)."""
+    pairs = batch(n, n + 1)  # no hostile answer of the old kind
+    count = round(n * share)
+    for j in range(count):
+        i = j * n // count
+        pairs[i] = (f"So the answer is \\boxed{{{hostile(j)}}}.", pairs[i][1])
+    return pairs
+
+
+def shares(n: int) -> None:
+    """Batches of 0 %, 1 % and 10 % hostile answers, each on a fresh default checker."""
+    clean = 0.0
+    for share in (0.0, 0.01, 0.10):
+        chk = warm(EquivalenceChecker())
+        seconds = timed(lambda c=chk, s=share: score(c, mixed(n, s)))
+        clean = clean or seconds
+        stats = chk.stats.snapshot()
+        print(
+            f"{share:4.0%} hostile of {n}: {seconds:.1f} s ({seconds / clean:.2f}x the clean batch); "
+            f"skipped {stats['skipped']}, timeouts {stats['timeouts']}, out_of_budget {stats['out_of_budget']}, "
+            f"marked {stats['marked']}, starts {stats['starts']}; worker CPU {chk.cpu_spent:.1f} s"
+        )
+        chk.close()
+
+
 def score(chk: EquivalenceChecker, pairs: list[tuple[str, str]]) -> None:
     """verl's calls of ``compute_score``, one response at a time, with ``chk`` as the process's checker."""
     equivalence._default = chk
@@ -112,8 +157,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="leave out the hostile answers before (minutes)")
     ap.add_argument("--batch", type=int, default=2048)
+    ap.add_argument("--shares", action="store_true", help="only the 0/1/10 %% hostile batches")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}")
+    shares(args.batch)
+    if args.shares:
+        return
 
     after = warm(EquivalenceChecker())
     old = warm(before())

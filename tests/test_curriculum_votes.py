@@ -107,11 +107,12 @@ def test_symbolic_join_with_rationals(checker: EquivalenceChecker) -> None:
 
 
 def test_hanging_answer_stays_apart_and_is_counted(checker: EquivalenceChecker) -> None:
-    before = checker.stats.over_budget
+    """9^(9^(9^9)) would hang sympy: refused by its value, unsent, and counted."""
+    before, parses = checker.stats.skipped, checker.stats.parses
     v = votes(["9^{9^{9^{9}}}", "1", "1", "9^{9^{9^{9}}}"], checker=checker)
     assert [c.indices for c in v.classes] == [(0, 3), (1, 2)]
     assert v.label == "9^{9^{9^{9}}}"
-    assert checker.stats.over_budget == before + 1 and checker.stats.timeouts == 0
+    assert checker.stats.skipped == before + 1 and checker.stats.parses == parses
 
 
 def test_budget_skips_symbolic_checks() -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from diagevo.curriculum.costs import refusal
+
 _BOXED = "\\boxed"
 _SPACING = re.compile(r"\\[,;:> ]|\\q?quad\b|\\displaystyle\b|\\left\b|\\right\b")
 # \! is a negative thin space: it glues (MATH writes 10,\!080 for ten thousand and eighty): _glue
@@ -25,10 +27,6 @@ _SLASH = re.compile(r"([+-]?\d{1,40})/(\d{1,40})")
 _FRAC = re.compile(r"([+-]?)\\frac\{([+-]?\d{1,40})\}\{(\d{1,40})\}")
 _FRAC_SHORT = re.compile(r"([+-]?)\\frac(\d)(\d)")
 MAX_ANSWER_CHARS = 2000
-# an operation still to be carried out: a limit, an integral, a sum or a product
-_UNEVALUATED = re.compile(r"\\(?:lim(?:sup|inf)?|int|iint|iiint|oint|sum|prod)(?![A-Za-z])")
-# an exponent of 100 or more (in digits, braced or not, signed) on anything but a plain number
-_SYMBOLIC_POWER = re.compile(r"(?<![0-9])\^\{?[+-]?0*[1-9][0-9]{2}")
 
 
 def _braced(text: str, start: int) -> tuple[str, int] | None:
@@ -170,17 +168,17 @@ def is_decimal(key: str) -> bool:
 
 
 def plausible_final_answer(answer: str) -> bool:
-    """Whether ``answer`` could be the final answer of a question of the paper's kind (short closed
-    forms: a number, an expression, an interval, a set): only these go to the symbolic check.
+    """Whether ``answer`` could be the final answer of a question of the paper's kind and be
+    checked within bounds: only these go to the symbolic check.
 
-    Refused: an operation still to be carried out (``\\lim``, ``\\int``, ``\\sum``, ``\\prod``),
-    an expression raised to a power of three digits or more, or more than :data:`MAX_ANSWER_CHARS`
-    characters; these are also what makes sympy slow (``\\sin(x)^{100}-x^{100}`` takes it a
-    minute). A power of a plain number (``2^{100}``) stays, bounded by the worker's power limit.
-    Refused answers still agree with an identical answer (keys are compared first)."""
-    if len(answer) > MAX_ANSWER_CHARS or _UNEVALUATED.search(answer):
-        return False
-    return _SYMBOLIC_POWER.search(_WS.sub("", answer)) is None
+    Refused: over :data:`MAX_ANSWER_CHARS` characters, or what :func:`~diagevo.curriculum.costs.refusal`
+    reads as unbounded from its values (a limit or an integral still to be evaluated, an exponent
+    of 100 or more on an expression however it is spelled, a power whose exact value passes 2^16
+    bits, factorials of more than 5,000 in all, groups nested over 24 deep, a derivative of order
+    over 4, a sum or product over a numeric range of more than 1,000 terms). A sum with symbolic
+    bounds (``\\sum_{k=0}^{n-1} F_k F_{n-k-1}``) is checked. Refused answers still agree with
+    an identical answer (keys are compared first)."""
+    return len(answer) <= MAX_ANSWER_CHARS and refusal(answer) is None
 
 
 def simple_number(key: str) -> Fraction | None:

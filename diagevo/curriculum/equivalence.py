@@ -12,6 +12,15 @@ two bounds:
   take seconds): the worker is ended, the check answers "different" (``timeouts``), and another
   worker starts at once.
 
+An answer whose parse or check passes either bound is marked and never sent again (a memo of
+:data:`MEMO_TEXTS` texts, kept in this process, so a worker restart does not forget it); the
+rules of :mod:`diagevo.curriculum.costs` refuse, from the values it writes, what would pass
+them. And a group of checks has a CPU budget (:meth:`EquivalenceChecker.budget`: the votes of a
+question; and every :data:`BATCH_CHECKS` checks, a verl batch of ``compute_score`` calls, earn
+:data:`BATCH_CPU_S`): once it is spent the remaining symbolic checks are "different" unchecked,
+counted in ``out_of_budget``. So the CPU a batch can lose to hostile answers is bounded, not
+paid again for each of them.
+
 ``timeout_s`` is a wall-clock backstop for a worker that stops answering. Nothing raises into
 the caller. Checks run on a small pool of workers, one check per worker at a time, so a fast
 answer does not queue behind a slow one unless every worker is busy; a worker starts only when
@@ -21,6 +30,7 @@ all the others are busy, since starting one costs about a second of CPU (importi
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import json
 import os
@@ -30,6 +40,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -43,10 +55,15 @@ from diagevo.curriculum.answers import (
     plausible_final_answer,
     simple_number,
 )
+from diagevo.curriculum.costs import weight
 from diagevo.curriculum.mathverify_worker import CPU_LIMIT_S, PARSE_STEPS, VERIFY_STEPS
 
 ROUNDING_GAP = Fraction(1, 10**6)
 WORKERS = 4  # math-verify processes one checker runs at most (each holds sympy: ~150 MB)
+MEMO_TEXTS = 4096  # answers over a limit remembered (the oldest forgotten first)
+BATCH_CHECKS = 2048  # checks that earn one batch's CPU budget (a verl batch of compute_score calls)
+BATCH_CPU_S = 24.0  # worker CPU seconds per BATCH_CHECKS checks (the benchmark's clean batch: 6)
+VOTES_CPU_S = 10.0  # worker CPU seconds the votes of one question may spend
 
 Failure = Literal["unavailable", "failed", "over budget", "over limit"]  # why an operation has no answer
 
@@ -62,16 +79,51 @@ class CheckStats:
     over_budget: int = 0  # an operation spent its work budget (deterministic; worker kept)
     timeouts: int = 0  # an operation passed its CPU-time limit or the wall-clock backstop; worker ended
     errors: int = 0  # math-verify raised, or the worker died / could not start
-    skipped: int = 0  # not attempted: not a plausible final answer, failed before, or votes() budget spent
+    skipped: int = 0  # not attempted: not a plausible final answer, failed before, or votes() checks spent
+    out_of_budget: int = 0  # not attempted: the CPU budget of the votes or of the batch was spent
+    marked: int = 0  # answers marked after passing a limit (never sent again)
     starts: int = 0  # workers started (the first start included)
 
     @property
     def failures(self) -> int:
         """Checks that answered "different" because of a problem rather than a decision."""
-        return self.over_budget + self.timeouts + self.errors + self.skipped
+        return self.over_budget + self.timeouts + self.errors + self.skipped + self.out_of_budget
 
     def snapshot(self) -> dict[str, int]:
         return {**asdict(self), "failures": self.failures}
+
+
+@dataclass(eq=False)  # a scope is left by identity: two budgets may be equal
+class Budget:
+    """The worker CPU seconds a group of checks may spend (:meth:`EquivalenceChecker.budget`);
+    each operation is charged what the worker measured, a cut one its CPU-time limit."""
+
+    cpu_s: float
+    spent: float = 0.0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent >= self.cpu_s
+
+
+class _Memo:
+    """The last ``size`` texts that passed a limit: bounded, the oldest forgotten first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._texts: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, text: object) -> bool:
+        return text in self._texts
+
+    def add(self, text: str) -> bool:
+        """Remember ``text``; whether it is new."""
+        new = text not in self._texts
+        self._texts[text] = None
+        self._texts.move_to_end(text)
+        while len(self._texts) > self.size:
+            self._texts.popitem(last=False)
+        return new
 
 
 class _WorkerGone(Exception):
@@ -95,8 +147,13 @@ class _Worker:
         self.parse_ids.clear()
         self.pid = os.getpid()
         try:
-            self.proc = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
+            self.proc = subprocess.Popen(  # its own group: the forked child goes with it
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                bufsize=0,
+                start_new_session=True,
             )
         except OSError:
             self.proc = None
@@ -114,6 +171,8 @@ class _Worker:
         if proc is None or self.pid != os.getpid():
             return False
         over_limit = proc.poll() == -signal.SIGPROF
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.kill()
         try:
             proc.wait(timeout=5)
@@ -159,16 +218,20 @@ class EquivalenceChecker:
         verify_steps: int = VERIFY_STEPS,
         cpu_limit_s: float = CPU_LIMIT_S,
         workers: int = WORKERS,
+        batch_cpu_s: float = BATCH_CPU_S,
+        batch_checks: int = BATCH_CHECKS,
     ):
         """``parse_steps``/``verify_steps``: the work budgets of one operation (Python calls);
         ``cpu_limit_s``: its CPU-time limit (0: none); ``timeout_s``, ``start_timeout_s``: wall-clock
         backstops of an operation and of a worker start; ``command``: the worker's command line (tests
-        use fakes that hang or fail)."""
+        use fakes that hang or fail); ``batch_cpu_s``: the worker CPU seconds every ``batch_checks``
+        checks earn, up to that much in hand (``math.inf``: no batch budget)."""
         # run by path: "-m diagevo..." would import the whole package (sklearn, scipy) first
         worker = str(Path(__file__).with_name("mathverify_worker.py"))
         budgets = [str(parse_steps), str(verify_steps), str(cpu_limit_s)]
         self.command = command or [sys.executable, worker, *budgets]
         self.timeout_s = timeout_s
+        self.cpu_limit_s = cpu_limit_s
         self.start_timeout_s = start_timeout_s
         self.max_cached = max_cached
         self.workers = max(1, workers)
@@ -179,9 +242,15 @@ class EquivalenceChecker:
         self._freed = threading.Condition(self._lock)
         self._pool: list[_Worker] = []
         self._ids = itertools.count()  # names of parsed answers in the workers
-        self._bad: set[str] = set()  # texts whose parse timed out or raised: never retried
+        self._bad = _Memo(MEMO_TEXTS)  # texts over a limit, or whose parse raised: never sent again
         self._bad_pairs: set[tuple[str, str]] = set()
         self._verify_failures: dict[str, int] = {}
+        self._cleared: set[str] = set()  # texts in a verify that ended within its limits
+        self.batch_cpu_s = batch_cpu_s
+        self._earned = batch_cpu_s / max(1, batch_checks)  # CPU seconds each check adds to the batch's
+        self._in_hand = batch_cpu_s  # the batch budget left (may go below 0 by one operation)
+        self.cpu_spent = 0.0  # worker CPU seconds charged in all (not in stats: it varies a little with load)
+        self._scopes = threading.local()  # this thread's open budgets (votes)
         self._start_failures = 0  # consecutive worker starts that never became ready
         self._retry_after = 0.0
 
@@ -189,6 +258,38 @@ class EquivalenceChecker:
     def _count(self, name: str) -> None:
         with self._lock:
             setattr(self.stats, name, getattr(self.stats, name) + 1)
+
+    @contextlib.contextmanager
+    def budget(self, cpu_s: float) -> Iterator[Budget]:
+        """Checks made in this block, from this thread, share ``cpu_s`` worker CPU seconds (the
+        votes of one question): once spent, the rest are "different" unchecked (``out_of_budget``).
+        Budgets nest; the batch budget applies as well."""
+        scope = Budget(cpu_s)
+        stack: list[Budget] = self._scopes.__dict__.setdefault("stack", [])
+        stack.append(scope)
+        try:
+            yield scope
+        finally:
+            stack.remove(scope)
+
+    def _spent(self) -> bool:
+        """Whether a budget of this check is spent (the caller holds the lock)."""
+        stack: list[Budget] = self._scopes.__dict__.get("stack", [])
+        return self._in_hand <= 0 or any(b.exhausted for b in stack)
+
+    def _charge(self, cpu_s: float) -> None:
+        stack: list[Budget] = self._scopes.__dict__.get("stack", [])
+        with self._lock:
+            self._in_hand -= cpu_s
+            self.cpu_spent += cpu_s
+        for b in stack:
+            b.spent += cpu_s
+
+    def _mark(self, *texts: str) -> None:
+        """Never send ``texts`` again (the caller holds the lock)."""
+        for text in texts:
+            if self._bad.add(text):
+                self.stats.marked += 1
 
     def _acquire(self) -> _Worker:
         """The first free worker (the one a single caller always gets), a new one while the pool
@@ -259,8 +360,8 @@ class EquivalenceChecker:
         return w.ready
 
     def _call(self, w: _Worker, request: dict[str, Any]) -> bool | Failure:
-        """Send one operation to ``w``: its answer, or why there is none ("unavailable": no
-        worker, the request is not to blame)."""
+        """Send one operation to ``w`` and charge its CPU to the budgets: its answer, or why there
+        is none ("unavailable": no worker, the request is not to blame)."""
         if not self._ensure_ready(w):
             return "unavailable"
         assert w.proc is not None and w.proc.stdin is not None
@@ -270,16 +371,28 @@ class EquivalenceChecker:
         except (_WorkerGone, OSError, ValueError):
             over_limit = self._restart(w)
             self._count("timeouts" if over_limit else "errors")
+            self._charge(self.cpu_limit_s if over_limit else 0.0)
             return "over limit" if over_limit else "failed"
         if reply is None:
             self._count("timeouts")
             self._restart(w)
+            self._charge(self.cpu_limit_s or self.timeout_s)
             return "failed"
+        self._charge(float(reply.get("cpu", 0.0)))
         if "error" in reply:
-            over = reply["error"] == "budget"
-            self._count("over_budget" if over else "errors")
-            return "over budget" if over else "failed"
+            return self._failure(w, reply["error"])
         return bool(reply["ok"])
+
+    def _failure(self, w: _Worker, error: str) -> Failure:
+        """Count an operation's error reply. "limit" and "died": the worker's child process ended
+        and another took its place (the fork server), without the answers it had parsed."""
+        if error in ("limit", "died"):
+            w.parse_ids.clear()
+            self._count("timeouts" if error == "limit" else "errors")
+            return "over limit" if error == "limit" else "failed"
+        over = error == "budget"
+        self._count("over_budget" if over else "errors")
+        return "over budget" if over else "failed"
 
     # -- checks ----------------------------------------------------------------------------
     def _parse(self, w: _Worker, text: str) -> int | None:
@@ -293,11 +406,9 @@ class EquivalenceChecker:
         self._count("parses")
         ok = self._call(w, {"op": "parse", "id": pid, "text": text})
         if not isinstance(ok, bool):
-            if ok != "unavailable":  # the text is to blame: never tried again
+            if ok != "unavailable":  # the text is to blame: never sent again
                 with self._lock:
-                    if len(self._bad) >= self.max_cached:
-                        self._bad.clear()
-                    self._bad.add(text)
+                    self._mark(text)
             return None
         if not ok:
             self._count("unparsed")
@@ -308,17 +419,20 @@ class EquivalenceChecker:
     def symbolic_equal(self, a: str, b: str) -> bool:
         """math-verify's verdict on two normalised answers (``a`` is the gold side).
 
-        A pair whose verify failed is not tried again. An answer in two verifies that timed out or
-        raised is not tried again against any other (a sympy-hostile expression would otherwise cost a
-        worker restart against every other answer); a spent budget or CPU limit does not count here,
-        so that a pair's verdict never depends on which pairs were checked before it."""
+        A pair whose verify failed is not tried again; nor is an answer marked after passing a
+        limit (see :meth:`_blame`) or in two verifies that raised. Once a budget of the check is
+        spent, "different" unchecked (``out_of_budget``)."""
         with self._lock:
             if (
                 (a, b) in self._bad_pairs
-                or {a, b} & self._bad
+                or a in self._bad
+                or b in self._bad
                 or not (plausible_final_answer(a) and plausible_final_answer(b))
             ):
                 self.stats.skipped += 1
+                return False
+            if self._spent():
+                self.stats.out_of_budget += 1
                 return False
         w = self._acquire()
         try:
@@ -339,20 +453,42 @@ class EquivalenceChecker:
         self._count("verifies")
         ok = self._call(w, {"op": "verify", "a": ia, "b": ib})
         if ok == "unavailable" or isinstance(ok, bool):
+            if ok != "unavailable":
+                with self._lock:
+                    if len(self._cleared) >= self.max_cached:
+                        self._cleared.clear()
+                    self._cleared.update((a, b))
             return ok is True
         with self._lock:
             if len(self._bad_pairs) > self.max_cached:
                 self._bad_pairs.clear()
                 self._verify_failures.clear()
             self._bad_pairs.add((a, b))
-            for text in () if ok in ("over budget", "over limit") else (a, b):
+            if ok in ("over budget", "over limit"):
+                self._mark(*self._blame(a, b))
+                return False
+            for text in (a, b):
                 self._verify_failures[text] = self._verify_failures.get(text, 0) + 1
                 if self._verify_failures[text] >= 2:
-                    self._bad.add(text)
+                    self._mark(text)
         return False
 
+    def _blame(self, a: str, b: str) -> tuple[str, ...]:
+        """The answers of a verify over a limit that are never sent again: those not known to be
+        cheap (in a verify that ended within its limits); of two unknown ones, the heavier by
+        :func:`~diagevo.curriculum.costs.weight` (both when they weigh the same). The label of a
+        question is thus not marked because one hostile answer was checked against it."""
+        suspects = [t for t in (a, b) if t not in self._cleared]
+        if len(suspects) < 2:
+            return tuple(suspects)
+        wa, wb = weight(a), weight(b)
+        return (a, b) if wa == wb else ((a,) if wa > wb else (b,))
+
     def equivalent(self, a: str, b: str) -> bool:
-        """Whether two answers are the same mathematical object (never raises; bounded work)."""
+        """Whether two answers are the same mathematical object (never raises; bounded work).
+        Each call earns the batch budget its share (``batch_cpu_s / batch_checks``)."""
+        with self._lock:
+            self._in_hand = min(self.batch_cpu_s, self._in_hand + self._earned)
         ka, kb = answer_key(a), answer_key(b)
         if ka == kb:
             self._count("fast")

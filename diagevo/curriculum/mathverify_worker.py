@@ -17,9 +17,16 @@ the same answer on an idle or a saturated machine:
 
 Protocol: one JSON object per line. ``{"op": "parse", "id": k, "text": s}`` and ``{"op":
 "verify", "a": k1, "b": k2}`` (with math-verify's lenient set and relation comparison) answer
-``{"ok": bool}``; ``{"op": "forget"}`` drops every parsed answer. Errors reply ``{"ok": false,
-"error": "..."}`` (``"budget"``: the worker stays usable). On start the worker writes
-``{"ready": true}``. Run by path: ``mathverify_worker.py [parse_steps verify_steps [cpu_limit_s]]``.
+``{"ok": bool, "cpu": s}`` (``cpu``: the CPU seconds the operation used, which the parent
+charges to the budget of the check's votes or batch); ``{"op": "forget"}`` drops every parsed
+answer. Errors reply ``{"ok": false, "error": "..."}`` (``"budget"``: the worker stays usable;
+``"limit"``: the operation passed its CPU-time limit). On start the worker writes ``{"ready":
+true, "cpu": s}``. Run by path: ``mathverify_worker.py [parse_steps verify_steps [cpu_limit_s]]``.
+
+The process is a fork server: it imports math-verify once, then forks the child that answers
+the operations. A child ended by its CPU-time limit is reported (``"limit"``) and replaced by a
+fork in milliseconds, so a hostile answer costs its limit, not also a second of CPU to import
+sympy again; the parent re-sends the parses the new child lacks when it needs them.
 """
 
 from __future__ import annotations
@@ -27,8 +34,10 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import signal
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -127,25 +136,16 @@ def _answer_latex(text: str) -> str:
     return text if text.startswith("$") else f"${text}$"
 
 
-def main(argv: list[str]) -> None:
-    warnings.filterwarnings("ignore")
-    logging.disable(logging.WARNING)
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+def _serve(steps: _Steps, parse_steps: int, verify_steps: int, out: Any) -> None:
+    """The child's loop: one operation per line of stdin until it closes."""
+    from math_verify import parse, verify
 
-    parse_steps = int(argv[0]) if argv else PARSE_STEPS
-    verify_steps = int(argv[1]) if len(argv) > 1 else VERIFY_STEPS
-    cpu_limit_s = float(argv[2]) if len(argv) > 2 else CPU_LIMIT_S
-    _install_operation_limits()
-    steps = _Steps(cpu_limit_s)
-    config = [LatexExtractionConfig(), ExprExtractionConfig()]
-    # the first parse and verify import most of sympy: do it before "ready"
-    verify(parse("$x<1$", extraction_config=config), parse("$(0,1)$", extraction_config=config))
+    config = _config()
     parsed: dict[Any, list[Any]] = {}
-    out = sys.stdout
-    sys.stdout = sys.stderr  # anything a library prints must not corrupt the protocol
-    out.write('{"ready": true}\n')
-    out.flush()
-    for line in sys.stdin:
+    # unbuffered: a line read ahead into a buffer would die with a child cut by its limit
+    stdin = os.fdopen(os.dup(0), "rb", buffering=0)
+    for line in iter(stdin.readline, b""):
+        start = time.process_time()
         try:
             req = json.loads(line)
             op = req["op"]
@@ -182,6 +182,49 @@ def main(argv: list[str]) -> None:
         except Exception as exc:  # reported to the parent, which counts it as a failed check
             # only the type: str() of an exception holding a huge sympy number can itself hang
             reply = {"ok": False, "error": type(exc).__name__}
+        reply["cpu"] = round(time.process_time() - start, 4)
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+def _config() -> list[Any]:
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig
+
+    return [LatexExtractionConfig(), ExprExtractionConfig()]
+
+
+def main(argv: list[str]) -> None:
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    from math_verify import parse, verify
+
+    parse_steps = int(argv[0]) if argv else PARSE_STEPS
+    verify_steps = int(argv[1]) if len(argv) > 1 else VERIFY_STEPS
+    cpu_limit_s = float(argv[2]) if len(argv) > 2 else CPU_LIMIT_S
+    _install_operation_limits()
+    steps = _Steps(cpu_limit_s)
+    config = _config()
+    # the first parse and verify import most of sympy: done once, here, before the first fork
+    gold, answer = (parse(t, extraction_config=config, parsing_timeout=None) for t in ("$x<1$", "$(0,1)$"))
+    verify(gold, answer, timeout_seconds=None)
+    out = sys.stdout
+    sys.stdout = sys.stderr  # anything a library prints must not corrupt the protocol
+    out.write(json.dumps({"ready": True, "cpu": round(time.process_time(), 4)}) + "\n")
+    out.flush()
+    while True:
+        pid = os.fork()
+        if pid == 0:  # the child answers until stdin closes; nothing of the parent's exit runs
+            code = 1  # anything but 0 tells the parent process to fork another
+            try:
+                _serve(steps, parse_steps, verify_steps, out)
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            return  # stdin closed: the parent is done with this worker
+        limit = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF
+        reply = {"ok": False, "error": "limit" if limit else "died", "cpu": cpu_limit_s if limit else 0.0}
         out.write(json.dumps(reply) + "\n")
         out.flush()
 

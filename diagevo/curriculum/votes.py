@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from diagevo.curriculum.answers import answer_key, normalize_answer, simple_number
-from diagevo.curriculum.equivalence import EquivalenceChecker, agrees, default_checker
+from diagevo.curriculum.equivalence import VOTES_CPU_S, EquivalenceChecker, agrees, default_checker
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +114,23 @@ def votes(
     answers: Sequence[str | None],
     checker: EquivalenceChecker | None = None,
     max_checks: int = 256,
+    cpu_s: float = VOTES_CPU_S,
 ) -> Votes:
     """Group answers, compute p1/p2 and the pseudo-label. After ``max_checks`` symbolic checks the
     rest are skipped (counted) and those answers stay apart: a budget counted in checks, not
-    seconds, so the same answers give the same votes at any machine load."""
+    seconds, so the same answers give the same votes at any machine load. The checks also share
+    ``cpu_s`` seconds of the worker's CPU (``out_of_budget`` past it): a question's hostile
+    answers cost it at most that, however many pairs hold them."""
+    chk = checker or default_checker()
+    with chk.budget(cpu_s):
+        return _votes(answers, chk, max_checks)
+
+
+def _votes(answers: Sequence[str | None], checker: EquivalenceChecker, max_checks: int) -> Votes:
     n = len(answers)
     members, values = _distinct_answers(answers)
     texts = [normalize_answer(answers[m[0]] or "") for m in members]
-    agree = _Agreement(values, texts, checker or default_checker(), max_checks)
+    agree = _Agreement(values, texts, checker, max_checks)
     classes: list[list[int]] = []  # answer slots; the first is the leader
     for j in range(len(members)):
         home = next((c for c in classes if agree(j, c[0])), None)

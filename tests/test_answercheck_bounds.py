@@ -1,0 +1,251 @@
+"""The answer check bounded per batch (issue 74): rules that read values, answers over a limit
+marked once, and CPU budgets for a question's votes and for a batch of checks.
+
+Counts, never seconds: a fake worker reports a fixed CPU cost for each operation, so the
+budgets' effect is computed by hand; the real worker is used only where the fork server itself
+is under test, with a CPU limit of half a second."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from diagevo.curriculum.answers import normalize_answer, plausible_final_answer
+from diagevo.curriculum.costs import number, refusal
+from diagevo.curriculum.equivalence import EquivalenceChecker, agrees
+from diagevo.curriculum.votes import votes
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
+SLOW = "\\sin(x)^{99}-x^{99}"  # passes every rule; its check runs past any CPU limit
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("(100)", 100), ("{{100}}", 100), ("5\\cdot 20", 100), ("2^{7}", 128), ("-(3+4)\\times 2", -14), ("4!", 24)],
+)
+def test_the_evaluator_reads_values(text: str, value: int) -> None:
+    num = number(text)
+    assert num is not None and num.exact == value
+
+
+@pytest.mark.parametrize("text", ["n-1", "\\pi", "1/2", "x^{2}", ""])
+def test_what_is_not_integer_arithmetic_has_no_value(text: str) -> None:
+    assert number(text) is None
+
+
+def test_a_huge_value_is_a_size_not_a_number() -> None:
+    """(2^524287 + 1)^2 has 2 x 524,288 bits; it is never computed."""
+    num = number("(2^{524287}+1)^{2}")
+    assert num is not None and num.exact is None and num.bits == 1_048_576
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ("x^{(100)}", "exponent of 100"),
+        ("x^{{100}}", "exponent of 100"),
+        ("x^{5\\cdot 20}", "exponent of 100"),
+        ("x^{2^{7}}", "exponent of 100"),
+        ("(\\sin(x)^{(100)}-x^{(100)})^{2}", "exponent of 100"),
+        ("10000!" * 8, "factorials of 80000"),
+        ("(2^{524287}+1)^{2}", "524287 bits"),
+        ("(x+y+z+w+v)^{(99)}", "expands to 4421275 terms"),  # C(103, 4)
+        ("\\frac{d^{99}}{dx^{99}} \\tan(x)", "derivative"),
+        ("\\sqrt{" * 200 + "2" + "}" * 200, "nested 200 deep"),
+        ("\\sum_{k=1}^{10^{6}} k", "sum or product"),
+        ("\\lim_{x\\to 0} x", "limit"),
+    ],
+)
+def test_each_form_that_passed_the_spelling_rules_is_refused_by_value(answer: str, why: str) -> None:
+    reason = refusal(answer)
+    assert reason is not None and why in reason
+    assert not plausible_final_answer(answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "F_n = \\sum_{k=0}^{n-1} F_k F_{n-k-1}",  # in math-verify's own suite
+        "\\sum_{k=1}^{150} k",  # 150 terms, and 150 is a bound, not an exponent
+        "\\prod^{n}_{k=1} k",
+        "x^{99}",
+        "(x+1)^{99}",  # 100 terms
+        "(a+b+c+d)^{30}",  # C(33, 3) = 5456 terms
+        "\\frac{1}{2004!}",
+        "2^{2^{2^{2^{2}}}}",  # 65,536 bits: the largest power let through
+        "90^\\circ",
+        "x != 3",
+    ],
+)
+def test_what_can_be_bounded_is_checked(answer: str) -> None:
+    assert refusal(answer) is None
+
+
+@pytest.mark.skipif(not BENCHMARKS.is_dir(), reason="the shared benchmark files are not here")
+def test_no_benchmark_answer_is_refused() -> None:
+    """The 1,879 answers of MATH-500, GSM8K and AIME 2024/2025 all reach the check."""
+    from diagevo.eval.benchmarks import load_benchmark
+
+    files = {"math500": "math500", "gsm8k": "gsm8k_test", "aime2024": "aime2024", "aime2025": "aime2025"}
+    golds = [q.gold for name, f in files.items() for q in load_benchmark(name, BENCHMARKS / f"{f}.jsonl").questions]
+    assert len(golds) == 1879
+    assert [g for g in golds if not plausible_final_answer(normalize_answer(g))] == []
+
+
+def test_math_verifys_sum_pair_agrees_again() -> None:
+    """math-verify's suite (``test_yujianll.py``): a sum with its product's factors swapped agrees,
+    one over another range does not."""
+    chk = EquivalenceChecker()
+    try:
+        gold = "F_n = \\sum_{k=0}^{n-1} F_k F_{n-k-1}"
+        assert agrees("F_n = \\sum_{k=0}^{n-1} F_{n-k-1} F_k", gold, chk)
+        assert not agrees("F_n = \\sum_{k=0}^{n-2} F_k F_{n-k-2}", gold, chk)
+        assert chk.stats.failures == 0
+    finally:
+        chk.close()
+
+
+def _fake(parse_cut: str = "", verify_cut: str = "", cpu: float = 1.0) -> list[str]:
+    """A worker speaking the protocol: every operation costs ``cpu`` seconds; a parse of a text
+    holding ``parse_cut``, or a verify of one holding ``verify_cut``, is cut by the CPU-time limit
+    (2 s), after which nothing is parsed (a new child); verify is True only for identical texts."""
+    body = f"""
+import json, sys
+texts = {{}}
+print(json.dumps({{"ready": True, "cpu": 0.5}}), flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["op"] == "parse":
+        texts[req["id"]] = req["text"]
+        cut = bool({parse_cut!r}) and {parse_cut!r} in req["text"]
+    else:
+        a, b = texts.get(req.get("a")), texts.get(req.get("b"))
+        cut = bool({verify_cut!r}) and ({verify_cut!r} in (a or "") or {verify_cut!r} in (b or ""))
+    if cut:
+        texts.clear()
+        reply = {{"ok": False, "error": "limit", "cpu": 2.0}}
+    else:
+        reply = {{"ok": req["op"] == "parse" or a == b, "cpu": {cpu}}}
+    print(json.dumps(reply), flush=True)
+"""
+    return [sys.executable, "-c", body]
+
+
+def test_an_answer_over_the_limit_is_checked_once_in_a_batch() -> None:
+    """Five responses give the same hostile answer against five labels: one verify, cut by the
+    limit; the answer is marked and the four other checks are skipped unsent. The label, known
+    cheap from an earlier check, is not marked and is still checked."""
+    chk = EquivalenceChecker(command=_fake(verify_cut="\\hostile", cpu=0.01))
+    try:
+        assert not agrees("\\sqrt{3}", "\\sqrt{2}", chk)  # \sqrt{2} is now known cheap
+        assert not agrees("\\sqrt{2}\\hostile", "\\sqrt{2}", chk)
+        for k in range(3, 7):
+            assert not agrees("\\sqrt{2}\\hostile", f"\\sqrt{{{k}}}", chk)
+        assert agrees("\\sqrt{2}", "\\sqrt{2} ", chk)  # same key: fast
+        assert not agrees("\\sqrt{5}", "\\sqrt{2}", chk)
+        s = chk.stats
+        assert (s.verifies, s.timeouts, s.marked, s.skipped) == (3, 1, 1, 4)
+        assert s.starts == 1
+    finally:
+        chk.close()
+
+
+def test_a_parse_over_the_limit_marks_its_text_for_good() -> None:
+    chk = EquivalenceChecker(command=_fake(parse_cut="\\hostile", cpu=0.01))
+    try:
+        for k in range(4):
+            assert not agrees("\\hostile{1}", f"\\sqrt{{{k + 2}}}", chk)
+        s = chk.stats
+        assert (s.timeouts, s.marked, s.skipped) == (1, 1, 3)
+        assert s.parses == 2  # the label, then the hostile answer once
+    finally:
+        chk.close()
+
+
+def test_the_votes_of_a_question_stop_at_their_cpu_budget() -> None:
+    """Four distinct answers, every operation 1 s of CPU, a budget of 2.5 s: the first pair costs
+    two parses and a verify (3 s); the five pairs left (answer 3 against 1 and 2, answer 4
+    against 1, 2 and 3) are "different" unchecked. Each answer is its own class."""
+    chk = EquivalenceChecker(command=_fake(cpu=1.0))
+    try:
+        v = votes(["\\sqrt{2}", "\\sqrt{3}", "\\sqrt{5}", "\\sqrt{6}"], chk, cpu_s=2.5)
+        s = chk.stats
+        assert (s.parses, s.verifies, s.out_of_budget) == (2, 1, 5)
+        assert len(v.classes) == 4
+        assert chk.cpu_spent == 3.0
+    finally:
+        chk.close()
+
+
+def test_a_batch_earns_its_budget_check_by_check() -> None:
+    """``batch_cpu_s=2`` per 4 checks: each check earns 0.5 s, at most 2 s in hand. Check 1 sends
+    two parses and a verify (3 s: -1 left); checks 2 and 3 find -0.5 and 0 and are "different"
+    unchecked; check 4 finds 0.5 and is sent (its label is parsed already)."""
+    chk = EquivalenceChecker(command=_fake(cpu=1.0), batch_cpu_s=2.0, batch_checks=4)
+    try:
+        for k in range(4):
+            assert not agrees(f"\\sqrt{{{k + 3}}}", "\\sqrt{2}", chk)
+        s = chk.stats
+        assert (s.verifies, s.out_of_budget, s.parses) == (2, 2, 3)
+    finally:
+        chk.close()
+
+
+def test_no_batch_budget_with_an_infinite_one() -> None:
+    chk = EquivalenceChecker(command=_fake(cpu=1.0), batch_cpu_s=math.inf)
+    try:
+        for k in range(4):
+            agrees(f"\\sqrt{{{k + 3}}}", "\\sqrt{2}", chk)
+        assert (chk.stats.verifies, chk.stats.out_of_budget) == (4, 0)
+    finally:
+        chk.close()
+
+
+def test_a_limit_kill_costs_a_fork_not_a_start() -> None:
+    """The real worker: a check cut by its CPU limit ends the child only; the same process forks
+    another, which parses the label again when it is next needed; the hostile text is never sent
+    again, against any label."""
+    chk = EquivalenceChecker(cpu_limit_s=0.5)
+    try:
+        assert agrees("\\frac{\\sqrt{2}}{2}", "\\sqrt{2}/2", chk)
+        parses = chk.stats.parses
+        assert not agrees(SLOW, "\\sqrt{2}/2", chk)
+        assert (chk.stats.timeouts, chk.stats.marked, chk.stats.starts) == (1, 1, 1)
+        assert agrees("\\frac{1}{\\sqrt{2}}", "\\sqrt{2}/2", chk)
+        assert chk.stats.parses == parses + 3  # SLOW, then the label again and the new answer
+        assert not agrees(SLOW, "0", chk)
+        assert chk.stats.skipped == 1 and chk.stats.timeouts == 1
+    finally:
+        chk.close()
+
+
+def test_the_fork_server_reports_a_limit_and_answers_on() -> None:
+    """The worker's own protocol: the reply to a cut operation, then an answer from the new child."""
+    import subprocess
+
+    worker = Path(__file__).resolve().parents[1] / "diagevo" / "curriculum" / "mathverify_worker.py"
+    lines = [
+        {"op": "parse", "id": 1, "text": SLOW},
+        {"op": "parse", "id": 2, "text": "0"},
+        {"op": "verify", "a": 1, "b": 2},
+        {"op": "parse", "id": 3, "text": "2"},
+        {"op": "verify", "a": 3, "b": 3},
+        {"op": "parse", "id": 4, "text": "99999!"},  # the operation limits, behind the rules
+        {"op": "verify", "a": 4, "b": 3},
+    ]
+    proc = subprocess.run(
+        [sys.executable, str(worker), "2000000", "4000000", "0.5"],
+        input="".join(json.dumps(x) + "\n" for x in lines),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    replies = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert replies[0]["ready"] is True
+    assert replies[3] == {"ok": False, "error": "limit", "cpu": 0.5}
+    assert [r["ok"] for r in replies[4:6]] == [True, True]
+    assert replies[7]["error"] == "budget"
