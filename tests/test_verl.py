@@ -608,6 +608,24 @@ def test_export_then_diagnose_from_verl_then_commit(tmp_path: Path, capsys: pyte
     assert json.loads(out)["failures"] == 3
 
 
+def test_a_manifest_nested_100000_deep_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``verl.json`` nested 100,000 deep (was ``internal error: RecursionError``) is refused in
+    one line naming the file, where the dump is read and where the export would replace it."""
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    with diagevo.open_store(db) as store:
+        recorded_round(store)
+        export_round(store, RUN, tmp_path / "r1")
+        write_dump(tmp_path / "r1" / "rollouts", 1, dump_lines(store))
+    manifest = tmp_path / "r1" / "verl.json"
+    manifest.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    common = ("--run", RUN, "--db", db)
+    args = ("diagnose", "--from-verl", str(tmp_path / "r1" / "rollouts"), *common, "--round", "1")
+    code, _, err = run_cli(capsys, *args, "--diagnostician", "heuristic")
+    assert_one_line_error(code, err, f"{manifest}: JSON nested deeper than")
+    code, _, err = run_cli(capsys, "export", "verl", *common, "-o", str(tmp_path / "r1"))
+    assert_one_line_error(code, err, f"{manifest} exists and was not written by diagevo's verl export")
+
+
 def test_diagnose_takes_one_source_of_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     common = ("--run", RUN, "--round", "1", "--diagnostician", "heuristic", "--db", f"sqlite:///{tmp_path / 'n.db'}")
     (tmp_path / "f.jsonl").write_text("{}\n")

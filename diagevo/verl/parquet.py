@@ -42,9 +42,9 @@ from diagevo.errors import BadInput, NotFound, require
 from diagevo.files.written import export_dir, replaced, write_replacing
 from diagevo.log import Recorder
 from diagevo.rounds import Candidate, LoggedQuestion, ProtocolError, Request, Round, logged_questions, round_state
-from diagevo.text.parsing import one_line, quoted
+from diagevo.text.parsing import loads, one_line, quoted
 from diagevo.text.words import did_you_mean
-from diagevo.verl.dumps import MANIFEST, questions_digest
+from diagevo.verl.dumps import MANIFEST, questions_digest, read_manifest
 from diagevo.verl.rewards import ACTOR_CALLS, ChallengerSettings
 
 ABILITY = "math"
@@ -325,10 +325,10 @@ def _written_for(path: Path) -> dict[str, Any] | None:
         return None
     try:
         if path.name == MANIFEST:
-            mark = json.loads(path.read_bytes()[:100_000])
+            mark = read_manifest(path)  # BadInput, a ValueError: not this export's
             mark = {"run": mark["run"], "round": mark["round"]}
         else:
-            mark = json.loads((pq.read_schema(path).metadata or {})[MARK])
+            mark = loads((pq.read_schema(path).metadata or {})[MARK], str(path))
     except (OSError, KeyError, ValueError, TypeError):  # pyarrow's ArrowInvalid is a ValueError
         return None
     return mark if isinstance(mark, dict) else None
