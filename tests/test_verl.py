@@ -600,12 +600,15 @@ def test_export_then_diagnose_from_verl_then_commit(tmp_path: Path, capsys: pyte
     assert code == 0, err
     summary = json.loads(out)
     assert summary["failures"] == summary["recorded"] == 3 and summary["failed"] == 0
-    code, out, err = run_cli(capsys, *args, "--diagnostician", "heuristic", "--json")  # the same dump again
+    # the same dump again, the round not named: the run's open round
+    code, out, err = run_cli(capsys, *args[:-2], "--diagnostician", "heuristic", "--json")
     assert code == 0, err
     assert json.loads(out)["recorded"] == 0 and json.loads(out)["already_recorded"] == 3
     code, out, err = run_cli(capsys, "round", "commit", *common, "--json")
     assert code == 0, err
     assert json.loads(out)["failures"] == 3
+    code, out, err = run_cli(capsys, *args[:-2], "--diagnostician", "heuristic")
+    assert_one_line_error(code, err, f"run {RUN!r} has no open round (last committed: 1)")
 
 
 def test_a_manifest_nested_100000_deep_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.curriculum.prompts import parse_question, solver_messages
-from diagevo.errors import BadInput, NotFound, require
+from diagevo.errors import BadInput, NotFound, require_use
 from diagevo.files.written import export_dir, replaced, write_replacing
 from diagevo.log import Recorder
 from diagevo.rounds import Candidate, LoggedQuestion, ProtocolError, Request, Round, logged_questions, round_state
@@ -83,7 +83,7 @@ class VerlExport:
 def _pyarrow() -> Any:
     """pyarrow, with the submodule ``pyarrow.parquet`` loaded; refused naming the data extra
     where it is not installed."""
-    require("data", "verl's Parquet files", "pyarrow")
+    require_use("export verl", "verl's Parquet files")
     import pyarrow
     import pyarrow.parquet  # noqa: F401  (the submodule pyarrow.parquet.write_table lives in)
 
