@@ -73,7 +73,9 @@ def test_an_extra_partly_installed_names_the_jobs_that_work(monkeypatch: pytest.
     monkeypatch.setattr(doctor, "installed_version", lambda dist: None if dist == "polars" else "19.0.1")
     [data] = check_extras(['pyarrow>=15; extra == "data"', 'polars>=1.0; extra == "data"'])
     assert data.status == "warning" and data.fix == Fix.of(Install("data"))
-    assert data.detail.startswith("partly installed (lacks polars): works: export verl, eval's Parquet benchmark files;")
+    assert data.detail.startswith(
+        "partly installed (lacks polars): works: export verl, eval's Parquet benchmark files;"
+    )
     assert "export dataset needs polars" in data.detail and "export verl needs" not in data.detail
     assert data.facts["uses"]["export verl"] == [] and data.facts["uses"]["export dataset"] == ["polars"]
     monkeypatch.setattr(doctor, "module_present", lambda module: False)
