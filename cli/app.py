@@ -371,8 +371,22 @@ def _usage_error(exc: BaseException) -> str | None:
         return moved
     message = redact_text(" ".join(str(exc.format_message()).split()))
     ctx = getattr(exc, "ctx", None)
-    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    if ctx is not None and _needs(ctx):
+        message = message.rstrip(".")
+    hint = f"{_needs(ctx)} (see '{ctx.command_path} --help')" if ctx is not None else ""
     return message + hint
+
+
+def _needs(ctx: Any) -> str:
+    """``; it needs --run A --run B``: the command's required options as its help shows them
+    (their metavar), so that an unknown or missing option is answered with the form that works,
+    not only the options that are spelled alike (click's guess for ``memory diff --to`` is ``--json``)."""
+    needed = [
+        f"{p.opts[0]} {p.metavar or p.name.upper()}"
+        for p in getattr(ctx.command, "params", ())
+        if getattr(p, "required", False) and getattr(p, "opts", None) and p.opts[0].startswith("--")
+    ]
+    return f"; {ctx.command_path} needs {' '.join(needed)}" if needed else ""
 
 
 def _misplaced_option(exc: BaseException, args: list[str]) -> str | None:

@@ -32,9 +32,9 @@ from diagevo.cli.safe import text
 from diagevo.diagnosis.pipeline import diagnose as diagnose_round
 from diagevo.diagnosis.pipeline import failures_from_records
 from diagevo.diagnosis.tools import check_endpoints, diagnosis_config, diagnostician_for, embedder_for, vector_index
-from diagevo.errors import require
+from diagevo.errors import require_use
 from diagevo.log import EventReader, Recorder
-from diagevo.rounds import Round, round_state
+from diagevo.rounds import Round, current_round, round_state
 from diagevo.text.formats import FailureLine, read_lines
 from diagevo.text.parsing import file_lines, input_file, quoted
 from diagevo.text.urls import resolve_db_url
@@ -128,7 +128,10 @@ def _summary_table(s: Any, heuristic: bool = False) -> Table:
 
 def diagnose(
     run: Annotated[str, typer.Option("--run", help="Run id whose memory the failures update.")],
-    open_round: Annotated[int, typer.Option("--round", help="The run's open round (last committed round + 1).")],
+    open_round: Annotated[
+        int | None,
+        typer.Option("--round", min=1, help="The run's open round (default: it; the last committed round + 1)."),
+    ] = None,
     failures_file: Annotated[
         Path | None,
         typer.Argument(help="JSONL, one failure a line (diagevo docs how-to/own-trainer).", show_default=False),
@@ -185,7 +188,7 @@ def diagnose(
     if heuristic:
         err_console.print(text(f"note: {HEURISTIC_NOTE}"))
     if summary.unopened:
-        err_console.print(text(UNOPENED_NOTE.format(run=run, round=open_round)))
+        err_console.print(text(UNOPENED_NOTE.format(run=run, round=rnd.t)))
     console.print(_summary_table(summary, heuristic))
 
 
@@ -241,12 +244,15 @@ def _check_arguments(cfg: Any, diagnostician: str, failures_file: Path | None, f
     input_file(failures_file, "a JSONL file")
 
 
-def _open_round(store: Recorder, run: str, open_round: int) -> Any:
-    """The round protocol's handle on ``open_round`` of ``run`` (M_{t-1} read once); refused when
-    the run is unknown or the round is not the one after its last commit."""
+def _open_round(store: Recorder, run: str, open_round: int | None) -> Any:
+    """The round protocol's handle on ``open_round`` of ``run`` (M_{t-1} read once), by default
+    the one the run has open (a run has one at most: naming it adds nothing); refused when the
+    run is unknown, has no round open, or the round given is not the one after its last commit."""
     runs = store.runs()
     if run not in runs:
         raise CLIError(f"no run {run!r} in the database{did_you_mean(run, runs)}")
+    if open_round is None:
+        return Round(store, run, current_round(store, run))
     last = round_state(store, run).last_committed
     if open_round != last + 1:
         raise CLIError(f"round {open_round} is not open in run {run!r}: its last committed round is {last}")
@@ -262,7 +268,7 @@ def reindex(
     config: ConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    require("index", "memory reindex", "lancedb", "pyarrow")
+    require_use("the vector index (memory reindex)", "memory reindex")
     cfg = _diagnosis_config(config, embedder=embedder, embed_model=embed_model)
     emb = embedder_for(cfg)
     path = index or default_index_path(resolve_db_url(db))

@@ -58,7 +58,9 @@ def fork(
 
 
 def diff(
-    runs: Annotated[list[str], typer.Option("--run", help="Two runs to compare (give --run twice).")],
+    runs: Annotated[
+        list[str], typer.Option("--run", metavar="A --run B", help="Two runs to compare (give --run twice).")
+    ],
     at_round: Annotated[
         int | None,
         typer.Option("--round", callback=round_from_0, help="Compare M_t of this round (default: each run's last)."),
@@ -67,7 +69,7 @@ def diff(
     json: JsonOpt = False,
 ) -> None:
     if len(runs) != 2:
-        raise CLIError(f"give --run exactly twice, not {times(len(runs))}")
+        raise CLIError(f"give --run exactly twice (--run A --run B), not {times(len(runs))}")
     with open_store(db, readonly=True) as store:
         d = diff_runs(store, runs[0], runs[1], at_round).to_dict()
     if json:

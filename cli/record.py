@@ -52,7 +52,9 @@ def record(
     candidates = read_candidates(questions) if questions is not None else []
     with picked(db, run, open_round) as rnd:
         if from_verl is not None:
-            candidates = generated_candidates(from_verl, rnd.run, rnd.t)
+            candidates = generated_candidates(
+                from_verl, rnd.run, rnd.t, responses=rnd.config.grpo.construction_responses
+            )
         scored = rnd.record(candidates)
     if json:
         emit_json(scored.to_dict())

@@ -1,8 +1,12 @@
 """The public functions' arguments checked against their annotations at the one boundary a
 caller crosses (``diagevo.NAME``): a value of the wrong type is a
 :class:`~diagevo.errors.BadInput` naming the argument, not an ``AttributeError`` from deep
-inside. Shallow, by the annotation's outer type; a path may be given as a string. What cannot
-be checked at run time (a protocol, a type variable) is left to the function.
+inside. By the annotation's outer type, and one level in: the items of a list, tuple or set and
+the keys and values of a dict given for ``list[str]`` or ``Mapping[str, X]`` (``load_config(None,
+[5])`` names the item, not an ``AttributeError`` of ``int``); an iterator is not consumed to check
+it. A path may be given as a string. What cannot be checked at run time (a protocol, a type
+variable) is left to the function. A public class's entry points take the same check where they
+are defined (``Round.open``).
 """
 
 from __future__ import annotations
@@ -56,12 +60,19 @@ def checked(func: F) -> F:
         for name, value in bound.arguments.items():
             hint = hints.get(name)
             if hint is None or _fits(value, hint):
+                wrong = _wrong_item(value, hint) if hint is not None else None
+                if wrong is not None:
+                    where, item, wanted = wrong
+                    raise BadInput(
+                        f"{func.__qualname__}: {name}{where} must be {_said(wanted)}, "
+                        f"not {quoted(item, 40)} ({type(item).__name__})"
+                    )
                 continue
             if _is_path(hint) and isinstance(value, str | os.PathLike):
                 bound.arguments[name] = Path(value)
                 continue
             raise BadInput(
-                f"{func.__name__}: {name} must be {_said(hint)}, not {quoted(value, 40)} ({type(value).__name__})"
+                f"{func.__qualname__}: {name} must be {_said(hint)}, not {quoted(value, 40)} ({type(value).__name__})"
             )
         return func(*bound.args, **bound.kwargs)
 
@@ -124,6 +135,44 @@ def _fits(value: Any, hint: Any) -> bool:
         return isinstance(value, kind)
     except TypeError:  # a protocol that is not runtime-checkable
         return True
+
+
+def _wrong_item(value: Any, hint: Any) -> tuple[str, Any, Any] | None:
+    """The first item of a concrete list, tuple, set or dict ``value`` that does not fit the item
+    type ``hint`` declares: (where, as ``[3]`` or ``['key']``, the item, the type wanted)."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        fitting = [arg for arg in typing.get_args(hint) if _fits(value, arg)]
+        return _wrong_item(value, fitting[0]) if len(fitting) == 1 else None
+    args = typing.get_args(hint)
+    if not args or origin is None or not isinstance(origin, type):
+        return None
+    if isinstance(value, dict) and issubclass(origin, abc.Mapping) and len(args) == 2:
+        for key, item in value.items():
+            if _plain(args[0]) and not _fits(key, args[0]):
+                return f" key {quoted(key, 40)}", key, args[0]
+            if _plain(args[1]) and not _fits(item, args[1]):
+                return f"[{quoted(key, 40)}]", item, args[1]
+        return None
+    if isinstance(value, list | tuple | set | frozenset) and not issubclass(origin, abc.Mapping):
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            return None  # a fixed-length tuple's items each their own type: left to the function
+        if not _plain(args[0]):
+            return None
+        for i, item in enumerate(value):
+            if not _fits(item, args[0]):
+                return f"[{i}]", item, args[0]
+    return None
+
+
+def _plain(hint: Any) -> bool:
+    """An item type checked in place: a class, or a union of classes and None. A nested generic
+    (``Sequence[float]`` as an item) is not: an array a trainer passes as a row is no Sequence,
+    yet the function takes it."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return all(_plain(arg) for arg in typing.get_args(hint))
+    return hint is type(None) or (origin is None and isinstance(hint, type))
 
 
 def _is_path(hint: Any) -> bool:

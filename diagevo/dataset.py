@@ -34,7 +34,7 @@ from diagevo.catalog import (
     FailureRecorded,
     NodeCreated,
 )
-from diagevo.errors import Argument, BadInput, NotFound, require
+from diagevo.errors import Argument, BadInput, NotFound, require_use
 from diagevo.files.written import building, export_dir, write_replacing, write_table
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.deciders import promotion_scores
@@ -214,7 +214,7 @@ def export_dataset(
     Written atomically (a new directory appears whole; an earlier export's files are each replaced
     whole); a directory holding other files is refused unless ``force``, and they are never
     replaced. Needs polars (the ``data`` extra)."""
-    require("data", "export dataset", "polars", "pyarrow")
+    require_use("export dataset")
     folder = _output_dir(out, force)
     if not store.has_run(run):
         raise NotFound(f"no run {run!r} in the database{did_you_mean(run, store.runs())}")

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import create_engine, text
 
 from diagevo.errors import (
+    USES,
     Activate,
     Advice,
     Argument,
@@ -295,9 +296,25 @@ def check_extras(requires: Sequence[str] | None = None) -> list[Check]:
             if extra == "verl"
             else Fix.of(Install(extra))
         )
+        uses = uses_of(extra)
+        facts["uses"] = uses
+        working = [use for use, missing in uses.items() if not missing]
         said = f"not installed (lacks {', '.join(lacking)}): {enables}"
+        if working:  # another package brought what these import (verl brings pyarrow: export verl works)
+            needing = "; ".join(f"{use} needs {', '.join(missing)}" for use, missing in uses.items() if missing)
+            said = f"partly installed (lacks {', '.join(lacking)}): works: {', '.join(working)}" + (
+                f"; {needing}" if needing else ""
+            )
         checks.append(Check(f"extra {extra}", "warning", said, fix, facts=facts))
     return checks
+
+
+def uses_of(extra: str) -> dict[str, list[str]]:
+    """Each job the extra enables (:data:`~diagevo.errors.USES`) and the modules it imports that
+    are not installed, looked up as the job itself looks them up before it runs (not imported)."""
+    return {
+        use: [m for m in modules if not module_present(m)] for use, (owner, modules) in USES.items() if owner == extra
+    }
 
 
 def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:

@@ -45,6 +45,7 @@ from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.schemas import EventIn, new_event
+from diagevo.text.parsing import quoted
 from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.configs import passed_config
@@ -315,7 +316,7 @@ class _Plan:
 def _plan(store: Recorder, source: str, settings: Mapping[str, str], new: str | None) -> _Plan:
     """Check a what-if of ``source`` under ``settings`` as run ``new`` without writing: the
     settings against the source's config, the name against the runs the log holds."""
-    [checked_settings] = parse_settings([f"{k}={v}" for k, v in settings.items()]) or [{}]
+    checked_settings = _one_combination(settings)
     new = new or default_name(source, checked_settings)
     if not new.strip():
         raise WhatIfError("the derived run needs a name")
@@ -335,6 +336,19 @@ def _plan(store: Recorder, source: str, settings: Mapping[str, str], new: str | 
         if existing is None:
             raise WhatIfError(f"run {new!r} exists already: pick a new name")
     return _Plan(new, checked_settings, commit, existing)
+
+
+def _one_combination(settings: Mapping[str, str]) -> dict[str, str]:
+    """``settings`` checked as one what-if: a value that lists several (``"1,2"``, a sweep's
+    spelling) is refused naming the field, since one call writes one derived run."""
+    combos = parse_settings([f"{k}={v}" for k, v in settings.items()]) or [{}]
+    if len(combos) > 1:
+        key, value = next((k, v) for k, v in settings.items() if "," in str(v))
+        raise WhatIfError(
+            f"{key}={quoted(value, 40)} asks for {len(combos)} what-ifs: what_if writes one (give one value a field, "
+            "and call it once for each value of a sweep)"
+        )
+    return combos[0]
 
 
 def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str | None = None) -> WhatIf:

@@ -34,7 +34,7 @@ from typing import Any
 import diagevo
 from diagevo.catalog import CheckpointWritten, PhaseCompleted  # what a trainer notes (the events reference)
 
-CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim.toml"
+CONFIG = "configs/sim.toml"  # the packaged config by name: the script runs wherever it is copied
 TRAINER = "examples/external_trainer.py"  # what run.started names as the run's trainer
 
 

@@ -205,6 +205,14 @@ def test_ingest_of_an_empty_file_or_a_directory_says_so(tmp_path: Path, capsys: 
             "Invalid value for '--concurrency'",
         ),
         (["train", "--seed", "-1"], "Invalid value for '--seed'"),
+        # the form that works, not only the options spelled alike (click's guess for --to is --json)
+        (
+            ["memory", "diff", "--to", "b"],
+            "No such option: --to (Possible options: --json); diagevo memory diff needs ",
+        ),
+        (["memory", "diff", "--to", "b"], "needs --run A --run B"),
+        (["memory", "diff"], "Missing option '--run'; diagevo memory diff needs --run A --run B"),
+        (["diagnose", "--rnu", "r"], "diagevo diagnose needs --run RUN"),
     ],
 )
 def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str], args: list[str], needle: str) -> None:

@@ -195,6 +195,19 @@ def test_a_link_out_of_the_pages_is_not_a_page_and_an_include_out_is_refused(hos
         docs_pages.text(docs_pages.find("include", listing), {})
 
 
+def test_a_refused_include_is_one_line_from_the_command(hostile: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An include out of the pages, or of a file that is not UTF-8, is the command's one-line
+    error naming the value (was ``internal error: LookupError``)."""
+    code, out, err = run_cli(capsys, "docs", "include")
+    assert code == 1 and out == "" and err.count("\n") == 1, err
+    assert "include: includes '../outside.md', which is no file beside the pages" in err
+    assert "internal error" not in err
+    (hostile / "latin1.md").write_bytes(b"caf\xe9\n")
+    (hostile / "docs" / "include.md").write_text('# Include\n\n--8<-- "latin1.md"\n', encoding="utf-8")
+    code, out, err = run_cli(capsys, "docs", "include")
+    assert code == 1 and err.count("\n") == 1 and "cannot include 'latin1.md'" in err and "internal" not in err, err
+
+
 def test_a_page_is_text_on_a_terminal_and_in_a_pipe(
     hostile: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

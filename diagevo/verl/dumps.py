@@ -32,6 +32,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.curriculum.reward import solver_rewards
@@ -39,7 +40,7 @@ from diagevo.errors import BadInput, NotFound
 from diagevo.log import EventReader
 from diagevo.rounds import FailureRecord, LoggedQuestion, logged_questions, round_state, run_config
 from diagevo.text.formats import RolloutLine, read_lines
-from diagevo.text.parsing import file_lines, quoted
+from diagevo.text.parsing import error_line, file_lines, loads_object, quoted
 
 MANIFEST = "verl.json"
 """The manifest ``diagevo export verl`` writes beside its files: what a dump must match."""
@@ -92,6 +93,28 @@ def questions_digest(questions: Iterable[LoggedQuestion]) -> str:
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
 
 
+MANIFEST_CHARS = 1_000_000
+"""Largest manifest read: ``diagevo export verl`` writes a few hundred bytes."""
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The manifest at ``path`` as a JSON object, read as untrusted text (bounded in size and
+    depth: a manifest nested 100,000 deep is refused in one line, never a ``RecursionError``);
+    anything else is a :class:`BadInput` naming the file."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MANIFEST_CHARS + 1)
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {error_line(exc)}") from None
+    try:
+        manifest = loads_object(raw, str(path), max_chars=MANIFEST_CHARS)
+    except BadInput as exc:
+        raise BadInput(f"{exc}: not the manifest diagevo export verl writes") from None
+    if not all(key in manifest for key in ("run", "round", "questions")):
+        raise BadInput(f"{path} is not the manifest diagevo export verl writes (no run, round and questions)")
+    return manifest
+
+
 def check_manifest(dump: Path, run: str, t: int, questions: Iterable[LoggedQuestion]) -> None:
     """Refuse, in one line, a dump that was not trained on this export of round ``t`` of ``run``:
     the manifest beside it names another run or round, or other retained questions."""
@@ -103,11 +126,8 @@ def check_manifest(dump: Path, run: str, t: int, questions: Iterable[LoggedQuest
             f"(diagevo export verl writes {MANIFEST}; set trainer.rollout_data_dir inside the export's directory)"
         )
     path = found[0]
-    try:
-        manifest = json.loads(path.read_bytes()[:100_000])
-        theirs = (manifest["run"], manifest["round"], manifest["questions"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise BadInput(f"{path} is not the manifest diagevo export verl writes") from None
+    manifest = read_manifest(path)
+    theirs = (manifest.get("run"), manifest.get("round"), manifest.get("questions"))
     if theirs[:2] != (run, t):
         raise BadInput(
             f"{dump} was trained on round {quoted(theirs[1])} of run {quoted(theirs[0])} ({path}), not round {t} "

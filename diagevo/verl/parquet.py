@@ -38,13 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.curriculum.prompts import parse_question, solver_messages
-from diagevo.errors import BadInput, NotFound, require
+from diagevo.errors import BadInput, NotFound, require_use
 from diagevo.files.written import export_dir, replaced, write_replacing
 from diagevo.log import Recorder
 from diagevo.rounds import Candidate, LoggedQuestion, ProtocolError, Request, Round, logged_questions, round_state
-from diagevo.text.parsing import one_line, quoted
+from diagevo.text.parsing import loads, one_line, quoted
 from diagevo.text.words import did_you_mean
-from diagevo.verl.dumps import MANIFEST, questions_digest
+from diagevo.verl.dumps import MANIFEST, questions_digest, read_manifest
 from diagevo.verl.rewards import ACTOR_CALLS, ChallengerSettings
 
 ABILITY = "math"
@@ -83,7 +83,7 @@ class VerlExport:
 def _pyarrow() -> Any:
     """pyarrow, with the submodule ``pyarrow.parquet`` loaded; refused naming the data extra
     where it is not installed."""
-    require("data", "verl's Parquet files", "pyarrow")
+    require_use("export verl", "verl's Parquet files")
     import pyarrow
     import pyarrow.parquet  # noqa: F401  (the submodule pyarrow.parquet.write_table lives in)
 
@@ -254,20 +254,48 @@ def construct_rows(rnd: Round, path: Path) -> tuple[list[dict[str, Any]], int]:
     return rows, left_out
 
 
-def generated_candidates(path: Path, run: str, t: int) -> list[Candidate]:
+def generated_candidates(path: Path, run: str, t: int, *, responses: int | None = None) -> list[Candidate]:
     """The round's candidates from verl's generation output of ``construct.parquet`` (its
     ``responses``: the solver's N construction responses to each question), as
-    :meth:`~diagevo.rounds.Round.record` takes them (``diagevo round record --from-verl``)."""
+    :meth:`~diagevo.rounds.Round.record` takes them (``diagevo round record --from-verl``). Each
+    row must hold N responses: the ``actor_rollout_ref.rollout.n`` the export's manifest set for
+    ``construct.parquet`` (``verl.json`` beside the file or the folder above it, of this round),
+    else ``responses`` (the run's ``grpo.construction_responses``): a generation made with
+    another n would be voted on and filtered with the wrong N, and is refused naming both."""
+    n, said = _construct_n(path, run, t) or (responses, "the run's grpo.construction_responses")
     out = []
-    for where, info, responses in generated_rows(path, run, t, "construct.parquet"):
+    for where, info, texts in generated_rows(path, run, t, "construct.parquet"):
         if not isinstance(info.get("question"), str):
             raise BadInput(f"{where}: its extra_info has no question: a generation of construct.parquet has one")
+        if n is not None and len(texts) != n:
+            raise BadInput(
+                f"{where}: {len(texts)} responses to its question, and {said} is {n}: generate construct.parquet "
+                f"with actor_rollout_ref.rollout.n={n}"
+            )
         fields: dict[str, Any] = {k: info.get(k) for k in REQUEST_FIELDS}
         try:
-            out.append(Candidate(info["question_id"], text=info["question"], responses=tuple(responses), **fields))
+            out.append(Candidate(info["question_id"], text=info["question"], responses=tuple(texts), **fields))
         except ProtocolError as exc:
             raise BadInput(f"{where}: {exc}") from None
     return out
+
+
+def _construct_n(path: Path, run: str, t: int) -> tuple[int, str] | None:
+    """The ``actor_rollout_ref.rollout.n`` the manifest of this round's export (beside ``path``
+    or in the folder above it) set for ``construct.parquet``, and where it was read; None where
+    no such manifest is there or it sets none."""
+    for manifest_path in (path.parent / MANIFEST, path.parent.parent / MANIFEST):
+        if not manifest_path.is_file() or manifest_path.is_symlink():
+            continue
+        manifest = read_manifest(manifest_path)
+        if (manifest["run"], manifest["round"]) != (run, t):
+            continue
+        given = manifest.get("overrides", {}).get("construct.parquet", []) if isinstance(manifest, dict) else []
+        for item in given if isinstance(given, list) else []:
+            key, _, value = str(item).partition("=")
+            if key == "actor_rollout_ref.rollout.n" and value.isdigit():
+                return int(value), f"{manifest_path}'s actor_rollout_ref.rollout.n"
+    return None
 
 
 def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[str, Mapping[str, Any], list[str]]]:
@@ -325,10 +353,10 @@ def _written_for(path: Path) -> dict[str, Any] | None:
         return None
     try:
         if path.name == MANIFEST:
-            mark = json.loads(path.read_bytes()[:100_000])
+            mark = read_manifest(path)  # BadInput, a ValueError: not this export's
             mark = {"run": mark["run"], "round": mark["round"]}
         else:
-            mark = json.loads((pq.read_schema(path).metadata or {})[MARK])
+            mark = loads((pq.read_schema(path).metadata or {})[MARK], str(path))
     except (OSError, KeyError, ValueError, TypeError):  # pyarrow's ArrowInvalid is a ValueError
         return None
     return mark if isinstance(mark, dict) else None

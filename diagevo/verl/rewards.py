@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from diagevo.curriculum.prompts import solver_messages
 from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
@@ -28,6 +29,8 @@ from diagevo.generation.endpoint import EndpointEngine
 
 if TYPE_CHECKING:
     from diagevo.config.sections import MethodConfig
+
+T = TypeVar("T")
 
 TIMEOUT_S = 180.0
 """The default of ``reward_kwargs.timeout_s``: the longest one request to the solver server may take."""
@@ -52,11 +55,21 @@ def compute_score(
     return {"score": score, "acc": float(score > 0), "question_id": _question_id(_info("extra_info", extra_info))}
 
 
+REWARD_KWARGS = ("solver_url", "solver_model", "max_tokens", "timeout_s", "retries")
+"""The keywords :func:`challenger_score` takes from ``reward.custom_reward_function.reward_kwargs``."""
+
+MANAGER = (
+    "reward.reward_manager.source=importlib reward.reward_manager.name=StepRewardManager "
+    "reward.reward_manager.module.path=pkg://diagevo.verl.manager"
+)
+"""What selects the step reward manager (configs/verl/challenger.yaml's ``reward_manager`` block)."""
+
+
 def challenger_score(
-    data_sources: Sequence[str],
-    solution_strs: Sequence[str],
-    ground_truths: Sequence[str | None],
-    extra_infos: Sequence[Mapping[str, Any] | None],
+    data_sources: Sequence[str] | None = None,
+    solution_strs: Sequence[str] | None = None,
+    ground_truths: Sequence[str | None] | None = None,
+    extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
     *,
     solver_url: str,
     solver_model: str,
@@ -74,25 +87,30 @@ def challenger_score(
     export verl`` writes them there). Set as ``reward.custom_reward_function.reward_kwargs``:
     ``max_tokens`` bounds each answer; ``timeout_s`` each request to the server and ``retries``
     how often a failed one is sent again, so a hung server fails the step within
-    ``timeout_s x (retries + 1)`` with one line naming it. Any other keyword is refused."""
-    if unknown:
+    ``timeout_s x (retries + 1)`` with one line naming it. Any other keyword is refused; so is a
+    call for one rollout (``solution_str``: verl's default reward manager, the yaml's
+    ``reward_manager`` block left out), naming the settings that select the step's manager (the
+    four batch arguments default to None for that reason only: Python's own ``TypeError`` would
+    name none of it)."""
+    if "solution_str" in unknown or "data_source" in unknown:
         raise BadInput(
-            f"challenger_score takes no {', '.join(unknown)}: its reward_kwargs are solver_url, solver_model, "
-            "max_tokens, timeout_s and retries (B is the batch verl passes)"
+            "challenger_score was called for one rollout (solution_str), as verl's default reward manager calls a "
+            f"reward function: it scores a whole step, gathered by diagevo's reward manager: set {MANAGER}"
         )
-    _sequence("solution_strs", solution_strs, None)
-    for name, value in (("data_sources", data_sources), ("ground_truths", ground_truths), ("extra_infos", extra_infos)):
-        _sequence(name, value, len(solution_strs))
-    for i, text in enumerate(solution_strs):
+    check_reward_kwargs(unknown)
+    texts = _sequence("solution_strs", solution_strs, None)
+    for name, value in (("data_sources", data_sources), ("ground_truths", ground_truths)):
+        _sequence(name, value, len(texts))
+    for i, text in enumerate(texts):
         _text(f"solution_strs[{i}]", text)
-    infos = [_info(f"extra_infos[{i}]", x) for i, x in enumerate(extra_infos)]
+    infos = [_info(f"extra_infos[{i}]", x) for i, x in enumerate(_sequence("extra_infos", extra_infos, len(texts)))]
     _text("solver_url", solver_url)
     _text("solver_model", solver_model)
     _whole("max_tokens", max_tokens, 1)
     _whole("retries", retries, 0)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0:
         raise BadInput(f"timeout_s must be a number of seconds above 0, not {timeout_s!r}")
-    if not solution_strs:
+    if not texts:
         return []
     s = ChallengerSettings.of(infos)
     engine = EndpointEngine(solver_model, url=solver_url, timeout_s=float(timeout_s), max_retries=retries)
@@ -101,8 +119,27 @@ def challenger_score(
     def answer(questions: list[str]) -> list[list[str]]:
         return engine.generate([solver_messages(q) for q in questions], sampling)
 
-    rewards = challenger_output_rewards(list(solution_strs), answer, lam=s.lam, threshold=s.cluster_distance_threshold)
+    rewards = challenger_output_rewards(list(texts), answer, lam=s.lam, threshold=s.cluster_distance_threshold)
     return [{"score": float(r), "question_id": _question_id(x)} for r, x in zip(rewards, infos, strict=True)]
+
+
+def check_reward_kwargs(given: Mapping[str, Any]) -> None:
+    """Refuse, in one line, a keyword of ``reward_kwargs`` that :func:`challenger_score` does not take."""
+    stray = [k for k in given if k not in REWARD_KWARGS]
+    if stray:
+        raise BadInput(
+            f"challenger_score takes no {', '.join(stray)}: its reward_kwargs are {', '.join(REWARD_KWARGS[:-1])} and "
+            f"{REWARD_KWARGS[-1]} (B is the batch verl passes)"
+        )
+
+
+def setting(config: Any, path: str) -> Any:
+    """The value at the dotted ``path`` of verl's composed config (a mapping or an OmegaConf
+    node), None where any part is missing."""
+    node: Any = config
+    for key in path.split("."):
+        node = node.get(key) if hasattr(node, "get") else None
+    return node
 
 
 def step_size(config: Mapping[str, Any]) -> int:
@@ -113,12 +150,7 @@ def step_size(config: Mapping[str, Any]) -> int:
     other than ``sync`` (steps overlap), groups generated again (a step of no fixed size), or a B
     that verl's reward worker cannot hold at once."""
 
-    def get(path: str) -> Any:
-        node: Any = config
-        for key in path.split("."):
-            node = node.get(key) if hasattr(node, "get") else None
-        return node
-
+    get = partial(setting, config)
     workers = get("reward.num_workers")
     if workers != 1:
         raise BadInput(
@@ -167,11 +199,18 @@ def _info(name: str, value: Any) -> Mapping[str, Any]:
     return value
 
 
-def _sequence(name: str, value: Any, n: int | None) -> None:
-    if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__len__") or not hasattr(value, "__getitem__"):
+def _sequence(name: str, value: Sequence[T] | None, n: int | None) -> Sequence[T]:
+    """``value``, a sequence of one item per rollout (``n`` of them where given)."""
+    if (
+        value is None
+        or isinstance(value, str | bytes | Mapping)
+        or not hasattr(value, "__len__")
+        or not hasattr(value, "__getitem__")
+    ):
         raise BadInput(f"{name} must be a sequence, one item per rollout, not {type(value).__name__}")
     if n is not None and len(value) != n:
         raise BadInput(f"{name} has {len(value)} items for {n} solution_strs: one per rollout")
+    return value
 
 
 def _whole(name: str, value: Any, least: int) -> None:

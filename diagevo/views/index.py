@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from diagevo.catalog import CauseCreated, Event, NodeCreated, NodesMerged
-from diagevo.errors import require
+from diagevo.errors import require_use
 from diagevo.log import Recorder, StoreError, ViewState
 from diagevo.log.paths import beside_database
 from diagevo.memory.state import Memory
@@ -118,7 +118,7 @@ class VectorIndex:
 
     def __init__(self, embedder: Embedder, path: str | Path | None = None, run: str | None = None) -> None:
         if path is not None:
-            require("index", f"the vector index at {path}", "lancedb", "pyarrow")
+            require_use("the vector index (memory reindex)", f"the vector index at {path}")
         self.embedder = embedder
         self.path = Path(path) if path is not None else None
         self.run = run

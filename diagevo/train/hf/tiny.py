@@ -18,7 +18,7 @@ from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
 from diagevo.doctor import TINY_RECORD
-from diagevo.errors import require
+from diagevo.errors import require_use
 from diagevo.files.written import refuse_filled
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
@@ -142,7 +142,7 @@ def build_tokenizer(texts: list[str], vocab: int):  # noqa: ANN201 - transformer
 def build_tiny(out: Path, spec: TinySpec = TinySpec(), progress: ProgressFn = no_progress) -> Path:
     """Write ``out/challenger`` and ``out/solver`` (config, weights, tokenizer, chat template)
     and ``out/heldout.jsonl``; returns ``out``."""
-    require("hf", "building the tiny models", "torch", "transformers", "tokenizers")
+    require_use("models tiny and the mini world's models", "building the tiny models")
     quiet_libraries()
     out = Path(out)
     refuse_filled(out)

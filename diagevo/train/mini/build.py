@@ -26,7 +26,7 @@ from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import parse_question
 from diagevo.doctor import MINI_RECORD
-from diagevo.errors import require
+from diagevo.errors import require_use
 from diagevo.files.written import refuse_filled
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.hf import warm
@@ -177,7 +177,7 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
     """Write ``out/challenger`` and ``out/solver`` (the same warmed-up weights), ``out/heldout.jsonl``
     (question, answer, skill) and ``out/mini.json`` (the spec, the warm-up mix, the validation
     questions and what was measured)."""
-    require("hf", "building the mini models", "torch", "transformers", "tokenizers")
+    require_use("models tiny and the mini world's models", "building the mini models")
     import torch
 
     quiet_libraries()
