@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import diagevo
-from diagevo.catalog import CheckpointWritten, PhaseCompleted  # what a trainer notes (the events reference)
+from diagevo.catalog import CheckpointWritten, Failure, PhaseCompleted, failure_id  # the catalog: events, a failure
 
 CONFIG = "configs/sim.toml"  # the packaged config by name: the script runs wherever it is copied
 TRAINER = "examples/external_trainer.py"  # what run.started names as the run's trainer
@@ -128,12 +128,12 @@ class ExternalTrainer:
                 [s.text for s in retained], reward, cfg.solver.group_size, self.rng(t, "solver")
             )
             failures = [
-                {
-                    "failure_id": f"f{t}-{s.question_id[s.question_id.index('-') + 1 :]}-{j}",
-                    "question_id": s.question_id,
-                    "response": resp,
-                    "reference": s.reference,
-                }
+                Failure(
+                    failure_id=failure_id(s.question_id, j),
+                    question_id=s.question_id,
+                    response=resp,
+                    reference=s.reference,
+                )
                 for s, group, rewards in zip(retained, out.responses, out.rewards, strict=True)
                 for j, (resp, rew) in enumerate(zip(group, rewards, strict=True))
                 if rew < 0
@@ -222,8 +222,12 @@ class ExternalTrainer:
                     self.rng(t, f"solver{rank}"),
                 )
                 failures = [
-                    {"failure_id": f"f{t}-r{rank}-{s.question_id}-{j}", "question_id": s.question_id}
-                    | {"response": resp, "reference": s.reference}
+                    Failure(
+                        failure_id=failure_id(s.question_id, j),
+                        question_id=s.question_id,
+                        response=resp,
+                        reference=s.reference,
+                    )
                     for s, group, rewards in zip(retained, out.responses, out.rewards, strict=True)
                     for j, (resp, rew) in enumerate(zip(group, rewards, strict=True))
                     if rew < 0

@@ -2,7 +2,9 @@
 (:mod:`diagevo.catalog.events`), each declaring its name, its kind, whether the fold applies it,
 which long texts the log keeps beside its chained data, which ids it names (the log's key
 columns) and how the per-round statistics count it (:class:`diagevo.catalog.event.Event`); what
-is derived from those declarations is in :mod:`diagevo.catalog.registry`.
+is derived from those declarations is in :mod:`diagevo.catalog.registry`. Beside the events, the
+one failure record a trainer hands the diagnosis (:class:`~diagevo.catalog.failure.Failure`,
+stored as ``failure.recorded``) and the ids every producer derives (:mod:`diagevo.catalog.ids`).
 
 Everything is imported from here, loaded with the package: every command that reads the log
 builds the event classes, and ``diagevo --help`` loads no command's module (none imports this).
@@ -48,6 +50,8 @@ from diagevo.catalog.events import (
     RunTagged,
     TrainStep,
 )
+from diagevo.catalog.failure import Failure
+from diagevo.catalog.ids import failure_id
 from diagevo.catalog.registry import (
     CATALOG,
     COUNTED,
