@@ -36,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench_store import wire_event  # noqa: E402
 
-from diagevo.catalog import Failure, LLMCalled
+from diagevo.catalog import LLMCalled
+from diagevo.catalog.failure import Failure
 from diagevo.config.sections import DiagnosisConfig  # noqa: E402
 from diagevo.diagnosis.interface import (  # noqa: E402
     Assignment,

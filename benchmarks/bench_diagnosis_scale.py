@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import diagevo
-from diagevo.catalog import Failure
+from diagevo.catalog.failure import Failure
 from diagevo.log import open_log
 from diagevo.rounds import Round, start_run
 from diagevo.train.config import Config

@@ -16,7 +16,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from diagevo.catalog import Failure
+from diagevo.catalog.failure import Failure
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -201,7 +201,7 @@ def _failures(store: EventReader, rnd: Any, failures_file: Path | None, from_ver
 
 
 def read_failures(path: Path, known_cause_ids: set[str]) -> list[Failure]:
-    """FAILURES.jsonl, every line a :class:`~diagevo.catalog.Failure` naming its question and
+    """FAILURES.jsonl, every line a :class:`~diagevo.catalog.failure.Failure` naming its question and
     pseudo-label; the first problem is ``line N: ...``."""
     out: list[Failure] = []
     seen: dict[str, int] = {}

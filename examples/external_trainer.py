@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import diagevo
-from diagevo.catalog import CheckpointWritten, Failure, PhaseCompleted, failure_id  # the catalog: events, a failure
+from diagevo.catalog import CheckpointWritten, PhaseCompleted, failure_id  # events a trainer notes, a failure id
+from diagevo.catalog.failure import Failure  # the failure record the round takes
 
 CONFIG = "configs/sim.toml"  # the packaged config by name: the script runs wherever it is copied
 TRAINER = "examples/external_trainer.py"  # what run.started names as the run's trainer

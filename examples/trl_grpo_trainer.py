@@ -34,7 +34,8 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
 
 import diagevo
-from diagevo.catalog import Failure, failure_id  # one failure record, its id named by its question
+from diagevo.catalog import failure_id  # a failure id, named by its question
+from diagevo.catalog.failure import Failure  # the failure record the round takes
 
 TRAINER = "examples/trl_grpo_trainer.py (TRL GRPOTrainer)"
 

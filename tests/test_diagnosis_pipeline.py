@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from diagevo.catalog import CATALOG, Failure
+from diagevo.catalog import CATALOG
+from diagevo.catalog.failure import Failure
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician

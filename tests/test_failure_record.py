@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import diagevo
-from diagevo.catalog import Failure, FailureRecorded, failure_id
+from diagevo.catalog import FailureRecorded, failure_id
+from diagevo.catalog.failure import Failure
 from diagevo.rounds import Round, start_run
 
 LINE = {

@@ -14,7 +14,8 @@ import pytest
 
 import diagevo
 from diagevo import rounds
-from diagevo.catalog import EvalRecorded, Failure, QuestionScored
+from diagevo.catalog import EvalRecorded, QuestionScored
+from diagevo.catalog.failure import Failure
 from diagevo.cli.fixes import message as cli_reading
 from diagevo.config.base import ConfigError
 from diagevo.config.limits import LimitsConfig

@@ -138,7 +138,7 @@ class ScriptedDiagnostician:
 def _diagnose(url: str, rank: int, barrier: Any, out: Any) -> None:
     import asyncio
 
-    from diagevo.catalog import Failure
+    from diagevo.catalog.failure import Failure
     from diagevo.config.sections import DiagnosisConfig
     from diagevo.diagnosis.embedder import LocalEmbedder
     from diagevo.diagnosis.pipeline import diagnose_round

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from diagevo.catalog.events import FailureRecorded
-from diagevo.text.formats import Id, Text
+from diagevo.text.fields import Id, Text
 
 
 class Failure(BaseModel):
@@ -29,7 +29,7 @@ class Failure(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     failure_id: Id
-    """Names this failure within the run, unique across rounds (:func:`~diagevo.catalog.ids.failure_id`
+    """Names this failure within the run, unique across rounds (``diagevo.catalog.failure_id``
     derives one from its question)."""
     question_id: Id
     """The retained question of the round it failed (``Scored.question_id``)."""

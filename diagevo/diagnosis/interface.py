@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from diagevo.catalog import Failure, LLMCalled
+from diagevo.catalog import LLMCalled
+from diagevo.catalog.failure import Failure
 from diagevo.views.index import Embedder
 
 T = TypeVar("T")

@@ -20,13 +20,13 @@ from diagevo.catalog import (
     CauseReactivated,
     DiagnosisFailed,
     Event,
-    Failure,
     FailureAttributed,
     FailureDiagnosed,
     FailureRecorded,
     LLMCalled,
     NodeCreated,
 )
+from diagevo.catalog.failure import Failure
 from diagevo.catalog.ids import digest_event_id
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import routing

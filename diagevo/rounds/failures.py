@@ -1,4 +1,4 @@
-"""The failures a trainer records (:class:`~diagevo.catalog.Failure`, one record for the API and
+"""The failures a trainer records (:class:`~diagevo.catalog.failure.Failure`, one record for the API and
 ``diagevo diagnose``'s file), and those whose diagnosis failed."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from diagevo.catalog import (
     CauseCreated,
     DiagnosisFailed,
     Event,
-    Failure,
     FailureAttributed,
     FailureDiagnosed,
     FailureRecorded,
     InvalidEvent,
 )
+from diagevo.catalog.failure import Failure
 from diagevo.rounds.protocol import ProtocolError
 from diagevo.text.formats import Refusal
 from diagevo.views.typed import Typed, of_type

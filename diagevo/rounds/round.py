@@ -16,7 +16,6 @@ from diagevo.catalog import (
     CheckpointWritten,
     EvalRecorded,
     Event,
-    Failure,
     FailureRecorded,
     MetricsRecorded,
     PromotionsDecided,
@@ -24,6 +23,7 @@ from diagevo.catalog import (
     QuestionScored,
     RoundCommitted,
 )
+from diagevo.catalog.failure import Failure
 from diagevo.config.reals import real_number
 from diagevo.config.sections import MethodConfig
 from diagevo.errors import BadInput, Call
@@ -283,7 +283,7 @@ class Round:
 
     def record_failures(self, failures: Sequence[Failure | Mapping[str, object]]) -> int:
         """Append ``failure.recorded`` for failed optimization responses of retained questions
-        (each a :class:`~diagevo.catalog.Failure` or a mapping of its fields: ``failure_id``,
+        (each a :class:`~diagevo.catalog.failure.Failure` or a mapping of its fields: ``failure_id``,
         ``question_id``, ``response``, ``reference``, the last two non-empty; a line of ``diagevo
         diagnose``'s FAILURES.jsonl is one as it is), after :meth:`promote` (before it:
         :class:`OutOfOrder`); returns how many were new. Recording the same failure again in this

@@ -1,6 +1,6 @@
 """Pydantic models of the line formats other programs hand to diagevo: ``round record``'s lines
 and verl's rollout dump's (``diagnose --from-verl``); a line of ``diagnose FAILURES.jsonl`` is a
-:class:`~diagevo.catalog.Failure`, built from the field types here. A field of the wrong type is
+:class:`~diagevo.catalog.failure.Failure`, built from the field types here. A field of the wrong type is
 a one-line :class:`~diagevo.errors.BadInput` naming the line and the field.
 
 The same models check what a Python caller hands the round (a :class:`~diagevo.rounds.Candidate`,
@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -28,22 +26,10 @@ from pydantic import (
     model_validator,
 )
 
-from diagevo.text.parsing import bad, check_id, error_reason, loads_object, one_line, quoted, split_lines
+from diagevo.text.fields import Id
+from diagevo.text.parsing import bad, error_reason, loads_object, one_line, quoted, split_lines
 
 M = TypeVar("M", bound=BaseModel)
-
-Id = Annotated[StrictStr, AfterValidator(partial(check_id, field="the id")), Field(description="a non-empty string")]
-"""A pydantic field type for ids read from outside (see :func:`~diagevo.text.parsing.check_id`)."""
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("only white space")
-    return value
-
-
-Text = Annotated[StrictStr, AfterValidator(_not_blank), Field(description="a non-empty string")]
-"""A text that must say something (a question, a response)."""
 
 OptionalId = Annotated[Id | None, Field(description="a string or null")]
 Texts = Annotated[list[StrictStr | None] | None, Field(description="a list of strings")]

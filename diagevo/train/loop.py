@@ -25,13 +25,13 @@ from diagevo.catalog import (
     CheckpointPruned,
     CheckpointSelected,
     CheckpointWritten,
-    Failure,
     PhaseCompleted,
     QuestionScored,
     RunForked,
     TrainStep,
     failure_id,
 )
+from diagevo.catalog.failure import Failure
 from diagevo.curriculum.filtering import anchor_count, confident
 from diagevo.curriculum.prompts import parse_question
 from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards

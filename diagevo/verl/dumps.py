@@ -34,7 +34,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from diagevo.catalog import Failure, failure_id
+from diagevo.catalog import failure_id
+from diagevo.catalog.failure import Failure
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.curriculum.reward import solver_rewards
 from diagevo.errors import BadInput, NotFound
