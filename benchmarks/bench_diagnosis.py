@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from bench_store import wire_event  # noqa: E402
 
 from diagevo.catalog import LLMCalled
+from diagevo.catalog.failure import Failure
 from diagevo.config.sections import DiagnosisConfig  # noqa: E402
 from diagevo.diagnosis.interface import (  # noqa: E402
     Assignment,
@@ -49,7 +50,7 @@ from diagevo.diagnosis.interface import (  # noqa: E402
     Reply,
 )
 from diagevo.diagnosis.llm import LLMDiagnostician  # noqa: E402
-from diagevo.diagnosis.pipeline import FailureInput, diagnose_round  # noqa: E402
+from diagevo.diagnosis.pipeline import diagnose_round  # noqa: E402
 from diagevo.diagnosis.tools import llm_diagnostician  # noqa: E402
 from diagevo.generation.openai_client import OpenAIClient  # noqa: E402
 from diagevo.log import Recorder, open_log
@@ -130,9 +131,17 @@ def new_store(tmp: Path, name: str, nodes: int = 0, per_node: int = 0, synchrono
     return store
 
 
-def failures(n: int) -> list[FailureInput]:
+def failures(n: int) -> list[Failure]:
     return [
-        FailureInput(f"f{i:05d}", f"q{i}", f"Question {i}: find x with x^2 = {i}.", str(i), "x = 1", f"x = {i}", ())
+        Failure(
+            failure_id=f"f{i:05d}",
+            question_id=f"q{i}",
+            question=f"Question {i}: find x with x^2 = {i}.",
+            pseudo_label=str(i),
+            response="x = 1",
+            reference=f"x = {i}",
+            known_causes=(),
+        )
         for i in range(n)
     ]
 
@@ -256,7 +265,16 @@ def sequential_latency(n: int, delay_s: float) -> float:
         async def go() -> list[float]:
             out = []
             for i in range(n):
-                r = await dx.extract(ExtractionInput(f"s{i}", "q", f"Question {i}", "1", "a", "b"))
+                r = await dx.extract(
+                    ExtractionInput(
+                        failure_id=f"s{i}",
+                        question_id="q",
+                        question=f"Question {i}",
+                        pseudo_label="1",
+                        response="a",
+                        reference="b",
+                    )
+                )
                 out.append(r.latency_s)
             await dx.aclose()
             return out

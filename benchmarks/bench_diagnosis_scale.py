@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import diagevo
-from diagevo.diagnosis.pipeline import FailureInput
+from diagevo.catalog.failure import Failure
 from diagevo.log import open_log
 from diagevo.rounds import Round, start_run
 from diagevo.train.config import Config
@@ -46,21 +46,21 @@ _MISSES = (
 )
 
 
-def failures(n: int) -> list[FailureInput]:
+def failures(n: int) -> list[Failure]:
     out = []
     for i in range(n):
         v = 7 + i % 997
         response, label = _MISSES[i % len(_MISSES)]
         fill = {"n": v, "neg": -v, "n1": v + 1, "n2": 2 * v, "other": v + 9_973}
         out.append(
-            FailureInput(
-                f"f{i:06d}",
-                f"q{i:06d}",
-                f"Question {i}: how many marbles are left when {v} are counted twice?",
-                label.format(**fill),
-                response.format(**fill),
-                f"Step 1: count the marbles. The answer is \\boxed{{{v}}}.",
-                (),
+            Failure(
+                failure_id=f"f{i:06d}",
+                question_id=f"q{i:06d}",
+                question=f"Question {i}: how many marbles are left when {v} are counted twice?",
+                pseudo_label=label.format(**fill),
+                response=response.format(**fill),
+                reference=f"Step 1: count the marbles. The answer is \\boxed{{{v}}}.",
+                known_causes=(),
             )
         )
     return out

@@ -57,12 +57,12 @@ def requests(n: int, seed: int = 0) -> list[tuple[str, Any]]:
             else ()
         )
         item = ExtractionInput(
-            f"f{i}",
-            f"q{i}",
-            f"What is {a} + {b}?",
-            str(a + b),
-            f"{a} + {b} = {wrong}. The answer is \\boxed{{{wrong}}}.",
-            f"{a} + {b} = {a + b}. The answer is \\boxed{{{a + b}}}.",
+            failure_id=f"f{i}",
+            question_id=f"q{i}",
+            question=f"What is {a} + {b}?",
+            pseudo_label=str(a + b),
+            response=f"{a} + {b} = {wrong}. The answer is \\boxed{{{wrong}}}.",
+            reference=f"{a} + {b} = {a + b}. The answer is \\boxed{{{a + b}}}.",
             known=known,
         )
         out.append(("extract", item))

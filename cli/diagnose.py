@@ -16,6 +16,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
+from diagevo.catalog.failure import Failure
 from diagevo.cli.common import (
     CLIError,
     DbOpt,
@@ -30,13 +31,12 @@ from diagevo.cli.common import (
 from diagevo.cli.progress import RichBars, bar_columns
 from diagevo.cli.safe import text
 from diagevo.diagnosis.pipeline import diagnose as diagnose_round
-from diagevo.diagnosis.pipeline import failures_from_records
 from diagevo.diagnosis.tools import check_endpoints, diagnosis_config, diagnostician_for, embedder_for, vector_index
 from diagevo.errors import require_use
 from diagevo.log import EventReader, Recorder
 from diagevo.rounds import Round, current_round, round_state
-from diagevo.text.formats import FailureLine, read_lines
-from diagevo.text.parsing import file_lines, input_file, quoted
+from diagevo.text.formats import read_lines
+from diagevo.text.parsing import bad, file_lines, input_file, quoted
 from diagevo.text.urls import resolve_db_url
 from diagevo.text.words import did_you_mean
 from diagevo.train.config import load_config
@@ -166,7 +166,7 @@ def diagnose(
     emb = embedder_for(cfg)  # the objects diagevo.diagnose builds from the same names; a missing extra refused here
     with open_store(db) as store:
         rnd = _open_round(store, run, open_round)
-        records = _failures(store, rnd, failures_file, from_verl)
+        failures = _failures(store, rnd, failures_file, from_verl)
         dx = diagnostician_for(diagnostician, cfg, emb)
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
@@ -174,13 +174,12 @@ def diagnose(
         if unlisted:  # some providers list none: said, not refused
             err_console.print(text(f"note: the diagnostician's server lists no models: {cfg.model} is not checked"))
         vindex = vector_index(store, run, emb, index)
-        inputs = failures_from_records(records)
 
         # a transient bar on stderr per diagnosis phase, fed by the pipeline's progress callback
         with Progress(*bar_columns(None), console=err_console, transient=True, disable=json_out) as bar, resumable():
             progress = RichBars(bar, PHASES, None)
             summary = diagnose_round(
-                rnd, diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=inputs, progress=progress
+                rnd, diagnostician=dx, embedder=emb, cfg=cfg, index=vindex, failures=failures, progress=progress
             )
     if json_out:
         emit_json({**summary.to_json(), "diagnostician": diagnostician, "model": dx.model_name})
@@ -192,21 +191,24 @@ def diagnose(
     console.print(_summary_table(summary, heuristic))
 
 
-def _failures(store: EventReader, rnd: Any, failures_file: Path | None, from_verl: Path | None) -> list[dict[str, Any]]:
-    """The failures to diagnose, as FAILURES.jsonl lines: the file's, or those of verl's dump."""
+def _failures(store: EventReader, rnd: Any, failures_file: Path | None, from_verl: Path | None) -> list[Failure]:
+    """The failures to diagnose: the FAILURES.jsonl file's, or those of verl's dump."""
     if from_verl is not None:
-        return [dict(f) for f in rollout_failures(store, rnd.run, from_verl, t=rnd.t)]
+        return rollout_failures(store, rnd.run, from_verl, t=rnd.t)
 
     assert failures_file is not None  # _check_arguments: one of the two
-    return [line.model_dump() for line in read_failures(failures_file, set(rnd.memory().causes))]
+    return read_failures(failures_file, set(rnd.memory().causes))
 
 
-def read_failures(path: Path, known_cause_ids: set[str]) -> list[FailureLine]:
-    """FAILURES.jsonl, every line validated (:class:`~diagevo.text.formats.FailureLine`); the first
-    problem is ``line N: ...``."""
-    out: list[FailureLine] = []
+def read_failures(path: Path, known_cause_ids: set[str]) -> list[Failure]:
+    """FAILURES.jsonl, every line a :class:`~diagevo.catalog.failure.Failure` naming its question and
+    pseudo-label; the first problem is ``line N: ...``."""
+    out: list[Failure] = []
     seen: dict[str, int] = {}
-    for n, _, item in read_lines(file_lines(path), FailureLine):
+    for n, _, item in read_lines(file_lines(path), Failure):
+        missing = item.unnamed()
+        if missing:
+            raise bad(f"line {n}", f"{missing[0]} is missing")
         if item.failure_id in seen:
             raise CLIError(
                 f"line {n}: failure_id {quoted(item.failure_id)} already appears on line {seen[item.failure_id]}"

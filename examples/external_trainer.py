@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import diagevo
-from diagevo.catalog import CheckpointWritten, PhaseCompleted  # what a trainer notes (the events reference)
+from diagevo.catalog import CheckpointWritten, PhaseCompleted, failure_id  # events a trainer notes, a failure id
+from diagevo.catalog.failure import Failure  # the failure record the round takes
 
 CONFIG = "configs/sim.toml"  # the packaged config by name: the script runs wherever it is copied
 TRAINER = "examples/external_trainer.py"  # what run.started names as the run's trainer
@@ -128,12 +129,12 @@ class ExternalTrainer:
                 [s.text for s in retained], reward, cfg.solver.group_size, self.rng(t, "solver")
             )
             failures = [
-                {
-                    "failure_id": f"f{t}-{s.question_id[s.question_id.index('-') + 1 :]}-{j}",
-                    "question_id": s.question_id,
-                    "response": resp,
-                    "reference": s.reference,
-                }
+                Failure(
+                    failure_id=failure_id(s.question_id, j),
+                    question_id=s.question_id,
+                    response=resp,
+                    reference=s.reference,
+                )
                 for s, group, rewards in zip(retained, out.responses, out.rewards, strict=True)
                 for j, (resp, rew) in enumerate(zip(group, rewards, strict=True))
                 if rew < 0
@@ -222,8 +223,12 @@ class ExternalTrainer:
                     self.rng(t, f"solver{rank}"),
                 )
                 failures = [
-                    {"failure_id": f"f{t}-r{rank}-{s.question_id}-{j}", "question_id": s.question_id}
-                    | {"response": resp, "reference": s.reference}
+                    Failure(
+                        failure_id=failure_id(s.question_id, j),
+                        question_id=s.question_id,
+                        response=resp,
+                        reference=s.reference,
+                    )
                     for s, group, rewards in zip(retained, out.responses, out.rewards, strict=True)
                     for j, (resp, rew) in enumerate(zip(group, rewards, strict=True))
                     if rew < 0

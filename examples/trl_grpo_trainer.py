@@ -34,6 +34,8 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, GRPOTrainer
 
 import diagevo
+from diagevo.catalog import failure_id  # a failure id, named by its question
+from diagevo.catalog.failure import Failure  # the failure record the round takes
 
 TRAINER = "examples/trl_grpo_trainer.py (TRL GRPOTrainer)"
 
@@ -93,7 +95,7 @@ def round_of(args: argparse.Namespace, store: diagevo.Recorder, model: Any, tok:
 
     # the solver's GRPO steps on the retained questions: TRL samples, our reward scores
     started = time.perf_counter()
-    failures: list[dict[str, str]] = []
+    failures: list[Failure] = []
     rewards_seen: list[float] = []
     figures: dict[str, float] = {}
     if retained:
@@ -108,12 +110,7 @@ def round_of(args: argparse.Namespace, store: diagevo.Recorder, model: Any, tok:
                 k = sampled[qid] = sampled.get(qid, -1) + 1
                 if reward < 0 and text.strip():  # a failed optimization response: diagnosed below
                     failures.append(
-                        {
-                            "failure_id": f"r{t}-{qid}-{k}",
-                            "question_id": qid,
-                            "response": text,
-                            "reference": s.reference,
-                        }
+                        Failure(failure_id=failure_id(qid, k), question_id=qid, response=text, reference=s.reference)
                     )
                 out.append(reward)
             rewards_seen.extend(out)

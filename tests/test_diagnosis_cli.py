@@ -132,6 +132,10 @@ def test_diagnose_appends_decisions_and_why_shows_them(
         ([line("f1"), "[1, 2]"], "line 2: expected a JSON object"),
         ([line("f1", question=None)], "line 1: question"),
         ([json.dumps({"failure_id": "f1"})], "line 1: question_id is missing"),
+        (
+            [json.dumps({k: v for k, v in json.loads(line("f1")).items() if k != "pseudo_label"})],
+            "pseudo_label is missing",
+        ),
         ([line("f1", extra="x")], "line 1: extra is not a known field"),
         ([line("f1"), line("f1")], "line 2: failure_id 'f1' already appears on line 1"),
         ([line("f1"), "", line("f2", known_causes=["C7"])], "line 3: known_causes names 'C7'"),

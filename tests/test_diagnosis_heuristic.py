@@ -4,7 +4,6 @@ paper's LLM diagnostician) that lets the CLI round protocol be walked through wi
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -208,7 +207,14 @@ def test_diagnose_into_a_round_never_opened_records_the_failures_with_their_diag
         assert [e.event.failure_id for e in store.read(RUN, types=(FailureDiagnosed,))] == ["f1"]
 
 
-NO_FINAL_ANSWER = ExtractionInput("f9", "q9", "What is 3+3?", "6", "3+3 = 9", "3+3 = 6, so \\boxed{6}")
+NO_FINAL_ANSWER = ExtractionInput(
+    failure_id="f9",
+    question_id="q9",
+    question="What is 3+3?",
+    pseudo_label="6",
+    response="3+3 = 9",
+    reference="3+3 = 6, so \\boxed{6}",
+)
 
 
 @pytest.fixture(scope="module")
@@ -241,7 +247,7 @@ def test_a_cause_of_another_rule_is_no_duplicate_however_close(local: Any) -> No
     stored = KnownCause("C1", "active", off_by_one)
     dedup = asyncio.run(dx.deduplicate(new, [stored])).value
     assert dedup is not None and not dedup.duplicate and dedup.matched_cause_id is None
-    recurrence = asyncio.run(dx.extract(dataclasses.replace(NO_FINAL_ANSWER, known=(stored,)))).value
+    recurrence = asyncio.run(dx.extract(NO_FINAL_ANSWER.model_copy(update={"known": (stored,)}))).value
     assert recurrence is not None and recurrence.matched_cause_id is None
 
     lenient = _heuristic(local, theta_merge=-1.0)  # any node would do by similarity alone

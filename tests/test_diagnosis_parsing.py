@@ -13,12 +13,22 @@ PHRASE = "fails to check candidate solutions against the original domain after a
 
 def all_messages() -> list[list[dict[str, str]]]:
     item = ExtractionInput(
-        "f", "q", "P {x} {{problem}}", "6", "bad", "good", known=(KnownCause("C1", "mastered", PHRASE),)
+        failure_id="f",
+        question_id="q",
+        question="P {x} {{problem}}",
+        pseudo_label="6",
+        response="bad",
+        reference="good",
+        known=(KnownCause("C1", "mastered", PHRASE),),
     )
     node = NodeView("N1", "label", (PHRASE, "other cause"))
     return [
         prompts.extract_messages(item),
-        prompts.extract_messages(ExtractionInput("f", "q", "P", "6", "bad", "good")),
+        prompts.extract_messages(
+            ExtractionInput(
+                failure_id="f", question_id="q", question="P", pseudo_label="6", response="bad", reference="good"
+            )
+        ),
         prompts.dedup_messages(PHRASE, [KnownCause("C1", "active", PHRASE)]),
         prompts.assign_messages(PHRASE, [node]),
         prompts.assign_messages(PHRASE, []),

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from diagevo.catalog import CATALOG
+from diagevo.catalog.failure import Failure
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.embedder import APIEmbedder
 from diagevo.diagnosis.llm import LLMDiagnostician
-from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose_round
+from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose_round
 from diagevo.diagnosis.tools import llm_diagnostician
 from diagevo.log import Recorder, open_log, payload
 from diagevo.memory.state import CauseState
@@ -86,8 +87,16 @@ def seed(
 
 def failure(
     fid: str, known: tuple[str, ...] = (), question: str = "Find all real x with sqrt(x+3) = x - 3."
-) -> FailureInput:
-    return FailureInput(fid, "q-" + fid, question, "6", "x = 1 or x = 6 ... so 1", "x = 6 after checking", known)
+) -> Failure:
+    return Failure(
+        failure_id=fid,
+        question_id="q-" + fid,
+        question=question,
+        pseudo_label="6",
+        response="x = 1 or x = 6 ... so 1",
+        reference="x = 6 after checking",
+        known_causes=known,
+    )
 
 
 def cfg(**kw: Any) -> DiagnosisConfig:
@@ -103,7 +112,7 @@ def dx(srv: LLMServer, c: DiagnosisConfig | None = None, **kw: Any) -> LLMDiagno
 def run_round(
     srv: LLMServer,
     store: Recorder,
-    failures: list[FailureInput],
+    failures: list[Failure],
     t: int = 2,
     c: DiagnosisConfig | None = None,
     index: VectorIndex | None = None,
@@ -495,7 +504,15 @@ def test_instruction_injection_cannot_make_an_unsupplied_id_count(srv: LLMServer
         )
 
     srv.default("extract", obedient)
-    bad = FailureInput("f1", "q1", "Solve x^2 = 4. " + attack, "2", "x = -2 " + attack, "x = 2", ("C1",))
+    bad = Failure(
+        failure_id="f1",
+        question_id="q1",
+        question="Solve x^2 = 4. " + attack,
+        pseudo_label="2",
+        response="x = -2 " + attack,
+        reference="x = 2",
+        known_causes=("C1",),
+    )
     s = run_round(srv, store, [bad], rnd)
     assert s.failed == 1 and s.recurrences == 0
     ((_, failed),) = events(store, "diagnosis.failed")

@@ -334,12 +334,12 @@ def test_diagnosis_folds_each_row_of_the_round_once(tmp_path: Path, monkeypatch:
     misses = ("\\boxed{{{}}}", "so the answer is \\boxed{{{}}}", "I could not finish.")
     failures = [
         diagevo.FailureInput(
-            f"f{i:03d}",
-            f"q{i:03d}",
-            f"How many apples are {i} and 7?",
-            str(i + 7),
-            misses[i % 3].format(-(i + 7) if i % 3 == 0 else i + 8),
-            f"\\boxed{{{i + 7}}}",
+            failure_id=f"f{i:03d}",
+            question_id=f"q{i:03d}",
+            question=f"How many apples are {i} and 7?",
+            pseudo_label=str(i + 7),
+            response=misses[i % 3].format(-(i + 7) if i % 3 == 0 else i + 8),
+            reference=f"\\boxed{{{i + 7}}}",
         )
         for i in range(60)
     ]

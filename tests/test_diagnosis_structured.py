@@ -28,12 +28,12 @@ def srv() -> Iterator[LLMServer]:
 
 def item(*known: str) -> ExtractionInput:
     return ExtractionInput(
-        "f1",
-        "q1",
-        "Solve x^2 = 4.",
-        "2",
-        "x = 2 only",
-        "x = 2 or x = -2; the positive root is 2",
+        failure_id="f1",
+        question_id="q1",
+        question="Solve x^2 = 4.",
+        pseudo_label="2",
+        response="x = 2 only",
+        reference="x = 2 or x = -2; the positive root is 2",
         known=tuple(KnownCause(k, "active", CAUSE) for k in known),
     )
 

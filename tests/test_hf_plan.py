@@ -255,12 +255,36 @@ class _Bag:
 def test_heuristic_diagnostician_decisions() -> None:
     d = HeuristicDiagnostician(_Bag(), theta_dup=0.8, theta_merge=0.8)
     slip = REF.replace("= 60.\nStep 3", "= 64.\nStep 3")
-    item = ExtractionInput("f", "q", "What is (12 + 3) * 4?", "60", slip, REF)
+    item = ExtractionInput(
+        failure_id="f",
+        question_id="q",
+        question="What is (12 + 3) * 4?",
+        pseudo_label="60",
+        response=slip,
+        reference=REF,
+    )
     new = asyncio.run(d.extract(item)).value
     assert new.matched_cause_id is None and new.error_cause == cause_for(slip, REF)
-    known = ExtractionInput("f", "q", "", "60", slip, REF, known=(KnownCause("C7", "active", new.error_cause),))
+    known = ExtractionInput(
+        failure_id="f",
+        question_id="q",
+        question="",
+        pseudo_label="60",
+        response=slip,
+        reference=REF,
+        known=(KnownCause("C7", "active", new.error_cause),),
+    )
     assert asyncio.run(d.extract(known)).value.matched_cause_id == "C7"
-    assert asyncio.run(d.extract(ExtractionInput("f", "q", "", "60", REF, REF))).value.error_cause is None
+    assert (
+        asyncio.run(
+            d.extract(
+                ExtractionInput(
+                    failure_id="f", question_id="q", question="", pseudo_label="60", response=REF, reference=REF
+                )
+            )
+        ).value.error_cause
+        is None
+    )
     assert asyncio.run(d.deduplicate(new.error_cause, [KnownCause("C1", "active", new.error_cause)])).value.duplicate
     assert not asyncio.run(
         d.deduplicate(new.error_cause, [KnownCause("C1", "active", "unrelated words entirely here")])

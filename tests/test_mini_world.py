@@ -172,7 +172,14 @@ def test_the_heuristic_diagnostician_names_failures_by_the_world_s_errors_and_no
     assert d.model_name == NAMED_MODEL
 
     def extract(q: str, response: str, label: str) -> str | None:
-        item = ExtractionInput("f", "q", q, label, response, f"\\boxed{{{label}}}")
+        item = ExtractionInput(
+            failure_id="f",
+            question_id="q",
+            question=q,
+            pseudo_label=label,
+            response=response,
+            reference=f"\\boxed{{{label}}}",
+        )
         return asyncio.run(d.extract(item)).value.error_cause
 
     dropped = extract("47+38=", "\\boxed{75}", "85")

@@ -15,10 +15,10 @@ import pytest
 import diagevo
 from diagevo import rounds
 from diagevo.catalog import EvalRecorded, QuestionScored
+from diagevo.catalog.failure import Failure
 from diagevo.cli.fixes import message as cli_reading
 from diagevo.config.base import ConfigError
 from diagevo.config.limits import LimitsConfig
-from diagevo.diagnosis.pipeline import FailureInput
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder
 from diagevo.schemas import text_limits
@@ -289,12 +289,40 @@ def test_diagnose_refuses_a_failure_whose_question_is_not_the_logs(store: Record
     rnd.record([candidate("q", agree=9)])  # "question q?", pseudo-label 7, no causes
     before = _count(store)
     for wrong, field in [
-        (FailureInput("f", "q", "question q?", "8", "\\boxed{8}", "\\boxed{7}"), "pseudo_label '8'"),
         (
-            FailureInput("f", "q", "another question?", "7", "\\boxed{8}", "\\boxed{7}"),
+            Failure(
+                failure_id="f",
+                question_id="q",
+                question="question q?",
+                pseudo_label="8",
+                response="\\boxed{8}",
+                reference="\\boxed{7}",
+            ),
+            "pseudo_label '8'",
+        ),
+        (
+            Failure(
+                failure_id="f",
+                question_id="q",
+                question="another question?",
+                pseudo_label="7",
+                response="\\boxed{8}",
+                reference="\\boxed{7}",
+            ),
             "question 'another question\\?'",
         ),
-        (FailureInput("f", "q", "question q?", "7", "\\boxed{8}", "\\boxed{7}", ("C1",)), "known_causes \\('C1',\\)"),
+        (
+            Failure(
+                failure_id="f",
+                question_id="q",
+                question="question q?",
+                pseudo_label="7",
+                response="\\boxed{8}",
+                reference="\\boxed{7}",
+                known_causes=("C1",),
+            ),
+            "known_causes \\('C1',\\)",
+        ),
     ]:
         with pytest.raises(
             BadInput, match=rf"failure 'f': its {field}.* is not the one round 2 recorded for question 'q'"

@@ -138,15 +138,23 @@ class ScriptedDiagnostician:
 def _diagnose(url: str, rank: int, barrier: Any, out: Any) -> None:
     import asyncio
 
+    from diagevo.catalog.failure import Failure
     from diagevo.config.sections import DiagnosisConfig
     from diagevo.diagnosis.embedder import LocalEmbedder
-    from diagevo.diagnosis.pipeline import FailureInput, diagnose_round
+    from diagevo.diagnosis.pipeline import diagnose_round
     from diagevo.views.index import VectorIndex
 
     embedder = LocalEmbedder()
     embedder.embed(["warm up"])
     failures = [
-        FailureInput(f"f{rank}-{j}", f"q{rank}-{j}", "Solve sqrt(x + 3) = x - 3.", "6", "x = 1", "x = 6")
+        Failure(
+            failure_id=f"f{rank}-{j}",
+            question_id=f"q{rank}-{j}",
+            question="Solve sqrt(x + 3) = x - 3.",
+            pseudo_label="6",
+            response="x = 1",
+            reference="x = 6",
+        )
         for j in range(3)
     ]
     with open_log(url) as store:

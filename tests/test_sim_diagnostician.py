@@ -32,7 +32,15 @@ def _run(coro):  # noqa: ANN001, ANN202
 
 
 def _item(q: Question, failing: str, reference: str, known: tuple[KnownCause, ...] = ()) -> ExtractionInput:
-    return ExtractionInput("f1", "q1", q.text, "x", failing, reference, known=known)
+    return ExtractionInput(
+        failure_id="f1",
+        question_id="q1",
+        question=q.text,
+        pseudo_label="x",
+        response=failing,
+        reference=reference,
+        known=known,
+    )
 
 
 def _resp(q: Question, ok: tuple[bool, ...], value: Fraction | None = None) -> str:

@@ -385,10 +385,10 @@ def test_a_dump_gives_the_wrong_responses_once(store: diagevo.Recorder, tmp_path
     (dump / "notes.txt").write_text("not a step\n")
     failures = rollout_failures(store, RUN, dump)
     want = [(qid, f"it is \\boxed{{{label}0}}") for qid, (_t, label) in retained(store).items()]
-    assert [(f["question_id"], f["response"]) for f in failures] == want * 2
-    assert [f["failure_id"] for f in failures[:3]] == [f"{qid}-s1-0" for qid in retained(store)]
+    assert [(f.question_id, f.response) for f in failures] == want * 2
+    assert [f.failure_id for f in failures[:3]] == [f"{qid}-s1-0" for qid in retained(store)]
     f = failures[0]
-    assert (f["question"], f["pseudo_label"]) == retained(store)[f["question_id"]] and f["reference"] == "\\boxed{5}"
+    assert (f.question, f.pseudo_label) == retained(store)[f.question_id] and f.reference == "\\boxed{5}"
     assert rnd.record_failures(failures) == 6
     assert rollout_failures(store, RUN, dump) == failures and rnd.record_failures(failures) == 0
 
@@ -431,7 +431,7 @@ def test_the_cap_of_failures_per_question_holds(store: diagevo.Recorder, tmp_pat
     ]
     export_round(store, RUN, tmp_path)
     write_dump(tmp_path / "d", 1, lines)
-    assert [f["response"] for f in rollout_failures(store, RUN, tmp_path / "d")] == ["\\boxed{1}"]
+    assert [f.response for f in rollout_failures(store, RUN, tmp_path / "d")] == ["\\boxed{1}"]
 
 
 def test_a_dump_line_names_every_missing_key(store: diagevo.Recorder, tmp_path: Path) -> None:

@@ -54,12 +54,12 @@ def failure_line(fid: str, question: str, label: str, response: str, reference: 
 def test_the_diagnostician_gets_schema_constrained_replies(server: str) -> None:
     dx = LLMDiagnostician(OpenAIClient(server, concurrency=2, timeout_s=300, max_retries=1), NAME)
     item = ExtractionInput(
-        "f1",
-        "q1",
-        "What is 17 + 25?",
-        "42",
-        "17 + 25 = 32, so the answer is 32.",
-        "17 + 25 = 42. The answer is 42.",
+        failure_id="f1",
+        question_id="q1",
+        question="What is 17 + 25?",
+        pseudo_label="42",
+        response="17 + 25 = 32, so the answer is 32.",
+        reference="17 + 25 = 42. The answer is 42.",
     )
     reply = asyncio.run(dx.extract(item))
     assert dx.structured is True  # the server took the schema

@@ -389,10 +389,10 @@ def check_dumps(w: World, rollouts: Rollouts, tokenizer: Any) -> Result:
     )
     with diagevo.open_store(w.db) as store:
         failures = rollout_failures(store, RUN, dump)
-        got = sorted((f["question_id"], f["response"]) for f in failures)
+        got = sorted((f.question_id, f.response) for f in failures)
         want = sorted((qid, response.strip()) for qid, response in rollouts.wrong for _ in range(3))
         r.expect([(q, x.strip()) for q, x in got] == want, f"failures {got}, not {want}")
-        r.expect(len({f["failure_id"] for f in failures}) == len(failures), "failure ids repeat")
+        r.expect(len({f.failure_id for f in failures}) == len(failures), "failure ids repeat")
         rnd = diagevo.Round(store, RUN, 1)
         r.expect(rnd.record_failures(failures) == len(failures), "record_failures did not take every failure")
         again = rollout_failures(store, RUN, dump)

@@ -1,7 +1,8 @@
-"""Event ids. Every producer derives its event ids here, so that a retried or resumed step
-re-appends the same ids (a no-op) and a fork can re-stamp them. Two formats, both stored in
-users' logs: ``RUN/ROUND/KEY`` for the round protocol and the loop, ``dx-<sha256>`` for
-diagnosis decisions."""
+"""Event ids and failure ids. Every producer derives its event ids here, so that a retried or
+resumed step re-appends the same ids (a no-op) and a fork can re-stamp them. Two formats, both
+stored in users' logs: ``RUN/ROUND/KEY`` for the round protocol and the loop, ``dx-<sha256>`` for
+diagnosis decisions. Failure ids too (:func:`failure_id`): a trainer that records the same
+failures again must name them as it did the first time."""
 
 from __future__ import annotations
 
@@ -25,3 +26,11 @@ def rebase_event_id(eid: str, source: str, new: str) -> str:
     replaced, or ``NEW/fork/ID`` for an id that does not start with the source run."""
     prefix = f"{source}/"
     return new + "/" + eid[len(prefix) :] if eid.startswith(prefix) else f"{new}/fork/{eid}"
+
+
+def failure_id(question_id: str, *parts: object) -> str:
+    """``QUESTION-PART-...``: the id of a failed response of question ``question_id``, ``parts``
+    saying which (its place among the question's responses; for verl's dump, ``sSTEP`` and its
+    place in that step). Named by its question, a failure id is unique in the run as question
+    ids are (the round's requests name their round), and the same on every retry of the step."""
+    return "-".join([question_id, *(str(p) for p in parts)])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from diagevo.catalog import LLMCalled
+from diagevo.catalog.failure import Failure
 from diagevo.views.index import Embedder
 
 T = TypeVar("T")
@@ -42,25 +43,18 @@ class NodeView:
         return self.causes[0] if self.causes else ""
 
 
-@dataclass(frozen=True, slots=True)
-class FailureInput:
-    """A failed optimization trajectory of a retained question (``response``), with the stored
-    reference that agrees with the pseudo-label and the causes supplied when the question was
-    generated (``known_causes``, their ids). Prompt 1 reads it with those causes as the memory
-    holds them (``known``: the pipeline fills them in from ``known_causes``)."""
+class ExtractionInput(Failure):
+    """What Prompt 1 reads: a failure (its ``question``, ``pseudo_label``, ``response``,
+    ``reference``) with the causes its question was generated for as the memory holds them
+    (``known``, filled in by the pipeline from ``known_causes``: :meth:`of`)."""
 
-    failure_id: str
-    question_id: str
-    question: str
-    pseudo_label: str
-    response: str
-    reference: str
-    known_causes: tuple[str, ...] = ()
     known: tuple[KnownCause, ...] = ()
 
-
-ExtractionInput = FailureInput
-"""What Prompt 1 reads: a failure, its known causes filled in."""
+    @classmethod
+    def of(cls, failure: Failure, known: tuple[KnownCause, ...]) -> ExtractionInput:
+        """``failure`` with ``known``, its fields taken as they are (checked when it was built
+        or stored)."""
+        return cls.model_construct(**dict(failure), known=known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +132,6 @@ __all__ = [
     "Embedder",
     "Extraction",
     "ExtractionInput",
-    "FailureInput",
     "KnownCause",
     "NodeView",
     "Reply",

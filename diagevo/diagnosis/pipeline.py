@@ -14,14 +14,16 @@ decided in the log, reuses stored Prompt 1 replies, and re-appending anything is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from diagevo.catalog import FailureRecorded
+from diagevo.catalog.failure import Failure
+from diagevo.catalog.failure import Failure as FailureInput  # noqa: F401  (diagevo.FailureInput: the record's old public name)
 from diagevo.config.limits import LimitsConfig
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import tools
-from diagevo.diagnosis.interface import Diagnostician, Embedder, FailureInput
+from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.stages import DiagnosisPass
 from diagevo.diagnosis.summary import DiagnosisSummary
 from diagevo.errors import BadInput, DiagnosticianBroken, DiagnosticianDown
@@ -29,7 +31,6 @@ from diagevo.generation.openai_client import unanswered
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.state import Memory
 from diagevo.rounds import (
-    FailureRecord,
     Round,
     logged_questions,
     refuse_reused_failures,
@@ -52,7 +53,7 @@ async def diagnose_round(
     store: Recorder,
     run: str,
     t: int,
-    failures: Sequence[FailureInput],
+    failures: Sequence[Failure],
     diagnostician: Diagnostician,
     embedder: Embedder,
     cfg: DiagnosisConfig,
@@ -86,7 +87,7 @@ async def diagnose_round(
             await aclose()
 
 
-def _check_inputs(failures: Sequence[FailureInput], memory: Memory) -> None:
+def _check_inputs(failures: Sequence[Failure], memory: Memory) -> None:
     """Refuse failures given twice or naming causes the memory does not hold."""
     seen: set[str] = set()
     for f in failures:
@@ -98,7 +99,7 @@ def _check_inputs(failures: Sequence[FailureInput], memory: Memory) -> None:
             raise BadInput(f"failure {f.failure_id!r}: unknown known cause {unknown[0]!r}")
 
 
-def refuse_contradictions(store: EventReader, run: str, t: int, failures: Sequence[FailureInput]) -> None:
+def refuse_contradictions(store: EventReader, run: str, t: int, failures: Sequence[Failure]) -> None:
     """:class:`BadInput` naming the first given failure whose question text, pseudo-label or
     known causes differ from those round ``t`` recorded for its question: the diagnosis would
     explain a failure the log does not hold (a question the round does not hold is left to
@@ -121,6 +122,18 @@ def refuse_contradictions(store: EventReader, run: str, t: int, failures: Sequen
                     f"failure {quoted(f.failure_id, 60)}: its {name} {_shown(given)} is not the one round {t} "
                     f"recorded for question {quoted(f.question_id, 60)} ({_shown(held)})"
                 )
+
+
+def refuse_unnamed(failures: Sequence[Failure]) -> None:
+    """:class:`BadInput` naming the first failure built without its question or pseudo-label: a
+    round never opened holds no question to take them from, and the diagnosis reads both."""
+    for f in failures:
+        missing = f.unnamed()
+        if missing:
+            raise BadInput(
+                f"failure {quoted(f.failure_id, 60)} has no {missing[0]}: a round never opened holds no question "
+                "to take it from"
+            )
 
 
 def _shown(value: Any) -> str:
@@ -155,32 +168,14 @@ def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisConfig) -> None:
     )
 
 
-def failures_from_records(records: Iterable[dict[str, Any]]) -> list[FailureInput]:
-    """Build inputs from already validated dicts (the JSONL line format)."""
-    return [
-        FailureInput(
-            failure_id=r["failure_id"],
-            question_id=r["question_id"],
-            question=r["question"],
-            pseudo_label=r["pseudo_label"],
-            response=r["response"],
-            reference=r["reference"],
-            known_causes=tuple(r.get("known_causes") or ()),
-        )
-        for r in records
-    ]
-
-
-def failure_inputs(store: EventReader, run: str, t: int) -> list[FailureInput]:
-    """The failures recorded in round ``t``, with their questions, as diagnosis inputs."""
+def failure_inputs(store: EventReader, run: str, t: int) -> list[Failure]:
+    """The failures recorded in round ``t``, with their questions' fields, as the diagnosis reads them."""
     questions = {q.question_id: q for q in logged_questions(store, run, t=t)}
     recorded = of_type(FailureRecorded, store.rows(run, types=(FailureRecorded,), in_round=t, texts=True))
     out = []
     for f in sorted(recorded, key=lambda f: f.failure_id):
         q = questions[f.question_id]
-        out.append(
-            FailureInput(f.failure_id, f.question_id, q.text, q.pseudo_label, f.response, f.reference, q.known_causes)
-        )
+        out.append(Failure.from_log(f, question=q.text, pseudo_label=q.pseudo_label, known_causes=q.known_causes))
     return out
 
 
@@ -193,7 +188,7 @@ def diagnose(
     model: str | None = None,
     cfg: DiagnosisConfig | None = None,
     index: VectorIndex | None = None,
-    failures: Sequence[FailureInput] | None = None,
+    failures: Sequence[Failure] | None = None,
     progress: ProgressFn | None = None,
 ) -> DiagnosisSummary:
     """Diagnose a round's failures with the pipeline of Sec. 2.3, as ``diagevo diagnose`` does.
@@ -223,6 +218,8 @@ def diagnose(
     refuse_reused_failures(rnd.store, rnd.run, rnd.t, {f.failure_id: None for f in failures or ()})
     if failures is not None and rnd.t in st.started:  # what the diagnostician reads is what the log holds
         refuse_contradictions(rnd.store, rnd.run, rnd.t, failures)
+    elif failures is not None:
+        refuse_unnamed(failures)
     emb = embedder if embedder is not None and not isinstance(embedder, str) else tools.embedder_for(cfg)
     dx = tools.diagnostician_for(diagnostician, cfg, emb) if isinstance(diagnostician, str) else diagnostician
     # the endpoints asked once before anything is appended: one that is down fails the call here,
@@ -234,7 +231,7 @@ def diagnose(
         already = len(failures)
     elif rnd.t in st.started:  # the trainer drives the round protocol: the story needs the failures
         _check_inputs(failures, memory)
-        recorded = rnd.record_failures([_failure_record(f) for f in failures])
+        recorded = rnd.record_failures(failures)
         already = len(failures) - recorded
     else:
         unrecorded = len(failures)
@@ -281,8 +278,3 @@ def _checked_config(
     if isinstance(diagnostician, str):
         tools.check_name(diagnostician, cfg)
     return cfg
-
-
-def _failure_record(f: FailureInput) -> FailureRecord:
-    """A failure as ``failure.recorded`` holds it."""
-    return {"failure_id": f.failure_id, "question_id": f.question_id, "response": f.response, "reference": f.reference}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,11 +26,12 @@ from diagevo.catalog import (
     LLMCalled,
     NodeCreated,
 )
+from diagevo.catalog.failure import Failure
 from diagevo.catalog.ids import digest_event_id
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
-from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, FailureInput, Reply
+from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
 from diagevo.diagnosis.routing import Decision, Refusal, Routed
 from diagevo.diagnosis.summary import DiagnosisSummary
 from diagevo.log import EventReader, Recorder
@@ -53,7 +54,7 @@ FLUSH_EVERY = 64
 DECISIONS_PER_COMMIT = 16
 
 
-Pending = tuple[FailureInput, Extraction, "np.ndarray | None", "int | None"]
+Pending = tuple[Failure, Extraction, "np.ndarray | None", "int | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +137,7 @@ class DiagnosisPass:
         self.tries: dict[str, int] = {}  # failures whose diagnosis failed before: how often
         self.halted = False  # the endpoint stopped answering in stages 2a-3.5: decide no further failure
 
-    async def diagnose(self, failures: Sequence[FailureInput]) -> DiagnosisSummary:
+    async def diagnose(self, failures: Sequence[Failure]) -> DiagnosisSummary:
         """Run the stages over ``failures``: those the log holds decided are skipped, stored
         Prompt 1 replies reused, failed diagnoses asked again under ids of their own."""
         summary = self.summary
@@ -174,7 +175,7 @@ class DiagnosisPass:
         summary.consolidation_s = time.perf_counter() - t0
         return summary
 
-    def record_unrecorded(self, failures: Sequence[FailureInput]) -> None:
+    def record_unrecorded(self, failures: Sequence[Failure]) -> None:
         """Record the given failures the log does not hold (a round its trainer never opened): a
         diagnosis, and what it decides, follow from a failure recorded in the run."""
         ids = [f.failure_id for f in failures]
@@ -187,14 +188,7 @@ class DiagnosisPass:
             )
         }
         events = [
-            self.protocol.event(
-                f"fail/{f.failure_id}",
-                FailureRecorded(
-                    failure_id=f.failure_id, question_id=f.question_id, response=f.response, reference=f.reference
-                ),
-            )
-            for f in failures
-            if f.failure_id not in held
+            self.protocol.event(f"fail/{f.failure_id}", f.recorded()) for f in failures if f.failure_id not in held
         ]
         if events:
             self.protocol.append_diagnosis(events)
@@ -320,13 +314,13 @@ class DiagnosisPass:
 
     # --- stage 1 --------------------------------------------------------------------------------
 
-    async def extract_all(self, items: Sequence[FailureInput]) -> dict[str, Extraction]:
+    async def extract_all(self, items: Sequence[Failure]) -> dict[str, Extraction]:
         out: dict[str, Extraction] = {}
         if not items:
             return out
 
-        async def one(f: FailureInput) -> tuple[FailureInput, Reply[Extraction] | None, str | None]:
-            item = replace(f, known=routing.known_causes(self.mem, f.known_causes))
+        async def one(f: Failure) -> tuple[Failure, Reply[Extraction] | None, str | None]:
+            item = ExtractionInput.of(f, routing.known_causes(self.mem, f.known_causes))
             try:
                 return f, await self.dx.extract(item), None
             except Exception as exc:  # a broken diagnostician must not stop the round
@@ -368,7 +362,7 @@ class DiagnosisPass:
 
     # --- stages 2a-3.5 --------------------------------------------------------------------------
 
-    async def maintain_all(self, todo: Sequence[FailureInput], extractions: dict[str, Extraction]) -> None:
+    async def maintain_all(self, todo: Sequence[Failure], extractions: dict[str, Extraction]) -> None:
         """Stages 2a-3.5 for ``todo`` in order: the round's new causes embedded in one batch, each
         failure routed, then what is pending appended (deciding again where the memory moved)."""
         t0 = time.perf_counter()
@@ -400,7 +394,7 @@ class DiagnosisPass:
                 break
         await self.settle()
 
-    async def maintain(self, f: FailureInput, ext: Extraction, vec: np.ndarray | None, row: int | None) -> None:
+    async def maintain(self, f: Failure, ext: Extraction, vec: np.ndarray | None, row: int | None) -> None:
         """Route one failure (:mod:`diagevo.diagnosis.routing`) and commit what was decided."""
         fid = f.failure_id
         events: list[EventIn] = []  # the diagnostician's calls, then the decision

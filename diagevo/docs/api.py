@@ -12,10 +12,14 @@ mkdocstrings where the docs are read in a terminal). The docstrings' Sphinx role
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import json
+import operator
 import re
 import textwrap
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -179,9 +183,27 @@ def _code(line: str) -> list[str]:
 
 def _annotation(annotation: Any) -> str:
     """An annotation as written (a string under ``from __future__ import annotations``), without
-    module prefixes."""
+    module prefixes, and without the checks a pydantic field type carries (``Annotated``'s
+    metadata: a field's ``Id`` reads as ``str``)."""
     text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+    if not isinstance(annotation, str) and "Annotated[" in text:
+        text = inspect.formatannotation(_bare(annotation))
     return re.sub(r"\b(?:typing|collections\.abc|diagevo(?:\.\w+)*)\.(?=\w)", "", text)
+
+
+def _bare(annotation: Any) -> Any:
+    """``annotation`` with every ``Annotated[T, ...]`` in it read as ``T``."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _bare(typing.get_args(annotation)[0])
+    args = typing.get_args(annotation)
+    if not args:
+        return annotation
+    bare = tuple(a if a is Ellipsis else _bare(a) for a in args)
+    if isinstance(annotation, types.UnionType):
+        return functools.reduce(operator.or_, bare)
+    if isinstance(annotation, types.GenericAlias):
+        return types.GenericAlias(typing.get_origin(annotation), bare)
+    return annotation
 
 
 def _signature(obj: Any, shown: str, *, is_class: bool, method: bool = False) -> str:

@@ -1,10 +1,9 @@
-"""The failures a trainer records (one format for the API and ``diagevo diagnose``'s file), and
-those whose diagnosis failed."""
+"""The failures a trainer records (:class:`~diagevo.catalog.failure.Failure`, one record for the API and
+``diagevo diagnose``'s file), and those whose diagnosis failed."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NotRequired, TypedDict
 
 from pydantic import ValidationError
 
@@ -15,49 +14,44 @@ from diagevo.catalog import (
     FailureAttributed,
     FailureDiagnosed,
     FailureRecorded,
+    InvalidEvent,
 )
+from diagevo.catalog.failure import Failure
 from diagevo.rounds.protocol import ProtocolError
-from diagevo.text.formats import Failure, Refusal
+from diagevo.text.formats import Refusal
 from diagevo.views.typed import Typed, of_type
 
 FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
-"""What ``failure.recorded`` stores of a failure. The other fields of a ``diagevo diagnose``
-FAILURES.jsonl line the round holds already (the question, its pseudo-label and the causes it was
-generated for), so a line of that file is also a failure for :meth:`Round.record_failures`; they
-are checked for their type, not stored."""
+"""What ``failure.recorded`` stores of a failure (:meth:`Failure.recorded`). The other fields of a
+:class:`Failure` the round holds already with the question, so a line of ``diagevo diagnose``'s
+FAILURES.jsonl is also a failure for :meth:`Round.record_failures`; they are checked for their
+type, not stored."""
 
 
-class FailureRecord(TypedDict):
-    """One failed optimization response of a retained question, as :meth:`Round.record_failures`
-    takes it and as a line of ``diagevo diagnose FAILURES.jsonl`` holds it (one format for both).
-
-    ``failure_id`` names this failure within the run (unique across rounds); ``question_id`` the
-    retained question of the round it failed; ``response`` the policy's failing response;
-    ``reference`` a construction response that agrees with the pseudo-label (``Scored.reference``).
-    ``question``, ``pseudo_label`` and ``known_causes`` may be given (the CLI's file has them)."""
-
-    failure_id: str
-    question_id: str
-    response: str
-    reference: str
-    question: NotRequired[str]
-    pseudo_label: NotRequired[str]
-    known_causes: NotRequired[Sequence[str]]
-
-
-def failure_record(f: Mapping[str, object]) -> dict[str, str]:
-    """A failure as ``failure.recorded`` holds it: its four fields, checked as a line of
-    FAILURES.jsonl is (``text.formats.Failure``; a failure without response or
-    reference is refused), only the ids and texts the diagnostician needs."""
+def given_failure(f: Failure | Mapping[str, object]) -> Failure:
+    """A failure a trainer hands the round: a :class:`Failure` as it is, a mapping of its fields
+    (a line of FAILURES.jsonl as it is) checked into one; one whose fields are wrong is a
+    :class:`ProtocolError` naming the failure and the field."""
+    if isinstance(f, Failure):
+        return f
     if not isinstance(f, Mapping):
         raise ProtocolError(f"a failure is a mapping of {', '.join(FAILURE_FIELDS)}, not {type(f).__name__}")
     try:
-        failure = Failure.model_validate(f)
+        return Failure.model_validate(f)
     except ValidationError as exc:
         refusal = Refusal.of(exc, Failure)
         whose = "" if refusal.field == "failure_id" else f"failure {f.get('failure_id')!r}: "
         raise ProtocolError(f"{whose}{refusal}") from None
-    return {name: getattr(failure, name) for name in FAILURE_FIELDS}
+
+
+def failure_event(f: Failure | Mapping[str, object]) -> FailureRecorded:
+    """The ``failure.recorded`` that stores a failure a trainer hands the round
+    (:func:`given_failure`); one the event refuses is a :class:`ProtocolError` naming it."""
+    failure = given_failure(f)
+    try:
+        return failure.recorded()
+    except InvalidEvent as exc:
+        raise ProtocolError(f"failure {failure.failure_id!r}: {exc}") from None
 
 
 FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, DiagnosisFailed)

@@ -4,7 +4,6 @@ failure id reused across rounds, evidence counted twice, an event of a type the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from diagevo.catalog import (
     CauseCreated,
@@ -64,10 +63,10 @@ def refuse_other_content(store: EventReader, run: str, t: int, events: Sequence[
         )
 
 
-def refuse_reused_failures(store: EventReader, run: str, t: int, given: Mapping[str, Mapping[str, Any] | None]) -> None:
+def refuse_reused_failures(store: EventReader, run: str, t: int, given: Mapping[str, FailureRecorded | None]) -> None:
     """Refuse failure ids the run holds in another round (recorded or diagnosed there), or in
-    round ``t`` recorded with other content (``given[id]``: the record, None to skip that
-    check). A failure id names one failure of the run: diagnosed twice it would be counted
+    round ``t`` recorded with other content (``given[id]``: the event that would record it, None
+    to skip that check). A failure id names one failure of the run: diagnosed twice it would be counted
     twice. Called from inside a decision, under the append lock."""
     if not given:
         return
@@ -84,9 +83,8 @@ def refuse_reused_failures(store: EventReader, run: str, t: int, given: Mapping[
             continue
         record = given[fid]
         if isinstance(event, FailureRecorded) and record is not None:
-            stored = {name: getattr(event, name) for name in FAILURE_FIELDS}
-            if stored != dict(record):
-                field = next(n for n in FAILURE_FIELDS if stored[n] != record[n])
+            field = next((n for n in FAILURE_FIELDS if getattr(event, n) != getattr(record, n)), None)
+            if field is not None:
                 raise ProtocolError(
                     f"failure {fid!r} is recorded in round {t} already with another {field} (give it a new id)"
                 )

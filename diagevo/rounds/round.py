@@ -23,6 +23,7 @@ from diagevo.catalog import (
     QuestionScored,
     RoundCommitted,
 )
+from diagevo.catalog.failure import Failure
 from diagevo.config.reals import real_number
 from diagevo.config.sections import MethodConfig
 from diagevo.errors import BadInput, Call
@@ -33,7 +34,7 @@ from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results import Json
-from diagevo.rounds.failures import DIAGNOSES, DIAGNOSIS_STATE_TYPES, FailureRecord, diagnosis_state, failure_record
+from diagevo.rounds.failures import DIAGNOSES, DIAGNOSIS_STATE_TYPES, diagnosis_state, failure_event
 from diagevo.rounds.metrics import check_metrics, check_summary, rank_metrics
 from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, Reader, append_decision, round_event
 from diagevo.rounds.questions import PURPOSES, Candidate, Recorded, Request, Scored, logged_questions, score
@@ -280,31 +281,29 @@ class Round:
         append_decision(self.store, run, decide)
         return decided
 
-    def record_failures(self, failures: Sequence[FailureRecord | Mapping[str, object]]) -> int:
+    def record_failures(self, failures: Sequence[Failure | Mapping[str, object]]) -> int:
         """Append ``failure.recorded`` for failed optimization responses of retained questions
-        (:class:`FailureRecord`: ``failure_id``, ``question_id``, ``response``, ``reference``, the
-        last two non-empty; a line of ``diagevo diagnose``'s FAILURES.jsonl is one as it is),
-        after :meth:`promote` (before it: :class:`OutOfOrder`); returns how many were new.
-        Recording the same failure again in this round is a no-op; a failure id the run holds in
-        another round, or here with other content, is refused (``ProtocolError``, a
-        :class:`~diagevo.errors.BadInput`) and nothing is stored."""
+        (each a :class:`~diagevo.catalog.failure.Failure` or a mapping of its fields: ``failure_id``,
+        ``question_id``, ``response``, ``reference``, the last two non-empty; a line of ``diagevo
+        diagnose``'s FAILURES.jsonl is one as it is), after :meth:`promote` (before it:
+        :class:`OutOfOrder`); returns how many were new. Recording the same failure again in this
+        round is a no-op; a failure id the run holds in another round, or here with other
+        content, is refused (``ProtocolError``, a :class:`~diagevo.errors.BadInput`) and nothing
+        is stored."""
         run, t = self.run, self.t
         events: list[EventIn] = []
-        given: dict[str, dict[str, Any]] = {}
+        given: dict[str, FailureRecorded] = {}
         wanted: dict[str, str] = {}  # question -> its first failure
         for f in failures:
-            record = failure_record(f)
-            fid = record["failure_id"]
+            event = failure_event(f)
+            fid = event.failure_id
             if fid in given:
-                if given[fid] != record:
+                if given[fid] != event:
                     raise ProtocolError(f"failure {fid!r} appears twice with different content")
                 continue
-            given[fid] = record
-            try:
-                events.append(self.event(f"fail/{fid}", FailureRecorded(**record)))
-            except InvalidEvent as exc:
-                raise ProtocolError(f"failure {fid!r}: {exc}") from None
-            wanted.setdefault(record["question_id"], fid)
+            given[fid] = event
+            events.append(self.event(f"fail/{fid}", event))
+            wanted.setdefault(event.question_id, fid)
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES))

@@ -1,6 +1,7 @@
-"""Pydantic models of the line formats other programs hand to diagevo: ``round record``'s lines,
-``diagnose FAILURES.jsonl``'s and verl's rollout dump's (``diagnose --from-verl``). A field of
-the wrong type is a one-line :class:`~diagevo.errors.BadInput` naming the line and the field.
+"""Pydantic models of the line formats other programs hand to diagevo: ``round record``'s lines
+and verl's rollout dump's (``diagnose --from-verl``); a line of ``diagnose FAILURES.jsonl`` is a
+:class:`~diagevo.catalog.failure.Failure`, built from the field types here. A field of the wrong type is
+a one-line :class:`~diagevo.errors.BadInput` naming the line and the field.
 
 The same models check what a Python caller hands the round (a :class:`~diagevo.rounds.Candidate`,
 a failure for ``Round.record_failures``): one statement of each field, read two ways. A file's
@@ -12,11 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -27,22 +26,10 @@ from pydantic import (
     model_validator,
 )
 
-from diagevo.text.parsing import bad, check_id, error_reason, loads_object, one_line, quoted, split_lines
+from diagevo.text.fields import Id
+from diagevo.text.parsing import bad, error_reason, loads_object, one_line, quoted, split_lines
 
 M = TypeVar("M", bound=BaseModel)
-
-Id = Annotated[StrictStr, AfterValidator(partial(check_id, field="the id")), Field(description="a non-empty string")]
-"""A pydantic field type for ids read from outside (see :func:`~diagevo.text.parsing.check_id`)."""
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("only white space")
-    return value
-
-
-Text = Annotated[StrictStr, AfterValidator(_not_blank), Field(description="a non-empty string")]
-"""A text that must say something (a question, a response)."""
 
 OptionalId = Annotated[Id | None, Field(description="a string or null")]
 Texts = Annotated[list[StrictStr | None] | None, Field(description="a list of strings")]
@@ -79,28 +66,6 @@ class CandidateLine(BaseModel):
     def the_text(self) -> str:
         """The question's text, under either name ("" without one)."""
         return self.text if self.text is not None else self.question or ""
-
-
-class Failure(BaseModel):
-    """A failure as ``Round.record_failures`` takes it: its four fields (``question``,
-    ``pseudo_label`` and ``known_causes`` may come along, checked for their type only)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    failure_id: Id
-    question_id: Id
-    response: Text
-    reference: Text
-    question: StrictStr = Field("", description="a string")
-    pseudo_label: StrictStr = Field("", description="a string")
-    known_causes: list[Id] = Field(default_factory=list, description="a list of cause ids")
-
-
-class FailureLine(Failure):
-    """One line of FAILURES.jsonl: a :class:`Failure` with its question and pseudo-label."""
-
-    question: StrictStr = Field(description="a string")
-    pseudo_label: StrictStr = Field(description="a string")
 
 
 class RolloutLine(BaseModel):

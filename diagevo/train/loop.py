@@ -29,7 +29,9 @@ from diagevo.catalog import (
     QuestionScored,
     RunForked,
     TrainStep,
+    failure_id,
 )
+from diagevo.catalog.failure import Failure
 from diagevo.curriculum.filtering import anchor_count, confident
 from diagevo.curriculum.prompts import parse_question
 from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
@@ -42,7 +44,6 @@ from diagevo.memory.sampler import GenerationRequest
 from diagevo.rounds import (
     OUR_TRAINER,
     Candidate,
-    FailureRecord,
     Request,
     Round,
     RoundProgress,
@@ -440,7 +441,7 @@ class Trainer:
         )
         # every failed optimization response, in whichever step its question was drawn (Appendix E)
         cap = self.cfg.diagnosis.max_failures_per_question
-        failures: list[FailureRecord] = []
+        failures: list[Failure] = []
         capped = blank = 0
         kept = len(retained)  # the anchors' responses are no evidence: neither failures nor label audit
         responses_of, rewards_of = out.responses[:kept], out.rewards[:kept]
@@ -452,11 +453,11 @@ class Trainer:
             if cap is not None and len(failed) > cap:
                 capped += len(failed) - cap
                 failed = failed[:cap]
-            for j, resp in failed:
-                fid = f"f{t}-{qid[qid.index('-') + 1 :]}-{j}"
-                failures.append(
-                    {"failure_id": fid, "question_id": qid, "response": resp, "reference": r.scored[qid].reference}
-                )
+            reference = r.scored[qid].reference
+            failures += [
+                Failure(failure_id=failure_id(qid, j), question_id=qid, response=resp, reference=reference)
+                for j, resp in failed
+            ]
         if failures:
             rnd.record_failures(failures)
         labelled = audit_labels(texts, labels, responses_of, rewards_of, self.backend.truth)

@@ -34,11 +34,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from diagevo.catalog import failure_id
+from diagevo.catalog.failure import Failure
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.curriculum.reward import solver_rewards
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import EventReader
-from diagevo.rounds import FailureRecord, LoggedQuestion, logged_questions, round_state, run_config
+from diagevo.rounds import LoggedQuestion, logged_questions, round_state, run_config
 from diagevo.text.formats import RolloutLine, read_lines
 from diagevo.text.parsing import error_line, file_lines, loads_object, quoted
 
@@ -150,7 +152,7 @@ def step_files(folder: Path) -> list[tuple[int, Path]]:
     return steps
 
 
-def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None = None) -> list[FailureRecord]:
+def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None = None) -> list[Failure]:
     """The failures in verl's rollout dump ``dump`` (its ``trainer.rollout_data_dir``) of the
     retained questions of round ``t`` of ``run`` (default: its open round), each as
     :meth:`~diagevo.rounds.Round.record_failures` takes it and as a line of ``diagevo diagnose``'s
@@ -170,7 +172,7 @@ def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None 
     finder = QuestionFinder(questions.values())
     cap = run_config(store, run).diagnosis.max_failures_per_question
     kept: Counter[str] = Counter()
-    failures: list[FailureRecord] = []
+    failures: list[Failure] = []
     for step, path in steps:
         seen: Counter[str] = Counter()
         for n, _obj, line in read_lines(file_lines(path), RolloutLine, str(path)):
@@ -190,15 +192,15 @@ def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None 
                 continue
             kept[q.question_id] += 1
             failures.append(
-                {
-                    "failure_id": f"{q.question_id}-s{step}-{k}",
-                    "question_id": q.question_id,
-                    "response": line.output,
-                    "reference": q.votes.reference,
-                    "question": q.text,
-                    "pseudo_label": q.pseudo_label,
-                    "known_causes": list(q.known_causes),
-                }
+                Failure(
+                    failure_id=failure_id(q.question_id, f"s{step}", k),
+                    question_id=q.question_id,
+                    response=line.output,
+                    reference=q.votes.reference,
+                    question=q.text,
+                    pseudo_label=q.pseudo_label,
+                    known_causes=q.known_causes,
+                )
             )
     return failures
 
