@@ -190,6 +190,53 @@ def store(db_url: str) -> Iterator[Recorder]:
     s.close()
 
 
+NEXT_REVISION = "0002"
+_NEXT_MIGRATION = '''"""A stand-in for the migration after the baseline (the tests' own): literal, as every one is.
+
+Revision ID: 0002
+Revises: 0001
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_index("ix_events_recorded_at", "events", ["recorded_at"])
+    op.create_table("next_stand_in", sa.Column("id", sa.Integer(), primary_key=True))
+
+
+def downgrade() -> None:
+    op.drop_table("next_stand_in")
+    op.drop_index("ix_events_recorded_at", table_name="events")
+'''
+
+
+@pytest.fixture
+def next_migration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """diagevo's migrations plus one after them (:data:`NEXT_REVISION`): a database at today's head
+    is then an older one, which ``db upgrade`` takes on, as the next release's will. Yields the
+    revision it adds."""
+    from diagevo.log import schema, sqlite
+
+    folder = tmp_path / "migrations"
+    shutil.copytree(schema._migrations_dir(), folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "versions" / f"{NEXT_REVISION}_next.py").write_text(_NEXT_MIGRATION, encoding="utf-8")
+    monkeypatch.setattr(schema, "_migrations_dir", lambda: folder)
+    for module in (schema, sqlite):
+        monkeypatch.setattr(module, "HEAD_REVISION", NEXT_REVISION)
+    schema._script.cache_clear()
+    try:
+        yield NEXT_REVISION
+    finally:
+        schema._script.cache_clear()
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -261,7 +261,9 @@ def test_verify_detects_a_tampered_snapshot(tmp_path: Path, db: str, capsys: pyt
     assert code == 1 and "snapshot of round 2 differs" in out
 
 
-def test_old_schema_revision_is_refused_untouched(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_old_schema_revision_is_refused_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], next_migration: str
+) -> None:
     path = tmp_path / "old.db"
     db = f"sqlite:///{path}"
     with open_log(db):

@@ -12,7 +12,6 @@ import pytest
 from diagevo import rounds
 from diagevo.catalog import PhaseCompleted
 from diagevo.log import Recorder, open_log
-from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
 from tests.logs import Log
@@ -103,20 +102,3 @@ def test_protocol_ids_equal_across_runs_do_not_collide(store: Recorder) -> None:
     assert (a.event.phase, b.event.phase) == ("a", "b")
     rounds.Round(store, "x/1", 1).note("k", PhaseCompleted(phase="b", **{"seconds": 2.0}))  # a retry: no-op
     assert len(list(store.read("x/1", types=(PhaseCompleted,)))) == 1
-
-
-def test_a_log_of_revision_0006_is_upgraded_and_verifies(backend: Backend, db_url: str) -> None:
-    with open_log(db_url) as store:
-        store.append(_log("a").events())
-        before = [(e.seq, e.event_id, e.hash) for e in store.read("a")]
-    backend.downgrade(db_url, "0006")
-    assert revision_status(db_url).current == "0006"
-    assert upgrade(db_url) == ("0006", HEAD_REVISION)
-    with open_log(db_url) as store:
-        assert [(e.seq, e.event_id, e.hash) for e in store.read("a")] == before
-        assert verify_run(store, "a") == []
-        assert store.append(_log("b").events()).appended == len(before)  # same ids, another run
-        assert store.append(_log("a").events()).skipped == len(before)
-    with pytest.raises(Exception, match="append-only"):  # the rebuilt table kept its triggers
-        with backend.engine(db_url).begin() as conn:
-            conn.exec_driver_sql("DELETE FROM events")

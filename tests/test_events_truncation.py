@@ -1,7 +1,7 @@
 """``verify`` detects a log whose tail was cut off: every saved view state names the seq and hash
 of the event it summarises (the snapshots their ``round.committed``), so deleting the last events
 of a run (triggers dropped, as anyone holding the file can) is reported although the shortened
-hash chain is intact. A log upgraded from before 0010 keeps its snapshots, anchored."""
+hash chain is intact."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from sqlalchemy import text
 
 from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log
-from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
@@ -100,25 +99,6 @@ def test_a_replaced_commit_is_detected_by_its_hash(backend: Backend, db_url: str
     with open_log(db_url) as store:
         assert verify_run(store, "t") == [
             f"log replaced: the event at seq {commits[2]} is not the one the snapshot of round 2 summarised"
-        ]
-
-
-def test_a_log_of_revision_0005_is_upgraded_with_its_snapshots_anchored(backend: Backend, db_url: str) -> None:
-    commits = _stored(db_url)
-    backend.downgrade(db_url, "0005")  # snapshots without their commit's hash, as 0005 kept them
-    assert revision_status(db_url).current == "0005"
-    assert upgrade(db_url) == ("0005", HEAD_REVISION)
-    with open_log(db_url) as store:
-        hashes = {e.seq: e.hash for e in store.read("t", types=(RoundCommitted,))}
-        assert _anchors(store) == [(r, s, hashes[s]) for r, s in sorted(commits.items())]
-        assert verify_run(store, "t") == []
-    backend.disable_append_only(db_url)
-    _raw(backend, db_url, f"DELETE FROM events WHERE seq > {commits[1]}")
-    with open_log(db_url) as store:
-        assert [p.split(",")[0] for p in verify_run(store, "t")] == [
-            "log cut off: the snapshot of round 2 summarises the log up to seq " + str(commits[2]),
-            "log cut off: the snapshot of round 3 summarises the log up to seq " + str(commits[3]),
-            "log cut off: the saved state of view 'stats' summarises the log up to seq " + str(commits[3]),
         ]
 
 

@@ -1,14 +1,14 @@
-"""The database's rules and the Python rules judge a hostile log alike (issue 61, item 2).
+"""The database and the Python rules judge a hostile log as one contract (issues 61 and 73).
 
-PostgreSQL restates the fold's and ingest's rules in SQL (migrations 0013, 0014, 0016) so that a
-role that may only INSERT into ``events`` (the trainer's) cannot write a log its readers stop on.
-The hostile-log property (:mod:`tests.test_hostile_logs`: one or two mutations of a real log)
-holds the two to each other: each mutated log of run ``m`` is appended raw (no check but the
-store's own) to SQLite, where ``memory verify`` judges it, and as the trainer to PostgreSQL, where
-the triggers do. A log the database refuses is one ``memory verify`` names; whatever else the
-Python rules refuse, the database refuses too, but for the checkpoint rule, which is Python's alone
-(issue 73): a checkpoint row the database takes and the rule refuses is passed over by every
-reader of checkpoints, named (:func:`diagevo.views.checkpoints.checkpoint_log`).
+The database keeps the log whole, whoever writes it: a role that may only INSERT into ``events``
+(the trainer's) cannot write a row out of its type's shape, past the readers' bounds or off the
+chain. The rules of the memory, the counting and the checkpoints are Python's alone. The
+hostile-log property (:mod:`tests.test_hostile_logs`: one or two mutations of a real log) holds
+the two to that contract: each mutated log of run ``m`` is appended raw (no check but the store's
+own) to SQLite, where ``memory verify`` judges it, and as the trainer to PostgreSQL. What the
+database refuses, the Python rules refuse; what it takes, ``memory verify`` of the database names
+exactly when it names it on SQLite, and no reader of the memory, of the checkpoints or of the runs
+stops on it: each passes over the rows the rules refuse, named.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from diagevo.log import StoreError, open_log
 from diagevo.memory.checkpoints import CHECKPOINT_RULES
 from diagevo.schemas import EventIn
 from diagevo.views.checkpoints import checkpoint_log
+from diagevo.views.memory import load_memory
+from diagevo.views.runs import runs
 from diagevo.views.verify import verify_run
 from tests.test_hostile_logs import Base, Line, base, hostile  # noqa: F401 - the fixture
 from tests.test_log_trainer_role import Roles, roles  # noqa: F401 - the fixture
@@ -74,7 +76,7 @@ def trainer(roles: Roles, base: Base) -> Roles:  # noqa: F811 - the imported fix
 @seed(61)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_the_database_refuses_a_hostile_log_the_python_rules_refuse(
+def test_a_hostile_log_is_refused_by_the_database_or_named_and_passed_over(
     base: Base,  # noqa: F811
     trainer: Roles,
     data: st.DataObject,
@@ -83,13 +85,17 @@ def test_the_database_refuses_a_hostile_log_the_python_rules_refuse(
     run = f"m-{next(_RUNS)}"
     db_took = _appended(trainer.trainer_url, case.lines, run)
     named = python_refuses(base, case.lines)
-    if db_took and named and all(any(f": {rule}: " in p for rule in CHECKPOINT_RULES) for p in named):
-        with open_log(trainer.trainer_url, create=False) as store:  # the readers pass them over
-            assert checkpoint_log(store, run).passed, (named, case)
+    if not db_took:  # what the database refuses (out of shape), the Python rules refuse too
+        assert named is not None, f"the database refused what the Python rules accept: {case!r}"
         return
-    assert (named is not None) == (not db_took), (
-        f"{'the database took' if db_took else 'the database refused'} what the Python rules "
-        f"{'refuse' if db_took else 'accept'}: {case!r}"
+    with open_log(trainer.trainer_url, create=False) as store:  # read as the trainer
+        problems = verify_run(store, run)
+        load_memory(store, run)  # the readers of the memory pass over what the fold refuses
+        assert run in [r.run for r in runs(store)]  # diagevo runs lists it
+        if named and all(any(f": {rule}: " in p for rule in CHECKPOINT_RULES) for p in named):
+            assert checkpoint_log(store, run).passed, (named, case)
+    assert bool(problems) == (named is not None), (
+        f"verify of the database names {problems} where verify of the same rows in SQLite names {named}: {case!r}"
     )
 
 

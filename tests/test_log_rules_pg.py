@@ -1,16 +1,19 @@
-"""PostgreSQL roles keep their promise (issue 52, item 2): the trainer's role cannot INSERT a
-memory change the fold refuses, a ``round.committed`` whose summary a reader cannot read, or a
-``run.forked`` anywhere but at the opening of a run a fork or what-if creates.
+"""PostgreSQL roles keep their promise (issues 52 and 73): a memory change the fold refuses, a
+``round.committed`` whose summary a reader cannot read, or a ``run.forked`` anywhere but at the
+opening of a run a fork or what-if creates, INSERTed raw by the trainer's role, is refused by the
+database (the summary's types) or named by its seq and passed over by every reader (the rules,
+which are Python's alone): it stops no reader and moves no memory.
 
-Each case is a raw INSERT by the trainer (the documented grants) of a row whose chain, shape and
-round are right, so only migration 0014's rules (or the summary's types) can refuse it; its legal
-counterpart goes in, so each test can fail both ways. Where ingest judges the same event (the
-owner's Python path), it says what the database says: one rule, two places."""
+Each case is a raw INSERT by the trainer (the documented grants) of a row whose chain and shape
+are right; its legal counterpart goes in and folds, so each test can fail both ways. Where ingest
+judges the same event (the owner's Python path), it says what the readers say: one rule, one place."""
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,24 +21,23 @@ import pytest
 from diagevo.catalog import RunForked
 from diagevo.fork import fork_run
 from diagevo.interchange import IngestError, ingest
-from diagevo.log import StoreError, open_log
-from diagevo.memory.fold import fold
+from diagevo.log import open_log
+from diagevo.views.memory import load_memory
+from diagevo.views.runs import is_whatif
 from diagevo.views.verify import verify_run
 from diagevo.whatif import what_if
+from tests.input_cases import cli
 from tests.logs import Log
 from tests.test_log_shapes_pg import open_round, raw_row, still_whole  # noqa: F401 - the fixture
-from tests.test_log_trainer_role import Roles, insert, roles  # noqa: F401 - the fixture
+from tests.test_log_trainer_role import Roles, insert, refused_or_passed_over, roles  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.postgres
 
 
 def refused(roles: Roles, type_: str, rnd: int, data: dict[str, Any]) -> str:  # noqa: F811
-    """The trainer's raw INSERT of this event is refused: the database's reason."""
-    row = raw_row(roles.trainer_url, "base", type_, rnd, data)
-    with pytest.raises(Exception, match="diagevo: refused event") as caught:
-        insert(roles.trainer, row)
-    first = str(getattr(caught.value, "orig", caught.value)).splitlines()[0]
-    return first.split(f"refused event {row['event_id']}: ", 1)[1]
+    """The trainer's raw INSERT of this event is refused by the database, or named and passed
+    over by its readers (:func:`~tests.test_log_trainer_role.refused_or_passed_over`): the reason."""
+    return refused_or_passed_over(roles, raw_row(roles.trainer_url, "base", type_, rnd, data))
 
 
 def ingest_says(roles: Roles, type_: str, rnd: int, data: dict[str, Any]) -> str:  # noqa: F811
@@ -106,7 +108,7 @@ def test_a_double_promotion_is_refused_and_a_reactivation_only_of_a_mastered_cau
         raw_row(url, "base", "cause.created", 2, {"cause_id": "C2", "node_id": "N1", "description": "d"}),
     )
     with open_log(open_round.owner_url, create=False) as log:
-        mem = fold(log.rows("base"), "base")
+        mem = load_memory(log, "base")
     assert (mem.causes["C1"].active, mem.causes["C1"].frequency) == (True, 1) and mem.causes["C2"].active
 
 
@@ -128,7 +130,7 @@ def test_a_commit_with_a_readable_summary_goes_in(open_round: Roles) -> None:  #
     summary = {"timing": {"solver": 1.5}, "promotions": 0, "heldout_acc": None, "epsilon_next": 1, "own": [1]}
     insert(open_round.trainer, raw_row(open_round.trainer_url, "base", "round.committed", 2, summary))
     with open_log(open_round.owner_url, create=False) as log:
-        assert verify_run(log, "base") == [] and fold(log.rows("base"), "base").committed == 2
+        assert verify_run(log, "base") == [] and load_memory(log, "base").committed == 2
 
 
 def _forked(roles: Roles, rnd: int) -> dict[str, Any]:  # noqa: F811
@@ -149,14 +151,13 @@ def test_a_run_forked_inserted_into_a_normal_run_is_refused(roles: Roles) -> Non
     after its next round opened: both refused, base goes on."""
     data = _forked(roles, 1)
     reason = "run forked at its opening: run 'base' is in the database already: run.forked only opens a run a fork"
-    assert refused(roles, RunForked.name, 1, data).startswith(reason)
+    assert "run 'base' names itself as its source" in refused(roles, RunForked.name, 1, data)  # verify's words
     assert ingest_says(roles, RunForked.name, 1, data).startswith(reason)
     still_whole(roles)  # round 2 opened by the trainer
-    assert refused(roles, RunForked.name, 2, _forked(roles, 2)) == (
-        "run forked at its opening: run.forked (source round 2) does not follow the commit of round 2: only a fork "
-        "or a what-if writes it, right after the rounds it copies"
-    )
+    assert refused(roles, RunForked.name, 2, _forked(roles, 2)).startswith("run forked at its opening: ")
     still_whole(roles)
+    with open_log(roles.owner_url, create=False) as log:  # base is no what-if of itself
+        assert not is_whatif(log, "base")
 
 
 def test_the_trainer_forks_and_writes_what_ifs(roles: Roles) -> None:  # noqa: F811
@@ -190,10 +191,68 @@ def test_a_run_opened_by_run_forked_names_its_source_commit(
     copy.round = 1
     copy.add(RunForked.name, **data)
     with open_log(roles.trainer_url, create=False) as log:
-        if refusal is None:
-            assert log.append(copy.events()).appended == len(copy.events())
-        else:
-            with pytest.raises(StoreError, match=f"failed: diagevo: refused event copy-[0-9]+: {refusal}") as e:
-                log.append(copy.events())
-            assert "\n" not in str(e.value)  # the project's one-line error
-            assert not log.has_run("copy")
+        assert log.append(copy.events()).appended == len(copy.events())
+        problems = verify_run(log, "copy")
+        load_memory(log, "copy")  # its readers do not stop
+    if refusal is None:
+        assert problems == []
+    else:  # taken by the database, named by verify at its seq
+        assert any(re.match(r"^seq \d+: ", p) and refusal in p for p in problems), problems
+
+
+EVIDENCE: dict[str, tuple[str, int, dict[str, Any]]] = {
+    # what migration 0019 refused before the baseline (issue 73): the counting rules' alone now
+    "a question scored but never generated": (
+        "question.scored",
+        2,
+        {"question_id": "q-ghost", "n": 12, "p1": 0.5, "p2": 0.5, "pseudo_label": "1", "retained": True},
+    ),
+    "a failure of a question its round did not retain": (
+        "failure.recorded",
+        2,
+        {"failure_id": "f-ghost", "question_id": "q-ghost", "response": "r", "reference": "x"},
+    ),
+    "a failure diagnosed twice": (
+        "failure.diagnosed",
+        2,
+        {"failure_id": "f-C1-1", "matched_cause": None, "error_cause": "again", "model": "m"},
+    ),
+    "a decision naming a cause the round did not promote": (
+        "promotions.decided",
+        2,
+        {"promoted": ["C1"], "candidates": 1},
+    ),
+    "a free question naming a cause": (
+        "question.generated",
+        2,
+        {"question_id": "q-free", "mode": "free", "active_cause": "C1", "mastered_cause": None, "text": "t"},
+    ),
+    "a diagnosis matching a cause the memory does not hold": (
+        "failure.diagnosed",
+        2,
+        {"failure_id": "f-new", "matched_cause": "C9", "error_cause": None, "model": "m"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EVIDENCE))
+def test_forged_evidence_is_named_and_stops_no_reader(open_round: Roles, case: str, tmp_path: Path) -> None:  # noqa: F811
+    """Each as the trainer: taken by the database, named by ``memory verify`` by its seq (exit 1),
+    and every other reader exits 0: ``memory stats``, ``show``, ``report``, ``runs``, ``round
+    requests`` (the round protocol)."""
+    type_, rnd, data = EVIDENCE[case]
+    said = refused(open_round, type_, rnd, data)
+    url = open_round.trainer_url
+    with open_log(url, create=False) as log:
+        seq = log.last_seq("base")
+    code, out, _ = cli("memory", "verify", "--run", "base", "--db", url, "--json")
+    assert code == 1 and any(p.startswith(f"seq {seq}: ") for p in json.loads(out)["problems"]), said
+    for command in (
+        ("memory", "stats", "--run", "base"),
+        ("memory", "show", "--run", "base"),
+        ("report", "--run", "base", "-o", str(tmp_path / "r.html")),
+        ("runs",),
+        ("round", "requests", "--run", "base", "--n", "2"),
+    ):
+        code, _, err = cli(*command, "--db", url)
+        assert code == 0, f"{' '.join(command)} exits {code} on {case}:\n{err[-2000:]}"

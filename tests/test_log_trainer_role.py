@@ -8,6 +8,7 @@ verifies and the trainer still appends through diagevo. A cache the trainer mana
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -103,6 +104,26 @@ def insert(engine: Engine, row: dict[str, Any]) -> None:
     cols = ", ".join(row)
     with engine.begin() as conn:
         conn.execute(text(f"INSERT INTO events ({cols}) VALUES ({', '.join(':' + c for c in row)})"), row)
+
+
+def refused_or_passed_over(roles: Roles, row: dict[str, Any], run: str = "base") -> str:
+    """The trainer's raw INSERT of ``row``: refused by the database, or taken, named by ``memory
+    verify`` by its seq and passed over by the readers of the memory, which do not stop on it
+    (issue 73: the database keeps the log whole, the Python rules decide). The reason either way,
+    in one line: the database's, or the fold's (verify's, for a row the fold does not read)."""
+    try:
+        insert(roles.trainer, row)
+    except Exception as exc:  # noqa: BLE001 - the database's refusal, whatever the driver's class
+        first = str(getattr(exc, "orig", exc)).splitlines()[0]
+        assert f"diagevo: refused event {row['event_id'][:80]}: " in first, first
+        return first.split(f"refused event {row['event_id'][:80]}: ", 1)[1]
+    with open_log(roles.owner_url, create=False) as log:
+        seq = log.last_seq(run)
+        load_memory(log, run)  # a reader of the memory: it passes the row over, or reads it
+        named = [p for p in verify_run(log, run) if p.startswith(f"seq {seq}: ") or f": seq {seq}: " in p]
+        why = log.passed_over.get((run, seq))
+    assert named, f"seq {seq} went in, and memory verify names nothing of it"
+    return why if why is not None else re.sub(r"^(invariant: )?seq \d+: ", "", named[0])
 
 
 def still_whole(roles: Roles) -> None:

@@ -1,11 +1,11 @@
-"""The trainer's role cannot write a row its readers cannot read or fold (migration 0016): a node
-the fold does not hold, a config no reader can use, JSON past the readers' bounds, a checkpoint
-whose name is not its event's. And a row that slipped in before (the guard lifted by an
-administrator) is named by ``memory verify`` with its seq and passed over by every reader.
+"""What the trainer's role writes stops no reader (issue 73): JSON past the readers' bounds is
+refused by the database; a node the fold does not hold, a config no reader can use, a checkpoint
+whose name is not its event's are named by ``memory verify`` by their seq and passed over by
+every reader (the rules are Python's alone). And a row that slipped in past the database's check
+(the guard lifted by an administrator) is named and passed over too.
 
-Each case is a raw INSERT by the trainer (the documented grants) of a row whose chain, shape and
-round are right, so only the new rules can refuse it; its legal counterpart goes in. Where ingest
-judges the same event, it refuses it too."""
+Each case is a raw INSERT by the trainer (the documented grants) of a row whose chain and shape
+are right; its legal counterpart goes in. Where ingest judges the same event, it refuses it."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from sqlalchemy import text
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import open_log
 from diagevo.log.chain import canonical_event_json, chain_hash
-from diagevo.memory.fold import fold
 from diagevo.rounds.runs import config_record
 from diagevo.train.config import Config
 from diagevo.views.memory import load_memory
@@ -85,7 +84,7 @@ def test_a_merge_of_two_held_nodes_goes_in_and_the_absorbed_is_gone(open_round: 
     )
     insert(open_round.trainer, raw_row(url, "base", "node.created", 2, {"node_id": "N2", "label": "anew"}))
     with open_log(open_round.owner_url, create=False) as log:
-        assert set(fold(log.rows("base"), "base").nodes) == {"N1", "N2"}
+        assert set(load_memory(log, "base").nodes) == {"N1", "N2"}
     still_whole(open_round)
 
 
@@ -97,25 +96,25 @@ def test_a_cause_under_an_unknown_node_is_refused(open_round: Roles) -> None:  #
 
 
 CONFIGS: dict[str, tuple[dict[str, Any], str]] = {
-    "k 0": ({"k": 0}, "k (memory.k) is not a number and > 0"),
-    "k missing": ({"theta_up": 0.7}, "it needs a positive k (config.k or config.memory.k)"),
-    "memory.k 0": ({"memory": {"k": 0}}, "k (memory.k) is not a number and > 0"),
-    'theta_up "high"': ({"k": 0.5, "theta_up": "high"}, "theta_up (memory.theta_up) is not a number and >= 0 and <= 1"),
-    "an unknown section": ({"k": 0.5, "evil": {"x": 1}}, "unknown field evil"),
-    "an unknown field of a closed section": ({"k": 0.5, "memory": {"kk": 1}}, "unknown field of memory: kk"),
-    "a count that is not whole": ({"k": 0.5, "train": {"rounds": 2.0}}, "train.rounds is not a whole number and >= 1"),
+    # (the config, the field the loader or the fold names)
+    "k 0": ({"k": 0}, "k"),
+    "k missing": ({"theta_up": 0.7}, "k"),
+    "memory.k 0": ({"memory": {"k": 0}}, "k"),
+    'theta_up "high"': ({"k": 0.5, "theta_up": "high"}, "theta_up"),
+    "an unknown section": ({"k": 0.5, "evil": {"x": 1}}, "evil"),
+    "an unknown field of a closed section": ({"k": 0.5, "memory": {"kk": 1}}, "kk"),
+    "a count that is not whole": ({"k": 0.5, "train": {"rounds": 2.0}}, "train.rounds"),
 }
 
 
 @pytest.mark.parametrize("case", list(CONFIGS))
 def test_a_run_configured_no_reader_can_use_is_refused(open_round: Roles, case: str) -> None:  # noqa: F811
-    """``k`` 0 or missing, ``theta_up`` "high", an unknown section: refused by the database with
-    the field, by ingest too; then ``memory show`` of the run still folds."""
-    config, reason = CONFIGS[case]
-    assert (
-        refused(open_round, "run.configured", 2, {"config": config})
-        == f"run.configured's config cannot be used: {reason}"
-    )
+    """``k`` 0 or missing, ``theta_up`` "high", an unknown section: named by verify and passed
+    over by the readers (the config before it in force), refused by ingest; ``memory show`` of
+    the run still folds."""
+    config, field = CONFIGS[case]
+    said = refused(open_round, "run.configured", 2, {"config": config})
+    assert ("positive k" in said or "run.configured's config cannot be used: " in said) and field in said, said
     assert ingest_says(open_round, "run.configured", 2, {"config": config})  # ingest refuses it too
     with open_log(open_round.owner_url, create=False) as log:
         assert load_memory(log, "base").k == 0.5
@@ -156,15 +155,14 @@ def _written(phase: str, path: str) -> dict[str, Any]:
 
 def test_a_checkpoint_written_names_its_round_and_phase(open_round: Roles) -> None:  # noqa: F811
     url = open_round.trainer_url
-    assert refused(open_round, "checkpoint.written", 2, _written("solver", "round001-solver")) == (
-        "its path names checkpoint round001-solver, not round002-solver (round{its round:03d}-{its phase})"
+    named = "checkpoint named by its event: checkpoint.written of round 2 after solver names"
+    assert refused(open_round, "checkpoint.written", 2, _written("solver", "round001-solver")).startswith(
+        f"{named} round001-solver, not round002-solver"
     )
     assert refused(open_round, "checkpoint.written", 2, _written("solver", "round002-challenger")).startswith(
-        "its path names checkpoint round002-challenger, not round002-solver"
+        f"{named} round002-challenger, not round002-solver"
     )
-    assert refused(open_round, "checkpoint.written", 2, {"path": "round002-solver", "bytes": 1}).startswith(
-        "its data.phase is not a text"
-    )
+    assert "phase" in refused(open_round, "checkpoint.written", 2, {"path": "round002-solver", "bytes": 1})
     insert(open_round.trainer, raw_row(url, "base", "checkpoint.written", 2, _written("solver", "round002-solver")))
     old = "/elsewhere/runs/base/round002-challenger"  # an older log's absolute path: its last part
     insert(open_round.trainer, raw_row(url, "base", "checkpoint.written", 2, _written("challenger", old)))
@@ -184,28 +182,24 @@ def test_a_checkpoint_pruned_names_an_earlier_checkpoint_never_the_latest(roles:
     def prune(path: str, at: int) -> dict[str, Any]:
         return {"path": path, "phase": "solver", "written_round": at, "bytes": 10}
 
-    assert refused(roles, "checkpoint.pruned", 3, prune("round003-solver", 3)) == (
-        "it prunes 'round003-solver', the latest checkpoint written of phase 'solver'"
+    assert refused(roles, "checkpoint.pruned", 3, prune("round003-solver", 3)).startswith(
+        "checkpoint pruned once written: checkpoint.pruned names round003-solver, the latest checkpoint of solver"
     )
-    assert refused(roles, "checkpoint.pruned", 3, prune("round009-solver", 9)) == (
-        "it prunes 'round009-solver', which no checkpoint.written of its run before it names"
-    )
+    assert "round009-solver" in refused(roles, "checkpoint.pruned", 3, prune("round009-solver", 9))
     insert(roles.trainer, raw_row(url, "base", "checkpoint.pruned", 3, prune("round002-solver", 2)))
-    with open_log(roles.owner_url, create=False) as log:
-        assert verdict(log, "base").problems == []
+    with open_log(roles.owner_url, create=False) as log:  # the one taken: verify names only the two passed over
+        assert len(verdict(log, "base").problems) == 2
 
 
 def _slipped_in(roles: Roles, data: str) -> int:  # noqa: F811
     """A row past the guards (the administrator lifts them): its seq."""
     with roles.admin.connect() as conn:
-        for guard in ("events_check_chain", "events_check_usable"):
-            conn.execute(text(f"ALTER TABLE {roles.schema}.events DISABLE TRIGGER {guard}"))
+        conn.execute(text(f"ALTER TABLE {roles.schema}.events DISABLE TRIGGER events_check_chain"))
     try:
         insert(roles.trainer, _raw_data(roles, "eval.recorded", 1, data))
     finally:
         with roles.admin.connect() as conn:
-            for guard in ("events_check_chain", "events_check_usable"):
-                conn.execute(text(f"ALTER TABLE {roles.schema}.events ENABLE TRIGGER {guard}"))
+            conn.execute(text(f"ALTER TABLE {roles.schema}.events ENABLE TRIGGER events_check_chain"))
     with open_log(roles.owner_url, create=False) as log:
         return log.last_seq("base")
 
@@ -223,51 +217,3 @@ def test_a_row_that_slipped_in_is_named_by_verify_and_passed_over_by_every_reade
         assert [s.run for s in runs(log)] == ["base", "other"]  # diagevo runs: every run
         assert load_memory(log, "other").committed == 1 and verdict(log, "other").ok
         assert seq not in [e.seq for e in log.read("base")] and ("base", seq) in log.passed_over
-
-
-CONFIG_CASES: list[dict[str, Any]] = [
-    config_record(Config()),
-    {"k": 0.5},
-    {"memory": {"k": 2}},
-    {"k": 0.5, "memory": {"k": -1}},  # the flat name wins
-    {"k": 0.5, "db": "sqlite:///x.db", "diagnosis": {"api_key": "s", "endpoint": "http://h"}},
-    {"k": 0.5, "theta_dup": None, "shortlist_k": 3, "lam": 0, "tau": 2, "p_low": 0.1, "p_high": 0.9},
-    {"k": True},
-    {"k": "0.5"},
-    {"k": 0.5, "train": {"rounds": 2.0}},
-    {"k": 0.5, "train": {"rounds": True}},
-    {"k": 0.5, "train": {"seed": 2**32}},
-    {"k": 0.5, "train": {"backend": "hf"}},  # a component's field of a shared section: carried
-    {"k": 0.5, "solver": {"group_size": 1}},
-    {"k": 0.5, "grpo": {"learning_rate": 0}},
-    {"k": 0.5, "filter": {"mode": "triple"}},
-    {"k": 0.5, "memory": {"state_updates": 1}},
-    {"k": 0.5, "sim": []},
-    {"k": 0.5, "memory": []},
-    {"k": 0.5, "zz": {}},
-    {"k": 0.5, "theta_merge": 1.5},
-    {"k": 0.5, "max_failures_per_question": None},
-    {"k": 0.5, "diagnosis": {"max_failures_per_question": None, "min_words": 3}},
-    {"k": 0.5, "train": {"rounds": 10**30}},
-]
-
-
-def test_the_database_and_a_runs_start_judge_a_config_alike(roles: Roles) -> None:  # noqa: F811
-    """The database's check of a config (generated from its schema) refuses what
-    ``config_from_record``, the validation of a run's start, refuses, and takes what it takes."""
-    from sqlalchemy import create_engine
-
-    from diagevo.config.sections import config_from_record
-    from diagevo.errors import BadInput
-
-    engine = create_engine(roles.owner_url)
-    with engine.connect() as conn:
-        for config in CONFIG_CASES:
-            db = conn.execute(text("SELECT events_config_problem(CAST(:c AS jsonb))"), {"c": json.dumps(config)})
-            try:
-                config_from_record(config)
-                python = None
-            except BadInput as exc:
-                python = str(exc)
-            assert (db.scalar_one() is None) == (python is None), (config, python)
-    engine.dispose()

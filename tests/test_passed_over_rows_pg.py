@@ -68,16 +68,13 @@ def _rehash(row: dict[str, Any]) -> dict[str, Any]:
 
 def _slipped_in(roles: Roles, data: str) -> int:  # noqa: F811
     """A row the trainer wrote while the administrator had lifted the checks: its seq."""
-    guards = ("events_check_chain", "events_check_usable")
     with roles.admin.connect() as conn:
-        for guard in guards:
-            conn.execute(text(f"ALTER TABLE {roles.schema}.events DISABLE TRIGGER {guard}"))
+        conn.execute(text(f"ALTER TABLE {roles.schema}.events DISABLE TRIGGER events_check_chain"))
     try:
         insert(roles.trainer, _raw_data(roles, "eval.recorded", 1, data))
     finally:
         with roles.admin.connect() as conn:
-            for guard in guards:
-                conn.execute(text(f"ALTER TABLE {roles.schema}.events ENABLE TRIGGER {guard}"))
+            conn.execute(text(f"ALTER TABLE {roles.schema}.events ENABLE TRIGGER events_check_chain"))
     with open_log(roles.owner_url, create=False) as log:
         return log.last_seq("base")
 

@@ -1,4 +1,4 @@
-"""The log at scale: migration 0003's indexes, indexed reads and the reads that replace scans.
+"""The log at scale: the read indexes, indexed reads and the reads that replace scans.
 Each read is checked against the full-scan projection it replaces, on every backend."""
 
 from __future__ import annotations
@@ -8,18 +8,14 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from alembic import command
-
 from diagevo.catalog import CATALOG, FailureAttributed, FailureRecorded, RoundCommitted
 from diagevo.log import Recorder, open_log, sqlite_path
 from diagevo.log.recorder import EventRow, Query
-from diagevo.log.schema import HEAD_REVISION, _alembic_config, revision_status, upgrade
 from diagevo.memory.fold import Row, commits, drafts
 from diagevo.views.caches import refresh
 from diagevo.views.memory import commit_memories
 from diagevo.views.stats import RoundStats, round_stats
 from diagevo.views.stories import cause_rows, cause_stories, cause_story, story_events
-from tests.conftest import Backend
 from tests.logs import Log
 from tests.strategies import random_log
 
@@ -27,25 +23,6 @@ from tests.strategies import random_log
 def _stored(db_url: str, log: Log) -> None:
     with open_log(db_url) as store:
         store.append(log.events())
-
-
-def test_upgrade_from_0002_keeps_the_data_and_adds_the_indexes_and_key_columns(backend: Backend, db_url: str) -> None:
-    log = random_log(random.Random(3), 4)
-    _stored(db_url, log)
-    engine = backend.engine(db_url)
-    with engine.begin() as conn:  # take the database back to 0002, as an older diagevo left it
-        cfg = _alembic_config()
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0002")
-    engine.dispose()
-    assert revision_status(db_url).current == "0002"
-    assert upgrade(db_url) == ("0002", HEAD_REVISION)
-    with open_log(db_url) as store:
-        stored = list(store.rows(log.run, texts=True))
-        assert [r[1:] for r in stored] == [r[1:] for r in log.rows()]
-        assert store.verify_chain(log.run) == []
-        cause = next(d["cause_id"] for _, _, t, d, _v in log.rows() if t == "cause.created")
-        assert cause_story(cause_rows(store, log.run, cause), cause) == cause_story(story_events(log.rows()), cause)
 
 
 def test_key_lookups_use_the_expression_indexes(tmp_path) -> None:  # noqa: ANN001
@@ -211,25 +188,6 @@ def test_retained_questions_are_counted_from_their_scores(store: Recorder) -> No
     store.append(log.events())
     assert [r["retained"] for r in round_stats(store, log.run)] == [1, 2]
     assert round_stats(store, log.run) == scan(log.rows(), log.run)
-
-
-def test_a_database_left_at_0003_is_upgraded_to_key_columns(backend: Backend, db_url: str) -> None:
-    """0003 indexed the ids as JSON expressions; 0004 moves them to columns and fills them."""
-    log = random_log(random.Random(9), 3)
-    assert upgrade(db_url, "0003") == (None, "0003")
-    engine = backend.engine(db_url)
-    with engine.begin() as conn:  # rows as a store of revision 0003 wrote them: no key columns
-        for i, e in enumerate(log.events(), start=1):
-            conn.exec_driver_sql(
-                "INSERT INTO events (seq, event_id, run_id, round, type, schema_version, data, recorded_at, "
-                "prev_hash, hash) "
-                f"VALUES ({i}, '{e.event_id}', '{e.run}', {e.round}, '{e.type}', 1, '{_json(e.data)}', 'now', 'p', 'h')"
-            )
-    engine.dispose()
-    assert upgrade(db_url) == ("0003", HEAD_REVISION)
-    with open_log(db_url) as store:
-        for cause, story in cause_stories(story_events(log.rows())).items():
-            assert cause_story(cause_rows(store, log.run, cause), cause) == story
 
 
 def _json(data: dict) -> str:

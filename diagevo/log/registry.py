@@ -1,10 +1,10 @@
 """The event types a PostgreSQL log accepts, as rows of its ``event_types`` table.
 
-The database checks every inserted row (migration 0013's trigger), whoever inserts it: a role
-that may only INSERT into ``events`` must not be able to write what readers cannot read. The
-trigger learns the types from ``event_types``, one row per type of the catalog: its kind
-(``retrospective`` types may name a committed round), its class's version (the highest
-``schema_version`` a row may name, migration 0015), and the shape of its ``data``: each
+The database checks every row a role other than the tables' owner inserts (the baseline
+migration's insert trigger): a role that may only INSERT into ``events`` must not be able to write
+what readers cannot read. The trigger learns the types from ``event_types``, one row per type of
+the catalog: its kind, its class's version (the highest ``schema_version`` a row may name), and
+the shape of its ``data``: each
 declared field's JSON types (and values, for a choice), the required fields, and whether other
 fields are refused. The rows are derived here from the catalog and its data models, and written
 by whoever migrates the database (``diagevo db upgrade``, or the first writer of an empty one)
@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CATALOG
 from diagevo.catalog.event import JSON_TYPES, json_kinds
-from diagevo.config.base import LARGEST_INT
-from diagevo.config.sections import COMPONENT_TABLES, PAPER_NAMES, MethodConfig
 from diagevo.log.stored import NOT_AN_OBJECT, UNREADABLE, loads
+from diagevo.text.parsing import MAX_DEPTH
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -158,102 +157,26 @@ DOUBLE_OVERFLOW = 2**1024 - 2**970
 rounds to infinity): a JSON number of this size or more is one no reader parses (orjson refuses it)."""
 BEYOND_A_DOUBLE = "its data holds a number beyond a double's range"
 _BEYOND = f'strict $.** ? (@.type() == "number" && (@ >= {DOUBLE_OVERFLOW} || @ <= -{DOUBLE_OVERFLOW}))'
+TOO_DEEP = f"its data is JSON nested deeper than {MAX_DEPTH} levels"
+_DEEP = f'strict $.**{{{MAX_DEPTH}}} ? (@.type() == "array" || @.type() == "object")'
+"""A container at level ``MAX_DEPTH`` (the data itself is level 0): what no reader parses."""
 
 
 def shape_function(specs: dict[str, dict[str, Any]]) -> str:
     """``events_shape_problem(type, v, d)``: the database's check of an event's data ``d``, stored
-    at version ``v`` (what is wrong with it, or NULL), generated from the types' shapes: a JSON
-    object, every number in it (at any depth) within a double's range, its value compared (the
-    way it is spelt does not matter: ``1`` and 248 zeros ``e99`` is refused as ``1e400`` is), then
-    its type's shape. A SQL function of one expression, which the planner inlines into the
+    at version ``v`` (what is wrong with it, or NULL), generated from the types' shapes: what a
+    reader can parse (a JSON object, nested at most :data:`~diagevo.text.parsing.MAX_DEPTH`
+    levels, every number in it within a double's range, its value compared: the way it is spelt
+    does not matter, ``1`` and 248 zeros ``e99`` is refused as ``1e400`` is), then its type's
+    shape. A SQL function of one expression, which the planner inlines into the
     insert trigger's query: no call, no JSON parsed twice."""
     branches = " ".join(f"WHEN {_q(name)} THEN {_type_problem(name, spec)}" for name, spec in sorted(specs.items()))
     return (
         "CREATE OR REPLACE FUNCTION events_shape_problem(type text, v integer, d jsonb) RETURNS text "
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $shape$ SELECT CASE WHEN jsonb_typeof(d) <> 'object' "
-        f"THEN {_q(NOT_AN_OBJECT)} WHEN jsonb_path_exists(d, {_q(_BEYOND)}) THEN {_q(BEYOND_A_DOUBLE)} "
+        f"THEN {_q(NOT_AN_OBJECT)} WHEN jsonb_path_exists(d, {_q(_DEEP)}) THEN {_q(TOO_DEEP)} "
+        f"WHEN jsonb_path_exists(d, {_q(_BEYOND)}) THEN {_q(BEYOND_A_DOUBLE)} "
         f"ELSE CASE type {branches} END END $shape$"
-    )
-
-
-def _config_value(section: str, field: str, flat: str | None) -> str:
-    """The value a stored config ``c`` gives a field: its flat name's where present (the flat
-    name wins), else the section's (NULL where absent)."""
-    nested = f"c -> {_q(section)} -> {_q(field)}"
-    return nested if flat is None else f"CASE WHEN c ? {_q(flat)} THEN c -> {_q(flat)} ELSE {nested} END"
-
-
-def _config_field_sql(path: str, value: str, schema: dict[str, Any]) -> list[str]:
-    """A ``WHEN`` branch, true when a config's field (``value``, jsonb, NULL when absent) is of
-    none of its JSON types or outside the range its schema declares (``minimum`` ...): what the
-    database can check of :class:`~diagevo.config.sections.MethodConfig`'s validation of the field."""
-    fits, said = [], []
-    for b in schema.get("anyOf", [schema]):
-        kind = b.get("type")
-        if kind == "null":
-            fits.append(f"{value} = 'null'::jsonb")
-            said.append("null")
-        elif kind in ("number", "integer"):
-            number = f"({value})::numeric"
-            parts = [f"({value})::text ~ '^-?[0-9]+$'", f"abs({number}) <= {LARGEST_INT}"] if kind == "integer" else []
-            bounds = [f"{op} {b[key]}" for key, op in BOUNDS if key in b]
-            parts += [f"{number} {bound}" for bound in bounds]
-            # a CASE: a value is cast to a number only once it is one
-            fits.append(
-                f"CASE WHEN jsonb_typeof({value}) = 'number' THEN {' AND '.join(parts) or 'true'} ELSE false END"
-            )
-            said.append(" and ".join([("a whole number" if kind == "integer" else "a number"), *bounds]))
-        elif kind == "string" and "enum" in b:
-            fits.append(f"{value} IN ({', '.join(f'{_q(json.dumps(v))}::jsonb' for v in b['enum'])})")
-            said.append("one of " + ", ".join(map(repr, b["enum"])))
-        elif kind in ("string", "boolean"):
-            fits.append(f"jsonb_typeof({value}) = {_q(kind)}")
-            said.append("a text" if kind == "string" else "true or false")
-        else:
-            return []  # a field of any value
-    message = _q(f"{path} is not {' or '.join(said)}")
-    return [f"WHEN {value} IS NOT NULL AND NOT ({' OR '.join(fits)}) THEN {message}"]
-
-
-def _unknown_sql(obj: str, names: list[str], said: str) -> str:
-    """A ``WHEN`` branch, true when the object ``obj`` holds a key not in ``names``: ``said``
-    and the first such key."""
-    rest = f"({obj} - ARRAY[{', '.join(map(_q, names))}]::text[])"
-    first = f"(jsonb_path_query_first({rest}, '$.keyvalue().key') #>> '{{}}')"
-    return f"WHEN {rest} <> '{{}}'::jsonb THEN {_q(said)} || left({first}, 80)"
-
-
-def config_function() -> str:
-    """``events_config_problem(c)``: the database's check of a stored config (``run.started``'s
-    and ``run.configured``'s, migration 0016): what is wrong with it, or NULL. Generated, as the
-    types' shapes are, from the schema of :class:`~diagevo.config.sections.MethodConfig`, the one
-    validation of a config a log carries (:func:`~diagevo.config.sections.config_from_record`): the names
-    a config may hold, each section a table, each field of the method of its JSON type and range,
-    a flat name (``k``, ``theta_up``) in place of its field, and a positive k. A rule across
-    fields (``p_low <= p_high``) is left to diagevo's writers and ``memory verify``."""
-    schema = MethodConfig.model_json_schema()
-    flat = {path: name for name, path in PAPER_NAMES.items()}
-    whens = ["WHEN jsonb_typeof(c) IS DISTINCT FROM 'object' THEN 'it is not a table'"]
-    sections = {name: schema["$defs"][p["$ref"].rsplit("/", 1)[-1]] for name, p in schema["properties"].items()}
-    known = [*PAPER_NAMES, *sections, *COMPONENT_TABLES, "db"]
-    whens.append(_unknown_sql("c", known, "unknown field "))
-    for name in [*sections, *COMPONENT_TABLES]:
-        whens.append(
-            f"WHEN c ? {_q(name)} AND jsonb_typeof(c -> {_q(name)}) <> 'object' THEN {_q(f'{name} is not a table')}"
-        )
-    for name, section in sections.items():
-        fields = section.get("properties", {})
-        if section.get("additionalProperties") is False:
-            whens.append(_unknown_sql(f"(c -> {_q(name)})", list(fields), f"unknown field of {name}: "))
-        for field, spec in fields.items():
-            path = f"{name}.{field}"
-            said = f"{flat[path]} ({path})" if path in flat else path
-            whens += _config_field_sql(said, _config_value(name, field, flat.get(path)), spec)
-    k = _config_value("memory", "k", "k")
-    whens.append(f"WHEN {k} IS NULL THEN 'it needs a positive k (config.k or config.memory.k)'")
-    return (
-        "CREATE OR REPLACE FUNCTION events_config_problem(c jsonb) RETURNS text "
-        f"LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $config$ SELECT CASE {' '.join(whens)} END $config$"
     )
 
 
@@ -284,7 +207,7 @@ def _checkers() -> dict[str, tuple[frozenset[str], dict[str, FieldCheck], int | 
 
 
 def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
-    """What the database's check (migration 0013) would say of an event's type and data, stored
+    """What the database's check (the insert trigger's) would say of an event's type and data, stored
     at ``version``, for a row stored without it (SQLite, or a log older than the check); None
     when it fits."""
     checker = _checkers().get(type_)
@@ -353,8 +276,8 @@ def _fits(check: dict[str, Any], value: Any) -> bool:
 
 
 def has_table(conn: Connection) -> bool:
-    """Whether the schema holds ``event_types`` as this diagevo writes it (migration 0018's): a
-    database upgraded to an older revision keeps the types it has."""
+    """Whether the schema holds ``event_types`` as this diagevo writes it (with ``closed_since``):
+    a database at a revision without it keeps the types it has."""
     return bool(
         conn.exec_driver_sql(
             f"SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
@@ -384,8 +307,6 @@ def register_types(conn: Connection) -> list[str]:
         if row is not None:
             changed.append(name)
     conn.exec_driver_sql(shape_function(registered_specs(conn)).replace("%", "%%"))
-    if conn.exec_driver_sql("SELECT to_regprocedure('events_config_problem(jsonb)') IS NOT NULL").scalar():
-        conn.exec_driver_sql(config_function().replace("%", "%%"))
     return changed
 
 

@@ -432,25 +432,39 @@ class Ledger:
     tally: Tally = field(default_factory=Tally)
     draft: Draft | None = None
     folds: bool = True
-    refused: InvariantError | None = None  # why the fold refused an event (it folds no more)
+    refused: InvariantError | None = None  # why the fold refused the first event it refused
+    refused_now: bool = False  # whether it refused the last event taken (passed over, as readers do)
 
     def take(self, rnd: int, event: Event, seq: int = 0) -> Broken:
         """(rule, reason) of the counting rule the event breaks, else None; the event counted
         whether or not it broke one (a reader goes on past a break), and folded unless the fold
-        refused one before (:attr:`refused` says why it refuses this one)."""
+        refuses it: then it is passed over, as every reader passes it over (:attr:`refused` says
+        why the fold refused the first one). A run whose first event does not start it folds no
+        more."""
+        self.refused_now = False
+        return self._take(rnd, event, seq)
+
+    def _take(self, rnd: int, event: Event, seq: int) -> Broken:
         rule = RULES.get(type(event))
         broken = None if rule is None else rule(self.tally, rnd, event, self.draft if self.folds else None)
         self.tally.last = (rnd, type(event))
-        if self.folds:
-            try:
-                if self.draft is None:
-                    check_first(self.run, type(event), rnd)
-                    self.draft = Draft(start(self.run, event, seq))  # type: ignore[arg-type]
-                else:
-                    self.draft.apply(event, rnd)
-            except InvariantError as exc:
-                self.refused, self.folds = exc, False
+        if self.folds and not self.refused_now:
+            self._fold(rnd, event, seq)
         return broken
+
+    def _fold(self, rnd: int, event: Event, seq: int) -> None:
+        try:
+            if self.draft is None:
+                check_first(self.run, type(event), rnd)
+                self.draft = Draft(start(self.run, event, seq))  # type: ignore[arg-type]
+            else:
+                self.draft.apply(event, rnd)
+        except InvariantError as exc:
+            self._refuse(exc)
+            self.folds = self.draft is not None
+
+    def _refuse(self, exc: InvariantError) -> None:
+        self.refused, self.refused_now = self.refused or exc, True
 
     def take_row(self, row: Row) -> Broken:
         """:meth:`take` of a stored row's event, built unvalidated (:func:`stored_event`): a row
@@ -458,12 +472,13 @@ class Ledger:
         seq, rnd, name, data, version = row
         cls = CATALOG[name]
         event = stored_event(cls, data, version)
+        self.refused_now = False
         if cls.folded and self.folds:
             try:
                 check_shape(event)
             except InvariantError as exc:
-                self.refused, self.folds = exc, False
-        return self.take(rnd, event, seq)
+                self._refuse(exc)
+        return self._take(rnd, event, seq)
 
 
 def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
@@ -479,7 +494,7 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
         broken = ledger.take_row(row)
         if broken is not None:
             found.append(CountBreak(seq, *broken))
-        if not ledger.folds:
+        if ledger.refused_now or not ledger.folds:
             refused_at = seq if refused_at is None else refused_at
         elif name == RoundCommitted.name:
             draft = ledger.draft

@@ -1,7 +1,9 @@
 """The one mutator: apply an event to a memory, checking the log's invariants.
 
 ``evolve`` never decides anything (that is :mod:`diagevo.memory.deciders`); it only applies.
-A log that breaks an invariant raises :class:`InvariantError` with the reason in one line.
+A log that breaks an invariant raises :class:`InvariantError` with the reason in one line; a
+reader that must not stop on a stored row (:data:`Passed`) passes each such row over instead, the
+memory as if it were not there, and names it.
 
 Folding many events goes through a :class:`Draft`, a private mutable working copy: each event
 costs the same however many causes the memory holds, and :meth:`Draft.freeze` hands out an
@@ -36,10 +38,18 @@ from diagevo.memory.state import Cause, CauseState, Memory, Node
 from diagevo.text.parsing import config_k
 
 Row = tuple[int, int, str, Mapping[str, Any], int]  # (seq, round, type, data, schema_version)
+Passed = Callable[[int, str], None]
+"""Told of each stored row the fold refuses and passes over: its seq, and the rule in words.
+Whoever writes a log may append a row the rules refuse (the database keeps the log whole, not
+its meaning): a reader folds past it, as if it were not there, and names it."""
 
 
 class InvariantError(BadInput):
     """The log breaks a rule of the memory (the message says which)."""
+
+
+class NotCommitted(InvariantError):
+    """The round asked for has no commit the fold took (none in the log, or one passed over)."""
 
 
 _SCALARS = tuple(f.name for f in fields(Memory) if f.name not in ("causes", "nodes", "committed_rounds"))
@@ -287,12 +297,14 @@ def check_first(run: str, cls: type[Event], rnd: int) -> None:
         raise InvariantError(f"{RunStarted.name} must be in round 0")
 
 
-def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[tuple[Draft, Row]]:
+def drafts(
+    rows: Iterable[Row], run: str, memory: Memory | None = None, passed: Passed | None = None
+) -> Iterator[tuple[Draft, Row]]:
     """The working copy after each row (the same draft every time): for projections that look at
     the memory as the log goes, e.g. at every commit. The draft must not be kept past the loop."""
     draft = Draft(memory) if memory is not None else None
     for row in rows:
-        draft = _fold(draft, run, (row,))[0]
+        draft = _fold(draft, run, (row,), passed)[0]
         yield draft, row
 
 
@@ -310,10 +322,12 @@ def _folded_event(cls: type[Event], read: Callable[[Mapping[str, Any], int], Eve
     return event
 
 
-def _fold(draft: Draft | None, run: str, rows: Iterable[Row]) -> tuple[Draft, int]:
+def _fold(draft: Draft | None, run: str, rows: Iterable[Row], passed: Passed | None = None) -> tuple[Draft, int]:
     """The fold's one loop: ``rows`` folded on ``draft`` (None: the run's first row must start
     it); the draft and the last row's seq (0: none). An event the fold applies is built from its
-    row (:meth:`Event.from_stored`); any other only opens its round."""
+    row (:meth:`Event.from_stored`); any other only opens its round. A row the fold refuses past
+    the run's start is passed over when ``passed`` is given (each change is checked before it
+    is made: the draft is as it was), else it stops the fold."""
     seq, plan = 0, _PLAN
     try:
         for seq, rnd, etype, data, version in rows:
@@ -321,10 +335,16 @@ def _fold(draft: Draft | None, run: str, rows: Iterable[Row]) -> tuple[Draft, in
             if draft is None:
                 check_first(run, cls, rnd)
                 draft = Draft(start(run, _folded_event(cls, read, data, version), seq))  # type: ignore[arg-type]
-            elif read is None or rnd != draft.committed + 1:
-                draft.skip(cls, rnd)
-            else:
-                draft._change(_folded_event(cls, read, data, version), rnd)
+                continue
+            try:
+                if read is None or rnd != draft.committed + 1:
+                    draft.skip(cls, rnd)
+                else:
+                    draft._change(_folded_event(cls, read, data, version), rnd)
+            except InvariantError as exc:
+                if passed is None:
+                    raise
+                passed(seq, str(exc))
     except InvariantError as exc:  # a reader names the event it could not fold
         raise InvariantError(f"seq {seq}: {exc}") from None
     if draft is None:
@@ -332,25 +352,30 @@ def _fold(draft: Draft | None, run: str, rows: Iterable[Row]) -> tuple[Draft, in
     return draft, seq
 
 
-def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Memory]:
+def commits(
+    rows: Iterable[Row], run: str, memory: Memory | None = None, passed: Passed | None = None
+) -> Iterator[Memory]:
     """M_t at every ``round.committed`` of the rows, in order (``last_seq`` set to the commit's)."""
-    committed = RoundCommitted.name
-    for draft, (seq, _, etype, _, _) in drafts(rows, run, memory):
-        if etype == committed:
+    committed, last = RoundCommitted.name, memory.committed if memory is not None else -1
+    for draft, (seq, _, etype, _, _) in drafts(rows, run, memory, passed):
+        if etype == committed and draft.committed != last:  # not a commit passed over
             draft.last_seq = seq
             yield draft.freeze()
+        last = draft.committed
 
 
-def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
+def fold(rows: Iterable[Row], run: str, memory: Memory | None = None, passed: Passed | None = None) -> Memory:
     """Fold ``(seq, round, type, data)`` rows of one run, starting from ``memory`` (a snapshot)
-    or from the run's ``run.started``."""
-    draft, seq = _fold(Draft(memory) if memory is not None else None, run, rows)
+    or from the run's ``run.started``; ``passed``: pass over a row the fold refuses (:data:`Passed`)."""
+    draft, seq = _fold(Draft(memory) if memory is not None else None, run, rows, passed)
     if seq:
         draft.last_seq = seq
     return draft.freeze()
 
 
-def fold_until(rows: Iterable[Row], run: str, t: int, memory: Memory | None = None) -> Memory:
+def fold_until(
+    rows: Iterable[Row], run: str, t: int, memory: Memory | None = None, passed: Passed | None = None
+) -> Memory:
     """M_t: fold up to and including the ``round.committed`` of round ``t``."""
     mem = memory
     if mem is not None and mem.committed >= t:
@@ -359,9 +384,9 @@ def fold_until(rows: Iterable[Row], run: str, t: int, memory: Memory | None = No
         raise InvariantError(f"the starting memory is past round {t}")
     last = mem.committed if mem is not None else 0
     committed = RoundCommitted.name
-    for draft, (seq, rnd, etype, _, _) in drafts(rows, run, memory):
+    for draft, (seq, rnd, etype, _, _) in drafts(rows, run, memory, passed):
         last = draft.committed
-        if etype == committed and rnd == t:
+        if etype == committed and rnd == t == draft.committed:
             draft.last_seq = seq
             return draft.freeze()
-    raise InvariantError(f"round {t} was never committed (last committed round: {last})")
+    raise NotCommitted(f"round {t} was never committed (last committed round: {last})")

@@ -61,7 +61,7 @@ from diagevo.schemas import EventIn, InvalidEvent
 from diagevo.text.parsing import quoted
 from diagevo.text.words import plural
 from diagevo.views.caches import refresh
-from diagevo.views.memory import load_memory
+from diagevo.views.memory import load_memory, passer
 from diagevo.views.stats import count_rounds
 from diagevo.views.typed import of_type
 
@@ -471,7 +471,7 @@ class Round:
             rows = read(None, t=t)
             allowed = self._failed_diagnoses_allowed(rows, allow_undiagnosed, allow_failed)
             counts = {} if allowed is None else {"failed_diagnoses_allowed": allowed}
-            sched = schedule(fold(read(FOLDED, after_seq=base.last_seq), run, base))
+            sched = schedule(fold(read(FOLDED, after_seq=base.last_seq), run, base, passer(self.store, run)))
             # the round's statistics as `memory stats` counts them, and the schedule it leaves
             counts.update(count_rounds(rows).get(t, {}))
             ranks = list(of_type(MetricsRecorded, rows))

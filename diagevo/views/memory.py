@@ -2,7 +2,8 @@
 a cache (the view ``memory``, one state per round).
 
 A snapshot is read only where the log vouches for it (the recorder's anchor check) and is always
-equal to the fold: :func:`diagevo.views.verify.verify_run` compares them. Replay never calls a
+equal to the fold: :func:`diagevo.views.verify.verify_run` compares them. Every fold here passes
+over a row the fold refuses, named (:func:`passer`): no stored row stops a reader of the memory. Replay never calls a
 model; this is the only place that joins the log and the pure memory.
 """
 
@@ -13,8 +14,8 @@ from collections.abc import Iterator
 from diagevo.catalog import FOLDED, RoundCommitted, RunStarted
 from diagevo.errors import Call, NotFound
 from diagevo.log import EventReader, LogOperator, Recorder, ViewState
-from diagevo.log.recorder import EventRow
-from diagevo.memory.fold import InvariantError, commits, fold, fold_until, start
+from diagevo.log.recorder import EventRow, pass_over
+from diagevo.memory.fold import InvariantError, NotCommitted, Passed, commits, fold, fold_until, start
 from diagevo.memory.state import Memory
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
@@ -27,6 +28,12 @@ VIEW = "memory"
 def fold_rows(store: EventReader, run: str, after_seq: int = 0) -> Iterator[EventRow]:
     """The rows the memory is folded from: those the fold applies, after ``after_seq``."""
     return store.rows(run, after_seq=after_seq, types=FOLDED)
+
+
+def passer(store: EventReader, run: str) -> Passed:
+    """How a reader of ``store`` passes over a row of ``run`` the fold refuses: named once, by its
+    run, seq and rule (:func:`~diagevo.log.recorder.pass_over`), and folded as if absent."""
+    return lambda seq, why: pass_over(store, run, seq, why)
 
 
 class NoSuchRun(InvariantError, NotFound):
@@ -73,7 +80,7 @@ def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since
     memory right after ``run.started``. ``since``, a memory of this run the caller holds already
     (M_{t-1} in round t), is the base the fold starts from instead."""
     if since is not None and at_round is None:
-        return fold(fold_rows(store, run, since.last_seq), run, since)
+        return fold(fold_rows(store, run, since.last_seq), run, since, passer(store, run))
     if not store.has_run(run):
         raise unknown_run(store, run)
     if at_round == 0:
@@ -88,8 +95,8 @@ def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since
         return base
     after = base.last_seq if base else 0
     if at_round is None:
-        return fold(fold_rows(store, run, after), run, base)
-    return fold_until(fold_rows(store, run, after), run, at_round, base)
+        return fold(fold_rows(store, run, after), run, base, passer(store, run))
+    return fold_until(fold_rows(store, run, after), run, at_round, base, passer(store, run))
 
 
 def committed_rounds(store: EventReader, run: str) -> list[int]:
@@ -107,12 +114,15 @@ def commit_memories(store: Recorder, run: str, after_round: int = 0) -> Iterator
     mem: Memory | None = None
     for rnd in rounds:
         state = snaps.get(rnd)
-        if state is not None:
-            mem = Memory.from_json(state)
-        elif mem is None:
-            mem = load_memory(store, run, rnd)  # from the nearest snapshot before it
-        else:
-            mem = fold_until(fold_rows(store, run, mem.last_seq), run, rnd, mem)
+        try:
+            if state is not None:
+                mem = Memory.from_json(state)
+            elif mem is None:
+                mem = load_memory(store, run, rnd)  # from the nearest snapshot before it
+            else:
+                mem = fold_until(fold_rows(store, run, mem.last_seq), run, rnd, mem, passer(store, run))
+        except NotCommitted:
+            continue  # a commit the fold passed over (named): no memory of that round
         yield mem
 
 
@@ -120,7 +130,7 @@ def save_snapshots(store: Recorder, run: str) -> int:
     """Save a snapshot of every committed round that has none yet; returns how many (a cache:
     see :func:`diagevo.views.caches.refresh`)."""
     mem = _snapshot(store, run)
-    fresh = list(commits(fold_rows(store, run, mem.last_seq if mem else 0), run, mem))
+    fresh = list(commits(fold_rows(store, run, mem.last_seq if mem else 0), run, mem, passer(store, run)))
     if not fresh:
         return 0
     hashes = {e.seq: e.hash for e in store.read(run, types=(RoundCommitted,), after_seq=fresh[0].last_seq - 1)}

@@ -201,9 +201,18 @@ def whatif_settings(forked: RunForked) -> Json:
 
 
 def is_whatif(store: EventReader, run: str) -> bool:
-    """Whether ``run`` is a what-if (its last ``run.forked`` says so)."""
+    """Whether ``run`` is a what-if: its last ``run.forked`` says so, and names a commit of
+    another run that the log holds with that hash, of the round it is in. Any role that may
+    append can write a ``run.forked`` (the database keeps the log whole, not its meaning): one
+    that names no such source does not turn a run into a what-if no round may continue; ``memory
+    verify`` names it."""
     marker = last_event(store, run, RunForked)
-    return marker is not None and isinstance(marker.whatif, Mapping)
+    if marker is None or not isinstance(marker.whatif, Mapping) or marker.source_run == run:
+        return False
+    if not (isinstance(marker.source_run, str) and type(marker.source_seq) is int):
+        return False  # a row out of shape (stored raw): verify names it
+    source = store.event_at(marker.source_run, marker.source_seq)
+    return source is not None and source.hash == marker.source_hash and source.round == marker.source_round
 
 
 def latest_run(store: Recorder) -> str | None:
