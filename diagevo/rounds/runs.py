@@ -27,6 +27,7 @@ from diagevo.results import Json
 from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader, UnknownRun, append_decision, unknown_run
 from diagevo.rounds.state import round_state, state_from_rows
 from diagevo.schemas import EventIn, InvalidEvent, new_event
+from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
 from diagevo.text.redaction import redact_config
 from diagevo.text.urls import redact_url
@@ -84,6 +85,7 @@ class RunDiffers(ProtocolError):
     """A run started again with a config or seed other than the one it holds."""
 
 
+@validated
 def start_run(
     store: Recorder,
     run: str,
