@@ -16,99 +16,91 @@ The public API, for a trainer that drives the memory itself and for anyone readi
         diagevo.stats(store, "mine").rounds              # `memory stats --json` is its .to_dict()
 
 Results are typed (attributes, and ``to_dict()`` for JSON). Names are imported on first use, so
-``import diagevo`` (and any ``diagevo.x`` submodule) stays cheap. Errors a caller can fix derive
-from :class:`DiagevoError`, by what to do (:mod:`diagevo.errors`).
+``import diagevo`` (and any ``diagevo.x`` submodule) stays cheap: a command that reads a log must
+not load the trainer's modules. Errors a caller can fix derive from :class:`DiagevoError`, by what
+to do (:mod:`diagevo.errors`).
 """
 
-# ruff: noqa: F401  (the TYPE_CHECKING imports below are the exports, read by _exports)
+# ruff: noqa: F401  (the TYPE_CHECKING imports below are for type checkers alone)
 from __future__ import annotations
 
-import ast
-from functools import cache
 from importlib import import_module
-from pathlib import Path
-from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
-# the types the public names return or take, documented in the reference beside them (reached as
-# attributes and annotations, imported from their modules when a caller names them)
-_DOCUMENTED_TYPES: dict[str, str] = {
-    "FailureRecord": "diagevo.rounds",
-    "CausePromoted": "diagevo.catalog",
-    "MemoryView": "diagevo.results.memory",
-    "CurrentMemory": "diagevo.results.memory",
-    "CauseRow": "diagevo.results.memory",
-    "NodeRow": "diagevo.results.memory",
-    "RunStats": "diagevo.results.stats",
-    "CauseStory": "diagevo.results.stories",
-    "Lifecycle": "diagevo.results.stats",
-    "RunDiff": "diagevo.results.runs",
-    "Fork": "diagevo.results.runs",
+_EXPORTS: dict[str, str] = {
+    "open_store": "diagevo.api",
+    "parse_question": "diagevo.curriculum.prompts",
+    "solver_messages": "diagevo.curriculum.prompts",
+    "challenger_output_rewards": "diagevo.curriculum.reward",
+    "solver_rewards": "diagevo.curriculum.reward",
+    "export_dataset": "diagevo.dataset",
+    "Diagnostician": "diagevo.diagnosis.interface",
+    "DiagnosisSummary": "diagevo.diagnosis.pipeline",
+    "FailureInput": "diagevo.diagnosis.pipeline",
+    "diagnose": "diagevo.diagnosis.pipeline",
+    "heuristic_diagnostician": "diagevo.diagnosis.tools",
+    "llm_diagnostician": "diagevo.diagnosis.tools",
+    "make_embedder": "diagevo.diagnosis.tools",
+    "vector_index": "diagevo.diagnosis.tools",
+    "BadInput": "diagevo.errors",
+    "BadServer": "diagevo.errors",
+    "Conflict": "diagevo.errors",
+    "DiagevoError": "diagevo.errors",
+    "DiagnosesFailed": "diagevo.errors",
+    "EndpointUnreachable": "diagevo.errors",
+    "NotFound": "diagevo.errors",
+    "RetryLater": "diagevo.errors",
+    "Unavailable": "diagevo.errors",
+    "diff_runs": "diagevo.fork",
+    "fork_run": "diagevo.fork",
+    "Recorder": "diagevo.log",
+    "beside_database": "diagevo.log.paths",
+    "run_dir": "diagevo.log.paths",
+    "schedule": "diagevo.memory.schedule",
+    "Memory": "diagevo.memory.state",
+    "Candidate": "diagevo.rounds",
+    "Committed": "diagevo.rounds",
+    "OutOfOrder": "diagevo.rounds",
+    "Recorded": "diagevo.rounds",
+    "Request": "diagevo.rounds",
+    "Round": "diagevo.rounds",
+    "Scored": "diagevo.rounds",
+    "start_run": "diagevo.rounds",
+    "Config": "diagevo.train.config",
+    "load_config": "diagevo.train.config",
+    "audit_labels": "diagevo.train.labels",
+    "make_backend": "diagevo.train.run",
+    "VectorIndex": "diagevo.views.index",
+    "load_memory": "diagevo.views.memory",
+    "show": "diagevo.views.queries",
+    "stats": "diagevo.views.queries",
+    "why": "diagevo.views.queries",
+    "RunSummary": "diagevo.views.runs",
+    "runs": "diagevo.views.runs",
+    "verify_run": "diagevo.views.verify",
+    "what_if": "diagevo.whatif",
 }
+"""Public name -> the module that defines it: the whole public API, each name in the reference
+(TRL's ``_import_structure``, one name a row). The imports for type checkers at the end of this
+file name the same (``tests/test_public_api.py`` compares them)."""
 
-# the members of an exported class that a caller uses (the others serve diagevo's own modules):
-# the reference shows these alone
-_PUBLIC_MEMBERS: dict[str, tuple[str, ...]] = {
-    "Recorder": ("url", "runs", "has_run", "close"),
-    "VectorIndex": ("path", "sync"),
-    "Round": (
-        "open",
-        "reopened",
-        "next_step",
-        "current",
-        "t",
-        "run",
-        "config",
-        "requests",
-        "record",
-        "questions",
-        "promote",
-        "record_failures",
-        "record_metrics",
-        "note",
-        "commit",
-    ),
-}
-
-# the public modules beside the names above, for what another program loads by the module's name
-# (verl loads its reward functions from ``pkg://diagevo.verl``): each documented in the reference
-# with the names of its ``__all__``
-_PUBLIC_MODULES: tuple[str, ...] = ("diagevo.verl",)
-
-
-@cache
-def _exports() -> dict[str, str]:
-    """Public name -> the module that defines it: the whole public API, each name in the reference,
-    read from the imports for type checkers at the end of this file (one list: what a type checker
-    sees is what ``diagevo.NAME`` loads; scientific-python's lazy_loader reads a stub alike)."""
-    source = Path(__file__).read_text(encoding="utf-8")
-    block = ast.parse(source[source.index("\nif TYPE_CHECKING:") + 1 :]).body[0]
-    assert isinstance(block, ast.If)
-    return {
-        alias.name: str(node.module) for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names
-    }
+__all__ = sorted([*_EXPORTS, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
+    """``diagevo.NAME``, imported from its module on first use (then held here)."""
     if name == "__version__":
         return import_module("diagevo.api").version()  # type: ignore[no-any-return]
-    if name == "_EXPORTS":
-        return _exports()
-    if name == "__all__":
-        return sorted([*_exports(), "__version__"])
-    module = _exports().get(name)
+    module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'diagevo' has no attribute {name!r}")
     value = getattr(import_module(module), name)
-    if isinstance(value, FunctionType):  # a wrong argument type is BadInput naming the argument, at this boundary
-        value = import_module("diagevo.arguments").checked(value)
-        value.__module__, value.__qualname__ = __name__, name  # pickled as diagevo.NAME: this wrapper
     globals()[name] = value  # later look-ups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | {*_exports(), "__version__"})
+    return sorted(set(globals()) | set(__all__))
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly

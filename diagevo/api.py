@@ -7,9 +7,11 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed
 
 from diagevo.log import Recorder, open_log
+from diagevo.text.calls import validated
 from diagevo.text.urls import resolve_db_url
 
 
+@validated
 def open_store(url: str | None = None, *, create: bool = True, readonly: bool = False) -> Recorder:
     """The event store at ``url`` (default: ``$DIAGEVO_DB``, else ``sqlite:///diagevo.db``),
     migrated to the current schema: the one way to open a log, for a trainer and for the CLI.

@@ -40,6 +40,7 @@ from diagevo.log import EventReader, Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
 from diagevo.rounds.questions import logged_questions
+from diagevo.text.calls import validated
 from diagevo.text.redaction import redact_config
 from diagevo.text.words import did_you_mean
 from diagevo.views.memory import commit_memories, committed_rounds
@@ -200,10 +201,11 @@ def _output_dir(out: Path, force: bool) -> Path:
     return out
 
 
+@validated
 def export_dataset(
     store: Recorder,
     run: str,
-    out: Path,
+    out: Path | str,
     *,
     upto_round: int | None = None,
     retained_only: bool = False,
@@ -215,7 +217,7 @@ def export_dataset(
     whole); a directory holding other files is refused unless ``force``, and they are never
     replaced. Needs polars (the ``data`` extra)."""
     require_use("export dataset")
-    folder = _output_dir(out, force)
+    folder = _output_dir(Path(out), force)
     if not store.has_run(run):
         raise NotFound(f"no run {run!r} in the database{did_you_mean(run, store.runs())}")
     done = committed_rounds(store, run)

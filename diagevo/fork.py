@@ -30,6 +30,7 @@ from diagevo.memory.state import Memory
 from diagevo.results import Json, JsonRow
 from diagevo.results.runs import Fork, RunDiff
 from diagevo.schemas import EventIn, new_event
+from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.checkpoints import checkpoint_log
@@ -44,6 +45,7 @@ class ForkError(BadInput):
     """A fork or diff that cannot be made as asked."""
 
 
+@validated
 def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: Sequence[str] = ()) -> Fork:
     """Copy ``source`` through round ``at_round``'s commit into run ``new``; returns the provenance.
     ``overrides`` (``section.field=value``, as ``--set`` takes them) change the fork's config from
@@ -148,6 +150,7 @@ def identities(store: EventReader, run: str, made: type[CauseCreated | NodeCreat
     return dict(_creations(store, run, made).values())
 
 
+@validated
 def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> RunDiff:
     """Causes whose state or frequency differ, causes and nodes in one run only, and F_t and
     ε_{t+1} side by side, at ``at_round`` (default: each run's last committed round).

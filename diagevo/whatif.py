@@ -45,6 +45,7 @@ from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.schemas import EventIn, new_event
+from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
 from diagevo.text.words import did_you_mean
 from diagevo.views.caches import refresh as refresh_snapshots
@@ -351,6 +352,7 @@ def _one_combination(settings: Mapping[str, str]) -> dict[str, str]:
     return combos[0]
 
 
+@validated
 def what_if(store: Recorder, source: str, settings: Mapping[str, str], new: str | None = None) -> WhatIf:
     """Write the what-if of ``source`` under ``settings`` (key -> value text; the keys
     ``memory.k``, ``memory.theta_up``, ``memory.state_updates``) as run ``new`` (default

@@ -20,12 +20,13 @@ class SphinxRoles(griffe.Extension):
             return
         import importlib
 
-        from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MEMBERS, _PUBLIC_MODULES
+        from diagevo import _EXPORTS
+        from diagevo.docs.api import DOCUMENTED_TYPES, PUBLIC_MEMBERS, PUBLIC_MODULES
 
         shown: dict[str, str] = {}  # a path (as written, or its alias target) -> the rendered identifier
         objects: list[tuple[str, griffe.Object | griffe.Alias]] = []
-        rendered = {**_EXPORTS, **_DOCUMENTED_TYPES}.items()
-        for module in _PUBLIC_MODULES:  # the module's docstring, then each name of its __all__
+        rendered = {**_EXPORTS, **DOCUMENTED_TYPES}.items()
+        for module in PUBLIC_MODULES:  # the module's docstring, then each name of its __all__
             objects.append((module, loader.modules_collection[module]))
             shown.setdefault(module, module)
             rendered = [*rendered, *((name, module) for name in importlib.import_module(module).__all__)]
@@ -37,7 +38,7 @@ class SphinxRoles(griffe.Extension):
                 shown.setdefault(path, ident)
             if obj.is_class:
                 for member_name, member in obj.all_members.items():
-                    if member_name.startswith("_") or member_name not in _PUBLIC_MEMBERS.get(name, (member_name,)):
+                    if member_name.startswith("_") or member_name not in PUBLIC_MEMBERS.get(name, (member_name,)):
                         continue  # not shown: its docstring is not rendered
                     member_ident = f"{ident}.{member_name}"
                     objects.append((member_ident, member))

@@ -5,6 +5,7 @@ event is stored as are those the wire format gives."""
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
 from diagevo.catalog import (
     CATALOG,
@@ -95,6 +96,23 @@ def test_a_stored_event_of_an_older_version_reads_upcast() -> None:
     diagnosed = FailureDiagnosed.from_stored(stored, 1)
     assert diagnosed.call is None and diagnosed == FailureDiagnosed(**stored)
     assert "call" not in stored  # the stored data is left as it is
+
+
+def _state(event: BaseModel) -> dict[str, object]:
+    """Every instance attribute pydantic keeps (its slots), as set: what model_construct sets."""
+    slots = {slot for cls in type(event).__mro__ for slot in getattr(cls, "__slots__", ())}
+    return {slot: getattr(event, slot, "(unset)") for slot in sorted(slots)}
+
+
+@pytest.mark.parametrize("cls", EVENT_CLASSES, ids=lambda cls: cls.name)
+def test_a_complete_stored_shape_reads_as_model_construct_builds_it(cls: type[Event]) -> None:
+    """The reader's fast path for data holding every field (``_complete``) sets what
+    ``model_construct`` sets, each of pydantic's attributes, no more: a pydantic that keeps
+    another fails here."""
+    data = {name: f"value of {name}" for name in cls.__pydantic_fields__}
+    read, built = cls.from_stored(dict(data), cls.class_version), cls.model_construct(**data)
+    assert _state(read) == _state(built) and read == built and read.cut == {}
+    assert read.__pydantic_fields_set__ == set(data) and read.__pydantic_private__ == {"_cut": {}}
 
 
 def test_every_type_refuses_a_field_it_does_not_declare() -> None:

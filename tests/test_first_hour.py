@@ -173,15 +173,15 @@ def test_two_ranks_stop_together_when_the_diagnostician_is_down_and_go_on_when_r
 def test_wrong_types_and_the_order_of_the_steps_are_refused(tmp_path: Path) -> None:
     with _store(tmp_path) as store:
         for kwargs, said in (
-            ({"seed": "0"}, "seed must be a whole number, not '0' (str)"),
-            ({"seed": True}, "seed must be a whole number, not True (bool)"),
-            ({"trainer": None}, "trainer must be a string, not None"),
+            ({"seed": "0"}, "seed: Input should be a valid integer (got '0', of type str)"),
+            ({"seed": True}, "seed: Input should be a valid integer (got True, of type bool)"),
+            ({"trainer": None}, "trainer: Input should be a valid string (got None, of type NoneType)"),
         ):
             with pytest.raises(diagevo.BadInput, match=said.replace("(", r"\(").replace(")", r"\)")):
                 diagevo.start_run(store, "t", {"k": 1.0}, **kwargs)
         assert store.runs() == []  # nothing stored, "0" never coerced to 0
         diagevo.start_run(store, "t", {"k": 1.0})
-        with pytest.raises(diagevo.BadInput, match="t must be a whole number"):
+        with pytest.raises(diagevo.BadInput, match="t: Input should be a valid integer"):
             diagevo.Round.open(store, "t", "1")  # type: ignore[arg-type]
         rnd = diagevo.Round.open(store, "t")
         [q] = rnd.requests(1)

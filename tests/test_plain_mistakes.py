@@ -159,26 +159,30 @@ def test_ingest_refuses_a_diagnosis_matching_an_unknown_cause(store: Recorder) -
 
 
 def test_what_if_with_a_list_of_settings_names_the_argument(store: Recorder) -> None:
-    with pytest.raises(BadInput, match=r"^what_if: settings must be a mapping, not \['memory.k=2'\] \(list\)$"):
+    said = r"^what_if: settings: Input should be a valid dictionary \(got \['memory.k=2'\], of type list\)$"
+    with pytest.raises(BadInput, match=said):
         diagevo.what_if(store, "base", ["memory.k=2"])  # type: ignore[arg-type]
 
 
 def test_start_run_without_a_config_names_the_argument(store: Recorder) -> None:
-    with pytest.raises(BadInput, match=r"^start_run: config must be a MethodConfig or a mapping, not None"):
+    said = r"^start_run: config: .*instance of MethodConfig, or a valid dictionary \(got None"
+    with pytest.raises(BadInput, match=said):
         diagevo.start_run(store, "r", None)  # type: ignore[arg-type]
     assert not store.has_run("r")
 
 
+STRING = "Input should be a valid string"
 PUBLIC_FUNCTIONS = sorted(n for n in diagevo.__all__ if inspect.isfunction(getattr(diagevo, n)))
 
 
 @pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
 def test_a_public_function_given_a_wrong_argument_type_raises_bad_input_naming_it(name: str) -> None:
-    """Every required argument an object of no type it takes: the first checked one is named."""
+    """Every required argument an object of no type it takes: the first checked one is named
+    (pydantic's ``validate_call`` checks them: :mod:`diagevo.text.calls`)."""
     func = getattr(diagevo, name)
     params = inspect.signature(func).parameters.values()
     required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    with pytest.raises(BadInput, match=rf"^{name}: \w+ must be .*\(object\)$"):
+    with pytest.raises(BadInput, match=rf"^{name}: \w+: Input should be .*, of type object\)$"):
         func(*[object()] * max(1, len(required)))
 
 
@@ -191,13 +195,13 @@ def test_a_path_argument_may_be_a_string(store: Recorder, tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("call", "said"),
     [
-        (lambda s: diagevo.Round.open(s, 5), r"^Round.open: run must be a string, not 5 \(int\)$"),
-        (lambda s: diagevo.Round.open(s, b"x"), r"^Round.open: run must be a string, not b'x' \(bytes\)$"),
-        (lambda s: diagevo.Round.current(s, 5), r"^Round.current: run must be a string, not 5 \(int\)$"),
-        (lambda s: diagevo.load_config(None, [5]), r"^load_config: overrides\[0\] must be a string, not 5 \(int\)$"),
-        (lambda s: diagevo.load_config(None, ["a=1", b"b=2"]), r"^load_config: overrides\[1\] must be a string"),
-        (lambda s: diagevo.what_if(s, "base", {"memory.k": 2}), r"^what_if: settings\['memory.k'\] must be a string"),
-        (lambda s: diagevo.what_if(s, "base", {5: "2"}), r"^what_if: settings key 5 must be a string"),
+        (lambda s: diagevo.Round.open(s, 5), rf"^Round.open: run: {STRING} \(got 5, of type int\)$"),
+        (lambda s: diagevo.Round.open(s, b"x"), rf"^Round.open: run: {STRING} \(got b'x', of type bytes\)$"),
+        (lambda s: diagevo.Round.current(s, 5), rf"^Round.current: run: {STRING} \(got 5, of type int\)$"),
+        (lambda s: diagevo.load_config(None, [5]), rf"^load_config: overrides\[0\]: {STRING} \(got 5, of type int\)$"),
+        (lambda s: diagevo.load_config(None, ["a=1", b"b=2"]), rf"^load_config: overrides\[1\]: {STRING} \(got b'b=2'"),
+        (lambda s: diagevo.what_if(s, "base", {"memory.k": 2}), rf"^what_if: settings\['memory.k'\]: {STRING} \(got 2"),
+        (lambda s: diagevo.what_if(s, "base", {5: "2"}), rf"^what_if: settings key 5: {STRING}"),
         (lambda s: diagevo.what_if(s, "base", {"memory.k": "1,2"}), r"^memory.k='1,2' asks for 2 what-ifs"),
     ],
 )

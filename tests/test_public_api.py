@@ -4,6 +4,7 @@ fork that takes config changes."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -149,6 +150,17 @@ def test_the_public_api_is_small_and_every_name_is_used_by_an_example_or_a_guide
     unused = [n for n in names if not any(f"diagevo.{n}" in t for t in texts)]
     assert unused == [], unused
     assert diagevo.Round(None, "r", 3).t == 3  # type: ignore[arg-type]
+
+
+def test_the_names_a_type_checker_sees_are_the_names_diagevo_exports() -> None:
+    """``diagevo/__init__.py`` holds its exports twice, as TRL's does: the table ``diagevo.NAME``
+    loads from, and the imports a type checker reads. Both name each export from its module."""
+    source = Path(diagevo.__file__).read_text(encoding="utf-8")
+    [block] = [node for node in ast.parse(source).body if isinstance(node, ast.If)]
+    imported = {a.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for a in node.names}
+    assert imported == diagevo._EXPORTS
+    assert "import ast" not in source  # the exports are a literal table, not read from the source
+    assert diagevo.__all__ == sorted([*diagevo._EXPORTS, "__version__"])
 
 
 # --- forks take config changes -------------------------------------------------------------------

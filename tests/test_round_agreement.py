@@ -103,7 +103,7 @@ def test_a_run_started_again_with_another_config_is_refused_naming_the_fields(st
     with pytest.raises(rounds.UnknownRun, match=r"no run 'EXT' in .* to resume \(did you mean 'ext'\?\)"):
         rounds.start_run(store, "EXT", {"k": 0.5}, resume="must")
     with pytest.raises(
-        rounds.ProtocolError, match=r"resume must be one of 'allow', 'must', 'never' or None, not 'yes'"
+        BadInput, match=r"^start_run: resume: Input should be 'allow', 'must' or 'never' \(got 'yes', of type str\)$"
     ):
         rounds.start_run(store, RUN, {"k": 0.5}, resume="yes")  # type: ignore[arg-type]
     assert not store.has_run("EXT") and _count(store) == before

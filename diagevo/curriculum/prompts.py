@@ -9,6 +9,7 @@ import tomllib
 from importlib import resources
 
 from diagevo.memory.sampler import GenerationRequest
+from diagevo.text.calls import validated
 
 PROMPTS: dict[str, dict[str, str]] = tomllib.loads(
     resources.files("diagevo.curriculum").joinpath("prompts.toml").read_text(encoding="utf-8")
@@ -50,6 +51,7 @@ def challenger_messages(request: GenerationRequest) -> list[dict[str, str]]:
     ]
 
 
+@validated
 def solver_messages(question: str) -> list[dict[str, str]]:
     """OpenAI chat messages for one solver response (R-Zero's solver prompt)."""
     return [
@@ -58,6 +60,7 @@ def solver_messages(question: str) -> list[dict[str, str]]:
     ]
 
 
+@validated
 def parse_question(text: str | None) -> str | None:
     """The stripped content of the last ``<question>...</question>`` block (may span lines);
     None when there is none or it is blank. A block's content never contains ``<question>``,

@@ -19,6 +19,7 @@ from diagevo.curriculum.clustering import average_linkage_clusters
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import parse_question
 from diagevo.curriculum.votes import votes
+from diagevo.text.calls import validated
 
 
 def uncertainty_reward(p1: float) -> float:
@@ -57,6 +58,7 @@ def challenger_rewards(
     return [max(0.0, uncertainty_reward(p) - lam * r) if _valid(q) else 0.0 for q, p, r in zip(questions, p1, rep)]
 
 
+@validated
 def challenger_output_rewards(
     outputs: Sequence[str],
     answer: Callable[[list[str]], list[list[str]]],
@@ -75,6 +77,7 @@ def challenger_output_rewards(
     return challenger_rewards(questions, p1, lam=lam, threshold=threshold)
 
 
+@validated
 def solver_rewards(responses: Sequence[str], pseudo_label: str | None) -> list[float]:
     """The solver's reward on a retained question (Sec. 2.2): +1 for a response whose final
     answer agrees with the pseudo-label (the agreement that counted it in the label's class),

@@ -95,7 +95,7 @@ class Reply(Generic[T]):
     calls: tuple[LLMCalled, ...] = ()  # one per HTTP attempt, as the log records it
 
 
-@runtime_checkable  # a public function's argument is checked against it (diagevo.arguments)
+@runtime_checkable  # a public function's argument is checked against it (diagevo.text.calls)
 class Diagnostician(Protocol):
     """Prompts 1-4. Implementations must only return ids that were supplied to them; the
     pipeline checks again and treats an unknown id as a failed decision."""

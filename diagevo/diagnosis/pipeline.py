@@ -42,6 +42,7 @@ from diagevo.rounds.state import RunState
 from diagevo.runtime import aio
 from diagevo.runtime.progress import ProgressFn
 from diagevo.schemas import current_limits, text_limits
+from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
@@ -179,6 +180,7 @@ def failure_inputs(store: EventReader, run: str, t: int) -> list[Failure]:
     return out
 
 
+@validated
 def diagnose(
     rnd: Round,
     *,

@@ -22,6 +22,7 @@ from diagevo.diagnosis.static import StaticEmbedder
 from diagevo.errors import BadInput
 from diagevo.generation.openai_client import OpenAIClient, check_endpoint
 from diagevo.log import EventReader
+from diagevo.text.calls import validated
 from diagevo.views.index import VectorIndex, kept_index_path
 
 DIAGNOSTICIANS = ("llm", "heuristic")
@@ -49,6 +50,7 @@ def _api_key(cfg: DiagnosisConfig) -> str | None:
     return cfg.api_key.get_secret_value() if cfg.api_key else None
 
 
+@validated
 def make_embedder(spec: str = "static", model: str | None = None, api_key: str | None = None) -> Embedder:
     """The embedder: ``"static"`` (MiniLM distilled to token vectors, in every install; the
     default), ``"local"`` (the full MiniLM, the ``embed`` extra) or an OpenAI-compatible
@@ -65,6 +67,7 @@ def embedder_for(cfg: DiagnosisConfig) -> Embedder:
     return make_embedder(cfg.embedder, cfg.embed_model, _api_key(cfg))
 
 
+@validated
 def llm_diagnostician(
     cfg: DiagnosisConfig | None = None, *, llm_url: str | None = None, model: str | None = None, **client: Any
 ) -> LLMDiagnostician:
@@ -83,6 +86,7 @@ def llm_diagnostician(
     )
 
 
+@validated
 def heuristic_diagnostician(embedder: Embedder, cfg: DiagnosisConfig | None = None) -> Diagnostician:
     """The offline rule-based stand-in (not the paper's LLM diagnostician), at the calibrated
     thresholds of ``embedder``."""
@@ -131,6 +135,7 @@ def check_endpoints(
     return unlisted
 
 
+@validated
 def vector_index(store: EventReader, run: str, embedder: Embedder, path: Path | str | None = None) -> VectorIndex:
     """The run's vector index, kept in step with the log across rounds so that a round embeds only
     its new texts; on disk (LanceDB, the ``index`` extra) at ``path``, by default in the database's

@@ -26,8 +26,53 @@ from functools import cached_property
 from importlib import import_module
 from typing import Any
 
-from diagevo import _DOCUMENTED_TYPES, _EXPORTS, _PUBLIC_MEMBERS, _PUBLIC_MODULES
+from diagevo import _EXPORTS
 from diagevo.docs import Undocumented
+
+# the types the public names return or take, documented in the reference beside them (reached as
+# attributes and annotations, imported from their modules when a caller names them)
+DOCUMENTED_TYPES: dict[str, str] = {
+    "FailureRecord": "diagevo.rounds",
+    "CausePromoted": "diagevo.catalog",
+    "MemoryView": "diagevo.results.memory",
+    "CurrentMemory": "diagevo.results.memory",
+    "CauseRow": "diagevo.results.memory",
+    "NodeRow": "diagevo.results.memory",
+    "RunStats": "diagevo.results.stats",
+    "CauseStory": "diagevo.results.stories",
+    "Lifecycle": "diagevo.results.stats",
+    "RunDiff": "diagevo.results.runs",
+    "Fork": "diagevo.results.runs",
+}
+
+# the members of an exported class that a caller uses (the others serve diagevo's own modules):
+# the reference shows these alone
+PUBLIC_MEMBERS: dict[str, tuple[str, ...]] = {
+    "Recorder": ("url", "runs", "has_run", "close"),
+    "VectorIndex": ("path", "sync"),
+    "Round": (
+        "open",
+        "reopened",
+        "next_step",
+        "current",
+        "t",
+        "run",
+        "config",
+        "requests",
+        "record",
+        "questions",
+        "promote",
+        "record_failures",
+        "record_metrics",
+        "note",
+        "commit",
+    ),
+}
+
+# the public modules beside the names above, for what another program loads by the module's name
+# (verl loads its reward functions from ``pkg://diagevo.verl``): each documented in the reference
+# with the names of its ``__all__``
+PUBLIC_MODULES: tuple[str, ...] = ("diagevo.verl",)
 
 RESULTS = (
     "## Results and records\n\nWhat the functions above return or take: attributes for Python, "
@@ -58,16 +103,16 @@ def parts() -> list[tuple[list[str], list[Entry]]]:
     ``__all__`` under its docstring. Each name, and each module, must have a docstring."""
 
     def entry(module: str, name: str, heading: str) -> Entry:
-        found = Entry(module, name, heading, _PUBLIC_MEMBERS.get(name))
+        found = Entry(module, name, heading, PUBLIC_MEMBERS.get(name))
         if not (found.value().__doc__ or "").strip():
             raise Undocumented(f"{heading} ({module}) has no docstring: the Python API page would be empty there")
         return found
 
     out = [
         ([], [entry(m, n, f"diagevo.{n}") for n, m in _EXPORTS.items()]),
-        ([RESULTS], [entry(m, n, f"{m}.{n}") for n, m in _DOCUMENTED_TYPES.items()]),
+        ([RESULTS], [entry(m, n, f"{m}.{n}") for n, m in DOCUMENTED_TYPES.items()]),
     ]
-    for module in _PUBLIC_MODULES:
+    for module in PUBLIC_MODULES:
         mod = import_module(module)
         if not (mod.__doc__ or "").strip() or not getattr(mod, "__all__", None):
             raise Undocumented(f"{module} has no docstring or no __all__: the Python API page would be empty there")

@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 
 from diagevo.files.written import FOLDER_PARTS, database_part
 from diagevo.log import StoreError, sqlite_path
+from diagevo.text.calls import validated
 from diagevo.text.urls import without_password
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -23,6 +24,7 @@ _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _PARTS = {suffix: part for part, suffix in FOLDER_PARTS.items()}
 
 
+@validated
 def beside_database(db_url: str, suffix: str, *, move: bool = True) -> Path:
     """The part ``suffix`` names (``.lance``, ``.runs``, ``.leases``) of the database's folder:
     ``sqlite:///dir/x.db`` -> ``dir/x.diagevo/<part>``, any other database ->
@@ -45,10 +47,11 @@ def _base(db_url: str) -> Path:
     return Path(f"diagevo-{name}-{_key(without_password(db_url))}")
 
 
-def run_dir(root: Path, run: str) -> Path:
+@validated
+def run_dir(root: Path | str, run: str) -> Path:
     """``root/<run>`` for a run id that is a safe file name, else ``root/run-<hash>`` (run ids
     are free text: ``../x`` must not leave ``root``)."""
-    return root / run_name(run)
+    return Path(root) / run_name(run)
 
 
 def run_name(run: str) -> str:

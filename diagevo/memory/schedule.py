@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from diagevo.memory.state import Memory
+from diagevo.text.calls import validated
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,7 @@ class Schedule:
     p: dict[str, float] = field(default_factory=dict)
 
 
+@validated
 def schedule(memory: Memory) -> Schedule:
     """ε_{t+1} = F_1 / (F_1 + F_t / k), 1 when F_t = 0; p_{t+1}(e) = f_t(e) / F_t over Active causes."""
     F = memory.F

@@ -17,9 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, TypeAlias
 
-Json: TypeAlias = "str | int | float | bool | None | Sequence[Json] | Mapping[str, Json]"
+from typing_extensions import TypeAliasType
+
+Json = TypeAliasType("Json", "str | int | float | bool | None | Sequence[Json] | Mapping[str, Json]")
 """A JSON value: what a row of a run-dependent table holds (read-only containers, so that a
-``dict[str, float]`` is one)."""
+``dict[str, float]`` is one); a named alias, which pydantic follows where a public function takes
+one (:func:`~diagevo.text.calls.validated`)."""
 
 JsonRow: TypeAlias = "Mapping[str, Json]"
 

@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from diagevo.arguments import checked
 from diagevo.catalog import (
     CATALOG,
     FOLDED,
@@ -58,6 +57,7 @@ from diagevo.rounds.state import (
     state_from_rows,
 )
 from diagevo.schemas import EventIn, InvalidEvent
+from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
 from diagevo.text.words import plural
 from diagevo.views.caches import refresh
@@ -93,7 +93,7 @@ class Round:
         """True when :meth:`open` found the round open already (its steps so far stand)."""
 
     @classmethod
-    @checked  # a run given as bytes or a number is BadInput naming it, as at diagevo.NAME's boundary
+    @validated  # a run given as bytes or a number is BadInput naming it
     def open(cls, store: Recorder, run: str, t: int | None = None) -> Round:
         """Open the next round (``t`` defaults to it). A round open already is returned as it
         stands, nothing appended (every rank of a trainer opens it, a retry does too), with
@@ -105,7 +105,7 @@ class Round:
         return rnd
 
     @classmethod
-    @checked
+    @validated
     def current(cls, store: Recorder, run: str) -> Round:
         """The run's open round."""
         return cls(store, run, current_round(store, run))

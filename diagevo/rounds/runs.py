@@ -27,7 +27,7 @@ from diagevo.results import Json
 from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader, UnknownRun, append_decision, unknown_run
 from diagevo.rounds.state import round_state, state_from_rows
 from diagevo.schemas import EventIn, InvalidEvent, new_event
-from diagevo.text.parsing import quoted
+from diagevo.text.calls import validated
 from diagevo.text.redaction import redact_config
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean, plural
@@ -84,6 +84,7 @@ class RunDiffers(ProtocolError):
     """A run started again with a config or seed other than the one it holds."""
 
 
+@validated
 def start_run(
     store: Recorder,
     run: str,
@@ -105,12 +106,6 @@ def start_run(
     ``trainer`` are strings: another type is refused, never coerced.
     ``trainer`` names what drives the run (``runs`` and ``report`` show it; only a run of
     ``diagevo train`` resumes with it)."""
-    if resume is not None and resume not in RESUMES:
-        raise ProtocolError(f"resume must be one of {', '.join(map(repr, RESUMES))} or None, not {quoted(resume, 40)}")
-    for name, value, kind in (("run", run, str), ("seed", seed, int), ("trainer", trainer, str)):
-        if isinstance(value, bool) or not isinstance(value, kind):  # "0" for a seed is no seed: never coerced
-            said = "a string" if kind is str else "a whole number"
-            raise ProtocolError(f"{name} must be {said}, not {quoted(value, 40)} ({type(value).__name__})")
     record = config_record(config)
     if not isinstance(config, MethodConfig):
         config_from_record(record)  # a ConfigError naming the field, a typo with the name it likely means

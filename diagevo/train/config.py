@@ -28,6 +28,7 @@ from diagevo.config.sections import MethodConfig
 from diagevo.errors import BadInput, NotFound
 from diagevo.errors.installation import shipped, shipped_names
 from diagevo.eval.config import EvalConfig
+from diagevo.text.calls import validated
 from diagevo.text.parsing import read_text
 from diagevo.text.words import close_to, you_mean
 from diagevo.train.hf.config import HFConfig
@@ -60,6 +61,7 @@ class Config(MethodConfig):
         return checked(cls, dict(stored))  # the checked sections pass as they are
 
 
+@validated
 def load_config(path: Path | str | None = None, overrides: list[str] | None = None) -> Config:
     """Read a TOML config (None = defaults; a packaged config by its name: ``config_file``),
     apply ``section.field=value`` overrides, validate: a refusal names the field as the file or

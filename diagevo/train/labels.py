@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
+from diagevo.text.calls import validated
 from diagevo.train.backend import Truth
 
 OUTSIDE = "outside"  # the skill of a question whose answer the world knows but that none of its skills asks
@@ -56,6 +57,7 @@ class LabelAudit:
         return out
 
 
+@validated
 def audit_labels(
     questions: Sequence[str],
     labels: Sequence[str | None],

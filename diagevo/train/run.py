@@ -17,6 +17,7 @@ from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, 
 from diagevo.log import EventReader, Recorder
 from diagevo.rounds import OUR_TRAINER, configure_run, run_trainer, start_run, stored_config
 from diagevo.runtime.progress import ProgressFn, no_progress
+from diagevo.text.calls import validated
 from diagevo.text.redaction import given_secrets
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
@@ -35,6 +36,7 @@ class BackendUnavailable(Unavailable, ValueError):
     """The configured backend cannot run on this installation."""
 
 
+@validated
 def make_backend(config: Config) -> Backend:
     """The training backend ``config.train.backend`` names: ``sim`` (the CPU simulator world) or
     ``hf`` (transformers + TRL, the ``hf`` extra: its module is imported only here, where a missing

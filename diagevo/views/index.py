@@ -42,7 +42,7 @@ from diagevo.views.memory import load_memory
 log = library_logger("diagevo.cache")
 
 
-@runtime_checkable  # a public function's argument is checked against it (diagevo.arguments)
+@runtime_checkable  # a public function's argument is checked against it (diagevo.text.calls)
 class Embedder(Protocol):
     """Text -> L2-normalised float32 rows, so a dot product is the cosine similarity."""
 

@@ -17,6 +17,7 @@ from diagevo.log import EventReader, LogOperator, Recorder, ViewState
 from diagevo.log.recorder import EventRow, pass_over
 from diagevo.memory.fold import InvariantError, NotCommitted, Passed, commits, fold, fold_until, start
 from diagevo.memory.state import Memory
+from diagevo.text.calls import validated
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
 from diagevo.views.runs import latest_run
@@ -74,6 +75,7 @@ def _snapshot(store: LogOperator, run: str, upto_round: int | None = None) -> Me
     return Memory.from_json(found[0].state) if found else None
 
 
+@validated
 def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since: Memory | None = None) -> Memory:
     """M_t (``at_round`` = t) from the nearest snapshot at or before it plus the events after; with
     ``at_round=None``, the memory after the run's last event (an open round included). M_0 is the

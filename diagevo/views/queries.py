@@ -4,13 +4,17 @@ typed results of :mod:`diagevo.results` (``to_dict()`` is the command's ``--json
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, TrainStep
 from diagevo.errors import Call
 from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
+from diagevo.results.stats import GrpoSteps, Lifecycle, RunStats
+from diagevo.results.stories import CauseStory
+from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
 from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.memory import load_memory, resolve_run
@@ -18,16 +22,9 @@ from diagevo.views.stats import MEMORY_COLUMNS, accumulate, metric_columns, roun
 from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_cause_rows
 from diagevo.views.typed import of_type, typed
 
-if TYPE_CHECKING:  # each view imports its result's module when it runs: a command loads its own
-    from diagevo.results.memory import CurrentMemory, MemoryView
-    from diagevo.results.stats import GrpoSteps, Lifecycle, RunStats
-    from diagevo.results.stories import CauseStory
-
 
 def memory_view(mem: Memory) -> MemoryView:
     """A memory as data: its causes and nodes, F_t, F_1, k, ε_{t+1} and p_{t+1}(e)."""
-    from diagevo.results.memory import CauseRow, MemoryView, NodeRow
-
     s = schedule(mem)
     members: dict[str, list[str]] = {n: [] for n in mem.nodes}
     for c in mem.causes.values():
@@ -53,20 +50,18 @@ def memory_at(store: Recorder, at_round: int, run: str | None = None) -> MemoryV
     return memory_view(load_memory(store, resolve_run(store, run), at_round))
 
 
+@validated
 def show(store: Recorder, run: str | None = None) -> CurrentMemory:
     """The memory after the run's last event, an unfinished round included (``open_round``)."""
-    from diagevo.results.memory import CurrentMemory
-
     mem = load_memory(store, resolve_run(store, run))
     return CurrentMemory(**vars(memory_view(mem)), open_round=mem.open_round)
 
 
+@validated
 def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | None = None) -> CauseStory:
     """The story of one cause: creation, attributions, promotions, reactivations, merges; with
     ``recent``, only that many of the newest attributions (``more_attributions``: how many more
     there are)."""
-    from diagevo.results.stories import CauseStory
-
     run_id = resolve_run(store, run)
     try:
         if recent is None:
@@ -90,12 +85,11 @@ def unknown_cause(store: EventReader, run: str, cause: str) -> UnknownCause:
     return UnknownCause(f"{said}: the causes are listed by", listed, about=cause)
 
 
+@validated
 def stats(store: Recorder, run: str | None = None) -> RunStats:
     """One row per committed round: memory sizes, what the round did, every metric by name;
     ``metrics``: the metric columns; ``uncommitted``: metrics of rounds not committed (yet), such
     as round-0 scores of ``eval --run``."""
-    from diagevo.results.stats import RunStats
-
     run_id = resolve_run(store, run)
     acc = accumulate(store, run_id)
     rows = acc.rows()
@@ -128,8 +122,6 @@ def step_row(t: int, step: TrainStep) -> dict[str, Any]:
 def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
     """Every GRPO step the run logged (``train.step``), in log order: ``steps`` rows of
     :func:`step_row`; ``fields``: the TRL fields present, those of :data:`STEP_FIELDS` first."""
-    from diagevo.results.stats import GrpoSteps
-
     run_id = resolve_run(store, run)
     rows = [step_row(e.round, typed(TrainStep, e)) for e in store.read(run_id, types=(TrainStep,))]
     seen = dict.fromkeys(k for r in rows for k in r if k not in ("round", "role", "step", "global_step"))
@@ -164,8 +156,6 @@ def checkpoint_disk(store: EventReader, run: str) -> dict[int, dict[str, float]]
 
 def lifecycle(store: Recorder, run: str | None = None) -> Lifecycle:
     """The memory's lifecycle per committed round: Active, Mastered, nodes, F_t, ε_{t+1}."""
-    from diagevo.results.stats import Lifecycle
-
     run_id = resolve_run(store, run)
     rows = round_stats(store, run_id)
     return Lifecycle(run=run_id, series=[{k: r[k] for k in MEMORY_COLUMNS} for r in rows])

@@ -35,6 +35,7 @@ from diagevo.catalog import (
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventReader, EventRow, Recorder
 from diagevo.results import Json
+from diagevo.text.calls import validated
 from diagevo.views.typed import last_event, of_type
 
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunForked, RunTagged, RunNoted)
@@ -190,6 +191,7 @@ def _rounds_asked(config: dict[str, Any]) -> int | None:
     return rounds if isinstance(rounds, int) and not isinstance(rounds, bool) else None
 
 
+@validated
 def runs(store: Recorder) -> list[RunSummary]:
     """Every run of the database, in order of creation, each with the rows its reads passed over."""
     return [summarise(store, run) for run in store.runs()]

@@ -18,6 +18,7 @@ from diagevo.log import EventReader, Recorder
 from diagevo.log.recorder import EventRow
 from diagevo.log.registry import stored_problem
 from diagevo.memory.counting import Audit, audit
+from diagevo.text.calls import validated
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
 from diagevo.views.runs import is_whatif
@@ -26,6 +27,7 @@ from diagevo.views.typed import typed
 VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
 
 
+@validated
 def verify_run(store: Recorder, run: str) -> list[str]:
     """One line per problem (empty: the run is intact): the hash chain, the texts and id columns
     (``Recorder.verify_chain``), every invariant of the memory over the full
