@@ -36,7 +36,7 @@ _EXPORTS: dict[str, str] = {
     "export_dataset": "diagevo.dataset",
     "Diagnostician": "diagevo.diagnosis.interface",
     "DiagnosisSummary": "diagevo.diagnosis.pipeline",
-    "FailureInput": "diagevo.diagnosis.pipeline",
+    "Failure": "diagevo.catalog.failure",
     "diagnose": "diagevo.diagnosis.pipeline",
     "heuristic_diagnostician": "diagevo.diagnosis.tools",
     "llm_diagnostician": "diagevo.diagnosis.tools",
@@ -105,11 +105,12 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from diagevo.api import open_store
+    from diagevo.catalog.failure import Failure
     from diagevo.curriculum.prompts import parse_question, solver_messages
     from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
     from diagevo.dataset import export_dataset
     from diagevo.diagnosis.interface import Diagnostician
-    from diagevo.diagnosis.pipeline import DiagnosisSummary, FailureInput, diagnose
+    from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
     from diagevo.diagnosis.tools import heuristic_diagnostician, llm_diagnostician, make_embedder, vector_index
     from diagevo.errors import (
         BadInput,

@@ -333,7 +333,7 @@ def test_diagnosis_folds_each_row_of_the_round_once(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(memory_view, "fold_rows", watched)
     misses = ("\\boxed{{{}}}", "so the answer is \\boxed{{{}}}", "I could not finish.")
     failures = [
-        diagevo.FailureInput(
+        diagevo.Failure(
             failure_id=f"f{i:03d}",
             question_id=f"q{i:03d}",
             question=f"How many apples are {i} and 7?",

@@ -19,7 +19,6 @@ from typing import Any
 
 from diagevo.catalog import FailureRecorded
 from diagevo.catalog.failure import Failure
-from diagevo.catalog.failure import Failure as FailureInput  # noqa: F401  (diagevo.FailureInput: the record's old public name)
 from diagevo.config.limits import LimitsConfig
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import tools

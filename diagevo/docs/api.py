@@ -32,7 +32,6 @@ from diagevo.docs import Undocumented
 # the types the public names return or take, documented in the reference beside them (reached as
 # attributes and annotations, imported from their modules when a caller names them)
 DOCUMENTED_TYPES: dict[str, str] = {
-    "FailureRecord": "diagevo.rounds",
     "CausePromoted": "diagevo.catalog",
     "MemoryView": "diagevo.results.memory",
     "CurrentMemory": "diagevo.results.memory",

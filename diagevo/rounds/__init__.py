@@ -27,7 +27,6 @@ same rules, what the round takes next.
 from __future__ import annotations
 
 from diagevo.catalog import RoundCommitted as Committed  # what Round.commit returns, by its old public name
-from diagevo.catalog.failure import Failure as FailureRecord  # a failure record, by its old public name
 from diagevo.rounds.metrics import check_metrics, commit_counts
 from diagevo.rounds.protocol import MemoryMoved, OutOfOrder, ProtocolError, UnknownRun
 from diagevo.rounds.questions import (
@@ -71,7 +70,6 @@ __all__ = [
     "Candidate",
     "Committed",
     "EXTERNAL_TRAINER",
-    "FailureRecord",
     "LoggedQuestion",
     "MemoryMoved",
     "OUR_TRAINER",
