@@ -265,26 +265,10 @@ def test_heuristic_diagnostician_decisions() -> None:
     )
     new = asyncio.run(d.extract(item)).value
     assert new.matched_cause_id is None and new.error_cause == cause_for(slip, REF)
-    known = ExtractionInput(
-        failure_id="f",
-        question_id="q",
-        question="",
-        pseudo_label="60",
-        response=slip,
-        reference=REF,
-        known=(KnownCause("C7", "active", new.error_cause),),
-    )
+    known = item.model_copy(update={"question": "", "known": (KnownCause("C7", "active", new.error_cause),)})
     assert asyncio.run(d.extract(known)).value.matched_cause_id == "C7"
-    assert (
-        asyncio.run(
-            d.extract(
-                ExtractionInput(
-                    failure_id="f", question_id="q", question="", pseudo_label="60", response=REF, reference=REF
-                )
-            )
-        ).value.error_cause
-        is None
-    )
+    right = item.model_copy(update={"question": "", "response": REF})
+    assert asyncio.run(d.extract(right)).value.error_cause is None
     assert asyncio.run(d.deduplicate(new.error_cause, [KnownCause("C1", "active", new.error_cause)])).value.duplicate
     assert not asyncio.run(
         d.deduplicate(new.error_cause, [KnownCause("C1", "active", "unrelated words entirely here")])
