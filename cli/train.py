@@ -349,7 +349,13 @@ def _print_outcome(outcome: RunOutcome, request: TrainRequest) -> None:
 
 
 def ablate(
-    seeds: Annotated[int, typer.Option("--seeds")] = 3,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds 0 to N-1.")] = 3,
+    only_seeds: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--seed", min=0, help="Only these seeds (an ablation run in parts, each part's cells in one log)."
+        ),
+    ] = None,
     rounds: Annotated[int, typer.Option("--rounds")] = 7,
     config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
     out: Annotated[Path, typer.Option("--out", help="SQLite file for the ablation runs.")] = Path("runs/ablate.db"),
@@ -372,7 +378,8 @@ def ablate(
         if name not in WORLDS and name != CONFIGURED:
             raise BadInput(f"unknown world setting {name!r}; choose from {', '.join([*WORLDS, CONFIGURED])}")
     out.parent.mkdir(parents=True, exist_ok=True)  # validated: now the ablation's directory
-    total = len(picked_v) * len(picked_w) * seeds
+    picked_s = sorted(set(only_seeds)) if only_seeds else list(range(seeds))
+    total = len(picked_v) * len(picked_w) * len(picked_s)
 
     with Progress(
         *bar_columns(40),
@@ -385,14 +392,14 @@ def ablate(
             progress.update(task, completed=done, description=plain(name))
 
         results = run_ablation(
-            path, list(set_ or []), f"sqlite:///{out}", seeds, rounds, picked_v, picked_w, tick, jobs=jobs
+            path, list(set_ or []), f"sqlite:///{out}", picked_s, rounds, picked_v, picked_w, tick, jobs=jobs
         )
     if json:
         emit_json(results)
         return
     for world, rows in results.items():
         table = Table(
-            title=text(f"held-out accuracy, world: {world} ({plural(seeds, 'seed')}, {plural(rounds, 'round')})")
+            title=text(f"held-out accuracy, world: {world} ({seed_words(picked_s)}, {plural(rounds, 'round')})")
         )
         for c in ("variant", "at val-best round", "last round", "val-best rounds", "oracle (best held-out)"):
             table.add_column(c, justify="right")
@@ -406,7 +413,7 @@ def ablate(
             )
         console.print(table)
         if any(r.get("dynamics") for r in rows):  # the simulator's alone
-            console.print(dynamics_table(world, rows, seeds))
+            console.print(dynamics_table(world, rows, len(picked_s)))
 
 
 # per-round measures shown by `diagevo ablate` (key, column title, format)
@@ -424,6 +431,11 @@ DYNAMICS_COLUMNS = (
     ("promotions", "prom.", "{:.1f}"),
     ("reactivated_same_round", "react. same rd", "{:.1f}"),
 )
+
+
+def seed_words(seeds: list[int]) -> str:
+    """'3 seeds' for seeds 0-2, 'seeds 3, 4' for a part of an ablation."""
+    return plural(len(seeds), "seed") if seeds == list(range(len(seeds))) else "seeds " + ", ".join(map(str, seeds))
 
 
 def dynamics_table(world: str, rows: list[dict], seeds: int) -> Table:

@@ -201,14 +201,60 @@ def test_ablate_jobs_train_the_cells_in_processes_to_the_same_results(tmp_path: 
 
     args = (["full", "pure free"], ["all on"], lambda *_: None)
     overrides = [s for s in SMALL if s != "--set"]
-    one = run_ablation(None, overrides, f"sqlite:///{tmp_path / 'one.db'}", 2, 1, *args)
-    two = run_ablation(None, overrides, f"sqlite:///{tmp_path / 'two.db'}", 2, 1, *args, jobs=2)
+    one = run_ablation(None, overrides, f"sqlite:///{tmp_path / 'one.db'}", range(2), 1, *args)
+    two = run_ablation(None, overrides, f"sqlite:///{tmp_path / 'two.db'}", range(2), 1, *args, jobs=2)
     assert one == two
     logs = []
     for name in ("one", "two"):
         with open_log(f"sqlite:///{tmp_path / name}.db") as store:
             logs.append({run: [(e.type, e.event_id) for e in store.read(run)] for run in sorted(store.runs())})
     assert logs[0] == logs[1] and len(logs[0]) == 4
+
+
+def test_an_ablation_run_in_parts_is_the_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--seed 1`` then ``--seed 0`` into one log trains the cells ``--seeds 2`` trains, to the same
+    events (a part per session or machine), and each part reports its own seeds alone."""
+    from diagevo.log import open_log
+
+    logs = []
+    for name, parts in (("whole", [["--seeds", "2"]]), ("parts", [["--seed", "1"], ["--seed", "0"]])):
+        for part in parts:
+            db = str(tmp_path / f"{name}.db")
+            code, out, err = run_cli(
+                capsys,
+                "ablate",
+                *part,
+                "--rounds",
+                "1",
+                "--world",
+                "all on",
+                "--variant",
+                "full",
+                "--out",
+                db,
+                "--json",
+                *SMALL,
+            )
+            assert code == 0, err
+        with open_log(f"sqlite:///{db}") as store:
+            logs.append({run: [(e.type, e.event_id) for e in store.read(run)] for run in sorted(store.runs())})
+    assert logs[0] == logs[1] and sorted(logs[0]) == ["ablate/all on/full/s0", "ablate/all on/full/s1"]
+    code, out, _ = run_cli(
+        capsys,
+        "ablate",
+        "--seed",
+        "1",
+        "--rounds",
+        "1",
+        "--world",
+        "all on",
+        "--variant",
+        "full",
+        "--out",
+        str(tmp_path / "parts.db"),
+        *SMALL,
+    )
+    assert code == 0 and "(seeds 1, 1 round)" in " ".join(out.split())
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")

@@ -8,7 +8,7 @@ import os
 import signal
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -165,7 +165,7 @@ def run_ablation(
     config: Path | None,
     overrides: list[str],
     db: str,
-    seeds: int,
+    seeds: Sequence[int],
     rounds: int,
     variants: list[str],
     worlds: list[str],
@@ -179,8 +179,10 @@ def run_ablation(
 
     Each (world, variant, seed) is one run of the log: a finished one is skipped, a stopped one
     resumed where its log and checkpoints left it, so the command may be stopped at any moment
-    and run again. With ``jobs`` > 1 the cells train in that many processes first, then are read."""
-    total = len(worlds) * len(variants) * seeds
+    and run again. With ``jobs`` > 1 the cells train in that many processes first, then are read.
+    ``seeds`` names the cells' seeds, so an ablation can be run in parts (machines, sessions) whose
+    cells are the ones the whole would train."""
+    total = len(worlds) * len(variants) * len(seeds)
     done = 0
     reference = next((v for v in REFERENCES if v in variants), variants[0])
     results: dict[str, list[dict[str, Any]]] = {}
@@ -190,7 +192,7 @@ def run_ablation(
         cells = [
             (cell_run(w, v, s), cell_overrides(overrides, w, v, s, rounds))
             for w in worlds
-            for s in range(seeds)
+            for s in seeds
             for v in variants
         ]
         train_cells_in_parallel(config, cells, db, rounds, jobs, tick)
@@ -199,7 +201,7 @@ def run_ablation(
             curves: dict[str, list[list[float]]] = {v: [] for v in variants}
             val_curves: dict[str, list[list[float]]] = {v: [] for v in variants}
             dynamics: dict[str, list[dict[int, dict[str, float]]]] = {v: [] for v in variants}
-            for seed in range(seeds):
+            for seed in seeds:
                 runs: dict[str, str] = {}
                 ref_cfg = None
                 for variant in variants:
