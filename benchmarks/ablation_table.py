@@ -4,6 +4,17 @@ with ``--log``, the mini world's results page tables and plot, read from the abl
     diagevo ablate --seeds 3 --rounds 7 --world "all on" --json > ablate.json
     python benchmarks/ablation_table.py ablate.json [more.json ...]
     python benchmarks/ablation_table.py --log sqlite:///ablation/mini.db --pair models/mini --svg docs/mini-ablation.svg
+    python benchmarks/ablation_table.py --log sqlite:///ablation/mini.db --pair models/mini \
+        --cells docs/data/mini-ablation-cells.json --save-cells docs/data/mini-ablation-cells.json
+
+An ablation of many cells outlives a machine (a session's commands end with it; the log and the
+checkpoints stay behind): ``--save-cells`` keeps every committed round of every cell read (the
+logs' and the cells file's) in a small JSON file, with the pair's per-skill accuracy it started
+from; ``--cells`` reads it back, so the next part (``diagevo ablate --seed N --variant A``) trains
+only the cells missing and the tables are of them all. A cell in a log replaces the file's rows of
+that cell; a file of another pair (other per-skill accuracy) is refused. The pair's build repeats
+byte for byte on one machine type, and so do its cells (the page shows it), so a part's cells are
+the cells the whole would have trained.
 
 The mini world's primary outcome, named before any result was known: held-out accuracy after the
 last round, full DiagEvo against no memory (free exploration only), paired by seed, with its 95 %
@@ -260,6 +271,37 @@ def cell_rounds(store: Recorder) -> list[CellRound]:
     return sorted(rows, key=lambda r: (r.arm, r.seed, r.round))
 
 
+CELL_FILE_VERSION = 1
+
+
+def save_cells(path: str, rows: list[CellRound], pair: dict[str, float]) -> None:
+    """Every committed round of every cell, with the pair's per-skill accuracy they started from."""
+    from dataclasses import asdict
+
+    body = {"version": CELL_FILE_VERSION, "pair": pair, "rounds": [asdict(r) for r in rows]}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(body, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def load_cells(path: str, pair: dict[str, float] | None) -> list[CellRound]:
+    """A cells file's rounds; refused (SystemExit, one line) when its pair is not ``pair``."""
+    with open(path, encoding="utf-8") as f:
+        body = json.load(f)
+    if body.get("version") != CELL_FILE_VERSION:
+        raise SystemExit(f"{path}: cells file version {body.get('version')!r}, this script reads {CELL_FILE_VERSION}")
+    if pair is not None and body["pair"] != pair:
+        raise SystemExit(f"{path}: its cells started from another pair ({body['pair']}), not {pair}")
+    return [CellRound(**r) for r in body["rounds"]]
+
+
+def merged(logged: list[CellRound], saved: list[CellRound]) -> list[CellRound]:
+    """The logs' rounds, and the saved rounds of every cell no log holds."""
+    in_logs = {(r.arm, r.seed) for r in logged}
+    rows = logged + [r for r in saved if (r.arm, r.seed) not in in_logs]
+    return sorted(rows, key=lambda r: (r.arm, r.seed, r.round))
+
+
 def _interval(xs: list[float]) -> tuple[float, float]:
     """Mean and the half-width of its 95 % t interval across seeds (0 for one seed)."""
     import statistics
@@ -282,16 +324,20 @@ def _cell(x: tuple[float, float], digits: int = 3) -> str:
     return "–" if x[0] != x[0] else f"{x[0]:.{digits}f} ± {x[1]:.{digits}f}"
 
 
-def mini_tables(dbs: list[str], svg: str | None, pair: str | None = None) -> str:
-    """The primary outcome first, each arm's change over the pair, then the per-arm, per-round
-    table (mean ± 95 % half-width across seeds) with the label figures beside held-out accuracy."""
+def read_rounds(dbs: list[str]) -> list[CellRound]:
+    """Every committed round of every ablation cell in these logs."""
     from diagevo.log import open_log
 
     rows: list[CellRound] = []
     for db in dbs:
         with open_log(db) as store:
             rows += cell_rounds(store)
-    rows.sort(key=lambda r: (r.arm, r.seed, r.round))
+    return sorted(rows, key=lambda r: (r.arm, r.seed, r.round))
+
+
+def mini_tables(rows: list[CellRound], svg: str | None, pair: str | None = None) -> str:
+    """The primary outcome first, each arm's change over the pair, then the per-arm, per-round
+    table (mean ± 95 % half-width across seeds) with the label figures beside held-out accuracy."""
     arms = sorted({r.arm for r in rows})
     skills = sorted({s for r in rows for s in r.by_skill})
     last = {a: max((r.round for r in rows if r.arm == a), default=0) for a in arms}
@@ -404,8 +450,16 @@ if __name__ == "__main__":
     )
     ap.add_argument("--svg", help="with --log: write the held-out accuracy plot here")
     ap.add_argument("--pair", help="with --log: the pair's directory (its mini.json): round 0 and each arm's gain")
+    ap.add_argument("--cells", help="with --log: a cells file (--save-cells) whose cells no log holds join the tables")
+    ap.add_argument("--save-cells", help="with --log: write every cell's rounds (the logs' and --cells') here")
     args = ap.parse_args()
     if args.log:
-        print(mini_tables(args.log, args.svg, args.pair))
+        by_skill = pair_accuracy(args.pair)[1] if args.pair else None
+        rows = merged(read_rounds(args.log), load_cells(args.cells, by_skill) if args.cells else [])
+        if args.save_cells:
+            if by_skill is None:
+                raise SystemExit("--save-cells needs --pair (the file names the pair its cells started from)")
+            save_cells(args.save_cells, rows, by_skill)
+        print(mini_tables(rows, args.svg, args.pair))
     else:
         main(args.paths)

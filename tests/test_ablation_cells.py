@@ -1,0 +1,58 @@
+"""An ablation's cells kept between machines (``benchmarks/ablation_table.py --save-cells``): the
+rounds come back as saved, a log's cell replaces the file's, and a file of another pair is refused."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "ablation_table.py"
+
+
+@pytest.fixture(scope="module")
+def table():  # noqa: ANN201 (the script, imported from its path)
+    spec = importlib.util.spec_from_file_location("ablation_table", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def rounds(table, arm: str, seed: int, accs: list[float]) -> list:  # noqa: ANN001
+    return [
+        table.CellRound(
+            arm=arm, seed=seed, round=t, heldout_acc=a, by_skill={"mod": a / 2}, label_acc=0.25, wrong_share=0.7
+        )
+        for t, a in enumerate(accs, 1)
+    ]
+
+
+def test_saved_cells_come_back_and_a_logged_cell_replaces_its_saved_rounds(table, tmp_path: Path) -> None:  # noqa: ANN001
+    pair = {"add_c": 0.46, "mod": 0.26}
+    saved = rounds(table, "full", 0, [0.51, 0.49]) + rounds(table, "pure free", 0, [0.5, 0.48])
+    path = str(tmp_path / "cells.json")
+    table.save_cells(path, saved, pair)
+    assert table.load_cells(path, pair) == saved
+    logged = rounds(table, "full", 0, [0.6, 0.7]) + rounds(table, "full", 1, [0.55, 0.52])
+    rows = table.merged(logged, table.load_cells(path, pair))
+    assert [(r.arm, r.seed, r.heldout_acc) for r in rows] == [
+        ("full", 0, 0.6),
+        ("full", 0, 0.7),
+        ("full", 1, 0.55),
+        ("full", 1, 0.52),
+        ("pure free", 0, 0.5),
+        ("pure free", 0, 0.48),
+    ]
+    # the primary outcome pairs seed 0 alone: full 0.7 − pure free 0.48
+    assert "+0.220 (one seed" in table.mini_tables(rows, None)
+
+
+def test_a_cells_file_of_another_pair_is_refused(table, tmp_path: Path) -> None:  # noqa: ANN001
+    path = str(tmp_path / "cells.json")
+    table.save_cells(path, rounds(table, "oracle", 3, [0.6]), {"add_c": 0.46})
+    with pytest.raises(SystemExit, match="another pair"):
+        table.load_cells(path, {"add_c": 0.58})
