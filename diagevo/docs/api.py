@@ -38,7 +38,7 @@ DOCUMENTED_TYPES: dict[str, str] = {
     "CauseRow": "diagevo.results.memory",
     "NodeRow": "diagevo.results.memory",
     "RunStats": "diagevo.results.stats",
-    "CauseStory": "diagevo.results.stories",
+    "CauseStory": "diagevo.views.stories",
     "Lifecycle": "diagevo.results.stats",
     "RunDiff": "diagevo.results.runs",
     "Fork": "diagevo.results.runs",

@@ -18,12 +18,12 @@ from diagevo.log.recorder import (
     EventRow,
     EventWriter,
     LogOperator,
-    RawRow,
     Recorder,
     StoredEvent,
     ViewState,
     payload,
 )
+from diagevo.log.stored import RawRow
 
 __all__ = [
     "GENESIS_HASH",

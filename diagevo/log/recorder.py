@@ -31,7 +31,7 @@ from diagevo.log.chain import (
     prepare,
 )
 from diagevo.log.errors import ConflictError, RunBusy, StoreError
-from diagevo.log.stored import NEGATIVE_ROUND, loads_data, text_problems, text_refs
+from diagevo.log.stored import NEGATIVE_ROUND, RawRow, loads_data, text_problems, text_refs
 from diagevo.runtime.progress import library_logger
 from diagevo.text.urls import redact_url
 
@@ -96,21 +96,6 @@ def payload(e: StoredEvent | EventRow) -> dict[str, Any]:
     copies or shows the stored bytes (the JSONL interchange, a fork's or a what-if's copy,
     ``memory events``); what reads an event's meaning reads :attr:`StoredEvent.event`."""
     return e._data if isinstance(e, StoredEvent) else e.data
-
-
-class RawRow(NamedTuple):
-    """A stored row as it lies in the database: what verification recomputes."""
-
-    seq: int
-    event_id: str
-    round: int
-    type: str
-    schema_version: int
-    data: str
-    prev_hash: str
-    hash: str
-    texts: str | None
-    keys: tuple[str | None, ...]  # the key columns (KEY_FIELDS)
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CATALOG
 from diagevo.catalog.event import JSON_TYPES, json_kinds
-from diagevo.log.stored import NOT_AN_OBJECT, UNREADABLE, loads
+from diagevo.log.stored import NOT_AN_OBJECT, UNREADABLE, RawRow, loads
 from diagevo.text.parsing import MAX_DEPTH
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from diagevo.log.recorder import RawRow
 
 TABLE = "event_types"
 ANY_EVENT_FIELDS = {"cut": {"types": ["object"]}}

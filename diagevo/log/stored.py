@@ -8,12 +8,29 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from diagevo.catalog import TEXT_FIELDS
 from diagevo.text.parsing import MAX_DEPTH, depth
+
+
+class RawRow(NamedTuple):
+    """A stored row as it lies in the database: what verification recomputes (here, below the
+    recorder that reads it and the registry that checks it, so neither imports the other for it)."""
+
+    seq: int
+    event_id: str
+    round: int
+    type: str
+    schema_version: int
+    data: str
+    prev_hash: str
+    hash: str
+    texts: str | None
+    keys: tuple[str | None, ...]  # the key columns (KEY_FIELDS)
+
 
 ARTIFACT_KEY = "$artifact"
 _orjson_loads = orjson.loads

@@ -13,13 +13,12 @@ from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
 from diagevo.results.stats import GrpoSteps, Lifecycle, RunStats
-from diagevo.results.stories import CauseStory
 from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
 from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import MEMORY_COLUMNS, accumulate, metric_columns, round_stats
-from diagevo.views.stories import UnknownCause, cause_rows, cause_story, recent_cause_rows
+from diagevo.views.stories import CauseStory, UnknownCause, cause_rows, cause_story, recent_cause_rows
 from diagevo.views.typed import of_type, typed
 
 
