@@ -16,7 +16,7 @@ from diagevo.curriculum.answers import (
     plausible_final_answer,
     simple_number,
 )
-from diagevo.curriculum.equivalence import EquivalenceChecker, check_stats
+from diagevo.curriculum.equivalence import EquivalenceChecker, default_checker
 from diagevo.verl import compute_score
 
 # a verify of over 20 s of CPU with no limit; refused by no cheap rule (an exponent under 100, no \lim)
@@ -261,9 +261,9 @@ def test_what_cannot_be_a_final_answer_is_not_checked(answer: str, plausible: bo
 def test_an_answer_of_59_bytes_that_costs_a_minute_is_refused_unchecked(response: str) -> None:
     """The solver's reward of an answer that would be evaluated for a minute: different at once,
     counted as skipped, and nothing sent to math-verify."""
-    before = check_stats()
+    before = default_checker().stats.snapshot()
     assert compute_score("s", response, "1", {})["score"] == -1.0
-    after = check_stats()
+    after = default_checker().stats.snapshot()
     assert after["skipped"] == before["skipped"] + 1
     assert (after["parses"], after["verifies"], after["timeouts"]) == (
         before["parses"],

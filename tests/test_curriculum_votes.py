@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from diagevo.curriculum.equivalence import EquivalenceChecker
-from diagevo.curriculum.votes import reference_index, votes
+from diagevo.curriculum.votes import votes
 
 # The fast path must not need math-verify: a checker whose worker cannot start would count an
 # error the moment a symbolic check were attempted.
@@ -122,18 +122,13 @@ def test_budget_skips_symbolic_checks() -> None:
     assert chk.stats.skipped == 1 and chk.stats.starts == 0
 
 
-def test_reference_index(offline: EquivalenceChecker) -> None:
+def test_the_reference_is_the_earliest_response_agreeing_with_the_label(offline: EquivalenceChecker) -> None:
     answers = [None, "3", "0.5", "3", "1/2"]
-    assert reference_index(answers, "1/2", checker=offline) == 2  # agrees by value
-    assert reference_index(answers, "3", checker=offline) == 1
-    assert reference_index(answers, "4", checker=offline) is None
-    assert reference_index(answers, None, checker=offline) is None
     v = votes(answers, checker=offline)  # tie 2/2: "3" occurs first
-    assert v.label == "3"
-    assert reference_index(answers, v.label, checker=offline) == v.reference == 1
-    v = votes(answers + ["0.50"], checker=offline)
-    assert v.label == "0.5"
-    assert reference_index(answers, v.label, checker=offline) == v.reference == 2
+    assert (v.label, v.reference) == ("3", 1)
+    v = votes(answers + ["0.50"], checker=offline)  # "0.5", "1/2", "0.50" agree by value
+    assert (v.label, v.reference) == ("0.5", 2)
+    assert votes([None, None], checker=offline).reference is None
 
 
 def test_solver_answers_that_cost_a_minute_stay_apart_unchecked(offline: EquivalenceChecker) -> None:

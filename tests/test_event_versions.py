@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +17,6 @@ from diagevo.catalog.event import Event
 from diagevo.interchange import IngestError, export_lines, ingest
 from diagevo.log import Recorder, open_log
 from diagevo.log import registry as log_registry
-from diagevo.log.inmemory import forget
 from diagevo.schemas import EventIn, new_event, validate_event
 from diagevo.views.verify import verify_run
 from tests.conftest import SQLiteBackend
@@ -51,9 +50,9 @@ def scaled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), "memory"])
-def fresh_url(request: pytest.FixtureRequest, tmp_path: Any, scaled: None) -> Iterator[Any]:
-    """A function giving fresh, empty databases of one backend."""
-    made: list[str] = []
+def fresh_url(request: pytest.FixtureRequest, tmp_path: Any, scaled: None) -> Callable[[], str]:
+    """A function giving fresh, empty databases of one backend (in-memory ones live as long as the
+    test process: a few small logs)."""
 
     def make() -> str:
         if request.param == "sqlite":
@@ -62,13 +61,9 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Any, scaled: None) -> It
             url = request.getfixturevalue("postgres_backend").fresh_url()
         else:
             url = f"memory://{uuid.uuid4().hex}"
-        made.append(url)
         return url
 
-    yield make
-    for url in made:
-        if url.startswith("memory://"):
-            forget(url)
+    return make
 
 
 def _run(run: str) -> list[EventIn]:
@@ -136,7 +131,6 @@ def test_a_line_at_a_version_its_class_does_not_have_is_refused_by_line(scaled: 
         with pytest.raises(IngestError, match=r"^line 2: schema_version: Input should be greater than or equal to 1"):
             ingest(store, f"{started}\n{newer.replace(': 3', ': 0')}\n")
         assert store.runs() == []
-        forget(store.url)
 
 
 def test_a_stored_version_newer_than_the_class_is_not_read_as_another(scaled: None) -> None:

@@ -19,14 +19,14 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.engine import make_url
 
 from diagevo.catalog import CATALOG, Event, Kind, RoundStarted
 from diagevo.log import open_log
 from diagevo.log.chain import chain, prepare
 from diagevo.log.postgres import LockTimeout
-from diagevo.log.registry import catalog_specs, registered_specs, unregistered
+from diagevo.log.registry import catalog_specs, registered_specs
 from diagevo.log.schema import HEAD_REVISION, upgrade
 from diagevo.schemas import EventIn
 from diagevo.views.memory import load_memory
@@ -37,6 +37,12 @@ from tests.test_log_trainer_role import Roles, insert, refused_or_passed_over, r
 pytestmark = pytest.mark.postgres
 
 OLD_APPEND_LOCK_KEY = int.from_bytes(b"diagevo1", "big")  # the advisory lock appenders once took
+
+
+def unregistered(conn: Connection) -> list[str]:
+    """The catalog's types whose row in ``event_types`` is missing or differs from this version's."""
+    held = registered_specs(conn)
+    return [name for name, spec in catalog_specs().items() if held.get(name) != spec]
 
 
 def raw_row(url: str, run: str, type_: str, rnd: int, data: dict[str, Any], **columns: Any) -> dict[str, Any]:

@@ -535,8 +535,3 @@ def agrees(answer: str | None, label: str | None, checker: EquivalenceChecker | 
     if answer is None or label is None or not answer.strip() or not label.strip():
         return False
     return (checker or default_checker()).equivalent(label, answer)
-
-
-def check_stats() -> dict[str, int]:
-    """Counters of the default checker."""
-    return default_checker().stats.snapshot()

@@ -161,17 +161,3 @@ def _votes(answers: Sequence[str | None], checker: EquivalenceChecker, max_check
     p1 = out[0].size / n
     p2 = out[1].size / n if len(out) > 1 else 0.0
     return Votes(p1, p2, out[0].answer, out, n)
-
-
-def reference_index(
-    answers: Sequence[str | None], label: str | None, checker: EquivalenceChecker | None = None
-) -> int | None:
-    """Earliest response whose answer agrees with ``label``, or None (for a label of
-    :func:`votes`, ``Votes.reference`` costs nothing)."""
-    if label is None or not label.strip():
-        return None
-    chk = checker or default_checker()
-    for i, a in enumerate(answers):
-        if agrees(a, label, chk):
-            return i
-    return None

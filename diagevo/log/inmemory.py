@@ -197,9 +197,3 @@ RECORDER = InMemoryRecorder
 def missing_database(u: URL) -> MissingDatabase | None:
     name = u.render_as_string().split("://", 1)[1]
     return None if name in _LOGS else MissingDatabase(f"no database at memory://{name}")
-
-
-def forget(url: str) -> None:
-    """Drop an in-memory log (tests)."""
-    with _LOGS_LOCK:
-        _LOGS.pop(_name(url), None)

@@ -10,7 +10,7 @@ fields are refused. The rows are derived here from the catalog and its data mode
 by whoever migrates the database (``diagevo db upgrade``, or the first writer of an empty one)
 after every upgrade, even one with nothing to migrate: a type added to the catalog needs no new
 migration, only an upgrade by the schema's owner. Until then the database refuses the new type
-by name, and :func:`unregistered` says which types the database does not know.
+by name.
 
 SQLite has no roles (whoever may write the file may drop a trigger): it has no such table.
 """
@@ -319,10 +319,3 @@ def registered_specs(conn: Connection) -> dict[str, dict[str, Any]]:
         | {"version": r[6]}
         for r in rows
     }
-
-
-def unregistered(conn: Connection) -> list[str]:
-    """The catalog's types whose row in ``event_types`` is missing or differs from this
-    version's (the database would refuse or mis-check them until the owner upgrades it)."""
-    held = registered_specs(conn)
-    return [name for name, spec in catalog_specs().items() if held.get(name) != spec]
